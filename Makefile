@@ -1,0 +1,78 @@
+# libemily build. `make` builds the library (static and shared), the demo,
+# the conformance runner and the unit tests into $(BUILD).
+#   make SAN=1          AddressSanitizer + UndefinedBehaviorSanitizer build (build-san/)
+#   make CUDA=0         CPU-only even where nvcc is present
+BUILD ?= build
+CC ?= gcc
+SAN ?= 0
+NVCC ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
+CUDA ?= $(if $(and $(NVCC),$(wildcard src/cuda/*.cu)),1,0)
+CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
+
+ifeq ($(SAN),1)
+BUILD := build-san
+SANFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+OPT := -O1 -g
+else
+OPT := -O2 -g
+endif
+
+CFLAGS := -std=c11 -D_GNU_SOURCE $(OPT) -Wall -Wextra -Werror -Wno-unknown-pragmas \
+          -fPIC -fopenmp -Iinclude -Isrc $(SANFLAGS)
+LDLIBS := -llapacke -lopenblas -ljansson -lm -lpthread
+LDFLAGS := -fopenmp $(SANFLAGS)
+
+LIB_SRC := $(wildcard src/core/*.c src/ops/*.c src/cpu/*.c src/nx/*.c)
+ifeq ($(CUDA),1)
+LIB_SRC := $(filter-out src/core/no_cuda.c,$(LIB_SRC))
+CU_SRC := $(wildcard src/cuda/*.cu)
+CU_C_SRC := $(wildcard src/cuda/*.c)
+LIB_SRC += $(CU_C_SRC)
+NVFLAGS := -std=c++17 -O3 -Xcompiler -fPIC -Iinclude -Isrc \
+           -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 \
+           -Werror all-warnings
+CU_OBJ := $(CU_SRC:%.cu=$(BUILD)/obj/%.o)
+LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublasLt -lcublas -lcudart
+CFLAGS += -DEMILY_WITH_CUDA -I$(CUDA_HOME)/include
+endif
+
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(CU_OBJ)
+TEST_SRC := $(wildcard tests/unit/test_*.c)
+TESTS := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+
+all: $(BUILD)/libemily.a $(BUILD)/libemily.so $(BUILD)/emily_demo $(BUILD)/conformance $(TESTS)
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/obj/%.o: %.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVFLAGS) -c $< -o $@
+
+$(BUILD)/libemily.a: $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/libemily.so: $(LIB_OBJ)
+	$(CC) -shared $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/emily_demo: $(BUILD)/obj/demo/demo.o $(BUILD)/libemily.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/conformance: $(BUILD)/obj/tests/conformance/runner.o $(BUILD)/obj/tests/conformance/json_values.o $(BUILD)/obj/tests/conformance/compare.o $(BUILD)/obj/tests/conformance/properties.o $(BUILD)/libemily.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(BUILD)/obj/tests/unit/harness.o $(BUILD)/libemily.a
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# Runs every unit test binary; fails on the first failure.
+check: all
+	@for t in $(TESTS); do echo "== $$t"; $$t || exit 1; done
+
+clean:
+	rm -rf build build-san
+
+.PHONY: all check clean
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

@@ -1,0 +1,91 @@
+/* The Nx.Backend callback dispatcher.
+ *
+ * Nx calls a backend with a callback name, an output template (type and
+ * shape, or a list of them) and arguments. emily_dispatch takes the same
+ * three things, decoded into emily_value trees, and maps them onto the
+ * typed functions of emily/ops.h. The corpus runner and the Erlang NIF
+ * both come in here; the NIF adds only term decoding. */
+#ifndef EMILY_DISPATCH_H
+#define EMILY_DISPATCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "emily/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum emily_value_kind {
+    EMILY_V_NIL,
+    EMILY_V_BOOL,     /* b */
+    EMILY_V_INT,      /* i */
+    EMILY_V_UINT,     /* u: an integer above INT64_MAX */
+    EMILY_V_FLOAT,    /* f (NaN/inf arrive as atoms, see below) */
+    EMILY_V_COMPLEX,  /* re, im */
+    EMILY_V_ATOM,     /* str: "nan", "infinity", "neg_infinity", "asc", ... */
+    EMILY_V_BINARY,   /* str, len: raw bytes */
+    EMILY_V_TUPLE,    /* items, n */
+    EMILY_V_LIST,     /* items, n */
+    EMILY_V_OPTS,     /* items, keys, n: a keyword list, order kept */
+    EMILY_V_TENSOR,   /* tensor (borrowed by the dispatcher) */
+    EMILY_V_TEMPLATE  /* dtype, rank, shape: an output template */
+} emily_value_kind;
+
+typedef struct emily_value emily_value;
+struct emily_value {
+    emily_value_kind kind;
+    bool b;
+    int64_t i;
+    uint64_t u;
+    double f, re, im;
+    const char *str;
+    size_t len;
+    emily_value *items;
+    const char **keys;
+    size_t n;
+    emily_tensor *tensor;
+    emily_dtype dtype;
+    int rank;
+    const int64_t *shape;
+};
+
+typedef enum emily_dispatch_mode {
+    /* Run the callback; the template is authoritative (the result has
+     * exactly its types and shapes, or the call fails). */
+    EMILY_DISPATCH_RUN = 0,
+    /* Run the callback taking from the template only what Nx's public
+     * API passes as options (as_type's type, reshape's shape, iota's
+     * shape and type, ...); every other output type and shape is
+     * inferred by the typed functions. Used to check inference. */
+    EMILY_DISPATCH_INFER = 1
+} emily_dispatch_mode;
+
+/* Result of a dispatch: one tensor, or several for multi-output
+ * callbacks (lu, qr, svd, eigh, top_k). The caller releases them with
+ * emily_dispatch_result_release. */
+#define EMILY_DISPATCH_MAX_OUTPUTS 4
+typedef struct emily_dispatch_result {
+    int n;
+    emily_tensor *tensors[EMILY_DISPATCH_MAX_OUTPUTS];
+} emily_dispatch_result;
+
+/* `out` is a EMILY_V_TEMPLATE or an EMILY_V_LIST/TUPLE of templates.
+ * Tensors in args must all be on `device` (creation callbacks, which
+ * have no tensor input, create there). */
+emily_status emily_dispatch(const char *callback, emily_device device,
+                            const emily_value *out, const emily_value *args,
+                            size_t nargs, emily_dispatch_mode mode,
+                            emily_dispatch_result *result);
+void emily_dispatch_result_release(emily_dispatch_result *r);
+
+/* True if the dispatcher knows the callback name. */
+bool emily_dispatch_supports(const char *callback);
+/* Callback names the dispatcher knows, NULL-terminated. */
+const char *const *emily_dispatch_callbacks(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

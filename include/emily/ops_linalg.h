@@ -1,0 +1,14 @@
+/* Typed operations: linalg family (see emily/ops.h for conventions). */
+#ifndef EMILY_OPS_LINALG_H
+#define EMILY_OPS_LINALG_H
+
+#include "emily/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+#endif

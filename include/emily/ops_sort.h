@@ -1,0 +1,14 @@
+/* Typed operations: sort family (see emily/ops.h for conventions). */
+#ifndef EMILY_OPS_SORT_H
+#define EMILY_OPS_SORT_H
+
+#include "emily/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,206 @@
+/* Element types and Nx.Type's promotion rules. */
+#include <math.h>
+#include <string.h>
+#include "emily/dtype.h"
+
+static const struct {
+    const char *name;
+    emily_dtype_kind kind;
+    int bits;
+    size_t size;
+} info[EMILY_DTYPE_COUNT] = {
+    [EMILY_U8] = {"u8", EMILY_KIND_UNSIGNED, 8, 1},
+    [EMILY_U16] = {"u16", EMILY_KIND_UNSIGNED, 16, 2},
+    [EMILY_U32] = {"u32", EMILY_KIND_UNSIGNED, 32, 4},
+    [EMILY_U64] = {"u64", EMILY_KIND_UNSIGNED, 64, 8},
+    [EMILY_S8] = {"s8", EMILY_KIND_SIGNED, 8, 1},
+    [EMILY_S16] = {"s16", EMILY_KIND_SIGNED, 16, 2},
+    [EMILY_S32] = {"s32", EMILY_KIND_SIGNED, 32, 4},
+    [EMILY_S64] = {"s64", EMILY_KIND_SIGNED, 64, 8},
+    [EMILY_F16] = {"f16", EMILY_KIND_FLOAT, 16, 2},
+    [EMILY_BF16] = {"bf16", EMILY_KIND_BFLOAT, 16, 2},
+    [EMILY_F32] = {"f32", EMILY_KIND_FLOAT, 32, 4},
+    [EMILY_F64] = {"f64", EMILY_KIND_FLOAT, 64, 8},
+    [EMILY_C64] = {"c64", EMILY_KIND_COMPLEX, 64, 8},
+    [EMILY_C128] = {"c128", EMILY_KIND_COMPLEX, 128, 16},
+};
+
+bool emily_dtype_valid(emily_dtype t) { return t >= 0 && t < EMILY_DTYPE_COUNT; }
+size_t emily_dtype_size(emily_dtype t) { return emily_dtype_valid(t) ? info[t].size : 0; }
+int emily_dtype_bits(emily_dtype t) { return emily_dtype_valid(t) ? info[t].bits : 0; }
+emily_dtype_kind emily_dtype_kind_of(emily_dtype t) {
+    return emily_dtype_valid(t) ? info[t].kind : EMILY_KIND_UNSIGNED;
+}
+const char *emily_dtype_name(emily_dtype t) { return emily_dtype_valid(t) ? info[t].name : "?"; }
+
+emily_dtype emily_dtype_from_name(const char *name) {
+    if (!name) return EMILY_DTYPE_AUTO;
+    for (int t = 0; t < EMILY_DTYPE_COUNT; t++)
+        if (strcmp(info[t].name, name) == 0) return (emily_dtype)t;
+    return EMILY_DTYPE_AUTO;
+}
+
+emily_dtype emily_dtype_make(emily_dtype_kind kind, int bits) {
+    for (int t = 0; t < EMILY_DTYPE_COUNT; t++)
+        if (info[t].kind == kind && info[t].bits == bits) return (emily_dtype)t;
+    return EMILY_DTYPE_AUTO;
+}
+
+bool emily_dtype_is_integer(emily_dtype t) {
+    return emily_dtype_valid(t) && info[t].kind <= EMILY_KIND_SIGNED;
+}
+bool emily_dtype_is_float(emily_dtype t) {
+    return emily_dtype_valid(t) &&
+           (info[t].kind == EMILY_KIND_FLOAT || info[t].kind == EMILY_KIND_BFLOAT);
+}
+bool emily_dtype_is_complex(emily_dtype t) {
+    return emily_dtype_valid(t) && info[t].kind == EMILY_KIND_COMPLEX;
+}
+
+static int imax(int a, int b) { return a > b ? a : b; }
+static int imin(int a, int b) { return a < b ? a : b; }
+
+/* Nx.Type.merge: same class keeps the larger size; otherwise the higher
+ * class wins, except u+s (signed, wide enough) and float+complex. */
+emily_dtype emily_type_merge(emily_dtype a, emily_dtype b) {
+    if (!emily_dtype_valid(a) || !emily_dtype_valid(b)) return EMILY_DTYPE_AUTO;
+    emily_dtype_kind ka = info[a].kind, kb = info[b].kind;
+    if (ka == kb) return info[a].bits >= info[b].bits ? a : b;
+    emily_dtype lo = ka < kb ? a : b, hi = ka < kb ? b : a;
+    emily_dtype_kind klo = info[lo].kind, khi = info[hi].kind;
+    if (klo == EMILY_KIND_UNSIGNED && khi == EMILY_KIND_SIGNED)
+        return emily_dtype_make(EMILY_KIND_SIGNED,
+                                imax(imin(info[lo].bits * 2, 64), info[hi].bits));
+    if (klo == EMILY_KIND_FLOAT && khi == EMILY_KIND_COMPLEX)
+        return emily_dtype_make(EMILY_KIND_COMPLEX, imax(info[lo].bits * 2, info[hi].bits));
+    return hi;
+}
+
+static int unsigned_bits(uint64_t x) {
+    if (x <= 255) return 8;
+    if (x <= 65535) return 16;
+    if (x <= 4294967295u) return 32;
+    return 64;
+}
+
+static int signed_bits(int64_t x) {
+    if (x < 0) x = -(x + 1);
+    if (x <= 127) return 8;
+    if (x <= 32767) return 16;
+    if (x <= 2147483647) return 32;
+    return 64;
+}
+
+emily_dtype emily_type_merge_int(emily_dtype t, int64_t v) {
+    if (!emily_dtype_valid(t)) return EMILY_DTYPE_AUTO;
+    switch (info[t].kind) {
+    case EMILY_KIND_UNSIGNED:
+        if (v >= 0) return emily_dtype_make(EMILY_KIND_UNSIGNED, imax(unsigned_bits((uint64_t)v), info[t].bits));
+        return emily_type_merge_int(emily_dtype_make(EMILY_KIND_SIGNED, imin(info[t].bits * 2, 64)), v);
+    case EMILY_KIND_SIGNED:
+        return emily_dtype_make(EMILY_KIND_SIGNED, imax(signed_bits(v), info[t].bits));
+    default:
+        return t;
+    }
+}
+
+emily_dtype emily_type_merge_uint(emily_dtype t, uint64_t v) {
+    if (v <= INT64_MAX) return emily_type_merge_int(t, (int64_t)v);
+    if (!emily_dtype_valid(t)) return EMILY_DTYPE_AUTO;
+    if (info[t].kind == EMILY_KIND_UNSIGNED) return EMILY_U64;
+    if (info[t].kind == EMILY_KIND_SIGNED) return EMILY_S64;
+    return t;
+}
+
+emily_dtype emily_type_merge_float(emily_dtype t) {
+    if (!emily_dtype_valid(t)) return EMILY_DTYPE_AUTO;
+    return emily_dtype_is_integer(t) ? EMILY_F32 : t;
+}
+
+emily_dtype emily_type_to_floating(emily_dtype t) {
+    if (!emily_dtype_valid(t)) return EMILY_DTYPE_AUTO;
+    if (emily_dtype_is_integer(t)) return emily_type_merge(t, EMILY_F32);
+    return t;
+}
+
+emily_dtype emily_type_to_real(emily_dtype t) {
+    if (t == EMILY_C64) return EMILY_F32;
+    if (t == EMILY_C128) return EMILY_F64;
+    if (emily_dtype_is_float(t)) return t;
+    return emily_dtype_valid(t) ? EMILY_F32 : EMILY_DTYPE_AUTO;
+}
+
+emily_dtype emily_type_to_complex(emily_dtype t) {
+    if (emily_dtype_is_complex(t)) return t;
+    if (t == EMILY_F64) return EMILY_C128;
+    return emily_dtype_valid(t) ? EMILY_C64 : EMILY_DTYPE_AUTO;
+}
+
+emily_dtype emily_type_to_aggregate(emily_dtype t) {
+    switch (t) {
+    case EMILY_U64: return EMILY_S64;
+    case EMILY_U8: case EMILY_U16: case EMILY_U32: return EMILY_U32;
+    case EMILY_S64: return EMILY_S64;
+    case EMILY_S8: case EMILY_S16: case EMILY_S32: return EMILY_S32;
+    default: return t;
+    }
+}
+
+/* ---- half precision ---- */
+
+static uint32_t f32_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+static float bits_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+static uint64_t f64_bits(double f) { uint64_t u; memcpy(&u, &f, 8); return u; }
+
+float emily_f16_to_f32(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16;
+    uint32_t exp = (h >> 10) & 0x1f, man = h & 0x3ff;
+    if (exp == 0x1f) return bits_f32(sign | 0x7f800000u | (man << 13));
+    if (exp == 0) {
+        float v = ldexpf((float)man, -24);
+        return sign ? -v : v;
+    }
+    return bits_f32(sign | ((exp + 112) << 23) | (man << 13));
+}
+
+/* Round-to-nearest-even from the double directly (no double rounding). */
+uint16_t emily_f64_to_f16(double x) {
+    uint64_t b = f64_bits(x);
+    uint16_t sign = (uint16_t)((b >> 48) & 0x8000);
+    int exp = (int)((b >> 52) & 0x7ff);
+    uint64_t man = b & 0xfffffffffffffull;
+    if (exp == 0x7ff) return (uint16_t)(sign | 0x7c00 | (man ? 0x200 : 0));
+    int e = exp - 1023; /* unbiased */
+    if (e > 15) return (uint16_t)(sign | 0x7c00);
+    uint64_t full = man | (exp ? (1ull << 52) : 0); /* 53-bit significand */
+    int shift;
+    uint16_t hexp;
+    if (e >= -14) { /* normal: keep 10 mantissa bits */
+        shift = 42;
+        hexp = (uint16_t)(e + 15);
+    } else { /* subnormal: value = m * 2^-24 */
+        shift = 42 + (-14 - e);
+        hexp = 0;
+        if (shift > 63) return sign;
+    }
+    uint64_t kept = full >> shift;
+    uint64_t rem = full & ((1ull << shift) - 1), half = 1ull << (shift - 1);
+    if (rem > half || (rem == half && (kept & 1))) kept++;
+    uint32_t out;
+    if (hexp) {
+        out = ((uint32_t)hexp << 10) + (uint32_t)(kept - 0x400); /* carry may bump exponent */
+        if (kept == 0x800) out = ((uint32_t)hexp + 1) << 10;
+        if (out >= 0x7c00) out = 0x7c00;
+    } else {
+        out = (uint32_t)kept; /* may round up into the smallest normal */
+    }
+    return (uint16_t)(sign | out);
+}
+
+float emily_bf16_to_f32(uint16_t h) { return bits_f32((uint32_t)h << 16); }
+
+uint16_t emily_f32_to_bf16(float x) {
+    uint32_t u = f32_bits(x);
+    if (isnan(x)) return 0x7fc0; /* Nx writes one canonical NaN */
+    return (uint16_t)(u >> 16);
+}

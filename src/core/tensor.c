@@ -1,0 +1,252 @@
+/* Tensor handles, buffers and views. */
+#include <stdlib.h>
+#include <string.h>
+#include "core/engine.h"
+
+static atomic_llong live_tensors, live_buffers;
+int64_t emily_live_tensors(void) { return atomic_load(&live_tensors); }
+int64_t emily_live_buffers(void) { return atomic_load(&live_buffers); }
+
+emily_scalar emily_scalar_int(int64_t v) { return (emily_scalar){.kind = EMILY_SCALAR_INT, .i = v}; }
+emily_scalar emily_scalar_float(double v) { return (emily_scalar){.kind = EMILY_SCALAR_FLOAT, .re = v}; }
+emily_scalar emily_scalar_complex(double re, double im) {
+    return (emily_scalar){.kind = EMILY_SCALAR_COMPLEX, .re = re, .im = im};
+}
+
+bool emily_shape_size(int rank, const int64_t *shape, int64_t *size) {
+    int64_t n = 1;
+    for (int i = 0; i < rank; i++) {
+        if (shape[i] < 0) return false;
+        if (shape[i] != 0 && n > INT64_MAX / shape[i]) return false;
+        n *= shape[i];
+    }
+    *size = n;
+    return true;
+}
+
+void emily_row_major_strides(int rank, const int64_t *shape, int64_t *strides) {
+    int64_t s = 1;
+    for (int i = rank - 1; i >= 0; i--) {
+        strides[i] = s;
+        s *= shape[i] > 0 ? shape[i] : 1;
+    }
+}
+
+bool emily_strides_contiguous(int rank, const int64_t *shape, const int64_t *strides) {
+    int64_t s = 1;
+    for (int i = rank - 1; i >= 0; i--) {
+        if (shape[i] == 0) return true;
+        if (shape[i] != 1 && strides[i] != s) return false;
+        s *= shape[i];
+    }
+    return true;
+}
+
+emily_status emily_buffer_alloc(emily_device device, size_t nbytes, emily_buffer **out) {
+    const emily_engine *e;
+    emily_status s = emily_engine_get(device, &e);
+    if (s) return s;
+    emily_buffer *b = calloc(1, sizeof *b);
+    if (!b) return emily_error(EMILY_ERR_MEMORY, "buffer: out of host memory");
+    if (nbytes > 0) {
+        s = e->alloc(device.index, nbytes, &b->data);
+        if (s) { free(b); return s; }
+    }
+    atomic_init(&b->refcount, 1);
+    b->device = device;
+    b->nbytes = nbytes;
+    atomic_fetch_add(&live_buffers, 1);
+    *out = b;
+    return EMILY_OK;
+}
+
+void emily_buffer_release(emily_buffer *b) {
+    if (!b || atomic_fetch_sub(&b->refcount, 1) != 1) return;
+    if (b->data) {
+        const emily_engine *e = emily_engine_for(b->device.type);
+        if (e) e->free(b->device.index, b->data);
+    }
+    atomic_fetch_sub(&live_buffers, 1);
+    free(b);
+}
+
+emily_status emily_tensor_wrap(emily_buffer *buffer, emily_dtype dtype, int rank,
+                               const int64_t *shape, const int64_t *strides,
+                               int64_t offset, emily_tensor **out) {
+    if (rank < 0) return emily_error(EMILY_ERR_SHAPE, "tensor: negative rank %d", rank);
+    int64_t size;
+    if (!emily_shape_size(rank, shape, &size))
+        return emily_error(EMILY_ERR_SHAPE, "tensor: invalid shape (negative dimension or too many elements)");
+    emily_tensor *t = malloc(sizeof *t + 2 * (size_t)rank * sizeof(int64_t));
+    if (!t) return emily_error(EMILY_ERR_MEMORY, "tensor: out of host memory");
+    atomic_init(&t->refcount, 1);
+    t->dtype = dtype;
+    t->rank = rank;
+    t->shape = t->storage;
+    t->strides = t->storage + rank;
+    if (rank) memcpy(t->shape, shape, (size_t)rank * sizeof(int64_t));
+    if (strides) {
+        if (rank) memcpy(t->strides, strides, (size_t)rank * sizeof(int64_t));
+    } else {
+        emily_row_major_strides(rank, shape, t->strides);
+    }
+    t->offset = offset;
+    t->size = size;
+    t->buffer = buffer;
+    atomic_fetch_add(&buffer->refcount, 1);
+    atomic_fetch_add(&live_tensors, 1);
+    *out = t;
+    return EMILY_OK;
+}
+
+emily_status emily_tensor_view(const emily_tensor *t, int rank, const int64_t *shape,
+                               const int64_t *strides, int64_t offset, emily_tensor **out) {
+    return emily_tensor_wrap(t->buffer, t->dtype, rank, shape, strides, offset, out);
+}
+
+emily_status emily_empty(emily_device device, emily_dtype dtype, int rank,
+                         const int64_t *shape, emily_tensor **out) {
+    if (!out) return emily_error(EMILY_ERR_ARGUMENT, "empty: NULL output");
+    *out = NULL;
+    if (!emily_dtype_valid(dtype)) return emily_error(EMILY_ERR_TYPE, "empty: invalid dtype %d", (int)dtype);
+    if (rank < 0 || (rank > 0 && !shape)) return emily_error(EMILY_ERR_SHAPE, "empty: invalid rank or NULL shape");
+    int64_t size;
+    if (!emily_shape_size(rank, shape, &size) || size > (int64_t)(SIZE_MAX / 16 / 2))
+        return emily_error(EMILY_ERR_SHAPE, "empty: invalid shape (negative dimension or too many elements)");
+    emily_buffer *b;
+    emily_status s = emily_buffer_alloc(device, (size_t)size * emily_dtype_size(dtype), &b);
+    if (s) return s;
+    s = emily_tensor_wrap(b, dtype, rank, shape, NULL, 0, out);
+    emily_buffer_release(b); /* the tensor holds it now (or it is freed) */
+    return s;
+}
+
+void emily_tensor_retain(emily_tensor *t) {
+    if (t) atomic_fetch_add(&t->refcount, 1);
+}
+
+void emily_tensor_release(emily_tensor *t) {
+    if (!t || atomic_fetch_sub(&t->refcount, 1) != 1) return;
+    emily_buffer_release(t->buffer);
+    atomic_fetch_sub(&live_tensors, 1);
+    free(t);
+}
+
+emily_dtype emily_tensor_dtype(const emily_tensor *t) { return t ? t->dtype : EMILY_DTYPE_AUTO; }
+int emily_tensor_rank(const emily_tensor *t) { return t ? t->rank : -1; }
+const int64_t *emily_tensor_shape(const emily_tensor *t) { return t ? t->shape : NULL; }
+const int64_t *emily_tensor_strides(const emily_tensor *t) { return t ? t->strides : NULL; }
+int64_t emily_tensor_size(const emily_tensor *t) { return t ? t->size : 0; }
+size_t emily_tensor_nbytes(const emily_tensor *t) {
+    return t ? (size_t)t->size * emily_dtype_size(t->dtype) : 0;
+}
+emily_device emily_tensor_device(const emily_tensor *t) { return t ? t->buffer->device : EMILY_CPU; }
+bool emily_tensor_is_contiguous(const emily_tensor *t) {
+    return t && emily_strides_contiguous(t->rank, t->shape, t->strides);
+}
+
+emily_status emily_from_binary(emily_device device, emily_dtype dtype, int rank,
+                               const int64_t *shape, const void *data, size_t nbytes,
+                               emily_tensor **out) {
+    if (!out) return emily_error(EMILY_ERR_ARGUMENT, "from_binary: NULL output");
+    *out = NULL;
+    emily_tensor *t;
+    emily_status s = emily_empty(device, dtype, rank, shape, &t);
+    if (s) return s;
+    size_t want = emily_tensor_nbytes(t);
+    if (nbytes != want) {
+        emily_tensor_release(t);
+        return emily_error(EMILY_ERR_ARGUMENT,
+                           "from_binary: %zu bytes given, a %s tensor of %lld elements needs %zu",
+                           nbytes, emily_dtype_name(dtype), (long long)emily_tensor_size(t), want);
+    }
+    if (want && !data) {
+        emily_tensor_release(t);
+        return emily_error(EMILY_ERR_ARGUMENT, "from_binary: NULL data");
+    }
+    if (want) {
+        s = emily_engine_for(device.type)->upload(device.index, t->buffer->data, data, want);
+        if (s) { emily_tensor_release(t); return s; }
+    }
+    *out = t;
+    return EMILY_OK;
+}
+
+emily_status emily_contiguous(const emily_tensor *t, emily_tensor **out) {
+    if (!t || !out) return emily_error(EMILY_ERR_ARGUMENT, "contiguous: NULL argument");
+    if (t->offset == 0 && emily_tensor_is_contiguous(t)) {
+        emily_tensor_retain((emily_tensor *)t);
+        *out = (emily_tensor *)t;
+        return EMILY_OK;
+    }
+    emily_tensor *c;
+    emily_status s = emily_empty(t->buffer->device, t->dtype, t->rank, t->shape, &c);
+    if (s) return s;
+    if (c->size) {
+        s = emily_engine_for(t->buffer->device.type)->copy(c, t);
+        if (s) { emily_tensor_release(c); return s; }
+    }
+    *out = c;
+    return EMILY_OK;
+}
+
+emily_status emily_to_binary(const emily_tensor *t, void *dst, size_t nbytes) {
+    if (!t) return emily_error(EMILY_ERR_ARGUMENT, "to_binary: NULL tensor");
+    size_t want = emily_tensor_nbytes(t);
+    if (nbytes != want)
+        return emily_error(EMILY_ERR_ARGUMENT, "to_binary: buffer of %zu bytes, tensor has %zu", nbytes, want);
+    if (want == 0) return EMILY_OK;
+    if (!dst) return emily_error(EMILY_ERR_ARGUMENT, "to_binary: NULL destination");
+    emily_tensor *c;
+    emily_status s = emily_contiguous(t, &c);
+    if (s) return s;
+    const emily_engine *e = emily_engine_for(c->buffer->device.type);
+    s = e->download(c->buffer->device.index, dst, emily_tensor_base(c), want);
+    emily_tensor_release(c);
+    return s;
+}
+
+emily_status emily_host_data(const emily_tensor *t, const void **data) {
+    if (!t || !data) return emily_error(EMILY_ERR_ARGUMENT, "host_data: NULL argument");
+    const emily_engine *e = emily_engine_for(t->buffer->device.type);
+    if (!e->host_addressable || !emily_tensor_is_contiguous(t))
+        return emily_error(EMILY_ERR_ARGUMENT, "host_data: tensor is not contiguous in host memory");
+    emily_status s = e->synchronize(t->buffer->device.index);
+    if (s) return s;
+    *data = emily_tensor_base(t);
+    return EMILY_OK;
+}
+
+emily_status emily_to_device(const emily_tensor *t, emily_device device, emily_tensor **out) {
+    if (!t || !out) return emily_error(EMILY_ERR_ARGUMENT, "to_device: NULL argument");
+    *out = NULL;
+    emily_device from = t->buffer->device;
+    if (emily_device_equal(from, device)) return emily_contiguous(t, out);
+    emily_tensor *c, *r;
+    emily_status s = emily_contiguous(t, &c);
+    if (s) return s;
+    s = emily_empty(device, t->dtype, t->rank, t->shape, &r);
+    if (s) { emily_tensor_release(c); return s; }
+    size_t n = emily_tensor_nbytes(c);
+    if (n) {
+        const emily_engine *ef = emily_engine_for(from.type), *et = emily_engine_for(device.type);
+        if (ef->host_addressable) {
+            s = ef->synchronize(from.index);
+            if (!s) s = et->upload(device.index, r->buffer->data, emily_tensor_base(c), n);
+        } else if (et->host_addressable) {
+            s = ef->download(from.index, r->buffer->data, emily_tensor_base(c), n);
+        } else { /* device to device through host memory */
+            void *tmp = malloc(n);
+            if (!tmp) s = emily_error(EMILY_ERR_MEMORY, "to_device: out of host memory");
+            else {
+                s = ef->download(from.index, tmp, emily_tensor_base(c), n);
+                if (!s) s = et->upload(device.index, r->buffer->data, tmp, n);
+                free(tmp);
+            }
+        }
+    }
+    emily_tensor_release(c);
+    if (s) { emily_tensor_release(r); return s; }
+    *out = r;
+    return EMILY_OK;
+}

@@ -1,0 +1,50 @@
+/* Internal layout of tensors and buffers, for op semantics and kernels. */
+#ifndef EMILY_TENSOR_IMPL_H
+#define EMILY_TENSOR_IMPL_H
+
+#include <stdatomic.h>
+#include "emily/tensor.h"
+
+typedef struct emily_buffer {
+    atomic_long refcount;
+    emily_device device;
+    void *data;    /* device pointer (host pointer for the CPU) */
+    size_t nbytes;
+    void *engine_state; /* owned by the engine (e.g. a CUDA event) */
+} emily_buffer;
+
+struct emily_tensor {
+    atomic_long refcount;
+    emily_dtype dtype;
+    int rank;
+    int64_t *shape;   /* rank entries (points into storage below) */
+    int64_t *strides; /* rank entries, in elements; 0 for broadcast axes */
+    int64_t offset;   /* in elements, from buffer->data */
+    int64_t size;     /* product of shape */
+    emily_buffer *buffer;
+    int64_t storage[]; /* shape then strides */
+};
+
+/* New tensor header over `buffer` (takes a reference to it), with the
+ * given shape and strides (NULL strides: row-major contiguous). */
+emily_status emily_tensor_wrap(emily_buffer *buffer, emily_dtype dtype, int rank,
+                               const int64_t *shape, const int64_t *strides,
+                               int64_t offset, emily_tensor **out);
+/* A view of t with new shape/strides/offset (shares the buffer). */
+emily_status emily_tensor_view(const emily_tensor *t, int rank,
+                               const int64_t *shape, const int64_t *strides,
+                               int64_t offset, emily_tensor **out);
+emily_status emily_buffer_alloc(emily_device device, size_t nbytes,
+                                emily_buffer **out);
+void emily_buffer_release(emily_buffer *b);
+
+/* Row-major element pointer base (host devices only). */
+static inline void *emily_tensor_base(const emily_tensor *t) {
+    return (char *)t->buffer->data + (size_t)t->offset * emily_dtype_size(t->dtype);
+}
+bool emily_strides_contiguous(int rank, const int64_t *shape, const int64_t *strides);
+void emily_row_major_strides(int rank, const int64_t *shape, int64_t *strides);
+/* Product of shape; returns false on overflow or a negative dimension. */
+bool emily_shape_size(int rank, const int64_t *shape, int64_t *size);
+
+#endif

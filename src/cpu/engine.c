@@ -1,0 +1,105 @@
+/* The CPU engine: host memory, synchronous kernels (threaded with
+ * OpenMP inside large kernels). */
+#include <stdlib.h>
+#include <string.h>
+#include <stdatomic.h>
+#include "cpu/kernels.h"
+
+static atomic_size_t active_bytes, peak_bytes;
+
+static int cpu_device_count(void) { return 1; }
+
+/* Buffers start on a 64-byte boundary so SIMD loads never split a cache
+ * line; the size is recorded in front for the statistics. */
+#define HEADER 64
+static emily_status cpu_alloc(int device, size_t nbytes, void **ptr) {
+    (void)device;
+    if (nbytes > SIZE_MAX - 2 * HEADER)
+        return emily_error(EMILY_ERR_MEMORY, "cpu: cannot allocate %zu bytes", nbytes);
+    size_t total = (nbytes + HEADER + 63) & ~(size_t)63;
+    char *p = aligned_alloc(64, total);
+    if (!p) return emily_error(EMILY_ERR_MEMORY, "cpu: out of memory allocating %zu bytes", nbytes);
+    memcpy(p, &nbytes, sizeof nbytes);
+    size_t now = atomic_fetch_add(&active_bytes, nbytes) + nbytes;
+    size_t peak = atomic_load(&peak_bytes);
+    while (now > peak && !atomic_compare_exchange_weak(&peak_bytes, &peak, now)) {}
+    *ptr = p + HEADER;
+    return EMILY_OK;
+}
+
+static void cpu_free(int device, void *ptr) {
+    (void)device;
+    if (!ptr) return;
+    char *p = (char *)ptr - HEADER;
+    size_t nbytes;
+    memcpy(&nbytes, p, sizeof nbytes);
+    atomic_fetch_sub(&active_bytes, nbytes);
+    free(p);
+}
+
+static emily_status cpu_memcpy(int device, void *dst, const void *src, size_t n) {
+    (void)device;
+    memcpy(dst, src, n);
+    return EMILY_OK;
+}
+
+static emily_status cpu_synchronize(int device) { (void)device; return EMILY_OK; }
+
+static emily_status cpu_memory_stats(int device, emily_memory_stats *out) {
+    (void)device;
+    out->active = atomic_load(&active_bytes);
+    out->peak = atomic_load(&peak_bytes);
+    out->cached = 0; /* the CPU uses the C allocator directly */
+    return EMILY_OK;
+}
+
+static emily_status cpu_release_cache(int device) {
+    (void)device;
+    atomic_store(&peak_bytes, atomic_load(&active_bytes));
+    return EMILY_OK;
+}
+
+static const emily_engine cpu_engine = {
+    .name = "cpu",
+    .device_count = cpu_device_count,
+    .alloc = cpu_alloc,
+    .free = cpu_free,
+    .upload = cpu_memcpy,
+    .download = cpu_memcpy,
+    .synchronize = cpu_synchronize,
+    .memory_stats = cpu_memory_stats,
+    .release_cache = cpu_release_cache,
+    .host_addressable = true,
+    .copy = emily_cpu_copy,
+    .convert = emily_cpu_convert,
+    .fill = emily_cpu_fill,
+    .iota = emily_cpu_iota,
+    .eye = emily_cpu_eye,
+    .unary = emily_cpu_unary,
+    .binary = emily_cpu_binary,
+    .select = emily_cpu_select,
+    .reduce = emily_cpu_reduce,
+    .argreduce = emily_cpu_argreduce,
+    .all_close = emily_cpu_all_close,
+};
+
+/* The family tables are read at first use: they are defined in other
+ * translation units, so they cannot be static initializers here. */
+static emily_engine cpu_engine_full;
+static atomic_int cpu_engine_ready;
+
+const emily_engine *emily_cpu_engine(void) {
+    if (!atomic_load_explicit(&cpu_engine_ready, memory_order_acquire)) {
+        emily_engine e = cpu_engine;
+        e.dot = emily_cpu_dot_kernels;
+        e.window = emily_cpu_window_kernels;
+        e.index = emily_cpu_index_kernels;
+        e.sort = emily_cpu_sort_kernels;
+        e.cumulative = emily_cpu_cumulative_kernels;
+        e.fft = emily_cpu_fft_kernels;
+        e.linalg = emily_cpu_linalg_kernels;
+        cpu_engine_full = e; /* idempotent: racing threads write the same bytes */
+        atomic_store_explicit(&cpu_engine_ready, 1, memory_order_release);
+    }
+    return &cpu_engine_full;
+}

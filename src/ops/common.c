@@ -1,0 +1,116 @@
+#include <stdlib.h>
+#include <string.h>
+#include "ops/common.h"
+
+const char *emily_shape_str(int rank, const int64_t *shape, char *buf, size_t size) {
+    size_t used = 0;
+    used += (size_t)snprintf(buf, size, "{");
+    for (int i = 0; i < rank && used < size; i++)
+        used += (size_t)snprintf(buf + used, size - used, i ? ", %lld" : "%lld", (long long)shape[i]);
+    if (used < size) snprintf(buf + used, size - used, "}");
+    return buf;
+}
+
+emily_status emily_check_tensor(const char *op, const char *arg, const emily_tensor *t) {
+    if (!t) return emily_error(EMILY_ERR_ARGUMENT, "%s: %s is NULL", op, arg);
+    return EMILY_OK;
+}
+
+emily_status emily_check_out(const char *op, emily_tensor **out) {
+    if (!out) return emily_error(EMILY_ERR_ARGUMENT, "%s: output pointer is NULL", op);
+    *out = NULL;
+    return EMILY_OK;
+}
+
+emily_status emily_check_same_device(const char *op, int n, const emily_tensor *const *ts,
+                                     const emily_engine **engine) {
+    emily_device d = ts[0]->buffer->device;
+    for (int i = 1; i < n; i++) {
+        emily_device di = ts[i]->buffer->device;
+        if (!emily_device_equal(d, di)) {
+            char a[32], b[32];
+            emily_device_format(d, a, sizeof a);
+            emily_device_format(di, b, sizeof b);
+            return emily_error(EMILY_ERR_DEVICE,
+                               "%s: inputs are on different devices (%s and %s); move them explicitly",
+                               op, a, b);
+        }
+    }
+    return emily_engine_get(d, engine);
+}
+
+emily_status emily_norm_axis(const char *op, int axis, int rank, int *out) {
+    int a = axis < 0 ? axis + rank : axis;
+    if (a < 0 || a >= rank)
+        return emily_error(EMILY_ERR_AXIS, "%s: axis %d out of range for a tensor of rank %d", op, axis, rank);
+    *out = a;
+    return EMILY_OK;
+}
+
+emily_status emily_norm_axes(const char *op, int naxes, const int *axes, int rank, int *out,
+                             bool *mask) {
+    bool *seen = calloc((size_t)rank + 1, 1);
+    if (!seen) return emily_error(EMILY_ERR_MEMORY, "%s: out of host memory", op);
+    for (int i = 0; i < naxes; i++) {
+        int a;
+        emily_status s = emily_norm_axis(op, axes[i], rank, &a);
+        if (s) { free(seen); return s; }
+        if (seen[a]) {
+            free(seen);
+            return emily_error(EMILY_ERR_AXIS, "%s: axis %d given more than once", op, axes[i]);
+        }
+        seen[a] = true;
+        if (out) out[i] = a;
+    }
+    if (mask) memcpy(mask, seen, (size_t)rank);
+    free(seen);
+    return EMILY_OK;
+}
+
+emily_status emily_broadcast_shapes(const char *op, int ra, const int64_t *sa, int rb,
+                                    const int64_t *sb, int *rank, int64_t *shape) {
+    int r = ra > rb ? ra : rb;
+    for (int i = 0; i < r; i++) {
+        int ia = i - (r - ra), ib = i - (r - rb);
+        int64_t da = ia >= 0 ? sa[ia] : 1, db = ib >= 0 ? sb[ib] : 1;
+        if (da == db || db == 1) shape[i] = da;
+        else if (da == 1) shape[i] = db;
+        else {
+            char x[256], y[256];
+            return emily_error(EMILY_ERR_SHAPE, "%s: cannot broadcast shapes %s and %s", op,
+                               emily_shape_str(ra, sa, x, sizeof x), emily_shape_str(rb, sb, y, sizeof y));
+        }
+    }
+    *rank = r;
+    return EMILY_OK;
+}
+
+emily_status emily_broadcast_view(const emily_tensor *t, int rank, const int64_t *shape,
+                                  emily_tensor **out) {
+    int64_t *strides = calloc((size_t)rank + 1, sizeof(int64_t));
+    if (!strides) return emily_error(EMILY_ERR_MEMORY, "broadcast: out of host memory");
+    int off = rank - t->rank;
+    for (int i = 0; i < t->rank; i++)
+        strides[i + off] = t->shape[i] == shape[i + off] ? t->strides[i] : 0;
+    emily_status s = emily_tensor_view(t, rank, shape, strides, t->offset, out);
+    free(strides);
+    return s;
+}
+
+emily_status emily_empty_like_device(const emily_tensor *t, emily_dtype dtype, int rank,
+                                     const int64_t *shape, emily_tensor **out) {
+    return emily_empty(t->buffer->device, dtype, rank, shape, out);
+}
+
+emily_status emily_convert_to(const emily_tensor *t, emily_dtype dtype, emily_tensor **out) {
+    if (t->dtype == dtype) {
+        emily_tensor_retain((emily_tensor *)t);
+        *out = (emily_tensor *)t;
+        return EMILY_OK;
+    }
+    return emily_as_type(t, dtype, out);
+}
+
+void emily_release_all(int n, emily_tensor **ts) {
+    for (int i = 0; i < n; i++) emily_tensor_release(ts[i]);
+}

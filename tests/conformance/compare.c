@@ -1,0 +1,85 @@
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include "compare.h"
+
+static const char *const exact_ops[] = {
+    "abs", "negate", "conjugate", "real", "imag", "ceil", "floor", "round", "sign",
+    "as_type", "bitcast", "constant", "iota", "eye",
+    "reshape", "squeeze", "broadcast", "transpose", "pad", "reverse", "concatenate", "stack",
+    "slice", "put_slice", "select", "clip", "min", "max", "reduce_max", "reduce_min",
+    "argmax", "argmin", "take", "take_along_axis", "gather", "indexed_put", "sort", "argsort",
+    "top_k", "window_max", "window_min", "cumulative_max", "cumulative_min",
+    "window_scatter_max", "window_scatter_min", NULL};
+
+bool compare_is_exact_op(const char *op) {
+    for (int i = 0; exact_ops[i]; i++)
+        if (strcmp(op, exact_ops[i]) == 0) return true;
+    return false;
+}
+
+/* A few ULP for f32/f64 (the reference rounds an f64 computation once;
+ * we may round twice or use a different libm), one ULP of the output
+ * type for f16/bf16. */
+int compare_max_ulp(emily_dtype dtype) {
+    return (dtype == EMILY_F16 || dtype == EMILY_BF16) ? 1 : 4;
+}
+
+/* Maps float bits to integers whose order is the floats' order, so the
+ * difference of two mapped values counts representable steps. */
+static int64_t ordered(uint64_t bits, int width) {
+    uint64_t sign = 1ull << (width - 1);
+    int64_t mag = (int64_t)(bits & (sign - 1));
+    return (bits & sign) ? -mag : mag;
+}
+
+static double to_double(emily_dtype dt, const unsigned char *p, uint64_t *bits, int *width) {
+    switch (dt) {
+    case EMILY_F16: { uint16_t h; memcpy(&h, p, 2); *bits = h; *width = 16; return emily_f16_to_f32(h); }
+    case EMILY_BF16: { uint16_t h; memcpy(&h, p, 2); *bits = h; *width = 16; return emily_bf16_to_f32(h); }
+    case EMILY_F32: { float f; uint32_t u; memcpy(&f, p, 4); memcpy(&u, p, 4); *bits = u; *width = 32; return f; }
+    default: { double f; memcpy(&f, p, 8); memcpy(bits, p, 8); *width = 64; return f; }
+    }
+}
+
+static bool float_close(emily_dtype dt, const unsigned char *g, const unsigned char *w, bool exact) {
+    uint64_t gb, wb;
+    int width;
+    double gv = to_double(dt, g, &gb, &width), wv = to_double(dt, w, &wb, &width);
+    if (isnan(gv) || isnan(wv)) return isnan(gv) && isnan(wv);
+    if (exact) return gb == wb;
+    if (isinf(gv) || isinf(wv)) return gv == wv;
+    int64_t d = ordered(gb, width) - ordered(wb, width);
+    if (d < 0) d = -d;
+    return d <= compare_max_ulp(dt);
+}
+
+bool compare_data(const char *op, emily_dtype dtype, const void *got, const void *want, size_t n,
+                  char *msg, size_t msgsize) {
+    size_t es = emily_dtype_size(dtype);
+    const unsigned char *g = got, *w = want;
+    if (emily_dtype_is_integer(dtype)) {
+        for (size_t i = 0; i < n; i++)
+            if (memcmp(g + i * es, w + i * es, es) != 0) {
+                snprintf(msg, msgsize, "element %zu differs", i);
+                return false;
+            }
+        return true;
+    }
+    bool exact = compare_is_exact_op(op);
+    emily_dtype part = dtype == EMILY_C64 ? EMILY_F32 : dtype == EMILY_C128 ? EMILY_F64 : dtype;
+    size_t ps = emily_dtype_size(part);
+    size_t parts = emily_dtype_is_complex(dtype) ? 2 : 1;
+    for (size_t i = 0; i < n * parts; i++) {
+        if (!float_close(part, g + i * ps, w + i * ps, exact)) {
+            uint64_t gb, wb;
+            int width;
+            double gv = to_double(part, g + i * ps, &gb, &width), wv = to_double(part, w + i * ps, &wb, &width);
+            snprintf(msg, msgsize, "element %zu%s: got %.17g, want %.17g", i / parts,
+                     parts == 2 ? (i % 2 ? " (imag)" : " (real)") : "", gv, wv);
+            return false;
+        }
+    }
+    return true;
+}

@@ -1,0 +1,68 @@
+/* A minimal unit-test harness: each test file defines its cases with
+ * TEST(name) and lists them in a TESTS table; main runs them, checks that
+ * no tensor or buffer leaked, and exits non-zero on any failure. */
+#ifndef EMILY_TEST_HARNESS_H
+#define EMILY_TEST_HARNESS_H
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include "emily/emily.h"
+
+extern int harness_failures;
+
+#define TEST(name) static void name(void)
+
+#define CHECK(cond)                                                                  \
+    do {                                                                             \
+        if (!(cond)) {                                                               \
+            fprintf(stderr, "  FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);       \
+            harness_failures++;                                                      \
+        }                                                                            \
+    } while (0)
+
+/* The call must succeed. */
+#define CHECK_OK(call)                                                               \
+    do {                                                                             \
+        emily_status st_ = (call);                                                   \
+        if (st_ != EMILY_OK) {                                                       \
+            fprintf(stderr, "  FAIL %s:%d: %s -> %s: %s\n", __FILE__, __LINE__,      \
+                    #call, emily_status_name(st_), emily_last_error());              \
+            harness_failures++;                                                      \
+        }                                                                            \
+    } while (0)
+
+/* The call must fail with `code` and a message containing `needle`. */
+#define CHECK_ERR(call, code, needle)                                                \
+    do {                                                                             \
+        emily_status st_ = (call);                                                   \
+        if (st_ != (code) || !strstr(emily_last_error(), (needle))) {                \
+            fprintf(stderr, "  FAIL %s:%d: %s -> %s \"%s\", wanted %s with \"%s\"\n", \
+                    __FILE__, __LINE__, #call, emily_status_name(st_),               \
+                    st_ ? emily_last_error() : "", emily_status_name(code), (needle)); \
+            harness_failures++;                                                      \
+        }                                                                            \
+    } while (0)
+
+typedef struct harness_case {
+    const char *name;
+    void (*fn)(void);
+} harness_case;
+
+/* Runs the cases; returns the process exit code. */
+int harness_run(const char *suite, const harness_case *cases);
+
+#define RUN_TESTS(suite, ...)                                                        \
+    int main(void) {                                                                 \
+        static const harness_case cases_[] = {__VA_ARGS__, {NULL, NULL}};            \
+        return harness_run(suite, cases_);                                           \
+    }
+#define CASE(fn) {#fn, fn}
+
+/* Helpers: tensors from C arrays on the CPU, contents back as doubles. */
+emily_tensor *t_from(emily_dtype dt, int rank, const int64_t *shape, const void *data);
+/* Reads element i (row-major) of t converted to double (real part). */
+double t_get(const emily_tensor *t, int64_t i);
+bool t_shape_is(const emily_tensor *t, int rank, const int64_t *shape);
+
+#endif

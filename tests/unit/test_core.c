@@ -1,0 +1,130 @@
+/* Core: dtypes and Nx.Type rules, tensors, devices, errors. */
+#include "harness.h"
+
+TEST(dtype_names_and_sizes) {
+    for (int t = 0; t < EMILY_DTYPE_COUNT; t++) {
+        CHECK(emily_dtype_from_name(emily_dtype_name((emily_dtype)t)) == t);
+        CHECK(emily_dtype_size((emily_dtype)t) * 8 == (size_t)emily_dtype_bits((emily_dtype)t));
+    }
+    CHECK(emily_dtype_from_name("f8") == EMILY_DTYPE_AUTO);
+    CHECK(emily_dtype_from_name(NULL) == EMILY_DTYPE_AUTO);
+    CHECK(!emily_dtype_valid((emily_dtype)99));
+    CHECK(strcmp(emily_dtype_name((emily_dtype)99), "?") == 0);
+}
+
+TEST(type_merge_matches_nx) {
+    CHECK(emily_type_merge(EMILY_U8, EMILY_S8) == EMILY_S16);
+    CHECK(emily_type_merge(EMILY_U64, EMILY_S8) == EMILY_S64);
+    CHECK(emily_type_merge(EMILY_U32, EMILY_S64) == EMILY_S64);
+    CHECK(emily_type_merge(EMILY_S32, EMILY_F16) == EMILY_F16);
+    CHECK(emily_type_merge(EMILY_BF16, EMILY_F16) == EMILY_F16);
+    CHECK(emily_type_merge(EMILY_F16, EMILY_BF16) == EMILY_F16);
+    CHECK(emily_type_merge(EMILY_BF16, EMILY_F32) == EMILY_F32);
+    CHECK(emily_type_merge(EMILY_F64, EMILY_C64) == EMILY_C128);
+    CHECK(emily_type_merge(EMILY_F32, EMILY_C64) == EMILY_C64);
+    CHECK(emily_type_merge(EMILY_S64, EMILY_C64) == EMILY_C64);
+    CHECK(emily_type_merge(EMILY_U8, EMILY_U16) == EMILY_U16);
+    CHECK(emily_type_merge_int(EMILY_U8, -1) == EMILY_S16);
+    CHECK(emily_type_merge_int(EMILY_U32, 7) == EMILY_U32);
+    CHECK(emily_type_merge_int(EMILY_U8, 300) == EMILY_U16);
+    CHECK(emily_type_merge_int(EMILY_S8, -129) == EMILY_S16);
+    CHECK(emily_type_merge_float(EMILY_S64) == EMILY_F32);
+    CHECK(emily_type_merge_float(EMILY_BF16) == EMILY_BF16);
+    CHECK(emily_type_to_floating(EMILY_S64) == EMILY_F32);
+    CHECK(emily_type_to_floating(EMILY_U8) == EMILY_F32);
+    CHECK(emily_type_to_real(EMILY_C128) == EMILY_F64);
+    CHECK(emily_type_to_aggregate(EMILY_U8) == EMILY_U32);
+    CHECK(emily_type_to_aggregate(EMILY_U64) == EMILY_S64);
+    CHECK(emily_type_to_aggregate(EMILY_S16) == EMILY_S32);
+}
+
+TEST(half_conversions_round_like_nx) {
+    CHECK(emily_f64_to_f16(1.0) == 0x3c00);
+    CHECK(emily_f64_to_f16(65504.0) == 0x7bff);
+    CHECK(emily_f64_to_f16(65520.0) == 0x7c00);        /* rounds up to inf */
+    CHECK(emily_f64_to_f16(-0.0) == 0x8000);
+    CHECK(emily_f64_to_f16(5.960464477539063e-08) == 0x0001); /* smallest subnormal */
+    CHECK(emily_f64_to_f16(1.0 + 1.0 / 2048) == 0x3c00); /* tie to even */
+    CHECK(emily_f64_to_f16(1.0 + 3.0 / 2048) == 0x3c02);
+    CHECK(emily_f16_to_f32(0x7c00) == INFINITY);
+    CHECK(isnan(emily_f16_to_f32(0x7e00)));
+    CHECK(emily_f16_to_f32(0x0001) == 5.960464477539063e-08f);
+    CHECK(emily_f32_to_bf16(1.0f) == 0x3f80);
+    CHECK(emily_f32_to_bf16(1.00781238f) == 0x3f80);   /* truncates like Nx */
+    CHECK(emily_f32_to_bf16(NAN) == 0x7fc0);
+    CHECK(emily_bf16_to_f32(0x3f80) == 1.0f);
+}
+
+TEST(tensor_roundtrip_and_views) {
+    int64_t shape[2] = {2, 3};
+    float data[6] = {1, 2, 3, 4, 5, 6};
+    emily_tensor *t = t_from(EMILY_F32, 2, shape, data);
+    CHECK(emily_tensor_rank(t) == 2);
+    CHECK(emily_tensor_size(t) == 6);
+    CHECK(emily_tensor_nbytes(t) == 24);
+    CHECK(emily_tensor_is_contiguous(t));
+    float back[6];
+    CHECK_OK(emily_to_binary(t, back, sizeof back));
+    CHECK(memcmp(back, data, sizeof data) == 0);
+    const void *host;
+    CHECK_OK(emily_host_data(t, &host));
+    CHECK(memcmp(host, data, sizeof data) == 0);
+    emily_tensor_release(t);
+}
+
+TEST(zero_size_and_scalar_tensors) {
+    int64_t shape[3] = {2, 0, 4};
+    emily_tensor *t;
+    CHECK_OK(emily_empty(EMILY_CPU, EMILY_C128, 3, shape, &t));
+    CHECK(emily_tensor_size(t) == 0);
+    CHECK_OK(emily_to_binary(t, NULL, 0));
+    emily_tensor_release(t);
+    double x = 3.5;
+    emily_tensor *s = t_from(EMILY_F64, 0, NULL, &x);
+    CHECK(emily_tensor_rank(s) == 0 && emily_tensor_size(s) == 1);
+    CHECK(t_get(s, 0) == 3.5);
+    emily_tensor_release(s);
+}
+
+TEST(bad_input_is_an_error) {
+    emily_tensor *t = NULL;
+    int64_t bad[1] = {-1};
+    CHECK_ERR(emily_empty(EMILY_CPU, EMILY_F32, 1, bad, &t), EMILY_ERR_SHAPE, "invalid shape");
+    CHECK(t == NULL);
+    int64_t huge[3] = {INT64_MAX / 2, 4, 4};
+    CHECK_ERR(emily_empty(EMILY_CPU, EMILY_F32, 3, huge, &t), EMILY_ERR_SHAPE, "too many elements");
+    int64_t big[1] = {(int64_t)1 << 50}; /* 1 PiB: more than any address space here */
+    CHECK(emily_empty(EMILY_CPU, EMILY_U8, 1, big, &t) == EMILY_ERR_MEMORY);
+    CHECK_ERR(emily_empty(EMILY_CPU, (emily_dtype)42, 0, NULL, &t), EMILY_ERR_TYPE, "invalid dtype");
+    CHECK_ERR(emily_empty(EMILY_CPU, EMILY_F32, 0, NULL, NULL), EMILY_ERR_ARGUMENT, "NULL");
+    int64_t two[1] = {2};
+    float d[2] = {1, 2};
+    CHECK_ERR(emily_from_binary(EMILY_CPU, EMILY_F32, 1, two, d, 4, &t), EMILY_ERR_ARGUMENT, "4 bytes");
+    CHECK_ERR(emily_to_binary(NULL, d, 8), EMILY_ERR_ARGUMENT, "NULL tensor");
+    emily_tensor_release(NULL);
+}
+
+TEST(devices) {
+    emily_device d;
+    CHECK_OK(emily_device_parse("cpu", &d));
+    CHECK(d.type == EMILY_DEVICE_CPU);
+    CHECK_OK(emily_device_parse("cuda:3", &d));
+    CHECK(d.type == EMILY_DEVICE_CUDA && d.index == 3);
+    CHECK_ERR(emily_device_parse("tpu", &d), EMILY_ERR_ARGUMENT, "unknown device");
+    CHECK_ERR(emily_device_parse("cuda:x", &d), EMILY_ERR_ARGUMENT, "unknown device");
+    CHECK(emily_device_count(EMILY_DEVICE_CPU) == 1);
+    char buf[16];
+    emily_device_format((emily_device){EMILY_DEVICE_CUDA, 1}, buf, sizeof buf);
+    CHECK(strcmp(buf, "cuda:1") == 0);
+    emily_tensor *t;
+    int64_t one[1] = {1};
+    emily_device far = {EMILY_DEVICE_CUDA, 99};
+    CHECK(emily_empty(far, EMILY_F32, 1, one, &t) == EMILY_ERR_DEVICE);
+    CHECK_OK(emily_synchronize(EMILY_CPU));
+    emily_memory_stats ms;
+    CHECK_OK(emily_memory_stats_get(EMILY_CPU, &ms));
+}
+
+RUN_TESTS("core", CASE(dtype_names_and_sizes), CASE(type_merge_matches_nx),
+          CASE(half_conversions_round_like_nx), CASE(tensor_roundtrip_and_views),
+          CASE(zero_size_and_scalar_tensors), CASE(bad_input_is_an_error), CASE(devices))
