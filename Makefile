@@ -19,7 +19,7 @@ endif
 
 CFLAGS := -std=c11 -D_GNU_SOURCE $(OPT) -Wall -Wextra -Werror -Wno-unknown-pragmas \
           -fPIC -fopenmp -Iinclude -Isrc $(SANFLAGS)
-LDLIBS := -llapacke -lopenblas -ljansson -lm -lpthread
+LDLIBS := -llapacke -lopenblas -lsleef -ljansson -lm -lpthread
 LDFLAGS := -fopenmp $(SANFLAGS)
 
 LIB_SRC := $(wildcard src/core/*.c src/ops/*.c src/cpu/*.c src/nx/*.c)
