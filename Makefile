@@ -2,7 +2,6 @@
 # the conformance runner and the unit tests into $(BUILD).
 #   make SAN=1          AddressSanitizer + UndefinedBehaviorSanitizer build (build-san/)
 #   make CUDA=0         CPU-only even where nvcc is present
-BUILD ?= build
 CC ?= gcc
 SAN ?= 0
 NVCC ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
@@ -10,12 +9,13 @@ CUDA ?= $(if $(and $(NVCC),$(wildcard src/cuda/*.cu)),1,0)
 CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
 
 ifeq ($(SAN),1)
-BUILD := build-san
+BUILD ?= build-san
 SANFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 OPT := -O1 -g
 else
 OPT := -O2 -g
 endif
+BUILD ?= build
 
 CFLAGS := -std=c11 -D_GNU_SOURCE $(OPT) -Wall -Wextra -Werror -Wno-unknown-pragmas \
           -fPIC -fopenmp -Iinclude -Isrc $(SANFLAGS)
