@@ -155,10 +155,11 @@ emily_status emily_from_binary(emily_device device, emily_dtype dtype, int rank,
     if (s) return s;
     size_t want = emily_tensor_nbytes(t);
     if (nbytes != want) {
+        long long count = (long long)emily_tensor_size(t);
         emily_tensor_release(t);
         return emily_error(EMILY_ERR_ARGUMENT,
                            "from_binary: %zu bytes given, a %s tensor of %lld elements needs %zu",
-                           nbytes, emily_dtype_name(dtype), (long long)emily_tensor_size(t), want);
+                           nbytes, emily_dtype_name(dtype), count, want);
     }
     if (want && !data) {
         emily_tensor_release(t);
