@@ -90,11 +90,11 @@ def bf16_truncate(a):
 
 
 def f64_then_round(fn):
-    """Reference for f32 math: computed in f64, rounded once to f32."""
+    """Reference for float math: computed in a wider type (f64 for f32,
+    x87 long double for f64), rounded once to the input's type."""
     def ref(a, b):
-        if a.dtype == np.float32:
-            return fn(a.astype(np.float64)).astype(np.float32)
-        return fn(a)
+        wide = np.float64 if a.dtype == np.float32 else np.longdouble
+        return fn(a.astype(wide)).astype(a.dtype)
     return ref
 
 
@@ -619,8 +619,8 @@ def main():
             "Method: inputs are uniform random in [-4, 4) (numpy default_rng, seed "
             f"{args.seed}), the same bytes for both sides. Emily's result is checked first "
             "against a numpy reference: add, multiply, reduce_max, argmax, transpose, "
-            "as_type bit-exact; exp and tanh within 4 ULP of the f64 result rounded once "
-            "(f32) or of numpy (f64); sums within 1e-6 (f32) / 1e-13 (f64) x sum|a| of an "
+            "as_type bit-exact; exp and tanh within 4 ULP of the result computed in a wider "
+            "type (f64 for f32, long double for f64) and rounded once; sums within 1e-6 (f32) / 1e-13 (f64) x sum|a| of an "
             "f64-accumulated sum (Nx accumulates in f64). as_type f32->bf16 is checked "
             "against Nx's rule (f32 bits truncated to the top 16). Then each side is timed: "
             "warm-up, then the median of 7..101 measurements, each of enough calls to last "
