@@ -23,17 +23,23 @@ LDLIBS := -llapacke -lopenblas -lsleef -ljansson -lm -lpthread
 LDFLAGS := -fopenmp $(SANFLAGS)
 
 LIB_SRC := $(wildcard src/core/*.c src/ops/*.c src/cpu/*.c src/nx/*.c)
+# CUDA engine (src/cuda): .cu kernels compiled by nvcc for sm_90 plus PTX,
+# the engine's runtime (allocator, streams, transfers) in src/cuda/*.c.
+# The library still runs CPU work where no GPU or driver is present.
 ifeq ($(CUDA),1)
 LIB_SRC := $(filter-out src/core/no_cuda.c,$(LIB_SRC))
 CU_SRC := $(wildcard src/cuda/*.cu)
 CU_C_SRC := $(wildcard src/cuda/*.c)
 LIB_SRC += $(CU_C_SRC)
-NVFLAGS := -std=c++17 -O3 -Xcompiler -fPIC -Iinclude -Isrc \
+NVFLAGS := -std=c++20 -O3 -lineinfo -Xcompiler -fPIC -Iinclude -Isrc \
            -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 \
-           -Werror all-warnings
+           -Werror all-warnings -MMD -MP
 CU_OBJ := $(CU_SRC:%.cu=$(BUILD)/obj/%.o)
-LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublasLt -lcublas -lcudart
+LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublasLt -lcublas -lcudart -lstdc++
 CFLAGS += -DEMILY_WITH_CUDA -I$(CUDA_HOME)/include
+ifneq ($(wildcard src/cuda/dot.cu),)
+CFLAGS += -DEMILY_CUDA_HAVE_DOT
+endif
 endif
 
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(CU_OBJ)

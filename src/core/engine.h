@@ -44,6 +44,20 @@ struct emily_engine {
     /* true if buffer memory is directly addressable by the host */
     bool host_addressable;
 
+    /* Streams (src/core/stream.c implements include/emily/device.h's
+     * emily_stream_* API on these). A handle is the engine's own stream
+     * object; NULL stands for the device's default stream.
+     * stream_new: a new queue on `device`.
+     * stream_free: waits for the stream's work, then destroys it; a
+     *   thread whose current stream it was falls back to the default.
+     * stream_synchronize: waits for the stream's work (NULL: default).
+     * stream_set_current: the calling thread's current stream for
+     *   `device` (NULL: back to the default stream). */
+    emily_status (*stream_new)(int device, void **handle);
+    emily_status (*stream_free)(int device, void *handle);
+    emily_status (*stream_synchronize)(int device, void *handle);
+    emily_status (*stream_set_current)(int device, void *handle);
+
     /* dst (any strides, same shape and dtype as src) <- src */
     emily_status (*copy)(emily_tensor *dst, const emily_tensor *src);
     /* dst <- src converted with Nx's as_type rules (types may differ) */

@@ -59,6 +59,20 @@ static emily_status cpu_release_cache(int device) {
     return EMILY_OK;
 }
 
+/* Streams: CPU kernels run synchronously on the calling thread, so every
+ * stream is already complete when a call returns; a stream handle only
+ * has to be a distinct non-NULL value. */
+static char cpu_stream_token;
+static emily_status cpu_stream_new(int device, void **handle) {
+    (void)device;
+    *handle = &cpu_stream_token;
+    return EMILY_OK;
+}
+static emily_status cpu_stream_noop(int device, void *handle) {
+    (void)device; (void)handle;
+    return EMILY_OK;
+}
+
 static const emily_engine cpu_engine = {
     .name = "cpu",
     .device_count = cpu_device_count,
@@ -70,6 +84,10 @@ static const emily_engine cpu_engine = {
     .memory_stats = cpu_memory_stats,
     .release_cache = cpu_release_cache,
     .host_addressable = true,
+    .stream_new = cpu_stream_new,
+    .stream_free = cpu_stream_noop,
+    .stream_synchronize = cpu_stream_noop,
+    .stream_set_current = cpu_stream_noop,
     .copy = emily_cpu_copy,
     .convert = emily_cpu_convert,
     .fill = emily_cpu_fill,

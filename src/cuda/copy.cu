@@ -1,0 +1,82 @@
+// Strided copy on CUDA: the kernel behind contiguous(), slicing, padding,
+// concatenation and every other view-based op. Contiguous-to-contiguous
+// copies are a plain device memcpy; 2-D transposes go through shared-memory
+// tiles so that both sides are read and written along rows; everything
+// else maps each output element to its source through the layout.
+#include "cuda/common.cuh"
+
+using namespace emily_cuda;
+
+template <typename T, typename I>
+__global__ void copy_strided(Layout<2> L, T *dst, const T *src) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < L.total;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        I off[2];
+        layout_offsets<2, I>(L, (I)i, off);
+        dst[off[0]] = src[off[1]];
+    }
+}
+
+// dst[r][c] = src[r][c] where dst is row-major (stride ds, 1) and src is
+// column-major (stride 1, ss): tiles of 32x32 through shared memory.
+constexpr int TILE = 32;
+template <typename T>
+__global__ void copy_transpose(int64_t rows, int64_t cols, T *dst, int64_t ds, const T *src,
+                               int64_t ss) {
+    __shared__ T tile[TILE][TILE + 1];
+    int64_t r0 = (int64_t)blockIdx.y * TILE, c0 = (int64_t)blockIdx.x * TILE;
+    // read: consecutive threads walk r (contiguous in src)
+    for (int j = threadIdx.y; j < TILE; j += blockDim.y) {
+        int64_t c = c0 + j, r = r0 + threadIdx.x;
+        if (r < rows && c < cols) tile[j][threadIdx.x] = src[r + c * ss];
+    }
+    __syncthreads();
+    // write: consecutive threads walk c (contiguous in dst)
+    for (int j = threadIdx.y; j < TILE; j += blockDim.y) {
+        int64_t r = r0 + j, c = c0 + threadIdx.x;
+        if (r < rows && c < cols) dst[r * ds + c] = tile[threadIdx.x][j];
+    }
+}
+
+template <typename T>
+static emily_status copy_typed(const emily_cuda_ctx &ctx, emily_tensor *dst,
+                               const emily_tensor *src) {
+    const emily_tensor *ts[2] = {dst, src};
+    T *d = (T *)base_of(dst);
+    const T *s = (const T *)base_of(src);
+    return for_layout<2>(ctx.op, ts, [&](const Layout<2> &L, const int64_t *off) -> emily_status {
+        T *dp = d + off[0];
+        const T *sp = s + off[1];
+        if (L.rank == 1 && L.stride[0][0] == 1 && L.stride[1][0] == 1)
+            return emily_cuda_error(ctx.op, cudaMemcpyAsync(dp, sp, (size_t)L.total * sizeof(T),
+                                                            cudaMemcpyDeviceToDevice, ctx.stream));
+        if (L.rank == 2 && L.stride[0][1] == 1 && L.stride[1][0] == 1 && L.stride[1][1] != 1 &&
+            L.shape[0] >= TILE && L.shape[1] >= TILE && (L.shape[1] + TILE - 1) / TILE <= 0x7fffffff &&
+            (L.shape[0] + TILE - 1) / TILE <= 65535) {
+            dim3 grid((unsigned)((L.shape[1] + TILE - 1) / TILE), (unsigned)((L.shape[0] + TILE - 1) / TILE));
+            copy_transpose<T><<<grid, dim3(TILE, 8), 0, ctx.stream>>>(L.shape[0], L.shape[1], dp,
+                                                                    L.stride[0][0], sp, L.stride[1][1]);
+            return emily_cuda_launched(&ctx);
+        }
+        unsigned grid = grid_for(ctx.device, L.total);
+        if (layout_fits32(L)) copy_strided<T, int32_t><<<grid, BLOCK, 0, ctx.stream>>>(L, dp, sp);
+        else copy_strided<T, int64_t><<<grid, BLOCK, 0, ctx.stream>>>(L, dp, sp);
+        return emily_cuda_launched(&ctx);
+    });
+}
+
+extern "C" emily_status emily_cuda_copy(emily_tensor *dst, const emily_tensor *src) {
+    if (dst->size == 0) return EMILY_OK;
+    emily_cuda_ctx ctx;
+    const emily_tensor *ts[2] = {dst, src};
+    emily_status s = emily_cuda_begin("copy", dev_of(dst), 2, ts, &ctx);
+    if (s) return s;
+    switch (emily_dtype_size(dst->dtype)) {
+    case 1: return copy_typed<uint8_t>(ctx, dst, src);
+    case 2: return copy_typed<uint16_t>(ctx, dst, src);
+    case 4: return copy_typed<uint32_t>(ctx, dst, src);
+    case 8: return copy_typed<uint64_t>(ctx, dst, src);
+    case 16: return copy_typed<b128_t>(ctx, dst, src);
+    default: return emily_error(EMILY_ERR_INTERNAL, "cuda: copy: bad element size");
+    }
+}

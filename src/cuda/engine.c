@@ -1,0 +1,47 @@
+/* The CUDA engine table (device type EMILY_DEVICE_CUDA). Memory, streams
+ * and transfers live in runtime.c/transfer.c, kernels in the .cu files.
+ * A build with the engine still runs CPU work on a machine without a GPU
+ * or driver: the device count is then 0 and every CUDA entry point fails
+ * with EMILY_ERR_DEVICE before it touches the GPU. */
+#include "cuda/runtime.h"
+#include "cuda/kernels.h"
+#ifdef EMILY_CUDA_HAVE_DOT
+#include "ops/dot_kernels.h"
+#endif
+
+static const emily_engine cuda_engine = {
+    .name = "cuda",
+    .device_count = emily_cuda_device_count,
+    .alloc = emily_cuda_alloc,
+    .free = emily_cuda_free,
+    .upload = emily_cuda_upload,
+    .download = emily_cuda_download,
+    .synchronize = emily_cuda_synchronize,
+    .memory_stats = emily_cuda_memory_stats,
+    .release_cache = emily_cuda_release_cache,
+    .host_addressable = false,
+    .stream_new = emily_cuda_stream_new,
+    .stream_free = emily_cuda_stream_free,
+    .stream_synchronize = emily_cuda_stream_synchronize,
+    .stream_set_current = emily_cuda_stream_set_current,
+    .copy = emily_cuda_copy,
+    /* kernels not listed yet are NULL: the op fails as unsupported on cuda */
+};
+
+/* Family tables defined in other translation units are read at first
+ * use (they cannot be static initializers here). */
+static emily_engine cuda_engine_full;
+static pthread_once_t cuda_engine_once = PTHREAD_ONCE_INIT;
+
+static void cuda_engine_init(void) {
+    emily_engine e = cuda_engine;
+#ifdef EMILY_CUDA_HAVE_DOT
+    e.dot = &emily_cuda_dot_kernels;
+#endif
+    cuda_engine_full = e;
+}
+
+const emily_engine *emily_cuda_engine(void) {
+    pthread_once(&cuda_engine_once, cuda_engine_init);
+    return &cuda_engine_full;
+}
