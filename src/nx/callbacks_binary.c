@@ -1,6 +1,76 @@
-/* Nx callbacks: binary family. */
+/* Nx callbacks: the binary element-wise ops, select and clip.
+ *
+ * Nx fixes the output type before calling the backend, typing a number
+ * operand by its value (Nx.Type.merge_number) while the backend receives
+ * it as a rank-0 s32/f32/c64 tensor; so the template type is passed on
+ * (call_out_type, AUTO in INFER mode) and the typed functions compute
+ * in a type that gives Nx's answer for it. */
 #include "nx/callback.h"
 
+/* add(out, left, right) and the 23 others of the same form. */
+static emily_status cb_binary(emily_call *c) {
+    emily_binary_op op;
+    if (!emily_binary_op_from_name(c->name, &op))
+        return call_fail(c, EMILY_ERR_INTERNAL, "not a binary op");
+    emily_tensor *a, *b, *r = NULL;
+    emily_status s = call_arity(c, 2, 2);
+    if (!s) s = call_tensor(c, 0, &a);
+    if (!s) s = call_tensor(c, 1, &b);
+    if (!s) s = emily_binary(op, a, b, call_out_type(c), &r);
+    if (s) return s;
+    return call_return(c, r);
+}
+
+/* select(out, pred, on_true, on_false) */
+static emily_status cb_select(emily_call *c) {
+    emily_tensor *p, *t, *f, *r = NULL;
+    emily_status s = call_arity(c, 3, 3);
+    if (!s) s = call_tensor(c, 0, &p);
+    if (!s) s = call_tensor(c, 1, &t);
+    if (!s) s = call_tensor(c, 2, &f);
+    if (!s) s = emily_select(p, t, f, call_out_type(c), &r);
+    if (s) return s;
+    return call_return(c, r);
+}
+
+/* clip(out, tensor, min, max) */
+static emily_status cb_clip(emily_call *c) {
+    emily_tensor *t, *lo, *hi, *r = NULL;
+    emily_status s = call_arity(c, 3, 3);
+    if (!s) s = call_tensor(c, 0, &t);
+    if (!s) s = call_tensor(c, 1, &lo);
+    if (!s) s = call_tensor(c, 2, &hi);
+    if (!s) s = emily_clip(t, lo, hi, call_out_type(c), &r);
+    if (s) return s;
+    return call_return(c, r);
+}
+
 const emily_callback_entry emily_callbacks_binary[] = {
+    {"add", cb_binary},
+    {"subtract", cb_binary},
+    {"multiply", cb_binary},
+    {"pow", cb_binary},
+    {"remainder", cb_binary},
+    {"divide", cb_binary},
+    {"atan2", cb_binary},
+    {"min", cb_binary},
+    {"max", cb_binary},
+    {"quotient", cb_binary},
+    {"bitwise_and", cb_binary},
+    {"bitwise_or", cb_binary},
+    {"bitwise_xor", cb_binary},
+    {"left_shift", cb_binary},
+    {"right_shift", cb_binary},
+    {"equal", cb_binary},
+    {"not_equal", cb_binary},
+    {"greater", cb_binary},
+    {"less", cb_binary},
+    {"greater_equal", cb_binary},
+    {"less_equal", cb_binary},
+    {"logical_and", cb_binary},
+    {"logical_or", cb_binary},
+    {"logical_xor", cb_binary},
+    {"select", cb_select},
+    {"clip", cb_clip},
     {NULL, NULL},
 };

@@ -1,0 +1,380 @@
+/* Binary element-wise ops: names, Nx's output types, and the choice of
+ * the type the kernel computes in.
+ *
+ * Nx.BinaryBackend reads both operands into exact Elixir numbers,
+ * applies the op (integers exactly, floats in f64) and writes the result
+ * in the output type. Emily gets the same answers by converting both
+ * operands to a compute type C in which that holds, running the device's
+ * binary kernel (which sees two operands of type C and writes C, or u8
+ * for comparisons and logical ops) and converting the result to the
+ * output type when it differs from C:
+ *  - integer output: C is the output type. Integer arithmetic wraps, so
+ *    add/subtract/multiply/pow/bitwise/left_shift give the exact result
+ *    modulo 2^bits; the other ops see operands that the output type
+ *    holds exactly (it is the merge of the operand types, or Nx's
+ *    value-based type of a number operand). The one pair no 64-bit type
+ *    holds, u64 with a signed type (merged to s64), has its own exact
+ *    path for the ops where wrapping would change the answer.
+ *  - float or complex output: C is the output type when both operand
+ *    types convert into it exactly (+ - * / rounded once in f32 round
+ *    to the same value as Nx's f64 computation rounded to f32/f16/bf16;
+ *    kernels compute pow/atan2/remainder in f64), else f64 (c128).
+ *  - comparisons and logical ops: the common type when both operands
+ *    convert into it exactly, else f64 (c128), so a comparison never
+ *    sees a rounded operand. */
+#include <stdlib.h>
+#include <string.h>
+#include "ops/common.h"
+
+static const char *const op_names[EMILY_BINARY_OP_COUNT] = {
+    [EMILY_ADD] = "add",
+    [EMILY_SUBTRACT] = "subtract",
+    [EMILY_MULTIPLY] = "multiply",
+    [EMILY_POW] = "pow",
+    [EMILY_REMAINDER] = "remainder",
+    [EMILY_DIVIDE] = "divide",
+    [EMILY_ATAN2] = "atan2",
+    [EMILY_MIN] = "min",
+    [EMILY_MAX] = "max",
+    [EMILY_QUOTIENT] = "quotient",
+    [EMILY_BITWISE_AND] = "bitwise_and",
+    [EMILY_BITWISE_OR] = "bitwise_or",
+    [EMILY_BITWISE_XOR] = "bitwise_xor",
+    [EMILY_LEFT_SHIFT] = "left_shift",
+    [EMILY_RIGHT_SHIFT] = "right_shift",
+    [EMILY_EQUAL] = "equal",
+    [EMILY_NOT_EQUAL] = "not_equal",
+    [EMILY_GREATER] = "greater",
+    [EMILY_LESS] = "less",
+    [EMILY_GREATER_EQUAL] = "greater_equal",
+    [EMILY_LESS_EQUAL] = "less_equal",
+    [EMILY_LOGICAL_AND] = "logical_and",
+    [EMILY_LOGICAL_OR] = "logical_or",
+    [EMILY_LOGICAL_XOR] = "logical_xor",
+};
+
+const char *emily_binary_op_name(emily_binary_op op) {
+    return (unsigned)op < EMILY_BINARY_OP_COUNT ? op_names[op] : "?";
+}
+
+bool emily_binary_op_from_name(const char *name, emily_binary_op *op) {
+    if (!name) return false;
+    for (int i = 0; i < EMILY_BINARY_OP_COUNT; i++)
+        if (strcmp(op_names[i], name) == 0) {
+            if (op) *op = (emily_binary_op)i;
+            return true;
+        }
+    return false;
+}
+
+typedef enum {
+    CAT_ARITH,      /* add subtract multiply pow: any type, merged */
+    CAT_REAL,       /* remainder min max: merged, not complex */
+    CAT_FLOATING,   /* divide: to_floating(merged) */
+    CAT_ATAN2,      /* atan2: to_floating(merged), real only */
+    CAT_INTEGER,    /* quotient, bitwise, shifts: integers only */
+    CAT_EQUALITY,   /* equal not_equal: any type, u8 */
+    CAT_ORDER,      /* greater less ...: real only, u8 */
+    CAT_LOGICAL     /* logical_*: any type, u8 */
+} category;
+
+static category cat_of(emily_binary_op op) {
+    switch (op) {
+    case EMILY_ADD: case EMILY_SUBTRACT: case EMILY_MULTIPLY: case EMILY_POW: return CAT_ARITH;
+    case EMILY_REMAINDER: case EMILY_MIN: case EMILY_MAX: return CAT_REAL;
+    case EMILY_DIVIDE: return CAT_FLOATING;
+    case EMILY_ATAN2: return CAT_ATAN2;
+    case EMILY_EQUAL: case EMILY_NOT_EQUAL: return CAT_EQUALITY;
+    case EMILY_GREATER: case EMILY_LESS: case EMILY_GREATER_EQUAL: case EMILY_LESS_EQUAL:
+        return CAT_ORDER;
+    case EMILY_LOGICAL_AND: case EMILY_LOGICAL_OR: case EMILY_LOGICAL_XOR: return CAT_LOGICAL;
+    default: return CAT_INTEGER;
+    }
+}
+
+static bool is_pred_cat(category c) {
+    return c == CAT_EQUALITY || c == CAT_ORDER || c == CAT_LOGICAL;
+}
+
+emily_status emily_binary_type(emily_binary_op op, emily_dtype a, emily_dtype b, emily_dtype *out) {
+    if (out) *out = EMILY_DTYPE_AUTO;
+    if ((unsigned)op >= EMILY_BINARY_OP_COUNT)
+        return emily_error(EMILY_ERR_ARGUMENT, "binary: unknown op %d", (int)op);
+    const char *name = op_names[op];
+    if (!emily_dtype_valid(a) || !emily_dtype_valid(b))
+        return emily_error(EMILY_ERR_TYPE, "%s: invalid operand type (%d, %d)", name, (int)a, (int)b);
+    emily_dtype m = emily_type_merge(a, b), t;
+    bool complex = emily_dtype_is_complex(m);
+    switch (cat_of(op)) {
+    case CAT_ARITH: t = m; break;
+    case CAT_REAL:
+    case CAT_ATAN2:
+    case CAT_ORDER:
+        if (complex)
+            return emily_error(EMILY_ERR_TYPE, "%s: complex operands are not supported, got %s and %s",
+                               name, emily_dtype_name(a), emily_dtype_name(b));
+        t = cat_of(op) == CAT_ORDER ? EMILY_U8 : cat_of(op) == CAT_ATAN2 ? emily_type_to_floating(m) : m;
+        break;
+    case CAT_FLOATING: t = emily_type_to_floating(m); break;
+    case CAT_INTEGER:
+        if (!emily_dtype_is_integer(m))
+            return emily_error(EMILY_ERR_TYPE,
+                               "%s: expects integer tensors, got %s and %s (merged type %s)", name,
+                               emily_dtype_name(a), emily_dtype_name(b), emily_dtype_name(m));
+        t = m;
+        break;
+    default: t = EMILY_U8; break;
+    }
+    if (out) *out = t;
+    return EMILY_OK;
+}
+
+/* True when every value of type `from` is a value of type `to` (also
+ * used by clip in src/ops/select.c). */
+bool emily_binary_exact_into(emily_dtype from, emily_dtype to);
+bool emily_binary_exact_into(emily_dtype from, emily_dtype to) {
+    if (from == to) return true;
+    int fb = emily_dtype_bits(from), tb = emily_dtype_bits(to);
+    emily_dtype_kind fk = emily_dtype_kind_of(from);
+    switch (to) {
+    case EMILY_U8: case EMILY_U16: case EMILY_U32: case EMILY_U64:
+        return fk == EMILY_KIND_UNSIGNED && fb <= tb;
+    case EMILY_S8: case EMILY_S16: case EMILY_S32: case EMILY_S64:
+        return (fk == EMILY_KIND_SIGNED && fb <= tb) || (fk == EMILY_KIND_UNSIGNED && fb < tb);
+    case EMILY_F16: case EMILY_BF16: return from == EMILY_U8 || from == EMILY_S8;
+    case EMILY_F32:
+        return from == EMILY_F16 || from == EMILY_BF16 || (emily_dtype_is_integer(from) && fb <= 16);
+    case EMILY_F64: return emily_dtype_is_float(from) || (emily_dtype_is_integer(from) && fb <= 32);
+    case EMILY_C64: return emily_binary_exact_into(from, EMILY_F32);
+    case EMILY_C128: return from == EMILY_C64 || emily_binary_exact_into(from, EMILY_F64);
+    default: return false;
+    }
+}
+
+/* The wide type of a float or complex computation. */
+static emily_dtype wide_of(emily_dtype t) {
+    return emily_dtype_is_complex(t) ? EMILY_C128 : EMILY_F64;
+}
+
+/* A view of t's elements as another dtype of the same size. */
+static emily_status reinterpret(const emily_tensor *t, emily_dtype dt, emily_tensor **out) {
+    return emily_tensor_wrap(t->buffer, dt, t->rank, t->shape, t->strides, t->offset, out);
+}
+
+/* A rank-0 tensor on `device` holding `bytes`. */
+static emily_status scalar_tensor(emily_device device, emily_dtype dt, const void *bytes,
+                                  emily_tensor **out) {
+    return emily_from_binary(device, dt, 0, NULL, bytes, emily_dtype_size(dt), out);
+}
+
+/* Both operands already have the compute type; broadcasts them and runs
+ * the kernel into a fresh tensor (u8 for predicates). */
+static emily_status run_kernel(const emily_engine *e, emily_binary_op op, const emily_tensor *a,
+                               const emily_tensor *b, int rank, const int64_t *shape,
+                               emily_tensor **out) {
+    const char *name = op_names[op];
+    if (!e->binary) {
+        return emily_error(EMILY_ERR_UNSUPPORTED, "%s: not implemented on the %s device", name,
+                           e->name);
+    }
+    emily_tensor *av = NULL, *bv = NULL, *dst = NULL;
+    emily_status s = emily_broadcast_view(a, rank, shape, &av);
+    if (!s) s = emily_broadcast_view(b, rank, shape, &bv);
+    if (!s) s = emily_empty_like_device(a, is_pred_cat(cat_of(op)) ? EMILY_U8 : a->dtype, rank,
+                                        shape, &dst);
+    if (!s) s = e->binary(op, dst, av, bv);
+    emily_tensor_release(av);
+    emily_tensor_release(bv);
+    if (s) {
+        emily_tensor_release(dst);
+        return s;
+    }
+    *out = dst;
+    return EMILY_OK;
+}
+
+/* u64 against a signed type: the merged type s64 cannot hold u64 values
+ * of 2^63 and above, so min/max, quotient/remainder, comparisons and
+ * right_shift (of the u64) are rebuilt from u64 kernels with the sign
+ * of the signed operand deciding. `res_type` is s64 (or u8). */
+static emily_status mixed_u64(emily_binary_op op, const emily_tensor *a, const emily_tensor *b,
+                              int rank, const int64_t *shape, emily_tensor **out) {
+    bool u_first = a->dtype == EMILY_U64;
+    const emily_tensor *u = u_first ? a : b, *sgn = u_first ? b : a;
+    emily_device dev = a->buffer->device;
+    emily_tensor *s64 = NULL, *su = NULL, *neg = NULL, *negb = NULL, *zero_s = NULL,
+                 *zero_u = NULL, *r = NULL, *rs = NULL, *t1 = NULL, *t2 = NULL, *t3 = NULL,
+                 *c = NULL, *ma = NULL, *mb = NULL;
+    emily_status s = emily_convert_to(sgn, EMILY_S64, &s64);
+    if (!s) s = reinterpret(s64, EMILY_U64, &su);
+    int64_t z = 0;
+    if (!s) s = scalar_tensor(dev, EMILY_S64, &z, &zero_s);
+    if (!s) s = scalar_tensor(dev, EMILY_U64, &z, &zero_u);
+    if (!s) s = emily_binary(EMILY_LESS, s64, zero_s, EMILY_DTYPE_AUTO, &neg);
+    if (!s) s = emily_broadcast_view(neg, rank, shape, &negb);
+    if (s) goto done;
+    switch (op) {
+    case EMILY_EQUAL: case EMILY_NOT_EQUAL: case EMILY_GREATER: case EMILY_LESS:
+    case EMILY_GREATER_EQUAL: case EMILY_LESS_EQUAL: {
+        /* a negative signed operand is below every u64 */
+        bool u_greater = op == EMILY_NOT_EQUAL || op == EMILY_GREATER || op == EMILY_GREATER_EQUAL;
+        bool u_less = op == EMILY_NOT_EQUAL || op == EMILY_LESS || op == EMILY_LESS_EQUAL;
+        uint8_t when_neg = (uint8_t)(u_first ? u_greater : u_less);
+        s = emily_binary(op, u_first ? u : su, u_first ? su : u, EMILY_DTYPE_AUTO, &r);
+        if (!s) s = scalar_tensor(dev, EMILY_U8, &when_neg, &c);
+        if (!s) s = emily_select(negb, c, r, EMILY_DTYPE_AUTO, out);
+        break;
+    }
+    case EMILY_MIN: case EMILY_MAX:
+        /* negative: min is the signed one, max the u64 one (wrapped) */
+        s = emily_binary(op, u_first ? u : su, u_first ? su : u, EMILY_DTYPE_AUTO, &r);
+        if (!s) s = reinterpret(r, EMILY_S64, &rs);
+        if (!s && op == EMILY_MAX) s = reinterpret(u, EMILY_S64, &t1);
+        if (!s) s = emily_select(negb, op == EMILY_MIN ? s64 : t1, rs, EMILY_DTYPE_AUTO, out);
+        break;
+    case EMILY_QUOTIENT: case EMILY_REMAINDER: {
+        /* on magnitudes in u64, then the sign: the quotient's flips with
+         * the signed operand, the remainder's with the dividend */
+        s = emily_binary(EMILY_SUBTRACT, zero_u, su, EMILY_DTYPE_AUTO, &t1);
+        if (!s) s = emily_select(neg, t1, su, EMILY_DTYPE_AUTO, &t2); /* |signed| */
+        if (s) break;
+        ma = u_first ? (emily_tensor *)u : t2;
+        mb = u_first ? t2 : (emily_tensor *)u;
+        s = emily_binary(op, ma, mb, EMILY_DTYPE_AUTO, &r);
+        ma = mb = NULL;
+        if (s) break;
+        if (op == EMILY_REMAINDER && u_first) {
+            s = reinterpret(r, EMILY_S64, out);
+            break;
+        }
+        s = emily_binary(EMILY_SUBTRACT, zero_u, r, EMILY_DTYPE_AUTO, &t3);
+        if (!s) s = emily_select(negb, t3, r, EMILY_DTYPE_AUTO, &rs);
+        if (!s) s = reinterpret(rs, EMILY_S64, out);
+        break;
+    }
+    case EMILY_RIGHT_SHIFT: /* only reached with the u64 first: a logical shift */
+        s = emily_binary(op, u, su, EMILY_DTYPE_AUTO, &r);
+        if (!s) s = reinterpret(r, EMILY_S64, out);
+        break;
+    default:
+        s = emily_error(EMILY_ERR_INTERNAL, "%s: no mixed u64 path", op_names[op]);
+    }
+done:
+    emily_tensor_release(s64);
+    emily_tensor_release(su);
+    emily_tensor_release(neg);
+    emily_tensor_release(negb);
+    emily_tensor_release(zero_s);
+    emily_tensor_release(zero_u);
+    emily_tensor_release(r);
+    emily_tensor_release(rs);
+    emily_tensor_release(t1);
+    emily_tensor_release(t2);
+    emily_tensor_release(t3);
+    emily_tensor_release(c);
+    return s;
+}
+
+static bool needs_mixed_u64(emily_binary_op op, emily_dtype a, emily_dtype b, emily_dtype c) {
+    if (c != EMILY_S64) return false;
+    bool ua = a == EMILY_U64, ub = b == EMILY_U64;
+    bool sa = emily_dtype_kind_of(a) == EMILY_KIND_SIGNED && emily_dtype_valid(a);
+    bool sb = emily_dtype_kind_of(b) == EMILY_KIND_SIGNED && emily_dtype_valid(b);
+    if (!((ua && sb) || (ub && sa))) return false;
+    switch (op) {
+    case EMILY_MIN: case EMILY_MAX: case EMILY_QUOTIENT: case EMILY_REMAINDER:
+    case EMILY_EQUAL: case EMILY_NOT_EQUAL: case EMILY_GREATER: case EMILY_LESS:
+    case EMILY_GREATER_EQUAL: case EMILY_LESS_EQUAL:
+        return true;
+    case EMILY_RIGHT_SHIFT: return ua;
+    default: return false;
+    }
+}
+
+static bool same_class(emily_dtype x, emily_dtype y) {
+    return emily_dtype_is_integer(x) == emily_dtype_is_integer(y) &&
+           emily_dtype_is_complex(x) == emily_dtype_is_complex(y);
+}
+
+/* emily_binary after validation: output type o, broadcast shape. */
+static emily_status binary_with(const emily_engine *e, emily_binary_op op, const emily_tensor *a,
+                                const emily_tensor *b, emily_dtype o, int rank,
+                                const int64_t *shape, emily_tensor **out) {
+    bool pred = is_pred_cat(cat_of(op));
+    emily_status s;
+
+    /* the compute type */
+    emily_dtype c;
+    if (pred) {
+        emily_dtype m = emily_type_merge(a->dtype, b->dtype);
+        c = (emily_dtype_is_integer(m) || (emily_binary_exact_into(a->dtype, m) && emily_binary_exact_into(b->dtype, m)))
+                ? m : wide_of(m);
+    } else if (emily_dtype_is_integer(o)) {
+        c = o;
+    } else {
+        c = emily_binary_exact_into(a->dtype, o) && emily_binary_exact_into(b->dtype, o) ? o : wide_of(o);
+    }
+    if (needs_mixed_u64(op, a->dtype, b->dtype, c)) {
+        emily_tensor *r = NULL;
+        s = mixed_u64(op, a, b, rank, shape, &r);
+        if (!s && !pred && o != EMILY_S64) {
+            s = emily_as_type(r, o, out);
+            emily_tensor_release(r);
+            return s;
+        }
+        if (!s) *out = r;
+        return s;
+    }
+
+    emily_tensor *ac = NULL, *bc = NULL, *r = NULL;
+    s = emily_convert_to(a, c, &ac);
+    if (!s) s = emily_convert_to(b, c, &bc);
+    if (!s) s = run_kernel(e, op, ac, bc, rank, shape, &r);
+    emily_tensor_release(ac);
+    emily_tensor_release(bc);
+    if (s) return s;
+    if (!pred && c != o) {
+        s = emily_as_type(r, o, out);
+        emily_tensor_release(r);
+        return s;
+    }
+    *out = r;
+    return EMILY_OK;
+}
+
+emily_status emily_binary(emily_binary_op op, const emily_tensor *a, const emily_tensor *b,
+                          emily_dtype out_type, emily_tensor **out) {
+    if ((unsigned)op >= EMILY_BINARY_OP_COUNT)
+        return emily_error(EMILY_ERR_ARGUMENT, "binary: unknown op %d", (int)op);
+    const char *name = op_names[op];
+    emily_status s = emily_check_out(name, out);
+    if (!s) s = emily_check_tensor(name, "left operand", a);
+    if (!s) s = emily_check_tensor(name, "right operand", b);
+    if (s) return s;
+    emily_dtype t;
+    s = emily_binary_type(op, a->dtype, b->dtype, &t);
+    if (s) return s;
+    category cat = cat_of(op);
+    bool pred = is_pred_cat(cat);
+    emily_dtype o = t;
+    if (out_type != EMILY_DTYPE_AUTO) {
+        if (!emily_dtype_valid(out_type))
+            return emily_error(EMILY_ERR_TYPE, "%s: invalid output type %d", name, (int)out_type);
+        if (pred ? out_type != EMILY_U8 : !same_class(out_type, t))
+            return emily_error(EMILY_ERR_TYPE, "%s: output type %s does not fit %s and %s operands (Nx gives %s)",
+                               name, emily_dtype_name(out_type), emily_dtype_name(a->dtype),
+                               emily_dtype_name(b->dtype), emily_dtype_name(t));
+        o = out_type;
+    }
+    const emily_tensor *pair[2] = {a, b};
+    const emily_engine *e;
+    s = emily_check_same_device(name, 2, pair, &e);
+    if (s) return s;
+    int rank;
+    int64_t *shape = malloc(((size_t)(a->rank > b->rank ? a->rank : b->rank) + 1) * sizeof *shape);
+    if (!shape) return emily_error(EMILY_ERR_MEMORY, "%s: out of host memory", name);
+    s = emily_broadcast_shapes(name, a->rank, a->shape, b->rank, b->shape, &rank, shape);
+    if (!s) s = binary_with(e, op, a, b, o, rank, shape, out);
+    free(shape);
+    return s;
+}
