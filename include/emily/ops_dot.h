@@ -8,6 +8,55 @@
 extern "C" {
 #endif
 
+/* Generalized dot product (Nx.dot/6).
+ *
+ * contract_a[i] of `a` is contracted with contract_b[i] of `b` (equal
+ * sizes); batch_a[i] is paired with batch_b[i] (equal sizes). Axes may be
+ * negative. The output shape is: the batch dims (in batch_a's order),
+ * then a's remaining dims, then b's remaining dims, each in axis order.
+ * Nx requires batch axes to be the leading axes 0..n-1; Emily accepts any
+ * distinct batch axes and places their dims first.
+ *
+ * out_type EMILY_DTYPE_AUTO is Nx.Type.merge of the input types. Values
+ * are converted to the output's domain as Nx.BinaryBackend does (an
+ * integer operand of a float dot is read exactly, not first rounded to
+ * the output float type); integer dots wrap in the output's width. */
+emily_status emily_dot(const emily_tensor *a, int ncontract_a, const int *contract_a,
+                       int nbatch_a, const int *batch_a,
+                       const emily_tensor *b, int ncontract_b, const int *contract_b,
+                       int nbatch_b, const int *batch_b,
+                       emily_dtype out_type, emily_tensor **out);
+
+/* Nx.dot/2: rank-0 operands are not handled here (Nx multiplies them);
+ * vector.vector, matrix.vector, vector.matrix, and for rank >= 2 the last
+ * axis of `a` against the second-to-last of `b`. */
+emily_status emily_matmul(const emily_tensor *a, const emily_tensor *b, emily_tensor **out);
+
+/* How floating-point dots multiply and accumulate.
+ *
+ * HIGHEST (the default): Nx.BinaryBackend's answers. f64 and c128 dots
+ *   are computed exactly as the reference does (each product rounded,
+ *   then added in contraction order, no fused multiply-add), so they
+ *   match it bit for bit; f32, f16, bf16 and c64 dots accumulate in f64
+ *   (products of these types are exact in f64) and round once to the
+ *   output type, within an ULP of the reference at any contraction
+ *   length. f32 runs at about half the speed of an f32 BLAS.
+ * FAST: each type in its own precision through BLAS (sgemm, dgemm, cgemm,
+ *   zgemm; f16/bf16 via f32; cuBLAS COMPUTE_32F without TF32 on CUDA),
+ *   like numpy, MLX, PyTorch and EXLA. Sums of long or cancelling
+ *   contractions then differ from the reference by more than a few ULP.
+ * Integer dots are exact (wrapping) in both.
+ * The initial value comes from the environment variable
+ * EMILY_DOT_PRECISION ("highest" or "fast"), read at first use. */
+typedef enum emily_dot_precision {
+    EMILY_DOT_PRECISION_HIGHEST = 0,
+    EMILY_DOT_PRECISION_FAST = 1
+} emily_dot_precision;
+
+/* Process-wide setting (atomic; affects dots started afterwards). */
+emily_status emily_dot_set_precision(emily_dot_precision p);
+emily_dot_precision emily_dot_get_precision(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,4 +1,535 @@
-/* CPU kernels: dot family (none yet). */
+/* CPU kernels: dot family.
+ *
+ * gemm, a batched matrix product, takes one of three paths:
+ *  - integers: an exact loop in the output's width with wrapping
+ *    (unsigned) arithmetic;
+ *  - f64 and c128 at HIGHEST precision: our own register-tiled kernel
+ *    that computes every output element as Nx.BinaryBackend does (each
+ *    product rounded, then added in contraction order, never fused), so
+ *    results match the reference bit for bit; BLAS cannot promise that
+ *    (it fuses multiply-adds);
+ *  - everything else through OpenBLAS: f32/f16/bf16/c64 at HIGHEST are
+ *    widened to f64/c128 (their products are exact there, so the order
+ *    of the f64 sum does not show in the rounded result); at FAST each
+ *    type runs in its own precision (f16/bf16 in f32).
+ * Operands BLAS can read in place are passed as they are; any other is
+ * packed once into the compute type, converting values as Nx does. */
+#include <cblas.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
 #include "cpu/kernels.h"
+#include "cpu/strided.h"
+#include "ops/dot_kernels.h"
 
-const struct emily_dot_kernels *const emily_cpu_dot_kernels = NULL;
+/* The type products are computed in. */
+typedef enum ctype { CT_F32, CT_F64, CT_C64, CT_C128, CT_U32, CT_U64 } ctype;
+
+static size_t ct_size(ctype ct) {
+    static const size_t sizes[] = {4, 8, 8, 16, 4, 8};
+    return sizes[ct];
+}
+
+static bool ct_matches(ctype ct, emily_dtype t) {
+    return (ct == CT_F32 && t == EMILY_F32) || (ct == CT_F64 && t == EMILY_F64) ||
+           (ct == CT_C64 && t == EMILY_C64) || (ct == CT_C128 && t == EMILY_C128);
+}
+
+/* ---- loading: a strided run of any dtype -> the compute type ----------
+ * n elements from src (stride in source elements) to dst (stride in
+ * compute-type scalars; for complex types the imaginary part goes
+ * `imoff` scalars after the real part). */
+
+typedef struct { float re, im; } cf32;
+typedef struct { double re, im; } cf64;
+
+#define RE_NUM(x) ((double)(x))
+#define IM_ZERO(x) 0.0
+#define RE_F16(x) ((double)emily_f16_to_f32(x))
+#define RE_BF16(x) ((double)emily_bf16_to_f32(x))
+#define RE_C(x) ((double)(x).re)
+#define IM_C(x) ((double)(x).im)
+/* integers are read exactly: signed sign-extends, unsigned zero-extends */
+#define U64_S(x) ((uint64_t)(int64_t)(x))
+#define U64_U(x) ((uint64_t)(x))
+#define U64_NONE(x) ((void)(x), (uint64_t)0) /* floats never reach integer dots */
+
+#define DEFINE_LOAD(NAME, ST, RE, IM, U64)                                             \
+    static void NAME(const void *src, int64_t ss, int64_t n, ctype ct, void *dst,      \
+                     int64_t ds, int64_t imoff) {                                       \
+        const ST *s = (const ST *)src;                                                  \
+        switch (ct) {                                                                   \
+        case CT_F32: { float *d = dst; for (int64_t i = 0; i < n; i++) d[i * ds] = (float)RE(s[i * ss]); break; } \
+        case CT_F64: { double *d = dst; for (int64_t i = 0; i < n; i++) d[i * ds] = RE(s[i * ss]); break; } \
+        case CT_C64: {                                                                  \
+            float *d = dst;                                                             \
+            for (int64_t i = 0; i < n; i++) {                                           \
+                d[i * ds] = (float)RE(s[i * ss]);                                       \
+                d[i * ds + imoff] = (float)IM(s[i * ss]);                               \
+            }                                                                           \
+            break;                                                                      \
+        }                                                                               \
+        case CT_C128: {                                                                 \
+            double *d = dst;                                                            \
+            for (int64_t i = 0; i < n; i++) {                                           \
+                d[i * ds] = RE(s[i * ss]);                                              \
+                d[i * ds + imoff] = IM(s[i * ss]);                                      \
+            }                                                                           \
+            break;                                                                      \
+        }                                                                               \
+        case CT_U32: { uint32_t *d = dst; for (int64_t i = 0; i < n; i++) d[i * ds] = (uint32_t)U64(s[i * ss]); break; } \
+        case CT_U64: { uint64_t *d = dst; for (int64_t i = 0; i < n; i++) d[i * ds] = U64(s[i * ss]); break; } \
+        }                                                                               \
+    }
+
+DEFINE_LOAD(load_u8, uint8_t, RE_NUM, IM_ZERO, U64_U)
+DEFINE_LOAD(load_u16, uint16_t, RE_NUM, IM_ZERO, U64_U)
+DEFINE_LOAD(load_u32, uint32_t, RE_NUM, IM_ZERO, U64_U)
+DEFINE_LOAD(load_u64, uint64_t, RE_NUM, IM_ZERO, U64_U)
+DEFINE_LOAD(load_s8, int8_t, RE_NUM, IM_ZERO, U64_S)
+DEFINE_LOAD(load_s16, int16_t, RE_NUM, IM_ZERO, U64_S)
+DEFINE_LOAD(load_s32, int32_t, RE_NUM, IM_ZERO, U64_S)
+DEFINE_LOAD(load_s64, int64_t, RE_NUM, IM_ZERO, U64_S)
+DEFINE_LOAD(load_f16, uint16_t, RE_F16, IM_ZERO, U64_NONE)
+DEFINE_LOAD(load_bf16, uint16_t, RE_BF16, IM_ZERO, U64_NONE)
+DEFINE_LOAD(load_f32, float, RE_NUM, IM_ZERO, U64_NONE)
+DEFINE_LOAD(load_f64, double, RE_NUM, IM_ZERO, U64_NONE)
+DEFINE_LOAD(load_c64, cf32, RE_C, IM_C, U64_NONE)
+DEFINE_LOAD(load_c128, cf64, RE_C, IM_C, U64_NONE)
+
+typedef void (*load_fn)(const void *, int64_t, int64_t, ctype, void *, int64_t, int64_t);
+static const load_fn loaders[EMILY_DTYPE_COUNT] = {
+    load_u8, load_u16, load_u32, load_u64, load_s8, load_s16, load_s32, load_s64,
+    load_f16, load_bf16, load_f32, load_f64, load_c64, load_c128};
+
+static emily_status oom(const char *what) {
+    return emily_error(EMILY_ERR_MEMORY, "dot: out of host memory for %s", what);
+}
+
+/* Byte address of element (b, r, 0) of a rank-3 view. */
+static const char *row_ptr(const emily_tensor *t, int64_t b, int64_t r) {
+    return (const char *)emily_tensor_base(t) +
+           (b * t->strides[0] + r * t->strides[1]) * (int64_t)emily_dtype_size(t->dtype);
+}
+
+/* Packs a rank-3 view [B, R, C] into a contiguous [B, R, C] buffer of
+ * the compute type (complex interleaved). */
+static emily_status pack(const emily_tensor *t, ctype ct, void **out) {
+    int64_t nb = t->shape[0], nr = t->shape[1], nc = t->shape[2];
+    size_t es = ct_size(ct);
+    char *buf = malloc((size_t)(nb * nr * nc) * es + 1);
+    if (!buf) return oom("a packed operand");
+    load_fn load = loaders[t->dtype];
+    int64_t rows = nb * nr;
+    bool cplx = ct == CT_C64 || ct == CT_C128;
+#pragma omp parallel for if (rows * nc >= EMILY_PARALLEL_MIN) schedule(static)
+    for (int64_t r = 0; r < rows; r++)
+        load(row_ptr(t, r / nr, r % nr), t->strides[2], nc, ct, buf + (size_t)(r * nc) * es,
+             cplx ? 2 : 1, 1);
+    *out = buf;
+    return EMILY_OK;
+}
+
+/* ---- results: compute type -> the output dtype ------------------------- */
+
+static void store_results(emily_tensor *dst, const void *src, ctype ct) {
+    int64_t n = dst->size;
+    void *d = emily_tensor_base(dst);
+    switch (dst->dtype) {
+    case EMILY_F32: { /* from f64 */
+        const double *s = src; float *o = d;
+        for (int64_t i = 0; i < n; i++) o[i] = (float)s[i];
+        break;
+    }
+    case EMILY_F16: {
+        uint16_t *o = d;
+        if (ct == CT_F32) { const float *s = src; for (int64_t i = 0; i < n; i++) o[i] = emily_f64_to_f16(s[i]); }
+        else { const double *s = src; for (int64_t i = 0; i < n; i++) o[i] = emily_f64_to_f16(s[i]); }
+        break;
+    }
+    case EMILY_BF16: { /* Nx: round to f32, keep the top 16 bits */
+        uint16_t *o = d;
+        if (ct == CT_F32) { const float *s = src; for (int64_t i = 0; i < n; i++) o[i] = emily_f32_to_bf16(s[i]); }
+        else { const double *s = src; for (int64_t i = 0; i < n; i++) o[i] = emily_f32_to_bf16((float)s[i]); }
+        break;
+    }
+    case EMILY_C64: { /* from c128 */
+        const double *s = src; float *o = d;
+        for (int64_t i = 0; i < 2 * n; i++) o[i] = (float)s[i];
+        break;
+    }
+    default: { /* 8 and 16-bit integers from 32-bit sums: keep the low bits */
+        const uint32_t *s = src;
+        if (emily_dtype_size(dst->dtype) == 2) { uint16_t *o = d; for (int64_t i = 0; i < n; i++) o[i] = (uint16_t)s[i]; }
+        else { uint8_t *o = d; for (int64_t i = 0; i < n; i++) o[i] = (uint8_t)s[i]; }
+        break;
+    }
+    }
+}
+
+/* ---- integers ----------------------------------------------------------- */
+
+/* One output row: c[N] = a[K] x b[K, N], all contiguous, wrapping. */
+#define INT_ROW(T)                                                                     \
+    static void int_row_##T(const T *a, const T *b, T *c, int64_t n, int64_t k) {      \
+        for (int64_t j = 0; j < n; j++) c[j] = 0;                                       \
+        for (int64_t p = 0; p < k; p++) {                                               \
+            T ap = a[p];                                                                \
+            if (ap == 0) continue;                                                      \
+            const T *bp = b + p * n;                                                    \
+            for (int64_t j = 0; j < n; j++) c[j] += ap * bp[j];                         \
+        }                                                                               \
+    }
+INT_ROW(uint32_t)
+INT_ROW(uint64_t)
+
+static emily_status int_gemm(emily_tensor *dst, const emily_tensor *a, const emily_tensor *b) {
+    int64_t nb = dst->shape[0], m = dst->shape[1], n = dst->shape[2], k = a->shape[2];
+    bool wide = emily_dtype_size(dst->dtype) == 8;
+    ctype ct = wide ? CT_U64 : CT_U32; /* 8 to 32-bit sums wrap alike modulo 2^32 */
+    void *pa = NULL, *pb = NULL, *tmp = NULL;
+    emily_status s;
+    if ((s = pack(a, ct, &pa))) goto done;
+    if ((s = pack(b, ct, &pb))) goto done;
+    void *c = emily_tensor_base(dst);
+    if (emily_dtype_size(dst->dtype) < 4) {
+        if (!(tmp = malloc((size_t)dst->size * 4))) { s = oom("the result"); goto done; }
+        c = tmp;
+    }
+    int64_t rows = nb * m;
+#pragma omp parallel for if (rows > 1 && rows * n * k >= EMILY_PARALLEL_MIN) schedule(static)
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t bi = r / m;
+        if (wide)
+            int_row_uint64_t((const uint64_t *)pa + r * k, (const uint64_t *)pb + bi * k * n,
+                             (uint64_t *)c + r * n, n, k);
+        else
+            int_row_uint32_t((const uint32_t *)pa + r * k, (const uint32_t *)pb + bi * k * n,
+                             (uint32_t *)c + r * n, n, k);
+    }
+    if (tmp) store_results(dst, tmp, ct);
+done:
+    free(pa);
+    free(pb);
+    free(tmp);
+    return s;
+}
+
+/* ---- f64 and c128 as the reference computes them ------------------------
+ *
+ * A register-tiled kernel: an MR x NR tile of the output is held in
+ * vector registers while the contraction runs in order, so every output
+ * element is ((0 + a0*b0) + a1*b1) + ..., each product rounded (this file
+ * is compiled without floating-point contraction: -std=c11 implies
+ * -ffp-contract=off, and the x86 variants below do not enable FMA for
+ * that reason). Operands are packed into panels: A as [M/MR][K][MR],
+ * B as [N/NR][K][NR] (complex: real and imaginary planes per k), padded
+ * with zeros to whole panels. Variants for AVX-512, AVX2 and SSE2 are
+ * picked at run time. */
+
+#define KC 256 /* contraction block: a B panel slice stays in L1/L2 */
+
+typedef struct exact_kernel {
+    int mr, nr;   /* real tile */
+    int cmr, cnr; /* complex tile */
+    /* c: the tile's top-left element (complex: interleaved), ldc in
+     * elements; mv x nv of the tile are valid; load: continue from c */
+    void (*real)(int64_t kc, const double *a, const double *b, double *c, int64_t ldc, int mv,
+                 int nv, bool load);
+    void (*cplx)(int64_t kc, const double *a, const double *b, double *c, int64_t ldc, int mv,
+                 int nv, bool load);
+} exact_kernel;
+
+#define DEFINE_EXACT_KERNELS(SUFFIX, ATTR, VL, MR, CMR)                                 \
+    typedef double vd_##SUFFIX __attribute__((vector_size(VL * 8)));                    \
+    ATTR static void exact_real_##SUFFIX(int64_t kc, const double *a, const double *b,   \
+                                         double *c, int64_t ldc, int mv, int nv, bool load) { \
+        enum { NR = 2 * VL };                                                            \
+        double tile[MR][NR];                                                             \
+        vd_##SUFFIX acc0[MR], acc1[MR];                                                  \
+        for (int r = 0; r < MR; r++)                                                     \
+            for (int j = 0; j < NR; j++)                                                 \
+                tile[r][j] = (load && r < mv && j < nv) ? c[r * ldc + j] : 0.0;           \
+        for (int r = 0; r < MR; r++) {                                                   \
+            memcpy(&acc0[r], &tile[r][0], sizeof acc0[r]);                               \
+            memcpy(&acc1[r], &tile[r][VL], sizeof acc1[r]);                              \
+        }                                                                                \
+        for (int64_t p = 0; p < kc; p++) {                                               \
+            vd_##SUFFIX b0, b1;                                                          \
+            memcpy(&b0, b + p * NR, sizeof b0);                                          \
+            memcpy(&b1, b + p * NR + VL, sizeof b1);                                     \
+            for (int r = 0; r < MR; r++) {                                               \
+                vd_##SUFFIX av = (vd_##SUFFIX){0} + a[p * MR + r];                       \
+                vd_##SUFFIX p0 = av * b0, p1 = av * b1;                                  \
+                acc0[r] = acc0[r] + p0;                                                  \
+                acc1[r] = acc1[r] + p1;                                                  \
+            }                                                                            \
+        }                                                                                \
+        for (int r = 0; r < MR; r++) {                                                   \
+            memcpy(&tile[r][0], &acc0[r], sizeof acc0[r]);                               \
+            memcpy(&tile[r][VL], &acc1[r], sizeof acc1[r]);                              \
+        }                                                                                \
+        for (int r = 0; r < mv; r++)                                                     \
+            for (int j = 0; j < nv; j++) c[r * ldc + j] = tile[r][j];                    \
+    }                                                                                    \
+    /* complex: NR = VL columns; per k the panel holds MR real parts then MR       \
+     * imaginary parts (A), or VL real then VL imaginary parts (B) */              \
+    ATTR static void exact_cplx_##SUFFIX(int64_t kc, const double *a, const double *b,   \
+                                         double *c, int64_t ldc, int mv, int nv, bool load) { \
+        double tre[CMR][VL], tim[CMR][VL];                                               \
+        vd_##SUFFIX accr[CMR], acci[CMR];                                                \
+        for (int r = 0; r < CMR; r++)                                                    \
+            for (int j = 0; j < VL; j++) {                                               \
+                bool in = load && r < mv && j < nv;                                      \
+                tre[r][j] = in ? c[2 * (r * ldc + j)] : 0.0;                             \
+                tim[r][j] = in ? c[2 * (r * ldc + j) + 1] : 0.0;                         \
+            }                                                                            \
+        for (int r = 0; r < CMR; r++) {                                                  \
+            memcpy(&accr[r], tre[r], sizeof accr[r]);                                    \
+            memcpy(&acci[r], tim[r], sizeof acci[r]);                                    \
+        }                                                                                \
+        for (int64_t p = 0; p < kc; p++) {                                               \
+            vd_##SUFFIX br, bi;                                                          \
+            memcpy(&br, b + p * 2 * VL, sizeof br);                                      \
+            memcpy(&bi, b + p * 2 * VL + VL, sizeof bi);                                 \
+            for (int r = 0; r < CMR; r++) {                                              \
+                vd_##SUFFIX ar = (vd_##SUFFIX){0} + a[p * 2 * CMR + r];                  \
+                vd_##SUFFIX ai = (vd_##SUFFIX){0} + a[p * 2 * CMR + CMR + r];            \
+                /* Complex.multiply: (ar*br - ai*bi, ai*br + ar*bi) */                   \
+                vd_##SUFFIX rr = ar * br, ii = ai * bi, ir = ai * br, ri = ar * bi;      \
+                vd_##SUFFIX pre = rr - ii, pim = ir + ri;                                \
+                accr[r] = accr[r] + pre;                                                 \
+                acci[r] = acci[r] + pim;                                                 \
+            }                                                                            \
+        }                                                                                \
+        for (int r = 0; r < CMR; r++) {                                                  \
+            memcpy(tre[r], &accr[r], sizeof accr[r]);                                    \
+            memcpy(tim[r], &acci[r], sizeof acci[r]);                                    \
+        }                                                                                \
+        for (int r = 0; r < mv; r++)                                                     \
+            for (int j = 0; j < nv; j++) {                                               \
+                c[2 * (r * ldc + j)] = tre[r][j];                                        \
+                c[2 * (r * ldc + j) + 1] = tim[r][j];                                    \
+            }                                                                            \
+    }
+
+/* (suffix, target, doubles per vector, real tile rows, complex tile rows);
+ * real tiles are 2 vectors wide, complex tiles 1 vector wide */
+DEFINE_EXACT_KERNELS(generic, , 2, 4, 4)
+#if defined(__x86_64__) && defined(__GNUC__)
+DEFINE_EXACT_KERNELS(avx2, __attribute__((target("avx2"))), 4, 6, 4)
+DEFINE_EXACT_KERNELS(avx512, __attribute__((target("avx512f"))), 8, 6, 6)
+#endif
+
+static const exact_kernel *exact_kernel_pick(void) {
+    static const exact_kernel generic = {4, 4, 4, 2, exact_real_generic, exact_cplx_generic};
+#if defined(__x86_64__) && defined(__GNUC__)
+    static const exact_kernel avx2 = {6, 8, 4, 4, exact_real_avx2, exact_cplx_avx2};
+    static const exact_kernel avx512 = {6, 16, 6, 8, exact_real_avx512, exact_cplx_avx512};
+    if (__builtin_cpu_supports("avx512f")) return &avx512;
+    if (__builtin_cpu_supports("avx2")) return &avx2;
+#endif
+    return &generic;
+}
+
+/* Packs a rank-3 view into zero-padded panels: as A ([B][M/MR][K][w*MR],
+ * rows across the panel) when !as_b, or as B ([B][N/NR][K][w*NR],
+ * columns across), w = 2 for complex (real block then imaginary block). */
+static emily_status pack_panels(const emily_tensor *t, bool as_b, int width, bool cplx,
+                                double **out) {
+    int64_t nb = t->shape[0];
+    int64_t outer = as_b ? t->shape[2] : t->shape[1]; /* across panels */
+    int64_t k = as_b ? t->shape[1] : t->shape[2];
+    int64_t np = (outer + width - 1) / width, w = cplx ? 2 : 1;
+    size_t panel = (size_t)(k * width * w);
+    double *buf = calloc((size_t)(nb * np) * panel + 1, sizeof(double));
+    if (!buf) return oom("packed panels");
+    load_fn load = loaders[t->dtype];
+    ctype ct = cplx ? CT_C128 : CT_F64;
+    int64_t es = (int64_t)emily_dtype_size(t->dtype);
+    if (!as_b) {
+        /* row r of batch bi: its K values go down the panel at stride w*MR */
+        int64_t rows = nb * outer;
+#pragma omp parallel for if (rows * k >= EMILY_PARALLEL_MIN) schedule(static)
+        for (int64_t rr = 0; rr < rows; rr++) {
+            int64_t bi = rr / outer, r = rr % outer;
+            double *d = buf + (size_t)(bi * np + r / width) * panel + r % width;
+            load(row_ptr(t, bi, r), t->strides[2], k, ct, d, w * width, width);
+        }
+    } else {
+        /* row p (a contraction index) of batch bi: its N values split
+         * across panels, contiguous within each */
+        int64_t rows = nb * k;
+#pragma omp parallel for if (rows * outer >= EMILY_PARALLEL_MIN) schedule(static)
+        for (int64_t rr = 0; rr < rows; rr++) {
+            int64_t bi = rr / k, p = rr % k;
+            const char *src = row_ptr(t, bi, p);
+            for (int64_t jp = 0; jp < np; jp++) {
+                int64_t n0 = jp * width, cnt = outer - n0 < width ? outer - n0 : width;
+                double *d = buf + (size_t)(bi * np + jp) * panel + (size_t)(p * width * w);
+                load(src + n0 * t->strides[2] * es, t->strides[2], cnt, ct, d, 1, width);
+            }
+        }
+    }
+    *out = buf;
+    return EMILY_OK;
+}
+
+static emily_status exact_gemm(emily_tensor *dst, const emily_tensor *a, const emily_tensor *b,
+                               bool cplx) {
+    int64_t nb = dst->shape[0], m = dst->shape[1], n = dst->shape[2], k = a->shape[2];
+    const exact_kernel *ker = exact_kernel_pick();
+    int mr = cplx ? ker->cmr : ker->mr, nr = cplx ? ker->cnr : ker->nr;
+    int64_t w = cplx ? 2 : 1;
+    double *pa = NULL, *pb = NULL;
+    emily_status s;
+    if ((s = pack_panels(a, false, mr, cplx, &pa))) goto done;
+    if ((s = pack_panels(b, true, nr, cplx, &pb))) goto done;
+    double *c = emily_tensor_base(dst);
+    int64_t mp = (m + mr - 1) / mr, np = (n + nr - 1) / nr;
+    /* work items: (batch, column panel, group of row panels) */
+    enum { ROW_GROUP = 8 };
+    int64_t groups = (mp + ROW_GROUP - 1) / ROW_GROUP, items = nb * np * groups;
+#pragma omp parallel for if (items > 1 && m * n * k * nb >= EMILY_PARALLEL_MIN / 4) schedule(dynamic)
+    for (int64_t it = 0; it < items; it++) {
+        int64_t bi = it / (np * groups), rest = it % (np * groups);
+        int64_t jp = rest / groups, g = rest % groups;
+        const double *bpanel = pb + (size_t)((bi * np + jp) * k * nr * w);
+        int nv = (int)(n - jp * nr < nr ? n - jp * nr : nr);
+        int64_t ip_end = (g + 1) * ROW_GROUP < mp ? (g + 1) * ROW_GROUP : mp;
+        for (int64_t pc = 0; pc < k; pc += KC) {
+            int64_t kc = k - pc < KC ? k - pc : KC;
+            for (int64_t ip = g * ROW_GROUP; ip < ip_end; ip++) {
+                const double *apanel = pa + (size_t)((bi * mp + ip) * k * mr * w);
+                int mv = (int)(m - ip * mr < mr ? m - ip * mr : mr);
+                double *ctile = c + (size_t)((bi * m + ip * mr) * n + jp * nr) * w;
+                if (cplx)
+                    ker->cplx(kc, apanel + pc * mr * 2, bpanel + pc * nr * 2, ctile, n, mv, nv, pc > 0);
+                else
+                    ker->real(kc, apanel + pc * mr, bpanel + pc * nr, ctile, n, mv, nv, pc > 0);
+            }
+        }
+    }
+done:
+    free(pa);
+    free(pb);
+    return s;
+}
+
+/* ---- floating point through BLAS ---------------------------------------- */
+
+typedef struct operand {
+    const char *base;     /* element (0, 0) of batch 0 */
+    int64_t batch_stride; /* in elements */
+    emily_gemm_layout lay;
+} operand;
+
+static bool fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
+
+/* In place when BLAS can read the operand as it is, else packed. */
+static emily_status prepare(const emily_tensor *t, ctype ct, operand *op, void **packed) {
+    *packed = NULL;
+    if (ct_matches(ct, t->dtype) &&
+        emily_gemm_layout_of(t->shape[1], t->shape[2], t->strides[1], t->strides[2], &op->lay) &&
+        fits_int(op->lay.ld)) {
+        op->base = emily_tensor_base(t);
+        op->batch_stride = t->strides[0];
+        return EMILY_OK;
+    }
+    emily_status s = pack(t, ct, packed);
+    if (s) return s;
+    op->base = *packed;
+    op->batch_stride = t->shape[1] * t->shape[2];
+    op->lay.column_major = false;
+    op->lay.ld = t->shape[2] > 1 ? t->shape[2] : 1;
+    return EMILY_OK;
+}
+
+static void blas_gemm(ctype ct, const operand *a, const operand *b, void *c, int64_t bi,
+                      int m, int n, int k) {
+    size_t es = ct_size(ct);
+    const void *pa = a->base + (size_t)(bi * a->batch_stride) * es;
+    const void *pb = b->base + (size_t)(bi * b->batch_stride) * es;
+    void *pc = (char *)c + (size_t)bi * (size_t)m * (size_t)n * es;
+    enum CBLAS_TRANSPOSE ta = a->lay.column_major ? CblasTrans : CblasNoTrans;
+    enum CBLAS_TRANSPOSE tb = b->lay.column_major ? CblasTrans : CblasNoTrans;
+    int lda = (int)a->lay.ld, ldb = (int)b->lay.ld, ldc = n > 1 ? n : 1;
+    switch (ct) {
+    case CT_F32:
+        cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, 1.0f, pa, lda, pb, ldb, 0.0f, pc, ldc);
+        break;
+    case CT_F64:
+        cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, 1.0, pa, lda, pb, ldb, 0.0, pc, ldc);
+        break;
+    case CT_C64: {
+        const float one[2] = {1, 0}, zero[2] = {0, 0};
+        cblas_cgemm(CblasRowMajor, ta, tb, m, n, k, one, pa, lda, pb, ldb, zero, pc, ldc);
+        break;
+    }
+    case CT_C128: {
+        const double one[2] = {1, 0}, zero[2] = {0, 0};
+        cblas_zgemm(CblasRowMajor, ta, tb, m, n, k, one, pa, lda, pb, ldb, zero, pc, ldc);
+        break;
+    }
+    default: break;
+    }
+}
+
+/* OpenBLAS runs products below this many multiply-adds on one thread, so
+ * batches of them can run side by side on OpenMP threads. */
+#define BLAS_SINGLE_THREAD_WORK 262144
+
+static emily_status blas_path(emily_tensor *dst, const emily_tensor *a, const emily_tensor *b,
+                              ctype ct) {
+    int64_t nb = dst->shape[0], m = dst->shape[1], n = dst->shape[2], k = a->shape[2];
+    if (!fits_int(m) || !fits_int(n) || !fits_int(k))
+        return emily_error(EMILY_ERR_UNSUPPORTED,
+                           "dot: a %lld x %lld by %lld x %lld product exceeds BLAS's 32-bit sizes",
+                           (long long)m, (long long)k, (long long)k, (long long)n);
+    operand oa, ob;
+    void *pa = NULL, *pb = NULL, *tmp = NULL;
+    emily_status s;
+    if ((s = prepare(a, ct, &oa, &pa))) goto done;
+    if ((s = prepare(b, ct, &ob, &pb))) goto done;
+    void *c = emily_tensor_base(dst);
+    if (!ct_matches(ct, dst->dtype)) {
+        if (!(tmp = malloc((size_t)dst->size * ct_size(ct)))) { s = oom("the result"); goto done; }
+        c = tmp;
+    }
+    int64_t work = m * n * k;
+    bool batch_parallel = nb > 1 && work <= BLAS_SINGLE_THREAD_WORK;
+#pragma omp parallel for if (batch_parallel && work * nb >= EMILY_PARALLEL_MIN) schedule(static)
+    for (int64_t bi = 0; bi < nb; bi++) blas_gemm(ct, &oa, &ob, c, bi, (int)m, (int)n, (int)k);
+    if (tmp) store_results(dst, tmp, ct);
+done:
+    free(pa);
+    free(pb);
+    free(tmp);
+    return s;
+}
+
+/* ---- the kernel --------------------------------------------------------- */
+
+static emily_status cpu_gemm(emily_tensor *dst, const emily_tensor *a, const emily_tensor *b,
+                             emily_dot_precision precision) {
+    if (dst->size == 0) return EMILY_OK;
+    if (a->shape[2] == 0) { /* empty contraction */
+        memset(emily_tensor_base(dst), 0, emily_tensor_nbytes(dst));
+        return EMILY_OK;
+    }
+    bool fast = precision == EMILY_DOT_PRECISION_FAST;
+    switch (dst->dtype) {
+    case EMILY_F64: return fast ? blas_path(dst, a, b, CT_F64) : exact_gemm(dst, a, b, false);
+    case EMILY_C128: return fast ? blas_path(dst, a, b, CT_C128) : exact_gemm(dst, a, b, true);
+    case EMILY_C64: return blas_path(dst, a, b, fast ? CT_C64 : CT_C128);
+    case EMILY_F32: case EMILY_F16: case EMILY_BF16:
+        return blas_path(dst, a, b, fast ? CT_F32 : CT_F64);
+    default: return int_gemm(dst, a, b);
+    }
+}
+
+static const struct emily_dot_kernels cpu_dot_kernels = {
+    .gemm = cpu_gemm,
+};
+
+const struct emily_dot_kernels *const emily_cpu_dot_kernels = &cpu_dot_kernels;

@@ -1,0 +1,268 @@
+/* dot: Nx.dot/6 semantics on top of one batched-GEMM kernel.
+ *
+ * Any contraction is a batched matrix product once the axes are grouped:
+ * a is viewed as [batch..., free_a..., contract...] -> [B, M, K] and b as
+ * [batch..., contract..., free_b...] -> [B, K, N]. Both are transposed
+ * views; a group of dims becomes one dim when its strides nest (always
+ * true for a contiguous tensor whose group's axes keep their relative
+ * order), and BLAS takes either a row- or a column-major matrix, so most
+ * dots (including every transposed matmul) run without copying. Only an
+ * operand whose grouped view does not exist, or that BLAS cannot read
+ * (broadcast or gapped strides), is copied to a contiguous tensor. */
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include "ops/common.h"
+#include "ops/dot_kernels.h"
+
+/* ---- precision setting ------------------------------------------------- */
+
+static atomic_int precision_state = -1; /* -1: not read from the environment yet */
+
+emily_dot_precision emily_dot_get_precision(void) {
+    int p = atomic_load(&precision_state);
+    if (p < 0) {
+        const char *env = getenv("EMILY_DOT_PRECISION");
+        int v = (env && strcmp(env, "fast") == 0) ? EMILY_DOT_PRECISION_FAST
+                                                 : EMILY_DOT_PRECISION_HIGHEST;
+        int expected = -1;
+        atomic_compare_exchange_strong(&precision_state, &expected, v);
+        p = atomic_load(&precision_state);
+    }
+    return (emily_dot_precision)p;
+}
+
+emily_status emily_dot_set_precision(emily_dot_precision p) {
+    if (p != EMILY_DOT_PRECISION_HIGHEST && p != EMILY_DOT_PRECISION_FAST)
+        return emily_error(EMILY_ERR_ARGUMENT, "dot_set_precision: unknown precision %d", (int)p);
+    atomic_store(&precision_state, (int)p);
+    return EMILY_OK;
+}
+
+/* ---- validation -------------------------------------------------------- */
+
+/* Normalizes one operand's contract and batch axes; marks them in `role`
+ * (0 free, 1 contract, 2 batch) and fails on repeats or overlaps. */
+static emily_status norm_operand_axes(const char *side, const emily_tensor *t, int nc,
+                                      const int *c, int nb, const int *bt, int *cn, int *bn,
+                                      char *role) {
+    memset(role, 0, (size_t)t->rank + 1);
+    for (int i = 0; i < nc + nb; i++) {
+        bool is_c = i < nc;
+        int ax = is_c ? c[i] : bt[i - nc];
+        int a = ax < 0 ? ax + t->rank : ax;
+        if (a < 0 || a >= t->rank)
+            return emily_error(EMILY_ERR_AXIS,
+                               "dot: %s axis %d of the %s tensor is out of range for shape %s",
+                               is_c ? "contract" : "batch", ax, side, EMILY_SHAPE_STR(t));
+        if (role[a])
+            return emily_error(EMILY_ERR_AXIS, "dot: axis %d of the %s tensor (shape %s) is given "
+                               "more than once among its contract and batch axes",
+                               ax, side, EMILY_SHAPE_STR(t));
+        role[a] = is_c ? 1 : 2;
+        if (is_c) cn[i] = a;
+        else bn[i - nc] = a;
+    }
+    return EMILY_OK;
+}
+
+static emily_status check_out_type(const emily_tensor *a, const emily_tensor *b,
+                                   emily_dtype out_type, emily_dtype *dt) {
+    if (out_type == EMILY_DTYPE_AUTO) {
+        *dt = emily_type_merge(a->dtype, b->dtype);
+        return EMILY_OK;
+    }
+    if (!emily_dtype_valid(out_type))
+        return emily_error(EMILY_ERR_TYPE, "dot: invalid output type %d", (int)out_type);
+    const emily_tensor *ts[2] = {a, b};
+    for (int i = 0; i < 2; i++) {
+        emily_dtype in = ts[i]->dtype;
+        bool ok = emily_dtype_is_complex(out_type) ||
+                  (emily_dtype_is_float(out_type) && !emily_dtype_is_complex(in)) ||
+                  (emily_dtype_is_integer(out_type) && emily_dtype_is_integer(in));
+        if (!ok)
+            return emily_error(EMILY_ERR_TYPE, "dot: cannot compute a %s dot of %s and %s operands",
+                               emily_dtype_name(out_type), emily_dtype_name(a->dtype),
+                               emily_dtype_name(b->dtype));
+    }
+    *dt = out_type;
+    return EMILY_OK;
+}
+
+/* ---- grouping axes into a rank-3 view ---------------------------------- */
+
+/* Merges the dims order[0..n) of t into one dim: its size, and a stride
+ * that walks them in row-major order. False when the strides do not nest
+ * that way (a copy is needed). Size-1 dims are ignored. */
+static bool merge_group(const emily_tensor *t, int n, const int *order, int64_t *size,
+                        int64_t *stride) {
+    int64_t sz = 1, st = 0, expect = 0;
+    bool have = false;
+    for (int i = n - 1; i >= 0; i--) {
+        int64_t dim = t->shape[order[i]], s = t->strides[order[i]];
+        if (dim == 1) continue;
+        if (dim == 0) { *size = 0; *stride = 0; return true; }
+        if (have && s != expect) return false;
+        if (!have) { st = s; have = true; }
+        expect = s * dim;
+        sz *= dim;
+    }
+    *size = sz;
+    *stride = st;
+    return true;
+}
+
+/* A [G0, G1, G2] view of t whose three groups of axes are given by
+ * `order` (lengths n0, n1, n2; the groups' dims in row-major order), that
+ * BLAS can read as G1 x G2 matrices. Copies t (transposed) when needed. */
+static emily_status gemm_view(const emily_tensor *t, const int *order, int n0, int n1, int n2,
+                              emily_tensor **out) {
+    int64_t shape[3], strides[3];
+    const int ns[3] = {n0, n1, n2};
+    bool ok = true;
+    for (int g = 0, at = 0; g < 3; at += ns[g], g++)
+        ok = ok && merge_group(t, ns[g], order + at, &shape[g], &strides[g]);
+    emily_gemm_layout lay;
+    if (ok && emily_gemm_layout_of(shape[1], shape[2], strides[1], strides[2], &lay))
+        return emily_tensor_view(t, 3, shape, strides, t->offset, out);
+
+    /* Copy the transposed view to a contiguous tensor; it then groups
+     * row-major. */
+    int r = t->rank;
+    int64_t *buf = malloc(sizeof(int64_t) * 2 * ((size_t)r + 1));
+    if (!buf) return emily_error(EMILY_ERR_MEMORY, "dot: out of host memory");
+    int64_t *pshape = buf, *pstrides = buf + r + 1;
+    for (int i = 0; i < r; i++) {
+        pshape[i] = t->shape[order[i]];
+        pstrides[i] = t->strides[order[i]];
+    }
+    emily_tensor *perm = NULL, *copy = NULL;
+    emily_status s = emily_tensor_view(t, r, pshape, pstrides, t->offset, &perm);
+    free(buf);
+    if (!s) s = emily_contiguous(perm, &copy);
+    emily_tensor_release(perm);
+    if (s) return s;
+    int64_t sizes[3] = {1, 1, 1};
+    for (int g = 0, at = 0; g < 3; at += ns[g], g++)
+        for (int i = 0; i < ns[g]; i++) sizes[g] *= t->shape[order[at + i]];
+    int64_t cstrides[3] = {sizes[1] * sizes[2], sizes[2], 1};
+    s = emily_tensor_view(copy, 3, sizes, cstrides, copy->offset, out);
+    emily_tensor_release(copy);
+    return s;
+}
+
+/* ---- emily_dot --------------------------------------------------------- */
+
+emily_status emily_dot(const emily_tensor *a, int ncontract_a, const int *contract_a,
+                       int nbatch_a, const int *batch_a,
+                       const emily_tensor *b, int ncontract_b, const int *contract_b,
+                       int nbatch_b, const int *batch_b,
+                       emily_dtype out_type, emily_tensor **out) {
+    emily_status s;
+    if ((s = emily_check_out("dot", out))) return s;
+    if ((s = emily_check_tensor("dot", "left tensor", a))) return s;
+    if ((s = emily_check_tensor("dot", "right tensor", b))) return s;
+    if (ncontract_a < 0 || ncontract_b < 0 || nbatch_a < 0 || nbatch_b < 0)
+        return emily_error(EMILY_ERR_ARGUMENT, "dot: negative axis count");
+    if ((ncontract_a && !contract_a) || (ncontract_b && !contract_b) || (nbatch_a && !batch_a) ||
+        (nbatch_b && !batch_b))
+        return emily_error(EMILY_ERR_ARGUMENT, "dot: NULL axis list with a nonzero count");
+    if (ncontract_a != ncontract_b)
+        return emily_error(EMILY_ERR_AXIS, "dot: %d contract axes for the left tensor but %d for the "
+                           "right tensor (shapes %s and %s)", ncontract_a, ncontract_b,
+                           EMILY_SHAPE_STR(a), EMILY_SHAPE_STR(b));
+    if (nbatch_a != nbatch_b)
+        return emily_error(EMILY_ERR_AXIS, "dot: %d batch axes for the left tensor but %d for the "
+                           "right tensor (shapes %s and %s); both or neither must be batched",
+                           nbatch_a, nbatch_b, EMILY_SHAPE_STR(a), EMILY_SHAPE_STR(b));
+    const emily_tensor *both[2] = {a, b};
+    const emily_engine *e;
+    if ((s = emily_check_same_device("dot", 2, both, &e))) return s;
+    emily_dtype dt = EMILY_DTYPE_AUTO;
+    if ((s = check_out_type(a, b, out_type, &dt))) return s;
+
+    int ra = a->rank, rb = b->rank, nc = ncontract_a, nb = nbatch_a;
+    if (nc + nb > ra || nc + nb > rb)
+        return emily_error(EMILY_ERR_AXIS, "dot: %d contract and %d batch axes given for shapes %s and %s",
+                           nc, nb, EMILY_SHAPE_STR(a), EMILY_SHAPE_STR(b));
+    /* scratch: normalized axes, roles, orders, output shape */
+    size_t nints = 2 * ((size_t)nc + nb) + (size_t)ra + rb + 4;
+    int *ints = malloc(nints * sizeof(int));
+    char *role = malloc((size_t)ra + rb + 2);
+    int64_t *oshape = malloc(((size_t)ra + rb + 1) * sizeof(int64_t));
+    emily_tensor *a3 = NULL, *b3 = NULL, *res = NULL, *d3 = NULL;
+    if (!ints || !role || !oshape) {
+        s = emily_error(EMILY_ERR_MEMORY, "dot: out of host memory");
+        goto done;
+    }
+    int *ca = ints, *cb = ca + nc, *ba = cb + nc, *bb = ba + nb, *oa = bb + nb, *ob = oa + ra;
+    char *role_a = role, *role_b = role + ra + 1;
+    if ((s = norm_operand_axes("left", a, nc, contract_a, nb, batch_a, ca, ba, role_a))) goto done;
+    if ((s = norm_operand_axes("right", b, nc, contract_b, nb, batch_b, cb, bb, role_b))) goto done;
+    for (int i = 0; i < nc; i++)
+        if (a->shape[ca[i]] != b->shape[cb[i]]) {
+            s = emily_error(EMILY_ERR_SHAPE, "dot: contract axis %d of the left tensor (size %lld) does "
+                            "not match axis %d of the right tensor (size %lld); shapes %s and %s",
+                            ca[i], (long long)a->shape[ca[i]], cb[i], (long long)b->shape[cb[i]],
+                            EMILY_SHAPE_STR(a), EMILY_SHAPE_STR(b));
+            goto done;
+        }
+    for (int i = 0; i < nb; i++)
+        if (a->shape[ba[i]] != b->shape[bb[i]]) {
+            s = emily_error(EMILY_ERR_SHAPE, "dot: batch axis %d of the left tensor (size %lld) does "
+                            "not match axis %d of the right tensor (size %lld); shapes %s and %s",
+                            ba[i], (long long)a->shape[ba[i]], bb[i], (long long)b->shape[bb[i]],
+                            EMILY_SHAPE_STR(a), EMILY_SHAPE_STR(b));
+            goto done;
+        }
+
+    /* a: [batch, free_a, contract]; b: [batch, contract, free_b]; the
+     * output: [batch, free_a, free_b]. */
+    int k = 0, orank = 0;
+    for (int i = 0; i < nb; i++) { oa[k++] = ba[i]; oshape[orank++] = a->shape[ba[i]]; }
+    for (int i = 0; i < ra; i++)
+        if (!role_a[i]) { oa[k++] = i; oshape[orank++] = a->shape[i]; }
+    for (int i = 0; i < nc; i++) oa[k++] = ca[i];
+    k = 0;
+    for (int i = 0; i < nb; i++) ob[k++] = bb[i];
+    for (int i = 0; i < nc; i++) ob[k++] = cb[i];
+    for (int i = 0; i < rb; i++)
+        if (!role_b[i]) { ob[k++] = i; oshape[orank++] = b->shape[i]; }
+    int nfree_a = ra - nc - nb, nfree_b = rb - nc - nb;
+
+    if ((s = emily_empty_like_device(a, dt, orank, oshape, &res))) goto done;
+    if (res->size == 0) goto done; /* nothing to compute */
+
+    if ((s = gemm_view(a, oa, nb, nfree_a, nc, &a3))) goto done;
+    if ((s = gemm_view(b, ob, nb, nc, nfree_b, &b3))) goto done;
+    int64_t dshape[3] = {a3->shape[0], a3->shape[1], b3->shape[2]};
+    if ((s = emily_tensor_view(res, 3, dshape, NULL, 0, &d3))) goto done;
+    if (!e->dot || !e->dot->gemm) {
+        s = emily_error(EMILY_ERR_UNSUPPORTED, "dot: not available on the %s device", e->name);
+        goto done;
+    }
+    s = e->dot->gemm(d3, a3, b3, emily_dot_get_precision());
+
+done:
+    emily_tensor_release(a3);
+    emily_tensor_release(b3);
+    emily_tensor_release(d3);
+    free(ints);
+    free(role);
+    free(oshape);
+    if (s) emily_tensor_release(res);
+    else *out = res;
+    return s;
+}
+
+emily_status emily_matmul(const emily_tensor *a, const emily_tensor *b, emily_tensor **out) {
+    emily_status s;
+    if ((s = emily_check_out("matmul", out))) return s;
+    if ((s = emily_check_tensor("matmul", "left tensor", a))) return s;
+    if ((s = emily_check_tensor("matmul", "right tensor", b))) return s;
+    /* a rank-0 operand: Nx multiplies, which is a dot without contraction */
+    if (a->rank == 0 || b->rank == 0)
+        return emily_dot(a, 0, NULL, 0, NULL, b, 0, NULL, 0, NULL, EMILY_DTYPE_AUTO, out);
+    int ca = a->rank - 1, cb = b->rank == 1 ? 0 : b->rank - 2;
+    return emily_dot(a, 1, &ca, 0, NULL, b, 1, &cb, 0, NULL, EMILY_DTYPE_AUTO, out);
+}

@@ -1,0 +1,664 @@
+/* dot: Nx.dot/6 semantics, every dtype, views, precision modes, errors. */
+#include <stdint.h>
+#include <stdlib.h>
+#include "harness.h"
+#include "core/tensor_impl.h"
+
+/* ---- helpers ------------------------------------------------------------ */
+
+static emily_tensor *dot(const emily_tensor *a, int nc, const int *ca, int nb, const int *ba,
+                         const emily_tensor *b, const int *cb, const int *bb) {
+    emily_tensor *out = NULL;
+    emily_status s = emily_dot(a, nc, ca, nb, ba, b, nc, cb, nb, bb, EMILY_DTYPE_AUTO, &out);
+    if (s) fprintf(stderr, "  dot failed: %s\n", emily_last_error());
+    return out;
+}
+
+/* A view of t with its axes permuted (perm[i] = source axis). */
+static emily_tensor *permuted(const emily_tensor *t, const int *perm) {
+    int64_t shape[8], strides[8];
+    for (int i = 0; i < t->rank; i++) {
+        shape[i] = t->shape[perm[i]];
+        strides[i] = t->strides[perm[i]];
+    }
+    emily_tensor *v = NULL;
+    CHECK_OK(emily_tensor_view(t, t->rank, shape, strides, t->offset, &v));
+    return v;
+}
+
+/* Deterministic pseudo-random doubles with few significant digits (like
+ * the corpus), so f64 sums cancel and expose summation order. */
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static double rnd(void) {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (double)((int64_t)(rng % 20001) - 10000) / 1000.0;
+}
+
+/* Reads element i of any real/complex tensor as double (re, im). */
+static void get_c(const emily_tensor *t, int64_t i, double *re, double *im) {
+    size_t nb = emily_tensor_nbytes(t);
+    unsigned char *buf = malloc(nb ? nb : 1);
+    *re = *im = NAN;
+    if (buf && !emily_to_binary(t, buf, nb)) {
+        if (t->dtype == EMILY_C64) { float *f = (float *)buf; *re = f[2 * i]; *im = f[2 * i + 1]; }
+        else if (t->dtype == EMILY_C128) { double *d = (double *)buf; *re = d[2 * i]; *im = d[2 * i + 1]; }
+        else { *re = t_get(t, i); *im = 0; }
+    }
+    free(buf);
+}
+
+static uint64_t bits_at(const emily_tensor *t, int64_t i) {
+    size_t nb = emily_tensor_nbytes(t), es = emily_dtype_size(t->dtype);
+    unsigned char *buf = malloc(nb ? nb : 1);
+    uint64_t v = 0;
+    if (buf && !emily_to_binary(t, buf, nb)) memcpy(&v, buf + (size_t)i * es, es < 8 ? es : 8);
+    free(buf);
+    return v;
+}
+
+/* ---- semantics ---------------------------------------------------------- */
+
+TEST(matmul_f32_values) {
+    float a[6] = {1, 2, 3, 4, 5, 6}, b[6] = {7, 8, 9, 10, 11, 12};
+    emily_tensor *ta = t_from(EMILY_F32, 2, (int64_t[]){2, 3}, a);
+    emily_tensor *tb = t_from(EMILY_F32, 2, (int64_t[]){3, 2}, b);
+    emily_tensor *c = NULL;
+    CHECK_OK(emily_matmul(ta, tb, &c));
+    CHECK(c && t_shape_is(c, 2, (int64_t[]){2, 2}) && emily_tensor_dtype(c) == EMILY_F32);
+    if (c) {
+        CHECK(t_get(c, 0) == 58 && t_get(c, 1) == 64 && t_get(c, 2) == 139 && t_get(c, 3) == 154);
+    }
+    emily_tensor_release(c);
+    /* the doctest of Nx.dot/4: contract both axes in swapped order -> 50 */
+    float x[6] = {0, 1, 2, 3, 4, 5}, y[6] = {0, 1, 2, 3, 4, 5};
+    emily_tensor *tx = t_from(EMILY_F32, 2, (int64_t[]){2, 3}, x);
+    emily_tensor *ty = t_from(EMILY_F32, 2, (int64_t[]){3, 2}, y);
+    c = dot(tx, 2, (int[]){0, 1}, 0, NULL, ty, (int[]){1, 0}, NULL);
+    CHECK(c && emily_tensor_rank(c) == 0 && t_get(c, 0) == 50);
+    emily_tensor_release(c);
+    emily_tensor_release(ta);
+    emily_tensor_release(tb);
+    emily_tensor_release(tx);
+    emily_tensor_release(ty);
+}
+
+TEST(output_shape_batch_free_free) {
+    /* a {2,3,4} b {2,4,5}: batch 0, contract a2 b1 -> {2,3,5};
+     * batch axes need not lead: a {3,2,4} with batch axis 1 */
+    double a[24], b[40];
+    for (int i = 0; i < 24; i++) a[i] = i;
+    for (int i = 0; i < 40; i++) b[i] = i % 7;
+    emily_tensor *ta = t_from(EMILY_F64, 3, (int64_t[]){2, 3, 4}, a);
+    emily_tensor *tb = t_from(EMILY_F64, 3, (int64_t[]){2, 4, 5}, b);
+    emily_tensor *c = dot(ta, 1, (int[]){2}, 1, (int[]){0}, tb, (int[]){1}, (int[]){0});
+    CHECK(c && t_shape_is(c, 3, (int64_t[]){2, 3, 5}));
+    if (c) {
+        for (int bi = 0; bi < 2; bi++)
+            for (int i = 0; i < 3; i++)
+                for (int j = 0; j < 5; j++) {
+                    double want = 0;
+                    for (int k = 0; k < 4; k++) want += a[bi * 12 + i * 4 + k] * b[bi * 20 + k * 5 + j];
+                    CHECK(t_get(c, bi * 15 + i * 5 + j) == want);
+                }
+    }
+    /* the same through a transposed left operand with its batch axis in the middle */
+    emily_tensor *tv = permuted(ta, (int[]){1, 0, 2}); /* {3, 2, 4} */
+    emily_tensor *c2 = dot(tv, 1, (int[]){2}, 1, (int[]){1}, tb, (int[]){1}, (int[]){0});
+    CHECK(c2 && t_shape_is(c2, 3, (int64_t[]){2, 3, 5}));
+    for (int i = 0; c && c2 && i < 30; i++) CHECK(t_get(c, i) == t_get(c2, i));
+    /* no contraction: an outer product {2,3,4} x {2,4,5} -> {2,3,4,2,4,5} */
+    emily_tensor *o = dot(ta, 0, NULL, 0, NULL, tb, NULL, NULL);
+    CHECK(o && t_shape_is(o, 6, (int64_t[]){2, 3, 4, 2, 4, 5}));
+    if (o) CHECK(t_get(o, 24 * 40 - 1) == a[23] * b[39]);
+    emily_tensor_release(o);
+    emily_tensor_release(c);
+    emily_tensor_release(c2);
+    emily_tensor_release(tv);
+    emily_tensor_release(ta);
+    emily_tensor_release(tb);
+}
+
+/* A general dot checked against a straightforward reference that sums in
+ * Nx's order (contract axes in the order given, row-major), each product
+ * rounded: f64 results must be bit-identical. */
+static void check_general(emily_dtype dt, int ra, const int64_t *sa, int rb, const int64_t *sb,
+                          int nc, const int *ca, const int *cb, int nb, const int *ba, const int *bb,
+                          const int *perm_a, const int *perm_b) {
+    int64_t na = 1, nbn = 1;
+    for (int i = 0; i < ra; i++) na *= sa[i];
+    for (int i = 0; i < rb; i++) nbn *= sb[i];
+    bool cplx = dt == EMILY_C128;
+    double *da = malloc(sizeof(double) * (size_t)na * 2), *db = malloc(sizeof(double) * (size_t)nbn * 2);
+    for (int64_t i = 0; i < na * (cplx ? 2 : 1); i++) da[i] = rnd();
+    for (int64_t i = 0; i < nbn * (cplx ? 2 : 1); i++) db[i] = rnd();
+    emily_tensor *ta, *tb;
+    if (dt == EMILY_F32) { /* the same values as f32 data */
+        float *fa = malloc(sizeof(float) * (size_t)na), *fb = malloc(sizeof(float) * (size_t)nbn);
+        for (int64_t i = 0; i < na; i++) da[i] = fa[i] = (float)da[i];
+        for (int64_t i = 0; i < nbn; i++) db[i] = fb[i] = (float)db[i];
+        ta = t_from(dt, ra, sa, fa);
+        tb = t_from(dt, rb, sb, fb);
+        free(fa);
+        free(fb);
+    } else {
+        ta = t_from(dt, ra, sa, da);
+        tb = t_from(dt, rb, sb, db);
+    }
+    /* optionally feed transposed views of physically permuted data */
+    emily_tensor *va = ta, *vb = tb;
+    int ca2[8], cb2[8], ba2[8], bb2[8];
+    memcpy(ca2, ca, sizeof(int) * (size_t)nc);
+    memcpy(cb2, cb, sizeof(int) * (size_t)nc);
+    if (nb) {
+        memcpy(ba2, ba, sizeof(int) * (size_t)nb);
+        memcpy(bb2, bb, sizeof(int) * (size_t)nb);
+    }
+    if (perm_a) {
+        va = permuted(ta, perm_a);
+        int inv[8];
+        for (int i = 0; i < ra; i++) inv[perm_a[i]] = i;
+        for (int i = 0; i < nc; i++) ca2[i] = inv[ca[i]];
+        for (int i = 0; i < nb; i++) ba2[i] = inv[ba[i]];
+    }
+    if (perm_b) {
+        vb = permuted(tb, perm_b);
+        int inv[8];
+        for (int i = 0; i < rb; i++) inv[perm_b[i]] = i;
+        for (int i = 0; i < nc; i++) cb2[i] = inv[cb[i]];
+        for (int i = 0; i < nb; i++) bb2[i] = inv[bb[i]];
+    }
+    emily_tensor *c = dot(va, nc, ca2, nb, ba2, vb, cb2, bb2);
+    CHECK(c != NULL);
+    if (c) {
+        /* reference: walks the views' own shapes and strides */
+        const emily_tensor *A = va, *B = vb;
+        int rva = A->rank, rvb = B->rank;
+        int role_a[8] = {0}, role_b[8] = {0};
+        for (int i = 0; i < nc; i++) { role_a[ca2[i]] = 1; role_b[cb2[i]] = 1; }
+        for (int i = 0; i < nb; i++) { role_a[ba2[i]] = 2; role_b[bb2[i]] = 2; }
+        int fa[8], fb[8], nfa = 0, nfb = 0;
+        for (int i = 0; i < rva; i++) if (!role_a[i]) fa[nfa++] = i;
+        for (int i = 0; i < rvb; i++) if (!role_b[i]) fb[nfb++] = i;
+        int64_t kk = 1;
+        for (int i = 0; i < nc; i++) kk *= A->shape[ca2[i]];
+        int64_t total = emily_tensor_size(c);
+        int bad = 0;
+        for (int64_t o = 0; o < total; o++) {
+            /* decompose o over [batch..., free_a..., free_b...] */
+            int64_t idx_a[8] = {0}, idx_b[8] = {0}, rem = o;
+            const int64_t *cs = emily_tensor_shape(c);
+            int64_t oidx[16];
+            for (int d = emily_tensor_rank(c) - 1; d >= 0; d--) { oidx[d] = rem % cs[d]; rem /= cs[d]; }
+            int d = 0;
+            for (int i = 0; i < nb; i++, d++) { idx_a[ba2[i]] = oidx[d]; idx_b[bb2[i]] = oidx[d]; }
+            for (int i = 0; i < nfa; i++, d++) idx_a[fa[i]] = oidx[d];
+            for (int i = 0; i < nfb; i++, d++) idx_b[fb[i]] = oidx[d];
+            double accr = 0, acci = 0;
+            for (int64_t k = 0; k < kk; k++) {
+                int64_t r2 = k;
+                for (int i = nc - 1; i >= 0; i--) {
+                    int64_t dim = A->shape[ca2[i]];
+                    idx_a[ca2[i]] = r2 % dim;
+                    idx_b[cb2[i]] = r2 % dim;
+                    r2 /= dim;
+                }
+                int64_t pa = A->offset, pb = B->offset;
+                for (int i = 0; i < rva; i++) pa += idx_a[i] * A->strides[i];
+                for (int i = 0; i < rvb; i++) pb += idx_b[i] * B->strides[i];
+                if (cplx) {
+                    double ar = da[2 * pa], ai = da[2 * pa + 1], br = db[2 * pb], bi = db[2 * pb + 1];
+                    double rr = ar * br, ii = ai * bi, ir = ai * br, ri = ar * bi;
+                    double pre = rr - ii, pim = ir + ri;
+                    accr = accr + pre;
+                    acci = acci + pim;
+                } else {
+                    double p = da[pa] * db[pb];
+                    accr = accr + p;
+                }
+            }
+            double gr, gi;
+            get_c(c, o, &gr, &gi);
+            bool ok;
+            if (dt == EMILY_F32) ok = (float)accr == (float)gr;
+            else ok = gr == accr && (!cplx || gi == acci);
+            if (!ok && bad++ < 3)
+                fprintf(stderr, "  %s element %lld: got %.17g%+.17gi want %.17g%+.17gi\n",
+                        emily_dtype_name(dt), (long long)o, gr, gi, accr, acci);
+        }
+        CHECK(bad == 0);
+    }
+    emily_tensor_release(c);
+    if (va != ta) emily_tensor_release(va);
+    if (vb != tb) emily_tensor_release(vb);
+    emily_tensor_release(ta);
+    emily_tensor_release(tb);
+    free(da);
+    free(db);
+}
+
+TEST(f64_and_c128_match_the_reference_bit_for_bit) {
+    /* plain matmul with partial tiles and K above one contraction block */
+    check_general(EMILY_F64, 2, (int64_t[]){13, 300}, 2, (int64_t[]){300, 37}, 1, (int[]){1},
+                  (int[]){0}, 0, NULL, NULL, NULL, NULL);
+    check_general(EMILY_C128, 2, (int64_t[]){7, 270}, 2, (int64_t[]){270, 11}, 1, (int[]){1},
+                  (int[]){0}, 0, NULL, NULL, NULL, NULL);
+    /* two contract axes in swapped order, batch, transposed views */
+    check_general(EMILY_F64, 4, (int64_t[]){3, 5, 4, 6}, 4, (int64_t[]){3, 6, 7, 4}, 2,
+                  (int[]){2, 3}, (int[]){3, 1}, 1, (int[]){0}, (int[]){0}, (int[]){3, 1, 0, 2},
+                  (int[]){2, 0, 3, 1});
+    check_general(EMILY_C128, 3, (int64_t[]){2, 9, 5}, 3, (int64_t[]){2, 5, 3}, 1, (int[]){2},
+                  (int[]){1}, 1, (int[]){0}, (int[]){0}, (int[]){2, 0, 1}, NULL);
+    /* f32 rounds the f64 sum once */
+    check_general(EMILY_F32, 3, (int64_t[]){4, 6, 50}, 2, (int64_t[]){50, 9}, 1, (int[]){2},
+                  (int[]){0}, 0, NULL, NULL, (int[]){2, 1, 0}, (int[]){1, 0});
+    check_general(EMILY_F32, 3, (int64_t[]){3, 5, 20}, 3, (int64_t[]){3, 20, 4}, 1, (int[]){2},
+                  (int[]){1}, 1, (int[]){0}, (int[]){0}, NULL, NULL);
+}
+
+TEST(f64_sums_in_order_without_fusing) {
+    /* (1e16 + 1) - 1e16 is 0 in order; any other order gives 1 */
+    double a[3] = {1e16, 1, -1e16}, b[3] = {1, 1, 1};
+    emily_tensor *ta = t_from(EMILY_F64, 1, (int64_t[]){3}, a);
+    emily_tensor *tb = t_from(EMILY_F64, 1, (int64_t[]){3}, b);
+    emily_tensor *c = dot(ta, 1, (int[]){0}, 0, NULL, tb, (int[]){0}, NULL);
+    CHECK(c && t_get(c, 0) == 0.0);
+    emily_tensor_release(c);
+    /* x*x - fl(x*x) is 0 when the product is rounded first, 2^-60 fused */
+    double x = 1.0 + 0x1p-30, p = x * x;
+    double a2[2] = {x, -1}, b2[2] = {x, p};
+    emily_tensor *ta2 = t_from(EMILY_F64, 2, (int64_t[]){1, 2}, a2);
+    emily_tensor *tb2 = t_from(EMILY_F64, 2, (int64_t[]){2, 1}, b2);
+    c = NULL;
+    CHECK_OK(emily_matmul(ta2, tb2, &c));
+    CHECK(c && t_get(c, 0) == 0.0);
+    emily_tensor_release(c);
+    emily_tensor_release(ta);
+    emily_tensor_release(tb);
+    emily_tensor_release(ta2);
+    emily_tensor_release(tb2);
+}
+
+TEST(complex_values_and_mixed_real) {
+    double a[4] = {1, 2, 3, -1}, b[4] = {3, 4, 0.5, 2}; /* (1+2i)(3+4i) + (3-i)(0.5+2i) */
+    emily_tensor *ta = t_from(EMILY_C128, 1, (int64_t[]){2}, a);
+    emily_tensor *tb = t_from(EMILY_C128, 1, (int64_t[]){2}, b);
+    emily_tensor *c = dot(ta, 1, (int[]){0}, 0, NULL, tb, (int[]){0}, NULL);
+    double re, im;
+    if (c) {
+        get_c(c, 0, &re, &im);
+        CHECK(re == -5 + 3.5 && im == 10 + 5.5);
+    }
+    emily_tensor_release(c);
+    /* f32 x c64 -> c64 */
+    float r[2] = {2, -1}, z[4] = {1, 1, 3, -2};
+    emily_tensor *tr = t_from(EMILY_F32, 1, (int64_t[]){2}, r);
+    emily_tensor *tz = t_from(EMILY_C64, 1, (int64_t[]){2}, z);
+    c = dot(tr, 1, (int[]){0}, 0, NULL, tz, (int[]){0}, NULL);
+    CHECK(c && emily_tensor_dtype(c) == EMILY_C64);
+    if (c) {
+        get_c(c, 0, &re, &im);
+        CHECK(re == -1 && im == 4);
+    }
+    emily_tensor_release(c);
+    emily_tensor_release(ta);
+    emily_tensor_release(tb);
+    emily_tensor_release(tr);
+    emily_tensor_release(tz);
+}
+
+TEST(integers_wrap_in_the_output_width) {
+    uint8_t a[2] = {200, 100}, b[2] = {2, 3}; /* 700 mod 256 = 188 */
+    emily_tensor *ta = t_from(EMILY_U8, 1, (int64_t[]){2}, a);
+    emily_tensor *tb = t_from(EMILY_U8, 1, (int64_t[]){2}, b);
+    emily_tensor *c = dot(ta, 1, (int[]){0}, 0, NULL, tb, (int[]){0}, NULL);
+    CHECK(c && emily_tensor_dtype(c) == EMILY_U8 && t_get(c, 0) == 188);
+    emily_tensor_release(c);
+    /* u8 x s8 -> s16, no wrap: 200*-128 + 100*127 */
+    int8_t s[2] = {-128, 127};
+    emily_tensor *ts = t_from(EMILY_S8, 1, (int64_t[]){2}, s);
+    c = dot(ta, 1, (int[]){0}, 0, NULL, ts, (int[]){0}, NULL);
+    CHECK(c && emily_tensor_dtype(c) == EMILY_S16 && t_get(c, 0) == 200 * -128 + 100 * 127);
+    emily_tensor_release(c);
+    /* s8 wraps: 127*127 + 127*127 = 32258 -> 32258 mod 256 = 2 */
+    int8_t q[2] = {127, 127};
+    emily_tensor *tq = t_from(EMILY_S8, 1, (int64_t[]){2}, q);
+    c = dot(tq, 1, (int[]){0}, 0, NULL, tq, (int[]){0}, NULL);
+    CHECK(c && t_get(c, 0) == 2);
+    emily_tensor_release(c);
+    /* s64 extremes wrap like two's complement */
+    int64_t l[2] = {INT64_MAX, INT64_MIN}, m[2] = {2, -1};
+    emily_tensor *tl = t_from(EMILY_S64, 1, (int64_t[]){2}, l);
+    emily_tensor *tm = t_from(EMILY_S64, 1, (int64_t[]){2}, m);
+    c = dot(tl, 1, (int[]){0}, 0, NULL, tm, (int[]){0}, NULL);
+    /* INT64_MAX*2 = -2 (wrapped); INT64_MIN*-1 = INT64_MIN; sum = INT64_MAX - 1 */
+    CHECK(c && bits_at(c, 0) == (uint64_t)(INT64_MAX - 1));
+    emily_tensor_release(c);
+    /* u64 above INT64_MAX */
+    uint64_t u[1] = {UINT64_MAX}, v[1] = {3};
+    emily_tensor *tu = t_from(EMILY_U64, 1, (int64_t[]){1}, u);
+    emily_tensor *tv = t_from(EMILY_U64, 1, (int64_t[]){1}, v);
+    c = dot(tu, 1, (int[]){0}, 0, NULL, tv, (int[]){0}, NULL);
+    CHECK(c && bits_at(c, 0) == UINT64_MAX - 2);
+    emily_tensor_release(c);
+    /* a bigger integer matmul against a plain loop */
+    int32_t ia[6 * 70], ib[70 * 5];
+    for (int i = 0; i < 6 * 70; i++) ia[i] = (int32_t)(rnd() * 100000);
+    for (int i = 0; i < 70 * 5; i++) ib[i] = (int32_t)(rnd() * 100000);
+    emily_tensor *tia = t_from(EMILY_S32, 2, (int64_t[]){6, 70}, ia);
+    emily_tensor *tib = t_from(EMILY_S32, 2, (int64_t[]){70, 5}, ib);
+    emily_tensor *vib = permuted(tib, (int[]){1, 0}); /* {5, 70}: contract axis 1 */
+    c = dot(tia, 1, (int[]){1}, 0, NULL, vib, (int[]){1}, NULL);
+    CHECK(c != NULL);
+    for (int i = 0; c && i < 6; i++)
+        for (int j = 0; j < 5; j++) {
+            uint32_t acc = 0;
+            for (int k = 0; k < 70; k++) acc += (uint32_t)ia[i * 70 + k] * (uint32_t)ib[k * 5 + j];
+            CHECK(bits_at(c, i * 5 + j) == (uint64_t)acc);
+        }
+    emily_tensor_release(c);
+    emily_tensor_release(vib);
+    emily_tensor_release(tia);
+    emily_tensor_release(tib);
+    emily_tensor_release(ta);
+    emily_tensor_release(tb);
+    emily_tensor_release(ts);
+    emily_tensor_release(tq);
+    emily_tensor_release(tl);
+    emily_tensor_release(tm);
+    emily_tensor_release(tu);
+    emily_tensor_release(tv);
+}
+
+TEST(integer_operands_of_float_dots_are_exact) {
+    /* 16777217*3 - 50331648 = 3 when the s32 is read exactly (Nx); a
+     * first conversion to f32 would give 0 */
+    int32_t a[2] = {16777217, 1};
+    float b[2] = {3.0f, -50331648.0f};
+    emily_tensor *ta = t_from(EMILY_S32, 1, (int64_t[]){2}, a);
+    emily_tensor *tb = t_from(EMILY_F32, 1, (int64_t[]){2}, b);
+    emily_tensor *c = dot(ta, 1, (int[]){0}, 0, NULL, tb, (int[]){0}, NULL);
+    CHECK(c && emily_tensor_dtype(c) == EMILY_F32 && t_get(c, 0) == 3.0);
+    emily_tensor_release(c);
+    emily_tensor_release(ta);
+    emily_tensor_release(tb);
+}
+
+TEST(half_types_round_like_nx) {
+    /* bf16: 1 + 2^-7 + 2^-8 truncates to 0x3f81 (round-to-nearest-even
+     * would give 0x3f82) */
+    uint16_t a[3] = {0x3f80, 0x3c00, 0x3b80}, one[3] = {0x3f80, 0x3f80, 0x3f80};
+    emily_tensor *ta = t_from(EMILY_BF16, 1, (int64_t[]){3}, a);
+    emily_tensor *tb = t_from(EMILY_BF16, 1, (int64_t[]){3}, one);
+    emily_tensor *c = dot(ta, 1, (int[]){0}, 0, NULL, tb, (int[]){0}, NULL);
+    CHECK(c && emily_tensor_dtype(c) == EMILY_BF16 && bits_at(c, 0) == 0x3f81);
+    emily_tensor_release(c);
+    /* f16: 1 + 2^-11 ties to even (1.0); 1 + 2^-11 + 2^-12 rounds up */
+    uint16_t h[3] = {0x3c00, 0x1000, 0x0c00}, hone[3] = {0x3c00, 0x3c00, 0x3c00};
+    emily_tensor *th = t_from(EMILY_F16, 1, (int64_t[]){2}, h);
+    emily_tensor *thone = t_from(EMILY_F16, 1, (int64_t[]){2}, hone);
+    c = dot(th, 1, (int[]){0}, 0, NULL, thone, (int[]){0}, NULL);
+    CHECK(c && emily_tensor_dtype(c) == EMILY_F16 && bits_at(c, 0) == 0x3c00);
+    emily_tensor_release(c);
+    emily_tensor *th3 = t_from(EMILY_F16, 1, (int64_t[]){3}, h);
+    emily_tensor *thone3 = t_from(EMILY_F16, 1, (int64_t[]){3}, hone);
+    c = dot(th3, 1, (int[]){0}, 0, NULL, thone3, (int[]){0}, NULL);
+    CHECK(c && bits_at(c, 0) == 0x3c01);
+    emily_tensor_release(c);
+    emily_tensor_release(ta);
+    emily_tensor_release(tb);
+    emily_tensor_release(th);
+    emily_tensor_release(thone);
+    emily_tensor_release(th3);
+    emily_tensor_release(thone3);
+}
+
+TEST(edge_values_propagate) {
+    double a[2] = {INFINITY, 1}, b[2] = {1, NAN}, z[2] = {0, 1};
+    emily_tensor *ta = t_from(EMILY_F64, 1, (int64_t[]){2}, a);
+    emily_tensor *tb = t_from(EMILY_F64, 1, (int64_t[]){2}, b);
+    emily_tensor *tz = t_from(EMILY_F64, 1, (int64_t[]){2}, z);
+    emily_tensor *c = dot(ta, 1, (int[]){0}, 0, NULL, tb, (int[]){0}, NULL);
+    CHECK(c && isnan(t_get(c, 0)));
+    emily_tensor_release(c);
+    c = dot(ta, 1, (int[]){0}, 0, NULL, tz, (int[]){0}, NULL); /* inf*0 */
+    CHECK(c && isnan(t_get(c, 0)));
+    emily_tensor_release(c);
+    float fa[2] = {INFINITY, -0.0f}, fb[2] = {2, 1};
+    emily_tensor *tfa = t_from(EMILY_F32, 1, (int64_t[]){2}, fa);
+    emily_tensor *tfb = t_from(EMILY_F32, 1, (int64_t[]){2}, fb);
+    c = dot(tfa, 1, (int[]){0}, 0, NULL, tfb, (int[]){0}, NULL);
+    CHECK(c && t_get(c, 0) == INFINITY);
+    emily_tensor_release(c);
+    emily_tensor_release(ta);
+    emily_tensor_release(tb);
+    emily_tensor_release(tz);
+    emily_tensor_release(tfa);
+    emily_tensor_release(tfb);
+}
+
+TEST(zero_size_and_rank0) {
+    /* K = 0: zeros of the output type */
+    emily_tensor *a = NULL, *b = NULL, *c = NULL;
+    CHECK_OK(emily_empty(EMILY_CPU, EMILY_F32, 2, (int64_t[]){3, 0}, &a));
+    CHECK_OK(emily_empty(EMILY_CPU, EMILY_S64, 2, (int64_t[]){0, 2}, &b));
+    c = dot(a, 1, (int[]){1}, 0, NULL, b, (int[]){0}, NULL);
+    CHECK(c && t_shape_is(c, 2, (int64_t[]){3, 2}) && emily_tensor_dtype(c) == EMILY_F32);
+    for (int i = 0; c && i < 6; i++) CHECK(bits_at(c, i) == 0);
+    emily_tensor_release(c);
+    emily_tensor_release(a);
+    emily_tensor_release(b);
+    /* M = 0: an empty output */
+    CHECK_OK(emily_empty(EMILY_CPU, EMILY_F64, 2, (int64_t[]){0, 4}, &a));
+    CHECK_OK(emily_empty(EMILY_CPU, EMILY_F64, 2, (int64_t[]){4, 5}, &b));
+    c = dot(a, 1, (int[]){1}, 0, NULL, b, (int[]){0}, NULL);
+    CHECK(c && t_shape_is(c, 2, (int64_t[]){0, 5}));
+    emily_tensor_release(c);
+    emily_tensor_release(a);
+    emily_tensor_release(b);
+    /* rank 0 with rank 0 and with a vector (Nx.dot/2 multiplies) */
+    int32_t s = 3, v[3] = {1, -2, 5};
+    emily_tensor *ts = t_from(EMILY_S32, 0, NULL, &s);
+    emily_tensor *tv = t_from(EMILY_S32, 1, (int64_t[]){3}, v);
+    CHECK_OK(emily_matmul(ts, tv, &c));
+    CHECK(c && t_shape_is(c, 1, (int64_t[]){3}) && t_get(c, 1) == -6);
+    emily_tensor_release(c);
+    c = dot(ts, 0, NULL, 0, NULL, ts, NULL, NULL);
+    CHECK(c && emily_tensor_rank(c) == 0 && t_get(c, 0) == 9);
+    emily_tensor_release(c);
+    /* vector . vector and matrix . vector via matmul */
+    CHECK_OK(emily_matmul(tv, tv, &c));
+    CHECK(c && emily_tensor_rank(c) == 0 && t_get(c, 0) == 30);
+    emily_tensor_release(c);
+    emily_tensor_release(ts);
+    emily_tensor_release(tv);
+}
+
+TEST(broadcast_and_strided_views) {
+    /* a broadcast operand (zero strides) and a strided slice-like view */
+    double row[4] = {1, 2, 3, 4};
+    emily_tensor *t = t_from(EMILY_F64, 1, (int64_t[]){4}, row);
+    emily_tensor *bc = NULL; /* {3, 4} with stride 0 on axis 0 */
+    CHECK_OK(emily_tensor_view(t, 2, (int64_t[]){3, 4}, (int64_t[]){0, 1}, 0, &bc));
+    double m[8 * 2];
+    for (int i = 0; i < 16; i++) m[i] = i;
+    emily_tensor *tm = t_from(EMILY_F64, 2, (int64_t[]){8, 2}, m);
+    emily_tensor *every_other = NULL; /* rows 0,2,4,6: {4, 2}, strides {4, 1} */
+    CHECK_OK(emily_tensor_view(tm, 2, (int64_t[]){4, 2}, (int64_t[]){4, 1}, 0, &every_other));
+    emily_tensor *c = dot(bc, 1, (int[]){1}, 0, NULL, every_other, (int[]){0}, NULL);
+    CHECK(c && t_shape_is(c, 2, (int64_t[]){3, 2}));
+    /* col 0: 1*0 + 2*4 + 3*8 + 4*12 = 80; col 1: 1*1+2*5+3*9+4*13 = 90 */
+    for (int i = 0; c && i < 3; i++) CHECK(t_get(c, 2 * i) == 80 && t_get(c, 2 * i + 1) == 90);
+    emily_tensor_release(c);
+    /* a reversed (negative stride) operand */
+    emily_tensor *rev = NULL;
+    CHECK_OK(emily_tensor_view(t, 1, (int64_t[]){4}, (int64_t[]){-1}, 3, &rev));
+    c = dot(rev, 1, (int[]){0}, 0, NULL, t, (int[]){0}, NULL); /* 4*1+3*2+2*3+1*4 */
+    CHECK(c && t_get(c, 0) == 20);
+    emily_tensor_release(c);
+    emily_tensor_release(rev);
+    emily_tensor_release(every_other);
+    emily_tensor_release(tm);
+    emily_tensor_release(bc);
+    emily_tensor_release(t);
+}
+
+TEST(batched_many_small_and_explicit_type) {
+    /* 64 batches of 3x3: batch-parallel BLAS path */
+    float a[64 * 9], b[64 * 9];
+    for (int i = 0; i < 64 * 9; i++) { a[i] = (float)(i % 5); b[i] = (float)(i % 3) - 1; }
+    emily_tensor *ta = t_from(EMILY_F32, 3, (int64_t[]){64, 3, 3}, a);
+    emily_tensor *tb = t_from(EMILY_F32, 3, (int64_t[]){64, 3, 3}, b);
+    emily_tensor *c = dot(ta, 1, (int[]){2}, 1, (int[]){0}, tb, (int[]){1}, (int[]){0});
+    CHECK(c && t_shape_is(c, 3, (int64_t[]){64, 3, 3}));
+    for (int bi = 0; c && bi < 64; bi += 7)
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 3; j++) {
+                double want = 0;
+                for (int k = 0; k < 3; k++) want += a[bi * 9 + i * 3 + k] * b[bi * 9 + k * 3 + j];
+                CHECK(t_get(c, bi * 9 + i * 3 + j) == want);
+            }
+    emily_tensor_release(c);
+    /* an explicit output type (what Nx's template says) */
+    c = NULL;
+    CHECK_OK(emily_dot(ta, 1, (int[]){2}, 1, (int[]){0}, tb, 1, (int[]){1}, 1, (int[]){0},
+                       EMILY_F64, &c));
+    CHECK(c && emily_tensor_dtype(c) == EMILY_F64);
+    emily_tensor_release(c);
+    emily_tensor_release(ta);
+    emily_tensor_release(tb);
+}
+
+TEST(fast_precision_mode) {
+    CHECK(emily_dot_get_precision() == EMILY_DOT_PRECISION_HIGHEST);
+    CHECK_OK(emily_dot_set_precision(EMILY_DOT_PRECISION_FAST));
+    CHECK(emily_dot_get_precision() == EMILY_DOT_PRECISION_FAST);
+    float a[6] = {1, 2, 3, 4, 5, 6};
+    uint16_t h[2] = {0x3c00, 0x4000}; /* f16 1, 2 */
+    double z[4] = {1, 2, 3, 4};
+    emily_tensor *ta = t_from(EMILY_F32, 2, (int64_t[]){2, 3}, a);
+    emily_tensor *th = t_from(EMILY_F16, 1, (int64_t[]){2}, h);
+    emily_tensor *tz = t_from(EMILY_C128, 1, (int64_t[]){2}, z);
+    emily_tensor *c = dot(ta, 1, (int[]){1}, 0, NULL, ta, (int[]){1}, NULL);
+    CHECK(c && t_get(c, 0) == 14 && t_get(c, 1) == 32 && t_get(c, 3) == 77);
+    emily_tensor_release(c);
+    c = dot(th, 1, (int[]){0}, 0, NULL, th, (int[]){0}, NULL);
+    CHECK(c && t_get(c, 0) == 5);
+    emily_tensor_release(c);
+    c = dot(tz, 1, (int[]){0}, 0, NULL, tz, (int[]){0}, NULL); /* (1+2i)^2 + (3+4i)^2 */
+    double re, im;
+    if (c) { get_c(c, 0, &re, &im); CHECK(re == -3 - 7 && im == 4 + 24); }
+    emily_tensor_release(c);
+    CHECK_ERR(emily_dot_set_precision((emily_dot_precision)7), EMILY_ERR_ARGUMENT, "precision");
+    CHECK_OK(emily_dot_set_precision(EMILY_DOT_PRECISION_HIGHEST));
+    emily_tensor_release(ta);
+    emily_tensor_release(th);
+    emily_tensor_release(tz);
+}
+
+/* ---- errors ------------------------------------------------------------- */
+
+TEST(bad_arguments_fail_cleanly) {
+    float a[6] = {0}, b[8] = {0};
+    emily_tensor *ta = t_from(EMILY_F32, 2, (int64_t[]){2, 3}, a);
+    emily_tensor *tb = t_from(EMILY_F32, 2, (int64_t[]){4, 2}, b);
+    emily_tensor *tc = t_from(EMILY_C64, 2, (int64_t[]){2, 2}, b);
+    emily_tensor *out = NULL;
+    int c1[1] = {1}, c0[1] = {0};
+    CHECK_ERR(emily_dot(ta, 1, c1, 0, NULL, tb, 1, c0, 0, NULL, EMILY_DTYPE_AUTO, NULL),
+              EMILY_ERR_ARGUMENT, "output");
+    CHECK_ERR(emily_dot(NULL, 1, c1, 0, NULL, tb, 1, c0, 0, NULL, EMILY_DTYPE_AUTO, &out),
+              EMILY_ERR_ARGUMENT, "left tensor");
+    CHECK_ERR(emily_dot(ta, 1, c1, 0, NULL, NULL, 1, c0, 0, NULL, EMILY_DTYPE_AUTO, &out),
+              EMILY_ERR_ARGUMENT, "right tensor");
+    CHECK_ERR(emily_dot(ta, 1, NULL, 0, NULL, tb, 1, c0, 0, NULL, EMILY_DTYPE_AUTO, &out),
+              EMILY_ERR_ARGUMENT, "NULL axis list");
+    CHECK_ERR(emily_dot(ta, -1, c1, 0, NULL, tb, 1, c0, 0, NULL, EMILY_DTYPE_AUTO, &out),
+              EMILY_ERR_ARGUMENT, "negative");
+    /* 3 vs 4 */
+    CHECK_ERR(emily_dot(ta, 1, c1, 0, NULL, tb, 1, c0, 0, NULL, EMILY_DTYPE_AUTO, &out),
+              EMILY_ERR_SHAPE, "size 3) does not match axis 0 of the right tensor (size 4)");
+    CHECK_ERR(emily_dot(ta, 1, c1, 0, NULL, tb, 0, NULL, 0, NULL, EMILY_DTYPE_AUTO, &out),
+              EMILY_ERR_AXIS, "1 contract axes for the left tensor but 0");
+    CHECK_ERR(emily_dot(ta, 1, (int[]){2}, 0, NULL, tb, 1, c0, 0, NULL, EMILY_DTYPE_AUTO, &out),
+              EMILY_ERR_AXIS, "contract axis 2 of the left tensor is out of range");
+    CHECK_ERR(emily_dot(ta, 1, (int[]){-3}, 0, NULL, tb, 1, c0, 0, NULL, EMILY_DTYPE_AUTO, &out),
+              EMILY_ERR_AXIS, "out of range");
+    CHECK_ERR(emily_dot(ta, 2, (int[]){1, -1}, 0, NULL, tb, 2, (int[]){0, 1}, 0, NULL,
+                        EMILY_DTYPE_AUTO, &out),
+              EMILY_ERR_AXIS, "more than once");
+    CHECK_ERR(emily_dot(ta, 1, c0, 1, c0, tb, 1, c1, 1, c0, EMILY_DTYPE_AUTO, &out),
+              EMILY_ERR_AXIS, "more than once");
+    CHECK_ERR(emily_dot(ta, 0, NULL, 1, c0, tb, 0, NULL, 0, NULL, EMILY_DTYPE_AUTO, &out),
+              EMILY_ERR_AXIS, "both or neither must be batched");
+    CHECK_ERR(emily_dot(ta, 0, NULL, 1, c0, tb, 0, NULL, 1, c0, EMILY_DTYPE_AUTO, &out),
+              EMILY_ERR_SHAPE, "batch axis 0 of the left tensor (size 2) does not match");
+    CHECK_ERR(emily_dot(ta, 2, (int[]){0, 1}, 1, (int[]){0}, tb, 2, (int[]){0, 1}, 1, (int[]){0},
+                        EMILY_DTYPE_AUTO, &out),
+              EMILY_ERR_AXIS, "2 contract and 1 batch axes given for shapes {2, 3} and {4, 2}");
+    CHECK_ERR(emily_dot(ta, 0, NULL, 0, NULL, tb, 0, NULL, 0, NULL, EMILY_S32, &out),
+              EMILY_ERR_TYPE, "cannot compute a s32 dot of f32 and f32");
+    CHECK_ERR(emily_dot(ta, 0, NULL, 0, NULL, tc, 0, NULL, 0, NULL, EMILY_F64, &out),
+              EMILY_ERR_TYPE, "f64 dot of f32 and c64");
+    CHECK_ERR(emily_dot(ta, 0, NULL, 0, NULL, tb, 0, NULL, 0, NULL, (emily_dtype)99, &out),
+              EMILY_ERR_TYPE, "invalid output type");
+    CHECK_ERR(emily_matmul(ta, NULL, &out), EMILY_ERR_ARGUMENT, "right tensor");
+    CHECK_ERR(emily_matmul(ta, tb, &out), EMILY_ERR_SHAPE, "does not match");
+    CHECK(out == NULL);
+    emily_tensor_release(ta);
+    emily_tensor_release(tb);
+    emily_tensor_release(tc);
+}
+
+/* ---- the Nx callback ---------------------------------------------------- */
+
+static emily_value v_int(int64_t i) { emily_value v = {0}; v.kind = EMILY_V_INT; v.i = i; return v; }
+static emily_value v_list(emily_value *items, size_t n) {
+    emily_value v = {0};
+    v.kind = EMILY_V_LIST;
+    v.items = items;
+    v.n = n;
+    return v;
+}
+static emily_value v_tensor(emily_tensor *t) { emily_value v = {0}; v.kind = EMILY_V_TENSOR; v.tensor = t; return v; }
+
+TEST(dispatch_dot_callback) {
+    int32_t a[6] = {1, 2, 3, 4, 5, 6};
+    float b[6] = {1, 0, 0, 1, 1, 1};
+    emily_tensor *ta = t_from(EMILY_S32, 2, (int64_t[]){2, 3}, a);
+    emily_tensor *tb = t_from(EMILY_F32, 2, (int64_t[]){3, 2}, b);
+    emily_value one = v_int(1), zero = v_int(0);
+    emily_value args[6] = {v_tensor(ta), v_list(&one, 1), v_list(NULL, 0),
+                           v_tensor(tb), v_list(&zero, 1), v_list(NULL, 0)};
+    int64_t oshape[2] = {2, 2};
+    emily_value tmpl = {0};
+    tmpl.kind = EMILY_V_TEMPLATE;
+    tmpl.dtype = EMILY_F32;
+    tmpl.rank = 2;
+    tmpl.shape = oshape;
+    emily_dispatch_result r = {0};
+    for (int mode = 0; mode < 2; mode++) {
+        CHECK_OK(emily_dispatch("dot", EMILY_CPU, &tmpl, args, 6, (emily_dispatch_mode)mode, &r));
+        CHECK(r.n == 1 && t_shape_is(r.tensors[0], 2, oshape) &&
+              emily_tensor_dtype(r.tensors[0]) == EMILY_F32);
+        if (r.n == 1) CHECK(t_get(r.tensors[0], 0) == 4 && t_get(r.tensors[0], 3) == 11);
+        emily_dispatch_result_release(&r);
+    }
+    /* a wrong arity and a non-tensor argument fail with the callback's name */
+    CHECK_ERR(emily_dispatch("dot", EMILY_CPU, &tmpl, args, 5, EMILY_DISPATCH_RUN, &r),
+              EMILY_ERR_ARGUMENT, "dot");
+    emily_value bad[6] = {args[0], args[1], args[2], v_int(3), args[4], args[5]};
+    CHECK(emily_dispatch("dot", EMILY_CPU, &tmpl, bad, 6, EMILY_DISPATCH_RUN, &r) != EMILY_OK);
+    CHECK(r.n == 0);
+    emily_tensor_release(ta);
+    emily_tensor_release(tb);
+}
+
+RUN_TESTS("dot", CASE(matmul_f32_values), CASE(output_shape_batch_free_free),
+          CASE(f64_and_c128_match_the_reference_bit_for_bit), CASE(f64_sums_in_order_without_fusing),
+          CASE(complex_values_and_mixed_real), CASE(integers_wrap_in_the_output_width),
+          CASE(integer_operands_of_float_dots_are_exact), CASE(half_types_round_like_nx),
+          CASE(edge_values_propagate), CASE(zero_size_and_rank0), CASE(broadcast_and_strided_views),
+          CASE(batched_many_small_and_explicit_type), CASE(fast_precision_mode),
+          CASE(bad_arguments_fail_cleanly), CASE(dispatch_dot_callback))
