@@ -258,8 +258,9 @@ typedef struct exact_kernel {
             vd_##SUFFIX b0, b1;                                                          \
             memcpy(&b0, b + p * NR, sizeof b0);                                          \
             memcpy(&b1, b + p * NR + VL, sizeof b1);                                     \
+            _Pragma("GCC unroll 8")                                                      \
             for (int r = 0; r < MR; r++) {                                               \
-                vd_##SUFFIX av = (vd_##SUFFIX){0} + a[p * MR + r];                       \
+                double av = a[p * MR + r]; /* scalar * vector broadcasts */              \
                 vd_##SUFFIX p0 = av * b0, p1 = av * b1;                                  \
                 acc0[r] = acc0[r] + p0;                                                  \
                 acc1[r] = acc1[r] + p1;                                                  \
@@ -292,9 +293,9 @@ typedef struct exact_kernel {
             vd_##SUFFIX br, bi;                                                          \
             memcpy(&br, b + p * 2 * VL, sizeof br);                                      \
             memcpy(&bi, b + p * 2 * VL + VL, sizeof bi);                                 \
+            _Pragma("GCC unroll 8")                                                      \
             for (int r = 0; r < CMR; r++) {                                              \
-                vd_##SUFFIX ar = (vd_##SUFFIX){0} + a[p * 2 * CMR + r];                  \
-                vd_##SUFFIX ai = (vd_##SUFFIX){0} + a[p * 2 * CMR + CMR + r];            \
+                double ar = a[p * 2 * CMR + r], ai = a[p * 2 * CMR + CMR + r];           \
                 /* Complex.multiply: (ar*br - ai*bi, ai*br + ar*bi) */                   \
                 vd_##SUFFIX rr = ar * br, ii = ai * bi, ir = ai * br, ri = ar * bi;      \
                 vd_##SUFFIX pre = rr - ii, pim = ir + ri;                                \
