@@ -2,6 +2,7 @@
 #include <math.h>
 #include <string.h>
 #include "emily/dtype.h"
+#include "core/scalar_convert.h"
 
 static const struct {
     const char *name;
@@ -146,61 +147,9 @@ emily_dtype emily_type_to_aggregate(emily_dtype t) {
     }
 }
 
-/* ---- half precision ---- */
+/* ---- half precision (the rules live in core/scalar_convert.h) ---- */
 
-static uint32_t f32_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
-static float bits_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
-static uint64_t f64_bits(double f) { uint64_t u; memcpy(&u, &f, 8); return u; }
-
-float emily_f16_to_f32(uint16_t h) {
-    uint32_t sign = (uint32_t)(h & 0x8000) << 16;
-    uint32_t exp = (h >> 10) & 0x1f, man = h & 0x3ff;
-    if (exp == 0x1f) return bits_f32(sign | 0x7f800000u | (man << 13));
-    if (exp == 0) {
-        float v = ldexpf((float)man, -24);
-        return sign ? -v : v;
-    }
-    return bits_f32(sign | ((exp + 112) << 23) | (man << 13));
-}
-
-/* Round-to-nearest-even from the double directly (no double rounding). */
-uint16_t emily_f64_to_f16(double x) {
-    uint64_t b = f64_bits(x);
-    uint16_t sign = (uint16_t)((b >> 48) & 0x8000);
-    int exp = (int)((b >> 52) & 0x7ff);
-    uint64_t man = b & 0xfffffffffffffull;
-    if (exp == 0x7ff) return (uint16_t)(sign | 0x7c00 | (man ? 0x200 : 0));
-    int e = exp - 1023; /* unbiased */
-    if (e > 15) return (uint16_t)(sign | 0x7c00);
-    uint64_t full = man | (exp ? (1ull << 52) : 0); /* 53-bit significand */
-    int shift;
-    uint16_t hexp;
-    if (e >= -14) { /* normal: keep 10 mantissa bits */
-        shift = 42;
-        hexp = (uint16_t)(e + 15);
-    } else { /* subnormal: value = m * 2^-24 */
-        shift = 42 + (-14 - e);
-        hexp = 0;
-        if (shift > 63) return sign;
-    }
-    uint64_t kept = full >> shift;
-    uint64_t rem = full & ((1ull << shift) - 1), half = 1ull << (shift - 1);
-    if (rem > half || (rem == half && (kept & 1))) kept++;
-    uint32_t out;
-    if (hexp) {
-        out = ((uint32_t)hexp << 10) + (uint32_t)(kept - 0x400); /* carry may bump exponent */
-        if (kept == 0x800) out = ((uint32_t)hexp + 1) << 10;
-        if (out >= 0x7c00) out = 0x7c00;
-    } else {
-        out = (uint32_t)kept; /* may round up into the smallest normal */
-    }
-    return (uint16_t)(sign | out);
-}
-
-float emily_bf16_to_f32(uint16_t h) { return bits_f32((uint32_t)h << 16); }
-
-uint16_t emily_f32_to_bf16(float x) {
-    uint32_t u = f32_bits(x);
-    if (isnan(x)) return 0x7fc0; /* Nx writes one canonical NaN */
-    return (uint16_t)(u >> 16);
-}
+float emily_f16_to_f32(uint16_t h) { return emily_sc_f16_to_f32(h); }
+uint16_t emily_f64_to_f16(double x) { return emily_sc_f64_to_f16(x); }
+float emily_bf16_to_f32(uint16_t h) { return emily_sc_bf16_to_f32(h); }
+uint16_t emily_f32_to_bf16(float x) { return emily_sc_f32_to_bf16(x); }

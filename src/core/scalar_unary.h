@@ -1,0 +1,303 @@
+/* Nx's per-element semantics of the unary ops, written once for every
+ * device (static inline on plain C types: valid C11 and CUDA C++).
+ *
+ * The reference (Nx.BinaryBackend) reads every element as an Erlang
+ * double (f16/bf16/f32 widen exactly), computes with the `complex`
+ * package's functions and the platform libm, and rounds once to the
+ * output type. Real functions here take and return double; callers
+ * round with core/scalar_convert.h. Complex functions take and return
+ * emily_cd and follow the same formulas as the reference step by step,
+ * so c64/c128 results agree to the last bit or two.
+ *
+ * Where the reference differs from IEEE/C99 it is matched on purpose
+ * (see docs/semantics.md, "Unary ops"):
+ *   expm1(x) = exp(x) - 1 and log1p(x) = log(x + 1) (no cancellation
+ *   guard), sigmoid(x) = 1 / (1 + exp(-x)), cbrt(x) = pow(|x|, 1/3) with
+ *   the sign of x, tanh(+-inf) = NaN, sign(NaN) = sign(+-inf) = 1,
+ *   sign(complex) = 1, round half away from zero without -0.0,
+ *   erf_inv by Giles' single-precision polynomial, |complex| by the
+ *   scaled formula (NaN only when both parts are NaN, else infinity for
+ *   any non-finite part).
+ *
+ * Compile callers without floating-point contraction (see
+ * scalar_convert.h). */
+#ifndef EMILY_SCALAR_UNARY_H
+#define EMILY_SCALAR_UNARY_H
+
+#include <math.h>
+#include <stdint.h>
+#include "core/hd.h"
+
+typedef struct emily_cd {
+    double re, im;
+} emily_cd;
+
+EMILY_HD emily_cd emily_cd_make(double re, double im) {
+    emily_cd z;
+    z.re = re;
+    z.im = im;
+    return z;
+}
+
+/* ---- real functions ------------------------------------------------------ */
+
+EMILY_HD double emily_sc_exp(double x) { return exp(x); }
+EMILY_HD double emily_sc_expm1(double x) { return exp(x) - 1.0; }
+EMILY_HD double emily_sc_log(double x) { return log(x); }
+EMILY_HD double emily_sc_log1p(double x) { return log(x + 1.0); }
+EMILY_HD double emily_sc_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
+EMILY_HD double emily_sc_cos(double x) { return cos(x); }
+EMILY_HD double emily_sc_sin(double x) { return sin(x); }
+EMILY_HD double emily_sc_tan(double x) { return tan(x); }
+EMILY_HD double emily_sc_cosh(double x) { return cosh(x); }
+EMILY_HD double emily_sc_sinh(double x) { return sinh(x); }
+/* The reference divides sinh(inf) by cosh(inf): NaN at both infinities. */
+EMILY_HD double emily_sc_tanh(double x) { return isinf(x) ? NAN : tanh(x); }
+EMILY_HD double emily_sc_acos(double x) { return acos(x); }
+EMILY_HD double emily_sc_asin(double x) { return asin(x); }
+EMILY_HD double emily_sc_atan(double x) { return atan(x); }
+EMILY_HD double emily_sc_acosh(double x) { return acosh(x); }
+EMILY_HD double emily_sc_asinh(double x) { return asinh(x); }
+EMILY_HD double emily_sc_atanh(double x) { return atanh(x); }
+EMILY_HD double emily_sc_sqrt(double x) { return sqrt(x); }
+EMILY_HD double emily_sc_rsqrt(double x) { return 1.0 / sqrt(x); }
+EMILY_HD double emily_sc_cbrt(double x) {
+    /* pow(x, 1/3) for x >= 0 (so -0.0 gives +0.0), the negated root of
+     * |x| below zero */
+    return x >= 0 ? pow(x, 1.0 / 3.0) : -pow(-x, 1.0 / 3.0);
+}
+EMILY_HD double emily_sc_erf(double x) { return erf(x); }
+EMILY_HD double emily_sc_erfc(double x) { return erfc(x); }
+
+/* Giles, "Approximating the erfinv function" (GPU Computing Gems, 2011),
+ * the single-precision polynomial, evaluated in double like the
+ * reference. erf_inv(+-1) = +-inf, erf_inv(0) = +0, NaN outside [-1, 1]. */
+EMILY_HD double emily_sc_erf_inv(double z) {
+    if (z == 1.0) return INFINITY;
+    if (z == -1.0) return -INFINITY;
+    if (z == 0.0) return 0.0;
+    if (!(z > -1.0 && z < 1.0)) return NAN;
+    double w = -log((1.0 - z) * (1.0 + z));
+    double p;
+    if (w < 5.0) {
+        w = w - 2.5;
+        p = 2.81022636e-08;
+        p = p * w + 3.43273939e-07;
+        p = p * w + -3.5233877e-06;
+        p = p * w + -4.39150654e-06;
+        p = p * w + 0.00021858087;
+        p = p * w + -0.00125372503;
+        p = p * w + -0.00417768164;
+        p = p * w + 0.246640727;
+        p = p * w + 1.50140941;
+    } else {
+        w = sqrt(w) - 3.0;
+        p = -0.000200214257;
+        p = p * w + 0.000100950558;
+        p = p * w + 0.00134934322;
+        p = p * w + -0.00367342844;
+        p = p * w + 0.00573950773;
+        p = p * w + -0.0076224613;
+        p = p * w + 0.00943887047;
+        p = p * w + 1.00167406;
+        p = p * w + 2.83297682;
+    }
+    return p * z;
+}
+
+EMILY_HD double emily_sc_abs(double x) { return fabs(x); }
+EMILY_HD double emily_sc_negate(double x) { return -x; }
+EMILY_HD double emily_sc_ceil(double x) { return ceil(x); }
+EMILY_HD double emily_sc_floor(double x) { return floor(x); }
+/* Half away from zero; a zero result is +0.0 (the reference rounds to an
+ * integer, which has no sign). */
+EMILY_HD double emily_sc_round(double x) {
+    double r = round(x);
+    return r == 0.0 ? 0.0 : r;
+}
+/* -1, 0 (keeping -0.0), 1; NaN and both infinities give 1 (the
+ * reference compares its :nan/:infinity atoms with numbers, and atoms
+ * sort above numbers). */
+EMILY_HD double emily_sc_sign(double x) {
+    if (x != x || isinf(x)) return 1.0;
+    return x < 0 ? -1.0 : x > 0 ? 1.0 : x;
+}
+/* Phase of a real number (the imaginary part is +0.0). */
+EMILY_HD double emily_sc_phase(double x) { return atan2(0.0, x); }
+
+/* ---- integer functions --------------------------------------------------- */
+
+/* Leading zeros of the low `bits` bits of v (bits when v is 0). */
+EMILY_HD int emily_sc_clz(uint64_t v, int bits) {
+    int n = 0;
+    for (uint64_t m = (uint64_t)1 << (bits - 1); m && !(v & m); m >>= 1) n++;
+    return n;
+}
+EMILY_HD int emily_sc_popcount(uint64_t v) {
+    int n = 0;
+    for (; v; v &= v - 1) n++;
+    return n;
+}
+
+/* ---- complex functions (the `complex` package's formulas) ---------------- */
+
+EMILY_HD emily_cd emily_cd_add(emily_cd a, emily_cd b) {
+    return emily_cd_make(a.re + b.re, a.im + b.im);
+}
+EMILY_HD emily_cd emily_cd_sub(emily_cd a, emily_cd b) {
+    return emily_cd_make(a.re - b.re, a.im - b.im);
+}
+EMILY_HD emily_cd emily_cd_mul(emily_cd a, emily_cd b) {
+    return emily_cd_make(a.re * b.re - a.im * b.im, a.im * b.re + a.re * b.im);
+}
+EMILY_HD emily_cd emily_cd_div(emily_cd a, emily_cd b) {
+    double num_re = a.re * b.re + a.im * b.im;
+    double num_im = a.im * b.re - a.re * b.im;
+    double den = b.re * b.re + b.im * b.im;
+    return emily_cd_make(num_re / den, num_im / den);
+}
+
+/* |z|: scaled to avoid overflow; NaN only when both parts are NaN. */
+EMILY_HD double emily_cd_abs(emily_cd z) {
+    if (z.re != z.re && z.im != z.im) return NAN;
+    if (!isfinite(z.re) || !isfinite(z.im)) return INFINITY;
+    double x = fabs(z.re), y = fabs(z.im);
+    if (x == 0.0) return y;
+    if (y == 0.0) return x;
+    if (x > y) {
+        double r = y / x;
+        return x * sqrt(1.0 + r * r);
+    }
+    double r = x / y;
+    return y * sqrt(1.0 + r * r);
+}
+
+EMILY_HD double emily_cd_phase(emily_cd z) { return atan2(z.im, z.re); }
+
+EMILY_HD emily_cd emily_cd_sqrt(emily_cd z) {
+    double r = z.re, i = z.im;
+    if (r != r || i != i) return emily_cd_make(NAN, NAN);
+    if (i == INFINITY) return emily_cd_make(INFINITY, INFINITY);
+    if (i == -INFINITY) return emily_cd_make(INFINITY, -INFINITY);
+    if (r == INFINITY) return emily_cd_make(INFINITY, 0.0);
+    if (r == -INFINITY) return emily_cd_make(0.0, INFINITY);
+    if (r == 0.0 && i == 0.0) return z;
+    double x = fabs(r), y = fabs(i), w;
+    if (x >= y) {
+        double t = y / x;
+        w = sqrt(x) * sqrt(0.5 * (1.0 + sqrt(1.0 + t * t)));
+    } else {
+        double t = x / y;
+        w = sqrt(y) * sqrt(0.5 * (t + sqrt(1.0 + t * t)));
+    }
+    if (r >= 0.0) return emily_cd_make(w, i / (2.0 * w));
+    double i2 = i >= 0.0 ? w : -w;
+    return emily_cd_make(i / (2.0 * i2), i2);
+}
+
+EMILY_HD emily_cd emily_cd_exp(emily_cd z) {
+    if (z.re == -INFINITY) return emily_cd_make(0.0, 0.0);
+    if (z.re == INFINITY) {
+        if (z.im != z.im) return emily_cd_make(INFINITY, NAN);
+        if (isinf(z.im)) return emily_cd_make(NAN, NAN);
+        double c = cos(z.im), s = sin(z.im);
+        return emily_cd_make(c > 0 ? INFINITY : c < 0 ? -INFINITY : NAN,
+                             s > 0 ? INFINITY : s < 0 ? -INFINITY : NAN);
+    }
+    if (isinf(z.im) || z.re != z.re || z.im != z.im) return emily_cd_make(NAN, NAN);
+    double rho = exp(z.re);
+    return emily_cd_make(rho * cos(z.im), rho * sin(z.im));
+}
+
+EMILY_HD emily_cd emily_cd_log(emily_cd z) {
+    return emily_cd_make(log(emily_cd_abs(z)), atan2(z.im, z.re));
+}
+
+EMILY_HD emily_cd emily_cd_sin(emily_cd z) {
+    if (!isfinite(z.re) || z.im != z.im) return emily_cd_make(NAN, NAN);
+    if (isinf(z.im)) return emily_cd_make(z.re * z.im, z.im);
+    return emily_cd_make(sin(z.re) * cosh(z.im), cos(z.re) * sinh(z.im));
+}
+
+EMILY_HD emily_cd emily_cd_cos(emily_cd z) {
+    if (!isfinite(z.re) || z.im != z.im) return emily_cd_make(NAN, NAN);
+    if (isinf(z.im)) return emily_cd_make(INFINITY, -1.0 * z.im * z.re);
+    return emily_cd_make(cos(z.re) * cosh(z.im), -sin(z.re) * sinh(z.im));
+}
+
+EMILY_HD emily_cd emily_cd_neg(emily_cd z) { return emily_cd_make(-z.re, -z.im); }
+
+EMILY_HD emily_cd emily_cd_expm1(emily_cd z) {
+    emily_cd e = emily_cd_exp(z);
+    return emily_cd_make(e.re - 1.0, e.im - 0.0);
+}
+EMILY_HD emily_cd emily_cd_log1p(emily_cd z) {
+    return emily_cd_log(emily_cd_make(z.re + 1.0, z.im + 0.0));
+}
+EMILY_HD emily_cd emily_cd_sigmoid(emily_cd z) {
+    emily_cd e = emily_cd_exp(emily_cd_neg(z));
+    return emily_cd_div(emily_cd_make(1.0, 0.0), emily_cd_make(e.re + 1.0, e.im + 0.0));
+}
+EMILY_HD emily_cd emily_cd_tan(emily_cd z) { return emily_cd_div(emily_cd_sin(z), emily_cd_cos(z)); }
+EMILY_HD emily_cd emily_cd_cosh(emily_cd z) {
+    emily_cd s = emily_cd_add(emily_cd_exp(z), emily_cd_exp(emily_cd_neg(z)));
+    return emily_cd_make(s.re / 2.0, s.im / 2.0);
+}
+EMILY_HD emily_cd emily_cd_sinh(emily_cd z) {
+    emily_cd s = emily_cd_sub(emily_cd_exp(z), emily_cd_exp(emily_cd_neg(z)));
+    return emily_cd_make(s.re / 2.0, s.im / 2.0);
+}
+EMILY_HD emily_cd emily_cd_tanh(emily_cd z) {
+    return emily_cd_div(emily_cd_sinh(z), emily_cd_cosh(z));
+}
+/* -i * log(z + sqrt(z*z - 1)) */
+EMILY_HD emily_cd emily_cd_acos(emily_cd z) {
+    if (!isfinite(z.re) || !isfinite(z.im)) return emily_cd_make(NAN, NAN);
+    emily_cd t1 = emily_cd_sub(emily_cd_mul(z, z), emily_cd_make(1.0, 0.0));
+    emily_cd l = emily_cd_log(emily_cd_add(z, emily_cd_sqrt(t1)));
+    return emily_cd_mul(emily_cd_make(-0.0, -1.0), l);
+}
+/* -i * log(i*z + sqrt(1 - z*z)) */
+EMILY_HD emily_cd emily_cd_asin(emily_cd z) {
+    if (!isfinite(z.re) || !isfinite(z.im)) return emily_cd_make(NAN, NAN);
+    emily_cd t1 = emily_cd_mul(emily_cd_make(0.0, 1.0), z);
+    emily_cd t2 = emily_cd_sub(emily_cd_make(1.0, 0.0), emily_cd_mul(z, z));
+    emily_cd l = emily_cd_log(emily_cd_add(t1, emily_cd_sqrt(t2)));
+    return emily_cd_mul(emily_cd_make(-0.0, -1.0), l);
+}
+/* (i/2) * (log(1 - i*z) - log(1 + i*z)) */
+EMILY_HD emily_cd emily_cd_atan(emily_cd z) {
+    emily_cd half_i = emily_cd_mul(emily_cd_make(0.5, 0.0), emily_cd_make(0.0, 1.0));
+    emily_cd iz = emily_cd_mul(emily_cd_make(0.0, 1.0), z);
+    emily_cd t2 = emily_cd_sub(emily_cd_make(1.0, 0.0), iz);
+    emily_cd t3 = emily_cd_add(emily_cd_make(1.0, 0.0), iz);
+    return emily_cd_mul(half_i, emily_cd_sub(emily_cd_log(t2), emily_cd_log(t3)));
+}
+/* log(z + sqrt(z*z - 1)) */
+EMILY_HD emily_cd emily_cd_acosh(emily_cd z) {
+    emily_cd t1 = emily_cd_sub(emily_cd_mul(z, z), emily_cd_make(1.0, 0.0));
+    return emily_cd_log(emily_cd_add(z, emily_cd_sqrt(t1)));
+}
+/* log(z + sqrt(z*z + 1)) */
+EMILY_HD emily_cd emily_cd_asinh(emily_cd z) {
+    emily_cd t1 = emily_cd_add(emily_cd_mul(z, z), emily_cd_make(1.0, 0.0));
+    return emily_cd_log(emily_cd_add(z, emily_cd_sqrt(t1)));
+}
+/* log((1 + z) / (1 - z)) / 2 */
+EMILY_HD emily_cd emily_cd_atanh(emily_cd z) {
+    emily_cd one = emily_cd_make(1.0, 0.0);
+    emily_cd t3 = emily_cd_div(emily_cd_add(one, z), emily_cd_sub(one, z));
+    return emily_cd_mul(emily_cd_make(0.5, 0.0), emily_cd_log(t3));
+}
+EMILY_HD emily_cd emily_cd_rsqrt(emily_cd z) {
+    return emily_cd_div(emily_cd_make(1.0, 0.0), emily_cd_sqrt(z));
+}
+/* cbrt(|z|) at a third of the phase */
+EMILY_HD emily_cd emily_cd_cbrt(emily_cd z) {
+    double r = emily_sc_cbrt(emily_cd_abs(z));
+    double phi = emily_cd_phase(z) / 3.0;
+    if (phi == 0.0) return emily_cd_make(r, 0.0);
+    return emily_cd_mul(emily_cd_make(r, 0.0), emily_cd_make(cos(phi), sin(phi)));
+}
+
+#endif

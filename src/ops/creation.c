@@ -1,0 +1,86 @@
+/* Creation: constant, iota, eye. */
+#include "ops/common.h"
+
+/* Checks the dtype and shape of a new tensor and gets the device's engine. */
+static emily_status check_new(const char *op, emily_device device, emily_dtype dtype, int rank,
+                              const int64_t *shape, const emily_engine **e) {
+    if (!emily_dtype_valid(dtype))
+        return emily_error(EMILY_ERR_TYPE, "%s: invalid type %d", op, (int)dtype);
+    if (rank < 0) return emily_error(EMILY_ERR_SHAPE, "%s: negative rank %d", op, rank);
+    if (rank > 0 && !shape) return emily_error(EMILY_ERR_ARGUMENT, "%s: shape is NULL", op);
+    for (int i = 0; i < rank; i++)
+        if (shape[i] < 0) {
+            char buf[256];
+            return emily_error(EMILY_ERR_SHAPE, "%s: negative dimension in shape %s", op,
+                               emily_shape_str(rank, shape, buf, sizeof buf));
+        }
+    return emily_engine_get(device, e);
+}
+
+static emily_status unsupported(const char *op, emily_device device) {
+    char dev[32];
+    emily_device_format(device, dev, sizeof dev);
+    return emily_error(EMILY_ERR_UNSUPPORTED, "%s: not available on device %s", op, dev);
+}
+
+emily_status emily_constant(emily_device device, emily_dtype dtype, int rank,
+                            const int64_t *shape, emily_scalar value, emily_tensor **out) {
+    emily_status s = emily_check_out("constant", out);
+    if (s) return s;
+    const emily_engine *e;
+    if ((s = check_new("constant", device, dtype, rank, shape, &e))) return s;
+    if (value.kind != EMILY_SCALAR_INT && value.kind != EMILY_SCALAR_UINT &&
+        value.kind != EMILY_SCALAR_FLOAT && value.kind != EMILY_SCALAR_COMPLEX)
+        return emily_error(EMILY_ERR_ARGUMENT, "constant: invalid scalar kind %d", (int)value.kind);
+    if (!e->fill) return unsupported("constant", device);
+    emily_tensor *t;
+    if ((s = emily_empty(device, dtype, rank, shape, &t))) return s;
+    if ((s = e->fill(t, &value))) {
+        emily_tensor_release(t);
+        return s;
+    }
+    *out = t;
+    return EMILY_OK;
+}
+
+emily_status emily_iota(emily_device device, emily_dtype dtype, int rank, const int64_t *shape,
+                        int axis, emily_tensor **out) {
+    emily_status s = emily_check_out("iota", out);
+    if (s) return s;
+    const emily_engine *e;
+    if ((s = check_new("iota", device, dtype, rank, shape, &e))) return s;
+    if (axis >= rank)
+        return emily_error(EMILY_ERR_AXIS, "iota: axis %d out of range for a shape of rank %d",
+                           axis, rank);
+    if (!e->iota) return unsupported("iota", device);
+    emily_tensor *t;
+    if ((s = emily_empty(device, dtype, rank, shape, &t))) return s;
+    if ((s = e->iota(t, axis < 0 ? -1 : axis))) {
+        emily_tensor_release(t);
+        return s;
+    }
+    *out = t;
+    return EMILY_OK;
+}
+
+emily_status emily_eye(emily_device device, emily_dtype dtype, int rank, const int64_t *shape,
+                       emily_tensor **out) {
+    emily_status s = emily_check_out("eye", out);
+    if (s) return s;
+    const emily_engine *e;
+    if ((s = check_new("eye", device, dtype, rank, shape, &e))) return s;
+    if (rank < 2) {
+        char buf[256];
+        return emily_error(EMILY_ERR_SHAPE, "eye: expects a shape with at least 2 dimensions, got %s",
+                           emily_shape_str(rank, shape, buf, sizeof buf));
+    }
+    if (!e->eye) return unsupported("eye", device);
+    emily_tensor *t;
+    if ((s = emily_empty(device, dtype, rank, shape, &t))) return s;
+    if ((s = e->eye(t))) {
+        emily_tensor_release(t);
+        return s;
+    }
+    *out = t;
+    return EMILY_OK;
+}

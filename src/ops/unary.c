@@ -1,0 +1,151 @@
+/* Unary element-wise ops: names, Nx's output types, and the op layer
+ * that picks a compute type and calls the device kernel.
+ *
+ * Output types follow nx/lib/nx.ex:
+ *   exp ... cbrt                to_floating (complex stays complex)
+ *   erf, erfc, erf_inv          to_floating, complex not allowed
+ *   abs                         same type; complex -> its real type
+ *   bitwise_not, clz, popcount  integers only, same type
+ *   ceil, floor, round          same type (integers unchanged), no complex
+ *   conjugate                   to_complex
+ *   negate, sign                same type
+ *   real                        to_real (complex -> part type, ints -> f32)
+ *   imag                        complex -> part type, else to_floating
+ *   is_nan, is_infinity,
+ *   logical_not                 u8
+ *   phase                       to_real
+ *
+ * Kernels see one compute dtype in and the output dtype out: integer
+ * inputs of the floating ops are widened to f64 (the reference computes
+ * on the integer's double value) and written as f32; real inputs of
+ * conjugate arrive as f32/f64; everything else keeps its input type. */
+#include <string.h>
+#include "ops/common.h"
+
+static const char *const unary_names[EMILY_UNARY_OP_COUNT] = {
+    [EMILY_EXP] = "exp", [EMILY_EXPM1] = "expm1", [EMILY_LOG] = "log",
+    [EMILY_LOG1P] = "log1p", [EMILY_SIGMOID] = "sigmoid", [EMILY_COS] = "cos",
+    [EMILY_SIN] = "sin", [EMILY_TAN] = "tan", [EMILY_COSH] = "cosh",
+    [EMILY_SINH] = "sinh", [EMILY_TANH] = "tanh", [EMILY_ACOS] = "acos",
+    [EMILY_ASIN] = "asin", [EMILY_ATAN] = "atan", [EMILY_ACOSH] = "acosh",
+    [EMILY_ASINH] = "asinh", [EMILY_ATANH] = "atanh", [EMILY_SQRT] = "sqrt",
+    [EMILY_RSQRT] = "rsqrt", [EMILY_CBRT] = "cbrt", [EMILY_ERF] = "erf",
+    [EMILY_ERFC] = "erfc", [EMILY_ERF_INV] = "erf_inv", [EMILY_ABS] = "abs",
+    [EMILY_BITWISE_NOT] = "bitwise_not", [EMILY_CEIL] = "ceil",
+    [EMILY_CONJUGATE] = "conjugate", [EMILY_FLOOR] = "floor", [EMILY_NEGATE] = "negate",
+    [EMILY_ROUND] = "round", [EMILY_SIGN] = "sign",
+    [EMILY_COUNT_LEADING_ZEROS] = "count_leading_zeros",
+    [EMILY_POPULATION_COUNT] = "population_count", [EMILY_REAL] = "real",
+    [EMILY_IMAG] = "imag", [EMILY_IS_NAN] = "is_nan", [EMILY_IS_INFINITY] = "is_infinity",
+    [EMILY_LOGICAL_NOT] = "logical_not", [EMILY_PHASE] = "phase",
+};
+
+const char *emily_unary_op_name(emily_unary_op op) {
+    if ((int)op < 0 || op >= EMILY_UNARY_OP_COUNT) return "?";
+    return unary_names[op];
+}
+
+bool emily_unary_op_from_name(const char *name, emily_unary_op *op) {
+    if (!name) return false;
+    for (int i = 0; i < EMILY_UNARY_OP_COUNT; i++)
+        if (strcmp(unary_names[i], name) == 0) {
+            if (op) *op = (emily_unary_op)i;
+            return true;
+        }
+    return false;
+}
+
+static bool is_float_math(emily_unary_op op) { return op <= EMILY_ERF_INV; }
+
+emily_status emily_unary_type(emily_unary_op op, emily_dtype t, emily_dtype *out) {
+    if (out) *out = EMILY_DTYPE_AUTO;
+    if ((int)op < 0 || op >= EMILY_UNARY_OP_COUNT)
+        return emily_error(EMILY_ERR_ARGUMENT, "unary: unknown op %d", (int)op);
+    const char *name = unary_names[op];
+    if (!emily_dtype_valid(t)) return emily_error(EMILY_ERR_TYPE, "%s: invalid input type %d", name, (int)t);
+    bool cplx = emily_dtype_is_complex(t);
+    emily_dtype r;
+    switch (op) {
+    case EMILY_ERF: case EMILY_ERFC: case EMILY_ERF_INV:
+        if (cplx)
+            return emily_error(EMILY_ERR_TYPE, "%s: complex type %s is not supported", name,
+                               emily_dtype_name(t));
+        r = emily_type_to_floating(t);
+        break;
+    case EMILY_ABS: r = cplx ? emily_type_to_real(t) : t; break;
+    case EMILY_BITWISE_NOT: case EMILY_COUNT_LEADING_ZEROS: case EMILY_POPULATION_COUNT:
+        if (!emily_dtype_is_integer(t))
+            return emily_error(EMILY_ERR_TYPE, "%s: expects an integer type, got %s", name,
+                               emily_dtype_name(t));
+        r = t;
+        break;
+    case EMILY_CEIL: case EMILY_FLOOR: case EMILY_ROUND:
+        if (cplx)
+            return emily_error(EMILY_ERR_TYPE, "%s: complex type %s is not supported", name,
+                               emily_dtype_name(t));
+        r = t;
+        break;
+    case EMILY_CONJUGATE: r = emily_type_to_complex(t); break;
+    case EMILY_NEGATE: case EMILY_SIGN: r = t; break;
+    case EMILY_REAL: case EMILY_PHASE: r = emily_type_to_real(t); break;
+    case EMILY_IMAG: r = cplx ? emily_type_to_real(t) : emily_type_to_floating(t); break;
+    case EMILY_IS_NAN: case EMILY_IS_INFINITY: case EMILY_LOGICAL_NOT: r = EMILY_U8; break;
+    default: r = emily_type_to_floating(t); break; /* exp ... cbrt */
+    }
+    if (out) *out = r;
+    return EMILY_OK;
+}
+
+/* A new tensor of t's shape and device filled with zero. */
+static emily_status zeros_like(const emily_tensor *t, emily_dtype dtype, emily_tensor **out) {
+    return emily_constant(t->buffer->device, dtype, t->rank, t->shape, emily_scalar_int(0), out);
+}
+
+emily_status emily_unary(emily_unary_op op, const emily_tensor *t, emily_tensor **out) {
+    emily_status s = emily_check_out("unary", out);
+    if (s) return s;
+    if ((int)op < 0 || op >= EMILY_UNARY_OP_COUNT)
+        return emily_error(EMILY_ERR_ARGUMENT, "unary: unknown op %d", (int)op);
+    const char *name = unary_names[op];
+    if ((s = emily_check_tensor(name, "tensor", t))) return s;
+    emily_dtype out_type;
+    if ((s = emily_unary_type(op, t->dtype, &out_type))) return s;
+    const emily_engine *e;
+    if ((s = emily_check_same_device(name, 1, &t, &e))) return s;
+
+    bool integer = emily_dtype_is_integer(t->dtype);
+    bool cplx = emily_dtype_is_complex(t->dtype);
+    /* Cases Nx answers without a backend kernel. */
+    if ((op == EMILY_ABS && emily_dtype_kind_of(t->dtype) == EMILY_KIND_UNSIGNED) ||
+        ((op == EMILY_CEIL || op == EMILY_FLOOR || op == EMILY_ROUND) && integer) ||
+        (op == EMILY_REAL && !cplx && !integer)) {
+        emily_tensor_retain((emily_tensor *)t);
+        *out = (emily_tensor *)t;
+        return EMILY_OK;
+    }
+    if (op == EMILY_REAL && integer) return emily_as_type(t, out_type, out);
+    if ((op == EMILY_IMAG && !cplx) ||
+        ((op == EMILY_IS_NAN || op == EMILY_IS_INFINITY) && integer))
+        return zeros_like(t, out_type, out);
+
+    emily_dtype compute = t->dtype;
+    if ((is_float_math(op) || op == EMILY_PHASE) && integer) compute = EMILY_F64;
+    if (op == EMILY_CONJUGATE && !cplx) compute = emily_type_to_real(out_type);
+
+    if (!e->unary) {
+        char dev[32];
+        emily_device_format(t->buffer->device, dev, sizeof dev);
+        return emily_error(EMILY_ERR_UNSUPPORTED, "%s: not available on device %s", name, dev);
+    }
+    emily_tensor *src = NULL, *r = NULL;
+    if ((s = emily_convert_to(t, compute, &src))) return s;
+    if ((s = emily_empty_like_device(t, out_type, t->rank, t->shape, &r))) goto fail;
+    if ((s = e->unary(op, r, src))) goto fail;
+    emily_tensor_release(src);
+    *out = r;
+    return EMILY_OK;
+fail:
+    emily_tensor_release(src);
+    emily_tensor_release(r);
+    return s;
+}

@@ -1,0 +1,267 @@
+/* as_type and bitcast: Nx's conversion rules on edge values, strided
+ * inputs, all 14x14 type pairs, errors, and the Nx callbacks. */
+#include <stdlib.h>
+#include "core/tensor_impl.h"
+#include "harness.h"
+
+static emily_tensor *convert(const emily_tensor *t, emily_dtype dt) {
+    emily_tensor *r = NULL;
+    CHECK_OK(emily_as_type(t, dt, &r));
+    return r;
+}
+
+/* Converts n doubles (as f64) to dt and returns raw element i's bits. */
+static uint64_t f64_to_bits(double x, emily_dtype dt) {
+    emily_tensor *t = t_from(EMILY_F64, 0, NULL, &x);
+    emily_tensor *r = convert(t, dt);
+    uint64_t b = 0;
+    if (r) CHECK_OK(emily_to_binary(r, &b, emily_dtype_size(dt)));
+    emily_tensor_release(r);
+    emily_tensor_release(t);
+    return b;
+}
+
+TEST(float_to_int_truncates_and_wraps) {
+    /* values from the corpus: truncation, then the low bits */
+    CHECK(f64_to_bits(4.3e9, EMILY_S32) == 5032704);
+    CHECK(f64_to_bits(-2.2e9, EMILY_S32) == 2094967296);
+    CHECK(f64_to_bits(9.3e18, EMILY_S32) == (uint32_t)-81657856);
+    CHECK(f64_to_bits(1e30, EMILY_S64) == 5076964154930102272ull);
+    CHECK(f64_to_bits(1.9e19, EMILY_U64) == 553255926290448384ull);
+    CHECK(f64_to_bits(-9.3e18, EMILY_U64) == 9146744073709551616ull);
+    CHECK(f64_to_bits(1e300, EMILY_S64) == 0);
+    CHECK(f64_to_bits(-1.5, EMILY_U8) == 255);
+    CHECK(f64_to_bits(-128.9, EMILY_U16) == 65408);
+    CHECK(f64_to_bits(255.9, EMILY_S8) == 0xff);
+    CHECK(f64_to_bits(-0.5, EMILY_S16) == 0);
+    CHECK(f64_to_bits(2.5, EMILY_U32) == 2);
+    /* non-finite */
+    CHECK(f64_to_bits(NAN, EMILY_S64) == 0);
+    CHECK(f64_to_bits(INFINITY, EMILY_S8) == 0x7f);
+    CHECK(f64_to_bits(-INFINITY, EMILY_S8) == 0x80);
+    CHECK(f64_to_bits(INFINITY, EMILY_U64) == UINT64_MAX);
+    CHECK(f64_to_bits(-INFINITY, EMILY_U16) == 0);
+    CHECK(f64_to_bits(INFINITY, EMILY_S64) == 0x7fffffffffffffffull);
+}
+
+TEST(float_to_float_rounding) {
+    CHECK(f64_to_bits(65519.99, EMILY_F16) == 0x7bff);
+    CHECK(f64_to_bits(65520.0, EMILY_F16) == 0x7c00);
+    CHECK(f64_to_bits(-0.0, EMILY_F16) == 0x8000);
+    CHECK(f64_to_bits(1.0 + 1.0 / 2048, EMILY_F16) == 0x3c00); /* tie to even */
+    CHECK(f64_to_bits(255.9, EMILY_BF16) == 0x437f);           /* truncated: 255 */
+    CHECK(f64_to_bits(-128.9, EMILY_BF16) == 0xc300);          /* -128 */
+    CHECK(f64_to_bits(1e39, EMILY_F32) == 0x7f800000u);
+    CHECK(f64_to_bits(1e-46, EMILY_F32) == 0);
+    CHECK(f64_to_bits(NAN, EMILY_BF16) == 0x7fc0);
+    uint64_t c = f64_to_bits(-2.5, EMILY_C64);
+    float parts[2];
+    memcpy(parts, &c, 8);
+    CHECK(parts[0] == -2.5f && parts[1] == 0.0f && !signbit(parts[1]));
+}
+
+TEST(int_to_float_goes_through_double) {
+    int64_t s[3] = {INT64_MAX, 271, -(((int64_t)1 << 53) + 1)};
+    int64_t shape[1] = {3};
+    emily_tensor *t = t_from(EMILY_S64, 1, shape, s);
+    emily_tensor *f = convert(t, EMILY_F32), *b = convert(t, EMILY_BF16), *h = convert(t, EMILY_F16);
+    CHECK(t_get(f, 0) == 9223372036854775808.0);
+    CHECK(t_get(b, 1) == 270.0); /* 271 truncated to bf16 */
+    CHECK(isinf(t_get(h, 0)) && t_get(h, 1) == 271.0);
+    CHECK(t_get(f, 2) == -9007199254740992.0);
+    emily_tensor_release(f);
+    emily_tensor_release(b);
+    emily_tensor_release(h);
+    emily_tensor_release(t);
+    uint64_t u[2] = {UINT64_MAX, 3};
+    int64_t two[1] = {2};
+    t = t_from(EMILY_U64, 1, two, u);
+    emily_tensor *s8 = convert(t, EMILY_S8), *c = convert(t, EMILY_C128);
+    CHECK(t_get(s8, 0) == -1 && t_get(s8, 1) == 3);
+    CHECK(t_get(c, 0) == 18446744073709551616.0);
+    emily_tensor_release(s8);
+    emily_tensor_release(c);
+    emily_tensor_release(t);
+}
+
+TEST(complex_to_real_takes_the_real_part) {
+    float z[4] = {-3.75f, 9.0f, NAN, 1.0f};
+    int64_t two[1] = {2};
+    emily_tensor *t = t_from(EMILY_C64, 1, two, z);
+    emily_tensor *s = convert(t, EMILY_S32), *f = convert(t, EMILY_F64), *c = convert(t, EMILY_C128);
+    CHECK(t_get(s, 0) == -3 && t_get(s, 1) == 0);
+    CHECK(t_get(f, 0) == -3.75 && isnan(t_get(f, 1)));
+    double cz[4];
+    CHECK_OK(emily_to_binary(c, cz, sizeof cz));
+    CHECK(cz[0] == -3.75 && cz[1] == 9.0 && isnan(cz[2]) && cz[3] == 1.0);
+    emily_tensor_release(s);
+    emily_tensor_release(f);
+    emily_tensor_release(c);
+    emily_tensor_release(t);
+}
+
+/* Every pair of types on the same small values: converting there and
+ * back keeps values that both types hold exactly. */
+TEST(all_pairs_round_trip_small_values) {
+    double vals[6] = {0, 1, 2, 3, 100, 127};
+    int64_t shape[1] = {6};
+    emily_tensor *base = t_from(EMILY_F64, 1, shape, vals);
+    for (int a = 0; a < EMILY_DTYPE_COUNT; a++) {
+        emily_tensor *ta = convert(base, (emily_dtype)a);
+        for (int b = 0; ta && b < EMILY_DTYPE_COUNT; b++) {
+            emily_tensor *tb = convert(ta, (emily_dtype)b);
+            emily_tensor *back = tb ? convert(tb, EMILY_F64) : NULL;
+            for (int i = 0; back && i < 6; i++)
+                if (t_get(back, i) != vals[i]) {
+                    fprintf(stderr, "  %s -> %s: element %d is %g\n", emily_dtype_name((emily_dtype)a),
+                            emily_dtype_name((emily_dtype)b), i, t_get(back, i));
+                    CHECK(false);
+                    break;
+                }
+            emily_tensor_release(back);
+            emily_tensor_release(tb);
+        }
+        emily_tensor_release(ta);
+    }
+    emily_tensor_release(base);
+}
+
+TEST(strided_and_broadcast_inputs) {
+    /* a transposed 2x3 view of s16 data, and a zero-stride broadcast */
+    int16_t d[6] = {1, 2, 3, 4, 5, 6};
+    int64_t shape[2] = {2, 3};
+    emily_tensor *t = t_from(EMILY_S16, 2, shape, d);
+    int64_t tshape[2] = {3, 2}, tstrides[2] = {1, 3};
+    emily_tensor *tv = NULL, *bv = NULL, *rv = NULL;
+    CHECK_OK(emily_tensor_view(t, 2, tshape, tstrides, 0, &tv));
+    emily_tensor *r = convert(tv, EMILY_F32);
+    float want[6] = {1, 4, 2, 5, 3, 6};
+    float got[6];
+    CHECK_OK(emily_to_binary(r, got, sizeof got));
+    CHECK(memcmp(got, want, sizeof want) == 0);
+    emily_tensor_release(r);
+    int64_t bshape[2] = {4, 3}, bstrides[2] = {0, 1};
+    CHECK_OK(emily_tensor_view(t, 2, bshape, bstrides, 3, &bv)); /* row {4,5,6} x4 */
+    r = convert(bv, EMILY_U8);
+    uint8_t gb[12];
+    CHECK_OK(emily_to_binary(r, gb, sizeof gb));
+    CHECK(gb[0] == 4 && gb[2] == 6 && gb[9] == 4 && gb[11] == 6);
+    emily_tensor_release(r);
+    int64_t rshape[1] = {6}, rstrides[1] = {-1};
+    CHECK_OK(emily_tensor_view(t, 1, rshape, rstrides, 5, &rv)); /* reversed */
+    r = convert(rv, EMILY_C64);
+    CHECK(t_get(r, 0) == 6 && t_get(r, 5) == 1);
+    emily_tensor_release(r);
+    emily_tensor_release(tv);
+    emily_tensor_release(bv);
+    emily_tensor_release(rv);
+    emily_tensor_release(t);
+}
+
+TEST(sizes_scalars_and_identity) {
+    float x = 2.75f;
+    emily_tensor *t = t_from(EMILY_F32, 0, NULL, &x);
+    emily_tensor *same = convert(t, EMILY_F32);
+    CHECK(same == t); /* Nx returns the tensor itself */
+    emily_tensor_release(same);
+    emily_tensor *r = convert(t, EMILY_S8);
+    CHECK(emily_tensor_rank(r) == 0 && t_get(r, 0) == 2);
+    emily_tensor_release(r);
+    emily_tensor_release(t);
+    int64_t empty[2] = {0, 3};
+    emily_tensor *e = NULL;
+    CHECK_OK(emily_empty(EMILY_CPU, EMILY_BF16, 2, empty, &e));
+    r = convert(e, EMILY_C128);
+    CHECK(emily_tensor_size(r) == 0 && t_shape_is(r, 2, empty));
+    emily_tensor_release(r);
+    emily_tensor_release(e);
+    /* large enough for the threaded path, with values that wrap */
+    int64_t n[1] = {200003};
+    emily_tensor *big = NULL;
+    CHECK_OK(emily_iota(EMILY_CPU, EMILY_S32, 1, n, 0, &big));
+    r = convert(big, EMILY_U8);
+    uint8_t *v = malloc(200003);
+    CHECK_OK(emily_to_binary(r, v, 200003));
+    bool ok = true;
+    for (int64_t i = 0; i < n[0]; i++) ok = ok && v[i] == (uint8_t)i;
+    CHECK(ok);
+    free(v);
+    emily_tensor_release(r);
+    emily_tensor_release(big);
+}
+
+TEST(as_type_bad_input) {
+    float x = 1;
+    emily_tensor *t = t_from(EMILY_F32, 0, NULL, &x), *r = NULL;
+    CHECK_ERR(emily_as_type(NULL, EMILY_F32, &r), EMILY_ERR_ARGUMENT, "as_type: tensor is NULL");
+    CHECK_ERR(emily_as_type(t, EMILY_F32, NULL), EMILY_ERR_ARGUMENT, "as_type: output pointer is NULL");
+    CHECK_ERR(emily_as_type(t, (emily_dtype)14, &r), EMILY_ERR_TYPE, "as_type: invalid target type 14");
+    CHECK_ERR(emily_as_type(t, EMILY_DTYPE_AUTO, &r), EMILY_ERR_TYPE, "invalid target type");
+    CHECK(r == NULL);
+    emily_tensor_release(t);
+}
+
+TEST(bitcast_reinterprets) {
+    float f[2] = {1.0f, -0.0f};
+    int64_t two[1] = {2};
+    emily_tensor *t = t_from(EMILY_F32, 1, two, f), *r = NULL;
+    CHECK_OK(emily_bitcast(t, EMILY_U32, &r));
+    uint32_t u[2];
+    CHECK_OK(emily_to_binary(r, u, sizeof u));
+    CHECK(u[0] == 0x3f800000u && u[1] == 0x80000000u);
+    emily_tensor *back = NULL;
+    CHECK_OK(emily_bitcast(r, EMILY_S32, &back));
+    CHECK(t_get(back, 1) == (double)INT32_MIN);
+    emily_tensor_release(back);
+    emily_tensor_release(r);
+    /* a strided view keeps its element order */
+    int8_t s[4] = {0, -1, -2, -3};
+    int64_t four[1] = {4}, two_shape[1] = {2}, st[1] = {-2};
+    emily_tensor *s8 = t_from(EMILY_S8, 1, four, s), *view = NULL;
+    CHECK_OK(emily_tensor_view(s8, 1, two_shape, st, 3, &view)); /* {-3, -1} */
+    CHECK_OK(emily_bitcast(view, EMILY_U8, &r));
+    CHECK(t_get(r, 0) == 253 && t_get(r, 1) == 255);
+    emily_tensor_release(r);
+    emily_tensor_release(view);
+    emily_tensor_release(s8);
+    r = NULL;
+    CHECK_ERR(emily_bitcast(t, EMILY_F16, &r), EMILY_ERR_TYPE,
+              "bitcast: input type width must match the new type width, got f32 and f16");
+    CHECK_ERR(emily_bitcast(t, EMILY_C64, &r), EMILY_ERR_TYPE, "bitcast: complex types are not supported");
+    CHECK_ERR(emily_bitcast(NULL, EMILY_U32, &r), EMILY_ERR_ARGUMENT, "bitcast: tensor is NULL");
+    CHECK_ERR(emily_bitcast(t, EMILY_U32, NULL), EMILY_ERR_ARGUMENT, "bitcast");
+    CHECK_ERR(emily_bitcast(t, (emily_dtype)-5, &r), EMILY_ERR_TYPE, "invalid target type");
+    CHECK(r == NULL);
+    emily_tensor_release(t);
+}
+
+TEST(callbacks) {
+    int32_t v[2] = {-1, 300};
+    int64_t two[1] = {2};
+    emily_tensor *t = t_from(EMILY_S32, 1, two, v);
+    emily_value out = {.kind = EMILY_V_TEMPLATE, .dtype = EMILY_U8, .rank = 1, .shape = two};
+    emily_value arg = {.kind = EMILY_V_TENSOR, .tensor = t};
+    emily_dispatch_result r = {0};
+    for (int mode = 0; mode < 2; mode++) {
+        CHECK_OK(emily_dispatch("as_type", EMILY_CPU, &out, &arg, 1, (emily_dispatch_mode)mode, &r));
+        CHECK(r.n == 1 && t_get(r.tensors[0], 0) == 255 && t_get(r.tensors[0], 1) == 44);
+        emily_dispatch_result_release(&r);
+    }
+    out.dtype = EMILY_F32;
+    CHECK_OK(emily_dispatch("bitcast", EMILY_CPU, &out, &arg, 1, EMILY_DISPATCH_INFER, &r));
+    CHECK(r.n == 1 && emily_tensor_dtype(r.tensors[0]) == EMILY_F32 && isnan(t_get(r.tensors[0], 0)));
+    emily_dispatch_result_release(&r);
+    emily_value num = {.kind = EMILY_V_INT, .i = 3};
+    CHECK_ERR(emily_dispatch("as_type", EMILY_CPU, &out, &num, 1, EMILY_DISPATCH_RUN, &r),
+              EMILY_ERR_ARGUMENT, "as_type: argument 1 must be a tensor, got integer");
+    out.dtype = EMILY_F16;
+    CHECK_ERR(emily_dispatch("bitcast", EMILY_CPU, &out, &arg, 1, EMILY_DISPATCH_RUN, &r),
+              EMILY_ERR_TYPE, "got s32 and f16");
+    emily_tensor_release(t);
+}
+
+RUN_TESTS("convert", CASE(float_to_int_truncates_and_wraps), CASE(float_to_float_rounding),
+          CASE(int_to_float_goes_through_double), CASE(complex_to_real_takes_the_real_part),
+          CASE(all_pairs_round_trip_small_values), CASE(strided_and_broadcast_inputs),
+          CASE(sizes_scalars_and_identity), CASE(as_type_bad_input), CASE(bitcast_reinterprets),
+          CASE(callbacks))

@@ -1,0 +1,453 @@
+/* Unary ops: Nx's output types, per-element semantics (including the
+ * reference's quirks), integer wrapping, complex numbers, half types,
+ * strided inputs, the SIMD paths against a double reference, errors and
+ * the Nx callbacks. */
+#include <float.h>
+#include <stdlib.h>
+#include "core/tensor_impl.h"
+#include "harness.h"
+
+static emily_tensor *un(emily_unary_op op, const emily_tensor *t) {
+    emily_tensor *r = NULL;
+    CHECK_OK(emily_unary(op, t, &r));
+    return r;
+}
+
+/* op applied to one f64 value, read back as double */
+static double f64_op(emily_unary_op op, double x) {
+    emily_tensor *t = t_from(EMILY_F64, 0, NULL, &x);
+    emily_tensor *r = un(op, t);
+    double v = r ? t_get(r, 0) : NAN;
+    emily_tensor_release(r);
+    emily_tensor_release(t);
+    return v;
+}
+
+static bool same_bits(double a, double b) { return memcmp(&a, &b, sizeof a) == 0; }
+
+TEST(names_round_trip) {
+    for (int i = 0; i < EMILY_UNARY_OP_COUNT; i++) {
+        emily_unary_op op;
+        CHECK(emily_unary_op_from_name(emily_unary_op_name((emily_unary_op)i), &op) && op == (emily_unary_op)i);
+    }
+    CHECK(strcmp(emily_unary_op_name(EMILY_COUNT_LEADING_ZEROS), "count_leading_zeros") == 0);
+    CHECK(strcmp(emily_unary_op_name((emily_unary_op)99), "?") == 0);
+    emily_unary_op op;
+    CHECK(!emily_unary_op_from_name("add", &op));
+    CHECK(!emily_unary_op_from_name(NULL, &op));
+}
+
+TEST(output_types_follow_nx) {
+    struct { emily_unary_op op; emily_dtype in, out; } cases[] = {
+        {EMILY_EXP, EMILY_S32, EMILY_F32},     {EMILY_EXP, EMILY_U64, EMILY_F32},
+        {EMILY_EXP, EMILY_BF16, EMILY_BF16},   {EMILY_SQRT, EMILY_C128, EMILY_C128},
+        {EMILY_ERF_INV, EMILY_S8, EMILY_F32},  {EMILY_ABS, EMILY_C64, EMILY_F32},
+        {EMILY_ABS, EMILY_S16, EMILY_S16},     {EMILY_ABS, EMILY_U8, EMILY_U8},
+        {EMILY_CONJUGATE, EMILY_F64, EMILY_C128}, {EMILY_CONJUGATE, EMILY_F16, EMILY_C64},
+        {EMILY_CONJUGATE, EMILY_S64, EMILY_C64}, {EMILY_REAL, EMILY_C128, EMILY_F64},
+        {EMILY_REAL, EMILY_U8, EMILY_F32},     {EMILY_REAL, EMILY_BF16, EMILY_BF16},
+        {EMILY_IMAG, EMILY_S32, EMILY_F32},    {EMILY_IMAG, EMILY_F16, EMILY_F16},
+        {EMILY_PHASE, EMILY_C64, EMILY_F32},   {EMILY_PHASE, EMILY_S8, EMILY_F32},
+        {EMILY_IS_NAN, EMILY_C64, EMILY_U8},   {EMILY_LOGICAL_NOT, EMILY_F64, EMILY_U8},
+        {EMILY_NEGATE, EMILY_U32, EMILY_U32},  {EMILY_SIGN, EMILY_C64, EMILY_C64},
+        {EMILY_CEIL, EMILY_S32, EMILY_S32},    {EMILY_POPULATION_COUNT, EMILY_U16, EMILY_U16},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        emily_dtype out;
+        CHECK_OK(emily_unary_type(cases[i].op, cases[i].in, &out));
+        if (out != cases[i].out)
+            fprintf(stderr, "  %s(%s) gave %s\n", emily_unary_op_name(cases[i].op),
+                    emily_dtype_name(cases[i].in), emily_dtype_name(out));
+        CHECK(out == cases[i].out);
+    }
+    emily_dtype out;
+    CHECK_ERR(emily_unary_type(EMILY_BITWISE_NOT, EMILY_F32, &out), EMILY_ERR_TYPE,
+              "bitwise_not: expects an integer type, got f32");
+    CHECK(out == EMILY_DTYPE_AUTO);
+    CHECK_ERR(emily_unary_type(EMILY_COUNT_LEADING_ZEROS, EMILY_C64, &out), EMILY_ERR_TYPE, "integer");
+    CHECK_ERR(emily_unary_type(EMILY_ERF, EMILY_C64, &out), EMILY_ERR_TYPE,
+              "erf: complex type c64 is not supported");
+    CHECK_ERR(emily_unary_type(EMILY_ROUND, EMILY_C128, &out), EMILY_ERR_TYPE, "round: complex");
+    CHECK_ERR(emily_unary_type((emily_unary_op)-1, EMILY_F32, &out), EMILY_ERR_ARGUMENT, "unknown op");
+    CHECK_ERR(emily_unary_type(EMILY_EXP, (emily_dtype)30, &out), EMILY_ERR_TYPE, "exp: invalid input type");
+}
+
+TEST(real_functions_and_reference_quirks) {
+    CHECK(f64_op(EMILY_EXP, 1.0) == exp(1.0));
+    CHECK(f64_op(EMILY_EXP, -INFINITY) == 0.0);
+    /* expm1 and log1p are exp(x) - 1 and log(x + 1) in the reference */
+    CHECK(f64_op(EMILY_EXPM1, 1e-10) == exp(1e-10) - 1.0);
+    CHECK(f64_op(EMILY_EXPM1, -INFINITY) == -1.0);
+    CHECK(f64_op(EMILY_LOG1P, 1e-12) == log(1e-12 + 1.0));
+    CHECK(f64_op(EMILY_LOG, 0.0) == -INFINITY && f64_op(EMILY_LOG, -0.0) == -INFINITY);
+    CHECK(isnan(f64_op(EMILY_LOG, -1.0)));
+    CHECK(f64_op(EMILY_SIGMOID, 0.0) == 0.5 && f64_op(EMILY_SIGMOID, -INFINITY) == 0.0);
+    CHECK(f64_op(EMILY_SIGMOID, INFINITY) == 1.0);
+    CHECK(isnan(f64_op(EMILY_TANH, INFINITY)) && isnan(f64_op(EMILY_TANH, -INFINITY)));
+    CHECK(f64_op(EMILY_TANH, 0.5) == tanh(0.5));
+    CHECK(isnan(f64_op(EMILY_SIN, INFINITY)) && isnan(f64_op(EMILY_TAN, -INFINITY)));
+    CHECK(f64_op(EMILY_ATAN, INFINITY) == M_PI / 2);
+    CHECK(f64_op(EMILY_COSH, -INFINITY) == INFINITY && f64_op(EMILY_SINH, -INFINITY) == -INFINITY);
+    CHECK(f64_op(EMILY_RSQRT, 4.0) == 0.5 && f64_op(EMILY_RSQRT, INFINITY) == 0.0);
+    CHECK(f64_op(EMILY_CBRT, -8.0) == -2.0 && f64_op(EMILY_CBRT, 27.0) == pow(27.0, 1.0 / 3.0));
+    CHECK(same_bits(f64_op(EMILY_CBRT, -0.0), 0.0));
+    CHECK(f64_op(EMILY_ERF, INFINITY) == 1.0 && f64_op(EMILY_ERFC, -INFINITY) == 2.0);
+    CHECK(fabs(f64_op(EMILY_ERF_INV, 0.5) - 0.4769362762044699) < 1e-6);
+    CHECK(fabs(f64_op(EMILY_ERF_INV, -0.999) + 2.326753765513524) < 1e-5);
+    CHECK(f64_op(EMILY_ERF_INV, 1.0) == INFINITY && f64_op(EMILY_ERF_INV, -1.0) == -INFINITY);
+    CHECK(same_bits(f64_op(EMILY_ERF_INV, -0.0), 0.0));
+    CHECK(isnan(f64_op(EMILY_ERF_INV, 1.5)) && isnan(f64_op(EMILY_ERF_INV, NAN)));
+    /* sign: NaN and both infinities are 1; -0.0 stays */
+    CHECK(f64_op(EMILY_SIGN, NAN) == 1.0 && f64_op(EMILY_SIGN, -INFINITY) == 1.0);
+    CHECK(f64_op(EMILY_SIGN, -3.0) == -1.0 && same_bits(f64_op(EMILY_SIGN, -0.0), -0.0));
+    /* round half away from zero, never -0.0; ceil keeps -0.0 */
+    CHECK(f64_op(EMILY_ROUND, 2.5) == 3.0 && f64_op(EMILY_ROUND, -2.5) == -3.0);
+    CHECK(same_bits(f64_op(EMILY_ROUND, -0.4), 0.0) && same_bits(f64_op(EMILY_ROUND, -0.0), 0.0));
+    CHECK(same_bits(f64_op(EMILY_CEIL, -0.5), -0.0) && f64_op(EMILY_FLOOR, -0.5) == -1.0);
+    CHECK(same_bits(f64_op(EMILY_NEGATE, 0.0), -0.0) && same_bits(f64_op(EMILY_ABS, -0.0), 0.0));
+    CHECK(f64_op(EMILY_PHASE, -2.0) == M_PI && same_bits(f64_op(EMILY_PHASE, 3.0), 0.0));
+    CHECK(f64_op(EMILY_PHASE, -0.0) == M_PI && isnan(f64_op(EMILY_PHASE, NAN)));
+    CHECK(f64_op(EMILY_IS_NAN, NAN) == 1 && f64_op(EMILY_IS_NAN, INFINITY) == 0);
+    CHECK(f64_op(EMILY_IS_INFINITY, -INFINITY) == 1 && f64_op(EMILY_IS_INFINITY, NAN) == 0);
+    CHECK(f64_op(EMILY_LOGICAL_NOT, -0.0) == 1 && f64_op(EMILY_LOGICAL_NOT, NAN) == 0);
+}
+
+TEST(integers_wrap) {
+    int8_t s[5] = {-128, -1, 0, 1, 127};
+    int64_t five[1] = {5};
+    emily_tensor *t = t_from(EMILY_S8, 1, five, s);
+    emily_tensor *a = un(EMILY_ABS, t), *n = un(EMILY_NEGATE, t), *g = un(EMILY_SIGN, t);
+    emily_tensor *b = un(EMILY_BITWISE_NOT, t), *c = un(EMILY_COUNT_LEADING_ZEROS, t);
+    emily_tensor *p = un(EMILY_POPULATION_COUNT, t), *e = un(EMILY_EXP, t), *l = un(EMILY_LOGICAL_NOT, t);
+    double wa[5] = {-128, 1, 0, 1, 127}, wn[5] = {-128, 1, 0, -1, -127}, wg[5] = {-1, -1, 0, 1, 1};
+    double wb[5] = {127, 0, -1, -2, -128}, wc[5] = {0, 0, 8, 7, 1}, wp[5] = {1, 8, 0, 1, 7};
+    for (int i = 0; i < 5; i++) {
+        CHECK(t_get(a, i) == wa[i] && t_get(n, i) == wn[i] && t_get(g, i) == wg[i]);
+        CHECK(t_get(b, i) == wb[i] && t_get(c, i) == wc[i] && t_get(p, i) == wp[i]);
+        CHECK(t_get(e, i) == (double)(float)exp(s[i]));
+        CHECK(t_get(l, i) == (s[i] == 0));
+    }
+    CHECK(emily_tensor_dtype(e) == EMILY_F32 && emily_tensor_dtype(l) == EMILY_U8);
+    emily_tensor *ts[8] = {a, n, g, b, c, p, e, l};
+    for (int i = 0; i < 8; i++) emily_tensor_release(ts[i]);
+    emily_tensor_release(t);
+    uint16_t u[3] = {0, 5, 0x8000};
+    int64_t three[1] = {3};
+    t = t_from(EMILY_U16, 1, three, u);
+    n = un(EMILY_NEGATE, t);
+    c = un(EMILY_COUNT_LEADING_ZEROS, t);
+    g = un(EMILY_SIGN, t);
+    CHECK(t_get(n, 1) == 65531 && t_get(n, 2) == 0x8000 && t_get(n, 0) == 0);
+    CHECK(t_get(c, 0) == 16 && t_get(c, 1) == 13 && t_get(c, 2) == 0);
+    CHECK(t_get(g, 0) == 0 && t_get(g, 2) == 1);
+    emily_tensor_release(n);
+    emily_tensor_release(c);
+    emily_tensor_release(g);
+    emily_tensor_release(t);
+    int64_t big[2] = {INT64_MIN, -1};
+    int64_t two[1] = {2};
+    t = t_from(EMILY_S64, 1, two, big);
+    c = un(EMILY_COUNT_LEADING_ZEROS, t);
+    p = un(EMILY_POPULATION_COUNT, t);
+    a = un(EMILY_ABS, t);
+    CHECK(t_get(c, 0) == 0 && t_get(p, 0) == 1 && t_get(p, 1) == 64);
+    CHECK(t_get(a, 0) == (double)INT64_MIN && t_get(a, 1) == 1);
+    emily_tensor_release(c);
+    emily_tensor_release(p);
+    emily_tensor_release(a);
+    emily_tensor_release(t);
+}
+
+TEST(identity_and_constant_cases) {
+    uint8_t u[2] = {3, 250};
+    int32_t s[2] = {-7, 9};
+    float f[2] = {1.5f, NAN};
+    int64_t two[1] = {2};
+    emily_tensor *tu = t_from(EMILY_U8, 1, two, u), *ts = t_from(EMILY_S32, 1, two, s);
+    emily_tensor *tf = t_from(EMILY_F32, 1, two, f);
+    emily_tensor *r = un(EMILY_ABS, tu);
+    CHECK(r == tu);
+    emily_tensor_release(r);
+    r = un(EMILY_FLOOR, ts);
+    CHECK(r == ts);
+    emily_tensor_release(r);
+    r = un(EMILY_REAL, tf);
+    CHECK(r == tf);
+    emily_tensor_release(r);
+    r = un(EMILY_REAL, ts);
+    CHECK(emily_tensor_dtype(r) == EMILY_F32 && t_get(r, 0) == -7);
+    emily_tensor_release(r);
+    r = un(EMILY_IMAG, tf);
+    CHECK(emily_tensor_dtype(r) == EMILY_F32 && t_get(r, 1) == 0 && !signbit(t_get(r, 1)));
+    emily_tensor_release(r);
+    r = un(EMILY_IS_NAN, ts);
+    CHECK(emily_tensor_dtype(r) == EMILY_U8 && t_get(r, 0) == 0 && t_get(r, 1) == 0);
+    emily_tensor_release(r);
+    r = un(EMILY_IS_INFINITY, tu);
+    CHECK(t_get(r, 1) == 0);
+    emily_tensor_release(r);
+    emily_tensor_release(tu);
+    emily_tensor_release(ts);
+    emily_tensor_release(tf);
+}
+
+TEST(complex_numbers) {
+    float z[8] = {3, 4, NAN, 1, 0, 0, -1, -0.0f};
+    int64_t four[1] = {4};
+    emily_tensor *t = t_from(EMILY_C64, 1, four, z);
+    emily_tensor *a = un(EMILY_ABS, t), *ph = un(EMILY_PHASE, t), *re = un(EMILY_REAL, t);
+    emily_tensor *im = un(EMILY_IMAG, t), *nan = un(EMILY_IS_NAN, t), *ln = un(EMILY_LOGICAL_NOT, t);
+    emily_tensor *sg = un(EMILY_SIGN, t), *cj = un(EMILY_CONJUGATE, t), *ng = un(EMILY_NEGATE, t);
+    CHECK(emily_tensor_dtype(a) == EMILY_F32 && t_get(a, 0) == 5);
+    CHECK(isinf(t_get(a, 1))); /* NaN with a finite part: infinity, like the reference */
+    CHECK(t_get(a, 2) == 0 && t_get(a, 3) == 1);
+    CHECK(t_get(ph, 3) == (double)(float)-M_PI && t_get(ph, 2) == 0);
+    CHECK(t_get(re, 0) == 3 && t_get(im, 0) == 4);
+    CHECK(t_get(nan, 1) == 1 && t_get(nan, 0) == 0 && t_get(ln, 2) == 1 && t_get(ln, 3) == 0);
+    float out[8];
+    CHECK_OK(emily_to_binary(sg, out, sizeof out));
+    CHECK(out[0] == 1 && out[1] == 0 && out[4] == 1 && out[5] == 0);
+    CHECK_OK(emily_to_binary(cj, out, sizeof out));
+    CHECK(out[0] == 3 && out[1] == -4 && out[6] == -1 && out[7] == 0 && !signbit(out[7]));
+    CHECK_OK(emily_to_binary(ng, out, sizeof out));
+    CHECK(out[0] == -3 && out[1] == -4 && same_bits(out[5], -0.0));
+    emily_tensor *ts[9] = {a, ph, re, im, nan, ln, sg, cj, ng};
+    for (int i = 0; i < 9; i++) emily_tensor_release(ts[i]);
+    emily_tensor_release(t);
+    /* exp(i*pi) = -1, sqrt(-4) = 2i, log(-1) = i*pi, in c128 */
+    double w[6] = {0, M_PI, -4, 0, -1, 0};
+    int64_t three[1] = {3};
+    t = t_from(EMILY_C128, 1, three, w);
+    emily_tensor *e = un(EMILY_EXP, t), *s = un(EMILY_SQRT, t), *l = un(EMILY_LOG, t);
+    double o[6];
+    CHECK_OK(emily_to_binary(e, o, sizeof o));
+    CHECK(o[0] == -1.0 && fabs(o[1]) < 1e-15);
+    CHECK_OK(emily_to_binary(s, o, sizeof o));
+    CHECK(o[2] == 0 && o[3] == 2);
+    CHECK_OK(emily_to_binary(l, o, sizeof o));
+    CHECK(o[4] == 0 && o[5] == M_PI);
+    emily_tensor_release(e);
+    emily_tensor_release(s);
+    emily_tensor_release(l);
+    emily_tensor_release(t);
+}
+
+TEST(conjugate_of_reals) {
+    float f[3] = {2, NAN, -INFINITY};
+    int64_t three[1] = {3};
+    emily_tensor *t = t_from(EMILY_F32, 1, three, f);
+    emily_tensor *c = un(EMILY_CONJUGATE, t);
+    float o[6];
+    CHECK(emily_tensor_dtype(c) == EMILY_C64);
+    CHECK_OK(emily_to_binary(c, o, sizeof o));
+    /* numbers get -0.0; the reference's NaN/infinity atoms get +0.0 */
+    CHECK(o[0] == 2 && same_bits(o[1], -0.0) && isnan(o[2]) && same_bits(o[3], 0.0));
+    CHECK(o[4] == -INFINITY && same_bits(o[5], 0.0));
+    emily_tensor_release(c);
+    emily_tensor_release(t);
+    int16_t s[1] = {-3};
+    int64_t one[1] = {1};
+    t = t_from(EMILY_S16, 1, one, s);
+    c = un(EMILY_CONJUGATE, t);
+    CHECK_OK(emily_to_binary(c, o, 8));
+    CHECK(o[0] == -3 && same_bits(o[1], -0.0));
+    emily_tensor_release(c);
+    emily_tensor_release(t);
+}
+
+TEST(half_types_round_once) {
+    uint16_t h[3] = {emily_f64_to_f16(2.0), 0x7c00, emily_f64_to_f16(-1.0)};
+    int64_t three[1] = {3};
+    emily_tensor *t = t_from(EMILY_F16, 1, three, h);
+    emily_tensor *s = un(EMILY_SQRT, t), *th = un(EMILY_TANH, t);
+    CHECK(emily_tensor_dtype(s) == EMILY_F16);
+    CHECK(t_get(s, 0) == emily_f16_to_f32(emily_f64_to_f16(sqrt(2.0))));
+    CHECK(isinf(t_get(s, 1)) && isnan(t_get(s, 2)) && isnan(t_get(th, 1)));
+    emily_tensor_release(s);
+    emily_tensor_release(th);
+    emily_tensor_release(t);
+    uint16_t b[2] = {0x3f80, 0x4000}; /* bf16 1, 2 */
+    int64_t two[1] = {2};
+    t = t_from(EMILY_BF16, 1, two, b);
+    emily_tensor *e = un(EMILY_EXP, t);
+    uint16_t o[2];
+    CHECK_OK(emily_to_binary(e, o, sizeof o));
+    CHECK(o[0] == emily_f32_to_bf16((float)exp(1.0)) && o[1] == emily_f32_to_bf16((float)exp(2.0)));
+    CHECK(o[0] == 0x402d); /* 2.71875: truncated, not rounded to 0x402e */
+    emily_tensor_release(e);
+    emily_tensor_release(t);
+}
+
+TEST(strided_inputs) {
+    double d[6] = {0.5, 1, 2, 3, 4, 5};
+    int64_t shape[2] = {2, 3};
+    emily_tensor *t = t_from(EMILY_F64, 2, shape, d), *tv = NULL, *bv = NULL;
+    int64_t tshape[2] = {3, 2}, tstrides[2] = {1, 3};
+    CHECK_OK(emily_tensor_view(t, 2, tshape, tstrides, 0, &tv));
+    emily_tensor *r = un(EMILY_SQRT, tv);
+    double want[6] = {sqrt(0.5), sqrt(3), 1, 2, sqrt(2), sqrt(5)};
+    for (int i = 0; i < 6; i++) CHECK(t_get(r, i) == want[i]);
+    emily_tensor_release(r);
+    int64_t bshape[3] = {2, 2, 3}, bstrides[3] = {0, 3, 1};
+    CHECK_OK(emily_tensor_view(t, 3, bshape, bstrides, 0, &bv));
+    r = un(EMILY_NEGATE, bv);
+    CHECK(t_get(r, 0) == -0.5 && t_get(r, 6) == -0.5 && t_get(r, 11) == -5);
+    emily_tensor_release(r);
+    /* a strided f32 view of a long line (no SIMD, threaded) */
+    int64_t n[1] = {100000};
+    emily_tensor *big = NULL, *bigf = NULL, *half = NULL;
+    CHECK_OK(emily_iota(EMILY_CPU, EMILY_F32, 1, n, 0, &big));
+    int64_t hshape[1] = {50000}, hstr[1] = {-2};
+    CHECK_OK(emily_tensor_view(big, 1, hshape, hstr, 99999, &half));
+    bigf = un(EMILY_LOG, half);
+    CHECK(t_get(bigf, 0) == (double)(float)log(99999.0) && t_get(bigf, 49999) == (double)(float)log(1.0));
+    emily_tensor_release(bigf);
+    emily_tensor_release(half);
+    emily_tensor_release(big);
+    emily_tensor_release(tv);
+    emily_tensor_release(bv);
+    emily_tensor_release(t);
+}
+
+TEST(zero_size_and_scalars) {
+    int64_t empty[3] = {2, 0, 2};
+    emily_tensor *t = NULL;
+    CHECK_OK(emily_empty(EMILY_CPU, EMILY_C64, 3, empty, &t));
+    for (int op = 0; op < EMILY_UNARY_OP_COUNT; op++) {
+        emily_dtype out;
+        if (emily_unary_type((emily_unary_op)op, EMILY_C64, &out)) continue;
+        emily_tensor *r = un((emily_unary_op)op, t);
+        CHECK(r && emily_tensor_size(r) == 0 && t_shape_is(r, 3, empty) && emily_tensor_dtype(r) == out);
+        emily_tensor_release(r);
+    }
+    emily_tensor_release(t);
+    /* every op on every type it accepts, at rank 0 */
+    for (int dt = 0; dt < EMILY_DTYPE_COUNT; dt++) {
+        emily_tensor *s = NULL;
+        CHECK_OK(emily_constant(EMILY_CPU, (emily_dtype)dt, 0, NULL, emily_scalar_int(1), &s));
+        for (int op = 0; op < EMILY_UNARY_OP_COUNT; op++) {
+            emily_dtype out;
+            if (emily_unary_type((emily_unary_op)op, (emily_dtype)dt, &out)) continue;
+            emily_tensor *r = NULL;
+            emily_status st = emily_unary((emily_unary_op)op, s, &r);
+            if (st || !r || emily_tensor_dtype(r) != out || emily_tensor_rank(r) != 0) {
+                fprintf(stderr, "  %s(%s): %s\n", emily_unary_op_name((emily_unary_op)op),
+                        emily_dtype_name((emily_dtype)dt), st ? emily_last_error() : "wrong output");
+                CHECK(false);
+            }
+            emily_tensor_release(r);
+        }
+        emily_tensor_release(s);
+    }
+}
+
+/* f32 results against the double computation rounded once, in ULPs */
+static int64_t ulp_diff(float a, float b) {
+    if (isnan(a) || isnan(b)) return isnan(a) && isnan(b) ? 0 : INT32_MAX;
+    if (isinf(a) || isinf(b)) return a == b ? 0 : INT32_MAX;
+    int32_t ia, ib;
+    memcpy(&ia, &a, 4);
+    memcpy(&ib, &b, 4);
+    int64_t oa = ia < 0 ? -(int64_t)(ia & 0x7fffffff) : ia, ob = ib < 0 ? -(int64_t)(ib & 0x7fffffff) : ib;
+    return oa > ob ? oa - ob : ob - oa;
+}
+
+static double ref_op(emily_unary_op op, double x) {
+    switch (op) {
+    case EMILY_EXP: return exp(x);
+    case EMILY_TANH: return isinf(x) ? NAN : tanh(x);
+    case EMILY_LOG: return log(x);
+    case EMILY_SIN: return sin(x);
+    case EMILY_COS: return cos(x);
+    case EMILY_SIGMOID: return 1.0 / (1.0 + exp(-x));
+    case EMILY_SQRT: return sqrt(x);
+    case EMILY_ERF: return erf(x);
+    default: return NAN;
+    }
+}
+
+TEST(f32_fast_paths_match_the_double_reference) {
+    /* long lines (SIMD + threads) and short tails of every length */
+    emily_unary_op ops[] = {EMILY_EXP, EMILY_TANH, EMILY_LOG, EMILY_SIN, EMILY_COS, EMILY_SIGMOID,
+                            EMILY_SQRT, EMILY_ERF};
+    int64_t n = 70001;
+    float *x = malloc((size_t)n * sizeof *x), *y = malloc((size_t)n * sizeof *y);
+    uint32_t seed = 12345;
+    for (int64_t i = 0; i < n; i++) {
+        seed = seed * 1664525u + 1013904223u;
+        x[i] = ((float)(seed >> 8) / 16777216.0f - 0.5f) * 200.0f; /* [-100, 100) */
+        if (i % 7 == 0) x[i] *= 1e-6f;
+    }
+    float specials[] = {NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 88.7f, -103.5f, 1e-40f, -1e-40f,
+                        FLT_MAX, -FLT_MAX, 0.5f, -9.0f, 9.0f};
+    for (size_t k = 0; k < sizeof specials / sizeof *specials; k++) x[(int64_t)k * 997 + 3] = specials[k];
+    for (size_t o = 0; o < sizeof ops / sizeof *ops; o++) {
+        for (int64_t len = 1;; len = len < 40 ? len + 1 : len * 13 < n ? len * 13 : n) {
+            int64_t shape[1] = {len};
+            emily_tensor *t = t_from(EMILY_F32, 1, shape, x);
+            emily_tensor *r = un(ops[o], t);
+            if (r) CHECK_OK(emily_to_binary(r, y, (size_t)shape[0] * 4));
+            int64_t worst = 0, at = 0;
+            for (int64_t i = 0; r && i < shape[0]; i++) {
+                int64_t d = ulp_diff(y[i], (float)ref_op(ops[o], x[i]));
+                if (d > worst) worst = d, at = i;
+            }
+            if (worst > 2)
+                fprintf(stderr, "  %s n=%lld: %lld ulp at x=%.9g (got %.9g want %.9g)\n",
+                        emily_unary_op_name(ops[o]), (long long)shape[0], (long long)worst, x[at], y[at],
+                        (float)ref_op(ops[o], x[at]));
+            CHECK(worst <= 2);
+            emily_tensor_release(r);
+            emily_tensor_release(t);
+            if (len == n) break;
+        }
+    }
+    free(x);
+    free(y);
+}
+
+TEST(bad_input) {
+    float f = 1;
+    emily_tensor *t = t_from(EMILY_F32, 0, NULL, &f), *r = NULL;
+    CHECK_ERR(emily_unary(EMILY_BITWISE_NOT, t, &r), EMILY_ERR_TYPE, "bitwise_not: expects an integer type, got f32");
+    CHECK_ERR(emily_unary(EMILY_EXP, NULL, &r), EMILY_ERR_ARGUMENT, "exp: tensor is NULL");
+    CHECK_ERR(emily_unary(EMILY_EXP, t, NULL), EMILY_ERR_ARGUMENT, "output pointer is NULL");
+    CHECK_ERR(emily_unary((emily_unary_op)EMILY_UNARY_OP_COUNT, t, &r), EMILY_ERR_ARGUMENT, "unknown op");
+    CHECK(r == NULL);
+    emily_tensor_release(t);
+    float z[2] = {1, 1};
+    t = t_from(EMILY_C64, 0, NULL, z);
+    CHECK_ERR(emily_unary(EMILY_ERFC, t, &r), EMILY_ERR_TYPE, "erfc: complex type c64 is not supported");
+    CHECK_ERR(emily_unary(EMILY_CEIL, t, &r), EMILY_ERR_TYPE, "ceil");
+    emily_tensor_release(t);
+}
+
+TEST(callbacks) {
+    float v[2] = {-1, 4};
+    int64_t two[1] = {2};
+    emily_tensor *t = t_from(EMILY_F32, 1, two, v);
+    emily_value out = {.kind = EMILY_V_TEMPLATE, .dtype = EMILY_F32, .rank = 1, .shape = two};
+    emily_value arg = {.kind = EMILY_V_TENSOR, .tensor = t};
+    emily_dispatch_result r = {0};
+    CHECK_OK(emily_dispatch("sqrt", EMILY_CPU, &out, &arg, 1, EMILY_DISPATCH_INFER, &r));
+    CHECK(r.n == 1 && isnan(t_get(r.tensors[0], 0)) && t_get(r.tensors[0], 1) == 2);
+    emily_dispatch_result_release(&r);
+    out.dtype = EMILY_U8;
+    CHECK_OK(emily_dispatch("logical_not", EMILY_CPU, &out, &arg, 1, EMILY_DISPATCH_RUN, &r));
+    emily_dispatch_result_release(&r);
+    /* RUN mode checks the template: abs of f32 is not u8 */
+    CHECK_ERR(emily_dispatch("abs", EMILY_CPU, &out, &arg, 1, EMILY_DISPATCH_RUN, &r),
+              EMILY_ERR_INTERNAL, "abs: output 0 is f32{2} but Nx expects u8{2}");
+    CHECK_ERR(emily_dispatch("population_count", EMILY_CPU, &out, &arg, 1, EMILY_DISPATCH_RUN, &r),
+              EMILY_ERR_TYPE, "population_count: expects an integer type, got f32");
+    emily_value two_args[2] = {arg, arg};
+    CHECK_ERR(emily_dispatch("exp", EMILY_CPU, &out, two_args, 2, EMILY_DISPATCH_RUN, &r),
+              EMILY_ERR_ARGUMENT, "exp: expected 1 to 1 arguments, got 2");
+    emily_tensor_release(t);
+}
+
+RUN_TESTS("unary", CASE(names_round_trip), CASE(output_types_follow_nx),
+          CASE(real_functions_and_reference_quirks), CASE(integers_wrap),
+          CASE(identity_and_constant_cases), CASE(complex_numbers), CASE(conjugate_of_reals),
+          CASE(half_types_round_once), CASE(strided_inputs), CASE(zero_size_and_scalars),
+          CASE(f32_fast_paths_match_the_double_reference), CASE(bad_input), CASE(callbacks))
