@@ -1,0 +1,209 @@
+/* select and clip: predicates of every kind, broadcasting, type merge,
+ * NaN handling, strided inputs, errors. */
+#include <stdint.h>
+#include <stdlib.h>
+#include "harness.h"
+#include "core/tensor_impl.h"
+
+#define VEC(dt, ctype, ...)                                                                \
+    t_from(dt, 1, (int64_t[]){sizeof((ctype[]){__VA_ARGS__}) / sizeof(ctype)},             \
+           (ctype[]){__VA_ARGS__})
+#define SCALAR(dt, ctype, v) t_from(dt, 0, NULL, (ctype[]){v})
+/* Complex: (re, im) pairs. */
+#define CVEC(dt, ctype, ...)                                                               \
+    t_from(dt, 1, (int64_t[]){sizeof((ctype[]){__VA_ARGS__}) / sizeof(ctype) / 2},         \
+           (ctype[]){__VA_ARGS__})
+
+/* Checks r's dtype and raw bytes, then releases r. */
+static void expect_bytes(emily_tensor *r, emily_dtype dt, const void *want, size_t nbytes, int line) {
+    unsigned char got[256];
+    if (!r || emily_tensor_dtype(r) != dt || emily_tensor_nbytes(r) != nbytes || nbytes > sizeof got ||
+        emily_to_binary(r, got, nbytes) || memcmp(got, want, nbytes)) {
+        fprintf(stderr, "  FAIL line %d: unexpected result (%s)\n", line,
+                r ? emily_dtype_name(emily_tensor_dtype(r)) : emily_last_error());
+        harness_failures++;
+    }
+    emily_tensor_release(r);
+}
+#define EXPECT_T(r, dt, ctype, ...)                                                         \
+    expect_bytes(r, dt, (ctype[]){__VA_ARGS__}, sizeof((ctype[]){__VA_ARGS__}), __LINE__)
+
+static emily_tensor *sel(emily_tensor *p, emily_tensor *t, emily_tensor *f, emily_dtype out_type) {
+    emily_tensor *r = NULL;
+    if (emily_select(p, t, f, out_type, &r)) {
+        fprintf(stderr, "  select: %s\n", emily_last_error());
+        harness_failures++;
+    }
+    emily_tensor_release(p);
+    emily_tensor_release(t);
+    emily_tensor_release(f);
+    return r;
+}
+
+static emily_tensor *clip(emily_tensor *x, emily_tensor *lo, emily_tensor *hi) {
+    emily_tensor *r = NULL;
+    if (emily_clip(x, lo, hi, EMILY_DTYPE_AUTO, &r)) {
+        fprintf(stderr, "  clip: %s\n", emily_last_error());
+        harness_failures++;
+    }
+    emily_tensor_release(x);
+    emily_tensor_release(lo);
+    emily_tensor_release(hi);
+    return r;
+}
+
+TEST(select_predicates_of_every_kind) {
+    EXPECT_T(sel(VEC(EMILY_U8, uint8_t, 1, 0, 2), VEC(EMILY_S32, int32_t, 1, 2, 3),
+                 VEC(EMILY_S32, int32_t, -1, -2, -3), EMILY_DTYPE_AUTO),
+             EMILY_S32, int32_t, 1, -2, 3);
+    /* float predicates: NaN is true, -0.0 false */
+    EXPECT_T(sel(VEC(EMILY_F32, float, NAN, -0.0f, 0.5f), VEC(EMILY_U8, uint8_t, 1, 1, 1),
+                 VEC(EMILY_U8, uint8_t, 0, 0, 0), EMILY_DTYPE_AUTO),
+             EMILY_U8, uint8_t, 1, 0, 1);
+    EXPECT_T(sel(VEC(EMILY_F16, uint16_t, 0x8000, 0x7e00, 0x0001), VEC(EMILY_U8, uint8_t, 1, 1, 1),
+                 VEC(EMILY_U8, uint8_t, 0, 0, 0), EMILY_DTYPE_AUTO),
+             EMILY_U8, uint8_t, 0, 1, 1);
+    EXPECT_T(sel(VEC(EMILY_S64, int64_t, INT64_MIN, 0), VEC(EMILY_U8, uint8_t, 1, 1),
+                 VEC(EMILY_U8, uint8_t, 0, 0), EMILY_DTYPE_AUTO),
+             EMILY_U8, uint8_t, 1, 0);
+    /* complex predicate: a nonzero imaginary part is true */
+    EXPECT_T(sel(CVEC(EMILY_C64, float, 0, 1, 0, 0), VEC(EMILY_U8, uint8_t, 1, 1),
+                 VEC(EMILY_U8, uint8_t, 0, 0), EMILY_DTYPE_AUTO),
+             EMILY_U8, uint8_t, 1, 0);
+}
+
+TEST(select_types_and_broadcasting) {
+    /* branches merge: s32 and f32 give f32 */
+    EXPECT_T(sel(VEC(EMILY_U8, uint8_t, 1, 0), VEC(EMILY_S32, int32_t, 7, 7), SCALAR(EMILY_F32, float, 0.5f),
+                 EMILY_DTYPE_AUTO),
+             EMILY_F32, float, 7.0f, 0.5f);
+    /* the template's type wins (a number branch typed by value) */
+    EXPECT_T(sel(VEC(EMILY_U8, uint8_t, 1, 0), VEC(EMILY_U8, uint8_t, 200, 201), SCALAR(EMILY_S32, int32_t, 3),
+                 EMILY_U8),
+             EMILY_U8, uint8_t, 200, 3);
+    /* a scalar predicate picks a whole (broadcast) branch */
+    emily_tensor *r = sel(SCALAR(EMILY_U8, uint8_t, 0), VEC(EMILY_F64, double, 1, 2, 3),
+                          t_from(EMILY_F64, 2, (int64_t[]){2, 1}, (double[]){8, 9}), EMILY_DTYPE_AUTO);
+    CHECK(r && t_shape_is(r, 2, (int64_t[]){2, 3}));
+    EXPECT_T(r, EMILY_F64, double, 8, 8, 8, 9, 9, 9);
+    /* a full predicate with broadcast branches */
+    r = sel(t_from(EMILY_U8, 2, (int64_t[]){2, 2}, (uint8_t[]){1, 0, 0, 1}), CVEC(EMILY_C128, double, 1, 2, 3, 4),
+            t_from(EMILY_C128, 0, NULL, (double[]){0, 0}), EMILY_DTYPE_AUTO);
+    EXPECT_T(r, EMILY_C128, double, 1, 2, 0, 0, 0, 0, 3, 4);
+}
+
+TEST(select_of_128_bit_elements_and_views) {
+    emily_tensor *p = VEC(EMILY_U8, uint8_t, 1, 0, 1);
+    emily_tensor *t = CVEC(EMILY_C128, double, 1, -1, 2, -2, 3, -3);
+    emily_tensor *f = t_from(EMILY_C128, 0, NULL, (double[]){0, 0});
+    emily_tensor *r = NULL;
+    CHECK_OK(emily_select(p, t, f, EMILY_DTYPE_AUTO, &r));
+    EXPECT_T(r, EMILY_C128, double, 1, -1, 0, 0, 3, -3);
+    /* reversed predicate and branch views */
+    emily_tensor *prev = NULL, *trev = NULL;
+    CHECK_OK(emily_tensor_view(p, 1, (int64_t[]){3}, (int64_t[]){-1}, 2, &prev));
+    CHECK_OK(emily_tensor_view(t, 1, (int64_t[]){3}, (int64_t[]){-1}, 2, &trev));
+    r = NULL;
+    CHECK_OK(emily_select(prev, trev, f, EMILY_DTYPE_AUTO, &r));
+    EXPECT_T(r, EMILY_C128, double, 3, -3, 0, 0, 1, -1);
+    emily_tensor_release(prev);
+    emily_tensor_release(trev);
+    emily_tensor_release(p);
+    emily_tensor_release(t);
+    emily_tensor_release(f);
+}
+
+TEST(select_large_threaded) {
+    const int64_t n = 100003;
+    uint8_t *pd = malloc((size_t)n);
+    int32_t *x = malloc(sizeof(int32_t) * (size_t)n), *got = malloc(sizeof(int32_t) * (size_t)n);
+    if (!pd || !x || !got) { free(pd); free(x); free(got); CHECK(0); return; }
+    for (int64_t i = 0; i < n; i++) { pd[i] = (uint8_t)(i % 3 == 0); x[i] = (int32_t)i; }
+    emily_tensor *p = t_from(EMILY_U8, 1, &n, pd), *t = t_from(EMILY_S32, 1, &n, x);
+    emily_tensor *f = SCALAR(EMILY_S32, int32_t, -1), *r = NULL;
+    CHECK_OK(emily_select(p, t, f, EMILY_DTYPE_AUTO, &r));
+    CHECK_OK(emily_to_binary(r, got, sizeof(int32_t) * (size_t)n));
+    int bad = 0;
+    for (int64_t i = 0; i < n; i++) bad += got[i] != (i % 3 == 0 ? (int32_t)i : -1);
+    CHECK(bad == 0);
+    emily_tensor_release(r);
+    emily_tensor_release(p);
+    emily_tensor_release(t);
+    emily_tensor_release(f);
+    free(pd);
+    free(x);
+    free(got);
+}
+
+TEST(select_zero_size) {
+    emily_tensor *p = NULL, *r = NULL;
+    CHECK_OK(emily_empty(EMILY_CPU, EMILY_U8, 2, (int64_t[]){3, 0}, &p));
+    emily_tensor *t = SCALAR(EMILY_F32, float, 1), *f = SCALAR(EMILY_F32, float, 2);
+    CHECK_OK(emily_select(p, t, f, EMILY_DTYPE_AUTO, &r));
+    CHECK(r && t_shape_is(r, 2, (int64_t[]){3, 0}));
+    emily_tensor_release(r);
+    emily_tensor_release(p);
+    emily_tensor_release(t);
+    emily_tensor_release(f);
+}
+
+TEST(select_errors) {
+    emily_tensor *p = VEC(EMILY_U8, uint8_t, 1, 0, 1), *t = VEC(EMILY_F32, float, 1, 2, 3);
+    emily_tensor *wide = t_from(EMILY_F32, 2, (int64_t[]){2, 3}, (float[]){1, 2, 3, 4, 5, 6});
+    emily_tensor *two = VEC(EMILY_F32, float, 1, 2), *r = NULL;
+    CHECK_ERR(emily_select(NULL, t, t, EMILY_DTYPE_AUTO, &r), EMILY_ERR_ARGUMENT, "pred is NULL");
+    CHECK_ERR(emily_select(p, NULL, t, EMILY_DTYPE_AUTO, &r), EMILY_ERR_ARGUMENT, "on_true is NULL");
+    CHECK_ERR(emily_select(p, t, NULL, EMILY_DTYPE_AUTO, &r), EMILY_ERR_ARGUMENT, "on_false is NULL");
+    CHECK_ERR(emily_select(p, t, t, EMILY_DTYPE_AUTO, NULL), EMILY_ERR_ARGUMENT, "output pointer");
+    CHECK_ERR(emily_select(p, wide, t, EMILY_DTYPE_AUTO, &r), EMILY_ERR_SHAPE, "on_true of shape {2, 3}");
+    CHECK_ERR(emily_select(p, t, two, EMILY_DTYPE_AUTO, &r), EMILY_ERR_SHAPE, "on_false");
+    CHECK_ERR(emily_select(p, t, t, (emily_dtype)55, &r), EMILY_ERR_TYPE, "output type");
+    CHECK(r == NULL);
+    emily_tensor_release(p);
+    emily_tensor_release(t);
+    emily_tensor_release(wide);
+    emily_tensor_release(two);
+}
+
+TEST(clip_like_nx) {
+    EXPECT_T(clip(VEC(EMILY_F32, float, -5, 0.5f, 9, NAN, -0.0f), SCALAR(EMILY_F32, float, 0),
+                  SCALAR(EMILY_F32, float, 4)),
+             EMILY_F32, float, 0, 0.5f, 4, 0, 0.0f);
+    /* a NaN bound: x > NaN is false (min chosen), then NaN < max is false */
+    EXPECT_T(clip(VEC(EMILY_F64, double, 1, 2), SCALAR(EMILY_F64, double, NAN), SCALAR(EMILY_F64, double, 5)),
+             EMILY_F64, double, 5, 5);
+    EXPECT_T(clip(VEC(EMILY_S32, int32_t, -100, 5, 100), SCALAR(EMILY_S32, int32_t, -10),
+                  SCALAR(EMILY_S32, int32_t, 10)),
+             EMILY_S32, int32_t, -10, 5, 10);
+    /* mixed types merge: s32 tensor with f32 bounds is f32 */
+    EXPECT_T(clip(VEC(EMILY_S32, int32_t, 16777217, 1), SCALAR(EMILY_F32, float, 0),
+                  SCALAR(EMILY_F32, float, 1e9f)),
+             EMILY_F32, float, 16777216.0f, 1.0f);
+    EXPECT_T(clip(VEC(EMILY_U8, uint8_t, 0, 128, 255), SCALAR(EMILY_U8, uint8_t, 10), SCALAR(EMILY_U8, uint8_t, 200)),
+             EMILY_U8, uint8_t, 10, 128, 200);
+    EXPECT_T(clip(VEC(EMILY_BF16, uint16_t, 0x4000, 0xc000), SCALAR(EMILY_BF16, uint16_t, 0xbf80),
+                  SCALAR(EMILY_BF16, uint16_t, 0x3f80)),
+             EMILY_BF16, uint16_t, 0x3f80, 0xbf80);
+}
+
+TEST(clip_errors) {
+    emily_tensor *t = VEC(EMILY_F32, float, 1, 2), *s = SCALAR(EMILY_F32, float, 0);
+    emily_tensor *c = CVEC(EMILY_C64, float, 1, 2), *cs = t_from(EMILY_C64, 0, NULL, (float[]){0, 0}), *r = NULL;
+    CHECK_ERR(emily_clip(NULL, s, s, EMILY_DTYPE_AUTO, &r), EMILY_ERR_ARGUMENT, "tensor is NULL");
+    CHECK_ERR(emily_clip(t, NULL, s, EMILY_DTYPE_AUTO, &r), EMILY_ERR_ARGUMENT, "min is NULL");
+    CHECK_ERR(emily_clip(t, s, NULL, EMILY_DTYPE_AUTO, &r), EMILY_ERR_ARGUMENT, "max is NULL");
+    CHECK_ERR(emily_clip(t, s, s, EMILY_DTYPE_AUTO, NULL), EMILY_ERR_ARGUMENT, "output pointer");
+    CHECK_ERR(emily_clip(t, t, s, EMILY_DTYPE_AUTO, &r), EMILY_ERR_SHAPE, "min must be a scalar");
+    CHECK_ERR(emily_clip(t, s, t, EMILY_DTYPE_AUTO, &r), EMILY_ERR_SHAPE, "max must be a scalar");
+    CHECK_ERR(emily_clip(c, cs, cs, EMILY_DTYPE_AUTO, &r), EMILY_ERR_TYPE, "complex");
+    CHECK_ERR(emily_clip(t, s, s, EMILY_C64, &r), EMILY_ERR_TYPE, "output type");
+    CHECK(r == NULL);
+    emily_tensor_release(t);
+    emily_tensor_release(s);
+    emily_tensor_release(c);
+    emily_tensor_release(cs);
+}
+
+RUN_TESTS("select", CASE(select_predicates_of_every_kind), CASE(select_types_and_broadcasting),
+          CASE(select_of_128_bit_elements_and_views), CASE(select_large_threaded),
+          CASE(select_zero_size), CASE(select_errors), CASE(clip_like_nx), CASE(clip_errors))
