@@ -611,6 +611,142 @@ TEST(bad_arguments_fail_cleanly) {
     emily_tensor_release(tc);
 }
 
+/* ---- CUDA: the same answers as the CPU ------------------------------------ */
+
+static emily_tensor *rand_tensor(emily_dtype dt, int rank, const int64_t *shape) {
+    int64_t n = 1;
+    for (int i = 0; i < rank; i++) n *= shape[i];
+    size_t es = emily_dtype_size(dt);
+    unsigned char *buf = malloc((size_t)n * es + 1);
+    for (int64_t i = 0; i < n; i++) {
+        double v = rnd();
+        unsigned char *p = buf + (size_t)i * es;
+        switch (dt) {
+        case EMILY_U8: { uint8_t x = (uint8_t)(int)(v * 25); memcpy(p, &x, 1); break; }
+        case EMILY_S8: { int8_t x = (int8_t)(v * 12); memcpy(p, &x, 1); break; }
+        case EMILY_S16: { int16_t x = (int16_t)(v * 3000); memcpy(p, &x, 2); break; }
+        case EMILY_U32: { uint32_t x = (uint32_t)(int64_t)(v * 400000); memcpy(p, &x, 4); break; }
+        case EMILY_S32: { int32_t x = (int32_t)(v * 200000); memcpy(p, &x, 4); break; }
+        case EMILY_S64: { int64_t x = (int64_t)(v * 1e15); memcpy(p, &x, 8); break; }
+        case EMILY_U64: { uint64_t x = (uint64_t)(int64_t)(v * 1e15); memcpy(p, &x, 8); break; }
+        case EMILY_F16: { uint16_t x = emily_f64_to_f16(v); memcpy(p, &x, 2); break; }
+        case EMILY_BF16: { uint16_t x = emily_f32_to_bf16((float)v); memcpy(p, &x, 2); break; }
+        case EMILY_F32: { float x = (float)v; memcpy(p, &x, 4); break; }
+        case EMILY_C64: { float x[2] = {(float)v, (float)rnd()}; memcpy(p, x, 8); break; }
+        case EMILY_C128: { double x[2] = {v, rnd()}; memcpy(p, x, 16); break; }
+        default: memcpy(p, &v, 8); break;
+        }
+    }
+    emily_tensor *t = t_from(dt, rank, shape, buf);
+    free(buf);
+    return t;
+}
+
+/* Largest difference in ULP of the part type between two results
+ * (0 = identical bits; integers: 0 or a huge number). */
+static int64_t ulp_diff(const emily_tensor *x, const emily_tensor *y) {
+    size_t nb = emily_tensor_nbytes(x);
+    unsigned char *bx = malloc(nb + 1), *by = malloc(nb + 1);
+    int64_t worst = 0;
+    if (emily_to_binary(x, bx, nb) || emily_to_binary(y, by, nb)) worst = INT64_MAX;
+    emily_dtype dt = x->dtype;
+    size_t ps = dt == EMILY_C64 ? 4 : dt == EMILY_C128 ? 8 : emily_dtype_size(dt);
+    for (size_t off = 0; worst != INT64_MAX && off < nb; off += ps) {
+        uint64_t a = 0, b = 0;
+        memcpy(&a, bx + off, ps);
+        memcpy(&b, by + off, ps);
+        if (a == b) continue;
+        if (emily_dtype_is_integer(dt)) { worst = INT64_MAX; break; }
+        int w = (int)ps * 8;
+        uint64_t sign = 1ull << (w - 1);
+        int64_t oa = (a & sign) ? -(int64_t)(a & (sign - 1)) : (int64_t)(a & (sign - 1));
+        int64_t ob = (b & sign) ? -(int64_t)(b & (sign - 1)) : (int64_t)(b & (sign - 1));
+        int64_t d = oa > ob ? oa - ob : ob - oa;
+        if (d > worst) worst = d;
+    }
+    free(bx);
+    free(by);
+    return worst;
+}
+
+TEST(cuda_matches_cpu) {
+    if (emily_device_count(EMILY_DEVICE_CUDA) == 0) return; /* no GPU here */
+    emily_device gpu = {EMILY_DEVICE_CUDA, 0};
+    static const emily_dtype types[] = {EMILY_U8, EMILY_S8, EMILY_S16, EMILY_U32, EMILY_S32,
+                                        EMILY_S64, EMILY_U64, EMILY_F16, EMILY_BF16, EMILY_F32,
+                                        EMILY_F64, EMILY_C64, EMILY_C128};
+    /* (shapes, axes): a matmul with partial tiles, a batched transposed
+     * contraction over two axes, a matrix-vector product */
+    for (int prec = 0; prec < 2; prec++) {
+        CHECK_OK(emily_dot_set_precision((emily_dot_precision)prec));
+        for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++) {
+            emily_dtype dt = types[ti];
+            for (int cfg = 0; cfg < 3; cfg++) {
+                emily_tensor *a, *b;
+                int nc = 1, nb = 0, ca[2] = {1}, cb[2] = {0}, ba[1] = {0}, bb[1] = {0};
+                if (cfg == 0) {
+                    a = rand_tensor(dt, 2, (int64_t[]){70, 150});
+                    b = rand_tensor(dt, 2, (int64_t[]){150, 65});
+                } else if (cfg == 1) {
+                    a = rand_tensor(dt, 4, (int64_t[]){3, 5, 6, 9});
+                    b = rand_tensor(dt, 4, (int64_t[]){3, 9, 7, 5});
+                    nc = 2; ca[0] = 3; ca[1] = 1; cb[0] = 1; cb[1] = 3;
+                    nb = 1;
+                } else {
+                    a = rand_tensor(dt, 2, (int64_t[]){33, 17});
+                    b = rand_tensor(dt, 1, (int64_t[]){33});
+                    ca[0] = 0;
+                }
+                emily_tensor *ga = NULL, *gb = NULL, *cc = NULL, *gc = NULL, *back = NULL;
+                CHECK_OK(emily_to_device(a, gpu, &ga));
+                CHECK_OK(emily_to_device(b, gpu, &gb));
+                CHECK_OK(emily_dot(a, nc, ca, nb, ba, b, nc, cb, nb, bb, EMILY_DTYPE_AUTO, &cc));
+                emily_status s = emily_dot(ga, nc, ca, nb, ba, gb, nc, cb, nb, bb, EMILY_DTYPE_AUTO, &gc);
+                if (s) fprintf(stderr, "  cuda dot %s cfg %d: %s\n", emily_dtype_name(dt), cfg, emily_last_error());
+                CHECK(s == EMILY_OK);
+                if (gc) CHECK_OK(emily_to_device(gc, EMILY_CPU, &back));
+                if (cc && back && prec == 1 && !emily_dtype_is_integer(dt)) {
+                    /* FAST: orders differ; compare against the result's scale */
+                    int64_t n = emily_tensor_size(cc) * (emily_dtype_is_complex(dt) ? 2 : 1);
+                    double scale = 0, worst = 0;
+                    for (int64_t i = 0; i < emily_tensor_size(cc); i++) {
+                        double xr, xi, yr, yi;
+                        get_c(cc, i, &xr, &xi);
+                        get_c(back, i, &yr, &yi);
+                        scale = fmax(scale, fmax(fabs(xr), fabs(xi)));
+                        worst = fmax(worst, fmax(fabs(xr - yr), fabs(xi - yi)));
+                    }
+                    double tol = (dt == EMILY_F16 || dt == EMILY_BF16) ? 2e-2 : 1e-5;
+                    if (!(worst <= tol * scale))
+                        fprintf(stderr, "  cuda vs cpu %s cfg %d fast: diff %g scale %g (%lld values)\n",
+                                emily_dtype_name(dt), cfg, worst, scale, (long long)n);
+                    CHECK(worst <= tol * scale);
+                } else if (cc && back) {
+                    int64_t d = ulp_diff(cc, back);
+                    /* exact paths agree bit for bit; f64-accumulated ones
+                     * may differ by the last bit; FAST by summation order */
+                    bool exact = emily_dtype_is_integer(dt) ||
+                                 (prec == 0 && (dt == EMILY_F64 || dt == EMILY_C128));
+                    int64_t allowed = exact ? 0 : 1;
+                    if (d > allowed)
+                        fprintf(stderr, "  cuda vs cpu %s cfg %d precision %d: %lld ulp\n",
+                                emily_dtype_name(dt), cfg, prec, (long long)d);
+                    CHECK(d <= allowed);
+                }
+                emily_tensor_release(a);
+                emily_tensor_release(b);
+                emily_tensor_release(ga);
+                emily_tensor_release(gb);
+                emily_tensor_release(cc);
+                emily_tensor_release(gc);
+                emily_tensor_release(back);
+            }
+        }
+    }
+    CHECK_OK(emily_dot_set_precision(EMILY_DOT_PRECISION_HIGHEST));
+    CHECK_OK(emily_synchronize(gpu));
+}
+
 /* ---- the Nx callback ---------------------------------------------------- */
 
 static emily_value v_int(int64_t i) { emily_value v = {0}; v.kind = EMILY_V_INT; v.i = i; return v; }
@@ -661,4 +797,4 @@ RUN_TESTS("dot", CASE(matmul_f32_values), CASE(output_shape_batch_free_free),
           CASE(integer_operands_of_float_dots_are_exact), CASE(half_types_round_like_nx),
           CASE(edge_values_propagate), CASE(zero_size_and_rank0), CASE(broadcast_and_strided_views),
           CASE(batched_many_small_and_explicit_type), CASE(fast_precision_mode),
-          CASE(bad_arguments_fail_cleanly), CASE(dispatch_dot_callback))
+          CASE(bad_arguments_fail_cleanly), CASE(dispatch_dot_callback), CASE(cuda_matches_cpu))

@@ -1,0 +1,483 @@
+// CUDA kernels: dot family (see src/ops/dot_kernels.h for the contract).
+//
+// gemm, a batched matrix product, takes the same three paths as the CPU:
+//  - integers: a tiled kernel with wrapping unsigned arithmetic in the
+//    output's width (32 bits for 8 to 32-bit outputs, 64 for 64-bit);
+//  - f64 and c128 at HIGHEST precision: a tiled kernel that computes
+//    every output element as Nx.BinaryBackend does (each product rounded,
+//    then added in contraction order: __dmul_rn/__dadd_rn, never fused),
+//    so results match the reference bit for bit;
+//  - everything else through cuBLAS: at HIGHEST, f32/f16/bf16 are widened
+//    to f64 and c64 to c128 (their products are exact there), at FAST each
+//    type runs in its own precision (f16/bf16 on tensor cores with f32
+//    accumulation, CUBLAS_COMPUTE_32F without TF32 for f32). Results that
+//    need another output type (f16, bf16, narrower ints...) are rounded
+//    by a small kernel with Nx's rules (bf16: round to f32, then keep the
+//    top 16 bits).
+// Operands cuBLAS can read in place are passed as they are; others are
+// packed into a contiguous buffer of the compute type, converting values
+// as Nx does (integers exactly).
+#include <stdint.h>
+#include <limits.h>
+#include <cuda_runtime.h>
+#include <cuda_fp16.h>
+#include <cublas_v2.h>
+#include "cuda/cuda_context.h"
+#include "ops/dot_kernels.h"
+
+namespace {
+
+enum CT { CT_F32, CT_F64, CT_C64, CT_C128, CT_U32, CT_U64 };
+
+size_t ct_size(CT ct) {
+    static const size_t sizes[] = {4, 8, 8, 16, 4, 8};
+    return sizes[ct];
+}
+
+bool ct_matches(CT ct, emily_dtype t) {
+    return (ct == CT_F32 && t == EMILY_F32) || (ct == CT_F64 && t == EMILY_F64) ||
+           (ct == CT_C64 && t == EMILY_C64) || (ct == CT_C128 && t == EMILY_C128);
+}
+
+constexpr int BLOCK = 256;
+
+unsigned blocks_for(int64_t n) {
+    int64_t b = (n + BLOCK - 1) / BLOCK;
+    if (b > 65535 * 8) b = 65535 * 8;
+    return (unsigned)(b < 1 ? 1 : b);
+}
+
+// ---- packing: a strided rank-3 view of any dtype -> compute type ----------
+
+struct View3 {
+    int64_t shape[3], stride[3], offset;
+};
+
+View3 view_of(const emily_tensor *t) {
+    View3 v;
+    for (int i = 0; i < 3; i++) {
+        v.shape[i] = t->shape[i];
+        v.stride[i] = t->strides[i];
+    }
+    v.offset = t->offset;
+    return v;
+}
+
+__device__ inline float f16_to_f32(uint16_t h) { return __half2float(__ushort_as_half(h)); }
+__device__ inline float bf16_to_f32(uint16_t h) { return __uint_as_float((uint32_t)h << 16); }
+
+// Reads element `off` of a dtype-D array as (re, im) and as exact integer bits.
+template <int D>
+__device__ inline void read_elem(const char *base, int64_t off, double &re, double &im, uint64_t &u) {
+    im = 0;
+    u = 0;
+    if constexpr (D == EMILY_U8) { uint8_t x = ((const uint8_t *)base)[off]; re = x; u = x; }
+    else if constexpr (D == EMILY_U16) { uint16_t x = ((const uint16_t *)base)[off]; re = x; u = x; }
+    else if constexpr (D == EMILY_U32) { uint32_t x = ((const uint32_t *)base)[off]; re = x; u = x; }
+    else if constexpr (D == EMILY_U64) { uint64_t x = ((const uint64_t *)base)[off]; re = (double)x; u = x; }
+    else if constexpr (D == EMILY_S8) { int8_t x = ((const int8_t *)base)[off]; re = x; u = (uint64_t)(int64_t)x; }
+    else if constexpr (D == EMILY_S16) { int16_t x = ((const int16_t *)base)[off]; re = x; u = (uint64_t)(int64_t)x; }
+    else if constexpr (D == EMILY_S32) { int32_t x = ((const int32_t *)base)[off]; re = x; u = (uint64_t)(int64_t)x; }
+    else if constexpr (D == EMILY_S64) { int64_t x = ((const int64_t *)base)[off]; re = (double)x; u = (uint64_t)x; }
+    else if constexpr (D == EMILY_F16) { re = f16_to_f32(((const uint16_t *)base)[off]); }
+    else if constexpr (D == EMILY_BF16) { re = bf16_to_f32(((const uint16_t *)base)[off]); }
+    else if constexpr (D == EMILY_F32) { re = ((const float *)base)[off]; }
+    else if constexpr (D == EMILY_F64) { re = ((const double *)base)[off]; }
+    else if constexpr (D == EMILY_C64) { re = ((const float *)base)[2 * off]; im = ((const float *)base)[2 * off + 1]; }
+    else { re = ((const double *)base)[2 * off]; im = ((const double *)base)[2 * off + 1]; }
+}
+
+template <int D>
+__global__ void pack_kernel(const char *base, View3 v, int ct, void *dst, int64_t total) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t c = i % v.shape[2], rest = i / v.shape[2];
+        int64_t r = rest % v.shape[1], b = rest / v.shape[1];
+        int64_t off = v.offset + b * v.stride[0] + r * v.stride[1] + c * v.stride[2];
+        double re, im;
+        uint64_t u;
+        read_elem<D>(base, off, re, im, u);
+        switch (ct) {
+        case CT_F32: ((float *)dst)[i] = (float)re; break;
+        case CT_F64: ((double *)dst)[i] = re; break;
+        case CT_C64: ((float *)dst)[2 * i] = (float)re; ((float *)dst)[2 * i + 1] = (float)im; break;
+        case CT_C128: ((double *)dst)[2 * i] = re; ((double *)dst)[2 * i + 1] = im; break;
+        case CT_U32: ((uint32_t *)dst)[i] = (uint32_t)u; break;
+        default: ((uint64_t *)dst)[i] = u; break;
+        }
+    }
+}
+
+// ---- results: compute type -> the output dtype -----------------------------
+
+__global__ void store_kernel(const void *src, int ct, void *dst, int dtype, int64_t n) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        switch (dtype) {
+        case EMILY_F32: ((float *)dst)[i] = __double2float_rn(((const double *)src)[i]); break;
+        case EMILY_F16: {
+            double x = ct == CT_F32 ? (double)((const float *)src)[i] : ((const double *)src)[i];
+            ((uint16_t *)dst)[i] = __half_as_ushort(__double2half(x)); // nearest even, once
+            break;
+        }
+        case EMILY_BF16: { // Nx: round to f32, keep the top 16 bits
+            float f = ct == CT_F32 ? ((const float *)src)[i] : __double2float_rn(((const double *)src)[i]);
+            ((uint16_t *)dst)[i] = (uint16_t)(__float_as_uint(f) >> 16);
+            break;
+        }
+        case EMILY_C64: {
+            const double *s = (const double *)src;
+            ((float *)dst)[2 * i] = __double2float_rn(s[2 * i]);
+            ((float *)dst)[2 * i + 1] = __double2float_rn(s[2 * i + 1]);
+            break;
+        }
+        case EMILY_U16: case EMILY_S16: ((uint16_t *)dst)[i] = (uint16_t)((const uint32_t *)src)[i]; break;
+        default: ((uint8_t *)dst)[i] = (uint8_t)((const uint32_t *)src)[i]; break;
+        }
+    }
+}
+
+// ---- tiled kernels: integers (wrapping) and reference-exact f64/c128 -----
+//
+// A 64x64 output tile per block of 16x16 threads, 4x4 outputs per thread;
+// the contraction runs in order through 16-wide shared-memory slices, so
+// each output is ((0 + a0*b0) + a1*b1) + ... in contraction order.
+
+constexpr int TM = 64, TN = 64, TK = 16;
+
+template <typename T> __device__ inline T mul_add(T acc, T a, T b) { return acc + a * b; }
+template <> __device__ inline double mul_add<double>(double acc, double a, double b) {
+    return __dadd_rn(acc, __dmul_rn(a, b));
+}
+
+// a: [B, M, K] row-major, b: [B, K, N] row-major, c: [B, M, N].
+template <typename T>
+__global__ void tiled_real(const T *a, const T *b, T *c, int64_t nb, int64_t m, int64_t n, int64_t k) {
+    __shared__ T as[TK][TM], bs[TK][TN];
+    int tx = threadIdx.x, ty = threadIdx.y, tid = ty * 16 + tx;
+    int64_t row0 = (int64_t)blockIdx.y * TM, col0 = (int64_t)blockIdx.x * TN;
+    for (int64_t bi = blockIdx.z; bi < nb; bi += gridDim.z) {
+        const T *ab = a + bi * m * k, *bb = b + bi * k * n;
+        T acc[4][4];
+        for (int i = 0; i < 4; i++)
+            for (int j = 0; j < 4; j++) acc[i][j] = T(0);
+        for (int64_t p0 = 0; p0 < k; p0 += TK) {
+            for (int e = tid; e < TK * TM; e += 256) { // as[kk][r] = A[row0 + r][p0 + kk]
+                int r = e / TK, kk = e % TK;
+                int64_t gr = row0 + r, gk = p0 + kk;
+                as[kk][r] = (gr < m && gk < k) ? ab[gr * k + gk] : T(0);
+            }
+            for (int e = tid; e < TK * TN; e += 256) { // bs[kk][cc] = B[p0 + kk][col0 + cc]
+                int kk = e / TN, cc = e % TN;
+                int64_t gk = p0 + kk, gc = col0 + cc;
+                bs[kk][cc] = (gk < k && gc < n) ? bb[gk * n + gc] : T(0);
+            }
+            __syncthreads();
+            int kmax = k - p0 < TK ? (int)(k - p0) : TK;
+            for (int kk = 0; kk < kmax; kk++) {
+                T av[4], bv[4];
+                for (int i = 0; i < 4; i++) av[i] = as[kk][ty * 4 + i];
+                for (int j = 0; j < 4; j++) bv[j] = bs[kk][tx * 4 + j];
+                for (int i = 0; i < 4; i++)
+                    for (int j = 0; j < 4; j++) acc[i][j] = mul_add<T>(acc[i][j], av[i], bv[j]);
+            }
+            __syncthreads();
+        }
+        T *cb = c + bi * m * n;
+        for (int i = 0; i < 4; i++)
+            for (int j = 0; j < 4; j++) {
+                int64_t gr = row0 + ty * 4 + i, gc = col0 + tx * 4 + j;
+                if (gr < m && gc < n) cb[gr * n + gc] = acc[i][j];
+            }
+    }
+}
+
+// c128 as Complex.multiply then add: (ar*br - ai*bi, ai*br + ar*bi), each
+// operation rounded. Operands interleaved (re, im).
+__global__ void tiled_c128(const double *a, const double *b, double *c, int64_t nb, int64_t m,
+                           int64_t n, int64_t k) {
+    __shared__ double asr[TK][TM], asi[TK][TM], bsr[TK][TN], bsi[TK][TN];
+    int tx = threadIdx.x, ty = threadIdx.y, tid = ty * 16 + tx;
+    int64_t row0 = (int64_t)blockIdx.y * TM, col0 = (int64_t)blockIdx.x * TN;
+    for (int64_t bi = blockIdx.z; bi < nb; bi += gridDim.z) {
+        const double *ab = a + 2 * bi * m * k, *bb = b + 2 * bi * k * n;
+        double accr[4][4], acci[4][4];
+        for (int i = 0; i < 4; i++)
+            for (int j = 0; j < 4; j++) accr[i][j] = acci[i][j] = 0.0;
+        for (int64_t p0 = 0; p0 < k; p0 += TK) {
+            for (int e = tid; e < TK * TM; e += 256) {
+                int r = e / TK, kk = e % TK;
+                int64_t gr = row0 + r, gk = p0 + kk;
+                bool in = gr < m && gk < k;
+                asr[kk][r] = in ? ab[2 * (gr * k + gk)] : 0.0;
+                asi[kk][r] = in ? ab[2 * (gr * k + gk) + 1] : 0.0;
+            }
+            for (int e = tid; e < TK * TN; e += 256) {
+                int kk = e / TN, cc = e % TN;
+                int64_t gk = p0 + kk, gc = col0 + cc;
+                bool in = gk < k && gc < n;
+                bsr[kk][cc] = in ? bb[2 * (gk * n + gc)] : 0.0;
+                bsi[kk][cc] = in ? bb[2 * (gk * n + gc) + 1] : 0.0;
+            }
+            __syncthreads();
+            int kmax = k - p0 < TK ? (int)(k - p0) : TK;
+            for (int kk = 0; kk < kmax; kk++) {
+                double ar[4], ai[4], br[4], bim[4];
+                for (int i = 0; i < 4; i++) { ar[i] = asr[kk][ty * 4 + i]; ai[i] = asi[kk][ty * 4 + i]; }
+                for (int j = 0; j < 4; j++) { br[j] = bsr[kk][tx * 4 + j]; bim[j] = bsi[kk][tx * 4 + j]; }
+                for (int i = 0; i < 4; i++)
+                    for (int j = 0; j < 4; j++) {
+                        double pre = __dsub_rn(__dmul_rn(ar[i], br[j]), __dmul_rn(ai[i], bim[j]));
+                        double pim = __dadd_rn(__dmul_rn(ai[i], br[j]), __dmul_rn(ar[i], bim[j]));
+                        accr[i][j] = __dadd_rn(accr[i][j], pre);
+                        acci[i][j] = __dadd_rn(acci[i][j], pim);
+                    }
+            }
+            __syncthreads();
+        }
+        double *cb = c + 2 * bi * m * n;
+        for (int i = 0; i < 4; i++)
+            for (int j = 0; j < 4; j++) {
+                int64_t gr = row0 + ty * 4 + i, gc = col0 + tx * 4 + j;
+                if (gr < m && gc < n) {
+                    cb[2 * (gr * n + gc)] = accr[i][j];
+                    cb[2 * (gr * n + gc) + 1] = acci[i][j];
+                }
+            }
+    }
+}
+
+// ---- host side ---------------------------------------------------------------
+
+struct Gemm {
+    emily_cuda_ctx ctx;
+    void *scratch[3] = {nullptr, nullptr, nullptr};
+    int nscratch = 0;
+
+    emily_status alloc(size_t nbytes, void **p) {
+        emily_status s = emily_cuda_scratch(&ctx, nbytes ? nbytes : 1, p);
+        if (!s) scratch[nscratch++] = *p;
+        return s;
+    }
+    ~Gemm() {
+        for (int i = 0; i < nscratch; i++) emily_cuda_scratch_free(&ctx, scratch[i]);
+    }
+};
+
+template <int D>
+emily_status launch_pack(Gemm &g, const emily_tensor *t, CT ct, void *dst) {
+    int64_t total = t->shape[0] * t->shape[1] * t->shape[2];
+    pack_kernel<D><<<blocks_for(total), BLOCK, 0, g.ctx.stream>>>(
+        (const char *)t->buffer->data, view_of(t), (int)ct, dst, total);
+    return emily_cuda_launched(&g.ctx);
+}
+
+// A contiguous [B, R, C] copy of t in the compute type (scratch memory).
+emily_status pack(Gemm &g, const emily_tensor *t, CT ct, void **out) {
+    int64_t total = t->shape[0] * t->shape[1] * t->shape[2];
+    emily_status s = g.alloc((size_t)total * ct_size(ct), out);
+    if (s || total == 0) return s;
+    switch (t->dtype) {
+    case EMILY_U8: return launch_pack<EMILY_U8>(g, t, ct, *out);
+    case EMILY_U16: return launch_pack<EMILY_U16>(g, t, ct, *out);
+    case EMILY_U32: return launch_pack<EMILY_U32>(g, t, ct, *out);
+    case EMILY_U64: return launch_pack<EMILY_U64>(g, t, ct, *out);
+    case EMILY_S8: return launch_pack<EMILY_S8>(g, t, ct, *out);
+    case EMILY_S16: return launch_pack<EMILY_S16>(g, t, ct, *out);
+    case EMILY_S32: return launch_pack<EMILY_S32>(g, t, ct, *out);
+    case EMILY_S64: return launch_pack<EMILY_S64>(g, t, ct, *out);
+    case EMILY_F16: return launch_pack<EMILY_F16>(g, t, ct, *out);
+    case EMILY_BF16: return launch_pack<EMILY_BF16>(g, t, ct, *out);
+    case EMILY_F32: return launch_pack<EMILY_F32>(g, t, ct, *out);
+    case EMILY_F64: return launch_pack<EMILY_F64>(g, t, ct, *out);
+    case EMILY_C64: return launch_pack<EMILY_C64>(g, t, ct, *out);
+    case EMILY_C128: return launch_pack<EMILY_C128>(g, t, ct, *out);
+    default: return emily_error(EMILY_ERR_TYPE, "dot: invalid dtype %d", (int)t->dtype);
+    }
+}
+
+emily_status store(Gemm &g, const void *src, CT ct, emily_tensor *dst) {
+    store_kernel<<<blocks_for(dst->size), BLOCK, 0, g.ctx.stream>>>(
+        src, (int)ct, (char *)dst->buffer->data + (size_t)dst->offset * emily_dtype_size(dst->dtype),
+        (int)dst->dtype, dst->size);
+    return emily_cuda_launched(&g.ctx);
+}
+
+void *dst_base(emily_tensor *dst) {
+    return (char *)dst->buffer->data + (size_t)dst->offset * emily_dtype_size(dst->dtype);
+}
+
+dim3 tile_grid(int64_t nb, int64_t m, int64_t n) {
+    int64_t z = nb < 65535 ? nb : 65535;
+    return dim3((unsigned)((n + TN - 1) / TN), (unsigned)((m + TM - 1) / TM), (unsigned)z);
+}
+
+emily_status tiled_path(Gemm &g, emily_tensor *dst, const emily_tensor *a, const emily_tensor *b) {
+    int64_t nb = dst->shape[0], m = dst->shape[1], n = dst->shape[2], k = a->shape[2];
+    if ((m + TM - 1) / TM > 65535)
+        return emily_error(EMILY_ERR_UNSUPPORTED, "dot: %lld output rows exceed the cuda grid",
+                           (long long)m);
+    if ((n + TN - 1) / TN > INT_MAX)
+        return emily_error(EMILY_ERR_UNSUPPORTED, "dot: %lld output columns exceed the cuda grid",
+                           (long long)n);
+    CT ct;
+    switch (dst->dtype) {
+    case EMILY_F64: ct = CT_F64; break;
+    case EMILY_C128: ct = CT_C128; break;
+    case EMILY_U64: case EMILY_S64: ct = CT_U64; break;
+    default: ct = CT_U32; break; // 8 to 32-bit integers wrap alike modulo 2^32
+    }
+    void *pa, *pb, *pc = dst_base(dst);
+    emily_status s;
+    if ((s = pack(g, a, ct, &pa))) return s;
+    if ((s = pack(g, b, ct, &pb))) return s;
+    bool narrow = ct == CT_U32 && emily_dtype_size(dst->dtype) < 4;
+    if (narrow && (s = g.alloc((size_t)dst->size * 4, &pc))) return s;
+    dim3 grid = tile_grid(nb, m, n), block(16, 16);
+    switch (ct) {
+    case CT_F64:
+        tiled_real<double><<<grid, block, 0, g.ctx.stream>>>((const double *)pa, (const double *)pb,
+                                                              (double *)pc, nb, m, n, k);
+        break;
+    case CT_C128:
+        tiled_c128<<<grid, block, 0, g.ctx.stream>>>((const double *)pa, (const double *)pb,
+                                                     (double *)pc, nb, m, n, k);
+        break;
+    case CT_U64:
+        tiled_real<uint64_t><<<grid, block, 0, g.ctx.stream>>>((const uint64_t *)pa, (const uint64_t *)pb,
+                                                                (uint64_t *)pc, nb, m, n, k);
+        break;
+    default:
+        tiled_real<uint32_t><<<grid, block, 0, g.ctx.stream>>>((const uint32_t *)pa, (const uint32_t *)pb,
+                                                                (uint32_t *)pc, nb, m, n, k);
+        break;
+    }
+    if ((s = emily_cuda_launched(&g.ctx))) return s;
+    return narrow ? store(g, pc, ct, dst) : EMILY_OK;
+}
+
+// An operand as cuBLAS reads it.
+struct Operand {
+    const void *ptr;
+    long long batch_stride; // elements
+    emily_gemm_layout lay;
+    cudaDataType_t type;
+};
+
+bool fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
+
+cudaDataType_t data_type(CT ct) {
+    switch (ct) {
+    case CT_F32: return CUDA_R_32F;
+    case CT_F64: return CUDA_R_64F;
+    case CT_C64: return CUDA_C_32F;
+    default: return CUDA_C_64F;
+    }
+}
+
+// In place when cuBLAS can read the operand as it is (its dtype is the
+// compute type, or f16/bf16 for an f32 FAST product), else packed.
+emily_status prepare(Gemm &g, const emily_tensor *t, CT ct, bool half_ok, Operand *op) {
+    bool same = ct_matches(ct, t->dtype);
+    bool half = half_ok && (t->dtype == EMILY_F16 || t->dtype == EMILY_BF16);
+    if ((same || half) &&
+        emily_gemm_layout_of(t->shape[1], t->shape[2], t->strides[1], t->strides[2], &op->lay) &&
+        fits_int(op->lay.ld)) {
+        op->ptr = (const char *)t->buffer->data + (size_t)t->offset * emily_dtype_size(t->dtype);
+        op->batch_stride = t->strides[0];
+        op->type = same ? data_type(ct) : t->dtype == EMILY_F16 ? CUDA_R_16F : CUDA_R_16BF;
+        return EMILY_OK;
+    }
+    void *p;
+    emily_status s = pack(g, t, ct, &p);
+    if (s) return s;
+    op->ptr = p;
+    op->batch_stride = t->shape[1] * t->shape[2];
+    op->lay.column_major = false;
+    op->lay.ld = t->shape[2] > 1 ? t->shape[2] : 1;
+    op->type = data_type(ct);
+    return EMILY_OK;
+}
+
+emily_status cublas_status(cublasStatus_t st) {
+    if (st == CUBLAS_STATUS_SUCCESS) return EMILY_OK;
+    return emily_error(st == CUBLAS_STATUS_ALLOC_FAILED ? EMILY_ERR_MEMORY : EMILY_ERR_DEVICE,
+                       "cuda: dot: cuBLAS failed (%s)", cublasGetStatusString(st));
+}
+
+emily_status blas_path(Gemm &g, emily_tensor *dst, const emily_tensor *a, const emily_tensor *b,
+                       CT ct) {
+    int64_t nb = dst->shape[0], m = dst->shape[1], n = dst->shape[2], k = a->shape[2];
+    if (!fits_int(m) || !fits_int(n) || !fits_int(k) || !fits_int(nb))
+        return emily_error(EMILY_ERR_UNSUPPORTED,
+                           "dot: a batch of %lld %lld x %lld by %lld x %lld products exceeds cuBLAS's 32-bit sizes",
+                           (long long)nb, (long long)m, (long long)k, (long long)k, (long long)n);
+    cublasHandle_t h;
+    emily_status s = emily_cuda_cublas(&g.ctx, &h);
+    if (s) return s;
+    // f16/bf16 operands of an f32 FAST product go to the tensor cores as
+    // they are when both have the same half type
+    bool half_ok = ct == CT_F32 && a->dtype == b->dtype &&
+                   (a->dtype == EMILY_F16 || a->dtype == EMILY_BF16);
+    Operand oa, ob;
+    if ((s = prepare(g, a, ct, half_ok, &oa))) return s;
+    if ((s = prepare(g, b, ct, half_ok, &ob))) return s;
+    if (oa.type != ob.type) { // one half operand was packed: pack the other too
+        void *p;
+        const emily_tensor *t = oa.type == data_type(ct) ? b : a;
+        Operand *o = oa.type == data_type(ct) ? &ob : &oa;
+        if ((s = pack(g, t, ct, &p))) return s;
+        o->ptr = p;
+        o->batch_stride = t->shape[1] * t->shape[2];
+        o->lay.column_major = false;
+        o->lay.ld = t->shape[2] > 1 ? t->shape[2] : 1;
+        o->type = data_type(ct);
+    }
+    void *pc = dst_base(dst);
+    bool direct = ct_matches(ct, dst->dtype);
+    if (!direct && (s = g.alloc((size_t)dst->size * ct_size(ct), &pc))) return s;
+    // Row-major C[M, N] = A B is column-major C^T[N, M] = B^T A^T: a
+    // row-major operand is its own transpose in column-major terms.
+    cublasOperation_t tp = ob.lay.column_major ? CUBLAS_OP_T : CUBLAS_OP_N;
+    cublasOperation_t tq = oa.lay.column_major ? CUBLAS_OP_T : CUBLAS_OP_N;
+    int ldc = n > 1 ? (int)n : 1;
+    long long strc = (long long)m * n;
+    cublasComputeType_t compute = (ct == CT_F32 || ct == CT_C64) ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_64F;
+    const float onef[2] = {1, 0}, zerof[2] = {0, 0};
+    const double oned[2] = {1, 0}, zerod[2] = {0, 0};
+    bool single = ct == CT_F32 || ct == CT_C64;
+    const void *alpha = single ? (const void *)onef : (const void *)oned;
+    const void *beta = single ? (const void *)zerof : (const void *)zerod;
+    cublasStatus_t st = cublasGemmStridedBatchedEx(
+        h, tp, tq, (int)n, (int)m, (int)k, alpha, ob.ptr, ob.type, (int)ob.lay.ld, ob.batch_stride,
+        oa.ptr, oa.type, (int)oa.lay.ld, oa.batch_stride, beta, pc, data_type(ct), ldc, strc, (int)nb,
+        compute, CUBLAS_GEMM_DEFAULT);
+    if ((s = cublas_status(st))) return s;
+    if ((s = emily_cuda_launched(&g.ctx))) return s;
+    return direct ? EMILY_OK : store(g, pc, ct, dst);
+}
+
+emily_status cuda_gemm(emily_tensor *dst, const emily_tensor *a, const emily_tensor *b,
+                       emily_dot_precision precision) {
+    if (dst->size == 0) return EMILY_OK;
+    Gemm g;
+    const emily_tensor *ts[3] = {dst, a, b};
+    emily_status s = emily_cuda_begin("dot", dst->buffer->device.index, 3, ts, &g.ctx);
+    if (s) return s;
+    if (a->shape[2] == 0) // empty contraction: zeros
+        return emily_cuda_error("dot", cudaMemsetAsync(dst_base(dst), 0, emily_tensor_nbytes(dst),
+                                                       g.ctx.stream));
+    bool fast = precision == EMILY_DOT_PRECISION_FAST;
+    switch (dst->dtype) {
+    case EMILY_F64: return fast ? blas_path(g, dst, a, b, CT_F64) : tiled_path(g, dst, a, b);
+    case EMILY_C128: return fast ? blas_path(g, dst, a, b, CT_C128) : tiled_path(g, dst, a, b);
+    case EMILY_C64: return blas_path(g, dst, a, b, fast ? CT_C64 : CT_C128);
+    case EMILY_F32: case EMILY_F16: case EMILY_BF16:
+        return blas_path(g, dst, a, b, fast ? CT_F32 : CT_F64);
+    default: return tiled_path(g, dst, a, b);
+    }
+}
+
+} // namespace
+
+extern "C" const struct emily_dot_kernels emily_cuda_dot_kernels = {cuda_gemm};
