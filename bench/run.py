@@ -38,7 +38,8 @@ DTYPES = ["f32", "f64"]
 NP_DTYPE = {"f32": np.float32, "f64": np.float64}
 
 MIN_MEASURE_NS = 200_000  # each measurement: at least 0.2 ms of calls
-MIN_REPS, MAX_REPS = 7, 101
+MIN_REPS, MAX_REPS = 9, 99  # measurements per side, over all rounds
+ROUNDS = 3                   # numpy and Emily alternate this many times
 CASE_TIMEOUT_S = 300
 
 BENCH_OK, BENCH_NOT_IMPLEMENTED, BENCH_ERROR = 0, 1, 2
@@ -122,8 +123,8 @@ CASES = [
          lambda a, b: a.max, lambda a, b: np.max(a),
          "exact", same, lambda s: ()),
     Case("argmax", 1, shape_flat, "a.argmax()",
-         lambda a, b: a.argmax, lambda a, b: np.int64(np.argmax(a)),
-         "exact", lambda t: "s64", lambda s: ()),
+         lambda a, b: a.argmax, lambda a, b: np.int32(np.argmax(a)),
+         "exact", lambda t: "s32", lambda s: ()),  # Nx's default :type is s32
     Case("as_type_bf16", 1, shape_flat,
          "a.view(u16)[1::2].copy() (bf16 by truncation; numpy has no bf16)",
          lambda a, b: (lambda: a.view(np.uint16)[1::2].copy()),
@@ -228,15 +229,19 @@ def check_result(case, dt, a, got, ref):
 
 
 def plan(single_ns):
-    """Calls per measurement and measurements, from one call's time."""
+    """Calls per measurement and measurements per round, from one call's time.
+    Each side's measurements are split over ROUNDS rounds that alternate
+    numpy and Emily, so a change in the machine's load hits both alike."""
     inner = max(1, int(-(-MIN_MEASURE_NS // max(single_ns, 1))))
     per_measure = inner * max(single_ns, 1)
     reps = int(min(MAX_REPS, max(MIN_REPS, BUDGET_NS // per_measure)))
-    warmup = max(2, inner)
-    return warmup, inner, reps
+    per_round = max(2, -(-reps // ROUNDS))
+    warmup = max(1, min(inner, 1 + int(20e6 // max(single_ns, 1))))
+    return warmup, inner, per_round
 
 
 def time_numpy(fn, warmup, inner, reps):
+    """Time per call of each measurement (a list of `reps` ns values)."""
     for _ in range(warmup):
         fn()
     samples = []
@@ -246,10 +251,10 @@ def time_numpy(fn, warmup, inner, reps):
         for _ in rng:
             fn()
         samples.append((time.perf_counter_ns() - t0) / inner)
-    return float(np.median(samples))
+    return samples
 
 
-def numpy_single_ns(fn):
+def single_call_ns(fn):
     fn()
     ts = []
     for _ in range(3):
@@ -257,6 +262,18 @@ def numpy_single_ns(fn):
         fn()
         ts.append(time.perf_counter_ns() - t0)
     return float(np.median(ts))
+
+
+class EmilyRun:
+    """What one bench_time call in the child gave back."""
+    def __init__(self, code, message, median=None, dtype=None, shape=None, data=None,
+                 samples=None):
+        self.code, self.message, self.median = code, message, median
+        self.dtype, self.shape, self.data, self.samples = dtype, shape, data, samples
+
+
+HEADER_FMT = "<iidii8q"
+MSG_AT, SAMPLES_AT, HEADER_BYTES = 128, 4096, 8192
 
 
 class Emily:
@@ -267,7 +284,7 @@ class Emily:
         L.bench_time.argtypes = [
             ctypes.c_char_p, ctypes.c_int, ctypes.c_int, ctypes.POINTER(ctypes.c_int64),
             ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int,
-            ctypes.POINTER(ctypes.c_double), ctypes.c_void_p, ctypes.c_size_t,
+            ctypes.POINTER(ctypes.c_double), ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t,
             ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_int),
             ctypes.POINTER(ctypes.c_int64)]
         L.bench_error.restype = ctypes.c_char_p
@@ -285,36 +302,44 @@ class Emily:
         return self.lib.emily_dtype_name(code).decode()
 
     def time(self, op, dtype, a, b, warmup, inner, reps, result_bytes):
-        """Runs bench_time in a forked child. Returns (code, message,
-        median_ns, out_dtype_name, out_shape, result_bytes_array)."""
-        header = mmap.mmap(-1, 4096)
+        """Runs bench_time in a forked child (so a crash or a hang in the op
+        is reported, not fatal); returns an EmilyRun."""
+        assert reps <= (HEADER_BYTES - SAMPLES_AT) // 8
+        header = mmap.mmap(-1, HEADER_BYTES)
         body = mmap.mmap(-1, max(result_bytes, 1))
+        try:
+            return self._time(header, body, op, dtype, a, b, warmup, inner, reps, result_bytes)
+        finally:
+            header.close()
+            body.close()
+
+    def _time(self, header, body, op, dtype, a, b, warmup, inner, reps, result_bytes):
         shape = (ctypes.c_int64 * max(a.ndim, 1))(*a.shape)
         sys.stdout.flush()
         sys.stderr.flush()
         pid = os.fork()
         if pid == 0:  # child: run, write into the shared maps, leave
-            code = BENCH_ERROR
             try:
                 med = ctypes.c_double(0.0)
                 od, orank = ctypes.c_int(-1), ctypes.c_int(0)
                 oshape = (ctypes.c_int64 * 8)()
-                res = np.frombuffer(body, dtype=np.uint8)
+                samples = (ctypes.c_double * reps)()
+                res = (ctypes.c_char * max(result_bytes, 1)).from_buffer(body)
                 code = self.lib.bench_time(
                     op.encode(), dtype, a.ndim, shape, a.ctypes.data,
                     b.ctypes.data if b is not None else None, warmup, inner, reps,
-                    ctypes.byref(med), res.ctypes.data, result_bytes,
+                    ctypes.byref(med), samples, res, result_bytes,
                     ctypes.byref(od), ctypes.byref(orank), oshape)
                 msg = (self.lib.bench_error() or b"")[:2000]
-                header[:struct.calcsize("<iidii8q")] = struct.pack(
-                    "<iidii8q", 1, code, med.value, od.value, orank.value, *oshape)
-                header[64:64 + 2 + len(msg)] = struct.pack("<H", len(msg)) + msg
+                header[MSG_AT:MSG_AT + 2 + len(msg)] = struct.pack("<H", len(msg)) + msg
+                header[SAMPLES_AT:SAMPLES_AT + 8 * reps] = bytes(samples)
+                header[:struct.calcsize(HEADER_FMT)] = struct.pack(
+                    HEADER_FMT, 1, code, med.value, od.value, orank.value, *oshape)
                 del res
             except BaseException:
                 pass
             os._exit(0)
         deadline = time.monotonic() + CASE_TIMEOUT_S
-        status = None
         while True:
             wpid, status = os.waitpid(pid, os.WNOHANG)
             if wpid == pid:
@@ -322,24 +347,22 @@ class Emily:
             if time.monotonic() > deadline:
                 os.kill(pid, signal.SIGKILL)
                 os.waitpid(pid, 0)
-                return (BENCH_ERROR, f"timed out after {CASE_TIMEOUT_S} s (killed)",
-                        None, None, None, None)
-            time.sleep(0.005)
+                return EmilyRun(BENCH_ERROR, f"timed out after {CASE_TIMEOUT_S:g} s (killed)")
+            time.sleep(0.002)
         if os.WIFSIGNALED(status):
             sig = os.WTERMSIG(status)
-            return (BENCH_ERROR, f"CRASH: the child died of signal {sig} ({signal.Signals(sig).name})",
-                    None, None, None, None)
-        done, code, med, od, orank, *oshape = struct.unpack_from("<iidii8q", header, 0)
+            return EmilyRun(BENCH_ERROR,
+                            f"CRASH: the process died of signal {sig} ({signal.Signals(sig).name})")
+        done, code, med, od, orank, *oshape = struct.unpack_from(HEADER_FMT, header, 0)
         if done != 1:
-            return (BENCH_ERROR, "the child exited without a result", None, None, None, None)
-        (mlen,) = struct.unpack_from("<H", header, 64)
-        msg = header[66:66 + mlen].decode(errors="replace")
+            return EmilyRun(BENCH_ERROR, "the child process exited without a result")
+        (mlen,) = struct.unpack_from("<H", header, MSG_AT)
+        msg = header[MSG_AT + 2:MSG_AT + 2 + mlen].decode(errors="replace")
         if code != BENCH_OK:
-            return code, msg, None, None, None, None
+            return EmilyRun(code, msg)
         data = np.frombuffer(body, dtype=np.uint8)[:result_bytes].copy()
-        body.close()
-        header.close()
-        return code, msg, med, self.dtype_name(od), tuple(oshape[:orank]), data
+        samples = list(struct.unpack_from(f"<{reps}d", header, SAMPLES_AT))
+        return EmilyRun(code, msg, med, self.dtype_name(od), tuple(oshape[:orank]), data, samples)
 
 
 # --------------------------------------------------------------------------
@@ -359,7 +382,7 @@ def fmt_time(ns):
 
 
 NP_OF_EMILY = {"f16": np.float16, "bf16": np.uint16, "f32": np.float32,
-               "f64": np.float64, "s64": np.int64}
+               "f64": np.float64, "s32": np.int32, "s64": np.int64}
 
 
 def run_case(emily, case, dt, size_name, n, data, out_rows, verbose):
@@ -377,51 +400,60 @@ def run_case(emily, case, dt, size_name, n, data, out_rows, verbose):
     np_out = NP_OF_EMILY[exp_dtype]
     result_bytes = int(np.prod(exp_shape, dtype=np.int64)) * np.dtype(np_out).itemsize
     ref = case.reference(a, b)
-
-    def emily_result(code, msg, med, od, oshape, raw):
-        if code == BENCH_NOT_IMPLEMENTED:
-            return "NOT IMPLEMENTED", msg, None
-        if code != BENCH_OK:
-            return "ERROR", msg, None
-        if od != exp_dtype or oshape != exp_shape:
-            return ("MISMATCH", f"emily returned {od}{list(oshape)}, expected "
-                    f"{exp_dtype}{list(exp_shape)}", None)
-        got = raw.view(np_out).reshape(exp_shape)
-        ok, detail = check_result(case, dt, a, got, ref)
-        return ("ok" if ok else "MISMATCH"), detail, med
-
     edt = emily.dtype(dt)
-    # 1. Emily's result first (one warm-up call, three timed ones)
-    res = emily.time(case.name, edt, a, b, 1, 1, 3, result_bytes)
-    status, detail, single = emily_result(*res)
-    if status != "ok":
-        row["status"], row["detail"] = status, detail
-        loud = "!!!" if status in ("MISMATCH", "ERROR") else "---"
-        print(f"{loud} {label}: {status}: {detail}", file=sys.stderr, flush=True)
-        if status != "MISMATCH" or res[2] is None:
-            # still time numpy, so the table shows the peer
-            fn = case.peer(a, b)
-            row["np_ns"] = time_numpy(fn, *plan(numpy_single_ns(fn)))
-            return
-        single = res[2]
-
-    # 2. numpy
     fn = case.peer(a, b)
-    row["np_ns"] = time_numpy(fn, *plan(numpy_single_ns(fn)))
 
-    # 3. Emily, timed; its last result is checked again
-    warmup, inner, reps = plan(single)
-    res = emily.time(case.name, edt, a, b, warmup, inner, reps, result_bytes)
-    status2, detail2, med = emily_result(*res)
-    if status == "ok":
-        status, detail = status2, detail2
-        if status != "ok":
-            print(f"!!! {label}: {status} in the timed run: {detail}", file=sys.stderr, flush=True)
-    row["em_ns"] = res[2]
+    def judge(run):
+        """(status, detail) of an Emily run's result."""
+        if run.code == BENCH_NOT_IMPLEMENTED:
+            return "NOT IMPLEMENTED", run.message
+        if run.code != BENCH_OK:
+            return "ERROR", run.message
+        if run.dtype != exp_dtype or run.shape != exp_shape:
+            return ("MISMATCH", f"emily returned {run.dtype}{list(run.shape)}, expected "
+                    f"{exp_dtype}{list(exp_shape)}")
+        got = run.data.view(np_out).reshape(exp_shape)
+        ok, detail = check_result(case, dt, a, got, ref)
+        return ("ok" if ok else "MISMATCH"), detail
+
+    # 1. Emily's result first (one warm-up call, three timed ones)
+    first = emily.time(case.name, edt, a, b, 1, 1, 3, result_bytes)
+    status, detail = judge(first)
     row["status"], row["detail"] = status, detail
+    if status != "ok":
+        loud = "---" if status == "NOT IMPLEMENTED" else "!!!"
+        print(f"{loud} {label}: {status}: {detail}", file=sys.stderr, flush=True)
+    if first.code != BENCH_OK or first.median is None:
+        # nothing to time on Emily's side; numpy's time still goes in the table
+        row["np_ns"] = float(np.median(time_numpy(fn, *plan(single_call_ns(fn)))))
+        return
+
+    # 2. Timing: rounds alternating numpy and Emily, samples pooled per side
+    np_plan = plan(single_call_ns(fn))
+    em_plan = plan(first.median)
+    np_samples, em_samples = [], []
+    for _ in range(ROUNDS):
+        np_samples += time_numpy(fn, *np_plan)
+        run = emily.time(case.name, edt, a, b, *em_plan, result_bytes)
+        if run.code != BENCH_OK:
+            st, det = judge(run)
+            row["status"], row["detail"] = st, det + " (in a timed run)"
+            print(f"!!! {label}: {st} in a timed run: {det}", file=sys.stderr, flush=True)
+            row["np_ns"] = float(np.median(np_samples))
+            return
+        em_samples += run.samples
+    row["np_ns"] = float(np.median(np_samples))
+    row["em_ns"] = float(np.median(em_samples))
+    # the last timed result is checked too
+    if status == "ok":
+        status, detail = judge(run)
+        row["status"], row["detail"] = status, detail
+        if status != "ok":
+            print(f"!!! {label}: {status} in a timed run: {detail}", file=sys.stderr, flush=True)
     if verbose:
-        print(f"    {label}: numpy {fmt_time(row['np_ns'])}, emily {fmt_time(row['em_ns'])} "
-              f"(inner {inner}, reps {reps}); {detail}", flush=True)
+        print(f"    {label}: numpy {fmt_time(row['np_ns'])} ({len(np_samples)} x {np_plan[1]} "
+              f"calls), emily {fmt_time(row['em_ns'])} ({len(em_samples)} x {em_plan[1]} calls); "
+              f"{detail}", flush=True)
 
 
 def ratio(row):
@@ -623,8 +655,9 @@ def main():
             "type (f64 for f32, long double for f64) and rounded once; sums within 1e-6 (f32) / 1e-13 (f64) x sum|a| of an "
             "f64-accumulated sum (Nx accumulates in f64). as_type f32->bf16 is checked "
             "against Nx's rule (f32 bits truncated to the top 16). Then each side is timed: "
-            "warm-up, then the median of 7..101 measurements, each of enough calls to last "
-            f">= {MIN_MEASURE_NS / 1e3:.0f} µs. Emily's loop is in C (bench/timing.c), each call "
+            f"warm-up, then the median of {MIN_REPS}..{MAX_REPS} measurements, each of enough "
+            f"calls to last >= {MIN_MEASURE_NS / 1e3:.0f} µs, taken in {ROUNDS} rounds that "
+            "alternate numpy and Emily (so changes in the machine's load hit both). Emily's loop is in C (bench/timing.c), each call "
             "creating and releasing its output tensor; numpy's loop is in Python "
             "(time.perf_counter_ns), each call allocating its result.",
             "",

@@ -158,12 +158,14 @@ static int cmp_double(const void *x, const void *y) {
 
 /* Times `op` on inputs of `dtype` and `shape` (both inputs share them).
  * warmup calls, then `reps` measurements of `inner` calls each; *median_ns
- * is the median over the measurements of the time per call. The last
+ * is the median over the measurements of the time per call, and
+ * samples_out (may be NULL; room for `reps`) gets every measurement's time
+ * per call, in the order taken. The last
  * result's bytes go to `result` (result_bytes must equal its size); its
  * dtype and shape to out_dtype/out_rank/out_shape (room for 8 dims). */
 int bench_time(const char *op, int dtype, int rank, const int64_t *shape,
                const void *in0, const void *in1, int warmup, int inner, int reps,
-               double *median_ns, void *result, size_t result_bytes,
+               double *median_ns, double *samples_out, void *result, size_t result_bytes,
                int *out_dtype, int *out_rank, int64_t *out_shape) {
     g_err[0] = '\0';
     if (!op || !shape || !in0 || !median_ns || !out_dtype || !out_rank || !out_shape)
@@ -227,6 +229,7 @@ int bench_time(const char *op, int dtype, int rank, const int64_t *shape,
         if (s != EMILY_OK) { rc = from_status(s, "synchronize"); goto done; }
         samples[r] = (now_ns() - t0) / inner;
     }
+    if (samples_out) memcpy(samples_out, samples, sizeof(double) * (size_t)reps);
     qsort(samples, (size_t)reps, sizeof(double), cmp_double);
     *median_ns = (reps % 2) ? samples[reps / 2]
                             : 0.5 * (samples[reps / 2 - 1] + samples[reps / 2]);
