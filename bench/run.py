@@ -608,6 +608,14 @@ def main():
     elapsed = time.monotonic() - t_start
     load1 = os.getloadavg()
 
+    ncpu = len(os.sched_getaffinity(0))
+    # before: anything else running; after: the run itself adds about 1-2
+    busy_at = 0.5 * ncpu
+    busy = load0[0] > busy_at or load1[0] > 1.25 * ncpu
+    if busy:
+        print(f"warning: the machine was busy (load average {load0[0]:.2f} / {load1[0]:.2f} on "
+              f"{ncpu} usable CPUs): timings, Emily's multi-threaded ones most, are unreliable",
+              file=sys.stderr)
     tab = table(rows)
     print()
     print(tab)
@@ -645,8 +653,11 @@ def main():
             f"do not use threads; BLAS is not involved); Emily may use OpenMP with "
             f"{threads} thread(s) (OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}). "
             f"Both see the same {len(os.sched_getaffinity(0))} CPU(s).",
-            f"- Load average before/after: {load0[0]:.2f} / {load1[0]:.2f} "
-            f"(the machine is shared, so expect some noise); run took {elapsed:.0f} s",
+            f"- Load average before/after: {load0[0]:.2f} / {load1[0]:.2f}; run took {elapsed:.0f} s"
+            + (f". **The machine was busy** (load average {max(load0[0], load1[0]):.1f} on {ncpu} usable CPUs): other "
+               "processes competed for the cores, which hurts Emily's multi-threaded timings most "
+               "(a parallel region waits for its slowest thread); rerun on a quiet machine before "
+               "reading much into the ratios." if busy else ""),
             "",
             "Method: inputs are uniform random in [-4, 4) (numpy default_rng, seed "
             f"{args.seed}), the same bytes for both sides. Emily's result is checked first "
