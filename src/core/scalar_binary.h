@@ -24,85 +24,11 @@
 
 #include <math.h>
 #include <stdint.h>
-#include <string.h>
 #include "core/hd.h"
+#include "core/scalar_convert.h"
 
-/* ---- half precision storage ------------------------------------------ */
-
-EMILY_HD uint32_t emily_sb_f32_bits(float f) {
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return u;
-}
-
-EMILY_HD float emily_sb_bits_f32(uint32_t u) {
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
-
-EMILY_HD float emily_sb_f16_to_f32(uint16_t h) {
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-    uint32_t exp = (uint32_t)(h >> 10) & 0x1fu, man = (uint32_t)h & 0x3ffu;
-    if (exp == 0x1f) return emily_sb_bits_f32(sign | 0x7f800000u | (man << 13));
-    if (exp == 0) {
-        float v = (float)man * 5.9604644775390625e-08f; /* man * 2^-24, exact */
-        return sign ? -v : v;
-    }
-    return emily_sb_bits_f32(sign | ((exp + 112u) << 23) | (man << 13));
-}
-
-/* Round to nearest even (Nx writes f16 rounded from the value; an f32
- * that is itself a correctly rounded result rounds to the same f16). */
-EMILY_HD uint16_t emily_sb_f32_to_f16(float f) {
-    uint32_t x = emily_sb_f32_bits(f);
-    uint32_t sign = (x >> 16) & 0x8000u, ax = x & 0x7fffffffu;
-    if (ax >= 0x7f800000u) return (uint16_t)(sign | (ax > 0x7f800000u ? 0x7e00u : 0x7c00u));
-    if (ax >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* >= 65520 rounds to inf */
-    if (ax < 0x38800000u) {                                    /* f16 subnormal or zero */
-        if (ax <= 0x33000000u) return (uint16_t)sign;           /* <= 2^-25: ties to 0 */
-        uint32_t m = (ax & 0x7fffffu) | 0x800000u;
-        uint32_t shift = 126u - (ax >> 23);                     /* 14..24 */
-        uint32_t kept = m >> shift, rem = m & ((1u << shift) - 1u), half = 1u << (shift - 1u);
-        if (rem > half || (rem == half && (kept & 1u))) kept++;
-        return (uint16_t)(sign | kept);
-    }
-    uint32_t kept = ((ax >> 23) - 112u) << 10 | ((ax & 0x7fffffu) >> 13);
-    uint32_t rem = ax & 0x1fffu;
-    if (rem > 0x1000u || (rem == 0x1000u && (kept & 1u))) kept++; /* carries into the exponent */
-    return (uint16_t)(sign | kept);
-}
-
-/* Round to nearest even from a double (for results computed in f64). */
-EMILY_HD uint16_t emily_sb_f64_to_f16(double d) {
-    uint64_t x;
-    memcpy(&x, &d, sizeof x);
-    uint32_t sign = (uint32_t)(x >> 48) & 0x8000u;
-    uint64_t ax = x & 0x7fffffffffffffffull;
-    if (ax >= 0x7ff0000000000000ull) return (uint16_t)(sign | (ax > 0x7ff0000000000000ull ? 0x7e00u : 0x7c00u));
-    if (ax >= 0x40effe0000000000ull) return (uint16_t)(sign | 0x7c00u); /* >= 65520 */
-    int e = (int)(ax >> 52);                                           /* biased */
-    if (e < 1009) {                                                    /* below 2^-14 */
-        if (ax <= 0x3e60000000000000ull) return (uint16_t)sign;         /* <= 2^-25 */
-        uint64_t m = (ax & 0xfffffffffffffull) | 0x10000000000000ull;
-        int shift = 1051 - e;                                          /* 43..53 */
-        uint64_t kept = m >> shift, rem = m & ((1ull << shift) - 1u), half = 1ull << (shift - 1);
-        if (rem > half || (rem == half && (kept & 1u))) kept++;
-        return (uint16_t)(sign | (uint32_t)kept);
-    }
-    uint64_t kept = (uint64_t)(e - 1008) << 10 | ((ax & 0xfffffffffffffull) >> 42);
-    uint64_t rem = ax & 0x3ffffffffffull;
-    if (rem > 0x20000000000ull || (rem == 0x20000000000ull && (kept & 1u))) kept++;
-    return (uint16_t)(sign | (uint32_t)kept);
-}
-
-EMILY_HD float emily_sb_bf16_to_f32(uint16_t h) { return emily_sb_bits_f32((uint32_t)h << 16); }
-
-/* Nx writes bf16 as the top half of the f32 (truncation), NaN as 0x7fc0. */
-EMILY_HD uint16_t emily_sb_f32_to_bf16(float f) {
-    if (f != f) return 0x7fc0u;
-    return (uint16_t)(emily_sb_f32_bits(f) >> 16);
-}
+/* Half precision storage: the conversions of core/scalar_convert.h
+ * (f16 rounds to nearest even, bf16 truncates the rounded f32). */
 
 /* ---- integers ---------------------------------------------------------
  * One set of functions per type, suffix = Nx type name. UT is the

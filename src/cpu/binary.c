@@ -19,14 +19,14 @@ typedef void (*bin_run)(int64_t n, void *d, int64_t sd, const void *a, int64_t s
 /* Loads/stores between storage and compute types. */
 #define ID(x) (x)
 #define TO_U8(x) ((uint8_t)(x))
-#define F16_LD(x) emily_sb_f16_to_f32(x)
-#define F16_ST(x) emily_sb_f32_to_f16(x)
-#define F16_LDD(x) ((double)emily_sb_f16_to_f32(x))
-#define F16_STD(x) emily_sb_f64_to_f16(x)
-#define BF16_LD(x) emily_sb_bf16_to_f32(x)
-#define BF16_ST(x) emily_sb_f32_to_bf16(x)
-#define BF16_LDD(x) ((double)emily_sb_bf16_to_f32(x))
-#define BF16_STD(x) emily_sb_f32_to_bf16((float)(x))
+#define F16_LD(x) emily_sc_f16_to_f32(x)
+#define F16_ST(x) emily_sc_f64_to_f16((double)(x)) /* exact widening, one rounding */
+#define F16_LDD(x) emily_sc_f16_to_f64(x)
+#define F16_STD(x) emily_sc_f64_to_f16(x)
+#define BF16_LD(x) emily_sc_bf16_to_f32(x)
+#define BF16_ST(x) emily_sc_f32_to_bf16(x)
+#define BF16_LDD(x) emily_sc_bf16_to_f64(x)
+#define BF16_STD(x) emily_sc_f64_to_bf16(x)
 #define F32_LDD(x) ((double)(x))
 #define F32_STD(x) ((float)(x))
 
