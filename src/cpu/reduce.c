@@ -6,7 +6,7 @@
  * contiguous are merged. The innermost dim then decides the loop:
  *  - it is reduced: each output folds contiguous (or strided) runs, one
  *    per position of the outer reduced dims ("row" reductions);
- *  - it is kept: blocks of up to COLS outputs are folded together, one
+ *  - it is kept: blocks of up to COLS_MAX outputs are folded together, one
  *    input row at a time ("column" reductions), so reducing a leading
  *    axis of a contiguous tensor reads memory sequentially and the
  *    inner loop vectorizes across outputs.
@@ -25,6 +25,7 @@
 #include <string.h>
 #include "cpu/kernels.h"
 #include "cpu/strided.h"
+#include "cpu/reduce_simd.h"
 
 typedef uint16_t half_bits;
 
@@ -44,7 +45,7 @@ static inline half_bits st_bf16(double x) { return emily_f32_to_bf16((float)x); 
  * Reducers: one table of functions per (op, input dtype).
  * ==================================================================== */
 
-#define COLS 512 /* outputs folded together by a column reduction */
+#define COLS_MAX 8192 /* outputs folded together by a column reduction */
 
 typedef struct reducer {
     size_t acc_size;
@@ -64,11 +65,11 @@ typedef struct reducer {
 
 #define INT_FOLD(NAME, T, U, P, OP, ID)                                                   \
     static void NAME##_init(void *acc, int64_t n) {                                    \
-        U *a = acc;                                                                    \
+        U *restrict a = acc;                                                           \
         for (int64_t i = 0; i < n; i++) a[i] = (U)(ID);                                \
     }                                                                                  \
     static void NAME##_run(void *acc, const void *src, int64_t n, int64_t s) {         \
-        const T *x = src;                                                              \
+        const T *restrict x = src;                                                              \
         U a = *(U *)acc;                                                               \
         if (s == 1) {                                                                  \
             PRAGMA(omp simd reduction(OP:a))                                   \
@@ -79,9 +80,10 @@ typedef struct reducer {
         *(U *)acc = a;                                                                 \
     }                                                                                  \
     static void NAME##_cols(void *acc, const void *src, int64_t n, int64_t s) {        \
-        const T *x = src;                                                              \
-        U *a = acc;                                                                    \
+        const T *restrict x = src;                                                              \
+        U *restrict a = acc;                                                           \
         if (s == 1)                                                                    \
+            PRAGMA(omp simd)                                                           \
             for (int64_t j = 0; j < n; j++) a[j] = (U)((P)a[j] OP (P)(U)x[j]);         \
         else                                                                           \
             for (int64_t j = 0; j < n; j++) a[j] = (U)((P)a[j] OP (P)(U)x[j * s]);     \
@@ -114,25 +116,7 @@ INT_SUMPROD(s64, int64_t, uint64_t, uint64_t)
 
 /* ---- floats: sums and products in double ------------------------------ */
 
-/* Sum of a contiguous run with 16 independent lanes (vectorizes, and
- * hides the add latency). */
-#define LANES 16
-#define FLOAT_LANE_SUM(NAME, T, LOAD)                                                  \
-    static double NAME(const T *x, int64_t n) {                                        \
-        double l[LANES] = {0};                                                         \
-        int64_t i = 0;                                                                 \
-        for (; i + LANES <= n; i += LANES)                                             \
-            for (int k = 0; k < LANES; k++) l[k] += (double)LOAD(x[i + k]);            \
-        double tail = 0;                                                               \
-        for (; i < n; i++) tail += (double)LOAD(x[i]);                                 \
-        for (int w = LANES / 2; w > 0; w /= 2)                                         \
-            for (int k = 0; k < w; k++) l[k] += l[k + w];                              \
-        return l[0] + tail;                                                            \
-    }
-
 #define ID_LOAD(v) (v)
-FLOAT_LANE_SUM(lanes_f32, float, ID_LOAD)
-FLOAT_LANE_SUM(lanes_f64, double, ID_LOAD)
 
 /* f64 runs: lane sums of blocks, accumulated with Neumaier's
  * compensation; acc holds {sum, compensation}. */
@@ -140,11 +124,11 @@ FLOAT_LANE_SUM(lanes_f64, double, ID_LOAD)
 
 #define FLOAT_SUM(NAME, T, LOAD, STORE, CONTIG)                                        \
     static void NAME##_init(void *acc, int64_t n) {                                    \
-        double *a = acc;                                                               \
+        double *restrict a = acc;                                                      \
         for (int64_t i = 0; i < n; i++) a[i] = 0.0;                                    \
     }                                                                                  \
     static void NAME##_run(void *acc, const void *src, int64_t n, int64_t s) {         \
-        const T *x = src;                                                              \
+        const T *restrict x = src;                                                              \
         double a = *(double *)acc;                                                     \
         if (s == 1) a += CONTIG(x, n);                                                 \
         else                                                                           \
@@ -152,9 +136,10 @@ FLOAT_LANE_SUM(lanes_f64, double, ID_LOAD)
         *(double *)acc = a;                                                            \
     }                                                                                  \
     static void NAME##_cols(void *acc, const void *src, int64_t n, int64_t s) {        \
-        const T *x = src;                                                              \
-        double *a = acc;                                                               \
+        const T *restrict x = src;                                                              \
+        double *restrict a = acc;                                                      \
         if (s == 1)                                                                    \
+            PRAGMA(omp simd)                                                           \
             for (int64_t j = 0; j < n; j++) a[j] += (double)LOAD(x[j]);                \
         else                                                                           \
             for (int64_t j = 0; j < n; j++) a[j] += (double)LOAD(x[j * s]);            \
@@ -184,7 +169,7 @@ static double seq_bf16(const half_bits *x, int64_t n) {
 #define TO_F64(a) (a)
 FLOAT_SUM(sum_f16, half_bits, ld_f16, st_f16, seq_f16)
 FLOAT_SUM(sum_bf16, half_bits, ld_bf16, st_bf16, seq_bf16)
-FLOAT_SUM(sum_f32, float, ID_LOAD, TO_F32, lanes_f32)
+FLOAT_SUM(sum_f32, float, ID_LOAD, TO_F32, emily_simd_sum_f32)
 
 /* f64 sums keep a compensation term next to the sum. */
 static void sum_f64_init(void *acc, int64_t n) {
@@ -202,7 +187,7 @@ static void sum_f64_run(void *acc, const void *src, int64_t n, int64_t s) {
     double *a = acc;
     if (s == 1) {
         for (int64_t i = 0; i < n; i += F64_BLOCK)
-            neumaier(a, lanes_f64(x + i, n - i < F64_BLOCK ? n - i : F64_BLOCK));
+            neumaier(a, emily_simd_sum_f64(x + i, n - i < F64_BLOCK ? n - i : F64_BLOCK));
     } else {
         for (int64_t i = 0; i < n; i++) neumaier(a, x[i * s]);
     }
@@ -230,18 +215,18 @@ static const reducer sum_f64 = {2 * sizeof(double), sum_f64_init, sum_f64_run, s
 
 #define FLOAT_PROD(NAME, T, LOAD, STORE)                                               \
     static void NAME##_init(void *acc, int64_t n) {                                    \
-        double *a = acc;                                                               \
+        double *restrict a = acc;                                                      \
         for (int64_t i = 0; i < n; i++) a[i] = 1.0;                                    \
     }                                                                                  \
     static void NAME##_run(void *acc, const void *src, int64_t n, int64_t s) {         \
-        const T *x = src;                                                              \
+        const T *restrict x = src;                                                              \
         double a = *(double *)acc;                                                     \
         for (int64_t i = 0; i < n; i++) a *= (double)LOAD(x[i * s]);                   \
         *(double *)acc = a;                                                            \
     }                                                                                  \
     static void NAME##_cols(void *acc, const void *src, int64_t n, int64_t s) {        \
-        const T *x = src;                                                              \
-        double *a = acc;                                                               \
+        const T *restrict x = src;                                                              \
+        double *restrict a = acc;                                                      \
         for (int64_t j = 0; j < n; j++) a[j] *= (double)LOAD(x[j * s]);                \
     }                                                                                  \
     static void NAME##_merge(void *acc, const void *part) {                            \
@@ -264,7 +249,7 @@ FLOAT_PROD(prod_f64, double, ID_LOAD, TO_F64)
 
 #define COMPLEX_FOLD(NAME, T, IS_SUM)                                                  \
     static void NAME##_init(void *acc, int64_t n) {                                    \
-        double *a = acc;                                                               \
+        double *restrict a = acc;                                                      \
         for (int64_t i = 0; i < n; i++) { a[2 * i] = IS_SUM ? 0.0 : 1.0; a[2 * i + 1] = 0.0; } \
     }                                                                                  \
     static inline void NAME##_step(double *a, double re, double im) {                  \
@@ -278,13 +263,13 @@ FLOAT_PROD(prod_f64, double, ID_LOAD, TO_F64)
         }                                                                              \
     }                                                                                  \
     static void NAME##_run(void *acc, const void *src, int64_t n, int64_t s) {         \
-        const T *x = src;                                                              \
+        const T *restrict x = src;                                                              \
         for (int64_t i = 0; i < n; i++)                                                \
             NAME##_step(acc, (double)x[2 * i * s], (double)x[2 * i * s + 1]);          \
     }                                                                                  \
     static void NAME##_cols(void *acc, const void *src, int64_t n, int64_t s) {        \
-        const T *x = src;                                                              \
-        double *a = acc;                                                               \
+        const T *restrict x = src;                                                              \
+        double *restrict a = acc;                                                      \
         for (int64_t j = 0; j < n; j++)                                                \
             NAME##_step(a + 2 * j, (double)x[2 * j * s], (double)x[2 * j * s + 1]);    \
     }                                                                                  \
@@ -313,11 +298,11 @@ COMPLEX_FOLD(prod_c128, double, 0)
 /* Integers: fold in the type itself. */
 #define INT_EXTREME(NAME, T, INITV, BETTER, RED)                                       \
     static void NAME##_init(void *acc, int64_t n) {                                    \
-        T *a = acc;                                                                    \
+        T *restrict a = acc;                                                           \
         for (int64_t i = 0; i < n; i++) a[i] = INITV;                                  \
     }                                                                                  \
     static void NAME##_run(void *acc, const void *src, int64_t n, int64_t s) {         \
-        const T *x = src;                                                              \
+        const T *restrict x = src;                                                              \
         T m = *(T *)acc;                                                               \
         if (s == 1) {                                                                  \
             PRAGMA(omp simd reduction(RED:m))                                  \
@@ -328,9 +313,10 @@ COMPLEX_FOLD(prod_c128, double, 0)
         *(T *)acc = m;                                                                 \
     }                                                                                  \
     static void NAME##_cols(void *acc, const void *src, int64_t n, int64_t s) {        \
-        const T *x = src;                                                              \
-        T *a = acc;                                                                    \
+        const T *restrict x = src;                                                              \
+        T *restrict a = acc;                                                           \
         if (s == 1)                                                                    \
+            PRAGMA(omp simd)                                                           \
             for (int64_t j = 0; j < n; j++) a[j] = x[j] BETTER a[j] ? x[j] : a[j];     \
         else                                                                           \
             for (int64_t j = 0; j < n; j++) a[j] = x[j * s] BETTER a[j] ? x[j * s] : a[j]; \
@@ -360,24 +346,34 @@ INT_MAXMIN(s16, int16_t, INT16_MIN, INT16_MAX)
 INT_MAXMIN(s32, int32_t, INT32_MIN, INT32_MAX)
 INT_MAXMIN(s64, int64_t, INT64_MIN, INT64_MAX)
 
-/* Floats: fold in C (float or double) with a sticky NaN. */
-#define FLOAT_EXTREME(NAME, T, C, LOAD, STORE, INITV, BETTER, RED)                     \
+/* Floats: fold in C (float or double) with a sticky NaN. CONTIG folds a
+ * contiguous run into *m and says whether it saw a NaN. */
+#define EXT_GENERIC(NAME, T, C, LOAD, BETTER, RED)                                     \
+    static int NAME(const T *x, int64_t n, C *mp) {                                    \
+        C m = *mp;                                                                     \
+        int nan = 0;                                                                   \
+        PRAGMA(omp simd reduction(RED:m) reduction(|:nan))                             \
+        for (int64_t i = 0; i < n; i++) {                                              \
+            C v = LOAD(x[i]);                                                          \
+            nan |= v != v;                                                             \
+            m = v BETTER m ? v : m;                                                    \
+        }                                                                              \
+        *mp = m;                                                                       \
+        return nan;                                                                    \
+    }
+
+#define FLOAT_EXTREME(NAME, T, C, LOAD, STORE, INITV, BETTER, CONTIG)                  \
     static void NAME##_init(void *acc, int64_t n) {                                    \
-        C *a = acc;                                                                    \
+        C *restrict a = acc;                                                           \
         for (int64_t i = 0; i < n; i++) a[i] = INITV;                                  \
     }                                                                                  \
     static void NAME##_run(void *acc, const void *src, int64_t n, int64_t s) {         \
-        const T *x = src;                                                              \
+        const T *restrict x = src;                                                              \
         C m = *(C *)acc;                                                               \
         if (m != m) return;                                                            \
         int nan = 0;                                                                   \
         if (s == 1) {                                                                  \
-            PRAGMA(omp simd reduction(RED:m) reduction(|:nan))                 \
-            for (int64_t i = 0; i < n; i++) {                                          \
-                C v = LOAD(x[i]);                                                      \
-                nan |= v != v;                                                         \
-                m = v BETTER m ? v : m;                                                \
-            }                                                                          \
+            nan = CONTIG(x, n, &m);                                                    \
         } else {                                                                       \
             for (int64_t i = 0; i < n; i++) {                                          \
                 C v = LOAD(x[i * s]);                                                  \
@@ -388,11 +384,19 @@ INT_MAXMIN(s64, int64_t, INT64_MIN, INT64_MAX)
         *(C *)acc = nan ? (C)NAN : m;                                                  \
     }                                                                                  \
     static void NAME##_cols(void *acc, const void *src, int64_t n, int64_t s) {        \
-        const T *x = src;                                                              \
-        C *a = acc;                                                                    \
-        for (int64_t j = 0; j < n; j++) {                                              \
-            C v = LOAD(x[j * s]);                                                      \
-            a[j] = (v BETTER a[j] || v != v) ? v : a[j];                               \
+        const T *restrict x = src;                                                              \
+        C *restrict a = acc;                                                           \
+        if (s == 1) {                                                                  \
+            PRAGMA(omp simd)                                                           \
+            for (int64_t j = 0; j < n; j++) {                                          \
+                C v = LOAD(x[j]);                                                      \
+                a[j] = (v BETTER a[j] || v != v) ? v : a[j];                           \
+            }                                                                          \
+        } else {                                                                       \
+            for (int64_t j = 0; j < n; j++) {                                          \
+                C v = LOAD(x[j * s]);                                                  \
+                a[j] = (v BETTER a[j] || v != v) ? v : a[j];                           \
+            }                                                                          \
         }                                                                              \
     }                                                                                  \
     static void NAME##_merge(void *acc, const void *part) {                            \
@@ -408,9 +412,18 @@ INT_MAXMIN(s64, int64_t, INT64_MIN, INT64_MAX)
     static const reducer NAME = {sizeof(C), NAME##_init, NAME##_run, NAME##_cols,      \
                                  NAME##_merge, NAME##_store};
 
-#define FLOAT_MAXMIN(SUF, T, C, LOAD, STORE)                                    \
-    FLOAT_EXTREME(max_##SUF, T, C, LOAD, STORE, (C)-INFINITY, >, max)           \
-    FLOAT_EXTREME(min_##SUF, T, C, LOAD, STORE, (C)INFINITY, <, min)
+EXT_GENERIC(ext_max_f16, half_bits, float, ld_f16, >, max)
+EXT_GENERIC(ext_min_f16, half_bits, float, ld_f16, <, min)
+EXT_GENERIC(ext_max_bf16, half_bits, float, ld_bf16, >, max)
+EXT_GENERIC(ext_min_bf16, half_bits, float, ld_bf16, <, min)
+#define ext_max_f32 emily_simd_max_f32
+#define ext_min_f32 emily_simd_min_f32
+#define ext_max_f64 emily_simd_max_f64
+#define ext_min_f64 emily_simd_min_f64
+
+#define FLOAT_MAXMIN(SUF, T, C, LOAD, STORE)                                                    \
+    FLOAT_EXTREME(max_##SUF, T, C, LOAD, STORE, (C)-INFINITY, >, ext_max_##SUF)                \
+    FLOAT_EXTREME(min_##SUF, T, C, LOAD, STORE, (C)INFINITY, <, ext_min_##SUF)
 
 FLOAT_MAXMIN(f16, half_bits, float, ld_f16, st_f16)
 FLOAT_MAXMIN(bf16, half_bits, float, ld_bf16, st_bf16)
@@ -424,7 +437,7 @@ FLOAT_MAXMIN(f64, double, double, ID_LOAD, ID_LOAD)
         memset(acc, IS_ALL ? 1 : 0, (size_t)n);                                        \
     }                                                                                  \
     static void NAME##_run(void *acc, const void *src, int64_t n, int64_t s) {         \
-        const T *x = src;                                                              \
+        const T *restrict x = src;                                                              \
         uint8_t a = *(uint8_t *)acc;                                                   \
         if (IS_ALL) {                                                                  \
             for (int64_t i = 0; i < n && a; i++) a = (uint8_t)(a & (NONZERO(x, i * s) ? 1 : 0)); \
@@ -434,8 +447,8 @@ FLOAT_MAXMIN(f64, double, double, ID_LOAD, ID_LOAD)
         *(uint8_t *)acc = a;                                                           \
     }                                                                                  \
     static void NAME##_cols(void *acc, const void *src, int64_t n, int64_t s) {        \
-        const T *x = src;                                                              \
-        uint8_t *a = acc;                                                              \
+        const T *restrict x = src;                                                              \
+        uint8_t *restrict a = acc;                                                     \
         for (int64_t j = 0; j < n; j++) {                                              \
             uint8_t v = NONZERO(x, j * s) ? 1 : 0;                                     \
             a[j] = (uint8_t)(IS_ALL ? (a[j] & v) : (a[j] | v));                        \
@@ -637,27 +650,66 @@ static void reduce_rows(const reducer *R, const rplan *p, const char *sbase, siz
     }
 }
 
-static void reduce_cols(const reducer *R, const rplan *p, const char *sbase, size_t ses, char *dbase,
-                        size_t des, int64_t total) {
-    int64_t rn = p->run.n, nblk = (rn + COLS - 1) / COLS;
-    int64_t tasks = p->nK * nblk;
-    bool par = total >= EMILY_PARALLEL_MIN && omp_get_max_threads() > 1;
+/* Column reductions: each task folds a block of up to COLS_MAX outputs
+ * (consecutive along the innermost, kept dim) over the reduced rows, one
+ * row segment at a time, so the input is read in long sequential
+ * stretches and the fold vectorizes across outputs. With fewer blocks
+ * than threads, the rows are split too and the partial folds merged in
+ * order. */
+static emily_status reduce_cols(const reducer *R, const rplan *p, const char *sbase, size_t ses,
+                                char *dbase, size_t des, int64_t total) {
+    int nth = omp_get_max_threads();
+    bool par = total >= EMILY_PARALLEL_MIN && nth > 1;
+    int64_t T = par ? nth : 1, rn = p->run.n, bw = COLS_MAX;
+    if (par && p->nK < T) {
+        int64_t want = (rn + T - 1) / T;
+        want = (want + 63) / 64 * 64;
+        if (want < bw) bw = want;
+    }
+    if (bw > rn) bw = rn;
+    int64_t nblk = (rn + bw - 1) / bw, tasks = p->nK * nblk;
+    int64_t parts = 1;
+    if (par && tasks < T && p->nR >= 4 * T) parts = T / tasks;
+    size_t as = R->acc_size;
+    /* accumulators: one block per thread, or per (block, row part) */
+    int64_t slots = parts > 1 ? tasks * parts : T;
+    unsigned char *bufs = malloc((size_t)slots * (size_t)bw * as + 64);
+    if (!bufs) return emily_error(EMILY_ERR_MEMORY, "reduce: out of host memory");
+    int64_t units = tasks * parts;
 #pragma omp parallel for if (par) schedule(static)
-    for (int64_t task = 0; task < tasks; task++) {
-        int64_t o = task / nblk, j0 = (task % nblk) * COLS;
-        int64_t len = rn - j0 < COLS ? rn - j0 : COLS;
+    for (int64_t u = 0; u < units; u++) {
+        int64_t task = u / parts, part = u % parts;
+        int64_t o = task / nblk, j0 = (task % nblk) * bw;
+        int64_t len = rn - j0 < bw ? rn - j0 : bw;
+        unsigned char *acc = bufs + (size_t)(parts > 1 ? u : omp_get_thread_num()) * (size_t)bw * as;
         int64_t ko, kd;
         odo(p->kept, p->nk, o, &ko, &kd);
-        _Alignas(64) unsigned char acc[COLS * 32];
         R->init(acc, len);
         const char *b = sbase + (ko + j0 * p->run.ss) * (int64_t)ses;
-        for (int64_t r = 0; r < p->nR; r++) {
+        int64_t r0 = p->nR * part / parts, r1 = p->nR * (part + 1) / parts;
+        for (int64_t r = r0; r < r1; r++) {
             int64_t ro;
             odo(p->red, p->nr, r, &ro, NULL);
             R->cols(acc, b + ro * (int64_t)ses, len, p->run.ss);
         }
-        R->store(dbase + (kd + j0 * p->run.ds) * (int64_t)des, p->run.ds, acc, len);
+        if (parts == 1) R->store(dbase + (kd + j0 * p->run.ds) * (int64_t)des, p->run.ds, acc, len);
     }
+    if (parts > 1) {
+        for (int64_t task = 0; task < tasks; task++) {
+            int64_t o = task / nblk, j0 = (task % nblk) * bw;
+            int64_t len = rn - j0 < bw ? rn - j0 : bw;
+            unsigned char *acc = bufs + (size_t)(task * parts) * (size_t)bw * as;
+            for (int64_t part = 1; part < parts; part++) {
+                const unsigned char *pa = bufs + (size_t)(task * parts + part) * (size_t)bw * as;
+                for (int64_t j = 0; j < len; j++) R->merge(acc + (size_t)j * as, pa + (size_t)j * as);
+            }
+            int64_t ko, kd;
+            odo(p->kept, p->nk, o, &ko, &kd);
+            R->store(dbase + (kd + j0 * p->run.ds) * (int64_t)des, p->run.ds, acc, len);
+        }
+    }
+    free(bufs);
+    return EMILY_OK;
 }
 
 static bool is_zero_bits(emily_dtype dt, const char *p) {
@@ -736,7 +788,7 @@ emily_status emily_cpu_reduce(emily_reduce_op op, emily_tensor *dst, const emily
     if (!s) {
         const char *sbase = emily_tensor_base(src);
         if (p.run.red) reduce_rows(R, &p, sbase, ses, dbase, des, src->size);
-        else reduce_cols(R, &p, sbase, ses, dbase, des, src->size);
+        else s = reduce_cols(R, &p, sbase, ses, dbase, des, src->size);
         if ((op == EMILY_REDUCE_MAX || op == EMILY_REDUCE_MIN) && emily_dtype_is_float(src->dtype))
             s = fix_zero_signs(dst, src, reduced);
     }
@@ -769,48 +821,51 @@ typedef struct argops {
                  bool high, int64_t *out);
 } argops;
 
-#define ARG_BLOCK 512
+#define ARG_BLOCK 2048 /* elements whose extreme is found before its index */
+#define ARG_COLS 256   /* columns scanned together along an outer axis */
 
-#define ARG_TYPE(NAME, T, C, FIELD, LOAD, ISNAN)                                       \
+/* One pass over the rows of a column block, branch-free so that it
+ * vectorizes (IDX is as wide as C where possible). */
+#define ARG_COLS_LOOP(T, C, IDX, LOAD, ISNAN, CMP)                                     \
+    for (int64_t i = 1; i < n_axis; i++) {                                             \
+        const T *restrict row = x + i * as;                                            \
+        PRAGMA(omp simd)                                                               \
+        for (int64_t j = 0; j < n; j++) {                                              \
+            C v = LOAD(row[j * js]), b = best[j];                                      \
+            int isn = ISNAN(v);                                                        \
+            int take = (isn ^ 1) & (ISNAN(b) | (v CMP b));                              \
+            nanidx[j] = isn ? (IDX)i : nanidx[j];                                      \
+            best[j] = take ? v : b;                                                    \
+            at[j] = take ? (IDX)i : at[j];                                             \
+        }                                                                              \
+    }
+
+#define ARG_TYPE(NAME, T, C, FIELD, LOAD, ISNAN, EXTMAX, EXTMIN, IDX)                  \
     static inline bool NAME##_wins(C v, C best, bool is_min, bool high) {              \
         return is_min ? (v < best || (high && v == best)) : (v > best || (high && v == best)); \
     }                                                                                  \
     static void NAME##_scan(argst *st, const void *src, int64_t n, int64_t s, int64_t base, \
                             bool is_min, bool high) {                                  \
-        const T *x = src;                                                              \
+        const T *restrict x = src;                                                              \
         C best = (C)st->best.FIELD;                                                    \
         int64_t i = 0;                                                                 \
         if (s == 1) {                                                                  \
             /* blocks: find each block's extreme vectorized, and look for its \
              * index only when the block improves on the best so far */               \
-            for (; i + ARG_BLOCK <= n; i += ARG_BLOCK) {                               \
+            for (; i < n; i += ARG_BLOCK) {                                            \
                 const T *xb = x + i;                                                   \
+                int len = n - i < ARG_BLOCK ? (int)(n - i) : ARG_BLOCK;                \
                 C m = LOAD(xb[0]);                                                     \
-                int nan = 0;                                                           \
-                if (is_min) {                                                          \
-                    _Pragma("omp simd reduction(min:m) reduction(|:nan)")              \
-                    for (int k = 0; k < ARG_BLOCK; k++) {                              \
-                        C v = LOAD(xb[k]);                                             \
-                        nan |= ISNAN(v);                                               \
-                        m = v < m ? v : m;                                             \
-                    }                                                                  \
-                } else {                                                               \
-                    _Pragma("omp simd reduction(max:m) reduction(|:nan)")              \
-                    for (int k = 0; k < ARG_BLOCK; k++) {                              \
-                        C v = LOAD(xb[k]);                                             \
-                        nan |= ISNAN(v);                                               \
-                        m = v > m ? v : m;                                             \
-                    }                                                                  \
-                }                                                                      \
+                int nan = is_min ? EXTMIN(xb, len, &m) : EXTMAX(xb, len, &m);          \
                 if (nan) {                                                             \
-                    for (int k = ARG_BLOCK - 1; k >= 0; k--)                           \
+                    for (int k = len - 1; k >= 0; k--)                                 \
                         if (ISNAN(LOAD(xb[k]))) { st->nan_idx = base + i + k; break; } \
                     continue;                                                          \
                 }                                                                      \
                 if (st->idx < 0 || NAME##_wins(m, best, is_min, high)) {               \
                     int k;                                                             \
-                    if (high) { for (k = ARG_BLOCK - 1; k > 0 && !(LOAD(xb[k]) == m); k--) {} } \
-                    else { for (k = 0; k < ARG_BLOCK - 1 && !(LOAD(xb[k]) == m); k++) {} }      \
+                    if (high) { for (k = len - 1; k > 0 && !(LOAD(xb[k]) == m); k--) {} } \
+                    else { for (k = 0; k < len - 1 && !(LOAD(xb[k]) == m); k++) {} }    \
                     best = m;                                                          \
                     st->idx = base + i + k;                                            \
                 }                                                                      \
@@ -828,27 +883,22 @@ typedef struct argops {
     }                                                                                  \
     static void NAME##_cols(const void *src, int64_t n, int64_t js, int64_t n_axis, int64_t as, \
                             bool is_min, bool high, int64_t *out) {                    \
-        const T *x = src;                                                              \
-        C best[ARG_BLOCK];                                                             \
-        int64_t nanidx[ARG_BLOCK];                                                     \
+        const T *restrict x = src;                                                     \
+        C best[ARG_COLS];                                                              \
+        IDX at[ARG_COLS], nanidx[ARG_COLS];                                            \
         for (int64_t j = 0; j < n; j++) {                                              \
             best[j] = LOAD(x[j * js]);                                                 \
-            out[j] = 0;                                                                \
+            at[j] = 0;                                                                 \
             nanidx[j] = ISNAN(best[j]) ? 0 : -1;                                       \
         }                                                                              \
-        for (int64_t i = 1; i < n_axis; i++) {                                         \
-            const T *row = x + i * as;                                                 \
-            for (int64_t j = 0; j < n; j++) {                                          \
-                C v = LOAD(row[j * js]);                                               \
-                if (ISNAN(v)) nanidx[j] = i;                                           \
-                else if (ISNAN(best[j]) || NAME##_wins(v, best[j], is_min, high)) {    \
-                    best[j] = v;                                                       \
-                    out[j] = i;                                                        \
-                }                                                                      \
-            }                                                                          \
+        if (is_min) {                                                                  \
+            if (high) { ARG_COLS_LOOP(T, C, IDX, LOAD, ISNAN, <=) }                     \
+            else { ARG_COLS_LOOP(T, C, IDX, LOAD, ISNAN, <) }                         \
+        } else {                                                                       \
+            if (high) { ARG_COLS_LOOP(T, C, IDX, LOAD, ISNAN, >=) }                     \
+            else { ARG_COLS_LOOP(T, C, IDX, LOAD, ISNAN, >) }                         \
         }                                                                              \
-        for (int64_t j = 0; j < n; j++)                                                \
-            if (nanidx[j] >= 0) out[j] = nanidx[j];                                    \
+        for (int64_t j = 0; j < n; j++) out[j] = nanidx[j] >= 0 ? nanidx[j] : at[j];   \
     }                                                                                  \
     static const argops NAME = {FIELD##_KIND, NAME##_scan, NAME##_cols};
 
@@ -858,18 +908,34 @@ typedef struct argops {
 #define NO_NAN(v) ((void)(v), 0)
 #define IS_NAN(v) ((v) != (v))
 
-ARG_TYPE(arg_u8, uint8_t, uint8_t, u, ID_LOAD, NO_NAN)
-ARG_TYPE(arg_u16, uint16_t, uint16_t, u, ID_LOAD, NO_NAN)
-ARG_TYPE(arg_u32, uint32_t, uint32_t, u, ID_LOAD, NO_NAN)
-ARG_TYPE(arg_u64, uint64_t, uint64_t, u, ID_LOAD, NO_NAN)
-ARG_TYPE(arg_s8, int8_t, int8_t, i, ID_LOAD, NO_NAN)
-ARG_TYPE(arg_s16, int16_t, int16_t, i, ID_LOAD, NO_NAN)
-ARG_TYPE(arg_s32, int32_t, int32_t, i, ID_LOAD, NO_NAN)
-ARG_TYPE(arg_s64, int64_t, int64_t, i, ID_LOAD, NO_NAN)
-ARG_TYPE(arg_f16, half_bits, float, f, ld_f16, IS_NAN)
-ARG_TYPE(arg_bf16, half_bits, float, f, ld_bf16, IS_NAN)
-ARG_TYPE(arg_f32, float, float, f, ID_LOAD, IS_NAN)
-ARG_TYPE(arg_f64, double, double, f, ID_LOAD, IS_NAN)
+/* block extremes of the integer types (a NaN is never seen) */
+#define INT_BLOCK_EXT(SUF, T)                                                          \
+    EXT_GENERIC(ext_max_##SUF, T, T, ID_LOAD, >, max)                                  \
+    EXT_GENERIC(ext_min_##SUF, T, T, ID_LOAD, <, min)
+INT_BLOCK_EXT(u8, uint8_t)
+INT_BLOCK_EXT(u16, uint16_t)
+INT_BLOCK_EXT(u32, uint32_t)
+INT_BLOCK_EXT(u64, uint64_t)
+INT_BLOCK_EXT(s8, int8_t)
+INT_BLOCK_EXT(s16, int16_t)
+INT_BLOCK_EXT(s32, int32_t)
+INT_BLOCK_EXT(s64, int64_t)
+
+/* IDX: the index type of column scans (int32_t: axes up to INT32_MAX) */
+#define ARG_OF(SUF, T, C, FIELD, LOAD, ISNAN, IDX) \
+    ARG_TYPE(arg_##SUF, T, C, FIELD, LOAD, ISNAN, ext_max_##SUF, ext_min_##SUF, IDX)
+ARG_OF(u8, uint8_t, uint8_t, u, ID_LOAD, NO_NAN, int32_t)
+ARG_OF(u16, uint16_t, uint16_t, u, ID_LOAD, NO_NAN, int32_t)
+ARG_OF(u32, uint32_t, uint32_t, u, ID_LOAD, NO_NAN, int32_t)
+ARG_OF(u64, uint64_t, uint64_t, u, ID_LOAD, NO_NAN, int64_t)
+ARG_OF(s8, int8_t, int8_t, i, ID_LOAD, NO_NAN, int32_t)
+ARG_OF(s16, int16_t, int16_t, i, ID_LOAD, NO_NAN, int32_t)
+ARG_OF(s32, int32_t, int32_t, i, ID_LOAD, NO_NAN, int32_t)
+ARG_OF(s64, int64_t, int64_t, i, ID_LOAD, NO_NAN, int64_t)
+ARG_OF(f16, half_bits, float, f, ld_f16, IS_NAN, int32_t)
+ARG_OF(bf16, half_bits, float, f, ld_bf16, IS_NAN, int32_t)
+ARG_OF(f32, float, float, f, ID_LOAD, IS_NAN, int32_t)
+ARG_OF(f64, double, double, f, ID_LOAD, IS_NAN, int64_t)
 
 static const argops *const arg_table[EMILY_DTYPE_COUNT] = {
     &arg_u8, &arg_u16, &arg_u32, &arg_u64, &arg_s8, &arg_s16, &arg_s32, &arg_s64,
@@ -991,15 +1057,15 @@ emily_status emily_cpu_argreduce(emily_arg_op op, emily_tensor *dst, const emily
     int64_t na = src->shape[axis], as = src->strides[axis];
     int64_t in = it.inner_n, is = it.inner_stride[0], ids = it.inner_stride[1];
     int64_t key_axis = as < 0 ? -as : as, key_in = is < 0 ? -is : is;
-    bool columns = in > 1 && key_in < key_axis;
+    bool columns = in > 1 && key_in < key_axis && na <= INT32_MAX;
     bool par = src->size >= EMILY_PARALLEL_MIN && omp_get_max_threads() > 1;
     if (columns) {
-        int64_t nblk = (in + ARG_BLOCK - 1) / ARG_BLOCK, tasks = it.outer_n * nblk;
+        int64_t nblk = (in + ARG_COLS - 1) / ARG_COLS, tasks = it.outer_n * nblk;
 #pragma omp parallel for if (par) schedule(static)
         for (int64_t task = 0; task < tasks; task++) {
-            int64_t pos = task / nblk, j0 = (task % nblk) * ARG_BLOCK;
-            int64_t len = in - j0 < ARG_BLOCK ? in - j0 : ARG_BLOCK;
-            int64_t off[2], idx[ARG_BLOCK];
+            int64_t pos = task / nblk, j0 = (task % nblk) * ARG_COLS;
+            int64_t len = in - j0 < ARG_COLS ? in - j0 : ARG_COLS;
+            int64_t off[2], idx[ARG_COLS];
             emily_iter_offsets(&it, pos, off);
             A->cols(sbase + (off[0] + j0 * is) * (int64_t)es, len, is, na, as, is_min, high, idx);
             for (int64_t j = 0; j < len; j++)

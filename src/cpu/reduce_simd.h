@@ -1,0 +1,20 @@
+/* Vectorized folds of contiguous f32/f64 runs for the reduction kernels,
+ * with AVX-512 / AVX2 paths picked at run time (plain C elsewhere). */
+#ifndef EMILY_CPU_REDUCE_SIMD_H
+#define EMILY_CPU_REDUCE_SIMD_H
+
+#include <stdint.h>
+
+/* Sum of x[0..n) accumulated in double (in lanes: not sequential order). */
+double emily_simd_sum_f32(const float *x, int64_t n);
+double emily_simd_sum_f64(const double *x, int64_t n);
+
+/* Fold x[0..n) into *m with max (min). Returns nonzero when a NaN was
+ * seen, and then *m is unspecified. Among equal values (-0.0 and 0.0)
+ * either may be kept. */
+int emily_simd_max_f32(const float *x, int64_t n, float *m);
+int emily_simd_min_f32(const float *x, int64_t n, float *m);
+int emily_simd_max_f64(const double *x, int64_t n, double *m);
+int emily_simd_min_f64(const double *x, int64_t n, double *m);
+
+#endif

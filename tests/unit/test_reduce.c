@@ -1,0 +1,454 @@
+/* Reductions: sum, product, reduce_max/min, all, any, argmax/argmin and
+ * all_close, with Nx's types, NaN rules and wrapping. */
+#include <stdint.h>
+#include <stdlib.h>
+#include "harness.h"
+
+static emily_tensor *f32s(int rank, const int64_t *shape, const float *d) {
+    return t_from(EMILY_F32, rank, shape, d);
+}
+
+static emily_tensor *iota_f32(int rank, const int64_t *shape) {
+    int64_t n = 1;
+    for (int i = 0; i < rank; i++) n *= shape[i];
+    float *d = malloc(sizeof(float) * (size_t)(n ? n : 1));
+    for (int64_t i = 0; i < n; i++) d[i] = (float)i;
+    emily_tensor *t = f32s(rank, shape, d);
+    free(d);
+    return t;
+}
+
+static bool t_equals(const emily_tensor *t, int64_t n, const double *want) {
+    if (emily_tensor_size(t) != n) return false;
+    for (int64_t i = 0; i < n; i++)
+        if (t_get(t, i) != want[i]) return false;
+    return true;
+}
+
+static uint32_t f32_bits(const emily_tensor *t) {
+    uint32_t b = 0;
+    if (emily_to_binary(t, &b, 4)) return 0xdeadbeef;
+    return b;
+}
+
+static const int64_t S2x3[2] = {2, 3};
+
+TEST(sum_axes_and_types) {
+    emily_tensor *t = iota_f32(2, S2x3), *r = NULL;
+    CHECK_OK(emily_reduce(EMILY_REDUCE_SUM, t, 0, NULL, false, EMILY_DTYPE_AUTO, &r));
+    CHECK(emily_tensor_rank(r) == 0 && t_get(r, 0) == 15);
+    emily_tensor_release(r);
+    int ax0[1] = {0}, ax1[1] = {-1};
+    CHECK_OK(emily_reduce(EMILY_REDUCE_SUM, t, 1, ax0, false, EMILY_DTYPE_AUTO, &r));
+    double w0[3] = {3, 5, 7};
+    CHECK(t_equals(r, 3, w0) && emily_tensor_rank(r) == 1);
+    emily_tensor_release(r);
+    CHECK_OK(emily_reduce(EMILY_REDUCE_SUM, t, 1, ax1, true, EMILY_DTYPE_AUTO, &r));
+    int64_t ws[2] = {2, 1};
+    double w1[2] = {3, 12};
+    CHECK(t_shape_is(r, 2, ws) && t_equals(r, 2, w1));
+    emily_tensor_release(r);
+    /* axes = []: Nx converts without reducing */
+    int none[1] = {0};
+    CHECK_OK(emily_reduce(EMILY_REDUCE_SUM, t, 0, none, false, EMILY_DTYPE_AUTO, &r));
+    CHECK(t_shape_is(r, 2, S2x3));
+    emily_tensor_release(r);
+    emily_tensor_release(t);
+    /* integer sums aggregate to u32/s32/s64 and wrap */
+    uint8_t u[3] = {200, 200, 200};
+    int64_t s3[1] = {3};
+    emily_tensor *tu = t_from(EMILY_U8, 1, s3, u);
+    CHECK_OK(emily_reduce(EMILY_REDUCE_SUM, tu, 0, NULL, false, EMILY_DTYPE_AUTO, &r));
+    CHECK(emily_tensor_dtype(r) == EMILY_U32 && t_get(r, 0) == 600);
+    emily_tensor_release(r);
+    emily_tensor_release(tu);
+    int32_t big[2] = {INT32_MAX, 2};
+    int64_t s2[1] = {2};
+    emily_tensor *ti = t_from(EMILY_S32, 1, s2, big);
+    CHECK_OK(emily_reduce(EMILY_REDUCE_SUM, ti, 0, NULL, false, EMILY_DTYPE_AUTO, &r));
+    CHECK(t_get(r, 0) == (double)INT32_MIN + 1);
+    emily_tensor_release(r);
+    CHECK_OK(emily_reduce(EMILY_REDUCE_PRODUCT, ti, 0, NULL, false, EMILY_DTYPE_AUTO, &r));
+    CHECK(t_get(r, 0) == -2); /* 2^32 - 2 wraps to -2 */
+    emily_tensor_release(r);
+    emily_tensor_release(ti);
+    uint64_t uu[2] = {UINT64_MAX, 2};
+    emily_tensor *t64 = t_from(EMILY_U64, 1, s2, uu);
+    CHECK_OK(emily_reduce(EMILY_REDUCE_SUM, t64, 0, NULL, false, EMILY_DTYPE_AUTO, &r));
+    int64_t got = 0;
+    CHECK(emily_tensor_dtype(r) == EMILY_S64);
+    CHECK_OK(emily_to_binary(r, &got, 8));
+    CHECK(got == 1);
+    emily_tensor_release(r);
+    emily_tensor_release(t64);
+}
+
+TEST(sum_floats_accumulate_wide) {
+    /* 2^20 values of 0.1f: an f32 accumulator drifts, the reference
+     * (f64, rounded once) does not */
+    int64_t n = 1 << 20, shape[1] = {n};
+    float *d = malloc(sizeof(float) * (size_t)n);
+    double exact = 0;
+    for (int64_t i = 0; i < n; i++) { d[i] = 0.1f; exact += (double)0.1f; }
+    emily_tensor *t = f32s(1, shape, d), *r = NULL;
+    CHECK_OK(emily_reduce(EMILY_REDUCE_SUM, t, 0, NULL, false, EMILY_DTYPE_AUTO, &r));
+    CHECK(t_get(r, 0) == (double)(float)exact);
+    emily_tensor_release(r);
+    emily_tensor_release(t);
+    free(d);
+    /* f16: 0.1 rounded once from the f64 total */
+    uint16_t h[4] = {0x2e66, 0x2e66, 0x2e66, 0x2e66}; /* 0.0999755859375 */
+    int64_t s4[1] = {4};
+    emily_tensor *th = t_from(EMILY_F16, 1, s4, h);
+    CHECK_OK(emily_reduce(EMILY_REDUCE_SUM, th, 0, NULL, false, EMILY_DTYPE_AUTO, &r));
+    CHECK(emily_tensor_dtype(r) == EMILY_F16);
+    CHECK(t_get(r, 0) == emily_f16_to_f32(emily_f64_to_f16(4 * 0.0999755859375)));
+    emily_tensor_release(r);
+    emily_tensor_release(th);
+    /* f64 with infinities: no NaN from the compensation */
+    double inf[3] = {1, INFINITY, 2};
+    int64_t s3[1] = {3};
+    emily_tensor *ti = t_from(EMILY_F64, 1, s3, inf);
+    CHECK_OK(emily_reduce(EMILY_REDUCE_SUM, ti, 0, NULL, false, EMILY_DTYPE_AUTO, &r));
+    CHECK(t_get(r, 0) == INFINITY);
+    emily_tensor_release(r);
+    emily_tensor_release(ti);
+}
+
+TEST(sum_layouts) {
+    /* the same sums through rows, columns and strided/broadcast views */
+    int64_t shape[3] = {37, 41, 29};
+    emily_tensor *t = iota_f32(3, shape), *r = NULL, *tt = NULL;
+    int a02[2] = {0, 2}, a1[1] = {1};
+    CHECK_OK(emily_reduce(EMILY_REDUCE_SUM, t, 2, a02, false, EMILY_DTYPE_AUTO, &r));
+    /* sum over i, k of (i*41*29 + j*29 + k) */
+    bool ok = emily_tensor_size(r) == 41;
+    for (int j = 0; ok && j < 41; j++) {
+        double want = 0;
+        for (int i = 0; i < 37; i++)
+            for (int k = 0; k < 29; k++) want += i * 41 * 29 + j * 29 + k;
+        ok = t_get(r, j) == (double)(float)want; /* summed exactly, rounded once */
+    }
+    CHECK(ok);
+    emily_tensor_release(r);
+    int perm[3] = {2, 1, 0};
+    CHECK_OK(emily_transpose(t, perm, &tt));
+    CHECK_OK(emily_reduce(EMILY_REDUCE_SUM, tt, 1, a1, false, EMILY_DTYPE_AUTO, &r));
+    /* r[k][i] = sum_j t[i][j][k] */
+    ok = emily_tensor_size(r) == 29 * 37;
+    for (int k = 0; ok && k < 29; k++)
+        for (int i = 0; ok && i < 37; i++) {
+            double want = 0;
+            for (int j = 0; j < 41; j++) want += i * 41 * 29 + j * 29 + k;
+            ok = t_get(r, k * 37 + i) == want;
+        }
+    CHECK(ok);
+    emily_tensor_release(r);
+    emily_tensor_release(tt);
+    emily_tensor_release(t);
+    /* a broadcast (zero-stride) input */
+    float x[3] = {1, 2, 3};
+    int64_t s3[1] = {3}, big[2] = {1000, 3};
+    emily_tensor *v = f32s(1, s3, x), *b = NULL;
+    CHECK_OK(emily_broadcast(v, 2, big, NULL, &b));
+    int ax0[1] = {0};
+    CHECK_OK(emily_reduce(EMILY_REDUCE_SUM, b, 1, ax0, false, EMILY_DTYPE_AUTO, &r));
+    double w[3] = {1000, 2000, 3000};
+    CHECK(t_equals(r, 3, w));
+    emily_tensor_release(r);
+    emily_tensor_release(b);
+    emily_tensor_release(v);
+    /* big enough for the threaded paths: columns and rows */
+    int64_t s2[2] = {600, 700};
+    emily_tensor *m = iota_f32(2, s2);
+    CHECK_OK(emily_reduce(EMILY_REDUCE_SUM, m, 1, ax0, false, EMILY_DTYPE_AUTO, &r));
+    ok = true;
+    for (int j = 0; ok && j < 700; j++) ok = t_get(r, j) == (double)(float)(600.0 * j + 700.0 * (599.0 * 600 / 2));
+    CHECK(ok);
+    emily_tensor_release(r);
+    int last[1] = {1};
+    CHECK_OK(emily_reduce(EMILY_REDUCE_MAX, m, 1, last, false, EMILY_DTYPE_AUTO, &r));
+    ok = true;
+    for (int i = 0; ok && i < 600; i++) ok = t_get(r, i) == 700.0 * i + 699;
+    CHECK(ok);
+    emily_tensor_release(r);
+    emily_tensor_release(m);
+}
+
+TEST(empty_reductions) {
+    int64_t z[2] = {0, 3};
+    emily_tensor *t = NULL, *r = NULL;
+    CHECK_OK(emily_empty(EMILY_CPU, EMILY_F32, 2, z, &t));
+    int ax0[1] = {0};
+    CHECK_OK(emily_reduce(EMILY_REDUCE_SUM, t, 1, ax0, false, EMILY_DTYPE_AUTO, &r));
+    double w0[3] = {0, 0, 0};
+    CHECK(t_equals(r, 3, w0));
+    emily_tensor_release(r);
+    CHECK_OK(emily_reduce(EMILY_REDUCE_PRODUCT, t, 1, ax0, false, EMILY_DTYPE_AUTO, &r));
+    double w1[3] = {1, 1, 1};
+    CHECK(t_equals(r, 3, w1));
+    emily_tensor_release(r);
+    CHECK_OK(emily_reduce(EMILY_REDUCE_ALL, t, 0, NULL, false, EMILY_DTYPE_AUTO, &r));
+    CHECK(t_get(r, 0) == 1);
+    emily_tensor_release(r);
+    CHECK_ERR(emily_reduce(EMILY_REDUCE_MAX, t, 1, ax0, false, EMILY_DTYPE_AUTO, &r), EMILY_ERR_SHAPE, "empty");
+    /* nothing to compute when the output is empty too */
+    int ax1[1] = {1};
+    CHECK_OK(emily_reduce(EMILY_REDUCE_MAX, t, 1, ax1, false, EMILY_DTYPE_AUTO, &r));
+    CHECK(emily_tensor_size(r) == 0);
+    emily_tensor_release(r);
+    CHECK_ERR(emily_argreduce(EMILY_ARGMAX, t, -1, false, false, EMILY_DTYPE_AUTO, &r), EMILY_ERR_SHAPE, "empty");
+    emily_tensor_release(t);
+}
+
+TEST(max_min_nan_and_zero_sign) {
+    float d[5] = {1, NAN, 3, -INFINITY, 2};
+    int64_t s5[1] = {5};
+    emily_tensor *t = f32s(1, s5, d), *r = NULL;
+    CHECK_OK(emily_reduce(EMILY_REDUCE_MAX, t, 0, NULL, false, EMILY_DTYPE_AUTO, &r));
+    CHECK(isnan(t_get(r, 0)));
+    emily_tensor_release(r);
+    CHECK_OK(emily_reduce(EMILY_REDUCE_MIN, t, 0, NULL, false, EMILY_DTYPE_AUTO, &r));
+    CHECK(isnan(t_get(r, 0)));
+    emily_tensor_release(r);
+    emily_tensor_release(t);
+    /* the first of equal zeros wins, as Erlang's max/min keep the first */
+    float z[4] = {-1, -0.0f, 0.0f, -2};
+    int64_t s4[1] = {4};
+    t = f32s(1, s4, z);
+    CHECK_OK(emily_reduce(EMILY_REDUCE_MAX, t, 0, NULL, false, EMILY_DTYPE_AUTO, &r));
+    CHECK(f32_bits(r) == 0x80000000u);
+    emily_tensor_release(r);
+    emily_tensor_release(t);
+    float z2[4] = {3, 0.0f, -0.0f, 1};
+    t = f32s(1, s4, z2);
+    CHECK_OK(emily_reduce(EMILY_REDUCE_MIN, t, 0, NULL, false, EMILY_DTYPE_AUTO, &r));
+    CHECK(f32_bits(r) == 0x00000000u);
+    emily_tensor_release(r);
+    emily_tensor_release(t);
+    /* integer extremes; f16 keeps its bits */
+    int8_t i8[3] = {-128, 127, 0};
+    int64_t s3[1] = {3};
+    t = t_from(EMILY_S8, 1, s3, i8);
+    CHECK_OK(emily_reduce(EMILY_REDUCE_MIN, t, 0, NULL, false, EMILY_DTYPE_AUTO, &r));
+    CHECK(emily_tensor_dtype(r) == EMILY_S8 && t_get(r, 0) == -128);
+    emily_tensor_release(r);
+    CHECK_OK(emily_reduce(EMILY_REDUCE_MAX, t, 0, NULL, false, EMILY_DTYPE_AUTO, &r));
+    CHECK(t_get(r, 0) == 127);
+    emily_tensor_release(r);
+    emily_tensor_release(t);
+    uint16_t h[3] = {0x3c00, 0x7c00, 0xfc00}; /* 1, inf, -inf */
+    t = t_from(EMILY_F16, 1, s3, h);
+    CHECK_OK(emily_reduce(EMILY_REDUCE_MIN, t, 0, NULL, false, EMILY_DTYPE_AUTO, &r));
+    CHECK(t_get(r, 0) == -INFINITY);
+    emily_tensor_release(r);
+    emily_tensor_release(t);
+    /* complex tensors are not ordered */
+    float c[2] = {1, 2};
+    int64_t s1[1] = {1};
+    t = t_from(EMILY_C64, 1, s1, c);
+    CHECK_ERR(emily_reduce(EMILY_REDUCE_MAX, t, 0, NULL, false, EMILY_DTYPE_AUTO, &r), EMILY_ERR_TYPE, "c64");
+    CHECK_ERR(emily_argreduce(EMILY_ARGMIN, t, 0, false, false, EMILY_DTYPE_AUTO, &r), EMILY_ERR_TYPE, "c64");
+    emily_tensor_release(t);
+}
+
+TEST(all_any_truth) {
+    float d[4] = {NAN, -0.0f, 2, 0};
+    int64_t s2x2[2] = {2, 2};
+    emily_tensor *t = f32s(2, s2x2, d), *r = NULL;
+    int ax1[1] = {1}, ax0[1] = {0};
+    CHECK_OK(emily_reduce(EMILY_REDUCE_ANY, t, 1, ax1, false, EMILY_DTYPE_AUTO, &r));
+    double w[2] = {1, 1};
+    CHECK(t_equals(r, 2, w) && emily_tensor_dtype(r) == EMILY_U8);
+    emily_tensor_release(r);
+    CHECK_OK(emily_reduce(EMILY_REDUCE_ALL, t, 1, ax0, false, EMILY_DTYPE_AUTO, &r));
+    double w2[2] = {1, 0};
+    CHECK(t_equals(r, 2, w2));
+    emily_tensor_release(r);
+    CHECK_ERR(emily_reduce(EMILY_REDUCE_ALL, t, 0, NULL, false, EMILY_F32, &r), EMILY_ERR_TYPE, "u8");
+    emily_tensor_release(t);
+    /* complex numbers compare unequal to 0 in Nx: always true */
+    float c[4] = {0, 0, 0, 0};
+    int64_t s2[1] = {2};
+    t = t_from(EMILY_C64, 1, s2, c);
+    CHECK_OK(emily_reduce(EMILY_REDUCE_ALL, t, 0, NULL, false, EMILY_DTYPE_AUTO, &r));
+    CHECK(t_get(r, 0) == 1);
+    emily_tensor_release(r);
+    emily_tensor_release(t);
+}
+
+TEST(complex_sum_product) {
+    float c[4] = {1, 2, 3, -1}; /* (1+2i), (3-i) */
+    int64_t s2[1] = {2};
+    emily_tensor *t = t_from(EMILY_C64, 1, s2, c), *r = NULL;
+    float out[2];
+    CHECK_OK(emily_reduce(EMILY_REDUCE_SUM, t, 0, NULL, false, EMILY_DTYPE_AUTO, &r));
+    CHECK_OK(emily_to_binary(r, out, 8));
+    CHECK(out[0] == 4 && out[1] == 1);
+    emily_tensor_release(r);
+    CHECK_OK(emily_reduce(EMILY_REDUCE_PRODUCT, t, 0, NULL, false, EMILY_DTYPE_AUTO, &r));
+    CHECK_OK(emily_to_binary(r, out, 8));
+    CHECK(out[0] == 5 && out[1] == 5); /* (1+2i)(3-i) = 5+5i */
+    emily_tensor_release(r);
+    emily_tensor_release(t);
+}
+
+TEST(argmax_rules) {
+    float d[6] = {1, 3, 3, -1, 3, 0};
+    int64_t s6[1] = {6};
+    emily_tensor *t = f32s(1, s6, d), *r = NULL;
+    CHECK_OK(emily_argreduce(EMILY_ARGMAX, t, -1, false, false, EMILY_DTYPE_AUTO, &r));
+    CHECK(emily_tensor_dtype(r) == EMILY_S32 && t_get(r, 0) == 1);
+    emily_tensor_release(r);
+    CHECK_OK(emily_argreduce(EMILY_ARGMAX, t, 0, true, true, EMILY_S64, &r));
+    int64_t one[1] = {1};
+    CHECK(t_shape_is(r, 1, one) && t_get(r, 0) == 4 && emily_tensor_dtype(r) == EMILY_S64);
+    emily_tensor_release(r);
+    CHECK_OK(emily_argreduce(EMILY_ARGMIN, t, 0, false, false, EMILY_DTYPE_AUTO, &r));
+    CHECK(t_get(r, 0) == 3);
+    emily_tensor_release(r);
+    emily_tensor_release(t);
+    /* the last NaN wins whatever the tie break; -0.0 ties 0.0 */
+    float n[5] = {NAN, 5, NAN, 7, 1};
+    int64_t s5[1] = {5};
+    t = f32s(1, s5, n);
+    CHECK_OK(emily_argreduce(EMILY_ARGMIN, t, -1, false, false, EMILY_DTYPE_AUTO, &r));
+    CHECK(t_get(r, 0) == 2);
+    emily_tensor_release(r);
+    emily_tensor_release(t);
+    float z[3] = {0.0f, -0.0f, -1};
+    int64_t s3[1] = {3};
+    t = f32s(1, s3, z);
+    CHECK_OK(emily_argreduce(EMILY_ARGMAX, t, -1, false, true, EMILY_DTYPE_AUTO, &r));
+    CHECK(t_get(r, 0) == 1);
+    emily_tensor_release(r);
+    emily_tensor_release(t);
+    /* along axes, both loop orders */
+    int64_t s2x3[2] = {2, 3};
+    float m[6] = {4, 1, 9, 4, 7, NAN};
+    t = f32s(2, s2x3, m);
+    CHECK_OK(emily_argreduce(EMILY_ARGMAX, t, 0, false, true, EMILY_U8, &r));
+    double w0[3] = {1, 1, 1};
+    CHECK(t_equals(r, 3, w0));
+    emily_tensor_release(r);
+    CHECK_OK(emily_argreduce(EMILY_ARGMIN, t, 1, false, false, EMILY_DTYPE_AUTO, &r));
+    double w1[2] = {1, 2};
+    CHECK(t_equals(r, 2, w1));
+    emily_tensor_release(r);
+    /* a transposed view flattened in row-major order */
+    emily_tensor *tt = NULL;
+    CHECK_OK(emily_transpose(t, NULL, &tt));
+    CHECK_OK(emily_argreduce(EMILY_ARGMAX, tt, -1, false, false, EMILY_DTYPE_AUTO, &r));
+    CHECK(t_get(r, 0) == 5); /* tt = [[4,4],[1,7],[9,NaN]]: NaN at flat index 5 */
+    emily_tensor_release(r);
+    emily_tensor_release(tt);
+    CHECK_ERR(emily_argreduce(EMILY_ARGMAX, t, 2, false, false, EMILY_DTYPE_AUTO, &r), EMILY_ERR_AXIS, "axis 2");
+    CHECK_ERR(emily_argreduce(EMILY_ARGMAX, t, 0, false, false, EMILY_F32, &r), EMILY_ERR_TYPE, "integer");
+    CHECK_ERR(emily_argreduce(EMILY_ARGMAX, NULL, 0, false, false, EMILY_F32, &r), EMILY_ERR_ARGUMENT, "NULL");
+    emily_tensor_release(t);
+}
+
+TEST(argmax_large) {
+    /* threaded and blocked paths: 1e6 elements, the max twice, then NaNs */
+    int64_t n = 1000000, shape[1] = {n};
+    float *d = malloc(sizeof(float) * (size_t)n);
+    for (int64_t i = 0; i < n; i++) d[i] = (float)((i * 7919) % 1000);
+    d[123457] = 5000;
+    d[876543] = 5000;
+    emily_tensor *t = f32s(1, shape, d), *r = NULL;
+    CHECK_OK(emily_argreduce(EMILY_ARGMAX, t, -1, false, false, EMILY_DTYPE_AUTO, &r));
+    CHECK(t_get(r, 0) == 123457);
+    emily_tensor_release(r);
+    CHECK_OK(emily_argreduce(EMILY_ARGMAX, t, -1, false, true, EMILY_DTYPE_AUTO, &r));
+    CHECK(t_get(r, 0) == 876543);
+    emily_tensor_release(r);
+    CHECK_OK(emily_reduce(EMILY_REDUCE_MAX, t, 0, NULL, false, EMILY_DTYPE_AUTO, &r));
+    CHECK(t_get(r, 0) == 5000);
+    emily_tensor_release(r);
+    emily_tensor_release(t);
+    d[5] = NAN;
+    d[999990] = NAN;
+    t = f32s(1, shape, d);
+    CHECK_OK(emily_argreduce(EMILY_ARGMIN, t, -1, false, false, EMILY_DTYPE_AUTO, &r));
+    CHECK(t_get(r, 0) == 999990);
+    emily_tensor_release(r);
+    CHECK_OK(emily_reduce(EMILY_REDUCE_MIN, t, 0, NULL, false, EMILY_DTYPE_AUTO, &r));
+    CHECK(isnan(t_get(r, 0)));
+    emily_tensor_release(r);
+    emily_tensor_release(t);
+    /* columns: argmax over axis 0 of a 1000 x 1000 matrix */
+    int64_t sq[2] = {1000, 1000};
+    for (int64_t i = 0; i < n; i++) d[i] = (float)(((i / 1000) * 31 + (i % 1000)) % 1000);
+    t = f32s(2, sq, d);
+    CHECK_OK(emily_argreduce(EMILY_ARGMAX, t, 0, false, false, EMILY_DTYPE_AUTO, &r));
+    bool ok = true;
+    for (int64_t j = 0; ok && j < 1000; j++) {
+        int64_t best = 0;
+        for (int64_t i = 1; i < 1000; i++)
+            if (d[i * 1000 + j] > d[best * 1000 + j]) best = i;
+        ok = t_get(r, j) == (double)best;
+    }
+    CHECK(ok);
+    emily_tensor_release(r);
+    emily_tensor_release(t);
+    free(d);
+}
+
+TEST(all_close_rules) {
+    float a[4] = {1, NAN, INFINITY, 1000}, b[4] = {1.000001f, NAN, INFINITY, 1000.001f};
+    int64_t s4[1] = {4};
+    emily_tensor *ta = f32s(1, s4, a), *tb = f32s(1, s4, b), *r = NULL;
+    CHECK_OK(emily_all_close(ta, tb, 1e-5, 1e-8, false, &r));
+    CHECK(t_get(r, 0) == 0); /* NaN != NaN */
+    emily_tensor_release(r);
+    CHECK_OK(emily_all_close(ta, tb, 1e-5, 1e-8, true, &r));
+    CHECK(t_get(r, 0) == 1 && emily_tensor_rank(r) == 0);
+    emily_tensor_release(r);
+    emily_tensor_release(tb);
+    float c[4] = {1, NAN, -INFINITY, 1000};
+    tb = f32s(1, s4, c);
+    CHECK_OK(emily_all_close(ta, tb, 1e-5, 1e-8, true, &r));
+    CHECK(t_get(r, 0) == 0); /* inf vs -inf */
+    emily_tensor_release(r);
+    emily_tensor_release(tb);
+    /* integers: the difference wraps in the type, |b| is taken in f64 */
+    int8_t x[2] = {-128, 5}, y[2] = {-128, 5};
+    int64_t s2[1] = {2};
+    emily_tensor *tx = t_from(EMILY_S8, 1, s2, x), *ty = t_from(EMILY_S8, 1, s2, y);
+    CHECK_OK(emily_all_close(tx, ty, 1e-5, 1e-8, false, &r));
+    CHECK(t_get(r, 0) == 1);
+    emily_tensor_release(r);
+    /* broadcasting and mixed types */
+    float one = 5;
+    emily_tensor *s = f32s(0, NULL, &one);
+    CHECK_OK(emily_all_close(s, ty, 0, 0, false, &r));
+    CHECK(t_get(r, 0) == 0);
+    emily_tensor_release(r);
+    int64_t s3[1] = {3};
+    emily_tensor *t3 = iota_f32(1, s3);
+    CHECK_ERR(emily_all_close(ta, t3, 1e-5, 1e-8, false, &r), EMILY_ERR_SHAPE, "cannot broadcast");
+    CHECK_ERR(emily_all_close(ta, NULL, 1e-5, 1e-8, false, &r), EMILY_ERR_ARGUMENT, "b is NULL");
+    emily_tensor_release(t3);
+    emily_tensor_release(s);
+    emily_tensor_release(tx);
+    emily_tensor_release(ty);
+    emily_tensor_release(ta);
+}
+
+TEST(reduce_errors) {
+    emily_tensor *t = iota_f32(2, S2x3), *r = NULL;
+    int far[1] = {2}, twice[2] = {0, -2};
+    CHECK_ERR(emily_reduce(EMILY_REDUCE_SUM, t, 1, far, false, EMILY_DTYPE_AUTO, &r), EMILY_ERR_AXIS, "out of range");
+    CHECK_ERR(emily_reduce(EMILY_REDUCE_SUM, t, 2, twice, false, EMILY_DTYPE_AUTO, &r), EMILY_ERR_AXIS, "more than once");
+    CHECK_ERR(emily_reduce(EMILY_REDUCE_SUM, NULL, 0, NULL, false, EMILY_DTYPE_AUTO, &r), EMILY_ERR_ARGUMENT, "NULL");
+    CHECK_ERR(emily_reduce(EMILY_REDUCE_SUM, t, 0, NULL, false, EMILY_DTYPE_AUTO, NULL), EMILY_ERR_ARGUMENT, "output");
+    CHECK_ERR(emily_reduce((emily_reduce_op)42, t, 0, NULL, false, EMILY_DTYPE_AUTO, &r), EMILY_ERR_ARGUMENT, "unknown");
+    CHECK_ERR(emily_reduce(EMILY_REDUCE_SUM, t, 1, NULL, false, EMILY_DTYPE_AUTO, &r), EMILY_ERR_ARGUMENT, "NULL");
+    CHECK_ERR(emily_reduce(EMILY_REDUCE_SUM, t, 0, NULL, false, (emily_dtype)77, &r), EMILY_ERR_TYPE, "invalid");
+    emily_tensor_release(t);
+}
+
+RUN_TESTS("reduce", CASE(sum_axes_and_types), CASE(sum_floats_accumulate_wide), CASE(sum_layouts),
+          CASE(empty_reductions), CASE(max_min_nan_and_zero_sign), CASE(all_any_truth),
+          CASE(complex_sum_product), CASE(argmax_rules), CASE(argmax_large), CASE(all_close_rules),
+          CASE(reduce_errors))
