@@ -32,6 +32,32 @@ emily_status emily_dot(const emily_tensor *a, int ncontract_a, const int *contra
  * axis of `a` against the second-to-last of `b`. */
 emily_status emily_matmul(const emily_tensor *a, const emily_tensor *b, emily_tensor **out);
 
+/* Convolution (Nx.conv): options, NULL pointers meaning Nx's defaults.
+ * Arrays have one entry per spatial dimension (rank - 2) or, for the
+ * permutations, one per axis. */
+typedef struct emily_conv_opts {
+    const int64_t *strides;         /* NULL: 1 */
+    const int64_t *padding_lo;      /* NULL: 0; negative values crop */
+    const int64_t *padding_hi;      /* NULL: 0 */
+    const int64_t *input_dilation;  /* NULL: 1 */
+    const int64_t *kernel_dilation; /* NULL: 1 */
+    int64_t feature_group_size;     /* 0 or 1: no groups */
+    int64_t batch_group_size;       /* 0 or 1: no groups */
+    /* input_permutation[j]: the input axis holding standard axis j of
+     * {batch, channels, spatial...}; kernel: {out channels, in channels,
+     * spatial...}; output: standard axis j of {batch, out channels,
+     * spatial...} goes to output axis output_permutation[j]. NULL: identity */
+    const int *input_permutation;
+    const int *kernel_permutation;
+    const int *output_permutation;
+} emily_conv_opts;
+
+/* Nx.conv with Nx's semantics (no kernel flip, no conjugation; products
+ * summed per input channel over the window, then over the channels).
+ * out_type EMILY_DTYPE_AUTO: Nx.Type.to_floating(merge(input, kernel)). */
+emily_status emily_conv(const emily_tensor *input, const emily_tensor *kernel,
+                        const emily_conv_opts *opts, emily_dtype out_type, emily_tensor **out);
+
 /* How floating-point dots multiply and accumulate.
  *
  * HIGHEST (the default): Nx.BinaryBackend's answers. f64 and c128 dots

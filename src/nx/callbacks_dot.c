@@ -1,4 +1,4 @@
-/* Nx callbacks: dot family.
+/* Nx callbacks: dot family (dot, conv).
  *
  * dot(out, left, contract_axes1, batch_axes1, right, contract_axes2,
  *     batch_axes2): the output type is Nx.Type.merge of the inputs, which
@@ -28,7 +28,96 @@ static emily_status cb_dot(emily_call *c) {
     return call_return(c, out);
 }
 
+/* An integer list option with one entry per spatial dimension (a bare
+ * integer applies to all; absent: NULL, the default). */
+static emily_status spatial_list(emily_call *c, const emily_value *opts, const char *key, int d,
+                                 const int64_t **out) {
+    *out = NULL;
+    const emily_value *v = opt_get(opts, key);
+    if (!v || v->kind == EMILY_V_NIL) return EMILY_OK;
+    int64_t *vals = call_alloc(c, sizeof(int64_t) * ((size_t)d + 1));
+    if (!vals) return EMILY_ERR_MEMORY;
+    if (v->kind == EMILY_V_INT) {
+        for (int i = 0; i < d; i++) vals[i] = v->i;
+    } else {
+        int64_t *list;
+        int n;
+        emily_status s = value_int_list(c, v, key, &list, &n);
+        if (s) return s;
+        if (n != d)
+            return call_fail(c, EMILY_ERR_ARGUMENT, "%s has %d entries, the input has %d spatial "
+                             "dimensions", key, n, d);
+        for (int i = 0; i < d; i++) vals[i] = list[i];
+    }
+    *out = vals;
+    return EMILY_OK;
+}
+
+static emily_status permutation(emily_call *c, const emily_value *opts, const char *key, int r,
+                                const int **out) {
+    *out = NULL;
+    const emily_value *v = opt_get(opts, key);
+    if (!v || v->kind == EMILY_V_NIL) return EMILY_OK;
+    int *axes, n;
+    emily_status s = value_axes(c, v, key, &axes, &n);
+    if (s) return s;
+    if (n != r)
+        return call_fail(c, EMILY_ERR_AXIS, "%s has %d entries for rank %d", key, n, r);
+    *out = axes;
+    return EMILY_OK;
+}
+
+/* conv(out, input, kernel, opts): strides, padding ([{lo, hi}, ...]),
+ * input_dilation, kernel_dilation, feature_group_size, batch_group_size
+ * and the three permutations. The output type is Nx's to_floating of the
+ * merged input types: inferred, or the template's in RUN mode. */
+static emily_status cb_conv(emily_call *c) {
+    emily_status s = call_arity(c, 2, 3);
+    if (s) return s;
+    emily_tensor *t, *k;
+    if ((s = call_tensor(c, 0, &t))) return s;
+    if ((s = call_tensor(c, 1, &k))) return s;
+    const emily_value *opts = NULL;
+    if (c->nargs > 2 && (s = call_opts(c, 2, &opts))) return s;
+    int r = emily_tensor_rank(t), d = r > 2 ? r - 2 : 0;
+    emily_conv_opts o = {0};
+    if ((s = spatial_list(c, opts, "strides", d, &o.strides))) return s;
+    if ((s = spatial_list(c, opts, "input_dilation", d, &o.input_dilation))) return s;
+    if ((s = spatial_list(c, opts, "kernel_dilation", d, &o.kernel_dilation))) return s;
+    const emily_value *pad = opts ? opt_get(opts, "padding") : NULL;
+    if (pad && pad->kind != EMILY_V_NIL) {
+        if ((pad->kind != EMILY_V_LIST && pad->kind != EMILY_V_TUPLE) || (int)pad->n != d)
+            return call_fail(c, EMILY_ERR_ARGUMENT, "padding must be a list of %d {lo, hi} pairs", d);
+        int64_t *lo = call_alloc(c, sizeof(int64_t) * ((size_t)d + 1));
+        int64_t *hi = call_alloc(c, sizeof(int64_t) * ((size_t)d + 1));
+        if (!lo || !hi) return EMILY_ERR_MEMORY;
+        for (int i = 0; i < d; i++) {
+            const emily_value *e = &pad->items[i];
+            if ((e->kind != EMILY_V_TUPLE && e->kind != EMILY_V_LIST) || e->n != 2)
+                return call_fail(c, EMILY_ERR_ARGUMENT, "padding entry %d must be a {lo, hi} pair", i);
+            if ((s = value_int(c, &e->items[0], "padding", &lo[i]))) return s;
+            if ((s = value_int(c, &e->items[1], "padding", &hi[i]))) return s;
+        }
+        o.padding_lo = lo;
+        o.padding_hi = hi;
+    }
+    const emily_value *v;
+    if (opts && (v = opt_get(opts, "feature_group_size")) && v->kind != EMILY_V_NIL &&
+        (s = value_int(c, v, "feature_group_size", &o.feature_group_size)))
+        return s;
+    if (opts && (v = opt_get(opts, "batch_group_size")) && v->kind != EMILY_V_NIL &&
+        (s = value_int(c, v, "batch_group_size", &o.batch_group_size)))
+        return s;
+    if ((s = permutation(c, opts, "input_permutation", r, &o.input_permutation))) return s;
+    if ((s = permutation(c, opts, "kernel_permutation", r, &o.kernel_permutation))) return s;
+    if ((s = permutation(c, opts, "output_permutation", r, &o.output_permutation))) return s;
+    emily_tensor *out;
+    if ((s = emily_conv(t, k, &o, call_out_type(c), &out))) return s;
+    return call_return(c, out);
+}
+
 const emily_callback_entry emily_callbacks_dot[] = {
     {"dot", cb_dot},
+    {"conv", cb_conv},
     {NULL, NULL},
 };

@@ -747,6 +747,291 @@ TEST(cuda_matches_cpu) {
     CHECK_OK(emily_synchronize(gpu));
 }
 
+/* ---- conv ----------------------------------------------------------------- */
+
+typedef struct conv_case {
+    int r;
+    int64_t in[5], k[5];          /* standard-order shapes {N, C, ...}, {O, I, ...} */
+    int64_t stride[3], lo[3], hi[3], idil[3], kdil[3];
+    int64_t fg, bg;
+    int ip[5], kp[5], op[5];
+} conv_case;
+
+/* Checks emily_conv against a direct evaluation of Nx's definition (sum
+ * over channels of sums over the window, products of the padded, dilated
+ * input with the kernel). f64/c128 must match bit for bit, f32 to the
+ * rounding of the same f64 sum. */
+static void check_conv(emily_dtype dt, const conv_case *cc) {
+    int r = cc->r, d = r - 2;
+    bool cplx = dt == EMILY_C128;
+    int w = cplx ? 2 : 1;
+    /* physical shapes: physical axis ip[j] holds standard axis j */
+    int64_t pin[5], pk[5], nin = 1, nk = 1;
+    for (int j = 0; j < r; j++) {
+        pin[cc->ip[j]] = cc->in[j];
+        pk[cc->kp[j]] = cc->k[j];
+    }
+    for (int j = 0; j < r; j++) { nin *= pin[j]; nk *= pk[j]; }
+    double *din = malloc(sizeof(double) * (size_t)(nin * w + 1));
+    double *dk = malloc(sizeof(double) * (size_t)(nk * w + 1));
+    for (int64_t i = 0; i < nin * w; i++) din[i] = rnd();
+    for (int64_t i = 0; i < nk * w; i++) dk[i] = rnd();
+    emily_tensor *ti, *tk;
+    if (dt == EMILY_F32) {
+        float *fi = malloc(sizeof(float) * (size_t)nin + 4), *fk = malloc(sizeof(float) * (size_t)nk + 4);
+        for (int64_t i = 0; i < nin; i++) din[i] = fi[i] = (float)din[i];
+        for (int64_t i = 0; i < nk; i++) dk[i] = fk[i] = (float)dk[i];
+        ti = t_from(dt, r, pin, fi);
+        tk = t_from(dt, r, pk, fk);
+        free(fi);
+        free(fk);
+    } else {
+        ti = t_from(dt, r, pin, din);
+        tk = t_from(dt, r, pk, dk);
+    }
+    emily_conv_opts o = {cc->stride, cc->lo, cc->hi, cc->idil, cc->kdil, cc->fg, cc->bg,
+                         cc->ip, cc->kp, cc->op};
+    emily_tensor *out = NULL;
+    emily_status s = emily_conv(ti, tk, &o, EMILY_DTYPE_AUTO, &out);
+    if (s) fprintf(stderr, "  conv failed: %s\n", emily_last_error());
+    CHECK(s == EMILY_OK);
+    if (out) {
+        int64_t N = cc->in[0], O = cc->k[0], I = cc->k[1];
+        int64_t G = cc->fg > 1 ? cc->fg : cc->bg;
+        int64_t os[3], stdshape[5], pstr_in[5], pstr_k[5], pstr_o[5];
+        for (int i = 0; i < d; i++) {
+            int64_t sdim = cc->in[2 + i];
+            int64_t padded = sdim + (sdim - 1) * (cc->idil[i] - 1) + cc->lo[i] + cc->hi[i];
+            int64_t f = (cc->k[2 + i] - 1) * cc->kdil[i] + 1;
+            os[i] = (padded - f) / cc->stride[i] + 1;
+        }
+        stdshape[0] = N / cc->bg;
+        stdshape[1] = O;
+        for (int i = 0; i < d; i++) stdshape[2 + i] = os[i];
+        int64_t fshape[5];
+        for (int j = 0; j < r; j++) fshape[cc->op[j]] = stdshape[j];
+        CHECK(t_shape_is(out, r, fshape));
+        /* row-major strides of the physical layouts, per standard axis */
+        int64_t a = 1, b = 1, c = 1;
+        for (int j = r - 1; j >= 0; j--) {
+            for (int q = 0; q < r; q++) {
+                if (cc->ip[q] == j) pstr_in[q] = a;
+                if (cc->kp[q] == j) pstr_k[q] = b;
+                if (cc->op[q] == j) pstr_o[q] = c;
+            }
+            a *= pin[j];
+            b *= pk[j];
+            c *= fshape[j];
+        }
+        int64_t total = emily_tensor_size(out);
+        int bad = 0;
+        int64_t idx[5];
+        for (int64_t lin = 0; lin < total; lin++) {
+            int64_t rem = lin;
+            for (int j = r - 1; j >= 0; j--) { idx[j] = rem % stdshape[j]; rem /= stdshape[j]; }
+            int64_t n = idx[0], oc = idx[1];
+            int64_t g = G > 1 ? oc / (O / G) : 0;
+            int64_t nb = cc->bg > 1 ? n + g * (N / cc->bg) : n;
+            int64_t cbase = cc->fg > 1 ? g * I : 0;
+            double accr = 0, acci = 0;
+            for (int64_t ch = 0; ch < I; ch++) {
+                double sr = 0, si = 0;
+                int64_t wn = 1;
+                for (int i = 0; i < d; i++) wn *= cc->k[2 + i];
+                for (int64_t wi = 0; wi < wn; wi++) {
+                    int64_t wpos[3], wr = wi;
+                    for (int i = d - 1; i >= 0; i--) { wpos[i] = wr % cc->k[2 + i]; wr /= cc->k[2 + i]; }
+                    int64_t ioff = nb * pstr_in[0] + (cbase + ch) * pstr_in[1];
+                    int64_t koff = oc * pstr_k[0] + ch * pstr_k[1];
+                    bool zero = false;
+                    for (int i = 0; i < d; i++) {
+                        int64_t q = idx[2 + i] * cc->stride[i] + wpos[i] * cc->kdil[i] - cc->lo[i];
+                        if (q < 0 || q % cc->idil[i] || q / cc->idil[i] >= cc->in[2 + i]) { zero = true; break; }
+                        ioff += (q / cc->idil[i]) * pstr_in[2 + i];
+                        koff += wpos[i] * pstr_k[2 + i];
+                    }
+                    if (zero) continue; /* a zero of the padding: adds nothing */
+                    if (cplx) {
+                        double ar = din[2 * ioff], ai = din[2 * ioff + 1];
+                        double br = dk[2 * koff], bi = dk[2 * koff + 1];
+                        double rr = ar * br, ii = ai * bi, ir = ai * br, ri = ar * bi;
+                        double pre = rr - ii, pim = ir + ri;
+                        sr = sr + pre;
+                        si = si + pim;
+                    } else {
+                        double pr = din[ioff] * dk[koff];
+                        sr = sr + pr;
+                    }
+                }
+                accr = accr + sr;
+                acci = acci + si;
+            }
+            int64_t ooff = 0;
+            for (int j = 0; j < r; j++) ooff += idx[j] * pstr_o[j];
+            double gr, gi;
+            get_c(out, ooff, &gr, &gi);
+            bool ok = dt == EMILY_F32 ? (float)accr == (float)gr : (gr == accr && (!cplx || gi == acci));
+            if (!ok && bad++ < 3)
+                fprintf(stderr, "  conv %s output %lld: got %.17g%+.17gi want %.17g%+.17gi\n",
+                        emily_dtype_name(dt), (long long)ooff, gr, gi, accr, acci);
+        }
+        CHECK(bad == 0);
+    }
+    emily_tensor_release(out);
+    emily_tensor_release(ti);
+    emily_tensor_release(tk);
+    free(din);
+    free(dk);
+}
+
+static const conv_case conv_cases[] = {
+    /* 1-D, stride 2 */
+    {3, {2, 3, 11}, {4, 3, 3}, {2}, {0}, {0}, {1}, {1}, 1, 1, {0, 1, 2}, {0, 1, 2}, {0, 1, 2}},
+    /* 2-D with padding, input and kernel dilation */
+    {4, {2, 4, 7, 6}, {6, 4, 3, 2}, {1, 1}, {1, 0}, {2, 1}, {2, 1}, {1, 2}, 1, 1,
+     {0, 1, 2, 3}, {0, 1, 2, 3}, {0, 1, 2, 3}},
+    /* negative padding crops; strides */
+    {4, {1, 3, 9, 8}, {2, 3, 2, 3}, {2, 3}, {-1, 2}, {1, -2}, {1, 1}, {1, 1}, 1, 1,
+     {0, 1, 2, 3}, {0, 1, 2, 3}, {0, 1, 2, 3}},
+    /* feature groups */
+    {4, {2, 6, 5, 5}, {4, 3, 3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 2, 1,
+     {0, 1, 2, 3}, {0, 1, 2, 3}, {0, 1, 2, 3}},
+    /* batch groups */
+    {4, {4, 3, 5, 4}, {6, 3, 2, 2}, {1, 1}, {0, 0}, {0, 0}, {1, 1}, {1, 1}, 1, 2,
+     {0, 1, 2, 3}, {0, 1, 2, 3}, {0, 1, 2, 3}},
+    /* channels-last input and output (NHWC), HWIO kernel */
+    {4, {2, 5, 6, 7}, {4, 5, 3, 2}, {1, 2}, {1, 1}, {1, 0}, {1, 1}, {1, 1}, 1, 1,
+     {0, 3, 1, 2}, {3, 2, 0, 1}, {0, 3, 1, 2}},
+    /* 3-D */
+    {5, {1, 2, 4, 5, 3}, {3, 2, 2, 2, 2}, {1, 2, 1}, {0, 1, 1}, {1, 0, 1}, {1, 1, 2}, {2, 1, 1}, 1, 1,
+     {0, 1, 2, 3, 4}, {0, 1, 2, 3, 4}, {0, 1, 2, 3, 4}},
+};
+
+TEST(conv_matches_nx_definition) {
+    for (size_t i = 0; i < sizeof conv_cases / sizeof *conv_cases; i++) {
+        check_conv(EMILY_F64, &conv_cases[i]);
+        check_conv(EMILY_F32, &conv_cases[i]);
+        check_conv(EMILY_C128, &conv_cases[i]);
+    }
+}
+
+TEST(conv_values_and_types) {
+    /* [1, 2, 3, 4] conv [1, 1] (valid) = [3, 5, 7]; s32 inputs give f32 */
+    int32_t x[4] = {1, 2, 3, 4}, kk[2] = {1, 1};
+    emily_tensor *tx = t_from(EMILY_S32, 3, (int64_t[]){1, 1, 4}, x);
+    emily_tensor *tkk = t_from(EMILY_S32, 3, (int64_t[]){1, 1, 2}, kk);
+    emily_tensor *c = NULL;
+    CHECK_OK(emily_conv(tx, tkk, NULL, EMILY_DTYPE_AUTO, &c));
+    CHECK(c && emily_tensor_dtype(c) == EMILY_F32 && t_shape_is(c, 3, (int64_t[]){1, 1, 3}));
+    if (c) CHECK(t_get(c, 0) == 3 && t_get(c, 1) == 5 && t_get(c, 2) == 7);
+    emily_tensor_release(c);
+    /* explicit type and f16 rounding: 1 + 2^-11 + 2^-12 -> 0x3c01 */
+    uint16_t h[3] = {0x3c00, 0x1000, 0x0c00}, hk[3] = {0x3c00, 0x3c00, 0x3c00};
+    emily_tensor *th = t_from(EMILY_F16, 3, (int64_t[]){1, 1, 3}, h);
+    emily_tensor *thk = t_from(EMILY_F16, 3, (int64_t[]){1, 1, 3}, hk);
+    CHECK_OK(emily_conv(th, thk, NULL, EMILY_DTYPE_AUTO, &c));
+    CHECK(c && emily_tensor_dtype(c) == EMILY_F16 && bits_at(c, 0) == 0x3c01);
+    emily_tensor_release(c);
+    /* zero batch: an empty result */
+    emily_tensor *e = NULL;
+    CHECK_OK(emily_empty(EMILY_CPU, EMILY_F32, 3, (int64_t[]){0, 1, 4}, &e));
+    emily_tensor *fk = NULL;
+    CHECK_OK(emily_empty(EMILY_CPU, EMILY_F32, 3, (int64_t[]){2, 1, 2}, &fk));
+    CHECK_OK(emily_conv(e, fk, NULL, EMILY_DTYPE_AUTO, &c));
+    CHECK(c && t_shape_is(c, 3, (int64_t[]){0, 2, 3}));
+    emily_tensor_release(c);
+    /* zero channels: zeros */
+    emily_tensor *z = NULL, *zk = NULL;
+    CHECK_OK(emily_empty(EMILY_CPU, EMILY_F64, 3, (int64_t[]){1, 0, 4}, &z));
+    CHECK_OK(emily_empty(EMILY_CPU, EMILY_F64, 3, (int64_t[]){2, 0, 2}, &zk));
+    CHECK_OK(emily_conv(z, zk, NULL, EMILY_DTYPE_AUTO, &c));
+    CHECK(c && t_shape_is(c, 3, (int64_t[]){1, 2, 3}));
+    for (int i = 0; c && i < 6; i++) CHECK(t_get(c, i) == 0);
+    emily_tensor_release(c);
+    emily_tensor_release(z);
+    emily_tensor_release(zk);
+    emily_tensor_release(e);
+    emily_tensor_release(fk);
+    emily_tensor_release(tx);
+    emily_tensor_release(tkk);
+    emily_tensor_release(th);
+    emily_tensor_release(thk);
+}
+
+TEST(conv_sums_channels_separately) {
+    /* Nx: (1 + 0) + (1e16 + -1e16) = 1; one running sum would give 0 */
+    double x[4] = {1, 0, 1e16, -1e16}, k[4] = {1, 1, 1, 1};
+    emily_tensor *tx = t_from(EMILY_F64, 3, (int64_t[]){1, 2, 2}, x);
+    emily_tensor *tk = t_from(EMILY_F64, 3, (int64_t[]){1, 2, 2}, k);
+    emily_tensor *c = NULL;
+    CHECK_OK(emily_conv(tx, tk, NULL, EMILY_DTYPE_AUTO, &c));
+    CHECK(c && t_get(c, 0) == 1.0);
+    emily_tensor_release(c);
+    double zx[8] = {1, 0, 0, 0, 1e16, 0, -1e16, 0}, zk[8] = {1, 0, 1, 0, 1, 0, 1, 0};
+    emily_tensor *tzx = t_from(EMILY_C128, 3, (int64_t[]){1, 2, 2}, zx);
+    emily_tensor *tzk = t_from(EMILY_C128, 3, (int64_t[]){1, 2, 2}, zk);
+    c = NULL;
+    CHECK_OK(emily_conv(tzx, tzk, NULL, EMILY_DTYPE_AUTO, &c));
+    double re = 0, im = 0;
+    if (c) get_c(c, 0, &re, &im);
+    CHECK(c && re == 1.0 && im == 0.0);
+    emily_tensor_release(c);
+    emily_tensor_release(tx);
+    emily_tensor_release(tk);
+    emily_tensor_release(tzx);
+    emily_tensor_release(tzk);
+}
+
+TEST(conv_bad_arguments) {
+    float buf[64] = {0};
+    emily_tensor *t = t_from(EMILY_F32, 3, (int64_t[]){2, 4, 5}, buf);
+    emily_tensor *k = t_from(EMILY_F32, 3, (int64_t[]){6, 2, 3}, buf);
+    emily_tensor *k2 = t_from(EMILY_F32, 2, (int64_t[]){4, 5}, buf);
+    emily_tensor *kbig = t_from(EMILY_F32, 3, (int64_t[]){1, 4, 6}, buf);
+    emily_tensor *c = NULL;
+    CHECK_ERR(emily_conv(t, k, NULL, EMILY_DTYPE_AUTO, NULL), EMILY_ERR_ARGUMENT, "output");
+    CHECK_ERR(emily_conv(NULL, k, NULL, EMILY_DTYPE_AUTO, &c), EMILY_ERR_ARGUMENT, "input");
+    CHECK_ERR(emily_conv(t, NULL, NULL, EMILY_DTYPE_AUTO, &c), EMILY_ERR_ARGUMENT, "kernel");
+    CHECK_ERR(emily_conv(t, k2, NULL, EMILY_DTYPE_AUTO, &c), EMILY_ERR_SHAPE, "rank 3 or more");
+    /* 4 input channels vs 2 kernel channels without groups */
+    CHECK_ERR(emily_conv(t, k, NULL, EMILY_DTYPE_AUTO, &c), EMILY_ERR_SHAPE, "feature_group_size 1");
+    emily_conv_opts o = {0};
+    o.feature_group_size = 2;
+    CHECK_OK(emily_conv(t, k, &o, EMILY_DTYPE_AUTO, &c));
+    emily_tensor_release(c);
+    c = NULL;
+    o.batch_group_size = 2;
+    CHECK_ERR(emily_conv(t, k, &o, EMILY_DTYPE_AUTO, &c), EMILY_ERR_ARGUMENT, "either batch groups");
+    o.feature_group_size = 4;
+    o.batch_group_size = 0;
+    CHECK_ERR(emily_conv(t, k, &o, EMILY_DTYPE_AUTO, &c), EMILY_ERR_SHAPE, "not divisible");
+    o.feature_group_size = 1;
+    o.batch_group_size = 3;
+    CHECK_ERR(emily_conv(t, kbig, &o, EMILY_DTYPE_AUTO, &c), EMILY_ERR_SHAPE, "does not divide");
+    emily_conv_opts o2 = {0};
+    int64_t zero_stride[1] = {0};
+    o2.strides = zero_stride;
+    CHECK_ERR(emily_conv(t, kbig, &o2, EMILY_DTYPE_AUTO, &c), EMILY_ERR_ARGUMENT, "strides must be positive");
+    o2.strides = NULL;
+    int64_t zero_dil[1] = {0};
+    o2.kernel_dilation = zero_dil;
+    CHECK_ERR(emily_conv(t, kbig, &o2, EMILY_DTYPE_AUTO, &c), EMILY_ERR_ARGUMENT, "dilations must be positive");
+    o2.kernel_dilation = NULL;
+    /* window 6 on 5 inputs */
+    CHECK_ERR(emily_conv(t, kbig, &o2, EMILY_DTYPE_AUTO, &c), EMILY_ERR_SHAPE, "would be empty");
+    int bad_perm[3] = {0, 0, 2};
+    o2.input_permutation = bad_perm;
+    CHECK_ERR(emily_conv(t, k, &o2, EMILY_DTYPE_AUTO, &c), EMILY_ERR_AXIS, "input_permutation [0, 0, 2]");
+    o2.input_permutation = NULL;
+    o2.feature_group_size = 2;
+    CHECK_ERR(emily_conv(t, k, &o2, EMILY_S32, &c), EMILY_ERR_TYPE, "cannot compute a s32 convolution");
+    CHECK(c == NULL);
+    emily_tensor_release(t);
+    emily_tensor_release(k);
+    emily_tensor_release(k2);
+    emily_tensor_release(kbig);
+}
+
 /* ---- the Nx callback ---------------------------------------------------- */
 
 static emily_value v_int(int64_t i) { emily_value v = {0}; v.kind = EMILY_V_INT; v.i = i; return v; }
@@ -797,4 +1082,5 @@ RUN_TESTS("dot", CASE(matmul_f32_values), CASE(output_shape_batch_free_free),
           CASE(integer_operands_of_float_dots_are_exact), CASE(half_types_round_like_nx),
           CASE(edge_values_propagate), CASE(zero_size_and_rank0), CASE(broadcast_and_strided_views),
           CASE(batched_many_small_and_explicit_type), CASE(fast_precision_mode),
-          CASE(bad_arguments_fail_cleanly), CASE(dispatch_dot_callback), CASE(cuda_matches_cpu))
+          CASE(bad_arguments_fail_cleanly), CASE(dispatch_dot_callback), CASE(conv_matches_nx_definition),
+          CASE(conv_values_and_types), CASE(conv_sums_channels_separately), CASE(conv_bad_arguments), CASE(cuda_matches_cpu))
