@@ -22,9 +22,12 @@
  *  - comparisons and logical ops: the common type when both operands
  *    convert into it exactly, else f64 (c128), so a comparison never
  *    sees a rounded operand. */
+#include <float.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "ops/common.h"
+#include "core/scalar_convert.h"
 
 static const char *const op_names[EMILY_BINARY_OP_COUNT] = {
     [EMILY_ADD] = "add",
@@ -129,10 +132,8 @@ emily_status emily_binary_type(emily_binary_op op, emily_dtype a, emily_dtype b,
     return EMILY_OK;
 }
 
-/* True when every value of type `from` is a value of type `to` (also
- * used by clip in src/ops/select.c). */
-bool emily_binary_exact_into(emily_dtype from, emily_dtype to);
-bool emily_binary_exact_into(emily_dtype from, emily_dtype to) {
+/* True when every value of type `from` is a value of type `to`. */
+static bool emily_binary_exact_into(emily_dtype from, emily_dtype to) {
     if (from == to) return true;
     int fb = emily_dtype_bits(from), tb = emily_dtype_bits(to);
     emily_dtype_kind fk = emily_dtype_kind_of(from);
@@ -149,6 +150,65 @@ bool emily_binary_exact_into(emily_dtype from, emily_dtype to) {
     case EMILY_C128: return from == EMILY_C64 || emily_binary_exact_into(from, EMILY_F64);
     default: return false;
     }
+}
+
+/* Whether a one-element tensor's value is exactly a value of the float
+ * or complex type `to` (Nx's number operands arrive as s32/f32 scalars:
+ * `x * 2` on f32 can then compute in f32). Only read where the engine's
+ * memory is host memory (the CPU runs synchronously, so the value is
+ * there); elsewhere the answer is a conservative false. */
+static bool real_fits(double d, emily_dtype to) {
+    if (d != d) return true;
+    switch (to) {
+    case EMILY_F64: case EMILY_C128: return true;
+    case EMILY_F32: case EMILY_C64:
+        return d - d != 0 || (fabs(d) <= FLT_MAX && (double)(float)d == d);
+    case EMILY_F16: return emily_sc_f16_to_f64(emily_sc_f64_to_f16(d)) == d;
+    case EMILY_BF16:
+        if (d - d == 0 && (fabs(d) > FLT_MAX || (double)(float)d != d)) return false;
+        return emily_sc_bf16_to_f64(emily_sc_f64_to_bf16(d)) == d;
+    default: return false;
+    }
+}
+
+static bool int_fits(bool neg, uint64_t mag, emily_dtype to) {
+    (void)neg;
+    uint64_t limit = to == EMILY_F16 ? 2048u : to == EMILY_BF16 ? 256u
+                   : (to == EMILY_F32 || to == EMILY_C64) ? (1u << 24) : (1ull << 53);
+    return mag <= limit;
+}
+
+static bool value_fits(const emily_engine *e, const emily_tensor *t, emily_dtype to) {
+    if (t->size != 1 || !e->host_addressable || emily_dtype_is_integer(to)) return false;
+    const void *p = emily_tensor_base(t);
+    switch (t->dtype) {
+    case EMILY_U8: return int_fits(false, *(const uint8_t *)p, to);
+    case EMILY_U16: return int_fits(false, *(const uint16_t *)p, to);
+    case EMILY_U32: return int_fits(false, *(const uint32_t *)p, to);
+    case EMILY_U64: return int_fits(false, *(const uint64_t *)p, to);
+    case EMILY_S8: case EMILY_S16: case EMILY_S32: case EMILY_S64: {
+        int64_t v = t->dtype == EMILY_S8 ? *(const int8_t *)p : t->dtype == EMILY_S16 ? *(const int16_t *)p
+                  : t->dtype == EMILY_S32 ? *(const int32_t *)p : *(const int64_t *)p;
+        return int_fits(v < 0, v < 0 ? 0u - (uint64_t)v : (uint64_t)v, to);
+    }
+    case EMILY_F16: return real_fits(emily_sc_f16_to_f64(*(const uint16_t *)p), to);
+    case EMILY_BF16: return real_fits(emily_sc_bf16_to_f64(*(const uint16_t *)p), to);
+    case EMILY_F32: return real_fits(*(const float *)p, to);
+    case EMILY_F64: return real_fits(*(const double *)p, to);
+    case EMILY_C64:
+        return emily_dtype_is_complex(to) && real_fits(((const float *)p)[0], to) &&
+               real_fits(((const float *)p)[1], to);
+    case EMILY_C128:
+        return emily_dtype_is_complex(to) && real_fits(((const double *)p)[0], to) &&
+               real_fits(((const double *)p)[1], to);
+    default: return false;
+    }
+}
+
+/* t converts into `to` without changing any value (also used by clip). */
+bool emily_binary_fits(const emily_engine *e, const emily_tensor *t, emily_dtype to);
+bool emily_binary_fits(const emily_engine *e, const emily_tensor *t, emily_dtype to) {
+    return emily_binary_exact_into(t->dtype, to) || value_fits(e, t, to);
 }
 
 /* The wide type of a float or complex computation. */
@@ -307,12 +367,11 @@ static emily_status binary_with(const emily_engine *e, emily_binary_op op, const
     emily_dtype c;
     if (pred) {
         emily_dtype m = emily_type_merge(a->dtype, b->dtype);
-        c = (emily_dtype_is_integer(m) || (emily_binary_exact_into(a->dtype, m) && emily_binary_exact_into(b->dtype, m)))
-                ? m : wide_of(m);
+        c = (emily_dtype_is_integer(m) || (emily_binary_fits(e, a, m) && emily_binary_fits(e, b, m))) ? m : wide_of(m);
     } else if (emily_dtype_is_integer(o)) {
         c = o;
     } else {
-        c = emily_binary_exact_into(a->dtype, o) && emily_binary_exact_into(b->dtype, o) ? o : wide_of(o);
+        c = emily_binary_fits(e, a, o) && emily_binary_fits(e, b, o) ? o : wide_of(o);
     }
     if (needs_mixed_u64(op, a->dtype, b->dtype, c)) {
         emily_tensor *r = NULL;

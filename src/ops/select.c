@@ -114,8 +114,9 @@ emily_status emily_select(const emily_tensor *pred, const emily_tensor *on_true,
     return s;
 }
 
-/* Defined in src/ops/binary.c: every value of `from` is a value of `to`. */
-bool emily_binary_exact_into(emily_dtype from, emily_dtype to);
+/* Defined in src/ops/binary.c: t converts into `to` without changing
+ * any value (by type, or by value for a host scalar). */
+bool emily_binary_fits(const emily_engine *e, const emily_tensor *t, emily_dtype to);
 
 emily_status emily_clip(const emily_tensor *t, const emily_tensor *min, const emily_tensor *max,
                         emily_dtype out_type, emily_tensor **out) {
@@ -149,8 +150,7 @@ emily_status emily_clip(const emily_tensor *t, const emily_tensor *min, const em
      * compares the values read in their own types) */
     emily_dtype c = o;
     if (!emily_dtype_is_integer(o) &&
-        !(emily_binary_exact_into(t->dtype, o) && emily_binary_exact_into(min->dtype, o) &&
-          emily_binary_exact_into(max->dtype, o)))
+        !(emily_binary_fits(e, t, o) && emily_binary_fits(e, min, o) && emily_binary_fits(e, max, o)))
         c = EMILY_F64;
     emily_tensor *x = NULL, *lo = NULL, *hi = NULL, *g = NULL, *c1 = NULL, *l = NULL, *r = NULL;
     s = emily_convert_to(t, c, &x);

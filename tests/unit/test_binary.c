@@ -275,6 +275,16 @@ TEST(mixed_types) {
     /* Nx types f16 * 0.1 as f16: computed in f64, rounded once */
     EXPECT(EMILY_MULTIPLY, VEC(EMILY_F16, uint16_t, 0x4200), SCALAR(EMILY_F32, float, 0.1f), EMILY_F16,
            EMILY_F16, uint16_t, 0x34cd);
+    /* a number operand whose value f32 holds computes in f32; one it does
+     * not (2^24 + 1) computes exactly: 3 * 16777217 rounds to 50331652 */
+    EXPECT(EMILY_MULTIPLY, VEC(EMILY_F32, float, 3.0f, 0.5f), SCALAR(EMILY_S32, int32_t, 2), EMILY_F32,
+           EMILY_F32, float, 6.0f, 1.0f);
+    EXPECT(EMILY_MULTIPLY, VEC(EMILY_F32, float, 3.0f), SCALAR(EMILY_S32, int32_t, 16777217), EMILY_F32,
+           EMILY_F32, float, 50331652.0f);
+    EXPECT(EMILY_LESS, VEC(EMILY_F32, float, 16777216.0f, -1.0f), SCALAR(EMILY_S32, int32_t, 16777217),
+           EMILY_DTYPE_AUTO, EMILY_U8, uint8_t, 1, 1);
+    EXPECT(EMILY_GREATER, VEC(EMILY_BF16, uint16_t, 0x3f80, 0xbf80), SCALAR(EMILY_F32, float, 0.0f),
+           EMILY_DTYPE_AUTO, EMILY_U8, uint8_t, 1, 0);
     /* s32 against f32 compared exactly (2^24 + 1 > 2^24) */
     EXPECT(EMILY_GREATER, VEC(EMILY_S32, int32_t, 16777217), VEC(EMILY_F32, float, 16777216.0f),
            EMILY_DTYPE_AUTO, EMILY_U8, uint8_t, 1);
