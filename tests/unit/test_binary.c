@@ -445,6 +445,42 @@ TEST(large_inputs_match_a_scalar_loop) {
     free(got);
 }
 
+/* Every op on every pair of dtypes, with raw edge bit patterns (zeros,
+ * all ones, sign bits, NaN/inf patterns, extremes): succeeds exactly when
+ * Nx allows the types, with Nx's output type, and without undefined
+ * behaviour (run under UBSan) or leaks. */
+TEST(all_ops_all_dtype_pairs) {
+    static const uint8_t pat[8] = {0x00, 0xff, 0x7f, 0x80, 0x01, 0xfe, 0x3c, 0x55};
+    unsigned char bytes[2][8 * 16];
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < 8; i++)
+            for (int j = 0; j < 16; j++)
+                bytes[k][i * 16 + j] = (j == 15 || j == 7 || j == 3 || j == 1) ? pat[(i + k * 3) % 8]
+                                       : pat[(i * 5 + j + k) % 8];
+    int mismatches = 0;
+    for (int op = 0; op < EMILY_BINARY_OP_COUNT; op++)
+        for (int ta = 0; ta < EMILY_DTYPE_COUNT; ta++)
+            for (int tb = 0; tb < EMILY_DTYPE_COUNT; tb++) {
+                emily_tensor *a = t_from((emily_dtype)ta, 1, (int64_t[]){8}, bytes[0]);
+                emily_tensor *b = t_from((emily_dtype)tb, 2, (int64_t[]){1, 8}, bytes[1]);
+                emily_tensor *r = NULL;
+                emily_dtype want;
+                emily_status st = emily_binary_type((emily_binary_op)op, (emily_dtype)ta, (emily_dtype)tb, &want);
+                emily_status sr = emily_binary((emily_binary_op)op, a, b, EMILY_DTYPE_AUTO, &r);
+                if ((st == EMILY_OK) != (sr == EMILY_OK) ||
+                    (sr == EMILY_OK && (emily_tensor_dtype(r) != want || !t_shape_is(r, 2, (int64_t[]){1, 8})))) {
+                    if (mismatches++ < 5)
+                        fprintf(stderr, "  %s(%s, %s): %s\n", emily_binary_op_name((emily_binary_op)op),
+                                emily_dtype_name((emily_dtype)ta), emily_dtype_name((emily_dtype)tb),
+                                sr ? emily_last_error() : "unexpected type or shape");
+                }
+                emily_tensor_release(r);
+                emily_tensor_release(a);
+                emily_tensor_release(b);
+            }
+    CHECK(mismatches == 0);
+}
+
 TEST(bad_arguments) {
     emily_tensor *a = VEC(EMILY_F32, float, 1, 2), *i = VEC(EMILY_S32, int32_t, 1, 2), *r = NULL;
     CHECK_ERR(emily_binary(EMILY_ADD, NULL, a, EMILY_DTYPE_AUTO, &r), EMILY_ERR_ARGUMENT, "left operand is NULL");
@@ -468,4 +504,4 @@ RUN_TESTS("binary", CASE(op_names_round_trip), CASE(output_types_follow_nx),
           CASE(half_precision_rounding), CASE(complex_arithmetic), CASE(mixed_types),
           CASE(u64_against_signed_is_exact), CASE(broadcasting_and_scalars),
           CASE(zero_size_and_rank0), CASE(strided_views), CASE(large_inputs_match_a_scalar_loop),
-          CASE(bad_arguments))
+          CASE(all_ops_all_dtype_pairs), CASE(bad_arguments))

@@ -204,6 +204,39 @@ TEST(clip_errors) {
     emily_tensor_release(cs);
 }
 
+/* Every predicate type with every pair of branch types, and clip over
+ * every triple, with raw edge bit patterns: the output type is Nx's merge
+ * and nothing trips the sanitizers or leaks. */
+TEST(all_dtype_combinations) {
+    static const uint8_t pat[8] = {0x00, 0xff, 0x7f, 0x80, 0x01, 0xfe, 0x3c, 0x55};
+    unsigned char bytes[10 * 16]; /* room for 4 + 4 + 1 + 1 elements of 16 bytes */
+    for (int i = 0; i < 10 * 16; i++) bytes[i] = pat[(i * 3 + i / 16) % 8];
+    int bad = 0;
+    for (int tp = 0; tp < EMILY_DTYPE_COUNT; tp++)
+        for (int tt = 0; tt < EMILY_DTYPE_COUNT; tt++)
+            for (int tf = 0; tf < EMILY_DTYPE_COUNT; tf++) {
+                emily_tensor *p = t_from((emily_dtype)tp, 1, (int64_t[]){4}, bytes);
+                emily_tensor *t = t_from((emily_dtype)tt, 1, (int64_t[]){4}, bytes + 64 + 8);
+                emily_tensor *f = t_from((emily_dtype)tf, 0, NULL, bytes + 128);
+                emily_tensor *r = NULL;
+                emily_dtype m = emily_type_merge((emily_dtype)tt, (emily_dtype)tf);
+                if (emily_select(p, t, f, EMILY_DTYPE_AUTO, &r) || emily_tensor_dtype(r) != m) bad++;
+                emily_tensor_release(r);
+                r = NULL;
+                emily_tensor *lo = t_from((emily_dtype)tt, 0, NULL, bytes + 144);
+                emily_dtype cm = emily_type_merge((emily_dtype)tp, emily_type_merge((emily_dtype)tt, (emily_dtype)tf));
+                emily_status s = emily_clip(p, lo, f, EMILY_DTYPE_AUTO, &r);
+                if (emily_dtype_is_complex(cm) ? s != EMILY_ERR_TYPE : (s || emily_tensor_dtype(r) != cm)) bad++;
+                emily_tensor_release(r);
+                emily_tensor_release(lo);
+                emily_tensor_release(p);
+                emily_tensor_release(t);
+                emily_tensor_release(f);
+            }
+    CHECK(bad == 0);
+}
+
 RUN_TESTS("select", CASE(select_predicates_of_every_kind), CASE(select_types_and_broadcasting),
           CASE(select_of_128_bit_elements_and_views), CASE(select_large_threaded),
-          CASE(select_zero_size), CASE(select_errors), CASE(clip_like_nx), CASE(clip_errors))
+          CASE(select_zero_size), CASE(select_errors), CASE(clip_like_nx), CASE(clip_errors),
+          CASE(all_dtype_combinations))
