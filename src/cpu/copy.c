@@ -11,9 +11,70 @@
 
 typedef struct { uint64_t lo, hi; } u128;
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define HAVE_X86 1
+
+/* 8 x 8 block of 4-byte elements: src rows (stride ss) become dst
+ * columns (dst rows of stride ds). Moves bits only. */
+__attribute__((target("avx2"))) static inline void tr8x8_32(const uint32_t *s, int64_t ss, uint32_t *d,
+                                                             int64_t ds) {
+    __m256 r0 = _mm256_loadu_ps((const float *)(s + 0 * ss)), r1 = _mm256_loadu_ps((const float *)(s + 1 * ss));
+    __m256 r2 = _mm256_loadu_ps((const float *)(s + 2 * ss)), r3 = _mm256_loadu_ps((const float *)(s + 3 * ss));
+    __m256 r4 = _mm256_loadu_ps((const float *)(s + 4 * ss)), r5 = _mm256_loadu_ps((const float *)(s + 5 * ss));
+    __m256 r6 = _mm256_loadu_ps((const float *)(s + 6 * ss)), r7 = _mm256_loadu_ps((const float *)(s + 7 * ss));
+    __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
+    __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
+    __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
+    __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
+    __m256 u0 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(1, 0, 1, 0));
+    __m256 u1 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(3, 2, 3, 2));
+    __m256 u2 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(1, 0, 1, 0));
+    __m256 u3 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(3, 2, 3, 2));
+    __m256 u4 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(1, 0, 1, 0));
+    __m256 u5 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(3, 2, 3, 2));
+    __m256 u6 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(1, 0, 1, 0));
+    __m256 u7 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(3, 2, 3, 2));
+    _mm256_storeu_ps((float *)(d + 0 * ds), _mm256_permute2f128_ps(u0, u4, 0x20));
+    _mm256_storeu_ps((float *)(d + 1 * ds), _mm256_permute2f128_ps(u1, u5, 0x20));
+    _mm256_storeu_ps((float *)(d + 2 * ds), _mm256_permute2f128_ps(u2, u6, 0x20));
+    _mm256_storeu_ps((float *)(d + 3 * ds), _mm256_permute2f128_ps(u3, u7, 0x20));
+    _mm256_storeu_ps((float *)(d + 4 * ds), _mm256_permute2f128_ps(u0, u4, 0x31));
+    _mm256_storeu_ps((float *)(d + 5 * ds), _mm256_permute2f128_ps(u1, u5, 0x31));
+    _mm256_storeu_ps((float *)(d + 6 * ds), _mm256_permute2f128_ps(u2, u6, 0x31));
+    _mm256_storeu_ps((float *)(d + 7 * ds), _mm256_permute2f128_ps(u3, u7, 0x31));
+}
+
+/* 4 x 4 block of 8-byte elements. */
+__attribute__((target("avx2"))) static inline void tr4x4_64(const uint64_t *s, int64_t ss, uint64_t *d,
+                                                             int64_t ds) {
+    __m256d r0 = _mm256_loadu_pd((const double *)(s + 0 * ss)), r1 = _mm256_loadu_pd((const double *)(s + 1 * ss));
+    __m256d r2 = _mm256_loadu_pd((const double *)(s + 2 * ss)), r3 = _mm256_loadu_pd((const double *)(s + 3 * ss));
+    __m256d t0 = _mm256_unpacklo_pd(r0, r1), t1 = _mm256_unpackhi_pd(r0, r1);
+    __m256d t2 = _mm256_unpacklo_pd(r2, r3), t3 = _mm256_unpackhi_pd(r2, r3);
+    _mm256_storeu_pd((double *)(d + 0 * ds), _mm256_permute2f128_pd(t0, t2, 0x20));
+    _mm256_storeu_pd((double *)(d + 1 * ds), _mm256_permute2f128_pd(t1, t3, 0x20));
+    _mm256_storeu_pd((double *)(d + 2 * ds), _mm256_permute2f128_pd(t0, t2, 0x31));
+    _mm256_storeu_pd((double *)(d + 3 * ds), _mm256_permute2f128_pd(t1, t3, 0x31));
+}
+
+/* One tile [j0, j1) x [i0, i1) of d[j * dj + i] = s[j + i * si], by
+ * B x B blocks, the ragged edges element by element. */
+#define TILE_SIMD(NAME, T, B, BLOCKFN)                                                  \
+    __attribute__((target("avx2"))) static void NAME(T *d, int64_t dj, const T *s, int64_t si, \
+                                                      int64_t j0, int64_t j1, int64_t i0, int64_t i1) { \
+        int64_t jb = j0 + (j1 - j0) / (B) * (B), ib = i0 + (i1 - i0) / (B) * (B);      \
+        for (int64_t i = i0; i < ib; i += (B))                                          \
+            for (int64_t j = j0; j < jb; j += (B)) BLOCKFN(s + j + i * si, si, d + j * dj + i, dj); \
+        for (int64_t j = j0; j < j1; j++)                                               \
+            for (int64_t i = (j < jb ? ib : i0); i < i1; i++) d[j * dj + i] = s[j + i * si]; \
+    }
+TILE_SIMD(tile_32, uint32_t, 8, tr8x8_32)
+TILE_SIMD(tile_64, uint64_t, 4, tr4x4_64)
+#endif
+
 #define COPY_LOOP(T)                                                            \
-    _Pragma("omp parallel for if (total >= EMILY_PARALLEL_MIN) schedule(static)") \
-    for (int64_t pos = 0; pos < it.outer_n; pos++) {                           \
+    EMILY_PAR_FOR(total >= EMILY_PARALLEL_MIN, pos, it.outer_n, {               \
         int64_t off[2];                                                         \
         emily_iter_offsets(&it, pos, off);                                      \
         T *d = (T *)dbase + off[0];                                             \
@@ -21,14 +82,13 @@ typedef struct { uint64_t lo, hi; } u128;
         int64_t ds = it.inner_stride[0], ss = it.inner_stride[1];               \
         if (ds == 1 && ss == 1) memcpy(d, s, (size_t)it.inner_n * sizeof(T));  \
         else for (int64_t i = 0; i < it.inner_n; i++) d[i * ds] = s[i * ss];    \
-    }
+    });
 
 /* Tiled transposing copy. Dim `td` of the iterator's outer dims and the
  * inner dim form the tile plane; the other outer dims are walked as
  * "planes". */
 #define TILE_LOOP(T, TB)                                                        \
-    _Pragma("omp parallel for if (total >= EMILY_PARALLEL_MIN) schedule(static)") \
-    for (int64_t u = 0; u < units; u++) {                                       \
+    EMILY_PAR_FOR(total >= EMILY_PARALLEL_MIN, u, units, {                      \
         int64_t q = u / (ntj * nti), t = u % (ntj * nti);                       \
         int64_t j0 = (t / nti) * (TB), i0 = (t % nti) * (TB);                  \
         int64_t j1 = j0 + (TB) < nj ? j0 + (TB) : nj;                           \
@@ -39,7 +99,7 @@ typedef struct { uint64_t lo, hi; } u128;
         const T *restrict s = (const T *)sbase + off[1];                        \
         for (int64_t j = j0; j < j1; j++)                                       \
             for (int64_t i = i0; i < i1; i++) d[j * dj + i * di] = s[j * sj + i * si]; \
-    }
+    });
 
 /* Offsets of plane q: position q over the outer dims other than td. */
 static void plane_offsets(const emily_iter *it, int td, int64_t q, int64_t *off) {
@@ -83,6 +143,24 @@ emily_status emily_cpu_copy(emily_tensor *dst, const emily_tensor *src) {
         int64_t tb = es <= 4 ? 64 : 32;
         int64_t ntj = (nj + tb - 1) / tb, nti = (ni + tb - 1) / tb;
         int64_t units = it.outer_n / nj * ntj * nti;
+#ifdef HAVE_X86
+        if ((es == 4 || es == 8) && di == 1 && sj == 1 && emily_cpu_isa() >= 1) {
+            /* the common transpose: vector blocks */
+            EMILY_PAR_FOR(total >= EMILY_PARALLEL_MIN, u, units, {
+                int64_t q = u / (ntj * nti), t = u % (ntj * nti);
+                int64_t j0 = (t / nti) * tb, i0 = (t % nti) * tb;
+                int64_t j1 = j0 + tb < nj ? j0 + tb : nj, i1 = i0 + tb < ni ? i0 + tb : ni;
+                int64_t off[2];
+                plane_offsets(&it, td, q, off);
+                if (es == 4)
+                    tile_32((uint32_t *)dbase + off[0], dj, (const uint32_t *)sbase + off[1], si, j0, j1, i0, i1);
+                else
+                    tile_64((uint64_t *)dbase + off[0], dj, (const uint64_t *)sbase + off[1], si, j0, j1, i0, i1);
+            });
+            emily_iter_free(&it);
+            return EMILY_OK;
+        }
+#endif
         switch (es) {
         case 1: TILE_LOOP(uint8_t, 64) break;
         case 2: TILE_LOOP(uint16_t, 64) break;

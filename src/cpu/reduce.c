@@ -21,6 +21,7 @@
  * first zero in Nx's order (Erlang's max/min keep the first of equals). */
 #include <math.h>
 #include <omp.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include "cpu/kernels.h"
@@ -46,6 +47,11 @@ static inline half_bits st_bf16(double x) { return emily_f32_to_bf16((float)x); 
  * ==================================================================== */
 
 #define COLS_MAX 8192 /* outputs folded together by a column reduction */
+
+/* Reductions read each element once with a few vector instructions:
+ * below this many elements (1 MiB of f32) a thread team costs more than
+ * it saves. */
+#define REDUCE_PAR_MIN ((int64_t)1 << 18)
 
 typedef struct reducer {
     size_t acc_size;
@@ -122,7 +128,7 @@ INT_SUMPROD(s64, int64_t, uint64_t, uint64_t)
  * compensation; acc holds {sum, compensation}. */
 #define F64_BLOCK 1024
 
-#define FLOAT_SUM(NAME, T, LOAD, STORE, CONTIG)                                        \
+#define FLOAT_SUM(NAME, T, LOAD, STORE, CONTIG, COLS1)                                        \
     static void NAME##_init(void *acc, int64_t n) {                                    \
         double *restrict a = acc;                                                      \
         for (int64_t i = 0; i < n; i++) a[i] = 0.0;                                    \
@@ -139,8 +145,7 @@ INT_SUMPROD(s64, int64_t, uint64_t, uint64_t)
         const T *restrict x = src;                                                              \
         double *restrict a = acc;                                                      \
         if (s == 1)                                                                    \
-            PRAGMA(omp simd)                                                           \
-            for (int64_t j = 0; j < n; j++) a[j] += (double)LOAD(x[j]);                \
+            COLS1(a, x, n);                                                            \
         else                                                                           \
             for (int64_t j = 0; j < n; j++) a[j] += (double)LOAD(x[j * s]);            \
     }                                                                                  \
@@ -165,11 +170,17 @@ static double seq_bf16(const half_bits *x, int64_t n) {
     for (int64_t i = 0; i < n; i++) a += ld_bf16(x[i]);
     return a;
 }
+static void cols_sum_f16(double *restrict a, const half_bits *restrict x, int64_t n) {
+    for (int64_t j = 0; j < n; j++) a[j] += ld_f16(x[j]);
+}
+static void cols_sum_bf16(double *restrict a, const half_bits *restrict x, int64_t n) {
+    for (int64_t j = 0; j < n; j++) a[j] += ld_bf16(x[j]);
+}
 #define TO_F32(a) ((float)(a))
 #define TO_F64(a) (a)
-FLOAT_SUM(sum_f16, half_bits, ld_f16, st_f16, seq_f16)
-FLOAT_SUM(sum_bf16, half_bits, ld_bf16, st_bf16, seq_bf16)
-FLOAT_SUM(sum_f32, float, ID_LOAD, TO_F32, emily_simd_sum_f32)
+FLOAT_SUM(sum_f16, half_bits, ld_f16, st_f16, seq_f16, cols_sum_f16)
+FLOAT_SUM(sum_bf16, half_bits, ld_bf16, st_bf16, seq_bf16, cols_sum_bf16)
+FLOAT_SUM(sum_f32, float, ID_LOAD, TO_F32, emily_simd_sum_f32, emily_simd_cols_sum_f32)
 
 /* f64 sums keep a compensation term next to the sum. */
 static void sum_f64_init(void *acc, int64_t n) {
@@ -362,7 +373,7 @@ INT_MAXMIN(s64, int64_t, INT64_MIN, INT64_MAX)
         return nan;                                                                    \
     }
 
-#define FLOAT_EXTREME(NAME, T, C, LOAD, STORE, INITV, BETTER, CONTIG)                  \
+#define FLOAT_EXTREME(NAME, T, C, LOAD, STORE, INITV, BETTER, CONTIG, COLS1)                  \
     static void NAME##_init(void *acc, int64_t n) {                                    \
         C *restrict a = acc;                                                           \
         for (int64_t i = 0; i < n; i++) a[i] = INITV;                                  \
@@ -387,11 +398,7 @@ INT_MAXMIN(s64, int64_t, INT64_MIN, INT64_MAX)
         const T *restrict x = src;                                                              \
         C *restrict a = acc;                                                           \
         if (s == 1) {                                                                  \
-            PRAGMA(omp simd)                                                           \
-            for (int64_t j = 0; j < n; j++) {                                          \
-                C v = LOAD(x[j]);                                                      \
-                a[j] = (v BETTER a[j] || v != v) ? v : a[j];                           \
-            }                                                                          \
+            COLS1(a, x, n);                                                            \
         } else {                                                                       \
             for (int64_t j = 0; j < n; j++) {                                          \
                 C v = LOAD(x[j * s]);                                                  \
@@ -416,14 +423,31 @@ EXT_GENERIC(ext_max_f16, half_bits, float, ld_f16, >, max)
 EXT_GENERIC(ext_min_f16, half_bits, float, ld_f16, <, min)
 EXT_GENERIC(ext_max_bf16, half_bits, float, ld_bf16, >, max)
 EXT_GENERIC(ext_min_bf16, half_bits, float, ld_bf16, <, min)
+/* contiguous column folds */
+#define COLS_GENERIC(NAME, T, C, LOAD, BETTER)                                         \
+    static void NAME(C *restrict a, const T *restrict x, int64_t n) {                  \
+        PRAGMA(omp simd)                                                               \
+        for (int64_t j = 0; j < n; j++) {                                              \
+            C v = LOAD(x[j]);                                                          \
+            a[j] = (v BETTER a[j] || v != v) ? v : a[j];                               \
+        }                                                                              \
+    }
+COLS_GENERIC(cols_max_f16, half_bits, float, ld_f16, >)
+COLS_GENERIC(cols_min_f16, half_bits, float, ld_f16, <)
+COLS_GENERIC(cols_max_bf16, half_bits, float, ld_bf16, >)
+COLS_GENERIC(cols_min_bf16, half_bits, float, ld_bf16, <)
+COLS_GENERIC(cols_max_f64, double, double, ID_LOAD, >)
+COLS_GENERIC(cols_min_f64, double, double, ID_LOAD, <)
+#define cols_max_f32 emily_simd_cols_max_f32
+#define cols_min_f32 emily_simd_cols_min_f32
 #define ext_max_f32 emily_simd_max_f32
 #define ext_min_f32 emily_simd_min_f32
 #define ext_max_f64 emily_simd_max_f64
 #define ext_min_f64 emily_simd_min_f64
 
 #define FLOAT_MAXMIN(SUF, T, C, LOAD, STORE)                                                    \
-    FLOAT_EXTREME(max_##SUF, T, C, LOAD, STORE, (C)-INFINITY, >, ext_max_##SUF)                \
-    FLOAT_EXTREME(min_##SUF, T, C, LOAD, STORE, (C)INFINITY, <, ext_min_##SUF)
+    FLOAT_EXTREME(max_##SUF, T, C, LOAD, STORE, (C)-INFINITY, >, ext_max_##SUF, cols_max_##SUF) \
+    FLOAT_EXTREME(min_##SUF, T, C, LOAD, STORE, (C)INFINITY, <, ext_min_##SUF, cols_min_##SUF)
 
 FLOAT_MAXMIN(f16, half_bits, float, ld_f16, st_f16)
 FLOAT_MAXMIN(bf16, half_bits, float, ld_bf16, st_bf16)
@@ -611,8 +635,8 @@ static void reduce_rows(const reducer *R, const rplan *p, const char *sbase, siz
                         size_t des, int64_t total) {
     int nth = omp_get_max_threads();
     int64_t per = p->nR * p->run.n; /* elements per output */
-    bool par = total >= EMILY_PARALLEL_MIN && nth > 1;
-    if (par && p->nK < 2 * (int64_t)nth && per >= EMILY_PARALLEL_MIN / 4) {
+    bool par = total >= REDUCE_PAR_MIN && nth > 1;
+    if (par && p->nK < 2 * (int64_t)nth && per >= REDUCE_PAR_MIN / 4) {
         /* few outputs: split each one's elements over the threads */
         accbuf *parts = malloc(sizeof(accbuf) * (size_t)nth);
         if (parts) {
@@ -639,15 +663,14 @@ static void reduce_rows(const reducer *R, const rplan *p, const char *sbase, siz
             return;
         }
     }
-#pragma omp parallel for if (par) schedule(static)
-    for (int64_t o = 0; o < p->nK; o++) {
+    EMILY_PAR_FOR(par, o, p->nK, {
         int64_t ko, kd;
         odo(p->kept, p->nk, o, &ko, &kd);
         accbuf acc;
         R->init(acc.b, 1);
         fold_span(R, p, sbase + ko * (int64_t)ses, ses, 0, per, acc.b);
         R->store(dbase + kd * (int64_t)des, 0, acc.b, 1);
-    }
+    });
 }
 
 /* Column reductions: each task folds a block of up to COLS_MAX outputs
@@ -659,7 +682,7 @@ static void reduce_rows(const reducer *R, const rplan *p, const char *sbase, siz
 static emily_status reduce_cols(const reducer *R, const rplan *p, const char *sbase, size_t ses,
                                 char *dbase, size_t des, int64_t total) {
     int nth = omp_get_max_threads();
-    bool par = total >= EMILY_PARALLEL_MIN && nth > 1;
+    bool par = total >= REDUCE_PAR_MIN && nth > 1;
     int64_t T = par ? nth : 1, rn = p->run.n, bw = COLS_MAX;
     if (par && p->nK < T) {
         int64_t want = (rn + T - 1) / T;
@@ -676,8 +699,7 @@ static emily_status reduce_cols(const reducer *R, const rplan *p, const char *sb
     unsigned char *bufs = malloc((size_t)slots * (size_t)bw * as + 64);
     if (!bufs) return emily_error(EMILY_ERR_MEMORY, "reduce: out of host memory");
     int64_t units = tasks * parts;
-#pragma omp parallel for if (par) schedule(static)
-    for (int64_t u = 0; u < units; u++) {
+    EMILY_PAR_FOR(par, u, units, {
         int64_t task = u / parts, part = u % parts;
         int64_t o = task / nblk, j0 = (task % nblk) * bw;
         int64_t len = rn - j0 < bw ? rn - j0 : bw;
@@ -693,7 +715,7 @@ static emily_status reduce_cols(const reducer *R, const rplan *p, const char *sb
             R->cols(acc, b + ro * (int64_t)ses, len, p->run.ss);
         }
         if (parts == 1) R->store(dbase + (kd + j0 * p->run.ds) * (int64_t)des, p->run.ds, acc, len);
-    }
+    });
     if (parts > 1) {
         for (int64_t task = 0; task < tasks; task++) {
             int64_t o = task / nblk, j0 = (task % nblk) * bw;
@@ -840,7 +862,7 @@ typedef struct argops {
         }                                                                              \
     }
 
-#define ARG_TYPE(NAME, T, C, FIELD, LOAD, ISNAN, EXTMAX, EXTMIN, IDX)                  \
+#define ARG_TYPE(NAME, T, C, FIELD, LOAD, ISNAN, EXTMAX, EXTMIN, IDX, FIND)            \
     static inline bool NAME##_wins(C v, C best, bool is_min, bool high) {              \
         return is_min ? (v < best || (high && v == best)) : (v > best || (high && v == best)); \
     }                                                                                  \
@@ -863,11 +885,9 @@ typedef struct argops {
                     continue;                                                          \
                 }                                                                      \
                 if (st->idx < 0 || NAME##_wins(m, best, is_min, high)) {               \
-                    int k;                                                             \
-                    if (high) { for (k = len - 1; k > 0 && !(LOAD(xb[k]) == m); k--) {} } \
-                    else { for (k = 0; k < len - 1 && !(LOAD(xb[k]) == m); k++) {} }    \
+                    int64_t k = FIND(xb, len, m, high);                                \
                     best = m;                                                          \
-                    st->idx = base + i + k;                                            \
+                    st->idx = base + i + (k < 0 ? 0 : k);                              \
                 }                                                                      \
             }                                                                          \
         }                                                                              \
@@ -921,9 +941,34 @@ INT_BLOCK_EXT(s16, int16_t)
 INT_BLOCK_EXT(s32, int32_t)
 INT_BLOCK_EXT(s64, int64_t)
 
+/* the index of the first (last) element equal to v in a block */
+#define FIND_GENERIC(NAME, T, C, LOAD)                                                 \
+    static int64_t NAME(const T *x, int64_t n, C v, int last) {                        \
+        if (last) {                                                                    \
+            for (int64_t k = n - 1; k >= 0; k--)                                       \
+                if (LOAD(x[k]) == v) return k;                                         \
+        } else {                                                                       \
+            for (int64_t k = 0; k < n; k++)                                            \
+                if (LOAD(x[k]) == v) return k;                                         \
+        }                                                                              \
+        return -1;                                                                     \
+    }
+FIND_GENERIC(find_u8, uint8_t, uint8_t, ID_LOAD)
+FIND_GENERIC(find_u16, uint16_t, uint16_t, ID_LOAD)
+FIND_GENERIC(find_u32, uint32_t, uint32_t, ID_LOAD)
+FIND_GENERIC(find_u64, uint64_t, uint64_t, ID_LOAD)
+FIND_GENERIC(find_s8, int8_t, int8_t, ID_LOAD)
+FIND_GENERIC(find_s16, int16_t, int16_t, ID_LOAD)
+FIND_GENERIC(find_s32, int32_t, int32_t, ID_LOAD)
+FIND_GENERIC(find_s64, int64_t, int64_t, ID_LOAD)
+FIND_GENERIC(find_f16, half_bits, float, ld_f16)
+FIND_GENERIC(find_bf16, half_bits, float, ld_bf16)
+#define find_f32 emily_simd_find_f32
+#define find_f64 emily_simd_find_f64
+
 /* IDX: the index type of column scans (int32_t: axes up to INT32_MAX) */
 #define ARG_OF(SUF, T, C, FIELD, LOAD, ISNAN, IDX) \
-    ARG_TYPE(arg_##SUF, T, C, FIELD, LOAD, ISNAN, ext_max_##SUF, ext_min_##SUF, IDX)
+    ARG_TYPE(arg_##SUF, T, C, FIELD, LOAD, ISNAN, ext_max_##SUF, ext_min_##SUF, IDX, find_##SUF)
 ARG_OF(u8, uint8_t, uint8_t, u, ID_LOAD, NO_NAN, int32_t)
 ARG_OF(u16, uint16_t, uint16_t, u, ID_LOAD, NO_NAN, int32_t)
 ARG_OF(u32, uint32_t, uint32_t, u, ID_LOAD, NO_NAN, int32_t)
@@ -980,7 +1025,7 @@ static int64_t arg_run(const argops *A, const char *x, size_t es, int64_t n, int
                        bool high, bool allow_par) {
     int nth = omp_get_max_threads();
     argst st = ARG_START;
-    if (allow_par && n >= EMILY_PARALLEL_MIN && nth > 1) {
+    if (allow_par && n >= REDUCE_PAR_MIN && nth > 1) {
         argst *parts = malloc(sizeof(argst) * (size_t)nth);
         if (parts) {
             int used = nth;
@@ -1058,11 +1103,10 @@ emily_status emily_cpu_argreduce(emily_arg_op op, emily_tensor *dst, const emily
     int64_t in = it.inner_n, is = it.inner_stride[0], ids = it.inner_stride[1];
     int64_t key_axis = as < 0 ? -as : as, key_in = is < 0 ? -is : is;
     bool columns = in > 1 && key_in < key_axis && na <= INT32_MAX;
-    bool par = src->size >= EMILY_PARALLEL_MIN && omp_get_max_threads() > 1;
+    bool par = src->size >= REDUCE_PAR_MIN && omp_get_max_threads() > 1;
     if (columns) {
         int64_t nblk = (in + ARG_COLS - 1) / ARG_COLS, tasks = it.outer_n * nblk;
-#pragma omp parallel for if (par) schedule(static)
-        for (int64_t task = 0; task < tasks; task++) {
+        EMILY_PAR_FOR(par, task, tasks, {
             int64_t pos = task / nblk, j0 = (task % nblk) * ARG_COLS;
             int64_t len = in - j0 < ARG_COLS ? in - j0 : ARG_COLS;
             int64_t off[2], idx[ARG_COLS];
@@ -1070,18 +1114,17 @@ emily_status emily_cpu_argreduce(emily_arg_op op, emily_tensor *dst, const emily
             A->cols(sbase + (off[0] + j0 * is) * (int64_t)es, len, is, na, as, is_min, high, idx);
             for (int64_t j = 0; j < len; j++)
                 store_index(dst->dtype, dbase + (off[1] + (j0 + j) * ids) * (int64_t)des, idx[j]);
-        }
+        });
     } else {
         int64_t outs = it.outer_n * in;
         bool few = outs < 2 * (int64_t)omp_get_max_threads();
-#pragma omp parallel for if (par && !few) schedule(static)
-        for (int64_t o = 0; o < outs; o++) {
+        EMILY_PAR_FOR(par && !few, o, outs, {
             int64_t pos = o / in, j = o % in, off[2];
             emily_iter_offsets(&it, pos, off);
             int64_t res = arg_run(A, sbase + (off[0] + j * is) * (int64_t)es, es, na, as, is_min, high,
                                   par && few);
             store_index(dst->dtype, dbase + (off[1] + j * ids) * (int64_t)des, res);
-        }
+        });
     }
     emily_iter_free(&it);
     return EMILY_OK;
@@ -1201,17 +1244,17 @@ emily_status emily_cpu_all_close(emily_tensor *dst, const emily_tensor *a, const
         if (s) return s;
         size_t es = emily_dtype_size(a->dtype);
         const char *ab = emily_tensor_base(a), *bb = emily_tensor_base(b);
-        int all = 1;
-#pragma omp parallel for if (a->size >= EMILY_PARALLEL_MIN) reduction(&:all) schedule(static)
-        for (int64_t pos = 0; pos < it.outer_n; pos++) {
+        atomic_int all = 1; /* cleared by any element not close; stops the others */
+        EMILY_PAR_FOR(a->size >= EMILY_PARALLEL_MIN, pos, it.outer_n, {
             int64_t off[2];
             emily_iter_offsets(&it, pos, off);
             const char *pa = ab + off[0] * (int64_t)es, *pb = bb + off[1] * (int64_t)es;
-            for (int64_t i = 0; i < it.inner_n && all; i++)
-                if (!close_at(&p, pa, it.inner_stride[0], pb, it.inner_stride[1], i)) all = 0;
-        }
+            for (int64_t i = 0; i < it.inner_n && atomic_load_explicit(&all, memory_order_relaxed); i++)
+                if (!close_at(&p, pa, it.inner_stride[0], pb, it.inner_stride[1], i))
+                    atomic_store_explicit(&all, 0, memory_order_relaxed);
+        });
         emily_iter_free(&it);
-        result = (uint8_t)all;
+        result = (uint8_t)atomic_load(&all);
     }
     memcpy(emily_tensor_base(dst), &result, 1);
     return EMILY_OK;

@@ -3,8 +3,8 @@
  * AVX2 versions (function target attributes) chosen once at run time. */
 #include <math.h>
 #include <string.h>
-#include <stdatomic.h>
 #include "cpu/reduce_simd.h"
+#include "cpu/strided.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define HAVE_X86 1
@@ -12,21 +12,6 @@
 #endif
 
 enum { ISA_BASE = 0, ISA_AVX2 = 1, ISA_AVX512 = 2 };
-
-static int isa_level(void) {
-    static atomic_int level = -1;
-    int l = atomic_load_explicit(&level, memory_order_relaxed);
-    if (l < 0) {
-        l = ISA_BASE;
-#ifdef HAVE_X86
-        __builtin_cpu_init();
-        if (__builtin_cpu_supports("avx512f")) l = ISA_AVX512;
-        else if (__builtin_cpu_supports("avx2")) l = ISA_AVX2;
-#endif
-        atomic_store_explicit(&level, l, memory_order_relaxed);
-    }
-    return l;
-}
 
 /* ---- portable versions --------------------------------------------------- */
 
@@ -60,6 +45,30 @@ BASE_EXT(base_max_f32, float, >)
 BASE_EXT(base_min_f32, float, <)
 BASE_EXT(base_max_f64, double, >)
 BASE_EXT(base_min_f64, double, <)
+
+#define BASE_FIND(NAME, T)                                                        \
+    static int64_t NAME(const T *x, int64_t n, T v, int last) {                   \
+        if (last) {                                                               \
+            for (int64_t i = n - 1; i >= 0; i--)                                  \
+                if (x[i] == v) return i;                                          \
+        } else {                                                                  \
+            for (int64_t i = 0; i < n; i++)                                       \
+                if (x[i] == v) return i;                                          \
+        }                                                                         \
+        return -1;                                                                \
+    }
+BASE_FIND(base_find_f32, float)
+BASE_FIND(base_find_f64, double)
+
+static void base_cols_sum_f32(double *restrict acc, const float *restrict x, int64_t n) {
+    for (int64_t j = 0; j < n; j++) acc[j] += (double)x[j];
+}
+static void base_cols_max_f32(float *restrict acc, const float *restrict x, int64_t n) {
+    for (int64_t j = 0; j < n; j++) acc[j] = (x[j] > acc[j] || x[j] != x[j]) ? x[j] : acc[j];
+}
+static void base_cols_min_f32(float *restrict acc, const float *restrict x, int64_t n) {
+    for (int64_t j = 0; j < n; j++) acc[j] = (x[j] < acc[j] || x[j] != x[j]) ? x[j] : acc[j];
+}
 
 #ifdef HAVE_X86
 
@@ -192,9 +201,125 @@ EXT256(max_f64_avx2, double, __m256d, 4, _mm256_loadu_pd, _mm256_set1_pd, _mm256
 EXT256(min_f64_avx2, double, __m256d, 4, _mm256_loadu_pd, _mm256_set1_pd, _mm256_min_pd, _mm256_cmp_pd,
        _mm256_or_pd, _mm256_movemask_pd, <)
 
+/* ---- finding a value, column folds (AVX-512 and AVX2) --------------------- */
+
+#define FIND512(NAME, T, V, W, LOADU, SET1, CMP, MASK)                               \
+    __attribute__((target("avx512f"))) static int64_t NAME(const T *x, int64_t n, T v, int last) { \
+        V vv = SET1(v);                                                              \
+        if (!last) {                                                                 \
+            int64_t i = 0;                                                           \
+            for (; i + W <= n; i += W) {                                             \
+                unsigned m = (MASK)CMP(LOADU(x + i), vv, _CMP_EQ_OQ);                \
+                if (m) return i + __builtin_ctz(m);                                  \
+            }                                                                        \
+            for (; i < n; i++)                                                       \
+                if (x[i] == v) return i;                                             \
+        } else {                                                                     \
+            int64_t i = n;                                                           \
+            for (; i >= W; i -= W) {                                                 \
+                unsigned m = (MASK)CMP(LOADU(x + i - W), vv, _CMP_EQ_OQ);            \
+                if (m) return i - W + (31 - __builtin_clz(m));                       \
+            }                                                                        \
+            for (; i > 0; i--)                                                       \
+                if (x[i - 1] == v) return i - 1;                                     \
+        }                                                                            \
+        return -1;                                                                   \
+    }
+FIND512(find_f32_avx512, float, __m512, 16, _mm512_loadu_ps, _mm512_set1_ps, _mm512_cmp_ps_mask, __mmask16)
+FIND512(find_f64_avx512, double, __m512d, 8, _mm512_loadu_pd, _mm512_set1_pd, _mm512_cmp_pd_mask, __mmask8)
+
+#define FIND256(NAME, T, V, W, LOADU, SET1, CMP, MOVEMASK)                           \
+    __attribute__((target("avx2"))) static int64_t NAME(const T *x, int64_t n, T v, int last) { \
+        V vv = SET1(v);                                                              \
+        if (!last) {                                                                 \
+            int64_t i = 0;                                                           \
+            for (; i + W <= n; i += W) {                                             \
+                unsigned m = (unsigned)MOVEMASK(CMP(LOADU(x + i), vv, _CMP_EQ_OQ));  \
+                if (m) return i + __builtin_ctz(m);                                  \
+            }                                                                        \
+            for (; i < n; i++)                                                       \
+                if (x[i] == v) return i;                                             \
+        } else {                                                                     \
+            int64_t i = n;                                                           \
+            for (; i >= W; i -= W) {                                                 \
+                unsigned m = (unsigned)MOVEMASK(CMP(LOADU(x + i - W), vv, _CMP_EQ_OQ)); \
+                if (m) return i - W + (31 - __builtin_clz(m));                       \
+            }                                                                        \
+            for (; i > 0; i--)                                                       \
+                if (x[i - 1] == v) return i - 1;                                     \
+        }                                                                            \
+        return -1;                                                                   \
+    }
+FIND256(find_f32_avx2, float, __m256, 8, _mm256_loadu_ps, _mm256_set1_ps, _mm256_cmp_ps, _mm256_movemask_ps)
+FIND256(find_f64_avx2, double, __m256d, 4, _mm256_loadu_pd, _mm256_set1_pd, _mm256_cmp_pd, _mm256_movemask_pd)
+
+__attribute__((target("avx512f"))) static void cols_sum_f32_avx512(double *acc, const float *x, int64_t n) {
+    int64_t j = 0;
+    for (; j + 16 <= n; j += 16) {
+        __m512d lo = _mm512_cvtps_pd(_mm256_loadu_ps(x + j)), hi = _mm512_cvtps_pd(_mm256_loadu_ps(x + j + 8));
+        _mm512_storeu_pd(acc + j, _mm512_add_pd(_mm512_loadu_pd(acc + j), lo));
+        _mm512_storeu_pd(acc + j + 8, _mm512_add_pd(_mm512_loadu_pd(acc + j + 8), hi));
+    }
+    for (; j < n; j++) acc[j] += (double)x[j];
+}
+
+__attribute__((target("avx2"))) static void cols_sum_f32_avx2(double *acc, const float *x, int64_t n) {
+    int64_t j = 0;
+    for (; j + 8 <= n; j += 8) {
+        __m256d lo = _mm256_cvtps_pd(_mm_loadu_ps(x + j)), hi = _mm256_cvtps_pd(_mm_loadu_ps(x + j + 4));
+        _mm256_storeu_pd(acc + j, _mm256_add_pd(_mm256_loadu_pd(acc + j), lo));
+        _mm256_storeu_pd(acc + j + 4, _mm256_add_pd(_mm256_loadu_pd(acc + j + 4), hi));
+    }
+    for (; j < n; j++) acc[j] += (double)x[j];
+}
+
+#define COLS_EXT512(NAME, PRED, BETTER)                                              \
+    __attribute__((target("avx512f"))) static void NAME(float *acc, const float *x, int64_t n) { \
+        int64_t j = 0;                                                               \
+        for (; j + 16 <= n; j += 16) {                                               \
+            __m512 a = _mm512_loadu_ps(acc + j), v = _mm512_loadu_ps(x + j);         \
+            __mmask16 take = (__mmask16)(_mm512_cmp_ps_mask(v, a, PRED) |            \
+                                         _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q));    \
+            _mm512_storeu_ps(acc + j, _mm512_mask_blend_ps(take, a, v));             \
+        }                                                                            \
+        for (; j < n; j++) acc[j] = (x[j] BETTER acc[j] || x[j] != x[j]) ? x[j] : acc[j]; \
+    }
+COLS_EXT512(cols_max_f32_avx512, _CMP_GT_OQ, >)
+COLS_EXT512(cols_min_f32_avx512, _CMP_LT_OQ, <)
+
+#define COLS_EXT256(NAME, PRED, BETTER)                                              \
+    __attribute__((target("avx2"))) static void NAME(float *acc, const float *x, int64_t n) { \
+        int64_t j = 0;                                                               \
+        for (; j + 8 <= n; j += 8) {                                                 \
+            __m256 a = _mm256_loadu_ps(acc + j), v = _mm256_loadu_ps(x + j);         \
+            __m256 take = _mm256_or_ps(_mm256_cmp_ps(v, a, PRED), _mm256_cmp_ps(v, v, _CMP_UNORD_Q)); \
+            _mm256_storeu_ps(acc + j, _mm256_blendv_ps(a, v, take));                 \
+        }                                                                            \
+        for (; j < n; j++) acc[j] = (x[j] BETTER acc[j] || x[j] != x[j]) ? x[j] : acc[j]; \
+    }
+COLS_EXT256(cols_max_f32_avx2, _CMP_GT_OQ, >)
+COLS_EXT256(cols_min_f32_avx2, _CMP_LT_OQ, <)
+
+#define DISPATCH_FIND(T, SUF)                                                     \
+    int64_t emily_simd_find_##SUF(const T *x, int64_t n, T v, int last) {         \
+        switch (emily_cpu_isa()) {                                                \
+        case ISA_AVX512: return find_##SUF##_avx512(x, n, v, last);               \
+        case ISA_AVX2: return find_##SUF##_avx2(x, n, v, last);                   \
+        default: return base_find_##SUF(x, n, v, last);                           \
+        }                                                                         \
+    }
+#define DISPATCH_COLS(T, A, OP)                                                   \
+    void emily_simd_cols_##OP##_f32(A *acc, const T *x, int64_t n) {              \
+        switch (emily_cpu_isa()) {                                                \
+        case ISA_AVX512: cols_##OP##_f32_avx512(acc, x, n); break;                \
+        case ISA_AVX2: cols_##OP##_f32_avx2(acc, x, n); break;                    \
+        default: base_cols_##OP##_f32(acc, x, n); break;                          \
+        }                                                                         \
+    }
+
 #define DISPATCH_SUM(T, SUF)                                                      \
     double emily_simd_sum_##SUF(const T *x, int64_t n) {                          \
-        switch (isa_level()) {                                                    \
+        switch (emily_cpu_isa()) {                                                    \
         case ISA_AVX512: return sum_##SUF##_avx512(x, n);                         \
         case ISA_AVX2: return sum_##SUF##_avx2(x, n);                             \
         default: return base_sum_##SUF(x, n);                                     \
@@ -203,7 +328,7 @@ EXT256(min_f64_avx2, double, __m256d, 4, _mm256_loadu_pd, _mm256_set1_pd, _mm256
 #define DISPATCH_EXT(T, OP, SUF)                                                  \
     int emily_simd_##OP##_##SUF(const T *x, int64_t n, T *m) {                    \
         if (*m != *m) return 1;                                                   \
-        switch (isa_level()) {                                                    \
+        switch (emily_cpu_isa()) {                                                    \
         case ISA_AVX512: return OP##_##SUF##_avx512(x, n, m);                     \
         case ISA_AVX2: return OP##_##SUF##_avx2(x, n, m);                         \
         default: return base_##OP##_##SUF(x, n, m);                               \
@@ -213,12 +338,16 @@ EXT256(min_f64_avx2, double, __m256d, 4, _mm256_loadu_pd, _mm256_set1_pd, _mm256
 #else /* not x86-64: the portable versions */
 
 #define DISPATCH_SUM(T, SUF) \
-    double emily_simd_sum_##SUF(const T *x, int64_t n) { (void)isa_level; return base_sum_##SUF(x, n); }
+    double emily_simd_sum_##SUF(const T *x, int64_t n) { (void)emily_cpu_isa; return base_sum_##SUF(x, n); }
 #define DISPATCH_EXT(T, OP, SUF)                                                  \
     int emily_simd_##OP##_##SUF(const T *x, int64_t n, T *m) {                    \
         if (*m != *m) return 1;                                                   \
         return base_##OP##_##SUF(x, n, m);                                        \
     }
+#define DISPATCH_FIND(T, SUF) \
+    int64_t emily_simd_find_##SUF(const T *x, int64_t n, T v, int last) { return base_find_##SUF(x, n, v, last); }
+#define DISPATCH_COLS(T, A, OP) \
+    void emily_simd_cols_##OP##_f32(A *acc, const T *x, int64_t n) { base_cols_##OP##_f32(acc, x, n); }
 
 #endif
 
@@ -228,3 +357,8 @@ DISPATCH_EXT(float, max, f32)
 DISPATCH_EXT(float, min, f32)
 DISPATCH_EXT(double, max, f64)
 DISPATCH_EXT(double, min, f64)
+DISPATCH_FIND(float, f32)
+DISPATCH_FIND(double, f64)
+DISPATCH_COLS(float, double, sum)
+DISPATCH_COLS(float, float, max)
+DISPATCH_COLS(float, float, min)

@@ -1,3 +1,4 @@
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include "cpu/strided.h"
@@ -67,4 +68,19 @@ emily_status emily_iter_tensors(emily_iter *it, int nops, const emily_tensor *co
     const int64_t *strides[EMILY_ITER_MAX_OPS];
     for (int k = 0; k < nops && k < EMILY_ITER_MAX_OPS; k++) strides[k] = ts[k]->strides;
     return emily_iter_init(it, nops, ts[0]->rank, ts[0]->shape, strides);
+}
+
+int emily_cpu_isa(void) {
+    static atomic_int level = -1;
+    int l = atomic_load_explicit(&level, memory_order_relaxed);
+    if (l < 0) {
+        l = 0;
+#if defined(__x86_64__) && defined(__GNUC__)
+        __builtin_cpu_init();
+        if (__builtin_cpu_supports("avx512f")) l = 2;
+        else if (__builtin_cpu_supports("avx2")) l = 1;
+#endif
+        atomic_store_explicit(&level, l, memory_order_relaxed);
+    }
+    return l;
 }

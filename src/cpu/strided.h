@@ -35,6 +35,26 @@ void emily_iter_offsets(const emily_iter *it, int64_t pos, int64_t *offsets);
 /* Convenience: init from tensors (all with the same shape). */
 emily_status emily_iter_tensors(emily_iter *it, int nops, const emily_tensor *const *ts);
 
+/* The widest vector ISA this CPU runs (checked once): 2 AVX-512F,
+ * 1 AVX2, 0 anything else. Kernels with function-level target
+ * attributes pick their path with it. */
+int emily_cpu_isa(void);
+
+/* for (int64_t VAR = 0; VAR < COUNT; VAR++) { BODY }, split over the
+ * OpenMP threads when PAR is true. The serial case runs without entering
+ * OpenMP at all: a `parallel for if(false)` still builds a team of one,
+ * which costs about a microsecond, more than a small kernel. */
+#define EMILY_PAR_FOR(PAR, VAR, COUNT, ...)                                   \
+    do {                                                                      \
+        int64_t emily_n_ = (COUNT);                                           \
+        if (PAR) {                                                            \
+            _Pragma("omp parallel for schedule(static)")                      \
+            for (int64_t VAR = 0; VAR < emily_n_; VAR++) { __VA_ARGS__ }      \
+        } else {                                                              \
+            for (int64_t VAR = 0; VAR < emily_n_; VAR++) { __VA_ARGS__ }      \
+        }                                                                     \
+    } while (0)
+
 /* Splits [0, n) work into chunks worth running on several threads:
  * true when n elements are enough to pay for a thread team. */
 #define EMILY_PARALLEL_MIN 32768
