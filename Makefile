@@ -26,12 +26,13 @@ LIB_SRC := $(wildcard src/core/*.c src/ops/*.c src/cpu/*.c src/nx/*.c)
 # CUDA engine (src/cuda): .cu kernels compiled by nvcc for sm_90 plus PTX,
 # the engine's runtime (allocator, streams, transfers) in src/cuda/*.c.
 # The library still runs CPU work where no GPU or driver is present.
+# --fmad=false: no contraction into FMAs, so kernels round like the CPU's C.
 ifeq ($(CUDA),1)
 LIB_SRC := $(filter-out src/core/no_cuda.c,$(LIB_SRC))
 CU_SRC := $(wildcard src/cuda/*.cu)
 CU_C_SRC := $(wildcard src/cuda/*.c)
 LIB_SRC += $(CU_C_SRC)
-NVFLAGS := -std=c++20 -O3 -lineinfo -Xcompiler -fPIC -Iinclude -Isrc \
+NVFLAGS := -std=c++20 -O3 -lineinfo --fmad=false -Xcompiler -fPIC -Iinclude -Isrc \
            -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 \
            -Werror all-warnings -MMD -MP
 CU_OBJ := $(CU_SRC:%.cu=$(BUILD)/obj/%.o)

@@ -17,6 +17,7 @@
 #include <cuda_runtime.h>
 #include "cuda/cuda_context.h"
 #include "cuda/kernels.h"
+#include "core/scalar_convert.h"
 
 namespace emily_cuda {
 
@@ -158,17 +159,10 @@ emily_status for_layout(const char *op, const emily_tensor *const *ts, F &&launc
     return s;
 }
 
-// Element types by dtype.
-struct c64_t { float re, im; };
-struct c128_t { double re, im; };
+// Element types by dtype (f16 and bf16 are stored as their bits).
 struct alignas(16) b128_t { uint64_t lo, hi; };
 
-template <typename T> __device__ __forceinline__ T *elem_ptr(void *base, int64_t off) {
-    return (T *)base + off;
-}
-
-// Calls f.template operator()<T>() with T the storage type of dtype
-// (uint16_t for f16 and bf16). Returns f's status.
+// Calls f.template operator()<T>() with T the storage type of dtype.
 template <typename F> emily_status dispatch_storage(emily_dtype t, F &&f) {
     switch (t) {
     case EMILY_U8: return f.template operator()<uint8_t>();
@@ -183,8 +177,8 @@ template <typename F> emily_status dispatch_storage(emily_dtype t, F &&f) {
     case EMILY_BF16: return f.template operator()<uint16_t>();
     case EMILY_F32: return f.template operator()<float>();
     case EMILY_F64: return f.template operator()<double>();
-    case EMILY_C64: return f.template operator()<c64_t>();
-    case EMILY_C128: return f.template operator()<c128_t>();
+    case EMILY_C64: return f.template operator()<emily_c64>();
+    case EMILY_C128: return f.template operator()<emily_c128>();
     default: return emily_error(EMILY_ERR_TYPE, "cuda: invalid dtype %d", (int)t);
     }
 }
@@ -199,6 +193,121 @@ template <> struct bits_of<16> { typedef b128_t type; };
 
 inline int dev_of(const emily_tensor *t) { return t->buffer->device.index; }
 inline char *base_of(const emily_tensor *t) { return (char *)t->buffer->data; }
+
+// ---- element-wise maps ------------------------------------------------------
+//
+// An element function is a struct F with member types S (input storage)
+// and D (output storage) and `static __device__ D apply(S)` (one input) or
+// `static __device__ D apply(S, S)` (two inputs). EMILY_CUDA_FN1/FN2
+// define one from an expression of `v` (or `a`, `b`).
+
+#define EMILY_CUDA_FN1(NAME, ST, DT, EXPR)                                              \
+    struct NAME {                                                                       \
+        typedef ST S;                                                                   \
+        typedef DT D;                                                                   \
+        static __device__ __forceinline__ DT apply(ST v) { return (EXPR); }             \
+    };
+#define EMILY_CUDA_FN2(NAME, ST, DT, EXPR)                                              \
+    struct NAME {                                                                       \
+        typedef ST S;                                                                   \
+        typedef DT D;                                                                   \
+        static __device__ __forceinline__ DT apply(ST a, ST b) { return (EXPR); }       \
+    };
+
+template <typename F>
+__global__ void map1_kernel(Layout<2> L, typename F::D *d, const typename F::S *s) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < L.total;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t off[2];
+        layout_offsets<2, int64_t>(L, i, off);
+        d[off[0]] = F::apply(s[off[1]]);
+    }
+}
+
+// dst <- F(src) over any strides (same shape).
+template <typename F>
+emily_status map1(const emily_cuda_ctx &ctx, emily_tensor *dst, const emily_tensor *src) {
+    const emily_tensor *ts[2] = {dst, src};
+    typename F::D *d = (typename F::D *)base_of(dst);
+    const typename F::S *s = (const typename F::S *)base_of(src);
+    return for_layout<2>(ctx.op, ts, [&](const Layout<2> &L, const int64_t *off) -> emily_status {
+        map1_kernel<F><<<grid_for(ctx.device, L.total), BLOCK, 0, ctx.stream>>>(L, d + off[0],
+                                                                               s + off[1]);
+        return emily_cuda_launched(&ctx);
+    });
+}
+
+template <typename T, int V> struct alignas(sizeof(T) * V) pack_t { T v[V]; };
+// Elements per thread of the flat kernels: 16-byte loads of the input.
+template <typename T> __host__ __device__ constexpr int vec_of() { return sizeof(T) >= 16 ? 1 : (int)(16 / sizeof(T)); }
+
+// Contiguous outputs with inputs that are contiguous (step 1) or one
+// broadcast element (step 0): 16-byte loads and stores, V elements a thread.
+template <typename F>
+__global__ void map2_flat(int64_t n, typename F::D *d, const typename F::S *a, int sa,
+                          const typename F::S *b, int sb) {
+    typedef typename F::S S;
+    typedef typename F::D D;
+    constexpr int V = vec_of<S>();
+    int64_t nv = n / V, tid = blockIdx.x * (int64_t)blockDim.x + threadIdx.x,
+            step = (int64_t)gridDim.x * blockDim.x;
+    S a0 = a[0], b0 = b[0];
+    for (int64_t j = tid; j < nv; j += step) {
+        pack_t<S, V> pa, pb;
+        if (sa) pa = ((const pack_t<S, V> *)a)[j];
+        else
+#pragma unroll
+            for (int k = 0; k < V; k++) pa.v[k] = a0;
+        if (sb) pb = ((const pack_t<S, V> *)b)[j];
+        else
+#pragma unroll
+            for (int k = 0; k < V; k++) pb.v[k] = b0;
+        pack_t<D, V> pd;
+#pragma unroll
+        for (int k = 0; k < V; k++) pd.v[k] = F::apply(pa.v[k], pb.v[k]);
+        ((pack_t<D, V> *)d)[j] = pd;
+    }
+    for (int64_t i = nv * V + tid; i < n; i += step) d[i] = F::apply(a[sa ? i : 0], b[sb ? i : 0]);
+}
+
+template <typename F>
+__global__ void map2_kernel(Layout<3> L, typename F::D *d, const typename F::S *a,
+                            const typename F::S *b) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < L.total;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t off[3];
+        layout_offsets<3, int64_t>(L, i, off);
+        d[off[0]] = F::apply(a[off[1]], b[off[2]]);
+    }
+}
+
+inline bool aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
+
+// dst <- F(a, b) over any strides (same shape; broadcast views welcome).
+template <typename F>
+emily_status map2(const emily_cuda_ctx &ctx, emily_tensor *dst, const emily_tensor *a,
+                  const emily_tensor *b) {
+    typedef typename F::S S;
+    typedef typename F::D D;
+    const emily_tensor *ts[3] = {dst, a, b};
+    D *dp = (D *)base_of(dst);
+    const S *ap = (const S *)base_of(a), *bp = (const S *)base_of(b);
+    return for_layout<3>(ctx.op, ts, [&](const Layout<3> &L, const int64_t *off) -> emily_status {
+        D *d = dp + off[0];
+        const S *x = ap + off[1], *y = bp + off[2];
+        int64_t sd = L.stride[0][0], sa = L.stride[1][0], sb = L.stride[2][0];
+        constexpr int V = vec_of<S>();
+        if (L.rank == 1 && sd == 1 && (sa == 0 || sa == 1) && (sb == 0 || sb == 1) &&
+            ((uintptr_t)d % (sizeof(D) * V)) == 0 && (sa == 0 || aligned16(x)) &&
+            (sb == 0 || aligned16(y))) {
+            map2_flat<F><<<grid_for(ctx.device, L.total, V), BLOCK, 0, ctx.stream>>>(
+                L.total, d, x, (int)sa, y, (int)sb);
+        } else {
+            map2_kernel<F><<<grid_for(ctx.device, L.total), BLOCK, 0, ctx.stream>>>(L, d, x, y);
+        }
+        return emily_cuda_launched(&ctx);
+    });
+}
 
 } // namespace emily_cuda
 

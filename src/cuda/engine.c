@@ -25,7 +25,16 @@ static const emily_engine cuda_engine = {
     .stream_synchronize = emily_cuda_stream_synchronize,
     .stream_set_current = emily_cuda_stream_set_current,
     .copy = emily_cuda_copy,
-    /* kernels not listed yet are NULL: the op fails as unsupported on cuda */
+    .convert = emily_cuda_convert,
+    .fill = emily_cuda_fill,
+    .iota = emily_cuda_iota,
+    .eye = emily_cuda_eye,
+    .unary = emily_cuda_unary,
+    .binary = emily_cuda_binary,
+    .select = emily_cuda_select,
+    .reduce = emily_cuda_reduce,
+    .argreduce = emily_cuda_argreduce,
+    .all_close = emily_cuda_all_close,
 };
 
 /* Family tables defined in other translation units are read at first

@@ -1,0 +1,332 @@
+// The reduction machinery of the CUDA engine (reduce.cu, argreduce.cu):
+// geometry, kernels and the launch plan. A reducer supplies the fold.
+//
+// Geometry. The input's dims split into kept dims (one output per
+// position) and reduced dims (folded), size-1 dims dropped and neighbours
+// of one kind merged when their strides allow, keeping row-major order. A
+// reduced position has a linear index j, row-major over the reduced dims:
+// the order Nx folds in, which decides ties (first zero for max/min, first
+// or last index for argmax/argmin).
+//
+// Two kernels, chosen by the input's smallest stride:
+//  - rows: the smallest stride is a reduced dim. A block folds one output
+//    (or a part of one), reading the run with 16-byte loads when it is
+//    contiguous, then combines its threads' partial folds;
+//  - cols: the smallest stride is a kept dim. A thread folds one output,
+//    so a warp reads 32 neighbouring outputs at once.
+// When there are too few outputs to fill the device, each output's range
+// of j is cut into parts folded separately and a finishing kernel combines
+// the parts. Every combine is commutative (ties decided by index), so the
+// result does not depend on how the work was cut; sums round differently
+// only in the last bits of a double accumulator.
+//
+// Accumulators: integers wrap in (at least) their width; f16/bf16/f32 sums
+// and products in double; f64 sums in double with Neumaier compensation;
+// complex in a pair of doubles; max/min carry the index of the chosen
+// element and a NaN flag.
+#ifndef EMILY_CUDA_REDUCE_CUH
+#define EMILY_CUDA_REDUCE_CUH
+
+#include "cuda/common.cuh"
+
+namespace emily_cuda {
+
+constexpr int RMAXD = 8;
+
+struct RedGeom {
+    int nk, nr;
+    int64_t K, R;
+    int64_t kshape[RMAXD], kss[RMAXD], kds[RMAXD];
+    int64_t rshape[RMAXD], rss[RMAXD];
+};
+
+__device__ __forceinline__ void kept_off(const RedGeom &g, int64_t o, int64_t &so, int64_t &dof) {
+    so = 0;
+    dof = 0;
+#pragma unroll
+    for (int d = RMAXD - 1; d > 0; d--) {
+        if (d < g.nk) {
+            int64_t n = g.kshape[d], q = o / n, c = o - q * n;
+            o = q;
+            so += c * g.kss[d];
+            dof += c * g.kds[d];
+        }
+    }
+    if (g.nk > 0) {
+        so += o * g.kss[0];
+        dof += o * g.kds[0];
+    }
+}
+
+__device__ __forceinline__ int64_t red_off(const RedGeom &g, int64_t j) {
+    int64_t so = 0;
+#pragma unroll
+    for (int d = RMAXD - 1; d > 0; d--) {
+        if (d < g.nr) {
+            int64_t n = g.rshape[d], q = j / n, c = j - q * n;
+            j = q;
+            so += c * g.rss[d];
+        }
+    }
+    return g.nr > 0 ? so + j * g.rss[0] : so;
+}
+
+// ---- warp/block combine of any accumulator ----------------------------------
+
+template <typename T> __device__ __forceinline__ T shfl_down_any(T v, int delta) {
+    constexpr int W = (int)((sizeof(T) + 3) / 4);
+    uint32_t w[W];
+    memset(w, 0, sizeof w);
+    memcpy(w, &v, sizeof(T));
+#pragma unroll
+    for (int k = 0; k < W; k++) w[k] = __shfl_down_sync(0xffffffffu, w[k], delta);
+    T r;
+    memcpy(&r, w, sizeof(T));
+    return r;
+}
+
+// The combine of every thread's acc; valid in thread 0. blockDim.x is a
+// multiple of 32 and at most BLOCK.
+template <class Red>
+__device__ typename Red::Acc block_combine(const Red &red, typename Red::Acc acc,
+                                           typename Red::Acc *sh) {
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) acc = red.combine(acc, shfl_down_any(acc, off));
+    int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    if (lane == 0) sh[w] = acc;
+    __syncthreads();
+    if (w == 0) {
+        acc = lane < (int)(blockDim.x >> 5) ? sh[lane] : red.init();
+#pragma unroll
+        for (int off = 16; off > 0; off >>= 1) acc = red.combine(acc, shfl_down_any(acc, off));
+    }
+    __syncthreads();
+    return acc;
+}
+
+// ---- kernels ------------------------------------------------------------
+
+template <class Red>
+__global__ void __launch_bounds__(BLOCK) reduce_rows(RedGeom g, Red red, const typename Red::S *src,
+                                                     typename Red::D *dst, typename Red::Acc *part_out,
+                                                     int parts, bool contig) {
+    typedef typename Red::S S;
+    typedef typename Red::Acc Acc;
+    constexpr int V = vec_of<S>();
+    __shared__ Acc sh[BLOCK / 32];
+    int64_t items = g.K * parts;
+    for (int64_t it = blockIdx.x; it < items; it += gridDim.x) {
+        int64_t o = it / parts;
+        int p = (int)(it - o * parts);
+        int64_t lo = g.R * p / parts, hi = g.R * (p + 1) / parts;
+        int64_t so, dof;
+        kept_off(g, o, so, dof);
+        Acc acc = red.init();
+        if (contig) { // one reduced dim of stride 1: j is the element offset
+            const S *row = src + so;
+            int64_t head = (int64_t)(((16 - ((uintptr_t)(row + lo) & 15)) & 15) / sizeof(S));
+            if (head > hi - lo) head = hi - lo;
+            for (int64_t j = lo + threadIdx.x; j < lo + head; j += blockDim.x)
+                acc = red.combine(acc, red.load(row[j], j));
+            int64_t vb = lo + head, nvec = (hi - vb) / V;
+            const pack_t<S, V> *pv = (const pack_t<S, V> *)(row + vb);
+#pragma unroll 4
+            for (int64_t k = threadIdx.x; k < nvec; k += blockDim.x) {
+                pack_t<S, V> x = pv[k];
+#pragma unroll
+                for (int e = 0; e < V; e++) acc = red.combine(acc, red.load(x.v[e], vb + k * V + e));
+            }
+            for (int64_t j = vb + nvec * V + threadIdx.x; j < hi; j += blockDim.x)
+                acc = red.combine(acc, red.load(row[j], j));
+        } else {
+            for (int64_t j = lo + threadIdx.x; j < hi; j += blockDim.x)
+                acc = red.combine(acc, red.load(src[so + red_off(g, j)], j));
+        }
+        acc = block_combine(red, acc, sh);
+        if (threadIdx.x == 0) {
+            if (parts == 1) dst[dof] = red.store(acc);
+            else part_out[it] = acc; // [o][p]
+        }
+    }
+}
+
+template <class Red>
+__global__ void reduce_cols(RedGeom g, Red red, const typename Red::S *src, typename Red::D *dst,
+                            typename Red::Acc *part_out, int parts) {
+    typedef typename Red::Acc Acc;
+    int64_t items = g.K * parts;
+    for (int64_t it = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; it < items;
+         it += (int64_t)gridDim.x * blockDim.x) {
+        int p = (int)(it / g.K);
+        int64_t o = it - (int64_t)p * g.K;
+        int64_t lo = g.R * p / parts, hi = g.R * (p + 1) / parts;
+        int64_t so, dof;
+        kept_off(g, o, so, dof);
+        Acc acc = red.init();
+        if (g.nr == 1) {
+            int64_t rs = g.rss[0];
+#pragma unroll 4
+            for (int64_t j = lo; j < hi; j++) acc = red.combine(acc, red.load(src[so + j * rs], j));
+        } else {
+            for (int64_t j = lo; j < hi; j++) acc = red.combine(acc, red.load(src[so + red_off(g, j)], j));
+        }
+        if (parts == 1) dst[dof] = red.store(acc);
+        else part_out[(int64_t)p * g.K + o] = acc; // [p][o]
+    }
+}
+
+// Combines each output's parts (element (o, p) at o * so + p * sp).
+template <class Red>
+__global__ void __launch_bounds__(BLOCK) reduce_finish(RedGeom g, Red red, const typename Red::Acc *parts_in,
+                                                       int parts, int64_t so_, int64_t sp, typename Red::D *dst) {
+    typedef typename Red::Acc Acc;
+    __shared__ Acc sh[BLOCK / 32];
+    for (int64_t o = blockIdx.x; o < g.K; o += gridDim.x) {
+        Acc acc = red.init();
+        for (int p = threadIdx.x; p < parts; p += blockDim.x) acc = red.combine(acc, parts_in[o * so_ + p * sp]);
+        acc = block_combine(red, acc, sh);
+        if (threadIdx.x == 0) {
+            int64_t so, dof;
+            kept_off(g, o, so, dof);
+            dst[dof] = red.store(acc);
+        }
+    }
+}
+
+// ---- geometry -----------------------------------------------------------
+
+// Fills g from the input and the reduced mask; *rows tells which kernel
+// reads the input along its smallest stride. Fails past RMAXD dims.
+inline emily_status make_geom(const char *op, const emily_tensor *dst, const emily_tensor *src,
+                       const bool *reduced, RedGeom &g, bool &rows) {
+    memset(&g, 0, sizeof g);
+    g.K = g.R = 1;
+    int64_t best = INT64_MAX;
+    bool best_red = true;
+    for (int i = 0; i < src->rank; i++) {
+        int64_t n = src->shape[i], ss = src->strides[i];
+        if (n == 1) continue;
+        int64_t key = ss < 0 ? -ss : ss;
+        if (key < best || (key == best && reduced[i])) {
+            best = key;
+            best_red = reduced[i];
+        }
+        if (reduced[i]) {
+            g.R *= n;
+            if (g.nr > 0 && g.rss[g.nr - 1] == ss * n) {
+                g.rshape[g.nr - 1] *= n;
+                g.rss[g.nr - 1] = ss;
+                continue;
+            }
+            if (g.nr == RMAXD) goto too_many;
+            g.rshape[g.nr] = n;
+            g.rss[g.nr++] = ss;
+        } else {
+            int64_t ds = dst->strides[i];
+            g.K *= n;
+            if (g.nk > 0 && g.kss[g.nk - 1] == ss * n && g.kds[g.nk - 1] == ds * n) {
+                g.kshape[g.nk - 1] *= n;
+                g.kss[g.nk - 1] = ss;
+                g.kds[g.nk - 1] = ds;
+                continue;
+            }
+            if (g.nk == RMAXD) goto too_many;
+            g.kshape[g.nk] = n;
+            g.kss[g.nk] = ss;
+            g.kds[g.nk++] = ds;
+        }
+    }
+    rows = best_red || g.K == 1;
+    return EMILY_OK;
+too_many:
+    return emily_error(EMILY_ERR_UNSUPPORTED,
+                       "cuda: %s: more than %d kept or reduced dims that cannot be merged (rank %d); "
+                       "make the input contiguous first",
+                       op, RMAXD, src->rank);
+}
+
+// Runs Red over the geometry: picks the kernel and how many parts each
+// output's range is cut into.
+template <class Red>
+emily_status run_reduce(const emily_cuda_ctx &ctx, const RedGeom &g, bool rows, const Red &red,
+                        const emily_tensor *src, emily_tensor *dst) {
+    typedef typename Red::S S;
+    typedef typename Red::D D;
+    typedef typename Red::Acc Acc;
+    const S *sp = (const S *)base_of(src) + src->offset;
+    D *dp = (D *)base_of(dst) + dst->offset;
+    int64_t sms = emily_cuda_sm_count(ctx.device);
+    int parts = 1;
+    if (rows) {
+        int64_t want = (4 * sms + g.K - 1) / g.K, most = g.R / 4096;
+        if (want > most) want = most;
+        if (want > 4096) want = 4096;
+        if (want > 1) parts = (int)want;
+    } else {
+        int64_t threads = sms * 2048, want = (threads + g.K - 1) / g.K, most = g.R / 64;
+        if (want > most) want = most;
+        if (want > 65536) want = 65536;
+        if (want > 1) parts = (int)want;
+    }
+    Acc *buf = NULL;
+    if (parts > 1) {
+        emily_status s = emily_cuda_scratch(&ctx, sizeof(Acc) * (size_t)g.K * (size_t)parts, (void **)&buf);
+        if (s) return s;
+    }
+    int64_t items = g.K * parts;
+    if (rows) {
+        bool contig = g.nr == 1 && g.rss[0] == 1;
+        int64_t cap = sms * 16, blocks = items < cap ? items : cap;
+        reduce_rows<Red><<<(unsigned)blocks, BLOCK, 0, ctx.stream>>>(g, red, sp, dp, buf, parts, contig);
+    } else {
+        reduce_cols<Red><<<grid_for(ctx.device, items), BLOCK, 0, ctx.stream>>>(g, red, sp, dp, buf, parts);
+    }
+    emily_status s = emily_cuda_launched(&ctx);
+    if (!s && parts > 1) {
+        int64_t cap = sms * 16, blocks = g.K < cap ? g.K : cap;
+        int64_t so = rows ? parts : 1, spp = rows ? 1 : g.K;
+        reduce_finish<Red><<<(unsigned)blocks, BLOCK, 0, ctx.stream>>>(g, red, buf, parts, so, spp, dp);
+        s = emily_cuda_launched(&ctx);
+    }
+    if (buf) emily_cuda_scratch_free(&ctx, buf);
+    return s;
+}
+
+// Float storage <-> compute, shared by the reducers.
+struct LdF16 {
+    typedef uint16_t T;
+    static __device__ float ld(uint16_t v) { return emily_sc_f16_to_f32(v); }
+    static __device__ uint16_t st(double x) { return emily_sc_f64_to_f16(x); }
+};
+struct LdBF16 {
+    typedef uint16_t T;
+    static __device__ float ld(uint16_t v) { return emily_sc_bf16_to_f32(v); }
+    static __device__ uint16_t st(double x) { return emily_sc_f32_to_bf16((float)x); }
+};
+struct LdF32 {
+    typedef float T;
+    static __device__ float ld(float v) { return v; }
+    static __device__ float st(double x) { return (float)x; }
+};
+struct LdF64 {
+    typedef double T;
+    static __device__ double ld(double v) { return v; }
+    static __device__ double st(double x) { return x; }
+};
+template <typename V> struct LdInt {
+    typedef V T;
+    static __device__ V ld(V v) { return v; }
+};
+
+template <class Red>
+emily_status reduce_with(const emily_cuda_ctx &ctx, const Red &red, emily_tensor *dst,
+                         const emily_tensor *src, const bool *reduced) {
+    RedGeom g;
+    bool rows;
+    emily_status s = make_geom(ctx.op, dst, src, reduced, g, rows);
+    return s ? s : run_reduce(ctx, g, rows, red, src, dst);
+}
+
+} // namespace emily_cuda
+
+#endif
