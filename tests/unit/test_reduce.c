@@ -448,7 +448,67 @@ TEST(reduce_errors) {
     emily_tensor_release(t);
 }
 
+TEST(reversed_and_broadcast_views) {
+    int64_t shape[2] = {50, 60};
+    emily_tensor *t = iota_f32(2, shape), *rv = NULL, *r = NULL;
+    int both[2] = {0, 1}, ax0[1] = {0}, ax1[1] = {1};
+    CHECK_OK(emily_reverse(t, 2, both, &rv)); /* strides -60, -1 */
+    CHECK_OK(emily_reduce(EMILY_REDUCE_SUM, rv, 1, ax1, false, EMILY_DTYPE_AUTO, &r));
+    /* row i of rv is row 49 - i of t */
+    CHECK(t_get(r, 0) == 49 * 60 * 60 + 59 * 30 && t_get(r, 49) == 59 * 30);
+    emily_tensor_release(r);
+    CHECK_OK(emily_reduce(EMILY_REDUCE_MAX, rv, 1, ax0, false, EMILY_DTYPE_AUTO, &r));
+    CHECK(t_get(r, 0) == 49 * 60 + 59 && t_get(r, 59) == 49 * 60);
+    emily_tensor_release(r);
+    CHECK_OK(emily_argreduce(EMILY_ARGMIN, rv, 1, false, false, EMILY_DTYPE_AUTO, &r));
+    CHECK(t_get(r, 0) == 59 && t_get(r, 49) == 59);
+    emily_tensor_release(r);
+    CHECK_OK(emily_argreduce(EMILY_ARGMAX, rv, -1, false, false, EMILY_DTYPE_AUTO, &r));
+    CHECK(t_get(r, 0) == 0);
+    emily_tensor_release(r);
+    emily_tensor_release(rv);
+    /* equal values along a zero-stride axis: first or last index */
+    float x = 2;
+    emily_tensor *sc = f32s(0, NULL, &x), *b = NULL;
+    int64_t s300[1] = {300};
+    CHECK_OK(emily_broadcast(sc, 1, s300, NULL, &b));
+    CHECK_OK(emily_argreduce(EMILY_ARGMAX, b, 0, false, true, EMILY_U8, &r));
+    CHECK(t_get(r, 0) == 299 - 256); /* the index wraps in u8 */
+    emily_tensor_release(r);
+    CHECK_OK(emily_argreduce(EMILY_ARGMAX, b, 0, false, false, EMILY_DTYPE_AUTO, &r));
+    CHECK(t_get(r, 0) == 0);
+    emily_tensor_release(r);
+    emily_tensor_release(b);
+    emily_tensor_release(sc);
+    emily_tensor_release(t);
+}
+
+TEST(wide_types_in_columns) {
+    /* f64 and c128 column sums, f16 max columns, over a threaded size */
+    int64_t shape[2] = {700, 400};
+    emily_tensor *f = iota_f32(2, shape), *t = NULL, *r = NULL;
+    int ax0[1] = {0};
+    CHECK_OK(emily_as_type(f, EMILY_F64, &t));
+    CHECK_OK(emily_reduce(EMILY_REDUCE_SUM, t, 1, ax0, false, EMILY_DTYPE_AUTO, &r));
+    bool ok = true;
+    for (int j = 0; ok && j < 400; j++) ok = t_get(r, j) == 700.0 * j + 400.0 * (699.0 * 700 / 2);
+    CHECK(ok);
+    emily_tensor_release(r);
+    emily_tensor_release(t);
+    CHECK_OK(emily_as_type(f, EMILY_C128, &t));
+    CHECK_OK(emily_reduce(EMILY_REDUCE_SUM, t, 1, ax0, false, EMILY_DTYPE_AUTO, &r));
+    CHECK(emily_tensor_dtype(r) == EMILY_C128 && t_get(r, 3) == 700.0 * 3 + 400.0 * (699.0 * 700 / 2));
+    emily_tensor_release(r);
+    emily_tensor_release(t);
+    CHECK_OK(emily_as_type(f, EMILY_F16, &t));
+    CHECK_OK(emily_reduce(EMILY_REDUCE_MAX, t, 1, ax0, false, EMILY_DTYPE_AUTO, &r));
+    CHECK(emily_tensor_dtype(r) == EMILY_F16 && t_get(r, 0) == emily_f16_to_f32(emily_f64_to_f16(699.0 * 400)));
+    emily_tensor_release(r);
+    emily_tensor_release(t);
+    emily_tensor_release(f);
+}
+
 RUN_TESTS("reduce", CASE(sum_axes_and_types), CASE(sum_floats_accumulate_wide), CASE(sum_layouts),
           CASE(empty_reductions), CASE(max_min_nan_and_zero_sign), CASE(all_any_truth),
           CASE(complex_sum_product), CASE(argmax_rules), CASE(argmax_large), CASE(all_close_rules),
-          CASE(reduce_errors))
+          CASE(reduce_errors), CASE(reversed_and_broadcast_views), CASE(wide_types_in_columns))
