@@ -1,0 +1,572 @@
+/* Emily.Native: the NIF functions.
+ *
+ * dispatch/6 is the one hot path: it decodes an Nx.Backend callback's
+ * output template and arguments (terms.c) and runs emily_dispatch. Small
+ * element-wise and shape work on the CPU (at most `inline_limit` elements
+ * in and out, a few microseconds) runs on the calling scheduler; all other
+ * work is rescheduled onto a dirty CPU scheduler, so a normal scheduler is
+ * never blocked for long. Failures return {:error, message};
+ * {:error, :foreign_tensor} asks Elixir to move another backend's tensor
+ * to Emily and call again. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "emily_nif.h"
+
+ErlNifResourceType *emily_tensor_rt;
+ErlNifResourceType *emily_stream_rt;
+nif_atoms A;
+
+/* Elements (inputs + outputs) up to which cheap callbacks run inline on
+ * the CPU; 0 sends every dispatch to a dirty scheduler. */
+static _Atomic long inline_limit = 16384;
+
+/* ---- resources ---- */
+
+static inline void res_lock(tensor_res *r) {
+    while (atomic_flag_test_and_set_explicit(&r->lock, memory_order_acquire)) {
+    }
+}
+static inline void res_unlock(tensor_res *r) { atomic_flag_clear_explicit(&r->lock, memory_order_release); }
+
+emily_tensor *tensor_res_acquire(tensor_res *r) {
+    res_lock(r);
+    emily_tensor *t = r->t;
+    if (t) emily_tensor_retain(t);
+    res_unlock(r);
+    return t;
+}
+
+static void tensor_dtor(ErlNifEnv *env, void *obj) {
+    (void)env;
+    tensor_res *r = obj;
+    emily_tensor_release(r->t);
+    r->t = NULL;
+}
+
+static void stream_dtor(ErlNifEnv *env, void *obj) {
+    (void)env;
+    stream_res *r = obj;
+    if (r->s) emily_stream_free(r->s);
+    r->s = NULL;
+}
+
+ERL_NIF_TERM make_tensor_term(ErlNifEnv *env, emily_tensor *t) {
+    tensor_res *r = enif_alloc_resource(emily_tensor_rt, sizeof *r);
+    if (!r) {
+        emily_tensor_release(t);
+        return make_error(env, "out of memory allocating a tensor resource");
+    }
+    atomic_flag_clear(&r->lock);
+    r->t = t;
+    ERL_NIF_TERM term = enif_make_resource(env, r);
+    enif_release_resource(r);
+    return term;
+}
+
+ERL_NIF_TERM make_binary_str(ErlNifEnv *env, const char *s) {
+    ERL_NIF_TERM bin;
+    size_t n = strlen(s);
+    unsigned char *p = enif_make_new_binary(env, n, &bin);
+    if (p) memcpy(p, s, n);
+    return bin;
+}
+
+ERL_NIF_TERM make_error(ErlNifEnv *env, const char *msg) {
+    return enif_make_tuple2(env, A.error, make_binary_str(env, msg));
+}
+
+static ERL_NIF_TERM engine_error(ErlNifEnv *env, const char *context) {
+    char msg[1024];
+    if (context) snprintf(msg, sizeof msg, "%s: %s", context, emily_last_error());
+    else snprintf(msg, sizeof msg, "%s", emily_last_error());
+    return make_error(env, msg);
+}
+
+static bool get_tensor(ErlNifEnv *env, ERL_NIF_TERM term, emily_tensor **t, ERL_NIF_TERM *err) {
+    tensor_res *r;
+    if (!enif_get_resource(env, term, emily_tensor_rt, (void **)&r)) {
+        *err = make_error(env, "expected an Emily tensor reference");
+        return false;
+    }
+    *t = tensor_res_acquire(r);
+    if (!*t) {
+        *err = make_error(env, "the tensor was deallocated");
+        return false;
+    }
+    return true;
+}
+
+static bool get_device(ErlNifEnv *env, ERL_NIF_TERM term, emily_device *dev, ERL_NIF_TERM *err) {
+    char msg[128];
+    if (!term_to_device(env, term, dev, msg, sizeof msg)) {
+        *err = make_error(env, msg);
+        return false;
+    }
+    return true;
+}
+
+/* ---- dispatch ---- */
+
+/* Callbacks whose cost is not bounded by their elements (matrix products,
+ * sorting, decompositions, windows, transforms): always on a dirty
+ * scheduler. */
+static const char *const heavy_callbacks[] = {
+    "dot", "conv", "sort", "argsort", "top_k", "window_sum", "window_product", "window_max",
+    "window_min", "window_scatter_max", "window_scatter_min", "gather", "take",
+    "take_along_axis", "indexed_add", "indexed_put", "fft", "ifft", "fft2", "ifft2", "rfft",
+    "irfft", "lu", "qr", "svd", "eigh", "cholesky", "solve", "determinant",
+    "triangular_solve", "cumulative_sum", "cumulative_product", "cumulative_min",
+    "cumulative_max", NULL};
+
+static bool is_heavy(const char *name) {
+    for (int i = 0; heavy_callbacks[i]; i++)
+        if (heavy_callbacks[i][0] == name[0] && strcmp(heavy_callbacks[i], name) == 0) return true;
+    return false;
+}
+
+static ERL_NIF_TERM dispatch_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[], bool dirty);
+
+static ERL_NIF_TERM dispatch_dirty(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    return dispatch_run(env, argc, argv, true);
+}
+
+static ERL_NIF_TERM dispatch_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    return dispatch_run(env, argc, argv, false);
+}
+
+/* dispatch(callback, out, args, device | nil, stream | nil, mode) */
+static ERL_NIF_TERM dispatch_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[], bool dirty) {
+    char name[64];
+    if (!enif_get_atom(env, argv[0], name, sizeof name, ERL_NIF_LATIN1)) {
+        ErlNifBinary b;
+        if (!enif_inspect_binary(env, argv[0], &b) || b.size == 0 || b.size >= sizeof name)
+            return make_error(env, "dispatch: the callback name must be an atom");
+        memcpy(name, b.data, b.size);
+        name[b.size] = 0;
+    }
+    int mode;
+    if (!enif_get_int(env, argv[5], &mode) || (mode != EMILY_DISPATCH_RUN && mode != EMILY_DISPATCH_INFER))
+        return make_error(env, "dispatch: mode must be 0 (run) or 1 (infer)");
+    unsigned nargs;
+    if (!enif_get_list_length(env, argv[2], &nargs))
+        return make_error(env, "dispatch: the arguments must be a proper list");
+
+    /* on the stack: a malloc of this size per call costs more than the
+     * whole call (glibc consolidates its fast bins for large requests) */
+    decoder dec, *d = &dec;
+    decoder_init(d, env);
+    ERL_NIF_TERM result;
+    char msg[1024];
+    emily_value out;
+    emily_value *args = arena_alloc(d, sizeof(emily_value) * (nargs + 1));
+    if (!args) goto decode_error;
+    if (!decode_template(d, argv[1], &out)) goto decode_error;
+    ERL_NIF_TERM head, tail = argv[2];
+    for (unsigned i = 0; i < nargs; i++) {
+        enif_get_list_cell(env, tail, &head, &tail);
+        if (!decode_arg(d, i, head, &args[i])) goto decode_error;
+    }
+    if (d->foreign) {
+        result = enif_make_tuple2(env, A.error, A.foreign_tensor);
+        goto done;
+    }
+    emily_device device = d->have_device ? d->device : EMILY_CPU;
+    if (!enif_is_identical(argv[3], A.nil)) {
+        ERL_NIF_TERM err;
+        if (!get_device(env, argv[3], &device, &err)) { result = err; goto done; }
+    }
+    if (!dirty) {
+        long limit = atomic_load(&inline_limit);
+        if (device.type != EMILY_DEVICE_CPU || d->elements > limit || is_heavy(name)) {
+            decoder_free(d);
+            return enif_schedule_nif(env, "dispatch", ERL_NIF_DIRTY_JOB_CPU_BOUND, dispatch_dirty,
+                                     argc, argv);
+        }
+    }
+    if (!decoder_finish(d, device)) goto decode_error;
+
+    stream_res *st = NULL;
+    if (!enif_is_identical(argv[4], A.nil)) {
+        if (!enif_get_resource(env, argv[4], emily_stream_rt, (void **)&st)) {
+            result = make_error(env, "dispatch: the stream is not an Emily.Stream");
+            goto done;
+        }
+        if (!st->s || !emily_device_equal(st->device, device)) st = NULL;
+        else if (emily_stream_set_current(device, st->s)) {
+            result = engine_error(env, name);
+            goto done;
+        }
+    }
+    emily_dispatch_result res = {0};
+    emily_status s = emily_dispatch(name, device, &out, args, nargs, (emily_dispatch_mode)mode, &res);
+    if (s) snprintf(msg, sizeof msg, "%s", emily_last_error());
+    if (st) emily_stream_set_current(device, NULL);
+    if (s) {
+        result = make_error(env, msg);
+        goto done;
+    }
+    if (out.kind == EMILY_V_TEMPLATE && res.n == 1) {
+        result = make_tensor_term(env, res.tensors[0]);
+    } else {
+        ERL_NIF_TERM items[EMILY_DISPATCH_MAX_OUTPUTS];
+        for (int k = 0; k < res.n; k++) items[k] = make_tensor_term(env, res.tensors[k]);
+        result = enif_make_list_from_array(env, items, (unsigned)res.n);
+    }
+    goto done;
+
+decode_error:
+    snprintf(msg, sizeof msg, "%s: %s", name, d->err[0] ? d->err : "cannot decode the arguments");
+    result = make_error(env, msg);
+done:
+    decoder_free(d);
+    return result;
+}
+
+static ERL_NIF_TERM set_inline_limit(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    (void)argc;
+    long v;
+    if (!enif_get_long(env, argv[0], &v) || v < 0) return enif_make_badarg(env);
+    long old = atomic_exchange(&inline_limit, v);
+    return enif_make_long(env, old);
+}
+
+/* ---- creation and reading ---- */
+
+static ERL_NIF_TERM from_binary_run(ErlNifEnv *env, const ERL_NIF_TERM argv[]) {
+    emily_device dev;
+    emily_dtype dt;
+    ErlNifBinary bin;
+    ERL_NIF_TERM err;
+    char msg[256];
+    if (!get_device(env, argv[0], &dev, &err)) return err;
+    if (!term_to_dtype(env, argv[1], &dt, msg, sizeof msg)) return make_error(env, msg);
+    if (!enif_inspect_binary(env, argv[3], &bin)) return make_error(env, "from_binary: expected a binary");
+    decoder d;
+    decoder_init(&d, env);
+    int rank;
+    int64_t *shape;
+    ERL_NIF_TERM result;
+    if (!term_to_shape(env, argv[2], &rank, &shape, &d)) {
+        prefix_err(&d, "from_binary");
+        result = make_error(env, d.err);
+    } else {
+        emily_tensor *t;
+        if (emily_from_binary(dev, dt, rank, shape, bin.data, bin.size, &t)) result = engine_error(env, NULL);
+        else result = make_tensor_term(env, t);
+    }
+    decoder_free(&d);
+    return result;
+}
+
+static ERL_NIF_TERM from_binary_dirty(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    (void)argc;
+    return from_binary_run(env, argv);
+}
+
+/* from_binary(device, type, shape, binary) */
+static ERL_NIF_TERM from_binary_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    ErlNifBinary bin;
+    if (enif_inspect_binary(env, argv[3], &bin) &&
+        (bin.size > 256 * 1024 || !enif_is_identical(argv[0], A.cpu)))
+        return enif_schedule_nif(env, "from_binary", ERL_NIF_DIRTY_JOB_CPU_BOUND, from_binary_dirty, argc, argv);
+    return from_binary_run(env, argv);
+}
+
+/* A binary over the bytes of a host tensor: the binary holds its own
+ * resource (with its own reference to the tensor), so it stays valid
+ * after the tensor is deallocated or collected. */
+static ERL_NIF_TERM host_binary(ErlNifEnv *env, emily_tensor *t, size_t nbytes) {
+    const void *data;
+    if (emily_host_data(t, &data)) {
+        emily_tensor_release(t);
+        return engine_error(env, "to_binary");
+    }
+    tensor_res *holder = enif_alloc_resource(emily_tensor_rt, sizeof *holder);
+    if (!holder) {
+        emily_tensor_release(t);
+        return make_error(env, "to_binary: out of memory");
+    }
+    atomic_flag_clear(&holder->lock);
+    holder->t = t;
+    ERL_NIF_TERM bin = enif_make_resource_binary(env, holder, data, nbytes);
+    enif_release_resource(holder);
+    return bin;
+}
+
+static ERL_NIF_TERM to_binary_run(ErlNifEnv *env, const ERL_NIF_TERM argv[]) {
+    emily_tensor *t;
+    ERL_NIF_TERM err;
+    if (!get_tensor(env, argv[0], &t, &err)) return err;
+    size_t es = emily_dtype_size(emily_tensor_dtype(t));
+    size_t size = (size_t)emily_tensor_size(t);
+    ErlNifSInt64 limit;
+    if (enif_get_int64(env, argv[1], &limit) && limit >= 0 && (size_t)limit < size) size = (size_t)limit;
+    const void *data;
+    emily_tensor *host = t;
+    if (emily_host_data(t, &data) != EMILY_OK) {
+        /* not contiguous, or not in host memory: one copy */
+        emily_status s = emily_tensor_device(t).type == EMILY_DEVICE_CPU
+                             ? emily_contiguous(t, &host)
+                             : emily_to_device(t, EMILY_CPU, &host);
+        emily_tensor_release(t);
+        if (s) return engine_error(env, "to_binary");
+    }
+    return host_binary(env, host, size * es);
+}
+
+static ERL_NIF_TERM to_binary_dirty(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    (void)argc;
+    return to_binary_run(env, argv);
+}
+
+/* to_binary(ref, limit | nil): the first `limit` elements, row-major.
+ * Zero-copy when the tensor is contiguous in host memory. */
+static ERL_NIF_TERM to_binary_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    tensor_res *r;
+    if (enif_get_resource(env, argv[0], emily_tensor_rt, (void **)&r)) {
+        emily_tensor *t = tensor_res_acquire(r);
+        if (t) {
+            bool cheap = emily_tensor_device(t).type == EMILY_DEVICE_CPU &&
+                         (emily_tensor_is_contiguous(t) || emily_tensor_nbytes(t) <= 256 * 1024);
+            emily_tensor_release(t);
+            if (!cheap)
+                return enif_schedule_nif(env, "to_binary", ERL_NIF_DIRTY_JOB_CPU_BOUND, to_binary_dirty, argc, argv);
+        }
+    }
+    return to_binary_run(env, argv);
+}
+
+static ERL_NIF_TERM deallocate_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    (void)argc;
+    tensor_res *r;
+    if (!enif_get_resource(env, argv[0], emily_tensor_rt, (void **)&r))
+        return make_error(env, "deallocate: expected an Emily tensor reference");
+    res_lock(r);
+    emily_tensor *t = r->t;
+    r->t = NULL;
+    res_unlock(r);
+    if (!t) return A.already_deallocated;
+    emily_tensor_release(t);
+    return A.ok;
+}
+
+/* {type, shape, device} of the engine tensor */
+static ERL_NIF_TERM tensor_info_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    (void)argc;
+    emily_tensor *t;
+    ERL_NIF_TERM err;
+    if (!get_tensor(env, argv[0], &t, &err)) return err;
+    ERL_NIF_TERM r = enif_make_tuple3(env, dtype_to_term(env, emily_tensor_dtype(t)),
+                                      shape_to_term(env, emily_tensor_rank(t), emily_tensor_shape(t)),
+                                      device_to_term(env, emily_tensor_device(t)));
+    emily_tensor_release(t);
+    return r;
+}
+
+/* to_device(ref, device): a copy on another device (dirty) */
+static ERL_NIF_TERM to_device_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    (void)argc;
+    emily_tensor *t, *out;
+    emily_device dev;
+    ERL_NIF_TERM err;
+    if (!get_device(env, argv[1], &dev, &err)) return err;
+    if (!get_tensor(env, argv[0], &t, &err)) return err;
+    emily_status s = emily_to_device(t, dev, &out);
+    emily_tensor_release(t);
+    if (s) return engine_error(env, "to_device");
+    return make_tensor_term(env, out);
+}
+
+/* to_pointer(ref): {address, bytes} of a contiguous host tensor */
+static ERL_NIF_TERM to_pointer_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    (void)argc;
+    emily_tensor *t;
+    ERL_NIF_TERM err;
+    if (!get_tensor(env, argv[0], &t, &err)) return err;
+    const void *data;
+    emily_status s = emily_host_data(t, &data);
+    size_t nbytes = emily_tensor_nbytes(t);
+    emily_tensor_release(t);
+    if (s) return engine_error(env, "to_pointer");
+    return enif_make_tuple2(env, enif_make_uint64(env, (ErlNifUInt64)(uintptr_t)data),
+                            enif_make_uint64(env, nbytes));
+}
+
+/* ---- devices, streams, introspection ---- */
+
+static ERL_NIF_TERM devices_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    (void)argc;
+    (void)argv;
+    ERL_NIF_TERM list = enif_make_list(env, 0);
+    int n = emily_device_count(EMILY_DEVICE_CUDA);
+    for (int i = n - 1; i >= 0; i--)
+        list = enif_make_list_cell(env, device_to_term(env, (emily_device){EMILY_DEVICE_CUDA, i}), list);
+    return enif_make_list_cell(env, A.cpu, list);
+}
+
+static ERL_NIF_TERM device_check_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    (void)argc;
+    emily_device dev;
+    ERL_NIF_TERM err;
+    if (!get_device(env, argv[0], &dev, &err)) return err;
+    if (emily_device_check(dev)) return engine_error(env, NULL);
+    return A.ok;
+}
+
+static ERL_NIF_TERM version_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    (void)argc;
+    (void)argv;
+    return make_binary_str(env, emily_version());
+}
+
+static ERL_NIF_TERM callbacks_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    (void)argc;
+    (void)argv;
+    const char *const *names = emily_dispatch_callbacks();
+    ERL_NIF_TERM list = enif_make_list(env, 0);
+    size_t n = 0;
+    while (names[n]) n++;
+    while (n-- > 0) list = enif_make_list_cell(env, enif_make_atom(env, names[n]), list);
+    return list;
+}
+
+static ERL_NIF_TERM live_tensors_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    (void)argc;
+    (void)argv;
+    return enif_make_tuple2(env, enif_make_int64(env, emily_live_tensors()),
+                            enif_make_int64(env, emily_live_buffers()));
+}
+
+static ERL_NIF_TERM synchronize_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    (void)argc;
+    emily_device dev;
+    ERL_NIF_TERM err;
+    if (!get_device(env, argv[0], &dev, &err)) return err;
+    if (emily_synchronize(dev)) return engine_error(env, "synchronize");
+    return A.ok;
+}
+
+static ERL_NIF_TERM memory_stats_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    (void)argc;
+    emily_device dev;
+    ERL_NIF_TERM err;
+    if (!get_device(env, argv[0], &dev, &err)) return err;
+    emily_memory_stats st;
+    if (emily_memory_stats_get(dev, &st)) return engine_error(env, "memory_stats");
+    ERL_NIF_TERM keys[3] = {A.active, A.peak, A.cached};
+    ERL_NIF_TERM vals[3] = {enif_make_uint64(env, st.active), enif_make_uint64(env, st.peak),
+                            enif_make_uint64(env, st.cached)};
+    ERL_NIF_TERM map;
+    enif_make_map_from_arrays(env, keys, vals, 3, &map);
+    return map;
+}
+
+static ERL_NIF_TERM stream_new_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    (void)argc;
+    emily_device dev;
+    ERL_NIF_TERM err;
+    if (!get_device(env, argv[0], &dev, &err)) return err;
+    emily_stream *s;
+    if (emily_stream_new(dev, &s)) return engine_error(env, "stream_new");
+    stream_res *r = enif_alloc_resource(emily_stream_rt, sizeof *r);
+    if (!r) {
+        emily_stream_free(s);
+        return make_error(env, "stream_new: out of memory");
+    }
+    r->s = s;
+    r->device = dev;
+    ERL_NIF_TERM term = enif_make_resource(env, r);
+    enif_release_resource(r);
+    return term;
+}
+
+static ERL_NIF_TERM stream_synchronize_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    (void)argc;
+    stream_res *r;
+    if (!enif_get_resource(env, argv[0], emily_stream_rt, (void **)&r) || !r->s)
+        return make_error(env, "stream_synchronize: expected an Emily stream");
+    if (emily_stream_synchronize(r->s)) return engine_error(env, "stream_synchronize");
+    return A.ok;
+}
+
+static ERL_NIF_TERM stream_device_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    (void)argc;
+    stream_res *r;
+    if (!enif_get_resource(env, argv[0], emily_stream_rt, (void **)&r))
+        return make_error(env, "stream_device: expected an Emily stream");
+    return device_to_term(env, r->device);
+}
+
+/* ---- module ---- */
+
+static int load(ErlNifEnv *env, void **priv, ERL_NIF_TERM info) {
+    (void)priv;
+    (void)info;
+    ErlNifResourceFlags flags = ERL_NIF_RT_CREATE | ERL_NIF_RT_TAKEOVER;
+    emily_tensor_rt = enif_open_resource_type(env, NULL, "emily_tensor", tensor_dtor, flags, NULL);
+    emily_stream_rt = enif_open_resource_type(env, NULL, "emily_stream", stream_dtor, flags, NULL);
+    if (!emily_tensor_rt || !emily_stream_rt) return 1;
+#define ATOM(field, name) A.field = enif_make_atom(env, name)
+    ATOM(ok, "ok");
+    ATOM(error, "error");
+    ATOM(nil, "nil");
+    ATOM(true_, "true");
+    ATOM(false_, "false");
+    ATOM(foreign_tensor, "foreign_tensor");
+    ATOM(already_deallocated, "already_deallocated");
+    ATOM(cpu, "cpu");
+    ATOM(cuda, "cuda");
+    ATOM(s, "s");
+    ATOM(u, "u");
+    ATOM(f, "f");
+    ATOM(bf, "bf");
+    ATOM(c, "c");
+    ATOM(struct_, "__struct__");
+    ATOM(data, "data");
+    ATOM(ref, "ref");
+    ATOM(state, "state");
+    ATOM(type, "type");
+    ATOM(shape, "shape");
+    ATOM(re, "re");
+    ATOM(im, "im");
+    ATOM(nx_tensor, "Elixir.Nx.Tensor");
+    ATOM(nx_binary_backend, "Elixir.Nx.BinaryBackend");
+    ATOM(complex, "Elixir.Complex");
+    ATOM(emily_backend, "Elixir.Emily.Backend");
+    ATOM(active, "active");
+    ATOM(peak, "peak");
+    ATOM(cached, "cached");
+#undef ATOM
+    (void)emily_dispatch_callbacks(); /* builds its table once, here */
+    return 0;
+}
+
+static int upgrade(ErlNifEnv *env, void **priv, void **old_priv, ERL_NIF_TERM info) {
+    (void)old_priv;
+    return load(env, priv, info);
+}
+
+#define DIRTY ERL_NIF_DIRTY_JOB_CPU_BOUND
+static ErlNifFunc nif_funcs[] = {
+    {"dispatch", 6, dispatch_nif, 0},
+    {"set_inline_limit", 1, set_inline_limit, 0},
+    {"from_binary", 4, from_binary_nif, 0},
+    {"to_binary", 2, to_binary_nif, 0},
+    {"deallocate", 1, deallocate_nif, 0},
+    {"tensor_info", 1, tensor_info_nif, 0},
+    {"to_device", 2, to_device_nif, DIRTY},
+    {"to_pointer", 1, to_pointer_nif, 0},
+    {"devices", 0, devices_nif, 0},
+    {"device_check", 1, device_check_nif, 0},
+    {"version", 0, version_nif, 0},
+    {"callbacks", 0, callbacks_nif, 0},
+    {"live_tensors", 0, live_tensors_nif, 0},
+    {"synchronize", 1, synchronize_nif, DIRTY},
+    {"memory_stats", 1, memory_stats_nif, 0},
+    {"stream_new", 1, stream_new_nif, DIRTY},
+    {"stream_synchronize", 1, stream_synchronize_nif, DIRTY},
+    {"stream_device", 1, stream_device_nif, 0},
+};
+
+ERL_NIF_INIT(Elixir.Emily.Native, nif_funcs, load, NULL, upgrade, NULL)

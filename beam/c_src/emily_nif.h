@@ -1,0 +1,117 @@
+/* The Erlang NIF over libemily: shared declarations.
+ *
+ * Emily.Native's functions are implemented in emily_nif.c; terms.c turns
+ * Erlang terms into the dispatcher's emily_value trees (and types, shapes
+ * and devices back into terms). Only the public API of include/emily is
+ * used. Nothing here aborts: every failure becomes {:error, message}. */
+#ifndef EMILY_NIF_H
+#define EMILY_NIF_H
+
+#include <erl_nif.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include "emily/emily.h"
+
+/* A tensor resource. `t` is NULL once Emily.Native.deallocate/1 ran; the
+ * spinlock makes taking a reference and deallocating safe from several
+ * scheduler threads at once (both hold it for a few instructions). */
+typedef struct tensor_res {
+    atomic_flag lock;
+    emily_tensor *t;
+} tensor_res;
+
+/* A stream resource (Emily.Stream): freed, after its work, on GC. */
+typedef struct stream_res {
+    emily_stream *s;
+    emily_device device;
+} stream_res;
+
+extern ErlNifResourceType *emily_tensor_rt;
+extern ErlNifResourceType *emily_stream_rt;
+
+typedef struct nif_atoms {
+    ERL_NIF_TERM ok, error, nil, true_, false_, foreign_tensor, already_deallocated;
+    ERL_NIF_TERM cpu, cuda;
+    ERL_NIF_TERM s, u, f, bf, c;
+    ERL_NIF_TERM struct_, data, ref, state, type, shape, re, im;
+    ERL_NIF_TERM nx_tensor, nx_binary_backend, complex, emily_backend;
+    ERL_NIF_TERM active, peak, cached;
+} nif_atoms;
+extern nif_atoms A;
+
+/* A new reference to the resource's tensor, or NULL if deallocated. */
+emily_tensor *tensor_res_acquire(tensor_res *r);
+/* Wraps a tensor (ownership moves to the term). */
+ERL_NIF_TERM make_tensor_term(ErlNifEnv *env, emily_tensor *t);
+/* {:error, "message"} */
+ERL_NIF_TERM make_error(ErlNifEnv *env, const char *msg);
+ERL_NIF_TERM make_binary_str(ErlNifEnv *env, const char *s);
+
+/* ---- terms.c ---- */
+
+/* Scratch memory for one decode, freed at once. The first block lives
+ * inside the decoder, so small calls never touch malloc for it. */
+typedef struct arena_block arena_block;
+typedef struct arena {
+    arena_block *blocks;
+    size_t used;
+    unsigned char first[2048]; /* aligned by arena_alloc, not by the type */
+} arena;
+
+typedef struct pending_import pending_import;
+
+typedef struct path_item {
+    char kind; /* 'a' argument, 'l' list item, 't' tuple item, 'k' option */
+    unsigned index;
+    const char *key;
+} path_item;
+
+typedef struct decoder {
+    ErlNifEnv *env;
+    arena ar;
+    /* tensors referenced by the decoded values (released at the end) */
+    emily_tensor **held;
+    size_t nheld, held_cap;
+    /* Nx.BinaryBackend tensors, imported once the device is known */
+    pending_import *pend;
+    size_t npend, pend_cap;
+    bool have_device;  /* device of the first Emily tensor seen */
+    emily_device device;
+    bool foreign;      /* a tensor of another backend (not decodable here) */
+    int depth;
+    path_item path[16]; /* where decoding is, for messages */
+    int npath;
+    int64_t elements;  /* elements of all tensors and templates seen */
+    char err[512];
+} decoder;
+
+void decoder_init(decoder *d, ErlNifEnv *env);
+void decoder_free(decoder *d);
+void *arena_alloc(decoder *d, size_t n);
+/* Rewrites d->err as "<prefix>: <d->err>". */
+void prefix_err(decoder *d, const char *prefix);
+
+/* Argument terms: numbers, atoms, binaries, tuples, lists, keyword lists,
+ * %Complex{}, %Nx.Tensor{} (Emily or Nx.BinaryBackend data) and bare
+ * tensor resources. */
+bool decode_value(decoder *d, ERL_NIF_TERM term, emily_value *v);
+/* decode_value for the index-th callback argument (messages say which). */
+bool decode_arg(decoder *d, unsigned index, ERL_NIF_TERM term, emily_value *v);
+/* Output templates: a map with :type and :shape (an %Nx.Tensor{}), or a
+ * tuple/list of them. */
+bool decode_template(decoder *d, ERL_NIF_TERM term, emily_value *v);
+/* Imports the pending Nx.BinaryBackend tensors onto `device`. */
+bool decoder_finish(decoder *d, emily_device device);
+
+/* {:f, 32} <-> EMILY_F32 and so on; shapes as tuples; devices as :cpu,
+ * :cuda or {:cuda, n}. Failures write a message into err. */
+bool term_to_dtype(ErlNifEnv *env, ERL_NIF_TERM t, emily_dtype *out, char *err, size_t es);
+bool term_to_shape(ErlNifEnv *env, ERL_NIF_TERM t, int *rank, int64_t **shape, decoder *d);
+bool term_to_device(ErlNifEnv *env, ERL_NIF_TERM t, emily_device *out, char *err, size_t es);
+ERL_NIF_TERM dtype_to_term(ErlNifEnv *env, emily_dtype t);
+ERL_NIF_TERM shape_to_term(ErlNifEnv *env, int rank, const int64_t *shape);
+ERL_NIF_TERM device_to_term(ErlNifEnv *env, emily_device dev);
+/* "f32[2][3]" */
+const char *spec_str(emily_dtype t, int rank, const int64_t *shape, char *buf, size_t size);
+
+#endif

@@ -1,0 +1,64 @@
+defmodule Emily do
+  @moduledoc """
+  Emily: an `Nx` backend on libemily, a C tensor engine with exactly the
+  semantics of Nx's reference backend, on the CPU and on CUDA GPUs.
+
+      Nx.global_default_backend({Emily.Backend, device: :cpu})
+      Nx.add(Nx.tensor([1, 2]), 1)
+
+  The layers: `Emily.Backend` (one line per `Nx.Backend` callback) calls
+  `Emily.Native` (the NIF: term decoding and the engine's callback
+  dispatcher). See `Emily.Stream` for per-process streams and
+  `Emily.Telemetry` for events.
+  """
+
+  @doc "The engine's version."
+  def version, do: Emily.Native.version()
+
+  @doc "Devices present: `:cpu`, then `{:cuda, i}` for each usable GPU."
+  def devices, do: Emily.Native.devices()
+
+  @doc """
+  Normalizes a device: `:cpu`, `:cuda` (GPU 0), `{:cuda, i}`, or the
+  strings `"cpu"`, `"cuda"`, `"cuda:i"`. Raises `ArgumentError` for
+  anything else or for a device that is not present.
+  """
+  def device!(device) do
+    device = normalize_device(device)
+
+    case Emily.Native.device_check(device) do
+      :ok -> device
+      {:error, message} -> raise ArgumentError, "Emily: #{message}"
+    end
+  end
+
+  @doc false
+  def normalize_device(:cpu), do: :cpu
+  def normalize_device({:cpu, 0}), do: :cpu
+  def normalize_device(:cuda), do: {:cuda, 0}
+  def normalize_device({:cuda, i}) when is_integer(i) and i >= 0, do: {:cuda, i}
+  def normalize_device("cpu"), do: :cpu
+  def normalize_device("cuda"), do: {:cuda, 0}
+
+  def normalize_device("cuda:" <> index = text) do
+    case Integer.parse(index) do
+      {i, ""} when i >= 0 -> {:cuda, i}
+      _ -> raise ArgumentError, "Emily: unknown device #{inspect(text)}"
+    end
+  end
+
+  def normalize_device(other) do
+    raise ArgumentError,
+          "Emily: unknown device #{inspect(other)} (expected :cpu, :cuda or {:cuda, index})"
+  end
+
+  @doc "Waits for all work queued on a device."
+  def synchronize(device \\ :cpu) do
+    Emily.Native.ok!(Emily.Native.synchronize(normalize_device(device)))
+  end
+
+  @doc "Bytes held (`:active`), the peak, and cached by a device's allocator."
+  def memory_stats(device \\ :cpu) do
+    Emily.Native.ok!(Emily.Native.memory_stats(normalize_device(device)))
+  end
+end

@@ -1,0 +1,552 @@
+if Code.ensure_loaded?(Nx.Backend) do
+  defmodule Emily.Backend do
+    @moduledoc """
+    An `Nx.Backend` on libemily.
+
+        Nx.global_default_backend({Emily.Backend, device: :cpu})
+        Nx.default_backend({Emily.Backend, device: :cuda})
+
+    Options: `:device` - `:cpu` (default), `:cuda` or `{:cuda, index}`.
+
+    Every callback of Nx 0.7 to 0.13 goes to the engine's callback
+    dispatcher through `Emily.Native.dispatch/6`, in the forms Nx 0.13
+    passes them (Nx 0.7's optional callbacks and Nx 0.12+'s `Nx.Block`
+    structs reach the same dispatcher names). Only the callbacks that take
+    an Elixir function (`reduce`, `window_reduce`, Nx 0.7's `map`) run
+    through `Nx.BinaryBackend`; see `Emily.Telemetry` for the fallback
+    events and configuration.
+
+    Compile-time options (`config :emily, ...`):
+
+      * `:add_backend_on_inspect` (default `true`) - prints
+        `Emily.Backend<device>` above a tensor's values.
+      * `:debug_bounds_check` (default `false`) - checks the indices of
+        `gather`, `take`, `take_along_axis`, `indexed_add` and
+        `indexed_put` before running them and raises `ArgumentError` naming
+        the first index out of range.
+      * `:debug_detect_nan_inf` (default `false`) - raises `ArgumentError`
+        when a callback produces a NaN or an infinity (creation callbacks
+        such as `constant` excepted).
+
+    Both debug options cost nothing when off (the checks are not compiled).
+    """
+
+    @behaviour Nx.Backend
+
+    defstruct [:ref]
+
+    alias Nx.Tensor, as: T
+    alias Emily.Native
+    require Logger
+
+    @bounds_check Application.compile_env(:emily, :debug_bounds_check, false)
+    @detect_nan_inf Application.compile_env(:emily, :debug_detect_nan_inf, false)
+    @add_signature Application.compile_env(:emily, :add_backend_on_inspect, true)
+
+    ## Options and devices
+
+    def init(opts) do
+      unless Keyword.keyword?(opts) do
+        raise ArgumentError, "Emily.Backend options must be a keyword list, got: #{inspect(opts)}"
+      end
+
+      {device, rest} = Keyword.pop(opts, :device, :cpu)
+
+      if rest != [] do
+        raise ArgumentError,
+              "Emily.Backend accepts only the :device option, got: #{inspect(Keyword.keys(rest))}"
+      end
+
+      [device: Emily.device!(device)]
+    end
+
+    defp device_opt(opts) do
+      case Keyword.fetch(opts, :device) do
+        {:ok, device} -> Emily.normalize_device(device)
+        :error -> :cpu
+      end
+    end
+
+    @doc "The device of an Emily tensor."
+    def device(%T{data: %__MODULE__{ref: ref}}) do
+      {_type, _shape, device} = Native.ok!(Native.tensor_info(ref))
+      device
+    end
+
+    ## The dispatch
+
+    # Runs a callback on the engine and puts the result(s) into `out`.
+    defp call(name, out, args, device \\ nil) do
+      meta = %{op: name, shapes: arg_shapes(args), types: arg_types(args)}
+
+      result = Emily.Telemetry.span(:eval, meta, fn -> run(name, out, args, device, true) end)
+      if @detect_nan_inf, do: check_nan_inf(result, name, out)
+      wrap(result, out)
+    end
+
+    defp run(name, out, args, device, retry?) do
+      case Native.dispatch(name, out, args, device, Emily.Stream.current_ref(), 0) do
+        {:error, :foreign_tensor} when retry? ->
+          target = device || first_device(args) || :cpu
+          run(name, out, import_foreign(args, target), device, false)
+
+        {:error, :foreign_tensor} ->
+          raise ArgumentError, "#{name}: cannot move a tensor of another backend to Emily"
+
+        {:error, message} ->
+          raise ArgumentError, message
+
+        result ->
+          result
+      end
+    end
+
+    defp wrap(ref, %T{} = out) when is_reference(ref), do: %{out | data: %__MODULE__{ref: ref}}
+
+    defp wrap(refs, out) when is_list(refs) and is_tuple(out) do
+      out
+      |> Tuple.to_list()
+      |> Enum.zip(refs)
+      |> Enum.map(fn {o, ref} -> %{o | data: %__MODULE__{ref: ref}} end)
+      |> List.to_tuple()
+    end
+
+    defp arg_shapes(args), do: for(%T{shape: shape} <- args, do: shape)
+    defp arg_types(args), do: for(%T{type: type} <- args, do: type)
+
+    defp first_device(args) do
+      Enum.find_value(List.flatten(args), fn
+        %T{data: %__MODULE__{}} = t -> device(t)
+        _ -> nil
+      end)
+    end
+
+    # Tensors of backends the NIF cannot read move to Emily first.
+    defp import_foreign(%T{data: %__MODULE__{}} = t, _device), do: t
+    defp import_foreign(%T{data: %Nx.BinaryBackend{}} = t, _device), do: t
+
+    defp import_foreign(%T{} = t, device),
+      do: Nx.backend_copy(t, {__MODULE__, device: device})
+
+    defp import_foreign(list, device) when is_list(list),
+      do: Enum.map(list, &import_foreign(&1, device))
+
+    defp import_foreign(tuple, device) when is_tuple(tuple),
+      do: tuple |> Tuple.to_list() |> import_foreign(device) |> List.to_tuple()
+
+    defp import_foreign(other, _device), do: other
+
+    ## Creation
+
+    def constant(out, number, opts), do: call(:constant, out, [number, []], device_opt(opts))
+    def eye(out, opts), do: call(:eye, out, [[]], device_opt(opts))
+    def iota(out, axis, opts), do: call(:iota, out, [axis, []], device_opt(opts))
+
+    def from_binary(%T{type: type, shape: shape} = out, binary, opts) do
+      binary = if is_list(binary), do: IO.iodata_to_binary(binary), else: binary
+      ref = Native.from_binary!(device_opt(opts), type, shape, binary)
+      %{out | data: %__MODULE__{ref: ref}}
+    end
+
+    def from_pointer(_pointer, _type, _shape, _backend_opts, _opts) do
+      raise ArgumentError,
+            "Emily.Backend cannot wrap foreign memory pointers; use Nx.from_binary/3"
+    end
+
+    def to_pointer(%T{data: %__MODULE__{ref: ref}}, opts) do
+      case Keyword.get(opts, :mode, :local) do
+        :local ->
+          {address, size} = Native.ok!(Native.to_pointer(ref))
+          pointer(address, size)
+
+        mode ->
+          raise ArgumentError,
+                "Emily.Backend supports only mode: :local pointers, got: #{inspect(mode)}"
+      end
+    end
+
+    if Code.ensure_loaded?(Nx.Pointer) do
+      defp pointer(address, size),
+        do: %Nx.Pointer{kind: :local, address: address, data_size: size}
+    else
+      defp pointer(address, size), do: %{kind: :local, address: address, data_size: size}
+    end
+
+    ## Reading, moving, inspecting
+
+    def to_binary(%T{data: %__MODULE__{ref: ref}} = t, limit) do
+      meta = %{op: :to_binary, shapes: [t.shape], types: [t.type]}
+      Emily.Telemetry.span(:to_binary, meta, fn -> Native.to_binary!(ref, limit) end)
+    end
+
+    def backend_deallocate(%T{data: %__MODULE__{ref: ref}}) do
+      case Native.deallocate(ref) do
+        :ok -> :ok
+        :already_deallocated -> :already_deallocated
+        {:error, message} -> raise ArgumentError, message
+      end
+    end
+
+    def backend_copy(%T{} = tensor, Nx.Tensor, _opts), do: tensor
+
+    def backend_copy(%T{data: %__MODULE__{ref: ref}} = tensor, __MODULE__, opts) do
+      device = device_opt(opts)
+      %{tensor | data: %__MODULE__{ref: Native.ok!(Native.to_device(ref, device))}}
+    end
+
+    def backend_copy(%T{} = tensor, backend, opts) do
+      backend.from_binary(tensor, to_binary(tensor, Nx.size(tensor)), opts)
+    end
+
+    def backend_transfer(%T{} = tensor, Nx.Tensor, _opts), do: tensor
+
+    def backend_transfer(%T{data: %__MODULE__{ref: ref}} = tensor, __MODULE__, opts) do
+      target = device_opt(opts)
+
+      if device(tensor) == target do
+        tensor
+      else
+        copy = %{tensor | data: %__MODULE__{ref: Native.ok!(Native.to_device(ref, target))}}
+        Native.deallocate(ref)
+        copy
+      end
+    end
+
+    def backend_transfer(%T{} = tensor, backend, opts) do
+      copy = backend_copy(tensor, backend, opts)
+      backend_deallocate(tensor)
+      copy
+    end
+
+    def inspect(%T{} = tensor, inspect_opts) do
+      limit = if inspect_opts.limit == :infinity, do: Nx.size(tensor), else: inspect_opts.limit + 1
+      binary = to_binary(tensor, min(limit, Nx.size(tensor)))
+
+      tensor
+      |> Nx.Backend.inspect(binary, inspect_opts)
+      |> maybe_add_signature(tensor)
+    end
+
+    if @add_signature do
+      defp maybe_add_signature(doc, tensor) do
+        device =
+          case device(tensor) do
+            :cpu -> "cpu"
+            {:cuda, i} -> "cuda:#{i}"
+          end
+
+        Inspect.Algebra.concat(["Emily.Backend<#{device}>", Inspect.Algebra.line(), doc])
+      end
+    else
+      defp maybe_add_signature(doc, _tensor), do: doc
+    end
+
+    def to_batched(%T{shape: out_shape} = out, %T{shape: shape} = tensor, opts) do
+      batch = elem(out_shape, 0)
+      total = elem(shape, 0)
+      full = div(total, batch)
+      left = rem(total, batch)
+      rank = tuple_size(shape)
+      zeros = List.duplicate(0, rank - 1)
+      rest = shape |> Tuple.delete_at(0) |> Tuple.to_list()
+      ones = List.duplicate(1, rank)
+      last = if left != 0 and opts[:leftover] == :repeat, do: full, else: full - 1
+
+      slice = fn start, length ->
+        call(:slice, %{out | shape: put_elem(out_shape, 0, length)}, [
+          tensor,
+          [start | zeros],
+          [length | rest],
+          ones
+        ])
+      end
+
+      Stream.map(0..last//1, fn
+        ^full ->
+          # the leftover, completed with the first rows
+          call(:concatenate, out, [[slice.(full * batch, left), slice.(0, batch - left)], 0])
+
+        i ->
+          slice.(i * batch, batch)
+      end)
+    end
+
+    ## Shape and type
+
+    def as_type(out, t), do: call(:as_type, out, [t])
+    def bitcast(out, t), do: call(:bitcast, out, [t])
+    def reshape(out, t), do: call(:reshape, out, [t])
+    def squeeze(out, t, axes), do: call(:squeeze, out, [t, axes])
+    def broadcast(out, t, shape, axes), do: call(:broadcast, out, [t, shape, axes])
+    def transpose(out, t, axes), do: call(:transpose, out, [t, axes])
+    def pad(out, t, value, config), do: call(:pad, out, [t, value, config])
+    def reverse(out, t, axes), do: call(:reverse, out, [t, axes])
+
+    def dot(out, a, ca, ba, b, cb, bb), do: call(:dot, out, [a, ca, ba, b, cb, bb])
+    def clip(out, t, min, max), do: call(:clip, out, [t, min, max])
+    def slice(out, t, start, lengths, strides), do: call(:slice, out, [t, start, lengths, strides])
+    def put_slice(out, t, start, slice), do: call(:put_slice, out, [t, start, slice])
+    def concatenate(out, tensors, axis), do: call(:concatenate, out, [tensors, axis])
+    def stack(out, tensors, axis), do: call(:stack, out, [tensors, axis])
+    def select(out, pred, on_true, on_false), do: call(:select, out, [pred, on_true, on_false])
+
+    def conv(out, t, kernel, opts), do: call(:conv, out, [t, kernel, opts])
+
+    ## Indexing
+
+    def gather(out, t, indices, opts) do
+      if @bounds_check, do: check_bounds(:gather, t, indices, gather_axes(indices, opts))
+      call(:gather, out, [t, indices, opts])
+    end
+
+    def indexed_add(out, t, indices, updates, opts) do
+      if @bounds_check, do: check_bounds(:indexed_add, t, indices, gather_axes(indices, opts))
+      call(:indexed_add, out, [t, indices, updates, opts])
+    end
+
+    def indexed_put(out, t, indices, updates, opts) do
+      if @bounds_check, do: check_bounds(:indexed_put, t, indices, gather_axes(indices, opts))
+      call(:indexed_put, out, [t, indices, updates, opts])
+    end
+
+    # Nx 0.7 passes the axis as an integer, Nx 0.13 (through block/4) as opts.
+    def take(out, t, indices, axis) when is_integer(axis), do: take(out, t, indices, axis: axis)
+
+    def take(out, t, indices, opts) do
+      if @bounds_check, do: check_bounds(:take, t, indices, {:all, Keyword.fetch!(opts, :axis)})
+      call(:take, out, [t, indices, opts])
+    end
+
+    def take_along_axis(out, t, indices, axis) when is_integer(axis),
+      do: take_along_axis(out, t, indices, axis: axis)
+
+    def take_along_axis(out, t, indices, opts) do
+      if @bounds_check,
+        do: check_bounds(:take_along_axis, t, indices, {:all, Keyword.fetch!(opts, :axis)})
+
+      call(:take_along_axis, out, [t, indices, opts])
+    end
+
+    ## Reductions, windows, sorting
+
+    for op <- [:all, :any, :sum, :product, :reduce_max, :reduce_min, :argmax, :argmin] do
+      def unquote(op)(out, t, opts), do: call(unquote(op), out, [t, opts])
+    end
+
+    for op <- [:window_sum, :window_product, :window_max, :window_min] do
+      def unquote(op)(out, t, shape, opts), do: call(unquote(op), out, [t, shape, opts])
+    end
+
+    for op <- [:window_scatter_max, :window_scatter_min] do
+      def unquote(op)(out, t, source, init, shape, opts),
+        do: call(unquote(op), out, [t, source, init, shape, opts])
+    end
+
+    def sort(out, t, opts), do: call(:sort, out, [t, opts])
+    def argsort(out, t, opts), do: call(:argsort, out, [t, opts])
+    def top_k(out, t, opts), do: call(:top_k, out, [t, opts])
+
+    for op <- [:cumulative_sum, :cumulative_product, :cumulative_min, :cumulative_max] do
+      def unquote(op)(out, t, opts), do: call(unquote(op), out, [t, opts])
+    end
+
+    def all_close(out, a, b, opts), do: call(:all_close, out, [a, b, opts])
+
+    ## Linear algebra and transforms
+
+    def triangular_solve(out, a, b, opts), do: call(:triangular_solve, out, [a, b, opts])
+    def lu(out, t, opts), do: call(:lu, out, [t, opts])
+    def qr(out, t, opts), do: call(:qr, out, [t, opts])
+    def svd(out, t, opts), do: call(:svd, out, [t, opts])
+    def eigh(out, t, opts), do: call(:eigh, out, [t, opts])
+    def cholesky(out, t), do: call(:cholesky, out, [t])
+    def solve(out, a, b), do: call(:solve, out, [a, b])
+    def determinant(out, t), do: call(:determinant, out, [t])
+
+    for op <- [:fft, :ifft, :fft2, :ifft2, :rfft, :irfft] do
+      def unquote(op)(out, t, opts), do: call(unquote(op), out, [t, opts])
+    end
+
+    ## Element-wise
+
+    binary_ops =
+      [:add, :subtract, :multiply, :pow, :remainder, :divide, :atan2, :min, :max, :quotient] ++
+        [:bitwise_and, :bitwise_or, :bitwise_xor, :left_shift, :right_shift] ++
+        [:equal, :not_equal, :greater, :less, :greater_equal, :less_equal] ++
+        [:logical_and, :logical_or, :logical_xor]
+
+    for op <- binary_ops do
+      def unquote(op)(out, a, b), do: call(unquote(op), out, [a, b])
+    end
+
+    unary_ops =
+      Enum.map(Nx.Shared.unary_math_funs(), &elem(&1, 0)) ++
+        [:abs, :bitwise_not, :ceil, :conjugate, :floor, :negate, :round, :sign] ++
+        [:count_leading_zeros, :population_count, :real, :imag, :is_nan, :is_infinity] ++
+        [:logical_not, :phase]
+
+    for op <- Enum.uniq(unary_ops) do
+      def unquote(op)(out, t), do: call(unquote(op), out, [t])
+    end
+
+    ## Nx 0.12+: former optional callbacks arrive as Nx.Block structs
+
+    @blocks %{
+      Nx.Block.LogicalNot => :logical_not,
+      Nx.Block.Phase => :phase,
+      Nx.Block.LinAlg.Cholesky => :cholesky,
+      Nx.Block.LinAlg.Solve => :solve,
+      Nx.Block.LinAlg.QR => :qr,
+      Nx.Block.LinAlg.Eigh => :eigh,
+      Nx.Block.LinAlg.SVD => :svd,
+      Nx.Block.LinAlg.LU => :lu,
+      Nx.Block.LinAlg.Determinant => :determinant,
+      Nx.Block.AllClose => :all_close,
+      Nx.Block.CumulativeSum => :cumulative_sum,
+      Nx.Block.CumulativeProduct => :cumulative_product,
+      Nx.Block.CumulativeMin => :cumulative_min,
+      Nx.Block.CumulativeMax => :cumulative_max,
+      Nx.Block.Take => :take,
+      Nx.Block.TakeAlongAxis => :take_along_axis,
+      Nx.Block.TopK => :top_k,
+      Nx.Block.FFT2 => :fft2,
+      Nx.Block.IFFT2 => :ifft2,
+      Nx.Block.RFFT => :rfft,
+      Nx.Block.IRFFT => :irfft
+    }
+
+    @doc false
+    def block_callbacks, do: @blocks
+
+    def block(%module{} = struct, out, args, fun) do
+      case @blocks do
+        %{^module => :take} ->
+          [t, indices] = args
+          take(out, t, indices, axis: struct.axis)
+
+        %{^module => :take_along_axis} ->
+          [t, indices] = args
+          take_along_axis(out, t, indices, axis: struct.axis)
+
+        %{^module => name} ->
+          opts = struct |> Map.from_struct() |> Map.to_list()
+          call(name, out, if(opts == [], do: args, else: args ++ [opts]))
+
+        %{} ->
+          # a block this version of Emily does not know: Nx's own
+          # implementation, made of other callbacks
+          apply(fun, [struct | args])
+      end
+    end
+
+    ## Callbacks that take Elixir functions: through Nx.BinaryBackend
+
+    def reduce(out, t, acc, opts, fun), do: fallback(:reduce, out, [t, acc, opts, fun])
+
+    def window_reduce(out, t, acc, shape, opts, fun),
+      do: fallback(:window_reduce, out, [t, acc, shape, opts, fun])
+
+    # Nx 0.7
+    def map(out, t, opts, fun), do: fallback(:map, out, [t, opts, fun])
+
+    defp fallback(op, out, args) do
+      meta = %{op: op, shapes: arg_shapes(args), types: arg_types(args)}
+
+      case Application.get_env(:emily, :fallback, :silent) do
+        :raise ->
+          raise ArgumentError,
+                "Emily.Backend: #{op} takes an Elixir function and would run on Nx.BinaryBackend " <>
+                  "(config :emily, fallback: :raise)"
+
+        :warn ->
+          Logger.warning(
+            "Emily.Backend: #{op} runs on Nx.BinaryBackend (it takes an Elixir function)"
+          )
+
+        _ ->
+          :ok
+      end
+
+      device = first_device(args) || :cpu
+
+      Emily.Telemetry.span(:fallback, meta, fn ->
+        binary_args =
+          Enum.map(args, fn
+            %T{} = t -> Nx.backend_copy(t, Nx.BinaryBackend)
+            other -> other
+          end)
+
+        result =
+          Nx.with_default_backend(Nx.BinaryBackend, fn ->
+            apply(Nx.BinaryBackend, op, [out | binary_args])
+          end)
+
+        Nx.backend_transfer(result, {__MODULE__, device: device})
+      end)
+    end
+
+    ## Debug checks (compiled only when enabled)
+
+    defp gather_axes(%T{shape: ishape}, opts) do
+      case opts[:axes] do
+        nil -> Enum.to_list(0..(elem(ishape, tuple_size(ishape) - 1) - 1)//1)
+        axes -> axes
+      end
+    end
+
+    # {:all, axis}: every index addresses `axis`; a list of axes: the last
+    # dimension of the indices walks them.
+    defp check_bounds(op, %T{shape: shape}, %T{} = indices, {:all, axis}) do
+      axis = if axis < 0, do: axis + tuple_size(shape), else: axis
+      check_range(op, Nx.to_flat_list(indices), elem(shape, axis), axis)
+    end
+
+    defp check_bounds(op, %T{shape: shape}, %T{shape: ishape} = indices, axes) do
+      n = elem(ishape, tuple_size(ishape) - 1)
+
+      if n > 0 and Nx.size(indices) > 0 do
+        indices
+        |> Nx.reshape({:auto, n})
+        |> Nx.transpose()
+        |> Nx.to_list()
+        |> Enum.zip(axes)
+        |> Enum.each(fn {column, axis} -> check_range(op, column, elem(shape, axis), axis) end)
+      end
+
+      :ok
+    end
+
+    defp check_range(op, values, size, axis) do
+      case Enum.find(values, &(&1 < 0 or &1 >= size)) do
+        nil ->
+          :ok
+
+        bad ->
+          raise ArgumentError,
+                "#{op}: index #{bad} is out of bounds for axis #{axis} of size #{size} " <>
+                  "(config :emily, debug_bounds_check: true)"
+      end
+    end
+
+    @creation [:constant, :iota, :eye]
+
+    defp check_nan_inf(_result, name, _out) when name in @creation, do: :ok
+
+    defp check_nan_inf(result, name, out) do
+      outs = if is_tuple(out), do: Tuple.to_list(out), else: [out]
+
+      Enum.zip(outs, List.wrap(result))
+      |> Enum.each(fn {%T{type: {kind, _}} = o, ref} ->
+        if kind in [:f, :bf, :c] do
+          t = %{o | data: %__MODULE__{ref: ref}}
+          bad = Nx.logical_or(Nx.is_nan(t), Nx.is_infinity(t)) |> Nx.any() |> Nx.to_number()
+
+          if bad == 1 do
+            raise ArgumentError,
+                  "#{name}: produced NaN or infinity (config :emily, debug_detect_nan_inf: true)"
+          end
+        end
+      end)
+    end
+  end
+end

@@ -1,0 +1,119 @@
+defmodule Emily.Native do
+  @moduledoc """
+  The NIF over libemily (`c_src/`): term decoding into the engine's
+  Nx.Backend callback dispatcher, tensor resources, devices and streams.
+
+  Tensors are resources (references) freed when the BEAM collects them.
+  Functions return `{:error, message}` on failure; the `!` helpers raise
+  `ArgumentError` with the engine's message.
+
+  `dispatch/6` takes exactly what an `Nx.Backend` callback receives: the
+  callback name, the output template (an `%Nx.Tensor{}` or any map with
+  `:type` and `:shape`, or a tuple of them) and the remaining arguments,
+  where tensors are `%Nx.Tensor{}` structs over `%Emily.Backend{}` or
+  `%Nx.BinaryBackend{}` data, or bare tensor references.
+  """
+
+  @on_load :load_nif
+
+  @doc false
+  def load_nif do
+    path = :filename.join(:code.priv_dir(:emily), ~c"libemily_nif")
+
+    case :erlang.load_nif(path, 0) do
+      :ok ->
+        :ok
+
+      {:error, {reason, text}} ->
+        IO.warn("Emily: cannot load its NIF (#{reason}): #{text}")
+        :ok
+    end
+  end
+
+  defp nif!, do: :erlang.nif_error(:emily_nif_not_loaded)
+
+  @doc """
+  Runs a callback. `device` is where creation callbacks create (`nil`:
+  the first tensor argument's device, or `:cpu`); `stream` is an
+  `Emily.Stream` reference or `nil`; `mode` is 0 (run: the template is
+  authoritative) or 1 (infer: the engine infers output types and shapes).
+  Returns a tensor reference, a list of them for multi-output callbacks,
+  `{:error, message}`, or `{:error, :foreign_tensor}` when an argument is
+  a tensor of a backend other than Emily or Nx.BinaryBackend.
+  """
+  def dispatch(_callback, _out, _args, _device, _stream, _mode), do: nif!()
+
+  @doc "Sets the element count up to which cheap callbacks run inline; returns the old one."
+  def set_inline_limit(_elements), do: nif!()
+
+  @doc "A tensor on `device` from row-major little-endian bytes."
+  def from_binary(_device, _type, _shape, _binary), do: nif!()
+
+  @doc "The first `limit` elements (`nil`: all) as a binary; zero-copy for contiguous host tensors."
+  def to_binary(_ref, _limit), do: nif!()
+
+  @doc "Frees the tensor now: `:ok` or `:already_deallocated`."
+  def deallocate(_ref), do: nif!()
+
+  @doc "`{type, shape, device}` of the engine tensor."
+  def tensor_info(_ref), do: nif!()
+
+  @doc "A copy of the tensor on another device."
+  def to_device(_ref, _device), do: nif!()
+
+  @doc "`{address, bytes}` of a contiguous host tensor (valid while it lives)."
+  def to_pointer(_ref), do: nif!()
+
+  @doc "Devices present: `:cpu` and `{:cuda, i}` for each usable GPU."
+  def devices, do: nif!()
+
+  @doc "`:ok` if the device exists and its engine is usable."
+  def device_check(_device), do: nif!()
+
+  @doc "The engine's version."
+  def version, do: nif!()
+
+  @doc "The Nx.Backend callbacks the engine's dispatcher implements."
+  def callbacks, do: nif!()
+
+  @doc "`{live tensor handles, live buffers}` in the engine (for leak tests)."
+  def live_tensors, do: nif!()
+
+  @doc "Waits for all work queued on a device."
+  def synchronize(_device), do: nif!()
+
+  @doc "`%{active:, peak:, cached:}` bytes of a device's caching allocator."
+  def memory_stats(_device), do: nif!()
+
+  @doc "A new stream on a device (freed, after its work, when collected)."
+  def stream_new(_device), do: nif!()
+
+  @doc "Waits for a stream's work."
+  def stream_synchronize(_stream), do: nif!()
+
+  @doc "The device of a stream."
+  def stream_device(_stream), do: nif!()
+
+  ## Raising helpers
+
+  @doc "Like `dispatch/6` in run mode; raises `ArgumentError` on errors."
+  def dispatch!(callback, out, args, device \\ nil, stream \\ nil) do
+    case dispatch(callback, out, args, device, stream, 0) do
+      {:error, message} when is_binary(message) -> raise ArgumentError, message
+      {:error, :foreign_tensor} -> raise ArgumentError, "#{callback}: a tensor of another backend"
+      result -> result
+    end
+  end
+
+  @doc "Like `from_binary/4`; raises on errors."
+  def from_binary!(device, type, shape, binary) do
+    ok!(from_binary(device, type, shape, binary))
+  end
+
+  @doc "Like `to_binary/2`; raises on errors."
+  def to_binary!(ref, limit \\ nil), do: ok!(to_binary(ref, limit))
+
+  @doc false
+  def ok!({:error, message}) when is_binary(message), do: raise(ArgumentError, message)
+  def ok!(result), do: result
+end

@@ -1,0 +1,40 @@
+defmodule Emily.Telemetry do
+  @moduledoc """
+  Telemetry events, emitted with `:telemetry.span/3` when `:telemetry` is
+  available (Nx depends on it):
+
+    * `[:emily, :eval, :start | :stop | :exception]` - every callback run by
+      the engine. Metadata: `:op` (the Nx.Backend callback name), `:shapes`
+      and `:types` (of the tensor arguments, in order).
+    * `[:emily, :to_binary, :start | :stop | :exception]` - reading a tensor
+      back to an Elixir binary. Metadata: `:op` (`:to_binary`), `:shapes`,
+      `:types`.
+    * `[:emily, :fallback, :start | :stop | :exception]` - a callback that
+      takes an Elixir function (`reduce`, `window_reduce`, Nx 0.7's `map`)
+      and runs through `Nx.BinaryBackend`. Same metadata.
+
+  Measurements are those of `:telemetry.span/3` (`:system_time`,
+  `:monotonic_time`, `:duration`).
+
+  Fallbacks are configured with
+
+      config :emily, fallback: :silent | :warn | :raise
+
+  (`:silent` by default): `:warn` logs each fallback, `:raise` raises
+  `ArgumentError` instead of falling back.
+  """
+
+  @telemetry Code.ensure_loaded?(:telemetry)
+
+  @doc "Whether events are emitted (`:telemetry` was available at compile time)."
+  def enabled?, do: @telemetry
+
+  @doc false
+  if @telemetry do
+    def span(kind, metadata, fun) do
+      :telemetry.span([:emily, kind], metadata, fn -> {fun.(), metadata} end)
+    end
+  else
+    def span(_kind, _metadata, fun), do: fun.()
+  end
+end

@@ -1,0 +1,228 @@
+defmodule Emily.MixProject do
+  use Mix.Project
+
+  @version "0.1.0"
+  # The Nx versions Emily.Backend implements (0.7's optional callbacks and
+  # 0.12+'s Nx.Block structs are both handled).
+  @nx_requirement ">= 0.7.0 and < 0.14.0"
+
+  def project do
+    [
+      app: :emily,
+      version: @version,
+      elixir: "~> 1.14",
+      compilers: [:emily_nif] ++ Mix.compilers(),
+      elixirc_paths: elixirc_paths(Mix.env()),
+      build_path: build_path(),
+      start_permanent: Mix.env() == :prod,
+      deps: deps(),
+      description: "Nx backend on libemily, a C tensor engine with Nx's semantics",
+      package: [
+        licenses: ["Apache-2.0"],
+        files: ~w(lib c_src mix.exs README.md)
+      ]
+    ]
+  end
+
+  def application do
+    [extra_applications: [:logger]]
+  end
+
+  defp elixirc_paths(:test), do: ["lib", "test/support"]
+  defp elixirc_paths(_), do: ["lib"]
+
+  # How Nx is found (see README.md, "Nx, offline"):
+  #   EMILY_NX_PATH=/path/to/nx/nx  Nx (and complex, telemetry) as path deps
+  #   EMILY_NX=hex                  Nx from hex.pm, @nx_requirement
+  #   EMILY_NX=none                 no Nx: Emily.Native and the engine only
+  # Unset: none inside this repository's checkout (its CI is offline and
+  # has no hex), hex everywhere else (the published package).
+  def nx_mode do
+    cond do
+      path = System.get_env("EMILY_NX_PATH") -> {:path, Path.expand(path)}
+      System.get_env("EMILY_NX") == "hex" -> :hex
+      System.get_env("EMILY_NX") == "none" -> :none
+      File.exists?(Path.expand("../include/emily/dispatch.h", __DIR__)) -> :none
+      true -> :hex
+    end
+  end
+
+  defp deps do
+    case nx_mode() do
+      {:path, nx} ->
+        # Nx declares complex and telemetry as hex packages; without Hex,
+        # Mix cannot even read those declarations. Our path deps override
+        # them, and this SCM only lets Mix read them (see below).
+        unless Emily.OfflineHexSCM in Mix.SCM.available(), do: Mix.SCM.append(Emily.OfflineHexSCM)
+        complex = System.get_env("EMILY_COMPLEX_PATH", Path.expand("../../complex", nx))
+        telemetry = System.get_env("EMILY_TELEMETRY_PATH", Path.expand("../../telemetry", nx))
+
+        [
+          {:nx, path: nx, override: true},
+          {:complex, path: complex, override: true},
+          {:telemetry, path: telemetry, override: true}
+        ]
+
+      :hex ->
+        [{:nx, @nx_requirement}]
+
+      :none ->
+        []
+    end
+  end
+
+  # Each Nx checkout (and Elixir version) builds into its own directory,
+  # so switching between them does not recompile everything.
+  defp build_path do
+    case nx_mode() do
+      {:path, nx} ->
+        "_build/nx-#{:erlang.phash2({nx, System.version()})}"
+
+      _ ->
+        "_build"
+    end
+  end
+end
+
+defmodule Mix.Tasks.Compile.EmilyNif do
+  @moduledoc """
+  Builds libemily with the repository's Makefile (`make -C .. BUILD/libemily.a`,
+  BUILD from `EMILY_BUILD_DIR`, default `build`; the engine's directory
+  from `EMILY_ENGINE_DIR`, default the repository root) and links `c_src/*.c`
+  against it into `priv/libemily_nif.so`, with the Makefile's own link
+  flags (`LDFLAGS` and `LDLIBS`, which include the CUDA libraries when the
+  library was built with CUDA).
+  """
+  use Mix.Task.Compiler
+
+  @beam_dir __DIR__
+
+  @impl true
+  def run(_args) do
+    root = Path.expand(System.get_env("EMILY_ENGINE_DIR", ".."), @beam_dir)
+    build = System.get_env("EMILY_BUILD_DIR", "build")
+    lib = Path.join([root, build, "libemily.a"])
+    jobs = to_string(System.schedulers_online())
+
+    make!(root, ["-j", jobs, "BUILD=#{build}", Path.join(build, "libemily.a")], :stream)
+
+    link =
+      make!(
+        root,
+        [
+          "-s",
+          "--no-print-directory",
+          "BUILD=#{build}",
+          "--eval",
+          "emily-print-link-flags: ; @echo '$(LDFLAGS) $(LDLIBS)'",
+          "emily-print-link-flags"
+        ],
+        :capture
+      )
+      |> String.split()
+
+    sources = Path.wildcard(Path.join(@beam_dir, "c_src/*.c"))
+    headers = Path.wildcard(Path.join(@beam_dir, "c_src/*.h"))
+    includes = Path.wildcard(Path.join(root, "include/emily/*.h"))
+    so = Path.join(@beam_dir, "priv/libemily_nif.so")
+
+    if Mix.Utils.stale?(sources ++ headers ++ includes ++ [lib, __ENV__.file], [so]) do
+      File.mkdir_p!(Path.dirname(so))
+      cc = System.get_env("CC", "cc")
+
+      args =
+        ["-std=c11", "-D_GNU_SOURCE", "-O2", "-g", "-fPIC", "-shared"] ++
+          ["-Wall", "-Wextra", "-Werror"] ++
+          ["-I", Path.join(root, "include"), "-I", erts_include()] ++
+          sources ++ [lib] ++ link ++ macos_flags() ++ ["-o", so]
+
+      Mix.shell().info("compiling #{Path.relative_to_cwd(so)}")
+
+      case System.cmd(cc, args, stderr_to_stdout: true) do
+        {out, 0} ->
+          IO.write(out)
+          # links priv/ into the build directory if it was just created
+          Mix.Project.build_structure()
+          {:ok, []}
+
+        {out, status} ->
+          IO.write(out)
+          Mix.raise("#{cc} failed (exit #{status}) building the Emily NIF")
+      end
+    else
+      {:noop, []}
+    end
+  end
+
+  defp make!(root, args, how) do
+    opts = [cd: root, stderr_to_stdout: true]
+    opts = if how == :stream, do: [into: IO.stream(:stdio, :line)] ++ opts, else: opts
+
+    case System.cmd("make", args, opts) do
+      {out, 0} ->
+        if how == :capture, do: out, else: :ok
+
+      {out, status} ->
+        details = if how == :capture, do: "\n" <> out, else: ""
+        Mix.raise("make #{Enum.join(args, " ")} failed (exit #{status})#{details}")
+    end
+  end
+
+  defp erts_include do
+    root = :code.root_dir() |> to_string()
+    versioned = Path.join([root, "erts-#{:erlang.system_info(:version)}", "include"])
+    if File.dir?(versioned), do: versioned, else: Path.join([root, "usr", "include"])
+  end
+
+  defp macos_flags do
+    case :os.type() do
+      {:unix, :darwin} -> ["-undefined", "dynamic_lookup", "-flat_namespace"]
+      _ -> []
+    end
+  end
+end
+
+defmodule Emily.OfflineHexSCM do
+  @moduledoc false
+  # Used only with EMILY_NX_PATH, where Hex may be absent (this
+  # repository's machines and CI have no hex.pm): it accepts the hex
+  # declarations of Nx's own deps (complex, telemetry) so that Mix can
+  # load them; Emily's path deps with `override: true` replace them. A dep
+  # left to this SCM is an error that names it.
+  @behaviour Mix.SCM
+
+  @impl true
+  def fetchable?, do: false
+  @impl true
+  def format(_opts), do: "hex package (offline: provide it as a path dep)"
+  @impl true
+  def format_lock(_opts), do: nil
+
+  @impl true
+  def accepts_options(_app, opts) do
+    if Enum.any?([:git, :github, :path, :in_umbrella], &Keyword.has_key?(opts, &1)),
+      do: nil,
+      else: opts
+  end
+
+  @impl true
+  def checked_out?(_opts), do: false
+  @impl true
+  def lock_status(_opts), do: :ok
+  @impl true
+  def equal?(a, b), do: a == b
+  @impl true
+  def managers(_opts), do: []
+
+  @impl true
+  def checkout(opts), do: unavailable(opts)
+  @impl true
+  def update(opts), do: unavailable(opts)
+
+  defp unavailable(opts) do
+    Mix.raise(
+      "#{inspect(opts[:dest])}: a hex dependency with no Hex available; " <>
+        "give it as a path dep (EMILY_COMPLEX_PATH, EMILY_TELEMETRY_PATH)"
+    )
+  end
+end

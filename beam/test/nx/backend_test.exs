@@ -1,0 +1,249 @@
+if Code.ensure_loaded?(Nx) do
+  defmodule Emily.Test.OtherBackend do
+    # A minimal third backend holding raw bytes, to check that tensors of
+    # backends the NIF cannot read are moved to Emily.
+    defstruct [:bin]
+
+    def from_binary(out, bin, _opts), do: %{out | data: %__MODULE__{bin: IO.iodata_to_binary(bin)}}
+    def to_binary(%{data: %__MODULE__{bin: bin}}, _limit), do: bin
+
+    def backend_copy(%{data: %__MODULE__{bin: bin}} = t, backend, opts),
+      do: backend.from_binary(t, bin, opts)
+
+    def backend_transfer(t, backend, opts), do: backend_copy(t, backend, opts)
+  end
+
+  defmodule Emily.BackendTest do
+    use ExUnit.Case, async: false
+    @moduletag :nx
+
+    setup do
+      Nx.default_backend(Emily.Backend)
+      Application.delete_env(:emily, :fallback)
+      :ok
+    end
+
+    def handle_event(event, measurements, metadata, pid),
+      do: send(pid, {event, measurements, metadata})
+
+    defp emily?(%Nx.Tensor{data: %Emily.Backend{}}), do: true
+    defp emily?(_), do: false
+
+    test "init validates options" do
+      assert Emily.Backend.init([]) == [device: :cpu]
+      assert Emily.Backend.init(device: "cpu") == [device: :cpu]
+      assert_raise ArgumentError, ~r/only the :device option/, fn -> Emily.Backend.init(foo: 1) end
+      assert_raise ArgumentError, ~r/unknown device/, fn -> Emily.Backend.init(device: :tpu) end
+
+      assert_raise ArgumentError, ~r/cuda:99|not found/, fn ->
+        Emily.Backend.init(device: {:cuda, 99})
+      end
+    end
+
+    test "element-wise, reductions and shapes run on Emily" do
+      t = Nx.tensor([[1, 2], [3, 4]])
+      assert emily?(t)
+      r = t |> Nx.add(1) |> Nx.multiply(2) |> Nx.sum(axes: [0])
+      assert emily?(r)
+      assert Nx.to_list(r) == [12, 16]
+      assert Nx.to_list(Nx.transpose(t)) == [[1, 3], [2, 4]]
+      assert Emily.Backend.device(t) == :cpu
+    end
+
+    test "engine errors raise ArgumentError with the engine's message" do
+      t = Nx.tensor([1.0, 2.0])
+      wrong = Nx.template({3}, {:f, 32})
+
+      assert_raise ArgumentError, ~r/add: output 0 is f32\{2\} but Nx expects f32\{3\}/, fn ->
+        Emily.Backend.add(wrong, t, t)
+      end
+    end
+
+    test "Nx.BinaryBackend tensors mix in; other backends are moved to Emily" do
+      b = Nx.tensor([10, 20], backend: Nx.BinaryBackend)
+      e = Nx.tensor([1, 2])
+      r = Nx.add(e, b)
+      assert emily?(r)
+      assert Nx.to_list(r) == [11, 22]
+
+      other = Emily.Test.OtherBackend.from_binary(Nx.template({2}, e.type), Nx.to_binary(e), [])
+      r = Emily.Backend.add(Nx.template({2}, e.type), e, other)
+      assert Nx.to_list(r) == [2, 4]
+    end
+
+    test "backend_transfer, backend_copy and deallocation" do
+      t = Nx.tensor([1.5, 2.5])
+      b = Nx.backend_copy(t, Nx.BinaryBackend)
+      assert %Nx.BinaryBackend{} = b.data
+      back = Nx.backend_transfer(b, Emily.Backend)
+      assert emily?(back)
+      assert Nx.to_list(back) == [1.5, 2.5]
+
+      copy = Nx.backend_copy(t, {Emily.Backend, device: :cpu})
+      assert copy.data.ref != t.data.ref
+      assert Nx.backend_transfer(t, {Emily.Backend, device: :cpu}) == t
+
+      moved = Nx.backend_transfer(copy, Nx.BinaryBackend)
+      assert Nx.to_list(moved) == [1.5, 2.5]
+      assert Nx.backend_deallocate(copy) == :already_deallocated
+      assert Nx.backend_deallocate(t) == :ok
+      assert_raise ArgumentError, ~r/deallocated/, fn -> Nx.add(t, 1) end
+    end
+
+    test "to_binary is zero-copy and survives deallocation" do
+      t = Nx.iota({4}, type: :f32)
+      bin = Nx.to_binary(t)
+      Nx.backend_deallocate(t)
+
+      assert bin ==
+               <<0.0::float-32-native, 1.0::float-32-native, 2.0::float-32-native,
+                 3.0::float-32-native>>
+
+      assert Nx.to_binary(Nx.iota({4}, type: :u8), limit: 2) == <<0, 1>>
+    end
+
+    test "to_batched with :repeat and :discard" do
+      t = Nx.iota({5, 2})
+
+      assert Nx.to_batched(t, 2) |> Enum.map(&Nx.to_list/1) ==
+               [[[0, 1], [2, 3]], [[4, 5], [6, 7]], [[8, 9], [0, 1]]]
+
+      assert Nx.to_batched(t, 2, leftover: :discard) |> Enum.map(&Nx.to_list/1) ==
+               [[[0, 1], [2, 3]], [[4, 5], [6, 7]]]
+
+      assert Nx.to_batched(t, 5) |> Enum.map(&Nx.to_list/1) == [Nx.to_list(t)]
+    end
+
+    test "inspect" do
+      assert inspect(Nx.tensor([1, 2, 3])) =~ "[1, 2, 3]"
+      big = Nx.iota({1000})
+      assert inspect(big, limit: 3) =~ "[0, 1, 2, ...]"
+    end
+
+    test "complex numbers and non-finite constants" do
+      c = Nx.tensor([Complex.new(1, 2)])
+      assert Nx.to_list(Nx.add(c, Complex.new(0, 1))) == [Complex.new(1.0, 3.0)]
+      assert Nx.to_list(Nx.add(Nx.tensor([1.0]), :infinity)) == [:infinity]
+      assert Nx.to_list(Nx.multiply(Nx.tensor([1.0]), :nan)) == [:nan]
+    end
+
+    test "Nx 0.7's take form (a bare axis) and 0.13's opts reach the same callback" do
+      t = Nx.tensor([[1, 2], [3, 4]])
+      idx = Nx.tensor([1, 0])
+      out = Nx.template({2, 2}, t.type)
+
+      case Emily.Native.callbacks() |> Enum.member?(:take) do
+        true ->
+          a = Emily.Backend.take(out, t, idx, 0)
+          b = Emily.Backend.take(out, t, idx, axis: 0)
+          assert Nx.to_list(a) == [[3, 4], [1, 2]]
+          assert Nx.to_list(a) == Nx.to_list(b)
+
+        false ->
+          assert_raise ArgumentError, ~r/take: unknown callback/, fn ->
+            Emily.Backend.take(out, t, idx, 0)
+          end
+      end
+    end
+
+    test "unknown Nx.Block structs run Nx's default implementation" do
+      t = Nx.tensor([1, 2])
+      out = Nx.template({2}, t.type)
+      r = Emily.Backend.block(%URI{}, out, [t], fn %URI{}, x -> Nx.add(x, 1) end)
+      assert Nx.to_list(r) == [2, 3]
+    end
+
+    test "reduce and window_reduce fall back with telemetry; :raise refuses" do
+      parent = self()
+      id = {__MODULE__, make_ref()}
+
+      :telemetry.attach_many(
+        id,
+        [[:emily, :fallback, :start], [:emily, :fallback, :stop]],
+        &__MODULE__.handle_event/4,
+        parent
+      )
+
+      t = Nx.tensor([[1, 2], [3, 4]])
+      r = Nx.reduce(t, 0, [axes: [1]], fn a, b -> Nx.add(a, b) end)
+      assert emily?(r)
+      assert Nx.to_list(r) == [3, 7]
+      assert_received {[:emily, :fallback, :start], _, %{op: :reduce, shapes: [{2, 2}, {}]}}
+      assert_received {[:emily, :fallback, :stop], _, %{op: :reduce}}
+
+      w = Nx.window_reduce(t, 0, {1, 2}, fn a, b -> Nx.max(a, b) end)
+      assert Nx.to_list(w) == [[2], [4]]
+      assert_received {[:emily, :fallback, :start], _, %{op: :window_reduce}}
+
+      Application.put_env(:emily, :fallback, :raise)
+
+      assert_raise ArgumentError, ~r/reduce takes an Elixir function/, fn ->
+        Nx.reduce(t, 0, fn a, b -> Nx.add(a, b) end)
+      end
+
+      :telemetry.detach(id)
+    end
+
+    test "eval and to_binary telemetry" do
+      parent = self()
+      id = {__MODULE__, make_ref()}
+
+      :telemetry.attach_many(
+        id,
+        [[:emily, :eval, :stop], [:emily, :to_binary, :stop], [:emily, :eval, :exception]],
+        &__MODULE__.handle_event/4,
+        parent
+      )
+
+      a = Nx.tensor([1.0, 2.0])
+      b = Nx.tensor([3, 4], type: :s32)
+      _ = Nx.to_binary(Nx.add(a, b))
+      :telemetry.detach(id)
+
+      assert_received {[:emily, :eval, :stop], %{duration: d},
+                       %{op: :add, shapes: [{2}, {2}], types: [{:f, 32}, {:s, 32}]}}
+
+      assert is_integer(d)
+      assert_received {[:emily, :to_binary, :stop], _, %{op: :to_binary, shapes: [{2}]}}
+    end
+
+    test "streams: 8 processes on their own streams share one tensor" do
+      shared = Nx.iota({64}, type: :f32)
+
+      tasks =
+        for p <- 1..8 do
+          Task.async(fn ->
+            stream = Emily.Stream.new(:cpu)
+
+            Emily.Stream.run(stream, fn ->
+              assert Emily.Stream.current() == stream
+
+              for i <- 1..200 do
+                r = shared |> Nx.multiply(p) |> Nx.add(i) |> Nx.sum() |> Nx.to_number()
+                assert r == p * 2016 + 64 * i
+              end
+            end)
+
+            Emily.Stream.synchronize(stream)
+            assert Emily.Stream.current() == nil
+          end)
+        end
+
+      Enum.each(tasks, &Task.await(&1, 60_000))
+    end
+
+    test "to_pointer and from_pointer" do
+      t = Nx.tensor([1, 2, 3], type: :u8)
+      p = Emily.Backend.to_pointer(t, mode: :local)
+      assert p.address > 0 and p.data_size == 3
+
+      assert_raise ArgumentError, ~r/only mode: :local/, fn ->
+        Emily.Backend.to_pointer(t, mode: :ipc)
+      end
+
+      assert_raise ArgumentError, ~r/cannot wrap foreign memory/, fn ->
+        Emily.Backend.from_pointer(p, {:u, 8}, {3}, [], [])
+      end
+    end
+  end
+end

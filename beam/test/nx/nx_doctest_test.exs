@@ -1,0 +1,26 @@
+if Code.ensure_loaded?(Nx) do
+  defmodule Emily.NxDoctestTest do
+    # Nx's own doctests with Emily.Backend as the default backend.
+    use ExUnit.Case, async: true
+    @moduletag :nx
+
+    setup do
+      Nx.default_backend(Emily.Backend)
+      :ok
+    end
+
+    doctest Nx, except: [:moduledoc]
+  end
+
+  defmodule Emily.NxLinAlgDoctestTest do
+    use ExUnit.Case, async: true
+    @moduletag :nx
+
+    setup do
+      Nx.default_backend(Emily.Backend)
+      :ok
+    end
+
+    doctest Nx.LinAlg
+  end
+end
