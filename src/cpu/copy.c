@@ -11,6 +11,11 @@
 
 typedef struct { uint64_t lo, hi; } u128;
 
+/* A copy moves each element once: below this many elements one thread
+ * finishes before a team of two would have paid for itself (and a busy
+ * machine makes the team much dearer). */
+#define COPY_PAR_MIN ((int64_t)1 << 18)
+
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 #define HAVE_X86 1
@@ -74,7 +79,7 @@ TILE_SIMD(tile_64, uint64_t, 4, tr4x4_64)
 #endif
 
 #define COPY_LOOP(T)                                                            \
-    EMILY_PAR_FOR(total >= EMILY_PARALLEL_MIN, pos, it.outer_n, {               \
+    EMILY_PAR_FOR(total >= COPY_PAR_MIN, pos, it.outer_n, {               \
         int64_t off[2];                                                         \
         emily_iter_offsets(&it, pos, off);                                      \
         T *d = (T *)dbase + off[0];                                             \
@@ -88,7 +93,7 @@ TILE_SIMD(tile_64, uint64_t, 4, tr4x4_64)
  * inner dim form the tile plane; the other outer dims are walked as
  * "planes". */
 #define TILE_LOOP(T, TB)                                                        \
-    EMILY_PAR_FOR(total >= EMILY_PARALLEL_MIN, u, units, {                      \
+    EMILY_PAR_FOR(total >= COPY_PAR_MIN, u, units, {                      \
         int64_t q = u / (ntj * nti), t = u % (ntj * nti);                       \
         int64_t j0 = (t / nti) * (TB), i0 = (t % nti) * (TB);                  \
         int64_t j1 = j0 + (TB) < nj ? j0 + (TB) : nj;                           \
@@ -146,7 +151,7 @@ emily_status emily_cpu_copy(emily_tensor *dst, const emily_tensor *src) {
 #ifdef HAVE_X86
         if ((es == 4 || es == 8) && di == 1 && sj == 1 && emily_cpu_isa() >= 1) {
             /* the common transpose: vector blocks */
-            EMILY_PAR_FOR(total >= EMILY_PARALLEL_MIN, u, units, {
+            EMILY_PAR_FOR(total >= COPY_PAR_MIN, u, units, {
                 int64_t q = u / (ntj * nti), t = u % (ntj * nti);
                 int64_t j0 = (t / nti) * tb, i0 = (t % nti) * tb;
                 int64_t j1 = j0 + tb < nj ? j0 + tb : nj, i1 = i0 + tb < ni ? i0 + tb : ni;

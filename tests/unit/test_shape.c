@@ -173,31 +173,35 @@ TEST(transpose_views) {
     emily_tensor_release(t);
 }
 
+/* t (rows x cols) transposed into a contiguous copy equals t's elements
+ * read column by column. */
+static bool transposes_right(emily_dtype dt, int64_t rows, int64_t cols) {
+    int64_t shape[2] = {rows, cols};
+    emily_tensor *t = NULL, *f = iota_f32(2, shape), *tt = NULL, *c = NULL;
+    bool ok = !emily_as_type(f, dt, &t) && !emily_transpose(t, NULL, &tt) && !emily_contiguous(tt, &c);
+    size_t es = emily_dtype_size(dt);
+    unsigned char *a = malloc(emily_tensor_nbytes(f) * 4), *b = malloc(emily_tensor_nbytes(f) * 4);
+    ok = ok && a && b && !emily_to_binary(t, a, emily_tensor_nbytes(t)) && !emily_to_binary(c, b, emily_tensor_nbytes(c));
+    for (int64_t i = 0; i < rows && ok; i++)
+        for (int64_t j = 0; j < cols && ok; j++)
+            ok = memcmp(a + (size_t)(i * cols + j) * es, b + (size_t)(j * rows + i) * es, es) == 0;
+    free(a);
+    free(b);
+    emily_tensor_release(c);
+    emily_tensor_release(tt);
+    emily_tensor_release(t);
+    emily_tensor_release(f);
+    return ok;
+}
+
 TEST(transpose_copy_large) {
-    /* the tiled copy path: a 300 x 170 matrix of each element size */
-    int64_t shape[2] = {300, 170};
+    /* the tiled copy paths (vector blocks for 4- and 8-byte elements,
+     * element by element otherwise), with ragged edges, then threaded */
     emily_dtype types[5] = {EMILY_U8, EMILY_S16, EMILY_F32, EMILY_F64, EMILY_C128};
-    for (int k = 0; k < 5; k++) {
-        emily_tensor *t = NULL, *f = iota_f32(2, shape), *tt = NULL, *c = NULL;
-        CHECK_OK(emily_as_type(f, types[k], &t));
-        CHECK_OK(emily_transpose(t, NULL, &tt));
-        CHECK_OK(emily_contiguous(tt, &c));
-        bool ok = true;
-        size_t es = emily_dtype_size(types[k]);
-        unsigned char *a = malloc(emily_tensor_nbytes(t)), *b = malloc(emily_tensor_nbytes(c));
-        CHECK_OK(emily_to_binary(t, a, emily_tensor_nbytes(t)));
-        CHECK_OK(emily_to_binary(c, b, emily_tensor_nbytes(c)));
-        for (int64_t i = 0; i < 300 && ok; i++)
-            for (int64_t j = 0; j < 170 && ok; j++)
-                ok = memcmp(a + (size_t)(i * 170 + j) * es, b + (size_t)(j * 300 + i) * es, es) == 0;
-        CHECK(ok);
-        free(a);
-        free(b);
-        emily_tensor_release(c);
-        emily_tensor_release(tt);
-        emily_tensor_release(t);
-        emily_tensor_release(f);
-    }
+    for (int k = 0; k < 5; k++) CHECK(transposes_right(types[k], 300, 170));
+    CHECK(transposes_right(EMILY_F32, 613, 517));
+    CHECK(transposes_right(EMILY_F64, 517, 613));
+    CHECK(transposes_right(EMILY_S16, 613, 517));
 }
 
 TEST(reverse_views) {
