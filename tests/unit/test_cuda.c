@@ -10,7 +10,10 @@
 #include <time.h>
 #include "harness.h"
 
-static const emily_device CUDA0 = {EMILY_DEVICE_CUDA, 0};
+/* The device the GPU cases run on. EMILY_TEST_CUDA_ON_CPU=1 points them at
+ * the CPU instead: a check of the test code itself (CPU against CPU), not
+ * of the CUDA engine. */
+static emily_device CUDA0 = {EMILY_DEVICE_CUDA, 0};
 
 static double now_s(void) {
     struct timespec ts;
@@ -367,15 +370,497 @@ TEST(gpu_errors) {
     emily_tensor_release(c);
 }
 
+/* ---- ops on the GPU against the CPU engine ------------------------------ */
+
+/* Deterministic pseudo-random bits (xorshift). */
+static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
+static uint64_t rnd(void) {
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return rng_state;
+}
+static double rnd_unit(void) { return (double)(rnd() >> 11) * (1.0 / 9007199254740992.0); }
+
+/* One float value: mostly moderate numbers, some edge values. */
+static double rnd_float(int edges) {
+    if (edges && rnd() % 8 == 0) {
+        static const double e[] = {0.0, -0.0, 1.0, -1.0, 0.5, 1e30, -1e30, 1e-40, 65504.0, 3.0e38};
+        switch (rnd() % 14) {
+        case 0: return NAN;
+        case 1: return INFINITY;
+        case 2: return -INFINITY;
+        case 3: case 4: case 5: case 6: case 7: case 8: case 9: case 10: case 11: case 12: case 13:
+            return e[rnd() % 10];
+        }
+    }
+    return (rnd_unit() - 0.5) * 8.0;
+}
+
+/* n elements of dt with random values (edge values when `edges`). */
+static emily_tensor *rnd_tensor(emily_dtype dt, int rank, const int64_t *shape, int edges) {
+    int64_t n = 1;
+    for (int i = 0; i < rank; i++) n *= shape[i];
+    size_t es = emily_dtype_size(dt);
+    unsigned char *buf = malloc((size_t)n * es + 16);
+    if (!buf) abort();
+    for (int64_t i = 0; i < n; i++) {
+        unsigned char *p = buf + (size_t)i * es;
+        uint64_t bits = rnd();
+        switch (dt) {
+        case EMILY_F16: { uint16_t h = emily_f64_to_f16(rnd_float(edges)); memcpy(p, &h, 2); break; }
+        case EMILY_BF16: { uint16_t h = emily_f32_to_bf16((float)rnd_float(edges)); memcpy(p, &h, 2); break; }
+        case EMILY_F32: { float f = (float)rnd_float(edges); memcpy(p, &f, 4); break; }
+        case EMILY_F64: { double f = rnd_float(edges); memcpy(p, &f, 8); break; }
+        case EMILY_C64: { float f[2] = {(float)rnd_float(edges), (float)rnd_float(edges)}; memcpy(p, f, 8); break; }
+        case EMILY_C128: { double f[2] = {rnd_float(edges), rnd_float(edges)}; memcpy(p, f, 16); break; }
+        default:
+            /* integers: small values mostly (shifts, pow), full-range bits sometimes */
+            if (!edges || rnd() % 4) bits = (uint64_t)((int64_t)(rnd() % 19) - 9);
+            memcpy(p, &bits, es);
+        }
+    }
+    emily_tensor *t = t_from(dt, rank, shape, buf);
+    free(buf);
+    return t;
+}
+
+static int64_t ordered_bits(uint64_t bits, int width) {
+    uint64_t sign = 1ull << (width - 1);
+    int64_t mag = (int64_t)(bits & (sign - 1));
+    return (bits & sign) ? -mag : mag;
+}
+
+/* |a - b| in units of the last place (floats as doubles of width bits). */
+static bool float_near(double a, double b, uint64_t ab, uint64_t bb, int width, int ulps, double rel_floor) {
+    if (isnan(a) || isnan(b)) return isnan(a) && isnan(b);
+    if (ab == bb) return true;
+    if (ulps == 0) return false;
+    if (isinf(a) || isinf(b)) return a == b;
+    int64_t d = ordered_bits(ab, width) - ordered_bits(bb, width);
+    if (d < 0) d = -d;
+    return d <= ulps || fabs(a - b) <= rel_floor;
+}
+
+static double part_at(emily_dtype dt, const unsigned char *p, uint64_t *bits, int *width) {
+    switch (dt) {
+    case EMILY_F16: { uint16_t h; memcpy(&h, p, 2); *bits = h; *width = 16; return emily_f16_to_f32(h); }
+    case EMILY_BF16: { uint16_t h; memcpy(&h, p, 2); *bits = h; *width = 16; return emily_bf16_to_f32(h); }
+    case EMILY_F32: case EMILY_C64: { float f; uint32_t u; memcpy(&f, p, 4); memcpy(&u, p, 4); *bits = u; *width = 32; return f; }
+    default: { double f; memcpy(&f, p, 8); memcpy(bits, p, 8); *width = 64; return f; }
+    }
+}
+
+/* Same dtype, shape and values (ulps > 0: floats within that many ULP,
+ * complex parts also within rel of the element's magnitude). */
+static bool same_tensor(const char *what, const emily_tensor *c, const emily_tensor *g, int ulps) {
+    if (emily_tensor_dtype(c) != emily_tensor_dtype(g) ||
+        !t_shape_is(g, emily_tensor_rank(c), emily_tensor_shape(c))) {
+        fprintf(stderr, "  %s: cuda result has type %s rank %d, cpu %s rank %d\n", what,
+                emily_dtype_name(emily_tensor_dtype(g)), emily_tensor_rank(g),
+                emily_dtype_name(emily_tensor_dtype(c)), emily_tensor_rank(c));
+        return false;
+    }
+    emily_dtype dt = emily_tensor_dtype(c);
+    size_t nb = emily_tensor_nbytes(c), es = emily_dtype_size(dt);
+    unsigned char *cb = malloc(nb + 1), *gb = malloc(nb + 1);
+    bool ok = cb && gb && !emily_to_binary(c, cb, nb) && !emily_to_binary(g, gb, nb);
+    int64_t n = emily_tensor_size(c);
+    for (int64_t i = 0; ok && i < n; i++) {
+        const unsigned char *x = cb + (size_t)i * es, *y = gb + (size_t)i * es;
+        if (emily_dtype_is_integer(dt)) {
+            ok = memcmp(x, y, es) == 0;
+        } else {
+            int parts = emily_dtype_is_complex(dt) ? 2 : 1;
+            size_t ps = es / (size_t)parts;
+            double mag = 0;
+            if (parts == 2) {
+                uint64_t b0; int w0;
+                double re = part_at(dt, x, &b0, &w0), im = part_at(dt, x + ps, &b0, &w0);
+                mag = sqrt(re * re + im * im);
+            }
+            double floor_abs = parts == 2 ? mag * (dt == EMILY_C64 ? 1e-6 : 1e-14) : 0.0;
+            for (int k = 0; k < parts && ok; k++) {
+                uint64_t xb, yb;
+                int w;
+                double xv = part_at(dt, x + (size_t)k * ps, &xb, &w), yv = part_at(dt, y + (size_t)k * ps, &yb, &w);
+                ok = float_near(xv, yv, xb, yb, w, ulps, floor_abs);
+            }
+        }
+        if (!ok) {
+            uint64_t xb = 0, yb = 0;
+            int w;
+            double xv = 0, yv = 0;
+            if (!emily_dtype_is_integer(dt)) { xv = part_at(dt, x, &xb, &w); yv = part_at(dt, y, &yb, &w); }
+            else { memcpy(&xb, x, es); memcpy(&yb, y, es); }
+            fprintf(stderr, "  %s (%s): element %lld: cpu %.17g (0x%llx), cuda %.17g (0x%llx)\n", what,
+                    emily_dtype_name(dt), (long long)i, xv, (unsigned long long)xb, yv, (unsigned long long)yb);
+        }
+    }
+    free(cb);
+    free(gb);
+    return ok;
+}
+
+typedef emily_status (*op_fn)(emily_tensor *const *in, emily_tensor **out, const void *arg);
+
+/* Runs fn on CPU inputs and on their copies on cuda:0; both must succeed
+ * (or fail with the same status) and agree. */
+static void compare_op(const char *what, op_fn fn, const void *arg, int nin, emily_tensor *const *cin, int ulps) {
+    emily_tensor *gin[4] = {NULL, NULL, NULL, NULL}, *c = NULL, *g = NULL;
+    for (int i = 0; i < nin; i++) CHECK_OK(emily_to_device(cin[i], CUDA0, &gin[i]));
+    emily_status sc = fn(cin, &c, arg);
+    char cmsg[256];
+    snprintf(cmsg, sizeof cmsg, "%s", emily_last_error());
+    emily_status sg = fn(gin, &g, arg);
+    if (sc != sg) {
+        fprintf(stderr, "  %s: cpu says %s (%s), cuda says %s (%s)\n", what, emily_status_name(sc), sc ? cmsg : "",
+                emily_status_name(sg), sg ? emily_last_error() : "");
+        harness_failures++;
+    } else if (!sc && !same_tensor(what, c, g, ulps)) {
+        harness_failures++;
+    }
+    emily_tensor_release(c);
+    emily_tensor_release(g);
+    for (int i = 0; i < nin; i++) emily_tensor_release(gin[i]);
+}
+
+static int tol_for(emily_dtype out) { return out == EMILY_F16 || out == EMILY_BF16 ? 1 : 4; }
+
+static emily_status run_convert(emily_tensor *const *in, emily_tensor **out, const void *arg) {
+    return emily_as_type(in[0], *(const emily_dtype *)arg, out);
+}
+
+TEST(gpu_as_type_matches_cpu) {
+    int64_t shape[1] = {509};
+    for (int s = 0; s < EMILY_DTYPE_COUNT; s++) {
+        emily_tensor *x = rnd_tensor((emily_dtype)s, 1, shape, 1);
+        for (int d = 0; d < EMILY_DTYPE_COUNT; d++) {
+            emily_dtype to = (emily_dtype)d;
+            char what[64];
+            snprintf(what, sizeof what, "as_type %s -> %s", emily_dtype_name((emily_dtype)s), emily_dtype_name(to));
+            compare_op(what, run_convert, &to, 1, &x, 0);
+        }
+        emily_tensor_release(x);
+    }
+}
+
+static emily_status run_unary(emily_tensor *const *in, emily_tensor **out, const void *arg) {
+    emily_unary_op op = *(const emily_unary_op *)arg;
+    return emily_unary(op, in[0], out);
+}
+/* The same op on a transposed view of the input. */
+static emily_status run_unary_t(emily_tensor *const *in, emily_tensor **out, const void *arg) {
+    int perm[2] = {1, 0};
+    emily_tensor *v = NULL;
+    emily_status s = emily_transpose(in[0], perm, &v);
+    if (!s) s = emily_unary(*(const emily_unary_op *)arg, v, out);
+    emily_tensor_release(v);
+    return s;
+}
+
+static bool unary_exact(emily_unary_op op) {
+    switch (op) {
+    case EMILY_ABS: case EMILY_NEGATE: case EMILY_CONJUGATE: case EMILY_REAL: case EMILY_IMAG:
+    case EMILY_CEIL: case EMILY_FLOOR: case EMILY_ROUND: case EMILY_SIGN: case EMILY_IS_NAN:
+    case EMILY_IS_INFINITY: case EMILY_LOGICAL_NOT: case EMILY_BITWISE_NOT:
+    case EMILY_COUNT_LEADING_ZEROS: case EMILY_POPULATION_COUNT: return true;
+    default: return false;
+    }
+}
+
+TEST(gpu_unary_matches_cpu) {
+    int64_t shape[1] = {1031}, shape2[2] = {37, 29};
+    for (int d = 0; d < EMILY_DTYPE_COUNT; d++) {
+        emily_dtype dt = (emily_dtype)d;
+        emily_tensor *x = rnd_tensor(dt, 1, shape, 1), *x2 = rnd_tensor(dt, 2, shape2, 1);
+        for (int o = 0; o < EMILY_UNARY_OP_COUNT; o++) {
+            emily_unary_op op = (emily_unary_op)o;
+            emily_dtype out;
+            if (emily_unary_type(op, dt, &out)) continue; /* not allowed for this type */
+            int ulps = unary_exact(op) ? 0 : tol_for(out);
+            char what[64];
+            snprintf(what, sizeof what, "%s(%s)", emily_unary_op_name(op), emily_dtype_name(dt));
+            compare_op(what, run_unary, &op, 1, &x, ulps);
+            compare_op(what, run_unary_t, &op, 1, &x2, ulps);
+        }
+        emily_tensor_release(x);
+        emily_tensor_release(x2);
+    }
+}
+
+typedef struct bin_arg {
+    emily_binary_op op;
+    int form; /* 0: same shape, 1: row broadcast, 2: scalar, 3: transposed a */
+} bin_arg;
+
+static emily_status run_binary(emily_tensor *const *in, emily_tensor **out, const void *arg) {
+    const bin_arg *b = arg;
+    if (b->form != 3) return emily_binary(b->op, in[0], in[1], EMILY_DTYPE_AUTO, out);
+    int perm[2] = {1, 0};
+    emily_tensor *v = NULL;
+    emily_status s = emily_transpose(in[0], perm, &v);
+    if (!s) s = emily_binary(b->op, v, in[1], EMILY_DTYPE_AUTO, out);
+    emily_tensor_release(v);
+    return s;
+}
+
+static bool binary_exact(emily_binary_op op) {
+    return op != EMILY_POW && op != EMILY_ATAN2 && op != EMILY_REMAINDER;
+}
+
+TEST(gpu_binary_matches_cpu) {
+    int64_t sa[2] = {41, 67}, srow[1] = {67}, st[2] = {67, 41};
+    for (int d = 0; d < EMILY_DTYPE_COUNT; d++) {
+        emily_dtype dt = (emily_dtype)d;
+        emily_tensor *a = rnd_tensor(dt, 2, sa, 1), *b = rnd_tensor(dt, 2, sa, 1);
+        emily_tensor *row = rnd_tensor(dt, 1, srow, 1), *sc = rnd_tensor(dt, 0, NULL, 0);
+        emily_tensor *at = rnd_tensor(dt, 2, st, 1);
+        for (int o = 0; o < EMILY_BINARY_OP_COUNT; o++) {
+            emily_dtype out;
+            if (emily_binary_type((emily_binary_op)o, dt, dt, &out)) continue;
+            int ulps = binary_exact((emily_binary_op)o) ? 0 : tol_for(out);
+            if (emily_dtype_is_complex(dt) && o == EMILY_POW) ulps = 4;
+            char what[64];
+            snprintf(what, sizeof what, "%s(%s)", emily_binary_op_name((emily_binary_op)o), emily_dtype_name(dt));
+            bin_arg args[4] = {{(emily_binary_op)o, 0}, {(emily_binary_op)o, 1}, {(emily_binary_op)o, 2},
+                               {(emily_binary_op)o, 3}};
+            emily_tensor *in0[2] = {a, b}, *in1[2] = {a, row}, *in2[2] = {sc, a}, *in3[2] = {at, b};
+            compare_op(what, run_binary, &args[0], 2, in0, ulps);
+            compare_op(what, run_binary, &args[1], 2, in1, ulps);
+            compare_op(what, run_binary, &args[2], 2, in2, ulps);
+            compare_op(what, run_binary, &args[3], 2, in3, ulps);
+        }
+        emily_tensor_release(a);
+        emily_tensor_release(b);
+        emily_tensor_release(row);
+        emily_tensor_release(sc);
+        emily_tensor_release(at);
+    }
+}
+
+static emily_status run_select(emily_tensor *const *in, emily_tensor **out, const void *arg) {
+    (void)arg;
+    return emily_select(in[0], in[1], in[2], EMILY_DTYPE_AUTO, out);
+}
+
+TEST(gpu_select_matches_cpu) {
+    int64_t shape[2] = {33, 65}, row[1] = {65};
+    for (int p = 0; p < EMILY_DTYPE_COUNT; p++) {
+        if (emily_dtype_is_complex((emily_dtype)p)) continue;
+        emily_tensor *pred = rnd_tensor((emily_dtype)p, 2, shape, 1);
+        for (int d = 0; d < EMILY_DTYPE_COUNT; d++) {
+            emily_tensor *x = rnd_tensor((emily_dtype)d, 2, shape, 1), *y = rnd_tensor((emily_dtype)d, 1, row, 1);
+            emily_tensor *in[3] = {pred, x, y};
+            char what[64];
+            snprintf(what, sizeof what, "select(%s, %s)", emily_dtype_name((emily_dtype)p), emily_dtype_name((emily_dtype)d));
+            compare_op(what, run_select, NULL, 3, in, 0);
+            emily_tensor_release(x);
+            emily_tensor_release(y);
+        }
+        emily_tensor_release(pred);
+    }
+}
+
+typedef struct red_arg {
+    emily_reduce_op op;
+    int naxes;
+    int axes[3];
+    bool keep;
+    bool transpose;
+} red_arg;
+
+static emily_status run_reduce(emily_tensor *const *in, emily_tensor **out, const void *arg) {
+    const red_arg *r = arg;
+    emily_tensor *v = NULL;
+    emily_status s = EMILY_OK;
+    if (r->transpose) {
+        int perm[2] = {1, 0};
+        s = emily_transpose(in[0], perm, &v);
+    }
+    if (!s) s = emily_reduce(r->op, v ? v : in[0], r->naxes, r->naxes ? r->axes : NULL, r->keep,
+                             EMILY_DTYPE_AUTO, out);
+    emily_tensor_release(v);
+    return s;
+}
+
+/* Zeros of both signs and a few NaNs: max/min must keep the first zero. */
+static emily_tensor *zeros_tensor(emily_dtype dt, int rank, const int64_t *shape, int nans) {
+    emily_tensor *t = rnd_tensor(EMILY_F64, rank, shape, 0), *r = NULL;
+    int64_t n = emily_tensor_size(t);
+    double *v = malloc(sizeof(double) * (size_t)n);
+    if (!v) abort();
+    for (int64_t i = 0; i < n; i++) v[i] = (rnd() & 1) ? 0.0 : -0.0;
+    for (int k = 0; k < nans && n; k++) v[rnd() % (uint64_t)n] = NAN;
+    emily_tensor *z = t_from(EMILY_F64, rank, shape, v);
+    CHECK_OK(emily_as_type(z, dt, &r));
+    emily_tensor_release(z);
+    emily_tensor_release(t);
+    free(v);
+    return r;
+}
+
+TEST(gpu_reductions_match_cpu) {
+    static const struct {
+        int rank;
+        int64_t shape[3];
+        int naxes;
+        int axes[3];
+        bool transpose;
+    } cases[] = {
+        {1, {1000}, 0, {0}, false},        {2, {7, 1000}, 1, {1}, false},
+        {2, {1000, 7}, 1, {0}, false},     {3, {3, 4, 5}, 2, {0, 2}, false},
+        {1, {300001}, 0, {0}, false},      {2, {2, 200003}, 1, {1}, false},
+        {2, {100003, 3}, 1, {0}, false},   {2, {50, 60}, 1, {0}, true},
+        {2, {50, 60}, 1, {1}, true},       {3, {64, 3, 129}, 2, {0, 2}, false},
+        {2, {0, 5}, 1, {0}, false},
+    };
+    const emily_dtype types[] = {EMILY_U8, EMILY_S16, EMILY_S32, EMILY_U64, EMILY_S64, EMILY_F16,
+                                 EMILY_BF16, EMILY_F32, EMILY_F64, EMILY_C64, EMILY_C128};
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        for (size_t k = 0; k < sizeof types / sizeof *types; k++) {
+            emily_dtype dt = types[k];
+            emily_tensor *x = rnd_tensor(dt, cases[c].rank, cases[c].shape, 0);
+            for (int o = 0; o < EMILY_REDUCE_OP_COUNT; o++) {
+                if (emily_dtype_is_complex(dt) && (o == EMILY_REDUCE_MAX || o == EMILY_REDUCE_MIN)) continue;
+                red_arg r = {(emily_reduce_op)o, cases[c].naxes, {cases[c].axes[0], cases[c].axes[1], 0},
+                             c % 2 == 0, cases[c].transpose};
+                bool exact = !emily_dtype_is_float(dt) && !emily_dtype_is_complex(dt);
+                exact = exact || o == EMILY_REDUCE_MAX || o == EMILY_REDUCE_MIN;
+                char what[80];
+                snprintf(what, sizeof what, "reduce op %d case %zu (%s)", o, c, emily_dtype_name(dt));
+                compare_op(what, run_reduce, &r, 1, &x, exact ? 0 : 4);
+            }
+            emily_tensor_release(x);
+        }
+    }
+    /* signed zeros and NaNs in max/min */
+    int64_t zshape[2] = {64, 300};
+    const emily_dtype ftypes[] = {EMILY_F16, EMILY_BF16, EMILY_F32, EMILY_F64};
+    for (size_t k = 0; k < 4; k++)
+        for (int nans = 0; nans < 2; nans++) {
+            emily_tensor *z = zeros_tensor(ftypes[k], 2, zshape, nans * 5);
+            for (int axis = -1; axis < 2; axis++)
+                for (int o = EMILY_REDUCE_MAX; o <= EMILY_REDUCE_MIN; o++) {
+                    red_arg r = {(emily_reduce_op)o, axis < 0 ? 0 : 1, {axis < 0 ? 0 : axis}, false, false};
+                    compare_op("max/min of signed zeros", run_reduce, &r, 1, &z, 0);
+                }
+            emily_tensor_release(z);
+        }
+}
+
+typedef struct arg_arg {
+    emily_arg_op op;
+    int axis;
+    bool high;
+    emily_dtype type;
+} arg_arg;
+
+static emily_status run_arg(emily_tensor *const *in, emily_tensor **out, const void *arg) {
+    const arg_arg *a = arg;
+    return emily_argreduce(a->op, in[0], a->axis, false, a->high, a->type, out);
+}
+
+TEST(gpu_argreduce_matches_cpu) {
+    int64_t shape[2] = {300, 257};
+    const emily_dtype types[] = {EMILY_U8, EMILY_S8, EMILY_S32, EMILY_U64, EMILY_S64,
+                                 EMILY_F16, EMILY_BF16, EMILY_F32, EMILY_F64};
+    for (size_t k = 0; k < sizeof types / sizeof *types; k++) {
+        /* integers take few distinct values: many ties */
+        emily_tensor *x = rnd_tensor(types[k], 2, shape, 1);
+        for (int op = 0; op < 2; op++)
+            for (int axis = -1; axis < 2; axis++)
+                for (int high = 0; high < 2; high++) {
+                    arg_arg a = {(emily_arg_op)op, axis, high != 0, axis == 0 ? EMILY_U16 : EMILY_S32};
+                    char what[64];
+                    snprintf(what, sizeof what, "arg%s axis %d high %d (%s)", op ? "min" : "max", axis, high,
+                             emily_dtype_name(types[k]));
+                    compare_op(what, run_arg, &a, 1, &x, 0);
+                }
+        emily_tensor_release(x);
+    }
+}
+
+typedef struct close_arg {
+    double rtol, atol;
+    bool equal_nan;
+} close_arg;
+
+static emily_status run_close(emily_tensor *const *in, emily_tensor **out, const void *arg) {
+    const close_arg *c = arg;
+    return emily_all_close(in[0], in[1], c->rtol, c->atol, c->equal_nan, out);
+}
+
+TEST(gpu_all_close_matches_cpu) {
+    int64_t shape[1] = {777};
+    for (int d = 0; d < EMILY_DTYPE_COUNT; d++) {
+        emily_tensor *a = rnd_tensor((emily_dtype)d, 1, shape, 1), *b = NULL;
+        CHECK_OK(emily_contiguous(a, &b)); /* equal, NaNs included */
+        for (int en = 0; en < 2; en++) {
+            close_arg c = {1e-5, 1e-8, en != 0};
+            emily_tensor *in[2] = {a, b};
+            compare_op("all_close(a, a)", run_close, &c, 2, in, 0);
+            emily_tensor *r = rnd_tensor((emily_dtype)d, 1, shape, 0);
+            emily_tensor *in2[2] = {a, r};
+            compare_op("all_close(a, r)", run_close, &c, 2, in2, 0);
+            emily_tensor_release(r);
+        }
+        emily_tensor_release(a);
+        emily_tensor_release(b);
+    }
+}
+
+typedef struct create_arg {
+    int kind; /* 0 constant, 1 iota, 2 eye */
+    emily_dtype dt;
+    int axis;
+} create_arg;
+
+static emily_status run_create(emily_tensor *const *in, emily_tensor **out, const void *arg) {
+    const create_arg *c = arg;
+    emily_device dev = emily_tensor_device(in[0]);
+    int64_t shape[3] = {3, 70, 45};
+    switch (c->kind) {
+    case 0: return emily_constant(dev, c->dt, 3, shape, emily_scalar_float(-2.75), out);
+    case 1: return emily_iota(dev, c->dt, 3, shape, c->axis, out);
+    default: return emily_eye(dev, c->dt, 3, shape, out);
+    }
+}
+
+TEST(gpu_creation_matches_cpu) {
+    int64_t one[1] = {1};
+    emily_tensor *anchor = rnd_tensor(EMILY_U8, 1, one, 0); /* only says which device */
+    for (int d = 0; d < EMILY_DTYPE_COUNT; d++)
+        for (int kind = 0; kind < 3; kind++)
+            for (int axis = -1; axis < (kind == 1 ? 3 : 0); axis++) {
+                create_arg c = {kind, (emily_dtype)d, axis};
+                compare_op("constant/iota/eye", run_create, &c, 1, &anchor, 0);
+            }
+    emily_tensor_release(anchor);
+}
+
+#define GPU_OP_CASES                                                                     \
+    CASE(gpu_as_type_matches_cpu), CASE(gpu_unary_matches_cpu), CASE(gpu_binary_matches_cpu), \
+        CASE(gpu_select_matches_cpu), CASE(gpu_reductions_match_cpu),                    \
+        CASE(gpu_argreduce_matches_cpu), CASE(gpu_all_close_matches_cpu),                \
+        CASE(gpu_creation_matches_cpu)
+
 int main(void) {
     static const harness_case always[] = {
         CASE(no_gpu_fails_clearly), CASE(device_names), CASE(cpu_streams_are_trivial), {NULL, NULL}};
     static const harness_case gpu[] = {
         CASE(gpu_transfers_roundtrip), CASE(gpu_allocator_caches), CASE(gpu_copy_views),
         CASE(gpu_ops_are_async), CASE(gpu_streams_order_buffers), CASE(gpu_threads_with_own_streams),
-        CASE(gpu_errors), {NULL, NULL}};
+        CASE(gpu_errors), GPU_OP_CASES, {NULL, NULL}};
+    static const harness_case ops_only[] = {GPU_OP_CASES, {NULL, NULL}};
     int rc = harness_run("cuda (without a GPU too)", always);
     int n = emily_device_count(EMILY_DEVICE_CUDA);
+    const char *self = getenv("EMILY_TEST_CUDA_ON_CPU");
+    if (self && strcmp(self, "1") == 0) {
+        printf("cuda: EMILY_TEST_CUDA_ON_CPU=1: GPU cases run on the CPU (a self-check of the test)\n");
+        CUDA0 = EMILY_CPU;
+        return harness_run("cuda op cases on cpu", ops_only) || rc;
+    }
     if (n == 0) {
         int skipped = 0;
         for (const harness_case *c = gpu; c->name; c++) skipped++;
