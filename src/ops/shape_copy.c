@@ -47,7 +47,14 @@ emily_status emily_pad(const emily_tensor *t, const emily_tensor *value, const i
                                i, (long long)in);
         }
         /* Nx.Shape.pad's size: d + (d - 1) * interior + lo + hi */
-        oshape[i] = d + (d - 1) * in + lo[i] + hi[i];
+        int64_t grown;
+        if (__builtin_mul_overflow(d - 1, in, &grown) || __builtin_add_overflow(grown, d, &grown) ||
+            __builtin_add_overflow(grown, lo[i], &grown) || __builtin_add_overflow(grown, hi[i], &grown)) {
+            free(buf);
+            return emily_error(EMILY_ERR_SHAPE, "pad: padding (%lld, %lld, %lld) at axis %d is too large",
+                               (long long)lo[i], (long long)hi[i], (long long)in, i);
+        }
+        oshape[i] = grown;
         if (oshape[i] < 0) {
             free(buf);
             return emily_error(EMILY_ERR_SHAPE,

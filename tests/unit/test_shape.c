@@ -311,6 +311,9 @@ TEST(pad_types_and_views) {
     int64_t cut[2] = {-3, 0};
     CHECK_ERR(emily_pad(t, v, cut, hi, NULL, &r), EMILY_ERR_SHAPE, "negative size");
     CHECK_ERR(emily_pad(t, t, lo, hi, NULL, &r), EMILY_ERR_SHAPE, "scalar");
+    int64_t huge[2] = {INT64_MAX, 0}, hugein[2] = {INT64_MAX / 2, 0};
+    CHECK_ERR(emily_pad(t, v, huge, huge, NULL, &r), EMILY_ERR_SHAPE, "too large");
+    CHECK_ERR(emily_pad(t, v, lo, hi, hugein, &r), EMILY_ERR_SHAPE, "");
     CHECK_ERR(emily_pad(t, NULL, lo, hi, NULL, &r), EMILY_ERR_ARGUMENT, "pad value");
     CHECK_ERR(emily_pad(t, v, NULL, hi, NULL, &r), EMILY_ERR_ARGUMENT, "NULL");
     emily_tensor_release(v);
