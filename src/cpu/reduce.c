@@ -15,10 +15,11 @@
  *
  * Accumulators (Nx accumulates floats in f64 and rounds once):
  * integers wrap in their own width; f16/bf16/f32/f64 sums and products
- * accumulate in double (f32/f64 runs with 16 independent lanes, f64 runs
- * also compensate across blocks); complex in a pair of doubles. max/min
- * propagate NaN; where the result is a zero, its sign is the one of the
- * first zero in Nx's order (Erlang's max/min keep the first of equals). */
+ * accumulate in double (contiguous f32/f64 runs in vector lanes, see
+ * reduce_simd.c; f64 runs also compensate across blocks); complex in a
+ * pair of doubles. max/min propagate NaN; where the result is a zero, its
+ * sign is the one of the first zero in Nx's order (Erlang's max/min keep
+ * the first of equals). Serial work never enters OpenMP (EMILY_PAR_FOR). */
 #include <math.h>
 #include <omp.h>
 #include <stdatomic.h>
