@@ -234,16 +234,22 @@ static emily_status drive(emily_tensor *dst, const emily_tensor *a, const emily_
     int64_t nch = chunk > 0 ? (inner + chunk - 1) / chunk : 0;
     int64_t tasks = it.outer_n * nch, total = dst->size;
     int64_t sd = it.inner_stride[0], sa = it.inner_stride[1], sb = it.inner_stride[2];
-#pragma omp parallel for if (total >= EMILY_PARALLEL_MIN) schedule(static)
-    for (int64_t t = 0; t < tasks; t++) {
-        int64_t pos = t / nch, start = (t % nch) * chunk;
-        int64_t n = inner - start < chunk ? inner - start : chunk;
-        int64_t off[3];
-        emily_iter_offsets(&it, pos, off);
-        fn(n, dbase + (off[0] + start * sd) * des, sd,
-           abase + (off[1] + start * sa) * es, sa,
-           bbase + (off[2] + start * sb) * es, sb);
+#define BIN_TASK(t)                                                                     \
+    do {                                                                                \
+        int64_t pos = (t) / nch, start = ((t) % nch) * chunk;                           \
+        int64_t n = inner - start < chunk ? inner - start : chunk;                      \
+        int64_t off[3];                                                                 \
+        emily_iter_offsets(&it, pos, off);                                              \
+        fn(n, dbase + (off[0] + start * sd) * des, sd, abase + (off[1] + start * sa) * es, sa, \
+           bbase + (off[2] + start * sb) * es, sb);                                     \
+    } while (0)
+    if (total < EMILY_PARALLEL_MIN) { /* no thread team for small work */
+        for (int64_t t = 0; t < tasks; t++) BIN_TASK(t);
+    } else {
+#pragma omp parallel for schedule(static)
+        for (int64_t t = 0; t < tasks; t++) BIN_TASK(t);
     }
+#undef BIN_TASK
     emily_iter_free(&it);
     return EMILY_OK;
 }
@@ -314,24 +320,31 @@ emily_status emily_cpu_select(emily_tensor *dst, const emily_tensor *pred,
     int64_t tasks = it.outer_n * nch, total = dst->size;
     int64_t sd = it.inner_stride[0], sp = it.inner_stride[1], sx = it.inner_stride[2],
             sy = it.inner_stride[3];
-#pragma omp parallel for if (total >= EMILY_PARALLEL_MIN) schedule(static)
-    for (int64_t t = 0; t < tasks; t++) {
-        int64_t pos = t / nch, start = (t % nch) * chunk;
-        int64_t n = inner - start < chunk ? inner - start : chunk;
-        int64_t off[4];
-        emily_iter_offsets(&it, pos, off);
-        char *dp = dbase + (off[0] + start * sd) * es;
-        const char *pr = pbase + (off[1] + start * sp) * ps;
-        const char *xp = tbase + (off[2] + start * sx) * es;
-        const char *yp = fbase + (off[3] + start * sy) * es;
-        switch (es) {
-        case 1: SELECT_RUN(uint8_t) break;
-        case 2: SELECT_RUN(uint16_t) break;
-        case 4: SELECT_RUN(uint32_t) break;
-        case 8: SELECT_RUN(uint64_t) break;
-        default: SELECT_RUN(sel_u128) break;
-        }
+#define SEL_TASK(t)                                                                     \
+    do {                                                                                \
+        int64_t pos = (t) / nch, start = ((t) % nch) * chunk;                           \
+        int64_t n = inner - start < chunk ? inner - start : chunk;                      \
+        int64_t off[4];                                                                 \
+        emily_iter_offsets(&it, pos, off);                                              \
+        char *dp = dbase + (off[0] + start * sd) * es;                                  \
+        const char *pr = pbase + (off[1] + start * sp) * ps;                            \
+        const char *xp = tbase + (off[2] + start * sx) * es;                            \
+        const char *yp = fbase + (off[3] + start * sy) * es;                            \
+        switch (es) {                                                                   \
+        case 1: SELECT_RUN(uint8_t) break;                                              \
+        case 2: SELECT_RUN(uint16_t) break;                                             \
+        case 4: SELECT_RUN(uint32_t) break;                                             \
+        case 8: SELECT_RUN(uint64_t) break;                                             \
+        default: SELECT_RUN(sel_u128) break;                                            \
+        }                                                                               \
+    } while (0)
+    if (total < EMILY_PARALLEL_MIN) {
+        for (int64_t t = 0; t < tasks; t++) SEL_TASK(t);
+    } else {
+#pragma omp parallel for schedule(static)
+        for (int64_t t = 0; t < tasks; t++) SEL_TASK(t);
     }
+#undef SEL_TASK
     emily_iter_free(&it);
     return EMILY_OK;
 }

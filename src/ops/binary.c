@@ -227,6 +227,18 @@ static emily_status scalar_tensor(emily_device device, emily_dtype dt, const voi
     return emily_from_binary(device, dt, 0, NULL, bytes, emily_dtype_size(dt), out);
 }
 
+/* t broadcast to (rank, shape): a new reference to t itself when its
+ * shape is already that (no view to build for same-shape operands). */
+static emily_status view_as(const emily_tensor *t, int rank, const int64_t *shape,
+                            emily_tensor **out) {
+    bool same = t->rank == rank;
+    for (int i = 0; same && i < rank; i++) same = t->shape[i] == shape[i];
+    if (!same) return emily_broadcast_view(t, rank, shape, out);
+    emily_tensor_retain((emily_tensor *)t);
+    *out = (emily_tensor *)t;
+    return EMILY_OK;
+}
+
 /* Both operands already have the compute type; broadcasts them and runs
  * the kernel into a fresh tensor (u8 for predicates). */
 static emily_status run_kernel(const emily_engine *e, emily_binary_op op, const emily_tensor *a,
@@ -238,8 +250,8 @@ static emily_status run_kernel(const emily_engine *e, emily_binary_op op, const 
                            e->name);
     }
     emily_tensor *av = NULL, *bv = NULL, *dst = NULL;
-    emily_status s = emily_broadcast_view(a, rank, shape, &av);
-    if (!s) s = emily_broadcast_view(b, rank, shape, &bv);
+    emily_status s = view_as(a, rank, shape, &av);
+    if (!s) s = view_as(b, rank, shape, &bv);
     if (!s) s = emily_empty_like_device(a, is_pred_cat(cat_of(op)) ? EMILY_U8 : a->dtype, rank,
                                         shape, &dst);
     if (!s) s = e->binary(op, dst, av, bv);
@@ -429,11 +441,12 @@ emily_status emily_binary(emily_binary_op op, const emily_tensor *a, const emily
     const emily_engine *e;
     s = emily_check_same_device(name, 2, pair, &e);
     if (s) return s;
-    int rank;
-    int64_t *shape = malloc(((size_t)(a->rank > b->rank ? a->rank : b->rank) + 1) * sizeof *shape);
+    int rank, max_rank = a->rank > b->rank ? a->rank : b->rank;
+    int64_t small[8];
+    int64_t *shape = max_rank <= 8 ? small : malloc((size_t)max_rank * sizeof *shape);
     if (!shape) return emily_error(EMILY_ERR_MEMORY, "%s: out of host memory", name);
     s = emily_broadcast_shapes(name, a->rank, a->shape, b->rank, b->shape, &rank, shape);
     if (!s) s = binary_with(e, op, a, b, o, rank, shape, out);
-    free(shape);
+    if (shape != small) free(shape);
     return s;
 }

@@ -31,6 +31,17 @@ static emily_status check_branch(const char *arg, const emily_tensor *t, int ran
                        emily_shape_str(rank, shape, b, sizeof b));
 }
 
+/* t broadcast to (rank, shape), or t itself when it has that shape. */
+static emily_status view_as(const emily_tensor *t, int rank, const int64_t *shape,
+                            emily_tensor **out) {
+    bool same = t->rank == rank;
+    for (int i = 0; same && i < rank; i++) same = t->shape[i] == shape[i];
+    if (!same) return emily_broadcast_view(t, rank, shape, out);
+    emily_tensor_retain((emily_tensor *)t);
+    *out = (emily_tensor *)t;
+    return EMILY_OK;
+}
+
 /* The select kernel reads integer and real float predicates; a complex
  * one becomes u8 first (nonzero real or imaginary part). */
 static emily_status pred_for_kernel(const emily_tensor *pred, emily_tensor **out) {
@@ -57,9 +68,9 @@ static emily_status select_with(const emily_engine *e, const emily_tensor *pred,
     emily_status s = pred_for_kernel(pred, &p);
     if (!s) s = emily_convert_to(on_true, o, &t);
     if (!s) s = emily_convert_to(on_false, o, &f);
-    if (!s) s = emily_broadcast_view(p, rank, shape, &pv);
-    if (!s) s = emily_broadcast_view(t, rank, shape, &tv);
-    if (!s) s = emily_broadcast_view(f, rank, shape, &fv);
+    if (!s) s = view_as(p, rank, shape, &pv);
+    if (!s) s = view_as(t, rank, shape, &tv);
+    if (!s) s = view_as(f, rank, shape, &fv);
     if (!s) s = emily_empty_like_device(on_true, o, rank, shape, &dst);
     if (!s) s = e->select(dst, pv, tv, fv);
     emily_tensor_release(p);
