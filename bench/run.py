@@ -529,6 +529,8 @@ def openblas_versions():
 
 
 def git_revision():
+    if os.environ.get("BENCH_GIT_REVISION"):  # a tree exported without .git
+        return os.environ["BENCH_GIT_REVISION"]
     try:
         rev = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
                              capture_output=True, text=True, check=True).stdout.strip()
