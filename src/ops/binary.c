@@ -267,8 +267,9 @@ static emily_status run_kernel(const emily_engine *e, emily_binary_op op, const 
 
 /* u64 against a signed type: the merged type s64 cannot hold u64 values
  * of 2^63 and above, so min/max, quotient/remainder, comparisons and
- * right_shift (of the u64) are rebuilt from u64 kernels with the sign
- * of the signed operand deciding. `res_type` is s64 (or u8). */
+ * right_shift (of the u64) are rebuilt from u64 kernels, with the sign
+ * of the signed operand deciding. The result is s64 (u8 for
+ * comparisons). */
 static emily_status mixed_u64(emily_binary_op op, const emily_tensor *a, const emily_tensor *b,
                               int rank, const int64_t *shape, emily_tensor **out) {
     bool u_first = a->dtype == EMILY_U64;
@@ -276,7 +277,7 @@ static emily_status mixed_u64(emily_binary_op op, const emily_tensor *a, const e
     emily_device dev = a->buffer->device;
     emily_tensor *s64 = NULL, *su = NULL, *neg = NULL, *negb = NULL, *zero_s = NULL,
                  *zero_u = NULL, *r = NULL, *rs = NULL, *t1 = NULL, *t2 = NULL, *t3 = NULL,
-                 *c = NULL, *ma = NULL, *mb = NULL;
+                 *c = NULL, *flip = NULL;
     emily_status s = emily_convert_to(sgn, EMILY_S64, &s64);
     if (!s) s = reinterpret(s64, EMILY_U64, &su);
     int64_t z = 0;
@@ -304,26 +305,31 @@ static emily_status mixed_u64(emily_binary_op op, const emily_tensor *a, const e
         if (!s && op == EMILY_MAX) s = reinterpret(u, EMILY_S64, &t1);
         if (!s) s = emily_select(negb, op == EMILY_MIN ? s64 : t1, rs, EMILY_DTYPE_AUTO, out);
         break;
-    case EMILY_QUOTIENT: case EMILY_REMAINDER: {
+    case EMILY_QUOTIENT: case EMILY_REMAINDER:
         /* on magnitudes in u64, then the sign: the quotient's flips with
-         * the signed operand, the remainder's with the dividend */
+         * a negative signed operand (unless the divisor is 0: -1 stays),
+         * the remainder's with a negative dividend */
         s = emily_binary(EMILY_SUBTRACT, zero_u, su, EMILY_DTYPE_AUTO, &t1);
         if (!s) s = emily_select(neg, t1, su, EMILY_DTYPE_AUTO, &t2); /* |signed| */
-        if (s) break;
-        ma = u_first ? (emily_tensor *)u : t2;
-        mb = u_first ? t2 : (emily_tensor *)u;
-        s = emily_binary(op, ma, mb, EMILY_DTYPE_AUTO, &r);
-        ma = mb = NULL;
+        if (!s) s = emily_binary(op, u_first ? u : t2, u_first ? t2 : u, EMILY_DTYPE_AUTO, &r);
         if (s) break;
         if (op == EMILY_REMAINDER && u_first) {
             s = reinterpret(r, EMILY_S64, out);
             break;
         }
-        s = emily_binary(EMILY_SUBTRACT, zero_u, r, EMILY_DTYPE_AUTO, &t3);
-        if (!s) s = emily_select(negb, t3, r, EMILY_DTYPE_AUTO, &rs);
+        if (op == EMILY_QUOTIENT && !u_first) {
+            emily_tensor *nz = NULL;
+            s = emily_binary(EMILY_NOT_EQUAL, u, zero_u, EMILY_DTYPE_AUTO, &nz);
+            if (!s) s = emily_binary(EMILY_LOGICAL_AND, neg, nz, EMILY_DTYPE_AUTO, &flip);
+            emily_tensor_release(nz);
+        } else {
+            flip = negb;
+            emily_tensor_retain(flip);
+        }
+        if (!s) s = emily_binary(EMILY_SUBTRACT, zero_u, r, EMILY_DTYPE_AUTO, &t3);
+        if (!s) s = emily_select(flip, t3, r, EMILY_DTYPE_AUTO, &rs);
         if (!s) s = reinterpret(rs, EMILY_S64, out);
         break;
-    }
     case EMILY_RIGHT_SHIFT: /* only reached with the u64 first: a logical shift */
         s = emily_binary(op, u, su, EMILY_DTYPE_AUTO, &r);
         if (!s) s = reinterpret(r, EMILY_S64, out);
@@ -344,6 +350,7 @@ done:
     emily_tensor_release(t2);
     emily_tensor_release(t3);
     emily_tensor_release(c);
+    emily_tensor_release(flip);
     return s;
 }
 

@@ -306,8 +306,10 @@ TEST(u64_against_signed_is_exact) {
            EMILY_DTYPE_AUTO, EMILY_U8, uint8_t, 1, 0);
     EXPECT(EMILY_QUOTIENT, VEC(EMILY_U64, uint64_t, big, 7), VEC(EMILY_S8, int8_t, -1, 2),
            EMILY_DTYPE_AUTO, EMILY_S64, int64_t, (int64_t)(0 - big), 3);
-    EXPECT(EMILY_QUOTIENT, VEC(EMILY_S8, int8_t, -7, 7), VEC(EMILY_U64, uint64_t, 2, big),
-           EMILY_DTYPE_AUTO, EMILY_S64, int64_t, -3, 0);
+    EXPECT(EMILY_QUOTIENT, VEC(EMILY_S8, int8_t, -7, 7, -7, 7), VEC(EMILY_U64, uint64_t, 2, big, 0, 0),
+           EMILY_DTYPE_AUTO, EMILY_S64, int64_t, -3, 0, -1, -1);
+    EXPECT(EMILY_QUOTIENT, VEC(EMILY_U64, uint64_t, 5), VEC(EMILY_S8, int8_t, 0), EMILY_DTYPE_AUTO,
+           EMILY_S64, int64_t, -1);
     EXPECT(EMILY_REMAINDER, VEC(EMILY_U64, uint64_t, UINT64_MAX, 9), VEC(EMILY_S8, int8_t, -10, 4),
            EMILY_DTYPE_AUTO, EMILY_S64, int64_t, 5, 1);
     EXPECT(EMILY_REMAINDER, VEC(EMILY_S8, int8_t, -7, -7), VEC(EMILY_U64, uint64_t, big, 4),
