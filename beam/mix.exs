@@ -87,7 +87,8 @@ end
 defmodule Mix.Tasks.Compile.EmilyNif do
   @moduledoc """
   Builds libemily with the repository's Makefile (`make -C .. BUILD/libemily.a`,
-  BUILD from `EMILY_BUILD_DIR`, default `build`; the engine's directory
+  BUILD from `EMILY_BUILD_DIR`, default `build`, or `build-san` with
+  `EMILY_SAN=1`, which builds both with AddressSanitizer and UBSan; the engine's directory
   from `EMILY_ENGINE_DIR`, default the repository root) and links `c_src/*.c`
   against it into `priv/libemily_nif.so`, with the Makefile's own link
   flags (`LDFLAGS` and `LDLIBS`, which include the CUDA libraries when the
@@ -100,38 +101,68 @@ defmodule Mix.Tasks.Compile.EmilyNif do
   @impl true
   def run(_args) do
     root = Path.expand(System.get_env("EMILY_ENGINE_DIR", ".."), @beam_dir)
-    build = System.get_env("EMILY_BUILD_DIR", "build")
+    san? = System.get_env("EMILY_SAN") in ["1", "true"]
+    build = System.get_env("EMILY_BUILD_DIR", if(san?, do: "build-san", else: "build"))
     lib = Path.join([root, build, "libemily.a"])
     jobs = to_string(System.schedulers_online())
+    make_vars = ["BUILD=#{build}"] ++ if(san?, do: ["SAN=1"], else: [])
 
-    make!(root, ["-j", jobs, "BUILD=#{build}", Path.join(build, "libemily.a")], :stream)
+    make!(root, ["-j", jobs] ++ make_vars ++ [Path.join(build, "libemily.a")], :stream)
 
     link =
       make!(
         root,
         [
           "-s",
-          "--no-print-directory",
-          "BUILD=#{build}",
-          "--eval",
-          "emily-print-link-flags: ; @echo '$(LDFLAGS) $(LDLIBS)'",
-          "emily-print-link-flags"
-        ],
+          "--no-print-directory"
+        ] ++
+          make_vars ++
+          [
+            "--eval",
+            "emily-print-link-flags: ; @echo '$(LDFLAGS) $(LDLIBS)'",
+            "emily-print-link-flags"
+          ],
         :capture
       )
       |> String.split()
 
-    sources = Path.wildcard(Path.join(@beam_dir, "c_src/*.c"))
+    # `mix test` links the C conformance runner's property checks in
+    # (c_src/test_hooks.c); other builds do not carry them.
+    test? = Mix.env() == :test
+
+    test_sources =
+      if test?,
+        do: Enum.map(~w(properties.c json_values.c), &Path.join([root, "tests/conformance", &1])),
+        else: []
+
+    sources = Path.wildcard(Path.join(@beam_dir, "c_src/*.c")) ++ test_sources
     headers = Path.wildcard(Path.join(@beam_dir, "c_src/*.h"))
-    includes = Path.wildcard(Path.join(root, "include/emily/*.h"))
+
+    includes =
+      Path.wildcard(Path.join(root, "include/emily/*.h")) ++
+        if(test?, do: Path.wildcard(Path.join(root, "tests/conformance/*.h")), else: [])
+
     so = Path.join(@beam_dir, "priv/libemily_nif.so")
 
-    if Mix.Utils.stale?(sources ++ headers ++ includes ++ [lib, __ENV__.file], [so]) do
+    # a NIF built for another configuration (sanitizers or not) is stale too
+    stamp = Path.join(@beam_dir, "priv/.emily_nif_build")
+    config = "#{root} #{build} #{san?} #{test?}"
+    same_config? = File.read(stamp) == {:ok, config}
+
+    if not same_config? or
+         Mix.Utils.stale?(sources ++ headers ++ includes ++ [lib, __ENV__.file], [so]) do
       File.mkdir_p!(Path.dirname(so))
       cc = System.get_env("CC", "cc")
 
+      san_flags = if san?, do: ["-fsanitize=address,undefined", "-fno-omit-frame-pointer"], else: []
+
       args =
         ["-std=c11", "-D_GNU_SOURCE", "-O2", "-g", "-fPIC", "-shared"] ++
+          san_flags ++
+          if(test?,
+            do: ["-DEMILY_NIF_TEST", "-I", Path.join(root, "tests/conformance")],
+            else: []
+          ) ++
           ["-Wall", "-Wextra", "-Werror"] ++
           ["-I", Path.join(root, "include"), "-I", erts_include()] ++
           sources ++ [lib] ++ link ++ macos_flags() ++ ["-o", so]
@@ -141,6 +172,7 @@ defmodule Mix.Tasks.Compile.EmilyNif do
       case System.cmd(cc, args, stderr_to_stdout: true) do
         {out, 0} ->
           IO.write(out)
+          File.write!(stamp, config)
           # links priv/ into the build directory if it was just created
           Mix.Project.build_structure()
           {:ok, []}

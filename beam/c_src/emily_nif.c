@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "emily_nif.h"
+#include "test_hooks.h"
 
 ErlNifResourceType *emily_tensor_rt;
 ErlNifResourceType *emily_stream_rt;
@@ -567,6 +568,7 @@ static ErlNifFunc nif_funcs[] = {
     {"stream_new", 1, stream_new_nif, DIRTY},
     {"stream_synchronize", 1, stream_synchronize_nif, DIRTY},
     {"stream_device", 1, stream_device_nif, 0},
+    EMILY_TEST_NIFS
 };
 
 ERL_NIF_INIT(Elixir.Emily.Native, nif_funcs, load, NULL, upgrade, NULL)

@@ -77,8 +77,7 @@ if Code.ensure_loaded?(Nx.Backend) do
 
     # Runs a callback on the engine and puts the result(s) into `out`.
     defp call(name, out, args, device \\ nil) do
-      meta = %{op: name, shapes: arg_shapes(args), types: arg_types(args)}
-
+      meta = fn -> %{op: name, shapes: arg_shapes(args), types: arg_types(args)} end
       result = Emily.Telemetry.span(:eval, meta, fn -> run(name, out, args, device, true) end)
       if @detect_nan_inf, do: check_nan_inf(result, name, out)
       wrap(result, out)
@@ -175,7 +174,7 @@ if Code.ensure_loaded?(Nx.Backend) do
     ## Reading, moving, inspecting
 
     def to_binary(%T{data: %__MODULE__{ref: ref}} = t, limit) do
-      meta = %{op: :to_binary, shapes: [t.shape], types: [t.type]}
+      meta = fn -> %{op: :to_binary, shapes: [t.shape], types: [t.type]} end
       Emily.Telemetry.span(:to_binary, meta, fn -> Native.to_binary!(ref, limit) end)
     end
 
@@ -450,7 +449,7 @@ if Code.ensure_loaded?(Nx.Backend) do
     def map(out, t, opts, fun), do: fallback(:map, out, [t, opts, fun])
 
     defp fallback(op, out, args) do
-      meta = %{op: op, shapes: arg_shapes(args), types: arg_types(args)}
+      meta = fn -> %{op: op, shapes: arg_shapes(args), types: arg_types(args)} end
 
       case Application.get_env(:emily, :fallback, :silent) do
         :raise ->

@@ -94,6 +94,15 @@ defmodule Emily.Native do
   @doc "The device of a stream."
   def stream_device(_stream), do: nif!()
 
+  # Present only in a NIF built by `mix test` (c_src/test_hooks.c): the C
+  # conformance runner's property checks for decompositions.
+  @doc false
+  def test_property_checked_op(_op), do: nif!()
+  @doc false
+  def test_property_check(_op, _args, _results, _case_json), do: nif!()
+  @doc false
+  def test_property_description(_op), do: nif!()
+
   ## Raising helpers
 
   @doc "Like `dispatch/6` in run mode; raises `ArgumentError` on errors."

@@ -86,6 +86,15 @@ defmodule Emily.Test.CorpusCase do
         )
       end
 
+      checked = for {{_, op}, _, _, _} <- mine, Emily.Test.Corpus.property_checked?(op), do: op
+
+      if checked != [] do
+        IO.puts("checked by defining properties instead of bits (tests/conformance/properties.c):")
+
+        for op <- checked,
+            do: IO.puts("  #{op}: #{Emily.Native.test_property_description(String.to_atom(op))}")
+      end
+
       skipped = for {{_, op}, _, _, s} <- mine, s > 0, do: op
 
       if skipped != [] do

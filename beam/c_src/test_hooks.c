@@ -1,0 +1,93 @@
+/* Test-only NIF functions, compiled in only when the NIF is built for
+ * `mix test` (EMILY_NIF_TEST): the conformance runner's property checks
+ * for decompositions (tests/conformance/properties.c, linked in), so the
+ * Elixir corpus suite checks qr/svd/eigh exactly as the C runner does. */
+#ifdef EMILY_NIF_TEST
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+#include "emily_nif.h"
+#include "test_hooks.h"
+#include "properties.h" /* tests/conformance, on the include path of test builds */
+
+static bool get_op(ErlNifEnv *env, ERL_NIF_TERM t, char *buf, size_t size) {
+    return enif_get_atom(env, t, buf, (unsigned)size, ERL_NIF_LATIN1) > 0;
+}
+
+/* property_checked_op(op) :: boolean */
+ERL_NIF_TERM test_property_checked_op(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    (void)argc;
+    char op[64];
+    if (!get_op(env, argv[0], op, sizeof op)) return enif_make_badarg(env);
+    return property_checked_op(op) ? A.true_ : A.false_;
+}
+
+/* property_check(op, args, result_refs, case_json_line) :: :ok | {:error, msg} */
+ERL_NIF_TERM test_property_check(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    (void)argc;
+    char op[64];
+    unsigned nargs, nres;
+    ErlNifBinary line;
+    if (!get_op(env, argv[0], op, sizeof op) || !enif_get_list_length(env, argv[1], &nargs) ||
+        !enif_get_list_length(env, argv[2], &nres) || nres > EMILY_DISPATCH_MAX_OUTPUTS ||
+        !enif_inspect_binary(env, argv[3], &line))
+        return enif_make_badarg(env);
+
+    decoder dec, *d = &dec;
+    decoder_init(d, env);
+    emily_dispatch_result got = {0};
+    json_t *json = NULL;
+    ERL_NIF_TERM result;
+    char msg[1024];
+    emily_value *args = arena_alloc(d, sizeof(emily_value) * (nargs + 1));
+    ERL_NIF_TERM head, tail = argv[1];
+    for (unsigned i = 0; args && i < nargs; i++) {
+        enif_get_list_cell(env, tail, &head, &tail);
+        if (!decode_arg(d, i, head, &args[i])) {
+            result = make_error(env, d->err);
+            goto done;
+        }
+    }
+    if (!args || !decoder_finish(d, EMILY_CPU)) {
+        result = make_error(env, d->err);
+        goto done;
+    }
+    tail = argv[2];
+    for (unsigned k = 0; k < nres; k++) {
+        tensor_res *r;
+        enif_get_list_cell(env, tail, &head, &tail);
+        if (!enif_get_resource(env, head, emily_tensor_rt, (void **)&r) ||
+            !(got.tensors[got.n] = tensor_res_acquire(r))) {
+            result = make_error(env, "property_check: a result is not a live tensor");
+            goto done;
+        }
+        got.n++;
+    }
+    json_error_t jerr;
+    json = json_loadb((const char *)line.data, line.size, 0, &jerr);
+    if (!json) {
+        result = make_error(env, "property_check: the case is not JSON");
+        goto done;
+    }
+    if (property_check_expected(op, args, nargs, &got, json_object_get(json, "result"), msg, sizeof msg))
+        result = A.ok;
+    else
+        result = make_error(env, msg);
+done:
+    json_decref(json);
+    emily_dispatch_result_release(&got);
+    decoder_free(d);
+    return result;
+}
+
+/* property_description(op) :: binary */
+ERL_NIF_TERM test_property_description(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    (void)argc;
+    char op[64];
+    if (!get_op(env, argv[0], op, sizeof op)) return enif_make_badarg(env);
+    return make_binary_str(env, property_description(op));
+}
+#else
+/* ISO C forbids an empty translation unit */
+typedef int emily_test_hooks_unused;
+#endif
