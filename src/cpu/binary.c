@@ -294,6 +294,9 @@ typedef struct { uint64_t lo, hi; } sel_u128;
         if (pt == EMILY_U8 && sd == 1 && sp == 1 && sx == 1 && sy == 1) {              \
             const uint8_t *pp = (const uint8_t *)pr;                                    \
             for (int64_t i = 0; i < n; i++) d[i] = pp[i] ? x[i] : y[i];                 \
+        } else if (pt == EMILY_U8 && sd == 1 && sp == 1) {                              \
+            const uint8_t *pp = (const uint8_t *)pr;                                    \
+            for (int64_t i = 0; i < n; i++) d[i] = pp[i] ? x[i * sx] : y[i * sy];       \
         } else {                                                                        \
             for (int64_t i = 0; i < n; i++)                                             \
                 d[i * sd] = pred_at(pt, pr, i * sp) ? x[i * sx] : y[i * sy];            \
