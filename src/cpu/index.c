@@ -1,4 +1,533 @@
-/* CPU kernels: index family (none yet). */
+/* CPU kernels: index family (take, take_along_axis, gather, indexed
+ * add/put). See src/ops/index_kernels.h for the contracts: inputs are
+ * contiguous, dst is fresh and contiguous.
+ *
+ * Every kernel first reads its indices once into an int64 table,
+ * checking each against its axis (an out-of-range index fails before
+ * anything is read or written through it), then moves elements with
+ * that table. Moves are byte copies of the element size, so every dtype
+ * (complex included) takes the same path and keeps its exact bits. */
+#include <stdlib.h>
+#include <string.h>
 #include "cpu/kernels.h"
+#include "cpu/strided.h"
+#include "core/scalar_convert.h"
+#include "ops/common.h"
+#include "ops/index_kernels.h"
 
-const struct emily_index_kernels *const emily_cpu_index_kernels = NULL;
+/* Work below this many bytes moved stays on one thread. */
+#define INDEX_PAR_MIN_BYTES ((int64_t)1 << 20)
+
+/* ---- reading indices ----------------------------------------------------- */
+
+/* Index element i of a contiguous integer array of dtype dt, as a
+ * signed value; u64 values above INT64_MAX come back as -1 with *huge
+ * set, so they fail the range check like any negative index. */
+static inline int64_t read_index(const void *base, emily_dtype dt, int64_t i, bool *huge) {
+    switch (dt) {
+    case EMILY_U8: return ((const uint8_t *)base)[i];
+    case EMILY_U16: return ((const uint16_t *)base)[i];
+    case EMILY_U32: return ((const uint32_t *)base)[i];
+    case EMILY_U64: {
+        uint64_t v = ((const uint64_t *)base)[i];
+        if (v > (uint64_t)INT64_MAX) {
+            *huge = true;
+            return -1;
+        }
+        return (int64_t)v;
+    }
+    case EMILY_S8: return ((const int8_t *)base)[i];
+    case EMILY_S16: return ((const int16_t *)base)[i];
+    case EMILY_S32: return ((const int32_t *)base)[i];
+    default: return ((const int64_t *)base)[i];
+    }
+}
+
+/* Reads `count` indices (rows of `ncols`; column c must lie in
+ * [0, bounds[c])) into a new int64 table. On a bad index fails with
+ * EMILY_ERR_INDEX naming the op, the value, the axis (axes[c], or
+ * `axis` when axes is NULL) and the tensor's shape. */
+static emily_status load_indices(const char *op, const emily_tensor *idx, int64_t count, int ncols,
+                                 const int64_t *bounds, const int *axes, int axis,
+                                 const emily_tensor *t, int64_t **out) {
+    *out = NULL;
+    int64_t *tab = malloc(sizeof(int64_t) * (size_t)(count > 0 ? count : 1));
+    if (!tab) return emily_error(EMILY_ERR_MEMORY, "%s: out of host memory for %lld indices", op,
+                                 (long long)count);
+    const void *base = emily_tensor_base(idx);
+    emily_dtype dt = idx->dtype;
+    int64_t bad = -1;
+    bool huge = false;
+    if (ncols == 1) {
+        int64_t n = bounds[0];
+        for (int64_t i = 0; i < count; i++) {
+            int64_t v = read_index(base, dt, i, &huge);
+            tab[i] = v;
+            if ((uint64_t)v >= (uint64_t)n && bad < 0) bad = i;
+        }
+    } else {
+        for (int64_t i = 0; i < count; i++) {
+            int64_t v = read_index(base, dt, i, &huge);
+            tab[i] = v;
+            if ((uint64_t)v >= (uint64_t)bounds[i % ncols] && bad < 0) bad = i;
+        }
+    }
+    if (bad >= 0) {
+        int c = (int)(bad % ncols);
+        int ax = axes ? axes[c] : axis;
+        char buf[256];
+        emily_shape_str(t->rank, t->shape, buf, sizeof buf);
+        free(tab);
+        if (dt == EMILY_U64 && huge) {
+            uint64_t v = ((const uint64_t *)base)[bad];
+            if (v > (uint64_t)INT64_MAX)
+                return emily_error(EMILY_ERR_INDEX, "%s: index %llu is out of bounds for axis %d in shape %s",
+                                   op, (unsigned long long)v, ax, buf);
+        }
+        bool dummy = false;
+        int64_t v = read_index(base, dt, bad, &dummy);
+        return emily_error(EMILY_ERR_INDEX, "%s: index %lld is out of bounds for axis %d in shape %s", op,
+                           (long long)v, ax, buf);
+    }
+    *out = tab;
+    return EMILY_OK;
+}
+
+/* ---- element moves ------------------------------------------------------- */
+
+/* Copies `n` elements of size es from s (stride ss elements) to d
+ * (contiguous). */
+static inline void move_elems(char *d, const char *s, int64_t n, int64_t ss, size_t es) {
+    if (ss == 1) {
+        memcpy(d, s, (size_t)n * es);
+        return;
+    }
+    switch (es) {
+    case 1: for (int64_t i = 0; i < n; i++) d[i] = s[i * ss]; break;
+    case 2: for (int64_t i = 0; i < n; i++) memcpy(d + i * 2, s + i * ss * 2, 2); break;
+    case 4: for (int64_t i = 0; i < n; i++) memcpy(d + i * 4, s + i * ss * 4, 4); break;
+    case 8: for (int64_t i = 0; i < n; i++) memcpy(d + i * 8, s + i * ss * 8, 8); break;
+    default: for (int64_t i = 0; i < n; i++) memcpy(d + i * 16, s + i * ss * 16, 16); break;
+    }
+}
+
+/* dst[k] = src[tab[k] * stride] for k < n, elements of size es. */
+#define GATHER_ELEMS(T)                                                         \
+    do {                                                                        \
+        T *d_ = (T *)(d);                                                       \
+        const T *s_ = (const T *)(s);                                           \
+        for (int64_t k_ = 0; k_ < (n); k_++) memcpy(&d_[k_], &s_[(tab)[k_] * (stride)], sizeof(T)); \
+    } while (0)
+
+typedef struct { uint64_t a, b; } elem16;
+
+static inline void gather_elems(char *d, const char *s, const int64_t *tab, int64_t n,
+                                int64_t stride, size_t es) {
+    switch (es) {
+    case 1: GATHER_ELEMS(uint8_t); break;
+    case 2: GATHER_ELEMS(uint16_t); break;
+    case 4: GATHER_ELEMS(uint32_t); break;
+    case 8: GATHER_ELEMS(uint64_t); break;
+    default: GATHER_ELEMS(elem16); break;
+    }
+}
+
+/* ---- take ---------------------------------------------------------------- */
+
+static emily_status cpu_take(emily_tensor *dst, const emily_tensor *src, const emily_tensor *idx,
+                             int axis, int64_t outer, int64_t n, int64_t inner) {
+    int64_t m = idx->size;
+    int64_t *tab;
+    emily_status s = load_indices("take", idx, m, 1, &n, NULL, axis, src, &tab);
+    if (s) return s;
+    size_t es = emily_dtype_size(src->dtype);
+    const char *sb = emily_tensor_base(src);
+    char *db = emily_tensor_base(dst);
+    bool par = (int64_t)es * outer * m * inner >= INDEX_PAR_MIN_BYTES;
+    if (inner == 1 && outer == 1) {
+        /* one long row of element gathers: split it in chunks */
+        int64_t chunks = par ? 16 : 1;
+        EMILY_PAR_FOR(par, c, chunks, {
+            int64_t lo = m * c / chunks, hi = m * (c + 1) / chunks;
+            gather_elems(db + (size_t)lo * es, sb, tab + lo, hi - lo, 1, es);
+        });
+    } else if (inner == 1) {
+        EMILY_PAR_FOR(par, o, outer, {
+            gather_elems(db + (size_t)(o * m) * es, sb + (size_t)(o * n) * es, tab, m, 1, es);
+        });
+    } else {
+        size_t run = (size_t)inner * es;
+        EMILY_PAR_FOR(par, u, outer * m, {
+            int64_t o = u / m, j = u % m;
+            memcpy(db + (size_t)u * run, sb + ((size_t)(o * n + tab[j])) * run, run);
+        });
+    }
+    free(tab);
+    return EMILY_OK;
+}
+
+/* ---- take_along_axis ----------------------------------------------------- */
+
+static emily_status cpu_take_along_axis(emily_tensor *dst, const emily_tensor *src,
+                                        const emily_tensor *idx, int axis, int64_t outer,
+                                        int64_t n, int64_t inner) {
+    int64_t total = idx->size;
+    int64_t m = total / (outer * inner);
+    int64_t *tab;
+    emily_status s = load_indices("take_along_axis", idx, total, 1, &n, NULL, axis, src, &tab);
+    if (s) return s;
+    size_t es = emily_dtype_size(src->dtype);
+    const char *sb = emily_tensor_base(src);
+    char *db = emily_tensor_base(dst);
+    bool par = (int64_t)es * total >= INDEX_PAR_MIN_BYTES;
+    /* dst[o, j, r] = src[o, tab[o, j, r], r] */
+    EMILY_PAR_FOR(par, u, outer * m, {
+        int64_t o = u / m;
+        const int64_t *t = tab + u * inner;
+        char *d = db + (size_t)(u * inner) * es;
+        const char *sr = sb + (size_t)(o * n * inner) * es;
+        switch (es) {
+        case 1: for (int64_t r = 0; r < inner; r++) d[r] = sr[t[r] * inner + r]; break;
+        case 2: for (int64_t r = 0; r < inner; r++) memcpy(d + r * 2, sr + (t[r] * inner + r) * 2, 2); break;
+        case 4: for (int64_t r = 0; r < inner; r++) memcpy(d + r * 4, sr + (t[r] * inner + r) * 4, 4); break;
+        case 8: for (int64_t r = 0; r < inner; r++) memcpy(d + r * 8, sr + (t[r] * inner + r) * 8, 8); break;
+        default: for (int64_t r = 0; r < inner; r++) memcpy(d + r * 16, sr + (t[r] * inner + r) * 16, 16); break;
+        }
+    });
+    free(tab);
+    return EMILY_OK;
+}
+
+/* ---- shared layout of gather and indexed ops ----------------------------- */
+
+/* The non-indexed axes of a contiguous tensor: those before the last
+ * indexed axis ("pre", walked one by one) and the contiguous run after
+ * it ("tail" elements). */
+typedef struct rest_layout {
+    int npre;
+    int64_t *pre_shape, *pre_stride; /* npre entries */
+    int64_t pre_count;               /* product of pre_shape */
+    int64_t tail;
+    int64_t *axis_stride;            /* stride of each indexed axis */
+    int64_t *bounds;                 /* size of each indexed axis */
+} rest_layout;
+
+static void rest_free(rest_layout *l) {
+    free(l->pre_shape);
+    free(l->pre_stride);
+    free(l->axis_stride);
+    free(l->bounds);
+}
+
+static emily_status rest_init(const char *op, const emily_tensor *t, int naxes, const int *axes,
+                              rest_layout *l) {
+    memset(l, 0, sizeof *l);
+    int r = t->rank;
+    l->pre_shape = malloc(sizeof(int64_t) * ((size_t)r + 1));
+    l->pre_stride = malloc(sizeof(int64_t) * ((size_t)r + 1));
+    l->axis_stride = malloc(sizeof(int64_t) * ((size_t)naxes + 1));
+    l->bounds = malloc(sizeof(int64_t) * ((size_t)naxes + 1));
+    if (!l->pre_shape || !l->pre_stride || !l->axis_stride || !l->bounds) {
+        rest_free(l);
+        return emily_error(EMILY_ERR_MEMORY, "%s: out of host memory", op);
+    }
+    int64_t stride = 1;
+    int last = naxes > 0 ? axes[naxes - 1] : -1;
+    l->tail = 1;
+    int np = 0;
+    /* walk axes from the last; strides of a row-major tensor */
+    int64_t *strides = malloc(sizeof(int64_t) * ((size_t)r + 1));
+    if (!strides) {
+        rest_free(l);
+        return emily_error(EMILY_ERR_MEMORY, "%s: out of host memory", op);
+    }
+    for (int i = r - 1; i >= 0; i--) {
+        strides[i] = stride;
+        stride *= t->shape[i];
+    }
+    for (int i = r - 1; i > last; i--) l->tail *= t->shape[i];
+    for (int i = 0; i < last; i++) {
+        bool indexed = false;
+        for (int j = 0; j < naxes; j++)
+            if (axes[j] == i) indexed = true;
+        if (indexed) continue;
+        l->pre_shape[np] = t->shape[i];
+        l->pre_stride[np] = strides[i];
+        np++;
+    }
+    l->npre = np;
+    l->pre_count = 1;
+    for (int i = 0; i < np; i++) l->pre_count *= l->pre_shape[i];
+    for (int j = 0; j < naxes; j++) {
+        l->axis_stride[j] = strides[axes[j]];
+        l->bounds[j] = t->shape[axes[j]];
+    }
+    free(strides);
+    return EMILY_OK;
+}
+
+/* Element offset of pre position q (row-major over pre_shape). */
+static inline int64_t pre_offset(const rest_layout *l, int64_t q) {
+    int64_t off = 0;
+    for (int i = l->npre - 1; i >= 0; i--) {
+        int64_t c = q % l->pre_shape[i];
+        q /= l->pre_shape[i];
+        off += c * l->pre_stride[i];
+    }
+    return off;
+}
+
+/* ---- gather -------------------------------------------------------------- */
+
+static emily_status cpu_gather(emily_tensor *dst, const emily_tensor *src, const emily_tensor *idx,
+                               int naxes, const int *axes) {
+    const char *op = "gather";
+    rest_layout l;
+    emily_status s = rest_init(op, src, naxes, axes, &l);
+    if (s) return s;
+    int64_t rows = 1;
+    for (int i = 0; i < idx->rank - 1; i++) rows *= idx->shape[i];
+    int64_t *tab = NULL;
+    if (naxes > 0 && (s = load_indices(op, idx, idx->size, naxes, l.bounds, axes, 0, src, &tab))) {
+        rest_free(&l);
+        return s;
+    }
+    size_t es = emily_dtype_size(src->dtype);
+    const char *sb = emily_tensor_base(src);
+    char *db = emily_tensor_base(dst);
+    int64_t block = l.pre_count * l.tail;
+    bool par = (int64_t)es * rows * block >= INDEX_PAR_MIN_BYTES;
+    size_t run = (size_t)l.tail * es;
+    EMILY_PAR_FOR(par, u, rows * l.pre_count, {
+        int64_t row = u / l.pre_count, q = u % l.pre_count;
+        int64_t base = 0;
+        for (int k = 0; k < naxes; k++) base += tab[row * naxes + k] * l.axis_stride[k];
+        base += pre_offset(&l, q);
+        memcpy(db + (size_t)u * run, sb + (size_t)base * es, run);
+    });
+    free(tab);
+    rest_free(&l);
+    return EMILY_OK;
+}
+
+/* ---- indexed_add / indexed_put ------------------------------------------- */
+
+/* A value read from one element: integers as 64-bit patterns (with
+ * their signedness), floats and complex numbers as doubles. */
+typedef struct sval {
+    int kind; /* 0 integer, 1 real, 2 complex */
+    bool is_unsigned;
+    uint64_t bits;
+    double re, im;
+} sval;
+
+static inline sval load_value(const char *p, emily_dtype dt) {
+    sval v = {0, false, 0, 0.0, 0.0};
+    switch (dt) {
+    case EMILY_U8: v.is_unsigned = true; v.bits = *(const uint8_t *)p; break;
+    case EMILY_U16: { uint16_t x; memcpy(&x, p, 2); v.is_unsigned = true; v.bits = x; break; }
+    case EMILY_U32: { uint32_t x; memcpy(&x, p, 4); v.is_unsigned = true; v.bits = x; break; }
+    case EMILY_U64: { uint64_t x; memcpy(&x, p, 8); v.is_unsigned = true; v.bits = x; break; }
+    case EMILY_S8: v.bits = (uint64_t)(int64_t) * (const int8_t *)p; break;
+    case EMILY_S16: { int16_t x; memcpy(&x, p, 2); v.bits = (uint64_t)(int64_t)x; break; }
+    case EMILY_S32: { int32_t x; memcpy(&x, p, 4); v.bits = (uint64_t)(int64_t)x; break; }
+    case EMILY_S64: { int64_t x; memcpy(&x, p, 8); v.bits = (uint64_t)x; break; }
+    case EMILY_F16: { uint16_t x; memcpy(&x, p, 2); v.kind = 1; v.re = emily_sc_f16_to_f64(x); break; }
+    case EMILY_BF16: { uint16_t x; memcpy(&x, p, 2); v.kind = 1; v.re = emily_sc_bf16_to_f64(x); break; }
+    case EMILY_F32: { float x; memcpy(&x, p, 4); v.kind = 1; v.re = x; break; }
+    case EMILY_F64: { double x; memcpy(&x, p, 8); v.kind = 1; v.re = x; break; }
+    case EMILY_C64: { float x[2]; memcpy(x, p, 8); v.kind = 2; v.re = x[0]; v.im = x[1]; break; }
+    default: { double x[2]; memcpy(x, p, 16); v.kind = 2; v.re = x[0]; v.im = x[1]; break; }
+    }
+    return v;
+}
+
+static inline double sval_real(const sval *v) {
+    if (v->kind) return v->re;
+    return v->is_unsigned ? (double)v->bits : (double)(int64_t)v->bits;
+}
+
+/* Writes v into one element of dtype dt with Nx's conversion rules. */
+static inline void store_value(char *p, emily_dtype dt, const sval *v) {
+    if (v->kind == 0) emily_sc_store_int((int)dt, v->bits, v->is_unsigned, p);
+    else emily_sc_store_complex((int)dt, v->re, v->kind == 2 ? v->im : 0.0, p);
+}
+
+/* Offsets (in target elements) of every element of one update block,
+ * relative to the block's indexed position: the block has the update's
+ * trailing shape on the target's non-indexed axes. */
+static emily_status block_offsets(const char *op, const emily_tensor *target,
+                                  const emily_tensor *updates, int naxes, const int *axes,
+                                  int64_t bsize, int64_t **out) {
+    int r = target->rank;
+    int64_t *offs = malloc(sizeof(int64_t) * (size_t)(bsize > 0 ? bsize : 1));
+    int64_t *strides = malloc(sizeof(int64_t) * ((size_t)r + 1));
+    int64_t *bshape = malloc(sizeof(int64_t) * ((size_t)r + 1));
+    int64_t *bstride = malloc(sizeof(int64_t) * ((size_t)r + 1));
+    if (!offs || !strides || !bshape || !bstride) {
+        free(offs);
+        free(strides);
+        free(bshape);
+        free(bstride);
+        return emily_error(EMILY_ERR_MEMORY, "%s: out of host memory", op);
+    }
+    int64_t st = 1;
+    for (int i = r - 1; i >= 0; i--) {
+        strides[i] = st;
+        st *= target->shape[i];
+    }
+    int nb = 0;
+    for (int i = 0, k = 0; i < r; i++) {
+        if (k < naxes && axes[k] == i) {
+            k++;
+            continue;
+        }
+        bshape[nb] = updates->shape[1 + nb];
+        bstride[nb] = strides[i];
+        nb++;
+    }
+    for (int64_t q = 0; q < bsize; q++) {
+        int64_t rem = q, off = 0;
+        for (int i = nb - 1; i >= 0; i--) {
+            off += (rem % bshape[i]) * bstride[i];
+            rem /= bshape[i];
+        }
+        offs[q] = off;
+    }
+    free(strides);
+    free(bshape);
+    free(bstride);
+    *out = offs;
+    return EMILY_OK;
+}
+
+/* A float or complex accumulator per target element (kept apart from
+ * integer sums, which must stay exact like Elixir's integers). */
+typedef struct acc_slot {
+    double re, im;
+    __int128 isum;
+} acc_slot;
+
+static emily_status cpu_indexed(emily_indexed_op iop, emily_tensor *dst, const emily_tensor *target,
+                                const emily_tensor *idx, const emily_tensor *updates, int naxes,
+                                const int *axes) {
+    const char *op = iop == EMILY_INDEXED_ADD ? "indexed_add" : "indexed_put";
+    int64_t n = updates->shape[0];
+    int64_t bsize = n > 0 ? updates->size / n : 0;
+    rest_layout l;
+    emily_status s = rest_init(op, target, naxes, axes, &l);
+    if (s) return s;
+    int64_t *tab = NULL, *offs = NULL;
+    acc_slot *acc = NULL;
+    int64_t *order = NULL;
+    if (n * naxes > 0 &&
+        (s = load_indices(op, idx, n * naxes, naxes, l.bounds, axes, 0, target, &tab)))
+        goto done;
+    if ((s = block_offsets(op, target, updates, naxes, axes, bsize, &offs))) goto done;
+
+    emily_dtype dt = dst->dtype, ut = updates->dtype, tt = target->dtype;
+    size_t des = emily_dtype_size(dt), ues = emily_dtype_size(ut), tes = emily_dtype_size(tt);
+    char *db = emily_tensor_base(dst);
+    const char *ub = emily_tensor_base(updates);
+    const char *tb = emily_tensor_base(target);
+
+    if (iop == EMILY_INDEXED_PUT) {
+        /* in row order: the last write of a position wins */
+        for (int64_t j = 0; j < n; j++) {
+            int64_t base = 0;
+            for (int k = 0; k < naxes; k++) base += tab[j * naxes + k] * l.axis_stride[k];
+            const char *u = ub + (size_t)(j * bsize) * ues;
+            if (ut == dt) {
+                for (int64_t q = 0; q < bsize; q++)
+                    memcpy(db + (size_t)(base + offs[q]) * des, u + (size_t)q * ues, des);
+            } else {
+                for (int64_t q = 0; q < bsize; q++) {
+                    sval v = load_value(u + (size_t)q * ues, ut);
+                    store_value(db + (size_t)(base + offs[q]) * des, dt, &v);
+                }
+            }
+        }
+        goto done;
+    }
+
+    if (emily_dtype_is_integer(dt)) {
+        /* integer sums wrap in dst's width: order does not matter */
+        for (int64_t j = 0; j < n; j++) {
+            int64_t base = 0;
+            for (int k = 0; k < naxes; k++) base += tab[j * naxes + k] * l.axis_stride[k];
+            const char *u = ub + (size_t)(j * bsize) * ues;
+            for (int64_t q = 0; q < bsize; q++) {
+                char *d = db + (size_t)(base + offs[q]) * des;
+                sval cur = load_value(d, dt), add = load_value(u + (size_t)q * ues, ut);
+                cur.bits += add.bits;
+                store_value(d, dt, &cur);
+            }
+        }
+        goto done;
+    }
+
+    /* floats and complex numbers: sum each position's updates in row
+     * order from 0 (exactly for integer updates), then add the target */
+    acc = calloc((size_t)(target->size > 0 ? target->size : 1), sizeof(acc_slot));
+    order = malloc(sizeof(int64_t) * (size_t)(n * bsize > 0 ? n * bsize : 1));
+    unsigned char *seen = calloc((size_t)(target->size > 0 ? target->size : 1), 1);
+    if (!acc || !order || !seen) {
+        free(seen);
+        s = emily_error(EMILY_ERR_MEMORY, "%s: out of host memory for the sums of %lld elements", op,
+                        (long long)target->size);
+        goto done;
+    }
+    int64_t norder = 0;
+    bool int_updates = emily_dtype_is_integer(ut);
+    for (int64_t j = 0; j < n; j++) {
+        int64_t base = 0;
+        for (int k = 0; k < naxes; k++) base += tab[j * naxes + k] * l.axis_stride[k];
+        const char *u = ub + (size_t)(j * bsize) * ues;
+        for (int64_t q = 0; q < bsize; q++) {
+            int64_t pos = base + offs[q];
+            acc_slot *a = &acc[pos];
+            if (!seen[pos]) {
+                seen[pos] = 1;
+                order[norder++] = pos;
+                a->re = 0.0;  /* Elixir's integer 0 */
+                a->im = -0.0; /* a missing imaginary part changes nothing */
+                a->isum = 0;
+            }
+            sval v = load_value(u + (size_t)q * ues, ut);
+            if (int_updates) {
+                a->isum += v.is_unsigned ? (__int128)v.bits : (__int128)(int64_t)v.bits;
+            } else {
+                a->re += v.re;
+                if (v.kind == 2) a->im += v.im;
+            }
+        }
+    }
+    for (int64_t i = 0; i < norder; i++) {
+        int64_t pos = order[i];
+        const acc_slot *a = &acc[pos];
+        sval t = load_value(tb + (size_t)pos * tes, tt);
+        double sre = int_updates ? (double)a->isum : a->re;
+        sval r = {2, false, 0, 0.0, 0.0};
+        r.re = sval_real(&t) + sre;
+        r.im = (t.kind == 2 ? t.im : -0.0) + a->im;
+        store_value(db + (size_t)pos * des, dt, &r);
+    }
+    free(seen);
+
+done:
+    free(tab);
+    free(offs);
+    free(acc);
+    free(order);
+    rest_free(&l);
+    return s;
+}
+
+static const struct emily_index_kernels cpu_index_kernels = {
+    .take = cpu_take,
+    .take_along_axis = cpu_take_along_axis,
+    .gather = cpu_gather,
+    .indexed = cpu_indexed,
+};
+
+const struct emily_index_kernels *const emily_cpu_index_kernels = &cpu_index_kernels;

@@ -1,4 +1,630 @@
-/* CPU kernels: sort family (none yet). */
+/* CPU kernels: sort family (sort, argsort, top_k).
+ *
+ * Every element becomes an unsigned key whose integer order is Nx's
+ * order (see src/ops/sort_kernels.h): signed integers flip their sign
+ * bit; floats map to the usual order-preserving pattern (negative
+ * values inverted, positive ones with the sign bit set) after -0.0 is
+ * read as +0.0 and every NaN as the largest key. Descending order is
+ * the bitwise complement of the key, so one ascending, stable sort
+ * serves both directions and keeps ties in their original order, as
+ * Nx.BinaryBackend's merge sort does.
+ *
+ * The sort itself is an LSD radix sort with 8-bit digits (a digit that
+ * is the same for the whole row costs no pass), insertion sort for short
+ * rows. argsort carries positions: keys of up to 32 bits and positions
+ * below 2^32 share one 64-bit record (key above position, so even the
+ * comparison of whole records is stable); 64-bit keys use key/position
+ * pairs. sort of values carries only keys and maps them back to bits;
+ * the two cases a key cannot map back (the sign of a zero, a NaN's
+ * payload) are rewritten from the source row in their original order,
+ * which is where a stable sort leaves them. top_k keeps the k best
+ * records of a row in a heap when k is small against the row.
+ *
+ * Rows (every position of the other axes) are independent: many rows
+ * are split over OpenMP threads; one long row sorts its digits on all
+ * threads (per-thread histograms, scatter to private offsets). */
+#include <omp.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
 #include "cpu/kernels.h"
+#include "cpu/strided.h"
+#include "core/scalar_convert.h"
+#include "ops/sort_kernels.h"
 
-const struct emily_sort_kernels *const emily_cpu_sort_kernels = NULL;
+/* Rows shorter than this are insertion-sorted. */
+#define SORT_SMALL 24
+/* Elements (over all rows) from which rows are split over threads. */
+#define SORT_PAR_MIN ((int64_t)1 << 15)
+/* A single row from which its radix passes run on several threads. */
+#define SORT_PAR_ROW_MIN ((int64_t)1 << 17)
+
+typedef struct pair64 {
+    uint64_t key, idx;
+} pair64;
+
+/* ---- keys ---------------------------------------------------------------- */
+
+static inline uint8_t key_s8(uint8_t x) { return (uint8_t)(x ^ 0x80u); }
+static inline uint16_t key_s16(uint16_t x) { return (uint16_t)(x ^ 0x8000u); }
+static inline uint32_t key_s32(uint32_t x) { return x ^ 0x80000000u; }
+static inline uint64_t key_s64(uint64_t x) { return x ^ 0x8000000000000000ull; }
+static inline uint8_t key_u8(uint8_t x) { return x; }
+static inline uint16_t key_u16(uint16_t x) { return x; }
+static inline uint32_t key_u32(uint32_t x) { return x; }
+static inline uint64_t key_u64(uint64_t x) { return x; }
+
+/* float bits -> key: NaN largest, -0.0 as +0.0 */
+#define FLOAT_KEY(NAME, T, SIGN, INF)                                          \
+    static inline T NAME(T b) {                                                \
+        if ((T)(b & (T)~(T)(SIGN)) > (T)(INF)) return (T)~(T)0;                \
+        if (b == (T)(SIGN)) b = 0;                                             \
+        return (b & (T)(SIGN)) ? (T)~b : (T)(b | (T)(SIGN));                   \
+    }
+FLOAT_KEY(key_f16, uint16_t, 0x8000u, 0x7c00u)
+FLOAT_KEY(key_bf16, uint16_t, 0x8000u, 0x7f80u)
+FLOAT_KEY(key_f32, uint32_t, 0x80000000u, 0x7f800000u)
+FLOAT_KEY(key_f64, uint64_t, 0x8000000000000000ull, 0x7ff0000000000000ull)
+
+/* key -> bits (NaN keys give some NaN, zero keys +0.0: fixed later) */
+#define FLOAT_UNKEY(NAME, T, SIGN)                                             \
+    static inline T NAME(T k) { return (k & (T)(SIGN)) ? (T)(k ^ (T)(SIGN)) : (T)~k; }
+FLOAT_UNKEY(unkey_f16, uint16_t, 0x8000u)
+FLOAT_UNKEY(unkey_f32, uint32_t, 0x80000000u)
+FLOAT_UNKEY(unkey_f64, uint64_t, 0x8000000000000000ull)
+#define unkey_bf16 unkey_f16
+#define unkey_s8 key_s8
+#define unkey_s16 key_s16
+#define unkey_s32 key_s32
+#define unkey_s64 key_s64
+#define unkey_u8 key_u8
+#define unkey_u16 key_u16
+#define unkey_u32 key_u32
+#define unkey_u64 key_u64
+
+/* Key width in bits of a real dtype. */
+static int key_bits(emily_dtype dt) { return (int)emily_dtype_size(dt) * 8; }
+
+/* What a row's records hold. */
+typedef enum rec_mode {
+    REC_KEYS,   /* keys only, key_bits wide (u8/u16/u32/u64 arrays) */
+    REC_PACKED, /* uint64: key << 32 | position (keys of <= 32 bits) */
+    REC_PAIR    /* pair64 */
+} rec_mode;
+
+#define KEY_LOOP(RAW, KEYT, KFN)                                                     \
+    do {                                                                             \
+        const RAW *p_ = (const RAW *)s;                                              \
+        KEYT flip_ = desc ? (KEYT) ~(KEYT)0 : (KEYT)0;                               \
+        if (mode == REC_KEYS) {                                                      \
+            KEYT *o_ = (KEYT *)out;                                                  \
+            if (ss == 1)                                                             \
+                for (int64_t i = 0; i < n; i++) o_[i] = (KEYT)(KFN((KEYT)p_[i]) ^ flip_); \
+            else                                                                     \
+                for (int64_t i = 0; i < n; i++) o_[i] = (KEYT)(KFN((KEYT)p_[i * ss]) ^ flip_); \
+        } else if (mode == REC_PACKED) {                                             \
+            uint64_t *o_ = (uint64_t *)out;                                          \
+            for (int64_t i = 0; i < n; i++)                                          \
+                o_[i] = ((uint64_t)(KEYT)(KFN((KEYT)p_[i * ss]) ^ flip_) << 32) | (uint64_t)i; \
+        } else {                                                                     \
+            pair64 *o_ = (pair64 *)out;                                              \
+            for (int64_t i = 0; i < n; i++) {                                        \
+                o_[i].key = (uint64_t)(KEYT)(KFN((KEYT)p_[i * ss]) ^ flip_);          \
+                o_[i].idx = (uint64_t)i;                                             \
+            }                                                                        \
+        }                                                                            \
+    } while (0)
+
+/* Records of the n elements of a row (s, stride ss elements). */
+static void row_records(emily_dtype dt, const char *s, int64_t ss, int64_t n, bool desc,
+                        rec_mode mode, void *out) {
+    switch (dt) {
+    case EMILY_U8: KEY_LOOP(uint8_t, uint8_t, key_u8); break;
+    case EMILY_S8: KEY_LOOP(uint8_t, uint8_t, key_s8); break;
+    case EMILY_U16: KEY_LOOP(uint16_t, uint16_t, key_u16); break;
+    case EMILY_S16: KEY_LOOP(uint16_t, uint16_t, key_s16); break;
+    case EMILY_F16: KEY_LOOP(uint16_t, uint16_t, key_f16); break;
+    case EMILY_BF16: KEY_LOOP(uint16_t, uint16_t, key_bf16); break;
+    case EMILY_U32: KEY_LOOP(uint32_t, uint32_t, key_u32); break;
+    case EMILY_S32: KEY_LOOP(uint32_t, uint32_t, key_s32); break;
+    case EMILY_F32: KEY_LOOP(uint32_t, uint32_t, key_f32); break;
+    case EMILY_U64: KEY_LOOP(uint64_t, uint64_t, key_u64); break;
+    case EMILY_S64: KEY_LOOP(uint64_t, uint64_t, key_s64); break;
+    default: KEY_LOOP(uint64_t, uint64_t, key_f64); break;
+    }
+}
+
+#define UNKEY_LOOP(RAW, KEYT, UFN)                                                   \
+    do {                                                                             \
+        RAW *p_ = (RAW *)d;                                                          \
+        const KEYT *k_ = (const KEYT *)keys;                                         \
+        KEYT flip_ = desc ? (KEYT) ~(KEYT)0 : (KEYT)0;                               \
+        if (ds == 1)                                                                 \
+            for (int64_t i = 0; i < n; i++) p_[i] = (RAW)UFN((KEYT)(k_[i] ^ flip_)); \
+        else                                                                         \
+            for (int64_t i = 0; i < n; i++) p_[i * ds] = (RAW)UFN((KEYT)(k_[i] ^ flip_)); \
+    } while (0)
+
+/* Writes sorted keys back as element bits (d, stride ds elements). */
+static void row_unkeys(emily_dtype dt, const void *keys, int64_t n, bool desc, char *d,
+                       int64_t ds) {
+    switch (dt) {
+    case EMILY_U8: UNKEY_LOOP(uint8_t, uint8_t, unkey_u8); break;
+    case EMILY_S8: UNKEY_LOOP(uint8_t, uint8_t, unkey_s8); break;
+    case EMILY_U16: UNKEY_LOOP(uint16_t, uint16_t, unkey_u16); break;
+    case EMILY_S16: UNKEY_LOOP(uint16_t, uint16_t, unkey_s16); break;
+    case EMILY_F16: UNKEY_LOOP(uint16_t, uint16_t, unkey_f16); break;
+    case EMILY_BF16: UNKEY_LOOP(uint16_t, uint16_t, unkey_bf16); break;
+    case EMILY_U32: UNKEY_LOOP(uint32_t, uint32_t, unkey_u32); break;
+    case EMILY_S32: UNKEY_LOOP(uint32_t, uint32_t, unkey_s32); break;
+    case EMILY_F32: UNKEY_LOOP(uint32_t, uint32_t, unkey_f32); break;
+    case EMILY_U64: UNKEY_LOOP(uint64_t, uint64_t, unkey_u64); break;
+    case EMILY_S64: UNKEY_LOOP(uint64_t, uint64_t, unkey_s64); break;
+    default: UNKEY_LOOP(uint64_t, uint64_t, unkey_f64); break;
+    }
+}
+
+/* ---- radix sort ------------------------------------------------------------ */
+
+/* Stable LSD radix sort of n records of type R on NP 8-bit digits of
+ * GETKEY(r) >> LO; b is scratch of n records. Returns a or b, whichever
+ * holds the result. Short arrays go by insertion sort with LESS. */
+#define DEFINE_RADIX(NAME, R, GETKEY, LO, NP, LESS)                                \
+    static R *NAME(R *a, R *b, int64_t n) {                                        \
+        if (n <= SORT_SMALL) {                                                     \
+            for (int64_t i = 1; i < n; i++) {                                      \
+                R x = a[i];                                                        \
+                int64_t j = i;                                                     \
+                while (j > 0 && LESS(x, a[j - 1])) {                               \
+                    a[j] = a[j - 1];                                               \
+                    j--;                                                           \
+                }                                                                  \
+                a[j] = x;                                                          \
+            }                                                                      \
+            return a;                                                              \
+        }                                                                          \
+        int64_t hist[NP][256];                                                     \
+        memset(hist, 0, sizeof hist);                                              \
+        for (int64_t i = 0; i < n; i++) {                                          \
+            uint64_t k_ = (uint64_t)GETKEY(a[i]) >> (LO);                          \
+            for (int p = 0; p < (NP); p++) hist[p][(k_ >> (8 * p)) & 255]++;       \
+        }                                                                          \
+        for (int p = 0; p < (NP); p++) {                                           \
+            int sh = (LO) + 8 * p;                                                 \
+            if (hist[p][((uint64_t)GETKEY(a[0]) >> sh) & 255] == n) continue;      \
+            int64_t sum = 0;                                                       \
+            for (int dg = 0; dg < 256; dg++) {                                     \
+                int64_t c = hist[p][dg];                                           \
+                hist[p][dg] = sum;                                                 \
+                sum += c;                                                          \
+            }                                                                      \
+            int64_t *h = hist[p];                                                  \
+            for (int64_t i = 0; i < n; i++) {                                      \
+                R x = a[i];                                                        \
+                b[h[((uint64_t)GETKEY(x) >> sh) & 255]++] = x;                     \
+            }                                                                      \
+            R *t = a;                                                              \
+            a = b;                                                                 \
+            b = t;                                                                 \
+        }                                                                          \
+        return a;                                                                  \
+    }
+
+#define ID(x) (x)
+#define PKEY(x) ((x).key)
+#define LESS_PLAIN(x, y) ((x) < (y))
+#define LESS_PAIR(x, y) ((x).key < (y).key || ((x).key == (y).key && (x).idx < (y).idx))
+
+DEFINE_RADIX(radix_k8, uint8_t, ID, 0, 1, LESS_PLAIN)
+DEFINE_RADIX(radix_k16, uint16_t, ID, 0, 2, LESS_PLAIN)
+DEFINE_RADIX(radix_k32, uint32_t, ID, 0, 4, LESS_PLAIN)
+DEFINE_RADIX(radix_k64, uint64_t, ID, 0, 8, LESS_PLAIN)
+DEFINE_RADIX(radix_p8, uint64_t, ID, 32, 1, LESS_PLAIN)
+DEFINE_RADIX(radix_p16, uint64_t, ID, 32, 2, LESS_PLAIN)
+DEFINE_RADIX(radix_p32, uint64_t, ID, 32, 4, LESS_PLAIN)
+DEFINE_RADIX(radix_pair, pair64, PKEY, 0, 8, LESS_PAIR)
+
+/* ---- parallel radix for one long row -------------------------------------- */
+
+/* The same stable LSD sort with every pass split over T threads: each
+ * thread counts its slice of the array, the offsets are laid out digit
+ * by digit and thread by thread (so equal digits keep their order), and
+ * each thread scatters its slice. */
+#define DEFINE_PAR_RADIX(NAME, R, GETKEY, LO, NP, SERIAL)                          \
+    static R *NAME(R *a, R *b, int64_t n, int64_t (*hist)[256], int T) {           \
+        if (T < 2) return SERIAL(a, b, n);                                         \
+        for (int p = 0; p < (NP); p++) {                                           \
+            int sh = (LO) + 8 * p;                                                 \
+            bool skip = false;                                                     \
+            _Pragma("omp parallel num_threads(T)")                                 \
+            {                                                                      \
+                int t = omp_get_thread_num();                                      \
+                int64_t lo = n * t / T, hi = n * (t + 1) / T;                      \
+                int64_t *h = hist[t];                                              \
+                memset(h, 0, sizeof(int64_t) * 256);                               \
+                for (int64_t i = lo; i < hi; i++) h[((uint64_t)GETKEY(a[i]) >> sh) & 255]++; \
+                _Pragma("omp barrier")                                             \
+                _Pragma("omp single")                                              \
+                {                                                                  \
+                    int dg0 = (int)(((uint64_t)GETKEY(a[0]) >> sh) & 255);         \
+                    int64_t tot = 0;                                               \
+                    for (int u = 0; u < T; u++) tot += hist[u][dg0];               \
+                    skip = tot == n;                                               \
+                    int64_t sum = 0;                                               \
+                    for (int dg = 0; dg < 256; dg++)                               \
+                        for (int u = 0; u < T; u++) {                              \
+                            int64_t c = hist[u][dg];                               \
+                            hist[u][dg] = sum;                                     \
+                            sum += c;                                              \
+                        }                                                          \
+                }                                                                  \
+                if (!skip)                                                         \
+                    for (int64_t i = lo; i < hi; i++) {                            \
+                        R x = a[i];                                                \
+                        b[h[((uint64_t)GETKEY(x) >> sh) & 255]++] = x;             \
+                    }                                                              \
+            }                                                                      \
+            if (!skip) {                                                           \
+                R *tmp = a;                                                        \
+                a = b;                                                             \
+                b = tmp;                                                           \
+            }                                                                      \
+        }                                                                          \
+        return a;                                                                  \
+    }
+
+DEFINE_PAR_RADIX(par_radix_k16, uint16_t, ID, 0, 2, radix_k16)
+DEFINE_PAR_RADIX(par_radix_k32, uint32_t, ID, 0, 4, radix_k32)
+DEFINE_PAR_RADIX(par_radix_k64, uint64_t, ID, 0, 8, radix_k64)
+DEFINE_PAR_RADIX(par_radix_p16, uint64_t, ID, 32, 2, radix_p16)
+DEFINE_PAR_RADIX(par_radix_p32, uint64_t, ID, 32, 4, radix_p32)
+DEFINE_PAR_RADIX(par_radix_pair, pair64, PKEY, 0, 8, radix_pair)
+
+/* ---- one row --------------------------------------------------------------- */
+
+/* How a row of dtype dt is sorted: record mode and bytes per record. */
+static rec_mode plan_mode(emily_dtype dt, int64_t n, bool with_positions) {
+    if (!with_positions) return REC_KEYS;
+    if (key_bits(dt) <= 32 && n <= (int64_t)UINT32_MAX) return REC_PACKED;
+    return REC_PAIR;
+}
+
+static size_t rec_size(emily_dtype dt, rec_mode m) {
+    return m == REC_KEYS ? emily_dtype_size(dt) : m == REC_PACKED ? 8 : sizeof(pair64);
+}
+
+/* Sorts the records in scratch[0, n) (scratch holds 2n records);
+ * T > 1 runs the passes on T threads. Returns the sorted array. */
+static void *sort_records(emily_dtype dt, rec_mode m, void *scratch, int64_t n, int T,
+                          int64_t (*hist)[256]) {
+    size_t rs = rec_size(dt, m);
+    void *b = (char *)scratch + (size_t)n * rs;
+    int kb = key_bits(dt);
+    if (m == REC_PAIR) return par_radix_pair(scratch, b, n, hist, T);
+    if (m == REC_PACKED) {
+        if (kb == 8) return radix_p8(scratch, b, n);
+        if (kb == 16) return par_radix_p16(scratch, b, n, hist, T);
+        return par_radix_p32(scratch, b, n, hist, T);
+    }
+    switch (kb) {
+    case 8: return radix_k8(scratch, b, n);
+    case 16: return par_radix_k16(scratch, b, n, hist, T);
+    case 32: return par_radix_k32(scratch, b, n, hist, T);
+    default: return par_radix_k64(scratch, b, n, hist, T);
+    }
+}
+
+/* First position in sorted keys (width kb) not below v, from lo. */
+static int64_t lower_bound(const void *keys, int kb, int64_t n, uint64_t v) {
+    int64_t lo = 0, hi = n;
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        uint64_t k;
+        switch (kb) {
+        case 8: k = ((const uint8_t *)keys)[mid]; break;
+        case 16: k = ((const uint16_t *)keys)[mid]; break;
+        case 32: k = ((const uint32_t *)keys)[mid]; break;
+        default: k = ((const uint64_t *)keys)[mid]; break;
+        }
+        if (k < v) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+/* After a float row's keys were written back: zeros and NaNs (whose
+ * keys lost their sign/payload) get their exact bits back, in source
+ * order, which is the order a stable sort gives equal keys. */
+static void fix_zeros_and_nans(emily_dtype dt, const void *keys, int64_t n, bool desc,
+                               const char *s, int64_t ss, char *d, int64_t ds) {
+    int kb = key_bits(dt);
+    uint64_t all = kb == 64 ? UINT64_MAX : ((uint64_t)1 << kb) - 1;
+    uint64_t sign = (uint64_t)1 << (kb - 1);
+    uint64_t zkey = sign, nkey = all; /* ascending keys of 0.0 and NaN */
+    if (desc) {
+        zkey = ~zkey & all;
+        nkey = 0;
+    }
+    int64_t z0 = lower_bound(keys, kb, n, zkey), z1 = zkey == all ? n : lower_bound(keys, kb, n, zkey + 1);
+    int64_t q0 = lower_bound(keys, kb, n, nkey), q1 = nkey == all ? n : lower_bound(keys, kb, n, nkey + 1);
+    if (z0 == z1 && q0 == q1) return;
+    size_t es = (size_t)kb / 8;
+    uint64_t inf = dt == EMILY_F16 ? 0x7c00u : dt == EMILY_BF16 ? 0x7f80u
+                 : dt == EMILY_F32 ? 0x7f800000u : 0x7ff0000000000000ull;
+    for (int64_t i = 0; i < n && (z0 < z1 || q0 < q1); i++) {
+        uint64_t b = 0;
+        memcpy(&b, s + (size_t)(i * ss) * es, es); /* little-endian low bytes */
+        uint64_t mag = b & ~sign & all;
+        if (mag == 0 && z0 < z1) memcpy(d + (size_t)(z0++ * ds) * es, &b, es);
+        else if (mag > inf && q0 < q1) memcpy(d + (size_t)(q0++ * ds) * es, &b, es);
+    }
+}
+
+/* Writes position p (< 2^63) as element i of an index row of dtype dt. */
+static inline void put_index(char *d, emily_dtype dt, int64_t i, uint64_t p) {
+    switch (dt) {
+    case EMILY_S32: ((int32_t *)d)[i] = (int32_t)(uint32_t)p; break;
+    case EMILY_S64: ((int64_t *)d)[i] = (int64_t)p; break;
+    case EMILY_U32: ((uint32_t *)d)[i] = (uint32_t)p; break;
+    case EMILY_U64: ((uint64_t *)d)[i] = p; break;
+    default: emily_sc_store_int((int)dt, p, 1, d + (size_t)i * emily_dtype_size(dt)); break;
+    }
+}
+
+static void row_positions(emily_dtype idt, rec_mode m, const void *recs, int64_t n, char *d,
+                          int64_t ds) {
+    if (m == REC_PACKED) {
+        const uint64_t *r = recs;
+        if (idt == EMILY_S32 && ds == 1) {
+            int32_t *o = (int32_t *)d;
+            for (int64_t i = 0; i < n; i++) o[i] = (int32_t)(uint32_t)r[i];
+        } else {
+            for (int64_t i = 0; i < n; i++) put_index(d, idt, i * ds, r[i] & 0xffffffffu);
+        }
+    } else {
+        const pair64 *r = recs;
+        for (int64_t i = 0; i < n; i++) put_index(d, idt, i * ds, r[i].idx);
+    }
+}
+
+/* ---- rows of a tensor ------------------------------------------------------ */
+
+/* The positions of every row: all axes but `axis`, with the strides of
+ * the source and of the (contiguous) destination. */
+typedef struct row_walk {
+    int nd;
+    int64_t *shape, *sstride, *dstride;
+    int64_t rows;
+} row_walk;
+
+static emily_status walk_init(row_walk *w, const emily_tensor *src, const emily_tensor *dst,
+                              int axis, const char *op) {
+    int r = src->rank;
+    w->shape = malloc(sizeof(int64_t) * 3 * ((size_t)r + 1));
+    if (!w->shape) return emily_error(EMILY_ERR_MEMORY, "%s: out of host memory", op);
+    w->sstride = w->shape + r + 1;
+    w->dstride = w->sstride + r + 1;
+    w->nd = 0;
+    w->rows = 1;
+    for (int i = 0; i < r; i++) {
+        if (i == axis) continue;
+        w->shape[w->nd] = src->shape[i];
+        w->sstride[w->nd] = src->strides[i];
+        w->dstride[w->nd] = dst->strides[i];
+        w->rows *= src->shape[i];
+        w->nd++;
+    }
+    return EMILY_OK;
+}
+
+static inline void walk_offsets(const row_walk *w, int64_t row, int64_t *so, int64_t *dso) {
+    int64_t s = 0, d = 0;
+    for (int i = w->nd - 1; i >= 0; i--) {
+        int64_t c = row % w->shape[i];
+        row /= w->shape[i];
+        s += c * w->sstride[i];
+        d += c * w->dstride[i];
+    }
+    *so = s;
+    *dso = d;
+}
+
+typedef enum row_job { JOB_SORT, JOB_ARGSORT, JOB_TOPK } row_job;
+
+typedef struct row_args {
+    row_job job;
+    emily_dtype dt, idt; /* source dtype, index output dtype */
+    bool desc;
+    int64_t n, k;
+    const char *sbase;
+    int64_t ss;          /* source stride along the axis */
+    char *dbase, *ibase; /* values / indices outputs */
+    int64_t ds;          /* output stride along the axis */
+} row_args;
+
+/* top_k of one row: the k smallest (descending keys, position) pairs. */
+static void topk_select(pair64 *a, int64_t n, int64_t k, pair64 *heap) {
+    /* max-heap of the k best so far: the worst at the root */
+    for (int64_t i = 0; i < k; i++) {
+        pair64 x = a[i];
+        int64_t j = i;
+        while (j > 0) {
+            int64_t parent = (j - 1) / 2;
+            if (!LESS_PAIR(heap[parent], x)) break;
+            heap[j] = heap[parent];
+            j = parent;
+        }
+        heap[j] = x;
+    }
+    for (int64_t i = k; i < n; i++) {
+        pair64 x = a[i];
+        if (!LESS_PAIR(x, heap[0])) continue;
+        int64_t j = 0;
+        for (;;) {
+            int64_t c = 2 * j + 1;
+            if (c >= k) break;
+            if (c + 1 < k && LESS_PAIR(heap[c], heap[c + 1])) c++;
+            if (!LESS_PAIR(x, heap[c])) break;
+            heap[j] = heap[c];
+            j = c;
+        }
+        heap[j] = x;
+    }
+    /* heap sort in place: ascending order */
+    for (int64_t end = k - 1; end > 0; end--) {
+        pair64 top = heap[0], x = heap[end];
+        heap[end] = top;
+        int64_t j = 0;
+        for (;;) {
+            int64_t c = 2 * j + 1;
+            if (c >= end) break;
+            if (c + 1 < end && LESS_PAIR(heap[c], heap[c + 1])) c++;
+            if (!LESS_PAIR(x, heap[c])) break;
+            heap[j] = heap[c];
+            j = c;
+        }
+        heap[j] = x;
+    }
+}
+
+/* Scratch bytes one row needs. */
+static size_t row_scratch(const row_args *a) {
+    size_t n = (size_t)a->n;
+    if (a->job == JOB_TOPK) return (2 * n + (size_t)a->k) * sizeof(pair64);
+    rec_mode m = plan_mode(a->dt, a->n, a->job == JOB_ARGSORT);
+    return 2 * n * rec_size(a->dt, m);
+}
+
+/* Sorts one row: source at soff, outputs at doff (elements). */
+static void run_row(const row_args *a, int64_t soff, int64_t doff, void *scratch, int T,
+                    int64_t (*hist)[256]) {
+    size_t es = emily_dtype_size(a->dt);
+    const char *s = a->sbase + (size_t)soff * es;
+    int64_t n = a->n;
+    if (a->job == JOB_SORT) {
+        row_records(a->dt, s, a->ss, n, a->desc, REC_KEYS, scratch);
+        void *keys = sort_records(a->dt, REC_KEYS, scratch, n, T, hist);
+        char *d = a->dbase + (size_t)doff * es;
+        row_unkeys(a->dt, keys, n, a->desc, d, a->ds);
+        if (emily_dtype_is_float(a->dt)) fix_zeros_and_nans(a->dt, keys, n, a->desc, s, a->ss, d, a->ds);
+        return;
+    }
+    char *di = a->ibase + (size_t)doff * emily_dtype_size(a->idt);
+    if (a->job == JOB_ARGSORT) {
+        rec_mode m = plan_mode(a->dt, n, true);
+        row_records(a->dt, s, a->ss, n, a->desc, m, scratch);
+        void *recs = sort_records(a->dt, m, scratch, n, T, hist);
+        row_positions(a->idt, m, recs, n, di, a->ds);
+        return;
+    }
+    /* top_k: descending records, the k first */
+    pair64 *recs = scratch, *best;
+    row_records(a->dt, s, a->ss, n, true, REC_PAIR, recs);
+    if (a->k * 8 >= n || n <= SORT_SMALL) {
+        best = sort_records(a->dt, REC_PAIR, recs, n, T, hist);
+    } else {
+        best = recs + 2 * n;
+        topk_select(recs, n, a->k, best);
+    }
+    char *dv = a->dbase + (size_t)doff * es;
+    for (int64_t i = 0; i < a->k; i++) {
+        memcpy(dv + (size_t)(i * a->ds) * es, s + (size_t)((int64_t)best[i].idx * a->ss) * es, es);
+        put_index(di, a->idt, i * a->ds, best[i].idx);
+    }
+}
+
+/* Runs the job over every row of src along `axis`; dst gives the
+ * output strides (values or indices, same rank as src). */
+static emily_status run_rows(const char *op, row_args *a, const emily_tensor *src,
+                             const emily_tensor *dst, int axis) {
+    row_walk w;
+    emily_status s = walk_init(&w, src, dst, axis, op);
+    if (s) return s;
+    a->n = src->shape[axis];
+    a->ss = src->strides[axis];
+    a->ds = dst->strides[axis];
+    a->sbase = emily_tensor_base(src);
+    size_t need = row_scratch(a);
+    int64_t total = w.rows * a->n;
+    int nth = omp_get_max_threads();
+    if (w.rows == 1 || total < SORT_PAR_MIN || nth < 2) {
+        /* serial rows; a long single row may still split its passes */
+        int T = (w.rows == 1 && a->n >= SORT_PAR_ROW_MIN && nth > 1) ? nth : 1;
+        void *scratch = malloc(need ? need : 1);
+        int64_t (*hist)[256] = malloc(sizeof(int64_t) * 256 * (size_t)T);
+        if (!scratch || !hist) {
+            free(scratch);
+            free(hist);
+            free(w.shape);
+            return emily_error(EMILY_ERR_MEMORY, "%s: out of host memory for rows of %lld elements",
+                               op, (long long)a->n);
+        }
+        for (int64_t r = 0; r < w.rows; r++) {
+            int64_t so, dso;
+            walk_offsets(&w, r, &so, &dso);
+            run_row(a, so, dso, scratch, T, hist);
+        }
+        free(scratch);
+        free(hist);
+        free(w.shape);
+        return EMILY_OK;
+    }
+    /* rows split over threads, one scratch per chunk of rows */
+    int64_t chunks = (int64_t)nth * 4 < w.rows ? (int64_t)nth * 4 : w.rows;
+    atomic_int failed = 0;
+    EMILY_PAR_FOR(true, c, chunks, {
+        int64_t lo = w.rows * c / chunks, hi = w.rows * (c + 1) / chunks;
+        void *scratch = malloc(need ? need : 1);
+        int64_t(*hist)[256] = malloc(sizeof(int64_t) * 256);
+        if (!scratch || !hist) {
+            atomic_store(&failed, 1);
+        } else {
+            for (int64_t r = lo; r < hi; r++) {
+                int64_t so, dso;
+                walk_offsets(&w, r, &so, &dso);
+                run_row(a, so, dso, scratch, 1, hist);
+            }
+        }
+        free(scratch);
+        free(hist);
+    });
+    free(w.shape);
+    if (atomic_load(&failed))
+        return emily_error(EMILY_ERR_MEMORY, "%s: out of host memory for rows of %lld elements", op,
+                           (long long)a->n);
+    return EMILY_OK;
+}
+
+/* ---- kernels --------------------------------------------------------------- */
+
+static emily_status cpu_sort(emily_tensor *dst, const emily_tensor *src, int axis, bool descending) {
+    if (src->size == 0) return EMILY_OK;
+    row_args a = {.job = JOB_SORT, .dt = src->dtype, .idt = src->dtype, .desc = descending};
+    a.dbase = emily_tensor_base(dst);
+    return run_rows("sort", &a, src, dst, axis);
+}
+
+static emily_status cpu_argsort(emily_tensor *dst, const emily_tensor *src, int axis,
+                                bool descending) {
+    if (src->size == 0) return EMILY_OK;
+    row_args a = {.job = JOB_ARGSORT, .dt = src->dtype, .idt = dst->dtype, .desc = descending};
+    a.ibase = emily_tensor_base(dst);
+    return run_rows("argsort", &a, src, dst, axis);
+}
+
+static emily_status cpu_top_k(emily_tensor *values, emily_tensor *indices, const emily_tensor *src,
+                              int64_t k) {
+    if (values->size == 0) return EMILY_OK;
+    row_args a = {.job = JOB_TOPK, .dt = src->dtype, .idt = indices->dtype, .desc = true, .k = k};
+    a.dbase = emily_tensor_base(values);
+    a.ibase = emily_tensor_base(indices);
+    return run_rows("top_k", &a, src, values, src->rank - 1);
+}
+
+static const struct emily_sort_kernels cpu_sort_kernels = {
+    .sort = cpu_sort,
+    .argsort = cpu_argsort,
+    .top_k = cpu_top_k,
+};
+
+const struct emily_sort_kernels *const emily_cpu_sort_kernels = &cpu_sort_kernels;

@@ -1,6 +1,111 @@
-/* Nx callbacks: index family. */
+/* Nx callbacks: index family.
+ *
+ * take(out, tensor, indices, opts)            Nx 0.13: Nx.Block.Take's
+ * take_along_axis(out, tensor, indices, opts)   fields (axis) as opts
+ * take(out, tensor, indices, axis)             Nx 0.7: a bare axis
+ * take_along_axis(out, tensor, indices, axis)
+ * gather(out, tensor, indices, opts)           opts: axes
+ * indexed_add(out, target, indices, updates, opts)   opts: axes
+ * indexed_put(out, target, indices, updates, opts)
+ *
+ * Output shapes follow from the arguments; the type of indexed_add/put
+ * is Nx.Type.merge(target, updates), which Nx decides from the inputs
+ * (the template's type in RUN mode, inferred in INFER mode). */
+#include <limits.h>
 #include "nx/callback.h"
 
+/* The axis argument: an opts list with :axis (default 0) or an integer. */
+static emily_status axis_arg(emily_call *c, size_t i, int *axis) {
+    *axis = 0;
+    const emily_value *v = call_arg(c, i);
+    if (!v || v->kind == EMILY_V_NIL) return EMILY_OK;
+    int64_t a;
+    emily_status s;
+    if (v->kind == EMILY_V_OPTS) {
+        const emily_value *av = opt_get(v, "axis");
+        if (!av || av->kind == EMILY_V_NIL) return EMILY_OK;
+        if ((s = value_int(c, av, "axis", &a))) return s;
+    } else if ((s = value_int(c, v, "axis", &a))) {
+        return s;
+    }
+    if (a < INT_MIN || a > INT_MAX) return call_fail(c, EMILY_ERR_AXIS, "axis %lld is out of range", (long long)a);
+    *axis = (int)a;
+    return EMILY_OK;
+}
+
+/* The :axes option of the opts argument at i (NULL when absent/nil). */
+static emily_status axes_opt(emily_call *c, size_t i, int **axes, int *naxes) {
+    *axes = NULL;
+    *naxes = -1;
+    const emily_value *v = call_arg(c, i);
+    if (!v || v->kind == EMILY_V_NIL) return EMILY_OK;
+    const emily_value *opts;
+    emily_status s = call_opts(c, i, &opts);
+    if (s) return s;
+    const emily_value *av = opt_get(opts, "axes");
+    if (!av) return EMILY_OK;
+    return value_axes(c, av, "axes", axes, naxes);
+}
+
+static emily_status cb_take(emily_call *c) {
+    emily_status s = call_arity(c, 2, 3);
+    if (s) return s;
+    emily_tensor *t, *idx, *out;
+    int axis;
+    if ((s = call_tensor(c, 0, &t))) return s;
+    if ((s = call_tensor(c, 1, &idx))) return s;
+    if ((s = axis_arg(c, 2, &axis))) return s;
+    if ((s = emily_take(t, idx, axis, &out))) return s;
+    return call_return(c, out);
+}
+
+static emily_status cb_take_along_axis(emily_call *c) {
+    emily_status s = call_arity(c, 2, 3);
+    if (s) return s;
+    emily_tensor *t, *idx, *out;
+    int axis;
+    if ((s = call_tensor(c, 0, &t))) return s;
+    if ((s = call_tensor(c, 1, &idx))) return s;
+    if ((s = axis_arg(c, 2, &axis))) return s;
+    if ((s = emily_take_along_axis(t, idx, axis, &out))) return s;
+    return call_return(c, out);
+}
+
+static emily_status cb_gather(emily_call *c) {
+    emily_status s = call_arity(c, 2, 3);
+    if (s) return s;
+    emily_tensor *t, *idx, *out;
+    int *axes, naxes;
+    if ((s = call_tensor(c, 0, &t))) return s;
+    if ((s = call_tensor(c, 1, &idx))) return s;
+    if ((s = axes_opt(c, 2, &axes, &naxes))) return s;
+    if ((s = emily_gather(t, idx, naxes, axes, &out))) return s;
+    return call_return(c, out);
+}
+
+static emily_status indexed(emily_call *c, bool add) {
+    emily_status s = call_arity(c, 3, 4);
+    if (s) return s;
+    emily_tensor *t, *idx, *upd, *out;
+    int *axes, naxes;
+    if ((s = call_tensor(c, 0, &t))) return s;
+    if ((s = call_tensor(c, 1, &idx))) return s;
+    if ((s = call_tensor(c, 2, &upd))) return s;
+    if ((s = axes_opt(c, 3, &axes, &naxes))) return s;
+    s = add ? emily_indexed_add(t, idx, upd, naxes, axes, call_out_type(c), &out)
+            : emily_indexed_put(t, idx, upd, naxes, axes, call_out_type(c), &out);
+    if (s) return s;
+    return call_return(c, out);
+}
+
+static emily_status cb_indexed_add(emily_call *c) { return indexed(c, true); }
+static emily_status cb_indexed_put(emily_call *c) { return indexed(c, false); }
+
 const emily_callback_entry emily_callbacks_index[] = {
+    {"take", cb_take},
+    {"take_along_axis", cb_take_along_axis},
+    {"gather", cb_gather},
+    {"indexed_add", cb_indexed_add},
+    {"indexed_put", cb_indexed_put},
     {NULL, NULL},
 };

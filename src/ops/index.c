@@ -1,0 +1,332 @@
+/* Index family: take, take_along_axis, gather, indexed_add, indexed_put.
+ *
+ * Each op checks shapes, axes and types like Nx does, infers the output,
+ * makes the inputs contiguous (a new reference when they already are)
+ * and calls one kernel of the device's index table. Index values are
+ * checked by the kernels, which see the data (see index_kernels.h). */
+#include <stdlib.h>
+#include <string.h>
+#include "ops/common.h"
+#include "ops/index_kernels.h"
+
+static emily_status index_table(const char *op, const emily_engine *e,
+                                const struct emily_index_kernels **k) {
+    if (!e->index)
+        return emily_error(EMILY_ERR_UNSUPPORTED, "%s: not implemented on the %s device", op, e->name);
+    *k = e->index;
+    return EMILY_OK;
+}
+
+static emily_status check_indices_type(const char *op, const emily_tensor *idx) {
+    if (!emily_dtype_is_integer(idx->dtype))
+        return emily_error(EMILY_ERR_TYPE, "%s: indices must be an integer tensor, got %s", op,
+                           emily_dtype_name(idx->dtype));
+    return EMILY_OK;
+}
+
+static int64_t prod(const int64_t *shape, int from, int to) {
+    int64_t p = 1;
+    for (int i = from; i < to; i++) p *= shape[i];
+    return p;
+}
+
+/* Contiguous versions of up to 3 inputs (NULL entries stay NULL). */
+static emily_status contiguous_all(int n, const emily_tensor *const *in, emily_tensor **out) {
+    for (int i = 0; i < n; i++) out[i] = NULL;
+    for (int i = 0; i < n; i++) {
+        if (!in[i]) continue;
+        emily_status s = emily_contiguous(in[i], &out[i]);
+        if (s) {
+            emily_release_all(n, out);
+            return s;
+        }
+    }
+    return EMILY_OK;
+}
+
+/* ---- take ---------------------------------------------------------------- */
+
+emily_status emily_take(const emily_tensor *t, const emily_tensor *indices, int axis,
+                        emily_tensor **out) {
+    const char *op = "take";
+    emily_status s;
+    if ((s = emily_check_out(op, out))) return s;
+    if ((s = emily_check_tensor(op, "tensor", t))) return s;
+    if ((s = emily_check_tensor(op, "indices", indices))) return s;
+    if ((s = check_indices_type(op, indices))) return s;
+    const emily_tensor *ins[2] = {t, indices};
+    const emily_engine *e;
+    if ((s = emily_check_same_device(op, 2, ins, &e))) return s;
+    int ax;
+    if ((s = emily_norm_axis(op, axis, t->rank, &ax))) return s;
+    const struct emily_index_kernels *k = NULL;
+    if ((s = index_table(op, e, &k))) return s;
+    if (!k->take)
+        return emily_error(EMILY_ERR_UNSUPPORTED, "%s: not implemented on the %s device", op, e->name);
+
+    int rank = t->rank - 1 + indices->rank;
+    int64_t *shape = malloc(sizeof(int64_t) * ((size_t)rank + 1));
+    if (!shape) return emily_error(EMILY_ERR_MEMORY, "%s: out of host memory", op);
+    int r = 0;
+    for (int i = 0; i < ax; i++) shape[r++] = t->shape[i];
+    for (int i = 0; i < indices->rank; i++) shape[r++] = indices->shape[i];
+    for (int i = ax + 1; i < t->rank; i++) shape[r++] = t->shape[i];
+    emily_tensor *o;
+    s = emily_empty_like_device(t, t->dtype, rank, shape, &o);
+    free(shape);
+    if (s) return s;
+    if (indices->size > 0) {
+        emily_tensor *c[2];
+        if ((s = contiguous_all(2, ins, c))) {
+            emily_tensor_release(o);
+            return s;
+        }
+        s = k->take(o, c[0], c[1], ax, prod(t->shape, 0, ax), t->shape[ax], prod(t->shape, ax + 1, t->rank));
+        emily_release_all(2, c);
+        if (s) {
+            emily_tensor_release(o);
+            return s;
+        }
+    }
+    *out = o;
+    return EMILY_OK;
+}
+
+/* ---- take_along_axis ----------------------------------------------------- */
+
+emily_status emily_take_along_axis(const emily_tensor *t, const emily_tensor *indices, int axis,
+                                   emily_tensor **out) {
+    const char *op = "take_along_axis";
+    emily_status s;
+    if ((s = emily_check_out(op, out))) return s;
+    if ((s = emily_check_tensor(op, "tensor", t))) return s;
+    if ((s = emily_check_tensor(op, "indices", indices))) return s;
+    if ((s = check_indices_type(op, indices))) return s;
+    const emily_tensor *ins[2] = {t, indices};
+    const emily_engine *e;
+    if ((s = emily_check_same_device(op, 2, ins, &e))) return s;
+    int ax;
+    if ((s = emily_norm_axis(op, axis, t->rank, &ax))) return s;
+    if (indices->rank != t->rank)
+        return emily_error(EMILY_ERR_SHAPE,
+                           "%s: indices %s must have the rank of the tensor %s", op,
+                           EMILY_SHAPE_STR(indices), EMILY_SHAPE_STR(t));
+    for (int i = 0; i < t->rank; i++)
+        if (i != ax && indices->shape[i] != t->shape[i])
+            return emily_error(EMILY_ERR_SHAPE,
+                               "%s: indices %s must match the tensor %s on every axis but %d", op,
+                               EMILY_SHAPE_STR(indices), EMILY_SHAPE_STR(t), ax);
+    const struct emily_index_kernels *k = NULL;
+    if ((s = index_table(op, e, &k))) return s;
+    if (!k->take_along_axis)
+        return emily_error(EMILY_ERR_UNSUPPORTED, "%s: not implemented on the %s device", op, e->name);
+    emily_tensor *o;
+    if ((s = emily_empty_like_device(t, t->dtype, indices->rank, indices->shape, &o))) return s;
+    if (indices->size > 0) {
+        emily_tensor *c[2];
+        if ((s = contiguous_all(2, ins, c))) {
+            emily_tensor_release(o);
+            return s;
+        }
+        s = k->take_along_axis(o, c[0], c[1], ax, prod(t->shape, 0, ax), t->shape[ax],
+                               prod(t->shape, ax + 1, t->rank));
+        emily_release_all(2, c);
+        if (s) {
+            emily_tensor_release(o);
+            return s;
+        }
+    }
+    *out = o;
+    return EMILY_OK;
+}
+
+/* ---- axes lists of gather and indexed ops --------------------------------- */
+
+/* Normalizes `axes` (or the leading `count` axes when NULL) into norm
+ * (count entries, increasing) and marks them in mask (rank entries). */
+static emily_status index_axes(const char *op, const emily_tensor *t, int naxes, const int *axes,
+                               int64_t count, int *norm, bool *mask) {
+    if (count > t->rank)
+        return emily_error(EMILY_ERR_SHAPE,
+                           "%s: the last dimension of indices (%lld) is larger than the rank of "
+                           "the tensor %s", op, (long long)count, EMILY_SHAPE_STR(t));
+    memset(mask, 0, (size_t)t->rank + 1);
+    if (!axes) {
+        for (int i = 0; i < (int)count; i++) {
+            norm[i] = i;
+            mask[i] = true;
+        }
+        return EMILY_OK;
+    }
+    if (naxes != count)
+        return emily_error(EMILY_ERR_SHAPE,
+                           "%s: %d axes given, but the last dimension of indices is %lld", op,
+                           naxes, (long long)count);
+    emily_status s = emily_norm_axes(op, naxes, axes, t->rank, norm, mask);
+    if (s) return s;
+    for (int i = 1; i < naxes; i++)
+        if (norm[i] <= norm[i - 1])
+            return emily_error(EMILY_ERR_AXIS, "%s: axes must be an increasing list, got %d after %d",
+                               op, axes[i], axes[i - 1]);
+    return EMILY_OK;
+}
+
+/* ---- gather -------------------------------------------------------------- */
+
+emily_status emily_gather(const emily_tensor *t, const emily_tensor *indices, int naxes,
+                          const int *axes, emily_tensor **out) {
+    const char *op = "gather";
+    emily_status s;
+    if ((s = emily_check_out(op, out))) return s;
+    if ((s = emily_check_tensor(op, "tensor", t))) return s;
+    if ((s = emily_check_tensor(op, "indices", indices))) return s;
+    if ((s = check_indices_type(op, indices))) return s;
+    const emily_tensor *ins[2] = {t, indices};
+    const emily_engine *e;
+    if ((s = emily_check_same_device(op, 2, ins, &e))) return s;
+    if (indices->rank < 1)
+        return emily_error(EMILY_ERR_SHAPE, "%s: indices must have rank 1 or more, got a scalar", op);
+    if (axes && naxes < 0)
+        return emily_error(EMILY_ERR_ARGUMENT, "%s: negative number of axes (%d)", op, naxes);
+    int64_t last = indices->shape[indices->rank - 1];
+    int *norm = malloc(sizeof(int) * ((size_t)t->rank + 1));
+    bool *mask = malloc((size_t)t->rank + 1);
+    int64_t *shape = malloc(sizeof(int64_t) * ((size_t)t->rank + (size_t)indices->rank + 1));
+    emily_tensor *o = NULL, *c[2] = {NULL, NULL};
+    if (!norm || !mask || !shape) {
+        s = emily_error(EMILY_ERR_MEMORY, "%s: out of host memory", op);
+        goto done;
+    }
+    if ((s = index_axes(op, t, naxes, axes, last, norm, mask))) goto done;
+    const struct emily_index_kernels *k = NULL;
+    if ((s = index_table(op, e, &k))) goto done;
+    if (!k->gather) {
+        s = emily_error(EMILY_ERR_UNSUPPORTED, "%s: not implemented on the %s device", op, e->name);
+        goto done;
+    }
+    int rank = 0;
+    for (int i = 0; i < indices->rank - 1; i++) shape[rank++] = indices->shape[i];
+    for (int i = 0; i < t->rank; i++)
+        if (!mask[i]) shape[rank++] = t->shape[i];
+    if ((s = emily_empty_like_device(t, t->dtype, rank, shape, &o))) goto done;
+    if (indices->size > 0 || (last == 0 && o->size > 0)) {
+        if ((s = contiguous_all(2, ins, c))) goto done;
+        s = k->gather(o, c[0], c[1], (int)last, norm);
+    }
+done:
+    emily_release_all(2, c);
+    free(norm);
+    free(mask);
+    free(shape);
+    if (s) {
+        emily_tensor_release(o);
+        return s;
+    }
+    *out = o;
+    return EMILY_OK;
+}
+
+/* ---- indexed_add / indexed_put ------------------------------------------- */
+
+/* Can `out` hold values of kind `in` (Nx only widens kinds)? */
+static bool kind_fits(emily_dtype in, emily_dtype out) {
+    if (emily_dtype_is_complex(out)) return true;
+    if (emily_dtype_is_complex(in)) return false;
+    if (emily_dtype_is_float(out)) return true;
+    return emily_dtype_is_integer(in);
+}
+
+static emily_status indexed(emily_indexed_op iop, const emily_tensor *target,
+                            const emily_tensor *indices, const emily_tensor *updates, int naxes,
+                            const int *axes, emily_dtype out_type, emily_tensor **out) {
+    const char *op = iop == EMILY_INDEXED_ADD ? "indexed_add" : "indexed_put";
+    emily_status s;
+    if ((s = emily_check_out(op, out))) return s;
+    if ((s = emily_check_tensor(op, "target", target))) return s;
+    if ((s = emily_check_tensor(op, "indices", indices))) return s;
+    if ((s = emily_check_tensor(op, "updates", updates))) return s;
+    if ((s = check_indices_type(op, indices))) return s;
+    const emily_tensor *ins[3] = {target, indices, updates};
+    const emily_engine *e;
+    if ((s = emily_check_same_device(op, 3, ins, &e))) return s;
+    if (indices->rank != 2)
+        return emily_error(EMILY_ERR_SHAPE, "%s: indices must be a rank 2 tensor {n, i}, got %s", op,
+                           EMILY_SHAPE_STR(indices));
+    if (updates->rank < 1 || updates->shape[0] != indices->shape[0])
+        return emily_error(EMILY_ERR_SHAPE,
+                           "%s: the leading axis of indices %s and of updates %s must match", op,
+                           EMILY_SHAPE_STR(indices), EMILY_SHAPE_STR(updates));
+    if (axes && naxes < 0)
+        return emily_error(EMILY_ERR_ARGUMENT, "%s: negative number of axes (%d)", op, naxes);
+    int64_t ni = indices->shape[1];
+    if (ni > target->rank || updates->rank - 1 + ni != target->rank)
+        return emily_error(EMILY_ERR_SHAPE,
+                           "%s: the rank of the target %s must be the rank of updates %s plus the "
+                           "last dimension of indices %s minus one", op, EMILY_SHAPE_STR(target),
+                           EMILY_SHAPE_STR(updates), EMILY_SHAPE_STR(indices));
+    emily_dtype dt = out_type;
+    if (dt == EMILY_DTYPE_AUTO) {
+        dt = emily_type_merge(target->dtype, updates->dtype);
+    } else if (!emily_dtype_valid(dt)) {
+        return emily_error(EMILY_ERR_TYPE, "%s: invalid output type %d", op, (int)dt);
+    } else if (!kind_fits(target->dtype, dt) || !kind_fits(updates->dtype, dt)) {
+        return emily_error(EMILY_ERR_TYPE, "%s: output type %s cannot hold target %s and updates %s",
+                           op, emily_dtype_name(dt), emily_dtype_name(target->dtype),
+                           emily_dtype_name(updates->dtype));
+    }
+    int *norm = malloc(sizeof(int) * ((size_t)target->rank + 1));
+    bool *mask = malloc((size_t)target->rank + 1);
+    emily_tensor *o = NULL, *c[3] = {NULL, NULL, NULL};
+    if (!norm || !mask) {
+        s = emily_error(EMILY_ERR_MEMORY, "%s: out of host memory", op);
+        goto done;
+    }
+    if ((s = index_axes(op, target, naxes, axes, ni, norm, mask))) goto done;
+    for (int i = 0, u = 1; i < target->rank; i++) {
+        if (mask[i]) continue;
+        if (updates->shape[u] > target->shape[i]) {
+            s = emily_error(EMILY_ERR_SHAPE,
+                            "%s: axis %d of updates %s is larger than axis %d of the target %s", op,
+                            u, EMILY_SHAPE_STR(updates), i, EMILY_SHAPE_STR(target));
+            goto done;
+        }
+        u++;
+    }
+    const struct emily_index_kernels *k = NULL;
+    if ((s = index_table(op, e, &k))) goto done;
+    if (!k->indexed) {
+        s = emily_error(EMILY_ERR_UNSUPPORTED, "%s: not implemented on the %s device", op, e->name);
+        goto done;
+    }
+    if ((s = emily_empty_like_device(target, dt, target->rank, target->shape, &o))) goto done;
+    if (o->size > 0) {
+        s = dt == target->dtype ? e->copy(o, target) : e->convert(o, target);
+        if (s) goto done;
+    }
+    if (indices->shape[0] > 0) {
+        if ((s = contiguous_all(3, ins, c))) goto done;
+        s = k->indexed(iop, o, c[0], c[1], c[2], (int)ni, norm);
+    }
+done:
+    emily_release_all(3, c);
+    free(norm);
+    free(mask);
+    if (s) {
+        emily_tensor_release(o);
+        return s;
+    }
+    *out = o;
+    return EMILY_OK;
+}
+
+emily_status emily_indexed_add(const emily_tensor *target, const emily_tensor *indices,
+                               const emily_tensor *updates, int naxes, const int *axes,
+                               emily_dtype out_type, emily_tensor **out) {
+    return indexed(EMILY_INDEXED_ADD, target, indices, updates, naxes, axes, out_type, out);
+}
+
+emily_status emily_indexed_put(const emily_tensor *target, const emily_tensor *indices,
+                               const emily_tensor *updates, int naxes, const int *axes,
+                               emily_dtype out_type, emily_tensor **out) {
+    return indexed(EMILY_INDEXED_PUT, target, indices, updates, naxes, axes, out_type, out);
+}
