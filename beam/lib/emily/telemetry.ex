@@ -25,12 +25,6 @@ defmodule Emily.Telemetry do
   """
 
   @telemetry Code.ensure_loaded?(:telemetry)
-  # :telemetry's own handler lookup (one ETS read, what :telemetry.execute
-  # does first): when nothing listens to an event, building its metadata
-  # and the span's timestamps is skipped. It costs a few hundred
-  # nanoseconds per op instead of a microsecond or more.
-  @lookup @telemetry and Code.ensure_loaded?(:telemetry_handler_table) and
-            function_exported?(:telemetry_handler_table, :list_for_event, 1)
 
   @doc "Whether events are emitted (`:telemetry` was available at compile time)."
   def enabled?, do: @telemetry
@@ -54,7 +48,12 @@ defmodule Emily.Telemetry do
     not @telemetry ->
       nil
 
-    @lookup ->
+    # :telemetry's own handler lookup (one ETS read, what :telemetry.execute
+    # does first): when nothing listens to an event, building its metadata
+    # and the span's timestamps is skipped. It costs a few hundred
+    # nanoseconds per op instead of a microsecond or more.
+    Code.ensure_loaded?(:telemetry_handler_table) and
+        function_exported?(:telemetry_handler_table, :list_for_event, 1) ->
       defp listened?(kind) do
         :telemetry_handler_table.list_for_event([:emily, kind, :stop]) != [] or
           :telemetry_handler_table.list_for_event([:emily, kind, :start]) != [] or
