@@ -1,10 +1,15 @@
 # libemily build. `make` builds the library (static and shared), the demo,
 # the conformance runner and the unit tests into $(BUILD).
-#   make SAN=1          AddressSanitizer + UndefinedBehaviorSanitizer build (build-san/)
+#   make SAN=1          AddressSanitizer + UndefinedBehaviorSanitizer build (build-san/, CPU engine only)
 #   make CUDA=0         CPU-only even where nvcc is present
 CC ?= gcc
 SAN ?= 0
 NVCC ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
+# Sanitizer builds check the host code: they leave the CUDA engine out (its
+# device code is compiled, and tested on a GPU, by the normal build).
+ifeq ($(SAN),1)
+CUDA ?= 0
+endif
 CUDA ?= $(if $(and $(NVCC),$(wildcard src/cuda/*.cu)),1,0)
 CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
 
