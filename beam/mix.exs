@@ -72,15 +72,16 @@ defmodule Emily.MixProject do
   end
 
   # Each Nx checkout (and Elixir version) builds into its own directory,
-  # so switching between them does not recompile everything.
+  # so switching between them does not recompile everything; so do builds
+  # with the debug checks compiled in (config/config.exs).
   defp build_path do
-    case nx_mode() do
-      {:path, nx} ->
-        "_build/nx-#{:erlang.phash2({nx, System.version()})}"
+    base =
+      case nx_mode() do
+        {:path, nx} -> "_build/nx-#{:erlang.phash2({nx, System.version()})}"
+        _ -> "_build"
+      end
 
-      _ ->
-        "_build"
-    end
+    if System.get_env("EMILY_DEBUG_CHECKS") == "1", do: base <> "-debug", else: base
   end
 end
 

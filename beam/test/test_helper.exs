@@ -15,4 +15,12 @@ unless nx? do
 end
 
 ExUnit.after_suite(fn _ -> Emily.Test.CorpusCase.print_summary() end)
-ExUnit.start(exclude: if(nx?, do: [], else: [:nx]))
+# the debug-check tests need Emily.Backend compiled with the checks on
+debug_checks? = Application.get_env(:emily, :debug_bounds_check, false)
+exclude = if(nx?, do: [], else: [:nx]) ++ if(debug_checks?, do: [], else: [:debug_checks])
+
+# Nx doctests whose printed output Emily is not expected to reproduce, each
+# with its reason (test/support/nx_exclusions.ex)
+exclude = exclude ++ Emily.Test.NxExclusions.filters()
+if nx?, do: Emily.Test.NxExclusions.print()
+ExUnit.start(exclude: exclude)

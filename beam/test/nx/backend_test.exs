@@ -35,7 +35,7 @@ if Code.ensure_loaded?(Nx) do
       assert_raise ArgumentError, ~r/only the :device option/, fn -> Emily.Backend.init(foo: 1) end
       assert_raise ArgumentError, ~r/unknown device/, fn -> Emily.Backend.init(device: :tpu) end
 
-      assert_raise ArgumentError, ~r/cuda:99|not found/, fn ->
+      assert_raise ArgumentError, ~r/cuda/, fn ->
         Emily.Backend.init(device: {:cuda, 99})
       end
     end
