@@ -3,7 +3,7 @@
  * pair, generated below, picked from a 14x14 table. */
 #include "core/scalar_convert.h"
 #include "cpu/kernels.h"
-#include "cpu/unary_map.h"
+#include "cpu/unary_simd.h"
 
 _Static_assert(EMILY_SC_U8 == (int)EMILY_U8 && EMILY_SC_S8 == (int)EMILY_S8 &&
                    EMILY_SC_F16 == (int)EMILY_F16 && EMILY_SC_BF16 == (int)EMILY_BF16 &&
@@ -86,5 +86,12 @@ emily_status emily_cpu_convert(emily_tensor *dst, const emily_tensor *src) {
         return emily_error(EMILY_ERR_TYPE, "as_type: invalid dtype (%d to %d)", (int)src->dtype,
                            (int)dst->dtype);
     if (dst->dtype == src->dtype) return emily_cpu_copy(dst, src);
-    return emily_cpu_map(dst, src, convert_table[src->dtype][dst->dtype]);
+    if (dst->size > 0 && emily_tensor_is_contiguous(src) && emily_tensor_is_contiguous(dst)) {
+        emily_vec_fn vf = emily_convert_simd(src->dtype, dst->dtype);
+        if (vf) {
+            emily_cpu_map_contiguous(dst, src, vf);
+            return EMILY_OK;
+        }
+    }
+    return emily_cpu_map(dst, src, convert_table[src->dtype][dst->dtype], NULL);
 }

@@ -4,6 +4,7 @@
 #include "core/scalar_convert.h"
 #include "cpu/kernels.h"
 #include "cpu/strided.h"
+#include "cpu/unary_map.h"
 
 /* The bytes of one element of `dtype` holding the scalar. */
 static void scalar_bytes(emily_dtype dtype, const emily_scalar *v, unsigned char *out) {
@@ -17,57 +18,66 @@ static void scalar_bytes(emily_dtype dtype, const emily_scalar *v, unsigned char
 
 typedef struct { uint64_t lo, hi; } u128;
 
-#define FILL_LOOP(T)                                                                   \
-    do {                                                                               \
-        T val;                                                                         \
-        memcpy(&val, bytes, sizeof val);                                               \
-        _Pragma("omp parallel for if (total >= EMILY_PARALLEL_MIN) schedule(static)")  \
-        for (int64_t pos = 0; pos < it.outer_n; pos++) {                               \
-            int64_t off[1];                                                            \
-            emily_iter_offsets(&it, pos, off);                                         \
-            T *d = (T *)base + off[0];                                                 \
-            int64_t st = it.inner_stride[0];                                           \
-            if (st == 1)                                                               \
-                for (int64_t i = 0; i < it.inner_n; i++) d[i] = val;                   \
-            else                                                                       \
-                for (int64_t i = 0; i < it.inner_n; i++) d[i * st] = val;              \
-        }                                                                              \
-    } while (0)
+/* Fill run functions: write the element held by ctx, ignore the input. */
+#define FILL_RUN(NAME, T)                                                              \
+    static void NAME(char *d_, int64_t ds, const char *s_, int64_t ss, int64_t n,      \
+                     const void *ctx) {                                                \
+        (void)s_;                                                                      \
+        (void)ss;                                                                      \
+        T v, *d = (T *)d_;                                                             \
+        memcpy(&v, ctx, sizeof v);                                                     \
+        if (ds == 1)                                                                   \
+            for (int64_t i = 0; i < n; i++) d[i] = v;                                  \
+        else                                                                           \
+            for (int64_t i = 0; i < n; i++) d[i * ds] = v;                             \
+    }
+FILL_RUN(fill1, uint8_t)
+FILL_RUN(fill2, uint16_t)
+FILL_RUN(fill4, uint32_t)
+FILL_RUN(fill8, uint64_t)
+FILL_RUN(fill16, u128)
+
+#define ZERO_CHUNK ((int64_t)1 << 20)
+typedef struct {
+    char *base;
+    int64_t nbytes;
+} zero_job;
+static void zero_chunk(void *p, int64_t c) {
+    const zero_job *j = p;
+    int64_t lo = c * ZERO_CHUNK, n = j->nbytes - lo < ZERO_CHUNK ? j->nbytes - lo : ZERO_CHUNK;
+    memset(j->base + lo, 0, (size_t)n);
+}
 
 emily_status emily_cpu_fill(emily_tensor *dst, const emily_scalar *value) {
     if (dst->size == 0) return EMILY_OK;
     unsigned char bytes[16] = {0};
     scalar_bytes(dst->dtype, value, bytes);
     size_t es = emily_dtype_size(dst->dtype);
-    int64_t total = dst->size;
-    char *base = emily_tensor_base(dst);
     bool zero = true;
     for (size_t i = 0; i < es; i++) zero = zero && bytes[i] == 0;
     if (zero && emily_tensor_is_contiguous(dst)) {
-        /* split so both cores touch (and fault in) their half */
-        int64_t nbytes = total * (int64_t)es, chunk = 1 << 20;
-        int64_t nchunks = (nbytes + chunk - 1) / chunk;
-        #pragma omp parallel for if (nchunks > 1) schedule(static)
-        for (int64_t c = 0; c < nchunks; c++) {
-            int64_t lo = c * chunk, n = nbytes - lo < chunk ? nbytes - lo : chunk;
-            memset(base + lo, 0, (size_t)n);
+        /* all-zero bytes: memset, split so both cores touch (and fault
+         * in) their part */
+        zero_job j = {emily_tensor_base(dst), dst->size * (int64_t)es};
+        int64_t chunks = (j.nbytes + ZERO_CHUNK - 1) / ZERO_CHUNK;
+        if (dst->size < EMILY_PARALLEL_MIN) {
+            for (int64_t c = 0; c < chunks; c++) zero_chunk(&j, c);
+        } else {
+            emily_cpu_hint_output(dst);
+            emily_cpu_parallel(chunks, zero_chunk, &j);
         }
         return EMILY_OK;
     }
-    const emily_tensor *ts[1] = {dst};
-    emily_iter it;
-    emily_status s = emily_iter_tensors(&it, 1, ts);
-    if (s) return s;
+    emily_run_fn fn;
     switch (es) {
-    case 1: FILL_LOOP(uint8_t); break;
-    case 2: FILL_LOOP(uint16_t); break;
-    case 4: FILL_LOOP(uint32_t); break;
-    case 8: FILL_LOOP(uint64_t); break;
-    case 16: FILL_LOOP(u128); break;
-    default: s = emily_error(EMILY_ERR_INTERNAL, "constant: bad element size %zu", es);
+    case 1: fn = fill1; break;
+    case 2: fn = fill2; break;
+    case 4: fn = fill4; break;
+    case 8: fn = fill8; break;
+    case 16: fn = fill16; break;
+    default: return emily_error(EMILY_ERR_INTERNAL, "constant: bad element size %zu", es);
     }
-    emily_iter_free(&it);
-    return s;
+    return emily_cpu_map(dst, dst, fn, bytes);
 }
 
 static inline emily_c64 mk_c64(double re) {
@@ -79,31 +89,28 @@ static inline emily_c128 mk_c128(double re) {
     return z;
 }
 
+typedef struct {
+    void *base;
+    emily_dtype dtype;
+    int axis;
+    int64_t inner, dim, total;
+} iota_job;
+
 /* d[k] = the k-th counter value (k itself, or its index along the axis:
  * (k / inner) % dim), written as T by EXPR of the int64 `v`. */
 #define IOTA_LOOP(T, EXPR)                                                             \
     do {                                                                               \
-        T *d = (T *)base;                                                              \
-        _Pragma("omp parallel for if (total >= EMILY_PARALLEL_MIN) schedule(static)")  \
-        for (int64_t k = 0; k < total; k++) {                                          \
-            int64_t v = axis < 0 ? k : (k / inner) % dim;                              \
+        T *d = (T *)j->base;                                                           \
+        for (int64_t k = k0; k < k1; k++) {                                            \
+            int64_t v = j->axis < 0 ? k : (k / j->inner) % j->dim;                     \
             d[k] = (EXPR);                                                             \
         }                                                                              \
     } while (0)
 
-emily_status emily_cpu_iota(emily_tensor *dst, int axis) {
-    if (dst->size == 0) return EMILY_OK;
-    if (!emily_tensor_is_contiguous(dst))
-        return emily_error(EMILY_ERR_INTERNAL, "iota: the output must be contiguous");
-    if (axis >= dst->rank)
-        return emily_error(EMILY_ERR_AXIS, "iota: axis %d out of range for rank %d", axis, dst->rank);
-    int64_t inner = 1, dim = 1, total = dst->size;
-    if (axis >= 0) {
-        dim = dst->shape[axis];
-        for (int i = axis + 1; i < dst->rank; i++) inner *= dst->shape[i];
-    }
-    void *base = emily_tensor_base(dst);
-    switch (dst->dtype) {
+static void iota_chunk(void *p, int64_t c) {
+    const iota_job *j = p;
+    int64_t k0 = c * EMILY_MAP_CHUNK, k1 = j->total - k0 < EMILY_MAP_CHUNK ? j->total : k0 + EMILY_MAP_CHUNK;
+    switch (j->dtype) {
     case EMILY_U8: IOTA_LOOP(uint8_t, (uint8_t)v); break;
     case EMILY_U16: IOTA_LOOP(uint16_t, (uint16_t)v); break;
     case EMILY_U32: IOTA_LOOP(uint32_t, (uint32_t)v); break;
@@ -118,7 +125,29 @@ emily_status emily_cpu_iota(emily_tensor *dst, int axis) {
     case EMILY_F64: IOTA_LOOP(double, (double)v); break;
     case EMILY_C64: IOTA_LOOP(emily_c64, mk_c64((double)v)); break;
     case EMILY_C128: IOTA_LOOP(emily_c128, mk_c128((double)v)); break;
-    default: return emily_error(EMILY_ERR_TYPE, "iota: invalid dtype %d", (int)dst->dtype);
+    default: break;
+    }
+}
+
+emily_status emily_cpu_iota(emily_tensor *dst, int axis) {
+    if (dst->size == 0) return EMILY_OK;
+    if (!emily_tensor_is_contiguous(dst))
+        return emily_error(EMILY_ERR_INTERNAL, "iota: the output must be contiguous");
+    if (axis >= dst->rank)
+        return emily_error(EMILY_ERR_AXIS, "iota: axis %d out of range for rank %d", axis, dst->rank);
+    if (!emily_dtype_valid(dst->dtype))
+        return emily_error(EMILY_ERR_TYPE, "iota: invalid dtype %d", (int)dst->dtype);
+    iota_job j = {emily_tensor_base(dst), dst->dtype, axis < 0 ? -1 : axis, 1, 1, dst->size};
+    if (axis >= 0) {
+        j.dim = dst->shape[axis];
+        for (int i = axis + 1; i < dst->rank; i++) j.inner *= dst->shape[i];
+    }
+    int64_t chunks = (j.total + EMILY_MAP_CHUNK - 1) / EMILY_MAP_CHUNK;
+    if (j.total < EMILY_PARALLEL_MIN) {
+        for (int64_t c = 0; c < chunks; c++) iota_chunk(&j, c);
+    } else {
+        emily_cpu_hint_output(dst);
+        emily_cpu_parallel(chunks, iota_chunk, &j);
     }
     return EMILY_OK;
 }

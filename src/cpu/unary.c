@@ -1,7 +1,7 @@
 /* CPU kernels: every unary op, with Nx's per-element semantics from
  * core/scalar_unary.h. Generated run functions per (op, src, dst) are
- * picked by pick_run; contiguous f32 inputs of the hot transcendental
- * ops go to SIMD code (unary_simd.h) when the CPU has it.
+ * picked by pick_run; contiguous inputs of the hot ops go to SIMD code
+ * (unary_simd.h) when the CPU has it.
  *
  * Floating ops on f16/bf16/f32 compute in double and round once, like
  * the reference; integer inputs arrive widened to f64 with an f32
@@ -254,32 +254,18 @@ static emily_run_fn pick_run(emily_unary_op op, emily_dtype sd, emily_dtype dd) 
     return NULL;
 }
 
-/* ---- contiguous f32 SIMD path -------------------------------------------- */
-
-static emily_status run_vec_f32(emily_vec_f32_fn fn, emily_tensor *dst, const emily_tensor *src) {
-    float *d = emily_tensor_base(dst);
-    const float *s = emily_tensor_base(src);
-    int64_t total = dst->size;
-    int64_t chunks = (total + EMILY_MAP_CHUNK - 1) / EMILY_MAP_CHUNK;
-    #pragma omp parallel for if (total >= EMILY_PARALLEL_MIN) schedule(static)
-    for (int64_t c = 0; c < chunks; c++) {
-        int64_t i0 = c * EMILY_MAP_CHUNK;
-        int64_t n = total - i0 < EMILY_MAP_CHUNK ? total - i0 : EMILY_MAP_CHUNK;
-        fn(d + i0, s + i0, n);
-    }
-    return EMILY_OK;
-}
-
 emily_status emily_cpu_unary(emily_unary_op op, emily_tensor *dst, const emily_tensor *src) {
     if (dst->size == 0) return EMILY_OK;
-    if (src->dtype == EMILY_F32 && dst->dtype == EMILY_F32 && emily_tensor_is_contiguous(src) &&
-        emily_tensor_is_contiguous(dst)) {
-        emily_vec_f32_fn vf = emily_unary_simd_f32(op);
-        if (vf) return run_vec_f32(vf, dst, src);
+    if (emily_tensor_is_contiguous(src) && emily_tensor_is_contiguous(dst)) {
+        emily_vec_fn vf = emily_unary_simd(op, src->dtype, dst->dtype);
+        if (vf) {
+            emily_cpu_map_contiguous(dst, src, vf);
+            return EMILY_OK;
+        }
     }
     emily_run_fn fn = pick_run(op, src->dtype, dst->dtype);
     if (!fn)
         return emily_error(EMILY_ERR_TYPE, "%s: no cpu kernel from %s to %s", emily_unary_op_name(op),
                            emily_dtype_name(src->dtype), emily_dtype_name(dst->dtype));
-    return emily_cpu_map(dst, src, fn);
+    return emily_cpu_map(dst, src, fn, NULL);
 }

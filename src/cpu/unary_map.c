@@ -1,30 +1,279 @@
-/* The one-input element-wise driver (see unary_map.h). */
+/* The element-wise drivers and the caller-runs parallel loop (see
+ * unary_map.h). */
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 #include "cpu/strided.h"
 #include "cpu/unary_map.h"
 
-emily_status emily_cpu_map(emily_tensor *dst, const emily_tensor *src, emily_run_fn fn) {
+/* ---- the helper pool -------------------------------------------------------
+ *
+ * One job at a time (job_lock; a caller that cannot take it runs its
+ * loop alone). A job is published as: seq made odd, fields written, seq
+ * made even (a seqlock, so a helper never acts on half-written fields),
+ * then `next` set to (generation << 32 | 0). Chunks are claimed by
+ * incrementing the low half of `next`; helpers claim with a CAS that also
+ * checks the generation, so a helper that read a finished job's fields
+ * can never claim a chunk of the next one. The caller returns once
+ * `done` reaches the chunk count: every claimed chunk has finished. */
+
+#define MAX_HELPERS 63
+#define SPIN_ROUNDS 4000
+
+static struct {
+    pthread_mutex_t job_lock;
+    pthread_mutex_t wake_lock;
+    pthread_cond_t wake;
+    atomic_uint_fast64_t seq;  /* even: a job's fields are complete */
+    _Atomic(emily_chunk_fn) fn; /* job fields, written under odd seq */
+    _Atomic(void *) ctx;
+    atomic_int_fast64_t n;
+    atomic_uint_fast64_t next; /* generation << 32 | next chunk */
+    atomic_int_fast64_t done;  /* chunks finished in this job */
+    atomic_int sleeping;       /* helpers blocked on `wake` */
+    atomic_int state;          /* 0 not started, 1 starting, 2 ready */
+    int helpers;
+} pool = {
+    .job_lock = PTHREAD_MUTEX_INITIALIZER,
+    .wake_lock = PTHREAD_MUTEX_INITIALIZER,
+    .wake = PTHREAD_COND_INITIALIZER,
+};
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+static inline uint64_t gen_of(uint64_t seq) { return (seq >> 1) & 0xffffffffu; }
+
+/* Claims and runs chunks of the job with fields (fn, ctx, n) while the
+ * counter still belongs to generation g. */
+static void help(uint64_t g, emily_chunk_fn fn, void *ctx, int64_t n) {
+    uint64_t v = atomic_load_explicit(&pool.next, memory_order_acquire);
+    for (;;) {
+        if ((v >> 32) != g || (int64_t)(v & 0xffffffffu) >= n) return;
+        if (atomic_compare_exchange_weak_explicit(&pool.next, &v, v + 1, memory_order_acq_rel,
+                                                  memory_order_acquire)) {
+            fn(ctx, (int64_t)(v & 0xffffffffu));
+            atomic_fetch_add_explicit(&pool.done, 1, memory_order_release);
+            v = atomic_load_explicit(&pool.next, memory_order_acquire);
+        }
+    }
+}
+
+static void *helper_main(void *arg) {
+    (void)arg;
+    uint64_t seen = atomic_load(&pool.seq);
+    for (;;) {
+        uint64_t s = atomic_load_explicit(&pool.seq, memory_order_acquire);
+        for (int spin = 0; (s == seen || (s & 1)) && spin < SPIN_ROUNDS; spin++) {
+            cpu_relax();
+            s = atomic_load_explicit(&pool.seq, memory_order_acquire);
+        }
+        if (s == seen || (s & 1)) {
+            pthread_mutex_lock(&pool.wake_lock);
+            atomic_fetch_add(&pool.sleeping, 1);
+            while ((s = atomic_load(&pool.seq)) == seen || (s & 1))
+                pthread_cond_wait(&pool.wake, &pool.wake_lock);
+            atomic_fetch_sub(&pool.sleeping, 1);
+            pthread_mutex_unlock(&pool.wake_lock);
+        }
+        /* read the job under the seqlock */
+        emily_chunk_fn fn = atomic_load_explicit(&pool.fn, memory_order_relaxed);
+        void *ctx = atomic_load_explicit(&pool.ctx, memory_order_relaxed);
+        int64_t n = (int64_t)atomic_load_explicit(&pool.n, memory_order_relaxed);
+        atomic_thread_fence(memory_order_acquire);
+        if (atomic_load_explicit(&pool.seq, memory_order_relaxed) != s) continue; /* changed: retry */
+        seen = s;
+        help(gen_of(s), fn, ctx, n);
+    }
+    return NULL;
+}
+
+/* A forked child has none of the parent's helper threads: start over. */
+static void pool_after_fork_child(void) {
+    pthread_mutex_init(&pool.job_lock, NULL);
+    pthread_mutex_init(&pool.wake_lock, NULL);
+    pthread_cond_init(&pool.wake, NULL);
+    atomic_store(&pool.sleeping, 0);
+    atomic_store(&pool.state, 0);
+    pool.helpers = 0;
+}
+
+static int wanted_threads(void) {
+#ifdef _OPENMP
+    int n = omp_get_max_threads();
+#else
+    long c = sysconf(_SC_NPROCESSORS_ONLN);
+    int n = c > 0 ? (int)c : 1;
+#endif
+    return n < 1 ? 1 : n > MAX_HELPERS + 1 ? MAX_HELPERS + 1 : n;
+}
+
+/* Starts the helpers once; returns how many run (0: loop alone). */
+static int pool_helpers(void) {
+    int st = atomic_load_explicit(&pool.state, memory_order_acquire);
+    if (st == 2) return pool.helpers;
+    int expected = 0;
+    if (!atomic_compare_exchange_strong(&pool.state, &expected, 1)) {
+        /* another thread is starting them: run alone this time */
+        return atomic_load_explicit(&pool.state, memory_order_acquire) == 2 ? pool.helpers : 0;
+    }
+    static atomic_int atfork_done;
+    if (!atomic_exchange(&atfork_done, 1)) pthread_atfork(NULL, NULL, pool_after_fork_child);
+    int want = wanted_threads() - 1, started = 0;
+    for (; started < want; started++) {
+        pthread_t th;
+        pthread_attr_t attr;
+        if (pthread_attr_init(&attr)) break;
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        int err = pthread_create(&th, &attr, helper_main, NULL);
+        pthread_attr_destroy(&attr);
+        if (err) break; /* fewer helpers (maybe none): still correct */
+    }
+    pool.helpers = started;
+    atomic_store_explicit(&pool.state, 2, memory_order_release);
+    return started;
+}
+
+void emily_cpu_parallel(int64_t nchunks, emily_chunk_fn fn, void *ctx) {
+    if (nchunks <= 0) return;
+    if (nchunks == 1 || nchunks > 0xffffffffll || pool_helpers() == 0 ||
+        pthread_mutex_trylock(&pool.job_lock) != 0) {
+        for (int64_t c = 0; c < nchunks; c++) fn(ctx, c);
+        return;
+    }
+    /* publish */
+    uint64_t s = atomic_load_explicit(&pool.seq, memory_order_relaxed);
+    atomic_store_explicit(&pool.seq, s + 1, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
+    atomic_store_explicit(&pool.fn, fn, memory_order_relaxed);
+    atomic_store_explicit(&pool.ctx, ctx, memory_order_relaxed);
+    atomic_store_explicit(&pool.n, nchunks, memory_order_relaxed);
+    atomic_store_explicit(&pool.done, 0, memory_order_relaxed);
+    atomic_store_explicit(&pool.seq, s + 2, memory_order_release);
+    uint64_t g = gen_of(s + 2);
+    atomic_store_explicit(&pool.next, g << 32, memory_order_seq_cst);
+    /* seq_cst store of seq/next then load of sleeping pairs with the
+     * helper's increment-then-recheck under wake_lock: no lost wake-up */
+    atomic_thread_fence(memory_order_seq_cst);
+    if (atomic_load(&pool.sleeping) > 0) {
+        pthread_mutex_lock(&pool.wake_lock);
+        pthread_cond_broadcast(&pool.wake);
+        pthread_mutex_unlock(&pool.wake_lock);
+    }
+    /* run chunks ourselves */
+    for (;;) {
+        uint64_t v = atomic_fetch_add_explicit(&pool.next, 1, memory_order_acq_rel);
+        int64_t c = (int64_t)(v & 0xffffffffu);
+        if (c >= nchunks) break;
+        fn(ctx, c);
+        atomic_fetch_add_explicit(&pool.done, 1, memory_order_release);
+    }
+    /* wait for chunks a helper claimed */
+    for (int spin = 0; atomic_load_explicit(&pool.done, memory_order_acquire) < nchunks; spin++) {
+        if (spin < SPIN_ROUNDS) cpu_relax();
+        else sched_yield();
+    }
+    pthread_mutex_unlock(&pool.job_lock);
+}
+
+/* ---- huge pages for large outputs ------------------------------------------ */
+
+#define HUGE_PAGE ((uintptr_t)2 << 20)
+
+void emily_cpu_hint_output(emily_tensor *dst) {
+#ifdef MADV_HUGEPAGE
+    size_t nbytes = dst->buffer->nbytes;
+    if (nbytes < 4 * HUGE_PAGE || !dst->buffer->data) return;
+    uintptr_t lo = ((uintptr_t)dst->buffer->data + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
+    uintptr_t hi = ((uintptr_t)dst->buffer->data + nbytes) & ~(HUGE_PAGE - 1);
+    if (hi > lo) (void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
+#else
+    (void)dst;
+#endif
+}
+
+/* ---- strided driver ---------------------------------------------------------- */
+
+typedef struct {
+    emily_iter it;
+    int64_t chunks; /* per inner line */
+    char *dbase;
+    const char *sbase;
+    int64_t dsize, ssize;
+    emily_run_fn fn;
+    const void *ctx;
+} map_job;
+
+static void map_block(void *p, int64_t b) {
+    const map_job *j = p;
+    int64_t pos = b / j->chunks, c = b % j->chunks;
+    int64_t off[2];
+    emily_iter_offsets(&j->it, pos, off);
+    int64_t i0 = c * EMILY_MAP_CHUNK;
+    int64_t n = j->it.inner_n - i0 < EMILY_MAP_CHUNK ? j->it.inner_n - i0 : EMILY_MAP_CHUNK;
+    int64_t ds = j->it.inner_stride[0], ss = j->it.inner_stride[1];
+    j->fn(j->dbase + (off[0] + i0 * ds) * j->dsize, ds, j->sbase + (off[1] + i0 * ss) * j->ssize, ss, n,
+          j->ctx);
+}
+
+emily_status emily_cpu_map(emily_tensor *dst, const emily_tensor *src, emily_run_fn fn,
+                           const void *ctx) {
     if (dst->size == 0) return EMILY_OK;
     const emily_tensor *ts[2] = {dst, src};
-    emily_iter it;
-    emily_status s = emily_iter_tensors(&it, 2, ts);
+    map_job j = {.fn = fn, .ctx = ctx};
+    emily_status s = emily_iter_tensors(&j.it, 2, ts);
     if (s) return s;
-    char *dbase = emily_tensor_base(dst);
-    const char *sbase = emily_tensor_base(src);
-    const int64_t dsize = (int64_t)emily_dtype_size(dst->dtype);
-    const int64_t ssize = (int64_t)emily_dtype_size(src->dtype);
-    const int64_t ds = it.inner_stride[0], ss = it.inner_stride[1];
-    const int64_t chunks = (it.inner_n + EMILY_MAP_CHUNK - 1) / EMILY_MAP_CHUNK;
-    const int64_t blocks = it.outer_n * chunks;
-    const int64_t total = dst->size;
-    #pragma omp parallel for if (total >= EMILY_PARALLEL_MIN) schedule(static)
-    for (int64_t b = 0; b < blocks; b++) {
-        int64_t pos = b / chunks, c = b % chunks;
-        int64_t off[2];
-        emily_iter_offsets(&it, pos, off);
-        int64_t i0 = c * EMILY_MAP_CHUNK;
-        int64_t n = it.inner_n - i0 < EMILY_MAP_CHUNK ? it.inner_n - i0 : EMILY_MAP_CHUNK;
-        fn(dbase + (off[0] + i0 * ds) * dsize, ds, sbase + (off[1] + i0 * ss) * ssize, ss, n);
+    j.dbase = emily_tensor_base(dst);
+    j.sbase = emily_tensor_base(src);
+    j.dsize = (int64_t)emily_dtype_size(dst->dtype);
+    j.ssize = (int64_t)emily_dtype_size(src->dtype);
+    j.chunks = (j.it.inner_n + EMILY_MAP_CHUNK - 1) / EMILY_MAP_CHUNK;
+    int64_t blocks = j.it.outer_n * j.chunks;
+    if (dst->size < EMILY_PARALLEL_MIN) {
+        for (int64_t b = 0; b < blocks; b++) map_block(&j, b);
+    } else {
+        emily_cpu_hint_output(dst);
+        emily_cpu_parallel(blocks, map_block, &j);
     }
-    emily_iter_free(&it);
+    emily_iter_free(&j.it);
     return EMILY_OK;
+}
+
+/* ---- contiguous driver ------------------------------------------------------- */
+
+typedef struct {
+    char *d;
+    const char *s;
+    int64_t dsize, ssize, total;
+    emily_vec_fn fn;
+} vec_job;
+
+static void vec_chunk(void *p, int64_t c) {
+    const vec_job *j = p;
+    int64_t i0 = c * EMILY_MAP_CHUNK;
+    int64_t n = j->total - i0 < EMILY_MAP_CHUNK ? j->total - i0 : EMILY_MAP_CHUNK;
+    j->fn(j->d + i0 * j->dsize, j->s + i0 * j->ssize, n);
+}
+
+void emily_cpu_map_contiguous(emily_tensor *dst, const emily_tensor *src, emily_vec_fn fn) {
+    int64_t total = dst->size;
+    if (total <= 0) return;
+    if (total < EMILY_PARALLEL_MIN) {
+        fn(emily_tensor_base(dst), emily_tensor_base(src), total);
+        return;
+    }
+    vec_job j = {emily_tensor_base(dst), emily_tensor_base(src), (int64_t)emily_dtype_size(dst->dtype),
+                 (int64_t)emily_dtype_size(src->dtype), total, fn};
+    emily_cpu_hint_output(dst);
+    emily_cpu_parallel((total + EMILY_MAP_CHUNK - 1) / EMILY_MAP_CHUNK, vec_chunk, &j);
 }

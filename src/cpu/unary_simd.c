@@ -1,4 +1,4 @@
-/* Runtime choice of the SIMD unary paths (see unary_simd.h). */
+/* Runtime choice of the SIMD paths (see unary_simd.h). */
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,25 +11,46 @@ static int detect(void) {
     const char *env = getenv("EMILY_SIMD");
     if (env && strcmp(env, "0") == 0) return ISA_NONE;
 #if defined(__x86_64__) && defined(__GNUC__)
+    /* libgcc's checks include the OS's support for the wider registers */
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq")) return ISA_AVX512;
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return ISA_AVX2;
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+        __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+        __builtin_cpu_supports("f16c"))
+        return ISA_AVX512;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+        __builtin_cpu_supports("f16c"))
+        return ISA_AVX2;
 #endif
     return ISA_NONE;
 }
 
-emily_vec_f32_fn emily_unary_simd_f32(emily_unary_op op) {
+static int current_isa(void) {
     int k = atomic_load_explicit(&isa, memory_order_relaxed);
     if (k == ISA_UNKNOWN) {
         k = detect();
         atomic_store_explicit(&isa, k, memory_order_relaxed);
     }
-    switch (k) {
+    return k;
+}
+
+emily_vec_fn emily_unary_simd(emily_unary_op op, emily_dtype src, emily_dtype dst) {
+    switch (current_isa()) {
     case ISA_AVX512: {
-        emily_vec_f32_fn f = emily_unary_avx512_f32(op);
-        return f ? f : emily_unary_avx2_f32(op);
+        emily_vec_fn f = emily_unary_avx512(op, src, dst);
+        return f ? f : emily_unary_avx2(op, src, dst);
     }
-    case ISA_AVX2: return emily_unary_avx2_f32(op);
+    case ISA_AVX2: return emily_unary_avx2(op, src, dst);
+    default: return NULL;
+    }
+}
+
+emily_vec_fn emily_convert_simd(emily_dtype src, emily_dtype dst) {
+    switch (current_isa()) {
+    case ISA_AVX512: {
+        emily_vec_fn f = emily_convert_avx512(src, dst);
+        return f ? f : emily_convert_avx2(src, dst);
+    }
+    case ISA_AVX2: return emily_convert_avx2(src, dst);
     default: return NULL;
     }
 }

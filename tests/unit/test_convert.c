@@ -2,6 +2,7 @@
  * inputs, all 14x14 type pairs, errors, and the Nx callbacks. */
 #include <stdlib.h>
 #include "core/tensor_impl.h"
+#include "cpu/unary_simd.h"
 #include "harness.h"
 
 static emily_tensor *convert(const emily_tensor *t, emily_dtype dt) {
@@ -190,6 +191,72 @@ TEST(sizes_scalars_and_identity) {
     emily_tensor_release(big);
 }
 
+/* f32 -> f16/bf16: the SIMD paths of each instruction set, called
+ * directly, against the scalar rules, bit for bit (NaN written as Nx's
+ * canonical NaN). */
+static bool cpu_has(const char *isa) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    __builtin_cpu_init();
+    if (strcmp(isa, "avx2") == 0)
+        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
+#else
+    (void)isa;
+    return false;
+#endif
+}
+
+TEST(half_conversion_simd_paths) {
+    int64_t n = 0, cap = 1100000;
+    float *x = malloc((size_t)cap * sizeof *x);
+    uint16_t *h = malloc((size_t)cap * 2);
+    /* a sample of all bit patterns (every 4001st), plus edge values */
+    for (uint64_t b = 0; b <= 0xffffffffull && n < cap - 32; b += 4001) {
+        uint32_t u = (uint32_t)b;
+        memcpy(&x[n++], &u, 4);
+    }
+    float edge[] = {65504.0f, 65519.99f, 65520.0f, 5.960464477539063e-08f, 2.98e-08f, 2.9802322e-08f,
+                    1.0f + 1.0f / 2048, 1.0f + 3.0f / 2048, -0.0f, INFINITY, -INFINITY, NAN, -NAN,
+                    1.00781238f, 3.4e38f, 1e-45f};
+    for (size_t k = 0; k < sizeof edge / sizeof *edge; k++) x[n++] = edge[k];
+    struct { const char *isa; emily_vec_fn (*get)(emily_dtype, emily_dtype); } isas[2] = {
+        {"avx2", emily_convert_avx2}, {"avx512", emily_convert_avx512}};
+    for (int k = 0; k < 2; k++) {
+        if (!cpu_has(isas[k].isa)) continue;
+        emily_vec_fn f16 = isas[k].get(EMILY_F32, EMILY_F16), bf16 = isas[k].get(EMILY_F32, EMILY_BF16);
+        CHECK(f16 && bf16);
+        if (!f16 || !bf16) continue;
+        for (int64_t len = 1; len <= 33; len++) f16(h, x, len); /* tails */
+        f16(h, x, n);
+        int64_t bad = 0;
+        for (int64_t i = 0; i < n; i++) {
+            uint16_t want = isnan(x[i]) ? 0x7e00 : emily_f64_to_f16((double)x[i]);
+            if (h[i] != want && bad++ < 3)
+                fprintf(stderr, "  %s f16(%.9g) = %04x, want %04x\n", isas[k].isa, x[i], h[i], want);
+        }
+        CHECK(bad == 0);
+        for (int64_t len = 1; len <= 33; len++) bf16(h, x, len);
+        bf16(h, x, n);
+        bad = 0;
+        for (int64_t i = 0; i < n; i++)
+            if (h[i] != emily_f32_to_bf16(x[i]) && bad++ < 3)
+                fprintf(stderr, "  %s bf16(%.9g) = %04x\n", isas[k].isa, x[i], h[i]);
+        CHECK(bad == 0);
+    }
+    /* and through as_type on a long contiguous tensor (threaded) */
+    int64_t shape[1] = {n};
+    emily_tensor *t = t_from(EMILY_F32, 1, shape, x);
+    emily_tensor *r = convert(t, EMILY_F16);
+    CHECK_OK(emily_to_binary(r, h, (size_t)n * 2));
+    int64_t bad = 0;
+    for (int64_t i = 0; i < n; i++) bad += h[i] != (isnan(x[i]) ? 0x7e00 : emily_f64_to_f16((double)x[i]));
+    CHECK(bad == 0);
+    emily_tensor_release(r);
+    emily_tensor_release(t);
+    free(x);
+    free(h);
+}
+
 TEST(as_type_bad_input) {
     float x = 1;
     emily_tensor *t = t_from(EMILY_F32, 0, NULL, &x), *r = NULL;
@@ -263,5 +330,6 @@ TEST(callbacks) {
 RUN_TESTS("convert", CASE(float_to_int_truncates_and_wraps), CASE(float_to_float_rounding),
           CASE(int_to_float_goes_through_double), CASE(complex_to_real_takes_the_real_part),
           CASE(all_pairs_round_trip_small_values), CASE(strided_and_broadcast_inputs),
-          CASE(sizes_scalars_and_identity), CASE(as_type_bad_input), CASE(bitcast_reinterprets),
+          CASE(sizes_scalars_and_identity), CASE(half_conversion_simd_paths), CASE(as_type_bad_input),
+          CASE(bitcast_reinterprets),
           CASE(callbacks))

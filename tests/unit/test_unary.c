@@ -3,8 +3,14 @@
  * strided inputs, the SIMD paths against a double reference, errors and
  * the Nx callbacks. */
 #include <float.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include "core/tensor_impl.h"
+#include "cpu/unary_map.h"
+#include "cpu/unary_simd.h"
 #include "harness.h"
 
 static emily_tensor *un(emily_unary_op op, const emily_tensor *t) {
@@ -406,6 +412,141 @@ TEST(f32_fast_paths_match_the_double_reference) {
     free(y);
 }
 
+/* Each instruction set's functions, called directly (the runtime choice
+ * only ever exercises the best one): against the double reference, and
+ * tanh bit-identical across instruction sets. */
+static bool cpu_has(const char *isa) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    __builtin_cpu_init();
+    if (strcmp(isa, "avx2") == 0)
+        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
+#else
+    (void)isa;
+    return false;
+#endif
+}
+
+TEST(simd_paths_of_each_instruction_set) {
+    typedef emily_vec_fn (*getter)(emily_unary_op, emily_dtype, emily_dtype);
+    struct { const char *isa; getter get; } isas[2] = {{"avx2", emily_unary_avx2}, {"avx512", emily_unary_avx512}};
+    /* a sample of every f32 bit pattern in [0, 9.6] (tanh's interesting
+     * range), both signs, plus specials */
+    int64_t n = 0, cap = 600000;
+    float *x = malloc((size_t)cap * sizeof *x);
+    float *y[2] = {malloc((size_t)cap * sizeof(float)), malloc((size_t)cap * sizeof(float))};
+    double *xd = malloc((size_t)cap * sizeof *xd), *yd = malloc((size_t)cap * sizeof *yd);
+    for (uint32_t b = 0; b <= 0x4119999au && n + 2 < cap; b += 4099) {
+        float f;
+        memcpy(&f, &b, 4);
+        x[n++] = f;
+        x[n++] = -f;
+    }
+    float specials[] = {NAN, -NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 9.1f, 1e-30f, 0.5625f, 88.0f, -100.0f, FLT_MAX};
+    for (size_t k = 0; k < sizeof specials / sizeof *specials; k++) x[n++] = specials[k];
+    for (int64_t i = 0; i < n; i++) xd[i] = (double)x[i] * 1.7;
+    int ran = 0;
+    for (int k = 0; k < 2; k++) {
+        if (!cpu_has(isas[k].isa)) continue;
+        ran++;
+        emily_unary_op ops[2] = {EMILY_EXP, EMILY_TANH};
+        for (int o = 0; o < 2; o++) {
+            emily_vec_fn f32 = isas[k].get(ops[o], EMILY_F32, EMILY_F32);
+            emily_vec_fn f64 = isas[k].get(ops[o], EMILY_F64, EMILY_F64);
+            CHECK(f32 && f64);
+            if (!f32 || !f64) continue;
+            /* odd lengths exercise the tails */
+            for (int64_t len = 1; len <= 37; len++) f32(y[k], x + 1000, len);
+            f32(y[k], x, n);
+            int64_t worst = 0;
+            for (int64_t i = 0; i < n; i++) {
+                int64_t d = ulp_diff(y[k][i], (float)ref_op(ops[o], x[i]));
+                if (d > worst) worst = d;
+            }
+            if (worst > (ops[o] == EMILY_TANH ? 1 : 2))
+                fprintf(stderr, "  %s %s f32: %lld ulp\n", isas[k].isa, emily_unary_op_name(ops[o]), (long long)worst);
+            CHECK(worst <= (ops[o] == EMILY_TANH ? 1 : 2));
+            f64(yd, xd, n);
+            int64_t worst64 = 0;
+            for (int64_t i = 0; i < n; i++) {
+                double want = ref_op(ops[o], xd[i]);
+                if (isnan(want) || isnan(yd[i])) { CHECK(isnan(want) && isnan(yd[i])); continue; }
+                if (isinf(want) || isinf(yd[i])) { CHECK(want == yd[i]); continue; }
+                int64_t a, b;
+                memcpy(&a, &yd[i], 8);
+                memcpy(&b, &want, 8);
+                a = a < 0 ? -(a & INT64_MAX) : a;
+                b = b < 0 ? -(b & INT64_MAX) : b;
+                if ((a > b ? a - b : b - a) > worst64) worst64 = a > b ? a - b : b - a;
+            }
+            CHECK(worst64 <= 2);
+            if (ops[o] == EMILY_TANH && ran == 2) CHECK(memcmp(y[0], y[1], (size_t)n * sizeof(float)) == 0);
+        }
+    }
+    if (!ran) fprintf(stderr, "  (no AVX2/AVX-512 here: SIMD paths not tested)\n");
+    free(x);
+    free(y[0]);
+    free(y[1]);
+    free(xd);
+    free(yd);
+}
+
+/* The caller-runs parallel loop: every chunk exactly once, from several
+ * user threads at once (one job runs threaded, the others serially),
+ * with nested calls, and again in a forked child. */
+typedef struct {
+    atomic_int counts[512];
+    int nested;
+} loop_job;
+
+static void count_chunk(void *p, int64_t c) {
+    loop_job *j = p;
+    atomic_fetch_add(&j->counts[c], 1);
+    if (j->nested && c == 0) {
+        loop_job inner = {.nested = 0};
+        emily_cpu_parallel(7, count_chunk, &inner);
+        for (int i = 0; i < 7; i++) if (atomic_load(&inner.counts[i]) != 1) atomic_fetch_add(&j->counts[511], 1000);
+    }
+}
+
+static int run_loops(unsigned seed, int jobs) {
+    int bad = 0;
+    for (int k = 0; k < jobs; k++) {
+        seed = seed * 1103515245u + 12345u;
+        int64_t n = 1 + (seed >> 16) % 500;
+        loop_job *j = calloc(1, sizeof *j);
+        if (!j) return 1;
+        j->nested = k % 17 == 0;
+        emily_cpu_parallel(n, count_chunk, j);
+        for (int64_t c = 0; c < n; c++) bad += atomic_load(&j->counts[c]) != 1;
+        bad += atomic_load(&j->counts[511]) >= 1000;
+        free(j);
+    }
+    return bad;
+}
+
+static void *loop_thread(void *arg) {
+    intptr_t bad = run_loops((unsigned)(uintptr_t)arg, 3000);
+    return (void *)bad;
+}
+
+TEST(parallel_loop_runs_every_chunk_once) {
+    CHECK(run_loops(1, 2000) == 0);
+    pthread_t th[4];
+    for (int i = 0; i < 4; i++) CHECK(pthread_create(&th[i], NULL, loop_thread, (void *)(uintptr_t)(i + 7)) == 0);
+    for (int i = 0; i < 4; i++) {
+        void *bad = NULL;
+        pthread_join(th[i], &bad);
+        CHECK(bad == NULL);
+    }
+    emily_cpu_parallel(0, count_chunk, NULL); /* nothing to do */
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) _exit(run_loops(3, 500) == 0 ? 0 : 1);
+    int status = -1;
+    CHECK(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
 TEST(bad_input) {
     float f = 1;
     emily_tensor *t = t_from(EMILY_F32, 0, NULL, &f), *r = NULL;
@@ -450,4 +591,5 @@ RUN_TESTS("unary", CASE(names_round_trip), CASE(output_types_follow_nx),
           CASE(real_functions_and_reference_quirks), CASE(integers_wrap),
           CASE(identity_and_constant_cases), CASE(complex_numbers), CASE(conjugate_of_reals),
           CASE(half_types_round_once), CASE(strided_inputs), CASE(zero_size_and_scalars),
-          CASE(f32_fast_paths_match_the_double_reference), CASE(bad_input), CASE(callbacks))
+          CASE(f32_fast_paths_match_the_double_reference), CASE(simd_paths_of_each_instruction_set),
+          CASE(parallel_loop_runs_every_chunk_once), CASE(bad_input), CASE(callbacks))
