@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Builds, on this machine, everything bench/gpu/run.sh needs on the GPU
+# machine (which has the CUDA driver, toolkit libraries, python with torch
+# and jax, but no jansson/sleef and no network), and packs it into
+# bench/gpu/carry/emily-gpu.tar.xz (ignored by git; send it with the
+# device call's `carry`):
+#
+#   lib/     libemily.so (CUDA engine, sm_90) and the libraries it needs
+#            that are not part of the C/C++ runtime or the CUDA toolkit
+#   bin/     conformance, test_cuda, test_dot, emily_bench, chain, linked
+#            against lib/libemily.so (rpath $ORIGIN/../lib)
+#   corpus/  the conformance corpus (doctests.jsonl, sweep.jsonl)
+#
+# Then checks here that every binary loads and runs its CPU parts.
+#   bench/gpu/prepare.sh            (BUILD=build-gpu JOBS=2 by default)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+BUILD=${BUILD:-build-gpu}
+JOBS=${JOBS:-2}
+CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
+CORPUS=${EMILY_CORPUS:-../shared/conformance}
+CARRY=bench/gpu/carry
+
+command -v "$CUDA_HOME/bin/nvcc" >/dev/null || { echo "prepare: no nvcc at $CUDA_HOME/bin" >&2; exit 1; }
+for f in doctests sweep; do
+    [ -f "$CORPUS/$f.jsonl" ] || { echo "prepare: $CORPUS/$f.jsonl not found (set EMILY_CORPUS)" >&2; exit 1; }
+done
+
+echo "== build ($BUILD, CUDA=1)"
+# (objects named explicitly: make deletes intermediate ones)
+make -s BUILD="$BUILD" CUDA=1 -j"$JOBS" "$BUILD/libemily.so" "$BUILD/conformance" \
+    "$BUILD/obj/tests/unit/harness.o" "$BUILD/obj/tests/unit/test_cuda.o" "$BUILD/obj/tests/unit/test_dot.o"
+
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+P=$stage/emily-gpu
+mkdir -p "$P/bin" "$P/lib" "$P/corpus"
+cp "$BUILD/libemily.so" "$P/lib/"
+strip --strip-debug "$P/lib/libemily.so"
+
+echo "== link the programs against lib/libemily.so"
+RPATH="-Wl,-rpath,\$ORIGIN/../lib -Wl,-rpath,$CUDA_HOME/lib64"
+LINK="-fopenmp -L$P/lib -lemily -L$CUDA_HOME/lib64 -lcudart $RPATH -lm -lpthread"
+gcc -o "$P/bin/conformance" "$BUILD"/obj/tests/conformance/{runner,json_values,compare,properties}.o \
+    $LINK -ljansson
+for t in test_cuda test_dot; do
+    gcc -o "$P/bin/$t" "$BUILD/obj/tests/unit/$t.o" "$BUILD/obj/tests/unit/harness.o" $LINK
+done
+CF="-std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror -Iinclude -Isrc -I$CUDA_HOME/include"
+gcc $CF -o "$P/bin/emily_bench" bench/gpu/emily_bench.c $LINK
+gcc $CF -o "$P/bin/chain" bench/gpu/chain.c $LINK
+
+echo "== libraries the GPU machine may lack"
+# everything libemily.so and the programs load, except the C/C++ runtime,
+# the dynamic loader and the CUDA toolkit (the GPU machine has CUDA 13)
+for bin in "$P/lib/libemily.so" "$P"/bin/*; do
+    LD_LIBRARY_PATH="$P/lib" ldd "$bin"
+done | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}' | sort -u | while read -r soname path; do
+    case "$soname" in
+        libc.so.*|libm.so.*|libstdc++.so.*|libgcc_s.so.*|libgomp.so.*|libpthread.so.*|libdl.so.*|\
+        librt.so.*|ld-linux*|libemily.so|libcuda*|libcublas*|libnv*) continue ;;
+    esac
+    case "$path" in "$CUDA_HOME"/*|/usr/local/cuda*) continue ;; esac
+    cp -L "$path" "$P/lib/$soname"
+    echo "   $soname"
+done
+
+cp "$CORPUS/doctests.jsonl" "$CORPUS/sweep.jsonl" "$P/corpus/"
+
+echo "== check here (no GPU: CPU parts only)"
+export LD_LIBRARY_PATH="$P/lib"
+"$P/bin/test_cuda" | tail -n 2
+"$P/bin/conformance" --ops add,sum,as_type "$P/corpus/doctests.jsonl" | tail -n 1
+"$P/bin/chain" --device cpu --n 1000 --reps 1 >/dev/null
+"$P/bin/emily_bench" --device cpu --quick --runs 1 >/dev/null
+unset LD_LIBRARY_PATH
+
+mkdir -p "$CARRY"
+rm -f "$CARRY/emily-gpu.tar.xz"
+tar -cJf "$CARRY/emily-gpu.tar.xz" -C "$stage" emily-gpu
+echo "== packed: $(du -h "$CARRY/emily-gpu.tar.xz" | cut -f1) in $CARRY/emily-gpu.tar.xz"
+echo "   on the GPU machine: bash bench/gpu/run.sh   (device call with carry [\"$CARRY\"])"
