@@ -19,6 +19,10 @@ ExUnit.after_suite(fn _ -> Emily.Test.CorpusCase.print_summary() end)
 debug_checks? = Application.get_env(:emily, :debug_bounds_check, false)
 exclude = if(nx?, do: [], else: [:nx]) ++ if(debug_checks?, do: [], else: [:debug_checks])
 
+# GPU tests only where the engine finds a GPU
+cuda? = Enum.any?(Emily.Native.devices(), &match?({:cuda, _}, &1))
+exclude = if cuda?, do: exclude, else: exclude ++ [:cuda]
+
 # Nx doctests whose printed output Emily is not expected to reproduce, each
 # with its reason (test/support/nx_exclusions.ex)
 exclude = exclude ++ Emily.Test.NxExclusions.filters()

@@ -28,6 +28,14 @@ defmodule Emily.Test.Corpus do
     Path.expand(System.get_env("EMILY_CORPUS", "../shared/conformance"), root)
   end
 
+  @doc "The device the cases run on: EMILY_CORPUS_DEVICE (cpu, cuda, cuda:N), default the CPU."
+  def device do
+    case System.get_env("EMILY_CORPUS_DEVICE") do
+      nil -> :cpu
+      name -> Emily.normalize_device(name)
+    end
+  end
+
   @doc "Raw lines of a corpus file grouped by op, in file order: [{op, [{index, line}]}]."
   def lines_by_op(file) do
     path = Path.join(dir(), file)
@@ -68,7 +76,7 @@ defmodule Emily.Test.Corpus do
       out = template(JSON.get(case_, "out"))
       args = Enum.map(JSON.get(case_, "args"), &term/1)
 
-      case Native.dispatch(String.to_atom(op), out, args, nil, nil, 0) do
+      case Native.dispatch(String.to_atom(op), out, args, device(), nil, 0) do
         {:error, message} ->
           {:error, "error: #{inspect(message)}"}
 
@@ -158,7 +166,7 @@ defmodule Emily.Test.Corpus do
   defp tensor(t) do
     type = type(JSON.get(t, "type"))
     shape = List.to_tuple(JSON.get(t, "shape"))
-    ref = Native.from_binary!(:cpu, type, shape, Base.decode64!(JSON.get(t, "data")))
+    ref = Native.from_binary!(device(), type, shape, Base.decode64!(JSON.get(t, "data")))
     Process.put(:corpus_refs, [ref | Process.get(:corpus_refs)])
     %{__struct__: Nx.Tensor, data: %{__struct__: Emily.Backend, ref: ref}, type: type, shape: shape}
   end

@@ -1,0 +1,89 @@
+if Code.ensure_loaded?(Nx) do
+  defmodule Emily.CudaTest do
+    # Emily.Backend with device: :cuda, checked against the CPU. Runs only
+    # where the engine finds a GPU (the :cuda tag is excluded otherwise).
+    use ExUnit.Case, async: false
+    @moduletag :nx
+    @moduletag :cuda
+
+    @cuda {Emily.Backend, device: :cuda}
+    @cpu {Emily.Backend, device: :cpu}
+
+    defp on(t, backend), do: Nx.backend_transfer(t, backend)
+
+    defp close!(a, b) do
+      a = Nx.backend_transfer(a, Nx.BinaryBackend)
+      b = Nx.backend_transfer(b, Nx.BinaryBackend)
+      assert Nx.all_close(a, b, rtol: 1.0e-5, atol: 1.0e-6) |> Nx.to_number() == 1
+    end
+
+    test "tensors live on the GPU and come back" do
+      t = Nx.iota({3, 4}, type: :f32, backend: @cuda)
+      assert Emily.Backend.device(t) == {:cuda, 0}
+      assert Nx.to_list(t) == Nx.to_list(Nx.iota({3, 4}, type: :f32))
+      c = on(t, @cpu)
+      assert Emily.Backend.device(c) == :cpu
+      assert Nx.to_binary(c) == Nx.to_binary(Nx.iota({3, 4}, type: :f32, backend: @cpu))
+      # a strided view on the device reads back in order
+      assert Nx.to_list(Nx.transpose(t)) == Nx.to_list(Nx.transpose(c))
+    end
+
+    test "element-wise, reductions and dot match the CPU" do
+      key = Nx.iota({64, 32}, type: :f32) |> Nx.divide(97.0) |> Nx.sin()
+      g = on(key, @cuda)
+      c = on(key, @cpu)
+
+      for f <- [
+            &Nx.exp/1,
+            &Nx.tanh/1,
+            &Nx.add(&1, 1),
+            &Nx.multiply(&1, &1),
+            &Nx.sum(&1, axes: [1]),
+            &Nx.reduce_max(&1),
+            &Nx.argmax(&1, axis: 0),
+            &Nx.as_type(&1, :f16),
+            &Nx.greater(&1, 0.2),
+            &Nx.dot(&1, Nx.transpose(&1))
+          ] do
+        r = f.(g)
+        assert Emily.Backend.device(r) == {:cuda, 0}
+        close!(r, f.(c))
+      end
+    end
+
+    test "8 processes on 8 GPU streams share one tensor" do
+      shared = Nx.iota({1024}, type: :f32, backend: @cuda)
+      expected = Nx.to_number(Nx.sum(Nx.iota({1024}, type: :f32)))
+
+      tasks =
+        for p <- 1..8 do
+          Task.async(fn ->
+            stream = Emily.Stream.new(:cuda)
+
+            Emily.Stream.run(stream, fn ->
+              for i <- 1..50 do
+                r = shared |> Nx.multiply(p) |> Nx.add(i) |> Nx.sum() |> Nx.to_number()
+                assert r == p * expected + 1024 * i
+              end
+            end)
+
+            Emily.Stream.synchronize(stream)
+          end)
+        end
+
+      Enum.each(tasks, &Task.await(&1, 120_000))
+    end
+
+    test "mixing devices is an error that names them" do
+      g = Nx.iota({2}, backend: @cuda)
+      c = Nx.iota({2}, backend: @cpu)
+      assert_raise ArgumentError, fn -> Nx.add(g, c) end
+    end
+
+    test "memory statistics" do
+      assert %{active: a, peak: p} = Emily.memory_stats(:cuda)
+      assert is_integer(a) and p >= a
+      assert Emily.synchronize(:cuda) == :ok
+    end
+  end
+end
