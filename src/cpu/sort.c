@@ -43,6 +43,22 @@ typedef struct pair64 {
     uint64_t key, idx;
 } pair64;
 
+/* src/cpu/sort_avx512.c: in-place quicksorts (`tasks`: called in a
+ * `single` of a parallel region, whose team shares the parts) and f32
+ * key mappings for contiguous rows. Used when emily_cpu_isa() >= 2. */
+#if defined(__x86_64__) && defined(__GNUC__)
+#define HAVE_SORT_AVX512 1
+void emily_cpu_sort_u32_avx512(uint32_t *a, int64_t n, bool tasks);
+void emily_cpu_sort_u64_avx512(uint64_t *a, int64_t n, bool tasks);
+void emily_cpu_keys_f32_avx512(const uint32_t *s, int64_t n, uint32_t flip, uint32_t *keys);
+void emily_cpu_records_f32_avx512(const uint32_t *s, int64_t n, int64_t first, uint32_t flip,
+                                  uint64_t *recs);
+void emily_cpu_unkeys_f32_avx512(const uint32_t *keys, int64_t n, uint32_t flip, uint32_t *d);
+void emily_cpu_positions_s32_avx512(const uint64_t *recs, int64_t n, int32_t *d);
+#else
+#define HAVE_SORT_AVX512 0
+#endif
+
 /* ---- keys ---------------------------------------------------------------- */
 
 static inline uint8_t key_s8(uint8_t x) { return (uint8_t)(x ^ 0x80u); }
@@ -105,19 +121,28 @@ typedef enum rec_mode {
         } else if (mode == REC_PACKED) {                                             \
             uint64_t *o_ = (uint64_t *)out;                                          \
             for (int64_t i = 0; i < n; i++)                                          \
-                o_[i] = ((uint64_t)(KEYT)(KFN((KEYT)p_[i * ss]) ^ flip_) << 32) | (uint64_t)i; \
+                o_[i] = ((uint64_t)(KEYT)(KFN((KEYT)p_[i * ss]) ^ flip_) << 32) | (uint64_t)(first + i); \
         } else {                                                                     \
             pair64 *o_ = (pair64 *)out;                                              \
             for (int64_t i = 0; i < n; i++) {                                        \
                 o_[i].key = (uint64_t)(KEYT)(KFN((KEYT)p_[i * ss]) ^ flip_);          \
-                o_[i].idx = (uint64_t)i;                                             \
+                o_[i].idx = (uint64_t)(first + i);                                   \
             }                                                                        \
         }                                                                            \
     } while (0)
 
-/* Records of the n elements of a row (s, stride ss elements). */
-static void row_records(emily_dtype dt, const char *s, int64_t ss, int64_t n, bool desc,
-                        rec_mode mode, void *out) {
+/* Records of the n elements of a row (s, stride ss elements); their
+ * positions count from `first`. */
+static void row_records(emily_dtype dt, const char *s, int64_t ss, int64_t n, int64_t first,
+                        bool desc, rec_mode mode, void *out) {
+#if HAVE_SORT_AVX512
+    if (dt == EMILY_F32 && ss == 1 && mode != REC_PAIR && emily_cpu_isa() >= 2) {
+        uint32_t flip = desc ? UINT32_MAX : 0;
+        if (mode == REC_KEYS) emily_cpu_keys_f32_avx512((const uint32_t *)s, n, flip, out);
+        else emily_cpu_records_f32_avx512((const uint32_t *)s, n, first, flip, out);
+        return;
+    }
+#endif
     switch (dt) {
     case EMILY_U8: KEY_LOOP(uint8_t, uint8_t, key_u8); break;
     case EMILY_S8: KEY_LOOP(uint8_t, uint8_t, key_s8); break;
@@ -148,6 +173,12 @@ static void row_records(emily_dtype dt, const char *s, int64_t ss, int64_t n, bo
 /* Writes sorted keys back as element bits (d, stride ds elements). */
 static void row_unkeys(emily_dtype dt, const void *keys, int64_t n, bool desc, char *d,
                        int64_t ds) {
+#if HAVE_SORT_AVX512
+    if (dt == EMILY_F32 && ds == 1 && emily_cpu_isa() >= 2) {
+        emily_cpu_unkeys_f32_avx512(keys, n, desc ? UINT32_MAX : 0, (uint32_t *)d);
+        return;
+    }
+#endif
     switch (dt) {
     case EMILY_U8: UNKEY_LOOP(uint8_t, uint8_t, unkey_u8); break;
     case EMILY_S8: UNKEY_LOOP(uint8_t, uint8_t, unkey_s8); break;
@@ -224,6 +255,7 @@ DEFINE_RADIX(radix_p16, uint64_t, ID, 32, 2, LESS_PLAIN)
 DEFINE_RADIX(radix_p32, uint64_t, ID, 32, 4, LESS_PLAIN)
 DEFINE_RADIX(radix_pair, pair64, PKEY, 0, 8, LESS_PAIR)
 
+
 /* ---- parallel radix for one long row -------------------------------------- */
 
 /* The same stable LSD sort with every pass split over T threads: each
@@ -293,13 +325,37 @@ static size_t rec_size(emily_dtype dt, rec_mode m) {
     return m == REC_KEYS ? emily_dtype_size(dt) : m == REC_PACKED ? 8 : sizeof(pair64);
 }
 
-/* Sorts the records in scratch[0, n) (scratch holds 2n records);
+/* Whether records go to the in-place vector quicksort: 32/64-bit keys
+ * (equal keys are interchangeable) and 64-bit records of 32-bit keys
+ * (all distinct); 8/16-bit keys take few radix passes already. */
+static bool simd_sortable(emily_dtype dt, rec_mode m, int64_t n) {
+#if HAVE_SORT_AVX512
+    int kb = key_bits(dt);
+    return n > SORT_SMALL && emily_cpu_isa() >= 2 &&
+           ((m == REC_KEYS && kb >= 32) || (m == REC_PACKED && kb == 32));
+#else
+    (void)dt;
+    (void)m;
+    (void)n;
+    return false;
+#endif
+}
+
+/* Sorts the records in scratch[0, n) (scratch holds 2n records, or n
+ * when simd_sortable);
  * T > 1 runs the passes on T threads. Returns the sorted array. */
 static void *sort_records(emily_dtype dt, rec_mode m, void *scratch, int64_t n, int T,
                           int64_t (*hist)[256]) {
     size_t rs = rec_size(dt, m);
     void *b = (char *)scratch + (size_t)n * rs;
     int kb = key_bits(dt);
+#if HAVE_SORT_AVX512
+    if (simd_sortable(dt, m, n)) {
+        if (m == REC_KEYS && kb == 32) emily_cpu_sort_u32_avx512(scratch, n, T > 1);
+        else emily_cpu_sort_u64_avx512(scratch, n, T > 1);
+        return scratch;
+    }
+#endif
     if (m == REC_PAIR) return par_radix_pair(scratch, b, n, hist, T);
     if (m == REC_PACKED) {
         if (kb == 8) return radix_p8(scratch, b, n);
@@ -332,11 +388,14 @@ static int64_t lower_bound(const void *keys, int kb, int64_t n, uint64_t v) {
     return lo;
 }
 
-/* After a float row's keys were written back: zeros and NaNs (whose
- * keys lost their sign/payload) get their exact bits back, in source
- * order, which is the order a stable sort gives equal keys. */
-static void fix_zeros_and_nans(emily_dtype dt, const void *keys, int64_t n, bool desc,
-                               const char *s, int64_t ss, char *d, int64_t ds) {
+/* Where a float row's zeros and NaNs lie once sorted: their keys lost
+ * the sign of the zero and the NaN's payload. */
+typedef struct zero_nan_runs {
+    int64_t z0, z1, q0, q1;
+} zero_nan_runs;
+
+static bool find_zero_nan_runs(emily_dtype dt, const void *keys, int64_t n, bool desc,
+                               zero_nan_runs *r) {
     int kb = key_bits(dt);
     uint64_t all = kb == 64 ? UINT64_MAX : ((uint64_t)1 << kb) - 1;
     uint64_t sign = (uint64_t)1 << (kb - 1);
@@ -345,9 +404,21 @@ static void fix_zeros_and_nans(emily_dtype dt, const void *keys, int64_t n, bool
         zkey = ~zkey & all;
         nkey = 0;
     }
-    int64_t z0 = lower_bound(keys, kb, n, zkey), z1 = zkey == all ? n : lower_bound(keys, kb, n, zkey + 1);
-    int64_t q0 = lower_bound(keys, kb, n, nkey), q1 = nkey == all ? n : lower_bound(keys, kb, n, nkey + 1);
-    if (z0 == z1 && q0 == q1) return;
+    r->z0 = lower_bound(keys, kb, n, zkey);
+    r->z1 = zkey == all ? n : lower_bound(keys, kb, n, zkey + 1);
+    r->q0 = lower_bound(keys, kb, n, nkey);
+    r->q1 = nkey == all ? n : lower_bound(keys, kb, n, nkey + 1);
+    return r->z0 < r->z1 || r->q0 < r->q1;
+}
+
+/* Gives the zeros and NaNs of a written-back row their exact bits, in
+ * source order: the order a stable sort leaves equal keys in. */
+static void fix_zeros_and_nans(emily_dtype dt, const zero_nan_runs *runs, int64_t n, const char *s,
+                               int64_t ss, char *d, int64_t ds) {
+    int kb = key_bits(dt);
+    uint64_t all = kb == 64 ? UINT64_MAX : ((uint64_t)1 << kb) - 1;
+    uint64_t sign = (uint64_t)1 << (kb - 1);
+    int64_t z0 = runs->z0, z1 = runs->z1, q0 = runs->q0, q1 = runs->q1;
     size_t es = (size_t)kb / 8;
     uint64_t inf = dt == EMILY_F16 ? 0x7c00u : dt == EMILY_BF16 ? 0x7f80u
                  : dt == EMILY_F32 ? 0x7f800000u : 0x7ff0000000000000ull;
@@ -375,6 +446,12 @@ static void row_positions(emily_dtype idt, rec_mode m, const void *recs, int64_t
                           int64_t ds) {
     if (m == REC_PACKED) {
         const uint64_t *r = recs;
+#if HAVE_SORT_AVX512
+        if (idt == EMILY_S32 && ds == 1 && emily_cpu_isa() >= 2) {
+            emily_cpu_positions_s32_avx512(r, n, (int32_t *)d);
+            return;
+        }
+#endif
         if (idt == EMILY_S32 && ds == 1) {
             int32_t *o = (int32_t *)d;
             for (int64_t i = 0; i < n; i++) o[i] = (int32_t)(uint32_t)r[i];
@@ -487,12 +564,69 @@ static void topk_select(pair64 *a, int64_t n, int64_t k, pair64 *heap) {
     }
 }
 
+/* A values sort whose keys can live in the output row itself: it is
+ * contiguous and the vector quicksort needs no second buffer. */
+static bool sort_in_place(const row_args *a) {
+    return a->job == JOB_SORT && a->ds == 1 && simd_sortable(a->dt, REC_KEYS, a->n);
+}
+
 /* Scratch bytes one row needs. */
 static size_t row_scratch(const row_args *a) {
     size_t n = (size_t)a->n;
     if (a->job == JOB_TOPK) return (2 * n + (size_t)a->k) * sizeof(pair64);
+    if (sort_in_place(a)) return 0;
     rec_mode m = plan_mode(a->dt, a->n, a->job == JOB_ARGSORT);
-    return 2 * n * rec_size(a->dt, m);
+    return (simd_sortable(a->dt, m, a->n) ? 1 : 2) * n * rec_size(a->dt, m);
+}
+
+/* The linear passes of a row, on positions [lo, hi): records in, keys
+ * back to values, positions out. */
+static void records_range(const row_args *a, const char *s, rec_mode m, void *out, int64_t lo,
+                          int64_t hi) {
+    size_t es = emily_dtype_size(a->dt), rs = rec_size(a->dt, m);
+    row_records(a->dt, s + (size_t)(lo * a->ss) * es, a->ss, hi - lo, lo, a->desc, m,
+                (char *)out + (size_t)lo * rs);
+}
+
+static void unkeys_range(const row_args *a, const void *keys, char *d, int64_t lo, int64_t hi) {
+    size_t es = emily_dtype_size(a->dt);
+    row_unkeys(a->dt, (const char *)keys + (size_t)lo * es, hi - lo, a->desc,
+               d + (size_t)(lo * a->ds) * es, a->ds);
+}
+
+static void positions_range(const row_args *a, rec_mode m, const void *recs, char *di, int64_t lo,
+                            int64_t hi) {
+    size_t is = emily_dtype_size(a->idt), rs = rec_size(a->dt, m);
+    row_positions(a->idt, m, (const char *)recs + (size_t)lo * rs, hi - lo,
+                  di + (size_t)(lo * a->ds) * is, a->ds);
+}
+
+/* sort/argsort of one long row by the vector quicksort on T threads, in
+ * one parallel region: records in by slices, the sort as tasks, values
+ * or positions out by slices. `out` is d (sort) or di (argsort). */
+static void long_row_simd(const row_args *a, const char *s, void *recs, char *out, int T) {
+    bool argsort = a->job == JOB_ARGSORT;
+    rec_mode m = argsort ? plan_mode(a->dt, a->n, true) : REC_KEYS;
+    int64_t n = a->n;
+    zero_nan_runs runs;
+    bool fix = false;
+#pragma omp parallel num_threads(T)
+    {
+        int t = omp_get_thread_num(), nt = omp_get_num_threads();
+        records_range(a, s, m, recs, n * t / nt, n * (t + 1) / nt);
+#pragma omp barrier
+#pragma omp single
+        sort_records(a->dt, m, recs, n, 2, NULL);
+        /* the barrier closing `single` waits for every task */
+        if (!argsort) {
+#pragma omp single
+            fix = emily_dtype_is_float(a->dt) && find_zero_nan_runs(a->dt, recs, n, a->desc, &runs);
+            unkeys_range(a, recs, out, n * t / nt, n * (t + 1) / nt);
+        } else {
+            positions_range(a, m, recs, out, n * t / nt, n * (t + 1) / nt);
+        }
+    }
+    if (fix) fix_zeros_and_nans(a->dt, &runs, n, s, a->ss, out, a->ds);
 }
 
 /* Sorts one row: source at soff, outputs at doff (elements). */
@@ -502,24 +636,35 @@ static void run_row(const row_args *a, int64_t soff, int64_t doff, void *scratch
     const char *s = a->sbase + (size_t)soff * es;
     int64_t n = a->n;
     if (a->job == JOB_SORT) {
-        row_records(a->dt, s, a->ss, n, a->desc, REC_KEYS, scratch);
-        void *keys = sort_records(a->dt, REC_KEYS, scratch, n, T, hist);
         char *d = a->dbase + (size_t)doff * es;
-        row_unkeys(a->dt, keys, n, a->desc, d, a->ds);
-        if (emily_dtype_is_float(a->dt)) fix_zeros_and_nans(a->dt, keys, n, a->desc, s, a->ss, d, a->ds);
+        void *keys = sort_in_place(a) ? (void *)d : scratch;
+        if (T > 1 && simd_sortable(a->dt, REC_KEYS, n)) {
+            long_row_simd(a, s, keys, d, T);
+            return;
+        }
+        records_range(a, s, REC_KEYS, keys, 0, n);
+        keys = sort_records(a->dt, REC_KEYS, keys, n, T, hist);
+        zero_nan_runs runs;
+        bool fix = emily_dtype_is_float(a->dt) && find_zero_nan_runs(a->dt, keys, n, a->desc, &runs);
+        unkeys_range(a, keys, d, 0, n);
+        if (fix) fix_zeros_and_nans(a->dt, &runs, n, s, a->ss, d, a->ds);
         return;
     }
     char *di = a->ibase + (size_t)doff * emily_dtype_size(a->idt);
     if (a->job == JOB_ARGSORT) {
         rec_mode m = plan_mode(a->dt, n, true);
-        row_records(a->dt, s, a->ss, n, a->desc, m, scratch);
+        if (T > 1 && simd_sortable(a->dt, m, n)) {
+            long_row_simd(a, s, scratch, di, T);
+            return;
+        }
+        records_range(a, s, m, scratch, 0, n);
         void *recs = sort_records(a->dt, m, scratch, n, T, hist);
-        row_positions(a->idt, m, recs, n, di, a->ds);
+        positions_range(a, m, recs, di, 0, n);
         return;
     }
     /* top_k: descending records, the k first */
     pair64 *recs = scratch, *best;
-    row_records(a->dt, s, a->ss, n, true, REC_PAIR, recs);
+    row_records(a->dt, s, a->ss, n, 0, true, REC_PAIR, recs);
     if (a->k * 8 >= n || n <= SORT_SMALL) {
         best = sort_records(a->dt, REC_PAIR, recs, n, T, hist);
     } else {

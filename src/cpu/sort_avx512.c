@@ -1,0 +1,566 @@
+/* AVX-512 quicksort of unsigned keys (the sort family's fast path on
+ * CPUs with AVX-512F; see src/cpu/sort.c, which calls these only when
+ * emily_cpu_isa() says so).
+ *
+ * Keys here are already in Nx's order as unsigned integers, and callers
+ * only hand over arrays whose equal keys are interchangeable (keys of a
+ * values sort, or key/position records that are all distinct), so an
+ * unstable sort gives exactly the stable result.
+ *
+ * The method: partition around the median of a 16-key sample, moving one
+ * vector at a time with compress-stores to both ends of the array (two
+ * vectors held back at the start leave room, so nothing unread is ever
+ * overwritten); once a part has at most 16 vectors it is sorted in
+ * registers by a bitonic network. A pivot that is the part's minimum
+ * splits off the run of keys equal to it, so repeated keys cannot stall
+ * the recursion; past a depth limit a part falls back to heapsort
+ * (n log n whatever the data, in place). Inside a parallel region, long
+ * arrays spread their parts over OpenMP tasks. */
+#if defined(__x86_64__) && defined(__GNUC__)
+#pragma GCC target("avx512f,avx512dq,avx512bw,avx512vl,popcnt")
+#include <immintrin.h>
+#include <omp.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+/* Declared again in src/cpu/sort.c, the only caller. */
+void emily_cpu_sort_u32_avx512(uint32_t *a, int64_t n, bool tasks);
+void emily_cpu_sort_u64_avx512(uint64_t *a, int64_t n, bool tasks);
+void emily_cpu_keys_f32_avx512(const uint32_t *s, int64_t n, uint32_t flip, uint32_t *keys);
+void emily_cpu_records_f32_avx512(const uint32_t *s, int64_t n, int64_t first, uint32_t flip,
+                                  uint64_t *recs);
+void emily_cpu_unkeys_f32_avx512(const uint32_t *keys, int64_t n, uint32_t flip, uint32_t *d);
+void emily_cpu_positions_s32_avx512(const uint64_t *recs, int64_t n, int32_t *d);
+
+#define AI static inline __attribute__((always_inline))
+
+/* Parts of at most this many keys are sorted by a network. */
+#ifndef SMALL32_MAX
+#define SMALL32_MAX 256
+#endif
+
+/* Parts from this size on become OpenMP tasks. */
+#define TASK_MIN ((int64_t)1 << 16)
+
+/* Lane mask of a bitonic layer: the lanes (global positions base+i,
+ * base a multiple of the lane count) that take the larger of their pair
+ * when blocks of k are sorted in alternating directions and partners are
+ * j apart (j below the lane count). Written so the compiler folds it to
+ * a constant: lane i has bit j of g iff it has bit j of i. */
+AI unsigned lane_bits(int lanes, int64_t j) {
+    unsigned all = lanes == 16 ? 0xffffu : 0xffu;
+    unsigned m = j == 1 ? 0xaaaau : j == 2 ? 0xccccu : j == 4 ? 0xf0f0u : 0xff00u;
+    return m & all;
+}
+AI unsigned layer_mask(int lanes, int64_t base, int64_t k, int64_t j) {
+    unsigned all = lanes == 16 ? 0xffffu : 0xffu;
+    unsigned high = k < lanes ? lane_bits(lanes, k) : ((base & k) ? all : 0u);
+    return lane_bits(lanes, j) ^ high;
+}
+
+/* In-place heapsort: the fallback past the depth limit (O(n log n)
+ * whatever the data, no extra memory). */
+#define DEFINE_HEAPSORT(NAME, T)                                                   \
+    static void NAME(T *a, int64_t n) {                                            \
+        for (int64_t i = n / 2; i-- > 0;) {                                        \
+            T x = a[i];                                                            \
+            int64_t j = i;                                                         \
+            for (;;) {                                                             \
+                int64_t c = 2 * j + 1;                                             \
+                if (c >= n) break;                                                 \
+                if (c + 1 < n && a[c] < a[c + 1]) c++;                             \
+                if (!(x < a[c])) break;                                            \
+                a[j] = a[c];                                                       \
+                j = c;                                                             \
+            }                                                                      \
+            a[j] = x;                                                              \
+        }                                                                          \
+        for (int64_t end = n - 1; end > 0; end--) {                                \
+            T x = a[end];                                                          \
+            a[end] = a[0];                                                         \
+            int64_t j = 0;                                                         \
+            for (;;) {                                                             \
+                int64_t c = 2 * j + 1;                                             \
+                if (c >= end) break;                                               \
+                if (c + 1 < end && a[c] < a[c + 1]) c++;                           \
+                if (!(x < a[c])) break;                                            \
+                a[j] = a[c];                                                       \
+                j = c;                                                             \
+            }                                                                      \
+            a[j] = x;                                                              \
+        }                                                                          \
+    }
+DEFINE_HEAPSORT(heapsort32, uint32_t)
+DEFINE_HEAPSORT(heapsort64, uint64_t)
+
+/* ======================================================================
+ * 32-bit keys, 16 lanes
+ * ====================================================================== */
+
+AI __m512i cx32(__m512i v, int j, __mmask16 maxmask) {
+    const __m512i iota = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+    __m512i w = _mm512_permutexvar_epi32(_mm512_xor_si512(iota, _mm512_set1_epi32(j)), v);
+    __m512i lo = _mm512_mask_min_epu32(v, (__mmask16)~maxmask, v, w);
+    return _mm512_mask_max_epu32(lo, maxmask, v, w);
+}
+
+/* Stores the m-lanes of v, packed, at p (cnt = popcount(m) keys). The
+ * compress goes to a register and the store is masked: the memory form
+ * of the compress is slow on Intel cores. */
+AI void cstore32(uint32_t *p, __mmask16 m, __m512i v, int cnt) {
+    _mm512_mask_storeu_epi32(p, (__mmask16)((1u << cnt) - 1), _mm512_maskz_compress_epi32(m, v));
+}
+
+/* Bitonic sort of R registers (16R keys) into ascending order. */
+AI void bitonic32(__m512i *v, const int R) {
+    const int64_t N = 16 * (int64_t)R;
+#pragma GCC unroll 16
+    for (int64_t k = 2; k <= N; k <<= 1) {
+#pragma GCC unroll 16
+        for (int64_t j = k >> 1; j > 0; j >>= 1) {
+            if (j >= 16) {
+                int64_t rj = j / 16;
+#pragma GCC unroll 16
+                for (int r = 0; r < R; r++) {
+                    if (r & rj) continue;
+                    int p = r | (int)rj;
+                    bool asc = ((r * 16) & k) == 0;
+                    __m512i mn = _mm512_min_epu32(v[r], v[p]), mx = _mm512_max_epu32(v[r], v[p]);
+                    v[r] = asc ? mn : mx;
+                    v[p] = asc ? mx : mn;
+                }
+            } else {
+#pragma GCC unroll 16
+                for (int r = 0; r < R; r++)
+                    v[r] = cx32(v[r], (int)j, (__mmask16)layer_mask(16, (int64_t)r * 16, k, j));
+            }
+        }
+    }
+}
+
+#define SMALL32(R)                                                                  \
+    static void small32_##R(uint32_t *a, int64_t n) {                               \
+        __m512i v[R];                                                               \
+        const __m512i pad = _mm512_set1_epi32(-1);                                  \
+        for (int r = 0; r < R; r++) {                                               \
+            int64_t left = n - 16 * r;                                              \
+            __mmask16 m = left >= 16 ? 0xffff : left <= 0 ? 0 : (__mmask16)((1u << left) - 1); \
+            v[r] = _mm512_mask_loadu_epi32(pad, m, a + 16 * r);                     \
+        }                                                                           \
+        bitonic32(v, R);                                                            \
+        for (int r = 0; r < R; r++) {                                               \
+            int64_t left = n - 16 * r;                                              \
+            __mmask16 m = left >= 16 ? 0xffff : left <= 0 ? 0 : (__mmask16)((1u << left) - 1); \
+            _mm512_mask_storeu_epi32(a + 16 * r, m, v[r]);                          \
+        }                                                                           \
+    }
+SMALL32(1)
+SMALL32(2)
+SMALL32(4)
+SMALL32(8)
+SMALL32(16)
+
+/* Sorts n <= 256 keys. */
+static void small_sort32(uint32_t *a, int64_t n) {
+    if (n <= 1) return;
+    if (n <= 16) small32_1(a, n);
+    else if (n <= 32) small32_2(a, n);
+    else if (n <= 64) small32_4(a, n);
+    else if (n <= 128) small32_8(a, n);
+    else small32_16(a, n);
+}
+
+/* Median of 16 keys spread over a (n >= 16). */
+static uint32_t pivot32(const uint32_t *a, int64_t n) {
+    uint32_t s[16];
+    int64_t step = n / 16;
+    for (int i = 0; i < 16; i++) s[i] = a[i * step + step / 2];
+    __m512i v = _mm512_loadu_si512(s);
+    bitonic32(&v, 1);
+    _mm512_storeu_si512(s, v);
+    return s[8];
+}
+
+/* Moves the keys below the pivot (at most the pivot when `le`) to the
+ * front; returns how many there are. n >= 128.
+ *
+ * Four vectors from each end are held back, so the free room on the two
+ * sides (where the next writes go) always adds up to 128 keys; reading
+ * the next four vectors from the side with less room leaves at least 64
+ * on both, enough for any split of them. The side is picked without a
+ * branch (it is data-dependent, so a branch would mispredict half the
+ * time). */
+AI int64_t partition32(uint32_t *a, int64_t n, uint32_t pivot, const bool le) {
+    const __m512i pv = _mm512_set1_epi32((int)pivot);
+    __m512i keep[8];
+    for (int i = 0; i < 4; i++) {
+        keep[i] = _mm512_loadu_si512(a + 16 * i);
+        keep[4 + i] = _mm512_loadu_si512(a + n - 64 + 16 * i);
+    }
+    int64_t l = 64, r = n - 64, lw = 0, rw = n;
+#define PART32_MASK(V) (le ? _mm512_cmple_epu32_mask(V, pv) : _mm512_cmplt_epu32_mask(V, pv))
+#define PART32_STEP(V, VALID)                                                      \
+    do {                                                                           \
+        __mmask16 m_ = PART32_MASK(V) & (VALID);                                   \
+        int c_ = __builtin_popcount((unsigned)m_);                                 \
+        int t_ = __builtin_popcount((unsigned)(VALID));                            \
+        cstore32(a + lw, m_, V, c_);                           \
+        lw += c_;                                                                  \
+        rw -= t_ - c_;                                                             \
+        cstore32(a + rw, (__mmask16)(~m_ & (VALID)), V, (t_ - c_));   \
+    } while (0)
+    while (r - l >= 64) {
+        bool left = l - lw <= rw - r;
+        int64_t pos = left ? l : r - 64;
+        l += left ? 64 : 0;
+        r -= left ? 0 : 64;
+        __m512i v0 = _mm512_loadu_si512(a + pos), v1 = _mm512_loadu_si512(a + pos + 16);
+        __m512i v2 = _mm512_loadu_si512(a + pos + 32), v3 = _mm512_loadu_si512(a + pos + 48);
+        __mmask16 m0 = PART32_MASK(v0), m1 = PART32_MASK(v1), m2 = PART32_MASK(v2), m3 = PART32_MASK(v3);
+        int c0 = __builtin_popcount(m0), c1 = __builtin_popcount(m1);
+        int c2 = __builtin_popcount(m2), c3 = __builtin_popcount(m3);
+        cstore32(a + lw, m0, v0, c0);
+        cstore32(a + lw + c0, m1, v1, c1);
+        cstore32(a + lw + c0 + c1, m2, v2, c2);
+        cstore32(a + lw + c0 + c1 + c2, m3, v3, c3);
+        lw += c0 + c1 + c2 + c3;
+        cstore32(a + rw - (16 - c0), (__mmask16)~m0, v0, (16 - c0));
+        cstore32(a + rw - (32 - c0 - c1), (__mmask16)~m1, v1, (16 - c1));
+        cstore32(a + rw - (48 - c0 - c1 - c2), (__mmask16)~m2, v2, (16 - c2));
+        cstore32(a + rw - (64 - c0 - c1 - c2 - c3), (__mmask16)~m3, v3, (16 - c3));
+        rw -= 64 - (c0 + c1 + c2 + c3);
+    }
+    while (r - l >= 16) {
+        bool left = l - lw <= rw - r;
+        int64_t pos = left ? l : r - 16;
+        l += left ? 16 : 0;
+        r -= left ? 0 : 16;
+        __m512i v = _mm512_loadu_si512(a + pos);
+        PART32_STEP(v, 0xffff);
+    }
+    if (r > l) {
+        __mmask16 valid = (__mmask16)((1u << (r - l)) - 1);
+        __m512i v = _mm512_maskz_loadu_epi32(valid, a + l);
+        PART32_STEP(v, valid);
+    }
+    for (int i = 0; i < 8; i++) PART32_STEP(keep[i], 0xffff);
+#undef PART32_STEP
+#undef PART32_MASK
+    return lw;
+}
+
+/* The two partitions, each compiled with its comparison fixed. */
+static int64_t partition32_lt(uint32_t *a, int64_t n, uint32_t pivot) { return partition32(a, n, pivot, false); }
+static int64_t partition32_le(uint32_t *a, int64_t n, uint32_t pivot) { return partition32(a, n, pivot, true); }
+
+static void qsort32(uint32_t *a, int64_t n, int depth, bool tasks) {
+    while (n > SMALL32_MAX) {
+        if (depth-- <= 0) {
+            heapsort32(a, n);
+            return;
+        }
+        uint32_t pivot = pivot32(a, n);
+        int64_t m = partition32_lt(a, n, pivot);
+        if (m == 0) {
+            /* the pivot is the minimum: its copies are in place */
+            m = partition32_le(a, n, pivot);
+            a += m;
+            n -= m;
+            continue;
+        }
+        /* the smaller part first (recursion depth stays logarithmic) */
+        uint32_t *sa = a;
+        int64_t sn = m;
+        if (m < n - m) {
+            a += m;
+            n -= m;
+        } else {
+            sa = a + m;
+            sn = n - m;
+            n = m;
+        }
+        if (tasks && sn >= TASK_MIN) {
+#pragma omp task firstprivate(sa, sn, depth)
+            qsort32(sa, sn, depth, true);
+        } else {
+            qsort32(sa, sn, depth, tasks && sn >= TASK_MIN);
+        }
+    }
+    small_sort32(a, n);
+}
+
+static int depth_limit(int64_t n) {
+    int d = 0;
+    while (n > 1) {
+        n >>= 1;
+        d++;
+    }
+    return 2 * d + 4;
+}
+
+/* tasks: called by one thread of a parallel region (in a `single`),
+ * whose team takes the parts of at least TASK_MIN keys as tasks. */
+void emily_cpu_sort_u32_avx512(uint32_t *a, int64_t n, bool tasks) {
+    qsort32(a, n, depth_limit(n), tasks && n >= 2 * TASK_MIN);
+}
+
+/* ======================================================================
+ * 64-bit keys, 8 lanes: keys of f64/s64/u64 values, and argsort records
+ * (key above position: all distinct, equal keys come out by position).
+ * ====================================================================== */
+
+AI __m512i cx64(__m512i v, int j, __mmask8 maxmask) {
+    const __m512i iota = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
+    __m512i w = _mm512_permutexvar_epi64(_mm512_xor_si512(iota, _mm512_set1_epi64(j)), v);
+    __m512i lo = _mm512_mask_min_epu64(v, (__mmask8)~maxmask, v, w);
+    return _mm512_mask_max_epu64(lo, maxmask, v, w);
+}
+
+AI void cstore64(uint64_t *p, __mmask8 m, __m512i v, int cnt) {
+    _mm512_mask_storeu_epi64(p, (__mmask8)((1u << cnt) - 1), _mm512_maskz_compress_epi64(m, v));
+}
+
+AI void bitonic64(__m512i *v, const int R) {
+    const int64_t N = 8 * (int64_t)R;
+#pragma GCC unroll 16
+    for (int64_t k = 2; k <= N; k <<= 1) {
+#pragma GCC unroll 16
+        for (int64_t j = k >> 1; j > 0; j >>= 1) {
+            if (j >= 8) {
+                int64_t rj = j / 8;
+#pragma GCC unroll 16
+                for (int r = 0; r < R; r++) {
+                    if (r & rj) continue;
+                    int p = r | (int)rj;
+                    bool asc = ((r * 8) & k) == 0;
+                    __m512i mn = _mm512_min_epu64(v[r], v[p]), mx = _mm512_max_epu64(v[r], v[p]);
+                    v[r] = asc ? mn : mx;
+                    v[p] = asc ? mx : mn;
+                }
+            } else {
+#pragma GCC unroll 16
+                for (int r = 0; r < R; r++)
+                    v[r] = cx64(v[r], (int)j, (__mmask8)layer_mask(8, (int64_t)r * 8, k, j));
+            }
+        }
+    }
+}
+
+#define SMALL64(R)                                                                  \
+    static void small64_##R(uint64_t *a, int64_t n) {                               \
+        __m512i v[R];                                                               \
+        const __m512i pad = _mm512_set1_epi64(-1);                                  \
+        for (int r = 0; r < R; r++) {                                               \
+            int64_t left = n - 8 * r;                                               \
+            __mmask8 m = left >= 8 ? 0xff : left <= 0 ? 0 : (__mmask8)((1u << left) - 1); \
+            v[r] = _mm512_mask_loadu_epi64(pad, m, a + 8 * r);                      \
+        }                                                                           \
+        bitonic64(v, R);                                                            \
+        for (int r = 0; r < R; r++) {                                               \
+            int64_t left = n - 8 * r;                                               \
+            __mmask8 m = left >= 8 ? 0xff : left <= 0 ? 0 : (__mmask8)((1u << left) - 1); \
+            _mm512_mask_storeu_epi64(a + 8 * r, m, v[r]);                           \
+        }                                                                           \
+    }
+SMALL64(1)
+SMALL64(2)
+SMALL64(4)
+SMALL64(8)
+SMALL64(16)
+
+static void small_sort64(uint64_t *a, int64_t n) {
+    if (n <= 1) return;
+    if (n <= 8) small64_1(a, n);
+    else if (n <= 16) small64_2(a, n);
+    else if (n <= 32) small64_4(a, n);
+    else if (n <= 64) small64_8(a, n);
+    else small64_16(a, n);
+}
+
+static uint64_t pivot64(const uint64_t *a, int64_t n) {
+    uint64_t s[16];
+    int64_t step = n / 16;
+    for (int i = 0; i < 16; i++) s[i] = a[i * step + step / 2];
+    __m512i v[2] = {_mm512_loadu_si512(s), _mm512_loadu_si512(s + 8)};
+    bitonic64(v, 2);
+    _mm512_storeu_si512(s, v[0]);
+    _mm512_storeu_si512(s + 8, v[1]);
+    return s[8];
+}
+
+/* As partition32, with 8-key vectors (n >= 64). */
+AI int64_t partition64(uint64_t *a, int64_t n, uint64_t pivot, const bool le) {
+    const __m512i pv = _mm512_set1_epi64((long long)pivot);
+    __m512i keep[8];
+    for (int i = 0; i < 4; i++) {
+        keep[i] = _mm512_loadu_si512(a + 8 * i);
+        keep[4 + i] = _mm512_loadu_si512(a + n - 32 + 8 * i);
+    }
+    int64_t l = 32, r = n - 32, lw = 0, rw = n;
+#define PART64_MASK(V) (le ? _mm512_cmple_epu64_mask(V, pv) : _mm512_cmplt_epu64_mask(V, pv))
+#define PART64_STEP(V, VALID)                                                      \
+    do {                                                                           \
+        __mmask8 m_ = PART64_MASK(V) & (VALID);                                    \
+        int c_ = __builtin_popcount((unsigned)m_);                                 \
+        int t_ = __builtin_popcount((unsigned)(VALID));                            \
+        cstore64(a + lw, m_, V, c_);                           \
+        lw += c_;                                                                  \
+        rw -= t_ - c_;                                                             \
+        cstore64(a + rw, (__mmask8)(~m_ & (VALID)), V, (t_ - c_));    \
+    } while (0)
+    while (r - l >= 32) {
+        bool left = l - lw <= rw - r;
+        int64_t pos = left ? l : r - 32;
+        l += left ? 32 : 0;
+        r -= left ? 0 : 32;
+        __m512i v0 = _mm512_loadu_si512(a + pos), v1 = _mm512_loadu_si512(a + pos + 8);
+        __m512i v2 = _mm512_loadu_si512(a + pos + 16), v3 = _mm512_loadu_si512(a + pos + 24);
+        __mmask8 m0 = PART64_MASK(v0), m1 = PART64_MASK(v1), m2 = PART64_MASK(v2), m3 = PART64_MASK(v3);
+        int c0 = __builtin_popcount(m0), c1 = __builtin_popcount(m1);
+        int c2 = __builtin_popcount(m2), c3 = __builtin_popcount(m3);
+        cstore64(a + lw, m0, v0, c0);
+        cstore64(a + lw + c0, m1, v1, c1);
+        cstore64(a + lw + c0 + c1, m2, v2, c2);
+        cstore64(a + lw + c0 + c1 + c2, m3, v3, c3);
+        lw += c0 + c1 + c2 + c3;
+        cstore64(a + rw - (8 - c0), (__mmask8)~m0, v0, (8 - c0));
+        cstore64(a + rw - (16 - c0 - c1), (__mmask8)~m1, v1, (8 - c1));
+        cstore64(a + rw - (24 - c0 - c1 - c2), (__mmask8)~m2, v2, (8 - c2));
+        cstore64(a + rw - (32 - c0 - c1 - c2 - c3), (__mmask8)~m3, v3, (8 - c3));
+        rw -= 32 - (c0 + c1 + c2 + c3);
+    }
+    while (r - l >= 8) {
+        bool left = l - lw <= rw - r;
+        int64_t pos = left ? l : r - 8;
+        l += left ? 8 : 0;
+        r -= left ? 0 : 8;
+        __m512i v = _mm512_loadu_si512(a + pos);
+        PART64_STEP(v, 0xff);
+    }
+    if (r > l) {
+        __mmask8 valid = (__mmask8)((1u << (r - l)) - 1);
+        __m512i v = _mm512_maskz_loadu_epi64(valid, a + l);
+        PART64_STEP(v, valid);
+    }
+    for (int i = 0; i < 8; i++) PART64_STEP(keep[i], 0xff);
+#undef PART64_STEP
+#undef PART64_MASK
+    return lw;
+}
+
+/* The two partitions, each compiled with its comparison fixed. */
+static int64_t partition64_lt(uint64_t *a, int64_t n, uint64_t pivot) { return partition64(a, n, pivot, false); }
+static int64_t partition64_le(uint64_t *a, int64_t n, uint64_t pivot) { return partition64(a, n, pivot, true); }
+
+static void qsort64(uint64_t *a, int64_t n, int depth, bool tasks) {
+    while (n > 128) {
+        if (depth-- <= 0) {
+            heapsort64(a, n);
+            return;
+        }
+        uint64_t pivot = pivot64(a, n);
+        int64_t m = partition64_lt(a, n, pivot);
+        if (m == 0) {
+            m = partition64_le(a, n, pivot);
+            a += m;
+            n -= m;
+            continue;
+        }
+        uint64_t *sa = a;
+        int64_t sn = m;
+        if (m < n - m) {
+            a += m;
+            n -= m;
+        } else {
+            sa = a + m;
+            sn = n - m;
+            n = m;
+        }
+        if (tasks && sn >= TASK_MIN) {
+#pragma omp task firstprivate(sa, sn, depth)
+            qsort64(sa, sn, depth, true);
+        } else {
+            qsort64(sa, sn, depth, tasks && sn >= TASK_MIN);
+        }
+    }
+    small_sort64(a, n);
+}
+
+/* tasks: called by one thread of a parallel region (in a `single`),
+ * whose team takes the parts of at least TASK_MIN keys as tasks. */
+void emily_cpu_sort_u64_avx512(uint64_t *a, int64_t n, bool tasks) {
+    qsort64(a, n, depth_limit(n), tasks && n >= 2 * TASK_MIN);
+}
+
+/* ======================================================================
+ * f32 keys in and out (contiguous rows), the same mapping as sort.c's
+ * key_f32/unkey_f32: NaN -> all ones, -0.0 -> +0.0, then the
+ * order-preserving flip; `flip` (0 or all ones) makes descending keys.
+ * ====================================================================== */
+
+AI __m512i keys16_f32(__m512i b, __m512i flip) {
+    const __m512i sign = _mm512_set1_epi32((int)0x80000000u);
+    const __m512i absmask = _mm512_set1_epi32(0x7fffffff), inf = _mm512_set1_epi32(0x7f800000);
+    __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(b, absmask), inf);
+    __mmask16 negzero = _mm512_cmpeq_epi32_mask(b, sign);
+    b = _mm512_mask_mov_epi32(b, negzero, _mm512_setzero_si512());
+    __m512i k = _mm512_xor_si512(b, _mm512_or_si512(_mm512_srai_epi32(b, 31), sign));
+    k = _mm512_mask_mov_epi32(k, nan, _mm512_set1_epi32(-1));
+    return _mm512_xor_si512(k, flip);
+}
+
+void emily_cpu_keys_f32_avx512(const uint32_t *s, int64_t n, uint32_t flip, uint32_t *keys) {
+    const __m512i fv = _mm512_set1_epi32((int)flip);
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) _mm512_storeu_si512(keys + i, keys16_f32(_mm512_loadu_si512(s + i), fv));
+    if (i < n) {
+        __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
+        _mm512_mask_storeu_epi32(keys + i, m, keys16_f32(_mm512_maskz_loadu_epi32(m, s + i), fv));
+    }
+}
+
+/* key << 32 | position, positions from `first` (first + n <= 2^32) */
+void emily_cpu_records_f32_avx512(const uint32_t *s, int64_t n, int64_t first, uint32_t flip,
+                                  uint64_t *recs) {
+    const __m512i fv = _mm512_set1_epi32((int)flip);
+    __m512i pos = _mm512_add_epi64(_mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi64(first));
+    const __m512i step = _mm512_set1_epi64(8);
+    for (int64_t i = 0; i < n; i += 16) {
+        int64_t left = n - i;
+        __mmask16 m = left >= 16 ? 0xffff : (__mmask16)((1u << left) - 1);
+        __m512i k = keys16_f32(_mm512_maskz_loadu_epi32(m, s + i), fv);
+        __m512i lo = _mm512_or_si512(_mm512_slli_epi64(_mm512_cvtepu32_epi64(_mm512_castsi512_si256(k)), 32), pos);
+        pos = _mm512_add_epi64(pos, step);
+        __m512i hi = _mm512_or_si512(_mm512_slli_epi64(_mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64(k, 1)), 32), pos);
+        pos = _mm512_add_epi64(pos, step);
+        _mm512_mask_storeu_epi64(recs + i, (__mmask8)(m & 0xff), lo);
+        _mm512_mask_storeu_epi64(recs + i + 8, (__mmask8)(m >> 8), hi);
+    }
+}
+
+void emily_cpu_unkeys_f32_avx512(const uint32_t *keys, int64_t n, uint32_t flip, uint32_t *d) {
+    const __m512i fv = _mm512_set1_epi32((int)flip), sign = _mm512_set1_epi32((int)0x80000000u);
+    const __m512i one = _mm512_set1_epi32(1);
+    for (int64_t i = 0; i < n; i += 16) {
+        int64_t left = n - i;
+        __mmask16 m = left >= 16 ? 0xffff : (__mmask16)((1u << left) - 1);
+        __m512i k = _mm512_xor_si512(_mm512_maskz_loadu_epi32(m, keys + i), fv);
+        /* sign set: clear it; clear: invert all bits */
+        __m512i x = _mm512_or_si512(_mm512_sub_epi32(_mm512_srli_epi32(k, 31), one), sign);
+        _mm512_mask_storeu_epi32(d + i, m, _mm512_xor_si512(k, x));
+    }
+}
+
+void emily_cpu_positions_s32_avx512(const uint64_t *recs, int64_t n, int32_t *d) {
+    for (int64_t i = 0; i < n; i += 8) {
+        int64_t left = n - i;
+        __mmask8 m = left >= 8 ? 0xff : (__mmask8)((1u << left) - 1);
+        __m512i r = _mm512_maskz_loadu_epi64(m, recs + i);
+        _mm256_mask_storeu_epi32(d + i, m, _mm512_cvtepi64_epi32(r));
+    }
+}
+
+#else
+typedef int emily_sort_avx512_unused;
+#endif
