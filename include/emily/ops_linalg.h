@@ -1,12 +1,82 @@
-/* Typed operations: linalg family (see emily/ops.h for conventions). */
+/* Typed operations: linear algebra (see emily/ops.h for conventions).
+ *
+ * Every op works on the last two axes and is batched over the leading
+ * ones. Output types follow Nx.LinAlg: integer inputs give f32, f16/bf16
+ * stay f16/bf16, complex stays complex (Nx.Type.to_floating).
+ *
+ * Two kinds of results (docs/semantics.md, "Linear algebra"):
+ * - lu, cholesky, triangular_solve, solve and determinant have unique
+ *   answers; Emily computes them with Nx.BinaryBackend's own operation
+ *   order and per-operation rounding, so they match the reference to the
+ *   last bit or two, quirks included (cholesky divides by l_jj + 1e-10,
+ *   determinants of 2x2/3x3 integer matrices wrap in the input type).
+ * - qr, svd and eigh have factors that are unique only up to signs (or
+ *   rotations of repeated eigenspaces); Emily computes them with LAPACK
+ *   in double precision and rounds to the output type. */
 #ifndef EMILY_OPS_LINALG_H
 #define EMILY_OPS_LINALG_H
 
+#include <stdbool.h>
 #include "emily/tensor.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+typedef enum emily_transform_a {
+    EMILY_TRANSFORM_NONE = 0,
+    EMILY_TRANSFORM_TRANSPOSE,
+    EMILY_TRANSFORM_CONJUGATE
+} emily_transform_a;
+
+/* Nx.LinAlg.triangular_solve: solves op(a) x = b (left_side) or
+ * x op(a) = b, reading only the `lower` (or upper) triangle of a.
+ * a: [..., n, n]; b: [..., n] (a vector per matrix), [..., n, m] (left)
+ * or [..., m, n] (right), with a's batch dims. The output has b's shape
+ * and the float type of merge(a, b). A zero on the diagonal fails with
+ * EMILY_ERR_ARGUMENT ("can't solve for singular matrix"), as Nx raises. */
+emily_status emily_triangular_solve(const emily_tensor *a, const emily_tensor *b,
+                                    bool left_side, bool lower, emily_transform_a transform,
+                                    emily_tensor **out);
+
+/* Nx.LinAlg.lu: a = p . l . u with partial pivoting (square matrices).
+ * p has a's type (0/1 entries); l (unit lower) and u (upper) the float
+ * type. Singular matrices give zeros on u's diagonal, no error. */
+emily_status emily_lu(const emily_tensor *a, emily_tensor **p, emily_tensor **l, emily_tensor **u);
+
+/* Nx.LinAlg.cholesky: the lower factor l of a = l . l^H (only the lower
+ * triangle of a is read). Like Nx, no positive-definiteness check:
+ * a non-positive pivot gives NaN. */
+emily_status emily_cholesky(const emily_tensor *a, emily_tensor **out);
+
+/* Nx.LinAlg.solve: a x = b through lu and two triangular solves, as Nx
+ * does. b: [..., n] or [..., n, m] with a's batch dims. A singular
+ * matrix fails like triangular_solve. */
+emily_status emily_solve(const emily_tensor *a, const emily_tensor *b, emily_tensor **out);
+
+/* Nx.LinAlg.determinant: [..., n, n] -> [...]. */
+emily_status emily_determinant(const emily_tensor *a, emily_tensor **out);
+
+typedef enum emily_qr_mode { EMILY_QR_REDUCED = 0, EMILY_QR_COMPLETE } emily_qr_mode;
+
+/* Nx.LinAlg.qr of [..., m, n] (k = min(m, n)): reduced gives q [..., m, k]
+ * and r [..., k, n]; complete gives q [..., m, m] and r [..., m, n].
+ * Entries with |x| <= eps become 0 (Nx's :eps). */
+emily_status emily_qr(const emily_tensor *a, emily_qr_mode mode, double eps, emily_tensor **q,
+                      emily_tensor **r);
+
+/* Nx.LinAlg.svd of real [..., m, n] (Nx rejects complex input): u, s
+ * (descending) and vt. full_matrices: u [..., m, m], vt [..., n, n];
+ * otherwise u [..., m, k], vt [..., k, n]. */
+emily_status emily_svd(const emily_tensor *a, bool full_matrices, emily_tensor **u,
+                       emily_tensor **s, emily_tensor **vt);
+
+/* Nx.LinAlg.eigh of Hermitian [..., n, n] (the lower triangle is read):
+ * eigenvalues [..., n] ordered by decreasing magnitude, as Nx orders
+ * them, and the eigenvectors as the columns of [..., n, n]. Both have
+ * the float type of a (complex inputs give complex outputs, as in Nx). */
+emily_status emily_eigh(const emily_tensor *a, emily_tensor **eigenvalues,
+                        emily_tensor **eigenvectors);
 
 #ifdef __cplusplus
 }

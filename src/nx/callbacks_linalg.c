@@ -1,6 +1,181 @@
-/* Nx callbacks: linalg family. */
+/* Nx callbacks: linear algebra.
+ *
+ * Nx 0.13 reaches a backend through block/4 with Nx.Block.LinAlg.*
+ * structs, recorded as the callback name with the struct's fields as a
+ * final options argument; Nx 0.7 called lu/qr/svd/eigh/cholesky/solve/
+ * determinant/triangular_solve directly with the same arguments and
+ * options. Both map onto the same typed functions. Output types and
+ * shapes are inferred by the typed functions (Nx decides them from the
+ * inputs and options only). Options that only steer Nx's iterative
+ * algorithms (:max_iter, eigh's :eps, lu's :eps) have no effect here. */
+#include <stdio.h>
+#include <string.h>
 #include "nx/callback.h"
 
+/* The optional keyword list at position i (NULL when absent). */
+static emily_status optional_opts(emily_call *c, size_t i, const emily_value **opts) {
+    *opts = NULL;
+    if (c->nargs <= i) return EMILY_OK;
+    return call_opts(c, i, opts);
+}
+
+static emily_status opt_bool(emily_call *c, const emily_value *opts, const char *key, bool dflt,
+                             bool *out) {
+    const emily_value *v = opt_get(opts, key);
+    *out = dflt;
+    if (!v || v->kind == EMILY_V_NIL) return EMILY_OK;
+    char what[48];
+    snprintf(what, sizeof what, "option :%s", key);
+    return value_bool(c, v, what, out);
+}
+
+static emily_status opt_float(emily_call *c, const emily_value *opts, const char *key, double dflt,
+                              double *out) {
+    const emily_value *v = opt_get(opts, key);
+    *out = dflt;
+    if (!v || v->kind == EMILY_V_NIL) return EMILY_OK;
+    char what[48];
+    snprintf(what, sizeof what, "option :%s", key);
+    return value_float(c, v, what, out);
+}
+
+static emily_status return_all(emily_call *c, int n, emily_tensor **ts) {
+    emily_status s = EMILY_OK;
+    for (int i = 0; i < n; i++) {
+        emily_status si = call_return(c, ts[i]); /* takes ownership even on failure */
+        if (si && !s) s = si;
+    }
+    return s;
+}
+
+static emily_status cb_lu(emily_call *c) {
+    emily_status s = call_arity(c, 1, 2);
+    if (s) return s;
+    emily_tensor *a;
+    const emily_value *opts;
+    if ((s = call_tensor(c, 0, &a)) || (s = optional_opts(c, 1, &opts))) return s;
+    emily_tensor *r[3];
+    if ((s = emily_lu(a, &r[0], &r[1], &r[2]))) return s;
+    return return_all(c, 3, r);
+}
+
+static emily_status cb_triangular_solve(emily_call *c) {
+    emily_status s = call_arity(c, 2, 3);
+    if (s) return s;
+    emily_tensor *a, *b;
+    const emily_value *opts;
+    if ((s = call_tensor(c, 0, &a)) || (s = call_tensor(c, 1, &b)) || (s = optional_opts(c, 2, &opts)))
+        return s;
+    bool left_side, lower;
+    if ((s = opt_bool(c, opts, "left_side", true, &left_side)) ||
+        (s = opt_bool(c, opts, "lower", true, &lower)))
+        return s;
+    emily_transform_a tr = EMILY_TRANSFORM_NONE;
+    const emily_value *v = opt_get(opts, "transform_a");
+    if (v && v->kind != EMILY_V_NIL) {
+        const char *name;
+        if ((s = value_atom(c, v, "option :transform_a", false, &name))) return s;
+        if (strcmp(name, "none") == 0) tr = EMILY_TRANSFORM_NONE;
+        else if (strcmp(name, "transpose") == 0) tr = EMILY_TRANSFORM_TRANSPOSE;
+        else if (strcmp(name, "conjugate") == 0) tr = EMILY_TRANSFORM_CONJUGATE;
+        else
+            return call_fail(c, EMILY_ERR_ARGUMENT,
+                             "invalid value for :transform_a option, expected :none, :transpose, "
+                             "or :conjugate, got: :%s", name);
+    }
+    emily_tensor *out;
+    if ((s = emily_triangular_solve(a, b, left_side, lower, tr, &out))) return s;
+    return call_return(c, out);
+}
+
+static emily_status cb_qr(emily_call *c) {
+    emily_status s = call_arity(c, 1, 2);
+    if (s) return s;
+    emily_tensor *a;
+    const emily_value *opts;
+    if ((s = call_tensor(c, 0, &a)) || (s = optional_opts(c, 1, &opts))) return s;
+    double eps;
+    if ((s = opt_float(c, opts, "eps", 1.0e-10, &eps))) return s;
+    emily_qr_mode mode = EMILY_QR_REDUCED;
+    const emily_value *v = opt_get(opts, "mode");
+    if (v && v->kind != EMILY_V_NIL) {
+        const char *name;
+        if ((s = value_atom(c, v, "option :mode", false, &name))) return s;
+        if (strcmp(name, "reduced") == 0) mode = EMILY_QR_REDUCED;
+        else if (strcmp(name, "complete") == 0) mode = EMILY_QR_COMPLETE;
+        else
+            return call_fail(c, EMILY_ERR_ARGUMENT,
+                             "invalid :mode received. Expected one of [:reduced, :complete], "
+                             "received: :%s", name);
+    }
+    emily_tensor *r[2];
+    if ((s = emily_qr(a, mode, eps, &r[0], &r[1]))) return s;
+    return return_all(c, 2, r);
+}
+
+static emily_status cb_svd(emily_call *c) {
+    emily_status s = call_arity(c, 1, 2);
+    if (s) return s;
+    emily_tensor *a;
+    const emily_value *opts;
+    if ((s = call_tensor(c, 0, &a)) || (s = optional_opts(c, 1, &opts))) return s;
+    bool full;
+    if ((s = opt_bool(c, opts, "full_matrices?", true, &full))) return s;
+    emily_tensor *r[3];
+    if ((s = emily_svd(a, full, &r[0], &r[1], &r[2]))) return s;
+    return return_all(c, 3, r);
+}
+
+static emily_status cb_eigh(emily_call *c) {
+    emily_status s = call_arity(c, 1, 2);
+    if (s) return s;
+    emily_tensor *a;
+    const emily_value *opts;
+    if ((s = call_tensor(c, 0, &a)) || (s = optional_opts(c, 1, &opts))) return s;
+    emily_tensor *r[2];
+    if ((s = emily_eigh(a, &r[0], &r[1]))) return s;
+    return return_all(c, 2, r);
+}
+
+static emily_status cb_cholesky(emily_call *c) {
+    emily_status s = call_arity(c, 1, 2);
+    if (s) return s;
+    emily_tensor *a, *out;
+    const emily_value *opts;
+    if ((s = call_tensor(c, 0, &a)) || (s = optional_opts(c, 1, &opts))) return s;
+    if ((s = emily_cholesky(a, &out))) return s;
+    return call_return(c, out);
+}
+
+static emily_status cb_solve(emily_call *c) {
+    emily_status s = call_arity(c, 2, 3);
+    if (s) return s;
+    emily_tensor *a, *b, *out;
+    const emily_value *opts;
+    if ((s = call_tensor(c, 0, &a)) || (s = call_tensor(c, 1, &b)) || (s = optional_opts(c, 2, &opts)))
+        return s;
+    if ((s = emily_solve(a, b, &out))) return s;
+    return call_return(c, out);
+}
+
+static emily_status cb_determinant(emily_call *c) {
+    emily_status s = call_arity(c, 1, 2);
+    if (s) return s;
+    emily_tensor *a, *out;
+    const emily_value *opts;
+    if ((s = call_tensor(c, 0, &a)) || (s = optional_opts(c, 1, &opts))) return s;
+    if ((s = emily_determinant(a, &out))) return s;
+    return call_return(c, out);
+}
+
 const emily_callback_entry emily_callbacks_linalg[] = {
+    {"lu", cb_lu},
+    {"triangular_solve", cb_triangular_solve},
+    {"qr", cb_qr},
+    {"svd", cb_svd},
+    {"eigh", cb_eigh},
+    {"cholesky", cb_cholesky},
+    {"solve", cb_solve},
+    {"determinant", cb_determinant},
     {NULL, NULL},
 };

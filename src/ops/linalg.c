@@ -1,0 +1,420 @@
+/* Linear algebra: Nx.LinAlg semantics (validation, output types and
+ * shapes as Nx.Shape and Nx.LinAlg decide them) on top of the linalg
+ * kernel table (src/ops/linalg_kernels.h).
+ *
+ * Kernels work on contiguous "wide" copies (f64, or c128 for complex
+ * problems) and return wide results that are rounded here to the output
+ * type. solve is composed from lu, dot and two triangular solves exactly
+ * as Nx.LinAlg.solve composes them, so it inherits their rounding. */
+#include <stdlib.h>
+#include <string.h>
+#include "ops/common.h"
+#include "ops/linalg_kernels.h"
+
+static emily_dtype wide_of(emily_dtype t) {
+    return emily_dtype_is_complex(t) ? EMILY_C128 : EMILY_F64;
+}
+
+static emily_status get_kernels(const char *op, int n, const emily_tensor *const *ts,
+                                const struct emily_linalg_kernels **k) {
+    const emily_engine *e;
+    emily_status s = emily_check_same_device(op, n, ts, &e);
+    if (s) return s;
+    if (!e->linalg) {
+        char dev[32];
+        emily_device_format(ts[0]->buffer->device, dev, sizeof dev);
+        return emily_error(EMILY_ERR_UNSUPPORTED, "%s: not available on device %s", op, dev);
+    }
+    *k = e->linalg;
+    return EMILY_OK;
+}
+
+static emily_status unsupported(const char *op, const emily_tensor *t) {
+    char dev[32];
+    emily_device_format(t->buffer->device, dev, sizeof dev);
+    return emily_error(EMILY_ERR_UNSUPPORTED, "%s: not available on device %s", op, dev);
+}
+
+/* A contiguous copy of t in type dt (a new reference). */
+static emily_status to_wide(const emily_tensor *t, emily_dtype dt, emily_tensor **out) {
+    emily_tensor *c;
+    emily_status s = emily_convert_to(t, dt, &c);
+    if (s) return s;
+    s = emily_contiguous(c, out);
+    emily_tensor_release(c);
+    return s;
+}
+
+/* Rounds a wide kernel result to `dt`, releasing the wide tensor. */
+static emily_status finish(emily_tensor *wide, emily_dtype dt, emily_tensor **out) {
+    emily_status s = emily_convert_to(wide, dt, out);
+    emily_tensor_release(wide);
+    return s;
+}
+
+/* Shapes are assembled in fixed arrays; far beyond any real batch rank. */
+#define MAX_RANK 32
+
+static emily_status check_rank(const char *op, const char *arg, const emily_tensor *t) {
+    if (t->rank > MAX_RANK)
+        return emily_error(EMILY_ERR_SHAPE, "%s: %s has rank %d, more than the %d supported", op,
+                           arg, t->rank, MAX_RANK);
+    return EMILY_OK;
+}
+
+static emily_status check_matrix(const char *op, const emily_tensor *a, bool square) {
+    emily_status s = check_rank(op, "the tensor", a);
+    if (s) return s;
+    if (a->rank < 2)
+        return emily_error(EMILY_ERR_SHAPE, "%s: tensor must have at least rank 2, got rank %d with shape %s",
+                           op, a->rank, EMILY_SHAPE_STR(a));
+    if (square && a->shape[a->rank - 1] != a->shape[a->rank - 2])
+        return emily_error(EMILY_ERR_SHAPE,
+                           "%s: tensor must be a square matrix or a batch of square matrices, got shape %s",
+                           op, EMILY_SHAPE_STR(a));
+    return EMILY_OK;
+}
+
+/* Shape with the last `drop` axes replaced by the `nnew` given dims. */
+static void shape_with(const emily_tensor *a, int drop, int nnew, const int64_t *dims, int *rank,
+                       int64_t *shape) {
+    int keep = a->rank - drop;
+    for (int i = 0; i < keep; i++) shape[i] = a->shape[i];
+    for (int i = 0; i < nnew; i++) shape[keep + i] = dims[i];
+    *rank = keep + nnew;
+}
+
+/* ---- lu ---------------------------------------------------------------- */
+
+emily_status emily_lu(const emily_tensor *a, emily_tensor **p, emily_tensor **l, emily_tensor **u) {
+    const char *op = "lu";
+    emily_status s;
+    if ((s = emily_check_out(op, p)) || (s = emily_check_out(op, l)) || (s = emily_check_out(op, u)))
+        return s;
+    if ((s = emily_check_tensor(op, "tensor", a)) || (s = check_matrix(op, a, true))) return s;
+    const struct emily_linalg_kernels *k;
+    if ((s = get_kernels(op, 1, &a, &k))) return s;
+    if (!k->lu) return unsupported(op, a);
+    emily_dtype t = emily_type_to_floating(a->dtype), w = wide_of(t);
+    emily_tensor *at = NULL, *aw = NULL, *pw = NULL, *lw = NULL, *uw = NULL;
+    if ((s = emily_convert_to(a, t, &at))) return s;
+    s = to_wide(at, w, &aw);
+    emily_tensor_release(at);
+    if (s) return s;
+    if (!(s = emily_empty_like_device(a, EMILY_F64, a->rank, a->shape, &pw)) &&
+        !(s = emily_empty_like_device(a, w, a->rank, a->shape, &lw)) &&
+        !(s = emily_empty_like_device(a, w, a->rank, a->shape, &uw)))
+        s = k->lu(pw, lw, uw, aw, t);
+    emily_tensor_release(aw);
+    if (s) {
+        emily_tensor *all[3] = {pw, lw, uw};
+        emily_release_all(3, all);
+        return s;
+    }
+    emily_tensor *r[3] = {NULL, NULL, NULL};
+    s = finish(pw, a->dtype, &r[0]);
+    emily_status s2 = finish(lw, t, &r[1]);
+    emily_status s3 = finish(uw, t, &r[2]);
+    if (s || s2 || s3) {
+        emily_release_all(3, r);
+        return s ? s : s2 ? s2 : s3;
+    }
+    *p = r[0];
+    *l = r[1];
+    *u = r[2];
+    return EMILY_OK;
+}
+
+/* ---- cholesky ---------------------------------------------------------- */
+
+emily_status emily_cholesky(const emily_tensor *a, emily_tensor **out) {
+    const char *op = "cholesky";
+    emily_status s;
+    if ((s = emily_check_out(op, out))) return s;
+    if ((s = emily_check_tensor(op, "tensor", a)) || (s = check_matrix(op, a, true))) return s;
+    const struct emily_linalg_kernels *k;
+    if ((s = get_kernels(op, 1, &a, &k))) return s;
+    if (!k->cholesky) return unsupported(op, a);
+    emily_dtype t = emily_type_to_floating(a->dtype), w = wide_of(t);
+    /* Nx's algorithm reads `a` in its own type (no cast to t first). */
+    emily_tensor *aw, *lw;
+    if ((s = to_wide(a, w, &aw))) return s;
+    if (!(s = emily_empty_like_device(a, w, a->rank, a->shape, &lw))) {
+        s = k->cholesky(lw, aw, t);
+        if (s) emily_tensor_release(lw);
+    }
+    emily_tensor_release(aw);
+    if (s) return s;
+    return finish(lw, t, out);
+}
+
+/* ---- triangular_solve -------------------------------------------------- */
+
+static bool same_dims(const int64_t *x, const int64_t *y, int n) {
+    for (int i = 0; i < n; i++)
+        if (x[i] != y[i]) return false;
+    return true;
+}
+
+/* Nx.Shape.triangular_solve / Nx.Shape.solve: whether b is a vector per
+ * matrix (b_vector) or a matrix; fails with Nx's message otherwise. */
+static emily_status solve_shapes(const char *op, const emily_tensor *a, const emily_tensor *b,
+                                 bool left_side, bool *b_vector) {
+    emily_status s;
+    if ((s = check_rank(op, "a", a)) || (s = check_rank(op, "b", b))) return s;
+    if (a->rank < 2 || a->shape[a->rank - 1] != a->shape[a->rank - 2])
+        return emily_error(EMILY_ERR_SHAPE,
+                           "%s: expected a square matrix or a batch of square matrices for a, got shape %s",
+                           op, EMILY_SHAPE_STR(a));
+    int batch = a->rank - 2;
+    int64_t n = a->shape[a->rank - 1];
+    if (b->rank == batch + 1 && same_dims(a->shape, b->shape, batch) && b->shape[batch] == n) {
+        *b_vector = true;
+        return EMILY_OK;
+    }
+    if (b->rank == batch + 2 && same_dims(a->shape, b->shape, batch) &&
+        (left_side ? b->shape[batch] == n : b->shape[batch + 1] == n)) {
+        *b_vector = false;
+        return EMILY_OK;
+    }
+    return emily_error(EMILY_ERR_SHAPE,
+                       "%s: incompatible dimensions for a and b: a has shape %s, b has shape %s "
+                       "(expected b of shape [batch..., %lld] or [batch..., %s])",
+                       op, EMILY_SHAPE_STR(a), EMILY_SHAPE_STR(b), (long long)n,
+                       left_side ? "n, m" : "m, n");
+}
+
+emily_status emily_triangular_solve(const emily_tensor *a, const emily_tensor *b, bool left_side,
+                                    bool lower, emily_transform_a transform, emily_tensor **out) {
+    const char *op = "triangular_solve";
+    emily_status s;
+    if ((s = emily_check_out(op, out))) return s;
+    if ((s = emily_check_tensor(op, "a", a)) || (s = emily_check_tensor(op, "b", b))) return s;
+    if (transform != EMILY_TRANSFORM_NONE && transform != EMILY_TRANSFORM_TRANSPOSE &&
+        transform != EMILY_TRANSFORM_CONJUGATE)
+        return emily_error(EMILY_ERR_ARGUMENT,
+                           "%s: invalid transform_a %d, expected none, transpose or conjugate", op,
+                           (int)transform);
+    bool b_vector;
+    if ((s = solve_shapes(op, a, b, left_side, &b_vector))) return s;
+    const emily_tensor *ts[2] = {a, b};
+    const struct emily_linalg_kernels *k;
+    if ((s = get_kernels(op, 2, ts, &k))) return s;
+    if (!k->triangular_solve) return unsupported(op, a);
+    emily_dtype t = emily_type_to_floating(emily_type_merge(a->dtype, b->dtype)), w = wide_of(t);
+    emily_tensor *aw = NULL, *bw = NULL, *xw = NULL;
+    if ((s = to_wide(a, w, &aw))) return s;
+    if ((s = to_wide(b, w, &bw))) { emily_tensor_release(aw); return s; }
+    if (!(s = emily_empty_like_device(b, w, b->rank, b->shape, &xw))) {
+        s = k->triangular_solve(xw, aw, bw, b_vector, left_side, lower, transform);
+        if (s) emily_tensor_release(xw);
+    }
+    emily_tensor_release(aw);
+    emily_tensor_release(bw);
+    if (s) return s;
+    return finish(xw, t, out);
+}
+
+/* ---- solve ------------------------------------------------------------- */
+
+emily_status emily_solve(const emily_tensor *a, const emily_tensor *b, emily_tensor **out) {
+    const char *op = "solve";
+    emily_status s;
+    if ((s = emily_check_out(op, out))) return s;
+    if ((s = emily_check_tensor(op, "a", a)) || (s = emily_check_tensor(op, "b", b))) return s;
+    bool b_vector;
+    if ((s = solve_shapes(op, a, b, true, &b_vector))) return s;
+    const emily_tensor *ts[2] = {a, b};
+    const struct emily_linalg_kernels *k;
+    if ((s = get_kernels(op, 2, ts, &k))) return s;
+    emily_dtype merged = emily_type_merge(a->dtype, b->dtype);
+    emily_dtype t = emily_type_to_floating(merged);
+    emily_tensor *p = NULL, *l = NULL, *u = NULL, *bm = NULL, *bp = NULL, *y = NULL, *x = NULL;
+    if ((s = emily_lu(a, &p, &l, &u))) return s;
+    /* b' = p^T . b (Nx.dot(p, [-2], batch, b, [-2], batch)), in merge(a, b) */
+    int r = a->rank, batch = r - 2;
+    int64_t shape[MAX_RANK + 1];
+    if (b_vector) {
+        for (int i = 0; i < b->rank; i++) shape[i] = b->shape[i];
+        shape[b->rank] = 1;
+        s = emily_reshape(b, b->rank + 1, shape, &bm);
+    } else {
+        emily_tensor_retain((emily_tensor *)b);
+        bm = (emily_tensor *)b;
+    }
+    if (!s) {
+        int contract[1] = {r - 2}, batches[MAX_RANK];
+        for (int i = 0; i < batch; i++) batches[i] = i;
+        s = emily_dot(p, 1, contract, batch, batches, bm, 1, contract, batch, batches, merged, &bp);
+    }
+    if (!s) s = emily_triangular_solve(l, bp, true, true, EMILY_TRANSFORM_NONE, &y);
+    if (!s) s = emily_triangular_solve(u, y, true, false, EMILY_TRANSFORM_NONE, &x);
+    emily_tensor *tmp[6] = {p, l, u, bm, bp, y};
+    emily_release_all(6, tmp);
+    if (s) return s;
+    emily_tensor *shaped;
+    s = emily_reshape(x, b->rank, b->shape, &shaped);
+    emily_tensor_release(x);
+    if (s) return s;
+    /* Nx's template type; differs from the composition's only for mixed
+     * half-precision/integer inputs, where Nx's own answer is inconsistent. */
+    s = emily_convert_to(shaped, t, out);
+    emily_tensor_release(shaped);
+    return s;
+}
+
+/* ---- determinant ------------------------------------------------------- */
+
+emily_status emily_determinant(const emily_tensor *a, emily_tensor **out) {
+    const char *op = "determinant";
+    emily_status s;
+    if ((s = emily_check_out(op, out))) return s;
+    if ((s = emily_check_tensor(op, "tensor", a))) return s;
+    if (a->rank < 2 || a->shape[a->rank - 1] != a->shape[a->rank - 2])
+        return emily_error(EMILY_ERR_SHAPE,
+                           "%s: expects a square matrix or a batch of square matrices, got shape %s",
+                           op, EMILY_SHAPE_STR(a));
+    const struct emily_linalg_kernels *k;
+    if ((s = get_kernels(op, 1, &a, &k))) return s;
+    if (!k->determinant) return unsupported(op, a);
+    emily_dtype t = emily_type_to_floating(a->dtype), w = wide_of(t);
+    emily_tensor *ac, *dw;
+    if ((s = emily_contiguous(a, &ac))) return s;
+    if (!(s = emily_empty_like_device(a, w, a->rank - 2, a->shape, &dw))) {
+        s = k->determinant(dw, ac, t);
+        if (s) emily_tensor_release(dw);
+    }
+    emily_tensor_release(ac);
+    if (s) return s;
+    return finish(dw, t, out);
+}
+
+/* ---- qr ---------------------------------------------------------------- */
+
+emily_status emily_qr(const emily_tensor *a, emily_qr_mode mode, double eps, emily_tensor **q,
+                      emily_tensor **r) {
+    const char *op = "qr";
+    emily_status s;
+    if ((s = emily_check_out(op, q)) || (s = emily_check_out(op, r))) return s;
+    if ((s = emily_check_tensor(op, "tensor", a)) || (s = check_matrix(op, a, false))) return s;
+    if (mode != EMILY_QR_REDUCED && mode != EMILY_QR_COMPLETE)
+        return emily_error(EMILY_ERR_ARGUMENT, "%s: invalid mode %d, expected reduced or complete",
+                           op, (int)mode);
+    const struct emily_linalg_kernels *k;
+    if ((s = get_kernels(op, 1, &a, &k))) return s;
+    if (!k->qr) return unsupported(op, a);
+    bool complete = mode == EMILY_QR_COMPLETE;
+    int64_t m = a->shape[a->rank - 2], n = a->shape[a->rank - 1], kk = m < n ? m : n;
+    emily_dtype t = emily_type_to_floating(a->dtype), w = wide_of(t);
+    int64_t qd[2] = {m, complete ? m : kk}, rd[2] = {complete ? m : kk, n};
+    int64_t qshape[MAX_RANK], rshape[MAX_RANK];
+    int qrank, rrank;
+    shape_with(a, 2, 2, qd, &qrank, qshape);
+    shape_with(a, 2, 2, rd, &rrank, rshape);
+    emily_tensor *aw, *qw = NULL, *rw = NULL;
+    if ((s = to_wide(a, w, &aw))) return s;
+    if (!(s = emily_empty_like_device(a, w, qrank, qshape, &qw)) &&
+        !(s = emily_empty_like_device(a, w, rrank, rshape, &rw)))
+        s = k->qr(qw, rw, aw, complete, eps);
+    emily_tensor_release(aw);
+    if (s) {
+        emily_tensor_release(qw);
+        emily_tensor_release(rw);
+        return s;
+    }
+    emily_tensor *res[2] = {NULL, NULL};
+    s = finish(qw, t, &res[0]);
+    emily_status s2 = finish(rw, t, &res[1]);
+    if (s || s2) {
+        emily_release_all(2, res);
+        return s ? s : s2;
+    }
+    *q = res[0];
+    *r = res[1];
+    return EMILY_OK;
+}
+
+/* ---- svd --------------------------------------------------------------- */
+
+emily_status emily_svd(const emily_tensor *a, bool full_matrices, emily_tensor **u,
+                       emily_tensor **sv, emily_tensor **vt) {
+    const char *op = "svd";
+    emily_status s;
+    if ((s = emily_check_out(op, u)) || (s = emily_check_out(op, sv)) || (s = emily_check_out(op, vt)))
+        return s;
+    if ((s = emily_check_tensor(op, "tensor", a)) || (s = check_matrix(op, a, false))) return s;
+    if (emily_dtype_is_complex(a->dtype))
+        return emily_error(EMILY_ERR_TYPE,
+                           "%s: complex tensors are not supported (Nx.LinAlg.svd/2 rejects them), got %s",
+                           op, emily_dtype_name(a->dtype));
+    const struct emily_linalg_kernels *k;
+    if ((s = get_kernels(op, 1, &a, &k))) return s;
+    if (!k->svd) return unsupported(op, a);
+    int64_t m = a->shape[a->rank - 2], n = a->shape[a->rank - 1], kk = m < n ? m : n;
+    emily_dtype t = emily_type_to_floating(a->dtype);
+    int64_t ud[2] = {m, full_matrices ? m : kk}, vd[2] = {full_matrices ? n : kk, n}, sd[1] = {kk};
+    int64_t ushape[MAX_RANK], sshape[MAX_RANK], vshape[MAX_RANK];
+    int urank, srank, vrank;
+    shape_with(a, 2, 2, ud, &urank, ushape);
+    shape_with(a, 2, 1, sd, &srank, sshape);
+    shape_with(a, 2, 2, vd, &vrank, vshape);
+    emily_tensor *aw, *uw = NULL, *sw = NULL, *vw = NULL;
+    if ((s = to_wide(a, EMILY_F64, &aw))) return s;
+    if (!(s = emily_empty_like_device(a, EMILY_F64, urank, ushape, &uw)) &&
+        !(s = emily_empty_like_device(a, EMILY_F64, srank, sshape, &sw)) &&
+        !(s = emily_empty_like_device(a, EMILY_F64, vrank, vshape, &vw)))
+        s = k->svd(uw, sw, vw, aw, full_matrices);
+    emily_tensor_release(aw);
+    if (s) {
+        emily_tensor *all[3] = {uw, sw, vw};
+        emily_release_all(3, all);
+        return s;
+    }
+    emily_tensor *res[3] = {NULL, NULL, NULL};
+    s = finish(uw, t, &res[0]);
+    emily_status s2 = finish(sw, t, &res[1]);
+    emily_status s3 = finish(vw, t, &res[2]);
+    if (s || s2 || s3) {
+        emily_release_all(3, res);
+        return s ? s : s2 ? s2 : s3;
+    }
+    *u = res[0];
+    *sv = res[1];
+    *vt = res[2];
+    return EMILY_OK;
+}
+
+/* ---- eigh -------------------------------------------------------------- */
+
+emily_status emily_eigh(const emily_tensor *a, emily_tensor **eigenvalues,
+                        emily_tensor **eigenvectors) {
+    const char *op = "eigh";
+    emily_status s;
+    if ((s = emily_check_out(op, eigenvalues)) || (s = emily_check_out(op, eigenvectors))) return s;
+    if ((s = emily_check_tensor(op, "tensor", a)) || (s = check_matrix(op, a, true))) return s;
+    const struct emily_linalg_kernels *k;
+    if ((s = get_kernels(op, 1, &a, &k))) return s;
+    if (!k->eigh) return unsupported(op, a);
+    emily_dtype t = emily_type_to_floating(a->dtype), w = wide_of(t);
+    emily_tensor *aw, *ww = NULL, *vw = NULL;
+    if ((s = to_wide(a, w, &aw))) return s;
+    if (!(s = emily_empty_like_device(a, EMILY_F64, a->rank - 1, a->shape, &ww)) &&
+        !(s = emily_empty_like_device(a, w, a->rank, a->shape, &vw)))
+        s = k->eigh(ww, vw, aw);
+    emily_tensor_release(aw);
+    if (s) {
+        emily_tensor_release(ww);
+        emily_tensor_release(vw);
+        return s;
+    }
+    emily_tensor *res[2] = {NULL, NULL};
+    s = finish(ww, t, &res[0]);
+    emily_status s2 = finish(vw, t, &res[1]);
+    if (s || s2) {
+        emily_release_all(2, res);
+        return s ? s : s2;
+    }
+    *eigenvalues = res[0];
+    *eigenvectors = res[1];
+    return EMILY_OK;
+}

@@ -1,0 +1,67 @@
+/* The linear algebra family's kernel table, filled by each device's
+ * engine.
+ *
+ * The op layer (src/ops/linalg.c) validates, infers output types and
+ * shapes, and converts inputs; kernels see contiguous row-major batches
+ * of matrices (every leading axis is a batch axis) in a "wide" type:
+ * f64 for real problems, c128 for complex ones. Kernels write wide
+ * outputs (fresh contiguous tensors); the op layer rounds them to the
+ * output type.
+ *
+ * Kernels that reproduce Nx.BinaryBackend's arithmetic take `work`, the
+ * Nx type the reference computes in (f16, bf16, f32, f64, c64 or c128):
+ * after every Nx-level operation they round the value to `work`, exactly
+ * as the reference writes every intermediate tensor.
+ *
+ * Keep this header valid C11 and C++ (a CUDA engine may include it). */
+#ifndef EMILY_OPS_LINALG_KERNELS_H
+#define EMILY_OPS_LINALG_KERNELS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "core/engine.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct emily_linalg_kernels {
+    /* a: [..., n, n] wide, values already of type `work`. p (0/1 entries),
+     * l, u: [..., n, n] wide. Nx.LinAlg.LU's algorithm. */
+    emily_status (*lu)(emily_tensor *p, emily_tensor *l, emily_tensor *u, const emily_tensor *a,
+                       emily_dtype work);
+    /* a: [..., n, n] wide, values of type `work`; l: [..., n, n] wide.
+     * Nx.LinAlg.Cholesky's algorithm with its eps (1e-10). */
+    emily_status (*cholesky)(emily_tensor *l, const emily_tensor *a, emily_dtype work);
+    /* a: [B..., n, n], b: [B..., n] when b_vector, else [B..., n, m]
+     * (left_side) or [B..., m, n]; both wide; x: b's shape, wide.
+     * Computed in double as Nx.BinaryBackend.Matrix.ts does; a zero on
+     * the diagonal fails with EMILY_ERR_ARGUMENT. */
+    emily_status (*triangular_solve)(emily_tensor *x, const emily_tensor *a, const emily_tensor *b,
+                                     bool b_vector, bool left_side, bool lower,
+                                     emily_transform_a transform);
+    /* a: [..., n, n] in its own (any) type, contiguous; det: [...] wide.
+     * Nx.LinAlg.determinant's algorithm: explicit products for 2x2 and
+     * 3x3 (integer inputs wrap in their type), LU otherwise, with
+     * intermediate rounding to `work`. */
+    emily_status (*determinant)(emily_tensor *det, const emily_tensor *a, emily_dtype work);
+    /* LAPACK-backed decompositions (no `work`: computed in the wide type).
+     * a: [..., m, n]; q: [..., m, m] if complete else [..., m, k];
+     * r: [..., m, n] if complete else [..., k, n]. Entries of q and r
+     * with |x| <= eps are written as 0 (Nx's :eps). */
+    emily_status (*qr)(emily_tensor *q, emily_tensor *r, const emily_tensor *a, bool complete,
+                       double eps);
+    /* a: real [..., m, n]; u: [..., m, m|k], s: [..., k] (f64, descending),
+     * vt: [..., n|k, n]. */
+    emily_status (*svd)(emily_tensor *u, emily_tensor *s, emily_tensor *vt, const emily_tensor *a,
+                        bool full_matrices);
+    /* a: [..., n, n] Hermitian (lower triangle read); w: [..., n] f64 in
+     * Nx's order: by decreasing magnitude, ties in increasing value;
+     * v: [..., n, n] wide, the eigenvectors as columns in w's order. */
+    emily_status (*eigh)(emily_tensor *w, emily_tensor *v, const emily_tensor *a);
+};
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,565 @@
+/* Linear algebra: lu, triangular_solve, solve, determinant, cholesky, qr,
+ * svd, eigh. */
+#include <complex.h>
+#include <stdlib.h>
+#include "harness.h"
+
+static double complex *cvals(const emily_tensor *t) {
+    emily_tensor *c = NULL;
+    if (emily_as_type(t, EMILY_C128, &c)) return NULL;
+    size_t n = (size_t)emily_tensor_size(c);
+    double complex *v = malloc((n ? n : 1) * sizeof *v);
+    if (v && emily_to_binary(c, v, n * sizeof *v)) { free(v); v = NULL; }
+    emily_tensor_release(c);
+    return v;
+}
+
+/* C = A (m x k) . B (k x n), complex row-major. */
+static void matmul(const double complex *a, const double complex *b, double complex *c, int64_t m,
+                   int64_t k, int64_t n) {
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            double complex s = 0;
+            for (int64_t l = 0; l < k; l++) s += a[i * k + l] * b[l * n + j];
+            c[i * n + j] = s;
+        }
+}
+
+static double max_diff(const double complex *a, const double complex *b, int64_t n) {
+    double m = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (cabs(a[i] - b[i]) > m) m = cabs(a[i] - b[i]);
+    return m;
+}
+
+/* ---- lu ---------------------------------------------------------------- */
+
+TEST(lu_matches_nx_doctest) {
+    int64_t s[2] = {3, 3};
+    int32_t a[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+    emily_tensor *t = t_from(EMILY_S32, 2, s, a), *p = NULL, *l = NULL, *u = NULL;
+    CHECK_OK(emily_lu(t, &p, &l, &u));
+    CHECK(emily_tensor_dtype(p) == EMILY_S32 && emily_tensor_dtype(l) == EMILY_F32 &&
+          emily_tensor_dtype(u) == EMILY_F32);
+    const double pw[9] = {0, 1, 0, 0, 0, 1, 1, 0, 0};
+    for (int i = 0; i < 9; i++) CHECK(t_get(p, i) == pw[i]);
+    /* l = [[1, 0, 0], [0.14285715, 1, 0], [0.5714286, 0.5, 1]] */
+    CHECK(t_get(l, 0) == 1 && t_get(l, 1) == 0 && t_get(l, 3) == (double)(1.0f / 7.0f));
+    CHECK(fabs(t_get(l, 7) - 0.5) < 1e-6 && t_get(l, 8) == 1);
+    /* u = [[7, 8, 9], [0, 0.8571429, 1.7142857], [0, 0, ~0]] */
+    CHECK(t_get(u, 0) == 7 && t_get(u, 3) == 0 && fabs(t_get(u, 4) - 0.8571429) < 1e-6);
+    /* p . l . u = a */
+    double complex *P = cvals(p), *L = cvals(l), *U = cvals(u), lu[9], plu[9], A[9];
+    matmul(L, U, lu, 3, 3, 3);
+    matmul(P, lu, plu, 3, 3, 3);
+    for (int i = 0; i < 9; i++) A[i] = a[i];
+    CHECK(max_diff(plu, A, 9) < 1e-5);
+    free(P);
+    free(L);
+    free(U);
+    emily_tensor *r[3] = {p, l, u};
+    for (int i = 0; i < 3; i++) emily_tensor_release(r[i]);
+    emily_tensor_release(t);
+}
+
+TEST(lu_batched_and_types) {
+    int64_t s[3] = {2, 2, 2};
+    uint16_t h[8] = {0x4000, 0x3c00, 0x3c00, 0x4000, 0x0000, 0x3c00, 0x3c00, 0x0000}; /* f16 */
+    emily_tensor *t = t_from(EMILY_F16, 3, s, h), *p = NULL, *l = NULL, *u = NULL;
+    CHECK_OK(emily_lu(t, &p, &l, &u));
+    CHECK(emily_tensor_dtype(p) == EMILY_F16 && emily_tensor_dtype(u) == EMILY_F16);
+    /* second matrix [[0, 1], [1, 0]] pivots: p = [[0, 1], [1, 0]], u = I */
+    CHECK(t_get(p, 4) == 0 && t_get(p, 5) == 1 && t_get(u, 4) == 1 && t_get(u, 7) == 1);
+    /* first: l[1][0] = 0.5, u[1][1] = 1.5 */
+    CHECK(t_get(l, 2) == 0.5 && t_get(u, 3) == 1.5);
+    emily_tensor_release(p);
+    emily_tensor_release(l);
+    emily_tensor_release(u);
+    emily_tensor_release(t);
+    /* complex */
+    int64_t s2[2] = {2, 2};
+    float complex c[4] = {1, 2 * I, 3, 4};
+    t = t_from(EMILY_C64, 2, s2, c);
+    CHECK_OK(emily_lu(t, &p, &l, &u));
+    CHECK(emily_tensor_dtype(p) == EMILY_C64 && emily_tensor_dtype(l) == EMILY_C64);
+    double complex *U = cvals(u);
+    CHECK(U && U[0] == 3 && U[1] == 4);
+    free(U);
+    emily_tensor_release(p);
+    emily_tensor_release(l);
+    emily_tensor_release(u);
+    emily_tensor_release(t);
+}
+
+TEST(lu_bad_input) {
+    int64_t s[2] = {2, 3};
+    float a[6] = {0};
+    emily_tensor *t = t_from(EMILY_F32, 2, s, a), *p, *l, *u;
+    CHECK_ERR(emily_lu(t, &p, &l, &u), EMILY_ERR_SHAPE, "square");
+    CHECK_ERR(emily_lu(NULL, &p, &l, &u), EMILY_ERR_ARGUMENT, "NULL");
+    CHECK_ERR(emily_lu(t, NULL, &l, &u), EMILY_ERR_ARGUMENT, "output");
+    int64_t s1[1] = {6};
+    emily_tensor *v = t_from(EMILY_F32, 1, s1, a);
+    CHECK_ERR(emily_lu(v, &p, &l, &u), EMILY_ERR_SHAPE, "rank 2");
+    emily_tensor_release(v);
+    emily_tensor_release(t);
+    /* singular: zeros on u's diagonal, no error */
+    int64_t s2[2] = {2, 2};
+    float z[4] = {1, 2, 2, 4};
+    t = t_from(EMILY_F32, 2, s2, z);
+    CHECK_OK(emily_lu(t, &p, &l, &u));
+    CHECK(t_get(u, 3) == 0);
+    emily_tensor_release(p);
+    emily_tensor_release(l);
+    emily_tensor_release(u);
+    emily_tensor_release(t);
+}
+
+/* ---- triangular_solve -------------------------------------------------- */
+
+/* Checks op(a) x = b (left) or x op(a) = b for a 3x3 matrix, every option. */
+TEST(triangular_solve_every_option) {
+    int64_t sa[2] = {3, 3}, sb[2] = {3, 2}, sbr[2] = {2, 3}, sv[1] = {3};
+    double complex a[9] = {2, 0.5 + I, -1, 1, 3 - I, 0.25, 4, -2, 5 + 2 * I};
+    double complex b[6] = {1, 2, 3 - I, -1, 0.5, 2 * I};
+    emily_tensor *at = t_from(EMILY_C128, 2, sa, a);
+    emily_tensor *bl = t_from(EMILY_C128, 2, sb, b), *br = t_from(EMILY_C128, 2, sbr, b);
+    emily_tensor *bv = t_from(EMILY_C128, 1, sv, b);
+    for (int lower = 0; lower < 2; lower++)
+        for (int left = 0; left < 2; left++)
+            for (int tr = 0; tr < 3; tr++)
+                for (int vec = 0; vec < 2; vec++) {
+                    /* op(a) as used: the triangle, then transposed or conjugated */
+                    double complex m[9], op[9];
+                    for (int i = 0; i < 3; i++)
+                        for (int j = 0; j < 3; j++)
+                            m[i * 3 + j] = (lower ? j <= i : j >= i) ? a[i * 3 + j] : 0;
+                    for (int i = 0; i < 3; i++)
+                        for (int j = 0; j < 3; j++)
+                            op[i * 3 + j] = tr == 1 ? m[j * 3 + i] : tr == 2 ? conj(m[i * 3 + j]) : m[i * 3 + j];
+                    emily_tensor *bt = vec ? bv : left ? bl : br, *x = NULL;
+                    CHECK_OK(emily_triangular_solve(at, bt, left, lower, (emily_transform_a)tr, &x));
+                    if (!x) continue;
+                    double complex *X = cvals(x), got[6], *B = cvals(bt);
+                    int64_t cols = vec ? 1 : 2;
+                    /* a vector b is a column (left) or a row (right) */
+                    if (left) matmul(op, X, got, 3, 3, cols);
+                    else matmul(X, op, got, vec ? 1 : 2, 3, 3);
+                    if (max_diff(got, B, vec ? 3 : 6) >= 1e-12)
+                        fprintf(stderr, "  lower %d left %d transform %d vector %d\n", lower, left, tr, vec);
+                    CHECK(max_diff(got, B, vec ? 3 : 6) < 1e-12);
+                    free(X);
+                    free(B);
+                    emily_tensor_release(x);
+                }
+    emily_tensor_release(at);
+    emily_tensor_release(bl);
+    emily_tensor_release(br);
+    emily_tensor_release(bv);
+}
+
+TEST(triangular_solve_types_batches_views) {
+    /* Nx's doctest: a = [[3, 0, 0, 0], [2, 1, 0, 0], [1, 0, 1, 0], [1, 1, 1, 1]], b = [4, 2, 4, 2]
+     * -> [1.3333334, -0.6666666, 2.6666667, -1.3333333] (f32) */
+    int64_t sa[2] = {4, 4}, sb[1] = {4};
+    int32_t a[16] = {3, 0, 0, 0, 2, 1, 0, 0, 1, 0, 1, 0, 1, 1, 1, 1};
+    int32_t b[4] = {4, 2, 4, 2};
+    emily_tensor *at = t_from(EMILY_S32, 2, sa, a), *bt = t_from(EMILY_S32, 1, sb, b), *x = NULL;
+    CHECK_OK(emily_triangular_solve(at, bt, true, true, EMILY_TRANSFORM_NONE, &x));
+    CHECK(emily_tensor_dtype(x) == EMILY_F32);
+    CHECK(t_get(x, 0) == (double)(4.0f / 3.0f) && fabs(t_get(x, 3) + 1.3333333) < 1e-6);
+    emily_tensor_release(x);
+    /* the transposed view of a, solved as upper with :transpose, is the same system */
+    int perm[2] = {1, 0};
+    emily_tensor *atv = NULL;
+    CHECK_OK(emily_transpose(at, perm, &atv));
+    CHECK_OK(emily_triangular_solve(atv, bt, true, false, EMILY_TRANSFORM_TRANSPOSE, &x));
+    CHECK(t_get(x, 0) == (double)(4.0f / 3.0f) && fabs(t_get(x, 3) + 1.3333333) < 1e-6);
+    emily_tensor_release(x);
+    emily_tensor_release(atv);
+    /* batched: a [2, 2, 2], b [2, 2] (a vector per matrix) */
+    int64_t sa3[3] = {2, 2, 2}, sb2[2] = {2, 2};
+    double a3[8] = {2, 0, 1, 1, 1, 0, 0, 4};
+    double b3[4] = {2, 3, 5, 8};
+    emily_tensor *a3t = t_from(EMILY_F64, 3, sa3, a3), *b3t = t_from(EMILY_F64, 2, sb2, b3);
+    CHECK_OK(emily_triangular_solve(a3t, b3t, true, true, EMILY_TRANSFORM_NONE, &x));
+    CHECK(x && t_shape_is(x, 2, sb2) && emily_tensor_dtype(x) == EMILY_F64);
+    CHECK(t_get(x, 0) == 1 && t_get(x, 1) == 2 && t_get(x, 2) == 5 && t_get(x, 3) == 2);
+    emily_tensor_release(x);
+    emily_tensor_release(a3t);
+    emily_tensor_release(b3t);
+    emily_tensor_release(at);
+    emily_tensor_release(bt);
+}
+
+TEST(triangular_solve_errors) {
+    int64_t sa[2] = {2, 2}, sb[1] = {3}, sr[2] = {2, 4};
+    float a[4] = {1, 0, 1, 0}, b[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    emily_tensor *at = t_from(EMILY_F32, 2, sa, a), *bt = t_from(EMILY_F32, 1, sb, b), *x;
+    CHECK_ERR(emily_triangular_solve(at, bt, true, true, EMILY_TRANSFORM_NONE, &x), EMILY_ERR_SHAPE,
+              "incompatible dimensions");
+    emily_tensor *b2 = t_from(EMILY_F32, 2, sr, b);
+    /* a zero on the diagonal, as Nx: can't solve for singular matrix */
+    CHECK_ERR(emily_triangular_solve(at, b2, true, true, EMILY_TRANSFORM_NONE, &x), EMILY_ERR_ARGUMENT,
+              "singular");
+    CHECK_ERR(emily_triangular_solve(at, b2, false, true, EMILY_TRANSFORM_NONE, &x), EMILY_ERR_SHAPE,
+              "incompatible");
+    CHECK_ERR(emily_triangular_solve(at, b2, true, true, (emily_transform_a)7, &x), EMILY_ERR_ARGUMENT,
+              "transform_a");
+    CHECK_ERR(emily_triangular_solve(b2, at, true, true, EMILY_TRANSFORM_NONE, &x), EMILY_ERR_SHAPE,
+              "square");
+    CHECK_ERR(emily_triangular_solve(at, NULL, true, true, EMILY_TRANSFORM_NONE, &x), EMILY_ERR_ARGUMENT,
+              "b is NULL");
+    emily_tensor_release(b2);
+    emily_tensor_release(at);
+    emily_tensor_release(bt);
+}
+
+/* ---- solve ------------------------------------------------------------- */
+
+TEST(solve_matches_nx) {
+    /* Nx's doctest: a = [[1, 3, 2, 1], [2, 1, 0, 0], [1, 0, 1, 0], [1, 1, 1, 1]],
+     * b = [-3, 0, 4, -2] -> [1.0, -2.0, 3.0000002, -4.0] */
+    int64_t sa[2] = {4, 4}, sb[1] = {4};
+    int32_t a[16] = {1, 3, 2, 1, 2, 1, 0, 0, 1, 0, 1, 0, 1, 1, 1, 1};
+    int32_t b[4] = {-3, 0, 4, -2};
+    emily_tensor *at = t_from(EMILY_S32, 2, sa, a), *bt = t_from(EMILY_S32, 1, sb, b), *x = NULL;
+    CHECK_OK(emily_solve(at, bt, &x));
+    CHECK(x && emily_tensor_dtype(x) == EMILY_F32 && t_shape_is(x, 1, sb));
+    CHECK(t_get(x, 0) == 1 && t_get(x, 1) == -2 && t_get(x, 2) == 3.0000002384185791 && t_get(x, 3) == -4);
+    emily_tensor_release(x);
+    /* a matrix right-hand side in f64: the result is f64, but as in Nx the
+     * LU of the s32 matrix is computed (and rounded) in f32 */
+    int64_t sm[2] = {4, 2};
+    double bm[8] = {1, 0, 0, 1, 0, 0, 0, 0};
+    emily_tensor *bmt = t_from(EMILY_F64, 2, sm, bm);
+    CHECK_OK(emily_solve(at, bmt, &x));
+    CHECK(x && emily_tensor_dtype(x) == EMILY_F64 && t_shape_is(x, 2, sm));
+    double complex *X = cvals(x), *A = cvals(at), ax[8], B[8];
+    matmul(A, X, ax, 4, 4, 2);
+    for (int i = 0; i < 8; i++) B[i] = bm[i];
+    CHECK(X && max_diff(ax, B, 8) < 1e-5);
+    free(X);
+    free(A);
+    emily_tensor_release(x);
+    emily_tensor_release(bmt);
+    /* singular */
+    int32_t z[16] = {1, 2, 0, 0, 2, 4, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1};
+    emily_tensor *zt = t_from(EMILY_S32, 2, sa, z);
+    CHECK_ERR(emily_solve(zt, bt, &x), EMILY_ERR_ARGUMENT, "singular");
+    emily_tensor_release(zt);
+    /* shapes */
+    int64_t s3[1] = {3};
+    emily_tensor *b3 = t_from(EMILY_S32, 1, s3, b);
+    CHECK_ERR(emily_solve(at, b3, &x), EMILY_ERR_SHAPE, "incompatible");
+    emily_tensor_release(b3);
+    emily_tensor_release(at);
+    emily_tensor_release(bt);
+}
+
+/* ---- determinant ------------------------------------------------------- */
+
+TEST(determinant_values) {
+    int64_t s2[2] = {2, 2}, s3[2] = {3, 3}, s4[2] = {4, 4};
+    int32_t a2[4] = {1, 2, 3, 4};
+    float a3[9] = {1, 2, 3, 1, -2, 3, 7, 8, 9};
+    int32_t a4[16] = {1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 2, 0, 0, 0, 0, 3};
+    emily_tensor *t = t_from(EMILY_S32, 2, s2, a2), *d = NULL;
+    CHECK_OK(emily_determinant(t, &d));
+    CHECK(d && emily_tensor_rank(d) == 0 && emily_tensor_dtype(d) == EMILY_F32 && t_get(d, 0) == -2);
+    emily_tensor_release(d);
+    emily_tensor_release(t);
+    t = t_from(EMILY_F32, 2, s3, a3);
+    CHECK_OK(emily_determinant(t, &d));
+    CHECK(t_get(d, 0) == 48);
+    emily_tensor_release(d);
+    emily_tensor_release(t);
+    t = t_from(EMILY_S32, 2, s4, a4);
+    CHECK_OK(emily_determinant(t, &d));
+    CHECK(t_get(d, 0) == 6);
+    emily_tensor_release(d);
+    emily_tensor_release(t);
+    /* Nx computes 2x2 integer determinants in the input type: u8 wraps */
+    uint8_t u[4] = {20, 0, 0, 20};
+    t = t_from(EMILY_U8, 2, s2, u);
+    CHECK_OK(emily_determinant(t, &d));
+    CHECK(t_get(d, 0) == 144);
+    emily_tensor_release(d);
+    emily_tensor_release(t);
+    /* complex: Nx's doctest [[1, 0, 0], [0, 2i, 0], [0, 0, 3]] -> 6i */
+    double complex c3[9] = {1, 0, 0, 0, 2 * I, 0, 0, 0, 3};
+    t = t_from(EMILY_C128, 2, s3, c3);
+    CHECK_OK(emily_determinant(t, &d));
+    double complex *v = cvals(d);
+    CHECK(v && emily_tensor_dtype(d) == EMILY_C128 && v[0] == 6 * I);
+    free(v);
+    emily_tensor_release(d);
+    emily_tensor_release(t);
+    /* singular 5x5 -> 0; 1x1; batched; 0x0 -> 1 */
+    int64_t s5[2] = {5, 5};
+    double a5[25] = {0};
+    for (int i = 0; i < 5; i++) a5[i * 5 + i] = 2;
+    a5[24] = 0;
+    t = t_from(EMILY_F64, 2, s5, a5);
+    CHECK_OK(emily_determinant(t, &d));
+    CHECK(t_get(d, 0) == 0);
+    emily_tensor_release(d);
+    emily_tensor_release(t);
+    int64_t sb[3] = {3, 1, 1};
+    double a1[3] = {2, -3, 0.5};
+    t = t_from(EMILY_F64, 3, sb, a1);
+    CHECK_OK(emily_determinant(t, &d));
+    int64_t s3v[1] = {3};
+    CHECK(t_shape_is(d, 1, s3v) && t_get(d, 0) == 2 && t_get(d, 1) == -3 && t_get(d, 2) == 0.5);
+    emily_tensor_release(d);
+    emily_tensor_release(t);
+    int64_t s0[2] = {0, 0};
+    CHECK_OK(emily_empty(EMILY_CPU, EMILY_F32, 2, s0, &t));
+    CHECK_OK(emily_determinant(t, &d));
+    CHECK(t_get(d, 0) == 1);
+    emily_tensor_release(d);
+    emily_tensor_release(t);
+    /* errors */
+    int64_t s23[2] = {2, 3};
+    t = t_from(EMILY_F32, 2, s23, a3);
+    CHECK_ERR(emily_determinant(t, &d), EMILY_ERR_SHAPE, "square");
+    CHECK_ERR(emily_determinant(NULL, &d), EMILY_ERR_ARGUMENT, "NULL");
+    emily_tensor_release(t);
+}
+
+/* ---- cholesky ---------------------------------------------------------- */
+
+TEST(cholesky_values) {
+    /* Nx's doctest: [[6, 3, 4, 8], [3, 6, 5, 1], [4, 5, 10, 7], [8, 1, 7, 25]] */
+    int64_t s[2] = {4, 4};
+    float a[16] = {6, 3, 4, 8, 3, 6, 5, 1, 4, 5, 10, 7, 8, 1, 7, 25};
+    emily_tensor *t = t_from(EMILY_F32, 2, s, a), *l = NULL;
+    CHECK_OK(emily_cholesky(t, &l));
+    CHECK(emily_tensor_dtype(l) == EMILY_F32);
+    CHECK(t_get(l, 0) == (double)2.4494898f && t_get(l, 1) == 0 && t_get(l, 15) == (double)3.132491f);
+    CHECK(t_get(l, 13) == (double)-1.4142134f);
+    emily_tensor_release(l);
+    emily_tensor_release(t);
+    /* complex: [[1, -2i], [2i, 5]] -> [[1, 0], [2i, 1]] */
+    int64_t s2[2] = {2, 2};
+    float complex c[4] = {1, -2 * I, 2 * I, 5};
+    t = t_from(EMILY_C64, 2, s2, c);
+    CHECK_OK(emily_cholesky(t, &l));
+    double complex *v = cvals(l);
+    CHECK(v && v[0] == 1 && v[1] == 0 && v[2] == 2 * I && v[3] == 1);
+    free(v);
+    emily_tensor_release(l);
+    emily_tensor_release(t);
+    /* not positive definite: NaN like Nx, no error */
+    double n[4] = {1, 2, 2, 1};
+    t = t_from(EMILY_F64, 2, s2, n);
+    CHECK_OK(emily_cholesky(t, &l));
+    CHECK(isnan(t_get(l, 3)));
+    emily_tensor_release(l);
+    CHECK_ERR(emily_cholesky(t, NULL), EMILY_ERR_ARGUMENT, "output");
+    emily_tensor_release(t);
+    int64_t s23[2] = {2, 3};
+    t = t_from(EMILY_F32, 2, s23, a);
+    CHECK_ERR(emily_cholesky(t, &l), EMILY_ERR_SHAPE, "square");
+    emily_tensor_release(t);
+}
+
+/* ---- qr / svd / eigh --------------------------------------------------- */
+
+static void check_qr(emily_tensor *t, emily_qr_mode mode, int64_t m, int64_t n) {
+    emily_tensor *q = NULL, *r = NULL;
+    CHECK_OK(emily_qr(t, mode, 1e-10, &q, &r));
+    if (!q || !r) return;
+    int64_t k = m < n ? m : n, qc = mode == EMILY_QR_COMPLETE ? m : k, rr = mode == EMILY_QR_COMPLETE ? m : k;
+    int64_t qs[2] = {m, qc}, rs[2] = {rr, n};
+    CHECK(t_shape_is(q, 2, qs) && t_shape_is(r, 2, rs));
+    double complex *Q = cvals(q), *R = cvals(r), *A = cvals(t);
+    double complex *qr = malloc((size_t)(m * n) * sizeof *qr);
+    double complex *qhq = malloc((size_t)(qc * qc) * sizeof *qhq), *qh = malloc((size_t)(m * qc) * sizeof *qh);
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < qc; j++) qh[j * m + i] = conj(Q[i * qc + j]);
+    matmul(Q, R, qr, m, rr < qc ? rr : qc, n);
+    CHECK(max_diff(qr, A, m * n) < 1e-5);
+    matmul(qh, Q, qhq, qc, m, qc);
+    for (int64_t i = 0; i < qc; i++) qhq[i * qc + i] -= 1;
+    double complex *zero = calloc((size_t)(qc * qc), sizeof *zero);
+    CHECK(max_diff(qhq, zero, qc * qc) < 1e-5);
+    for (int64_t i = 0; i < rr; i++)
+        for (int64_t j = 0; j < i && j < n; j++) CHECK(R[i * n + j] == 0);
+    free(Q);
+    free(R);
+    free(A);
+    free(qr);
+    free(qhq);
+    free(qh);
+    free(zero);
+    emily_tensor_release(q);
+    emily_tensor_release(r);
+}
+
+TEST(qr_modes_and_shapes) {
+    float a[12] = {1, 2, 3, 4, 5, 6, 7, 8, 10, -1, 0.5, 2};
+    int64_t tall[2] = {4, 3}, wide[2] = {3, 4};
+    emily_tensor *t = t_from(EMILY_F32, 2, tall, a);
+    check_qr(t, EMILY_QR_REDUCED, 4, 3);
+    check_qr(t, EMILY_QR_COMPLETE, 4, 3);
+    emily_tensor_release(t);
+    t = t_from(EMILY_F32, 2, wide, a);
+    check_qr(t, EMILY_QR_REDUCED, 3, 4);
+    check_qr(t, EMILY_QR_COMPLETE, 3, 4);
+    emily_tensor_release(t);
+    double complex c[4] = {1 + I, 2, -I, 3};
+    int64_t s2[2] = {2, 2};
+    t = t_from(EMILY_C128, 2, s2, c);
+    check_qr(t, EMILY_QR_REDUCED, 2, 2);
+    emily_tensor_release(t);
+    emily_tensor *q, *r;
+    int64_t s1[1] = {3};
+    t = t_from(EMILY_F32, 1, s1, a);
+    CHECK_ERR(emily_qr(t, EMILY_QR_REDUCED, 1e-10, &q, &r), EMILY_ERR_SHAPE, "rank 2");
+    emily_tensor_release(t);
+    t = t_from(EMILY_F32, 2, tall, a);
+    CHECK_ERR(emily_qr(t, (emily_qr_mode)5, 1e-10, &q, &r), EMILY_ERR_ARGUMENT, "mode");
+    emily_tensor_release(t);
+    /* zero-size: q is an identity block, r is empty */
+    int64_t s30[2] = {3, 0};
+    CHECK_OK(emily_empty(EMILY_CPU, EMILY_F64, 2, s30, &t));
+    CHECK_OK(emily_qr(t, EMILY_QR_COMPLETE, 1e-10, &q, &r));
+    CHECK(t_get(q, 0) == 1 && t_get(q, 1) == 0 && t_get(q, 4) == 1);
+    emily_tensor_release(q);
+    emily_tensor_release(r);
+    emily_tensor_release(t);
+}
+
+TEST(svd_shapes_and_reconstruction) {
+    double a[12] = {2, 0, 0, 0, 3, 0, 0, 0, -1, 0, 0, 0};
+    int64_t s[2] = {4, 3};
+    emily_tensor *t = t_from(EMILY_F64, 2, s, a), *u = NULL, *sv = NULL, *vt = NULL;
+    for (int full = 0; full < 2; full++) {
+        CHECK_OK(emily_svd(t, full, &u, &sv, &vt));
+        int64_t us[2] = {4, full ? 4 : 3}, ss[1] = {3}, vs[2] = {3, 3};
+        CHECK(t_shape_is(u, 2, us) && t_shape_is(sv, 1, ss) && t_shape_is(vt, 2, vs));
+        /* Nx's doctest: s = [3, 2, 1] */
+        CHECK(fabs(t_get(sv, 0) - 3) < 1e-14 && fabs(t_get(sv, 1) - 2) < 1e-14 && fabs(t_get(sv, 2) - 1) < 1e-14);
+        double complex *U = cvals(u), *S = cvals(sv), *V = cvals(vt), us3[12], rec[12], A[12];
+        for (int i = 0; i < 4; i++)
+            for (int j = 0; j < 3; j++) us3[i * 3 + j] = U[i * us[1] + j] * S[j];
+        matmul(us3, V, rec, 4, 3, 3);
+        for (int i = 0; i < 12; i++) A[i] = a[i];
+        CHECK(max_diff(rec, A, 12) < 1e-14);
+        free(U);
+        free(S);
+        free(V);
+        emily_tensor_release(u);
+        emily_tensor_release(sv);
+        emily_tensor_release(vt);
+    }
+    emily_tensor_release(t);
+    /* integer input gives f32; complex is rejected as Nx does */
+    int32_t ai[4] = {1, 2, 3, 4};
+    int64_t s2[2] = {2, 2};
+    t = t_from(EMILY_S32, 2, s2, ai);
+    CHECK_OK(emily_svd(t, true, &u, &sv, &vt));
+    CHECK(emily_tensor_dtype(sv) == EMILY_F32 && fabs(t_get(sv, 0) - 5.4649857) < 1e-5);
+    emily_tensor_release(u);
+    emily_tensor_release(sv);
+    emily_tensor_release(vt);
+    emily_tensor *tc = NULL;
+    CHECK_OK(emily_as_type(t, EMILY_C64, &tc));
+    CHECK_ERR(emily_svd(tc, true, &u, &sv, &vt), EMILY_ERR_TYPE, "complex");
+    emily_tensor_release(tc);
+    emily_tensor_release(t);
+    /* non-finite input gives NaN factors, not an error */
+    double nanm[4] = {1, NAN, 0, 1};
+    t = t_from(EMILY_F64, 2, s2, nanm);
+    CHECK_OK(emily_svd(t, true, &u, &sv, &vt));
+    CHECK(isnan(t_get(sv, 0)));
+    emily_tensor_release(u);
+    emily_tensor_release(sv);
+    emily_tensor_release(vt);
+    emily_tensor_release(t);
+}
+
+TEST(eigh_values_and_order) {
+    /* Nx's doctest: [[0, 1, 2], [1, 0, 2], [2, 2, 3]] -> 5, -1, -1 */
+    int64_t s[2] = {3, 3};
+    int32_t a[9] = {0, 1, 2, 1, 0, 2, 2, 2, 3};
+    emily_tensor *t = t_from(EMILY_S32, 2, s, a), *w = NULL, *v = NULL;
+    CHECK_OK(emily_eigh(t, &w, &v));
+    CHECK(emily_tensor_dtype(w) == EMILY_F32 && emily_tensor_dtype(v) == EMILY_F32);
+    CHECK(fabs(t_get(w, 0) - 5) < 1e-5 && fabs(t_get(w, 1) + 1) < 1e-5 && fabs(t_get(w, 2) + 1) < 1e-5);
+    double complex *W = cvals(w), *V = cvals(v), *A = cvals(t), av[9], vw[9];
+    matmul(A, V, av, 3, 3, 3);
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++) vw[i * 3 + j] = V[i * 3 + j] * W[j];
+    CHECK(max_diff(av, vw, 9) < 1e-5);
+    free(W);
+    free(V);
+    free(A);
+    emily_tensor_release(w);
+    emily_tensor_release(v);
+    emily_tensor_release(t);
+    /* ordered by magnitude: [[-3, 0], [0, 1]] -> -3, 1 */
+    int64_t s2[2] = {2, 2};
+    double d[4] = {1, 0, 0, -3};
+    t = t_from(EMILY_F64, 2, s2, d);
+    CHECK_OK(emily_eigh(t, &w, &v));
+    CHECK(t_get(w, 0) == -3 && t_get(w, 1) == 1);
+    emily_tensor_release(w);
+    emily_tensor_release(v);
+    emily_tensor_release(t);
+    /* Hermitian complex: eigenvalues are real, typed c64 like Nx */
+    float complex h[4] = {2, 1 - I, 1 + I, 3};
+    t = t_from(EMILY_C64, 2, s2, h);
+    CHECK_OK(emily_eigh(t, &w, &v));
+    W = cvals(w);
+    CHECK(W && emily_tensor_dtype(w) == EMILY_C64 && fabs(creal(W[0]) - 4) < 1e-5 && cimag(W[0]) == 0);
+    free(W);
+    emily_tensor_release(w);
+    emily_tensor_release(v);
+    emily_tensor_release(t);
+    int64_t s23[2] = {2, 3};
+    double d6[6] = {1, 2, 3, 4, 5, 6};
+    t = t_from(EMILY_F64, 2, s23, d6);
+    CHECK_ERR(emily_eigh(t, &w, &v), EMILY_ERR_SHAPE, "square");
+    emily_tensor_release(t);
+}
+
+TEST(linalg_dispatch_callbacks) {
+    int64_t s[2] = {2, 2};
+    float a[4] = {4, 2, 2, 3};
+    emily_tensor *t = t_from(EMILY_F32, 2, s, a);
+    int64_t ws[1] = {2};
+    emily_value tmpl[2] = {{.kind = EMILY_V_TEMPLATE, .dtype = EMILY_F32, .rank = 1, .shape = ws},
+                           {.kind = EMILY_V_TEMPLATE, .dtype = EMILY_F32, .rank = 2, .shape = s}};
+    emily_value out = {.kind = EMILY_V_TUPLE, .items = tmpl, .n = 2};
+    emily_value items[2] = {{.kind = EMILY_V_FLOAT, .f = 1e-4}, {.kind = EMILY_V_INT, .i = 1000}};
+    const char *keys[2] = {"eps", "max_iter"};
+    emily_value args[2] = {{.kind = EMILY_V_TENSOR, .tensor = t},
+                           {.kind = EMILY_V_OPTS, .items = items, .keys = keys, .n = 2}};
+    emily_dispatch_result r = {0};
+    CHECK_OK(emily_dispatch("eigh", EMILY_CPU, &out, args, 2, EMILY_DISPATCH_RUN, &r));
+    CHECK(r.n == 2);
+    emily_dispatch_result_release(&r);
+    /* qr with an unknown mode fails like Nx */
+    emily_value qitems[1] = {{.kind = EMILY_V_ATOM, .str = "error_test"}};
+    const char *qkeys[1] = {"mode"};
+    emily_value qargs[2] = {{.kind = EMILY_V_TENSOR, .tensor = t},
+                            {.kind = EMILY_V_OPTS, .items = qitems, .keys = qkeys, .n = 1}};
+    CHECK_ERR(emily_dispatch("qr", EMILY_CPU, &out, qargs, 2, EMILY_DISPATCH_INFER, &r),
+              EMILY_ERR_ARGUMENT, "invalid :mode");
+    /* triangular_solve's transform_a is validated */
+    emily_value titems[1] = {{.kind = EMILY_V_ATOM, .str = "other"}};
+    const char *tkeys[1] = {"transform_a"};
+    emily_value targs[3] = {{.kind = EMILY_V_TENSOR, .tensor = t}, {.kind = EMILY_V_TENSOR, .tensor = t},
+                            {.kind = EMILY_V_OPTS, .items = titems, .keys = tkeys, .n = 1}};
+    CHECK_ERR(emily_dispatch("triangular_solve", EMILY_CPU, &tmpl[1], targs, 3, EMILY_DISPATCH_RUN, &r),
+              EMILY_ERR_ARGUMENT, "transform_a");
+    emily_tensor_release(t);
+}
+
+RUN_TESTS("linalg", CASE(lu_matches_nx_doctest), CASE(lu_batched_and_types), CASE(lu_bad_input),
+          CASE(triangular_solve_every_option), CASE(triangular_solve_types_batches_views),
+          CASE(triangular_solve_errors), CASE(solve_matches_nx), CASE(determinant_values),
+          CASE(cholesky_values), CASE(qr_modes_and_shapes), CASE(svd_shapes_and_reconstruction),
+          CASE(eigh_values_and_order), CASE(linalg_dispatch_callbacks))
