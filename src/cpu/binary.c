@@ -24,7 +24,7 @@
 static void advise_huge(const emily_tensor *dst) {
 #ifdef MADV_HUGEPAGE
     size_t nbytes = (size_t)dst->size * emily_dtype_size(dst->dtype);
-    if (nbytes < HUGE_MIN) return;
+    if (nbytes < HUGE_MIN || !emily_strides_contiguous(dst->rank, dst->shape, dst->strides)) return;
     const size_t huge = (size_t)2 << 20;
     uintptr_t lo = (uintptr_t)emily_tensor_base(dst), hi = lo + nbytes;
     uintptr_t alo = (lo + huge - 1) & ~(uintptr_t)(huge - 1), ahi = hi & ~(uintptr_t)(huge - 1);
