@@ -35,10 +35,16 @@ void emily_cpu_positions_s32_avx512(const uint64_t *recs, int64_t n, int32_t *d)
 
 #define AI static inline __attribute__((always_inline))
 
-/* Parts of at most this many keys are sorted by a network. */
+/* Parts of at most this many keys are sorted by a network (the
+ * partitions need at least 128 and 64 keys). */
 #ifndef SMALL32_MAX
-#define SMALL32_MAX 256
+#define SMALL32_MAX 128
 #endif
+#ifndef SMALL64_MAX
+#define SMALL64_MAX 128
+#endif
+_Static_assert(SMALL32_MAX >= 128 && SMALL32_MAX <= 256, "partition32 needs 128 keys");
+_Static_assert(SMALL64_MAX >= 64 && SMALL64_MAX <= 128, "partition64 needs 64 keys");
 
 /* Parts from this size on become OpenMP tasks. */
 #define TASK_MIN ((int64_t)1 << 16)
@@ -454,7 +460,7 @@ static int64_t partition64_lt(uint64_t *a, int64_t n, uint64_t pivot) { return p
 static int64_t partition64_le(uint64_t *a, int64_t n, uint64_t pivot) { return partition64(a, n, pivot, true); }
 
 static void qsort64(uint64_t *a, int64_t n, int depth, bool tasks) {
-    while (n > 128) {
+    while (n > SMALL64_MAX) {
         if (depth-- <= 0) {
             heapsort64(a, n);
             return;
