@@ -334,7 +334,39 @@ TEST(fft_dispatch_callbacks) {
     emily_tensor_release(t);
 }
 
-RUN_TESTS("fft", CASE(fft_small_known_values), CASE(fft_matches_naive_dft_many_lengths),
+/* Every dtype: c64 out (c128 for f64/c128), irfft real. */
+TEST(fft_every_dtype) {
+    int64_t s[1] = {6};
+    double x[6] = {1, 2, 3, 4, 5, 6};
+    emily_tensor *xd = t_from(EMILY_F64, 1, s, x);
+    for (int dt = 0; dt < EMILY_DTYPE_COUNT; dt++) {
+        emily_tensor *t = NULL, *y = NULL, *z = NULL;
+        CHECK_OK(emily_as_type(xd, (emily_dtype)dt, &t));
+        if (!t) continue;
+        emily_dtype c = emily_type_to_complex((emily_dtype)dt);
+        CHECK_OK(emily_fft(t, 0, 0, 1e-10, &y));
+        CHECK(y && emily_tensor_dtype(y) == c && t_get(y, 0) == 21);
+        emily_tensor_release(y);
+        CHECK_OK(emily_ifft(t, 8, 0, 1e-10, &y));
+        CHECK(y && emily_tensor_dtype(y) == c && t_get(y, 0) == 21.0 / 8);
+        CHECK_OK(emily_irfft(y, 0, 0, 1e-10, &z));
+        CHECK(z && emily_tensor_dtype(z) == emily_type_to_real(c));
+        emily_tensor_release(y);
+        emily_tensor_release(z);
+        if (emily_dtype_is_complex((emily_dtype)dt)) {
+            CHECK_ERR(emily_rfft(t, 0, 0, 1e-10, &y), EMILY_ERR_TYPE, "real");
+        } else {
+            CHECK_OK(emily_rfft(t, 0, 0, 1e-10, &y));
+            int64_t s4[1] = {4};
+            CHECK(y && emily_tensor_dtype(y) == c && t_shape_is(y, 1, s4));
+            emily_tensor_release(y);
+        }
+        emily_tensor_release(t);
+    }
+    emily_tensor_release(xd);
+}
+
+RUN_TESTS("fft", CASE(fft_every_dtype), CASE(fft_small_known_values), CASE(fft_matches_naive_dft_many_lengths),
           CASE(fft_length_pads_and_truncates), CASE(fft_along_axes_and_views),
           CASE(fft_input_types), CASE(fft_eps_zeroes_small_components),
           CASE(fft_non_finite_values_propagate), CASE(fft_batches_match_single_lines),

@@ -558,7 +558,58 @@ TEST(linalg_dispatch_callbacks) {
     emily_tensor_release(t);
 }
 
-RUN_TESTS("linalg", CASE(lu_matches_nx_doctest), CASE(lu_batched_and_types), CASE(lu_bad_input),
+/* Every op accepts every dtype Nx allows, with Nx's output types. */
+TEST(linalg_every_dtype) {
+    int64_t s[2] = {3, 3}, sv[1] = {3};
+    double a[9] = {4, 1, 2, 1, 5, 3, 2, 3, 6}; /* symmetric positive definite */
+    double bv[3] = {1, 2, 3};
+    emily_tensor *ad = t_from(EMILY_F64, 2, s, a), *bd = t_from(EMILY_F64, 1, sv, bv);
+    for (int dt = 0; dt < EMILY_DTYPE_COUNT; dt++) {
+        emily_tensor *at = NULL, *bt = NULL, *r[3] = {NULL, NULL, NULL};
+        CHECK_OK(emily_as_type(ad, (emily_dtype)dt, &at));
+        CHECK_OK(emily_as_type(bd, (emily_dtype)dt, &bt));
+        if (!at || !bt) continue;
+        emily_dtype f = emily_type_to_floating((emily_dtype)dt);
+        CHECK_OK(emily_lu(at, &r[0], &r[1], &r[2]));
+        CHECK(r[0] && emily_tensor_dtype(r[0]) == (emily_dtype)dt && emily_tensor_dtype(r[2]) == f);
+        for (int i = 0; i < 3; i++) { emily_tensor_release(r[i]); r[i] = NULL; }
+        CHECK_OK(emily_cholesky(at, &r[0]));
+        CHECK(r[0] && emily_tensor_dtype(r[0]) == f && fabs(t_get(r[0], 0) - 2) < 1e-2);
+        emily_tensor_release(r[0]);
+        CHECK_OK(emily_triangular_solve(at, bt, true, true, EMILY_TRANSFORM_NONE, &r[0]));
+        CHECK(r[0] && emily_tensor_dtype(r[0]) == f);
+        emily_tensor_release(r[0]);
+        CHECK_OK(emily_solve(at, bt, &r[0]));
+        CHECK(r[0] && emily_tensor_dtype(r[0]) == f);
+        emily_tensor_release(r[0]);
+        CHECK_OK(emily_determinant(at, &r[0]));
+        /* det = 4(30-9) - (6-6) + 2(3-10) = 70; u8/s8 wrap in the input type */
+        bool wraps = dt == EMILY_U8 || dt == EMILY_S8;
+        CHECK(r[0] && emily_tensor_dtype(r[0]) == f && (wraps || fabs(t_get(r[0], 0) - 70) < 0.5));
+        emily_tensor_release(r[0]);
+        CHECK_OK(emily_qr(at, EMILY_QR_REDUCED, 1e-10, &r[0], &r[1]));
+        CHECK(r[0] && emily_tensor_dtype(r[0]) == f && emily_tensor_dtype(r[1]) == f);
+        emily_tensor_release(r[0]);
+        emily_tensor_release(r[1]);
+        CHECK_OK(emily_eigh(at, &r[0], &r[1]));
+        CHECK(r[0] && emily_tensor_dtype(r[0]) == f && emily_tensor_dtype(r[1]) == f);
+        emily_tensor_release(r[0]);
+        emily_tensor_release(r[1]);
+        if (emily_dtype_is_complex((emily_dtype)dt)) {
+            CHECK_ERR(emily_svd(at, true, &r[0], &r[1], &r[2]), EMILY_ERR_TYPE, "complex");
+        } else {
+            CHECK_OK(emily_svd(at, true, &r[0], &r[1], &r[2]));
+            CHECK(r[1] && emily_tensor_dtype(r[1]) == f);
+            for (int i = 0; i < 3; i++) emily_tensor_release(r[i]);
+        }
+        emily_tensor_release(at);
+        emily_tensor_release(bt);
+    }
+    emily_tensor_release(ad);
+    emily_tensor_release(bd);
+}
+
+RUN_TESTS("linalg", CASE(linalg_every_dtype), CASE(lu_matches_nx_doctest), CASE(lu_batched_and_types), CASE(lu_bad_input),
           CASE(triangular_solve_every_option), CASE(triangular_solve_types_batches_views),
           CASE(triangular_solve_errors), CASE(solve_matches_nx), CASE(determinant_values),
           CASE(cholesky_values), CASE(qr_modes_and_shapes), CASE(svd_shapes_and_reconstruction),
