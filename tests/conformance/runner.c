@@ -10,6 +10,7 @@
 typedef struct op_stats {
     char name[48];
     long passed, failed, skipped, weak;
+    char skip_reason[160];
 } op_stats;
 
 static op_stats stats[512];
@@ -146,7 +147,15 @@ static case_outcome run_case(const char *op, json_t *line, emily_device dev, jso
     emily_dispatch_result res = {0};
     emily_value *argv = args.root->items;
     size_t argc = args.root->n;
-    if (emily_dispatch(op, dev, out.root, argv, argc, EMILY_DISPATCH_RUN, &res)) {
+    emily_status st = emily_dispatch(op, dev, out.root, argv, argc, EMILY_DISPATCH_RUN, &res);
+    if (st == EMILY_ERR_UNSUPPORTED) {
+        /* the callback exists but this device has no kernel for it yet */
+        snprintf(msg, ms, "%s", emily_last_error());
+        if (emit_obj) json_object_set_new(emit_obj, "error", json_string(emily_last_error()));
+        outcome = CASE_SKIP;
+        goto done;
+    }
+    if (st) {
         snprintf(msg, ms, "error: %s", emily_last_error());
         if (emit_obj) json_object_set_new(emit_obj, "error", json_string(emily_last_error()));
         goto done;
@@ -229,7 +238,10 @@ int main(int argc, char **argv) {
             switch (o) {
             case CASE_PASS_WEAK: st->weak++; weak++; /* fall through */
             case CASE_PASS: st->passed++; passed++; break;
-            case CASE_SKIP: st->skipped++; skipped++; break;
+            case CASE_SKIP:
+                st->skipped++; skipped++;
+                if (!st->skip_reason[0]) snprintf(st->skip_reason, sizeof st->skip_reason, "%s", msg);
+                break;
             case CASE_FAIL:
                 st->failed++; failed++;
                 if (verbose || st->failed <= 3)
@@ -266,10 +278,13 @@ int main(int argc, char **argv) {
             printf("  %s: %s\n", stats[i].name, property_description(stats[i].name));
         }
     if (skipped) {
-        printf("skipped (callback not implemented on %s):", dname);
+        printf("skipped (callback not implemented, or no kernel on %s):", dname);
         for (int i = 0; i < nstats; i++)
             if (stats[i].skipped) printf(" %s", stats[i].name);
         printf("\n");
+        for (int i = 0; i < nstats; i++)
+            if (stats[i].skipped && stats[i].skip_reason[0])
+                printf("  %s: %s\n", stats[i].name, stats[i].skip_reason);
     }
     if (weak) printf("%ld passes inferred the output type with the weak-scalar rule (docs/semantics.md)\n", weak);
     printf("device %s: %ld passed, %ld failed, %ld skipped\n", dname, passed, failed, skipped);
