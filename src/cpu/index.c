@@ -467,17 +467,30 @@ static emily_status cpu_indexed(emily_indexed_op iop, emily_tensor *dst, const e
     }
 
     /* floats and complex numbers: sum each position's updates in row
-     * order from 0 (exactly for integer updates), then add the target */
-    acc = calloc((size_t)(target->size > 0 ? target->size : 1), sizeof(acc_slot));
-    order = malloc(sizeof(int64_t) * (size_t)(n * bsize > 0 ? n * bsize : 1));
-    unsigned char *seen = calloc((size_t)(target->size > 0 ? target->size : 1), 1);
-    if (!acc || !order || !seen) {
-        free(seen);
-        s = emily_error(EMILY_ERR_MEMORY, "%s: out of host memory for the sums of %lld elements", op,
-                        (long long)target->size);
+     * order from 0 (exactly for integer updates), then add the target.
+     * One accumulator per distinct position, in first-touch order; a
+     * position finds its accumulator through a table over the target
+     * when the target is not much larger than the updates, else through
+     * a hash table over the updates (memory stays proportional to the
+     * inputs). */
+    int64_t m = n * bsize;
+    bool dense = target->size <= 4 * m + 4096;
+    int64_t cap = 16;
+    while (!dense && cap < 2 * m) cap *= 2;
+    int64_t nmap = dense ? target->size : cap;
+    acc = malloc(sizeof(acc_slot) * (size_t)(m > 0 ? m : 1));
+    order = malloc(sizeof(int64_t) * (size_t)(m > 0 ? m : 1));
+    int64_t *map = malloc(sizeof(int64_t) * (size_t)(nmap > 0 ? nmap : 1));
+    int64_t *keys = dense ? NULL : malloc(sizeof(int64_t) * (size_t)cap);
+    if (!acc || !order || !map || (!dense && !keys)) {
+        free(map);
+        free(keys);
+        s = emily_error(EMILY_ERR_MEMORY, "%s: out of host memory for the sums of %lld updates", op,
+                        (long long)m);
         goto done;
     }
-    int64_t norder = 0;
+    memset(map, 0xff, sizeof(int64_t) * (size_t)nmap); /* -1: no accumulator yet */
+    int64_t nslots = 0;
     bool int_updates = emily_dtype_is_integer(ut);
     for (int64_t j = 0; j < n; j++) {
         int64_t base = 0;
@@ -485,14 +498,24 @@ static emily_status cpu_indexed(emily_indexed_op iop, emily_tensor *dst, const e
         const char *u = ub + (size_t)(j * bsize) * ues;
         for (int64_t q = 0; q < bsize; q++) {
             int64_t pos = base + offs[q];
-            acc_slot *a = &acc[pos];
-            if (!seen[pos]) {
-                seen[pos] = 1;
-                order[norder++] = pos;
-                a->re = 0.0;  /* Elixir's integer 0 */
-                a->im = -0.0; /* a missing imaginary part changes nothing */
-                a->isum = 0;
+            int64_t *slot;
+            if (dense) {
+                slot = &map[pos];
+            } else {
+                uint64_t h = ((uint64_t)pos * 0x9e3779b97f4a7c15ull) & (uint64_t)(cap - 1);
+                while (map[h] >= 0 && keys[h] != pos) h = (h + 1) & (uint64_t)(cap - 1);
+                keys[h] = pos;
+                slot = &map[h];
             }
+            if (*slot < 0) {
+                *slot = nslots;
+                order[nslots] = pos;
+                acc[nslots].re = 0.0;  /* Elixir's integer 0 */
+                acc[nslots].im = -0.0; /* a missing imaginary part changes nothing */
+                acc[nslots].isum = 0;
+                nslots++;
+            }
+            acc_slot *a = &acc[*slot];
             sval v = load_value(u + (size_t)q * ues, ut);
             if (int_updates) {
                 a->isum += v.is_unsigned ? (__int128)v.bits : (__int128)(int64_t)v.bits;
@@ -502,9 +525,11 @@ static emily_status cpu_indexed(emily_indexed_op iop, emily_tensor *dst, const e
             }
         }
     }
-    for (int64_t i = 0; i < norder; i++) {
+    free(map);
+    free(keys);
+    for (int64_t i = 0; i < nslots; i++) {
         int64_t pos = order[i];
-        const acc_slot *a = &acc[pos];
+        const acc_slot *a = &acc[i];
         sval t = load_value(tb + (size_t)pos * tes, tt);
         double sre = int_updates ? (double)a->isum : a->re;
         sval r = {2, false, 0, 0.0, 0.0};
@@ -512,7 +537,6 @@ static emily_status cpu_indexed(emily_indexed_op iop, emily_tensor *dst, const e
         r.im = (t.kind == 2 ? t.im : -0.0) + a->im;
         store_value(db + (size_t)pos * des, dt, &r);
     }
-    free(seen);
 
 done:
     free(tab);

@@ -379,6 +379,22 @@ TEST(indexed_repeats_types_and_blocks) {
     emily_tensor_release(uh);
     emily_tensor_release(idx);
 
+    /* a large target and few updates: accumulators found by hashing */
+    int64_t bigt = 100000;
+    t = iota_t(EMILY_F32, 1, &bigt);
+    int64_t hsh[2] = {4, 1}, hv[4] = {5, 99999, 5, 77777};
+    idx = idx_t(EMILY_S64, 2, hsh, hv);
+    int64_t four = 4;
+    double hv_u[4] = {1.5, 2, 0.25, -77777};
+    emily_tensor *hu_t = t_from(EMILY_F64, 1, &four, hv_u);
+    CHECK_OK(emily_indexed_add(t, idx, hu_t, 0, NULL, EMILY_DTYPE_AUTO, &o));
+    CHECK(o && emily_tensor_dtype(o) == EMILY_F64 && t_get(o, 5) == 6.75 && t_get(o, 99999) == 100001 &&
+          t_get(o, 77777) == 0 && t_get(o, 6) == 6 && t_get(o, 0) == 0);
+    emily_tensor_release(o);
+    emily_tensor_release(hu_t);
+    emily_tensor_release(idx);
+    emily_tensor_release(t);
+
     /* blocks: axes [0, 2] of {4, 5, 3}, updates {n, 5} fill axis 1; a
      * smaller update {n, 2} covers the first two rows of that axis */
     int64_t tsh[3] = {4, 5, 3};
