@@ -9,7 +9,10 @@
 #include <string.h>
 #include "cpu/unary_simd.h"
 
-/* Applies V (a function of one vector) to n floats; the tail goes
+#define S(v) _mm256_set1_ps(v)
+#define D(v) _mm256_set1_pd(v)
+
+/* Applies V (a function of one vector) to n elements; the tail goes
  * through a padded vector so every element sees the same code. */
 #define MAP_PS(NAME, V)                                                                \
     static void NAME(void *d_, const void *s_, int64_t n) {                           \
@@ -37,13 +40,66 @@
             memcpy(d + i, buf, (size_t)(n - i) * sizeof *d);                           \
         }                                                                              \
     }
+/* An f32 op computed like the reference: widen to double, apply the
+ * double function, round once. */
+#define F32_VIA_F64(NAME, DF)                                                          \
+    static inline __m256 NAME(__m256 x) {                                              \
+        __m256d lo = _mm256_cvtps_pd(_mm256_castps256_ps128(x));                       \
+        __m256d hi = _mm256_cvtps_pd(_mm256_extractf128_ps(x, 1));                     \
+        return _mm256_set_m128(_mm256_cvtpd_ps(DF(hi)), _mm256_cvtpd_ps(DF(lo)));      \
+    }
 
-#define S(v) _mm256_set1_ps(v)
+static inline __m256d abs_pd(__m256d x) { return _mm256_andnot_pd(D(-0.0), x); }
+
+/* ---- double functions with Nx's formulas (core/scalar_unary.h) ---------- */
+
+static inline __m256d d_exp(__m256d x) { return Sleef_expd4_u10avx2(x); }
+/* exp(x) - 1 with the reference's cancellation: 1 + expm1(x) is exp(x)
+ * rounded once, then the subtraction is exact near 1 */
+static inline __m256d d_expm1(__m256d x) {
+    return _mm256_sub_pd(_mm256_add_pd(D(1.0), Sleef_expm1d4_u10avx2(x)), D(1.0));
+}
+static inline __m256d d_log(__m256d x) { return Sleef_logd4_u10avx2(x); }
+static inline __m256d d_log1p(__m256d x) { return Sleef_logd4_u10avx2(_mm256_add_pd(x, D(1.0))); }
+static inline __m256d d_sigmoid(__m256d x) {
+    __m256d e = Sleef_expd4_u10avx2(_mm256_xor_pd(x, D(-0.0)));
+    return _mm256_div_pd(D(1.0), _mm256_add_pd(D(1.0), e));
+}
+static inline __m256d d_cos(__m256d x) { return Sleef_cosd4_u10avx2(x); }
+static inline __m256d d_sin(__m256d x) { return Sleef_sind4_u10avx2(x); }
+static inline __m256d d_tan(__m256d x) { return Sleef_tand4_u10avx2(x); }
+static inline __m256d d_cosh(__m256d x) { return Sleef_coshd4_u10avx2(x); }
+static inline __m256d d_sinh(__m256d x) { return Sleef_sinhd4_u10avx2(x); }
+/* Nx's tanh is NaN at both infinities (sinh(inf) / cosh(inf)) */
+static inline __m256d d_tanh(__m256d x) {
+    __m256d r = Sleef_tanhd4_u10avx2(x);
+    __m256d inf = _mm256_cmp_pd(abs_pd(x), D(__builtin_inf()), _CMP_EQ_OQ);
+    return _mm256_blendv_pd(r, D(__builtin_nan("")), inf);
+}
+static inline __m256d d_acos(__m256d x) { return Sleef_acosd4_u10avx2(x); }
+static inline __m256d d_asin(__m256d x) { return Sleef_asind4_u10avx2(x); }
+static inline __m256d d_atan(__m256d x) { return Sleef_atand4_u10avx2(x); }
+static inline __m256d d_acosh(__m256d x) { return Sleef_acoshd4_u10avx2(x); }
+static inline __m256d d_asinh(__m256d x) { return Sleef_asinhd4_u10avx2(x); }
+static inline __m256d d_atanh(__m256d x) { return Sleef_atanhd4_u10avx2(x); }
+static inline __m256d d_sqrt(__m256d x) { return _mm256_sqrt_pd(x); }
+static inline __m256d d_rsqrt(__m256d x) { return _mm256_div_pd(D(1.0), _mm256_sqrt_pd(x)); }
+/* pow(|x|, 1/3) with the sign of x for x < 0 (cbrt(-0.0) is +0.0) */
+static inline __m256d d_cbrt(__m256d x) {
+    __m256d p = Sleef_powd4_u10avx2(abs_pd(x), D(1.0 / 3.0));
+    return _mm256_blendv_pd(p, _mm256_xor_pd(p, D(-0.0)), _mm256_cmp_pd(x, D(0.0), _CMP_LT_OQ));
+}
+static inline __m256d d_erf(__m256d x) { return Sleef_erfd4_u10avx2(x); }
+static inline __m256d d_erfc(__m256d x) { return Sleef_erfcd4_u15avx2(x); }
+static inline __m256d d_abs(__m256d x) { return abs_pd(x); }
+static inline __m256d d_negate(__m256d x) { return _mm256_xor_pd(x, D(-0.0)); }
+
+/* ---- f32 functions ------------------------------------------------------- */
 
 /* See unary_simd.h: the same operations as the AVX-512 version (2^n
  * applied through the exponent bits, exact for n in [-27, 0]). Nx's
  * tanh is NaN at both infinities. */
-static inline __m256 tanh_ps(__m256 x) {
+static inline __m256 f_tanh(__m256 x) {
     __m256 ax = _mm256_andnot_ps(S(-0.0f), x);
     __m256 a = _mm256_min_ps(S(EMILY_TANH_CLAMP), ax); /* NaN stays NaN */
     __m256 s = _mm256_mul_ps(a, a);
@@ -73,31 +129,70 @@ static inline __m256 tanh_ps(__m256 x) {
     __m256 inf = _mm256_cmp_ps(ax, S(__builtin_inff()), _CMP_EQ_OQ);
     return _mm256_blendv_ps(res, S(__builtin_nanf("")), inf);
 }
-static inline __m256d tanh_pd(__m256d x) {
-    __m256d r = Sleef_tanhd4_u10avx2(x);
-    __m256d inf = _mm256_cmp_pd(_mm256_andnot_pd(_mm256_set1_pd(-0.0), x),
-                                _mm256_set1_pd(__builtin_inf()), _CMP_EQ_OQ);
-    return _mm256_blendv_pd(r, _mm256_set1_pd(__builtin_nan("")), inf);
-}
+static inline __m256 f_exp(__m256 x) { return Sleef_expf8_u10avx2(x); }
+static inline __m256 f_sqrt(__m256 x) { return _mm256_sqrt_ps(x); } /* correctly rounded, like the reference */
+/* 1 / sqrt(x) rounded twice in f32: within 1 ULP of the reference */
+static inline __m256 f_rsqrt(__m256 x) { return _mm256_div_ps(_mm256_set1_ps(1.0f), _mm256_sqrt_ps(x)); }
+static inline __m256 f_log(__m256 x) { return Sleef_logf8_u10avx2(x); }
+static inline __m256 f_cos(__m256 x) { return Sleef_cosf8_u10avx2(x); }
+static inline __m256 f_sin(__m256 x) { return Sleef_sinf8_u10avx2(x); }
+static inline __m256 f_tan(__m256 x) { return Sleef_tanf8_u10avx2(x); }
+static inline __m256 f_acos(__m256 x) { return Sleef_acosf8_u10avx2(x); }
+static inline __m256 f_asin(__m256 x) { return Sleef_asinf8_u10avx2(x); }
+static inline __m256 f_atan(__m256 x) { return Sleef_atanf8_u10avx2(x); }
+static inline __m256 f_atanh(__m256 x) { return Sleef_atanhf8_u10avx2(x); }
+static inline __m256 f_erf(__m256 x) { return Sleef_erff8_u10avx2(x); }
+static inline __m256 f_erfc(__m256 x) { return Sleef_erfcf8_u15avx2(x); }
+/* the reference's cbrt(-0.0) is +0.0: adding +0.0 changes only that */
+static inline __m256 f_cbrt(__m256 x) { return _mm256_add_ps(Sleef_cbrtf8_u10avx2(x), _mm256_set1_ps(0.0f)); }
+static inline __m256 f_abs(__m256 x) { return _mm256_andnot_ps(S(-0.0f), x); }
+static inline __m256 f_negate(__m256 x) { return _mm256_xor_ps(x, S(-0.0f)); }
 
-MAP_PS(exp_f32, Sleef_expf8_u10avx2)
-MAP_PS(tanh_f32, tanh_ps)
-MAP_PD(exp_f64, Sleef_expd4_u10avx2)
-MAP_PD(tanh_f64, tanh_pd)
+/* ---- the tables (the same lists as unary_avx512.c) ----------------------- */
+
+/* computed in double for f32, and directly for f64 */
+/* f32: computed in double like the reference. expm1 and log1p must be
+ * (Nx's exp(x) - 1 and log(x + 1) cancel, and that error shows in f32);
+ * SLEEF's f32 sinh/cosh lose range near 89 and asinh/acosh overflow
+ * above ~1.8e19, where the double functions are fine. */
+#define F32_VIA_F64_OPS(X)                                                             \
+    X(EXPM1, expm1) X(LOG1P, log1p) X(SIGMOID, sigmoid) X(COSH, cosh) X(SINH, sinh)    \
+    X(ACOSH, acosh) X(ASINH, asinh)
+/* f32: their own f32 form (SLEEF's <= 1 ULP functions, or exact) */
+#define F32_OPS(X)                                                                     \
+    X(EXP, exp) X(TANH, tanh) X(SQRT, sqrt) X(RSQRT, rsqrt) X(ABS, abs) X(NEGATE, negate) \
+    X(LOG, log) X(COS, cos) X(SIN, sin) X(TAN, tan) X(ACOS, acos) X(ASIN, asin)        \
+    X(ATAN, atan) X(ATANH, atanh) X(ERF, erf) X(ERFC, erfc) X(CBRT, cbrt)
+/* f64. Not here, so on the libm path: expm1 (Nx's exp(x) - 1 turns a
+ * one-ULP difference in exp near 1 into ~1000 ULP) and sinh/cosh
+ * (SLEEF's overflow above 709 where libm is finite to 710.47). */
+#define F64_OPS(X)                                                                     \
+    X(EXP, exp) X(TANH, tanh) X(SQRT, sqrt) X(RSQRT, rsqrt) X(ABS, abs) X(NEGATE, negate) \
+    X(LOG, log) X(LOG1P, log1p) X(SIGMOID, sigmoid) X(COS, cos) X(SIN, sin) X(TAN, tan) \
+    X(ACOS, acos) X(ASIN, asin) X(ATAN, atan) X(ACOSH, acosh) X(ASINH, asinh)          \
+    X(ATANH, atanh) X(CBRT, cbrt) X(ERF, erf) X(ERFC, erfc)
+
+#define DEF_VIA32(OP, N) F32_VIA_F64(fv_##N, d_##N) MAP_PS(run32_##N, fv_##N)
+#define DEF_F32(OP, N) MAP_PS(run32_##N, f_##N)
+#define DEF_F64(OP, N) MAP_PD(run64_##N, d_##N)
+F32_VIA_F64_OPS(DEF_VIA32)
+F32_OPS(DEF_F32)
+F64_OPS(DEF_F64)
 
 emily_vec_fn emily_unary_avx2(emily_unary_op op, emily_dtype src, emily_dtype dst) {
     if (src != dst) return NULL;
+#define CASE32(OP, N) case EMILY_##OP: return run32_##N;
+#define CASE64(OP, N) case EMILY_##OP: return run64_##N;
     if (src == EMILY_F32) {
         switch (op) {
-        case EMILY_EXP: return exp_f32;
-        case EMILY_TANH: return tanh_f32;
+            F32_VIA_F64_OPS(CASE32)
+            F32_OPS(CASE32)
         default: return NULL;
         }
     }
     if (src == EMILY_F64) {
         switch (op) {
-        case EMILY_EXP: return exp_f64;
-        case EMILY_TANH: return tanh_f64;
+            F64_OPS(CASE64)
         default: return NULL;
         }
     }

@@ -8,6 +8,9 @@
 #include <sleef.h>
 #include "cpu/unary_simd.h"
 
+#define S(v) _mm512_set1_ps(v)
+#define D(v) _mm512_set1_pd(v)
+
 #define MAP_PS(NAME, V)                                                                \
     static void NAME(void *d_, const void *s_, int64_t n) {                           \
         float *d = d_;                                                                 \
@@ -30,11 +33,63 @@
             _mm512_mask_storeu_pd(d + i, m, V(_mm512_maskz_loadu_pd(m, s + i)));       \
         }                                                                              \
     }
+/* An f32 op computed like the reference: widen to double, apply the
+ * double function, round once. */
+#define F32_VIA_F64(NAME, DF)                                                          \
+    static inline __m512 NAME(__m512 x) {                                              \
+        __m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(x));                       \
+        __m512d hi = _mm512_cvtps_pd(_mm512_extractf32x8_ps(x, 1));                    \
+        return _mm512_insertf32x8(_mm512_castps256_ps512(_mm512_cvtpd_ps(DF(lo))),     \
+                                  _mm512_cvtpd_ps(DF(hi)), 1);                         \
+    }
 
-#define S(v) _mm512_set1_ps(v)
+/* ---- double functions with Nx's formulas (core/scalar_unary.h) ---------- */
+
+static inline __m512d d_exp(__m512d x) { return Sleef_expd8_u10avx512f(x); }
+/* exp(x) - 1 with the reference's cancellation: 1 + expm1(x) is exp(x)
+ * rounded once, then the subtraction is exact near 1 */
+static inline __m512d d_expm1(__m512d x) {
+    return _mm512_sub_pd(_mm512_add_pd(D(1.0), Sleef_expm1d8_u10avx512f(x)), D(1.0));
+}
+static inline __m512d d_log(__m512d x) { return Sleef_logd8_u10avx512f(x); }
+static inline __m512d d_log1p(__m512d x) { return Sleef_logd8_u10avx512f(_mm512_add_pd(x, D(1.0))); }
+static inline __m512d d_sigmoid(__m512d x) {
+    __m512d e = Sleef_expd8_u10avx512f(_mm512_xor_pd(x, D(-0.0)));
+    return _mm512_div_pd(D(1.0), _mm512_add_pd(D(1.0), e));
+}
+static inline __m512d d_cos(__m512d x) { return Sleef_cosd8_u10avx512f(x); }
+static inline __m512d d_sin(__m512d x) { return Sleef_sind8_u10avx512f(x); }
+static inline __m512d d_tan(__m512d x) { return Sleef_tand8_u10avx512f(x); }
+static inline __m512d d_cosh(__m512d x) { return Sleef_coshd8_u10avx512f(x); }
+static inline __m512d d_sinh(__m512d x) { return Sleef_sinhd8_u10avx512f(x); }
+/* Nx's tanh is NaN at both infinities (sinh(inf) / cosh(inf)) */
+static inline __m512d d_tanh(__m512d x) {
+    __m512d r = Sleef_tanhd8_u10avx512f(x);
+    __mmask8 inf = _mm512_cmp_pd_mask(_mm512_abs_pd(x), D(__builtin_inf()), _CMP_EQ_OQ);
+    return _mm512_mask_mov_pd(r, inf, D(__builtin_nan("")));
+}
+static inline __m512d d_acos(__m512d x) { return Sleef_acosd8_u10avx512f(x); }
+static inline __m512d d_asin(__m512d x) { return Sleef_asind8_u10avx512f(x); }
+static inline __m512d d_atan(__m512d x) { return Sleef_atand8_u10avx512f(x); }
+static inline __m512d d_acosh(__m512d x) { return Sleef_acoshd8_u10avx512f(x); }
+static inline __m512d d_asinh(__m512d x) { return Sleef_asinhd8_u10avx512f(x); }
+static inline __m512d d_atanh(__m512d x) { return Sleef_atanhd8_u10avx512f(x); }
+static inline __m512d d_sqrt(__m512d x) { return _mm512_sqrt_pd(x); }
+static inline __m512d d_rsqrt(__m512d x) { return _mm512_div_pd(D(1.0), _mm512_sqrt_pd(x)); }
+/* pow(|x|, 1/3) with the sign of x for x < 0 (cbrt(-0.0) is +0.0) */
+static inline __m512d d_cbrt(__m512d x) {
+    __m512d p = Sleef_powd8_u10avx512f(_mm512_abs_pd(x), D(1.0 / 3.0));
+    return _mm512_mask_mov_pd(p, _mm512_cmp_pd_mask(x, D(0.0), _CMP_LT_OQ), _mm512_xor_pd(p, D(-0.0)));
+}
+static inline __m512d d_erf(__m512d x) { return Sleef_erfd8_u10avx512f(x); }
+static inline __m512d d_erfc(__m512d x) { return Sleef_erfcd8_u15avx512f(x); }
+static inline __m512d d_abs(__m512d x) { return _mm512_abs_pd(x); }
+static inline __m512d d_negate(__m512d x) { return _mm512_xor_pd(x, D(-0.0)); }
+
+/* ---- f32 functions ------------------------------------------------------- */
 
 /* See unary_simd.h. Nx's tanh is NaN at both infinities. */
-static inline __m512 tanh_ps(__m512 x) {
+static inline __m512 f_tanh(__m512 x) {
     __m512 a = _mm512_min_ps(S(EMILY_TANH_CLAMP), _mm512_abs_ps(x)); /* NaN stays NaN */
     __m512 s = _mm512_mul_ps(a, a);
     __m512 p = S(EMILY_TANH_P5);
@@ -62,30 +117,71 @@ static inline __m512 tanh_ps(__m512 x) {
     __mmask16 inf = _mm512_cmp_ps_mask(_mm512_abs_ps(x), S(__builtin_inff()), _CMP_EQ_OQ);
     return _mm512_mask_mov_ps(res, inf, S(__builtin_nanf("")));
 }
-static inline __m512d tanh_pd(__m512d x) {
-    __m512d r = Sleef_tanhd8_u10avx512f(x);
-    __mmask8 inf = _mm512_cmp_pd_mask(_mm512_abs_pd(x), _mm512_set1_pd(__builtin_inf()), _CMP_EQ_OQ);
-    return _mm512_mask_mov_pd(r, inf, _mm512_set1_pd(__builtin_nan("")));
-}
+static inline __m512 f_exp(__m512 x) { return Sleef_expf16_u10avx512f(x); }
+static inline __m512 f_sqrt(__m512 x) { return _mm512_sqrt_ps(x); } /* correctly rounded, like the reference */
+/* 1 / sqrt(x) rounded twice in f32: within 1 ULP of the reference */
+static inline __m512 f_rsqrt(__m512 x) { return _mm512_div_ps(_mm512_set1_ps(1.0f), _mm512_sqrt_ps(x)); }
+static inline __m512 f_log(__m512 x) { return Sleef_logf16_u10avx512f(x); }
+static inline __m512 f_cos(__m512 x) { return Sleef_cosf16_u10avx512f(x); }
+static inline __m512 f_sin(__m512 x) { return Sleef_sinf16_u10avx512f(x); }
+static inline __m512 f_tan(__m512 x) { return Sleef_tanf16_u10avx512f(x); }
+static inline __m512 f_acos(__m512 x) { return Sleef_acosf16_u10avx512f(x); }
+static inline __m512 f_asin(__m512 x) { return Sleef_asinf16_u10avx512f(x); }
+static inline __m512 f_atan(__m512 x) { return Sleef_atanf16_u10avx512f(x); }
+static inline __m512 f_atanh(__m512 x) { return Sleef_atanhf16_u10avx512f(x); }
+static inline __m512 f_erf(__m512 x) { return Sleef_erff16_u10avx512f(x); }
+static inline __m512 f_erfc(__m512 x) { return Sleef_erfcf16_u15avx512f(x); }
+/* the reference's cbrt(-0.0) is +0.0: adding +0.0 changes only that */
+static inline __m512 f_cbrt(__m512 x) { return _mm512_add_ps(Sleef_cbrtf16_u10avx512f(x), _mm512_set1_ps(0.0f)); }
+static inline __m512 f_abs(__m512 x) { return _mm512_abs_ps(x); }
+static inline __m512 f_negate(__m512 x) { return _mm512_xor_ps(x, S(-0.0f)); }
 
-MAP_PS(exp_f32, Sleef_expf16_u10avx512f)
-MAP_PS(tanh_f32, tanh_ps)
-MAP_PD(exp_f64, Sleef_expd8_u10avx512f)
-MAP_PD(tanh_f64, tanh_pd)
+/* ---- the tables ---------------------------------------------------------- */
+
+/* ops computed in double for f32 (and directly for f64) */
+/* computed in double for f32, and directly for f64 */
+/* f32: computed in double like the reference. expm1 and log1p must be
+ * (Nx's exp(x) - 1 and log(x + 1) cancel, and that error shows in f32);
+ * SLEEF's f32 sinh/cosh lose range near 89 and asinh/acosh overflow
+ * above ~1.8e19, where the double functions are fine. */
+#define F32_VIA_F64_OPS(X)                                                             \
+    X(EXPM1, expm1) X(LOG1P, log1p) X(SIGMOID, sigmoid) X(COSH, cosh) X(SINH, sinh)    \
+    X(ACOSH, acosh) X(ASINH, asinh)
+/* f32: their own f32 form (SLEEF's <= 1 ULP functions, or exact) */
+#define F32_OPS(X)                                                                     \
+    X(EXP, exp) X(TANH, tanh) X(SQRT, sqrt) X(RSQRT, rsqrt) X(ABS, abs) X(NEGATE, negate) \
+    X(LOG, log) X(COS, cos) X(SIN, sin) X(TAN, tan) X(ACOS, acos) X(ASIN, asin)        \
+    X(ATAN, atan) X(ATANH, atanh) X(ERF, erf) X(ERFC, erfc) X(CBRT, cbrt)
+/* f64. Not here, so on the libm path: expm1 (Nx's exp(x) - 1 turns a
+ * one-ULP difference in exp near 1 into ~1000 ULP) and sinh/cosh
+ * (SLEEF's overflow above 709 where libm is finite to 710.47). */
+#define F64_OPS(X)                                                                     \
+    X(EXP, exp) X(TANH, tanh) X(SQRT, sqrt) X(RSQRT, rsqrt) X(ABS, abs) X(NEGATE, negate) \
+    X(LOG, log) X(LOG1P, log1p) X(SIGMOID, sigmoid) X(COS, cos) X(SIN, sin) X(TAN, tan) \
+    X(ACOS, acos) X(ASIN, asin) X(ATAN, atan) X(ACOSH, acosh) X(ASINH, asinh)          \
+    X(ATANH, atanh) X(CBRT, cbrt) X(ERF, erf) X(ERFC, erfc)
+
+#define DEF_VIA32(OP, N) F32_VIA_F64(fv_##N, d_##N) MAP_PS(run32_##N, fv_##N)
+#define DEF_F32(OP, N) MAP_PS(run32_##N, f_##N)
+#define DEF_F64(OP, N) MAP_PD(run64_##N, d_##N)
+F32_VIA_F64_OPS(DEF_VIA32)
+F32_OPS(DEF_F32)
+F64_OPS(DEF_F64)
 
 emily_vec_fn emily_unary_avx512(emily_unary_op op, emily_dtype src, emily_dtype dst) {
     if (src != dst) return NULL;
+#define CASE32(OP, N) case EMILY_##OP: return run32_##N;
+#define CASE64(OP, N) case EMILY_##OP: return run64_##N;
     if (src == EMILY_F32) {
         switch (op) {
-        case EMILY_EXP: return exp_f32;
-        case EMILY_TANH: return tanh_f32;
+            F32_VIA_F64_OPS(CASE32)
+            F32_OPS(CASE32)
         default: return NULL;
         }
     }
     if (src == EMILY_F64) {
         switch (op) {
-        case EMILY_EXP: return exp_f64;
-        case EMILY_TANH: return tanh_f64;
+            F64_OPS(CASE64)
         default: return NULL;
         }
     }
