@@ -17,7 +17,7 @@
  * (n log n whatever the data, in place). Inside a parallel region, long
  * arrays spread their parts over OpenMP tasks. */
 #if defined(__x86_64__) && defined(__GNUC__)
-#pragma GCC target("avx512f,avx512dq,avx512bw,avx512vl,popcnt")
+#pragma GCC target("avx512f,avx512dq,avx512bw,avx512vl,popcnt,bmi2")
 #include <immintrin.h>
 #include <omp.h>
 #include <stdbool.h>
@@ -115,7 +115,7 @@ AI __m512i cx32(__m512i v, int j, __mmask16 maxmask) {
  * compress goes to a register and the store is masked: the memory form
  * of the compress is slow on Intel cores. */
 AI void cstore32(uint32_t *p, __mmask16 m, __m512i v, int cnt) {
-    _mm512_mask_storeu_epi32(p, (__mmask16)((1u << cnt) - 1), _mm512_maskz_compress_epi32(m, v));
+    _mm512_mask_storeu_epi32(p, (__mmask16)_bzhi_u32(0xffffu, (unsigned)cnt), _mm512_maskz_compress_epi32(m, v));
 }
 
 /* Bitonic sort of R registers (16R keys) into ascending order. */
@@ -324,7 +324,7 @@ AI __m512i cx64(__m512i v, int j, __mmask8 maxmask) {
 }
 
 AI void cstore64(uint64_t *p, __mmask8 m, __m512i v, int cnt) {
-    _mm512_mask_storeu_epi64(p, (__mmask8)((1u << cnt) - 1), _mm512_maskz_compress_epi64(m, v));
+    _mm512_mask_storeu_epi64(p, (__mmask8)_bzhi_u32(0xffu, (unsigned)cnt), _mm512_maskz_compress_epi64(m, v));
 }
 
 AI void bitonic64(__m512i *v, const int R) {
