@@ -51,6 +51,8 @@ typedef struct pair64 {
 void emily_cpu_sort_u32_avx512(uint32_t *a, int64_t n, bool tasks);
 void emily_cpu_sort_u64_avx512(uint64_t *a, int64_t n, bool tasks);
 void emily_cpu_keys_f32_avx512(const uint32_t *s, int64_t n, uint32_t flip, uint32_t *keys);
+void emily_cpu_sort_f32_keys_avx512(const uint32_t *src, int64_t n, uint32_t flip, uint32_t *dst,
+                                    int threads);
 void emily_cpu_records_f32_avx512(const uint32_t *s, int64_t n, int64_t first, uint32_t flip,
                                   uint64_t *recs);
 void emily_cpu_unkeys_f32_avx512(const uint32_t *keys, int64_t n, uint32_t flip, uint32_t *d);
@@ -638,6 +640,18 @@ static void run_row(const row_args *a, int64_t soff, int64_t doff, void *scratch
     if (a->job == JOB_SORT) {
         char *d = a->dbase + (size_t)doff * es;
         void *keys = sort_in_place(a) ? (void *)d : scratch;
+#if HAVE_SORT_AVX512
+        if (a->dt == EMILY_F32 && a->ss == 1 && keys == (void *)d && n >= 256) {
+            /* keys made and first partitioned in one pass, into d */
+            emily_cpu_sort_f32_keys_avx512((const uint32_t *)s, n, a->desc ? UINT32_MAX : 0,
+                                           (uint32_t *)d, T);
+            zero_nan_runs runs;
+            bool fix = find_zero_nan_runs(a->dt, d, n, a->desc, &runs);
+            EMILY_PAR_FOR(T > 1, c, T, { unkeys_range(a, d, d, n * c / T, n * (c + 1) / T); });
+            if (fix) fix_zeros_and_nans(a->dt, &runs, n, s, a->ss, d, a->ds);
+            return;
+        }
+#endif
         if (T > 1 && simd_sortable(a->dt, REC_KEYS, n)) {
             long_row_simd(a, s, keys, d, T);
             return;

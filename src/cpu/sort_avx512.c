@@ -28,6 +28,8 @@
 void emily_cpu_sort_u32_avx512(uint32_t *a, int64_t n, bool tasks);
 void emily_cpu_sort_u64_avx512(uint64_t *a, int64_t n, bool tasks);
 void emily_cpu_keys_f32_avx512(const uint32_t *s, int64_t n, uint32_t flip, uint32_t *keys);
+void emily_cpu_sort_f32_keys_avx512(const uint32_t *src, int64_t n, uint32_t flip, uint32_t *dst,
+                                    int threads);
 void emily_cpu_records_f32_avx512(const uint32_t *s, int64_t n, int64_t first, uint32_t flip,
                                   uint64_t *recs);
 void emily_cpu_unkeys_f32_avx512(const uint32_t *keys, int64_t n, uint32_t flip, uint32_t *d);
@@ -523,6 +525,86 @@ void emily_cpu_keys_f32_avx512(const uint32_t *s, int64_t n, uint32_t flip, uint
     if (i < n) {
         __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
         _mm512_mask_storeu_epi32(keys + i, m, keys16_f32(_mm512_maskz_loadu_epi32(m, s + i), fv));
+    }
+}
+
+/* The sorted keys of a contiguous f32 row (n >= 256): the keys are
+ * partitioned around the median of 16 sampled keys while they are made
+ * (src -> dst: the mapping and the first partition share one pass), then
+ * both parts are quicksorted. With threads > 1 the mapping pass is split
+ * over the threads (a counting pass first gives each thread its places)
+ * and the parts become tasks. */
+void emily_cpu_sort_f32_keys_avx512(const uint32_t *src, int64_t n, uint32_t flip, uint32_t *dst,
+                                    int threads) {
+    const __m512i fv = _mm512_set1_epi32((int)flip);
+    uint32_t smp[16];
+    int64_t step = n / 16;
+    for (int i = 0; i < 16; i++) smp[i] = src[i * step + step / 2];
+    __m512i sv = keys16_f32(_mm512_loadu_si512(smp), fv);
+    bitonic32(&sv, 1);
+    _mm512_storeu_si512(smp, sv);
+    const __m512i pv = _mm512_set1_epi32((int)smp[8]);
+    int depth = depth_limit(n);
+    if (threads <= 1) {
+        int64_t lw = 0, rw = n;
+        for (int64_t i = 0; i < n; i += 16) {
+            int64_t left = n - i;
+            __mmask16 valid = left >= 16 ? 0xffff : (__mmask16)_bzhi_u32(0xffffu, (unsigned)left);
+            __m512i v = keys16_f32(_mm512_maskz_loadu_epi32(valid, src + i), fv);
+            __mmask16 m = _mm512_cmplt_epu32_mask(v, pv) & valid;
+            int c = __builtin_popcount(m), g = __builtin_popcount(valid) - c;
+            cstore32(dst + lw, m, v, c);
+            lw += c;
+            rw -= g;
+            cstore32(dst + rw, (__mmask16)(~m & valid), v, g);
+        }
+        qsort32(dst, lw, depth, false);
+        qsort32(dst + lw, n - lw, depth, false);
+        return;
+    }
+    if (threads > 64) threads = 64;
+    int64_t counts[64];
+#pragma omp parallel num_threads(threads)
+    {
+        int t = omp_get_thread_num(), nt = omp_get_num_threads();
+        /* slices of whole vectors; the last one takes the tail */
+        int64_t nv = (n + 15) / 16;
+        int64_t lo = 16 * (nv * t / nt), hi = t == nt - 1 ? n : 16 * (nv * (t + 1) / nt);
+        int64_t c = 0;
+        for (int64_t i = lo; i < hi; i += 16) {
+            int64_t left = hi - i;
+            __mmask16 valid = left >= 16 ? 0xffff : (__mmask16)_bzhi_u32(0xffffu, (unsigned)left);
+            __m512i v = keys16_f32(_mm512_maskz_loadu_epi32(valid, src + i), fv);
+            c += __builtin_popcount(_mm512_cmplt_epu32_mask(v, pv) & valid);
+        }
+        counts[t] = c;
+#pragma omp barrier
+        int64_t total = 0, before = 0;
+        for (int u = 0; u < nt; u++) {
+            total += counts[u];
+            if (u < t) before += counts[u];
+        }
+        int64_t lw = before, gw = total + (lo - before);
+        for (int64_t i = lo; i < hi; i += 16) {
+            int64_t left = hi - i;
+            __mmask16 valid = left >= 16 ? 0xffff : (__mmask16)_bzhi_u32(0xffffu, (unsigned)left);
+            __m512i v = keys16_f32(_mm512_maskz_loadu_epi32(valid, src + i), fv);
+            __mmask16 m = _mm512_cmplt_epu32_mask(v, pv) & valid;
+            int cm = __builtin_popcount(m), g = __builtin_popcount(valid) - cm;
+            cstore32(dst + lw, m, v, cm);
+            lw += cm;
+            cstore32(dst + gw, (__mmask16)(~m & valid), v, g);
+            gw += g;
+        }
+#pragma omp barrier
+#pragma omp single
+        {
+            uint32_t *right = dst + total;
+            int64_t rn = n - total;
+#pragma omp task firstprivate(right, rn, depth)
+            qsort32(right, rn, depth, rn >= 2 * TASK_MIN);
+            qsort32(dst, total, depth, total >= 2 * TASK_MIN);
+        }
     }
 }
 
