@@ -70,7 +70,8 @@ struct emily_engine {
      * output type */
     emily_status (*unary)(emily_unary_op op, emily_tensor *dst, const emily_tensor *src);
     /* a and b have the same (compute) dtype and dst's shape (broadcast
-     * views); dst has the output type (u8 for comparisons/logical ops) */
+     * views); dst has a's dtype, or u8 for comparisons/logical ops (the op
+     * layer converts to the output type afterwards) */
     emily_status (*binary)(emily_binary_op op, emily_tensor *dst,
                            const emily_tensor *a, const emily_tensor *b);
     /* pred is u8-compatible integer/float (nonzero = true) in dst's shape;
