@@ -77,8 +77,13 @@ defmodule Emily.MixProject do
   defp build_path do
     base =
       case nx_mode() do
-        {:path, nx} -> "_build/nx-#{:erlang.phash2({nx, System.version()})}"
-        _ -> "_build"
+        {:path, nx} ->
+          # relative to the repository, so that a copy elsewhere keeps its name
+          nx = Path.relative_to(nx, Path.expand("..", __DIR__))
+          "_build/nx-#{:erlang.phash2({nx, System.version()})}"
+
+        _ ->
+          "_build"
       end
 
     if System.get_env("EMILY_DEBUG_CHECKS") == "1", do: base <> "-debug", else: base
@@ -101,10 +106,23 @@ defmodule Mix.Tasks.Compile.EmilyNif do
 
   @impl true
   def run(_args) do
+    so = Path.join(@beam_dir, "priv/libemily_nif.so")
+
+    # EMILY_PREBUILT=1 uses priv/libemily_nif.so as it is (a NIF built
+    # elsewhere, e.g. copied to a machine without the engine's toolchain)
+    if System.get_env("EMILY_PREBUILT") in ["1", "true"] and File.exists?(so) do
+      Mix.Project.build_structure()
+      {:noop, []}
+    else
+      build(so)
+    end
+  end
+
+  defp build(so) do
     root = Path.expand(System.get_env("EMILY_ENGINE_DIR", ".."), @beam_dir)
     san? = System.get_env("EMILY_SAN") in ["1", "true"]
     build = System.get_env("EMILY_BUILD_DIR", if(san?, do: "build-san", else: "build"))
-    lib = Path.join([root, build, "libemily.a"])
+    lib = Path.expand(Path.join(build, "libemily.a"), root)
     jobs = to_string(System.schedulers_online())
     make_vars = ["BUILD=#{build}"] ++ if(san?, do: ["SAN=1"], else: [])
 
@@ -142,8 +160,6 @@ defmodule Mix.Tasks.Compile.EmilyNif do
     includes =
       Path.wildcard(Path.join(root, "include/emily/*.h")) ++
         if(test?, do: Path.wildcard(Path.join(root, "tests/conformance/*.h")), else: [])
-
-    so = Path.join(@beam_dir, "priv/libemily_nif.so")
 
     # a NIF built for another configuration (sanitizers or not) is stale too
     stamp = Path.join(@beam_dir, "priv/.emily_nif_build")

@@ -38,9 +38,34 @@ emily_tensor *tensor_res_acquire(tensor_res *r) {
     return t;
 }
 
+/* ---- exported pointers ----
+ * to_pointer hands out the address of a host tensor's bytes; from_pointer
+ * accepts only such addresses, so it never reads memory Emily does not
+ * know. An entry is weak: it goes when its resource is destroyed or
+ * deallocated, before the tensor is released (both take the lock). */
+typedef struct export_entry {
+    uintptr_t address;
+    size_t nbytes;
+    const tensor_res *owner;
+} export_entry;
+static ErlNifMutex *exports_lock;
+static export_entry *exports;
+static size_t nexports, exports_cap;
+
+static void exports_forget(const tensor_res *r) {
+    if (!atomic_load(&r->exported)) return;
+    enif_mutex_lock(exports_lock);
+    size_t k = 0;
+    for (size_t i = 0; i < nexports; i++)
+        if (exports[i].owner != r) exports[k++] = exports[i];
+    nexports = k;
+    enif_mutex_unlock(exports_lock);
+}
+
 static void tensor_dtor(ErlNifEnv *env, void *obj) {
     (void)env;
     tensor_res *r = obj;
+    exports_forget(r);
     emily_tensor_release(r->t);
     r->t = NULL;
 }
@@ -60,6 +85,7 @@ ERL_NIF_TERM make_tensor_term(ErlNifEnv *env, emily_tensor *t) {
     }
     atomic_flag_clear(&r->lock);
     r->t = t;
+    atomic_init(&r->exported, false);
     ERL_NIF_TERM term = enif_make_resource(env, r);
     enif_release_resource(r);
     return term;
@@ -290,6 +316,7 @@ static ERL_NIF_TERM host_binary(ErlNifEnv *env, emily_tensor *t, size_t nbytes) 
     }
     atomic_flag_clear(&holder->lock);
     holder->t = t;
+    atomic_init(&holder->exported, false);
     ERL_NIF_TERM bin = enif_make_resource_binary(env, holder, data, nbytes);
     enif_release_resource(holder);
     return bin;
@@ -343,6 +370,7 @@ static ERL_NIF_TERM deallocate_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM 
     tensor_res *r;
     if (!enif_get_resource(env, argv[0], emily_tensor_rt, (void **)&r))
         return make_error(env, "deallocate: expected an Emily tensor reference");
+    exports_forget(r);
     res_lock(r);
     emily_tensor *t = r->t;
     r->t = NULL;
@@ -379,19 +407,84 @@ static ERL_NIF_TERM to_device_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM a
     return make_tensor_term(env, out);
 }
 
-/* to_pointer(ref): {address, bytes} of a contiguous host tensor */
+/* to_pointer(ref): {address, bytes} of a contiguous host tensor, valid
+ * while the tensor lives; the address is registered for from_pointer. */
 static ERL_NIF_TERM to_pointer_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
     (void)argc;
-    emily_tensor *t;
-    ERL_NIF_TERM err;
-    if (!get_tensor(env, argv[0], &t, &err)) return err;
+    tensor_res *r;
+    if (!enif_get_resource(env, argv[0], emily_tensor_rt, (void **)&r))
+        return make_error(env, "to_pointer: expected an Emily tensor reference");
+    emily_tensor *t = tensor_res_acquire(r);
+    if (!t) return make_error(env, "to_pointer: the tensor was deallocated");
     const void *data;
     emily_status s = emily_host_data(t, &data);
     size_t nbytes = emily_tensor_nbytes(t);
     emily_tensor_release(t);
     if (s) return engine_error(env, "to_pointer");
+    enif_mutex_lock(exports_lock);
+    if (nexports == exports_cap) {
+        size_t cap = exports_cap ? exports_cap * 2 : 16;
+        export_entry *e = realloc(exports, cap * sizeof *e);
+        if (!e) {
+            enif_mutex_unlock(exports_lock);
+            return make_error(env, "to_pointer: out of host memory");
+        }
+        exports = e;
+        exports_cap = cap;
+    }
+    exports[nexports++] = (export_entry){(uintptr_t)data, nbytes, r};
+    atomic_store(&r->exported, true);
+    enif_mutex_unlock(exports_lock);
     return enif_make_tuple2(env, enif_make_uint64(env, (ErlNifUInt64)(uintptr_t)data),
                             enif_make_uint64(env, nbytes));
+}
+
+/* from_pointer(device, address, type, shape): a copy of the bytes at an
+ * address that to_pointer handed out (and whose tensor still lives). */
+static ERL_NIF_TERM from_pointer_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    (void)argc;
+    emily_device dev;
+    emily_dtype dt;
+    ErlNifUInt64 address;
+    ERL_NIF_TERM err;
+    char msg[256];
+    if (!get_device(env, argv[0], &dev, &err)) return err;
+    if (!enif_get_uint64(env, argv[1], &address))
+        return make_error(env, "from_pointer: the address must be a non-negative integer");
+    if (!term_to_dtype(env, argv[2], &dt, msg, sizeof msg)) return make_error(env, msg);
+    decoder d;
+    decoder_init(&d, env);
+    int rank;
+    int64_t *shape;
+    ERL_NIF_TERM result;
+    if (!term_to_shape(env, argv[3], &rank, &shape, &d)) {
+        prefix_err(&d, "from_pointer");
+        result = make_error(env, d.err);
+        decoder_free(&d);
+        return result;
+    }
+    size_t nbytes = (size_t)d.elements * emily_dtype_size(dt);
+    enif_mutex_lock(exports_lock);
+    const export_entry *found = NULL;
+    for (size_t i = 0; i < nexports && !found; i++)
+        if (exports[i].address == (uintptr_t)address) found = &exports[i];
+    if (!found) {
+        result = make_error(env, "from_pointer: the address was not handed out by Emily's "
+                                 "to_pointer (or its tensor is gone); Emily reads no other memory");
+    } else if (nbytes > found->nbytes) {
+        snprintf(msg, sizeof msg, "from_pointer: %zu bytes asked for, the exported tensor has %zu",
+                 nbytes, found->nbytes);
+        result = make_error(env, msg);
+    } else {
+        emily_tensor *t;
+        if (emily_from_binary(dev, dt, rank, shape, (const void *)(uintptr_t)address, nbytes, &t))
+            result = engine_error(env, "from_pointer");
+        else
+            result = make_tensor_term(env, t);
+    }
+    enif_mutex_unlock(exports_lock);
+    decoder_free(&d);
+    return result;
 }
 
 /* ---- devices, streams, introspection ---- */
@@ -508,6 +601,7 @@ static int load(ErlNifEnv *env, void **priv, ERL_NIF_TERM info) {
     emily_tensor_rt = enif_open_resource_type(env, NULL, "emily_tensor", tensor_dtor, flags, NULL);
     emily_stream_rt = enif_open_resource_type(env, NULL, "emily_stream", stream_dtor, flags, NULL);
     if (!emily_tensor_rt || !emily_stream_rt) return 1;
+    if (!exports_lock && !(exports_lock = enif_mutex_create("emily_exports"))) return 1;
 #define ATOM(field, name) A.field = enif_make_atom(env, name)
     ATOM(ok, "ok");
     ATOM(error, "error");
@@ -558,6 +652,7 @@ static ErlNifFunc nif_funcs[] = {
     {"tensor_info", 1, tensor_info_nif, 0},
     {"to_device", 2, to_device_nif, DIRTY},
     {"to_pointer", 1, to_pointer_nif, 0},
+    {"from_pointer", 4, from_pointer_nif, ERL_NIF_DIRTY_JOB_CPU_BOUND},
     {"devices", 0, devices_nif, 0},
     {"device_check", 1, device_check_nif, 0},
     {"version", 0, version_nif, 0},

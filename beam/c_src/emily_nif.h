@@ -18,6 +18,7 @@
 typedef struct tensor_res {
     atomic_flag lock;
     emily_tensor *t;
+    atomic_bool exported; /* its address was handed out by to_pointer */
 } tensor_res;
 
 /* A stream resource (Emily.Stream): freed, after its work, on GC. */

@@ -147,9 +147,26 @@ if Code.ensure_loaded?(Nx.Backend) do
       %{out | data: %__MODULE__{ref: ref}}
     end
 
-    def from_pointer(_pointer, _type, _shape, _backend_opts, _opts) do
+    # Local pointers that Emily handed out (to_pointer/2) are read back as a
+    # copy on the requested device; Emily reads no other memory, so a
+    # foreign address is an error rather than a segmentation fault.
+    def from_pointer(%{kind: :local, address: address}, type, shape, backend_opts, opts) do
+      device = device_opt(backend_opts)
+      ref = Native.ok!(Native.from_pointer(device, address, type, shape))
+      %T{type: type, shape: shape, names: names(opts, shape), data: %__MODULE__{ref: ref}}
+    end
+
+    def from_pointer(pointer, _type, _shape, _backend_opts, _opts) do
       raise ArgumentError,
-            "Emily.Backend cannot wrap foreign memory pointers; use Nx.from_binary/3"
+            "Emily.Backend reads only :local pointers from Emily's to_pointer/2, got: " <>
+              inspect(pointer)
+    end
+
+    defp names(opts, shape) do
+      case Keyword.get(opts, :names) do
+        nil -> List.duplicate(nil, tuple_size(shape))
+        names -> names
+      end
     end
 
     def to_pointer(%T{data: %__MODULE__{ref: ref}}, opts) do

@@ -61,8 +61,17 @@ defmodule Emily.Native do
   @doc "A copy of the tensor on another device."
   def to_device(_ref, _device), do: nif!()
 
-  @doc "`{address, bytes}` of a contiguous host tensor (valid while it lives)."
+  @doc """
+  `{address, bytes}` of a contiguous host tensor (valid while it lives); the
+  address is registered for `from_pointer/4`.
+  """
   def to_pointer(_ref), do: nif!()
+
+  @doc """
+  A copy, on `device`, of the bytes at `address`, which must have come from
+  `to_pointer/1` of a tensor that still lives (Emily reads no other memory).
+  """
+  def from_pointer(_device, _address, _type, _shape), do: nif!()
 
   @doc "Devices present: `:cpu` and `{:cuda, i}` for each usable GPU."
   def devices, do: nif!()

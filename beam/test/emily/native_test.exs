@@ -108,8 +108,17 @@ defmodule Emily.NativeTest do
       assert is_integer(t) and is_integer(b)
       assert Native.synchronize(:cpu) == :ok
       assert %{active: _, peak: _, cached: _} = Native.memory_stats(:cpu)
-      assert {addr, 8} = Native.to_pointer(f32([1.0, 2.0]))
+      t = f32([1.0, 2.0])
+      assert {addr, 8} = Native.to_pointer(t)
       assert addr > 0
+      assert to_f32(Native.from_pointer(:cpu, addr, {:f, 32}, {2})) == [1.0, 2.0]
+      assert_error(Native.from_pointer(:cpu, addr + 4, {:f, 32}, {1}), "not handed out")
+      assert_error(Native.from_pointer(:cpu, 12345, {:u, 8}, {1}), "not handed out")
+      assert_error(Native.from_pointer(:cpu, -1, {:u, 8}, {1}), "address")
+      assert_error(Native.from_pointer(:cpu, addr, {:f, 32}, {1 <<< 62, 8}), "2^63")
+      assert_error(Native.from_pointer(:cpu, addr, {:f, 64}, {2}), "bytes asked for")
+      Native.deallocate(t)
+      assert_error(Native.from_pointer(:cpu, addr, {:f, 32}, {2}), "not handed out")
     end
 
     test "streams" do

@@ -241,7 +241,24 @@ if Code.ensure_loaded?(Nx) do
         Emily.Backend.to_pointer(t, mode: :ipc)
       end
 
-      assert_raise ArgumentError, ~r/cannot wrap foreign memory/, fn ->
+      back = Emily.Backend.from_pointer(p, {:u, 8}, {3}, [], [])
+      assert Nx.to_list(back) == [1, 2, 3]
+      two = Emily.Backend.from_pointer(p, {:u, 8}, {2}, [device: :cpu], names: [:x])
+      assert Nx.to_list(two) == [1, 2] and two.names == [:x]
+
+      assert_raise ArgumentError, ~r/bytes asked for/, fn ->
+        Emily.Backend.from_pointer(p, {:f, 32}, {3}, [], [])
+      end
+
+      foreign = %{p | address: p.address + 1}
+
+      assert_raise ArgumentError, ~r/not handed out by Emily/, fn ->
+        Emily.Backend.from_pointer(foreign, {:u, 8}, {1}, [], [])
+      end
+
+      Nx.backend_deallocate(t)
+
+      assert_raise ArgumentError, ~r/not handed out by Emily/, fn ->
         Emily.Backend.from_pointer(p, {:u, 8}, {3}, [], [])
       end
     end
