@@ -45,7 +45,7 @@ typedef struct pair64 {
 
 /* src/cpu/sort_avx512.c: in-place quicksorts (`tasks`: called in a
  * `single` of a parallel region, whose team shares the parts) and f32
- * key mappings for contiguous rows. Used when emily_cpu_isa() >= 2. */
+ * key mappings for contiguous rows. Used when use_avx512() says so. */
 #if defined(__x86_64__) && defined(__GNUC__)
 #define HAVE_SORT_AVX512 1
 void emily_cpu_sort_u32_avx512(uint32_t *a, int64_t n, bool tasks);
@@ -60,6 +60,28 @@ void emily_cpu_positions_s32_avx512(const uint64_t *recs, int64_t n, int32_t *d)
 #else
 #define HAVE_SORT_AVX512 0
 #endif
+
+/* Whether this CPU runs sort_avx512.c (AVX-512 F/DQ/BW/VL, BMI2,
+ * POPCNT), unless EMILY_SIMD=0 asks for the portable paths (as for the
+ * unary kernels). Checked once. */
+static bool use_avx512(void) {
+    static atomic_int state = -1;
+    int st = atomic_load_explicit(&state, memory_order_relaxed);
+    if (st < 0) {
+        st = 0;
+#if HAVE_SORT_AVX512
+        const char *env = getenv("EMILY_SIMD");
+        if (!(env && strcmp(env, "0") == 0) && emily_cpu_isa() >= 2) {
+            __builtin_cpu_init();
+            st = __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bw") &&
+                 __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("bmi2") &&
+                 __builtin_cpu_supports("popcnt");
+        }
+#endif
+        atomic_store_explicit(&state, st, memory_order_relaxed);
+    }
+    return st != 0;
+}
 
 /* ---- keys ---------------------------------------------------------------- */
 
@@ -138,7 +160,7 @@ typedef enum rec_mode {
 static void row_records(emily_dtype dt, const char *s, int64_t ss, int64_t n, int64_t first,
                         bool desc, rec_mode mode, void *out) {
 #if HAVE_SORT_AVX512
-    if (dt == EMILY_F32 && ss == 1 && mode != REC_PAIR && emily_cpu_isa() >= 2) {
+    if (dt == EMILY_F32 && ss == 1 && mode != REC_PAIR && use_avx512()) {
         uint32_t flip = desc ? UINT32_MAX : 0;
         if (mode == REC_KEYS) emily_cpu_keys_f32_avx512((const uint32_t *)s, n, flip, out);
         else emily_cpu_records_f32_avx512((const uint32_t *)s, n, first, flip, out);
@@ -176,7 +198,7 @@ static void row_records(emily_dtype dt, const char *s, int64_t ss, int64_t n, in
 static void row_unkeys(emily_dtype dt, const void *keys, int64_t n, bool desc, char *d,
                        int64_t ds) {
 #if HAVE_SORT_AVX512
-    if (dt == EMILY_F32 && ds == 1 && emily_cpu_isa() >= 2) {
+    if (dt == EMILY_F32 && ds == 1 && use_avx512()) {
         emily_cpu_unkeys_f32_avx512(keys, n, desc ? UINT32_MAX : 0, (uint32_t *)d);
         return;
     }
@@ -333,7 +355,7 @@ static size_t rec_size(emily_dtype dt, rec_mode m) {
 static bool simd_sortable(emily_dtype dt, rec_mode m, int64_t n) {
 #if HAVE_SORT_AVX512
     int kb = key_bits(dt);
-    return n > SORT_SMALL && emily_cpu_isa() >= 2 &&
+    return n > SORT_SMALL && use_avx512() &&
            ((m == REC_KEYS && kb >= 32) || (m == REC_PACKED && kb == 32));
 #else
     (void)dt;
@@ -449,7 +471,7 @@ static void row_positions(emily_dtype idt, rec_mode m, const void *recs, int64_t
     if (m == REC_PACKED) {
         const uint64_t *r = recs;
 #if HAVE_SORT_AVX512
-        if (idt == EMILY_S32 && ds == 1 && emily_cpu_isa() >= 2) {
+        if (idt == EMILY_S32 && ds == 1 && use_avx512()) {
             emily_cpu_positions_s32_avx512(r, n, (int32_t *)d);
             return;
         }
