@@ -240,7 +240,7 @@ int main(int argc, char **argv) {
             case CASE_PASS: st->passed++; passed++; break;
             case CASE_SKIP:
                 st->skipped++; skipped++;
-                if (!st->skip_reason[0]) snprintf(st->skip_reason, sizeof st->skip_reason, "%s", msg);
+                if (!st->skip_reason[0]) snprintf(st->skip_reason, sizeof st->skip_reason, "%.150s", msg);
                 break;
             case CASE_FAIL:
                 st->failed++; failed++;
