@@ -7,6 +7,7 @@
  * anything is read or written through it), then moves elements with
  * that table. Moves are byte copies of the element size, so every dtype
  * (complex included) takes the same path and keeps its exact bits. */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include "cpu/kernels.h"
@@ -168,19 +169,63 @@ static emily_status cpu_take(emily_tensor *dst, const emily_tensor *src, const e
 
 /* ---- take_along_axis ----------------------------------------------------- */
 
+/* take_along_axis reading s32/s64 indices in place: each index is
+ * checked as it is used (a bad one stops the copy; the error is then
+ * reported through load_indices, which finds the first bad index). */
+#define ALONG_DIRECT(IT, T)                                                             \
+    EMILY_PAR_FOR(par, u, outer * m, {                                                  \
+        if (!atomic_load_explicit(&bad, memory_order_relaxed)) {                        \
+            int64_t o = u / m;                                                          \
+            const IT *ip = (const IT *)ib + u * inner;                                  \
+            T *d = (T *)db + u * inner;                                                 \
+            const T *sr = (const T *)sb + o * n * inner;                                \
+            for (int64_t r = 0; r < inner; r++) {                                       \
+                int64_t v = (int64_t)ip[r];                                             \
+                if ((uint64_t)v >= (uint64_t)n) {                                       \
+                    atomic_store_explicit(&bad, 1, memory_order_relaxed);              \
+                    break;                                                              \
+                }                                                                       \
+                memcpy(&d[r], &sr[v * inner + r], sizeof(T));                           \
+            }                                                                           \
+        }                                                                               \
+    })
+
+#define ALONG_ELEMS(IT)                                                                 \
+    switch (es) {                                                                       \
+    case 1: ALONG_DIRECT(IT, uint8_t); break;                                           \
+    case 2: ALONG_DIRECT(IT, uint16_t); break;                                          \
+    case 4: ALONG_DIRECT(IT, uint32_t); break;                                          \
+    case 8: ALONG_DIRECT(IT, uint64_t); break;                                          \
+    default: ALONG_DIRECT(IT, elem16); break;                                           \
+    }
+
 static emily_status cpu_take_along_axis(emily_tensor *dst, const emily_tensor *src,
                                         const emily_tensor *idx, int axis, int64_t outer,
                                         int64_t n, int64_t inner) {
     int64_t total = idx->size;
     int64_t m = total / (outer * inner);
+    size_t es = emily_dtype_size(src->dtype);
+    const char *sb = emily_tensor_base(src);
+    const char *ib = emily_tensor_base(idx);
+    char *db = emily_tensor_base(dst);
+    bool par = (int64_t)es * total >= INDEX_PAR_MIN_BYTES;
+    /* dst[o, j, r] = src[o, idx[o, j, r], r] */
+    if (idx->dtype == EMILY_S32 || idx->dtype == EMILY_S64) {
+        atomic_int bad = 0;
+        if (idx->dtype == EMILY_S32) {
+            ALONG_ELEMS(int32_t)
+        } else {
+            ALONG_ELEMS(int64_t)
+        }
+        if (!atomic_load(&bad)) return EMILY_OK;
+        int64_t *tab;
+        emily_status s = load_indices("take_along_axis", idx, total, 1, &n, NULL, axis, src, &tab);
+        free(tab);
+        return s ? s : emily_error(EMILY_ERR_INTERNAL, "take_along_axis: index check disagrees");
+    }
     int64_t *tab;
     emily_status s = load_indices("take_along_axis", idx, total, 1, &n, NULL, axis, src, &tab);
     if (s) return s;
-    size_t es = emily_dtype_size(src->dtype);
-    const char *sb = emily_tensor_base(src);
-    char *db = emily_tensor_base(dst);
-    bool par = (int64_t)es * total >= INDEX_PAR_MIN_BYTES;
-    /* dst[o, j, r] = src[o, tab[o, j, r], r] */
     EMILY_PAR_FOR(par, u, outer * m, {
         int64_t o = u / m;
         const int64_t *t = tab + u * inner;
