@@ -149,6 +149,8 @@ EMILY_HD uint64_t emily_sc_trunc_bits(double x) {
  * the low bits of the truncated value. hi and lo are the target type's
  * extremes as 64-bit patterns; callers cast the result to the type. */
 EMILY_HD uint64_t emily_sc_f2i_bits(double x, uint64_t hi, uint64_t lo) {
+    /* the common case first (false for NaN): |x| < 2^63 truncates exactly */
+    if (x > -9223372036854775808.0 && x < 9223372036854775808.0) return (uint64_t)(int64_t)x;
     if (x != x) return 0;
     if (x == INFINITY) return hi;
     if (x == -INFINITY) return lo;

@@ -250,7 +250,23 @@ static void f32_to_bf16(void *d_, const void *s_, int64_t n) {
     }
 }
 
+/* f16 -> f32 is exact (F16C) */
+static void f16_to_f32(void *d_, const void *s_, int64_t n) {
+    float *d = d_;
+    const uint16_t *s = s_;
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(d + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(s + i))));
+    if (i < n) {
+        uint16_t in[8] = {0};
+        float out[8];
+        memcpy(in, s + i, (size_t)(n - i) * sizeof *s);
+        _mm256_storeu_ps(out, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)in)));
+        memcpy(d + i, out, (size_t)(n - i) * sizeof *d);
+    }
+}
+
 emily_vec_fn emily_convert_avx2(emily_dtype src, emily_dtype dst) {
+    if (src == EMILY_F16 && dst == EMILY_F32) return f16_to_f32;
     if (src == EMILY_F32 && dst == EMILY_F16) return f32_to_f16;
     if (src == EMILY_F32 && dst == EMILY_BF16) return f32_to_bf16;
     return NULL;

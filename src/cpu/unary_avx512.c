@@ -230,7 +230,22 @@ static void f32_to_bf16(void *d_, const void *s_, int64_t n) {
     }
 }
 
+/* f16 -> f32 is exact (F16C) */
+static void f16_to_f32(void *d_, const void *s_, int64_t n) {
+    float *d = d_;
+    const uint16_t *s = s_;
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(d + i, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(s + i))));
+    if (i < n) {
+        __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
+        uint16_t in[16] = {0};
+        for (int64_t k = 0; k < n - i; k++) in[k] = s[i + k];
+        _mm512_mask_storeu_ps(d + i, m, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)in)));
+    }
+}
+
 emily_vec_fn emily_convert_avx512(emily_dtype src, emily_dtype dst) {
+    if (src == EMILY_F16 && dst == EMILY_F32) return f16_to_f32;
     if (src == EMILY_F32 && dst == EMILY_F16) return f32_to_f16;
     if (src == EMILY_F32 && dst == EMILY_BF16) return f32_to_bf16;
     return NULL;

@@ -242,6 +242,21 @@ TEST(half_conversion_simd_paths) {
             if (h[i] != emily_f32_to_bf16(x[i]) && bad++ < 3)
                 fprintf(stderr, "  %s bf16(%.9g) = %04x\n", isas[k].isa, x[i], h[i]);
         CHECK(bad == 0);
+        /* f16 -> f32: every f16 pattern, exact */
+        emily_vec_fn up = isas[k].get(EMILY_F16, EMILY_F32);
+        CHECK(up != NULL);
+        if (!up) continue;
+        uint16_t all[65536];
+        float back[65536];
+        for (int i = 0; i < 65536; i++) all[i] = (uint16_t)i;
+        for (int64_t len = 1; len <= 33; len++) up(back, all + 31000, len);
+        up(back, all, 65536);
+        bad = 0;
+        for (int i = 0; i < 65536; i++) {
+            float want = emily_f16_to_f32((uint16_t)i);
+            if (memcmp(&back[i], &want, 4) != 0 && !(isnan(want) && isnan(back[i]))) bad++;
+        }
+        CHECK(bad == 0);
     }
     /* and through as_type on a long contiguous tensor (threaded) */
     int64_t shape[1] = {n};
