@@ -543,38 +543,54 @@ typedef struct row_args {
     int64_t ds;          /* output stride along the axis */
 } row_args;
 
-/* top_k of one row: the k smallest (descending keys, position) pairs. */
-static void topk_select(pair64 *a, int64_t n, int64_t k, pair64 *heap) {
-    /* max-heap of the k best so far: the worst at the root */
-    for (int64_t i = 0; i < k; i++) {
-        pair64 x = a[i];
-        int64_t j = i;
-        while (j > 0) {
-            int64_t parent = (j - 1) / 2;
-            if (!LESS_PAIR(heap[parent], x)) break;
-            heap[j] = heap[parent];
-            j = parent;
+/* Records made at a time by top_k's selection. */
+#define TOPK_CHUNK 1024
+
+/* Whether top_k keeps a heap of the k best (k small against the row)
+ * rather than sorting the whole row. */
+static bool topk_by_heap(int64_t n, int64_t k) { return n > SORT_SMALL && k * 8 < n; }
+
+/* top_k of one row by selection: descending records are made a chunk at
+ * a time (buf: TOPK_CHUNK records) and the k smallest (key, position)
+ * pairs kept in a max-heap (the worst at the root), then sorted in
+ * place (heap: k records). */
+static void topk_heap(const row_args *a, const char *s, pair64 *buf, pair64 *heap) {
+    int64_t n = a->n, k = a->k, filled = 0;
+    size_t es = emily_dtype_size(a->dt);
+    for (int64_t start = 0; start < n; start += TOPK_CHUNK) {
+        int64_t len = n - start < TOPK_CHUNK ? n - start : TOPK_CHUNK;
+        row_records(a->dt, s + (size_t)(start * a->ss) * es, a->ss, len, start, true, REC_PAIR, buf);
+        for (int64_t i = 0; i < len; i++) {
+            pair64 x = buf[i];
+            int64_t j;
+            if (filled < k) {
+                j = filled++;
+                while (j > 0) {
+                    int64_t parent = (j - 1) / 2;
+                    if (!LESS_PAIR(heap[parent], x)) break;
+                    heap[j] = heap[parent];
+                    j = parent;
+                }
+                heap[j] = x;
+                continue;
+            }
+            if (!LESS_PAIR(x, heap[0])) continue;
+            j = 0;
+            for (;;) {
+                int64_t c = 2 * j + 1;
+                if (c >= k) break;
+                if (c + 1 < k && LESS_PAIR(heap[c], heap[c + 1])) c++;
+                if (!LESS_PAIR(x, heap[c])) break;
+                heap[j] = heap[c];
+                j = c;
+            }
+            heap[j] = x;
         }
-        heap[j] = x;
-    }
-    for (int64_t i = k; i < n; i++) {
-        pair64 x = a[i];
-        if (!LESS_PAIR(x, heap[0])) continue;
-        int64_t j = 0;
-        for (;;) {
-            int64_t c = 2 * j + 1;
-            if (c >= k) break;
-            if (c + 1 < k && LESS_PAIR(heap[c], heap[c + 1])) c++;
-            if (!LESS_PAIR(x, heap[c])) break;
-            heap[j] = heap[c];
-            j = c;
-        }
-        heap[j] = x;
     }
     /* heap sort in place: ascending order */
     for (int64_t end = k - 1; end > 0; end--) {
-        pair64 top = heap[0], x = heap[end];
-        heap[end] = top;
+        pair64 x = heap[end];
+        heap[end] = heap[0];
         int64_t j = 0;
         for (;;) {
             int64_t c = 2 * j + 1;
@@ -597,9 +613,10 @@ static bool sort_in_place(const row_args *a) {
 /* Scratch bytes one row needs. */
 static size_t row_scratch(const row_args *a) {
     size_t n = (size_t)a->n;
-    if (a->job == JOB_TOPK) return (2 * n + (size_t)a->k) * sizeof(pair64);
+    if (a->job == JOB_TOPK && topk_by_heap(a->n, a->k))
+        return (TOPK_CHUNK + (size_t)a->k) * sizeof(pair64);
     if (sort_in_place(a)) return 0;
-    rec_mode m = plan_mode(a->dt, a->n, a->job == JOB_ARGSORT);
+    rec_mode m = plan_mode(a->dt, a->n, a->job != JOB_SORT);
     return (simd_sortable(a->dt, m, a->n) ? 1 : 2) * n * rec_size(a->dt, m);
 }
 
@@ -698,19 +715,25 @@ static void run_row(const row_args *a, int64_t soff, int64_t doff, void *scratch
         positions_range(a, m, recs, di, 0, n);
         return;
     }
-    /* top_k: descending records, the k first */
-    pair64 *recs = scratch, *best;
-    row_records(a->dt, s, a->ss, n, 0, true, REC_PAIR, recs);
-    if (a->k * 8 >= n || n <= SORT_SMALL) {
-        best = sort_records(a->dt, REC_PAIR, recs, n, T, hist);
-    } else {
-        best = recs + 2 * n;
-        topk_select(recs, n, a->k, best);
-    }
+    /* top_k: the k first of the descending order, by a heap or by
+     * sorting descending records like argsort */
     char *dv = a->dbase + (size_t)doff * es;
+    if (topk_by_heap(n, a->k)) {
+        pair64 *best = (pair64 *)scratch + TOPK_CHUNK;
+        topk_heap(a, s, scratch, best);
+        for (int64_t i = 0; i < a->k; i++) {
+            memcpy(dv + (size_t)(i * a->ds) * es, s + (size_t)((int64_t)best[i].idx * a->ss) * es, es);
+            put_index(di, a->idt, i * a->ds, best[i].idx);
+        }
+        return;
+    }
+    rec_mode m = plan_mode(a->dt, n, true);
+    records_range(a, s, m, scratch, 0, n);
+    void *recs = sort_records(a->dt, m, scratch, n, T, hist);
     for (int64_t i = 0; i < a->k; i++) {
-        memcpy(dv + (size_t)(i * a->ds) * es, s + (size_t)((int64_t)best[i].idx * a->ss) * es, es);
-        put_index(di, a->idt, i * a->ds, best[i].idx);
+        uint64_t p = m == REC_PACKED ? (((const uint64_t *)recs)[i] & 0xffffffffu) : ((const pair64 *)recs)[i].idx;
+        memcpy(dv + (size_t)(i * a->ds) * es, s + (size_t)((int64_t)p * a->ss) * es, es);
+        put_index(di, a->idt, i * a->ds, p);
     }
 }
 

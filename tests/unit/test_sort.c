@@ -470,7 +470,10 @@ TEST(top_k_matches_the_reference) {
         check_top_k(dt, 4, 500, 3, 1);   /* heap selection */
         check_top_k(dt, 2, 500, 200, 0); /* full sort */
         check_top_k(dt, 200, 300, 5, 1); /* rows on threads */
+        check_top_k(dt, 2, 5000, 7, 1);  /* a heap fed over several chunks */
     }
+    check_top_k(EMILY_F32, 1, 200000, 50000, 1); /* one long row, sorted */
+    check_top_k(EMILY_F64, 1, 200000, 3, 0);
     /* the doctest: NaN first, then inf, then 0.0 */
     float x[4] = {NAN, -INFINITY, INFINITY, 0.0f};
     int64_t n = 4;
