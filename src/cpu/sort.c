@@ -5,24 +5,30 @@
  * bit; floats map to the usual order-preserving pattern (negative
  * values inverted, positive ones with the sign bit set) after -0.0 is
  * read as +0.0 and every NaN as the largest key. Descending order is
- * the bitwise complement of the key, so one ascending, stable sort
- * serves both directions and keeps ties in their original order, as
- * Nx.BinaryBackend's merge sort does.
+ * the bitwise complement of the key, so one ascending sort serves both
+ * directions.
  *
- * The sort itself is an LSD radix sort with 8-bit digits (a digit that
- * is the same for the whole row costs no pass), insertion sort for short
- * rows. argsort carries positions: keys of up to 32 bits and positions
- * below 2^32 share one 64-bit record (key above position, so even the
- * comparison of whole records is stable); 64-bit keys use key/position
- * pairs. sort of values carries only keys and maps them back to bits;
- * the two cases a key cannot map back (the sign of a zero, a NaN's
- * payload) are rewritten from the source row in their original order,
- * which is where a stable sort leaves them. top_k keeps the k best
- * records of a row in a heap when k is small against the row.
+ * Records: sort carries keys only and maps them back to bits; the two
+ * things a key loses (the sign of a zero, a NaN's payload) are rewritten
+ * from the source row in source order, which is where a stable sort
+ * leaves equal keys. argsort carries positions: keys of up to 32 bits
+ * and positions below 2^32 share one 64-bit record (key above position:
+ * all records differ and their order is the stable order); 64-bit keys
+ * use key/position pairs.
+ *
+ * Sorting: 32/64-bit keys and 64-bit records go to the AVX-512 quicksort
+ * of src/cpu/sort_avx512.c where the CPU has it (unstable, which cannot
+ * show: equal keys are interchangeable and records are distinct); the
+ * rest (8/16-bit keys, pairs, CPUs without AVX-512, EMILY_SIMD=0) to a
+ * stable LSD radix sort with 8-bit digits (a digit the same for the
+ * whole row costs no pass), insertion sort for short rows. f32 sorts make
+ * their keys and first partition in one pass. top_k keeps the k best
+ * records in a heap when k is small against the row, else sorts.
  *
  * Rows (every position of the other axes) are independent: many rows
- * are split over OpenMP threads; one long row sorts its digits on all
- * threads (per-thread histograms, scatter to private offsets). */
+ * are split over OpenMP threads; one long row spreads its linear passes
+ * and its quicksort parts (tasks) or its radix digits (per-thread
+ * histograms) over the threads. */
 #include <omp.h>
 #include <stdatomic.h>
 #include <stdlib.h>
