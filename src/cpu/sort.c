@@ -743,62 +743,143 @@ static void run_row(const row_args *a, int64_t soff, int64_t doff, void *scratch
     }
 }
 
+/* Rows whose elements are strided (the axis is not the innermost one in
+ * memory) but lie next to other rows (the innermost of the other axes is
+ * contiguous) go TILE_ROWS at a time through contiguous tiles: one pass
+ * reads the tile's rows together, so every cache line read serves each
+ * of them, the rows are sorted as contiguous rows, and one pass writes
+ * them back the same way. */
+#define TILE_ROWS 16
+#define TILE_MAX_BYTES ((int64_t)8 << 20)
+
+typedef struct row_plan {
+    row_walk w;
+    bool tiled;
+    int64_t L, gpl, B; /* innermost other axis, tiles per line of it, rows per tile */
+    int64_t units;     /* rows, or tiles */
+    row_args inner;    /* the job on a tile's contiguous rows */
+    size_t need;       /* scratch of one row */
+    size_t ein, eout;  /* element sizes in and out */
+} row_plan;
+
+/* Tile rows b < cnt of n elements; memory row b starts at b and steps
+ * by st. in: tile[b][j] = mem[b + j * st]; else the reverse. */
+#define TILE_MOVE(T)                                                                     \
+    do {                                                                                 \
+        T *t_ = (T *)tile;                                                               \
+        T *m_ = (T *)mem;                                                                \
+        if (in) {                                                                        \
+            for (int64_t j = 0; j < n; j++)                                              \
+                for (int64_t b = 0; b < cnt; b++) t_[b * n + j] = m_[b + j * st];        \
+        } else {                                                                         \
+            for (int64_t j = 0; j < n; j++)                                              \
+                for (int64_t b = 0; b < cnt; b++) m_[b + j * st] = t_[b * n + j];        \
+        }                                                                                \
+    } while (0)
+
+static void tile_move(bool in, void *tile, void *mem, int64_t n, int64_t cnt, int64_t st, size_t es) {
+    switch (es) {
+    case 1: TILE_MOVE(uint8_t); break;
+    case 2: TILE_MOVE(uint16_t); break;
+    case 4: TILE_MOVE(uint32_t); break;
+    default: TILE_MOVE(uint64_t); break;
+    }
+}
+
+static void run_unit(const row_args *a, const row_plan *p, int64_t u, char *scratch, int T,
+                     int64_t (*hist)[256]) {
+    int64_t so, dso;
+    if (!p->tiled) {
+        walk_offsets(&p->w, u, &so, &dso);
+        run_row(a, so, dso, scratch, T, hist);
+        return;
+    }
+    int64_t o = u / p->gpl, g = u % p->gpl, n = a->n;
+    int64_t r0 = o * p->L + g * p->B, cnt = p->L - g * p->B < p->B ? p->L - g * p->B : p->B;
+    walk_offsets(&p->w, r0, &so, &dso);
+    char *tin = scratch + p->need, *tout = tin + (size_t)(p->B * n) * p->ein;
+    tile_move(true, tin, (char *)a->sbase + (size_t)so * p->ein, n, cnt, a->ss, p->ein);
+    row_args t = p->inner;
+    t.sbase = tin;
+    t.dbase = t.ibase = tout;
+    for (int64_t b = 0; b < cnt; b++) run_row(&t, b * n, b * n, scratch, 1, hist);
+    char *out = a->job == JOB_SORT ? a->dbase : a->ibase;
+    tile_move(false, tout, out + (size_t)dso * p->eout, n, cnt, a->ds, p->eout);
+}
+
 /* Runs the job over every row of src along `axis`; dst gives the
  * output strides (values or indices, same rank as src). */
 static emily_status run_rows(const char *op, row_args *a, const emily_tensor *src,
                              const emily_tensor *dst, int axis) {
-    row_walk w;
-    emily_status s = walk_init(&w, src, dst, axis, op);
+    row_plan p;
+    memset(&p, 0, sizeof p);
+    emily_status s = walk_init(&p.w, src, dst, axis, op);
     if (s) return s;
     a->n = src->shape[axis];
     a->ss = src->strides[axis];
     a->ds = dst->strides[axis];
     a->sbase = emily_tensor_base(src);
-    size_t need = row_scratch(a);
-    int64_t total = w.rows * a->n;
+    p.ein = emily_dtype_size(a->dt);
+    p.eout = emily_dtype_size(a->job == JOB_SORT ? a->dt : a->idt);
+    int nd = p.w.nd;
+    if (a->job != JOB_TOPK && a->ss != 1 && nd > 0 && p.w.shape[nd - 1] > 1 &&
+        p.w.sstride[nd - 1] == 1 && p.w.dstride[nd - 1] == 1) {
+        int64_t per_row = a->n * (int64_t)(p.ein + p.eout);
+        p.B = TILE_MAX_BYTES / (per_row > 0 ? per_row : 1);
+        if (p.B > TILE_ROWS) p.B = TILE_ROWS;
+        if (p.B > p.w.shape[nd - 1]) p.B = p.w.shape[nd - 1];
+        p.tiled = p.B >= 2;
+    }
+    size_t tile_bytes = 0;
+    if (p.tiled) {
+        p.L = p.w.shape[nd - 1];
+        p.gpl = (p.L + p.B - 1) / p.B;
+        p.units = p.w.rows / p.L * p.gpl;
+        p.inner = *a;
+        p.inner.ss = p.inner.ds = 1;
+        p.need = row_scratch(&p.inner);
+        tile_bytes = (size_t)(p.B * a->n) * (p.ein + p.eout);
+    } else {
+        p.units = p.w.rows;
+        p.need = row_scratch(a);
+    }
+    size_t need = p.need + tile_bytes;
+    int64_t total = p.w.rows * a->n;
     int nth = omp_get_max_threads();
-    if (w.rows == 1 || total < SORT_PAR_MIN || nth < 2) {
-        /* serial rows; a long single row may still split its passes */
-        int T = (w.rows == 1 && a->n >= SORT_PAR_ROW_MIN && nth > 1) ? nth : 1;
+    if (p.units == 1 || total < SORT_PAR_MIN || nth < 2) {
+        /* serial units; a long single row may still split its passes */
+        int T = (p.w.rows == 1 && a->n >= SORT_PAR_ROW_MIN && nth > 1) ? nth : 1;
         void *scratch = malloc(need ? need : 1);
         int64_t (*hist)[256] = malloc(sizeof(int64_t) * 256 * (size_t)T);
         if (!scratch || !hist) {
             free(scratch);
             free(hist);
-            free(w.shape);
+            free(p.w.shape);
             return emily_error(EMILY_ERR_MEMORY, "%s: out of host memory for rows of %lld elements",
                                op, (long long)a->n);
         }
-        for (int64_t r = 0; r < w.rows; r++) {
-            int64_t so, dso;
-            walk_offsets(&w, r, &so, &dso);
-            run_row(a, so, dso, scratch, T, hist);
-        }
+        for (int64_t u = 0; u < p.units; u++) run_unit(a, &p, u, scratch, T, hist);
         free(scratch);
         free(hist);
-        free(w.shape);
+        free(p.w.shape);
         return EMILY_OK;
     }
-    /* rows split over threads, one scratch per chunk of rows */
-    int64_t chunks = (int64_t)nth * 4 < w.rows ? (int64_t)nth * 4 : w.rows;
+    /* units split over threads, one scratch per chunk of units */
+    int64_t chunks = (int64_t)nth * 4 < p.units ? (int64_t)nth * 4 : p.units;
     atomic_int failed = 0;
     EMILY_PAR_FOR(true, c, chunks, {
-        int64_t lo = w.rows * c / chunks, hi = w.rows * (c + 1) / chunks;
+        int64_t lo = p.units * c / chunks, hi = p.units * (c + 1) / chunks;
         void *scratch = malloc(need ? need : 1);
         int64_t(*hist)[256] = malloc(sizeof(int64_t) * 256);
         if (!scratch || !hist) {
             atomic_store(&failed, 1);
         } else {
-            for (int64_t r = lo; r < hi; r++) {
-                int64_t so, dso;
-                walk_offsets(&w, r, &so, &dso);
-                run_row(a, so, dso, scratch, 1, hist);
-            }
+            for (int64_t u = lo; u < hi; u++) run_unit(a, &p, u, scratch, 1, hist);
         }
         free(scratch);
         free(hist);
     });
-    free(w.shape);
+    free(p.w.shape);
     if (atomic_load(&failed))
         return emily_error(EMILY_ERR_MEMORY, "%s: out of host memory for rows of %lld elements", op,
                            (long long)a->n);
