@@ -786,6 +786,10 @@ static void tile_move(bool in, void *tile, void *mem, int64_t n, int64_t cnt, in
     }
 }
 
+/* Offsets inside one scratch block keep every part aligned for any
+ * element or record type. */
+static size_t align64(size_t x) { return (x + 63) & ~(size_t)63; }
+
 static void run_unit(const row_args *a, const row_plan *p, int64_t u, char *scratch, int T,
                      int64_t (*hist)[256]) {
     int64_t so, dso;
@@ -797,7 +801,7 @@ static void run_unit(const row_args *a, const row_plan *p, int64_t u, char *scra
     int64_t o = u / p->gpl, g = u % p->gpl, n = a->n;
     int64_t r0 = o * p->L + g * p->B, cnt = p->L - g * p->B < p->B ? p->L - g * p->B : p->B;
     walk_offsets(&p->w, r0, &so, &dso);
-    char *tin = scratch + p->need, *tout = tin + (size_t)(p->B * n) * p->ein;
+    char *tin = scratch + align64(p->need), *tout = tin + align64((size_t)(p->B * n) * p->ein);
     tile_move(true, tin, (char *)a->sbase + (size_t)so * p->ein, n, cnt, a->ss, p->ein);
     row_args t = p->inner;
     t.sbase = tin;
@@ -838,7 +842,8 @@ static emily_status run_rows(const char *op, row_args *a, const emily_tensor *sr
         p.inner = *a;
         p.inner.ss = p.inner.ds = 1;
         p.need = row_scratch(&p.inner);
-        tile_bytes = (size_t)(p.B * a->n) * (p.ein + p.eout);
+        tile_bytes = align64(p.need) - p.need + align64((size_t)(p.B * a->n) * p.ein) +
+                     (size_t)(p.B * a->n) * p.eout;
     } else {
         p.units = p.w.rows;
         p.need = row_scratch(a);
