@@ -50,6 +50,20 @@ if Code.ensure_loaded?(Nx) do
       assert Emily.Backend.device(t) == :cpu
     end
 
+    test "Nx.Defn's evaluator, gradients and Nx.Random run on Emily" do
+      f = Nx.Defn.jit(fn x, y -> Nx.sum(Nx.multiply(Nx.exp(x), y), axes: [1]) end)
+      r = f.(Nx.iota({2, 3}, type: :f32), Nx.tensor(2.0))
+      assert emily?(r)
+      assert_in_delta Enum.at(Nx.to_list(r), 0), 2 * (1 + :math.exp(1) + :math.exp(2)), 1.0e-4
+
+      g = Nx.Defn.grad(fn x -> Nx.sum(Nx.sin(x)) end).(Nx.tensor([0.0, 1.0]))
+      assert_in_delta Enum.at(Nx.to_list(g), 1), :math.cos(1.0), 1.0e-6
+
+      {u, _key} = Nx.Random.uniform(Nx.Random.key(42), shape: {3})
+      assert emily?(u)
+      assert Enum.all?(Nx.to_list(u), &(&1 >= 0 and &1 < 1))
+    end
+
     test "engine errors raise ArgumentError with the engine's message" do
       t = Nx.tensor([1.0, 2.0])
       wrong = Nx.template({3}, {:f, 32})
