@@ -55,6 +55,12 @@ defmodule Emily.Telemetry do
     Code.ensure_loaded?(:telemetry_handler_table) and
         function_exported?(:telemetry_handler_table, :list_for_event, 1) ->
       defp listened?(kind) do
+        # no handler at all (one counter read), else the three events
+        :ets.info(:telemetry_handler_table, :size) not in [0, :undefined] and
+          listened_events?(kind)
+      end
+
+      defp listened_events?(kind) do
         :telemetry_handler_table.list_for_event([:emily, kind, :stop]) != [] or
           :telemetry_handler_table.list_for_event([:emily, kind, :start]) != [] or
           :telemetry_handler_table.list_for_event([:emily, kind, :exception]) != []
