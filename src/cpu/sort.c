@@ -57,8 +57,8 @@ typedef struct pair64 {
 void emily_cpu_sort_u32_avx512(uint32_t *a, int64_t n, bool tasks);
 void emily_cpu_sort_u64_avx512(uint64_t *a, int64_t n, bool tasks);
 void emily_cpu_keys_f32_avx512(const uint32_t *s, int64_t n, uint32_t flip, uint32_t *keys);
-void emily_cpu_sort_f32_keys_avx512(const uint32_t *src, int64_t n, uint32_t flip, uint32_t *dst,
-                                    int threads);
+void emily_cpu_sort_f32_avx512(const uint32_t *src, int64_t n, uint32_t flip, uint32_t *dst,
+                               int threads, int64_t runs[4]);
 void emily_cpu_records_f32_avx512(const uint32_t *s, int64_t n, int64_t first, uint32_t flip,
                                   uint64_t *recs);
 void emily_cpu_unkeys_f32_avx512(const uint32_t *keys, int64_t n, uint32_t flip, uint32_t *d);
@@ -687,13 +687,12 @@ static void run_row(const row_args *a, int64_t soff, int64_t doff, void *scratch
         void *keys = sort_in_place(a) ? (void *)d : scratch;
 #if HAVE_SORT_AVX512
         if (a->dt == EMILY_F32 && a->ss == 1 && keys == (void *)d && n >= 256) {
-            /* keys made and first partitioned in one pass, into d */
-            emily_cpu_sort_f32_keys_avx512((const uint32_t *)s, n, a->desc ? UINT32_MAX : 0,
-                                           (uint32_t *)d, T);
-            zero_nan_runs runs;
-            bool fix = find_zero_nan_runs(a->dt, d, n, a->desc, &runs);
-            EMILY_PAR_FOR(T > 1, c, T, { unkeys_range(a, d, d, n * c / T, n * (c + 1) / T); });
-            if (fix) fix_zeros_and_nans(a->dt, &runs, n, s, a->ss, d, a->ds);
+            /* keys made and first partitioned in one pass, sorted and
+             * mapped back in place */
+            int64_t r[4];
+            emily_cpu_sort_f32_avx512((const uint32_t *)s, n, a->desc ? UINT32_MAX : 0, (uint32_t *)d, T, r);
+            zero_nan_runs runs = {r[0], r[1], r[2], r[3]};
+            if (r[0] < r[1] || r[2] < r[3]) fix_zeros_and_nans(a->dt, &runs, n, s, a->ss, d, a->ds);
             return;
         }
 #endif

@@ -28,8 +28,8 @@
 void emily_cpu_sort_u32_avx512(uint32_t *a, int64_t n, bool tasks);
 void emily_cpu_sort_u64_avx512(uint64_t *a, int64_t n, bool tasks);
 void emily_cpu_keys_f32_avx512(const uint32_t *s, int64_t n, uint32_t flip, uint32_t *keys);
-void emily_cpu_sort_f32_keys_avx512(const uint32_t *src, int64_t n, uint32_t flip, uint32_t *dst,
-                                    int threads);
+void emily_cpu_sort_f32_avx512(const uint32_t *src, int64_t n, uint32_t flip, uint32_t *dst,
+                               int threads, int64_t runs[4]);
 void emily_cpu_records_f32_avx512(const uint32_t *s, int64_t n, int64_t first, uint32_t flip,
                                   uint64_t *recs);
 void emily_cpu_unkeys_f32_avx512(const uint32_t *keys, int64_t n, uint32_t flip, uint32_t *d);
@@ -528,14 +528,38 @@ void emily_cpu_keys_f32_avx512(const uint32_t *s, int64_t n, uint32_t flip, uint
     }
 }
 
-/* The sorted keys of a contiguous f32 row (n >= 256): the keys are
- * partitioned around the median of 16 sampled keys while they are made
- * (src -> dst: the mapping and the first partition share one pass), then
- * both parts are quicksorted. With threads > 1 the mapping pass is split
- * over the threads (a counting pass first gives each thread its places)
- * and the parts become tasks. */
-void emily_cpu_sort_f32_keys_avx512(const uint32_t *src, int64_t n, uint32_t flip, uint32_t *dst,
-                                    int threads) {
+/* First position of sorted keys not below v. */
+static int64_t lower_bound32(const uint32_t *k, int64_t n, uint32_t v) {
+    int64_t lo = 0, hi = n;
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (k[mid] < v) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+/* Where the zeros and the NaNs of sorted f32 keys lie (their bits are
+ * restored by the caller): runs = {z0, z1, q0, q1}. */
+static void zero_nan_runs32(const uint32_t *k, int64_t n, uint32_t flip, int64_t runs[4]) {
+    uint32_t z = 0x80000000u ^ flip, q = 0xffffffffu ^ flip;
+    runs[0] = lower_bound32(k, n, z);
+    runs[1] = lower_bound32(k, n, z + 1); /* z is never all ones */
+    runs[2] = lower_bound32(k, n, q);
+    runs[3] = q == 0xffffffffu ? n : lower_bound32(k, n, q + 1);
+}
+
+/* Sorts a contiguous f32 row (n >= 256) into dst, as element bits except
+ * for the runs of zeros and NaNs, which it reports (runs) for the caller
+ * to restore. The keys are partitioned around the median of 16 sampled
+ * keys while they are made (src -> dst: the mapping and the first
+ * partition share one pass), both parts are quicksorted, and the keys
+ * are mapped back in place. With threads > 1 everything happens in one
+ * parallel region: the linear passes are split over the threads (a
+ * counting pass first gives each thread its places) and the parts become
+ * tasks. */
+void emily_cpu_sort_f32_avx512(const uint32_t *src, int64_t n, uint32_t flip, uint32_t *dst,
+                               int threads, int64_t runs[4]) {
     const __m512i fv = _mm512_set1_epi32((int)flip);
     uint32_t smp[16];
     int64_t step = n / 16;
@@ -560,6 +584,8 @@ void emily_cpu_sort_f32_keys_avx512(const uint32_t *src, int64_t n, uint32_t fli
         }
         qsort32(dst, lw, depth, false);
         qsort32(dst + lw, n - lw, depth, false);
+        zero_nan_runs32(dst, n, flip, runs);
+        emily_cpu_unkeys_f32_avx512(dst, n, flip, dst);
         return;
     }
     if (threads > 64) threads = 64;
@@ -605,6 +631,10 @@ void emily_cpu_sort_f32_keys_avx512(const uint32_t *src, int64_t n, uint32_t fli
             qsort32(right, rn, depth, rn >= 2 * TASK_MIN);
             qsort32(dst, total, depth, total >= 2 * TASK_MIN);
         }
+        /* the barrier closing `single` waits for every task */
+#pragma omp single
+        zero_nan_runs32(dst, n, flip, runs);
+        emily_cpu_unkeys_f32_avx512(dst + lo, hi - lo, flip, dst + lo);
     }
 }
 
