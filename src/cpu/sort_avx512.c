@@ -191,53 +191,55 @@ static uint32_t pivot32(const uint32_t *a, int64_t n) {
 }
 
 /* Moves the keys below the pivot (at most the pivot when `le`) to the
- * front; returns how many there are. n >= 128.
+ * front; returns how many there are. n >= 32 U (U vectors a step).
  *
- * Four vectors from each end are held back, so the free room on the two
- * sides (where the next writes go) always adds up to 128 keys; reading
- * the next four vectors from the side with less room leaves at least 64
+ * U vectors from each end are held back, so the free room on the two
+ * sides (where the next writes go) always adds up to 32 U keys; reading
+ * the next U vectors from the side with less room leaves at least 16 U
  * on both, enough for any split of them. The side is picked without a
  * branch (it is data-dependent, so a branch would mispredict half the
  * time). */
-AI int64_t partition32(uint32_t *a, int64_t n, uint32_t pivot, const bool le) {
+AI int64_t partition32(uint32_t *a, int64_t n, uint32_t pivot, const bool le, const int U) {
     const __m512i pv = _mm512_set1_epi32((int)pivot);
-    __m512i keep[8];
-    for (int i = 0; i < 4; i++) {
+    const int64_t W = 16 * (int64_t)U;
+    __m512i keep[16];
+    for (int i = 0; i < U; i++) {
         keep[i] = _mm512_loadu_si512(a + 16 * i);
-        keep[4 + i] = _mm512_loadu_si512(a + n - 64 + 16 * i);
+        keep[U + i] = _mm512_loadu_si512(a + n - W + 16 * i);
     }
-    int64_t l = 64, r = n - 64, lw = 0, rw = n;
+    int64_t l = W, r = n - W, lw = 0, rw = n;
 #define PART32_MASK(V) (le ? _mm512_cmple_epu32_mask(V, pv) : _mm512_cmplt_epu32_mask(V, pv))
 #define PART32_STEP(V, VALID)                                                      \
     do {                                                                           \
         __mmask16 m_ = PART32_MASK(V) & (VALID);                                   \
         int c_ = __builtin_popcount((unsigned)m_);                                 \
         int t_ = __builtin_popcount((unsigned)(VALID));                            \
-        cstore32(a + lw, m_, V, c_);                           \
+        cstore32(a + lw, m_, V, c_);                                               \
         lw += c_;                                                                  \
         rw -= t_ - c_;                                                             \
-        cstore32(a + rw, (__mmask16)(~m_ & (VALID)), V, (t_ - c_));   \
+        cstore32(a + rw, (__mmask16)(~m_ & (VALID)), V, (t_ - c_));                \
     } while (0)
-    while (r - l >= 64) {
+    while (r - l >= W) {
         bool left = l - lw <= rw - r;
-        int64_t pos = left ? l : r - 64;
-        l += left ? 64 : 0;
-        r -= left ? 0 : 64;
-        __m512i v0 = _mm512_loadu_si512(a + pos), v1 = _mm512_loadu_si512(a + pos + 16);
-        __m512i v2 = _mm512_loadu_si512(a + pos + 32), v3 = _mm512_loadu_si512(a + pos + 48);
-        __mmask16 m0 = PART32_MASK(v0), m1 = PART32_MASK(v1), m2 = PART32_MASK(v2), m3 = PART32_MASK(v3);
-        int c0 = __builtin_popcount(m0), c1 = __builtin_popcount(m1);
-        int c2 = __builtin_popcount(m2), c3 = __builtin_popcount(m3);
-        cstore32(a + lw, m0, v0, c0);
-        cstore32(a + lw + c0, m1, v1, c1);
-        cstore32(a + lw + c0 + c1, m2, v2, c2);
-        cstore32(a + lw + c0 + c1 + c2, m3, v3, c3);
-        lw += c0 + c1 + c2 + c3;
-        cstore32(a + rw - (16 - c0), (__mmask16)~m0, v0, (16 - c0));
-        cstore32(a + rw - (32 - c0 - c1), (__mmask16)~m1, v1, (16 - c1));
-        cstore32(a + rw - (48 - c0 - c1 - c2), (__mmask16)~m2, v2, (16 - c2));
-        cstore32(a + rw - (64 - c0 - c1 - c2 - c3), (__mmask16)~m3, v3, (16 - c3));
-        rw -= 64 - (c0 + c1 + c2 + c3);
+        int64_t pos = left ? l : r - W;
+        l += left ? W : 0;
+        r -= left ? 0 : W;
+        __m512i v[8];
+        __mmask16 m[8];
+        int c[8];
+#pragma GCC unroll 8
+        for (int i = 0; i < U; i++) {
+            v[i] = _mm512_loadu_si512(a + pos + 16 * i);
+            m[i] = PART32_MASK(v[i]);
+            c[i] = __builtin_popcount(m[i]);
+        }
+#pragma GCC unroll 8
+        for (int i = 0; i < U; i++) {
+            cstore32(a + lw, m[i], v[i], c[i]);
+            lw += c[i];
+            rw -= 16 - c[i];
+            cstore32(a + rw, (__mmask16)~m[i], v[i], 16 - c[i]);
+        }
     }
     while (r - l >= 16) {
         bool left = l - lw <= rw - r;
@@ -252,15 +254,20 @@ AI int64_t partition32(uint32_t *a, int64_t n, uint32_t pivot, const bool le) {
         __m512i v = _mm512_maskz_loadu_epi32(valid, a + l);
         PART32_STEP(v, valid);
     }
-    for (int i = 0; i < 8; i++) PART32_STEP(keep[i], 0xffff);
+    for (int i = 0; i < 2 * U; i++) PART32_STEP(keep[i], 0xffff);
 #undef PART32_STEP
 #undef PART32_MASK
     return lw;
 }
 
-/* The two partitions, each compiled with its comparison fixed. */
-static int64_t partition32_lt(uint32_t *a, int64_t n, uint32_t pivot) { return partition32(a, n, pivot, false); }
-static int64_t partition32_le(uint32_t *a, int64_t n, uint32_t pivot) { return partition32(a, n, pivot, true); }
+/* The partitions, each compiled with its comparison and unrolling fixed
+ * (eight vectors a step for long parts, four for short ones). */
+static int64_t partition32_lt(uint32_t *a, int64_t n, uint32_t pivot) {
+    return n >= 1024 ? partition32(a, n, pivot, false, 8) : partition32(a, n, pivot, false, 4);
+}
+static int64_t partition32_le(uint32_t *a, int64_t n, uint32_t pivot) {
+    return partition32(a, n, pivot, true, 4);
+}
 
 static void qsort32(uint32_t *a, int64_t n, int depth, bool tasks) {
     while (n > SMALL32_MAX) {
@@ -457,7 +464,8 @@ AI int64_t partition64(uint64_t *a, int64_t n, uint64_t pivot, const bool le) {
     return lw;
 }
 
-/* The two partitions, each compiled with its comparison fixed. */
+/* The partitions, each compiled with its comparison and unrolling fixed
+ * (eight vectors a step for long parts, four for short ones). */
 static int64_t partition64_lt(uint64_t *a, int64_t n, uint64_t pivot) { return partition64(a, n, pivot, false); }
 static int64_t partition64_le(uint64_t *a, int64_t n, uint64_t pivot) { return partition64(a, n, pivot, true); }
 
