@@ -96,22 +96,6 @@ static emily_status load_indices(const char *op, const emily_tensor *idx, int64_
 
 /* ---- element moves ------------------------------------------------------- */
 
-/* Copies `n` elements of size es from s (stride ss elements) to d
- * (contiguous). */
-static inline void move_elems(char *d, const char *s, int64_t n, int64_t ss, size_t es) {
-    if (ss == 1) {
-        memcpy(d, s, (size_t)n * es);
-        return;
-    }
-    switch (es) {
-    case 1: for (int64_t i = 0; i < n; i++) d[i] = s[i * ss]; break;
-    case 2: for (int64_t i = 0; i < n; i++) memcpy(d + i * 2, s + i * ss * 2, 2); break;
-    case 4: for (int64_t i = 0; i < n; i++) memcpy(d + i * 4, s + i * ss * 4, 4); break;
-    case 8: for (int64_t i = 0; i < n; i++) memcpy(d + i * 8, s + i * ss * 8, 8); break;
-    default: for (int64_t i = 0; i < n; i++) memcpy(d + i * 16, s + i * ss * 16, 16); break;
-    }
-}
-
 /* dst[k] = src[tab[k] * stride] for k < n, elements of size es. */
 #define GATHER_ELEMS(T)                                                         \
     do {                                                                        \
