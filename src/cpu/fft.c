@@ -43,7 +43,8 @@ struct fft_plan {
     int s, slo;            /* s-bit reversal = (slo low bits, s - slo high bits) swapped */
     int64_t *rev_lo, *rev_hi;
     double *tw_re, *tw_im; /* stage twiddles, stage t (L = q 2^t) at offset q (2^(t-1) - 1) */
-    double *leaf_re, *leaf_im; /* q x q direct-DFT twiddles (k, i), NULL when q == 1 or large */
+    double *leaf_re, *leaf_im; /* q x q direct-DFT twiddles at [i q + k], NULL when q == 1 */
+    size_t bytes;          /* memory held (for the cache budget) */
     /* Bluestein path */
     int64_t m;
     fft_plan *sub;         /* the length-m power-of-two plan */
@@ -67,9 +68,6 @@ static void plan_free(fft_plan *p) {
 }
 
 static bool is_pow2(int64_t n) { return n > 0 && (n & (n - 1)) == 0; }
-
-/* Leaf tables above this many entries are not stored (computed inline). */
-#define LEAF_TABLE_MAX (1 << 20)
 
 static int64_t *bit_reversal(int bits) {
     int64_t count = (int64_t)1 << bits;
@@ -109,7 +107,8 @@ static fft_plan *plan_build_direct(int64_t n) {
             p->tw_im[off + k] = sin(theta);
         }
     }
-    if (q > 1 && q * q <= LEAF_TABLE_MAX) {
+    /* q is odd and below 1024 (longer odd lengths go to Bluestein) */
+    if (q > 1) {
         p->leaf_re = malloc((size_t)(q * q) * sizeof(double));
         p->leaf_im = malloc((size_t)(q * q) * sizeof(double));
         if (!p->leaf_re || !p->leaf_im) { plan_free(p); return NULL; }
@@ -119,11 +118,14 @@ static fft_plan *plan_build_direct(int64_t n) {
             for (int64_t i = 0; i < q; i++) {
                 double phi = tp * (double)i;
                 bool one = phi == 0;
-                p->leaf_re[k * q + i] = one ? 1.0 : cos(phi);
-                p->leaf_im[k * q + i] = one ? 0.0 : sin(phi);
+                p->leaf_re[i * q + k] = one ? 1.0 : cos(phi);
+                p->leaf_im[i * q + k] = one ? 0.0 : sin(phi);
             }
         }
     }
+    p->bytes = sizeof *p + (size_t)(p->slo > 0 ? (int64_t)1 << p->slo : 1) * sizeof(int64_t) +
+               (size_t)((int64_t)1 << (s - p->slo)) * sizeof(int64_t) + 2 * (size_t)n * sizeof(double) +
+               (q > 1 ? 2 * (size_t)(q * q) * sizeof(double) : 0);
     return p;
 }
 
@@ -168,25 +170,32 @@ static fft_plan *plan_build_bluestein(int64_t n) {
     fft_natural(p->sub, p->b_re, p->b_im, tre, tim);
     free(tre);
     free(tim);
+    p->bytes = sizeof *p + 2 * (size_t)(n + m) * sizeof(double);
     return p;
 }
 
 /* The cache: plans are immutable once built and refcounted, so a plan
- * evicted while in use lives until its last user puts it back. */
+ * evicted while in use lives until its last user puts it back. At most
+ * PLAN_CACHE plans and PLAN_BUDGET bytes are kept (least recently used
+ * go first); a plan larger than the budget is used once and freed. */
 #define PLAN_CACHE 16
+#define PLAN_BUDGET ((size_t)128 << 20)
 static pthread_mutex_t plan_lock = PTHREAD_MUTEX_INITIALIZER;
 static fft_plan *plan_cache[PLAN_CACHE];
+static size_t plan_cached_bytes;
 static uint64_t plan_clock;
+
+static void plan_release(fft_plan *p) {
+    if (p->sub) plan_put(p->sub);
+    plan_free(p);
+}
 
 static void plan_put(fft_plan *p) {
     if (!p) return;
     pthread_mutex_lock(&plan_lock);
     bool dead = --p->refs == 0;
     pthread_mutex_unlock(&plan_lock);
-    if (dead) {
-        if (p->sub) plan_put(p->sub);
-        plan_free(p);
-    }
+    if (dead) plan_release(p);
 }
 
 static fft_plan *plan_get(int64_t n) {
@@ -204,62 +213,65 @@ static fft_plan *plan_get(int64_t n) {
     fft_plan *p = direct ? plan_build_direct(n) : plan_build_bluestein(n);
     if (!p) return NULL;
     p->refs = 1;
-    fft_plan *evicted = NULL;
+    fft_plan *evicted[PLAN_CACHE];
+    int nev = 0;
     pthread_mutex_lock(&plan_lock);
     bool present = false;
     for (int i = 0; i < PLAN_CACHE; i++) present |= plan_cache[i] && plan_cache[i]->n == n;
-    if (!present) { /* (else another thread built it meanwhile: keep ours private) */
-        int slot = -1;
-        for (int i = 0; i < PLAN_CACHE && slot < 0; i++)
-            if (!plan_cache[i]) slot = i;
-        if (slot < 0) {
-            slot = 0;
-            for (int i = 1; i < PLAN_CACHE; i++)
-                if (plan_cache[i]->used < plan_cache[slot]->used) slot = i;
-            evicted = plan_cache[slot];
+    /* (present: another thread built it meanwhile; ours stays private) */
+    if (!present && p->bytes <= PLAN_BUDGET) {
+        for (;;) {
+            int free_slot = -1, lru = -1;
+            for (int i = 0; i < PLAN_CACHE; i++) {
+                if (!plan_cache[i]) { if (free_slot < 0) free_slot = i; continue; }
+                if (lru < 0 || plan_cache[i]->used < plan_cache[lru]->used) lru = i;
+            }
+            if (free_slot >= 0 && plan_cached_bytes + p->bytes <= PLAN_BUDGET) {
+                plan_cache[free_slot] = p;
+                plan_cached_bytes += p->bytes;
+                p->refs++;
+                p->used = ++plan_clock;
+                break;
+            }
+            if (lru < 0) break;
+            fft_plan *e = plan_cache[lru];
+            plan_cache[lru] = NULL;
+            plan_cached_bytes -= e->bytes;
+            if (--e->refs == 0) evicted[nev++] = e;
         }
-        plan_cache[slot] = p;
-        p->refs++;
-        p->used = ++plan_clock;
     }
-    bool drop_evicted = evicted && --evicted->refs == 0;
     pthread_mutex_unlock(&plan_lock);
-    if (drop_evicted) {
-        if (evicted->sub) plan_put(evicted->sub);
-        plan_free(evicted);
-    }
+    for (int i = 0; i < nev; i++) plan_release(evicted[i]);
     return p;
 }
 
 /* ---- the transform ----------------------------------------------------- */
 
-/* Direct DFT of the odd-length leaf x (q points) into (yr, yi). */
+/* Direct DFT of the odd-length leaf x (q points) into (yr, yi): X_0 is
+ * the plain sum; X_k = sum_i x_i * exp(i phi_ki) with the terms added in
+ * increasing i, the first term taken as is (Enum.reduce). All k advance
+ * together so the loop over k vectorizes; each k keeps its own order. */
 static void leaf_dft(const fft_plan *p, const double *xr, const double *xi, double *yr, double *yi) {
     int64_t q = p->q;
+    for (int64_t k = 1; k < q; k++) {
+        double c = p->leaf_re[k], s = p->leaf_im[k]; /* i = 0 */
+        yr[k] = xr[0] * c - xi[0] * s;
+        yi[k] = xi[0] * c + xr[0] * s;
+    }
+    for (int64_t i = 1; i < q; i++) {
+        const double *cr = p->leaf_re + i * q, *ci = p->leaf_im + i * q;
+        double ar = xr[i], ai = xi[i];
+#pragma omp simd
+        for (int64_t k = 1; k < q; k++) {
+            double tr = ar * cr[k] - ai * ci[k], ti = ai * cr[k] + ar * ci[k];
+            yr[k] = tr + yr[k];
+            yi[k] = ti + yi[k];
+        }
+    }
     double sr = xr[0], si = xi[0];
     for (int64_t i = 1; i < q; i++) { sr = xr[i] + sr; si = xi[i] + si; }
     yr[0] = sr;
     yi[0] = si;
-    double base = -2.0 * M_PI / (double)q;
-    for (int64_t k = 1; k < q; k++) {
-        double ar = 0, ai = 0;
-        for (int64_t i = 0; i < q; i++) {
-            double c, s;
-            if (p->leaf_re) {
-                c = p->leaf_re[k * q + i];
-                s = p->leaf_im[k * q + i];
-            } else {
-                double phi = base * (double)k * (double)i;
-                c = phi == 0 ? 1.0 : cos(phi);
-                s = phi == 0 ? 0.0 : sin(phi);
-            }
-            double tr = xr[i] * c - xi[i] * s, ti = xi[i] * c + xr[i] * s;
-            if (i == 0) { ar = tr; ai = ti; }
-            else { ar = tr + ar; ai = ti + ai; }
-        }
-        yr[k] = ar;
-        yi[k] = ai;
-    }
 }
 
 static inline int64_t tw_offset(const fft_plan *p, int t) {
@@ -273,6 +285,7 @@ static void stage1(const fft_plan *p, int t, double *re, double *im, int64_t lo,
     const double *wr = p->tw_re + tw_offset(p, t), *wi = p->tw_im + tw_offset(p, t);
     for (int64_t g = lo; g < hi; g += L) {
         double *er = re + g, *ei = im + g, *or_ = re + g + h, *oi = im + g + h;
+#pragma omp simd
         for (int64_t k = 0; k < h; k++) {
             double c = wr[k], s = wi[k], xr = or_[k], xi = oi[k];
             double tr = c * xr - s * xi, ti = s * xr + c * xi;
@@ -294,6 +307,7 @@ static void stage2(const fft_plan *p, int t, double *re, double *im, int64_t lo,
     for (int64_t g = lo; g < hi; g += 2 * L) {
         double *r0 = re + g, *i0 = im + g, *r1 = re + g + h, *i1 = im + g + h;
         double *r2 = re + g + L, *i2 = im + g + L, *r3 = re + g + L + h, *i3 = im + g + L + h;
+#pragma omp simd
         for (int64_t k = 0; k < h; k++) {
             double c = w1r[k], s = w1i[k];
             double a0r = r0[k], a0i = i0[k], a1r = r1[k], a1i = i1[k];
@@ -410,6 +424,7 @@ static void bluestein_line(const fft_plan *p, const double *xr, const double *xi
     to_leaf_order(sp, tr, ti, ar, ai);
     fft_stages(sp, ar, ai, tr, ti);
     /* c = conj(A . B): the conj of Nx's ifft_list */
+#pragma omp simd
     for (int64_t j = 0; j < m; j++) {
         double xr2 = ar[j], xi2 = ai[j], br = p->b_re[j], bi = p->b_im[j];
         tr[j] = xr2 * br - xi2 * bi;
@@ -419,6 +434,7 @@ static void bluestein_line(const fft_plan *p, const double *xr, const double *xi
     fft_stages(sp, cr, ci, tr, ti);
     /* r = conj(.) / m through Complex.divide: (re * m) / (m * m); then r . w */
     double mm = (double)m * (double)m, md = (double)m;
+#pragma omp simd
     for (int64_t k = 0; k < n; k++) {
         double rr = (cr[k] * md) / mm, ri = (-ci[k] * md) / mm;
         double wr = p->w_re[k], wi = p->w_im[k];

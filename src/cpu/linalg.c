@@ -122,12 +122,14 @@ static void lu_real(double *a, int64_t n, emily_dtype w, int64_t *perm) {
             for (int64_t i = k + 1; i < n; i++) {
                 double l = a[i * n + k], *ai = a + i * n, *ak = a + k * n;
                 /* the rounding specialised per type so the loop vectorizes */
-                if (w == EMILY_F64)
+                if (w == EMILY_F64) {
+#pragma omp simd
                     for (int64_t j = k + 1; j < n; j++) ai[j] = ai[j] - l * ak[j];
-                else if (w == EMILY_F32)
+                } else if (w == EMILY_F32) {
+#pragma omp simd
                     for (int64_t j = k + 1; j < n; j++)
                         ai[j] = (double)(float)(ai[j] - (double)(float)(l * ak[j]));
-                else
+                } else
                     for (int64_t j = k + 1; j < n; j++) ai[j] = rnd(w, ai[j] - rnd(w, l * ak[j]));
             }
     }
@@ -312,6 +314,7 @@ static void ts_real(const ts_plan *p, const double *a, const double *b, double *
         for (int64_t j = 0; j < i; j++) {
             double mij = m[i * n + j];
             const double *yj = y + j * nc;
+#pragma omp simd
             for (int64_t c = 0; c < nc; c++) acc[c] = mij * yj[c] + acc[c];
         }
         double d = m[i * n + i];
