@@ -19,14 +19,27 @@
  *   scaled formula (NaN only when both parts are NaN, else infinity for
  *   any non-finite part).
  *
- * Compile callers without floating-point contraction (see
- * scalar_convert.h). */
+ * The reference never fuses a multiply and an add, and several formulas
+ * here cancel (z*z - 1, exp(x) - 1), so they are written with EMILY_MUL
+ * / EMILY_ADD / EMILY_SUB: plain operators in C (GCC does not contract
+ * under -std=c11), and __dmul_rn/__dadd_rn/__dsub_rn in CUDA device code,
+ * which nvcc never fuses into an FMA whatever --fmad says. */
 #ifndef EMILY_SCALAR_UNARY_H
 #define EMILY_SCALAR_UNARY_H
 
 #include <math.h>
 #include <stdint.h>
 #include "core/hd.h"
+
+#ifdef __CUDA_ARCH__
+#define EMILY_MUL(a, b) __dmul_rn((a), (b))
+#define EMILY_ADD(a, b) __dadd_rn((a), (b))
+#define EMILY_SUB(a, b) __dsub_rn((a), (b))
+#else
+#define EMILY_MUL(a, b) ((a) * (b))
+#define EMILY_ADD(a, b) ((a) + (b))
+#define EMILY_SUB(a, b) ((a) - (b))
+#endif
 
 typedef struct emily_cd {
     double re, im;
@@ -77,32 +90,32 @@ EMILY_HD double emily_sc_erf_inv(double z) {
     if (z == -1.0) return -INFINITY;
     if (z == 0.0) return 0.0;
     if (!(z > -1.0 && z < 1.0)) return NAN;
-    double w = -log((1.0 - z) * (1.0 + z));
+    double w = -log(EMILY_MUL(1.0 - z, 1.0 + z));
     double p;
     if (w < 5.0) {
         w = w - 2.5;
         p = 2.81022636e-08;
-        p = p * w + 3.43273939e-07;
-        p = p * w + -3.5233877e-06;
-        p = p * w + -4.39150654e-06;
-        p = p * w + 0.00021858087;
-        p = p * w + -0.00125372503;
-        p = p * w + -0.00417768164;
-        p = p * w + 0.246640727;
-        p = p * w + 1.50140941;
+        p = EMILY_ADD(EMILY_MUL(p, w), 3.43273939e-07);
+        p = EMILY_ADD(EMILY_MUL(p, w), -3.5233877e-06);
+        p = EMILY_ADD(EMILY_MUL(p, w), -4.39150654e-06);
+        p = EMILY_ADD(EMILY_MUL(p, w), 0.00021858087);
+        p = EMILY_ADD(EMILY_MUL(p, w), -0.00125372503);
+        p = EMILY_ADD(EMILY_MUL(p, w), -0.00417768164);
+        p = EMILY_ADD(EMILY_MUL(p, w), 0.246640727);
+        p = EMILY_ADD(EMILY_MUL(p, w), 1.50140941);
     } else {
         w = sqrt(w) - 3.0;
         p = -0.000200214257;
-        p = p * w + 0.000100950558;
-        p = p * w + 0.00134934322;
-        p = p * w + -0.00367342844;
-        p = p * w + 0.00573950773;
-        p = p * w + -0.0076224613;
-        p = p * w + 0.00943887047;
-        p = p * w + 1.00167406;
-        p = p * w + 2.83297682;
+        p = EMILY_ADD(EMILY_MUL(p, w), 0.000100950558);
+        p = EMILY_ADD(EMILY_MUL(p, w), 0.00134934322);
+        p = EMILY_ADD(EMILY_MUL(p, w), -0.00367342844);
+        p = EMILY_ADD(EMILY_MUL(p, w), 0.00573950773);
+        p = EMILY_ADD(EMILY_MUL(p, w), -0.0076224613);
+        p = EMILY_ADD(EMILY_MUL(p, w), 0.00943887047);
+        p = EMILY_ADD(EMILY_MUL(p, w), 1.00167406);
+        p = EMILY_ADD(EMILY_MUL(p, w), 2.83297682);
     }
-    return p * z;
+    return EMILY_MUL(p, z);
 }
 
 EMILY_HD double emily_sc_abs(double x) { return fabs(x); }
@@ -142,18 +155,19 @@ EMILY_HD int emily_sc_popcount(uint64_t v) {
 /* ---- complex functions (the `complex` package's formulas) ---------------- */
 
 EMILY_HD emily_cd emily_cd_add(emily_cd a, emily_cd b) {
-    return emily_cd_make(a.re + b.re, a.im + b.im);
+    return emily_cd_make(EMILY_ADD(a.re, b.re), EMILY_ADD(a.im, b.im));
 }
 EMILY_HD emily_cd emily_cd_sub(emily_cd a, emily_cd b) {
-    return emily_cd_make(a.re - b.re, a.im - b.im);
+    return emily_cd_make(EMILY_SUB(a.re, b.re), EMILY_SUB(a.im, b.im));
 }
 EMILY_HD emily_cd emily_cd_mul(emily_cd a, emily_cd b) {
-    return emily_cd_make(a.re * b.re - a.im * b.im, a.im * b.re + a.re * b.im);
+    return emily_cd_make(EMILY_SUB(EMILY_MUL(a.re, b.re), EMILY_MUL(a.im, b.im)),
+                         EMILY_ADD(EMILY_MUL(a.im, b.re), EMILY_MUL(a.re, b.im)));
 }
 EMILY_HD emily_cd emily_cd_div(emily_cd a, emily_cd b) {
-    double num_re = a.re * b.re + a.im * b.im;
-    double num_im = a.im * b.re - a.re * b.im;
-    double den = b.re * b.re + b.im * b.im;
+    double num_re = EMILY_ADD(EMILY_MUL(a.re, b.re), EMILY_MUL(a.im, b.im));
+    double num_im = EMILY_SUB(EMILY_MUL(a.im, b.re), EMILY_MUL(a.re, b.im));
+    double den = EMILY_ADD(EMILY_MUL(b.re, b.re), EMILY_MUL(b.im, b.im));
     return emily_cd_make(num_re / den, num_im / den);
 }
 
@@ -166,10 +180,10 @@ EMILY_HD double emily_cd_abs(emily_cd z) {
     if (y == 0.0) return x;
     if (x > y) {
         double r = y / x;
-        return x * sqrt(1.0 + r * r);
+        return EMILY_MUL(x, sqrt(EMILY_ADD(1.0, EMILY_MUL(r, r))));
     }
     double r = x / y;
-    return y * sqrt(1.0 + r * r);
+    return EMILY_MUL(y, sqrt(EMILY_ADD(1.0, EMILY_MUL(r, r))));
 }
 
 EMILY_HD double emily_cd_phase(emily_cd z) { return atan2(z.im, z.re); }
@@ -185,14 +199,14 @@ EMILY_HD emily_cd emily_cd_sqrt(emily_cd z) {
     double x = fabs(r), y = fabs(i), w;
     if (x >= y) {
         double t = y / x;
-        w = sqrt(x) * sqrt(0.5 * (1.0 + sqrt(1.0 + t * t)));
+        w = EMILY_MUL(sqrt(x), sqrt(EMILY_MUL(0.5, EMILY_ADD(1.0, sqrt(EMILY_ADD(1.0, EMILY_MUL(t, t)))))));
     } else {
         double t = x / y;
-        w = sqrt(y) * sqrt(0.5 * (t + sqrt(1.0 + t * t)));
+        w = EMILY_MUL(sqrt(y), sqrt(EMILY_MUL(0.5, EMILY_ADD(t, sqrt(EMILY_ADD(1.0, EMILY_MUL(t, t)))))));
     }
-    if (r >= 0.0) return emily_cd_make(w, i / (2.0 * w));
+    if (r >= 0.0) return emily_cd_make(w, i / EMILY_MUL(2.0, w));
     double i2 = i >= 0.0 ? w : -w;
-    return emily_cd_make(i / (2.0 * i2), i2);
+    return emily_cd_make(i / EMILY_MUL(2.0, i2), i2);
 }
 
 EMILY_HD emily_cd emily_cd_exp(emily_cd z) {
@@ -206,7 +220,7 @@ EMILY_HD emily_cd emily_cd_exp(emily_cd z) {
     }
     if (isinf(z.im) || z.re != z.re || z.im != z.im) return emily_cd_make(NAN, NAN);
     double rho = exp(z.re);
-    return emily_cd_make(rho * cos(z.im), rho * sin(z.im));
+    return emily_cd_make(EMILY_MUL(rho, cos(z.im)), EMILY_MUL(rho, sin(z.im)));
 }
 
 EMILY_HD emily_cd emily_cd_log(emily_cd z) {
@@ -216,13 +230,13 @@ EMILY_HD emily_cd emily_cd_log(emily_cd z) {
 EMILY_HD emily_cd emily_cd_sin(emily_cd z) {
     if (!isfinite(z.re) || z.im != z.im) return emily_cd_make(NAN, NAN);
     if (isinf(z.im)) return emily_cd_make(z.re * z.im, z.im);
-    return emily_cd_make(sin(z.re) * cosh(z.im), cos(z.re) * sinh(z.im));
+    return emily_cd_make(EMILY_MUL(sin(z.re), cosh(z.im)), EMILY_MUL(cos(z.re), sinh(z.im)));
 }
 
 EMILY_HD emily_cd emily_cd_cos(emily_cd z) {
     if (!isfinite(z.re) || z.im != z.im) return emily_cd_make(NAN, NAN);
     if (isinf(z.im)) return emily_cd_make(INFINITY, -1.0 * z.im * z.re);
-    return emily_cd_make(cos(z.re) * cosh(z.im), -sin(z.re) * sinh(z.im));
+    return emily_cd_make(EMILY_MUL(cos(z.re), cosh(z.im)), EMILY_MUL(-sin(z.re), sinh(z.im)));
 }
 
 EMILY_HD emily_cd emily_cd_neg(emily_cd z) { return emily_cd_make(-z.re, -z.im); }
