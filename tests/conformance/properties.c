@@ -47,7 +47,7 @@ const char *property_description(const char *op) {
                "(tolerances in docs/semantics.md)";
     if (strcmp(op, "svd") == 0)
         return "U^T U = I, V V^T = I, U diag(s) V = A, s >= 0 descending; s equals the corpus's "
-               "within the dtype's tolerance plus the reference's Jacobi bound";
+               "within the dtype's tolerance plus the reference's Jacobi error bound";
     if (strcmp(op, "eigh") == 0)
         return "V^H V = I, A V = V diag(w), w real and ordered by decreasing |w|; w equals the "
                "corpus's (as sorted sets) within the dtype's tolerance plus the reference's "
