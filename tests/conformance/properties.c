@@ -42,16 +42,17 @@ bool property_checked_op(const char *op) {
 
 const char *property_description(const char *op) {
     if (strcmp(op, "qr") == 0)
-        return "Q^H Q = I, R upper triangular (exact zeros), QR = A; R's rows and Q's first "
-               "min(m,n) columns equal the corpus's up to one sign (phase) per row/column "
-               "(tolerances in docs/semantics.md)";
+        return "Q^H Q = I, R upper triangular (exact zeros), QR = A; given the corpus result "
+               "(property_check_expected), R's rows and Q's first min(m,n) columns equal the "
+               "corpus's up to one sign (phase) each (tolerances in docs/semantics.md)";
     if (strcmp(op, "svd") == 0)
-        return "U^T U = I, V V^T = I, U diag(s) V = A, s >= 0 descending; s equals the corpus's "
-               "within the dtype's tolerance plus the reference's Jacobi error bound";
-    if (strcmp(op, "eigh") == 0)
-        return "V^H V = I, A V = V diag(w), w real and ordered by decreasing |w|; w equals the "
-               "corpus's (as sorted sets) within the dtype's tolerance plus the reference's "
+        return "U^T U = I, V V^T = I, U diag(s) V = A, s >= 0 descending; given the corpus "
+               "result, s equals the corpus's within the dtype's tolerance plus the reference's "
                "Jacobi error bound";
+    if (strcmp(op, "eigh") == 0)
+        return "V^H V = I, A V = V diag(w), w real and ordered by decreasing |w|; given the "
+               "corpus result, w equals the corpus's (as sorted sets) within the dtype's "
+               "tolerance plus the reference's Jacobi error bound";
     return "";
 }
 
