@@ -166,7 +166,7 @@ static case_outcome run_case(const char *op, json_t *line, emily_device dev, jso
         json_object_set_new(emit_obj, "result", enc);
     }
     bool ok = property_checked_op(op)
-                  ? property_check(op, argv, argc, &res, msg, ms)
+                  ? property_check_expected(op, argv, argc, &res, json_object_get(line, "result"), msg, ms)
                   : check_result(op, json_object_get(line, "result"), &res, msg, ms);
     emily_dispatch_result_release(&res);
     if (!ok) goto done;
