@@ -19,8 +19,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cpu/kernels.h"
-#include "cpu/strided.h"
 #include "ops/dot_kernels.h"
+
+/* Multiply-adds below which a product runs on one thread: a thread team
+ * costs more than it saves under about a millisecond of work. */
+#define GEMM_PARALLEL_MIN ((int64_t)1 << 20)
 
 /* The type products are computed in. */
 typedef enum ctype { CT_F32, CT_F64, CT_C64, CT_C128, CT_U32, CT_U64 } ctype;
@@ -106,6 +109,14 @@ static emily_status oom(const char *what) {
     return emily_error(EMILY_ERR_MEMORY, "dot: out of host memory for %s", what);
 }
 
+/* n elements of es bytes (NULL when the size overflows or malloc fails;
+ * a broadcast operand can describe more elements than memory holds). */
+static void *alloc_elems(int64_t n, size_t es, bool zero) {
+    if (n < 0 || (uint64_t)n > (SIZE_MAX - 64) / es / 2) return NULL;
+    size_t bytes = (size_t)n * es + 1;
+    return zero ? calloc(bytes, 1) : malloc(bytes);
+}
+
 /* Byte address of element (b, r, 0) of a rank-3 view. */
 static const char *row_ptr(const emily_tensor *t, int64_t b, int64_t r) {
     return (const char *)emily_tensor_base(t) +
@@ -117,12 +128,12 @@ static const char *row_ptr(const emily_tensor *t, int64_t b, int64_t r) {
 static emily_status pack(const emily_tensor *t, ctype ct, void **out) {
     int64_t nb = t->shape[0], nr = t->shape[1], nc = t->shape[2];
     size_t es = ct_size(ct);
-    char *buf = malloc((size_t)(nb * nr * nc) * es + 1);
+    char *buf = alloc_elems(nb * nr * nc, es, false);
     if (!buf) return oom("a packed operand");
     load_fn load = loaders[t->dtype];
     int64_t rows = nb * nr;
     bool cplx = ct == CT_C64 || ct == CT_C128;
-#pragma omp parallel for if (rows * nc >= EMILY_PARALLEL_MIN) schedule(static)
+#pragma omp parallel for if (rows * nc >= GEMM_PARALLEL_MIN / 4) schedule(static)
     for (int64_t r = 0; r < rows; r++)
         load(row_ptr(t, r / nr, r % nr), t->strides[2], nc, ct, buf + (size_t)(r * nc) * es,
              cplx ? 2 : 1, 1);
@@ -193,11 +204,11 @@ static emily_status int_gemm(emily_tensor *dst, const emily_tensor *a, const emi
     if ((s = pack(b, ct, &pb))) goto done;
     void *c = emily_tensor_base(dst);
     if (emily_dtype_size(dst->dtype) < 4) {
-        if (!(tmp = malloc((size_t)dst->size * 4))) { s = oom("the result"); goto done; }
+        if (!(tmp = alloc_elems(dst->size, 4, false))) { s = oom("the result"); goto done; }
         c = tmp;
     }
     int64_t rows = nb * m;
-#pragma omp parallel for if (rows > 1 && rows * n * k >= EMILY_PARALLEL_MIN) schedule(static)
+#pragma omp parallel for if (rows > 1 && rows * n * k >= GEMM_PARALLEL_MIN / 4) schedule(static)
     for (int64_t r = 0; r < rows; r++) {
         int64_t bi = r / m;
         if (wide)
@@ -343,7 +354,7 @@ static emily_status pack_panels(const emily_tensor *t, bool as_b, int width, boo
     int64_t k = as_b ? t->shape[1] : t->shape[2];
     int64_t np = (outer + width - 1) / width, w = cplx ? 2 : 1;
     size_t panel = (size_t)(k * width * w);
-    double *buf = calloc((size_t)(nb * np) * panel + 1, sizeof(double));
+    double *buf = alloc_elems(nb * np * (int64_t)panel, sizeof(double), true);
     if (!buf) return oom("packed panels");
     load_fn load = loaders[t->dtype];
     ctype ct = cplx ? CT_C128 : CT_F64;
@@ -351,7 +362,7 @@ static emily_status pack_panels(const emily_tensor *t, bool as_b, int width, boo
     if (!as_b) {
         /* row r of batch bi: its K values go down the panel at stride w*MR */
         int64_t rows = nb * outer;
-#pragma omp parallel for if (rows * k >= EMILY_PARALLEL_MIN) schedule(static)
+#pragma omp parallel for if (rows * k >= GEMM_PARALLEL_MIN / 4) schedule(static)
         for (int64_t rr = 0; rr < rows; rr++) {
             int64_t bi = rr / outer, r = rr % outer;
             double *d = buf + (size_t)(bi * np + r / width) * panel + r % width;
@@ -361,7 +372,7 @@ static emily_status pack_panels(const emily_tensor *t, bool as_b, int width, boo
         /* row p (a contraction index) of batch bi: its N values split
          * across panels, contiguous within each */
         int64_t rows = nb * k;
-#pragma omp parallel for if (rows * outer >= EMILY_PARALLEL_MIN) schedule(static)
+#pragma omp parallel for if (rows * outer >= GEMM_PARALLEL_MIN / 4) schedule(static)
         for (int64_t rr = 0; rr < rows; rr++) {
             int64_t bi = rr / k, p = rr % k;
             const char *src = row_ptr(t, bi, p);
@@ -391,7 +402,7 @@ static emily_status exact_gemm(emily_tensor *dst, const emily_tensor *a, const e
     /* work items: (batch, column panel, group of row panels) */
     enum { ROW_GROUP = 8 };
     int64_t groups = (mp + ROW_GROUP - 1) / ROW_GROUP, items = nb * np * groups;
-#pragma omp parallel for if (items > 1 && m * n * k * nb >= EMILY_PARALLEL_MIN / 4) schedule(dynamic)
+#pragma omp parallel for if (items > 1 && m * n * k * nb >= GEMM_PARALLEL_MIN) schedule(dynamic)
     for (int64_t it = 0; it < items; it++) {
         int64_t bi = it / (np * groups), rest = it % (np * groups);
         int64_t jp = rest / groups, g = rest % groups;
@@ -494,12 +505,12 @@ static emily_status blas_path(emily_tensor *dst, const emily_tensor *a, const em
     if ((s = prepare(b, ct, &ob, &pb))) goto done;
     void *c = emily_tensor_base(dst);
     if (!ct_matches(ct, dst->dtype)) {
-        if (!(tmp = malloc((size_t)dst->size * ct_size(ct)))) { s = oom("the result"); goto done; }
+        if (!(tmp = alloc_elems(dst->size, ct_size(ct), false))) { s = oom("the result"); goto done; }
         c = tmp;
     }
     int64_t work = m * n * k;
     bool batch_parallel = nb > 1 && work <= BLAS_SINGLE_THREAD_WORK;
-#pragma omp parallel for if (batch_parallel && work * nb >= EMILY_PARALLEL_MIN) schedule(static)
+#pragma omp parallel for if (batch_parallel && work * nb >= GEMM_PARALLEL_MIN) schedule(static)
     for (int64_t bi = 0; bi < nb; bi++) blas_gemm(ct, &oa, &ob, c, bi, (int)m, (int)n, (int)k);
     if (tmp) store_results(dst, tmp, ct);
 done:

@@ -87,12 +87,25 @@ __device__ inline void read_elem(const char *base, int64_t off, double &re, doub
     else { re = ((const double *)base)[2 * off]; im = ((const double *)base)[2 * off + 1]; }
 }
 
+// dst is [B, R, C] contiguous, or [B, C, R] when `transposed`.
 template <int D>
-__global__ void pack_kernel(const char *base, View3 v, int ct, void *dst, int64_t total) {
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
-         i += (int64_t)gridDim.x * blockDim.x) {
-        int64_t c = i % v.shape[2], rest = i / v.shape[2];
-        int64_t r = rest % v.shape[1], b = rest / v.shape[1];
+__global__ void pack_kernel(const char *base, View3 v, int ct, void *dst, int64_t total,
+                            bool transposed) {
+    for (int64_t o = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; o < total;
+         o += (int64_t)gridDim.x * blockDim.x) {
+        int64_t b, r, c;
+        if (transposed) {
+            r = o % v.shape[1];
+            int64_t rest = o / v.shape[1];
+            c = rest % v.shape[2];
+            b = rest / v.shape[2];
+        } else {
+            c = o % v.shape[2];
+            int64_t rest = o / v.shape[2];
+            r = rest % v.shape[1];
+            b = rest / v.shape[1];
+        }
+        int64_t i = o;
         int64_t off = v.offset + b * v.stride[0] + r * v.stride[1] + c * v.stride[2];
         double re, im;
         uint64_t u;
@@ -139,33 +152,43 @@ __global__ void store_kernel(const void *src, int ct, void *dst, int dtype, int6
 
 // ---- tiled kernels: integers (wrapping) and reference-exact f64/c128 -----
 //
-// A 64x64 output tile per block of 16x16 threads, 4x4 outputs per thread;
-// the contraction runs in order through 16-wide shared-memory slices, so
-// each output is ((0 + a0*b0) + a1*b1) + ... in contraction order.
+// Blocks of 16x16 threads; each thread holds R x R outputs (rows ty + 16i,
+// columns tx + 16j) in registers while the contraction runs in order
+// through TK-deep shared-memory slices, so each output is
+// ((0 + a0*b0) + a1*b1) + ... in contraction order. A is packed
+// transposed ([B, K, M]) so both slices load coalesced. Slices past the
+// end of K are zero-filled: the extra products are +0 and adding +0 to a
+// sum that starts at +0 changes nothing (such a sum is never -0).
 
-constexpr int TM = 64, TN = 64, TK = 16;
+constexpr int TK = 16;
 
 template <typename T> __device__ inline T mul_add(T acc, T a, T b) { return acc + a * b; }
 template <> __device__ inline double mul_add<double>(double acc, double a, double b) {
     return __dadd_rn(acc, __dmul_rn(a, b));
 }
 
-// a: [B, M, K] row-major, b: [B, K, N] row-major, c: [B, M, N].
-template <typename T>
-__global__ void tiled_real(const T *a, const T *b, T *c, int64_t nb, int64_t m, int64_t n, int64_t k) {
+// at: [B, K, M], b: [B, K, N], c: [B, M, N] (row-major).
+template <typename T, int R>
+__global__ void __launch_bounds__(256) tiled_real(const T *at, const T *b, T *c, int64_t nb,
+                                                  int64_t m, int64_t n, int64_t k) {
+    constexpr int TM = 16 * R, TN = 16 * R;
     __shared__ T as[TK][TM], bs[TK][TN];
     int tx = threadIdx.x, ty = threadIdx.y, tid = ty * 16 + tx;
-    int64_t row0 = (int64_t)blockIdx.y * TM, col0 = (int64_t)blockIdx.x * TN;
-    for (int64_t bi = blockIdx.z; bi < nb; bi += gridDim.z) {
-        const T *ab = a + bi * m * k, *bb = b + bi * k * n;
-        T acc[4][4];
-        for (int i = 0; i < 4; i++)
-            for (int j = 0; j < 4; j++) acc[i][j] = T(0);
+    int64_t col0 = (int64_t)blockIdx.x * TN, row_tiles = (m + TM - 1) / TM;
+    for (int64_t bi = blockIdx.z; bi < nb; bi += gridDim.z)
+    for (int64_t rt = blockIdx.y; rt < row_tiles; rt += gridDim.y) {
+        int64_t row0 = rt * TM;
+        const T *ab = at + bi * m * k, *bb = b + bi * k * n;
+        T acc[R][R];
+#pragma unroll
+        for (int i = 0; i < R; i++)
+#pragma unroll
+            for (int j = 0; j < R; j++) acc[i][j] = T(0);
         for (int64_t p0 = 0; p0 < k; p0 += TK) {
             for (int e = tid; e < TK * TM; e += 256) { // as[kk][r] = A[row0 + r][p0 + kk]
-                int r = e / TK, kk = e % TK;
+                int kk = e / TM, r = e % TM;
                 int64_t gr = row0 + r, gk = p0 + kk;
-                as[kk][r] = (gr < m && gk < k) ? ab[gr * k + gk] : T(0);
+                as[kk][r] = (gr < m && gk < k) ? ab[gk * m + gr] : T(0);
             }
             for (int e = tid; e < TK * TN; e += 256) { // bs[kk][cc] = B[p0 + kk][col0 + cc]
                 int kk = e / TN, cc = e % TN;
@@ -173,60 +196,75 @@ __global__ void tiled_real(const T *a, const T *b, T *c, int64_t nb, int64_t m, 
                 bs[kk][cc] = (gk < k && gc < n) ? bb[gk * n + gc] : T(0);
             }
             __syncthreads();
-            int kmax = k - p0 < TK ? (int)(k - p0) : TK;
-            for (int kk = 0; kk < kmax; kk++) {
-                T av[4], bv[4];
-                for (int i = 0; i < 4; i++) av[i] = as[kk][ty * 4 + i];
-                for (int j = 0; j < 4; j++) bv[j] = bs[kk][tx * 4 + j];
-                for (int i = 0; i < 4; i++)
-                    for (int j = 0; j < 4; j++) acc[i][j] = mul_add<T>(acc[i][j], av[i], bv[j]);
+#pragma unroll
+            for (int kk = 0; kk < TK; kk++) {
+                T av[R], bv[R];
+#pragma unroll
+                for (int i = 0; i < R; i++) av[i] = as[kk][ty + 16 * i];
+#pragma unroll
+                for (int j = 0; j < R; j++) bv[j] = bs[kk][tx + 16 * j];
+#pragma unroll
+                for (int i = 0; i < R; i++)
+#pragma unroll
+                    for (int j = 0; j < R; j++) acc[i][j] = mul_add<T>(acc[i][j], av[i], bv[j]);
             }
             __syncthreads();
         }
         T *cb = c + bi * m * n;
-        for (int i = 0; i < 4; i++)
-            for (int j = 0; j < 4; j++) {
-                int64_t gr = row0 + ty * 4 + i, gc = col0 + tx * 4 + j;
+#pragma unroll
+        for (int i = 0; i < R; i++)
+#pragma unroll
+            for (int j = 0; j < R; j++) {
+                int64_t gr = row0 + ty + 16 * i, gc = col0 + tx + 16 * j;
                 if (gr < m && gc < n) cb[gr * n + gc] = acc[i][j];
             }
     }
 }
 
 // c128 as Complex.multiply then add: (ar*br - ai*bi, ai*br + ar*bi), each
-// operation rounded. Operands interleaved (re, im).
-__global__ void tiled_c128(const double *a, const double *b, double *c, int64_t nb, int64_t m,
-                           int64_t n, int64_t k) {
-    __shared__ double asr[TK][TM], asi[TK][TM], bsr[TK][TN], bsi[TK][TN];
+// operation rounded. Operands interleaved (re, im); at is [B, K, M].
+constexpr int CR = 4, CTM = 16 * CR, CTN = 16 * CR;
+__global__ void __launch_bounds__(256) tiled_c128(const double *at, const double *b, double *c,
+                                                  int64_t nb, int64_t m, int64_t n, int64_t k) {
+    __shared__ double asr[TK][CTM], asi[TK][CTM], bsr[TK][CTN], bsi[TK][CTN];
     int tx = threadIdx.x, ty = threadIdx.y, tid = ty * 16 + tx;
-    int64_t row0 = (int64_t)blockIdx.y * TM, col0 = (int64_t)blockIdx.x * TN;
-    for (int64_t bi = blockIdx.z; bi < nb; bi += gridDim.z) {
-        const double *ab = a + 2 * bi * m * k, *bb = b + 2 * bi * k * n;
-        double accr[4][4], acci[4][4];
-        for (int i = 0; i < 4; i++)
-            for (int j = 0; j < 4; j++) accr[i][j] = acci[i][j] = 0.0;
+    int64_t col0 = (int64_t)blockIdx.x * CTN, row_tiles = (m + CTM - 1) / CTM;
+    for (int64_t bi = blockIdx.z; bi < nb; bi += gridDim.z)
+    for (int64_t rt = blockIdx.y; rt < row_tiles; rt += gridDim.y) {
+        int64_t row0 = rt * CTM;
+        const double *ab = at + 2 * bi * m * k, *bb = b + 2 * bi * k * n;
+        double accr[CR][CR], acci[CR][CR];
+#pragma unroll
+        for (int i = 0; i < CR; i++)
+#pragma unroll
+            for (int j = 0; j < CR; j++) accr[i][j] = acci[i][j] = 0.0;
         for (int64_t p0 = 0; p0 < k; p0 += TK) {
-            for (int e = tid; e < TK * TM; e += 256) {
-                int r = e / TK, kk = e % TK;
+            for (int e = tid; e < TK * CTM; e += 256) {
+                int kk = e / CTM, r = e % CTM;
                 int64_t gr = row0 + r, gk = p0 + kk;
                 bool in = gr < m && gk < k;
-                asr[kk][r] = in ? ab[2 * (gr * k + gk)] : 0.0;
-                asi[kk][r] = in ? ab[2 * (gr * k + gk) + 1] : 0.0;
+                asr[kk][r] = in ? ab[2 * (gk * m + gr)] : 0.0;
+                asi[kk][r] = in ? ab[2 * (gk * m + gr) + 1] : 0.0;
             }
-            for (int e = tid; e < TK * TN; e += 256) {
-                int kk = e / TN, cc = e % TN;
+            for (int e = tid; e < TK * CTN; e += 256) {
+                int kk = e / CTN, cc = e % CTN;
                 int64_t gk = p0 + kk, gc = col0 + cc;
                 bool in = gk < k && gc < n;
                 bsr[kk][cc] = in ? bb[2 * (gk * n + gc)] : 0.0;
                 bsi[kk][cc] = in ? bb[2 * (gk * n + gc) + 1] : 0.0;
             }
             __syncthreads();
-            int kmax = k - p0 < TK ? (int)(k - p0) : TK;
-            for (int kk = 0; kk < kmax; kk++) {
-                double ar[4], ai[4], br[4], bim[4];
-                for (int i = 0; i < 4; i++) { ar[i] = asr[kk][ty * 4 + i]; ai[i] = asi[kk][ty * 4 + i]; }
-                for (int j = 0; j < 4; j++) { br[j] = bsr[kk][tx * 4 + j]; bim[j] = bsi[kk][tx * 4 + j]; }
-                for (int i = 0; i < 4; i++)
-                    for (int j = 0; j < 4; j++) {
+#pragma unroll 4
+            for (int kk = 0; kk < TK; kk++) {
+                double ar[CR], ai[CR], br[CR], bim[CR];
+#pragma unroll
+                for (int i = 0; i < CR; i++) { ar[i] = asr[kk][ty + 16 * i]; ai[i] = asi[kk][ty + 16 * i]; }
+#pragma unroll
+                for (int j = 0; j < CR; j++) { br[j] = bsr[kk][tx + 16 * j]; bim[j] = bsi[kk][tx + 16 * j]; }
+#pragma unroll
+                for (int i = 0; i < CR; i++)
+#pragma unroll
+                    for (int j = 0; j < CR; j++) {
                         double pre = __dsub_rn(__dmul_rn(ar[i], br[j]), __dmul_rn(ai[i], bim[j]));
                         double pim = __dadd_rn(__dmul_rn(ai[i], br[j]), __dmul_rn(ar[i], bim[j]));
                         accr[i][j] = __dadd_rn(accr[i][j], pre);
@@ -236,9 +274,11 @@ __global__ void tiled_c128(const double *a, const double *b, double *c, int64_t 
             __syncthreads();
         }
         double *cb = c + 2 * bi * m * n;
-        for (int i = 0; i < 4; i++)
-            for (int j = 0; j < 4; j++) {
-                int64_t gr = row0 + ty * 4 + i, gc = col0 + tx * 4 + j;
+#pragma unroll
+        for (int i = 0; i < CR; i++)
+#pragma unroll
+            for (int j = 0; j < CR; j++) {
+                int64_t gr = row0 + ty + 16 * i, gc = col0 + tx + 16 * j;
                 if (gr < m && gc < n) {
                     cb[2 * (gr * n + gc)] = accr[i][j];
                     cb[2 * (gr * n + gc) + 1] = acci[i][j];
@@ -247,6 +287,11 @@ __global__ void tiled_c128(const double *a, const double *b, double *c, int64_t 
     }
 }
 
+#ifndef EMILY_DOT_CUDA_R
+#define EMILY_DOT_CUDA_R 8 /* outputs per thread along each side, real kernels */
+#endif
+constexpr int RR = EMILY_DOT_CUDA_R, RTM = 16 * RR, RTN = 16 * RR;
+
 // ---- host side ---------------------------------------------------------------
 
 struct Gemm {
@@ -254,8 +299,13 @@ struct Gemm {
     void *scratch[3] = {nullptr, nullptr, nullptr};
     int nscratch = 0;
 
-    emily_status alloc(size_t nbytes, void **p) {
-        emily_status s = emily_cuda_scratch(&ctx, nbytes ? nbytes : 1, p);
+    // n elements of es bytes; a broadcast operand can describe more
+    // elements than memory holds
+    emily_status alloc(int64_t n, size_t es, void **p) {
+        if (n < 0 || (uint64_t)n > (SIZE_MAX - 64) / es / 2)
+            return emily_error(EMILY_ERR_MEMORY, "cuda: dot: %lld elements do not fit in memory",
+                               (long long)n);
+        emily_status s = emily_cuda_scratch(&ctx, n ? (size_t)n * es : 1, p);
         if (!s) scratch[nscratch++] = *p;
         return s;
     }
@@ -265,33 +315,34 @@ struct Gemm {
 };
 
 template <int D>
-emily_status launch_pack(Gemm &g, const emily_tensor *t, CT ct, void *dst) {
+emily_status launch_pack(Gemm &g, const emily_tensor *t, CT ct, void *dst, bool transposed) {
     int64_t total = t->shape[0] * t->shape[1] * t->shape[2];
     pack_kernel<D><<<blocks_for(total), BLOCK, 0, g.ctx.stream>>>(
-        (const char *)t->buffer->data, view_of(t), (int)ct, dst, total);
+        (const char *)t->buffer->data, view_of(t), (int)ct, dst, total, transposed);
     return emily_cuda_launched(&g.ctx);
 }
 
-// A contiguous [B, R, C] copy of t in the compute type (scratch memory).
-emily_status pack(Gemm &g, const emily_tensor *t, CT ct, void **out) {
+// A contiguous [B, R, C] (or [B, C, R] when transposed) copy of t in the
+// compute type (scratch memory).
+emily_status pack(Gemm &g, const emily_tensor *t, CT ct, void **out, bool transposed = false) {
     int64_t total = t->shape[0] * t->shape[1] * t->shape[2];
-    emily_status s = g.alloc((size_t)total * ct_size(ct), out);
+    emily_status s = g.alloc(total, ct_size(ct), out);
     if (s || total == 0) return s;
     switch (t->dtype) {
-    case EMILY_U8: return launch_pack<EMILY_U8>(g, t, ct, *out);
-    case EMILY_U16: return launch_pack<EMILY_U16>(g, t, ct, *out);
-    case EMILY_U32: return launch_pack<EMILY_U32>(g, t, ct, *out);
-    case EMILY_U64: return launch_pack<EMILY_U64>(g, t, ct, *out);
-    case EMILY_S8: return launch_pack<EMILY_S8>(g, t, ct, *out);
-    case EMILY_S16: return launch_pack<EMILY_S16>(g, t, ct, *out);
-    case EMILY_S32: return launch_pack<EMILY_S32>(g, t, ct, *out);
-    case EMILY_S64: return launch_pack<EMILY_S64>(g, t, ct, *out);
-    case EMILY_F16: return launch_pack<EMILY_F16>(g, t, ct, *out);
-    case EMILY_BF16: return launch_pack<EMILY_BF16>(g, t, ct, *out);
-    case EMILY_F32: return launch_pack<EMILY_F32>(g, t, ct, *out);
-    case EMILY_F64: return launch_pack<EMILY_F64>(g, t, ct, *out);
-    case EMILY_C64: return launch_pack<EMILY_C64>(g, t, ct, *out);
-    case EMILY_C128: return launch_pack<EMILY_C128>(g, t, ct, *out);
+    case EMILY_U8: return launch_pack<EMILY_U8>(g, t, ct, *out, transposed);
+    case EMILY_U16: return launch_pack<EMILY_U16>(g, t, ct, *out, transposed);
+    case EMILY_U32: return launch_pack<EMILY_U32>(g, t, ct, *out, transposed);
+    case EMILY_U64: return launch_pack<EMILY_U64>(g, t, ct, *out, transposed);
+    case EMILY_S8: return launch_pack<EMILY_S8>(g, t, ct, *out, transposed);
+    case EMILY_S16: return launch_pack<EMILY_S16>(g, t, ct, *out, transposed);
+    case EMILY_S32: return launch_pack<EMILY_S32>(g, t, ct, *out, transposed);
+    case EMILY_S64: return launch_pack<EMILY_S64>(g, t, ct, *out, transposed);
+    case EMILY_F16: return launch_pack<EMILY_F16>(g, t, ct, *out, transposed);
+    case EMILY_BF16: return launch_pack<EMILY_BF16>(g, t, ct, *out, transposed);
+    case EMILY_F32: return launch_pack<EMILY_F32>(g, t, ct, *out, transposed);
+    case EMILY_F64: return launch_pack<EMILY_F64>(g, t, ct, *out, transposed);
+    case EMILY_C64: return launch_pack<EMILY_C64>(g, t, ct, *out, transposed);
+    case EMILY_C128: return launch_pack<EMILY_C128>(g, t, ct, *out, transposed);
     default: return emily_error(EMILY_ERR_TYPE, "dot: invalid dtype %d", (int)t->dtype);
     }
 }
@@ -307,17 +358,18 @@ void *dst_base(emily_tensor *dst) {
     return (char *)dst->buffer->data + (size_t)dst->offset * emily_dtype_size(dst->dtype);
 }
 
-dim3 tile_grid(int64_t nb, int64_t m, int64_t n) {
-    int64_t z = nb < 65535 ? nb : 65535;
-    return dim3((unsigned)((n + TN - 1) / TN), (unsigned)((m + TM - 1) / TM), (unsigned)z);
+// Column tiles on x; row tiles and batches on y and z, which the kernels
+// walk in strides when there are more than the grid holds.
+dim3 tile_grid(int64_t nb, int64_t m, int64_t n, int tm, int tn) {
+    int64_t y = (m + tm - 1) / tm, z = nb;
+    if (y > 65535) y = 65535;
+    if (z > 65535) z = 65535;
+    return dim3((unsigned)((n + tn - 1) / tn), (unsigned)(y < 1 ? 1 : y), (unsigned)(z < 1 ? 1 : z));
 }
 
 emily_status tiled_path(Gemm &g, emily_tensor *dst, const emily_tensor *a, const emily_tensor *b) {
     int64_t nb = dst->shape[0], m = dst->shape[1], n = dst->shape[2], k = a->shape[2];
-    if ((m + TM - 1) / TM > 65535)
-        return emily_error(EMILY_ERR_UNSUPPORTED, "dot: %lld output rows exceed the cuda grid",
-                           (long long)m);
-    if ((n + TN - 1) / TN > INT_MAX)
+    if ((n + 63) / 64 > INT_MAX)
         return emily_error(EMILY_ERR_UNSUPPORTED, "dot: %lld output columns exceed the cuda grid",
                            (long long)n);
     CT ct;
@@ -329,27 +381,28 @@ emily_status tiled_path(Gemm &g, emily_tensor *dst, const emily_tensor *a, const
     }
     void *pa, *pb, *pc = dst_base(dst);
     emily_status s;
-    if ((s = pack(g, a, ct, &pa))) return s;
+    if ((s = pack(g, a, ct, &pa, true))) return s; // [B, K, M]
     if ((s = pack(g, b, ct, &pb))) return s;
     bool narrow = ct == CT_U32 && emily_dtype_size(dst->dtype) < 4;
-    if (narrow && (s = g.alloc((size_t)dst->size * 4, &pc))) return s;
-    dim3 grid = tile_grid(nb, m, n), block(16, 16);
+    if (narrow && (s = g.alloc(dst->size, 4, &pc))) return s;
+    dim3 block(16, 16), grid = tile_grid(nb, m, n, RTM, RTN);
     switch (ct) {
     case CT_F64:
-        tiled_real<double><<<grid, block, 0, g.ctx.stream>>>((const double *)pa, (const double *)pb,
-                                                              (double *)pc, nb, m, n, k);
+        tiled_real<double, RR><<<grid, block, 0, g.ctx.stream>>>(
+            (const double *)pa, (const double *)pb, (double *)pc, nb, m, n, k);
         break;
     case CT_C128:
+        grid = tile_grid(nb, m, n, CTM, CTN);
         tiled_c128<<<grid, block, 0, g.ctx.stream>>>((const double *)pa, (const double *)pb,
                                                      (double *)pc, nb, m, n, k);
         break;
     case CT_U64:
-        tiled_real<uint64_t><<<grid, block, 0, g.ctx.stream>>>((const uint64_t *)pa, (const uint64_t *)pb,
-                                                                (uint64_t *)pc, nb, m, n, k);
+        tiled_real<uint64_t, RR><<<grid, block, 0, g.ctx.stream>>>(
+            (const uint64_t *)pa, (const uint64_t *)pb, (uint64_t *)pc, nb, m, n, k);
         break;
     default:
-        tiled_real<uint32_t><<<grid, block, 0, g.ctx.stream>>>((const uint32_t *)pa, (const uint32_t *)pb,
-                                                                (uint32_t *)pc, nb, m, n, k);
+        tiled_real<uint32_t, RR><<<grid, block, 0, g.ctx.stream>>>(
+            (const uint32_t *)pa, (const uint32_t *)pb, (uint32_t *)pc, nb, m, n, k);
         break;
     }
     if ((s = emily_cuda_launched(&g.ctx))) return s;
@@ -435,7 +488,7 @@ emily_status blas_path(Gemm &g, emily_tensor *dst, const emily_tensor *a, const 
     }
     void *pc = dst_base(dst);
     bool direct = ct_matches(ct, dst->dtype);
-    if (!direct && (s = g.alloc((size_t)dst->size * ct_size(ct), &pc))) return s;
+    if (!direct && (s = g.alloc(dst->size, ct_size(ct), &pc))) return s;
     // Row-major C[M, N] = A B is column-major C^T[N, M] = B^T A^T: a
     // row-major operand is its own transpose in column-major terms.
     cublasOperation_t tp = ob.lay.column_major ? CUBLAS_OP_T : CUBLAS_OP_N;

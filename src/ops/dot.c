@@ -481,7 +481,33 @@ emily_status emily_conv(const emily_tensor *input, const emily_tensor *kernel,
     for (int i = 0; i < d; i++) window *= p->k[2 + i];
     bool two_level = (dt == EMILY_F64 || dt == EMILY_C128) &&
                      emily_dot_get_precision() == EMILY_DOT_PRECISION_HIGHEST && I > 1 && window > 1;
-    if (!two_level) {
+    /* Channels-first outputs (out channels before the spatial axes) come
+     * out of kernel x patches in their final order: [N, O, spatial...],
+     * the kernel broadcast over the batch. */
+    bool kernel_first = !two_level && G == 1;
+    for (int i = 0; kernel_first && i < d; i++) kernel_first = p->op[1] < p->op[2 + i];
+    if (kernel_first) {
+        emily_tensor *kb = NULL; /* kernel [N', O, I, kernel spatial...], batch stride 0 */
+        shape[0] = p->std_shape[0]; strides[0] = 0;
+        for (int j = 0; j < r; j++) { shape[1 + j] = p->k[j]; strides[1 + j] = ks[j]; }
+        if ((s = emily_tensor_view(kernel, 1 + r, shape, strides, kernel->offset, &kb))) goto done;
+        /* contract the kernel's (I, spatial) with the patches' (I, kernel spatial) */
+        ca[0] = 2;
+        cb[0] = 2;
+        for (int i = 0; i < d; i++) { ca[1 + i] = 3 + i; cb[1 + i] = 3 + d + i; }
+        int b0 = 0;
+        /* patches here drop the group axis: view them from index 1 */
+        emily_tensor *pv = NULL;
+        s = emily_tensor_view(patches, 2 + 2 * d, patches->shape + 1, patches->strides + 1,
+                              patches->offset, &pv);
+        if (!s) {
+            for (int i = 0; i <= d; i++) cb[i] -= 1;
+            s = emily_dot(kb, 1 + d, ca, 1, &b0, pv, 1 + d, cb, 1, &b0, dt, &res);
+        }
+        emily_tensor_release(kb);
+        emily_tensor_release(pv);
+        if (s) goto done;
+    } else if (!two_level) {
         ca[0] = 2;
         cb[0] = 2;
         for (int i = 0; i < d; i++) { ca[1 + i] = 3 + d + i; cb[1 + i] = 3 + i; }
@@ -503,16 +529,22 @@ emily_status emily_conv(const emily_tensor *input, const emily_tensor *kernel,
         if ((s = emily_dot(part, 1, &c1, 0, NULL, ones, 1, &c0, 0, NULL, dt, &res))) goto done;
     }
 
-    /* res: [G, N', out spatial..., O/G] -> the output's final layout */
+    /* res: [G, N', out spatial..., O/G] (or [N', O, out spatial...] kernel
+     * first) -> the output's final layout */
     if ((s = emily_empty(input->buffer->device, dt, r, p->final_shape, &final))) goto done;
     int64_t fstd[64];
     for (int j = 0; j < r; j++) fstd[j] = final->strides[p->op[j]];
-    shape[0] = G; strides[0] = (O / G) * fstd[1];
-    shape[1] = p->std_shape[0]; strides[1] = fstd[0];
-    for (int i = 0; i < d; i++) { shape[2 + i] = p->os[i]; strides[2 + i] = fstd[2 + i]; }
-    shape[2 + d] = O / G; strides[2 + d] = fstd[1];
+    int rr = kernel_first ? r : 3 + d;
+    if (kernel_first) {
+        for (int j = 0; j < r; j++) { shape[j] = p->std_shape[j]; strides[j] = fstd[j]; }
+    } else {
+        shape[0] = G; strides[0] = (O / G) * fstd[1];
+        shape[1] = p->std_shape[0]; strides[1] = fstd[0];
+        for (int i = 0; i < d; i++) { shape[2 + i] = p->os[i]; strides[2 + i] = fstd[2 + i]; }
+        shape[2 + d] = O / G; strides[2 + d] = fstd[1];
+    }
     bool same = res->offset == 0 && emily_tensor_is_contiguous(res);
-    for (int i = 0; same && i < 3 + d; i++)
+    for (int i = 0; same && i < rr; i++)
         same = shape[i] == 1 || strides[i] == res->strides[i];
     if (same) {
         /* res already holds the output's bytes in order */
@@ -524,7 +556,7 @@ emily_status emily_conv(const emily_tensor *input, const emily_tensor *kernel,
         goto done;
     }
     if (final->size) {
-        if ((s = emily_tensor_view(final, 3 + d, shape, strides, 0, &fview))) goto done;
+        if ((s = emily_tensor_view(final, rr, shape, strides, 0, &fview))) goto done;
         s = e->copy(fview, res);
     }
 

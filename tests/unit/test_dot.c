@@ -557,6 +557,21 @@ TEST(fast_precision_mode) {
     emily_tensor_release(tz);
 }
 
+TEST(huge_broadcast_fails_cleanly) {
+    /* a contraction of 2^44 broadcast elements: no memory for its copy */
+    double one = 1;
+    emily_tensor *t = t_from(EMILY_F64, 0, NULL, &one), *a = NULL, *b = NULL, *c = NULL;
+    int64_t k = (int64_t)1 << 44;
+    CHECK_OK(emily_tensor_view(t, 2, (int64_t[]){2, k}, (int64_t[]){0, 0}, 0, &a));
+    CHECK_OK(emily_tensor_view(t, 1, (int64_t[]){k}, (int64_t[]){0}, 0, &b));
+    emily_status s = emily_dot(a, 1, (int[]){1}, 0, NULL, b, 1, (int[]){0}, 0, NULL,
+                               EMILY_DTYPE_AUTO, &c);
+    CHECK(s != EMILY_OK && c == NULL);
+    emily_tensor_release(a);
+    emily_tensor_release(b);
+    emily_tensor_release(t);
+}
+
 /* ---- errors ------------------------------------------------------------- */
 
 TEST(bad_arguments_fail_cleanly) {
@@ -1032,6 +1047,49 @@ TEST(conv_bad_arguments) {
     emily_tensor_release(kbig);
 }
 
+TEST(cuda_conv_matches_cpu) {
+    if (emily_device_count(EMILY_DEVICE_CUDA) == 0) return; /* no GPU here */
+    emily_device gpu = {EMILY_DEVICE_CUDA, 0};
+    static const emily_dtype types[] = {EMILY_S32, EMILY_F16, EMILY_BF16, EMILY_F32,
+                                        EMILY_F64, EMILY_C64, EMILY_C128};
+    for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++)
+        for (size_t ci = 0; ci < sizeof conv_cases / sizeof *conv_cases; ci++) {
+            const conv_case *cc = &conv_cases[ci];
+            int64_t pin[5], pk[5];
+            for (int j = 0; j < cc->r; j++) {
+                pin[cc->ip[j]] = cc->in[j];
+                pk[cc->kp[j]] = cc->k[j];
+            }
+            emily_tensor *a = rand_tensor(types[ti], cc->r, pin), *k = rand_tensor(types[ti], cc->r, pk);
+            emily_tensor *ga = NULL, *gk = NULL, *c = NULL, *gc = NULL, *back = NULL;
+            emily_conv_opts o = {cc->stride, cc->lo, cc->hi, cc->idil, cc->kdil, cc->fg, cc->bg,
+                                 cc->ip, cc->kp, cc->op};
+            CHECK_OK(emily_to_device(a, gpu, &ga));
+            CHECK_OK(emily_to_device(k, gpu, &gk));
+            CHECK_OK(emily_conv(a, k, &o, EMILY_DTYPE_AUTO, &c));
+            emily_status s = emily_conv(ga, gk, &o, EMILY_DTYPE_AUTO, &gc);
+            if (s) fprintf(stderr, "  cuda conv %s case %zu: %s\n", emily_dtype_name(types[ti]), ci, emily_last_error());
+            CHECK(s == EMILY_OK);
+            if (gc) CHECK_OK(emily_to_device(gc, EMILY_CPU, &back));
+            if (c && back) {
+                CHECK(t_shape_is(back, cc->r, emily_tensor_shape(c)));
+                int64_t d = ulp_diff(c, back);
+                bool exact = types[ti] == EMILY_F64 || types[ti] == EMILY_C128;
+                if (d > (exact ? 0 : 1))
+                    fprintf(stderr, "  cuda vs cpu conv %s case %zu: %lld ulp\n",
+                            emily_dtype_name(types[ti]), ci, (long long)d);
+                CHECK(d <= (exact ? 0 : 1));
+            }
+            emily_tensor_release(a);
+            emily_tensor_release(k);
+            emily_tensor_release(ga);
+            emily_tensor_release(gk);
+            emily_tensor_release(c);
+            emily_tensor_release(gc);
+            emily_tensor_release(back);
+        }
+}
+
 /* ---- the Nx callback ---------------------------------------------------- */
 
 static emily_value v_int(int64_t i) { emily_value v = {0}; v.kind = EMILY_V_INT; v.i = i; return v; }
@@ -1082,5 +1140,6 @@ RUN_TESTS("dot", CASE(matmul_f32_values), CASE(output_shape_batch_free_free),
           CASE(integer_operands_of_float_dots_are_exact), CASE(half_types_round_like_nx),
           CASE(edge_values_propagate), CASE(zero_size_and_rank0), CASE(broadcast_and_strided_views),
           CASE(batched_many_small_and_explicit_type), CASE(fast_precision_mode),
-          CASE(bad_arguments_fail_cleanly), CASE(dispatch_dot_callback), CASE(conv_matches_nx_definition),
-          CASE(conv_values_and_types), CASE(conv_sums_channels_separately), CASE(conv_bad_arguments), CASE(cuda_matches_cpu))
+          CASE(bad_arguments_fail_cleanly), CASE(huge_broadcast_fails_cleanly), CASE(dispatch_dot_callback), CASE(conv_matches_nx_definition),
+          CASE(conv_values_and_types), CASE(conv_sums_channels_separately), CASE(conv_bad_arguments), CASE(cuda_matches_cpu),
+          CASE(cuda_conv_matches_cpu))
