@@ -2,17 +2,61 @@
 // forms, erf, erfc, erf_inv): the per-element rules of core/scalar_unary.h,
 // picked exactly as src/cpu/unary.c picks them.
 #include "cuda/unary_ops.cuh"
+#include "cuda/cr_math.cuh"
 
 using namespace emily_cuda;
 
 namespace {
 
-#define MATH_OPS(X)                                                                    \
-    X(exp) X(expm1) X(log) X(log1p) X(sigmoid) X(cos) X(sin) X(tan) X(cosh) X(sinh)    \
-    X(tanh) X(acos) X(asin) X(atan) X(acosh) X(asinh) X(atanh) X(sqrt) X(rsqrt) X(cbrt)
+// Complex tan and tanh: the formulas of core/scalar_unary.h (sin(z)/cos(z),
+// sinh(z)/cosh(z) through exp(+-z)), whose numerators cancel; the reference
+// keeps that cancellation, so its result depends on the last bit of every
+// ingredient. The ingredients here are the nearly correctly rounded ones of
+// cuda/cr_math.cuh (what glibc returns in nearly all cases) instead of the
+// device's 1-2 ULP functions; the special cases are unchanged.
+__device__ inline emily_cd cr_cmul_div(emily_cd a, emily_cd b) {
+    double num_re = __dadd_rn(__dmul_rn(a.re, b.re), __dmul_rn(a.im, b.im));
+    double num_im = __dsub_rn(__dmul_rn(a.im, b.re), __dmul_rn(a.re, b.im));
+    double den = __dadd_rn(__dmul_rn(b.re, b.re), __dmul_rn(b.im, b.im));
+    return emily_cd_make(num_re / den, num_im / den);
+}
+__device__ inline emily_cd cr_csin(emily_cd z) {
+    if (!isfinite(z.re) || z.im != z.im) return emily_cd_make(NAN, NAN);
+    if (isinf(z.im)) return emily_cd_make(z.re * z.im, z.im);
+    double s, c;
+    if (!emily_cr::cr_sincos(z.re, s, c)) { s = sin(z.re); c = cos(z.re); }
+    return emily_cd_make(__dmul_rn(s, emily_cr::cr_cosh(z.im)), __dmul_rn(c, emily_cr::cr_sinh(z.im)));
+}
+__device__ inline emily_cd cr_ccos(emily_cd z) {
+    if (!isfinite(z.re) || z.im != z.im) return emily_cd_make(NAN, NAN);
+    if (isinf(z.im)) return emily_cd_make(INFINITY, -1.0 * z.im * z.re);
+    double s, c;
+    if (!emily_cr::cr_sincos(z.re, s, c)) { s = sin(z.re); c = cos(z.re); }
+    return emily_cd_make(__dmul_rn(c, emily_cr::cr_cosh(z.im)), __dmul_rn(-s, emily_cr::cr_sinh(z.im)));
+}
+__device__ inline emily_cd cr_cexp(emily_cd z) {
+    if (z.re == -INFINITY || z.re == INFINITY || isinf(z.im) || z.re != z.re || z.im != z.im)
+        return emily_cd_exp(z);
+    double s, c;
+    if (!emily_cr::cr_sincos(z.im, s, c)) { s = sin(z.im); c = cos(z.im); }
+    double rho = emily_cr::cr_exp(z.re);
+    return emily_cd_make(__dmul_rn(rho, c), __dmul_rn(rho, s));
+}
+__device__ inline emily_cd cr_ctan(emily_cd z) { return cr_cmul_div(cr_csin(z), cr_ccos(z)); }
+__device__ inline emily_cd cr_ctanh(emily_cd z) {
+    emily_cd e = cr_cexp(z), f = cr_cexp(emily_cd_make(-z.re, -z.im));
+    emily_cd sh = emily_cd_make(__dsub_rn(e.re, f.re) / 2.0, __dsub_rn(e.im, f.im) / 2.0);
+    emily_cd ch = emily_cd_make(__dadd_rn(e.re, f.re) / 2.0, __dadd_rn(e.im, f.im) / 2.0);
+    return cr_cmul_div(sh, ch);
+}
+
+#define MATH_OPS(X, Y)                                                                    \
+    X(exp) X(expm1) X(log) X(log1p) X(sigmoid) X(cos) X(sin) Y(tan) X(cosh) X(sinh)    \
+    Y(tanh) X(acos) X(asin) X(atan) X(acosh) X(asinh) X(atanh) X(sqrt) X(rsqrt) X(cbrt)
 
 #define DEF_MATH(N) EMILY_CUDA_REAL_RUNS(N, emily_sc_##N) EMILY_CUDA_CPLX_RUNS(N, emily_cd_##N)
-MATH_OPS(DEF_MATH)
+#define DEF_MATH_CR(N) EMILY_CUDA_REAL_RUNS(N, emily_sc_##N) EMILY_CUDA_CPLX_RUNS(N, cr_c##N)
+MATH_OPS(DEF_MATH, DEF_MATH_CR)
 EMILY_CUDA_REAL_RUNS(erf, emily_sc_erf)
 EMILY_CUDA_REAL_RUNS(erfc, emily_sc_erfc)
 EMILY_CUDA_REAL_RUNS(erf_inv, emily_sc_erf_inv)
