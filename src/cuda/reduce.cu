@@ -45,6 +45,7 @@ template <class L, bool SUM> struct FloatSumProd {
     typedef typename L::T S;
     typedef typename L::T D;
     typedef double Acc;
+    static constexpr bool sequential = !SUM; // products: the CPU's order
     __device__ double init() const { return SUM ? 0.0 : 1.0; }
     __device__ double load(S v, int64_t) const { return (double)L::ld(v); }
     __device__ double combine(double a, double b) const { return SUM ? a + b : a * b; }
@@ -93,6 +94,7 @@ template <typename T, typename P, bool SUM> struct ComplexSumProd {
     typedef T S;
     typedef T D;
     struct Acc { double re, im; };
+    static constexpr bool sequential = true; // plain sums/products in the CPU's order
     __device__ Acc init() const { return Acc{SUM ? 0.0 : 1.0, 0.0}; }
     __device__ Acc load(T v, int64_t) const { return Acc{(double)v.re, (double)v.im}; }
     __device__ Acc combine(Acc a, Acc b) const {

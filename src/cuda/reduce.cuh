@@ -22,7 +22,8 @@
 //
 // Accumulators: integers wrap in (at least) their width; f16/bf16/f32 sums
 // and products in double; f64 sums in double with Neumaier compensation;
-// complex in a pair of doubles; max/min carry the index of the chosen
+// complex in a pair of doubles (products and complex sums fold each output
+// in order in one thread, like the CPU: red_sequential below); max/min carry the index of the chosen
 // element and a NaN flag.
 #ifndef EMILY_CUDA_REDUCE_CUH
 #define EMILY_CUDA_REDUCE_CUH
@@ -245,10 +246,21 @@ too_many:
                        op, RMAXD, src->rank);
 }
 
+// A reducer with `static constexpr bool sequential = true` folds each
+// output in j order in one thread (the cols kernel, one part), as the CPU
+// does: products and complex sums round (and overflow into inf/NaN)
+// differently in any other order. Past SEQ_MAX elements per output the CPU
+// itself splits the run over threads, and the GPU uses its tree.
+template <class Red> constexpr bool red_sequential() {
+    if constexpr (requires { Red::sequential; }) return Red::sequential;
+    else return false;
+}
+constexpr int64_t SEQ_MAX = (int64_t)1 << 18;
+
 // Runs Red over the geometry: picks the kernel and how many parts each
 // output's range is cut into.
 template <class Red>
-emily_status run_reduce(const emily_cuda_ctx &ctx, const RedGeom &g, bool rows, const Red &red,
+emily_status run_reduce(const emily_cuda_ctx &ctx, const RedGeom &g, bool rows_in, const Red &red,
                         const emily_tensor *src, emily_tensor *dst) {
     typedef typename Red::S S;
     typedef typename Red::D D;
@@ -257,7 +269,11 @@ emily_status run_reduce(const emily_cuda_ctx &ctx, const RedGeom &g, bool rows, 
     D *dp = (D *)base_of(dst) + dst->offset;
     int64_t sms = emily_cuda_sm_count(ctx.device);
     int parts = 1;
-    if (rows) {
+    const bool seq = red_sequential<Red>() && g.R <= SEQ_MAX;
+    const bool rows = rows_in && !seq;
+    if (seq) {
+        // one thread per output, j in order
+    } else if (rows) {
         int64_t want = (4 * sms + g.K - 1) / g.K, most = g.R / 4096;
         if (want > most) want = most;
         if (want > 4096) want = 4096;
