@@ -81,7 +81,9 @@ emily_status emily_cpu_linalg_qr(emily_tensor *q, emily_tensor *r, const emily_t
     int64_t per = m * n, batches = lead_batches(a, 2);
     const double *src = emily_tensor_base(a);
     double *qd = emily_tensor_base(q), *rd = emily_tensor_base(r);
-    double *work = malloc((size_t)(m * lda + k + 1) * (size_t)parts * sizeof(double));
+    /* zeroed: in complete mode (m > n) columns n..lda-1 are only filled by
+     * ?orgqr, and LAPACKE's NaN check reads them before */
+    double *work = calloc((size_t)(m * lda + k + 1) * (size_t)parts, sizeof(double));
     if (!work) return emily_error(EMILY_ERR_MEMORY, "qr: out of host memory");
     double *tau = work + m * lda * parts;
     for (int64_t b = 0; b < batches; b++) {

@@ -1,4 +1,5 @@
 /* emily_dispatch: callback name -> family handler -> typed op. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include "nx/callback.h"
@@ -24,17 +25,20 @@ bool emily_dispatch_supports(const char *callback) {
     return callback && lookup(callback) != NULL;
 }
 
+static const char *callback_names[512];
+
+static void list_callbacks(void) {
+    size_t n = 0;
+    for (size_t f = 0; f < NFAMILIES; f++)
+        for (const emily_callback_entry *e = families[f]; e->name && n < 511; e++)
+            callback_names[n++] = e->name;
+    callback_names[n] = NULL;
+}
+
 const char *const *emily_dispatch_callbacks(void) {
-    static const char *names[512];
-    static atomic_int ready;
-    if (!atomic_load(&ready)) {
-        size_t n = 0;
-        for (size_t f = 0; f < NFAMILIES; f++)
-            for (const emily_callback_entry *e = families[f]; e->name && n < 511; e++) names[n++] = e->name;
-        names[n] = NULL;
-        atomic_store(&ready, 1);
-    }
-    return names;
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, list_callbacks); /* safe from any thread */
+    return callback_names;
 }
 
 void emily_dispatch_result_release(emily_dispatch_result *r) {
