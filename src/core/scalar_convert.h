@@ -80,13 +80,13 @@ EMILY_HD float emily_sc_f16_to_f32(uint16_t h) {
 }
 
 /* double -> f16, round to nearest even in one step (no double rounding);
- * overflow gives infinity, NaN keeps a quiet NaN. */
+ * overflow gives infinity, every NaN is written as Nx's 0x7e00. */
 EMILY_HD uint16_t emily_sc_f64_to_f16(double x) {
     uint64_t b = emily_sc_f64_bits(x);
     uint16_t sign = (uint16_t)((b >> 48) & 0x8000u);
     int exp = (int)((b >> 52) & 0x7ff);
     uint64_t man = b & 0xfffffffffffffull;
-    if (exp == 0x7ff) return (uint16_t)(sign | 0x7c00u | (man ? 0x200u : 0u));
+    if (exp == 0x7ff) return man ? (uint16_t)0x7e00u : (uint16_t)(sign | 0x7c00u); /* Nx's one NaN */
     int e = exp - 1023; /* unbiased */
     if (e > 15) return (uint16_t)(sign | 0x7c00u);
     uint64_t full = man | (exp ? (1ull << 52) : 0); /* 53-bit significand */

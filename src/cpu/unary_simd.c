@@ -1,5 +1,6 @@
 /* Runtime choice of the SIMD paths (see unary_simd.h). */
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include "cpu/unary_simd.h"
@@ -10,18 +11,17 @@ static atomic_int isa;
 static int detect(void) {
     const char *env = getenv("EMILY_SIMD");
     if (env && strcmp(env, "0") == 0) return ISA_NONE;
+    bool cap_avx2 = false, cap_avx512 = false;
 #if defined(__x86_64__) && defined(__GNUC__)
     /* libgcc's checks include the OS's support for the wider registers */
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
-        __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-        __builtin_cpu_supports("f16c"))
-        return ISA_AVX512;
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-        __builtin_cpu_supports("f16c"))
-        return ISA_AVX2;
+    cap_avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+               __builtin_cpu_supports("f16c");
+    cap_avx512 = cap_avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
 #endif
-    return ISA_NONE;
+    /* EMILY_SIMD=avx2 caps the choice (to test that path on a bigger CPU) */
+    if (env && strcmp(env, "avx2") == 0) return cap_avx2 ? ISA_AVX2 : ISA_NONE;
+    return cap_avx512 ? ISA_AVX512 : cap_avx2 ? ISA_AVX2 : ISA_NONE;
 }
 
 static int current_isa(void) {

@@ -15,8 +15,8 @@
 #include "cpu/unary_map.h"
 
 /* The best SIMD function on this CPU, or NULL (use the scalar path).
- * EMILY_SIMD=0 in the environment disables every SIMD path (for
- * testing the portable code on a SIMD machine). */
+ * In the environment, EMILY_SIMD=0 disables every SIMD path and
+ * EMILY_SIMD=avx2 stops at AVX2 (to test those paths on a bigger CPU). */
 emily_vec_fn emily_unary_simd(emily_unary_op op, emily_dtype src, emily_dtype dst);
 emily_vec_fn emily_convert_simd(emily_dtype src, emily_dtype dst);
 
