@@ -10,29 +10,9 @@
  * the iteration space (outer positions x chunks of the inner run) over
  * OpenMP threads when it is large enough. */
 #include <stdint.h>
-#include <sys/mman.h>
 #include "cpu/kernels.h"
 #include "cpu/strided.h"
 #include "core/scalar_binary.h"
-
-/* A large output is fresh memory that the kernel touches first: ask for
- * transparent huge pages over its 2 MiB-aligned interior before writing
- * (as numpy does for its large arrays), so the first touch costs one
- * page fault per 2 MiB instead of one per 4 KiB. Advice only: failures
- * (or a kernel without THP) change nothing. */
-#define HUGE_MIN ((size_t)4 << 20)
-static void advise_huge(const emily_tensor *dst) {
-#ifdef MADV_HUGEPAGE
-    size_t nbytes = (size_t)dst->size * emily_dtype_size(dst->dtype);
-    if (nbytes < HUGE_MIN || !emily_strides_contiguous(dst->rank, dst->shape, dst->strides)) return;
-    const size_t huge = (size_t)2 << 20;
-    uintptr_t lo = (uintptr_t)emily_tensor_base(dst), hi = lo + nbytes;
-    uintptr_t alo = (lo + huge - 1) & ~(uintptr_t)(huge - 1), ahi = hi & ~(uintptr_t)(huge - 1);
-    if (ahi > alo) (void)madvise((void *)alo, ahi - alo, MADV_HUGEPAGE);
-#else
-    (void)dst;
-#endif
-}
 
 typedef void (*bin_run)(int64_t n, void *d, int64_t sd, const void *a, int64_t sa,
                         const void *b, int64_t sb);
@@ -287,7 +267,6 @@ emily_status emily_cpu_binary(emily_binary_op op, emily_tensor *dst, const emily
                            emily_binary_op_name(op), emily_dtype_name(a->dtype),
                            emily_dtype_name(dst->dtype));
     if (dst->size == 0) return EMILY_OK;
-    advise_huge(dst);
     return drive(dst, a, b, fn);
 }
 
@@ -332,7 +311,6 @@ emily_status emily_cpu_select(emily_tensor *dst, const emily_tensor *pred,
         on_false->dtype != dst->dtype)
         return emily_error(EMILY_ERR_INTERNAL, "select kernel: bad operand types");
     if (dst->size == 0) return EMILY_OK;
-    advise_huge(dst);
     const emily_tensor *ts[4] = {dst, pred, on_true, on_false};
     emily_iter it;
     emily_status s = emily_iter_tensors(&it, 4, ts);

@@ -63,7 +63,6 @@ emily_status emily_cpu_fill(emily_tensor *dst, const emily_scalar *value) {
         if (dst->size < EMILY_PARALLEL_MIN) {
             for (int64_t c = 0; c < chunks; c++) zero_chunk(&j, c);
         } else {
-            emily_cpu_hint_output(dst);
             emily_cpu_parallel(chunks, zero_chunk, &j);
         }
         return EMILY_OK;
@@ -146,7 +145,6 @@ emily_status emily_cpu_iota(emily_tensor *dst, int axis) {
     if (j.total < EMILY_PARALLEL_MIN) {
         for (int64_t c = 0; c < chunks; c++) iota_chunk(&j, c);
     } else {
-        emily_cpu_hint_output(dst);
         emily_cpu_parallel(chunks, iota_chunk, &j);
     }
     return EMILY_OK;

@@ -5,7 +5,6 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include <sys/mman.h>
 #include <unistd.h>
 #ifdef _OPENMP
 #include <omp.h>
@@ -186,22 +185,6 @@ void emily_cpu_parallel(int64_t nchunks, emily_chunk_fn fn, void *ctx) {
     pthread_mutex_unlock(&pool.job_lock);
 }
 
-/* ---- huge pages for large outputs ------------------------------------------ */
-
-#define HUGE_PAGE ((uintptr_t)2 << 20)
-
-void emily_cpu_hint_output(emily_tensor *dst) {
-#ifdef MADV_HUGEPAGE
-    size_t nbytes = dst->buffer->nbytes;
-    if (nbytes < 4 * HUGE_PAGE || !dst->buffer->data) return;
-    uintptr_t lo = ((uintptr_t)dst->buffer->data + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
-    uintptr_t hi = ((uintptr_t)dst->buffer->data + nbytes) & ~(HUGE_PAGE - 1);
-    if (hi > lo) (void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
-#else
-    (void)dst;
-#endif
-}
-
 /* ---- strided driver ---------------------------------------------------------- */
 
 typedef struct {
@@ -242,7 +225,6 @@ emily_status emily_cpu_map(emily_tensor *dst, const emily_tensor *src, emily_run
     if (dst->size < EMILY_PARALLEL_MIN) {
         for (int64_t b = 0; b < blocks; b++) map_block(&j, b);
     } else {
-        emily_cpu_hint_output(dst);
         emily_cpu_parallel(blocks, map_block, &j);
     }
     emily_iter_free(&j.it);
@@ -274,6 +256,5 @@ void emily_cpu_map_contiguous(emily_tensor *dst, const emily_tensor *src, emily_
     }
     vec_job j = {emily_tensor_base(dst), emily_tensor_base(src), (int64_t)emily_dtype_size(dst->dtype),
                  (int64_t)emily_dtype_size(src->dtype), total, fn};
-    emily_cpu_hint_output(dst);
     emily_cpu_parallel((total + EMILY_MAP_CHUNK - 1) / EMILY_MAP_CHUNK, vec_chunk, &j);
 }

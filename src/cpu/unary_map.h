@@ -46,12 +46,6 @@ typedef void (*emily_vec_fn)(void *dst, const void *src, int64_t n);
  * chunks, threaded above EMILY_PARALLEL_MIN elements. */
 void emily_cpu_map_contiguous(emily_tensor *dst, const emily_tensor *src, emily_vec_fn fn);
 
-/* Asks the OS to back a large, freshly allocated output with huge pages
- * before it is first written (as numpy does): page faults on a fresh
- * 40 MB buffer cost several times the work of an exp over it. A hint
- * only; harmless on memory already touched. */
-void emily_cpu_hint_output(emily_tensor *dst);
-
 /* Defines a static run function NAME from ST elements to DT elements;
  * EXPR computes one output from the input element `v`. */
 #define EMILY_RUN_FN(NAME, ST, DT, EXPR)                                               \
