@@ -22,8 +22,11 @@
  * rest (8/16-bit keys, pairs, CPUs without AVX-512, EMILY_SIMD=0) to a
  * stable LSD radix sort with 8-bit digits (a digit the same for the
  * whole row costs no pass), insertion sort for short rows. f32 sorts make
- * their keys and first partition in one pass. top_k keeps the k best
- * records in a heap when k is small against the row, else sorts.
+ * their keys and first partition in one pass. top_k, when k is small
+ * against the row, keeps the k best records in a heap and lets in only
+ * elements whose key beats the worst of them (a vector compare for f32;
+ * a long row is split into slices selected on threads, then merged),
+ * else sorts.
  *
  * Rows (every position of the other axes) are independent: many rows
  * are split over OpenMP threads; one long row spreads its linear passes
@@ -63,6 +66,7 @@ void emily_cpu_records_f32_avx512(const uint32_t *s, int64_t n, int64_t first, u
                                   uint64_t *recs);
 void emily_cpu_unkeys_f32_avx512(const uint32_t *keys, int64_t n, uint32_t flip, uint32_t *d);
 void emily_cpu_positions_s32_avx512(const uint64_t *recs, int64_t n, int32_t *d);
+int64_t emily_cpu_find_above_f32_avx512(const uint32_t *s, int64_t i, int64_t n, uint32_t lim);
 #else
 #define HAVE_SORT_AVX512 0
 #endif
@@ -549,65 +553,133 @@ typedef struct row_args {
     int64_t ds;          /* output stride along the axis */
 } row_args;
 
-/* Records made at a time by top_k's selection. */
-#define TOPK_CHUNK 1024
-
-/* Whether top_k keeps a heap of the k best (k small against the row)
- * rather than sorting the whole row. */
+/* Whether top_k selects the k best (k small against the row) rather
+ * than sorting the whole row. */
 static bool topk_by_heap(int64_t n, int64_t k) { return n > SORT_SMALL && k * 8 < n; }
 
-/* top_k of one row by selection: descending records are made a chunk at
- * a time (buf: TOPK_CHUNK records) and the k smallest (key, position)
- * pairs kept in a max-heap (the worst at the root), then sorted in
- * place (heap: k records). */
-static void topk_heap(const row_args *a, const char *s, pair64 *buf, pair64 *heap) {
-    int64_t n = a->n, k = a->k, filled = 0;
+/* Rows from which top_k's selection splits a single row over threads. */
+#define TOPK_PAR_MIN ((int64_t)1 << 16)
+
+#define FIND_LOOP(RAW, KEYT, KFN)                                                    \
+    do {                                                                             \
+        const RAW *p_ = (const RAW *)s;                                              \
+        KEYT lim_ = (KEYT)lim;                                                       \
+        if (ss == 1) {                                                               \
+            for (; i < hi; i++)                                                      \
+                if (KFN((KEYT)p_[i]) > lim_) return i;                               \
+        } else {                                                                     \
+            for (; i < hi; i++)                                                      \
+                if (KFN((KEYT)p_[i * ss]) > lim_) return i;                          \
+        }                                                                            \
+        return hi;                                                                   \
+    } while (0)
+
+/* The first position in [i, hi) of a row (s, stride ss) whose ascending
+ * key is above lim, or hi. top_k's filter: in descending keys (the
+ * complement) that is a key below ~lim, an element better than the
+ * worst of the k kept so far. Nearly every element fails it, so this
+ * loop (vectorized for contiguous f32) is what a selection costs. */
+static int64_t find_above(emily_dtype dt, const char *s, int64_t ss, int64_t i, int64_t hi,
+                          uint64_t lim) {
+#if HAVE_SORT_AVX512
+    if (dt == EMILY_F32 && ss == 1 && use_avx512())
+        return emily_cpu_find_above_f32_avx512((const uint32_t *)s, i, hi, (uint32_t)lim);
+#endif
+    switch (dt) {
+    case EMILY_U8: FIND_LOOP(uint8_t, uint8_t, key_u8);
+    case EMILY_S8: FIND_LOOP(uint8_t, uint8_t, key_s8);
+    case EMILY_U16: FIND_LOOP(uint16_t, uint16_t, key_u16);
+    case EMILY_S16: FIND_LOOP(uint16_t, uint16_t, key_s16);
+    case EMILY_F16: FIND_LOOP(uint16_t, uint16_t, key_f16);
+    case EMILY_BF16: FIND_LOOP(uint16_t, uint16_t, key_bf16);
+    case EMILY_U32: FIND_LOOP(uint32_t, uint32_t, key_u32);
+    case EMILY_S32: FIND_LOOP(uint32_t, uint32_t, key_s32);
+    case EMILY_F32: FIND_LOOP(uint32_t, uint32_t, key_f32);
+    case EMILY_U64: FIND_LOOP(uint64_t, uint64_t, key_u64);
+    case EMILY_S64: FIND_LOOP(uint64_t, uint64_t, key_s64);
+    default: FIND_LOOP(uint64_t, uint64_t, key_f64);
+    }
+}
+
+/* Moves x down from the root of the max-heap heap[0, k) (by LESS_PAIR:
+ * the worst record at the root) to where it belongs. */
+static void sift_down(pair64 *heap, int64_t k, int64_t j, pair64 x) {
+    for (;;) {
+        int64_t c = 2 * j + 1;
+        if (c >= k) break;
+        if (c + 1 < k && LESS_PAIR(heap[c], heap[c + 1])) c++;
+        if (!LESS_PAIR(x, heap[c])) break;
+        heap[j] = heap[c];
+        j = c;
+    }
+    heap[j] = x;
+}
+
+/* The k best (smallest descending record) of positions [lo, hi) of a
+ * row (hi - lo >= k), sorted best first into heap[0, k). The first k
+ * records fill a max-heap with the worst at the root; after that only
+ * an element whose key is below the root's gets in: positions grow, so
+ * an equal key is a later position, which loses the tie. */
+static void topk_select(const row_args *a, const char *s, int64_t lo, int64_t hi, pair64 *heap) {
+    int64_t k = a->k;
     size_t es = emily_dtype_size(a->dt);
-    for (int64_t start = 0; start < n; start += TOPK_CHUNK) {
-        int64_t len = n - start < TOPK_CHUNK ? n - start : TOPK_CHUNK;
-        row_records(a->dt, s + (size_t)(start * a->ss) * es, a->ss, len, start, true, REC_PAIR, buf);
-        for (int64_t i = 0; i < len; i++) {
-            pair64 x = buf[i];
-            int64_t j;
-            if (filled < k) {
-                j = filled++;
-                while (j > 0) {
-                    int64_t parent = (j - 1) / 2;
-                    if (!LESS_PAIR(heap[parent], x)) break;
-                    heap[j] = heap[parent];
-                    j = parent;
-                }
-                heap[j] = x;
-                continue;
-            }
-            if (!LESS_PAIR(x, heap[0])) continue;
-            j = 0;
-            for (;;) {
-                int64_t c = 2 * j + 1;
-                if (c >= k) break;
-                if (c + 1 < k && LESS_PAIR(heap[c], heap[c + 1])) c++;
-                if (!LESS_PAIR(x, heap[c])) break;
-                heap[j] = heap[c];
-                j = c;
-            }
-            heap[j] = x;
-        }
+    int kb = key_bits(a->dt);
+    uint64_t all = kb == 64 ? UINT64_MAX : ((uint64_t)1 << kb) - 1;
+    row_records(a->dt, s + (size_t)(lo * a->ss) * es, a->ss, k, lo, true, REC_PAIR, heap);
+    for (int64_t j = k / 2; j-- > 0;) sift_down(heap, k, j, heap[j]);
+    for (int64_t i = lo + k; i < hi; i++) {
+        /* descending key below root <=> ascending key above ~root */
+        i = find_above(a->dt, s, a->ss, i, hi, ~heap[0].key & all);
+        if (i == hi) break;
+        pair64 x;
+        row_records(a->dt, s + (size_t)(i * a->ss) * es, a->ss, 1, i, true, REC_PAIR, &x);
+        sift_down(heap, k, 0, x);
     }
     /* heap sort in place: ascending order */
     for (int64_t end = k - 1; end > 0; end--) {
         pair64 x = heap[end];
         heap[end] = heap[0];
-        int64_t j = 0;
-        for (;;) {
-            int64_t c = 2 * j + 1;
-            if (c >= end) break;
-            if (c + 1 < end && LESS_PAIR(heap[c], heap[c + 1])) c++;
-            if (!LESS_PAIR(x, heap[c])) break;
-            heap[j] = heap[c];
-            j = c;
-        }
-        heap[j] = x;
+        sift_down(heap, end, 0, x);
     }
+}
+
+/* Threads a single row's selection runs on: slices of at least
+ * TOPK_PAR_MIN elements, each holding k or more. */
+static int topk_threads(int64_t n, int64_t k, int T) {
+    int64_t per = k > TOPK_PAR_MIN ? k : TOPK_PAR_MIN;
+    int64_t t = n / per;
+    if (T > 64) T = 64;
+    return t < 1 ? 1 : t < T ? (int)t : T;
+}
+
+/* top_k of one row by selection (scratch: (T + 1) * k records; the
+ * result lands in the first k): T slices select their k best side by
+ * side, then the sorted lists are merged. */
+static pair64 *topk_row(const row_args *a, const char *s, pair64 *scratch, int T) {
+    int64_t n = a->n, k = a->k;
+    T = topk_threads(n, k, T);
+    if (T == 1) {
+        topk_select(a, s, 0, n, scratch);
+        return scratch;
+    }
+#pragma omp parallel num_threads(T)
+    {
+        int t = omp_get_thread_num(), nt = omp_get_num_threads();
+        /* a team smaller than asked leaves slices to the others */
+        for (int u = t; u < T; u += nt)
+            topk_select(a, s, n * u / T, n * (u + 1) / T, scratch + (size_t)u * (size_t)k);
+    }
+    pair64 *out = scratch + (size_t)T * (size_t)k;
+    int64_t at[64] = {0};
+    for (int64_t i = 0; i < k; i++) {
+        int best = -1;
+        for (int u = 0; u < T; u++)
+            if (at[u] < k && (best < 0 || LESS_PAIR(scratch[(size_t)u * (size_t)k + (size_t)at[u]],
+                                                    scratch[(size_t)best * (size_t)k + (size_t)at[best]])))
+                best = u;
+        out[i] = scratch[(size_t)best * (size_t)k + (size_t)at[best]++];
+    }
+    return out;
 }
 
 /* A values sort whose keys can live in the output row itself: it is
@@ -617,10 +689,10 @@ static bool sort_in_place(const row_args *a) {
 }
 
 /* Scratch bytes one row needs. */
-static size_t row_scratch(const row_args *a) {
+static size_t row_scratch(const row_args *a, int T) {
     size_t n = (size_t)a->n;
     if (a->job == JOB_TOPK && topk_by_heap(a->n, a->k))
-        return (TOPK_CHUNK + (size_t)a->k) * sizeof(pair64);
+        return (size_t)(topk_threads(a->n, a->k, T) + 1) * (size_t)a->k * sizeof(pair64);
     if (sort_in_place(a)) return 0;
     rec_mode m = plan_mode(a->dt, a->n, a->job != JOB_SORT);
     return (simd_sortable(a->dt, m, a->n) ? 1 : 2) * n * rec_size(a->dt, m);
@@ -724,8 +796,7 @@ static void run_row(const row_args *a, int64_t soff, int64_t doff, void *scratch
      * sorting descending records like argsort */
     char *dv = a->dbase + (size_t)doff * es;
     if (topk_by_heap(n, a->k)) {
-        pair64 *best = (pair64 *)scratch + TOPK_CHUNK;
-        topk_heap(a, s, scratch, best);
+        pair64 *best = topk_row(a, s, scratch, T);
         for (int64_t i = 0; i < a->k; i++) {
             memcpy(dv + (size_t)(i * a->ds) * es, s + (size_t)((int64_t)best[i].idx * a->ss) * es, es);
             put_index(di, a->idt, i * a->ds, best[i].idx);
@@ -840,19 +911,19 @@ static emily_status run_rows(const char *op, row_args *a, const emily_tensor *sr
         p.units = p.w.rows / p.L * p.gpl;
         p.inner = *a;
         p.inner.ss = p.inner.ds = 1;
-        p.need = row_scratch(&p.inner);
+        p.need = row_scratch(&p.inner, 1);
         tile_bytes = align64(p.need) - p.need + align64((size_t)(p.B * a->n) * p.ein) +
                      (size_t)(p.B * a->n) * p.eout;
-    } else {
-        p.units = p.w.rows;
-        p.need = row_scratch(a);
     }
-    size_t need = p.need + tile_bytes;
+    if (!p.tiled) p.units = p.w.rows;
     int64_t total = p.w.rows * a->n;
     int nth = omp_get_max_threads();
-    if (p.units == 1 || total < SORT_PAR_MIN || nth < 2) {
-        /* serial units; a long single row may still split its passes */
-        int T = (p.w.rows == 1 && a->n >= SORT_PAR_ROW_MIN && nth > 1) ? nth : 1;
+    bool serial = p.units == 1 || total < SORT_PAR_MIN || nth < 2;
+    /* serial units; a long single row may still split its passes */
+    int T = (serial && p.w.rows == 1 && a->n >= SORT_PAR_ROW_MIN && nth > 1) ? nth : 1;
+    if (!p.tiled) p.need = row_scratch(a, T);
+    size_t need = p.need + tile_bytes;
+    if (serial) {
         void *scratch = malloc(need ? need : 1);
         int64_t (*hist)[256] = malloc(sizeof(int64_t) * 256 * (size_t)T);
         if (!scratch || !hist) {

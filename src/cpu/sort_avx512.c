@@ -34,6 +34,7 @@ void emily_cpu_records_f32_avx512(const uint32_t *s, int64_t n, int64_t first, u
                                   uint64_t *recs);
 void emily_cpu_unkeys_f32_avx512(const uint32_t *keys, int64_t n, uint32_t flip, uint32_t *d);
 void emily_cpu_positions_s32_avx512(const uint64_t *recs, int64_t n, int32_t *d);
+int64_t emily_cpu_find_above_f32_avx512(const uint32_t *s, int64_t i, int64_t n, uint32_t lim);
 
 #define AI static inline __attribute__((always_inline))
 
@@ -685,6 +686,28 @@ void emily_cpu_positions_s32_avx512(const uint64_t *recs, int64_t n, int32_t *d)
         __m512i r = _mm512_maskz_loadu_epi64(m, recs + i);
         _mm256_mask_storeu_epi32(d + i, m, _mm512_cvtepi64_epi32(r));
     }
+}
+
+/* top_k's filter (sort.c's find_above): the first position in [i, n)
+ * whose ascending key is above lim, or n. Four vectors a step, one test
+ * of their joined masks: a hit is rare once the selection has filled. */
+int64_t emily_cpu_find_above_f32_avx512(const uint32_t *s, int64_t i, int64_t n, uint32_t lim) {
+    const __m512i zero = _mm512_setzero_si512(), lv = _mm512_set1_epi32((int)lim);
+    for (; i + 64 <= n; i += 64) {
+        __mmask16 m0 = _mm512_cmpgt_epu32_mask(keys16_f32(_mm512_loadu_si512(s + i), zero), lv);
+        __mmask16 m1 = _mm512_cmpgt_epu32_mask(keys16_f32(_mm512_loadu_si512(s + i + 16), zero), lv);
+        __mmask16 m2 = _mm512_cmpgt_epu32_mask(keys16_f32(_mm512_loadu_si512(s + i + 32), zero), lv);
+        __mmask16 m3 = _mm512_cmpgt_epu32_mask(keys16_f32(_mm512_loadu_si512(s + i + 48), zero), lv);
+        uint64_t all = (uint64_t)m0 | (uint64_t)m1 << 16 | (uint64_t)m2 << 32 | (uint64_t)m3 << 48;
+        if (all) return i + __builtin_ctzll(all);
+    }
+    for (; i < n; i += 16) {
+        int64_t left = n - i;
+        __mmask16 valid = left >= 16 ? 0xffff : (__mmask16)_bzhi_u32(0xffffu, (unsigned)left);
+        __mmask16 m = _mm512_mask_cmpgt_epu32_mask(valid, keys16_f32(_mm512_maskz_loadu_epi32(valid, s + i), zero), lv);
+        if (m) return i + __builtin_ctz(m);
+    }
+    return n;
 }
 
 #else

@@ -474,6 +474,19 @@ TEST(top_k_matches_the_reference) {
     }
     check_top_k(EMILY_F32, 1, 200000, 50000, 1); /* one long row, sorted */
     check_top_k(EMILY_F64, 1, 200000, 3, 0);
+    /* one long row, selected on several threads: NaNs and ties (mix 1),
+     * rising values (every element enters the selection), falling ones */
+    for (int mix = 0; mix < 4; mix++) {
+        check_top_k(EMILY_F32, 1, 300001, 10, mix);
+        check_top_k(EMILY_S32, 1, 300001, 10, mix);
+    }
+    check_top_k(EMILY_F32, 1, 300000, 1, 1);
+    check_top_k(EMILY_F32, 1, 300000, 30000, 1); /* slices of k each */
+    check_top_k(EMILY_F16, 1, 140000, 5, 1);
+    check_top_k(EMILY_U8, 1, 140000, 5, 0);
+    check_top_k(EMILY_U64, 1, 140000, 17, 1);
+    /* the vector filter's tail: rows that are not whole vectors */
+    for (int64_t n = 25; n < 200; n += 13) check_top_k(EMILY_F32, 2, n, 3, 1);
     /* the doctest: NaN first, then inf, then 0.0 */
     float x[4] = {NAN, -INFINITY, INFINITY, 0.0f};
     int64_t n = 4;
@@ -483,6 +496,32 @@ TEST(top_k_matches_the_reference) {
     CHECK(emily_tensor_dtype(ix) == EMILY_S64 && t_get(ix, 0) == 0 && t_get(ix, 1) == 2 && t_get(ix, 2) == 3);
     emily_tensor_release(v);
     emily_tensor_release(ix);
+    /* a long strided row: the selection reads through the stride */
+    {
+        int64_t sh2[2] = {150000, 2};
+        unsigned char *xs = make_data(EMILY_F32, 300000, 1);
+        emily_tensor *m2 = t_from(EMILY_F32, 2, sh2, xs), *tr = NULL;
+        int pm[2] = {1, 0};
+        CHECK_OK(emily_transpose(m2, pm, &tr));
+        CHECK_OK(emily_top_k(tr, 4, EMILY_S64, &v, &ix));
+        for (int r = 0; r < 2; r++) {
+            int64_t *p = ref_argsort(EMILY_F32, xs + 4 * r, 150000, 2, true);
+            for (int j = 0; j < 4; j++) {
+                CHECK(t_get(ix, r * 4 + j) == (double)p[j]);
+                uint32_t got = 0, want;
+                float gv = (float)t_get(v, r * 4 + j);
+                memcpy(&want, xs + 4 * (2 * p[j] + r), 4);
+                memcpy(&got, &gv, 4);
+                CHECK(got == want || (isnan(gv) && (want & 0x7fffffffu) > 0x7f800000u));
+            }
+            free(p);
+        }
+        emily_tensor_release(v);
+        emily_tensor_release(ix);
+        emily_tensor_release(tr);
+        emily_tensor_release(m2);
+        free(xs);
+    }
     /* a transposed view: top_k runs along its last axis */
     int64_t shape[2] = {3, 4};
     float m[12] = {1, 9, 3, 4, 8, 2, 7, 5, 0, 6, 11, 10};
