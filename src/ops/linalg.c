@@ -229,6 +229,22 @@ emily_status emily_solve(const emily_tensor *a, const emily_tensor *b, emily_ten
     if ((s = get_kernels(op, 2, ts, &k))) return s;
     emily_dtype merged = emily_type_merge(a->dtype, b->dtype);
     emily_dtype t = emily_type_to_floating(merged);
+    if (k->solve && a->dtype == EMILY_F64 && b->dtype == EMILY_F64 &&
+        emily_dot_get_precision() == EMILY_DOT_PRECISION_HIGHEST) {
+        /* the device computes the whole composition in one kernel */
+        emily_tensor *ac = NULL, *bc = NULL, *x = NULL;
+        if (!(s = emily_contiguous(a, &ac)) && !(s = emily_contiguous(b, &bc)) &&
+            !(s = emily_empty_like_device(b, EMILY_F64, b->rank, b->shape, &x)))
+            s = k->solve(x, ac, bc, b_vector);
+        emily_tensor_release(ac);
+        emily_tensor_release(bc);
+        if (s) {
+            emily_tensor_release(x);
+            return s;
+        }
+        *out = x;
+        return EMILY_OK;
+    }
     emily_tensor *p = NULL, *l = NULL, *u = NULL, *bm = NULL, *bp = NULL, *y = NULL, *x = NULL;
     if ((s = emily_lu(a, &p, &l, &u))) return s;
     /* b' = p^T . b (Nx.dot(p, [-2], batch, b, [-2], batch)), in merge(a, b) */

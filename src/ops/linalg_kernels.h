@@ -45,6 +45,13 @@ struct emily_linalg_kernels {
      * 3x3 (integer inputs wrap in their type), LU otherwise, with
      * intermediate rounding to `work`. */
     emily_status (*determinant)(emily_tensor *det, const emily_tensor *a, emily_dtype work);
+    /* Optional (NULL: the op layer composes lu, dot and triangular_solve).
+     * a: [B..., n, n] f64, b: [B..., n] (b_vector) or [B..., n, m] f64,
+     * both contiguous; x: b's shape, f64. Nx.LinAlg.solve's composition
+     * with the exact (HIGHEST) f64 dot, with the same bits; an exact zero
+     * on u's diagonal fails as triangular_solve does. */
+    emily_status (*solve)(emily_tensor *x, const emily_tensor *a, const emily_tensor *b,
+                          bool b_vector);
     /* LAPACK-backed decompositions (no `work`: computed in the wide type).
      * a: [..., m, n]; q: [..., m, m] if complete else [..., m, k];
      * r: [..., m, n] if complete else [..., k, n]. Entries of q and r

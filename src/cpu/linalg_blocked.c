@@ -1,0 +1,301 @@
+/* Blocked LU and Cholesky that keep the reference's bits (see
+ * linalg_blocked.h).
+ *
+ * Why blocking can be exact here: in Nx's algorithms every element is
+ * transformed by a fixed sequence of operations, and only the order
+ * *across* elements is free.
+ *
+ * - LU (right-looking, Nx.LinAlg.LU): element (i, j) becomes
+ *   ((a_ij - l_i0 u_0j) - l_i1 u_1j) - ..., one rounded product and one
+ *   subtraction per step k < min(i, j), in increasing k; the pivot of
+ *   column k is chosen on its values after steps 0..k-1. A recursive
+ *   column split (Toledo's recursive LU) factors the left half, applies
+ *   its row swaps to the right half, solves the unit-lower triangle for
+ *   U's rows (the same subtractions in the same order) and subtracts
+ *   L21 U12 from the trailing block with emily_xupdate, which continues
+ *   each element's chain of subtractions in k order. Row swaps commute
+ *   with the delayed updates because each row carries its own multipliers.
+ * - Cholesky (Nx.LinAlg.Cholesky): l_ij = (a_ij - s_ij) / (l_jj + eps)
+ *   with s_ij = sum over k < j of l_ik l_jk, taken from 0 in increasing
+ *   k, rounded once. The partial sums s live in l's lower triangle while
+ *   the factorization runs: a recursive column split finishes the left
+ *   half, adds the left half's terms to the sums of the right half with
+ *   emily_xupdate (continuing each sum in k order), then finishes the
+ *   right half. Only after all of that does the reference's final pass
+ *   (|x| <= eps becomes 0, the upper triangle 0 * a) run, as in Nx.
+ *
+ * The narrow leaves (LU_BASE / CHOL_BASE columns) run the reference's
+ * column steps on a column-major copy of the panel, so that the pivot
+ * search, the division by the pivot and the rank-1 updates stream
+ * through contiguous memory. Only the update runs on several threads. */
+#include "cpu/linalg_blocked.h"
+
+#include <math.h>
+#include <omp.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cpu/exact_update.h"
+
+enum {
+    LU_BASE = 16,   /* panel columns factored column by column */
+    TRSM_BASE = 16, /* rows of U solved row by row */
+    CHOL_BASE = 16, /* Cholesky columns finished column by column */
+};
+
+/* -1: not read from EMILY_LINALG_BLOCK_MIN yet (the corpus can be run
+ * with it set to 1, so that every matrix takes the blocked paths) */
+static _Atomic int64_t block_min = -1;
+void emily_cpu_linalg_set_block_min(int64_t n) { atomic_store(&block_min, n < 0 ? 0 : n); }
+int64_t emily_cpu_linalg_block_min(void) {
+    int64_t v = atomic_load(&block_min);
+    if (v >= 0) return v;
+    const char *env = getenv("EMILY_LINALG_BLOCK_MIN");
+    char *end = NULL;
+    long long parsed = env ? strtoll(env, &end, 10) : -1;
+    v = env && *env && end && !*end && parsed >= 0 ? (int64_t)parsed : EMILY_LINALG_BLOCK_MIN_DEFAULT;
+    int64_t expected = -1;
+    atomic_compare_exchange_strong(&block_min, &expected, v);
+    return atomic_load(&block_min);
+}
+
+static int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
+
+/* About half of w, a multiple of 16 (whole update tiles) where possible. */
+static int64_t split(int64_t w) {
+    int64_t h = w / 2 / 16 * 16;
+    return h > 0 ? h : w / 2;
+}
+
+static int team_size(void) { return omp_in_parallel() ? 1 : omp_get_max_threads(); }
+
+/* ---- LU ------------------------------------------------------------------ */
+
+typedef struct lu_ctx {
+    double *a; /* n x n, row-major */
+    int64_t n;
+    int64_t *perm;
+    int64_t *piv;  /* piv[k]: the row swapped with row k at step k */
+    double *panel; /* n x LU_BASE, column-major */
+    emily_xupdate_ws ws;
+} lu_ctx;
+
+/* Applies the swaps of steps [k0, k1) to columns [j0, j1), in step order. */
+static void lu_swap_rows(lu_ctx *c, int64_t k0, int64_t k1, int64_t j0, int64_t j1) {
+    int64_t n = c->n, w = j1 - j0;
+    if (w <= 0) return;
+    for (int64_t k = k0; k < k1; k++) {
+        int64_t p = c->piv[k];
+        if (p == k) continue;
+        double *x = c->a + k * n + j0, *y = c->a + p * n + j0;
+        for (int64_t j = 0; j < w; j++) {
+            double t = x[j];
+            x[j] = y[j];
+            y[j] = t;
+        }
+    }
+}
+
+/* Steps c0 .. c1-1 of the reference on columns [c0, c1), rows [c0, n):
+ * pivot search, swap, division by the pivot, rank-1 update of the
+ * panel's later columns. Nx.argmax's rule: the first maximum of |x|,
+ * except that a NaN always takes over. */
+static void lu_panel(lu_ctx *c, int64_t c0, int64_t c1) {
+    int64_t n = c->n, m = n - c0, w = c1 - c0;
+    double *P = c->panel;
+    for (int64_t i = 0; i < m; i++) {
+        const double *row = c->a + (c0 + i) * n + c0;
+        for (int64_t j = 0; j < w; j++) P[j * m + i] = row[j];
+    }
+    for (int64_t k = 0; k < w; k++) {
+        double *col = P + k * m;
+        int64_t piv = k;
+        double best = fabs(col[k]);
+        for (int64_t i = k + 1; i < m; i++) {
+            double x = fabs(col[i]);
+            if (isnan(x) || (!isnan(best) && x > best)) { piv = i; best = x; }
+        }
+        if (piv != k) {
+            for (int64_t j = 0; j < w; j++) {
+                double t = P[j * m + k];
+                P[j * m + k] = P[j * m + piv];
+                P[j * m + piv] = t;
+            }
+            int64_t t = c->perm[c0 + k];
+            c->perm[c0 + k] = c->perm[c0 + piv];
+            c->perm[c0 + piv] = t;
+        }
+        c->piv[c0 + k] = c0 + piv;
+        double d = col[k];
+        if (!(d == 0)) {
+#pragma omp simd
+            for (int64_t i = k + 1; i < m; i++) col[i] = col[i] / d;
+        }
+        for (int64_t j = k + 1; j < w; j++) {
+            double *cj = P + j * m, u = cj[k];
+#pragma omp simd
+            for (int64_t i = k + 1; i < m; i++) cj[i] = cj[i] - col[i] * u;
+        }
+    }
+    for (int64_t i = 0; i < m; i++) {
+        double *row = c->a + (c0 + i) * n + c0;
+        for (int64_t j = 0; j < w; j++) row[j] = P[j * m + i];
+    }
+}
+
+/* U's rows [r0, r1) in columns [j0, j1): each element minus l_rp u_pj for
+ * p in [r0, r) in increasing p (the steps p < r0 were applied before). */
+static void lu_trsm(lu_ctx *c, int64_t r0, int64_t r1, int64_t j0, int64_t j1) {
+    int64_t n = c->n, w = j1 - j0, h = r1 - r0;
+    double *a = c->a;
+    if (h <= TRSM_BASE) {
+        for (int64_t r = r0 + 1; r < r1; r++) {
+            double *br = a + r * n + j0;
+            for (int64_t p = r0; p < r; p++) {
+                double l = a[r * n + p];
+                const double *bp = a + p * n + j0;
+#pragma omp simd
+                for (int64_t j = 0; j < w; j++) br[j] = br[j] - l * bp[j];
+            }
+        }
+        return;
+    }
+    int64_t mid = r0 + split(h);
+    lu_trsm(c, r0, mid, j0, j1);
+    emily_xupdate u = {.m = r1 - mid, .n = w, .k = mid - r0,
+                       .a = a + mid * n + r0, .a_rs = n, .a_cs = 1,
+                       .b = a + r0 * n + j0, .b_rs = n, .b_cs = 1,
+                       .c = a + mid * n + j0, .ldc = n, .subtract = true};
+    emily_xupdate_run(&u, &c->ws);
+    lu_trsm(c, mid, r1, j0, j1);
+}
+
+/* Factors columns [c0, c1) over rows [c0, n); swaps of these steps are
+ * applied to every column in [c0, c1) (the caller applies them outside). */
+static void lu_rec(lu_ctx *c, int64_t c0, int64_t c1) {
+    int64_t w = c1 - c0, n = c->n;
+    if (w <= LU_BASE) {
+        lu_panel(c, c0, c1);
+        return;
+    }
+    int64_t mid = c0 + split(w);
+    lu_rec(c, c0, mid);
+    lu_swap_rows(c, c0, mid, mid, c1);
+    lu_trsm(c, c0, mid, mid, c1);
+    emily_xupdate u = {.m = n - mid, .n = c1 - mid, .k = mid - c0,
+                       .a = c->a + mid * n + c0, .a_rs = n, .a_cs = 1,
+                       .b = c->a + c0 * n + mid, .b_rs = n, .b_cs = 1,
+                       .c = c->a + mid * n + mid, .ldc = n, .subtract = true};
+    emily_xupdate_run(&u, &c->ws);
+    lu_rec(c, mid, c1);
+    lu_swap_rows(c, mid, c1, c0, mid);
+}
+
+bool emily_cpu_lu_f64_blocked(double *a, int64_t n, int64_t *perm) {
+    lu_ctx c = {.a = a, .n = n, .perm = perm};
+    for (int64_t i = 0; i < n; i++) perm[i] = i;
+    if (n == 0) return true;
+    c.piv = malloc((size_t)n * sizeof *c.piv);
+    c.panel = malloc((size_t)n * LU_BASE * sizeof *c.panel);
+    bool ok = c.piv && c.panel && emily_xupdate_ws_init(&c.ws, n, team_size());
+    if (ok) lu_rec(&c, 0, n);
+    if (c.ws.buf) emily_xupdate_ws_free(&c.ws);
+    free(c.piv);
+    free(c.panel);
+    return ok;
+}
+
+/* ---- Cholesky ------------------------------------------------------------- */
+
+typedef struct chol_ctx {
+    const double *a; /* n x n, row-major; only the lower triangle is read */
+    double *l;       /* n x n: partial sums, then l, in the lower triangle */
+    int64_t n;
+    emily_dtype w;
+    double *p, *q; /* n x CHOL_BASE column-major panels: sums/l, and a */
+    emily_xupdate_ws ws;
+} chol_ctx;
+
+/* Finishes columns [c0, c1), rows [c0, n): l's lower triangle holds the
+ * sums over k < c0; the terms k in [c0, j) are added column by column as
+ * each column is finished (right-looking inside the panel). */
+static void chol_panel(chol_ctx *c, int64_t c0, int64_t c1) {
+    int64_t n = c->n, m = n - c0, w = c1 - c0;
+    emily_dtype t = c->w;
+    double *P = c->p, *Q = c->q;
+    for (int64_t i = 0; i < m; i++) {
+        const double *lr = c->l + (c0 + i) * n + c0, *ar = c->a + (c0 + i) * n + c0;
+        int64_t jn = imin(w, i + 1);
+        for (int64_t j = 0; j < jn; j++) {
+            P[j * m + i] = lr[j];
+            Q[j * m + i] = ar[j];
+        }
+    }
+    for (int64_t j = 0; j < w; j++) {
+        double *col = P + j * m;
+        const double *acol = Q + j * m;
+        double v = emily_linalg_rnd(t, sqrt(emily_linalg_rnd(t, acol[j] - emily_linalg_rnd(t, col[j]))));
+        col[j] = v;
+        double den = emily_linalg_rnd(t, v + EMILY_CHOLESKY_EPS);
+        if (t == EMILY_F64) {
+#pragma omp simd
+            for (int64_t i = j + 1; i < m; i++) col[i] = (acol[i] - col[i]) / den;
+        } else {
+            for (int64_t i = j + 1; i < m; i++)
+                col[i] = emily_linalg_rnd(
+                    t, emily_linalg_rnd(t, acol[i] - emily_linalg_rnd(t, col[i])) / den);
+        }
+        for (int64_t j2 = j + 1; j2 < w; j2++) {
+            double *c2 = P + j2 * m, x = col[j2];
+#pragma omp simd
+            for (int64_t i = j2; i < m; i++) c2[i] = col[i] * x + c2[i];
+        }
+    }
+    for (int64_t i = 0; i < m; i++) {
+        double *lr = c->l + (c0 + i) * n + c0;
+        int64_t jn = imin(w, i + 1);
+        for (int64_t j = 0; j < jn; j++) lr[j] = P[j * m + i];
+    }
+}
+
+static void chol_rec(chol_ctx *c, int64_t c0, int64_t c1) {
+    int64_t w = c1 - c0, n = c->n;
+    if (w <= CHOL_BASE) {
+        chol_panel(c, c0, c1);
+        return;
+    }
+    int64_t mid = c0 + split(w);
+    chol_rec(c, c0, mid);
+    /* s_ij += l_ik l_jk for k in [c0, mid), i >= j in [mid, c1) x [mid, n) */
+    emily_xupdate u = {.m = n - mid, .n = c1 - mid, .k = mid - c0,
+                       .a = c->l + mid * n + c0, .a_rs = n, .a_cs = 1,
+                       .b = c->l + mid * n + c0, .b_rs = 1, .b_cs = n,
+                       .c = c->l + mid * n + mid, .ldc = n, .subtract = false,
+                       .lower = true, .diag_off = 0};
+    emily_xupdate_run(&u, &c->ws);
+    chol_rec(c, mid, c1);
+}
+
+bool emily_cpu_cholesky_blocked(const double *a, double *l, int64_t n, emily_dtype w) {
+    if (n == 0) return true;
+    chol_ctx c = {.a = a, .l = l, .n = n, .w = w};
+    c.p = malloc((size_t)n * 2 * CHOL_BASE * sizeof *c.p);
+    bool ok = c.p && emily_xupdate_ws_init(&c.ws, n, team_size());
+    if (ok) {
+        c.q = c.p + n * CHOL_BASE;
+        /* every sum starts at 0; the upper triangle is initialized because
+         * the update computes whole tiles across the diagonal */
+        memset(l, 0, (size_t)(n * n) * sizeof *l);
+        chol_rec(&c, 0, n);
+        /* the reference's last steps: the upper triangle is 0 * a (NaN
+         * where a is not finite), then every |x| <= eps becomes 0 */
+        for (int64_t i = 0; i < n; i++)
+            for (int64_t j = 0; j < n; j++) {
+                double x = j > i ? emily_linalg_rnd(w, 0.0 * a[i * n + j]) : l[i * n + j];
+                l[i * n + j] = fabs(x) <= EMILY_CHOLESKY_EPS ? 0 : x;
+            }
+    }
+    if (c.ws.buf) emily_xupdate_ws_free(&c.ws);
+    free(c.p);
+    return ok;
+}
