@@ -557,8 +557,10 @@ typedef struct row_args {
  * than sorting the whole row. */
 static bool topk_by_heap(int64_t n, int64_t k) { return n > SORT_SMALL && k * 8 < n; }
 
-/* Rows from which top_k's selection splits a single row over threads. */
+/* Slice lengths from which top_k's selection splits a single row over
+ * threads. */
 #define TOPK_PAR_MIN ((int64_t)1 << 16)
+#define TOPK_PAR_MIN_SIMD ((int64_t)1 << 23)
 
 #define FIND_LOOP(RAW, KEYT, KFN)                                                    \
     do {                                                                             \
@@ -644,9 +646,16 @@ static void topk_select(const row_args *a, const char *s, int64_t lo, int64_t hi
 }
 
 /* Threads a single row's selection runs on: slices of at least
- * TOPK_PAR_MIN elements, each holding k or more. */
-static int topk_threads(int64_t n, int64_t k, int T) {
-    int64_t per = k > TOPK_PAR_MIN ? k : TOPK_PAR_MIN;
+ * TOPK_PAR_MIN elements (TOPK_PAR_MIN_SIMD where the vector filter
+ * runs), each holding k or more. The vector filter reads 1e6 f32 in
+ * about 0.05 ms, less than a thread team can cost on a busy machine
+ * (where a helper thread waits for a core, a join took milliseconds). */
+static int topk_threads(const row_args *a, int T) {
+    int64_t n = a->n, k = a->k, min = TOPK_PAR_MIN;
+#if HAVE_SORT_AVX512
+    if (a->dt == EMILY_F32 && a->ss == 1 && use_avx512()) min = TOPK_PAR_MIN_SIMD;
+#endif
+    int64_t per = k > min ? k : min;
     int64_t t = n / per;
     if (T > 64) T = 64;
     return t < 1 ? 1 : t < T ? (int)t : T;
@@ -657,7 +666,7 @@ static int topk_threads(int64_t n, int64_t k, int T) {
  * side, then the sorted lists are merged. */
 static pair64 *topk_row(const row_args *a, const char *s, pair64 *scratch, int T) {
     int64_t n = a->n, k = a->k;
-    T = topk_threads(n, k, T);
+    T = topk_threads(a, T);
     if (T == 1) {
         topk_select(a, s, 0, n, scratch);
         return scratch;
@@ -692,7 +701,7 @@ static bool sort_in_place(const row_args *a) {
 static size_t row_scratch(const row_args *a, int T) {
     size_t n = (size_t)a->n;
     if (a->job == JOB_TOPK && topk_by_heap(a->n, a->k))
-        return (size_t)(topk_threads(a->n, a->k, T) + 1) * (size_t)a->k * sizeof(pair64);
+        return (size_t)(topk_threads(a, T) + 1) * (size_t)a->k * sizeof(pair64);
     if (sort_in_place(a)) return 0;
     rec_mode m = plan_mode(a->dt, a->n, a->job != JOB_SORT);
     return (simd_sortable(a->dt, m, a->n) ? 1 : 2) * n * rec_size(a->dt, m);

@@ -11,7 +11,8 @@
  * vector at a time with compress-stores to both ends of the array (two
  * vectors held back at the start leave room, so nothing unread is ever
  * overwritten); once a part has at most 16 vectors it is sorted in
- * registers by a bitonic network. A pivot that is the part's minimum
+ * registers by a merging network (sortnet32) whose cost follows the
+ * number of registers the part fills. A pivot that is the part's minimum
  * splits off the run of keys equal to it, so repeated keys cannot stall
  * the recursion; past a depth limit a part falls back to heapsort
  * (n log n whatever the data, in place). Inside a parallel region, long
@@ -41,7 +42,7 @@ int64_t emily_cpu_find_above_f32_avx512(const uint32_t *s, int64_t i, int64_t n,
 /* Parts of at most this many keys are sorted by a network (the
  * partitions need at least 128 and 64 keys). */
 #ifndef SMALL32_MAX
-#define SMALL32_MAX 128
+#define SMALL32_MAX 256
 #endif
 #ifndef SMALL64_MAX
 #define SMALL64_MAX 128
@@ -52,20 +53,13 @@ _Static_assert(SMALL64_MAX >= 64 && SMALL64_MAX <= 128, "partition64 needs 64 ke
 /* Parts from this size on become OpenMP tasks. */
 #define TASK_MIN ((int64_t)1 << 16)
 
-/* Lane mask of a bitonic layer: the lanes (global positions base+i,
- * base a multiple of the lane count) that take the larger of their pair
- * when blocks of k are sorted in alternating directions and partners are
- * j apart (j below the lane count). Written so the compiler folds it to
- * a constant: lane i has bit j of g iff it has bit j of i. */
+/* The lanes (of a register of `lanes` keys) whose index has bit j set:
+ * those that take the larger key of a pair j apart. A constant once
+ * inlined. */
 AI unsigned lane_bits(int lanes, int64_t j) {
     unsigned all = lanes == 16 ? 0xffffu : 0xffu;
     unsigned m = j == 1 ? 0xaaaau : j == 2 ? 0xccccu : j == 4 ? 0xf0f0u : 0xff00u;
     return m & all;
-}
-AI unsigned layer_mask(int lanes, int64_t base, int64_t k, int64_t j) {
-    unsigned all = lanes == 16 ? 0xffffu : 0xffu;
-    unsigned high = k < lanes ? lane_bits(lanes, k) : ((base & k) ? all : 0u);
-    return lane_bits(lanes, j) ^ high;
 }
 
 /* In-place heapsort: the fallback past the depth limit (O(n log n)
@@ -107,13 +101,6 @@ DEFINE_HEAPSORT(heapsort64, uint64_t)
  * 32-bit keys, 16 lanes
  * ====================================================================== */
 
-AI __m512i cx32(__m512i v, int j, __mmask16 maxmask) {
-    const __m512i iota = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
-    __m512i w = _mm512_permutexvar_epi32(_mm512_xor_si512(iota, _mm512_set1_epi32(j)), v);
-    __m512i lo = _mm512_mask_min_epu32(v, (__mmask16)~maxmask, v, w);
-    return _mm512_mask_max_epu32(lo, maxmask, v, w);
-}
-
 /* Stores the m-lanes of v, packed, at p (cnt = popcount(m) keys). The
  * compress goes to a register and the store is masked: the memory form
  * of the compress is slow on Intel cores. */
@@ -121,63 +108,111 @@ AI void cstore32(uint32_t *p, __mmask16 m, __m512i v, int cnt) {
     _mm512_mask_storeu_epi32(p, (__mmask16)_bzhi_u32(0xffffu, (unsigned)cnt), _mm512_maskz_compress_epi32(m, v));
 }
 
-/* Bitonic sort of R registers (16R keys) into ascending order. */
-AI void bitonic32(__m512i *v, const int R) {
-    const int64_t N = 16 * (int64_t)R;
+/* Lane i of a register against lane i ^ m (m < 16), the larger key to
+ * the lane that has m's top bit: one layer of an ascending network. */
+AI __m512i lanes32(__m512i v, int m) {
+    const __m512i iota = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+    int top = m >= 8 ? 8 : m >= 4 ? 4 : m >= 2 ? 2 : 1;
+    __mmask16 maxmask = (__mmask16)lane_bits(16, top);
+    __m512i w = _mm512_permutexvar_epi32(_mm512_xor_si512(iota, _mm512_set1_epi32(m)), v);
+    __m512i lo = _mm512_mask_min_epu32(v, (__mmask16)~maxmask, v, w);
+    return _mm512_mask_max_epu32(lo, maxmask, v, w);
+}
+
+AI __m512i rev32(__m512i v) {
+    const __m512i r = _mm512_set_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    return _mm512_permutexvar_epi32(r, v);
+}
+
+/* Sorts the 16 R keys of v[0, R) (R <= 16) ascending, as if padded with
+ * all-ones registers to a power of two. Every block is sorted ascending
+ * and two sorted blocks merge by comparing each key with its mirror
+ * image in the other block (i against 2m-1-i), then at halving
+ * distances. In that form the all-ones pads never move, so comparisons
+ * with a pad register are left out and the cost follows R rather than
+ * the next power of two (an alternating-direction bitonic network would
+ * move the pads). */
+AI void sortnet32(__m512i *v, const int R) {
+    const int P = R <= 1 ? 1 : R <= 2 ? 2 : R <= 4 ? 4 : R <= 8 ? 8 : 16;
+    /* each register: blocks of 2, 4, 8, 16 lanes */
 #pragma GCC unroll 16
-    for (int64_t k = 2; k <= N; k <<= 1) {
+    for (int r = 0; r < R; r++) {
+#pragma GCC unroll 4
+        for (int k = 2; k <= 16; k <<= 1) {
+            v[r] = lanes32(v[r], k - 1);
+#pragma GCC unroll 4
+            for (int j = k >> 2; j > 0; j >>= 1) v[r] = lanes32(v[r], j);
+        }
+    }
+    /* blocks of kr registers */
+#pragma GCC unroll 4
+    for (int kr = 2; kr <= P; kr <<= 1) {
 #pragma GCC unroll 16
-        for (int64_t j = k >> 1; j > 0; j >>= 1) {
-            if (j >= 16) {
-                int64_t rj = j / 16;
+        for (int r = 0; r < R; r++) {
+            int q = (r & ~(kr - 1)) + kr - 1 - (r & (kr - 1)); /* r's mirror */
+            if ((r & (kr >> 1)) || q >= R) continue;
+            __m512i a = v[r], b = v[q];
+            v[r] = _mm512_min_epu32(a, rev32(b));
+            v[q] = _mm512_max_epu32(rev32(a), b);
+        }
+#pragma GCC unroll 4
+        for (int jr = kr >> 2; jr > 0; jr >>= 1) {
 #pragma GCC unroll 16
-                for (int r = 0; r < R; r++) {
-                    if (r & rj) continue;
-                    int p = r | (int)rj;
-                    bool asc = ((r * 16) & k) == 0;
-                    __m512i mn = _mm512_min_epu32(v[r], v[p]), mx = _mm512_max_epu32(v[r], v[p]);
-                    v[r] = asc ? mn : mx;
-                    v[p] = asc ? mx : mn;
-                }
-            } else {
-#pragma GCC unroll 16
-                for (int r = 0; r < R; r++)
-                    v[r] = cx32(v[r], (int)j, (__mmask16)layer_mask(16, (int64_t)r * 16, k, j));
+            for (int r = 0; r < R; r++) {
+                if ((r & jr) || r + jr >= R) continue;
+                __m512i a = v[r], b = v[r + jr];
+                v[r] = _mm512_min_epu32(a, b);
+                v[r + jr] = _mm512_max_epu32(a, b);
             }
+        }
+#pragma GCC unroll 16
+        for (int r = 0; r < R; r++) {
+#pragma GCC unroll 4
+            for (int j = 8; j > 0; j >>= 1) v[r] = lanes32(v[r], j);
         }
     }
 }
 
+/* Sorts n keys (16 (R - 1) < n <= 16 R, or fewer where a larger
+ * instance stands in) in R registers, the last filled with all-ones. */
 #define SMALL32(R)                                                                  \
     static void small32_##R(uint32_t *a, int64_t n) {                               \
         __m512i v[R];                                                               \
         const __m512i pad = _mm512_set1_epi32(-1);                                  \
         for (int r = 0; r < R; r++) {                                               \
             int64_t left = n - 16 * r;                                              \
-            __mmask16 m = left >= 16 ? 0xffff : left <= 0 ? 0 : (__mmask16)((1u << left) - 1); \
+            __mmask16 m = left >= 16 ? 0xffff : left <= 0 ? 0 : (__mmask16)_bzhi_u32(0xffffu, (unsigned)left); \
             v[r] = _mm512_mask_loadu_epi32(pad, m, a + 16 * r);                     \
         }                                                                           \
-        bitonic32(v, R);                                                            \
+        sortnet32(v, R);                                                            \
         for (int r = 0; r < R; r++) {                                               \
             int64_t left = n - 16 * r;                                              \
-            __mmask16 m = left >= 16 ? 0xffff : left <= 0 ? 0 : (__mmask16)((1u << left) - 1); \
+            __mmask16 m = left >= 16 ? 0xffff : left <= 0 ? 0 : (__mmask16)_bzhi_u32(0xffffu, (unsigned)left); \
             _mm512_mask_storeu_epi32(a + 16 * r, m, v[r]);                          \
         }                                                                           \
     }
+/* Every register count up to 4, even ones above: an instance per count
+ * measured the same and takes twice the code. */
 SMALL32(1)
 SMALL32(2)
+SMALL32(3)
 SMALL32(4)
+SMALL32(6)
 SMALL32(8)
+SMALL32(10)
+SMALL32(12)
+SMALL32(14)
 SMALL32(16)
 
 /* Sorts n <= 256 keys. */
 static void small_sort32(uint32_t *a, int64_t n) {
+    typedef void (*small_fn)(uint32_t *, int64_t);
+    static const small_fn by_regs[16] = {small32_1,  small32_2,  small32_3,  small32_4,
+                                         small32_6,  small32_6,  small32_8,  small32_8,
+                                         small32_10, small32_10, small32_12, small32_12,
+                                         small32_14, small32_14, small32_16, small32_16};
     if (n <= 1) return;
-    if (n <= 16) small32_1(a, n);
-    else if (n <= 32) small32_2(a, n);
-    else if (n <= 64) small32_4(a, n);
-    else if (n <= 128) small32_8(a, n);
-    else small32_16(a, n);
+    by_regs[(n - 1) >> 4](a, n);
 }
 
 /* Median of 16 keys spread over a (n >= 16). */
@@ -186,7 +221,7 @@ static uint32_t pivot32(const uint32_t *a, int64_t n) {
     int64_t step = n / 16;
     for (int i = 0; i < 16; i++) s[i] = a[i * step + step / 2];
     __m512i v = _mm512_loadu_si512(s);
-    bitonic32(&v, 1);
+    sortnet32(&v, 1);
     _mm512_storeu_si512(s, v);
     return s[8];
 }
@@ -326,39 +361,59 @@ void emily_cpu_sort_u32_avx512(uint32_t *a, int64_t n, bool tasks) {
  * (key above position: all distinct, equal keys come out by position).
  * ====================================================================== */
 
-AI __m512i cx64(__m512i v, int j, __mmask8 maxmask) {
-    const __m512i iota = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
-    __m512i w = _mm512_permutexvar_epi64(_mm512_xor_si512(iota, _mm512_set1_epi64(j)), v);
-    __m512i lo = _mm512_mask_min_epu64(v, (__mmask8)~maxmask, v, w);
-    return _mm512_mask_max_epu64(lo, maxmask, v, w);
-}
-
 AI void cstore64(uint64_t *p, __mmask8 m, __m512i v, int cnt) {
     _mm512_mask_storeu_epi64(p, (__mmask8)_bzhi_u32(0xffu, (unsigned)cnt), _mm512_maskz_compress_epi64(m, v));
 }
 
-AI void bitonic64(__m512i *v, const int R) {
-    const int64_t N = 8 * (int64_t)R;
+/* As lanes32, rev32 and sortnet32 with 8 keys a register. */
+AI __m512i lanes64(__m512i v, int m) {
+    const __m512i iota = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
+    int top = m >= 4 ? 4 : m >= 2 ? 2 : 1;
+    __mmask8 maxmask = (__mmask8)lane_bits(8, top);
+    __m512i w = _mm512_permutexvar_epi64(_mm512_xor_si512(iota, _mm512_set1_epi64(m)), v);
+    __m512i lo = _mm512_mask_min_epu64(v, (__mmask8)~maxmask, v, w);
+    return _mm512_mask_max_epu64(lo, maxmask, v, w);
+}
+
+AI __m512i rev64(__m512i v) {
+    return _mm512_permutexvar_epi64(_mm512_set_epi64(0, 1, 2, 3, 4, 5, 6, 7), v);
+}
+
+AI void sortnet64(__m512i *v, const int R) {
+    const int P = R <= 1 ? 1 : R <= 2 ? 2 : R <= 4 ? 4 : R <= 8 ? 8 : 16;
 #pragma GCC unroll 16
-    for (int64_t k = 2; k <= N; k <<= 1) {
+    for (int r = 0; r < R; r++) {
+#pragma GCC unroll 4
+        for (int k = 2; k <= 8; k <<= 1) {
+            v[r] = lanes64(v[r], k - 1);
+#pragma GCC unroll 4
+            for (int j = k >> 2; j > 0; j >>= 1) v[r] = lanes64(v[r], j);
+        }
+    }
+#pragma GCC unroll 4
+    for (int kr = 2; kr <= P; kr <<= 1) {
 #pragma GCC unroll 16
-        for (int64_t j = k >> 1; j > 0; j >>= 1) {
-            if (j >= 8) {
-                int64_t rj = j / 8;
+        for (int r = 0; r < R; r++) {
+            int q = (r & ~(kr - 1)) + kr - 1 - (r & (kr - 1));
+            if ((r & (kr >> 1)) || q >= R) continue;
+            __m512i a = v[r], b = v[q];
+            v[r] = _mm512_min_epu64(a, rev64(b));
+            v[q] = _mm512_max_epu64(rev64(a), b);
+        }
+#pragma GCC unroll 4
+        for (int jr = kr >> 2; jr > 0; jr >>= 1) {
 #pragma GCC unroll 16
-                for (int r = 0; r < R; r++) {
-                    if (r & rj) continue;
-                    int p = r | (int)rj;
-                    bool asc = ((r * 8) & k) == 0;
-                    __m512i mn = _mm512_min_epu64(v[r], v[p]), mx = _mm512_max_epu64(v[r], v[p]);
-                    v[r] = asc ? mn : mx;
-                    v[p] = asc ? mx : mn;
-                }
-            } else {
-#pragma GCC unroll 16
-                for (int r = 0; r < R; r++)
-                    v[r] = cx64(v[r], (int)j, (__mmask8)layer_mask(8, (int64_t)r * 8, k, j));
+            for (int r = 0; r < R; r++) {
+                if ((r & jr) || r + jr >= R) continue;
+                __m512i a = v[r], b = v[r + jr];
+                v[r] = _mm512_min_epu64(a, b);
+                v[r + jr] = _mm512_max_epu64(a, b);
             }
+        }
+#pragma GCC unroll 16
+        for (int r = 0; r < R; r++) {
+#pragma GCC unroll 4
+            for (int j = 4; j > 0; j >>= 1) v[r] = lanes64(v[r], j);
         }
     }
 }
@@ -372,7 +427,7 @@ AI void bitonic64(__m512i *v, const int R) {
             __mmask8 m = left >= 8 ? 0xff : left <= 0 ? 0 : (__mmask8)((1u << left) - 1); \
             v[r] = _mm512_mask_loadu_epi64(pad, m, a + 8 * r);                      \
         }                                                                           \
-        bitonic64(v, R);                                                            \
+        sortnet64(v, R);                                                            \
         for (int r = 0; r < R; r++) {                                               \
             int64_t left = n - 8 * r;                                               \
             __mmask8 m = left >= 8 ? 0xff : left <= 0 ? 0 : (__mmask8)((1u << left) - 1); \
@@ -381,17 +436,24 @@ AI void bitonic64(__m512i *v, const int R) {
     }
 SMALL64(1)
 SMALL64(2)
+SMALL64(3)
 SMALL64(4)
+SMALL64(6)
 SMALL64(8)
+SMALL64(10)
+SMALL64(12)
+SMALL64(14)
 SMALL64(16)
 
+/* Sorts n <= 128 keys. */
 static void small_sort64(uint64_t *a, int64_t n) {
+    typedef void (*small_fn)(uint64_t *, int64_t);
+    static const small_fn by_regs[16] = {small64_1,  small64_2,  small64_3,  small64_4,
+                                         small64_6,  small64_6,  small64_8,  small64_8,
+                                         small64_10, small64_10, small64_12, small64_12,
+                                         small64_14, small64_14, small64_16, small64_16};
     if (n <= 1) return;
-    if (n <= 8) small64_1(a, n);
-    else if (n <= 16) small64_2(a, n);
-    else if (n <= 32) small64_4(a, n);
-    else if (n <= 64) small64_8(a, n);
-    else small64_16(a, n);
+    by_regs[(n - 1) >> 3](a, n);
 }
 
 static uint64_t pivot64(const uint64_t *a, int64_t n) {
@@ -399,7 +461,7 @@ static uint64_t pivot64(const uint64_t *a, int64_t n) {
     int64_t step = n / 16;
     for (int i = 0; i < 16; i++) s[i] = a[i * step + step / 2];
     __m512i v[2] = {_mm512_loadu_si512(s), _mm512_loadu_si512(s + 8)};
-    bitonic64(v, 2);
+    sortnet64(v, 2);
     _mm512_storeu_si512(s, v[0]);
     _mm512_storeu_si512(s + 8, v[1]);
     return s[8];
@@ -558,6 +620,46 @@ static void zero_nan_runs32(const uint32_t *k, int64_t n, uint32_t flip, int64_t
     runs[3] = q == 0xffffffffu ? n : lower_bound32(k, n, q + 1);
 }
 
+/* The first pass of an f32 sort: the keys of src[lo, hi) go to dst,
+ * those below the pivot pv upwards from *lw, the others from *gw,
+ * upwards (`up`) or downwards (ending at *gw). Four vectors a step: one
+ * at a time, the loads' latency showed. */
+AI void split_keys_f32(const uint32_t *src, int64_t lo, int64_t hi, __m512i fv, __m512i pv,
+                       uint32_t *dst, int64_t *lwp, int64_t *gwp, const bool up) {
+    int64_t lw = *lwp, gw = *gwp, i = lo;
+#define SPLIT_ONE(V, M, VALID)                                                      \
+    do {                                                                           \
+        int c_ = __builtin_popcount((unsigned)(M));                                \
+        int g_ = __builtin_popcount((unsigned)(VALID)) - c_;                       \
+        cstore32(dst + lw, (M), (V), c_);                                          \
+        lw += c_;                                                                  \
+        if (!up) gw -= g_;                                                         \
+        cstore32(dst + gw, (__mmask16)(~(M) & (VALID)), (V), g_);                  \
+        if (up) gw += g_;                                                          \
+    } while (0)
+    for (; i + 64 <= hi; i += 64) {
+        __m512i v[4];
+        __mmask16 m[4];
+#pragma GCC unroll 4
+        for (int u = 0; u < 4; u++) {
+            v[u] = keys16_f32(_mm512_loadu_si512(src + i + 16 * u), fv);
+            m[u] = _mm512_cmplt_epu32_mask(v[u], pv);
+        }
+#pragma GCC unroll 4
+        for (int u = 0; u < 4; u++) SPLIT_ONE(v[u], m[u], 0xffff);
+    }
+    for (; i < hi; i += 16) {
+        int64_t left = hi - i;
+        __mmask16 valid = left >= 16 ? 0xffff : (__mmask16)_bzhi_u32(0xffffu, (unsigned)left);
+        __m512i v = keys16_f32(_mm512_maskz_loadu_epi32(valid, src + i), fv);
+        __mmask16 m = _mm512_cmplt_epu32_mask(v, pv) & valid;
+        SPLIT_ONE(v, m, valid);
+    }
+#undef SPLIT_ONE
+    *lwp = lw;
+    *gwp = gw;
+}
+
 /* Sorts a contiguous f32 row (n >= 256) into dst, as element bits except
  * for the runs of zeros and NaNs, which it reports (runs) for the caller
  * to restore. The keys are partitioned around the median of 16 sampled
@@ -574,23 +676,13 @@ void emily_cpu_sort_f32_avx512(const uint32_t *src, int64_t n, uint32_t flip, ui
     int64_t step = n / 16;
     for (int i = 0; i < 16; i++) smp[i] = src[i * step + step / 2];
     __m512i sv = keys16_f32(_mm512_loadu_si512(smp), fv);
-    bitonic32(&sv, 1);
+    sortnet32(&sv, 1);
     _mm512_storeu_si512(smp, sv);
     const __m512i pv = _mm512_set1_epi32((int)smp[8]);
     int depth = depth_limit(n);
     if (threads <= 1) {
         int64_t lw = 0, rw = n;
-        for (int64_t i = 0; i < n; i += 16) {
-            int64_t left = n - i;
-            __mmask16 valid = left >= 16 ? 0xffff : (__mmask16)_bzhi_u32(0xffffu, (unsigned)left);
-            __m512i v = keys16_f32(_mm512_maskz_loadu_epi32(valid, src + i), fv);
-            __mmask16 m = _mm512_cmplt_epu32_mask(v, pv) & valid;
-            int c = __builtin_popcount(m), g = __builtin_popcount(valid) - c;
-            cstore32(dst + lw, m, v, c);
-            lw += c;
-            rw -= g;
-            cstore32(dst + rw, (__mmask16)(~m & valid), v, g);
-        }
+        split_keys_f32(src, 0, n, fv, pv, dst, &lw, &rw, false);
         qsort32(dst, lw, depth, false);
         qsort32(dst + lw, n - lw, depth, false);
         zero_nan_runs32(dst, n, flip, runs);
@@ -605,8 +697,14 @@ void emily_cpu_sort_f32_avx512(const uint32_t *src, int64_t n, uint32_t flip, ui
         /* slices of whole vectors; the last one takes the tail */
         int64_t nv = (n + 15) / 16;
         int64_t lo = 16 * (nv * t / nt), hi = t == nt - 1 ? n : 16 * (nv * (t + 1) / nt);
-        int64_t c = 0;
-        for (int64_t i = lo; i < hi; i += 16) {
+        int64_t c = 0, i = lo;
+        for (; i + 64 <= hi; i += 64) {
+            uint64_t m = 0;
+            for (int u = 0; u < 4; u++)
+                m |= (uint64_t)_mm512_cmplt_epu32_mask(keys16_f32(_mm512_loadu_si512(src + i + 16 * u), fv), pv) << (16 * u);
+            c += __builtin_popcountll(m);
+        }
+        for (; i < hi; i += 16) {
             int64_t left = hi - i;
             __mmask16 valid = left >= 16 ? 0xffff : (__mmask16)_bzhi_u32(0xffffu, (unsigned)left);
             __m512i v = keys16_f32(_mm512_maskz_loadu_epi32(valid, src + i), fv);
@@ -620,17 +718,7 @@ void emily_cpu_sort_f32_avx512(const uint32_t *src, int64_t n, uint32_t flip, ui
             if (u < t) before += counts[u];
         }
         int64_t lw = before, gw = total + (lo - before);
-        for (int64_t i = lo; i < hi; i += 16) {
-            int64_t left = hi - i;
-            __mmask16 valid = left >= 16 ? 0xffff : (__mmask16)_bzhi_u32(0xffffu, (unsigned)left);
-            __m512i v = keys16_f32(_mm512_maskz_loadu_epi32(valid, src + i), fv);
-            __mmask16 m = _mm512_cmplt_epu32_mask(v, pv) & valid;
-            int cm = __builtin_popcount(m), g = __builtin_popcount(valid) - cm;
-            cstore32(dst + lw, m, v, cm);
-            lw += cm;
-            cstore32(dst + gw, (__mmask16)(~m & valid), v, g);
-            gw += g;
-        }
+        split_keys_f32(src, lo, hi, fv, pv, dst, &lw, &gw, true);
 #pragma omp barrier
 #pragma omp single
         {

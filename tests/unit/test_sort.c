@@ -230,6 +230,18 @@ TEST(every_dtype_matches_the_reference) {
                     CHECK(check_row(REAL_TYPES[ti], sizes[si], mix, desc));
 }
 
+TEST(every_network_size_matches_the_reference) {
+    /* the vector sort's in-register networks take 1 to 16 registers
+     * (16 or 8 keys each, the last one partly filled): every length up
+     * to 300, then lengths around the f32 first pass's 64-key steps */
+    static const emily_dtype types[] = {EMILY_F32, EMILY_F64, EMILY_S32, EMILY_U64};
+    for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++) {
+        for (int64_t n = 1; n <= 300; n++)
+            for (int mix = 0; mix < 2; mix++) CHECK(check_row(types[ti], n, mix, n % 2 == 0));
+        for (int64_t n = 1000; n < 1100; n += 7) CHECK(check_row(types[ti], n, n % 3 == 0, n % 2 == 0));
+    }
+}
+
 TEST(long_rows_match_the_reference) {
     /* radix and vector quicksort on big rows; >= 2^17 uses several
      * threads on one row */
@@ -644,7 +656,8 @@ TEST(callbacks) {
     emily_tensor_release(t);
 }
 
-RUN_TESTS("sort", CASE(every_dtype_matches_the_reference), CASE(long_rows_match_the_reference),
+RUN_TESTS("sort", CASE(every_dtype_matches_the_reference), CASE(every_network_size_matches_the_reference),
+          CASE(long_rows_match_the_reference),
           CASE(nan_zero_and_ties_follow_nx), CASE(axes_views_and_many_rows),
           CASE(scalars_and_empty_tensors), CASE(argsort_index_types),
           CASE(top_k_matches_the_reference), CASE(bad_arguments), CASE(callbacks))
