@@ -16,7 +16,7 @@
  * Accumulators (Nx accumulates floats in f64 and rounds once):
  * integers wrap in their own width; f16/bf16/f32/f64 sums and products
  * accumulate in double (contiguous f32/f64 runs in vector lanes, see
- * reduce_simd.c; f64 runs also compensate across blocks); complex in a
+ * reduce_simd.c; f64 sums compensate every addition); complex in a
  * pair of doubles. max/min propagate NaN; where the result is a zero, its
  * sign is the one of the first zero in Nx's order (Erlang's max/min keep
  * the first of equals). Serial work never enters OpenMP (EMILY_PAR_FOR). */
@@ -66,7 +66,16 @@ typedef struct reducer {
     void (*merge)(void *acc, const void *part);
     /* dst[j*ds] <- acc[j] in the output dtype, j < n */
     void (*store)(void *dst, int64_t ds, const void *acc, int64_t n);
+    /* The fold's result depends on its order (float products, complex sums
+     * and products): each output folds in Nx's order, and past
+     * ORDERED_CHUNK elements in fixed chunks combined in order, never in
+     * parts that depend on the thread count (the CUDA engine cuts the
+     * same chunks, so both devices agree bit for bit). */
+    bool ordered;
 } reducer;
+
+/* The chunk of an ordered fold (src/cuda/reduce.cuh: SEQ_MAX). */
+#define ORDERED_CHUNK ((int64_t)1 << 18)
 
 /* ---- integers: sum/product wrap in the type's width ------------------- */
 
@@ -104,7 +113,7 @@ typedef struct reducer {
         for (int64_t j = 0; j < n; j++) memcpy(&d[j * ds], &a[j], sizeof(T));          \
     }                                                                                  \
     static const reducer NAME = {sizeof(U), NAME##_init, NAME##_run, NAME##_cols,      \
-                                 NAME##_merge, NAME##_store};
+                                 NAME##_merge, NAME##_store, false};
 
 /* P: the type the arithmetic happens in (unsigned int for narrow types,
  * so that a u16 product never overflows a signed int) */
@@ -125,9 +134,6 @@ INT_SUMPROD(s64, int64_t, uint64_t, uint64_t)
 
 #define ID_LOAD(v) (v)
 
-/* f64 runs: lane sums of blocks, accumulated with Neumaier's
- * compensation; acc holds {sum, compensation}. */
-#define F64_BLOCK 1024
 
 #define FLOAT_SUM(NAME, T, LOAD, STORE, CONTIG, COLS1)                                        \
     static void NAME##_init(void *acc, int64_t n) {                                    \
@@ -159,7 +165,7 @@ INT_SUMPROD(s64, int64_t, uint64_t, uint64_t)
         for (int64_t j = 0; j < n; j++) d[j * ds] = STORE(a[j]);                       \
     }                                                                                  \
     static const reducer NAME = {sizeof(double), NAME##_init, NAME##_run, NAME##_cols, \
-                                 NAME##_merge, NAME##_store};
+                                 NAME##_merge, NAME##_store, false};
 
 static double seq_f16(const half_bits *x, int64_t n) {
     double a = 0;
@@ -198,8 +204,10 @@ static void sum_f64_run(void *acc, const void *src, int64_t n, int64_t s) {
     const double *x = src;
     double *a = acc;
     if (s == 1) {
-        for (int64_t i = 0; i < n; i += F64_BLOCK)
-            neumaier(a, emily_simd_sum_f64(x + i, n - i < F64_BLOCK ? n - i : F64_BLOCK));
+        double part[2];
+        emily_simd_sum2_f64(x, n, part);
+        neumaier(a, part[0]);
+        a[1] += part[1];
     } else {
         for (int64_t i = 0; i < n; i++) neumaier(a, x[i * s]);
     }
@@ -223,7 +231,7 @@ static void sum_f64_store(void *dst, int64_t ds, const void *acc, int64_t n) {
         d[j * ds] = isfinite(a[2 * j]) ? a[2 * j] + a[2 * j + 1] : a[2 * j];
 }
 static const reducer sum_f64 = {2 * sizeof(double), sum_f64_init, sum_f64_run, sum_f64_cols,
-                                sum_f64_merge, sum_f64_store};
+                                sum_f64_merge, sum_f64_store, false};
 
 #define FLOAT_PROD(NAME, T, LOAD, STORE)                                               \
     static void NAME##_init(void *acc, int64_t n) {                                    \
@@ -250,7 +258,7 @@ static const reducer sum_f64 = {2 * sizeof(double), sum_f64_init, sum_f64_run, s
         for (int64_t j = 0; j < n; j++) d[j * ds] = STORE(a[j]);                       \
     }                                                                                  \
     static const reducer NAME = {sizeof(double), NAME##_init, NAME##_run, NAME##_cols, \
-                                 NAME##_merge, NAME##_store};
+                                 NAME##_merge, NAME##_store, true};
 
 FLOAT_PROD(prod_f16, half_bits, ld_f16, st_f16)
 FLOAT_PROD(prod_bf16, half_bits, ld_bf16, st_bf16)
@@ -298,7 +306,7 @@ FLOAT_PROD(prod_f64, double, ID_LOAD, TO_F64)
         }                                                                              \
     }                                                                                  \
     static const reducer NAME = {2 * sizeof(double), NAME##_init, NAME##_run,          \
-                                 NAME##_cols, NAME##_merge, NAME##_store};
+                                 NAME##_cols, NAME##_merge, NAME##_store, true};
 
 COMPLEX_FOLD(sum_c64, float, 1)
 COMPLEX_FOLD(sum_c128, double, 1)
@@ -343,7 +351,7 @@ COMPLEX_FOLD(prod_c128, double, 0)
         for (int64_t j = 0; j < n; j++) d[j * ds] = a[j];                              \
     }                                                                                  \
     static const reducer NAME = {sizeof(T), NAME##_init, NAME##_run, NAME##_cols,      \
-                                 NAME##_merge, NAME##_store};
+                                 NAME##_merge, NAME##_store, false};
 
 #define INT_MAXMIN(SUF, T, LO, HI)                      \
     INT_EXTREME(max_##SUF, T, LO, >, max)               \
@@ -418,7 +426,7 @@ INT_MAXMIN(s64, int64_t, INT64_MIN, INT64_MAX)
         for (int64_t j = 0; j < n; j++) d[j * ds] = STORE(a[j]);                       \
     }                                                                                  \
     static const reducer NAME = {sizeof(C), NAME##_init, NAME##_run, NAME##_cols,      \
-                                 NAME##_merge, NAME##_store};
+                                 NAME##_merge, NAME##_store, false};
 
 EXT_GENERIC(ext_max_f16, half_bits, float, ld_f16, >, max)
 EXT_GENERIC(ext_min_f16, half_bits, float, ld_f16, <, min)
@@ -489,7 +497,7 @@ FLOAT_MAXMIN(f64, double, double, ID_LOAD, ID_LOAD)
         for (int64_t j = 0; j < n; j++) d[j * ds] = a[j];                              \
     }                                                                                  \
     static const reducer NAME = {1, NAME##_init, NAME##_run, NAME##_cols, NAME##_merge, \
-                                 NAME##_store};
+                                 NAME##_store, false};
 
 #define NZ_PLAIN(x, i) ((x)[i] != 0)
 #define NZ_HALF(x, i) (((x)[i] & 0x7fff) != 0)
@@ -632,11 +640,64 @@ static void fold_span(const reducer *R, const rplan *p, const char *base, size_t
     }
 }
 
+/* An ordered fold of one output's per elements: in order, or past
+ * ORDERED_CHUNK chunk by chunk (each from the fold's start), the chunks
+ * combined in order starting from the first. */
+static void fold_ordered(const reducer *R, const rplan *p, const char *base, size_t es, int64_t per,
+                         void *acc) {
+    R->init(acc, 1);
+    fold_span(R, p, base, es, 0, per < ORDERED_CHUNK ? per : ORDERED_CHUNK, acc);
+    for (int64_t lo = ORDERED_CHUNK; lo < per; lo += ORDERED_CHUNK) {
+        accbuf part;
+        R->init(part.b, 1);
+        fold_span(R, p, base, es, lo, per - lo < ORDERED_CHUNK ? per : lo + ORDERED_CHUNK, part.b);
+        R->merge(acc, part.b);
+    }
+}
+
+/* Few outputs with long ordered folds: their fixed chunks over threads,
+ * then each output's chunks combined in order. False when out of memory
+ * (the caller folds serially: same result). */
+static bool reduce_rows_ordered_chunks(const reducer *R, const rplan *p, const char *sbase, size_t ses,
+                                       char *dbase, size_t des, int64_t per) {
+    int64_t nc = (per + ORDERED_CHUNK - 1) / ORDERED_CHUNK, units = p->nK * nc;
+    accbuf *parts = malloc(sizeof(accbuf) * (size_t)units);
+    if (!parts) return false;
+    EMILY_PAR_FOR(true, u, units, {
+        int64_t o = u / nc, c = u % nc, ko, kd;
+        odo(p->kept, p->nk, o, &ko, &kd);
+        int64_t lo = c * ORDERED_CHUNK, hi = per - lo < ORDERED_CHUNK ? per : lo + ORDERED_CHUNK;
+        R->init(parts[u].b, 1);
+        fold_span(R, p, sbase + ko * (int64_t)ses, ses, lo, hi, parts[u].b);
+    });
+    for (int64_t o = 0; o < p->nK; o++) {
+        int64_t ko, kd;
+        odo(p->kept, p->nk, o, &ko, &kd);
+        for (int64_t c = 1; c < nc; c++) R->merge(parts[o * nc].b, parts[o * nc + c].b);
+        R->store(dbase + kd * (int64_t)des, 0, parts[o * nc].b, 1);
+    }
+    free(parts);
+    return true;
+}
+
 static void reduce_rows(const reducer *R, const rplan *p, const char *sbase, size_t ses, char *dbase,
                         size_t des, int64_t total) {
     int nth = omp_get_max_threads();
     int64_t per = p->nR * p->run.n; /* elements per output */
     bool par = total >= REDUCE_PAR_MIN && nth > 1;
+    if (R->ordered) {
+        if (par && p->nK < 2 * (int64_t)nth && per > ORDERED_CHUNK &&
+            reduce_rows_ordered_chunks(R, p, sbase, ses, dbase, des, per))
+            return;
+        EMILY_PAR_FOR(par, o, p->nK, {
+            int64_t ko, kd;
+            odo(p->kept, p->nk, o, &ko, &kd);
+            accbuf acc;
+            fold_ordered(R, p, sbase + ko * (int64_t)ses, ses, per, acc.b);
+            R->store(dbase + kd * (int64_t)des, 0, acc.b, 1);
+        });
+        return;
+    }
     if (par && p->nK < 2 * (int64_t)nth && per >= REDUCE_PAR_MIN / 4) {
         /* few outputs: split each one's elements over the threads */
         accbuf *parts = malloc(sizeof(accbuf) * (size_t)nth);
@@ -693,7 +754,8 @@ static emily_status reduce_cols(const reducer *R, const rplan *p, const char *sb
     if (bw > rn) bw = rn;
     int64_t nblk = (rn + bw - 1) / bw, tasks = p->nK * nblk;
     int64_t parts = 1;
-    if (par && tasks < T && p->nR >= 4 * T) parts = T / tasks;
+    if (R->ordered) parts = (p->nR + ORDERED_CHUNK - 1) / ORDERED_CHUNK; /* fixed chunks of rows */
+    else if (par && tasks < T && p->nR >= 4 * T) parts = T / tasks;
     size_t as = R->acc_size;
     /* accumulators: one block per thread, or per (block, row part) */
     int64_t slots = parts > 1 ? tasks * parts : T;
@@ -710,6 +772,10 @@ static emily_status reduce_cols(const reducer *R, const rplan *p, const char *sb
         R->init(acc, len);
         const char *b = sbase + (ko + j0 * p->run.ss) * (int64_t)ses;
         int64_t r0 = p->nR * part / parts, r1 = p->nR * (part + 1) / parts;
+        if (R->ordered) {
+            r0 = part * ORDERED_CHUNK;
+            r1 = p->nR - r0 < ORDERED_CHUNK ? p->nR : r0 + ORDERED_CHUNK;
+        }
         for (int64_t r = r0; r < r1; r++) {
             int64_t ro;
             odo(p->red, p->nr, r, &ro, NULL);

@@ -27,7 +27,40 @@ enum { ISA_BASE = 0, ISA_AVX2 = 1, ISA_AVX512 = 2 };
         return s;                                                                 \
     }
 BASE_SUM(base_sum_f32, float)
-BASE_SUM(base_sum_f64, double)
+
+/* Compensated f64 sums: every lane keeps its running sum and the exact
+ * rounding error of each addition (Knuth's TwoSum, branch-free), so the
+ * total is the exact sum rounded about once, whatever the lane order:
+ * the CPU and CUDA engines (which compensates every addition as well)
+ * then agree to about an ULP even on sums that cancel. */
+#define TWO_SUM_STEP(s, c, x)                                                     \
+    do {                                                                          \
+        double t_ = (s) + (x), b_ = t_ - (s);                                     \
+        (c) += ((s) - (t_ - b_)) + ((x) - b_);                                    \
+        (s) = t_;                                                                 \
+    } while (0)
+
+/* Folds lanes l[0..k) (sums) and e[0..k) (errors), then x[i..n), into
+ * out[0] (sum) and out[1] (error). */
+static void finish_sum2(const double *l, const double *e, int k, const double *x, int64_t i,
+                        int64_t n, double out[2]) {
+    double s = 0.0, c = 0.0;
+    for (int j = 0; j < k; j++) {
+        TWO_SUM_STEP(s, c, l[j]);
+        c += e[j];
+    }
+    for (; i < n; i++) TWO_SUM_STEP(s, c, x[i]);
+    out[0] = s;
+    out[1] = c;
+}
+
+static void base_sum2_f64(const double *x, int64_t n, double out[2]) {
+    double l[LANES] = {0}, e[LANES] = {0};
+    int64_t i = 0;
+    for (; i + LANES <= n; i += LANES)
+        for (int k = 0; k < LANES; k++) TWO_SUM_STEP(l[k], e[k], x[i + k]);
+    finish_sum2(l, e, LANES, x, i, n, out);
+}
 
 #define BASE_EXT(NAME, T, BETTER)                                                 \
     static int NAME(const T *x, int64_t n, T *mp) {                               \
@@ -88,18 +121,25 @@ __attribute__((target("avx512f"))) static double sum_f32_avx512(const float *x, 
     return s;
 }
 
-__attribute__((target("avx512f"))) static double sum_f64_avx512(const double *x, int64_t n) {
-    __m512d a0 = _mm512_setzero_pd(), a1 = a0, a2 = a0, a3 = a0;
+/* Two independent TwoSum chains of 8 lanes each (see base_sum2_f64). */
+__attribute__((target("avx512f"))) static void sum2_f64_avx512(const double *x, int64_t n, double out[2]) {
+    __m512d s0 = _mm512_setzero_pd(), s1 = s0, c0 = s0, c1 = s0;
     int64_t i = 0;
-    for (; i + 32 <= n; i += 32) {
-        a0 = _mm512_add_pd(a0, _mm512_loadu_pd(x + i));
-        a1 = _mm512_add_pd(a1, _mm512_loadu_pd(x + i + 8));
-        a2 = _mm512_add_pd(a2, _mm512_loadu_pd(x + i + 16));
-        a3 = _mm512_add_pd(a3, _mm512_loadu_pd(x + i + 24));
+    for (; i + 16 <= n; i += 16) {
+        __m512d x0 = _mm512_loadu_pd(x + i), x1 = _mm512_loadu_pd(x + i + 8);
+        __m512d t0 = _mm512_add_pd(s0, x0), t1 = _mm512_add_pd(s1, x1);
+        __m512d b0 = _mm512_sub_pd(t0, s0), b1 = _mm512_sub_pd(t1, s1);
+        c0 = _mm512_add_pd(c0, _mm512_add_pd(_mm512_sub_pd(s0, _mm512_sub_pd(t0, b0)), _mm512_sub_pd(x0, b0)));
+        c1 = _mm512_add_pd(c1, _mm512_add_pd(_mm512_sub_pd(s1, _mm512_sub_pd(t1, b1)), _mm512_sub_pd(x1, b1)));
+        s0 = t0;
+        s1 = t1;
     }
-    double s = _mm512_reduce_add_pd(_mm512_add_pd(_mm512_add_pd(a0, a1), _mm512_add_pd(a2, a3)));
-    for (; i < n; i++) s += x[i];
-    return s;
+    double l[16], e[16];
+    _mm512_storeu_pd(l, s0);
+    _mm512_storeu_pd(l + 8, s1);
+    _mm512_storeu_pd(e, c0);
+    _mm512_storeu_pd(e + 8, c1);
+    finish_sum2(l, e, 16, x, i, n, out);
 }
 
 #define EXT512(NAME, T, V, W, LOADU, SET1, OP, CMP, RED, MASK, BETTER)               \
@@ -154,18 +194,25 @@ __attribute__((target("avx2"))) static double sum_f32_avx2(const float *x, int64
     return s;
 }
 
-__attribute__((target("avx2"))) static double sum_f64_avx2(const double *x, int64_t n) {
-    __m256d a0 = _mm256_setzero_pd(), a1 = a0, a2 = a0, a3 = a0;
+/* Two independent TwoSum chains of 4 lanes each (see base_sum2_f64). */
+__attribute__((target("avx2"))) static void sum2_f64_avx2(const double *x, int64_t n, double out[2]) {
+    __m256d s0 = _mm256_setzero_pd(), s1 = s0, c0 = s0, c1 = s0;
     int64_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        a0 = _mm256_add_pd(a0, _mm256_loadu_pd(x + i));
-        a1 = _mm256_add_pd(a1, _mm256_loadu_pd(x + i + 4));
-        a2 = _mm256_add_pd(a2, _mm256_loadu_pd(x + i + 8));
-        a3 = _mm256_add_pd(a3, _mm256_loadu_pd(x + i + 12));
+    for (; i + 8 <= n; i += 8) {
+        __m256d x0 = _mm256_loadu_pd(x + i), x1 = _mm256_loadu_pd(x + i + 4);
+        __m256d t0 = _mm256_add_pd(s0, x0), t1 = _mm256_add_pd(s1, x1);
+        __m256d b0 = _mm256_sub_pd(t0, s0), b1 = _mm256_sub_pd(t1, s1);
+        c0 = _mm256_add_pd(c0, _mm256_add_pd(_mm256_sub_pd(s0, _mm256_sub_pd(t0, b0)), _mm256_sub_pd(x0, b0)));
+        c1 = _mm256_add_pd(c1, _mm256_add_pd(_mm256_sub_pd(s1, _mm256_sub_pd(t1, b1)), _mm256_sub_pd(x1, b1)));
+        s0 = t0;
+        s1 = t1;
     }
-    double s = hsum256(_mm256_add_pd(_mm256_add_pd(a0, a1), _mm256_add_pd(a2, a3)));
-    for (; i < n; i++) s += x[i];
-    return s;
+    double l[8], e[8];
+    _mm256_storeu_pd(l, s0);
+    _mm256_storeu_pd(l + 4, s1);
+    _mm256_storeu_pd(e, c0);
+    _mm256_storeu_pd(e + 4, c1);
+    finish_sum2(l, e, 8, x, i, n, out);
 }
 
 #define EXT256(NAME, T, V, W, LOADU, SET1, OP, CMP, OR, MOVEMASK, BETTER)            \
@@ -325,6 +372,14 @@ COLS_EXT256(cols_min_f32_avx2, _CMP_LT_OQ, <)
         default: return base_sum_##SUF(x, n);                                     \
         }                                                                         \
     }
+#define DISPATCH_SUM2_F64                                                         \
+    void emily_simd_sum2_f64(const double *x, int64_t n, double out[2]) {         \
+        switch (emily_cpu_isa()) {                                                \
+        case ISA_AVX512: sum2_f64_avx512(x, n, out); break;                       \
+        case ISA_AVX2: sum2_f64_avx2(x, n, out); break;                           \
+        default: base_sum2_f64(x, n, out); break;                                 \
+        }                                                                         \
+    }
 #define DISPATCH_EXT(T, OP, SUF)                                                  \
     int emily_simd_##OP##_##SUF(const T *x, int64_t n, T *m) {                    \
         if (*m != *m) return 1;                                                   \
@@ -339,6 +394,8 @@ COLS_EXT256(cols_min_f32_avx2, _CMP_LT_OQ, <)
 
 #define DISPATCH_SUM(T, SUF) \
     double emily_simd_sum_##SUF(const T *x, int64_t n) { (void)emily_cpu_isa; return base_sum_##SUF(x, n); }
+#define DISPATCH_SUM2_F64 \
+    void emily_simd_sum2_f64(const double *x, int64_t n, double out[2]) { base_sum2_f64(x, n, out); }
 #define DISPATCH_EXT(T, OP, SUF)                                                  \
     int emily_simd_##OP##_##SUF(const T *x, int64_t n, T *m) {                    \
         if (*m != *m) return 1;                                                   \
@@ -352,7 +409,7 @@ COLS_EXT256(cols_min_f32_avx2, _CMP_LT_OQ, <)
 #endif
 
 DISPATCH_SUM(float, f32)
-DISPATCH_SUM(double, f64)
+DISPATCH_SUM2_F64
 DISPATCH_EXT(float, max, f32)
 DISPATCH_EXT(float, min, f32)
 DISPATCH_EXT(double, max, f64)

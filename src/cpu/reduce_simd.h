@@ -7,7 +7,9 @@
 
 /* Sum of x[0..n) accumulated in double (in lanes: not sequential order). */
 double emily_simd_sum_f32(const float *x, int64_t n);
-double emily_simd_sum_f64(const double *x, int64_t n);
+/* Compensated sum of x[0..n): out[0] + out[1] is the exact sum rounded
+ * about once (lanes with TwoSum error terms). */
+void emily_simd_sum2_f64(const double *x, int64_t n, double out[2]);
 
 /* Fold x[0..n) into *m with max (min). Returns nonzero when a NaN was
  * seen, and then *m is unspecified. Among equal values (-0.0 and 0.0)

@@ -1,7 +1,9 @@
 /* Reductions: sum, product, reduce_max/min, all, any, argmax/argmin and
  * all_close, with Nx's types, NaN rules and wrapping. */
+#include <omp.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include "harness.h"
 
 static emily_tensor *f32s(int rank, const int64_t *shape, const float *d) {
@@ -293,6 +295,90 @@ TEST(complex_sum_product) {
     emily_tensor_release(t);
 }
 
+/* Order-dependent folds (complex sums, float and complex products) give
+ * the same bits whatever the thread count: each output folds in order,
+ * past 2^18 elements in fixed chunks combined in order. Rows (the run is
+ * reduced) and columns (a leading axis), one chunk and three, and the
+ * chunked result equals folding the chunks by hand. */
+static emily_tensor *ordered_input(emily_dtype dt, int rank, const int64_t *shape) {
+    int64_t n = 1;
+    for (int i = 0; i < rank; i++) n *= shape[i];
+    int parts = dt == EMILY_C128 ? 2 : 1;
+    double *v = malloc(sizeof(double) * (size_t)(n * parts));
+    if (!v) abort();
+    uint64_t x = 88172645463325252ull;
+    for (int64_t i = 0; i < n * parts; i++) {
+        x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+        /* products near 1 stay finite over 600k factors */
+        v[i] = dt == EMILY_C128 ? (double)(x >> 11) * 0x1p-53 * 8 - 4 : 1.0 + ((double)(x >> 11) * 0x1p-53 - 0.5) * 1e-3;
+    }
+    emily_tensor *r = NULL;
+    if (dt == EMILY_C128) {
+        r = t_from(EMILY_C128, rank, shape, v);
+    } else {
+        emily_tensor *f = t_from(EMILY_F64, rank, shape, v);
+        CHECK_OK(emily_as_type(f, dt, &r));
+        emily_tensor_release(f);
+    }
+    free(v);
+    return r;
+}
+
+static bool same_bits(const emily_tensor *a, const emily_tensor *b) {
+    size_t n = emily_tensor_nbytes(a);
+    if (n != emily_tensor_nbytes(b)) return false;
+    unsigned char *x = malloc(n), *y = malloc(n);
+    bool ok = x && y && !emily_to_binary(a, x, n) && !emily_to_binary(b, y, n) && memcmp(x, y, n) == 0;
+    free(x);
+    free(y);
+    return ok;
+}
+
+TEST(ordered_folds_ignore_thread_count) {
+    static const struct { int64_t shape[2]; int axis; } cases[] = {
+        {{2, 200003}, 1}, {{2, 600001}, 1}, {{600001, 3}, 0}, {{200003, 2}, 0}};
+    static const struct { emily_reduce_op op; emily_dtype dt; } folds[] = {
+        {EMILY_REDUCE_SUM, EMILY_C128}, {EMILY_REDUCE_PRODUCT, EMILY_C128},
+        {EMILY_REDUCE_PRODUCT, EMILY_F32}, {EMILY_REDUCE_PRODUCT, EMILY_F64}};
+    int saved = omp_get_max_threads();
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++)
+        for (size_t f = 0; f < sizeof folds / sizeof *folds; f++) {
+            emily_tensor *x = ordered_input(folds[f].dt, 2, cases[c].shape), *r1 = NULL, *r4 = NULL;
+            int axes[1] = {cases[c].axis};
+            omp_set_num_threads(1);
+            CHECK_OK(emily_reduce(folds[f].op, x, 1, axes, false, EMILY_DTYPE_AUTO, &r1));
+            omp_set_num_threads(4);
+            CHECK_OK(emily_reduce(folds[f].op, x, 1, axes, false, EMILY_DTYPE_AUTO, &r4));
+            CHECK(r1 && r4 && same_bits(r1, r4));
+            emily_tensor_release(r1);
+            emily_tensor_release(r4);
+            emily_tensor_release(x);
+        }
+    omp_set_num_threads(saved);
+    /* the chunks by hand: sum of [0, 2^18), then the rest, added in order */
+    int64_t n = 600001, chunk = (int64_t)1 << 18;
+    emily_tensor *x = ordered_input(EMILY_C128, 1, &n), *whole = NULL, *acc = NULL;
+    CHECK_OK(emily_reduce(EMILY_REDUCE_SUM, x, 0, NULL, false, EMILY_DTYPE_AUTO, &whole));
+    for (int64_t lo = 0; lo < n; lo += chunk) {
+        int64_t start[1] = {lo}, len[1] = {n - lo < chunk ? n - lo : chunk}, st[1] = {1};
+        emily_tensor *v = NULL, *part = NULL, *next = NULL;
+        CHECK_OK(emily_slice(x, start, len, st, &v));
+        CHECK_OK(emily_reduce(EMILY_REDUCE_SUM, v, 0, NULL, false, EMILY_DTYPE_AUTO, &part));
+        if (!acc) acc = part;
+        else {
+            CHECK_OK(emily_binary(EMILY_ADD, acc, part, EMILY_DTYPE_AUTO, &next));
+            emily_tensor_release(acc);
+            emily_tensor_release(part);
+            acc = next;
+        }
+        emily_tensor_release(v);
+    }
+    CHECK(whole && acc && same_bits(whole, acc));
+    emily_tensor_release(whole);
+    emily_tensor_release(acc);
+    emily_tensor_release(x);
+}
+
 TEST(argmax_rules) {
     float d[6] = {1, 3, 3, -1, 3, 0};
     int64_t s6[1] = {6};
@@ -511,4 +597,5 @@ TEST(wide_types_in_columns) {
 RUN_TESTS("reduce", CASE(sum_axes_and_types), CASE(sum_floats_accumulate_wide), CASE(sum_layouts),
           CASE(empty_reductions), CASE(max_min_nan_and_zero_sign), CASE(all_any_truth),
           CASE(complex_sum_product), CASE(argmax_rules), CASE(argmax_large), CASE(all_close_rules),
-          CASE(reduce_errors), CASE(reversed_and_broadcast_views), CASE(wide_types_in_columns))
+          CASE(reduce_errors), CASE(reversed_and_broadcast_views), CASE(wide_types_in_columns),
+          CASE(ordered_folds_ignore_thread_count))
