@@ -61,14 +61,40 @@ static emily_status lapack_failed(const char *op, const char *routine, lapack_in
 
 /* Nx's approximate_zeros: |x| <= eps becomes 0. */
 static void approximate_zeros(double *x, int64_t count, int parts, double eps) {
-    for (int64_t i = 0; i < count; i++) {
-        double *e = x + i * parts;
-        double mag = parts == 2 ? hypot(e[0], e[1]) : fabs(e[0]);
-        if (mag <= eps)
-            for (int p = 0; p < parts; p++) e[p] = 0;
+    if (parts == 1) {
+        for (int64_t i = 0; i < count; i++) x[i] = fabs(x[i]) <= eps ? 0 : x[i];
+        return;
     }
+    for (int64_t i = 0; i < count; i++)
+        if (hypot(x[2 * i], x[2 * i + 1]) <= eps) x[2 * i] = x[2 * i + 1] = 0;
 }
 
+/* dst[j * ldd + i] = src[i * lds + j] for i < rows, j < cols (elements of
+ * `parts` doubles), in tiles so that both sides stay in cache lines. */
+static void transpose(double *dst, int64_t ldd, const double *src, int64_t lds, int64_t rows,
+                      int64_t cols, int parts) {
+    enum { T = 16 };
+    for (int64_t i0 = 0; i0 < rows; i0 += T)
+        for (int64_t j0 = 0; j0 < cols; j0 += T) {
+            int64_t i1 = imin(rows, i0 + T), j1 = imin(cols, j0 + T);
+            if (parts == 1) {
+                for (int64_t j = j0; j < j1; j++)
+                    for (int64_t i = i0; i < i1; i++) dst[j * ldd + i] = src[i * lds + j];
+            } else {
+                for (int64_t j = j0; j < j1; j++)
+                    for (int64_t i = i0; i < i1; i++) {
+                        dst[2 * (j * ldd + i)] = src[2 * (i * lds + j)];
+                        dst[2 * (j * ldd + i) + 1] = src[2 * (i * lds + j) + 1];
+                    }
+            }
+        }
+}
+
+/* LAPACK works on column-major matrices; the LAPACKE row-major entry
+ * points transpose into a scratch copy and back, twice per routine here.
+ * We make the one column-major copy ourselves and call the column-major
+ * entry points: the same Fortran routines on the same values, so the
+ * same results, with three transposes instead of six plus two copies. */
 emily_status emily_cpu_linalg_qr(emily_tensor *q, emily_tensor *r, const emily_tensor *a,
                                  bool complete, double eps) {
     int64_t m = a->shape[a->rank - 2], n = a->shape[a->rank - 1], k = imin(m, n);
@@ -77,15 +103,13 @@ emily_status emily_cpu_linalg_qr(emily_tensor *q, emily_tensor *r, const emily_t
     bool cx = a->dtype == EMILY_C128;
     int parts = cx ? 2 : 1;
     int64_t qcols = complete ? m : k, rrows = complete ? m : k;
-    int64_t lda = imax(imax(n, qcols), 1);
+    int64_t ld = imax(m, 1), cols = imax(imax(n, qcols), 1);
     int64_t per = m * n, batches = lead_batches(a, 2);
     const double *src = emily_tensor_base(a);
     double *qd = emily_tensor_base(q), *rd = emily_tensor_base(r);
-    /* zeroed: in complete mode (m > n) columns n..lda-1 are only filled by
-     * ?orgqr, and LAPACKE's NaN check reads them before */
-    double *work = calloc((size_t)(m * lda + k + 1) * (size_t)parts, sizeof(double));
+    double *work = malloc((size_t)(ld * cols + k + 1) * (size_t)parts * sizeof(double));
     if (!work) return emily_error(EMILY_ERR_MEMORY, "qr: out of host memory");
-    double *tau = work + m * lda * parts;
+    double *tau = work + ld * cols * parts;
     for (int64_t b = 0; b < batches; b++) {
         double *qb = qd + b * m * qcols * parts, *rb = rd + b * rrows * n * parts;
         if (k == 0) {
@@ -93,31 +117,30 @@ emily_status emily_cpu_linalg_qr(emily_tensor *q, emily_tensor *r, const emily_t
             fill(rb, rrows * n * parts, 0);
             continue;
         }
-        for (int64_t i = 0; i < m; i++)
-            memcpy(work + i * lda * parts, src + (b * per + i * n) * parts,
-                   (size_t)(n * parts) * sizeof(double));
+        transpose(work, ld, src + b * per * parts, n, m, n, parts);
+        /* complete mode (m > n): columns n..m-1 are only filled by ?orgqr,
+         * and LAPACKE's NaN check reads them before */
+        fill(work + n * ld * parts, (cols - n) * ld * parts, 0);
         lapack_int info =
-            cx ? LAPACKE_zgeqrf(LAPACK_ROW_MAJOR, (lapack_int)m, (lapack_int)n,
-                                (lapack_complex_double *)work, (lapack_int)lda,
+            cx ? LAPACKE_zgeqrf(LAPACK_COL_MAJOR, (lapack_int)m, (lapack_int)n,
+                                (lapack_complex_double *)work, (lapack_int)ld,
                                 (lapack_complex_double *)tau)
-               : LAPACKE_dgeqrf(LAPACK_ROW_MAJOR, (lapack_int)m, (lapack_int)n, work,
-                                (lapack_int)lda, tau);
+               : LAPACKE_dgeqrf(LAPACK_COL_MAJOR, (lapack_int)m, (lapack_int)n, work,
+                                (lapack_int)ld, tau);
         if (info) { free(work); return lapack_failed("qr", cx ? "zgeqrf" : "dgeqrf", info); }
+        /* R: the upper triangle of the first k rows */
+        transpose(rb, n, work, ld, n, imin(rrows, k), parts);
         for (int64_t i = 0; i < rrows; i++)
-            for (int64_t j = 0; j < n; j++)
-                for (int p = 0; p < parts; p++)
-                    rb[(i * n + j) * parts + p] = (i < k && j >= i) ? work[(i * lda + j) * parts + p] : 0;
-        info = cx ? LAPACKE_zungqr(LAPACK_ROW_MAJOR, (lapack_int)m, (lapack_int)qcols, (lapack_int)k,
-                                   (lapack_complex_double *)work, (lapack_int)lda,
-                                   (const lapack_complex_double *)tau)
-                  : LAPACKE_dorgqr(LAPACK_ROW_MAJOR, (lapack_int)m, (lapack_int)qcols, (lapack_int)k,
-                                   work, (lapack_int)lda, tau);
-        if (info) { free(work); return lapack_failed("qr", cx ? "zungqr" : "dorgqr", info); }
-        for (int64_t i = 0; i < m; i++)
-            memcpy(qb + i * qcols * parts, work + i * lda * parts,
-                   (size_t)(qcols * parts) * sizeof(double));
-        approximate_zeros(qb, m * qcols, parts, eps);
+            fill(rb + i * n * parts, (i < k ? i : n) * parts, 0);
         approximate_zeros(rb, rrows * n, parts, eps);
+        info = cx ? LAPACKE_zungqr(LAPACK_COL_MAJOR, (lapack_int)m, (lapack_int)qcols, (lapack_int)k,
+                                   (lapack_complex_double *)work, (lapack_int)ld,
+                                   (const lapack_complex_double *)tau)
+                  : LAPACKE_dorgqr(LAPACK_COL_MAJOR, (lapack_int)m, (lapack_int)qcols, (lapack_int)k,
+                                   work, (lapack_int)ld, tau);
+        if (info) { free(work); return lapack_failed("qr", cx ? "zungqr" : "dorgqr", info); }
+        transpose(qb, qcols, work, ld, qcols, m, parts);
+        approximate_zeros(qb, m * qcols, parts, eps);
     }
     free(work);
     return EMILY_OK;
@@ -184,26 +207,30 @@ emily_status emily_cpu_linalg_eigh(emily_tensor *w, emily_tensor *v, const emily
     int64_t batches = n ? lead_batches(a, 2) : 0;
     const double *src = emily_tensor_base(a);
     double *wd = emily_tensor_base(w), *vd = emily_tensor_base(v);
-    int64_t *order = malloc((size_t)n * (sizeof(int64_t) + 2 * sizeof(double)) + 1);
+    /* order (n), a copy of w (n), the column-major matrix (n x n) */
+    int64_t *order = malloc((size_t)n * sizeof(int64_t) + (size_t)(n + nn * parts) * sizeof(double) + 1);
     if (!order) return emily_error(EMILY_ERR_MEMORY, "eigh: out of host memory");
-    double *tmp = (double *)(order + n);
+    double *tmp = (double *)(order + n), *cm = tmp + n;
     for (int64_t b = 0; b < batches; b++) {
+        const double *ab = src + b * nn * parts;
         double *vb = vd + b * nn * parts, *wb = wd + b * n;
-        memcpy(vb, src + b * nn * parts, (size_t)(nn * parts) * sizeof(double));
-        if (!all_finite(vb, nn * parts)) {
+        if (!all_finite(ab, nn * parts)) {
             fill(vb, nn * parts, NAN);
             fill(wb, n, NAN);
             continue;
         }
-        lapack_int info = cx ? LAPACKE_zheevd(LAPACK_ROW_MAJOR, 'V', 'L', (lapack_int)n,
-                                              (lapack_complex_double *)vb, (lapack_int)n, wb)
-                             : LAPACKE_dsyevd(LAPACK_ROW_MAJOR, 'V', 'L', (lapack_int)n, vb,
+        /* column-major, as LAPACKE's row-major entry point would copy it
+         * (plain transpose; only the lower triangle is read) */
+        transpose(cm, n, ab, n, n, n, parts);
+        lapack_int info = cx ? LAPACKE_zheevd(LAPACK_COL_MAJOR, 'V', 'L', (lapack_int)n,
+                                              (lapack_complex_double *)cm, (lapack_int)n, wb)
+                             : LAPACKE_dsyevd(LAPACK_COL_MAJOR, 'V', 'L', (lapack_int)n, cm,
                                               (lapack_int)n, wb);
         if (info > 0) {
-            memcpy(vb, src + b * nn * parts, (size_t)(nn * parts) * sizeof(double));
-            info = cx ? LAPACKE_zheev(LAPACK_ROW_MAJOR, 'V', 'L', (lapack_int)n,
-                                      (lapack_complex_double *)vb, (lapack_int)n, wb)
-                      : LAPACKE_dsyev(LAPACK_ROW_MAJOR, 'V', 'L', (lapack_int)n, vb, (lapack_int)n, wb);
+            transpose(cm, n, ab, n, n, n, parts);
+            info = cx ? LAPACKE_zheev(LAPACK_COL_MAJOR, 'V', 'L', (lapack_int)n,
+                                      (lapack_complex_double *)cm, (lapack_int)n, wb)
+                      : LAPACKE_dsyev(LAPACK_COL_MAJOR, 'V', 'L', (lapack_int)n, cm, (lapack_int)n, wb);
         }
         if (info) { free(order); return lapack_failed("eigh", cx ? "zheevd" : "dsyevd", info); }
         /* LAPACK's ascending order -> Nx's: decreasing |w| (stable). */
@@ -215,12 +242,18 @@ emily_status emily_cpu_linalg_eigh(emily_tensor *w, emily_tensor *v, const emily
         }
         memcpy(tmp, wb, (size_t)n * sizeof(double));
         for (int64_t i = 0; i < n; i++) wb[i] = tmp[order[i]];
-        for (int64_t row = 0; row < n; row++) {
-            double *vr = vb + row * n * parts;
-            memcpy(tmp, vr, (size_t)(n * parts) * sizeof(double));
-            for (int64_t i = 0; i < n; i++)
-                for (int p = 0; p < parts; p++) vr[i * parts + p] = tmp[order[i] * parts + p];
-        }
+        /* eigenvector order[c] (column-major column order[c]) becomes column
+         * c of the row-major result, in tiles */
+        enum { T = 16 };
+        for (int64_t c0 = 0; c0 < n; c0 += T)
+            for (int64_t r0 = 0; r0 < n; r0 += T) {
+                int64_t c1 = imin(n, c0 + T), r1 = imin(n, r0 + T);
+                for (int64_t c = c0; c < c1; c++) {
+                    const double *col = cm + order[c] * n * parts;
+                    for (int64_t r = r0; r < r1; r++)
+                        for (int p = 0; p < parts; p++) vb[(r * n + c) * parts + p] = col[r * parts + p];
+                }
+            }
     }
     free(order);
     return EMILY_OK;
