@@ -20,6 +20,7 @@
 #include "cpu/exact_update.h"
 
 #include <omp.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,12 +32,20 @@ enum {
     NR_MAX = 16,
 };
 
-/* Work (multiply-adds, ~40 us on one core) below which an update stays on
- * one thread. A team's start and join cost a few microseconds on an idle
+/* Work (multiply-adds, ~3 ms on one core) below which an update stays on
+ * one thread. A team's start and join cost microseconds on an idle
  * machine, but on a busy one the join waits until the other thread gets a
- * core again: a 256 x 256 factorization made of many small updates took
- * 20 ms instead of 0.3 ms at load 2.7 on 2 cores with a 2^18 threshold. */
-#define XU_PARALLEL_MIN ((int64_t)1 << 22)
+ * core again, milliseconds each time: at load 2.7-3.7 on this 2-core
+ * machine a 256 x 256 solve took 20 ms instead of 0.3 ms with threads
+ * from 2^18, and a 1024 x 1024 one 30-80 ms instead of 12 ms with threads
+ * from 2^24. Only updates long enough to absorb such a wait are split
+ * (from 2048 x 2048 matrices up). */
+#define XU_PARALLEL_MIN_DEFAULT ((int64_t)1 << 28)
+static _Atomic int64_t parallel_min = XU_PARALLEL_MIN_DEFAULT;
+
+void emily_xupdate_set_parallel_min(int64_t work) {
+    atomic_store(&parallel_min, work < 0 ? XU_PARALLEL_MIN_DEFAULT : work);
+}
 
 typedef void (*xkernel_fn)(int64_t kc, const double *a, const double *b, double *c, int64_t ldc,
                            bool sub);
@@ -111,13 +120,16 @@ static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
  * block (per thread). Sized for the largest tile any variant uses. */
 static int64_t b_pack_size(int64_t nmax) { return (int64_t)KC * (nmax + NR_MAX); }
 static int64_t a_pack_size(void) { return (int64_t)KC * (MC + MR_MAX); }
+/* per thread on the threaded path: one item's B chunk and A block */
+static int64_t item_pack_size(void) { return b_pack_size(NC) + a_pack_size(); }
 
 bool emily_xupdate_ws_init(emily_xupdate_ws *ws, int64_t nmax, int threads) {
     if (threads < 1) threads = 1;
     if (nmax < 1) nmax = 1;
     ws->nmax = nmax;
     ws->threads = threads;
-    size_t count = (size_t)(b_pack_size(nmax) + (int64_t)threads * a_pack_size());
+    int64_t serial = b_pack_size(nmax) + a_pack_size(), threaded = threads * item_pack_size();
+    size_t count = (size_t)(serial > threaded || threads == 1 ? serial : threaded);
     ws->buf = malloc(count * sizeof(double));
     return ws->buf != NULL;
 }
@@ -166,14 +178,16 @@ static bool needed(const emily_xupdate *u, int64_t i0, int64_t rows, int64_t j0)
     return !u->lower || i0 + rows - 1 + u->diag_off >= j0;
 }
 
-/* One work item of one slice: rows [i0, i0 + mc) x columns [j0, j0 + nc). */
-static void run_item(const emily_xupdate *u, const xkernel *ker, int64_t i0, int64_t mc, int64_t j0,
-                     int64_t ncols, int64_t p0, int64_t kc, const double *bpack, double *apack) {
+/* Rows [i0, i0 + mc) x columns [j0, j0 + ncols) of one slice, with B's
+ * panels for those columns already packed in bpack (panel jp at
+ * (jp - j0 / nr) * kc * nr). */
+static void run_block(const emily_xupdate *u, const xkernel *ker, int64_t i0, int64_t mc,
+                      int64_t j0, int64_t ncols, int64_t p0, int64_t kc, const double *bpack,
+                      double *apack) {
     int mr = ker->mr, nr = ker->nr;
-    if (!needed(u, i0, mc, j0)) return;
     pack_a_block(u, mr, i0, mc, p0, kc, apack);
     for (int64_t jp = j0 / nr; jp < ceil_div(j0 + ncols, nr); jp++) {
-        const double *bp = bpack + jp * kc * nr;
+        const double *bp = bpack + (jp - j0 / nr) * kc * nr;
         int64_t jj = jp * nr, nv = imin(nr, u->n - jj);
         for (int64_t ip = 0; ip < ceil_div(mc, mr); ip++) {
             int64_t ii = i0 + ip * mr, mv = imin(mr, i0 + mc - ii);
@@ -199,35 +213,39 @@ void emily_xupdate_run(const emily_xupdate *u, emily_xupdate_ws *ws) {
     if (u->m <= 0 || u->n <= 0 || u->k <= 0) return;
     const xkernel *ker = xkernel_pick();
     int nr = ker->nr;
-    int64_t np = ceil_div(u->n, nr);
     /* items: MC-row blocks x NC-column chunks (NC is a multiple of every NR) */
     int64_t mb = ceil_div(u->m, MC), nb = ceil_div(u->n, NC), items = mb * nb;
-    double *bpack = ws->buf, *apack0 = ws->buf + b_pack_size(ws->nmax);
     int64_t work = u->m * u->n * u->k;
     int threads = (int)imin(ws->threads, items);
-    if (threads > 1 && work >= XU_PARALLEL_MIN && !omp_in_parallel()) {
-#pragma omp parallel num_threads(threads)
-        {
-            double *apack = apack0 + (int64_t)omp_get_thread_num() * a_pack_size();
+    if (threads > 1 && work >= atomic_load(&parallel_min) && !omp_in_parallel()) {
+        /* Each item packs its own B chunk and runs every slice, so the
+         * threads meet only once, at the end: under load a thread can wait
+         * milliseconds for the other to get a core at every meeting. */
+#pragma omp parallel for num_threads(threads) schedule(dynamic)
+        for (int64_t it = 0; it < items; it++) {
+            int64_t i0 = (it / nb) * MC, j0 = (it % nb) * NC;
+            int64_t mc = imin(MC, u->m - i0), ncols = imin(NC, u->n - j0);
+            if (!needed(u, i0, mc, j0)) continue;
+            double *bpack = ws->buf + (int64_t)omp_get_thread_num() * item_pack_size();
+            double *apack = bpack + b_pack_size(NC);
             for (int64_t p0 = 0; p0 < u->k; p0 += KC) {
                 int64_t kc = imin(KC, u->k - p0);
-#pragma omp for schedule(static)
-                for (int64_t jp = 0; jp < np; jp++) pack_b_panel(u, nr, jp, p0, kc, bpack + jp * kc * nr);
-#pragma omp for schedule(dynamic)
-                for (int64_t it = 0; it < items; it++) {
-                    int64_t i0 = (it / nb) * MC, j0 = (it % nb) * NC;
-                    run_item(u, ker, i0, imin(MC, u->m - i0), j0, imin(NC, u->n - j0), p0, kc,
-                             bpack, apack);
-                }
+                for (int64_t jp = j0 / nr; jp < ceil_div(j0 + ncols, nr); jp++)
+                    pack_b_panel(u, nr, jp, p0, kc, bpack + (jp - j0 / nr) * kc * nr);
+                run_block(u, ker, i0, mc, j0, ncols, p0, kc, bpack, apack);
             }
         }
         return;
     }
+    int64_t np = ceil_div(u->n, nr);
+    double *bpack = ws->buf, *apack = ws->buf + b_pack_size(ws->nmax);
     for (int64_t p0 = 0; p0 < u->k; p0 += KC) {
         int64_t kc = imin(KC, u->k - p0);
         for (int64_t jp = 0; jp < np; jp++) pack_b_panel(u, nr, jp, p0, kc, bpack + jp * kc * nr);
-        for (int64_t i0 = 0; i0 < u->m; i0 += MC)
-            run_item(u, ker, i0, imin(MC, u->m - i0), 0, u->n, p0, kc, bpack, apack0);
+        for (int64_t i0 = 0; i0 < u->m; i0 += MC) {
+            int64_t mc = imin(MC, u->m - i0);
+            if (needed(u, i0, mc, 0)) run_block(u, ker, i0, mc, 0, u->n, p0, kc, bpack, apack);
+        }
     }
 }
 

@@ -57,6 +57,11 @@ void emily_xupdate_ws_free(emily_xupdate_ws *ws);
  * ws->threads threads; the result does not depend on the thread count. */
 void emily_xupdate_run(const emily_xupdate *u, emily_xupdate_ws *ws);
 
+/* Multiply-adds from which an update runs on several threads (tests set
+ * it low to run the threaded path on small updates; negative: the
+ * default, 2^28). */
+void emily_xupdate_set_parallel_min(int64_t work);
+
 /* The same, computed by the plain triple loop (tests compare the two). */
 void emily_xupdate_reference(const emily_xupdate *u);
 

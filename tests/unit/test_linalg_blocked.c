@@ -112,6 +112,7 @@ static void check_update(int64_t m, int64_t n, int64_t k, bool transpose_a, bool
 }
 
 TEST(xupdate_matches_reference) {
+    emily_xupdate_set_parallel_min(0); /* threads = 2 below: the threaded path */
     /* around the tile (8 x 16), row-block (128), column-chunk (256) and
      * contraction-slice (256) sizes, and large enough to run threaded */
     const int64_t dims[][3] = {{1, 1, 1},   {7, 15, 3},   {8, 16, 8},     {9, 17, 1},
@@ -131,6 +132,7 @@ TEST(xupdate_matches_reference) {
     /* nothing to do */
     check_update(0, 5, 5, false, false, true, false, 0, 1, false);
     check_update(5, 5, 0, false, false, true, false, 0, 1, false);
+    emily_xupdate_set_parallel_min(-1);
 }
 
 /* ---- LU, determinant ----------------------------------------------------- */
@@ -155,15 +157,19 @@ static double *make_matrix(int64_t batch, int64_t n, int kind) {
     return a;
 }
 
-/* Runs op with the blocked paths off, on from order 1, and at the default. */
+/* LU and determinant with the blocked paths off, on from order 1, and on
+ * from order 16 with threaded updates. */
+/* (The last way also runs every update on threads, where there are any.) */
 static void lu_three_ways(const emily_tensor *a, emily_tensor *r[3][3], emily_tensor *det[3]) {
-    const int64_t mins[3] = {INT64_MAX, 1, EMILY_LINALG_BLOCK_MIN_DEFAULT};
+    const int64_t mins[3] = {INT64_MAX, 1, 16};
     for (int v = 0; v < 3; v++) {
         emily_cpu_linalg_set_block_min(mins[v]);
+        emily_xupdate_set_parallel_min(v == 2 ? 0 : -1);
         CHECK_OK(emily_lu(a, &r[v][0], &r[v][1], &r[v][2]));
         CHECK_OK(emily_determinant(a, &det[v]));
     }
     emily_cpu_linalg_set_block_min(EMILY_LINALG_BLOCK_MIN_DEFAULT);
+    emily_xupdate_set_parallel_min(-1);
 }
 
 TEST(lu_blocked_matches_unblocked) {
@@ -243,12 +249,14 @@ TEST(cholesky_blocked_matches_unblocked) {
                 int64_t shape[3] = {batch, n, n};
                 emily_tensor *f = t_from(EMILY_F64, 3, shape, a), *at = NULL, *l[3] = {NULL};
                 CHECK_OK(emily_as_type(f, types[ti], &at));
-                const int64_t mins[3] = {INT64_MAX, 1, EMILY_LINALG_BLOCK_MIN_DEFAULT};
+                const int64_t mins[3] = {INT64_MAX, 1, 16};
                 for (int v = 0; v < 3; v++) {
                     emily_cpu_linalg_set_block_min(mins[v]);
+                    emily_xupdate_set_parallel_min(v == 2 ? 0 : -1);
                     CHECK_OK(emily_cholesky(at, &l[v]));
                 }
                 emily_cpu_linalg_set_block_min(EMILY_LINALG_BLOCK_MIN_DEFAULT);
+                emily_xupdate_set_parallel_min(-1);
                 for (int v = 1; v < 3; v++) {
                     bool ok = same_tensors(l[0], l[v]);
                     if (!ok)
