@@ -5,7 +5,7 @@
  * on random data; reports the median of the runs. Each result is checked
  * against a host reference first. One JSON object per line on stdout.
  *
- *   emily_bench [--device cuda:0] [--runs 20] [--quick]
+ *   emily_bench [--device cuda:0] [--runs 20] [--quick] [--no-matmul]
  *
  * Cases: add f32 2^28 (bandwidth), sum of 2^28 f32, row sums of a
  * 65536x4096 f32 matrix, 8192^3 matmul in bf16, f16 and f32 (f32 without
@@ -152,14 +152,15 @@ static double rounded(emily_dtype dt, float x) {
 }
 
 int main(int argc, char **argv) {
-    int quick = 0;
+    int quick = 0, no_matmul = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--device") == 0 && i + 1 < argc) {
             if (emily_device_parse(argv[++i], &dev)) return fail("--device");
         } else if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc) runs = atoi(argv[++i]);
         else if (strcmp(argv[i], "--quick") == 0) quick = 1;
+        else if (strcmp(argv[i], "--no-matmul") == 0) no_matmul = 1;
         else {
-            fprintf(stderr, "usage: emily_bench [--device cuda:0] [--runs 20] [--quick]\n");
+            fprintf(stderr, "usage: emily_bench [--device cuda:0] [--runs 20] [--quick] [--no-matmul]\n");
             return 2;
         }
     }
@@ -235,7 +236,7 @@ int main(int argc, char **argv) {
     /* FAST: each type in its own precision (f32 accumulation, no TF32), as
      * PyTorch and JAX compute; HIGHEST (Emily's default): accumulation in
      * f64, Nx.BinaryBackend's answers. */
-    for (int prec = 0; prec < 2; prec++) {
+    for (int prec = 0; prec < (no_matmul ? 0 : 2); prec++) {
         emily_dot_precision P = prec == 0 ? EMILY_DOT_PRECISION_FAST : EMILY_DOT_PRECISION_HIGHEST;
         if (emily_dot_set_precision(P)) return fail("dot precision");
         int saved_runs = runs;

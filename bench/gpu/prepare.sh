@@ -8,7 +8,7 @@
 #   lib/     libemily.so (CUDA engine, sm_90) and the libraries it needs
 #            that are not part of the C/C++ runtime or the CUDA toolkit
 #   bin/     conformance, test_cuda, test_dot, emily_bench, chain, linked
-#            against lib/libemily.so (rpath $ORIGIN/../lib)
+#            against lib/libemily.so (rpath $ORIGIN/../lib); launch_floor
 #   corpus/  the conformance corpus (doctests.jsonl, sweep.jsonl)
 #
 # Then checks here that every binary loads and runs its CPU parts.
@@ -49,6 +49,9 @@ done
 CF="-std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror -Iinclude -Isrc -I$CUDA_HOME/include"
 gcc $CF -o "$P/bin/emily_bench" bench/gpu/emily_bench.c $LINK
 gcc $CF -o "$P/bin/chain" bench/gpu/chain.c $LINK
+# the launch floor (runtime and driver alone, no engine)
+"$CUDA_HOME/bin/nvcc" -O2 -std=c++17 -gencode arch=compute_90,code=sm_90 -o "$P/bin/launch_floor" \
+    bench/gpu/launch_floor.cu -L"$CUDA_HOME/lib64/stubs" -lcuda
 
 echo "== libraries the GPU machine may lack"
 # everything libemily.so and the programs load, except the C/C++ runtime,

@@ -99,6 +99,7 @@ grep -E '^FAIL' "$OUT/conformance.log" | head -n 20
 echo "== 3. benchmarks"
 : > "$OUT/emily.jsonl"
 timeout $(limit 60) "$W/bin/chain" --device cuda:0 >> "$OUT/emily.jsonl" 2>> "$OUT/report.txt" || { failed=1; note "chain failed"; }
+timeout $(limit 30) "$W/bin/launch_floor" | tee "$OUT/launch_floor.jsonl" || note "launch_floor failed"
 timeout $(limit 150) "$W/bin/emily_bench" --device cuda:0 $QUICK >> "$OUT/emily.jsonl" 2>> "$OUT/report.txt" \
     || { failed=1; note "emily_bench failed or a result was WRONG (see report.txt)"; }
 cat "$OUT/emily.jsonl"

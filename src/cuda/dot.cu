@@ -488,6 +488,17 @@ emily_status blas_path(Gemm &g, emily_tensor *dst, const emily_tensor *a, const 
     }
     void *pc = dst_base(dst);
     bool direct = ct_matches(ct, dst->dtype);
+    cudaDataType_t ctype = data_type(ct);
+    // FAST with half operands and a result of their type: cuBLAS rounds its
+    // f32 accumulators to the half type itself (round to nearest even, as
+    // PyTorch and JAX do), which saves writing and re-reading an f32 result.
+    // At HIGHEST, and for any other mix, the store kernel applies Nx's
+    // conversion rules (bf16 keeps the top 16 bits of the f32 value).
+    if (!direct && oa.type == ob.type && oa.type != data_type(ct) &&
+        dst->dtype == a->dtype && dst->dtype == b->dtype) {
+        direct = true;
+        ctype = oa.type;
+    }
     if (!direct && (s = g.alloc(dst->size, ct_size(ct), &pc))) return s;
     // Row-major C[M, N] = A B is column-major C^T[N, M] = B^T A^T: a
     // row-major operand is its own transpose in column-major terms.
@@ -503,7 +514,7 @@ emily_status blas_path(Gemm &g, emily_tensor *dst, const emily_tensor *a, const 
     const void *beta = single ? (const void *)zerof : (const void *)zerod;
     cublasStatus_t st = cublasGemmStridedBatchedEx(
         h, tp, tq, (int)n, (int)m, (int)k, alpha, ob.ptr, ob.type, (int)ob.lay.ld, ob.batch_stride,
-        oa.ptr, oa.type, (int)oa.lay.ld, oa.batch_stride, beta, pc, data_type(ct), ldc, strc, (int)nb,
+        oa.ptr, oa.type, (int)oa.lay.ld, oa.batch_stride, beta, pc, ctype, ldc, strc, (int)nb,
         compute, CUBLAS_GEMM_DEFAULT);
     if ((s = cublas_status(st))) return s;
     if ((s = emily_cuda_launched(&g.ctx))) return s;

@@ -11,7 +11,9 @@
 // Two kernels, chosen by the input's smallest stride:
 //  - rows: the smallest stride is a reduced dim. A block folds one output
 //    (or a part of one), reading the run with 16-byte loads when it is
-//    contiguous, then combines its threads' partial folds;
+//    contiguous, then combines its threads' partial folds; contiguous
+//    rows of at most ROW_WARP_MAX_BYTES are folded a warp each instead
+//    (reduce_rows_warp: shuffles only, no block barrier per row);
 //  - cols: the smallest stride is a kept dim. A thread folds one output,
 //    so a warp reads 32 neighbouring outputs at once.
 // When there are too few outputs to fill the device, each output's range
@@ -28,6 +30,7 @@
 #ifndef EMILY_CUDA_REDUCE_CUH
 #define EMILY_CUDA_REDUCE_CUH
 
+#include <atomic>
 #include "cuda/common.cuh"
 
 namespace emily_cuda {
@@ -107,13 +110,57 @@ __device__ typename Red::Acc block_combine(const Red &red, typename Red::Acc acc
 
 // ---- kernels ------------------------------------------------------------
 
+// Folds the contiguous run row[lo, hi) into acc, thread t of nt taking
+// every nt-th 16-byte pack (an unaligned head and the tail element by
+// element). UNROLL packs are loaded before any is folded, into UNROLL
+// accumulators, so each thread keeps several loads in flight and no
+// single dependency chain of adds limits it; the accumulators are
+// combined at the end (every combine is commutative, ties go by index).
+template <class Red>
+__device__ __forceinline__ typename Red::Acc fold_contig(const Red &red, const typename Red::S *row,
+                                                         int64_t lo, int64_t hi, int t, int nt) {
+    typedef typename Red::S S;
+    typedef typename Red::Acc Acc;
+    constexpr int V = vec_of<S>();
+    constexpr int UNROLL = 4;
+    Acc acc = red.init();
+    int64_t head = (int64_t)(((16 - ((uintptr_t)(row + lo) & 15)) & 15) / sizeof(S));
+    if (head > hi - lo) head = hi - lo;
+    for (int64_t j = lo + t; j < lo + head; j += nt) acc = red.combine(acc, red.load(row[j], j));
+    int64_t vb = lo + head, nvec = (hi - vb) / V;
+    const pack_t<S, V> *pv = (const pack_t<S, V> *)(row + vb);
+    int64_t k = t;
+    if (k + (int64_t)(UNROLL - 1) * nt < nvec) {
+        Acc part[UNROLL];
+#pragma unroll
+        for (int u = 0; u < UNROLL; u++) part[u] = red.init();
+        for (; k + (int64_t)(UNROLL - 1) * nt < nvec; k += (int64_t)UNROLL * nt) {
+            pack_t<S, V> x[UNROLL];
+#pragma unroll
+            for (int u = 0; u < UNROLL; u++) x[u] = pv[k + u * nt];
+#pragma unroll
+            for (int u = 0; u < UNROLL; u++)
+#pragma unroll
+                for (int e = 0; e < V; e++)
+                    part[u] = red.combine(part[u], red.load(x[u].v[e], vb + (k + u * nt) * V + e));
+        }
+#pragma unroll
+        for (int u = 0; u < UNROLL; u++) acc = red.combine(acc, part[u]);
+    }
+    for (; k < nvec; k += nt) {
+        pack_t<S, V> x = pv[k];
+#pragma unroll
+        for (int e = 0; e < V; e++) acc = red.combine(acc, red.load(x.v[e], vb + k * V + e));
+    }
+    for (int64_t j = vb + nvec * V + t; j < hi; j += nt) acc = red.combine(acc, red.load(row[j], j));
+    return acc;
+}
+
 template <class Red>
 __global__ void __launch_bounds__(BLOCK) reduce_rows(RedGeom g, Red red, const typename Red::S *src,
                                                      typename Red::D *dst, typename Red::Acc *part_out,
                                                      int parts, bool contig) {
-    typedef typename Red::S S;
     typedef typename Red::Acc Acc;
-    constexpr int V = vec_of<S>();
     __shared__ Acc sh[BLOCK / 32];
     int64_t items = g.K * parts;
     for (int64_t it = blockIdx.x; it < items; it += gridDim.x) {
@@ -122,24 +169,11 @@ __global__ void __launch_bounds__(BLOCK) reduce_rows(RedGeom g, Red red, const t
         int64_t lo = g.R * p / parts, hi = g.R * (p + 1) / parts;
         int64_t so, dof;
         kept_off(g, o, so, dof);
-        Acc acc = red.init();
+        Acc acc;
         if (contig) { // one reduced dim of stride 1: j is the element offset
-            const S *row = src + so;
-            int64_t head = (int64_t)(((16 - ((uintptr_t)(row + lo) & 15)) & 15) / sizeof(S));
-            if (head > hi - lo) head = hi - lo;
-            for (int64_t j = lo + threadIdx.x; j < lo + head; j += blockDim.x)
-                acc = red.combine(acc, red.load(row[j], j));
-            int64_t vb = lo + head, nvec = (hi - vb) / V;
-            const pack_t<S, V> *pv = (const pack_t<S, V> *)(row + vb);
-#pragma unroll 4
-            for (int64_t k = threadIdx.x; k < nvec; k += blockDim.x) {
-                pack_t<S, V> x = pv[k];
-#pragma unroll
-                for (int e = 0; e < V; e++) acc = red.combine(acc, red.load(x.v[e], vb + k * V + e));
-            }
-            for (int64_t j = vb + nvec * V + threadIdx.x; j < hi; j += blockDim.x)
-                acc = red.combine(acc, red.load(row[j], j));
+            acc = fold_contig(red, src + so, lo, hi, (int)threadIdx.x, (int)blockDim.x);
         } else {
+            acc = red.init();
             for (int64_t j = lo + threadIdx.x; j < hi; j += blockDim.x)
                 acc = red.combine(acc, red.load(src[so + red_off(g, j)], j));
         }
@@ -151,16 +185,48 @@ __global__ void __launch_bounds__(BLOCK) reduce_rows(RedGeom g, Red red, const t
     }
 }
 
+// Contiguous runs a warp each: an item is an output (or a part of one),
+// folded by one warp with shuffles only, so no block barrier stands
+// between one item and the next. Used for short rows (many outputs) and,
+// cut into parts, for long ones.
+template <class Red>
+__global__ void __launch_bounds__(BLOCK) reduce_rows_warp(RedGeom g, Red red, const typename Red::S *src,
+                                                          typename Red::D *dst, typename Red::Acc *part_out,
+                                                          int parts) {
+    typedef typename Red::Acc Acc;
+    int lane = (int)(threadIdx.x & 31);
+    int64_t warp = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) >> 5;
+    int64_t nwarps = ((int64_t)gridDim.x * blockDim.x) >> 5;
+    int64_t items = g.K * parts;
+    for (int64_t it = warp; it < items; it += nwarps) {
+        int64_t o = it / parts;
+        int p = (int)(it - o * parts);
+        int64_t lo = g.R * p / parts, hi = g.R * (p + 1) / parts;
+        int64_t so, dof;
+        kept_off(g, o, so, dof);
+        Acc acc = fold_contig(red, src + so, lo, hi, lane, 32);
+#pragma unroll
+        for (int off = 16; off > 0; off >>= 1) acc = red.combine(acc, shfl_down_any(acc, off));
+        if (lane == 0) {
+            if (parts == 1) dst[dof] = red.store(acc);
+            else part_out[it] = acc; // [o][p]
+        }
+    }
+}
+
+// chunk > 0: part p is j in [p * chunk, (p + 1) * chunk) (the sequential
+// reducers' fixed cut, the CPU's too); else the range is cut evenly.
 template <class Red>
 __global__ void reduce_cols(RedGeom g, Red red, const typename Red::S *src, typename Red::D *dst,
-                            typename Red::Acc *part_out, int parts) {
+                            typename Red::Acc *part_out, int parts, int64_t chunk) {
     typedef typename Red::Acc Acc;
     int64_t items = g.K * parts;
     for (int64_t it = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; it < items;
          it += (int64_t)gridDim.x * blockDim.x) {
         int p = (int)(it / g.K);
         int64_t o = it - (int64_t)p * g.K;
-        int64_t lo = g.R * p / parts, hi = g.R * (p + 1) / parts;
+        int64_t lo = chunk ? p * chunk : g.R * p / parts;
+        int64_t hi = chunk ? (lo + chunk < g.R ? lo + chunk : g.R) : g.R * (p + 1) / parts;
         int64_t so, dof;
         kept_off(g, o, so, dof);
         Acc acc = red.init();
@@ -182,15 +248,39 @@ __global__ void __launch_bounds__(BLOCK) reduce_finish(RedGeom g, Red red, const
                                                        int parts, int64_t so_, int64_t sp, typename Red::D *dst) {
     typedef typename Red::Acc Acc;
     __shared__ Acc sh[BLOCK / 32];
+    constexpr int U = 8; // loads in flight per thread: parts can number thousands
     for (int64_t o = blockIdx.x; o < g.K; o += gridDim.x) {
         Acc acc = red.init();
-        for (int p = threadIdx.x; p < parts; p += blockDim.x) acc = red.combine(acc, parts_in[o * so_ + p * sp]);
+        int p = threadIdx.x;
+        for (; p + (U - 1) * (int)blockDim.x < parts; p += U * (int)blockDim.x) {
+            Acc x[U];
+#pragma unroll
+            for (int u = 0; u < U; u++) x[u] = parts_in[o * so_ + (int64_t)(p + u * (int)blockDim.x) * sp];
+#pragma unroll
+            for (int u = 0; u < U; u++) acc = red.combine(acc, x[u]);
+        }
+        for (; p < parts; p += blockDim.x) acc = red.combine(acc, parts_in[o * so_ + (int64_t)p * sp]);
         acc = block_combine(red, acc, sh);
         if (threadIdx.x == 0) {
             int64_t so, dof;
             kept_off(g, o, so, dof);
             dst[dof] = red.store(acc);
         }
+    }
+}
+
+// Sequential reducers: one thread per output combines its parts in order
+// (parts at [p][o]), as the CPU merges its chunks.
+template <class Red>
+__global__ void reduce_finish_seq(RedGeom g, Red red, const typename Red::Acc *parts_in, int parts,
+                                  typename Red::D *dst) {
+    typedef typename Red::Acc Acc;
+    for (int64_t o = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; o < g.K; o += (int64_t)gridDim.x * blockDim.x) {
+        Acc acc = red.init();
+        for (int p = 0; p < parts; p++) acc = red.combine(acc, parts_in[(int64_t)p * g.K + o]);
+        int64_t so, dof;
+        kept_off(g, o, so, dof);
+        dst[dof] = red.store(acc);
     }
 }
 
@@ -247,15 +337,36 @@ too_many:
 }
 
 // A reducer with `static constexpr bool sequential = true` folds each
-// output in j order in one thread (the cols kernel, one part), as the CPU
-// does: products and complex sums round (and overflow into inf/NaN)
-// differently in any other order. Past SEQ_MAX elements per output the CPU
-// itself splits the run over threads, and the GPU uses its tree.
+// output in j order in one thread (the cols kernel), as the CPU does:
+// products and complex sums round (and overflow into inf/NaN) differently
+// in any other order. Past SEQ_MAX elements per output both devices cut
+// the run at multiples of SEQ_MAX, fold each chunk in order and combine
+// the chunks in order (src/cpu/reduce.c: ORDERED_CHUNK), so the two agree
+// bit for bit at every length and thread count.
 template <class Red> constexpr bool red_sequential() {
     if constexpr (requires { Red::sequential; }) return Red::sequential;
     else return false;
 }
 constexpr int64_t SEQ_MAX = (int64_t)1 << 18;
+// Contiguous rows up to this many bytes are folded a warp each (a 32 KiB
+// row is 64 packs per lane); longer ones a block each.
+constexpr int64_t ROW_WARP_MAX_BYTES = 32768;
+
+// Blocks of BLOCK threads of kernel k that fit on the device at once
+// (its registers and shared memory decide), at least one per SM. Asked
+// once per kernel: the answer depends on the kernel's resources only.
+template <typename K> int64_t resident_blocks(K k, int64_t sms) {
+    static std::atomic<int> per_sm{0};
+    int n = per_sm.load(std::memory_order_relaxed);
+    if (n == 0) {
+        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, k, BLOCK, 0) != cudaSuccess || n < 1) {
+            (void)cudaGetLastError();
+            n = 1;
+        }
+        per_sm.store(n, std::memory_order_relaxed);
+    }
+    return sms * n;
+}
 
 // Runs Red over the geometry: picks the kernel and how many parts each
 // output's range is cut into.
@@ -269,14 +380,29 @@ emily_status run_reduce(const emily_cuda_ctx &ctx, const RedGeom &g, bool rows_i
     D *dp = (D *)base_of(dst) + dst->offset;
     int64_t sms = emily_cuda_sm_count(ctx.device);
     int parts = 1;
-    const bool seq = red_sequential<Red>() && g.R <= SEQ_MAX;
+    int64_t chunk = 0;
+    const bool seq = red_sequential<Red>();
     const bool rows = rows_in && !seq;
+    const bool contig = rows && g.nr == 1 && g.rss[0] == 1;
+    // contiguous runs go a warp each (long ones cut into parts): on an
+    // H200 the sum of 2^28 f32 took 0.2724 ms so, 0.2756 ms with a block
+    // per part; other strides a block each
+    const bool by_warp = contig;
     if (seq) {
-        // one thread per output, j in order
+        // one thread per output, j in order; fixed chunks past SEQ_MAX
+        if (g.R > SEQ_MAX) {
+            chunk = SEQ_MAX;
+            parts = (int)((g.R + SEQ_MAX - 1) / SEQ_MAX);
+        }
     } else if (rows) {
-        int64_t want = (4 * sms + g.K - 1) / g.K, most = g.R / 4096;
+        // as many items as can be resident at once: one full wave (a
+        // second, partial wave would run the last parts at a fraction of
+        // the bandwidth)
+        int64_t slots = by_warp ? resident_blocks(reduce_rows_warp<Red>, sms) * (BLOCK / 32)
+                                : resident_blocks(reduce_rows<Red>, sms);
+        int64_t want = (slots + g.K - 1) / g.K, most = g.R / 4096;
         if (want > most) want = most;
-        if (want > 4096) want = 4096;
+        if (want > 16384) want = 16384;
         if (want > 1) parts = (int)want;
     } else {
         int64_t threads = sms * 2048, want = (threads + g.K - 1) / g.K, most = g.R / 64;
@@ -290,15 +416,22 @@ emily_status run_reduce(const emily_cuda_ctx &ctx, const RedGeom &g, bool rows_i
         if (s) return s;
     }
     int64_t items = g.K * parts;
-    if (rows) {
-        bool contig = g.nr == 1 && g.rss[0] == 1;
+    if (rows && by_warp) {
+        int64_t warps_per_block = BLOCK / 32, cap = resident_blocks(reduce_rows_warp<Red>, sms);
+        int64_t blocks = (items + warps_per_block - 1) / warps_per_block;
+        if (blocks > cap) blocks = cap;
+        reduce_rows_warp<Red><<<(unsigned)blocks, BLOCK, 0, ctx.stream>>>(g, red, sp, dp, buf, parts);
+    } else if (rows) {
         int64_t cap = sms * 16, blocks = items < cap ? items : cap;
         reduce_rows<Red><<<(unsigned)blocks, BLOCK, 0, ctx.stream>>>(g, red, sp, dp, buf, parts, contig);
     } else {
-        reduce_cols<Red><<<grid_for(ctx.device, items), BLOCK, 0, ctx.stream>>>(g, red, sp, dp, buf, parts);
+        reduce_cols<Red><<<grid_for(ctx.device, items), BLOCK, 0, ctx.stream>>>(g, red, sp, dp, buf, parts, chunk);
     }
     emily_status s = emily_cuda_launched(&ctx);
-    if (!s && parts > 1) {
+    if (!s && parts > 1 && seq) {
+        reduce_finish_seq<Red><<<grid_for(ctx.device, g.K), BLOCK, 0, ctx.stream>>>(g, red, buf, parts, dp);
+        s = emily_cuda_launched(&ctx);
+    } else if (!s && parts > 1) {
         int64_t cap = sms * 16, blocks = g.K < cap ? g.K : cap;
         int64_t so = rows ? parts : 1, spp = rows ? 1 : g.K;
         reduce_finish<Red><<<(unsigned)blocks, BLOCK, 0, ctx.stream>>>(g, red, buf, parts, so, spp, dp);

@@ -848,11 +848,97 @@ TEST(gpu_creation_matches_cpu) {
     emily_tensor_release(anchor);
 }
 
+/* The flat kernels' paths by size: one element (its own small launch), a
+ * length that runs the unrolled main loop, its remainder and the scalar
+ * tail, and an offset view whose start is not 16-byte aligned (the
+ * strided kernel); reductions over many short rows (a warp a row, rows
+ * starting misaligned) and one long run cut into parts. */
+TEST(gpu_flat_and_row_paths_match_cpu) {
+    int64_t sizes[3] = {1, 7, 200003};
+    static const emily_binary_op bops[] = {EMILY_ADD, EMILY_MULTIPLY, EMILY_LESS, EMILY_MAX, EMILY_POW};
+    static const emily_unary_op uops[] = {EMILY_NEGATE, EMILY_EXP, EMILY_ABS};
+    for (int d = 0; d < EMILY_DTYPE_COUNT; d++) {
+        emily_dtype dt = (emily_dtype)d;
+        for (int k = 0; k < 3; k++) {
+            emily_tensor *a = rnd_tensor(dt, 1, &sizes[k], 1), *b = rnd_tensor(dt, 1, &sizes[k], 1);
+            emily_tensor *sc = rnd_tensor(dt, 0, NULL, 0);
+            /* a[1:] as a view: misaligned for every type of at most 8 bytes */
+            emily_tensor *va = NULL, *vb = NULL;
+            int64_t start[1] = {1}, len[1] = {sizes[k] - 1}, step[1] = {1};
+            if (sizes[k] > 1) {
+                CHECK_OK(emily_slice(a, start, len, step, &va));
+                CHECK_OK(emily_slice(b, start, len, step, &vb));
+            }
+            for (size_t o = 0; o < sizeof bops / sizeof *bops; o++) {
+                emily_dtype out;
+                if (emily_binary_type(bops[o], dt, dt, &out)) continue;
+                int ulps = binary_exact(bops[o]) ? 0 : tol_for(out);
+                if (emily_dtype_is_complex(dt) && bops[o] == EMILY_POW) ulps = 4;
+                char what[80];
+                snprintf(what, sizeof what, "%s(%s) n=%lld", emily_binary_op_name(bops[o]), emily_dtype_name(dt),
+                         (long long)sizes[k]);
+                bin_arg arg = {bops[o], 0};
+                emily_tensor *same[2] = {a, b}, *bc[2] = {sc, a}, *views[2] = {va, vb};
+                compare_op(what, run_binary, &arg, 2, same, ulps);
+                compare_op(what, run_binary, &arg, 2, bc, ulps);
+                if (va) compare_op(what, run_binary, &arg, 2, views, ulps);
+            }
+            for (size_t o = 0; o < sizeof uops / sizeof *uops; o++) {
+                emily_unary_op op = uops[o];
+                emily_dtype out;
+                if (emily_unary_type(op, dt, &out)) continue;
+                int ulps = unary_exact(op) ? 0 : tol_for(out);
+                char what[80];
+                snprintf(what, sizeof what, "%s(%s) n=%lld", emily_unary_op_name(op), emily_dtype_name(dt),
+                         (long long)sizes[k]);
+                compare_op(what, run_unary, &op, 1, &a, ulps);
+                if (va) compare_op(what, run_unary, &op, 1, &va, ulps);
+            }
+            emily_tensor_release(a);
+            emily_tensor_release(b);
+            emily_tensor_release(sc);
+            emily_tensor_release(va);
+            emily_tensor_release(vb);
+        }
+    }
+    /* rows: 513 x 2048 (a warp a row, aligned), 2000 x 37 (misaligned
+     * rows), 1 x 3000001 (one run cut into parts, unrolled folds) */
+    static const int64_t rshape[3][2] = {{513, 2048}, {2000, 37}, {1, 3000001}};
+    const emily_dtype rtypes[] = {EMILY_U8, EMILY_S32, EMILY_S64, EMILY_F16, EMILY_BF16, EMILY_F32, EMILY_F64, EMILY_C64};
+    for (int c = 0; c < 3; c++)
+        for (size_t k = 0; k < sizeof rtypes / sizeof *rtypes; k++) {
+            emily_dtype dt = rtypes[k];
+            /* sums of plain values (edge values such as +-max would make
+             * them depend on the order); max/min/arg see the edge values */
+            emily_tensor *plain = rnd_tensor(dt, 2, rshape[c], 0), *x = rnd_tensor(dt, 2, rshape[c], 1);
+            for (int o = 0; o < EMILY_REDUCE_OP_COUNT; o++) {
+                if (emily_dtype_is_complex(dt) && (o == EMILY_REDUCE_MAX || o == EMILY_REDUCE_MIN)) continue;
+                if (o == EMILY_REDUCE_PRODUCT) continue; /* products fold in order: another kernel */
+                red_arg r = {(emily_reduce_op)o, 1, {1, 0, 0}, false, false};
+                bool extreme = o == EMILY_REDUCE_MAX || o == EMILY_REDUCE_MIN;
+                bool exact = (!emily_dtype_is_float(dt) && !emily_dtype_is_complex(dt)) || extreme;
+                char what[80];
+                snprintf(what, sizeof what, "row reduce op %d %lldx%lld (%s)", o, (long long)rshape[c][0],
+                         (long long)rshape[c][1], emily_dtype_name(dt));
+                compare_op(what, run_reduce, &r, 1, o == EMILY_REDUCE_SUM ? &plain : &x, exact ? 0 : 4);
+            }
+            for (int op = 0; op < 2; op++) {
+                arg_arg a = {(emily_arg_op)op, 1, false, EMILY_S64};
+                char what[80];
+                snprintf(what, sizeof what, "arg%s rows %lldx%lld (%s)", op ? "min" : "max", (long long)rshape[c][0],
+                         (long long)rshape[c][1], emily_dtype_name(dt));
+                if (!emily_dtype_is_complex(dt)) compare_op(what, run_arg, &a, 1, &x, 0);
+            }
+            emily_tensor_release(plain);
+            emily_tensor_release(x);
+        }
+}
+
 #define GPU_OP_CASES                                                                     \
     CASE(gpu_as_type_matches_cpu), CASE(gpu_unary_matches_cpu), CASE(gpu_binary_matches_cpu), \
         CASE(gpu_select_matches_cpu), CASE(gpu_reductions_match_cpu),                    \
         CASE(gpu_argreduce_matches_cpu), CASE(gpu_all_close_matches_cpu),                \
-        CASE(gpu_creation_matches_cpu)
+        CASE(gpu_creation_matches_cpu), CASE(gpu_flat_and_row_paths_match_cpu)
 
 int main(void) {
     static const harness_case always[] = {
