@@ -687,6 +687,14 @@ def main():
         if failed:
             md.append(f"{len(failed)} case(s) did not pass; see the check column.")
             md.append("")
+        # The GPU table is made on the GPU machine (bench/gpu/run.sh, by hand
+        # into bench/gpu/RESULTS-H200.md); it is repeated here so that one
+        # file has the latest numbers of both engines.
+        gpu = os.path.join(HERE, "gpu", "RESULTS-H200.md")
+        if os.path.exists(gpu):
+            with open(gpu) as g:
+                md += ["## GPU (H200), copied from bench/gpu/RESULTS-H200.md", "",
+                       g.read().split("\n", 1)[1].strip(), ""]
         with open(args.output, "w") as f:
             f.write("\n".join(md))
         print(f"wrote {os.path.relpath(args.output, ROOT)}")
