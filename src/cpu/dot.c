@@ -1,23 +1,25 @@
 /* CPU kernels: dot family.
  *
- * gemm, a batched matrix product, takes one of three paths:
+ * gemm, a batched matrix product, takes one of four paths:
  *  - integers: an exact loop in the output's width with wrapping
  *    (unsigned) arithmetic;
- *  - f64 and c128 at HIGHEST precision: our own register-tiled kernel
- *    that computes every output element as Nx.BinaryBackend does (each
- *    product rounded, then added in contraction order, never fused), so
- *    results match the reference bit for bit; BLAS cannot promise that
- *    (it fuses multiply-adds);
- *  - everything else through OpenBLAS: f32/f16/bf16/c64 at HIGHEST are
- *    widened to f64/c128 (their products are exact there, so the order
- *    of the f64 sum does not show in the rounded result); at FAST each
- *    type runs in its own precision (f16/bf16 in f32).
+ *  - real floats at HIGHEST precision (f64, and f32/f16/bf16 read into
+ *    f64): dot_exact.c's blocked kernel, which computes every output
+ *    element as Nx.BinaryBackend does (each product rounded, then added
+ *    in contraction order, never fused), so results match the reference
+ *    bit for bit; BLAS cannot promise that (it fuses multiply-adds);
+ *  - c128 at HIGHEST: the register-tiled complex kernel below, in the
+ *    same order;
+ *  - everything else through OpenBLAS: c64 at HIGHEST widened to c128;
+ *    at FAST each type in its own precision (f16/bf16 in f32).
  * Operands BLAS can read in place are passed as they are; any other is
  * packed once into the compute type, converting values as Nx does. */
 #include <cblas.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include "cpu/dot_exact.h"
+#include "cpu/dot_load.h"
 #include "cpu/kernels.h"
 #include "ops/dot_kernels.h"
 
@@ -25,85 +27,10 @@
  * costs more than it saves under about a millisecond of work. */
 #define GEMM_PARALLEL_MIN ((int64_t)1 << 20)
 
-/* The type products are computed in. */
-typedef enum ctype { CT_F32, CT_F64, CT_C64, CT_C128, CT_U32, CT_U64 } ctype;
-
-static size_t ct_size(ctype ct) {
-    static const size_t sizes[] = {4, 8, 8, 16, 4, 8};
-    return sizes[ct];
-}
-
 static bool ct_matches(ctype ct, emily_dtype t) {
     return (ct == CT_F32 && t == EMILY_F32) || (ct == CT_F64 && t == EMILY_F64) ||
            (ct == CT_C64 && t == EMILY_C64) || (ct == CT_C128 && t == EMILY_C128);
 }
-
-/* ---- loading: a strided run of any dtype -> the compute type ----------
- * n elements from src (stride in source elements) to dst (stride in
- * compute-type scalars; for complex types the imaginary part goes
- * `imoff` scalars after the real part). */
-
-typedef struct { float re, im; } cf32;
-typedef struct { double re, im; } cf64;
-
-#define RE_NUM(x) ((double)(x))
-#define IM_ZERO(x) 0.0
-#define RE_F16(x) ((double)emily_f16_to_f32(x))
-#define RE_BF16(x) ((double)emily_bf16_to_f32(x))
-#define RE_C(x) ((double)(x).re)
-#define IM_C(x) ((double)(x).im)
-/* integers are read exactly: signed sign-extends, unsigned zero-extends */
-#define U64_S(x) ((uint64_t)(int64_t)(x))
-#define U64_U(x) ((uint64_t)(x))
-#define U64_NONE(x) ((void)(x), (uint64_t)0) /* floats never reach integer dots */
-
-#define DEFINE_LOAD(NAME, ST, RE, IM, U64)                                             \
-    static void NAME(const void *src, int64_t ss, int64_t n, ctype ct, void *dst,      \
-                     int64_t ds, int64_t imoff) {                                       \
-        const ST *s = (const ST *)src;                                                  \
-        switch (ct) {                                                                   \
-        case CT_F32: { float *d = dst; for (int64_t i = 0; i < n; i++) d[i * ds] = (float)RE(s[i * ss]); break; } \
-        case CT_F64: { double *d = dst; for (int64_t i = 0; i < n; i++) d[i * ds] = RE(s[i * ss]); break; } \
-        case CT_C64: {                                                                  \
-            float *d = dst;                                                             \
-            for (int64_t i = 0; i < n; i++) {                                           \
-                d[i * ds] = (float)RE(s[i * ss]);                                       \
-                d[i * ds + imoff] = (float)IM(s[i * ss]);                               \
-            }                                                                           \
-            break;                                                                      \
-        }                                                                               \
-        case CT_C128: {                                                                 \
-            double *d = dst;                                                            \
-            for (int64_t i = 0; i < n; i++) {                                           \
-                d[i * ds] = RE(s[i * ss]);                                              \
-                d[i * ds + imoff] = IM(s[i * ss]);                                      \
-            }                                                                           \
-            break;                                                                      \
-        }                                                                               \
-        case CT_U32: { uint32_t *d = dst; for (int64_t i = 0; i < n; i++) d[i * ds] = (uint32_t)U64(s[i * ss]); break; } \
-        case CT_U64: { uint64_t *d = dst; for (int64_t i = 0; i < n; i++) d[i * ds] = U64(s[i * ss]); break; } \
-        }                                                                               \
-    }
-
-DEFINE_LOAD(load_u8, uint8_t, RE_NUM, IM_ZERO, U64_U)
-DEFINE_LOAD(load_u16, uint16_t, RE_NUM, IM_ZERO, U64_U)
-DEFINE_LOAD(load_u32, uint32_t, RE_NUM, IM_ZERO, U64_U)
-DEFINE_LOAD(load_u64, uint64_t, RE_NUM, IM_ZERO, U64_U)
-DEFINE_LOAD(load_s8, int8_t, RE_NUM, IM_ZERO, U64_S)
-DEFINE_LOAD(load_s16, int16_t, RE_NUM, IM_ZERO, U64_S)
-DEFINE_LOAD(load_s32, int32_t, RE_NUM, IM_ZERO, U64_S)
-DEFINE_LOAD(load_s64, int64_t, RE_NUM, IM_ZERO, U64_S)
-DEFINE_LOAD(load_f16, uint16_t, RE_F16, IM_ZERO, U64_NONE)
-DEFINE_LOAD(load_bf16, uint16_t, RE_BF16, IM_ZERO, U64_NONE)
-DEFINE_LOAD(load_f32, float, RE_NUM, IM_ZERO, U64_NONE)
-DEFINE_LOAD(load_f64, double, RE_NUM, IM_ZERO, U64_NONE)
-DEFINE_LOAD(load_c64, cf32, RE_C, IM_C, U64_NONE)
-DEFINE_LOAD(load_c128, cf64, RE_C, IM_C, U64_NONE)
-
-typedef void (*load_fn)(const void *, int64_t, int64_t, ctype, void *, int64_t, int64_t);
-static const load_fn loaders[EMILY_DTYPE_COUNT] = {
-    load_u8, load_u16, load_u32, load_u64, load_s8, load_s16, load_s32, load_s64,
-    load_f16, load_bf16, load_f32, load_f64, load_c64, load_c128};
 
 static emily_status oom(const char *what) {
     return emily_error(EMILY_ERR_MEMORY, "dot: out of host memory for %s", what);
@@ -130,7 +57,7 @@ static emily_status pack(const emily_tensor *t, ctype ct, void **out) {
     size_t es = ct_size(ct);
     char *buf = alloc_elems(nb * nr * nc, es, false);
     if (!buf) return oom("a packed operand");
-    load_fn load = loaders[t->dtype];
+    load_fn load = emily_dot_loaders[t->dtype];
     int64_t rows = nb * nr;
     bool cplx = ct == CT_C64 || ct == CT_C128;
 #pragma omp parallel for if (rows * nc >= GEMM_PARALLEL_MIN / 4) schedule(static)
@@ -149,6 +76,7 @@ static void store_results(emily_tensor *dst, const void *src, ctype ct) {
     switch (dst->dtype) {
     case EMILY_F32: { /* from f64 */
         const double *s = src; float *o = d;
+#pragma omp parallel for if (n >= GEMM_PARALLEL_MIN / 4) schedule(static)
         for (int64_t i = 0; i < n; i++) o[i] = (float)s[i];
         break;
     }
@@ -226,66 +154,32 @@ done:
     return s;
 }
 
-/* ---- f64 and c128 as the reference computes them ------------------------
+/* ---- c128 as the reference computes it ----------------------------------
  *
  * A register-tiled kernel: an MR x NR tile of the output is held in
  * vector registers while the contraction runs in order, so every output
- * element is ((0 + a0*b0) + a1*b1) + ..., each product rounded (this file
- * is compiled without floating-point contraction: -std=c11 implies
- * -ffp-contract=off, and the x86 variants below do not enable FMA for
- * that reason). Operands are packed into panels: A as [M/MR][K][MR],
- * B as [N/NR][K][NR] (complex: real and imaginary planes per k), padded
- * with zeros to whole panels. Variants for AVX-512, AVX2 and SSE2 are
- * picked at run time. */
+ * element is ((0 + p0) + p1) + ..., each product Complex.multiply's
+ * rounded parts (this file is compiled without floating-point
+ * contraction: -std=c11 implies -ffp-contract=off, and the x86 variants
+ * below do not enable FMA for that reason). Operands are packed into
+ * panels: A as [M/MR][K][2 MR], B as [N/NR][K][2 NR] (real and imaginary
+ * planes per k), padded with zeros to whole panels. Variants for
+ * AVX-512, AVX2 and SSE2 are picked at run time. */
 
 #define KC 256 /* contraction block: a B panel slice stays in L1/L2 */
 
-typedef struct exact_kernel {
-    int mr, nr;   /* real tile */
-    int cmr, cnr; /* complex tile */
-    /* c: the tile's top-left element (complex: interleaved), ldc in
-     * elements; mv x nv of the tile are valid; load: continue from c */
-    void (*real)(int64_t kc, const double *a, const double *b, double *c, int64_t ldc, int mv,
-                 int nv, bool load);
-    void (*cplx)(int64_t kc, const double *a, const double *b, double *c, int64_t ldc, int mv,
-                 int nv, bool load);
-} exact_kernel;
+typedef struct cplx_kernel {
+    int mr, nr;
+    /* c: the tile's top-left element (interleaved), ldc in elements;
+     * mv x nv of the tile are valid; load: continue from c */
+    void (*fn)(int64_t kc, const double *a, const double *b, double *c, int64_t ldc, int mv,
+               int nv, bool load);
+} cplx_kernel;
 
-#define DEFINE_EXACT_KERNELS(SUFFIX, ATTR, VL, MR, CMR)                                 \
+/* NR = VL columns; per k the panel holds MR real parts then MR imaginary
+ * parts (A), or VL real then VL imaginary parts (B) */
+#define DEFINE_CPLX_KERNEL(SUFFIX, ATTR, VL, CMR)                                        \
     typedef double vd_##SUFFIX __attribute__((vector_size(VL * 8)));                    \
-    ATTR static void exact_real_##SUFFIX(int64_t kc, const double *a, const double *b,   \
-                                         double *c, int64_t ldc, int mv, int nv, bool load) { \
-        enum { NR = 2 * VL };                                                            \
-        double tile[MR][NR];                                                             \
-        vd_##SUFFIX acc0[MR], acc1[MR];                                                  \
-        for (int r = 0; r < MR; r++)                                                     \
-            for (int j = 0; j < NR; j++)                                                 \
-                tile[r][j] = (load && r < mv && j < nv) ? c[r * ldc + j] : 0.0;           \
-        for (int r = 0; r < MR; r++) {                                                   \
-            memcpy(&acc0[r], &tile[r][0], sizeof acc0[r]);                               \
-            memcpy(&acc1[r], &tile[r][VL], sizeof acc1[r]);                              \
-        }                                                                                \
-        for (int64_t p = 0; p < kc; p++) {                                               \
-            vd_##SUFFIX b0, b1;                                                          \
-            memcpy(&b0, b + p * NR, sizeof b0);                                          \
-            memcpy(&b1, b + p * NR + VL, sizeof b1);                                     \
-            _Pragma("GCC unroll 8")                                                      \
-            for (int r = 0; r < MR; r++) {                                               \
-                double av = a[p * MR + r]; /* scalar * vector broadcasts */              \
-                vd_##SUFFIX p0 = av * b0, p1 = av * b1;                                  \
-                acc0[r] = acc0[r] + p0;                                                  \
-                acc1[r] = acc1[r] + p1;                                                  \
-            }                                                                            \
-        }                                                                                \
-        for (int r = 0; r < MR; r++) {                                                   \
-            memcpy(&tile[r][0], &acc0[r], sizeof acc0[r]);                               \
-            memcpy(&tile[r][VL], &acc1[r], sizeof acc1[r]);                              \
-        }                                                                                \
-        for (int r = 0; r < mv; r++)                                                     \
-            for (int j = 0; j < nv; j++) c[r * ldc + j] = tile[r][j];                    \
-    }                                                                                    \
-    /* complex: NR = VL columns; per k the panel holds MR real parts then MR       \
-     * imaginary parts (A), or VL real then VL imaginary parts (B) */              \
     ATTR static void exact_cplx_##SUFFIX(int64_t kc, const double *a, const double *b,   \
                                          double *c, int64_t ldc, int mv, int nv, bool load) { \
         double tre[CMR][VL], tim[CMR][VL];                                               \
@@ -325,19 +219,18 @@ typedef struct exact_kernel {
             }                                                                            \
     }
 
-/* (suffix, target, doubles per vector, real tile rows, complex tile rows);
- * real tiles are 2 vectors wide, complex tiles 1 vector wide */
-DEFINE_EXACT_KERNELS(generic, , 2, 4, 4)
+/* (suffix, target, doubles per vector, tile rows) */
+DEFINE_CPLX_KERNEL(generic, , 2, 4)
 #if defined(__x86_64__) && defined(__GNUC__)
-DEFINE_EXACT_KERNELS(avx2, __attribute__((target("avx2"))), 4, 6, 4)
-DEFINE_EXACT_KERNELS(avx512, __attribute__((target("avx512f"))), 8, 6, 6)
+DEFINE_CPLX_KERNEL(avx2, __attribute__((target("avx2"))), 4, 4)
+DEFINE_CPLX_KERNEL(avx512, __attribute__((target("avx512f"))), 8, 6)
 #endif
 
-static const exact_kernel *exact_kernel_pick(void) {
-    static const exact_kernel generic = {4, 4, 4, 2, exact_real_generic, exact_cplx_generic};
+static const cplx_kernel *cplx_kernel_pick(void) {
+    static const cplx_kernel generic = {4, 2, exact_cplx_generic};
 #if defined(__x86_64__) && defined(__GNUC__)
-    static const exact_kernel avx2 = {6, 8, 4, 4, exact_real_avx2, exact_cplx_avx2};
-    static const exact_kernel avx512 = {6, 16, 6, 8, exact_real_avx512, exact_cplx_avx512};
+    static const cplx_kernel avx2 = {4, 4, exact_cplx_avx2};
+    static const cplx_kernel avx512 = {6, 8, exact_cplx_avx512};
     if (__builtin_cpu_supports("avx512f")) return &avx512;
     if (__builtin_cpu_supports("avx2")) return &avx2;
 #endif
@@ -356,7 +249,7 @@ static emily_status pack_panels(const emily_tensor *t, bool as_b, int width, boo
     size_t panel = (size_t)(k * width * w);
     double *buf = alloc_elems(nb * np * (int64_t)panel, sizeof(double), true);
     if (!buf) return oom("packed panels");
-    load_fn load = loaders[t->dtype];
+    load_fn load = emily_dot_loaders[t->dtype];
     ctype ct = cplx ? CT_C128 : CT_F64;
     int64_t es = (int64_t)emily_dtype_size(t->dtype);
     if (!as_b) {
@@ -387,16 +280,14 @@ static emily_status pack_panels(const emily_tensor *t, bool as_b, int width, boo
     return EMILY_OK;
 }
 
-static emily_status exact_gemm(emily_tensor *dst, const emily_tensor *a, const emily_tensor *b,
-                               bool cplx) {
+static emily_status cplx_gemm(emily_tensor *dst, const emily_tensor *a, const emily_tensor *b) {
     int64_t nb = dst->shape[0], m = dst->shape[1], n = dst->shape[2], k = a->shape[2];
-    const exact_kernel *ker = exact_kernel_pick();
-    int mr = cplx ? ker->cmr : ker->mr, nr = cplx ? ker->cnr : ker->nr;
-    int64_t w = cplx ? 2 : 1;
+    const cplx_kernel *ker = cplx_kernel_pick();
+    int mr = ker->mr, nr = ker->nr;
     double *pa = NULL, *pb = NULL;
     emily_status s;
-    if ((s = pack_panels(a, false, mr, cplx, &pa))) goto done;
-    if ((s = pack_panels(b, true, nr, cplx, &pb))) goto done;
+    if ((s = pack_panels(a, false, mr, true, &pa))) goto done;
+    if ((s = pack_panels(b, true, nr, true, &pb))) goto done;
     double *c = emily_tensor_base(dst);
     int64_t mp = (m + mr - 1) / mr, np = (n + nr - 1) / nr;
     /* work items: (batch, column panel, group of row panels) */
@@ -406,19 +297,16 @@ static emily_status exact_gemm(emily_tensor *dst, const emily_tensor *a, const e
     for (int64_t it = 0; it < items; it++) {
         int64_t bi = it / (np * groups), rest = it % (np * groups);
         int64_t jp = rest / groups, g = rest % groups;
-        const double *bpanel = pb + (size_t)((bi * np + jp) * k * nr * w);
+        const double *bpanel = pb + (size_t)((bi * np + jp) * k * nr * 2);
         int nv = (int)(n - jp * nr < nr ? n - jp * nr : nr);
         int64_t ip_end = (g + 1) * ROW_GROUP < mp ? (g + 1) * ROW_GROUP : mp;
         for (int64_t pc = 0; pc < k; pc += KC) {
             int64_t kc = k - pc < KC ? k - pc : KC;
             for (int64_t ip = g * ROW_GROUP; ip < ip_end; ip++) {
-                const double *apanel = pa + (size_t)((bi * mp + ip) * k * mr * w);
+                const double *apanel = pa + (size_t)((bi * mp + ip) * k * mr * 2);
                 int mv = (int)(m - ip * mr < mr ? m - ip * mr : mr);
-                double *ctile = c + (size_t)((bi * m + ip * mr) * n + jp * nr) * w;
-                if (cplx)
-                    ker->cplx(kc, apanel + pc * mr * 2, bpanel + pc * nr * 2, ctile, n, mv, nv, pc > 0);
-                else
-                    ker->real(kc, apanel + pc * mr, bpanel + pc * nr, ctile, n, mv, nv, pc > 0);
+                double *ctile = c + (size_t)((bi * m + ip * mr) * n + jp * nr) * 2;
+                ker->fn(kc, apanel + pc * mr * 2, bpanel + pc * nr * 2, ctile, n, mv, nv, pc > 0);
             }
         }
     }
@@ -531,11 +419,11 @@ static emily_status cpu_gemm(emily_tensor *dst, const emily_tensor *a, const emi
     }
     bool fast = precision == EMILY_DOT_PRECISION_FAST;
     switch (dst->dtype) {
-    case EMILY_F64: return fast ? blas_path(dst, a, b, CT_F64) : exact_gemm(dst, a, b, false);
-    case EMILY_C128: return fast ? blas_path(dst, a, b, CT_C128) : exact_gemm(dst, a, b, true);
+    case EMILY_F64: return fast ? blas_path(dst, a, b, CT_F64) : emily_cpu_exact_real_gemm(dst, a, b);
+    case EMILY_C128: return fast ? blas_path(dst, a, b, CT_C128) : cplx_gemm(dst, a, b);
     case EMILY_C64: return blas_path(dst, a, b, fast ? CT_C64 : CT_C128);
     case EMILY_F32: case EMILY_F16: case EMILY_BF16:
-        return blas_path(dst, a, b, fast ? CT_F32 : CT_F64);
+        return fast ? blas_path(dst, a, b, CT_F32) : emily_cpu_exact_real_gemm(dst, a, b);
     default: return int_gemm(dst, a, b);
     }
 }

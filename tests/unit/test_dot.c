@@ -185,6 +185,10 @@ static void check_general(emily_dtype dt, int ra, const int64_t *sa, int rb, con
         for (int i = 0; i < nc; i++) kk *= A->shape[ca2[i]];
         int64_t total = emily_tensor_size(c);
         int bad = 0;
+        /* the result read once (get_c reads the whole tensor per element) */
+        size_t cbytes = emily_tensor_nbytes(c);
+        unsigned char *cbuf = malloc(cbytes ? cbytes : 1);
+        CHECK_OK(emily_to_binary(c, cbuf, cbytes));
         for (int64_t o = 0; o < total; o++) {
             /* decompose o over [batch..., free_a..., free_b...] */
             int64_t idx_a[8] = {0}, idx_b[8] = {0}, rem = o;
@@ -218,8 +222,10 @@ static void check_general(emily_dtype dt, int ra, const int64_t *sa, int rb, con
                     accr = accr + p;
                 }
             }
-            double gr, gi;
-            get_c(c, o, &gr, &gi);
+            double gr, gi = 0;
+            if (dt == EMILY_F32) gr = ((const float *)cbuf)[o];
+            else if (cplx) { gr = ((const double *)cbuf)[2 * o]; gi = ((const double *)cbuf)[2 * o + 1]; }
+            else gr = ((const double *)cbuf)[o];
             bool ok;
             if (dt == EMILY_F32) ok = (float)accr == (float)gr;
             else ok = gr == accr && (!cplx || gi == acci);
@@ -228,6 +234,7 @@ static void check_general(emily_dtype dt, int ra, const int64_t *sa, int rb, con
                         emily_dtype_name(dt), (long long)o, gr, gi, accr, acci);
         }
         CHECK(bad == 0);
+        free(cbuf);
     }
     emily_tensor_release(c);
     if (va != ta) emily_tensor_release(va);
@@ -254,6 +261,27 @@ TEST(f64_and_c128_match_the_reference_bit_for_bit) {
     check_general(EMILY_F32, 3, (int64_t[]){4, 6, 50}, 2, (int64_t[]){50, 9}, 1, (int[]){2},
                   (int[]){0}, 0, NULL, NULL, (int[]){2, 1, 0}, (int[]){1, 0});
     check_general(EMILY_F32, 3, (int64_t[]){3, 5, 20}, 3, (int64_t[]){3, 20, 4}, 1, (int[]){2},
+                  (int[]){1}, 1, (int[]){0}, (int[]){0}, NULL, NULL);
+}
+
+TEST(exact_blocks_items_and_threads) {
+    /* dot_exact.c: several work items down (m > 512) and across (n > 512),
+     * contraction slices of 256 (K = 256, 257, 300), partial tiles at item
+     * edges, operands read through strides (transposed views), f32 rounded
+     * from the f64 sum, and batches spread over threads */
+    check_general(EMILY_F64, 2, (int64_t[]){200, 130}, 2, (int64_t[]){130, 700}, 1, (int[]){1},
+                  (int[]){0}, 0, NULL, NULL, NULL, NULL);
+    check_general(EMILY_F64, 2, (int64_t[]){600, 300}, 2, (int64_t[]){300, 40}, 1, (int[]){1},
+                  (int[]){0}, 0, NULL, NULL, NULL, (int[]){1, 0});
+    check_general(EMILY_F32, 2, (int64_t[]){530, 257}, 2, (int64_t[]){257, 90}, 1, (int[]){1},
+                  (int[]){0}, 0, NULL, NULL, (int[]){1, 0}, NULL);
+    check_general(EMILY_F64, 2, (int64_t[]){100, 256}, 2, (int64_t[]){256, 100}, 1, (int[]){1},
+                  (int[]){0}, 0, NULL, NULL, NULL, NULL);
+    check_general(EMILY_F64, 2, (int64_t[]){65, 1}, 2, (int64_t[]){1, 1000}, 1, (int[]){1},
+                  (int[]){0}, 0, NULL, NULL, NULL, NULL);
+    check_general(EMILY_F64, 3, (int64_t[]){8, 70, 300}, 3, (int64_t[]){8, 300, 50}, 1, (int[]){2},
+                  (int[]){1}, 1, (int[]){0}, (int[]){0}, NULL, (int[]){0, 2, 1});
+    check_general(EMILY_F32, 3, (int64_t[]){40, 33, 64}, 3, (int64_t[]){40, 64, 17}, 1, (int[]){2},
                   (int[]){1}, 1, (int[]){0}, (int[]){0}, NULL, NULL);
 }
 
@@ -1135,7 +1163,7 @@ TEST(dispatch_dot_callback) {
 }
 
 RUN_TESTS("dot", CASE(matmul_f32_values), CASE(output_shape_batch_free_free),
-          CASE(f64_and_c128_match_the_reference_bit_for_bit), CASE(f64_sums_in_order_without_fusing),
+          CASE(f64_and_c128_match_the_reference_bit_for_bit), CASE(exact_blocks_items_and_threads), CASE(f64_sums_in_order_without_fusing),
           CASE(complex_values_and_mixed_real), CASE(integers_wrap_in_the_output_width),
           CASE(integer_operands_of_float_dots_are_exact), CASE(half_types_round_like_nx),
           CASE(edge_values_propagate), CASE(zero_size_and_rank0), CASE(broadcast_and_strided_views),
