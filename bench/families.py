@@ -410,9 +410,15 @@ def main():
         f"- Emily {lib.fam_emily_version().decode()}, numpy {np.__version__}, "
         f"scipy {scipy.__version__}, Python {platform.python_version()}",
         f"- load average before: {load_before}; after: {load_after}",
-        "- NOTE: this machine is shared by several busy processes (load average far above",
-        "  its CPU count), so every timing here is noisy; ratios can swing by 2x between",
-        "  runs. Re-run on a quiet host for numbers to rely on.",
+    ]
+    ncpu = len(os.sched_getaffinity(0))
+    if max(float(load_before.split()[0]), float(load_after.split()[0])) > 0.75 * ncpu:
+        md += [
+            f"- NOTE: the machine was busy (load average above {0.75 * ncpu:.1f} on {ncpu} CPUs),",
+            "  so these timings are noisy; ratios can swing by 2x between runs. Re-run on a",
+            "  quiet machine for numbers to rely on.",
+        ]
+    md += [
         f"- command: `{os.environ.get('BENCH_COMMAND', 'bench/run_families')}` "
         f"({elapsed:.0f} s in all)",
         "- method: inputs from numpy (seed 12); Emily's result checked first (matmul, conv,",
