@@ -4,21 +4,25 @@
  *  - integers: an exact loop in the output's width with wrapping
  *    (unsigned) arithmetic;
  *  - real floats at HIGHEST precision (f64, and f32/f16/bf16 read into
- *    f64): dot_exact.c's blocked kernel, which computes every output
+ *    f64): dot_blocked.c's exact kernel, which computes every output
  *    element as Nx.BinaryBackend does (each product rounded, then added
  *    in contraction order, never fused), so results match the reference
  *    bit for bit; BLAS cannot promise that (it fuses multiply-adds);
  *  - c128 at HIGHEST: the register-tiled complex kernel below, in the
  *    same order;
  *  - everything else through OpenBLAS: c64 at HIGHEST widened to c128;
- *    at FAST each type in its own precision (f16/bf16 in f32).
+ *    at FAST each type in its own precision (f16/bf16 in f32), except
+ *    that where the CPU has AVX-512 and the BLAS only AVX2 kernels, FAST
+ *    f64 takes the exact kernel and FAST f32/f16/bf16 dot_blocked.c's
+ *    f32 FMA kernel (see blas_lacks_avx512).
  * Operands BLAS can read in place are passed as they are; any other is
  * packed once into the compute type, converting values as Nx does. */
 #include <cblas.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include "cpu/dot_exact.h"
+#include "cpu/dot_blocked.h"
 #include "cpu/dot_load.h"
 #include "cpu/kernels.h"
 #include "ops/dot_kernels.h"
@@ -410,6 +414,29 @@ done:
 
 /* ---- the kernel --------------------------------------------------------- */
 
+/* Whether FAST real products skip BLAS: where the CPU has AVX-512 but
+ * the BLAS runs AVX2 kernels (Debian's OpenBLAS 0.3.21 picks "Haswell"
+ * on Zen 4/5), dot_blocked.c's AVX-512 tiles are faster. The unfused
+ * f64 8 x 16 tile does at least as many multiply-adds a cycle as an AVX2
+ * FMA dgemm tile (twice as many on Zen 5, whose multiplies and adds
+ * have separate full-width pipes) and its answer is the reference's; the
+ * f32 FMA tile has twice an AVX2 tile's lanes. Against AVX-512 BLAS
+ * kernels the unfused tile would lose up to half, so those keep BLAS. */
+static bool blas_lacks_avx512(void) {
+    static atomic_int state = -1;
+    int st = atomic_load_explicit(&state, memory_order_relaxed);
+    if (st < 0) {
+        st = 0;
+#if defined(__x86_64__) && defined(__GNUC__)
+        const char *core = openblas_get_corename();
+        st = __builtin_cpu_supports("avx512f") && core && !strcasestr(core, "skylakex") &&
+             !strcasestr(core, "cooperlake") && !strcasestr(core, "sapphire");
+#endif
+        atomic_store_explicit(&state, st, memory_order_relaxed);
+    }
+    return st != 0;
+}
+
 static emily_status cpu_gemm(emily_tensor *dst, const emily_tensor *a, const emily_tensor *b,
                              emily_dot_precision precision) {
     if (dst->size == 0) return EMILY_OK;
@@ -419,11 +446,14 @@ static emily_status cpu_gemm(emily_tensor *dst, const emily_tensor *a, const emi
     }
     bool fast = precision == EMILY_DOT_PRECISION_FAST;
     switch (dst->dtype) {
-    case EMILY_F64: return fast ? blas_path(dst, a, b, CT_F64) : emily_cpu_exact_real_gemm(dst, a, b);
+    case EMILY_F64:
+        return fast && !blas_lacks_avx512() ? blas_path(dst, a, b, CT_F64)
+                                            : emily_cpu_exact_real_gemm(dst, a, b);
     case EMILY_C128: return fast ? blas_path(dst, a, b, CT_C128) : cplx_gemm(dst, a, b);
     case EMILY_C64: return blas_path(dst, a, b, fast ? CT_C64 : CT_C128);
     case EMILY_F32: case EMILY_F16: case EMILY_BF16:
-        return fast ? blas_path(dst, a, b, CT_F32) : emily_cpu_exact_real_gemm(dst, a, b);
+        if (!fast) return emily_cpu_exact_real_gemm(dst, a, b);
+        return blas_lacks_avx512() ? emily_cpu_fast_f32_gemm(dst, a, b) : blas_path(dst, a, b, CT_F32);
     default: return int_gemm(dst, a, b);
     }
 }

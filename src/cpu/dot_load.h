@@ -1,5 +1,5 @@
 /* Reading dot operands into the compute type (src/cpu/dot_load.c), for
- * the dot kernels of dot.c and dot_exact.c. */
+ * the dot kernels of dot.c and dot_blocked.c. */
 #ifndef EMILY_CPU_DOT_LOAD_H
 #define EMILY_CPU_DOT_LOAD_H
 

@@ -585,6 +585,91 @@ TEST(fast_precision_mode) {
     emily_tensor_release(tz);
 }
 
+/* FAST products of real operands (dot_blocked.c's f32 FMA kernel where
+ * the BLAS lacks AVX-512 kernels, else sgemm) stay within the f32 error
+ * bound of the reference: |fast - exact| <= (K + 2) 2^-23 sum |a||b|
+ * (f16/bf16 outputs: plus half an output ULP). */
+static void check_fast(emily_dtype dt, int64_t nbat, int64_t m, int64_t k, int64_t n, bool trans_a) {
+    int64_t sa[3] = {nbat, m, k}, sb[3] = {nbat, k, n};
+    int64_t na = nbat * m * k, nbn = nbat * k * n;
+    double *da = malloc(sizeof(double) * (size_t)na), *db = malloc(sizeof(double) * (size_t)nbn);
+    for (int64_t i = 0; i < na; i++) da[i] = rnd();
+    for (int64_t i = 0; i < nbn; i++) db[i] = rnd();
+    emily_tensor *a64 = t_from(EMILY_F64, 3, sa, da), *b64 = t_from(EMILY_F64, 3, sb, db);
+    emily_tensor *ta = NULL, *tb = NULL, *aa = NULL, *ab = NULL, *va = NULL;
+    CHECK_OK(emily_as_type(a64, dt, &ta));
+    CHECK_OK(emily_as_type(b64, dt, &tb));
+    CHECK_OK(emily_unary(EMILY_ABS, ta, &aa));
+    CHECK_OK(emily_unary(EMILY_ABS, tb, &ab));
+    va = ta;
+    if (trans_a && ta) { /* a copy laid out [nbat, k, m], read through a transposed view */
+        emily_tensor *t1 = permuted(ta, (int[]){0, 2, 1}), *t2 = NULL;
+        CHECK_OK(emily_contiguous(t1, &t2));
+        va = permuted(t2, (int[]){0, 2, 1});
+        emily_tensor_release(t1);
+        emily_tensor_release(t2);
+    }
+    int ca[1] = {2}, cb[1] = {1}, bt[1] = {0};
+    emily_tensor *cf = NULL, *ce = NULL, *cabs = NULL;
+    CHECK_OK(emily_dot_set_precision(EMILY_DOT_PRECISION_FAST));
+    cf = dot(va, 1, ca, 1, bt, tb, cb, bt);
+    CHECK_OK(emily_dot_set_precision(EMILY_DOT_PRECISION_HIGHEST));
+    ce = dot(ta, 1, ca, 1, bt, tb, cb, bt);
+    cabs = dot(aa, 1, ca, 1, bt, ab, cb, bt);
+    if (cf && ce && cabs) {
+        CHECK(emily_tensor_dtype(cf) == dt);
+        int64_t total = nbat * m * n;
+        double *vf = malloc(sizeof(double) * (size_t)total), *ve = malloc(sizeof(double) * (size_t)total);
+        double *vs = malloc(sizeof(double) * (size_t)total);
+        emily_tensor *x = NULL;
+        CHECK_OK(emily_as_type(cf, EMILY_F64, &x));
+        CHECK_OK(emily_to_binary(x, vf, sizeof(double) * (size_t)total));
+        emily_tensor_release(x);
+        CHECK_OK(emily_as_type(ce, EMILY_F64, &x));
+        CHECK_OK(emily_to_binary(x, ve, sizeof(double) * (size_t)total));
+        emily_tensor_release(x);
+        CHECK_OK(emily_as_type(cabs, EMILY_F64, &x));
+        CHECK_OK(emily_to_binary(x, vs, sizeof(double) * (size_t)total));
+        emily_tensor_release(x);
+        double ulp = dt == EMILY_F16 ? 0x1p-11 : dt == EMILY_BF16 ? 0x1p-8 : 0.0;
+        int bad = 0;
+        for (int64_t i = 0; i < total; i++) {
+            double bound = (double)(k + 2) * 0x1p-23 * vs[i] + ulp * 2 * fabs(ve[i]);
+            if (!(fabs(vf[i] - ve[i]) <= bound) && bad++ < 3)
+                fprintf(stderr, "  fast %s [%lld %lld %lld %lld] element %lld: %.9g vs %.9g\n",
+                        emily_dtype_name(dt), (long long)nbat, (long long)m, (long long)k,
+                        (long long)n, (long long)i, vf[i], ve[i]);
+        }
+        CHECK(bad == 0);
+        free(vf);
+        free(ve);
+        free(vs);
+    }
+    emily_tensor_release(cf);
+    emily_tensor_release(ce);
+    emily_tensor_release(cabs);
+    if (va != ta) emily_tensor_release(va);
+    emily_tensor_release(ta);
+    emily_tensor_release(tb);
+    emily_tensor_release(aa);
+    emily_tensor_release(ab);
+    emily_tensor_release(a64);
+    emily_tensor_release(b64);
+    free(da);
+    free(db);
+}
+
+TEST(fast_real_products_within_f32_error) {
+    check_fast(EMILY_F32, 1, 1, 1, 1, false);
+    check_fast(EMILY_F32, 1, 7, 5, 33, false);       /* partial tiles */
+    check_fast(EMILY_F32, 1, 530, 300, 70, true);    /* items down, K past a slice, strided a */
+    check_fast(EMILY_F32, 1, 60, 257, 600, false);   /* items across */
+    check_fast(EMILY_F32, 64, 32, 32, 32, false);    /* batches on threads */
+    check_fast(EMILY_F16, 2, 40, 50, 45, false);
+    check_fast(EMILY_BF16, 2, 40, 50, 45, true);
+    check_fast(EMILY_F64, 1, 100, 300, 90, true);     /* FAST f64 */
+}
+
 TEST(huge_broadcast_fails_cleanly) {
     /* a contraction of 2^44 broadcast elements: no memory for its copy */
     double one = 1;
@@ -1167,7 +1252,7 @@ RUN_TESTS("dot", CASE(matmul_f32_values), CASE(output_shape_batch_free_free),
           CASE(complex_values_and_mixed_real), CASE(integers_wrap_in_the_output_width),
           CASE(integer_operands_of_float_dots_are_exact), CASE(half_types_round_like_nx),
           CASE(edge_values_propagate), CASE(zero_size_and_rank0), CASE(broadcast_and_strided_views),
-          CASE(batched_many_small_and_explicit_type), CASE(fast_precision_mode),
+          CASE(batched_many_small_and_explicit_type), CASE(fast_precision_mode), CASE(fast_real_products_within_f32_error),
           CASE(bad_arguments_fail_cleanly), CASE(huge_broadcast_fails_cleanly), CASE(dispatch_dot_callback), CASE(conv_matches_nx_definition),
           CASE(conv_values_and_types), CASE(conv_sums_channels_separately), CASE(conv_bad_arguments), CASE(cuda_matches_cpu),
           CASE(cuda_conv_matches_cpu))

@@ -1,0 +1,346 @@
+/* The dot family's blocked products (see dot_blocked.h): real dots at
+ * HIGHEST precision (exact, in f64) and f32/f16/bf16 dots at FAST (f32
+ * with FMA), on one cache-blocking driver.
+ *
+ * Exact (f64 and f32/f16/bf16 at HIGHEST). Why not dgemm: BLAS fuses
+ * multiply-adds and reorders the sum, so f64 results drift from the
+ * reference's by a few ULP where sums cancel (the corpus has such
+ * cases). Here every output element is ((0 + a0*b0) + a1*b1) + ... in k
+ * order, each product rounded: this file is compiled with -std=c11,
+ * which implies -ffp-contract=off, and the exact tiles' targets do not
+ * enable FMA. For f32, f16 and bf16 operands the products are exact in
+ * f64, so the same sum is also what a fused kernel would give: the
+ * reference's f64 total, rounded once. Why it is fast anyway: on Zen 4/5
+ * vector multiplies and vector adds go to separate pipes, so an unfused
+ * multiply-add tile runs at the rate of an FMA tile. The AVX-512 tile is
+ * 8 rows x 16 columns (16 accumulators, 2 B vectors and a broadcast a
+ * step); on this project's Zen 5 host one core sustains ~90 GFLOP/s,
+ * above the AVX2 dgemm OpenBLAS picks for that CPU (~55). On cores with
+ * one shared multiply/add pipe pair (Intel) the unfused tile runs at half
+ * an FMA tile's rate.
+ *
+ * Fast (f32 at FAST): the same blocking with f32 panels and an AVX-512
+ * FMA tile of 8 rows x 32 columns, sums in k order (like sgemm's, not
+ * the reference's f64 ones). dot.c uses it where the BLAS has no AVX-512
+ * kernel (it then runs at up to twice that BLAS's sgemm rate, with no
+ * BLAS thread pool next to our OpenMP one).
+ *
+ * Blocking (Goto's): the output is cut into work items (a batch, up to
+ * ITEM_MAX rows x ITEM_MAX columns); for each KC-long slice of the
+ * contraction an item packs its B columns into NR-wide panels
+ * ([cols/NR][kc][NR], read from any dtype and strides straight into the
+ * compute type) and then each MC-row block of its A rows into MR-tall
+ * panels ([mc/MR][kc][MR], in L2); each B panel (KC x NR) stays in L1
+ * while the block's A panels stream past it. A tile of c is loaded from
+ * c (the first slice starts from +0.0 instead), updated for each p in
+ * increasing order and stored, so slices continue each sum in order.
+ * Outputs of the compute type accumulate in place; others in a
+ * per-thread item buffer, rounded into dst once the item's last slice is
+ * done (no output-sized scratch, no operand-sized copies).
+ *
+ * Threads: items are handed out dynamically; every item computes whole
+ * sums, so the result does not depend on the thread count. */
+#include <omp.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <immintrin.h>
+#include "cpu/dot_blocked.h"
+#include "cpu/dot_load.h"
+
+#ifndef KC
+#define KC 256 /* contraction slice: a B panel (KC x NR f64) fits L1 */
+#endif
+#ifndef MC
+#define MC 128 /* A block rows: KC x MC f64 (256 KiB) stays in L2 */
+#endif
+#ifndef ITEM_MAX
+#define ITEM_MAX 512 /* rows and columns of a work item */
+#endif
+enum {
+    ITEM_MIN = 64, /* items are not split below this to make more of them */
+    MR_MAX = 8,
+    NR_MAX = 32,
+    TILE_BYTES = MR_MAX * NR_MAX * 8, /* room for the largest tile of either type */
+};
+
+/* Multiply-adds below which a product runs on the calling thread: a
+ * team's start and join cost more than they save. */
+#define BLOCKED_PARALLEL_MIN ((int64_t)1 << 20)
+
+/* kc steps of one MR x NR tile: c (row stride ldc elements) =
+ * (load ? c : 0) + sum over p of a[p][r] * b[p][j], in p order. */
+typedef void (*tile_fn)(int64_t kc, const void *a, const void *b, void *c, int64_t ldc, bool load);
+
+typedef struct tile_kernel {
+    int mr, nr;
+    tile_fn fn;
+    ctype ct;          /* panels' and accumulators' type */
+    emily_dtype inout; /* dst dtype accumulated in place */
+} tile_kernel;
+
+/* T: element type; VL: elements per vector; MR x (NV VL) tile; MADD(acc,
+ * a, b): acc + a * b for a scalar a and a vector b (unfused for exact
+ * tiles). */
+#define DEFINE_TILE(NAME, ATTR, T, VL, MR, NV, MADD)                                       \
+    typedef T NAME##_v __attribute__((vector_size(VL * sizeof(T))));                       \
+    ATTR static void NAME(int64_t kc, const void *av_, const void *bv_, void *cv_,        \
+                          int64_t ldc, bool load) {                                        \
+        const T *a = av_, *b = bv_;                                                        \
+        T *c = cv_;                                                                        \
+        NAME##_v acc[MR][NV];                                                              \
+        _Pragma("GCC unroll 8") for (int r = 0; r < MR; r++)                               \
+            _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) {                         \
+                if (load) memcpy(&acc[r][v], c + r * ldc + v * VL, sizeof acc[r][v]);      \
+                else memset(&acc[r][v], 0, sizeof acc[r][v]);                              \
+            }                                                                              \
+        for (int64_t p = 0; p < kc; p++) {                                                 \
+            NAME##_v bv[NV];                                                               \
+            _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)                           \
+                memcpy(&bv[v], b + p * (VL * NV) + v * VL, sizeof bv[v]);                  \
+            _Pragma("GCC unroll 8") for (int r = 0; r < MR; r++) {                         \
+                T ar = a[p * MR + r]; /* broadcast into each vector product */            \
+                _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)                       \
+                    acc[r][v] = MADD(acc[r][v], ar, bv[v]);                                \
+            }                                                                              \
+        }                                                                                  \
+        _Pragma("GCC unroll 8") for (int r = 0; r < MR; r++)                               \
+            _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)                           \
+                memcpy(c + r * ldc + v * VL, &acc[r][v], sizeof acc[r][v]);                \
+    }
+
+/* product rounded, then added */
+#define MADD_UNFUSED(acc, a, b) ((acc) + (a) * (b))
+#define MADD_FMA512(acc, a, b) _mm512_fmadd_ps(_mm512_set1_ps(a), (b), (acc))
+#define MADD_FMA256(acc, a, b) _mm256_fmadd_ps(_mm256_set1_ps(a), (b), (acc))
+
+/* (name, target, type, elements per vector, tile rows, vectors per row, multiply-add) */
+DEFINE_TILE(exact_generic, , double, 2, 4, 2, MADD_UNFUSED)
+DEFINE_TILE(fast_generic, , float, 4, 4, 2, MADD_UNFUSED)
+#if defined(__x86_64__) && defined(__GNUC__)
+DEFINE_TILE(exact_avx2, __attribute__((target("avx2"))), double, 4, 6, 2, MADD_UNFUSED)
+DEFINE_TILE(exact_avx512, __attribute__((target("avx512f"))), double, 8, 8, 2, MADD_UNFUSED)
+DEFINE_TILE(fast_avx2, __attribute__((target("avx2,fma"))), float, 8, 6, 2, MADD_FMA256)
+DEFINE_TILE(fast_avx512, __attribute__((target("avx512f"))), float, 16, 8, 2, MADD_FMA512)
+#endif
+
+static const tile_kernel *tile_pick(bool fast) {
+    static const tile_kernel eg = {4, 4, exact_generic, CT_F64, EMILY_F64};
+    static const tile_kernel fg = {4, 8, fast_generic, CT_F32, EMILY_F32};
+#if defined(__x86_64__) && defined(__GNUC__)
+    static const tile_kernel e2 = {6, 8, exact_avx2, CT_F64, EMILY_F64};
+    static const tile_kernel e5 = {8, 16, exact_avx512, CT_F64, EMILY_F64};
+    static const tile_kernel f2 = {6, 16, fast_avx2, CT_F32, EMILY_F32};
+    static const tile_kernel f5 = {8, 32, fast_avx512, CT_F32, EMILY_F32};
+    if (__builtin_cpu_supports("avx512f")) return fast ? &f5 : &e5;
+    if (__builtin_cpu_supports("avx2") && (!fast || __builtin_cpu_supports("fma")))
+        return fast ? &f2 : &e2;
+#endif
+    return fast ? &fg : &eg;
+}
+
+static int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
+static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+static int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
+
+typedef struct job {
+    const emily_tensor *a, *b;
+    emily_tensor *dst;
+    int64_t nb, m, n, k;
+    int64_t mi, ni; /* item rows and columns */
+    int64_t ib, jb; /* items per batch down and across */
+    const tile_kernel *ker;
+} job;
+
+/* One thread's packed panels, item buffer and B row buffer (elements of
+ * the compute type). */
+typedef struct workspace {
+    char *apack, *bpack, *cbuf, *row;
+} workspace;
+
+/* Sized for this product's slices and items, so that small products
+ * (the corpus is mostly small) allocate little. */
+static bool ws_init(workspace *w, const job *j) {
+    size_t es = ct_size(j->ker->ct), kc = (size_t)imin(KC, j->k);
+    size_t a = kc * (size_t)imin(MC + MR_MAX, j->mi + MR_MAX), b = kc * (size_t)(j->ni + NR_MAX);
+    size_t c = j->dst->dtype == j->ker->inout ? 0 : (size_t)(j->mi * j->ni);
+    w->apack = malloc(es * (a + b + c + (size_t)j->ni));
+    w->bpack = w->apack + es * a;
+    w->cbuf = w->bpack + es * b;
+    w->row = w->cbuf + es * c;
+    return w->apack != NULL;
+}
+
+static const char *elem_ptr(const emily_tensor *t, int64_t b, int64_t r, int64_t c) {
+    return (const char *)emily_tensor_base(t) +
+           (b * t->strides[0] + r * t->strides[1] + c * t->strides[2]) *
+               (int64_t)emily_dtype_size(t->dtype);
+}
+
+/* B rows [p0, p0 + kc), columns [j0, j0 + cols) of batch bi into panels
+ * dst[jp][p][j], zero-padded to whole panels. */
+static void pack_b(const job *jb, int64_t bi, int64_t p0, int64_t kc, int64_t j0, int64_t cols,
+                   workspace *w) {
+    const emily_tensor *b = jb->b;
+    int nr = jb->ker->nr;
+    ctype ct = jb->ker->ct;
+    size_t es = ct_size(ct);
+    int64_t np = ceil_div(cols, nr), tail = cols - (np - 1) * nr;
+    load_fn load = emily_dot_loaders[b->dtype];
+    bool direct = b->dtype == jb->ker->inout && b->strides[2] == 1;
+    for (int64_t p = 0; p < kc; p++) {
+        const char *row = elem_ptr(b, bi, p0 + p, j0);
+        if (!direct) {
+            load(row, b->strides[2], cols, ct, w->row, 1, 1);
+            row = w->row;
+        }
+        for (int64_t jp = 0; jp < np; jp++) {
+            char *d = w->bpack + (size_t)((jp * kc + p) * nr) * es;
+            int64_t cnt = jp == np - 1 ? tail : nr;
+            memcpy(d, row + (size_t)(jp * nr) * es, (size_t)cnt * es);
+            memset(d + (size_t)cnt * es, 0, (size_t)(nr - cnt) * es);
+        }
+    }
+}
+
+/* A rows [i0, i0 + mc), columns [p0, p0 + kc) of batch bi into panels
+ * dst[ip][p][r], zero-padded to whole panels. */
+static void pack_a(const job *jb, int64_t bi, int64_t i0, int64_t mc, int64_t p0, int64_t kc,
+                   workspace *w) {
+    const emily_tensor *a = jb->a;
+    int mr = jb->ker->mr;
+    ctype ct = jb->ker->ct;
+    size_t es = ct_size(ct);
+    load_fn load = emily_dot_loaders[a->dtype];
+    int64_t rows = round_up(mc, mr);
+    for (int64_t r = 0; r < rows; r++) {
+        char *d = w->apack + (size_t)((r / mr) * kc * mr + r % mr) * es;
+        if (r < mc) {
+            load(elem_ptr(a, bi, i0 + r, p0), a->strides[2], kc, ct, d, mr, 1);
+        } else {
+            for (int64_t p = 0; p < kc; p++) memset(d + (size_t)(p * mr) * es, 0, es);
+        }
+    }
+}
+
+/* Rounds an item's sums (rows x cols of the compute type, row stride
+ * ldc) into dst. */
+static void store_item(emily_tensor *dst, ctype ct, const void *c, int64_t ldc, int64_t off,
+                       int64_t rows, int64_t cols) {
+    int64_t n = dst->shape[2];
+    for (int64_t r = 0; r < rows; r++) {
+        for (int64_t j = 0; j < cols; j++) {
+            /* f32 sums widen exactly, so one f64 path rounds both */
+            double x = ct == CT_F64 ? ((const double *)c)[r * ldc + j] : ((const float *)c)[r * ldc + j];
+            int64_t o = off + r * n + j;
+            switch (dst->dtype) {
+            case EMILY_F32: ((float *)emily_tensor_base(dst))[o] = (float)x; break;
+            case EMILY_F16: ((uint16_t *)emily_tensor_base(dst))[o] = emily_f64_to_f16(x); break;
+            /* bf16, Nx's way: round to f32, keep the top 16 bits */
+            default: ((uint16_t *)emily_tensor_base(dst))[o] = emily_f32_to_bf16((float)x); break;
+            }
+        }
+    }
+}
+
+static void run_item(const job *jb, int64_t it, workspace *w) {
+    int mr = jb->ker->mr, nr = jb->ker->nr;
+    size_t es = ct_size(jb->ker->ct);
+    int64_t per = jb->ib * jb->jb, bi = it / per, rest = it % per;
+    int64_t i0 = (rest / jb->jb) * jb->mi, j0 = (rest % jb->jb) * jb->ni;
+    int64_t rows = imin(jb->mi, jb->m - i0), cols = imin(jb->ni, jb->n - j0);
+    int64_t off = (bi * jb->m + i0) * jb->n + j0; /* dst element of the item's corner */
+    bool in_place = jb->dst->dtype == jb->ker->inout;
+    char *c = in_place ? (char *)emily_tensor_base(jb->dst) + (size_t)off * es : w->cbuf;
+    int64_t ldc = in_place ? jb->n : cols;
+    for (int64_t p0 = 0; p0 < jb->k; p0 += KC) {
+        int64_t kc = imin(KC, jb->k - p0);
+        bool load = p0 > 0;
+        pack_b(jb, bi, p0, kc, j0, cols, w);
+        for (int64_t i1 = 0; i1 < rows; i1 += MC) {
+            int64_t mc = imin(MC, rows - i1);
+            pack_a(jb, bi, i0 + i1, mc, p0, kc, w);
+            for (int64_t jp = 0; jp < ceil_div(cols, nr); jp++) {
+                const char *bp = w->bpack + (size_t)(jp * kc * nr) * es;
+                int64_t nv = imin(nr, cols - jp * nr);
+                for (int64_t ip = 0; ip < ceil_div(mc, mr); ip++) {
+                    const char *ap = w->apack + (size_t)(ip * kc * mr) * es;
+                    int64_t mv = imin(mr, mc - ip * mr);
+                    char *ct = c + (size_t)((i1 + ip * mr) * ldc + jp * nr) * es;
+                    if (mv == mr && nv == nr) {
+                        jb->ker->fn(kc, ap, bp, ct, ldc, load);
+                        continue;
+                    }
+                    /* a partial tile goes through a whole one */
+                    _Alignas(64) unsigned char t[TILE_BYTES];
+                    if (load)
+                        for (int64_t r = 0; r < mv; r++)
+                            memcpy(t + (size_t)(r * nr) * es, ct + (size_t)(r * ldc) * es, (size_t)nv * es);
+                    jb->ker->fn(kc, ap, bp, t, nr, load);
+                    for (int64_t r = 0; r < mv; r++)
+                        memcpy(ct + (size_t)(r * ldc) * es, t + (size_t)(r * nr) * es, (size_t)nv * es);
+                }
+            }
+        }
+    }
+    if (!in_place) store_item(jb->dst, jb->ker->ct, c, ldc, off, rows, cols);
+}
+
+static emily_status blocked_gemm(emily_tensor *dst, const emily_tensor *a, const emily_tensor *bm,
+                                 bool fast) {
+    job j = {.a = a, .b = bm, .dst = dst, .ker = tile_pick(fast)};
+    j.nb = dst->shape[0];
+    j.m = dst->shape[1];
+    j.n = dst->shape[2];
+    j.k = a->shape[2];
+    int mr = j.ker->mr, nr = j.ker->nr;
+    int T = omp_get_max_threads();
+    if (j.m * j.n * j.k * j.nb < BLOCKED_PARALLEL_MIN) T = 1;
+    /* items as large as ITEM_MAX, halved (the longer side first) until
+     * there are enough of them to keep T threads busy to the end */
+    j.mi = imin(ITEM_MAX, round_up(j.m, mr));
+    j.ni = imin(ITEM_MAX, round_up(j.n, nr));
+    for (;;) {
+        int64_t items = j.nb * ceil_div(j.m, j.mi) * ceil_div(j.n, j.ni);
+        if (T == 1 || items >= 4 * (int64_t)T) break;
+        if (j.mi >= j.ni && j.mi > ITEM_MIN) j.mi = round_up(j.mi / 2, mr);
+        else if (j.ni > ITEM_MIN) j.ni = round_up(j.ni / 2, nr);
+        else if (j.mi > ITEM_MIN) j.mi = round_up(j.mi / 2, mr);
+        else break;
+    }
+    j.ib = ceil_div(j.m, j.mi);
+    j.jb = ceil_div(j.n, j.ni);
+    int64_t items = j.nb * j.ib * j.jb;
+    if (T > items) T = (int)items;
+    atomic_int failed = 0;
+    if (T <= 1) {
+        workspace w;
+        if (!ws_init(&w, &j)) return emily_error(EMILY_ERR_MEMORY, "dot: out of host memory for packed panels");
+        for (int64_t it = 0; it < items; it++) run_item(&j, it, &w);
+        free(w.apack);
+        return EMILY_OK;
+    }
+#pragma omp parallel num_threads(T)
+    {
+        workspace w;
+        bool ok = ws_init(&w, &j);
+        if (!ok) atomic_store(&failed, 1);
+#pragma omp for schedule(dynamic)
+        for (int64_t it = 0; it < items; it++)
+            if (ok) run_item(&j, it, &w);
+        if (ok) free(w.apack);
+    }
+    /* a thread without its workspace leaves its items undone */
+    if (atomic_load(&failed)) return emily_error(EMILY_ERR_MEMORY, "dot: out of host memory for packed panels");
+    return EMILY_OK;
+}
+
+emily_status emily_cpu_exact_real_gemm(emily_tensor *dst, const emily_tensor *a,
+                                       const emily_tensor *bm) {
+    return blocked_gemm(dst, a, bm, false);
+}
+
+emily_status emily_cpu_fast_f32_gemm(emily_tensor *dst, const emily_tensor *a,
+                                     const emily_tensor *bm) {
+    return blocked_gemm(dst, a, bm, true);
+}
