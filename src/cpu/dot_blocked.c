@@ -145,6 +145,8 @@ static int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
 
 typedef struct job {
     const emily_tensor *a, *b;
+    const char *abase, *bbase; /* operand data */
+    int64_t aes, bes;          /* operand element sizes */
     emily_tensor *dst;
     int64_t nb, m, n, k;
     int64_t mi, ni; /* item rows and columns */
@@ -171,10 +173,11 @@ static bool ws_init(workspace *w, const job *j) {
     return w->apack != NULL;
 }
 
-static const char *elem_ptr(const emily_tensor *t, int64_t b, int64_t r, int64_t c) {
-    return (const char *)emily_tensor_base(t) +
-           (b * t->strides[0] + r * t->strides[1] + c * t->strides[2]) *
-               (int64_t)emily_dtype_size(t->dtype);
+/* Byte address of element (b, r, c) of operand t (base: its data, es:
+ * its element size, looked up once per product). */
+static const char *elem_ptr(const emily_tensor *t, const char *base, int64_t es, int64_t b,
+                            int64_t r, int64_t c) {
+    return base + (b * t->strides[0] + r * t->strides[1] + c * t->strides[2]) * es;
 }
 
 /* B rows [p0, p0 + kc), columns [j0, j0 + cols) of batch bi into panels
@@ -189,7 +192,7 @@ static void pack_b(const job *jb, int64_t bi, int64_t p0, int64_t kc, int64_t j0
     load_fn load = emily_dot_loaders[b->dtype];
     bool direct = b->dtype == jb->ker->inout && b->strides[2] == 1;
     for (int64_t p = 0; p < kc; p++) {
-        const char *row = elem_ptr(b, bi, p0 + p, j0);
+        const char *row = elem_ptr(b, jb->bbase, jb->bes, bi, p0 + p, j0);
         if (!direct) {
             load(row, b->strides[2], cols, ct, w->row, 1, 1);
             row = w->row;
@@ -213,10 +216,29 @@ static void pack_a(const job *jb, int64_t bi, int64_t i0, int64_t mc, int64_t p0
     size_t es = ct_size(ct);
     load_fn load = emily_dot_loaders[a->dtype];
     int64_t rows = round_up(mc, mr);
+    if (a->strides[2] == 1 && (a->dtype == EMILY_F32 || (a->dtype == EMILY_F64 && ct == CT_F64)) &&
+        mc == rows) {
+        /* the common case, by whole panels: p outer, so the stores run
+         * contiguously and the mr rows are read as mr sequential streams
+         * (the loader writes one row at stride mr instead) */
+        for (int64_t ip = 0; ip < rows / mr; ip++) {
+            const char *src[MR_MAX];
+            for (int r = 0; r < mr; r++) src[r] = elem_ptr(a, jb->abase, jb->aes, bi, i0 + ip * mr + r, p0);
+            char *d = w->apack + (size_t)(ip * kc * mr) * es;
+#define PACK_A_LOOP(ST, DT)                                                            \
+    for (int64_t p = 0; p < kc; p++)                                                   \
+        for (int r = 0; r < mr; r++) ((DT *)d)[p * mr + r] = (DT)((const ST *)src[r])[p];
+            if (a->dtype == EMILY_F64) { PACK_A_LOOP(double, double) }
+            else if (ct == CT_F64) { PACK_A_LOOP(float, double) }
+            else { PACK_A_LOOP(float, float) }
+#undef PACK_A_LOOP
+        }
+        return;
+    }
     for (int64_t r = 0; r < rows; r++) {
         char *d = w->apack + (size_t)((r / mr) * kc * mr + r % mr) * es;
         if (r < mc) {
-            load(elem_ptr(a, bi, i0 + r, p0), a->strides[2], kc, ct, d, mr, 1);
+            load(elem_ptr(a, jb->abase, jb->aes, bi, i0 + r, p0), a->strides[2], kc, ct, d, mr, 1);
         } else {
             for (int64_t p = 0; p < kc; p++) memset(d + (size_t)(p * mr) * es, 0, es);
         }
@@ -224,21 +246,28 @@ static void pack_a(const job *jb, int64_t bi, int64_t i0, int64_t mc, int64_t p0
 }
 
 /* Rounds an item's sums (rows x cols of the compute type, row stride
- * ldc) into dst. */
+ * ldc) into dst, one loop per case so that each vectorizes. */
 static void store_item(emily_tensor *dst, ctype ct, const void *c, int64_t ldc, int64_t off,
                        int64_t rows, int64_t cols) {
     int64_t n = dst->shape[2];
+    void *base = emily_tensor_base(dst);
     for (int64_t r = 0; r < rows; r++) {
-        for (int64_t j = 0; j < cols; j++) {
-            /* f32 sums widen exactly, so one f64 path rounds both */
-            double x = ct == CT_F64 ? ((const double *)c)[r * ldc + j] : ((const float *)c)[r * ldc + j];
-            int64_t o = off + r * n + j;
-            switch (dst->dtype) {
-            case EMILY_F32: ((float *)emily_tensor_base(dst))[o] = (float)x; break;
-            case EMILY_F16: ((uint16_t *)emily_tensor_base(dst))[o] = emily_f64_to_f16(x); break;
-            /* bf16, Nx's way: round to f32, keep the top 16 bits */
-            default: ((uint16_t *)emily_tensor_base(dst))[o] = emily_f32_to_bf16((float)x); break;
-            }
+        const double *sd = (const double *)c + r * ldc;
+        const float *sf = (const float *)c + r * ldc;
+        float *of = (float *)base + off + r * n;
+        uint16_t *oh = (uint16_t *)base + off + r * n;
+        switch (dst->dtype) {
+        case EMILY_F32: /* from f64 (exact sums) */
+            for (int64_t j = 0; j < cols; j++) of[j] = (float)sd[j];
+            break;
+        case EMILY_F16: /* f32 sums widen exactly, so one rounding either way */
+            if (ct == CT_F64) for (int64_t j = 0; j < cols; j++) oh[j] = emily_f64_to_f16(sd[j]);
+            else for (int64_t j = 0; j < cols; j++) oh[j] = emily_f64_to_f16(sf[j]);
+            break;
+        default: /* bf16, Nx's way: round to f32, keep the top 16 bits */
+            if (ct == CT_F64) for (int64_t j = 0; j < cols; j++) oh[j] = emily_f32_to_bf16((float)sd[j]);
+            else for (int64_t j = 0; j < cols; j++) oh[j] = emily_f32_to_bf16(sf[j]);
+            break;
         }
     }
 }
@@ -289,6 +318,10 @@ static void run_item(const job *jb, int64_t it, workspace *w) {
 static emily_status blocked_gemm(emily_tensor *dst, const emily_tensor *a, const emily_tensor *bm,
                                  bool fast) {
     job j = {.a = a, .b = bm, .dst = dst, .ker = tile_pick(fast)};
+    j.abase = emily_tensor_base(a);
+    j.bbase = emily_tensor_base(bm);
+    j.aes = (int64_t)emily_dtype_size(a->dtype);
+    j.bes = (int64_t)emily_dtype_size(bm->dtype);
     j.nb = dst->shape[0];
     j.m = dst->shape[1];
     j.n = dst->shape[2];

@@ -283,6 +283,9 @@ TEST(exact_blocks_items_and_threads) {
                   (int[]){1}, 1, (int[]){0}, (int[]){0}, NULL, (int[]){0, 2, 1});
     check_general(EMILY_F32, 3, (int64_t[]){40, 33, 64}, 3, (int64_t[]){40, 64, 17}, 1, (int[]){2},
                   (int[]){1}, 1, (int[]){0}, (int[]){0}, NULL, NULL);
+    /* whole 8-row panels of contiguous f32 rows (pack_a's direct loop) */
+    check_general(EMILY_F32, 2, (int64_t[]){64, 300}, 2, (int64_t[]){300, 48}, 1, (int[]){1},
+                  (int[]){0}, 0, NULL, NULL, NULL, NULL);
 }
 
 TEST(f64_sums_in_order_without_fusing) {
