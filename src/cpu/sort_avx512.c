@@ -599,25 +599,35 @@ void emily_cpu_keys_f32_avx512(const uint32_t *s, int64_t n, uint32_t flip, uint
     }
 }
 
-/* First position of sorted keys not below v. */
-static int64_t lower_bound32(const uint32_t *k, int64_t n, uint32_t v) {
+/* The key (with flip applied) of f32 bits x, as keys16_f32 makes it. */
+static uint32_t key_of_f32(uint32_t x, uint32_t flip) {
+    if ((x & 0x7fffffffu) > 0x7f800000u) return 0xffffffffu ^ flip;
+    if (x == 0x80000000u) x = 0;
+    return (x & 0x80000000u ? ~x : x | 0x80000000u) ^ flip;
+}
+
+/* First position of a sorted row not below key v: keys themselves
+ * (values false) or element bits in key order (values true). */
+static int64_t lower_bound32(const uint32_t *k, int64_t n, uint32_t v, bool values, uint32_t flip) {
     int64_t lo = 0, hi = n;
     while (lo < hi) {
         int64_t mid = lo + (hi - lo) / 2;
-        if (k[mid] < v) lo = mid + 1;
+        if ((values ? key_of_f32(k[mid], flip) : k[mid]) < v) lo = mid + 1;
         else hi = mid;
     }
     return lo;
 }
 
-/* Where the zeros and the NaNs of sorted f32 keys lie (their bits are
- * restored by the caller): runs = {z0, z1, q0, q1}. */
-static void zero_nan_runs32(const uint32_t *k, int64_t n, uint32_t flip, int64_t runs[4]) {
+/* Where the zeros and the NaNs of a sorted f32 row lie (their bits are
+ * restored by the caller): runs = {z0, z1, q0, q1}. The row holds keys,
+ * or (values) the bits mapped back from them: a zero key maps back to
+ * +0.0 and the NaN key to a NaN, which map to the same keys again. */
+static void zero_nan_runs32(const uint32_t *k, int64_t n, uint32_t flip, bool values, int64_t runs[4]) {
     uint32_t z = 0x80000000u ^ flip, q = 0xffffffffu ^ flip;
-    runs[0] = lower_bound32(k, n, z);
-    runs[1] = lower_bound32(k, n, z + 1); /* z is never all ones */
-    runs[2] = lower_bound32(k, n, q);
-    runs[3] = q == 0xffffffffu ? n : lower_bound32(k, n, q + 1);
+    runs[0] = lower_bound32(k, n, z, values, flip);
+    runs[1] = lower_bound32(k, n, z + 1, values, flip); /* z is never all ones */
+    runs[2] = lower_bound32(k, n, q, values, flip);
+    runs[3] = q == 0xffffffffu ? n : lower_bound32(k, n, q + 1, values, flip);
 }
 
 /* The first pass of an f32 sort: the keys of src[lo, hi) go to dst,
@@ -685,7 +695,7 @@ void emily_cpu_sort_f32_avx512(const uint32_t *src, int64_t n, uint32_t flip, ui
         split_keys_f32(src, 0, n, fv, pv, dst, &lw, &rw, false);
         qsort32(dst, lw, depth, false);
         qsort32(dst + lw, n - lw, depth, false);
-        zero_nan_runs32(dst, n, flip, runs);
+        zero_nan_runs32(dst, n, flip, false, runs);
         emily_cpu_unkeys_f32_avx512(dst, n, flip, dst);
         return;
     }
@@ -729,10 +739,11 @@ void emily_cpu_sort_f32_avx512(const uint32_t *src, int64_t n, uint32_t flip, ui
             qsort32(dst, total, depth, total >= 2 * TASK_MIN);
         }
         /* the barrier closing `single` waits for every task */
-#pragma omp single
-        zero_nan_runs32(dst, n, flip, runs);
         emily_cpu_unkeys_f32_avx512(dst + lo, hi - lo, flip, dst + lo);
     }
+    /* searched in the mapped-back row: no barrier between searching the
+     * keys and mapping other threads' slices back */
+    zero_nan_runs32(dst, n, flip, true, runs);
 }
 
 /* key << 32 | position, positions from `first` (first + n <= 2^32) */
