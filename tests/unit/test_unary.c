@@ -464,6 +464,45 @@ static bool cpu_has(const char *isa) {
 #endif
 }
 
+/* f64 acos, acosh, atanh and erfc are glibc's bits (what the reference
+ * computes, through Erlang's :math) on every path: a long contiguous line
+ * (SIMD-eligible, threaded) and its tails. */
+TEST(f64_functions_with_glibc_bits) {
+    emily_unary_op ops[] = {EMILY_ACOS, EMILY_ACOSH, EMILY_ATANH, EMILY_ERFC};
+    double (*libm[])(double) = {acos, acosh, atanh, erfc};
+    int64_t n = 50001;
+    double *x = malloc((size_t)n * sizeof *x), *y = malloc((size_t)n * sizeof *y);
+    uint32_t seed = 777;
+    for (size_t o = 0; o < sizeof ops / sizeof *ops; o++) {
+        for (int64_t i = 0; i < n; i++) {
+            seed = seed * 1664525u + 1013904223u;
+            double u = (double)(seed >> 8) / 16777216.0; /* [0, 1) */
+            x[i] = ops[o] == EMILY_ACOSH ? 1.0 + 99.0 * u : ops[o] == EMILY_ERFC ? 25.0 * u - 5.0
+                                                                                 : 2.0 * u - 1.0;
+        }
+        x[0] = 0.5, x[1] = 2.0, x[2] = 3.0; /* Nx's doctest values */
+        int64_t lens[] = {1, 7, 37, 2401, n};
+        for (size_t li = 0; li < sizeof lens / sizeof *lens; li++) {
+            int64_t len = lens[li], shape[1] = {len};
+            emily_tensor *t = t_from(EMILY_F64, 1, shape, x);
+            emily_tensor *r = un(ops[o], t);
+            int64_t bad = 0;
+            if (r) CHECK_OK(emily_to_binary(r, y, (size_t)len * 8));
+            for (int64_t i = 0; r && i < len; i++) {
+                double want = libm[o](x[i]);
+                if (memcmp(&want, &y[i], 8) != 0) bad++;
+            }
+            if (bad) fprintf(stderr, "  %s f64 n=%lld: %lld results differ from glibc\n",
+                             emily_unary_op_name(ops[o]), (long long)len, (long long)bad);
+            CHECK(r && bad == 0);
+            emily_tensor_release(t);
+            emily_tensor_release(r);
+        }
+    }
+    free(x);
+    free(y);
+}
+
 TEST(simd_paths_of_each_instruction_set) {
     typedef emily_vec_fn (*getter)(emily_unary_op, emily_dtype, emily_dtype);
     struct { const char *isa; getter get; } isas[2] = {{"avx2", emily_unary_avx2}, {"avx512", emily_unary_avx512}};
@@ -501,8 +540,12 @@ TEST(simd_paths_of_each_instruction_set) {
             const char *name = emily_unary_op_name(ops[o]);
             emily_vec_fn f32 = isas[k].get(ops[o], EMILY_F32, EMILY_F32);
             emily_vec_fn f64 = isas[k].get(ops[o], EMILY_F64, EMILY_F64);
-            /* f64 expm1/sinh/cosh stay on the libm path on purpose */
-            bool no64 = ops[o] == EMILY_EXPM1 || ops[o] == EMILY_SINH || ops[o] == EMILY_COSH;
+            /* f64 expm1/sinh/cosh (SLEEF's range and cancellation) and
+             * acos/acosh/atanh/erfc (glibc's bits, the reference's) stay
+             * on the libm path on purpose */
+            bool no64 = ops[o] == EMILY_EXPM1 || ops[o] == EMILY_SINH || ops[o] == EMILY_COSH ||
+                        ops[o] == EMILY_ACOS || ops[o] == EMILY_ACOSH || ops[o] == EMILY_ATANH ||
+                        ops[o] == EMILY_ERFC;
             CHECK(f32 && (f64 != NULL) == !no64);
             if (!f32) continue;
             for (int64_t len = 1; len <= 37; len++) f32(y[k], x + 1000, len); /* tails */
@@ -647,5 +690,5 @@ RUN_TESTS("unary", CASE(names_round_trip), CASE(output_types_follow_nx),
           CASE(real_functions_and_reference_quirks), CASE(integers_wrap),
           CASE(identity_and_constant_cases), CASE(complex_numbers), CASE(conjugate_of_reals),
           CASE(half_types_round_once), CASE(strided_inputs), CASE(zero_size_and_scalars),
-          CASE(f32_fast_paths_match_the_double_reference), CASE(simd_paths_of_each_instruction_set),
+          CASE(f32_fast_paths_match_the_double_reference), CASE(f64_functions_with_glibc_bits), CASE(simd_paths_of_each_instruction_set),
           CASE(parallel_loop_runs_every_chunk_once), CASE(bad_input), CASE(callbacks))

@@ -93,12 +93,23 @@ if Code.ensure_loaded?(Nx.Backend) do
           raise ArgumentError, "#{name}: cannot move a tensor of another backend to Emily"
 
         {:error, message} ->
-          raise ArgumentError, message
+          raise ArgumentError, reference_message(name, message)
 
         result ->
           result
       end
     end
+
+    # Errors that Nx.BinaryBackend itself raises from inside a callback
+    # are raised with its exact text, which Nx's doctests (and users'
+    # rescue clauses) match; the engine's own message, which also says
+    # where the zero pivot is, stays with the C API (emily_last_error).
+    @singular "can't solve for singular matrix"
+    defp reference_message(name, "triangular_solve: " <> @singular <> _)
+         when name in [:triangular_solve, :solve],
+         do: @singular
+
+    defp reference_message(_name, message), do: message
 
     defp wrap(ref, %T{} = out) when is_reference(ref), do: %{out | data: %__MODULE__{ref: ref}}
 

@@ -73,6 +73,16 @@ if Code.ensure_loaded?(Nx) do
       end
     end
 
+    test "a singular triangular_solve or solve raises Nx.BinaryBackend's exact text" do
+      a = Nx.tensor([[0.0, 0.0], [1.0, 1.0]])
+      b = Nx.tensor([1.0, 2.0])
+      msg = "can't solve for singular matrix"
+
+      assert_raise ArgumentError, msg, fn -> Nx.LinAlg.triangular_solve(a, b) end
+      assert_raise ArgumentError, msg, fn -> Nx.LinAlg.solve(Nx.tensor([[1.0, 2.0], [2.0, 4.0]]), b) end
+      assert_raise ArgumentError, msg, fn -> Nx.LinAlg.solve(Nx.tensor([[0.0, 0.0], [0.0, 0.0]]), b) end
+    end
+
     test "Nx.BinaryBackend tensors mix in; other backends are moved to Emily" do
       b = Nx.tensor([10, 20], backend: Nx.BinaryBackend)
       e = Nx.tensor([1, 2])
