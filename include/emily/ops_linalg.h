@@ -61,7 +61,9 @@ typedef enum emily_qr_mode { EMILY_QR_REDUCED = 0, EMILY_QR_COMPLETE } emily_qr_
 
 /* Nx.LinAlg.qr of [..., m, n] (k = min(m, n)): reduced gives q [..., m, k]
  * and r [..., k, n]; complete gives q [..., m, m] and r [..., m, n].
- * Entries with |x| <= eps become 0 (Nx's :eps). */
+ * Entries with |x| <= eps become 0 (Nx's :eps). Real input: Nx's own
+ * Householder algorithm with the reference's rounding, so q and r are
+ * Nx's to the last bit (R's diagonal is never negative). */
 emily_status emily_qr(const emily_tensor *a, emily_qr_mode mode, double eps, emily_tensor **q,
                       emily_tensor **r);
 
@@ -71,12 +73,19 @@ emily_status emily_qr(const emily_tensor *a, emily_qr_mode mode, double eps, emi
 emily_status emily_svd(const emily_tensor *a, bool full_matrices, emily_tensor **u,
                        emily_tensor **s, emily_tensor **vt);
 
-/* Nx.LinAlg.eigh of Hermitian [..., n, n] (the lower triangle is read):
- * eigenvalues [..., n] ordered by decreasing magnitude, as Nx orders
- * them, and the eigenvectors as the columns of [..., n, n]. Both have
- * the float type of a (complex inputs give complex outputs, as in Nx). */
+/* Nx.LinAlg.eigh of Hermitian [..., n, n]: eigenvalues [..., n] ordered
+ * by decreasing magnitude, as Nx orders them, and the eigenvectors as the
+ * columns of [..., n, n]. Both have the float type of a (complex inputs
+ * give complex outputs, as in Nx). Real input: Nx's own Jacobi algorithm
+ * (Nx.LinAlg.BlockEigh, reading the whole matrix) with the reference's
+ * rounding, stopping rule (eps, max_iter sweeps) and zeroing of entries
+ * with |x| <= eps, so the results are Nx's to the last bit; complex input:
+ * LAPACK (the lower triangle is read). emily_eigh uses Nx's defaults,
+ * eps 1.0e-4 and max_iter 1000. */
 emily_status emily_eigh(const emily_tensor *a, emily_tensor **eigenvalues,
                         emily_tensor **eigenvectors);
+emily_status emily_eigh_opts(const emily_tensor *a, double eps, int64_t max_iter,
+                             emily_tensor **eigenvalues, emily_tensor **eigenvectors);
 
 #ifdef __cplusplus
 }

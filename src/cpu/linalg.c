@@ -13,7 +13,8 @@
  * - complex arithmetic uses the textbook formulas of Elixir's Complex
  *   library (no fused multiply-add, no scaling in division).
  *
- * The LAPACK-backed decompositions (qr, svd, eigh) are in linalg_lapack.c. */
+ * qr and eigh by Nx's algorithms are in linalg_nx.c, the LAPACK-backed
+ * decompositions (svd, complex qr and eigh) in linalg_lapack.c. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,10 +23,11 @@
 #include "ops/linalg_kernels.h"
 
 emily_status emily_cpu_linalg_qr(emily_tensor *q, emily_tensor *r, const emily_tensor *a,
-                                 bool complete, double eps);
-emily_status emily_cpu_linalg_svd(emily_tensor *u, emily_tensor *s, emily_tensor *vt,
+                                 bool complete, double eps, emily_dtype work);
+emily_status emily_cpu_lapack_svd(emily_tensor *u, emily_tensor *s, emily_tensor *vt,
                                   const emily_tensor *a, bool full_matrices);
-emily_status emily_cpu_linalg_eigh(emily_tensor *w, emily_tensor *v, const emily_tensor *a);
+emily_status emily_cpu_linalg_eigh(emily_tensor *w, emily_tensor *v, const emily_tensor *a,
+                                   double eps, int64_t max_iter, emily_dtype work);
 
 typedef struct zd {
     double re, im;
@@ -739,7 +741,7 @@ static const struct emily_linalg_kernels cpu_linalg = {
     .solve = cpu_solve,
     .determinant = cpu_determinant,
     .qr = emily_cpu_linalg_qr,
-    .svd = emily_cpu_linalg_svd,
+    .svd = emily_cpu_lapack_svd,
     .eigh = emily_cpu_linalg_eigh,
 };
 

@@ -1,6 +1,7 @@
 /* CPU kernels: the decompositions whose factors are unique only up to
  * signs (qr, svd, eigh), through LAPACKE in double precision (d* routines
- * for f64, z* for c128). Matrices are copied per batch entry into a
+ * for f64, z* for c128), for the inputs that linalg_nx.c (Nx's own
+ * algorithms, the reference's factors) does not take yet. Matrices are copied per batch entry into a
  * scratch buffer that LAPACK overwrites. Non-finite input gives NaN
  * factors (LAPACK's iterations are not defined on NaN/inf). */
 #include <math.h>
@@ -10,11 +11,11 @@
 #include "cpu/kernels.h"
 #include "ops/linalg_kernels.h"
 
-emily_status emily_cpu_linalg_qr(emily_tensor *q, emily_tensor *r, const emily_tensor *a,
+emily_status emily_cpu_lapack_qr(emily_tensor *q, emily_tensor *r, const emily_tensor *a,
                                  bool complete, double eps);
-emily_status emily_cpu_linalg_svd(emily_tensor *u, emily_tensor *s, emily_tensor *vt,
+emily_status emily_cpu_lapack_svd(emily_tensor *u, emily_tensor *s, emily_tensor *vt,
                                   const emily_tensor *a, bool full_matrices);
-emily_status emily_cpu_linalg_eigh(emily_tensor *w, emily_tensor *v, const emily_tensor *a);
+emily_status emily_cpu_lapack_eigh(emily_tensor *w, emily_tensor *v, const emily_tensor *a);
 
 static int64_t imax(int64_t a, int64_t b) { return a > b ? a : b; }
 static int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
@@ -95,7 +96,7 @@ static void transpose(double *dst, int64_t ldd, const double *src, int64_t lds, 
  * We make the one column-major copy ourselves and call the column-major
  * entry points: the same Fortran routines on the same values, so the
  * same results, with three transposes instead of six plus two copies. */
-emily_status emily_cpu_linalg_qr(emily_tensor *q, emily_tensor *r, const emily_tensor *a,
+emily_status emily_cpu_lapack_qr(emily_tensor *q, emily_tensor *r, const emily_tensor *a,
                                  bool complete, double eps) {
     int64_t m = a->shape[a->rank - 2], n = a->shape[a->rank - 1], k = imin(m, n);
     emily_status s = check_dims("qr", m, n);
@@ -148,7 +149,7 @@ emily_status emily_cpu_linalg_qr(emily_tensor *q, emily_tensor *r, const emily_t
 
 /* ---- SVD (real) -------------------------------------------------------- */
 
-emily_status emily_cpu_linalg_svd(emily_tensor *u, emily_tensor *s, emily_tensor *vt,
+emily_status emily_cpu_lapack_svd(emily_tensor *u, emily_tensor *s, emily_tensor *vt,
                                   const emily_tensor *a, bool full_matrices) {
     int64_t m = a->shape[a->rank - 2], n = a->shape[a->rank - 1], k = imin(m, n);
     emily_status st = check_dims("svd", m, n);
@@ -198,7 +199,7 @@ emily_status emily_cpu_linalg_svd(emily_tensor *u, emily_tensor *s, emily_tensor
 
 /* ---- eigh -------------------------------------------------------------- */
 
-emily_status emily_cpu_linalg_eigh(emily_tensor *w, emily_tensor *v, const emily_tensor *a) {
+emily_status emily_cpu_lapack_eigh(emily_tensor *w, emily_tensor *v, const emily_tensor *a) {
     int64_t n = a->shape[a->rank - 1], nn = n * n;
     emily_status st = check_dims("eigh", n, n);
     if (st) return st;

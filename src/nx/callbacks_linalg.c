@@ -7,7 +7,9 @@
  * options. Both map onto the same typed functions. Output types and
  * shapes are inferred by the typed functions (Nx decides them from the
  * inputs and options only). Options that only steer Nx's iterative
- * algorithms (:max_iter, eigh's :eps, lu's :eps) have no effect here. */
+ * algorithms have the effect they have in Nx where the engine runs Nx's
+ * algorithm (eigh's :eps and :max_iter) and none elsewhere (lu's :eps,
+ * svd's :max_iter). */
 #include <stdio.h>
 #include <string.h>
 #include "nx/callback.h"
@@ -132,8 +134,13 @@ static emily_status cb_eigh(emily_call *c) {
     emily_tensor *a;
     const emily_value *opts;
     if ((s = call_tensor(c, 0, &a)) || (s = optional_opts(c, 1, &opts))) return s;
+    double eps;
+    int64_t max_iter = 1000;
+    if ((s = opt_float(c, opts, "eps", 1.0e-4, &eps))) return s;
+    const emily_value *mi = opt_get(opts, "max_iter");
+    if (mi && mi->kind != EMILY_V_NIL && (s = value_int(c, mi, "option :max_iter", &max_iter))) return s;
     emily_tensor *r[2];
-    if ((s = emily_eigh(a, &r[0], &r[1]))) return s;
+    if ((s = emily_eigh_opts(a, eps, max_iter, &r[0], &r[1]))) return s;
     return return_all(c, 2, r);
 }
 

@@ -331,7 +331,7 @@ emily_status emily_qr(const emily_tensor *a, emily_qr_mode mode, double eps, emi
     if ((s = to_wide(a, w, &aw))) return s;
     if (!(s = emily_empty_like_device(a, w, qrank, qshape, &qw)) &&
         !(s = emily_empty_like_device(a, w, rrank, rshape, &rw)))
-        s = k->qr(qw, rw, aw, complete, eps);
+        s = k->qr(qw, rw, aw, complete, eps, t);
     emily_tensor_release(aw);
     if (s) {
         emily_tensor_release(qw);
@@ -404,10 +404,18 @@ emily_status emily_svd(const emily_tensor *a, bool full_matrices, emily_tensor *
 
 emily_status emily_eigh(const emily_tensor *a, emily_tensor **eigenvalues,
                         emily_tensor **eigenvectors) {
+    return emily_eigh_opts(a, 1.0e-4, 1000, eigenvalues, eigenvectors);
+}
+
+emily_status emily_eigh_opts(const emily_tensor *a, double eps, int64_t max_iter,
+                             emily_tensor **eigenvalues, emily_tensor **eigenvectors) {
     const char *op = "eigh";
     emily_status s;
     if ((s = emily_check_out(op, eigenvalues)) || (s = emily_check_out(op, eigenvectors))) return s;
     if ((s = emily_check_tensor(op, "tensor", a)) || (s = check_matrix(op, a, true))) return s;
+    if (max_iter < 0)
+        return emily_error(EMILY_ERR_ARGUMENT, "%s: max_iter must be non-negative, got %lld", op,
+                           (long long)max_iter);
     const struct emily_linalg_kernels *k;
     if ((s = get_kernels(op, 1, &a, &k))) return s;
     if (!k->eigh) return unsupported(op, a);
@@ -416,7 +424,7 @@ emily_status emily_eigh(const emily_tensor *a, emily_tensor **eigenvalues,
     if ((s = to_wide(a, w, &aw))) return s;
     if (!(s = emily_empty_like_device(a, EMILY_F64, a->rank - 1, a->shape, &ww)) &&
         !(s = emily_empty_like_device(a, w, a->rank, a->shape, &vw)))
-        s = k->eigh(ww, vw, aw);
+        s = k->eigh(ww, vw, aw, eps, max_iter, t);
     emily_tensor_release(aw);
     if (s) {
         emily_tensor_release(ww);

@@ -52,20 +52,25 @@ struct emily_linalg_kernels {
      * on u's diagonal fails as triangular_solve does. */
     emily_status (*solve)(emily_tensor *x, const emily_tensor *a, const emily_tensor *b,
                           bool b_vector);
-    /* LAPACK-backed decompositions (no `work`: computed in the wide type).
-     * a: [..., m, n]; q: [..., m, m] if complete else [..., m, k];
-     * r: [..., m, n] if complete else [..., k, n]. Entries of q and r
-     * with |x| <= eps are written as 0 (Nx's :eps). */
+    /* a: [..., m, n] wide (any type's values); q: [..., m, m] if complete
+     * else [..., m, k]; r: [..., m, n] if complete else [..., k, n] (a wide
+     * input, m < n, gives q [..., m, m] and r [..., m, n] either way).
+     * Nx.LinAlg.QR's Householder algorithm in `work` (real inputs;
+     * complex ones through LAPACK); entries with |x| <= f32(eps) are
+     * written as 0 (Nx's :eps). */
     emily_status (*qr)(emily_tensor *q, emily_tensor *r, const emily_tensor *a, bool complete,
-                       double eps);
+                       double eps, emily_dtype work);
     /* a: real [..., m, n]; u: [..., m, m|k], s: [..., k] (f64, descending),
-     * vt: [..., n|k, n]. */
+     * vt: [..., n|k, n]. LAPACK. */
     emily_status (*svd)(emily_tensor *u, emily_tensor *s, emily_tensor *vt, const emily_tensor *a,
                         bool full_matrices);
-    /* a: [..., n, n] Hermitian (lower triangle read); w: [..., n] f64 in
-     * Nx's order: by decreasing magnitude, ties in increasing value;
-     * v: [..., n, n] wide, the eigenvectors as columns in w's order. */
-    emily_status (*eigh)(emily_tensor *w, emily_tensor *v, const emily_tensor *a);
+    /* a: [..., n, n] Hermitian; w: [..., n] f64 in Nx's order: by
+     * decreasing magnitude, ties in index order; v: [..., n, n] wide, the
+     * eigenvectors as columns in w's order. Real inputs: Nx.LinAlg.BlockEigh
+     * (Jacobi, the whole matrix read) in `work` with Nx's :eps and
+     * :max_iter; complex ones: LAPACK (the lower triangle read). */
+    emily_status (*eigh)(emily_tensor *w, emily_tensor *v, const emily_tensor *a, double eps,
+                         int64_t max_iter, emily_dtype work);
 };
 
 #ifdef __cplusplus

@@ -86,6 +86,33 @@ static bool check_result(const char *op, const json_t *result, const emily_dispa
     return true;
 }
 
+/* True when every output has the recorded type and exactly the recorded
+ * bytes: the reference's own answer. Decompositions whose factors are not
+ * unique are accepted this way first (the strictest rule there is) and
+ * otherwise checked by their defining properties: Nx's iterations leave
+ * rounding noise where the exact factors have zeros (R below the
+ * diagonal) and stop short of full accuracy (eigh's Jacobi at eps
+ * 1.0e-4), so the reference's answer itself can miss the property
+ * checks' bounds, which are made for a fully accurate answer. */
+static bool identical_result(const json_t *result, const emily_dispatch_result *got) {
+    size_t n = json_is_array(result) ? json_array_size(result) : 1;
+    if ((size_t)got->n != n) return false;
+    bool same = true;
+    for (size_t k = 0; same && k < n; k++) {
+        const json_t *r = json_is_array(result) ? json_array_get(result, k) : result;
+        const emily_tensor *t = got->tensors[k];
+        if (emily_tensor_dtype(t) != emily_dtype_from_name(json_string_value(json_object_get(r, "type"))))
+            return false;
+        size_t wn, gn = emily_tensor_nbytes(t);
+        unsigned char *want = b64_decode(json_string_value(json_object_get(r, "data")), &wn);
+        unsigned char *gotb = malloc(gn ? gn : 1);
+        same = want && gotb && gn == wn && !emily_to_binary(t, gotb, gn) && memcmp(gotb, want, gn) == 0;
+        free(want);
+        free(gotb);
+    }
+    return same;
+}
+
 /* Nx types a number operand by its value (Nx.Type.merge_number) before
  * calling the backend, which then sees a rank-0 s32/f32/c64 tensor. An
  * inference that matches only when such a scalar is typed that way is
@@ -165,9 +192,10 @@ static case_outcome run_case(const char *op, json_t *line, emily_device dev, jso
         for (int k = 0; res.n > 1 && k < res.n; k++) json_array_append_new(enc, jv_encode_tensor(res.tensors[k]));
         json_object_set_new(emit_obj, "result", enc);
     }
+    const json_t *want = json_object_get(line, "result");
     bool ok = property_checked_op(op)
-                  ? property_check_expected(op, argv, argc, &res, json_object_get(line, "result"), msg, ms)
-                  : check_result(op, json_object_get(line, "result"), &res, msg, ms);
+                  ? identical_result(want, &res) || property_check_expected(op, argv, argc, &res, want, msg, ms)
+                  : check_result(op, want, &res, msg, ms);
     emily_dispatch_result_release(&res);
     if (!ok) goto done;
     /* The typed path must infer Nx's template from inputs and options. */
@@ -273,7 +301,7 @@ int main(int argc, char **argv) {
     bool any_prop = false;
     for (int i = 0; i < nstats; i++)
         if (property_checked_op(stats[i].name)) {
-            if (!any_prop) printf("checked by defining properties instead of bits:\n");
+            if (!any_prop) printf("the reference's bits, or else these defining properties:\n");
             any_prop = true;
             printf("  %s: %s\n", stats[i].name, property_description(stats[i].name));
         }

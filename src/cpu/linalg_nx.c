@@ -1,0 +1,425 @@
+/* CPU kernels: qr and eigh (real) computed by Nx's own algorithms, the
+ * way Nx.BinaryBackend runs them, so that the factors, which are not
+ * unique, are the reference's to the last bit:
+ *
+ * - qr is Nx.LinAlg.QR.qr_matrix: Householder reflections built as full
+ *   m x m matrices H (the identity outside the trailing block) and
+ *   applied as r = H . r, q = q . H, with Nx's choice of the reflector
+ *   (v = x - |x| e_i, computed without cancellation for x_i > 0), so R's
+ *   diagonal is never negative;
+ * - eigh is Nx.LinAlg.BlockEigh: the parallel (Brent-Luk) Jacobi method
+ *   on the four blocks of the matrix, with Nx's rotation formulas, its
+ *   tournament permutations, its stopping rule (off-diagonal norm <=
+ *   eps^2 * Frobenius norm, or max_iter sweeps) and its final order
+ *   (decreasing |w|, ties in index order) and zeroing (|x| <= eps).
+ *
+ * As in linalg.c, every Nx-level tensor operation is computed per element
+ * in double precision and rounded to the type its tensor has in the
+ * reference (`work`: f16, bf16, f32 or f64); dot products and sums add
+ * their terms in index order starting from +0, products never fused.
+ * Scalar constants follow Nx.Defn.Expr: a float constant next to a
+ * tensor in arithmetic takes the tensor's type, but in a comparison it
+ * stays f32 (so eps thresholds are f32(eps) for every work type), and an
+ * expression of constants only (eps ** 2) is folded in f32.
+ *
+ * Complex inputs still go to LAPACK (linalg_lapack.c). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cpu/kernels.h"
+#include "ops/linalg_kernels.h"
+
+emily_status emily_cpu_linalg_qr(emily_tensor *q, emily_tensor *r, const emily_tensor *a,
+                                 bool complete, double eps, emily_dtype work);
+emily_status emily_cpu_linalg_eigh(emily_tensor *w, emily_tensor *v, const emily_tensor *a,
+                                   double eps, int64_t max_iter, emily_dtype work);
+emily_status emily_cpu_lapack_qr(emily_tensor *q, emily_tensor *r, const emily_tensor *a,
+                                 bool complete, double eps);
+emily_status emily_cpu_lapack_eigh(emily_tensor *w, emily_tensor *v, const emily_tensor *a);
+
+/* Rounds a double to the real type t, as the reference writes a tensor
+ * of type t. */
+static inline double R(emily_dtype t, double x) {
+    switch (t) {
+    case EMILY_F32: return (double)(float)x;
+    case EMILY_F16: return (double)emily_f16_to_f32(emily_f64_to_f16(x));
+    case EMILY_BF16: return (double)emily_bf16_to_f32(emily_f32_to_bf16((float)x));
+    default: return x;
+    }
+}
+
+/* A float constant in a comparison: an f32 tensor. */
+static inline double f32c(double x) { return (double)(float)x; }
+
+/* Nx.Defn's `x ** 2` on a float tensor: Complex.pow -> :math.pow. */
+static inline double sq(double x) { return pow(x, 2.0); }
+
+static int64_t batch_count(const emily_tensor *t, int64_t per) {
+    return per > 0 ? t->size / per : 0;
+}
+
+/* ---- QR (Nx.LinAlg.QR.qr_matrix) --------------------------------------- */
+
+/* Scratch doubles for one matrix of m_in x n_in. */
+static int64_t qr_scratch(int64_t m_in, int64_t n_in) {
+    int64_t m = m_in < n_in ? n_in : m_in, n = n_in;
+    return m * m + m * n + 2 * m + m * m + (m > n ? m : n) * (m > n ? m : n);
+}
+
+/* a: m_in x n_in (values of any type, as doubles). q: m_in x qc and
+ * r: rr x n_in in the op layer's shapes (qc = rr = k, or m_in when
+ * complete; wide input: m_in x m_in and m_in x n_in). */
+static void qr_real(const double *a, int64_t m_in, int64_t n_in, emily_dtype w, double eps,
+                    bool complete, double *q_out, double *r_out, double *ws) {
+    bool wide = m_in < n_in;
+    int64_t m = wide ? n_in : m_in, n = n_in;
+    int64_t max_i = wide ? n - 1 : (m == n ? n - 2 : n - 1);
+    double *q = ws, *r = q + m * m, *x = r + m * n, *v = x + m, *h = v + m, *tmp = h + m * m;
+    double eps32 = f32c(eps);
+    for (int64_t i = 0; i < m * m; i++) q[i] = 0;
+    for (int64_t i = 0; i < m; i++) q[i * m + i] = 1;
+    /* Nx.as_type(a, type), after the zero rows of the wide extension */
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) r[i * n + j] = i < m_in ? R(w, a[i * n + j]) : 0;
+    for (int64_t i = 0; i <= max_i; i++) {
+        /* x = select(iota < i, 0, r[.., i]) */
+        for (int64_t j = 0; j < m; j++) x[j] = j < i ? 0 : r[j * n + i];
+        /* householder_reflector(x, i, eps) */
+        double nsq = 0;
+        for (int64_t j = 0; j < m; j++) nsq = x[j] * x[j] + nsq;
+        nsq = R(w, nsq);
+        double norm_x = R(w, sqrt(nsq));
+        double xi = x[i];
+        double ns1 = R(w, nsq - R(w, sq(fabs(xi))));
+        double v0 = xi <= 0 ? R(w, xi - norm_x) : R(w, R(w, -ns1) / R(w, xi + norm_x));
+        bool sel = ns1 < eps32;
+        double d = sel ? 1 : v0;
+        for (int64_t j = 0; j < m; j++) v[j] = R(w, (j == i ? (sel ? 1 : v0) : x[j]) / d);
+        double nvsq = 0;
+        for (int64_t j = 0; j < m; j++) nvsq = v[j] * v[j] + nvsq;
+        nvsq = R(w, nvsq);
+        double scale = sel ? 0 : R(w, 2 / (sel ? 1 : nvsq));
+        /* r = r - scale * dot(v[:, None], vh_r[None, :]), vh_r = dot(v, r):
+         * the one-term dot is v_j vh_r_k + 0 (so -0 becomes +0) */
+        for (int64_t k = 0; k < n; k++) tmp[k] = 0;
+        for (int64_t j = 0; j < m; j++) {
+            double vj = v[j];
+            const double *rj = r + j * n;
+            for (int64_t k = 0; k < n; k++) tmp[k] = vj * rj[k] + tmp[k];
+        }
+        for (int64_t k = 0; k < n; k++) tmp[k] = R(w, tmp[k]);
+        for (int64_t j = 0; j < m; j++) {
+            double vj = v[j];
+            double *rj = r + j * n;
+            for (int64_t k = 0; k < n; k++)
+                rj[k] = R(w, rj[k] - R(w, scale * R(w, vj * tmp[k] + 0.0)));
+        }
+        /* q = q - scale * outer(dot(q, v), v) */
+        for (int64_t j = 0; j < m; j++) {
+            const double *qj = q + j * m;
+            double acc = 0;
+            for (int64_t l = 0; l < m; l++) acc = qj[l] * v[l] + acc;
+            h[j] = R(w, acc);
+        }
+        for (int64_t j = 0; j < m; j++) {
+            double qv = h[j];
+            double *qj = q + j * m;
+            for (int64_t k = 0; k < m; k++) qj[k] = R(w, qj[k] - R(w, scale * R(w, qv * v[k])));
+        }
+    }
+    /* approximate_zeros, then output_mode_handling */
+    int64_t qr_rows = m_in, qc, rr;
+    if (wide) qc = rr = m_in;
+    else if (!complete && m > n) qc = rr = n;
+    else qc = rr = m;
+    for (int64_t i = 0; i < qr_rows; i++)
+        for (int64_t j = 0; j < qc; j++) {
+            double e = q[i * m + j];
+            q_out[i * qc + j] = fabs(e) <= eps32 ? 0 : e;
+        }
+    for (int64_t i = 0; i < rr; i++)
+        for (int64_t j = 0; j < n; j++) {
+            double e = r[i * n + j];
+            r_out[i * n + j] = fabs(e) <= eps32 ? 0 : e;
+        }
+}
+
+emily_status emily_cpu_linalg_qr(emily_tensor *q, emily_tensor *r, const emily_tensor *a,
+                                 bool complete, double eps, emily_dtype work) {
+    if (a->dtype == EMILY_C128) return emily_cpu_lapack_qr(q, r, a, complete, eps);
+    int64_t m = a->shape[a->rank - 2], n = a->shape[a->rank - 1];
+    int64_t batches = batch_count(a, m * n);
+    int64_t qsz = q->shape[q->rank - 2] * q->shape[q->rank - 1];
+    int64_t rsz = r->shape[r->rank - 2] * r->shape[r->rank - 1];
+    if (m == 0 || n == 0) {
+        /* no reflections: q is the identity, r zeros (Nx's shapes) */
+        double *qd = emily_tensor_base(q), *rd = emily_tensor_base(r);
+        int64_t qc = q->shape[q->rank - 1];
+        memset(rd, 0, (size_t)r->size * sizeof(double));
+        memset(qd, 0, (size_t)q->size * sizeof(double));
+        for (int64_t b = 0; b < (qsz ? q->size / qsz : 0); b++)
+            for (int64_t i = 0; i < m && i < qc; i++) qd[b * qsz + i * qc + i] = 1;
+        return EMILY_OK;
+    }
+    const double *src = emily_tensor_base(a);
+    double *qd = emily_tensor_base(q), *rd = emily_tensor_base(r);
+    int64_t scratch = qr_scratch(m, n);
+    int failed = 0;
+#pragma omp parallel if (batches > 1 && batches * m * m * n > 100000) reduction(| : failed)
+    {
+        double *ws = malloc((size_t)scratch * sizeof(double) + 1);
+        if (!ws) failed = 1;
+#pragma omp for schedule(dynamic)
+        for (int64_t b = 0; b < batches; b++)
+            if (ws) qr_real(src + b * m * n, m, n, work, eps, complete, qd + b * qsz, rd + b * rsz, ws);
+        free(ws);
+    }
+    if (failed) return emily_error(EMILY_ERR_MEMORY, "qr: out of host memory");
+    return EMILY_OK;
+}
+
+/* ---- eigh (Nx.LinAlg.BlockEigh) ---------------------------------------- */
+
+/* The four k x k blocks of the matrix and of the eigenvector matrix. */
+typedef struct jacobi {
+    int64_t k;
+    emily_dtype w;
+    double *tl, *tr, *bl, *br, *vtl, *vtr, *vbl, *vbr;
+    double *c, *s, *rt1, *rt2, *tmp;
+} jacobi;
+
+/* sum(|tl|^2 + |tr|^2 + |bl|^2 + |br|^2), the diagonals of tl and br
+ * left out when `off` (put_diagonal(.., 0)). */
+static double sq_norm(const jacobi *J, bool off) {
+    int64_t k = J->k;
+    emily_dtype w = J->w;
+    double acc = 0;
+    for (int64_t i = 0; i < k; i++)
+        for (int64_t j = 0; j < k; j++) {
+            int64_t at = i * k + j;
+            double tl = off && i == j ? 0 : J->tl[at], br = off && i == j ? 0 : J->br[at];
+            double e = R(w, R(w, sq(fabs(tl))) + R(w, sq(fabs(J->tr[at]))));
+            e = R(w, e + R(w, sq(fabs(J->bl[at]))));
+            e = R(w, e + R(w, sq(fabs(br))));
+            acc = e + acc;
+        }
+    return R(w, acc);
+}
+
+/* calc_rot on the diagonals of tl, tr and br. */
+static void calc_rot(jacobi *J) {
+    int64_t k = J->k;
+    emily_dtype w = J->w;
+    double c5 = R(w, 1.0e-5);
+    for (int64_t i = 0; i < k; i++) {
+        double tl = J->tl[i * k + i], tr = J->tr[i * k + i], br = J->br[i * k + i];
+        bool z = tr == 0;
+        double s_tr = z ? 1 : tr;
+        double tau = z ? 0 : R(w, R(w, br - tl) / R(w, 2 * s_tr));
+        double t = R(w, sqrt(R(w, 1 + R(w, sq(tau)))));
+        t = R(w, 1 / R(w, tau + (tau >= 0 ? t : -t)));
+        double mn = fmin(fabs(br), fabs(tl));
+        if (isnan(br) || isnan(tl)) mn = NAN;
+        if (fabs(tr) <= R(w, c5 * mn)) t = 0;
+        double q = R(w, sqrt(R(w, 1.0 + R(w, sq(t)))));
+        J->c[i] = R(w, 1.0 / q);
+        /* s = t * c with c = 1.0 / q: Nx.Defn.Expr rewrites x * (1 / y)
+         * as x / y */
+        J->s[i] = R(w, t / q);
+        double ttr = R(w, t * tr);
+        J->rt1[i] = R(w, tl - ttr);
+        J->rt2[i] = R(w, br + ttr);
+    }
+}
+
+/* {top, bottom} = {top * c_v - bottom * s_v, top * s_v + bottom * c_v}:
+ * the row rotation (c, s indexed by row). */
+static void rotate_rows(const jacobi *J, double *top, double *bottom) {
+    int64_t k = J->k;
+    emily_dtype w = J->w;
+    for (int64_t i = 0; i < k; i++) {
+        double c = J->c[i], s = J->s[i];
+        for (int64_t j = 0; j < k; j++) {
+            double x = top[i * k + j], y = bottom[i * k + j];
+            top[i * k + j] = R(w, R(w, x * c) - R(w, y * s));
+            bottom[i * k + j] = R(w, R(w, x * s) + R(w, y * c));
+        }
+    }
+}
+
+/* {left, right} = {left * c_h - right * s_h, left * s_h + right * c_h}:
+ * the column rotation (c, s indexed by column). */
+static void rotate_cols(const jacobi *J, double *left, double *right) {
+    int64_t k = J->k;
+    emily_dtype w = J->w;
+    for (int64_t i = 0; i < k; i++)
+        for (int64_t j = 0; j < k; j++) {
+            double c = J->c[j], s = J->s[j];
+            double x = left[i * k + j], y = right[i * k + j];
+            left[i * k + j] = R(w, R(w, x * c) - R(w, y * s));
+            right[i * k + j] = R(w, R(w, x * s) + R(w, y * c));
+        }
+}
+
+/* permute_rows_in_col: top' = [top[0], bottom[0], top[1..k-2]],
+ * bottom' = [bottom[1..k-1], top[k-1]]. */
+static void permute_rows(const jacobi *J, double *top, double *bottom) {
+    int64_t k = J->k;
+    if (k == 1) return;
+    double *t = J->tmp;
+    size_t row = (size_t)k * sizeof(double);
+    memcpy(t, top, (size_t)(k * k) * sizeof(double));
+    memcpy(top + k, bottom, row); /* bottom[0] */
+    for (int64_t i = 2; i < k; i++) memcpy(top + i * k, t + (i - 1) * k, row);
+    for (int64_t i = 0; i + 1 < k; i++) memcpy(bottom + i * k, bottom + (i + 1) * k, row);
+    memcpy(bottom + (k - 1) * k, t + (k - 1) * k, row);
+}
+
+/* permute_cols_in_row: left' = [left[:,0], right[:,0], left[:,1..k-2]],
+ * right' = [right[:,1..k-1], left[:,k-1]]. */
+static void permute_cols(const jacobi *J, double *left, double *right) {
+    int64_t k = J->k;
+    if (k == 1) return;
+    double *t = J->tmp;
+    for (int64_t i = 0; i < k; i++) {
+        double *l = left + i * k, *r = right + i * k;
+        memcpy(t, l, (size_t)k * sizeof(double));
+        l[1] = r[0];
+        for (int64_t j = 2; j < k; j++) l[j] = t[j - 1];
+        for (int64_t j = 0; j + 1 < k; j++) r[j] = r[j + 1];
+        r[k - 1] = t[k - 1];
+    }
+}
+
+static void sweep(jacobi *J, int64_t n) {
+    int64_t k = J->k;
+    for (int64_t step = 0; step < n; step++) {
+        calc_rot(J);
+        rotate_rows(J, J->tl, J->bl);
+        rotate_rows(J, J->tr, J->br);
+        rotate_cols(J, J->tl, J->tr);
+        rotate_cols(J, J->bl, J->br);
+        for (int64_t i = 0; i < k; i++) {
+            J->tl[i * k + i] = J->rt1[i];
+            J->tr[i * k + i] = 0;
+            J->bl[i * k + i] = 0;
+            J->br[i * k + i] = J->rt2[i];
+        }
+        permute_cols(J, J->tl, J->tr);
+        permute_cols(J, J->bl, J->br);
+        permute_rows(J, J->tl, J->bl);
+        permute_rows(J, J->tr, J->br);
+        rotate_rows(J, J->vtl, J->vbl);
+        rotate_rows(J, J->vtr, J->vbr);
+        permute_rows(J, J->vtl, J->vbl);
+        permute_rows(J, J->vtr, J->vbr);
+    }
+}
+
+static int64_t eigh_scratch(int64_t n) {
+    int64_t k = (n + 1) / 2;
+    return 9 * k * k + 4 * k + 2 * k + 2 * k * 2 * k + 2 * k;
+}
+
+/* a: n x n (any type's values, as doubles); w_out: n, v_out: n x n. */
+static void eigh_real(const double *a, int64_t n, emily_dtype w, double eps, int64_t max_iter,
+                      double *w_out, double *v_out, double *ws) {
+    if (n == 1) {
+        w_out[0] = R(w, a[0]);
+        v_out[0] = 1;
+        return;
+    }
+    int64_t k = (n + 1) / 2, kk = k * k;
+    jacobi J = {.k = k, .w = w};
+    double **blocks[8] = {&J.tl, &J.tr, &J.bl, &J.br, &J.vtl, &J.vtr, &J.vbl, &J.vbr};
+    for (int b = 0; b < 8; b++) *blocks[b] = ws + b * kk;
+    J.tmp = ws + 8 * kk;
+    J.c = J.tmp + kk;
+    J.s = J.c + k;
+    J.rt1 = J.s + k;
+    J.rt2 = J.rt1 + k;
+    double *wv = J.rt2 + k, *vv = wv + 2 * k; /* 2k and 2k x 2k */
+    int64_t *order = (int64_t *)(vv + 4 * kk);
+    /* the blocks of as_type(matrix), odd sizes padded with a zero row and column */
+    for (int64_t i = 0; i < k; i++)
+        for (int64_t j = 0; j < k; j++) {
+            int64_t ri = k + i, cj = k + j;
+            J.tl[i * k + j] = R(w, a[i * n + j]);
+            J.tr[i * k + j] = cj < n ? R(w, a[i * n + cj]) : 0;
+            J.bl[i * k + j] = ri < n ? R(w, a[ri * n + j]) : 0;
+            J.br[i * k + j] = ri < n && cj < n ? R(w, a[ri * n + cj]) : 0;
+            J.vtl[i * k + j] = J.vbr[i * k + j] = i == j ? 1 : 0;
+            J.vtr[i * k + j] = J.vbl[i * k + j] = 0;
+        }
+    /* off_norm > eps ** 2 * frob_norm: eps ** 2 folded in f32, the
+     * product in the work type */
+    double eps2 = f32c(sq(f32c(eps)));
+    double frob = sq_norm(&J, false), off = sq_norm(&J, true);
+    for (int64_t it = 0; off > R(w, eps2 * frob) && it < max_iter; it++) {
+        sweep(&J, n);
+        frob = sq_norm(&J, false);
+        off = sq_norm(&J, true);
+    }
+    /* w = [diag(tl), diag(br)]; v = adjoint([[vtl, vtr], [vbl, vbr]]) */
+    int64_t m2 = 2 * k;
+    for (int64_t i = 0; i < k; i++) {
+        wv[i] = J.tl[i * k + i];
+        wv[k + i] = J.br[i * k + i];
+    }
+    for (int64_t i = 0; i < k; i++)
+        for (int64_t j = 0; j < k; j++) {
+            /* vv[r][c] = V[c][r], V = [[vtl, vtr], [vbl, vbr]] */
+            vv[j * m2 + i] = J.vtl[i * k + j];
+            vv[(k + j) * m2 + i] = J.vtr[i * k + j];
+            vv[j * m2 + k + i] = J.vbl[i * k + j];
+            vv[(k + j) * m2 + k + i] = J.vbr[i * k + j];
+        }
+    /* trim the padding, then argsort(|w|, :desc) (a stable merge sort:
+     * ties keep their order; NaN first) */
+    for (int64_t i = 0; i < n; i++) order[i] = i;
+    for (int64_t i = 1; i < n; i++) {
+        int64_t x = order[i], j = i;
+        double ax = fabs(wv[x]);
+        while (j > 0) {
+            double ay = fabs(wv[order[j - 1]]);
+            bool before = isnan(ax) ? !isnan(ay) : (!isnan(ay) && ax > ay);
+            if (!before) break;
+            order[j] = order[j - 1];
+            j--;
+        }
+        order[j] = x;
+    }
+    double eps32 = f32c(eps);
+    for (int64_t i = 0; i < n; i++) {
+        double e = wv[order[i]];
+        w_out[i] = fabs(e) <= eps32 ? 0 : e;
+    }
+    for (int64_t r = 0; r < n; r++)
+        for (int64_t c = 0; c < n; c++) {
+            double e = vv[r * m2 + order[c]];
+            v_out[r * n + c] = fabs(e) <= eps32 ? 0 : e;
+        }
+}
+
+emily_status emily_cpu_linalg_eigh(emily_tensor *w, emily_tensor *v, const emily_tensor *a,
+                                   double eps, int64_t max_iter, emily_dtype work) {
+    if (a->dtype == EMILY_C128) return emily_cpu_lapack_eigh(w, v, a);
+    int64_t n = a->shape[a->rank - 1], nn = n * n;
+    int64_t batches = batch_count(a, nn);
+    if (n == 0 || batches == 0) return EMILY_OK;
+    const double *src = emily_tensor_base(a);
+    double *wd = emily_tensor_base(w), *vd = emily_tensor_base(v);
+    int64_t scratch = eigh_scratch(n) + n; /* + the order (int64) */
+    int failed = 0;
+#pragma omp parallel if (batches > 1 && batches * nn * n > 100000) reduction(| : failed)
+    {
+        double *ws = malloc((size_t)scratch * sizeof(double) + 1);
+        if (!ws) failed = 1;
+#pragma omp for schedule(dynamic)
+        for (int64_t b = 0; b < batches; b++)
+            if (ws) eigh_real(src + b * nn, n, work, eps, max_iter, wd + b * n, vd + b * nn, ws);
+        free(ws);
+    }
+    if (failed) return emily_error(EMILY_ERR_MEMORY, "eigh: out of host memory");
+    return EMILY_OK;
+}
