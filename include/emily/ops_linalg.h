@@ -69,9 +69,14 @@ emily_status emily_qr(const emily_tensor *a, emily_qr_mode mode, double eps, emi
 
 /* Nx.LinAlg.svd of real [..., m, n] (Nx rejects complex input): u, s
  * (descending) and vt. full_matrices: u [..., m, m], vt [..., n, n];
- * otherwise u [..., m, k], vt [..., k, n]. */
+ * otherwise u [..., m, k], vt [..., k, n]. Without full matrices: Nx's
+ * own algorithm (eigh of the Gram matrix A^T A, with :max_iter) with the
+ * reference's rounding, so the factors are Nx's to the last bit; with
+ * them: LAPACK. emily_svd uses Nx's default max_iter, 100. */
 emily_status emily_svd(const emily_tensor *a, bool full_matrices, emily_tensor **u,
                        emily_tensor **s, emily_tensor **vt);
+emily_status emily_svd_opts(const emily_tensor *a, bool full_matrices, int64_t max_iter,
+                            emily_tensor **u, emily_tensor **s, emily_tensor **vt);
 
 /* Nx.LinAlg.eigh of Hermitian [..., n, n]: eigenvalues [..., n] ordered
  * by decreasing magnitude, as Nx orders them, and the eigenvectors as the

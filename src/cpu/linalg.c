@@ -13,8 +13,9 @@
  * - complex arithmetic uses the textbook formulas of Elixir's Complex
  *   library (no fused multiply-add, no scaling in division).
  *
- * qr and eigh by Nx's algorithms are in linalg_nx.c, the LAPACK-backed
- * decompositions (svd, complex qr and eigh) in linalg_lapack.c. */
+ * qr, eigh and svd by Nx's algorithms are in linalg_nx.c, the
+ * LAPACK-backed ones (complex qr and eigh, svd with full matrices) in
+ * linalg_lapack.c. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,8 +25,9 @@
 
 emily_status emily_cpu_linalg_qr(emily_tensor *q, emily_tensor *r, const emily_tensor *a,
                                  bool complete, double eps, emily_dtype work);
-emily_status emily_cpu_lapack_svd(emily_tensor *u, emily_tensor *s, emily_tensor *vt,
-                                  const emily_tensor *a, bool full_matrices);
+emily_status emily_cpu_linalg_svd(emily_tensor *u, emily_tensor *s, emily_tensor *vt,
+                                  const emily_tensor *a, bool full_matrices, int64_t max_iter,
+                                  emily_dtype work, bool integer_input);
 emily_status emily_cpu_linalg_eigh(emily_tensor *w, emily_tensor *v, const emily_tensor *a,
                                    double eps, int64_t max_iter, emily_dtype work);
 
@@ -741,7 +743,7 @@ static const struct emily_linalg_kernels cpu_linalg = {
     .solve = cpu_solve,
     .determinant = cpu_determinant,
     .qr = emily_cpu_linalg_qr,
-    .svd = emily_cpu_lapack_svd,
+    .svd = emily_cpu_linalg_svd,
     .eigh = emily_cpu_linalg_eigh,
 };
 

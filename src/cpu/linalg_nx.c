@@ -36,6 +36,11 @@ emily_status emily_cpu_linalg_eigh(emily_tensor *w, emily_tensor *v, const emily
 emily_status emily_cpu_lapack_qr(emily_tensor *q, emily_tensor *r, const emily_tensor *a,
                                  bool complete, double eps);
 emily_status emily_cpu_lapack_eigh(emily_tensor *w, emily_tensor *v, const emily_tensor *a);
+emily_status emily_cpu_linalg_svd(emily_tensor *u, emily_tensor *s, emily_tensor *vt,
+                                  const emily_tensor *a, bool full_matrices, int64_t max_iter,
+                                  emily_dtype work, bool integer_input);
+emily_status emily_cpu_lapack_svd(emily_tensor *u, emily_tensor *s, emily_tensor *vt,
+                                  const emily_tensor *a, bool full_matrices);
 
 /* Rounds a double to the real type t, as the reference writes a tensor
  * of type t. */
@@ -421,5 +426,135 @@ emily_status emily_cpu_linalg_eigh(emily_tensor *w, emily_tensor *v, const emily
         free(ws);
     }
     if (failed) return emily_error(EMILY_ERR_MEMORY, "eigh: out of host memory");
+    return EMILY_OK;
+}
+
+/* ---- svd (Nx.LinAlg.SVD) ----------------------------------------------- */
+
+/* Nx.LinAlg.SVD's constant @eps (f32 epsilon, as Nx writes it). */
+#define NX_SVD_EPS 1.1920929e-07
+
+/* A stable argsort in decreasing order (Nx.argsort(direction: :desc) on
+ * Nx.BinaryBackend: a merge sort whose comparator keeps ties in order;
+ * NaN first). */
+static void argsort_desc(const double *x, int64_t n, int64_t *order) {
+    for (int64_t i = 0; i < n; i++) order[i] = i;
+    for (int64_t i = 1; i < n; i++) {
+        int64_t o = order[i], j = i;
+        double v = x[o];
+        while (j > 0) {
+            double y = x[order[j - 1]];
+            bool before = isnan(v) ? !isnan(y) : (!isnan(y) && v > y);
+            if (!before) break;
+            order[j] = order[j - 1];
+            j--;
+        }
+        order[j] = o;
+    }
+}
+
+/* Scratch doubles for one m x n matrix: the transposed copy, u, v, the
+ * Gram matrix, its eigenvalues and vectors, eigh's scratch, the order. */
+static int64_t svd_scratch(int64_t m, int64_t n) {
+    int64_t big = m > n ? m : n, small = m < n ? m : n;
+    return 2 * big * small + 3 * small * small + 3 * small + eigh_scratch(small) + 1;
+}
+
+/* svd_non_full on a tall (or square) m x n matrix a (m >= n): u m x n,
+ * s n, v n x n, Nx.LinAlg.SVD's Gram-matrix path. `integer`: a holds an
+ * integer tensor's values (the Gram matrix is then exact, in a's type). */
+static void svd_gram(const double *a, int64_t m, int64_t n, emily_dtype w, int64_t max_iter,
+                     bool integer, double *u, double *s, double *v, double *ws) {
+    double *gram = ws, *wv = gram + n * n, *vv = wv + n, *ews = vv + n * n;
+    int64_t *order = (int64_t *)(ews + eigh_scratch(n));
+    /* gram = dot(a, [-2], a, [-2]) */
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t j = 0; j < n; j++) {
+            double acc = 0;
+            for (int64_t k = 0; k < m; k++) acc = a[k * n + i] * a[k * n + j] + acc;
+            gram[i * n + j] = integer ? acc : R(w, acc);
+        }
+    /* {s_sq, v} = eigh(gram, max_iter: max_iter) (eps 1.0e-4) */
+    eigh_real(gram, n, w, 1.0e-4, max_iter, wv, vv, ews);
+    /* s = sqrt(max(s_sq, 0)), sorted in decreasing order with v's columns */
+    for (int64_t i = 0; i < n; i++) {
+        double x = wv[i];
+        wv[i] = R(w, sqrt(isnan(x) || x > 0 ? x : 0));
+    }
+    argsort_desc(wv, n, order);
+    for (int64_t i = 0; i < n; i++) s[i] = wv[order[i]];
+    for (int64_t r = 0; r < n; r++)
+        for (int64_t c = 0; c < n; c++) v[r * n + c] = vv[r * n + order[c]];
+    /* s_inv = select(s > n * @eps * s[0], 1 / s, 0); n * @eps is folded
+     * in f32, the product with s[0] is in the work type */
+    double thr = R(w, f32c((double)n * f32c(NX_SVD_EPS)) * s[0]);
+    /* u = dot(a, v) * s_inv[None, :] */
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            double acc = 0;
+            for (int64_t k = 0; k < n; k++) acc = a[i * n + k] * v[k * n + j] + acc;
+            double s_inv = s[j] > thr ? R(w, 1 / s[j]) : 0;
+            u[i * n + j] = R(w, R(w, acc) * s_inv);
+        }
+}
+
+/* One real matrix: a m x n (values of any type), outputs in the op
+ * layer's shapes (u m x uc, s k, vt vr x n). */
+static void svd_real(const double *a, int64_t m, int64_t n, emily_dtype w, int64_t max_iter,
+                     bool integer, double *u_out, double *s_out, double *vt_out, double *ws) {
+    int64_t k = m < n ? m : n;
+    bool all_zero = true;
+    for (int64_t i = 0; i < m * n; i++) all_zero &= a[i] == 0;
+    if (all_zero) {
+        /* svd_all_zeros (non-full shapes): u = eye(m, k), s = 0, vt = eye(k, n) */
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t j = 0; j < k; j++) u_out[i * k + j] = i == j;
+        for (int64_t i = 0; i < k; i++) s_out[i] = 0;
+        for (int64_t i = 0; i < k; i++)
+            for (int64_t j = 0; j < n; j++) vt_out[i * n + j] = i == j;
+        return;
+    }
+    bool flipped = m < n;
+    int64_t mm = flipped ? n : m, nn = flipped ? m : n; /* a' = adjoint(a) when wide */
+    double *at = ws, *u = at + mm * nn, *v = u + mm * nn, *gws = v + nn * nn;
+    for (int64_t i = 0; i < mm; i++)
+        for (int64_t j = 0; j < nn; j++) at[i * nn + j] = flipped ? a[j * n + i] : a[i * n + j];
+    svd_gram(at, mm, nn, w, max_iter, integer, u, s_out, v, gws);
+    if (!flipped) {
+        /* {u, s, adjoint(v)} */
+        memcpy(u_out, u, (size_t)(m * n) * sizeof(double));
+        for (int64_t i = 0; i < n; i++)
+            for (int64_t j = 0; j < n; j++) vt_out[i * n + j] = v[j * n + i];
+    } else {
+        /* {v, s, adjoint(u)}: u_out m x m, vt_out m x n */
+        memcpy(u_out, v, (size_t)(m * m) * sizeof(double));
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t j = 0; j < n; j++) vt_out[i * n + j] = u[j * m + i];
+    }
+}
+
+emily_status emily_cpu_linalg_svd(emily_tensor *u, emily_tensor *s, emily_tensor *vt,
+                                  const emily_tensor *a, bool full_matrices, int64_t max_iter,
+                                  emily_dtype work, bool integer_input) {
+    if (full_matrices) return emily_cpu_lapack_svd(u, s, vt, a, full_matrices);
+    int64_t m = a->shape[a->rank - 2], n = a->shape[a->rank - 1], k = m < n ? m : n;
+    int64_t batches = batch_count(a, m * n);
+    if (k == 0 || batches == 0) return EMILY_OK; /* no elements */
+    const double *src = emily_tensor_base(a);
+    double *ud = emily_tensor_base(u), *sd = emily_tensor_base(s), *vd = emily_tensor_base(vt);
+    int64_t scratch = svd_scratch(m, n);
+    int failed = 0;
+#pragma omp parallel if (batches > 1 && batches * m * n * k > 100000) reduction(| : failed)
+    {
+        double *ws = malloc((size_t)scratch * sizeof(double) + 1);
+        if (!ws) failed = 1;
+#pragma omp for schedule(dynamic)
+        for (int64_t b = 0; b < batches; b++)
+            if (ws)
+                svd_real(src + b * m * n, m, n, work, max_iter, integer_input, ud + b * m * k,
+                         sd + b * k, vd + b * k * n, ws);
+        free(ws);
+    }
+    if (failed) return emily_error(EMILY_ERR_MEMORY, "svd: out of host memory");
     return EMILY_OK;
 }

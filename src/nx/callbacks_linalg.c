@@ -8,8 +8,8 @@
  * shapes are inferred by the typed functions (Nx decides them from the
  * inputs and options only). Options that only steer Nx's iterative
  * algorithms have the effect they have in Nx where the engine runs Nx's
- * algorithm (eigh's :eps and :max_iter) and none elsewhere (lu's :eps,
- * svd's :max_iter). */
+ * algorithm (eigh's :eps and :max_iter, svd's :max_iter) and none
+ * elsewhere (lu's :eps). */
 #include <stdio.h>
 #include <string.h>
 #include "nx/callback.h"
@@ -123,8 +123,11 @@ static emily_status cb_svd(emily_call *c) {
     if ((s = call_tensor(c, 0, &a)) || (s = optional_opts(c, 1, &opts))) return s;
     bool full;
     if ((s = opt_bool(c, opts, "full_matrices?", true, &full))) return s;
+    int64_t max_iter = 100;
+    const emily_value *mi = opt_get(opts, "max_iter");
+    if (mi && mi->kind != EMILY_V_NIL && (s = value_int(c, mi, "option :max_iter", &max_iter))) return s;
     emily_tensor *r[3];
-    if ((s = emily_svd(a, full, &r[0], &r[1], &r[2]))) return s;
+    if ((s = emily_svd_opts(a, full, max_iter, &r[0], &r[1], &r[2]))) return s;
     return return_all(c, 3, r);
 }
 

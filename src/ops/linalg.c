@@ -354,8 +354,16 @@ emily_status emily_qr(const emily_tensor *a, emily_qr_mode mode, double eps, emi
 
 emily_status emily_svd(const emily_tensor *a, bool full_matrices, emily_tensor **u,
                        emily_tensor **sv, emily_tensor **vt) {
+    return emily_svd_opts(a, full_matrices, 100, u, sv, vt);
+}
+
+emily_status emily_svd_opts(const emily_tensor *a, bool full_matrices, int64_t max_iter,
+                            emily_tensor **u, emily_tensor **sv, emily_tensor **vt) {
     const char *op = "svd";
     emily_status s;
+    if (max_iter < 0)
+        return emily_error(EMILY_ERR_ARGUMENT, "%s: max_iter must be non-negative, got %lld", op,
+                           (long long)max_iter);
     if ((s = emily_check_out(op, u)) || (s = emily_check_out(op, sv)) || (s = emily_check_out(op, vt)))
         return s;
     if ((s = emily_check_tensor(op, "tensor", a)) || (s = check_matrix(op, a, false))) return s;
@@ -379,7 +387,7 @@ emily_status emily_svd(const emily_tensor *a, bool full_matrices, emily_tensor *
     if (!(s = emily_empty_like_device(a, EMILY_F64, urank, ushape, &uw)) &&
         !(s = emily_empty_like_device(a, EMILY_F64, srank, sshape, &sw)) &&
         !(s = emily_empty_like_device(a, EMILY_F64, vrank, vshape, &vw)))
-        s = k->svd(uw, sw, vw, aw, full_matrices);
+        s = k->svd(uw, sw, vw, aw, full_matrices, max_iter, t, emily_dtype_is_integer(a->dtype));
     emily_tensor_release(aw);
     if (s) {
         emily_tensor *all[3] = {uw, sw, vw};

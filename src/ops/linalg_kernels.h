@@ -60,10 +60,13 @@ struct emily_linalg_kernels {
      * written as 0 (Nx's :eps). */
     emily_status (*qr)(emily_tensor *q, emily_tensor *r, const emily_tensor *a, bool complete,
                        double eps, emily_dtype work);
-    /* a: real [..., m, n]; u: [..., m, m|k], s: [..., k] (f64, descending),
-     * vt: [..., n|k, n]. LAPACK. */
+    /* a: real [..., m, n] wide (values of a's type; `integer_input` when
+     * that is an integer type); u: [..., m, m|k], s: [..., k] (f64,
+     * descending), vt: [..., n|k, n]. Without full matrices Nx.LinAlg.SVD's
+     * Gram-matrix path (BlockEigh with :max_iter) in `work`; with them,
+     * LAPACK. */
     emily_status (*svd)(emily_tensor *u, emily_tensor *s, emily_tensor *vt, const emily_tensor *a,
-                        bool full_matrices);
+                        bool full_matrices, int64_t max_iter, emily_dtype work, bool integer_input);
     /* a: [..., n, n] Hermitian; w: [..., n] f64 in Nx's order: by
      * decreasing magnitude, ties in index order; v: [..., n, n] wide, the
      * eigenvectors as columns in w's order. Real inputs: Nx.LinAlg.BlockEigh

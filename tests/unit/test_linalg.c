@@ -435,9 +435,9 @@ TEST(qr_modes_and_shapes) {
     emily_tensor_release(t);
 }
 
-/* Real qr and eigh are Nx's own algorithms with the reference's rounding:
+/* Real qr, eigh and svd are Nx's own algorithms with the reference's rounding:
  * the exact bits Nx prints in its doctests (and the corpus records). */
-TEST(qr_and_eigh_give_the_references_bits) {
+TEST(qr_eigh_svd_give_the_references_bits) {
     float a[12] = {3, 2, 1, 0, 1, 1, 0, 0, 1, 0, 0, 1};
     int64_t s43[2] = {4, 3};
     emily_tensor *t = t_from(EMILY_F32, 2, s43, a), *q = NULL, *r = NULL;
@@ -446,9 +446,9 @@ TEST(qr_and_eigh_give_the_references_bits) {
     if (q && r) {
         CHECK_OK(emily_to_binary(q, qb, sizeof qb));
         CHECK_OK(emily_to_binary(r, rb, sizeof rb));
-        /* Nx: q[2][2] = q[3][2] = 0.70710677, r[2][2] = 1.4142135, and R's
+        /* Nx: q[2][2] = 0.7071068, q[3][2] = 0.70710677, r[2][2] = 1.4142135, and R's
          * diagonal is never negative */
-        CHECK(qb[8] == 0.70710677f && qb[11] == 0.70710677f && rb[8] == 1.4142135f);
+        CHECK(qb[8] == 0.7071068f && qb[11] == 0.70710677f && rb[8] == 1.4142135f);
         CHECK(rb[0] == 3 && rb[4] == 1 && qb[0] == 1 && qb[4] == 1);
     }
     emily_tensor_release(q);
@@ -480,6 +480,37 @@ TEST(qr_and_eigh_give_the_references_bits) {
     emily_tensor_release(w);
     emily_tensor_release(v);
     CHECK_ERR(emily_eigh_opts(t, 1.0e-4, -1, &w, &v), EMILY_ERR_ARGUMENT, "max_iter");
+    emily_tensor_release(t);
+    /* svd without full matrices: Nx's Gram-matrix path (pinv's doctest
+     * input; the corpus records s = [5.1925826, 0.192581]) */
+    int32_t p[4] = {1, 1, 3, 4};
+    int64_t s22[2] = {2, 2};
+    t = t_from(EMILY_S32, 2, s22, p);
+    emily_tensor *u = NULL, *sv = NULL, *vt = NULL;
+    CHECK_OK(emily_svd(t, false, &u, &sv, &vt));
+    float sb[2], ub[4];
+    if (sv) {
+        CHECK_OK(emily_to_binary(sv, sb, sizeof sb));
+        CHECK(sb[0] == 5.19258261f && sb[1] == 0.192580998f);
+    }
+    emily_tensor_release(u);
+    emily_tensor_release(sv);
+    emily_tensor_release(vt);
+    emily_tensor_release(t);
+    /* rank-deficient: the reference raises (1 / 0 inside a select that
+     * discards it); Emily gives s[1] = 0 and a zero column in u */
+    int32_t d2[4] = {1, 2, 2, 4};
+    t = t_from(EMILY_S32, 2, s22, d2);
+    CHECK_OK(emily_svd(t, false, &u, &sv, &vt));
+    if (sv && u) {
+        CHECK_OK(emily_to_binary(sv, sb, sizeof sb));
+        CHECK_OK(emily_to_binary(u, ub, sizeof ub));
+        CHECK(fabsf(sb[0] - 5.0f) < 1e-5f && sb[1] == 0 && ub[1] == 0 && ub[3] == 0);
+    }
+    emily_tensor_release(u);
+    emily_tensor_release(sv);
+    emily_tensor_release(vt);
+    CHECK_ERR(emily_svd_opts(t, false, -1, &u, &sv, &vt), EMILY_ERR_ARGUMENT, "max_iter");
     emily_tensor_release(t);
 }
 
@@ -664,5 +695,5 @@ TEST(linalg_every_dtype) {
 RUN_TESTS("linalg", CASE(linalg_every_dtype), CASE(lu_matches_nx_doctest), CASE(lu_batched_and_types), CASE(lu_bad_input),
           CASE(triangular_solve_every_option), CASE(triangular_solve_types_batches_views),
           CASE(triangular_solve_errors), CASE(solve_matches_nx), CASE(determinant_values),
-          CASE(cholesky_values), CASE(qr_modes_and_shapes), CASE(qr_and_eigh_give_the_references_bits), CASE(svd_shapes_and_reconstruction),
+          CASE(cholesky_values), CASE(qr_modes_and_shapes), CASE(qr_eigh_svd_give_the_references_bits), CASE(svd_shapes_and_reconstruction),
           CASE(eigh_values_and_order), CASE(linalg_dispatch_callbacks))
