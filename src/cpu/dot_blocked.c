@@ -192,31 +192,33 @@ static void pack_b(const job *jb, int64_t bi, int64_t p0, int64_t kc, int64_t j0
     ctype ct = jb->ker->ct;
     int64_t np = ceil_div(cols, nr), tail = cols - (np - 1) * nr;
     load_fn load = emily_dot_loaders[b->dtype];
-    bool direct = b->dtype == jb->ker->inout && b->strides[2] == 1;
+    /* contiguous f64 rows into f64 panels, f32 rows into either */
+    bool direct = b->strides[2] == 1 &&
+                  (b->dtype == EMILY_F32 || (b->dtype == EMILY_F64 && ct == CT_F64));
     if (direct) {
         /* panel by panel: each panel's writes are one contiguous run (p
          * outer scattered them over every panel at once) */
-        size_t es = ct_size(ct);
         int64_t rs = b->strides[1] * jb->bes; /* bytes from one B row to the next */
         const char *src0 = elem_ptr(b, jb->bbase, jb->bes, bi, p0, j0);
         for (int64_t jp = 0; jp < np; jp++) {
             int64_t cnt = jp == np - 1 ? tail : nr;
-            const char *sp = src0 + (size_t)(jp * nr) * es;
-#define PACK_B_PANEL(T)                                                                \
+            const char *sp = src0 + (size_t)(jp * nr) * (size_t)jb->bes;
+#define PACK_B_PANEL(ST, DT)                                                           \
     {                                                                                  \
-        T *d = (T *)w->bpack + jp * kc * nr;                                           \
+        DT *d = (DT *)w->bpack + jp * kc * nr;                                         \
         for (int64_t p = 0; p < kc; p++, d += nr, sp += rs) {                          \
-            const T *sr = (const T *)sp;                                               \
+            const ST *sr = (const ST *)sp;                                             \
             if (cnt == nr) {                                                           \
-                for (int64_t j = 0; j < nr; j++) d[j] = sr[j];                         \
+                for (int64_t j = 0; j < nr; j++) d[j] = (DT)sr[j];                     \
             } else {                                                                   \
-                for (int64_t j = 0; j < cnt; j++) d[j] = sr[j];                        \
+                for (int64_t j = 0; j < cnt; j++) d[j] = (DT)sr[j];                    \
                 for (int64_t j = cnt; j < nr; j++) d[j] = 0;                           \
             }                                                                          \
         }                                                                              \
     }
-            if (ct == CT_F64) PACK_B_PANEL(double)
-            else PACK_B_PANEL(float)
+            if (b->dtype == EMILY_F64) PACK_B_PANEL(double, double)
+            else if (ct == CT_F64) PACK_B_PANEL(float, double)
+            else PACK_B_PANEL(float, float)
 #undef PACK_B_PANEL
         }
         return;
