@@ -11,8 +11,10 @@
  *   last bit or two, quirks included (cholesky divides by l_jj + 1e-10,
  *   determinants of 2x2/3x3 integer matrices wrap in the input type).
  * - qr, svd and eigh have factors that are unique only up to signs (or
- *   rotations of repeated eigenspaces); Emily computes them with LAPACK
- *   in double precision and rounds to the output type. */
+ *   rotations of repeated eigenspaces); for real inputs Emily runs Nx's own
+ *   algorithms the same way, so the factors are the reference's bit for
+ *   bit; complex qr and eigh go through LAPACK in double precision,
+ *   rounded to the output type. */
 #ifndef EMILY_OPS_LINALG_H
 #define EMILY_OPS_LINALG_H
 
@@ -69,10 +71,11 @@ emily_status emily_qr(const emily_tensor *a, emily_qr_mode mode, double eps, emi
 
 /* Nx.LinAlg.svd of real [..., m, n] (Nx rejects complex input): u, s
  * (descending) and vt. full_matrices: u [..., m, m], vt [..., n, n];
- * otherwise u [..., m, k], vt [..., k, n]. Without full matrices: Nx's
- * own algorithm (eigh of the Gram matrix A^T A, with :max_iter) with the
- * reference's rounding, so the factors are Nx's to the last bit; with
- * them: LAPACK. emily_svd uses Nx's default max_iter, 100. */
+ * otherwise u [..., m, k], vt [..., k, n]. Nx's own algorithms with the
+ * reference's rounding, so the factors are Nx's to the last bit: without
+ * full matrices eigh of the Gram matrix A^T A, with them QDWH and eigh of
+ * the polar factor (:max_iter bounds both iterations). emily_svd uses
+ * Nx's default max_iter, 100. */
 emily_status emily_svd(const emily_tensor *a, bool full_matrices, emily_tensor **u,
                        emily_tensor **s, emily_tensor **vt);
 emily_status emily_svd_opts(const emily_tensor *a, bool full_matrices, int64_t max_iter,

@@ -14,7 +14,7 @@
  *   library (no fused multiply-add, no scaling in division).
  *
  * qr, eigh and svd by Nx's algorithms are in linalg_nx.c, the
- * LAPACK-backed ones (complex qr and eigh, svd with full matrices) in
+ * LAPACK-backed ones (complex qr and eigh) in
  * linalg_lapack.c. */
 #include <math.h>
 #include <stdlib.h>

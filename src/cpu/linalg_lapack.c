@@ -1,9 +1,9 @@
-/* CPU kernels: the decompositions whose factors are unique only up to
- * signs (qr, svd, eigh), through LAPACKE in double precision (d* routines
- * for f64, z* for c128), for the inputs that linalg_nx.c (Nx's own
- * algorithms, the reference's factors) does not take yet. Matrices are copied per batch entry into a
- * scratch buffer that LAPACK overwrites. Non-finite input gives NaN
- * factors (LAPACK's iterations are not defined on NaN/inf). */
+/* CPU kernels: qr and eigh of complex matrices, whose factors are unique
+ * only up to phases, through LAPACKE in double precision (z* routines; the
+ * d* paths are not reached, real inputs take Nx's own algorithms in
+ * linalg_nx.c). Matrices are copied per batch entry into a scratch buffer
+ * that LAPACK overwrites. Non-finite input gives NaN factors (LAPACK's
+ * iterations are not defined on NaN/inf). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,8 +13,6 @@
 
 emily_status emily_cpu_lapack_qr(emily_tensor *q, emily_tensor *r, const emily_tensor *a,
                                  bool complete, double eps);
-emily_status emily_cpu_lapack_svd(emily_tensor *u, emily_tensor *s, emily_tensor *vt,
-                                  const emily_tensor *a, bool full_matrices);
 emily_status emily_cpu_lapack_eigh(emily_tensor *w, emily_tensor *v, const emily_tensor *a);
 
 static int64_t imax(int64_t a, int64_t b) { return a > b ? a : b; }
@@ -142,56 +140,6 @@ emily_status emily_cpu_lapack_qr(emily_tensor *q, emily_tensor *r, const emily_t
         if (info) { free(work); return lapack_failed("qr", cx ? "zungqr" : "dorgqr", info); }
         transpose(qb, qcols, work, ld, qcols, m, parts);
         approximate_zeros(qb, m * qcols, parts, eps);
-    }
-    free(work);
-    return EMILY_OK;
-}
-
-/* ---- SVD (real) -------------------------------------------------------- */
-
-emily_status emily_cpu_lapack_svd(emily_tensor *u, emily_tensor *s, emily_tensor *vt,
-                                  const emily_tensor *a, bool full_matrices) {
-    int64_t m = a->shape[a->rank - 2], n = a->shape[a->rank - 1], k = imin(m, n);
-    emily_status st = check_dims("svd", m, n);
-    if (st) return st;
-    int64_t ucols = full_matrices ? m : k, vrows = full_matrices ? n : k;
-    int64_t per = m * n, batches = lead_batches(a, 2);
-    const double *src = emily_tensor_base(a);
-    double *ud = emily_tensor_base(u), *sd = emily_tensor_base(s), *vd = emily_tensor_base(vt);
-    double *work = malloc((size_t)(per + 1) * sizeof(double));
-    if (!work) return emily_error(EMILY_ERR_MEMORY, "svd: out of host memory");
-    for (int64_t b = 0; b < batches; b++) {
-        double *ub = ud + b * m * ucols, *sb = sd + b * k, *vb = vd + b * vrows * n;
-        if (k == 0) {
-            eye(ub, m, ucols, 1);
-            eye(vb, vrows, n, 1);
-            continue;
-        }
-        memcpy(work, src + b * per, (size_t)per * sizeof(double));
-        if (!all_finite(work, per)) {
-            fill(ub, m * ucols, NAN);
-            fill(sb, k, NAN);
-            fill(vb, vrows * n, NAN);
-            continue;
-        }
-        lapack_int info = LAPACKE_dgesdd(LAPACK_ROW_MAJOR, full_matrices ? 'A' : 'S', (lapack_int)m,
-                                         (lapack_int)n, work, (lapack_int)n, sb, ub,
-                                         (lapack_int)imax(ucols, 1), vb, (lapack_int)n);
-        if (info > 0) {
-            /* divide and conquer did not converge: fall back to QR iteration */
-            double *superb = malloc((size_t)k * sizeof(double));
-            if (!superb) { free(work); return emily_error(EMILY_ERR_MEMORY, "svd: out of host memory"); }
-            memcpy(work, src + b * per, (size_t)per * sizeof(double));
-            char job = full_matrices ? 'A' : 'S';
-            info = LAPACKE_dgesvd(LAPACK_ROW_MAJOR, job, job, (lapack_int)m, (lapack_int)n, work,
-                                  (lapack_int)n, sb, ub, (lapack_int)imax(ucols, 1), vb,
-                                  (lapack_int)n, superb);
-            free(superb);
-            if (info) { free(work); return lapack_failed("svd", "dgesvd", info); }
-        } else if (info) {
-            free(work);
-            return lapack_failed("svd", "dgesdd", info);
-        }
     }
     free(work);
     return EMILY_OK;

@@ -22,10 +22,16 @@
  * stays f32 (so eps thresholds are f32(eps) for every work type), and an
  * expression of constants only (eps ** 2) is folded in f32.
  *
- * Complex inputs still go to LAPACK (linalg_lapack.c). */
+ * - svd is Nx.LinAlg.SVD: without full matrices the eigh of the Gram
+ *   matrix; with them QDWH (qr or cholesky and triangular_solve steps, the
+ *   latter two through the engine's own kernels), eigh of the polar
+ *   factor and Nx's sign, order and rank rules.
+ *
+ * Complex qr and eigh still go to LAPACK (linalg_lapack.c). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "core/scalar_unary.h"
 #include "cpu/kernels.h"
 #include "ops/linalg_kernels.h"
 
@@ -39,8 +45,6 @@ emily_status emily_cpu_lapack_eigh(emily_tensor *w, emily_tensor *v, const emily
 emily_status emily_cpu_linalg_svd(emily_tensor *u, emily_tensor *s, emily_tensor *vt,
                                   const emily_tensor *a, bool full_matrices, int64_t max_iter,
                                   emily_dtype work, bool integer_input);
-emily_status emily_cpu_lapack_svd(emily_tensor *u, emily_tensor *s, emily_tensor *vt,
-                                  const emily_tensor *a, bool full_matrices);
 
 /* Rounds a double to the real type t, as the reference writes a tensor
  * of type t. */
@@ -498,51 +502,327 @@ static void svd_gram(const double *a, int64_t m, int64_t n, emily_dtype w, int64
         }
 }
 
+/* ---- svd with full matrices: QDWH (Nx.LinAlg.SVD.svd_full) ----------- */
+
+/* C = A . B (A p x q, B q x r), sums in index order from +0, rounded to w. */
+static void mm(const double *A, const double *B, double *C, int64_t p, int64_t q, int64_t r,
+               emily_dtype w) {
+    for (int64_t i = 0; i < p; i++) {
+        double *c = C + i * r;
+        for (int64_t j = 0; j < r; j++) c[j] = 0;
+        for (int64_t k = 0; k < q; k++) {
+            double aik = A[i * q + k];
+            const double *b = B + k * r;
+            for (int64_t j = 0; j < r; j++) c[j] = aik * b[j] + c[j];
+        }
+        for (int64_t j = 0; j < r; j++) c[j] = R(w, c[j]);
+    }
+}
+
+/* C = A^T . B (A q x p, B q x r). */
+static void mm_tn(const double *A, const double *B, double *C, int64_t p, int64_t q, int64_t r,
+                  emily_dtype w) {
+    for (int64_t i = 0; i < p * r; i++) C[i] = 0;
+    for (int64_t k = 0; k < q; k++)
+        for (int64_t i = 0; i < p; i++) {
+            double aki = A[k * p + i];
+            const double *b = B + k * r;
+            double *c = C + i * r;
+            for (int64_t j = 0; j < r; j++) c[j] = aki * b[j] + c[j];
+        }
+    for (int64_t i = 0; i < p * r; i++) C[i] = R(w, C[i]);
+}
+
+static void transpose_to(const double *A, double *T, int64_t rows, int64_t cols) {
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t j = 0; j < cols; j++) T[j * rows + i] = A[i * cols + j];
+}
+
+/* The engine's own cholesky and triangular_solve kernels (linalg.c, the
+ * reference's bits) on one matrix, through tensors. */
+static bool kernel_cholesky(const double *a, double *l, int64_t n, emily_dtype w) {
+    int64_t sh[2] = {n, n};
+    emily_tensor *at = NULL, *lt = NULL;
+    bool ok = !emily_empty(EMILY_CPU, EMILY_F64, 2, sh, &at) && !emily_empty(EMILY_CPU, EMILY_F64, 2, sh, &lt);
+    if (ok) {
+        memcpy(emily_tensor_base(at), a, (size_t)(n * n) * sizeof(double));
+        ok = !emily_cpu_linalg_kernels->cholesky(lt, at, w);
+        if (ok) memcpy(l, emily_tensor_base(lt), (size_t)(n * n) * sizeof(double));
+    }
+    emily_tensor_release(at);
+    emily_tensor_release(lt);
+    return ok;
+}
+
+/* x = triangular_solve(a, b, left_side: true, lower: lower), a n x n,
+ * b n x m, rounded to w. */
+static bool kernel_tsolve(const double *a, const double *b, double *x, int64_t n, int64_t m,
+                          bool lower, emily_dtype w) {
+    int64_t sa[2] = {n, n}, sb[2] = {n, m};
+    emily_tensor *at = NULL, *bt = NULL, *xt = NULL;
+    bool ok = !emily_empty(EMILY_CPU, EMILY_F64, 2, sa, &at) && !emily_empty(EMILY_CPU, EMILY_F64, 2, sb, &bt) &&
+              !emily_empty(EMILY_CPU, EMILY_F64, 2, sb, &xt);
+    if (ok) {
+        memcpy(emily_tensor_base(at), a, (size_t)(n * n) * sizeof(double));
+        memcpy(emily_tensor_base(bt), b, (size_t)(n * m) * sizeof(double));
+        ok = !emily_cpu_linalg_kernels->triangular_solve(xt, at, bt, false, true, lower, EMILY_TRANSFORM_NONE);
+        if (ok) {
+            const double *xd = emily_tensor_base(xt);
+            for (int64_t i = 0; i < n * m; i++) x[i] = R(w, xd[i]);
+        }
+    }
+    emily_tensor_release(at);
+    emily_tensor_release(bt);
+    emily_tensor_release(xt);
+    return ok;
+}
+
+/* Nx.LinAlg.norm(t) of a matrix (ord 2 / Frobenius): with c = max|t|
+ * (1 where that is 0), pow(sum(pow(|t| / c, 2)), 0.5) * c, in w. */
+static double frobenius(const double *t, int64_t count, emily_dtype w) {
+    double c = 0;
+    for (int64_t i = 0; i < count; i++) {
+        double x = fabs(t[i]);
+        if (isnan(x) || x > c) c = x;
+    }
+    if (!(c > 0)) c = isnan(c) ? c : 1;
+    double acc = 0;
+    for (int64_t i = 0; i < count; i++) acc = R(w, pow(R(w, fabs(t[i]) / c), 2.0)) + acc;
+    return R(w, R(w, pow(R(w, acc), 0.5)) * c);
+}
+
+static inline double R32(double x) { return (double)(float)x; }
+
+typedef struct qdwh_ws {
+    double *u, *u_prev, *y, *q, *r, *g, *l, *lt, *z, *zt, *t, *qws;
+} qdwh_ws;
+
+/* Nx.LinAlg.SVD.qdwh on a square n x n x (`tin`: its float type; `integer`:
+ * x holds an integer tensor's values): u and h (n x n, type tin). The loop
+ * runs in f64 for f64 and in f32 otherwise; its scalars are f32. */
+static bool qdwh(const double *x, int64_t n, emily_dtype tin, bool integer, int64_t max_iter,
+                 double *u_out, double *h_out) {
+    emily_dtype W = tin == EMILY_F64 ? EMILY_F64 : EMILY_F32;
+    int64_t nn = n * n, m2 = 2 * n;
+    double *buf = malloc((size_t)(8 * nn + 2 * m2 * n + qr_scratch(m2, n) + 4 * n) * sizeof(double));
+    if (!buf) return false;
+    double *u = buf, *up = u + nn, *y = up + nn, *q = y + m2 * n, *rr = q + m2 * n, *g = rr + nn;
+    double *l = g + nn, *lt = l + nn, *z = lt + nn, *zt = z + nn, *qws = zt + nn;
+    bool ok = true;
+    /* alpha = sqrt(norm(x, ord: 1)) * sqrt(norm(x, ord: :inf)): the
+     * largest column and row sums of |x| (exact for integer x) */
+    double n1 = 0, ninf = 0;
+    for (int64_t j = 0; j < n; j++) {
+        double cs = 0, rs = 0;
+        for (int64_t i = 0; i < n; i++) {
+            cs = fabs(x[i * n + j]) + cs;
+            rs = fabs(x[j * n + i]) + rs;
+        }
+        if (!integer) cs = R(tin, cs), rs = R(tin, rs);
+        if (isnan(cs) || cs > n1 || j == 0) n1 = cs;
+        if (isnan(rs) || rs > ninf || j == 0) ninf = rs;
+    }
+    double alpha = R(tin, R(tin, sqrt(n1)) * R(tin, sqrt(ninf)));
+    for (int64_t i = 0; i < nn; i++) u[i] = R(tin, x[i] / alpha); /* then as_type(W): exact */
+    double eps32 = R32(NX_SVD_EPS);
+    double l_ = eps32;
+    double tol_l = R32(5 * eps32), tol_norm = R32(emily_sc_cbrt(tol_l));
+    bool unconverged = true, not_max = true;
+    for (int64_t it = 1; ok && unconverged && not_max; it++) {
+        memcpy(up, u, (size_t)nn * sizeof(double));
+        double l2 = R32(pow(l_, 2.0));
+        if (l2 < eps32) l2 = eps32;
+        double dd = R32(emily_sc_cbrt(R32(R32(4.0 * R32(R32(1.0 / l2) - 1.0)) / l2)));
+        double sqd = R32(sqrt(R32(1.0 + dd)));
+        double t2 = R32(8.0 - R32(4.0 * dd));
+        double t6 = R32(R32(8.0 * R32(2.0 - l2)) / R32(l2 * sqd));
+        double a = R32(sqd + R32(R32(sqrt(R32(t2 + t6))) / 2));
+        double b = R32(R32(pow(R32(a - 1.0), 2.0)) / 4.0);
+        double c = R32(R32(a + b) - 1.0);
+        l_ = R32(R32(l_ * R32(a + R32(b * l2))) / R32(1.0 + R32(c * l2)));
+        double e = R32(b / c);
+        if (c > 100) {
+            /* qdwh_use_qr: y = [sqrt(c) u; I], q = qr(y), u = e u + (a - e) / sqrt(c) q1 q2^T */
+            double sc = R32(sqrt(c));
+            for (int64_t i = 0; i < nn; i++) y[i] = R(W, sc * u[i]);
+            for (int64_t i = 0; i < n; i++)
+                for (int64_t j = 0; j < n; j++) y[nn + i * n + j] = i == j;
+            qr_real(y, m2, n, W, 1.0e-10, false, q, rr, qws);
+            transpose_to(q + nn, zt, n, n); /* q2 = adjoint(q[n..]) */
+            mm(q, zt, g, n, n, n, W);
+            double s3 = R32(R32(a - e) / sc);
+            for (int64_t i = 0; i < nn; i++) u[i] = R(W, R(W, e * u[i]) + R(W, s3 * g[i]));
+        } else {
+            /* qdwh_use_cholesky: x = c u^T u + I, y = cholesky(x),
+             * z = (y^T \ (y \ u^T))^T, u = e u + (a - e) z */
+            mm_tn(u, u, g, n, n, n, W);
+            for (int64_t i = 0; i < n; i++)
+                for (int64_t j = 0; j < n; j++) g[i * n + j] = R(W, R(W, c * g[i * n + j]) + (i == j));
+            ok = kernel_cholesky(g, l, n, W);
+            if (!ok) break;
+            transpose_to(u, zt, n, n);
+            ok = kernel_tsolve(l, zt, z, n, n, true, W);
+            if (!ok) break;
+            transpose_to(l, lt, n, n);
+            ok = kernel_tsolve(lt, z, zt, n, n, false, W);
+            if (!ok) break;
+            transpose_to(zt, z, n, n);
+            double s = R32(a - e);
+            for (int64_t i = 0; i < nn; i++) u[i] = R(W, R(W, e * u[i]) + R(W, s * z[i]));
+        }
+        for (int64_t i = 0; i < nn; i++) g[i] = R(W, u[i] - up[i]);
+        bool iterating_l = fabs(R32(1.0 - l_)) > tol_l;
+        bool iterating_u = frobenius(g, nn, W) > tol_norm;
+        unconverged = iterating_l || iterating_u;
+        not_max = it < max_iter;
+    }
+    if (ok) {
+        /* u = as_type(u, tin); u = 1.5 u - 0.5 u (u^T u) */
+        for (int64_t i = 0; i < nn; i++) u[i] = R(tin, u[i]);
+        mm_tn(u, u, g, n, n, n, tin);
+        mm(u, g, z, n, n, n, tin);
+        for (int64_t i = 0; i < nn; i++) u_out[i] = R(tin, R(tin, 1.5 * u[i]) - R(tin, 0.5 * z[i]));
+        /* h = adjoint(u) . x, then (h + adjoint(h)) / 2 */
+        mm_tn(u_out, x, g, n, n, n, tin);
+        for (int64_t i = 0; i < n; i++)
+            for (int64_t j = 0; j < n; j++) h_out[i * n + j] = R(tin, R(tin, g[i * n + j] + g[j * n + i]) / 2);
+    }
+    free(buf);
+    return ok;
+}
+
+/* svd_full on a tall or square m x n matrix a (m >= n): u m x m, s n,
+ * v n x n (not transposed). */
+static bool svd_full(const double *a, int64_t m, int64_t n, emily_dtype tin, bool integer,
+                     int64_t max_iter, double *u_out, double *s, double *v) {
+    int64_t nn = n * n;
+    double *buf = malloc((size_t)(2 * m * m + 6 * nn + m * n + 3 * n + qr_scratch(m, n) + eigh_scratch(n) + 2) *
+                         sizeof(double));
+    if (!buf) return false;
+    double *qf = buf, *rf = qf + m * m, *sq = rf + m * n, *uu = sq + nn, *h = uu + nn, *wv = h + nn,
+           *vv = wv + n, *vo = vv + nn, *uo = vo + nn, *sg = uo + nn, *ws = sg + n;
+    int64_t *order = (int64_t *)(ws + qr_scratch(m, n) + eigh_scratch(n));
+    const double *sqa = a;
+    bool reduce = m > n;
+    bool sq_integer = integer;
+    if (reduce) {
+        /* {q_full, a_full} = qr(a, mode: :complete); a = a_full[0..n-1] */
+        qr_real(a, m, n, tin, 1.0e-10, true, qf, rf, ws);
+        memcpy(sq, rf, (size_t)nn * sizeof(double));
+        sqa = sq;
+        sq_integer = false;
+    }
+    bool ok = qdwh(sqa, n, tin, sq_integer, max_iter, uu, h);
+    if (ok) {
+        /* svd_tall_and_square: h = (h + h^T) / 2, {s, v} = eigh(h), signs,
+         * sorted, u = u . v */
+        for (int64_t i = 0; i < n; i++)
+            for (int64_t j = 0; j < n; j++) vo[i * n + j] = R(tin, R(tin, h[i * n + j] + h[j * n + i]) / 2);
+        eigh_real(vo, n, tin, 1.0e-4, max_iter, wv, vv, ws);
+        for (int64_t j = 0; j < n; j++) sg[j] = wv[j] < 0 ? -1 : 1;
+        for (int64_t i = 0; i < n; i++)
+            for (int64_t j = 0; j < n; j++) vv[i * n + j] = R(tin, sg[j] * vv[i * n + j]);
+        for (int64_t j = 0; j < n; j++) wv[j] = R(tin, sg[j] * wv[j]);
+        argsort_desc(wv, n, order);
+        for (int64_t j = 0; j < n; j++) s[j] = wv[order[j]];
+        for (int64_t i = 0; i < n; i++)
+            for (int64_t j = 0; j < n; j++) v[i * n + j] = vv[i * n + order[j]];
+        mm(uu, v, uo, n, n, n, tin);
+        /* select(s[0] < n * @eps * s_out[0], correct_rank_deficiency(u), u),
+         * s[0] being the first value before the sort */
+        double thr = R(tin, R32((double)n * R32(NX_SVD_EPS)) * s[0]);
+        if (wv[0] < thr) {
+            double *qq = vo; /* n x n */
+            qr_real(uo, n, n, tin, 1.0e-10, false, qq, h, ws);
+            for (int64_t i = 0; i < n; i++)
+                for (int64_t j = 0; j < n; j++) {
+                    double d = h[j * n + j];
+                    double sgn = d < 0 ? -1 : d == 0 ? 0 : 1;
+                    uo[i * n + j] = R(tin, qq[i * n + j] * sgn);
+                }
+        }
+        if (reduce) {
+            /* u = [q . u, u_null]: q = q_full[:, 0..n-1], u_null = q_full[:, n..] */
+            for (int64_t i = 0; i < m; i++) {
+                for (int64_t j = 0; j < n; j++) {
+                    double acc = 0;
+                    for (int64_t k = 0; k < n; k++) acc = qf[i * m + k] * uo[k * n + j] + acc;
+                    u_out[i * m + j] = R(tin, acc);
+                }
+                for (int64_t j = n; j < m; j++) u_out[i * m + j] = qf[i * m + j];
+            }
+        } else {
+            memcpy(u_out, uo, (size_t)nn * sizeof(double));
+        }
+    }
+    free(buf);
+    return ok;
+}
+
 /* One real matrix: a m x n (values of any type), outputs in the op
- * layer's shapes (u m x uc, s k, vt vr x n). */
-static void svd_real(const double *a, int64_t m, int64_t n, emily_dtype w, int64_t max_iter,
-                     bool integer, double *u_out, double *s_out, double *vt_out, double *ws) {
-    int64_t k = m < n ? m : n;
+ * layer's shapes (u m x uc, s k, vt vr x n). False when out of memory. */
+static bool svd_real(const double *a, int64_t m, int64_t n, emily_dtype w, int64_t max_iter,
+                     bool integer, bool full, double *u_out, double *s_out, double *vt_out,
+                     double *ws) {
+    int64_t k = m < n ? m : n, uc = full ? m : k, vr = full ? n : k;
     bool all_zero = true;
     for (int64_t i = 0; i < m * n; i++) all_zero &= a[i] == 0;
     if (all_zero) {
-        /* svd_all_zeros (non-full shapes): u = eye(m, k), s = 0, vt = eye(k, n) */
+        /* svd_all_zeros: u = eye(m, uc), s = 0, vt = eye(vr, n) */
         for (int64_t i = 0; i < m; i++)
-            for (int64_t j = 0; j < k; j++) u_out[i * k + j] = i == j;
+            for (int64_t j = 0; j < uc; j++) u_out[i * uc + j] = i == j;
         for (int64_t i = 0; i < k; i++) s_out[i] = 0;
-        for (int64_t i = 0; i < k; i++)
+        for (int64_t i = 0; i < vr; i++)
             for (int64_t j = 0; j < n; j++) vt_out[i * n + j] = i == j;
-        return;
+        return true;
     }
     bool flipped = m < n;
     int64_t mm = flipped ? n : m, nn = flipped ? m : n; /* a' = adjoint(a) when wide */
-    double *at = ws, *u = at + mm * nn, *v = u + mm * nn, *gws = v + nn * nn;
+    double *at = ws, *u = at + mm * nn, *v = u + mm * mm, *gws = v + nn * nn;
     for (int64_t i = 0; i < mm; i++)
         for (int64_t j = 0; j < nn; j++) at[i * nn + j] = flipped ? a[j * n + i] : a[i * n + j];
-    svd_gram(at, mm, nn, w, max_iter, integer, u, s_out, v, gws);
+    int64_t ucols = full ? mm : nn; /* u: mm x ucols */
+    if (full) {
+        if (!svd_full(at, mm, nn, w, integer, max_iter, u, s_out, v)) return false;
+    } else {
+        svd_gram(at, mm, nn, w, max_iter, integer, u, s_out, v, gws);
+    }
     if (!flipped) {
         /* {u, s, adjoint(v)} */
-        memcpy(u_out, u, (size_t)(m * n) * sizeof(double));
+        memcpy(u_out, u, (size_t)(m * ucols) * sizeof(double));
         for (int64_t i = 0; i < n; i++)
             for (int64_t j = 0; j < n; j++) vt_out[i * n + j] = v[j * n + i];
     } else {
-        /* {v, s, adjoint(u)}: u_out m x m, vt_out m x n */
+        /* {v, s, adjoint(u)}: u_out m x m, vt_out ucols x n */
         memcpy(u_out, v, (size_t)(m * m) * sizeof(double));
-        for (int64_t i = 0; i < m; i++)
-            for (int64_t j = 0; j < n; j++) vt_out[i * n + j] = u[j * m + i];
+        for (int64_t i = 0; i < ucols; i++)
+            for (int64_t j = 0; j < n; j++) vt_out[i * n + j] = u[j * ucols + i];
     }
+    return true;
 }
 
 emily_status emily_cpu_linalg_svd(emily_tensor *u, emily_tensor *s, emily_tensor *vt,
                                   const emily_tensor *a, bool full_matrices, int64_t max_iter,
                                   emily_dtype work, bool integer_input) {
-    if (full_matrices) return emily_cpu_lapack_svd(u, s, vt, a, full_matrices);
     int64_t m = a->shape[a->rank - 2], n = a->shape[a->rank - 1], k = m < n ? m : n;
     int64_t batches = batch_count(a, m * n);
-    if (k == 0 || batches == 0) return EMILY_OK; /* no elements */
-    const double *src = emily_tensor_base(a);
+    int64_t uc = full_matrices ? m : k, vr = full_matrices ? n : k;
+    if (batches == 0) return EMILY_OK;
     double *ud = emily_tensor_base(u), *sd = emily_tensor_base(s), *vd = emily_tensor_base(vt);
-    int64_t scratch = svd_scratch(m, n);
+    if (k == 0) {
+        /* svd_all_zeros on an empty matrix: identity factors */
+        int64_t usz = m * uc, vsz = vr * n;
+        for (int64_t b = 0; usz > 0 && b < u->size / usz; b++)
+            for (int64_t i = 0; i < m; i++)
+                for (int64_t j = 0; j < uc; j++) ud[b * m * uc + i * uc + j] = i == j;
+        for (int64_t b = 0; vsz > 0 && b < vt->size / vsz; b++)
+            for (int64_t i = 0; i < vr; i++)
+                for (int64_t j = 0; j < n; j++) vd[b * vr * n + i * n + j] = i == j;
+        return EMILY_OK;
+    }
+    const double *src = emily_tensor_base(a);
+    int64_t big = m > n ? m : n;
+    int64_t scratch = svd_scratch(m, n) + big * big;
     int failed = 0;
 #pragma omp parallel if (batches > 1 && batches * m * n * k > 100000) reduction(| : failed)
     {
@@ -550,9 +830,9 @@ emily_status emily_cpu_linalg_svd(emily_tensor *u, emily_tensor *s, emily_tensor
         if (!ws) failed = 1;
 #pragma omp for schedule(dynamic)
         for (int64_t b = 0; b < batches; b++)
-            if (ws)
-                svd_real(src + b * m * n, m, n, work, max_iter, integer_input, ud + b * m * k,
-                         sd + b * k, vd + b * k * n, ws);
+            if (ws && !svd_real(src + b * m * n, m, n, work, max_iter, integer_input, full_matrices,
+                                ud + b * m * uc, sd + b * k, vd + b * vr * n, ws))
+                failed = 1;
         free(ws);
     }
     if (failed) return emily_error(EMILY_ERR_MEMORY, "svd: out of host memory");

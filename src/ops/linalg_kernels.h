@@ -62,9 +62,9 @@ struct emily_linalg_kernels {
                        double eps, emily_dtype work);
     /* a: real [..., m, n] wide (values of a's type; `integer_input` when
      * that is an integer type); u: [..., m, m|k], s: [..., k] (f64,
-     * descending), vt: [..., n|k, n]. Without full matrices Nx.LinAlg.SVD's
-     * Gram-matrix path (BlockEigh with :max_iter) in `work`; with them,
-     * LAPACK. */
+     * descending), vt: [..., n|k, n]. Nx.LinAlg.SVD in `work` with
+     * :max_iter: without full matrices its Gram-matrix path, with them
+     * QDWH. */
     emily_status (*svd)(emily_tensor *u, emily_tensor *s, emily_tensor *vt, const emily_tensor *a,
                         bool full_matrices, int64_t max_iter, emily_dtype work, bool integer_input);
     /* a: [..., n, n] Hermitian; w: [..., n] f64 in Nx's order: by

@@ -512,6 +512,25 @@ TEST(qr_eigh_svd_give_the_references_bits) {
     emily_tensor_release(vt);
     CHECK_ERR(emily_svd_opts(t, false, -1, &u, &sv, &vt), EMILY_ERR_ARGUMENT, "max_iter");
     emily_tensor_release(t);
+    /* svd with full matrices: Nx's QDWH, eigh and sign rule, as its doctest
+     * prints them: u[0][1] = 0.99999994, u[2][2] = -1, s = [3, 1.9999999, 1] */
+    int32_t d43[12] = {2, 0, 0, 0, 3, 0, 0, 0, -1, 0, 0, 0};
+    int64_t s43b[2] = {4, 3};
+    t = t_from(EMILY_S32, 2, s43b, d43);
+    CHECK_OK(emily_svd(t, true, &u, &sv, &vt));
+    float u16[16], s3[3], v9[9];
+    if (u && sv && vt) {
+        CHECK_OK(emily_to_binary(u, u16, sizeof u16));
+        CHECK_OK(emily_to_binary(sv, s3, sizeof s3));
+        CHECK_OK(emily_to_binary(vt, v9, sizeof v9));
+        CHECK(u16[1] == 0.99999994f && u16[4] == 1 && u16[10] == -1 && u16[15] == 1);
+        CHECK(s3[0] == 3 && s3[1] == 1.9999999f && s3[2] == 1);
+        CHECK(v9[1] == 1 && v9[3] == 1 && v9[8] == 1);
+    }
+    emily_tensor_release(u);
+    emily_tensor_release(sv);
+    emily_tensor_release(vt);
+    emily_tensor_release(t);
 }
 
 TEST(svd_shapes_and_reconstruction) {

@@ -7,13 +7,6 @@ defmodule Emily.Test.NxExclusions do
   must pass once the callback lands.
   """
 
-  # The factors of these decompositions are not unique: the engine (LAPACK
-  # underneath, for svd) returns valid factors whose signs differ from Nx's
-  # iterations; the corpus checks them by their defining properties
-  # (tests/conformance/properties.c, docs/semantics.md).
-  @signs "singular vectors differ by sign from Nx's iterations (svd through LAPACK; " <>
-           "non-unique factors, checked by their properties in the corpus)"
-
   # The engine's qr is Nx's Householder QR as the corpus's reference runs
   # it: reflections applied as rank-1 updates (Nx main since nx#1784,
   # whose version string is still 0.13.1; the corpus matches it bit for
@@ -40,8 +33,6 @@ defmodule Emily.Test.NxExclusions do
 
   @lists %{
     "0.13.1" => [
-      {"doctest Nx.LinAlg.svd/2 (74)", @signs},
-      {"doctest Nx.LinAlg.svd/2 (75)", @signs},
       {"doctest Nx.LinAlg.qr/2 (58)", @qr_tie},
       {"doctest Nx.tensor/2 (18)", @types},
       {"doctest Nx.tensor/2 (19)", @types},
@@ -50,8 +41,6 @@ defmodule Emily.Test.NxExclusions do
     ],
     "0.7.2" => [
       {"doctest Nx.LinAlg.eigh/2 (21)", @nx07},
-      {"doctest Nx.LinAlg.svd/2 (93)", @signs},
-      {"doctest Nx.LinAlg.svd/2 (94)", @signs},
       {"doctest Nx.LinAlg.svd/2 (95)", @nx07},
       {"doctest Nx.LinAlg.qr/2 (80)", @qr_tie},
       {"doctest Nx.LinAlg.pinv/2 (75)", @nx07},
