@@ -11,10 +11,9 @@
  *   last bit or two, quirks included (cholesky divides by l_jj + 1e-10,
  *   determinants of 2x2/3x3 integer matrices wrap in the input type).
  * - qr, svd and eigh have factors that are unique only up to signs (or
- *   rotations of repeated eigenspaces); for real inputs Emily runs Nx's own
- *   algorithms the same way, so the factors are the reference's bit for
- *   bit; complex qr and eigh go through LAPACK in double precision,
- *   rounded to the output type. */
+ *   rotations of repeated eigenspaces); Emily runs Nx's own algorithms
+ *   the same way (complex inputs with the arithmetic of Elixir's Complex
+ *   library), so the factors are the reference's bit for bit. */
 #ifndef EMILY_OPS_LINALG_H
 #define EMILY_OPS_LINALG_H
 
@@ -63,9 +62,9 @@ typedef enum emily_qr_mode { EMILY_QR_REDUCED = 0, EMILY_QR_COMPLETE } emily_qr_
 
 /* Nx.LinAlg.qr of [..., m, n] (k = min(m, n)): reduced gives q [..., m, k]
  * and r [..., k, n]; complete gives q [..., m, m] and r [..., m, n].
- * Entries with |x| <= eps become 0 (Nx's :eps). Real input: Nx's own
- * Householder algorithm with the reference's rounding, so q and r are
- * Nx's to the last bit (R's diagonal is never negative). */
+ * Entries with |x| <= eps become 0 (Nx's :eps). Nx's own Householder
+ * algorithm with the reference's rounding, so q and r are Nx's to the
+ * last bit (for real input R's diagonal is never negative). */
 emily_status emily_qr(const emily_tensor *a, emily_qr_mode mode, double eps, emily_tensor **q,
                       emily_tensor **r);
 
@@ -84,12 +83,12 @@ emily_status emily_svd_opts(const emily_tensor *a, bool full_matrices, int64_t m
 /* Nx.LinAlg.eigh of Hermitian [..., n, n]: eigenvalues [..., n] ordered
  * by decreasing magnitude, as Nx orders them, and the eigenvectors as the
  * columns of [..., n, n]. Both have the float type of a (complex inputs
- * give complex outputs, as in Nx). Real input: Nx's own Jacobi algorithm
+ * give complex outputs, as in Nx). Nx's own Jacobi algorithm
  * (Nx.LinAlg.BlockEigh, reading the whole matrix) with the reference's
  * rounding, stopping rule (eps, max_iter sweeps) and zeroing of entries
- * with |x| <= eps, so the results are Nx's to the last bit; complex input:
- * LAPACK (the lower triangle is read). emily_eigh uses Nx's defaults,
- * eps 1.0e-4 and max_iter 1000. */
+ * with |x| <= eps, so the results are Nx's to the last bit (complex
+ * eigenvalues keep the imaginary parts Nx's rotations leave). emily_eigh
+ * uses Nx's defaults, eps 1.0e-4 and max_iter 1000. */
 emily_status emily_eigh(const emily_tensor *a, emily_tensor **eigenvalues,
                         emily_tensor **eigenvectors);
 emily_status emily_eigh_opts(const emily_tensor *a, double eps, int64_t max_iter,

@@ -13,9 +13,7 @@
  * - complex arithmetic uses the textbook formulas of Elixir's Complex
  *   library (no fused multiply-add, no scaling in division).
  *
- * qr, eigh and svd by Nx's algorithms are in linalg_nx.c, the
- * LAPACK-backed ones (complex qr and eigh) in
- * linalg_lapack.c. */
+ * qr, eigh and svd, also by Nx's algorithms, are in linalg_nx.c. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

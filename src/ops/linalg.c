@@ -430,7 +430,7 @@ emily_status emily_eigh_opts(const emily_tensor *a, double eps, int64_t max_iter
     emily_dtype t = emily_type_to_floating(a->dtype), w = wide_of(t);
     emily_tensor *aw, *ww = NULL, *vw = NULL;
     if ((s = to_wide(a, w, &aw))) return s;
-    if (!(s = emily_empty_like_device(a, EMILY_F64, a->rank - 1, a->shape, &ww)) &&
+    if (!(s = emily_empty_like_device(a, w, a->rank - 1, a->shape, &ww)) &&
         !(s = emily_empty_like_device(a, w, a->rank, a->shape, &vw)))
         s = k->eigh(ww, vw, aw, eps, max_iter, t);
     emily_tensor_release(aw);

@@ -55,9 +55,9 @@ struct emily_linalg_kernels {
     /* a: [..., m, n] wide (any type's values); q: [..., m, m] if complete
      * else [..., m, k]; r: [..., m, n] if complete else [..., k, n] (a wide
      * input, m < n, gives q [..., m, m] and r [..., m, n] either way).
-     * Nx.LinAlg.QR's Householder algorithm in `work` (real inputs;
-     * complex ones through LAPACK); entries with |x| <= f32(eps) are
-     * written as 0 (Nx's :eps). */
+     * Nx.LinAlg.QR's Householder algorithm in `work` (complex inputs: its
+     * complex reflector); entries with |x| <= f32(eps) are written as 0
+     * (Nx's :eps). */
     emily_status (*qr)(emily_tensor *q, emily_tensor *r, const emily_tensor *a, bool complete,
                        double eps, emily_dtype work);
     /* a: real [..., m, n] wide (values of a's type; `integer_input` when
@@ -67,11 +67,11 @@ struct emily_linalg_kernels {
      * QDWH. */
     emily_status (*svd)(emily_tensor *u, emily_tensor *s, emily_tensor *vt, const emily_tensor *a,
                         bool full_matrices, int64_t max_iter, emily_dtype work, bool integer_input);
-    /* a: [..., n, n] Hermitian; w: [..., n] f64 in Nx's order: by
-     * decreasing magnitude, ties in index order; v: [..., n, n] wide, the
-     * eigenvectors as columns in w's order. Real inputs: Nx.LinAlg.BlockEigh
-     * (Jacobi, the whole matrix read) in `work` with Nx's :eps and
-     * :max_iter; complex ones: LAPACK (the lower triangle read). */
+    /* a: [..., n, n] Hermitian, wide; w: [..., n] wide (complex for
+     * complex input, as Nx types it) in Nx's order: by decreasing
+     * magnitude, ties in index order; v: [..., n, n] wide, the eigenvectors
+     * as columns in w's order. Nx.LinAlg.BlockEigh (Jacobi, the whole
+     * matrix read) in `work` with Nx's :eps and :max_iter. */
     emily_status (*eigh)(emily_tensor *w, emily_tensor *v, const emily_tensor *a, double eps,
                          int64_t max_iter, emily_dtype work);
 };
