@@ -297,8 +297,8 @@ emily_status emily_cpu_linalg_qr(emily_tensor *q, emily_tensor *r, const emily_t
         /* no reflections: q is the identity, r zeros (Nx's shapes) */
         double *qd = emily_tensor_base(q), *rd = emily_tensor_base(r);
         int64_t qc = q->shape[q->rank - 1], parts = cx ? 2 : 1;
-        memset(rd, 0, (size_t)(r->size * parts) * sizeof(double));
-        memset(qd, 0, (size_t)(q->size * parts) * sizeof(double));
+        if (r->size) memset(rd, 0, (size_t)(r->size * parts) * sizeof(double));
+        if (q->size) memset(qd, 0, (size_t)(q->size * parts) * sizeof(double));
         for (int64_t b = 0; b < (qsz ? q->size / qsz : 0); b++)
             for (int64_t i = 0; i < m && i < qc; i++) qd[(b * qsz + i * qc + i) * parts] = 1;
         return EMILY_OK;
