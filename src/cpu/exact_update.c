@@ -3,8 +3,9 @@
  * Structure (as in Goto's GEMM): the contraction is cut into KC-long
  * slices; for each slice, B's rows are packed into NR-wide panels
  * ([n/NR][kc][NR]) and each MC-row block of A into MR-tall panels
- * ([mc/MR][kc][MR]), so that one B panel stays in L1 while the A block
- * (in L2) streams past it. An MR x NR tile of c is held in vector
+ * ([mc/MR][kc][MR]) unless A's rows are contiguous (then the kernel
+ * reads them in place), so that one B panel stays in L1 while the A
+ * block (in L2) streams past it. An MR x NR tile of c is held in vector
  * registers for the whole slice: loaded from c, updated once per p in
  * increasing p, stored back; the next slice continues from the stored
  * value, so every element sees its terms in order. Products are rounded
@@ -47,48 +48,49 @@ void emily_xupdate_set_parallel_min(int64_t work) {
     atomic_store(&parallel_min, work < 0 ? XU_PARALLEL_MIN_DEFAULT : work);
 }
 
-typedef void (*xkernel_fn)(int64_t kc, const double *a, const double *b, double *c, int64_t ldc,
-                           bool sub);
+/* a: the packed panel ([kc][MR]) when sr == 0, else row r of the tile at
+ * a + r * sr (contiguous in p) */
+typedef void (*xkernel_fn)(int64_t kc, const double *a, int64_t sr, const double *b, double *c,
+                           int64_t ldc, bool sub);
 
 typedef struct xkernel {
     int mr, nr;
     xkernel_fn fn;
 } xkernel;
 
+/* The k loop of a kernel: OP is + or -, AV(r) the tile's A element (r, p). */
+#define XK_LOOP(SUFFIX, VL, MR, NV, OP, AV)                                              \
+    for (int64_t p = 0; p < kc; p++) {                                                    \
+        xv_##SUFFIX bv[NV];                                                               \
+        _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)                              \
+            memcpy(&bv[v], b + p * (VL * NV) + v * VL, sizeof bv[v]);                     \
+        _Pragma("GCC unroll 8") for (int r = 0; r < MR; r++) {                            \
+            double av = AV(r, MR);                                                        \
+            _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) {                        \
+                xv_##SUFFIX pr = av * bv[v];                                              \
+                acc[r][v] = acc[r][v] OP pr;                                              \
+            }                                                                             \
+        }                                                                                 \
+    }
+#define XK_PACKED(r, MR) a[p * (MR) + (r)]
+#define XK_DIRECT(r, MR) a[(r) * sr + p]
+
 #define DEFINE_XKERNEL(SUFFIX, ATTR, VL, MR, NV)                                         \
     typedef double xv_##SUFFIX __attribute__((vector_size(VL * 8)));                     \
-    ATTR static void xk_##SUFFIX(int64_t kc, const double *a, const double *b, double *c, \
-                                 int64_t ldc, bool sub) {                                 \
+    ATTR static void xk_##SUFFIX(int64_t kc, const double *a, int64_t sr, const double *b, \
+                                 double *c, int64_t ldc, bool sub) {                      \
         xv_##SUFFIX acc[MR][NV];                                                          \
         _Pragma("GCC unroll 8") for (int r = 0; r < MR; r++)                              \
             _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)                          \
                 memcpy(&acc[r][v], c + r * ldc + v * VL, sizeof acc[r][v]);               \
-        if (sub) {                                                                        \
-            for (int64_t p = 0; p < kc; p++) {                                            \
-                xv_##SUFFIX bv[NV];                                                       \
-                _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)                      \
-                    memcpy(&bv[v], b + p * (VL * NV) + v * VL, sizeof bv[v]);             \
-                _Pragma("GCC unroll 8") for (int r = 0; r < MR; r++) {                    \
-                    double av = a[p * MR + r];                                            \
-                    _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) {                \
-                        xv_##SUFFIX pr = av * bv[v];                                      \
-                        acc[r][v] = acc[r][v] - pr;                                       \
-                    }                                                                     \
-                }                                                                         \
-            }                                                                             \
+        if (sr == 0 && sub) {                                                             \
+            XK_LOOP(SUFFIX, VL, MR, NV, -, XK_PACKED)                                     \
+        } else if (sr == 0) {                                                             \
+            XK_LOOP(SUFFIX, VL, MR, NV, +, XK_PACKED)                                     \
+        } else if (sub) {                                                                 \
+            XK_LOOP(SUFFIX, VL, MR, NV, -, XK_DIRECT)                                     \
         } else {                                                                          \
-            for (int64_t p = 0; p < kc; p++) {                                            \
-                xv_##SUFFIX bv[NV];                                                       \
-                _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)                      \
-                    memcpy(&bv[v], b + p * (VL * NV) + v * VL, sizeof bv[v]);             \
-                _Pragma("GCC unroll 8") for (int r = 0; r < MR; r++) {                    \
-                    double av = a[p * MR + r];                                            \
-                    _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) {                \
-                        xv_##SUFFIX pr = av * bv[v];                                      \
-                        acc[r][v] = acc[r][v] + pr;                                       \
-                    }                                                                     \
-                }                                                                         \
-            }                                                                             \
+            XK_LOOP(SUFFIX, VL, MR, NV, +, XK_DIRECT)                                     \
         }                                                                                 \
         _Pragma("GCC unroll 8") for (int r = 0; r < MR; r++)                              \
             _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)                          \
@@ -185,7 +187,13 @@ static void run_block(const emily_xupdate *u, const xkernel *ker, int64_t i0, in
                       int64_t j0, int64_t ncols, int64_t p0, int64_t kc, const double *bpack,
                       double *apack) {
     int mr = ker->mr, nr = ker->nr;
-    pack_a_block(u, mr, i0, mc, p0, kc, apack);
+    /* Rows of A that are contiguous in p are read in place (eight row
+     * streams): packing them cost more than it saved, most of all in the
+     * factorizations' many narrow updates (measured 5-8% of a solve). */
+    bool direct = u->a_cs == 1;
+    if (!direct) pack_a_block(u, mr, i0, mc, p0, kc, apack);
+    else if (mc % mr) /* the partial last tile */
+        pack_a_block(u, mr, i0 + mc / mr * mr, mc % mr, p0, kc, apack + mc / mr * kc * mr);
     for (int64_t jp = j0 / nr; jp < ceil_div(j0 + ncols, nr); jp++) {
         const double *bp = bpack + (jp - j0 / nr) * kc * nr;
         int64_t jj = jp * nr, nv = imin(nr, u->n - jj);
@@ -193,15 +201,17 @@ static void run_block(const emily_xupdate *u, const xkernel *ker, int64_t i0, in
             int64_t ii = i0 + ip * mr, mv = imin(mr, i0 + mc - ii);
             if (!needed(u, ii, mv, jj)) continue;
             double *ct = u->c + ii * u->ldc + jj;
-            const double *ap = apack + ip * kc * mr;
+            bool in_place = direct && mv == mr;
+            const double *ap = in_place ? u->a + ii * u->a_rs + p0 : apack + ip * kc * mr;
+            int64_t sr = in_place ? u->a_rs : 0;
             if (mv == mr && nv == nr) {
-                ker->fn(kc, ap, bp, ct, u->ldc, u->subtract);
+                ker->fn(kc, ap, sr, bp, ct, u->ldc, u->subtract);
             } else {
                 double tile[MR_MAX * NR_MAX];
                 for (int64_t r = 0; r < mr; r++)
                     for (int64_t j = 0; j < nr; j++)
                         tile[r * nr + j] = (r < mv && j < nv) ? ct[r * u->ldc + j] : 0.0;
-                ker->fn(kc, ap, bp, tile, nr, u->subtract);
+                ker->fn(kc, ap, sr, bp, tile, nr, u->subtract);
                 for (int64_t r = 0; r < mv; r++)
                     for (int64_t j = 0; j < nv; j++) ct[r * u->ldc + j] = tile[r * nr + j];
             }

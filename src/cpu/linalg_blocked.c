@@ -37,11 +37,15 @@
 #include <string.h>
 #include "cpu/exact_update.h"
 
-enum {
-    LU_BASE = 16,   /* panel columns factored column by column */
-    TRSM_BASE = 16, /* rows of U solved row by row */
-    CHOL_BASE = 16, /* Cholesky columns finished column by column */
-};
+#ifndef LU_BASE
+#define LU_BASE 16 /* panel columns factored column by column */
+#endif
+#ifndef TRSM_BASE
+#define TRSM_BASE 16 /* rows of U solved row by row */
+#endif
+#ifndef CHOL_BASE
+#define CHOL_BASE 16 /* Cholesky columns finished column by column */
+#endif
 
 /* -1: not read from EMILY_LINALG_BLOCK_MIN yet (the corpus can be run
  * with it set to 1, so that every matrix takes the blocked paths) */
