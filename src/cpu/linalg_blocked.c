@@ -100,10 +100,82 @@ static void lu_swap_rows(lu_ctx *c, int64_t k0, int64_t k1, int64_t j0, int64_t 
     }
 }
 
-/* Steps c0 .. c1-1 of the reference on columns [c0, c1), rows [c0, n):
- * pivot search, swap, division by the pivot, rank-1 update of the
- * panel's later columns. Nx.argmax's rule: the first maximum of |x|,
- * except that a NaN always takes over. */
+/* Steps c0 .. c1-1 of the reference on columns [c0, c1), rows [c0, n),
+ * left-looking: when column k's turn comes it first receives the earlier
+ * steps' row swaps, then their updates a_ik - l_ij u_jk for j < k in
+ * increasing j, which is the sequence of operations the right-looking
+ * reference applies to every element (each row carries its own
+ * multipliers through the swaps); then its pivot is chosen and the
+ * multipliers divided. Touching each column once, with eight rows'
+ * partial results held in registers, moves a third of the memory traffic
+ * of the rank-1 updates. Nx.argmax's rule for the pivot: the first
+ * maximum of |x|, except that a NaN always takes over. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_ADDRESS__)
+__attribute__((target_clones("avx512f", "default")))
+#endif
+static void lu_panel_steps(double *P, int64_t m, int64_t w, int64_t *lp) {
+    for (int64_t k = 0; k < w; k++) {
+        double *col = P + k * m;
+        for (int64_t j = 0; j < k; j++) {
+            double t = col[j];
+            col[j] = col[lp[j]];
+            col[lp[j]] = t;
+        }
+        /* U's entries u_jk (rows above k): a small triangle */
+        for (int64_t i = 1; i < k; i++) {
+            double x = col[i];
+            for (int64_t j = 0; j < i; j++) x = x - P[j * m + i] * col[j];
+            col[i] = x;
+        }
+        int64_t i = k;
+        for (; i + 8 <= m; i += 8) {
+            double acc[8];
+            for (int r = 0; r < 8; r++) acc[r] = col[i + r];
+            for (int64_t j = 0; j < k; j++) {
+                const double *lj = P + j * m + i;
+                double u = col[j];
+                for (int r = 0; r < 8; r++) acc[r] = acc[r] - lj[r] * u;
+            }
+            for (int r = 0; r < 8; r++) col[i + r] = acc[r];
+        }
+        for (; i < m; i++) {
+            double x = col[i];
+            for (int64_t j = 0; j < k; j++) x = x - P[j * m + i] * col[j];
+            col[i] = x;
+        }
+        /* the rule in two vectorizable passes: the largest |x| and whether
+         * there is a NaN, then the first position of that maximum (or the
+         * last NaN, which is where the rule ends up when there are NaNs) */
+        double best = -1;
+        int nan = 0;
+#pragma omp simd reduction(max : best) reduction(| : nan)
+        for (int64_t r = k; r < m; r++) {
+            double x = fabs(col[r]);
+            nan |= x != x;
+            best = x > best ? x : best;
+        }
+        int64_t piv = k;
+        if (nan) {
+            for (int64_t r = m - 1; r >= k; r--)
+                if (isnan(col[r])) { piv = r; break; }
+        } else {
+            while (piv < m - 1 && !(fabs(col[piv]) == best)) piv++;
+        }
+        lp[k] = piv;
+        if (piv != k)
+            for (int64_t j = 0; j <= k; j++) {
+                double t = P[j * m + k];
+                P[j * m + k] = P[j * m + piv];
+                P[j * m + piv] = t;
+            }
+        double d = col[k];
+        if (!(d == 0)) {
+#pragma omp simd
+            for (int64_t r = k + 1; r < m; r++) col[r] = col[r] / d;
+        }
+    }
+}
+
 static void lu_panel(lu_ctx *c, int64_t c0, int64_t c1) {
     int64_t n = c->n, m = n - c0, w = c1 - c0;
     double *P = c->panel;
@@ -111,34 +183,14 @@ static void lu_panel(lu_ctx *c, int64_t c0, int64_t c1) {
         const double *row = c->a + (c0 + i) * n + c0;
         for (int64_t j = 0; j < w; j++) P[j * m + i] = row[j];
     }
+    int64_t lp[LU_BASE];
+    lu_panel_steps(P, m, w, lp);
     for (int64_t k = 0; k < w; k++) {
-        double *col = P + k * m;
-        int64_t piv = k;
-        double best = fabs(col[k]);
-        for (int64_t i = k + 1; i < m; i++) {
-            double x = fabs(col[i]);
-            if (isnan(x) || (!isnan(best) && x > best)) { piv = i; best = x; }
-        }
-        if (piv != k) {
-            for (int64_t j = 0; j < w; j++) {
-                double t = P[j * m + k];
-                P[j * m + k] = P[j * m + piv];
-                P[j * m + piv] = t;
-            }
+        c->piv[c0 + k] = c0 + lp[k];
+        if (lp[k] != k) {
             int64_t t = c->perm[c0 + k];
-            c->perm[c0 + k] = c->perm[c0 + piv];
-            c->perm[c0 + piv] = t;
-        }
-        c->piv[c0 + k] = c0 + piv;
-        double d = col[k];
-        if (!(d == 0)) {
-#pragma omp simd
-            for (int64_t i = k + 1; i < m; i++) col[i] = col[i] / d;
-        }
-        for (int64_t j = k + 1; j < w; j++) {
-            double *cj = P + j * m, u = cj[k];
-#pragma omp simd
-            for (int64_t i = k + 1; i < m; i++) cj[i] = cj[i] - col[i] * u;
+            c->perm[c0 + k] = c->perm[c0 + lp[k]];
+            c->perm[c0 + lp[k]] = t;
         }
     }
     for (int64_t i = 0; i < m; i++) {
@@ -147,11 +199,48 @@ static void lu_panel(lu_ctx *c, int64_t c0, int64_t c1) {
     }
 }
 
+/* lu_trsm's leaf for 16 rows (the usual size: the splits are multiples
+ * of 16): eight columns at a time, the 16 x 8 block held in registers
+ * while the unit triangle l (row stride ld) is applied, row by row in
+ * increasing p as in the loop below. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_ADDRESS__)
+__attribute__((target_clones("avx512f", "default")))
+#endif
+static void lu_trsm16(const double *l, double *b, int64_t ld, int64_t w) {
+    int64_t j0 = 0;
+    for (; j0 + 8 <= w; j0 += 8) {
+        double v[16][8];
+#pragma GCC unroll 16
+        for (int r = 0; r < 16; r++)
+            for (int c = 0; c < 8; c++) v[r][c] = b[r * ld + j0 + c];
+#pragma GCC unroll 16
+        for (int r = 1; r < 16; r++)
+#pragma GCC unroll 16
+            for (int p = 0; p < r; p++) {
+                double x = l[r * ld + p];
+                for (int c = 0; c < 8; c++) v[r][c] = v[r][c] - x * v[p][c];
+            }
+#pragma GCC unroll 16
+        for (int r = 1; r < 16; r++)
+            for (int c = 0; c < 8; c++) b[r * ld + j0 + c] = v[r][c];
+    }
+    for (; j0 < w; j0++)
+        for (int r = 1; r < 16; r++) {
+            double x = b[r * ld + j0];
+            for (int p = 0; p < r; p++) x = x - l[r * ld + p] * b[p * ld + j0];
+            b[r * ld + j0] = x;
+        }
+}
+
 /* U's rows [r0, r1) in columns [j0, j1): each element minus l_rp u_pj for
  * p in [r0, r) in increasing p (the steps p < r0 were applied before). */
 static void lu_trsm(lu_ctx *c, int64_t r0, int64_t r1, int64_t j0, int64_t j1) {
     int64_t n = c->n, w = j1 - j0, h = r1 - r0;
     double *a = c->a;
+    if (h == 16) {
+        lu_trsm16(a + r0 * n + r0, a + r0 * n + j0, n, w);
+        return;
+    }
     if (h <= TRSM_BASE) {
         for (int64_t r = r0 + 1; r < r1; r++) {
             double *br = a + r * n + j0;
