@@ -309,12 +309,53 @@ typedef struct chol_ctx {
     emily_xupdate_ws ws;
 } chol_ctx;
 
+/* The columns of one panel, left-looking: column j first adds the terms
+ * l_ik l_jk of the panel's earlier columns k (in increasing k, continuing
+ * the sums over k < c0), eight rows at a time in registers, then is
+ * finished: the diagonal, then the division of the rows below. P: the
+ * sums (m x w column-major, rows i >= j valid), becoming l; Q: a, the
+ * same layout. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_ADDRESS__)
+__attribute__((target_clones("avx512f", "default")))
+#endif
+static void chol_panel_steps(double *P, const double *Q, int64_t m, int64_t w, emily_dtype t) {
+    for (int64_t j = 0; j < w; j++) {
+        double *col = P + j * m;
+        const double *acol = Q + j * m;
+        int64_t i = j;
+        for (; i + 8 <= m; i += 8) {
+            double acc[8];
+            for (int r = 0; r < 8; r++) acc[r] = col[i + r];
+            for (int64_t k = 0; k < j; k++) {
+                const double *lk = P + k * m + i;
+                double x = P[k * m + j];
+                for (int r = 0; r < 8; r++) acc[r] = lk[r] * x + acc[r];
+            }
+            for (int r = 0; r < 8; r++) col[i + r] = acc[r];
+        }
+        for (; i < m; i++) {
+            double acc = col[i];
+            for (int64_t k = 0; k < j; k++) acc = P[k * m + i] * P[k * m + j] + acc;
+            col[i] = acc;
+        }
+        double v = emily_linalg_rnd(t, sqrt(emily_linalg_rnd(t, acol[j] - emily_linalg_rnd(t, col[j]))));
+        col[j] = v;
+        double den = emily_linalg_rnd(t, v + EMILY_CHOLESKY_EPS);
+        if (t == EMILY_F64) {
+#pragma omp simd
+            for (int64_t r = j + 1; r < m; r++) col[r] = (acol[r] - col[r]) / den;
+        } else {
+            for (int64_t r = j + 1; r < m; r++)
+                col[r] = emily_linalg_rnd(
+                    t, emily_linalg_rnd(t, acol[r] - emily_linalg_rnd(t, col[r])) / den);
+        }
+    }
+}
+
 /* Finishes columns [c0, c1), rows [c0, n): l's lower triangle holds the
- * sums over k < c0; the terms k in [c0, j) are added column by column as
- * each column is finished (right-looking inside the panel). */
+ * sums over k < c0. */
 static void chol_panel(chol_ctx *c, int64_t c0, int64_t c1) {
     int64_t n = c->n, m = n - c0, w = c1 - c0;
-    emily_dtype t = c->w;
     double *P = c->p, *Q = c->q;
     for (int64_t i = 0; i < m; i++) {
         const double *lr = c->l + (c0 + i) * n + c0, *ar = c->a + (c0 + i) * n + c0;
@@ -324,26 +365,7 @@ static void chol_panel(chol_ctx *c, int64_t c0, int64_t c1) {
             Q[j * m + i] = ar[j];
         }
     }
-    for (int64_t j = 0; j < w; j++) {
-        double *col = P + j * m;
-        const double *acol = Q + j * m;
-        double v = emily_linalg_rnd(t, sqrt(emily_linalg_rnd(t, acol[j] - emily_linalg_rnd(t, col[j]))));
-        col[j] = v;
-        double den = emily_linalg_rnd(t, v + EMILY_CHOLESKY_EPS);
-        if (t == EMILY_F64) {
-#pragma omp simd
-            for (int64_t i = j + 1; i < m; i++) col[i] = (acol[i] - col[i]) / den;
-        } else {
-            for (int64_t i = j + 1; i < m; i++)
-                col[i] = emily_linalg_rnd(
-                    t, emily_linalg_rnd(t, acol[i] - emily_linalg_rnd(t, col[i])) / den);
-        }
-        for (int64_t j2 = j + 1; j2 < w; j2++) {
-            double *c2 = P + j2 * m, x = col[j2];
-#pragma omp simd
-            for (int64_t i = j2; i < m; i++) c2[i] = col[i] * x + c2[i];
-        }
-    }
+    chol_panel_steps(P, Q, m, w, c->w);
     for (int64_t i = 0; i < m; i++) {
         double *lr = c->l + (c0 + i) * n + c0;
         int64_t jn = imin(w, i + 1);
@@ -382,11 +404,24 @@ bool emily_cpu_cholesky_blocked(const double *a, double *l, int64_t n, emily_dty
         chol_rec(&c, 0, n);
         /* the reference's last steps: the upper triangle is 0 * a (NaN
          * where a is not finite), then every |x| <= eps becomes 0 */
-        for (int64_t i = 0; i < n; i++)
-            for (int64_t j = 0; j < n; j++) {
-                double x = j > i ? emily_linalg_rnd(w, 0.0 * a[i * n + j]) : l[i * n + j];
-                l[i * n + j] = fabs(x) <= EMILY_CHOLESKY_EPS ? 0 : x;
+        for (int64_t i = 0; i < n; i++) {
+            double *lr = l + i * n;
+            const double *ar = a + i * n;
+#pragma omp simd
+            for (int64_t j = 0; j <= i; j++) lr[j] = fabs(lr[j]) <= EMILY_CHOLESKY_EPS ? 0 : lr[j];
+            if (w == EMILY_F64) {
+#pragma omp simd
+                for (int64_t j = i + 1; j < n; j++) {
+                    double x = 0.0 * ar[j];
+                    lr[j] = fabs(x) <= EMILY_CHOLESKY_EPS ? 0 : x;
+                }
+            } else {
+                for (int64_t j = i + 1; j < n; j++) {
+                    double x = emily_linalg_rnd(w, 0.0 * ar[j]);
+                    lr[j] = fabs(x) <= EMILY_CHOLESKY_EPS ? 0 : x;
+                }
             }
+        }
     }
     if (c.ws.buf) emily_xupdate_ws_free(&c.ws);
     free(c.p);
