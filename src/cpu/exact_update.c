@@ -48,18 +48,21 @@ void emily_xupdate_set_parallel_min(int64_t work) {
     atomic_store(&parallel_min, work < 0 ? XU_PARALLEL_MIN_DEFAULT : work);
 }
 
+typedef enum xmode { XM_ADD, XM_SUB, XM_SUB_F32 } xmode;
+
 /* a: the packed panel ([kc][MR]) when sr == 0, else row r of the tile at
  * a + r * sr (contiguous in p) */
 typedef void (*xkernel_fn)(int64_t kc, const double *a, int64_t sr, const double *b, double *c,
-                           int64_t ldc, bool sub);
+                           int64_t ldc, xmode mode);
 
 typedef struct xkernel {
     int mr, nr;
     xkernel_fn fn;
 } xkernel;
 
-/* The k loop of a kernel: OP is + or -, AV(r) the tile's A element (r, p). */
-#define XK_LOOP(SUFFIX, VL, MR, NV, OP, AV)                                              \
+/* The k loop of a kernel: UPD(S, acc, pr) the update of one accumulator
+ * vector by one product vector, AV(r) the tile's A element (r, p). */
+#define XK_LOOP(SUFFIX, VL, MR, NV, UPD, AV)                                             \
     for (int64_t p = 0; p < kc; p++) {                                                    \
         xv_##SUFFIX bv[NV];                                                               \
         _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)                              \
@@ -68,29 +71,35 @@ typedef struct xkernel {
             double av = AV(r, MR);                                                        \
             _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) {                        \
                 xv_##SUFFIX pr = av * bv[v];                                              \
-                acc[r][v] = acc[r][v] OP pr;                                              \
+                acc[r][v] = UPD(SUFFIX, acc[r][v], pr);                                   \
             }                                                                             \
         }                                                                                 \
     }
 #define XK_PACKED(r, MR) a[p * (MR) + (r)]
 #define XK_DIRECT(r, MR) a[(r) * sr + p]
+#define XK_ADD(S, x, pr) ((x) + (pr))
+#define XK_SUB(S, x, pr) ((x) - (pr))
+/* the reference's f32 LU step: f32(a - f32(l * u)), held in doubles */
+#define XK_F32(S, x) __builtin_convertvector(__builtin_convertvector((x), xf_##S), xv_##S)
+#define XK_SUB32(S, x, pr) XK_F32(S, (x) - XK_F32(S, pr))
 
 #define DEFINE_XKERNEL(SUFFIX, ATTR, VL, MR, NV)                                         \
     typedef double xv_##SUFFIX __attribute__((vector_size(VL * 8)));                     \
+    typedef float xf_##SUFFIX __attribute__((vector_size(VL * 4)));                      \
     ATTR static void xk_##SUFFIX(int64_t kc, const double *a, int64_t sr, const double *b, \
-                                 double *c, int64_t ldc, bool sub) {                      \
+                                 double *c, int64_t ldc, xmode mode) {                    \
         xv_##SUFFIX acc[MR][NV];                                                          \
         _Pragma("GCC unroll 8") for (int r = 0; r < MR; r++)                              \
             _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)                          \
                 memcpy(&acc[r][v], c + r * ldc + v * VL, sizeof acc[r][v]);               \
-        if (sr == 0 && sub) {                                                             \
-            XK_LOOP(SUFFIX, VL, MR, NV, -, XK_PACKED)                                     \
-        } else if (sr == 0) {                                                             \
-            XK_LOOP(SUFFIX, VL, MR, NV, +, XK_PACKED)                                     \
-        } else if (sub) {                                                                 \
-            XK_LOOP(SUFFIX, VL, MR, NV, -, XK_DIRECT)                                     \
+        if (sr == 0) {                                                                    \
+            if (mode == XM_SUB) { XK_LOOP(SUFFIX, VL, MR, NV, XK_SUB, XK_PACKED) }        \
+            else if (mode == XM_ADD) { XK_LOOP(SUFFIX, VL, MR, NV, XK_ADD, XK_PACKED) }   \
+            else { XK_LOOP(SUFFIX, VL, MR, NV, XK_SUB32, XK_PACKED) }                     \
         } else {                                                                          \
-            XK_LOOP(SUFFIX, VL, MR, NV, +, XK_DIRECT)                                     \
+            if (mode == XM_SUB) { XK_LOOP(SUFFIX, VL, MR, NV, XK_SUB, XK_DIRECT) }        \
+            else if (mode == XM_ADD) { XK_LOOP(SUFFIX, VL, MR, NV, XK_ADD, XK_DIRECT) }   \
+            else { XK_LOOP(SUFFIX, VL, MR, NV, XK_SUB32, XK_DIRECT) }                     \
         }                                                                                 \
         _Pragma("GCC unroll 8") for (int r = 0; r < MR; r++)                              \
             _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)                          \
@@ -113,6 +122,10 @@ static const xkernel *xkernel_pick(void) {
     if (__builtin_cpu_supports("avx2")) return &avx2;
 #endif
     return &generic;
+}
+
+static xmode mode_of(const emily_xupdate *u) {
+    return !u->subtract ? XM_ADD : u->round_f32 ? XM_SUB_F32 : XM_SUB;
 }
 
 static int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
@@ -205,13 +218,13 @@ static void run_block(const emily_xupdate *u, const xkernel *ker, int64_t i0, in
             const double *ap = in_place ? u->a + ii * u->a_rs + p0 : apack + ip * kc * mr;
             int64_t sr = in_place ? u->a_rs : 0;
             if (mv == mr && nv == nr) {
-                ker->fn(kc, ap, sr, bp, ct, u->ldc, u->subtract);
+                ker->fn(kc, ap, sr, bp, ct, u->ldc, mode_of(u));
             } else {
                 double tile[MR_MAX * NR_MAX];
                 for (int64_t r = 0; r < mr; r++)
                     for (int64_t j = 0; j < nr; j++)
                         tile[r * nr + j] = (r < mv && j < nv) ? ct[r * u->ldc + j] : 0.0;
-                ker->fn(kc, ap, sr, bp, tile, nr, u->subtract);
+                ker->fn(kc, ap, sr, bp, tile, nr, mode_of(u));
                 for (int64_t r = 0; r < mv; r++)
                     for (int64_t j = 0; j < nv; j++) ct[r * u->ldc + j] = tile[r * nr + j];
             }
@@ -266,7 +279,8 @@ void emily_xupdate_reference(const emily_xupdate *u) {
             double acc = u->c[i * u->ldc + j];
             for (int64_t p = 0; p < u->k; p++) {
                 double pr = u->a[i * u->a_rs + p * u->a_cs] * u->b[p * u->b_rs + j * u->b_cs];
-                acc = u->subtract ? acc - pr : acc + pr;
+                if (u->subtract && u->round_f32) acc = (double)(float)(acc - (double)(float)pr);
+                else acc = u->subtract ? acc - pr : acc + pr;
             }
             u->c[i * u->ldc + j] = acc;
         }

@@ -87,10 +87,9 @@ static int64_t batch_count(const emily_tensor *t, int64_t per) {
 /* ---- LU (Nx.LinAlg.LU.lu_matrix) --------------------------------------- */
 
 static void lu_real(double *a, int64_t n, emily_dtype w, int64_t *perm) {
-    /* blocked for large f64 matrices (same bits; it allocates all its
-     * scratch before touching a, so out of memory falls back to here) */
-    if (w == EMILY_F64 && n >= emily_cpu_linalg_block_min() && emily_cpu_lu_f64_blocked(a, n, perm))
-        return;
+    /* blocked for large f64 and f32 matrices (same bits; it allocates all
+     * its scratch before touching a, so out of memory falls back to here) */
+    if (n >= emily_cpu_linalg_block_min() && emily_cpu_lu_blocked(a, n, perm, w)) return;
     for (int64_t i = 0; i < n; i++) perm[i] = i;
     for (int64_t k = 0; k < n; k++) {
         int64_t piv = 0;

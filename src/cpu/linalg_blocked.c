@@ -80,6 +80,7 @@ typedef struct lu_ctx {
     int64_t n;
     int64_t *perm;
     int64_t *piv;  /* piv[k]: the row swapped with row k at step k */
+    bool r32;      /* work type f32: every step rounded to f32 */
     double *panel; /* n x LU_BASE, column-major */
     emily_xupdate_ws ws;
 } lu_ctx;
@@ -110,10 +111,13 @@ static void lu_swap_rows(lu_ctx *c, int64_t k0, int64_t k1, int64_t j0, int64_t 
  * partial results held in registers, moves a third of the memory traffic
  * of the rank-1 updates. Nx.argmax's rule for the pivot: the first
  * maximum of |x|, except that a NaN always takes over. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_ADDRESS__)
-__attribute__((target_clones("avx512f", "default")))
-#endif
-static void lu_panel_steps(double *P, int64_t m, int64_t w, int64_t *lp) {
+/* The reference's LU step on a value of the work type (f64, or f32 held
+ * in a double: every product and difference rounded to f32). */
+static inline double r32f(bool r32, double x) { return r32 ? (double)(float)x : x; }
+#define LU_STEP(r32, x, l, u) r32f(r32, (x) - r32f(r32, (l) * (u)))
+
+static inline __attribute__((always_inline)) void lu_panel_body(double *P, int64_t m, int64_t w,
+                                                               int64_t *lp, bool r32) {
     for (int64_t k = 0; k < w; k++) {
         double *col = P + k * m;
         for (int64_t j = 0; j < k; j++) {
@@ -124,7 +128,7 @@ static void lu_panel_steps(double *P, int64_t m, int64_t w, int64_t *lp) {
         /* U's entries u_jk (rows above k): a small triangle */
         for (int64_t i = 1; i < k; i++) {
             double x = col[i];
-            for (int64_t j = 0; j < i; j++) x = x - P[j * m + i] * col[j];
+            for (int64_t j = 0; j < i; j++) x = LU_STEP(r32, x, P[j * m + i], col[j]);
             col[i] = x;
         }
         int64_t i = k;
@@ -134,13 +138,13 @@ static void lu_panel_steps(double *P, int64_t m, int64_t w, int64_t *lp) {
             for (int64_t j = 0; j < k; j++) {
                 const double *lj = P + j * m + i;
                 double u = col[j];
-                for (int r = 0; r < 8; r++) acc[r] = acc[r] - lj[r] * u;
+                for (int r = 0; r < 8; r++) acc[r] = LU_STEP(r32, acc[r], lj[r], u);
             }
             for (int r = 0; r < 8; r++) col[i + r] = acc[r];
         }
         for (; i < m; i++) {
             double x = col[i];
-            for (int64_t j = 0; j < k; j++) x = x - P[j * m + i] * col[j];
+            for (int64_t j = 0; j < k; j++) x = LU_STEP(r32, x, P[j * m + i], col[j]);
             col[i] = x;
         }
         /* the rule in two vectorizable passes: the largest |x| and whether
@@ -171,9 +175,22 @@ static void lu_panel_steps(double *P, int64_t m, int64_t w, int64_t *lp) {
         double d = col[k];
         if (!(d == 0)) {
 #pragma omp simd
-            for (int64_t r = k + 1; r < m; r++) col[r] = col[r] / d;
+            for (int64_t r = k + 1; r < m; r++) col[r] = r32f(r32, col[r] / d);
         }
     }
+}
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_ADDRESS__)
+__attribute__((target_clones("avx512f", "default")))
+#endif
+static void lu_panel_steps_f64(double *P, int64_t m, int64_t w, int64_t *lp) {
+    lu_panel_body(P, m, w, lp, false);
+}
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_ADDRESS__)
+__attribute__((target_clones("avx512f", "default")))
+#endif
+static void lu_panel_steps_f32(double *P, int64_t m, int64_t w, int64_t *lp) {
+    lu_panel_body(P, m, w, lp, true);
 }
 
 static void lu_panel(lu_ctx *c, int64_t c0, int64_t c1) {
@@ -184,7 +201,8 @@ static void lu_panel(lu_ctx *c, int64_t c0, int64_t c1) {
         for (int64_t j = 0; j < w; j++) P[j * m + i] = row[j];
     }
     int64_t lp[LU_BASE];
-    lu_panel_steps(P, m, w, lp);
+    if (c->r32) lu_panel_steps_f32(P, m, w, lp);
+    else lu_panel_steps_f64(P, m, w, lp);
     for (int64_t k = 0; k < w; k++) {
         c->piv[c0 + k] = c0 + lp[k];
         if (lp[k] != k) {
@@ -203,10 +221,8 @@ static void lu_panel(lu_ctx *c, int64_t c0, int64_t c1) {
  * of 16): eight columns at a time, the 16 x 8 block held in registers
  * while the unit triangle l (row stride ld) is applied, row by row in
  * increasing p as in the loop below. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_ADDRESS__)
-__attribute__((target_clones("avx512f", "default")))
-#endif
-static void lu_trsm16(const double *l, double *b, int64_t ld, int64_t w) {
+static inline __attribute__((always_inline)) void lu_trsm16_body(const double *l, double *b,
+                                                                int64_t ld, int64_t w, bool r32) {
     int64_t j0 = 0;
     for (; j0 + 8 <= w; j0 += 8) {
         double v[16][8];
@@ -218,7 +234,7 @@ static void lu_trsm16(const double *l, double *b, int64_t ld, int64_t w) {
 #pragma GCC unroll 16
             for (int p = 0; p < r; p++) {
                 double x = l[r * ld + p];
-                for (int c = 0; c < 8; c++) v[r][c] = v[r][c] - x * v[p][c];
+                for (int c = 0; c < 8; c++) v[r][c] = LU_STEP(r32, v[r][c], x, v[p][c]);
             }
 #pragma GCC unroll 16
         for (int r = 1; r < 16; r++)
@@ -227,9 +243,22 @@ static void lu_trsm16(const double *l, double *b, int64_t ld, int64_t w) {
     for (; j0 < w; j0++)
         for (int r = 1; r < 16; r++) {
             double x = b[r * ld + j0];
-            for (int p = 0; p < r; p++) x = x - l[r * ld + p] * b[p * ld + j0];
+            for (int p = 0; p < r; p++) x = LU_STEP(r32, x, l[r * ld + p], b[p * ld + j0]);
             b[r * ld + j0] = x;
         }
+}
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_ADDRESS__)
+__attribute__((target_clones("avx512f", "default")))
+#endif
+static void lu_trsm16_f64(const double *l, double *b, int64_t ld, int64_t w) {
+    lu_trsm16_body(l, b, ld, w, false);
+}
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_ADDRESS__)
+__attribute__((target_clones("avx512f", "default")))
+#endif
+static void lu_trsm16_f32(const double *l, double *b, int64_t ld, int64_t w) {
+    lu_trsm16_body(l, b, ld, w, true);
 }
 
 /* U's rows [r0, r1) in columns [j0, j1): each element minus l_rp u_pj for
@@ -238,7 +267,8 @@ static void lu_trsm(lu_ctx *c, int64_t r0, int64_t r1, int64_t j0, int64_t j1) {
     int64_t n = c->n, w = j1 - j0, h = r1 - r0;
     double *a = c->a;
     if (h == 16) {
-        lu_trsm16(a + r0 * n + r0, a + r0 * n + j0, n, w);
+        if (c->r32) lu_trsm16_f32(a + r0 * n + r0, a + r0 * n + j0, n, w);
+        else lu_trsm16_f64(a + r0 * n + r0, a + r0 * n + j0, n, w);
         return;
     }
     if (h <= TRSM_BASE) {
@@ -247,8 +277,13 @@ static void lu_trsm(lu_ctx *c, int64_t r0, int64_t r1, int64_t j0, int64_t j1) {
             for (int64_t p = r0; p < r; p++) {
                 double l = a[r * n + p];
                 const double *bp = a + p * n + j0;
+                if (c->r32) {
 #pragma omp simd
-                for (int64_t j = 0; j < w; j++) br[j] = br[j] - l * bp[j];
+                    for (int64_t j = 0; j < w; j++) br[j] = LU_STEP(true, br[j], l, bp[j]);
+                } else {
+#pragma omp simd
+                    for (int64_t j = 0; j < w; j++) br[j] = LU_STEP(false, br[j], l, bp[j]);
+                }
             }
         }
         return;
@@ -258,7 +293,7 @@ static void lu_trsm(lu_ctx *c, int64_t r0, int64_t r1, int64_t j0, int64_t j1) {
     emily_xupdate u = {.m = r1 - mid, .n = w, .k = mid - r0,
                        .a = a + mid * n + r0, .a_rs = n, .a_cs = 1,
                        .b = a + r0 * n + j0, .b_rs = n, .b_cs = 1,
-                       .c = a + mid * n + j0, .ldc = n, .subtract = true};
+                       .c = a + mid * n + j0, .ldc = n, .subtract = true, .round_f32 = c->r32};
     emily_xupdate_run(&u, &c->ws);
     lu_trsm(c, mid, r1, j0, j1);
 }
@@ -278,14 +313,15 @@ static void lu_rec(lu_ctx *c, int64_t c0, int64_t c1) {
     emily_xupdate u = {.m = n - mid, .n = c1 - mid, .k = mid - c0,
                        .a = c->a + mid * n + c0, .a_rs = n, .a_cs = 1,
                        .b = c->a + c0 * n + mid, .b_rs = n, .b_cs = 1,
-                       .c = c->a + mid * n + mid, .ldc = n, .subtract = true};
+                       .c = c->a + mid * n + mid, .ldc = n, .subtract = true, .round_f32 = c->r32};
     emily_xupdate_run(&u, &c->ws);
     lu_rec(c, mid, c1);
     lu_swap_rows(c, mid, c1, c0, mid);
 }
 
-bool emily_cpu_lu_f64_blocked(double *a, int64_t n, int64_t *perm) {
-    lu_ctx c = {.a = a, .n = n, .perm = perm};
+bool emily_cpu_lu_blocked(double *a, int64_t n, int64_t *perm, emily_dtype w) {
+    if (w != EMILY_F64 && w != EMILY_F32) return false;
+    lu_ctx c = {.a = a, .n = n, .perm = perm, .r32 = w == EMILY_F32};
     for (int64_t i = 0; i < n; i++) perm[i] = i;
     if (n == 0) return true;
     c.piv = malloc((size_t)n * sizeof *c.piv);

@@ -29,11 +29,12 @@ static inline double emily_linalg_rnd(emily_dtype t, double x) {
  * constant tensor of type f32, so it is f32(1.0e-10). */
 #define EMILY_CHOLESKY_EPS ((double)1.0e-10f)
 
-/* Nx.LinAlg.LU on a row-major n x n f64 matrix in place (work type f64):
- * on return a holds L's multipliers below the diagonal and U on and above
- * it, perm the row permutation (perm[i] = original row of row i), as
- * lu_real in linalg.c. False when out of memory (a is then undefined). */
-bool emily_cpu_lu_f64_blocked(double *a, int64_t n, int64_t *perm);
+/* Nx.LinAlg.LU on a row-major n x n matrix in place, work type w (f64,
+ * or f32 held in doubles; false for any other): on return a holds L's
+ * multipliers below the diagonal and U on and above it, perm the row
+ * permutation (perm[i] = original row of row i), as lu_real in linalg.c.
+ * False when out of memory, before a is touched. */
+bool emily_cpu_lu_blocked(double *a, int64_t n, int64_t *perm, emily_dtype w);
 
 /* Nx.LinAlg.Cholesky of a row-major n x n matrix a (values of the real
  * type w, held as doubles) into l, as cholesky_real in linalg.c. False

@@ -55,7 +55,8 @@ static double uniform(void) { /* xorshift64: [-1, 1) */
 /* ---- the update kernel --------------------------------------------------- */
 
 static void check_update(int64_t m, int64_t n, int64_t k, bool transpose_a, bool transpose_b,
-                         bool subtract, bool lower, int64_t diag_off, int threads, bool specials) {
+                         int op, bool lower, int64_t diag_off, int threads, bool specials) {
+    bool subtract = op > 0, round_f32 = op == 2; /* op 2: the f32 LU step */
     int64_t lda = transpose_a ? m + 3 : k + 2, ldb = transpose_b ? k + 1 : n + 5, ldc = n + 4;
     double *a = malloc((size_t)((transpose_a ? k : m) * lda + 1) * sizeof *a);
     double *b = malloc((size_t)((transpose_b ? n : k) * ldb + 1) * sizeof *b);
@@ -73,7 +74,7 @@ static void check_update(int64_t m, int64_t n, int64_t k, bool transpose_a, bool
     emily_xupdate u = {.m = m, .n = n, .k = k,
                        .a = a, .a_rs = transpose_a ? 1 : lda, .a_cs = transpose_a ? lda : 1,
                        .b = b, .b_rs = transpose_b ? 1 : ldb, .b_cs = transpose_b ? ldb : 1,
-                       .c = c1, .ldc = ldc, .subtract = subtract, .lower = lower,
+                       .c = c1, .ldc = ldc, .subtract = subtract, .round_f32 = round_f32, .lower = lower,
                        .diag_off = diag_off};
     emily_xupdate_ws ws;
     CHECK(emily_xupdate_ws_init(&ws, n, threads));
@@ -119,19 +120,19 @@ TEST(xupdate_matches_reference) {
                                {33, 5, 40}, {129, 31, 7}, {130, 257, 19}, {20, 300, 513},
                                {257, 70, 300}, {300, 300, 64}};
     for (size_t d = 0; d < sizeof dims / sizeof dims[0]; d++)
-        for (int variant = 0; variant < 8; variant++) {
-            bool ta = variant & 1, tb = variant & 2, sub = variant & 4;
+        for (int variant = 0; variant < 12; variant++) {
+            bool ta = variant & 1, tb = variant & 2;
             for (int threads = 1; threads <= 2; threads++)
-                check_update(dims[d][0], dims[d][1], dims[d][2], ta, tb, sub, false, 0, threads,
-                             variant == 5);
+                check_update(dims[d][0], dims[d][1], dims[d][2], ta, tb, variant >> 2, false, 0,
+                             threads, variant == 5 || variant == 9);
         }
     /* lower: tiles entirely above the diagonal are skipped */
-    check_update(200, 200, 30, false, true, false, true, 0, 2, false);
-    check_update(150, 90, 20, false, true, false, true, 37, 1, true);
-    check_update(50, 300, 300, true, false, true, true, -20, 2, false);
+    check_update(200, 200, 30, false, true, 0, true, 0, 2, false);
+    check_update(150, 90, 20, false, true, 0, true, 37, 1, true);
+    check_update(50, 300, 300, true, false, 1, true, -20, 2, false);
     /* nothing to do */
-    check_update(0, 5, 5, false, false, true, false, 0, 1, false);
-    check_update(5, 5, 0, false, false, true, false, 0, 1, false);
+    check_update(0, 5, 5, false, false, 1, false, 0, 1, false);
+    check_update(5, 5, 0, false, false, 2, false, 0, 1, false);
     emily_xupdate_set_parallel_min(-1);
 }
 
@@ -176,17 +177,27 @@ TEST(lu_blocked_matches_unblocked) {
     /* around the panel width (16), the recursion's splits and the default
      * threshold (64); batched; every kind of matrix */
     const int64_t sizes[] = {1, 2, 15, 16, 17, 31, 33, 64, 65, 100, 129, 190};
+    /* f64 and f32 work types are blocked (s32 input: f32 work); f16 is not */
+    const emily_dtype types[] = {EMILY_F64, EMILY_F32, EMILY_S32, EMILY_F16};
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
-        for (int kind = 0; kind < 4; kind++) {
+        for (int kind = 0; kind < 4; kind++)
+        for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+            if (types[ti] == EMILY_S32 && kind != 1) continue;
+            if (types[ti] == EMILY_F16 && sizes[s] > 65) continue;
             int64_t n = sizes[s], batch = n <= 33 ? 3 : 1;
             double *data = make_matrix(batch, n, kind);
             int64_t shape[3] = {batch, n, n};
-            emily_tensor *a = t_from(EMILY_F64, 3, shape, data), *r[3][3] = {{NULL}}, *det[3] = {NULL};
+            emily_tensor *f = t_from(EMILY_F64, 3, shape, data), *a = NULL, *r[3][3] = {{NULL}},
+                         *det[3] = {NULL};
+            CHECK_OK(emily_as_type(f, types[ti], &a));
+            emily_tensor_release(f);
             lu_three_ways(a, r, det);
             for (int v = 1; v < 3; v++) {
                 bool ok = same_tensors(r[0][0], r[v][0]) && same_tensors(r[0][1], r[v][1]) &&
                           same_tensors(r[0][2], r[v][2]) && same_tensors(det[0], det[v]);
-                if (!ok) fprintf(stderr, "  lu n=%lld kind=%d variant=%d\n", (long long)n, kind, v);
+                if (!ok)
+                    fprintf(stderr, "  lu n=%lld kind=%d type=%s variant=%d\n", (long long)n, kind,
+                            emily_dtype_name(types[ti]), v);
                 CHECK(ok);
             }
             for (int v = 0; v < 3; v++) {
