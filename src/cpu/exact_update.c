@@ -48,16 +48,17 @@ void emily_xupdate_set_parallel_min(int64_t work) {
     atomic_store(&parallel_min, work < 0 ? XU_PARALLEL_MIN_DEFAULT : work);
 }
 
-typedef enum xmode { XM_ADD, XM_SUB, XM_SUB_F32 } xmode;
-
 /* a: the packed panel ([kc][MR]) when sr == 0, else row r of the tile at
  * a + r * sr (contiguous in p) */
 typedef void (*xkernel_fn)(int64_t kc, const double *a, int64_t sr, const double *b, double *c,
-                           int64_t ldc, xmode mode);
+                           int64_t ldc, bool sub);
+typedef void (*xkernel32_fn)(int64_t kc, const double *a, int64_t sr, const double *b, double *c,
+                             int64_t ldc);
 
 typedef struct xkernel {
     int mr, nr;
     xkernel_fn fn;
+    xkernel32_fn fn32;
 } xkernel;
 
 /* The k loop of a kernel: UPD(S, acc, pr) the update of one accumulator
@@ -77,33 +78,66 @@ typedef struct xkernel {
     }
 #define XK_PACKED(r, MR) a[p * (MR) + (r)]
 #define XK_DIRECT(r, MR) a[(r) * sr + p]
+#define XK32_LOOP(SUFFIX, VL, MR, NV, AV)                                                \
+    for (int64_t p = 0; p < kc; p++) {                                                    \
+        xw_##SUFFIX bw;                                                                   \
+        memcpy(&bw, b + p * (VL * NV), sizeof bw);                                        \
+        xs_##SUFFIX bv = __builtin_convertvector(bw, xs_##SUFFIX);                        \
+        _Pragma("GCC unroll 8") for (int r = 0; r < MR; r++) {                            \
+            float av = (float)AV(r, MR);                                                  \
+            xs_##SUFFIX pr = av * bv;                                                     \
+            acc[r] = acc[r] - pr;                                                         \
+        }                                                                                 \
+    }
 #define XK_ADD(S, x, pr) ((x) + (pr))
 #define XK_SUB(S, x, pr) ((x) - (pr))
-/* the reference's f32 LU step: f32(a - f32(l * u)), held in doubles */
-#define XK_F32(S, x) __builtin_convertvector(__builtin_convertvector((x), xf_##S), xv_##S)
-#define XK_SUB32(S, x, pr) XK_F32(S, (x) - XK_F32(S, pr))
 
 #define DEFINE_XKERNEL(SUFFIX, ATTR, VL, MR, NV)                                         \
     typedef double xv_##SUFFIX __attribute__((vector_size(VL * 8)));                     \
-    typedef float xf_##SUFFIX __attribute__((vector_size(VL * 4)));                      \
     ATTR static void xk_##SUFFIX(int64_t kc, const double *a, int64_t sr, const double *b, \
-                                 double *c, int64_t ldc, xmode mode) {                    \
+                                 double *c, int64_t ldc, bool sub) {                      \
         xv_##SUFFIX acc[MR][NV];                                                          \
         _Pragma("GCC unroll 8") for (int r = 0; r < MR; r++)                              \
             _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)                          \
                 memcpy(&acc[r][v], c + r * ldc + v * VL, sizeof acc[r][v]);               \
-        if (sr == 0) {                                                                    \
-            if (mode == XM_SUB) { XK_LOOP(SUFFIX, VL, MR, NV, XK_SUB, XK_PACKED) }        \
-            else if (mode == XM_ADD) { XK_LOOP(SUFFIX, VL, MR, NV, XK_ADD, XK_PACKED) }   \
-            else { XK_LOOP(SUFFIX, VL, MR, NV, XK_SUB32, XK_PACKED) }                     \
+        if (sr == 0 && sub) {                                                             \
+            XK_LOOP(SUFFIX, VL, MR, NV, XK_SUB, XK_PACKED)                                \
+        } else if (sr == 0) {                                                             \
+            XK_LOOP(SUFFIX, VL, MR, NV, XK_ADD, XK_PACKED)                                \
+        } else if (sub) {                                                                 \
+            XK_LOOP(SUFFIX, VL, MR, NV, XK_SUB, XK_DIRECT)                                \
         } else {                                                                          \
-            if (mode == XM_SUB) { XK_LOOP(SUFFIX, VL, MR, NV, XK_SUB, XK_DIRECT) }        \
-            else if (mode == XM_ADD) { XK_LOOP(SUFFIX, VL, MR, NV, XK_ADD, XK_DIRECT) }   \
-            else { XK_LOOP(SUFFIX, VL, MR, NV, XK_SUB32, XK_DIRECT) }                     \
+            XK_LOOP(SUFFIX, VL, MR, NV, XK_ADD, XK_DIRECT)                                \
         }                                                                                 \
         _Pragma("GCC unroll 8") for (int r = 0; r < MR; r++)                              \
             _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)                          \
                 memcpy(c + r * ldc + v * VL, &acc[r][v], sizeof acc[r][v]);               \
+    }                                                                                     \
+    /* The f32 LU step f32(c - f32(a * b)) on f32 values held in doubles,  \
+     * computed in f32 arithmetic: the f64 product of two f32 values is    \
+     * exact, so rounding it to f32 is the f32 product, and rounding an    \
+     * f64 difference of two f32 values to f32 is the f32 difference (f64  \
+     * has more than 2 * 24 + 2 bits: the double rounding is innocuous).   \
+     * Twice the lanes of the f64 kernel and no conversion per step. */    \
+    typedef float xs_##SUFFIX __attribute__((vector_size(VL * NV * 4)));                 \
+    typedef double xw_##SUFFIX __attribute__((vector_size(VL * NV * 8)));                \
+    ATTR static void xk32_##SUFFIX(int64_t kc, const double *a, int64_t sr, const double *b, \
+                                   double *c, int64_t ldc) {                              \
+        xs_##SUFFIX acc[MR];                                                              \
+        _Pragma("GCC unroll 8") for (int r = 0; r < MR; r++) {                            \
+            xw_##SUFFIX t;                                                                \
+            memcpy(&t, c + r * ldc, sizeof t);                                            \
+            acc[r] = __builtin_convertvector(t, xs_##SUFFIX);                             \
+        }                                                                                 \
+        if (sr == 0) {                                                                    \
+            XK32_LOOP(SUFFIX, VL, MR, NV, XK_PACKED)                                      \
+        } else {                                                                          \
+            XK32_LOOP(SUFFIX, VL, MR, NV, XK_DIRECT)                                      \
+        }                                                                                 \
+        _Pragma("GCC unroll 8") for (int r = 0; r < MR; r++) {                            \
+            xw_##SUFFIX t = __builtin_convertvector(acc[r], xw_##SUFFIX);                 \
+            memcpy(c + r * ldc, &t, sizeof t);                                            \
+        }                                                                                 \
     }
 
 /* (suffix, target, doubles per vector, tile rows, vectors per tile row) */
@@ -114,18 +148,14 @@ DEFINE_XKERNEL(avx512, __attribute__((target("avx512f"))), 8, 8, 2)
 #endif
 
 static const xkernel *xkernel_pick(void) {
-    static const xkernel generic = {4, 4, xk_generic};
+    static const xkernel generic = {4, 4, xk_generic, xk32_generic};
 #if defined(__x86_64__) && defined(__GNUC__)
-    static const xkernel avx2 = {6, 8, xk_avx2};
-    static const xkernel avx512 = {8, 16, xk_avx512};
+    static const xkernel avx2 = {6, 8, xk_avx2, xk32_avx2};
+    static const xkernel avx512 = {8, 16, xk_avx512, xk32_avx512};
     if (__builtin_cpu_supports("avx512f")) return &avx512;
     if (__builtin_cpu_supports("avx2")) return &avx2;
 #endif
     return &generic;
-}
-
-static xmode mode_of(const emily_xupdate *u) {
-    return !u->subtract ? XM_ADD : u->round_f32 ? XM_SUB_F32 : XM_SUB;
 }
 
 static int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
@@ -187,6 +217,12 @@ static void pack_a_block(const emily_xupdate *u, int mr, int64_t i0, int64_t mc,
     }
 }
 
+static void run_kernel(const xkernel *ker, const emily_xupdate *u, int64_t kc, const double *ap,
+                       int64_t sr, const double *bp, double *c, int64_t ldc) {
+    if (u->subtract && u->round_f32) ker->fn32(kc, ap, sr, bp, c, ldc);
+    else ker->fn(kc, ap, sr, bp, c, ldc, u->subtract);
+}
+
 /* Whether any element of rows [i0, i0 + rows) x columns [j0, ...) is
  * needed: the tile's lowest row reaches column j0 of the diagonal. */
 static bool needed(const emily_xupdate *u, int64_t i0, int64_t rows, int64_t j0) {
@@ -218,13 +254,13 @@ static void run_block(const emily_xupdate *u, const xkernel *ker, int64_t i0, in
             const double *ap = in_place ? u->a + ii * u->a_rs + p0 : apack + ip * kc * mr;
             int64_t sr = in_place ? u->a_rs : 0;
             if (mv == mr && nv == nr) {
-                ker->fn(kc, ap, sr, bp, ct, u->ldc, mode_of(u));
+                run_kernel(ker, u, kc, ap, sr, bp, ct, u->ldc);
             } else {
                 double tile[MR_MAX * NR_MAX];
                 for (int64_t r = 0; r < mr; r++)
                     for (int64_t j = 0; j < nr; j++)
                         tile[r * nr + j] = (r < mv && j < nv) ? ct[r * u->ldc + j] : 0.0;
-                ker->fn(kc, ap, sr, bp, tile, nr, mode_of(u));
+                run_kernel(ker, u, kc, ap, sr, bp, tile, nr);
                 for (int64_t r = 0; r < mv; r++)
                     for (int64_t j = 0; j < nv; j++) ct[r * u->ldc + j] = tile[r * nr + j];
             }

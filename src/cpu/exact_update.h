@@ -36,8 +36,9 @@ typedef struct emily_xupdate {
     double *c;
     int64_t ldc;
     bool subtract;
-    /* with subtract: each product and each result rounded to f32 (held
-     * as doubles), the reference's f32 LU step f32(c - f32(a * b)) */
+    /* with subtract: each product and each result rounded to f32, the
+     * reference's f32 LU step f32(c - f32(a * b)); a, b and c must hold
+     * f32 values (it is computed in f32 arithmetic, the same bits then) */
     bool round_f32;
     bool lower;
     int64_t diag_off;

@@ -64,6 +64,11 @@ static void check_update(int64_t m, int64_t n, int64_t k, bool transpose_a, bool
     for (int64_t i = 0; i < (transpose_a ? k : m) * lda; i++) a[i] = uniform();
     for (int64_t i = 0; i < (transpose_b ? n : k) * ldb; i++) b[i] = uniform() * 1e3;
     for (int64_t i = 0; i < m * ldc; i++) c1[i] = c2[i] = uniform() * 1e-3;
+    if (round_f32) { /* the f32 mode's operands are f32 values */
+        for (int64_t i = 0; i < (transpose_a ? k : m) * lda; i++) a[i] = (float)a[i];
+        for (int64_t i = 0; i < (transpose_b ? n : k) * ldb; i++) b[i] = (float)b[i];
+        for (int64_t i = 0; i < m * ldc; i++) c1[i] = c2[i] = (float)c1[i];
+    }
     if (specials && m > 2 && k > 2) {
         a[lda + 1] = INFINITY;
         a[2 * lda] = NAN;
@@ -134,6 +139,30 @@ TEST(xupdate_matches_reference) {
     check_update(0, 5, 5, false, false, 1, false, 0, 1, false);
     check_update(5, 5, 0, false, false, 2, false, 0, 1, false);
     emily_xupdate_set_parallel_min(-1);
+}
+
+/* The f32 mode is computed in f32 arithmetic: products that fall into
+ * f32's subnormals or overflow it must still round as f32(f64 product). */
+TEST(xupdate_f32_extremes) {
+    enum { M = 19, N = 33, K = 21 };
+    static double a[M * K], b[K * N], c1[M * N], c2[M * N];
+    const double scales[][3] = {{1e-20, 1e-20, 1e-39}, {1e19, 1e20, 1e38}, {1e-30, 1e25, 1e-6}};
+    for (int sc = 0; sc < 3; sc++) {
+        for (int i = 0; i < M * K; i++) a[i] = (float)(uniform() * scales[sc][0]);
+        for (int i = 0; i < K * N; i++) b[i] = (float)(uniform() * scales[sc][1]);
+        for (int i = 0; i < M * N; i++) c1[i] = c2[i] = (float)(uniform() * scales[sc][2]);
+        emily_xupdate u = {.m = M, .n = N, .k = K, .a = a, .a_rs = K, .a_cs = 1, .b = b, .b_rs = N,
+                           .b_cs = 1, .c = c1, .ldc = N, .subtract = true, .round_f32 = true};
+        emily_xupdate_ws ws;
+        CHECK(emily_xupdate_ws_init(&ws, N, 1));
+        if (ws.buf) {
+            emily_xupdate_run(&u, &ws);
+            emily_xupdate_ws_free(&ws);
+        }
+        u.c = c2;
+        emily_xupdate_reference(&u);
+        CHECK(same_doubles(c1, c2, M * N));
+    }
 }
 
 /* ---- LU, determinant ----------------------------------------------------- */
@@ -378,5 +407,5 @@ TEST(solve_f64_matches_composition) {
     free(bd);
 }
 
-RUN_TESTS("linalg_blocked", CASE(xupdate_matches_reference), CASE(lu_blocked_matches_unblocked),
+RUN_TESTS("linalg_blocked", CASE(xupdate_matches_reference), CASE(xupdate_f32_extremes), CASE(lu_blocked_matches_unblocked),
           CASE(cholesky_blocked_matches_unblocked), CASE(solve_f64_matches_composition))
