@@ -19,6 +19,7 @@
 #include <string.h>
 #include "cpu/kernels.h"
 #include "cpu/linalg_blocked.h"
+#include "cpu/linalg_complex.h"
 #include "ops/linalg_kernels.h"
 
 emily_status emily_cpu_linalg_qr(emily_tensor *q, emily_tensor *r, const emily_tensor *a,
@@ -29,50 +30,10 @@ emily_status emily_cpu_linalg_svd(emily_tensor *u, emily_tensor *s, emily_tensor
 emily_status emily_cpu_linalg_eigh(emily_tensor *w, emily_tensor *v, const emily_tensor *a,
                                    double eps, int64_t max_iter, emily_dtype work);
 
-typedef struct zd {
-    double re, im;
-} zd;
-
 /* ---- scalar arithmetic as the reference does it ------------------------ */
 
 static inline double rnd(emily_dtype t, double x) { return emily_linalg_rnd(t, x); }
 static inline zd zrnd(emily_dtype t, zd x) { return (zd){rnd(t, x.re), rnd(t, x.im)}; }
-static inline zd zadd(zd a, zd b) { return (zd){a.re + b.re, a.im + b.im}; }
-static inline zd zsub(zd a, zd b) { return (zd){a.re - b.re, a.im - b.im}; }
-static inline zd zmul(zd a, zd b) {
-    return (zd){a.re * b.re - a.im * b.im, a.im * b.re + a.re * b.im};
-}
-static inline zd zconj(zd a) { return (zd){a.re, -a.im}; }
-static inline zd zdiv(zd a, zd b) {
-    double den = b.re * b.re + b.im * b.im;
-    return (zd){(a.re * b.re + a.im * b.im) / den, (a.im * b.re - a.re * b.im) / den};
-}
-static inline bool zzero(zd a) { return a.re == 0 && a.im == 0; }
-/* Complex.abs: scaled to avoid overflow, exact for pure real/imaginary. */
-static inline double zabs(zd a) {
-    double x = fabs(a.re), y = fabs(a.im);
-    if (x == 0) return y;
-    if (y == 0) return x;
-    if (x > y) return x * sqrt(1.0 + y / x * (y / x));
-    return y * sqrt(1.0 + x / y * (x / y));
-}
-/* Complex.sqrt (principal root). */
-static zd zsqrt(zd z) {
-    double r = z.re, i = z.im;
-    if (isnan(r) || isnan(i)) return (zd){NAN, NAN};
-    if (isinf(i)) return (zd){INFINITY, i};
-    if (r == INFINITY) return (zd){INFINITY, 0};
-    if (r == -INFINITY) return (zd){0, INFINITY};
-    if (r == 0 && i == 0) return z;
-    double x = fabs(r), y = fabs(i), w;
-    if (x >= y)
-        w = sqrt(x) * sqrt(0.5 * (1.0 + sqrt(1.0 + y / x * (y / x))));
-    else
-        w = sqrt(y) * sqrt(0.5 * (x / y + sqrt(1.0 + x / y * (x / y))));
-    if (r >= 0) return (zd){w, i / (2 * w)};
-    double i2 = i >= 0 ? w : -w;
-    return (zd){i / (2 * i2), i2};
-}
 
 /* Nx.argmax's comparison (tie_break: :low): the first maximum, except
  * that a NaN always takes over. */
