@@ -9,11 +9,11 @@
 // or last index for argmax/argmin).
 //
 // Two kernels, chosen by the input's smallest stride:
-//  - rows: the smallest stride is a reduced dim. A block folds one output
-//    (or a part of one), reading the run with 16-byte loads when it is
-//    contiguous, then combines its threads' partial folds; contiguous
-//    rows of at most ROW_WARP_MAX_BYTES are folded a warp each instead
-//    (reduce_rows_warp: shuffles only, no block barrier per row);
+//  - rows: the smallest stride is a reduced dim. A contiguous run (one
+//    reduced dim of stride 1) is folded a warp per output, or per part of
+//    one, with 16-byte loads and shuffles only (reduce_rows_warp); other
+//    reduced strides a block per output or part (reduce_rows), combining
+//    its threads' partial folds;
 //  - cols: the smallest stride is a kept dim. A thread folds one output,
 //    so a warp reads 32 neighbouring outputs at once.
 // When there are too few outputs to fill the device, each output's range
@@ -159,7 +159,7 @@ __device__ __forceinline__ typename Red::Acc fold_contig(const Red &red, const t
 template <class Red>
 __global__ void __launch_bounds__(BLOCK) reduce_rows(RedGeom g, Red red, const typename Red::S *src,
                                                      typename Red::D *dst, typename Red::Acc *part_out,
-                                                     int parts, bool contig) {
+                                                     int parts) {
     typedef typename Red::Acc Acc;
     __shared__ Acc sh[BLOCK / 32];
     int64_t items = g.K * parts;
@@ -169,14 +169,9 @@ __global__ void __launch_bounds__(BLOCK) reduce_rows(RedGeom g, Red red, const t
         int64_t lo = g.R * p / parts, hi = g.R * (p + 1) / parts;
         int64_t so, dof;
         kept_off(g, o, so, dof);
-        Acc acc;
-        if (contig) { // one reduced dim of stride 1: j is the element offset
-            acc = fold_contig(red, src + so, lo, hi, (int)threadIdx.x, (int)blockDim.x);
-        } else {
-            acc = red.init();
-            for (int64_t j = lo + threadIdx.x; j < hi; j += blockDim.x)
-                acc = red.combine(acc, red.load(src[so + red_off(g, j)], j));
-        }
+        Acc acc = red.init();
+        for (int64_t j = lo + threadIdx.x; j < hi; j += blockDim.x)
+            acc = red.combine(acc, red.load(src[so + red_off(g, j)], j));
         acc = block_combine(red, acc, sh);
         if (threadIdx.x == 0) {
             if (parts == 1) dst[dof] = red.store(acc);
@@ -348,9 +343,6 @@ template <class Red> constexpr bool red_sequential() {
     else return false;
 }
 constexpr int64_t SEQ_MAX = (int64_t)1 << 18;
-// Contiguous rows up to this many bytes are folded a warp each (a 32 KiB
-// row is 64 packs per lane); longer ones a block each.
-constexpr int64_t ROW_WARP_MAX_BYTES = 32768;
 
 // Blocks of BLOCK threads of kernel k that fit on the device at once
 // (its registers and shared memory decide), at least one per SM. Asked
@@ -383,11 +375,10 @@ emily_status run_reduce(const emily_cuda_ctx &ctx, const RedGeom &g, bool rows_i
     int64_t chunk = 0;
     const bool seq = red_sequential<Red>();
     const bool rows = rows_in && !seq;
-    const bool contig = rows && g.nr == 1 && g.rss[0] == 1;
     // contiguous runs go a warp each (long ones cut into parts): on an
     // H200 the sum of 2^28 f32 took 0.2724 ms so, 0.2756 ms with a block
     // per part; other strides a block each
-    const bool by_warp = contig;
+    const bool by_warp = rows && g.nr == 1 && g.rss[0] == 1;
     if (seq) {
         // one thread per output, j in order; fixed chunks past SEQ_MAX
         if (g.R > SEQ_MAX) {
@@ -416,14 +407,14 @@ emily_status run_reduce(const emily_cuda_ctx &ctx, const RedGeom &g, bool rows_i
         if (s) return s;
     }
     int64_t items = g.K * parts;
-    if (rows && by_warp) {
+    if (by_warp) {
         int64_t warps_per_block = BLOCK / 32, cap = resident_blocks(reduce_rows_warp<Red>, sms);
         int64_t blocks = (items + warps_per_block - 1) / warps_per_block;
         if (blocks > cap) blocks = cap;
         reduce_rows_warp<Red><<<(unsigned)blocks, BLOCK, 0, ctx.stream>>>(g, red, sp, dp, buf, parts);
     } else if (rows) {
         int64_t cap = sms * 16, blocks = items < cap ? items : cap;
-        reduce_rows<Red><<<(unsigned)blocks, BLOCK, 0, ctx.stream>>>(g, red, sp, dp, buf, parts, contig);
+        reduce_rows<Red><<<(unsigned)blocks, BLOCK, 0, ctx.stream>>>(g, red, sp, dp, buf, parts);
     } else {
         reduce_cols<Red><<<grid_for(ctx.device, items), BLOCK, 0, ctx.stream>>>(g, red, sp, dp, buf, parts, chunk);
     }
