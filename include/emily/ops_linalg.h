@@ -11,9 +11,14 @@
  *   last bit or two, quirks included (cholesky divides by l_jj + 1e-10,
  *   determinants of 2x2/3x3 integer matrices wrap in the input type).
  * - qr, svd and eigh have factors that are unique only up to signs (or
- *   rotations of repeated eigenspaces); Emily runs Nx's own algorithms
- *   the same way (complex inputs with the arithmetic of Elixir's Complex
- *   library), so the factors are the reference's bit for bit. */
+ *   rotations of repeated eigenspaces), and Nx's own algorithms for them
+ *   are slow and, for eigh and svd, stop at a loose tolerance (Jacobi
+ *   with eps 1.0e-4). They take an emily_linalg_method: by default
+ *   LAPACK, in double precision, with the factors put in Nx's sign
+ *   conventions; or EMILY_LINALG_REFERENCE, Nx's own algorithms run the
+ *   way Nx.BinaryBackend runs them (complex inputs with the arithmetic of
+ *   Elixir's Complex library), whose factors are the reference's bit for
+ *   bit. */
 #ifndef EMILY_OPS_LINALG_H
 #define EMILY_OPS_LINALG_H
 
@@ -58,41 +63,66 @@ emily_status emily_solve(const emily_tensor *a, const emily_tensor *b, emily_ten
 /* Nx.LinAlg.determinant: [..., n, n] -> [...]. */
 emily_status emily_determinant(const emily_tensor *a, emily_tensor **out);
 
+/* How qr, svd and eigh are computed (docs/semantics.md, "Linear
+ * algebra"). */
+typedef enum emily_linalg_method {
+    /* LAPACK (geqrf/orgqr, gesdd, syevd/heevd) in f64/c128 whatever the
+     * input type, then rounded: accurate to the output type's last bits
+     * and numpy's speed. Nx's conventions where the factors have a
+     * choice: R's diagonal real and >= 0; eigenvalues by decreasing
+     * magnitude, each eigenvector's largest entry (the first of equals)
+     * real and positive; each row of vt's largest entry positive (u's
+     * column with it). Nx's iteration options (eigh's :eps and :max_iter,
+     * svd's :max_iter) do not apply (Nx documents that they may not);
+     * qr's :eps zeroing does. Matrices with NaN or infinity go through
+     * the reference algorithm, whose NaN pattern is Nx's. */
+    EMILY_LINALG_LAPACK = 0,
+    /* Nx's own algorithms, bit for bit with Nx.BinaryBackend. */
+    EMILY_LINALG_REFERENCE
+} emily_linalg_method;
+
 typedef enum emily_qr_mode { EMILY_QR_REDUCED = 0, EMILY_QR_COMPLETE } emily_qr_mode;
 
 /* Nx.LinAlg.qr of [..., m, n] (k = min(m, n)): reduced gives q [..., m, k]
  * and r [..., k, n]; complete gives q [..., m, m] and r [..., m, n].
- * Entries with |x| <= eps become 0 (Nx's :eps). Nx's own Householder
- * algorithm with the reference's rounding, so q and r are Nx's to the
- * last bit (for real input R's diagonal is never negative). */
+ * Entries with |x| <= eps become 0 (Nx's :eps). For real input R's
+ * diagonal is non-negative with either method (the reference: Nx's
+ * Householder algorithm with its rounding); for complex input LAPACK's
+ * is real and non-negative, the reference's keeps the phase Nx's complex
+ * reflector gives it. emily_qr uses EMILY_LINALG_LAPACK. */
 emily_status emily_qr(const emily_tensor *a, emily_qr_mode mode, double eps, emily_tensor **q,
                       emily_tensor **r);
+emily_status emily_qr_opts(const emily_tensor *a, emily_qr_mode mode, double eps,
+                           emily_linalg_method method, emily_tensor **q, emily_tensor **r);
 
 /* Nx.LinAlg.svd of real [..., m, n] (Nx rejects complex input): u, s
  * (descending) and vt. full_matrices: u [..., m, m], vt [..., n, n];
- * otherwise u [..., m, k], vt [..., k, n]. Nx's own algorithms with the
- * reference's rounding, so the factors are Nx's to the last bit: without
- * full matrices eigh of the Gram matrix A^T A, with them QDWH and eigh of
- * the polar factor (:max_iter bounds both iterations). emily_svd uses
- * Nx's default max_iter, 100. */
+ * otherwise u [..., m, k], vt [..., k, n]. The reference method runs
+ * Nx's algorithms with its rounding: without full matrices eigh of the
+ * Gram matrix A^T A, with them QDWH and eigh of the polar factor
+ * (:max_iter bounds both iterations). emily_svd uses EMILY_LINALG_LAPACK
+ * (and max_iter 100, Nx's default, were it the reference). */
 emily_status emily_svd(const emily_tensor *a, bool full_matrices, emily_tensor **u,
                        emily_tensor **s, emily_tensor **vt);
 emily_status emily_svd_opts(const emily_tensor *a, bool full_matrices, int64_t max_iter,
-                            emily_tensor **u, emily_tensor **s, emily_tensor **vt);
+                            emily_linalg_method method, emily_tensor **u, emily_tensor **s,
+                            emily_tensor **vt);
 
 /* Nx.LinAlg.eigh of Hermitian [..., n, n]: eigenvalues [..., n] ordered
  * by decreasing magnitude, as Nx orders them, and the eigenvectors as the
  * columns of [..., n, n]. Both have the float type of a (complex inputs
- * give complex outputs, as in Nx). Nx's own Jacobi algorithm
+ * give complex outputs, as in Nx; LAPACK's eigenvalues have zero
+ * imaginary parts). The reference method is Nx's Jacobi algorithm
  * (Nx.LinAlg.BlockEigh, reading the whole matrix) with the reference's
  * rounding, stopping rule (eps, max_iter sweeps) and zeroing of entries
- * with |x| <= eps, so the results are Nx's to the last bit (complex
- * eigenvalues keep the imaginary parts Nx's rotations leave). emily_eigh
- * uses Nx's defaults, eps 1.0e-4 and max_iter 1000. */
+ * with |x| <= eps (complex eigenvalues keep the imaginary parts Nx's
+ * rotations leave). emily_eigh uses EMILY_LINALG_LAPACK (and Nx's
+ * defaults eps 1.0e-4, max_iter 1000, were it the reference). */
 emily_status emily_eigh(const emily_tensor *a, emily_tensor **eigenvalues,
                         emily_tensor **eigenvectors);
 emily_status emily_eigh_opts(const emily_tensor *a, double eps, int64_t max_iter,
-                             emily_tensor **eigenvalues, emily_tensor **eigenvectors);
+                             emily_linalg_method method, emily_tensor **eigenvalues,
+                             emily_tensor **eigenvectors);
 
 #ifdef __cplusplus
 }

@@ -29,6 +29,13 @@ emily_status emily_cpu_linalg_svd(emily_tensor *u, emily_tensor *s, emily_tensor
                                   emily_dtype work, bool integer_input);
 emily_status emily_cpu_linalg_eigh(emily_tensor *w, emily_tensor *v, const emily_tensor *a,
                                    double eps, int64_t max_iter, emily_dtype work);
+emily_status emily_cpu_lapack_qr(emily_tensor *q, emily_tensor *r, const emily_tensor *a,
+                                 bool complete, double eps, emily_dtype work);
+emily_status emily_cpu_lapack_svd(emily_tensor *u, emily_tensor *s, emily_tensor *vt,
+                                  const emily_tensor *a, bool full_matrices, int64_t max_iter,
+                                  emily_dtype work, bool integer_input);
+emily_status emily_cpu_lapack_eigh(emily_tensor *w, emily_tensor *v, const emily_tensor *a,
+                                   double eps, int64_t max_iter, emily_dtype work);
 
 /* ---- scalar arithmetic as the reference does it ------------------------ */
 
@@ -703,6 +710,9 @@ static const struct emily_linalg_kernels cpu_linalg = {
     .qr = emily_cpu_linalg_qr,
     .svd = emily_cpu_linalg_svd,
     .eigh = emily_cpu_linalg_eigh,
+    .qr_lapack = emily_cpu_lapack_qr,
+    .svd_lapack = emily_cpu_lapack_svd,
+    .eigh_lapack = emily_cpu_lapack_eigh,
 };
 
 const struct emily_linalg_kernels *const emily_cpu_linalg_kernels = &cpu_linalg;

@@ -9,7 +9,11 @@
  * inputs and options only). Options that only steer Nx's iterative
  * algorithms have the effect they have in Nx where the engine runs Nx's
  * algorithm (eigh's :eps and :max_iter, svd's :max_iter) and none
- * elsewhere (lu's :eps). */
+ * elsewhere (lu's :eps, and eigh's and svd's under LAPACK).
+ *
+ * qr, svd and eigh take one option Nx does not have, :linalg (:lapack,
+ * the default, or :reference: Nx's own algorithms bit for bit; see
+ * emily_linalg_method). Emily.Backend adds it from its configuration. */
 #include <stdio.h>
 #include <string.h>
 #include "nx/callback.h"
@@ -39,6 +43,23 @@ static emily_status opt_float(emily_call *c, const emily_value *opts, const char
     char what[48];
     snprintf(what, sizeof what, "option :%s", key);
     return value_float(c, v, what, out);
+}
+
+static emily_status opt_method(emily_call *c, const emily_value *opts, emily_linalg_method *out) {
+    const emily_value *v = opt_get(opts, "linalg");
+    *out = EMILY_LINALG_LAPACK;
+    if (!v || v->kind == EMILY_V_NIL) return EMILY_OK;
+    const char *name;
+    emily_status s = value_atom(c, v, "option :linalg", false, &name);
+    if (s) return s;
+    if (strcmp(name, "lapack") == 0) return EMILY_OK;
+    if (strcmp(name, "reference") == 0) {
+        *out = EMILY_LINALG_REFERENCE;
+        return EMILY_OK;
+    }
+    return call_fail(c, EMILY_ERR_ARGUMENT,
+                     "invalid :linalg received. Expected one of [:lapack, :reference], received: :%s",
+                     name);
 }
 
 static emily_status return_all(emily_call *c, int n, emily_tensor **ts) {
@@ -110,8 +131,10 @@ static emily_status cb_qr(emily_call *c) {
                              "invalid :mode received. Expected one of [:reduced, :complete], "
                              "received: :%s", name);
     }
+    emily_linalg_method method;
+    if ((s = opt_method(c, opts, &method))) return s;
     emily_tensor *r[2];
-    if ((s = emily_qr(a, mode, eps, &r[0], &r[1]))) return s;
+    if ((s = emily_qr_opts(a, mode, eps, method, &r[0], &r[1]))) return s;
     return return_all(c, 2, r);
 }
 
@@ -126,8 +149,10 @@ static emily_status cb_svd(emily_call *c) {
     int64_t max_iter = 100;
     const emily_value *mi = opt_get(opts, "max_iter");
     if (mi && mi->kind != EMILY_V_NIL && (s = value_int(c, mi, "option :max_iter", &max_iter))) return s;
+    emily_linalg_method method;
+    if ((s = opt_method(c, opts, &method))) return s;
     emily_tensor *r[3];
-    if ((s = emily_svd_opts(a, full, max_iter, &r[0], &r[1], &r[2]))) return s;
+    if ((s = emily_svd_opts(a, full, max_iter, method, &r[0], &r[1], &r[2]))) return s;
     return return_all(c, 3, r);
 }
 
@@ -142,8 +167,10 @@ static emily_status cb_eigh(emily_call *c) {
     if ((s = opt_float(c, opts, "eps", 1.0e-4, &eps))) return s;
     const emily_value *mi = opt_get(opts, "max_iter");
     if (mi && mi->kind != EMILY_V_NIL && (s = value_int(c, mi, "option :max_iter", &max_iter))) return s;
+    emily_linalg_method method;
+    if ((s = opt_method(c, opts, &method))) return s;
     emily_tensor *r[2];
-    if ((s = emily_eigh_opts(a, eps, max_iter, &r[0], &r[1]))) return s;
+    if ((s = emily_eigh_opts(a, eps, max_iter, method, &r[0], &r[1]))) return s;
     return return_all(c, 2, r);
 }
 

@@ -6,6 +6,7 @@
  * problems) and return wide results that are rounded here to the output
  * type. solve is composed from lu, dot and two triangular solves exactly
  * as Nx.LinAlg.solve composes them, so it inherits their rounding. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "ops/common.h"
@@ -305,10 +306,38 @@ emily_status emily_determinant(const emily_tensor *a, emily_tensor **out) {
     return finish(dw, t, out);
 }
 
+/* ---- the method of qr, svd and eigh ------------------------------------ */
+
+static emily_status check_method(const char *op, emily_linalg_method method) {
+    if (method != EMILY_LINALG_LAPACK && method != EMILY_LINALG_REFERENCE)
+        return emily_error(EMILY_ERR_ARGUMENT,
+                           "%s: invalid method %d, expected EMILY_LINALG_LAPACK or "
+                           "EMILY_LINALG_REFERENCE", op, (int)method);
+    return EMILY_OK;
+}
+
+/* The LAPACK kernel runs when asked for, present, and the wide input is
+ * finite: LAPACK's iterations are not defined on NaN or infinity, while
+ * the reference algorithm propagates them the way Nx does. (Only host
+ * engines have LAPACK kernels, so aw is in host memory here.) */
+static bool use_lapack(emily_linalg_method method, const void *kernel, const emily_tensor *aw) {
+    if (method != EMILY_LINALG_LAPACK || !kernel) return false;
+    const double *x = emily_tensor_base(aw);
+    int64_t count = emily_tensor_size(aw) * (emily_dtype_is_complex(aw->dtype) ? 2 : 1);
+    for (int64_t i = 0; i < count; i++)
+        if (!isfinite(x[i])) return false;
+    return true;
+}
+
 /* ---- qr ---------------------------------------------------------------- */
 
 emily_status emily_qr(const emily_tensor *a, emily_qr_mode mode, double eps, emily_tensor **q,
                       emily_tensor **r) {
+    return emily_qr_opts(a, mode, eps, EMILY_LINALG_LAPACK, q, r);
+}
+
+emily_status emily_qr_opts(const emily_tensor *a, emily_qr_mode mode, double eps,
+                           emily_linalg_method method, emily_tensor **q, emily_tensor **r) {
     const char *op = "qr";
     emily_status s;
     if ((s = emily_check_out(op, q)) || (s = emily_check_out(op, r))) return s;
@@ -316,6 +345,7 @@ emily_status emily_qr(const emily_tensor *a, emily_qr_mode mode, double eps, emi
     if (mode != EMILY_QR_REDUCED && mode != EMILY_QR_COMPLETE)
         return emily_error(EMILY_ERR_ARGUMENT, "%s: invalid mode %d, expected reduced or complete",
                            op, (int)mode);
+    if ((s = check_method(op, method))) return s;
     const struct emily_linalg_kernels *k;
     if ((s = get_kernels(op, 1, &a, &k))) return s;
     if (!k->qr) return unsupported(op, a);
@@ -331,7 +361,7 @@ emily_status emily_qr(const emily_tensor *a, emily_qr_mode mode, double eps, emi
     if ((s = to_wide(a, w, &aw))) return s;
     if (!(s = emily_empty_like_device(a, w, qrank, qshape, &qw)) &&
         !(s = emily_empty_like_device(a, w, rrank, rshape, &rw)))
-        s = k->qr(qw, rw, aw, complete, eps, t);
+        s = (use_lapack(method, k->qr_lapack, aw) ? k->qr_lapack : k->qr)(qw, rw, aw, complete, eps, t);
     emily_tensor_release(aw);
     if (s) {
         emily_tensor_release(qw);
@@ -354,13 +384,15 @@ emily_status emily_qr(const emily_tensor *a, emily_qr_mode mode, double eps, emi
 
 emily_status emily_svd(const emily_tensor *a, bool full_matrices, emily_tensor **u,
                        emily_tensor **sv, emily_tensor **vt) {
-    return emily_svd_opts(a, full_matrices, 100, u, sv, vt);
+    return emily_svd_opts(a, full_matrices, 100, EMILY_LINALG_LAPACK, u, sv, vt);
 }
 
 emily_status emily_svd_opts(const emily_tensor *a, bool full_matrices, int64_t max_iter,
-                            emily_tensor **u, emily_tensor **sv, emily_tensor **vt) {
+                            emily_linalg_method method, emily_tensor **u, emily_tensor **sv,
+                            emily_tensor **vt) {
     const char *op = "svd";
     emily_status s;
+    if ((s = check_method(op, method))) return s;
     if (max_iter < 0)
         return emily_error(EMILY_ERR_ARGUMENT, "%s: max_iter must be non-negative, got %lld", op,
                            (long long)max_iter);
@@ -387,7 +419,8 @@ emily_status emily_svd_opts(const emily_tensor *a, bool full_matrices, int64_t m
     if (!(s = emily_empty_like_device(a, EMILY_F64, urank, ushape, &uw)) &&
         !(s = emily_empty_like_device(a, EMILY_F64, srank, sshape, &sw)) &&
         !(s = emily_empty_like_device(a, EMILY_F64, vrank, vshape, &vw)))
-        s = k->svd(uw, sw, vw, aw, full_matrices, max_iter, t, emily_dtype_is_integer(a->dtype));
+        s = (use_lapack(method, k->svd_lapack, aw) ? k->svd_lapack : k->svd)(
+            uw, sw, vw, aw, full_matrices, max_iter, t, emily_dtype_is_integer(a->dtype));
     emily_tensor_release(aw);
     if (s) {
         emily_tensor *all[3] = {uw, sw, vw};
@@ -412,13 +445,15 @@ emily_status emily_svd_opts(const emily_tensor *a, bool full_matrices, int64_t m
 
 emily_status emily_eigh(const emily_tensor *a, emily_tensor **eigenvalues,
                         emily_tensor **eigenvectors) {
-    return emily_eigh_opts(a, 1.0e-4, 1000, eigenvalues, eigenvectors);
+    return emily_eigh_opts(a, 1.0e-4, 1000, EMILY_LINALG_LAPACK, eigenvalues, eigenvectors);
 }
 
 emily_status emily_eigh_opts(const emily_tensor *a, double eps, int64_t max_iter,
-                             emily_tensor **eigenvalues, emily_tensor **eigenvectors) {
+                             emily_linalg_method method, emily_tensor **eigenvalues,
+                             emily_tensor **eigenvectors) {
     const char *op = "eigh";
     emily_status s;
+    if ((s = check_method(op, method))) return s;
     if ((s = emily_check_out(op, eigenvalues)) || (s = emily_check_out(op, eigenvectors))) return s;
     if ((s = emily_check_tensor(op, "tensor", a)) || (s = check_matrix(op, a, true))) return s;
     if (max_iter < 0)
@@ -432,7 +467,8 @@ emily_status emily_eigh_opts(const emily_tensor *a, double eps, int64_t max_iter
     if ((s = to_wide(a, w, &aw))) return s;
     if (!(s = emily_empty_like_device(a, w, a->rank - 1, a->shape, &ww)) &&
         !(s = emily_empty_like_device(a, w, a->rank, a->shape, &vw)))
-        s = k->eigh(ww, vw, aw, eps, max_iter, t);
+        s = (use_lapack(method, k->eigh_lapack, aw) ? k->eigh_lapack : k->eigh)(ww, vw, aw, eps,
+                                                                               max_iter, t);
     emily_tensor_release(aw);
     if (s) {
         emily_tensor_release(ww);

@@ -74,6 +74,18 @@ struct emily_linalg_kernels {
      * matrix read) in `work` with Nx's :eps and :max_iter. */
     emily_status (*eigh)(emily_tensor *w, emily_tensor *v, const emily_tensor *a, double eps,
                          int64_t max_iter, emily_dtype work);
+    /* EMILY_LINALG_LAPACK's kernels: the same arguments and outputs as
+     * qr, svd and eigh above (eigh's eps and max_iter, svd's max_iter,
+     * `work` and `integer_input` unused), computed in the wide type on
+     * finite input, factors in Nx's sign conventions (emily/ops_linalg.h).
+     * NULL: the device has no such library and the reference runs. */
+    emily_status (*qr_lapack)(emily_tensor *q, emily_tensor *r, const emily_tensor *a,
+                              bool complete, double eps, emily_dtype work);
+    emily_status (*svd_lapack)(emily_tensor *u, emily_tensor *s, emily_tensor *vt,
+                               const emily_tensor *a, bool full_matrices, int64_t max_iter,
+                               emily_dtype work, bool integer_input);
+    emily_status (*eigh_lapack)(emily_tensor *w, emily_tensor *v, const emily_tensor *a,
+                                double eps, int64_t max_iter, emily_dtype work);
 };
 
 #ifdef __cplusplus

@@ -158,6 +158,44 @@ static bool infer_with_weak_scalars(const char *op, emily_device dev, const emil
 
 typedef enum { CASE_PASS, CASE_PASS_WEAK, CASE_FAIL, CASE_SKIP } case_outcome;
 
+/* --linalg reference: qr, svd and eigh run Nx's own algorithms (the
+ * :linalg option, emily_linalg_method) and must give the corpus's bits. */
+static bool linalg_reference;
+
+/* The call's arguments with linalg: :reference added to its options (the
+ * final keyword list, or a new one). Points into *x, which the caller
+ * frees with free_with_method. */
+typedef struct with_method {
+    emily_value *args, *opt_items;
+    const char **opt_keys;
+} with_method;
+
+static size_t add_reference_method(emily_value *argv, size_t argc, with_method *x) {
+    bool has_opts = argc > 0 && argv[argc - 1].kind == EMILY_V_OPTS;
+    size_t nargs = has_opts ? argc : argc + 1;
+    const emily_value *old = has_opts ? &argv[argc - 1] : NULL;
+    size_t nopts = (old ? old->n : 0) + 1;
+    x->args = calloc(nargs, sizeof *x->args);
+    x->opt_items = calloc(nopts, sizeof *x->opt_items);
+    x->opt_keys = calloc(nopts, sizeof *x->opt_keys);
+    if (!x->args || !x->opt_items || !x->opt_keys) return 0;
+    memcpy(x->args, argv, argc * sizeof *argv);
+    for (size_t i = 0; old && i < old->n; i++) {
+        x->opt_items[i] = old->items[i];
+        x->opt_keys[i] = old->keys[i];
+    }
+    x->opt_keys[nopts - 1] = "linalg";
+    x->opt_items[nopts - 1] = (emily_value){.kind = EMILY_V_ATOM, .str = "reference", .len = 9};
+    x->args[nargs - 1] = (emily_value){.kind = EMILY_V_OPTS, .items = x->opt_items, .keys = x->opt_keys, .n = nopts};
+    return nargs;
+}
+
+static void free_with_method(with_method *x) {
+    free(x->args);
+    free(x->opt_items);
+    free(x->opt_keys);
+}
+
 static case_outcome run_case(const char *op, json_t *line, emily_device dev, json_t *emit_obj,
                              char *msg, size_t ms) {
     if (!emily_dispatch_supports(op)) {
@@ -165,6 +203,7 @@ static case_outcome run_case(const char *op, json_t *line, emily_device dev, jso
         return CASE_SKIP;
     }
     jv_tree out = {0}, args = {0};
+    with_method wm = {0};
     case_outcome outcome = CASE_FAIL;
     if (jv_decode(&out, json_object_get(line, "out"), dev, true, msg, ms) ||
         jv_decode(&args, json_object_get(line, "args"), dev, false, msg, ms)) {
@@ -174,6 +213,15 @@ static case_outcome run_case(const char *op, json_t *line, emily_device dev, jso
     emily_dispatch_result res = {0};
     emily_value *argv = args.root->items;
     size_t argc = args.root->n;
+    bool reference = linalg_reference && property_checked_op(op);
+    if (reference) {
+        argc = add_reference_method(argv, argc, &wm);
+        argv = wm.args;
+        if (!argc) {
+            snprintf(msg, ms, "out of memory");
+            goto done;
+        }
+    }
     emily_status st = emily_dispatch(op, dev, out.root, argv, argc, EMILY_DISPATCH_RUN, &res);
     if (st == EMILY_ERR_UNSUPPORTED) {
         /* the callback exists but this device has no kernel for it yet */
@@ -193,9 +241,11 @@ static case_outcome run_case(const char *op, json_t *line, emily_device dev, jso
         json_object_set_new(emit_obj, "result", enc);
     }
     const json_t *want = json_object_get(line, "result");
-    bool ok = property_checked_op(op)
+    bool ok = reference ? identical_result(want, &res)
+              : property_checked_op(op)
                   ? identical_result(want, &res) || property_check_expected(op, argv, argc, &res, want, msg, ms)
                   : check_result(op, want, &res, msg, ms);
+    if (!ok && reference) snprintf(msg, ms, "not the reference's bits (--linalg reference)");
     emily_dispatch_result_release(&res);
     if (!ok) goto done;
     /* The typed path must infer Nx's template from inputs and options. */
@@ -216,13 +266,14 @@ static case_outcome run_case(const char *op, json_t *line, emily_device dev, jso
     if (match) outcome = CASE_PASS;
     else if (infer_with_weak_scalars(op, dev, out.root, argv, argc)) outcome = CASE_PASS_WEAK;
 done:
+    free_with_method(&wm);
     jv_free(&out);
     jv_free(&args);
     return outcome;
 }
 
 static void usage(void) {
-    fprintf(stderr, "usage: conformance [--device cpu|cuda[:N]] [--ops a,b,...] [--emit FILE] [-v] CORPUS.jsonl...\n");
+    fprintf(stderr, "usage: conformance [--device cpu|cuda[:N]] [--ops a,b,...] [--emit FILE] [--linalg lapack|reference] [-v] CORPUS.jsonl...\n");
 }
 
 int main(int argc, char **argv) {
@@ -236,6 +287,11 @@ int main(int argc, char **argv) {
         } else if (strcmp(argv[i], "--ops") == 0 && i + 1 < argc) ops = argv[++i];
         else if (strcmp(argv[i], "--emit") == 0 && i + 1 < argc) emit_path = argv[++i];
         else if (strcmp(argv[i], "-v") == 0) verbose++;
+        else if (strcmp(argv[i], "--linalg") == 0 && i + 1 < argc) {
+            const char *m = argv[++i];
+            if (strcmp(m, "reference") == 0) linalg_reference = true;
+            else if (strcmp(m, "lapack") != 0) { usage(); return 2; }
+        }
         else if (argv[i][0] == '-') { usage(); return 2; }
         else files[nfiles++] = argv[i];
     }
@@ -301,10 +357,17 @@ int main(int argc, char **argv) {
     bool any_prop = false;
     for (int i = 0; i < nstats; i++)
         if (property_checked_op(stats[i].name)) {
+            if (linalg_reference) {
+                if (!any_prop) printf("run with linalg: :reference (Nx's own algorithms), checked bit for bit:");
+                any_prop = true;
+                printf(" %s", stats[i].name);
+                continue;
+            }
             if (!any_prop) printf("the reference's bits, or else these defining properties:\n");
             any_prop = true;
             printf("  %s: %s\n", stats[i].name, property_description(stats[i].name));
         }
+    if (linalg_reference && any_prop) printf("\n");
     if (skipped) {
         printf("skipped (callback not implemented, or no kernel on %s):", dname);
         for (int i = 0; i < nstats; i++)

@@ -366,9 +366,10 @@ TEST(cholesky_values) {
 
 /* ---- qr / svd / eigh --------------------------------------------------- */
 
-static void check_qr(emily_tensor *t, emily_qr_mode mode, int64_t m, int64_t n) {
+static void check_qr_with(emily_tensor *t, emily_qr_mode mode, int64_t m, int64_t n,
+                          emily_linalg_method method) {
     emily_tensor *q = NULL, *r = NULL;
-    CHECK_OK(emily_qr(t, mode, 1e-10, &q, &r));
+    CHECK_OK(emily_qr_opts(t, mode, 1e-10, method, &q, &r));
     if (!q || !r) return;
     int64_t k = m < n ? m : n, qc = mode == EMILY_QR_COMPLETE ? m : k, rr = mode == EMILY_QR_COMPLETE ? m : k;
     int64_t qs[2] = {m, qc}, rs[2] = {rr, n};
@@ -385,9 +386,26 @@ static void check_qr(emily_tensor *t, emily_qr_mode mode, int64_t m, int64_t n) 
     double complex *zero = calloc((size_t)(qc * qc), sizeof *zero);
     CHECK(max_diff(qhq, zero, qc * qc) < 1e-5);
     /* Nx's Householder updates leave rounding noise below R's diagonal,
-     * as the reference does */
+     * as the reference does; LAPACK's R is exactly triangular. */
     for (int64_t i = 0; i < rr; i++)
-        for (int64_t j = 0; j < i && j < n; j++) CHECK(cabs(R[i * n + j]) < 1e-5);
+        for (int64_t j = 0; j < i && j < n; j++)
+            CHECK(method == EMILY_LINALG_LAPACK ? R[i * n + j] == 0 : cabs(R[i * n + j]) < 1e-5);
+    /* R's diagonal: Nx's signs for real input (both methods); LAPACK's
+     * complex diagonal is real and non-negative */
+    bool cx = emily_dtype_is_complex(emily_tensor_dtype(t));
+    if (!cx || method == EMILY_LINALG_LAPACK) {
+        emily_tensor *q2 = NULL, *r2 = NULL;
+        CHECK_OK(emily_qr_opts(t, mode, 1e-10, EMILY_LINALG_REFERENCE, &q2, &r2));
+        double complex *R2 = r2 ? cvals(r2) : NULL;
+        for (int64_t i = 0; R2 && i < k; i++) {
+            CHECK(cimag(R[i * n + i]) == 0);
+            if (!cx) CHECK((creal(R[i * n + i]) < 0) == (creal(R2[i * n + i]) < 0));
+            else CHECK(creal(R[i * n + i]) >= 0);
+        }
+        free(R2);
+        emily_tensor_release(q2);
+        emily_tensor_release(r2);
+    }
     free(Q);
     free(R);
     free(A);
@@ -397,6 +415,11 @@ static void check_qr(emily_tensor *t, emily_qr_mode mode, int64_t m, int64_t n) 
     free(zero);
     emily_tensor_release(q);
     emily_tensor_release(r);
+}
+
+static void check_qr(emily_tensor *t, emily_qr_mode mode, int64_t m, int64_t n) {
+    check_qr_with(t, mode, m, n, EMILY_LINALG_LAPACK);
+    check_qr_with(t, mode, m, n, EMILY_LINALG_REFERENCE);
 }
 
 TEST(qr_modes_and_shapes) {
@@ -410,6 +433,29 @@ TEST(qr_modes_and_shapes) {
     check_qr(t, EMILY_QR_REDUCED, 3, 4);
     check_qr(t, EMILY_QR_COMPLETE, 3, 4);
     emily_tensor_release(t);
+    /* signs: a random-looking square matrix (Nx leaves R's last entry
+     * unreflected, so its sign is det's), and Nx's doctest inputs,
+     * already triangular, where nothing is reflected: Q = I, R = A */
+    float sq[9] = {0.5f, -2, 1, 3, 1, -1, -4, 2, 0.25f};
+    int64_t s33[2] = {3, 3};
+    t = t_from(EMILY_F32, 2, s33, sq);
+    check_qr(t, EMILY_QR_REDUCED, 3, 3);
+    emily_tensor_release(t);
+    for (int neg = 0; neg < 2; neg++) {
+        float tri[9] = {neg ? -3 : 3, 2, 1, 0, 1, 1, 0, 0, neg ? -1 : 1};
+        t = t_from(EMILY_F32, 2, s33, tri);
+        emily_tensor *q = NULL, *r = NULL;
+        CHECK_OK(emily_qr(t, EMILY_QR_REDUCED, 1e-10, &q, &r));
+        float qb[9], rb[9], eye[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
+        if (q && r) {
+            CHECK_OK(emily_to_binary(q, qb, sizeof qb));
+            CHECK_OK(emily_to_binary(r, rb, sizeof rb));
+            CHECK(memcmp(qb, eye, sizeof eye) == 0 && memcmp(rb, tri, sizeof tri) == 0);
+        }
+        emily_tensor_release(q);
+        emily_tensor_release(r);
+        emily_tensor_release(t);
+    }
     double complex c[4] = {1 + I, 2, -I, 3};
     int64_t s2[2] = {2, 2};
     t = t_from(EMILY_C128, 2, s2, c);
@@ -422,6 +468,8 @@ TEST(qr_modes_and_shapes) {
     emily_tensor_release(t);
     t = t_from(EMILY_F32, 2, tall, a);
     CHECK_ERR(emily_qr(t, (emily_qr_mode)5, 1e-10, &q, &r), EMILY_ERR_ARGUMENT, "mode");
+    CHECK_ERR(emily_qr_opts(t, EMILY_QR_REDUCED, 1e-10, (emily_linalg_method)7, &q, &r),
+              EMILY_ERR_ARGUMENT, "method");
     emily_tensor_release(t);
     /* zero-size: q is an identity block, r is empty */
     int64_t s30[2] = {3, 0};
@@ -435,11 +483,174 @@ TEST(qr_modes_and_shapes) {
 
 /* Real qr, eigh and svd are Nx's own algorithms with the reference's rounding:
  * the exact bits Nx prints in its doctests (and the corpus records). */
+/* EMILY_LINALG_LAPACK (the default): LAPACK's factors in Nx's conventions,
+ * so that Nx's doctest inputs give what Nx prints to within f32 rounding:
+ * eigenvalues by decreasing magnitude, each eigenvector's largest entry
+ * positive, each vt row's largest entry positive (u's column with it). */
+static bool near(float got, float want) { return fabsf(got - want) <= 2e-7f + 2e-7f * fabsf(want); }
+
+TEST(lapack_method_follows_nx_conventions) {
+    int32_t e[9] = {0, 1, 2, 1, 0, 2, 2, 2, 3};
+    int64_t s33[2] = {3, 3};
+    emily_tensor *t = t_from(EMILY_S32, 2, s33, e), *w = NULL, *v = NULL;
+    CHECK_OK(emily_eigh(t, &w, &v));
+    float wb[4], vb[9];
+    if (w && v) {
+        CHECK(emily_tensor_dtype(w) == EMILY_F32 && emily_tensor_dtype(v) == EMILY_F32);
+        CHECK_OK(emily_to_binary(w, wb, 12));
+        CHECK_OK(emily_to_binary(v, vb, sizeof vb));
+        CHECK(near(wb[0], 5) && near(wb[1], -1) && near(wb[2], -1));
+        /* the eigenvector of 5 is unique: (1, 1, 2)/sqrt(6), as Nx prints */
+        CHECK(near(vb[0], 0.40824829f) && near(vb[3], 0.40824829f) && near(vb[6], 0.81649658f));
+        /* -1's eigenspace is a plane: any orthonormal basis of it is right;
+         * check A v = -v and the sign rule */
+        for (int c = 1; c < 3; c++) {
+            int big = 0;
+            for (int r = 0; r < 3; r++) {
+                float av = 0;
+                for (int l = 0; l < 3; l++) av += (float)e[r * 3 + l] * vb[l * 3 + c];
+                CHECK(fabsf(av + vb[r * 3 + c]) < 1e-6f);
+                if (fabsf(vb[r * 3 + c]) > fabsf(vb[big * 3 + c])) big = r;
+            }
+            CHECK(vb[big * 3 + c] > 0);
+        }
+    }
+    emily_tensor_release(w);
+    emily_tensor_release(v);
+    emily_tensor_release(t);
+    /* a batch: Nx's doctest [[[2, 5], [5, 6]], [[1, 0], [0, 4]]] */
+    int32_t e2[8] = {2, 5, 5, 6, 1, 0, 0, 4};
+    int64_t s222[3] = {2, 2, 2};
+    t = t_from(EMILY_S32, 3, s222, e2);
+    CHECK_OK(emily_eigh(t, &w, &v));
+    float v2[8];
+    if (w && v) {
+        CHECK_OK(emily_to_binary(w, wb, 16));
+        CHECK_OK(emily_to_binary(v, v2, sizeof v2));
+        CHECK(near(wb[0], 9.3851648f) && near(wb[1], -1.3851648f) && near(wb[2], 4) && near(wb[3], 1));
+        float want[8] = {0.56062883f, 0.8280672f, 0.8280672f, -0.56062883f, 0, 1, 1, 0};
+        for (int i = 0; i < 8; i++) CHECK(near(v2[i], want[i]));
+    }
+    emily_tensor_release(w);
+    emily_tensor_release(v);
+    emily_tensor_release(t);
+    /* svd: Nx's doctest input, exact here where Nx's iterations print
+     * 0.99999994 and 1.9999999 */
+    int32_t d43[12] = {2, 0, 0, 0, 3, 0, 0, 0, -1, 0, 0, 0};
+    int64_t s43[2] = {4, 3};
+    t = t_from(EMILY_S32, 2, s43, d43);
+    emily_tensor *u = NULL, *sv = NULL, *vt = NULL;
+    CHECK_OK(emily_svd(t, true, &u, &sv, &vt));
+    float ub[16], sb[3], vtb[9];
+    if (u && sv && vt) {
+        CHECK_OK(emily_to_binary(u, ub, sizeof ub));
+        CHECK_OK(emily_to_binary(sv, sb, sizeof sb));
+        CHECK_OK(emily_to_binary(vt, vtb, sizeof vtb));
+        float wu[16] = {0, 1, 0, 0, 1, 0, 0, 0, 0, 0, -1, 0, 0, 0, 0, 1};
+        float wv[9] = {0, 1, 0, 1, 0, 0, 0, 0, 1};
+        for (int i = 0; i < 16; i++) CHECK(near(ub[i], wu[i]));
+        for (int i = 0; i < 9; i++) CHECK(near(vtb[i], wv[i]));
+        CHECK(near(sb[0], 3) && near(sb[1], 2) && near(sb[2], 1));
+    }
+    emily_tensor_release(u);
+    emily_tensor_release(sv);
+    emily_tensor_release(vt);
+    /* without full matrices: u [4, 3], vt [3, 3] */
+    CHECK_OK(emily_svd(t, false, &u, &sv, &vt));
+    if (u && vt) {
+        int64_t us[2] = {4, 3};
+        CHECK(t_shape_is(u, 2, us) && t_shape_is(vt, 2, s33));
+        CHECK_OK(emily_to_binary(u, ub, 48));
+        float wu[12] = {0, 1, 0, 1, 0, 0, 0, 0, -1, 0, 0, 0};
+        for (int i = 0; i < 12; i++) CHECK(near(ub[i], wu[i]));
+    }
+    emily_tensor_release(u);
+    emily_tensor_release(sv);
+    emily_tensor_release(vt);
+    CHECK_ERR(emily_svd_opts(t, true, 100, (emily_linalg_method)-1, &u, &sv, &vt),
+              EMILY_ERR_ARGUMENT, "method");
+    emily_tensor_release(t);
+    /* a NaN: LAPACK is not defined there, the reference's NaNs are Nx's */
+    float nn[4] = {1, NAN, NAN, 2};
+    int64_t s22[2] = {2, 2};
+    t = t_from(EMILY_F32, 2, s22, nn);
+    emily_tensor *w2 = NULL, *v2t = NULL;
+    CHECK_OK(emily_eigh(t, &w, &v));
+    CHECK_OK(emily_eigh_opts(t, 1.0e-4, 1000, EMILY_LINALG_REFERENCE, &w2, &v2t));
+    if (w && v && w2 && v2t) {
+        float a1[6], a2[6];
+        CHECK_OK(emily_to_binary(w, a1, 8));
+        CHECK_OK(emily_to_binary(v, a1 + 2, 16));
+        CHECK_OK(emily_to_binary(w2, a2, 8));
+        CHECK_OK(emily_to_binary(v2t, a2 + 2, 16));
+        CHECK(memcmp(a1, a2, sizeof a1) == 0);
+    }
+    emily_tensor_release(w);
+    emily_tensor_release(v);
+    emily_tensor_release(w2);
+    emily_tensor_release(v2t);
+    CHECK_ERR(emily_eigh_opts(t, 1.0e-4, 1000, (emily_linalg_method)2, &w, &v), EMILY_ERR_ARGUMENT,
+              "method");
+    emily_tensor_release(t);
+}
+
+/* f32 input is solved in f64: LAPACK's eigenvalues of a 40x40 symmetric
+ * matrix agree with the exact ones to f32's last bits, where Nx's Jacobi
+ * (eps 1.0e-4) is off in the fourth digit; the reference method and
+ * LAPACK agree to that tolerance. */
+TEST(lapack_method_is_accurate_for_f32) {
+    enum { N = 40 };
+    float a[N * N];
+    /* A = Q diag(1..N) Q^T with Q a product of two Householder reflections */
+    double x[N], y[N], d[N * N];
+    for (int i = 0; i < N; i++) { x[i] = sin(i + 1.0); y[i] = cos(3.0 * i); }
+    double nx = 0, ny = 0;
+    for (int i = 0; i < N; i++) { nx += x[i] * x[i]; ny += y[i] * y[i]; }
+    for (int i = 0; i < N; i++)
+        for (int j = 0; j < N; j++) {
+            /* (I - 2xx^T/|x|^2)(I - 2yy^T/|y|^2) */
+            double hx = (i == j) - 2 * x[i] * x[j] / nx;
+            d[i * N + j] = hx;
+        }
+    double q[N * N];
+    for (int i = 0; i < N; i++)
+        for (int j = 0; j < N; j++) {
+            double sum = 0;
+            for (int l = 0; l < N; l++) sum += d[i * N + l] * ((l == j) - 2 * y[l] * y[j] / ny);
+            q[i * N + j] = sum;
+        }
+    for (int i = 0; i < N; i++)
+        for (int j = 0; j < N; j++) {
+            double sum = 0;
+            for (int l = 0; l < N; l++) sum += q[i * N + l] * (l + 1) * q[j * N + l];
+            a[i * N + j] = (float)sum;
+        }
+    for (int i = 0; i < N; i++)
+        for (int j = 0; j < i; j++) a[i * N + j] = a[j * N + i]; /* exactly symmetric */
+    int64_t sh[2] = {N, N};
+    emily_tensor *t = t_from(EMILY_F32, 2, sh, a), *w = NULL, *v = NULL, *wr = NULL, *vr = NULL;
+    CHECK_OK(emily_eigh(t, &w, &v));
+    CHECK_OK(emily_eigh_opts(t, 1.0e-4, 1000, EMILY_LINALG_REFERENCE, &wr, &vr));
+    if (w && wr) {
+        float wl[N], wn[N];
+        CHECK_OK(emily_to_binary(w, wl, sizeof wl));
+        CHECK_OK(emily_to_binary(wr, wn, sizeof wn));
+        /* exact eigenvalues N, N-1, ..., 1, up to the f32 rounding of a */
+        for (int i = 0; i < N; i++) CHECK(fabsf(wl[i] - (float)(N - i)) < 2e-5f);
+        for (int i = 0; i < N; i++) CHECK(fabsf(wl[i] - wn[i]) < 1e-2f);
+    }
+    emily_tensor_release(w);
+    emily_tensor_release(v);
+    emily_tensor_release(wr);
+    emily_tensor_release(vr);
+    emily_tensor_release(t);
+}
+
 TEST(qr_eigh_svd_give_the_references_bits) {
     float a[12] = {3, 2, 1, 0, 1, 1, 0, 0, 1, 0, 0, 1};
     int64_t s43[2] = {4, 3};
     emily_tensor *t = t_from(EMILY_F32, 2, s43, a), *q = NULL, *r = NULL;
-    CHECK_OK(emily_qr(t, EMILY_QR_REDUCED, 1e-10, &q, &r));
+    CHECK_OK(emily_qr_opts(t, EMILY_QR_REDUCED, 1e-10, EMILY_LINALG_REFERENCE, &q, &r));
     float qb[12], rb[9];
     if (q && r) {
         CHECK_OK(emily_to_binary(q, qb, sizeof qb));
@@ -456,7 +667,7 @@ TEST(qr_eigh_svd_give_the_references_bits) {
     int64_t s33[2] = {3, 3};
     t = t_from(EMILY_S32, 2, s33, e);
     emily_tensor *w = NULL, *v = NULL;
-    CHECK_OK(emily_eigh(t, &w, &v));
+    CHECK_OK(emily_eigh_opts(t, 1.0e-4, 1000, EMILY_LINALG_REFERENCE, &w, &v));
     float wb[3], vb[9];
     if (w && v) {
         CHECK_OK(emily_to_binary(w, wb, sizeof wb));
@@ -470,14 +681,14 @@ TEST(qr_eigh_svd_give_the_references_bits) {
     emily_tensor_release(w);
     emily_tensor_release(v);
     /* max_iter 0: no sweep, the diagonal as it is (Nx's loop condition) */
-    CHECK_OK(emily_eigh_opts(t, 1.0e-4, 0, &w, &v));
+    CHECK_OK(emily_eigh_opts(t, 1.0e-4, 0, EMILY_LINALG_REFERENCE, &w, &v));
     if (w) {
         CHECK_OK(emily_to_binary(w, wb, sizeof wb));
         CHECK(wb[0] == 3 && wb[1] == 0 && wb[2] == 0);
     }
     emily_tensor_release(w);
     emily_tensor_release(v);
-    CHECK_ERR(emily_eigh_opts(t, 1.0e-4, -1, &w, &v), EMILY_ERR_ARGUMENT, "max_iter");
+    CHECK_ERR(emily_eigh_opts(t, 1.0e-4, -1, EMILY_LINALG_REFERENCE, &w, &v), EMILY_ERR_ARGUMENT, "max_iter");
     emily_tensor_release(t);
     /* svd without full matrices: Nx's Gram-matrix path (pinv's doctest
      * input; the corpus records s = [5.1925826, 0.192581]) */
@@ -485,7 +696,7 @@ TEST(qr_eigh_svd_give_the_references_bits) {
     int64_t s22[2] = {2, 2};
     t = t_from(EMILY_S32, 2, s22, p);
     emily_tensor *u = NULL, *sv = NULL, *vt = NULL;
-    CHECK_OK(emily_svd(t, false, &u, &sv, &vt));
+    CHECK_OK(emily_svd_opts(t, false, 100, EMILY_LINALG_REFERENCE, &u, &sv, &vt));
     float sb[2], ub[4];
     if (sv) {
         CHECK_OK(emily_to_binary(sv, sb, sizeof sb));
@@ -499,7 +710,7 @@ TEST(qr_eigh_svd_give_the_references_bits) {
      * discards it); Emily gives s[1] = 0 and a zero column in u */
     int32_t d2[4] = {1, 2, 2, 4};
     t = t_from(EMILY_S32, 2, s22, d2);
-    CHECK_OK(emily_svd(t, false, &u, &sv, &vt));
+    CHECK_OK(emily_svd_opts(t, false, 100, EMILY_LINALG_REFERENCE, &u, &sv, &vt));
     if (sv && u) {
         CHECK_OK(emily_to_binary(sv, sb, sizeof sb));
         CHECK_OK(emily_to_binary(u, ub, sizeof ub));
@@ -508,7 +719,7 @@ TEST(qr_eigh_svd_give_the_references_bits) {
     emily_tensor_release(u);
     emily_tensor_release(sv);
     emily_tensor_release(vt);
-    CHECK_ERR(emily_svd_opts(t, false, -1, &u, &sv, &vt), EMILY_ERR_ARGUMENT, "max_iter");
+    CHECK_ERR(emily_svd_opts(t, false, -1, EMILY_LINALG_REFERENCE, &u, &sv, &vt), EMILY_ERR_ARGUMENT, "max_iter");
     emily_tensor_release(t);
     /* complex qr: Nx's complex reflector with Complex's arithmetic, each part
      * rounded to f32 (Nx.BinaryBackend: q = -0.99999988, r[1] = -3.9999995 - i;
@@ -517,7 +728,7 @@ TEST(qr_eigh_svd_give_the_references_bits) {
     int64_t s12[2] = {1, 2};
     t = t_from(EMILY_C64, 2, s12, cz);
     emily_tensor *cq = NULL, *cr = NULL;
-    CHECK_OK(emily_qr(t, EMILY_QR_REDUCED, 1e-10, &cq, &cr));
+    CHECK_OK(emily_qr_opts(t, EMILY_QR_REDUCED, 1e-10, EMILY_LINALG_REFERENCE, &cq, &cr));
     float cqb[2], crb[4];
     if (cq && cr) {
         CHECK_OK(emily_to_binary(cq, cqb, sizeof cqb));
@@ -533,7 +744,7 @@ TEST(qr_eigh_svd_give_the_references_bits) {
     int32_t d43[12] = {2, 0, 0, 0, 3, 0, 0, 0, -1, 0, 0, 0};
     int64_t s43b[2] = {4, 3};
     t = t_from(EMILY_S32, 2, s43b, d43);
-    CHECK_OK(emily_svd(t, true, &u, &sv, &vt));
+    CHECK_OK(emily_svd_opts(t, true, 100, EMILY_LINALG_REFERENCE, &u, &sv, &vt));
     float u16[16], s3[3], v9[9];
     if (u && sv && vt) {
         CHECK_OK(emily_to_binary(u, u16, sizeof u16));
@@ -553,8 +764,10 @@ TEST(svd_shapes_and_reconstruction) {
     double a[12] = {2, 0, 0, 0, 3, 0, 0, 0, -1, 0, 0, 0};
     int64_t s[2] = {4, 3};
     emily_tensor *t = t_from(EMILY_F64, 2, s, a), *u = NULL, *sv = NULL, *vt = NULL;
-    for (int full = 0; full < 2; full++) {
-        CHECK_OK(emily_svd(t, full, &u, &sv, &vt));
+    for (int run = 0; run < 4; run++) {
+        int full = run & 1;
+        emily_linalg_method method = run < 2 ? EMILY_LINALG_LAPACK : EMILY_LINALG_REFERENCE;
+        CHECK_OK(emily_svd_opts(t, full, 100, method, &u, &sv, &vt));
         int64_t us[2] = {4, full ? 4 : 3}, ss[1] = {3}, vs[2] = {3, 3};
         CHECK(t_shape_is(u, 2, us) && t_shape_is(sv, 1, ss) && t_shape_is(vt, 2, vs));
         /* Nx's doctest: s = [3, 2, 1] */
@@ -730,5 +943,6 @@ TEST(linalg_every_dtype) {
 RUN_TESTS("linalg", CASE(linalg_every_dtype), CASE(lu_matches_nx_doctest), CASE(lu_batched_and_types), CASE(lu_bad_input),
           CASE(triangular_solve_every_option), CASE(triangular_solve_types_batches_views),
           CASE(triangular_solve_errors), CASE(solve_matches_nx), CASE(determinant_values),
-          CASE(cholesky_values), CASE(qr_modes_and_shapes), CASE(qr_eigh_svd_give_the_references_bits), CASE(svd_shapes_and_reconstruction),
+          CASE(cholesky_values), CASE(qr_modes_and_shapes), CASE(qr_eigh_svd_give_the_references_bits), CASE(lapack_method_follows_nx_conventions),
+          CASE(lapack_method_is_accurate_for_f32), CASE(svd_shapes_and_reconstruction),
           CASE(eigh_values_and_order), CASE(linalg_dispatch_callbacks))

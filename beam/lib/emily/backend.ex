@@ -29,6 +29,14 @@ if Code.ensure_loaded?(Nx.Backend) do
         such as `constant` excepted).
 
     Both debug options cost nothing when off (the checks are not compiled).
+
+    Run-time option: `config :emily, linalg: :lapack | :reference`, read at
+    each call of `qr`, `eigh` and `svd`. `:lapack` (the default) runs
+    LAPACK's Householder QR, divide-and-conquer eigh and SVD: fast and
+    accurate to the dtype's precision, with Nx's sign conventions but not
+    Nx's last bits. `:reference` runs Nx's own algorithms (Householder QR,
+    Jacobi eigh, the eigh-based SVD) with Nx's `:eps` and `:max_iter`, for
+    results bit-identical to `Nx.BinaryBackend`. See docs/semantics.md.
     """
 
     @behaviour Nx.Backend
@@ -383,9 +391,14 @@ if Code.ensure_loaded?(Nx.Backend) do
 
     def triangular_solve(out, a, b, opts), do: call(:triangular_solve, out, [a, b, opts])
     def lu(out, t, opts), do: call(:lu, out, [t, opts])
-    def qr(out, t, opts), do: call(:qr, out, [t, opts])
-    def svd(out, t, opts), do: call(:svd, out, [t, opts])
-    def eigh(out, t, opts), do: call(:eigh, out, [t, opts])
+    def qr(out, t, opts), do: call(:qr, out, [t, with_linalg_method(opts)])
+    def svd(out, t, opts), do: call(:svd, out, [t, with_linalg_method(opts)])
+    def eigh(out, t, opts), do: call(:eigh, out, [t, with_linalg_method(opts)])
+
+    # qr, eigh and svd take the method of config :emily, linalg: (the
+    # engine validates it and names the accepted values)
+    defp with_linalg_method(opts),
+      do: Keyword.put(opts, :linalg, Application.get_env(:emily, :linalg, :lapack))
     def cholesky(out, t), do: call(:cholesky, out, [t])
     def solve(out, a, b), do: call(:solve, out, [a, b])
     def determinant(out, t), do: call(:determinant, out, [t])
@@ -454,6 +467,11 @@ if Code.ensure_loaded?(Nx.Backend) do
         %{^module => :take_along_axis} ->
           [t, indices] = args
           take_along_axis(out, t, indices, axis: struct.axis)
+
+        %{^module => name} when name in [:qr, :eigh, :svd] ->
+          [t] = args
+          opts = struct |> Map.from_struct() |> Map.to_list()
+          apply(__MODULE__, name, [out, t, opts])
 
         %{^module => name} ->
           opts = struct |> Map.from_struct() |> Map.to_list()

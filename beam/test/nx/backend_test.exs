@@ -20,6 +20,7 @@ if Code.ensure_loaded?(Nx) do
     setup do
       Nx.default_backend(Emily.Backend)
       Application.delete_env(:emily, :fallback)
+      Application.delete_env(:emily, :linalg)
       :ok
     end
 
@@ -28,6 +29,40 @@ if Code.ensure_loaded?(Nx) do
 
     defp emily?(%Nx.Tensor{data: %Emily.Backend{}}), do: true
     defp emily?(_), do: false
+
+    test "config :emily, linalg: picks LAPACK (default) or Nx's algorithms for qr/eigh/svd" do
+      a = Nx.tensor([[4.0, 1.0, 2.0], [1.0, 3.0, 0.5], [2.0, 0.5, 5.0]], type: :f64)
+      reference = Nx.backend_copy(a, Nx.BinaryBackend)
+      residual = fn {w, v} -> Nx.subtract(Nx.dot(a, v), Nx.multiply(v, w)) |> Nx.abs() |> Nx.reduce_max() |> Nx.to_number() end
+
+      # LAPACK: accurate to f64, where Nx's Jacobi stops at eps 1e-4
+      lapack = Nx.LinAlg.eigh(a)
+      assert residual.(lapack) < 1.0e-13
+
+      # :reference is Nx 0.13's algorithms (the corpus's reference), bit
+      # for bit; older Nx computed eigh differently, so there only the
+      # Jacobi accuracy is checked.
+      Application.put_env(:emily, :linalg, :reference)
+      {w, v} = Nx.LinAlg.eigh(a)
+      assert residual.({w, v}) < 1.0e-3
+
+      if Version.match?(to_string(Application.spec(:nx, :vsn)), ">= 0.13.0") do
+        {w_nx, v_nx} = Nx.LinAlg.eigh(reference)
+        assert Nx.to_binary(w) == Nx.to_binary(w_nx)
+        assert Nx.to_binary(v) == Nx.to_binary(v_nx)
+        {q, r} = Nx.LinAlg.qr(a)
+        {q_nx, r_nx} = Nx.LinAlg.qr(reference)
+        assert Nx.to_binary(q) == Nx.to_binary(q_nx) and Nx.to_binary(r) == Nx.to_binary(r_nx)
+        {_u, s, _vt} = Nx.LinAlg.svd(a)
+        {_, s_nx, _} = Nx.LinAlg.svd(reference)
+        assert Nx.to_binary(s) == Nx.to_binary(s_nx)
+      end
+
+      Application.put_env(:emily, :linalg, :fast)
+      assert_raise ArgumentError, ~r/invalid :linalg received. Expected one of \[:lapack, :reference\]/, fn ->
+        Nx.LinAlg.qr(a)
+      end
+    end
 
     test "init validates options" do
       assert Emily.Backend.init([]) == [device: :cpu]
