@@ -50,9 +50,13 @@ if Code.ensure_loaded?(Nx) do
         {w_nx, v_nx} = Nx.LinAlg.eigh(reference)
         assert Nx.to_binary(w) == Nx.to_binary(w_nx)
         assert Nx.to_binary(v) == Nx.to_binary(v_nx)
+        # qr is Nx main's rank-1 Householder updates (the corpus's); the
+        # 0.13.1 tag multiplies by explicit reflection matrices, which
+        # rounds differently in the last bit (docs/semantics.md)
         {q, r} = Nx.LinAlg.qr(a)
         {q_nx, r_nx} = Nx.LinAlg.qr(reference)
-        assert Nx.to_binary(q) == Nx.to_binary(q_nx) and Nx.to_binary(r) == Nx.to_binary(r_nx)
+        last_bits = fn x, y -> Nx.subtract(x, Nx.backend_copy(y, Emily.Backend)) |> Nx.abs() |> Nx.reduce_max() |> Nx.to_number() end
+        assert last_bits.(q, q_nx) < 1.0e-14 and last_bits.(r, r_nx) < 1.0e-14
         {_u, s, _vt} = Nx.LinAlg.svd(a)
         {_, s_nx, _} = Nx.LinAlg.svd(reference)
         assert Nx.to_binary(s) == Nx.to_binary(s_nx)
