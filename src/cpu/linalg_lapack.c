@@ -130,22 +130,25 @@ static void approximate_zeros(double *x, int64_t count, int parts, double eps) {
 /* ---- QR ---------------------------------------------------------------- */
 
 /* Scaling row i of R by f and column i of Q by conj(f) (|f| = 1) leaves
- * QR unchanged. */
-static void rescale_pair(double *qb, double *rb, int64_t m, int64_t n, int64_t qcols, int64_t i,
+ * QR unchanged. Q is still LAPACK's column-major buffer (leading
+ * dimension ld), so both are contiguous runs: flipping the row-major Q's
+ * columns instead cost a cache miss per element (a third of qr's time at
+ * 1024 x 1024). */
+static void rescale_pair(double *qcm, int64_t ld, double *rb, int64_t m, int64_t n, int64_t i,
                          int parts, double f_re, double f_im) {
     scale_strided(rb + (i * n + i) * parts, n - i, 1, parts, f_re, f_im);
-    scale_strided(qb + i * parts, m, qcols, parts, f_re, -f_im);
+    scale_strided(qcm + i * ld * parts, m, 1, parts, f_re, -f_im);
 }
 
 /* Complex: R's diagonal made real and non-negative. (Nx's complex
  * reflector leaves a phase there that depends on its own intermediate
  * values; the factors are equal up to these phases.) */
-static void unit_diagonal(double *qb, double *rb, int64_t m, int64_t n, int64_t qcols, int64_t k) {
+static void unit_diagonal(double *qcm, int64_t ld, double *rb, int64_t m, int64_t n, int64_t k) {
     for (int64_t i = 0; i < k; i++) {
         double f_re, f_im;
         unit_towards_real(rb + (i * n + i) * 2, 2, &f_re, &f_im);
         if (f_re == 1 && f_im == 0) continue;
-        rescale_pair(qb, rb, m, n, qcols, i, 2, f_re, f_im);
+        rescale_pair(qcm, ld, rb, m, n, i, 2, f_re, f_im);
         rb[(i * n + i) * 2 + 1] = 0;
     }
 }
@@ -161,8 +164,8 @@ static void unit_diagonal(double *qb, double *rb, int64_t m, int64_t n, int64_t 
  * product of its reflectors, det = (-1)^(Nx's reflections), and on the
  * first k columns it is LAPACK's Q (det (-1)^(LAPACK's reflections))
  * times the sign flips, so the flips multiply to (-1)^(both counts). */
-static void nx_diagonal_signs(double *qb, double *rb, const double *tau, int64_t m, int64_t n,
-                              int64_t qcols, int64_t k) {
+static void nx_diagonal_signs(double *qcm, int64_t ld, double *rb, const double *tau, int64_t m,
+                              int64_t n, int64_t k) {
     int64_t lapack_refl = 0, nx_refl = 0;
     int flips = 1;
     for (int64_t i = 0; i < k; i++) {
@@ -174,8 +177,38 @@ static void nx_diagonal_signs(double *qb, double *rb, const double *tau, int64_t
         if (nx_reflects) flip = rb[i * n + i] < 0 ? -1 : 1;
         else if (i == m - 1 && m <= n) flip = ((lapack_refl + nx_refl) % 2 ? -1 : 1) * flips;
         flips *= flip;
-        if (flip < 0) rescale_pair(qb, rb, m, n, qcols, i, 1, -1, 0);
+        if (flip < 0) rescale_pair(qcm, ld, rb, m, n, i, 1, -1, 0);
     }
+}
+
+/* The larger of ?geqrf's and ?orgqr's optimal workspaces, in elements
+ * (a LAPACK error code < 0 if a query fails). */
+static lapack_int qr_workspace(bool cx, int64_t m, int64_t n, int64_t qcols, int64_t k,
+                               int64_t ld) {
+    if (k == 0) return 1;
+    lapack_int info, best = 1;
+    if (cx) {
+        lapack_complex_double q[2];
+        info = LAPACKE_zgeqrf_work(LAPACK_COL_MAJOR, (lapack_int)m, (lapack_int)n, NULL,
+                                   (lapack_int)ld, NULL, q, -1);
+        if (info) return info < 0 ? info : -1;
+        best = (lapack_int)creal(q[0]);
+        info = LAPACKE_zungqr_work(LAPACK_COL_MAJOR, (lapack_int)m, (lapack_int)qcols,
+                                   (lapack_int)k, NULL, (lapack_int)ld, NULL, q + 1, -1);
+        if (info) return info < 0 ? info : -1;
+        if ((lapack_int)creal(q[1]) > best) best = (lapack_int)creal(q[1]);
+    } else {
+        double q[2];
+        info = LAPACKE_dgeqrf_work(LAPACK_COL_MAJOR, (lapack_int)m, (lapack_int)n, NULL,
+                                   (lapack_int)ld, NULL, q, -1);
+        if (info) return info < 0 ? info : -1;
+        best = (lapack_int)q[0];
+        info = LAPACKE_dorgqr_work(LAPACK_COL_MAJOR, (lapack_int)m, (lapack_int)qcols,
+                                   (lapack_int)k, NULL, (lapack_int)ld, NULL, q + 1, -1);
+        if (info) return info < 0 ? info : -1;
+        if ((lapack_int)q[1] > best) best = (lapack_int)q[1];
+    }
+    return best > 0 ? best : 1;
 }
 
 emily_status emily_cpu_lapack_qr(emily_tensor *q, emily_tensor *r, const emily_tensor *a,
@@ -192,9 +225,15 @@ emily_status emily_cpu_lapack_qr(emily_tensor *q, emily_tensor *r, const emily_t
     int64_t per = m * n, batches = lead_batches(a, 2);
     const double *src = emily_tensor_base(a);
     double *qd = emily_tensor_base(q), *rd = emily_tensor_base(r);
-    double *buf = malloc((size_t)(ld * cols + k + 1) * (size_t)parts * sizeof(double));
+    /* The _work routines with one workspace for both calls: the
+     * high-level LAPACKE ones allocate per call and scan the input for
+     * NaN, which the op layer has already ruled out (a tenth of qr's time
+     * at 256 x 256). */
+    lapack_int lwork = qr_workspace(cx, m, n, qcols, k, ld);
+    if (lwork < 0) return lapack_failed("qr", cx ? "zgeqrf" : "dgeqrf", lwork);
+    double *buf = malloc((size_t)(ld * cols + k + 1 + lwork) * (size_t)parts * sizeof(double));
     if (!buf) return emily_error(EMILY_ERR_MEMORY, "qr: out of host memory");
-    double *tau = buf + ld * cols * parts;
+    double *tau = buf + ld * cols * parts, *wk = tau + (k + 1) * parts;
     (void)complete;
     for (int64_t b = 0; b < batches; b++) {
         double *qb = qd + b * m * qcols * parts, *rb = rd + b * rrows * n * parts;
@@ -204,15 +243,15 @@ emily_status emily_cpu_lapack_qr(emily_tensor *q, emily_tensor *r, const emily_t
             continue;
         }
         transpose(buf, ld, src + b * per * parts, n, m, n, parts);
-        /* columns n.. of a complete Q are only written by ?orgqr, but
-         * LAPACKE's NaN check reads them first */
+        /* columns n.. of a complete Q: ?orgqr starts them from zero */
         fill(buf + n * ld * parts, (cols - n) * ld * parts, 0);
         lapack_int info =
-            cx ? LAPACKE_zgeqrf(LAPACK_COL_MAJOR, (lapack_int)m, (lapack_int)n,
-                                (lapack_complex_double *)buf, (lapack_int)ld,
-                                (lapack_complex_double *)tau)
-               : LAPACKE_dgeqrf(LAPACK_COL_MAJOR, (lapack_int)m, (lapack_int)n, buf,
-                                (lapack_int)ld, tau);
+            cx ? LAPACKE_zgeqrf_work(LAPACK_COL_MAJOR, (lapack_int)m, (lapack_int)n,
+                                     (lapack_complex_double *)buf, (lapack_int)ld,
+                                     (lapack_complex_double *)tau, (lapack_complex_double *)wk,
+                                     lwork)
+               : LAPACKE_dgeqrf_work(LAPACK_COL_MAJOR, (lapack_int)m, (lapack_int)n, buf,
+                                     (lapack_int)ld, tau, wk, lwork);
         if (info) { free(buf); return lapack_failed("qr", cx ? "zgeqrf" : "dgeqrf", info); }
         /* R: the upper triangle of the first min(rrows, k) rows */
         fill(rb, rrows * n * parts, 0);
@@ -220,15 +259,16 @@ emily_status emily_cpu_lapack_qr(emily_tensor *q, emily_tensor *r, const emily_t
             for (int64_t j = i; j < n; j++)
                 for (int p = 0; p < parts; p++)
                     rb[(i * n + j) * parts + p] = buf[(j * ld + i) * parts + p];
-        info = cx ? LAPACKE_zungqr(LAPACK_COL_MAJOR, (lapack_int)m, (lapack_int)qcols, (lapack_int)k,
-                                   (lapack_complex_double *)buf, (lapack_int)ld,
-                                   (const lapack_complex_double *)tau)
-                  : LAPACKE_dorgqr(LAPACK_COL_MAJOR, (lapack_int)m, (lapack_int)qcols, (lapack_int)k,
-                                   buf, (lapack_int)ld, tau);
+        info = cx ? LAPACKE_zungqr_work(LAPACK_COL_MAJOR, (lapack_int)m, (lapack_int)qcols,
+                                        (lapack_int)k, (lapack_complex_double *)buf, (lapack_int)ld,
+                                        (const lapack_complex_double *)tau,
+                                        (lapack_complex_double *)wk, lwork)
+                  : LAPACKE_dorgqr_work(LAPACK_COL_MAJOR, (lapack_int)m, (lapack_int)qcols,
+                                        (lapack_int)k, buf, (lapack_int)ld, tau, wk, lwork);
         if (info) { free(buf); return lapack_failed("qr", cx ? "zungqr" : "dorgqr", info); }
+        if (cx) unit_diagonal(buf, ld, rb, m, n, k);
+        else nx_diagonal_signs(buf, ld, rb, tau, m, n, k);
         transpose(qb, qcols, buf, ld, qcols, m, parts);
-        if (cx) unit_diagonal(qb, rb, m, n, qcols, k);
-        else nx_diagonal_signs(qb, rb, tau, m, n, qcols, k);
         approximate_zeros(rb, rrows * n, parts, eps);
         approximate_zeros(qb, m * qcols, parts, eps);
     }
@@ -283,17 +323,26 @@ emily_status emily_cpu_lapack_eigh(emily_tensor *w, emily_tensor *v, const emily
             wb[i * parts] = vals[order[i]];
             if (parts == 2) wb[i * 2 + 1] = 0;
         }
-        /* eigenvector order[c] (column order[c] of cm) -> column c, with
-         * its largest entry turned real and positive */
+        /* each eigenvector (a column of cm, contiguous) with its largest
+         * entry turned real and positive; then eigenvector order[c] ->
+         * column c of vb, in tiles (a column at a time wrote a cache line
+         * per element) */
         for (int64_t c = 0; c < n; c++) {
-            double *col = cm + order[c] * n * parts;
+            double *col = cm + c * n * parts;
             for (int64_t r = 0; parts == 2 && r < n; r++) col[r * 2 + 1] = -col[r * 2 + 1];
             double f_re, f_im;
             unit_towards_real(col + largest_at(col, n, 1, parts) * parts, parts, &f_re, &f_im);
             scale_strided(col, n, 1, parts, f_re, f_im);
-            for (int64_t r = 0; r < n; r++)
-                for (int p = 0; p < parts; p++) vb[(r * n + c) * parts + p] = col[r * parts + p];
         }
+        enum { T = 16 };
+        for (int64_t r0 = 0; r0 < n; r0 += T)
+            for (int64_t c0 = 0; c0 < n; c0 += T)
+                for (int64_t c = c0; c < imin(n, c0 + T); c++) {
+                    const double *col = cm + order[c] * n * parts;
+                    for (int64_t r = r0; r < imin(n, r0 + T); r++)
+                        for (int p = 0; p < parts; p++)
+                            vb[(r * n + c) * parts + p] = col[r * parts + p];
+                }
         if (parts == 2) /* the largest entries are exactly real */
             for (int64_t c = 0; c < n; c++) vb[(largest_at(vb + c * 2, n, n, 2) * n + c) * 2 + 1] = 0;
     }
@@ -317,9 +366,9 @@ emily_status emily_cpu_lapack_svd(emily_tensor *u, emily_tensor *s, emily_tensor
     int64_t batches = lead_batches(a, 2);
     const double *src = emily_tensor_base(a);
     double *ud = emily_tensor_base(u), *sd = emily_tensor_base(s), *vd = emily_tensor_base(vt);
-    double *buf = malloc((size_t)(m * n + k + 1) * sizeof(double));
+    double *buf = malloc((size_t)(m * n + k + ucols + 1) * sizeof(double));
     if (!buf) return emily_error(EMILY_ERR_MEMORY, "svd: out of host memory");
-    double *superb = buf + m * n;
+    double *superb = buf + m * n, *usign = superb + k;
     char job = full_matrices ? 'A' : 'S';
     for (int64_t b = 0; b < batches; b++) {
         double *ub = ud + b * m * ucols, *sb = sd + b * k, *vb = vd + b * vrows * n;
@@ -338,19 +387,21 @@ emily_status emily_cpu_lapack_svd(emily_tensor *u, emily_tensor *s, emily_tensor
         }
         if (info) { free(buf); return lapack_failed("svd", "dgesdd", info); }
         /* signs: row i of vt with its largest entry positive, column i of
-         * u flipped with it; u's extra columns and vt's extra rows alone */
+         * u flipped with it; u's extra columns and vt's extra rows alone.
+         * u's column signs are collected first and applied in one pass
+         * over its rows (flipping a column at a time missed the cache on
+         * every element). */
         for (int64_t i = 0; i < imax(ucols, vrows); i++) {
-            bool paired = i < k, flip;
+            bool paired = i < k, flip = false;
             if (i < vrows) {
                 flip = vb[i * n + largest_at(vb + i * n, n, 1, 1)] < 0;
                 if (flip) scale_strided(vb + i * n, n, 1, 1, -1, 0);
-                if (flip && paired) scale_strided(ub + i, m, ucols, 1, -1, 0);
             }
-            if (i < ucols && !paired) {
-                flip = ub[largest_at(ub + i, m, ucols, 1) * ucols + i] < 0;
-                if (flip) scale_strided(ub + i, m, ucols, 1, -1, 0);
-            }
+            if (i < ucols && !paired) flip = ub[largest_at(ub + i, m, ucols, 1) * ucols + i] < 0;
+            if (i < ucols) usign[i] = flip ? -1 : 1;
         }
+        for (int64_t r = 0; r < m; r++)
+            for (int64_t c = 0; c < ucols; c++) ub[r * ucols + c] *= usign[c];
     }
     free(buf);
     return EMILY_OK;
