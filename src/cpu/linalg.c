@@ -20,6 +20,7 @@
 #include "cpu/kernels.h"
 #include "cpu/linalg_blocked.h"
 #include "cpu/linalg_complex.h"
+#include "cpu/linalg_lapack.h"
 #include "ops/linalg_kernels.h"
 
 emily_status emily_cpu_linalg_qr(emily_tensor *q, emily_tensor *r, const emily_tensor *a,
@@ -28,13 +29,6 @@ emily_status emily_cpu_linalg_svd(emily_tensor *u, emily_tensor *s, emily_tensor
                                   const emily_tensor *a, bool full_matrices, int64_t max_iter,
                                   emily_dtype work, bool integer_input);
 emily_status emily_cpu_linalg_eigh(emily_tensor *w, emily_tensor *v, const emily_tensor *a,
-                                   double eps, int64_t max_iter, emily_dtype work);
-emily_status emily_cpu_lapack_qr(emily_tensor *q, emily_tensor *r, const emily_tensor *a,
-                                 bool complete, double eps, emily_dtype work);
-emily_status emily_cpu_lapack_svd(emily_tensor *u, emily_tensor *s, emily_tensor *vt,
-                                  const emily_tensor *a, bool full_matrices, int64_t max_iter,
-                                  emily_dtype work, bool integer_input);
-emily_status emily_cpu_lapack_eigh(emily_tensor *w, emily_tensor *v, const emily_tensor *a,
                                    double eps, int64_t max_iter, emily_dtype work);
 
 /* ---- scalar arithmetic as the reference does it ------------------------ */
