@@ -84,11 +84,10 @@ static void unit_towards_real(const double *x, int parts, double *f_re, double *
     *f_im = parts == 2 ? -x[1] / mag : 0;
 }
 
-/* x *= f for `count` elements `stride` elements apart. */
-static void scale_strided(double *x, int64_t count, int64_t stride, int parts, double f_re,
-                          double f_im) {
+/* x *= f for `count` contiguous elements. */
+static void scale(double *x, int64_t count, int parts, double f_re, double f_im) {
     for (int64_t i = 0; i < count; i++) {
-        double *e = x + i * stride * parts;
+        double *e = x + i * parts;
         if (parts == 1) e[0] *= f_re;
         else {
             double re = e[0] * f_re - e[1] * f_im, im = e[0] * f_im + e[1] * f_re;
@@ -130,8 +129,8 @@ static void approximate_zeros(double *x, int64_t count, int parts, double eps) {
  * 1024 x 1024). */
 static void rescale_pair(double *qcm, int64_t ld, double *rb, int64_t m, int64_t n, int64_t i,
                          int parts, double f_re, double f_im) {
-    scale_strided(rb + (i * n + i) * parts, n - i, 1, parts, f_re, f_im);
-    scale_strided(qcm + i * ld * parts, m, 1, parts, f_re, -f_im);
+    scale(rb + (i * n + i) * parts, n - i, parts, f_re, f_im);
+    scale(qcm + i * ld * parts, m, parts, f_re, -f_im);
 }
 
 /* Complex: R's diagonal made real and non-negative. (Nx's complex
@@ -324,9 +323,10 @@ emily_status emily_cpu_lapack_eigh(emily_tensor *w, emily_tensor *v, const emily
         for (int64_t c = 0; c < n; c++) {
             double *col = cm + c * n * parts;
             for (int64_t r = 0; parts == 2 && r < n; r++) col[r * 2 + 1] = -col[r * 2 + 1];
-            double f_re, f_im;
-            unit_towards_real(col + largest_at(col, n, 1, parts) * parts, parts, &f_re, &f_im);
-            scale_strided(col, n, 1, parts, f_re, f_im);
+            double f_re, f_im, *largest = col + largest_at(col, n, 1, parts) * parts;
+            unit_towards_real(largest, parts, &f_re, &f_im);
+            scale(col, n, parts, f_re, f_im);
+            if (parts == 2) largest[1] = 0; /* exactly real, not f's rounding of it */
         }
         enum { T = 16 };
         for (int64_t r0 = 0; r0 < n; r0 += T)
@@ -337,8 +337,6 @@ emily_status emily_cpu_lapack_eigh(emily_tensor *w, emily_tensor *v, const emily
                         for (int p = 0; p < parts; p++)
                             vb[(r * n + c) * parts + p] = col[r * parts + p];
                 }
-        if (parts == 2) /* the largest entries are exactly real */
-            for (int64_t c = 0; c < n; c++) vb[(largest_at(vb + c * 2, n, n, 2) * n + c) * 2 + 1] = 0;
     }
     free(order);
     return EMILY_OK;
@@ -389,7 +387,7 @@ emily_status emily_cpu_lapack_svd(emily_tensor *u, emily_tensor *s, emily_tensor
             bool paired = i < k, flip = false;
             if (i < vrows) {
                 flip = vb[i * n + largest_at(vb + i * n, n, 1, 1)] < 0;
-                if (flip) scale_strided(vb + i * n, n, 1, 1, -1, 0);
+                if (flip) scale(vb + i * n, n, 1, -1, 0);
             }
             if (i < ucols && !paired) flip = ub[largest_at(ub + i, m, ucols, 1) * ucols + i] < 0;
             if (i < ucols) usign[i] = flip ? -1 : 1;

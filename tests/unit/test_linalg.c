@@ -846,6 +846,25 @@ TEST(eigh_values_and_order) {
     W = cvals(w);
     CHECK(W && emily_tensor_dtype(w) == EMILY_C64 && fabs(creal(W[0]) - 4) < 1e-5 && cimag(W[0]) == 0);
     free(W);
+    /* LAPACK's eigenvectors in Nx's convention: each column's largest
+     * entry exactly real and positive */
+    emily_tensor_release(w);
+    emily_tensor_release(v);
+    emily_tensor_release(t);
+    int64_t s3h[2] = {3, 3};
+    double complex h3[9] = {2, 0.3 - 0.7 * I, 1.1 + 0.2 * I, 0.3 + 0.7 * I, -1.7,
+                            0.4 - 0.9 * I, 1.1 - 0.2 * I, 0.4 + 0.9 * I, 0.6};
+    t = t_from(EMILY_C128, 2, s3h, h3);
+    CHECK_OK(emily_eigh(t, &w, &v));
+    double complex *VC = cvals(v);
+    for (int c = 0; VC && c < 3; c++) {
+        int big = 0;
+        for (int r = 1; r < 3; r++)
+            if (cabs(VC[r * 3 + c]) > cabs(VC[big * 3 + c])) big = r;
+        CHECK(cimag(VC[big * 3 + c]) == 0 && creal(VC[big * 3 + c]) > 0);
+    }
+    CHECK(VC != NULL);
+    free(VC);
     emily_tensor_release(w);
     emily_tensor_release(v);
     emily_tensor_release(t);

@@ -4,12 +4,7 @@ if Code.ensure_loaded?(Nx) do
     use ExUnit.Case, async: true
     @moduletag :nx
 
-    # Nx's doctests print Nx's own qr/eigh/svd digits: run its algorithms
-    # (the LAPACK default agrees to the dtype's precision, not to the bit)
-    setup_all do
-      Application.put_env(:emily, :linalg, System.get_env("EMILY_LINALG", "reference") |> String.to_atom())
-      :ok
-    end
+    setup_all do: Emily.Test.NxDoctestLinalg.put_method()
 
     setup do
       Nx.default_backend(Emily.Backend)
@@ -23,12 +18,7 @@ if Code.ensure_loaded?(Nx) do
     use ExUnit.Case, async: true
     @moduletag :nx
 
-    # Nx's doctests print Nx's own qr/eigh/svd digits: run its algorithms
-    # (the LAPACK default agrees to the dtype's precision, not to the bit)
-    setup_all do
-      Application.put_env(:emily, :linalg, System.get_env("EMILY_LINALG", "reference") |> String.to_atom())
-      :ok
-    end
+    setup_all do: Emily.Test.NxDoctestLinalg.put_method()
 
     setup do
       Nx.default_backend(Emily.Backend)
