@@ -35,35 +35,7 @@ typedef enum emily_transform_a {
     EMILY_TRANSFORM_CONJUGATE
 } emily_transform_a;
 
-/* Nx.LinAlg.triangular_solve: solves op(a) x = b (left_side) or
- * x op(a) = b, reading only the `lower` (or upper) triangle of a.
- * a: [..., n, n]; b: [..., n] (a vector per matrix), [..., n, m] (left)
- * or [..., m, n] (right), with a's batch dims. The output has b's shape
- * and the float type of merge(a, b). A zero on the diagonal fails with
- * EMILY_ERR_ARGUMENT ("can't solve for singular matrix"), as Nx raises. */
-emily_status emily_triangular_solve(const emily_tensor *a, const emily_tensor *b,
-                                    bool left_side, bool lower, emily_transform_a transform,
-                                    emily_tensor **out);
-
-/* Nx.LinAlg.lu: a = p . l . u with partial pivoting (square matrices).
- * p has a's type (0/1 entries); l (unit lower) and u (upper) the float
- * type. Singular matrices give zeros on u's diagonal, no error. */
-emily_status emily_lu(const emily_tensor *a, emily_tensor **p, emily_tensor **l, emily_tensor **u);
-
-/* Nx.LinAlg.cholesky: the lower factor l of a = l . l^H (only the lower
- * triangle of a is read). Like Nx, no positive-definiteness check:
- * a non-positive pivot gives NaN. */
-emily_status emily_cholesky(const emily_tensor *a, emily_tensor **out);
-
-/* Nx.LinAlg.solve: a x = b through lu and two triangular solves, as Nx
- * does. b: [..., n] or [..., n, m] with a's batch dims. A singular
- * matrix fails like triangular_solve. */
-emily_status emily_solve(const emily_tensor *a, const emily_tensor *b, emily_tensor **out);
-
-/* Nx.LinAlg.determinant: [..., n, n] -> [...]. */
-emily_status emily_determinant(const emily_tensor *a, emily_tensor **out);
-
-/* How qr, svd and eigh are computed (docs/semantics.md, "Linear
+/* How qr, svd and eigh (and, for Nx 0.7, lu and determinant) are computed (docs/semantics.md, "Linear
  * algebra"). */
 typedef enum emily_linalg_method {
     /* LAPACK (geqrf/orgqr, gesdd, syevd/heevd) in f64/c128 whatever the
@@ -78,8 +50,63 @@ typedef enum emily_linalg_method {
      * the reference algorithm, whose NaN pattern is Nx's. */
     EMILY_LINALG_LAPACK = 0,
     /* Nx's own algorithms, bit for bit with Nx.BinaryBackend. */
-    EMILY_LINALG_REFERENCE
+    EMILY_LINALG_REFERENCE,
+    /* Nx 0.7's Nx.BinaryBackend, bit for bit, for Emily.Backend under Nx
+     * 0.7 (its doctests print these): lu by Nx 0.7's Matrix.lu (rows
+     * pivoted up front on the unreduced matrix, then Doolittle, entries
+     * below :eps zeroed), determinant on that lu, eigh by Matrix.eigh
+     * (Hessenberg reduction, then unshifted QR iterations until Q moves
+     * less than :eps; eigenvalues in the order the iteration leaves them,
+     * not sorted; a matrix not Hermitian within :eps fails with
+     * EMILY_ERR_ARGUMENT), qr by the reference's Householder reflectors,
+     * each multiplied in as an explicit matrix (other last bits), svd by
+     * Nx 0.7's QDWH (with and without full matrices) on that eigh and qr,
+     * solve by that qr and a triangular solve. lu, determinant and solve
+     * take this method only (the other two compute Nx 0.8+'s
+     * partial-pivoting LU). */
+    EMILY_LINALG_REFERENCE_NX07
 } emily_linalg_method;
+
+/* Nx.LinAlg.triangular_solve: solves op(a) x = b (left_side) or
+ * x op(a) = b, reading only the `lower` (or upper) triangle of a.
+ * a: [..., n, n]; b: [..., n] (a vector per matrix), [..., n, m] (left)
+ * or [..., m, n] (right), with a's batch dims. The output has b's shape
+ * and the float type of merge(a, b). A zero on the diagonal fails with
+ * EMILY_ERR_ARGUMENT ("can't solve for singular matrix"), as Nx raises. */
+emily_status emily_triangular_solve(const emily_tensor *a, const emily_tensor *b,
+                                    bool left_side, bool lower, emily_transform_a transform,
+                                    emily_tensor **out);
+
+/* Nx.LinAlg.lu: a = p . l . u with partial pivoting (square matrices).
+ * p has a's type (0/1 entries); l (unit lower) and u (upper) the float
+ * type. Singular matrices give zeros on u's diagonal, no error. */
+emily_status emily_lu(const emily_tensor *a, emily_tensor **p, emily_tensor **l, emily_tensor **u);
+/* As emily_lu, with a method: EMILY_LINALG_REFERENCE_NX07 is Nx 0.7's lu
+ * (its :eps, 1.0e-10 by default, zeroes small entries); the other methods
+ * are emily_lu and ignore eps. */
+emily_status emily_lu_opts(const emily_tensor *a, double eps, emily_linalg_method method,
+                           emily_tensor **p, emily_tensor **l, emily_tensor **u);
+
+/* Nx.LinAlg.cholesky: the lower factor l of a = l . l^H (only the lower
+ * triangle of a is read). Like Nx, no positive-definiteness check:
+ * a non-positive pivot gives NaN. */
+emily_status emily_cholesky(const emily_tensor *a, emily_tensor **out);
+
+/* Nx.LinAlg.solve: a x = b through lu and two triangular solves, as Nx
+ * does. b: [..., n] or [..., n, m] with a's batch dims. A singular
+ * matrix fails like triangular_solve. */
+emily_status emily_solve(const emily_tensor *a, const emily_tensor *b, emily_tensor **out);
+/* As emily_solve; EMILY_LINALG_REFERENCE_NX07 is Nx 0.7's solve, qr(a)
+ * and triangular_solve(r, adjoint(q) . b) with Nx 0.7's qr. */
+emily_status emily_solve_opts(const emily_tensor *a, const emily_tensor *b,
+                              emily_linalg_method method, emily_tensor **out);
+
+/* Nx.LinAlg.determinant: [..., n, n] -> [...]. */
+emily_status emily_determinant(const emily_tensor *a, emily_tensor **out);
+/* As emily_determinant; EMILY_LINALG_REFERENCE_NX07 uses Nx 0.7's lu for
+ * matrices of 4x4 and larger (as Nx 0.7 does). */
+emily_status emily_determinant_opts(const emily_tensor *a, emily_linalg_method method,
+                                    emily_tensor **out);
 
 typedef enum emily_qr_mode { EMILY_QR_REDUCED = 0, EMILY_QR_COMPLETE } emily_qr_mode;
 

@@ -21,6 +21,7 @@
 #include "cpu/linalg_blocked.h"
 #include "cpu/linalg_complex.h"
 #include "cpu/linalg_lapack.h"
+#include "cpu/linalg_nx07.h"
 #include "ops/linalg_kernels.h"
 
 emily_status emily_cpu_linalg_qr(emily_tensor *q, emily_tensor *r, const emily_tensor *a,
@@ -707,6 +708,11 @@ static const struct emily_linalg_kernels cpu_linalg = {
     .qr_lapack = emily_cpu_lapack_qr,
     .svd_lapack = emily_cpu_lapack_svd,
     .eigh_lapack = emily_cpu_lapack_eigh,
+    .lu_nx07 = emily_cpu_nx07_lu,
+    .qr_nx07 = emily_cpu_nx07_qr,
+    .determinant_nx07 = emily_cpu_nx07_determinant,
+    .eigh_nx07 = emily_cpu_nx07_eigh,
+    .svd_nx07 = emily_cpu_nx07_svd,
 };
 
 const struct emily_linalg_kernels *const emily_cpu_linalg_kernels = &cpu_linalg;

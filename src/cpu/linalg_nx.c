@@ -42,6 +42,7 @@
 #include "core/scalar_unary.h"
 #include "cpu/kernels.h"
 #include "cpu/linalg_complex.h"
+#include "cpu/linalg_nx07.h"
 #include "ops/linalg_kernels.h"
 
 emily_status emily_cpu_linalg_qr(emily_tensor *q, emily_tensor *r, const emily_tensor *a,
@@ -81,16 +82,31 @@ static inline zd Z(emily_dtype t, zd x) { return (zd){R(t, x.re), R(t, x.im)}; }
 
 /* ---- QR, complex (Nx.LinAlg.QR.qr_matrix's complex reflector) ---------- */
 
+static void mm(const double *A, const double *B, double *C, int64_t p, int64_t q, int64_t r,
+               emily_dtype w);
+
+/* C = A . B (A p x q, B q x r) on complex values, sums in index order
+ * from 0, both parts rounded to w. */
+static void zmm(const zd *A, const zd *B, zd *C, int64_t p, int64_t q, int64_t r, emily_dtype w) {
+    for (int64_t i = 0; i < p; i++)
+        for (int64_t j = 0; j < r; j++) {
+            zd acc = {0, 0};
+            for (int64_t k = 0; k < q; k++) acc = zadd(zmul(A[i * q + k], B[k * r + j]), acc);
+            C[i * r + j] = Z(w, acc);
+        }
+}
+
 /* As qr_real, on complex values (pairs of doubles); w is the part type.
  * The reflector: alpha = exp(i phase(x_i)) |x|, u = x + alpha e_i,
  * v = u / |u|, scale 2 (0 when |u|^2 < f32(eps)); the updates as for real
  * input with conj(v) in vh_r and in Nx.outer's second operand. */
 static void qr_complex(const zd *a, int64_t m_in, int64_t n_in, emily_dtype w, double eps,
-                       bool complete, zd *q_out, zd *r_out, zd *ws) {
+                       bool complete, bool explicit_h, zd *q_out, zd *r_out, zd *ws) {
     bool wide = m_in < n_in;
     int64_t m = wide ? n_in : m_in, n = n_in;
     int64_t max_i = wide ? n - 1 : (m == n ? n - 2 : n - 1);
     zd *q = ws, *r = q + m * m, *x = r + m * n, *v = x + m, *qv = v + m, *tmp = qv + m;
+    zd *h = tmp + (m > n ? m : n), *prod = h + m * m;
     double eps32 = f32c(eps);
     for (int64_t i = 0; i < m * m; i++) q[i] = (zd){0, 0};
     for (int64_t i = 0; i < m; i++) q[i * m + i] = (zd){1, 0};
@@ -116,6 +132,21 @@ static void qr_complex(const zd *a, int64_t m_in, int64_t n_in, emily_dtype w, d
         zd d = sel ? (zd){1, 0} : n_u;
         for (int64_t j = 0; j < m; j++) v[j] = Z(w, zdiv(v[j], d));
         zd scale = {sel ? 0 : 2, 0};
+        if (explicit_h) {
+            /* h = select(selector, eye - scale * outer(v, v), eye) (outer
+             * conjugates its second operand), r = dot(h, r), q = dot(q, h) */
+            for (int64_t j = 0; j < m; j++)
+                for (int64_t k = 0; k < m; k++) {
+                    zd eye = {j == k, 0};
+                    zd o = Z(w, zmul(v[j], zconj(v[k])));
+                    h[j * m + k] = j >= i && k >= i ? Z(w, zsub(eye, Z(w, zmul(scale, o)))) : eye;
+                }
+            zmm(h, r, prod, m, m, n, w);
+            memcpy(r, prod, (size_t)(m * n) * sizeof(zd));
+            zmm(q, h, prod, m, m, m, w);
+            memcpy(q, prod, (size_t)(m * m) * sizeof(zd));
+            continue;
+        }
         /* r = r - scale * dot(v[:, None], vh_r[None, :]), vh_r = dot(conj(v), r) */
         for (int64_t k = 0; k < n; k++) tmp[k] = (zd){0, 0};
         for (int64_t j = 0; j < m; j++) {
@@ -163,15 +194,20 @@ static void qr_complex(const zd *a, int64_t m_in, int64_t n_in, emily_dtype w, d
 
 /* Scratch doubles for one matrix of m_in x n_in. */
 static int64_t qr_scratch(int64_t m_in, int64_t n_in) {
-    int64_t m = m_in < n_in ? n_in : m_in, n = n_in;
-    return m * m + m * n + 2 * m + m * m + (m > n ? m : n) * (m > n ? m : n);
+    int64_t m = m_in < n_in ? n_in : m_in, n = n_in, big = m > n ? m : n;
+    /* q, r, x, v, the reflector h, and products of up to big x big
+     * (complex: also q v, and room for both the row buffer and a product) */
+    return 2 * m * m + m * n + 3 * m + 2 * big * big + big;
 }
 
 /* a: m_in x n_in (values of any type, as doubles). q: m_in x qc and
  * r: rr x n_in in the op layer's shapes (qc = rr = k, or m_in when
- * complete; wide input: m_in x m_in and m_in x n_in). */
+ * complete; wide input: m_in x m_in and m_in x n_in). `explicit_h`: each
+ * reflection as an explicit m x m matrix multiplied in, as Nx 0.7 and the
+ * Nx 0.13.1 tag do (same reflectors, other last bits), instead of the
+ * rank-1 updates of the corpus's Nx. */
 static void qr_real(const double *a, int64_t m_in, int64_t n_in, emily_dtype w, double eps,
-                    bool complete, double *q_out, double *r_out, double *ws) {
+                    bool complete, bool explicit_h, double *q_out, double *r_out, double *ws) {
     bool wide = m_in < n_in;
     int64_t m = wide ? n_in : m_in, n = n_in;
     int64_t max_i = wide ? n - 1 : (m == n ? n - 2 : n - 1);
@@ -200,6 +236,20 @@ static void qr_real(const double *a, int64_t m_in, int64_t n_in, emily_dtype w, 
         for (int64_t j = 0; j < m; j++) nvsq = v[j] * v[j] + nvsq;
         nvsq = R(w, nvsq);
         double scale = sel ? 0 : R(w, 2 / (sel ? 1 : nvsq));
+        if (explicit_h) {
+            /* h = select(selector, eye - scale * outer(v, v), eye), then
+             * r = dot(h, r) and q = dot(q, h) */
+            for (int64_t j = 0; j < m; j++)
+                for (int64_t k = 0; k < m; k++) {
+                    double eye = j == k;
+                    h[j * m + k] = j >= i && k >= i ? R(w, eye - R(w, scale * R(w, v[j] * v[k]))) : eye;
+                }
+            mm(h, r, tmp, m, m, n, w);
+            memcpy(r, tmp, (size_t)(m * n) * sizeof(double));
+            mm(q, h, tmp, m, m, m, w);
+            memcpy(q, tmp, (size_t)(m * m) * sizeof(double));
+            continue;
+        }
         /* r = r - scale * dot(v[:, None], vh_r[None, :]), vh_r = dot(v, r):
          * the one-term dot is v_j vh_r_k + 0 (so -0 becomes +0) */
         for (int64_t k = 0; k < n; k++) tmp[k] = 0;
@@ -245,8 +295,8 @@ static void qr_real(const double *a, int64_t m_in, int64_t n_in, emily_dtype w, 
         }
 }
 
-emily_status emily_cpu_linalg_qr(emily_tensor *q, emily_tensor *r, const emily_tensor *a,
-                                 bool complete, double eps, emily_dtype work) {
+static emily_status qr_batches(emily_tensor *q, emily_tensor *r, const emily_tensor *a,
+                               bool complete, double eps, emily_dtype work, bool explicit_h) {
     bool cx = a->dtype == EMILY_C128;
     emily_dtype part = work == EMILY_C64 ? EMILY_F32 : work == EMILY_C128 ? EMILY_F64 : work;
     int64_t m = a->shape[a->rank - 2], n = a->shape[a->rank - 1];
@@ -275,15 +325,26 @@ emily_status emily_cpu_linalg_qr(emily_tensor *q, emily_tensor *r, const emily_t
         for (int64_t b = 0; b < batches; b++) {
             if (!ws) continue;
             if (cx)
-                qr_complex((const zd *)src + b * m * n, m, n, part, eps, complete, (zd *)qd + b * qsz,
-                           (zd *)rd + b * rsz, (zd *)ws);
+                qr_complex((const zd *)src + b * m * n, m, n, part, eps, complete, explicit_h,
+                           (zd *)qd + b * qsz, (zd *)rd + b * rsz, (zd *)ws);
             else
-                qr_real(src + b * m * n, m, n, work, eps, complete, qd + b * qsz, rd + b * rsz, ws);
+                qr_real(src + b * m * n, m, n, work, eps, complete, explicit_h, qd + b * qsz,
+                             rd + b * rsz, ws);
         }
         free(ws);
     }
     if (failed) return emily_error(EMILY_ERR_MEMORY, "qr: out of host memory");
     return EMILY_OK;
+}
+
+emily_status emily_cpu_linalg_qr(emily_tensor *q, emily_tensor *r, const emily_tensor *a,
+                                 bool complete, double eps, emily_dtype work) {
+    return qr_batches(q, r, a, complete, eps, work, false);
+}
+
+emily_status emily_cpu_nx07_qr(emily_tensor *q, emily_tensor *r, const emily_tensor *a,
+                               bool complete, double eps, emily_dtype work) {
+    return qr_batches(q, r, a, complete, eps, work, true);
 }
 
 /* ---- eigh (Nx.LinAlg.BlockEigh) ---------------------------------------- */
@@ -898,43 +959,42 @@ static double frobenius(const double *t, int64_t count, emily_dtype w) {
 
 static inline double R32(double x) { return (double)(float)x; }
 
-typedef struct qdwh_ws {
-    double *u, *u_prev, *y, *q, *r, *g, *l, *lt, *z, *zt, *t, *qws;
-} qdwh_ws;
-
-/* Nx.LinAlg.SVD.qdwh on a square n x n x (`tin`: its float type; `integer`:
- * x holds an integer tensor's values): u and h (n x n, type tin). The loop
- * runs in f64 for f64 and in f32 otherwise; its scalars are f32. */
-static bool qdwh(const double *x, int64_t n, emily_dtype tin, bool integer, int64_t max_iter,
-                 double *u_out, double *h_out) {
+/* Nx.LinAlg.SVD.qdwh on a tall or square m x n x (m >= n; `tin`: its
+ * float type; `integer`: x holds an integer tensor's values): u (m x n)
+ * and h (n x n), type tin. The loop runs in f64 for f64 and in f32
+ * otherwise; its scalars are f32. */
+static bool qdwh(const double *x, int64_t m, int64_t n, emily_dtype tin, bool integer,
+                 int64_t max_iter, bool nx07, double *u_out, double *h_out) {
     emily_dtype W = tin == EMILY_F64 ? EMILY_F64 : EMILY_F32;
-    int64_t nn = n * n, m2 = 2 * n;
-    double *buf = malloc((size_t)(8 * nn + 2 * m2 * n + qr_scratch(m2, n) + 4 * n) * sizeof(double));
+    int64_t mn = m * n, nn = n * n, m2 = m + n;
+    double *buf = malloc((size_t)(6 * mn + 2 * m2 * n + 3 * nn + qr_scratch(m2, n) + 4 * n) * sizeof(double));
     if (!buf) return false;
-    double *u = buf, *up = u + nn, *y = up + nn, *q = y + m2 * n, *rr = q + m2 * n, *g = rr + nn;
-    double *l = g + nn, *lt = l + nn, *z = lt + nn, *zt = z + nn, *qws = zt + nn;
+    double *u = buf, *up = u + mn, *y = up + mn, *q = y + m2 * n, *rr = q + m2 * n, *g = rr + nn;
+    double *l = g + mn, *lt = l + nn, *z = lt + nn, *zt = z + mn, *d = zt + mn, *qws = d + mn;
     bool ok = true;
     /* alpha = sqrt(norm(x, ord: 1)) * sqrt(norm(x, ord: :inf)): the
      * largest column and row sums of |x| (exact for integer x) */
     double n1 = 0, ninf = 0;
     for (int64_t j = 0; j < n; j++) {
-        double cs = 0, rs = 0;
-        for (int64_t i = 0; i < n; i++) {
-            cs = fabs(x[i * n + j]) + cs;
-            rs = fabs(x[j * n + i]) + rs;
-        }
-        if (!integer) cs = R(tin, cs), rs = R(tin, rs);
+        double cs = 0;
+        for (int64_t i = 0; i < m; i++) cs = fabs(x[i * n + j]) + cs;
+        if (!integer) cs = R(tin, cs);
         if (isnan(cs) || cs > n1 || j == 0) n1 = cs;
-        if (isnan(rs) || rs > ninf || j == 0) ninf = rs;
+    }
+    for (int64_t i = 0; i < m; i++) {
+        double rs = 0;
+        for (int64_t j = 0; j < n; j++) rs = fabs(x[i * n + j]) + rs;
+        if (!integer) rs = R(tin, rs);
+        if (isnan(rs) || rs > ninf || i == 0) ninf = rs;
     }
     double alpha = R(tin, R(tin, sqrt(n1)) * R(tin, sqrt(ninf)));
-    for (int64_t i = 0; i < nn; i++) u[i] = R(tin, x[i] / alpha); /* then as_type(W): exact */
+    for (int64_t i = 0; i < mn; i++) u[i] = R(tin, x[i] / alpha); /* then as_type(W): exact */
     double eps32 = R32(NX_SVD_EPS);
     double l_ = eps32;
     double tol_l = R32(5 * eps32), tol_norm = R32(emily_sc_cbrt(tol_l));
     bool unconverged = true, not_max = true;
     for (int64_t it = 1; ok && unconverged && not_max; it++) {
-        memcpy(up, u, (size_t)nn * sizeof(double));
+        memcpy(up, u, (size_t)mn * sizeof(double));
         double l2 = R32(pow(l_, 2.0));
         if (l2 < eps32) l2 = eps32;
         double dd = R32(emily_sc_cbrt(R32(R32(4.0 * R32(R32(1.0 / l2) - 1.0)) / l2)));
@@ -949,46 +1009,46 @@ static bool qdwh(const double *x, int64_t n, emily_dtype tin, bool integer, int6
         if (c > 100) {
             /* qdwh_use_qr: y = [sqrt(c) u; I], q = qr(y), u = e u + (a - e) / sqrt(c) q1 q2^T */
             double sc = R32(sqrt(c));
-            for (int64_t i = 0; i < nn; i++) y[i] = R(W, sc * u[i]);
+            for (int64_t i = 0; i < mn; i++) y[i] = R(W, sc * u[i]);
             for (int64_t i = 0; i < n; i++)
-                for (int64_t j = 0; j < n; j++) y[nn + i * n + j] = i == j;
-            qr_real(y, m2, n, W, 1.0e-10, false, q, rr, qws);
-            transpose_to(q + nn, zt, n, n); /* q2 = adjoint(q[n..]) */
-            mm(q, zt, g, n, n, n, W);
+                for (int64_t j = 0; j < n; j++) y[mn + i * n + j] = i == j;
+            qr_real(y, m2, n, W, 1.0e-10, false, nx07, q, rr, qws);
+            transpose_to(q + mn, zt, n, n); /* q2 = adjoint(q[m..]) */
+            mm(q, zt, g, m, n, n, W);
             double s3 = R32(R32(a - e) / sc);
-            for (int64_t i = 0; i < nn; i++) u[i] = R(W, R(W, e * u[i]) + R(W, s3 * g[i]));
+            for (int64_t i = 0; i < mn; i++) u[i] = R(W, R(W, e * u[i]) + R(W, s3 * g[i]));
         } else {
             /* qdwh_use_cholesky: x = c u^T u + I, y = cholesky(x),
              * z = (y^T \ (y \ u^T))^T, u = e u + (a - e) z */
-            mm_tn(u, u, g, n, n, n, W);
+            mm_tn(u, u, g, n, m, n, W);
             for (int64_t i = 0; i < n; i++)
                 for (int64_t j = 0; j < n; j++) g[i * n + j] = R(W, R(W, c * g[i * n + j]) + (i == j));
             ok = kernel_cholesky(g, l, n, W);
             if (!ok) break;
-            transpose_to(u, zt, n, n);
-            ok = kernel_tsolve(l, zt, z, n, n, true, W);
+            transpose_to(u, zt, m, n);
+            ok = kernel_tsolve(l, zt, z, n, m, true, W);
             if (!ok) break;
             transpose_to(l, lt, n, n);
-            ok = kernel_tsolve(lt, z, zt, n, n, false, W);
+            ok = kernel_tsolve(lt, z, zt, n, m, false, W);
             if (!ok) break;
-            transpose_to(zt, z, n, n);
+            transpose_to(zt, z, n, m);
             double s = R32(a - e);
-            for (int64_t i = 0; i < nn; i++) u[i] = R(W, R(W, e * u[i]) + R(W, s * z[i]));
+            for (int64_t i = 0; i < mn; i++) u[i] = R(W, R(W, e * u[i]) + R(W, s * z[i]));
         }
-        for (int64_t i = 0; i < nn; i++) g[i] = R(W, u[i] - up[i]);
+        for (int64_t i = 0; i < mn; i++) d[i] = R(W, u[i] - up[i]);
         bool iterating_l = fabs(R32(1.0 - l_)) > tol_l;
-        bool iterating_u = frobenius(g, nn, W) > tol_norm;
+        bool iterating_u = frobenius(d, mn, W) > tol_norm;
         unconverged = iterating_l || iterating_u;
         not_max = it < max_iter;
     }
     if (ok) {
         /* u = as_type(u, tin); u = 1.5 u - 0.5 u (u^T u) */
-        for (int64_t i = 0; i < nn; i++) u[i] = R(tin, u[i]);
-        mm_tn(u, u, g, n, n, n, tin);
-        mm(u, g, z, n, n, n, tin);
-        for (int64_t i = 0; i < nn; i++) u_out[i] = R(tin, R(tin, 1.5 * u[i]) - R(tin, 0.5 * z[i]));
+        for (int64_t i = 0; i < mn; i++) u[i] = R(tin, u[i]);
+        mm_tn(u, u, g, n, m, n, tin);
+        mm(u, g, z, m, n, n, tin);
+        for (int64_t i = 0; i < mn; i++) u_out[i] = R(tin, R(tin, 1.5 * u[i]) - R(tin, 0.5 * z[i]));
         /* h = adjoint(u) . x, then (h + adjoint(h)) / 2 */
-        mm_tn(u_out, x, g, n, n, n, tin);
+        mm_tn(u_out, x, g, n, m, n, tin);
         for (int64_t i = 0; i < n; i++)
             for (int64_t j = 0; j < n; j++) h_out[i * n + j] = R(tin, R(tin, g[i * n + j] + g[j * n + i]) / 2);
     }
@@ -996,34 +1056,40 @@ static bool qdwh(const double *x, int64_t n, emily_dtype tin, bool integer, int6
     return ok;
 }
 
-/* svd_full on a tall or square m x n matrix a (m >= n): u m x m, s n,
- * v n x n (not transposed). */
-static bool svd_full(const double *a, int64_t m, int64_t n, emily_dtype tin, bool integer,
-                     int64_t max_iter, double *u_out, double *s, double *v) {
-    int64_t nn = n * n;
-    double *buf = malloc((size_t)(2 * m * m + 6 * nn + m * n + 3 * n + qr_scratch(m, n) + eigh_scratch(n) + 2) *
-                         sizeof(double));
-    if (!buf) return false;
-    double *qf = buf, *rf = qf + m * m, *sq = rf + m * n, *uu = sq + nn, *h = uu + nn, *wv = h + nn,
-           *vv = wv + n, *vo = vv + nn, *uo = vo + nn, *sg = uo + nn, *ws = sg + n;
-    int64_t *order = (int64_t *)(ws + qr_scratch(m, n) + eigh_scratch(n));
-    const double *sqa = a;
-    bool reduce = m > n;
-    bool sq_integer = integer;
-    if (reduce) {
-        /* {q_full, a_full} = qr(a, mode: :complete); a = a_full[0..n-1] */
-        qr_real(a, m, n, tin, 1.0e-10, true, qf, rf, ws);
-        memcpy(sq, rf, (size_t)nn * sizeof(double));
-        sqa = sq;
-        sq_integer = false;
+/* eigh of the polar factor h (n x n, type tin) as svd_tall_and_square
+ * calls it (eps 1.0e-4): Nx.LinAlg.BlockEigh, or Nx 0.7's
+ * Nx.BinaryBackend.Matrix.eigh with its outputs written in type tin.
+ * ws: eigh_scratch(n). False when out of memory. */
+static bool polar_eigh(const double *h, int64_t n, emily_dtype tin, int64_t max_iter, bool nx07,
+                       double *w, double *v, double *ws) {
+    if (!nx07) {
+        eigh_real(h, n, tin, 1.0e-4, max_iter, w, v, ws);
+        return true;
     }
-    bool ok = qdwh(sqa, n, tin, sq_integer, max_iter, uu, h);
+    /* h is symmetric by construction, so Matrix.eigh's Hermitian check passes */
+    if (emily_cpu_nx07_eigh_real(h, n, 1.0e-4, max_iter, w, v) != NX07_OK) return false;
+    for (int64_t i = 0; i < n; i++) w[i] = R(tin, w[i]);
+    for (int64_t i = 0; i < n * n; i++) v[i] = R(tin, v[i]);
+    return true;
+}
+
+/* Nx.LinAlg.SVD.svd_tall_and_square on a tall or square m x n matrix a
+ * (m >= n): u m x n, s n, v n x n (not transposed), type tin. */
+static bool svd_tall_and_square(const double *a, int64_t m, int64_t n, emily_dtype tin, bool integer,
+                                int64_t max_iter, bool nx07, double *u_out, double *s, double *v) {
+    int64_t nn = n * n, mn = m * n;
+    double *buf = malloc((size_t)(mn + 4 * nn + 2 * n + qr_scratch(m, n) + eigh_scratch(n) + 2) * sizeof(double));
+    if (!buf) return false;
+    double *uu = buf, *h = uu + mn, *wv = h + nn, *vv = wv + n, *vo = vv + nn, *sg = vo + nn, *ws = sg + n;
+    int64_t *order = (int64_t *)(ws + qr_scratch(m, n) + eigh_scratch(n));
+    bool ok = qdwh(a, m, n, tin, integer, max_iter, nx07, uu, h);
     if (ok) {
-        /* svd_tall_and_square: h = (h + h^T) / 2, {s, v} = eigh(h), signs,
-         * sorted, u = u . v */
+        /* h = (h + h^T) / 2, {s, v} = eigh(h), signs, sorted, u = u . v */
         for (int64_t i = 0; i < n; i++)
             for (int64_t j = 0; j < n; j++) vo[i * n + j] = R(tin, R(tin, h[i * n + j] + h[j * n + i]) / 2);
-        eigh_real(vo, n, tin, 1.0e-4, max_iter, wv, vv, ws);
+        ok = polar_eigh(vo, n, tin, max_iter, nx07, wv, vv, ws);
+    }
+    if (ok) {
         for (int64_t j = 0; j < n; j++) sg[j] = wv[j] < 0 ? -1 : 1;
         for (int64_t i = 0; i < n; i++)
             for (int64_t j = 0; j < n; j++) vv[i * n + j] = R(tin, sg[j] * vv[i * n + j]);
@@ -1032,34 +1098,77 @@ static bool svd_full(const double *a, int64_t m, int64_t n, emily_dtype tin, boo
         for (int64_t j = 0; j < n; j++) s[j] = wv[order[j]];
         for (int64_t i = 0; i < n; i++)
             for (int64_t j = 0; j < n; j++) v[i * n + j] = vv[i * n + order[j]];
-        mm(uu, v, uo, n, n, n, tin);
+        mm(uu, v, u_out, m, n, n, tin);
         /* select(s[0] < n * @eps * s_out[0], correct_rank_deficiency(u), u),
          * s[0] being the first value before the sort */
         double thr = R(tin, R32((double)n * R32(NX_SVD_EPS)) * s[0]);
         if (wv[0] < thr) {
-            double *qq = vo; /* n x n */
-            qr_real(uo, n, n, tin, 1.0e-10, false, qq, h, ws);
-            for (int64_t i = 0; i < n; i++)
+            /* correct_rank_deficiency: q . diag(sign(diag(r))) of qr(u) */
+            double *qq = buf; /* m x n, uu is no longer needed */
+            qr_real(u_out, m, n, tin, 1.0e-10, false, nx07, qq, h, ws);
+            for (int64_t i = 0; i < m; i++)
                 for (int64_t j = 0; j < n; j++) {
                     double d = h[j * n + j];
                     double sgn = d < 0 ? -1 : d == 0 ? 0 : 1;
-                    uo[i * n + j] = R(tin, qq[i * n + j] * sgn);
+                    u_out[i * n + j] = R(tin, qq[i * n + j] * sgn);
                 }
-        }
-        if (reduce) {
-            /* u = [q . u, u_null]: q = q_full[:, 0..n-1], u_null = q_full[:, n..] */
-            for (int64_t i = 0; i < m; i++) {
-                for (int64_t j = 0; j < n; j++) {
-                    double acc = 0;
-                    for (int64_t k = 0; k < n; k++) acc = qf[i * m + k] * uo[k * n + j] + acc;
-                    u_out[i * m + j] = R(tin, acc);
-                }
-                for (int64_t j = n; j < m; j++) u_out[i * m + j] = qf[i * m + j];
-            }
-        } else {
-            memcpy(u_out, uo, (size_t)nn * sizeof(double));
         }
     }
+    free(buf);
+    return ok;
+}
+
+/* svd_full on a tall or square m x n matrix a (m >= n): u m x m, s n,
+ * v n x n (not transposed). */
+static bool svd_full(const double *a, int64_t m, int64_t n, emily_dtype tin, bool integer,
+                     int64_t max_iter, bool nx07, double *u_out, double *s, double *v) {
+    int64_t nn = n * n;
+    double *buf = malloc((size_t)(m * m + m * n + 2 * nn + qr_scratch(m, n) + 1) * sizeof(double));
+    if (!buf) return false;
+    double *qf = buf, *rf = qf + m * m, *sq = rf + m * n, *uo = sq + nn, *ws = uo + nn;
+    const double *sqa = a;
+    bool reduce = m > n;
+    bool sq_integer = integer;
+    if (reduce) {
+        /* {q_full, a_full} = qr(a, mode: :complete); a = a_full[0..n-1] */
+        qr_real(a, m, n, tin, 1.0e-10, true, nx07, qf, rf, ws);
+        memcpy(sq, rf, (size_t)nn * sizeof(double));
+        sqa = sq;
+        sq_integer = false;
+    }
+    bool ok = svd_tall_and_square(sqa, n, n, tin, sq_integer, max_iter, nx07, uo, s, v);
+    if (ok && reduce) {
+        /* u = [q . u, u_null]: q = q_full[:, 0..n-1], u_null = q_full[:, n..] */
+        for (int64_t i = 0; i < m; i++) {
+            for (int64_t j = 0; j < n; j++) {
+                double acc = 0;
+                for (int64_t k = 0; k < n; k++) acc = qf[i * m + k] * uo[k * n + j] + acc;
+                u_out[i * m + j] = R(tin, acc);
+            }
+            for (int64_t j = n; j < m; j++) u_out[i * m + j] = qf[i * m + j];
+        }
+    } else if (ok) {
+        memcpy(u_out, uo, (size_t)nn * sizeof(double));
+    }
+    free(buf);
+    return ok;
+}
+
+/* Nx 0.7's svd_non_full on a tall or square m x n matrix a (m >= n): a
+ * matrix much taller than wide (m > 1.15 n) is first reduced to its
+ * square R factor; u m x n, s n, v n x n (not transposed). */
+static bool svd_non_full_nx07(const double *a, int64_t m, int64_t n, emily_dtype tin, bool integer,
+                              int64_t max_iter, double *u_out, double *s, double *v) {
+    if (!((double)m > 1.15 * (double)n))
+        return svd_tall_and_square(a, m, n, tin, integer, max_iter, true, u_out, s, v);
+    int64_t nn = n * n;
+    double *buf = malloc((size_t)(m * n + 2 * nn + qr_scratch(m, n) + 1) * sizeof(double));
+    if (!buf) return false;
+    double *q = buf, *r = q + m * n, *uo = r + nn, *ws = uo + nn;
+    /* {q, a} = qr(a, mode: :reduced), then u = q . u */
+    qr_real(a, m, n, tin, 1.0e-10, false, true, q, r, ws);
+    bool ok = svd_tall_and_square(r, n, n, tin, false, max_iter, true, uo, s, v);
+    if (ok) mm(q, uo, u_out, m, n, n, tin);
     free(buf);
     return ok;
 }
@@ -1067,8 +1176,8 @@ static bool svd_full(const double *a, int64_t m, int64_t n, emily_dtype tin, boo
 /* One real matrix: a m x n (values of any type), outputs in the op
  * layer's shapes (u m x uc, s k, vt vr x n). False when out of memory. */
 static bool svd_real(const double *a, int64_t m, int64_t n, emily_dtype w, int64_t max_iter,
-                     bool integer, bool full, double *u_out, double *s_out, double *vt_out,
-                     double *ws) {
+                     bool integer, bool full, bool nx07, double *u_out, double *s_out,
+                     double *vt_out, double *ws) {
     int64_t k = m < n ? m : n, uc = full ? m : k, vr = full ? n : k;
     bool all_zero = true;
     for (int64_t i = 0; i < m * n; i++) all_zero &= a[i] == 0;
@@ -1088,7 +1197,9 @@ static bool svd_real(const double *a, int64_t m, int64_t n, emily_dtype w, int64
         for (int64_t j = 0; j < nn; j++) at[i * nn + j] = flipped ? a[j * n + i] : a[i * n + j];
     int64_t ucols = full ? mm : nn; /* u: mm x ucols */
     if (full) {
-        if (!svd_full(at, mm, nn, w, integer, max_iter, u, s_out, v)) return false;
+        if (!svd_full(at, mm, nn, w, integer, max_iter, nx07, u, s_out, v)) return false;
+    } else if (nx07) {
+        if (!svd_non_full_nx07(at, mm, nn, w, integer, max_iter, u, s_out, v)) return false;
     } else {
         svd_gram(at, mm, nn, w, max_iter, integer, u, s_out, v, gws);
     }
@@ -1106,9 +1217,9 @@ static bool svd_real(const double *a, int64_t m, int64_t n, emily_dtype w, int64
     return true;
 }
 
-emily_status emily_cpu_linalg_svd(emily_tensor *u, emily_tensor *s, emily_tensor *vt,
-                                  const emily_tensor *a, bool full_matrices, int64_t max_iter,
-                                  emily_dtype work, bool integer_input) {
+static emily_status svd_batches(emily_tensor *u, emily_tensor *s, emily_tensor *vt,
+                                const emily_tensor *a, bool full_matrices, int64_t max_iter,
+                                emily_dtype work, bool integer_input, bool nx07) {
     int64_t m = a->shape[a->rank - 2], n = a->shape[a->rank - 1], k = m < n ? m : n;
     int64_t batches = batch_count(a, m * n);
     int64_t uc = full_matrices ? m : k, vr = full_matrices ? n : k;
@@ -1135,11 +1246,23 @@ emily_status emily_cpu_linalg_svd(emily_tensor *u, emily_tensor *s, emily_tensor
         if (!ws) failed = 1;
 #pragma omp for schedule(dynamic)
         for (int64_t b = 0; b < batches; b++)
-            if (ws && !svd_real(src + b * m * n, m, n, work, max_iter, integer_input, full_matrices,
+            if (ws && !svd_real(src + b * m * n, m, n, work, max_iter, integer_input, full_matrices, nx07,
                                 ud + b * m * uc, sd + b * k, vd + b * vr * n, ws))
                 failed = 1;
         free(ws);
     }
     if (failed) return emily_error(EMILY_ERR_MEMORY, "svd: out of host memory");
     return EMILY_OK;
+}
+
+emily_status emily_cpu_linalg_svd(emily_tensor *u, emily_tensor *s, emily_tensor *vt,
+                                  const emily_tensor *a, bool full_matrices, int64_t max_iter,
+                                  emily_dtype work, bool integer_input) {
+    return svd_batches(u, s, vt, a, full_matrices, max_iter, work, integer_input, false);
+}
+
+emily_status emily_cpu_nx07_svd(emily_tensor *u, emily_tensor *s, emily_tensor *vt,
+                                const emily_tensor *a, bool full_matrices, int64_t max_iter,
+                                emily_dtype work, bool integer_input) {
+    return svd_batches(u, s, vt, a, full_matrices, max_iter, work, integer_input, true);
 }

@@ -9,11 +9,13 @@
  * inputs and options only). Options that only steer Nx's iterative
  * algorithms have the effect they have in Nx where the engine runs Nx's
  * algorithm (eigh's :eps and :max_iter, svd's :max_iter) and none
- * elsewhere (lu's :eps, and eigh's and svd's under LAPACK).
+ * elsewhere (lu's :eps outside Nx 0.7's algorithm, and eigh's and
+ * svd's under LAPACK).
  *
- * qr, svd and eigh take one option Nx does not have, :linalg (:lapack,
- * the default, or :reference: Nx's own algorithms bit for bit; see
- * emily_linalg_method). Emily.Backend adds it from its configuration. */
+ * lu, qr, svd, eigh, solve and determinant take one option Nx does not have,
+ * :linalg (:lapack, the default; :reference, Nx's own algorithms bit for
+ * bit; :reference_nx07, Nx 0.7's; see emily_linalg_method).
+ * Emily.Backend adds it from its configuration and the Nx it runs on. */
 #include <stdio.h>
 #include <string.h>
 #include "nx/callback.h"
@@ -57,9 +59,13 @@ static emily_status opt_method(emily_call *c, const emily_value *opts, emily_lin
         *out = EMILY_LINALG_REFERENCE;
         return EMILY_OK;
     }
+    if (strcmp(name, "reference_nx07") == 0) {
+        *out = EMILY_LINALG_REFERENCE_NX07;
+        return EMILY_OK;
+    }
     return call_fail(c, EMILY_ERR_ARGUMENT,
-                     "invalid :linalg received. Expected one of [:lapack, :reference], received: :%s",
-                     name);
+                     "invalid :linalg received. Expected one of [:lapack, :reference, "
+                     ":reference_nx07], received: :%s", name);
 }
 
 static emily_status return_all(emily_call *c, int n, emily_tensor **ts) {
@@ -77,8 +83,11 @@ static emily_status cb_lu(emily_call *c) {
     emily_tensor *a;
     const emily_value *opts;
     if ((s = call_tensor(c, 0, &a)) || (s = optional_opts(c, 1, &opts))) return s;
+    double eps;
+    emily_linalg_method method;
+    if ((s = opt_float(c, opts, "eps", 1.0e-10, &eps)) || (s = opt_method(c, opts, &method))) return s;
     emily_tensor *r[3];
-    if ((s = emily_lu(a, &r[0], &r[1], &r[2]))) return s;
+    if ((s = emily_lu_opts(a, eps, method, &r[0], &r[1], &r[2]))) return s;
     return return_all(c, 3, r);
 }
 
@@ -191,7 +200,9 @@ static emily_status cb_solve(emily_call *c) {
     const emily_value *opts;
     if ((s = call_tensor(c, 0, &a)) || (s = call_tensor(c, 1, &b)) || (s = optional_opts(c, 2, &opts)))
         return s;
-    if ((s = emily_solve(a, b, &out))) return s;
+    emily_linalg_method method;
+    if ((s = opt_method(c, opts, &method))) return s;
+    if ((s = emily_solve_opts(a, b, method, &out))) return s;
     return call_return(c, out);
 }
 
@@ -201,7 +212,9 @@ static emily_status cb_determinant(emily_call *c) {
     emily_tensor *a, *out;
     const emily_value *opts;
     if ((s = call_tensor(c, 0, &a)) || (s = optional_opts(c, 1, &opts))) return s;
-    if ((s = emily_determinant(a, &out))) return s;
+    emily_linalg_method method;
+    if ((s = opt_method(c, opts, &method))) return s;
+    if ((s = emily_determinant_opts(a, method, &out))) return s;
     return call_return(c, out);
 }
 

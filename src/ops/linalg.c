@@ -85,27 +85,49 @@ static void shape_with(const emily_tensor *a, int drop, int nnew, const int64_t 
     *rank = keep + nnew;
 }
 
+/* ---- the method of the decompositions ------------------------------------ */
+
+static emily_status check_method(const char *op, emily_linalg_method method) {
+    if (method != EMILY_LINALG_LAPACK && method != EMILY_LINALG_REFERENCE &&
+        method != EMILY_LINALG_REFERENCE_NX07)
+        return emily_error(EMILY_ERR_ARGUMENT,
+                           "%s: invalid method %d, expected EMILY_LINALG_LAPACK, "
+                           "EMILY_LINALG_REFERENCE or EMILY_LINALG_REFERENCE_NX07", op, (int)method);
+    return EMILY_OK;
+}
+
 /* ---- lu ---------------------------------------------------------------- */
 
 emily_status emily_lu(const emily_tensor *a, emily_tensor **p, emily_tensor **l, emily_tensor **u) {
+    return emily_lu_opts(a, 1.0e-10, EMILY_LINALG_LAPACK, p, l, u);
+}
+
+emily_status emily_lu_opts(const emily_tensor *a, double eps, emily_linalg_method method,
+                           emily_tensor **p, emily_tensor **l, emily_tensor **u) {
     const char *op = "lu";
     emily_status s;
+    if ((s = check_method(op, method))) return s;
     if ((s = emily_check_out(op, p)) || (s = emily_check_out(op, l)) || (s = emily_check_out(op, u)))
         return s;
     if ((s = emily_check_tensor(op, "tensor", a)) || (s = check_matrix(op, a, true))) return s;
+    if (method == EMILY_LINALG_REFERENCE_NX07 && !(eps >= 0))
+        return emily_error(EMILY_ERR_ARGUMENT, "%s: eps must be a non-negative number, got %g", op, eps);
+    bool nx07 = method == EMILY_LINALG_REFERENCE_NX07;
     const struct emily_linalg_kernels *k;
     if ((s = get_kernels(op, 1, &a, &k))) return s;
-    if (!k->lu) return unsupported(op, a);
+    if (!(nx07 ? k->lu_nx07 != NULL : k->lu != NULL)) return unsupported(op, a);
     emily_dtype t = emily_type_to_floating(a->dtype), w = wide_of(t);
     emily_tensor *at = NULL, *aw = NULL, *pw = NULL, *lw = NULL, *uw = NULL;
-    if ((s = emily_convert_to(a, t, &at))) return s;
+    /* Nx 0.8+'s LU computes in the float type; Nx 0.7's reads the input's
+     * own values */
+    if ((s = emily_convert_to(a, nx07 ? a->dtype : t, &at))) return s;
     s = to_wide(at, w, &aw);
     emily_tensor_release(at);
     if (s) return s;
     if (!(s = emily_empty_like_device(a, EMILY_F64, a->rank, a->shape, &pw)) &&
         !(s = emily_empty_like_device(a, w, a->rank, a->shape, &lw)) &&
         !(s = emily_empty_like_device(a, w, a->rank, a->shape, &uw)))
-        s = k->lu(pw, lw, uw, aw, t);
+        s = nx07 ? k->lu_nx07(pw, lw, uw, aw, eps) : k->lu(pw, lw, uw, aw, t);
     emily_tensor_release(aw);
     if (s) {
         emily_tensor *all[3] = {pw, lw, uw};
@@ -218,9 +240,72 @@ emily_status emily_triangular_solve(const emily_tensor *a, const emily_tensor *b
 
 /* ---- solve ------------------------------------------------------------- */
 
+/* b as [..., n, m]: a vector b gets a trailing axis of 1. */
+static emily_status as_matrix_rhs(const emily_tensor *b, bool b_vector, emily_tensor **bm) {
+    if (!b_vector) {
+        emily_tensor_retain((emily_tensor *)b);
+        *bm = (emily_tensor *)b;
+        return EMILY_OK;
+    }
+    int64_t shape[MAX_RANK + 1];
+    for (int i = 0; i < b->rank; i++) shape[i] = b->shape[i];
+    shape[b->rank] = 1;
+    return emily_reshape(b, b->rank + 1, shape, bm);
+}
+
+/* x (b's shape as [..., n, m]) back in b's shape and Nx's template type
+ * t; takes x. */
+static emily_status finish_solve(emily_tensor *x, const emily_tensor *b, emily_dtype t,
+                                 emily_tensor **out) {
+    emily_tensor *shaped;
+    emily_status s = emily_reshape(x, b->rank, b->shape, &shaped);
+    emily_tensor_release(x);
+    if (s) return s;
+    /* Nx's template type; differs from the composition's only for mixed
+     * half-precision/integer inputs, where Nx's own answer is inconsistent. */
+    s = emily_convert_to(shaped, t, out);
+    emily_tensor_release(shaped);
+    return s;
+}
+
+/* Nx 0.7's solve: Nx.LinAlg.solve's fallback there (its Nx.BinaryBackend
+ * had no solve), {q, r} = qr(a), x = triangular_solve(r, adjoint(q) . b,
+ * lower: false), with Nx 0.7's qr. */
+static emily_status solve_nx07(const emily_tensor *a, const emily_tensor *b, bool b_vector,
+                               emily_dtype t, emily_tensor **out) {
+    emily_tensor *q = NULL, *r = NULL, *qh = NULL, *bm = NULL, *qb = NULL, *x = NULL;
+    emily_status s = emily_qr_opts(a, EMILY_QR_REDUCED, 1.0e-10, EMILY_LINALG_REFERENCE_NX07, &q, &r);
+    /* adjoint(q) . b contracts q's rows with b's rows, conjugated (Nx's
+     * conjugate of a real tensor would make it complex) */
+    if (!s && emily_dtype_is_complex(emily_tensor_dtype(q))) {
+        s = emily_unary(EMILY_CONJUGATE, q, &qh);
+    } else if (!s) {
+        emily_tensor_retain(q);
+        qh = q;
+    }
+    if (!s) s = as_matrix_rhs(b, b_vector, &bm);
+    if (!s) {
+        int rank = a->rank, batch = rank - 2, contract[1] = {rank - 2}, batches[MAX_RANK];
+        for (int i = 0; i < batch; i++) batches[i] = i;
+        s = emily_dot(qh, 1, contract, batch, batches, bm, 1, contract, batch, batches,
+                      emily_type_merge(emily_tensor_dtype(q), b->dtype), &qb);
+    }
+    if (!s) s = emily_triangular_solve(r, qb, true, false, EMILY_TRANSFORM_NONE, &x);
+    emily_tensor *tmp[5] = {q, r, qh, bm, qb};
+    emily_release_all(5, tmp);
+    if (s) return s;
+    return finish_solve(x, b, t, out);
+}
+
 emily_status emily_solve(const emily_tensor *a, const emily_tensor *b, emily_tensor **out) {
+    return emily_solve_opts(a, b, EMILY_LINALG_LAPACK, out);
+}
+
+emily_status emily_solve_opts(const emily_tensor *a, const emily_tensor *b,
+                              emily_linalg_method method, emily_tensor **out) {
     const char *op = "solve";
     emily_status s;
+    if ((s = check_method(op, method))) return s;
     if ((s = emily_check_out(op, out))) return s;
     if ((s = emily_check_tensor(op, "a", a)) || (s = emily_check_tensor(op, "b", b))) return s;
     bool b_vector;
@@ -230,6 +315,7 @@ emily_status emily_solve(const emily_tensor *a, const emily_tensor *b, emily_ten
     if ((s = get_kernels(op, 2, ts, &k))) return s;
     emily_dtype merged = emily_type_merge(a->dtype, b->dtype);
     emily_dtype t = emily_type_to_floating(merged);
+    if (method == EMILY_LINALG_REFERENCE_NX07) return solve_nx07(a, b, b_vector, t, out);
     if (k->solve && a->dtype == EMILY_F64 && b->dtype == EMILY_F64 &&
         emily_dot_get_precision() == EMILY_DOT_PRECISION_HIGHEST) {
         /* the device computes the whole composition in one kernel */
@@ -250,15 +336,7 @@ emily_status emily_solve(const emily_tensor *a, const emily_tensor *b, emily_ten
     if ((s = emily_lu(a, &p, &l, &u))) return s;
     /* b' = p^T . b (Nx.dot(p, [-2], batch, b, [-2], batch)), in merge(a, b) */
     int r = a->rank, batch = r - 2;
-    int64_t shape[MAX_RANK + 1];
-    if (b_vector) {
-        for (int i = 0; i < b->rank; i++) shape[i] = b->shape[i];
-        shape[b->rank] = 1;
-        s = emily_reshape(b, b->rank + 1, shape, &bm);
-    } else {
-        emily_tensor_retain((emily_tensor *)b);
-        bm = (emily_tensor *)b;
-    }
+    s = as_matrix_rhs(b, b_vector, &bm);
     if (!s) {
         int contract[1] = {r - 2}, batches[MAX_RANK];
         for (int i = 0; i < batch; i++) batches[i] = i;
@@ -269,22 +347,20 @@ emily_status emily_solve(const emily_tensor *a, const emily_tensor *b, emily_ten
     emily_tensor *tmp[6] = {p, l, u, bm, bp, y};
     emily_release_all(6, tmp);
     if (s) return s;
-    emily_tensor *shaped;
-    s = emily_reshape(x, b->rank, b->shape, &shaped);
-    emily_tensor_release(x);
-    if (s) return s;
-    /* Nx's template type; differs from the composition's only for mixed
-     * half-precision/integer inputs, where Nx's own answer is inconsistent. */
-    s = emily_convert_to(shaped, t, out);
-    emily_tensor_release(shaped);
-    return s;
+    return finish_solve(x, b, t, out);
 }
 
 /* ---- determinant ------------------------------------------------------- */
 
 emily_status emily_determinant(const emily_tensor *a, emily_tensor **out) {
+    return emily_determinant_opts(a, EMILY_LINALG_LAPACK, out);
+}
+
+emily_status emily_determinant_opts(const emily_tensor *a, emily_linalg_method method,
+                                    emily_tensor **out) {
     const char *op = "determinant";
     emily_status s;
+    if ((s = check_method(op, method))) return s;
     if ((s = emily_check_out(op, out))) return s;
     if ((s = emily_check_tensor(op, "tensor", a))) return s;
     if (a->rank < 2 || a->shape[a->rank - 1] != a->shape[a->rank - 2])
@@ -295,25 +371,18 @@ emily_status emily_determinant(const emily_tensor *a, emily_tensor **out) {
     if ((s = get_kernels(op, 1, &a, &k))) return s;
     if (!k->determinant) return unsupported(op, a);
     emily_dtype t = emily_type_to_floating(a->dtype), w = wide_of(t);
+    /* Nx 0.7's 2x2 and 3x3 determinants are the explicit products too */
+    bool nx07 = method == EMILY_LINALG_REFERENCE_NX07 && a->shape[a->rank - 1] >= 4;
+    if (nx07 && !k->determinant_nx07) return unsupported(op, a);
     emily_tensor *ac, *dw;
-    if ((s = emily_contiguous(a, &ac))) return s;
+    if ((s = nx07 ? to_wide(a, w, &ac) : emily_contiguous(a, &ac))) return s;
     if (!(s = emily_empty_like_device(a, w, a->rank - 2, a->shape, &dw))) {
-        s = k->determinant(dw, ac, t);
+        s = nx07 ? k->determinant_nx07(dw, ac, t) : k->determinant(dw, ac, t);
         if (s) emily_tensor_release(dw);
     }
     emily_tensor_release(ac);
     if (s) return s;
     return finish(dw, t, out);
-}
-
-/* ---- the method of qr, svd and eigh ------------------------------------ */
-
-static emily_status check_method(const char *op, emily_linalg_method method) {
-    if (method != EMILY_LINALG_LAPACK && method != EMILY_LINALG_REFERENCE)
-        return emily_error(EMILY_ERR_ARGUMENT,
-                           "%s: invalid method %d, expected EMILY_LINALG_LAPACK or "
-                           "EMILY_LINALG_REFERENCE", op, (int)method);
-    return EMILY_OK;
 }
 
 /* The LAPACK kernel runs when asked for, present, and the wide input is
@@ -348,7 +417,8 @@ emily_status emily_qr_opts(const emily_tensor *a, emily_qr_mode mode, double eps
     if ((s = check_method(op, method))) return s;
     const struct emily_linalg_kernels *k;
     if ((s = get_kernels(op, 1, &a, &k))) return s;
-    if (!k->qr) return unsupported(op, a);
+    if (!(method == EMILY_LINALG_REFERENCE_NX07 ? k->qr_nx07 != NULL : k->qr != NULL))
+        return unsupported(op, a);
     bool complete = mode == EMILY_QR_COMPLETE;
     int64_t m = a->shape[a->rank - 2], n = a->shape[a->rank - 1], kk = m < n ? m : n;
     emily_dtype t = emily_type_to_floating(a->dtype), w = wide_of(t);
@@ -361,7 +431,9 @@ emily_status emily_qr_opts(const emily_tensor *a, emily_qr_mode mode, double eps
     if ((s = to_wide(a, w, &aw))) return s;
     if (!(s = emily_empty_like_device(a, w, qrank, qshape, &qw)) &&
         !(s = emily_empty_like_device(a, w, rrank, rshape, &rw)))
-        s = (use_lapack(method, k->qr_lapack, aw) ? k->qr_lapack : k->qr)(qw, rw, aw, complete, eps, t);
+        s = (method == EMILY_LINALG_REFERENCE_NX07 ? k->qr_nx07
+             : use_lapack(method, k->qr_lapack, aw) ? k->qr_lapack
+                                                    : k->qr)(qw, rw, aw, complete, eps, t);
     emily_tensor_release(aw);
     if (s) {
         emily_tensor_release(qw);
@@ -405,7 +477,8 @@ emily_status emily_svd_opts(const emily_tensor *a, bool full_matrices, int64_t m
                            op, emily_dtype_name(a->dtype));
     const struct emily_linalg_kernels *k;
     if ((s = get_kernels(op, 1, &a, &k))) return s;
-    if (!k->svd) return unsupported(op, a);
+    if (!(method == EMILY_LINALG_REFERENCE_NX07 ? k->svd_nx07 != NULL : k->svd != NULL))
+        return unsupported(op, a);
     int64_t m = a->shape[a->rank - 2], n = a->shape[a->rank - 1], kk = m < n ? m : n;
     emily_dtype t = emily_type_to_floating(a->dtype);
     int64_t ud[2] = {m, full_matrices ? m : kk}, vd[2] = {full_matrices ? n : kk, n}, sd[1] = {kk};
@@ -419,7 +492,9 @@ emily_status emily_svd_opts(const emily_tensor *a, bool full_matrices, int64_t m
     if (!(s = emily_empty_like_device(a, EMILY_F64, urank, ushape, &uw)) &&
         !(s = emily_empty_like_device(a, EMILY_F64, srank, sshape, &sw)) &&
         !(s = emily_empty_like_device(a, EMILY_F64, vrank, vshape, &vw)))
-        s = (use_lapack(method, k->svd_lapack, aw) ? k->svd_lapack : k->svd)(
+        s = (method == EMILY_LINALG_REFERENCE_NX07 ? k->svd_nx07
+             : use_lapack(method, k->svd_lapack, aw) ? k->svd_lapack
+                                                      : k->svd)(
             uw, sw, vw, aw, full_matrices, max_iter, t, emily_dtype_is_integer(a->dtype));
     emily_tensor_release(aw);
     if (s) {
@@ -461,14 +536,16 @@ emily_status emily_eigh_opts(const emily_tensor *a, double eps, int64_t max_iter
                            (long long)max_iter);
     const struct emily_linalg_kernels *k;
     if ((s = get_kernels(op, 1, &a, &k))) return s;
-    if (!k->eigh) return unsupported(op, a);
+    bool nx07 = method == EMILY_LINALG_REFERENCE_NX07;
+    if (!(nx07 ? k->eigh_nx07 != NULL : k->eigh != NULL)) return unsupported(op, a);
     emily_dtype t = emily_type_to_floating(a->dtype), w = wide_of(t);
     emily_tensor *aw, *ww = NULL, *vw = NULL;
     if ((s = to_wide(a, w, &aw))) return s;
     if (!(s = emily_empty_like_device(a, w, a->rank - 1, a->shape, &ww)) &&
         !(s = emily_empty_like_device(a, w, a->rank, a->shape, &vw)))
-        s = (use_lapack(method, k->eigh_lapack, aw) ? k->eigh_lapack : k->eigh)(ww, vw, aw, eps,
-                                                                               max_iter, t);
+        s = nx07 ? k->eigh_nx07(ww, vw, aw, eps, max_iter)
+                 : (use_lapack(method, k->eigh_lapack, aw) ? k->eigh_lapack : k->eigh)(ww, vw, aw, eps,
+                                                                                      max_iter, t);
     emily_tensor_release(aw);
     if (s) {
         emily_tensor_release(ww);

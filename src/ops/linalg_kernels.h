@@ -86,6 +86,28 @@ struct emily_linalg_kernels {
                                emily_dtype work, bool integer_input);
     emily_status (*eigh_lapack)(emily_tensor *w, emily_tensor *v, const emily_tensor *a,
                                 double eps, int64_t max_iter, emily_dtype work);
+    /* EMILY_LINALG_REFERENCE_NX07's kernels, Nx 0.7's algorithms
+     * (emily/ops_linalg.h); NULL where the device has none. lu_nx07 and
+     * eigh_nx07 read a wide a holding the input's own values (Nx 0.7's
+     * Matrix module reads the tensor's binary, integers exactly) and
+     * write outputs as lu and eigh do, eigh's in its own order (no
+     * sorting), EMILY_ERR_ARGUMENT when a is not Hermitian within eps.
+     * determinant_nx07: a [..., n, n] wide with the input's values, n >= 4
+     * (smaller ones are Nx's explicit products, as for determinant),
+     * through lu_nx07. qr_nx07: as qr, each reflection an explicit matrix
+     * multiplied in (Nx 0.7's Nx.LinAlg.QR). svd_nx07: as svd, Nx 0.7's
+     * Nx.LinAlg.SVD (QDWH with and without full matrices) on eigh_nx07
+     * and qr_nx07. */
+    emily_status (*lu_nx07)(emily_tensor *p, emily_tensor *l, emily_tensor *u, const emily_tensor *a,
+                            double eps);
+    emily_status (*qr_nx07)(emily_tensor *q, emily_tensor *r, const emily_tensor *a, bool complete,
+                            double eps, emily_dtype work);
+    emily_status (*determinant_nx07)(emily_tensor *det, const emily_tensor *a, emily_dtype work);
+    emily_status (*eigh_nx07)(emily_tensor *w, emily_tensor *v, const emily_tensor *a, double eps,
+                              int64_t max_iter);
+    emily_status (*svd_nx07)(emily_tensor *u, emily_tensor *s, emily_tensor *vt, const emily_tensor *a,
+                             bool full_matrices, int64_t max_iter, emily_dtype work,
+                             bool integer_input);
 };
 
 #ifdef __cplusplus

@@ -589,7 +589,7 @@ TEST(lapack_method_follows_nx_conventions) {
     emily_tensor_release(v);
     emily_tensor_release(w2);
     emily_tensor_release(v2t);
-    CHECK_ERR(emily_eigh_opts(t, 1.0e-4, 1000, (emily_linalg_method)2, &w, &v), EMILY_ERR_ARGUMENT,
+    CHECK_ERR(emily_eigh_opts(t, 1.0e-4, 1000, (emily_linalg_method)3, &w, &v), EMILY_ERR_ARGUMENT,
               "method");
     emily_tensor_release(t);
 }

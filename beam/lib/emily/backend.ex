@@ -31,12 +31,16 @@ if Code.ensure_loaded?(Nx.Backend) do
     Both debug options cost nothing when off (the checks are not compiled).
 
     Run-time option: `config :emily, linalg: :lapack | :reference`, read at
-    each call of `qr`, `eigh` and `svd`. `:lapack` (the default) runs
-    LAPACK's Householder QR, divide-and-conquer eigh and SVD: fast and
-    accurate to the dtype's precision, with Nx's sign conventions but not
-    Nx's last bits. `:reference` runs Nx's own algorithms (Householder QR,
-    Jacobi eigh, the eigh-based SVD) with Nx's `:eps` and `:max_iter`, for
-    results bit-identical to `Nx.BinaryBackend`. See docs/semantics.md.
+    each call of `qr`, `eigh` and `svd` (and `lu` and `determinant`).
+    `:lapack` (the default) runs LAPACK's Householder QR,
+    divide-and-conquer eigh and SVD: fast and accurate to the dtype's
+    precision, with Nx's sign conventions but not Nx's last bits.
+    `:reference` runs the loaded Nx's own algorithms with its `:eps` and
+    `:max_iter`, for results bit-identical to its `Nx.BinaryBackend`: on
+    Nx 0.13, Householder QR, Jacobi eigh and the eigh-based SVD; on Nx
+    0.7, also that version's lu (rows pivoted up front), eigh (Hessenberg
+    reduction and QR iterations) and the QDWH SVD on it. `lu` and
+    `determinant` compute Nx 0.13's LU otherwise. See docs/semantics.md.
     """
 
     @behaviour Nx.Backend
@@ -390,18 +394,41 @@ if Code.ensure_loaded?(Nx.Backend) do
     ## Linear algebra and transforms
 
     def triangular_solve(out, a, b, opts), do: call(:triangular_solve, out, [a, b, opts])
-    def lu(out, t, opts), do: call(:lu, out, [t, opts])
-    def qr(out, t, opts), do: call(:qr, out, [t, with_linalg_method(opts)])
-    def svd(out, t, opts), do: call(:svd, out, [t, with_linalg_method(opts)])
-    def eigh(out, t, opts), do: call(:eigh, out, [t, with_linalg_method(opts)])
+    # `linalg: :reference` means the loaded Nx's own algorithms. Nx 0.7
+    # computed lu and eigh in Nx.BinaryBackend.Matrix (svd, determinant
+    # and a qr-based solve on top) and qr with explicit reflection
+    # matrices; later Nx replaced them (Nx.LinAlg.LU, Nx.LinAlg.BlockEigh,
+    # rank-1 QR updates). The engine has both generations.
+    @reference if Code.ensure_loaded?(Nx.LinAlg.BlockEigh), do: :reference, else: :reference_nx07
 
-    # qr, eigh and svd take the method of config :emily, linalg: (the
-    # engine validates it and names the accepted values)
-    defp with_linalg_method(opts),
-      do: Keyword.put(opts, :linalg, Application.get_env(:emily, :linalg, :lapack))
+    def lu(out, t, opts), do: call(:lu, out, [t, with_linalg_method(opts, @reference)])
+    def qr(out, t, opts), do: call(:qr, out, [t, with_linalg_method(opts, @reference)])
+    def svd(out, t, opts), do: call(:svd, out, [t, with_linalg_method(opts, @reference)])
+    def eigh(out, t, opts), do: call(:eigh, out, [t, with_linalg_method(opts, @reference)])
     def cholesky(out, t), do: call(:cholesky, out, [t])
-    def solve(out, a, b), do: call(:solve, out, [a, b])
-    def determinant(out, t), do: call(:determinant, out, [t])
+    def solve(out, a, b), do: call(:solve, out, [a, b, with_linalg_method([], @reference)])
+
+    def determinant(out, t),
+      do: call(:determinant, out, [t, with_linalg_method([], @reference)])
+
+    # the method of config :emily, linalg: (read at each call)
+    defp with_linalg_method(opts, reference) do
+      method =
+        case Application.get_env(:emily, :linalg, :lapack) do
+          :lapack ->
+            :lapack
+
+          :reference ->
+            reference
+
+          other ->
+            raise ArgumentError,
+                  "invalid :linalg received. Expected one of [:lapack, :reference], " <>
+                    "received: #{inspect(other)}"
+        end
+
+      Keyword.put(opts, :linalg, method)
+    end
 
     for op <- [:fft, :ifft, :fft2, :ifft2, :rfft, :irfft] do
       def unquote(op)(out, t, opts), do: call(unquote(op), out, [t, opts])

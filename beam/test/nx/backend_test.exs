@@ -39,27 +39,30 @@ if Code.ensure_loaded?(Nx) do
       lapack = Nx.LinAlg.eigh(a)
       assert residual.(lapack) < 1.0e-13
 
-      # :reference is Nx 0.13's algorithms (the corpus's reference), bit
-      # for bit; older Nx computed eigh differently, so there only the
-      # Jacobi accuracy is checked.
+      # :reference is the loaded Nx's own algorithms, bit for bit (Nx 0.13's
+      # Jacobi; Nx 0.7's Hessenberg/QR iterations, much less accurate)
       Application.put_env(:emily, :linalg, :reference)
       {w, v} = Nx.LinAlg.eigh(a)
-      assert residual.({w, v}) < 1.0e-3
+      {w_nx, v_nx} = Nx.with_default_backend(Nx.BinaryBackend, fn -> Nx.LinAlg.eigh(reference) end)
+      assert Nx.to_binary(w) == Nx.to_binary(w_nx)
+      assert Nx.to_binary(v) == Nx.to_binary(v_nx)
+      # (without full matrices: Nx 0.13's full svd calls the qr below)
+      {_u, s, _vt} = Nx.LinAlg.svd(a, full_matrices?: false)
+      {_, s_nx, _} = Nx.with_default_backend(Nx.BinaryBackend, fn -> Nx.LinAlg.svd(reference, full_matrices?: false) end)
+      assert Nx.to_binary(s) == Nx.to_binary(s_nx)
 
-      if Version.match?(to_string(Application.spec(:nx, :vsn)), ">= 0.13.0") do
-        {w_nx, v_nx} = Nx.LinAlg.eigh(reference)
-        assert Nx.to_binary(w) == Nx.to_binary(w_nx)
-        assert Nx.to_binary(v) == Nx.to_binary(v_nx)
-        # qr is Nx main's rank-1 Householder updates (the corpus's); the
-        # 0.13.1 tag multiplies by explicit reflection matrices, which
-        # rounds differently in the last bit (docs/semantics.md)
-        {q, r} = Nx.LinAlg.qr(a)
-        {q_nx, r_nx} = Nx.LinAlg.qr(reference)
+      # qr: on Nx 0.13 the corpus's rank-1 Householder updates (Nx main),
+      # where the 0.13.1 tag multiplies by explicit reflection matrices and
+      # rounds differently in the last bit (docs/semantics.md); on Nx 0.7
+      # the explicit products, as Nx 0.7 computes them
+      {q, r} = Nx.LinAlg.qr(a)
+      {q_nx, r_nx} = Nx.with_default_backend(Nx.BinaryBackend, fn -> Nx.LinAlg.qr(reference) end)
+
+      if Code.ensure_loaded?(Nx.LinAlg.BlockEigh) do
         last_bits = fn x, y -> Nx.subtract(x, Nx.backend_copy(y, Emily.Backend)) |> Nx.abs() |> Nx.reduce_max() |> Nx.to_number() end
         assert last_bits.(q, q_nx) < 1.0e-14 and last_bits.(r, r_nx) < 1.0e-14
-        {_u, s, _vt} = Nx.LinAlg.svd(a)
-        {_, s_nx, _} = Nx.LinAlg.svd(reference)
-        assert Nx.to_binary(s) == Nx.to_binary(s_nx)
+      else
+        assert Nx.to_binary(q) == Nx.to_binary(q_nx) and Nx.to_binary(r) == Nx.to_binary(r_nx)
       end
 
       Application.put_env(:emily, :linalg, :fast)
@@ -76,6 +79,69 @@ if Code.ensure_loaded?(Nx) do
 
       assert_raise ArgumentError, ~r/cuda/, fn ->
         Emily.Backend.init(device: {:cuda, 99})
+      end
+    end
+
+    # The inputs of the next test: random matrices, on Nx.BinaryBackend.
+    defp reference_inputs do
+      key = Nx.Random.key(11)
+
+      for {shape, type} <- [{{3, 3}, :f32}, {{5, 5}, :f64}, {{2, 4, 4}, :f32}, {{6, 6}, :f64}],
+          reduce: {[], key} do
+        {acc, key} ->
+          {m, key} = Nx.Random.uniform(key, -2.0, 2.0, shape: shape, type: type)
+          {[Nx.backend_copy(m, Nx.BinaryBackend) | acc], key}
+      end
+      |> elem(0)
+      |> Enum.reverse()
+    end
+
+    defp symmetric(m), do: Nx.divide(Nx.add(m, Nx.LinAlg.adjoint(m)), 2)
+
+    defp same_bits?(emily, nx) when is_tuple(emily),
+      do: Enum.zip(Tuple.to_list(emily), Tuple.to_list(nx)) |> Enum.all?(fn {e, n} -> same_bits?(e, n) end)
+
+    defp same_bits?(emily, nx), do: Nx.to_binary(emily) == Nx.to_binary(nx)
+
+    # Nx.LinAlg's functions on Nx.BinaryBackend alone (with Emily as the
+    # default backend, the constants of Nx's defn algorithms would bring
+    # Emily into the reference's computation)
+    defp on_binary(fun), do: Nx.with_default_backend(Nx.BinaryBackend, fun)
+
+    test "linalg: :reference gives this Nx's Nx.BinaryBackend bits for lu, determinant, solve, qr, eigh and svd" do
+      Application.put_env(:emily, :linalg, :reference)
+      nx07? = not Code.ensure_loaded?(Nx.LinAlg.BlockEigh)
+      ints = Nx.tensor([[0, 2, 1, 3], [1, 1, 1, 1], [3, 0, 2, 1], [2, 1, 0, 4]], backend: Nx.BinaryBackend)
+      hermitian = Nx.tensor([[2, Complex.new(1, -1), 0], [Complex.new(1, 1), 3, Complex.new(0, 2)], [0, Complex.new(0, -2), 1]], type: :c64, backend: Nx.BinaryBackend)
+
+      for m <- reference_inputs() ++ [ints] do
+        e = Nx.backend_copy(m, Emily.Backend)
+        assert same_bits?(Nx.LinAlg.lu(e), on_binary(fn -> Nx.LinAlg.lu(m) end)), "lu of #{inspect(m)}"
+        assert same_bits?(Nx.LinAlg.determinant(e), on_binary(fn -> Nx.LinAlg.determinant(m) end)), "determinant of #{inspect(m)}"
+        b = Nx.iota(Nx.shape(m), backend: Nx.BinaryBackend)
+        assert same_bits?(Nx.LinAlg.solve(e, Nx.backend_copy(b, Emily.Backend)), on_binary(fn -> Nx.LinAlg.solve(m, b) end)),
+               "solve with #{inspect(m)}"
+        s = on_binary(fn -> symmetric(m) end)
+        assert same_bits?(Nx.LinAlg.eigh(Nx.backend_copy(s, Emily.Backend)), on_binary(fn -> Nx.LinAlg.eigh(s) end)),
+               "eigh of #{inspect(s)}"
+
+        # svd without full matrices (Nx 0.13's full svd calls the qr that
+        # the 0.13.1 tag rounds differently, see the test above)
+        assert same_bits?(Nx.LinAlg.svd(e, full_matrices?: false), on_binary(fn -> Nx.LinAlg.svd(m, full_matrices?: false) end)),
+               "svd of #{inspect(m)}"
+
+        if nx07? do
+          assert same_bits?(Nx.LinAlg.qr(e), on_binary(fn -> Nx.LinAlg.qr(m) end)), "qr of #{inspect(m)}"
+          assert same_bits?(Nx.LinAlg.svd(e), on_binary(fn -> Nx.LinAlg.svd(m) end)), "full svd of #{inspect(m)}"
+        end
+      end
+
+      if nx07? do
+        assert same_bits?(Nx.LinAlg.eigh(Nx.backend_copy(hermitian, Emily.Backend)), on_binary(fn -> Nx.LinAlg.eigh(hermitian) end))
+
+        assert_raise ArgumentError, ~r/matrix must be hermitian/, fn ->
+          Nx.LinAlg.eigh(Nx.tensor([[1.0, 2.0], [0.0, 1.0]]))
+        end
       end
     end
 

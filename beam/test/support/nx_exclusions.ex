@@ -39,27 +39,7 @@ defmodule Emily.Test.NxExclusions do
       {"doctest Nx.tensor/2 (20)", @types},
       {"doctest Nx.bit_size/1 (230)", @types}
     ],
-    "0.7.2" => [
-      {"doctest Nx.LinAlg.eigh/2 (21)", @nx07},
-      {"doctest Nx.LinAlg.svd/2 (95)", @nx07},
-      {"doctest Nx.LinAlg.qr/2 (80)", @qr_tie},
-      {"doctest Nx.LinAlg.pinv/2 (75)", @nx07},
-      {"doctest Nx.LinAlg.pinv/2 (76)", @nx07},
-      {"doctest Nx.LinAlg.least_squares/2 (29)", @nx07},
-      {"doctest Nx.LinAlg.least_squares/2 (30)", @nx07},
-      {"doctest Nx.LinAlg.least_squares/2 (31)", @nx07},
-      {"doctest Nx.LinAlg.eigh/2 (20)", @nx07},
-      {"doctest Nx.LinAlg.eigh/2 (22)", @nx07},
-      {"doctest Nx.LinAlg.eigh/2 (23)", @nx07},
-      {"doctest Nx.LinAlg.lu/2 (36)", @nx07},
-      {"doctest Nx.LinAlg.lu/2 (38)", @nx07},
-      {"doctest Nx.LinAlg.lu/2 (39)", @nx07},
-      {"doctest Nx.LinAlg.determinant/1 (12)", @nx07},
-      {"doctest Nx.LinAlg.determinant/1 (13)", @nx07},
-      {"doctest Nx.LinAlg.determinant/1 (14)", @nx07},
-      {"doctest Nx.LinAlg.matrix_power/2 (44)", @nx07},
-      {"doctest Nx.LinAlg.matrix_power/2 (46)", @nx07}
-    ]
+    "0.7.2" => []
   }
 
   @doc "The exclusions for the loaded Nx version: [{test name, reason}]."
