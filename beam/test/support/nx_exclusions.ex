@@ -10,26 +10,16 @@ defmodule Emily.Test.NxExclusions do
   # The engine's qr is Nx's Householder QR as the corpus's reference runs
   # it: reflections applied as rank-1 updates (Nx main since nx#1784,
   # whose version string is still 0.13.1; the corpus matches it bit for
-  # bit). The 0.13.1 tag and 0.7 multiplied by explicit Householder
-  # matrices instead: R[2][2] of this doctest is then an exact tie between
-  # two f32 values, rounded to even (1.4142137); the rank-1 form gives
-  # 1.4142135, which Nx main's own doctest prints.
+  # bit). The 0.13.1 tag multiplies by explicit Householder matrices
+  # instead: R[2][2] of this doctest is then an exact tie between two f32
+  # values, rounded to even (1.4142137); the rank-1 form gives 1.4142135,
+  # which Nx main's own doctest prints. (On Nx 0.7, linalg: :reference
+  # is Nx 0.7's explicit products, so its qr doctest passes.)
   @qr_tie "last printed digit: R[2][2] is 1.4142135 (the corpus's reference, Nx's rank-1 " <>
             "Householder updates) where this Nx's explicit Householder product rounds a tie to 1.4142137"
 
   @types "Nx 0.13 types the engine does not have yet (f8, f8_e4m3fn, u2/s2/u4/s4; " <>
            "include/emily/dtype.h appends them later)"
-
-  # Nx 0.7.2's doctests print the output of Nx 0.7's own algorithms:
-  # Nx.BinaryBackend.Matrix's lu (another pivot order) and eigh (Hessenberg
-  # reduction and QR iterations), with determinant and matrix_power built
-  # on that lu, and an svd without full matrices through QDWH and that
-  # eigh (pinv and least_squares use it). Nx 0.13 replaced them with
-  # Nx.LinAlg.LU, Nx.LinAlg.BlockEigh (Jacobi) and a Gram-matrix svd,
-  # which the engine reproduces bit for bit; matching 0.7 would mean a
-  # second, diverging implementation of each.
-  @nx07 "Nx 0.7.2 printed its own algorithm's output, which Nx changed by 0.13.1 " <>
-          "(the engine follows 0.13.1; that version's doctest for this call passes)"
 
   @lists %{
     "0.13.1" => [
@@ -39,6 +29,7 @@ defmodule Emily.Test.NxExclusions do
       {"doctest Nx.tensor/2 (20)", @types},
       {"doctest Nx.bit_size/1 (230)", @types}
     ],
+    # Nx 0.7's own lu, eigh, qr, svd and solve run under linalg: :reference
     "0.7.2" => []
   }
 
