@@ -375,7 +375,45 @@ TEST(svd_qdwh_on_nx07_eigh) {
     emily_tensor_release(t);
 }
 
+/* ---- through the dispatcher (the NIF's path) ---------------------------- */
+
+TEST(dispatch_takes_reference_nx07) {
+    int64_t s3[2] = {3, 3};
+    double a[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+    emily_tensor *t = t_from(EMILY_F64, 2, s3, a);
+    emily_value tmpl[3] = {{.kind = EMILY_V_TEMPLATE, .dtype = EMILY_F64, .rank = 2, .shape = s3},
+                           {.kind = EMILY_V_TEMPLATE, .dtype = EMILY_F64, .rank = 2, .shape = s3},
+                           {.kind = EMILY_V_TEMPLATE, .dtype = EMILY_F64, .rank = 2, .shape = s3}};
+    emily_value out = {.kind = EMILY_V_TUPLE, .items = tmpl, .n = 3};
+    emily_value items[2] = {{.kind = EMILY_V_FLOAT, .f = 1e-10}, {.kind = EMILY_V_ATOM, .str = "reference_nx07"}};
+    const char *keys[2] = {"eps", "linalg"};
+    emily_value args[2] = {{.kind = EMILY_V_TENSOR, .tensor = t},
+                           {.kind = EMILY_V_OPTS, .items = items, .keys = keys, .n = 2}};
+    emily_dispatch_result r = {0};
+    CHECK_OK(emily_dispatch("lu", EMILY_CPU, &out, args, 2, EMILY_DISPATCH_RUN, &r));
+    /* Nx 0.7's p for this matrix: rows 7, 4, 1 */
+    CHECK(r.n == 3 && t_get(r.tensors[0], 2) == 1 && t_get(r.tensors[0], 4) == 1 && t_get(r.tensors[0], 6) == 1);
+    emily_dispatch_result_release(&r);
+    items[1].str = "nx07";
+    CHECK_ERR(emily_dispatch("lu", EMILY_CPU, &out, args, 2, EMILY_DISPATCH_RUN, &r), EMILY_ERR_ARGUMENT,
+              "Expected one of [:lapack, :reference, :reference_nx07]");
+    /* determinant and solve take the option too */
+    emily_value det_tmpl = {.kind = EMILY_V_TEMPLATE, .dtype = EMILY_F64, .rank = 0, .shape = s3};
+    emily_value ditems[1] = {{.kind = EMILY_V_ATOM, .str = "reference_nx07"}};
+    const char *dkeys[1] = {"linalg"};
+    emily_value dargs[2] = {{.kind = EMILY_V_TENSOR, .tensor = t},
+                            {.kind = EMILY_V_OPTS, .items = ditems, .keys = dkeys, .n = 1}};
+    CHECK_OK(emily_dispatch("determinant", EMILY_CPU, &det_tmpl, dargs, 2, EMILY_DISPATCH_RUN, &r));
+    emily_dispatch_result_release(&r);
+    emily_value sargs[3] = {{.kind = EMILY_V_TENSOR, .tensor = t}, {.kind = EMILY_V_TENSOR, .tensor = t},
+                            {.kind = EMILY_V_OPTS, .items = ditems, .keys = dkeys, .n = 1}};
+    ditems[0].str = "fast";
+    CHECK_ERR(emily_dispatch("solve", EMILY_CPU, &tmpl[0], sargs, 3, EMILY_DISPATCH_RUN, &r),
+              EMILY_ERR_ARGUMENT, "invalid :linalg");
+    emily_tensor_release(t);
+}
+
 RUN_TESTS("linalg_nx07", CASE(lu_pivots_up_front), CASE(lu_types_batches_and_singular),
           CASE(lu_nx07_bad_input), CASE(determinant_on_nx07_lu), CASE(eigh_hessenberg_qr_iterations),
           CASE(eigh_complex_and_not_hermitian), CASE(qr_explicit_reflections), CASE(solve_through_qr),
-          CASE(svd_qdwh_on_nx07_eigh))
+          CASE(svd_qdwh_on_nx07_eigh), CASE(dispatch_takes_reference_nx07))
