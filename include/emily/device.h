@@ -48,7 +48,8 @@ typedef struct emily_memory_stats {
     size_t cached; /* freed by buffers, kept for reuse */
 } emily_memory_stats;
 emily_status emily_memory_stats_get(emily_device d, emily_memory_stats *out);
-/* Returns cached memory to the device (cudaFree) and resets `peak`. */
+/* Returns cached memory to the device (cudaFree; host memory to the C
+ * allocator) and resets `peak`. */
 emily_status emily_memory_release_cache(emily_device d);
 
 /* Streams: each thread has a current stream per device (the device's

@@ -4,6 +4,7 @@
 #include <string.h>
 #include <stdatomic.h>
 #include <sys/mman.h>
+#include "cpu/host_cache.h"
 #include "cpu/kernels.h"
 
 static atomic_size_t active_bytes, peak_bytes;
@@ -15,21 +16,31 @@ static int cpu_device_count(void) { return 1; }
 #define HEADER 64
 #define HUGE_PAGE ((size_t)2 << 20)
 #define LARGE_BUFFER ((size_t)4 << 20)
+/* The whole allocation behind a buffer of nbytes. */
+static size_t block_size(size_t nbytes) {
+    size_t total = (nbytes + HEADER + 63) & ~(size_t)63;
+    if (nbytes >= LARGE_BUFFER) total = (total + HUGE_PAGE - 1) & ~(size_t)(HUGE_PAGE - 1);
+    return total;
+}
+
 static emily_status cpu_alloc(int device, size_t nbytes, void **ptr) {
     (void)device;
     if (nbytes > SIZE_MAX - 2 * HEADER)
         return emily_error(EMILY_ERR_MEMORY, "cpu: cannot allocate %zu bytes", nbytes);
-    size_t total = (nbytes + HEADER + 63) & ~(size_t)63;
+    size_t total = block_size(nbytes);
     /* Large buffers start on a 2 MiB boundary and ask for transparent huge
      * pages: a fresh 40 MB output otherwise costs ~10k page faults on first
-     * touch, a large share of a memory-bound op's time. */
+     * touch, a large share of a memory-bound op's time. (A cached block of
+     * the same size was made the same way.) */
     bool huge = nbytes >= LARGE_BUFFER;
-    if (huge) total = (total + HUGE_PAGE - 1) & ~(size_t)(HUGE_PAGE - 1);
-    char *p = aligned_alloc(huge ? HUGE_PAGE : 64, total);
-    if (!p) return emily_error(EMILY_ERR_MEMORY, "cpu: out of memory allocating %zu bytes", nbytes);
+    char *p = emily_host_cache_take(total);
+    if (!p) {
+        p = aligned_alloc(huge ? HUGE_PAGE : 64, total);
+        if (!p) return emily_error(EMILY_ERR_MEMORY, "cpu: out of memory allocating %zu bytes", nbytes);
 #ifdef MADV_HUGEPAGE
-    if (huge) (void)madvise(p, total, MADV_HUGEPAGE); /* advice only: ignore failure */
+        if (huge) (void)madvise(p, total, MADV_HUGEPAGE); /* advice only: ignore failure */
 #endif
+    }
     memcpy(p, &nbytes, sizeof nbytes);
     size_t now = atomic_fetch_add(&active_bytes, nbytes) + nbytes;
     size_t peak = atomic_load(&peak_bytes);
@@ -45,7 +56,7 @@ static void cpu_free(int device, void *ptr) {
     size_t nbytes;
     memcpy(&nbytes, p, sizeof nbytes);
     atomic_fetch_sub(&active_bytes, nbytes);
-    free(p);
+    if (!emily_host_cache_put(p, block_size(nbytes))) free(p);
 }
 
 static emily_status cpu_memcpy(int device, void *dst, const void *src, size_t n) {
@@ -60,12 +71,13 @@ static emily_status cpu_memory_stats(int device, emily_memory_stats *out) {
     (void)device;
     out->active = atomic_load(&active_bytes);
     out->peak = atomic_load(&peak_bytes);
-    out->cached = 0; /* the CPU uses the C allocator directly */
+    out->cached = emily_host_cache_bytes();
     return EMILY_OK;
 }
 
 static emily_status cpu_release_cache(int device) {
     (void)device;
+    emily_host_cache_clear();
     atomic_store(&peak_bytes, atomic_load(&active_bytes));
     return EMILY_OK;
 }

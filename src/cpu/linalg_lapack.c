@@ -53,6 +53,16 @@ static void eye(double *x, int64_t rows, int64_t cols, int parts) {
     for (int64_t i = 0; i < imin(rows, cols); i++) x[(i * cols + i) * parts] = 1;
 }
 
+/* Scratch memory from the engine's own allocator, whose cache of freed
+ * blocks spares a repeated call the page faults of fresh memory (a fifth
+ * of a 256 x 256 qr's time when the workspace came from malloc each
+ * call). Released with emily_tensor_release(*holder). */
+static void *scratch(size_t bytes, emily_tensor **holder) {
+    int64_t shape[1] = {(int64_t)((bytes + sizeof(double) - 1) / sizeof(double))};
+    if (emily_empty(EMILY_CPU, EMILY_F64, 1, shape, holder)) return NULL;
+    return emily_tensor_base(*holder);
+}
+
 static emily_status lapack_failed(const char *op, const char *routine, lapack_int info) {
     if (info == LAPACK_WORK_MEMORY_ERROR || info == LAPACK_TRANSPOSE_MEMORY_ERROR)
         return emily_error(EMILY_ERR_MEMORY, "%s: out of host memory in LAPACK %s", op, routine);
@@ -224,7 +234,8 @@ emily_status emily_cpu_lapack_qr(emily_tensor *q, emily_tensor *r, const emily_t
      * at 256 x 256). */
     lapack_int lwork = qr_workspace(cx, m, n, qcols, k, ld);
     if (lwork < 0) return lapack_failed("qr", cx ? "zgeqrf" : "dgeqrf", lwork);
-    double *buf = malloc((size_t)(ld * cols + k + 1 + lwork) * (size_t)parts * sizeof(double));
+    emily_tensor *holder = NULL;
+    double *buf = scratch((size_t)(ld * cols + k + 1 + lwork) * (size_t)parts * sizeof(double), &holder);
     if (!buf) return emily_error(EMILY_ERR_MEMORY, "qr: out of host memory");
     double *tau = buf + ld * cols * parts, *wk = tau + (k + 1) * parts;
     (void)complete;
@@ -245,7 +256,7 @@ emily_status emily_cpu_lapack_qr(emily_tensor *q, emily_tensor *r, const emily_t
                                      lwork)
                : LAPACKE_dgeqrf_work(LAPACK_COL_MAJOR, (lapack_int)m, (lapack_int)n, buf,
                                      (lapack_int)ld, tau, wk, lwork);
-        if (info) { free(buf); return lapack_failed("qr", cx ? "zgeqrf" : "dgeqrf", info); }
+        if (info) { emily_tensor_release(holder); return lapack_failed("qr", cx ? "zgeqrf" : "dgeqrf", info); }
         /* R: the upper triangle of the first min(rrows, k) rows */
         fill(rb, rrows * n * parts, 0);
         for (int64_t i = 0; i < imin(rrows, k); i++)
@@ -258,14 +269,14 @@ emily_status emily_cpu_lapack_qr(emily_tensor *q, emily_tensor *r, const emily_t
                                         (lapack_complex_double *)wk, lwork)
                   : LAPACKE_dorgqr_work(LAPACK_COL_MAJOR, (lapack_int)m, (lapack_int)qcols,
                                         (lapack_int)k, buf, (lapack_int)ld, tau, wk, lwork);
-        if (info) { free(buf); return lapack_failed("qr", cx ? "zungqr" : "dorgqr", info); }
+        if (info) { emily_tensor_release(holder); return lapack_failed("qr", cx ? "zungqr" : "dorgqr", info); }
         if (cx) unit_diagonal(buf, ld, rb, m, n, k);
         else nx_diagonal_signs(buf, ld, rb, tau, m, n, k);
         transpose(qb, qcols, buf, ld, qcols, m, parts);
         approximate_zeros(rb, rrows * n, parts, eps);
         approximate_zeros(qb, m * qcols, parts, eps);
     }
-    free(buf);
+    emily_tensor_release(holder);
     return EMILY_OK;
 }
 
@@ -282,10 +293,32 @@ emily_status emily_cpu_lapack_eigh(emily_tensor *w, emily_tensor *v, const emily
     int64_t batches = n ? lead_batches(a, 2) : 0;
     const double *src = emily_tensor_base(a);
     double *wd = emily_tensor_base(w), *vd = emily_tensor_base(v);
-    /* order (n), the eigenvalues (n), the column-major matrix (n x n) */
-    int64_t *order = malloc((size_t)n * sizeof(int64_t) + (size_t)(n + nn * parts) * sizeof(double) + 1);
+    /* ?syevd/?heevd's workspaces, then one block: order (n), the
+     * eigenvalues (n), the column-major matrix (n x n), the workspaces */
+    lapack_int lwork = 1, lrwork = 1, liwork = 1;
+    if (n > 0) {
+        lapack_int info;
+        if (cx) {
+            lapack_complex_double wq;
+            double rq;
+            info = LAPACKE_zheevd_work(LAPACK_COL_MAJOR, 'V', 'U', (lapack_int)n, NULL, (lapack_int)n,
+                                       NULL, &wq, -1, &rq, -1, &liwork, -1);
+            lwork = (lapack_int)creal(wq);
+            lrwork = (lapack_int)rq;
+        } else {
+            double wq;
+            info = LAPACKE_dsyevd_work(LAPACK_COL_MAJOR, 'V', 'U', (lapack_int)n, NULL, (lapack_int)n,
+                                       NULL, &wq, -1, &liwork, -1);
+            lwork = (lapack_int)wq;
+        }
+        if (info) return lapack_failed("eigh", cx ? "zheevd" : "dsyevd", info);
+    }
+    emily_tensor *holder = NULL;
+    size_t doubles = (size_t)(n + nn * parts + lwork * parts + (cx ? lrwork : 0)) + 1;
+    int64_t *order = scratch((size_t)(n + liwork) * sizeof(int64_t) + doubles * sizeof(double), &holder);
     if (!order) return emily_error(EMILY_ERR_MEMORY, "eigh: out of host memory");
-    double *vals = (double *)(order + n), *cm = vals + n;
+    double *vals = (double *)(order + n), *cm = vals + n, *wk = cm + nn * parts, *rwk = wk + lwork * parts;
+    lapack_int *iwk = (lapack_int *)(rwk + (cx ? lrwork : 0) + 1);
     for (int64_t b = 0; b < batches; b++) {
         const double *ab = src + b * nn * parts;
         double *vb = vd + b * nn * parts, *wb = wd + b * n * parts;
@@ -293,17 +326,19 @@ emily_status emily_cpu_lapack_eigh(emily_tensor *w, emily_tensor *v, const emily
          * for a Hermitian matrix is its conjugate: the same eigenvalues,
          * conjugate eigenvectors (conjugated back below). No transpose. */
         memcpy(cm, ab, (size_t)(nn * parts) * sizeof(double));
-        lapack_int info = cx ? LAPACKE_zheevd(LAPACK_COL_MAJOR, 'V', 'U', (lapack_int)n,
-                                              (lapack_complex_double *)cm, (lapack_int)n, vals)
-                             : LAPACKE_dsyevd(LAPACK_COL_MAJOR, 'V', 'U', (lapack_int)n, cm,
-                                              (lapack_int)n, vals);
+        lapack_int info =
+            cx ? LAPACKE_zheevd_work(LAPACK_COL_MAJOR, 'V', 'U', (lapack_int)n, (lapack_complex_double *)cm,
+                                     (lapack_int)n, vals, (lapack_complex_double *)wk, lwork, rwk, lrwork,
+                                     iwk, liwork)
+               : LAPACKE_dsyevd_work(LAPACK_COL_MAJOR, 'V', 'U', (lapack_int)n, cm, (lapack_int)n, vals, wk,
+                                     lwork, iwk, liwork);
         if (info > 0) { /* divide and conquer did not converge: plain QR iterations */
             memcpy(cm, ab, (size_t)(nn * parts) * sizeof(double));
             info = cx ? LAPACKE_zheev(LAPACK_COL_MAJOR, 'V', 'U', (lapack_int)n,
                                       (lapack_complex_double *)cm, (lapack_int)n, vals)
                       : LAPACKE_dsyev(LAPACK_COL_MAJOR, 'V', 'U', (lapack_int)n, cm, (lapack_int)n, vals);
         }
-        if (info) { free(order); return lapack_failed("eigh", cx ? "zheevd" : "dsyevd", info); }
+        if (info) { emily_tensor_release(holder); return lapack_failed("eigh", cx ? "zheevd" : "dsyevd", info); }
         /* LAPACK's ascending order -> Nx's decreasing magnitude; equal
          * magnitudes keep LAPACK's order (insertion sort is stable) */
         for (int64_t i = 0; i < n; i++) order[i] = i;
@@ -338,7 +373,7 @@ emily_status emily_cpu_lapack_eigh(emily_tensor *w, emily_tensor *v, const emily
                             vb[(r * n + c) * parts + p] = col[r * parts + p];
                 }
     }
-    free(order);
+    emily_tensor_release(holder);
     return EMILY_OK;
 }
 
@@ -358,10 +393,24 @@ emily_status emily_cpu_lapack_svd(emily_tensor *u, emily_tensor *s, emily_tensor
     int64_t batches = lead_batches(a, 2);
     const double *src = emily_tensor_base(a);
     double *ud = emily_tensor_base(u), *sd = emily_tensor_base(s), *vd = emily_tensor_base(vt);
-    double *buf = malloc((size_t)(m * n + k + ucols + 1) * sizeof(double));
-    if (!buf) return emily_error(EMILY_ERR_MEMORY, "svd: out of host memory");
-    double *superb = buf + m * n, *usign = superb + k;
     char job = full_matrices ? 'A' : 'S';
+    /* ?gesdd's workspace (queried), then one block: the matrix, superb,
+     * u's column signs, the workspaces */
+    lapack_int lwork = 1;
+    if (k > 0) {
+        double wq;
+        lapack_int info = LAPACKE_dgesdd_work(LAPACK_COL_MAJOR, job, (lapack_int)n, (lapack_int)m, NULL,
+                                              (lapack_int)n, NULL, NULL, (lapack_int)n, NULL,
+                                              (lapack_int)ucols, &wq, -1, NULL);
+        if (info) return lapack_failed("svd", "dgesdd", info);
+        lwork = (lapack_int)wq;
+    }
+    emily_tensor *holder = NULL;
+    double *buf = scratch((size_t)(m * n + k + ucols + lwork + 1) * sizeof(double) +
+                              (size_t)(8 * k + 1) * sizeof(lapack_int), &holder);
+    if (!buf) return emily_error(EMILY_ERR_MEMORY, "svd: out of host memory");
+    double *superb = buf + m * n, *usign = superb + k, *wk = usign + ucols;
+    lapack_int *iwk = (lapack_int *)(wk + lwork + 1);
     for (int64_t b = 0; b < batches; b++) {
         double *ub = ud + b * m * ucols, *sb = sd + b * k, *vb = vd + b * vrows * n;
         if (k == 0) {
@@ -370,14 +419,15 @@ emily_status emily_cpu_lapack_svd(emily_tensor *u, emily_tensor *s, emily_tensor
             continue;
         }
         memcpy(buf, src + b * m * n, (size_t)(m * n) * sizeof(double));
-        lapack_int info = LAPACKE_dgesdd(LAPACK_COL_MAJOR, job, (lapack_int)n, (lapack_int)m, buf,
-                                         (lapack_int)n, sb, vb, (lapack_int)n, ub, (lapack_int)ucols);
+        lapack_int info = LAPACKE_dgesdd_work(LAPACK_COL_MAJOR, job, (lapack_int)n, (lapack_int)m, buf,
+                                              (lapack_int)n, sb, vb, (lapack_int)n, ub, (lapack_int)ucols,
+                                              wk, lwork, iwk);
         if (info > 0) { /* divide and conquer did not converge: the QR-iteration driver */
             memcpy(buf, src + b * m * n, (size_t)(m * n) * sizeof(double));
             info = LAPACKE_dgesvd(LAPACK_COL_MAJOR, job, job, (lapack_int)n, (lapack_int)m, buf,
                                   (lapack_int)n, sb, vb, (lapack_int)n, ub, (lapack_int)ucols, superb);
         }
-        if (info) { free(buf); return lapack_failed("svd", "dgesdd", info); }
+        if (info) { emily_tensor_release(holder); return lapack_failed("svd", "dgesdd", info); }
         /* signs: row i of vt with its largest entry positive, column i of
          * u flipped with it; u's extra columns and vt's extra rows alone.
          * u's column signs are collected first and applied in one pass
@@ -395,6 +445,6 @@ emily_status emily_cpu_lapack_svd(emily_tensor *u, emily_tensor *s, emily_tensor
         for (int64_t r = 0; r < m; r++)
             for (int64_t c = 0; c < ucols; c++) ub[r * ucols + c] *= usign[c];
     }
-    free(buf);
+    emily_tensor_release(holder);
     return EMILY_OK;
 }

@@ -125,6 +125,42 @@ TEST(devices) {
     CHECK_OK(emily_memory_stats_get(EMILY_CPU, &ms));
 }
 
-RUN_TESTS("core", CASE(dtype_names_and_sizes), CASE(type_merge_matches_nx),
+/* The CPU allocator keeps freed blocks of 64 KiB to 32 MiB for reuse by an
+ * allocation of the same size (not under AddressSanitizer, where every
+ * block goes back to free so that a use after free is caught). */
+TEST(host_buffers_are_reused) {
+    CHECK_OK(emily_memory_release_cache(EMILY_CPU));
+    emily_memory_stats before, after_free, after_reuse, after_release;
+    CHECK_OK(emily_memory_stats_get(EMILY_CPU, &before));
+    CHECK(before.cached == 0);
+    int64_t shape[1] = {1 << 17}, tiny[1] = {16}, huge[1] = {(int64_t)1 << 23}; /* 1 MiB, 128 B, 64 MiB */
+    emily_tensor *a = NULL, *b = NULL, *t = NULL, *h = NULL;
+    CHECK_OK(emily_empty(EMILY_CPU, EMILY_F64, 1, shape, &a));
+    const void *first = NULL, *again = NULL;
+    if (a) CHECK_OK(emily_host_data(a, &first));
+    CHECK_OK(emily_empty(EMILY_CPU, EMILY_F64, 1, tiny, &t));
+    CHECK_OK(emily_empty(EMILY_CPU, EMILY_F64, 1, huge, &h));
+    emily_tensor_release(a);
+    emily_tensor_release(t);
+    emily_tensor_release(h);
+    CHECK_OK(emily_memory_stats_get(EMILY_CPU, &after_free));
+    CHECK_OK(emily_empty(EMILY_CPU, EMILY_F64, 1, shape, &b));
+    if (b) CHECK_OK(emily_host_data(b, &again));
+    CHECK_OK(emily_memory_stats_get(EMILY_CPU, &after_reuse));
+#if defined(__SANITIZE_ADDRESS__)
+    CHECK(after_free.cached == 0 && after_reuse.cached == 0);
+#else
+    /* only the 1 MiB block is kept (too small and too large ones are not) */
+    CHECK(after_free.cached >= (1u << 20) && after_free.cached < (2u << 20));
+    CHECK(after_reuse.cached == 0 && again == first);
+#endif
+    CHECK(after_reuse.active == before.active + (1u << 20));
+    emily_tensor_release(b);
+    CHECK_OK(emily_memory_release_cache(EMILY_CPU));
+    CHECK_OK(emily_memory_stats_get(EMILY_CPU, &after_release));
+    CHECK(after_release.cached == 0 && after_release.active == before.active);
+}
+
+RUN_TESTS("core", CASE(host_buffers_are_reused), CASE(dtype_names_and_sizes), CASE(type_merge_matches_nx),
           CASE(half_conversions_round_like_nx), CASE(tensor_roundtrip_and_views),
           CASE(zero_size_and_scalar_tensors), CASE(bad_input_is_an_error), CASE(devices))
