@@ -34,6 +34,12 @@ CODE_OF_NP = {np.dtype(v): k for k, v in NP_OF_CODE.items()}
 
 MAX_SECONDS = 1.0   # per side, per case (at least 3 measurements)
 MIN_MEASURE_S = 0.002
+# numpy's own OpenBLAS and the Debian OpenBLAS that Emily links both keep
+# their worker threads spinning for about 0.1 s after a call; on 2 cores
+# the idle side's spinning threads took up to half the CPU from the side
+# being timed (64 x 128^2 f32 matmul: Emily 2.0 to 5.5 ms from run to run).
+# Each side is timed after this pause.
+SETTLE_S = 0.3
 
 lib = None
 
@@ -336,7 +342,9 @@ def run_case(c):
         reps = 1 if first > 2.0 else (5 if first > 0.2 else 15)
         fn = c.peer(*ins)
         fn()
+        time.sleep(SETTLE_S)
         row["peer_s"], row["peer_n"] = peer_time(fn, warmup, inner, reps)
+        time.sleep(SETTLE_S)
         row["emily_s"], row["emily_n"] = emily_time(c.op, c.params, warmup, inner, reps)
         row["ratio"] = row["peer_s"] / row["emily_s"]
     except EmilyError as e:
@@ -425,7 +433,8 @@ def main():
         "  cumsum, fft against an f64/c128 numpy reference; sort/argsort/top_k exactly;",
         "  decompositions by reconstruction), then timed: warm-up, median of up to 15",
         "  measurements (5 when a call takes > 0.2 s, 1 when > 2 s), each side capped at "
-        f"{MAX_SECONDS} s of measurements.",
+        f"{MAX_SECONDS} s of measurements, each side after a {SETTLE_S} s pause (both",
+        "  OpenBLAS builds in this process leave their threads spinning ~0.1 s after a call).",
         "  ratio = peer time / Emily time (>= 1: Emily faster). 'Emily dot mode' is",
         "  emily_dot_set_precision: HIGHEST (the default, Nx.BinaryBackend's answers)",
         "  or FAST (BLAS in the type's own precision, like numpy).",
