@@ -32,7 +32,7 @@ NP_OF_CODE = {10: np.float32, 11: np.float64, 12: np.complex64, 13: np.complex12
               6: np.int32, 7: np.int64}
 CODE_OF_NP = {np.dtype(v): k for k, v in NP_OF_CODE.items()}
 
-MAX_SECONDS = 1.0   # per side, per case (at least 3 measurements)
+MAX_SECONDS = 0.4   # per side, per case and round (at least 3 measurements)
 MIN_MEASURE_S = 0.002
 # numpy's own OpenBLAS and the Debian OpenBLAS that Emily links both keep
 # their worker threads spinning for about 0.1 s after a call; on 2 cores
@@ -40,6 +40,7 @@ MIN_MEASURE_S = 0.002
 # being timed (64 x 128^2 f32 matmul: Emily 2.0 to 5.5 ms from run to run).
 # Each side is timed after this pause.
 SETTLE_S = 0.3
+ROUNDS = 3
 
 lib = None
 
@@ -342,10 +343,21 @@ def run_case(c):
         reps = 1 if first > 2.0 else (5 if first > 0.2 else 15)
         fn = c.peer(*ins)
         fn()
-        time.sleep(SETTLE_S)
-        row["peer_s"], row["peer_n"] = peer_time(fn, warmup, inner, reps)
-        time.sleep(SETTLE_S)
-        row["emily_s"], row["emily_n"] = emily_time(c.op, c.params, warmup, inner, reps)
+        # ROUNDS alternating rounds, so that both sides see the same
+        # stretches of this shared machine's load; the median of the
+        # rounds' medians
+        peer_meds, emily_meds = [], []
+        row["peer_n"] = row["emily_n"] = 0
+        for _ in range(ROUNDS):
+            time.sleep(SETTLE_S)
+            med, n = peer_time(fn, warmup, inner, max(1, reps // ROUNDS))
+            peer_meds.append(med)
+            row["peer_n"] += n
+            time.sleep(SETTLE_S)
+            med, n = emily_time(c.op, c.params, warmup, inner, max(1, reps // ROUNDS))
+            emily_meds.append(med)
+            row["emily_n"] += n
+        row["peer_s"], row["emily_s"] = float(np.median(peer_meds)), float(np.median(emily_meds))
         row["ratio"] = row["peer_s"] / row["emily_s"]
     except EmilyError as e:
         row["check"] = "ERROR: " + str(e)
@@ -431,10 +443,12 @@ def main():
         f"({elapsed:.0f} s in all)",
         "- method: inputs from numpy (seed 12); Emily's result checked first (matmul, conv,",
         "  cumsum, fft against an f64/c128 numpy reference; sort/argsort/top_k exactly;",
-        "  decompositions by reconstruction), then timed: warm-up, median of up to 15",
-        "  measurements (5 when a call takes > 0.2 s, 1 when > 2 s), each side capped at "
-        f"{MAX_SECONDS} s of measurements, each side after a {SETTLE_S} s pause (both",
-        "  OpenBLAS builds in this process leave their threads spinning ~0.1 s after a call).",
+        "  decompositions by reconstruction), then timed in "
+        f"{ROUNDS} alternating rounds (peer, Emily, peer, ...),",
+        "  each a warm-up and the median of up to 5 measurements (fewer for calls over 0.2 s),",
+        f"  capped at {MAX_SECONDS} s, after a {SETTLE_S} s pause (both OpenBLAS builds in this",
+        "  process leave their threads spinning ~0.1 s after a call); a side's time is the",
+        "  median of its rounds' medians.",
         "  ratio = peer time / Emily time (>= 1: Emily faster). 'Emily dot mode' is",
         "  emily_dot_set_precision: HIGHEST (the default, Nx.BinaryBackend's answers)",
         "  or FAST (BLAS in the type's own precision, like numpy).",
