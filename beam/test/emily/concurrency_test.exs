@@ -104,7 +104,11 @@ defmodule Emily.ConcurrencyTest do
   end
 
   test "tensors are freed when collected; the corpus path leaks nothing" do
-    :erlang.garbage_collect()
+    # every process collected first: a tensor still referenced from some
+    # other process's garbage (an earlier test's) would otherwise be freed
+    # in the middle of this test and throw the counts off
+    for pid <- Process.list(), do: :erlang.garbage_collect(pid)
+    Process.sleep(50)
     {base, _} = Native.live_tensors()
 
     Task.await(
