@@ -556,6 +556,36 @@ static ERL_NIF_TERM memory_stats_nif(ErlNifEnv *env, int argc, const ERL_NIF_TER
     return map;
 }
 
+static ERL_NIF_TERM release_cache_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    (void)argc;
+    emily_device dev;
+    ERL_NIF_TERM err;
+    if (!get_device(env, argv[0], &dev, &err)) return err;
+    if (emily_memory_release_cache(dev)) return engine_error(env, "release_cache");
+    return A.ok;
+}
+
+/* The engine's process-wide dot precision (emily_dot_set_precision):
+ * :highest (Nx.BinaryBackend's answers) or :fast (BLAS in each type's own
+ * precision). */
+static ERL_NIF_TERM dot_precision_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    (void)argc, (void)argv;
+    return enif_make_atom(env, emily_dot_get_precision() == EMILY_DOT_PRECISION_FAST ? "fast" : "highest");
+}
+
+static ERL_NIF_TERM set_dot_precision_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    (void)argc;
+    char name[16];
+    if (enif_get_atom(env, argv[0], name, sizeof name, ERL_NIF_LATIN1) > 0) {
+        if (strcmp(name, "highest") == 0) emily_dot_set_precision(EMILY_DOT_PRECISION_HIGHEST);
+        else if (strcmp(name, "fast") == 0) emily_dot_set_precision(EMILY_DOT_PRECISION_FAST);
+        else goto bad;
+        return A.ok;
+    }
+bad:
+    return make_error(env, "dot precision: expected :highest or :fast");
+}
+
 static ERL_NIF_TERM stream_new_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
     (void)argc;
     emily_device dev;
@@ -660,6 +690,9 @@ static ErlNifFunc nif_funcs[] = {
     {"live_tensors", 0, live_tensors_nif, 0},
     {"synchronize", 1, synchronize_nif, DIRTY},
     {"memory_stats", 1, memory_stats_nif, 0},
+    {"release_cache", 1, release_cache_nif, DIRTY},
+    {"dot_precision", 0, dot_precision_nif, 0},
+    {"set_dot_precision", 1, set_dot_precision_nif, 0},
     {"stream_new", 1, stream_new_nif, DIRTY},
     {"stream_synchronize", 1, stream_synchronize_nif, DIRTY},
     {"stream_device", 1, stream_device_nif, 0},

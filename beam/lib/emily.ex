@@ -61,4 +61,36 @@ defmodule Emily do
   def memory_stats(device \\ :cpu) do
     Emily.Native.ok!(Emily.Native.memory_stats(normalize_device(device)))
   end
+
+  @doc """
+  Frees the blocks a device's allocator keeps for reuse (the GPU's caching
+  allocator; on the CPU, freed 64 KiB to 32 MiB buffers, 64 MiB at most)
+  and resets its peak.
+  """
+  def release_cache(device \\ :cpu) do
+    Emily.Native.ok!(Emily.Native.release_cache(normalize_device(device)))
+  end
+
+  @doc """
+  How floating-point `dot` and `conv` multiply and accumulate, for the
+  whole VM: `:highest` (the default) gives Nx.BinaryBackend's answers (f32,
+  f16, bf16 and c64 accumulate in f64; f64 and c128 round like the
+  reference), `:fast` runs each type in its own precision through BLAS /
+  cuBLAS, like numpy, PyTorch and EXLA (about twice as fast for f32;
+  long or cancelling sums then differ from Nx.BinaryBackend in more than
+  the last bits). The initial value is the environment variable
+  `EMILY_DOT_PRECISION` (`highest` or `fast`). See docs/semantics.md,
+  "dot and conv".
+  """
+  def dot_precision, do: Emily.Native.dot_precision()
+
+  @doc "Sets `dot_precision/0` (`:highest` or `:fast`) for every later dot and conv."
+  def put_dot_precision(precision) when precision in [:highest, :fast] do
+    Emily.Native.ok!(Emily.Native.set_dot_precision(precision))
+  end
+
+  def put_dot_precision(other) do
+    raise ArgumentError,
+          "Emily.put_dot_precision/1 expects :highest or :fast, got: #{inspect(other)}"
+  end
 end

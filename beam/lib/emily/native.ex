@@ -94,6 +94,15 @@ defmodule Emily.Native do
   @doc "`%{active:, peak:, cached:}` bytes of a device's caching allocator."
   def memory_stats(_device), do: nif!()
 
+  @doc "Frees a device allocator's cached blocks and resets its peak."
+  def release_cache(_device), do: nif!()
+
+  @doc "The engine's dot precision, `:highest` or `:fast`."
+  def dot_precision, do: nif!()
+
+  @doc "Sets the engine's (process-wide) dot precision: `:ok` or `{:error, msg}`."
+  def set_dot_precision(_precision), do: nif!()
+
   @doc "A new stream on a device (freed, after its work, when collected)."
   def stream_new(_device), do: nif!()
 
