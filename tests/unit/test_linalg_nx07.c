@@ -375,6 +375,49 @@ TEST(svd_qdwh_on_nx07_eigh) {
     emily_tensor_release(t);
 }
 
+/* ---- empty and batched shapes ------------------------------------------ */
+
+TEST(nx07_empty_and_batched_shapes) {
+    int64_t s00[2] = {0, 0}, s033[3] = {0, 3, 3}, s20[2] = {2, 0}, s233[3] = {2, 3, 3};
+    emily_tensor *e = t_from(EMILY_F64, 2, s00, NULL), *b0 = t_from(EMILY_F64, 3, s033, NULL);
+    emily_tensor *w0 = t_from(EMILY_F64, 2, s20, NULL);
+    emily_tensor *r[3] = {NULL, NULL, NULL};
+    CHECK_OK(emily_lu_opts(e, 1e-10, NX07, &r[0], &r[1], &r[2]));
+    release3(r);
+    CHECK_OK(emily_lu_opts(b0, 1e-10, NX07, &r[0], &r[1], &r[2]));
+    CHECK(r[0] && emily_tensor_size(r[0]) == 0);
+    release3(r);
+    CHECK_OK(emily_eigh_opts(e, 1e-4, 1000, NX07, &r[0], &r[1]));
+    release3(r);
+    CHECK_OK(emily_eigh_opts(b0, 1e-4, 1000, NX07, &r[0], &r[1]));
+    release3(r);
+    CHECK_OK(emily_qr_opts(w0, EMILY_QR_COMPLETE, 1e-10, NX07, &r[0], &r[1]));
+    release3(r);
+    CHECK_OK(emily_svd_opts(w0, false, 100, NX07, &r[0], &r[1], &r[2]));
+    release3(r);
+    CHECK_OK(emily_determinant_opts(b0, NX07, &r[0]));
+    CHECK(r[0] && emily_tensor_size(r[0]) == 0);
+    release3(r);
+    /* a batch of two: each matrix on its own (the second is the first
+     * scaled by 2, so lu's l is the same and u doubles) */
+    double a[18] = {1, 2, 3, 4, 5, 6, 7, 8, 10, 2, 4, 6, 8, 10, 12, 14, 16, 20};
+    emily_tensor *t = t_from(EMILY_F64, 3, s233, a);
+    CHECK_OK(emily_lu_opts(t, 1e-10, NX07, &r[0], &r[1], &r[2]));
+    if (r[1] && r[2])
+        for (int i = 0; i < 9; i++) {
+            CHECK(t_get(r[1], i) == t_get(r[1], 9 + i));
+            CHECK(2 * t_get(r[2], i) == t_get(r[2], 9 + i));
+        }
+    release3(r);
+    CHECK_OK(emily_determinant_opts(t, NX07, &r[0]));
+    CHECK(r[0] && fabs(t_get(r[0], 1) - 8 * t_get(r[0], 0)) < 1e-9);
+    release3(r);
+    emily_tensor_release(t);
+    emily_tensor_release(e);
+    emily_tensor_release(b0);
+    emily_tensor_release(w0);
+}
+
 /* ---- through the dispatcher (the NIF's path) ---------------------------- */
 
 TEST(dispatch_takes_reference_nx07) {
@@ -416,4 +459,5 @@ TEST(dispatch_takes_reference_nx07) {
 RUN_TESTS("linalg_nx07", CASE(lu_pivots_up_front), CASE(lu_types_batches_and_singular),
           CASE(lu_nx07_bad_input), CASE(determinant_on_nx07_lu), CASE(eigh_hessenberg_qr_iterations),
           CASE(eigh_complex_and_not_hermitian), CASE(qr_explicit_reflections), CASE(solve_through_qr),
-          CASE(svd_qdwh_on_nx07_eigh), CASE(dispatch_takes_reference_nx07))
+          CASE(svd_qdwh_on_nx07_eigh), CASE(dispatch_takes_reference_nx07),
+          CASE(nx07_empty_and_batched_shapes))
