@@ -27,6 +27,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 LIB = os.path.join(HERE, "build", "libemily_families.so")
 
+sys.path.insert(0, HERE)
+import results_sections  # noqa: E402
+
 EMILY_DT = {"f32": 10, "f64": 11, "c64": 12, "c128": 13, "s32": 6, "s64": 7}
 NP_OF_CODE = {10: np.float32, 11: np.float64, 12: np.complex64, 13: np.complex128,
               6: np.int32, 7: np.int64}
@@ -465,6 +468,7 @@ def main():
     if not args.no_write:
         with open(os.path.join(HERE, "RESULTS-families.md"), "w") as f:
             f.write(text)
+        results_sections.splice_families()
     return 0 if all(r["ok"] for r in rows) else 1
 
 

@@ -27,6 +27,9 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import results_sections  # noqa: E402
+
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -640,7 +643,8 @@ def main():
         md = [
             "# Emily CPU benchmark results",
             "",
-            "Written by `bench/run` (do not edit by hand; rerun it).",
+            "Written by `bench/run` (do not edit by hand; rerun it); the op-family "
+            "section by `bench/run_families`, its notes kept in bench/NOTES-families.md.",
             "",
             f"- Date: {started.strftime('%Y-%m-%d %H:%M %Z')}",
             f"- Command: `{command}` (from the repository root)",
@@ -687,14 +691,8 @@ def main():
         if failed:
             md.append(f"{len(failed)} case(s) did not pass; see the check column.")
             md.append("")
-        # The GPU table is made on the GPU machine (bench/gpu/run.sh, by hand
-        # into bench/gpu/RESULTS-H200.md); it is repeated here so that one
-        # file has the latest numbers of both engines.
-        gpu = os.path.join(HERE, "gpu", "RESULTS-H200.md")
-        if os.path.exists(gpu):
-            with open(gpu) as g:
-                md += ["## GPU (H200), copied from bench/gpu/RESULTS-H200.md", "",
-                       g.read().split("\n", 1)[1].strip(), ""]
+        # the other benchmarks' latest tables, so that one file has them all
+        md += results_sections.families() + results_sections.gpu()
         with open(args.output, "w") as f:
             f.write("\n".join(md))
         print(f"wrote {os.path.relpath(args.output, ROOT)}")
