@@ -66,6 +66,10 @@ static void pivot_rows(void *a, int64_t n, bool cx, int64_t *perm, char *tmp) {
     }
 }
 
+/* Nx writes :nan as the positive quiet NaN; x86's 0 * inf gives the
+ * negative one. */
+static double nx_nan(double x) { return isnan(x) ? NAN : x; }
+
 void emily_cpu_nx07_lu_real(double *a, int64_t n, double eps, int64_t *perm, double *l, double *u,
                             char *tmp) {
     pivot_rows(a, n, false, perm, tmp);
@@ -89,6 +93,7 @@ void emily_cpu_nx07_lu_real(double *a, int64_t n, double eps, int64_t *perm, dou
             l[i * n + j] = fabs(value) < eps ? 0 : value;
         }
     }
+    for (int64_t i = 0; i < n * n; i++) l[i] = nx_nan(l[i]), u[i] = nx_nan(u[i]);
 }
 
 /* `a_ij >= sum` on two %Complex{} structs compares them as maps: the
@@ -128,5 +133,12 @@ void emily_cpu_nx07_lu_complex(zd *a, int64_t n, double eps, int64_t *perm, zd *
             }
             l[i * n + j] = zabs(value) < eps ? (zd){0, 0} : value;
         }
+    }
+    /* (Below a zero pivot Nx's Complex arithmetic mixes real atoms such as
+     * :infinity into the sums, so the imaginary parts of those NaN and
+     * infinite entries can differ from the IEEE ones computed here.) */
+    for (int64_t i = 0; i < n * n; i++) {
+        l[i] = (zd){nx_nan(l[i].re), nx_nan(l[i].im)};
+        u[i] = (zd){nx_nan(u[i].re), nx_nan(u[i].im)};
     }
 }

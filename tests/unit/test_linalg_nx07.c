@@ -98,6 +98,22 @@ TEST(lu_types_batches_and_singular) {
     release3(r);
     emily_tensor_release(t);
 
+    /* the zero matrix: u22 = 0 - 0 * inf, NaN, written as Nx writes :nan
+     * (the positive quiet NaN, where x86's 0 * inf is the negative one) */
+    int64_t s2[2] = {2, 2};
+    double zero[4] = {0, 0, 0, 0};
+    t = t_from(EMILY_F64, 2, s2, zero);
+    CHECK_OK(emily_lu_opts(t, 1.0e-10, NX07, &r[0], &r[1], &r[2]));
+    if (r[1] && r[2]) {
+        double ub[4];
+        CHECK_OK(emily_to_binary(r[2], ub, sizeof ub));
+        uint64_t bits;
+        memcpy(&bits, &ub[3], sizeof bits);
+        CHECK(t_get(r[1], 2) == INFINITY && bits == 0x7FF8000000000000u);
+    }
+    release3(r);
+    emily_tensor_release(t);
+
     /* complex: Complex's arithmetic, pivots by Complex.abs */
     double complex_in[18] = {1, 1, 2, 0, 0, -1, 3, 0, 2, 2, 1, 0, 0, 4, 1, 0, 5, 0};
     int64_t s3[2] = {3, 3};
