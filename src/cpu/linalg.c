@@ -21,6 +21,7 @@
 #include "cpu/linalg_blocked.h"
 #include "cpu/linalg_complex.h"
 #include "cpu/linalg_lapack.h"
+#include "cpu/linalg_det.h"
 #include "cpu/linalg_nx07.h"
 #include "ops/linalg_kernels.h"
 
@@ -632,8 +633,36 @@ static void det_small_float(const emily_tensor *a, int64_t base, int n, emily_dt
     *out = res;
 }
 
-/* determinant_NbyN: sign of the permutation times the product of U's
- * diagonal (in double, rounded once), 0 if a diagonal entry is 0. */
+/* The end of Nx.LinAlg.determinant_NbyN from lu's u (n x n, values of
+ * type w, real or complex) and permutation (perm[j]: the input row in
+ * row j): diag = take_diagonal(l) * take_diagonal(u) with l's unit
+ * diagonal (1 + 0i for complex), product(diag) in double from the integer
+ * 1 (`x * acc`), rounded once, times the permutation's sign (an integer:
+ * Complex.new(sign, 0) for complex), 0 where a diagonal entry is 0. The
+ * complex products are Complex.multiply's, so the signs of zero parts
+ * come out as Nx's. */
+zd emily_cpu_det_from_lu(const void *u, const int64_t *perm, int64_t n, emily_dtype w, bool cx) {
+    int64_t inversions = 0;
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t j = i + 1; j < n; j++) inversions += perm[i] > perm[j];
+    double sign = inversions % 2 ? -1.0 : 1.0;
+    bool zero = false;
+    zd prod = {1, 0};
+    for (int64_t i = 0; i < n; i++) {
+        zd d;
+        if (cx) d = zrnd(w, zmul((zd){1, 0}, ((const zd *)u)[i * n + i]));
+        else d = (zd){((const double *)u)[i * n + i], 0};
+        if (cx ? zzero(d) : d.re == 0) zero = true;
+        if (cx) prod = zmul(d, prod);
+        else prod.re = d.re * prod.re;
+    }
+    if (zero) return (zd){0, 0};
+    prod = zrnd(w, prod);
+    if (!cx) return (zd){sign * prod.re, 0};
+    return zrnd(w, zmul((zd){sign, 0}, prod));
+}
+
+/* determinant_NbyN on Nx 0.8+'s LU of one matrix of a. */
 static int det_lu(const emily_tensor *a, int64_t base, int64_t n, emily_dtype w, bool cx,
                   void *work, int64_t *perm, zd *out) {
     if (cx) {
@@ -648,22 +677,7 @@ static int det_lu(const emily_tensor *a, int64_t base, int64_t n, emily_dtype w,
         for (int64_t i = 0; i < n * n; i++) m[i] = rnd(w, read_re(a, base + i, &im));
         lu_real(m, n, w, perm);
     }
-    int64_t inversions = 0;
-    for (int64_t i = 0; i < n; i++)
-        for (int64_t j = i + 1; j < n; j++) inversions += perm[i] > perm[j];
-    double sign = inversions % 2 ? -1.0 : 1.0;
-    bool zero = false;
-    zd prod = {1, 0};
-    for (int64_t i = 0; i < n; i++) {
-        zd d = cx ? ((zd *)work)[i * n + i] : (zd){((double *)work)[i * n + i], 0};
-        if (cx ? zzero(d) : d.re == 0) zero = true;
-        if (i == 0) prod = d;
-        else if (cx) prod = zmul(d, prod);
-        else prod.re = d.re * prod.re;
-    }
-    prod = zrnd(w, prod);
-    if (zero) *out = (zd){0, 0};
-    else *out = (zd){sign * prod.re, cx ? sign * prod.im : 0};
+    *out = emily_cpu_det_from_lu(work, perm, n, w, cx);
     return 0;
 }
 

@@ -9,6 +9,7 @@
 #include <string.h>
 #include "cpu/kernels.h"
 #include "cpu/linalg_blocked.h"
+#include "cpu/linalg_det.h"
 #include "cpu/linalg_nx07.h"
 
 static int64_t batches_of(const emily_tensor *t, int64_t per) {
@@ -73,28 +74,20 @@ emily_status emily_cpu_nx07_lu(emily_tensor *p, emily_tensor *l, emily_tensor *u
     return EMILY_OK;
 }
 
-/* Nx.LinAlg.determinant_NbyN on Nx 0.7's lu (its default eps 1.0e-10):
- * u's diagonal as lu writes it (type w), its product in double rounded
- * once, the permutation's sign, 0 when a diagonal entry is 0. */
+/* Nx.LinAlg.determinant_NbyN on Nx 0.7's lu (its default eps 1.0e-10),
+ * u's diagonal as lu writes it (type w). */
 static zd det_one(const void *src, int64_t n, emily_dtype w, bool cx, lu_scratch *s, void *l, void *u) {
     lu_one(src, n, 1.0e-10, cx, s, l, u);
-    int64_t inversions = 0;
-    for (int64_t i = 0; i < n; i++)
-        for (int64_t j = i + 1; j < n; j++) inversions += s->perm[i] > s->perm[j];
-    double sign = inversions % 2 ? -1.0 : 1.0;
-    bool zero = false;
-    zd prod = {1, 0};
     for (int64_t i = 0; i < n; i++) {
-        zd d = cx ? ((zd *)u)[i * n + i] : zr(((double *)u)[i * n + i]);
-        d = (zd){emily_linalg_rnd(w, d.re), cx ? emily_linalg_rnd(w, d.im) : 0};
-        if (zzero(d)) zero = true;
-        if (i == 0) prod = d;
-        else if (cx) prod = zmul(d, prod);
-        else prod.re = d.re * prod.re;
+        if (cx) {
+            zd *d = (zd *)u + i * n + i;
+            *d = (zd){emily_linalg_rnd(w, d->re), emily_linalg_rnd(w, d->im)};
+        } else {
+            double *d = (double *)u + i * n + i;
+            *d = emily_linalg_rnd(w, *d);
+        }
     }
-    prod = (zd){emily_linalg_rnd(w, prod.re), emily_linalg_rnd(w, prod.im)};
-    if (zero) return (zd){0, 0};
-    return (zd){sign * prod.re, cx ? sign * prod.im : 0};
+    return emily_cpu_det_from_lu(u, s->perm, n, w, cx);
 }
 
 emily_status emily_cpu_nx07_determinant(emily_tensor *det, const emily_tensor *a, emily_dtype w) {

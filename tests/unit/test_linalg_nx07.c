@@ -172,6 +172,20 @@ TEST(determinant_on_nx07_lu) {
     CHECK(d && fabs(t_get(d, 0) - 442.0) < 1e-3);
     emily_tensor_release(d);
     CHECK_ERR(emily_determinant_opts(tc, (emily_linalg_method)-1, &d), EMILY_ERR_ARGUMENT, "invalid method");
+    /* complex: the sign multiplies as Complex.new(-1, 0), so an odd
+     * permutation of a real-valued matrix gives -1 + 0i (Nx's +0), not
+     * -1 - 0i; both LU generations */
+    double sw[32] = {0};
+    sw[2] = sw[8] = sw[20] = sw[30] = 1; /* rows 0 and 1 of the identity swapped */
+    emily_tensor *ts = t_from(EMILY_C128, 2, s4, sw);
+    for (int m = 0; m < 2; m++) {
+        CHECK_OK(emily_determinant_opts(ts, m ? NX07 : EMILY_LINALG_REFERENCE, &d));
+        double db[2] = {0, 0};
+        if (d) CHECK_OK(emily_to_binary(d, db, sizeof db));
+        CHECK(db[0] == -1 && db[1] == 0 && !signbit(db[1]));
+        emily_tensor_release(d);
+    }
+    emily_tensor_release(ts);
     emily_tensor_release(ta);
     emily_tensor_release(tb);
     emily_tensor_release(tc);

@@ -1,0 +1,14 @@
+/* The last step of Nx's determinant for n >= 4, shared by the CPU's two
+ * LU generations (linalg.c: Nx 0.8+'s LU, linalg_nx07.c: Nx 0.7's). */
+#ifndef EMILY_CPU_LINALG_DET_H
+#define EMILY_CPU_LINALG_DET_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "cpu/linalg_complex.h"
+#include "emily/dtype.h"
+
+/* u: n x n doubles (cx: zd) of type w, perm: lu's row permutation. */
+zd emily_cpu_det_from_lu(const void *u, const int64_t *perm, int64_t n, emily_dtype w, bool cx);
+
+#endif
