@@ -155,7 +155,8 @@ static emily_status cpu_lu(emily_tensor *p, emily_tensor *l, emily_tensor *u, co
                 for (int64_t i = 0; i < n; i++)
                     for (int64_t j = 0; j < n; j++) {
                         zd x = wk[i * n + j], z = {0, 0}, one = {1, 0};
-                        lb[i * n + j] = i > j ? x : i == j ? one : z;
+                        /* l = tril(a, k: -1) + eye: the + 0 turns -0 into +0 */
+                        lb[i * n + j] = i > j ? zadd(x, z) : i == j ? one : z;
                         ub[i * n + j] = i <= j ? x : z;
                     }
             } else {
@@ -163,7 +164,8 @@ static emily_status cpu_lu(emily_tensor *p, emily_tensor *l, emily_tensor *u, co
                 for (int64_t i = 0; i < n; i++)
                     for (int64_t j = 0; j < n; j++) {
                         double x = wk[i * n + j];
-                        lb[i * n + j] = i > j ? x : i == j ? 1.0 : 0.0;
+                        /* l = tril(a, k: -1) + eye: the + 0 turns -0 into +0 */
+                        lb[i * n + j] = i > j ? x + 0.0 : i == j ? 1.0 : 0.0;
                         ub[i * n + j] = i <= j ? x : 0.0;
                     }
             }

@@ -76,6 +76,21 @@ TEST(lu_batched_and_types) {
     emily_tensor_release(l);
     emily_tensor_release(u);
     emily_tensor_release(t);
+    /* l = tril(a, k: -1) + eye in Nx: 0 / -3 is -0 in the elimination and
+     * +0 in l (Nx 0.13.1 gives l[2][0] = 0.0 for this matrix) */
+    int64_t s3[2] = {3, 3};
+    int32_t z[9] = {1, 4, 5, -3, 0, -1, 0, 1, 9};
+    t = t_from(EMILY_S32, 2, s3, z);
+    CHECK_OK(emily_lu(t, &p, &l, &u));
+    if (l) {
+        float lb[9];
+        CHECK_OK(emily_to_binary(l, lb, sizeof lb));
+        CHECK(lb[6] == 0 && !signbit(lb[6]) && lb[7] == 0.25f && lb[3] == -1.0f / 3.0f);
+    }
+    emily_tensor_release(p);
+    emily_tensor_release(l);
+    emily_tensor_release(u);
+    emily_tensor_release(t);
     /* complex */
     int64_t s2[2] = {2, 2};
     float complex c[4] = {1, 2 * I, 3, 4};
