@@ -329,7 +329,7 @@ static emily_status qr_batches(emily_tensor *q, emily_tensor *r, const emily_ten
                            (zd *)qd + b * qsz, (zd *)rd + b * rsz, (zd *)ws);
             else
                 qr_real(src + b * m * n, m, n, work, eps, complete, explicit_h, qd + b * qsz,
-                             rd + b * rsz, ws);
+                        rd + b * rsz, ws);
         }
         free(ws);
     }

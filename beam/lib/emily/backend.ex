@@ -31,7 +31,7 @@ if Code.ensure_loaded?(Nx.Backend) do
     Both debug options cost nothing when off (the checks are not compiled).
 
     Run-time option: `config :emily, linalg: :lapack | :reference`, read at
-    each call of `qr`, `eigh` and `svd` (and `lu` and `determinant`).
+    each call of `qr`, `eigh` and `svd` (and `lu`, `solve` and `determinant`).
     `:lapack` (the default) runs LAPACK's Householder QR,
     divide-and-conquer eigh and SVD: fast and accurate to the dtype's
     precision, with Nx's sign conventions but not Nx's last bits.
@@ -39,8 +39,9 @@ if Code.ensure_loaded?(Nx.Backend) do
     `:max_iter`, for results bit-identical to its `Nx.BinaryBackend`: on
     Nx 0.13, Householder QR, Jacobi eigh and the eigh-based SVD; on Nx
     0.7, also that version's lu (rows pivoted up front), eigh (Hessenberg
-    reduction and QR iterations) and the QDWH SVD on it. `lu` and
-    `determinant` compute Nx 0.13's LU otherwise. See docs/semantics.md.
+    reduction and QR iterations), the QDWH SVD on it and its qr-based
+    solve. `lu`, `solve` and `determinant` compute Nx 0.13's LU otherwise.
+    See docs/semantics.md.
     """
 
     @behaviour Nx.Backend
@@ -401,25 +402,25 @@ if Code.ensure_loaded?(Nx.Backend) do
     # rank-1 QR updates). The engine has both generations.
     @reference if Code.ensure_loaded?(Nx.LinAlg.BlockEigh), do: :reference, else: :reference_nx07
 
-    def lu(out, t, opts), do: call(:lu, out, [t, with_linalg_method(opts, @reference)])
-    def qr(out, t, opts), do: call(:qr, out, [t, with_linalg_method(opts, @reference)])
-    def svd(out, t, opts), do: call(:svd, out, [t, with_linalg_method(opts, @reference)])
-    def eigh(out, t, opts), do: call(:eigh, out, [t, with_linalg_method(opts, @reference)])
+    def lu(out, t, opts), do: call(:lu, out, [t, with_linalg_method(opts)])
+    def qr(out, t, opts), do: call(:qr, out, [t, with_linalg_method(opts)])
+    def svd(out, t, opts), do: call(:svd, out, [t, with_linalg_method(opts)])
+    def eigh(out, t, opts), do: call(:eigh, out, [t, with_linalg_method(opts)])
     def cholesky(out, t), do: call(:cholesky, out, [t])
-    def solve(out, a, b), do: call(:solve, out, [a, b, with_linalg_method([], @reference)])
+    def solve(out, a, b), do: call(:solve, out, [a, b, with_linalg_method([])])
 
     def determinant(out, t),
-      do: call(:determinant, out, [t, with_linalg_method([], @reference)])
+      do: call(:determinant, out, [t, with_linalg_method([])])
 
     # the method of config :emily, linalg: (read at each call)
-    defp with_linalg_method(opts, reference) do
+    defp with_linalg_method(opts) do
       method =
         case Application.get_env(:emily, :linalg, :lapack) do
           :lapack ->
             :lapack
 
           :reference ->
-            reference
+            @reference
 
           other ->
             raise ArgumentError,

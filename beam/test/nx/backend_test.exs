@@ -130,6 +130,12 @@ if Code.ensure_loaded?(Nx) do
     # Emily into the reference's computation)
     defp on_binary(fun), do: Nx.with_default_backend(Nx.BinaryBackend, fun)
 
+    # fun on Emily's copy of m gives the bits fun gives on Nx.BinaryBackend
+    defp assert_reference_bits(name, fun, m) do
+      assert same_bits?(fun.(Nx.backend_copy(m, Emily.Backend)), on_binary(fn -> fun.(m) end)),
+             "#{name} of #{inspect(m)}"
+    end
+
     test "linalg: :reference gives this Nx's Nx.BinaryBackend bits for lu, determinant, solve, qr, eigh and svd" do
       Application.put_env(:emily, :linalg, :reference)
       nx07? = not Code.ensure_loaded?(Nx.LinAlg.BlockEigh)
@@ -153,11 +159,9 @@ if Code.ensure_loaded?(Nx) do
       for m <- reference_inputs() ++ [ints] do
         e = Nx.backend_copy(m, Emily.Backend)
 
-        assert same_bits?(Nx.LinAlg.lu(e), on_binary(fn -> Nx.LinAlg.lu(m) end)),
-               "lu of #{inspect(m)}"
+        assert_reference_bits("lu", &Nx.LinAlg.lu/1, m)
 
-        assert same_bits?(Nx.LinAlg.determinant(e), on_binary(fn -> Nx.LinAlg.determinant(m) end)),
-               "determinant of #{inspect(m)}"
+        assert_reference_bits("determinant", &Nx.LinAlg.determinant/1, m)
 
         b = Nx.iota(Nx.shape(m), backend: Nx.BinaryBackend)
 
@@ -169,34 +173,20 @@ if Code.ensure_loaded?(Nx) do
 
         s = on_binary(fn -> symmetric(m) end)
 
-        assert same_bits?(
-                 Nx.LinAlg.eigh(Nx.backend_copy(s, Emily.Backend)),
-                 on_binary(fn -> Nx.LinAlg.eigh(s) end)
-               ),
-               "eigh of #{inspect(s)}"
+        assert_reference_bits("eigh", &Nx.LinAlg.eigh/1, s)
 
         # svd without full matrices (Nx 0.13's full svd calls the qr that
         # the 0.13.1 tag rounds differently, see the test above)
-        assert same_bits?(
-                 Nx.LinAlg.svd(e, full_matrices?: false),
-                 on_binary(fn -> Nx.LinAlg.svd(m, full_matrices?: false) end)
-               ),
-               "svd of #{inspect(m)}"
+        assert_reference_bits("svd", &Nx.LinAlg.svd(&1, full_matrices?: false), m)
 
         if nx07? do
-          assert same_bits?(Nx.LinAlg.qr(e), on_binary(fn -> Nx.LinAlg.qr(m) end)),
-                 "qr of #{inspect(m)}"
-
-          assert same_bits?(Nx.LinAlg.svd(e), on_binary(fn -> Nx.LinAlg.svd(m) end)),
-                 "full svd of #{inspect(m)}"
+          assert_reference_bits("qr", &Nx.LinAlg.qr/1, m)
+          assert_reference_bits("full svd", &Nx.LinAlg.svd/1, m)
         end
       end
 
       if nx07? do
-        assert same_bits?(
-                 Nx.LinAlg.eigh(Nx.backend_copy(hermitian, Emily.Backend)),
-                 on_binary(fn -> Nx.LinAlg.eigh(hermitian) end)
-               )
+        assert_reference_bits("eigh", &Nx.LinAlg.eigh/1, hermitian)
 
         assert_raise ArgumentError, ~r/matrix must be hermitian/, fn ->
           Nx.LinAlg.eigh(Nx.tensor([[1.0, 2.0], [0.0, 1.0]]))
@@ -216,29 +206,17 @@ if Code.ensure_loaded?(Nx) do
         vals = for _ <- 1..(n * n), do: Enum.random(-9..9) / Enum.random([1, 2, 3, 4])
         vals = if type == :s64, do: Enum.map(vals, &round/1), else: vals
         m = Nx.tensor(vals, type: type, backend: Nx.BinaryBackend) |> Nx.reshape({n, n})
-        e = Nx.backend_copy(m, Emily.Backend)
+        assert_reference_bits("lu", &Nx.LinAlg.lu/1, m)
 
-        assert same_bits?(Nx.LinAlg.lu(e), on_binary(fn -> Nx.LinAlg.lu(m) end)),
-               "lu of #{inspect(m)}"
-
-        assert same_bits?(Nx.LinAlg.determinant(e), on_binary(fn -> Nx.LinAlg.determinant(m) end)),
-               "determinant of #{inspect(m)}"
+        assert_reference_bits("determinant", &Nx.LinAlg.determinant/1, m)
 
         s = on_binary(fn -> symmetric(m) end)
 
-        assert same_bits?(
-                 Nx.LinAlg.eigh(Nx.backend_copy(s, Emily.Backend)),
-                 on_binary(fn -> Nx.LinAlg.eigh(s) end)
-               ),
-               "eigh of #{inspect(s)}"
+        assert_reference_bits("eigh", &Nx.LinAlg.eigh/1, s)
 
         spd = on_binary(fn -> Nx.add(Nx.dot(Nx.LinAlg.adjoint(m), m), Nx.eye(n, type: type)) end)
 
-        assert same_bits?(
-                 Nx.LinAlg.cholesky(Nx.backend_copy(spd, Emily.Backend)),
-                 on_binary(fn -> Nx.LinAlg.cholesky(spd) end)
-               ),
-               "cholesky of #{inspect(spd)}"
+        assert_reference_bits("cholesky", &Nx.LinAlg.cholesky/1, spd)
       end
     end
 
