@@ -76,8 +76,8 @@ $(BUILD)/libemily.so: $(LIB_OBJ)
 $(BUILD)/emily_demo: $(BUILD)/obj/demo/demo.o $(BUILD)/libemily.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/conformance: $(BUILD)/obj/tests/conformance/runner.o $(BUILD)/obj/tests/conformance/json_values.o $(BUILD)/obj/tests/conformance/compare.o $(BUILD)/obj/tests/conformance/properties.o $(BUILD)/libemily.a
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+$(BUILD)/conformance: $(BUILD)/obj/tests/conformance/runner.o $(BUILD)/obj/tests/conformance/json_values.o $(BUILD)/obj/tests/conformance/compare.o $(BUILD)/obj/tests/conformance/properties.o $(BUILD)/obj/tests/conformance/corpus_file.o $(BUILD)/libemily.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lz
 
 $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(BUILD)/obj/tests/unit/harness.o $(BUILD)/libemily.a
 	@mkdir -p $(dir $@)

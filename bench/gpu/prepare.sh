@@ -18,12 +18,14 @@ cd "$(dirname "$0")/../.."
 BUILD=${BUILD:-build-gpu}
 JOBS=${JOBS:-2}
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
-CORPUS=${EMILY_CORPUS:-../shared/conformance}
+# the corpus ships in tests/corpus (gzip); EMILY_CORPUS names a folder of plain .jsonl
+CORPUS=${EMILY_CORPUS:-tests/corpus}
 CARRY=bench/gpu/carry
 
 command -v "$CUDA_HOME/bin/nvcc" >/dev/null || { echo "prepare: no nvcc at $CUDA_HOME/bin" >&2; exit 1; }
 for f in doctests sweep; do
-    [ -f "$CORPUS/$f.jsonl" ] || { echo "prepare: $CORPUS/$f.jsonl not found (set EMILY_CORPUS)" >&2; exit 1; }
+    [ -f "$CORPUS/$f.jsonl" ] || [ -f "$CORPUS/$f.jsonl.gz" ] ||
+        { echo "prepare: $CORPUS/$f.jsonl(.gz) not found (set EMILY_CORPUS)" >&2; exit 1; }
 done
 
 echo "== build ($BUILD, CUDA=1)"
@@ -68,7 +70,10 @@ done | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}' | sort -u | while read -r s
     echo "   $soname"
 done
 
-cp "$CORPUS/doctests.jsonl" "$CORPUS/sweep.jsonl" "$P/corpus/"
+for f in doctests sweep; do
+    if [ -f "$CORPUS/$f.jsonl" ]; then cp "$CORPUS/$f.jsonl" "$P/corpus/"
+    else gzip -dc "$CORPUS/$f.jsonl.gz" > "$P/corpus/$f.jsonl"; fi
+done
 
 echo "== check here (no GPU: CPU parts only)"
 export LD_LIBRARY_PATH="$P/lib"

@@ -88,7 +88,10 @@ static emily_status cb_all_close(emily_call *c) {
         if ((s = call_opts(c, 2, &opts))) return s;
         if ((v = opt_get(opts, "rtol")) && (s = value_float(c, v, "option :rtol", &rtol))) return s;
         if ((v = opt_get(opts, "atol")) && (s = value_float(c, v, "option :atol", &atol))) return s;
-        if ((v = opt_get(opts, "equal_nan")) && (s = value_bool(c, v, "option :equal_nan", &equal_nan)))
+        /* Nx reads the option by truthiness (`if opts[:equal_nan]`) and its
+         * own test helpers pass nil: nil is false, as on Nx.BinaryBackend. */
+        if ((v = opt_get(opts, "equal_nan")) && v->kind != EMILY_V_NIL &&
+            (s = value_bool(c, v, "option :equal_nan", &equal_nan)))
             return s;
     }
     s = emily_all_close(a, b, rtol, atol, equal_nan, &r);

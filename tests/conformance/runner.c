@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "compare.h"
+#include "corpus_file.h"
 #include "json_values.h"
 #include "properties.h"
 
@@ -273,7 +274,7 @@ done:
 }
 
 static void usage(void) {
-    fprintf(stderr, "usage: conformance [--device cpu|cuda[:N]] [--ops a,b,...] [--emit FILE] [--linalg lapack|reference] [-v] CORPUS.jsonl...\n");
+    fprintf(stderr, "usage: conformance [--device cpu|cuda[:N]] [--ops a,b,...] [--emit FILE] [--linalg lapack|reference] [-v] CORPUS.jsonl[.gz]...\n");
 }
 
 int main(int argc, char **argv) {
@@ -306,10 +307,10 @@ int main(int argc, char **argv) {
     size_t cap = 1 << 16;
     char *buf = malloc(cap);
     for (int f = 0; f < nfiles; f++) {
-        FILE *in = fopen(files[f], "r");
+        corpus_file *in = corpus_file_open(files[f]);
         if (!in) { perror(files[f]); return 2; }
         ssize_t len;
-        while ((len = getline(&buf, &cap, in)) > 0) {
+        while ((len = corpus_file_line(in, &buf, &cap)) > 0) {
             json_error_t jerr;
             json_t *line = json_loadb(buf, (size_t)len, 0, &jerr);
             if (!line) { fprintf(stderr, "%s: bad JSON: %s\n", files[f], jerr.text); return 2; }
@@ -343,7 +344,8 @@ int main(int argc, char **argv) {
             json_decref(line);
             index++;
         }
-        fclose(in);
+        if (len < 0) { fprintf(stderr, "%s: read error\n", files[f]); return 2; }
+        corpus_file_close(in);
     }
     free(buf);
     free(files);

@@ -521,6 +521,42 @@ TEST(all_close_rules) {
     emily_tensor_release(ta);
 }
 
+/* The dispatcher reads all_close's :equal_nan as Nx does (truthiness):
+ * nil is false, as Nx's own test helpers pass it; a number is an error. */
+TEST(all_close_equal_nan_option) {
+    float a[2] = {1, NAN};
+    int64_t s2[1] = {2};
+    emily_tensor *ta = f32s(1, s2, a);
+    const char *keys[1] = {"equal_nan"};
+    emily_value opt, args[3], tmpl;
+    memset(&opt, 0, sizeof opt);
+    memset(args, 0, sizeof args);
+    memset(&tmpl, 0, sizeof tmpl);
+    tmpl.kind = EMILY_V_TEMPLATE;
+    tmpl.dtype = EMILY_U8;
+    args[0].kind = args[1].kind = EMILY_V_TENSOR;
+    args[0].tensor = args[1].tensor = ta;
+    args[2].kind = EMILY_V_OPTS;
+    args[2].items = &opt;
+    args[2].keys = keys;
+    args[2].n = 1;
+    emily_dispatch_result r = {0};
+    const struct { emily_value_kind kind; bool b; double want; } cases[] = {
+        {EMILY_V_NIL, false, 0}, {EMILY_V_BOOL, false, 0}, {EMILY_V_BOOL, true, 1}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        opt.kind = cases[i].kind;
+        opt.b = cases[i].b;
+        CHECK_OK(emily_dispatch("all_close", EMILY_CPU, &tmpl, args, 3, EMILY_DISPATCH_RUN, &r));
+        CHECK(r.n == 1 && t_get(r.tensors[0], 0) == cases[i].want);
+        emily_dispatch_result_release(&r);
+    }
+    opt.kind = EMILY_V_INT;
+    opt.i = 1;
+    CHECK_ERR(emily_dispatch("all_close", EMILY_CPU, &tmpl, args, 3, EMILY_DISPATCH_RUN, &r),
+              EMILY_ERR_ARGUMENT, "option :equal_nan must be true or false");
+    emily_tensor_release(ta);
+}
+
 TEST(reduce_errors) {
     emily_tensor *t = iota_f32(2, S2x3), *r = NULL;
     int far[1] = {2}, twice[2] = {0, -2};
@@ -596,6 +632,6 @@ TEST(wide_types_in_columns) {
 
 RUN_TESTS("reduce", CASE(sum_axes_and_types), CASE(sum_floats_accumulate_wide), CASE(sum_layouts),
           CASE(empty_reductions), CASE(max_min_nan_and_zero_sign), CASE(all_any_truth),
-          CASE(complex_sum_product), CASE(argmax_rules), CASE(argmax_large), CASE(all_close_rules),
+          CASE(complex_sum_product), CASE(argmax_rules), CASE(argmax_large), CASE(all_close_rules), CASE(all_close_equal_nan_option),
           CASE(reduce_errors), CASE(reversed_and_broadcast_views), CASE(wide_types_in_columns),
           CASE(ordered_folds_ignore_thread_count))

@@ -1,6 +1,6 @@
 defmodule Emily.Test.Corpus do
   @moduledoc """
-  Runs conformance corpus cases (../shared/conformance/*.jsonl, see its
+  Runs conformance corpus cases (tests/corpus/*.jsonl.gz, see its
   README.md) through Emily.Native: the JSON arguments become the Erlang
   terms an Nx.Backend callback receives (tensors as maps with :data,
   :type and :shape, like %Nx.Tensor{}), the NIF decodes them into the
@@ -22,10 +22,32 @@ defmodule Emily.Test.Corpus do
     top_k window_max window_min cumulative_max cumulative_min
     window_scatter_max window_scatter_min)
 
-  @doc "The corpus directory (EMILY_CORPUS, relative to the repository root, or ../shared/conformance)."
+  @doc """
+  The corpus directory: EMILY_CORPUS (relative to the repository root), or
+  the copy that ships in the repository, tests/corpus (gzip-compressed).
+  """
   def dir do
     root = Path.expand("../../..", __DIR__)
-    Path.expand(System.get_env("EMILY_CORPUS", "../shared/conformance"), root)
+    Path.expand(System.get_env("EMILY_CORPUS", "tests/corpus"), root)
+  end
+
+  # The lines of a corpus file, read from FILE or else from FILE.gz.
+  defp stream_lines(file) do
+    path = Path.join(dir(), file)
+
+    cond do
+      File.exists?(path) ->
+        File.stream!(path)
+
+      File.exists?(path <> ".gz") ->
+        (path <> ".gz")
+        |> File.read!()
+        |> :zlib.gunzip()
+        |> String.split("\n", trim: true)
+
+      true ->
+        nil
+    end
   end
 
   @doc "The device the cases run on: EMILY_CORPUS_DEVICE (cpu, cuda, cuda:N), default the CPU."
@@ -38,11 +60,8 @@ defmodule Emily.Test.Corpus do
 
   @doc "Raw lines of a corpus file grouped by op, in file order: [{op, [{index, line}]}]."
   def lines_by_op(file) do
-    path = Path.join(dir(), file)
-
-    if File.exists?(path) do
-      path
-      |> File.stream!()
+    if lines = stream_lines(file) do
+      lines
       |> Stream.with_index()
       |> Enum.reduce(%{}, fn {line, i}, acc ->
         [_, op] = Regex.run(~r/"op":\s*"([a-z_0-9]+)"/, line)

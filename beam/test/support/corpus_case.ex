@@ -20,8 +20,9 @@ defmodule Emily.Test.CorpusCase do
 
       case Corpus.ops(file) do
         nil ->
-          @tag skip: "corpus #{file} not found in #{Corpus.dir()} (set EMILY_CORPUS)"
+          # The corpus ships in the repository: a missing file is a failure.
           test "#{file}: corpus present" do
+            flunk("corpus #{@file_name} (or #{@file_name}.gz) not found in #{Corpus.dir()}")
           end
 
         ops ->
