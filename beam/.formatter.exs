@@ -1,4 +1,4 @@
 [
-  inputs: ["{mix,.formatter}.exs", "{config,lib,test}/**/*.{ex,exs}"],
+  inputs: ["{mix,.formatter}.exs", "mix/*.exs", "nx_suite/*.exs", "{config,lib,test}/**/*.{ex,exs}"],
   line_length: 100
 ]

@@ -53,6 +53,11 @@ defmodule Emily.MixProject do
         # Nx declares complex and telemetry as hex packages; without Hex,
         # Mix cannot even read those declarations. Our path deps override
         # them, and this SCM only lets Mix read them (see below).
+        # (mix/offline_hex_scm.exs, shared with the Nx test-suite project
+        # that scripts/nx_suite builds)
+        unless Code.ensure_loaded?(Emily.OfflineHexSCM),
+          do: Code.require_file("mix/offline_hex_scm.exs", __DIR__)
+
         unless Emily.OfflineHexSCM in Mix.SCM.available(), do: Mix.SCM.append(Emily.OfflineHexSCM)
         complex = System.get_env("EMILY_COMPLEX_PATH", Path.expand("../../complex", nx))
         telemetry = System.get_env("EMILY_TELEMETRY_PATH", Path.expand("../../telemetry", nx))
@@ -228,50 +233,5 @@ defmodule Mix.Tasks.Compile.EmilyNif do
       {:unix, :darwin} -> ["-undefined", "dynamic_lookup", "-flat_namespace"]
       _ -> []
     end
-  end
-end
-
-defmodule Emily.OfflineHexSCM do
-  @moduledoc false
-  # Used only with EMILY_NX_PATH, where Hex may be absent (this
-  # repository's machines and CI have no hex.pm): it accepts the hex
-  # declarations of Nx's own deps (complex, telemetry) so that Mix can
-  # load them; Emily's path deps with `override: true` replace them. A dep
-  # left to this SCM is an error that names it.
-  @behaviour Mix.SCM
-
-  @impl true
-  def fetchable?, do: false
-  @impl true
-  def format(_opts), do: "hex package (offline: provide it as a path dep)"
-  @impl true
-  def format_lock(_opts), do: nil
-
-  @impl true
-  def accepts_options(_app, opts) do
-    if Enum.any?([:git, :github, :path, :in_umbrella], &Keyword.has_key?(opts, &1)),
-      do: nil,
-      else: opts
-  end
-
-  @impl true
-  def checked_out?(_opts), do: false
-  @impl true
-  def lock_status(_opts), do: :ok
-  @impl true
-  def equal?(a, b), do: a == b
-  @impl true
-  def managers(_opts), do: []
-
-  @impl true
-  def checkout(opts), do: unavailable(opts)
-  @impl true
-  def update(opts), do: unavailable(opts)
-
-  defp unavailable(opts) do
-    Mix.raise(
-      "#{inspect(opts[:dest])}: a hex dependency with no Hex available; " <>
-        "give it as a path dep (EMILY_COMPLEX_PATH, EMILY_TELEMETRY_PATH)"
-    )
   end
 end
