@@ -73,6 +73,11 @@ emily_status emily_binary_type(emily_binary_op op, emily_dtype a, emily_dtype b,
 
 emily_status emily_unary(emily_unary_op op, const emily_tensor *t,
                          emily_tensor **out);
+/* Where Nx.BinaryBackend raises for operand values, fails with
+ * EMILY_ERR_ARGUMENT and its message: a negative shift count ("cannot
+ * left shift by -1"), a float remainder of NaN/infinity or by zero
+ * (Erlang's :math.fmod errors), complex atan2 operands with a nonzero
+ * imaginary part (docs/semantics.md, "Binary ops"). */
 emily_status emily_binary(emily_binary_op op, const emily_tensor *a,
                           const emily_tensor *b, emily_dtype out_type,
                           emily_tensor **out);

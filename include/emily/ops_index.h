@@ -1,9 +1,12 @@
 /* Typed operations: index family (see emily/ops.h for conventions).
  *
  * Index tensors may have any integer type. An index outside its axis
- * (negative, or not below the axis' size) fails with EMILY_ERR_INDEX,
- * as Nx.BinaryBackend raises for it; nothing is read or written out of
- * bounds. Axes may be negative (counted from the end). */
+ * (negative, or not below the axis' size) fails with EMILY_ERR_INDEX and
+ * the message Nx.BinaryBackend raises for it, word for word ("index 3 is
+ * out of bounds for axis 0 in shape {2, 2}": the first bad index, the
+ * axis and shape of the reference's gather; docs/semantics.md); nothing
+ * is read or written out of bounds. Axes may be negative (counted from
+ * the end). */
 #ifndef EMILY_OPS_INDEX_H
 #define EMILY_OPS_INDEX_H
 

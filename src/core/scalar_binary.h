@@ -17,8 +17,10 @@
  *    first when they compare equal, so max(-0.0, 0.0) is -0.0), NaN if
  *    either is NaN.
  * Where Nx raises (integer division by zero, negative shifts, negative
- * integer exponents, float x/0) these functions return a defined value
- * instead; docs/semantics.md lists them. */
+ * integer exponents, float x/0, fmod of NaN/inf or by 0) these functions
+ * return a defined value instead; for negative shifts and float
+ * remainder the op layer fails first with the reference's error
+ * (src/ops/binary_raises.c); docs/semantics.md lists them. */
 #ifndef EMILY_SCALAR_BINARY_H
 #define EMILY_SCALAR_BINARY_H
 
@@ -135,11 +137,13 @@ EMILY_HD double emily_sb_pow_f64(double x, double y) {
     return pow(x, y);
 }
 
-/* Complex.atan2(y, x): a finite y against x = -inf gives +pi whatever
- * y's sign (IEEE: -pi for negative y); otherwise as IEEE. */
+/* Complex.atan2(y, x): a finite y against x = -inf gives +pi and
+ * against x = +inf the integer 0, i.e. +0.0, whatever y's sign (IEEE:
+ * -pi and -0.0 for negative y); otherwise as IEEE. */
 EMILY_HD double emily_sb_atan2_f64(double y, double x) {
     if (y != y || x != x) return x + y;
     if (x == -INFINITY && y > -INFINITY && y < INFINITY) return 3.141592653589793;
+    if (x == INFINITY && y > -INFINITY && y < INFINITY) return 0.0;
     return atan2(y, x);
 }
 

@@ -303,8 +303,18 @@ EMILY_HD emily_cd emily_cd_atanh(emily_cd z) {
     emily_cd t3 = emily_cd_div(emily_cd_add(one, z), emily_cd_sub(one, z));
     return emily_cd_mul(emily_cd_make(0.5, 0.0), emily_cd_log(t3));
 }
+/* Complex.divide(1, Complex.sqrt(z)). Complex.sqrt answers a
+ * non-finite part with atoms (inf + yi -> :infinity + 0i, -inf + yi ->
+ * 0 + :infinity i, x + inf i -> :infinity + :infinity i, NaN -> NaN +
+ * NaN i), and Complex.divide gives 0 for a number over a real infinity
+ * (:infinity + 0i); in every other case its atom arithmetic meets
+ * 0 * :infinity or :infinity - :infinity, which are :nan, so both parts
+ * are NaN. (IEEE division would give NaN for 1 / (inf + 0i) as well.) */
 EMILY_HD emily_cd emily_cd_rsqrt(emily_cd z) {
-    return emily_cd_div(emily_cd_make(1.0, 0.0), emily_cd_sqrt(z));
+    emily_cd w = emily_cd_sqrt(z);
+    if (isfinite(w.re) && isfinite(w.im)) return emily_cd_div(emily_cd_make(1.0, 0.0), w);
+    if (isinf(w.re) && w.im == 0.0) return emily_cd_make(0.0, 0.0);
+    return emily_cd_make(NAN, NAN);
 }
 /* cbrt(|z|) at a third of the phase */
 EMILY_HD emily_cd emily_cd_cbrt(emily_cd z) {

@@ -92,8 +92,10 @@ static void lu_real(double *a, int64_t n, emily_dtype w, int64_t *perm) {
     }
 }
 
-/* Nx's complex LU updates with the conjugated U row (Nx.outer of the L
- * column and the adjoint of the U row); kept for identical results. */
+/* Nx's complex LU updates with Nx.outer(l_col, adjoint(u_row)): outer
+ * conjugates its second operand for complex types and adjoint conjugates
+ * it too, so the two cancel and the update is the plain product l * u_kj
+ * (Complex.multiply in that operand order). */
 static void lu_complex(zd *a, int64_t n, emily_dtype w, int64_t *perm) {
     for (int64_t i = 0; i < n; i++) perm[i] = i;
     for (int64_t k = 0; k < n; k++) {
@@ -121,7 +123,7 @@ static void lu_complex(zd *a, int64_t n, emily_dtype w, int64_t *perm) {
                 zd l = a[i * n + k];
                 for (int64_t j = k + 1; j < n; j++)
                     a[i * n + j] =
-                        zrnd(w, zsub(a[i * n + j], zrnd(w, zmul(l, zconj(a[k * n + j])))));
+                        zrnd(w, zsub(a[i * n + j], zrnd(w, zmul(l, a[k * n + j]))));
             }
     }
 }

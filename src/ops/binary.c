@@ -26,6 +26,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "ops/binary_raises.h"
 #include "ops/common.h"
 #include "core/scalar_convert.h"
 
@@ -74,7 +75,7 @@ typedef enum {
     CAT_ARITH,      /* add subtract multiply pow: any type, merged */
     CAT_REAL,       /* remainder min max: merged, not complex */
     CAT_FLOATING,   /* divide: to_floating(merged) */
-    CAT_ATAN2,      /* atan2: to_floating(merged), real only */
+    CAT_ATAN2,      /* atan2: to_floating(merged); complex through the real parts */
     CAT_INTEGER,    /* quotient, bitwise, shifts: integers only */
     CAT_EQUALITY,   /* equal not_equal: any type, u8 */
     CAT_ORDER,      /* greater less ...: real only, u8 */
@@ -111,13 +112,13 @@ emily_status emily_binary_type(emily_binary_op op, emily_dtype a, emily_dtype b,
     switch (cat_of(op)) {
     case CAT_ARITH: t = m; break;
     case CAT_REAL:
-    case CAT_ATAN2:
     case CAT_ORDER:
         if (complex)
             return emily_error(EMILY_ERR_TYPE, "%s: complex operands are not supported, got %s and %s",
                                name, emily_dtype_name(a), emily_dtype_name(b));
-        t = cat_of(op) == CAT_ORDER ? EMILY_U8 : cat_of(op) == CAT_ATAN2 ? emily_type_to_floating(m) : m;
+        t = cat_of(op) == CAT_ORDER ? EMILY_U8 : m;
         break;
+    case CAT_ATAN2:
     case CAT_FLOATING: t = emily_type_to_floating(m); break;
     case CAT_INTEGER:
         if (!emily_dtype_is_integer(m))
@@ -375,12 +376,33 @@ static bool same_class(emily_dtype x, emily_dtype y) {
            emily_dtype_is_complex(x) == emily_dtype_is_complex(y);
 }
 
+/* Complex atan2 is Complex.atan2: the reference raises unless every
+ * imaginary part is zero (binary_raises.c checks that first), and then
+ * answers the real atan2 of the real parts as a complex number with a
+ * zero imaginary part. So: the real op on the real parts, in the real
+ * type of o, converted to o (imaginary part +0.0). */
+static emily_status atan2_complex(const emily_tensor *a, const emily_tensor *b, emily_dtype o,
+                                  emily_tensor **out) {
+    emily_tensor *ra = NULL, *rb = NULL, *r = NULL;
+    emily_status s = EMILY_OK;
+    if (emily_dtype_is_complex(a->dtype)) s = emily_unary(EMILY_REAL, a, &ra);
+    if (!s && emily_dtype_is_complex(b->dtype)) s = emily_unary(EMILY_REAL, b, &rb);
+    if (!s) s = emily_binary(EMILY_ATAN2, ra ? ra : a, rb ? rb : b,
+                             o == EMILY_C64 ? EMILY_F32 : EMILY_F64, &r);
+    if (!s) s = emily_as_type(r, o, out);
+    emily_tensor_release(ra);
+    emily_tensor_release(rb);
+    emily_tensor_release(r);
+    return s;
+}
+
 /* emily_binary after validation: output type o, broadcast shape. */
 static emily_status binary_with(const emily_engine *e, emily_binary_op op, const emily_tensor *a,
                                 const emily_tensor *b, emily_dtype o, int rank,
                                 const int64_t *shape, emily_tensor **out) {
     bool pred = is_pred_cat(cat_of(op));
     emily_status s;
+    if (op == EMILY_ATAN2 && emily_dtype_is_complex(o)) return atan2_complex(a, b, o, out);
 
     /* the compute type */
     emily_dtype c;
@@ -453,6 +475,9 @@ emily_status emily_binary(emily_binary_op op, const emily_tensor *a, const emily
     int64_t *shape = max_rank <= 8 ? small : malloc((size_t)max_rank * sizeof *shape);
     if (!shape) return emily_error(EMILY_ERR_MEMORY, "%s: out of host memory", name);
     s = emily_broadcast_shapes(name, a->rank, a->shape, b->rank, b->shape, &rank, shape);
+    /* the reference's errors for some operand values (negative shift
+     * counts, fmod's non-numbers and zero divisors, complex atan2) */
+    if (!s) s = emily_binary_check_raises(op, a, b, o, rank, shape);
     if (!s) s = binary_with(e, op, a, b, o, rank, shape, out);
     if (shape != small) free(shape);
     return s;

@@ -6,8 +6,9 @@
  * `dst` is a fresh contiguous tensor. Index tensors have any integer
  * dtype. Index VALUES are data the op layer never reads (they may live
  * on a device): each kernel checks every index it uses against its
- * axis and fails with EMILY_ERR_INDEX (naming op, value, axis and
- * shape) before it reads or writes anything out of bounds. A kernel
+ * axis and fails with EMILY_ERR_INDEX (the reference's message: value,
+ * axis and shape of its gather, see src/cpu/index.c) before it reads or
+ * writes anything out of bounds. A kernel
  * that fails may leave dst partly written; the op layer releases it.
  *
  * This header is valid C11 and C++ (for nvcc). */

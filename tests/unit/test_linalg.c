@@ -130,6 +130,59 @@ TEST(lu_bad_input) {
     emily_tensor_release(t);
 }
 
+/* Nx's lin_alg_test.exs: lu of [[1+i, 2, 3], [4, 5i, 6], [7, 8, 9-i]].
+ * Rows 7 and 1+i swap first; u[1] is row 4 reduced, so u[1][2] is
+ * 6 - (4/7)(9 - i) = 0.857+0.571i, and p l u is a. (Nx.LU updates with
+ * Nx.outer(l, adjoint(u_row)); outer conjugates its second operand too,
+ * so the update is l * u, not l * conj(u).) Every method: lu is Nx
+ * 0.8+'s for the first two, Nx 0.7's for REFERENCE_NX07. */
+TEST(lu_complex_matches_nx) {
+    int64_t s[2] = {3, 3};
+    const double complex a[9] = {1 + I, 2, 3, 4, 5 * I, 6, 7, 8, 9 - I};
+    const emily_linalg_method ms[3] = {EMILY_LINALG_LAPACK, EMILY_LINALG_REFERENCE, EMILY_LINALG_REFERENCE_NX07};
+    for (int c64 = 0; c64 < 2; c64++)
+        for (int m = 0; m < 3; m++) {
+            emily_tensor *t128 = t_from(EMILY_C128, 2, s, a), *t = NULL, *p = NULL, *l = NULL, *u = NULL;
+            CHECK_OK(emily_as_type(t128, c64 ? EMILY_C64 : EMILY_C128, &t));
+            CHECK_OK(emily_lu_opts(t, 1e-10, ms[m], &p, &l, &u));
+            double complex *P = cvals(p), *L = cvals(l), *U = cvals(u), lu[9], plu[9];
+            CHECK(P && L && U);
+            if (P && L && U) {
+                CHECK(cabs(U[5] - (6 - 4.0 / 7.0 * (9 - I))) < 1e-6 && cimag(U[5]) > 0.57);
+                matmul(L, U, lu, 3, 3, 3);
+                matmul(P, lu, plu, 3, 3, 3);
+                CHECK(max_diff(plu, a, 9) < 1e-5);
+            }
+            free(P);
+            free(L);
+            free(U);
+            emily_tensor *r[5] = {p, l, u, t, t128};
+            for (int i = 0; i < 5; i++) emily_tensor_release(r[i]);
+        }
+}
+
+/* Nx's lin_alg_test.exs: solve([[1, 0, i], [-i, 0, i], [1, 1, 1]],
+ * [3+i, 4, 2-2i]) is [i, 2, -3i] (the lu above; qr for REFERENCE_NX07). */
+TEST(solve_complex_matches_nx) {
+    int64_t s[2] = {3, 3}, sv[1] = {3};
+    const double complex a[9] = {1, 0, I, -I, 0, I, 1, 1, 1};
+    const double complex b[3] = {3 + I, 4, 2 - 2 * I}, want[3] = {I, 2, -3 * I};
+    const emily_linalg_method ms[3] = {EMILY_LINALG_LAPACK, EMILY_LINALG_REFERENCE, EMILY_LINALG_REFERENCE_NX07};
+    for (int c64 = 0; c64 < 2; c64++)
+        for (int m = 0; m < 3; m++) {
+            emily_tensor *a128 = t_from(EMILY_C128, 2, s, a), *b128 = t_from(EMILY_C128, 1, sv, b);
+            emily_tensor *at = NULL, *bt = NULL, *x = NULL;
+            CHECK_OK(emily_as_type(a128, c64 ? EMILY_C64 : EMILY_C128, &at));
+            CHECK_OK(emily_as_type(b128, c64 ? EMILY_C64 : EMILY_C128, &bt));
+            CHECK_OK(emily_solve_opts(at, bt, ms[m], &x));
+            double complex *X = cvals(x);
+            CHECK(X && max_diff(X, want, 3) < 1e-6);
+            free(X);
+            emily_tensor *r[5] = {x, at, bt, a128, b128};
+            for (int i = 0; i < 5; i++) emily_tensor_release(r[i]);
+        }
+}
+
 /* ---- triangular_solve -------------------------------------------------- */
 
 /* Checks op(a) x = b (left) or x op(a) = b for a 3x3 matrix, every option. */
@@ -975,6 +1028,7 @@ TEST(linalg_every_dtype) {
 }
 
 RUN_TESTS("linalg", CASE(linalg_every_dtype), CASE(lu_matches_nx_doctest), CASE(lu_batched_and_types), CASE(lu_bad_input),
+          CASE(lu_complex_matches_nx), CASE(solve_complex_matches_nx),
           CASE(triangular_solve_every_option), CASE(triangular_solve_types_batches_views),
           CASE(triangular_solve_errors), CASE(solve_matches_nx), CASE(determinant_values),
           CASE(cholesky_values), CASE(qr_modes_and_shapes), CASE(qr_eigh_svd_give_the_references_bits), CASE(lapack_method_follows_nx_conventions),

@@ -239,6 +239,53 @@ TEST(complex_numbers) {
     emily_tensor_release(t);
 }
 
+/* rsqrt of complex numbers is Complex.divide(1, Complex.sqrt(z)):
+ * Complex.sqrt gives inf + yi -> :infinity + 0i, whose reciprocal is
+ * 0 + 0i (Nx's non_finite_test: rsqrt(inf + 3i) is 0.0+0.0i); every
+ * other non-finite part ends in :nan atoms, so NaN + NaN i. c64 and c128,
+ * each special value in each part. */
+TEST(complex_rsqrt_of_non_finite_values) {
+    const double specials[3] = {INFINITY, -INFINITY, NAN};
+    for (int c128 = 0; c128 < 2; c128++)
+        for (int k = 0; k < 3; k++)
+            for (int part = 0; part < 2; part++)
+                for (int other = 0; other < 3; other++) {
+                    /* the other part: finite (3, -2) or the same kind of special */
+                    double o = other == 0 ? 3.0 : other == 1 ? -2.0 : specials[k];
+                    double re = part == 0 ? specials[k] : o, im = part == 0 ? o : specials[k];
+                    emily_tensor *t = NULL, *r = NULL;
+                    if (c128) t = t_from(EMILY_C128, 0, NULL, (double[]){re, im});
+                    else t = t_from(EMILY_C64, 0, NULL, (float[]){(float)re, (float)im});
+                    r = un(EMILY_RSQRT, t);
+                    double got[2] = {NAN, NAN};
+                    if (r && c128) CHECK_OK(emily_to_binary(r, got, sizeof got));
+                    if (r && !c128) {
+                        float g[2];
+                        CHECK_OK(emily_to_binary(r, g, sizeof g));
+                        got[0] = g[0];
+                        got[1] = g[1];
+                    }
+                    /* Complex.sqrt's clauses in order: a NaN part, then an
+                     * infinite imaginary part, then the real infinities */
+                    bool zero = !isnan(re) && !isnan(im) && !isinf(im) && re == INFINITY;
+                    bool ok = zero ? same_bits(got[0], 0.0) && same_bits(got[1], 0.0)
+                                   : isnan(got[0]) && isnan(got[1]);
+                    if (!ok)
+                        fprintf(stderr, "  rsqrt(%g%+gi) %s = %g%+gi\n", re, im, c128 ? "c128" : "c64",
+                                got[0], got[1]);
+                    CHECK(ok);
+                    emily_tensor_release(r);
+                    emily_tensor_release(t);
+                }
+    /* finite values keep the textbook 1 / sqrt(z): rsqrt(-4) = -0.5i */
+    emily_tensor *t = t_from(EMILY_C128, 0, NULL, (double[]){-4, 0}), *r = un(EMILY_RSQRT, t);
+    double o[2] = {NAN, NAN};
+    if (r) CHECK_OK(emily_to_binary(r, o, sizeof o));
+    CHECK(o[0] == 0 && o[1] == -0.5);
+    emily_tensor_release(r);
+    emily_tensor_release(t);
+}
+
 TEST(conjugate_of_reals) {
     float f[3] = {2, NAN, -INFINITY};
     int64_t three[1] = {3};
@@ -688,7 +735,8 @@ TEST(callbacks) {
 
 RUN_TESTS("unary", CASE(names_round_trip), CASE(output_types_follow_nx),
           CASE(real_functions_and_reference_quirks), CASE(integers_wrap),
-          CASE(identity_and_constant_cases), CASE(complex_numbers), CASE(conjugate_of_reals),
+          CASE(identity_and_constant_cases), CASE(complex_numbers), CASE(complex_rsqrt_of_non_finite_values),
+          CASE(conjugate_of_reals),
           CASE(half_types_round_once), CASE(strided_inputs), CASE(zero_size_and_scalars),
           CASE(f32_fast_paths_match_the_double_reference), CASE(f64_functions_with_glibc_bits), CASE(simd_paths_of_each_instruction_set),
           CASE(parallel_loop_runs_every_chunk_once), CASE(bad_input), CASE(callbacks))

@@ -1,0 +1,545 @@
+/* Complex linear algebra by the defining properties of each result, on
+ * random c64 and c128 matrices whose imaginary parts are not zero (a
+ * conjugation in the wrong place, or real and imaginary parts swapped,
+ * only shows there), under every linalg method that applies (the
+ * examples of Nx's own test suite are in test_linalg.c):
+ * lu (p l u = a), solve (a x = b), determinant (against a cofactor
+ * expansion), triangular_solve (every option), qr (q r = a, q unitary),
+ * eigh (a v = v diag(w), v unitary), cholesky (l l^H = a); complex svd is
+ * refused under every method, as Nx refuses it. */
+#include <complex.h>
+#include <stdlib.h>
+#include "harness.h"
+
+static const emily_linalg_method methods[3] = {EMILY_LINALG_LAPACK, EMILY_LINALG_REFERENCE,
+                                               EMILY_LINALG_REFERENCE_NX07};
+static const char *const method_names[3] = {"lapack", "reference", "reference_nx07"};
+static const emily_dtype ctypes[2] = {EMILY_C64, EMILY_C128};
+
+/* ---- helpers --------------------------------------------------------------- */
+
+/* A fixed pseudo-random sequence in [-1, 1) (the same on every run). */
+static uint64_t rng_state = 0x9E3779B97F4A7C15u;
+static double uniform(void) {
+    rng_state = rng_state * 6364136223846793005u + 1442695040888963407u;
+    return (double)(rng_state >> 11) / (double)(1ull << 52) - 1.0;
+}
+static double complex crand(void) {
+    double re = uniform(), im = uniform();
+    /* keep both parts away from 0 so that every entry is truly complex */
+    return (re + (re < 0 ? -0.1 : 0.1)) + (im + (im < 0 ? -0.1 : 0.1)) * I;
+}
+
+/* A tensor of `dt` (c64 or c128) holding vals (rounded to c64 parts). */
+static emily_tensor *ctensor(emily_dtype dt, int rank, const int64_t *shape, const double complex *vals) {
+    emily_tensor *t = t_from(EMILY_C128, rank, shape, vals), *c = NULL;
+    if (dt == EMILY_C128) return t;
+    CHECK_OK(emily_as_type(t, dt, &c));
+    emily_tensor_release(t);
+    return c;
+}
+
+/* The tensor's values as c128 (freshly allocated; NULL on failure). */
+static double complex *cvals(const emily_tensor *t) {
+    if (!t) return NULL;
+    emily_tensor *c = NULL;
+    if (emily_as_type(t, EMILY_C128, &c)) return NULL;
+    size_t n = (size_t)emily_tensor_size(c);
+    double complex *v = malloc((n ? n : 1) * sizeof *v);
+    if (v && emily_to_binary(c, v, n * sizeof *v)) {
+        free(v);
+        v = NULL;
+    }
+    emily_tensor_release(c);
+    return v;
+}
+
+/* The values of `t` as read back from its own type (what the engine saw). */
+static double complex *rounded(emily_dtype dt, int rank, const int64_t *shape, const double complex *vals) {
+    emily_tensor *t = ctensor(dt, rank, shape, vals);
+    double complex *v = cvals(t);
+    emily_tensor_release(t);
+    return v;
+}
+
+/* C = A (m x k) . B (k x n). */
+static void matmul(const double complex *a, const double complex *b, double complex *c, int64_t m,
+                   int64_t k, int64_t n) {
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            double complex s = 0;
+            for (int64_t l = 0; l < k; l++) s += a[i * k + l] * b[l * n + j];
+            c[i * n + j] = s;
+        }
+}
+
+/* B = A^H for A m x n. */
+static void adjoint(const double complex *a, double complex *b, int64_t m, int64_t n) {
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) b[j * m + i] = conj(a[i * n + j]);
+}
+
+static double max_abs(const double complex *a, int64_t n) {
+    double m = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (cabs(a[i]) > m) m = cabs(a[i]);
+    return m;
+}
+
+/* max |a - b| relative to max(1, max |b|). */
+static double rel_diff(const double complex *a, const double complex *b, int64_t n) {
+    double m = 0, s = max_abs(b, n);
+    for (int64_t i = 0; i < n; i++)
+        if (!(cabs(a[i] - b[i]) <= m)) m = cabs(a[i] - b[i]); /* NaN sticks */
+    return m / (s > 1 ? s : 1);
+}
+
+/* |Q^H Q - I| for Q m x k. */
+static double unitarity(const double complex *q, int64_t m, int64_t k) {
+    double complex *qh = malloc((size_t)(m * k) * sizeof *qh), *g = malloc((size_t)(k * k) * sizeof *g);
+    adjoint(q, qh, m, k);
+    matmul(qh, q, g, k, m, k);
+    double e = 0;
+    for (int64_t i = 0; i < k; i++)
+        for (int64_t j = 0; j < k; j++) {
+            double d = cabs(g[i * k + j] - (i == j ? 1.0 : 0.0));
+            if (!(d <= e)) e = d;
+        }
+    free(qh);
+    free(g);
+    return e;
+}
+
+/* A tolerance for a result of type dt that went through O(n) steps. */
+static double tol(emily_dtype dt, int64_t n) { return (dt == EMILY_C64 ? 2e-6 : 4e-15) * (double)(n + 4) * 8; }
+
+/* `count` random values. */
+static double complex *random_values(int64_t count) {
+    double complex *a = malloc((size_t)(count + 1) * sizeof *a);
+    for (int64_t i = 0; i < count; i++) a[i] = crand();
+    return a;
+}
+/* n x n random matrices, `batch` of them. */
+static double complex *random_matrices(int64_t batch, int64_t n) { return random_values(batch * n * n); }
+
+/* The shapes the tests run: sizes 1..6 (one matrix) and a batch of 3 4x4. */
+#define NCASES 7
+static void case_shape(int c, int64_t *batch, int64_t *n) {
+    *batch = c < 6 ? 1 : 3;
+    *n = c < 6 ? c + 1 : 4;
+}
+static int fill_shape(int64_t batch, int64_t r, int64_t cols, int64_t *shape) {
+    if (batch == 1) {
+        shape[0] = r;
+        shape[1] = cols;
+        return 2;
+    }
+    shape[0] = batch;
+    shape[1] = r;
+    shape[2] = cols;
+    return 3;
+}
+
+static void report(const char *what, emily_linalg_method m, emily_dtype dt, int64_t n, double err,
+                   double limit) {
+    if (!(err <= limit))
+        fprintf(stderr, "  %s (%s, %s, n = %lld): error %.3g > %.3g\n", what,
+                method_names[m], emily_dtype_name(dt), (long long)n, err, limit);
+}
+
+/* ---- lu, solve, determinant on random matrices ----------------------------- */
+
+TEST(lu_random_complex) {
+    for (int d = 0; d < 2; d++)
+        for (int m = 0; m < 3; m++)
+            for (int c = 0; c < NCASES; c++) {
+                int64_t batch, n, shape[3];
+                case_shape(c, &batch, &n);
+                int rank = fill_shape(batch, n, n, shape);
+                double complex *a = random_matrices(batch, n);
+                double complex *ar = rounded(ctypes[d], rank, shape, a);
+                emily_tensor *t = ctensor(ctypes[d], rank, shape, a), *p = NULL, *l = NULL, *u = NULL;
+                CHECK_OK(emily_lu_opts(t, 1e-10, methods[m], &p, &l, &u));
+                double complex *P = cvals(p), *L = cvals(l), *U = cvals(u);
+                double complex *lu = malloc((size_t)(n * n) * sizeof *lu), *plu = malloc((size_t)(n * n) * sizeof *plu);
+                double err = 0;
+                bool shape_ok = true;
+                for (int64_t b = 0; P && L && U && ar && b < batch; b++) {
+                    const double complex *Lb = L + b * n * n, *Ub = U + b * n * n;
+                    for (int64_t i = 0; i < n; i++)
+                        for (int64_t j = 0; j < n; j++) {
+                            if (i == j && Lb[i * n + j] != 1) shape_ok = false;
+                            if (i < j && Lb[i * n + j] != 0) shape_ok = false;
+                            if (i > j && Ub[i * n + j] != 0) shape_ok = false;
+                        }
+                    matmul(Lb, Ub, lu, n, n, n);
+                    matmul(P + b * n * n, lu, plu, n, n, n);
+                    double e = rel_diff(plu, ar + b * n * n, n * n);
+                    if (!(e <= err)) err = e;
+                }
+                CHECK(P && L && U && shape_ok);
+                report("p l u = a", methods[m], ctypes[d], n, err, tol(ctypes[d], n));
+                CHECK(err <= tol(ctypes[d], n));
+                free(lu);
+                free(plu);
+                free(P);
+                free(L);
+                free(U);
+                free(a);
+                free(ar);
+                emily_tensor_release(p);
+                emily_tensor_release(l);
+                emily_tensor_release(u);
+                emily_tensor_release(t);
+            }
+}
+
+TEST(solve_random_complex) {
+    for (int d = 0; d < 2; d++)
+        for (int m = 0; m < 3; m++)
+            for (int c = 0; c < NCASES; c++)
+                for (int vec = 0; vec < 2; vec++) {
+                    int64_t batch, n, shape[3], bshape[3];
+                    case_shape(c, &batch, &n);
+                    int64_t cols = vec ? 1 : 2;
+                    int rank = fill_shape(batch, n, n, shape);
+                    int brank = vec ? rank - 1 : fill_shape(batch, n, cols, bshape);
+                    if (vec) {
+                        bshape[0] = batch == 1 ? n : batch;
+                        bshape[1] = n;
+                    }
+                    double complex *a = random_matrices(batch, n), *b = random_values(batch * n * cols);
+                    double complex *ar = rounded(ctypes[d], rank, shape, a);
+                    double complex *br = rounded(ctypes[d], brank, bshape, b);
+                    emily_tensor *at = ctensor(ctypes[d], rank, shape, a);
+                    emily_tensor *bt = ctensor(ctypes[d], brank, bshape, b), *x = NULL;
+                    CHECK_OK(emily_solve_opts(at, bt, methods[m], &x));
+                    double complex *X = cvals(x), *ax = malloc((size_t)(n * cols) * sizeof *ax);
+                    double err = X ? 0 : INFINITY;
+                    for (int64_t k = 0; X && k < batch; k++) {
+                        matmul(ar + k * n * n, X + k * n * cols, ax, n, n, cols);
+                        double e = rel_diff(ax, br + k * n * cols, n * cols);
+                        if (!(e <= err)) err = e;
+                    }
+                    /* a x = b within the conditioning of these random matrices */
+                    double limit = tol(ctypes[d], n) * 50;
+                    report(vec ? "solve (vector b)" : "solve (matrix b)", methods[m], ctypes[d], n, err, limit);
+                    CHECK(err <= limit);
+                    free(X);
+                    free(ax);
+                    free(a);
+                    free(b);
+                    free(ar);
+                    free(br);
+                    emily_tensor_release(x);
+                    emily_tensor_release(at);
+                    emily_tensor_release(bt);
+                }
+}
+
+/* det by cofactor expansion along the first row (n <= 6: 720 terms). */
+static double complex det_ref(const double complex *a, int64_t n) {
+    if (n == 1) return a[0];
+    double complex sum = 0, *minor = malloc((size_t)((n - 1) * (n - 1)) * sizeof *minor);
+    for (int64_t c = 0; c < n; c++) {
+        for (int64_t i = 1; i < n; i++)
+            for (int64_t j = 0, k = 0; j < n; j++)
+                if (j != c) minor[(i - 1) * (n - 1) + k++] = a[i * n + j];
+        double complex t = a[c] * det_ref(minor, n - 1);
+        sum += c % 2 ? -t : t;
+    }
+    free(minor);
+    return sum;
+}
+
+TEST(determinant_random_complex) {
+    for (int d = 0; d < 2; d++)
+        for (int m = 0; m < 3; m++)
+            for (int c = 0; c < NCASES; c++) {
+                int64_t batch, n, shape[3];
+                case_shape(c, &batch, &n);
+                int rank = fill_shape(batch, n, n, shape);
+                double complex *a = random_matrices(batch, n);
+                double complex *ar = rounded(ctypes[d], rank, shape, a);
+                emily_tensor *t = ctensor(ctypes[d], rank, shape, a), *det = NULL;
+                CHECK_OK(emily_determinant_opts(t, methods[m], &det));
+                double complex *D = cvals(det);
+                double err = D ? 0 : INFINITY;
+                for (int64_t b = 0; D && b < batch; b++) {
+                    double complex want = det_ref(ar + b * n * n, n);
+                    double e = cabs(D[b] - want) / (cabs(want) > 1 ? cabs(want) : 1);
+                    if (!(e <= err)) err = e;
+                }
+                report("determinant", methods[m], ctypes[d], n, err, tol(ctypes[d], n) * 10);
+                CHECK(err <= tol(ctypes[d], n) * 10);
+                free(D);
+                free(a);
+                free(ar);
+                emily_tensor_release(det);
+                emily_tensor_release(t);
+            }
+}
+
+/* ---- triangular_solve -------------------------------------------------------- */
+
+/* Every option: lower/upper, left_side or not, transform_a :none,
+ * :transpose, :conjugate (which conjugates without transposing, as Nx),
+ * b a vector or a matrix; one matrix and a batch. */
+TEST(triangular_solve_random_complex) {
+    for (int d = 0; d < 2; d++)
+        for (int c = 0; c < NCASES; c++) {
+            int64_t batch, n, shape[3];
+            case_shape(c, &batch, &n);
+            int rank = fill_shape(batch, n, n, shape);
+            double complex *a = random_matrices(batch, n);
+            /* a well-conditioned triangle: a strong diagonal */
+            for (int64_t k = 0; k < batch; k++)
+                for (int64_t i = 0; i < n; i++) a[k * n * n + i * n + i] += 2 * (1 + I);
+            double complex *ar = rounded(ctypes[d], rank, shape, a);
+            emily_tensor *at = ctensor(ctypes[d], rank, shape, a);
+            for (int lower = 0; lower < 2; lower++)
+                for (int left = 0; left < 2; left++)
+                    for (int tr = 0; tr < 3; tr++)
+                        for (int vec = 0; vec < 2; vec++) {
+                            int64_t other = 3, bshape[3];
+                            /* b: [n] (vector), [n, 3] (left) or [3, n] (right), per matrix */
+                            int64_t rows = vec ? 1 : left ? n : other, cols = vec ? n : left ? other : n;
+                            int brank;
+                            if (vec) {
+                                brank = batch == 1 ? 1 : 2;
+                                bshape[0] = batch == 1 ? n : batch;
+                                bshape[1] = n;
+                            } else {
+                                brank = fill_shape(batch, rows, cols, bshape);
+                            }
+                            double complex *b = random_values(batch * rows * cols);
+                            double complex *br = rounded(ctypes[d], brank, bshape, b);
+                            emily_tensor *bt = ctensor(ctypes[d], brank, bshape, b), *x = NULL;
+                            CHECK_OK(emily_triangular_solve(at, bt, left, lower, (emily_transform_a)tr, &x));
+                            double complex *X = cvals(x), *op = malloc((size_t)(n * n) * sizeof *op);
+                            double complex *got = malloc((size_t)(rows * cols) * sizeof *got);
+                            double err = X ? 0 : INFINITY;
+                            for (int64_t k = 0; X && k < batch; k++) {
+                                const double complex *ak = ar + k * n * n;
+                                /* op(a): the triangle read, then transposed or conjugated */
+                                for (int64_t i = 0; i < n; i++)
+                                    for (int64_t j = 0; j < n; j++) {
+                                        int64_t si = tr == 1 ? j : i, sj = tr == 1 ? i : j;
+                                        bool in = lower ? sj <= si : sj >= si;
+                                        double complex v = in ? ak[si * n + sj] : 0;
+                                        op[i * n + j] = tr == 2 ? conj(v) : v;
+                                    }
+                                const double complex *xk = X + k * rows * cols;
+                                /* a vector b is a column (left) or a row (right) */
+                                if (left) matmul(op, xk, got, n, n, vec ? 1 : cols);
+                                else matmul(xk, op, got, vec ? 1 : rows, n, n);
+                                double e = rel_diff(got, br + k * rows * cols, rows * cols);
+                                if (!(e <= err)) err = e;
+                            }
+                            if (!(err <= tol(ctypes[d], n)))
+                                fprintf(stderr, "  triangular_solve %s n %lld lower %d left %d transform %d vector %d: %.3g\n",
+                                        emily_dtype_name(ctypes[d]), (long long)n, lower, left, tr, vec, err);
+                            CHECK(err <= tol(ctypes[d], n));
+                            free(X);
+                            free(op);
+                            free(got);
+                            free(b);
+                            free(br);
+                            emily_tensor_release(x);
+                            emily_tensor_release(bt);
+                        }
+            free(a);
+            free(ar);
+            emily_tensor_release(at);
+        }
+}
+
+/* ---- qr -------------------------------------------------------------------- */
+
+TEST(qr_random_complex) {
+    /* square, tall and wide; one matrix and a batch */
+    const int64_t dims[6][3] = {{1, 1, 1}, {3, 3, 1}, {5, 3, 1}, {3, 5, 1}, {6, 6, 1}, {4, 3, 2}};
+    for (int d = 0; d < 2; d++)
+        for (int mth = 0; mth < 3; mth++)
+            for (int c = 0; c < 6; c++)
+                for (int mode = 0; mode < 2; mode++) {
+                    int64_t m = dims[c][0], n = dims[c][1], batch = dims[c][2], shape[3];
+                    int rank = fill_shape(batch, m, n, shape);
+                    int64_t k = m < n ? m : n, qc = mode ? m : k;
+                    double complex *a = random_values(batch * m * n);
+                    double complex *ar = rounded(ctypes[d], rank, shape, a);
+                    emily_tensor *t = ctensor(ctypes[d], rank, shape, a), *q = NULL, *r = NULL;
+                    CHECK_OK(emily_qr_opts(t, (emily_qr_mode)mode, 1e-10, methods[mth], &q, &r));
+                    double complex *Q = cvals(q), *R = cvals(r), *qr = malloc((size_t)(m * n) * sizeof *qr);
+                    double err = Q && R ? 0 : INFINITY, uerr = 0;
+                    for (int64_t b = 0; Q && R && b < batch; b++) {
+                        matmul(Q + b * m * qc, R + b * qc * n, qr, m, qc, n);
+                        double e = rel_diff(qr, ar + b * m * n, m * n);
+                        if (!(e <= err)) err = e;
+                        e = unitarity(Q + b * m * qc, m, qc);
+                        if (!(e <= uerr)) uerr = e;
+                    }
+                    report("q r = a", methods[mth], ctypes[d], m, err, tol(ctypes[d], m));
+                    report("q^H q = I", methods[mth], ctypes[d], m, uerr, tol(ctypes[d], m));
+                    CHECK(err <= tol(ctypes[d], m) && uerr <= tol(ctypes[d], m));
+                    free(Q);
+                    free(R);
+                    free(qr);
+                    free(a);
+                    free(ar);
+                    emily_tensor_release(q);
+                    emily_tensor_release(r);
+                    emily_tensor_release(t);
+                }
+}
+
+/* ---- eigh ------------------------------------------------------------------- */
+
+/* A Hermitian n x n matrix with eigenvalues 1..n (well separated, so
+ * that every method's iteration converges): H diag(1..n) H^H with H a
+ * complex Householder reflection I - 2 v v^H / |v|^2. */
+static void random_hermitian(double complex *a, int64_t n) {
+    double complex v[8];
+    double nv = 0;
+    for (int64_t i = 0; i < n; i++) {
+        v[i] = crand();
+        nv += creal(v[i] * conj(v[i]));
+    }
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t j = 0; j < n; j++) {
+            double complex s = 0;
+            for (int64_t l = 0; l < n; l++) {
+                double complex hil = (i == l) - 2 * v[i] * conj(v[l]) / nv;
+                double complex hjl = (j == l) - 2 * v[j] * conj(v[l]) / nv;
+                s += hil * (double)(l + 1) * conj(hjl);
+            }
+            a[i * n + j] = s;
+        }
+    /* exactly Hermitian: real diagonal, mirrored triangle */
+    for (int64_t i = 0; i < n; i++) {
+        a[i * n + i] = creal(a[i * n + i]);
+        for (int64_t j = 0; j < i; j++) a[i * n + j] = conj(a[j * n + i]);
+    }
+}
+
+TEST(eigh_random_complex) {
+    for (int d = 0; d < 2; d++)
+        for (int m = 0; m < 3; m++)
+            for (int c = 0; c < NCASES; c++) {
+                int64_t batch, n, shape[3];
+                case_shape(c, &batch, &n);
+                int rank = fill_shape(batch, n, n, shape);
+                double complex *a = malloc((size_t)(batch * n * n) * sizeof *a);
+                for (int64_t b = 0; b < batch; b++) random_hermitian(a + b * n * n, n);
+                double complex *ar = rounded(ctypes[d], rank, shape, a);
+                emily_tensor *t = ctensor(ctypes[d], rank, shape, a), *w = NULL, *v = NULL;
+                /* Nx's eps (1.0e-4) stops the reference iterations early; a
+                 * smaller one makes their residual small enough to test */
+                CHECK_OK(emily_eigh_opts(t, 1e-12, 1000, methods[m], &w, &v));
+                double complex *W = cvals(w), *V = cvals(v);
+                double complex *av = malloc((size_t)(n * n) * sizeof *av), *vw = malloc((size_t)(n * n) * sizeof *vw);
+                double err = W && V ? 0 : INFINITY, uerr = 0, werr = 0;
+                for (int64_t b = 0; W && V && b < batch; b++) {
+                    const double complex *Vb = V + b * n * n, *Wb = W + b * n;
+                    matmul(ar + b * n * n, Vb, av, n, n, n);
+                    for (int64_t i = 0; i < n; i++)
+                        for (int64_t j = 0; j < n; j++) vw[i * n + j] = Vb[i * n + j] * Wb[j];
+                    double e = rel_diff(av, vw, n * n);
+                    if (!(e <= err)) err = e;
+                    e = unitarity(Vb, n, n);
+                    if (!(e <= uerr)) uerr = e;
+                    /* the eigenvalues of a Hermitian matrix are real: 1..n */
+                    for (int64_t j = 0; j < n; j++) {
+                        double near = 1e9;
+                        for (int64_t k = 1; k <= n; k++)
+                            if (cabs(Wb[j] - (double)k) < near) near = cabs(Wb[j] - (double)k);
+                        if (!(near <= werr)) werr = near;
+                    }
+                }
+                /* Nx's Jacobi (the reference method) levels off near 1e-6 in
+                 * f64 whatever :eps is, for real input too */
+                double limit = methods[m] == EMILY_LINALG_REFERENCE ? 1e-4 : tol(ctypes[d], n) * 10;
+                report("a v = v diag(w)", methods[m], ctypes[d], n, err, limit);
+                report("v^H v = I", methods[m], ctypes[d], n, uerr, limit);
+                report("w = 1..n", methods[m], ctypes[d], n, werr, limit * n);
+                CHECK(err <= limit && uerr <= limit && werr <= limit * n);
+                free(W);
+                free(V);
+                free(av);
+                free(vw);
+                free(a);
+                free(ar);
+                emily_tensor_release(w);
+                emily_tensor_release(v);
+                emily_tensor_release(t);
+            }
+}
+
+/* ---- cholesky, svd ------------------------------------------------------------- */
+
+TEST(cholesky_random_complex) {
+    for (int d = 0; d < 2; d++)
+        for (int c = 0; c < NCASES; c++) {
+            int64_t batch, n, shape[3];
+            case_shape(c, &batch, &n);
+            int rank = fill_shape(batch, n, n, shape);
+            /* Hermitian positive definite: g^H g + n I */
+            double complex *g = random_matrices(batch, n), *a = malloc((size_t)(batch * n * n) * sizeof *a);
+            double complex *gh = malloc((size_t)(n * n) * sizeof *gh);
+            for (int64_t b = 0; b < batch; b++) {
+                adjoint(g + b * n * n, gh, n, n);
+                matmul(gh, g + b * n * n, a + b * n * n, n, n, n);
+                for (int64_t i = 0; i < n; i++) {
+                    a[b * n * n + i * n + i] = creal(a[b * n * n + i * n + i]) + (double)n;
+                    for (int64_t j = 0; j < i; j++) a[b * n * n + i * n + j] = conj(a[b * n * n + j * n + i]);
+                }
+            }
+            double complex *ar = rounded(ctypes[d], rank, shape, a);
+            emily_tensor *t = ctensor(ctypes[d], rank, shape, a), *l = NULL;
+            CHECK_OK(emily_cholesky(t, &l));
+            double complex *L = cvals(l), *lh = malloc((size_t)(n * n) * sizeof *lh);
+            double complex *llh = malloc((size_t)(n * n) * sizeof *llh);
+            double err = L ? 0 : INFINITY;
+            bool lower = true;
+            for (int64_t b = 0; L && b < batch; b++) {
+                const double complex *Lb = L + b * n * n;
+                for (int64_t i = 0; i < n; i++)
+                    for (int64_t j = i + 1; j < n; j++) lower = lower && Lb[i * n + j] == 0;
+                adjoint(Lb, lh, n, n);
+                matmul(Lb, lh, llh, n, n, n);
+                double e = rel_diff(llh, ar + b * n * n, n * n);
+                if (!(e <= err)) err = e;
+            }
+            /* Nx divides by l_jj + 1e-10: a relative 1e-10 departure */
+            double limit = tol(ctypes[d], n) + 1e-9;
+            if (!(err <= limit))
+                fprintf(stderr, "  cholesky %s n %lld: %.3g\n", emily_dtype_name(ctypes[d]), (long long)n, err);
+            CHECK(lower && err <= limit);
+            free(L);
+            free(lh);
+            free(llh);
+            free(g);
+            free(gh);
+            free(a);
+            free(ar);
+            emily_tensor_release(l);
+            emily_tensor_release(t);
+        }
+}
+
+TEST(svd_refuses_complex) {
+    int64_t s[2] = {2, 2};
+    const double complex a[4] = {1 + I, 2, -I, 3};
+    for (int d = 0; d < 2; d++)
+        for (int m = 0; m < 3; m++)
+            for (int full = 0; full < 2; full++) {
+                emily_tensor *t = ctensor(ctypes[d], 2, s, a), *u = NULL, *sv = NULL, *vt = NULL;
+                CHECK_ERR(emily_svd_opts(t, full, 100, methods[m], &u, &sv, &vt), EMILY_ERR_TYPE, "complex");
+                CHECK(!u && !sv && !vt);
+                emily_tensor_release(t);
+            }
+}
+
+RUN_TESTS("linalg_complex", CASE(lu_random_complex), CASE(solve_random_complex), CASE(determinant_random_complex),
+          CASE(triangular_solve_random_complex), CASE(qr_random_complex), CASE(eigh_random_complex),
+          CASE(cholesky_random_complex), CASE(svd_refuses_complex))
