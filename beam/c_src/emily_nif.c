@@ -7,7 +7,12 @@
  * work is rescheduled onto a dirty CPU scheduler, so a normal scheduler is
  * never blocked for long. Failures return {:error, message};
  * {:error, :foreign_tensor} asks Elixir to move another backend's tensor
- * to Emily and call again. */
+ * to Emily and call again.
+ *
+ * Emily.Backend asks for its tensors' data as %Emily.Backend{ref, bytes}
+ * (data_term): `bytes` aliases a CPU tensor's contiguous bytes, so
+ * that the struct crosses BEAM nodes with them (docs/elixir.md, "Across
+ * nodes"). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,7 +72,9 @@ static void tensor_dtor(ErlNifEnv *env, void *obj) {
     tensor_res *r = obj;
     exports_forget(r);
     emily_tensor_release(r->t);
+    emily_tensor_release(r->pin);
     r->t = NULL;
+    r->pin = NULL;
 }
 
 static void stream_dtor(ErlNifEnv *env, void *obj) {
@@ -77,18 +84,79 @@ static void stream_dtor(ErlNifEnv *env, void *obj) {
     r->s = NULL;
 }
 
-ERL_NIF_TERM make_tensor_term(ErlNifEnv *env, emily_tensor *t) {
+static tensor_res *tensor_res_new(emily_tensor *t) {
     tensor_res *r = enif_alloc_resource(emily_tensor_rt, sizeof *r);
+    if (!r) return NULL;
+    atomic_flag_clear(&r->lock);
+    r->t = t;
+    r->pin = NULL;
+    atomic_init(&r->exported, false);
+    return r;
+}
+
+ERL_NIF_TERM make_tensor_term(ErlNifEnv *env, emily_tensor *t) {
+    tensor_res *r = tensor_res_new(t);
     if (!r) {
         emily_tensor_release(t);
         return make_error(env, "out of memory allocating a tensor resource");
     }
-    atomic_flag_clear(&r->lock);
-    r->t = t;
-    atomic_init(&r->exported, false);
     ERL_NIF_TERM term = enif_make_resource(env, r);
     enif_release_resource(r);
     return term;
+}
+
+/* The host bytes of t if they are contiguous in CPU memory, where they
+ * are final once the NIF returns (the CPU engine computes synchronously);
+ * NULL for GPU tensors and non-contiguous views. */
+static const void *cpu_bytes(emily_tensor *t) {
+    const void *host;
+    /* (contiguity first: host_data formats an error message otherwise) */
+    if (emily_tensor_device(t).type != EMILY_DEVICE_CPU || !emily_tensor_is_contiguous(t) ||
+        emily_host_data(t, &host) != EMILY_OK)
+        return NULL;
+    return host;
+}
+
+/* %Emily.Backend{ref: resource r, bytes: binary | nil} for r's tensor t
+ * (borrowed). `bytes` is a binary over t's bytes when they are contiguous
+ * in CPU memory (no copy), owned by r with r->pin, so it stays valid after
+ * a deallocate and keeps nothing alive but t's buffer; the distribution
+ * (or term_to_binary) carries it with the struct. nil for GPU tensors and
+ * non-contiguous views. */
+static bool data_term(ErlNifEnv *env, tensor_res *r, emily_tensor *t, ERL_NIF_TERM *out) {
+    ERL_NIF_TERM bytes = A.nil;
+    size_t nbytes = emily_tensor_nbytes(t);
+    const void *host = NULL;
+    if (nbytes == 0 && emily_tensor_device(t).type == EMILY_DEVICE_CPU) {
+        enif_make_new_binary(env, 0, &bytes);
+    } else if ((host = cpu_bytes(t))) {
+        res_lock(r);
+        if (!r->pin) {
+            emily_tensor_retain(t);
+            r->pin = t;
+        }
+        res_unlock(r);
+        bytes = enif_make_resource_binary(env, r, host, nbytes);
+    }
+    ERL_NIF_TERM keys[3] = {A.struct_, A.ref, A.bytes};
+    ERL_NIF_TERM values[3] = {A.emily_backend, enif_make_resource(env, r), bytes};
+    return enif_make_map_from_arrays(env, keys, values, 3, out);
+}
+
+/* The term for a callback's result t (ownership moves to the term): its
+ * resource, or with `as_data` its %Emily.Backend{}. False (t released)
+ * when out of memory. */
+static bool result_term(ErlNifEnv *env, emily_tensor *t, bool as_data, ERL_NIF_TERM *out) {
+    tensor_res *r = tensor_res_new(t);
+    if (!r) {
+        emily_tensor_release(t);
+        return false;
+    }
+    bool ok = true;
+    if (as_data) ok = data_term(env, r, t, out);
+    else *out = enif_make_resource(env, r);
+    enif_release_resource(r);
+    return ok;
 }
 
 ERL_NIF_TERM make_binary_str(ErlNifEnv *env, const char *s) {
@@ -162,7 +230,10 @@ static ERL_NIF_TERM dispatch_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM ar
     return dispatch_run(env, argc, argv, false);
 }
 
-/* dispatch(callback, out, args, device | nil, stream | nil, mode) */
+/* dispatch(callback, out, args, device | nil, stream | nil, mode): mode 0
+ * runs, 1 infers; + DISPATCH_AS_DATA returns %Emily.Backend{} data instead
+ * of bare resources. */
+#define DISPATCH_AS_DATA 2
 static ERL_NIF_TERM dispatch_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[], bool dirty) {
     char name[64];
     if (!enif_get_atom(env, argv[0], name, sizeof name, ERL_NIF_LATIN1)) {
@@ -173,7 +244,12 @@ static ERL_NIF_TERM dispatch_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM ar
         name[b.size] = 0;
     }
     int mode;
-    if (!enif_get_int(env, argv[5], &mode) || (mode != EMILY_DISPATCH_RUN && mode != EMILY_DISPATCH_INFER))
+    if (!enif_get_int(env, argv[5], &mode) || mode < 0 || mode > (EMILY_DISPATCH_INFER | DISPATCH_AS_DATA))
+        return make_error(env, "dispatch: mode must be 0 (run) or 1 (infer), plus 2 for "
+                               "%Emily.Backend{} results");
+    bool as_data = (mode & DISPATCH_AS_DATA) != 0;
+    mode &= ~DISPATCH_AS_DATA;
+    if (mode != EMILY_DISPATCH_RUN && mode != EMILY_DISPATCH_INFER)
         return make_error(env, "dispatch: mode must be 0 (run) or 1 (infer)");
     unsigned nargs;
     if (!enif_get_list_length(env, argv[2], &nargs))
@@ -233,13 +309,16 @@ static ERL_NIF_TERM dispatch_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM ar
         result = make_error(env, msg);
         goto done;
     }
-    if (out.kind == EMILY_V_TEMPLATE && res.n == 1) {
-        result = make_tensor_term(env, res.tensors[0]);
-    } else {
-        ERL_NIF_TERM items[EMILY_DISPATCH_MAX_OUTPUTS];
-        for (int k = 0; k < res.n; k++) items[k] = make_tensor_term(env, res.tensors[k]);
-        result = enif_make_list_from_array(env, items, (unsigned)res.n);
+    ERL_NIF_TERM items[EMILY_DISPATCH_MAX_OUTPUTS];
+    bool made = true;
+    for (int k = 0; k < res.n; k++) {
+        /* after a failure, the remaining tensors are only released */
+        if (!made) emily_tensor_release(res.tensors[k]);
+        else made = result_term(env, res.tensors[k], as_data, &items[k]);
     }
+    if (!made) result = make_error(env, "out of memory making the result terms");
+    else if (out.kind == EMILY_V_TEMPLATE && res.n == 1) result = items[0];
+    else result = enif_make_list_from_array(env, items, (unsigned)res.n);
     goto done;
 
 decode_error:
@@ -309,14 +388,11 @@ static ERL_NIF_TERM host_binary(ErlNifEnv *env, emily_tensor *t, size_t nbytes) 
         emily_tensor_release(t);
         return engine_error(env, "to_binary");
     }
-    tensor_res *holder = enif_alloc_resource(emily_tensor_rt, sizeof *holder);
+    tensor_res *holder = tensor_res_new(t);
     if (!holder) {
         emily_tensor_release(t);
         return make_error(env, "to_binary: out of memory");
     }
-    atomic_flag_clear(&holder->lock);
-    holder->t = t;
-    atomic_init(&holder->exported, false);
     ERL_NIF_TERM bin = enif_make_resource_binary(env, holder, data, nbytes);
     enif_release_resource(holder);
     return bin;
@@ -378,6 +454,31 @@ static ERL_NIF_TERM deallocate_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM 
     if (!t) return A.already_deallocated;
     emily_tensor_release(t);
     return A.ok;
+}
+
+/* backend_data(ref): %Emily.Backend{ref: ref, bytes: binary | nil} for a
+ * tensor made by another function (from_binary, to_device, ...). */
+static ERL_NIF_TERM backend_data_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    (void)argc;
+    tensor_res *r;
+    if (!enif_get_resource(env, argv[0], emily_tensor_rt, (void **)&r))
+        return make_error(env, "backend_data: expected an Emily tensor reference");
+    emily_tensor *t = tensor_res_acquire(r);
+    if (!t) return make_error(env, "backend_data: the tensor was deallocated");
+    ERL_NIF_TERM out;
+    bool ok = data_term(env, r, t, &out);
+    emily_tensor_release(t);
+    return ok ? out : make_error(env, "backend_data: out of memory");
+}
+
+/* check_local(term): :ok when the term is a tensor resource of this VM
+ * (deallocated or not), else {:error, message} with the message for a
+ * tensor that came from another node without its bytes. */
+static ERL_NIF_TERM check_local_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    (void)argc;
+    tensor_res *r;
+    if (enif_get_resource(env, argv[0], emily_tensor_rt, (void **)&r)) return A.ok;
+    return make_error(env, emily_not_carried_msg);
 }
 
 /* {type, shape, device} of the engine tensor */
@@ -628,7 +729,11 @@ static int load(ErlNifEnv *env, void **priv, ERL_NIF_TERM info) {
     (void)priv;
     (void)info;
     ErlNifResourceFlags flags = ERL_NIF_RT_CREATE | ERL_NIF_RT_TAKEOVER;
-    emily_tensor_rt = enif_open_resource_type(env, NULL, "emily_tensor", tensor_dtor, flags, NULL);
+    /* the type's name changes with tensor_res's layout (v2: `pin`): an
+     * upgrade then leaves the old library's resources to its own
+     * destructor instead of handing them to one that reads another layout
+     * (Emily.Backend tensors among them come back through their bytes) */
+    emily_tensor_rt = enif_open_resource_type(env, NULL, "emily_tensor_v2", tensor_dtor, flags, NULL);
     emily_stream_rt = enif_open_resource_type(env, NULL, "emily_stream", stream_dtor, flags, NULL);
     if (!emily_tensor_rt || !emily_stream_rt) return 1;
     if (!exports_lock && !(exports_lock = enif_mutex_create("emily_exports"))) return 1;
@@ -650,6 +755,7 @@ static int load(ErlNifEnv *env, void **priv, ERL_NIF_TERM info) {
     ATOM(struct_, "__struct__");
     ATOM(data, "data");
     ATOM(ref, "ref");
+    ATOM(bytes, "bytes");
     ATOM(state, "state");
     ATOM(type, "type");
     ATOM(shape, "shape");
@@ -679,6 +785,8 @@ static ErlNifFunc nif_funcs[] = {
     {"from_binary", 4, from_binary_nif, 0},
     {"to_binary", 2, to_binary_nif, 0},
     {"deallocate", 1, deallocate_nif, 0},
+    {"backend_data", 1, backend_data_nif, 0},
+    {"check_local", 1, check_local_nif, 0},
     {"tensor_info", 1, tensor_info_nif, 0},
     {"to_device", 2, to_device_nif, DIRTY},
     {"to_pointer", 1, to_pointer_nif, 0},

@@ -14,10 +14,15 @@
 
 /* A tensor resource. `t` is NULL once Emily.Native.deallocate/1 ran; the
  * spinlock makes taking a reference and deallocating safe from several
- * scheduler threads at once (both hold it for a few instructions). */
+ * scheduler threads at once (both hold it for a few instructions). `pin`
+ * is a second reference to the same tensor, taken when a binary over its
+ * bytes is made with this resource as its owner (an %Emily.Backend{}'s
+ * :bytes): deallocate leaves it, so that the binary stays valid; it goes
+ * when the resource does, after its term and all such binaries. */
 typedef struct tensor_res {
     atomic_flag lock;
     emily_tensor *t;
+    emily_tensor *pin;
     atomic_bool exported; /* its address was handed out by to_pointer */
 } tensor_res;
 
@@ -34,11 +39,17 @@ typedef struct nif_atoms {
     ERL_NIF_TERM ok, error, nil, true_, false_, foreign_tensor, already_deallocated;
     ERL_NIF_TERM cpu, cuda;
     ERL_NIF_TERM s, u, f, bf, c;
-    ERL_NIF_TERM struct_, data, ref, state, type, shape, re, im;
+    ERL_NIF_TERM struct_, data, ref, bytes, state, type, shape, re, im;
     ERL_NIF_TERM nx_tensor, nx_binary_backend, complex, emily_backend;
     ERL_NIF_TERM active, peak, cached;
 } nif_atoms;
 extern nif_atoms A;
+
+/* The message for an Emily tensor whose resource is not of this VM (it
+ * came from another node, or through binary_to_term after its tensor was
+ * freed) and whose struct carries no bytes (see docs/elixir.md, "Across
+ * nodes"). */
+extern const char emily_not_carried_msg[];
 
 /* A new reference to the resource's tensor, or NULL if deallocated. */
 emily_tensor *tensor_res_acquire(tensor_res *r);
@@ -83,7 +94,7 @@ typedef struct decoder {
     path_item path[16]; /* where decoding is, for messages */
     int npath;
     int64_t elements;  /* elements of all tensors and templates seen */
-    char err[512];
+    char err[640];
 } decoder;
 
 void decoder_init(decoder *d, ErlNifEnv *env);

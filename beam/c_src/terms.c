@@ -4,10 +4,12 @@
  * ../shared/conformance/README.md): numbers, atoms, binaries, tuples,
  * lists, keyword lists (a list whose items are all {atom, value}),
  * %Complex{} and tensors. A tensor is an %Nx.Tensor{} whose data is an
- * %Emily.Backend{ref: resource} (or any map with such a :ref), a bare
- * tensor resource, or an %Nx.BinaryBackend{} tensor, which is imported on
- * the call's device. Tensors of other backends set `foreign` so that
- * Elixir can move them and retry. */
+ * %Emily.Backend{ref: resource, bytes: binary | nil} (or any map with such
+ * a :ref), a bare tensor resource, or an %Nx.BinaryBackend{} tensor, which
+ * is imported on the call's device. An %Emily.Backend{} whose resource is
+ * not of this VM (it came from another node) is imported from its :bytes
+ * the same way. Tensors of other backends set `foreign` so that Elixir
+ * can move them and retry. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdarg.h>
@@ -31,7 +33,16 @@ struct pending_import {
     emily_dtype dtype;
     int rank;
     int64_t *shape;
+    const char *what; /* for messages */
 };
+
+const char emily_not_carried_msg[] =
+    "the reference is not an Emily tensor of this node and its struct carries no bytes: "
+    "only CPU tensors contiguous in memory cross BEAM nodes (or term_to_binary) intact, "
+    "a GPU tensor or a non-contiguous view (transpose, broadcast, strided slice) does not. "
+    "Copy it before sending: Nx.backend_copy(t, Nx.BinaryBackend) or "
+    "Nx.backend_copy(t, {Emily.Backend, device: :cpu}); with Nx.Serving, "
+    "in distributed_preprocessing or distributed_postprocessing";
 
 void decoder_init(decoder *d, ErlNifEnv *env) {
     d->env = env;
@@ -291,16 +302,10 @@ static bool number_part(ErlNifEnv *env, ERL_NIF_TERM t, double *out) {
     return false;
 }
 
-/* The engine tensor held by a resource term, as the struct describes it
+/* The engine tensor held by a resource, as the struct describes it
  * (dtype/shape from the %Nx.Tensor{} when given; a reshape view when only
  * the shape differs with the same number of elements). */
-static bool tensor_from_resource(decoder *d, ERL_NIF_TERM ref, const emily_value *spec,
-                                 emily_value *v) {
-    tensor_res *r;
-    if (!enif_get_resource(d->env, ref, emily_tensor_rt, (void **)&r)) {
-        fail(d, "the reference is not an Emily tensor");
-        return false;
-    }
+static bool tensor_from_res(decoder *d, tensor_res *r, const emily_value *spec, emily_value *v) {
     emily_tensor *t = tensor_res_acquire(r);
     if (!t) {
         fail(d, "the tensor was deallocated");
@@ -339,6 +344,37 @@ static bool tensor_from_resource(decoder *d, ERL_NIF_TERM ref, const emily_value
     return true;
 }
 
+static bool tensor_from_resource(decoder *d, ERL_NIF_TERM ref, const emily_value *spec,
+                                 emily_value *v) {
+    tensor_res *r;
+    if (!enif_get_resource(d->env, ref, emily_tensor_rt, (void **)&r)) {
+        fail(d, "the reference is not an Emily tensor");
+        return false;
+    }
+    return tensor_from_res(d, r, spec, v);
+}
+
+/* Host bytes to import on the call's device once it is known (decoder_finish). */
+static bool pend_import(decoder *d, emily_value *v, const ErlNifBinary *bin, const emily_value *spec,
+                        int64_t *dims, int64_t count, const char *what) {
+    if (d->npend == d->pend_cap) {
+        size_t cap = d->pend_cap ? d->pend_cap * 2 : 4;
+        pending_import *p = realloc(d->pend, cap * sizeof *p);
+        if (!p) {
+            snprintf(d->err, sizeof d->err, "out of host memory decoding arguments");
+            return false;
+        }
+        d->pend = p;
+        d->pend_cap = cap;
+    }
+    d->pend[d->npend++] =
+        (pending_import){v, bin->data, bin->size, spec->dtype, spec->rank, dims, what};
+    d->elements += count;
+    v->kind = EMILY_V_TENSOR;
+    v->tensor = NULL;
+    return true;
+}
+
 static bool decode_tensor_struct(decoder *d, ERL_NIF_TERM map, emily_value *v) {
     ERL_NIF_TERM data, type, shape, inner;
     emily_value spec = {0};
@@ -368,27 +404,26 @@ static bool decode_tensor_struct(decoder *d, ERL_NIF_TERM map, emily_value *v) {
         fail(d, "unsupported tensor data");
         return false;
     }
-    if (get_map(d->env, data, A.ref, &inner)) return tensor_from_resource(d, inner, &spec, v);
     ERL_NIF_TERM st;
     ErlNifBinary bin;
-    if (get_map(d->env, data, A.struct_, &st) && enif_is_identical(st, A.nx_binary_backend) &&
-        get_map(d->env, data, A.state, &inner) && enif_inspect_binary(d->env, inner, &bin)) {
-        if (d->npend == d->pend_cap) {
-            size_t cap = d->pend_cap ? d->pend_cap * 2 : 4;
-            pending_import *p = realloc(d->pend, cap * sizeof *p);
-            if (!p) {
-                snprintf(d->err, sizeof d->err, "out of host memory decoding arguments");
-                return false;
-            }
-            d->pend = p;
-            d->pend_cap = cap;
-        }
-        d->pend[d->npend++] = (pending_import){v, bin.data, bin.size, spec.dtype, spec.rank, dims};
-        d->elements += count;
-        v->kind = EMILY_V_TENSOR;
-        v->tensor = NULL;
-        return true;
+    if (get_map(d->env, data, A.ref, &inner)) {
+        tensor_res *r;
+        if (enif_get_resource(d->env, inner, emily_tensor_rt, (void **)&r))
+            return tensor_from_res(d, r, &spec, v);
+        /* not a tensor of this VM: sent from another node, or through
+         * binary_to_term after its tensor was freed. A CPU tensor's struct
+         * carries its bytes (an alias of the engine's buffer where it was
+         * made, copied by the distribution), read here like
+         * Nx.BinaryBackend's. */
+        if (get_map(d->env, data, A.bytes, &inner) && enif_inspect_binary(d->env, inner, &bin))
+            return pend_import(d, v, &bin, &spec, dims, count,
+                               "an Emily tensor from the bytes it carried");
+        fail(d, "%s", emily_not_carried_msg);
+        return false;
     }
+    if (get_map(d->env, data, A.struct_, &st) && enif_is_identical(st, A.nx_binary_backend) &&
+        get_map(d->env, data, A.state, &inner) && enif_inspect_binary(d->env, inner, &bin))
+        return pend_import(d, v, &bin, &spec, dims, count, "an Nx.BinaryBackend tensor");
     /* another backend's tensor: Elixir moves it to Emily and retries */
     d->foreign = true;
     v->kind = EMILY_V_NIL;
@@ -610,8 +645,7 @@ bool decoder_finish(decoder *d, emily_device device) {
         pending_import *p = &d->pend[i];
         emily_tensor *t;
         if (emily_from_binary(device, p->dtype, p->rank, p->shape, p->bytes, p->nbytes, &t)) {
-            snprintf(d->err, sizeof d->err, "importing an Nx.BinaryBackend tensor: %s",
-                     emily_last_error());
+            snprintf(d->err, sizeof d->err, "importing %s: %s", p->what, emily_last_error());
             return false;
         }
         if (!hold(d, t)) return false;

@@ -23,6 +23,18 @@ exclude = if(nx?, do: [], else: [:nx]) ++ if(debug_checks?, do: [], else: [:debu
 cuda? = Enum.any?(Emily.Native.devices(), &match?({:cuda, _}, &1))
 exclude = if cuda?, do: exclude, else: exclude ++ [:cuda]
 
+# Two-node tests (Emily tensors sent to a :peer node) need distribution;
+# they are excluded, and the reason printed, only where it cannot start
+exclude =
+  case Emily.Test.Peer.ensure_distribution() do
+    :ok ->
+      exclude
+
+    {:error, reason} ->
+      IO.puts("The :distributed tests (two nodes) are skipped: #{reason}")
+      exclude ++ [:distributed]
+  end
+
 # Nx doctests whose printed output Emily is not expected to reproduce, each
 # with its reason (test/support/nx_exclusions.ex)
 exclude = exclude ++ Emily.Test.NxExclusions.filters()

@@ -61,6 +61,10 @@ defmodule Emily.Bench.Overhead do
     structs = time_us(fn -> Emily.Native.dispatch(:add, out, [em_a, em_b], nil, nil, 0) end)
     row("Emily.Native.dispatch(:add) with %Nx.Tensor{} args", structs)
 
+    # what Emily.Backend asks for: each result as %Emily.Backend{ref, bytes}
+    data = time_us(fn -> Emily.Native.dispatch(:add, out, [em_a, em_b], nil, nil, 2) end)
+    row("  ... results as %Emily.Backend{} (mode 2)", data)
+
     Emily.Native.set_inline_limit(0)
     nif_dirty = time_us(fn -> Emily.Native.dispatch(:add, out, [ra, rb], nil, nil, 0) end)
     Emily.Native.set_inline_limit(old)

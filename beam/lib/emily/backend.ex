@@ -42,11 +42,35 @@ if Code.ensure_loaded?(Nx.Backend) do
     reduction and QR iterations), the QDWH SVD on it and its qr-based
     solve. `lu`, `solve` and `determinant` compute Nx 0.13's LU otherwise.
     See docs/semantics.md.
+
+    ## Across nodes
+
+    A tensor's data is `%Emily.Backend{ref: ref, bytes: bytes}`: `ref` is
+    the engine tensor (a NIF resource, which means nothing on another
+    node), and `bytes`, for a tensor contiguous in CPU memory, a binary
+    over its bytes (no copy; `nil` for GPU tensors and non-contiguous views
+    such as a transpose or a broadcast). Sent to another node (messages,
+    `:erpc`, `Nx.Serving`'s distributed mode) or through
+    `:erlang.term_to_binary/1`, a CPU tensor arrives with its bytes, and
+    every callback reads it from them there (a copy per use, as for
+    `Nx.BinaryBackend` tensors; `Nx.backend_copy/2` or
+    `Nx.backend_transfer/2` to `Emily.Backend` makes it a local tensor
+    once). A tensor without bytes raises `ArgumentError` at its first use
+    there, saying how to copy it before sending.
+
+    `Nx.backend_deallocate/1` makes the tensor unusable at once (every
+    callback then raises "the tensor was deallocated"); its memory is
+    freed at once too, except for a tensor whose struct carries bytes
+    (CPU, contiguous): that buffer stays until the struct itself, and any
+    binary taken from it, is collected.
     """
 
     @behaviour Nx.Backend
 
-    defstruct [:ref]
+    # ref: the engine tensor (a resource of this VM); bytes: a binary over
+    # its bytes when they are contiguous in CPU memory, else nil; they
+    # travel with the struct to other nodes ("Across nodes" above)
+    defstruct [:ref, :bytes]
 
     alias Nx.Tensor, as: T
     alias Emily.Native
@@ -80,11 +104,43 @@ if Code.ensure_loaded?(Nx.Backend) do
       end
     end
 
-    @doc "The device of an Emily tensor."
-    def device(%T{data: %__MODULE__{ref: ref}}) do
-      {_type, _shape, device} = Native.ok!(Native.tensor_info(ref))
-      device
+    @doc """
+    The device of an Emily tensor (`:cpu` for one that came from another
+    node with its bytes).
+    """
+    def device(%T{} = t) do
+      case local!(t) do
+        {:ref, ref} ->
+          {_type, _shape, device} = Native.ok!(Native.tensor_info(ref))
+          device
+
+        {:bytes, _} ->
+          :cpu
+      end
     end
+
+    # Where an Emily tensor's data is: its engine tensor ({:ref, ref}, a
+    # resource of this VM, even deallocated), or for a tensor that came
+    # from another node (or through binary_to_term after its tensor was
+    # freed) the bytes its struct carries ({:bytes, binary}), or neither
+    # ({:error, message}: a GPU tensor or a view, which carry no bytes).
+    defp locate(%T{data: %__MODULE__{ref: ref, bytes: bytes}}) do
+      case Native.check_local(ref) do
+        :ok -> {:ref, ref}
+        {:error, _} when is_binary(bytes) -> {:bytes, bytes}
+        {:error, message} -> {:error, message}
+      end
+    end
+
+    defp local!(t) do
+      case locate(t) do
+        {:error, message} -> raise ArgumentError, message
+        found -> found
+      end
+    end
+
+    # the %Emily.Backend{} of a tensor reference made here
+    defp data!(ref), do: Native.ok!(Native.backend_data(ref))
 
     ## The dispatch
 
@@ -96,8 +152,11 @@ if Code.ensure_loaded?(Nx.Backend) do
       wrap(result, out)
     end
 
+    # mode 0 (run) + 2: results as %Emily.Backend{} data
+    @run_as_data 2
+
     defp run(name, out, args, device, retry?) do
-      case Native.dispatch(name, out, args, device, Emily.Stream.current_ref(), 0) do
+      case Native.dispatch(name, out, args, device, Emily.Stream.current_ref(), @run_as_data) do
         {:error, :foreign_tensor} when retry? ->
           target = device || first_device(args) || :cpu
           run(name, out, import_foreign(args, target), device, false)
@@ -124,13 +183,13 @@ if Code.ensure_loaded?(Nx.Backend) do
 
     defp reference_message(_name, message), do: message
 
-    defp wrap(ref, %T{} = out) when is_reference(ref), do: %{out | data: %__MODULE__{ref: ref}}
+    defp wrap(%__MODULE__{} = data, %T{} = out), do: %{out | data: data}
 
-    defp wrap(refs, out) when is_list(refs) and is_tuple(out) do
+    defp wrap(datas, out) when is_list(datas) and is_tuple(out) do
       out
       |> Tuple.to_list()
-      |> Enum.zip(refs)
-      |> Enum.map(fn {o, ref} -> %{o | data: %__MODULE__{ref: ref}} end)
+      |> Enum.zip(datas)
+      |> Enum.map(fn {o, data} -> %{o | data: data} end)
       |> List.to_tuple()
     end
 
@@ -168,7 +227,7 @@ if Code.ensure_loaded?(Nx.Backend) do
     def from_binary(%T{type: type, shape: shape} = out, binary, opts) do
       binary = if is_list(binary), do: IO.iodata_to_binary(binary), else: binary
       ref = Native.from_binary!(device_opt(opts), type, shape, binary)
-      %{out | data: %__MODULE__{ref: ref}}
+      %{out | data: data!(ref)}
     end
 
     # Local pointers that Emily handed out (to_pointer/2) are read back as a
@@ -177,7 +236,7 @@ if Code.ensure_loaded?(Nx.Backend) do
     def from_pointer(%{kind: :local, address: address}, type, shape, backend_opts, opts) do
       device = device_opt(backend_opts)
       ref = Native.ok!(Native.from_pointer(device, address, type, shape))
-      %T{type: type, shape: shape, names: names(opts, shape), data: %__MODULE__{ref: ref}}
+      %T{type: type, shape: shape, names: names(opts, shape), data: data!(ref)}
     end
 
     def from_pointer(pointer, _type, _shape, _backend_opts, _opts) do
@@ -193,9 +252,20 @@ if Code.ensure_loaded?(Nx.Backend) do
       end
     end
 
-    def to_pointer(%T{data: %__MODULE__{ref: ref}}, opts) do
+    def to_pointer(%T{} = t, opts) do
       case Keyword.get(opts, :mode, :local) do
         :local ->
+          ref =
+            case local!(t) do
+              {:ref, ref} ->
+                ref
+
+              {:bytes, _} ->
+                raise ArgumentError,
+                      "to_pointer: this tensor came from another node and has no engine " <>
+                        "tensor here; make it local first with Nx.backend_copy(t, Emily.Backend)"
+            end
+
           {address, size} = Native.ok!(Native.to_pointer(ref))
           pointer(address, size)
 
@@ -216,22 +286,49 @@ if Code.ensure_loaded?(Nx.Backend) do
 
     def to_binary(%T{data: %__MODULE__{ref: ref}} = t, limit) do
       meta = fn -> %{op: :to_binary, shapes: [t.shape], types: [t.type]} end
-      Emily.Telemetry.span(:to_binary, meta, fn -> Native.to_binary!(ref, limit) end)
+
+      Emily.Telemetry.span(:to_binary, meta, fn ->
+        case Native.to_binary(ref, limit) do
+          {:error, message} ->
+            # not a tensor of this VM: the bytes it carried (see locate/1)
+            case local!(t) do
+              {:bytes, bytes} -> bytes_prefix(bytes, t.type, limit)
+              {:ref, _} -> raise ArgumentError, message
+            end
+
+          binary ->
+            binary
+        end
+      end)
     end
 
-    def backend_deallocate(%T{data: %__MODULE__{ref: ref}}) do
+    defp bytes_prefix(bytes, _type, nil), do: bytes
+
+    defp bytes_prefix(bytes, {_, bits}, limit),
+      do: binary_part(bytes, 0, min(byte_size(bytes), div(limit * bits, 8)))
+
+    def backend_deallocate(%T{data: %__MODULE__{ref: ref}} = t) do
       case Native.deallocate(ref) do
-        :ok -> :ok
-        :already_deallocated -> :already_deallocated
-        {:error, message} -> raise ArgumentError, message
+        :ok ->
+          :ok
+
+        :already_deallocated ->
+          :already_deallocated
+
+        {:error, message} ->
+          # a tensor from another node: nothing of it here but its bytes,
+          # which go with the struct
+          case local!(t) do
+            {:bytes, _} -> :ok
+            {:ref, _} -> raise ArgumentError, message
+          end
       end
     end
 
     def backend_copy(%T{} = tensor, Nx.Tensor, _opts), do: tensor
 
-    def backend_copy(%T{data: %__MODULE__{ref: ref}} = tensor, __MODULE__, opts) do
-      device = device_opt(opts)
-      %{tensor | data: %__MODULE__{ref: Native.ok!(Native.to_device(ref, device))}}
+    def backend_copy(%T{} = tensor, __MODULE__, opts) do
+      %{tensor | data: data!(copy_to(tensor, device_opt(opts)))}
     end
 
     def backend_copy(%T{} = tensor, backend, opts) do
@@ -240,15 +337,24 @@ if Code.ensure_loaded?(Nx.Backend) do
 
     def backend_transfer(%T{} = tensor, Nx.Tensor, _opts), do: tensor
 
-    def backend_transfer(%T{data: %__MODULE__{ref: ref}} = tensor, __MODULE__, opts) do
+    def backend_transfer(%T{} = tensor, __MODULE__, opts) do
       target = device_opt(opts)
 
-      if device(tensor) == target do
-        tensor
-      else
-        copy = %{tensor | data: %__MODULE__{ref: Native.ok!(Native.to_device(ref, target))}}
-        Native.deallocate(ref)
-        copy
+      case local!(tensor) do
+        {:ref, ref} ->
+          {_type, _shape, device} = Native.ok!(Native.tensor_info(ref))
+
+          if device == target do
+            tensor
+          else
+            copy = %{tensor | data: data!(Native.ok!(Native.to_device(ref, target)))}
+            Native.deallocate(ref)
+            copy
+          end
+
+        {:bytes, _} ->
+          # a tensor from another node becomes a local one
+          %{tensor | data: data!(copy_to(tensor, target))}
       end
     end
 
@@ -258,7 +364,31 @@ if Code.ensure_loaded?(Nx.Backend) do
       copy
     end
 
+    # a new engine tensor on `device` with the tensor's values
+    defp copy_to(%T{type: type, shape: shape} = tensor, device) do
+      case local!(tensor) do
+        {:ref, ref} -> Native.ok!(Native.to_device(ref, device))
+        {:bytes, bytes} -> Native.from_binary!(device, type, shape, bytes)
+      end
+    end
+
     def inspect(%T{} = tensor, inspect_opts) do
+      case locate(tensor) do
+        {:error, _} ->
+          # a tensor that came from another node without its bytes: what
+          # it is, rather than a raise inside inspect (crash reports)
+          Inspect.Algebra.concat([
+            "Emily.Backend<not on this node>",
+            Inspect.Algebra.line(),
+            "(its bytes were not carried: a GPU tensor or a non-contiguous view)"
+          ])
+
+        _ ->
+          inspect_values(tensor, inspect_opts)
+      end
+    end
+
+    defp inspect_values(tensor, inspect_opts) do
       limit = if inspect_opts.limit == :infinity, do: Nx.size(tensor), else: inspect_opts.limit + 1
       binary = to_binary(tensor, min(limit, Nx.size(tensor)))
 
@@ -609,9 +739,9 @@ if Code.ensure_loaded?(Nx.Backend) do
       outs = if is_tuple(out), do: Tuple.to_list(out), else: [out]
 
       Enum.zip(outs, List.wrap(result))
-      |> Enum.each(fn {%T{type: {kind, _}} = o, ref} ->
+      |> Enum.each(fn {%T{type: {kind, _}} = o, data} ->
         if kind in [:f, :bf, :c] do
-          t = %{o | data: %__MODULE__{ref: ref}}
+          t = %{o | data: data}
           bad = Nx.logical_or(Nx.is_nan(t), Nx.is_infinity(t)) |> Nx.any() |> Nx.to_number()
 
           if bad == 1 do

@@ -36,10 +36,17 @@ defmodule Emily.Native do
   Runs a callback. `device` is where creation callbacks create (`nil`:
   the first tensor argument's device, or `:cpu`); `stream` is an
   `Emily.Stream` reference or `nil`; `mode` is 0 (run: the template is
-  authoritative) or 1 (infer: the engine infers output types and shapes).
+  authoritative) or 1 (infer: the engine infers output types and shapes),
+  plus 2 to get each result as `%Emily.Backend{}` data (see
+  `backend_data/1`) rather than a bare reference.
   Returns a tensor reference, a list of them for multi-output callbacks,
   `{:error, message}`, or `{:error, :foreign_tensor}` when an argument is
   a tensor of a backend other than Emily or Nx.BinaryBackend.
+
+  An `%Emily.Backend{}` argument whose reference is not a tensor of this
+  VM (it came from another node, or through `:erlang.binary_to_term/1`
+  after its tensor was freed) is read from its `:bytes`, like an
+  `Nx.BinaryBackend` tensor; without bytes it is an error that says why.
   """
   def dispatch(_callback, _out, _args, _device, _stream, _mode), do: nif!()
 
@@ -54,6 +61,21 @@ defmodule Emily.Native do
 
   @doc "Frees the tensor now: `:ok` or `:already_deallocated`."
   def deallocate(_ref), do: nif!()
+
+  @doc """
+  `%Emily.Backend{ref: ref, bytes: bytes}`: `bytes` is a binary over the
+  tensor's bytes (no copy; it keeps them alive) when they are contiguous
+  in CPU memory, and `nil` otherwise (a GPU tensor, a non-contiguous view).
+  The bytes travel with the struct to other nodes.
+  """
+  def backend_data(_ref), do: nif!()
+
+  @doc """
+  `:ok` when `ref` is a tensor of this VM (even deallocated); otherwise
+  `{:error, message}`, the message for a tensor from another node that
+  carries no bytes.
+  """
+  def check_local(_ref), do: nif!()
 
   @doc "`{type, shape, device}` of the engine tensor."
   def tensor_info(_ref), do: nif!()

@@ -80,6 +80,19 @@ if Code.ensure_loaded?(Nx) do
       assert_raise ArgumentError, fn -> Nx.add(g, c) end
     end
 
+    test "a GPU tensor carries no bytes: elsewhere it raises saying how to copy it" do
+      g = Nx.iota({2, 3}, type: :f32, backend: @cuda)
+      assert g.data.bytes == nil
+      assert Nx.backend_copy(g, @cpu).data.bytes == Nx.to_binary(g)
+
+      # as another node sees it: a reference to no tensor there
+      elsewhere = %{g | data: %{g.data | ref: make_ref()}}
+
+      assert_raise ArgumentError, ~r/a GPU tensor or a non-contiguous view.*Nx.backend_copy/, fn ->
+        Nx.add(elsewhere, 1)
+      end
+    end
+
     test "memory statistics" do
       assert %{active: a, peak: p} = Emily.memory_stats(:cuda)
       assert is_integer(a) and p >= a
