@@ -59,18 +59,35 @@ for node <- Node.list([:visible, :hidden]) do
   :erpc.call(node, Nx, :global_default_backend, [backend])
 end
 
-{not_applicable, _} = Code.eval_file("not_applicable.exs", __DIR__)
+{%{reasons: reasons, tests: not_applicable, rerun_modules: rerun_modules}, _} =
+  Code.eval_file("not_applicable.exs", __DIR__)
+
 nx_version = Application.spec(:nx, :vsn) |> to_string()
 
-excluded =
-  for {versions, name, _reason} <- not_applicable,
+listed =
+  for {versions, name, category} <- not_applicable,
       backend != Nx.BinaryBackend,
       Version.match?(nx_version, versions),
-      do: {:test, name}
+      do: {name, category}
+
+for {_name, category} <- listed, not Map.has_key?(reasons, category) do
+  raise "not_applicable.exs: no reason for category #{inspect(category)}"
+end
+
+counts = listed |> Enum.frequencies_by(&elem(&1, 1)) |> Enum.sort()
 
 IO.puts(
-  "nx_suite: Nx #{nx_version} on #{inspect(backend)}; " <>
-    "#{length(excluded)} tests excluded as not applicable (not_applicable.exs)"
+  "nx_suite: Nx #{nx_version} on #{inspect(backend)}; excluded (not_applicable.exs): " <>
+    Enum.map_join(counts, ", ", fn {category, n} -> "#{category} #{n}" end)
 )
 
-ExUnit.configure(exclude: Keyword.get(ExUnit.configuration(), :exclude, []) ++ excluded)
+# (ExUnit excludes by name alone: modules whose tests share a name with an
+# excluded test elsewhere are included again, see not_applicable.exs)
+ExUnit.configure(
+  exclude:
+    Keyword.get(ExUnit.configuration(), :exclude, []) ++
+      for({name, _} <- listed, do: {:test, name}),
+  include:
+    Keyword.get(ExUnit.configuration(), :include, []) ++
+      if(listed == [], do: [], else: for(m <- rerun_modules, do: {:module, inspect(m)}))
+)

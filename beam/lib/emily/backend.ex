@@ -28,7 +28,19 @@ if Code.ensure_loaded?(Nx.Backend) do
         when a callback produces a NaN or an infinity (creation callbacks
         such as `constant` excepted).
 
-    Both debug options cost nothing when off (the checks are not compiled).
+      * `:by_value` (default `false`) - results on the CPU carry their
+        bytes in the struct instead of an engine reference
+        (`%Emily.Backend{ref: nil, bytes: binary}`), so that `==` compares
+        two tensors by value, as it does on `Nx.BinaryBackend` (a reference
+        is equal only to itself). Every operation still runs in the
+        engine, but each use of such a tensor copies its bytes into the
+        engine again, and views are copied out: meant for test suites that
+        compare tensor structs (Nx's own suite, run by
+        `beam/scripts/nx_suite` in its value mode), not for speed. Results
+        on a GPU keep their reference.
+
+    The debug options and `:by_value` cost nothing when off (they are not
+    compiled in).
 
     Run-time option: `config :emily, linalg: :lapack | :reference`, read at
     each call of `qr`, `eigh` and `svd` (and `lu`, `solve` and `determinant`).
@@ -79,6 +91,7 @@ if Code.ensure_loaded?(Nx.Backend) do
     @bounds_check Application.compile_env(:emily, :debug_bounds_check, false)
     @detect_nan_inf Application.compile_env(:emily, :debug_detect_nan_inf, false)
     @add_signature Application.compile_env(:emily, :add_backend_on_inspect, true)
+    @by_value Application.compile_env(:emily, :by_value, false)
 
     ## Options and devices
 
@@ -140,7 +153,7 @@ if Code.ensure_loaded?(Nx.Backend) do
     end
 
     # the %Emily.Backend{} of a tensor reference made here
-    defp data!(ref), do: Native.ok!(Native.backend_data(ref))
+    defp data!(ref), do: by_value(Native.ok!(Native.backend_data(ref)))
 
     ## The dispatch
 
@@ -165,7 +178,8 @@ if Code.ensure_loaded?(Nx.Backend) do
           raise ArgumentError, "#{name}: cannot move a tensor of another backend to Emily"
 
         {:error, message} ->
-          raise ArgumentError, reference_message(name, message)
+          message = reference_message(name, message)
+          raise reference_exception(message), message
 
         result ->
           result
@@ -183,14 +197,41 @@ if Code.ensure_loaded?(Nx.Backend) do
 
     defp reference_message(_name, message), do: message
 
-    defp wrap(%__MODULE__{} = data, %T{} = out), do: %{out | data: data}
+    # Nx.BinaryBackend raises these from Erlang/Complex arithmetic, as
+    # ArithmeticError (float remainder by zero, complex atan2 with an
+    # imaginary part); every other engine error is an ArgumentError.
+    @arithmetic_messages [
+      "bad argument in arithmetic expression",
+      "Complex.atan2 only accepts real numbers as arguments"
+    ]
+    defp reference_exception(message) when message in @arithmetic_messages, do: ArithmeticError
+    defp reference_exception(_message), do: ArgumentError
+
+    defp wrap(%__MODULE__{} = data, %T{} = out), do: %{out | data: by_value(data)}
 
     defp wrap(datas, out) when is_list(datas) and is_tuple(out) do
       out
       |> Tuple.to_list()
       |> Enum.zip(datas)
-      |> Enum.map(fn {o, data} -> %{o | data: data} end)
+      |> Enum.map(fn {o, data} -> %{o | data: by_value(data)} end)
       |> List.to_tuple()
+    end
+
+    # config :emily, by_value: true (see the moduledoc): CPU results keep
+    # their bytes (the zero-copy alias, or a copy of a view's elements) and
+    # drop the reference, so that equal tensors are equal structs.
+    if @by_value do
+      defp by_value(%__MODULE__{bytes: bytes}) when is_binary(bytes),
+        do: %__MODULE__{ref: nil, bytes: bytes}
+
+      defp by_value(%__MODULE__{ref: ref} = data) do
+        case Native.ok!(Native.tensor_info(ref)) do
+          {_type, _shape, :cpu} -> %__MODULE__{ref: nil, bytes: Native.to_binary!(ref)}
+          _ -> data
+        end
+      end
+    else
+      defp by_value(data), do: data
     end
 
     defp arg_shapes(args), do: for(%T{shape: shape} <- args, do: shape)

@@ -55,9 +55,10 @@ defmodule Emily.Telemetry do
     Code.ensure_loaded?(:telemetry_handler_table) and
         function_exported?(:telemetry_handler_table, :list_for_event, 1) ->
       defp listened?(kind) do
-        # no handler at all (one counter read), else the three events
-        :ets.info(:telemetry_handler_table, :size) not in [0, :undefined] and
-          listened_events?(kind)
+        # telemetry 1.3 keeps handlers in a named ETS table: none at all is
+        # one counter read. 1.4 has no such table (:undefined) and looks
+        # handlers up in a persistent term: ask it for the three events.
+        :ets.info(:telemetry_handler_table, :size) != 0 and listened_events?(kind)
       end
 
       defp listened_events?(kind) do

@@ -7,3 +7,8 @@ config :emily, add_backend_on_inspect: false
 # algorithms by default, whose digits Nx's doctests print; EMILY_LINALG=lapack
 # runs the suite on the LAPACK default instead.
 config :emily, linalg: String.to_atom(System.get_env("EMILY_LINALG", "reference"))
+
+# EMILY_SUITE_MODE=value (scripts/nx_suite's "emily_value" run): results carry
+# their bytes instead of a reference, so that Nx's tests that compare tensor
+# structs with == compare values, as on Nx.BinaryBackend.
+config :emily, by_value: System.get_env("EMILY_SUITE_MODE") == "value"
