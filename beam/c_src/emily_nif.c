@@ -46,31 +46,140 @@ emily_tensor *tensor_res_acquire(tensor_res *r) {
 /* ---- exported pointers ----
  * to_pointer hands out the address of a host tensor's bytes; from_pointer
  * accepts only such addresses, so it never reads memory Emily does not
- * know. An entry is weak: it goes when its resource is destroyed or
- * deallocated, before the tensor is released (both take the lock). */
+ * know. Each entry holds its own reference to the tensor, so the bytes it
+ * names are live for as long as it is in the table, whatever order
+ * to_pointer, deallocate and from_pointer run in. A resource has at most
+ * one entry (r->export_addr says where; repeated to_pointer calls find it
+ * there instead of adding another), removed when the resource is
+ * deallocated or destroyed.
+ *
+ * from_pointer looks entries up by address, so the table is a hash table
+ * on it (open addressing, linear probing, at most half full): a program
+ * that exports many tensors pays no scan of all of them under the lock.
+ * Two resources may export one address (views of one buffer); the owner
+ * tells their entries apart.
+ *
+ * Lock order: exports_lock, then a resource's spinlock. */
 typedef struct export_entry {
     uintptr_t address;
     size_t nbytes;
-    const tensor_res *owner;
+    const tensor_res *owner; /* NULL: a free slot */
+    emily_tensor *t;         /* the entry's own reference */
 } export_entry;
 static ErlNifMutex *exports_lock;
-static export_entry *exports;
+static export_entry *exports; /* 2^exports_bits slots, or NULL */
 static size_t nexports, exports_cap;
+static unsigned exports_bits;
+#define EXPORTS_MIN_BITS 4
 
-static void exports_forget(const tensor_res *r) {
-    if (!atomic_load(&r->exported)) return;
-    enif_mutex_lock(exports_lock);
-    size_t k = 0;
-    for (size_t i = 0; i < nexports; i++)
-        if (exports[i].owner != r) exports[k++] = exports[i];
-    nexports = k;
-    enif_mutex_unlock(exports_lock);
+/* The first slot to probe for an address. Buffers are aligned, so an
+ * address's low bits are mostly zero: a multiplicative hash, whose high
+ * bits depend on all of the address's, picks the slot from those. */
+static size_t export_home(uintptr_t address, unsigned bits) {
+    uint64_t h = (uint64_t)address * UINT64_C(0x9E3779B97F4A7C15);
+    return (size_t)(h >> (64 - bits));
 }
+
+/* Puts an entry into a table that has a free slot. */
+static void exports_place(export_entry *slots, unsigned bits, export_entry e) {
+    size_t mask = ((size_t)1 << bits) - 1, i = export_home(e.address, bits);
+    while (slots[i].owner) i = (i + 1) & mask;
+    slots[i] = e;
+}
+
+/* Moves the entries into a table of 2^bits slots; false (the table as it
+ * was) when out of memory. */
+static bool exports_rehash(unsigned bits) {
+    size_t cap = (size_t)1 << bits;
+    export_entry *slots = calloc(cap, sizeof *slots);
+    if (!slots) return false;
+    for (size_t i = 0; i < exports_cap; i++)
+        if (exports[i].owner) exports_place(slots, bits, exports[i]);
+    free(exports);
+    exports = slots;
+    exports_cap = cap;
+    exports_bits = bits;
+    return true;
+}
+
+/* Adds owner's entry, with a new reference to t; false when out of memory. */
+static bool exports_add(uintptr_t address, size_t nbytes, const tensor_res *owner, emily_tensor *t) {
+    if ((nexports + 1) * 2 > exports_cap &&
+        !exports_rehash(exports_cap ? exports_bits + 1 : EXPORTS_MIN_BITS))
+        return false;
+    emily_tensor_retain(t);
+    exports_place(exports, exports_bits, (export_entry){address, nbytes, owner, t});
+    nexports++;
+    return true;
+}
+
+/* Removes owner's entry under `address` and returns its reference, for
+ * the caller to release once the lock is let go (NULL: no such entry). */
+static emily_tensor *exports_remove(uintptr_t address, const tensor_res *owner) {
+    if (!exports_cap) return NULL;
+    size_t mask = exports_cap - 1, hole = export_home(address, exports_bits);
+    while (exports[hole].owner != owner) {
+        if (!exports[hole].owner) return NULL;
+        hole = (hole + 1) & mask;
+    }
+    emily_tensor *t = exports[hole].t;
+    /* A lookup stops at the first free slot, so the hole must not cut an
+     * entry off from its home slot: each later entry of the run whose
+     * probe path (home .. j) passes through the hole moves into it, and
+     * its own slot becomes the hole. */
+    for (size_t j = (hole + 1) & mask; exports[j].owner; j = (j + 1) & mask) {
+        size_t home = export_home(exports[j].address, exports_bits);
+        if (((j - home) & mask) >= ((j - hole) & mask)) {
+            exports[hole] = exports[j];
+            hole = j;
+        }
+    }
+    exports[hole] = (export_entry){0};
+    nexports--;
+    /* a table that has mostly emptied shrinks (if that fails, it only
+     * stays large) */
+    if (exports_bits > EXPORTS_MIN_BITS && nexports * 8 < exports_cap)
+        (void)exports_rehash(exports_bits - 1);
+    return t;
+}
+
+/* The entry under `address` with the most bytes; NULL if none. */
+static const export_entry *exports_find(uintptr_t address) {
+    if (!exports_cap) return NULL;
+    const export_entry *best = NULL;
+    size_t mask = exports_cap - 1;
+    for (size_t i = export_home(address, exports_bits); exports[i].owner; i = (i + 1) & mask)
+        if (exports[i].address == address && (!best || exports[i].nbytes > best->nbytes))
+            best = &exports[i];
+    return best;
+}
+
+/* Removes r's entry, if it has one (`address`: its export_addr, read by
+ * the caller). Waits for a to_pointer that is adding it. */
+static void exports_forget(const tensor_res *r, uintptr_t address) {
+    if (!address) return;
+    enif_mutex_lock(exports_lock);
+    emily_tensor *t = exports_remove(address, r);
+    enif_mutex_unlock(exports_lock);
+    emily_tensor_release(t);
+}
+
+#ifdef EMILY_NIF_TEST
+size_t emily_nif_export_count(const tensor_res *owner) {
+    size_t n = 0;
+    enif_mutex_lock(exports_lock);
+    for (size_t i = 0; i < exports_cap; i++)
+        if (exports[i].owner && (!owner || exports[i].owner == owner)) n++;
+    enif_mutex_unlock(exports_lock);
+    return n;
+}
+#endif
 
 static void tensor_dtor(ErlNifEnv *env, void *obj) {
     (void)env;
     tensor_res *r = obj;
-    exports_forget(r);
+    /* no to_pointer can be under way: it would hold a term of r */
+    exports_forget(r, r->export_addr);
     emily_tensor_release(r->t);
     emily_tensor_release(r->pin);
     r->t = NULL;
@@ -90,7 +199,7 @@ static tensor_res *tensor_res_new(emily_tensor *t) {
     atomic_flag_clear(&r->lock);
     r->t = t;
     r->pin = NULL;
-    atomic_init(&r->exported, false);
+    r->export_addr = 0;
     return r;
 }
 
@@ -220,6 +329,63 @@ static bool is_heavy(const char *name) {
     return false;
 }
 
+/* The longest callback name the dispatcher knows (set by load), and the
+ * size of the buffer dispatch reads a name into. */
+static size_t longest_callback;
+#define CALLBACK_NAME_SIZE 64
+
+/* The callback's name from `term`, an atom (or a binary), into name; false
+ * with *err for a name that cannot be a callback's. The dispatcher takes
+ * a C string, which ends at its first NUL: "add\0x" would run add, so a
+ * name with a NUL byte is refused here, and so is one longer than any
+ * callback's (without copying it, however long). */
+static bool callback_name(ErlNifEnv *env, ERL_NIF_TERM term, char name[CALLBACK_NAME_SIZE],
+                          ERL_NIF_TERM *err) {
+    char msg[160];
+    size_t n;
+    unsigned len;
+    ErlNifBinary b;
+    bool atom = enif_is_atom(env, term);
+    if (atom) {
+        if (!enif_get_atom_length(env, term, &len, ERL_NIF_LATIN1)) {
+            *err = make_error(env, "dispatch: unknown callback (its name is not Latin-1)");
+            return false;
+        }
+        n = len;
+    } else if (enif_inspect_binary(env, term, &b)) {
+        n = b.size;
+    } else {
+        *err = make_error(env, "dispatch: the callback name must be an atom (or a binary)");
+        return false;
+    }
+    if (n > longest_callback) {
+        snprintf(msg, sizeof msg,
+                 "dispatch: unknown callback (a name of %zu bytes; the longest callback's has %zu)", n,
+                 longest_callback);
+        *err = make_error(env, msg);
+        return false;
+    }
+    if (atom) {
+        /* (the byte count it returns includes the terminating NUL) */
+        if (enif_get_atom(env, term, name, CALLBACK_NAME_SIZE, ERL_NIF_LATIN1) != (int)n + 1) {
+            *err = make_error(env, "dispatch: cannot read the callback name");
+            return false;
+        }
+    } else {
+        memcpy(name, b.data, n);
+    }
+    name[n] = 0;
+    if (n == 0) {
+        *err = make_error(env, "dispatch: the callback name is empty");
+        return false;
+    }
+    if (memchr(name, 0, n)) {
+        *err = make_error(env, "dispatch: the callback name contains a NUL byte");
+        return false;
+    }
+    return true;
+}
+
 static ERL_NIF_TERM dispatch_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[], bool dirty);
 
 static ERL_NIF_TERM dispatch_dirty(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
@@ -235,14 +401,9 @@ static ERL_NIF_TERM dispatch_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM ar
  * of bare resources. */
 #define DISPATCH_AS_DATA 2
 static ERL_NIF_TERM dispatch_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[], bool dirty) {
-    char name[64];
-    if (!enif_get_atom(env, argv[0], name, sizeof name, ERL_NIF_LATIN1)) {
-        ErlNifBinary b;
-        if (!enif_inspect_binary(env, argv[0], &b) || b.size == 0 || b.size >= sizeof name)
-            return make_error(env, "dispatch: the callback name must be an atom");
-        memcpy(name, b.data, b.size);
-        name[b.size] = 0;
-    }
+    char name[CALLBACK_NAME_SIZE];
+    ERL_NIF_TERM name_err;
+    if (!callback_name(env, argv[0], name, &name_err)) return name_err;
     int mode;
     if (!enif_get_int(env, argv[5], &mode) || mode < 0 || mode > (EMILY_DISPATCH_INFER | DISPATCH_AS_DATA))
         return make_error(env, "dispatch: mode must be 0 (run) or 1 (infer), plus 2 for "
@@ -446,11 +607,16 @@ static ERL_NIF_TERM deallocate_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM 
     tensor_res *r;
     if (!enif_get_resource(env, argv[0], emily_tensor_rt, (void **)&r))
         return make_error(env, "deallocate: expected an Emily tensor reference");
-    exports_forget(r);
     res_lock(r);
     emily_tensor *t = r->t;
+    uintptr_t exported = r->export_addr;
     r->t = NULL;
+    r->export_addr = 0;
     res_unlock(r);
+    /* after r->t is cleared: a to_pointer under way has then either seen
+     * the tensor gone or recorded export_addr first (see to_pointer_nif),
+     * and the entry it adds is removed here once it has */
+    exports_forget(r, exported);
     if (!t) return A.already_deallocated;
     emily_tensor_release(t);
     return A.ok;
@@ -509,7 +675,8 @@ static ERL_NIF_TERM to_device_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM a
 }
 
 /* to_pointer(ref): {address, bytes} of a contiguous host tensor, valid
- * while the tensor lives; the address is registered for from_pointer. */
+ * while the tensor lives; the address is registered for from_pointer
+ * (once per resource, however often it is asked for). */
 static ERL_NIF_TERM to_pointer_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
     (void)argc;
     tensor_res *r;
@@ -518,24 +685,36 @@ static ERL_NIF_TERM to_pointer_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM 
     emily_tensor *t = tensor_res_acquire(r);
     if (!t) return make_error(env, "to_pointer: the tensor was deallocated");
     const void *data;
-    emily_status s = emily_host_data(t, &data);
-    size_t nbytes = emily_tensor_nbytes(t);
-    emily_tensor_release(t);
-    if (s) return engine_error(env, "to_pointer");
-    enif_mutex_lock(exports_lock);
-    if (nexports == exports_cap) {
-        size_t cap = exports_cap ? exports_cap * 2 : 16;
-        export_entry *e = realloc(exports, cap * sizeof *e);
-        if (!e) {
-            enif_mutex_unlock(exports_lock);
-            return make_error(env, "to_pointer: out of host memory");
-        }
-        exports = e;
-        exports_cap = cap;
+    if (emily_host_data(t, &data)) {
+        emily_tensor_release(t);
+        return engine_error(env, "to_pointer");
     }
-    exports[nexports++] = (export_entry){(uintptr_t)data, nbytes, r};
-    atomic_store(&r->exported, true);
+    size_t nbytes = emily_tensor_nbytes(t);
+    const char *err = NULL;
+    enif_mutex_lock(exports_lock);
+    /* Whether r is still live is decided under r's lock, inside the
+     * table's: if a deallocate has cleared r->t since the acquire above,
+     * nothing is handed out; if it comes later, it reads export_addr and
+     * removes the entry added here once this lets the table's lock go.
+     * Otherwise an entry added after a deallocate's clean-up would stay
+     * until r is collected: its reference keeps the bytes valid, but
+     * from_pointer would read a tensor that was deallocated. (The fuzz
+     * campaign's use-after-free was such an entry, without a reference.) */
+    res_lock(r);
+    bool live = r->t != NULL, first = live && !r->export_addr;
+    if (first) r->export_addr = (uintptr_t)data;
+    res_unlock(r);
+    if (!live) {
+        err = "to_pointer: the tensor was deallocated";
+    } else if (first && !exports_add((uintptr_t)data, nbytes, r, t)) {
+        res_lock(r);
+        if (r->export_addr == (uintptr_t)data) r->export_addr = 0;
+        res_unlock(r);
+        err = "to_pointer: out of host memory";
+    }
     enif_mutex_unlock(exports_lock);
+    emily_tensor_release(t);
+    if (err) return make_error(env, err);
     return enif_make_tuple2(env, enif_make_uint64(env, (ErlNifUInt64)(uintptr_t)data),
                             enif_make_uint64(env, nbytes));
 }
@@ -565,16 +744,22 @@ static ERL_NIF_TERM from_pointer_nif(ErlNifEnv *env, int argc, const ERL_NIF_TER
         return result;
     }
     size_t nbytes = (size_t)d.elements * emily_dtype_size(dt);
+    /* a reference to the entry's tensor keeps the bytes alive through the
+     * copy, which runs without the table's lock (a large copy, or one to
+     * a GPU, would hold up every to_pointer and every free of an exported
+     * tensor) */
     enif_mutex_lock(exports_lock);
-    const export_entry *found = NULL;
-    for (size_t i = 0; i < nexports && !found; i++)
-        if (exports[i].address == (uintptr_t)address) found = &exports[i];
+    const export_entry *found = exports_find((uintptr_t)address);
+    size_t have = found ? found->nbytes : 0;
+    emily_tensor *src = found && nbytes <= have ? found->t : NULL;
+    if (src) emily_tensor_retain(src);
+    enif_mutex_unlock(exports_lock);
     if (!found) {
         result = make_error(env, "from_pointer: the address was not handed out by Emily's "
                                  "to_pointer (or its tensor is gone); Emily reads no other memory");
-    } else if (nbytes > found->nbytes) {
+    } else if (!src) {
         snprintf(msg, sizeof msg, "from_pointer: %zu bytes asked for, the exported tensor has %zu",
-                 nbytes, found->nbytes);
+                 nbytes, have);
         result = make_error(env, msg);
     } else {
         emily_tensor *t;
@@ -582,8 +767,8 @@ static ERL_NIF_TERM from_pointer_nif(ErlNifEnv *env, int argc, const ERL_NIF_TER
             result = engine_error(env, "from_pointer");
         else
             result = make_tensor_term(env, t);
+        emily_tensor_release(src);
     }
-    enif_mutex_unlock(exports_lock);
     decoder_free(&d);
     return result;
 }
@@ -729,11 +914,12 @@ static int load(ErlNifEnv *env, void **priv, ERL_NIF_TERM info) {
     (void)priv;
     (void)info;
     ErlNifResourceFlags flags = ERL_NIF_RT_CREATE | ERL_NIF_RT_TAKEOVER;
-    /* the type's name changes with tensor_res's layout (v2: `pin`): an
-     * upgrade then leaves the old library's resources to its own
-     * destructor instead of handing them to one that reads another layout
-     * (Emily.Backend tensors among them come back through their bytes) */
-    emily_tensor_rt = enif_open_resource_type(env, NULL, "emily_tensor_v2", tensor_dtor, flags, NULL);
+    /* the type's name changes with tensor_res's layout (v2: `pin`, v3:
+     * `export_addr`): an upgrade then leaves the old library's resources
+     * to its own destructor instead of handing them to one that reads
+     * another layout (Emily.Backend tensors among them come back through
+     * their bytes) */
+    emily_tensor_rt = enif_open_resource_type(env, NULL, "emily_tensor_v3", tensor_dtor, flags, NULL);
     emily_stream_rt = enif_open_resource_type(env, NULL, "emily_stream", stream_dtor, flags, NULL);
     if (!emily_tensor_rt || !emily_stream_rt) return 1;
     if (!exports_lock && !(exports_lock = enif_mutex_create("emily_exports"))) return 1;
@@ -769,7 +955,16 @@ static int load(ErlNifEnv *env, void **priv, ERL_NIF_TERM info) {
     ATOM(peak, "peak");
     ATOM(cached, "cached");
 #undef ATOM
-    (void)emily_dispatch_callbacks(); /* builds its table once, here */
+    /* (builds the dispatcher's table once, here) */
+    const char *const *names = emily_dispatch_callbacks();
+    longest_callback = 0;
+    for (size_t i = 0; names[i]; i++) {
+        size_t n = strlen(names[i]);
+        if (n > longest_callback) longest_callback = n;
+    }
+    /* a callback whose name does not fit dispatch's buffer could never be
+     * called: refuse to load rather than hide it */
+    if (longest_callback >= CALLBACK_NAME_SIZE) return 1;
     return 0;
 }
 

@@ -10,6 +10,7 @@
 #include <erl_nif.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include "emily/emily.h"
 
 /* A tensor resource. `t` is NULL once Emily.Native.deallocate/1 ran; the
@@ -23,7 +24,7 @@ typedef struct tensor_res {
     atomic_flag lock;
     emily_tensor *t;
     emily_tensor *pin;
-    atomic_bool exported; /* its address was handed out by to_pointer */
+    uintptr_t export_addr; /* 0, or the address to_pointer registered (under `lock`) */
 } tensor_res;
 
 /* A stream resource (Emily.Stream): freed, after its work, on GC. */
@@ -53,6 +54,10 @@ extern const char emily_not_carried_msg[];
 
 /* A new reference to the resource's tensor, or NULL if deallocated. */
 emily_tensor *tensor_res_acquire(tensor_res *r);
+#ifdef EMILY_NIF_TEST
+/* Entries of to_pointer's export table owned by `owner` (all with NULL). */
+size_t emily_nif_export_count(const tensor_res *owner);
+#endif
 /* Wraps a tensor (ownership moves to the term). */
 ERL_NIF_TERM make_tensor_term(ErlNifEnv *env, emily_tensor *t);
 /* {:error, "message"} */

@@ -1,7 +1,8 @@
 /* Test-only NIF functions, compiled in only when the NIF is built for
  * `mix test` (EMILY_NIF_TEST): the conformance runner's property checks
  * for decompositions (tests/conformance/properties.c, linked in), so the
- * Elixir corpus suite checks qr/svd/eigh exactly as the C runner does. */
+ * Elixir corpus suite checks qr/svd/eigh exactly as the C runner does;
+ * and a count of to_pointer's export-table entries. */
 #ifdef EMILY_NIF_TEST
 #include <jansson.h>
 #include <stdio.h>
@@ -86,6 +87,17 @@ ERL_NIF_TERM test_property_description(ErlNifEnv *env, int argc, const ERL_NIF_T
     char op[64];
     if (!get_op(env, argv[0], op, sizeof op)) return enif_make_badarg(env);
     return make_binary_str(env, property_description(op));
+}
+
+/* export_count(ref | nil) :: integer: to_pointer's export-table entries
+ * that the tensor's resource owns (nil: all of them), so a test can see
+ * that repeated exports reuse one entry and that freeing removes it. */
+ERL_NIF_TERM test_export_count(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    (void)argc;
+    tensor_res *r = NULL;
+    if (!enif_is_identical(argv[0], A.nil) && !enif_get_resource(env, argv[0], emily_tensor_rt, (void **)&r))
+        return enif_make_badarg(env);
+    return enif_make_uint64(env, (ErlNifUInt64)emily_nif_export_count(r));
 }
 #else
 /* ISO C forbids an empty translation unit */

@@ -135,13 +135,17 @@ defmodule Emily.Native do
   def stream_device(_stream), do: nif!()
 
   # Present only in a NIF built by `mix test` (c_src/test_hooks.c): the C
-  # conformance runner's property checks for decompositions.
+  # conformance runner's property checks for decompositions, and a count
+  # of to_pointer's export-table entries.
   @doc false
   def test_property_checked_op(_op), do: nif!()
   @doc false
   def test_property_check(_op, _args, _results, _case_json), do: nif!()
   @doc false
   def test_property_description(_op), do: nif!()
+  # to_pointer's export-table entries owned by a tensor reference (nil: all)
+  @doc false
+  def test_export_count(_ref), do: nif!()
 
   ## Raising helpers
 

@@ -309,6 +309,157 @@ defmodule Emily.NativeTest do
     end
   end
 
+  describe "dispatch's own arguments (fuzz findings)" do
+    # `result` is what dispatch may return: a tensor, a list of them, or
+    # {:error, message}; never a crash, never another term
+    defp dispatch_result?(result) do
+      case result do
+        {:error, message} -> is_binary(message)
+        list when is_list(list) -> Enum.all?(list, &is_reference/1)
+        other -> is_reference(other)
+      end
+    end
+
+    test "a callback name with a NUL byte names no callback" do
+      # a C string stops at the NUL: "add\0x" used to run add
+      a = f32([1.0, 2.0])
+      t = tmpl({:f, 32}, {2})
+
+      for name <- [:"add\0x", "add\0x", :"add\0", "add\0", "\0add", :"\0"] do
+        assert_error(Native.dispatch(name, t, [a, a], nil, nil, 0), "NUL")
+      end
+
+      assert to_f32(Native.dispatch("add", t, [a, a], nil, nil, 0)) == [2.0, 4.0]
+      assert to_f32(Native.dispatch(:add, t, [a, a], nil, nil, 0)) == [2.0, 4.0]
+    end
+
+    test "names longer than any callback's, empty and not Latin-1" do
+      a = f32([1.0, 2.0])
+      t = tmpl({:f, 32}, {2})
+      longest = Native.callbacks() |> Enum.map(&byte_size(Atom.to_string(&1))) |> Enum.max()
+      long = String.duplicate("a", longest + 1)
+
+      for name <- [
+            long,
+            String.to_atom(long),
+            String.to_atom(String.duplicate("x", 255)),
+            String.duplicate("x", 100_000),
+            "add" <> String.duplicate(" ", 70),
+            :加,
+            :ädd
+          ] do
+        assert_error(Native.dispatch(name, t, [a, a], nil, nil, 0), "unknown callback")
+      end
+
+      assert_error(Native.dispatch("", t, [a, a], nil, nil, 0), "callback name")
+      assert_error(Native.dispatch(:"", t, [a, a], nil, nil, 0), "callback name")
+      assert_error(Native.dispatch(<<1::3>>, t, [a, a], nil, nil, 0), "callback name")
+      assert_error(Native.dispatch({:add}, t, [a, a], nil, nil, 0), "callback name")
+    end
+
+    test "wrong numbers of arguments, for every callback" do
+      a = f32([1.0, 2.0])
+      t = tmpl({:f, 32}, {2})
+
+      for callback <- Native.callbacks(),
+          args <- [[], [a], [a, a, a], List.duplicate(a, 9), List.duplicate([], 1000)] do
+        result = Native.dispatch(callback, t, args, nil, nil, 0)
+        assert dispatch_result?(result), "#{callback}/#{length(args)}: #{inspect(result)}"
+        # no callback takes nothing, nor nine or more arguments
+        if length(args) == 0 or length(args) >= 9,
+          do: assert_error(result, "")
+      end
+    end
+
+    test "arguments that are not a proper list" do
+      a = f32([1.0, 2.0])
+      t = tmpl({:f, 32}, {2})
+
+      for args <- [nil, {a, a}, %{0 => a}, "ab", a, 1, [a, a | :tail], [a | a]] do
+        assert_error(Native.dispatch(:add, t, args, nil, nil, 0), "proper list")
+      end
+    end
+
+    test "huge integers everywhere" do
+      a = f32([1.0, 2.0])
+      t = tmpl({:f, 32}, {2})
+      huge = [1 <<< 63, 1 <<< 64, -(1 <<< 63) - 1, -(1 <<< 64), 1 <<< 10_000, -(1 <<< 10_000)]
+
+      for n <- huge do
+        # as arguments: tensors' scalars, axes, options
+        assert_error(add(a, n), "")
+
+        assert_error(
+          Native.dispatch(
+            :sum,
+            tmpl({:f, 32}, {}),
+            [a, [axes: [n], keep_axes: false]],
+            nil,
+            nil,
+            0
+          ),
+          ""
+        )
+
+        assert_error(Native.dispatch(:transpose, t, [a, [n]], nil, nil, 0), "")
+        assert_error(Native.dispatch(:iota, t, [n, []], nil, nil, 0), "")
+
+        assert_error(
+          Native.dispatch(:slice, tmpl({:f, 32}, {1}), [a, [n], [1], [1]], nil, nil, 0),
+          ""
+        )
+
+        # in the template, the device, the mode
+        assert_error(Native.dispatch(:add, tmpl({:f, 32}, {n}), [a, a], nil, nil, 0), "")
+        assert_error(Native.dispatch(:add, tmpl({:f, n}, {2}), [a, a], nil, nil, 0), "")
+        assert_error(Native.dispatch(:add, t, [a, a], {:cuda, n}, nil, 0), "device")
+        assert_error(Native.dispatch(:add, t, [a, a], nil, nil, n), "mode")
+        # as a constant: an error, or (1 <<< 63, a u64) a tensor; never a crash
+        assert dispatch_result?(
+                 Native.dispatch(:constant, tmpl({:s, 64}, {}), [n, []], nil, nil, 0)
+               )
+      end
+
+      for n <- [-1, -(1 <<< 31), 1 <<< 31, 1 <<< 32] do
+        assert_error(Native.dispatch(:add, t, [a, a], nil, nil, n), "mode")
+      end
+    end
+
+    test "atoms where they mean nothing" do
+      a = f32([1.0, 2.0])
+      t = tmpl({:f, 32}, {2})
+
+      for atom <- [:foo, true, false, :infinity_, :"", :"\0", :nil_] do
+        assert_error(add(a, atom), "")
+        assert_error(Native.dispatch(:add, t, [a, a], atom, nil, 0), "device")
+        assert_error(Native.dispatch(:add, t, [a, a], nil, atom, 0), "stream")
+        assert_error(Native.dispatch(:add, t, [a, a], nil, nil, atom), "mode")
+        assert_error(Native.dispatch(:add, atom, [a, a], nil, nil, 0), "template")
+        assert_error(Native.dispatch(:add, tmpl({atom, 32}, {2}), [a, a], nil, nil, 0), "")
+        assert_error(Native.dispatch(:add, tmpl({:f, 32}, atom), [a, a], nil, nil, 0), "shape")
+        assert_error(Native.dispatch(:add, tmpl({:f, 32}, {atom}), [a, a], nil, nil, 0), "")
+        assert_error(Native.dispatch(:add, t, atom, nil, nil, 0), "proper list")
+
+        assert_error(
+          Native.dispatch(
+            :sum,
+            tmpl({:f, 32}, {}),
+            [a, [axes: atom, keep_axes: false]],
+            nil,
+            nil,
+            0
+          ),
+          ""
+        )
+
+        # an option the callback does not know is ignored, as Keyword.get would
+        assert dispatch_result?(
+                 Native.dispatch(:sum, tmpl({:f, 32}, {}), [a, [{atom, nil}]], nil, nil, 0)
+               )
+      end
+    end
+  end
+
   describe "dead and foreign resources" do
     test "a deallocated tensor" do
       a = f32([1.0, 2.0])
