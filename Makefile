@@ -31,6 +31,18 @@ CFLAGS := -std=c11 -D_GNU_SOURCE $(OPT) -ffp-contract=off -Wall -Wextra -Werror 
 LDLIBS := -llapacke -lopenblas -lsleef -ljansson -lm -lpthread
 LDFLAGS := -fopenmp $(SANFLAGS)
 
+# clang: `#pragma GCC target` is GCC's alone, so the files that use it
+# for their instruction set (reached only after a runtime CPU check) get
+# the same set from flags; a `#pragma omp simd` loop clang cannot
+# vectorize is a hint not taken, not an error.
+CC_IS_CLANG := $(shell $(CC) --version 2>/dev/null | grep -qi clang && echo 1)
+ifeq ($(CC_IS_CLANG),1)
+CFLAGS += -Wno-pass-failed
+$(BUILD)/obj/src/cpu/unary_avx2.o: CFLAGS += -mavx2 -mfma -mf16c
+$(BUILD)/obj/src/cpu/unary_avx512.o: CFLAGS += -mavx512f -mavx512dq -mavx2 -mfma -mf16c
+$(BUILD)/obj/src/cpu/sort_avx512.o: CFLAGS += -mavx512f -mavx512dq -mavx512bw -mavx512vl -mpopcnt -mbmi2
+endif
+
 LIB_SRC := $(wildcard src/core/*.c src/ops/*.c src/cpu/*.c src/nx/*.c)
 # CUDA engine (src/cuda): .cu kernels compiled by nvcc for sm_90 plus PTX,
 # the engine's runtime (allocator, streams, transfers) in src/cuda/*.c.
@@ -92,3 +104,13 @@ clean:
 
 .PHONY: all check clean
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+
+# test_alloc_failure makes the N-th allocation fail: the linker's --wrap
+# sends every malloc, calloc, realloc and aligned_alloc of the test and
+# of the library (linked statically) through tests/unit/fail_alloc.c.
+ALLOC_WRAP := -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=aligned_alloc
+$(BUILD)/tests/test_alloc_failure: $(BUILD)/obj/tests/unit/test_alloc_failure.o \
+                                   $(BUILD)/obj/tests/unit/fail_alloc.o \
+                                   $(BUILD)/obj/tests/unit/harness.o $(BUILD)/libemily.a
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $(ALLOC_WRAP) -o $@ $^ $(LDLIBS)

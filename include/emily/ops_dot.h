@@ -41,8 +41,11 @@ typedef struct emily_conv_opts {
     const int64_t *padding_hi;      /* NULL: 0 */
     const int64_t *input_dilation;  /* NULL: 1 */
     const int64_t *kernel_dilation; /* NULL: 1 */
-    int64_t feature_group_size;     /* 0 or 1: no groups */
-    int64_t batch_group_size;       /* 0 or 1: no groups */
+    /* 0 (not given) or 1: no groups; negative sizes are an
+     * EMILY_ERR_ARGUMENT. (Nx's own 0 is refused by the dispatcher, which
+     * passes what Nx gives.) */
+    int64_t feature_group_size;
+    int64_t batch_group_size;
     /* input_permutation[j]: the input axis holding standard axis j of
      * {batch, channels, spatial...}; kernel: {out channels, in channels,
      * spatial...}; output: standard axis j of {batch, out channels,

@@ -22,6 +22,17 @@ extern "C" {
 
 typedef struct emily_tensor emily_tensor;
 
+/* Limits on shapes, checked wherever a tensor or view is made (failing
+ * with EMILY_ERR_SHAPE):
+ * - at most EMILY_MAX_RANK dimensions. Nx has no limit, but a rank in the
+ *   thousands is never a real tensor, and ops take a step per axis.
+ * - the product of the non-zero dimensions at most EMILY_MAX_ELEMENTS,
+ *   wherever a zero dimension sits ({0, 2^62, 2^62} is refused like
+ *   {2^62, 2^62, 0}): a tensor's strides, offsets and byte counts, and
+ *   those of any view or part of its shape, then never overflow. */
+#define EMILY_MAX_RANK 1024
+#define EMILY_MAX_ELEMENTS (INT64_MAX / 16) /* 2^59 - 1: bytes fit in int64 */
+
 /* A scalar value as Nx passes it: an integer, a float (NaN and
  * infinities included) or a complex number. */
 typedef enum emily_scalar_kind {

@@ -14,14 +14,37 @@ emily_scalar emily_scalar_complex(double re, double im) {
 }
 
 bool emily_shape_size(int rank, const int64_t *shape, int64_t *size) {
+    /* the product of the non-zero dimensions is what bounds strides
+     * (emily_row_major_strides counts a 0 as 1), so it is checked even
+     * after a 0 */
     int64_t n = 1;
+    bool zero = false;
     for (int i = 0; i < rank; i++) {
         if (shape[i] < 0) return false;
-        if (shape[i] != 0 && n > INT64_MAX / shape[i]) return false;
+        if (shape[i] == 0) {
+            zero = true;
+            continue;
+        }
+        if (n > EMILY_MAX_ELEMENTS / shape[i]) return false;
         n *= shape[i];
     }
-    *size = n;
+    *size = zero ? 0 : n;
     return true;
+}
+
+/* The rank and shape checks of every tensor made (emily/tensor.h's
+ * limits), with `op`'s name in the message. */
+static emily_status check_shape(const char *op, int rank, const int64_t *shape, int64_t *size) {
+    if (rank < 0 || rank > EMILY_MAX_RANK)
+        return emily_error(EMILY_ERR_SHAPE, "%s: rank %d is outside 0..%d (EMILY_MAX_RANK)", op, rank,
+                           EMILY_MAX_RANK);
+    if (rank > 0 && !shape) return emily_error(EMILY_ERR_SHAPE, "%s: NULL shape", op);
+    if (!emily_shape_size(rank, shape, size))
+        return emily_error(EMILY_ERR_SHAPE,
+                           "%s: invalid shape (a negative dimension, or too many elements: the "
+                           "non-zero dimensions multiply to more than %lld)", op,
+                           (long long)EMILY_MAX_ELEMENTS);
+    return EMILY_OK;
 }
 
 void emily_row_major_strides(int rank, const int64_t *shape, int64_t *strides) {
@@ -73,10 +96,9 @@ void emily_buffer_release(emily_buffer *b) {
 emily_status emily_tensor_wrap(emily_buffer *buffer, emily_dtype dtype, int rank,
                                const int64_t *shape, const int64_t *strides,
                                int64_t offset, emily_tensor **out) {
-    if (rank < 0) return emily_error(EMILY_ERR_SHAPE, "tensor: negative rank %d", rank);
     int64_t size;
-    if (!emily_shape_size(rank, shape, &size))
-        return emily_error(EMILY_ERR_SHAPE, "tensor: invalid shape (negative dimension or too many elements)");
+    emily_status s = check_shape("tensor", rank, shape, &size);
+    if (s) return s;
     emily_tensor *t = malloc(sizeof *t + 2 * (size_t)rank * sizeof(int64_t));
     if (!t) return emily_error(EMILY_ERR_MEMORY, "tensor: out of host memory");
     atomic_init(&t->refcount, 1);
@@ -109,12 +131,11 @@ emily_status emily_empty(emily_device device, emily_dtype dtype, int rank,
     if (!out) return emily_error(EMILY_ERR_ARGUMENT, "empty: NULL output");
     *out = NULL;
     if (!emily_dtype_valid(dtype)) return emily_error(EMILY_ERR_TYPE, "empty: invalid dtype %d", (int)dtype);
-    if (rank < 0 || (rank > 0 && !shape)) return emily_error(EMILY_ERR_SHAPE, "empty: invalid rank or NULL shape");
     int64_t size;
-    if (!emily_shape_size(rank, shape, &size) || size > (int64_t)(SIZE_MAX / 16 / 2))
-        return emily_error(EMILY_ERR_SHAPE, "empty: invalid shape (negative dimension or too many elements)");
+    emily_status s = check_shape("empty", rank, shape, &size);
+    if (s) return s;
     emily_buffer *b;
-    emily_status s = emily_buffer_alloc(device, (size_t)size * emily_dtype_size(dtype), &b);
+    s = emily_buffer_alloc(device, (size_t)size * emily_dtype_size(dtype), &b);
     if (s) return s;
     s = emily_tensor_wrap(b, dtype, rank, shape, NULL, 0, out);
     emily_buffer_release(b); /* the tensor holds it now (or it is freed) */

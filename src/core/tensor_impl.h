@@ -38,13 +38,18 @@ emily_status emily_buffer_alloc(emily_device device, size_t nbytes,
                                 emily_buffer **out);
 void emily_buffer_release(emily_buffer *b);
 
-/* Row-major element pointer base (host devices only). */
+/* Row-major element pointer base (host devices only). NULL for a
+ * zero-size tensor, which has no memory: no offset is applied to it
+ * (arithmetic on a null pointer is undefined even by 0). */
 static inline void *emily_tensor_base(const emily_tensor *t) {
+    if (!t->buffer->data) return NULL;
     return (char *)t->buffer->data + (size_t)t->offset * emily_dtype_size(t->dtype);
 }
 bool emily_strides_contiguous(int rank, const int64_t *shape, const int64_t *strides);
 void emily_row_major_strides(int rank, const int64_t *shape, int64_t *strides);
-/* Product of shape; returns false on overflow or a negative dimension. */
+/* Product of shape (0 when a dimension is 0); false for a negative
+ * dimension or when the product of the non-zero dimensions passes
+ * EMILY_MAX_ELEMENTS (emily/tensor.h), whatever the position of a 0. */
 bool emily_shape_size(int rank, const int64_t *shape, int64_t *size);
 
 #endif

@@ -170,10 +170,11 @@ static bool ws_init(workspace *w, const job *j) {
     size_t a = kc * (size_t)imin(MC + MR_MAX, j->mi + MR_MAX), b = kc * (size_t)(j->ni + NR_MAX);
     size_t c = j->dst->dtype == j->ker->inout ? 0 : (size_t)(j->mi * j->ni);
     w->apack = malloc(es * (a + b + c + (size_t)j->ni));
+    if (!w->apack) return false; /* no offsets from a NULL block */
     w->bpack = w->apack + es * a;
     w->cbuf = w->bpack + es * b;
     w->row = w->cbuf + es * c;
-    return w->apack != NULL;
+    return true;
 }
 
 /* Byte address of element (b, r, c) of operand t (base: its data, es:

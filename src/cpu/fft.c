@@ -592,7 +592,8 @@ static emily_status cpu_fft(emily_tensor *dst, const emily_tensor *src, int axis
             if (!buf) continue;
             double *yr = buf, *yi = buf + n, *xr = buf + 2 * n, *xi = buf + 3 * n;
             double *scratch = buf + (natural ? 4 * n : 2 * n);
-            const char *sp = sbase + (size_t)src_line_offset(&g, li) * es;
+            /* an empty input (no memory, take = 0) is all padding */
+            const char *sp = sbase ? sbase + (size_t)src_line_offset(&g, li) * es : NULL;
             if (!natural) {
                 gather_leaf(p, src->dtype, sp, sstride, take, inverse, yr, yi);
                 fft_stages(p, yr, yi, scratch, scratch + p->q);

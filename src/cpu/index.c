@@ -60,16 +60,22 @@ static emily_status index_error(const char *op, const void *base, emily_dtype dt
     char buf[256];
     if (axes) {
         int64_t *shape = malloc(sizeof(int64_t) * ((size_t)t->rank + 1));
-        if (!shape) return emily_error(EMILY_ERR_MEMORY, "%s: out of host memory", op);
-        int r = 0;
-        for (int i = 0; i < ncols; i++) shape[r++] = t->shape[axes[i]];
-        for (int i = 0; i < t->rank; i++) {
-            bool indexed = false;
-            for (int k = 0; k < ncols; k++) indexed = indexed || axes[k] == i;
-            if (!indexed) shape[r++] = t->shape[i];
+        bool *indexed = calloc((size_t)t->rank + 1, 1);
+        if (!shape || !indexed) {
+            free(shape);
+            free(indexed);
+            return emily_error(EMILY_ERR_MEMORY, "%s: out of host memory", op);
         }
+        int r = 0;
+        for (int i = 0; i < ncols; i++) {
+            shape[r++] = t->shape[axes[i]];
+            indexed[axes[i]] = true;
+        }
+        for (int i = 0; i < t->rank; i++)
+            if (!indexed[i]) shape[r++] = t->shape[i];
         emily_shape_str(t->rank, shape, buf, sizeof buf);
         free(shape);
+        free(indexed);
     } else {
         emily_shape_str(t->rank, t->shape, buf, sizeof buf);
     }
@@ -152,6 +158,10 @@ static emily_status cpu_take(emily_tensor *dst, const emily_tensor *src, const e
     int64_t *tab;
     emily_status s = load_indices("take", idx, m, 1, &n, &axis, axis, src, &tab);
     if (s) return s;
+    if (dst->size == 0) { /* indices checked, nothing to move (and no buffer to offset) */
+        free(tab);
+        return EMILY_OK;
+    }
     size_t es = emily_dtype_size(src->dtype);
     const char *sb = emily_tensor_base(src);
     char *db = emily_tensor_base(dst);
@@ -291,9 +301,13 @@ static emily_status rest_init(const char *op, const emily_tensor *t, int naxes, 
     int last = naxes > 0 ? axes[naxes - 1] : -1;
     l->tail = 1;
     int np = 0;
-    /* walk axes from the last; strides of a row-major tensor */
+    /* strides of a row-major tensor, and which axes are indexed (a mask,
+     * not a search of `axes` per axis: that was quadratic in the rank) */
     int64_t *strides = malloc(sizeof(int64_t) * ((size_t)r + 1));
-    if (!strides) {
+    bool *indexed = calloc((size_t)r + 1, 1);
+    if (!strides || !indexed) {
+        free(strides);
+        free(indexed);
         rest_free(l);
         return emily_error(EMILY_ERR_MEMORY, "%s: out of host memory", op);
     }
@@ -301,16 +315,17 @@ static emily_status rest_init(const char *op, const emily_tensor *t, int naxes, 
         strides[i] = stride;
         stride *= t->shape[i];
     }
+    for (int j = 0; j < naxes; j++) indexed[axes[j]] = true;
     for (int i = r - 1; i > last; i--) l->tail *= t->shape[i];
     for (int i = 0; i < last; i++) {
-        bool indexed = false;
-        for (int j = 0; j < naxes; j++)
-            if (axes[j] == i) indexed = true;
-        if (indexed) continue;
+        /* an axis of size 1 adds nothing to any offset: leaving it out
+         * keeps pre_offset's work per element small whatever the rank */
+        if (indexed[i] || t->shape[i] == 1) continue;
         l->pre_shape[np] = t->shape[i];
         l->pre_stride[np] = strides[i];
         np++;
     }
+    free(indexed);
     l->npre = np;
     l->pre_count = 1;
     for (int i = 0; i < np; i++) l->pre_count *= l->pre_shape[i];
@@ -347,6 +362,11 @@ static emily_status cpu_gather(emily_tensor *dst, const emily_tensor *src, const
     if (naxes > 0 && (s = load_indices(op, idx, idx->size, naxes, l.bounds, axes, 0, src, &tab))) {
         rest_free(&l);
         return s;
+    }
+    if (dst->size == 0) { /* indices checked, nothing to move (and no buffer to offset) */
+        free(tab);
+        rest_free(&l);
+        return EMILY_OK;
     }
     size_t es = emily_dtype_size(src->dtype);
     const char *sb = emily_tensor_base(src);
@@ -432,15 +452,18 @@ static emily_status block_offsets(const char *op, const emily_tensor *target,
         strides[i] = st;
         st *= target->shape[i];
     }
-    int nb = 0;
+    int nb = 0, u = 0;
     for (int i = 0, k = 0; i < r; i++) {
         if (k < naxes && axes[k] == i) {
             k++;
             continue;
         }
-        bshape[nb] = updates->shape[1 + nb];
+        bshape[nb] = updates->shape[1 + u];
         bstride[nb] = strides[i];
-        nb++;
+        u++;
+        /* an axis of size 1 adds nothing to any offset (keeps the work
+         * per element small whatever the rank) */
+        if (bshape[nb] != 1) nb++;
     }
     for (int64_t q = 0; q < bsize; q++) {
         int64_t rem = q, off = 0;

@@ -240,7 +240,8 @@ emily_status emily_cpu_lapack_qr(emily_tensor *q, emily_tensor *r, const emily_t
     double *tau = buf + ld * cols * parts, *wk = tau + (k + 1) * parts;
     (void)complete;
     for (int64_t b = 0; b < batches; b++) {
-        double *qb = qd + b * m * qcols * parts, *rb = rd + b * rrows * n * parts;
+        /* an empty factor has no memory: no offset from its NULL base */
+        double *qb = qd ? qd + b * m * qcols * parts : NULL, *rb = rd ? rd + b * rrows * n * parts : NULL;
         if (k == 0) {
             eye(qb, m, qcols, parts);
             fill(rb, rrows * n * parts, 0);
@@ -412,7 +413,9 @@ emily_status emily_cpu_lapack_svd(emily_tensor *u, emily_tensor *s, emily_tensor
     double *superb = buf + m * n, *usign = superb + k, *wk = usign + ucols;
     lapack_int *iwk = (lapack_int *)(wk + lwork + 1);
     for (int64_t b = 0; b < batches; b++) {
-        double *ub = ud + b * m * ucols, *sb = sd + b * k, *vb = vd + b * vrows * n;
+        /* an empty factor has no memory: no offset from its NULL base */
+        double *ub = ud ? ud + b * m * ucols : NULL, *sb = sd ? sd + b * k : NULL,
+               *vb = vd ? vd + b * vrows * n : NULL;
         if (k == 0) {
             eye(ub, m, ucols, 1);
             eye(vb, vrows, n, 1);

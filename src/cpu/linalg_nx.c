@@ -200,6 +200,12 @@ static int64_t qr_scratch(int64_t m_in, int64_t n_in) {
     return 2 * m * m + m * n + 3 * m + 2 * big * big + big;
 }
 
+/* Scratch doubles for qr_real's compact run of a wide real m x n matrix
+ * (see qr_wide_shortcut): no padding, products of up to m x n. */
+static int64_t qr_scratch_compact(int64_t m, int64_t n) {
+    return 2 * m * m + 3 * m * n + 3 * m + n;
+}
+
 /* a: m_in x n_in (values of any type, as doubles). q: m_in x qc and
  * r: rr x n_in in the op layer's shapes (qc = rr = k, or m_in when
  * complete; wide input: m_in x m_in and m_in x n_in). `explicit_h`: each
@@ -207,10 +213,13 @@ static int64_t qr_scratch(int64_t m_in, int64_t n_in) {
  * Nx 0.13.1 tag do (same reflectors, other last bits), instead of the
  * rank-1 updates of the corpus's Nx. */
 static void qr_real(const double *a, int64_t m_in, int64_t n_in, emily_dtype w, double eps,
-                    bool complete, bool explicit_h, double *q_out, double *r_out, double *ws) {
+                    bool complete, bool explicit_h, bool compact, double *q_out, double *r_out,
+                    double *ws) {
     bool wide = m_in < n_in;
-    int64_t m = wide ? n_in : m_in, n = n_in;
-    int64_t max_i = wide ? n - 1 : (m == n ? n - 2 : n - 1);
+    /* `compact` (wide input only, see qr_one): the m_in rows without
+     * Nx's zero rows, reflected m_in times */
+    int64_t m = wide && !compact ? n_in : m_in, n = n_in;
+    int64_t max_i = wide ? (compact ? m_in - 1 : n - 1) : (m == n ? n - 2 : n - 1);
     double *q = ws, *r = q + m * m, *x = r + m * n, *v = x + m, *h = v + m, *tmp = h + m * m;
     double eps32 = f32c(eps);
     for (int64_t i = 0; i < m * m; i++) q[i] = 0;
@@ -295,6 +304,114 @@ static void qr_real(const double *a, int64_t m_in, int64_t n_in, emily_dtype w, 
         }
 }
 
+static bool all_finite(const double *x, int64_t count) {
+    for (int64_t i = 0; i < count; i++)
+        if (!isfinite(x[i])) return false;
+    return true;
+}
+
+static bool all_nan(const double *x, int64_t count) {
+    for (int64_t i = 0; i < count; i++)
+        if (!isnan(x[i])) return false;
+    return true;
+}
+
+static void fill_nan(double *x, int64_t count) {
+    for (int64_t i = 0; i < count; i++) x[i] = NAN;
+}
+
+/* The first column of the real m x n matrix a holding a NaN or an
+ * infinity; n when there is none. */
+static int64_t first_nonfinite_column(const double *a, int64_t m, int64_t n) {
+    int64_t c = n;
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < c; j++)
+            if (!isfinite(a[i * n + j])) c = j;
+    return c;
+}
+
+/* One wide real matrix (m < n) of qr_batches, without Nx's padding when
+ * the result is known to be the padded run's (true), else false.
+ *
+ * Nx reflects a wide m x n matrix padded with n - m zero rows, all of its
+ * n - 1 columns: O(n^3) in the rank-1 form, O(n^4) with Nx 0.7's explicit
+ * products, whatever m is (2 x 1024: 6 s, 8x more per doubling of n). In
+ * that run:
+ * - while every value stays finite, the zero rows stay zero and only add
+ *   zeros, at the end, to each sum (no bit of the first m rows changes),
+ *   and the reflections of columns m .. n - 1 see x = 0, take scale 0
+ *   and leave every value as it is, up to the sign of zeros, which
+ *   :eps zeroing writes as +0 anyway (f32(eps) > 0). So m reflections of
+ *   the m x n matrix give the same factors in O(m^2 n).
+ * - a NaN or infinity in column c reaches every row of column c, the
+ *   zero rows included, at the first reflection (v_j * inf and 0 * NaN
+ *   are never finite; columns are updated independently of each other).
+ *   The reflection of column c then has it in x, so v (over a non-finite
+ *   v0) holds a NaN and scale is NaN: the rank-1 updates make every
+ *   entry of r and q NaN. The explicit product h . r keeps the rows above
+ *   c, and q . h its columns left of c, until the next reflection, which
+ *   sees the NaN rows: so every entry is NaN unless c = n - 1, the last
+ *   reflection, which leaves the output's q and r's other columns as the
+ *   reflections before it made them (r's column n - 1 is NaN).
+ * - with f32(eps) <= 0 (rank-1 form) the reflection of column m sees
+ *   x = 0 and divides 0 by 0: every entry NaN as well.
+ * A value that overflows on the way, in the m x n run, is left to the
+ * padded run, unless the m x n run came out all NaN: every entry of q is
+ * reached only by a reflection with a NaN scale or a non-finite v, which
+ * the padded run has too (its extra rows add zeros, or NaN), and from
+ * which it is all NaN as well. (Checked: 24,000 random wide cases,
+ * overflowing ones among them, against the padded run.) */
+static bool qr_wide_shortcut(const double *a, int64_t m, int64_t n, emily_dtype work, double eps,
+                             bool complete, bool explicit_h, double *qb, int64_t qsz, double *rb,
+                             int64_t rsz, double *ws) {
+    bool zero_eps = !(f32c(eps) > 0);
+    int64_t c = first_nonfinite_column(a, m, n);
+    if (explicit_h ? !zero_eps && c <= n - 2 : c < n || zero_eps) {
+        fill_nan(qb, qsz);
+        fill_nan(rb, rsz);
+        return true;
+    }
+    if (zero_eps) return false;
+    qr_real(a, m, n, work, eps, complete, explicit_h, true, qb, rb, ws); /* ws: qr_scratch_compact */
+    if (c == n - 1) /* explicit products, the last column not finite */
+        for (int64_t i = 0; i < m; i++) rb[i * n + n - 1] = NAN;
+    bool finite = all_finite(qb, qsz);
+    for (int64_t i = 0; finite && i < m; i++) finite = all_finite(rb + i * n, c < n ? n - 1 : n);
+    return finite || (all_nan(qb, qsz) && all_nan(rb, rsz));
+}
+
+/* One matrix of qr_batches (counts in doubles: complex entries are two);
+ * ws holds qr_scratch doubles, or qr_scratch_compact ones for a wide real
+ * matrix (the padded run, when it is needed after all, then takes its
+ * own: false when that fails). Complex input always gets Nx's padded
+ * run for wide matrices: there the zero imaginary part of a nonzero
+ * entry can change sign. */
+static bool qr_one(const double *a, int64_t m, int64_t n, emily_dtype work, emily_dtype part,
+                   double eps, bool complete, bool explicit_h, bool cx, double *qb, int64_t qsz,
+                   double *rb, int64_t rsz, double *ws) {
+    if (cx) {
+        /* the rank-1 argument above holds for the complex reflector too
+         * (scale 2 with v all NaN), so non-finite input is all NaN */
+        if (m < n && !explicit_h && !all_finite(a, m * n * 2)) {
+            fill_nan(qb, qsz * 2);
+            fill_nan(rb, rsz * 2);
+            return true;
+        }
+        qr_complex((const zd *)a, m, n, part, eps, complete, explicit_h, (zd *)qb, (zd *)rb, (zd *)ws);
+        return true;
+    }
+    if (m >= n) {
+        qr_real(a, m, n, work, eps, complete, explicit_h, false, qb, rb, ws);
+        return true;
+    }
+    if (qr_wide_shortcut(a, m, n, work, eps, complete, explicit_h, qb, qsz, rb, rsz, ws)) return true;
+    double *padded = malloc((size_t)qr_scratch(m, n) * sizeof(double));
+    if (!padded) return false;
+    qr_real(a, m, n, work, eps, complete, explicit_h, false, qb, rb, padded);
+    free(padded);
+    return true;
+}
+
 static emily_status qr_batches(emily_tensor *q, emily_tensor *r, const emily_tensor *a,
                                bool complete, double eps, emily_dtype work, bool explicit_h) {
     bool cx = a->dtype == EMILY_C128;
@@ -303,10 +420,11 @@ static emily_status qr_batches(emily_tensor *q, emily_tensor *r, const emily_ten
     int64_t batches = batch_count(a, m * n);
     int64_t qsz = q->shape[q->rank - 2] * q->shape[q->rank - 1];
     int64_t rsz = r->shape[r->rank - 2] * r->shape[r->rank - 1];
+    int64_t parts = cx ? 2 : 1;
     if (m == 0 || n == 0) {
         /* no reflections: q is the identity, r zeros (Nx's shapes) */
         double *qd = emily_tensor_base(q), *rd = emily_tensor_base(r);
-        int64_t qc = q->shape[q->rank - 1], parts = cx ? 2 : 1;
+        int64_t qc = q->shape[q->rank - 1];
         if (r->size) memset(rd, 0, (size_t)(r->size * parts) * sizeof(double));
         if (q->size) memset(qd, 0, (size_t)(q->size * parts) * sizeof(double));
         for (int64_t b = 0; b < (qsz ? q->size / qsz : 0); b++)
@@ -315,21 +433,20 @@ static emily_status qr_batches(emily_tensor *q, emily_tensor *r, const emily_ten
     }
     const double *src = emily_tensor_base(a);
     double *qd = emily_tensor_base(q), *rd = emily_tensor_base(r);
-    int64_t scratch = qr_scratch(m, n);
+    /* a wide real matrix is first tried without Nx's padding, which
+     * needs far less: 2 x 4096 takes 0.2 MB, the padded run 670 MB */
+    int64_t scratch = m < n && !cx ? qr_scratch_compact(m, n) : qr_scratch(m, n);
     int failed = 0;
 #pragma omp parallel if (batches > 1 && batches * m * m * n > 100000) reduction(| : failed)
     {
-        double *ws = malloc((size_t)scratch * (cx ? 2 : 1) * sizeof(double) + 1);
+        double *ws = malloc((size_t)scratch * (size_t)parts * sizeof(double) + 1);
         if (!ws) failed = 1;
 #pragma omp for schedule(dynamic)
         for (int64_t b = 0; b < batches; b++) {
-            if (!ws) continue;
-            if (cx)
-                qr_complex((const zd *)src + b * m * n, m, n, part, eps, complete, explicit_h,
-                           (zd *)qd + b * qsz, (zd *)rd + b * rsz, (zd *)ws);
-            else
-                qr_real(src + b * m * n, m, n, work, eps, complete, explicit_h, qd + b * qsz,
-                        rd + b * rsz, ws);
+            if (!ws || failed) continue;
+            if (!qr_one(src + b * m * n * parts, m, n, work, part, eps, complete, explicit_h, cx,
+                        qd + b * qsz * parts, qsz, rd + b * rsz * parts, rsz, ws))
+                failed = 1;
         }
         free(ws);
     }
@@ -1012,7 +1129,7 @@ static bool qdwh(const double *x, int64_t m, int64_t n, emily_dtype tin, bool in
             for (int64_t i = 0; i < mn; i++) y[i] = R(W, sc * u[i]);
             for (int64_t i = 0; i < n; i++)
                 for (int64_t j = 0; j < n; j++) y[mn + i * n + j] = i == j;
-            qr_real(y, m2, n, W, 1.0e-10, false, nx07, q, rr, qws);
+            qr_real(y, m2, n, W, 1.0e-10, false, nx07, false, q, rr, qws);
             transpose_to(q + mn, zt, n, n); /* q2 = adjoint(q[m..]) */
             mm(q, zt, g, m, n, n, W);
             double s3 = R32(R32(a - e) / sc);
@@ -1105,7 +1222,7 @@ static bool svd_tall_and_square(const double *a, int64_t m, int64_t n, emily_dty
         if (wv[0] < thr) {
             /* correct_rank_deficiency: q . diag(sign(diag(r))) of qr(u) */
             double *qq = buf; /* m x n, uu is no longer needed */
-            qr_real(u_out, m, n, tin, 1.0e-10, false, nx07, qq, h, ws);
+            qr_real(u_out, m, n, tin, 1.0e-10, false, nx07, false, qq, h, ws);
             for (int64_t i = 0; i < m; i++)
                 for (int64_t j = 0; j < n; j++) {
                     double d = h[j * n + j];
@@ -1131,7 +1248,7 @@ static bool svd_full(const double *a, int64_t m, int64_t n, emily_dtype tin, boo
     bool sq_integer = integer;
     if (reduce) {
         /* {q_full, a_full} = qr(a, mode: :complete); a = a_full[0..n-1] */
-        qr_real(a, m, n, tin, 1.0e-10, true, nx07, qf, rf, ws);
+        qr_real(a, m, n, tin, 1.0e-10, true, nx07, false, qf, rf, ws);
         memcpy(sq, rf, (size_t)nn * sizeof(double));
         sqa = sq;
         sq_integer = false;
@@ -1166,7 +1283,7 @@ static bool svd_non_full_nx07(const double *a, int64_t m, int64_t n, emily_dtype
     if (!buf) return false;
     double *q = buf, *r = q + m * n, *uo = r + nn, *ws = uo + nn;
     /* {q, a} = qr(a, mode: :reduced), then u = q . u */
-    qr_real(a, m, n, tin, 1.0e-10, false, true, q, r, ws);
+    qr_real(a, m, n, tin, 1.0e-10, false, true, false, q, r, ws);
     bool ok = svd_tall_and_square(r, n, n, tin, false, max_iter, true, uo, s, v);
     if (ok) mm(q, uo, u_out, m, n, n, tin);
     free(buf);

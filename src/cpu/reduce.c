@@ -878,7 +878,9 @@ emily_status emily_cpu_reduce(emily_reduce_op op, emily_tensor *dst, const emily
         const char *sbase = emily_tensor_base(src);
         if (p.run.red) reduce_rows(R, &p, sbase, ses, dbase, des, src->size);
         else s = reduce_cols(R, &p, sbase, ses, dbase, des, src->size);
-        if ((op == EMILY_REDUCE_MAX || op == EMILY_REDUCE_MIN) && emily_dtype_is_float(src->dtype))
+        /* only over a finished fold: the first error is the answer (the
+         * fix-up's own success must not hide a failed fold's status) */
+        if (!s && (op == EMILY_REDUCE_MAX || op == EMILY_REDUCE_MIN) && emily_dtype_is_float(src->dtype))
             s = fix_zero_signs(dst, src, reduced);
     }
     free(buf);

@@ -458,7 +458,7 @@ static void fix_zeros_and_nans(emily_dtype dt, const zero_nan_runs *runs, int64_
                  : dt == EMILY_F32 ? 0x7f800000u : 0x7ff0000000000000ull;
     for (int64_t i = 0; i < n && (z0 < z1 || q0 < q1); i++) {
         uint64_t b = 0;
-        memcpy(&b, s + (size_t)(i * ss) * es, es); /* little-endian low bytes */
+        memcpy(&b, s + (int64_t)(i * ss) * (int64_t)es, es); /* little-endian low bytes */
         uint64_t mag = b & ~sign & all;
         if (mag == 0 && z0 < z1) memcpy(d + (size_t)(z0++ * ds) * es, &b, es);
         else if (mag > inf && q0 < q1) memcpy(d + (size_t)(q0++ * ds) * es, &b, es);
@@ -627,14 +627,14 @@ static void topk_select(const row_args *a, const char *s, int64_t lo, int64_t hi
     size_t es = emily_dtype_size(a->dt);
     int kb = key_bits(a->dt);
     uint64_t all = kb == 64 ? UINT64_MAX : ((uint64_t)1 << kb) - 1;
-    row_records(a->dt, s + (size_t)(lo * a->ss) * es, a->ss, k, lo, true, REC_PAIR, heap);
+    row_records(a->dt, s + lo * a->ss * (int64_t)es, a->ss, k, lo, true, REC_PAIR, heap);
     for (int64_t j = k / 2; j-- > 0;) sift_down(heap, k, j, heap[j]);
     for (int64_t i = lo + k; i < hi; i++) {
         /* descending key below root <=> ascending key above ~root */
         i = find_above(a->dt, s, a->ss, i, hi, ~heap[0].key & all);
         if (i == hi) break;
         pair64 x;
-        row_records(a->dt, s + (size_t)(i * a->ss) * es, a->ss, 1, i, true, REC_PAIR, &x);
+        row_records(a->dt, s + i * a->ss * (int64_t)es, a->ss, 1, i, true, REC_PAIR, &x);
         sift_down(heap, k, 0, x);
     }
     /* heap sort in place: ascending order */
@@ -712,7 +712,7 @@ static size_t row_scratch(const row_args *a, int T) {
 static void records_range(const row_args *a, const char *s, rec_mode m, void *out, int64_t lo,
                           int64_t hi) {
     size_t es = emily_dtype_size(a->dt), rs = rec_size(a->dt, m);
-    row_records(a->dt, s + (size_t)(lo * a->ss) * es, a->ss, hi - lo, lo, a->desc, m,
+    row_records(a->dt, s + lo * a->ss * (int64_t)es, a->ss, hi - lo, lo, a->desc, m,
                 (char *)out + (size_t)lo * rs);
 }
 
@@ -761,7 +761,7 @@ static void long_row_simd(const row_args *a, const char *s, void *recs, char *ou
 static void run_row(const row_args *a, int64_t soff, int64_t doff, void *scratch, int T,
                     int64_t (*hist)[256]) {
     size_t es = emily_dtype_size(a->dt);
-    const char *s = a->sbase + (size_t)soff * es;
+    const char *s = a->sbase + soff * (int64_t)es; /* signed: soff < 0 for reversed views */
     int64_t n = a->n;
     if (a->job == JOB_SORT) {
         char *d = a->dbase + (size_t)doff * es;
@@ -807,7 +807,7 @@ static void run_row(const row_args *a, int64_t soff, int64_t doff, void *scratch
     if (topk_by_heap(n, a->k)) {
         pair64 *best = topk_row(a, s, scratch, T);
         for (int64_t i = 0; i < a->k; i++) {
-            memcpy(dv + (size_t)(i * a->ds) * es, s + (size_t)((int64_t)best[i].idx * a->ss) * es, es);
+            memcpy(dv + (size_t)(i * a->ds) * es, s + (int64_t)best[i].idx * a->ss * (int64_t)es, es);
             put_index(di, a->idt, i * a->ds, best[i].idx);
         }
         return;
@@ -817,7 +817,7 @@ static void run_row(const row_args *a, int64_t soff, int64_t doff, void *scratch
     void *recs = sort_records(a->dt, m, scratch, n, T, hist);
     for (int64_t i = 0; i < a->k; i++) {
         uint64_t p = m == REC_PACKED ? (((const uint64_t *)recs)[i] & 0xffffffffu) : ((const pair64 *)recs)[i].idx;
-        memcpy(dv + (size_t)(i * a->ds) * es, s + (size_t)((int64_t)p * a->ss) * es, es);
+        memcpy(dv + (size_t)(i * a->ds) * es, s + (int64_t)p * a->ss * (int64_t)es, es);
         put_index(di, a->idt, i * a->ds, p);
     }
 }
@@ -881,7 +881,7 @@ static void run_unit(const row_args *a, const row_plan *p, int64_t u, char *scra
     int64_t r0 = o * p->L + g * p->B, cnt = p->L - g * p->B < p->B ? p->L - g * p->B : p->B;
     walk_offsets(&p->w, r0, &so, &dso);
     char *tin = scratch + align64(p->need), *tout = tin + align64((size_t)(p->B * n) * p->ein);
-    tile_move(true, tin, (char *)a->sbase + (size_t)so * p->ein, n, cnt, a->ss, p->ein);
+    tile_move(true, tin, (char *)a->sbase + so * (int64_t)p->ein, n, cnt, a->ss, p->ein);
     row_args t = p->inner;
     t.sbase = tin;
     t.dbase = t.ibase = tout;

@@ -94,12 +94,10 @@ static inline __m256d d_tanh(__m256d x) {
     __m256d inf = _mm256_cmp_pd(abs_pd(x), D(__builtin_inf()), _CMP_EQ_OQ);
     return _mm256_blendv_pd(r, D(__builtin_nan("")), inf);
 }
-static inline __m256d d_acos(__m256d x) { return Sleef_acosd4_u10avx2(x); }
 static inline __m256d d_asin(__m256d x) { return Sleef_asind4_u10avx2(x); }
 static inline __m256d d_atan(__m256d x) { return Sleef_atand4_u10avx2(x); }
 static inline __m256d d_acosh(__m256d x) { return Sleef_acoshd4_u10avx2(x); }
 static inline __m256d d_asinh(__m256d x) { return Sleef_asinhd4_u10avx2(x); }
-static inline __m256d d_atanh(__m256d x) { return Sleef_atanhd4_u10avx2(x); }
 static inline __m256d d_sqrt(__m256d x) { return _mm256_sqrt_pd(x); }
 static inline __m256d d_rsqrt(__m256d x) { return _mm256_div_pd(D(1.0), _mm256_sqrt_pd(x)); }
 /* pow(|x|, 1/3) with the sign of x for x < 0 (cbrt(-0.0) is +0.0) */
@@ -108,7 +106,6 @@ static inline __m256d d_cbrt(__m256d x) {
     return _mm256_blendv_pd(p, _mm256_xor_pd(p, D(-0.0)), _mm256_cmp_pd(x, D(0.0), _CMP_LT_OQ));
 }
 static inline __m256d d_erf(__m256d x) { return Sleef_erfd4_u10avx2(x); }
-static inline __m256d d_erfc(__m256d x) { return Sleef_erfcd4_u15avx2(x); }
 static inline __m256d d_abs(__m256d x) { return abs_pd(x); }
 static inline __m256d d_negate(__m256d x) { return _mm256_xor_pd(x, D(-0.0)); }
 

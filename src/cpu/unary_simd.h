@@ -10,6 +10,7 @@
 #ifndef EMILY_CPU_UNARY_SIMD_H
 #define EMILY_CPU_UNARY_SIMD_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include "emily/ops.h"
 #include "cpu/unary_map.h"
@@ -19,6 +20,11 @@
  * EMILY_SIMD=avx2 stops at AVX2 (to test those paths on a bigger CPU). */
 emily_vec_fn emily_unary_simd(emily_unary_op op, emily_dtype src, emily_dtype dst);
 emily_vec_fn emily_convert_simd(emily_dtype src, emily_dtype dst);
+
+/* Whether this CPU and OS run unary_avx2.c (AVX2, FMA, F16C) and
+ * unary_avx512.c (also AVX-512 F and DQ), whatever EMILY_SIMD says. */
+bool emily_cpu_has_avx2_set(void);
+bool emily_cpu_has_avx512_set(void);
 
 /* f32 tanh of the SIMD paths (both instruction sets run the same
  * operations, so they give the same bits). With a = min(|x|, 9.1):

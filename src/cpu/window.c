@@ -157,7 +157,8 @@ static emily_status cpu_window_reduce(emily_window_op op, emily_tensor *dst, con
     emily_dtype dt = src->dtype;
     int cls = we_class(dt);
     size_t es = emily_dtype_size(dt);
-    const char *sb = (const char *)src->buffer->data + src->offset * (int64_t)es;
+    /* NULL for an empty source (all windows then lie in the padding) */
+    const char *sb = emily_tensor_base(src);
     char *db = emily_tensor_base(dst);
     bool par = dst->size * p.count >= EMILY_PARALLEL_MIN && dst->size > 1;
     EMILY_PAR_FOR(par, o, dst->size, {
@@ -224,8 +225,7 @@ static emily_status cpu_window_scatter(bool is_max, emily_tensor *dst, const emi
         return emily_error(EMILY_ERR_MEMORY, "window_scatter: out of host memory");
     }
     size_t tes = emily_dtype_size(tt), ses = emily_dtype_size(st), oes = emily_dtype_size(ot);
-    const char *tb = (const char *)src->buffer->data + src->offset * (int64_t)tes;
-    const char *srcb = (const char *)source->buffer->data + source->offset * (int64_t)ses;
+    const char *tb = emily_tensor_base(src), *srcb = emily_tensor_base(source); /* NULL: empty */
     double init_d = init_float ? (double)(float)we_load_f(it, ib) : we_load_f(it, ib);
     uint64_t init_i = we_load_int(it, ib);
     int r = src->rank;

@@ -67,6 +67,23 @@ static emily_status permutation(emily_call *c, const emily_value *opts, const ch
     return EMILY_OK;
 }
 
+/* A group-size option (absent or nil: 1). emily_conv_opts reads 0 as
+ * "not given", but Nx passes the user's value, and Nx refuses 0 (its
+ * rem(channels, 0) raises) as well as negative sizes, so both fail here
+ * instead of running as 1. */
+static emily_status group_size(emily_call *c, const emily_value *opts, const char *key,
+                               int64_t *out) {
+    *out = 1;
+    const emily_value *v = opts ? opt_get(opts, key) : NULL;
+    if (!v || v->kind == EMILY_V_NIL) return EMILY_OK;
+    emily_status s = value_int(c, v, key, out);
+    if (s) return s;
+    if (*out < 1)
+        return call_fail(c, EMILY_ERR_ARGUMENT, "%s must be a positive integer, got %lld", key,
+                         (long long)*out);
+    return EMILY_OK;
+}
+
 /* conv(out, input, kernel, opts): strides, padding ([{lo, hi}, ...]),
  * input_dilation, kernel_dilation, feature_group_size, batch_group_size
  * and the three permutations. The output type is Nx's to_floating of the
@@ -101,12 +118,8 @@ static emily_status cb_conv(emily_call *c) {
         o.padding_lo = lo;
         o.padding_hi = hi;
     }
-    const emily_value *v;
-    if (opts && (v = opt_get(opts, "feature_group_size")) && v->kind != EMILY_V_NIL &&
-        (s = value_int(c, v, "feature_group_size", &o.feature_group_size)))
-        return s;
-    if (opts && (v = opt_get(opts, "batch_group_size")) && v->kind != EMILY_V_NIL &&
-        (s = value_int(c, v, "batch_group_size", &o.batch_group_size)))
+    if ((s = group_size(c, opts, "feature_group_size", &o.feature_group_size)) ||
+        (s = group_size(c, opts, "batch_group_size", &o.batch_group_size)))
         return s;
     if ((s = permutation(c, opts, "input_permutation", r, &o.input_permutation))) return s;
     if ((s = permutation(c, opts, "kernel_permutation", r, &o.kernel_permutation))) return s;

@@ -341,12 +341,15 @@ static emily_status conv_plan_make(const emily_tensor *t, const emily_tensor *k,
         p->in[j] = t->shape[p->ip[j]];
         p->k[j] = k->shape[p->kp[j]];
     }
+    /* 0 is the zero-initialized struct's "not given" (emily/ops_dot.h) */
+    if (o->feature_group_size < 0)
+        return emily_error(EMILY_ERR_ARGUMENT, "conv: feature_group_size must be positive, got %lld",
+                           (long long)o->feature_group_size);
+    if (o->batch_group_size < 0)
+        return emily_error(EMILY_ERR_ARGUMENT, "conv: batch_group_size must be positive, got %lld",
+                           (long long)o->batch_group_size);
     p->fg = o->feature_group_size > 0 ? o->feature_group_size : 1;
     p->bg = o->batch_group_size > 0 ? o->batch_group_size : 1;
-    if (o->feature_group_size < 0 || o->batch_group_size < 0)
-        return emily_error(EMILY_ERR_ARGUMENT, "conv: group sizes must be positive, got feature %lld "
-                           "and batch %lld", (long long)o->feature_group_size,
-                           (long long)o->batch_group_size);
     int64_t N = p->in[0], C = p->in[1], O = p->k[0], I = p->k[1];
     if (p->fg != 1 && p->bg != 1)
         return emily_error(EMILY_ERR_ARGUMENT, "conv: either batch groups or feature groups must be 1, "
@@ -379,10 +382,20 @@ static emily_status conv_plan_make(const emily_tensor *t, const emily_tensor *k,
                                "and kernel %lld at spatial dimension %d", (long long)p->idil[i],
                                (long long)p->kdil[i], i);
         int64_t s = p->in[2 + i], ks = p->k[2 + i];
-        int64_t dil = s > 0 ? s + (s - 1) * (p->idil[i] - 1) : 0;
-        int64_t padded = dil + p->lo[i] + p->hi[i];
-        int64_t f = ks > 0 ? (ks - 1) * p->kdil[i] + 1 : 0;
-        if (padded - f < 0)
+        /* dilated and padded input, dilated window: checked arithmetic,
+         * as the window ops do (huge dilations or padding overflow) */
+        int64_t dil = 0, padded, f = 0;
+        if ((s > 0 && (__builtin_mul_overflow(s - 1, p->idil[i] - 1, &dil) ||
+                       __builtin_add_overflow(dil, s, &dil))) ||
+            __builtin_add_overflow(dil, p->lo[i], &padded) ||
+            __builtin_add_overflow(padded, p->hi[i], &padded))
+            return emily_error(EMILY_ERR_ARGUMENT, "conv: the dilated, padded input overflows at "
+                               "spatial dimension %d (input_dilation %lld, padding {%lld, %lld})",
+                               i, (long long)p->idil[i], (long long)p->lo[i], (long long)p->hi[i]);
+        if (ks > 0 && (__builtin_mul_overflow(ks - 1, p->kdil[i], &f) || __builtin_add_overflow(f, 1, &f)))
+            return emily_error(EMILY_ERR_ARGUMENT, "conv: the dilated window overflows at spatial "
+                               "dimension %d (kernel_dilation %lld)", i, (long long)p->kdil[i]);
+        if (padded < f)
             return emily_error(EMILY_ERR_SHAPE, "conv: the window (%lld with dilation) is larger than "
                                "the padded input (%lld) at spatial dimension %d: the result would "
                                "be empty", (long long)f, (long long)padded, i);
@@ -460,10 +473,13 @@ emily_status emily_conv(const emily_tensor *input, const emily_tensor *kernel,
     else { strides[0] = I * ps[1]; strides[1] = ps[0]; }
     strides[2] = ps[1];
     for (int i = 0; i < d; i++) {
+        /* a step is only taken along an axis longer than 1, and then it
+         * stays inside the padded input; a huge stride or dilation on an
+         * axis of 1 would overflow for nothing, so that stride is 0 */
         shape[3 + i] = p->os[i];
-        strides[3 + i] = ps[2 + i] * p->stride[i];
+        strides[3 + i] = p->os[i] > 1 ? ps[2 + i] * p->stride[i] : 0;
         shape[3 + d + i] = p->k[2 + i];
-        strides[3 + d + i] = ps[2 + i] * p->kdil[i];
+        strides[3 + d + i] = p->k[2 + i] > 1 ? ps[2 + i] * p->kdil[i] : 0;
     }
     if ((s = emily_tensor_view(padded, 3 + 2 * d, shape, strides, padded->offset, &patches))) goto done;
 

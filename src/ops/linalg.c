@@ -85,6 +85,16 @@ static void shape_with(const emily_tensor *a, int drop, int nnew, const int64_t 
     *rank = keep + nnew;
 }
 
+/* True when every output is empty. The kernels are then not called:
+ * there is nothing to compute, and an empty matrix in a huge batch
+ * ({4, 2^31 - 1, 0, 8}) would otherwise cost them a step per matrix
+ * (8.6 billion steps for nothing). */
+static bool all_empty(int n, emily_tensor *const *outs) {
+    for (int i = 0; i < n; i++)
+        if (outs[i]->size) return false;
+    return true;
+}
+
 /* ---- the method of the decompositions ------------------------------------ */
 
 static emily_status check_method(const char *op, emily_linalg_method method) {
@@ -127,7 +137,9 @@ emily_status emily_lu_opts(const emily_tensor *a, double eps, emily_linalg_metho
     if (!(s = emily_empty_like_device(a, EMILY_F64, a->rank, a->shape, &pw)) &&
         !(s = emily_empty_like_device(a, w, a->rank, a->shape, &lw)) &&
         !(s = emily_empty_like_device(a, w, a->rank, a->shape, &uw)))
-        s = nx07 ? k->lu_nx07(pw, lw, uw, aw, eps) : k->lu(pw, lw, uw, aw, t);
+        s = all_empty(3, (emily_tensor *[]){pw, lw, uw}) ? EMILY_OK
+            : nx07                                     ? k->lu_nx07(pw, lw, uw, aw, eps)
+                                                       : k->lu(pw, lw, uw, aw, t);
     emily_tensor_release(aw);
     if (s) {
         emily_tensor *all[3] = {pw, lw, uw};
@@ -163,7 +175,7 @@ emily_status emily_cholesky(const emily_tensor *a, emily_tensor **out) {
     emily_tensor *aw, *lw;
     if ((s = to_wide(a, w, &aw))) return s;
     if (!(s = emily_empty_like_device(a, w, a->rank, a->shape, &lw))) {
-        s = k->cholesky(lw, aw, t);
+        s = lw->size ? k->cholesky(lw, aw, t) : EMILY_OK;
         if (s) emily_tensor_release(lw);
     }
     emily_tensor_release(aw);
@@ -229,7 +241,8 @@ emily_status emily_triangular_solve(const emily_tensor *a, const emily_tensor *b
     if ((s = to_wide(a, w, &aw))) return s;
     if ((s = to_wide(b, w, &bw))) { emily_tensor_release(aw); return s; }
     if (!(s = emily_empty_like_device(b, w, b->rank, b->shape, &xw))) {
-        s = k->triangular_solve(xw, aw, bw, b_vector, left_side, lower, transform);
+        s = xw->size ? k->triangular_solve(xw, aw, bw, b_vector, left_side, lower, transform)
+                     : EMILY_OK;
         if (s) emily_tensor_release(xw);
     }
     emily_tensor_release(aw);
@@ -322,7 +335,7 @@ emily_status emily_solve_opts(const emily_tensor *a, const emily_tensor *b,
         emily_tensor *ac = NULL, *bc = NULL, *x = NULL;
         if (!(s = emily_contiguous(a, &ac)) && !(s = emily_contiguous(b, &bc)) &&
             !(s = emily_empty_like_device(b, EMILY_F64, b->rank, b->shape, &x)))
-            s = k->solve(x, ac, bc, b_vector);
+            s = x->size ? k->solve(x, ac, bc, b_vector) : EMILY_OK;
         emily_tensor_release(ac);
         emily_tensor_release(bc);
         if (s) {
@@ -377,7 +390,9 @@ emily_status emily_determinant_opts(const emily_tensor *a, emily_linalg_method m
     emily_tensor *ac, *dw;
     if ((s = nx07 ? to_wide(a, w, &ac) : emily_contiguous(a, &ac))) return s;
     if (!(s = emily_empty_like_device(a, w, a->rank - 2, a->shape, &dw))) {
-        s = nx07 ? k->determinant_nx07(dw, ac, t) : k->determinant(dw, ac, t);
+        s = !dw->size ? EMILY_OK
+            : nx07    ? k->determinant_nx07(dw, ac, t)
+                      : k->determinant(dw, ac, t);
         if (s) emily_tensor_release(dw);
     }
     emily_tensor_release(ac);
@@ -431,9 +446,10 @@ emily_status emily_qr_opts(const emily_tensor *a, emily_qr_mode mode, double eps
     if ((s = to_wide(a, w, &aw))) return s;
     if (!(s = emily_empty_like_device(a, w, qrank, qshape, &qw)) &&
         !(s = emily_empty_like_device(a, w, rrank, rshape, &rw)))
-        s = (method == EMILY_LINALG_REFERENCE_NX07 ? k->qr_nx07
-             : use_lapack(method, k->qr_lapack, aw) ? k->qr_lapack
-                                                    : k->qr)(qw, rw, aw, complete, eps, t);
+        s = all_empty(2, (emily_tensor *[]){qw, rw}) ? EMILY_OK
+            : (method == EMILY_LINALG_REFERENCE_NX07 ? k->qr_nx07
+               : use_lapack(method, k->qr_lapack, aw) ? k->qr_lapack
+                                                      : k->qr)(qw, rw, aw, complete, eps, t);
     emily_tensor_release(aw);
     if (s) {
         emily_tensor_release(qw);
@@ -492,10 +508,11 @@ emily_status emily_svd_opts(const emily_tensor *a, bool full_matrices, int64_t m
     if (!(s = emily_empty_like_device(a, EMILY_F64, urank, ushape, &uw)) &&
         !(s = emily_empty_like_device(a, EMILY_F64, srank, sshape, &sw)) &&
         !(s = emily_empty_like_device(a, EMILY_F64, vrank, vshape, &vw)))
-        s = (method == EMILY_LINALG_REFERENCE_NX07 ? k->svd_nx07
-             : use_lapack(method, k->svd_lapack, aw) ? k->svd_lapack
-                                                      : k->svd)(
-            uw, sw, vw, aw, full_matrices, max_iter, t, emily_dtype_is_integer(a->dtype));
+        s = all_empty(3, (emily_tensor *[]){uw, sw, vw}) ? EMILY_OK
+            : (method == EMILY_LINALG_REFERENCE_NX07 ? k->svd_nx07
+               : use_lapack(method, k->svd_lapack, aw) ? k->svd_lapack
+                                                        : k->svd)(
+                  uw, sw, vw, aw, full_matrices, max_iter, t, emily_dtype_is_integer(a->dtype));
     emily_tensor_release(aw);
     if (s) {
         emily_tensor *all[3] = {uw, sw, vw};
@@ -543,9 +560,10 @@ emily_status emily_eigh_opts(const emily_tensor *a, double eps, int64_t max_iter
     if ((s = to_wide(a, w, &aw))) return s;
     if (!(s = emily_empty_like_device(a, w, a->rank - 1, a->shape, &ww)) &&
         !(s = emily_empty_like_device(a, w, a->rank, a->shape, &vw)))
-        s = nx07 ? k->eigh_nx07(ww, vw, aw, eps, max_iter)
-                 : (use_lapack(method, k->eigh_lapack, aw) ? k->eigh_lapack : k->eigh)(ww, vw, aw, eps,
-                                                                                      max_iter, t);
+        s = all_empty(2, (emily_tensor *[]){ww, vw}) ? EMILY_OK
+            : nx07 ? k->eigh_nx07(ww, vw, aw, eps, max_iter)
+                   : (use_lapack(method, k->eigh_lapack, aw) ? k->eigh_lapack
+                                                             : k->eigh)(ww, vw, aw, eps, max_iter, t);
     emily_tensor_release(aw);
     if (s) {
         emily_tensor_release(ww);

@@ -13,6 +13,9 @@
  * after every Nx-level operation they round the value to `work`, exactly
  * as the reference writes every intermediate tensor.
  *
+ * A kernel is not called when all its outputs are empty (the op layer
+ * returns them as they are), so a batch of empty matrices costs nothing.
+ *
  * Keep this header valid C11 and C++ (a CUDA engine may include it). */
 #ifndef EMILY_OPS_LINALG_KERNELS_H
 #define EMILY_OPS_LINALG_KERNELS_H

@@ -21,22 +21,43 @@ int harness_run(const char *suite, const harness_case *cases) {
     return harness_failures ? 1 : 0;
 }
 
+/* The helpers below fail like a CHECK (counted, reported, the case goes
+ * on) rather than aborting: under a memory limit (ulimit -v) an
+ * allocation fails, and the run must still end with its report. */
+static void helper_failed(const char *helper, const char *why) {
+    fprintf(stderr, "  FAIL %s: %s\n", helper, why);
+    harness_failures++;
+}
+
 emily_tensor *t_from(emily_dtype dt, int rank, const int64_t *shape, const void *data) {
     int64_t n = 1;
     for (int i = 0; i < rank; i++) n *= shape[i];
     emily_tensor *t = NULL;
     if (emily_from_binary(EMILY_CPU, dt, rank, shape, data, (size_t)n * emily_dtype_size(dt), &t)) {
-        fprintf(stderr, "t_from: %s\n", emily_last_error());
-        abort();
+        helper_failed("t_from", emily_last_error());
+        return NULL;
     }
     return t;
 }
 
 double t_get(const emily_tensor *t, int64_t i) {
+    if (!t) return NAN;
     size_t es = emily_dtype_size(emily_tensor_dtype(t));
     size_t nb = emily_tensor_nbytes(t);
+    if (i < 0 || (size_t)i >= nb / (es ? es : 1)) {
+        helper_failed("t_get", "element index out of range");
+        return NAN;
+    }
     unsigned char *buf = malloc(nb ? nb : 1);
-    if (!buf || emily_to_binary(t, buf, nb)) { free(buf); return NAN; }
+    if (!buf) {
+        helper_failed("t_get", "out of host memory");
+        return NAN;
+    }
+    if (emily_to_binary(t, buf, nb)) {
+        helper_failed("t_get", emily_last_error());
+        free(buf);
+        return NAN;
+    }
     unsigned char *p = buf + (size_t)i * es;
     double v;
     switch (emily_tensor_dtype(t)) {
@@ -58,7 +79,7 @@ double t_get(const emily_tensor *t, int64_t i) {
 }
 
 bool t_shape_is(const emily_tensor *t, int rank, const int64_t *shape) {
-    if (emily_tensor_rank(t) != rank) return false;
+    if (!t || emily_tensor_rank(t) != rank) return false;
     for (int i = 0; i < rank; i++)
         if (emily_tensor_shape(t)[i] != shape[i]) return false;
     return true;

@@ -59,7 +59,9 @@ int harness_run(const char *suite, const harness_case *cases);
     }
 #define CASE(fn) {#fn, fn}
 
-/* Helpers: tensors from C arrays on the CPU, contents back as doubles. */
+/* Helpers: tensors from C arrays on the CPU, contents back as doubles.
+ * They never abort: a failure (out of memory under a limit, too) counts
+ * as a failed check, and t_from returns NULL, t_get NaN. */
 emily_tensor *t_from(emily_dtype dt, int rank, const int64_t *shape, const void *data);
 /* Reads element i (row-major) of t converted to double (real part). */
 double t_get(const emily_tensor *t, int64_t i);

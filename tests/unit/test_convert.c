@@ -195,15 +195,7 @@ TEST(sizes_scalars_and_identity) {
  * directly, against the scalar rules, bit for bit (NaN written as Nx's
  * canonical NaN). */
 static bool cpu_has(const char *isa) {
-#if defined(__x86_64__) && defined(__GNUC__)
-    __builtin_cpu_init();
-    if (strcmp(isa, "avx2") == 0)
-        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
-#else
-    (void)isa;
-    return false;
-#endif
+    return strcmp(isa, "avx2") == 0 ? emily_cpu_has_avx2_set() : emily_cpu_has_avx512_set();
 }
 
 TEST(half_conversion_simd_paths) {

@@ -248,7 +248,7 @@ TEST(gpu_ops_are_async) {
     printf("  async: enqueue %.3f ms, device work %.3f ms\n", 1e3 * (t1 - t0), 1e3 * (t2 - t0));
     CHECK(t1 - t0 < 0.5 * (t2 - t0));
     if (x) {
-        float v;
+        float v = 0;
         int64_t idx[1] = {12345}, one[1] = {1}, st[1] = {1};
         emily_tensor *e = NULL;
         CHECK_OK(emily_slice(x, idx, one, st, &e));

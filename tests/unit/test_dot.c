@@ -1250,6 +1250,57 @@ TEST(dispatch_dot_callback) {
     emily_tensor_release(tb);
 }
 
+/* Nx passes feature_group_size / batch_group_size as given, and refuses
+ * 0 (its rem(channels, 0) raises) and negative sizes: the conv callback
+ * ran 0 as 1. Each fails now with EMILY_ERR_ARGUMENT naming the option;
+ * the C API's negative sizes name theirs too. */
+TEST(conv_group_sizes_of_zero_are_refused) {
+    float d[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    emily_tensor *x = t_from(EMILY_F32, 3, (int64_t[]){1, 2, 4}, d);
+    emily_tensor *k = t_from(EMILY_F32, 3, (int64_t[]){2, 2, 2}, d);
+    int64_t oshape[3] = {1, 2, 3};
+    emily_value tmpl = {0};
+    tmpl.kind = EMILY_V_TEMPLATE;
+    tmpl.dtype = EMILY_F32;
+    tmpl.rank = 3;
+    tmpl.shape = oshape;
+    static const char *keys[1];
+    emily_value val, opts = {0};
+    opts.kind = EMILY_V_OPTS;
+    opts.items = &val;
+    opts.keys = keys;
+    opts.n = 1;
+    emily_value args[3] = {v_tensor(x), v_tensor(k), opts};
+    static const char *const names[2] = {"feature_group_size", "batch_group_size"};
+    emily_dispatch_result r = {0};
+    for (int which = 0; which < 2; which++) {
+        keys[0] = names[which];
+        for (int64_t bad = -1; bad <= 0; bad++) {
+            val = v_int(bad);
+            args[2] = opts;
+            for (int mode = 0; mode < 2; mode++) {
+                CHECK_ERR(emily_dispatch("conv", EMILY_CPU, &tmpl, args, 3, (emily_dispatch_mode)mode, &r),
+                          EMILY_ERR_ARGUMENT, names[which]);
+                CHECK(r.n == 0);
+                emily_dispatch_result_release(&r);
+            }
+        }
+        val = v_int(1); /* 1 is no groups */
+        args[2] = opts;
+        CHECK_OK(emily_dispatch("conv", EMILY_CPU, &tmpl, args, 3, EMILY_DISPATCH_RUN, &r));
+        emily_dispatch_result_release(&r);
+    }
+    emily_conv_opts o = {0};
+    emily_tensor *c = NULL;
+    o.feature_group_size = -2;
+    CHECK_ERR(emily_conv(x, k, &o, EMILY_DTYPE_AUTO, &c), EMILY_ERR_ARGUMENT, "feature_group_size");
+    o.feature_group_size = 0;
+    o.batch_group_size = -1;
+    CHECK_ERR(emily_conv(x, k, &o, EMILY_DTYPE_AUTO, &c), EMILY_ERR_ARGUMENT, "batch_group_size");
+    emily_tensor_release(x);
+    emily_tensor_release(k);
+}
+
 RUN_TESTS("dot", CASE(matmul_f32_values), CASE(output_shape_batch_free_free),
           CASE(f64_and_c128_match_the_reference_bit_for_bit), CASE(exact_blocks_items_and_threads), CASE(f64_sums_in_order_without_fusing),
           CASE(complex_values_and_mixed_real), CASE(integers_wrap_in_the_output_width),
@@ -1257,5 +1308,5 @@ RUN_TESTS("dot", CASE(matmul_f32_values), CASE(output_shape_batch_free_free),
           CASE(edge_values_propagate), CASE(zero_size_and_rank0), CASE(broadcast_and_strided_views),
           CASE(batched_many_small_and_explicit_type), CASE(fast_precision_mode), CASE(fast_real_products_within_f32_error),
           CASE(bad_arguments_fail_cleanly), CASE(huge_broadcast_fails_cleanly), CASE(dispatch_dot_callback), CASE(conv_matches_nx_definition),
-          CASE(conv_values_and_types), CASE(conv_sums_channels_separately), CASE(conv_bad_arguments), CASE(cuda_matches_cpu),
+          CASE(conv_values_and_types), CASE(conv_sums_channels_separately), CASE(conv_bad_arguments), CASE(conv_group_sizes_of_zero_are_refused), CASE(cuda_matches_cpu),
           CASE(cuda_conv_matches_cpu))

@@ -2,6 +2,7 @@
  * svd, eigh. */
 #include <complex.h>
 #include <stdlib.h>
+#include <string.h>
 #include "harness.h"
 
 static double complex *cvals(const emily_tensor *t) {
@@ -1027,10 +1028,147 @@ TEST(linalg_every_dtype) {
     emily_tensor_release(bd);
 }
 
+/* ---- reliability findings ---------------------------------------------- */
+
+/* Every op on a huge batch of empty matrices ({4, 2^31 - 1, 0, 8} and its
+ * square {.., 0, 0}): the outputs are empty too, and come back without a
+ * step per matrix (qr and svd used to loop 8.6 billion times, ~20 s
+ * each). */
+TEST(empty_matrices_in_a_huge_batch_do_no_work) {
+    int64_t wide[4] = {4, 2147483647, 0, 8}, square[4] = {4, 2147483647, 0, 0};
+    emily_tensor *a = NULL, *sq = NULL, *q = NULL, *r = NULL, *u = NULL, *sv = NULL, *vt = NULL;
+    CHECK_OK(emily_empty(EMILY_CPU, EMILY_F32, 4, wide, &a));
+    CHECK_OK(emily_empty(EMILY_CPU, EMILY_F32, 4, square, &sq));
+    if (!a || !sq) return;
+    for (int m = 0; m < 3; m++) {
+        emily_linalg_method method = (emily_linalg_method)m;
+        for (int mode = 0; mode < 2; mode++) {
+            CHECK_OK(emily_qr_opts(a, (emily_qr_mode)mode, 1e-10, method, &q, &r));
+            CHECK(emily_tensor_size(q) == 0 && emily_tensor_size(r) == 0 && emily_tensor_rank(r) == 4);
+            emily_tensor_release(q);
+            emily_tensor_release(r);
+            q = r = NULL;
+        }
+        CHECK_OK(emily_svd_opts(a, false, 100, method, &u, &sv, &vt));
+        CHECK(emily_tensor_size(u) == 0 && emily_tensor_size(sv) == 0 && emily_tensor_size(vt) == 0);
+        emily_tensor_release(u);
+        emily_tensor_release(sv);
+        emily_tensor_release(vt);
+        u = sv = vt = NULL;
+        CHECK_OK(emily_eigh_opts(sq, 1e-4, 100, method, &sv, &vt));
+        CHECK(emily_tensor_size(sv) == 0 && emily_tensor_size(vt) == 0);
+        emily_tensor_release(sv);
+        emily_tensor_release(vt);
+        sv = vt = NULL;
+        CHECK_OK(emily_lu_opts(sq, 1e-10, method, &u, &q, &r));
+        CHECK(emily_tensor_size(u) == 0);
+        emily_tensor_release(u);
+        emily_tensor_release(q);
+        emily_tensor_release(r);
+        u = q = r = NULL;
+        CHECK_OK(emily_solve_opts(sq, sq, method, &q));
+        CHECK(emily_tensor_size(q) == 0);
+        emily_tensor_release(q);
+        q = NULL;
+    }
+    CHECK_OK(emily_cholesky(sq, &q));
+    emily_tensor_release(q);
+    q = NULL;
+    CHECK_OK(emily_triangular_solve(sq, sq, true, true, EMILY_TRANSFORM_NONE, &q));
+    emily_tensor_release(q);
+    /* full matrices need vt {.., 8, 8} per matrix: 4.4 TB, refused */
+    CHECK_ERR(emily_svd(a, true, &u, &sv, &vt), EMILY_ERR_MEMORY, "memory");
+    emily_tensor_release(a);
+    emily_tensor_release(sq);
+}
+
+static bool all_nan_values(const emily_tensor *t) {
+    for (int64_t i = 0; i < emily_tensor_size(t); i++)
+        if (!isnan(t_get(t, i))) return false;
+    return emily_tensor_size(t) > 0;
+}
+
+/* A wide matrix with one NaN or infinity went to Nx's algorithm, which
+ * pads it to n x n and reflects n - 1 columns: O(n^3) (6 s at 2 x 1024,
+ * minutes at 2 x 4096). Its answer is all NaN (Nx's propagation), now
+ * written without iterating; with Nx 0.7's explicit products only a
+ * non-finite value in the last column keeps q finite. */
+TEST(wide_qr_with_nan_is_nan_without_iterating) {
+    enum { N = 4096 };
+    float *d = malloc(sizeof(float) * 2 * N);
+    if (!d) return;
+    for (int i = 0; i < 2 * N; i++) d[i] = (float)((i * 7919) % 13) - 6;
+    for (int at = 0; at < 3; at++) {
+        float bad = at == 1 ? INFINITY : NAN;
+        int pos = at == 2 ? N - 1 : N + 3; /* the last column, or column 3 */
+        float keep = d[pos];
+        d[pos] = bad;
+        emily_tensor *a = t_from(EMILY_F32, 2, (int64_t[]){2, N}, d), *q = NULL, *r = NULL;
+        for (int m = 0; m < 3; m++) {
+            CHECK_OK(emily_qr_opts(a, EMILY_QR_REDUCED, 1e-10, (emily_linalg_method)m, &q, &r));
+            bool nx07 = m == EMILY_LINALG_REFERENCE_NX07;
+            CHECK(q && r && t_shape_is(q, 2, (int64_t[]){2, 2}) && t_shape_is(r, 2, (int64_t[]){2, N}));
+            if (q && r && (!nx07 || at < 2)) {
+                CHECK(all_nan_values(q) && all_nan_values(r));
+            } else if (q && r) {
+                /* explicit products, NaN in the last column: q and r's other
+                 * columns finite, r's last column NaN */
+                CHECK(!isnan(t_get(q, 0)) && !isnan(t_get(q, 3)) && !isnan(t_get(r, 0)));
+                CHECK(isnan(t_get(r, N - 1)) && isnan(t_get(r, 2 * N - 1)) && !isnan(t_get(r, N - 2)));
+            }
+            emily_tensor_release(q);
+            emily_tensor_release(r);
+            q = r = NULL;
+        }
+        emily_tensor_release(a);
+        d[pos] = keep;
+    }
+    free(d);
+}
+
+/* The reference's wide qr now reflects the m x n matrix m times instead of
+ * Nx's padded n x n one n - 1 times; the bits must be the padded run's.
+ * The square qr of the zero-padded matrix is that run (it stops one
+ * reflection earlier, at a column that is zero below the diagonal). */
+TEST(wide_qr_reference_matches_the_padded_square) {
+    static const emily_dtype dts[3] = {EMILY_F32, EMILY_F64, EMILY_BF16};
+    unsigned seed = 7;
+    for (int trial = 0; trial < 24; trial++) {
+        int m = 1 + trial % 3, n = m + 1 + trial % 5;
+        emily_dtype dt = dts[trial % 3];
+        emily_linalg_method method = trial % 2 ? EMILY_LINALG_REFERENCE : EMILY_LINALG_REFERENCE_NX07;
+        double w[64] = {0}, p[64] = {0};
+        for (int i = 0; i < m * n; i++) {
+            seed = seed * 1103515245u + 12345u;
+            w[i] = (double)((seed >> 8) % 2001) / 250.0 - 4;
+            if (trial % 4 == 0 && i % 3 == 0) w[i] = 0;
+        }
+        memcpy(p, w, sizeof(double) * (size_t)(m * n)); /* rows m.. stay zero */
+        emily_tensor *aw = t_from(EMILY_F64, 2, (int64_t[]){m, n}, w);
+        emily_tensor *ap = t_from(EMILY_F64, 2, (int64_t[]){n, n}, p);
+        emily_tensor *a = NULL, *pa = NULL, *q = NULL, *r = NULL, *pq = NULL, *pr = NULL;
+        CHECK_OK(emily_as_type(aw, dt, &a));
+        CHECK_OK(emily_as_type(ap, dt, &pa));
+        CHECK_OK(emily_qr_opts(a, EMILY_QR_REDUCED, 1e-10, method, &q, &r));
+        CHECK_OK(emily_qr_opts(pa, EMILY_QR_REDUCED, 1e-10, method, &pq, &pr));
+        bool same = q && r && pq && pr;
+        for (int i = 0; same && i < m; i++) {
+            for (int j = 0; j < m; j++) same = same && t_get(q, i * m + j) == t_get(pq, i * n + j);
+            for (int j = 0; j < n; j++) same = same && t_get(r, i * n + j) == t_get(pr, i * n + j);
+        }
+        if (!same) fprintf(stderr, "  wide qr %dx%d %s method %d differs\n", m, n, emily_dtype_name(dt), (int)method);
+        CHECK(same);
+        emily_tensor *all[8] = {aw, ap, a, pa, q, r, pq, pr};
+        for (int i = 0; i < 8; i++) emily_tensor_release(all[i]);
+    }
+}
+
 RUN_TESTS("linalg", CASE(linalg_every_dtype), CASE(lu_matches_nx_doctest), CASE(lu_batched_and_types), CASE(lu_bad_input),
           CASE(lu_complex_matches_nx), CASE(solve_complex_matches_nx),
           CASE(triangular_solve_every_option), CASE(triangular_solve_types_batches_views),
           CASE(triangular_solve_errors), CASE(solve_matches_nx), CASE(determinant_values),
           CASE(cholesky_values), CASE(qr_modes_and_shapes), CASE(qr_eigh_svd_give_the_references_bits), CASE(lapack_method_follows_nx_conventions),
           CASE(lapack_method_is_accurate_for_f32), CASE(svd_shapes_and_reconstruction),
-          CASE(eigh_values_and_order), CASE(linalg_dispatch_callbacks))
+          CASE(eigh_values_and_order), CASE(linalg_dispatch_callbacks),
+          CASE(empty_matrices_in_a_huge_batch_do_no_work), CASE(wide_qr_with_nan_is_nan_without_iterating),
+          CASE(wide_qr_reference_matches_the_padded_square))

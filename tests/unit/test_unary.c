@@ -500,15 +500,7 @@ TEST(f32_fast_paths_match_the_double_reference) {
  * only ever exercises the best one): against the double reference, and
  * tanh bit-identical across instruction sets. */
 static bool cpu_has(const char *isa) {
-#if defined(__x86_64__) && defined(__GNUC__)
-    __builtin_cpu_init();
-    if (strcmp(isa, "avx2") == 0)
-        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
-#else
-    (void)isa;
-    return false;
-#endif
+    return strcmp(isa, "avx2") == 0 ? emily_cpu_has_avx2_set() : emily_cpu_has_avx512_set();
 }
 
 /* f64 acos, acosh, atanh and erfc are glibc's bits (what the reference

@@ -265,8 +265,8 @@ defmodule Emily.NativeTest do
       big =
         Native.dispatch(
           :broadcast,
-          tmpl({:f, 32}, {1 <<< 40, 1 <<< 20}),
-          [a, {1 <<< 40, 1 <<< 20}, [1]],
+          tmpl({:f, 32}, {1 <<< 40, 1 <<< 18}),
+          [a, {1 <<< 40, 1 <<< 18}, [1]],
           nil,
           nil,
           0
@@ -276,7 +276,7 @@ defmodule Emily.NativeTest do
       assert_error(Native.to_binary(big, nil), "")
 
       assert_error(
-        Native.dispatch(:add, tmpl({:f, 32}, {1 <<< 40, 1 <<< 20}), [big, big], nil, nil, 0),
+        Native.dispatch(:add, tmpl({:f, 32}, {1 <<< 40, 1 <<< 18}), [big, big], nil, nil, 0),
         ""
       )
     end
