@@ -28,19 +28,12 @@ static emily_status zero_like(const emily_tensor *t, emily_tensor **out) {
     return emily_from_binary(t->buffer->device, t->dtype, 0, NULL, zeros, emily_dtype_size(t->dtype), out);
 }
 
-/* The value of a one-element tensor as a double (the real part) or as a
- * 64-bit integer. */
-static emily_status read_f64(const emily_tensor *t, double *v) {
+/* The value of a one-element tensor converted to `dt` (F64: the real part
+ * as a double; S64: a 64-bit integer), written to v. */
+static emily_status read_as(const emily_tensor *t, emily_dtype dt, void *v) {
     emily_tensor *c = NULL;
-    emily_status s = emily_as_type(t, EMILY_F64, &c);
-    if (!s) s = emily_to_binary(c, v, sizeof *v);
-    emily_tensor_release(c);
-    return s;
-}
-static emily_status read_i64(const emily_tensor *t, int64_t *v) {
-    emily_tensor *c = NULL;
-    emily_status s = emily_as_type(t, EMILY_S64, &c);
-    if (!s) s = emily_to_binary(c, v, sizeof *v);
+    emily_status s = emily_as_type(t, dt, &c);
+    if (!s) s = emily_to_binary(c, v, emily_dtype_size(dt));
     emily_tensor_release(c);
     return s;
 }
@@ -51,10 +44,10 @@ static emily_status first_set(const emily_tensor *mask, int64_t *pos) {
     emily_tensor *any = NULL, *arg = NULL;
     int64_t found = 0;
     emily_status s = emily_reduce(EMILY_REDUCE_ANY, mask, 0, NULL, false, EMILY_DTYPE_AUTO, &any);
-    if (!s) s = read_i64(any, &found);
+    if (!s) s = read_as(any, EMILY_S64, &found);
     /* argmax of a 0/1 mask with ties to the lowest index: the first 1 */
     if (!s && found) s = emily_argreduce(EMILY_ARGMAX, mask, -1, false, false, EMILY_S64, &arg);
-    if (!s && found) s = read_i64(arg, pos);
+    if (!s && found) s = read_as(arg, EMILY_S64, pos);
     emily_tensor_release(any);
     emily_tensor_release(arg);
     return s;
@@ -121,7 +114,7 @@ static emily_status check_shift(emily_binary_op op, const emily_tensor *count) {
     if (!s) s = emily_binary(EMILY_LESS, count, zero, EMILY_DTYPE_AUTO, &neg);
     if (!s) s = first_set(neg, &pos);
     if (!s && pos >= 0) s = element_at(count, count->rank, count->shape, pos, &one);
-    if (!s && pos >= 0) s = read_i64(one, &v);
+    if (!s && pos >= 0) s = read_as(one, EMILY_S64, &v);
     emily_tensor_release(zero);
     emily_tensor_release(neg);
     emily_tensor_release(one);
@@ -150,8 +143,8 @@ static emily_status check_remainder(const emily_tensor *a, const emily_tensor *b
     if (!s) s = first_set(full, &pos);
     if (!s && pos >= 0) s = element_at(a, rank, shape, pos, &ea);
     if (!s && pos >= 0) s = element_at(b, rank, shape, pos, &eb);
-    if (!s && pos >= 0) s = read_f64(ea, &va);
-    if (!s && pos >= 0) s = read_f64(eb, &vb);
+    if (!s && pos >= 0) s = read_as(ea, EMILY_F64, &va);
+    if (!s && pos >= 0) s = read_as(eb, EMILY_F64, &vb);
     emily_tensor *all[6] = {bad, zero, ea, eb, full, NULL};
     emily_release_all(6, all);
     if (s || pos < 0) return s;
