@@ -43,7 +43,7 @@ $(BUILD)/obj/src/cpu/unary_avx512.o: CFLAGS += -mavx512f -mavx512dq -mavx2 -mfma
 $(BUILD)/obj/src/cpu/sort_avx512.o: CFLAGS += -mavx512f -mavx512dq -mavx512bw -mavx512vl -mpopcnt -mbmi2
 endif
 
-LIB_SRC := $(wildcard src/core/*.c src/ops/*.c src/cpu/*.c src/nx/*.c)
+LIB_SRC := $(wildcard src/core/*.c src/ops/*.c src/cpu/*.c src/nx/*.c src/graph/*.c)
 # CUDA engine (src/cuda): .cu kernels compiled by nvcc for sm_90 plus PTX,
 # the engine's runtime (allocator, streams, transfers) in src/cuda/*.c.
 # The library still runs CPU work where no GPU or driver is present.
@@ -68,7 +68,7 @@ LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(CU_OBJ)
 TEST_SRC := $(wildcard tests/unit/test_*.c)
 TESTS := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 
-all: $(BUILD)/libemily.a $(BUILD)/libemily.so $(BUILD)/emily_demo $(BUILD)/conformance $(TESTS)
+all: $(BUILD)/libemily.a $(BUILD)/libemily.so $(BUILD)/emily_demo $(BUILD)/emily_run $(BUILD)/conformance $(TESTS)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -88,7 +88,10 @@ $(BUILD)/libemily.so: $(LIB_OBJ)
 $(BUILD)/emily_demo: $(BUILD)/obj/demo/demo.o $(BUILD)/libemily.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/conformance: $(BUILD)/obj/tests/conformance/runner.o $(BUILD)/obj/tests/conformance/json_values.o $(BUILD)/obj/tests/conformance/compare.o $(BUILD)/obj/tests/conformance/properties.o $(BUILD)/obj/tests/conformance/corpus_file.o $(BUILD)/libemily.a
+$(BUILD)/emily_run: $(BUILD)/obj/tools/emily_run.o $(BUILD)/libemily.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/conformance: $(BUILD)/obj/tests/conformance/runner.o $(BUILD)/obj/tests/conformance/accumulation.o $(BUILD)/obj/tests/conformance/json_values.o $(BUILD)/obj/tests/conformance/compare.o $(BUILD)/obj/tests/conformance/properties.o $(BUILD)/obj/tests/conformance/corpus_file.o $(BUILD)/libemily.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lz
 
 $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(BUILD)/obj/tests/unit/harness.o $(BUILD)/libemily.a

@@ -255,7 +255,7 @@ static bool data_term(ErlNifEnv *env, tensor_res *r, emily_tensor *t, ERL_NIF_TE
 /* The term for a callback's result t (ownership moves to the term): its
  * resource, or with `as_data` its %Emily.Backend{}. False (t released)
  * when out of memory. */
-static bool result_term(ErlNifEnv *env, emily_tensor *t, bool as_data, ERL_NIF_TERM *out) {
+bool result_term(ErlNifEnv *env, emily_tensor *t, bool as_data, ERL_NIF_TERM *out) {
     tensor_res *r = tensor_res_new(t);
     if (!r) {
         emily_tensor_release(t);
@@ -921,7 +921,7 @@ static int load(ErlNifEnv *env, void **priv, ERL_NIF_TERM info) {
      * their bytes) */
     emily_tensor_rt = enif_open_resource_type(env, NULL, "emily_tensor_v3", tensor_dtor, flags, NULL);
     emily_stream_rt = enif_open_resource_type(env, NULL, "emily_stream", stream_dtor, flags, NULL);
-    if (!emily_tensor_rt || !emily_stream_rt) return 1;
+    if (!emily_tensor_rt || !emily_stream_rt || !graph_nif_load(env)) return 1;
     if (!exports_lock && !(exports_lock = enif_mutex_create("emily_exports"))) return 1;
 #define ATOM(field, name) A.field = enif_make_atom(env, name)
     ATOM(ok, "ok");
@@ -931,6 +931,7 @@ static int load(ErlNifEnv *env, void **priv, ERL_NIF_TERM info) {
     ATOM(false_, "false");
     ATOM(foreign_tensor, "foreign_tensor");
     ATOM(already_deallocated, "already_deallocated");
+    ATOM(graph, "graph");
     ATOM(cpu, "cpu");
     ATOM(cuda, "cuda");
     ATOM(s, "s");
@@ -999,6 +1000,14 @@ static ErlNifFunc nif_funcs[] = {
     {"stream_new", 1, stream_new_nif, DIRTY},
     {"stream_synchronize", 1, stream_synchronize_nif, DIRTY},
     {"stream_device", 1, stream_device_nif, 0},
+    {"graph_new", 0, graph_new_nif, 0},
+    {"graph_param", 3, graph_param_nif, 0},
+    {"graph_call", 4, graph_call_nif, 0},
+    {"graph_outputs", 2, graph_outputs_nif, 0},
+    {"graph_compile", 3, graph_compile_nif, DIRTY},
+    {"graph_run", 2, graph_run_nif, DIRTY},
+    {"graph_save", 2, graph_save_nif, DIRTY},
+    {"graph_stats", 1, graph_stats_nif, 0},
     EMILY_TEST_NIFS
 };
 

@@ -42,7 +42,7 @@ typedef struct nif_atoms {
     ERL_NIF_TERM s, u, f, bf, c;
     ERL_NIF_TERM struct_, data, ref, bytes, state, type, shape, re, im;
     ERL_NIF_TERM nx_tensor, nx_binary_backend, complex, emily_backend;
-    ERL_NIF_TERM active, peak, cached;
+    ERL_NIF_TERM active, peak, cached, graph;
 } nif_atoms;
 extern nif_atoms A;
 
@@ -60,6 +60,22 @@ size_t emily_nif_export_count(const tensor_res *owner);
 #endif
 /* Wraps a tensor (ownership moves to the term). */
 ERL_NIF_TERM make_tensor_term(ErlNifEnv *env, emily_tensor *t);
+/* The term for a result tensor (ownership moves to it): its resource, or
+ * with as_data its %Emily.Backend{}. False (t released) when out of memory. */
+bool result_term(ErlNifEnv *env, emily_tensor *t, bool as_data, ERL_NIF_TERM *out);
+
+/* ---- graph_nif.c: engine graphs for Emily.Compiler ---- */
+extern ErlNifResourceType *emily_graph_rt;
+bool graph_nif_load(ErlNifEnv *env);
+ERL_NIF_TERM graph_new_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]);
+ERL_NIF_TERM graph_param_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]);
+ERL_NIF_TERM graph_call_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]);
+ERL_NIF_TERM graph_outputs_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]);
+ERL_NIF_TERM graph_compile_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]);
+ERL_NIF_TERM graph_run_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]);
+ERL_NIF_TERM graph_save_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]);
+ERL_NIF_TERM graph_stats_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]);
+
 /* {:error, "message"} */
 ERL_NIF_TERM make_error(ErlNifEnv *env, const char *msg);
 ERL_NIF_TERM make_binary_str(ErlNifEnv *env, const char *s);
@@ -95,6 +111,7 @@ typedef struct decoder {
     bool have_device;  /* device of the first Emily tensor seen */
     emily_device device;
     bool foreign;      /* a tensor of another backend (not decodable here) */
+    bool graph_refs;   /* %Emily.Backend{ref: {:graph, id}} data decodes as EMILY_V_REF */
     int depth;
     path_item path[16]; /* where decoding is, for messages */
     int npath;

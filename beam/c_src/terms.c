@@ -55,6 +55,7 @@ void decoder_init(decoder *d, ErlNifEnv *env) {
     d->have_device = false;
     d->device = EMILY_CPU;
     d->foreign = false;
+    d->graph_refs = false;
     d->depth = 0;
     d->npath = 0;
     d->elements = 0;
@@ -408,6 +409,23 @@ static bool decode_tensor_struct(decoder *d, ERL_NIF_TERM map, emily_value *v) {
     ErlNifBinary bin;
     if (get_map(d->env, data, A.ref, &inner)) {
         tensor_res *r;
+        const ERL_NIF_TERM *el;
+        int arity, id;
+        if (enif_get_tuple(d->env, inner, &arity, &el) && arity == 2 && enif_is_identical(el[0], A.graph) &&
+            enif_get_int(d->env, el[1], &id)) {
+            /* a value of the graph Emily.Compiler is recording */
+            if (!d->graph_refs) {
+                fail(d, "a tensor of a defn being compiled by Emily.Compiler was used outside that "
+                        "compilation (it has no data until the compiled function runs)");
+                return false;
+            }
+            v->kind = EMILY_V_REF;
+            v->i = id;
+            v->dtype = spec.dtype;
+            v->rank = spec.rank;
+            v->shape = dims;
+            return true;
+        }
         if (enif_get_resource(d->env, inner, emily_tensor_rt, (void **)&r))
             return tensor_from_res(d, r, &spec, v);
         /* not a tensor of this VM: sent from another node, or through

@@ -73,24 +73,48 @@ defmodule Emily do
 
   @doc """
   How floating-point `dot` and `conv` multiply and accumulate, for the
-  whole VM: `:highest` (the default) gives Nx.BinaryBackend's answers (f32,
-  f16, bf16 and c64 accumulate in f64; f64 and c128 round like the
-  reference), `:fast` runs each type in its own precision through BLAS /
-  cuBLAS, like numpy, PyTorch and EXLA (about twice as fast for f32;
-  long or cancelling sums then differ from Nx.BinaryBackend in more than
-  the last bits). The initial value is the environment variable
-  `EMILY_DOT_PRECISION` (`highest` or `fast`). See docs/semantics.md,
-  "dot and conv".
+  whole VM: `:fast` (the default) runs each type in its own precision
+  through BLAS / cuBLAS, like numpy, PyTorch and EXLA (f16/bf16 products
+  summed in f32; long or cancelling sums differ from Nx.BinaryBackend by
+  up to the accumulation's error bound); `:highest` gives
+  Nx.BinaryBackend's answers (f32, f16, bf16 and c64 accumulate in f64;
+  f64 and c128 round exactly like the reference), at about half the speed
+  for f32. The initial value is the environment variable
+  `EMILY_DOT_PRECISION` (`highest` or `fast`). Per process: the backend
+  option `{Emily.Backend, dot_precision: :highest}` or
+  `with_dot_precision/2`. See docs/semantics.md, "Dot precision".
   """
   def dot_precision, do: Emily.Native.dot_precision()
 
-  @doc "Sets `dot_precision/0` (`:highest` or `:fast`) for every later dot and conv."
-  def put_dot_precision(precision) when precision in [:highest, :fast] do
-    Emily.Native.ok!(Emily.Native.set_dot_precision(precision))
+  @doc "Sets `dot_precision/0` (`:highest` or `:fast`) for every later dot and conv of the VM."
+  def put_dot_precision(precision) do
+    Emily.Native.ok!(Emily.Native.set_dot_precision(validate_dot_precision!(precision)))
   end
 
-  def put_dot_precision(other) do
-    raise ArgumentError,
-          "Emily.put_dot_precision/1 expects :highest or :fast, got: #{inspect(other)}"
+  @doc """
+  Runs `fun` with `dot` and `conv` at `precision` (`:highest` or `:fast`)
+  for the calls this process makes, whatever the VM's setting; restores
+  the previous scope afterwards.
+
+      Emily.with_dot_precision(:highest, fn -> Nx.dot(a, b) end)
+  """
+  def with_dot_precision(precision, fun) when is_function(fun, 0) do
+    precision = validate_dot_precision!(precision)
+    previous = Process.put(Emily.DotPrecision, precision)
+
+    try do
+      fun.()
+    after
+      if previous,
+        do: Process.put(Emily.DotPrecision, previous),
+        else: Process.delete(Emily.DotPrecision)
+    end
+  end
+
+  @doc false
+  def validate_dot_precision!(precision) when precision in [:highest, :fast], do: precision
+
+  def validate_dot_precision!(other) do
+    raise ArgumentError, "dot precision must be :highest or :fast, got: #{inspect(other)}"
   end
 end

@@ -4,6 +4,12 @@
 # Nx's own doctests on Emily.Backend (see README.md).
 :ets.new(:emily_corpus_stats, [:named_table, :public, :set])
 
+# The corpus and Nx's doctests are the reference's bits: dot and conv run
+# at HIGHEST precision for the whole suite (FAST, the VM's default, is
+# what settings_test checks and the tests that ask for it get).
+Application.put_env(:emily, :initial_dot_precision, Emily.dot_precision())
+Emily.put_dot_precision(:highest)
+
 nx? = Code.ensure_loaded?(Nx)
 
 unless nx? do

@@ -30,7 +30,8 @@ typedef enum emily_value_kind {
     EMILY_V_LIST,     /* items, n */
     EMILY_V_OPTS,     /* items, keys, n: a keyword list, order kept */
     EMILY_V_TENSOR,   /* tensor (borrowed by the dispatcher) */
-    EMILY_V_TEMPLATE  /* dtype, rank, shape: an output template */
+    EMILY_V_TEMPLATE, /* dtype, rank, shape: an output template */
+    EMILY_V_REF       /* i: a value of an engine graph (emily/graph.h) */
 } emily_value_kind;
 
 typedef struct emily_value emily_value;

@@ -8,6 +8,7 @@
 #include "emily/tensor.h"
 #include "emily/ops.h"
 #include "emily/dispatch.h"
+#include "emily/graph.h"
 
 #define EMILY_VERSION "0.1.0"
 const char *emily_version(void);

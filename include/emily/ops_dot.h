@@ -63,28 +63,39 @@ emily_status emily_conv(const emily_tensor *input, const emily_tensor *kernel,
 
 /* How floating-point dots multiply and accumulate.
  *
- * HIGHEST (the default): Nx.BinaryBackend's answers. f64 and c128 dots
- *   are computed exactly as the reference does (each product rounded,
- *   then added in contraction order, no fused multiply-add), so they
- *   match it bit for bit; f32, f16, bf16 and c64 dots accumulate in f64
- *   (products of these types are exact in f64) and round once to the
- *   output type, within an ULP of the reference at any contraction
- *   length. f32 runs at about half the speed of an f32 BLAS.
- * FAST: each type in its own precision through BLAS (sgemm, dgemm, cgemm,
- *   zgemm; f16/bf16 via f32; cuBLAS COMPUTE_32F without TF32 on CUDA),
- *   like numpy, MLX, PyTorch and EXLA. Sums of long or cancelling
- *   contractions then differ from the reference by more than a few ULP.
- * Integer dots are exact (wrapping) in both.
- * The initial value comes from the environment variable
- * EMILY_DOT_PRECISION ("highest" or "fast"), read at first use. */
+ * FAST (the default): each type in its own precision, like numpy, MLX,
+ *   PyTorch and EXLA: sgemm/dgemm/cgemm/zgemm (f16/bf16 products summed
+ *   in f32 and rounded once; cuBLAS COMPUTE_32F without TF32 on CUDA).
+ *   Sums of long or cancelling contractions differ from the reference
+ *   by up to the accumulation type's error bound (docs/semantics.md,
+ *   "Dot precision").
+ * HIGHEST: Nx.BinaryBackend's answers. f64 and c128 dots are computed
+ *   exactly as the reference does (each product rounded, then added in
+ *   contraction order, no fused multiply-add), so they match it bit for
+ *   bit; f32, f16, bf16 and c64 dots accumulate in f64 (products of these
+ *   types are exact in f64) and round once to the output type, within an
+ *   ULP of the reference at any contraction length. f32 runs at about
+ *   half the speed of an f32 BLAS.
+ * Integer dots are exact (wrapping) in both. The same setting applies to
+ * conv and to the compositions that use dot (solve).
+ *
+ * The process-wide value starts from the environment variable
+ * EMILY_DOT_PRECISION ("highest" or "fast"; anything else is FAST), read
+ * at first use. A thread can override it for the calls it makes (the
+ * dispatcher's per-call `precision:` option does this around one call). */
 typedef enum emily_dot_precision {
+    EMILY_DOT_PRECISION_PROCESS = -1, /* thread override only: follow the process value */
     EMILY_DOT_PRECISION_HIGHEST = 0,
     EMILY_DOT_PRECISION_FAST = 1
 } emily_dot_precision;
 
 /* Process-wide setting (atomic; affects dots started afterwards). */
 emily_status emily_dot_set_precision(emily_dot_precision p);
+/* The precision a dot started now on this thread uses. */
 emily_dot_precision emily_dot_get_precision(void);
+/* This thread's override (PROCESS: none); *previous (may be NULL)
+ * receives the override it replaces, to restore it afterwards. */
+emily_status emily_dot_set_thread_precision(emily_dot_precision p, emily_dot_precision *previous);
 
 #ifdef __cplusplus
 }

@@ -44,6 +44,14 @@ extern const emily_callback_entry emily_callbacks_cumulative[];
 extern const emily_callback_entry emily_callbacks_fft[];
 extern const emily_callback_entry emily_callbacks_linalg[];
 
+/* The handler of a callback name (NULL: unknown), and emily_dispatch with
+ * it already found (the device already checked): engine graphs resolve
+ * each call's handler once. */
+emily_callback_fn emily_callback_find(const char *name);
+emily_status emily_dispatch_fn(emily_callback_fn fn, const char *callback, emily_device device,
+                               const emily_value *out, const emily_value *args, size_t nargs,
+                               emily_dispatch_mode mode, emily_dispatch_result *result);
+
 /* Scratch memory freed when the dispatch ends (NULL + error on OOM). */
 void *call_alloc(emily_call *c, size_t nbytes);
 void call_arena_free(emily_call *c);

@@ -4,11 +4,41 @@
  *     batch_axes2): the output type is Nx.Type.merge of the inputs, which
  * Nx decides from the inputs alone; the template's type is passed in RUN
  * mode (call_out_type) and inferred in INFER mode. */
+#include <string.h>
 #include "nx/callback.h"
 
+/* The per-call `precision: :highest | :fast` option (absent or nil: the
+ * process setting, emily_dot_get_precision) as a thread override. */
+static emily_status precision_opt(emily_call *c, const emily_value *opts, emily_dot_precision *p) {
+    *p = EMILY_DOT_PRECISION_PROCESS;
+    const emily_value *v = opts ? opt_get(opts, "precision") : NULL;
+    if (!v) return EMILY_OK;
+    const char *name;
+    emily_status s = value_atom(c, v, "option :precision", true, &name);
+    if (s || !name) return s;
+    if (strcmp(name, "highest") == 0) *p = EMILY_DOT_PRECISION_HIGHEST;
+    else if (strcmp(name, "fast") == 0) *p = EMILY_DOT_PRECISION_FAST;
+    else return call_fail(c, EMILY_ERR_ARGUMENT, "option :precision must be :highest or :fast, got :%s", name);
+    return EMILY_OK;
+}
+
+/* Runs emily_dot/emily_conv under the call's precision. */
+static void precision_enter(emily_dot_precision p, emily_dot_precision *saved) {
+    *saved = EMILY_DOT_PRECISION_PROCESS;
+    if (p != EMILY_DOT_PRECISION_PROCESS) emily_dot_set_thread_precision(p, saved);
+}
+
+static void precision_leave(emily_dot_precision p, emily_dot_precision saved) {
+    if (p != EMILY_DOT_PRECISION_PROCESS) emily_dot_set_thread_precision(saved, NULL);
+}
+
 static emily_status cb_dot(emily_call *c) {
-    emily_status s = call_arity(c, 6, 6);
+    emily_status s = call_arity(c, 6, 7);
     if (s) return s;
+    const emily_value *opts = NULL;
+    emily_dot_precision precision;
+    if (c->nargs > 6 && (s = call_opts(c, 6, &opts))) return s;
+    if ((s = precision_opt(c, opts, &precision))) return s;
     emily_tensor *a, *b;
     int *ca, *ba, *cb, *bb, nca, nba, ncb, nbb;
     if ((s = call_tensor(c, 0, &a))) return s;
@@ -23,7 +53,10 @@ static emily_status cb_dot(emily_call *c) {
     if (ncb < 0) ncb = 0;
     if (nbb < 0) nbb = 0;
     emily_tensor *out;
+    emily_dot_precision saved;
+    precision_enter(precision, &saved);
     s = emily_dot(a, nca, ca, nba, ba, b, ncb, cb, nbb, bb, call_out_type(c), &out);
+    precision_leave(precision, saved);
     if (s) return s;
     return call_return(c, out);
 }
@@ -124,8 +157,13 @@ static emily_status cb_conv(emily_call *c) {
     if ((s = permutation(c, opts, "input_permutation", r, &o.input_permutation))) return s;
     if ((s = permutation(c, opts, "kernel_permutation", r, &o.kernel_permutation))) return s;
     if ((s = permutation(c, opts, "output_permutation", r, &o.output_permutation))) return s;
+    emily_dot_precision precision, saved;
+    if ((s = precision_opt(c, opts, &precision))) return s;
     emily_tensor *out;
-    if ((s = emily_conv(t, k, &o, call_out_type(c), &out))) return s;
+    precision_enter(precision, &saved);
+    s = emily_conv(t, k, &o, call_out_type(c), &out);
+    precision_leave(precision, saved);
+    if (s) return s;
     return call_return(c, out);
 }
 

@@ -5,6 +5,8 @@
 #include "nx/callback.h"
 #include "ops/common.h"
 
+static emily_callback_fn lookup(const char *name);
+
 static const emily_callback_entry *const families[] = {
     emily_callbacks_creation, emily_callbacks_unary,     emily_callbacks_binary,
     emily_callbacks_shape,
@@ -13,6 +15,10 @@ static const emily_callback_entry *const families[] = {
     emily_callbacks_fft,      emily_callbacks_linalg,
 };
 #define NFAMILIES (sizeof families / sizeof *families)
+
+emily_callback_fn emily_callback_find(const char *name) {
+    return name ? lookup(name) : NULL;
+}
 
 static emily_callback_fn lookup(const char *name) {
     for (size_t f = 0; f < NFAMILIES; f++)
@@ -83,16 +89,23 @@ emily_status emily_dispatch(const char *callback, emily_device device, const emi
     if (!result) return emily_error(EMILY_ERR_ARGUMENT, "dispatch: NULL result");
     result->n = 0;
     if (!callback) return emily_error(EMILY_ERR_ARGUMENT, "dispatch: NULL callback name");
-    if (!out || (out->kind != EMILY_V_TEMPLATE && out->kind != EMILY_V_LIST && out->kind != EMILY_V_TUPLE))
-        return emily_error(EMILY_ERR_ARGUMENT, "%s: the output template is missing", callback);
-    if (nargs && !args) return emily_error(EMILY_ERR_ARGUMENT, "%s: NULL arguments", callback);
     emily_callback_fn fn = lookup(callback);
     if (!fn) return emily_error(EMILY_ERR_UNSUPPORTED, "%s: unknown callback", callback);
     emily_status s = emily_device_check(device);
     if (s) return s;
+    return emily_dispatch_fn(fn, callback, device, out, args, nargs, mode, result);
+}
+
+emily_status emily_dispatch_fn(emily_callback_fn fn, const char *callback, emily_device device,
+                               const emily_value *out, const emily_value *args, size_t nargs,
+                               emily_dispatch_mode mode, emily_dispatch_result *result) {
+    result->n = 0;
+    if (!out || (out->kind != EMILY_V_TEMPLATE && out->kind != EMILY_V_LIST && out->kind != EMILY_V_TUPLE))
+        return emily_error(EMILY_ERR_ARGUMENT, "%s: the output template is missing", callback);
+    if (nargs && !args) return emily_error(EMILY_ERR_ARGUMENT, "%s: NULL arguments", callback);
     emily_call c = {.name = callback, .device = device, .out = out, .args = args, .nargs = nargs,
                     .mode = mode, .result = result, .arena = NULL};
-    s = fn(&c);
+    emily_status s = fn(&c);
     if (!s && mode == EMILY_DISPATCH_RUN) s = check_against_template(&c);
     call_arena_free(&c);
     if (s) emily_dispatch_result_release(result);

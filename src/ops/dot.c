@@ -19,12 +19,17 @@
 
 static atomic_int precision_state = -1; /* -1: not read from the environment yet */
 
+/* A per-call choice (the dispatcher's `precision:` option) holds for the
+ * calling thread only; -1 follows the process setting. */
+static _Thread_local int thread_precision = -1;
+
 emily_dot_precision emily_dot_get_precision(void) {
+    if (thread_precision >= 0) return (emily_dot_precision)thread_precision;
     int p = atomic_load(&precision_state);
     if (p < 0) {
         const char *env = getenv("EMILY_DOT_PRECISION");
-        int v = (env && strcmp(env, "fast") == 0) ? EMILY_DOT_PRECISION_FAST
-                                                 : EMILY_DOT_PRECISION_HIGHEST;
+        int v = (env && strcmp(env, "highest") == 0) ? EMILY_DOT_PRECISION_HIGHEST
+                                                    : EMILY_DOT_PRECISION_FAST;
         int expected = -1;
         atomic_compare_exchange_strong(&precision_state, &expected, v);
         p = atomic_load(&precision_state);
@@ -36,6 +41,15 @@ emily_status emily_dot_set_precision(emily_dot_precision p) {
     if (p != EMILY_DOT_PRECISION_HIGHEST && p != EMILY_DOT_PRECISION_FAST)
         return emily_error(EMILY_ERR_ARGUMENT, "dot_set_precision: unknown precision %d", (int)p);
     atomic_store(&precision_state, (int)p);
+    return EMILY_OK;
+}
+
+emily_status emily_dot_set_thread_precision(emily_dot_precision p, emily_dot_precision *previous) {
+    if (p != EMILY_DOT_PRECISION_HIGHEST && p != EMILY_DOT_PRECISION_FAST &&
+        p != EMILY_DOT_PRECISION_PROCESS)
+        return emily_error(EMILY_ERR_ARGUMENT, "dot_set_thread_precision: unknown precision %d", (int)p);
+    if (previous) *previous = (emily_dot_precision)thread_precision;
+    thread_precision = (int)p;
     return EMILY_OK;
 }
 

@@ -300,8 +300,12 @@ static emily_status solve_nx07(const emily_tensor *a, const emily_tensor *b, boo
     if (!s) {
         int rank = a->rank, batch = rank - 2, contract[1] = {rank - 2}, batches[MAX_RANK];
         for (int i = 0; i < batch; i++) batches[i] = i;
+        /* the reference method promises Nx's bits: its dot at HIGHEST */
+        emily_dot_precision saved;
+        emily_dot_set_thread_precision(EMILY_DOT_PRECISION_HIGHEST, &saved);
         s = emily_dot(qh, 1, contract, batch, batches, bm, 1, contract, batch, batches,
                       emily_type_merge(emily_tensor_dtype(q), b->dtype), &qb);
+        emily_dot_set_thread_precision(saved, NULL);
     }
     if (!s) s = emily_triangular_solve(r, qb, true, false, EMILY_TRANSFORM_NONE, &x);
     emily_tensor *tmp[5] = {q, r, qh, bm, qb};

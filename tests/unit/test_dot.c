@@ -60,6 +60,12 @@ static uint64_t bits_at(const emily_tensor *t, int64_t i) {
 
 /* ---- semantics ---------------------------------------------------------- */
 
+/* The tests that compare with the reference's own bits select HIGHEST
+ * (the default, FAST, is held to the accumulation bound instead:
+ * fast_real_products_within_f32_error). */
+static void highest_on(void) { CHECK_OK(emily_dot_set_thread_precision(EMILY_DOT_PRECISION_HIGHEST, NULL)); }
+static void highest_off(void) { CHECK_OK(emily_dot_set_thread_precision(EMILY_DOT_PRECISION_PROCESS, NULL)); }
+
 TEST(matmul_f32_values) {
     float a[6] = {1, 2, 3, 4, 5, 6}, b[6] = {7, 8, 9, 10, 11, 12};
     emily_tensor *ta = t_from(EMILY_F32, 2, (int64_t[]){2, 3}, a);
@@ -126,6 +132,7 @@ TEST(output_shape_batch_free_free) {
 static void check_general(emily_dtype dt, int ra, const int64_t *sa, int rb, const int64_t *sb,
                           int nc, const int *ca, const int *cb, int nb, const int *ba, const int *bb,
                           const int *perm_a, const int *perm_b) {
+    highest_on();
     int64_t na = 1, nbn = 1;
     for (int i = 0; i < ra; i++) na *= sa[i];
     for (int i = 0; i < rb; i++) nbn *= sb[i];
@@ -243,6 +250,7 @@ static void check_general(emily_dtype dt, int ra, const int64_t *sa, int rb, con
     emily_tensor_release(tb);
     free(da);
     free(db);
+    highest_off();
 }
 
 TEST(f64_and_c128_match_the_reference_bit_for_bit) {
@@ -289,6 +297,7 @@ TEST(exact_blocks_items_and_threads) {
 }
 
 TEST(f64_sums_in_order_without_fusing) {
+    highest_on();
     /* (1e16 + 1) - 1e16 is 0 in order; any other order gives 1 */
     double a[3] = {1e16, 1, -1e16}, b[3] = {1, 1, 1};
     emily_tensor *ta = t_from(EMILY_F64, 1, (int64_t[]){3}, a);
@@ -309,6 +318,7 @@ TEST(f64_sums_in_order_without_fusing) {
     emily_tensor_release(tb);
     emily_tensor_release(ta2);
     emily_tensor_release(tb2);
+    highest_off();
 }
 
 TEST(complex_values_and_mixed_real) {
@@ -403,6 +413,7 @@ TEST(integers_wrap_in_the_output_width) {
 }
 
 TEST(integer_operands_of_float_dots_are_exact) {
+    highest_on();
     /* 16777217*3 - 50331648 = 3 when the s32 is read exactly (Nx); a
      * first conversion to f32 would give 0 */
     int32_t a[2] = {16777217, 1};
@@ -414,6 +425,7 @@ TEST(integer_operands_of_float_dots_are_exact) {
     emily_tensor_release(c);
     emily_tensor_release(ta);
     emily_tensor_release(tb);
+    highest_off();
 }
 
 TEST(half_types_round_like_nx) {
@@ -562,7 +574,11 @@ TEST(batched_many_small_and_explicit_type) {
 }
 
 TEST(fast_precision_mode) {
-    CHECK(emily_dot_get_precision() == EMILY_DOT_PRECISION_HIGHEST);
+    const char *env = getenv("EMILY_DOT_PRECISION");
+    /* FAST is the default; "highest" in the environment selects HIGHEST */
+    emily_dot_precision default_precision = env && strcmp(env, "highest") == 0 ? EMILY_DOT_PRECISION_HIGHEST
+                                                                              : EMILY_DOT_PRECISION_FAST;
+    CHECK(emily_dot_get_precision() == default_precision);
     CHECK_OK(emily_dot_set_precision(EMILY_DOT_PRECISION_FAST));
     CHECK(emily_dot_get_precision() == EMILY_DOT_PRECISION_FAST);
     float a[6] = {1, 2, 3, 4, 5, 6};
@@ -582,7 +598,17 @@ TEST(fast_precision_mode) {
     if (c) { get_c(c, 0, &re, &im); CHECK(re == -3 - 7 && im == 4 + 24); }
     emily_tensor_release(c);
     CHECK_ERR(emily_dot_set_precision((emily_dot_precision)7), EMILY_ERR_ARGUMENT, "precision");
-    CHECK_OK(emily_dot_set_precision(EMILY_DOT_PRECISION_HIGHEST));
+    CHECK_ERR(emily_dot_set_precision(EMILY_DOT_PRECISION_PROCESS), EMILY_ERR_ARGUMENT, "precision");
+    /* a thread override wins over the process value until removed */
+    emily_dot_precision prev = EMILY_DOT_PRECISION_FAST;
+    CHECK_OK(emily_dot_set_thread_precision(EMILY_DOT_PRECISION_HIGHEST, &prev));
+    CHECK(prev == EMILY_DOT_PRECISION_PROCESS);
+    CHECK(emily_dot_get_precision() == EMILY_DOT_PRECISION_HIGHEST);
+    CHECK_ERR(emily_dot_set_thread_precision((emily_dot_precision)5, NULL), EMILY_ERR_ARGUMENT, "precision");
+    CHECK_OK(emily_dot_set_thread_precision(EMILY_DOT_PRECISION_PROCESS, &prev));
+    CHECK(prev == EMILY_DOT_PRECISION_HIGHEST);
+    CHECK(emily_dot_get_precision() == EMILY_DOT_PRECISION_FAST);
+    CHECK_OK(emily_dot_set_precision(default_precision));
     emily_tensor_release(ta);
     emily_tensor_release(th);
     emily_tensor_release(tz);
@@ -614,11 +640,13 @@ static void check_fast(emily_dtype dt, int64_t nbat, int64_t m, int64_t k, int64
     }
     int ca[1] = {2}, cb[1] = {1}, bt[1] = {0};
     emily_tensor *cf = NULL, *ce = NULL, *cabs = NULL;
+    emily_dot_precision before = emily_dot_get_precision();
     CHECK_OK(emily_dot_set_precision(EMILY_DOT_PRECISION_FAST));
     cf = dot(va, 1, ca, 1, bt, tb, cb, bt);
     CHECK_OK(emily_dot_set_precision(EMILY_DOT_PRECISION_HIGHEST));
     ce = dot(ta, 1, ca, 1, bt, tb, cb, bt);
     cabs = dot(aa, 1, ca, 1, bt, ab, cb, bt);
+    CHECK_OK(emily_dot_set_precision(before));
     if (cf && ce && cabs) {
         CHECK(emily_tensor_dtype(cf) == dt);
         int64_t total = nbat * m * n;
@@ -808,6 +836,7 @@ TEST(cuda_matches_cpu) {
                                         EMILY_F64, EMILY_C64, EMILY_C128};
     /* (shapes, axes): a matmul with partial tiles, a batched transposed
      * contraction over two axes, a matrix-vector product */
+    emily_dot_precision before = emily_dot_get_precision();
     for (int prec = 0; prec < 2; prec++) {
         CHECK_OK(emily_dot_set_precision((emily_dot_precision)prec));
         for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++) {
@@ -874,7 +903,7 @@ TEST(cuda_matches_cpu) {
             }
         }
     }
-    CHECK_OK(emily_dot_set_precision(EMILY_DOT_PRECISION_HIGHEST));
+    CHECK_OK(emily_dot_set_precision(before));
     CHECK_OK(emily_synchronize(gpu));
 }
 
@@ -893,6 +922,7 @@ typedef struct conv_case {
  * input with the kernel). f64/c128 must match bit for bit, f32 to the
  * rounding of the same f64 sum. */
 static void check_conv(emily_dtype dt, const conv_case *cc) {
+    highest_on();
     int r = cc->r, d = r - 2;
     bool cplx = dt == EMILY_C128;
     int w = cplx ? 2 : 1;
@@ -1013,6 +1043,7 @@ static void check_conv(emily_dtype dt, const conv_case *cc) {
     emily_tensor_release(tk);
     free(din);
     free(dk);
+    highest_off();
 }
 
 static const conv_case conv_cases[] = {
@@ -1090,6 +1121,7 @@ TEST(conv_values_and_types) {
 }
 
 TEST(conv_sums_channels_separately) {
+    highest_on();
     /* Nx: (1 + 0) + (1e16 + -1e16) = 1; one running sum would give 0 */
     double x[4] = {1, 0, 1e16, -1e16}, k[4] = {1, 1, 1, 1};
     emily_tensor *tx = t_from(EMILY_F64, 3, (int64_t[]){1, 2, 2}, x);
@@ -1111,6 +1143,7 @@ TEST(conv_sums_channels_separately) {
     emily_tensor_release(tk);
     emily_tensor_release(tzx);
     emily_tensor_release(tzk);
+    highest_off();
 }
 
 TEST(conv_bad_arguments) {
@@ -1248,6 +1281,42 @@ TEST(dispatch_dot_callback) {
     CHECK(r.n == 0);
     emily_tensor_release(ta);
     emily_tensor_release(tb);
+
+    /* precision: per call. 16777217*3 - 50331648 is 3 when the s32 is read
+     * exactly (HIGHEST) and 0 when it is first an f32 (FAST), whatever the
+     * process setting, which the call leaves as it was. */
+    int32_t ia[2] = {16777217, 1};
+    float fb[2] = {3.0f, -50331648.0f};
+    emily_tensor *pa = t_from(EMILY_S32, 1, (int64_t[]){2}, ia), *pb = t_from(EMILY_F32, 1, (int64_t[]){2}, fb);
+    emily_value scalar_tmpl = {0};
+    scalar_tmpl.kind = EMILY_V_TEMPLATE;
+    scalar_tmpl.dtype = EMILY_F32;
+    const char *keys[1] = {"precision"};
+    emily_dot_precision before = emily_dot_get_precision();
+    static const char *const names[3] = {"highest", "fast", "medium"};
+    for (int process = 0; process < 2; process++) {
+        CHECK_OK(emily_dot_set_precision((emily_dot_precision)process));
+        for (int p = 0; p < 3; p++) {
+            emily_value atom = {0}, opts = {0};
+            atom.kind = EMILY_V_ATOM;
+            atom.str = names[p];
+            atom.len = strlen(names[p]);
+            opts.kind = EMILY_V_OPTS;
+            opts.items = &atom;
+            opts.keys = keys;
+            opts.n = 1;
+            emily_value pargs[7] = {v_tensor(pa), v_list(&zero, 1), v_list(NULL, 0),
+                                    v_tensor(pb), v_list(&zero, 1), v_list(NULL, 0), opts};
+            emily_status st = emily_dispatch("dot", EMILY_CPU, &scalar_tmpl, pargs, 7, EMILY_DISPATCH_RUN, &r);
+            if (p == 2) CHECK_ERR(st, EMILY_ERR_ARGUMENT, "option :precision must be :highest or :fast");
+            else CHECK(st == EMILY_OK && r.n == 1 && t_get(r.tensors[0], 0) == (p == 0 ? 3.0 : 0.0));
+            emily_dispatch_result_release(&r);
+            CHECK(emily_dot_get_precision() == (emily_dot_precision)process);
+        }
+    }
+    CHECK_OK(emily_dot_set_precision(before));
+    emily_tensor_release(pa);
+    emily_tensor_release(pb);
 }
 
 /* Nx passes feature_group_size / batch_group_size as given, and refuses

@@ -6,7 +6,14 @@ if Code.ensure_loaded?(Nx.Backend) do
         Nx.global_default_backend({Emily.Backend, device: :cpu})
         Nx.default_backend({Emily.Backend, device: :cuda})
 
-    Options: `:device` - `:cpu` (default), `:cuda` or `{:cuda, index}`.
+    Options:
+
+      * `:device` - `:cpu` (default), `:cuda` or `{:cuda, index}`.
+      * `:dot_precision` - `:fast` or `:highest` for the `dot` and `conv`
+        calls a process makes while this is its default backend
+        (`Nx.default_backend/1`, `Nx.with_default_backend/2`); absent, the
+        VM's `Emily.dot_precision/0`. `Emily.with_dot_precision/2` scopes
+        it to a function instead. See `Emily.dot_precision/0`.
 
     Every callback of Nx 0.7 to 0.13 goes to the engine's callback
     dispatcher through `Emily.Native.dispatch/6`, in the forms Nx 0.13
@@ -100,14 +107,43 @@ if Code.ensure_loaded?(Nx.Backend) do
         raise ArgumentError, "Emily.Backend options must be a keyword list, got: #{inspect(opts)}"
       end
 
-      {device, rest} = Keyword.pop(opts, :device, :cpu)
+      unknown = Keyword.keys(opts) -- [:device, :dot_precision]
 
-      if rest != [] do
+      if unknown != [] do
         raise ArgumentError,
-              "Emily.Backend accepts only the :device option, got: #{inspect(Keyword.keys(rest))}"
+              "Emily.Backend accepts only the :device and :dot_precision options, got: " <>
+                inspect(unknown)
       end
 
-      [device: Emily.device!(device)]
+      opts = Keyword.validate!(opts, device: :cpu, dot_precision: nil)
+      device = [device: Emily.device!(opts[:device])]
+
+      case opts[:dot_precision] do
+        nil -> device
+        p -> device ++ [dot_precision: Emily.validate_dot_precision!(p)]
+      end
+    end
+
+    # The `precision:` option of this call's dot or conv: the process's
+    # Emily.with_dot_precision/2 scope, else the default backend's
+    # :dot_precision, else none (the engine uses the VM's setting).
+    defp precision_opts do
+      case Process.get(Emily.DotPrecision) do
+        nil ->
+          case Nx.default_backend() do
+            {__MODULE__, opts} ->
+              case Keyword.get(opts, :dot_precision) do
+                nil -> []
+                p -> [precision: p]
+              end
+
+            _ ->
+              []
+          end
+
+        p ->
+          [precision: p]
+      end
     end
 
     defp device_opt(opts) do
@@ -137,6 +173,12 @@ if Code.ensure_loaded?(Nx.Backend) do
     # from another node (or through binary_to_term after its tensor was
     # freed) the bytes its struct carries ({:bytes, binary}), or neither
     # ({:error, message}: a GPU tensor or a view, which carry no bytes).
+    defp locate(%T{data: %__MODULE__{ref: {:graph, _}}}) do
+      {:error,
+       "the value of a tensor is needed while Emily.Compiler traces a defn (it has none " <>
+         "until the compiled function runs)"}
+    end
+
     defp locate(%T{data: %__MODULE__{ref: ref, bytes: bytes}}) do
       case Native.check_local(ref) do
         :ok -> {:ref, ref}
@@ -159,6 +201,14 @@ if Code.ensure_loaded?(Nx.Backend) do
 
     # Runs a callback on the engine and puts the result(s) into `out`.
     defp call(name, out, args, device \\ nil) do
+      case Process.get(Emily.Compiler.Trace) do
+        nil -> eval(name, out, args, device)
+        # Emily.Compiler is tracing a defn: the call is recorded, not run
+        trace -> wrap(Emily.Compiler.Trace.record(trace, name, out, args), out)
+      end
+    end
+
+    defp eval(name, out, args, device) do
       meta = fn -> %{op: name, shapes: arg_shapes(args), types: arg_types(args)} end
       result = Emily.Telemetry.span(:eval, meta, fn -> run(name, out, args, device, true) end)
       if @detect_nan_inf, do: check_nan_inf(result, name, out)
@@ -493,7 +543,13 @@ if Code.ensure_loaded?(Nx.Backend) do
     def pad(out, t, value, config), do: call(:pad, out, [t, value, config])
     def reverse(out, t, axes), do: call(:reverse, out, [t, axes])
 
-    def dot(out, a, ca, ba, b, cb, bb), do: call(:dot, out, [a, ca, ba, b, cb, bb])
+    def dot(out, a, ca, ba, b, cb, bb) do
+      case precision_opts() do
+        [] -> call(:dot, out, [a, ca, ba, b, cb, bb])
+        p -> call(:dot, out, [a, ca, ba, b, cb, bb, p])
+      end
+    end
+
     def clip(out, t, min, max), do: call(:clip, out, [t, min, max])
     def slice(out, t, start, lengths, strides), do: call(:slice, out, [t, start, lengths, strides])
     def put_slice(out, t, start, slice), do: call(:put_slice, out, [t, start, slice])
@@ -501,7 +557,7 @@ if Code.ensure_loaded?(Nx.Backend) do
     def stack(out, tensors, axis), do: call(:stack, out, [tensors, axis])
     def select(out, pred, on_true, on_false), do: call(:select, out, [pred, on_true, on_false])
 
-    def conv(out, t, kernel, opts), do: call(:conv, out, [t, kernel, opts])
+    def conv(out, t, kernel, opts), do: call(:conv, out, [t, kernel, opts ++ precision_opts()])
 
     ## Indexing
 

@@ -134,6 +134,36 @@ defmodule Emily.Native do
   @doc "The device of a stream."
   def stream_device(_stream), do: nif!()
 
+  ## Engine graphs (emily/graph.h), for Emily.Compiler
+
+  @doc "A new engine graph: `{:ok, graph}`."
+  def graph_new, do: nif!()
+
+  @doc "Adds a parameter of a type and shape: `{:ok, value_id}`."
+  def graph_param(_graph, _type, _shape), do: nif!()
+
+  @doc """
+  Records a callback call (the arguments `dispatch/6` takes; tensors whose
+  data is `%Emily.Backend{ref: {:graph, id}}` name graph values):
+  `{:ok, first_output_id}`, `{:error, :foreign_tensor}` or `{:error, msg}`.
+  """
+  def graph_call(_graph, _callback, _out, _args), do: nif!()
+
+  @doc "Sets the graph's outputs (value ids)."
+  def graph_outputs(_graph, _ids), do: nif!()
+
+  @doc "Compiles (and optimizes unless `optimize?` is false) for a device."
+  def graph_compile(_graph, _device, _optimize?), do: nif!()
+
+  @doc "Runs a compiled graph: `{:ok, [%Emily.Backend{}]}` or `{:error, msg}`."
+  def graph_run(_graph, _params), do: nif!()
+
+  @doc "Saves a graph to a file (read by `emily_graph_load` and `build/emily_run`)."
+  def graph_save(_graph, _path), do: nif!()
+
+  @doc "What compiling did: params, calls, folded, dropped, fused calls, steps, peak bytes."
+  def graph_stats(_graph), do: nif!()
+
   # Present only in a NIF built by `mix test` (c_src/test_hooks.c): the C
   # conformance runner's property checks for decompositions, and a count
   # of to_pointer's export-table entries.

@@ -24,6 +24,39 @@ if Code.ensure_loaded?(Nx) do
       :ok
     end
 
+    # 16777217*3 - 50331648: 3 with the s32 read exactly (:highest), 0 when
+    # it is first an f32 (:fast)
+    defp precision_probe do
+      a = Nx.tensor([16_777_217, 1], type: :s32)
+      b = Nx.tensor([3.0, -50_331_648.0], type: :f32)
+      conv = Nx.conv(Nx.reshape(a, {1, 1, 2}), Nx.reshape(b, {1, 1, 2}))
+      {Nx.to_number(Nx.dot(a, b)), Nx.to_number(Nx.squeeze(conv))}
+    end
+
+    test "dot and conv precision per process: with_dot_precision/2 and the backend option" do
+      # the suite runs at :highest (test_helper.exs)
+      assert {3.0, 3.0} = precision_probe()
+      assert {+0.0, +0.0} = Emily.with_dot_precision(:fast, &precision_probe/0)
+
+      assert {+0.0, +0.0} =
+               Nx.with_default_backend({Emily.Backend, dot_precision: :fast}, &precision_probe/0)
+
+      assert {3.0, 3.0} =
+               Emily.with_dot_precision(:highest, fn ->
+                 Nx.with_default_backend({Emily.Backend, dot_precision: :fast}, &precision_probe/0)
+               end)
+
+      assert Emily.dot_precision() == :highest
+
+      assert_raise ArgumentError, ~r/dot precision must be :highest or :fast, got: :low/, fn ->
+        Nx.default_backend({Emily.Backend, dot_precision: :low})
+      end
+
+      assert_raise ArgumentError, ~r/accepts only the :device and :dot_precision options/, fn ->
+        Nx.default_backend({Emily.Backend, precision: :fast})
+      end
+    end
+
     def handle_event(event, measurements, metadata, pid),
       do: send(pid, {event, measurements, metadata})
 
@@ -94,7 +127,11 @@ if Code.ensure_loaded?(Nx) do
     test "init validates options" do
       assert Emily.Backend.init([]) == [device: :cpu]
       assert Emily.Backend.init(device: "cpu") == [device: :cpu]
-      assert_raise ArgumentError, ~r/only the :device option/, fn -> Emily.Backend.init(foo: 1) end
+
+      assert_raise ArgumentError, ~r/only the :device and :dot_precision options/, fn ->
+        Emily.Backend.init(foo: 1)
+      end
+
       assert_raise ArgumentError, ~r/unknown device/, fn -> Emily.Backend.init(device: :tpu) end
 
       assert_raise ArgumentError, ~r/cuda/, fn ->

@@ -1,0 +1,297 @@
+/* Emily.Native's engine-graph functions (emily/graph.h), for
+ * Emily.Compiler: a graph is a resource; Emily.Backend records calls into
+ * it while Emily.Compiler traces a defn expression (tensors whose data is
+ * %Emily.Backend{ref: {:graph, id}} are graph values), then it is
+ * compiled once and run for every call of the function. */
+#include <string.h>
+#include "emily_nif.h"
+
+ErlNifResourceType *emily_graph_rt;
+
+typedef struct graph_res {
+    emily_graph *g;
+} graph_res;
+
+static void graph_dtor(ErlNifEnv *env, void *obj) {
+    (void)env;
+    emily_graph_free(((graph_res *)obj)->g);
+}
+
+bool graph_nif_load(ErlNifEnv *env) {
+    ErlNifResourceFlags flags = ERL_NIF_RT_CREATE | ERL_NIF_RT_TAKEOVER;
+    emily_graph_rt = enif_open_resource_type(env, NULL, "emily_graph", graph_dtor, flags, NULL);
+    return emily_graph_rt != NULL;
+}
+
+static bool get_graph(ErlNifEnv *env, ERL_NIF_TERM term, emily_graph **g) {
+    graph_res *r;
+    if (!enif_get_resource(env, term, emily_graph_rt, (void **)&r) || !r->g) return false;
+    *g = r->g;
+    return true;
+}
+
+static ERL_NIF_TERM engine_error_of(ErlNifEnv *env, const char *what) {
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s: %s", what, emily_last_error());
+    return make_error(env, msg);
+}
+
+ERL_NIF_TERM graph_new_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    (void)argc;
+    (void)argv;
+    graph_res *r = enif_alloc_resource(emily_graph_rt, sizeof *r);
+    if (!r) return make_error(env, "graph_new: out of memory");
+    r->g = NULL;
+    if (emily_graph_create(&r->g)) {
+        enif_release_resource(r);
+        return engine_error_of(env, "graph_new");
+    }
+    ERL_NIF_TERM term = enif_make_resource(env, r);
+    enif_release_resource(r);
+    return enif_make_tuple2(env, A.ok, term);
+}
+
+/* graph_param(graph, type, shape) -> {:ok, id} */
+ERL_NIF_TERM graph_param_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    (void)argc;
+    emily_graph *g;
+    if (!get_graph(env, argv[0], &g)) return make_error(env, "graph_param: expected an Emily graph");
+    emily_dtype dt;
+    char msg[256];
+    if (!term_to_dtype(env, argv[1], &dt, msg, sizeof msg)) return make_error(env, msg);
+    decoder d;
+    decoder_init(&d, env);
+    int rank;
+    int64_t *shape;
+    ERL_NIF_TERM result;
+    int32_t id;
+    if (!term_to_shape(env, argv[2], &rank, &shape, &d)) {
+        prefix_err(&d, "graph_param");
+        result = make_error(env, d.err);
+    } else if (emily_graph_add_param(g, dt, rank, shape, &id)) {
+        result = engine_error_of(env, "graph_param");
+    } else {
+        result = enif_make_tuple2(env, A.ok, enif_make_int(env, id));
+    }
+    decoder_free(&d);
+    return result;
+}
+
+static bool same_spec(emily_dtype dt, int rank, const int64_t *shape, const emily_value *v) {
+    if (dt != v->dtype || rank != v->rank) return false;
+    for (int i = 0; i < rank; i++)
+        if (shape[i] != v->shape[i]) return false;
+    return true;
+}
+
+/* A graph value used under another shape of the same size (an
+ * %Nx.Tensor{} whose struct differs from the data it holds, as reshape
+ * views do in eager mode) gets a reshape call of its own. */
+static emily_status fit_refs(emily_graph *g, emily_value *v) {
+    if (v->kind == EMILY_V_TUPLE || v->kind == EMILY_V_LIST || v->kind == EMILY_V_OPTS) {
+        for (size_t i = 0; i < v->n; i++) {
+            emily_status s = fit_refs(g, &v->items[i]);
+            if (s) return s;
+        }
+        return EMILY_OK;
+    }
+    if (v->kind != EMILY_V_REF || v->rank < 0) return EMILY_OK;
+    emily_dtype dt;
+    int rank;
+    const int64_t *shape;
+    emily_status s = emily_graph_value_spec(g, (int32_t)v->i, &dt, &rank, &shape);
+    if (s || same_spec(dt, rank, shape, v)) return s;
+    if (dt != v->dtype)
+        return emily_error(EMILY_ERR_ARGUMENT, "graph value %lld is %s but its tensor struct says %s",
+                           (long long)v->i, emily_dtype_name(dt), emily_dtype_name(v->dtype));
+    emily_value out = {.kind = EMILY_V_TEMPLATE, .dtype = v->dtype, .rank = v->rank, .shape = v->shape};
+    emily_value arg = {.kind = EMILY_V_REF, .i = v->i, .rank = -1};
+    int32_t id;
+    if ((s = emily_graph_add_call(g, "reshape", &out, &arg, 1, &id))) return s;
+    v->i = id;
+    return EMILY_OK;
+}
+
+/* graph_call(graph, callback, out, args) -> {:ok, first_id} |
+ * {:error, :foreign_tensor} | {:error, message} */
+ERL_NIF_TERM graph_call_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    (void)argc;
+    emily_graph *g;
+    if (!get_graph(env, argv[0], &g)) return make_error(env, "graph_call: expected an Emily graph");
+    char name[64];
+    if (enif_get_atom(env, argv[1], name, sizeof name, ERL_NIF_LATIN1) <= 0)
+        return make_error(env, "graph_call: the callback must be an atom of at most 63 characters");
+    unsigned nargs;
+    if (!enif_get_list_length(env, argv[3], &nargs))
+        return make_error(env, "graph_call: the arguments must be a proper list");
+    decoder dec, *d = &dec;
+    decoder_init(d, env);
+    d->graph_refs = true;
+    ERL_NIF_TERM result;
+    char msg[1024];
+    emily_value out;
+    emily_value *args = arena_alloc(d, sizeof(emily_value) * (nargs + 1));
+    if (!args || !decode_template(d, argv[2], &out)) goto decode_error;
+    ERL_NIF_TERM head, tail = argv[3];
+    for (unsigned i = 0; i < nargs; i++) {
+        enif_get_list_cell(env, tail, &head, &tail);
+        if (!decode_arg(d, i, head, &args[i])) goto decode_error;
+    }
+    if (d->foreign) {
+        result = enif_make_tuple2(env, A.error, A.foreign_tensor);
+        goto done;
+    }
+    /* tensors given as data (Nx.BinaryBackend, bytes) become constants on
+     * the CPU; the graph moves its constants to its device */
+    if (!decoder_finish(d, EMILY_CPU)) goto decode_error;
+    int32_t first;
+    emily_status s = EMILY_OK;
+    for (unsigned i = 0; i < nargs && !s; i++) s = fit_refs(g, &args[i]);
+    if (!s) s = emily_graph_add_call(g, name, &out, args, nargs, &first);
+    if (s) {
+        snprintf(msg, sizeof msg, "%s", emily_last_error());
+        result = make_error(env, msg);
+    } else {
+        result = enif_make_tuple2(env, A.ok, enif_make_int(env, first));
+    }
+    goto done;
+decode_error:
+    snprintf(msg, sizeof msg, "%s: %s", name, d->err[0] ? d->err : "cannot decode the arguments");
+    result = make_error(env, msg);
+done:
+    decoder_free(d);
+    return result;
+}
+
+static bool get_ids(ErlNifEnv *env, ERL_NIF_TERM list, int32_t **ids, unsigned *n) {
+    if (!enif_get_list_length(env, list, n)) return false;
+    *ids = enif_alloc(sizeof(int32_t) * (*n + 1));
+    if (!*ids) return false;
+    ERL_NIF_TERM head, tail = list;
+    for (unsigned i = 0; i < *n; i++) {
+        int v;
+        enif_get_list_cell(env, tail, &head, &tail);
+        if (!enif_get_int(env, head, &v)) {
+            enif_free(*ids);
+            return false;
+        }
+        (*ids)[i] = v;
+    }
+    return true;
+}
+
+/* graph_outputs(graph, [id]) -> :ok */
+ERL_NIF_TERM graph_outputs_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    (void)argc;
+    emily_graph *g;
+    if (!get_graph(env, argv[0], &g)) return make_error(env, "graph_outputs: expected an Emily graph");
+    int32_t *ids;
+    unsigned n;
+    if (!get_ids(env, argv[1], &ids, &n)) return make_error(env, "graph_outputs: expected a list of value ids");
+    emily_status s = emily_graph_set_outputs(g, n, ids);
+    enif_free(ids);
+    return s ? engine_error_of(env, "graph_outputs") : A.ok;
+}
+
+/* graph_compile(graph, device, optimize?) -> :ok (dirty: folding runs calls) */
+ERL_NIF_TERM graph_compile_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    (void)argc;
+    emily_graph *g;
+    if (!get_graph(env, argv[0], &g)) return make_error(env, "graph_compile: expected an Emily graph");
+    emily_device dev;
+    char msg[256];
+    if (!term_to_device(env, argv[1], &dev, msg, sizeof msg)) return make_error(env, msg);
+    emily_graph_options o = {.no_optimize = enif_is_identical(argv[2], A.false_)};
+    return emily_graph_compile(g, dev, &o) ? engine_error_of(env, "graph_compile") : A.ok;
+}
+
+/* graph_run(graph, [tensor]) -> {:ok, [%Emily.Backend{}]} (dirty) */
+ERL_NIF_TERM graph_run_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    (void)argc;
+    emily_graph *g;
+    if (!get_graph(env, argv[0], &g)) return make_error(env, "graph_run: expected an Emily graph");
+    unsigned np;
+    if (!enif_get_list_length(env, argv[1], &np)) return make_error(env, "graph_run: the parameters must be a list");
+    decoder dec, *d = &dec;
+    decoder_init(d, env);
+    ERL_NIF_TERM result;
+    char msg[1024];
+    size_t no = emily_graph_num_outputs(g);
+    emily_value *vals = arena_alloc(d, sizeof(emily_value) * (np + 1));
+    emily_tensor **params = arena_alloc(d, sizeof(emily_tensor *) * (np + 1));
+    emily_tensor **outs = arena_alloc(d, sizeof(emily_tensor *) * (no + 1));
+    ERL_NIF_TERM *items = arena_alloc(d, sizeof(ERL_NIF_TERM) * (no + 1));
+    if (!vals || !params || !outs || !items) goto decode_error;
+    ERL_NIF_TERM head, tail = argv[1];
+    for (unsigned i = 0; i < np; i++) {
+        enif_get_list_cell(env, tail, &head, &tail);
+        if (!decode_arg(d, i, head, &vals[i])) goto decode_error;
+    }
+    if (d->foreign) {
+        result = enif_make_tuple2(env, A.error, A.foreign_tensor);
+        goto done;
+    }
+    emily_device dev = d->have_device ? d->device : EMILY_CPU;
+    if (!decoder_finish(d, dev)) goto decode_error;
+    for (unsigned i = 0; i < np; i++) {
+        if (vals[i].kind != EMILY_V_TENSOR) {
+            snprintf(msg, sizeof msg, "graph_run: parameter %u is not a tensor", i);
+            result = make_error(env, msg);
+            goto done;
+        }
+        params[i] = vals[i].tensor;
+    }
+    if (emily_graph_run(g, params, np, outs, no)) {
+        result = engine_error_of(env, "graph_run");
+        goto done;
+    }
+    bool made = true;
+    for (size_t k = 0; k < no; k++) {
+        if (!made) emily_tensor_release(outs[k]);
+        else made = result_term(env, outs[k], true, &items[k]);
+    }
+    result = made ? enif_make_tuple2(env, A.ok, enif_make_list_from_array(env, items, (unsigned)no))
+                  : make_error(env, "graph_run: out of memory making the result terms");
+    goto done;
+decode_error:
+    snprintf(msg, sizeof msg, "graph_run: %s", d->err[0] ? d->err : "cannot decode the parameters");
+    result = make_error(env, msg);
+done:
+    decoder_free(d);
+    return result;
+}
+
+/* graph_save(graph, path) -> :ok */
+ERL_NIF_TERM graph_save_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    (void)argc;
+    emily_graph *g;
+    if (!get_graph(env, argv[0], &g)) return make_error(env, "graph_save: expected an Emily graph");
+    ErlNifBinary path;
+    if (!enif_inspect_binary(env, argv[1], &path) || path.size == 0 || path.size > 4000 ||
+        memchr(path.data, 0, path.size))
+        return make_error(env, "graph_save: the path must be a non-empty binary without NUL bytes");
+    char p[4096];
+    memcpy(p, path.data, path.size);
+    p[path.size] = 0;
+    return emily_graph_save(g, p) ? engine_error_of(env, "graph_save") : A.ok;
+}
+
+/* graph_stats(graph) -> map */
+ERL_NIF_TERM graph_stats_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    (void)argc;
+    emily_graph *g;
+    if (!get_graph(env, argv[0], &g)) return make_error(env, "graph_stats: expected an Emily graph");
+    emily_graph_stats st;
+    emily_graph_get_stats(g, &st);
+    const char *names[] = {"params", "constants", "calls", "folded", "dropped", "fused_calls", "fused_groups",
+                           "steps", "outputs", "peak_bytes"};
+    int64_t values[] = {st.params, st.constants, st.calls, st.folded, st.dropped, st.fused_calls,
+                        st.fused_groups, st.steps, st.outputs, st.peak_bytes};
+    ERL_NIF_TERM keys[10], vs[10], map;
+    for (int i = 0; i < 10; i++) {
+        keys[i] = enif_make_atom(env, names[i]);
+        vs[i] = enif_make_int64(env, values[i]);
+    }
+    enif_make_map_from_arrays(env, keys, vs, 10, &map);
+    return map;
+}

@@ -1,0 +1,349 @@
+/* Engine graphs: building (values, calls, outputs) and freeing. */
+#include <stdlib.h>
+#include <string.h>
+#include "graph/graph_impl.h"
+#include "core/tensor_impl.h"
+#include "ops/common.h"
+
+/* Value trees nest (lists of tuples of ...); deeper than this is refused
+ * rather than recursed into. */
+#define GRAPH_MAX_DEPTH 32
+
+struct graph_block {
+    graph_block *next;
+    size_t used, cap;
+    max_align_t data[];
+};
+
+void *graph_alloc(emily_graph *g, size_t n) {
+    n = (n + sizeof(max_align_t) - 1) / sizeof(max_align_t) * sizeof(max_align_t);
+    if (!n) n = sizeof(max_align_t);
+    graph_block *b = g->mem;
+    if (!b || b->cap - b->used < n) {
+        size_t cap = n > 16384 ? n : 16384;
+        b = malloc(sizeof *b + cap);
+        if (!b) {
+            emily_error(EMILY_ERR_MEMORY, "graph: out of host memory");
+            return NULL;
+        }
+        b->next = g->mem;
+        b->used = 0;
+        b->cap = cap;
+        g->mem = b;
+    }
+    void *p = (char *)b->data + b->used;
+    b->used += n;
+    memset(p, 0, n);
+    return p;
+}
+
+char *graph_strdup(emily_graph *g, const char *s, size_t len) {
+    char *d = graph_alloc(g, len + 1);
+    if (d && len) memcpy(d, s, len);
+    return d;
+}
+
+emily_status emily_graph_create(emily_graph **out) {
+    if (!out) return emily_error(EMILY_ERR_ARGUMENT, "graph_create: NULL output");
+    *out = NULL;
+    emily_graph *g = calloc(1, sizeof *g);
+    if (!g) return emily_error(EMILY_ERR_MEMORY, "graph_create: out of host memory");
+    if (pthread_mutex_init(&g->run_lock, NULL)) {
+        free(g);
+        return emily_error(EMILY_ERR_INTERNAL, "graph_create: cannot create a lock");
+    }
+    *out = g;
+    return EMILY_OK;
+}
+
+void emily_graph_free(emily_graph *g) {
+    if (!g) return;
+    for (int32_t i = 0; i < g->nvalues; i++)
+        if (g->values[i].kind == GV_CONST) emily_tensor_release(g->values[i].tensor);
+    for (int32_t i = 0; i < g->nsteps; i++) fused_group_free(g->steps[i].group);
+    free(g->steps);
+    free(g->values);
+    free(g->calls);
+    free(g->params);
+    free(g->outputs);
+    for (graph_block *b = g->mem, *next; b; b = next) {
+        next = b->next;
+        free(b);
+    }
+    pthread_mutex_destroy(&g->run_lock);
+    free(g);
+}
+
+static emily_status check_building(const emily_graph *g, const char *op) {
+    if (!g) return emily_error(EMILY_ERR_ARGUMENT, "%s: NULL graph", op);
+    if (g->compiled) return emily_error(EMILY_ERR_ARGUMENT, "%s: the graph is compiled and can no longer change", op);
+    return EMILY_OK;
+}
+
+emily_status graph_push_value(emily_graph *g, graph_value v, int32_t *id) {
+    if (g->nvalues == g->values_cap) {
+        if (g->values_cap >= INT32_MAX / 2) return emily_error(EMILY_ERR_ARGUMENT, "graph: too many values");
+        int32_t cap = g->values_cap ? g->values_cap * 2 : 64;
+        graph_value *nv = realloc(g->values, (size_t)cap * sizeof *nv);
+        if (!nv) return emily_error(EMILY_ERR_MEMORY, "graph: out of host memory");
+        g->values = nv;
+        g->values_cap = cap;
+    }
+    v.last_use = -1;
+    g->values[g->nvalues] = v;
+    *id = g->nvalues++;
+    return EMILY_OK;
+}
+
+static emily_status copy_shape(emily_graph *g, const char *op, int rank, const int64_t *shape,
+                               const int64_t **out) {
+    if (rank < 0 || rank > EMILY_MAX_RANK)
+        return emily_error(EMILY_ERR_SHAPE, "%s: rank %d is out of range (0 to %d)", op, rank, EMILY_MAX_RANK);
+    if (rank && !shape) return emily_error(EMILY_ERR_ARGUMENT, "%s: NULL shape", op);
+    int64_t *s = graph_alloc(g, sizeof(int64_t) * ((size_t)rank + 1));
+    if (!s) return EMILY_ERR_MEMORY;
+    for (int i = 0; i < rank; i++) {
+        if (shape[i] < 0) return emily_error(EMILY_ERR_SHAPE, "%s: negative dimension %lld", op, (long long)shape[i]);
+        s[i] = shape[i];
+    }
+    int64_t n;
+    if (!emily_shape_size(rank, s, &n)) return emily_error(EMILY_ERR_SHAPE, "%s: the shape has too many elements", op);
+    *out = s;
+    return EMILY_OK;
+}
+
+emily_status emily_graph_add_param(emily_graph *g, emily_dtype dtype, int rank, const int64_t *shape,
+                                   int32_t *value) {
+    emily_status s;
+    if ((s = check_building(g, "graph_add_param"))) return s;
+    if (!value) return emily_error(EMILY_ERR_ARGUMENT, "graph_add_param: NULL output");
+    if (!emily_dtype_valid(dtype)) return emily_error(EMILY_ERR_TYPE, "graph_add_param: unknown type %d", (int)dtype);
+    graph_value v = {.kind = GV_PARAM, .dtype = dtype, .rank = rank};
+    if ((s = copy_shape(g, "graph_add_param", rank, shape, &v.shape))) return s;
+    if (g->nparams == g->params_cap) {
+        int32_t cap = g->params_cap ? g->params_cap * 2 : 16;
+        int32_t *np = realloc(g->params, (size_t)cap * sizeof *np);
+        if (!np) return emily_error(EMILY_ERR_MEMORY, "graph: out of host memory");
+        g->params = np;
+        g->params_cap = cap;
+    }
+    v.node = g->nparams;
+    if ((s = graph_push_value(g, v, value))) return s;
+    g->params[g->nparams++] = *value;
+    return EMILY_OK;
+}
+
+emily_status emily_graph_add_const(emily_graph *g, emily_tensor *t, int32_t *value) {
+    emily_status s;
+    if ((s = check_building(g, "graph_add_const"))) return s;
+    if (!value) return emily_error(EMILY_ERR_ARGUMENT, "graph_add_const: NULL output");
+    if ((s = emily_check_tensor("graph_add_const", "tensor", t))) return s;
+    graph_value v = {.kind = GV_CONST, .node = -1, .tensor = t, .dtype = t->dtype, .rank = t->rank,
+                     .shape = t->shape};
+    if ((s = graph_push_value(g, v, value))) return s;
+    emily_tensor_retain(t);
+    return EMILY_OK;
+}
+
+static emily_status copy_tree(emily_graph *g, const emily_value *src, emily_value *dst, int32_t limit,
+                              const char *where, int depth) {
+    if (depth > GRAPH_MAX_DEPTH)
+        return emily_error(EMILY_ERR_ARGUMENT, "%s: arguments nest deeper than %d levels", where, GRAPH_MAX_DEPTH);
+    *dst = *src;
+    dst->items = NULL;
+    dst->keys = NULL;
+    dst->shape = NULL;
+    dst->str = NULL;
+    dst->tensor = NULL;
+    emily_status s;
+    switch (src->kind) {
+    case EMILY_V_NIL: case EMILY_V_BOOL: case EMILY_V_INT: case EMILY_V_UINT: case EMILY_V_FLOAT:
+    case EMILY_V_COMPLEX:
+        return EMILY_OK;
+    case EMILY_V_ATOM: case EMILY_V_BINARY:
+        if (src->len && !src->str) return emily_error(EMILY_ERR_ARGUMENT, "%s: NULL string", where);
+        dst->str = graph_strdup(g, src->str ? src->str : "", src->len);
+        return dst->str ? EMILY_OK : EMILY_ERR_MEMORY;
+    case EMILY_V_TEMPLATE:
+        if (!emily_dtype_valid(src->dtype)) return emily_error(EMILY_ERR_TYPE, "%s: a template has an unknown type", where);
+        return copy_shape(g, where, src->rank, src->shape, &dst->shape);
+    case EMILY_V_REF:
+        if (src->i < 0 || src->i >= limit)
+            return emily_error(EMILY_ERR_ARGUMENT, "%s: value %lld is not defined before this call", where,
+                               (long long)src->i);
+        return EMILY_OK;
+    case EMILY_V_TENSOR: {
+        int32_t id;
+        if ((s = emily_graph_add_const(g, src->tensor, &id))) return s;
+        dst->kind = EMILY_V_REF;
+        dst->i = id;
+        return EMILY_OK;
+    }
+    case EMILY_V_TUPLE: case EMILY_V_LIST: case EMILY_V_OPTS:
+        if (src->n && !src->items) return emily_error(EMILY_ERR_ARGUMENT, "%s: NULL items", where);
+        if (src->n > (size_t)1 << 24) return emily_error(EMILY_ERR_ARGUMENT, "%s: too many items", where);
+        dst->items = graph_alloc(g, sizeof(emily_value) * (src->n + 1));
+        if (!dst->items) return EMILY_ERR_MEMORY;
+        if (src->kind == EMILY_V_OPTS) {
+            if (src->n && !src->keys) return emily_error(EMILY_ERR_ARGUMENT, "%s: NULL option keys", where);
+            const char **keys = graph_alloc(g, sizeof(char *) * (src->n + 1));
+            if (!keys) return EMILY_ERR_MEMORY;
+            for (size_t i = 0; i < src->n; i++) {
+                if (!src->keys[i]) return emily_error(EMILY_ERR_ARGUMENT, "%s: NULL option key", where);
+                if (!(keys[i] = graph_strdup(g, src->keys[i], strlen(src->keys[i])))) return EMILY_ERR_MEMORY;
+            }
+            dst->keys = keys;
+        }
+        for (size_t i = 0; i < src->n; i++)
+            if ((s = copy_tree(g, &src->items[i], &dst->items[i], limit, where, depth + 1))) return s;
+        return EMILY_OK;
+    }
+    return emily_error(EMILY_ERR_ARGUMENT, "%s: unknown value kind %d", where, (int)src->kind);
+}
+
+emily_status graph_copy_value(emily_graph *g, const emily_value *src, emily_value *dst, int32_t limit,
+                              const char *where) {
+    return copy_tree(g, src, dst, limit, where, 0);
+}
+
+static void count_refs(const emily_value *v, int *n, emily_value **slots) {
+    if (v->kind == EMILY_V_REF) {
+        if (slots) slots[*n] = (emily_value *)v;
+        (*n)++;
+    } else if (v->kind == EMILY_V_TUPLE || v->kind == EMILY_V_LIST || v->kind == EMILY_V_OPTS) {
+        for (size_t i = 0; i < v->n; i++) count_refs(&v->items[i], n, slots);
+    }
+}
+
+emily_status graph_collect_refs(emily_graph *g, graph_call *c) {
+    int n = 0;
+    for (size_t i = 0; i < c->nargs; i++) count_refs(&c->args[i], &n, NULL);
+    c->refs = graph_alloc(g, sizeof(emily_value *) * ((size_t)n + 1));
+    if (!c->refs) return EMILY_ERR_MEMORY;
+    c->nrefs = 0;
+    for (size_t i = 0; i < c->nargs; i++) count_refs(&c->args[i], &c->nrefs, c->refs);
+    return EMILY_OK;
+}
+
+int graph_template_count(const emily_value *out) {
+    return out->kind == EMILY_V_TEMPLATE ? 1 : (int)out->n;
+}
+
+const emily_value *graph_template_at(const emily_value *out, int k) {
+    if (out->kind == EMILY_V_TEMPLATE) return k == 0 ? out : NULL;
+    if ((out->kind == EMILY_V_LIST || out->kind == EMILY_V_TUPLE) && k >= 0 && (size_t)k < out->n &&
+        out->items[k].kind == EMILY_V_TEMPLATE)
+        return &out->items[k];
+    return NULL;
+}
+
+emily_status emily_graph_add_call(emily_graph *g, const char *callback, const emily_value *out,
+                                  const emily_value *args, size_t nargs, int32_t *first) {
+    emily_status s;
+    if ((s = check_building(g, "graph_add_call"))) return s;
+    if (!first) return emily_error(EMILY_ERR_ARGUMENT, "graph_add_call: NULL output");
+    if (!callback) return emily_error(EMILY_ERR_ARGUMENT, "graph_add_call: NULL callback name");
+    emily_callback_fn fn = emily_callback_find(callback);
+    if (!fn) return emily_error(EMILY_ERR_UNSUPPORTED, "graph_add_call: unknown callback %s", callback);
+    if (!out) return emily_error(EMILY_ERR_ARGUMENT, "graph_add_call: %s: NULL output template", callback);
+    if (nargs && !args) return emily_error(EMILY_ERR_ARGUMENT, "graph_add_call: %s: NULL arguments", callback);
+    if (nargs > 64) return emily_error(EMILY_ERR_ARGUMENT, "graph_add_call: %s: %zu arguments", callback, nargs);
+    if (out->kind != EMILY_V_TEMPLATE && out->kind != EMILY_V_LIST && out->kind != EMILY_V_TUPLE)
+        return emily_error(EMILY_ERR_ARGUMENT, "graph_add_call: %s: the output must be a template or a list of them",
+                           callback);
+    int nout = graph_template_count(out);
+    for (int k = 0; k < nout; k++)
+        if (!graph_template_at(out, k))
+            return emily_error(EMILY_ERR_ARGUMENT, "graph_add_call: %s: output %d is not a template", callback, k);
+    if (nout < 1 || nout > EMILY_DISPATCH_MAX_OUTPUTS)
+        return emily_error(EMILY_ERR_ARGUMENT, "graph_add_call: %s: %d outputs (1 to %d)", callback, nout,
+                           EMILY_DISPATCH_MAX_OUTPUTS);
+    if (g->ncalls == g->calls_cap) {
+        int32_t cap = g->calls_cap ? g->calls_cap * 2 : 64;
+        graph_call *nc = realloc(g->calls, (size_t)cap * sizeof *nc);
+        if (!nc) return emily_error(EMILY_ERR_MEMORY, "graph: out of host memory");
+        g->calls = nc;
+        g->calls_cap = cap;
+    }
+    char where[96];
+    snprintf(where, sizeof where, "graph_add_call: %s", callback);
+    graph_call c = {.fn = fn, .nargs = nargs, .fused_group = -1};
+    int32_t limit = g->nvalues;
+    int32_t values_before = g->nvalues;
+    if (!(c.callback = graph_strdup(g, callback, strlen(callback)))) return EMILY_ERR_MEMORY;
+    if ((s = graph_copy_value(g, out, &c.out, limit, where))) goto undo;
+    if (!(c.args = graph_alloc(g, sizeof(emily_value) * (nargs + 1)))) { s = EMILY_ERR_MEMORY; goto undo; }
+    for (size_t i = 0; i < nargs; i++)
+        if ((s = graph_copy_value(g, &args[i], &c.args[i], limit, where))) goto undo;
+    if ((s = graph_collect_refs(g, &c))) goto undo;
+    c.nout = nout;
+    c.first = g->nvalues;
+    for (int k = 0; k < nout; k++) {
+        const emily_value *t = graph_template_at(&c.out, k);
+        graph_value v = {.kind = GV_CALL, .node = g->ncalls, .k = k, .dtype = t->dtype, .rank = t->rank,
+                         .shape = t->shape};
+        int32_t id;
+        if ((s = graph_push_value(g, v, &id))) goto undo;
+    }
+    g->calls[g->ncalls++] = c;
+    *first = c.first;
+    return EMILY_OK;
+undo:
+    /* constants taken from this call's arguments go again */
+    while (g->nvalues > values_before) {
+        graph_value *v = &g->values[--g->nvalues];
+        if (v->kind == GV_CONST) emily_tensor_release(v->tensor);
+    }
+    return s;
+}
+
+emily_status emily_graph_set_outputs(emily_graph *g, size_t n, const int32_t *values) {
+    emily_status s;
+    if ((s = check_building(g, "graph_set_outputs"))) return s;
+    if (n && !values) return emily_error(EMILY_ERR_ARGUMENT, "graph_set_outputs: NULL values");
+    if (n > (size_t)INT32_MAX / 2) return emily_error(EMILY_ERR_ARGUMENT, "graph_set_outputs: too many outputs");
+    for (size_t i = 0; i < n; i++)
+        if (values[i] < 0 || values[i] >= g->nvalues)
+            return emily_error(EMILY_ERR_ARGUMENT, "graph_set_outputs: output %zu names value %d, which does not exist",
+                               i, (int)values[i]);
+    int32_t *o = malloc((n + 1) * sizeof *o);
+    if (!o) return emily_error(EMILY_ERR_MEMORY, "graph: out of host memory");
+    if (n) memcpy(o, values, n * sizeof *o);
+    free(g->outputs);
+    g->outputs = o;
+    g->noutputs = (int32_t)n;
+    return EMILY_OK;
+}
+
+size_t emily_graph_num_params(const emily_graph *g) { return g ? (size_t)g->nparams : 0; }
+size_t emily_graph_num_outputs(const emily_graph *g) { return g ? (size_t)g->noutputs : 0; }
+
+emily_status emily_graph_param_spec(const emily_graph *g, size_t i, emily_dtype *dtype, int *rank,
+                                    const int64_t **shape) {
+    if (!g) return emily_error(EMILY_ERR_ARGUMENT, "graph_param_spec: NULL graph");
+    if (i >= (size_t)g->nparams)
+        return emily_error(EMILY_ERR_ARGUMENT, "graph_param_spec: parameter %zu of %d", i, (int)g->nparams);
+    const graph_value *v = &g->values[g->params[i]];
+    if (dtype) *dtype = v->dtype;
+    if (rank) *rank = v->rank;
+    if (shape) *shape = v->shape;
+    return EMILY_OK;
+}
+
+emily_status emily_graph_get_stats(const emily_graph *g, emily_graph_stats *stats) {
+    if (!g || !stats) return emily_error(EMILY_ERR_ARGUMENT, "graph_get_stats: NULL argument");
+    *stats = g->stats;
+    return EMILY_OK;
+}
+
+emily_status emily_graph_value_spec(const emily_graph *g, int32_t value, emily_dtype *dtype, int *rank,
+                                    const int64_t **shape) {
+    if (!g) return emily_error(EMILY_ERR_ARGUMENT, "graph_value_spec: NULL graph");
+    if (value < 0 || value >= g->nvalues)
+        return emily_error(EMILY_ERR_ARGUMENT, "graph_value_spec: value %d does not exist", (int)value);
+    const graph_value *v = &g->values[value];
+    if (dtype) *dtype = v->dtype;
+    if (rank) *rank = v->rank;
+    if (shape) *shape = v->shape;
+    return EMILY_OK;
+}

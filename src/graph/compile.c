@@ -1,0 +1,260 @@
+/* Engine graphs: compiling (checks, constants on the device, constant
+ * folding, dead calls, fusion, release points) and running. */
+#include <stdlib.h>
+#include <string.h>
+#include "core/tensor_impl.h"
+#include "graph/graph_impl.h"
+#include "ops/common.h"
+
+/* A folded call's outputs stay in the graph for its lifetime; above this
+ * size (a broadcast of a constant to a large shape, say) the call runs at
+ * each run instead. */
+#define FOLD_MAX_BYTES ((int64_t)16 << 20)
+
+/* Points each EMILY_V_REF of a call at its tensor for one dispatch. */
+static void bind_refs(const graph_call *c, emily_tensor *const *vals) {
+    for (int r = 0; r < c->nrefs; r++) {
+        emily_value *slot = c->refs[r];
+        slot->kind = EMILY_V_TENSOR;
+        slot->tensor = vals[slot->i];
+    }
+}
+
+static void unbind_refs(const graph_call *c) {
+    for (int r = 0; r < c->nrefs; r++) {
+        c->refs[r]->kind = EMILY_V_REF;
+        c->refs[r]->tensor = NULL;
+    }
+}
+
+/* Runs one call with its arguments bound; its outputs go to vals. */
+emily_status graph_run_call(emily_graph *g, const graph_call *c, emily_tensor **vals) {
+    emily_dispatch_result res = {0};
+    bind_refs(c, vals);
+    emily_status s = emily_dispatch_fn(c->fn, c->callback, g->device, &c->out, c->args, c->nargs,
+                                       EMILY_DISPATCH_RUN, &res);
+    unbind_refs(c);
+    if (s) return s;
+    for (int k = 0; k < res.n; k++) vals[c->first + k] = res.tensors[k];
+    return EMILY_OK;
+}
+
+static int64_t spec_bytes(const graph_value *v) {
+    int64_t n;
+    if (!emily_shape_size(v->rank, v->shape, &n)) return INT64_MAX;
+    for (int i = 0; i < v->rank; i++)
+        if (v->shape[i] == 0) return 0;
+    return n * (int64_t)emily_dtype_size(v->dtype);
+}
+
+/* Marks every value an output depends on. */
+static void mark_needed(emily_graph *g) {
+    for (int32_t i = 0; i < g->noutputs; i++) {
+        g->values[g->outputs[i]].needed = true;
+        g->values[g->outputs[i]].is_output = true;
+    }
+    for (int32_t ci = g->ncalls - 1; ci >= 0; ci--) {
+        graph_call *c = &g->calls[ci];
+        bool needed = false;
+        for (int k = 0; k < c->nout; k++) needed |= g->values[c->first + k].needed;
+        if (!needed || c->folded) continue;
+        for (int r = 0; r < c->nrefs; r++) g->values[c->refs[r]->i].needed = true;
+    }
+}
+
+static emily_status fold_constants(emily_graph *g) {
+    emily_tensor **vals = calloc((size_t)g->nvalues + 1, sizeof *vals);
+    if (!vals) return emily_error(EMILY_ERR_MEMORY, "graph_compile: out of host memory");
+    for (int32_t i = 0; i < g->nvalues; i++)
+        if (g->values[i].kind == GV_CONST) vals[i] = g->values[i].tensor;
+    emily_status s = EMILY_OK;
+    for (int32_t ci = 0; ci < g->ncalls && !s; ci++) {
+        graph_call *c = &g->calls[ci];
+        bool all_const = true;
+        for (int r = 0; all_const && r < c->nrefs; r++) all_const = g->values[c->refs[r]->i].kind == GV_CONST;
+        int64_t bytes = 0;
+        for (int k = 0; k < c->nout; k++) {
+            int64_t b = spec_bytes(&g->values[c->first + k]);
+            bytes = b > INT64_MAX - bytes ? INT64_MAX : bytes + b;
+        }
+        if (!all_const || bytes > FOLD_MAX_BYTES) continue;
+        /* a call that fails here fails at every run: say so now */
+        if ((s = graph_run_call(g, c, vals))) break;
+        c->folded = true;
+        g->stats.folded++;
+        for (int k = 0; k < c->nout; k++) {
+            graph_value *v = &g->values[c->first + k];
+            v->kind = GV_CONST;
+            v->folded = true;
+            v->tensor = vals[c->first + k];
+        }
+    }
+    free(vals);
+    return s;
+}
+
+/* Where each value is used last (in step order) and which values each
+ * step releases afterwards. */
+static emily_status plan_releases(emily_graph *g) {
+    int32_t *last = malloc(((size_t)g->nvalues + 1) * sizeof *last);
+    int32_t *count = calloc((size_t)g->nsteps + 1, sizeof *count);
+    if (!last || !count) {
+        free(last);
+        free(count);
+        return emily_error(EMILY_ERR_MEMORY, "graph_compile: out of host memory");
+    }
+    for (int32_t i = 0; i < g->nvalues; i++) last[i] = -1;
+    for (int32_t st = 0; st < g->nsteps; st++) {
+        graph_step *step = &g->steps[st];
+        const graph_call *c = &g->calls[step->call];
+        /* a call's outputs unused later are released right after it */
+        for (int k = 0; k < c->nout; k++) last[c->first + k] = st;
+        if (step->group) continue; /* fuse.c recorded the group's inputs below */
+        for (int r = 0; r < c->nrefs; r++) last[c->refs[r]->i] = st;
+    }
+    for (int32_t st = 0; st < g->nsteps; st++) {
+        const int32_t *in;
+        int nin = fused_group_inputs(g->steps[st].group, &in);
+        for (int i = 0; i < nin; i++) last[in[i]] = st;
+    }
+    for (int32_t i = 0; i < g->nvalues; i++) {
+        const graph_value *v = &g->values[i];
+        if (v->kind != GV_CALL || v->is_output || last[i] < 0) last[i] = -1;
+        if (last[i] >= 0) count[last[i]]++;
+    }
+    emily_status s = EMILY_OK;
+    for (int32_t st = 0; st < g->nsteps && !s; st++) {
+        g->steps[st].release = graph_alloc(g, sizeof(int32_t) * ((size_t)count[st] + 1));
+        if (!g->steps[st].release) s = EMILY_ERR_MEMORY;
+    }
+    for (int32_t i = 0; i < g->nvalues && !s; i++) {
+        g->values[i].last_use = last[i];
+        if (last[i] >= 0) {
+            graph_step *step = &g->steps[last[i]];
+            step->release[step->nrelease++] = i;
+        }
+    }
+    free(last);
+    free(count);
+    return s;
+}
+
+emily_status emily_graph_compile(emily_graph *g, emily_device device, const emily_graph_options *opts) {
+    if (!g) return emily_error(EMILY_ERR_ARGUMENT, "graph_compile: NULL graph");
+    if (g->compiled) return emily_error(EMILY_ERR_ARGUMENT, "graph_compile: the graph is already compiled");
+    emily_status s = emily_device_check(device);
+    if (s) return s;
+    if (!g->outputs && g->noutputs == 0)
+        return emily_error(EMILY_ERR_ARGUMENT, "graph_compile: the graph has no outputs (emily_graph_set_outputs)");
+    bool optimize = !(opts && opts->no_optimize);
+    g->device = device;
+    memset(&g->stats, 0, sizeof g->stats);
+    /* constants live on the graph's device */
+    for (int32_t i = 0; i < g->nvalues; i++) {
+        graph_value *v = &g->values[i];
+        if (v->kind != GV_CONST || emily_device_equal(emily_tensor_device(v->tensor), device)) continue;
+        emily_tensor *moved;
+        if ((s = emily_to_device(v->tensor, device, &moved))) return s;
+        emily_tensor_release(v->tensor);
+        v->tensor = moved;
+        v->shape = moved->shape;
+    }
+    for (int32_t i = 0; i < g->nvalues; i++) g->stats.constants += g->values[i].kind == GV_CONST;
+    g->stats.params = g->nparams;
+    g->stats.calls = g->ncalls;
+    g->stats.outputs = g->noutputs;
+    if (optimize && (s = fold_constants(g))) return s;
+    mark_needed(g);
+    g->steps = calloc((size_t)g->ncalls + 1, sizeof *g->steps);
+    if (!g->steps) return emily_error(EMILY_ERR_MEMORY, "graph_compile: out of host memory");
+    g->nsteps = 0;
+    for (int32_t ci = 0; ci < g->ncalls; ci++) {
+        graph_call *c = &g->calls[ci];
+        if (c->folded) continue;
+        bool needed = !optimize;
+        for (int k = 0; k < c->nout; k++) needed |= g->values[c->first + k].needed;
+        if (!needed) {
+            c->dropped = true;
+            g->stats.dropped++;
+            continue;
+        }
+        g->steps[g->nsteps++] = (graph_step){.call = ci};
+    }
+    if (optimize && (s = graph_fuse(g))) return s;
+    if ((s = plan_releases(g))) return s;
+    g->stats.steps = g->nsteps;
+    g->compiled = true;
+    return EMILY_OK;
+}
+
+emily_status emily_graph_run(emily_graph *g, emily_tensor *const *params, size_t nparams,
+                             emily_tensor **outputs, size_t noutputs) {
+    if (!g) return emily_error(EMILY_ERR_ARGUMENT, "graph_run: NULL graph");
+    if (!g->compiled) return emily_error(EMILY_ERR_ARGUMENT, "graph_run: the graph is not compiled");
+    if (nparams != (size_t)g->nparams)
+        return emily_error(EMILY_ERR_ARGUMENT, "graph_run: %zu parameters given, the graph has %d", nparams,
+                           (int)g->nparams);
+    if (noutputs != (size_t)g->noutputs)
+        return emily_error(EMILY_ERR_ARGUMENT, "graph_run: room for %zu outputs, the graph has %d", noutputs,
+                           (int)g->noutputs);
+    if ((nparams && !params) || (noutputs && !outputs))
+        return emily_error(EMILY_ERR_ARGUMENT, "graph_run: NULL parameters or outputs");
+    for (size_t i = 0; i < noutputs; i++) outputs[i] = NULL;
+    for (size_t i = 0; i < nparams; i++) {
+        const graph_value *v = &g->values[g->params[i]];
+        const emily_tensor *t = params[i];
+        emily_status s = emily_check_tensor("graph_run", "parameter", t);
+        if (s) return s;
+        bool same = t->dtype == v->dtype && t->rank == v->rank;
+        for (int d = 0; same && d < v->rank; d++) same = t->shape[d] == v->shape[d];
+        if (!same) {
+            char a[256], b[256];
+            return emily_error(EMILY_ERR_SHAPE, "graph_run: parameter %zu is %s%s, the graph expects %s%s", i,
+                               emily_dtype_name(t->dtype), emily_shape_str(t->rank, t->shape, a, sizeof a),
+                               emily_dtype_name(v->dtype), emily_shape_str(v->rank, v->shape, b, sizeof b));
+        }
+        if (!emily_device_equal(emily_tensor_device(t), g->device)) {
+            char a[32], b[32];
+            emily_device_format(emily_tensor_device(t), a, sizeof a);
+            emily_device_format(g->device, b, sizeof b);
+            return emily_error(EMILY_ERR_DEVICE, "graph_run: parameter %zu is on %s, the graph runs on %s", i, a, b);
+        }
+    }
+    emily_tensor **vals = calloc((size_t)g->nvalues + 1, sizeof *vals);
+    if (!vals) return emily_error(EMILY_ERR_MEMORY, "graph_run: out of host memory");
+    for (int32_t i = 0; i < g->nvalues; i++)
+        if (g->values[i].kind == GV_CONST) vals[i] = g->values[i].tensor;
+    for (size_t i = 0; i < nparams; i++) vals[g->params[i]] = params[i];
+
+    pthread_mutex_lock(&g->run_lock);
+    emily_status s = EMILY_OK;
+    int64_t live = 0, peak = 0;
+    for (int32_t st = 0; st < g->nsteps && !s; st++) {
+        const graph_step *step = &g->steps[st];
+        const graph_call *c = &g->calls[step->call];
+        s = step->group ? fused_group_run(g, step->group, vals) : graph_run_call(g, c, vals);
+        if (s) break;
+        for (int k = 0; k < c->nout; k++)
+            if (vals[c->first + k]) live += (int64_t)emily_tensor_nbytes(vals[c->first + k]);
+        if (live > peak) peak = live;
+        for (int r = 0; r < step->nrelease; r++) {
+            int32_t id = step->release[r];
+            if (vals[id]) live -= (int64_t)emily_tensor_nbytes(vals[id]);
+            emily_tensor_release(vals[id]);
+            vals[id] = NULL;
+        }
+    }
+    if (!s) g->stats.peak_bytes = peak;
+    pthread_mutex_unlock(&g->run_lock);
+    if (!s)
+        for (int32_t k = 0; k < g->noutputs; k++) {
+            outputs[k] = vals[g->outputs[k]];
+            emily_tensor_retain(outputs[k]);
+        }
+    /* intermediates still held: the outputs (retained above for the
+     * caller) and, after an error, whatever was computed */
+    for (int32_t i = 0; i < g->nvalues; i++)
+        if (g->values[i].kind == GV_CALL) emily_tensor_release(vals[i]);
+    free(vals);
+    return s;
+}

@@ -1,0 +1,105 @@
+/* Engine graphs (emily/graph.h): the structures shared by building,
+ * compiling, running and serializing. */
+#ifndef EMILY_GRAPH_IMPL_H
+#define EMILY_GRAPH_IMPL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include "emily/emily.h"
+#include "emily/graph.h"
+#include "nx/callback.h"
+
+/* The graph's own memory: copies of names and value trees, freed with
+ * the graph. */
+typedef struct graph_block graph_block;
+
+typedef enum { GV_PARAM, GV_CONST, GV_CALL } graph_value_kind;
+
+typedef struct graph_value {
+    graph_value_kind kind;
+    int32_t node;           /* GV_CALL: the call; GV_PARAM: parameter index */
+    int k;                  /* GV_CALL: output index of the call */
+    emily_tensor *tensor;   /* GV_CONST (owned) */
+    emily_dtype dtype;      /* GV_PARAM and GV_CALL: the spec */
+    int rank;
+    const int64_t *shape;
+    /* compile: the step after which a run releases it (-1: never) */
+    int32_t last_use;
+    bool folded;            /* GV_CONST computed by compile from call `node` */
+    bool needed;            /* an output depends on it */
+    bool is_output;
+} graph_value;
+
+typedef struct graph_call {
+    const char *callback;
+    emily_callback_fn fn;   /* resolved by add_call */
+    emily_value out;        /* template tree */
+    emily_value *args;      /* argument trees, EMILY_V_REF for values */
+    size_t nargs;
+    int32_t first, nout;
+    /* the EMILY_V_REF nodes of args, in tree order */
+    emily_value **refs;
+    int nrefs;
+    /* compile */
+    bool folded, dropped;
+    int32_t fused_group;    /* -1: runs alone */
+} graph_call;
+
+/* One thing a run executes: a call, or a fused group of elementwise
+ * calls (fuse.c) whose intermediates never exist as tensors. */
+typedef struct graph_step {
+    int32_t call;           /* the call, or the group's last call */
+    struct fused_group *group;
+    int32_t *release;       /* values freed after this step */
+    int nrelease;
+} graph_step;
+
+struct emily_graph {
+    graph_block *mem;
+    graph_value *values;
+    int32_t nvalues, values_cap;
+    graph_call *calls;
+    int32_t ncalls, calls_cap;
+    int32_t *params;        /* value ids of the parameters, in order */
+    int32_t nparams, params_cap;
+    int32_t *outputs;
+    int32_t noutputs;
+    /* compiled */
+    bool compiled;
+    emily_device device;
+    graph_step *steps;
+    int32_t nsteps;
+    emily_graph_stats stats;
+    pthread_mutex_t run_lock;
+};
+
+/* graph memory */
+void *graph_alloc(emily_graph *g, size_t n);
+char *graph_strdup(emily_graph *g, const char *s, size_t len);
+/* Deep copy of a value tree into graph memory. Tensors become constants
+ * (retained) referenced by EMILY_V_REF; EMILY_V_REF ids must be below
+ * `limit`. `where` names the copy in messages. */
+emily_status graph_copy_value(emily_graph *g, const emily_value *src, emily_value *dst, int32_t limit,
+                              const char *where);
+/* Collects the EMILY_V_REF nodes of a call's arguments (call->refs). */
+emily_status graph_collect_refs(emily_graph *g, graph_call *c);
+emily_status graph_push_value(emily_graph *g, graph_value v, int32_t *id);
+
+/* The spec of output k of a template tree (NULL if absent). */
+const emily_value *graph_template_at(const emily_value *out, int k);
+int graph_template_count(const emily_value *out);
+
+/* Runs one call with its EMILY_V_REF arguments bound to vals; its
+ * outputs are stored in vals. */
+emily_status graph_run_call(emily_graph *g, const graph_call *c, emily_tensor **vals);
+
+/* fusion (fuse.c): plans fused groups over the compiled graph's steps,
+ * and runs one. */
+typedef struct fused_group fused_group;
+emily_status graph_fuse(emily_graph *g);
+emily_status fused_group_run(emily_graph *g, const fused_group *fg, emily_tensor **vals);
+void fused_group_free(fused_group *fg);
+/* The values a group reads (0 for NULL). */
+int fused_group_inputs(const fused_group *fg, const int32_t **values);
+
+#endif

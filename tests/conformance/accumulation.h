@@ -1,0 +1,22 @@
+/* The accumulation rule for dot and conv at FAST dot precision
+ * (accumulation.c explains the bound). */
+#ifndef EMILY_ACCUMULATION_H
+#define EMILY_ACCUMULATION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include "emily/emily.h"
+
+/* The callbacks whose results depend on the dot precision. */
+bool accumulation_rule_op(const char *op);
+
+/* True when every float element of `got` (n elements of out_type) is
+ * within the FAST accumulation bound of `want`, the bound computed from
+ * the call's own operands (args); out_template is the call's (one
+ * EMILY_V_TEMPLATE). On failure writes the first element
+ * beyond it into msg. */
+bool accumulation_close(const char *op, emily_device dev, const emily_value *out_template,
+                        const emily_value *args, size_t nargs, emily_dtype out_type, const void *got, const void *want, size_t n,
+                        char *msg, size_t ms);
+
+#endif
