@@ -283,15 +283,16 @@ ERL_NIF_TERM graph_stats_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]
     if (!get_graph(env, argv[0], &g)) return make_error(env, "graph_stats: expected an Emily graph");
     emily_graph_stats st;
     emily_graph_get_stats(g, &st);
-    const char *names[] = {"params", "constants", "calls", "folded", "dropped", "fused_calls", "fused_groups",
-                           "steps", "outputs", "peak_bytes"};
-    int64_t values[] = {st.params, st.constants, st.calls, st.folded, st.dropped, st.fused_calls,
-                        st.fused_groups, st.steps, st.outputs, st.peak_bytes};
-    ERL_NIF_TERM keys[10], vs[10], map;
-    for (int i = 0; i < 10; i++) {
+    const char *names[] = {"params", "constants", "calls", "folded", "dropped", "rewritten", "fused_calls",
+                           "fused_groups", "steps", "outputs", "peak_bytes"};
+    int64_t values[] = {st.params, st.constants, st.calls, st.folded, st.dropped, st.rewritten,
+                        st.fused_calls, st.fused_groups, st.steps, st.outputs, st.peak_bytes};
+    enum { NSTATS = sizeof values / sizeof *values };
+    ERL_NIF_TERM keys[NSTATS], vs[NSTATS], map;
+    for (int i = 0; i < NSTATS; i++) {
         keys[i] = enif_make_atom(env, names[i]);
         vs[i] = enif_make_int64(env, values[i]);
     }
-    enif_make_map_from_arrays(env, keys, vs, 10, &map);
+    enif_make_map_from_arrays(env, keys, vs, NSTATS, &map);
     return map;
 }

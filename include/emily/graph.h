@@ -84,6 +84,7 @@ typedef struct emily_graph_stats {
     int64_t params, constants, calls;   /* as built */
     int64_t folded;                     /* calls computed at compile time */
     int64_t dropped;                    /* calls no output needs */
+    int64_t rewritten;                  /* calls replaced by cheaper ones with the same bits */
     int64_t fused_calls, fused_groups;  /* elementwise calls run inside fused groups */
     int64_t steps;                      /* what one run executes */
     int64_t outputs;

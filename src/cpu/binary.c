@@ -8,10 +8,11 @@
  * elements, with fast paths the compiler vectorizes for contiguous
  * operands and for a broadcast scalar on either side. The driver splits
  * the iteration space (outer positions x chunks of the inner run) over
- * OpenMP threads when it is large enough. */
+ * the engine's caller-runs thread pool when it is large enough. */
 #include <stdint.h>
 #include "cpu/kernels.h"
 #include "cpu/strided.h"
+#include "cpu/unary_map.h"
 #include "core/scalar_binary.h"
 
 typedef void (*bin_run)(int64_t n, void *d, int64_t sd, const void *a, int64_t sa,
@@ -222,36 +223,62 @@ static bool is_pred_op(emily_binary_op op) { return op >= EMILY_EQUAL; }
 /* Runs `fn` over the 3-operand iteration of (dst, a, b) in chunks. */
 #define CHUNK 16384
 
+/* One job of the driver: tasks are (outer position, chunk of the inner
+ * run); a job of the caller-runs pool (emily_cpu_parallel) takes
+ * `per_job` consecutive tasks, about CHUNK elements, so short inner runs
+ * (a bias add's rows) are not one pool claim each. Threads come from the
+ * engine's pool, not an OpenMP team: a fork-join waits for every team
+ * thread, which on a loaded machine meant a scheduler time slice per op
+ * (an add went from 64 us to 4 ms). */
+typedef struct bin_job {
+    emily_iter it;
+    char *dbase;
+    const char *abase, *bbase;
+    int64_t des, es, inner, chunk, nch, tasks, per_job;
+    int64_t sd, sa, sb;
+    bin_run fn;
+} bin_job;
+
+static void bin_task(const bin_job *j, int64_t t) {
+    int64_t pos = t / j->nch, start = (t % j->nch) * j->chunk;
+    int64_t n = j->inner - start < j->chunk ? j->inner - start : j->chunk;
+    int64_t off[3];
+    emily_iter_offsets(&j->it, pos, off);
+    j->fn(n, j->dbase + (off[0] + start * j->sd) * j->des, j->sd, j->abase + (off[1] + start * j->sa) * j->es,
+          j->sa, j->bbase + (off[2] + start * j->sb) * j->es, j->sb);
+}
+
+static void bin_chunk(void *ctx, int64_t c) {
+    const bin_job *j = ctx;
+    int64_t t1 = (c + 1) * j->per_job < j->tasks ? (c + 1) * j->per_job : j->tasks;
+    for (int64_t t = c * j->per_job; t < t1; t++) bin_task(j, t);
+}
+
 static emily_status drive(emily_tensor *dst, const emily_tensor *a, const emily_tensor *b,
                           bin_run fn) {
     const emily_tensor *ts[3] = {dst, a, b};
-    emily_iter it;
-    emily_status s = emily_iter_tensors(&it, 3, ts);
+    bin_job j = {.fn = fn};
+    emily_status s = emily_iter_tensors(&j.it, 3, ts);
     if (s) return s;
-    char *dbase = emily_tensor_base(dst);
-    const char *abase = emily_tensor_base(a), *bbase = emily_tensor_base(b);
-    int64_t des = (int64_t)emily_dtype_size(dst->dtype), es = (int64_t)emily_dtype_size(a->dtype);
-    int64_t inner = it.inner_n, chunk = inner > CHUNK ? CHUNK : inner;
-    int64_t nch = chunk > 0 ? (inner + chunk - 1) / chunk : 0;
-    int64_t tasks = it.outer_n * nch, total = dst->size;
-    int64_t sd = it.inner_stride[0], sa = it.inner_stride[1], sb = it.inner_stride[2];
-#define BIN_TASK(t)                                                                     \
-    do {                                                                                \
-        int64_t pos = (t) / nch, start = ((t) % nch) * chunk;                           \
-        int64_t n = inner - start < chunk ? inner - start : chunk;                      \
-        int64_t off[3];                                                                 \
-        emily_iter_offsets(&it, pos, off);                                              \
-        fn(n, dbase + (off[0] + start * sd) * des, sd, abase + (off[1] + start * sa) * es, sa, \
-           bbase + (off[2] + start * sb) * es, sb);                                     \
-    } while (0)
-    if (total < EMILY_PARALLEL_MIN) { /* no thread team for small work */
-        for (int64_t t = 0; t < tasks; t++) BIN_TASK(t);
+    j.dbase = emily_tensor_base(dst);
+    j.abase = emily_tensor_base(a);
+    j.bbase = emily_tensor_base(b);
+    j.des = (int64_t)emily_dtype_size(dst->dtype);
+    j.es = (int64_t)emily_dtype_size(a->dtype);
+    j.inner = j.it.inner_n;
+    j.chunk = j.inner > CHUNK ? CHUNK : j.inner;
+    j.nch = j.chunk > 0 ? (j.inner + j.chunk - 1) / j.chunk : 0;
+    j.tasks = j.it.outer_n * j.nch;
+    j.sd = j.it.inner_stride[0];
+    j.sa = j.it.inner_stride[1];
+    j.sb = j.it.inner_stride[2];
+    j.per_job = j.chunk > 0 && j.chunk < CHUNK ? CHUNK / j.chunk : 1;
+    if (dst->size < EMILY_PARALLEL_MIN) { /* no threads for small work */
+        for (int64_t t = 0; t < j.tasks; t++) bin_task(&j, t);
     } else {
-#pragma omp parallel for schedule(static)
-        for (int64_t t = 0; t < tasks; t++) BIN_TASK(t);
+        emily_cpu_parallel((j.tasks + j.per_job - 1) / j.per_job, bin_chunk, &j);
     }
-#undef BIN_TASK
-    emily_iter_free(&it);
+    emily_iter_free(&j.it);
     return EMILY_OK;
 }
 
@@ -304,6 +331,41 @@ typedef struct { uint64_t lo, hi; } sel_u128;
         }                                                                               \
     }
 
+typedef struct sel_job {
+    emily_iter it;
+    emily_dtype pt;
+    char *dbase;
+    const char *pbase, *tbase, *fbase;
+    int64_t es, ps, inner, chunk, nch, tasks, per_job;
+    int64_t sd, sp, sx, sy;
+} sel_job;
+
+static void sel_task(const sel_job *j, int64_t t) {
+    int64_t pos = t / j->nch, start = (t % j->nch) * j->chunk;
+    int64_t n = j->inner - start < j->chunk ? j->inner - start : j->chunk;
+    int64_t off[4];
+    emily_iter_offsets(&j->it, pos, off);
+    emily_dtype pt = j->pt;
+    int64_t sd = j->sd, sp = j->sp, sx = j->sx, sy = j->sy;
+    char *dp = j->dbase + (off[0] + start * sd) * j->es;
+    const char *pr = j->pbase + (off[1] + start * sp) * j->ps;
+    const char *xp = j->tbase + (off[2] + start * sx) * j->es;
+    const char *yp = j->fbase + (off[3] + start * sy) * j->es;
+    switch (j->es) {
+    case 1: SELECT_RUN(uint8_t) break;
+    case 2: SELECT_RUN(uint16_t) break;
+    case 4: SELECT_RUN(uint32_t) break;
+    case 8: SELECT_RUN(uint64_t) break;
+    default: SELECT_RUN(sel_u128) break;
+    }
+}
+
+static void sel_chunk(void *ctx, int64_t c) {
+    const sel_job *j = ctx;
+    int64_t t1 = (c + 1) * j->per_job < j->tasks ? (c + 1) * j->per_job : j->tasks;
+    for (int64_t t = c * j->per_job; t < t1; t++) sel_task(j, t);
+}
+
 emily_status emily_cpu_select(emily_tensor *dst, const emily_tensor *pred,
                               const emily_tensor *on_true, const emily_tensor *on_false) {
     emily_dtype pt = pred->dtype;
@@ -312,43 +374,29 @@ emily_status emily_cpu_select(emily_tensor *dst, const emily_tensor *pred,
         return emily_error(EMILY_ERR_INTERNAL, "select kernel: bad operand types");
     if (dst->size == 0) return EMILY_OK;
     const emily_tensor *ts[4] = {dst, pred, on_true, on_false};
-    emily_iter it;
-    emily_status s = emily_iter_tensors(&it, 4, ts);
+    sel_job j = {.pt = pt};
+    emily_status s = emily_iter_tensors(&j.it, 4, ts);
     if (s) return s;
-    char *dbase = emily_tensor_base(dst);
-    const char *pbase = emily_tensor_base(pred), *tbase = emily_tensor_base(on_true),
-               *fbase = emily_tensor_base(on_false);
-    int64_t es = (int64_t)emily_dtype_size(dst->dtype), ps = (int64_t)emily_dtype_size(pt);
-    int64_t inner = it.inner_n, chunk = inner > CHUNK ? CHUNK : inner;
-    int64_t nch = chunk > 0 ? (inner + chunk - 1) / chunk : 0;
-    int64_t tasks = it.outer_n * nch, total = dst->size;
-    int64_t sd = it.inner_stride[0], sp = it.inner_stride[1], sx = it.inner_stride[2],
-            sy = it.inner_stride[3];
-#define SEL_TASK(t)                                                                     \
-    do {                                                                                \
-        int64_t pos = (t) / nch, start = ((t) % nch) * chunk;                           \
-        int64_t n = inner - start < chunk ? inner - start : chunk;                      \
-        int64_t off[4];                                                                 \
-        emily_iter_offsets(&it, pos, off);                                              \
-        char *dp = dbase + (off[0] + start * sd) * es;                                  \
-        const char *pr = pbase + (off[1] + start * sp) * ps;                            \
-        const char *xp = tbase + (off[2] + start * sx) * es;                            \
-        const char *yp = fbase + (off[3] + start * sy) * es;                            \
-        switch (es) {                                                                   \
-        case 1: SELECT_RUN(uint8_t) break;                                              \
-        case 2: SELECT_RUN(uint16_t) break;                                             \
-        case 4: SELECT_RUN(uint32_t) break;                                             \
-        case 8: SELECT_RUN(uint64_t) break;                                             \
-        default: SELECT_RUN(sel_u128) break;                                            \
-        }                                                                               \
-    } while (0)
-    if (total < EMILY_PARALLEL_MIN) {
-        for (int64_t t = 0; t < tasks; t++) SEL_TASK(t);
+    j.dbase = emily_tensor_base(dst);
+    j.pbase = emily_tensor_base(pred);
+    j.tbase = emily_tensor_base(on_true);
+    j.fbase = emily_tensor_base(on_false);
+    j.es = (int64_t)emily_dtype_size(dst->dtype);
+    j.ps = (int64_t)emily_dtype_size(pt);
+    j.inner = j.it.inner_n;
+    j.chunk = j.inner > CHUNK ? CHUNK : j.inner;
+    j.nch = j.chunk > 0 ? (j.inner + j.chunk - 1) / j.chunk : 0;
+    j.tasks = j.it.outer_n * j.nch;
+    j.sd = j.it.inner_stride[0];
+    j.sp = j.it.inner_stride[1];
+    j.sx = j.it.inner_stride[2];
+    j.sy = j.it.inner_stride[3];
+    j.per_job = j.chunk > 0 && j.chunk < CHUNK ? CHUNK / j.chunk : 1;
+    if (dst->size < EMILY_PARALLEL_MIN) {
+        for (int64_t t = 0; t < j.tasks; t++) sel_task(&j, t);
     } else {
-#pragma omp parallel for schedule(static)
-        for (int64_t t = 0; t < tasks; t++) SEL_TASK(t);
+        emily_cpu_parallel((j.tasks + j.per_job - 1) / j.per_job, sel_chunk, &j);
     }
-#undef SEL_TASK
-    emily_iter_free(&it);
+    emily_iter_free(&j.it);
     return EMILY_OK;
 }

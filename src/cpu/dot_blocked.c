@@ -46,6 +46,7 @@
 #include <string.h>
 #include <immintrin.h>
 #include "cpu/dot_blocked.h"
+#include "cpu/unary_map.h"
 #include "cpu/dot_load.h"
 
 #ifndef KC
@@ -356,6 +357,45 @@ static void run_item(const job *jb, int64_t it, workspace *w) {
     if (!in_place) store_item(jb->dst, jb->ker->ct, c, ldc, off, rows, cols);
 }
 
+/* A pool thread's packing workspace, kept between products (grown when
+ * a product needs more): allocating it per item would cost more than
+ * small items take. */
+static _Thread_local char *pool_ws;
+static _Thread_local size_t pool_ws_bytes;
+
+static bool ws_pool(workspace *w, const job *j) {
+    size_t es = ct_size(j->ker->ct), kc = (size_t)imin(KC, j->k);
+    size_t a = kc * (size_t)imin(MC + MR_MAX, j->mi + MR_MAX), b = kc * (size_t)(j->ni + NR_MAX);
+    size_t c = j->dst->dtype == j->ker->inout ? 0 : (size_t)(j->mi * j->ni);
+    size_t bytes = es * (a + b + c + (size_t)j->ni);
+    if (pool_ws_bytes < bytes) {
+        free(pool_ws);
+        pool_ws = malloc(bytes);
+        pool_ws_bytes = pool_ws ? bytes : 0;
+        if (!pool_ws) return false;
+    }
+    w->apack = pool_ws;
+    w->bpack = w->apack + es * a;
+    w->cbuf = w->bpack + es * b;
+    w->row = w->cbuf + es * c;
+    return true;
+}
+
+typedef struct items_job {
+    const job *j;
+    atomic_int failed;
+} items_job;
+
+static void run_item_on_pool(void *ctx, int64_t it) {
+    items_job *ij = ctx;
+    workspace w;
+    if (!ws_pool(&w, ij->j)) {
+        atomic_store(&ij->failed, 1);
+        return;
+    }
+    run_item(ij->j, it, &w);
+}
+
 static emily_status blocked_gemm(emily_tensor *dst, const emily_tensor *a, const emily_tensor *bm,
                                  bool fast) {
     job j = {.a = a, .b = bm, .dst = dst, .ker = tile_pick(fast)};
@@ -387,7 +427,6 @@ static emily_status blocked_gemm(emily_tensor *dst, const emily_tensor *a, const
     j.jb = ceil_div(j.n, j.ni);
     int64_t items = j.nb * j.ib * j.jb;
     if (T > items) T = (int)items;
-    atomic_int failed = 0;
     if (T <= 1) {
         workspace w;
         if (!ws_init(&w, &j)) return emily_error(EMILY_ERR_MEMORY, "dot: out of host memory for packed panels");
@@ -395,18 +434,12 @@ static emily_status blocked_gemm(emily_tensor *dst, const emily_tensor *a, const
         free(w.apack);
         return EMILY_OK;
     }
-#pragma omp parallel num_threads(T)
-    {
-        workspace w;
-        bool ok = ws_init(&w, &j);
-        if (!ok) atomic_store(&failed, 1);
-#pragma omp for schedule(dynamic)
-        for (int64_t it = 0; it < items; it++)
-            if (ok) run_item(&j, it, &w);
-        if (ok) free(w.apack);
-    }
+    /* items on the engine's caller-runs pool (no OpenMP team to fork and
+     * join per product), each thread packing into its own workspace */
+    items_job ij = {.j = &j, .failed = 0};
+    emily_cpu_parallel(items, run_item_on_pool, &ij);
     /* a thread without its workspace leaves its items undone */
-    if (atomic_load(&failed)) return emily_error(EMILY_ERR_MEMORY, "dot: out of host memory for packed panels");
+    if (atomic_load(&ij.failed)) return emily_error(EMILY_ERR_MEMORY, "dot: out of host memory for packed panels");
     return EMILY_OK;
 }
 

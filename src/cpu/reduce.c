@@ -27,6 +27,7 @@
 #include <string.h>
 #include "cpu/kernels.h"
 #include "cpu/strided.h"
+#include "cpu/unary_map.h"
 #include "cpu/reduce_simd.h"
 
 typedef uint16_t half_bits;
@@ -680,6 +681,51 @@ static bool reduce_rows_ordered_chunks(const reducer *R, const rplan *p, const c
     return true;
 }
 
+/* Many outputs, each folded whole by one thread: blocks of outputs are
+ * jobs of the engine's caller-runs pool (an OpenMP team per reduction
+ * waited a scheduler slice for a descheduled thread on a loaded host). */
+typedef struct rows_job {
+    const reducer *R;
+    const rplan *p;
+    const char *sbase;
+    char *dbase;
+    size_t ses, des;
+    int64_t per, outs_per_job;
+} rows_job;
+
+static void rows_chunk(void *ctx, int64_t c) {
+    const rows_job *j = ctx;
+    const reducer *R = j->R;
+    const rplan *p = j->p;
+    int64_t o1 = (c + 1) * j->outs_per_job < p->nK ? (c + 1) * j->outs_per_job : p->nK;
+    for (int64_t o = c * j->outs_per_job; o < o1; o++) {
+        int64_t ko, kd;
+        odo(p->kept, p->nk, o, &ko, &kd);
+        accbuf acc;
+        if (R->ordered) {
+            fold_ordered(R, p, j->sbase + ko * (int64_t)j->ses, j->ses, j->per, acc.b);
+        } else {
+            R->init(acc.b, 1);
+            fold_span(R, p, j->sbase + ko * (int64_t)j->ses, j->ses, 0, j->per, acc.b);
+        }
+        R->store(j->dbase + kd * (int64_t)j->des, 0, acc.b, 1);
+    }
+}
+
+static void rows_on_pool(const reducer *R, const rplan *p, const char *sbase, size_t ses, char *dbase,
+                         size_t des, int64_t per, bool par) {
+    rows_job j = {R, p, sbase, dbase, ses, des, per, 1};
+    /* about REDUCE_PAR_MIN / 4 elements a job */
+    int64_t want = per > 0 ? (REDUCE_PAR_MIN / 4) / per : p->nK;
+    j.outs_per_job = want < 1 ? 1 : want;
+    int64_t jobs = (p->nK + j.outs_per_job - 1) / j.outs_per_job;
+    if (!par) {
+        j.outs_per_job = p->nK;
+        jobs = 1;
+    }
+    emily_cpu_parallel(jobs, rows_chunk, &j);
+}
+
 static void reduce_rows(const reducer *R, const rplan *p, const char *sbase, size_t ses, char *dbase,
                         size_t des, int64_t total) {
     int nth = omp_get_max_threads();
@@ -689,13 +735,7 @@ static void reduce_rows(const reducer *R, const rplan *p, const char *sbase, siz
         if (par && p->nK < 2 * (int64_t)nth && per > ORDERED_CHUNK &&
             reduce_rows_ordered_chunks(R, p, sbase, ses, dbase, des, per))
             return;
-        EMILY_PAR_FOR(par, o, p->nK, {
-            int64_t ko, kd;
-            odo(p->kept, p->nk, o, &ko, &kd);
-            accbuf acc;
-            fold_ordered(R, p, sbase + ko * (int64_t)ses, ses, per, acc.b);
-            R->store(dbase + kd * (int64_t)des, 0, acc.b, 1);
-        });
+        rows_on_pool(R, p, sbase, ses, dbase, des, per, par);
         return;
     }
     if (par && p->nK < 2 * (int64_t)nth && per >= REDUCE_PAR_MIN / 4) {
@@ -725,14 +765,7 @@ static void reduce_rows(const reducer *R, const rplan *p, const char *sbase, siz
             return;
         }
     }
-    EMILY_PAR_FOR(par, o, p->nK, {
-        int64_t ko, kd;
-        odo(p->kept, p->nk, o, &ko, &kd);
-        accbuf acc;
-        R->init(acc.b, 1);
-        fold_span(R, p, sbase + ko * (int64_t)ses, ses, 0, per, acc.b);
-        R->store(dbase + kd * (int64_t)des, 0, acc.b, 1);
-    });
+    rows_on_pool(R, p, sbase, ses, dbase, des, per, par);
 }
 
 /* Column reductions: each task folds a block of up to COLS_MAX outputs

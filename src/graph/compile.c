@@ -1,7 +1,9 @@
 /* Engine graphs: compiling (checks, constants on the device, constant
  * folding, dead calls, fusion, release points) and running. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "core/tensor_impl.h"
 #include "graph/graph_impl.h"
 #include "ops/common.h"
@@ -93,6 +95,45 @@ static emily_status fold_constants(emily_graph *g) {
     return s;
 }
 
+/* The value of a one-element constant as f64 (false if v is not one). */
+static bool constant_scalar(const emily_graph *g, int32_t id, double *out) {
+    const graph_value *v = &g->values[id];
+    if (v->kind != GV_CONST || emily_tensor_size(v->tensor) != 1 || emily_dtype_is_complex(v->dtype)) return false;
+    emily_tensor *wide = NULL;
+    bool ok = !emily_as_type(v->tensor, EMILY_F64, &wide) && !emily_to_binary(wide, out, sizeof *out);
+    emily_tensor_release(wide);
+    return ok;
+}
+
+/* Algebraic rewrites that keep every result bit: pow(x, 2) of an f32,
+ * f16 or bf16 x is x * x. (The reference takes pow in f64: x^2 of such
+ * an x is exact there, and rounded once to x's type it is the correctly
+ * rounded product that multiply computes, NaN, infinities, signed zeros,
+ * overflow and subnormals included. Not for f64, where libm's pow is not
+ * always correctly rounded.) 3-10x faster than the f64 pow. */
+static emily_status simplify(emily_graph *g) {
+    emily_callback_fn multiply = emily_callback_find("multiply");
+    for (int32_t ci = 0; ci < g->ncalls; ci++) {
+        graph_call *c = &g->calls[ci];
+        if (c->folded || strcmp(c->callback, "pow") != 0 || c->nargs != 2 || c->args[0].kind != EMILY_V_REF ||
+            c->args[1].kind != EMILY_V_REF)
+            continue;
+        const graph_value *x = &g->values[c->args[0].i], *out = &g->values[c->first];
+        double e;
+        bool narrow_float = out->dtype == EMILY_F32 || out->dtype == EMILY_F16 || out->dtype == EMILY_BF16;
+        bool same = narrow_float && x->dtype == out->dtype && x->rank == out->rank;
+        for (int d = 0; same && d < x->rank; d++) same = x->shape[d] == out->shape[d];
+        if (!same || !constant_scalar(g, (int32_t)c->args[1].i, &e) || e != 2.0) continue;
+        c->callback = "multiply";
+        c->fn = multiply;
+        c->args[1] = c->args[0];
+        emily_status s = graph_collect_refs(g, c);
+        if (s) return s;
+        g->stats.rewritten++;
+    }
+    return EMILY_OK;
+}
+
 /* Where each value is used last (in step order) and which values each
  * step releases afterwards. */
 static emily_status plan_releases(emily_graph *g) {
@@ -115,7 +156,8 @@ static emily_status plan_releases(emily_graph *g) {
     for (int32_t st = 0; st < g->nsteps; st++) {
         const int32_t *in;
         int nin = fused_group_inputs(g->steps[st].group, &in);
-        for (int i = 0; i < nin; i++) last[in[i]] = st;
+        for (int i = 0; i < nin; i++)
+            if (last[in[i]] < st) last[in[i]] = st;
     }
     for (int32_t i = 0; i < g->nvalues; i++) {
         const graph_value *v = &g->values[i];
@@ -163,7 +205,7 @@ emily_status emily_graph_compile(emily_graph *g, emily_device device, const emil
     g->stats.params = g->nparams;
     g->stats.calls = g->ncalls;
     g->stats.outputs = g->noutputs;
-    if (optimize && (s = fold_constants(g))) return s;
+    if (optimize && ((s = fold_constants(g)) || (s = simplify(g)))) return s;
     mark_needed(g);
     g->steps = calloc((size_t)g->ncalls + 1, sizeof *g->steps);
     if (!g->steps) return emily_error(EMILY_ERR_MEMORY, "graph_compile: out of host memory");
@@ -185,6 +227,52 @@ emily_status emily_graph_compile(emily_graph *g, emily_device device, const emil
     g->stats.steps = g->nsteps;
     g->compiled = true;
     return EMILY_OK;
+}
+
+/* EMILY_GRAPH_PROFILE=1: after each run, the time spent per callback on
+ * stderr (a tuning aid; the steps are timed one by one). */
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+typedef struct profile_row {
+    const char *name;
+    double seconds;
+    int64_t count, elements;
+} profile_row;
+
+static int by_time(const void *a, const void *b) {
+    double x = ((const profile_row *)a)->seconds, y = ((const profile_row *)b)->seconds;
+    return (x < y) - (x > y);
+}
+
+static void print_profile(emily_graph *g, const double *step_s) {
+    profile_row *rows = calloc((size_t)g->nsteps + 1, sizeof *rows);
+    if (!rows) return;
+    int n = 0;
+    double total = 0;
+    for (int32_t st = 0; st < g->nsteps; st++) {
+        const graph_call *c = &g->calls[g->steps[st].call];
+        const char *name = g->steps[st].group ? "(fused group)" : c->callback;
+        int r = 0;
+        while (r < n && strcmp(rows[r].name, name) != 0) r++;
+        if (r == n) rows[n++].name = name;
+        rows[r].seconds += step_s[st];
+        rows[r].count++;
+        int64_t el;
+        const graph_value *v = &g->values[c->first];
+        if (emily_shape_size(v->rank, v->shape, &el)) rows[r].elements += el;
+        total += step_s[st];
+    }
+    qsort(rows, (size_t)n, sizeof *rows, by_time);
+    fprintf(stderr, "emily graph run: %d steps, %.3f ms\n", (int)g->nsteps, total * 1e3);
+    for (int r = 0; r < n; r++)
+        fprintf(stderr, "  %-22s %6lld calls %9.3f ms %5.1f%%  %lld output elements\n", rows[r].name,
+                (long long)rows[r].count, rows[r].seconds * 1e3, total > 0 ? 100 * rows[r].seconds / total : 0,
+                (long long)rows[r].elements);
+    free(rows);
 }
 
 emily_status emily_graph_run(emily_graph *g, emily_tensor *const *params, size_t nparams,
@@ -226,13 +314,17 @@ emily_status emily_graph_run(emily_graph *g, emily_tensor *const *params, size_t
         if (g->values[i].kind == GV_CONST) vals[i] = g->values[i].tensor;
     for (size_t i = 0; i < nparams; i++) vals[g->params[i]] = params[i];
 
+    const char *prof_env = getenv("EMILY_GRAPH_PROFILE");
+    double *step_s = prof_env && prof_env[0] == '1' ? calloc((size_t)g->nsteps + 1, sizeof *step_s) : NULL;
     pthread_mutex_lock(&g->run_lock);
     emily_status s = EMILY_OK;
     int64_t live = 0, peak = 0;
     for (int32_t st = 0; st < g->nsteps && !s; st++) {
         const graph_step *step = &g->steps[st];
         const graph_call *c = &g->calls[step->call];
+        double t0 = step_s ? now_s() : 0;
         s = step->group ? fused_group_run(g, step->group, vals) : graph_run_call(g, c, vals);
+        if (step_s) step_s[st] = now_s() - t0;
         if (s) break;
         for (int k = 0; k < c->nout; k++)
             if (vals[c->first + k]) live += (int64_t)emily_tensor_nbytes(vals[c->first + k]);
@@ -245,7 +337,9 @@ emily_status emily_graph_run(emily_graph *g, emily_tensor *const *params, size_t
         }
     }
     if (!s) g->stats.peak_bytes = peak;
+    if (!s && step_s) print_profile(g, step_s);
     pthread_mutex_unlock(&g->run_lock);
+    free(step_s);
     if (!s)
         for (int32_t k = 0; k < g->noutputs; k++) {
             outputs[k] = vals[g->outputs[k]];

@@ -70,10 +70,12 @@ TEST(runs_like_the_calls_one_by_one) {
         emily_graph_stats st;
         CHECK_OK(emily_graph_get_stats(g, &st));
         CHECK(st.params == 2 && st.calls == 4 && st.outputs == 1);
-        CHECK(st.dropped == (opt ? 0 : 1) && st.steps == (opt ? 4 : 3));
-        /* add's and exp's results are freed after their last use: at most
-         * two 12-byte intermediates exist at once */
-        CHECK(st.peak_bytes > 0 && st.peak_bytes <= 24 + (opt ? 12 : 0));
+        /* optimized: negate dropped, add -> exp -> multiply one fused
+         * step; unoptimized: four steps, each result freed after its
+         * last use (at most three 12-byte tensors at once) */
+        CHECK(st.dropped == (opt ? 0 : 1) && st.steps == (opt ? 4 : 1));
+        CHECK(st.fused_calls == (opt ? 0 : 3) && st.fused_groups == (opt ? 0 : 1));
+        CHECK(st.peak_bytes > 0 && st.peak_bytes <= 36);
         emily_graph_free(g);
     }
     emily_tensor_release(tx);
@@ -283,6 +285,262 @@ TEST(save_and_load_round_trip) {
     emily_tensor_release(ty);
 }
 
-RUN_TESTS("graph", CASE(runs_like_the_calls_one_by_one), CASE(constants_fold_and_outputs_may_repeat),
+/* pow(x, 2) becomes x * x for f32/f16/bf16 only, with the same bits as
+ * the pow callback for every kind of value. */
+TEST(pow_two_is_rewritten_with_the_same_bits) {
+    static const emily_dtype types[4] = {EMILY_F32, EMILY_F16, EMILY_BF16, EMILY_F64};
+    double xs[10] = {1.5, -0.0, 0.0, NAN, INFINITY, -INFINITY, 3.0e38, 1.0e-30, -7.25e-3, 65519.0};
+    int64_t s10[1] = {10};
+    for (int ti = 0; ti < 4; ti++) {
+        emily_dtype dt = types[ti];
+        emily_tensor *x64 = t_from(EMILY_F64, 1, s10, xs), *x = NULL, *want = NULL;
+        CHECK_OK(emily_as_type(x64, dt, &x));
+        double two = 2;
+        emily_tensor *t2 = t_from(EMILY_F64, 0, NULL, &two);
+        CHECK_OK(emily_binary(EMILY_POW, x, t2, dt, &want));
+        emily_graph *g = NULL;
+        CHECK_OK(emily_graph_create(&g));
+        int32_t p, c, r;
+        CHECK_OK(emily_graph_add_param(g, dt, 1, s10, &p));
+        CHECK_OK(emily_graph_add_const(g, t2, &c));
+        emily_value out = v_tmpl(dt, 1, s10);
+        emily_value args[2] = {v_ref(p), v_ref(c)};
+        CHECK_OK(emily_graph_add_call(g, "pow", &out, args, 2, &r));
+        CHECK_OK(emily_graph_set_outputs(g, 1, &r));
+        CHECK_OK(emily_graph_compile(g, EMILY_CPU, NULL));
+        emily_graph_stats st;
+        CHECK_OK(emily_graph_get_stats(g, &st));
+        CHECK(st.rewritten == (dt == EMILY_F64 ? 0 : 1));
+        emily_tensor *got = NULL;
+        CHECK_OK(emily_graph_run(g, &x, 1, &got, 1));
+        if (got && want) {
+            unsigned char a[80], b[80];
+            size_t nb = emily_tensor_nbytes(got);
+            CHECK_OK(emily_to_binary(got, a, nb));
+            CHECK_OK(emily_to_binary(want, b, nb));
+            CHECK(memcmp(a, b, nb) == 0);
+        }
+        emily_tensor *tmp[5] = {x64, x, want, t2, got};
+        for (int k = 0; k < 5; k++) emily_tensor_release(tmp[k]);
+        emily_graph_free(g);
+    }
+}
+
+/* A random elementwise program over broadcasting inputs: fused (slabs,
+ * threads) and unfused runs give identical bytes, for shapes whose slab
+ * axis is first, inner, short or long. */
+static uint64_t rng_state = 0x2545f4914f6cdd1dull;
+static double rnd(void) {
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return (double)(rng_state >> 11) * 0x1p-53 * 4 - 2;
+}
+
+static void fused_matches_unfused(int rank, const int64_t *S, emily_dtype dt) {
+    int64_t n = 1;
+    for (int i = 0; i < rank; i++) n *= S[i];
+    /* inputs: x of shape S, a row vector of S's last dim, a column of S's
+     * first dims (broadcast last dim), a scalar */
+    int64_t row_shape[1] = {S[rank - 1]}, col_shape[8];
+    for (int i = 0; i < rank; i++) col_shape[i] = i == rank - 1 ? 1 : S[i];
+    int64_t ncol = n / S[rank - 1];
+    double *xs = malloc(sizeof(double) * (size_t)n), *rs = malloc(sizeof(double) * (size_t)S[rank - 1]);
+    double *cs = malloc(sizeof(double) * (size_t)ncol);
+    for (int64_t i = 0; i < n; i++) xs[i] = rnd();
+    for (int64_t i = 0; i < S[rank - 1]; i++) rs[i] = rnd();
+    for (int64_t i = 0; i < ncol; i++) cs[i] = rnd();
+    emily_tensor *w[3] = {t_from(EMILY_F64, rank, S, xs), t_from(EMILY_F64, 1, row_shape, rs),
+                          t_from(EMILY_F64, rank, col_shape, cs)};
+    emily_tensor *in[3] = {0};
+    for (int i = 0; i < 3; i++) CHECK_OK(emily_as_type(w[i], dt, &in[i]));
+    emily_tensor *outs[2][3] = {{0}};
+    for (int opt = 0; opt < 2; opt++) {
+        emily_graph *g = NULL;
+        CHECK_OK(emily_graph_create(&g));
+        int32_t x, r, c, half, t1, t2, t3, t4, t5, t6, t7, t8;
+        CHECK_OK(emily_graph_add_param(g, dt, rank, S, &x));
+        CHECK_OK(emily_graph_add_param(g, dt, 1, row_shape, &r));
+        CHECK_OK(emily_graph_add_param(g, dt, rank, col_shape, &c));
+        double hv = 0.5;
+        emily_tensor *h64 = t_from(EMILY_F64, 0, NULL, &hv), *h = NULL;
+        CHECK_OK(emily_as_type(h64, dt, &h));
+        CHECK_OK(emily_graph_add_const(g, h, &half));
+        emily_value o = v_tmpl(dt, rank, S), ou8 = v_tmpl(EMILY_U8, rank, S), of64 = v_tmpl(EMILY_F64, rank, S);
+        emily_value a[3];
+        a[0] = v_ref(x); a[1] = v_ref(r);
+        CHECK_OK(emily_graph_add_call(g, "add", &o, a, 2, &t1));          /* x + row */
+        a[0] = v_ref(t1); a[1] = v_ref(half);
+        CHECK_OK(emily_graph_add_call(g, "multiply", &o, a, 2, &t2));     /* * 0.5 */
+        a[0] = v_ref(t2);
+        CHECK_OK(emily_graph_add_call(g, "tanh", &o, a, 1, &t3));
+        a[0] = v_ref(t3); a[1] = v_ref(c);
+        CHECK_OK(emily_graph_add_call(g, "less", &ou8, a, 2, &t4));      /* tanh(..) < col */
+        a[0] = v_ref(t4); a[1] = v_ref(t2); a[2] = v_ref(x);
+        CHECK_OK(emily_graph_add_call(g, "select", &o, a, 3, &t5));
+        a[0] = v_ref(t5);
+        CHECK_OK(emily_graph_add_call(g, "exp", &o, a, 1, &t6));
+        a[0] = v_ref(t6);
+        CHECK_OK(emily_graph_add_call(g, "as_type", &of64, a, 1, &t7));
+        a[0] = v_ref(t6); a[1] = v_ref(t3);
+        CHECK_OK(emily_graph_add_call(g, "divide", &o, a, 2, &t8));
+        int32_t results[3] = {t7, t8, t3}; /* t3 also leaves the group */
+        CHECK_OK(emily_graph_set_outputs(g, 3, results));
+        emily_graph_options go = {.no_optimize = !opt};
+        CHECK_OK(emily_graph_compile(g, EMILY_CPU, &go));
+        emily_graph_stats st;
+        CHECK_OK(emily_graph_get_stats(g, &st));
+        CHECK(st.fused_calls == (opt ? 8 : 0) && st.steps == (opt ? 1 : 8));
+        CHECK_OK(emily_graph_run(g, in, 3, outs[opt], 3));
+        emily_graph_free(g);
+        emily_tensor_release(h64);
+        emily_tensor_release(h);
+    }
+    for (int k = 0; k < 3; k++) {
+        emily_tensor *u = outs[0][k], *f = outs[1][k];
+        CHECK(u && f && emily_tensor_nbytes(u) == emily_tensor_nbytes(f));
+        if (u && f) {
+            size_t nb = emily_tensor_nbytes(u);
+            unsigned char *bu = malloc(nb), *bf = malloc(nb);
+            CHECK_OK(emily_to_binary(u, bu, nb));
+            CHECK_OK(emily_to_binary(f, bf, nb));
+            bool same = memcmp(bu, bf, nb) == 0;
+            if (!same) fprintf(stderr, "  fused output %d of %s rank %d differs\n", k, emily_dtype_name(dt), rank);
+            CHECK(same);
+            free(bu);
+            free(bf);
+        }
+        emily_tensor_release(u);
+        emily_tensor_release(f);
+    }
+    for (int i = 0; i < 3; i++) {
+        emily_tensor_release(w[i]);
+        emily_tensor_release(in[i]);
+    }
+    free(xs);
+    free(rs);
+    free(cs);
+}
+
+TEST(fused_chains_give_the_unfused_bits) {
+    static const emily_dtype types[4] = {EMILY_F32, EMILY_F64, EMILY_BF16, EMILY_F16};
+    for (int ti = 0; ti < 4; ti++) {
+        fused_matches_unfused(2, (int64_t[]){300, 97}, types[ti]);          /* many slabs, threads */
+        fused_matches_unfused(3, (int64_t[]){1, 129, 385}, types[ti]);      /* leading 1: slab axis 1 */
+        fused_matches_unfused(1, (int64_t[]){70001}, types[ti]);            /* one long row */
+        fused_matches_unfused(2, (int64_t[]){3, 40000}, types[ti]);         /* rows above a slab */
+        fused_matches_unfused(2, (int64_t[]){1, 1}, types[ti]);
+    }
+}
+
+/* u = -x joins exp(u) and cos(u) in one group; exp's value also goes to
+ * a sum that runs before cos: the group would run after the sum, so it
+ * is dissolved. A value read by a non-fusible call only (sum of exp(x))
+ * keeps its producer out of later groups. Results unchanged. */
+TEST(groups_read_early_are_not_fused) {
+    int64_t s4[1] = {4};
+    float xv[4] = {0, 1, 2, 3};
+    emily_tensor *tx = t_from(EMILY_F32, 1, s4, xv);
+    for (int opt = 0; opt < 2; opt++) {
+        emily_graph *g = NULL;
+        CHECK_OK(emily_graph_create(&g));
+        int32_t x, u, v, sum, c, m;
+        CHECK_OK(emily_graph_add_param(g, EMILY_F32, 1, s4, &x));
+        emily_value o = v_tmpl(EMILY_F32, 1, s4), o0 = v_tmpl(EMILY_F32, 0, NULL);
+        emily_value a[2] = {v_ref(x)};
+        CHECK_OK(emily_graph_add_call(g, "negate", &o, a, 1, &u));
+        a[0] = v_ref(u);
+        CHECK_OK(emily_graph_add_call(g, "exp", &o, a, 1, &v));
+        const char *keys[1] = {"axes"};
+        emily_value zero = v_int(0), axes = v_list(&zero, 1);
+        emily_value opts = {.kind = EMILY_V_OPTS, .items = &axes, .keys = keys, .n = 1};
+        emily_value sa[2] = {v_ref(v), opts};
+        CHECK_OK(emily_graph_add_call(g, "sum", &o0, sa, 2, &sum));
+        a[0] = v_ref(u);
+        CHECK_OK(emily_graph_add_call(g, "cos", &o, a, 1, &c));
+        a[0] = v_ref(c); a[1] = v_ref(sum);
+        CHECK_OK(emily_graph_add_call(g, "multiply", &o, a, 2, &m));
+        CHECK_OK(emily_graph_set_outputs(g, 1, &m));
+        emily_graph_options go = {.no_optimize = !opt};
+        CHECK_OK(emily_graph_compile(g, EMILY_CPU, &go));
+        emily_graph_stats st;
+        CHECK_OK(emily_graph_get_stats(g, &st));
+        /* the group {negate, exp, cos, multiply} would run after the sum
+         * that reads exp's value: dissolved, every call on its own */
+        CHECK(st.steps == 5 && st.fused_calls == 0 && st.fused_groups == 0);
+        emily_tensor *res = NULL;
+        CHECK_OK(emily_graph_run(g, &tx, 1, &res, 1));
+        double total = 0;
+        for (int i = 0; i < 4; i++) total += (double)expf(-xv[i]);
+        for (int i = 0; res && i < 4; i++)
+            CHECK(fabs(t_get(res, i) - cos(-xv[i]) * total) < 1e-5);
+        emily_tensor_release(res);
+        emily_graph_free(g);
+    }
+    emily_tensor_release(tx);
+}
+
+/* Several groups separated by reductions (a layer norm's shape, three
+ * times): each group runs with its own calls, fused and unfused runs give
+ * the same bytes. (A compile that rebuilt groups from steps it was
+ * compacting mixed up the calls of later groups.) */
+TEST(many_groups_between_reductions) {
+    int64_t S[2] = {64, 48}, R[2] = {64, 1};
+    double *xs = malloc(sizeof(double) * 64 * 48);
+    for (int i = 0; i < 64 * 48; i++) xs[i] = rnd();
+    emily_tensor *x64 = t_from(EMILY_F64, 2, S, xs), *x = NULL;
+    CHECK_OK(emily_as_type(x64, EMILY_F32, &x));
+    emily_tensor *res[2] = {0};
+    int64_t fused = 0;
+    for (int opt = 0; opt < 2; opt++) {
+        emily_graph *g = NULL;
+        CHECK_OK(emily_graph_create(&g));
+        int32_t cur, t1, t2, t3, t4, t5;
+        CHECK_OK(emily_graph_add_param(g, EMILY_F32, 2, S, &cur));
+        emily_value o = v_tmpl(EMILY_F32, 2, S), orr = v_tmpl(EMILY_F32, 2, R);
+        const char *keys[2] = {"axes", "keep_axes"};
+        emily_value one = v_int(1), items[2] = {v_list(&one, 1), {.kind = EMILY_V_BOOL, .b = true}};
+        emily_value opts = {.kind = EMILY_V_OPTS, .items = items, .keys = keys, .n = 2};
+        for (int layer = 0; layer < 3; layer++) {
+            emily_value a[2] = {v_ref(cur)};
+            CHECK_OK(emily_graph_add_call(g, "sin", &o, a, 1, &t1));
+            a[0] = v_ref(t1); a[1] = v_ref(cur);
+            CHECK_OK(emily_graph_add_call(g, "add", &o, a, 2, &t2));
+            emily_value sa[2] = {v_ref(t2), opts};
+            CHECK_OK(emily_graph_add_call(g, "sum", &orr, sa, 2, &t3));
+            a[0] = v_ref(t2); a[1] = v_ref(t3);
+            CHECK_OK(emily_graph_add_call(g, "subtract", &o, a, 2, &t4));
+            a[0] = v_ref(t4);
+            CHECK_OK(emily_graph_add_call(g, "tanh", &o, a, 1, &t5));
+            cur = t5;
+        }
+        CHECK_OK(emily_graph_set_outputs(g, 1, &cur));
+        emily_graph_options go = {.no_optimize = !opt};
+        CHECK_OK(emily_graph_compile(g, EMILY_CPU, &go));
+        emily_graph_stats st;
+        CHECK_OK(emily_graph_get_stats(g, &st));
+        fused = st.fused_calls;
+        CHECK_OK(emily_graph_run(g, &x, 1, &res[opt], 1));
+        emily_graph_free(g);
+    }
+    /* per layer: sin+add (add's value also goes to the sum) and
+     * subtract+tanh+next sin+add chains */
+    CHECK(fused >= 6);
+    if (res[0] && res[1]) {
+        unsigned char *a = malloc(64 * 48 * 4), *b = malloc(64 * 48 * 4);
+        CHECK_OK(emily_to_binary(res[0], a, 64 * 48 * 4));
+        CHECK_OK(emily_to_binary(res[1], b, 64 * 48 * 4));
+        CHECK(memcmp(a, b, 64 * 48 * 4) == 0);
+        free(a);
+        free(b);
+    }
+    emily_tensor_release(res[0]);
+    emily_tensor_release(res[1]);
+    emily_tensor_release(x);
+    emily_tensor_release(x64);
+    free(xs);
+}
+
+RUN_TESTS("graph", CASE(many_groups_between_reductions), CASE(fused_chains_give_the_unfused_bits), CASE(groups_read_early_are_not_fused), CASE(pow_two_is_rewritten_with_the_same_bits), CASE(runs_like_the_calls_one_by_one), CASE(constants_fold_and_outputs_may_repeat),
           CASE(multi_output_calls), CASE(bad_graphs_fail_clearly), CASE(a_failing_call_reports_and_leaks_nothing),
           CASE(save_and_load_round_trip))
