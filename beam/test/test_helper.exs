@@ -41,6 +41,23 @@ exclude =
       exclude ++ [:distributed]
   end
 
+# EMILY_DEFN_COMPILER=1: every defn (Nx's own defn functions, Nx.Random,
+# the doctests' and the package tests') compiles with Emily.Compiler
+if nx? and System.get_env("EMILY_DEFN_COMPILER") in ["1", "true"] do
+  Nx.Defn.global_default_options(compiler: Emily.Compiler)
+  IO.puts("defn compiler: Emily.Compiler (EMILY_DEFN_COMPILER)")
+  Emily.Test.CompilerCounts.start()
+
+  :telemetry.attach_many(
+    "emily-test-compiler-counts",
+    [[:emily, :compiler, :compile], [:emily, :compiler, :fallback]],
+    &Emily.Test.CompilerCounts.handle/4,
+    nil
+  )
+
+  ExUnit.after_suite(fn _ -> Emily.Test.CompilerCounts.print() end)
+end
+
 # Nx doctests whose printed output Emily is not expected to reproduce, each
 # with its reason (test/support/nx_exclusions.ex)
 exclude = exclude ++ Emily.Test.NxExclusions.filters()

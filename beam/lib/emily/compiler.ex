@@ -27,7 +27,9 @@ if Code.ensure_loaded?(Nx.Defn.Compiler) do
         cannot hold (`while` and `cond`, hooks, `runtime_call`, callbacks
         taking Elixir functions, vectorized inputs): `:eval` (default)
         runs it with `Nx.Defn.Evaluator` on `Emily.Backend` and emits a
-        `[:emily, :compiler, :fallback]` telemetry event with the reason;
+        `[:emily, :compiler, :fallback]` telemetry event with the reason
+        (each graph compiled emits `[:emily, :compiler, :compile]`, its
+        counts as measurements and metadata);
         `:raise` raises `ArgumentError`.
       * `:optimize` - `false` runs every recorded call one by one
         (default `true`).
@@ -141,6 +143,14 @@ if Code.ensure_loaded?(Nx.Defn.Compiler) do
             Emily.Native.ok!(
               Emily.Native.graph_compile(graph, device, Keyword.get(opts, :optimize, true))
             )
+
+          stats = Emily.Native.graph_stats(graph)
+
+          :telemetry.execute(
+            [:emily, :compiler, :compile],
+            %{calls: stats.calls, steps: stats.steps},
+            stats
+          )
 
           if path = opts[:save_graph], do: Emily.Native.ok!(Emily.Native.graph_save(graph, path))
           graph_runner(graph, outputs, device)

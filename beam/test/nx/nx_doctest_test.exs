@@ -27,4 +27,18 @@ if Code.ensure_loaded?(Nx) do
 
     doctest Nx.LinAlg
   end
+
+  defmodule Emily.NxRandomDoctestTest do
+    # Nx.Random is written in defn: with EMILY_DEFN_COMPILER=1 these run
+    # through Emily.Compiler
+    use ExUnit.Case, async: true
+    @moduletag :nx
+
+    setup do
+      Nx.default_backend(Emily.Backend)
+      :ok
+    end
+
+    doctest Nx.Random
+  end
 end

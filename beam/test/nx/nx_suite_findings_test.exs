@@ -4,7 +4,17 @@ if Code.ensure_loaded?(Nx) do
     # Emily.Backend and on the loaded Nx's Nx.BinaryBackend and compare.
     import ExUnit.Assertions
 
-    def on_binary(fun), do: Nx.with_default_backend(Nx.BinaryBackend, fun)
+    # Nx.BinaryBackend's own answer: also Nx's defn fallbacks (eigh, ...)
+    # on the evaluator, whatever the default defn compiler
+    def on_binary(fun) do
+      previous = Nx.Defn.default_options(compiler: Nx.Defn.Evaluator)
+
+      try do
+        Nx.with_default_backend(Nx.BinaryBackend, fun)
+      after
+        Nx.Defn.default_options(previous)
+      end
+    end
 
     def binary(%Nx.Tensor{} = t), do: Nx.backend_copy(t, Nx.BinaryBackend)
     def emily(%Nx.Tensor{} = t), do: Nx.backend_copy(t, Emily.Backend)
