@@ -163,6 +163,59 @@ done:
     return result;
 }
 
+/* graph_const(graph, tensor) -> {:ok, id}: a tensor (Emily, Nx.BinaryBackend
+ * or bytes) as a constant of the graph */
+ERL_NIF_TERM graph_const_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    (void)argc;
+    emily_graph *g;
+    if (!get_graph(env, argv[0], &g)) return make_error(env, "graph_const: expected an Emily graph");
+    decoder dec, *d = &dec;
+    decoder_init(d, env);
+    emily_value v;
+    ERL_NIF_TERM result;
+    int32_t id;
+    if (!decode_arg(d, 0, argv[1], &v) || !decoder_finish(d, EMILY_CPU)) {
+        char msg[800];
+        snprintf(msg, sizeof msg, "graph_const: %s", d->err);
+        result = make_error(env, msg);
+    } else if (d->foreign) {
+        result = enif_make_tuple2(env, A.error, A.foreign_tensor);
+    } else if (v.kind != EMILY_V_TENSOR) {
+        result = make_error(env, "graph_const: expected a tensor");
+    } else if (emily_graph_add_const(g, v.tensor, &id)) {
+        result = engine_error_of(env, "graph_const");
+    } else {
+        result = enif_make_tuple2(env, A.ok, enif_make_int(env, id));
+    }
+    decoder_free(d);
+    return result;
+}
+
+static bool get_ids(ErlNifEnv *env, ERL_NIF_TERM list, int32_t **ids, unsigned *n);
+
+/* graph_while(graph, cond, body, [initial_id]) -> {:ok, first_id}: the
+ * graph takes cond and body (their resources can no longer be used) */
+ERL_NIF_TERM graph_while_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    (void)argc;
+    emily_graph *g;
+    graph_res *rc, *rb;
+    if (!get_graph(env, argv[0], &g) || !enif_get_resource(env, argv[1], emily_graph_rt, (void **)&rc) ||
+        !enif_get_resource(env, argv[2], emily_graph_rt, (void **)&rb) || !rc->g || !rb->g)
+        return make_error(env, "graph_while: expected three Emily graphs");
+    if (rc == rb || rc->g == g || rb->g == g)
+        return make_error(env, "graph_while: the condition, the body and the graph must be three graphs");
+    int32_t *ids;
+    unsigned n;
+    if (!get_ids(env, argv[3], &ids, &n)) return make_error(env, "graph_while: expected a list of value ids");
+    emily_graph *cond = rc->g, *body = rb->g;
+    rc->g = NULL; /* taken, also on failure */
+    rb->g = NULL;
+    int32_t first;
+    emily_status s = emily_graph_add_while(g, cond, body, n, ids, &first);
+    enif_free(ids);
+    return s ? engine_error_of(env, "graph_while") : enif_make_tuple2(env, A.ok, enif_make_int(env, first));
+}
+
 static bool get_ids(ErlNifEnv *env, ERL_NIF_TERM list, int32_t **ids, unsigned *n) {
     if (!enif_get_list_length(env, list, n)) return false;
     *ids = enif_alloc(sizeof(int32_t) * (*n + 1));

@@ -60,6 +60,19 @@ emily_status emily_graph_add_const(emily_graph *g, emily_tensor *t, int32_t *val
  * id of output 0; output k of a multi-output call is *first + k. */
 emily_status emily_graph_add_call(emily_graph *g, const char *callback, const emily_value *out,
                                   const emily_value *args, size_t nargs, int32_t *first);
+/* A loop (Nx's while): the state starts as the n values `initial`;
+ * while `cond` (a graph of n parameters, the state, and one rank-0
+ * output) gives a non-zero value, `body` (n parameters, n outputs of the
+ * parameters' types and shapes) computes the next state. The loop's
+ * outputs, *first to *first + n - 1, are the final state. The graph takes
+ * cond and body (freed with it, compiled with it; also freed on any
+ * failure here except being given the same graph twice, which takes
+ * nothing); they must not be compiled or used elsewhere. */
+emily_status emily_graph_add_while(emily_graph *g, emily_graph *cond, emily_graph *body, size_t n,
+                                   const int32_t *initial, int32_t *first);
+/* A constant or an output of the graph may also be a parameter's value;
+ * emily_graph_add_const adds tensors. */
+
 /* The values emily_graph_run returns, in order (repeats allowed). */
 emily_status emily_graph_set_outputs(emily_graph *g, size_t n, const int32_t *values);
 

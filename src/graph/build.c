@@ -61,6 +61,10 @@ void emily_graph_free(emily_graph *g) {
     for (int32_t i = 0; i < g->nvalues; i++)
         if (g->values[i].kind == GV_CONST) emily_tensor_release(g->values[i].tensor);
     for (int32_t i = 0; i < g->nsteps; i++) fused_group_free(g->steps[i].group);
+    for (int32_t i = 0; i < g->ncalls; i++) {
+        emily_graph_free(g->calls[i].cond);
+        emily_graph_free(g->calls[i].body);
+    }
     free(g->steps);
     free(g->values);
     free(g->calls);
@@ -237,6 +241,10 @@ const emily_value *graph_template_at(const emily_value *out, int k) {
     return NULL;
 }
 
+static emily_status add_call_of(emily_graph *g, const char *callback, emily_callback_fn fn,
+                                const emily_value *out, const emily_value *args, size_t nargs, int32_t *first,
+                                int max_outputs);
+
 emily_status emily_graph_add_call(emily_graph *g, const char *callback, const emily_value *out,
                                   const emily_value *args, size_t nargs, int32_t *first) {
     emily_status s;
@@ -248,6 +256,13 @@ emily_status emily_graph_add_call(emily_graph *g, const char *callback, const em
     if (!out) return emily_error(EMILY_ERR_ARGUMENT, "graph_add_call: %s: NULL output template", callback);
     if (nargs && !args) return emily_error(EMILY_ERR_ARGUMENT, "graph_add_call: %s: NULL arguments", callback);
     if (nargs > 64) return emily_error(EMILY_ERR_ARGUMENT, "graph_add_call: %s: %zu arguments", callback, nargs);
+    return add_call_of(g, callback, fn, out, args, nargs, first, EMILY_DISPATCH_MAX_OUTPUTS);
+}
+
+static emily_status add_call_of(emily_graph *g, const char *callback, emily_callback_fn fn,
+                                const emily_value *out, const emily_value *args, size_t nargs, int32_t *first,
+                                int max_outputs) {
+    emily_status s;
     if (out->kind != EMILY_V_TEMPLATE && out->kind != EMILY_V_LIST && out->kind != EMILY_V_TUPLE)
         return emily_error(EMILY_ERR_ARGUMENT, "graph_add_call: %s: the output must be a template or a list of them",
                            callback);
@@ -255,9 +270,9 @@ emily_status emily_graph_add_call(emily_graph *g, const char *callback, const em
     for (int k = 0; k < nout; k++)
         if (!graph_template_at(out, k))
             return emily_error(EMILY_ERR_ARGUMENT, "graph_add_call: %s: output %d is not a template", callback, k);
-    if (nout < 1 || nout > EMILY_DISPATCH_MAX_OUTPUTS)
+    if (nout < 1 || nout > max_outputs)
         return emily_error(EMILY_ERR_ARGUMENT, "graph_add_call: %s: %d outputs (1 to %d)", callback, nout,
-                           EMILY_DISPATCH_MAX_OUTPUTS);
+                           max_outputs);
     if (g->ncalls == g->calls_cap) {
         int32_t cap = g->calls_cap ? g->calls_cap * 2 : 64;
         graph_call *nc = realloc(g->calls, (size_t)cap * sizeof *nc);
@@ -345,5 +360,99 @@ emily_status emily_graph_value_spec(const emily_graph *g, int32_t value, emily_d
     if (dtype) *dtype = v->dtype;
     if (rank) *rank = v->rank;
     if (shape) *shape = v->shape;
+    return EMILY_OK;
+}
+
+static bool same_spec(const graph_value *a, emily_dtype dt, int rank, const int64_t *shape) {
+    if (a->dtype != dt || a->rank != rank) return false;
+    for (int i = 0; i < rank; i++)
+        if (a->shape[i] != shape[i]) return false;
+    return true;
+}
+
+static int graph_depth(const emily_graph *g) {
+    int d = 0;
+    for (int32_t i = 0; g && i < g->ncalls; i++) {
+        int c = graph_depth(g->calls[i].cond), b = graph_depth(g->calls[i].body);
+        if (c > d) d = c;
+        if (b > d) d = b;
+    }
+    return g ? d + 1 : 0;
+}
+
+emily_status emily_graph_add_while(emily_graph *g, emily_graph *cond, emily_graph *body, size_t n,
+                                   const int32_t *initial, int32_t *first) {
+    /* the same graph twice: nothing is taken (freeing it once would leave
+     * the caller's other pointer dangling) */
+    if (cond && (cond == g || body == g || cond == body))
+        return emily_error(EMILY_ERR_ARGUMENT, "graph_add_while: the condition, the body and the graph must be three graphs");
+    emily_status s = check_building(g, "graph_add_while");
+    if (!s && (!cond || !body || !first || (n && !initial)))
+        s = emily_error(EMILY_ERR_ARGUMENT, "graph_add_while: NULL argument");
+    if (!s && (cond->compiled || body->compiled))
+        s = emily_error(EMILY_ERR_ARGUMENT, "graph_add_while: the condition and the body must not be compiled");
+    if (!s && (n == 0 || n > 4096)) s = emily_error(EMILY_ERR_ARGUMENT, "graph_add_while: %zu state values (1 to 4096)", n);
+    if (!s && ((size_t)cond->nparams != n || (size_t)body->nparams != n))
+        s = emily_error(EMILY_ERR_ARGUMENT,
+                        "graph_add_while: the state has %zu values; the condition takes %d parameters, the body %d", n,
+                        (int)cond->nparams, (int)body->nparams);
+    if (!s && (cond->noutputs != 1 || (size_t)body->noutputs != n))
+        s = emily_error(EMILY_ERR_ARGUMENT,
+                        "graph_add_while: the condition must have 1 output (it has %d), the body %zu (it has %d)",
+                        (int)cond->noutputs, n, (int)body->noutputs);
+    if (!s && graph_depth(cond) + graph_depth(body) > GRAPH_MAX_NESTING)
+        s = emily_error(EMILY_ERR_ARGUMENT, "graph_add_while: loops nest deeper than %d", GRAPH_MAX_NESTING);
+    for (size_t i = 0; !s && i < n; i++) {
+        if (initial[i] < 0 || initial[i] >= g->nvalues) {
+            s = emily_error(EMILY_ERR_ARGUMENT, "graph_add_while: state value %zu (%d) is not defined", i, (int)initial[i]);
+            break;
+        }
+        const graph_value *v = &g->values[initial[i]], *cp = &cond->values[cond->params[i]],
+                          *bp = &body->values[body->params[i]], *bo = &body->values[body->outputs[i]];
+        if (!same_spec(cp, v->dtype, v->rank, v->shape) || !same_spec(bp, v->dtype, v->rank, v->shape) ||
+            !same_spec(bo, v->dtype, v->rank, v->shape)) {
+            char a[256];
+            s = emily_error(EMILY_ERR_SHAPE,
+                            "graph_add_while: state value %zu is %s%s; the condition's and the body's parameter %zu "
+                            "and the body's output %zu must be too",
+                            i, emily_dtype_name(v->dtype), emily_shape_str(v->rank, v->shape, a, sizeof a), i, i);
+        }
+    }
+    if (!s) {
+        const graph_value *p = &cond->values[cond->outputs[0]];
+        if (p->rank != 0 || emily_dtype_is_complex(p->dtype))
+            s = emily_error(EMILY_ERR_SHAPE, "graph_add_while: the condition must give a real scalar, not %s rank %d",
+                            emily_dtype_name(p->dtype), p->rank);
+    }
+    if (s) {
+        emily_graph_free(cond);
+        emily_graph_free(body);
+        return s;
+    }
+    /* the state's templates and references, as an ordinary call's */
+    emily_value *tmpl = malloc(sizeof(emily_value) * n), *refs = malloc(sizeof(emily_value) * n);
+    if (!tmpl || !refs) {
+        free(tmpl);
+        free(refs);
+        emily_graph_free(cond);
+        emily_graph_free(body);
+        return emily_error(EMILY_ERR_MEMORY, "graph: out of host memory");
+    }
+    for (size_t i = 0; i < n; i++) {
+        const graph_value *v = &g->values[initial[i]];
+        tmpl[i] = (emily_value){.kind = EMILY_V_TEMPLATE, .dtype = v->dtype, .rank = v->rank, .shape = v->shape};
+        refs[i] = (emily_value){.kind = EMILY_V_REF, .i = initial[i]};
+    }
+    emily_value out = {.kind = EMILY_V_LIST, .items = tmpl, .n = n};
+    s = add_call_of(g, "while", NULL, &out, refs, n, first, n);
+    free(tmpl);
+    free(refs);
+    if (s) {
+        emily_graph_free(cond);
+        emily_graph_free(body);
+        return s;
+    }
+    g->calls[g->ncalls - 1].cond = cond;
+    g->calls[g->ncalls - 1].body = body;
     return EMILY_OK;
 }

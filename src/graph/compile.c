@@ -41,6 +41,55 @@ emily_status graph_run_call(emily_graph *g, const graph_call *c, emily_tensor **
     return EMILY_OK;
 }
 
+/* Nx's while: the condition's scalar, read on the host, is true when it
+ * is not zero (a NaN is true, as Nx.to_number(pred) != 0 is). */
+static emily_status truthy(const emily_tensor *pred, bool *out) {
+    emily_tensor *wide = NULL;
+    double v = 0;
+    emily_status s = emily_as_type(pred, EMILY_F64, &wide);
+    if (!s) s = emily_to_binary(wide, &v, sizeof v);
+    emily_tensor_release(wide);
+    *out = v != 0;
+    return s;
+}
+
+emily_status graph_run_while(emily_graph *g, const graph_call *c, emily_tensor **vals) {
+    (void)g;
+    size_t n = c->nargs;
+    emily_tensor **state = malloc(sizeof(emily_tensor *) * n), **next = malloc(sizeof(emily_tensor *) * n);
+    if (!state || !next) {
+        free(state);
+        free(next);
+        return emily_error(EMILY_ERR_MEMORY, "while: out of host memory");
+    }
+    for (size_t i = 0; i < n; i++) {
+        state[i] = vals[c->args[i].i];
+        emily_tensor_retain(state[i]);
+    }
+    emily_status s = EMILY_OK;
+    for (;;) {
+        emily_tensor *pred = NULL;
+        bool go = false;
+        if ((s = emily_graph_run(c->cond, state, n, &pred, 1))) break;
+        s = truthy(pred, &go);
+        emily_tensor_release(pred);
+        if (s || !go) break;
+        if ((s = emily_graph_run(c->body, state, n, next, n))) break;
+        for (size_t i = 0; i < n; i++) {
+            emily_tensor_release(state[i]);
+            state[i] = next[i];
+        }
+    }
+    if (s) {
+        for (size_t i = 0; i < n; i++) emily_tensor_release(state[i]);
+    } else {
+        for (size_t i = 0; i < n; i++) vals[c->first + (int32_t)i] = state[i];
+    }
+    free(state);
+    free(next);
+    return s;
+}
+
 static int64_t spec_bytes(const graph_value *v) {
     int64_t n;
     if (!emily_shape_size(v->rank, v->shape, &n)) return INT64_MAX;
@@ -79,7 +128,7 @@ static emily_status fold_constants(emily_graph *g) {
             int64_t b = spec_bytes(&g->values[c->first + k]);
             bytes = b > INT64_MAX - bytes ? INT64_MAX : bytes + b;
         }
-        if (!all_const || bytes > FOLD_MAX_BYTES) continue;
+        if (!all_const || bytes > FOLD_MAX_BYTES || !c->fn) continue; /* loops run at each run */
         /* a call that fails here fails at every run: say so now */
         if ((s = graph_run_call(g, c, vals))) break;
         c->folded = true;
@@ -200,6 +249,13 @@ emily_status emily_graph_compile(emily_graph *g, emily_device device, const emil
         emily_tensor_release(v->tensor);
         v->tensor = moved;
         v->shape = moved->shape;
+    }
+    /* loop conditions and bodies, for the same device */
+    for (int32_t ci = 0; ci < g->ncalls; ci++) {
+        graph_call *c = &g->calls[ci];
+        if (!c->cond) continue;
+        if ((s = emily_graph_compile(c->cond, device, opts)) || (s = emily_graph_compile(c->body, device, opts)))
+            return s;
     }
     for (int32_t i = 0; i < g->nvalues; i++) g->stats.constants += g->values[i].kind == GV_CONST;
     g->stats.params = g->nparams;
@@ -323,7 +379,9 @@ emily_status emily_graph_run(emily_graph *g, emily_tensor *const *params, size_t
         const graph_step *step = &g->steps[st];
         const graph_call *c = &g->calls[step->call];
         double t0 = step_s ? now_s() : 0;
-        s = step->group ? fused_group_run(g, step->group, vals) : graph_run_call(g, c, vals);
+        s = step->group ? fused_group_run(g, step->group, vals)
+            : c->cond   ? graph_run_while(g, c, vals)
+                        : graph_run_call(g, c, vals);
         if (step_s) step_s[st] = now_s() - t0;
         if (s) break;
         for (int k = 0; k < c->nout; k++)

@@ -40,6 +40,8 @@ typedef struct graph_call {
     /* the EMILY_V_REF nodes of args, in tree order */
     emily_value **refs;
     int nrefs;
+    /* a while loop (callback "while", fn NULL): its state is args */
+    emily_graph *cond, *body;
     /* compile */
     bool folded, dropped;
     int32_t fused_group;    /* -1: runs alone */
@@ -88,6 +90,11 @@ emily_status graph_push_value(emily_graph *g, graph_value v, int32_t *id);
 /* The spec of output k of a template tree (NULL if absent). */
 const emily_value *graph_template_at(const emily_value *out, int k);
 int graph_template_count(const emily_value *out);
+
+/* Runs a while call (compile.c). */
+emily_status graph_run_while(emily_graph *g, const graph_call *c, emily_tensor **vals);
+/* Nesting of while bodies inside while bodies is limited to this. */
+#define GRAPH_MAX_NESTING 16
 
 /* Runs one call with its EMILY_V_REF arguments bound to vals; its
  * outputs are stored in vals. */

@@ -8,6 +8,8 @@
  *     'P' param:    u8 dtype, u32 rank, i64 dims[rank]
  *     'C' constant: u8 dtype, u32 rank, i64 dims[rank], u64 nbytes, bytes
  *     'N' call:     u16 name length, name, tree out, u32 nargs, tree args[nargs]
+ *     'W' while:    u32 n, i32 initial[n], u64 length, condition graph
+ *                   (this format, nested), u64 length, body graph
  *     'O' outputs:  u32 n, i32 values[n]   (last record)
  *   tree: u8 kind (emily_value_kind), then by kind: BOOL u8; INT i64;
  *     UINT u64; FLOAT f64; COMPLEX f64 f64; ATOM/BINARY u32 len, bytes;
@@ -124,6 +126,20 @@ emily_status emily_graph_save_buffer(const emily_graph *g, void **bytes, size_t 
                 put(&w, host, nb);
             }
             free(host);
+        } else if (v->k == 0 && g->calls[v->node].cond) { /* a loop */
+            const graph_call *c = &g->calls[v->node];
+            put_u8(&w, 'W');
+            put_u32(&w, (uint32_t)c->nargs);
+            for (size_t a = 0; a < c->nargs; a++) put_i32(&w, (int32_t)c->args[a].i);
+            const emily_graph *subs[2] = {c->cond, c->body};
+            for (int k = 0; k < 2 && !s; k++) {
+                void *sb;
+                size_t sn;
+                if ((s = emily_graph_save_buffer(subs[k], &sb, &sn))) break;
+                put_u64(&w, sn);
+                put(&w, sb, sn);
+                free(sb);
+            }
         } else if (v->k == 0) { /* the first output of a call (folded or not) */
             const graph_call *c = &g->calls[v->node];
             size_t nl = strlen(c->callback);
@@ -173,6 +189,7 @@ typedef struct reader {
     const unsigned char *p;
     size_t len, pos;
     emily_graph *g;         /* trees are built in the graph's memory */
+    int depth;              /* of loop bodies */
 } reader;
 
 static emily_status truncated(const reader *r) {
@@ -281,6 +298,8 @@ static emily_status get_tree(reader *r, emily_value *v, int depth) {
     return emily_error(EMILY_ERR_ARGUMENT, "graph_load: unknown value kind %u at byte %zu", kind, r->pos - 1);
 }
 
+static emily_status load_nested(const void *bytes, size_t size, int depth, emily_graph **out);
+
 static emily_status load_records(reader *r) {
     emily_graph *g = r->g;
     emily_status s;
@@ -330,6 +349,39 @@ static emily_status load_records(reader *r) {
             for (uint32_t a = 0; a < nargs; a++)
                 if ((s = get_tree(r, &args[a], 0))) return s;
             if ((s = emily_graph_add_call(g, name, &out, args, nargs, &id))) return s;
+        } else if (tag == 'W') {
+            uint32_t n = 0;
+            if ((s = get(r, &n, 4))) return s;
+            if (n == 0 || n > 4096) return emily_error(EMILY_ERR_ARGUMENT, "graph_load: a loop with %u state values", n);
+            if ((size_t)n * 4 > r->len - r->pos) return truncated(r);
+            int32_t *ids = malloc((size_t)n * sizeof *ids);
+            if (!ids) return emily_error(EMILY_ERR_MEMORY, "graph_load: out of host memory");
+            for (uint32_t k = 0; k < n; k++) memcpy(&ids[k], r->p + r->pos + 4 * (size_t)k, 4);
+            r->pos += (size_t)n * 4;
+            emily_graph *subs[2] = {NULL, NULL};
+            for (int k = 0; k < 2 && !s; k++) {
+                uint64_t sn = 0;
+                if ((s = get(r, &sn, 8))) break;
+                if (sn > r->len - r->pos) {
+                    s = truncated(r);
+                    break;
+                }
+                if (r->depth >= GRAPH_MAX_NESTING) {
+                    s = emily_error(EMILY_ERR_ARGUMENT, "graph_load: loops nest deeper than %d", GRAPH_MAX_NESTING);
+                    break;
+                }
+                s = load_nested(r->p + r->pos, (size_t)sn, r->depth + 1, &subs[k]);
+                r->pos += (size_t)sn;
+            }
+            if (s) {
+                emily_graph_free(subs[0]);
+                emily_graph_free(subs[1]);
+                free(ids);
+                return s;
+            }
+            s = emily_graph_add_while(g, subs[0], subs[1], n, ids, &id); /* takes subs */
+            free(ids);
+            if (s) return s;
         } else if (tag == 'O') {
             uint32_t n = 0;
             if ((s = get(r, &n, 4))) return s;
@@ -351,20 +403,25 @@ static emily_status load_records(reader *r) {
     }
 }
 
-emily_status emily_graph_load_buffer(const void *bytes, size_t size, emily_graph **out) {
-    if (!out) return emily_error(EMILY_ERR_ARGUMENT, "graph_load: NULL output");
+static emily_status load_nested(const void *bytes, size_t size, int depth, emily_graph **out) {
     *out = NULL;
-    if (!bytes && size) return emily_error(EMILY_ERR_ARGUMENT, "graph_load: NULL bytes");
     emily_graph *g;
     emily_status s = emily_graph_create(&g);
     if (s) return s;
-    reader r = {.p = bytes, .len = size, .g = g};
+    reader r = {.p = bytes, .len = size, .g = g, .depth = depth};
     if ((s = load_records(&r))) {
         emily_graph_free(g);
         return s;
     }
     *out = g;
     return EMILY_OK;
+}
+
+emily_status emily_graph_load_buffer(const void *bytes, size_t size, emily_graph **out) {
+    if (!out) return emily_error(EMILY_ERR_ARGUMENT, "graph_load: NULL output");
+    *out = NULL;
+    if (!bytes && size) return emily_error(EMILY_ERR_ARGUMENT, "graph_load: NULL bytes");
+    return load_nested(bytes, size, 0, out);
 }
 
 emily_status emily_graph_load(const char *path, emily_graph **out) {

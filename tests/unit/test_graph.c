@@ -541,6 +541,110 @@ TEST(many_groups_between_reductions) {
     free(xs);
 }
 
-RUN_TESTS("graph", CASE(many_groups_between_reductions), CASE(fused_chains_give_the_unfused_bits), CASE(groups_read_early_are_not_fused), CASE(pow_two_is_rewritten_with_the_same_bits), CASE(runs_like_the_calls_one_by_one), CASE(constants_fold_and_outputs_may_repeat),
+/* while {i, x}: i < 5: {i + 1, x * 2} */
+static emily_graph *loop_graph(bool bad_body) {
+    emily_value si = v_tmpl(EMILY_S32, 0, NULL), x3 = v_tmpl(EMILY_F32, 1, S3), u8 = v_tmpl(EMILY_U8, 0, NULL);
+    emily_graph *cond = NULL, *body = NULL, *g = NULL;
+    CHECK_OK(emily_graph_create(&cond));
+    CHECK_OK(emily_graph_create(&body));
+    CHECK_OK(emily_graph_create(&g));
+    int32_t ci, cx, five, lt, bi, bx, one, two, ni, nx, i0, x0, first;
+    int32_t five_v = 5, one_v = 1;
+    float two_v = 2;
+    CHECK_OK(emily_graph_add_param(cond, EMILY_S32, 0, NULL, &ci));
+    CHECK_OK(emily_graph_add_param(cond, EMILY_F32, 1, S3, &cx));
+    emily_tensor *t5 = t_from(EMILY_S32, 0, NULL, &five_v), *t1 = t_from(EMILY_S32, 0, NULL, &one_v);
+    emily_tensor *t2 = t_from(EMILY_F32, 0, NULL, &two_v);
+    CHECK_OK(emily_graph_add_const(cond, t5, &five));
+    emily_value a[2] = {v_ref(ci), v_ref(five)};
+    CHECK_OK(emily_graph_add_call(cond, "less", &u8, a, 2, &lt));
+    CHECK_OK(emily_graph_set_outputs(cond, 1, &lt));
+    CHECK_OK(emily_graph_add_param(body, EMILY_S32, 0, NULL, &bi));
+    CHECK_OK(emily_graph_add_param(body, EMILY_F32, 1, S3, &bx));
+    CHECK_OK(emily_graph_add_const(body, t1, &one));
+    CHECK_OK(emily_graph_add_const(body, t2, &two));
+    a[0] = v_ref(bi); a[1] = v_ref(one);
+    CHECK_OK(emily_graph_add_call(body, "add", &si, a, 2, &ni));
+    a[0] = v_ref(bx); a[1] = v_ref(two);
+    CHECK_OK(emily_graph_add_call(body, "multiply", &x3, a, 2, &nx));
+    int32_t bouts[2] = {ni, bad_body ? ni : nx};
+    CHECK_OK(emily_graph_set_outputs(body, 2, bouts));
+    CHECK_OK(emily_graph_add_param(g, EMILY_S32, 0, NULL, &i0));
+    CHECK_OK(emily_graph_add_param(g, EMILY_F32, 1, S3, &x0));
+    int32_t init[2] = {i0, x0};
+    emily_status st = emily_graph_add_while(g, cond, body, 2, init, &first);
+    if (bad_body) {
+        CHECK(st == EMILY_ERR_SHAPE && strstr(emily_last_error(), "state value 1 is f32{3}"));
+        emily_graph_free(g);
+        g = NULL;
+    } else {
+        CHECK_OK(st);
+        int32_t outs[2] = {first, first + 1};
+        CHECK_OK(emily_graph_set_outputs(g, 2, outs));
+    }
+    emily_tensor_release(t5);
+    emily_tensor_release(t1);
+    emily_tensor_release(t2);
+    return g;
+}
+
+static void check_loop(emily_graph *g) {
+    int32_t i0 = 0;
+    float xs[3] = {1, -0.5f, 3};
+    emily_tensor *ti = t_from(EMILY_S32, 0, NULL, &i0), *tx = t_from(EMILY_F32, 1, S3, xs), *res[2] = {0};
+    CHECK_OK(emily_graph_run(g, (emily_tensor *[]){ti, tx}, 2, res, 2));
+    CHECK(res[0] && t_get(res[0], 0) == 5);
+    for (int k = 0; res[1] && k < 3; k++) CHECK(t_get(res[1], k) == xs[k] * 32);
+    /* a state that fails the condition at once comes back as it went in */
+    emily_tensor_release(res[0]);
+    emily_tensor_release(res[1]);
+    int32_t i9 = 9;
+    emily_tensor *t9 = t_from(EMILY_S32, 0, NULL, &i9);
+    CHECK_OK(emily_graph_run(g, (emily_tensor *[]){t9, tx}, 2, res, 2));
+    CHECK(res[0] == t9 && res[1] == tx);
+    emily_tensor_release(res[0]);
+    emily_tensor_release(res[1]);
+    emily_tensor_release(t9);
+    emily_tensor_release(ti);
+    emily_tensor_release(tx);
+}
+
+TEST(while_loops) {
+    emily_graph *g = loop_graph(false);
+    CHECK_OK(emily_graph_compile(g, EMILY_CPU, NULL));
+    check_loop(g);
+    /* saved and loaded, loops included */
+    void *bytes = NULL;
+    size_t size = 0;
+    CHECK_OK(emily_graph_save_buffer(g, &bytes, &size));
+    emily_graph_free(g);
+    emily_graph *h = NULL;
+    CHECK_OK(emily_graph_load_buffer(bytes, size, &h));
+    CHECK_OK(emily_graph_compile(h, EMILY_CPU, NULL));
+    check_loop(h);
+    emily_graph_free(h);
+    for (size_t n = 0; n < size; n++) {
+        h = NULL;
+        CHECK(emily_graph_load_buffer(bytes, n, &h) == EMILY_ERR_ARGUMENT && h == NULL);
+    }
+    free(bytes);
+    CHECK(loop_graph(true) == NULL);
+    /* bad loops: the sub-graphs are freed with the error */
+    emily_graph *a = NULL, *b = NULL, *c = NULL;
+    int32_t x, first;
+    CHECK_OK(emily_graph_create(&a));
+    CHECK_OK(emily_graph_create(&b));
+    CHECK_OK(emily_graph_create(&c));
+    CHECK_OK(emily_graph_add_param(c, EMILY_F32, 1, S3, &x));
+    CHECK_ERR(emily_graph_add_while(c, a, b, 1, &x, &first), EMILY_ERR_ARGUMENT, "the condition takes 0 parameters");
+    CHECK_OK(emily_graph_create(&a));
+    CHECK_ERR(emily_graph_add_while(c, a, a, 1, &x, &first), EMILY_ERR_ARGUMENT, "three graphs");
+    CHECK_ERR(emily_graph_add_while(c, c, a, 1, &x, &first), EMILY_ERR_ARGUMENT, "three graphs");
+    CHECK_OK(emily_graph_create(&b));
+    CHECK_ERR(emily_graph_add_while(c, a, b, 0, &x, &first), EMILY_ERR_ARGUMENT, "0 state values");
+    emily_graph_free(c);
+}
+
+RUN_TESTS("graph", CASE(while_loops), CASE(many_groups_between_reductions), CASE(fused_chains_give_the_unfused_bits), CASE(groups_read_early_are_not_fused), CASE(pow_two_is_rewritten_with_the_same_bits), CASE(runs_like_the_calls_one_by_one), CASE(constants_fold_and_outputs_may_repeat),
           CASE(multi_output_calls), CASE(bad_graphs_fail_clearly), CASE(a_failing_call_reports_and_leaks_nothing),
           CASE(save_and_load_round_trip))

@@ -24,7 +24,7 @@ if Code.ensure_loaded?(Nx.Defn.Compiler) do
       * `:dot_precision` - `:fast` or `:highest` for the function's `dot`
         and `conv` (default: the process's or the VM's, `Emily.dot_precision/0`).
       * `:compiler_fallback` - what to do with an expression the graph
-        cannot hold (`while` and `cond`, hooks, `runtime_call`, callbacks
+        cannot hold (`cond`, hooks, `runtime_call`, callbacks
         taking Elixir functions, vectorized inputs): `:eval` (default)
         runs it with `Nx.Defn.Evaluator` on `Emily.Backend` and emits a
         `[:emily, :compiler, :fallback]` telemetry event with the reason
@@ -48,9 +48,9 @@ if Code.ensure_loaded?(Nx.Defn.Compiler) do
 
     @compiler_keys [:device, :dot_precision, :compiler_fallback, :optimize, :save_graph]
 
-    # Expressions the graph does not hold: control flow that needs a value
-    # on the host, side effects, and Elixir functions.
-    @unsupported [:while, :cond, :hook, :token, :attach_token, :runtime_call, :fun]
+    # Expressions the graph does not hold: `cond` (its clauses read values
+    # of the enclosing scope), side effects, and Elixir functions.
+    @unsupported [:cond, :hook, :token, :attach_token, :runtime_call, :fun]
 
     @impl true
     def __partitions_options__(opts) do
@@ -249,38 +249,40 @@ if Code.ensure_loaded?(Nx.Defn.Compiler) do
 
     defp scan(other, seen), do: {other, seen}
 
-    defp record(key, vars, expr, device, precision) do
+    defp record(_key, vars, expr, device, precision) do
       {:ok, graph} = Emily.Native.graph_new()
-      flat_vars = Composite.flatten_list(vars)
 
       params =
-        Enum.map(flat_vars, fn var ->
+        vars
+        |> Composite.flatten_list()
+        |> Enum.map(fn var ->
           var = Nx.devectorize(var)
           {:ok, id} = Emily.Native.graph_param(graph, var.type, var.shape)
-          traced = %{var | data: %Emily.Backend{ref: {:graph, id}}}
-          fn -> traced end
+          %{var | data: %Emily.Backend{ref: {:graph, id}}}
         end)
+        |> List.to_tuple()
 
-      evaluator = Nx.Defn.Evaluator.__compile__(key, vars, fn _ -> expr end, [])
-      previous_trace = Process.put(Emily.Compiler.Trace, graph)
+      # the outputs as the evaluator returns them: devectorized values put
+      # into the (possibly vectorized) templates
+      template = Composite.traverse(expr, &Nx.to_template/1)
+      expr = Composite.traverse(expr, &Nx.devectorize/1)
+
+      run = fn -> Emily.Compiler.Trace.eval_in(graph, expr, params, device) end
+      run = if precision, do: fn -> Emily.with_dot_precision(precision, run) end, else: run
 
       try do
-        run = fn -> evaluator.([params]) end
-        run = if precision, do: fn -> Emily.with_dot_precision(precision, run) end, else: run
-        [result] = Nx.with_default_backend({Emily.Backend, device: device}, run)
-        {ids, specs} = output_specs(result)
+        result = Nx.with_default_backend({Emily.Backend, device: device}, run)
+        {ids, specs} = output_specs(graph, result)
         :ok = Emily.Native.ok!(Emily.Native.graph_outputs(graph, ids))
-        {:ok, graph, {result, specs}}
+        {:ok, graph, {template, specs}}
       rescue
         e -> {:fallback, Exception.message(e)}
-      after
-        if previous_trace,
-          do: Process.put(Emily.Compiler.Trace, previous_trace),
-          else: Process.delete(Emily.Compiler.Trace)
+      catch
+        {:unsupported, op} -> {:fallback, "the expression has #{inspect(op)}"}
       end
     end
 
-    defp output_specs(result) do
+    defp output_specs(_graph, result) do
       {specs, {ids, _}} =
         [result]
         |> Composite.flatten_list()
@@ -303,6 +305,153 @@ if Code.ensure_loaded?(Nx.Defn.Compiler) do
     # call and returns the data of its outputs, graph values.
 
     alias Emily.Native
+    alias Nx.Defn.{Composite, Expr, Tree}
+
+    # Ops the graph does not hold (Emily.Compiler falls back on them; the
+    # caller scanned the expression for them first).
+    @unsupported [:cond, :hook, :token, :attach_token, :runtime_call, :fun]
+    @creation_ops [:eye, :iota, :from_binary]
+
+    @doc false
+    # Evaluates a (devectorized) expression composite as Nx.Defn.Evaluator
+    # would, with every backend callback recorded into `graph`: the
+    # parameters are graph values, and `while` becomes a loop of the graph
+    # whose condition and body are graphs of their own.
+    def eval_in(graph, expr, params, device) do
+      previous = Process.put(__MODULE__, graph)
+
+      try do
+        state = %{params: params, cache: %{}, device: device, graph: graph}
+        {result, _} = composite_eval(expr, state)
+        result
+      after
+        if previous, do: Process.put(__MODULE__, previous), else: Process.delete(__MODULE__)
+      end
+    end
+
+    defp composite_eval(composite, state), do: Composite.traverse(composite, state, &eval/2)
+
+    defp eval(%Nx.Tensor{data: %Expr{op: :tensor, args: [t]}}, state), do: {t, state}
+
+    defp eval(%Nx.Tensor{data: %Expr{op: :constant, args: [c]}} = ans, state),
+      do: {Emily.Backend.constant(ans, c, device: state.device), state}
+
+    defp eval(%Nx.Tensor{data: %Expr{id: id, op: op}} = ans, state) do
+      case state.cache do
+        %{^id => res} ->
+          {res, state}
+
+        %{} ->
+          {res, state} = eval_op(op, ans, state)
+          {res, %{state | cache: Map.put(state.cache, id, res)}}
+      end
+    end
+
+    defp eval(other, state), do: {other, state}
+
+    defp eval_op(:parameter, %{data: %Expr{args: [i]}}, state), do: {elem(state.params, i), state}
+
+    # the wrapped expression may be a tuple (custom_grad of several results)
+    defp eval_op(:metadata, %{data: %Expr{args: [expr, _meta]}}, state),
+      do: composite_eval(expr, state)
+
+    defp eval_op(:elem, %{data: %Expr{args: [tuple, i]}}, state) do
+      {tuple, state} = composite_eval(tuple, state)
+      {elem(tuple, i), state}
+    end
+
+    defp eval_op(:while, %{data: %Expr{args: [initial, arg, pred, block]}}, state) do
+      {initial, state} = composite_eval(initial, state)
+
+      ids =
+        initial |> List.wrap() |> Composite.flatten_list() |> Enum.map(&value_id(state.graph, &1))
+
+      cond_graph = sub_graph(arg, pred, state)
+      body_graph = sub_graph(arg, block, state)
+      {:ok, first} = Native.ok!(Native.graph_while(state.graph, cond_graph, body_graph, ids))
+
+      {result, _} =
+        Composite.traverse(initial, first, fn t, k ->
+          {%{t | data: %Emily.Backend{ref: {:graph, k}}}, k + 1}
+        end)
+
+      {result, state}
+    end
+
+    # Nx 0.7: a callback Emily.Backend may lack runs Nx's default expression
+    defp eval_op(:optional, %{data: %Expr{args: [call, expr, _callback]}}, state) do
+      {args, state} = Tree.apply_args(call, state, &eval/2)
+      name = call.data.op
+
+      if function_exported?(Emily.Backend, name, length(args) + 1) do
+        out = if match?({:tuple, _}, call.type), do: expr, else: call
+        {apply(Emily.Backend, name, [out | args]), state}
+      else
+        params = args |> Enum.filter(&is_struct(&1, Nx.Tensor)) |> List.to_tuple()
+        {res, _} = composite_eval(expr, %{state | params: params, cache: %{}})
+        {res, state}
+      end
+    end
+
+    # Nx 0.13: Nx.block structs go to Emily.Backend.block/4 (a native
+    # callback, or the block's own function of other callbacks)
+    defp eval_op(:block, %{data: %Expr{args: [struct, in_args, expr, callback]}} = ans, state) do
+      {in_args, state} = Enum.map_reduce(in_args, state, &eval/2)
+      out = if match?({:tuple, _}, ans.type), do: expr, else: ans
+      {Emily.Backend.block(struct, out, in_args, callback), state}
+    end
+
+    defp eval_op(op, _ans, _state) when op in @unsupported, do: throw({:unsupported, op})
+
+    defp eval_op(op, ans, state) do
+      {args, state} = Tree.apply_args(ans, state, &eval/2)
+
+      args =
+        cond do
+          op in @creation_ops -> [ans | args] ++ [[device: state.device]]
+          match?({:tuple, _}, ans.type) -> args
+          true -> [ans | args]
+        end
+
+      {apply(Emily.Backend, op, args), state}
+    end
+
+    # A loop's condition or body: a graph whose parameters are the state
+    defp sub_graph(arg, expr, state) do
+      {:ok, sub} = Native.graph_new()
+
+      params =
+        arg
+        |> List.wrap()
+        |> Composite.flatten_list()
+        |> Enum.map(fn %Nx.Tensor{data: %Expr{op: :parameter, args: [i]}} = p ->
+          {:ok, id} = Native.graph_param(sub, p.type, p.shape)
+          {i, %{p | data: %Emily.Backend{ref: {:graph, id}}}}
+        end)
+        |> Enum.sort()
+        |> Enum.map(&elem(&1, 1))
+        |> List.to_tuple()
+
+      result = eval_in(sub, expr, params, state.device)
+      ids = [result] |> Composite.flatten_list() |> Enum.map(&value_id(sub, &1))
+      :ok = Native.ok!(Native.graph_outputs(sub, ids))
+      sub
+    end
+
+    defp value_id(_graph, %Nx.Tensor{data: %Emily.Backend{ref: {:graph, id}}}), do: id
+
+    defp value_id(graph, %Nx.Tensor{} = t) do
+      t =
+        if match?(%Emily.Backend{}, t.data) or match?(%Nx.BinaryBackend{}, t.data),
+          do: t,
+          else: Nx.backend_copy(t, Emily.Backend)
+
+      {:ok, id} = Native.ok!(Native.graph_const(graph, t))
+      id
+    end
+
+    defp value_id(graph, number) when is_number(number),
+      do: value_id(graph, Nx.tensor(number, backend: Nx.BinaryBackend))
 
     def record(graph, name, out, args) do
       case Native.graph_call(graph, name, out, args) do

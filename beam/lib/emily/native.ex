@@ -149,6 +149,15 @@ defmodule Emily.Native do
   """
   def graph_call(_graph, _callback, _out, _args), do: nif!()
 
+  @doc "Adds a tensor as a constant: `{:ok, value_id}`."
+  def graph_const(_graph, _tensor), do: nif!()
+
+  @doc """
+  Adds a while loop over the state values `ids` with a condition and a
+  body graph (which the graph takes): `{:ok, first_output_id}`.
+  """
+  def graph_while(_graph, _cond, _body, _ids), do: nif!()
+
   @doc "Sets the graph's outputs (value ids)."
   def graph_outputs(_graph, _ids), do: nif!()
 

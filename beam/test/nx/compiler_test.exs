@@ -36,6 +36,17 @@ if Code.ensure_loaded?(Nx) do
     defn(passthrough(x, y), do: {x, y * 2})
     defn(take(t, i), do: Nx.take(t, i, axis: 0) |> Nx.sum(axes: [1]))
     defn(with_while(x), do: while({x, i = 0}, i < 3, do: {x * 2, i + 1}))
+
+    defn nested_while(x, n) do
+      {x, _, _} =
+        while {x, i = 0, n}, i < n do
+          {y, _} = while({x, j = 0}, j < 2, do: {Nx.sin(x) + j, j + 1})
+          {y * 0.5, i + 1, n}
+        end
+
+      x
+    end
+
     defn(with_cond(x), do: if(Nx.sum(x) > 0, do: x + 1, else: x - 1))
     defn(with_hook(x), do: hook(Nx.exp(x), :seen))
     defn(probe(a, b), do: Nx.dot(a, b))
@@ -151,7 +162,22 @@ if Code.ensure_loaded?(Nx) do
       assert_received :traced
     end
 
-    test "while, cond and hooks run on the evaluator, with a telemetry event" do
+    test "while loops are loops of the graph" do
+      x = Nx.tensor([1.0, -3.0])
+      assert_same(jit(&Fns.with_while/1).(x), eval(&Fns.with_while/1).(x))
+      assert {:graph, %{steps: 1}} = Emily.Compiler.last_run()
+      assert_same(jit(&Fns.nested_while/2).(x, 3), eval(&Fns.nested_while/2).(x, 3))
+      assert_graph()
+
+      # Nx.Random's threefry is a while loop
+      key = Nx.Random.key(11)
+      uniform = fn k -> Nx.Random.uniform(k, shape: {4}) end
+      assert_same(jit(uniform).(key), eval(uniform).(key))
+      assert_graph()
+      assert_same(jit(&Nx.Random.split/1).(key), eval(&Nx.Random.split/1).(key))
+    end
+
+    test "cond and hooks run on the evaluator, with a telemetry event" do
       ref = make_ref()
       pid = self()
 
@@ -164,11 +190,9 @@ if Code.ensure_loaded?(Nx) do
 
       try do
         x = Nx.tensor([1.0, -3.0])
-        assert_same(jit(&Fns.with_while/1).(x), eval(&Fns.with_while/1).(x))
-        assert_received {:fallback, "the expression has :while"}
-        assert {:fallback, _} = Emily.Compiler.last_run()
         assert_same(jit(&Fns.with_cond/1).(x), eval(&Fns.with_cond/1).(x))
         assert_received {:fallback, "the expression has :cond"}
+        assert {:fallback, _} = Emily.Compiler.last_run()
 
         seen = fn t -> send(pid, {:hook, Nx.to_flat_list(t)}) end
         jit(&Fns.with_hook/1, hooks: %{seen: seen}).(x)
@@ -178,9 +202,9 @@ if Code.ensure_loaded?(Nx) do
       end
 
       assert_raise ArgumentError,
-                   ~r/Emily.Compiler cannot compile this function: the expression has :while/,
+                   ~r/Emily.Compiler cannot compile this function: the expression has :cond/,
                    fn ->
-                     jit(&Fns.with_while/1, compiler_fallback: :raise).(Nx.tensor([2.0]))
+                     jit(&Fns.with_cond/1, compiler_fallback: :raise).(Nx.tensor([2.0]))
                    end
 
       assert_raise ArgumentError, ~r/:compiler_fallback must be :eval or :raise/, fn ->

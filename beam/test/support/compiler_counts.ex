@@ -9,7 +9,7 @@ defmodule Emily.Test.CompilerCounts do
     parent = self()
 
     spawn(fn ->
-      :ets.new(:emily_compiler_counts, [:named_table, :public, :bag])
+      :ets.new(:emily_compiler_counts, [:named_table, :public, :duplicate_bag])
       send(parent, :ready)
       Process.sleep(:infinity)
     end)
