@@ -8,7 +8,9 @@
  *   are the atoms :nan, :infinity, :neg_infinity) and ArithmeticError
  *   when the divisor is zero (its NaN result);
  * - atan2 of complex operands is Complex.atan2, which raises
- *   ArithmeticError unless every imaginary part is zero.
+ *   ArithmeticError unless every imaginary part is zero;
+ * - integer quotient and remainder are Elixir's div and rem, which
+ *   raise ArithmeticError on a zero divisor.
  *
  * The reference evaluates the elements in row-major order of the
  * broadcast result and stops at the first that raises, so the message is
@@ -179,6 +181,20 @@ static emily_status check_atan2(const emily_tensor *a, const emily_tensor *b) {
     return EMILY_OK;
 }
 
+/* Integer quotient/remainder: any zero divisor that the result reaches
+ * (every element of b is used when the result is not empty). */
+static emily_status check_integer_divisor(const emily_tensor *b) {
+    emily_tensor *zero = NULL, *eq = NULL;
+    int64_t pos = -1;
+    emily_status s = zero_like(b, &zero);
+    if (!s) s = emily_binary(EMILY_EQUAL, b, zero, EMILY_DTYPE_AUTO, &eq);
+    if (!s) s = first_set(eq, &pos);
+    emily_tensor_release(zero);
+    emily_tensor_release(eq);
+    if (s || pos < 0) return s;
+    return emily_error(EMILY_ERR_ARGUMENT, "bad argument in arithmetic expression");
+}
+
 emily_status emily_binary_check_raises(emily_binary_op op, const emily_tensor *a,
                                        const emily_tensor *b, emily_dtype o, int rank,
                                        const int64_t *shape) {
@@ -188,7 +204,9 @@ emily_status emily_binary_check_raises(emily_binary_op op, const emily_tensor *a
     switch (op) {
     case EMILY_LEFT_SHIFT:
     case EMILY_RIGHT_SHIFT: return check_shift(op, b);
-    case EMILY_REMAINDER: return emily_dtype_is_integer(o) ? EMILY_OK : check_remainder(a, b, rank, shape);
+    case EMILY_REMAINDER:
+        return emily_dtype_is_integer(o) ? check_integer_divisor(b) : check_remainder(a, b, rank, shape);
+    case EMILY_QUOTIENT: return check_integer_divisor(b);
     case EMILY_ATAN2: return emily_dtype_is_complex(o) ? check_atan2(a, b) : EMILY_OK;
     default: return EMILY_OK;
     }

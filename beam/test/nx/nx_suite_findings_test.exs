@@ -200,6 +200,12 @@ if Code.ensure_loaded?(Nx) do
       assert assert_same_raise(ArithmeticError, fn ->
                Nx.remainder(Nx.tensor([1.0, 2.0], type: :f64), Nx.tensor([1.0, 0.0], type: :f64))
              end) == "bad argument in arithmetic expression"
+      # integer quotient and remainder are div and rem: a zero divisor raises
+      for op <- [:quotient, :remainder], type <- [:s32, :u8, :s64] do
+        assert assert_same_raise(ArithmeticError, fn ->
+                 apply(Nx, op, [Nx.tensor([7, 8], type: type), Nx.tensor([2, 0], type: type)])
+               end) == "bad argument in arithmetic expression"
+      end
     end
 
     test "out-of-bounds indices raise Nx.BinaryBackend's exact message" do
