@@ -1005,6 +1005,7 @@ static ErlNifFunc nif_funcs[] = {
     {"graph_call", 4, graph_call_nif, 0},
     {"graph_const", 2, graph_const_nif, 0},
     {"graph_while", 4, graph_while_nif, 0},
+    {"graph_cond", 5, graph_cond_nif, 0},
     {"graph_outputs", 2, graph_outputs_nif, 0},
     {"graph_compile", 3, graph_compile_nif, DIRTY},
     {"graph_run", 2, graph_run_nif, DIRTY},

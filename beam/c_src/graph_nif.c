@@ -216,6 +216,62 @@ ERL_NIF_TERM graph_while_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]
     return s ? engine_error_of(env, "graph_while") : enif_make_tuple2(env, A.ok, enif_make_int(env, first));
 }
 
+/* graph_cond(graph, [pred_id], [branch_graph], [count], [captured_id]) ->
+ * {:ok, first_id}: the graph takes the branches */
+ERL_NIF_TERM graph_cond_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    (void)argc;
+    emily_graph *g;
+    if (!get_graph(env, argv[0], &g)) return make_error(env, "graph_cond: expected an Emily graph");
+    int32_t *preds = NULL, *counts = NULL, *caps = NULL;
+    unsigned np, nb, nc, ncap;
+    ERL_NIF_TERM result;
+    if (!enif_get_list_length(env, argv[2], &nb) || nb < 2 || nb > 1025)
+        return make_error(env, "graph_cond: expected a list of 2 to 1025 branch graphs");
+    if (!get_ids(env, argv[1], &preds, &np)) return make_error(env, "graph_cond: expected a list of predicate ids");
+    if (!get_ids(env, argv[3], &counts, &nc)) {
+        enif_free(preds);
+        return make_error(env, "graph_cond: expected a list of counts");
+    }
+    if (!get_ids(env, argv[4], &caps, &ncap)) {
+        enif_free(preds);
+        enif_free(counts);
+        return make_error(env, "graph_cond: expected a list of captured ids");
+    }
+    emily_graph **brs = enif_alloc(sizeof(emily_graph *) * nb);
+    size_t *ncaptured = enif_alloc(sizeof(size_t) * nb);
+    graph_res **res = enif_alloc(sizeof(graph_res *) * nb);
+    size_t total = 0;
+    bool ok = brs && ncaptured && res && np + 1 == nb && nc == nb;
+    ERL_NIF_TERM head, tail = argv[2];
+    for (unsigned b = 0; ok && b < nb; b++) {
+        enif_get_list_cell(env, tail, &head, &tail);
+        ok = enif_get_resource(env, head, emily_graph_rt, (void **)&res[b]) && res[b]->g && res[b]->g != g &&
+             counts[b] >= 0;
+        for (unsigned c = 0; ok && c < b; c++) ok = res[c] != res[b];
+        if (ok) {
+            brs[b] = res[b]->g;
+            ncaptured[b] = (size_t)counts[b];
+            total += (size_t)counts[b];
+        }
+    }
+    if (!ok || total != ncap) {
+        result = make_error(env, "graph_cond: expected one more branch graph than predicates, distinct, with their "
+                                 "captured counts adding up");
+    } else {
+        for (unsigned b = 0; b < nb; b++) res[b]->g = NULL; /* taken, also on failure */
+        int32_t first;
+        emily_status s = emily_graph_add_cond(g, np, preds, brs, ncaptured, caps, &first);
+        result = s ? engine_error_of(env, "graph_cond") : enif_make_tuple2(env, A.ok, enif_make_int(env, first));
+    }
+    enif_free(preds);
+    enif_free(counts);
+    enif_free(caps);
+    if (brs) enif_free(brs);
+    if (ncaptured) enif_free(ncaptured);
+    if (res) enif_free(res);
+    return result;
+}
+
 static bool get_ids(ErlNifEnv *env, ERL_NIF_TERM list, int32_t **ids, unsigned *n) {
     if (!enif_get_list_length(env, list, n)) return false;
     *ids = enif_alloc(sizeof(int32_t) * (*n + 1));

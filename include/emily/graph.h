@@ -70,8 +70,18 @@ emily_status emily_graph_add_call(emily_graph *g, const char *callback, const em
  * nothing); they must not be compiled or used elsewhere. */
 emily_status emily_graph_add_while(emily_graph *g, emily_graph *cond, emily_graph *body, size_t n,
                                    const int32_t *initial, int32_t *first);
-/* A constant or an output of the graph may also be a parameter's value;
- * emily_graph_add_const adds tensors. */
+/* A conditional (Nx's cond): the first of the nclauses rank-0 values
+ * `preds` that is not zero picks its branch, none picks the last one
+ * (branches has nclauses + 1 graphs). Branch b takes ncaptured[b]
+ * parameters, the values captured[offset_b ...] of this graph (offset_b
+ * the sum of the earlier counts); every branch has the same number of
+ * outputs, of the same types and shapes, which are the call's outputs
+ * (*first ...). The graph takes the branches, also when it fails here,
+ * except for NULL arguments, a clause count out of range (1 to 1024), a
+ * branch given twice or the graph itself as a branch, which take
+ * nothing. */
+emily_status emily_graph_add_cond(emily_graph *g, size_t nclauses, const int32_t *preds, emily_graph **branches,
+                                  const size_t *ncaptured, const int32_t *captured, int32_t *first);
 
 /* The values emily_graph_run returns, in order (repeats allowed). */
 emily_status emily_graph_set_outputs(emily_graph *g, size_t n, const int32_t *values);

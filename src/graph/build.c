@@ -64,6 +64,10 @@ void emily_graph_free(emily_graph *g) {
     for (int32_t i = 0; i < g->ncalls; i++) {
         emily_graph_free(g->calls[i].cond);
         emily_graph_free(g->calls[i].body);
+        for (int b = 0; g->calls[i].branches && b <= g->calls[i].nclauses; b++)
+            emily_graph_free(g->calls[i].branches[b]);
+        free(g->calls[i].branches);
+        free(g->calls[i].ncaptured);
     }
     free(g->steps);
     free(g->values);
@@ -376,6 +380,10 @@ static int graph_depth(const emily_graph *g) {
         int c = graph_depth(g->calls[i].cond), b = graph_depth(g->calls[i].body);
         if (c > d) d = c;
         if (b > d) d = b;
+        for (int k = 0; g->calls[i].branches && k <= g->calls[i].nclauses; k++) {
+            int x = graph_depth(g->calls[i].branches[k]);
+            if (x > d) d = x;
+        }
     }
     return g ? d + 1 : 0;
 }
@@ -454,5 +462,115 @@ emily_status emily_graph_add_while(emily_graph *g, emily_graph *cond, emily_grap
     }
     g->calls[g->ncalls - 1].cond = cond;
     g->calls[g->ncalls - 1].body = body;
+    return EMILY_OK;
+}
+
+static void free_branches(emily_graph **branches, size_t n) {
+    for (size_t b = 0; b < n; b++) emily_graph_free(branches[b]);
+}
+
+emily_status emily_graph_add_cond(emily_graph *g, size_t nclauses, const int32_t *preds, emily_graph **branches,
+                                  const size_t *ncaptured, const int32_t *captured, int32_t *first) {
+    if (!branches || !ncaptured || !first || (nclauses && !preds))
+        return emily_error(EMILY_ERR_ARGUMENT, "graph_add_cond: NULL argument");
+    if (nclauses == 0 || nclauses > 1024)
+        return emily_error(EMILY_ERR_ARGUMENT, "graph_add_cond: %zu clauses (1 to 1024)", nclauses);
+    size_t nb = nclauses + 1, total = 0;
+    for (size_t b = 0; b < nb; b++) {
+        if (!branches[b] || branches[b] == g)
+            return emily_error(EMILY_ERR_ARGUMENT, "graph_add_cond: branch %zu is NULL or the graph itself", b);
+        for (size_t c = 0; c < b; c++)
+            if (branches[c] == branches[b])
+                return emily_error(EMILY_ERR_ARGUMENT, "graph_add_cond: branches %zu and %zu are one graph", c, b);
+    }
+    emily_status s = check_building(g, "graph_add_cond");
+    for (size_t b = 0; !s && b < nb; b++) {
+        const emily_graph *br = branches[b];
+        if (br->compiled) s = emily_error(EMILY_ERR_ARGUMENT, "graph_add_cond: branch %zu is compiled", b);
+        else if ((size_t)br->nparams != ncaptured[b])
+            s = emily_error(EMILY_ERR_ARGUMENT, "graph_add_cond: branch %zu takes %d parameters, %zu values are captured",
+                            b, (int)br->nparams, ncaptured[b]);
+        else if (br->noutputs < 1 || br->noutputs != branches[0]->noutputs)
+            s = emily_error(EMILY_ERR_ARGUMENT, "graph_add_cond: branch %zu has %d outputs, branch 0 %d", b,
+                            (int)br->noutputs, (int)branches[0]->noutputs);
+        total += ncaptured[b];
+    }
+    if (!s && total && !captured) s = emily_error(EMILY_ERR_ARGUMENT, "graph_add_cond: NULL captured values");
+    if (!s && total > 65536) s = emily_error(EMILY_ERR_ARGUMENT, "graph_add_cond: %zu captured values", total);
+    for (size_t b = 0; !s && b < nb; b++)
+        if (graph_depth(branches[b]) >= GRAPH_MAX_NESTING)
+            s = emily_error(EMILY_ERR_ARGUMENT, "graph_add_cond: conditionals and loops nest deeper than %d",
+                            GRAPH_MAX_NESTING);
+    for (size_t k = 0; !s && k < nclauses; k++) {
+        if (preds[k] < 0 || preds[k] >= g->nvalues) {
+            s = emily_error(EMILY_ERR_ARGUMENT, "graph_add_cond: predicate %zu (%d) is not defined", k, (int)preds[k]);
+            break;
+        }
+        const graph_value *p = &g->values[preds[k]];
+        if (p->rank != 0 || emily_dtype_is_complex(p->dtype))
+            s = emily_error(EMILY_ERR_SHAPE, "graph_add_cond: predicate %zu must be a real scalar, not %s rank %d", k,
+                            emily_dtype_name(p->dtype), p->rank);
+    }
+    size_t off = 0;
+    for (size_t b = 0; !s && b < nb; b++) {
+        const emily_graph *br = branches[b];
+        for (size_t i = 0; !s && i < ncaptured[b]; i++) {
+            int32_t id = captured[off + i];
+            if (id < 0 || id >= g->nvalues) {
+                s = emily_error(EMILY_ERR_ARGUMENT, "graph_add_cond: captured value %d is not defined", (int)id);
+                break;
+            }
+            const graph_value *v = &g->values[id], *bp = &br->values[br->params[i]];
+            if (!same_spec(bp, v->dtype, v->rank, v->shape))
+                s = emily_error(EMILY_ERR_SHAPE, "graph_add_cond: parameter %zu of branch %zu does not match its value",
+                                i, b);
+        }
+        off += ncaptured[b];
+        for (int32_t k = 0; !s && k < br->noutputs; k++) {
+            const graph_value *o = &br->values[br->outputs[k]], *o0 = &branches[0]->values[branches[0]->outputs[k]];
+            if (!same_spec(o, o0->dtype, o0->rank, o0->shape))
+                s = emily_error(EMILY_ERR_SHAPE, "graph_add_cond: output %d of branch %zu differs from branch 0's", (int)k,
+                                b);
+        }
+    }
+    if (s) {
+        free_branches(branches, nb);
+        return s;
+    }
+    int32_t nout = branches[0]->noutputs;
+    size_t nargs = nclauses + total;
+    emily_value *tmpl = malloc(sizeof(emily_value) * (size_t)nout), *refs = malloc(sizeof(emily_value) * (nargs + 1));
+    emily_graph **owned = malloc(sizeof(emily_graph *) * nb);
+    size_t *counts = malloc(sizeof(size_t) * nb);
+    if (!tmpl || !refs || !owned || !counts) {
+        free(tmpl);
+        free(refs);
+        free(owned);
+        free(counts);
+        free_branches(branches, nb);
+        return emily_error(EMILY_ERR_MEMORY, "graph: out of host memory");
+    }
+    for (int32_t k = 0; k < nout; k++) {
+        const graph_value *o = &branches[0]->values[branches[0]->outputs[k]];
+        tmpl[k] = (emily_value){.kind = EMILY_V_TEMPLATE, .dtype = o->dtype, .rank = o->rank, .shape = o->shape};
+    }
+    for (size_t k = 0; k < nclauses; k++) refs[k] = (emily_value){.kind = EMILY_V_REF, .i = preds[k]};
+    for (size_t i = 0; i < total; i++) refs[nclauses + i] = (emily_value){.kind = EMILY_V_REF, .i = captured[i]};
+    emily_value out = {.kind = EMILY_V_LIST, .items = tmpl, .n = (size_t)nout};
+    s = add_call_of(g, "cond", NULL, &out, refs, nargs, first, 65536);
+    free(tmpl);
+    free(refs);
+    if (s) {
+        free(owned);
+        free(counts);
+        free_branches(branches, nb);
+        return s;
+    }
+    graph_call *c = &g->calls[g->ncalls - 1];
+    memcpy(owned, branches, sizeof(emily_graph *) * nb);
+    memcpy(counts, ncaptured, sizeof(size_t) * nb);
+    c->branches = owned;
+    c->nclauses = (int)nclauses;
+    c->ncaptured = counts;
     return EMILY_OK;
 }

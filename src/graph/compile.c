@@ -90,6 +90,34 @@ emily_status graph_run_while(emily_graph *g, const graph_call *c, emily_tensor *
     return s;
 }
 
+emily_status graph_run_cond(emily_graph *g, const graph_call *c, emily_tensor **vals) {
+    (void)g;
+    int b = 0;
+    emily_status s = EMILY_OK;
+    for (; b < c->nclauses; b++) {
+        bool go = false;
+        if ((s = truthy(vals[c->args[b].i], &go))) return s;
+        if (go) break;
+    }
+    size_t off = (size_t)c->nclauses;
+    for (int k = 0; k < b; k++) off += c->ncaptured[k];
+    size_t n = c->ncaptured[b];
+    emily_tensor **params = malloc(sizeof(emily_tensor *) * (n + 1));
+    emily_tensor **outs = malloc(sizeof(emily_tensor *) * ((size_t)c->nout + 1));
+    if (!params || !outs) {
+        free(params);
+        free(outs);
+        return emily_error(EMILY_ERR_MEMORY, "cond: out of host memory");
+    }
+    for (size_t i = 0; i < n; i++) params[i] = vals[c->args[off + i].i];
+    s = emily_graph_run(c->branches[b], params, n, outs, (size_t)c->nout);
+    if (!s)
+        for (int k = 0; k < c->nout; k++) vals[c->first + k] = outs[k];
+    free(params);
+    free(outs);
+    return s;
+}
+
 static int64_t spec_bytes(const graph_value *v) {
     int64_t n;
     if (!emily_shape_size(v->rank, v->shape, &n)) return INT64_MAX;
@@ -253,9 +281,11 @@ emily_status emily_graph_compile(emily_graph *g, emily_device device, const emil
     /* loop conditions and bodies, for the same device */
     for (int32_t ci = 0; ci < g->ncalls; ci++) {
         graph_call *c = &g->calls[ci];
-        if (!c->cond) continue;
-        if ((s = emily_graph_compile(c->cond, device, opts)) || (s = emily_graph_compile(c->body, device, opts)))
+        if (c->cond &&
+            ((s = emily_graph_compile(c->cond, device, opts)) || (s = emily_graph_compile(c->body, device, opts))))
             return s;
+        for (int b = 0; c->branches && b <= c->nclauses; b++)
+            if ((s = emily_graph_compile(c->branches[b], device, opts))) return s;
     }
     for (int32_t i = 0; i < g->nvalues; i++) g->stats.constants += g->values[i].kind == GV_CONST;
     g->stats.params = g->nparams;
@@ -379,9 +409,10 @@ emily_status emily_graph_run(emily_graph *g, emily_tensor *const *params, size_t
         const graph_step *step = &g->steps[st];
         const graph_call *c = &g->calls[step->call];
         double t0 = step_s ? now_s() : 0;
-        s = step->group ? fused_group_run(g, step->group, vals)
-            : c->cond   ? graph_run_while(g, c, vals)
-                        : graph_run_call(g, c, vals);
+        s = step->group  ? fused_group_run(g, step->group, vals)
+            : c->cond    ? graph_run_while(g, c, vals)
+            : c->branches ? graph_run_cond(g, c, vals)
+                         : graph_run_call(g, c, vals);
         if (step_s) step_s[st] = now_s() - t0;
         if (s) break;
         for (int k = 0; k < c->nout; k++)

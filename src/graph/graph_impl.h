@@ -42,6 +42,11 @@ typedef struct graph_call {
     int nrefs;
     /* a while loop (callback "while", fn NULL): its state is args */
     emily_graph *cond, *body;
+    /* a conditional (callback "cond", fn NULL): args are the nclauses
+     * predicates, then each branch's captured values (ncaptured[b]) */
+    emily_graph **branches;
+    int nclauses;
+    size_t *ncaptured;
     /* compile */
     bool folded, dropped;
     int32_t fused_group;    /* -1: runs alone */
@@ -91,8 +96,9 @@ emily_status graph_push_value(emily_graph *g, graph_value v, int32_t *id);
 const emily_value *graph_template_at(const emily_value *out, int k);
 int graph_template_count(const emily_value *out);
 
-/* Runs a while call (compile.c). */
+/* Runs a while call and a cond call (compile.c). */
 emily_status graph_run_while(emily_graph *g, const graph_call *c, emily_tensor **vals);
+emily_status graph_run_cond(emily_graph *g, const graph_call *c, emily_tensor **vals);
 /* Nesting of while bodies inside while bodies is limited to this. */
 #define GRAPH_MAX_NESTING 16
 

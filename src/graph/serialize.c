@@ -10,6 +10,9 @@
  *     'N' call:     u16 name length, name, tree out, u32 nargs, tree args[nargs]
  *     'W' while:    u32 n, i32 initial[n], u64 length, condition graph
  *                   (this format, nested), u64 length, body graph
+ *     'I' cond:     u32 nclauses, i32 preds[nclauses], then per branch
+ *                   (nclauses + 1): u32 ncaptured, i32 captured[ncaptured],
+ *                   u64 length, branch graph
  *     'O' outputs:  u32 n, i32 values[n]   (last record)
  *   tree: u8 kind (emily_value_kind), then by kind: BOOL u8; INT i64;
  *     UINT u64; FLOAT f64; COMPLEX f64 f64; ATOM/BINARY u32 len, bytes;
@@ -136,6 +139,23 @@ emily_status emily_graph_save_buffer(const emily_graph *g, void **bytes, size_t 
                 void *sb;
                 size_t sn;
                 if ((s = emily_graph_save_buffer(subs[k], &sb, &sn))) break;
+                put_u64(&w, sn);
+                put(&w, sb, sn);
+                free(sb);
+            }
+        } else if (v->k == 0 && g->calls[v->node].branches) { /* a conditional */
+            const graph_call *c = &g->calls[v->node];
+            put_u8(&w, 'I');
+            put_u32(&w, (uint32_t)c->nclauses);
+            for (int k = 0; k < c->nclauses; k++) put_i32(&w, (int32_t)c->args[k].i);
+            size_t off = (size_t)c->nclauses;
+            for (int b = 0; b <= c->nclauses && !s; b++) {
+                put_u32(&w, (uint32_t)c->ncaptured[b]);
+                for (size_t i = 0; i < c->ncaptured[b]; i++) put_i32(&w, (int32_t)c->args[off + i].i);
+                off += c->ncaptured[b];
+                void *sb;
+                size_t sn;
+                if ((s = emily_graph_save_buffer(c->branches[b], &sb, &sn))) break;
                 put_u64(&w, sn);
                 put(&w, sb, sn);
                 free(sb);
@@ -381,6 +401,55 @@ static emily_status load_records(reader *r) {
             }
             s = emily_graph_add_while(g, subs[0], subs[1], n, ids, &id); /* takes subs */
             free(ids);
+            if (s) return s;
+        } else if (tag == 'I') {
+            uint32_t nc = 0;
+            if ((s = get(r, &nc, 4))) return s;
+            if (nc == 0 || nc > 1024) return emily_error(EMILY_ERR_ARGUMENT, "graph_load: a cond with %u clauses", nc);
+            if ((size_t)nc * 4 > r->len - r->pos) return truncated(r);
+            if (r->depth >= GRAPH_MAX_NESTING)
+                return emily_error(EMILY_ERR_ARGUMENT, "graph_load: conditionals and loops nest deeper than %d",
+                                   GRAPH_MAX_NESTING);
+            size_t nb = (size_t)nc + 1;
+            int32_t *preds = malloc(sizeof(int32_t) * nc), *caps = NULL;
+            emily_graph **brs = calloc(nb, sizeof *brs);
+            size_t *ncap = calloc(nb, sizeof *ncap), total = 0;
+            if (!preds || !brs || !ncap) s = emily_error(EMILY_ERR_MEMORY, "graph_load: out of host memory");
+            for (uint32_t k = 0; !s && k < nc; k++) memcpy(&preds[k], r->p + r->pos + 4 * (size_t)k, 4);
+            if (!s) r->pos += (size_t)nc * 4;
+            for (size_t b = 0; !s && b < nb; b++) {
+                uint32_t n = 0;
+                uint64_t sn = 0;
+                if ((s = get(r, &n, 4))) break;
+                if (n > 65536 || (size_t)n * 4 > r->len - r->pos) {
+                    s = truncated(r);
+                    break;
+                }
+                int32_t *more = realloc(caps, sizeof(int32_t) * (total + n + 1));
+                if (!more) {
+                    s = emily_error(EMILY_ERR_MEMORY, "graph_load: out of host memory");
+                    break;
+                }
+                caps = more;
+                for (uint32_t i = 0; i < n; i++) memcpy(&caps[total + i], r->p + r->pos + 4 * (size_t)i, 4);
+                r->pos += (size_t)n * 4;
+                ncap[b] = n;
+                total += n;
+                if ((s = get(r, &sn, 8))) break;
+                if (sn > r->len - r->pos) {
+                    s = truncated(r);
+                    break;
+                }
+                s = load_nested(r->p + r->pos, (size_t)sn, r->depth + 1, &brs[b]);
+                r->pos += (size_t)sn;
+            }
+            if (!s) s = emily_graph_add_cond(g, nc, preds, brs, ncap, caps, &id); /* takes brs */
+            else
+                for (size_t b = 0; b < nb && brs; b++) emily_graph_free(brs[b]);
+            free(preds);
+            free(caps);
+            free(brs);
+            free(ncap);
             if (s) return s;
         } else if (tag == 'O') {
             uint32_t n = 0;

@@ -645,6 +645,107 @@ TEST(while_loops) {
     emily_graph_free(c);
 }
 
-RUN_TESTS("graph", CASE(while_loops), CASE(many_groups_between_reductions), CASE(fused_chains_give_the_unfused_bits), CASE(groups_read_early_are_not_fused), CASE(pow_two_is_rewritten_with_the_same_bits), CASE(runs_like_the_calls_one_by_one), CASE(constants_fold_and_outputs_may_repeat),
+/* cond: k == 0 -> x * 2; k == 1 -> x + x + x; else -> -exp(x), with
+ * exp(x) computed outside and captured. */
+static emily_graph *cond_graph(void) {
+    emily_value x3 = v_tmpl(EMILY_F32, 1, S3), u8 = v_tmpl(EMILY_U8, 0, NULL);
+    emily_graph *g = NULL, *br[3] = {NULL, NULL, NULL};
+    CHECK_OK(emily_graph_create(&g));
+    for (int b = 0; b < 3; b++) CHECK_OK(emily_graph_create(&br[b]));
+    int32_t x, k, y, zero, one, p0, p1, first, bx, t, u, r;
+    int32_t z = 0, o = 1;
+    CHECK_OK(emily_graph_add_param(g, EMILY_F32, 1, S3, &x));
+    CHECK_OK(emily_graph_add_param(g, EMILY_S32, 0, NULL, &k));
+    emily_tensor *tz = t_from(EMILY_S32, 0, NULL, &z), *to = t_from(EMILY_S32, 0, NULL, &o);
+    float two_v = 2;
+    emily_tensor *t2 = t_from(EMILY_F32, 0, NULL, &two_v);
+    CHECK_OK(emily_graph_add_const(g, tz, &zero));
+    CHECK_OK(emily_graph_add_const(g, to, &one));
+    emily_value a[2] = {v_ref(x)};
+    CHECK_OK(emily_graph_add_call(g, "exp", &x3, a, 1, &y));
+    a[0] = v_ref(k); a[1] = v_ref(zero);
+    CHECK_OK(emily_graph_add_call(g, "equal", &u8, a, 2, &p0));
+    a[0] = v_ref(k); a[1] = v_ref(one);
+    CHECK_OK(emily_graph_add_call(g, "equal", &u8, a, 2, &p1));
+    /* branch 0: x * 2 */
+    int32_t c2;
+    CHECK_OK(emily_graph_add_param(br[0], EMILY_F32, 1, S3, &bx));
+    CHECK_OK(emily_graph_add_const(br[0], t2, &c2));
+    a[0] = v_ref(bx); a[1] = v_ref(c2);
+    CHECK_OK(emily_graph_add_call(br[0], "multiply", &x3, a, 2, &r));
+    CHECK_OK(emily_graph_set_outputs(br[0], 1, &r));
+    /* branch 1: x + x + x */
+    CHECK_OK(emily_graph_add_param(br[1], EMILY_F32, 1, S3, &bx));
+    a[0] = v_ref(bx); a[1] = v_ref(bx);
+    CHECK_OK(emily_graph_add_call(br[1], "add", &x3, a, 2, &t));
+    a[0] = v_ref(t); a[1] = v_ref(bx);
+    CHECK_OK(emily_graph_add_call(br[1], "add", &x3, a, 2, &u));
+    CHECK_OK(emily_graph_set_outputs(br[1], 1, &u));
+    /* last: -y */
+    CHECK_OK(emily_graph_add_param(br[2], EMILY_F32, 1, S3, &bx));
+    a[0] = v_ref(bx);
+    CHECK_OK(emily_graph_add_call(br[2], "negate", &x3, a, 1, &r));
+    CHECK_OK(emily_graph_set_outputs(br[2], 1, &r));
+    int32_t preds[2] = {p0, p1}, caps[3] = {x, x, y};
+    size_t ncap[3] = {1, 1, 1};
+    CHECK_OK(emily_graph_add_cond(g, 2, preds, br, ncap, caps, &first));
+    CHECK_OK(emily_graph_set_outputs(g, 1, &first));
+    emily_tensor_release(tz);
+    emily_tensor_release(to);
+    emily_tensor_release(t2);
+    return g;
+}
+
+static void check_cond(emily_graph *g) {
+    float xs[3] = {1, -0.5f, 2};
+    emily_tensor *tx = t_from(EMILY_F32, 1, S3, xs);
+    for (int32_t k = 0; k < 3; k++) {
+        emily_tensor *tk = t_from(EMILY_S32, 0, NULL, &k), *r = NULL;
+        CHECK_OK(emily_graph_run(g, (emily_tensor *[]){tx, tk}, 2, &r, 1));
+        for (int i = 0; r && i < 3; i++) {
+            float want = k == 0 ? xs[i] * 2 : k == 1 ? xs[i] + xs[i] + xs[i] : -expf(xs[i]);
+            CHECK(fabsf((float)t_get(r, i) - want) <= 1e-6f * fabsf(want));
+        }
+        emily_tensor_release(r);
+        emily_tensor_release(tk);
+    }
+    emily_tensor_release(tx);
+}
+
+TEST(cond_picks_one_branch) {
+    emily_graph *g = cond_graph();
+    CHECK_OK(emily_graph_compile(g, EMILY_CPU, NULL));
+    check_cond(g);
+    void *bytes = NULL;
+    size_t size = 0;
+    CHECK_OK(emily_graph_save_buffer(g, &bytes, &size));
+    emily_graph_free(g);
+    emily_graph *h = NULL;
+    CHECK_OK(emily_graph_load_buffer(bytes, size, &h));
+    CHECK_OK(emily_graph_compile(h, EMILY_CPU, NULL));
+    check_cond(h);
+    emily_graph_free(h);
+    for (size_t n = 0; n < size; n++) {
+        h = NULL;
+        CHECK(emily_graph_load_buffer(bytes, n, &h) == EMILY_ERR_ARGUMENT && h == NULL);
+    }
+    free(bytes);
+    /* bad conditionals */
+    emily_graph *c = NULL, *br[2] = {NULL, NULL};
+    int32_t x, first;
+    size_t ncap[2] = {0, 0};
+    CHECK_OK(emily_graph_create(&c));
+    CHECK_OK(emily_graph_add_param(c, EMILY_F32, 1, S3, &x));
+    CHECK_ERR(emily_graph_add_cond(c, 0, &x, br, ncap, NULL, &first), EMILY_ERR_ARGUMENT, "0 clauses");
+    CHECK_OK(emily_graph_create(&br[0]));
+    br[1] = br[0];
+    CHECK_ERR(emily_graph_add_cond(c, 1, &x, br, ncap, NULL, &first), EMILY_ERR_ARGUMENT, "one graph");
+    CHECK_OK(emily_graph_create(&br[1]));
+    /* a predicate that is not a scalar: the branches are taken (freed) */
+    CHECK_ERR(emily_graph_add_cond(c, 1, &x, br, ncap, NULL, &first), EMILY_ERR_ARGUMENT, "outputs");
+    emily_graph_free(c);
+}
+
+RUN_TESTS("graph", CASE(cond_picks_one_branch), CASE(while_loops), CASE(many_groups_between_reductions), CASE(fused_chains_give_the_unfused_bits), CASE(groups_read_early_are_not_fused), CASE(pow_two_is_rewritten_with_the_same_bits), CASE(runs_like_the_calls_one_by_one), CASE(constants_fold_and_outputs_may_repeat),
           CASE(multi_output_calls), CASE(bad_graphs_fail_clearly), CASE(a_failing_call_reports_and_leaks_nothing),
           CASE(save_and_load_round_trip))

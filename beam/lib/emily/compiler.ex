@@ -24,7 +24,7 @@ if Code.ensure_loaded?(Nx.Defn.Compiler) do
       * `:dot_precision` - `:fast` or `:highest` for the function's `dot`
         and `conv` (default: the process's or the VM's, `Emily.dot_precision/0`).
       * `:compiler_fallback` - what to do with an expression the graph
-        cannot hold (`cond`, hooks, `runtime_call`, callbacks
+        cannot hold (hooks, `runtime_call`, callbacks
         taking Elixir functions, vectorized inputs): `:eval` (default)
         runs it with `Nx.Defn.Evaluator` on `Emily.Backend` and emits a
         `[:emily, :compiler, :fallback]` telemetry event with the reason
@@ -48,9 +48,9 @@ if Code.ensure_loaded?(Nx.Defn.Compiler) do
 
     @compiler_keys [:device, :dot_precision, :compiler_fallback, :optimize, :save_graph]
 
-    # Expressions the graph does not hold: `cond` (its clauses read values
-    # of the enclosing scope), side effects, and Elixir functions.
-    @unsupported [:cond, :hook, :token, :attach_token, :runtime_call, :fun]
+    # Expressions the graph does not hold: side effects and Elixir
+    # functions.
+    @unsupported [:hook, :token, :attach_token, :runtime_call, :fun]
 
     @impl true
     def __partitions_options__(opts) do
@@ -309,7 +309,7 @@ if Code.ensure_loaded?(Nx.Defn.Compiler) do
 
     # Ops the graph does not hold (Emily.Compiler falls back on them; the
     # caller scanned the expression for them first).
-    @unsupported [:cond, :hook, :token, :attach_token, :runtime_call, :fun]
+    @unsupported [:hook, :token, :attach_token, :runtime_call, :fun]
     @creation_ops [:eye, :iota, :from_binary]
 
     @doc false
@@ -321,7 +321,7 @@ if Code.ensure_loaded?(Nx.Defn.Compiler) do
       previous = Process.put(__MODULE__, graph)
 
       try do
-        state = %{params: params, cache: %{}, device: device, graph: graph}
+        state = %{params: params, cache: %{}, device: device, graph: graph, parent: nil}
         {result, _} = composite_eval(expr, state)
         result
       after
@@ -342,14 +342,21 @@ if Code.ensure_loaded?(Nx.Defn.Compiler) do
           {res, state}
 
         %{} ->
-          {res, state} = eval_op(op, ans, state)
+          # in a cond's branch, a value the enclosing graphs already have
+          # becomes a parameter of the branch
+          {res, state} =
+            case lookup_outer(id, state) do
+              {:ok, res} -> {res, state}
+              :error -> eval_op(op, ans, state)
+            end
+
           {res, %{state | cache: Map.put(state.cache, id, res)}}
       end
     end
 
     defp eval(other, state), do: {other, state}
 
-    defp eval_op(:parameter, %{data: %Expr{args: [i]}}, state), do: {elem(state.params, i), state}
+    defp eval_op(:parameter, %{data: %Expr{args: [i]}}, state), do: {resolve_param(i, state), state}
 
     # the wrapped expression may be a tuple (custom_grad of several results)
     defp eval_op(:metadata, %{data: %Expr{args: [expr, _meta]}}, state),
@@ -401,6 +408,30 @@ if Code.ensure_loaded?(Nx.Defn.Compiler) do
       {Emily.Backend.block(struct, out, in_args, callback), state}
     end
 
+    # Nx's cond: the predicates are computed here (they are scalars of
+    # this scope), each clause's body and the last body become branch
+    # graphs whose parameters are the values they capture from here.
+    defp eval_op(:cond, %{data: %Expr{args: [clauses, last]}}, state) do
+      {preds, state} =
+        Enum.map_reduce(clauses, state, fn {pred, _body}, state -> eval(pred, state) end)
+
+      pred_ids = Enum.map(preds, &value_id(state.graph, &1))
+      branches = Enum.map(clauses, &elem(&1, 1)) ++ [last]
+      traced = Enum.map(branches, &branch_graph(&1, state))
+      graphs = Enum.map(traced, &elem(&1, 0))
+      counts = Enum.map(traced, &length(elem(&1, 1)))
+      captured = Enum.flat_map(traced, &elem(&1, 1))
+      {:ok, first} = Native.ok!(Native.graph_cond(state.graph, pred_ids, graphs, counts, captured))
+      {_, _, shape} = List.last(traced)
+
+      {result, _} =
+        Composite.traverse(shape, first, fn t, k ->
+          {%{t | data: %Emily.Backend{ref: {:graph, k}}}, k + 1}
+        end)
+
+      {result, state}
+    end
+
     defp eval_op(op, _ans, _state) when op in @unsupported, do: throw({:unsupported, op})
 
     defp eval_op(op, ans, state) do
@@ -414,6 +445,87 @@ if Code.ensure_loaded?(Nx.Defn.Compiler) do
         end
 
       {apply(Emily.Backend, op, args), state}
+    end
+
+    defp branch_graph(body, state) do
+      {:ok, sub} = Native.graph_new()
+      key = {__MODULE__, :captures, make_ref()}
+      Process.put(key, {sub, [], %{}})
+
+      bstate = %{
+        state
+        | graph: sub,
+          cache: %{},
+          params: {:branch, key, state},
+          parent: {key, state}
+      }
+
+      previous = Process.put(__MODULE__, sub)
+
+      try do
+        {result, _} = composite_eval(body, bstate)
+        ids = [result] |> Composite.flatten_list() |> Enum.map(&value_id(sub, &1))
+        :ok = Native.ok!(Native.graph_outputs(sub, ids))
+        {^sub, captured, _} = Process.get(key)
+        {sub, Enum.reverse(captured), result}
+      after
+        Process.delete(key)
+        if previous, do: Process.put(__MODULE__, previous), else: Process.delete(__MODULE__)
+      end
+    end
+
+    # A value of an enclosing graph (cached there under this expression
+    # id), as a parameter of this branch; :error where no enclosing graph
+    # has it (the branch computes it itself).
+    defp lookup_outer(_id, %{parent: nil}), do: :error
+
+    defp lookup_outer(id, %{parent: {key, pstate}}) do
+      {_sub, _captured, memo} = Process.get(key)
+
+      case memo do
+        %{^id => t} ->
+          {:ok, t}
+
+        %{} ->
+          found =
+            case pstate.cache do
+              %{^id => t} -> {:ok, t}
+              %{} -> lookup_outer(id, pstate)
+            end
+
+          with {:ok, t} <- found, do: {:ok, capture(key, id, t)}
+      end
+    end
+
+    defp resolve_param(i, %{params: params}) when is_tuple(params) and elem(params, 0) != :branch,
+      do: elem(params, i)
+
+    defp resolve_param(i, %{params: {:branch, key, pstate}}) do
+      {_sub, _captured, memo} = Process.get(key)
+
+      case memo do
+        %{{:param, ^i} => t} -> t
+        %{} -> capture(key, {:param, i}, resolve_param(i, pstate))
+      end
+    end
+
+    # outer: a value of the enclosing graph (a tensor, or a tuple of them
+    # for a tuple-valued expression)
+    defp capture(key, memo_key, outer) do
+      {sub, captured, memo} = Process.get(key)
+
+      {inner, captured} =
+        Composite.traverse(outer, captured, fn
+          %Nx.Tensor{data: %Emily.Backend{ref: {:graph, id}}} = t, captured ->
+            {:ok, pid} = Native.graph_param(sub, t.type, t.shape)
+            {%{t | data: %Emily.Backend{ref: {:graph, pid}}}, [id | captured]}
+
+          other, captured ->
+            {other, captured}
+        end)
+
+      Process.put(key, {sub, captured, Map.put(memo, memo_key, inner)})
+      inner
     end
 
     # A loop's condition or body: a graph whose parameters are the state

@@ -158,6 +158,13 @@ defmodule Emily.Native do
   """
   def graph_while(_graph, _cond, _body, _ids), do: nif!()
 
+  @doc """
+  Adds a conditional: the first non-zero of the predicate values picks
+  its branch graph, else the last; `counts` says how many of `captured`
+  (value ids) each branch takes as parameters: `{:ok, first_output_id}`.
+  """
+  def graph_cond(_graph, _preds, _branches, _counts, _captured), do: nif!()
+
   @doc "Sets the graph's outputs (value ids)."
   def graph_outputs(_graph, _ids), do: nif!()
 

@@ -48,6 +48,35 @@ if Code.ensure_loaded?(Nx) do
     end
 
     defn(with_cond(x), do: if(Nx.sum(x) > 0, do: x + 1, else: x - 1))
+
+    defn multi_cond(x, k, y) do
+      e = Nx.exp(x)
+
+      cond do
+        k == 0 -> {e * 2, k}
+        k == 1 -> {x + y, k + 10}
+        true -> {Nx.sin(y) - e, -k}
+      end
+    end
+
+    defn cond_in_while(x) do
+      {x, _} =
+        while {x, i = 0}, i < 4 do
+          x = if Nx.remainder(i, 2) == 0, do: x * 2, else: x - 1
+          {x, i + 1}
+        end
+
+      x
+    end
+
+    defn nested_cond(x, k) do
+      if k > 0 do
+        if k > 5, do: x * 100, else: x + k
+      else
+        x - 1
+      end
+    end
+
     defn(with_hook(x), do: hook(Nx.exp(x), :seen))
     defn(probe(a, b), do: Nx.dot(a, b))
   end
@@ -177,7 +206,25 @@ if Code.ensure_loaded?(Nx) do
       assert_same(jit(&Nx.Random.split/1).(key), eval(&Nx.Random.split/1).(key))
     end
 
-    test "cond and hooks run on the evaluator, with a telemetry event" do
+    test "cond is a conditional of the graph, branches capturing what they read" do
+      x = Nx.tensor([1.0, -3.0, 0.5])
+      y = Nx.tensor([2.0, 0.25, -1.0])
+
+      for k <- [0, 1, 2, 7] do
+        k = Nx.tensor(k)
+        assert_same(jit(&Fns.multi_cond/3).(x, k, y), eval(&Fns.multi_cond/3).(x, k, y))
+        assert_graph()
+        assert_same(jit(&Fns.nested_cond/2).(x, k), eval(&Fns.nested_cond/2).(x, k))
+        assert_graph()
+      end
+
+      assert_same(jit(&Fns.with_cond/1).(x), eval(&Fns.with_cond/1).(x))
+      assert_same(jit(&Fns.with_cond/1).(Nx.negate(x)), eval(&Fns.with_cond/1).(Nx.negate(x)))
+      assert_same(jit(&Fns.cond_in_while/1).(x), eval(&Fns.cond_in_while/1).(x))
+      assert_graph()
+    end
+
+    test "hooks run on the evaluator, with a telemetry event" do
       ref = make_ref()
       pid = self()
 
@@ -190,10 +237,6 @@ if Code.ensure_loaded?(Nx) do
 
       try do
         x = Nx.tensor([1.0, -3.0])
-        assert_same(jit(&Fns.with_cond/1).(x), eval(&Fns.with_cond/1).(x))
-        assert_received {:fallback, "the expression has :cond"}
-        assert {:fallback, _} = Emily.Compiler.last_run()
-
         seen = fn t -> send(pid, {:hook, Nx.to_flat_list(t)}) end
         jit(&Fns.with_hook/1, hooks: %{seen: seen}).(x)
         assert_received {:hook, [_, _]}
@@ -202,9 +245,9 @@ if Code.ensure_loaded?(Nx) do
       end
 
       assert_raise ArgumentError,
-                   ~r/Emily.Compiler cannot compile this function: the expression has :cond/,
+                   ~r/Emily.Compiler cannot compile this function: the expression has :(hook|attach_token)/,
                    fn ->
-                     jit(&Fns.with_cond/1, compiler_fallback: :raise).(Nx.tensor([2.0]))
+                     jit(&Fns.with_hook/1, compiler_fallback: :raise).(Nx.tensor([2.0]))
                    end
 
       assert_raise ArgumentError, ~r/:compiler_fallback must be :eval or :raise/, fn ->
