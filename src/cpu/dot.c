@@ -18,6 +18,7 @@
  * Operands BLAS can read in place are passed as they are; any other is
  * packed once into the compute type, converting values as Nx does. */
 #include <cblas.h>
+#include <omp.h>
 #include <limits.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -25,6 +26,7 @@
 #include "cpu/dot_blocked.h"
 #include "cpu/dot_load.h"
 #include "cpu/kernels.h"
+#include "cpu/unary_map.h"
 #include "ops/dot_kernels.h"
 
 /* Multiply-adds below which a product runs on one thread: a thread team
@@ -349,15 +351,22 @@ static emily_status prepare(const emily_tensor *t, ctype ct, operand *op, void *
     return EMILY_OK;
 }
 
+/* Rows [r0, r1) x columns [c0, c1) of batch bi's m x n product. */
 static void blas_gemm(ctype ct, const operand *a, const operand *b, void *c, int64_t bi,
-                      int m, int n, int k) {
+                      int m, int n, int k, int r0, int r1, int c0, int c1) {
     size_t es = ct_size(ct);
-    const void *pa = a->base + (size_t)(bi * a->batch_stride) * es;
-    const void *pb = b->base + (size_t)(bi * b->batch_stride) * es;
-    void *pc = (char *)c + (size_t)bi * (size_t)m * (size_t)n * es;
+    /* row r of a (m x k): at r * ld when row-major, r when column-major;
+     * column j of b (k x n): j when row-major, j * ld when column-major */
+    size_t aoff = (size_t)r0 * (a->lay.column_major ? 1 : (size_t)a->lay.ld);
+    size_t boff = (size_t)c0 * (b->lay.column_major ? (size_t)b->lay.ld : 1);
+    const void *pa = a->base + ((size_t)(bi * a->batch_stride) + aoff) * es;
+    const void *pb = b->base + ((size_t)(bi * b->batch_stride) + boff) * es;
+    void *pc = (char *)c + ((size_t)bi * (size_t)m * (size_t)n + (size_t)r0 * (size_t)n + (size_t)c0) * es;
     enum CBLAS_TRANSPOSE ta = a->lay.column_major ? CblasTrans : CblasNoTrans;
     enum CBLAS_TRANSPOSE tb = b->lay.column_major ? CblasTrans : CblasNoTrans;
     int lda = (int)a->lay.ld, ldb = (int)b->lay.ld, ldc = n > 1 ? n : 1;
+    m = r1 - r0;
+    n = c1 - c0;
     switch (ct) {
     case CT_F32:
         cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, 1.0f, pa, lda, pb, ldb, 0.0f, pc, ldc);
@@ -379,9 +388,57 @@ static void blas_gemm(ctype ct, const operand *a, const operand *b, void *c, int
     }
 }
 
-/* OpenBLAS runs products below this many multiply-adds on one thread, so
- * batches of them can run side by side on OpenMP threads. */
-#define BLAS_SINGLE_THREAD_WORK 262144
+
+/* The products run on the engine's caller-runs pool, OpenBLAS on one
+ * thread per call: OpenBLAS's own threads next to the engine's (and the
+ * BEAM's schedulers) oversubscribed the cores (a BERT forward took 359 ms
+ * where one BLAS thread took 155 ms), and with one BLAS thread a single
+ * large product used one core. Each batch's product is cut into blocks
+ * of rows (or of columns, for short wide ones such as a decode step's
+ * 1 x k by k x n) so that every thread has work; each output element is
+ * still one BLAS dot over the whole contraction. The cut depends on the
+ * thread count, so FAST results may differ between thread counts within
+ * the accumulation bound (as BLAS's own threading does). */
+typedef struct blas_job {
+    ctype ct;
+    const operand *a, *b;
+    void *c;
+    int64_t nb, m, n, k, rb, cb, rows, cols;
+} blas_job;
+
+static void blas_task(void *ctx, int64_t t) {
+    const blas_job *j = ctx;
+    int64_t per = j->rb * j->cb, bi = t / per, rest = t % per;
+    int64_t r0 = (rest / j->cb) * j->rows, c0 = (rest % j->cb) * j->cols;
+    int64_t r1 = r0 + j->rows < j->m ? r0 + j->rows : j->m, c1 = c0 + j->cols < j->n ? c0 + j->cols : j->n;
+    blas_gemm(j->ct, j->a, j->b, j->c, bi, (int)j->m, (int)j->n, (int)j->k, (int)r0, (int)r1, (int)c0, (int)c1);
+}
+
+static void blas_on_pool(ctype ct, const operand *a, const operand *b, void *c, int64_t nb, int64_t m, int64_t n,
+                         int64_t k) {
+    static atomic_int single = 0;
+    if (!atomic_exchange(&single, 1)) openblas_set_num_threads(1);
+    int64_t threads = omp_get_max_threads();
+    blas_job j = {ct, a, b, c, nb, m, n, k, 1, 1, m, n};
+    int64_t work = m * n * k;
+    if (threads > 1 && work * nb >= GEMM_PARALLEL_MIN && nb < 2 * threads) {
+        int64_t want = (2 * threads + nb - 1) / nb; /* blocks per product */
+        if (m >= n) {
+            j.rows = (m + want - 1) / want;
+            if (j.rows < 32) j.rows = 32 < m ? 32 : m;
+            j.rb = (m + j.rows - 1) / j.rows;
+        } else {
+            j.cols = (n + want - 1) / want;
+            j.cols = (j.cols + 63) / 64 * 64; /* whole vectors of columns */
+            if (j.cols > n) j.cols = n;
+            j.cb = (n + j.cols - 1) / j.cols;
+        }
+    }
+    int64_t tasks = nb * j.rb * j.cb;
+    if (threads > 1 && work * nb >= GEMM_PARALLEL_MIN) emily_cpu_parallel(tasks, blas_task, &j);
+    else
+        for (int64_t t = 0; t < tasks; t++) blas_task(&j, t);
+}
 
 static emily_status blas_path(emily_tensor *dst, const emily_tensor *a, const emily_tensor *b,
                               ctype ct) {
@@ -400,10 +457,7 @@ static emily_status blas_path(emily_tensor *dst, const emily_tensor *a, const em
         if (!(tmp = alloc_elems(dst->size, ct_size(ct), false))) { s = oom("the result"); goto done; }
         c = tmp;
     }
-    int64_t work = m * n * k;
-    bool batch_parallel = nb > 1 && work <= BLAS_SINGLE_THREAD_WORK;
-#pragma omp parallel for if (batch_parallel && work * nb >= GEMM_PARALLEL_MIN) schedule(static)
-    for (int64_t bi = 0; bi < nb; bi++) blas_gemm(ct, &oa, &ob, c, bi, (int)m, (int)n, (int)k);
+    blas_on_pool(ct, &oa, &ob, c, nb, m, n, k);
     if (tmp) store_results(dst, tmp, ct);
 done:
     free(pa);

@@ -316,7 +316,8 @@ emily_status emily_graph_compile(emily_graph *g, emily_device device, const emil
 }
 
 /* EMILY_GRAPH_PROFILE=1: after each run, the time spent per callback on
- * stderr (a tuning aid; the steps are timed one by one). */
+ * stderr (a tuning aid; the steps are timed one by one, the device
+ * synchronized around each, so GPU times are the steps' own). */
 static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -409,10 +410,13 @@ emily_status emily_graph_run(emily_graph *g, emily_tensor *const *params, size_t
         const graph_step *step = &g->steps[st];
         const graph_call *c = &g->calls[step->call];
         double t0 = step_s ? now_s() : 0;
+        if (step_s) emily_synchronize(g->device); /* device work of earlier steps stays out */
+        if (step_s) t0 = now_s();
         s = step->group  ? fused_group_run(g, step->group, vals)
             : c->cond    ? graph_run_while(g, c, vals)
             : c->branches ? graph_run_cond(g, c, vals)
                          : graph_run_call(g, c, vals);
+        if (step_s && !s) s = emily_synchronize(g->device); /* this step's device work */
         if (step_s) step_s[st] = now_s() - t0;
         if (s) break;
         for (int k = 0; k < c->nout; k++)

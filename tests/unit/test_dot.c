@@ -701,6 +701,53 @@ TEST(fast_real_products_within_f32_error) {
     check_fast(EMILY_F64, 1, 100, 300, 90, true);     /* FAST f64 */
 }
 
+/* FAST products through BLAS are cut into row or column blocks run on
+ * the engine's pool (c64 takes that path on every CPU): tall, wide and
+ * batched shapes agree with HIGHEST within the f32 accumulation bound. */
+TEST(fast_blas_blocks_cover_the_product) {
+    static const int64_t shapes[4][4] = {{1, 700, 64, 90}, {1, 3, 64, 2000}, {3, 257, 40, 129}, {1, 1, 300, 4100}};
+    for (int si = 0; si < 4; si++) {
+        int64_t nb = shapes[si][0], m = shapes[si][1], k = shapes[si][2], n = shapes[si][3];
+        int64_t na = nb * m * k * 2, nbn = nb * k * n * 2;
+        float *da = malloc(sizeof(float) * (size_t)na), *db = malloc(sizeof(float) * (size_t)nbn);
+        for (int64_t i = 0; i < na; i++) da[i] = (float)rnd();
+        for (int64_t i = 0; i < nbn; i++) db[i] = (float)rnd();
+        emily_tensor *ta = t_from(EMILY_C64, 3, (int64_t[]){nb, m, k}, da);
+        emily_tensor *tb = t_from(EMILY_C64, 3, (int64_t[]){nb, k, n}, db);
+        int ca[1] = {2}, cb[1] = {1}, bt[1] = {0};
+        emily_dot_precision before = emily_dot_get_precision();
+        CHECK_OK(emily_dot_set_precision(EMILY_DOT_PRECISION_FAST));
+        emily_tensor *f = dot(ta, 1, ca, 1, bt, tb, cb, bt);
+        CHECK_OK(emily_dot_set_precision(EMILY_DOT_PRECISION_HIGHEST));
+        emily_tensor *h = dot(ta, 1, ca, 1, bt, tb, cb, bt);
+        CHECK_OK(emily_dot_set_precision(before));
+        int64_t total = nb * m * n * 2;
+        float *vf = malloc(sizeof(float) * (size_t)total), *vh = malloc(sizeof(float) * (size_t)total);
+        if (f && h && !emily_to_binary(f, vf, sizeof(float) * (size_t)total) &&
+            !emily_to_binary(h, vh, sizeof(float) * (size_t)total)) {
+            int bad = 0;
+            /* |a|, |b| <= sqrt(2): each part of a sum of k products is at
+             * most 2k, and f32 accumulation errs by at most (k+2) 2^-24 of that */
+            double bound = sqrt(2.0) * (double)(k + 2) * 0x1p-24 * 2.0 * (double)k * 2;
+            for (int64_t i = 0; i < total; i++)
+                if (!(fabs((double)vf[i] - (double)vh[i]) <= bound) && bad++ < 3)
+                    fprintf(stderr, "  fast c64 block [%lld %lld %lld %lld] element %lld: %.9g vs %.9g\n",
+                            (long long)nb, (long long)m, (long long)k, (long long)n, (long long)i, vf[i], vh[i]);
+            CHECK(bad == 0);
+        } else {
+            CHECK(false);
+        }
+        free(vf);
+        free(vh);
+        free(da);
+        free(db);
+        emily_tensor_release(f);
+        emily_tensor_release(h);
+        emily_tensor_release(ta);
+        emily_tensor_release(tb);
+    }
+}
+
 TEST(huge_broadcast_fails_cleanly) {
     /* a contraction of 2^44 broadcast elements: no memory for its copy */
     double one = 1;
@@ -1376,6 +1423,6 @@ RUN_TESTS("dot", CASE(matmul_f32_values), CASE(output_shape_batch_free_free),
           CASE(integer_operands_of_float_dots_are_exact), CASE(half_types_round_like_nx),
           CASE(edge_values_propagate), CASE(zero_size_and_rank0), CASE(broadcast_and_strided_views),
           CASE(batched_many_small_and_explicit_type), CASE(fast_precision_mode), CASE(fast_real_products_within_f32_error),
-          CASE(bad_arguments_fail_cleanly), CASE(huge_broadcast_fails_cleanly), CASE(dispatch_dot_callback), CASE(conv_matches_nx_definition),
+          CASE(bad_arguments_fail_cleanly), CASE(huge_broadcast_fails_cleanly), CASE(fast_blas_blocks_cover_the_product), CASE(dispatch_dot_callback), CASE(conv_matches_nx_definition),
           CASE(conv_values_and_types), CASE(conv_sums_channels_separately), CASE(conv_bad_arguments), CASE(conv_group_sizes_of_zero_are_refused), CASE(cuda_matches_cpu),
           CASE(cuda_conv_matches_cpu))
