@@ -11,6 +11,13 @@
  * values that leave the group are written slab by slab into whole
  * tensors.
  *
+ * Reductions over trailing axes (sum, product, reduce_max, reduce_min
+ * with keep_axes: true and explicit axes that leave the slab axis
+ * alone) join too: a slab holds whole rows, so softmax's max, exp, sum
+ * and divide, or a layer norm's mean, variance and scaling, run as one
+ * group. A group's shape is its calls' iteration shape: the output's for
+ * elementwise calls, the input's for reductions.
+ *
  * The results are those of the unfused calls bit for bit: each element
  * goes through the same handler, the same kernel and the same type rules;
  * only the number of elements a kernel call sees changes (and the
@@ -58,10 +65,47 @@ static const char *const fusible_names[] = {
     /* other */
     "select", "as_type", NULL};
 
-static bool fusible_name(const char *name) {
-    for (int i = 0; fusible_names[i]; i++)
-        if (strcmp(fusible_names[i], name) == 0) return true;
+static const char *const reduction_names[] = {"sum", "product", "reduce_max", "reduce_min", NULL};
+
+static bool in_names(const char *const *names, const char *name) {
+    for (int i = 0; names[i]; i++)
+        if (strcmp(names[i], name) == 0) return true;
     return false;
+}
+
+static bool fusible_name(const char *name) { return in_names(fusible_names, name); }
+
+static bool is_reduction(const graph_call *c) { return in_names(reduction_names, c->callback); }
+
+/* A call's iteration shape: its input's for a reduction (its first
+ * argument), its output's otherwise. */
+static const graph_value *iter_value(const emily_graph *g, const graph_call *c) {
+    if (is_reduction(c) && c->nargs >= 1 && c->args[0].kind == EMILY_V_REF) return &g->values[c->args[0].i];
+    return &g->values[c->first];
+}
+
+static const emily_value *opt_of(const emily_value *opts, const char *key) {
+    for (size_t i = 0; opts && opts->kind == EMILY_V_OPTS && i < opts->n; i++)
+        if (strcmp(opts->keys[i], key) == 0) return &opts->items[i];
+    return NULL;
+}
+
+/* A reduction a slab can compute: keep_axes true and explicit axes, none
+ * of them the slab axis (S's first axis longer than 1) or before it. */
+static bool slab_local_reduction(const emily_graph *g, const graph_call *c) {
+    if (c->nargs != 2 || c->args[0].kind != EMILY_V_REF || c->args[1].kind != EMILY_V_OPTS) return false;
+    const emily_value *keep = opt_of(&c->args[1], "keep_axes"), *axes = opt_of(&c->args[1], "axes");
+    if (!keep || keep->kind != EMILY_V_BOOL || !keep->b || !axes || axes->kind != EMILY_V_LIST || axes->n == 0)
+        return false;
+    const graph_value *in = &g->values[c->args[0].i];
+    int a0 = 0;
+    while (a0 < in->rank - 1 && in->shape[a0] == 1) a0++;
+    for (size_t i = 0; i < axes->n; i++) {
+        if (axes->items[i].kind != EMILY_V_INT) return false;
+        int64_t ax = axes->items[i].i < 0 ? axes->items[i].i + in->rank : axes->items[i].i;
+        if (ax < 0 || ax >= in->rank || ax <= a0) return false;
+    }
+    return true;
 }
 
 /* An input of shape (r, dims) broadcasts to S (rank R) when right-aligned
@@ -76,9 +120,9 @@ static bool broadcasts_to(int r, const int64_t *dims, int R, const int64_t *S) {
 }
 
 static bool fusible_call(const emily_graph *g, const graph_call *c) {
-    if (c->folded || c->dropped || c->nout != 1 || c->nargs > FUSE_MAX_ARGS || !fusible_name(c->callback))
-        return false;
-    const graph_value *out = &g->values[c->first];
+    if (c->folded || c->dropped || c->nout != 1 || c->nargs > FUSE_MAX_ARGS) return false;
+    if (is_reduction(c) ? !slab_local_reduction(g, c) : !fusible_name(c->callback)) return false;
+    const graph_value *out = iter_value(g, c);
     int64_t n;
     if (out->rank < 1 || !emily_shape_size(out->rank, out->shape, &n) || n == 0) return false;
     int refs = 0;
@@ -129,7 +173,22 @@ static bool in_list(const int32_t *xs, int n, int32_t x) {
 }
 
 /* The group of steps [members] (indices into g->steps, increasing). */
-static fused_group *make_group(const emily_graph *g, const int32_t *member_calls, int n, const int32_t *consumers_outside) {
+/* A member's value leaves the group (an exit) when it is a graph output
+ * or any step outside the run reads it. */
+static bool read_outside(const emily_graph *g, int32_t v, int32_t run, const int32_t *run_of) {
+    if (g->values[v].is_output) return true;
+    for (int32_t st = 0; st < g->nsteps; st++) {
+        if (run_of[st] == run) continue;
+        const graph_call *c = &g->calls[g->steps[st].call];
+        for (int q = 0; q < c->nrefs; q++)
+            if (c->refs[q]->i == v) return true;
+    }
+    return false;
+}
+
+static fused_group *make_group(const emily_graph *g, const int32_t *member_calls, int n, int32_t run,
+                               const int32_t *run_of, const int32_t *step_of_call) {
+    (void)step_of_call;
     fused_group *fg = calloc(1, sizeof *fg);
     if (!fg) return NULL;
     fg->calls = malloc(sizeof(int32_t) * (size_t)n);
@@ -149,9 +208,9 @@ static fused_group *make_group(const emily_graph *g, const int32_t *member_calls
             bool member = gv->kind == GV_CALL && in_list(fg->calls, n, gv->node);
             if (!member && !in_list(fg->inputs, fg->ninputs, v)) fg->inputs[fg->ninputs++] = v;
         }
-        if (consumers_outside[c->first]) fg->exits[fg->nexits++] = c->first;
+        if (read_outside(g, c->first, run, run_of)) fg->exits[fg->nexits++] = c->first;
     }
-    const graph_value *out = &g->values[g->calls[fg->calls[n - 1]].first];
+    const graph_value *out = iter_value(g, &g->calls[fg->calls[n - 1]]);
     fg->rank = out->rank;
     fg->shape = out->shape;
     fg->axis = 0;
@@ -180,9 +239,10 @@ emily_status graph_fuse(emily_graph *g) {
     int32_t *size = malloc(((size_t)ns + 1) * sizeof *size);
     int32_t *lastm = malloc(((size_t)ns + 1) * sizeof *lastm);
     int32_t *call_of_step = malloc(((size_t)ns + 1) * sizeof *call_of_step);
+    int32_t *run_of = malloc(((size_t)ns + 1) * sizeof *run_of);
     emily_status s = EMILY_OK;
     if (!fus || !parent || !step_of_call || !outside || !last_reader || !members || !size || !lastm ||
-        !call_of_step) {
+        !call_of_step || !run_of) {
         s = emily_error(EMILY_ERR_MEMORY, "graph_compile: out of host memory");
         goto done;
     }
@@ -206,7 +266,9 @@ emily_status graph_fuse(emily_graph *g) {
             last_reader[v] = st;
             const graph_value *gv = &g->values[v];
             int32_t pst = gv->kind == GV_CALL ? step_of_call[gv->node] : -1;
-            if (pst < 0 || !fus[pst] || !fus[st] || !same_shape(gv, &g->values[c->first])) outside[v] = 1;
+            if (pst < 0 || !fus[pst] || !fus[st] ||
+                !same_shape(iter_value(g, &g->calls[gv->node]), iter_value(g, c)))
+                outside[v] = 1;
         }
     }
     for (int32_t st = 0; st < ns; st++) {
@@ -220,46 +282,54 @@ emily_status graph_fuse(emily_graph *g) {
             parent[find(parent, pst)] = find(parent, st);
         }
     }
-    /* groups of two calls or more (at most MAX_GROUP), run at their
-     * last member's step; a group is dissolved when a step before that
-     * one reads a value the group sends out */
+    /* Each connected set of fusible calls is cut, in step order, into
+     * runs that can execute as one step at their last member: a run ends
+     * before a member when a step between the run's last member and that
+     * one (not in the run) reads a value the run makes, or at MAX_GROUP
+     * calls. Runs of two calls or more become groups; a run's values read
+     * by anything outside it leave it whole (its exits). */
     for (int32_t st = 0; st < ns; st++) {
-        size[st] = 0;
+        run_of[st] = -1;
         lastm[st] = -1;
+        size[st] = 0;
     }
-    for (int32_t st = 0; st < ns; st++)
-        if (fus[st]) {
-            int32_t r = find(parent, st);
-            size[r]++;
-            if (st > lastm[r]) lastm[r] = st;
-        }
-    for (int32_t x = 0; x < ns; x++) {
-        const graph_call *xc = &g->calls[g->steps[x].call];
-        int32_t xr = fus[x] ? find(parent, x) : -1;
-        for (int r = 0; r < xc->nrefs; r++) {
-            const graph_value *gv = &g->values[xc->refs[r]->i];
-            if (gv->kind != GV_CALL || step_of_call[gv->node] < 0) continue;
-            int32_t pst = step_of_call[gv->node];
-            if (!fus[pst]) continue;
-            int32_t pr = find(parent, pst);
-            if (pr != xr && x < lastm[pr]) size[pr] = 0; /* dissolved */
+    int32_t nruns = 0;
+    for (int32_t st = 0; st < ns; st++) {
+        if (!fus[st] || run_of[st] >= 0) continue; /* a set is cut once, from its first step */
+        int32_t r = find(parent, st), run = -1, prev = -1;
+        for (int32_t m = st; m < ns; m++) {
+            if (!fus[m] || find(parent, m) != r) continue;
+            bool conflict = run < 0 || size[run] >= MAX_GROUP;
+            for (int32_t x = prev + 1; !conflict && x < m; x++) {
+                if (run_of[x] == run) continue;
+                const graph_call *xc = &g->calls[g->steps[x].call];
+                for (int q = 0; !conflict && q < xc->nrefs; q++) {
+                    const graph_value *gv = &g->values[xc->refs[q]->i];
+                    conflict = gv->kind == GV_CALL && step_of_call[gv->node] >= 0 &&
+                               run_of[step_of_call[gv->node]] == run;
+                }
+            }
+            if (conflict) run = nruns++;
+            run_of[m] = run;
+            size[run]++;
+            lastm[run] = m;
+            prev = m;
         }
     }
     int32_t kept = 0;
     graph_step *steps = g->steps;
     for (int32_t st = 0; st < ns; st++) {
-        int32_t r = fus[st] ? find(parent, st) : -1;
-        bool grouped = r >= 0 && size[r] >= 2 && size[r] <= MAX_GROUP;
-        if (!grouped) {
+        int32_t run = run_of[st];
+        if (run < 0 || size[run] < 2) {
             steps[kept++] = steps[st];
             continue;
         }
-        if (st != lastm[r]) continue; /* runs with the group, at its last member */
+        if (st != lastm[run]) continue; /* runs with its group, at the last member */
         /* the calls, not the steps: steps[] is being compacted in place */
         int n = 0;
         for (int32_t m = 0; m <= st; m++)
-            if (fus[m] && find(parent, m) == r) members[n++] = call_of_step[m];
-        fused_group *fg = make_group(g, members, n, outside);
+            if (run_of[m] == run) members[n++] = call_of_step[m];
+        fused_group *fg = make_group(g, members, n, run, run_of, step_of_call);
         if (!fg) {
             s = emily_error(EMILY_ERR_MEMORY, "graph_compile: out of host memory");
             goto done;
@@ -281,6 +351,7 @@ done:
     free(size);
     free(lastm);
     free(call_of_step);
+    free(run_of);
     return s;
 }
 
