@@ -79,6 +79,18 @@ if Code.ensure_loaded?(Nx) do
 
     defn(with_hook(x), do: hook(Nx.exp(x), :seen))
     defn(probe(a, b), do: Nx.dot(a, b))
+
+    # slices of one value, one negated, added or concatenated (Llama's
+    # rotate-half): a fusion/view case that once failed to compile
+    defn slices_added(x) do
+      n = x + 1
+      Nx.negate(n[[.., 0..3]]) + n[[.., 4..7]]
+    end
+
+    defn rotate_half(x, w) do
+      n = Nx.dot(x, w) |> Nx.reshape({2, 2, 4})
+      Nx.concatenate([Nx.negate(n[[.., .., 2..3]]), n[[.., .., 0..1]]], axis: -1) * 0.5 + n
+    end
   end
 
   defmodule Emily.CompilerTest do
@@ -132,7 +144,9 @@ if Code.ensure_loaded?(Nx) do
             {&Fns.ints/2,
              [Nx.iota({2, 3}, type: :s32), Nx.tensor([[3, -4, 5], [6, 7, -8]], type: :s32)]},
             {&Fns.take/2, [x, Nx.tensor([3, 0, 3, 1])]},
-            {&Fns.passthrough/2, [x, y]}
+            {&Fns.passthrough/2, [x, y]},
+            {&Fns.slices_added/1, [Nx.iota({2, 8}, type: :f32)]},
+            {&Fns.rotate_half/2, [Nx.iota({4, 3}, type: :f32), Nx.iota({3, 4}, type: :f32)]}
           ] do
         assert_same(apply(jit(fun), args), apply(eval(fun), args))
         assert assert_graph() > 0
