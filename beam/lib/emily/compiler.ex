@@ -24,7 +24,7 @@ if Code.ensure_loaded?(Nx.Defn.Compiler) do
       * `:dot_precision` - `:fast` or `:highest` for the function's `dot`
         and `conv` (default: the process's or the VM's, `Emily.dot_precision/0`).
       * `:compiler_fallback` - what to do with an expression the graph
-        cannot hold (hooks, `runtime_call`, callbacks
+        cannot hold (hooks that have a function, `runtime_call`, callbacks
         taking Elixir functions, vectorized inputs): `:eval` (default)
         runs it with `Nx.Defn.Evaluator` on `Emily.Backend` and emits a
         `[:emily, :compiler, :fallback]` telemetry event with the reason
@@ -50,7 +50,7 @@ if Code.ensure_loaded?(Nx.Defn.Compiler) do
 
     # Expressions the graph does not hold: side effects and Elixir
     # functions.
-    @unsupported [:hook, :token, :attach_token, :runtime_call, :fun]
+    @unsupported [:token, :attach_token, :runtime_call, :fun]
 
     @impl true
     def __partitions_options__(opts) do
@@ -86,7 +86,7 @@ if Code.ensure_loaded?(Nx.Defn.Compiler) do
 
     @impl true
     def __compile__(key, vars, fun, opts) do
-      {copts, _} = Keyword.split(opts, @compiler_keys)
+      {copts, _} = Keyword.split(opts, [:hooks | @compiler_keys])
       cache_key = {__MODULE__, key, templates(vars), copts}
 
       case :persistent_term.get(cache_key, nil) do
@@ -137,7 +137,18 @@ if Code.ensure_loaded?(Nx.Defn.Compiler) do
       device = Emily.device!(Keyword.get(opts, :device, :cpu))
       precision = opts[:dot_precision] && Emily.validate_dot_precision!(opts[:dot_precision])
 
-      case trace(key, vars, fun, device, precision) do
+      previous_hooks = Process.put(Emily.Compiler.Hooks, Keyword.get(opts, :hooks, %{}))
+
+      traced =
+        try do
+          trace(key, vars, fun, device, precision)
+        after
+          if previous_hooks,
+            do: Process.put(Emily.Compiler.Hooks, previous_hooks),
+            else: Process.delete(Emily.Compiler.Hooks)
+        end
+
+      case traced do
         {:ok, graph, outputs} ->
           :ok =
             Emily.Native.ok!(
@@ -309,7 +320,7 @@ if Code.ensure_loaded?(Nx.Defn.Compiler) do
 
     # Ops the graph does not hold (Emily.Compiler falls back on them; the
     # caller scanned the expression for them first).
-    @unsupported [:hook, :token, :attach_token, :runtime_call, :fun]
+    @unsupported [:token, :attach_token, :runtime_call, :fun]
     @creation_ops [:eye, :iota, :from_binary]
 
     @doc false
@@ -432,6 +443,23 @@ if Code.ensure_loaded?(Nx.Defn.Compiler) do
       {result, state}
     end
 
+    # A hook with no function (a name nobody gave a function for, in the
+    # compiler's :hooks or the hook itself) does nothing: its value passes
+    # through. One with a function needs the value on the host at run
+    # time: the evaluator runs such defns.
+    defp eval_op(:hook, %{data: %Expr{args: [tensor_expr, spec, template, _ref]}}, state) do
+      if hook_fun(spec, Process.get(Emily.Compiler.Hooks, %{})), do: throw({:unsupported, :hook})
+      {value, state} = composite_eval(tensor_expr, state)
+
+      result =
+        case template do
+          %Nx.Tensor{} -> value
+          _ -> value |> List.wrap() |> Composite.flatten_list() |> List.to_tuple()
+        end
+
+      {result, state}
+    end
+
     defp eval_op(op, _ans, _state) when op in @unsupported, do: throw({:unsupported, op})
 
     defp eval_op(op, ans, state) do
@@ -527,6 +555,11 @@ if Code.ensure_loaded?(Nx.Defn.Compiler) do
       Process.put(key, {sub, captured, Map.put(memo, memo_key, inner)})
       inner
     end
+
+    defp hook_fun({:fn, fun}, _hooks), do: fun
+    defp hook_fun({:named, name, callback}, hooks), do: hooks[name] || callback
+    defp hook_fun({:token_hook, _hooked, inner}, hooks), do: hook_fun(inner, hooks)
+    defp hook_fun(_other, _hooks), do: :unknown
 
     # A loop's condition or body: a graph whose parameters are the state
     defp sub_graph(arg, expr, state) do
