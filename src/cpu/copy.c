@@ -8,6 +8,7 @@
 #include <string.h>
 #include "cpu/kernels.h"
 #include "cpu/strided.h"
+#include "cpu/unary_map.h"
 
 typedef struct { uint64_t lo, hi; } u128;
 
@@ -78,16 +79,45 @@ TILE_SIMD(tile_32, uint32_t, 8, tr8x8_32)
 TILE_SIMD(tile_64, uint64_t, 4, tr4x4_64)
 #endif
 
-#define COPY_LOOP(T)                                                            \
-    EMILY_PAR_FOR(total >= COPY_PAR_MIN, pos, it.outer_n, {               \
-        int64_t off[2];                                                         \
-        emily_iter_offsets(&it, pos, off);                                      \
-        T *d = (T *)dbase + off[0];                                             \
-        const T *s = (const T *)sbase + off[1];                                 \
-        int64_t ds = it.inner_stride[0], ss = it.inner_stride[1];               \
-        if (ds == 1 && ss == 1) memcpy(d, s, (size_t)it.inner_n * sizeof(T));  \
-        else for (int64_t i = 0; i < it.inner_n; i++) d[i * ds] = s[i * ss];    \
-    });
+/* Runs of the iterator's inner dim, a block of them a job of the
+ * engine's caller-runs pool (about 16K elements a job: an attention
+ * head's [b, h, s, d] copy has 12288 runs of 32); an OpenMP team per
+ * copy waited for descheduled threads on a loaded host. */
+typedef struct copy_job {
+    emily_iter it;
+    char *dbase;
+    const char *sbase;
+    size_t es;
+    int64_t runs_per_job;
+} copy_job;
+
+#define COPY_RUN(T)                                                                       \
+    {                                                                                     \
+        T *d = (T *)j->dbase + off[0];                                                    \
+        const T *s = (const T *)j->sbase + off[1];                                        \
+        for (int64_t i = 0; i < n; i++) d[i * ds] = s[i * ss];                            \
+    }
+
+static void copy_runs(void *ctx, int64_t c) {
+    const copy_job *j = ctx;
+    int64_t p1 = (c + 1) * j->runs_per_job < j->it.outer_n ? (c + 1) * j->runs_per_job : j->it.outer_n;
+    int64_t n = j->it.inner_n, ds = j->it.inner_stride[0], ss = j->it.inner_stride[1];
+    for (int64_t pos = c * j->runs_per_job; pos < p1; pos++) {
+        int64_t off[2];
+        emily_iter_offsets(&j->it, pos, off);
+        if (ds == 1 && ss == 1) {
+            memcpy(j->dbase + off[0] * (int64_t)j->es, j->sbase + off[1] * (int64_t)j->es, (size_t)n * j->es);
+            continue;
+        }
+        switch (j->es) {
+        case 1: COPY_RUN(uint8_t) break;
+        case 2: COPY_RUN(uint16_t) break;
+        case 4: COPY_RUN(uint32_t) break;
+        case 8: COPY_RUN(uint64_t) break;
+        default: COPY_RUN(u128) break;
+        }
+    }
+}
 
 /* Tiled transposing copy. Dim `td` of the iterator's outer dims and the
  * inner dim form the tile plane; the other outer dims are walked as
@@ -120,6 +150,30 @@ static void plane_offsets(const emily_iter *it, int td, int64_t q, int64_t *off)
 
 static inline int64_t iabs64(int64_t x) { return x < 0 ? -x : x; }
 
+#ifdef HAVE_X86
+typedef struct tile_job {
+    const emily_iter *it;
+    int td;
+    char *dbase;
+    const char *sbase;
+    size_t es;
+    int64_t nj, ni, dj, si, tb, ntj, nti;
+} tile_job;
+
+static void tile_unit(void *ctx, int64_t u) {
+    const tile_job *j = ctx;
+    int64_t q = u / (j->ntj * j->nti), t = u % (j->ntj * j->nti);
+    int64_t j0 = (t / j->nti) * j->tb, i0 = (t % j->nti) * j->tb;
+    int64_t j1 = j0 + j->tb < j->nj ? j0 + j->tb : j->nj, i1 = i0 + j->tb < j->ni ? i0 + j->tb : j->ni;
+    int64_t off[2];
+    plane_offsets(j->it, j->td, q, off);
+    if (j->es == 4)
+        tile_32((uint32_t *)j->dbase + off[0], j->dj, (const uint32_t *)j->sbase + off[1], j->si, j0, j1, i0, i1);
+    else
+        tile_64((uint64_t *)j->dbase + off[0], j->dj, (const uint64_t *)j->sbase + off[1], j->si, j0, j1, i0, i1);
+}
+#endif
+
 emily_status emily_cpu_copy(emily_tensor *dst, const emily_tensor *src) {
     if (dst->size == 0) return EMILY_OK;
     const emily_tensor *ts[2] = {dst, src};
@@ -150,18 +204,11 @@ emily_status emily_cpu_copy(emily_tensor *dst, const emily_tensor *src) {
         int64_t units = it.outer_n / nj * ntj * nti;
 #ifdef HAVE_X86
         if ((es == 4 || es == 8) && di == 1 && sj == 1 && emily_cpu_isa() >= 1) {
-            /* the common transpose: vector blocks */
-            EMILY_PAR_FOR(total >= COPY_PAR_MIN, u, units, {
-                int64_t q = u / (ntj * nti), t = u % (ntj * nti);
-                int64_t j0 = (t / nti) * tb, i0 = (t % nti) * tb;
-                int64_t j1 = j0 + tb < nj ? j0 + tb : nj, i1 = i0 + tb < ni ? i0 + tb : ni;
-                int64_t off[2];
-                plane_offsets(&it, td, q, off);
-                if (es == 4)
-                    tile_32((uint32_t *)dbase + off[0], dj, (const uint32_t *)sbase + off[1], si, j0, j1, i0, i1);
-                else
-                    tile_64((uint64_t *)dbase + off[0], dj, (const uint64_t *)sbase + off[1], si, j0, j1, i0, i1);
-            });
+            /* the common transpose: vector blocks, tiles on the pool */
+            tile_job tj = {&it, td, dbase, sbase, es, nj, ni, dj, si, tb, ntj, nti};
+            if (total >= COPY_PAR_MIN) emily_cpu_parallel(units, tile_unit, &tj);
+            else
+                for (int64_t u = 0; u < units; u++) tile_unit(&tj, u);
             emily_iter_free(&it);
             return EMILY_OK;
         }
@@ -178,14 +225,18 @@ emily_status emily_cpu_copy(emily_tensor *dst, const emily_tensor *src) {
         return s;
     }
 
-    switch (es) {
-    case 1: COPY_LOOP(uint8_t) break;
-    case 2: COPY_LOOP(uint16_t) break;
-    case 4: COPY_LOOP(uint32_t) break;
-    case 8: COPY_LOOP(uint64_t) break;
-    case 16: COPY_LOOP(u128) break;
-    default: s = emily_error(EMILY_ERR_INTERNAL, "copy: bad element size");
+    if (es != 1 && es != 2 && es != 4 && es != 8 && es != 16) {
+        emily_iter_free(&it);
+        return emily_error(EMILY_ERR_INTERNAL, "copy: bad element size");
     }
+    copy_job j = {.it = it, .dbase = dbase, .sbase = sbase, .es = es, .runs_per_job = it.outer_n};
+    int64_t jobs = 1;
+    if (total >= COPY_PAR_MIN) {
+        int64_t per = it.inner_n > 0 && it.inner_n < 16384 ? 16384 / it.inner_n : 1;
+        j.runs_per_job = per;
+        jobs = (it.outer_n + per - 1) / per;
+    }
+    emily_cpu_parallel(jobs, copy_runs, &j);
     emily_iter_free(&it);
-    return s;
+    return EMILY_OK;
 }

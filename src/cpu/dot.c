@@ -58,18 +58,38 @@ static const char *row_ptr(const emily_tensor *t, int64_t b, int64_t r) {
 
 /* Packs a rank-3 view [B, R, C] into a contiguous [B, R, C] buffer of
  * the compute type (complex interleaved). */
+typedef struct pack_job {
+    const emily_tensor *t;
+    ctype ct;
+    char *buf;
+    size_t es;
+    load_fn load;
+    int64_t nr, nc, rows, rows_per_job;
+} pack_job;
+
+static void pack_rows(void *ctx, int64_t c) {
+    const pack_job *j = ctx;
+    bool cplx = j->ct == CT_C64 || j->ct == CT_C128;
+    int64_t r1 = (c + 1) * j->rows_per_job < j->rows ? (c + 1) * j->rows_per_job : j->rows;
+    for (int64_t r = c * j->rows_per_job; r < r1; r++)
+        j->load(row_ptr(j->t, r / j->nr, r % j->nr), j->t->strides[2], j->nc, j->ct,
+                j->buf + (size_t)(r * j->nc) * j->es, cplx ? 2 : 1, 1);
+}
+
 static emily_status pack(const emily_tensor *t, ctype ct, void **out) {
     int64_t nb = t->shape[0], nr = t->shape[1], nc = t->shape[2];
     size_t es = ct_size(ct);
     char *buf = alloc_elems(nb * nr * nc, es, false);
     if (!buf) return oom("a packed operand");
-    load_fn load = emily_dot_loaders[t->dtype];
-    int64_t rows = nb * nr;
-    bool cplx = ct == CT_C64 || ct == CT_C128;
-#pragma omp parallel for if (rows * nc >= GEMM_PARALLEL_MIN / 4) schedule(static)
-    for (int64_t r = 0; r < rows; r++)
-        load(row_ptr(t, r / nr, r % nr), t->strides[2], nc, ct, buf + (size_t)(r * nc) * es,
-             cplx ? 2 : 1, 1);
+    pack_job j = {t, ct, buf, es, emily_dot_loaders[t->dtype], nr, nc, nb * nr, 1};
+    /* rows on the engine's pool, about 16K elements a job */
+    if (j.rows * nc >= GEMM_PARALLEL_MIN / 4) {
+        j.rows_per_job = nc > 0 && nc < 16384 ? 16384 / nc : 1;
+        emily_cpu_parallel((j.rows + j.rows_per_job - 1) / j.rows_per_job, pack_rows, &j);
+    } else {
+        j.rows_per_job = j.rows;
+        pack_rows(&j, 0);
+    }
     *out = buf;
     return EMILY_OK;
 }

@@ -335,14 +335,26 @@ static int by_time(const void *a, const void *b) {
     return (x < y) - (x > y);
 }
 
-static void print_profile(emily_graph *g, const double *step_s) {
+static void print_profile(emily_graph *g, const double *step_s, bool by_shape) {
     profile_row *rows = calloc((size_t)g->nsteps + 1, sizeof *rows);
-    if (!rows) return;
+    char (*names)[96] = calloc((size_t)g->nsteps + 1, sizeof *names);
+    if (!rows || !names) {
+        free(rows);
+        free(names);
+        return;
+    }
     int n = 0;
     double total = 0;
     for (int32_t st = 0; st < g->nsteps; st++) {
         const graph_call *c = &g->calls[g->steps[st].call];
         const char *name = g->steps[st].group ? "(fused group)" : c->callback;
+        if (by_shape) { /* EMILY_GRAPH_PROFILE=2: one row per callback and output shape */
+            const graph_value *ov = &g->values[c->first];
+            char shp[80];
+            snprintf(names[st], sizeof names[st], "%s %s%s", name, emily_dtype_name(ov->dtype),
+                     emily_shape_str(ov->rank, ov->shape, shp, sizeof shp));
+            name = names[st];
+        }
         int r = 0;
         while (r < n && strcmp(rows[r].name, name) != 0) r++;
         if (r == n) rows[n++].name = name;
@@ -356,10 +368,11 @@ static void print_profile(emily_graph *g, const double *step_s) {
     qsort(rows, (size_t)n, sizeof *rows, by_time);
     fprintf(stderr, "emily graph run: %d steps, %.3f ms\n", (int)g->nsteps, total * 1e3);
     for (int r = 0; r < n; r++)
-        fprintf(stderr, "  %-22s %6lld calls %9.3f ms %5.1f%%  %lld output elements\n", rows[r].name,
+        fprintf(stderr, "  %-40s %6lld calls %9.3f ms %5.1f%%  %lld output elements\n", rows[r].name,
                 (long long)rows[r].count, rows[r].seconds * 1e3, total > 0 ? 100 * rows[r].seconds / total : 0,
                 (long long)rows[r].elements);
     free(rows);
+    free(names);
 }
 
 emily_status emily_graph_run(emily_graph *g, emily_tensor *const *params, size_t nparams,
@@ -402,7 +415,9 @@ emily_status emily_graph_run(emily_graph *g, emily_tensor *const *params, size_t
     for (size_t i = 0; i < nparams; i++) vals[g->params[i]] = params[i];
 
     const char *prof_env = getenv("EMILY_GRAPH_PROFILE");
-    double *step_s = prof_env && prof_env[0] == '1' ? calloc((size_t)g->nsteps + 1, sizeof *step_s) : NULL;
+    double *step_s = prof_env && (prof_env[0] == '1' || prof_env[0] == '2')
+                         ? calloc((size_t)g->nsteps + 1, sizeof *step_s)
+                         : NULL;
     pthread_mutex_lock(&g->run_lock);
     emily_status s = EMILY_OK;
     int64_t live = 0, peak = 0;
@@ -430,7 +445,7 @@ emily_status emily_graph_run(emily_graph *g, emily_tensor *const *params, size_t
         }
     }
     if (!s) g->stats.peak_bytes = peak;
-    if (!s && step_s) print_profile(g, step_s);
+    if (!s && step_s) print_profile(g, step_s, prof_env[0] == '2');
     pthread_mutex_unlock(&g->run_lock);
     free(step_s);
     if (!s)
