@@ -34,7 +34,9 @@ if Code.ensure_loaded?(Nx.Defn.Compiler) do
       * `:optimize` - `false` runs every recorded call one by one
         (default `true`).
       * `:save_graph` - a path: the compiled graph is also saved there, to
-        be run from C (`emily_graph_load`, `build/emily_run`).
+        be run from C (`emily_graph_load`, `build/emily_run`). The
+        environment variable `EMILY_SAVE_GRAPH_DIR` saves every graph
+        compiled into that folder.
 
     Compiled graphs are cached by the function, the input types and shapes
     and these options (`clear_cache/0` empties the cache). Runs of one
@@ -116,6 +118,20 @@ if Code.ensure_loaded?(Nx.Defn.Compiler) do
     """
     def last_run, do: Process.get(__MODULE__.LastRun)
 
+    # EMILY_SAVE_GRAPH_DIR=dir: every graph compiled is also saved there,
+    # named by its size and a counter (for build/emily_run)
+    defp env_graph_path(stats) do
+      case System.get_env("EMILY_SAVE_GRAPH_DIR") do
+        dir when dir in [nil, ""] ->
+          nil
+
+        dir ->
+          File.mkdir_p!(dir)
+          n = System.unique_integer([:positive, :monotonic])
+          Path.join(dir, "graph-#{n}-#{stats.params}p-#{stats.calls}c.emg")
+      end
+    end
+
     defp templates(vars) do
       vars
       |> Composite.flatten_list()
@@ -163,7 +179,9 @@ if Code.ensure_loaded?(Nx.Defn.Compiler) do
             stats
           )
 
-          if path = opts[:save_graph], do: Emily.Native.ok!(Emily.Native.graph_save(graph, path))
+          if path = opts[:save_graph] || env_graph_path(stats),
+            do: Emily.Native.ok!(Emily.Native.graph_save(graph, path))
+
           graph_runner(graph, outputs, device)
 
         {:fallback, reason} ->
