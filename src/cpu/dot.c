@@ -527,6 +527,8 @@ static emily_status cpu_gemm(emily_tensor *dst, const emily_tensor *a, const emi
     case EMILY_C64: return blas_path(dst, a, b, fast ? CT_C64 : CT_C128);
     case EMILY_F32: case EMILY_F16: case EMILY_BF16:
         if (!fast) return emily_cpu_exact_real_gemm(dst, a, b);
+        /* one to four rows: a stream over b, whatever the BLAS */
+        if (emily_cpu_fast_f32_gemv(dst, a, b)) return EMILY_OK;
         return blas_lacks_avx512() ? emily_cpu_fast_f32_gemm(dst, a, b) : blas_path(dst, a, b, CT_F32);
     default: return int_gemm(dst, a, b);
     }

@@ -448,7 +448,88 @@ emily_status emily_cpu_exact_real_gemm(emily_tensor *dst, const emily_tensor *a,
     return blocked_gemm(dst, a, bm, false);
 }
 
+/* ---- FAST matrix-vector products ------------------------------------
+ * A product of one to four rows (a decode step's x W) is a stream over
+ * B, memory-bound: packing B into panels (the blocked path) or BLAS's
+ * small-M kernels read it more than once or fill tiles with padding.
+ * Here each output vector of 16 columns accumulates a[r][p] * B[p][j..]
+ * with f32 fused multiply-adds for p in increasing order from +0.0 (the
+ * blocked FAST tile's sequence), B read once, columns in blocks on the
+ * engine's pool. f32 operands and output, B's columns contiguous. */
+#if defined(__x86_64__) && defined(__GNUC__)
+#define GEMV_COLS 1024 /* columns per pool job: 4 rows of them stay in L1 */
+
+typedef struct gemv_job {
+    const float *a, *b;
+    float *c;
+    int64_t m, n, k, lda, ldb, sa, sb, blocks;
+} gemv_job;
+
+/* Rows of B in order, each row's block of columns read once,
+ * contiguously: c[r][j] = fma(a[r][p], B[p][j], c[r][j]) for p = 0, 1,
+ * ... with c starting at +0.0 (the accumulators are the output's block,
+ * which stays in L1). */
+__attribute__((target("avx512f"))) static void gemv_block(void *ctx, int64_t t) {
+    const gemv_job *jb = ctx;
+    int64_t bi = t / jb->blocks, blk = t % jb->blocks;
+    int64_t j0 = blk * GEMV_COLS, j1 = j0 + GEMV_COLS < jb->n ? j0 + GEMV_COLS : jb->n;
+    const float *a = jb->a + bi * jb->sa, *b = jb->b + bi * jb->sb;
+    float *c = jb->c + bi * jb->m * jb->n;
+    int64_t m = jb->m, n = jb->n, w = j1 - j0, full = w / 16 * 16;
+    __mmask16 tail = (__mmask16)((1u << (w - full)) - 1u);
+    for (int64_t r = 0; r < m; r++) memset(c + r * n + j0, 0, sizeof(float) * (size_t)w);
+    for (int64_t p = 0; p < jb->k; p++) {
+        const float *bp = b + p * jb->ldb + j0;
+        for (int64_t r = 0; r < m; r++) {
+            __m512 av = _mm512_set1_ps(a[r * jb->lda + p]);
+            float *cr = c + r * n + j0;
+            int64_t j = 0;
+            for (; j + 64 <= full; j += 64) {
+                __m512 c0 = _mm512_loadu_ps(cr + j), c1 = _mm512_loadu_ps(cr + j + 16);
+                __m512 c2 = _mm512_loadu_ps(cr + j + 32), c3 = _mm512_loadu_ps(cr + j + 48);
+                c0 = _mm512_fmadd_ps(av, _mm512_loadu_ps(bp + j), c0);
+                c1 = _mm512_fmadd_ps(av, _mm512_loadu_ps(bp + j + 16), c1);
+                c2 = _mm512_fmadd_ps(av, _mm512_loadu_ps(bp + j + 32), c2);
+                c3 = _mm512_fmadd_ps(av, _mm512_loadu_ps(bp + j + 48), c3);
+                _mm512_storeu_ps(cr + j, c0);
+                _mm512_storeu_ps(cr + j + 16, c1);
+                _mm512_storeu_ps(cr + j + 32, c2);
+                _mm512_storeu_ps(cr + j + 48, c3);
+            }
+            for (; j < full; j += 16)
+                _mm512_storeu_ps(cr + j, _mm512_fmadd_ps(av, _mm512_loadu_ps(bp + j), _mm512_loadu_ps(cr + j)));
+            if (tail)
+                _mm512_mask_storeu_ps(cr + j, tail,
+                                      _mm512_fmadd_ps(av, _mm512_maskz_loadu_ps(tail, bp + j),
+                                                      _mm512_maskz_loadu_ps(tail, cr + j)));
+        }
+    }
+}
+
+bool emily_cpu_fast_f32_gemv(emily_tensor *dst, const emily_tensor *a, const emily_tensor *bm) {
+    int64_t m = dst->shape[1], n = dst->shape[2], k = a->shape[2];
+    if (m > 4 || dst->dtype != EMILY_F32 || a->dtype != EMILY_F32 || bm->dtype != EMILY_F32 ||
+        !__builtin_cpu_supports("avx512f") || bm->strides[2] != 1 || a->strides[2] != 1 || n < 16 || k < 1)
+        return false;
+    gemv_job jb = {emily_tensor_base(a), emily_tensor_base(bm), emily_tensor_base(dst), m, n, k,
+                   a->strides[1], bm->strides[1], a->strides[0], bm->strides[0], (n + GEMV_COLS - 1) / GEMV_COLS};
+    int64_t tasks = dst->shape[0] * jb.blocks;
+    if (m * n * k * dst->shape[0] >= BLOCKED_PARALLEL_MIN / 4) emily_cpu_parallel(tasks, gemv_block, &jb);
+    else
+        for (int64_t t = 0; t < tasks; t++) gemv_block(&jb, t);
+    return true;
+}
+#else
+bool emily_cpu_fast_f32_gemv(emily_tensor *dst, const emily_tensor *a, const emily_tensor *bm) {
+    (void)dst;
+    (void)a;
+    (void)bm;
+    return false;
+}
+#endif
+
 emily_status emily_cpu_fast_f32_gemm(emily_tensor *dst, const emily_tensor *a,
                                      const emily_tensor *bm) {
+    if (emily_cpu_fast_f32_gemv(dst, a, bm)) return EMILY_OK;
     return blocked_gemm(dst, a, bm, true);
 }

@@ -23,4 +23,10 @@ emily_status emily_cpu_exact_real_gemm(emily_tensor *dst, const emily_tensor *a,
 emily_status emily_cpu_fast_f32_gemm(emily_tensor *dst, const emily_tensor *a,
                                      const emily_tensor *bm);
 
+/* FAST f32 products of 1 to 4 rows (dst, a, bm all f32, bm's and a's
+ * innermost strides 1) as streams over bm: f32 fused multiply-adds in
+ * contraction order from +0.0, the blocked FAST path's sequence. False
+ * (nothing done) where it does not apply or the CPU lacks AVX-512. */
+bool emily_cpu_fast_f32_gemv(emily_tensor *dst, const emily_tensor *a, const emily_tensor *bm);
+
 #endif

@@ -748,6 +748,60 @@ TEST(fast_blas_blocks_cover_the_product) {
     }
 }
 
+/* FAST f32 products of 1 to 4 rows take a matrix-vector path where the
+ * CPU has AVX-512: every output is FAST's in-order definition, f32 fused
+ * multiply-adds in contraction order from +0.0, bit for bit, for column
+ * counts with and without a partial vector (where the path does not
+ * apply, the result is only checked against the accumulation bound). */
+TEST(fast_few_rows_are_fused_sums_in_order) {
+    static const int64_t cases[5][2] = {{576, 1536}, {7, 100}, {300, 16}, {64, 1000}, {1, 33}};
+    bool avx512 = false;
+#if defined(__x86_64__) && defined(__GNUC__)
+    avx512 = __builtin_cpu_supports("avx512f");
+#endif
+    for (int ci = 0; ci < 5; ci++) {
+        int64_t k = cases[ci][0], n = cases[ci][1];
+        float *da = malloc(sizeof(float) * (size_t)(4 * k)), *db = malloc(sizeof(float) * (size_t)(k * n));
+        float *got = malloc(sizeof(float) * (size_t)(4 * n));
+        for (int64_t i = 0; i < 4 * k; i++) da[i] = (float)rnd();
+        for (int64_t i = 0; i < k * n; i++) db[i] = (float)rnd();
+        emily_tensor *tb = t_from(EMILY_F32, 2, (int64_t[]){k, n}, db);
+        emily_dot_precision before = emily_dot_get_precision();
+        CHECK_OK(emily_dot_set_precision(EMILY_DOT_PRECISION_FAST));
+        for (int64_t m = 1; m <= 4; m++) {
+            emily_tensor *ta = t_from(EMILY_F32, 2, (int64_t[]){m, k}, da);
+            emily_tensor *c = dot(ta, 1, (int[]){1}, 0, NULL, tb, (int[]){0}, NULL);
+            int bad = 0;
+            if (c) {
+                CHECK_OK(emily_to_binary(c, got, sizeof(float) * (size_t)(m * n)));
+                for (int64_t r = 0; r < m; r++)
+                    for (int64_t jj = 0; jj < n; jj++) {
+                        float acc = 0.0f;
+                        double mag = 0;
+                        for (int64_t p = 0; p < k; p++) {
+                            acc = fmaf(da[r * k + p], db[p * n + jj], acc);
+                            mag += fabs((double)da[r * k + p] * db[p * n + jj]);
+                        }
+                        bool ok = avx512 && n >= 16 ? memcmp(&acc, &got[r * n + jj], sizeof acc) == 0
+                                                    : fabs((double)acc - got[r * n + jj]) <= 2.0 * (k + 2) * 0x1p-24 * mag;
+                        if (!ok && bad++ < 2)
+                            fprintf(stderr, "  few-row FAST k=%lld n=%lld m=%lld [%lld,%lld]: %.9g, in order %.9g\n",
+                                    (long long)k, (long long)n, (long long)m, (long long)r, (long long)jj,
+                                    got[r * n + jj], acc);
+                    }
+            }
+            CHECK(c && bad == 0);
+            emily_tensor_release(c);
+            emily_tensor_release(ta);
+        }
+        CHECK_OK(emily_dot_set_precision(before));
+        free(got);
+        free(da);
+        free(db);
+        emily_tensor_release(tb);
+    }
+}
+
 TEST(huge_broadcast_fails_cleanly) {
     /* a contraction of 2^44 broadcast elements: no memory for its copy */
     double one = 1;
@@ -1423,6 +1477,6 @@ RUN_TESTS("dot", CASE(matmul_f32_values), CASE(output_shape_batch_free_free),
           CASE(integer_operands_of_float_dots_are_exact), CASE(half_types_round_like_nx),
           CASE(edge_values_propagate), CASE(zero_size_and_rank0), CASE(broadcast_and_strided_views),
           CASE(batched_many_small_and_explicit_type), CASE(fast_precision_mode), CASE(fast_real_products_within_f32_error),
-          CASE(bad_arguments_fail_cleanly), CASE(huge_broadcast_fails_cleanly), CASE(fast_blas_blocks_cover_the_product), CASE(dispatch_dot_callback), CASE(conv_matches_nx_definition),
+          CASE(bad_arguments_fail_cleanly), CASE(huge_broadcast_fails_cleanly), CASE(fast_blas_blocks_cover_the_product), CASE(fast_few_rows_are_fused_sums_in_order), CASE(dispatch_dot_callback), CASE(conv_matches_nx_definition),
           CASE(conv_values_and_types), CASE(conv_sums_channels_separately), CASE(conv_bad_arguments), CASE(conv_group_sizes_of_zero_are_refused), CASE(cuda_matches_cpu),
           CASE(cuda_conv_matches_cpu))
