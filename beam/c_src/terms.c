@@ -232,7 +232,11 @@ bool term_to_shape(ErlNifEnv *env, ERL_NIF_TERM t, int *rank, int64_t **shape, d
     }
     int64_t *s = arena_alloc(d, sizeof(int64_t) * (size_t)(arity + 1));
     if (!s) return false;
+    /* the product of the non-zero dimensions (-1 past 2^63), wherever a 0
+     * sits: a 0 after an overflow must not hide it, or {2^62, 4, 0}
+     * passes and a product over its prefix overflows (tensor_from_res) */
     int64_t size = 1;
+    bool empty = false;
     for (int i = 0; i < arity; i++) {
         ErlNifSInt64 v;
         if (!enif_get_int64(env, el[i], &v) || v < 0) {
@@ -241,13 +245,14 @@ bool term_to_shape(ErlNifEnv *env, ERL_NIF_TERM t, int *rank, int64_t **shape, d
             return false;
         }
         s[i] = (int64_t)v;
-        if (size >= 0 && v > 0) size = size > INT64_MAX / v ? -1 : size * v;
-        else if (v == 0) size = 0;
+        if (v == 0) empty = true;
+        else if (size >= 0) size = size > INT64_MAX / v ? -1 : size * v;
     }
     if (size < 0) {
-        snprintf(d->err, sizeof d->err, "shape has more than 2^63 elements");
+        snprintf(d->err, sizeof d->err, "shape has more than 2^63 elements (its non-zero dimensions)");
         return false;
     }
+    if (empty) size = 0;
     if (d->elements < INT64_MAX - size) d->elements += size;
     *rank = arity;
     *shape = s;

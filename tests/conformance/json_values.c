@@ -172,7 +172,8 @@ static int decode(jv_tree *t, const json_t *j, emily_value *v, emily_device dev,
     if ((x = json_object_get(j, "atom"))) {
         v->kind = EMILY_V_ATOM;
         v->str = json_string_value(x);
-        return v->str ? 0 : -1;
+        if (!v->str) goto bad; /* not a string: fail with the message */
+        return 0;
     }
     if ((x = json_object_get(j, "complex"))) {
         emily_value a, b;
