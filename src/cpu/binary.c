@@ -234,10 +234,13 @@ typedef struct bin_job {
     emily_iter it;
     char *dbase;
     const char *abase, *bbase;
-    int64_t des, es, inner, chunk, nch, tasks, per_job;
+    int64_t des, es, inner, chunk, nch, tasks;
     int64_t sd, sa, sb;
     bin_run fn;
 } bin_job;
+
+/* Tasks a pool job takes: about CHUNK elements' worth. */
+static int64_t tasks_per_job(int64_t chunk) { return chunk > 0 && chunk < CHUNK ? CHUNK / chunk : 1; }
 
 static void bin_task(const bin_job *j, int64_t t) {
     int64_t pos = t / j->nch, start = (t % j->nch) * j->chunk;
@@ -248,10 +251,8 @@ static void bin_task(const bin_job *j, int64_t t) {
           j->sa, j->bbase + (off[2] + start * j->sb) * j->es, j->sb);
 }
 
-static void bin_chunk(void *ctx, int64_t c) {
-    const bin_job *j = ctx;
-    int64_t t1 = (c + 1) * j->per_job < j->tasks ? (c + 1) * j->per_job : j->tasks;
-    for (int64_t t = c * j->per_job; t < t1; t++) bin_task(j, t);
+static void bin_tasks(void *ctx, int64_t lo, int64_t hi) {
+    for (int64_t t = lo; t < hi; t++) bin_task(ctx, t);
 }
 
 static emily_status drive(emily_tensor *dst, const emily_tensor *a, const emily_tensor *b,
@@ -272,12 +273,8 @@ static emily_status drive(emily_tensor *dst, const emily_tensor *a, const emily_
     j.sd = j.it.inner_stride[0];
     j.sa = j.it.inner_stride[1];
     j.sb = j.it.inner_stride[2];
-    j.per_job = j.chunk > 0 && j.chunk < CHUNK ? CHUNK / j.chunk : 1;
-    if (dst->size < EMILY_PARALLEL_MIN) { /* no threads for small work */
-        for (int64_t t = 0; t < j.tasks; t++) bin_task(&j, t);
-    } else {
-        emily_cpu_parallel((j.tasks + j.per_job - 1) / j.per_job, bin_chunk, &j);
-    }
+    /* no threads for small work */
+    emily_cpu_parallel_ranges(j.tasks, tasks_per_job(j.chunk), dst->size >= EMILY_PARALLEL_MIN, bin_tasks, &j);
     emily_iter_free(&j.it);
     return EMILY_OK;
 }
@@ -336,7 +333,7 @@ typedef struct sel_job {
     emily_dtype pt;
     char *dbase;
     const char *pbase, *tbase, *fbase;
-    int64_t es, ps, inner, chunk, nch, tasks, per_job;
+    int64_t es, ps, inner, chunk, nch, tasks;
     int64_t sd, sp, sx, sy;
 } sel_job;
 
@@ -360,10 +357,8 @@ static void sel_task(const sel_job *j, int64_t t) {
     }
 }
 
-static void sel_chunk(void *ctx, int64_t c) {
-    const sel_job *j = ctx;
-    int64_t t1 = (c + 1) * j->per_job < j->tasks ? (c + 1) * j->per_job : j->tasks;
-    for (int64_t t = c * j->per_job; t < t1; t++) sel_task(j, t);
+static void sel_tasks(void *ctx, int64_t lo, int64_t hi) {
+    for (int64_t t = lo; t < hi; t++) sel_task(ctx, t);
 }
 
 emily_status emily_cpu_select(emily_tensor *dst, const emily_tensor *pred,
@@ -391,12 +386,7 @@ emily_status emily_cpu_select(emily_tensor *dst, const emily_tensor *pred,
     j.sp = j.it.inner_stride[1];
     j.sx = j.it.inner_stride[2];
     j.sy = j.it.inner_stride[3];
-    j.per_job = j.chunk > 0 && j.chunk < CHUNK ? CHUNK / j.chunk : 1;
-    if (dst->size < EMILY_PARALLEL_MIN) {
-        for (int64_t t = 0; t < j.tasks; t++) sel_task(&j, t);
-    } else {
-        emily_cpu_parallel((j.tasks + j.per_job - 1) / j.per_job, sel_chunk, &j);
-    }
+    emily_cpu_parallel_ranges(j.tasks, tasks_per_job(j.chunk), dst->size >= EMILY_PARALLEL_MIN, sel_tasks, &j);
     emily_iter_free(&j.it);
     return EMILY_OK;
 }

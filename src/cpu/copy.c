@@ -88,7 +88,6 @@ typedef struct copy_job {
     char *dbase;
     const char *sbase;
     size_t es;
-    int64_t runs_per_job;
 } copy_job;
 
 #define COPY_RUN(T)                                                                       \
@@ -98,11 +97,10 @@ typedef struct copy_job {
         for (int64_t i = 0; i < n; i++) d[i * ds] = s[i * ss];                            \
     }
 
-static void copy_runs(void *ctx, int64_t c) {
+static void copy_runs(void *ctx, int64_t p0, int64_t p1) {
     const copy_job *j = ctx;
-    int64_t p1 = (c + 1) * j->runs_per_job < j->it.outer_n ? (c + 1) * j->runs_per_job : j->it.outer_n;
     int64_t n = j->it.inner_n, ds = j->it.inner_stride[0], ss = j->it.inner_stride[1];
-    for (int64_t pos = c * j->runs_per_job; pos < p1; pos++) {
+    for (int64_t pos = p0; pos < p1; pos++) {
         int64_t off[2];
         emily_iter_offsets(&j->it, pos, off);
         if (ds == 1 && ss == 1) {
@@ -229,14 +227,9 @@ emily_status emily_cpu_copy(emily_tensor *dst, const emily_tensor *src) {
         emily_iter_free(&it);
         return emily_error(EMILY_ERR_INTERNAL, "copy: bad element size");
     }
-    copy_job j = {.it = it, .dbase = dbase, .sbase = sbase, .es = es, .runs_per_job = it.outer_n};
-    int64_t jobs = 1;
-    if (total >= COPY_PAR_MIN) {
-        int64_t per = it.inner_n > 0 && it.inner_n < 16384 ? 16384 / it.inner_n : 1;
-        j.runs_per_job = per;
-        jobs = (it.outer_n + per - 1) / per;
-    }
-    emily_cpu_parallel(jobs, copy_runs, &j);
+    copy_job j = {.it = it, .dbase = dbase, .sbase = sbase, .es = es};
+    int64_t per = it.inner_n > 0 && it.inner_n < 16384 ? 16384 / it.inner_n : 1;
+    emily_cpu_parallel_ranges(it.outer_n, per, total >= COPY_PAR_MIN, copy_runs, &j);
     emily_iter_free(&it);
     return EMILY_OK;
 }

@@ -64,14 +64,13 @@ typedef struct pack_job {
     char *buf;
     size_t es;
     load_fn load;
-    int64_t nr, nc, rows, rows_per_job;
+    int64_t nr, nc;
 } pack_job;
 
-static void pack_rows(void *ctx, int64_t c) {
+static void pack_rows(void *ctx, int64_t r0, int64_t r1) {
     const pack_job *j = ctx;
     bool cplx = j->ct == CT_C64 || j->ct == CT_C128;
-    int64_t r1 = (c + 1) * j->rows_per_job < j->rows ? (c + 1) * j->rows_per_job : j->rows;
-    for (int64_t r = c * j->rows_per_job; r < r1; r++)
+    for (int64_t r = r0; r < r1; r++)
         j->load(row_ptr(j->t, r / j->nr, r % j->nr), j->t->strides[2], j->nc, j->ct,
                 j->buf + (size_t)(r * j->nc) * j->es, cplx ? 2 : 1, 1);
 }
@@ -81,15 +80,11 @@ static emily_status pack(const emily_tensor *t, ctype ct, void **out) {
     size_t es = ct_size(ct);
     char *buf = alloc_elems(nb * nr * nc, es, false);
     if (!buf) return oom("a packed operand");
-    pack_job j = {t, ct, buf, es, emily_dot_loaders[t->dtype], nr, nc, nb * nr, 1};
+    pack_job j = {t, ct, buf, es, emily_dot_loaders[t->dtype], nr, nc};
     /* rows on the engine's pool, about 16K elements a job */
-    if (j.rows * nc >= GEMM_PARALLEL_MIN / 4) {
-        j.rows_per_job = nc > 0 && nc < 16384 ? 16384 / nc : 1;
-        emily_cpu_parallel((j.rows + j.rows_per_job - 1) / j.rows_per_job, pack_rows, &j);
-    } else {
-        j.rows_per_job = j.rows;
-        pack_rows(&j, 0);
-    }
+    int64_t rows = nb * nr;
+    emily_cpu_parallel_ranges(rows, nc > 0 && nc < 16384 ? 16384 / nc : 1, rows * nc >= GEMM_PARALLEL_MIN / 4,
+                              pack_rows, &j);
     *out = buf;
     return EMILY_OK;
 }

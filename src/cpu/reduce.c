@@ -690,15 +690,14 @@ typedef struct rows_job {
     const char *sbase;
     char *dbase;
     size_t ses, des;
-    int64_t per, outs_per_job;
+    int64_t per;
 } rows_job;
 
-static void rows_chunk(void *ctx, int64_t c) {
+static void rows_range(void *ctx, int64_t o0, int64_t o1) {
     const rows_job *j = ctx;
     const reducer *R = j->R;
     const rplan *p = j->p;
-    int64_t o1 = (c + 1) * j->outs_per_job < p->nK ? (c + 1) * j->outs_per_job : p->nK;
-    for (int64_t o = c * j->outs_per_job; o < o1; o++) {
+    for (int64_t o = o0; o < o1; o++) {
         int64_t ko, kd;
         odo(p->kept, p->nk, o, &ko, &kd);
         accbuf acc;
@@ -714,16 +713,10 @@ static void rows_chunk(void *ctx, int64_t c) {
 
 static void rows_on_pool(const reducer *R, const rplan *p, const char *sbase, size_t ses, char *dbase,
                          size_t des, int64_t per, bool par) {
-    rows_job j = {R, p, sbase, dbase, ses, des, per, 1};
+    rows_job j = {R, p, sbase, dbase, ses, des, per};
     /* about REDUCE_PAR_MIN / 4 elements a job */
     int64_t want = per > 0 ? (REDUCE_PAR_MIN / 4) / per : p->nK;
-    j.outs_per_job = want < 1 ? 1 : want;
-    int64_t jobs = (p->nK + j.outs_per_job - 1) / j.outs_per_job;
-    if (!par) {
-        j.outs_per_job = p->nK;
-        jobs = 1;
-    }
-    emily_cpu_parallel(jobs, rows_chunk, &j);
+    emily_cpu_parallel_ranges(p->nK, want, par, rows_range, &j);
 }
 
 static void reduce_rows(const reducer *R, const rplan *p, const char *sbase, size_t ses, char *dbase,

@@ -185,6 +185,28 @@ void emily_cpu_parallel(int64_t nchunks, emily_chunk_fn fn, void *ctx) {
     pthread_mutex_unlock(&pool.job_lock);
 }
 
+typedef struct {
+    emily_range_fn fn;
+    void *ctx;
+    int64_t n, per;
+} range_job;
+
+static void range_chunk(void *p, int64_t c) {
+    const range_job *j = p;
+    int64_t lo = c * j->per, hi = lo + j->per < j->n ? lo + j->per : j->n;
+    j->fn(j->ctx, lo, hi);
+}
+
+void emily_cpu_parallel_ranges(int64_t n, int64_t per_job, bool parallel, emily_range_fn fn, void *ctx) {
+    if (n <= 0) return;
+    if (!parallel) {
+        fn(ctx, 0, n);
+        return;
+    }
+    range_job j = {fn, ctx, n, per_job < 1 ? 1 : per_job};
+    emily_cpu_parallel((n + j.per - 1) / j.per, range_chunk, &j);
+}
+
 /* ---- strided driver ---------------------------------------------------------- */
 
 typedef struct {

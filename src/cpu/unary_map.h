@@ -27,6 +27,12 @@
 typedef void (*emily_chunk_fn)(void *ctx, int64_t chunk);
 void emily_cpu_parallel(int64_t nchunks, emily_chunk_fn fn, void *ctx);
 
+/* Runs fn(ctx, lo, hi) over [0, n) cut into consecutive ranges of
+ * per_job items (at least 1), the ranges as jobs of emily_cpu_parallel;
+ * the whole of [0, n) in one call on this thread when !parallel. */
+typedef void (*emily_range_fn)(void *ctx, int64_t lo, int64_t hi);
+void emily_cpu_parallel_ranges(int64_t n, int64_t per_job, bool parallel, emily_range_fn fn, void *ctx);
+
 /* Strides are in elements of each side's dtype; ds == ss == 1 is the
  * contiguous fast path every run function should special-case. ctx is
  * the pointer given to emily_cpu_map (most run functions ignore it). */
