@@ -21,7 +21,6 @@
 
 ErlNifResourceType *emily_tensor_rt;
 ErlNifResourceType *emily_stream_rt;
-nif_atoms A;
 
 /* Elements (inputs + outputs) up to which cheap callbacks run inline on
  * the CPU; 0 sends every dispatch to a dirty scheduler. */
@@ -426,11 +425,7 @@ static ERL_NIF_TERM dispatch_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM ar
     emily_value *args = arena_alloc(d, sizeof(emily_value) * (nargs + 1));
     if (!args) goto decode_error;
     if (!decode_template(d, argv[1], &out)) goto decode_error;
-    ERL_NIF_TERM head, tail = argv[2];
-    for (unsigned i = 0; i < nargs; i++) {
-        enif_get_list_cell(env, tail, &head, &tail);
-        if (!decode_arg(d, i, head, &args[i])) goto decode_error;
-    }
+    if (!decode_args(d, argv[2], nargs, args)) goto decode_error;
     if (d->foreign) {
         result = enif_make_tuple2(env, A.error, A.foreign_tensor);
         goto done;
@@ -923,39 +918,7 @@ static int load(ErlNifEnv *env, void **priv, ERL_NIF_TERM info) {
     emily_stream_rt = enif_open_resource_type(env, NULL, "emily_stream", stream_dtor, flags, NULL);
     if (!emily_tensor_rt || !emily_stream_rt || !graph_nif_load(env)) return 1;
     if (!exports_lock && !(exports_lock = enif_mutex_create("emily_exports"))) return 1;
-#define ATOM(field, name) A.field = enif_make_atom(env, name)
-    ATOM(ok, "ok");
-    ATOM(error, "error");
-    ATOM(nil, "nil");
-    ATOM(true_, "true");
-    ATOM(false_, "false");
-    ATOM(foreign_tensor, "foreign_tensor");
-    ATOM(already_deallocated, "already_deallocated");
-    ATOM(graph, "graph");
-    ATOM(cpu, "cpu");
-    ATOM(cuda, "cuda");
-    ATOM(s, "s");
-    ATOM(u, "u");
-    ATOM(f, "f");
-    ATOM(bf, "bf");
-    ATOM(c, "c");
-    ATOM(struct_, "__struct__");
-    ATOM(data, "data");
-    ATOM(ref, "ref");
-    ATOM(bytes, "bytes");
-    ATOM(state, "state");
-    ATOM(type, "type");
-    ATOM(shape, "shape");
-    ATOM(re, "re");
-    ATOM(im, "im");
-    ATOM(nx_tensor, "Elixir.Nx.Tensor");
-    ATOM(nx_binary_backend, "Elixir.Nx.BinaryBackend");
-    ATOM(complex, "Elixir.Complex");
-    ATOM(emily_backend, "Elixir.Emily.Backend");
-    ATOM(active, "active");
-    ATOM(peak, "peak");
-    ATOM(cached, "cached");
-#undef ATOM
+    nif_atoms_init(env);
     /* (builds the dispatcher's table once, here) */
     const char *const *names = emily_dispatch_callbacks();
     longest_callback = 0;

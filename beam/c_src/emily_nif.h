@@ -45,6 +45,8 @@ typedef struct nif_atoms {
     ERL_NIF_TERM active, peak, cached, graph;
 } nif_atoms;
 extern nif_atoms A;
+/* Makes the atoms of A (terms.c). */
+void nif_atoms_init(ErlNifEnv *env);
 
 /* The message for an Emily tensor whose resource is not of this VM (it
  * came from another node, or through binary_to_term after its tensor was
@@ -134,6 +136,8 @@ void prefix_err(decoder *d, const char *prefix);
 bool decode_value(decoder *d, ERL_NIF_TERM term, emily_value *v);
 /* decode_value for the index-th callback argument (messages say which). */
 bool decode_arg(decoder *d, unsigned index, ERL_NIF_TERM term, emily_value *v);
+/* decode_arg for each of the first n items of a proper list. */
+bool decode_args(decoder *d, ERL_NIF_TERM list, unsigned n, emily_value *out);
 /* Output templates: a map with :type and :shape (an %Nx.Tensor{}), or a
  * tuple/list of them. */
 bool decode_template(decoder *d, ERL_NIF_TERM term, emily_value *v);

@@ -132,11 +132,7 @@ ERL_NIF_TERM graph_call_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
     emily_value out;
     emily_value *args = arena_alloc(d, sizeof(emily_value) * (nargs + 1));
     if (!args || !decode_template(d, argv[2], &out)) goto decode_error;
-    ERL_NIF_TERM head, tail = argv[3];
-    for (unsigned i = 0; i < nargs; i++) {
-        enif_get_list_cell(env, tail, &head, &tail);
-        if (!decode_arg(d, i, head, &args[i])) goto decode_error;
-    }
+    if (!decode_args(d, argv[3], nargs, args)) goto decode_error;
     if (d->foreign) {
         result = enif_make_tuple2(env, A.error, A.foreign_tensor);
         goto done;
@@ -331,11 +327,7 @@ ERL_NIF_TERM graph_run_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) 
     emily_tensor **outs = arena_alloc(d, sizeof(emily_tensor *) * (no + 1));
     ERL_NIF_TERM *items = arena_alloc(d, sizeof(ERL_NIF_TERM) * (no + 1));
     if (!vals || !params || !outs || !items) goto decode_error;
-    ERL_NIF_TERM head, tail = argv[1];
-    for (unsigned i = 0; i < np; i++) {
-        enif_get_list_cell(env, tail, &head, &tail);
-        if (!decode_arg(d, i, head, &vals[i])) goto decode_error;
-    }
+    if (!decode_args(d, argv[1], np, vals)) goto decode_error;
     if (d->foreign) {
         result = enif_make_tuple2(env, A.error, A.foreign_tensor);
         goto done;

@@ -44,6 +44,46 @@ const char emily_not_carried_msg[] =
     "Nx.backend_copy(t, {Emily.Backend, device: :cpu}); with Nx.Serving, "
     "in distributed_preprocessing or distributed_postprocessing";
 
+nif_atoms A;
+
+/* The atoms every NIF function compares with (made once, at load; the
+ * fuzz harness of terms.c makes them the same way). */
+void nif_atoms_init(ErlNifEnv *env) {
+#define ATOM(field, name) A.field = enif_make_atom(env, name)
+    ATOM(ok, "ok");
+    ATOM(error, "error");
+    ATOM(nil, "nil");
+    ATOM(true_, "true");
+    ATOM(false_, "false");
+    ATOM(foreign_tensor, "foreign_tensor");
+    ATOM(already_deallocated, "already_deallocated");
+    ATOM(graph, "graph");
+    ATOM(cpu, "cpu");
+    ATOM(cuda, "cuda");
+    ATOM(s, "s");
+    ATOM(u, "u");
+    ATOM(f, "f");
+    ATOM(bf, "bf");
+    ATOM(c, "c");
+    ATOM(struct_, "__struct__");
+    ATOM(data, "data");
+    ATOM(ref, "ref");
+    ATOM(bytes, "bytes");
+    ATOM(state, "state");
+    ATOM(type, "type");
+    ATOM(shape, "shape");
+    ATOM(re, "re");
+    ATOM(im, "im");
+    ATOM(nx_tensor, "Elixir.Nx.Tensor");
+    ATOM(nx_binary_backend, "Elixir.Nx.BinaryBackend");
+    ATOM(complex, "Elixir.Complex");
+    ATOM(emily_backend, "Elixir.Emily.Backend");
+    ATOM(active, "active");
+    ATOM(peak, "peak");
+    ATOM(cached, "cached");
+#undef ATOM
+}
+
 void decoder_init(decoder *d, ErlNifEnv *env) {
     d->env = env;
     d->ar.blocks = NULL;
@@ -603,6 +643,15 @@ bool decode_arg(decoder *d, unsigned index, ERL_NIF_TERM term, emily_value *v) {
     bool ok = decode_value(d, term, v);
     d->npath = 0;
     return ok;
+}
+
+bool decode_args(decoder *d, ERL_NIF_TERM list, unsigned n, emily_value *out) {
+    ERL_NIF_TERM head, tail = list;
+    for (unsigned i = 0; i < n; i++) {
+        enif_get_list_cell(d->env, tail, &head, &tail);
+        if (!decode_arg(d, i, head, &out[i])) return false;
+    }
+    return true;
 }
 
 bool decode_template(decoder *d, ERL_NIF_TERM term, emily_value *v) {

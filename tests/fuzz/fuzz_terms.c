@@ -27,7 +27,6 @@ int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* What emily_nif.c defines for terms.c. */
-nif_atoms A;
 ErlNifResourceType *emily_tensor_rt;
 
 emily_tensor *tensor_res_acquire(tensor_res *r) {
@@ -68,39 +67,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     atoms_env = shim_env_new();
     env = shim_env_new();
     check(atoms_env && env, "out of memory");
-#define ATOM(field, name) A.field = enif_make_atom(atoms_env, name)
-    ATOM(ok, "ok");
-    ATOM(error, "error");
-    ATOM(nil, "nil");
-    ATOM(true_, "true");
-    ATOM(false_, "false");
-    ATOM(foreign_tensor, "foreign_tensor");
-    ATOM(already_deallocated, "already_deallocated");
-    ATOM(cpu, "cpu");
-    ATOM(cuda, "cuda");
-    ATOM(s, "s");
-    ATOM(u, "u");
-    ATOM(f, "f");
-    ATOM(bf, "bf");
-    ATOM(c, "c");
-    ATOM(struct_, "__struct__");
-    ATOM(data, "data");
-    ATOM(ref, "ref");
-    ATOM(bytes, "bytes");
-    ATOM(state, "state");
-    ATOM(type, "type");
-    ATOM(shape, "shape");
-    ATOM(re, "re");
-    ATOM(im, "im");
-    ATOM(nx_tensor, "Elixir.Nx.Tensor");
-    ATOM(nx_binary_backend, "Elixir.Nx.BinaryBackend");
-    ATOM(complex, "Elixir.Complex");
-    ATOM(emily_backend, "Elixir.Emily.Backend");
-    ATOM(active, "active");
-    ATOM(peak, "peak");
-    ATOM(cached, "cached");
-    ATOM(graph, "graph");
-#undef ATOM
+    nif_atoms_init(atoms_env);
     /* the tensor resources a reference can name (5: deallocated) */
     static const int64_t s23[] = {2, 3}, s4[] = {4}, s22[] = {2, 2}, s33[] = {3, 3}, s213[] = {2, 1, 3},
                          s03[] = {0, 3}, s6[] = {6};
