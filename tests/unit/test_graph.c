@@ -14,6 +14,38 @@ static emily_value v_list(emily_value *items, size_t n) {
     return (emily_value){.kind = EMILY_V_LIST, .items = items, .n = n};
 }
 
+/* True when a and b hold the same bytes (same size). */
+static bool same_bytes(const emily_tensor *a, const emily_tensor *b) {
+    size_t nb = emily_tensor_nbytes(a);
+    if (nb != emily_tensor_nbytes(b)) return false;
+    unsigned char *x = malloc(nb + 1), *y = malloc(nb + 1);
+    bool same = x && y && !emily_to_binary(a, x, nb) && !emily_to_binary(b, y, nb) && memcmp(x, y, nb) == 0;
+    free(x);
+    free(y);
+    return same;
+}
+
+/* A compiled graph checked, then saved, loaded, compiled and checked
+ * again; every truncation of its file fails cleanly. Frees g. */
+static void check_round_trip(emily_graph *g, void (*check)(emily_graph *)) {
+    CHECK_OK(emily_graph_compile(g, EMILY_CPU, NULL));
+    check(g);
+    void *bytes = NULL;
+    size_t size = 0;
+    CHECK_OK(emily_graph_save_buffer(g, &bytes, &size));
+    emily_graph_free(g);
+    emily_graph *h = NULL;
+    CHECK_OK(emily_graph_load_buffer(bytes, size, &h));
+    CHECK_OK(emily_graph_compile(h, EMILY_CPU, NULL));
+    check(h);
+    emily_graph_free(h);
+    for (size_t n = 0; n < size; n++) {
+        h = NULL;
+        CHECK(emily_graph_load_buffer(bytes, n, &h) == EMILY_ERR_ARGUMENT && h == NULL);
+    }
+    free(bytes);
+}
+
 /* exp(x + y) * x, with an unused call and a constant-only call. */
 static emily_graph *small_graph(int32_t *unused_id) {
     emily_graph *g = NULL;
@@ -313,13 +345,7 @@ TEST(pow_two_is_rewritten_with_the_same_bits) {
         CHECK(st.rewritten == (dt == EMILY_F64 ? 0 : 1));
         emily_tensor *got = NULL;
         CHECK_OK(emily_graph_run(g, &x, 1, &got, 1));
-        if (got && want) {
-            unsigned char a[80], b[80];
-            size_t nb = emily_tensor_nbytes(got);
-            CHECK_OK(emily_to_binary(got, a, nb));
-            CHECK_OK(emily_to_binary(want, b, nb));
-            CHECK(memcmp(a, b, nb) == 0);
-        }
+        CHECK(got && want && same_bytes(got, want));
         emily_tensor *tmp[5] = {x64, x, want, t2, got};
         for (int k = 0; k < 5; k++) emily_tensor_release(tmp[k]);
         emily_graph_free(g);
@@ -398,18 +424,9 @@ static void fused_matches_unfused(int rank, const int64_t *S, emily_dtype dt) {
     }
     for (int k = 0; k < 3; k++) {
         emily_tensor *u = outs[0][k], *f = outs[1][k];
-        CHECK(u && f && emily_tensor_nbytes(u) == emily_tensor_nbytes(f));
-        if (u && f) {
-            size_t nb = emily_tensor_nbytes(u);
-            unsigned char *bu = malloc(nb), *bf = malloc(nb);
-            CHECK_OK(emily_to_binary(u, bu, nb));
-            CHECK_OK(emily_to_binary(f, bf, nb));
-            bool same = memcmp(bu, bf, nb) == 0;
-            if (!same) fprintf(stderr, "  fused output %d of %s rank %d differs\n", k, emily_dtype_name(dt), rank);
-            CHECK(same);
-            free(bu);
-            free(bf);
-        }
+        bool same = u && f && same_bytes(u, f);
+        if (!same) fprintf(stderr, "  fused output %d of %s rank %d differs\n", k, emily_dtype_name(dt), rank);
+        CHECK(same);
         emily_tensor_release(u);
         emily_tensor_release(f);
     }
@@ -524,14 +541,7 @@ TEST(many_groups_between_reductions) {
     /* per layer: sin+add (add's value also goes to the sum) and
      * subtract+tanh+next sin+add chains */
     CHECK(fused >= 6);
-    if (res[0] && res[1]) {
-        unsigned char *a = malloc(64 * 48 * 4), *b = malloc(64 * 48 * 4);
-        CHECK_OK(emily_to_binary(res[0], a, 64 * 48 * 4));
-        CHECK_OK(emily_to_binary(res[1], b, 64 * 48 * 4));
-        CHECK(memcmp(a, b, 64 * 48 * 4) == 0);
-        free(a);
-        free(b);
-    }
+    CHECK(res[0] && res[1] && same_bytes(res[0], res[1]));
     emily_tensor_release(res[0]);
     emily_tensor_release(res[1]);
     emily_tensor_release(x);
@@ -608,24 +618,7 @@ static void check_loop(emily_graph *g) {
 }
 
 TEST(while_loops) {
-    emily_graph *g = loop_graph(false);
-    CHECK_OK(emily_graph_compile(g, EMILY_CPU, NULL));
-    check_loop(g);
-    /* saved and loaded, loops included */
-    void *bytes = NULL;
-    size_t size = 0;
-    CHECK_OK(emily_graph_save_buffer(g, &bytes, &size));
-    emily_graph_free(g);
-    emily_graph *h = NULL;
-    CHECK_OK(emily_graph_load_buffer(bytes, size, &h));
-    CHECK_OK(emily_graph_compile(h, EMILY_CPU, NULL));
-    check_loop(h);
-    emily_graph_free(h);
-    for (size_t n = 0; n < size; n++) {
-        h = NULL;
-        CHECK(emily_graph_load_buffer(bytes, n, &h) == EMILY_ERR_ARGUMENT && h == NULL);
-    }
-    free(bytes);
+    check_round_trip(loop_graph(false), check_loop); /* saved and loaded, loops included */
     CHECK(loop_graph(true) == NULL);
     /* bad loops: the sub-graphs are freed with the error */
     emily_graph *a = NULL, *b = NULL, *c = NULL;
@@ -711,23 +704,7 @@ static void check_cond(emily_graph *g) {
 }
 
 TEST(cond_picks_one_branch) {
-    emily_graph *g = cond_graph();
-    CHECK_OK(emily_graph_compile(g, EMILY_CPU, NULL));
-    check_cond(g);
-    void *bytes = NULL;
-    size_t size = 0;
-    CHECK_OK(emily_graph_save_buffer(g, &bytes, &size));
-    emily_graph_free(g);
-    emily_graph *h = NULL;
-    CHECK_OK(emily_graph_load_buffer(bytes, size, &h));
-    CHECK_OK(emily_graph_compile(h, EMILY_CPU, NULL));
-    check_cond(h);
-    emily_graph_free(h);
-    for (size_t n = 0; n < size; n++) {
-        h = NULL;
-        CHECK(emily_graph_load_buffer(bytes, n, &h) == EMILY_ERR_ARGUMENT && h == NULL);
-    }
-    free(bytes);
+    check_round_trip(cond_graph(), check_cond);
     /* bad conditionals */
     emily_graph *c = NULL, *br[2] = {NULL, NULL};
     int32_t x, first;
@@ -788,15 +765,7 @@ static void softmax_fused(emily_dtype dt, int rank, const int64_t *S) {
         emily_graph_free(g);
     }
     CHECK(steps[0] == 5 && steps[1] == 1 && fused[1] == 5);
-    if (res[0] && res[1]) {
-        size_t nb = emily_tensor_nbytes(res[0]);
-        unsigned char *a = malloc(nb), *b = malloc(nb);
-        CHECK_OK(emily_to_binary(res[0], a, nb));
-        CHECK_OK(emily_to_binary(res[1], b, nb));
-        CHECK(memcmp(a, b, nb) == 0);
-        free(a);
-        free(b);
-    }
+    CHECK(res[0] && res[1] && same_bytes(res[0], res[1]));
     emily_tensor_release(res[0]);
     emily_tensor_release(res[1]);
     emily_tensor_release(x);
