@@ -187,8 +187,7 @@ static bool read_outside(const emily_graph *g, int32_t v, int32_t run, const int
 }
 
 static fused_group *make_group(const emily_graph *g, const int32_t *member_calls, int n, int32_t run,
-                               const int32_t *run_of, const int32_t *step_of_call) {
-    (void)step_of_call;
+                               const int32_t *run_of) {
     fused_group *fg = calloc(1, sizeof *fg);
     if (!fg) return NULL;
     fg->calls = malloc(sizeof(int32_t) * (size_t)n);
@@ -234,14 +233,13 @@ emily_status graph_fuse(emily_graph *g) {
     /* per value: consumers that are not fusible with the producer (or
      * outputs); and the last step reading it */
     int32_t *outside = calloc((size_t)nv + 1, sizeof *outside);
-    int32_t *last_reader = malloc(((size_t)nv + 1) * sizeof *last_reader);
     int32_t *members = malloc(((size_t)ns + 1) * sizeof *members);
     int32_t *size = malloc(((size_t)ns + 1) * sizeof *size);
     int32_t *lastm = malloc(((size_t)ns + 1) * sizeof *lastm);
     int32_t *call_of_step = malloc(((size_t)ns + 1) * sizeof *call_of_step);
     int32_t *run_of = malloc(((size_t)ns + 1) * sizeof *run_of);
     emily_status s = EMILY_OK;
-    if (!fus || !parent || !step_of_call || !outside || !last_reader || !members || !size || !lastm ||
+    if (!fus || !parent || !step_of_call || !outside || !members || !size || !lastm ||
         !call_of_step || !run_of) {
         s = emily_error(EMILY_ERR_MEMORY, "graph_compile: out of host memory");
         goto done;
@@ -254,7 +252,6 @@ emily_status graph_fuse(emily_graph *g) {
         parent[st] = st;
     }
     for (int32_t v = 0; v < nv; v++) {
-        last_reader[v] = -1;
         if (g->values[v].is_output) outside[v] = 1;
     }
     /* a value joins its producer and consumer when every consumer is a
@@ -263,7 +260,6 @@ emily_status graph_fuse(emily_graph *g) {
         const graph_call *c = &g->calls[g->steps[st].call];
         for (int r = 0; r < c->nrefs; r++) {
             int32_t v = (int32_t)c->refs[r]->i;
-            last_reader[v] = st;
             const graph_value *gv = &g->values[v];
             int32_t pst = gv->kind == GV_CALL ? step_of_call[gv->node] : -1;
             if (pst < 0 || !fus[pst] || !fus[st] ||
@@ -329,7 +325,7 @@ emily_status graph_fuse(emily_graph *g) {
         int n = 0;
         for (int32_t m = 0; m <= st; m++)
             if (run_of[m] == run) members[n++] = call_of_step[m];
-        fused_group *fg = make_group(g, members, n, run, run_of, step_of_call);
+        fused_group *fg = make_group(g, members, n, run, run_of);
         if (!fg) {
             s = emily_error(EMILY_ERR_MEMORY, "graph_compile: out of host memory");
             goto done;
@@ -346,7 +342,6 @@ done:
     free(parent);
     free(step_of_call);
     free(outside);
-    free(last_reader);
     free(members);
     free(size);
     free(lastm);
