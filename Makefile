@@ -27,7 +27,7 @@ BUILD ?= build
 # (-std=c11 implies it on GCC; stated so that an -std=gnu11 or clang build
 # keeps it.)
 CFLAGS := -std=c11 -D_GNU_SOURCE $(OPT) -ffp-contract=off -Wall -Wextra -Werror -Wno-unknown-pragmas \
-          -fPIC -fopenmp -Iinclude -Isrc $(SANFLAGS)
+          -fPIC -fvisibility=hidden -fopenmp -Iinclude -Isrc $(SANFLAGS)
 LDLIBS := -llapacke -lopenblas -lsleef -ljansson -lm -lpthread
 LDFLAGS := -fopenmp $(SANFLAGS)
 
@@ -53,7 +53,7 @@ LIB_SRC := $(filter-out src/core/no_cuda.c,$(LIB_SRC))
 CU_SRC := $(wildcard src/cuda/*.cu)
 CU_C_SRC := $(wildcard src/cuda/*.c)
 LIB_SRC += $(CU_C_SRC)
-NVFLAGS := -std=c++20 -O3 -lineinfo --fmad=false -Xcompiler -fPIC -Iinclude -Isrc \
+NVFLAGS := -std=c++20 -O3 -lineinfo --fmad=false -Xcompiler -fPIC,-fvisibility=hidden -Iinclude -Isrc \
            -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 \
            -Werror all-warnings -MMD -MP
 CU_OBJ := $(CU_SRC:%.cu=$(BUILD)/obj/%.o)

@@ -179,7 +179,7 @@ defmodule Mix.Tasks.Compile.EmilyNif do
       san_flags = if san?, do: ["-fsanitize=address,undefined", "-fno-omit-frame-pointer"], else: []
 
       args =
-        ["-std=c11", "-D_GNU_SOURCE", "-O2", "-g", "-fPIC", "-shared"] ++
+        ["-std=c11", "-D_GNU_SOURCE", "-O2", "-g", "-fPIC", "-fvisibility=hidden", "-shared"] ++
           san_flags ++
           if(test?,
             do: ["-DEMILY_NIF_TEST", "-I", Path.join(root, "tests/conformance")],

@@ -61,7 +61,7 @@ static int time_op(op_fn fn, emily_tensor *const *in, const void *arg, double *m
     cudaStream_t stream = NULL;
     cudaEvent_t e0 = NULL, e1 = NULL;
     if (gpu) {
-        if (emily_cuda_current_stream(dev.index, &stream)) return fail("current stream");
+        if (emi_cuda_current_stream(dev.index, &stream)) return fail("current stream");
         if (cudaEventCreate(&e0) || cudaEventCreate(&e1)) {
             fprintf(stderr, "emily_bench: cudaEventCreate failed\n");
             return ++failures;

@@ -75,16 +75,16 @@ typedef struct emily_dispatch_result {
 /* `out` is a EMILY_V_TEMPLATE or an EMILY_V_LIST/TUPLE of templates.
  * Tensors in args must all be on `device` (creation callbacks, which
  * have no tensor input, create there). */
-emily_status emily_dispatch(const char *callback, emily_device device,
+EMILY_API emily_status emily_dispatch(const char *callback, emily_device device,
                             const emily_value *out, const emily_value *args,
                             size_t nargs, emily_dispatch_mode mode,
                             emily_dispatch_result *result);
-void emily_dispatch_result_release(emily_dispatch_result *r);
+EMILY_API void emily_dispatch_result_release(emily_dispatch_result *r);
 
 /* True if the dispatcher knows the callback name. */
-bool emily_dispatch_supports(const char *callback);
+EMILY_API bool emily_dispatch_supports(const char *callback);
 /* Callback names the dispatcher knows, NULL-terminated. */
-const char *const *emily_dispatch_callbacks(void);
+EMILY_API const char *const *emily_dispatch_callbacks(void);
 
 #ifdef __cplusplus
 }

@@ -3,6 +3,8 @@
 #ifndef EMILY_DTYPE_H
 #define EMILY_DTYPE_H
 
+#include "emily/export.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -40,37 +42,37 @@ typedef enum emily_dtype_kind {
     EMILY_KIND_COMPLEX = 4
 } emily_dtype_kind;
 
-bool emily_dtype_valid(emily_dtype t);
-size_t emily_dtype_size(emily_dtype t);      /* bytes per element */
-int emily_dtype_bits(emily_dtype t);         /* Nx's size: 8..128 */
-emily_dtype_kind emily_dtype_kind_of(emily_dtype t);
-const char *emily_dtype_name(emily_dtype t); /* "f32", "?" if invalid */
+EMILY_API bool emily_dtype_valid(emily_dtype t);
+EMILY_API size_t emily_dtype_size(emily_dtype t);      /* bytes per element */
+EMILY_API int emily_dtype_bits(emily_dtype t);         /* Nx's size: 8..128 */
+EMILY_API emily_dtype_kind emily_dtype_kind_of(emily_dtype t);
+EMILY_API const char *emily_dtype_name(emily_dtype t); /* "f32", "?" if invalid */
 /* Parses "f32", "bf16", ... Returns EMILY_DTYPE_AUTO if unknown. */
-emily_dtype emily_dtype_from_name(const char *name);
-emily_dtype emily_dtype_make(emily_dtype_kind kind, int bits); /* AUTO if none */
+EMILY_API emily_dtype emily_dtype_from_name(const char *name);
+EMILY_API emily_dtype emily_dtype_make(emily_dtype_kind kind, int bits); /* AUTO if none */
 
-bool emily_dtype_is_integer(emily_dtype t); /* u* and s* */
-bool emily_dtype_is_float(emily_dtype t);   /* f16 bf16 f32 f64 */
-bool emily_dtype_is_complex(emily_dtype t);
+EMILY_API bool emily_dtype_is_integer(emily_dtype t); /* u* and s* */
+EMILY_API bool emily_dtype_is_float(emily_dtype t);   /* f16 bf16 f32 f64 */
+EMILY_API bool emily_dtype_is_complex(emily_dtype t);
 
 /* Nx.Type rules. */
-emily_dtype emily_type_merge(emily_dtype a, emily_dtype b);
+EMILY_API emily_dtype emily_type_merge(emily_dtype a, emily_dtype b);
 /* Nx.Type.merge_number for an integer or float scalar. */
-emily_dtype emily_type_merge_int(emily_dtype t, int64_t value);
-emily_dtype emily_type_merge_uint(emily_dtype t, uint64_t value);
-emily_dtype emily_type_merge_float(emily_dtype t);
-emily_dtype emily_type_to_floating(emily_dtype t);
-emily_dtype emily_type_to_real(emily_dtype t);
-emily_dtype emily_type_to_complex(emily_dtype t);
-emily_dtype emily_type_to_aggregate(emily_dtype t);
+EMILY_API emily_dtype emily_type_merge_int(emily_dtype t, int64_t value);
+EMILY_API emily_dtype emily_type_merge_uint(emily_dtype t, uint64_t value);
+EMILY_API emily_dtype emily_type_merge_float(emily_dtype t);
+EMILY_API emily_dtype emily_type_to_floating(emily_dtype t);
+EMILY_API emily_dtype emily_type_to_real(emily_dtype t);
+EMILY_API emily_dtype emily_type_to_complex(emily_dtype t);
+EMILY_API emily_dtype emily_type_to_aggregate(emily_dtype t);
 
 /* Half-precision conversions with Nx's rounding. f16 rounds to nearest
  * even from the double; bf16 is written as Nx does: round the value to
  * f32 (nearest even), then keep the top 16 bits (truncation). */
-float emily_f16_to_f32(uint16_t h);
-uint16_t emily_f64_to_f16(double x);
-float emily_bf16_to_f32(uint16_t h);
-uint16_t emily_f32_to_bf16(float x);
+EMILY_API float emily_f16_to_f32(uint16_t h);
+EMILY_API uint16_t emily_f64_to_f16(double x);
+EMILY_API float emily_bf16_to_f32(uint16_t h);
+EMILY_API uint16_t emily_f32_to_bf16(float x);
 
 #ifdef __cplusplus
 }

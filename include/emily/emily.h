@@ -11,6 +11,6 @@
 #include "emily/graph.h"
 
 #define EMILY_VERSION "0.1.0"
-const char *emily_version(void);
+EMILY_API const char *emily_version(void);
 
 #endif

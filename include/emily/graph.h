@@ -42,23 +42,23 @@ extern "C" {
 
 typedef struct emily_graph emily_graph;
 
-emily_status emily_graph_create(emily_graph **out);
+EMILY_API emily_status emily_graph_create(emily_graph **out);
 /* Frees the graph and the tensors it holds (NULL is ignored). */
-void emily_graph_free(emily_graph *g);
+EMILY_API void emily_graph_free(emily_graph *g);
 
 /* A parameter: the next tensor of emily_graph_run's params, which must
  * have this type and shape. *value receives its value id. */
-emily_status emily_graph_add_param(emily_graph *g, emily_dtype dtype, int rank, const int64_t *shape,
+EMILY_API emily_status emily_graph_add_param(emily_graph *g, emily_dtype dtype, int rank, const int64_t *shape,
                                    int32_t *value);
 /* A constant: the graph retains t. */
-emily_status emily_graph_add_const(emily_graph *g, emily_tensor *t, int32_t *value);
+EMILY_API emily_status emily_graph_add_const(emily_graph *g, emily_tensor *t, int32_t *value);
 /* A call of dispatcher callback `callback` (emily_dispatch_supports)
  * with output template(s) `out` (an EMILY_V_TEMPLATE, or a list or tuple
  * of them for multi-output callbacks) and arguments. EMILY_V_REF
  * arguments (field i) name earlier values; EMILY_V_TENSOR arguments are
  * retained as constants. Everything is copied. *first receives the value
  * id of output 0; output k of a multi-output call is *first + k. */
-emily_status emily_graph_add_call(emily_graph *g, const char *callback, const emily_value *out,
+EMILY_API emily_status emily_graph_add_call(emily_graph *g, const char *callback, const emily_value *out,
                                   const emily_value *args, size_t nargs, int32_t *first);
 /* A loop (Nx's while): the state starts as the n values `initial`;
  * while `cond` (a graph of n parameters, the state, and one rank-0
@@ -68,7 +68,7 @@ emily_status emily_graph_add_call(emily_graph *g, const char *callback, const em
  * cond and body (freed with it, compiled with it; also freed on any
  * failure here except being given the same graph twice, which takes
  * nothing); they must not be compiled or used elsewhere. */
-emily_status emily_graph_add_while(emily_graph *g, emily_graph *cond, emily_graph *body, size_t n,
+EMILY_API emily_status emily_graph_add_while(emily_graph *g, emily_graph *cond, emily_graph *body, size_t n,
                                    const int32_t *initial, int32_t *first);
 /* A conditional (Nx's cond): the first of the nclauses rank-0 values
  * `preds` that is not zero picks its branch, none picks the last one
@@ -80,11 +80,11 @@ emily_status emily_graph_add_while(emily_graph *g, emily_graph *cond, emily_grap
  * except for NULL arguments, a clause count out of range (1 to 1024), a
  * branch given twice or the graph itself as a branch, which take
  * nothing. */
-emily_status emily_graph_add_cond(emily_graph *g, size_t nclauses, const int32_t *preds, emily_graph **branches,
+EMILY_API emily_status emily_graph_add_cond(emily_graph *g, size_t nclauses, const int32_t *preds, emily_graph **branches,
                                   const size_t *ncaptured, const int32_t *captured, int32_t *first);
 
 /* The values emily_graph_run returns, in order (repeats allowed). */
-emily_status emily_graph_set_outputs(emily_graph *g, size_t n, const int32_t *values);
+EMILY_API emily_status emily_graph_set_outputs(emily_graph *g, size_t n, const int32_t *values);
 
 typedef struct emily_graph_options {
     /* 0: optimize (folding, dead calls, fusion); 1: run every call as
@@ -94,13 +94,13 @@ typedef struct emily_graph_options {
 
 /* Checks and optimizes the graph for `device` (opts may be NULL). A
  * compiled graph can be run; it can no longer be changed. */
-emily_status emily_graph_compile(emily_graph *g, emily_device device, const emily_graph_options *opts);
+EMILY_API emily_status emily_graph_compile(emily_graph *g, emily_device device, const emily_graph_options *opts);
 
 /* Runs a compiled graph: params[i] is parameter i (on the graph's
  * device, with its type and shape); outputs[k] receives a new reference
  * the caller releases. Runs of one graph from several threads are
  * serialized. */
-emily_status emily_graph_run(emily_graph *g, emily_tensor *const *params, size_t nparams,
+EMILY_API emily_status emily_graph_run(emily_graph *g, emily_tensor *const *params, size_t nparams,
                              emily_tensor **outputs, size_t noutputs);
 
 typedef struct emily_graph_stats {
@@ -113,28 +113,28 @@ typedef struct emily_graph_stats {
     int64_t outputs;
     int64_t peak_bytes;                 /* intermediates alive at once, at most (last run) */
 } emily_graph_stats;
-emily_status emily_graph_get_stats(const emily_graph *g, emily_graph_stats *stats);
+EMILY_API emily_status emily_graph_get_stats(const emily_graph *g, emily_graph_stats *stats);
 
 /* Parameter and output descriptions (after building). */
-size_t emily_graph_num_params(const emily_graph *g);
-size_t emily_graph_num_outputs(const emily_graph *g);
-emily_status emily_graph_param_spec(const emily_graph *g, size_t i, emily_dtype *dtype, int *rank,
+EMILY_API size_t emily_graph_num_params(const emily_graph *g);
+EMILY_API size_t emily_graph_num_outputs(const emily_graph *g);
+EMILY_API emily_status emily_graph_param_spec(const emily_graph *g, size_t i, emily_dtype *dtype, int *rank,
                                     const int64_t **shape);
 
 /* The type and shape of value `value` (a parameter, constant or call
  * output). */
-emily_status emily_graph_value_spec(const emily_graph *g, int32_t value, emily_dtype *dtype, int *rank,
+EMILY_API emily_status emily_graph_value_spec(const emily_graph *g, int32_t value, emily_dtype *dtype, int *rank,
                                     const int64_t **shape);
 
 /* Saves a graph (compiled or not; constants are written with their
  * bytes) and loads one (not compiled). Loading checks everything: a
  * malformed or truncated file, an unknown callback, a reference to a
  * value not defined before it are EMILY_ERR_ARGUMENT naming the place. */
-emily_status emily_graph_save(const emily_graph *g, const char *path);
-emily_status emily_graph_load(const char *path, emily_graph **out);
+EMILY_API emily_status emily_graph_save(const emily_graph *g, const char *path);
+EMILY_API emily_status emily_graph_load(const char *path, emily_graph **out);
 /* The same from and to memory (*bytes from save_buffer: free()). */
-emily_status emily_graph_save_buffer(const emily_graph *g, void **bytes, size_t *size);
-emily_status emily_graph_load_buffer(const void *bytes, size_t size, emily_graph **out);
+EMILY_API emily_status emily_graph_save_buffer(const emily_graph *g, void **bytes, size_t *size);
+EMILY_API emily_status emily_graph_load_buffer(const void *bytes, size_t size, emily_graph **out);
 
 #ifdef __cplusplus
 }

@@ -35,24 +35,24 @@ typedef enum emily_window_op {
     EMILY_WINDOW_MIN
 } emily_window_op;
 
-emily_status emily_window_reduce(emily_window_op op, const emily_tensor *t, int rank,
+EMILY_API emily_status emily_window_reduce(emily_window_op op, const emily_tensor *t, int rank,
                                  const int64_t *window, const int64_t *strides,
                                  const int64_t *pad_lo, const int64_t *pad_hi,
                                  const int64_t *dilations, emily_tensor **out);
 
-emily_status emily_window_sum(const emily_tensor *t, int rank, const int64_t *window,
+EMILY_API emily_status emily_window_sum(const emily_tensor *t, int rank, const int64_t *window,
                               const int64_t *strides, const int64_t *pad_lo,
                               const int64_t *pad_hi, const int64_t *dilations,
                               emily_tensor **out);
-emily_status emily_window_product(const emily_tensor *t, int rank, const int64_t *window,
+EMILY_API emily_status emily_window_product(const emily_tensor *t, int rank, const int64_t *window,
                                   const int64_t *strides, const int64_t *pad_lo,
                                   const int64_t *pad_hi, const int64_t *dilations,
                                   emily_tensor **out);
-emily_status emily_window_max(const emily_tensor *t, int rank, const int64_t *window,
+EMILY_API emily_status emily_window_max(const emily_tensor *t, int rank, const int64_t *window,
                               const int64_t *strides, const int64_t *pad_lo,
                               const int64_t *pad_hi, const int64_t *dilations,
                               emily_tensor **out);
-emily_status emily_window_min(const emily_tensor *t, int rank, const int64_t *window,
+EMILY_API emily_status emily_window_min(const emily_tensor *t, int rank, const int64_t *window,
                               const int64_t *strides, const int64_t *pad_lo,
                               const int64_t *pad_hi, const int64_t *dilations,
                               emily_tensor **out);
@@ -69,12 +69,12 @@ emily_status emily_window_min(const emily_tensor *t, int rank, const int64_t *wi
  * The output has t's shape and the type merge(source, init_value);
  * every position starts at init_value (a rank-0 tensor) and sums what
  * it receives. Complex types are rejected. */
-emily_status emily_window_scatter_max(const emily_tensor *t, const emily_tensor *source,
+EMILY_API emily_status emily_window_scatter_max(const emily_tensor *t, const emily_tensor *source,
                                       const emily_tensor *init_value, int rank,
                                       const int64_t *window, const int64_t *strides,
                                       const int64_t *pad_lo, const int64_t *pad_hi,
                                       emily_tensor **out);
-emily_status emily_window_scatter_min(const emily_tensor *t, const emily_tensor *source,
+EMILY_API emily_status emily_window_scatter_min(const emily_tensor *t, const emily_tensor *source,
                                       const emily_tensor *init_value, int rank,
                                       const int64_t *window, const int64_t *strides,
                                       const int64_t *pad_lo, const int64_t *pad_hi,

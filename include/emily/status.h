@@ -6,6 +6,8 @@
 #ifndef EMILY_STATUS_H
 #define EMILY_STATUS_H
 
+#include "emily/export.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -24,13 +26,13 @@ typedef enum emily_status {
 } emily_status;
 
 /* The message of the last failure on this thread ("" if none). */
-const char *emily_last_error(void);
+EMILY_API const char *emily_last_error(void);
 
 /* Short name of a status code, e.g. "shape error". */
-const char *emily_status_name(emily_status s);
+EMILY_API const char *emily_status_name(emily_status s);
 
 /* Records a formatted message for this thread and returns `code`. */
-emily_status emily_error(emily_status code, const char *fmt, ...)
+EMILY_API emily_status emily_error(emily_status code, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
 #endif

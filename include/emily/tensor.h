@@ -49,48 +49,48 @@ typedef struct emily_scalar {
     double re, im;
 } emily_scalar;
 
-emily_scalar emily_scalar_int(int64_t v);
-emily_scalar emily_scalar_float(double v);
-emily_scalar emily_scalar_complex(double re, double im);
+EMILY_API emily_scalar emily_scalar_int(int64_t v);
+EMILY_API emily_scalar emily_scalar_float(double v);
+EMILY_API emily_scalar emily_scalar_complex(double re, double im);
 
 /* Uninitialized contiguous tensor. */
-emily_status emily_empty(emily_device device, emily_dtype dtype, int rank,
+EMILY_API emily_status emily_empty(emily_device device, emily_dtype dtype, int rank,
                          const int64_t *shape, emily_tensor **out);
 /* Copies `nbytes` (must equal the tensor's byte size) of row-major,
  * little-endian data into a new tensor on `device`. */
-emily_status emily_from_binary(emily_device device, emily_dtype dtype, int rank,
+EMILY_API emily_status emily_from_binary(emily_device device, emily_dtype dtype, int rank,
                                const int64_t *shape, const void *data,
                                size_t nbytes, emily_tensor **out);
 /* Writes the tensor's elements, row-major, into `dst` (`nbytes` must
  * equal the tensor's byte size). Waits for pending work. */
-emily_status emily_to_binary(const emily_tensor *t, void *dst, size_t nbytes);
+EMILY_API emily_status emily_to_binary(const emily_tensor *t, void *dst, size_t nbytes);
 /* If the tensor is contiguous and lives in host memory, stores a pointer
  * to its bytes (valid while the tensor lives) after waiting for pending
  * work; otherwise fails with EMILY_ERR_ARGUMENT. For zero-copy reads. */
-emily_status emily_host_data(const emily_tensor *t, const void **data);
+EMILY_API emily_status emily_host_data(const emily_tensor *t, const void **data);
 /* Explicit transfer between devices (a new tensor; contiguous). */
-emily_status emily_to_device(const emily_tensor *t, emily_device device,
+EMILY_API emily_status emily_to_device(const emily_tensor *t, emily_device device,
                              emily_tensor **out);
 /* A contiguous copy on the same device (a new reference to `t` itself
  * when it is already contiguous and starts at offset 0). */
-emily_status emily_contiguous(const emily_tensor *t, emily_tensor **out);
+EMILY_API emily_status emily_contiguous(const emily_tensor *t, emily_tensor **out);
 
-void emily_tensor_retain(emily_tensor *t);
-void emily_tensor_release(emily_tensor *t); /* NULL is ignored */
+EMILY_API void emily_tensor_retain(emily_tensor *t);
+EMILY_API void emily_tensor_release(emily_tensor *t); /* NULL is ignored */
 
-emily_dtype emily_tensor_dtype(const emily_tensor *t);
-int emily_tensor_rank(const emily_tensor *t);
-const int64_t *emily_tensor_shape(const emily_tensor *t);
-const int64_t *emily_tensor_strides(const emily_tensor *t); /* in elements */
-int64_t emily_tensor_size(const emily_tensor *t);           /* elements */
-size_t emily_tensor_nbytes(const emily_tensor *t);
-emily_device emily_tensor_device(const emily_tensor *t);
-bool emily_tensor_is_contiguous(const emily_tensor *t);
+EMILY_API emily_dtype emily_tensor_dtype(const emily_tensor *t);
+EMILY_API int emily_tensor_rank(const emily_tensor *t);
+EMILY_API const int64_t *emily_tensor_shape(const emily_tensor *t);
+EMILY_API const int64_t *emily_tensor_strides(const emily_tensor *t); /* in elements */
+EMILY_API int64_t emily_tensor_size(const emily_tensor *t);           /* elements */
+EMILY_API size_t emily_tensor_nbytes(const emily_tensor *t);
+EMILY_API emily_device emily_tensor_device(const emily_tensor *t);
+EMILY_API bool emily_tensor_is_contiguous(const emily_tensor *t);
 
 /* Number of live tensor handles and buffers in this process (for leak
  * tests). */
-int64_t emily_live_tensors(void);
-int64_t emily_live_buffers(void);
+EMILY_API int64_t emily_live_tensors(void);
+EMILY_API int64_t emily_live_buffers(void);
 
 #ifdef __cplusplus
 }

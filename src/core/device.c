@@ -3,11 +3,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include "core/engine.h"
+#include "emily/emily.h"
 
-const emily_engine *emily_engine_for(emily_device_type type) {
+const emily_engine *emi_engine_for(emily_device_type type) {
     switch (type) {
-    case EMILY_DEVICE_CPU: return emily_cpu_engine();
-    case EMILY_DEVICE_CUDA: return emily_cuda_engine();
+    case EMILY_DEVICE_CPU: return emi_cpu_engine();
+    case EMILY_DEVICE_CUDA: return emi_cuda_engine();
     default: return NULL;
     }
 }
@@ -16,10 +17,10 @@ static const char *type_name(emily_device_type t) {
     return t == EMILY_DEVICE_CPU ? "cpu" : t == EMILY_DEVICE_CUDA ? "cuda" : "?";
 }
 
-emily_status emily_engine_get(emily_device d, const emily_engine **out) {
+emily_status emi_engine_get(emily_device d, const emily_engine **out) {
     if ((int)d.type < 0 || d.type >= EMILY_DEVICE_TYPE_COUNT)
         return emily_error(EMILY_ERR_DEVICE, "unknown device type %d", (int)d.type);
-    const emily_engine *e = emily_engine_for(d.type);
+    const emily_engine *e = emi_engine_for(d.type);
     if (!e)
         return emily_error(EMILY_ERR_DEVICE,
                            "device %s: this build of libemily has no %s engine",
@@ -62,32 +63,32 @@ bool emily_device_equal(emily_device a, emily_device b) {
 }
 
 int emily_device_count(emily_device_type type) {
-    const emily_engine *e = ((int)type >= 0 && type < EMILY_DEVICE_TYPE_COUNT) ? emily_engine_for(type) : NULL;
+    const emily_engine *e = ((int)type >= 0 && type < EMILY_DEVICE_TYPE_COUNT) ? emi_engine_for(type) : NULL;
     return e ? e->device_count() : 0;
 }
 
 emily_status emily_device_check(emily_device d) {
     const emily_engine *e;
-    return emily_engine_get(d, &e);
+    return emi_engine_get(d, &e);
 }
 
 emily_status emily_synchronize(emily_device d) {
     const emily_engine *e;
-    emily_status s = emily_engine_get(d, &e);
+    emily_status s = emi_engine_get(d, &e);
     return s ? s : e->synchronize(d.index);
 }
 
 emily_status emily_memory_stats_get(emily_device d, emily_memory_stats *out) {
     if (!out) return emily_error(EMILY_ERR_ARGUMENT, "memory_stats: NULL output");
     const emily_engine *e;
-    emily_status s = emily_engine_get(d, &e);
+    emily_status s = emi_engine_get(d, &e);
     return s ? s : e->memory_stats(d.index, out);
 }
 
 emily_status emily_memory_release_cache(emily_device d) {
     const emily_engine *e;
-    emily_status s = emily_engine_get(d, &e);
+    emily_status s = emi_engine_get(d, &e);
     return s ? s : e->release_cache(d.index);
 }
 
-const char *emily_version(void) { return "0.1.0"; }
+const char *emily_version(void) { return EMILY_VERSION; }

@@ -101,12 +101,12 @@ struct emily_engine {
 };
 
 /* The engine of a device type, or NULL when it was not built in. */
-const emily_engine *emily_engine_for(emily_device_type type);
+const emily_engine *emi_engine_for(emily_device_type type);
 /* Fails with a clear message unless the device exists and works. */
-emily_status emily_engine_get(emily_device d, const emily_engine **out);
+emily_status emi_engine_get(emily_device d, const emily_engine **out);
 
 /* Engines are linked in by these (NULL when not built). */
-const emily_engine *emily_cpu_engine(void);
-const emily_engine *emily_cuda_engine(void);
+const emily_engine *emi_cpu_engine(void);
+const emily_engine *emi_cuda_engine(void);
 
 #endif

@@ -1,3 +1,3 @@
 /* Linked when libemily is built without the CUDA engine. */
 #include "core/engine.h"
-const emily_engine *emily_cuda_engine(void) { return NULL; }
+const emily_engine *emi_cuda_engine(void) { return NULL; }

@@ -1,6 +1,6 @@
 /* Nx's per-element semantics of the binary ops, written once for every
  * device: plain static inline functions on C types, valid C11 and valid
- * CUDA C++ (see core/hd.h). Kernels load their operands into the types
+ * CUDA C++ (see core/host_device.h). Kernels load their operands into the types
  * below, call these, and store the result.
  *
  * The reference (Nx.BinaryBackend) reads each element into an Elixir
@@ -26,7 +26,7 @@
 
 #include <math.h>
 #include <stdint.h>
-#include "core/hd.h"
+#include "core/host_device.h"
 #include "core/scalar_convert.h"
 
 /* Half precision storage: the conversions of core/scalar_convert.h

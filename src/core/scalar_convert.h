@@ -31,7 +31,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
-#include "core/hd.h"
+#include "core/host_device.h"
 
 /* Complex element layouts: two parts, real first (Nx's c64 and c128). */
 typedef struct emily_c64 {

@@ -29,7 +29,7 @@
 
 #include <math.h>
 #include <stdint.h>
-#include "core/hd.h"
+#include "core/host_device.h"
 
 #ifdef __CUDA_ARCH__
 #define EMILY_MUL(a, b) __dmul_rn((a), (b))

@@ -10,7 +10,7 @@ struct emily_stream {
 };
 
 static emily_status stream_engine(const char *op, emily_device d, const emily_engine **e) {
-    emily_status s = emily_engine_get(d, e);
+    emily_status s = emi_engine_get(d, e);
     if (s) return s;
     if (!(*e)->stream_new || !(*e)->stream_free || !(*e)->stream_synchronize ||
         !(*e)->stream_set_current)

@@ -13,9 +13,9 @@ emily_scalar emily_scalar_complex(double re, double im) {
     return (emily_scalar){.kind = EMILY_SCALAR_COMPLEX, .re = re, .im = im};
 }
 
-bool emily_shape_size(int rank, const int64_t *shape, int64_t *size) {
+bool emi_shape_size(int rank, const int64_t *shape, int64_t *size) {
     /* the product of the non-zero dimensions is what bounds strides
-     * (emily_row_major_strides counts a 0 as 1), so it is checked even
+     * (emi_row_major_strides counts a 0 as 1), so it is checked even
      * after a 0 */
     int64_t n = 1;
     bool zero = false;
@@ -39,7 +39,7 @@ static emily_status check_shape(const char *op, int rank, const int64_t *shape, 
         return emily_error(EMILY_ERR_SHAPE, "%s: rank %d is outside 0..%d (EMILY_MAX_RANK)", op, rank,
                            EMILY_MAX_RANK);
     if (rank > 0 && !shape) return emily_error(EMILY_ERR_SHAPE, "%s: NULL shape", op);
-    if (!emily_shape_size(rank, shape, size))
+    if (!emi_shape_size(rank, shape, size))
         return emily_error(EMILY_ERR_SHAPE,
                            "%s: invalid shape (a negative dimension, or too many elements: the "
                            "non-zero dimensions multiply to more than %lld)", op,
@@ -47,7 +47,7 @@ static emily_status check_shape(const char *op, int rank, const int64_t *shape, 
     return EMILY_OK;
 }
 
-void emily_row_major_strides(int rank, const int64_t *shape, int64_t *strides) {
+void emi_row_major_strides(int rank, const int64_t *shape, int64_t *strides) {
     int64_t s = 1;
     for (int i = rank - 1; i >= 0; i--) {
         strides[i] = s;
@@ -55,7 +55,7 @@ void emily_row_major_strides(int rank, const int64_t *shape, int64_t *strides) {
     }
 }
 
-bool emily_strides_contiguous(int rank, const int64_t *shape, const int64_t *strides) {
+bool emi_strides_contiguous(int rank, const int64_t *shape, const int64_t *strides) {
     int64_t s = 1;
     for (int i = rank - 1; i >= 0; i--) {
         if (shape[i] == 0) return true;
@@ -65,9 +65,9 @@ bool emily_strides_contiguous(int rank, const int64_t *shape, const int64_t *str
     return true;
 }
 
-emily_status emily_buffer_alloc(emily_device device, size_t nbytes, emily_buffer **out) {
+emily_status emi_buffer_alloc(emily_device device, size_t nbytes, emily_buffer **out) {
     const emily_engine *e;
-    emily_status s = emily_engine_get(device, &e);
+    emily_status s = emi_engine_get(device, &e);
     if (s) return s;
     emily_buffer *b = calloc(1, sizeof *b);
     if (!b) return emily_error(EMILY_ERR_MEMORY, "buffer: out of host memory");
@@ -83,17 +83,17 @@ emily_status emily_buffer_alloc(emily_device device, size_t nbytes, emily_buffer
     return EMILY_OK;
 }
 
-void emily_buffer_release(emily_buffer *b) {
+void emi_buffer_release(emily_buffer *b) {
     if (!b || atomic_fetch_sub(&b->refcount, 1) != 1) return;
     if (b->data) {
-        const emily_engine *e = emily_engine_for(b->device.type);
+        const emily_engine *e = emi_engine_for(b->device.type);
         if (e) e->free(b->device.index, b->data);
     }
     atomic_fetch_sub(&live_buffers, 1);
     free(b);
 }
 
-emily_status emily_tensor_wrap(emily_buffer *buffer, emily_dtype dtype, int rank,
+emily_status emi_tensor_wrap(emily_buffer *buffer, emily_dtype dtype, int rank,
                                const int64_t *shape, const int64_t *strides,
                                int64_t offset, emily_tensor **out) {
     int64_t size;
@@ -110,7 +110,7 @@ emily_status emily_tensor_wrap(emily_buffer *buffer, emily_dtype dtype, int rank
     if (strides) {
         if (rank) memcpy(t->strides, strides, (size_t)rank * sizeof(int64_t));
     } else {
-        emily_row_major_strides(rank, shape, t->strides);
+        emi_row_major_strides(rank, shape, t->strides);
     }
     t->offset = offset;
     t->size = size;
@@ -121,9 +121,9 @@ emily_status emily_tensor_wrap(emily_buffer *buffer, emily_dtype dtype, int rank
     return EMILY_OK;
 }
 
-emily_status emily_tensor_view(const emily_tensor *t, int rank, const int64_t *shape,
+emily_status emi_tensor_view(const emily_tensor *t, int rank, const int64_t *shape,
                                const int64_t *strides, int64_t offset, emily_tensor **out) {
-    return emily_tensor_wrap(t->buffer, t->dtype, rank, shape, strides, offset, out);
+    return emi_tensor_wrap(t->buffer, t->dtype, rank, shape, strides, offset, out);
 }
 
 emily_status emily_empty(emily_device device, emily_dtype dtype, int rank,
@@ -135,10 +135,10 @@ emily_status emily_empty(emily_device device, emily_dtype dtype, int rank,
     emily_status s = check_shape("empty", rank, shape, &size);
     if (s) return s;
     emily_buffer *b;
-    s = emily_buffer_alloc(device, (size_t)size * emily_dtype_size(dtype), &b);
+    s = emi_buffer_alloc(device, (size_t)size * emily_dtype_size(dtype), &b);
     if (s) return s;
-    s = emily_tensor_wrap(b, dtype, rank, shape, NULL, 0, out);
-    emily_buffer_release(b); /* the tensor holds it now (or it is freed) */
+    s = emi_tensor_wrap(b, dtype, rank, shape, NULL, 0, out);
+    emi_buffer_release(b); /* the tensor holds it now (or it is freed) */
     return s;
 }
 
@@ -148,7 +148,7 @@ void emily_tensor_retain(emily_tensor *t) {
 
 void emily_tensor_release(emily_tensor *t) {
     if (!t || atomic_fetch_sub(&t->refcount, 1) != 1) return;
-    emily_buffer_release(t->buffer);
+    emi_buffer_release(t->buffer);
     atomic_fetch_sub(&live_tensors, 1);
     free(t);
 }
@@ -163,7 +163,7 @@ size_t emily_tensor_nbytes(const emily_tensor *t) {
 }
 emily_device emily_tensor_device(const emily_tensor *t) { return t ? t->buffer->device : EMILY_CPU; }
 bool emily_tensor_is_contiguous(const emily_tensor *t) {
-    return t && emily_strides_contiguous(t->rank, t->shape, t->strides);
+    return t && emi_strides_contiguous(t->rank, t->shape, t->strides);
 }
 
 emily_status emily_from_binary(emily_device device, emily_dtype dtype, int rank,
@@ -187,7 +187,7 @@ emily_status emily_from_binary(emily_device device, emily_dtype dtype, int rank,
         return emily_error(EMILY_ERR_ARGUMENT, "from_binary: NULL data");
     }
     if (want) {
-        s = emily_engine_for(device.type)->upload(device.index, t->buffer->data, data, want);
+        s = emi_engine_for(device.type)->upload(device.index, t->buffer->data, data, want);
         if (s) { emily_tensor_release(t); return s; }
     }
     *out = t;
@@ -205,7 +205,7 @@ emily_status emily_contiguous(const emily_tensor *t, emily_tensor **out) {
     emily_status s = emily_empty(t->buffer->device, t->dtype, t->rank, t->shape, &c);
     if (s) return s;
     if (c->size) {
-        s = emily_engine_for(t->buffer->device.type)->copy(c, t);
+        s = emi_engine_for(t->buffer->device.type)->copy(c, t);
         if (s) { emily_tensor_release(c); return s; }
     }
     *out = c;
@@ -222,7 +222,7 @@ emily_status emily_to_binary(const emily_tensor *t, void *dst, size_t nbytes) {
     emily_tensor *c;
     emily_status s = emily_contiguous(t, &c);
     if (s) return s;
-    const emily_engine *e = emily_engine_for(c->buffer->device.type);
+    const emily_engine *e = emi_engine_for(c->buffer->device.type);
     s = e->download(c->buffer->device.index, dst, emily_tensor_base(c), want);
     emily_tensor_release(c);
     return s;
@@ -230,7 +230,7 @@ emily_status emily_to_binary(const emily_tensor *t, void *dst, size_t nbytes) {
 
 emily_status emily_host_data(const emily_tensor *t, const void **data) {
     if (!t || !data) return emily_error(EMILY_ERR_ARGUMENT, "host_data: NULL argument");
-    const emily_engine *e = emily_engine_for(t->buffer->device.type);
+    const emily_engine *e = emi_engine_for(t->buffer->device.type);
     if (!e->host_addressable || !emily_tensor_is_contiguous(t))
         return emily_error(EMILY_ERR_ARGUMENT, "host_data: tensor is not contiguous in host memory");
     emily_status s = e->synchronize(t->buffer->device.index);
@@ -251,7 +251,7 @@ emily_status emily_to_device(const emily_tensor *t, emily_device device, emily_t
     if (s) { emily_tensor_release(c); return s; }
     size_t n = emily_tensor_nbytes(c);
     if (n) {
-        const emily_engine *ef = emily_engine_for(from.type), *et = emily_engine_for(device.type);
+        const emily_engine *ef = emi_engine_for(from.type), *et = emi_engine_for(device.type);
         if (ef->host_addressable) {
             s = ef->synchronize(from.index);
             if (!s) s = et->upload(device.index, r->buffer->data, emily_tensor_base(c), n);

@@ -27,16 +27,16 @@ struct emily_tensor {
 
 /* New tensor header over `buffer` (takes a reference to it), with the
  * given shape and strides (NULL strides: row-major contiguous). */
-emily_status emily_tensor_wrap(emily_buffer *buffer, emily_dtype dtype, int rank,
+emily_status emi_tensor_wrap(emily_buffer *buffer, emily_dtype dtype, int rank,
                                const int64_t *shape, const int64_t *strides,
                                int64_t offset, emily_tensor **out);
 /* A view of t with new shape/strides/offset (shares the buffer). */
-emily_status emily_tensor_view(const emily_tensor *t, int rank,
+emily_status emi_tensor_view(const emily_tensor *t, int rank,
                                const int64_t *shape, const int64_t *strides,
                                int64_t offset, emily_tensor **out);
-emily_status emily_buffer_alloc(emily_device device, size_t nbytes,
+emily_status emi_buffer_alloc(emily_device device, size_t nbytes,
                                 emily_buffer **out);
-void emily_buffer_release(emily_buffer *b);
+void emi_buffer_release(emily_buffer *b);
 
 /* Row-major element pointer base (host devices only). NULL for a
  * zero-size tensor, which has no memory: no offset is applied to it
@@ -45,11 +45,11 @@ static inline void *emily_tensor_base(const emily_tensor *t) {
     if (!t->buffer->data) return NULL;
     return (char *)t->buffer->data + (size_t)t->offset * emily_dtype_size(t->dtype);
 }
-bool emily_strides_contiguous(int rank, const int64_t *shape, const int64_t *strides);
-void emily_row_major_strides(int rank, const int64_t *shape, int64_t *strides);
+bool emi_strides_contiguous(int rank, const int64_t *shape, const int64_t *strides);
+void emi_row_major_strides(int rank, const int64_t *shape, int64_t *strides);
 /* Product of shape (0 when a dimension is 0); false for a negative
  * dimension or when the product of the non-zero dimensions passes
  * EMILY_MAX_ELEMENTS (emily/tensor.h), whatever the position of a 0. */
-bool emily_shape_size(int rank, const int64_t *shape, int64_t *size);
+bool emi_shape_size(int rank, const int64_t *shape, int64_t *size);
 
 #endif

@@ -224,7 +224,7 @@ static bool is_pred_op(emily_binary_op op) { return op >= EMILY_EQUAL; }
 #define CHUNK 16384
 
 /* One job of the driver: tasks are (outer position, chunk of the inner
- * run); a job of the caller-runs pool (emily_cpu_parallel) takes
+ * run); a job of the caller-runs pool (emi_cpu_parallel) takes
  * `per_job` consecutive tasks, about CHUNK elements, so short inner runs
  * (a bias add's rows) are not one pool claim each. Threads come from the
  * engine's pool, not an OpenMP team: a fork-join waits for every team
@@ -246,7 +246,7 @@ static void bin_task(const bin_job *j, int64_t t) {
     int64_t pos = t / j->nch, start = (t % j->nch) * j->chunk;
     int64_t n = j->inner - start < j->chunk ? j->inner - start : j->chunk;
     int64_t off[3];
-    emily_iter_offsets(&j->it, pos, off);
+    emi_iter_offsets(&j->it, pos, off);
     j->fn(n, j->dbase + (off[0] + start * j->sd) * j->des, j->sd, j->abase + (off[1] + start * j->sa) * j->es,
           j->sa, j->bbase + (off[2] + start * j->sb) * j->es, j->sb);
 }
@@ -259,7 +259,7 @@ static emily_status drive(emily_tensor *dst, const emily_tensor *a, const emily_
                           bin_run fn) {
     const emily_tensor *ts[3] = {dst, a, b};
     bin_job j = {.fn = fn};
-    emily_status s = emily_iter_tensors(&j.it, 3, ts);
+    emily_status s = emi_iter_tensors(&j.it, 3, ts);
     if (s) return s;
     j.dbase = emily_tensor_base(dst);
     j.abase = emily_tensor_base(a);
@@ -274,12 +274,12 @@ static emily_status drive(emily_tensor *dst, const emily_tensor *a, const emily_
     j.sa = j.it.inner_stride[1];
     j.sb = j.it.inner_stride[2];
     /* no threads for small work */
-    emily_cpu_parallel_ranges(j.tasks, tasks_per_job(j.chunk), dst->size >= EMILY_PARALLEL_MIN, bin_tasks, &j);
-    emily_iter_free(&j.it);
+    emi_cpu_parallel_ranges(j.tasks, tasks_per_job(j.chunk), dst->size >= EMILY_PARALLEL_MIN, bin_tasks, &j);
+    emi_iter_free(&j.it);
     return EMILY_OK;
 }
 
-emily_status emily_cpu_binary(emily_binary_op op, emily_tensor *dst, const emily_tensor *a,
+emily_status emi_cpu_binary(emily_binary_op op, emily_tensor *dst, const emily_tensor *a,
                               const emily_tensor *b) {
     if ((unsigned)op >= EMILY_BINARY_OP_COUNT || !emily_dtype_valid(a->dtype) ||
         a->dtype != b->dtype)
@@ -341,7 +341,7 @@ static void sel_task(const sel_job *j, int64_t t) {
     int64_t pos = t / j->nch, start = (t % j->nch) * j->chunk;
     int64_t n = j->inner - start < j->chunk ? j->inner - start : j->chunk;
     int64_t off[4];
-    emily_iter_offsets(&j->it, pos, off);
+    emi_iter_offsets(&j->it, pos, off);
     emily_dtype pt = j->pt;
     int64_t sd = j->sd, sp = j->sp, sx = j->sx, sy = j->sy;
     char *dp = j->dbase + (off[0] + start * sd) * j->es;
@@ -361,7 +361,7 @@ static void sel_tasks(void *ctx, int64_t lo, int64_t hi) {
     for (int64_t t = lo; t < hi; t++) sel_task(ctx, t);
 }
 
-emily_status emily_cpu_select(emily_tensor *dst, const emily_tensor *pred,
+emily_status emi_cpu_select(emily_tensor *dst, const emily_tensor *pred,
                               const emily_tensor *on_true, const emily_tensor *on_false) {
     emily_dtype pt = pred->dtype;
     if (emily_dtype_is_complex(pt) || !emily_dtype_valid(pt) || on_true->dtype != dst->dtype ||
@@ -370,7 +370,7 @@ emily_status emily_cpu_select(emily_tensor *dst, const emily_tensor *pred,
     if (dst->size == 0) return EMILY_OK;
     const emily_tensor *ts[4] = {dst, pred, on_true, on_false};
     sel_job j = {.pt = pt};
-    emily_status s = emily_iter_tensors(&j.it, 4, ts);
+    emily_status s = emi_iter_tensors(&j.it, 4, ts);
     if (s) return s;
     j.dbase = emily_tensor_base(dst);
     j.pbase = emily_tensor_base(pred);
@@ -386,7 +386,7 @@ emily_status emily_cpu_select(emily_tensor *dst, const emily_tensor *pred,
     j.sp = j.it.inner_stride[1];
     j.sx = j.it.inner_stride[2];
     j.sy = j.it.inner_stride[3];
-    emily_cpu_parallel_ranges(j.tasks, tasks_per_job(j.chunk), dst->size >= EMILY_PARALLEL_MIN, sel_tasks, &j);
-    emily_iter_free(&j.it);
+    emi_cpu_parallel_ranges(j.tasks, tasks_per_job(j.chunk), dst->size >= EMILY_PARALLEL_MIN, sel_tasks, &j);
+    emi_iter_free(&j.it);
     return EMILY_OK;
 }

@@ -81,17 +81,17 @@ static const emily_run_fn convert_table[EMILY_DTYPE_COUNT][EMILY_DTYPE_COUNT] = 
     ROW(s64), ROW(f16), ROW(bf16), ROW(f32), ROW(f64), ROW(c64), ROW(c128),
 };
 
-emily_status emily_cpu_convert(emily_tensor *dst, const emily_tensor *src) {
+emily_status emi_cpu_convert(emily_tensor *dst, const emily_tensor *src) {
     if (!emily_dtype_valid(dst->dtype) || !emily_dtype_valid(src->dtype))
         return emily_error(EMILY_ERR_TYPE, "as_type: invalid dtype (%d to %d)", (int)src->dtype,
                            (int)dst->dtype);
-    if (dst->dtype == src->dtype) return emily_cpu_copy(dst, src);
+    if (dst->dtype == src->dtype) return emi_cpu_copy(dst, src);
     if (dst->size > 0 && emily_tensor_is_contiguous(src) && emily_tensor_is_contiguous(dst)) {
-        emily_vec_fn vf = emily_convert_simd(src->dtype, dst->dtype);
+        emily_vec_fn vf = emi_convert_simd(src->dtype, dst->dtype);
         if (vf) {
-            emily_cpu_map_contiguous(dst, src, vf);
+            emi_cpu_map_contiguous(dst, src, vf);
             return EMILY_OK;
         }
     }
-    return emily_cpu_map(dst, src, convert_table[src->dtype][dst->dtype], NULL);
+    return emi_cpu_map(dst, src, convert_table[src->dtype][dst->dtype], NULL);
 }

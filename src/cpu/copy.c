@@ -102,7 +102,7 @@ static void copy_runs(void *ctx, int64_t p0, int64_t p1) {
     int64_t n = j->it.inner_n, ds = j->it.inner_stride[0], ss = j->it.inner_stride[1];
     for (int64_t pos = p0; pos < p1; pos++) {
         int64_t off[2];
-        emily_iter_offsets(&j->it, pos, off);
+        emi_iter_offsets(&j->it, pos, off);
         if (ds == 1 && ss == 1) {
             memcpy(j->dbase + off[0] * (int64_t)j->es, j->sbase + off[1] * (int64_t)j->es, (size_t)n * j->es);
             continue;
@@ -172,11 +172,11 @@ static void tile_unit(void *ctx, int64_t u) {
 }
 #endif
 
-emily_status emily_cpu_copy(emily_tensor *dst, const emily_tensor *src) {
+emily_status emi_cpu_copy(emily_tensor *dst, const emily_tensor *src) {
     if (dst->size == 0) return EMILY_OK;
     const emily_tensor *ts[2] = {dst, src};
     emily_iter it;
-    emily_status s = emily_iter_tensors(&it, 2, ts);
+    emily_status s = emi_iter_tensors(&it, 2, ts);
     if (s) return s;
     char *dbase = emily_tensor_base(dst);
     const char *sbase = emily_tensor_base(src);
@@ -201,13 +201,13 @@ emily_status emily_cpu_copy(emily_tensor *dst, const emily_tensor *src) {
         int64_t ntj = (nj + tb - 1) / tb, nti = (ni + tb - 1) / tb;
         int64_t units = it.outer_n / nj * ntj * nti;
 #ifdef HAVE_X86
-        if ((es == 4 || es == 8) && di == 1 && sj == 1 && emily_cpu_isa() >= 1) {
+        if ((es == 4 || es == 8) && di == 1 && sj == 1 && emi_cpu_isa() >= 1) {
             /* the common transpose: vector blocks, tiles on the pool */
             tile_job tj = {&it, td, dbase, sbase, es, nj, ni, dj, si, tb, ntj, nti};
-            if (total >= COPY_PAR_MIN) emily_cpu_parallel(units, tile_unit, &tj);
+            if (total >= COPY_PAR_MIN) emi_cpu_parallel(units, tile_unit, &tj);
             else
                 for (int64_t u = 0; u < units; u++) tile_unit(&tj, u);
-            emily_iter_free(&it);
+            emi_iter_free(&it);
             return EMILY_OK;
         }
 #endif
@@ -219,17 +219,17 @@ emily_status emily_cpu_copy(emily_tensor *dst, const emily_tensor *src) {
         case 16: TILE_LOOP(u128, 32) break;
         default: s = emily_error(EMILY_ERR_INTERNAL, "copy: bad element size");
         }
-        emily_iter_free(&it);
+        emi_iter_free(&it);
         return s;
     }
 
     if (es != 1 && es != 2 && es != 4 && es != 8 && es != 16) {
-        emily_iter_free(&it);
+        emi_iter_free(&it);
         return emily_error(EMILY_ERR_INTERNAL, "copy: bad element size");
     }
     copy_job j = {.it = it, .dbase = dbase, .sbase = sbase, .es = es};
     int64_t per = it.inner_n > 0 && it.inner_n < 16384 ? 16384 / it.inner_n : 1;
-    emily_cpu_parallel_ranges(it.outer_n, per, total >= COPY_PAR_MIN, copy_runs, &j);
-    emily_iter_free(&it);
+    emi_cpu_parallel_ranges(it.outer_n, per, total >= COPY_PAR_MIN, copy_runs, &j);
+    emi_iter_free(&it);
     return EMILY_OK;
 }

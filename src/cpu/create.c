@@ -48,7 +48,7 @@ static void zero_chunk(void *p, int64_t c) {
     memset(j->base + lo, 0, (size_t)n);
 }
 
-emily_status emily_cpu_fill(emily_tensor *dst, const emily_scalar *value) {
+emily_status emi_cpu_fill(emily_tensor *dst, const emily_scalar *value) {
     if (dst->size == 0) return EMILY_OK;
     unsigned char bytes[16] = {0};
     scalar_bytes(dst->dtype, value, bytes);
@@ -63,7 +63,7 @@ emily_status emily_cpu_fill(emily_tensor *dst, const emily_scalar *value) {
         if (dst->size < EMILY_PARALLEL_MIN) {
             for (int64_t c = 0; c < chunks; c++) zero_chunk(&j, c);
         } else {
-            emily_cpu_parallel(chunks, zero_chunk, &j);
+            emi_cpu_parallel(chunks, zero_chunk, &j);
         }
         return EMILY_OK;
     }
@@ -76,7 +76,7 @@ emily_status emily_cpu_fill(emily_tensor *dst, const emily_scalar *value) {
     case 16: fn = fill16; break;
     default: return emily_error(EMILY_ERR_INTERNAL, "constant: bad element size %zu", es);
     }
-    return emily_cpu_map(dst, dst, fn, bytes);
+    return emi_cpu_map(dst, dst, fn, bytes);
 }
 
 static inline emily_c64 mk_c64(double re) {
@@ -128,7 +128,7 @@ static void iota_chunk(void *p, int64_t c) {
     }
 }
 
-emily_status emily_cpu_iota(emily_tensor *dst, int axis) {
+emily_status emi_cpu_iota(emily_tensor *dst, int axis) {
     if (dst->size == 0) return EMILY_OK;
     if (!emily_tensor_is_contiguous(dst))
         return emily_error(EMILY_ERR_INTERNAL, "iota: the output must be contiguous");
@@ -145,12 +145,12 @@ emily_status emily_cpu_iota(emily_tensor *dst, int axis) {
     if (j.total < EMILY_PARALLEL_MIN) {
         for (int64_t c = 0; c < chunks; c++) iota_chunk(&j, c);
     } else {
-        emily_cpu_parallel(chunks, iota_chunk, &j);
+        emi_cpu_parallel(chunks, iota_chunk, &j);
     }
     return EMILY_OK;
 }
 
-emily_status emily_cpu_eye(emily_tensor *dst) {
+emily_status emi_cpu_eye(emily_tensor *dst) {
     if (dst->rank < 2)
         return emily_error(EMILY_ERR_SHAPE, "eye: the output needs rank >= 2, got %d", dst->rank);
     if (!emily_tensor_is_contiguous(dst))
@@ -158,7 +158,7 @@ emily_status emily_cpu_eye(emily_tensor *dst) {
     if (dst->size == 0) return EMILY_OK;
     /* zero is all-zero bytes in every dtype; then ones on each diagonal */
     emily_scalar zero = emily_scalar_int(0);
-    emily_status s = emily_cpu_fill(dst, &zero);
+    emily_status s = emi_cpu_fill(dst, &zero);
     if (s) return s;
     unsigned char one[16] = {0};
     emily_sc_store_int((int)dst->dtype, 1, 0, one);

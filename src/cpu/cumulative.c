@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include "cpu/kernels.h"
 #include "cpu/strided.h"
-#include "cpu/window_elem.h"
+#include "cpu/element_access.h"
 #include "core/scalar_binary.h"
 #include "ops/cumulative_kernels.h"
 
@@ -291,4 +291,4 @@ static const struct emily_cumulative_kernels cpu_cumulative = {
     .scan = cpu_scan,
 };
 
-const struct emily_cumulative_kernels *const emily_cpu_cumulative_kernels = &cpu_cumulative;
+const struct emily_cumulative_kernels *const emi_cpu_cumulative_kernels = &cpu_cumulative;

@@ -80,10 +80,10 @@ static emily_status pack(const emily_tensor *t, ctype ct, void **out) {
     size_t es = ct_size(ct);
     char *buf = alloc_elems(nb * nr * nc, es, false);
     if (!buf) return oom("a packed operand");
-    pack_job j = {t, ct, buf, es, emily_dot_loaders[t->dtype], nr, nc};
+    pack_job j = {t, ct, buf, es, emi_dot_loaders[t->dtype], nr, nc};
     /* rows on the engine's pool, about 16K elements a job */
     int64_t rows = nb * nr;
-    emily_cpu_parallel_ranges(rows, nc > 0 && nc < 16384 ? 16384 / nc : 1, rows * nc >= GEMM_PARALLEL_MIN / 4,
+    emi_cpu_parallel_ranges(rows, nc > 0 && nc < 16384 ? 16384 / nc : 1, rows * nc >= GEMM_PARALLEL_MIN / 4,
                               pack_rows, &j);
     *out = buf;
     return EMILY_OK;
@@ -270,7 +270,7 @@ static emily_status pack_panels(const emily_tensor *t, bool as_b, int width, boo
     size_t panel = (size_t)(k * width * w);
     double *buf = alloc_elems(nb * np * (int64_t)panel, sizeof(double), true);
     if (!buf) return oom("packed panels");
-    load_fn load = emily_dot_loaders[t->dtype];
+    load_fn load = emi_dot_loaders[t->dtype];
     ctype ct = cplx ? CT_C128 : CT_F64;
     int64_t es = (int64_t)emily_dtype_size(t->dtype);
     if (!as_b) {
@@ -450,7 +450,7 @@ static void blas_on_pool(ctype ct, const operand *a, const operand *b, void *c, 
         }
     }
     int64_t tasks = nb * j.rb * j.cb;
-    if (threads > 1 && work * nb >= GEMM_PARALLEL_MIN) emily_cpu_parallel(tasks, blas_task, &j);
+    if (threads > 1 && work * nb >= GEMM_PARALLEL_MIN) emi_cpu_parallel(tasks, blas_task, &j);
     else
         for (int64_t t = 0; t < tasks; t++) blas_task(&j, t);
 }
@@ -517,14 +517,14 @@ static emily_status cpu_gemm(emily_tensor *dst, const emily_tensor *a, const emi
     switch (dst->dtype) {
     case EMILY_F64:
         return fast && !blas_lacks_avx512() ? blas_path(dst, a, b, CT_F64)
-                                            : emily_cpu_exact_real_gemm(dst, a, b);
+                                            : emi_cpu_exact_real_gemm(dst, a, b);
     case EMILY_C128: return fast ? blas_path(dst, a, b, CT_C128) : cplx_gemm(dst, a, b);
     case EMILY_C64: return blas_path(dst, a, b, fast ? CT_C64 : CT_C128);
     case EMILY_F32: case EMILY_F16: case EMILY_BF16:
-        if (!fast) return emily_cpu_exact_real_gemm(dst, a, b);
+        if (!fast) return emi_cpu_exact_real_gemm(dst, a, b);
         /* one to four rows: a stream over b, whatever the BLAS */
-        if (emily_cpu_fast_f32_gemv(dst, a, b)) return EMILY_OK;
-        return blas_lacks_avx512() ? emily_cpu_fast_f32_gemm(dst, a, b) : blas_path(dst, a, b, CT_F32);
+        if (emi_cpu_fast_f32_gemv(dst, a, b)) return EMILY_OK;
+        return blas_lacks_avx512() ? emi_cpu_fast_f32_gemm(dst, a, b) : blas_path(dst, a, b, CT_F32);
     default: return int_gemm(dst, a, b);
     }
 }
@@ -533,4 +533,4 @@ static const struct emily_dot_kernels cpu_dot_kernels = {
     .gemm = cpu_gemm,
 };
 
-const struct emily_dot_kernels *const emily_cpu_dot_kernels = &cpu_dot_kernels;
+const struct emily_dot_kernels *const emi_cpu_dot_kernels = &cpu_dot_kernels;

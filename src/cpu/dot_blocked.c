@@ -193,7 +193,7 @@ static void pack_b(const job *jb, int64_t bi, int64_t p0, int64_t kc, int64_t j0
     int nr = jb->ker->nr;
     ctype ct = jb->ker->ct;
     int64_t np = ceil_div(cols, nr), tail = cols - (np - 1) * nr;
-    load_fn load = emily_dot_loaders[b->dtype];
+    load_fn load = emi_dot_loaders[b->dtype];
     /* contiguous f64 rows into f64 panels, f32 rows into either */
     bool direct = b->strides[2] == 1 &&
                   (b->dtype == EMILY_F32 || (b->dtype == EMILY_F64 && ct == CT_F64));
@@ -252,7 +252,7 @@ static void pack_a(const job *jb, int64_t bi, int64_t i0, int64_t mc, int64_t p0
     int mr = jb->ker->mr;
     ctype ct = jb->ker->ct;
     size_t es = ct_size(ct);
-    load_fn load = emily_dot_loaders[a->dtype];
+    load_fn load = emi_dot_loaders[a->dtype];
     int64_t rows = round_up(mc, mr);
     if (a->strides[2] == 1 && (a->dtype == EMILY_F32 || (a->dtype == EMILY_F64 && ct == CT_F64)) &&
         mc == rows) {
@@ -437,13 +437,13 @@ static emily_status blocked_gemm(emily_tensor *dst, const emily_tensor *a, const
     /* items on the engine's caller-runs pool (no OpenMP team to fork and
      * join per product), each thread packing into its own workspace */
     items_job ij = {.j = &j, .failed = 0};
-    emily_cpu_parallel(items, run_item_on_pool, &ij);
+    emi_cpu_parallel(items, run_item_on_pool, &ij);
     /* a thread without its workspace leaves its items undone */
     if (atomic_load(&ij.failed)) return emily_error(EMILY_ERR_MEMORY, "dot: out of host memory for packed panels");
     return EMILY_OK;
 }
 
-emily_status emily_cpu_exact_real_gemm(emily_tensor *dst, const emily_tensor *a,
+emily_status emi_cpu_exact_real_gemm(emily_tensor *dst, const emily_tensor *a,
                                        const emily_tensor *bm) {
     return blocked_gemm(dst, a, bm, false);
 }
@@ -506,7 +506,7 @@ __attribute__((target("avx512f"))) static void gemv_block(void *ctx, int64_t t) 
     }
 }
 
-bool emily_cpu_fast_f32_gemv(emily_tensor *dst, const emily_tensor *a, const emily_tensor *bm) {
+bool emi_cpu_fast_f32_gemv(emily_tensor *dst, const emily_tensor *a, const emily_tensor *bm) {
     int64_t m = dst->shape[1], n = dst->shape[2], k = a->shape[2];
     if (m > 4 || dst->dtype != EMILY_F32 || a->dtype != EMILY_F32 || bm->dtype != EMILY_F32 ||
         !__builtin_cpu_supports("avx512f") || bm->strides[2] != 1 || a->strides[2] != 1 || n < 16 || k < 1)
@@ -514,13 +514,13 @@ bool emily_cpu_fast_f32_gemv(emily_tensor *dst, const emily_tensor *a, const emi
     gemv_job jb = {emily_tensor_base(a), emily_tensor_base(bm), emily_tensor_base(dst), m, n, k,
                    a->strides[1], bm->strides[1], a->strides[0], bm->strides[0], (n + GEMV_COLS - 1) / GEMV_COLS};
     int64_t tasks = dst->shape[0] * jb.blocks;
-    if (m * n * k * dst->shape[0] >= BLOCKED_PARALLEL_MIN / 4) emily_cpu_parallel(tasks, gemv_block, &jb);
+    if (m * n * k * dst->shape[0] >= BLOCKED_PARALLEL_MIN / 4) emi_cpu_parallel(tasks, gemv_block, &jb);
     else
         for (int64_t t = 0; t < tasks; t++) gemv_block(&jb, t);
     return true;
 }
 #else
-bool emily_cpu_fast_f32_gemv(emily_tensor *dst, const emily_tensor *a, const emily_tensor *bm) {
+bool emi_cpu_fast_f32_gemv(emily_tensor *dst, const emily_tensor *a, const emily_tensor *bm) {
     (void)dst;
     (void)a;
     (void)bm;
@@ -528,8 +528,8 @@ bool emily_cpu_fast_f32_gemv(emily_tensor *dst, const emily_tensor *a, const emi
 }
 #endif
 
-emily_status emily_cpu_fast_f32_gemm(emily_tensor *dst, const emily_tensor *a,
+emily_status emi_cpu_fast_f32_gemm(emily_tensor *dst, const emily_tensor *a,
                                      const emily_tensor *bm) {
-    if (emily_cpu_fast_f32_gemv(dst, a, bm)) return EMILY_OK;
+    if (emi_cpu_fast_f32_gemv(dst, a, bm)) return EMILY_OK;
     return blocked_gemm(dst, a, bm, true);
 }

@@ -64,7 +64,7 @@ DEFINE_LOAD(load_f64, double, RE_NUM, IM_ZERO, U64_NONE)
 DEFINE_LOAD(load_c64, cf32, RE_C, IM_C, U64_NONE)
 DEFINE_LOAD(load_c128, cf64, RE_C, IM_C, U64_NONE)
 
-const load_fn emily_dot_loaders[EMILY_DTYPE_COUNT] = {
+const load_fn emi_dot_loaders[EMILY_DTYPE_COUNT] = {
     load_u8, load_u16, load_u32, load_u64, load_s8, load_s16, load_s32, load_s64,
     load_f16, load_bf16, load_f32, load_f64, load_c64, load_c128};
 

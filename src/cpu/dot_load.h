@@ -23,6 +23,6 @@ static inline size_t ct_size(ctype ct) {
  * function per source dtype, indexed by emily_dtype. */
 typedef void (*load_fn)(const void *src, int64_t ss, int64_t n, ctype ct, void *dst, int64_t ds,
                         int64_t imoff);
-extern const load_fn emily_dot_loaders[EMILY_DTYPE_COUNT];
+extern const load_fn emi_dot_loaders[EMILY_DTYPE_COUNT];
 
 #endif

@@ -33,7 +33,7 @@ static emily_status cpu_alloc(int device, size_t nbytes, void **ptr) {
      * touch, a large share of a memory-bound op's time. (A cached block of
      * the same size was made the same way.) */
     bool huge = nbytes >= LARGE_BUFFER;
-    char *p = emily_host_cache_take(total);
+    char *p = emi_host_cache_take(total);
     if (!p) {
         p = aligned_alloc(huge ? HUGE_PAGE : 64, total);
         if (!p) return emily_error(EMILY_ERR_MEMORY, "cpu: out of memory allocating %zu bytes", nbytes);
@@ -56,7 +56,7 @@ static void cpu_free(int device, void *ptr) {
     size_t nbytes;
     memcpy(&nbytes, p, sizeof nbytes);
     atomic_fetch_sub(&active_bytes, nbytes);
-    if (!emily_host_cache_put(p, block_size(nbytes))) free(p);
+    if (!emi_host_cache_put(p, block_size(nbytes))) free(p);
 }
 
 static emily_status cpu_memcpy(int device, void *dst, const void *src, size_t n) {
@@ -71,13 +71,13 @@ static emily_status cpu_memory_stats(int device, emily_memory_stats *out) {
     (void)device;
     out->active = atomic_load(&active_bytes);
     out->peak = atomic_load(&peak_bytes);
-    out->cached = emily_host_cache_bytes();
+    out->cached = emi_host_cache_bytes();
     return EMILY_OK;
 }
 
 static emily_status cpu_release_cache(int device) {
     (void)device;
-    emily_host_cache_clear();
+    emi_host_cache_clear();
     atomic_store(&peak_bytes, atomic_load(&active_bytes));
     return EMILY_OK;
 }
@@ -111,17 +111,17 @@ static const emily_engine cpu_engine = {
     .stream_free = cpu_stream_noop,
     .stream_synchronize = cpu_stream_noop,
     .stream_set_current = cpu_stream_noop,
-    .copy = emily_cpu_copy,
-    .convert = emily_cpu_convert,
-    .fill = emily_cpu_fill,
-    .iota = emily_cpu_iota,
-    .eye = emily_cpu_eye,
-    .unary = emily_cpu_unary,
-    .binary = emily_cpu_binary,
-    .select = emily_cpu_select,
-    .reduce = emily_cpu_reduce,
-    .argreduce = emily_cpu_argreduce,
-    .all_close = emily_cpu_all_close,
+    .copy = emi_cpu_copy,
+    .convert = emi_cpu_convert,
+    .fill = emi_cpu_fill,
+    .iota = emi_cpu_iota,
+    .eye = emi_cpu_eye,
+    .unary = emi_cpu_unary,
+    .binary = emi_cpu_binary,
+    .select = emi_cpu_select,
+    .reduce = emi_cpu_reduce,
+    .argreduce = emi_cpu_argreduce,
+    .all_close = emi_cpu_all_close,
 };
 
 /* The family tables are read at first use: they are defined in other
@@ -129,16 +129,16 @@ static const emily_engine cpu_engine = {
 static emily_engine cpu_engine_full;
 static atomic_int cpu_engine_ready;
 
-const emily_engine *emily_cpu_engine(void) {
+const emily_engine *emi_cpu_engine(void) {
     if (!atomic_load_explicit(&cpu_engine_ready, memory_order_acquire)) {
         emily_engine e = cpu_engine;
-        e.dot = emily_cpu_dot_kernels;
-        e.window = emily_cpu_window_kernels;
-        e.index = emily_cpu_index_kernels;
-        e.sort = emily_cpu_sort_kernels;
-        e.cumulative = emily_cpu_cumulative_kernels;
-        e.fft = emily_cpu_fft_kernels;
-        e.linalg = emily_cpu_linalg_kernels;
+        e.dot = emi_cpu_dot_kernels;
+        e.window = emi_cpu_window_kernels;
+        e.index = emi_cpu_index_kernels;
+        e.sort = emi_cpu_sort_kernels;
+        e.cumulative = emi_cpu_cumulative_kernels;
+        e.fft = emi_cpu_fft_kernels;
+        e.linalg = emi_cpu_linalg_kernels;
         cpu_engine_full = e; /* idempotent: racing threads write the same bytes */
         atomic_store_explicit(&cpu_engine_ready, 1, memory_order_release);
     }

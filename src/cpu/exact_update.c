@@ -11,7 +11,7 @@
  * value, so every element sees its terms in order. Products are rounded
  * before the add (this file is built with -std=c11, which implies
  * -ffp-contract=off, and the variants enable no FMA), which makes the
- * result bit-identical to emily_xupdate_reference.
+ * result bit-identical to emi_xupdate_reference.
  *
  * Tiles are AVX-512 8 x 16 (16 accumulators: Zen 4/5 and Intel issue a
  * vector multiply and a vector add per cycle each, so the unfused kernel
@@ -44,7 +44,7 @@ enum {
 #define XU_PARALLEL_MIN_DEFAULT ((int64_t)1 << 28)
 static _Atomic int64_t parallel_min = XU_PARALLEL_MIN_DEFAULT;
 
-void emily_xupdate_set_parallel_min(int64_t work) {
+void emi_xupdate_set_parallel_min(int64_t work) {
     atomic_store(&parallel_min, work < 0 ? XU_PARALLEL_MIN_DEFAULT : work);
 }
 
@@ -168,7 +168,7 @@ static int64_t a_pack_size(void) { return (int64_t)KC * (MC + MR_MAX); }
 /* per thread on the threaded path: one item's B chunk and A block */
 static int64_t item_pack_size(void) { return b_pack_size(NC) + a_pack_size(); }
 
-bool emily_xupdate_ws_init(emily_xupdate_ws *ws, int64_t nmax, int threads) {
+bool emi_xupdate_ws_init(emily_xupdate_ws *ws, int64_t nmax, int threads) {
     if (threads < 1) threads = 1;
     if (nmax < 1) nmax = 1;
     ws->nmax = nmax;
@@ -179,7 +179,7 @@ bool emily_xupdate_ws_init(emily_xupdate_ws *ws, int64_t nmax, int threads) {
     return ws->buf != NULL;
 }
 
-void emily_xupdate_ws_free(emily_xupdate_ws *ws) {
+void emi_xupdate_ws_free(emily_xupdate_ws *ws) {
     free(ws->buf);
     ws->buf = NULL;
 }
@@ -268,7 +268,7 @@ static void run_block(const emily_xupdate *u, const xkernel *ker, int64_t i0, in
     }
 }
 
-void emily_xupdate_run(const emily_xupdate *u, emily_xupdate_ws *ws) {
+void emi_xupdate_run(const emily_xupdate *u, emily_xupdate_ws *ws) {
     if (u->m <= 0 || u->n <= 0 || u->k <= 0) return;
     const xkernel *ker = xkernel_pick();
     int nr = ker->nr;
@@ -308,7 +308,7 @@ void emily_xupdate_run(const emily_xupdate *u, emily_xupdate_ws *ws) {
     }
 }
 
-void emily_xupdate_reference(const emily_xupdate *u) {
+void emi_xupdate_reference(const emily_xupdate *u) {
     for (int64_t i = 0; i < u->m; i++)
         for (int64_t j = 0; j < u->n; j++) {
             if (u->lower && i + u->diag_off < j) continue;

@@ -44,7 +44,7 @@ typedef struct emily_xupdate {
     int64_t diag_off;
 } emily_xupdate;
 
-/* Scratch for emily_xupdate_run: packed panels for updates with at most
+/* Scratch for emi_xupdate_run: packed panels for updates with at most
  * nmax columns, and for `threads` threads. */
 typedef struct emily_xupdate_ws {
     double *buf;
@@ -54,19 +54,19 @@ typedef struct emily_xupdate_ws {
 
 /* false when out of memory. threads: the most threads an update may use
  * (1: never parallel). */
-bool emily_xupdate_ws_init(emily_xupdate_ws *ws, int64_t nmax, int threads);
-void emily_xupdate_ws_free(emily_xupdate_ws *ws);
+bool emi_xupdate_ws_init(emily_xupdate_ws *ws, int64_t nmax, int threads);
+void emi_xupdate_ws_free(emily_xupdate_ws *ws);
 
 /* Runs the update (u->n <= ws->nmax). Large updates run on up to
  * ws->threads threads; the result does not depend on the thread count. */
-void emily_xupdate_run(const emily_xupdate *u, emily_xupdate_ws *ws);
+void emi_xupdate_run(const emily_xupdate *u, emily_xupdate_ws *ws);
 
 /* Multiply-adds from which an update runs on several threads (tests set
  * it low to run the threaded path on small updates; negative: the
  * default, 2^28). */
-void emily_xupdate_set_parallel_min(int64_t work);
+void emi_xupdate_set_parallel_min(int64_t work);
 
 /* The same, computed by the plain triple loop (tests compare the two). */
-void emily_xupdate_reference(const emily_xupdate *u);
+void emi_xupdate_reference(const emily_xupdate *u);
 
 #endif

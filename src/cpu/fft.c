@@ -636,4 +636,4 @@ static const struct emily_fft_kernels cpu_fft_kernels = {
     .fft = cpu_fft,
 };
 
-const struct emily_fft_kernels *const emily_cpu_fft_kernels = &cpu_fft_kernels;
+const struct emily_fft_kernels *const emi_cpu_fft_kernels = &cpu_fft_kernels;

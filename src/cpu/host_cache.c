@@ -31,7 +31,7 @@ static size_t held;
 static uint64_t clock_ticks;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
-void *emily_host_cache_take(size_t total) {
+void *emi_host_cache_take(size_t total) {
     if (!HOST_CACHE_ENABLED || total < SMALLEST || total > LARGEST) return NULL;
     void *block = NULL;
     pthread_mutex_lock(&lock);
@@ -46,7 +46,7 @@ void *emily_host_cache_take(size_t total) {
     return block;
 }
 
-bool emily_host_cache_put(void *block, size_t total) {
+bool emi_host_cache_put(void *block, size_t total) {
     if (!HOST_CACHE_ENABLED || total < SMALLEST || total > LARGEST) return false;
     void *evicted[SLOTS];
     int n_evicted = 0;
@@ -73,14 +73,14 @@ bool emily_host_cache_put(void *block, size_t total) {
     return true;
 }
 
-size_t emily_host_cache_bytes(void) {
+size_t emi_host_cache_bytes(void) {
     pthread_mutex_lock(&lock);
     size_t bytes = held;
     pthread_mutex_unlock(&lock);
     return bytes;
 }
 
-void emily_host_cache_clear(void) {
+void emi_host_cache_clear(void) {
     void *blocks[SLOTS];
     int n = 0;
     pthread_mutex_lock(&lock);

@@ -17,13 +17,13 @@
 #include <stddef.h>
 
 /* A cached block of exactly `total` bytes, or NULL. */
-void *emily_host_cache_take(size_t total);
+void *emi_host_cache_take(size_t total);
 /* Keeps the block for reuse; false when it does not fit the cache (the
  * caller frees it). */
-bool emily_host_cache_put(void *block, size_t total);
+bool emi_host_cache_put(void *block, size_t total);
 /* Bytes held in the cache. */
-size_t emily_host_cache_bytes(void);
+size_t emi_host_cache_bytes(void);
 /* Frees every cached block. */
-void emily_host_cache_clear(void);
+void emi_host_cache_clear(void);
 
 #endif

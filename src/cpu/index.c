@@ -73,11 +73,11 @@ static emily_status index_error(const char *op, const void *base, emily_dtype dt
         }
         for (int i = 0; i < t->rank; i++)
             if (!indexed[i]) shape[r++] = t->shape[i];
-        emily_shape_str(t->rank, shape, buf, sizeof buf);
+        emi_shape_str(t->rank, shape, buf, sizeof buf);
         free(shape);
         free(indexed);
     } else {
-        emily_shape_str(t->rank, t->shape, buf, sizeof buf);
+        emi_shape_str(t->rank, t->shape, buf, sizeof buf);
     }
     int ax = axes ? c : axis;
     if (dt == EMILY_U64) {
@@ -633,4 +633,4 @@ static const struct emily_index_kernels cpu_index_kernels = {
     .indexed = cpu_indexed,
 };
 
-const struct emily_index_kernels *const emily_cpu_index_kernels = &cpu_index_kernels;
+const struct emily_index_kernels *const emi_cpu_index_kernels = &cpu_index_kernels;

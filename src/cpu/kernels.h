@@ -5,32 +5,32 @@
 
 #include "core/engine.h"
 
-emily_status emily_cpu_copy(emily_tensor *dst, const emily_tensor *src);
-emily_status emily_cpu_convert(emily_tensor *dst, const emily_tensor *src);
-emily_status emily_cpu_fill(emily_tensor *dst, const emily_scalar *value);
-emily_status emily_cpu_iota(emily_tensor *dst, int axis);
-emily_status emily_cpu_eye(emily_tensor *dst);
-emily_status emily_cpu_unary(emily_unary_op op, emily_tensor *dst, const emily_tensor *src);
-emily_status emily_cpu_binary(emily_binary_op op, emily_tensor *dst,
+emily_status emi_cpu_copy(emily_tensor *dst, const emily_tensor *src);
+emily_status emi_cpu_convert(emily_tensor *dst, const emily_tensor *src);
+emily_status emi_cpu_fill(emily_tensor *dst, const emily_scalar *value);
+emily_status emi_cpu_iota(emily_tensor *dst, int axis);
+emily_status emi_cpu_eye(emily_tensor *dst);
+emily_status emi_cpu_unary(emily_unary_op op, emily_tensor *dst, const emily_tensor *src);
+emily_status emi_cpu_binary(emily_binary_op op, emily_tensor *dst,
                               const emily_tensor *a, const emily_tensor *b);
-emily_status emily_cpu_select(emily_tensor *dst, const emily_tensor *pred,
+emily_status emi_cpu_select(emily_tensor *dst, const emily_tensor *pred,
                               const emily_tensor *on_true, const emily_tensor *on_false);
-emily_status emily_cpu_reduce(emily_reduce_op op, emily_tensor *dst,
+emily_status emi_cpu_reduce(emily_reduce_op op, emily_tensor *dst,
                               const emily_tensor *src, const bool *reduced);
-emily_status emily_cpu_argreduce(emily_arg_op op, emily_tensor *dst,
+emily_status emi_cpu_argreduce(emily_arg_op op, emily_tensor *dst,
                                  const emily_tensor *src, int axis, bool tie_break_high);
-emily_status emily_cpu_all_close(emily_tensor *dst, const emily_tensor *a,
+emily_status emi_cpu_all_close(emily_tensor *dst, const emily_tensor *a,
                                  const emily_tensor *b, double rtol, double atol,
                                  bool equal_nan);
 
 /* Families of the later ops: each file defines its table (NULL until
  * the family exists). */
-extern const struct emily_dot_kernels *const emily_cpu_dot_kernels;
-extern const struct emily_window_kernels *const emily_cpu_window_kernels;
-extern const struct emily_index_kernels *const emily_cpu_index_kernels;
-extern const struct emily_sort_kernels *const emily_cpu_sort_kernels;
-extern const struct emily_cumulative_kernels *const emily_cpu_cumulative_kernels;
-extern const struct emily_fft_kernels *const emily_cpu_fft_kernels;
-extern const struct emily_linalg_kernels *const emily_cpu_linalg_kernels;
+extern const struct emily_dot_kernels *const emi_cpu_dot_kernels;
+extern const struct emily_window_kernels *const emi_cpu_window_kernels;
+extern const struct emily_index_kernels *const emi_cpu_index_kernels;
+extern const struct emily_sort_kernels *const emi_cpu_sort_kernels;
+extern const struct emily_cumulative_kernels *const emi_cpu_cumulative_kernels;
+extern const struct emily_fft_kernels *const emi_cpu_fft_kernels;
+extern const struct emily_linalg_kernels *const emi_cpu_linalg_kernels;
 
 #endif

@@ -25,12 +25,12 @@
 #include "cpu/linalg_nx07.h"
 #include "ops/linalg_kernels.h"
 
-emily_status emily_cpu_linalg_qr(emily_tensor *q, emily_tensor *r, const emily_tensor *a,
+emily_status emi_cpu_linalg_qr(emily_tensor *q, emily_tensor *r, const emily_tensor *a,
                                  bool complete, double eps, emily_dtype work);
-emily_status emily_cpu_linalg_svd(emily_tensor *u, emily_tensor *s, emily_tensor *vt,
+emily_status emi_cpu_linalg_svd(emily_tensor *u, emily_tensor *s, emily_tensor *vt,
                                   const emily_tensor *a, bool full_matrices, int64_t max_iter,
                                   emily_dtype work, bool integer_input);
-emily_status emily_cpu_linalg_eigh(emily_tensor *w, emily_tensor *v, const emily_tensor *a,
+emily_status emi_cpu_linalg_eigh(emily_tensor *w, emily_tensor *v, const emily_tensor *a,
                                    double eps, int64_t max_iter, emily_dtype work);
 
 /* ---- scalar arithmetic as the reference does it ------------------------ */
@@ -53,7 +53,7 @@ static int64_t batch_count(const emily_tensor *t, int64_t per) {
 static void lu_real(double *a, int64_t n, emily_dtype w, int64_t *perm) {
     /* blocked for large f64 and f32 matrices (same bits; it allocates all
      * its scratch before touching a, so out of memory falls back to here) */
-    if (n >= emily_cpu_linalg_block_min() && emily_cpu_lu_blocked(a, n, perm, w)) return;
+    if (n >= emi_cpu_linalg_block_min() && emi_cpu_lu_blocked(a, n, perm, w)) return;
     for (int64_t i = 0; i < n; i++) perm[i] = i;
     for (int64_t k = 0; k < n; k++) {
         int64_t piv = 0;
@@ -186,7 +186,7 @@ static emily_status cpu_lu(emily_tensor *p, emily_tensor *l, emily_tensor *u, co
 
 static void cholesky_real(const double *a, double *l, int64_t n, emily_dtype w) {
     /* blocked for large matrices (same bits; falls back when out of memory) */
-    if (n >= emily_cpu_linalg_block_min() && emily_cpu_cholesky_blocked(a, l, n, w)) return;
+    if (n >= emi_cpu_linalg_block_min() && emi_cpu_cholesky_blocked(a, l, n, w)) return;
     for (int64_t i = 0; i < n * n; i++) l[i] = rnd(w, 0.0 * a[i]);
     for (int64_t i = 0; i < n; i++)
         for (int64_t j = 0; j <= i; j++) {
@@ -645,7 +645,7 @@ static void det_small_float(const emily_tensor *a, int64_t base, int n, emily_dt
  * Complex.new(sign, 0) for complex), 0 where a diagonal entry is 0. The
  * complex products are Complex.multiply's, so the signs of zero parts
  * come out as Nx's. */
-zd emily_cpu_det_from_lu(const void *u, const int64_t *perm, int64_t n, emily_dtype w, bool cx) {
+zd emi_cpu_det_from_lu(const void *u, const int64_t *perm, int64_t n, emily_dtype w, bool cx) {
     int64_t inversions = 0;
     for (int64_t i = 0; i < n; i++)
         for (int64_t j = i + 1; j < n; j++) inversions += perm[i] > perm[j];
@@ -681,7 +681,7 @@ static int det_lu(const emily_tensor *a, int64_t base, int64_t n, emily_dtype w,
         for (int64_t i = 0; i < n * n; i++) m[i] = rnd(w, read_re(a, base + i, &im));
         lu_real(m, n, w, perm);
     }
-    *out = emily_cpu_det_from_lu(work, perm, n, w, cx);
+    *out = emi_cpu_det_from_lu(work, perm, n, w, cx);
     return 0;
 }
 
@@ -720,17 +720,17 @@ static const struct emily_linalg_kernels cpu_linalg = {
     .triangular_solve = cpu_triangular_solve,
     .solve = cpu_solve,
     .determinant = cpu_determinant,
-    .qr = emily_cpu_linalg_qr,
-    .svd = emily_cpu_linalg_svd,
-    .eigh = emily_cpu_linalg_eigh,
-    .qr_lapack = emily_cpu_lapack_qr,
-    .svd_lapack = emily_cpu_lapack_svd,
-    .eigh_lapack = emily_cpu_lapack_eigh,
-    .lu_nx07 = emily_cpu_nx07_lu,
-    .qr_nx07 = emily_cpu_nx07_qr,
-    .determinant_nx07 = emily_cpu_nx07_determinant,
-    .eigh_nx07 = emily_cpu_nx07_eigh,
-    .svd_nx07 = emily_cpu_nx07_svd,
+    .qr = emi_cpu_linalg_qr,
+    .svd = emi_cpu_linalg_svd,
+    .eigh = emi_cpu_linalg_eigh,
+    .qr_lapack = emi_cpu_lapack_qr,
+    .svd_lapack = emi_cpu_lapack_svd,
+    .eigh_lapack = emi_cpu_lapack_eigh,
+    .lu_nx07 = emi_cpu_nx07_lu,
+    .qr_nx07 = emi_cpu_nx07_qr,
+    .determinant_nx07 = emi_cpu_nx07_determinant,
+    .eigh_nx07 = emi_cpu_nx07_eigh,
+    .svd_nx07 = emi_cpu_nx07_svd,
 };
 
-const struct emily_linalg_kernels *const emily_cpu_linalg_kernels = &cpu_linalg;
+const struct emily_linalg_kernels *const emi_cpu_linalg_kernels = &cpu_linalg;

@@ -50,8 +50,8 @@
 /* -1: not read from EMILY_LINALG_BLOCK_MIN yet (the corpus can be run
  * with it set to 1, so that every matrix takes the blocked paths) */
 static _Atomic int64_t block_min = -1;
-void emily_cpu_linalg_set_block_min(int64_t n) { atomic_store(&block_min, n < 0 ? 0 : n); }
-int64_t emily_cpu_linalg_block_min(void) {
+void emi_cpu_linalg_set_block_min(int64_t n) { atomic_store(&block_min, n < 0 ? 0 : n); }
+int64_t emi_cpu_linalg_block_min(void) {
     int64_t v = atomic_load(&block_min);
     if (v >= 0) return v;
     const char *env = getenv("EMILY_LINALG_BLOCK_MIN");
@@ -294,7 +294,7 @@ static void lu_trsm(lu_ctx *c, int64_t r0, int64_t r1, int64_t j0, int64_t j1) {
                        .a = a + mid * n + r0, .a_rs = n, .a_cs = 1,
                        .b = a + r0 * n + j0, .b_rs = n, .b_cs = 1,
                        .c = a + mid * n + j0, .ldc = n, .subtract = true, .round_f32 = c->r32};
-    emily_xupdate_run(&u, &c->ws);
+    emi_xupdate_run(&u, &c->ws);
     lu_trsm(c, mid, r1, j0, j1);
 }
 
@@ -314,21 +314,21 @@ static void lu_rec(lu_ctx *c, int64_t c0, int64_t c1) {
                        .a = c->a + mid * n + c0, .a_rs = n, .a_cs = 1,
                        .b = c->a + c0 * n + mid, .b_rs = n, .b_cs = 1,
                        .c = c->a + mid * n + mid, .ldc = n, .subtract = true, .round_f32 = c->r32};
-    emily_xupdate_run(&u, &c->ws);
+    emi_xupdate_run(&u, &c->ws);
     lu_rec(c, mid, c1);
     lu_swap_rows(c, mid, c1, c0, mid);
 }
 
-bool emily_cpu_lu_blocked(double *a, int64_t n, int64_t *perm, emily_dtype w) {
+bool emi_cpu_lu_blocked(double *a, int64_t n, int64_t *perm, emily_dtype w) {
     if (w != EMILY_F64 && w != EMILY_F32) return false;
     lu_ctx c = {.a = a, .n = n, .perm = perm, .r32 = w == EMILY_F32};
     for (int64_t i = 0; i < n; i++) perm[i] = i;
     if (n == 0) return true;
     c.piv = malloc((size_t)n * sizeof *c.piv);
     c.panel = malloc((size_t)n * LU_BASE * sizeof *c.panel);
-    bool ok = c.piv && c.panel && emily_xupdate_ws_init(&c.ws, n, team_size());
+    bool ok = c.piv && c.panel && emi_xupdate_ws_init(&c.ws, n, team_size());
     if (ok) lu_rec(&c, 0, n);
-    if (c.ws.buf) emily_xupdate_ws_free(&c.ws);
+    if (c.ws.buf) emi_xupdate_ws_free(&c.ws);
     free(c.piv);
     free(c.panel);
     return ok;
@@ -423,15 +423,15 @@ static void chol_rec(chol_ctx *c, int64_t c0, int64_t c1) {
                        .b = c->l + mid * n + c0, .b_rs = 1, .b_cs = n,
                        .c = c->l + mid * n + mid, .ldc = n, .subtract = false,
                        .lower = true, .diag_off = 0};
-    emily_xupdate_run(&u, &c->ws);
+    emi_xupdate_run(&u, &c->ws);
     chol_rec(c, mid, c1);
 }
 
-bool emily_cpu_cholesky_blocked(const double *a, double *l, int64_t n, emily_dtype w) {
+bool emi_cpu_cholesky_blocked(const double *a, double *l, int64_t n, emily_dtype w) {
     if (n == 0) return true;
     chol_ctx c = {.a = a, .l = l, .n = n, .w = w};
     c.p = malloc((size_t)n * 2 * CHOL_BASE * sizeof *c.p);
-    bool ok = c.p && emily_xupdate_ws_init(&c.ws, n, team_size());
+    bool ok = c.p && emi_xupdate_ws_init(&c.ws, n, team_size());
     if (ok) {
         c.q = c.p + n * CHOL_BASE;
         /* every sum starts at 0; the upper triangle is initialized because
@@ -459,7 +459,7 @@ bool emily_cpu_cholesky_blocked(const double *a, double *l, int64_t n, emily_dty
             }
         }
     }
-    if (c.ws.buf) emily_xupdate_ws_free(&c.ws);
+    if (c.ws.buf) emi_xupdate_ws_free(&c.ws);
     free(c.p);
     return ok;
 }

@@ -34,12 +34,12 @@ static inline double emily_linalg_rnd(emily_dtype t, double x) {
  * multipliers below the diagonal and U on and above it, perm the row
  * permutation (perm[i] = original row of row i), as lu_real in linalg.c.
  * False when out of memory, before a is touched. */
-bool emily_cpu_lu_blocked(double *a, int64_t n, int64_t *perm, emily_dtype w);
+bool emi_cpu_lu_blocked(double *a, int64_t n, int64_t *perm, emily_dtype w);
 
 /* Nx.LinAlg.Cholesky of a row-major n x n matrix a (values of the real
  * type w, held as doubles) into l, as cholesky_real in linalg.c. False
  * when out of memory. */
-bool emily_cpu_cholesky_blocked(const double *a, double *l, int64_t n, emily_dtype w);
+bool emi_cpu_cholesky_blocked(const double *a, double *l, int64_t n, emily_dtype w);
 
 /* Matrices of at least this order take the blocked paths (default
  * EMILY_LINALG_BLOCK_MIN_DEFAULT, or the environment's
@@ -47,7 +47,7 @@ bool emily_cpu_cholesky_blocked(const double *a, double *l, int64_t n, emily_dty
  * small matrices and raise it to get the unblocked result to compare with;
  * a factorization already running keeps the path it took. */
 #define EMILY_LINALG_BLOCK_MIN_DEFAULT 64
-void emily_cpu_linalg_set_block_min(int64_t n);
-int64_t emily_cpu_linalg_block_min(void);
+void emi_cpu_linalg_set_block_min(int64_t n);
+int64_t emi_cpu_linalg_block_min(void);
 
 #endif

@@ -9,6 +9,6 @@
 #include "emily/dtype.h"
 
 /* u: n x n doubles (cx: zd) of type w, perm: lu's row permutation. */
-zd emily_cpu_det_from_lu(const void *u, const int64_t *perm, int64_t n, emily_dtype w, bool cx);
+zd emi_cpu_det_from_lu(const void *u, const int64_t *perm, int64_t n, emily_dtype w, bool cx);
 
 #endif

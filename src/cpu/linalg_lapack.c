@@ -214,7 +214,7 @@ static lapack_int qr_workspace(bool cx, int64_t m, int64_t n, int64_t qcols, int
     return best > 0 ? best : 1;
 }
 
-emily_status emily_cpu_lapack_qr(emily_tensor *q, emily_tensor *r, const emily_tensor *a,
+emily_status emi_cpu_lapack_qr(emily_tensor *q, emily_tensor *r, const emily_tensor *a,
                                  bool complete, double eps, emily_dtype work) {
     (void)work;
     int64_t m = a->shape[a->rank - 2], n = a->shape[a->rank - 1], k = imin(m, n);
@@ -283,7 +283,7 @@ emily_status emily_cpu_lapack_qr(emily_tensor *q, emily_tensor *r, const emily_t
 
 /* ---- eigh -------------------------------------------------------------- */
 
-emily_status emily_cpu_lapack_eigh(emily_tensor *w, emily_tensor *v, const emily_tensor *a,
+emily_status emi_cpu_lapack_eigh(emily_tensor *w, emily_tensor *v, const emily_tensor *a,
                                    double eps, int64_t max_iter, emily_dtype work) {
     (void)eps, (void)max_iter, (void)work; /* Jacobi's knobs; LAPACK converges fully */
     int64_t n = a->shape[a->rank - 1], nn = n * n;
@@ -383,7 +383,7 @@ emily_status emily_cpu_lapack_eigh(emily_tensor *w, emily_tensor *v, const emily
 /* A row-major m x n matrix is its transpose, n x m, column-major; LAPACK
  * factors that as A^T = U' S V'^T, so A = V' S U'^T: U' read back
  * row-major is vt and V'^T read back row-major is u, with no copies. */
-emily_status emily_cpu_lapack_svd(emily_tensor *u, emily_tensor *s, emily_tensor *vt,
+emily_status emi_cpu_lapack_svd(emily_tensor *u, emily_tensor *s, emily_tensor *vt,
                                   const emily_tensor *a, bool full_matrices, int64_t max_iter,
                                   emily_dtype work, bool integer_input) {
     (void)max_iter, (void)work, (void)integer_input;

@@ -45,11 +45,11 @@
 #include "cpu/linalg_nx07.h"
 #include "ops/linalg_kernels.h"
 
-emily_status emily_cpu_linalg_qr(emily_tensor *q, emily_tensor *r, const emily_tensor *a,
+emily_status emi_cpu_linalg_qr(emily_tensor *q, emily_tensor *r, const emily_tensor *a,
                                  bool complete, double eps, emily_dtype work);
-emily_status emily_cpu_linalg_eigh(emily_tensor *w, emily_tensor *v, const emily_tensor *a,
+emily_status emi_cpu_linalg_eigh(emily_tensor *w, emily_tensor *v, const emily_tensor *a,
                                    double eps, int64_t max_iter, emily_dtype work);
-emily_status emily_cpu_linalg_svd(emily_tensor *u, emily_tensor *s, emily_tensor *vt,
+emily_status emi_cpu_linalg_svd(emily_tensor *u, emily_tensor *s, emily_tensor *vt,
                                   const emily_tensor *a, bool full_matrices, int64_t max_iter,
                                   emily_dtype work, bool integer_input);
 
@@ -454,12 +454,12 @@ static emily_status qr_batches(emily_tensor *q, emily_tensor *r, const emily_ten
     return EMILY_OK;
 }
 
-emily_status emily_cpu_linalg_qr(emily_tensor *q, emily_tensor *r, const emily_tensor *a,
+emily_status emi_cpu_linalg_qr(emily_tensor *q, emily_tensor *r, const emily_tensor *a,
                                  bool complete, double eps, emily_dtype work) {
     return qr_batches(q, r, a, complete, eps, work, false);
 }
 
-emily_status emily_cpu_nx07_qr(emily_tensor *q, emily_tensor *r, const emily_tensor *a,
+emily_status emi_cpu_nx07_qr(emily_tensor *q, emily_tensor *r, const emily_tensor *a,
                                bool complete, double eps, emily_dtype work) {
     return qr_batches(q, r, a, complete, eps, work, true);
 }
@@ -886,7 +886,7 @@ static void eigh_complex(const zd *a, int64_t n, emily_dtype w, double eps, int6
         }
 }
 
-emily_status emily_cpu_linalg_eigh(emily_tensor *w, emily_tensor *v, const emily_tensor *a,
+emily_status emi_cpu_linalg_eigh(emily_tensor *w, emily_tensor *v, const emily_tensor *a,
                                    double eps, int64_t max_iter, emily_dtype work) {
     bool cx = a->dtype == EMILY_C128;
     emily_dtype part = work == EMILY_C64 ? EMILY_F32 : work == EMILY_C128 ? EMILY_F64 : work;
@@ -1029,7 +1029,7 @@ static bool kernel_cholesky(const double *a, double *l, int64_t n, emily_dtype w
     bool ok = !emily_empty(EMILY_CPU, EMILY_F64, 2, sh, &at) && !emily_empty(EMILY_CPU, EMILY_F64, 2, sh, &lt);
     if (ok) {
         memcpy(emily_tensor_base(at), a, (size_t)(n * n) * sizeof(double));
-        ok = !emily_cpu_linalg_kernels->cholesky(lt, at, w);
+        ok = !emi_cpu_linalg_kernels->cholesky(lt, at, w);
         if (ok) memcpy(l, emily_tensor_base(lt), (size_t)(n * n) * sizeof(double));
     }
     emily_tensor_release(at);
@@ -1048,7 +1048,7 @@ static bool kernel_tsolve(const double *a, const double *b, double *x, int64_t n
     if (ok) {
         memcpy(emily_tensor_base(at), a, (size_t)(n * n) * sizeof(double));
         memcpy(emily_tensor_base(bt), b, (size_t)(n * m) * sizeof(double));
-        ok = !emily_cpu_linalg_kernels->triangular_solve(xt, at, bt, false, true, lower, EMILY_TRANSFORM_NONE);
+        ok = !emi_cpu_linalg_kernels->triangular_solve(xt, at, bt, false, true, lower, EMILY_TRANSFORM_NONE);
         if (ok) {
             const double *xd = emily_tensor_base(xt);
             for (int64_t i = 0; i < n * m; i++) x[i] = R(w, xd[i]);
@@ -1184,7 +1184,7 @@ static bool polar_eigh(const double *h, int64_t n, emily_dtype tin, int64_t max_
         return true;
     }
     /* h is symmetric by construction, so Matrix.eigh's Hermitian check passes */
-    if (emily_cpu_nx07_eigh_real(h, n, 1.0e-4, max_iter, w, v) != NX07_OK) return false;
+    if (emi_cpu_nx07_eigh_real(h, n, 1.0e-4, max_iter, w, v) != NX07_OK) return false;
     for (int64_t i = 0; i < n; i++) w[i] = R(tin, w[i]);
     for (int64_t i = 0; i < n * n; i++) v[i] = R(tin, v[i]);
     return true;
@@ -1372,13 +1372,13 @@ static emily_status svd_batches(emily_tensor *u, emily_tensor *s, emily_tensor *
     return EMILY_OK;
 }
 
-emily_status emily_cpu_linalg_svd(emily_tensor *u, emily_tensor *s, emily_tensor *vt,
+emily_status emi_cpu_linalg_svd(emily_tensor *u, emily_tensor *s, emily_tensor *vt,
                                   const emily_tensor *a, bool full_matrices, int64_t max_iter,
                                   emily_dtype work, bool integer_input) {
     return svd_batches(u, s, vt, a, full_matrices, max_iter, work, integer_input, false);
 }
 
-emily_status emily_cpu_nx07_svd(emily_tensor *u, emily_tensor *s, emily_tensor *vt,
+emily_status emi_cpu_nx07_svd(emily_tensor *u, emily_tensor *s, emily_tensor *vt,
                                 const emily_tensor *a, bool full_matrices, int64_t max_iter,
                                 emily_dtype work, bool integer_input) {
     return svd_batches(u, s, vt, a, full_matrices, max_iter, work, integer_input, true);

@@ -40,11 +40,11 @@ static void lu_scratch_free(lu_scratch *s) {
 static void lu_one(const void *src, int64_t n, double eps, bool cx, lu_scratch *s, void *l, void *u) {
     size_t es = cx ? sizeof(zd) : sizeof(double);
     memcpy(s->a, src, (size_t)(n * n) * es);
-    if (cx) emily_cpu_nx07_lu_complex(s->a, n, eps, s->perm, l, u, s->row);
-    else emily_cpu_nx07_lu_real(s->a, n, eps, s->perm, l, u, s->row);
+    if (cx) emi_cpu_nx07_lu_complex(s->a, n, eps, s->perm, l, u, s->row);
+    else emi_cpu_nx07_lu_real(s->a, n, eps, s->perm, l, u, s->row);
 }
 
-emily_status emily_cpu_nx07_lu(emily_tensor *p, emily_tensor *l, emily_tensor *u,
+emily_status emi_cpu_nx07_lu(emily_tensor *p, emily_tensor *l, emily_tensor *u,
                                const emily_tensor *a, double eps) {
     int64_t n = a->shape[a->rank - 1], nn = n * n, batches = batches_of(a, nn);
     bool cx = a->dtype == EMILY_C128;
@@ -87,10 +87,10 @@ static zd det_one(const void *src, int64_t n, emily_dtype w, bool cx, lu_scratch
             *d = emily_linalg_rnd(w, *d);
         }
     }
-    return emily_cpu_det_from_lu(u, s->perm, n, w, cx);
+    return emi_cpu_det_from_lu(u, s->perm, n, w, cx);
 }
 
-emily_status emily_cpu_nx07_determinant(emily_tensor *det, const emily_tensor *a, emily_dtype w) {
+emily_status emi_cpu_nx07_determinant(emily_tensor *det, const emily_tensor *a, emily_dtype w) {
     int64_t n = a->shape[a->rank - 1], nn = n * n, batches = det->size;
     bool cx = a->dtype == EMILY_C128;
     size_t es = cx ? sizeof(zd) : sizeof(double);
@@ -117,7 +117,7 @@ emily_status emily_cpu_nx07_determinant(emily_tensor *det, const emily_tensor *a
     return EMILY_OK;
 }
 
-emily_status emily_cpu_nx07_eigh(emily_tensor *w, emily_tensor *v, const emily_tensor *a,
+emily_status emi_cpu_nx07_eigh(emily_tensor *w, emily_tensor *v, const emily_tensor *a,
                                  double eps, int64_t max_iter) {
     int64_t n = a->shape[a->rank - 1], nn = n * n, batches = batches_of(a, nn);
     bool cx = a->dtype == EMILY_C128;
@@ -132,12 +132,12 @@ emily_status emily_cpu_nx07_eigh(emily_tensor *w, emily_tensor *v, const emily_t
         for (int64_t b = 0; b < batches; b++) {
             if (result) continue;
             if (cx) {
-                result |= emily_cpu_nx07_eigh_complex((const zd *)src + b * nn, n, eps, max_iter, wr,
+                result |= emi_cpu_nx07_eigh_complex((const zd *)src + b * nn, n, eps, max_iter, wr,
                                                       (zd *)vd + b * nn);
                 /* the eigenvalues are real numbers written in a complex type */
                 for (int64_t i = 0; i < n; i++) ((zd *)wd)[b * n + i] = zr(wr[i]);
             } else {
-                result |= emily_cpu_nx07_eigh_real((const double *)src + b * nn, n, eps, max_iter,
+                result |= emi_cpu_nx07_eigh_real((const double *)src + b * nn, n, eps, max_iter,
                                                    (double *)wd + b * n, (double *)vd + b * nn);
             }
         }

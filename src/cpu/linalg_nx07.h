@@ -22,30 +22,30 @@ enum { NX07_OK = 0, NX07_NOT_HERMITIAN = 1, NX07_NO_MEMORY = 2 };
  * v the n x n matrix whose columns are the eigenvectors, in Matrix.eigh's
  * order (no sorting). NX07_NOT_HERMITIAN when |a - adjoint(a)| > eps
  * somewhere (Nx raises "matrix must be hermitian, ..."). */
-int emily_cpu_nx07_eigh_real(const double *a, int64_t n, double eps, int64_t max_iter, double *w,
+int emi_cpu_nx07_eigh_real(const double *a, int64_t n, double eps, int64_t max_iter, double *w,
                              double *v);
-int emily_cpu_nx07_eigh_complex(const zd *a, int64_t n, double eps, int64_t max_iter, double *w,
+int emi_cpu_nx07_eigh_complex(const zd *a, int64_t n, double eps, int64_t max_iter, double *w,
                                 zd *v);
 
 /* Matrix.lu on one n x n matrix a (row-major, the input's values as
  * doubles), permuted in place: perm[j] is the input row that ends up in
  * row j (A = P L U with P[perm[j]][j] = 1); l (unit lower) and u (upper)
  * n x n. tmp: scratch for one row. */
-void emily_cpu_nx07_lu_real(double *a, int64_t n, double eps, int64_t *perm, double *l, double *u,
+void emi_cpu_nx07_lu_real(double *a, int64_t n, double eps, int64_t *perm, double *l, double *u,
                             char *tmp);
-void emily_cpu_nx07_lu_complex(zd *a, int64_t n, double eps, int64_t *perm, zd *l, zd *u,
+void emi_cpu_nx07_lu_complex(zd *a, int64_t n, double eps, int64_t *perm, zd *l, zd *u,
                                char *tmp);
 
 /* The kernels of the linalg table's *_nx07 slots (ops/linalg_kernels.h):
  * linalg_nx07.c (lu, determinant, eigh) and linalg_nx.c (qr, svd). */
-emily_status emily_cpu_nx07_lu(emily_tensor *p, emily_tensor *l, emily_tensor *u,
+emily_status emi_cpu_nx07_lu(emily_tensor *p, emily_tensor *l, emily_tensor *u,
                                const emily_tensor *a, double eps);
-emily_status emily_cpu_nx07_determinant(emily_tensor *det, const emily_tensor *a, emily_dtype w);
-emily_status emily_cpu_nx07_eigh(emily_tensor *w, emily_tensor *v, const emily_tensor *a,
+emily_status emi_cpu_nx07_determinant(emily_tensor *det, const emily_tensor *a, emily_dtype w);
+emily_status emi_cpu_nx07_eigh(emily_tensor *w, emily_tensor *v, const emily_tensor *a,
                                  double eps, int64_t max_iter);
-emily_status emily_cpu_nx07_qr(emily_tensor *q, emily_tensor *r, const emily_tensor *a,
+emily_status emi_cpu_nx07_qr(emily_tensor *q, emily_tensor *r, const emily_tensor *a,
                                bool complete, double eps, emily_dtype work);
-emily_status emily_cpu_nx07_svd(emily_tensor *u, emily_tensor *s, emily_tensor *vt,
+emily_status emi_cpu_nx07_svd(emily_tensor *u, emily_tensor *s, emily_tensor *vt,
                                 const emily_tensor *a, bool full_matrices, int64_t max_iter,
                                 emily_dtype work, bool integer_input);
 

@@ -285,7 +285,7 @@ static int eigh(bool cx, zd *a, int64_t n, double eps, int64_t max_iter, double 
     return NX07_OK;
 }
 
-int emily_cpu_nx07_eigh_real(const double *a, int64_t n, double eps, int64_t max_iter, double *w,
+int emi_cpu_nx07_eigh_real(const double *a, int64_t n, double eps, int64_t max_iter, double *w,
                              double *v) {
     if (n < 1) return NX07_OK; /* no matrix (Nx's shapes never give one) */
     if (!matrices_fit(n, 2)) return NX07_NO_MEMORY;
@@ -301,7 +301,7 @@ int emily_cpu_nx07_eigh_real(const double *a, int64_t n, double eps, int64_t max
     return status;
 }
 
-int emily_cpu_nx07_eigh_complex(const zd *a, int64_t n, double eps, int64_t max_iter, double *w,
+int emi_cpu_nx07_eigh_complex(const zd *a, int64_t n, double eps, int64_t max_iter, double *w,
                                 zd *v) {
     if (n < 1) return NX07_OK; /* no matrix (Nx's shapes never give one) */
     if (!matrices_fit(n, 1)) return NX07_NO_MEMORY;

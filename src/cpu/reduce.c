@@ -188,7 +188,7 @@ static void cols_sum_bf16(double *restrict a, const half_bits *restrict x, int64
 #define TO_F64(a) (a)
 FLOAT_SUM(sum_f16, half_bits, ld_f16, st_f16, seq_f16, cols_sum_f16)
 FLOAT_SUM(sum_bf16, half_bits, ld_bf16, st_bf16, seq_bf16, cols_sum_bf16)
-FLOAT_SUM(sum_f32, float, ID_LOAD, TO_F32, emily_simd_sum_f32, emily_simd_cols_sum_f32)
+FLOAT_SUM(sum_f32, float, ID_LOAD, TO_F32, emi_simd_sum_f32, emi_simd_cols_sum_f32)
 
 /* f64 sums keep a compensation term next to the sum. */
 static void sum_f64_init(void *acc, int64_t n) {
@@ -206,7 +206,7 @@ static void sum_f64_run(void *acc, const void *src, int64_t n, int64_t s) {
     double *a = acc;
     if (s == 1) {
         double part[2];
-        emily_simd_sum2_f64(x, n, part);
+        emi_simd_sum2_f64(x, n, part);
         neumaier(a, part[0]);
         a[1] += part[1];
     } else {
@@ -448,12 +448,12 @@ COLS_GENERIC(cols_max_bf16, half_bits, float, ld_bf16, >)
 COLS_GENERIC(cols_min_bf16, half_bits, float, ld_bf16, <)
 COLS_GENERIC(cols_max_f64, double, double, ID_LOAD, >)
 COLS_GENERIC(cols_min_f64, double, double, ID_LOAD, <)
-#define cols_max_f32 emily_simd_cols_max_f32
-#define cols_min_f32 emily_simd_cols_min_f32
-#define ext_max_f32 emily_simd_max_f32
-#define ext_min_f32 emily_simd_min_f32
-#define ext_max_f64 emily_simd_max_f64
-#define ext_min_f64 emily_simd_min_f64
+#define cols_max_f32 emi_simd_cols_max_f32
+#define cols_min_f32 emi_simd_cols_min_f32
+#define ext_max_f32 emi_simd_max_f32
+#define ext_min_f32 emi_simd_min_f32
+#define ext_max_f64 emi_simd_max_f64
+#define ext_min_f64 emi_simd_min_f64
 
 #define FLOAT_MAXMIN(SUF, T, C, LOAD, STORE)                                                    \
     FLOAT_EXTREME(max_##SUF, T, C, LOAD, STORE, (C)-INFINITY, >, ext_max_##SUF, cols_max_##SUF) \
@@ -716,7 +716,7 @@ static void rows_on_pool(const reducer *R, const rplan *p, const char *sbase, si
     rows_job j = {R, p, sbase, dbase, ses, des, per};
     /* about REDUCE_PAR_MIN / 4 elements a job */
     int64_t want = per > 0 ? (REDUCE_PAR_MIN / 4) / per : p->nK;
-    emily_cpu_parallel_ranges(p->nK, want, par, rows_range, &j);
+    emi_cpu_parallel_ranges(p->nK, want, par, rows_range, &j);
 }
 
 static void reduce_rows(const reducer *R, const rplan *p, const char *sbase, size_t ses, char *dbase,
@@ -877,7 +877,7 @@ static emily_status fix_zero_signs(emily_tensor *dst, const emily_tensor *src, c
     return EMILY_OK;
 }
 
-emily_status emily_cpu_reduce(emily_reduce_op op, emily_tensor *dst, const emily_tensor *src,
+emily_status emi_cpu_reduce(emily_reduce_op op, emily_tensor *dst, const emily_tensor *src,
                               const bool *reduced) {
     if ((unsigned)op >= EMILY_REDUCE_OP_COUNT || !emily_dtype_valid(src->dtype))
         return emily_error(EMILY_ERR_INTERNAL, "reduce: bad op or dtype");
@@ -1058,8 +1058,8 @@ FIND_GENERIC(find_s32, int32_t, int32_t, ID_LOAD)
 FIND_GENERIC(find_s64, int64_t, int64_t, ID_LOAD)
 FIND_GENERIC(find_f16, half_bits, float, ld_f16)
 FIND_GENERIC(find_bf16, half_bits, float, ld_bf16)
-#define find_f32 emily_simd_find_f32
-#define find_f64 emily_simd_find_f64
+#define find_f32 emi_simd_find_f32
+#define find_f64 emi_simd_find_f64
 
 /* IDX: the index type of column scans (int32_t: axes up to INT32_MAX) */
 #define ARG_OF(SUF, T, C, FIELD, LOAD, ISNAN, IDX) \
@@ -1142,7 +1142,7 @@ static int64_t arg_run(const argops *A, const char *x, size_t es, int64_t n, int
     return arg_result(&st);
 }
 
-emily_status emily_cpu_argreduce(emily_arg_op op, emily_tensor *dst, const emily_tensor *src, int axis,
+emily_status emi_cpu_argreduce(emily_arg_op op, emily_tensor *dst, const emily_tensor *src, int axis,
                                  bool tie_break_high) {
     const argops *A = emily_dtype_valid(src->dtype) ? arg_table[src->dtype] : NULL;
     if (!A) return emily_error(EMILY_ERR_TYPE, "argreduce: %s is not supported", emily_dtype_name(src->dtype));
@@ -1157,7 +1157,7 @@ emily_status emily_cpu_argreduce(emily_arg_op op, emily_tensor *dst, const emily
         /* the flattened tensor, in row-major order */
         const emily_tensor *ts[1] = {src};
         emily_iter it;
-        emily_status s = emily_iter_tensors(&it, 1, ts);
+        emily_status s = emi_iter_tensors(&it, 1, ts);
         if (s) return s;
         int64_t res;
         if (it.outer_n == 1) {
@@ -1166,7 +1166,7 @@ emily_status emily_cpu_argreduce(emily_arg_op op, emily_tensor *dst, const emily
             argst st = ARG_START;
             for (int64_t pos = 0; pos < it.outer_n; pos++) {
                 int64_t off;
-                emily_iter_offsets(&it, pos, &off);
+                emi_iter_offsets(&it, pos, &off);
                 argst part = ARG_START;
                 A->scan(&part, sbase + off * (int64_t)es, it.inner_n, it.inner_stride[0],
                         pos * it.inner_n, is_min, high);
@@ -1174,7 +1174,7 @@ emily_status emily_cpu_argreduce(emily_arg_op op, emily_tensor *dst, const emily
             }
             res = arg_result(&st);
         }
-        emily_iter_free(&it);
+        emi_iter_free(&it);
         store_index(dst->dtype, dbase, res);
         return EMILY_OK;
     }
@@ -1191,7 +1191,7 @@ emily_status emily_cpu_argreduce(emily_arg_op op, emily_tensor *dst, const emily
     }
     const int64_t *strides[2] = {sstr, dst->strides};
     emily_iter it;
-    emily_status s = emily_iter_init(&it, 2, r, oshape, strides);
+    emily_status s = emi_iter_init(&it, 2, r, oshape, strides);
     free(buf);
     if (s) return s;
     int64_t na = src->shape[axis], as = src->strides[axis];
@@ -1205,7 +1205,7 @@ emily_status emily_cpu_argreduce(emily_arg_op op, emily_tensor *dst, const emily
             int64_t pos = task / nblk, j0 = (task % nblk) * ARG_COLS;
             int64_t len = in - j0 < ARG_COLS ? in - j0 : ARG_COLS;
             int64_t off[2], idx[ARG_COLS];
-            emily_iter_offsets(&it, pos, off);
+            emi_iter_offsets(&it, pos, off);
             A->cols(sbase + (off[0] + j0 * is) * (int64_t)es, len, is, na, as, is_min, high, idx);
             for (int64_t j = 0; j < len; j++)
                 store_index(dst->dtype, dbase + (off[1] + (j0 + j) * ids) * (int64_t)des, idx[j]);
@@ -1215,13 +1215,13 @@ emily_status emily_cpu_argreduce(emily_arg_op op, emily_tensor *dst, const emily
         bool few = outs < 2 * (int64_t)omp_get_max_threads();
         EMILY_PAR_FOR(par && !few, o, outs, {
             int64_t pos = o / in, j = o % in, off[2];
-            emily_iter_offsets(&it, pos, off);
+            emi_iter_offsets(&it, pos, off);
             int64_t res = arg_run(A, sbase + (off[0] + j * is) * (int64_t)es, es, na, as, is_min, high,
                                   par && few);
             store_index(dst->dtype, dbase + (off[1] + j * ids) * (int64_t)des, res);
         });
     }
-    emily_iter_free(&it);
+    emi_iter_free(&it);
     return EMILY_OK;
 }
 
@@ -1327,7 +1327,7 @@ static bool close_at(const acparams *p, const char *pa, int64_t sa, const char *
     return ok;
 }
 
-emily_status emily_cpu_all_close(emily_tensor *dst, const emily_tensor *a, const emily_tensor *b,
+emily_status emi_cpu_all_close(emily_tensor *dst, const emily_tensor *a, const emily_tensor *b,
                                  double rtol, double atol, bool equal_nan) {
     acparams p = {.dt = a->dtype, .rtol = (double)(float)rtol, .atol = (double)(float)atol,
                   .equal_nan = equal_nan};
@@ -1335,20 +1335,20 @@ emily_status emily_cpu_all_close(emily_tensor *dst, const emily_tensor *a, const
     if (a->size > 0) {
         const emily_tensor *ts[2] = {a, b};
         emily_iter it;
-        emily_status s = emily_iter_tensors(&it, 2, ts);
+        emily_status s = emi_iter_tensors(&it, 2, ts);
         if (s) return s;
         size_t es = emily_dtype_size(a->dtype);
         const char *ab = emily_tensor_base(a), *bb = emily_tensor_base(b);
         atomic_int all = 1; /* cleared by any element not close; stops the others */
         EMILY_PAR_FOR(a->size >= EMILY_PARALLEL_MIN, pos, it.outer_n, {
             int64_t off[2];
-            emily_iter_offsets(&it, pos, off);
+            emi_iter_offsets(&it, pos, off);
             const char *pa = ab + off[0] * (int64_t)es, *pb = bb + off[1] * (int64_t)es;
             for (int64_t i = 0; i < it.inner_n && atomic_load_explicit(&all, memory_order_relaxed); i++)
                 if (!close_at(&p, pa, it.inner_stride[0], pb, it.inner_stride[1], i))
                     atomic_store_explicit(&all, 0, memory_order_relaxed);
         });
-        emily_iter_free(&it);
+        emi_iter_free(&it);
         result = (uint8_t)atomic_load(&all);
     }
     memcpy(emily_tensor_base(dst), &result, 1);

@@ -348,16 +348,16 @@ COLS_EXT256(cols_max_f32_avx2, _CMP_GT_OQ, >)
 COLS_EXT256(cols_min_f32_avx2, _CMP_LT_OQ, <)
 
 #define DISPATCH_FIND(T, SUF)                                                     \
-    int64_t emily_simd_find_##SUF(const T *x, int64_t n, T v, int last) {         \
-        switch (emily_cpu_isa()) {                                                \
+    int64_t emi_simd_find_##SUF(const T *x, int64_t n, T v, int last) {         \
+        switch (emi_cpu_isa()) {                                                \
         case ISA_AVX512: return find_##SUF##_avx512(x, n, v, last);               \
         case ISA_AVX2: return find_##SUF##_avx2(x, n, v, last);                   \
         default: return base_find_##SUF(x, n, v, last);                           \
         }                                                                         \
     }
 #define DISPATCH_COLS(T, A, OP)                                                   \
-    void emily_simd_cols_##OP##_f32(A *acc, const T *x, int64_t n) {              \
-        switch (emily_cpu_isa()) {                                                \
+    void emi_simd_cols_##OP##_f32(A *acc, const T *x, int64_t n) {              \
+        switch (emi_cpu_isa()) {                                                \
         case ISA_AVX512: cols_##OP##_f32_avx512(acc, x, n); break;                \
         case ISA_AVX2: cols_##OP##_f32_avx2(acc, x, n); break;                    \
         default: base_cols_##OP##_f32(acc, x, n); break;                          \
@@ -365,25 +365,25 @@ COLS_EXT256(cols_min_f32_avx2, _CMP_LT_OQ, <)
     }
 
 #define DISPATCH_SUM(T, SUF)                                                      \
-    double emily_simd_sum_##SUF(const T *x, int64_t n) {                          \
-        switch (emily_cpu_isa()) {                                                    \
+    double emi_simd_sum_##SUF(const T *x, int64_t n) {                          \
+        switch (emi_cpu_isa()) {                                                    \
         case ISA_AVX512: return sum_##SUF##_avx512(x, n);                         \
         case ISA_AVX2: return sum_##SUF##_avx2(x, n);                             \
         default: return base_sum_##SUF(x, n);                                     \
         }                                                                         \
     }
 #define DISPATCH_SUM2_F64                                                         \
-    void emily_simd_sum2_f64(const double *x, int64_t n, double out[2]) {         \
-        switch (emily_cpu_isa()) {                                                \
+    void emi_simd_sum2_f64(const double *x, int64_t n, double out[2]) {         \
+        switch (emi_cpu_isa()) {                                                \
         case ISA_AVX512: sum2_f64_avx512(x, n, out); break;                       \
         case ISA_AVX2: sum2_f64_avx2(x, n, out); break;                           \
         default: base_sum2_f64(x, n, out); break;                                 \
         }                                                                         \
     }
 #define DISPATCH_EXT(T, OP, SUF)                                                  \
-    int emily_simd_##OP##_##SUF(const T *x, int64_t n, T *m) {                    \
+    int emi_simd_##OP##_##SUF(const T *x, int64_t n, T *m) {                    \
         if (*m != *m) return 1;                                                   \
-        switch (emily_cpu_isa()) {                                                    \
+        switch (emi_cpu_isa()) {                                                    \
         case ISA_AVX512: return OP##_##SUF##_avx512(x, n, m);                     \
         case ISA_AVX2: return OP##_##SUF##_avx2(x, n, m);                         \
         default: return base_##OP##_##SUF(x, n, m);                               \
@@ -393,18 +393,18 @@ COLS_EXT256(cols_min_f32_avx2, _CMP_LT_OQ, <)
 #else /* not x86-64: the portable versions */
 
 #define DISPATCH_SUM(T, SUF) \
-    double emily_simd_sum_##SUF(const T *x, int64_t n) { (void)emily_cpu_isa; return base_sum_##SUF(x, n); }
+    double emi_simd_sum_##SUF(const T *x, int64_t n) { (void)emi_cpu_isa; return base_sum_##SUF(x, n); }
 #define DISPATCH_SUM2_F64 \
-    void emily_simd_sum2_f64(const double *x, int64_t n, double out[2]) { base_sum2_f64(x, n, out); }
+    void emi_simd_sum2_f64(const double *x, int64_t n, double out[2]) { base_sum2_f64(x, n, out); }
 #define DISPATCH_EXT(T, OP, SUF)                                                  \
-    int emily_simd_##OP##_##SUF(const T *x, int64_t n, T *m) {                    \
+    int emi_simd_##OP##_##SUF(const T *x, int64_t n, T *m) {                    \
         if (*m != *m) return 1;                                                   \
         return base_##OP##_##SUF(x, n, m);                                        \
     }
 #define DISPATCH_FIND(T, SUF) \
-    int64_t emily_simd_find_##SUF(const T *x, int64_t n, T v, int last) { return base_find_##SUF(x, n, v, last); }
+    int64_t emi_simd_find_##SUF(const T *x, int64_t n, T v, int last) { return base_find_##SUF(x, n, v, last); }
 #define DISPATCH_COLS(T, A, OP) \
-    void emily_simd_cols_##OP##_f32(A *acc, const T *x, int64_t n) { base_cols_##OP##_f32(acc, x, n); }
+    void emi_simd_cols_##OP##_f32(A *acc, const T *x, int64_t n) { base_cols_##OP##_f32(acc, x, n); }
 
 #endif
 

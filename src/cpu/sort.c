@@ -57,16 +57,16 @@ typedef struct pair64 {
  * key mappings for contiguous rows. Used when use_avx512() says so. */
 #if defined(__x86_64__) && defined(__GNUC__)
 #define HAVE_SORT_AVX512 1
-void emily_cpu_sort_u32_avx512(uint32_t *a, int64_t n, bool tasks);
-void emily_cpu_sort_u64_avx512(uint64_t *a, int64_t n, bool tasks);
-void emily_cpu_keys_f32_avx512(const uint32_t *s, int64_t n, uint32_t flip, uint32_t *keys);
-void emily_cpu_sort_f32_avx512(const uint32_t *src, int64_t n, uint32_t flip, uint32_t *dst,
+void emi_cpu_sort_u32_avx512(uint32_t *a, int64_t n, bool tasks);
+void emi_cpu_sort_u64_avx512(uint64_t *a, int64_t n, bool tasks);
+void emi_cpu_keys_f32_avx512(const uint32_t *s, int64_t n, uint32_t flip, uint32_t *keys);
+void emi_cpu_sort_f32_avx512(const uint32_t *src, int64_t n, uint32_t flip, uint32_t *dst,
                                int threads, int64_t runs[4]);
-void emily_cpu_records_f32_avx512(const uint32_t *s, int64_t n, int64_t first, uint32_t flip,
+void emi_cpu_records_f32_avx512(const uint32_t *s, int64_t n, int64_t first, uint32_t flip,
                                   uint64_t *recs);
-void emily_cpu_unkeys_f32_avx512(const uint32_t *keys, int64_t n, uint32_t flip, uint32_t *d);
-void emily_cpu_positions_s32_avx512(const uint64_t *recs, int64_t n, int32_t *d);
-int64_t emily_cpu_find_above_f32_avx512(const uint32_t *s, int64_t i, int64_t n, uint32_t lim);
+void emi_cpu_unkeys_f32_avx512(const uint32_t *keys, int64_t n, uint32_t flip, uint32_t *d);
+void emi_cpu_positions_s32_avx512(const uint64_t *recs, int64_t n, int32_t *d);
+int64_t emi_cpu_find_above_f32_avx512(const uint32_t *s, int64_t i, int64_t n, uint32_t lim);
 #else
 #define HAVE_SORT_AVX512 0
 #endif
@@ -81,7 +81,7 @@ static bool use_avx512(void) {
         st = 0;
 #if HAVE_SORT_AVX512
         const char *env = getenv("EMILY_SIMD");
-        if (!(env && strcmp(env, "0") == 0) && emily_cpu_isa() >= 2) {
+        if (!(env && strcmp(env, "0") == 0) && emi_cpu_isa() >= 2) {
             __builtin_cpu_init();
             st = __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bw") &&
                  __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("bmi2") &&
@@ -172,8 +172,8 @@ static void row_records(emily_dtype dt, const char *s, int64_t ss, int64_t n, in
 #if HAVE_SORT_AVX512
     if (dt == EMILY_F32 && ss == 1 && mode != REC_PAIR && use_avx512()) {
         uint32_t flip = desc ? UINT32_MAX : 0;
-        if (mode == REC_KEYS) emily_cpu_keys_f32_avx512((const uint32_t *)s, n, flip, out);
-        else emily_cpu_records_f32_avx512((const uint32_t *)s, n, first, flip, out);
+        if (mode == REC_KEYS) emi_cpu_keys_f32_avx512((const uint32_t *)s, n, flip, out);
+        else emi_cpu_records_f32_avx512((const uint32_t *)s, n, first, flip, out);
         return;
     }
 #endif
@@ -209,7 +209,7 @@ static void row_unkeys(emily_dtype dt, const void *keys, int64_t n, bool desc, c
                        int64_t ds) {
 #if HAVE_SORT_AVX512
     if (dt == EMILY_F32 && ds == 1 && use_avx512()) {
-        emily_cpu_unkeys_f32_avx512(keys, n, desc ? UINT32_MAX : 0, (uint32_t *)d);
+        emi_cpu_unkeys_f32_avx512(keys, n, desc ? UINT32_MAX : 0, (uint32_t *)d);
         return;
     }
 #endif
@@ -385,8 +385,8 @@ static void *sort_records(emily_dtype dt, rec_mode m, void *scratch, int64_t n, 
     int kb = key_bits(dt);
 #if HAVE_SORT_AVX512
     if (simd_sortable(dt, m, n)) {
-        if (m == REC_KEYS && kb == 32) emily_cpu_sort_u32_avx512(scratch, n, T > 1);
-        else emily_cpu_sort_u64_avx512(scratch, n, T > 1);
+        if (m == REC_KEYS && kb == 32) emi_cpu_sort_u32_avx512(scratch, n, T > 1);
+        else emi_cpu_sort_u64_avx512(scratch, n, T > 1);
         return scratch;
     }
 #endif
@@ -482,7 +482,7 @@ static void row_positions(emily_dtype idt, rec_mode m, const void *recs, int64_t
         const uint64_t *r = recs;
 #if HAVE_SORT_AVX512
         if (idt == EMILY_S32 && ds == 1 && use_avx512()) {
-            emily_cpu_positions_s32_avx512(r, n, (int32_t *)d);
+            emi_cpu_positions_s32_avx512(r, n, (int32_t *)d);
             return;
         }
 #endif
@@ -585,7 +585,7 @@ static int64_t find_above(emily_dtype dt, const char *s, int64_t ss, int64_t i, 
                           uint64_t lim) {
 #if HAVE_SORT_AVX512
     if (dt == EMILY_F32 && ss == 1 && use_avx512())
-        return emily_cpu_find_above_f32_avx512((const uint32_t *)s, i, hi, (uint32_t)lim);
+        return emi_cpu_find_above_f32_avx512((const uint32_t *)s, i, hi, (uint32_t)lim);
 #endif
     switch (dt) {
     case EMILY_U8: FIND_LOOP(uint8_t, uint8_t, key_u8);
@@ -771,7 +771,7 @@ static void run_row(const row_args *a, int64_t soff, int64_t doff, void *scratch
             /* keys made and first partitioned in one pass, sorted and
              * mapped back in place */
             int64_t r[4];
-            emily_cpu_sort_f32_avx512((const uint32_t *)s, n, a->desc ? UINT32_MAX : 0, (uint32_t *)d, T, r);
+            emi_cpu_sort_f32_avx512((const uint32_t *)s, n, a->desc ? UINT32_MAX : 0, (uint32_t *)d, T, r);
             zero_nan_runs runs = {r[0], r[1], r[2], r[3]};
             if (r[0] < r[1] || r[2] < r[3]) fix_zeros_and_nans(a->dt, &runs, n, s, a->ss, d, a->ds);
             return;
@@ -1002,4 +1002,4 @@ static const struct emily_sort_kernels cpu_sort_kernels = {
     .top_k = cpu_top_k,
 };
 
-const struct emily_sort_kernels *const emily_cpu_sort_kernels = &cpu_sort_kernels;
+const struct emily_sort_kernels *const emi_cpu_sort_kernels = &cpu_sort_kernels;

@@ -1,6 +1,6 @@
 /* AVX-512 quicksort of unsigned keys (the sort family's fast path on
  * CPUs with AVX-512F; see src/cpu/sort.c, which calls these only when
- * emily_cpu_isa() says so).
+ * emi_cpu_isa() says so).
  *
  * Keys here are already in Nx's order as unsigned integers, and callers
  * only hand over arrays whose equal keys are interchangeable (keys of a
@@ -26,16 +26,16 @@
 #include <string.h>
 
 /* Declared again in src/cpu/sort.c, the only caller. */
-void emily_cpu_sort_u32_avx512(uint32_t *a, int64_t n, bool tasks);
-void emily_cpu_sort_u64_avx512(uint64_t *a, int64_t n, bool tasks);
-void emily_cpu_keys_f32_avx512(const uint32_t *s, int64_t n, uint32_t flip, uint32_t *keys);
-void emily_cpu_sort_f32_avx512(const uint32_t *src, int64_t n, uint32_t flip, uint32_t *dst,
+void emi_cpu_sort_u32_avx512(uint32_t *a, int64_t n, bool tasks);
+void emi_cpu_sort_u64_avx512(uint64_t *a, int64_t n, bool tasks);
+void emi_cpu_keys_f32_avx512(const uint32_t *s, int64_t n, uint32_t flip, uint32_t *keys);
+void emi_cpu_sort_f32_avx512(const uint32_t *src, int64_t n, uint32_t flip, uint32_t *dst,
                                int threads, int64_t runs[4]);
-void emily_cpu_records_f32_avx512(const uint32_t *s, int64_t n, int64_t first, uint32_t flip,
+void emi_cpu_records_f32_avx512(const uint32_t *s, int64_t n, int64_t first, uint32_t flip,
                                   uint64_t *recs);
-void emily_cpu_unkeys_f32_avx512(const uint32_t *keys, int64_t n, uint32_t flip, uint32_t *d);
-void emily_cpu_positions_s32_avx512(const uint64_t *recs, int64_t n, int32_t *d);
-int64_t emily_cpu_find_above_f32_avx512(const uint32_t *s, int64_t i, int64_t n, uint32_t lim);
+void emi_cpu_unkeys_f32_avx512(const uint32_t *keys, int64_t n, uint32_t flip, uint32_t *d);
+void emi_cpu_positions_s32_avx512(const uint64_t *recs, int64_t n, int32_t *d);
+int64_t emi_cpu_find_above_f32_avx512(const uint32_t *s, int64_t i, int64_t n, uint32_t lim);
 
 #define AI static inline __attribute__((always_inline))
 
@@ -352,7 +352,7 @@ static int depth_limit(int64_t n) {
 
 /* tasks: called by one thread of a parallel region (in a `single`),
  * whose team takes the parts of at least TASK_MIN keys as tasks. */
-void emily_cpu_sort_u32_avx512(uint32_t *a, int64_t n, bool tasks) {
+void emi_cpu_sort_u32_avx512(uint32_t *a, int64_t n, bool tasks) {
     qsort32(a, n, depth_limit(n), tasks && n >= 2 * TASK_MIN);
 }
 
@@ -568,7 +568,7 @@ static void qsort64(uint64_t *a, int64_t n, int depth, bool tasks) {
 
 /* tasks: called by one thread of a parallel region (in a `single`),
  * whose team takes the parts of at least TASK_MIN keys as tasks. */
-void emily_cpu_sort_u64_avx512(uint64_t *a, int64_t n, bool tasks) {
+void emi_cpu_sort_u64_avx512(uint64_t *a, int64_t n, bool tasks) {
     qsort64(a, n, depth_limit(n), tasks && n >= 2 * TASK_MIN);
 }
 
@@ -589,7 +589,7 @@ AI __m512i keys16_f32(__m512i b, __m512i flip) {
     return _mm512_xor_si512(k, flip);
 }
 
-void emily_cpu_keys_f32_avx512(const uint32_t *s, int64_t n, uint32_t flip, uint32_t *keys) {
+void emi_cpu_keys_f32_avx512(const uint32_t *s, int64_t n, uint32_t flip, uint32_t *keys) {
     const __m512i fv = _mm512_set1_epi32((int)flip);
     int64_t i = 0;
     for (; i + 16 <= n; i += 16) _mm512_storeu_si512(keys + i, keys16_f32(_mm512_loadu_si512(s + i), fv));
@@ -679,7 +679,7 @@ AI void split_keys_f32(const uint32_t *src, int64_t lo, int64_t hi, __m512i fv, 
  * parallel region: the linear passes are split over the threads (a
  * counting pass first gives each thread its places) and the parts become
  * tasks. */
-void emily_cpu_sort_f32_avx512(const uint32_t *src, int64_t n, uint32_t flip, uint32_t *dst,
+void emi_cpu_sort_f32_avx512(const uint32_t *src, int64_t n, uint32_t flip, uint32_t *dst,
                                int threads, int64_t runs[4]) {
     const __m512i fv = _mm512_set1_epi32((int)flip);
     uint32_t smp[16];
@@ -696,7 +696,7 @@ void emily_cpu_sort_f32_avx512(const uint32_t *src, int64_t n, uint32_t flip, ui
         qsort32(dst, lw, depth, false);
         qsort32(dst + lw, n - lw, depth, false);
         zero_nan_runs32(dst, n, flip, false, runs);
-        emily_cpu_unkeys_f32_avx512(dst, n, flip, dst);
+        emi_cpu_unkeys_f32_avx512(dst, n, flip, dst);
         return;
     }
     if (threads > 64) threads = 64;
@@ -739,7 +739,7 @@ void emily_cpu_sort_f32_avx512(const uint32_t *src, int64_t n, uint32_t flip, ui
             qsort32(dst, total, depth, total >= 2 * TASK_MIN);
         }
         /* the barrier closing `single` waits for every task */
-        emily_cpu_unkeys_f32_avx512(dst + lo, hi - lo, flip, dst + lo);
+        emi_cpu_unkeys_f32_avx512(dst + lo, hi - lo, flip, dst + lo);
     }
     /* searched in the mapped-back row: no barrier between searching the
      * keys and mapping other threads' slices back */
@@ -747,7 +747,7 @@ void emily_cpu_sort_f32_avx512(const uint32_t *src, int64_t n, uint32_t flip, ui
 }
 
 /* key << 32 | position, positions from `first` (first + n <= 2^32) */
-void emily_cpu_records_f32_avx512(const uint32_t *s, int64_t n, int64_t first, uint32_t flip,
+void emi_cpu_records_f32_avx512(const uint32_t *s, int64_t n, int64_t first, uint32_t flip,
                                   uint64_t *recs) {
     const __m512i fv = _mm512_set1_epi32((int)flip);
     __m512i pos = _mm512_add_epi64(_mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi64(first));
@@ -765,7 +765,7 @@ void emily_cpu_records_f32_avx512(const uint32_t *s, int64_t n, int64_t first, u
     }
 }
 
-void emily_cpu_unkeys_f32_avx512(const uint32_t *keys, int64_t n, uint32_t flip, uint32_t *d) {
+void emi_cpu_unkeys_f32_avx512(const uint32_t *keys, int64_t n, uint32_t flip, uint32_t *d) {
     const __m512i fv = _mm512_set1_epi32((int)flip), sign = _mm512_set1_epi32((int)0x80000000u);
     const __m512i one = _mm512_set1_epi32(1);
     for (int64_t i = 0; i < n; i += 16) {
@@ -778,7 +778,7 @@ void emily_cpu_unkeys_f32_avx512(const uint32_t *keys, int64_t n, uint32_t flip,
     }
 }
 
-void emily_cpu_positions_s32_avx512(const uint64_t *recs, int64_t n, int32_t *d) {
+void emi_cpu_positions_s32_avx512(const uint64_t *recs, int64_t n, int32_t *d) {
     for (int64_t i = 0; i < n; i += 8) {
         int64_t left = n - i;
         __mmask8 m = left >= 8 ? 0xff : (__mmask8)((1u << left) - 1);
@@ -790,7 +790,7 @@ void emily_cpu_positions_s32_avx512(const uint64_t *recs, int64_t n, int32_t *d)
 /* top_k's filter (sort.c's find_above): the first position in [i, n)
  * whose ascending key is above lim, or n. Four vectors a step, one test
  * of their joined masks: a hit is rare once the selection has filled. */
-int64_t emily_cpu_find_above_f32_avx512(const uint32_t *s, int64_t i, int64_t n, uint32_t lim) {
+int64_t emi_cpu_find_above_f32_avx512(const uint32_t *s, int64_t i, int64_t n, uint32_t lim) {
     const __m512i zero = _mm512_setzero_si512(), lv = _mm512_set1_epi32((int)lim);
     for (; i + 64 <= n; i += 64) {
         __mmask16 m0 = _mm512_cmpgt_epu32_mask(keys16_f32(_mm512_loadu_si512(s + i), zero), lv);

@@ -3,7 +3,7 @@
 #include <string.h>
 #include "cpu/strided.h"
 
-emily_status emily_iter_init(emily_iter *it, int nops, int rank, const int64_t *shape,
+emily_status emi_iter_init(emily_iter *it, int nops, int rank, const int64_t *shape,
                              const int64_t *const *strides) {
     memset(it, 0, sizeof *it);
     it->nops = nops;
@@ -50,12 +50,12 @@ emily_status emily_iter_init(emily_iter *it, int nops, int rank, const int64_t *
     return EMILY_OK;
 }
 
-void emily_iter_free(emily_iter *it) {
+void emi_iter_free(emily_iter *it) {
     free(it->shape);
     it->shape = it->strides = NULL;
 }
 
-void emily_iter_offsets(const emily_iter *it, int64_t pos, int64_t *offsets) {
+void emi_iter_offsets(const emily_iter *it, int64_t pos, int64_t *offsets) {
     for (int k = 0; k < it->nops; k++) offsets[k] = 0;
     for (int d = it->rank - 1; d >= 0; d--) {
         int64_t i = pos % it->shape[d];
@@ -64,13 +64,13 @@ void emily_iter_offsets(const emily_iter *it, int64_t pos, int64_t *offsets) {
     }
 }
 
-emily_status emily_iter_tensors(emily_iter *it, int nops, const emily_tensor *const *ts) {
+emily_status emi_iter_tensors(emily_iter *it, int nops, const emily_tensor *const *ts) {
     const int64_t *strides[EMILY_ITER_MAX_OPS];
     for (int k = 0; k < nops && k < EMILY_ITER_MAX_OPS; k++) strides[k] = ts[k]->strides;
-    return emily_iter_init(it, nops, ts[0]->rank, ts[0]->shape, strides);
+    return emi_iter_init(it, nops, ts[0]->rank, ts[0]->shape, strides);
 }
 
-int emily_cpu_isa(void) {
+int emi_cpu_isa(void) {
     static atomic_int level = -1;
     int l = atomic_load_explicit(&level, memory_order_relaxed);
     if (l < 0) {

@@ -26,19 +26,19 @@ typedef struct emily_iter {
 } emily_iter;
 
 /* shape has `rank` dims; strides[k] the k-th operand's strides. */
-emily_status emily_iter_init(emily_iter *it, int nops, int rank, const int64_t *shape,
+emily_status emi_iter_init(emily_iter *it, int nops, int rank, const int64_t *shape,
                              const int64_t *const *strides);
-void emily_iter_free(emily_iter *it);
+void emi_iter_free(emily_iter *it);
 /* Element offsets (relative to each operand's base) of outer run `pos`. */
-void emily_iter_offsets(const emily_iter *it, int64_t pos, int64_t *offsets);
+void emi_iter_offsets(const emily_iter *it, int64_t pos, int64_t *offsets);
 
 /* Convenience: init from tensors (all with the same shape). */
-emily_status emily_iter_tensors(emily_iter *it, int nops, const emily_tensor *const *ts);
+emily_status emi_iter_tensors(emily_iter *it, int nops, const emily_tensor *const *ts);
 
 /* The widest vector ISA this CPU runs (checked once): 2 AVX-512F,
  * 1 AVX2, 0 anything else. Kernels with function-level target
  * attributes pick their path with it. */
-int emily_cpu_isa(void);
+int emi_cpu_isa(void);
 
 /* for (int64_t VAR = 0; VAR < COUNT; VAR++) { BODY }, split over the
  * OpenMP threads when PAR is true. The serial case runs without entering

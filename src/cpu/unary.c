@@ -254,12 +254,12 @@ static emily_run_fn pick_run(emily_unary_op op, emily_dtype sd, emily_dtype dd) 
     return NULL;
 }
 
-emily_status emily_cpu_unary(emily_unary_op op, emily_tensor *dst, const emily_tensor *src) {
+emily_status emi_cpu_unary(emily_unary_op op, emily_tensor *dst, const emily_tensor *src) {
     if (dst->size == 0) return EMILY_OK;
     if (emily_tensor_is_contiguous(src) && emily_tensor_is_contiguous(dst)) {
-        emily_vec_fn vf = emily_unary_simd(op, src->dtype, dst->dtype);
+        emily_vec_fn vf = emi_unary_simd(op, src->dtype, dst->dtype);
         if (vf) {
-            emily_cpu_map_contiguous(dst, src, vf);
+            emi_cpu_map_contiguous(dst, src, vf);
             return EMILY_OK;
         }
     }
@@ -267,5 +267,5 @@ emily_status emily_cpu_unary(emily_unary_op op, emily_tensor *dst, const emily_t
     if (!fn)
         return emily_error(EMILY_ERR_TYPE, "%s: no cpu kernel from %s to %s", emily_unary_op_name(op),
                            emily_dtype_name(src->dtype), emily_dtype_name(dst->dtype));
-    return emily_cpu_map(dst, src, fn, NULL);
+    return emi_cpu_map(dst, src, fn, NULL);
 }

@@ -197,7 +197,7 @@ F32_VIA_F64_OPS(DEF_VIA32)
 F32_OPS(DEF_F32)
 F64_OPS(DEF_F64)
 
-emily_vec_fn emily_unary_avx2(emily_unary_op op, emily_dtype src, emily_dtype dst) {
+emily_vec_fn emi_unary_avx2(emily_unary_op op, emily_dtype src, emily_dtype dst) {
     if (src != dst) return NULL;
 #define CASE32(OP, N) case EMILY_##OP: return run32_##N;
 #define CASE64(OP, N) case EMILY_##OP: return run64_##N;
@@ -283,7 +283,7 @@ static void f16_to_f32(void *d_, const void *s_, int64_t n) {
     }
 }
 
-emily_vec_fn emily_convert_avx2(emily_dtype src, emily_dtype dst) {
+emily_vec_fn emi_convert_avx2(emily_dtype src, emily_dtype dst) {
     if (src == EMILY_F16 && dst == EMILY_F32) return f16_to_f32;
     if (src == EMILY_F32 && dst == EMILY_F16) return f32_to_f16;
     if (src == EMILY_F32 && dst == EMILY_BF16) return f32_to_bf16;
@@ -292,11 +292,11 @@ emily_vec_fn emily_convert_avx2(emily_dtype src, emily_dtype dst) {
 
 #else /* not x86-64 with GCC: no AVX2 paths */
 #include "cpu/unary_simd.h"
-emily_vec_fn emily_unary_avx2(emily_unary_op op, emily_dtype src, emily_dtype dst) {
+emily_vec_fn emi_unary_avx2(emily_unary_op op, emily_dtype src, emily_dtype dst) {
     (void)op; (void)src; (void)dst;
     return NULL;
 }
-emily_vec_fn emily_convert_avx2(emily_dtype src, emily_dtype dst) {
+emily_vec_fn emi_convert_avx2(emily_dtype src, emily_dtype dst) {
     (void)src; (void)dst;
     return NULL;
 }

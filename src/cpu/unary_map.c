@@ -143,7 +143,7 @@ static int pool_helpers(void) {
     return started;
 }
 
-void emily_cpu_parallel(int64_t nchunks, emily_chunk_fn fn, void *ctx) {
+void emi_cpu_parallel(int64_t nchunks, emily_chunk_fn fn, void *ctx) {
     if (nchunks <= 0) return;
     if (nchunks == 1 || nchunks > 0xffffffffll || pool_helpers() == 0 ||
         pthread_mutex_trylock(&pool.job_lock) != 0) {
@@ -197,14 +197,14 @@ static void range_chunk(void *p, int64_t c) {
     j->fn(j->ctx, lo, hi);
 }
 
-void emily_cpu_parallel_ranges(int64_t n, int64_t per_job, bool parallel, emily_range_fn fn, void *ctx) {
+void emi_cpu_parallel_ranges(int64_t n, int64_t per_job, bool parallel, emily_range_fn fn, void *ctx) {
     if (n <= 0) return;
     if (!parallel) {
         fn(ctx, 0, n);
         return;
     }
     range_job j = {fn, ctx, n, per_job < 1 ? 1 : per_job};
-    emily_cpu_parallel((n + j.per - 1) / j.per, range_chunk, &j);
+    emi_cpu_parallel((n + j.per - 1) / j.per, range_chunk, &j);
 }
 
 /* ---- strided driver ---------------------------------------------------------- */
@@ -223,7 +223,7 @@ static void map_block(void *p, int64_t b) {
     const map_job *j = p;
     int64_t pos = b / j->chunks, c = b % j->chunks;
     int64_t off[2];
-    emily_iter_offsets(&j->it, pos, off);
+    emi_iter_offsets(&j->it, pos, off);
     int64_t i0 = c * EMILY_MAP_CHUNK;
     int64_t n = j->it.inner_n - i0 < EMILY_MAP_CHUNK ? j->it.inner_n - i0 : EMILY_MAP_CHUNK;
     int64_t ds = j->it.inner_stride[0], ss = j->it.inner_stride[1];
@@ -231,12 +231,12 @@ static void map_block(void *p, int64_t b) {
           j->ctx);
 }
 
-emily_status emily_cpu_map(emily_tensor *dst, const emily_tensor *src, emily_run_fn fn,
+emily_status emi_cpu_map(emily_tensor *dst, const emily_tensor *src, emily_run_fn fn,
                            const void *ctx) {
     if (dst->size == 0) return EMILY_OK;
     const emily_tensor *ts[2] = {dst, src};
     map_job j = {.fn = fn, .ctx = ctx};
-    emily_status s = emily_iter_tensors(&j.it, 2, ts);
+    emily_status s = emi_iter_tensors(&j.it, 2, ts);
     if (s) return s;
     j.dbase = emily_tensor_base(dst);
     j.sbase = emily_tensor_base(src);
@@ -247,9 +247,9 @@ emily_status emily_cpu_map(emily_tensor *dst, const emily_tensor *src, emily_run
     if (dst->size < EMILY_PARALLEL_MIN) {
         for (int64_t b = 0; b < blocks; b++) map_block(&j, b);
     } else {
-        emily_cpu_parallel(blocks, map_block, &j);
+        emi_cpu_parallel(blocks, map_block, &j);
     }
-    emily_iter_free(&j.it);
+    emi_iter_free(&j.it);
     return EMILY_OK;
 }
 
@@ -269,7 +269,7 @@ static void vec_chunk(void *p, int64_t c) {
     j->fn(j->d + i0 * j->dsize, j->s + i0 * j->ssize, n);
 }
 
-void emily_cpu_map_contiguous(emily_tensor *dst, const emily_tensor *src, emily_vec_fn fn) {
+void emi_cpu_map_contiguous(emily_tensor *dst, const emily_tensor *src, emily_vec_fn fn) {
     int64_t total = dst->size;
     if (total <= 0) return;
     if (total < EMILY_PARALLEL_MIN) {
@@ -278,5 +278,5 @@ void emily_cpu_map_contiguous(emily_tensor *dst, const emily_tensor *src, emily_
     }
     vec_job j = {emily_tensor_base(dst), emily_tensor_base(src), (int64_t)emily_dtype_size(dst->dtype),
                  (int64_t)emily_dtype_size(src->dtype), total, fn};
-    emily_cpu_parallel((total + EMILY_MAP_CHUNK - 1) / EMILY_MAP_CHUNK, vec_chunk, &j);
+    emi_cpu_parallel((total + EMILY_MAP_CHUNK - 1) / EMILY_MAP_CHUNK, vec_chunk, &j);
 }

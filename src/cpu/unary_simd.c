@@ -12,7 +12,7 @@
 enum { ISA_UNKNOWN = 0, ISA_NONE, ISA_AVX2, ISA_AVX512 };
 static atomic_int isa;
 
-bool emily_cpu_has_avx2_set(void) {
+bool emi_cpu_has_avx2_set(void) {
 #if defined(__x86_64__) && defined(__GNUC__)
     /* the compiler runtime's checks include the OS's support for the
      * wider registers; F16C is read from CPUID leaf 1 (ECX) directly, as
@@ -26,10 +26,10 @@ bool emily_cpu_has_avx2_set(void) {
 #endif
 }
 
-bool emily_cpu_has_avx512_set(void) {
+bool emi_cpu_has_avx512_set(void) {
 #if defined(__x86_64__) && defined(__GNUC__)
     __builtin_cpu_init();
-    return emily_cpu_has_avx2_set() && __builtin_cpu_supports("avx512f") &&
+    return emi_cpu_has_avx2_set() && __builtin_cpu_supports("avx512f") &&
            __builtin_cpu_supports("avx512dq");
 #else
     return false;
@@ -39,7 +39,7 @@ bool emily_cpu_has_avx512_set(void) {
 static int detect(void) {
     const char *env = getenv("EMILY_SIMD");
     if (env && strcmp(env, "0") == 0) return ISA_NONE;
-    bool cap_avx2 = emily_cpu_has_avx2_set(), cap_avx512 = emily_cpu_has_avx512_set();
+    bool cap_avx2 = emi_cpu_has_avx2_set(), cap_avx512 = emi_cpu_has_avx512_set();
     /* EMILY_SIMD=avx2 caps the choice (to test that path on a bigger CPU) */
     if (env && strcmp(env, "avx2") == 0) return cap_avx2 ? ISA_AVX2 : ISA_NONE;
     return cap_avx512 ? ISA_AVX512 : cap_avx2 ? ISA_AVX2 : ISA_NONE;
@@ -54,24 +54,24 @@ static int current_isa(void) {
     return k;
 }
 
-emily_vec_fn emily_unary_simd(emily_unary_op op, emily_dtype src, emily_dtype dst) {
+emily_vec_fn emi_unary_simd(emily_unary_op op, emily_dtype src, emily_dtype dst) {
     switch (current_isa()) {
     case ISA_AVX512: {
-        emily_vec_fn f = emily_unary_avx512(op, src, dst);
-        return f ? f : emily_unary_avx2(op, src, dst);
+        emily_vec_fn f = emi_unary_avx512(op, src, dst);
+        return f ? f : emi_unary_avx2(op, src, dst);
     }
-    case ISA_AVX2: return emily_unary_avx2(op, src, dst);
+    case ISA_AVX2: return emi_unary_avx2(op, src, dst);
     default: return NULL;
     }
 }
 
-emily_vec_fn emily_convert_simd(emily_dtype src, emily_dtype dst) {
+emily_vec_fn emi_convert_simd(emily_dtype src, emily_dtype dst) {
     switch (current_isa()) {
     case ISA_AVX512: {
-        emily_vec_fn f = emily_convert_avx512(src, dst);
-        return f ? f : emily_convert_avx2(src, dst);
+        emily_vec_fn f = emi_convert_avx512(src, dst);
+        return f ? f : emi_convert_avx2(src, dst);
     }
-    case ISA_AVX2: return emily_convert_avx2(src, dst);
+    case ISA_AVX2: return emi_convert_avx2(src, dst);
     default: return NULL;
     }
 }

@@ -18,13 +18,13 @@
 /* The best SIMD function on this CPU, or NULL (use the scalar path).
  * In the environment, EMILY_SIMD=0 disables every SIMD path and
  * EMILY_SIMD=avx2 stops at AVX2 (to test those paths on a bigger CPU). */
-emily_vec_fn emily_unary_simd(emily_unary_op op, emily_dtype src, emily_dtype dst);
-emily_vec_fn emily_convert_simd(emily_dtype src, emily_dtype dst);
+emily_vec_fn emi_unary_simd(emily_unary_op op, emily_dtype src, emily_dtype dst);
+emily_vec_fn emi_convert_simd(emily_dtype src, emily_dtype dst);
 
 /* Whether this CPU and OS run unary_avx2.c (AVX2, FMA, F16C) and
  * unary_avx512.c (also AVX-512 F and DQ), whatever EMILY_SIMD says. */
-bool emily_cpu_has_avx2_set(void);
-bool emily_cpu_has_avx512_set(void);
+bool emi_cpu_has_avx2_set(void);
+bool emi_cpu_has_avx512_set(void);
 
 /* f32 tanh of the SIMD paths (both instruction sets run the same
  * operations, so they give the same bits). With a = min(|x|, 9.1):
@@ -53,9 +53,9 @@ bool emily_cpu_has_avx512_set(void);
 #define EMILY_LN2_LO 1.428606765330187045e-06f
 
 /* Per instruction set (NULL: not vectorized there). */
-emily_vec_fn emily_unary_avx2(emily_unary_op op, emily_dtype src, emily_dtype dst);
-emily_vec_fn emily_unary_avx512(emily_unary_op op, emily_dtype src, emily_dtype dst);
-emily_vec_fn emily_convert_avx2(emily_dtype src, emily_dtype dst);
-emily_vec_fn emily_convert_avx512(emily_dtype src, emily_dtype dst);
+emily_vec_fn emi_unary_avx2(emily_unary_op op, emily_dtype src, emily_dtype dst);
+emily_vec_fn emi_unary_avx512(emily_unary_op op, emily_dtype src, emily_dtype dst);
+emily_vec_fn emi_convert_avx2(emily_dtype src, emily_dtype dst);
+emily_vec_fn emi_convert_avx512(emily_dtype src, emily_dtype dst);
 
 #endif

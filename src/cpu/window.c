@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include "cpu/kernels.h"
 #include "cpu/strided.h"
-#include "cpu/window_elem.h"
+#include "cpu/element_access.h"
 #include "core/scalar_binary.h"
 #include "ops/window_kernels.h"
 
@@ -305,4 +305,4 @@ static const struct emily_window_kernels cpu_window = {
     .scatter = cpu_window_scatter,
 };
 
-const struct emily_window_kernels *const emily_cpu_window_kernels = &cpu_window;
+const struct emily_window_kernels *const emi_cpu_window_kernels = &cpu_window;

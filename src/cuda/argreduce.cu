@@ -55,7 +55,7 @@ emily_status arg_out(const emily_cuda_ctx &ctx, bool is_min, bool high, emily_te
 
 } // namespace
 
-extern "C" emily_status emily_cuda_argreduce(emily_arg_op op, emily_tensor *dst, const emily_tensor *src,
+extern "C" emily_status emi_cuda_argreduce(emily_arg_op op, emily_tensor *dst, const emily_tensor *src,
                                              int axis, bool tie_break_high) {
     if (!emily_dtype_is_integer(dst->dtype))
         return emily_error(EMILY_ERR_INTERNAL, "argreduce kernel: the output must be an integer type");
@@ -77,14 +77,14 @@ extern "C" emily_status emily_cuda_argreduce(emily_arg_op op, emily_tensor *dst,
         if (!shape) s = emily_error(EMILY_ERR_MEMORY, "argreduce: out of host memory");
         else {
             for (int i = 0; i < src->rank; i++) shape[i] = 1;
-            s = emily_tensor_view(dst, src->rank, shape, NULL, dst->offset, &view);
+            s = emi_tensor_view(dst, src->rank, shape, NULL, dst->offset, &view);
             free(shape);
         }
     }
     emily_tensor *out = view ? view : dst;
     emily_cuda_ctx ctx;
     const emily_tensor *ts[2] = {out, src};
-    if (!s) s = emily_cuda_begin(is_min ? "argmin" : "argmax", dev_of(dst), 2, ts, &ctx);
+    if (!s) s = emi_cuda_begin(is_min ? "argmin" : "argmax", dev_of(dst), 2, ts, &ctx);
     if (!s) {
         bool h = tie_break_high;
         switch (src->dtype) {

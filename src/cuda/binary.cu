@@ -4,7 +4,7 @@
 // flat kernel with 16-byte loads; any other strides the strided one.
 #include "cuda/common.cuh"
 #include "core/scalar_binary.h"
-#include "cuda/cr_math.cuh"
+#include "cuda/correctly_rounded.cuh"
 
 using namespace emily_cuda;
 
@@ -134,7 +134,7 @@ DEF_FLOAT(bf16, uint16_t, float, BF16_LD, BF16_ST, BF16_LDD, BF16_STD, emily_sb_
           emily_sb_max_f32)
 
 // Complex pow: emily_sb_cpow's rules and polar formula, with the nearly
-// correctly rounded log, atan2, pow, exp, cos and sin of cuda/cr_math.cuh
+// correctly rounded log, atan2, pow, exp, cos and sin of cuda/correctly_rounded.cuh
 // (what glibc returns, nearly always): the angle w.re*theta + w.im*log(rho)
 // can be large, so a last-bit difference in an ingredient moves the result
 // far more than the corpus's 4 ULP (and flips the sign of overflowed parts).
@@ -210,7 +210,7 @@ const binary_table runs;
 
 } // namespace
 
-extern "C" emily_status emily_cuda_binary(emily_binary_op op, emily_tensor *dst, const emily_tensor *a,
+extern "C" emily_status emi_cuda_binary(emily_binary_op op, emily_tensor *dst, const emily_tensor *a,
                                           const emily_tensor *b) {
     if ((unsigned)op >= EMILY_BINARY_OP_COUNT || !emily_dtype_valid(a->dtype) || a->dtype != b->dtype)
         return emily_error(EMILY_ERR_INTERNAL, "binary kernel: bad op or operand types");
@@ -223,7 +223,7 @@ extern "C" emily_status emily_cuda_binary(emily_binary_op op, emily_tensor *dst,
     if (dst->size == 0) return EMILY_OK;
     emily_cuda_ctx ctx;
     const emily_tensor *ts[3] = {dst, a, b};
-    emily_status s = emily_cuda_begin(emily_binary_op_name(op), dev_of(dst), 3, ts, &ctx);
+    emily_status s = emi_cuda_begin(emily_binary_op_name(op), dev_of(dst), 3, ts, &ctx);
     return s ? s : fn(ctx, dst, a, b);
 }
 
@@ -257,7 +257,7 @@ static emily_status select_typed(const emily_cuda_ctx &ctx, emily_tensor *dst, c
     return for_layout<4>(ctx.op, ts, [&](const Layout<4> &L, const int64_t *off) -> emily_status {
         select_kernel<P, T><<<grid_for(ctx.device, L.total), BLOCK, 0, ctx.stream>>>(
             L, d + off[0], p + off[1], x + off[2], y + off[3], half);
-        return emily_cuda_launched(&ctx);
+        return emi_cuda_launched(&ctx);
     });
 }
 
@@ -273,7 +273,7 @@ static emily_status select_pred(const emily_cuda_ctx &ctx, emily_tensor *dst, co
     }
 }
 
-extern "C" emily_status emily_cuda_select(emily_tensor *dst, const emily_tensor *pred,
+extern "C" emily_status emi_cuda_select(emily_tensor *dst, const emily_tensor *pred,
                                           const emily_tensor *on_true, const emily_tensor *on_false) {
     emily_dtype pt = pred->dtype;
     if (emily_dtype_is_complex(pt) || !emily_dtype_valid(pt) || on_true->dtype != dst->dtype ||
@@ -282,7 +282,7 @@ extern "C" emily_status emily_cuda_select(emily_tensor *dst, const emily_tensor 
     if (dst->size == 0) return EMILY_OK;
     emily_cuda_ctx ctx;
     const emily_tensor *ts[4] = {dst, pred, on_true, on_false};
-    emily_status s = emily_cuda_begin("select", dev_of(dst), 4, ts, &ctx);
+    emily_status s = emi_cuda_begin("select", dev_of(dst), 4, ts, &ctx);
     if (s) return s;
     switch (pt) {
     case EMILY_U8: case EMILY_S8: return select_pred<uint8_t>(ctx, dst, pred, on_true, on_false);

@@ -56,7 +56,7 @@ __device__ __forceinline__ void layout_offsets(const Layout<N> &L, I i, I (&off)
 inline unsigned grid_for(int device, int64_t total, int per_thread = 1) {
     int64_t threads = (total + per_thread - 1) / per_thread;
     int64_t blocks = (threads + BLOCK - 1) / BLOCK;
-    int64_t cap = (int64_t)emily_cuda_sm_count(device) * 16;
+    int64_t cap = (int64_t)emi_cuda_sm_count(device) * 16;
     if (blocks > cap) blocks = cap;
     if (blocks < 1) blocks = 1;
     return (unsigned)blocks;
@@ -290,7 +290,7 @@ emily_status map1(const emily_cuda_ctx &ctx, emily_tensor *dst, const emily_tens
             map1_flat<F><<<flat_grid(L.total, V), BLOCK, 0, ctx.stream>>>(L.total, d, x);
         else
             map1_kernel<F><<<grid_for(ctx.device, L.total), BLOCK, 0, ctx.stream>>>(L, d, x);
-        return emily_cuda_launched(&ctx);
+        return emi_cuda_launched(&ctx);
     });
 }
 
@@ -383,7 +383,7 @@ emily_status map2(const emily_cuda_ctx &ctx, emily_tensor *dst, const emily_tens
         } else {
             map2_kernel<F><<<grid_for(ctx.device, L.total), BLOCK, 0, ctx.stream>>>(L, d, x, y);
         }
-        return emily_cuda_launched(&ctx);
+        return emi_cuda_launched(&ctx);
     });
 }
 

@@ -84,15 +84,15 @@ const run_fn convert_table[EMILY_DTYPE_COUNT][EMILY_DTYPE_COUNT] = {
 
 } // namespace
 
-extern "C" emily_status emily_cuda_convert(emily_tensor *dst, const emily_tensor *src) {
+extern "C" emily_status emi_cuda_convert(emily_tensor *dst, const emily_tensor *src) {
     if (!emily_dtype_valid(dst->dtype) || !emily_dtype_valid(src->dtype))
         return emily_error(EMILY_ERR_TYPE, "as_type: invalid dtype (%d to %d)", (int)src->dtype,
                            (int)dst->dtype);
     if (dst->size == 0) return EMILY_OK;
-    if (dst->dtype == src->dtype) return emily_cuda_copy(dst, src);
+    if (dst->dtype == src->dtype) return emi_cuda_copy(dst, src);
     emily_cuda_ctx ctx;
     const emily_tensor *ts[2] = {dst, src};
-    emily_status s = emily_cuda_begin("as_type", dev_of(dst), 2, ts, &ctx);
+    emily_status s = emi_cuda_begin("as_type", dev_of(dst), 2, ts, &ctx);
     if (s) return s;
     return convert_table[src->dtype][dst->dtype](ctx, dst, src);
 }
@@ -116,10 +116,10 @@ static emily_status iota_run(const emily_cuda_ctx &ctx, emily_tensor *dst, int64
     typename F::D *d = (typename F::D *)base_of(dst) + dst->offset;
     iota_kernel<F><<<grid_for(ctx.device, dst->size), BLOCK, 0, ctx.stream>>>(dst->size, inner, dim,
                                                                             flat, d);
-    return emily_cuda_launched(&ctx);
+    return emi_cuda_launched(&ctx);
 }
 
-extern "C" emily_status emily_cuda_iota(emily_tensor *dst, int axis) {
+extern "C" emily_status emi_cuda_iota(emily_tensor *dst, int axis) {
     if (dst->size == 0) return EMILY_OK;
     if (!emily_tensor_is_contiguous(dst))
         return emily_error(EMILY_ERR_INTERNAL, "iota: the output must be contiguous");
@@ -132,7 +132,7 @@ extern "C" emily_status emily_cuda_iota(emily_tensor *dst, int axis) {
     }
     emily_cuda_ctx ctx;
     const emily_tensor *ts[1] = {dst};
-    emily_status s = emily_cuda_begin("iota", dev_of(dst), 1, ts, &ctx);
+    emily_status s = emi_cuda_begin("iota", dev_of(dst), 1, ts, &ctx);
     if (s) return s;
     bool flat = axis < 0;
     switch (dst->dtype) {

@@ -48,7 +48,7 @@ static emily_status copy_typed(const emily_cuda_ctx &ctx, emily_tensor *dst,
         T *dp = d + off[0];
         const T *sp = s + off[1];
         if (L.rank == 1 && L.stride[0][0] == 1 && L.stride[1][0] == 1)
-            return emily_cuda_error(ctx.op, cudaMemcpyAsync(dp, sp, (size_t)L.total * sizeof(T),
+            return emi_cuda_error(ctx.op, cudaMemcpyAsync(dp, sp, (size_t)L.total * sizeof(T),
                                                             cudaMemcpyDeviceToDevice, ctx.stream));
         if (L.rank == 2 && L.stride[0][1] == 1 && L.stride[1][0] == 1 && L.stride[1][1] != 1 &&
             L.shape[0] >= TILE && L.shape[1] >= TILE && (L.shape[1] + TILE - 1) / TILE <= 0x7fffffff &&
@@ -56,20 +56,20 @@ static emily_status copy_typed(const emily_cuda_ctx &ctx, emily_tensor *dst,
             dim3 grid((unsigned)((L.shape[1] + TILE - 1) / TILE), (unsigned)((L.shape[0] + TILE - 1) / TILE));
             copy_transpose<T><<<grid, dim3(TILE, 8), 0, ctx.stream>>>(L.shape[0], L.shape[1], dp,
                                                                     L.stride[0][0], sp, L.stride[1][1]);
-            return emily_cuda_launched(&ctx);
+            return emi_cuda_launched(&ctx);
         }
         unsigned grid = grid_for(ctx.device, L.total);
         if (layout_fits32(L)) copy_strided<T, int32_t><<<grid, BLOCK, 0, ctx.stream>>>(L, dp, sp);
         else copy_strided<T, int64_t><<<grid, BLOCK, 0, ctx.stream>>>(L, dp, sp);
-        return emily_cuda_launched(&ctx);
+        return emi_cuda_launched(&ctx);
     });
 }
 
-extern "C" emily_status emily_cuda_copy(emily_tensor *dst, const emily_tensor *src) {
+extern "C" emily_status emi_cuda_copy(emily_tensor *dst, const emily_tensor *src) {
     if (dst->size == 0) return EMILY_OK;
     emily_cuda_ctx ctx;
     const emily_tensor *ts[2] = {dst, src};
-    emily_status s = emily_cuda_begin("copy", dev_of(dst), 2, ts, &ctx);
+    emily_status s = emi_cuda_begin("copy", dev_of(dst), 2, ts, &ctx);
     if (s) return s;
     switch (emily_dtype_size(dst->dtype)) {
     case 1: return copy_typed<uint8_t>(ctx, dst, src);

@@ -33,7 +33,7 @@ static emily_status fill_typed(const emily_cuda_ctx &ctx, emily_tensor *dst, con
     T *base = (T *)base_of(dst);
     return for_layout<1>(ctx.op, ts, [&](const Layout<1> &L, const int64_t *off) -> emily_status {
         fill_kernel<T><<<grid_for(ctx.device, L.total), BLOCK, 0, ctx.stream>>>(L, base + off[0], val);
-        return emily_cuda_launched(&ctx);
+        return emi_cuda_launched(&ctx);
     });
 }
 
@@ -42,7 +42,7 @@ static emily_status fill_bytes(const emily_cuda_ctx &ctx, emily_tensor *dst, con
     bool zero = true;
     for (size_t i = 0; i < es; i++) zero = zero && bytes[i] == 0;
     if (zero && emily_tensor_is_contiguous(dst))
-        return emily_cuda_error(ctx.op, cudaMemsetAsync(base_of(dst) + (size_t)dst->offset * es, 0,
+        return emi_cuda_error(ctx.op, cudaMemsetAsync(base_of(dst) + (size_t)dst->offset * es, 0,
                                                         (size_t)dst->size * es, ctx.stream));
     switch (es) {
     case 1: return fill_typed<uint8_t>(ctx, dst, bytes);
@@ -54,13 +54,13 @@ static emily_status fill_bytes(const emily_cuda_ctx &ctx, emily_tensor *dst, con
     }
 }
 
-extern "C" emily_status emily_cuda_fill(emily_tensor *dst, const emily_scalar *value) {
+extern "C" emily_status emi_cuda_fill(emily_tensor *dst, const emily_scalar *value) {
     if (dst->size == 0) return EMILY_OK;
     unsigned char bytes[16] = {0};
     scalar_bytes(dst->dtype, value, bytes);
     emily_cuda_ctx ctx;
     const emily_tensor *ts[1] = {dst};
-    emily_status s = emily_cuda_begin("constant", dev_of(dst), 1, ts, &ctx);
+    emily_status s = emi_cuda_begin("constant", dev_of(dst), 1, ts, &ctx);
     return s ? s : fill_bytes(ctx, dst, bytes);
 }
 
@@ -83,10 +83,10 @@ static emily_status eye_typed(const emily_cuda_ctx &ctx, emily_tensor *dst, cons
     int64_t batches = dst->size / (m * n), diag = m < n ? m : n;
     eye_diag<T><<<grid_for(ctx.device, batches * diag), BLOCK, 0, ctx.stream>>>(
         batches, m, n, diag, (T *)base_of(dst) + dst->offset, one);
-    return emily_cuda_launched(&ctx);
+    return emi_cuda_launched(&ctx);
 }
 
-extern "C" emily_status emily_cuda_eye(emily_tensor *dst) {
+extern "C" emily_status emi_cuda_eye(emily_tensor *dst) {
     if (dst->rank < 2)
         return emily_error(EMILY_ERR_SHAPE, "eye: the output needs rank >= 2, got %d", dst->rank);
     if (!emily_tensor_is_contiguous(dst))
@@ -94,7 +94,7 @@ extern "C" emily_status emily_cuda_eye(emily_tensor *dst) {
     if (dst->size == 0) return EMILY_OK;
     emily_cuda_ctx ctx;
     const emily_tensor *ts[1] = {dst};
-    emily_status s = emily_cuda_begin("eye", dev_of(dst), 1, ts, &ctx);
+    emily_status s = emi_cuda_begin("eye", dev_of(dst), 1, ts, &ctx);
     if (s) return s;
     unsigned char zero[16] = {0}, one[16] = {0};
     s = fill_bytes(ctx, dst, zero);

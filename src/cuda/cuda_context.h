@@ -7,12 +7,12 @@
  *
  *     emily_cuda_ctx ctx;
  *     const emily_tensor *ts[] = {dst, a, b};
- *     emily_status s = emily_cuda_begin("add", dst->buffer->device.index, 3, ts, &ctx);
+ *     emily_status s = emi_cuda_begin("add", dst->buffer->device.index, 3, ts, &ctx);
  *     if (s) return s;
  *     my_kernel<<<grid, block, 0, ctx.stream>>>(...);
- *     return emily_cuda_launched(&ctx);
+ *     return emi_cuda_launched(&ctx);
  *
- * emily_cuda_begin makes the device current for the calling thread,
+ * emi_cuda_begin makes the device current for the calling thread,
  * takes the thread's current stream for it, and makes that stream wait
  * for work other streams queued on the tensors' buffers (the engine
  * records, per buffer, the stream that last used it). Work is only
@@ -47,32 +47,32 @@ typedef struct emily_cuda_ctx {
 
 /* Starts an op (see above). NULL entries of ts and empty tensors are
  * skipped; n may be 0. */
-emily_status emily_cuda_begin(const char *op, int device, int n,
+emily_status emi_cuda_begin(const char *op, int device, int n,
                               const emily_tensor *const *ts, emily_cuda_ctx *ctx);
 /* Call after the launches of an op: reports a failed launch as
  * "cuda: <op>: <message>". */
-emily_status emily_cuda_launched(const emily_cuda_ctx *ctx);
+emily_status emi_cuda_launched(const emily_cuda_ctx *ctx);
 
 /* cudaSuccess -> EMILY_OK; otherwise "cuda: <op>: <cudaGetErrorString>"
  * as EMILY_ERR_MEMORY for out-of-memory and EMILY_ERR_DEVICE otherwise. */
-emily_status emily_cuda_error(const char *op, cudaError_t err);
+emily_status emi_cuda_error(const char *op, cudaError_t err);
 
 /* Temporary device memory for one op, from the caching allocator,
  * ordered on ctx's stream: free it right after the launches that use it
  * (reuse by another stream waits for this one). */
-emily_status emily_cuda_scratch(const emily_cuda_ctx *ctx, size_t nbytes, void **ptr);
-void emily_cuda_scratch_free(const emily_cuda_ctx *ctx, void *ptr);
+emily_status emi_cuda_scratch(const emily_cuda_ctx *ctx, size_t nbytes, void **ptr);
+void emi_cuda_scratch_free(const emily_cuda_ctx *ctx, void *ptr);
 
 /* A cuBLAS handle bound to ctx's stream (created at first use, default
  * math mode: no TF32). */
-emily_status emily_cuda_cublas(const emily_cuda_ctx *ctx, cublasHandle_t *out);
+emily_status emi_cuda_cublas(const emily_cuda_ctx *ctx, cublasHandle_t *out);
 
-/* Multiprocessors of a device (after emily_cuda_begin succeeded for it). */
-int emily_cuda_sm_count(int device);
+/* Multiprocessors of a device (after emi_cuda_begin succeeded for it). */
+int emi_cuda_sm_count(int device);
 
 /* The calling thread's current CUDA stream for `device` (for tests and
  * benchmarks that time with CUDA events). */
-emily_status emily_cuda_current_stream(int device, cudaStream_t *out);
+emily_status emi_cuda_current_stream(int device, cudaStream_t *out);
 
 #ifdef __cplusplus
 }

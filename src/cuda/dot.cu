@@ -305,12 +305,12 @@ struct Gemm {
         if (n < 0 || (uint64_t)n > (SIZE_MAX - 64) / es / 2)
             return emily_error(EMILY_ERR_MEMORY, "cuda: dot: %lld elements do not fit in memory",
                                (long long)n);
-        emily_status s = emily_cuda_scratch(&ctx, n ? (size_t)n * es : 1, p);
+        emily_status s = emi_cuda_scratch(&ctx, n ? (size_t)n * es : 1, p);
         if (!s) scratch[nscratch++] = *p;
         return s;
     }
     ~Gemm() {
-        for (int i = 0; i < nscratch; i++) emily_cuda_scratch_free(&ctx, scratch[i]);
+        for (int i = 0; i < nscratch; i++) emi_cuda_scratch_free(&ctx, scratch[i]);
     }
 };
 
@@ -319,7 +319,7 @@ emily_status launch_pack(Gemm &g, const emily_tensor *t, CT ct, void *dst, bool 
     int64_t total = t->shape[0] * t->shape[1] * t->shape[2];
     pack_kernel<D><<<blocks_for(total), BLOCK, 0, g.ctx.stream>>>(
         (const char *)t->buffer->data, view_of(t), (int)ct, dst, total, transposed);
-    return emily_cuda_launched(&g.ctx);
+    return emi_cuda_launched(&g.ctx);
 }
 
 // A contiguous [B, R, C] (or [B, C, R] when transposed) copy of t in the
@@ -351,7 +351,7 @@ emily_status store(Gemm &g, const void *src, CT ct, emily_tensor *dst) {
     store_kernel<<<blocks_for(dst->size), BLOCK, 0, g.ctx.stream>>>(
         src, (int)ct, (char *)dst->buffer->data + (size_t)dst->offset * emily_dtype_size(dst->dtype),
         (int)dst->dtype, dst->size);
-    return emily_cuda_launched(&g.ctx);
+    return emi_cuda_launched(&g.ctx);
 }
 
 void *dst_base(emily_tensor *dst) {
@@ -405,7 +405,7 @@ emily_status tiled_path(Gemm &g, emily_tensor *dst, const emily_tensor *a, const
             (const uint32_t *)pa, (const uint32_t *)pb, (uint32_t *)pc, nb, m, n, k);
         break;
     }
-    if ((s = emily_cuda_launched(&g.ctx))) return s;
+    if ((s = emi_cuda_launched(&g.ctx))) return s;
     return narrow ? store(g, pc, ct, dst) : EMILY_OK;
 }
 
@@ -466,7 +466,7 @@ emily_status blas_path(Gemm &g, emily_tensor *dst, const emily_tensor *a, const 
                            "dot: a batch of %lld %lld x %lld by %lld x %lld products exceeds cuBLAS's 32-bit sizes",
                            (long long)nb, (long long)m, (long long)k, (long long)k, (long long)n);
     cublasHandle_t h;
-    emily_status s = emily_cuda_cublas(&g.ctx, &h);
+    emily_status s = emi_cuda_cublas(&g.ctx, &h);
     if (s) return s;
     // f16/bf16 operands of an f32 FAST product go to the tensor cores as
     // they are when both have the same half type
@@ -517,7 +517,7 @@ emily_status blas_path(Gemm &g, emily_tensor *dst, const emily_tensor *a, const 
         oa.ptr, oa.type, (int)oa.lay.ld, oa.batch_stride, beta, pc, ctype, ldc, strc, (int)nb,
         compute, CUBLAS_GEMM_DEFAULT);
     if ((s = cublas_status(st))) return s;
-    if ((s = emily_cuda_launched(&g.ctx))) return s;
+    if ((s = emi_cuda_launched(&g.ctx))) return s;
     return direct ? EMILY_OK : store(g, pc, ct, dst);
 }
 
@@ -526,10 +526,10 @@ emily_status cuda_gemm(emily_tensor *dst, const emily_tensor *a, const emily_ten
     if (dst->size == 0) return EMILY_OK;
     Gemm g;
     const emily_tensor *ts[3] = {dst, a, b};
-    emily_status s = emily_cuda_begin("dot", dst->buffer->device.index, 3, ts, &g.ctx);
+    emily_status s = emi_cuda_begin("dot", dst->buffer->device.index, 3, ts, &g.ctx);
     if (s) return s;
     if (a->shape[2] == 0) // empty contraction: zeros
-        return emily_cuda_error("dot", cudaMemsetAsync(dst_base(dst), 0, emily_tensor_nbytes(dst),
+        return emi_cuda_error("dot", cudaMemsetAsync(dst_base(dst), 0, emily_tensor_nbytes(dst),
                                                        g.ctx.stream));
     bool fast = precision == EMILY_DOT_PRECISION_FAST;
     switch (dst->dtype) {
@@ -544,4 +544,4 @@ emily_status cuda_gemm(emily_tensor *dst, const emily_tensor *a, const emily_ten
 
 } // namespace
 
-extern "C" const struct emily_dot_kernels emily_cuda_dot_kernels = {cuda_gemm};
+extern "C" const struct emily_dot_kernels emi_cuda_dot_kernels = {cuda_gemm};

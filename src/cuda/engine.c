@@ -11,30 +11,30 @@
 
 static const emily_engine cuda_engine = {
     .name = "cuda",
-    .device_count = emily_cuda_device_count,
-    .alloc = emily_cuda_alloc,
-    .free = emily_cuda_free,
-    .upload = emily_cuda_upload,
-    .download = emily_cuda_download,
-    .synchronize = emily_cuda_synchronize,
-    .memory_stats = emily_cuda_memory_stats,
-    .release_cache = emily_cuda_release_cache,
+    .device_count = emi_cuda_device_count,
+    .alloc = emi_cuda_alloc,
+    .free = emi_cuda_free,
+    .upload = emi_cuda_upload,
+    .download = emi_cuda_download,
+    .synchronize = emi_cuda_synchronize,
+    .memory_stats = emi_cuda_memory_stats,
+    .release_cache = emi_cuda_release_cache,
     .host_addressable = false,
-    .stream_new = emily_cuda_stream_new,
-    .stream_free = emily_cuda_stream_free,
-    .stream_synchronize = emily_cuda_stream_synchronize,
-    .stream_set_current = emily_cuda_stream_set_current,
-    .copy = emily_cuda_copy,
-    .convert = emily_cuda_convert,
-    .fill = emily_cuda_fill,
-    .iota = emily_cuda_iota,
-    .eye = emily_cuda_eye,
-    .unary = emily_cuda_unary,
-    .binary = emily_cuda_binary,
-    .select = emily_cuda_select,
-    .reduce = emily_cuda_reduce,
-    .argreduce = emily_cuda_argreduce,
-    .all_close = emily_cuda_all_close,
+    .stream_new = emi_cuda_stream_new,
+    .stream_free = emi_cuda_stream_free,
+    .stream_synchronize = emi_cuda_stream_synchronize,
+    .stream_set_current = emi_cuda_stream_set_current,
+    .copy = emi_cuda_copy,
+    .convert = emi_cuda_convert,
+    .fill = emi_cuda_fill,
+    .iota = emi_cuda_iota,
+    .eye = emi_cuda_eye,
+    .unary = emi_cuda_unary,
+    .binary = emi_cuda_binary,
+    .select = emi_cuda_select,
+    .reduce = emi_cuda_reduce,
+    .argreduce = emi_cuda_argreduce,
+    .all_close = emi_cuda_all_close,
 };
 
 /* Family tables defined in other translation units are read at first
@@ -45,12 +45,12 @@ static pthread_once_t cuda_engine_once = PTHREAD_ONCE_INIT;
 static void cuda_engine_init(void) {
     emily_engine e = cuda_engine;
 #ifdef EMILY_CUDA_HAVE_DOT
-    e.dot = &emily_cuda_dot_kernels;
+    e.dot = &emi_cuda_dot_kernels;
 #endif
     cuda_engine_full = e;
 }
 
-const emily_engine *emily_cuda_engine(void) {
+const emily_engine *emi_cuda_engine(void) {
     pthread_once(&cuda_engine_once, cuda_engine_init);
     return &cuda_engine_full;
 }

@@ -212,7 +212,7 @@ emily_status reduce_dispatch(const emily_cuda_ctx &ctx, emily_reduce_op op, emil
 
 } // namespace
 
-extern "C" emily_status emily_cuda_reduce(emily_reduce_op op, emily_tensor *dst, const emily_tensor *src,
+extern "C" emily_status emi_cuda_reduce(emily_reduce_op op, emily_tensor *dst, const emily_tensor *src,
                                           const bool *reduced) {
     static const char *const names[] = {"sum", "product", "reduce_max", "reduce_min", "all", "any"};
     if ((unsigned)op >= EMILY_REDUCE_OP_COUNT || !emily_dtype_valid(src->dtype))
@@ -222,7 +222,7 @@ extern "C" emily_status emily_cuda_reduce(emily_reduce_op op, emily_tensor *dst,
         return emily_error(EMILY_ERR_SHAPE, "reduce: cannot take the max/min of an empty axis");
     emily_cuda_ctx ctx;
     const emily_tensor *ts[2] = {dst, src};
-    emily_status s = emily_cuda_begin(names[op], dev_of(dst), 2, ts, &ctx);
+    emily_status s = emi_cuda_begin(names[op], dev_of(dst), 2, ts, &ctx);
     return s ? s : reduce_dispatch(ctx, op, dst, src, reduced);
 }
 
@@ -338,7 +338,7 @@ emily_status close_run(const emily_cuda_ctx &ctx, const AcParams &p, const emily
     return for_layout<2>(ctx.op, ts, [&](const Layout<2> &L, const int64_t *off) -> emily_status {
         close_kernel<C><<<grid_for(ctx.device, L.total), BLOCK, 0, ctx.stream>>>(L, p, ap + off[0],
                                                                                 bp + off[1], bad);
-        return emily_cuda_launched(&ctx);
+        return emi_cuda_launched(&ctx);
     });
 }
 
@@ -365,24 +365,24 @@ emily_status close_dispatch(const emily_cuda_ctx &ctx, const AcParams &p, const 
 
 } // namespace
 
-extern "C" emily_status emily_cuda_all_close(emily_tensor *dst, const emily_tensor *a, const emily_tensor *b,
+extern "C" emily_status emi_cuda_all_close(emily_tensor *dst, const emily_tensor *a, const emily_tensor *b,
                                              double rtol, double atol, bool equal_nan) {
     if (a->dtype != b->dtype || dst->dtype != EMILY_U8 || dst->size != 1)
         return emily_error(EMILY_ERR_INTERNAL, "all_close kernel: bad operand types");
     emily_cuda_ctx ctx;
     const emily_tensor *ts[3] = {dst, a, b};
-    emily_status s = emily_cuda_begin("all_close", dev_of(dst), 3, ts, &ctx);
+    emily_status s = emi_cuda_begin("all_close", dev_of(dst), 3, ts, &ctx);
     if (s) return s;
     AcParams p = {(double)(float)rtol, (double)(float)atol, equal_nan};
     unsigned *bad = NULL;
-    s = emily_cuda_scratch(&ctx, sizeof(unsigned), (void **)&bad);
+    s = emi_cuda_scratch(&ctx, sizeof(unsigned), (void **)&bad);
     if (s) return s;
-    s = emily_cuda_error("all_close", cudaMemsetAsync(bad, 0, sizeof(unsigned), ctx.stream));
+    s = emi_cuda_error("all_close", cudaMemsetAsync(bad, 0, sizeof(unsigned), ctx.stream));
     if (!s && a->size > 0) s = close_dispatch(ctx, p, a, b, bad);
     if (!s) {
         close_result<<<1, 1, 0, ctx.stream>>>(bad, (uint8_t *)base_of(dst) + dst->offset);
-        s = emily_cuda_launched(&ctx);
+        s = emi_cuda_launched(&ctx);
     }
-    emily_cuda_scratch_free(&ctx, bad);
+    emi_cuda_scratch_free(&ctx, bad);
     return s;
 }

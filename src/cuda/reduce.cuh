@@ -370,7 +370,7 @@ emily_status run_reduce(const emily_cuda_ctx &ctx, const RedGeom &g, bool rows_i
     typedef typename Red::Acc Acc;
     const S *sp = (const S *)base_of(src) + src->offset;
     D *dp = (D *)base_of(dst) + dst->offset;
-    int64_t sms = emily_cuda_sm_count(ctx.device);
+    int64_t sms = emi_cuda_sm_count(ctx.device);
     int parts = 1;
     int64_t chunk = 0;
     const bool seq = red_sequential<Red>();
@@ -403,7 +403,7 @@ emily_status run_reduce(const emily_cuda_ctx &ctx, const RedGeom &g, bool rows_i
     }
     Acc *buf = NULL;
     if (parts > 1) {
-        emily_status s = emily_cuda_scratch(&ctx, sizeof(Acc) * (size_t)g.K * (size_t)parts, (void **)&buf);
+        emily_status s = emi_cuda_scratch(&ctx, sizeof(Acc) * (size_t)g.K * (size_t)parts, (void **)&buf);
         if (s) return s;
     }
     int64_t items = g.K * parts;
@@ -418,17 +418,17 @@ emily_status run_reduce(const emily_cuda_ctx &ctx, const RedGeom &g, bool rows_i
     } else {
         reduce_cols<Red><<<grid_for(ctx.device, items), BLOCK, 0, ctx.stream>>>(g, red, sp, dp, buf, parts, chunk);
     }
-    emily_status s = emily_cuda_launched(&ctx);
+    emily_status s = emi_cuda_launched(&ctx);
     if (!s && parts > 1 && seq) {
         reduce_finish_seq<Red><<<grid_for(ctx.device, g.K), BLOCK, 0, ctx.stream>>>(g, red, buf, parts, dp);
-        s = emily_cuda_launched(&ctx);
+        s = emi_cuda_launched(&ctx);
     } else if (!s && parts > 1) {
         int64_t cap = sms * 16, blocks = g.K < cap ? g.K : cap;
         int64_t so = rows ? parts : 1, spp = rows ? 1 : g.K;
         reduce_finish<Red><<<(unsigned)blocks, BLOCK, 0, ctx.stream>>>(g, red, buf, parts, so, spp, dp);
-        s = emily_cuda_launched(&ctx);
+        s = emi_cuda_launched(&ctx);
     }
-    if (buf) emily_cuda_scratch_free(&ctx, buf);
+    if (buf) emi_cuda_scratch_free(&ctx, buf);
     return s;
 }
 

@@ -55,7 +55,7 @@ static unsigned long long new_generation(void) {
     return atomic_fetch_add(&next_generation, 1);
 }
 
-emily_status emily_cuda_error(const char *op, cudaError_t err) {
+emily_status emi_cuda_error(const char *op, cudaError_t err) {
     if (err == cudaSuccess) return EMILY_OK;
     (void)cudaGetLastError(); /* clear it so the next launch check does not see it */
     return emily_error(err == cudaErrorMemoryAllocation ? EMILY_ERR_MEMORY : EMILY_ERR_DEVICE,
@@ -77,7 +77,7 @@ static void count_devices(void) {
     count_value = n;
 }
 
-int emily_cuda_device_count(void) {
+int emi_cuda_device_count(void) {
     pthread_once(&count_once, count_devices);
     return count_value;
 }
@@ -88,14 +88,14 @@ static emily_status init_device(const char *op, int device) {
     pthread_mutex_lock(&init_lock);
     if (atomic_load_explicit(&dev->ready, memory_order_acquire)) goto done;
     cudaError_t err = cudaSetDevice(device);
-    if (err) { s = emily_cuda_error(op, err); goto done; }
+    if (err) { s = emi_cuda_error(op, err); goto done; }
     emily_cuda_stream *ds = &dev->default_stream;
     err = cudaStreamCreateWithFlags(&ds->stream, cudaStreamNonBlocking);
-    if (err) { s = emily_cuda_error(op, err); goto done; }
+    if (err) { s = emi_cuda_error(op, err); goto done; }
     err = cudaEventCreateWithFlags(&ds->event, cudaEventDisableTiming);
     if (err) {
         cudaStreamDestroy(ds->stream);
-        s = emily_cuda_error(op, err);
+        s = emi_cuda_error(op, err);
         goto done;
     }
     int sms = 0;
@@ -121,8 +121,8 @@ done:
     return s;
 }
 
-emily_status emily_cuda_enter(const char *op, int device) {
-    int n = emily_cuda_device_count();
+emily_status emi_cuda_enter(const char *op, int device) {
+    int n = emi_cuda_device_count();
     if (device < 0 || device >= n)
         return emily_error(EMILY_ERR_DEVICE, "cuda: %s: device cuda:%d not found (%d present)", op,
                            device, n);
@@ -133,12 +133,12 @@ emily_status emily_cuda_enter(const char *op, int device) {
     /* With one device it is every thread's current device already. */
     if (n > 1) {
         cudaError_t err = cudaSetDevice(device);
-        if (err) return emily_cuda_error(op, err);
+        if (err) return emi_cuda_error(op, err);
     }
     return EMILY_OK;
 }
 
-int emily_cuda_sm_count(int device) {
+int emi_cuda_sm_count(int device) {
     if (device < 0 || device >= EMILY_CUDA_MAX_DEVICES) return 1;
     return devices[device].sm_count > 0 ? devices[device].sm_count : 1;
 }
@@ -158,16 +158,16 @@ static emily_cuda_stream *current_stream(int device) {
     return &devices[device].default_stream;
 }
 
-emily_status emily_cuda_current_stream(int device, cudaStream_t *out) {
+emily_status emi_cuda_current_stream(int device, cudaStream_t *out) {
     if (!out) return emily_error(EMILY_ERR_ARGUMENT, "cuda: current_stream: NULL output");
-    emily_status s = emily_cuda_enter("current_stream", device);
+    emily_status s = emi_cuda_enter("current_stream", device);
     if (s) return s;
     *out = current_stream(device)->stream;
     return EMILY_OK;
 }
 
-emily_status emily_cuda_stream_new(int device, void **handle) {
-    emily_status s = emily_cuda_enter("stream_new", device);
+emily_status emi_cuda_stream_new(int device, void **handle) {
+    emily_status s = emi_cuda_enter("stream_new", device);
     if (s) return s;
     cuda_device *dev = &devices[device];
     pthread_mutex_lock(&dev->lock);
@@ -186,7 +186,7 @@ emily_status emily_cuda_stream_new(int device, void **handle) {
         st->next_free = dev->free_streams;
         dev->free_streams = st;
         pthread_mutex_unlock(&dev->lock);
-        return emily_cuda_error("stream_new", err);
+        return emi_cuda_error("stream_new", err);
     }
     st->device = device;
     st->cublas = NULL;
@@ -196,18 +196,18 @@ emily_status emily_cuda_stream_new(int device, void **handle) {
     return EMILY_OK;
 }
 
-emily_status emily_cuda_stream_free(int device, void *handle) {
+emily_status emi_cuda_stream_free(int device, void *handle) {
     emily_cuda_stream *st = handle;
     if (!st) return emily_error(EMILY_ERR_ARGUMENT, "cuda: stream_free: the default stream cannot be freed");
     if (st->device != device)
         return emily_error(EMILY_ERR_DEVICE, "cuda: stream_free: the stream belongs to cuda:%d, not cuda:%d",
                            st->device, device);
-    emily_status s = emily_cuda_enter("stream_free", device);
+    emily_status s = emi_cuda_enter("stream_free", device);
     if (s) return s;
     cuda_device *dev = &devices[device];
     /* Wait for its work: afterwards no buffer needs to wait for it, which
      * is what a generation of 0 tells everyone holding the pointer. */
-    s = emily_cuda_error("stream_free", cudaStreamSynchronize(st->stream));
+    s = emi_cuda_error("stream_free", cudaStreamSynchronize(st->stream));
     pthread_mutex_lock(&dev->lock);
     atomic_store_explicit(&st->gen, 0, memory_order_release);
     pthread_mutex_unlock(&dev->lock);
@@ -223,15 +223,15 @@ emily_status emily_cuda_stream_free(int device, void *handle) {
     return s;
 }
 
-emily_status emily_cuda_stream_synchronize(int device, void *handle) {
-    emily_status s = emily_cuda_enter("stream_synchronize", device);
+emily_status emi_cuda_stream_synchronize(int device, void *handle) {
+    emily_status s = emi_cuda_enter("stream_synchronize", device);
     if (s) return s;
     emily_cuda_stream *st = handle ? (emily_cuda_stream *)handle : &devices[device].default_stream;
-    return emily_cuda_error("stream_synchronize", cudaStreamSynchronize(st->stream));
+    return emi_cuda_error("stream_synchronize", cudaStreamSynchronize(st->stream));
 }
 
-emily_status emily_cuda_stream_set_current(int device, void *handle) {
-    emily_status s = emily_cuda_enter("stream_set_current", device);
+emily_status emi_cuda_stream_set_current(int device, void *handle) {
+    emily_status s = emi_cuda_enter("stream_set_current", device);
     if (s) return s;
     emily_cuda_stream *st = handle;
     if (st && st->device != device)
@@ -243,9 +243,9 @@ emily_status emily_cuda_stream_set_current(int device, void *handle) {
     return EMILY_OK;
 }
 
-emily_status emily_cuda_synchronize(int device) {
-    emily_status s = emily_cuda_enter("synchronize", device);
-    return s ? s : emily_cuda_error("synchronize", cudaDeviceSynchronize());
+emily_status emi_cuda_synchronize(int device) {
+    emily_status s = emi_cuda_enter("synchronize", device);
+    return s ? s : emi_cuda_error("synchronize", cudaDeviceSynchronize());
 }
 
 /* ---- block records -------------------------------------------------- */
@@ -305,16 +305,16 @@ static emily_status use_block(const char *op, cuda_block *b, emily_cuda_stream *
     if (l && l != s && atomic_load_explicit(&l->gen, memory_order_acquire) == b->last_gen) {
         cudaError_t err = cudaEventRecord(l->event, l->stream);
         if (!err) err = cudaStreamWaitEvent(s->stream, l->event, 0);
-        if (err) return emily_cuda_error(op, err);
+        if (err) return emi_cuda_error(op, err);
     }
     b->last = s;
     b->last_gen = sgen;
     return EMILY_OK;
 }
 
-emily_status emily_cuda_begin(const char *op, int device, int n, const emily_tensor *const *ts,
+emily_status emi_cuda_begin(const char *op, int device, int n, const emily_tensor *const *ts,
                               emily_cuda_ctx *ctx) {
-    emily_status s = emily_cuda_enter(op, device);
+    emily_status s = emi_cuda_enter(op, device);
     if (s) return s;
     cuda_device *dev = &devices[device];
     pthread_mutex_lock(&dev->lock);
@@ -341,11 +341,11 @@ emily_status emily_cuda_begin(const char *op, int device, int n, const emily_ten
     return EMILY_OK;
 }
 
-emily_status emily_cuda_launched(const emily_cuda_ctx *ctx) {
-    return emily_cuda_error(ctx->op, cudaGetLastError());
+emily_status emi_cuda_launched(const emily_cuda_ctx *ctx) {
+    return emi_cuda_error(ctx->op, cudaGetLastError());
 }
 
-emily_status emily_cuda_order_ptr(const char *op, int device, const void *ptr,
+emily_status emi_cuda_order_ptr(const char *op, int device, const void *ptr,
                                   cudaStream_t *stream, bool *known) {
     cuda_device *dev = &devices[device];
     emily_status s = EMILY_OK;
@@ -359,7 +359,7 @@ emily_status emily_cuda_order_ptr(const char *op, int device, const void *ptr,
     return s;
 }
 
-emily_status emily_cuda_cublas(const emily_cuda_ctx *ctx, cublasHandle_t *out) {
+emily_status emi_cuda_cublas(const emily_cuda_ctx *ctx, cublasHandle_t *out) {
     if (!ctx || !out) return emily_error(EMILY_ERR_ARGUMENT, "cuda: cublas: NULL argument");
     cuda_device *dev = &devices[ctx->device];
     emily_cuda_stream *st = ctx->owner;
@@ -400,7 +400,7 @@ static bool size_class(size_t n, int *cls, size_t *size) {
 static emily_status drop_cache(cuda_device *dev) {
     /* Cached blocks may still be read by queued work: wait for it all. */
     cudaError_t err = cudaDeviceSynchronize();
-    if (err) return emily_cuda_error("release_cache", err);
+    if (err) return emi_cuda_error("release_cache", err);
     for (int c = 0; c < NCLASSES; c++) {
         for (cuda_block *b = dev->cache[c], *nx; b; b = nx) {
             nx = b->next;
@@ -415,7 +415,7 @@ static emily_status drop_cache(cuda_device *dev) {
 }
 
 static emily_status alloc_on(const char *op, int device, size_t nbytes, void **ptr) {
-    emily_status s = emily_cuda_enter(op, device);
+    emily_status s = emi_cuda_enter(op, device);
     if (s) return s;
     int cls;
     size_t size;
@@ -470,11 +470,11 @@ static emily_status alloc_on(const char *op, int device, size_t nbytes, void **p
     return EMILY_OK;
 }
 
-emily_status emily_cuda_alloc(int device, size_t nbytes, void **ptr) {
+emily_status emi_cuda_alloc(int device, size_t nbytes, void **ptr) {
     return alloc_on("alloc", device, nbytes, ptr);
 }
 
-void emily_cuda_free(int device, void *ptr) {
+void emi_cuda_free(int device, void *ptr) {
     if (!ptr || device < 0 || device >= EMILY_CUDA_MAX_DEVICES) return;
     cuda_device *dev = &devices[device];
     if (!atomic_load_explicit(&dev->ready, memory_order_acquire)) return;
@@ -489,16 +489,16 @@ void emily_cuda_free(int device, void *ptr) {
     pthread_mutex_unlock(&dev->lock);
 }
 
-emily_status emily_cuda_scratch(const emily_cuda_ctx *ctx, size_t nbytes, void **ptr) {
+emily_status emi_cuda_scratch(const emily_cuda_ctx *ctx, size_t nbytes, void **ptr) {
     return alloc_on(ctx->op, ctx->device, nbytes ? nbytes : 1, ptr);
 }
 
-void emily_cuda_scratch_free(const emily_cuda_ctx *ctx, void *ptr) {
-    emily_cuda_free(ctx->device, ptr);
+void emi_cuda_scratch_free(const emily_cuda_ctx *ctx, void *ptr) {
+    emi_cuda_free(ctx->device, ptr);
 }
 
-emily_status emily_cuda_memory_stats(int device, emily_memory_stats *out) {
-    emily_status s = emily_cuda_enter("memory_stats", device);
+emily_status emi_cuda_memory_stats(int device, emily_memory_stats *out) {
+    emily_status s = emi_cuda_enter("memory_stats", device);
     if (s) return s;
     cuda_device *dev = &devices[device];
     pthread_mutex_lock(&dev->lock);
@@ -509,8 +509,8 @@ emily_status emily_cuda_memory_stats(int device, emily_memory_stats *out) {
     return EMILY_OK;
 }
 
-emily_status emily_cuda_release_cache(int device) {
-    emily_status s = emily_cuda_enter("release_cache", device);
+emily_status emi_cuda_release_cache(int device) {
+    emily_status s = emi_cuda_enter("release_cache", device);
     if (s) return s;
     cuda_device *dev = &devices[device];
     pthread_mutex_lock(&dev->lock);

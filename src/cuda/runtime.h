@@ -20,33 +20,33 @@ struct emily_cuda_stream {
 };
 
 /* Devices present (0 without a driver or GPU). */
-int emily_cuda_device_count(void);
+int emi_cuda_device_count(void);
 /* Initializes the device's state at first use and makes it the calling
  * thread's current device. Fails with "cuda: <op>: ..." */
-emily_status emily_cuda_enter(const char *op, int device);
+emily_status emi_cuda_enter(const char *op, int device);
 
 /* Caching allocator (engine entries). */
-emily_status emily_cuda_alloc(int device, size_t nbytes, void **ptr);
-void emily_cuda_free(int device, void *ptr);
-emily_status emily_cuda_memory_stats(int device, emily_memory_stats *out);
-emily_status emily_cuda_release_cache(int device);
-emily_status emily_cuda_synchronize(int device);
+emily_status emi_cuda_alloc(int device, size_t nbytes, void **ptr);
+void emi_cuda_free(int device, void *ptr);
+emily_status emi_cuda_memory_stats(int device, emily_memory_stats *out);
+emily_status emi_cuda_release_cache(int device);
+emily_status emi_cuda_synchronize(int device);
 
 /* Streams (engine entries). */
-emily_status emily_cuda_stream_new(int device, void **handle);
-emily_status emily_cuda_stream_free(int device, void *handle);
-emily_status emily_cuda_stream_synchronize(int device, void *handle);
-emily_status emily_cuda_stream_set_current(int device, void *handle);
+emily_status emi_cuda_stream_new(int device, void **handle);
+emily_status emi_cuda_stream_free(int device, void *handle);
+emily_status emi_cuda_stream_synchronize(int device, void *handle);
+emily_status emi_cuda_stream_set_current(int device, void *handle);
 
 /* Orders a transfer touching device memory `ptr` on the calling thread's
  * current stream, which is stored in *stream. *known is false when ptr is
  * not the start of a live allocation (the caller must then wait for the
  * whole device before reading it). */
-emily_status emily_cuda_order_ptr(const char *op, int device, const void *ptr,
+emily_status emi_cuda_order_ptr(const char *op, int device, const void *ptr,
                                   cudaStream_t *stream, bool *known);
 
 /* Transfers (engine entries, src/cuda/transfer.c). */
-emily_status emily_cuda_upload(int device, void *dst, const void *src, size_t nbytes);
-emily_status emily_cuda_download(int device, void *dst, const void *src, size_t nbytes);
+emily_status emi_cuda_upload(int device, void *dst, const void *src, size_t nbytes);
+emily_status emi_cuda_download(int device, void *dst, const void *src, size_t nbytes);
 
 #endif

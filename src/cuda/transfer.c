@@ -117,12 +117,12 @@ static cudaError_t staged_upload(slot_ring *r, char *dst, const char *src, size_
     return cudaSuccess;
 }
 
-emily_status emily_cuda_upload(int device, void *dst, const void *src, size_t nbytes) {
-    emily_status s = emily_cuda_enter("upload", device);
+emily_status emi_cuda_upload(int device, void *dst, const void *src, size_t nbytes) {
+    emily_status s = emi_cuda_enter("upload", device);
     if (s || nbytes == 0) return s;
     cudaStream_t stream;
     bool known;
-    s = emily_cuda_order_ptr("upload", device, dst, &stream, &known);
+    s = emi_cuda_order_ptr("upload", device, dst, &stream, &known);
     if (s) return s;
     cudaError_t err = cudaSuccess;
     if (!known) err = cudaDeviceSynchronize(); /* not a buffer start: wait for everything */
@@ -136,7 +136,7 @@ emily_status emily_cuda_upload(int device, void *dst, const void *src, size_t nb
         err = staged_upload(nbytes <= SMALL_SLOT ? &st->small : &st->big, dst, src, nbytes, stream);
         pthread_mutex_unlock(&st->lock);
     }
-    return emily_cuda_error("upload", err);
+    return emi_cuda_error("upload", err);
 }
 
 /* Chunks through the large slots; chunk k goes to slot (first + k) % n. */
@@ -169,12 +169,12 @@ static cudaError_t staged_download(slot_ring *r, char *dst, const char *src, siz
     return err;
 }
 
-emily_status emily_cuda_download(int device, void *dst, const void *src, size_t nbytes) {
-    emily_status s = emily_cuda_enter("download", device);
+emily_status emi_cuda_download(int device, void *dst, const void *src, size_t nbytes) {
+    emily_status s = emi_cuda_enter("download", device);
     if (s || nbytes == 0) return s;
     cudaStream_t stream;
     bool known;
-    s = emily_cuda_order_ptr("download", device, src, &stream, &known);
+    s = emi_cuda_order_ptr("download", device, src, &stream, &known);
     if (s) return s;
     cudaError_t err = cudaSuccess;
     if (!known) err = cudaDeviceSynchronize(); /* not a buffer start: wait for everything */
@@ -188,5 +188,5 @@ emily_status emily_cuda_download(int device, void *dst, const void *src, size_t 
         err = staged_download(&st->big, dst, src, nbytes, stream);
         pthread_mutex_unlock(&st->lock);
     }
-    return emily_cuda_error("download", err);
+    return emi_cuda_error("download", err);
 }

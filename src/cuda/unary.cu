@@ -176,7 +176,7 @@ unary_run pick_run(emily_unary_op op, emily_dtype sd, emily_dtype dd) {
 
 } // namespace
 
-extern "C" emily_status emily_cuda_unary(emily_unary_op op, emily_tensor *dst, const emily_tensor *src) {
+extern "C" emily_status emi_cuda_unary(emily_unary_op op, emily_tensor *dst, const emily_tensor *src) {
     if ((unsigned)op >= EMILY_UNARY_OP_COUNT)
         return emily_error(EMILY_ERR_INTERNAL, "unary kernel: bad op %d", (int)op);
     unary_run fn = pick_run(op, src->dtype, dst->dtype);
@@ -186,6 +186,6 @@ extern "C" emily_status emily_cuda_unary(emily_unary_op op, emily_tensor *dst, c
     if (dst->size == 0) return EMILY_OK;
     emily_cuda_ctx ctx;
     const emily_tensor *ts[2] = {dst, src};
-    emily_status s = emily_cuda_begin(emily_unary_op_name(op), dev_of(dst), 2, ts, &ctx);
+    emily_status s = emi_cuda_begin(emily_unary_op_name(op), dev_of(dst), 2, ts, &ctx);
     return s ? s : fn(ctx, dst, src);
 }

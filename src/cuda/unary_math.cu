@@ -2,7 +2,7 @@
 // forms, erf, erfc, erf_inv): the per-element rules of core/scalar_unary.h,
 // picked exactly as src/cpu/unary.c picks them.
 #include "cuda/unary_ops.cuh"
-#include "cuda/cr_math.cuh"
+#include "cuda/correctly_rounded.cuh"
 
 using namespace emily_cuda;
 
@@ -12,7 +12,7 @@ namespace {
 // sinh(z)/cosh(z) through exp(+-z)), whose numerators cancel; the reference
 // keeps that cancellation, so its result depends on the last bit of every
 // ingredient. The ingredients here are the nearly correctly rounded ones of
-// cuda/cr_math.cuh (what glibc returns in nearly all cases) instead of the
+// cuda/correctly_rounded.cuh (what glibc returns in nearly all cases) instead of the
 // device's 1-2 ULP functions; the special cases are unchanged.
 __device__ inline emily_cd cr_cmul_div(emily_cd a, emily_cd b) {
     double num_re = __dadd_rn(__dmul_rn(a.re, b.re), __dmul_rn(a.im, b.im));

@@ -15,7 +15,7 @@ struct graph_block {
     max_align_t data[];
 };
 
-void *graph_alloc(emily_graph *g, size_t n) {
+void *emi_graph_alloc(emily_graph *g, size_t n) {
     n = (n + sizeof(max_align_t) - 1) / sizeof(max_align_t) * sizeof(max_align_t);
     if (!n) n = sizeof(max_align_t);
     graph_block *b = g->mem;
@@ -37,8 +37,8 @@ void *graph_alloc(emily_graph *g, size_t n) {
     return p;
 }
 
-char *graph_strdup(emily_graph *g, const char *s, size_t len) {
-    char *d = graph_alloc(g, len + 1);
+char *emi_graph_strdup(emily_graph *g, const char *s, size_t len) {
+    char *d = emi_graph_alloc(g, len + 1);
     if (d && len) memcpy(d, s, len);
     return d;
 }
@@ -60,7 +60,7 @@ void emily_graph_free(emily_graph *g) {
     if (!g) return;
     for (int32_t i = 0; i < g->nvalues; i++)
         if (g->values[i].kind == GV_CONST) emily_tensor_release(g->values[i].tensor);
-    for (int32_t i = 0; i < g->nsteps; i++) fused_group_free(g->steps[i].group);
+    for (int32_t i = 0; i < g->nsteps; i++) emi_fused_group_free(g->steps[i].group);
     for (int32_t i = 0; i < g->ncalls; i++) {
         emily_graph_free(g->calls[i].cond);
         emily_graph_free(g->calls[i].body);
@@ -88,7 +88,7 @@ static emily_status check_building(const emily_graph *g, const char *op) {
     return EMILY_OK;
 }
 
-emily_status graph_push_value(emily_graph *g, graph_value v, int32_t *id) {
+emily_status emi_graph_push_value(emily_graph *g, graph_value v, int32_t *id) {
     if (g->nvalues == g->values_cap) {
         if (g->values_cap >= INT32_MAX / 2) return emily_error(EMILY_ERR_ARGUMENT, "graph: too many values");
         int32_t cap = g->values_cap ? g->values_cap * 2 : 64;
@@ -108,14 +108,14 @@ static emily_status copy_shape(emily_graph *g, const char *op, int rank, const i
     if (rank < 0 || rank > EMILY_MAX_RANK)
         return emily_error(EMILY_ERR_SHAPE, "%s: rank %d is out of range (0 to %d)", op, rank, EMILY_MAX_RANK);
     if (rank && !shape) return emily_error(EMILY_ERR_ARGUMENT, "%s: NULL shape", op);
-    int64_t *s = graph_alloc(g, sizeof(int64_t) * ((size_t)rank + 1));
+    int64_t *s = emi_graph_alloc(g, sizeof(int64_t) * ((size_t)rank + 1));
     if (!s) return EMILY_ERR_MEMORY;
     for (int i = 0; i < rank; i++) {
         if (shape[i] < 0) return emily_error(EMILY_ERR_SHAPE, "%s: negative dimension %lld", op, (long long)shape[i]);
         s[i] = shape[i];
     }
     int64_t n;
-    if (!emily_shape_size(rank, s, &n)) return emily_error(EMILY_ERR_SHAPE, "%s: the shape has too many elements", op);
+    if (!emi_shape_size(rank, s, &n)) return emily_error(EMILY_ERR_SHAPE, "%s: the shape has too many elements", op);
     *out = s;
     return EMILY_OK;
 }
@@ -136,7 +136,7 @@ emily_status emily_graph_add_param(emily_graph *g, emily_dtype dtype, int rank, 
         g->params_cap = cap;
     }
     v.node = g->nparams;
-    if ((s = graph_push_value(g, v, value))) return s;
+    if ((s = emi_graph_push_value(g, v, value))) return s;
     g->params[g->nparams++] = *value;
     return EMILY_OK;
 }
@@ -145,10 +145,10 @@ emily_status emily_graph_add_const(emily_graph *g, emily_tensor *t, int32_t *val
     emily_status s;
     if ((s = check_building(g, "graph_add_const"))) return s;
     if (!value) return emily_error(EMILY_ERR_ARGUMENT, "graph_add_const: NULL output");
-    if ((s = emily_check_tensor("graph_add_const", "tensor", t))) return s;
+    if ((s = emi_check_tensor("graph_add_const", "tensor", t))) return s;
     graph_value v = {.kind = GV_CONST, .node = -1, .tensor = t, .dtype = t->dtype, .rank = t->rank,
                      .shape = t->shape};
-    if ((s = graph_push_value(g, v, value))) return s;
+    if ((s = emi_graph_push_value(g, v, value))) return s;
     emily_tensor_retain(t);
     return EMILY_OK;
 }
@@ -170,7 +170,7 @@ static emily_status copy_tree(emily_graph *g, const emily_value *src, emily_valu
         return EMILY_OK;
     case EMILY_V_ATOM: case EMILY_V_BINARY:
         if (src->len && !src->str) return emily_error(EMILY_ERR_ARGUMENT, "%s: NULL string", where);
-        dst->str = graph_strdup(g, src->str ? src->str : "", src->len);
+        dst->str = emi_graph_strdup(g, src->str ? src->str : "", src->len);
         return dst->str ? EMILY_OK : EMILY_ERR_MEMORY;
     case EMILY_V_TEMPLATE:
         if (!emily_dtype_valid(src->dtype)) return emily_error(EMILY_ERR_TYPE, "%s: a template has an unknown type", where);
@@ -190,15 +190,15 @@ static emily_status copy_tree(emily_graph *g, const emily_value *src, emily_valu
     case EMILY_V_TUPLE: case EMILY_V_LIST: case EMILY_V_OPTS:
         if (src->n && !src->items) return emily_error(EMILY_ERR_ARGUMENT, "%s: NULL items", where);
         if (src->n > (size_t)1 << 24) return emily_error(EMILY_ERR_ARGUMENT, "%s: too many items", where);
-        dst->items = graph_alloc(g, sizeof(emily_value) * (src->n + 1));
+        dst->items = emi_graph_alloc(g, sizeof(emily_value) * (src->n + 1));
         if (!dst->items) return EMILY_ERR_MEMORY;
         if (src->kind == EMILY_V_OPTS) {
             if (src->n && !src->keys) return emily_error(EMILY_ERR_ARGUMENT, "%s: NULL option keys", where);
-            const char **keys = graph_alloc(g, sizeof(char *) * (src->n + 1));
+            const char **keys = emi_graph_alloc(g, sizeof(char *) * (src->n + 1));
             if (!keys) return EMILY_ERR_MEMORY;
             for (size_t i = 0; i < src->n; i++) {
                 if (!src->keys[i]) return emily_error(EMILY_ERR_ARGUMENT, "%s: NULL option key", where);
-                if (!(keys[i] = graph_strdup(g, src->keys[i], strlen(src->keys[i])))) return EMILY_ERR_MEMORY;
+                if (!(keys[i] = emi_graph_strdup(g, src->keys[i], strlen(src->keys[i])))) return EMILY_ERR_MEMORY;
             }
             dst->keys = keys;
         }
@@ -209,7 +209,7 @@ static emily_status copy_tree(emily_graph *g, const emily_value *src, emily_valu
     return emily_error(EMILY_ERR_ARGUMENT, "%s: unknown value kind %d", where, (int)src->kind);
 }
 
-emily_status graph_copy_value(emily_graph *g, const emily_value *src, emily_value *dst, int32_t limit,
+emily_status emi_graph_copy_value(emily_graph *g, const emily_value *src, emily_value *dst, int32_t limit,
                               const char *where) {
     return copy_tree(g, src, dst, limit, where, 0);
 }
@@ -223,21 +223,21 @@ static void count_refs(const emily_value *v, int *n, emily_value **slots) {
     }
 }
 
-emily_status graph_collect_refs(emily_graph *g, graph_call *c) {
+emily_status emi_graph_collect_refs(emily_graph *g, graph_call *c) {
     int n = 0;
     for (size_t i = 0; i < c->nargs; i++) count_refs(&c->args[i], &n, NULL);
-    c->refs = graph_alloc(g, sizeof(emily_value *) * ((size_t)n + 1));
+    c->refs = emi_graph_alloc(g, sizeof(emily_value *) * ((size_t)n + 1));
     if (!c->refs) return EMILY_ERR_MEMORY;
     c->nrefs = 0;
     for (size_t i = 0; i < c->nargs; i++) count_refs(&c->args[i], &c->nrefs, c->refs);
     return EMILY_OK;
 }
 
-int graph_template_count(const emily_value *out) {
+int emi_graph_template_count(const emily_value *out) {
     return out->kind == EMILY_V_TEMPLATE ? 1 : (int)out->n;
 }
 
-const emily_value *graph_template_at(const emily_value *out, int k) {
+const emily_value *emi_graph_template_at(const emily_value *out, int k) {
     if (out->kind == EMILY_V_TEMPLATE) return k == 0 ? out : NULL;
     if ((out->kind == EMILY_V_LIST || out->kind == EMILY_V_TUPLE) && k >= 0 && (size_t)k < out->n &&
         out->items[k].kind == EMILY_V_TEMPLATE)
@@ -255,7 +255,7 @@ emily_status emily_graph_add_call(emily_graph *g, const char *callback, const em
     if ((s = check_building(g, "graph_add_call"))) return s;
     if (!first) return emily_error(EMILY_ERR_ARGUMENT, "graph_add_call: NULL output");
     if (!callback) return emily_error(EMILY_ERR_ARGUMENT, "graph_add_call: NULL callback name");
-    emily_callback_fn fn = emily_callback_find(callback);
+    emily_callback_fn fn = emi_callback_find(callback);
     if (!fn) return emily_error(EMILY_ERR_UNSUPPORTED, "graph_add_call: unknown callback %s", callback);
     if (!out) return emily_error(EMILY_ERR_ARGUMENT, "graph_add_call: %s: NULL output template", callback);
     if (nargs && !args) return emily_error(EMILY_ERR_ARGUMENT, "graph_add_call: %s: NULL arguments", callback);
@@ -270,9 +270,9 @@ static emily_status add_call_of(emily_graph *g, const char *callback, emily_call
     if (out->kind != EMILY_V_TEMPLATE && out->kind != EMILY_V_LIST && out->kind != EMILY_V_TUPLE)
         return emily_error(EMILY_ERR_ARGUMENT, "graph_add_call: %s: the output must be a template or a list of them",
                            callback);
-    int nout = graph_template_count(out);
+    int nout = emi_graph_template_count(out);
     for (int k = 0; k < nout; k++)
-        if (!graph_template_at(out, k))
+        if (!emi_graph_template_at(out, k))
             return emily_error(EMILY_ERR_ARGUMENT, "graph_add_call: %s: output %d is not a template", callback, k);
     if (nout < 1 || nout > max_outputs)
         return emily_error(EMILY_ERR_ARGUMENT, "graph_add_call: %s: %d outputs (1 to %d)", callback, nout,
@@ -289,20 +289,20 @@ static emily_status add_call_of(emily_graph *g, const char *callback, emily_call
     graph_call c = {.fn = fn, .nargs = nargs, .fused_group = -1};
     int32_t limit = g->nvalues;
     int32_t values_before = g->nvalues;
-    if (!(c.callback = graph_strdup(g, callback, strlen(callback)))) return EMILY_ERR_MEMORY;
-    if ((s = graph_copy_value(g, out, &c.out, limit, where))) goto undo;
-    if (!(c.args = graph_alloc(g, sizeof(emily_value) * (nargs + 1)))) { s = EMILY_ERR_MEMORY; goto undo; }
+    if (!(c.callback = emi_graph_strdup(g, callback, strlen(callback)))) return EMILY_ERR_MEMORY;
+    if ((s = emi_graph_copy_value(g, out, &c.out, limit, where))) goto undo;
+    if (!(c.args = emi_graph_alloc(g, sizeof(emily_value) * (nargs + 1)))) { s = EMILY_ERR_MEMORY; goto undo; }
     for (size_t i = 0; i < nargs; i++)
-        if ((s = graph_copy_value(g, &args[i], &c.args[i], limit, where))) goto undo;
-    if ((s = graph_collect_refs(g, &c))) goto undo;
+        if ((s = emi_graph_copy_value(g, &args[i], &c.args[i], limit, where))) goto undo;
+    if ((s = emi_graph_collect_refs(g, &c))) goto undo;
     c.nout = nout;
     c.first = g->nvalues;
     for (int k = 0; k < nout; k++) {
-        const emily_value *t = graph_template_at(&c.out, k);
+        const emily_value *t = emi_graph_template_at(&c.out, k);
         graph_value v = {.kind = GV_CALL, .node = g->ncalls, .k = k, .dtype = t->dtype, .rank = t->rank,
                          .shape = t->shape};
         int32_t id;
-        if ((s = graph_push_value(g, v, &id))) goto undo;
+        if ((s = emi_graph_push_value(g, v, &id))) goto undo;
     }
     g->calls[g->ncalls++] = c;
     *first = c.first;
@@ -423,7 +423,7 @@ emily_status emily_graph_add_while(emily_graph *g, emily_graph *cond, emily_grap
             s = emily_error(EMILY_ERR_SHAPE,
                             "graph_add_while: state value %zu is %s%s; the condition's and the body's parameter %zu "
                             "and the body's output %zu must be too",
-                            i, emily_dtype_name(v->dtype), emily_shape_str(v->rank, v->shape, a, sizeof a), i, i);
+                            i, emily_dtype_name(v->dtype), emi_shape_str(v->rank, v->shape, a, sizeof a), i, i);
         }
     }
     if (!s) {

@@ -30,10 +30,10 @@ static void unbind_refs(const graph_call *c) {
 }
 
 /* Runs one call with its arguments bound; its outputs go to vals. */
-emily_status graph_run_call(emily_graph *g, const graph_call *c, emily_tensor **vals) {
+emily_status emi_graph_run_call(emily_graph *g, const graph_call *c, emily_tensor **vals) {
     emily_dispatch_result res = {0};
     bind_refs(c, vals);
-    emily_status s = emily_dispatch_fn(c->fn, c->callback, g->device, &c->out, c->args, c->nargs,
+    emily_status s = emi_dispatch_fn(c->fn, c->callback, g->device, &c->out, c->args, c->nargs,
                                        EMILY_DISPATCH_RUN, &res);
     unbind_refs(c);
     if (s) return s;
@@ -53,7 +53,7 @@ static emily_status truthy(const emily_tensor *pred, bool *out) {
     return s;
 }
 
-emily_status graph_run_while(emily_graph *g, const graph_call *c, emily_tensor **vals) {
+emily_status emi_graph_run_while(emily_graph *g, const graph_call *c, emily_tensor **vals) {
     (void)g;
     size_t n = c->nargs;
     emily_tensor **state = malloc(sizeof(emily_tensor *) * n), **next = malloc(sizeof(emily_tensor *) * n);
@@ -90,7 +90,7 @@ emily_status graph_run_while(emily_graph *g, const graph_call *c, emily_tensor *
     return s;
 }
 
-emily_status graph_run_cond(emily_graph *g, const graph_call *c, emily_tensor **vals) {
+emily_status emi_graph_run_cond(emily_graph *g, const graph_call *c, emily_tensor **vals) {
     (void)g;
     int b = 0;
     emily_status s = EMILY_OK;
@@ -120,7 +120,7 @@ emily_status graph_run_cond(emily_graph *g, const graph_call *c, emily_tensor **
 
 static int64_t spec_bytes(const graph_value *v) {
     int64_t n;
-    if (!emily_shape_size(v->rank, v->shape, &n)) return INT64_MAX;
+    if (!emi_shape_size(v->rank, v->shape, &n)) return INT64_MAX;
     for (int i = 0; i < v->rank; i++)
         if (v->shape[i] == 0) return 0;
     return n * (int64_t)emily_dtype_size(v->dtype);
@@ -158,7 +158,7 @@ static emily_status fold_constants(emily_graph *g) {
         }
         if (!all_const || bytes > FOLD_MAX_BYTES || !c->fn) continue; /* loops run at each run */
         /* a call that fails here fails at every run: say so now */
-        if ((s = graph_run_call(g, c, vals))) break;
+        if ((s = emi_graph_run_call(g, c, vals))) break;
         c->folded = true;
         g->stats.folded++;
         for (int k = 0; k < c->nout; k++) {
@@ -189,7 +189,7 @@ static bool constant_scalar(const emily_graph *g, int32_t id, double *out) {
  * overflow and subnormals included. Not for f64, where libm's pow is not
  * always correctly rounded.) 3-10x faster than the f64 pow. */
 static emily_status simplify(emily_graph *g) {
-    emily_callback_fn multiply = emily_callback_find("multiply");
+    emily_callback_fn multiply = emi_callback_find("multiply");
     for (int32_t ci = 0; ci < g->ncalls; ci++) {
         graph_call *c = &g->calls[ci];
         if (c->folded || strcmp(c->callback, "pow") != 0 || c->nargs != 2 || c->args[0].kind != EMILY_V_REF ||
@@ -204,7 +204,7 @@ static emily_status simplify(emily_graph *g) {
         c->callback = "multiply";
         c->fn = multiply;
         c->args[1] = c->args[0];
-        emily_status s = graph_collect_refs(g, c);
+        emily_status s = emi_graph_collect_refs(g, c);
         if (s) return s;
         g->stats.rewritten++;
     }
@@ -232,7 +232,7 @@ static emily_status plan_releases(emily_graph *g) {
     }
     for (int32_t st = 0; st < g->nsteps; st++) {
         const int32_t *in;
-        int nin = fused_group_inputs(g->steps[st].group, &in);
+        int nin = emi_fused_group_inputs(g->steps[st].group, &in);
         for (int i = 0; i < nin; i++)
             if (last[in[i]] < st) last[in[i]] = st;
     }
@@ -243,7 +243,7 @@ static emily_status plan_releases(emily_graph *g) {
     }
     emily_status s = EMILY_OK;
     for (int32_t st = 0; st < g->nsteps && !s; st++) {
-        g->steps[st].release = graph_alloc(g, sizeof(int32_t) * ((size_t)count[st] + 1));
+        g->steps[st].release = emi_graph_alloc(g, sizeof(int32_t) * ((size_t)count[st] + 1));
         if (!g->steps[st].release) s = EMILY_ERR_MEMORY;
     }
     for (int32_t i = 0; i < g->nvalues && !s; i++) {
@@ -308,7 +308,7 @@ emily_status emily_graph_compile(emily_graph *g, emily_device device, const emil
         }
         g->steps[g->nsteps++] = (graph_step){.call = ci};
     }
-    if (optimize && (s = graph_fuse(g))) return s;
+    if (optimize && (s = emi_graph_fuse(g))) return s;
     if ((s = plan_releases(g))) return s;
     g->stats.steps = g->nsteps;
     g->compiled = true;
@@ -352,7 +352,7 @@ static void print_profile(emily_graph *g, const double *step_s, bool by_shape) {
             const graph_value *ov = &g->values[c->first];
             char shp[80];
             snprintf(names[st], sizeof names[st], "%s %s%s", name, emily_dtype_name(ov->dtype),
-                     emily_shape_str(ov->rank, ov->shape, shp, sizeof shp));
+                     emi_shape_str(ov->rank, ov->shape, shp, sizeof shp));
             name = names[st];
         }
         int r = 0;
@@ -362,7 +362,7 @@ static void print_profile(emily_graph *g, const double *step_s, bool by_shape) {
         rows[r].count++;
         int64_t el;
         const graph_value *v = &g->values[c->first];
-        if (emily_shape_size(v->rank, v->shape, &el)) rows[r].elements += el;
+        if (emi_shape_size(v->rank, v->shape, &el)) rows[r].elements += el;
         total += step_s[st];
     }
     qsort(rows, (size_t)n, sizeof *rows, by_time);
@@ -391,15 +391,15 @@ emily_status emily_graph_run(emily_graph *g, emily_tensor *const *params, size_t
     for (size_t i = 0; i < nparams; i++) {
         const graph_value *v = &g->values[g->params[i]];
         const emily_tensor *t = params[i];
-        emily_status s = emily_check_tensor("graph_run", "parameter", t);
+        emily_status s = emi_check_tensor("graph_run", "parameter", t);
         if (s) return s;
         bool same = t->dtype == v->dtype && t->rank == v->rank;
         for (int d = 0; same && d < v->rank; d++) same = t->shape[d] == v->shape[d];
         if (!same) {
             char a[256], b[256];
             return emily_error(EMILY_ERR_SHAPE, "graph_run: parameter %zu is %s%s, the graph expects %s%s", i,
-                               emily_dtype_name(t->dtype), emily_shape_str(t->rank, t->shape, a, sizeof a),
-                               emily_dtype_name(v->dtype), emily_shape_str(v->rank, v->shape, b, sizeof b));
+                               emily_dtype_name(t->dtype), emi_shape_str(t->rank, t->shape, a, sizeof a),
+                               emily_dtype_name(v->dtype), emi_shape_str(v->rank, v->shape, b, sizeof b));
         }
         if (!emily_device_equal(emily_tensor_device(t), g->device)) {
             char a[32], b[32];
@@ -427,10 +427,10 @@ emily_status emily_graph_run(emily_graph *g, emily_tensor *const *params, size_t
         double t0 = step_s ? now_s() : 0;
         if (step_s) emily_synchronize(g->device); /* device work of earlier steps stays out */
         if (step_s) t0 = now_s();
-        s = step->group  ? fused_group_run(g, step->group, vals)
-            : c->cond    ? graph_run_while(g, c, vals)
-            : c->branches ? graph_run_cond(g, c, vals)
-                         : graph_run_call(g, c, vals);
+        s = step->group  ? emi_fused_group_run(g, step->group, vals)
+            : c->cond    ? emi_graph_run_while(g, c, vals)
+            : c->branches ? emi_graph_run_cond(g, c, vals)
+                         : emi_graph_run_call(g, c, vals);
         if (step_s && !s) s = emily_synchronize(g->device); /* this step's device work */
         if (step_s) step_s[st] = now_s() - t0;
         if (s) break;

@@ -124,7 +124,7 @@ static bool fusible_call(const emily_graph *g, const graph_call *c) {
     if (is_reduction(c) ? !slab_local_reduction(g, c) : !fusible_name(c->callback)) return false;
     const graph_value *out = iter_value(g, c);
     int64_t n;
-    if (out->rank < 1 || !emily_shape_size(out->rank, out->shape, &n) || n == 0) return false;
+    if (out->rank < 1 || !emi_shape_size(out->rank, out->shape, &n) || n == 0) return false;
     int refs = 0;
     for (size_t a = 0; a < c->nargs; a++) {
         const emily_value *v = &c->args[a];
@@ -152,7 +152,7 @@ static int32_t find(int32_t *parent, int32_t x) {
     return x;
 }
 
-void fused_group_free(fused_group *fg) {
+void emi_fused_group_free(fused_group *fg) {
     if (!fg) return;
     free(fg->calls);
     free(fg->inputs);
@@ -160,7 +160,7 @@ void fused_group_free(fused_group *fg) {
     free(fg);
 }
 
-int fused_group_inputs(const fused_group *fg, const int32_t **values) {
+int emi_fused_group_inputs(const fused_group *fg, const int32_t **values) {
     if (!fg) return 0;
     *values = fg->inputs;
     return fg->ninputs;
@@ -194,7 +194,7 @@ static fused_group *make_group(const emily_graph *g, const int32_t *member_calls
     fg->inputs = malloc(sizeof(int32_t) * (size_t)(n * FUSE_MAX_ARGS));
     fg->exits = malloc(sizeof(int32_t) * (size_t)n);
     if (!fg->calls || !fg->inputs || !fg->exits) {
-        fused_group_free(fg);
+        emi_fused_group_free(fg);
         return NULL;
     }
     memcpy(fg->calls, member_calls, sizeof(int32_t) * (size_t)n);
@@ -224,7 +224,7 @@ static fused_group *make_group(const emily_graph *g, const int32_t *member_calls
     return fg;
 }
 
-emily_status graph_fuse(emily_graph *g) {
+emily_status emi_graph_fuse(emily_graph *g) {
     if (g->device.type != EMILY_DEVICE_CPU || g->nsteps < 2) return EMILY_OK;
     int32_t ns = g->nsteps, nv = g->nvalues;
     bool *fus = calloc((size_t)ns + 1, sizeof *fus);
@@ -372,7 +372,7 @@ static emily_status input_slab(const fused_group *fg, emily_tensor *t, int64_t r
     int64_t shape[EMILY_MAX_RANK];
     memcpy(shape, t->shape, sizeof(int64_t) * (size_t)t->rank);
     shape[ia] = r1 - r0;
-    return emily_tensor_view(t, t->rank, shape, t->strides, t->offset + r0 * t->strides[ia], out);
+    return emi_tensor_view(t, t->rank, shape, t->strides, t->offset + r0 * t->strides[ia], out);
 }
 
 static emily_status run_slab(slab_job *j, int64_t slab) {
@@ -412,11 +412,11 @@ static emily_status run_slab(slab_job *j, int64_t slab) {
         shape[fg->axis] = r1 - r0;
         emily_value tmpl = {.kind = EMILY_V_TEMPLATE, .dtype = ov->dtype, .rank = ov->rank, .shape = shape};
         emily_dispatch_result res = {0};
-        s = emily_dispatch_fn(c->fn, c->callback, g->device, &tmpl, args, c->nargs, EMILY_DISPATCH_RUN, &res);
+        s = emi_dispatch_fn(c->fn, c->callback, g->device, &tmpl, args, c->nargs, EMILY_DISPATCH_RUN, &res);
         if (!s) local[k] = res.tensors[0];
     }
     /* the values leaving the group: this slab into their whole tensors */
-    const emily_engine *e = emily_engine_for(g->device.type);
+    const emily_engine *e = emi_engine_for(g->device.type);
     for (int x = 0; x < fg->nexits && !s; x++) {
         int m = 0;
         while (g->calls[fg->calls[m]].first != fg->exits[x]) m++;
@@ -444,7 +444,7 @@ static void slab_task(void *ctx, int64_t slab) {
     }
 }
 
-emily_status fused_group_run(emily_graph *g, const fused_group *fg, emily_tensor **vals) {
+emily_status emi_fused_group_run(emily_graph *g, const fused_group *fg, emily_tensor **vals) {
     emily_status s = EMILY_OK;
     for (int x = 0; x < fg->nexits && !s; x++) {
         const graph_value *v = &g->values[fg->exits[x]];
@@ -453,7 +453,7 @@ emily_status fused_group_run(emily_graph *g, const fused_group *fg, emily_tensor
     if (s) return s;
     slab_job j = {.g = g, .fg = fg, .vals = vals};
     atomic_init(&j.status, 0);
-    if (fg->parallel) emily_cpu_parallel(fg->slabs, slab_task, &j);
+    if (fg->parallel) emi_cpu_parallel(fg->slabs, slab_task, &j);
     else
         for (int64_t sl = 0; sl < fg->slabs; sl++) slab_task(&j, sl);
     s = (emily_status)atomic_load(&j.status);

@@ -81,38 +81,38 @@ struct emily_graph {
 };
 
 /* graph memory */
-void *graph_alloc(emily_graph *g, size_t n);
-char *graph_strdup(emily_graph *g, const char *s, size_t len);
+void *emi_graph_alloc(emily_graph *g, size_t n);
+char *emi_graph_strdup(emily_graph *g, const char *s, size_t len);
 /* Deep copy of a value tree into graph memory. Tensors become constants
  * (retained) referenced by EMILY_V_REF; EMILY_V_REF ids must be below
  * `limit`. `where` names the copy in messages. */
-emily_status graph_copy_value(emily_graph *g, const emily_value *src, emily_value *dst, int32_t limit,
+emily_status emi_graph_copy_value(emily_graph *g, const emily_value *src, emily_value *dst, int32_t limit,
                               const char *where);
 /* Collects the EMILY_V_REF nodes of a call's arguments (call->refs). */
-emily_status graph_collect_refs(emily_graph *g, graph_call *c);
-emily_status graph_push_value(emily_graph *g, graph_value v, int32_t *id);
+emily_status emi_graph_collect_refs(emily_graph *g, graph_call *c);
+emily_status emi_graph_push_value(emily_graph *g, graph_value v, int32_t *id);
 
 /* The spec of output k of a template tree (NULL if absent). */
-const emily_value *graph_template_at(const emily_value *out, int k);
-int graph_template_count(const emily_value *out);
+const emily_value *emi_graph_template_at(const emily_value *out, int k);
+int emi_graph_template_count(const emily_value *out);
 
 /* Runs a while call and a cond call (compile.c). */
-emily_status graph_run_while(emily_graph *g, const graph_call *c, emily_tensor **vals);
-emily_status graph_run_cond(emily_graph *g, const graph_call *c, emily_tensor **vals);
+emily_status emi_graph_run_while(emily_graph *g, const graph_call *c, emily_tensor **vals);
+emily_status emi_graph_run_cond(emily_graph *g, const graph_call *c, emily_tensor **vals);
 /* Nesting of while bodies inside while bodies is limited to this. */
 #define GRAPH_MAX_NESTING 16
 
 /* Runs one call with its EMILY_V_REF arguments bound to vals; its
  * outputs are stored in vals. */
-emily_status graph_run_call(emily_graph *g, const graph_call *c, emily_tensor **vals);
+emily_status emi_graph_run_call(emily_graph *g, const graph_call *c, emily_tensor **vals);
 
 /* fusion (fuse.c): plans fused groups over the compiled graph's steps,
  * and runs one. */
 typedef struct fused_group fused_group;
-emily_status graph_fuse(emily_graph *g);
-emily_status fused_group_run(emily_graph *g, const fused_group *fg, emily_tensor **vals);
-void fused_group_free(fused_group *fg);
+emily_status emi_graph_fuse(emily_graph *g);
+emily_status emi_fused_group_run(emily_graph *g, const fused_group *fg, emily_tensor **vals);
+void emi_fused_group_free(fused_group *fg);
 /* The values a group reads (0 for NULL). */
-int fused_group_inputs(const fused_group *fg, const int32_t **values);
+int emi_fused_group_inputs(const fused_group *fg, const int32_t **values);
 
 #endif

@@ -233,7 +233,7 @@ static emily_status get_spec(reader *r, emily_dtype *dt, int *rank, int64_t **sh
     if (rk > EMILY_MAX_RANK)
         return emily_error(EMILY_ERR_ARGUMENT, "graph_load: rank %u at byte %zu is out of range", rk, r->pos);
     if ((size_t)rk * 8 > r->len - r->pos) return truncated(r);
-    int64_t *dims = graph_alloc(r->g, sizeof(int64_t) * ((size_t)rk + 1));
+    int64_t *dims = emi_graph_alloc(r->g, sizeof(int64_t) * ((size_t)rk + 1));
     if (!dims) return EMILY_ERR_MEMORY;
     for (uint32_t i = 0; i < rk; i++)
         if ((s = get(r, &dims[i], 8))) return s;
@@ -270,7 +270,7 @@ static emily_status get_tree(reader *r, emily_value *v, int depth) {
     case EMILY_V_ATOM: case EMILY_V_BINARY: {
         if ((s = get(r, &n, 4))) return s;
         if (n > r->len - r->pos) return truncated(r);
-        char *str = graph_strdup(r->g, (const char *)r->p + r->pos, n);
+        char *str = emi_graph_strdup(r->g, (const char *)r->p + r->pos, n);
         if (!str) return EMILY_ERR_MEMORY;
         r->pos += n;
         v->str = str;
@@ -280,15 +280,15 @@ static emily_status get_tree(reader *r, emily_value *v, int depth) {
     case EMILY_V_TUPLE: case EMILY_V_LIST: case EMILY_V_OPTS: {
         if ((s = get(r, &n, 4))) return s;
         if (n > r->len - r->pos) return truncated(r); /* each item takes a byte at least */
-        emily_value *items = graph_alloc(r->g, sizeof(emily_value) * ((size_t)n + 1));
-        const char **keys = v->kind == EMILY_V_OPTS ? graph_alloc(r->g, sizeof(char *) * ((size_t)n + 1)) : NULL;
+        emily_value *items = emi_graph_alloc(r->g, sizeof(emily_value) * ((size_t)n + 1));
+        const char **keys = v->kind == EMILY_V_OPTS ? emi_graph_alloc(r->g, sizeof(char *) * ((size_t)n + 1)) : NULL;
         if (!items || (v->kind == EMILY_V_OPTS && !keys)) return EMILY_ERR_MEMORY;
         for (uint32_t i = 0; i < n; i++) {
             if (keys) {
                 uint16_t kl = 0;
                 if ((s = get(r, &kl, 2))) return s;
                 if (kl > r->len - r->pos) return truncated(r);
-                if (!(keys[i] = graph_strdup(r->g, (const char *)r->p + r->pos, kl))) return EMILY_ERR_MEMORY;
+                if (!(keys[i] = emi_graph_strdup(r->g, (const char *)r->p + r->pos, kl))) return EMILY_ERR_MEMORY;
                 if (memchr(keys[i], 0, kl))
                     return emily_error(EMILY_ERR_ARGUMENT, "graph_load: an option key holds a NUL byte at byte %zu",
                                        r->pos);

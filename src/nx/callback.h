@@ -3,9 +3,9 @@
  * Each family of callbacks lives in src/nx/callbacks_<family>.c and
  * exports a NULL-terminated table of {name, handler}. A handler decodes
  * c->args (emily_value trees, see emily/dispatch.h), calls the typed
- * function of emily/ops.h and hands the result to call_return. Every
+ * function of emily/ops.h and hands the result to emi_call_return. Every
  * decoding helper fails with a message naming the callback and the
- * argument. Memory from call_alloc lives until the dispatch ends. */
+ * argument. Memory from emi_call_alloc lives until the dispatch ends. */
 #ifndef EMILY_NX_CALLBACK_H
 #define EMILY_NX_CALLBACK_H
 
@@ -31,81 +31,81 @@ typedef struct emily_callback_entry {
 } emily_callback_entry;
 
 /* Family tables (each ends with {NULL, NULL}). */
-extern const emily_callback_entry emily_callbacks_creation[];
-extern const emily_callback_entry emily_callbacks_unary[];
-extern const emily_callback_entry emily_callbacks_binary[];
-extern const emily_callback_entry emily_callbacks_shape[];
-extern const emily_callback_entry emily_callbacks_reduce[];
-extern const emily_callback_entry emily_callbacks_dot[];
-extern const emily_callback_entry emily_callbacks_window[];
-extern const emily_callback_entry emily_callbacks_index[];
-extern const emily_callback_entry emily_callbacks_sort[];
-extern const emily_callback_entry emily_callbacks_cumulative[];
-extern const emily_callback_entry emily_callbacks_fft[];
-extern const emily_callback_entry emily_callbacks_linalg[];
+extern const emily_callback_entry emi_callbacks_creation[];
+extern const emily_callback_entry emi_callbacks_unary[];
+extern const emily_callback_entry emi_callbacks_binary[];
+extern const emily_callback_entry emi_callbacks_shape[];
+extern const emily_callback_entry emi_callbacks_reduce[];
+extern const emily_callback_entry emi_callbacks_dot[];
+extern const emily_callback_entry emi_callbacks_window[];
+extern const emily_callback_entry emi_callbacks_index[];
+extern const emily_callback_entry emi_callbacks_sort[];
+extern const emily_callback_entry emi_callbacks_cumulative[];
+extern const emily_callback_entry emi_callbacks_fft[];
+extern const emily_callback_entry emi_callbacks_linalg[];
 
 /* The handler of a callback name (NULL: unknown), and emily_dispatch with
  * it already found (the device already checked): engine graphs resolve
  * each call's handler once. */
-emily_callback_fn emily_callback_find(const char *name);
-emily_status emily_dispatch_fn(emily_callback_fn fn, const char *callback, emily_device device,
+emily_callback_fn emi_callback_find(const char *name);
+emily_status emi_dispatch_fn(emily_callback_fn fn, const char *callback, emily_device device,
                                const emily_value *out, const emily_value *args, size_t nargs,
                                emily_dispatch_mode mode, emily_dispatch_result *result);
 
 /* Scratch memory freed when the dispatch ends (NULL + error on OOM). */
-void *call_alloc(emily_call *c, size_t nbytes);
-void call_arena_free(emily_call *c);
+void *emi_call_alloc(emily_call *c, size_t nbytes);
+void emi_call_arena_free(emily_call *c);
 
 /* Fails with "<callback>: <message>". */
-emily_status call_fail(emily_call *c, emily_status code, const char *fmt, ...)
+emily_status emi_call_fail(emily_call *c, emily_status code, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))
 #endif
     ;
 
 /* Positional arguments. */
-emily_status call_arity(emily_call *c, size_t min, size_t max);
-const emily_value *call_arg(emily_call *c, size_t i); /* NULL if absent */
-emily_status call_tensor(emily_call *c, size_t i, emily_tensor **t);
-emily_status call_tensor_list(emily_call *c, size_t i, emily_tensor ***ts, int *n);
-emily_status call_int(emily_call *c, size_t i, int64_t *v);
+emily_status emi_call_arity(emily_call *c, size_t min, size_t max);
+const emily_value *emi_call_arg(emily_call *c, size_t i); /* NULL if absent */
+emily_status emi_call_tensor(emily_call *c, size_t i, emily_tensor **t);
+emily_status emi_call_tensor_list(emily_call *c, size_t i, emily_tensor ***ts, int *n);
+emily_status emi_call_int(emily_call *c, size_t i, int64_t *v);
 
 /* Values (from args or options); `what` names them in messages. */
-emily_status value_int(emily_call *c, const emily_value *v, const char *what, int64_t *out);
-emily_status value_float(emily_call *c, const emily_value *v, const char *what, double *out);
-emily_status value_bool(emily_call *c, const emily_value *v, const char *what, bool *out);
+emily_status emi_value_int(emily_call *c, const emily_value *v, const char *what, int64_t *out);
+emily_status emi_value_float(emily_call *c, const emily_value *v, const char *what, double *out);
+emily_status emi_value_bool(emily_call *c, const emily_value *v, const char *what, bool *out);
 /* atom name (or NULL for nil when allow_nil) */
-emily_status value_atom(emily_call *c, const emily_value *v, const char *what, bool allow_nil,
+emily_status emi_value_atom(emily_call *c, const emily_value *v, const char *what, bool allow_nil,
                         const char **out);
 /* A list or tuple of integers. */
-emily_status value_int_list(emily_call *c, const emily_value *v, const char *what,
+emily_status emi_value_int_list(emily_call *c, const emily_value *v, const char *what,
                             int64_t **out, int *n);
 /* Same, narrowed to int (axes); nil gives *out = NULL, *n = -1. */
-emily_status value_axes(emily_call *c, const emily_value *v, const char *what, int **out, int *n);
+emily_status emi_value_axes(emily_call *c, const emily_value *v, const char *what, int **out, int *n);
 /* A number, complex or nan/infinity/neg_infinity atom as a scalar. */
-emily_status value_scalar(emily_call *c, const emily_value *v, const char *what,
+emily_status emi_value_scalar(emily_call *c, const emily_value *v, const char *what,
                           emily_scalar *out);
 /* Integer held by a rank-0 (or single element) integer tensor. */
-emily_status value_tensor_int(emily_call *c, const emily_tensor *t, const char *what,
+emily_status emi_value_tensor_int(emily_call *c, const emily_tensor *t, const char *what,
                               int64_t *out);
 
 /* Options: the keyword list argument at position i. */
-emily_status call_opts(emily_call *c, size_t i, const emily_value **opts);
+emily_status emi_call_opts(emily_call *c, size_t i, const emily_value **opts);
 /* The value of key in an options list (NULL if absent). */
-const emily_value *opt_get(const emily_value *opts, const char *key);
-/* Like opt_get, but missing keys fail. */
-emily_status opt_need(emily_call *c, const emily_value *opts, const char *key,
+const emily_value *emi_opt_get(const emily_value *opts, const char *key);
+/* Like emi_opt_get, but missing keys fail. */
+emily_status emi_opt_need(emily_call *c, const emily_value *opts, const char *key,
                       const emily_value **out);
 
 /* Output templates: k-th template (0 for single-output callbacks). */
-emily_status call_template(emily_call *c, int k, emily_dtype *dtype, int *rank,
+emily_status emi_call_template(emily_call *c, int k, emily_dtype *dtype, int *rank,
                            const int64_t **shape);
 /* The template type in RUN mode; EMILY_DTYPE_AUTO in INFER mode. Use it
  * where Nx decides the output type before calling the backend (numbers
  * as operands). */
-emily_dtype call_out_type(emily_call *c);
+emily_dtype emi_call_out_type(emily_call *c);
 
 /* Appends an output (the call takes ownership, even on failure). */
-emily_status call_return(emily_call *c, emily_tensor *t);
+emily_status emi_call_return(emily_call *c, emily_tensor *t);
 
 #endif

@@ -6,56 +6,56 @@
 
 /* constant(out, number, backend_options) */
 static emily_status cb_constant(emily_call *c) {
-    emily_status s = call_arity(c, 1, 2);
+    emily_status s = emi_call_arity(c, 1, 2);
     if (s) return s;
     emily_dtype dt;
     int rank;
     const int64_t *shape;
-    if ((s = call_template(c, 0, &dt, &rank, &shape))) return s;
+    if ((s = emi_call_template(c, 0, &dt, &rank, &shape))) return s;
     emily_scalar v;
-    if ((s = value_scalar(c, call_arg(c, 0), "the constant", &v))) return s;
+    if ((s = emi_value_scalar(c, emi_call_arg(c, 0), "the constant", &v))) return s;
     emily_tensor *t;
     if ((s = emily_constant(c->device, dt, rank, shape, v, &t))) return s;
-    return call_return(c, t);
+    return emi_call_return(c, t);
 }
 
 /* iota(out, axis | nil, backend_options) */
 static emily_status cb_iota(emily_call *c) {
-    emily_status s = call_arity(c, 1, 2);
+    emily_status s = emi_call_arity(c, 1, 2);
     if (s) return s;
     emily_dtype dt;
     int rank;
     const int64_t *shape;
-    if ((s = call_template(c, 0, &dt, &rank, &shape))) return s;
-    const emily_value *a = call_arg(c, 0);
+    if ((s = emi_call_template(c, 0, &dt, &rank, &shape))) return s;
+    const emily_value *a = emi_call_arg(c, 0);
     int axis = -1;
     if (a && a->kind != EMILY_V_NIL) {
         int64_t v;
-        if ((s = value_int(c, a, "the axis", &v))) return s;
+        if ((s = emi_value_int(c, a, "the axis", &v))) return s;
         if (v < 0 || v >= rank)
-            return call_fail(c, EMILY_ERR_AXIS, "axis %lld out of range for a shape of rank %d",
+            return emi_call_fail(c, EMILY_ERR_AXIS, "axis %lld out of range for a shape of rank %d",
                              (long long)v, rank);
         axis = (int)v;
     }
     emily_tensor *t;
     if ((s = emily_iota(c->device, dt, rank, shape, axis, &t))) return s;
-    return call_return(c, t);
+    return emi_call_return(c, t);
 }
 
 /* eye(out, backend_options) */
 static emily_status cb_eye(emily_call *c) {
-    emily_status s = call_arity(c, 0, 1);
+    emily_status s = emi_call_arity(c, 0, 1);
     if (s) return s;
     emily_dtype dt;
     int rank;
     const int64_t *shape;
-    if ((s = call_template(c, 0, &dt, &rank, &shape))) return s;
+    if ((s = emi_call_template(c, 0, &dt, &rank, &shape))) return s;
     emily_tensor *t;
     if ((s = emily_eye(c->device, dt, rank, shape, &t))) return s;
-    return call_return(c, t);
+    return emi_call_return(c, t);
 }
 
-const emily_callback_entry emily_callbacks_creation[] = {
+const emily_callback_entry emi_callbacks_creation[] = {
     {"constant", cb_constant},
     {"iota", cb_iota},
     {"eye", cb_eye},

@@ -10,27 +10,27 @@
 #include "nx/callback.h"
 
 static emily_status cb_cumulative(emily_call *c, emily_cumulative_op op) {
-    emily_status s = call_arity(c, 1, 2);
+    emily_status s = emi_call_arity(c, 1, 2);
     if (s) return s;
     emily_tensor *t, *r;
-    if ((s = call_tensor(c, 0, &t))) return s;
+    if ((s = emi_call_tensor(c, 0, &t))) return s;
     int64_t axis = 0;
     bool reverse = false;
-    const emily_value *a = call_arg(c, 1);
+    const emily_value *a = emi_call_arg(c, 1);
     if (a && a->kind == EMILY_V_INT) {
         axis = a->i;
     } else if (a && a->kind != EMILY_V_NIL) {
         const emily_value *opts;
-        if ((s = call_opts(c, 1, &opts))) return s;
-        const emily_value *v = opt_get(opts, "axis");
-        if (v && v->kind != EMILY_V_NIL && (s = value_int(c, v, "axis", &axis))) return s;
-        v = opt_get(opts, "reverse");
-        if (v && v->kind != EMILY_V_NIL && (s = value_bool(c, v, "reverse", &reverse))) return s;
+        if ((s = emi_call_opts(c, 1, &opts))) return s;
+        const emily_value *v = emi_opt_get(opts, "axis");
+        if (v && v->kind != EMILY_V_NIL && (s = emi_value_int(c, v, "axis", &axis))) return s;
+        v = emi_opt_get(opts, "reverse");
+        if (v && v->kind != EMILY_V_NIL && (s = emi_value_bool(c, v, "reverse", &reverse))) return s;
     }
     if (axis < INT_MIN || axis > INT_MAX)
-        return call_fail(c, EMILY_ERR_AXIS, "axis %lld is out of range", (long long)axis);
+        return emi_call_fail(c, EMILY_ERR_AXIS, "axis %lld is out of range", (long long)axis);
     if ((s = emily_cumulative(op, t, (int)axis, reverse, &r))) return s;
-    return call_return(c, r);
+    return emi_call_return(c, r);
 }
 
 static emily_status cb_cumulative_sum(emily_call *c) { return cb_cumulative(c, EMILY_CUMULATIVE_SUM); }
@@ -38,7 +38,7 @@ static emily_status cb_cumulative_product(emily_call *c) { return cb_cumulative(
 static emily_status cb_cumulative_max(emily_call *c) { return cb_cumulative(c, EMILY_CUMULATIVE_MAX); }
 static emily_status cb_cumulative_min(emily_call *c) { return cb_cumulative(c, EMILY_CUMULATIVE_MIN); }
 
-const emily_callback_entry emily_callbacks_cumulative[] = {
+const emily_callback_entry emi_callbacks_cumulative[] = {
     {"cumulative_sum", cb_cumulative_sum},
     {"cumulative_product", cb_cumulative_product},
     {"cumulative_max", cb_cumulative_max},

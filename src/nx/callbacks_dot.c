@@ -3,7 +3,7 @@
  * dot(out, left, contract_axes1, batch_axes1, right, contract_axes2,
  *     batch_axes2): the output type is Nx.Type.merge of the inputs, which
  * Nx decides from the inputs alone; the template's type is passed in RUN
- * mode (call_out_type) and inferred in INFER mode. */
+ * mode (emi_call_out_type) and inferred in INFER mode. */
 #include <string.h>
 #include "nx/callback.h"
 
@@ -11,14 +11,14 @@
  * process setting, emily_dot_get_precision) as a thread override. */
 static emily_status precision_opt(emily_call *c, const emily_value *opts, emily_dot_precision *p) {
     *p = EMILY_DOT_PRECISION_PROCESS;
-    const emily_value *v = opts ? opt_get(opts, "precision") : NULL;
+    const emily_value *v = opts ? emi_opt_get(opts, "precision") : NULL;
     if (!v) return EMILY_OK;
     const char *name;
-    emily_status s = value_atom(c, v, "option :precision", true, &name);
+    emily_status s = emi_value_atom(c, v, "option :precision", true, &name);
     if (s || !name) return s;
     if (strcmp(name, "highest") == 0) *p = EMILY_DOT_PRECISION_HIGHEST;
     else if (strcmp(name, "fast") == 0) *p = EMILY_DOT_PRECISION_FAST;
-    else return call_fail(c, EMILY_ERR_ARGUMENT, "option :precision must be :highest or :fast, got :%s", name);
+    else return emi_call_fail(c, EMILY_ERR_ARGUMENT, "option :precision must be :highest or :fast, got :%s", name);
     return EMILY_OK;
 }
 
@@ -33,20 +33,20 @@ static void precision_leave(emily_dot_precision p, emily_dot_precision saved) {
 }
 
 static emily_status cb_dot(emily_call *c) {
-    emily_status s = call_arity(c, 6, 7);
+    emily_status s = emi_call_arity(c, 6, 7);
     if (s) return s;
     const emily_value *opts = NULL;
     emily_dot_precision precision;
-    if (c->nargs > 6 && (s = call_opts(c, 6, &opts))) return s;
+    if (c->nargs > 6 && (s = emi_call_opts(c, 6, &opts))) return s;
     if ((s = precision_opt(c, opts, &precision))) return s;
     emily_tensor *a, *b;
     int *ca, *ba, *cb, *bb, nca, nba, ncb, nbb;
-    if ((s = call_tensor(c, 0, &a))) return s;
-    if ((s = value_axes(c, call_arg(c, 1), "contract_axes1", &ca, &nca))) return s;
-    if ((s = value_axes(c, call_arg(c, 2), "batch_axes1", &ba, &nba))) return s;
-    if ((s = call_tensor(c, 3, &b))) return s;
-    if ((s = value_axes(c, call_arg(c, 4), "contract_axes2", &cb, &ncb))) return s;
-    if ((s = value_axes(c, call_arg(c, 5), "batch_axes2", &bb, &nbb))) return s;
+    if ((s = emi_call_tensor(c, 0, &a))) return s;
+    if ((s = emi_value_axes(c, emi_call_arg(c, 1), "contract_axes1", &ca, &nca))) return s;
+    if ((s = emi_value_axes(c, emi_call_arg(c, 2), "batch_axes1", &ba, &nba))) return s;
+    if ((s = emi_call_tensor(c, 3, &b))) return s;
+    if ((s = emi_value_axes(c, emi_call_arg(c, 4), "contract_axes2", &cb, &ncb))) return s;
+    if ((s = emi_value_axes(c, emi_call_arg(c, 5), "batch_axes2", &bb, &nbb))) return s;
     /* nil axes lists mean "none" */
     if (nca < 0) nca = 0;
     if (nba < 0) nba = 0;
@@ -55,10 +55,10 @@ static emily_status cb_dot(emily_call *c) {
     emily_tensor *out;
     emily_dot_precision saved;
     precision_enter(precision, &saved);
-    s = emily_dot(a, nca, ca, nba, ba, b, ncb, cb, nbb, bb, call_out_type(c), &out);
+    s = emily_dot(a, nca, ca, nba, ba, b, ncb, cb, nbb, bb, emi_call_out_type(c), &out);
     precision_leave(precision, saved);
     if (s) return s;
-    return call_return(c, out);
+    return emi_call_return(c, out);
 }
 
 /* An integer list option with one entry per spatial dimension (a bare
@@ -66,19 +66,19 @@ static emily_status cb_dot(emily_call *c) {
 static emily_status spatial_list(emily_call *c, const emily_value *opts, const char *key, int d,
                                  const int64_t **out) {
     *out = NULL;
-    const emily_value *v = opt_get(opts, key);
+    const emily_value *v = emi_opt_get(opts, key);
     if (!v || v->kind == EMILY_V_NIL) return EMILY_OK;
-    int64_t *vals = call_alloc(c, sizeof(int64_t) * ((size_t)d + 1));
+    int64_t *vals = emi_call_alloc(c, sizeof(int64_t) * ((size_t)d + 1));
     if (!vals) return EMILY_ERR_MEMORY;
     if (v->kind == EMILY_V_INT) {
         for (int i = 0; i < d; i++) vals[i] = v->i;
     } else {
         int64_t *list;
         int n;
-        emily_status s = value_int_list(c, v, key, &list, &n);
+        emily_status s = emi_value_int_list(c, v, key, &list, &n);
         if (s) return s;
         if (n != d)
-            return call_fail(c, EMILY_ERR_ARGUMENT, "%s has %d entries, the input has %d spatial "
+            return emi_call_fail(c, EMILY_ERR_ARGUMENT, "%s has %d entries, the input has %d spatial "
                              "dimensions", key, n, d);
         for (int i = 0; i < d; i++) vals[i] = list[i];
     }
@@ -89,13 +89,13 @@ static emily_status spatial_list(emily_call *c, const emily_value *opts, const c
 static emily_status permutation(emily_call *c, const emily_value *opts, const char *key, int r,
                                 const int **out) {
     *out = NULL;
-    const emily_value *v = opt_get(opts, key);
+    const emily_value *v = emi_opt_get(opts, key);
     if (!v || v->kind == EMILY_V_NIL) return EMILY_OK;
     int *axes, n;
-    emily_status s = value_axes(c, v, key, &axes, &n);
+    emily_status s = emi_value_axes(c, v, key, &axes, &n);
     if (s) return s;
     if (n != r)
-        return call_fail(c, EMILY_ERR_AXIS, "%s has %d entries for rank %d", key, n, r);
+        return emi_call_fail(c, EMILY_ERR_AXIS, "%s has %d entries for rank %d", key, n, r);
     *out = axes;
     return EMILY_OK;
 }
@@ -107,12 +107,12 @@ static emily_status permutation(emily_call *c, const emily_value *opts, const ch
 static emily_status group_size(emily_call *c, const emily_value *opts, const char *key,
                                int64_t *out) {
     *out = 1;
-    const emily_value *v = opts ? opt_get(opts, key) : NULL;
+    const emily_value *v = opts ? emi_opt_get(opts, key) : NULL;
     if (!v || v->kind == EMILY_V_NIL) return EMILY_OK;
-    emily_status s = value_int(c, v, key, out);
+    emily_status s = emi_value_int(c, v, key, out);
     if (s) return s;
     if (*out < 1)
-        return call_fail(c, EMILY_ERR_ARGUMENT, "%s must be a positive integer, got %lld", key,
+        return emi_call_fail(c, EMILY_ERR_ARGUMENT, "%s must be a positive integer, got %lld", key,
                          (long long)*out);
     return EMILY_OK;
 }
@@ -122,31 +122,31 @@ static emily_status group_size(emily_call *c, const emily_value *opts, const cha
  * and the three permutations. The output type is Nx's to_floating of the
  * merged input types: inferred, or the template's in RUN mode. */
 static emily_status cb_conv(emily_call *c) {
-    emily_status s = call_arity(c, 2, 3);
+    emily_status s = emi_call_arity(c, 2, 3);
     if (s) return s;
     emily_tensor *t, *k;
-    if ((s = call_tensor(c, 0, &t))) return s;
-    if ((s = call_tensor(c, 1, &k))) return s;
+    if ((s = emi_call_tensor(c, 0, &t))) return s;
+    if ((s = emi_call_tensor(c, 1, &k))) return s;
     const emily_value *opts = NULL;
-    if (c->nargs > 2 && (s = call_opts(c, 2, &opts))) return s;
+    if (c->nargs > 2 && (s = emi_call_opts(c, 2, &opts))) return s;
     int r = emily_tensor_rank(t), d = r > 2 ? r - 2 : 0;
     emily_conv_opts o = {0};
     if ((s = spatial_list(c, opts, "strides", d, &o.strides))) return s;
     if ((s = spatial_list(c, opts, "input_dilation", d, &o.input_dilation))) return s;
     if ((s = spatial_list(c, opts, "kernel_dilation", d, &o.kernel_dilation))) return s;
-    const emily_value *pad = opts ? opt_get(opts, "padding") : NULL;
+    const emily_value *pad = opts ? emi_opt_get(opts, "padding") : NULL;
     if (pad && pad->kind != EMILY_V_NIL) {
         if ((pad->kind != EMILY_V_LIST && pad->kind != EMILY_V_TUPLE) || (int)pad->n != d)
-            return call_fail(c, EMILY_ERR_ARGUMENT, "padding must be a list of %d {lo, hi} pairs", d);
-        int64_t *lo = call_alloc(c, sizeof(int64_t) * ((size_t)d + 1));
-        int64_t *hi = call_alloc(c, sizeof(int64_t) * ((size_t)d + 1));
+            return emi_call_fail(c, EMILY_ERR_ARGUMENT, "padding must be a list of %d {lo, hi} pairs", d);
+        int64_t *lo = emi_call_alloc(c, sizeof(int64_t) * ((size_t)d + 1));
+        int64_t *hi = emi_call_alloc(c, sizeof(int64_t) * ((size_t)d + 1));
         if (!lo || !hi) return EMILY_ERR_MEMORY;
         for (int i = 0; i < d; i++) {
             const emily_value *e = &pad->items[i];
             if ((e->kind != EMILY_V_TUPLE && e->kind != EMILY_V_LIST) || e->n != 2)
-                return call_fail(c, EMILY_ERR_ARGUMENT, "padding entry %d must be a {lo, hi} pair", i);
-            if ((s = value_int(c, &e->items[0], "padding", &lo[i]))) return s;
-            if ((s = value_int(c, &e->items[1], "padding", &hi[i]))) return s;
+                return emi_call_fail(c, EMILY_ERR_ARGUMENT, "padding entry %d must be a {lo, hi} pair", i);
+            if ((s = emi_value_int(c, &e->items[0], "padding", &lo[i]))) return s;
+            if ((s = emi_value_int(c, &e->items[1], "padding", &hi[i]))) return s;
         }
         o.padding_lo = lo;
         o.padding_hi = hi;
@@ -161,13 +161,13 @@ static emily_status cb_conv(emily_call *c) {
     if ((s = precision_opt(c, opts, &precision))) return s;
     emily_tensor *out;
     precision_enter(precision, &saved);
-    s = emily_conv(t, k, &o, call_out_type(c), &out);
+    s = emily_conv(t, k, &o, emi_call_out_type(c), &out);
     precision_leave(precision, saved);
     if (s) return s;
-    return call_return(c, out);
+    return emi_call_return(c, out);
 }
 
-const emily_callback_entry emily_callbacks_dot[] = {
+const emily_callback_entry emi_callbacks_dot[] = {
     {"dot", cb_dot},
     {"conv", cb_conv},
     {NULL, NULL},

@@ -16,14 +16,14 @@
 static emily_status get_opts(emily_call *c, size_t i, const emily_value **opts) {
     *opts = NULL;
     if (c->nargs <= i) return EMILY_OK;
-    return call_opts(c, i, opts);
+    return emi_call_opts(c, i, opts);
 }
 
 static emily_status get_eps(emily_call *c, const emily_value *opts, double *eps) {
-    const emily_value *v = opt_get(opts, "eps");
+    const emily_value *v = emi_opt_get(opts, "eps");
     *eps = DEFAULT_EPS;
     if (!v || v->kind == EMILY_V_NIL) return EMILY_OK;
-    return value_float(c, v, "option :eps", eps);
+    return emi_value_float(c, v, "option :eps", eps);
 }
 
 static int64_t next_pow2(int64_t n) {
@@ -42,10 +42,10 @@ static emily_status get_length(emily_call *c, const emily_value *v, const char *
         *out = next_pow2(size);
         return EMILY_OK;
     }
-    emily_status s = value_int(c, v, what, out);
+    emily_status s = emi_value_int(c, v, what, out);
     if (s) return s;
     if (*out <= 0)
-        return call_fail(c, EMILY_ERR_ARGUMENT, "%s must be a positive integer, got %lld", what,
+        return emi_call_fail(c, EMILY_ERR_ARGUMENT, "%s must be a positive integer, got %lld", what,
                          (long long)*out);
     return EMILY_OK;
 }
@@ -54,9 +54,9 @@ static emily_status get_axis(emily_call *c, const emily_value *v, const char *wh
     *axis = -1;
     if (!v || v->kind == EMILY_V_NIL) return EMILY_OK;
     int64_t a;
-    emily_status s = value_int(c, v, what, &a);
+    emily_status s = emi_value_int(c, v, what, &a);
     if (s) return s;
-    if (a < -1000000 || a > 1000000) return call_fail(c, EMILY_ERR_AXIS, "%s %lld out of range", what, (long long)a);
+    if (a < -1000000 || a > 1000000) return emi_call_fail(c, EMILY_ERR_AXIS, "%s %lld out of range", what, (long long)a);
     *axis = (int)a;
     return EMILY_OK;
 }
@@ -69,20 +69,20 @@ static int64_t axis_size(const emily_tensor *t, int axis) {
 typedef emily_status (*fft1_fn)(const emily_tensor *, int64_t, int, double, emily_tensor **);
 
 static emily_status run1(emily_call *c, fft1_fn fn) {
-    emily_status s = call_arity(c, 1, 2);
+    emily_status s = emi_call_arity(c, 1, 2);
     if (s) return s;
     emily_tensor *t, *out;
     const emily_value *opts;
-    if ((s = call_tensor(c, 0, &t)) || (s = get_opts(c, 1, &opts))) return s;
+    if ((s = emi_call_tensor(c, 0, &t)) || (s = get_opts(c, 1, &opts))) return s;
     int axis;
     int64_t length;
     double eps;
-    if ((s = get_axis(c, opt_get(opts, "axis"), "option :axis", &axis)) ||
-        (s = get_length(c, opt_get(opts, "length"), "option :length", axis_size(t, axis), &length)) ||
+    if ((s = get_axis(c, emi_opt_get(opts, "axis"), "option :axis", &axis)) ||
+        (s = get_length(c, emi_opt_get(opts, "length"), "option :length", axis_size(t, axis), &length)) ||
         (s = get_eps(c, opts, &eps)))
         return s;
     if ((s = fn(t, length, axis, eps, &out))) return s;
-    return call_return(c, out);
+    return emi_call_return(c, out);
 }
 
 static emily_status cb_fft(emily_call *c) { return run1(c, emily_fft); }
@@ -94,26 +94,26 @@ typedef emily_status (*fft2_fn)(const emily_tensor *, const int64_t[2], const in
                                 emily_tensor **);
 
 static emily_status run2(emily_call *c, fft2_fn fn) {
-    emily_status s = call_arity(c, 1, 2);
+    emily_status s = emi_call_arity(c, 1, 2);
     if (s) return s;
     emily_tensor *t, *out;
     const emily_value *opts;
-    if ((s = call_tensor(c, 0, &t)) || (s = get_opts(c, 1, &opts))) return s;
+    if ((s = emi_call_tensor(c, 0, &t)) || (s = get_opts(c, 1, &opts))) return s;
     int axes[2] = {-2, -1};
-    const emily_value *av = opt_get(opts, "axes");
+    const emily_value *av = emi_opt_get(opts, "axes");
     if (av && av->kind != EMILY_V_NIL) {
         int *a, na;
-        if ((s = value_axes(c, av, "option :axes", &a, &na))) return s;
+        if ((s = emi_value_axes(c, av, "option :axes", &a, &na))) return s;
         if (na != 2)
-            return call_fail(c, EMILY_ERR_ARGUMENT, "expected :axes to be a list with 2 axes, got %d", na);
+            return emi_call_fail(c, EMILY_ERR_ARGUMENT, "expected :axes to be a list with 2 axes, got %d", na);
         axes[0] = a[0];
         axes[1] = a[1];
     }
     int64_t lengths[2] = {0, 0};
-    const emily_value *lv = opt_get(opts, "lengths");
+    const emily_value *lv = emi_opt_get(opts, "lengths");
     if (lv && lv->kind != EMILY_V_NIL) {
         if ((lv->kind != EMILY_V_LIST && lv->kind != EMILY_V_TUPLE) || lv->n != 2)
-            return call_fail(c, EMILY_ERR_ARGUMENT,
+            return emi_call_fail(c, EMILY_ERR_ARGUMENT,
                              "expected :lengths to be a list of 2 lengths or :power_of_two");
         for (int i = 0; i < 2; i++)
             if ((s = get_length(c, &lv->items[i], "option :lengths", axis_size(t, axes[i]), &lengths[i])))
@@ -122,13 +122,13 @@ static emily_status run2(emily_call *c, fft2_fn fn) {
     double eps;
     if ((s = get_eps(c, opts, &eps))) return s;
     if ((s = fn(t, lengths, axes, eps, &out))) return s;
-    return call_return(c, out);
+    return emi_call_return(c, out);
 }
 
 static emily_status cb_fft2(emily_call *c) { return run2(c, emily_fft2); }
 static emily_status cb_ifft2(emily_call *c) { return run2(c, emily_ifft2); }
 
-const emily_callback_entry emily_callbacks_fft[] = {
+const emily_callback_entry emi_callbacks_fft[] = {
     {"fft", cb_fft},
     {"ifft", cb_ifft},
     {"fft2", cb_fft2},

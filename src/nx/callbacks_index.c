@@ -17,18 +17,18 @@
 /* The axis argument: an opts list with :axis (default 0) or an integer. */
 static emily_status axis_arg(emily_call *c, size_t i, int *axis) {
     *axis = 0;
-    const emily_value *v = call_arg(c, i);
+    const emily_value *v = emi_call_arg(c, i);
     if (!v || v->kind == EMILY_V_NIL) return EMILY_OK;
     int64_t a;
     emily_status s;
     if (v->kind == EMILY_V_OPTS) {
-        const emily_value *av = opt_get(v, "axis");
+        const emily_value *av = emi_opt_get(v, "axis");
         if (!av || av->kind == EMILY_V_NIL) return EMILY_OK;
-        if ((s = value_int(c, av, "axis", &a))) return s;
-    } else if ((s = value_int(c, v, "axis", &a))) {
+        if ((s = emi_value_int(c, av, "axis", &a))) return s;
+    } else if ((s = emi_value_int(c, v, "axis", &a))) {
         return s;
     }
-    if (a < INT_MIN || a > INT_MAX) return call_fail(c, EMILY_ERR_AXIS, "axis %lld is out of range", (long long)a);
+    if (a < INT_MIN || a > INT_MAX) return emi_call_fail(c, EMILY_ERR_AXIS, "axis %lld is out of range", (long long)a);
     *axis = (int)a;
     return EMILY_OK;
 }
@@ -37,71 +37,71 @@ static emily_status axis_arg(emily_call *c, size_t i, int *axis) {
 static emily_status axes_opt(emily_call *c, size_t i, int **axes, int *naxes) {
     *axes = NULL;
     *naxes = -1;
-    const emily_value *v = call_arg(c, i);
+    const emily_value *v = emi_call_arg(c, i);
     if (!v || v->kind == EMILY_V_NIL) return EMILY_OK;
     const emily_value *opts;
-    emily_status s = call_opts(c, i, &opts);
+    emily_status s = emi_call_opts(c, i, &opts);
     if (s) return s;
-    const emily_value *av = opt_get(opts, "axes");
+    const emily_value *av = emi_opt_get(opts, "axes");
     if (!av) return EMILY_OK;
-    return value_axes(c, av, "axes", axes, naxes);
+    return emi_value_axes(c, av, "axes", axes, naxes);
 }
 
 static emily_status cb_take(emily_call *c) {
-    emily_status s = call_arity(c, 2, 3);
+    emily_status s = emi_call_arity(c, 2, 3);
     if (s) return s;
     emily_tensor *t, *idx, *out;
     int axis;
-    if ((s = call_tensor(c, 0, &t))) return s;
-    if ((s = call_tensor(c, 1, &idx))) return s;
+    if ((s = emi_call_tensor(c, 0, &t))) return s;
+    if ((s = emi_call_tensor(c, 1, &idx))) return s;
     if ((s = axis_arg(c, 2, &axis))) return s;
     if ((s = emily_take(t, idx, axis, &out))) return s;
-    return call_return(c, out);
+    return emi_call_return(c, out);
 }
 
 static emily_status cb_take_along_axis(emily_call *c) {
-    emily_status s = call_arity(c, 2, 3);
+    emily_status s = emi_call_arity(c, 2, 3);
     if (s) return s;
     emily_tensor *t, *idx, *out;
     int axis;
-    if ((s = call_tensor(c, 0, &t))) return s;
-    if ((s = call_tensor(c, 1, &idx))) return s;
+    if ((s = emi_call_tensor(c, 0, &t))) return s;
+    if ((s = emi_call_tensor(c, 1, &idx))) return s;
     if ((s = axis_arg(c, 2, &axis))) return s;
     if ((s = emily_take_along_axis(t, idx, axis, &out))) return s;
-    return call_return(c, out);
+    return emi_call_return(c, out);
 }
 
 static emily_status cb_gather(emily_call *c) {
-    emily_status s = call_arity(c, 2, 3);
+    emily_status s = emi_call_arity(c, 2, 3);
     if (s) return s;
     emily_tensor *t, *idx, *out;
     int *axes, naxes;
-    if ((s = call_tensor(c, 0, &t))) return s;
-    if ((s = call_tensor(c, 1, &idx))) return s;
+    if ((s = emi_call_tensor(c, 0, &t))) return s;
+    if ((s = emi_call_tensor(c, 1, &idx))) return s;
     if ((s = axes_opt(c, 2, &axes, &naxes))) return s;
     if ((s = emily_gather(t, idx, naxes, axes, &out))) return s;
-    return call_return(c, out);
+    return emi_call_return(c, out);
 }
 
 static emily_status indexed(emily_call *c, bool add) {
-    emily_status s = call_arity(c, 3, 4);
+    emily_status s = emi_call_arity(c, 3, 4);
     if (s) return s;
     emily_tensor *t, *idx, *upd, *out;
     int *axes, naxes;
-    if ((s = call_tensor(c, 0, &t))) return s;
-    if ((s = call_tensor(c, 1, &idx))) return s;
-    if ((s = call_tensor(c, 2, &upd))) return s;
+    if ((s = emi_call_tensor(c, 0, &t))) return s;
+    if ((s = emi_call_tensor(c, 1, &idx))) return s;
+    if ((s = emi_call_tensor(c, 2, &upd))) return s;
     if ((s = axes_opt(c, 3, &axes, &naxes))) return s;
-    s = add ? emily_indexed_add(t, idx, upd, naxes, axes, call_out_type(c), &out)
-            : emily_indexed_put(t, idx, upd, naxes, axes, call_out_type(c), &out);
+    s = add ? emily_indexed_add(t, idx, upd, naxes, axes, emi_call_out_type(c), &out)
+            : emily_indexed_put(t, idx, upd, naxes, axes, emi_call_out_type(c), &out);
     if (s) return s;
-    return call_return(c, out);
+    return emi_call_return(c, out);
 }
 
 static emily_status cb_indexed_add(emily_call *c) { return indexed(c, true); }
 static emily_status cb_indexed_put(emily_call *c) { return indexed(c, false); }
 
-const emily_callback_entry emily_callbacks_index[] = {
+const emily_callback_entry emi_callbacks_index[] = {
     {"take", cb_take},
     {"take_along_axis", cb_take_along_axis},
     {"gather", cb_gather},

@@ -5,24 +5,24 @@
 
 /* op(out, tensor, [axes: axes | nil, keep_axes: bool]) */
 static emily_status cb_aggregate(emily_call *c, emily_reduce_op op) {
-    emily_status s = call_arity(c, 2, 2);
+    emily_status s = emi_call_arity(c, 2, 2);
     emily_tensor *t, *r;
     const emily_value *opts;
     int *axes = NULL, n = -1;
     bool keep = false;
-    if (!s) s = call_tensor(c, 0, &t);
-    if (!s) s = call_opts(c, 1, &opts);
+    if (!s) s = emi_call_tensor(c, 0, &t);
+    if (!s) s = emi_call_opts(c, 1, &opts);
     if (s) return s;
-    const emily_value *v = opt_get(opts, "axes");
-    if (v) s = value_axes(c, v, "option :axes", &axes, &n);
-    v = opt_get(opts, "keep_axes");
-    if (!s && v && v->kind != EMILY_V_NIL) s = value_bool(c, v, "option :keep_axes", &keep);
+    const emily_value *v = emi_opt_get(opts, "axes");
+    if (v) s = emi_value_axes(c, v, "option :axes", &axes, &n);
+    v = emi_opt_get(opts, "keep_axes");
+    if (!s && v && v->kind != EMILY_V_NIL) s = emi_value_bool(c, v, "option :keep_axes", &keep);
     if (s) return s;
     /* sum/product/max/min: Nx fixes the type from the input's (in RUN
      * mode the template's type is passed, and equals that inference) */
-    emily_dtype want = op == EMILY_REDUCE_ALL || op == EMILY_REDUCE_ANY ? EMILY_DTYPE_AUTO : call_out_type(c);
+    emily_dtype want = op == EMILY_REDUCE_ALL || op == EMILY_REDUCE_ANY ? EMILY_DTYPE_AUTO : emi_call_out_type(c);
     s = emily_reduce(op, t, n < 0 ? 0 : n, n < 0 ? NULL : axes, keep, want, &r);
-    return s ? s : call_return(c, r);
+    return s ? s : emi_call_return(c, r);
 }
 
 static emily_status cb_sum(emily_call *c) { return cb_aggregate(c, EMILY_REDUCE_SUM); }
@@ -37,38 +37,38 @@ static emily_status cb_any(emily_call *c) { return cb_aggregate(c, EMILY_REDUCE_
  * reaches a backend only through the template: taken from it in both
  * modes. */
 static emily_status cb_arg(emily_call *c, emily_arg_op op) {
-    emily_status s = call_arity(c, 2, 2);
+    emily_status s = emi_call_arity(c, 2, 2);
     emily_tensor *t, *r;
     const emily_value *opts;
     emily_dtype dt;
-    if (!s) s = call_tensor(c, 0, &t);
-    if (!s) s = call_opts(c, 1, &opts);
-    if (!s) s = call_template(c, 0, &dt, NULL, NULL);
+    if (!s) s = emi_call_tensor(c, 0, &t);
+    if (!s) s = emi_call_opts(c, 1, &opts);
+    if (!s) s = emi_call_template(c, 0, &dt, NULL, NULL);
     if (s) return s;
     int64_t axis = -1;
     bool keep = false, high = false;
-    const emily_value *v = opt_get(opts, "axis");
+    const emily_value *v = emi_opt_get(opts, "axis");
     if (v && v->kind != EMILY_V_NIL) {
-        s = value_int(c, v, "option :axis", &axis);
+        s = emi_value_int(c, v, "option :axis", &axis);
         if (s) return s;
         int rank = emily_tensor_rank(t);
         if (axis < 0) axis += rank;
         if (axis < 0 || axis >= rank)
-            return call_fail(c, EMILY_ERR_AXIS, "axis %lld out of range for a tensor of rank %d",
+            return emi_call_fail(c, EMILY_ERR_AXIS, "axis %lld out of range for a tensor of rank %d",
                              (long long)v->i, rank);
     }
-    v = opt_get(opts, "keep_axis");
-    if (v && v->kind != EMILY_V_NIL && (s = value_bool(c, v, "option :keep_axis", &keep))) return s;
-    v = opt_get(opts, "tie_break");
+    v = emi_opt_get(opts, "keep_axis");
+    if (v && v->kind != EMILY_V_NIL && (s = emi_value_bool(c, v, "option :keep_axis", &keep))) return s;
+    v = emi_opt_get(opts, "tie_break");
     if (v) {
         const char *tb;
-        if ((s = value_atom(c, v, "option :tie_break", true, &tb))) return s;
+        if ((s = emi_value_atom(c, v, "option :tie_break", true, &tb))) return s;
         if (tb && strcmp(tb, "high") == 0) high = true;
         else if (tb && strcmp(tb, "low") != 0)
-            return call_fail(c, EMILY_ERR_ARGUMENT, "option :tie_break must be :low or :high, got :%s", tb);
+            return emi_call_fail(c, EMILY_ERR_ARGUMENT, "option :tie_break must be :low or :high, got :%s", tb);
     }
     s = emily_argreduce(op, t, (int)axis, keep, high, dt, &r);
-    return s ? s : call_return(c, r);
+    return s ? s : emi_call_return(c, r);
 }
 
 static emily_status cb_argmax(emily_call *c) { return cb_arg(c, EMILY_ARGMAX); }
@@ -76,29 +76,29 @@ static emily_status cb_argmin(emily_call *c) { return cb_arg(c, EMILY_ARGMIN); }
 
 /* all_close(out, a, b, [equal_nan:, rtol:, atol:]) */
 static emily_status cb_all_close(emily_call *c) {
-    emily_status s = call_arity(c, 2, 3);
+    emily_status s = emi_call_arity(c, 2, 3);
     emily_tensor *a, *b, *r;
-    if (!s) s = call_tensor(c, 0, &a);
-    if (!s) s = call_tensor(c, 1, &b);
+    if (!s) s = emi_call_tensor(c, 0, &a);
+    if (!s) s = emi_call_tensor(c, 1, &b);
     if (s) return s;
     double rtol = 1e-5, atol = 1e-8;
     bool equal_nan = false;
     if (c->nargs > 2) {
         const emily_value *opts, *v;
-        if ((s = call_opts(c, 2, &opts))) return s;
-        if ((v = opt_get(opts, "rtol")) && (s = value_float(c, v, "option :rtol", &rtol))) return s;
-        if ((v = opt_get(opts, "atol")) && (s = value_float(c, v, "option :atol", &atol))) return s;
+        if ((s = emi_call_opts(c, 2, &opts))) return s;
+        if ((v = emi_opt_get(opts, "rtol")) && (s = emi_value_float(c, v, "option :rtol", &rtol))) return s;
+        if ((v = emi_opt_get(opts, "atol")) && (s = emi_value_float(c, v, "option :atol", &atol))) return s;
         /* Nx reads the option by truthiness (`if opts[:equal_nan]`) and its
          * own test helpers pass nil: nil is false, as on Nx.BinaryBackend. */
-        if ((v = opt_get(opts, "equal_nan")) && v->kind != EMILY_V_NIL &&
-            (s = value_bool(c, v, "option :equal_nan", &equal_nan)))
+        if ((v = emi_opt_get(opts, "equal_nan")) && v->kind != EMILY_V_NIL &&
+            (s = emi_value_bool(c, v, "option :equal_nan", &equal_nan)))
             return s;
     }
     s = emily_all_close(a, b, rtol, atol, equal_nan, &r);
-    return s ? s : call_return(c, r);
+    return s ? s : emi_call_return(c, r);
 }
 
-const emily_callback_entry emily_callbacks_reduce[] = {
+const emily_callback_entry emi_callbacks_reduce[] = {
     {"sum", cb_sum},
     {"product", cb_product},
     {"reduce_max", cb_reduce_max},

@@ -7,71 +7,71 @@
 /* reshape(out, tensor): the shape is Nx's option, taken from the template
  * in both modes. */
 static emily_status cb_reshape(emily_call *c) {
-    emily_status s = call_arity(c, 1, 1);
+    emily_status s = emi_call_arity(c, 1, 1);
     emily_tensor *t, *r;
     int rank;
     const int64_t *shape;
-    if (!s) s = call_tensor(c, 0, &t);
-    if (!s) s = call_template(c, 0, NULL, &rank, &shape);
+    if (!s) s = emi_call_tensor(c, 0, &t);
+    if (!s) s = emi_call_template(c, 0, NULL, &rank, &shape);
     if (!s) s = emily_reshape(t, rank, shape, &r);
-    return s ? s : call_return(c, r);
+    return s ? s : emi_call_return(c, r);
 }
 
 /* squeeze(out, tensor, axes) */
 static emily_status cb_squeeze(emily_call *c) {
-    emily_status s = call_arity(c, 2, 2);
+    emily_status s = emi_call_arity(c, 2, 2);
     emily_tensor *t, *r;
     int *axes, n;
-    if (!s) s = call_tensor(c, 0, &t);
-    if (!s) s = value_axes(c, call_arg(c, 1), "axes", &axes, &n);
+    if (!s) s = emi_call_tensor(c, 0, &t);
+    if (!s) s = emi_value_axes(c, emi_call_arg(c, 1), "axes", &axes, &n);
     if (!s) s = emily_squeeze(t, n < 0 ? 0 : n, axes, &r);
-    return s ? s : call_return(c, r);
+    return s ? s : emi_call_return(c, r);
 }
 
 /* broadcast(out, tensor, shape, axes) */
 static emily_status cb_broadcast(emily_call *c) {
-    emily_status s = call_arity(c, 3, 3);
+    emily_status s = emi_call_arity(c, 3, 3);
     emily_tensor *t, *r;
     int64_t *shape;
     int rank, *axes, n;
-    if (!s) s = call_tensor(c, 0, &t);
-    if (!s) s = value_int_list(c, call_arg(c, 1), "shape", &shape, &rank);
-    if (!s) s = value_axes(c, call_arg(c, 2), "axes", &axes, &n);
+    if (!s) s = emi_call_tensor(c, 0, &t);
+    if (!s) s = emi_value_int_list(c, emi_call_arg(c, 1), "shape", &shape, &rank);
+    if (!s) s = emi_value_axes(c, emi_call_arg(c, 2), "axes", &axes, &n);
     if (!s && n >= 0 && n != emily_tensor_rank(t))
-        s = call_fail(c, EMILY_ERR_AXIS, "%d axes given for a tensor of rank %d", n, emily_tensor_rank(t));
+        s = emi_call_fail(c, EMILY_ERR_AXIS, "%d axes given for a tensor of rank %d", n, emily_tensor_rank(t));
     if (!s) s = emily_broadcast(t, rank, shape, n < 0 ? NULL : axes, &r);
-    return s ? s : call_return(c, r);
+    return s ? s : emi_call_return(c, r);
 }
 
 /* transpose(out, tensor, axes) */
 static emily_status cb_transpose(emily_call *c) {
-    emily_status s = call_arity(c, 2, 2);
+    emily_status s = emi_call_arity(c, 2, 2);
     emily_tensor *t, *r;
     int *axes, n;
-    if (!s) s = call_tensor(c, 0, &t);
-    if (!s) s = value_axes(c, call_arg(c, 1), "axes", &axes, &n);
+    if (!s) s = emi_call_tensor(c, 0, &t);
+    if (!s) s = emi_value_axes(c, emi_call_arg(c, 1), "axes", &axes, &n);
     if (!s && n >= 0 && n != emily_tensor_rank(t))
-        s = call_fail(c, EMILY_ERR_AXIS, "a permutation of %d axes given for a tensor of rank %d", n,
+        s = emi_call_fail(c, EMILY_ERR_AXIS, "a permutation of %d axes given for a tensor of rank %d", n,
                       emily_tensor_rank(t));
     if (!s) s = emily_transpose(t, n < 0 ? NULL : axes, &r);
-    return s ? s : call_return(c, r);
+    return s ? s : emi_call_return(c, r);
 }
 
 /* pad(out, tensor, pad_value, [{lo, hi, interior}, ...]) */
 static emily_status cb_pad(emily_call *c) {
-    emily_status s = call_arity(c, 3, 3);
+    emily_status s = emi_call_arity(c, 3, 3);
     emily_tensor *t, *value, *r;
-    if (!s) s = call_tensor(c, 0, &t);
-    if (!s) s = call_tensor(c, 1, &value);
+    if (!s) s = emi_call_tensor(c, 0, &t);
+    if (!s) s = emi_call_tensor(c, 1, &value);
     if (s) return s;
-    const emily_value *cfg = call_arg(c, 2);
+    const emily_value *cfg = emi_call_arg(c, 2);
     if (!cfg || (cfg->kind != EMILY_V_LIST && cfg->kind != EMILY_V_TUPLE))
-        return call_fail(c, EMILY_ERR_ARGUMENT, "the padding configuration must be a list of {lo, hi, interior}");
+        return emi_call_fail(c, EMILY_ERR_ARGUMENT, "the padding configuration must be a list of {lo, hi, interior}");
     int rank = emily_tensor_rank(t);
     if ((int)cfg->n != rank)
-        return call_fail(c, EMILY_ERR_SHAPE, "the padding configuration has %zu entries for a tensor of rank %d",
+        return emi_call_fail(c, EMILY_ERR_SHAPE, "the padding configuration has %zu entries for a tensor of rank %d",
                          cfg->n, rank);
-    int64_t *lo = call_alloc(c, sizeof(int64_t) * (3 * cfg->n + 1));
+    int64_t *lo = emi_call_alloc(c, sizeof(int64_t) * (3 * cfg->n + 1));
     if (!lo) return EMILY_ERR_MEMORY;
     int64_t *hi = lo + cfg->n, *in = hi + cfg->n;
     for (size_t i = 0; i < cfg->n; i++) {
@@ -79,17 +79,17 @@ static emily_status cb_pad(emily_call *c) {
         int n;
         char what[48];
         snprintf(what, sizeof what, "padding entry %zu", i);
-        s = value_int_list(c, &cfg->items[i], what, &v, &n);
+        s = emi_value_int_list(c, &cfg->items[i], what, &v, &n);
         if (s) return s;
         if (n != 3 && n != 2)
-            return call_fail(c, EMILY_ERR_ARGUMENT, "%s must be {lo, hi, interior}", what);
+            return emi_call_fail(c, EMILY_ERR_ARGUMENT, "%s must be {lo, hi, interior}", what);
         lo[i] = v[0];
         hi[i] = v[1];
         in[i] = n == 3 ? v[2] : 0;
     }
     /* Nx types a number pad value by merge_number: in RUN mode the
      * template's type is the answer, so the value is cast to it first. */
-    emily_dtype want = call_out_type(c);
+    emily_dtype want = emi_call_out_type(c);
     emily_tensor *vc = NULL;
     if (want != EMILY_DTYPE_AUTO &&
         emily_type_merge(emily_tensor_dtype(t), emily_tensor_dtype(value)) != want) {
@@ -99,42 +99,42 @@ static emily_status cb_pad(emily_call *c) {
     }
     s = emily_pad(t, value, lo, hi, in, &r);
     emily_tensor_release(vc);
-    return s ? s : call_return(c, r);
+    return s ? s : emi_call_return(c, r);
 }
 
 /* reverse(out, tensor, axes) */
 static emily_status cb_reverse(emily_call *c) {
-    emily_status s = call_arity(c, 2, 2);
+    emily_status s = emi_call_arity(c, 2, 2);
     emily_tensor *t, *r;
     int *axes, n;
-    if (!s) s = call_tensor(c, 0, &t);
-    if (!s) s = value_axes(c, call_arg(c, 1), "axes", &axes, &n);
+    if (!s) s = emi_call_tensor(c, 0, &t);
+    if (!s) s = emi_value_axes(c, emi_call_arg(c, 1), "axes", &axes, &n);
     if (!s && n < 0) {
         /* nil: every axis */
         n = emily_tensor_rank(t);
-        axes = call_alloc(c, sizeof(int) * ((size_t)n + 1));
+        axes = emi_call_alloc(c, sizeof(int) * ((size_t)n + 1));
         if (!axes) return EMILY_ERR_MEMORY;
         for (int i = 0; i < n; i++) axes[i] = i;
     }
     if (!s) s = emily_reverse(t, n, axes, &r);
-    return s ? s : call_return(c, r);
+    return s ? s : emi_call_return(c, r);
 }
 
 /* concatenate(out, tensors, axis) and stack(out, tensors, axis) */
 static emily_status cb_concat_or_stack(emily_call *c, bool stack) {
-    emily_status s = call_arity(c, 2, 2);
+    emily_status s = emi_call_arity(c, 2, 2);
     emily_tensor **ts, *r;
     int n;
     int64_t axis;
-    if (!s) s = call_tensor_list(c, 0, &ts, &n);
-    if (!s) s = call_int(c, 1, &axis);
+    if (!s) s = emi_call_tensor_list(c, 0, &ts, &n);
+    if (!s) s = emi_call_int(c, 1, &axis);
     if (!s && (axis < -1000000 || axis > 1000000))
-        s = call_fail(c, EMILY_ERR_AXIS, "axis %lld out of range", (long long)axis);
+        s = emi_call_fail(c, EMILY_ERR_AXIS, "axis %lld out of range", (long long)axis);
     if (s) return s;
     const emily_tensor *const *cts = (const emily_tensor *const *)ts;
-    s = stack ? emily_stack(n, cts, (int)axis, call_out_type(c), &r)
-              : emily_concatenate(n, cts, (int)axis, call_out_type(c), &r);
-    return s ? s : call_return(c, r);
+    s = stack ? emily_stack(n, cts, (int)axis, emi_call_out_type(c), &r)
+              : emily_concatenate(n, cts, (int)axis, emi_call_out_type(c), &r);
+    return s ? s : emi_call_return(c, r);
 }
 
 static emily_status cb_concatenate(emily_call *c) { return cb_concat_or_stack(c, false); }
@@ -143,43 +143,43 @@ static emily_status cb_stack(emily_call *c) { return cb_concat_or_stack(c, true)
 /* Start indices: integers or scalar integer tensors, one per axis. */
 static emily_status start_indices(emily_call *c, size_t i, int rank, int64_t **starts) {
     int n;
-    emily_status s = value_int_list(c, call_arg(c, i), "start indices", starts, &n);
+    emily_status s = emi_value_int_list(c, emi_call_arg(c, i), "start indices", starts, &n);
     if (!s && n != rank)
-        s = call_fail(c, EMILY_ERR_SHAPE, "%d start indices given for a tensor of rank %d", n, rank);
+        s = emi_call_fail(c, EMILY_ERR_SHAPE, "%d start indices given for a tensor of rank %d", n, rank);
     return s;
 }
 
 /* slice(out, tensor, start_indices, lengths, strides) */
 static emily_status cb_slice(emily_call *c) {
-    emily_status s = call_arity(c, 4, 4);
+    emily_status s = emi_call_arity(c, 4, 4);
     emily_tensor *t, *r;
     int64_t *starts, *lengths, *strides;
     int nl, ns;
-    if (!s) s = call_tensor(c, 0, &t);
+    if (!s) s = emi_call_tensor(c, 0, &t);
     if (s) return s;
     int rank = emily_tensor_rank(t);
     s = start_indices(c, 1, rank, &starts);
-    if (!s) s = value_int_list(c, call_arg(c, 2), "lengths", &lengths, &nl);
-    if (!s) s = value_int_list(c, call_arg(c, 3), "strides", &strides, &ns);
+    if (!s) s = emi_value_int_list(c, emi_call_arg(c, 2), "lengths", &lengths, &nl);
+    if (!s) s = emi_value_int_list(c, emi_call_arg(c, 3), "strides", &strides, &ns);
     if (!s && (nl != rank || ns != rank))
-        s = call_fail(c, EMILY_ERR_SHAPE, "%d lengths and %d strides given for a tensor of rank %d", nl, ns, rank);
+        s = emi_call_fail(c, EMILY_ERR_SHAPE, "%d lengths and %d strides given for a tensor of rank %d", nl, ns, rank);
     if (!s) s = emily_slice(t, starts, lengths, strides, &r);
-    return s ? s : call_return(c, r);
+    return s ? s : emi_call_return(c, r);
 }
 
 /* put_slice(out, tensor, start_indices, slice) */
 static emily_status cb_put_slice(emily_call *c) {
-    emily_status s = call_arity(c, 3, 3);
+    emily_status s = emi_call_arity(c, 3, 3);
     emily_tensor *t, *u, *r;
     int64_t *starts;
-    if (!s) s = call_tensor(c, 0, &t);
-    if (!s) s = call_tensor(c, 2, &u);
+    if (!s) s = emi_call_tensor(c, 0, &t);
+    if (!s) s = emi_call_tensor(c, 2, &u);
     if (!s) s = start_indices(c, 1, emily_tensor_rank(t), &starts);
-    if (!s) s = emily_put_slice(t, starts, u, call_out_type(c), &r);
-    return s ? s : call_return(c, r);
+    if (!s) s = emily_put_slice(t, starts, u, emi_call_out_type(c), &r);
+    return s ? s : emi_call_return(c, r);
 }
 
-const emily_callback_entry emily_callbacks_shape[] = {
+const emily_callback_entry emi_callbacks_shape[] = {
     {"reshape", cb_reshape},
     {"squeeze", cb_squeeze},
     {"broadcast", cb_broadcast},

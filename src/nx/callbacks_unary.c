@@ -9,29 +9,29 @@
 static emily_status cb_unary(emily_call *c) {
     emily_unary_op op;
     if (!emily_unary_op_from_name(c->name, &op))
-        return call_fail(c, EMILY_ERR_INTERNAL, "not a unary op");
-    emily_status s = call_arity(c, 1, 1);
+        return emi_call_fail(c, EMILY_ERR_INTERNAL, "not a unary op");
+    emily_status s = emi_call_arity(c, 1, 1);
     if (s) return s;
     emily_tensor *t, *r;
-    if ((s = call_tensor(c, 0, &t))) return s;
+    if ((s = emi_call_tensor(c, 0, &t))) return s;
     if ((s = emily_unary(op, t, &r))) return s;
-    return call_return(c, r);
+    return emi_call_return(c, r);
 }
 
 static emily_status cb_retype(emily_call *c, bool bitcast) {
-    emily_status s = call_arity(c, 1, 1);
+    emily_status s = emi_call_arity(c, 1, 1);
     if (s) return s;
     emily_dtype dt;
-    if ((s = call_template(c, 0, &dt, NULL, NULL))) return s;
+    if ((s = emi_call_template(c, 0, &dt, NULL, NULL))) return s;
     emily_tensor *t, *r;
-    if ((s = call_tensor(c, 0, &t))) return s;
+    if ((s = emi_call_tensor(c, 0, &t))) return s;
     if ((s = bitcast ? emily_bitcast(t, dt, &r) : emily_as_type(t, dt, &r))) return s;
-    return call_return(c, r);
+    return emi_call_return(c, r);
 }
 static emily_status cb_as_type(emily_call *c) { return cb_retype(c, false); }
 static emily_status cb_bitcast(emily_call *c) { return cb_retype(c, true); }
 
-const emily_callback_entry emily_callbacks_unary[] = {
+const emily_callback_entry emi_callbacks_unary[] = {
     {"exp", cb_unary},
     {"expm1", cb_unary},
     {"log", cb_unary},

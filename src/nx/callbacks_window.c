@@ -18,20 +18,20 @@ typedef struct win_args {
 static emily_status opt_list(emily_call *c, const emily_value *opts, const char *key, int rank,
                              int64_t **out) {
     *out = NULL;
-    const emily_value *v = opts ? opt_get(opts, key) : NULL;
+    const emily_value *v = opts ? emi_opt_get(opts, key) : NULL;
     if (!v || v->kind == EMILY_V_NIL) return EMILY_OK;
     if (v->kind == EMILY_V_INT) {
-        int64_t *a = call_alloc(c, sizeof(int64_t) * ((size_t)rank + 1));
+        int64_t *a = emi_call_alloc(c, sizeof(int64_t) * ((size_t)rank + 1));
         if (!a) return EMILY_ERR_MEMORY;
         for (int d = 0; d < rank; d++) a[d] = v->i;
         *out = a;
         return EMILY_OK;
     }
     int n;
-    emily_status s = value_int_list(c, v, key, out, &n);
+    emily_status s = emi_value_int_list(c, v, key, out, &n);
     if (s) return s;
     if (n != rank)
-        return call_fail(c, EMILY_ERR_SHAPE, "%s has %d entries for a tensor of rank %d", key, n, rank);
+        return emi_call_fail(c, EMILY_ERR_SHAPE, "%s has %d entries for a tensor of rank %d", key, n, rank);
     return EMILY_OK;
 }
 
@@ -40,24 +40,24 @@ static emily_status decode_window(emily_call *c, const emily_tensor *t, size_t w
     emily_status s;
     a->rank = emily_tensor_rank(t);
     int n;
-    if ((s = value_int_list(c, call_arg(c, wi), "window_dimensions", &a->window, &n))) return s;
+    if ((s = emi_value_int_list(c, emi_call_arg(c, wi), "window_dimensions", &a->window, &n))) return s;
     if (n != a->rank)
-        return call_fail(c, EMILY_ERR_SHAPE, "window_dimensions has %d entries for a tensor of rank %d",
+        return emi_call_fail(c, EMILY_ERR_SHAPE, "window_dimensions has %d entries for a tensor of rank %d",
                          n, a->rank);
     const emily_value *opts = NULL;
-    if (c->nargs > wi + 1 && (s = call_opts(c, wi + 1, &opts))) return s;
+    if (c->nargs > wi + 1 && (s = emi_call_opts(c, wi + 1, &opts))) return s;
     if ((s = opt_list(c, opts, "strides", a->rank, &a->strides))) return s;
     a->dilations = NULL;
     if (dilations && (s = opt_list(c, opts, "window_dilations", a->rank, &a->dilations))) return s;
     a->lo = a->hi = NULL;
-    const emily_value *pad = opts ? opt_get(opts, "padding") : NULL;
+    const emily_value *pad = opts ? emi_opt_get(opts, "padding") : NULL;
     if (pad && pad->kind != EMILY_V_NIL) {
         if (pad->kind != EMILY_V_LIST && pad->kind != EMILY_V_TUPLE)
-            return call_fail(c, EMILY_ERR_ARGUMENT, "padding must be a list of {lo, hi}");
+            return emi_call_fail(c, EMILY_ERR_ARGUMENT, "padding must be a list of {lo, hi}");
         if ((int)pad->n != a->rank)
-            return call_fail(c, EMILY_ERR_SHAPE, "padding has %zu entries for a tensor of rank %d",
+            return emi_call_fail(c, EMILY_ERR_SHAPE, "padding has %zu entries for a tensor of rank %d",
                              pad->n, a->rank);
-        a->lo = call_alloc(c, sizeof(int64_t) * (2 * (size_t)a->rank + 1));
+        a->lo = emi_call_alloc(c, sizeof(int64_t) * (2 * (size_t)a->rank + 1));
         if (!a->lo) return EMILY_ERR_MEMORY;
         a->hi = a->lo + a->rank;
         for (int d = 0; d < a->rank; d++) {
@@ -65,8 +65,8 @@ static emily_status decode_window(emily_call *c, const emily_tensor *t, size_t w
             int m;
             char what[48];
             snprintf(what, sizeof what, "padding entry %d", d);
-            if ((s = value_int_list(c, &pad->items[d], what, &v, &m))) return s;
-            if (m != 2) return call_fail(c, EMILY_ERR_ARGUMENT, "%s must be {lo, hi}", what);
+            if ((s = emi_value_int_list(c, &pad->items[d], what, &v, &m))) return s;
+            if (m != 2) return emi_call_fail(c, EMILY_ERR_ARGUMENT, "%s must be {lo, hi}", what);
             a->lo[d] = v[0];
             a->hi[d] = v[1];
         }
@@ -75,15 +75,15 @@ static emily_status decode_window(emily_call *c, const emily_tensor *t, size_t w
 }
 
 static emily_status cb_reduce(emily_call *c, emily_window_op op) {
-    emily_status s = call_arity(c, 2, 3);
+    emily_status s = emi_call_arity(c, 2, 3);
     if (s) return s;
     emily_tensor *t, *r;
     win_args a;
-    if ((s = call_tensor(c, 0, &t))) return s;
+    if ((s = emi_call_tensor(c, 0, &t))) return s;
     if ((s = decode_window(c, t, 1, true, &a))) return s;
     if ((s = emily_window_reduce(op, t, a.rank, a.window, a.strides, a.lo, a.hi, a.dilations, &r)))
         return s;
-    return call_return(c, r);
+    return emi_call_return(c, r);
 }
 
 static emily_status cb_window_sum(emily_call *c) { return cb_reduce(c, EMILY_WINDOW_SUM); }
@@ -92,24 +92,24 @@ static emily_status cb_window_max(emily_call *c) { return cb_reduce(c, EMILY_WIN
 static emily_status cb_window_min(emily_call *c) { return cb_reduce(c, EMILY_WINDOW_MIN); }
 
 static emily_status cb_scatter(emily_call *c, bool is_max) {
-    emily_status s = call_arity(c, 4, 5);
+    emily_status s = emi_call_arity(c, 4, 5);
     if (s) return s;
     emily_tensor *t, *source, *init, *r;
     win_args a;
-    if ((s = call_tensor(c, 0, &t))) return s;
-    if ((s = call_tensor(c, 1, &source))) return s;
-    if ((s = call_tensor(c, 2, &init))) return s;
+    if ((s = emi_call_tensor(c, 0, &t))) return s;
+    if ((s = emi_call_tensor(c, 1, &source))) return s;
+    if ((s = emi_call_tensor(c, 2, &init))) return s;
     if ((s = decode_window(c, t, 3, false, &a))) return s;
     s = is_max ? emily_window_scatter_max(t, source, init, a.rank, a.window, a.strides, a.lo, a.hi, &r)
                : emily_window_scatter_min(t, source, init, a.rank, a.window, a.strides, a.lo, a.hi, &r);
     if (s) return s;
-    return call_return(c, r);
+    return emi_call_return(c, r);
 }
 
 static emily_status cb_window_scatter_max(emily_call *c) { return cb_scatter(c, true); }
 static emily_status cb_window_scatter_min(emily_call *c) { return cb_scatter(c, false); }
 
-const emily_callback_entry emily_callbacks_window[] = {
+const emily_callback_entry emi_callbacks_window[] = {
     {"window_sum", cb_window_sum},
     {"window_product", cb_window_product},
     {"window_max", cb_window_max},

@@ -8,15 +8,15 @@
 static emily_callback_fn lookup(const char *name);
 
 static const emily_callback_entry *const families[] = {
-    emily_callbacks_creation, emily_callbacks_unary,     emily_callbacks_binary,
-    emily_callbacks_shape,
-    emily_callbacks_reduce,   emily_callbacks_dot,         emily_callbacks_window,
-    emily_callbacks_index,    emily_callbacks_sort,        emily_callbacks_cumulative,
-    emily_callbacks_fft,      emily_callbacks_linalg,
+    emi_callbacks_creation, emi_callbacks_unary,     emi_callbacks_binary,
+    emi_callbacks_shape,
+    emi_callbacks_reduce,   emi_callbacks_dot,         emi_callbacks_window,
+    emi_callbacks_index,    emi_callbacks_sort,        emi_callbacks_cumulative,
+    emi_callbacks_fft,      emi_callbacks_linalg,
 };
 #define NFAMILIES (sizeof families / sizeof *families)
 
-emily_callback_fn emily_callback_find(const char *name) {
+emily_callback_fn emi_callback_find(const char *name) {
     return name ? lookup(name) : NULL;
 }
 
@@ -62,22 +62,22 @@ static int template_count(const emily_value *out) {
 static emily_status check_against_template(emily_call *c) {
     int want = template_count(c->out);
     if (c->result->n != want)
-        return call_fail(c, EMILY_ERR_INTERNAL, "produced %d outputs, the template has %d", c->result->n, want);
+        return emi_call_fail(c, EMILY_ERR_INTERNAL, "produced %d outputs, the template has %d", c->result->n, want);
     for (int k = 0; k < want; k++) {
         emily_dtype dt;
         int rank;
         const int64_t *shape;
-        emily_status s = call_template(c, k, &dt, &rank, &shape);
+        emily_status s = emi_call_template(c, k, &dt, &rank, &shape);
         if (s) return s;
         const emily_tensor *t = c->result->tensors[k];
         bool same = t->dtype == dt && t->rank == rank;
         for (int i = 0; same && i < rank; i++) same = t->shape[i] == shape[i];
         if (!same) {
             char a[256], b[256];
-            return call_fail(c, EMILY_ERR_INTERNAL,
+            return emi_call_fail(c, EMILY_ERR_INTERNAL,
                              "output %d is %s%s but Nx expects %s%s", k, emily_dtype_name(t->dtype),
-                             emily_shape_str(t->rank, t->shape, a, sizeof a), emily_dtype_name(dt),
-                             emily_shape_str(rank, shape, b, sizeof b));
+                             emi_shape_str(t->rank, t->shape, a, sizeof a), emily_dtype_name(dt),
+                             emi_shape_str(rank, shape, b, sizeof b));
         }
     }
     return EMILY_OK;
@@ -93,10 +93,10 @@ emily_status emily_dispatch(const char *callback, emily_device device, const emi
     if (!fn) return emily_error(EMILY_ERR_UNSUPPORTED, "%s: unknown callback", callback);
     emily_status s = emily_device_check(device);
     if (s) return s;
-    return emily_dispatch_fn(fn, callback, device, out, args, nargs, mode, result);
+    return emi_dispatch_fn(fn, callback, device, out, args, nargs, mode, result);
 }
 
-emily_status emily_dispatch_fn(emily_callback_fn fn, const char *callback, emily_device device,
+emily_status emi_dispatch_fn(emily_callback_fn fn, const char *callback, emily_device device,
                                const emily_value *out, const emily_value *args, size_t nargs,
                                emily_dispatch_mode mode, emily_dispatch_result *result) {
     result->n = 0;
@@ -107,7 +107,7 @@ emily_status emily_dispatch_fn(emily_callback_fn fn, const char *callback, emily
                     .mode = mode, .result = result, .arena = NULL};
     emily_status s = fn(&c);
     if (!s && mode == EMILY_DISPATCH_RUN) s = check_against_template(&c);
-    call_arena_free(&c);
+    emi_call_arena_free(&c);
     if (s) emily_dispatch_result_release(result);
     return s;
 }

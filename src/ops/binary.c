@@ -30,32 +30,9 @@
 #include "ops/common.h"
 #include "core/scalar_convert.h"
 
-static const char *const op_names[EMILY_BINARY_OP_COUNT] = {
-    [EMILY_ADD] = "add",
-    [EMILY_SUBTRACT] = "subtract",
-    [EMILY_MULTIPLY] = "multiply",
-    [EMILY_POW] = "pow",
-    [EMILY_REMAINDER] = "remainder",
-    [EMILY_DIVIDE] = "divide",
-    [EMILY_ATAN2] = "atan2",
-    [EMILY_MIN] = "min",
-    [EMILY_MAX] = "max",
-    [EMILY_QUOTIENT] = "quotient",
-    [EMILY_BITWISE_AND] = "bitwise_and",
-    [EMILY_BITWISE_OR] = "bitwise_or",
-    [EMILY_BITWISE_XOR] = "bitwise_xor",
-    [EMILY_LEFT_SHIFT] = "left_shift",
-    [EMILY_RIGHT_SHIFT] = "right_shift",
-    [EMILY_EQUAL] = "equal",
-    [EMILY_NOT_EQUAL] = "not_equal",
-    [EMILY_GREATER] = "greater",
-    [EMILY_LESS] = "less",
-    [EMILY_GREATER_EQUAL] = "greater_equal",
-    [EMILY_LESS_EQUAL] = "less_equal",
-    [EMILY_LOGICAL_AND] = "logical_and",
-    [EMILY_LOGICAL_OR] = "logical_or",
-    [EMILY_LOGICAL_XOR] = "logical_xor",
-};
+#define BINARY_NAME(ENUM, name, rule) [EMILY_##ENUM] = #name,
+static const char *const op_names[EMILY_BINARY_OP_COUNT] = {EMILY_BINARY_OPS(BINARY_NAME)};
+#undef BINARY_NAME
 
 const char *emily_binary_op_name(emily_binary_op op) {
     return (unsigned)op < EMILY_BINARY_OP_COUNT ? op_names[op] : "?";
@@ -207,8 +184,8 @@ static bool value_fits(const emily_engine *e, const emily_tensor *t, emily_dtype
 }
 
 /* t converts into `to` without changing any value (also used by clip). */
-bool emily_binary_fits(const emily_engine *e, const emily_tensor *t, emily_dtype to);
-bool emily_binary_fits(const emily_engine *e, const emily_tensor *t, emily_dtype to) {
+bool emi_binary_fits(const emily_engine *e, const emily_tensor *t, emily_dtype to);
+bool emi_binary_fits(const emily_engine *e, const emily_tensor *t, emily_dtype to) {
     return emily_binary_exact_into(t->dtype, to) || value_fits(e, t, to);
 }
 
@@ -219,7 +196,7 @@ static emily_dtype wide_of(emily_dtype t) {
 
 /* A view of t's elements as another dtype of the same size. */
 static emily_status reinterpret(const emily_tensor *t, emily_dtype dt, emily_tensor **out) {
-    return emily_tensor_wrap(t->buffer, dt, t->rank, t->shape, t->strides, t->offset, out);
+    return emi_tensor_wrap(t->buffer, dt, t->rank, t->shape, t->strides, t->offset, out);
 }
 
 /* A rank-0 tensor on `device` holding `bytes`. */
@@ -234,7 +211,7 @@ static emily_status view_as(const emily_tensor *t, int rank, const int64_t *shap
                             emily_tensor **out) {
     bool same = t->rank == rank;
     for (int i = 0; same && i < rank; i++) same = t->shape[i] == shape[i];
-    if (!same) return emily_broadcast_view(t, rank, shape, out);
+    if (!same) return emi_broadcast_view(t, rank, shape, out);
     emily_tensor_retain((emily_tensor *)t);
     *out = (emily_tensor *)t;
     return EMILY_OK;
@@ -253,7 +230,7 @@ static emily_status run_kernel(const emily_engine *e, emily_binary_op op, const 
     emily_tensor *av = NULL, *bv = NULL, *dst = NULL;
     emily_status s = view_as(a, rank, shape, &av);
     if (!s) s = view_as(b, rank, shape, &bv);
-    if (!s) s = emily_empty_like_device(a, is_pred_cat(cat_of(op)) ? EMILY_U8 : a->dtype, rank,
+    if (!s) s = emi_empty_like_device(a, is_pred_cat(cat_of(op)) ? EMILY_U8 : a->dtype, rank,
                                         shape, &dst);
     if (!s) s = e->binary(op, dst, av, bv);
     emily_tensor_release(av);
@@ -279,13 +256,13 @@ static emily_status mixed_u64(emily_binary_op op, const emily_tensor *a, const e
     emily_tensor *s64 = NULL, *su = NULL, *neg = NULL, *negb = NULL, *zero_s = NULL,
                  *zero_u = NULL, *r = NULL, *rs = NULL, *t1 = NULL, *t2 = NULL, *t3 = NULL,
                  *c = NULL, *flip = NULL;
-    emily_status s = emily_convert_to(sgn, EMILY_S64, &s64);
+    emily_status s = emi_convert_to(sgn, EMILY_S64, &s64);
     if (!s) s = reinterpret(s64, EMILY_U64, &su);
     int64_t z = 0;
     if (!s) s = scalar_tensor(dev, EMILY_S64, &z, &zero_s);
     if (!s) s = scalar_tensor(dev, EMILY_U64, &z, &zero_u);
     if (!s) s = emily_binary(EMILY_LESS, s64, zero_s, EMILY_DTYPE_AUTO, &neg);
-    if (!s) s = emily_broadcast_view(neg, rank, shape, &negb);
+    if (!s) s = emi_broadcast_view(neg, rank, shape, &negb);
     if (s) goto done;
     switch (op) {
     case EMILY_EQUAL: case EMILY_NOT_EQUAL: case EMILY_GREATER: case EMILY_LESS:
@@ -408,11 +385,11 @@ static emily_status binary_with(const emily_engine *e, emily_binary_op op, const
     emily_dtype c;
     if (pred) {
         emily_dtype m = emily_type_merge(a->dtype, b->dtype);
-        c = (emily_dtype_is_integer(m) || (emily_binary_fits(e, a, m) && emily_binary_fits(e, b, m))) ? m : wide_of(m);
+        c = (emily_dtype_is_integer(m) || (emi_binary_fits(e, a, m) && emi_binary_fits(e, b, m))) ? m : wide_of(m);
     } else if (emily_dtype_is_integer(o)) {
         c = o;
     } else {
-        c = emily_binary_fits(e, a, o) && emily_binary_fits(e, b, o) ? o : wide_of(o);
+        c = emi_binary_fits(e, a, o) && emi_binary_fits(e, b, o) ? o : wide_of(o);
     }
     if (needs_mixed_u64(op, a->dtype, b->dtype, c)) {
         emily_tensor *r = NULL;
@@ -427,8 +404,8 @@ static emily_status binary_with(const emily_engine *e, emily_binary_op op, const
     }
 
     emily_tensor *ac = NULL, *bc = NULL, *r = NULL;
-    s = emily_convert_to(a, c, &ac);
-    if (!s) s = emily_convert_to(b, c, &bc);
+    s = emi_convert_to(a, c, &ac);
+    if (!s) s = emi_convert_to(b, c, &bc);
     if (!s) s = run_kernel(e, op, ac, bc, rank, shape, &r);
     emily_tensor_release(ac);
     emily_tensor_release(bc);
@@ -447,9 +424,9 @@ emily_status emily_binary(emily_binary_op op, const emily_tensor *a, const emily
     if ((unsigned)op >= EMILY_BINARY_OP_COUNT)
         return emily_error(EMILY_ERR_ARGUMENT, "binary: unknown op %d", (int)op);
     const char *name = op_names[op];
-    emily_status s = emily_check_out(name, out);
-    if (!s) s = emily_check_tensor(name, "left operand", a);
-    if (!s) s = emily_check_tensor(name, "right operand", b);
+    emily_status s = emi_check_out(name, out);
+    if (!s) s = emi_check_tensor(name, "left operand", a);
+    if (!s) s = emi_check_tensor(name, "right operand", b);
     if (s) return s;
     emily_dtype t;
     s = emily_binary_type(op, a->dtype, b->dtype, &t);
@@ -468,16 +445,16 @@ emily_status emily_binary(emily_binary_op op, const emily_tensor *a, const emily
     }
     const emily_tensor *pair[2] = {a, b};
     const emily_engine *e;
-    s = emily_check_same_device(name, 2, pair, &e);
+    s = emi_check_same_device(name, 2, pair, &e);
     if (s) return s;
     int rank, max_rank = a->rank > b->rank ? a->rank : b->rank;
     int64_t small[8];
     int64_t *shape = max_rank <= 8 ? small : malloc((size_t)max_rank * sizeof *shape);
     if (!shape) return emily_error(EMILY_ERR_MEMORY, "%s: out of host memory", name);
-    s = emily_broadcast_shapes(name, a->rank, a->shape, b->rank, b->shape, &rank, shape);
+    s = emi_broadcast_shapes(name, a->rank, a->shape, b->rank, b->shape, &rank, shape);
     /* the reference's errors for some operand values (negative shift
      * counts, fmod's non-numbers and zero divisors, complex atan2) */
-    if (!s) s = emily_binary_check_raises(op, a, b, o, rank, shape);
+    if (!s) s = emi_binary_check_raises(op, a, b, o, rank, shape);
     if (!s) s = binary_with(e, op, a, b, o, rank, shape, out);
     if (shape != small) free(shape);
     return s;

@@ -141,14 +141,14 @@ static emily_status check_remainder(const emily_tensor *a, const emily_tensor *b
     if (!s && !(s = emily_binary(EMILY_EQUAL, b, zero, EMILY_DTYPE_AUTO, &m))) s = or_into(&bad, m);
     /* positions in the broadcast result's order (a may not be in the mask) */
     emily_tensor *full = NULL;
-    if (!s) s = emily_broadcast_view(bad, rank, shape, &full);
+    if (!s) s = emi_broadcast_view(bad, rank, shape, &full);
     if (!s) s = first_set(full, &pos);
     if (!s && pos >= 0) s = element_at(a, rank, shape, pos, &ea);
     if (!s && pos >= 0) s = element_at(b, rank, shape, pos, &eb);
     if (!s && pos >= 0) s = read_as(ea, EMILY_F64, &va);
     if (!s && pos >= 0) s = read_as(eb, EMILY_F64, &vb);
     emily_tensor *all[6] = {bad, zero, ea, eb, full, NULL};
-    emily_release_all(6, all);
+    emi_release_all(6, all);
     if (s || pos < 0) return s;
     bool na = va - va != 0, nb = vb - vb != 0; /* NaN or infinite */
     if (!na && !nb) return emily_error(EMILY_ERR_ARGUMENT, "bad argument in arithmetic expression");
@@ -195,7 +195,7 @@ static emily_status check_integer_divisor(const emily_tensor *b) {
     return emily_error(EMILY_ERR_ARGUMENT, "bad argument in arithmetic expression");
 }
 
-emily_status emily_binary_check_raises(emily_binary_op op, const emily_tensor *a,
+emily_status emi_binary_check_raises(emily_binary_op op, const emily_tensor *a,
                                        const emily_tensor *b, emily_dtype o, int rank,
                                        const int64_t *shape) {
     int64_t size = 1;

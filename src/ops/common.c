@@ -2,7 +2,7 @@
 #include <string.h>
 #include "ops/common.h"
 
-const char *emily_shape_str(int rank, const int64_t *shape, char *buf, size_t size) {
+const char *emi_shape_str(int rank, const int64_t *shape, char *buf, size_t size) {
     size_t used = 0;
     used += (size_t)snprintf(buf, size, "{");
     for (int i = 0; i < rank && used < size; i++)
@@ -11,18 +11,18 @@ const char *emily_shape_str(int rank, const int64_t *shape, char *buf, size_t si
     return buf;
 }
 
-emily_status emily_check_tensor(const char *op, const char *arg, const emily_tensor *t) {
+emily_status emi_check_tensor(const char *op, const char *arg, const emily_tensor *t) {
     if (!t) return emily_error(EMILY_ERR_ARGUMENT, "%s: %s is NULL", op, arg);
     return EMILY_OK;
 }
 
-emily_status emily_check_out(const char *op, emily_tensor **out) {
+emily_status emi_check_out(const char *op, emily_tensor **out) {
     if (!out) return emily_error(EMILY_ERR_ARGUMENT, "%s: output pointer is NULL", op);
     *out = NULL;
     return EMILY_OK;
 }
 
-emily_status emily_check_same_device(const char *op, int n, const emily_tensor *const *ts,
+emily_status emi_check_same_device(const char *op, int n, const emily_tensor *const *ts,
                                      const emily_engine **engine) {
     emily_device d = ts[0]->buffer->device;
     for (int i = 1; i < n; i++) {
@@ -36,10 +36,10 @@ emily_status emily_check_same_device(const char *op, int n, const emily_tensor *
                                op, a, b);
         }
     }
-    return emily_engine_get(d, engine);
+    return emi_engine_get(d, engine);
 }
 
-emily_status emily_norm_axis(const char *op, int axis, int rank, int *out) {
+emily_status emi_norm_axis(const char *op, int axis, int rank, int *out) {
     int a = axis < 0 ? axis + rank : axis;
     if (a < 0 || a >= rank)
         return emily_error(EMILY_ERR_AXIS, "%s: axis %d out of range for a tensor of rank %d", op, axis, rank);
@@ -47,13 +47,13 @@ emily_status emily_norm_axis(const char *op, int axis, int rank, int *out) {
     return EMILY_OK;
 }
 
-emily_status emily_norm_axes(const char *op, int naxes, const int *axes, int rank, int *out,
+emily_status emi_norm_axes(const char *op, int naxes, const int *axes, int rank, int *out,
                              bool *mask) {
     bool *seen = calloc((size_t)rank + 1, 1);
     if (!seen) return emily_error(EMILY_ERR_MEMORY, "%s: out of host memory", op);
     for (int i = 0; i < naxes; i++) {
-        int a;
-        emily_status s = emily_norm_axis(op, axes[i], rank, &a);
+        int a = 0; /* set by emi_norm_axis on success */
+        emily_status s = emi_norm_axis(op, axes[i], rank, &a);
         if (s) { free(seen); return s; }
         if (seen[a]) {
             free(seen);
@@ -67,7 +67,7 @@ emily_status emily_norm_axes(const char *op, int naxes, const int *axes, int ran
     return EMILY_OK;
 }
 
-emily_status emily_broadcast_shapes(const char *op, int ra, const int64_t *sa, int rb,
+emily_status emi_broadcast_shapes(const char *op, int ra, const int64_t *sa, int rb,
                                     const int64_t *sb, int *rank, int64_t *shape) {
     int r = ra > rb ? ra : rb;
     for (int i = 0; i < r; i++) {
@@ -78,31 +78,31 @@ emily_status emily_broadcast_shapes(const char *op, int ra, const int64_t *sa, i
         else {
             char x[256], y[256];
             return emily_error(EMILY_ERR_SHAPE, "%s: cannot broadcast shapes %s and %s", op,
-                               emily_shape_str(ra, sa, x, sizeof x), emily_shape_str(rb, sb, y, sizeof y));
+                               emi_shape_str(ra, sa, x, sizeof x), emi_shape_str(rb, sb, y, sizeof y));
         }
     }
     *rank = r;
     return EMILY_OK;
 }
 
-emily_status emily_broadcast_view(const emily_tensor *t, int rank, const int64_t *shape,
+emily_status emi_broadcast_view(const emily_tensor *t, int rank, const int64_t *shape,
                                   emily_tensor **out) {
     int64_t *strides = calloc((size_t)rank + 1, sizeof(int64_t));
     if (!strides) return emily_error(EMILY_ERR_MEMORY, "broadcast: out of host memory");
     int off = rank - t->rank;
     for (int i = 0; i < t->rank; i++)
         strides[i + off] = t->shape[i] == shape[i + off] ? t->strides[i] : 0;
-    emily_status s = emily_tensor_view(t, rank, shape, strides, t->offset, out);
+    emily_status s = emi_tensor_view(t, rank, shape, strides, t->offset, out);
     free(strides);
     return s;
 }
 
-emily_status emily_empty_like_device(const emily_tensor *t, emily_dtype dtype, int rank,
+emily_status emi_empty_like_device(const emily_tensor *t, emily_dtype dtype, int rank,
                                      const int64_t *shape, emily_tensor **out) {
     return emily_empty(t->buffer->device, dtype, rank, shape, out);
 }
 
-emily_status emily_convert_to(const emily_tensor *t, emily_dtype dtype, emily_tensor **out) {
+emily_status emi_convert_to(const emily_tensor *t, emily_dtype dtype, emily_tensor **out) {
     if (t->dtype == dtype) {
         emily_tensor_retain((emily_tensor *)t);
         *out = (emily_tensor *)t;
@@ -111,6 +111,6 @@ emily_status emily_convert_to(const emily_tensor *t, emily_dtype dtype, emily_te
     return emily_as_type(t, dtype, out);
 }
 
-void emily_release_all(int n, emily_tensor **ts) {
+void emi_release_all(int n, emily_tensor **ts) {
     for (int i = 0; i < n; i++) emily_tensor_release(ts[i]);
 }

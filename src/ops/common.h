@@ -7,35 +7,35 @@
 #include "core/engine.h"
 
 /* Formats a shape as "{2, 3}" into buf. */
-const char *emily_shape_str(int rank, const int64_t *shape, char *buf, size_t size);
-#define EMILY_SHAPE_STR(t) emily_shape_str((t)->rank, (t)->shape, (char[256]){0}, 256)
+const char *emi_shape_str(int rank, const int64_t *shape, char *buf, size_t size);
+#define EMILY_SHAPE_STR(t) emi_shape_str((t)->rank, (t)->shape, (char[256]){0}, 256)
 
 /* Fails unless t is non-NULL (names the op and argument). */
-emily_status emily_check_tensor(const char *op, const char *arg, const emily_tensor *t);
-emily_status emily_check_out(const char *op, emily_tensor **out);
+emily_status emi_check_tensor(const char *op, const char *arg, const emily_tensor *t);
+emily_status emi_check_out(const char *op, emily_tensor **out);
 /* Fails unless all n tensors are on the same device; stores the engine. */
-emily_status emily_check_same_device(const char *op, int n, const emily_tensor *const *ts,
+emily_status emi_check_same_device(const char *op, int n, const emily_tensor *const *ts,
                                      const emily_engine **engine);
 /* Normalizes a possibly negative axis against rank; fails if out of range. */
-emily_status emily_norm_axis(const char *op, int axis, int rank, int *out);
+emily_status emi_norm_axis(const char *op, int axis, int rank, int *out);
 /* Normalizes and checks a list of distinct axes; `mask` (rank entries,
  * may be NULL) marks them. */
-emily_status emily_norm_axes(const char *op, int naxes, const int *axes, int rank,
+emily_status emi_norm_axes(const char *op, int naxes, const int *axes, int rank,
                              int *out, bool *mask);
 /* Nx broadcasting of two shapes (right-aligned, 1 stretches). */
-emily_status emily_broadcast_shapes(const char *op, int ra, const int64_t *sa, int rb,
+emily_status emi_broadcast_shapes(const char *op, int ra, const int64_t *sa, int rb,
                                     const int64_t *sb, int *rank, int64_t *shape);
 /* A view of t broadcast to (rank, shape) by right alignment, zero strides
  * on stretched axes. */
-emily_status emily_broadcast_view(const emily_tensor *t, int rank, const int64_t *shape,
+emily_status emi_broadcast_view(const emily_tensor *t, int rank, const int64_t *shape,
                                   emily_tensor **out);
 /* t converted to dtype (a new reference to t when already that type). */
-emily_status emily_convert_to(const emily_tensor *t, emily_dtype dtype, emily_tensor **out);
+emily_status emi_convert_to(const emily_tensor *t, emily_dtype dtype, emily_tensor **out);
 /* Fresh contiguous tensor on t's device. */
-emily_status emily_empty_like_device(const emily_tensor *t, emily_dtype dtype, int rank,
+emily_status emi_empty_like_device(const emily_tensor *t, emily_dtype dtype, int rank,
                                      const int64_t *shape, emily_tensor **out);
 
 /* Releases every tensor in a NULL-or-tensor array. */
-void emily_release_all(int n, emily_tensor **ts);
+void emi_release_all(int n, emily_tensor **ts);
 
 #endif

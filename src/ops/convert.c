@@ -2,9 +2,9 @@
 #include "ops/common.h"
 
 emily_status emily_as_type(const emily_tensor *t, emily_dtype dtype, emily_tensor **out) {
-    emily_status s = emily_check_out("as_type", out);
+    emily_status s = emi_check_out("as_type", out);
     if (s) return s;
-    if ((s = emily_check_tensor("as_type", "tensor", t))) return s;
+    if ((s = emi_check_tensor("as_type", "tensor", t))) return s;
     if (!emily_dtype_valid(dtype))
         return emily_error(EMILY_ERR_TYPE, "as_type: invalid target type %d", (int)dtype);
     /* Nx returns the tensor itself when the type does not change */
@@ -14,14 +14,14 @@ emily_status emily_as_type(const emily_tensor *t, emily_dtype dtype, emily_tenso
         return EMILY_OK;
     }
     const emily_engine *e;
-    if ((s = emily_check_same_device("as_type", 1, &t, &e))) return s;
+    if ((s = emi_check_same_device("as_type", 1, &t, &e))) return s;
     if (!e->convert) {
         char dev[32];
         emily_device_format(t->buffer->device, dev, sizeof dev);
         return emily_error(EMILY_ERR_UNSUPPORTED, "as_type: not available on device %s", dev);
     }
     emily_tensor *r;
-    if ((s = emily_empty_like_device(t, dtype, t->rank, t->shape, &r))) return s;
+    if ((s = emi_empty_like_device(t, dtype, t->rank, t->shape, &r))) return s;
     if ((s = e->convert(r, t))) {
         emily_tensor_release(r);
         return s;
@@ -31,9 +31,9 @@ emily_status emily_as_type(const emily_tensor *t, emily_dtype dtype, emily_tenso
 }
 
 emily_status emily_bitcast(const emily_tensor *t, emily_dtype dtype, emily_tensor **out) {
-    emily_status s = emily_check_out("bitcast", out);
+    emily_status s = emi_check_out("bitcast", out);
     if (s) return s;
-    if ((s = emily_check_tensor("bitcast", "tensor", t))) return s;
+    if ((s = emi_check_tensor("bitcast", "tensor", t))) return s;
     if (!emily_dtype_valid(dtype))
         return emily_error(EMILY_ERR_TYPE, "bitcast: invalid target type %d", (int)dtype);
     if (emily_dtype_is_complex(t->dtype) || emily_dtype_is_complex(dtype))
@@ -45,5 +45,5 @@ emily_status emily_bitcast(const emily_tensor *t, emily_dtype dtype, emily_tenso
                            emily_dtype_name(t->dtype), emily_dtype_name(dtype));
     /* Same element size: the same bytes under new strides-in-elements, so
      * a view of the buffer with another dtype (no copy). */
-    return emily_tensor_wrap(t->buffer, dtype, t->rank, t->shape, t->strides, t->offset, out);
+    return emi_tensor_wrap(t->buffer, dtype, t->rank, t->shape, t->strides, t->offset, out);
 }

@@ -12,9 +12,9 @@ static emily_status check_new(const char *op, emily_device device, emily_dtype d
         if (shape[i] < 0) {
             char buf[256];
             return emily_error(EMILY_ERR_SHAPE, "%s: negative dimension in shape %s", op,
-                               emily_shape_str(rank, shape, buf, sizeof buf));
+                               emi_shape_str(rank, shape, buf, sizeof buf));
         }
-    return emily_engine_get(device, e);
+    return emi_engine_get(device, e);
 }
 
 static emily_status unsupported(const char *op, emily_device device) {
@@ -25,7 +25,7 @@ static emily_status unsupported(const char *op, emily_device device) {
 
 emily_status emily_constant(emily_device device, emily_dtype dtype, int rank,
                             const int64_t *shape, emily_scalar value, emily_tensor **out) {
-    emily_status s = emily_check_out("constant", out);
+    emily_status s = emi_check_out("constant", out);
     if (s) return s;
     const emily_engine *e;
     if ((s = check_new("constant", device, dtype, rank, shape, &e))) return s;
@@ -45,7 +45,7 @@ emily_status emily_constant(emily_device device, emily_dtype dtype, int rank,
 
 emily_status emily_iota(emily_device device, emily_dtype dtype, int rank, const int64_t *shape,
                         int axis, emily_tensor **out) {
-    emily_status s = emily_check_out("iota", out);
+    emily_status s = emi_check_out("iota", out);
     if (s) return s;
     const emily_engine *e;
     if ((s = check_new("iota", device, dtype, rank, shape, &e))) return s;
@@ -65,14 +65,14 @@ emily_status emily_iota(emily_device device, emily_dtype dtype, int rank, const 
 
 emily_status emily_eye(emily_device device, emily_dtype dtype, int rank, const int64_t *shape,
                        emily_tensor **out) {
-    emily_status s = emily_check_out("eye", out);
+    emily_status s = emi_check_out("eye", out);
     if (s) return s;
     const emily_engine *e;
     if ((s = check_new("eye", device, dtype, rank, shape, &e))) return s;
     if (rank < 2) {
         char buf[256];
         return emily_error(EMILY_ERR_SHAPE, "eye: expects a shape with at least 2 dimensions, got %s",
-                           emily_shape_str(rank, shape, buf, sizeof buf));
+                           emi_shape_str(rank, shape, buf, sizeof buf));
     }
     if (!e->eye) return unsupported("eye", device);
     emily_tensor *t;

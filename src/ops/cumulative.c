@@ -20,21 +20,21 @@ emily_status emily_cumulative(emily_cumulative_op op, const emily_tensor *t, int
                               bool reverse, emily_tensor **out) {
     const char *name = cum_name(op);
     emily_status s;
-    if ((s = emily_check_out(name, out))) return s;
+    if ((s = emi_check_out(name, out))) return s;
     if ((unsigned)op > (unsigned)EMILY_CUMULATIVE_MIN)
         return emily_error(EMILY_ERR_ARGUMENT, "cumulative: unknown op %d", (int)op);
-    if ((s = emily_check_tensor(name, "tensor", t))) return s;
+    if ((s = emi_check_tensor(name, "tensor", t))) return s;
     if (!emily_dtype_valid(t->dtype)) return emily_error(EMILY_ERR_TYPE, "%s: invalid tensor type", name);
     if ((op == EMILY_CUMULATIVE_MAX || op == EMILY_CUMULATIVE_MIN) && emily_dtype_is_complex(t->dtype))
         return emily_error(EMILY_ERR_TYPE, "%s: complex tensors (%s) are not supported", name,
                            emily_dtype_name(t->dtype));
     const emily_engine *e;
-    if ((s = emily_check_same_device(name, 1, &t, &e))) return s;
+    if ((s = emi_check_same_device(name, 1, &t, &e))) return s;
     int ax = 0;
     if (t->rank == 0) {
         if (axis != 0 && axis != -1)
             return emily_error(EMILY_ERR_AXIS, "%s: axis %d out of range for a tensor of rank 0", name, axis);
-    } else if ((s = emily_norm_axis(name, axis, t->rank, &ax))) {
+    } else if ((s = emi_norm_axis(name, axis, t->rank, &ax))) {
         return s;
     }
     if (!e->cumulative || !e->cumulative->scan)
@@ -43,7 +43,7 @@ emily_status emily_cumulative(emily_cumulative_op op, const emily_tensor *t, int
     for (int d = 0; d < ax; d++) outer *= t->shape[d];
     for (int d = ax + 1; d < t->rank; d++) inner *= t->shape[d];
     emily_tensor *o = NULL, *src = NULL;
-    if ((s = emily_empty_like_device(t, t->dtype, t->rank, t->shape, &o))) return s;
+    if ((s = emi_empty_like_device(t, t->dtype, t->rank, t->shape, &o))) return s;
     if (t->size > 0) {
         s = emily_contiguous(t, &src);
         if (!s) s = e->cumulative->scan(op, o, src, outer, n, inner, reverse);

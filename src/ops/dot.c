@@ -138,7 +138,7 @@ static emily_status gemm_view(const emily_tensor *t, const int *order, int n0, i
         ok = ok && merge_group(t, ns[g], order + at, &shape[g], &strides[g]);
     emily_gemm_layout lay;
     if (ok && emily_gemm_layout_of(shape[1], shape[2], strides[1], strides[2], &lay))
-        return emily_tensor_view(t, 3, shape, strides, t->offset, out);
+        return emi_tensor_view(t, 3, shape, strides, t->offset, out);
 
     /* Copy the transposed view to a contiguous tensor; it then groups
      * row-major. */
@@ -151,7 +151,7 @@ static emily_status gemm_view(const emily_tensor *t, const int *order, int n0, i
         pstrides[i] = t->strides[order[i]];
     }
     emily_tensor *perm = NULL, *copy = NULL;
-    emily_status s = emily_tensor_view(t, r, pshape, pstrides, t->offset, &perm);
+    emily_status s = emi_tensor_view(t, r, pshape, pstrides, t->offset, &perm);
     free(buf);
     if (!s) s = emily_contiguous(perm, &copy);
     emily_tensor_release(perm);
@@ -160,7 +160,7 @@ static emily_status gemm_view(const emily_tensor *t, const int *order, int n0, i
     for (int g = 0, at = 0; g < 3; at += ns[g], g++)
         for (int i = 0; i < ns[g]; i++) sizes[g] *= t->shape[order[at + i]];
     int64_t cstrides[3] = {sizes[1] * sizes[2], sizes[2], 1};
-    s = emily_tensor_view(copy, 3, sizes, cstrides, copy->offset, out);
+    s = emi_tensor_view(copy, 3, sizes, cstrides, copy->offset, out);
     emily_tensor_release(copy);
     return s;
 }
@@ -173,9 +173,9 @@ emily_status emily_dot(const emily_tensor *a, int ncontract_a, const int *contra
                        int nbatch_b, const int *batch_b,
                        emily_dtype out_type, emily_tensor **out) {
     emily_status s;
-    if ((s = emily_check_out("dot", out))) return s;
-    if ((s = emily_check_tensor("dot", "left tensor", a))) return s;
-    if ((s = emily_check_tensor("dot", "right tensor", b))) return s;
+    if ((s = emi_check_out("dot", out))) return s;
+    if ((s = emi_check_tensor("dot", "left tensor", a))) return s;
+    if ((s = emi_check_tensor("dot", "right tensor", b))) return s;
     if (ncontract_a < 0 || ncontract_b < 0 || nbatch_a < 0 || nbatch_b < 0)
         return emily_error(EMILY_ERR_ARGUMENT, "dot: negative axis count");
     if ((ncontract_a && !contract_a) || (ncontract_b && !contract_b) || (nbatch_a && !batch_a) ||
@@ -191,7 +191,7 @@ emily_status emily_dot(const emily_tensor *a, int ncontract_a, const int *contra
                            nbatch_a, nbatch_b, EMILY_SHAPE_STR(a), EMILY_SHAPE_STR(b));
     const emily_tensor *both[2] = {a, b};
     const emily_engine *e;
-    if ((s = emily_check_same_device("dot", 2, both, &e))) return s;
+    if ((s = emi_check_same_device("dot", 2, both, &e))) return s;
     emily_dtype dt = EMILY_DTYPE_AUTO;
     if ((s = check_out_type(a, b, out_type, &dt))) return s;
 
@@ -244,13 +244,13 @@ emily_status emily_dot(const emily_tensor *a, int ncontract_a, const int *contra
         if (!role_b[i]) { ob[k++] = i; oshape[orank++] = b->shape[i]; }
     int nfree_a = ra - nc - nb, nfree_b = rb - nc - nb;
 
-    if ((s = emily_empty_like_device(a, dt, orank, oshape, &res))) goto done;
+    if ((s = emi_empty_like_device(a, dt, orank, oshape, &res))) goto done;
     if (res->size == 0) goto done; /* nothing to compute */
 
     if ((s = gemm_view(a, oa, nb, nfree_a, nc, &a3))) goto done;
     if ((s = gemm_view(b, ob, nb, nc, nfree_b, &b3))) goto done;
     int64_t dshape[3] = {a3->shape[0], a3->shape[1], b3->shape[2]};
-    if ((s = emily_tensor_view(res, 3, dshape, NULL, 0, &d3))) goto done;
+    if ((s = emi_tensor_view(res, 3, dshape, NULL, 0, &d3))) goto done;
     if (!e->dot || !e->dot->gemm) {
         s = emily_error(EMILY_ERR_UNSUPPORTED, "dot: not available on the %s device", e->name);
         goto done;
@@ -271,9 +271,9 @@ done:
 
 emily_status emily_matmul(const emily_tensor *a, const emily_tensor *b, emily_tensor **out) {
     emily_status s;
-    if ((s = emily_check_out("matmul", out))) return s;
-    if ((s = emily_check_tensor("matmul", "left tensor", a))) return s;
-    if ((s = emily_check_tensor("matmul", "right tensor", b))) return s;
+    if ((s = emi_check_out("matmul", out))) return s;
+    if ((s = emi_check_tensor("matmul", "left tensor", a))) return s;
+    if ((s = emi_check_tensor("matmul", "right tensor", b))) return s;
     /* a rank-0 operand: Nx multiplies, which is a dot without contraction */
     if (a->rank == 0 || b->rank == 0)
         return emily_dot(a, 0, NULL, 0, NULL, b, 0, NULL, 0, NULL, EMILY_DTYPE_AUTO, out);
@@ -425,12 +425,12 @@ static emily_status conv_plan_make(const emily_tensor *t, const emily_tensor *k,
 emily_status emily_conv(const emily_tensor *input, const emily_tensor *kernel,
                         const emily_conv_opts *opts, emily_dtype out_type, emily_tensor **out) {
     emily_status s;
-    if ((s = emily_check_out("conv", out))) return s;
-    if ((s = emily_check_tensor("conv", "input", input))) return s;
-    if ((s = emily_check_tensor("conv", "kernel", kernel))) return s;
+    if ((s = emi_check_out("conv", out))) return s;
+    if ((s = emi_check_tensor("conv", "input", input))) return s;
+    if ((s = emi_check_tensor("conv", "kernel", kernel))) return s;
     const emily_tensor *both[2] = {input, kernel};
     const emily_engine *e;
-    if ((s = emily_check_same_device("conv", 2, both, &e))) return s;
+    if ((s = emi_check_same_device("conv", 2, both, &e))) return s;
     emily_dtype dt;
     if (out_type == EMILY_DTYPE_AUTO) {
         dt = emily_type_to_floating(emily_type_merge(input->dtype, kernel->dtype));
@@ -457,7 +457,7 @@ emily_status emily_conv(const emily_tensor *input, const emily_tensor *kernel,
         shape[j] = input->shape[p->ip[j]];
         strides[j] = input->strides[p->ip[j]];
     }
-    if ((s = emily_tensor_view(input, r, shape, strides, input->offset, &tin))) goto done;
+    if ((s = emi_tensor_view(input, r, shape, strides, input->offset, &tin))) goto done;
     bool need_pad = false;
     for (int i = 0; i < d; i++) need_pad |= p->lo[i] || p->hi[i] || p->idil[i] > 1;
     if (need_pad) {
@@ -495,7 +495,7 @@ emily_status emily_conv(const emily_tensor *input, const emily_tensor *kernel,
         shape[3 + d + i] = p->k[2 + i];
         strides[3 + d + i] = p->k[2 + i] > 1 ? ps[2 + i] * p->kdil[i] : 0;
     }
-    if ((s = emily_tensor_view(padded, 3 + 2 * d, shape, strides, padded->offset, &patches))) goto done;
+    if ((s = emi_tensor_view(padded, 3 + 2 * d, shape, strides, padded->offset, &patches))) goto done;
 
     /* kernel [G, O/G, I, kernel spatial...] */
     int64_t ks[64];
@@ -504,7 +504,7 @@ emily_status emily_conv(const emily_tensor *input, const emily_tensor *kernel,
     shape[1] = O / G; strides[1] = ks[0];
     shape[2] = I; strides[2] = ks[1];
     for (int i = 0; i < d; i++) { shape[3 + i] = p->k[2 + i]; strides[3 + i] = ks[2 + i]; }
-    if ((s = emily_tensor_view(kernel, 3 + d, shape, strides, kernel->offset, &kview))) goto done;
+    if ((s = emi_tensor_view(kernel, 3 + d, shape, strides, kernel->offset, &kview))) goto done;
 
     int ca[65], cb[65];
     int64_t window = 1;
@@ -520,7 +520,7 @@ emily_status emily_conv(const emily_tensor *input, const emily_tensor *kernel,
         emily_tensor *kb = NULL; /* kernel [N', O, I, kernel spatial...], batch stride 0 */
         shape[0] = p->std_shape[0]; strides[0] = 0;
         for (int j = 0; j < r; j++) { shape[1 + j] = p->k[j]; strides[1 + j] = ks[j]; }
-        if ((s = emily_tensor_view(kernel, 1 + r, shape, strides, kernel->offset, &kb))) goto done;
+        if ((s = emi_tensor_view(kernel, 1 + r, shape, strides, kernel->offset, &kb))) goto done;
         /* contract the kernel's (I, spatial) with the patches' (I, kernel spatial) */
         ca[0] = 2;
         cb[0] = 2;
@@ -528,7 +528,7 @@ emily_status emily_conv(const emily_tensor *input, const emily_tensor *kernel,
         int b0 = 0;
         /* patches here drop the group axis: view them from index 1 */
         emily_tensor *pv = NULL;
-        s = emily_tensor_view(patches, 2 + 2 * d, patches->shape + 1, patches->strides + 1,
+        s = emi_tensor_view(patches, 2 + 2 * d, patches->shape + 1, patches->strides + 1,
                               patches->offset, &pv);
         if (!s) {
             for (int i = 0; i <= d; i++) cb[i] -= 1;
@@ -581,12 +581,12 @@ emily_status emily_conv(const emily_tensor *input, const emily_tensor *kernel,
         emily_tensor_release(final);
         final = NULL;
         int64_t rstr[64];
-        emily_row_major_strides(r, p->final_shape, rstr);
-        s = emily_tensor_view(res, r, p->final_shape, rstr, 0, &final);
+        emi_row_major_strides(r, p->final_shape, rstr);
+        s = emi_tensor_view(res, r, p->final_shape, rstr, 0, &final);
         goto done;
     }
     if (final->size) {
-        if ((s = emily_tensor_view(final, rr, shape, strides, 0, &fview))) goto done;
+        if ((s = emi_tensor_view(final, rr, shape, strides, 0, &fview))) goto done;
         s = e->copy(fview, res);
     }
 

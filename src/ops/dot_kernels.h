@@ -66,7 +66,7 @@ static inline bool emily_gemm_layout_of(int64_t rows, int64_t cols, int64_t srow
 }
 
 /* Device tables (NULL where a device has none). */
-extern const struct emily_dot_kernels emily_cuda_dot_kernels;
+extern const struct emily_dot_kernels emi_cuda_dot_kernels;
 
 #ifdef __cplusplus
 }

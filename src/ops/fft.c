@@ -23,12 +23,12 @@ static emily_status fft_axis(fft_kind kind, const emily_tensor *t, int64_t lengt
                              double eps, emily_tensor **out) {
     const char *op = kind_name(kind);
     emily_status s;
-    if ((s = emily_check_out(op, out))) return s;
-    if ((s = emily_check_tensor(op, "tensor", t))) return s;
+    if ((s = emi_check_out(op, out))) return s;
+    if ((s = emi_check_tensor(op, "tensor", t))) return s;
     if (t->rank == 0)
         return emily_error(EMILY_ERR_SHAPE, "%s: expected a tensor with rank > 0, got tensor with rank 0", op);
     int ax;
-    if ((s = emily_norm_axis(op, axis, t->rank, &ax))) return s;
+    if ((s = emi_norm_axis(op, axis, t->rank, &ax))) return s;
     if (kind == KIND_RFFT && emily_dtype_is_complex(t->dtype))
         return emily_error(EMILY_ERR_TYPE, "%s: expects a real tensor, got type %s", op,
                            emily_dtype_name(t->dtype));
@@ -44,7 +44,7 @@ static emily_status fft_axis(fft_kind kind, const emily_tensor *t, int64_t lengt
     if (n > ((int64_t)1 << 40))
         return emily_error(EMILY_ERR_ARGUMENT, "%s: length %lld is too large", op, (long long)n);
     const emily_engine *e;
-    if ((s = emily_check_same_device(op, 1, &t, &e))) return s;
+    if ((s = emi_check_same_device(op, 1, &t, &e))) return s;
     if (!e->fft || !e->fft->fft) {
         char dev[32];
         emily_device_format(t->buffer->device, dev, sizeof dev);
@@ -63,8 +63,8 @@ static emily_status fft_axis(fft_kind kind, const emily_tensor *t, int64_t lengt
     emily_tensor *src = NULL, *dst = NULL;
     emily_dtype dt = t->dtype;
     bool direct = dt == EMILY_F32 || dt == EMILY_F64 || dt == EMILY_C64 || dt == EMILY_C128;
-    s = emily_convert_to(t, direct ? dt : EMILY_F64, &src);
-    if (!s) s = emily_empty_like_device(t, otype, t->rank, shape, &dst);
+    s = emi_convert_to(t, direct ? dt : EMILY_F64, &src);
+    if (!s) s = emi_empty_like_device(t, otype, t->rank, shape, &dst);
     if (!s) s = e->fft->fft(dst, src, ax, n, mode, eps);
     if (shape != stack_shape) free(shape);
     emily_tensor_release(src);
@@ -100,14 +100,14 @@ static emily_status fft2(fft_kind kind, const emily_tensor *t, const int64_t len
                          const int axes[2], double eps, emily_tensor **out) {
     const char *op = kind == KIND_FFT ? "fft2" : "ifft2";
     emily_status s;
-    if ((s = emily_check_out(op, out))) return s;
-    if ((s = emily_check_tensor(op, "tensor", t))) return s;
+    if ((s = emi_check_out(op, out))) return s;
+    if ((s = emi_check_tensor(op, "tensor", t))) return s;
     if (!axes || !lengths) return emily_error(EMILY_ERR_ARGUMENT, "%s: axes and lengths are required", op);
     if (t->rank < 2)
         return emily_error(EMILY_ERR_SHAPE, "%s: expected a tensor with rank > 1, got tensor with rank %d",
                            op, t->rank);
     int ax[2];
-    if ((s = emily_norm_axes(op, 2, axes, t->rank, ax, NULL))) return s;
+    if ((s = emi_norm_axes(op, 2, axes, t->rank, ax, NULL))) return s;
     emily_tensor *mid;
     if ((s = fft_axis(kind, t, lengths[1], ax[1], eps, &mid))) return s;
     s = fft_axis(kind, mid, lengths[0], ax[0], eps, out);

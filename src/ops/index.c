@@ -37,7 +37,7 @@ static emily_status contiguous_all(int n, const emily_tensor *const *in, emily_t
         if (!in[i]) continue;
         emily_status s = emily_contiguous(in[i], &out[i]);
         if (s) {
-            emily_release_all(n, out);
+            emi_release_all(n, out);
             return s;
         }
     }
@@ -50,15 +50,15 @@ emily_status emily_take(const emily_tensor *t, const emily_tensor *indices, int 
                         emily_tensor **out) {
     const char *op = "take";
     emily_status s;
-    if ((s = emily_check_out(op, out))) return s;
-    if ((s = emily_check_tensor(op, "tensor", t))) return s;
-    if ((s = emily_check_tensor(op, "indices", indices))) return s;
+    if ((s = emi_check_out(op, out))) return s;
+    if ((s = emi_check_tensor(op, "tensor", t))) return s;
+    if ((s = emi_check_tensor(op, "indices", indices))) return s;
     if ((s = check_indices_type(op, indices))) return s;
     const emily_tensor *ins[2] = {t, indices};
     const emily_engine *e;
-    if ((s = emily_check_same_device(op, 2, ins, &e))) return s;
+    if ((s = emi_check_same_device(op, 2, ins, &e))) return s;
     int ax;
-    if ((s = emily_norm_axis(op, axis, t->rank, &ax))) return s;
+    if ((s = emi_norm_axis(op, axis, t->rank, &ax))) return s;
     const struct emily_index_kernels *k = NULL;
     if ((s = index_table(op, e, &k))) return s;
     if (!k->take)
@@ -72,7 +72,7 @@ emily_status emily_take(const emily_tensor *t, const emily_tensor *indices, int 
     for (int i = 0; i < indices->rank; i++) shape[r++] = indices->shape[i];
     for (int i = ax + 1; i < t->rank; i++) shape[r++] = t->shape[i];
     emily_tensor *o;
-    s = emily_empty_like_device(t, t->dtype, rank, shape, &o);
+    s = emi_empty_like_device(t, t->dtype, rank, shape, &o);
     free(shape);
     if (s) return s;
     if (indices->size > 0) {
@@ -82,7 +82,7 @@ emily_status emily_take(const emily_tensor *t, const emily_tensor *indices, int 
             return s;
         }
         s = k->take(o, c[0], c[1], ax, prod(t->shape, 0, ax), t->shape[ax], prod(t->shape, ax + 1, t->rank));
-        emily_release_all(2, c);
+        emi_release_all(2, c);
         if (s) {
             emily_tensor_release(o);
             return s;
@@ -98,15 +98,15 @@ emily_status emily_take_along_axis(const emily_tensor *t, const emily_tensor *in
                                    emily_tensor **out) {
     const char *op = "take_along_axis";
     emily_status s;
-    if ((s = emily_check_out(op, out))) return s;
-    if ((s = emily_check_tensor(op, "tensor", t))) return s;
-    if ((s = emily_check_tensor(op, "indices", indices))) return s;
+    if ((s = emi_check_out(op, out))) return s;
+    if ((s = emi_check_tensor(op, "tensor", t))) return s;
+    if ((s = emi_check_tensor(op, "indices", indices))) return s;
     if ((s = check_indices_type(op, indices))) return s;
     const emily_tensor *ins[2] = {t, indices};
     const emily_engine *e;
-    if ((s = emily_check_same_device(op, 2, ins, &e))) return s;
+    if ((s = emi_check_same_device(op, 2, ins, &e))) return s;
     int ax;
-    if ((s = emily_norm_axis(op, axis, t->rank, &ax))) return s;
+    if ((s = emi_norm_axis(op, axis, t->rank, &ax))) return s;
     if (indices->rank != t->rank)
         return emily_error(EMILY_ERR_SHAPE,
                            "%s: indices %s must have the rank of the tensor %s", op,
@@ -121,7 +121,7 @@ emily_status emily_take_along_axis(const emily_tensor *t, const emily_tensor *in
     if (!k->take_along_axis)
         return emily_error(EMILY_ERR_UNSUPPORTED, "%s: not implemented on the %s device", op, e->name);
     emily_tensor *o;
-    if ((s = emily_empty_like_device(t, t->dtype, indices->rank, indices->shape, &o))) return s;
+    if ((s = emi_empty_like_device(t, t->dtype, indices->rank, indices->shape, &o))) return s;
     if (indices->size > 0) {
         emily_tensor *c[2];
         if ((s = contiguous_all(2, ins, c))) {
@@ -130,7 +130,7 @@ emily_status emily_take_along_axis(const emily_tensor *t, const emily_tensor *in
         }
         s = k->take_along_axis(o, c[0], c[1], ax, prod(t->shape, 0, ax), t->shape[ax],
                                prod(t->shape, ax + 1, t->rank));
-        emily_release_all(2, c);
+        emi_release_all(2, c);
         if (s) {
             emily_tensor_release(o);
             return s;
@@ -162,7 +162,7 @@ static emily_status index_axes(const char *op, const emily_tensor *t, int naxes,
         return emily_error(EMILY_ERR_SHAPE,
                            "%s: %d axes given, but the last dimension of indices is %lld", op,
                            naxes, (long long)count);
-    emily_status s = emily_norm_axes(op, naxes, axes, t->rank, norm, mask);
+    emily_status s = emi_norm_axes(op, naxes, axes, t->rank, norm, mask);
     if (s) return s;
     for (int i = 1; i < naxes; i++)
         if (norm[i] <= norm[i - 1])
@@ -177,13 +177,13 @@ emily_status emily_gather(const emily_tensor *t, const emily_tensor *indices, in
                           const int *axes, emily_tensor **out) {
     const char *op = "gather";
     emily_status s;
-    if ((s = emily_check_out(op, out))) return s;
-    if ((s = emily_check_tensor(op, "tensor", t))) return s;
-    if ((s = emily_check_tensor(op, "indices", indices))) return s;
+    if ((s = emi_check_out(op, out))) return s;
+    if ((s = emi_check_tensor(op, "tensor", t))) return s;
+    if ((s = emi_check_tensor(op, "indices", indices))) return s;
     if ((s = check_indices_type(op, indices))) return s;
     const emily_tensor *ins[2] = {t, indices};
     const emily_engine *e;
-    if ((s = emily_check_same_device(op, 2, ins, &e))) return s;
+    if ((s = emi_check_same_device(op, 2, ins, &e))) return s;
     if (indices->rank < 1)
         return emily_error(EMILY_ERR_SHAPE, "%s: indices must have rank 1 or more, got a scalar", op);
     if (axes && naxes < 0)
@@ -208,13 +208,13 @@ emily_status emily_gather(const emily_tensor *t, const emily_tensor *indices, in
     for (int i = 0; i < indices->rank - 1; i++) shape[rank++] = indices->shape[i];
     for (int i = 0; i < t->rank; i++)
         if (!mask[i]) shape[rank++] = t->shape[i];
-    if ((s = emily_empty_like_device(t, t->dtype, rank, shape, &o))) goto done;
+    if ((s = emi_empty_like_device(t, t->dtype, rank, shape, &o))) goto done;
     if (indices->size > 0 || (last == 0 && o->size > 0)) {
         if ((s = contiguous_all(2, ins, c))) goto done;
         s = k->gather(o, c[0], c[1], (int)last, norm);
     }
 done:
-    emily_release_all(2, c);
+    emi_release_all(2, c);
     free(norm);
     free(mask);
     free(shape);
@@ -241,14 +241,14 @@ static emily_status indexed(emily_indexed_op iop, const emily_tensor *target,
                             const int *axes, emily_dtype out_type, emily_tensor **out) {
     const char *op = iop == EMILY_INDEXED_ADD ? "indexed_add" : "indexed_put";
     emily_status s;
-    if ((s = emily_check_out(op, out))) return s;
-    if ((s = emily_check_tensor(op, "target", target))) return s;
-    if ((s = emily_check_tensor(op, "indices", indices))) return s;
-    if ((s = emily_check_tensor(op, "updates", updates))) return s;
+    if ((s = emi_check_out(op, out))) return s;
+    if ((s = emi_check_tensor(op, "target", target))) return s;
+    if ((s = emi_check_tensor(op, "indices", indices))) return s;
+    if ((s = emi_check_tensor(op, "updates", updates))) return s;
     if ((s = check_indices_type(op, indices))) return s;
     const emily_tensor *ins[3] = {target, indices, updates};
     const emily_engine *e;
-    if ((s = emily_check_same_device(op, 3, ins, &e))) return s;
+    if ((s = emi_check_same_device(op, 3, ins, &e))) return s;
     if (indices->rank != 2)
         return emily_error(EMILY_ERR_SHAPE, "%s: indices must be a rank 2 tensor {n, i}, got %s", op,
                            EMILY_SHAPE_STR(indices));
@@ -298,7 +298,7 @@ static emily_status indexed(emily_indexed_op iop, const emily_tensor *target,
         s = emily_error(EMILY_ERR_UNSUPPORTED, "%s: not implemented on the %s device", op, e->name);
         goto done;
     }
-    if ((s = emily_empty_like_device(target, dt, target->rank, target->shape, &o))) goto done;
+    if ((s = emi_empty_like_device(target, dt, target->rank, target->shape, &o))) goto done;
     if (o->size > 0) {
         s = dt == target->dtype ? e->copy(o, target) : e->convert(o, target);
         if (s) goto done;
@@ -308,7 +308,7 @@ static emily_status indexed(emily_indexed_op iop, const emily_tensor *target,
         s = k->indexed(iop, o, c[0], c[1], c[2], (int)ni, norm);
     }
 done:
-    emily_release_all(3, c);
+    emi_release_all(3, c);
     free(norm);
     free(mask);
     if (s) {

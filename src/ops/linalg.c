@@ -19,7 +19,7 @@ static emily_dtype wide_of(emily_dtype t) {
 static emily_status get_kernels(const char *op, int n, const emily_tensor *const *ts,
                                 const struct emily_linalg_kernels **k) {
     const emily_engine *e;
-    emily_status s = emily_check_same_device(op, n, ts, &e);
+    emily_status s = emi_check_same_device(op, n, ts, &e);
     if (s) return s;
     if (!e->linalg) {
         char dev[32];
@@ -39,7 +39,7 @@ static emily_status unsupported(const char *op, const emily_tensor *t) {
 /* A contiguous copy of t in type dt (a new reference). */
 static emily_status to_wide(const emily_tensor *t, emily_dtype dt, emily_tensor **out) {
     emily_tensor *c;
-    emily_status s = emily_convert_to(t, dt, &c);
+    emily_status s = emi_convert_to(t, dt, &c);
     if (s) return s;
     s = emily_contiguous(c, out);
     emily_tensor_release(c);
@@ -48,7 +48,7 @@ static emily_status to_wide(const emily_tensor *t, emily_dtype dt, emily_tensor 
 
 /* Rounds a wide kernel result to `dt`, releasing the wide tensor. */
 static emily_status finish(emily_tensor *wide, emily_dtype dt, emily_tensor **out) {
-    emily_status s = emily_convert_to(wide, dt, out);
+    emily_status s = emi_convert_to(wide, dt, out);
     emily_tensor_release(wide);
     return s;
 }
@@ -117,9 +117,9 @@ emily_status emily_lu_opts(const emily_tensor *a, double eps, emily_linalg_metho
     const char *op = "lu";
     emily_status s;
     if ((s = check_method(op, method))) return s;
-    if ((s = emily_check_out(op, p)) || (s = emily_check_out(op, l)) || (s = emily_check_out(op, u)))
+    if ((s = emi_check_out(op, p)) || (s = emi_check_out(op, l)) || (s = emi_check_out(op, u)))
         return s;
-    if ((s = emily_check_tensor(op, "tensor", a)) || (s = check_matrix(op, a, true))) return s;
+    if ((s = emi_check_tensor(op, "tensor", a)) || (s = check_matrix(op, a, true))) return s;
     if (method == EMILY_LINALG_REFERENCE_NX07 && !(eps >= 0))
         return emily_error(EMILY_ERR_ARGUMENT, "%s: eps must be a non-negative number, got %g", op, eps);
     bool nx07 = method == EMILY_LINALG_REFERENCE_NX07;
@@ -130,20 +130,20 @@ emily_status emily_lu_opts(const emily_tensor *a, double eps, emily_linalg_metho
     emily_tensor *at = NULL, *aw = NULL, *pw = NULL, *lw = NULL, *uw = NULL;
     /* Nx 0.8+'s LU computes in the float type; Nx 0.7's reads the input's
      * own values */
-    if ((s = emily_convert_to(a, nx07 ? a->dtype : t, &at))) return s;
+    if ((s = emi_convert_to(a, nx07 ? a->dtype : t, &at))) return s;
     s = to_wide(at, w, &aw);
     emily_tensor_release(at);
     if (s) return s;
-    if (!(s = emily_empty_like_device(a, EMILY_F64, a->rank, a->shape, &pw)) &&
-        !(s = emily_empty_like_device(a, w, a->rank, a->shape, &lw)) &&
-        !(s = emily_empty_like_device(a, w, a->rank, a->shape, &uw)))
+    if (!(s = emi_empty_like_device(a, EMILY_F64, a->rank, a->shape, &pw)) &&
+        !(s = emi_empty_like_device(a, w, a->rank, a->shape, &lw)) &&
+        !(s = emi_empty_like_device(a, w, a->rank, a->shape, &uw)))
         s = all_empty(3, (emily_tensor *[]){pw, lw, uw}) ? EMILY_OK
             : nx07                                     ? k->lu_nx07(pw, lw, uw, aw, eps)
                                                        : k->lu(pw, lw, uw, aw, t);
     emily_tensor_release(aw);
     if (s) {
         emily_tensor *all[3] = {pw, lw, uw};
-        emily_release_all(3, all);
+        emi_release_all(3, all);
         return s;
     }
     emily_tensor *r[3] = {NULL, NULL, NULL};
@@ -151,7 +151,7 @@ emily_status emily_lu_opts(const emily_tensor *a, double eps, emily_linalg_metho
     emily_status s2 = finish(lw, t, &r[1]);
     emily_status s3 = finish(uw, t, &r[2]);
     if (s || s2 || s3) {
-        emily_release_all(3, r);
+        emi_release_all(3, r);
         return s ? s : s2 ? s2 : s3;
     }
     *p = r[0];
@@ -165,8 +165,8 @@ emily_status emily_lu_opts(const emily_tensor *a, double eps, emily_linalg_metho
 emily_status emily_cholesky(const emily_tensor *a, emily_tensor **out) {
     const char *op = "cholesky";
     emily_status s;
-    if ((s = emily_check_out(op, out))) return s;
-    if ((s = emily_check_tensor(op, "tensor", a)) || (s = check_matrix(op, a, true))) return s;
+    if ((s = emi_check_out(op, out))) return s;
+    if ((s = emi_check_tensor(op, "tensor", a)) || (s = check_matrix(op, a, true))) return s;
     const struct emily_linalg_kernels *k;
     if ((s = get_kernels(op, 1, &a, &k))) return s;
     if (!k->cholesky) return unsupported(op, a);
@@ -174,7 +174,7 @@ emily_status emily_cholesky(const emily_tensor *a, emily_tensor **out) {
     /* Nx's algorithm reads `a` in its own type (no cast to t first). */
     emily_tensor *aw, *lw;
     if ((s = to_wide(a, w, &aw))) return s;
-    if (!(s = emily_empty_like_device(a, w, a->rank, a->shape, &lw))) {
+    if (!(s = emi_empty_like_device(a, w, a->rank, a->shape, &lw))) {
         s = lw->size ? k->cholesky(lw, aw, t) : EMILY_OK;
         if (s) emily_tensor_release(lw);
     }
@@ -223,8 +223,8 @@ emily_status emily_triangular_solve(const emily_tensor *a, const emily_tensor *b
                                     bool lower, emily_transform_a transform, emily_tensor **out) {
     const char *op = "triangular_solve";
     emily_status s;
-    if ((s = emily_check_out(op, out))) return s;
-    if ((s = emily_check_tensor(op, "a", a)) || (s = emily_check_tensor(op, "b", b))) return s;
+    if ((s = emi_check_out(op, out))) return s;
+    if ((s = emi_check_tensor(op, "a", a)) || (s = emi_check_tensor(op, "b", b))) return s;
     if (transform != EMILY_TRANSFORM_NONE && transform != EMILY_TRANSFORM_TRANSPOSE &&
         transform != EMILY_TRANSFORM_CONJUGATE)
         return emily_error(EMILY_ERR_ARGUMENT,
@@ -240,7 +240,7 @@ emily_status emily_triangular_solve(const emily_tensor *a, const emily_tensor *b
     emily_tensor *aw = NULL, *bw = NULL, *xw = NULL;
     if ((s = to_wide(a, w, &aw))) return s;
     if ((s = to_wide(b, w, &bw))) { emily_tensor_release(aw); return s; }
-    if (!(s = emily_empty_like_device(b, w, b->rank, b->shape, &xw))) {
+    if (!(s = emi_empty_like_device(b, w, b->rank, b->shape, &xw))) {
         s = xw->size ? k->triangular_solve(xw, aw, bw, b_vector, left_side, lower, transform)
                      : EMILY_OK;
         if (s) emily_tensor_release(xw);
@@ -276,7 +276,7 @@ static emily_status finish_solve(emily_tensor *x, const emily_tensor *b, emily_d
     if (s) return s;
     /* Nx's template type; differs from the composition's only for mixed
      * half-precision/integer inputs, where Nx's own answer is inconsistent. */
-    s = emily_convert_to(shaped, t, out);
+    s = emi_convert_to(shaped, t, out);
     emily_tensor_release(shaped);
     return s;
 }
@@ -309,7 +309,7 @@ static emily_status solve_nx07(const emily_tensor *a, const emily_tensor *b, boo
     }
     if (!s) s = emily_triangular_solve(r, qb, true, false, EMILY_TRANSFORM_NONE, &x);
     emily_tensor *tmp[5] = {q, r, qh, bm, qb};
-    emily_release_all(5, tmp);
+    emi_release_all(5, tmp);
     if (s) return s;
     return finish_solve(x, b, t, out);
 }
@@ -323,8 +323,8 @@ emily_status emily_solve_opts(const emily_tensor *a, const emily_tensor *b,
     const char *op = "solve";
     emily_status s;
     if ((s = check_method(op, method))) return s;
-    if ((s = emily_check_out(op, out))) return s;
-    if ((s = emily_check_tensor(op, "a", a)) || (s = emily_check_tensor(op, "b", b))) return s;
+    if ((s = emi_check_out(op, out))) return s;
+    if ((s = emi_check_tensor(op, "a", a)) || (s = emi_check_tensor(op, "b", b))) return s;
     bool b_vector;
     if ((s = solve_shapes(op, a, b, true, &b_vector))) return s;
     const emily_tensor *ts[2] = {a, b};
@@ -338,7 +338,7 @@ emily_status emily_solve_opts(const emily_tensor *a, const emily_tensor *b,
         /* the device computes the whole composition in one kernel */
         emily_tensor *ac = NULL, *bc = NULL, *x = NULL;
         if (!(s = emily_contiguous(a, &ac)) && !(s = emily_contiguous(b, &bc)) &&
-            !(s = emily_empty_like_device(b, EMILY_F64, b->rank, b->shape, &x)))
+            !(s = emi_empty_like_device(b, EMILY_F64, b->rank, b->shape, &x)))
             s = x->size ? k->solve(x, ac, bc, b_vector) : EMILY_OK;
         emily_tensor_release(ac);
         emily_tensor_release(bc);
@@ -362,7 +362,7 @@ emily_status emily_solve_opts(const emily_tensor *a, const emily_tensor *b,
     if (!s) s = emily_triangular_solve(l, bp, true, true, EMILY_TRANSFORM_NONE, &y);
     if (!s) s = emily_triangular_solve(u, y, true, false, EMILY_TRANSFORM_NONE, &x);
     emily_tensor *tmp[6] = {p, l, u, bm, bp, y};
-    emily_release_all(6, tmp);
+    emi_release_all(6, tmp);
     if (s) return s;
     return finish_solve(x, b, t, out);
 }
@@ -378,8 +378,8 @@ emily_status emily_determinant_opts(const emily_tensor *a, emily_linalg_method m
     const char *op = "determinant";
     emily_status s;
     if ((s = check_method(op, method))) return s;
-    if ((s = emily_check_out(op, out))) return s;
-    if ((s = emily_check_tensor(op, "tensor", a))) return s;
+    if ((s = emi_check_out(op, out))) return s;
+    if ((s = emi_check_tensor(op, "tensor", a))) return s;
     if (a->rank < 2 || a->shape[a->rank - 1] != a->shape[a->rank - 2])
         return emily_error(EMILY_ERR_SHAPE,
                            "%s: expects a square matrix or a batch of square matrices, got shape %s",
@@ -393,7 +393,7 @@ emily_status emily_determinant_opts(const emily_tensor *a, emily_linalg_method m
     if (nx07 && !k->determinant_nx07) return unsupported(op, a);
     emily_tensor *ac, *dw;
     if ((s = nx07 ? to_wide(a, w, &ac) : emily_contiguous(a, &ac))) return s;
-    if (!(s = emily_empty_like_device(a, w, a->rank - 2, a->shape, &dw))) {
+    if (!(s = emi_empty_like_device(a, w, a->rank - 2, a->shape, &dw))) {
         s = !dw->size ? EMILY_OK
             : nx07    ? k->determinant_nx07(dw, ac, t)
                       : k->determinant(dw, ac, t);
@@ -428,8 +428,8 @@ emily_status emily_qr_opts(const emily_tensor *a, emily_qr_mode mode, double eps
                            emily_linalg_method method, emily_tensor **q, emily_tensor **r) {
     const char *op = "qr";
     emily_status s;
-    if ((s = emily_check_out(op, q)) || (s = emily_check_out(op, r))) return s;
-    if ((s = emily_check_tensor(op, "tensor", a)) || (s = check_matrix(op, a, false))) return s;
+    if ((s = emi_check_out(op, q)) || (s = emi_check_out(op, r))) return s;
+    if ((s = emi_check_tensor(op, "tensor", a)) || (s = check_matrix(op, a, false))) return s;
     if (mode != EMILY_QR_REDUCED && mode != EMILY_QR_COMPLETE)
         return emily_error(EMILY_ERR_ARGUMENT, "%s: invalid mode %d, expected reduced or complete",
                            op, (int)mode);
@@ -448,8 +448,8 @@ emily_status emily_qr_opts(const emily_tensor *a, emily_qr_mode mode, double eps
     shape_with(a, 2, 2, rd, &rrank, rshape);
     emily_tensor *aw, *qw = NULL, *rw = NULL;
     if ((s = to_wide(a, w, &aw))) return s;
-    if (!(s = emily_empty_like_device(a, w, qrank, qshape, &qw)) &&
-        !(s = emily_empty_like_device(a, w, rrank, rshape, &rw)))
+    if (!(s = emi_empty_like_device(a, w, qrank, qshape, &qw)) &&
+        !(s = emi_empty_like_device(a, w, rrank, rshape, &rw)))
         s = all_empty(2, (emily_tensor *[]){qw, rw}) ? EMILY_OK
             : (method == EMILY_LINALG_REFERENCE_NX07 ? k->qr_nx07
                : use_lapack(method, k->qr_lapack, aw) ? k->qr_lapack
@@ -464,7 +464,7 @@ emily_status emily_qr_opts(const emily_tensor *a, emily_qr_mode mode, double eps
     s = finish(qw, t, &res[0]);
     emily_status s2 = finish(rw, t, &res[1]);
     if (s || s2) {
-        emily_release_all(2, res);
+        emi_release_all(2, res);
         return s ? s : s2;
     }
     *q = res[0];
@@ -488,9 +488,9 @@ emily_status emily_svd_opts(const emily_tensor *a, bool full_matrices, int64_t m
     if (max_iter < 0)
         return emily_error(EMILY_ERR_ARGUMENT, "%s: max_iter must be non-negative, got %lld", op,
                            (long long)max_iter);
-    if ((s = emily_check_out(op, u)) || (s = emily_check_out(op, sv)) || (s = emily_check_out(op, vt)))
+    if ((s = emi_check_out(op, u)) || (s = emi_check_out(op, sv)) || (s = emi_check_out(op, vt)))
         return s;
-    if ((s = emily_check_tensor(op, "tensor", a)) || (s = check_matrix(op, a, false))) return s;
+    if ((s = emi_check_tensor(op, "tensor", a)) || (s = check_matrix(op, a, false))) return s;
     if (emily_dtype_is_complex(a->dtype))
         return emily_error(EMILY_ERR_TYPE,
                            "%s: complex tensors are not supported (Nx.LinAlg.svd/2 rejects them), got %s",
@@ -509,9 +509,9 @@ emily_status emily_svd_opts(const emily_tensor *a, bool full_matrices, int64_t m
     shape_with(a, 2, 2, vd, &vrank, vshape);
     emily_tensor *aw, *uw = NULL, *sw = NULL, *vw = NULL;
     if ((s = to_wide(a, EMILY_F64, &aw))) return s;
-    if (!(s = emily_empty_like_device(a, EMILY_F64, urank, ushape, &uw)) &&
-        !(s = emily_empty_like_device(a, EMILY_F64, srank, sshape, &sw)) &&
-        !(s = emily_empty_like_device(a, EMILY_F64, vrank, vshape, &vw)))
+    if (!(s = emi_empty_like_device(a, EMILY_F64, urank, ushape, &uw)) &&
+        !(s = emi_empty_like_device(a, EMILY_F64, srank, sshape, &sw)) &&
+        !(s = emi_empty_like_device(a, EMILY_F64, vrank, vshape, &vw)))
         s = all_empty(3, (emily_tensor *[]){uw, sw, vw}) ? EMILY_OK
             : (method == EMILY_LINALG_REFERENCE_NX07 ? k->svd_nx07
                : use_lapack(method, k->svd_lapack, aw) ? k->svd_lapack
@@ -520,7 +520,7 @@ emily_status emily_svd_opts(const emily_tensor *a, bool full_matrices, int64_t m
     emily_tensor_release(aw);
     if (s) {
         emily_tensor *all[3] = {uw, sw, vw};
-        emily_release_all(3, all);
+        emi_release_all(3, all);
         return s;
     }
     emily_tensor *res[3] = {NULL, NULL, NULL};
@@ -528,7 +528,7 @@ emily_status emily_svd_opts(const emily_tensor *a, bool full_matrices, int64_t m
     emily_status s2 = finish(sw, t, &res[1]);
     emily_status s3 = finish(vw, t, &res[2]);
     if (s || s2 || s3) {
-        emily_release_all(3, res);
+        emi_release_all(3, res);
         return s ? s : s2 ? s2 : s3;
     }
     *u = res[0];
@@ -550,8 +550,8 @@ emily_status emily_eigh_opts(const emily_tensor *a, double eps, int64_t max_iter
     const char *op = "eigh";
     emily_status s;
     if ((s = check_method(op, method))) return s;
-    if ((s = emily_check_out(op, eigenvalues)) || (s = emily_check_out(op, eigenvectors))) return s;
-    if ((s = emily_check_tensor(op, "tensor", a)) || (s = check_matrix(op, a, true))) return s;
+    if ((s = emi_check_out(op, eigenvalues)) || (s = emi_check_out(op, eigenvectors))) return s;
+    if ((s = emi_check_tensor(op, "tensor", a)) || (s = check_matrix(op, a, true))) return s;
     if (max_iter < 0)
         return emily_error(EMILY_ERR_ARGUMENT, "%s: max_iter must be non-negative, got %lld", op,
                            (long long)max_iter);
@@ -562,8 +562,8 @@ emily_status emily_eigh_opts(const emily_tensor *a, double eps, int64_t max_iter
     emily_dtype t = emily_type_to_floating(a->dtype), w = wide_of(t);
     emily_tensor *aw, *ww = NULL, *vw = NULL;
     if ((s = to_wide(a, w, &aw))) return s;
-    if (!(s = emily_empty_like_device(a, w, a->rank - 1, a->shape, &ww)) &&
-        !(s = emily_empty_like_device(a, w, a->rank, a->shape, &vw)))
+    if (!(s = emi_empty_like_device(a, w, a->rank - 1, a->shape, &ww)) &&
+        !(s = emi_empty_like_device(a, w, a->rank, a->shape, &vw)))
         s = all_empty(2, (emily_tensor *[]){ww, vw}) ? EMILY_OK
             : nx07 ? k->eigh_nx07(ww, vw, aw, eps, max_iter)
                    : (use_lapack(method, k->eigh_lapack, aw) ? k->eigh_lapack
@@ -578,7 +578,7 @@ emily_status emily_eigh_opts(const emily_tensor *a, double eps, int64_t max_iter
     s = finish(ww, t, &res[0]);
     emily_status s2 = finish(vw, t, &res[1]);
     if (s || s2) {
-        emily_release_all(2, res);
+        emi_release_all(2, res);
         return s ? s : s2;
     }
     *eigenvalues = res[0];

@@ -26,7 +26,7 @@ static emily_status drop_axes(emily_tensor *full, const bool *mask, bool keep, e
     int r = 0;
     for (int i = 0; i < full->rank; i++)
         if (!mask[i]) shape[r++] = full->shape[i];
-    emily_status s = emily_tensor_view(full, r, shape, NULL, full->offset, out);
+    emily_status s = emi_tensor_view(full, r, shape, NULL, full->offset, out);
     emily_tensor_release(full);
     free(shape);
     return s;
@@ -63,11 +63,11 @@ emily_status emily_reduce(emily_reduce_op rop, const emily_tensor *t, int naxes,
     if ((unsigned)rop >= EMILY_REDUCE_OP_COUNT)
         return emily_error(EMILY_ERR_ARGUMENT, "reduce: unknown reduction %d", (int)rop);
     const char *op = reduce_names[rop];
-    emily_status s = emily_check_out(op, out);
+    emily_status s = emi_check_out(op, out);
     if (s) return s;
-    if ((s = emily_check_tensor(op, "tensor", t))) return s;
+    if ((s = emi_check_tensor(op, "tensor", t))) return s;
     const emily_engine *e;
-    if ((s = emily_check_same_device(op, 1, &t, &e))) return s;
+    if ((s = emi_check_same_device(op, 1, &t, &e))) return s;
     if (axes && naxes < 0) return emily_error(EMILY_ERR_AXIS, "%s: negative axis count %d", op, naxes);
     if (!axes && naxes > 0) return emily_error(EMILY_ERR_ARGUMENT, "%s: axes is NULL", op);
     emily_dtype dt = EMILY_DTYPE_AUTO;
@@ -75,7 +75,7 @@ emily_status emily_reduce(emily_reduce_op rop, const emily_tensor *t, int naxes,
     bool *mask = calloc((size_t)t->rank + 1, 1);
     if (!mask) return emily_error(EMILY_ERR_MEMORY, "%s: out of host memory", op);
     if (axes) {
-        s = emily_norm_axes(op, naxes, axes, t->rank, NULL, mask);
+        s = emi_norm_axes(op, naxes, axes, t->rank, NULL, mask);
         if (s) { free(mask); return s; }
     } else {
         for (int i = 0; i < t->rank; i++) mask[i] = true;
@@ -83,7 +83,7 @@ emily_status emily_reduce(emily_reduce_op rop, const emily_tensor *t, int naxes,
     if (axes && naxes == 0) {
         /* Nx reduces nothing: the tensor converted to the output type */
         free(mask);
-        return emily_convert_to(t, dt, out);
+        return emi_convert_to(t, dt, out);
     }
     int64_t *shape = malloc(sizeof(int64_t) * ((size_t)t->rank + 1));
     if (!shape) { free(mask); return emily_error(EMILY_ERR_MEMORY, "%s: out of host memory", op); }
@@ -107,9 +107,9 @@ emily_status emily_reduce(emily_reduce_op rop, const emily_tensor *t, int naxes,
         emily_tensor_retain((emily_tensor *)t);
         src = (emily_tensor *)t;
     } else {
-        s = emily_convert_to(t, dt, &src);
+        s = emi_convert_to(t, dt, &src);
     }
-    if (!s) s = emily_empty_like_device(t, dt, t->rank, shape, &full);
+    if (!s) s = emi_empty_like_device(t, dt, t->rank, shape, &full);
     if (!s && full->size > 0) {
         if (!e->reduce) s = emily_error(EMILY_ERR_UNSUPPORTED, "%s: not available on the %s engine", op, e->name);
         else s = e->reduce(rop, full, src, mask);
@@ -127,11 +127,11 @@ emily_status emily_argreduce(emily_arg_op aop, const emily_tensor *t, int axis, 
     if (aop != EMILY_ARGMAX && aop != EMILY_ARGMIN)
         return emily_error(EMILY_ERR_ARGUMENT, "argreduce: unknown operation %d", (int)aop);
     const char *op = aop == EMILY_ARGMAX ? "argmax" : "argmin";
-    emily_status s = emily_check_out(op, out);
+    emily_status s = emi_check_out(op, out);
     if (s) return s;
-    if ((s = emily_check_tensor(op, "tensor", t))) return s;
+    if ((s = emi_check_tensor(op, "tensor", t))) return s;
     const emily_engine *e;
-    if ((s = emily_check_same_device(op, 1, &t, &e))) return s;
+    if ((s = emi_check_same_device(op, 1, &t, &e))) return s;
     emily_dtype dt = out_type == EMILY_DTYPE_AUTO ? EMILY_S32 : out_type;
     if (!emily_dtype_valid(dt) || !emily_dtype_is_integer(dt))
         return emily_error(EMILY_ERR_TYPE, "%s: the index type must be an integer type, got %s", op,
@@ -161,7 +161,7 @@ emily_status emily_argreduce(emily_arg_op aop, const emily_tensor *t, int axis, 
     if (extent == 0 && outsize > 0)
         s = emily_error(EMILY_ERR_SHAPE, "%s: cannot take the index of an extreme over an empty %s (shape %s)",
                         op, axis < 0 ? "tensor" : "axis", EMILY_SHAPE_STR(t));
-    if (!s) s = emily_empty_like_device(t, dt, r, shape, &full);
+    if (!s) s = emi_empty_like_device(t, dt, r, shape, &full);
     if (!s && full->size > 0) {
         if (!e->argreduce) s = emily_error(EMILY_ERR_UNSUPPORTED, "%s: not available on the %s engine", op, e->name);
         else s = e->argreduce(aop, full, t, axis, tie_break_high);
@@ -176,24 +176,24 @@ emily_status emily_argreduce(emily_arg_op aop, const emily_tensor *t, int axis, 
 emily_status emily_all_close(const emily_tensor *a, const emily_tensor *b, double rtol, double atol,
                              bool equal_nan, emily_tensor **out) {
     const char *op = "all_close";
-    emily_status s = emily_check_out(op, out);
+    emily_status s = emi_check_out(op, out);
     if (s) return s;
-    if ((s = emily_check_tensor(op, "a", a))) return s;
-    if ((s = emily_check_tensor(op, "b", b))) return s;
+    if ((s = emi_check_tensor(op, "a", a))) return s;
+    if ((s = emi_check_tensor(op, "b", b))) return s;
     const emily_tensor *both[2] = {a, b};
     const emily_engine *e;
-    if ((s = emily_check_same_device(op, 2, both, &e))) return s;
+    if ((s = emi_check_same_device(op, 2, both, &e))) return s;
     int rank = a->rank > b->rank ? a->rank : b->rank;
     int64_t *shape = malloc(sizeof(int64_t) * ((size_t)rank + 1));
     if (!shape) return emily_error(EMILY_ERR_MEMORY, "all_close: out of host memory");
-    s = emily_broadcast_shapes(op, a->rank, a->shape, b->rank, b->shape, &rank, shape);
+    s = emi_broadcast_shapes(op, a->rank, a->shape, b->rank, b->shape, &rank, shape);
     emily_dtype dt = emily_type_merge(a->dtype, b->dtype);
     emily_tensor *ac = NULL, *bc = NULL, *av = NULL, *bv = NULL, *res = NULL;
-    if (!s) s = emily_convert_to(a, dt, &ac);
-    if (!s) s = emily_convert_to(b, dt, &bc);
-    if (!s) s = emily_broadcast_view(ac, rank, shape, &av);
-    if (!s) s = emily_broadcast_view(bc, rank, shape, &bv);
-    if (!s) s = emily_empty_like_device(a, EMILY_U8, 0, NULL, &res);
+    if (!s) s = emi_convert_to(a, dt, &ac);
+    if (!s) s = emi_convert_to(b, dt, &bc);
+    if (!s) s = emi_broadcast_view(ac, rank, shape, &av);
+    if (!s) s = emi_broadcast_view(bc, rank, shape, &bv);
+    if (!s) s = emi_empty_like_device(a, EMILY_U8, 0, NULL, &res);
     if (!s) {
         if (!e->all_close) s = emily_error(EMILY_ERR_UNSUPPORTED, "all_close: not available on the %s engine", e->name);
         else s = e->all_close(res, av, bv, rtol, atol, equal_nan);

@@ -27,8 +27,8 @@ static emily_status check_branch(const char *arg, const emily_tensor *t, int ran
     if (fits_into(t, rank, shape)) return EMILY_OK;
     char a[256], b[256];
     return emily_error(EMILY_ERR_SHAPE, "select: %s of shape %s cannot broadcast to the output shape %s",
-                       arg, emily_shape_str(t->rank, t->shape, a, sizeof a),
-                       emily_shape_str(rank, shape, b, sizeof b));
+                       arg, emi_shape_str(t->rank, t->shape, a, sizeof a),
+                       emi_shape_str(rank, shape, b, sizeof b));
 }
 
 /* t broadcast to (rank, shape), or t itself when it has that shape. */
@@ -36,7 +36,7 @@ static emily_status view_as(const emily_tensor *t, int rank, const int64_t *shap
                             emily_tensor **out) {
     bool same = t->rank == rank;
     for (int i = 0; same && i < rank; i++) same = t->shape[i] == shape[i];
-    if (!same) return emily_broadcast_view(t, rank, shape, out);
+    if (!same) return emi_broadcast_view(t, rank, shape, out);
     emily_tensor_retain((emily_tensor *)t);
     *out = (emily_tensor *)t;
     return EMILY_OK;
@@ -66,12 +66,12 @@ static emily_status select_with(const emily_engine *e, const emily_tensor *pred,
         return emily_error(EMILY_ERR_UNSUPPORTED, "select: not implemented on the %s device", e->name);
     emily_tensor *p = NULL, *t = NULL, *f = NULL, *pv = NULL, *tv = NULL, *fv = NULL, *dst = NULL;
     emily_status s = pred_for_kernel(pred, &p);
-    if (!s) s = emily_convert_to(on_true, o, &t);
-    if (!s) s = emily_convert_to(on_false, o, &f);
+    if (!s) s = emi_convert_to(on_true, o, &t);
+    if (!s) s = emi_convert_to(on_false, o, &f);
     if (!s) s = view_as(p, rank, shape, &pv);
     if (!s) s = view_as(t, rank, shape, &tv);
     if (!s) s = view_as(f, rank, shape, &fv);
-    if (!s) s = emily_empty_like_device(on_true, o, rank, shape, &dst);
+    if (!s) s = emi_empty_like_device(on_true, o, rank, shape, &dst);
     if (!s) s = e->select(dst, pv, tv, fv);
     emily_tensor_release(p);
     emily_tensor_release(t);
@@ -89,10 +89,10 @@ static emily_status select_with(const emily_engine *e, const emily_tensor *pred,
 
 emily_status emily_select(const emily_tensor *pred, const emily_tensor *on_true,
                           const emily_tensor *on_false, emily_dtype out_type, emily_tensor **out) {
-    emily_status s = emily_check_out("select", out);
-    if (!s) s = emily_check_tensor("select", "pred", pred);
-    if (!s) s = emily_check_tensor("select", "on_true", on_true);
-    if (!s) s = emily_check_tensor("select", "on_false", on_false);
+    emily_status s = emi_check_out("select", out);
+    if (!s) s = emi_check_tensor("select", "pred", pred);
+    if (!s) s = emi_check_tensor("select", "on_true", on_true);
+    if (!s) s = emi_check_tensor("select", "on_false", on_false);
     if (s) return s;
     emily_dtype o = emily_type_merge(on_true->dtype, on_false->dtype);
     if (!emily_dtype_valid(o) || !emily_dtype_valid(pred->dtype))
@@ -104,7 +104,7 @@ emily_status emily_select(const emily_tensor *pred, const emily_tensor *on_true,
     }
     const emily_tensor *all[3] = {pred, on_true, on_false};
     const emily_engine *e;
-    s = emily_check_same_device("select", 3, all, &e);
+    s = emi_check_same_device("select", 3, all, &e);
     if (s) return s;
     int max_rank = pred->rank;
     if (on_true->rank > max_rank) max_rank = on_true->rank;
@@ -113,7 +113,7 @@ emily_status emily_select(const emily_tensor *pred, const emily_tensor *on_true,
     if (!shape) return emily_error(EMILY_ERR_MEMORY, "select: out of host memory");
     int rank = pred->rank;
     if (rank == 0) {
-        s = emily_broadcast_shapes("select", on_true->rank, on_true->shape, on_false->rank,
+        s = emi_broadcast_shapes("select", on_true->rank, on_true->shape, on_false->rank,
                                    on_false->shape, &rank, shape);
     } else {
         for (int i = 0; i < rank; i++) shape[i] = pred->shape[i];
@@ -127,14 +127,14 @@ emily_status emily_select(const emily_tensor *pred, const emily_tensor *on_true,
 
 /* Defined in src/ops/binary.c: t converts into `to` without changing
  * any value (by type, or by value for a host scalar). */
-bool emily_binary_fits(const emily_engine *e, const emily_tensor *t, emily_dtype to);
+bool emi_binary_fits(const emily_engine *e, const emily_tensor *t, emily_dtype to);
 
 emily_status emily_clip(const emily_tensor *t, const emily_tensor *min, const emily_tensor *max,
                         emily_dtype out_type, emily_tensor **out) {
-    emily_status s = emily_check_out("clip", out);
-    if (!s) s = emily_check_tensor("clip", "tensor", t);
-    if (!s) s = emily_check_tensor("clip", "min", min);
-    if (!s) s = emily_check_tensor("clip", "max", max);
+    emily_status s = emi_check_out("clip", out);
+    if (!s) s = emi_check_tensor("clip", "tensor", t);
+    if (!s) s = emi_check_tensor("clip", "min", min);
+    if (!s) s = emi_check_tensor("clip", "max", max);
     if (s) return s;
     if (min->rank != 0 || max->rank != 0) {
         const emily_tensor *bad = min->rank != 0 ? min : max;
@@ -155,23 +155,23 @@ emily_status emily_clip(const emily_tensor *t, const emily_tensor *min, const em
     }
     const emily_tensor *all[3] = {t, min, max};
     const emily_engine *e;
-    s = emily_check_same_device("clip", 3, all, &e);
+    s = emi_check_same_device("clip", 3, all, &e);
     if (s) return s;
     /* compare and choose in a type that holds all three exactly (Nx
      * compares the values read in their own types) */
     emily_dtype c = o;
     if (!emily_dtype_is_integer(o) &&
-        !(emily_binary_fits(e, t, o) && emily_binary_fits(e, min, o) && emily_binary_fits(e, max, o)))
+        !(emi_binary_fits(e, t, o) && emi_binary_fits(e, min, o) && emi_binary_fits(e, max, o)))
         c = EMILY_F64;
     emily_tensor *x = NULL, *lo = NULL, *hi = NULL, *g = NULL, *c1 = NULL, *l = NULL, *r = NULL;
-    s = emily_convert_to(t, c, &x);
-    if (!s) s = emily_convert_to(min, c, &lo);
-    if (!s) s = emily_convert_to(max, c, &hi);
+    s = emi_convert_to(t, c, &x);
+    if (!s) s = emi_convert_to(min, c, &lo);
+    if (!s) s = emi_convert_to(max, c, &hi);
     if (!s) s = emily_binary(EMILY_GREATER, x, lo, EMILY_DTYPE_AUTO, &g);
     if (!s) s = emily_select(g, x, lo, EMILY_DTYPE_AUTO, &c1);
     if (!s) s = emily_binary(EMILY_LESS, c1, hi, EMILY_DTYPE_AUTO, &l);
     if (!s) s = emily_select(l, c1, hi, EMILY_DTYPE_AUTO, &r);
-    if (!s) s = emily_convert_to(r, o, out);
+    if (!s) s = emi_convert_to(r, o, out);
     emily_tensor_release(x);
     emily_tensor_release(lo);
     emily_tensor_release(hi);

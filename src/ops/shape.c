@@ -1,6 +1,6 @@
 /* Shape ops that are views: reshape (when the strides allow it), squeeze,
  * broadcast, transpose, reverse and slice. Each builds a new tensor
- * header over the input's buffer (emily_tensor_view): no kernel runs,
+ * header over the input's buffer (emi_tensor_view): no kernel runs,
  * so they work on every device. The copying shape ops (pad,
  * concatenate, stack, put_slice) live in shape_copy.c. */
 #include <stdlib.h>
@@ -15,12 +15,12 @@ static int64_t *scratch(const char *op, int n, emily_status *s) {
 }
 
 static emily_status check_input(const char *op, const emily_tensor *t, emily_tensor **out) {
-    emily_status s = emily_check_out(op, out);
+    emily_status s = emi_check_out(op, out);
     if (s) return s;
-    s = emily_check_tensor(op, "tensor", t);
+    s = emi_check_tensor(op, "tensor", t);
     if (s) return s;
     const emily_engine *e;
-    return emily_check_same_device(op, 1, &t, &e);
+    return emi_check_same_device(op, 1, &t, &e);
 }
 
 /* ---- reshape ------------------------------------------------------------ */
@@ -68,25 +68,25 @@ emily_status emily_reshape(const emily_tensor *t, int rank, const int64_t *shape
     if (rank < 0 || (rank > 0 && !shape))
         return emily_error(EMILY_ERR_SHAPE, "reshape: invalid rank %d or NULL shape", rank);
     int64_t size;
-    if (!emily_shape_size(rank, shape, &size) || size != t->size) {
+    if (!emi_shape_size(rank, shape, &size) || size != t->size) {
         char b[256];
         return emily_error(EMILY_ERR_SHAPE,
                            "reshape: cannot reshape a tensor of shape %s (%lld elements) to %s",
                            EMILY_SHAPE_STR(t), (long long)t->size,
-                           emily_shape_str(rank, shape, b, sizeof b));
+                           emi_shape_str(rank, shape, b, sizeof b));
     }
     int64_t *strides = scratch(op, rank + t->rank, &s);
     if (!strides) return s;
     int64_t *tmp = strides + rank;
     if (size == 0) {
-        s = emily_tensor_view(t, rank, shape, NULL, t->offset, out);
+        s = emi_tensor_view(t, rank, shape, NULL, t->offset, out);
     } else if (reshape_strides(t, rank, shape, strides, tmp)) {
-        s = emily_tensor_view(t, rank, shape, strides, t->offset, out);
+        s = emi_tensor_view(t, rank, shape, strides, t->offset, out);
     } else {
         emily_tensor *c;
         s = emily_contiguous(t, &c);
         if (!s) {
-            s = emily_tensor_view(c, rank, shape, NULL, c->offset, out);
+            s = emi_tensor_view(c, rank, shape, NULL, c->offset, out);
             emily_tensor_release(c);
         }
     }
@@ -111,7 +111,7 @@ emily_status emily_squeeze(const emily_tensor *t, int naxes, const int *axes,
         return emily_error(EMILY_ERR_MEMORY, "squeeze: out of host memory");
     }
     if (axes) {
-        s = emily_norm_axes(op, naxes, axes, t->rank, NULL, mask);
+        s = emi_norm_axes(op, naxes, axes, t->rank, NULL, mask);
         for (int i = 0; !s && i < t->rank; i++)
             if (mask[i] && t->shape[i] != 1)
                 s = emily_error(EMILY_ERR_SHAPE,
@@ -125,7 +125,7 @@ emily_status emily_squeeze(const emily_tensor *t, int naxes, const int *axes,
         int r = 0;
         for (int i = 0; i < t->rank; i++)
             if (!mask[i]) { shape[r] = t->shape[i]; strides[r] = t->strides[i]; r++; }
-        s = emily_tensor_view(t, r, shape, strides, t->offset, out);
+        s = emi_tensor_view(t, r, shape, strides, t->offset, out);
     }
     free(mask);
     free(buf);
@@ -142,12 +142,12 @@ emily_status emily_broadcast(const emily_tensor *t, int rank, const int64_t *sha
     if (rank < 0 || (rank > 0 && !shape))
         return emily_error(EMILY_ERR_SHAPE, "broadcast: invalid rank %d or NULL shape", rank);
     int64_t size;
-    if (!emily_shape_size(rank, shape, &size))
+    if (!emi_shape_size(rank, shape, &size))
         return emily_error(EMILY_ERR_SHAPE, "broadcast: invalid target shape (negative dimension or too many elements)");
     char b[256];
     if (t->rank > rank)
         return emily_error(EMILY_ERR_SHAPE, "broadcast: cannot broadcast a tensor of shape %s to the lower rank shape %s",
-                           EMILY_SHAPE_STR(t), emily_shape_str(rank, shape, b, sizeof b));
+                           EMILY_SHAPE_STR(t), emi_shape_str(rank, shape, b, sizeof b));
     int64_t *strides = scratch(op, rank, &s);
     if (!strides) return s;
     for (int i = 0; i < rank; i++) strides[i] = 0;
@@ -157,7 +157,7 @@ emily_status emily_broadcast(const emily_tensor *t, int rank, const int64_t *sha
         if (a < 0) a += rank;
         if (a < 0 || a >= rank) {
             s = emily_error(EMILY_ERR_AXIS, "broadcast: axis %d out of range for the target shape %s",
-                            axes[i], emily_shape_str(rank, shape, b, sizeof b));
+                            axes[i], emi_shape_str(rank, shape, b, sizeof b));
             break;
         }
         if (a <= last) {
@@ -170,12 +170,12 @@ emily_status emily_broadcast(const emily_tensor *t, int rank, const int64_t *sha
         } else if (t->shape[i] != 1) {
             s = emily_error(EMILY_ERR_SHAPE,
                             "broadcast: cannot broadcast a tensor of shape %s to %s (axis %d of size %lld maps to a dimension of size %lld)",
-                            EMILY_SHAPE_STR(t), emily_shape_str(rank, shape, b, sizeof b), i,
+                            EMILY_SHAPE_STR(t), emi_shape_str(rank, shape, b, sizeof b), i,
                             (long long)t->shape[i], (long long)shape[a]);
             break;
         }
     }
-    if (!s) s = emily_tensor_view(t, rank, shape, strides, t->offset, out);
+    if (!s) s = emi_tensor_view(t, rank, shape, strides, t->offset, out);
     free(strides);
     return s;
 }
@@ -195,7 +195,7 @@ emily_status emily_transpose(const emily_tensor *t, const int *perm, emily_tenso
         return emily_error(EMILY_ERR_MEMORY, "transpose: out of host memory");
     }
     if (perm) {
-        s = emily_norm_axes(op, r, perm, r, p, NULL);
+        s = emi_norm_axes(op, r, perm, r, p, NULL);
     } else {
         for (int i = 0; i < r; i++) p[i] = r - 1 - i;
     }
@@ -205,7 +205,7 @@ emily_status emily_transpose(const emily_tensor *t, const int *perm, emily_tenso
             shape[i] = t->shape[p[i]];
             strides[i] = t->strides[p[i]];
         }
-        s = emily_tensor_view(t, r, shape, strides, t->offset, out);
+        s = emi_tensor_view(t, r, shape, strides, t->offset, out);
     }
     free(p);
     free(buf);
@@ -228,7 +228,7 @@ emily_status emily_reverse(const emily_tensor *t, int naxes, const int *axes,
         free(strides);
         return emily_error(EMILY_ERR_MEMORY, "reverse: out of host memory");
     }
-    s = emily_norm_axes(op, naxes, axes, t->rank, NULL, mask);
+    s = emi_norm_axes(op, naxes, axes, t->rank, NULL, mask);
     if (!s) {
         int64_t offset = t->offset;
         for (int i = 0; i < t->rank; i++) {
@@ -238,7 +238,7 @@ emily_status emily_reverse(const emily_tensor *t, int naxes, const int *axes,
                 strides[i] = -t->strides[i];
             }
         }
-        s = emily_tensor_view(t, t->rank, t->shape, strides, offset, out);
+        s = emi_tensor_view(t, t->rank, t->shape, strides, offset, out);
     }
     free(mask);
     free(strides);
@@ -282,7 +282,7 @@ emily_status emily_slice(const emily_tensor *t, const int64_t *starts, const int
         vstrides[i] = t->strides[i] * st;
         if (shape[i] > 0) offset += start * t->strides[i];
     }
-    s = emily_tensor_view(t, t->rank, shape, vstrides, offset, out);
+    s = emi_tensor_view(t, t->rank, shape, vstrides, offset, out);
     free(buf);
     return s;
 }

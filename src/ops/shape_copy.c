@@ -2,7 +2,7 @@
  * Each allocates the output and fills it with the device's `copy` kernel
  * into strided views of the output, so no op-specific kernel exists and
  * they work on every device with `copy`. Inputs of another dtype are
- * converted first (emily_convert_to). */
+ * converted first (emi_convert_to). */
 #include <stdlib.h>
 #include <string.h>
 #include "ops/common.h"
@@ -20,13 +20,13 @@ static emily_status copy_into(const emily_engine *e, emily_tensor *dst, const em
 emily_status emily_pad(const emily_tensor *t, const emily_tensor *value, const int64_t *lo,
                        const int64_t *hi, const int64_t *interior, emily_tensor **out) {
     const char *op = "pad";
-    emily_status s = emily_check_out(op, out);
+    emily_status s = emi_check_out(op, out);
     if (s) return s;
-    if ((s = emily_check_tensor(op, "tensor", t))) return s;
-    if ((s = emily_check_tensor(op, "pad value", value))) return s;
+    if ((s = emi_check_tensor(op, "tensor", t))) return s;
+    if ((s = emi_check_tensor(op, "pad value", value))) return s;
     const emily_tensor *both[2] = {t, value};
     const emily_engine *e;
-    if ((s = emily_check_same_device(op, 2, both, &e))) return s;
+    if ((s = emi_check_same_device(op, 2, both, &e))) return s;
     if (value->size != 1)
         return emily_error(EMILY_ERR_SHAPE, "pad: the pad value must be a scalar, got shape %s",
                            EMILY_SHAPE_STR(value));
@@ -75,13 +75,13 @@ emily_status emily_pad(const emily_tensor *t, const emily_tensor *value, const i
     }
     emily_dtype dt = emily_type_merge(t->dtype, value->dtype);
     emily_tensor *tc = NULL, *vc = NULL, *res = NULL, *v = NULL;
-    s = emily_convert_to(t, dt, &tc);
-    if (!s && !plain) s = emily_convert_to(value, dt, &vc);
-    if (!s) s = emily_empty_like_device(t, dt, r, oshape, &res);
+    s = emi_convert_to(t, dt, &tc);
+    if (!s && !plain) s = emi_convert_to(value, dt, &vc);
+    if (!s) s = emi_empty_like_device(t, dt, r, oshape, &res);
     if (!s && !plain && res->size > 0) {
         /* the pad value read through zero strides fills the output */
         for (int i = 0; i < r; i++) tmp[i] = 0;
-        s = emily_tensor_view(vc, r, oshape, tmp, vc->offset, &v);
+        s = emi_tensor_view(vc, r, oshape, tmp, vc->offset, &v);
         if (!s) s = copy_into(e, res, v, op);
         emily_tensor_release(v);
         v = NULL;
@@ -96,8 +96,8 @@ emily_status emily_pad(const emily_tensor *t, const emily_tensor *value, const i
             doff += o0[i] * res->strides[i];
             vstr[i] = res->strides[i] * ((interior ? interior[i] : 0) + 1);
         }
-        s = emily_tensor_view(tc, r, cnt, tc->strides, soff, &src);
-        if (!s) s = emily_tensor_view(res, r, cnt, vstr, doff, &dst);
+        s = emi_tensor_view(tc, r, cnt, tc->strides, soff, &src);
+        if (!s) s = emi_tensor_view(res, r, cnt, vstr, doff, &dst);
         if (!s) s = copy_into(e, dst, src, op);
         emily_tensor_release(src);
         emily_tensor_release(dst);
@@ -128,14 +128,14 @@ static emily_status concat_pieces(const char *op, const emily_engine *e, int n,
     shape[axis] = 0;
     for (int k = 0; k < n; k++) shape[axis] += pieces[k]->shape[axis];
     emily_tensor *res = NULL;
-    emily_status s = emily_empty_like_device(pieces[0], dt, r, shape, &res);
+    emily_status s = emi_empty_like_device(pieces[0], dt, r, shape, &res);
     int64_t at = 0;
     for (int k = 0; !s && k < n; k++) {
         emily_tensor *conv = NULL, *dst = NULL;
-        s = emily_convert_to(pieces[k], dt, &conv);
+        s = emi_convert_to(pieces[k], dt, &conv);
         if (!s) {
             memcpy(shape, pieces[k]->shape, sizeof(int64_t) * (size_t)r);
-            s = emily_tensor_view(res, r, shape, res->strides, at * res->strides[axis], &dst);
+            s = emi_tensor_view(res, r, shape, res->strides, at * res->strides[axis], &dst);
         }
         if (!s) s = copy_into(e, dst, conv, op);
         at += pieces[k]->shape[axis];
@@ -159,7 +159,7 @@ static emily_status check_list(const char *op, int n, const emily_tensor *const 
     for (int k = 0; k < n; k++) {
         if (!ts[k]) return emily_error(EMILY_ERR_ARGUMENT, "%s: tensor %d of the list is NULL", op, k);
     }
-    emily_status s = emily_check_same_device(op, n, ts, e);
+    emily_status s = emi_check_same_device(op, n, ts, e);
     if (s) return s;
     if (out_type != EMILY_DTYPE_AUTO && !emily_dtype_valid(out_type))
         return emily_error(EMILY_ERR_TYPE, "%s: invalid output type %d", op, (int)out_type);
@@ -172,7 +172,7 @@ static emily_status check_list(const char *op, int n, const emily_tensor *const 
 emily_status emily_concatenate(int n, const emily_tensor *const *ts, int axis,
                                emily_dtype out_type, emily_tensor **out) {
     const char *op = "concatenate";
-    emily_status s = emily_check_out(op, out);
+    emily_status s = emi_check_out(op, out);
     if (s) return s;
     const emily_engine *e;
     emily_dtype dt;
@@ -180,7 +180,7 @@ emily_status emily_concatenate(int n, const emily_tensor *const *ts, int axis,
     int r = ts[0]->rank;
     if (r == 0) return emily_error(EMILY_ERR_SHAPE, "concatenate: cannot concatenate scalars (rank 0)");
     int ax;
-    if ((s = emily_norm_axis(op, axis, r, &ax))) return s;
+    if ((s = emi_norm_axis(op, axis, r, &ax))) return s;
     for (int k = 1; k < n; k++) {
         bool ok = ts[k]->rank == r;
         for (int i = 0; ok && i < r; i++) ok = i == ax || ts[k]->shape[i] == ts[0]->shape[i];
@@ -188,7 +188,7 @@ emily_status emily_concatenate(int n, const emily_tensor *const *ts, int axis,
             char b[256];
             return emily_error(EMILY_ERR_SHAPE,
                                "concatenate: tensor %d has shape %s, incompatible with %s along axis %d",
-                               k, EMILY_SHAPE_STR(ts[k]), emily_shape_str(r, ts[0]->shape, b, sizeof b), ax);
+                               k, EMILY_SHAPE_STR(ts[k]), emi_shape_str(r, ts[0]->shape, b, sizeof b), ax);
         }
     }
     return concat_pieces(op, e, n, (emily_tensor *const *)ts, ax, dt, out);
@@ -197,21 +197,21 @@ emily_status emily_concatenate(int n, const emily_tensor *const *ts, int axis,
 emily_status emily_stack(int n, const emily_tensor *const *ts, int axis, emily_dtype out_type,
                          emily_tensor **out) {
     const char *op = "stack";
-    emily_status s = emily_check_out(op, out);
+    emily_status s = emi_check_out(op, out);
     if (s) return s;
     const emily_engine *e;
     emily_dtype dt;
     if ((s = check_list(op, n, ts, out_type, &e, &dt))) return s;
     int r = ts[0]->rank;
     int ax;
-    if ((s = emily_norm_axis(op, axis, r + 1, &ax))) return s;
+    if ((s = emi_norm_axis(op, axis, r + 1, &ax))) return s;
     for (int k = 1; k < n; k++) {
         bool ok = ts[k]->rank == r;
         for (int i = 0; ok && i < r; i++) ok = ts[k]->shape[i] == ts[0]->shape[i];
         if (!ok) {
             char b[256];
             return emily_error(EMILY_ERR_SHAPE, "stack: tensor %d has shape %s, expected %s like tensor 0",
-                               k, EMILY_SHAPE_STR(ts[k]), emily_shape_str(r, ts[0]->shape, b, sizeof b));
+                               k, EMILY_SHAPE_STR(ts[k]), emi_shape_str(r, ts[0]->shape, b, sizeof b));
         }
     }
     emily_tensor **pieces = calloc((size_t)n, sizeof *pieces);
@@ -230,10 +230,10 @@ emily_status emily_stack(int n, const emily_tensor *const *ts, int axis, emily_d
             strides[i] = ts[k]->strides[j];
             j++;
         }
-        s = emily_tensor_view(ts[k], r + 1, shape, strides, ts[k]->offset, &pieces[k]);
+        s = emi_tensor_view(ts[k], r + 1, shape, strides, ts[k]->offset, &pieces[k]);
     }
     if (!s) s = concat_pieces(op, e, n, pieces, ax, dt, out);
-    emily_release_all(n, pieces);
+    emi_release_all(n, pieces);
     free(pieces);
     free(buf);
     return s;
@@ -245,13 +245,13 @@ emily_status emily_put_slice(const emily_tensor *t, const int64_t *starts,
                              const emily_tensor *update, emily_dtype out_type,
                              emily_tensor **out) {
     const char *op = "put_slice";
-    emily_status s = emily_check_out(op, out);
+    emily_status s = emi_check_out(op, out);
     if (s) return s;
-    if ((s = emily_check_tensor(op, "tensor", t))) return s;
-    if ((s = emily_check_tensor(op, "slice", update))) return s;
+    if ((s = emi_check_tensor(op, "tensor", t))) return s;
+    if ((s = emi_check_tensor(op, "slice", update))) return s;
     const emily_tensor *both[2] = {t, update};
     const emily_engine *e;
-    if ((s = emily_check_same_device(op, 2, both, &e))) return s;
+    if ((s = emi_check_same_device(op, 2, both, &e))) return s;
     if (out_type != EMILY_DTYPE_AUTO && !emily_dtype_valid(out_type))
         return emily_error(EMILY_ERR_TYPE, "put_slice: invalid output type %d", (int)out_type);
     int r = t->rank;
@@ -263,9 +263,9 @@ emily_status emily_put_slice(const emily_tensor *t, const int64_t *starts,
     if (r > 0 && !starts) return emily_error(EMILY_ERR_ARGUMENT, "put_slice: start indices are NULL");
     emily_dtype dt = out_type == EMILY_DTYPE_AUTO ? emily_type_merge(t->dtype, update->dtype) : out_type;
     emily_tensor *tc = NULL, *uc = NULL, *res = NULL, *dst = NULL;
-    s = emily_convert_to(t, dt, &tc);
-    if (!s) s = emily_convert_to(update, dt, &uc);
-    if (!s) s = emily_empty_like_device(t, dt, r, t->shape, &res);
+    s = emi_convert_to(t, dt, &tc);
+    if (!s) s = emi_convert_to(update, dt, &uc);
+    if (!s) s = emi_empty_like_device(t, dt, r, t->shape, &res);
     if (!s) s = copy_into(e, res, tc, op);
     if (!s && update->size > 0) {
         int64_t off = 0;
@@ -275,7 +275,7 @@ emily_status emily_put_slice(const emily_tensor *t, const int64_t *starts,
             if (st < 0) st = 0;
             off += st * res->strides[i];
         }
-        s = emily_tensor_view(res, r, update->shape, res->strides, off, &dst);
+        s = emi_tensor_view(res, r, update->shape, res->strides, off, &dst);
         if (!s) s = copy_into(e, dst, uc, op);
     }
     emily_tensor_release(tc);

@@ -34,17 +34,17 @@ static emily_status sort_prologue(const char *op, const emily_tensor *t, int axi
                                   emily_sort_direction d, emily_tensor **out,
                                   const struct emily_sort_kernels **k, int *ax) {
     emily_status s;
-    if ((s = emily_check_out(op, out))) return s;
-    if ((s = emily_check_tensor(op, "tensor", t))) return s;
+    if ((s = emi_check_out(op, out))) return s;
+    if ((s = emi_check_tensor(op, "tensor", t))) return s;
     if ((s = check_sortable(op, t))) return s;
     if ((s = check_direction(op, d))) return s;
     const emily_engine *e;
-    if ((s = emily_check_same_device(op, 1, &t, &e))) return s;
+    if ((s = emi_check_same_device(op, 1, &t, &e))) return s;
     if (t->rank == 0) {
         if (axis != 0 && axis != -1)
             return emily_error(EMILY_ERR_AXIS, "%s: axis %d out of range for a tensor of rank 0", op, axis);
         *ax = 0;
-    } else if ((s = emily_norm_axis(op, axis, t->rank, ax))) {
+    } else if ((s = emi_norm_axis(op, axis, t->rank, ax))) {
         return s;
     }
     return sort_table(op, e, k);
@@ -53,7 +53,7 @@ static emily_status sort_prologue(const char *op, const emily_tensor *t, int axi
 /* Rank-1 views of a rank-0 input and output, so kernels see one row. */
 static emily_status as_row(const emily_tensor *t, emily_tensor **v) {
     int64_t one = 1, st = 1;
-    return emily_tensor_view(t, 1, &one, &st, t->offset, v);
+    return emi_tensor_view(t, 1, &one, &st, t->offset, v);
 }
 
 /* Runs kind 0 (sort) or 1 (argsort) on src/dst, viewing rank 0 as a row. */
@@ -85,7 +85,7 @@ emily_status emily_sort(const emily_tensor *t, int axis, emily_sort_direction di
     if (!k->sort)
         return emily_error(EMILY_ERR_UNSUPPORTED, "%s: not implemented on this device", op);
     emily_tensor *o;
-    if ((s = emily_empty_like_device(t, t->dtype, t->rank, t->shape, &o))) return s;
+    if ((s = emi_empty_like_device(t, t->dtype, t->rank, t->shape, &o))) return s;
     if ((s = run_sort(k, 0, o, t, ax, direction == EMILY_SORT_DESC))) {
         emily_tensor_release(o);
         return s;
@@ -119,7 +119,7 @@ emily_status emily_argsort(const emily_tensor *t, int axis, emily_sort_direction
     if (!k->argsort)
         return emily_error(EMILY_ERR_UNSUPPORTED, "%s: not implemented on this device", op);
     emily_tensor *o;
-    if ((s = emily_empty_like_device(t, dt, t->rank, t->shape, &o))) return s;
+    if ((s = emi_empty_like_device(t, dt, t->rank, t->shape, &o))) return s;
     if ((s = run_sort(k, 1, o, t, ax, direction == EMILY_SORT_DESC))) {
         emily_tensor_release(o);
         return s;
@@ -132,12 +132,12 @@ emily_status emily_top_k(const emily_tensor *t, int64_t k, emily_dtype index_typ
                          emily_tensor **values, emily_tensor **indices) {
     const char *op = "top_k";
     emily_status s;
-    if ((s = emily_check_out(op, values))) return s;
-    if ((s = emily_check_out(op, indices))) return s;
-    if ((s = emily_check_tensor(op, "tensor", t))) return s;
+    if ((s = emi_check_out(op, values))) return s;
+    if ((s = emi_check_out(op, indices))) return s;
+    if ((s = emi_check_tensor(op, "tensor", t))) return s;
     if ((s = check_sortable(op, t))) return s;
     const emily_engine *e;
-    if ((s = emily_check_same_device(op, 1, &t, &e))) return s;
+    if ((s = emi_check_same_device(op, 1, &t, &e))) return s;
     if (t->rank < 1) return emily_error(EMILY_ERR_SHAPE, "%s: the input must have rank 1 or more", op);
     int64_t last = t->shape[t->rank - 1];
     if (k < 1)
@@ -156,8 +156,8 @@ emily_status emily_top_k(const emily_tensor *t, int64_t k, emily_dtype index_typ
     memcpy(shape, t->shape, sizeof(int64_t) * (size_t)t->rank);
     shape[t->rank - 1] = k;
     emily_tensor *v = NULL, *ix = NULL;
-    s = emily_empty_like_device(t, t->dtype, t->rank, shape, &v);
-    if (!s) s = emily_empty_like_device(t, it, t->rank, shape, &ix);
+    s = emi_empty_like_device(t, t->dtype, t->rank, shape, &v);
+    if (!s) s = emi_empty_like_device(t, it, t->rank, shape, &ix);
     free(shape);
     if (!s && v->size > 0) s = kt->top_k(v, ix, t, k);
     if (s) {

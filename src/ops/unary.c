@@ -22,23 +22,9 @@
 #include <string.h>
 #include "ops/common.h"
 
-static const char *const unary_names[EMILY_UNARY_OP_COUNT] = {
-    [EMILY_EXP] = "exp", [EMILY_EXPM1] = "expm1", [EMILY_LOG] = "log",
-    [EMILY_LOG1P] = "log1p", [EMILY_SIGMOID] = "sigmoid", [EMILY_COS] = "cos",
-    [EMILY_SIN] = "sin", [EMILY_TAN] = "tan", [EMILY_COSH] = "cosh",
-    [EMILY_SINH] = "sinh", [EMILY_TANH] = "tanh", [EMILY_ACOS] = "acos",
-    [EMILY_ASIN] = "asin", [EMILY_ATAN] = "atan", [EMILY_ACOSH] = "acosh",
-    [EMILY_ASINH] = "asinh", [EMILY_ATANH] = "atanh", [EMILY_SQRT] = "sqrt",
-    [EMILY_RSQRT] = "rsqrt", [EMILY_CBRT] = "cbrt", [EMILY_ERF] = "erf",
-    [EMILY_ERFC] = "erfc", [EMILY_ERF_INV] = "erf_inv", [EMILY_ABS] = "abs",
-    [EMILY_BITWISE_NOT] = "bitwise_not", [EMILY_CEIL] = "ceil",
-    [EMILY_CONJUGATE] = "conjugate", [EMILY_FLOOR] = "floor", [EMILY_NEGATE] = "negate",
-    [EMILY_ROUND] = "round", [EMILY_SIGN] = "sign",
-    [EMILY_COUNT_LEADING_ZEROS] = "count_leading_zeros",
-    [EMILY_POPULATION_COUNT] = "population_count", [EMILY_REAL] = "real",
-    [EMILY_IMAG] = "imag", [EMILY_IS_NAN] = "is_nan", [EMILY_IS_INFINITY] = "is_infinity",
-    [EMILY_LOGICAL_NOT] = "logical_not", [EMILY_PHASE] = "phase",
-};
+#define UNARY_NAME(ENUM, name, rule) [EMILY_##ENUM] = #name,
+static const char *const unary_names[EMILY_UNARY_OP_COUNT] = {EMILY_UNARY_OPS(UNARY_NAME)};
+#undef UNARY_NAME
 
 const char *emily_unary_op_name(emily_unary_op op) {
     if ((int)op < 0 || op >= EMILY_UNARY_OP_COUNT) return "?";
@@ -102,16 +88,16 @@ static emily_status zeros_like(const emily_tensor *t, emily_dtype dtype, emily_t
 }
 
 emily_status emily_unary(emily_unary_op op, const emily_tensor *t, emily_tensor **out) {
-    emily_status s = emily_check_out("unary", out);
+    emily_status s = emi_check_out("unary", out);
     if (s) return s;
     if ((int)op < 0 || op >= EMILY_UNARY_OP_COUNT)
         return emily_error(EMILY_ERR_ARGUMENT, "unary: unknown op %d", (int)op);
     const char *name = unary_names[op];
-    if ((s = emily_check_tensor(name, "tensor", t))) return s;
+    if ((s = emi_check_tensor(name, "tensor", t))) return s;
     emily_dtype out_type;
     if ((s = emily_unary_type(op, t->dtype, &out_type))) return s;
     const emily_engine *e;
-    if ((s = emily_check_same_device(name, 1, &t, &e))) return s;
+    if ((s = emi_check_same_device(name, 1, &t, &e))) return s;
 
     bool integer = emily_dtype_is_integer(t->dtype);
     bool cplx = emily_dtype_is_complex(t->dtype);
@@ -138,8 +124,8 @@ emily_status emily_unary(emily_unary_op op, const emily_tensor *t, emily_tensor 
         return emily_error(EMILY_ERR_UNSUPPORTED, "%s: not available on device %s", name, dev);
     }
     emily_tensor *src = NULL, *r = NULL;
-    if ((s = emily_convert_to(t, compute, &src))) return s;
-    if ((s = emily_empty_like_device(t, out_type, t->rank, t->shape, &r))) goto fail;
+    if ((s = emi_convert_to(t, compute, &src))) return s;
+    if ((s = emi_empty_like_device(t, out_type, t->rank, t->shape, &r))) goto fail;
     if ((s = e->unary(op, r, src))) goto fail;
     emily_tensor_release(src);
     *out = r;

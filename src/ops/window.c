@@ -94,24 +94,24 @@ emily_status emily_window_reduce(emily_window_op op, const emily_tensor *t, int 
                                  const int64_t *dilations, emily_tensor **out) {
     const char *name = reduce_name(op);
     emily_status s;
-    if ((s = emily_check_out(name, out))) return s;
+    if ((s = emi_check_out(name, out))) return s;
     if ((unsigned)op > (unsigned)EMILY_WINDOW_MIN)
         return emily_error(EMILY_ERR_ARGUMENT, "window_reduce: unknown op %d", (int)op);
-    if ((s = emily_check_tensor(name, "tensor", t))) return s;
+    if ((s = emi_check_tensor(name, "tensor", t))) return s;
     if (!emily_dtype_valid(t->dtype))
         return emily_error(EMILY_ERR_TYPE, "%s: invalid tensor type", name);
     if ((op == EMILY_WINDOW_MAX || op == EMILY_WINDOW_MIN) && emily_dtype_is_complex(t->dtype))
         return emily_error(EMILY_ERR_TYPE, "%s: complex tensors (%s) are not supported", name,
                            emily_dtype_name(t->dtype));
     const emily_engine *e;
-    if ((s = emily_check_same_device(name, 1, &t, &e))) return s;
+    if ((s = emi_check_same_device(name, 1, &t, &e))) return s;
     int64_t shape[WINDOW_MAX_RANK], ones[WINDOW_MAX_RANK], zeros[WINDOW_MAX_RANK];
     if ((s = window_shape(name, t, rank, window, strides, pad_lo, pad_hi, dilations, shape))) return s;
     const struct emily_window_kernels *k = NULL;
     if ((s = window_table(name, e, &k))) return s;
     if (!k->reduce) return emily_error(EMILY_ERR_UNSUPPORTED, "%s: not implemented on the %s device", name, e->name);
     emily_tensor *o;
-    if ((s = emily_empty_like_device(t, t->dtype, rank, shape, &o))) return s;
+    if ((s = emi_empty_like_device(t, t->dtype, rank, shape, &o))) return s;
     if (o->size > 0)
         s = k->reduce(op, o, t, window, or_fill(strides, ones, rank, 1), or_fill(dilations, ones, rank, 1),
                       or_fill(pad_lo, zeros, rank, 0));
@@ -154,10 +154,10 @@ static emily_status window_scatter(bool is_max, const emily_tensor *t, const emi
                                    const int64_t *pad_hi, emily_tensor **out) {
     const char *name = is_max ? "window_scatter_max" : "window_scatter_min";
     emily_status s;
-    if ((s = emily_check_out(name, out))) return s;
-    if ((s = emily_check_tensor(name, "tensor", t))) return s;
-    if ((s = emily_check_tensor(name, "source", source))) return s;
-    if ((s = emily_check_tensor(name, "init_value", init))) return s;
+    if ((s = emi_check_out(name, out))) return s;
+    if ((s = emi_check_tensor(name, "tensor", t))) return s;
+    if ((s = emi_check_tensor(name, "source", source))) return s;
+    if ((s = emi_check_tensor(name, "init_value", init))) return s;
     const emily_tensor *all[3] = {t, source, init};
     const char *names[3] = {"tensor", "source", "init_value"};
     for (int i = 0; i < 3; i++) {
@@ -171,7 +171,7 @@ static emily_status window_scatter(bool is_max, const emily_tensor *t, const emi
         return emily_error(EMILY_ERR_SHAPE, "%s: init_value must be a scalar (rank 0), got %s", name,
                            EMILY_SHAPE_STR(init));
     const emily_engine *e;
-    if ((s = emily_check_same_device(name, 3, all, &e))) return s;
+    if ((s = emi_check_same_device(name, 3, all, &e))) return s;
     int64_t shape[WINDOW_MAX_RANK], zeros[WINDOW_MAX_RANK], ones[WINDOW_MAX_RANK];
     if ((s = window_shape(name, t, rank, window, strides, pad_lo, pad_hi, NULL, shape))) return s;
     bool match = source->rank == rank;
@@ -179,14 +179,14 @@ static emily_status window_scatter(bool is_max, const emily_tensor *t, const emi
     if (!match)
         return emily_error(EMILY_ERR_SHAPE,
                            "%s: source shape %s must match the window positions %s of tensor %s",
-                           name, EMILY_SHAPE_STR(source), emily_shape_str(rank, shape, (char[256]){0}, 256),
+                           name, EMILY_SHAPE_STR(source), emi_shape_str(rank, shape, (char[256]){0}, 256),
                            EMILY_SHAPE_STR(t));
     emily_dtype ot = emily_type_merge(source->dtype, init->dtype);
     const struct emily_window_kernels *k = NULL;
     if ((s = window_table(name, e, &k))) return s;
     if (!k->scatter) return emily_error(EMILY_ERR_UNSUPPORTED, "%s: not implemented on the %s device", name, e->name);
     emily_tensor *o;
-    if ((s = emily_empty_like_device(t, ot, t->rank, t->shape, &o))) return s;
+    if ((s = emi_empty_like_device(t, ot, t->rank, t->shape, &o))) return s;
     if (o->size > 0)
         s = k->scatter(is_max, o, t, source, init, window, or_fill(strides, ones, rank, 1),
                        or_fill(pad_lo, zeros, rank, 0));

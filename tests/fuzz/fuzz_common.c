@@ -39,7 +39,7 @@ static bool int_ok(int64_t v) {
     return m <= (uint64_t)FUZZ_MAX_INT || m >= (uint64_t)FUZZ_HUGE_INT;
 }
 
-/* The value of an integer scalar tensor (what value_int accepts). */
+/* The value of an integer scalar tensor (what emi_value_int accepts). */
 static bool tensor_int_ok(const emily_tensor *t) {
     emily_dtype dt = emily_tensor_dtype(t);
     if (emily_tensor_size(t) != 1 || !emily_dtype_is_integer(dt)) return true;

@@ -286,7 +286,7 @@ TEST(negative_shift_counts_raise) {
                  EMILY_DTYPE_AUTO, "cannot left shift by -9223372036854775808");
     /* strided counts: a reversed view [3, -4, 1] */
     emily_tensor *c = VEC(EMILY_S32, int32_t, 1, -4, 3), *rev = NULL, *r = NULL;
-    CHECK_OK(emily_tensor_view(c, 1, (int64_t[]){3}, (int64_t[]){-1}, 2, &rev));
+    CHECK_OK(emi_tensor_view(c, 1, (int64_t[]){3}, (int64_t[]){-1}, 2, &rev));
     EXPECT_RAISE(EMILY_LEFT_SHIFT, VEC(EMILY_S32, int32_t, 1, 1, 1), rev, EMILY_DTYPE_AUTO,
                  "cannot left shift by -4");
     emily_tensor_release(c);
@@ -521,15 +521,15 @@ TEST(zero_size_and_rank0) {
 TEST(strided_views) {
     emily_tensor *a = VEC(EMILY_F64, double, 1, 2, 3, 4);
     emily_tensor *rev = NULL, *r = NULL;
-    CHECK_OK(emily_tensor_view(a, 1, (int64_t[]){4}, (int64_t[]){-1}, 3, &rev));
+    CHECK_OK(emi_tensor_view(a, 1, (int64_t[]){4}, (int64_t[]){-1}, 3, &rev));
     CHECK_OK(emily_binary(EMILY_SUBTRACT, a, rev, EMILY_DTYPE_AUTO, &r));
     CHECK(t_get(r, 0) == -3 && t_get(r, 1) == -1 && t_get(r, 2) == 1 && t_get(r, 3) == 3);
     emily_tensor_release(r);
     /* a 2x2 transpose of [[1,2],[3,4]] times itself */
     emily_tensor *tr = NULL;
-    CHECK_OK(emily_tensor_view(a, 2, (int64_t[]){2, 2}, (int64_t[]){1, 2}, 0, &tr)); /* [[1,3],[2,4]] */
+    CHECK_OK(emi_tensor_view(a, 2, (int64_t[]){2, 2}, (int64_t[]){1, 2}, 0, &tr)); /* [[1,3],[2,4]] */
     emily_tensor *rev2 = NULL;
-    CHECK_OK(emily_tensor_view(a, 2, (int64_t[]){2, 2}, (int64_t[]){-2, -1}, 3, &rev2)); /* [[4,3],[2,1]] */
+    CHECK_OK(emi_tensor_view(a, 2, (int64_t[]){2, 2}, (int64_t[]){-2, -1}, 3, &rev2)); /* [[4,3],[2,1]] */
     CHECK_OK(emily_binary(EMILY_MULTIPLY, tr, rev2, EMILY_DTYPE_AUTO, &r));
     CHECK(t_get(r, 0) == 4 && t_get(r, 1) == 9 && t_get(r, 2) == 4 && t_get(r, 3) == 4);
     emily_tensor_release(r);
@@ -573,8 +573,8 @@ TEST(large_inputs_match_a_scalar_loop) {
     emily_tensor_release(r);
     /* a transposed (m, n) view minus a broadcast row of n */
     emily_tensor *at = NULL, *rowv = NULL;
-    CHECK_OK(emily_tensor_view(a, 2, (int64_t[]){m, n}, (int64_t[]){1, m}, 0, &at));
-    CHECK_OK(emily_tensor_view(b, 1, (int64_t[]){n}, (int64_t[]){1}, 0, &rowv));
+    CHECK_OK(emi_tensor_view(a, 2, (int64_t[]){m, n}, (int64_t[]){1, m}, 0, &at));
+    CHECK_OK(emi_tensor_view(b, 1, (int64_t[]){n}, (int64_t[]){1}, 0, &rowv));
     CHECK_OK(emily_binary(EMILY_SUBTRACT, at, rowv, EMILY_DTYPE_AUTO, &r));
     CHECK_OK(emily_to_binary(r, got, sizeof(float) * (size_t)(n * m)));
     bad = 0;

@@ -134,7 +134,7 @@ TEST(strided_and_broadcast_inputs) {
     emily_tensor *t = t_from(EMILY_S16, 2, shape, d);
     int64_t tshape[2] = {3, 2}, tstrides[2] = {1, 3};
     emily_tensor *tv = NULL, *bv = NULL, *rv = NULL;
-    CHECK_OK(emily_tensor_view(t, 2, tshape, tstrides, 0, &tv));
+    CHECK_OK(emi_tensor_view(t, 2, tshape, tstrides, 0, &tv));
     emily_tensor *r = convert(tv, EMILY_F32);
     float want[6] = {1, 4, 2, 5, 3, 6};
     float got[6];
@@ -142,14 +142,14 @@ TEST(strided_and_broadcast_inputs) {
     CHECK(memcmp(got, want, sizeof want) == 0);
     emily_tensor_release(r);
     int64_t bshape[2] = {4, 3}, bstrides[2] = {0, 1};
-    CHECK_OK(emily_tensor_view(t, 2, bshape, bstrides, 3, &bv)); /* row {4,5,6} x4 */
+    CHECK_OK(emi_tensor_view(t, 2, bshape, bstrides, 3, &bv)); /* row {4,5,6} x4 */
     r = convert(bv, EMILY_U8);
     uint8_t gb[12];
     CHECK_OK(emily_to_binary(r, gb, sizeof gb));
     CHECK(gb[0] == 4 && gb[2] == 6 && gb[9] == 4 && gb[11] == 6);
     emily_tensor_release(r);
     int64_t rshape[1] = {6}, rstrides[1] = {-1};
-    CHECK_OK(emily_tensor_view(t, 1, rshape, rstrides, 5, &rv)); /* reversed */
+    CHECK_OK(emi_tensor_view(t, 1, rshape, rstrides, 5, &rv)); /* reversed */
     r = convert(rv, EMILY_C64);
     CHECK(t_get(r, 0) == 6 && t_get(r, 5) == 1);
     emily_tensor_release(r);
@@ -195,7 +195,7 @@ TEST(sizes_scalars_and_identity) {
  * directly, against the scalar rules, bit for bit (NaN written as Nx's
  * canonical NaN). */
 static bool cpu_has(const char *isa) {
-    return strcmp(isa, "avx2") == 0 ? emily_cpu_has_avx2_set() : emily_cpu_has_avx512_set();
+    return strcmp(isa, "avx2") == 0 ? emi_cpu_has_avx2_set() : emi_cpu_has_avx512_set();
 }
 
 TEST(half_conversion_simd_paths) {
@@ -212,7 +212,7 @@ TEST(half_conversion_simd_paths) {
                     1.00781238f, 3.4e38f, 1e-45f};
     for (size_t k = 0; k < sizeof edge / sizeof *edge; k++) x[n++] = edge[k];
     struct { const char *isa; emily_vec_fn (*get)(emily_dtype, emily_dtype); } isas[2] = {
-        {"avx2", emily_convert_avx2}, {"avx512", emily_convert_avx512}};
+        {"avx2", emi_convert_avx2}, {"avx512", emi_convert_avx512}};
     for (int k = 0; k < 2; k++) {
         if (!cpu_has(isas[k].isa)) continue;
         emily_vec_fn f16 = isas[k].get(EMILY_F32, EMILY_F16), bf16 = isas[k].get(EMILY_F32, EMILY_BF16);
@@ -292,7 +292,7 @@ TEST(bitcast_reinterprets) {
     int8_t s[4] = {0, -1, -2, -3};
     int64_t four[1] = {4}, two_shape[1] = {2}, st[1] = {-2};
     emily_tensor *s8 = t_from(EMILY_S8, 1, four, s), *view = NULL;
-    CHECK_OK(emily_tensor_view(s8, 1, two_shape, st, 3, &view)); /* {-3, -1} */
+    CHECK_OK(emi_tensor_view(s8, 1, two_shape, st, 3, &view)); /* {-3, -1} */
     CHECK_OK(emily_bitcast(view, EMILY_U8, &r));
     CHECK(t_get(r, 0) == 253 && t_get(r, 1) == 255);
     emily_tensor_release(r);

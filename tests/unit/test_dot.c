@@ -22,7 +22,7 @@ static emily_tensor *permuted(const emily_tensor *t, const int *perm) {
         strides[i] = t->strides[perm[i]];
     }
     emily_tensor *v = NULL;
-    CHECK_OK(emily_tensor_view(t, t->rank, shape, strides, t->offset, &v));
+    CHECK_OK(emi_tensor_view(t, t->rank, shape, strides, t->offset, &v));
     return v;
 }
 
@@ -523,12 +523,12 @@ TEST(broadcast_and_strided_views) {
     double row[4] = {1, 2, 3, 4};
     emily_tensor *t = t_from(EMILY_F64, 1, (int64_t[]){4}, row);
     emily_tensor *bc = NULL; /* {3, 4} with stride 0 on axis 0 */
-    CHECK_OK(emily_tensor_view(t, 2, (int64_t[]){3, 4}, (int64_t[]){0, 1}, 0, &bc));
+    CHECK_OK(emi_tensor_view(t, 2, (int64_t[]){3, 4}, (int64_t[]){0, 1}, 0, &bc));
     double m[8 * 2];
     for (int i = 0; i < 16; i++) m[i] = i;
     emily_tensor *tm = t_from(EMILY_F64, 2, (int64_t[]){8, 2}, m);
     emily_tensor *every_other = NULL; /* rows 0,2,4,6: {4, 2}, strides {4, 1} */
-    CHECK_OK(emily_tensor_view(tm, 2, (int64_t[]){4, 2}, (int64_t[]){4, 1}, 0, &every_other));
+    CHECK_OK(emi_tensor_view(tm, 2, (int64_t[]){4, 2}, (int64_t[]){4, 1}, 0, &every_other));
     emily_tensor *c = dot(bc, 1, (int[]){1}, 0, NULL, every_other, (int[]){0}, NULL);
     CHECK(c && t_shape_is(c, 2, (int64_t[]){3, 2}));
     /* col 0: 1*0 + 2*4 + 3*8 + 4*12 = 80; col 1: 1*1+2*5+3*9+4*13 = 90 */
@@ -536,7 +536,7 @@ TEST(broadcast_and_strided_views) {
     emily_tensor_release(c);
     /* a reversed (negative stride) operand */
     emily_tensor *rev = NULL;
-    CHECK_OK(emily_tensor_view(t, 1, (int64_t[]){4}, (int64_t[]){-1}, 3, &rev));
+    CHECK_OK(emi_tensor_view(t, 1, (int64_t[]){4}, (int64_t[]){-1}, 3, &rev));
     c = dot(rev, 1, (int[]){0}, 0, NULL, t, (int[]){0}, NULL); /* 4*1+3*2+2*3+1*4 */
     CHECK(c && t_get(c, 0) == 20);
     emily_tensor_release(c);
@@ -807,8 +807,8 @@ TEST(huge_broadcast_fails_cleanly) {
     double one = 1;
     emily_tensor *t = t_from(EMILY_F64, 0, NULL, &one), *a = NULL, *b = NULL, *c = NULL;
     int64_t k = (int64_t)1 << 44;
-    CHECK_OK(emily_tensor_view(t, 2, (int64_t[]){2, k}, (int64_t[]){0, 0}, 0, &a));
-    CHECK_OK(emily_tensor_view(t, 1, (int64_t[]){k}, (int64_t[]){0}, 0, &b));
+    CHECK_OK(emi_tensor_view(t, 2, (int64_t[]){2, k}, (int64_t[]){0, 0}, 0, &a));
+    CHECK_OK(emi_tensor_view(t, 1, (int64_t[]){k}, (int64_t[]){0}, 0, &b));
     emily_status s = emily_dot(a, 1, (int[]){1}, 0, NULL, b, 1, (int[]){0}, 0, NULL,
                                EMILY_DTYPE_AUTO, &c);
     CHECK(s != EMILY_OK && c == NULL);

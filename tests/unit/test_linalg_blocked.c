@@ -82,22 +82,22 @@ static void check_update(int64_t m, int64_t n, int64_t k, bool transpose_a, bool
                        .c = c1, .ldc = ldc, .subtract = subtract, .round_f32 = round_f32, .lower = lower,
                        .diag_off = diag_off};
     emily_xupdate_ws ws;
-    CHECK(emily_xupdate_ws_init(&ws, n, threads));
+    CHECK(emi_xupdate_ws_init(&ws, n, threads));
     if (ws.buf) {
         /* in two calls, the second continuing the first's sums */
         int64_t k1 = k / 3;
         emily_xupdate u1 = u;
         u1.k = k1;
-        emily_xupdate_run(&u1, &ws);
+        emi_xupdate_run(&u1, &ws);
         emily_xupdate u2 = u;
         u2.k = k - k1;
         u2.a = a + k1 * u.a_cs;
         u2.b = b + k1 * u.b_rs;
-        emily_xupdate_run(&u2, &ws);
-        emily_xupdate_ws_free(&ws);
+        emi_xupdate_run(&u2, &ws);
+        emi_xupdate_ws_free(&ws);
     }
     u.c = c2;
-    emily_xupdate_reference(&u);
+    emi_xupdate_reference(&u);
     bool ok = true;
     for (int64_t i = 0; i < m && ok; i++) {
         /* elements the kernel may skip or overwrite (above the diagonal) are not compared */
@@ -118,7 +118,7 @@ static void check_update(int64_t m, int64_t n, int64_t k, bool transpose_a, bool
 }
 
 TEST(xupdate_matches_reference) {
-    emily_xupdate_set_parallel_min(0); /* threads = 2 below: the threaded path */
+    emi_xupdate_set_parallel_min(0); /* threads = 2 below: the threaded path */
     /* around the tile (8 x 16), row-block (128), column-chunk (256) and
      * contraction-slice (256) sizes, and large enough to run threaded */
     const int64_t dims[][3] = {{1, 1, 1},   {7, 15, 3},   {8, 16, 8},     {9, 17, 1},
@@ -138,7 +138,7 @@ TEST(xupdate_matches_reference) {
     /* nothing to do */
     check_update(0, 5, 5, false, false, 1, false, 0, 1, false);
     check_update(5, 5, 0, false, false, 2, false, 0, 1, false);
-    emily_xupdate_set_parallel_min(-1);
+    emi_xupdate_set_parallel_min(-1);
 }
 
 /* The f32 mode is computed in f32 arithmetic: products that fall into
@@ -154,13 +154,13 @@ TEST(xupdate_f32_extremes) {
         emily_xupdate u = {.m = M, .n = N, .k = K, .a = a, .a_rs = K, .a_cs = 1, .b = b, .b_rs = N,
                            .b_cs = 1, .c = c1, .ldc = N, .subtract = true, .round_f32 = true};
         emily_xupdate_ws ws;
-        CHECK(emily_xupdate_ws_init(&ws, N, 1));
+        CHECK(emi_xupdate_ws_init(&ws, N, 1));
         if (ws.buf) {
-            emily_xupdate_run(&u, &ws);
-            emily_xupdate_ws_free(&ws);
+            emi_xupdate_run(&u, &ws);
+            emi_xupdate_ws_free(&ws);
         }
         u.c = c2;
-        emily_xupdate_reference(&u);
+        emi_xupdate_reference(&u);
         CHECK(same_doubles(c1, c2, M * N));
     }
 }
@@ -193,13 +193,13 @@ static double *make_matrix(int64_t batch, int64_t n, int kind) {
 static void lu_three_ways(const emily_tensor *a, emily_tensor *r[3][3], emily_tensor *det[3]) {
     const int64_t mins[3] = {INT64_MAX, 1, 16};
     for (int v = 0; v < 3; v++) {
-        emily_cpu_linalg_set_block_min(mins[v]);
-        emily_xupdate_set_parallel_min(v == 2 ? 0 : -1);
+        emi_cpu_linalg_set_block_min(mins[v]);
+        emi_xupdate_set_parallel_min(v == 2 ? 0 : -1);
         CHECK_OK(emily_lu(a, &r[v][0], &r[v][1], &r[v][2]));
         CHECK_OK(emily_determinant(a, &det[v]));
     }
-    emily_cpu_linalg_set_block_min(EMILY_LINALG_BLOCK_MIN_DEFAULT);
-    emily_xupdate_set_parallel_min(-1);
+    emi_cpu_linalg_set_block_min(EMILY_LINALG_BLOCK_MIN_DEFAULT);
+    emi_xupdate_set_parallel_min(-1);
 }
 
 TEST(lu_blocked_matches_unblocked) {
@@ -291,12 +291,12 @@ TEST(cholesky_blocked_matches_unblocked) {
                 CHECK_OK(emily_as_type(f, types[ti], &at));
                 const int64_t mins[3] = {INT64_MAX, 1, 16};
                 for (int v = 0; v < 3; v++) {
-                    emily_cpu_linalg_set_block_min(mins[v]);
-                    emily_xupdate_set_parallel_min(v == 2 ? 0 : -1);
+                    emi_cpu_linalg_set_block_min(mins[v]);
+                    emi_xupdate_set_parallel_min(v == 2 ? 0 : -1);
                     CHECK_OK(emily_cholesky(at, &l[v]));
                 }
-                emily_cpu_linalg_set_block_min(EMILY_LINALG_BLOCK_MIN_DEFAULT);
-                emily_xupdate_set_parallel_min(-1);
+                emi_cpu_linalg_set_block_min(EMILY_LINALG_BLOCK_MIN_DEFAULT);
+                emi_xupdate_set_parallel_min(-1);
                 for (int v = 1; v < 3; v++) {
                     bool ok = same_tensors(l[0], l[v]);
                     if (!ok)
@@ -354,7 +354,7 @@ static void check_solve(int64_t batch, int64_t n, int64_t cols, int kind, int sp
     int64_t ashape[3] = {batch, n, n}, bshape[3] = {batch, n, cols};
     emily_tensor *a = t_from(EMILY_F64, 3, ashape, ad), *b = t_from(EMILY_F64, cols ? 3 : 2, bshape, bd);
     for (int blocked = 0; blocked < 2; blocked++) {
-        emily_cpu_linalg_set_block_min(blocked ? 1 : INT64_MAX);
+        emi_cpu_linalg_set_block_min(blocked ? 1 : INT64_MAX);
         emily_tensor *x1 = NULL, *x2 = NULL;
         emily_status s1 = emily_solve(a, b, &x1);
         char e1[512];
@@ -368,7 +368,7 @@ static void check_solve(int64_t batch, int64_t n, int64_t cols, int kind, int sp
         emily_tensor_release(x1);
         emily_tensor_release(x2);
     }
-    emily_cpu_linalg_set_block_min(EMILY_LINALG_BLOCK_MIN_DEFAULT);
+    emi_cpu_linalg_set_block_min(EMILY_LINALG_BLOCK_MIN_DEFAULT);
     emily_tensor_release(a);
     emily_tensor_release(b);
     free(ad);

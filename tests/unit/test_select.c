@@ -101,8 +101,8 @@ TEST(select_of_128_bit_elements_and_views) {
     EXPECT_T(r, EMILY_C128, double, 1, -1, 0, 0, 3, -3);
     /* reversed predicate and branch views */
     emily_tensor *prev = NULL, *trev = NULL;
-    CHECK_OK(emily_tensor_view(p, 1, (int64_t[]){3}, (int64_t[]){-1}, 2, &prev));
-    CHECK_OK(emily_tensor_view(t, 1, (int64_t[]){3}, (int64_t[]){-1}, 2, &trev));
+    CHECK_OK(emi_tensor_view(p, 1, (int64_t[]){3}, (int64_t[]){-1}, 2, &prev));
+    CHECK_OK(emi_tensor_view(t, 1, (int64_t[]){3}, (int64_t[]){-1}, 2, &trev));
     r = NULL;
     CHECK_OK(emily_select(prev, trev, f, EMILY_DTYPE_AUTO, &r));
     EXPECT_T(r, EMILY_C128, double, 3, -3, 0, 0, 1, -1);

@@ -337,13 +337,13 @@ TEST(strided_inputs) {
     int64_t shape[2] = {2, 3};
     emily_tensor *t = t_from(EMILY_F64, 2, shape, d), *tv = NULL, *bv = NULL;
     int64_t tshape[2] = {3, 2}, tstrides[2] = {1, 3};
-    CHECK_OK(emily_tensor_view(t, 2, tshape, tstrides, 0, &tv));
+    CHECK_OK(emi_tensor_view(t, 2, tshape, tstrides, 0, &tv));
     emily_tensor *r = un(EMILY_SQRT, tv);
     double want[6] = {sqrt(0.5), sqrt(3), 1, 2, sqrt(2), sqrt(5)};
     for (int i = 0; i < 6; i++) CHECK(t_get(r, i) == want[i]);
     emily_tensor_release(r);
     int64_t bshape[3] = {2, 2, 3}, bstrides[3] = {0, 3, 1};
-    CHECK_OK(emily_tensor_view(t, 3, bshape, bstrides, 0, &bv));
+    CHECK_OK(emi_tensor_view(t, 3, bshape, bstrides, 0, &bv));
     r = un(EMILY_NEGATE, bv);
     CHECK(t_get(r, 0) == -0.5 && t_get(r, 6) == -0.5 && t_get(r, 11) == -5);
     emily_tensor_release(r);
@@ -352,7 +352,7 @@ TEST(strided_inputs) {
     emily_tensor *big = NULL, *bigf = NULL, *half = NULL;
     CHECK_OK(emily_iota(EMILY_CPU, EMILY_F32, 1, n, 0, &big));
     int64_t hshape[1] = {50000}, hstr[1] = {-2};
-    CHECK_OK(emily_tensor_view(big, 1, hshape, hstr, 99999, &half));
+    CHECK_OK(emi_tensor_view(big, 1, hshape, hstr, 99999, &half));
     bigf = un(EMILY_LOG, half);
     CHECK(t_get(bigf, 0) == (double)(float)log(99999.0) && t_get(bigf, 49999) == (double)(float)log(1.0));
     emily_tensor_release(bigf);
@@ -500,7 +500,7 @@ TEST(f32_fast_paths_match_the_double_reference) {
  * only ever exercises the best one): against the double reference, and
  * tanh bit-identical across instruction sets. */
 static bool cpu_has(const char *isa) {
-    return strcmp(isa, "avx2") == 0 ? emily_cpu_has_avx2_set() : emily_cpu_has_avx512_set();
+    return strcmp(isa, "avx2") == 0 ? emi_cpu_has_avx2_set() : emi_cpu_has_avx512_set();
 }
 
 /* f64 acos, acosh, atanh and erfc are glibc's bits (what the reference
@@ -544,7 +544,7 @@ TEST(f64_functions_with_glibc_bits) {
 
 TEST(simd_paths_of_each_instruction_set) {
     typedef emily_vec_fn (*getter)(emily_unary_op, emily_dtype, emily_dtype);
-    struct { const char *isa; getter get; } isas[2] = {{"avx2", emily_unary_avx2}, {"avx512", emily_unary_avx512}};
+    struct { const char *isa; getter get; } isas[2] = {{"avx2", emi_unary_avx2}, {"avx512", emi_unary_avx512}};
     /* a sample of every f32 bit pattern (both signs: huge, tiny,
      * subnormal, NaN), denser in [0, 9.6], plus specials; the f64 inputs
      * are those values times a factor that fills in the low bits */
@@ -642,7 +642,7 @@ static void count_chunk(void *p, int64_t c) {
     atomic_fetch_add(&j->counts[c], 1);
     if (j->nested && c == 0) {
         loop_job inner = {.nested = 0};
-        emily_cpu_parallel(7, count_chunk, &inner);
+        emi_cpu_parallel(7, count_chunk, &inner);
         for (int i = 0; i < 7; i++) if (atomic_load(&inner.counts[i]) != 1) atomic_fetch_add(&j->counts[511], 1000);
     }
 }
@@ -655,7 +655,7 @@ static int run_loops(unsigned seed, int jobs) {
         loop_job *j = calloc(1, sizeof *j);
         if (!j) return 1;
         j->nested = k % 17 == 0;
-        emily_cpu_parallel(n, count_chunk, j);
+        emi_cpu_parallel(n, count_chunk, j);
         for (int64_t c = 0; c < n; c++) bad += atomic_load(&j->counts[c]) != 1;
         bad += atomic_load(&j->counts[511]) >= 1000;
         free(j);
@@ -677,7 +677,7 @@ TEST(parallel_loop_runs_every_chunk_once) {
         pthread_join(th[i], &bad);
         CHECK(bad == NULL);
     }
-    emily_cpu_parallel(0, count_chunk, NULL); /* nothing to do */
+    emi_cpu_parallel(0, count_chunk, NULL); /* nothing to do */
     fflush(NULL);
     pid_t pid = fork();
     if (pid == 0) _exit(run_loops(3, 500) == 0 ? 0 : 1);

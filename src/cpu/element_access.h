@@ -2,8 +2,8 @@
  * every element is read as a 64-bit integer pattern (sign-extended for
  * signed types), a double (real floats) or two doubles (complex), and
  * written back with Nx's conversion rules (src/core/scalar_convert.h). */
-#ifndef EMILY_CPU_WINDOW_ELEM_H
-#define EMILY_CPU_WINDOW_ELEM_H
+#ifndef EMILY_CPU_ELEMENT_ACCESS_H
+#define EMILY_CPU_ELEMENT_ACCESS_H
 
 #include <stdint.h>
 #include <string.h>

@@ -7,8 +7,8 @@
 // correctly rounded value glibc returns. Outside the ranges handled here
 // (huge arguments, results near overflow/underflow) the device's functions
 // are used. Host+device so that a host test can compare with glibc.
-#ifndef EMILY_CUDA_CR_MATH_CUH
-#define EMILY_CUDA_CR_MATH_CUH
+#ifndef EMILY_CUDA_CORRECTLY_ROUNDED_CUH
+#define EMILY_CUDA_CORRECTLY_ROUNDED_CUH
 
 #include <math.h>
 

@@ -10,7 +10,7 @@ struct emily_arena_block {
     max_align_t data[];
 };
 
-void *call_alloc(emily_call *c, size_t nbytes) {
+void *emi_call_alloc(emily_call *c, size_t nbytes) {
     emily_arena_block *b = malloc(sizeof *b + (nbytes ? nbytes : 1));
     if (!b) {
         emily_error(EMILY_ERR_MEMORY, "%s: out of host memory", c->name);
@@ -21,7 +21,7 @@ void *call_alloc(emily_call *c, size_t nbytes) {
     return b->data;
 }
 
-void call_arena_free(emily_call *c) {
+void emi_call_arena_free(emily_call *c) {
     while (c->arena) {
         emily_arena_block *next = c->arena->next;
         free(c->arena);
@@ -29,7 +29,7 @@ void call_arena_free(emily_call *c) {
     }
 }
 
-emily_status call_fail(emily_call *c, emily_status code, const char *fmt, ...) {
+emily_status emi_call_fail(emily_call *c, emily_status code, const char *fmt, ...) {
     char msg[768];
     va_list ap;
     va_start(ap, fmt);
@@ -38,13 +38,13 @@ emily_status call_fail(emily_call *c, emily_status code, const char *fmt, ...) {
     return emily_error(code, "%s: %s", c->name, msg);
 }
 
-emily_status call_arity(emily_call *c, size_t min, size_t max) {
+emily_status emi_call_arity(emily_call *c, size_t min, size_t max) {
     if (c->nargs < min || c->nargs > max)
-        return call_fail(c, EMILY_ERR_ARGUMENT, "expected %zu to %zu arguments, got %zu", min, max, c->nargs);
+        return emi_call_fail(c, EMILY_ERR_ARGUMENT, "expected %zu to %zu arguments, got %zu", min, max, c->nargs);
     return EMILY_OK;
 }
 
-const emily_value *call_arg(emily_call *c, size_t i) {
+const emily_value *emi_call_arg(emily_call *c, size_t i) {
     return i < c->nargs ? &c->args[i] : NULL;
 }
 
@@ -55,24 +55,24 @@ static const char *kind_name(emily_value_kind k) {
     return (unsigned)k < sizeof names / sizeof *names ? names[k] : "?";
 }
 
-emily_status call_tensor(emily_call *c, size_t i, emily_tensor **t) {
-    const emily_value *v = call_arg(c, i);
-    if (!v) return call_fail(c, EMILY_ERR_ARGUMENT, "argument %zu is missing", i + 1);
+emily_status emi_call_tensor(emily_call *c, size_t i, emily_tensor **t) {
+    const emily_value *v = emi_call_arg(c, i);
+    if (!v) return emi_call_fail(c, EMILY_ERR_ARGUMENT, "argument %zu is missing", i + 1);
     if (v->kind != EMILY_V_TENSOR || !v->tensor)
-        return call_fail(c, EMILY_ERR_ARGUMENT, "argument %zu must be a tensor, got %s", i + 1, kind_name(v->kind));
+        return emi_call_fail(c, EMILY_ERR_ARGUMENT, "argument %zu must be a tensor, got %s", i + 1, kind_name(v->kind));
     *t = v->tensor;
     return EMILY_OK;
 }
 
-emily_status call_tensor_list(emily_call *c, size_t i, emily_tensor ***ts, int *n) {
-    const emily_value *v = call_arg(c, i);
+emily_status emi_call_tensor_list(emily_call *c, size_t i, emily_tensor ***ts, int *n) {
+    const emily_value *v = emi_call_arg(c, i);
     if (!v || (v->kind != EMILY_V_LIST && v->kind != EMILY_V_TUPLE))
-        return call_fail(c, EMILY_ERR_ARGUMENT, "argument %zu must be a list of tensors", i + 1);
-    emily_tensor **out = call_alloc(c, (v->n + 1) * sizeof *out);
+        return emi_call_fail(c, EMILY_ERR_ARGUMENT, "argument %zu must be a list of tensors", i + 1);
+    emily_tensor **out = emi_call_alloc(c, (v->n + 1) * sizeof *out);
     if (!out) return EMILY_ERR_MEMORY;
     for (size_t k = 0; k < v->n; k++) {
         if (v->items[k].kind != EMILY_V_TENSOR || !v->items[k].tensor)
-            return call_fail(c, EMILY_ERR_ARGUMENT, "argument %zu: element %zu is not a tensor", i + 1, k);
+            return emi_call_fail(c, EMILY_ERR_ARGUMENT, "argument %zu: element %zu is not a tensor", i + 1, k);
         out[k] = v->items[k].tensor;
     }
     *ts = out;
@@ -80,51 +80,51 @@ emily_status call_tensor_list(emily_call *c, size_t i, emily_tensor ***ts, int *
     return EMILY_OK;
 }
 
-emily_status value_int(emily_call *c, const emily_value *v, const char *what, int64_t *out) {
-    if (!v) return call_fail(c, EMILY_ERR_ARGUMENT, "%s is missing", what);
+emily_status emi_value_int(emily_call *c, const emily_value *v, const char *what, int64_t *out) {
+    if (!v) return emi_call_fail(c, EMILY_ERR_ARGUMENT, "%s is missing", what);
     if (v->kind == EMILY_V_INT) { *out = v->i; return EMILY_OK; }
-    if (v->kind == EMILY_V_TENSOR && v->tensor) return value_tensor_int(c, v->tensor, what, out);
-    return call_fail(c, EMILY_ERR_ARGUMENT, "%s must be an integer, got %s", what, kind_name(v->kind));
+    if (v->kind == EMILY_V_TENSOR && v->tensor) return emi_value_tensor_int(c, v->tensor, what, out);
+    return emi_call_fail(c, EMILY_ERR_ARGUMENT, "%s must be an integer, got %s", what, kind_name(v->kind));
 }
 
-emily_status call_int(emily_call *c, size_t i, int64_t *v) {
+emily_status emi_call_int(emily_call *c, size_t i, int64_t *v) {
     char what[32];
     snprintf(what, sizeof what, "argument %zu", i + 1);
-    return value_int(c, call_arg(c, i), what, v);
+    return emi_value_int(c, emi_call_arg(c, i), what, v);
 }
 
-emily_status value_float(emily_call *c, const emily_value *v, const char *what, double *out) {
-    if (!v) return call_fail(c, EMILY_ERR_ARGUMENT, "%s is missing", what);
+emily_status emi_value_float(emily_call *c, const emily_value *v, const char *what, double *out) {
+    if (!v) return emi_call_fail(c, EMILY_ERR_ARGUMENT, "%s is missing", what);
     if (v->kind == EMILY_V_FLOAT) { *out = v->f; return EMILY_OK; }
     if (v->kind == EMILY_V_INT) { *out = (double)v->i; return EMILY_OK; }
     if (v->kind == EMILY_V_UINT) { *out = (double)v->u; return EMILY_OK; }
-    return call_fail(c, EMILY_ERR_ARGUMENT, "%s must be a number, got %s", what, kind_name(v->kind));
+    return emi_call_fail(c, EMILY_ERR_ARGUMENT, "%s must be a number, got %s", what, kind_name(v->kind));
 }
 
-emily_status value_bool(emily_call *c, const emily_value *v, const char *what, bool *out) {
-    if (!v) return call_fail(c, EMILY_ERR_ARGUMENT, "%s is missing", what);
+emily_status emi_value_bool(emily_call *c, const emily_value *v, const char *what, bool *out) {
+    if (!v) return emi_call_fail(c, EMILY_ERR_ARGUMENT, "%s is missing", what);
     if (v->kind == EMILY_V_BOOL) { *out = v->b; return EMILY_OK; }
-    return call_fail(c, EMILY_ERR_ARGUMENT, "%s must be true or false, got %s", what, kind_name(v->kind));
+    return emi_call_fail(c, EMILY_ERR_ARGUMENT, "%s must be true or false, got %s", what, kind_name(v->kind));
 }
 
-emily_status value_atom(emily_call *c, const emily_value *v, const char *what, bool allow_nil,
+emily_status emi_value_atom(emily_call *c, const emily_value *v, const char *what, bool allow_nil,
                         const char **out) {
-    if (!v) return call_fail(c, EMILY_ERR_ARGUMENT, "%s is missing", what);
+    if (!v) return emi_call_fail(c, EMILY_ERR_ARGUMENT, "%s is missing", what);
     if (v->kind == EMILY_V_ATOM) { *out = v->str; return EMILY_OK; }
     if (allow_nil && v->kind == EMILY_V_NIL) { *out = NULL; return EMILY_OK; }
-    return call_fail(c, EMILY_ERR_ARGUMENT, "%s must be an atom, got %s", what, kind_name(v->kind));
+    return emi_call_fail(c, EMILY_ERR_ARGUMENT, "%s must be an atom, got %s", what, kind_name(v->kind));
 }
 
-emily_status value_int_list(emily_call *c, const emily_value *v, const char *what,
+emily_status emi_value_int_list(emily_call *c, const emily_value *v, const char *what,
                             int64_t **out, int *n) {
     if (!v || (v->kind != EMILY_V_LIST && v->kind != EMILY_V_TUPLE))
-        return call_fail(c, EMILY_ERR_ARGUMENT, "%s must be a list of integers", what);
-    int64_t *vals = call_alloc(c, (v->n + 1) * sizeof *vals);
+        return emi_call_fail(c, EMILY_ERR_ARGUMENT, "%s must be a list of integers", what);
+    int64_t *vals = emi_call_alloc(c, (v->n + 1) * sizeof *vals);
     if (!vals) return EMILY_ERR_MEMORY;
     for (size_t k = 0; k < v->n; k++) {
         char w[96];
         snprintf(w, sizeof w, "%s[%zu]", what, k);
-        emily_status s = value_int(c, &v->items[k], w, &vals[k]);
+        emily_status s = emi_value_int(c, &v->items[k], w, &vals[k]);
         if (s) return s;
     }
     *out = vals;
@@ -132,24 +132,24 @@ emily_status value_int_list(emily_call *c, const emily_value *v, const char *wha
     return EMILY_OK;
 }
 
-emily_status value_axes(emily_call *c, const emily_value *v, const char *what, int **out, int *n) {
+emily_status emi_value_axes(emily_call *c, const emily_value *v, const char *what, int **out, int *n) {
     if (v && v->kind == EMILY_V_NIL) { *out = NULL; *n = -1; return EMILY_OK; }
     int64_t *vals;
-    emily_status s = value_int_list(c, v, what, &vals, n);
+    emily_status s = emi_value_int_list(c, v, what, &vals, n);
     if (s) return s;
-    int *axes = call_alloc(c, ((size_t)*n + 1) * sizeof *axes);
+    int *axes = emi_call_alloc(c, ((size_t)*n + 1) * sizeof *axes);
     if (!axes) return EMILY_ERR_MEMORY;
     for (int k = 0; k < *n; k++) {
         if (vals[k] < -1000000 || vals[k] > 1000000)
-            return call_fail(c, EMILY_ERR_AXIS, "%s: axis %lld out of range", what, (long long)vals[k]);
+            return emi_call_fail(c, EMILY_ERR_AXIS, "%s: axis %lld out of range", what, (long long)vals[k]);
         axes[k] = (int)vals[k];
     }
     *out = axes;
     return EMILY_OK;
 }
 
-emily_status value_scalar(emily_call *c, const emily_value *v, const char *what, emily_scalar *out) {
-    if (!v) return call_fail(c, EMILY_ERR_ARGUMENT, "%s is missing", what);
+emily_status emi_value_scalar(emily_call *c, const emily_value *v, const char *what, emily_scalar *out) {
+    if (!v) return emi_call_fail(c, EMILY_ERR_ARGUMENT, "%s is missing", what);
     switch (v->kind) {
     case EMILY_V_INT: *out = emily_scalar_int(v->i); return EMILY_OK;
     case EMILY_V_UINT: *out = (emily_scalar){.kind = EMILY_SCALAR_UINT, .u = v->u}; return EMILY_OK;
@@ -159,15 +159,15 @@ emily_status value_scalar(emily_call *c, const emily_value *v, const char *what,
         if (strcmp(v->str, "nan") == 0) { *out = emily_scalar_float(__builtin_nan("")); return EMILY_OK; }
         if (strcmp(v->str, "infinity") == 0) { *out = emily_scalar_float(__builtin_inf()); return EMILY_OK; }
         if (strcmp(v->str, "neg_infinity") == 0) { *out = emily_scalar_float(-__builtin_inf()); return EMILY_OK; }
-        return call_fail(c, EMILY_ERR_ARGUMENT, "%s: unknown number atom :%s", what, v->str);
+        return emi_call_fail(c, EMILY_ERR_ARGUMENT, "%s: unknown number atom :%s", what, v->str);
     default:
-        return call_fail(c, EMILY_ERR_ARGUMENT, "%s must be a number, got %s", what, kind_name(v->kind));
+        return emi_call_fail(c, EMILY_ERR_ARGUMENT, "%s must be a number, got %s", what, kind_name(v->kind));
     }
 }
 
-emily_status value_tensor_int(emily_call *c, const emily_tensor *t, const char *what, int64_t *out) {
+emily_status emi_value_tensor_int(emily_call *c, const emily_tensor *t, const char *what, int64_t *out) {
     if (emily_tensor_size(t) != 1 || !emily_dtype_is_integer(emily_tensor_dtype(t)))
-        return call_fail(c, EMILY_ERR_ARGUMENT, "%s must be an integer scalar tensor", what);
+        return emi_call_fail(c, EMILY_ERR_ARGUMENT, "%s must be an integer scalar tensor", what);
     emily_dtype dt = emily_tensor_dtype(t);
     unsigned char raw[8] = {0};
     emily_status s = emily_to_binary(t, raw, emily_dtype_size(dt));
@@ -185,24 +185,24 @@ emily_status value_tensor_int(emily_call *c, const emily_tensor *t, const char *
     return EMILY_OK;
 }
 
-emily_status call_opts(emily_call *c, size_t i, const emily_value **opts) {
-    const emily_value *v = call_arg(c, i);
+emily_status emi_call_opts(emily_call *c, size_t i, const emily_value **opts) {
+    const emily_value *v = emi_call_arg(c, i);
     if (!v || (v->kind != EMILY_V_OPTS && !(v->kind == EMILY_V_LIST && v->n == 0)))
-        return call_fail(c, EMILY_ERR_ARGUMENT, "argument %zu must be a keyword list", i + 1);
+        return emi_call_fail(c, EMILY_ERR_ARGUMENT, "argument %zu must be a keyword list", i + 1);
     *opts = v;
     return EMILY_OK;
 }
 
-const emily_value *opt_get(const emily_value *opts, const char *key) {
+const emily_value *emi_opt_get(const emily_value *opts, const char *key) {
     if (!opts || opts->kind != EMILY_V_OPTS) return NULL;
     for (size_t k = 0; k < opts->n; k++)
         if (opts->keys[k] && strcmp(opts->keys[k], key) == 0) return &opts->items[k];
     return NULL;
 }
 
-emily_status opt_need(emily_call *c, const emily_value *opts, const char *key, const emily_value **out) {
-    *out = opt_get(opts, key);
-    if (!*out) return call_fail(c, EMILY_ERR_ARGUMENT, "option :%s is missing", key);
+emily_status emi_opt_need(emily_call *c, const emily_value *opts, const char *key, const emily_value **out) {
+    *out = emi_opt_get(opts, key);
+    if (!*out) return emi_call_fail(c, EMILY_ERR_ARGUMENT, "option :%s is missing", key);
     return EMILY_OK;
 }
 
@@ -215,26 +215,26 @@ static const emily_value *template_at(const emily_value *out, int k) {
     return NULL;
 }
 
-emily_status call_template(emily_call *c, int k, emily_dtype *dtype, int *rank, const int64_t **shape) {
+emily_status emi_call_template(emily_call *c, int k, emily_dtype *dtype, int *rank, const int64_t **shape) {
     const emily_value *t = template_at(c->out, k);
-    if (!t) return call_fail(c, EMILY_ERR_ARGUMENT, "output template %d is missing", k);
-    if (!emily_dtype_valid(t->dtype)) return call_fail(c, EMILY_ERR_TYPE, "output template %d has an invalid type", k);
+    if (!t) return emi_call_fail(c, EMILY_ERR_ARGUMENT, "output template %d is missing", k);
+    if (!emily_dtype_valid(t->dtype)) return emi_call_fail(c, EMILY_ERR_TYPE, "output template %d has an invalid type", k);
     if (dtype) *dtype = t->dtype;
     if (rank) *rank = t->rank;
     if (shape) *shape = t->shape;
     return EMILY_OK;
 }
 
-emily_dtype call_out_type(emily_call *c) {
+emily_dtype emi_call_out_type(emily_call *c) {
     if (c->mode == EMILY_DISPATCH_INFER) return EMILY_DTYPE_AUTO;
     const emily_value *t = template_at(c->out, 0);
     return t ? t->dtype : EMILY_DTYPE_AUTO;
 }
 
-emily_status call_return(emily_call *c, emily_tensor *t) {
+emily_status emi_call_return(emily_call *c, emily_tensor *t) {
     if (c->result->n >= EMILY_DISPATCH_MAX_OUTPUTS) {
         emily_tensor_release(t);
-        return call_fail(c, EMILY_ERR_INTERNAL, "too many outputs");
+        return emi_call_fail(c, EMILY_ERR_INTERNAL, "too many outputs");
     }
     c->result->tensors[c->result->n++] = t;
     return EMILY_OK;

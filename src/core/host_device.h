@@ -2,8 +2,8 @@
  * compile, so Nx's scalar semantics are written once. Headers using it
  * must stay valid C11 and valid CUDA C++: static inline functions on
  * plain types only. */
-#ifndef EMILY_HD_H
-#define EMILY_HD_H
+#ifndef EMILY_HOST_DEVICE_H
+#define EMILY_HOST_DEVICE_H
 #ifdef __CUDACC__
 #define EMILY_HD static inline __host__ __device__
 #else

@@ -1,0 +1,47 @@
+/* The one list of element types. Every per-dtype dispatch, on either
+ * device, expands these lists instead of spelling out `case EMILY_...:`
+ * for each type, so adding a type means adding one line here (plus its
+ * load/store rules in scalar_convert.h).
+ *
+ * Each entry is X(ENUM, sfx, T):
+ *   ENUM  the enum suffix: EMILY_##ENUM is the emily_dtype value,
+ *   sfx   the lower-case suffix kernels are named with (add_f32),
+ *   T     the storage type of one element (f16 and bf16 are stored as
+ *         their 16-bit patterns; complex types are scalar_convert.h's).
+ *
+ * The classes follow Nx's: the sub-lists let a family expand only the
+ * types it accepts. Valid C11 and CUDA C++ (no includes needed to expand
+ * the lists; the storage types need <stdint.h> and scalar_convert.h). */
+#ifndef EMILY_CORE_DTYPE_LIST_H
+#define EMILY_CORE_DTYPE_LIST_H
+
+#define EMI_DTYPES_UNSIGNED(X) \
+    X(U8, u8, uint8_t) X(U16, u16, uint16_t) X(U32, u32, uint32_t) X(U64, u64, uint64_t)
+#define EMI_DTYPES_SIGNED(X) \
+    X(S8, s8, int8_t) X(S16, s16, int16_t) X(S32, s32, int32_t) X(S64, s64, int64_t)
+#define EMI_DTYPES_INTEGER(X) EMI_DTYPES_UNSIGNED(X) EMI_DTYPES_SIGNED(X)
+
+/* 16-bit floats: stored as bits, computed in float. */
+#define EMI_DTYPES_HALF(X) X(F16, f16, uint16_t) X(BF16, bf16, uint16_t)
+/* Floats the hardware computes in directly. */
+#define EMI_DTYPES_NATIVE_FLOAT(X) X(F32, f32, float) X(F64, f64, double)
+#define EMI_DTYPES_FLOAT(X) EMI_DTYPES_HALF(X) EMI_DTYPES_NATIVE_FLOAT(X)
+
+#define EMI_DTYPES_REAL(X) EMI_DTYPES_INTEGER(X) EMI_DTYPES_FLOAT(X)
+#define EMI_DTYPES_COMPLEX(X) X(C64, c64, emily_c64) X(C128, c128, emily_c128)
+#define EMI_DTYPES_INEXACT(X) EMI_DTYPES_FLOAT(X) EMI_DTYPES_COMPLEX(X)
+
+/* Every type, in enum order. */
+#define EMI_DTYPES(X) EMI_DTYPES_REAL(X) EMI_DTYPES_COMPLEX(X)
+
+/* Ready-made expansions for the most common dispatch: inside a
+ * `switch (dtype)`, `EMI_DTYPES_REAL(EMI_CASE_RETURN_FN)` with
+ * `#define EMI_FN_PREFIX sum_` before it returns sum_f32 for EMILY_F32,
+ * and so on. */
+#define EMI_PASTE_(a, b) a##b
+#define EMI_PASTE(a, b) EMI_PASTE_(a, b)
+#define EMI_CASE_RETURN_FN(ENUM, sfx, T) \
+    case EMILY_##ENUM:                   \
+        return EMI_PASTE(EMI_FN_PREFIX, sfx);
+
+#endif
