@@ -8,7 +8,9 @@
 #   lib/     libemily.so (CUDA engine, sm_90) and the libraries it needs
 #            that are not part of the C/C++ runtime or the CUDA toolkit
 #   bin/     conformance, test_cuda, test_dot, emily_bench, chain, linked
-#            against lib/libemily.so (rpath $ORIGIN/../lib); launch_floor
+#            against libemily.a (they call internal emi_ functions, which
+#            libemily.so does not export); run.sh puts lib/ on
+#            LD_LIBRARY_PATH for the libraries they load; launch_floor
 #   corpus/  the conformance corpus (doctests.jsonl, sweep.jsonl)
 #
 # Then checks here that every binary loads and runs its CPU parts.
@@ -29,9 +31,8 @@ for f in doctests sweep; do
 done
 
 echo "== build ($BUILD, CUDA=1)"
-# (objects named explicitly: make deletes intermediate ones)
-make -s BUILD="$BUILD" CUDA=1 -j"$JOBS" "$BUILD/libemily.so" "$BUILD/conformance" \
-    "$BUILD/obj/tests/unit/harness.o" "$BUILD/obj/tests/unit/test_cuda.o" "$BUILD/obj/tests/unit/test_dot.o"
+make -s BUILD="$BUILD" CUDA=1 -j"$JOBS" "$BUILD/libemily.so" "$BUILD/libemily.a" "$BUILD/conformance" \
+    "$BUILD/tests/test_cuda" "$BUILD/tests/test_dot"
 
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
@@ -40,17 +41,17 @@ mkdir -p "$P/bin" "$P/lib" "$P/corpus"
 cp "$BUILD/libemily.so" "$P/lib/"
 strip --strip-debug "$P/lib/libemily.so"
 
-echo "== link the programs against lib/libemily.so"
-RPATH="-Wl,-rpath,\$ORIGIN/../lib -Wl,-rpath,$CUDA_HOME/lib64"
-LINK="-fopenmp -L$P/lib -lemily -L$CUDA_HOME/lib64 -lcudart $RPATH -lm -lpthread"
-gcc -o "$P/bin/conformance" "$BUILD"/obj/tests/conformance/{runner,json_values,compare,properties}.o \
-    $LINK -ljansson
-for t in test_cuda test_dot; do
-    gcc -o "$P/bin/$t" "$BUILD/obj/tests/unit/$t.o" "$BUILD/obj/tests/unit/harness.o" $LINK
-done
+# The programs link the engine statically (libemily.a): tests and
+# benchmarks reach internal (emi_) functions, which libemily.so does not
+# export. They find the other libraries in lib/ (run.sh sets
+# LD_LIBRARY_PATH; emily_bench and chain also carry rpath $ORIGIN/../lib).
+echo "== link the programs"
+cp "$BUILD/conformance" "$BUILD/tests/test_cuda" "$BUILD/tests/test_dot" "$P/bin/"
+LINK="$BUILD/libemily.a $(make -s --no-print-directory BUILD="$BUILD" CUDA=1 --eval 'emily-link-flags: ; @echo $(LDFLAGS) $(LDLIBS)' emily-link-flags)"
+RPATH="-Wl,-rpath,\$ORIGIN/../lib"
 CF="-std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror -Iinclude -Isrc -I$CUDA_HOME/include"
-gcc $CF -o "$P/bin/emily_bench" bench/gpu/emily_bench.c $LINK
-gcc $CF -o "$P/bin/chain" bench/gpu/chain.c $LINK
+gcc $CF -o "$P/bin/emily_bench" bench/gpu/emily_bench.c $LINK $RPATH
+gcc $CF -o "$P/bin/chain" bench/gpu/chain.c $LINK $RPATH
 # the launch floor (runtime and driver alone, no engine)
 "$CUDA_HOME/bin/nvcc" -O2 -std=c++17 -gencode arch=compute_90,code=sm_90 -o "$P/bin/launch_floor" \
     bench/gpu/launch_floor.cu -L"$CUDA_HOME/lib64/stubs" -lcuda
