@@ -53,8 +53,15 @@ static emily_status truthy(const emily_tensor *pred, bool *out) {
     return s;
 }
 
+/* 0: loops run until their condition says stop, as Nx's while does. A
+ * harness that runs arbitrary graphs (tests/fuzz/fuzz_graph.c) sets a
+ * cap so that a loop whose condition never turns false fails instead of
+ * hanging; set once, before any run. */
+int64_t emi_graph_while_limit = 0;
+
 emily_status emi_graph_run_while(emily_graph *g, const graph_call *c, emily_tensor **vals) {
     (void)g;
+    int64_t iterations = 0;
     size_t n = c->nargs;
     emily_tensor **state = malloc(sizeof(emily_tensor *) * n), **next = malloc(sizeof(emily_tensor *) * n);
     if (!state || !next) {
@@ -74,6 +81,11 @@ emily_status emi_graph_run_while(emily_graph *g, const graph_call *c, emily_tens
         s = truthy(pred, &go);
         emily_tensor_release(pred);
         if (s || !go) break;
+        if (emi_graph_while_limit > 0 && ++iterations > emi_graph_while_limit) {
+            s = emily_error(EMILY_ERR_ARGUMENT, "while: more than %lld iterations (emi_graph_while_limit)",
+                            (long long)emi_graph_while_limit);
+            break;
+        }
         if ((s = emily_graph_run(c->body, state, n, next, n))) break;
         for (size_t i = 0; i < n; i++) {
             emily_tensor_release(state[i]);

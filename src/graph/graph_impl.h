@@ -99,6 +99,9 @@ int emi_graph_template_count(const emily_value *out);
 /* Runs a while call and a cond call (compile.c). */
 emily_status emi_graph_run_while(emily_graph *g, const graph_call *c, emily_tensor **vals);
 emily_status emi_graph_run_cond(emily_graph *g, const graph_call *c, emily_tensor **vals);
+/* Iterations a while loop may run before failing (0: no limit; see
+ * compile.c). */
+extern int64_t emi_graph_while_limit;
 /* Nesting of while bodies inside while bodies is limited to this. */
 #define GRAPH_MAX_NESTING 16
 

@@ -279,7 +279,9 @@ emily_status emily_slice(const emily_tensor *t, const int64_t *starts, const int
         int64_t st = strides ? strides[i] : 1;
         int64_t start = clamp_start(starts[i], t->shape[i], lengths[i]);
         shape[i] = lengths[i] == 0 ? 0 : (lengths[i] - 1) / st + 1;
-        vstrides[i] = t->strides[i] * st;
+        /* a stride past the length picks one element: its view stride
+         * is never used, and the product could overflow */
+        vstrides[i] = shape[i] > 1 ? t->strides[i] * st : t->strides[i];
         if (shape[i] > 0) offset += start * t->strides[i];
     }
     s = emi_tensor_view(t, t->rank, shape, vstrides, offset, out);

@@ -251,6 +251,15 @@ TEST(slice_clamps_and_strides) {
     CHECK(t_equals(r, 4, w3));
     emily_tensor_release(r);
     emily_tensor_release(rv);
+    /* a stride past the length (Nx allows any) picks the first element;
+     * the view's stride must not overflow (found by fuzz_graph) */
+    int64_t huge[2] = {INT64_MAX / 2, 7306080452797005830LL}, l3[2] = {3, 7}, s3[2] = {1, 2};
+    CHECK_OK(emily_slice(t, s3, l3, huge, &r));
+    int64_t ws3[2] = {1, 1};
+    CHECK(t_shape_is(r, 2, ws3));
+    double w4[1] = {7}; /* row 1; column 0 (start 2 clamps to 7 - 7) */
+    CHECK(t_equals(r, 1, w4));
+    emily_tensor_release(r);
     int64_t big[2] = {7, 1}, zero[2] = {0, 0}, one[2] = {1, 1};
     CHECK_ERR(emily_slice(t, zero, big, NULL, &r), EMILY_ERR_SHAPE, "length 7 at axis 0");
     int64_t bads[2] = {1, 0};
