@@ -132,6 +132,18 @@ if Code.ensure_loaded?(Nx) do
         Emily.Backend.init(foo: 1)
       end
 
+      # every unknown key is named, known ones alongside do not hide them
+      assert_raise ArgumentError,
+                   "Emily.Backend accepts only the :device and :dot_precision options, got: [:foo, :bar]",
+                   fn -> Emily.Backend.init(device: :cpu, foo: 1, bar: 2) end
+
+      assert_raise ArgumentError, ~r/options must be a keyword list, got: \[:cpu\]/, fn ->
+        Emily.Backend.init([:cpu])
+      end
+
+      assert Emily.Backend.init(device: :cpu, dot_precision: :fast) ==
+               [device: :cpu, dot_precision: :fast]
+
       assert_raise ArgumentError, ~r/unknown device/, fn -> Emily.Backend.init(device: :tpu) end
 
       assert_raise ArgumentError, ~r/cuda/, fn ->
