@@ -58,9 +58,10 @@ typedef struct harness_case {
  *                 (fnmatch) that must match the whole case name instead.
  *   --list        print the names of the cases (those --only selects, if
  *                 given), one a line, and run nothing.
- * A binary whose --only matches no case at all fails, so that a misspelt
- * name does not pass silently. Returns false (after a usage message) on
- * an argument it does not know. */
+ * A binary whose --only matches no case at all fails (harness_finish), so
+ * that a misspelt name does not pass silently (test_cuda without a GPU
+ * excepted: the name may be one of its skipped GPU cases). Returns false
+ * (after a usage message) on an argument it does not know. */
 bool harness_args(int argc, char **argv);
 
 /* Runs the cases that the command line selects (all by default); returns
