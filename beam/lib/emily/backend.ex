@@ -109,23 +109,26 @@ if Code.ensure_loaded?(Nx.Backend) do
 
     ## Options and devices
 
+    @init_options [device: :cpu, dot_precision: nil]
+
     @impl true
     def init(opts) do
       unless Keyword.keyword?(opts) do
         raise ArgumentError, "Emily.Backend options must be a keyword list, got: #{inspect(opts)}"
       end
 
-      # Keyword.validate/2: the defaults and the unknown keys in one pass;
-      # the error names the backend and the options it has
+      # Keyword.validate/2 fills in the defaults and finds unknown keys; the
+      # error names the backend, its options and the unknown keys in the
+      # order given (Keyword.validate's own list may be in another order)
       opts =
-        case Keyword.validate(opts, device: :cpu, dot_precision: nil) do
+        case Keyword.validate(opts, @init_options) do
           {:ok, opts} ->
             opts
 
-          {:error, unknown} ->
+          {:error, _} ->
             raise ArgumentError,
                   "Emily.Backend accepts only the :device and :dot_precision options, got: " <>
-                    inspect(unknown)
+                    inspect(Keyword.keys(opts) -- Keyword.keys(@init_options))
         end
 
       device = [device: Emily.device!(opts[:device])]
