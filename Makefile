@@ -120,7 +120,9 @@ endif
 # accesses are still checked, only their own frames are missing from the
 # stacks of a report.
 TSAN_NO_ENTRY := $(shell grep -l target_clones $(LIB_SRC) 2>/dev/null)
+ifneq ($(TSAN_NO_ENTRY),)
 $(TSAN_NO_ENTRY:%.c=$(BUILD)/obj/%.o): CFLAGS += -mllvm -tsan-instrument-func-entry-exit=0
+endif
 TSAN_TESTS := unary binary convert graph reduce sort dot linalg_blocked cuda
 TESTS := $(TSAN_TESTS:%=$(BUILD)/tests/test_%)
 CHECK_ENV := OMP_TOOL_LIBRARIES=$(ARCHER) TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 ignore_noninstrumented_modules=1 die_after_fork=0 allocator_may_return_null=1 $(TSAN_OPTIONS)"
@@ -176,4 +178,3 @@ $(BUILD)/tests/test_alloc_failure: $(BUILD)/obj/tests/unit/test_alloc_failure.o 
                                    $(BUILD)/obj/tests/unit/harness.o $(BUILD)/libemily.a
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $(ALLOC_WRAP) -o $@ $^ $(LDLIBS)
-
