@@ -2,6 +2,9 @@
 # the conformance runner and the unit tests into $(BUILD).
 #   make SAN=1          AddressSanitizer + UndefinedBehaviorSanitizer build (build-san/, CPU engine only)
 #   make CUDA=0         CPU-only even where nvcc is present
+#   make TSAN=1         ThreadSanitizer build (build-tsan/, clang, CPU engine only);
+#                       `make TSAN=1 check` runs the unit tests that use threads
+#   make CC=clang       the same build with clang (warning-free, like gcc's)
 CC ?= gcc
 SAN ?= 0
 NVCC ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
@@ -10,12 +13,35 @@ NVCC ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/de
 ifeq ($(SAN),1)
 CUDA ?= 0
 endif
+
+# ---- tooling: ThreadSanitizer build (TSAN=1) --------------------------------
+# clang only: OpenMP under TSan needs a runtime whose synchronisation TSan
+# can see. GCC's libgomp is not instrumented (every parallel region would
+# be reported); clang's libomp reports its barriers, tasks and locks
+# through OMPT, and LLVM's Archer tool (libarcher.so, beside libomp)
+# turns those into TSan annotations. `make TSAN=1 check` loads it with
+# OMP_TOOL_LIBRARIES. The CUDA engine is left out as under SAN=1.
+TSAN ?= 0
+ifeq ($(TSAN),1)
+ifeq ($(SAN),1)
+$(error SAN=1 and TSAN=1 do not combine: build them separately)
+endif
+ifeq ($(origin CC),default)
+CC := clang
+endif
+CUDA ?= 0
+endif
+# ---- end tooling ----------------------------------------------------------
 CUDA ?= $(if $(and $(NVCC),$(wildcard src/cuda/*.cu)),1,0)
 CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
 
 ifeq ($(SAN),1)
 BUILD ?= build-san
 SANFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+OPT := -O1 -g
+else ifeq ($(TSAN),1)
+BUILD ?= build-tsan
+SANFLAGS := -fsanitize=thread -fno-omit-frame-pointer
 OPT := -O1 -g
 else
 OPT := -O2 -g
@@ -67,6 +93,41 @@ endif
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(CU_OBJ)
 TEST_SRC := $(wildcard tests/unit/test_*.c)
 TESTS := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+# ---- tooling: what `make TSAN=1 check` runs --------------------------------
+# The unit tests whose cases run code on several threads: the caller-runs
+# pool (src/cpu/unary_map.c: unary, binary, convert, graph runs), the
+# OpenMP regions (reduce, sort, dot, the blocked linear algebra), streams
+# and ops on their own threads (cuda's CPU cases, unary's concurrent
+# callers). Archer must be loaded for OpenMP's synchronisation to count;
+# ignore_noninstrumented_modules: OpenBLAS and libomp's own accesses are
+# not ours to check; die_after_fork=0: unary's fork test starts the pool
+# again in a child of a threaded parent (pool_after_fork_child), which
+# TSan refuses by default; allocator_may_return_null=1: tests ask for
+# impossible sizes and expect a clean error, as under SAN=1. The whole
+# run fails on the first report.
+ifeq ($(TSAN),1)
+ifneq ($(CC_IS_CLANG),1)
+$(error TSAN=1 needs clang (CC=clang): see the ThreadSanitizer block above)
+endif
+ARCHER := $(abspath $(shell $(CC) -print-resource-dir)/../../libarcher.so)
+ifeq ($(wildcard $(ARCHER)),)
+$(error TSAN=1: $(ARCHER) not found (Debian: apt-get install libomp-dev))
+endif
+# Function multiversioning (target_clones) makes ifunc resolvers, which the
+# dynamic loader runs before TSan's runtime is up; clang 14 instruments
+# their entry (__tsan_func_entry) and the program dies at load. The files
+# that use it are built without function entry/exit hooks: their memory
+# accesses are still checked, only their own frames are missing from the
+# stacks of a report.
+TSAN_NO_ENTRY := $(shell grep -l target_clones $(LIB_SRC) 2>/dev/null)
+ifneq ($(TSAN_NO_ENTRY),)
+$(TSAN_NO_ENTRY:%.c=$(BUILD)/obj/%.o): CFLAGS += -mllvm -tsan-instrument-func-entry-exit=0
+endif
+TSAN_TESTS := unary binary convert graph reduce sort dot linalg_blocked cuda
+TESTS := $(TSAN_TESTS:%=$(BUILD)/tests/test_%)
+CHECK_ENV := OMP_TOOL_LIBRARIES=$(ARCHER) TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 ignore_noninstrumented_modules=1 die_after_fork=0 allocator_may_return_null=1 $(TSAN_OPTIONS)"
+endif
+# ---- end tooling ----------------------------------------------------------
 
 all: $(BUILD)/libemily.a $(BUILD)/libemily.so $(BUILD)/emily_demo $(BUILD)/emily_run $(BUILD)/conformance $(TESTS)
 
@@ -100,10 +161,10 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(BUILD)/obj/tests/unit/harness.o 
 
 # Runs every unit test binary; fails on the first failure.
 check: all
-	@for t in $(TESTS); do echo "== $$t"; $$t || exit 1; done
+	@for t in $(TESTS); do echo "== $$t"; $(CHECK_ENV) $$t || exit 1; done
 
 clean:
-	rm -rf build build-san
+	rm -rf build build-san build-tsan
 
 .PHONY: all check clean
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

@@ -1,11 +1,64 @@
+#include <fnmatch.h>
 #include <stdlib.h>
 #include "harness.h"
 
 int harness_failures = 0;
 
+/* The command line's selection (harness_args): the --only names, and
+ * whether to list rather than run. */
+enum { MAX_ONLY = 32 };
+static const char *only[MAX_ONLY];
+static int n_only;
+static bool list_only;
+static int matched; /* cases selected over every harness_run of the process */
+
+static void usage(const char *prog) {
+    fprintf(stderr,
+            "usage: %s [--only NAME]... [--list]\n"
+            "  --only NAME  run the cases whose name contains NAME (repeatable; a NAME\n"
+            "               with * ? or [ is a pattern for the whole name)\n"
+            "  --list       print the selected cases' names and run nothing\n",
+            prog);
+}
+
+bool harness_args(int argc, char **argv) {
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--list") == 0) {
+            list_only = true;
+        } else if (strcmp(a, "--only") == 0 && i + 1 < argc && n_only < MAX_ONLY) {
+            only[n_only++] = argv[++i];
+        } else if (strncmp(a, "--only=", 7) == 0 && n_only < MAX_ONLY) {
+            only[n_only++] = a + 7;
+        } else {
+            usage(argv[0]);
+            return false;
+        }
+    }
+    return true;
+}
+
+static bool selected(const char *name) {
+    if (n_only == 0) return true;
+    for (int i = 0; i < n_only; i++) {
+        if (strpbrk(only[i], "*?[") ? fnmatch(only[i], name, 0) == 0 : strstr(name, only[i]) != NULL)
+            return true;
+    }
+    return false;
+}
+
 int harness_run(const char *suite, const harness_case *cases) {
-    int total = 0;
+    int total = 0, skipped = 0;
     for (const harness_case *c = cases; c->name; c++) {
+        if (!selected(c->name)) {
+            skipped++;
+            continue;
+        }
+        matched++;
+        if (list_only) {
+            printf("%s\n", c->name);
+            continue;
+        }
         int before = harness_failures;
         c->fn();
         total++;
@@ -17,8 +70,21 @@ int harness_run(const char *suite, const harness_case *cases) {
             return 1;
         }
     }
-    printf("%s: %d tests, %d failed checks\n", suite, total, harness_failures);
+    if (list_only) return 0;
+    if (skipped)
+        printf("%s: %d tests (%d left out by --only), %d failed checks\n", suite, total, skipped,
+               harness_failures);
+    else
+        printf("%s: %d tests, %d failed checks\n", suite, total, harness_failures);
     return harness_failures ? 1 : 0;
+}
+
+int harness_finish(int rc) {
+    if (n_only > 0 && matched == 0) {
+        fprintf(stderr, "no test case matches --only %s%s\n", only[0], n_only > 1 ? " (or the others)" : "");
+        return 1;
+    }
+    return rc;
 }
 
 /* The helpers below fail like a CHECK (counted, reported, the case goes

@@ -5,6 +5,7 @@
 #define EMILY_TEST_HARNESS_H
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include "emily/emily.h"
@@ -49,13 +50,33 @@ typedef struct harness_case {
     void (*fn)(void);
 } harness_case;
 
-/* Runs the cases; returns the process exit code. */
+/* Command line of every test binary (RUN_TESTS reads it):
+ *   --only NAME   run only the cases whose name contains NAME (a plain,
+ *                 case-sensitive substring: `--only exp` runs exp_* and
+ *                 *_expm1_* alike); repeat it to run the cases matching any
+ *                 of the names. A NAME with a *, ? or [ is a shell pattern
+ *                 (fnmatch) that must match the whole case name instead.
+ *   --list        print the names of the cases (those --only selects, if
+ *                 given), one a line, and run nothing.
+ * A binary whose --only matches no case at all fails (harness_finish), so
+ * that a misspelt name does not pass silently (test_cuda without a GPU
+ * excepted: the name may be one of its skipped GPU cases). Returns false
+ * (after a usage message) on an argument it does not know. */
+bool harness_args(int argc, char **argv);
+
+/* Runs the cases that the command line selects (all by default); returns
+ * the exit code for this suite. */
 int harness_run(const char *suite, const harness_case *cases);
 
+/* The process's exit code: rc, or 1 if --only was given and no case of
+ * any suite run matched it. */
+int harness_finish(int rc);
+
 #define RUN_TESTS(suite, ...)                                                        \
-    int main(void) {                                                                 \
+    int main(int argc, char **argv) {                                                \
         static const harness_case cases_[] = {__VA_ARGS__, {NULL, NULL}};            \
-        return harness_run(suite, cases_);                                           \
+        if (!harness_args(argc, argv)) return 2;                                     \
+        return harness_finish(harness_run(suite, cases_));                           \
     }
 #define CASE(fn) {#fn, fn}
 

@@ -1001,7 +1001,8 @@ TEST(gpu_flat_and_row_paths_match_cpu) {
         CASE(gpu_argreduce_matches_cpu), CASE(gpu_all_close_matches_cpu),                \
         CASE(gpu_creation_matches_cpu), CASE(gpu_flat_and_row_paths_match_cpu)
 
-int main(void) {
+int main(int argc, char **argv) {
+    if (!harness_args(argc, argv)) return 2;
     static const harness_case always[] = {
         CASE(no_gpu_fails_clearly), CASE(device_names), CASE(cpu_streams_are_trivial), {NULL, NULL}};
     static const harness_case gpu[] = {
@@ -1015,15 +1016,15 @@ int main(void) {
     if (self && strcmp(self, "1") == 0) {
         printf("cuda: EMILY_TEST_CUDA_ON_CPU=1: GPU cases run on the CPU (a self-check of the test)\n");
         CUDA0 = EMILY_CPU;
-        return harness_run("cuda op cases on cpu", ops_only) || rc;
+        return harness_finish(harness_run("cuda op cases on cpu", ops_only) || rc);
     }
     if (n == 0) {
         int skipped = 0;
         for (const harness_case *c = gpu; c->name; c++) skipped++;
         printf("cuda: SKIPPED %d GPU cases: no CUDA device usable here "
                "(no GPU, no driver, or a build without the CUDA engine)\n", skipped);
-        return rc;
+        return rc; /* not harness_finish: --only may name a GPU case skipped here */
     }
     printf("cuda: %d device(s)\n", n);
-    return harness_run("cuda (GPU)", gpu) || rc;
+    return harness_finish(harness_run("cuda (GPU)", gpu) || rc);
 }

@@ -86,6 +86,13 @@ if Code.ensure_loaded?(Nx.Backend) do
 
     @behaviour Nx.Backend
 
+    # Every callback carries @impl. Those that only some of the supported
+    # Nx versions declare (Nx 0.7's optional callbacks, which Nx 0.12+
+    # passes as Nx.Block structs to block/4; 0.7's map; later versions'
+    # pointers and stack) are marked from the loaded Nx's own list, so
+    # that neither version warns.
+    @callbacks Nx.Backend.behaviour_info(:callbacks)
+
     # ref: the engine tensor (a resource of this VM); bytes: a binary over
     # its bytes when they are contiguous in CPU memory, else nil; they
     # travel with the struct to other nodes ("Across nodes" above)
@@ -102,20 +109,28 @@ if Code.ensure_loaded?(Nx.Backend) do
 
     ## Options and devices
 
+    @init_options [device: :cpu, dot_precision: nil]
+
+    @impl true
     def init(opts) do
       unless Keyword.keyword?(opts) do
         raise ArgumentError, "Emily.Backend options must be a keyword list, got: #{inspect(opts)}"
       end
 
-      unknown = Keyword.keys(opts) -- [:device, :dot_precision]
+      # Keyword.validate/2 fills in the defaults and finds unknown keys; the
+      # error names the backend, its options and the unknown keys in the
+      # order given (Keyword.validate's own list may be in another order)
+      opts =
+        case Keyword.validate(opts, @init_options) do
+          {:ok, opts} ->
+            opts
 
-      if unknown != [] do
-        raise ArgumentError,
-              "Emily.Backend accepts only the :device and :dot_precision options, got: " <>
-                inspect(unknown)
-      end
+          {:error, _} ->
+            raise ArgumentError,
+                  "Emily.Backend accepts only the :device and :dot_precision options, got: " <>
+                    inspect(Keyword.keys(opts) -- Keyword.keys(@init_options))
+        end
 
-      opts = Keyword.validate!(opts, device: :cpu, dot_precision: nil)
       device = [device: Emily.device!(opts[:device])]
 
       case opts[:dot_precision] do
@@ -311,10 +326,14 @@ if Code.ensure_loaded?(Nx.Backend) do
 
     ## Creation
 
+    @impl true
     def constant(out, number, opts), do: call(:constant, out, [number, []], device_opt(opts))
+    @impl true
     def eye(out, opts), do: call(:eye, out, [[]], device_opt(opts))
+    @impl true
     def iota(out, axis, opts), do: call(:iota, out, [axis, []], device_opt(opts))
 
+    @impl true
     def from_binary(%T{type: type, shape: shape} = out, binary, opts) do
       binary = if is_list(binary), do: IO.iodata_to_binary(binary), else: binary
       ref = Native.from_binary!(device_opt(opts), type, shape, binary)
@@ -324,6 +343,7 @@ if Code.ensure_loaded?(Nx.Backend) do
     # Local pointers that Emily handed out (to_pointer/2) are read back as a
     # copy on the requested device; Emily reads no other memory, so a
     # foreign address is an error rather than a segmentation fault.
+    @impl {:from_pointer, 5} in @callbacks
     def from_pointer(%{kind: :local, address: address}, type, shape, backend_opts, opts) do
       device = device_opt(backend_opts)
       ref = Native.ok!(Native.from_pointer(device, address, type, shape))
@@ -343,6 +363,7 @@ if Code.ensure_loaded?(Nx.Backend) do
       end
     end
 
+    @impl {:to_pointer, 2} in @callbacks
     def to_pointer(%T{} = t, opts) do
       case Keyword.get(opts, :mode, :local) do
         :local ->
@@ -375,6 +396,7 @@ if Code.ensure_loaded?(Nx.Backend) do
 
     ## Reading, moving, inspecting
 
+    @impl true
     def to_binary(%T{data: %__MODULE__{ref: ref}} = t, limit) do
       meta = fn -> %{op: :to_binary, shapes: [t.shape], types: [t.type]} end
 
@@ -398,6 +420,7 @@ if Code.ensure_loaded?(Nx.Backend) do
     defp bytes_prefix(bytes, {_, bits}, limit),
       do: binary_part(bytes, 0, min(byte_size(bytes), div(limit * bits, 8)))
 
+    @impl true
     def backend_deallocate(%T{data: %__MODULE__{ref: ref}} = t) do
       case Native.deallocate(ref) do
         :ok ->
@@ -416,6 +439,7 @@ if Code.ensure_loaded?(Nx.Backend) do
       end
     end
 
+    @impl true
     def backend_copy(%T{} = tensor, Nx.Tensor, _opts), do: tensor
 
     def backend_copy(%T{} = tensor, __MODULE__, opts) do
@@ -426,6 +450,7 @@ if Code.ensure_loaded?(Nx.Backend) do
       backend.from_binary(tensor, to_binary(tensor, Nx.size(tensor)), opts)
     end
 
+    @impl true
     def backend_transfer(%T{} = tensor, Nx.Tensor, _opts), do: tensor
 
     def backend_transfer(%T{} = tensor, __MODULE__, opts) do
@@ -463,6 +488,7 @@ if Code.ensure_loaded?(Nx.Backend) do
       end
     end
 
+    @impl true
     def inspect(%T{} = tensor, inspect_opts) do
       case locate(tensor) do
         {:error, _} ->
@@ -502,6 +528,7 @@ if Code.ensure_loaded?(Nx.Backend) do
       defp maybe_add_signature(doc, _tensor), do: doc
     end
 
+    @impl true
     def to_batched(%T{shape: out_shape} = out, %T{shape: shape} = tensor, opts) do
       batch = elem(out_shape, 0)
       total = elem(shape, 0)
@@ -534,15 +561,24 @@ if Code.ensure_loaded?(Nx.Backend) do
 
     ## Shape and type
 
+    @impl true
     def as_type(out, t), do: call(:as_type, out, [t])
+    @impl true
     def bitcast(out, t), do: call(:bitcast, out, [t])
+    @impl true
     def reshape(out, t), do: call(:reshape, out, [t])
+    @impl true
     def squeeze(out, t, axes), do: call(:squeeze, out, [t, axes])
+    @impl true
     def broadcast(out, t, shape, axes), do: call(:broadcast, out, [t, shape, axes])
+    @impl true
     def transpose(out, t, axes), do: call(:transpose, out, [t, axes])
+    @impl true
     def pad(out, t, value, config), do: call(:pad, out, [t, value, config])
+    @impl true
     def reverse(out, t, axes), do: call(:reverse, out, [t, axes])
 
+    @impl true
     def dot(out, a, ca, ba, b, cb, bb) do
       case precision_opts() do
         [] -> call(:dot, out, [a, ca, ba, b, cb, bb])
@@ -550,33 +586,44 @@ if Code.ensure_loaded?(Nx.Backend) do
       end
     end
 
+    @impl true
     def clip(out, t, min, max), do: call(:clip, out, [t, min, max])
+    @impl true
     def slice(out, t, start, lengths, strides), do: call(:slice, out, [t, start, lengths, strides])
+    @impl true
     def put_slice(out, t, start, slice), do: call(:put_slice, out, [t, start, slice])
+    @impl true
     def concatenate(out, tensors, axis), do: call(:concatenate, out, [tensors, axis])
+    @impl {:stack, 3} in @callbacks
     def stack(out, tensors, axis), do: call(:stack, out, [tensors, axis])
+    @impl true
     def select(out, pred, on_true, on_false), do: call(:select, out, [pred, on_true, on_false])
 
+    @impl true
     def conv(out, t, kernel, opts), do: call(:conv, out, [t, kernel, opts ++ precision_opts()])
 
     ## Indexing
 
+    @impl true
     def gather(out, t, indices, opts) do
       if @bounds_check, do: check_bounds(:gather, t, indices, gather_axes(indices, opts))
       call(:gather, out, [t, indices, opts])
     end
 
+    @impl true
     def indexed_add(out, t, indices, updates, opts) do
       if @bounds_check, do: check_bounds(:indexed_add, t, indices, gather_axes(indices, opts))
       call(:indexed_add, out, [t, indices, updates, opts])
     end
 
+    @impl true
     def indexed_put(out, t, indices, updates, opts) do
       if @bounds_check, do: check_bounds(:indexed_put, t, indices, gather_axes(indices, opts))
       call(:indexed_put, out, [t, indices, updates, opts])
     end
 
     # Nx 0.7 passes the axis as an integer, Nx 0.13 (through block/4) as opts.
+    @impl {:take, 4} in @callbacks
     def take(out, t, indices, axis) when is_integer(axis), do: take(out, t, indices, axis: axis)
 
     def take(out, t, indices, opts) do
@@ -584,6 +631,7 @@ if Code.ensure_loaded?(Nx.Backend) do
       call(:take, out, [t, indices, opts])
     end
 
+    @impl {:take_along_axis, 4} in @callbacks
     def take_along_axis(out, t, indices, axis) when is_integer(axis),
       do: take_along_axis(out, t, indices, axis: axis)
 
@@ -597,30 +645,39 @@ if Code.ensure_loaded?(Nx.Backend) do
     ## Reductions, windows, sorting
 
     for op <- [:all, :any, :sum, :product, :reduce_max, :reduce_min, :argmax, :argmin] do
+      @impl {op, 3} in @callbacks
       def unquote(op)(out, t, opts), do: call(unquote(op), out, [t, opts])
     end
 
     for op <- [:window_sum, :window_product, :window_max, :window_min] do
+      @impl true
       def unquote(op)(out, t, shape, opts), do: call(unquote(op), out, [t, shape, opts])
     end
 
     for op <- [:window_scatter_max, :window_scatter_min] do
+      @impl true
       def unquote(op)(out, t, source, init, shape, opts),
         do: call(unquote(op), out, [t, source, init, shape, opts])
     end
 
+    @impl true
     def sort(out, t, opts), do: call(:sort, out, [t, opts])
+    @impl true
     def argsort(out, t, opts), do: call(:argsort, out, [t, opts])
+    @impl {:top_k, 3} in @callbacks
     def top_k(out, t, opts), do: call(:top_k, out, [t, opts])
 
     for op <- [:cumulative_sum, :cumulative_product, :cumulative_min, :cumulative_max] do
+      @impl {op, 3} in @callbacks
       def unquote(op)(out, t, opts), do: call(unquote(op), out, [t, opts])
     end
 
+    @impl {:all_close, 4} in @callbacks
     def all_close(out, a, b, opts), do: call(:all_close, out, [a, b, opts])
 
     ## Linear algebra and transforms
 
+    @impl true
     def triangular_solve(out, a, b, opts), do: call(:triangular_solve, out, [a, b, opts])
     # `linalg: :reference` means the loaded Nx's own algorithms. Nx 0.7
     # computed lu and eigh in Nx.BinaryBackend.Matrix (svd, determinant
@@ -629,13 +686,20 @@ if Code.ensure_loaded?(Nx.Backend) do
     # rank-1 QR updates). The engine has both generations.
     @reference if Code.ensure_loaded?(Nx.LinAlg.BlockEigh), do: :reference, else: :reference_nx07
 
+    @impl {:lu, 3} in @callbacks
     def lu(out, t, opts), do: call(:lu, out, [t, with_linalg_method(opts)])
+    @impl {:qr, 3} in @callbacks
     def qr(out, t, opts), do: call(:qr, out, [t, with_linalg_method(opts)])
+    @impl {:svd, 3} in @callbacks
     def svd(out, t, opts), do: call(:svd, out, [t, with_linalg_method(opts)])
+    @impl {:eigh, 3} in @callbacks
     def eigh(out, t, opts), do: call(:eigh, out, [t, with_linalg_method(opts)])
+    @impl {:cholesky, 2} in @callbacks
     def cholesky(out, t), do: call(:cholesky, out, [t])
+    @impl {:solve, 3} in @callbacks
     def solve(out, a, b), do: call(:solve, out, [a, b, with_linalg_method([])])
 
+    @impl {:determinant, 2} in @callbacks
     def determinant(out, t),
       do: call(:determinant, out, [t, with_linalg_method([])])
 
@@ -659,6 +723,7 @@ if Code.ensure_loaded?(Nx.Backend) do
     end
 
     for op <- [:fft, :ifft, :fft2, :ifft2, :rfft, :irfft] do
+      @impl {op, 3} in @callbacks
       def unquote(op)(out, t, opts), do: call(unquote(op), out, [t, opts])
     end
 
@@ -671,6 +736,7 @@ if Code.ensure_loaded?(Nx.Backend) do
         [:logical_and, :logical_or, :logical_xor]
 
     for op <- binary_ops do
+      @impl true
       def unquote(op)(out, a, b), do: call(unquote(op), out, [a, b])
     end
 
@@ -681,6 +747,7 @@ if Code.ensure_loaded?(Nx.Backend) do
         [:logical_not, :phase]
 
     for op <- Enum.uniq(unary_ops) do
+      @impl {op, 2} in @callbacks
       def unquote(op)(out, t), do: call(unquote(op), out, [t])
     end
 
@@ -713,6 +780,7 @@ if Code.ensure_loaded?(Nx.Backend) do
     @doc false
     def block_callbacks, do: @blocks
 
+    @impl {:block, 4} in @callbacks
     def block(%module{} = struct, out, args, fun) do
       case @blocks do
         %{^module => :take} ->
@@ -741,12 +809,15 @@ if Code.ensure_loaded?(Nx.Backend) do
 
     ## Callbacks that take Elixir functions: through Nx.BinaryBackend
 
+    @impl true
     def reduce(out, t, acc, opts, fun), do: fallback(:reduce, out, [t, acc, opts, fun])
 
+    @impl true
     def window_reduce(out, t, acc, shape, opts, fun),
       do: fallback(:window_reduce, out, [t, acc, shape, opts, fun])
 
     # Nx 0.7
+    @impl {:map, 4} in @callbacks
     def map(out, t, opts, fun), do: fallback(:map, out, [t, opts, fun])
 
     defp fallback(op, out, args) do

@@ -405,13 +405,7 @@ if Code.ensure_loaded?(Nx.Defn.Compiler) do
       cond_graph = sub_graph(arg, pred, state)
       body_graph = sub_graph(arg, block, state)
       {:ok, first} = Native.ok!(Native.graph_while(state.graph, cond_graph, body_graph, ids))
-
-      {result, _} =
-        Composite.traverse(initial, first, fn t, k ->
-          {%{t | data: %Emily.Backend{ref: {:graph, k}}}, k + 1}
-        end)
-
-      {result, state}
+      {graph_values(initial, first), state}
     end
 
     # Nx 0.7: a callback Emily.Backend may lack runs Nx's default expression
@@ -452,13 +446,7 @@ if Code.ensure_loaded?(Nx.Defn.Compiler) do
       captured = Enum.flat_map(traced, &elem(&1, 1))
       {:ok, first} = Native.ok!(Native.graph_cond(state.graph, pred_ids, graphs, counts, captured))
       {_, _, shape} = List.last(traced)
-
-      {result, _} =
-        Composite.traverse(shape, first, fn t, k ->
-          {%{t | data: %Emily.Backend{ref: {:graph, k}}}, k + 1}
-        end)
-
-      {result, state}
+      {graph_values(shape, first), state}
     end
 
     # A hook with no function (a name nobody gave a function for, in the
@@ -491,6 +479,17 @@ if Code.ensure_loaded?(Nx.Defn.Compiler) do
         end
 
       {apply(Emily.Backend, op, args), state}
+    end
+
+    # The outputs of a while or cond node: tensors shaped like `template`'s
+    # whose values are the graph's, numbered from `first`.
+    defp graph_values(template, first) do
+      {result, _} =
+        Composite.traverse(template, first, fn t, k ->
+          {%{t | data: %Emily.Backend{ref: {:graph, k}}}, k + 1}
+        end)
+
+      result
     end
 
     defp branch_graph(body, state) do

@@ -7,30 +7,12 @@ defmodule Emily.AcrossNodesTest do
   # do. Through Emily.Native, so it runs without Nx too (the structs are
   # plain maps here). Not async: the leak check counts live tensors.
   use ExUnit.Case, async: false
+  import Emily.Test.NativeData
   alias Emily.Native
-
-  # dispatch mode: run, results as %Emily.Backend{} data
-  @as_data 2
-
-  defp f32(values, shape \\ nil) do
-    bin = for v <- values, into: <<>>, do: <<v * 1.0::float-32-little>>
-    ref = Native.from_binary!(:cpu, {:f, 32}, shape || {length(values)}, bin)
-    Native.ok!(Native.backend_data(ref))
-  end
-
-  defp tensor(data, shape, type \\ {:f, 32}),
-    do: %{__struct__: Nx.Tensor, data: data, type: type, shape: shape}
-
-  defp tmpl(shape, type \\ {:f, 32}), do: %{type: type, shape: shape}
-  defp floats(bin), do: for(<<v::float-32-little <- bin>>, do: v)
-
-  defp dispatch(name, out, args), do: Native.dispatch(name, out, args, nil, nil, @as_data)
 
   # data as it arrives from a VM where its tensor lived: the same bytes,
   # a reference that is no tensor here
   defp arrived(data), do: %{data | ref: make_ref()}
-
-  defp local?(%{ref: ref}), do: Native.check_local(ref) == :ok
 
   describe "the data of results" do
     test "contiguous CPU tensors carry a binary over their bytes; views carry none" do
@@ -169,46 +151,15 @@ defmodule Emily.AcrossNodesTest do
   end
 
   defp prefix({:error, msg}, p), do: {:error, p <> msg}
-
-  # binary_to_term of a tensor whose resource has gone (its process exited;
-  # the resource is freed when that process's heap is)
-  defp wait_gone(external, tries \\ 100) do
-    t = :erlang.binary_to_term(external)
-
-    cond do
-      not local?(t.data) ->
-        t
-
-      tries > 0 ->
-        Process.sleep(10)
-        wait_gone(external, tries - 1)
-
-      true ->
-        flunk("the tensor's resource is still alive after its process exited")
-    end
-  end
 end
 
 defmodule Emily.AcrossNodesPeerTest do
   # The same, between two nodes (a :peer started with this VM's code
   # paths): arguments and results of :erpc and plain messages.
   use ExUnit.Case, async: false
+  import Emily.Test.NativeData
   alias Emily.Native
   @moduletag :distributed
-
-  @as_data 2
-
-  defp f32(values, shape \\ nil) do
-    bin = for v <- values, into: <<>>, do: <<v * 1.0::float-32-little>>
-    ref = Native.from_binary!(:cpu, {:f, 32}, shape || {length(values)}, bin)
-    Native.ok!(Native.backend_data(ref))
-  end
-
-  defp tensor(data, shape), do: %{__struct__: Nx.Tensor, data: data, type: {:f, 32}, shape: shape}
-  defp tmpl(shape), do: %{type: {:f, 32}, shape: shape}
-  defp floats(bin), do: for(<<v::float-32-little <- bin>>, do: v)
-  defp dispatch(name, out, args), do: Native.dispatch(name, out, args, nil, nil, @as_data)
-  defp local?(%{ref: ref}), do: Native.check_local(ref) == :ok
 
   setup_all do
     {peer, node} = Emily.Test.Peer.start!()
@@ -218,7 +169,7 @@ defmodule Emily.AcrossNodesPeerTest do
 
   test "a tensor sent to another node is read there; the result comes back", %{node: node} do
     a = f32([1, 2, 3])
-    args = [:multiply, tmpl({3}), [tensor(a, {3}), tensor(a, {3})], nil, nil, @as_data]
+    args = [:multiply, tmpl({3}), [tensor(a, {3}), tensor(a, {3})], nil, nil, as_data()]
 
     # through :erpc (arguments and result cross the distribution)
     r = :erpc.call(node, Native, :dispatch, args)
@@ -249,7 +200,7 @@ defmodule Emily.AcrossNodesPeerTest do
                [tensor(view, {3, 2})],
                nil,
                nil,
-               @as_data
+               as_data()
              ])
 
     assert msg =~ "non-contiguous view" and msg =~ "Nx.backend_copy"

@@ -8,6 +8,7 @@ if Code.ensure_loaded?(Nx) do
     use ExUnit.Case, async: false
     @moduletag :nx
 
+    import Emily.Test.NativeData, only: [wait_gone: 2]
     alias Emily.Native
 
     # a tensor as another VM sees it: term_to_binary'd in a process that
@@ -15,22 +16,6 @@ if Code.ensure_loaded?(Nx) do
     defp from_elsewhere(fun) do
       external = Task.async(fn -> :erlang.term_to_binary(fun.()) end) |> Task.await()
       wait_gone(external, 100)
-    end
-
-    defp wait_gone(external, tries) do
-      t = :erlang.binary_to_term(external)
-
-      cond do
-        Native.check_local(t.data.ref) != :ok ->
-          t
-
-        tries > 0 ->
-          Process.sleep(10)
-          wait_gone(external, tries - 1)
-
-        true ->
-          flunk("the tensor's resource is still alive after its process exited")
-      end
     end
 
     defp emily(list, opts \\ []), do: Nx.tensor(list, [backend: Emily.Backend] ++ opts)

@@ -60,6 +60,13 @@ if Code.ensure_loaded?(Nx) do
     def handle_event(event, measurements, metadata, pid),
       do: send(pid, {event, measurements, metadata})
 
+    # sends the events to this process; returns the handler's id (to detach)
+    defp attach(events) do
+      id = {__MODULE__, make_ref()}
+      :telemetry.attach_many(id, events, &__MODULE__.handle_event/4, self())
+      id
+    end
+
     defp emily?(%Nx.Tensor{data: %Emily.Backend{}}), do: true
     defp emily?(_), do: false
 
@@ -131,6 +138,18 @@ if Code.ensure_loaded?(Nx) do
       assert_raise ArgumentError, ~r/only the :device and :dot_precision options/, fn ->
         Emily.Backend.init(foo: 1)
       end
+
+      # every unknown key is named, known ones alongside do not hide them
+      assert_raise ArgumentError,
+                   "Emily.Backend accepts only the :device and :dot_precision options, got: [:foo, :bar]",
+                   fn -> Emily.Backend.init(device: :cpu, foo: 1, bar: 2) end
+
+      assert_raise ArgumentError, ~r/options must be a keyword list, got: \[:cpu\]/, fn ->
+        Emily.Backend.init([:cpu])
+      end
+
+      assert Emily.Backend.init(device: :cpu, dot_precision: :fast) ==
+               [device: :cpu, dot_precision: :fast]
 
       assert_raise ArgumentError, ~r/unknown device/, fn -> Emily.Backend.init(device: :tpu) end
 
@@ -401,15 +420,7 @@ if Code.ensure_loaded?(Nx) do
     end
 
     test "reduce and window_reduce fall back with telemetry; :raise refuses" do
-      parent = self()
-      id = {__MODULE__, make_ref()}
-
-      :telemetry.attach_many(
-        id,
-        [[:emily, :fallback, :start], [:emily, :fallback, :stop]],
-        &__MODULE__.handle_event/4,
-        parent
-      )
+      id = attach([[:emily, :fallback, :start], [:emily, :fallback, :stop]])
 
       t = Nx.tensor([[1, 2], [3, 4]])
       r = Nx.reduce(t, 0, [axes: [1]], fn a, b -> Nx.add(a, b) end)
@@ -432,15 +443,8 @@ if Code.ensure_loaded?(Nx) do
     end
 
     test "eval and to_binary telemetry" do
-      parent = self()
-      id = {__MODULE__, make_ref()}
-
-      :telemetry.attach_many(
-        id,
-        [[:emily, :eval, :stop], [:emily, :to_binary, :stop], [:emily, :eval, :exception]],
-        &__MODULE__.handle_event/4,
-        parent
-      )
+      id =
+        attach([[:emily, :eval, :stop], [:emily, :to_binary, :stop], [:emily, :eval, :exception]])
 
       a = Nx.tensor([1.0, 2.0])
       b = Nx.tensor([3, 4], type: :s32)

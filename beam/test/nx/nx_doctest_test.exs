@@ -1,29 +1,17 @@
 if Code.ensure_loaded?(Nx) do
   defmodule Emily.NxDoctestTest do
     # Nx's own doctests with Emily.Backend as the default backend.
-    use ExUnit.Case, async: true
-    @moduletag :nx
+    use Emily.Test.NxDoctestCase, async: true
 
     setup_all do: Emily.Test.NxDoctestLinalg.put_method()
-
-    setup do
-      Nx.default_backend(Emily.Backend)
-      :ok
-    end
 
     doctest Nx, except: [:moduledoc]
   end
 
   defmodule Emily.NxLinAlgDoctestTest do
-    use ExUnit.Case, async: true
-    @moduletag :nx
+    use Emily.Test.NxDoctestCase, async: true
 
     setup_all do: Emily.Test.NxDoctestLinalg.put_method()
-
-    setup do
-      Nx.default_backend(Emily.Backend)
-      :ok
-    end
 
     doctest Nx.LinAlg
   end
@@ -31,13 +19,7 @@ if Code.ensure_loaded?(Nx) do
   defmodule Emily.NxRandomDoctestTest do
     # Nx.Random is written in defn: with EMILY_DEFN_COMPILER=1 these run
     # through Emily.Compiler
-    use ExUnit.Case, async: true
-    @moduletag :nx
-
-    setup do
-      Nx.default_backend(Emily.Backend)
-      :ok
-    end
+    use Emily.Test.NxDoctestCase, async: true
 
     doctest Nx.Random
   end

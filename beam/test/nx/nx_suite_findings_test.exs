@@ -40,8 +40,7 @@ if Code.ensure_loaded?(Nx) do
       assert e.shape == b.shape, "#{what}: shapes differ"
       {e, b} = {binary(e), binary(b)}
 
-      close? =
-        on_binary(fn -> Nx.all_close(e, b, atol: tol, rtol: tol) |> Nx.to_number() end) == 1
+      close? = on_binary(fn -> Nx.all_close(e, b, atol: tol, rtol: tol) |> Nx.to_number() end) == 1
 
       assert close?, "#{what} (tolerance #{tol}):\nEmily #{inspect(e)}\nexpected #{inspect(b)}"
     end
@@ -200,6 +199,7 @@ if Code.ensure_loaded?(Nx) do
       assert assert_same_raise(ArithmeticError, fn ->
                Nx.remainder(Nx.tensor([1.0, 2.0], type: :f64), Nx.tensor([1.0, 0.0], type: :f64))
              end) == "bad argument in arithmetic expression"
+
       # integer quotient and remainder are div and rem: a zero divisor raises
       for op <- [:quotient, :remainder], type <- [:s32, :u8, :s64] do
         assert assert_same_raise(ArithmeticError, fn ->

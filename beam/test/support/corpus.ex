@@ -109,9 +109,14 @@ defmodule Emily.Test.Corpus do
           cond do
             # decompositions: the reference's own bits, else the C runner's
             # property checks (tests/conformance/properties.c), as runner.c
-            property_checked?(op) and identical?(refs, wanted) -> :ok
-            property_checked?(op) -> Native.test_property_check(String.to_atom(op), args, refs, line)
-            true -> compare_all(op, refs, wanted, 0)
+            property_checked?(op) and identical?(refs, wanted) ->
+              :ok
+
+            property_checked?(op) ->
+              Native.test_property_check(String.to_atom(op), args, refs, line)
+
+            true ->
+              compare_all(op, refs, wanted, 0)
           end
       end
     after

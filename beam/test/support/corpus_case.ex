@@ -93,7 +93,9 @@ defmodule Emily.Test.CorpusCase do
       checked = for {{_, op}, _, _, _} <- mine, Emily.Test.Corpus.property_checked?(op), do: op
 
       if checked != [] do
-        IO.puts("the reference's bits, or else these defining properties (tests/conformance/properties.c):")
+        IO.puts(
+          "the reference's bits, or else these defining properties (tests/conformance/properties.c):"
+        )
 
         for op <- checked,
             do: IO.puts("  #{op}: #{Emily.Native.test_property_description(String.to_atom(op))}")
