@@ -8,7 +8,7 @@
 #include <string.h>
 #include "cpu/kernels.h"
 #include "cpu/strided.h"
-#include "cpu/unary_map.h"
+#include "cpu/parallel.h"
 
 typedef struct { uint64_t lo, hi; } u128;
 

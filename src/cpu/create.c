@@ -4,7 +4,8 @@
 #include "core/scalar_convert.h"
 #include "cpu/kernels.h"
 #include "cpu/strided.h"
-#include "cpu/unary_map.h"
+#include "cpu/elementwise_map.h"
+#include "cpu/parallel.h"
 
 /* The bytes of one element of `dtype` holding the scalar. */
 static void scalar_bytes(emily_dtype dtype, const emily_scalar *v, unsigned char *out) {

@@ -26,7 +26,7 @@
 #include "cpu/dot_blocked.h"
 #include "cpu/dot_load.h"
 #include "cpu/kernels.h"
-#include "cpu/unary_map.h"
+#include "cpu/parallel.h"
 #include "ops/dot_kernels.h"
 
 /* Multiply-adds below which a product runs on one thread: a thread team

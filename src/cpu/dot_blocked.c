@@ -46,7 +46,7 @@
 #include <string.h>
 #include <immintrin.h>
 #include "cpu/dot_blocked.h"
-#include "cpu/unary_map.h"
+#include "cpu/parallel.h"
 #include "cpu/dot_load.h"
 
 #ifndef KC

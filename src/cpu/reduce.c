@@ -27,7 +27,7 @@
 #include <string.h>
 #include "cpu/kernels.h"
 #include "cpu/strided.h"
-#include "cpu/unary_map.h"
+#include "cpu/parallel.h"
 #include "cpu/reduce_simd.h"
 
 typedef uint16_t half_bits;
