@@ -1,9 +1,9 @@
-/* Vectorized folds of contiguous runs (see reduce_simd.h). The compiler
+/* Vectorized folds of contiguous runs (see simd.h). The compiler
  * builds the library for baseline x86-64; the hot folds have AVX-512 and
  * AVX2 versions (function target attributes) chosen once at run time. */
 #include <math.h>
 #include <string.h>
-#include "cpu/reduce_simd.h"
+#include "cpu/reduce/simd.h"
 #include "cpu/strided.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
