@@ -105,42 +105,55 @@ static void base_cols_min_f32(float *restrict acc, const float *restrict x, int6
 
 #ifdef HAVE_X86
 
+/* ---- sums: one body, an AVX-512 and an AVX2 instance -------------------- */
+
+/* Sums of f32 runs in double lanes: four accumulators of W lanes, each
+ * vector of W floats widened as it is loaded. */
+#define SUM_F32(NAME, TARGET, VD, W, ZERO, LOAD_WIDE, ADD, HSUM)                      \
+    TARGET static double NAME(const float *x, int64_t n) {                            \
+        VD a0 = ZERO(), a1 = a0, a2 = a0, a3 = a0;                                    \
+        int64_t i = 0;                                                                \
+        for (; i + 4 * (W) <= n; i += 4 * (W)) {                                      \
+            a0 = ADD(a0, LOAD_WIDE(x + i));                                           \
+            a1 = ADD(a1, LOAD_WIDE(x + i + (W)));                                     \
+            a2 = ADD(a2, LOAD_WIDE(x + i + 2 * (W)));                                 \
+            a3 = ADD(a3, LOAD_WIDE(x + i + 3 * (W)));                                 \
+        }                                                                             \
+        double s = HSUM(ADD(ADD(a0, a1), ADD(a2, a3)));                               \
+        for (; i < n; i++) s += (double)x[i];                                         \
+        return s;                                                                     \
+    }
+
+/* Two independent TwoSum chains of W lanes each (see base_sum2_f64). */
+#define SUM2_F64(NAME, TARGET, VD, W, ZERO, LOADU, STOREU, ADD, SUB)                  \
+    TARGET static void NAME(const double *x, int64_t n, double out[2]) {              \
+        VD s0 = ZERO(), s1 = s0, c0 = s0, c1 = s0;                                    \
+        int64_t i = 0;                                                                \
+        for (; i + 2 * (W) <= n; i += 2 * (W)) {                                      \
+            VD x0 = LOADU(x + i), x1 = LOADU(x + i + (W));                            \
+            VD t0 = ADD(s0, x0), t1 = ADD(s1, x1);                                    \
+            VD b0 = SUB(t0, s0), b1 = SUB(t1, s1);                                    \
+            c0 = ADD(c0, ADD(SUB(s0, SUB(t0, b0)), SUB(x0, b0)));                     \
+            c1 = ADD(c1, ADD(SUB(s1, SUB(t1, b1)), SUB(x1, b1)));                     \
+            s0 = t0;                                                                  \
+            s1 = t1;                                                                  \
+        }                                                                             \
+        double l[2 * (W)], e[2 * (W)];                                                \
+        STOREU(l, s0);                                                                \
+        STOREU(l + (W), s1);                                                          \
+        STOREU(e, c0);                                                                \
+        STOREU(e + (W), c1);                                                          \
+        finish_sum2(l, e, 2 * (W), x, i, n, out);                                     \
+    }
+
 /* ---- AVX-512 ------------------------------------------------------------- */
 
-__attribute__((target("avx512f"))) static double sum_f32_avx512(const float *x, int64_t n) {
-    __m512d a0 = _mm512_setzero_pd(), a1 = a0, a2 = a0, a3 = a0;
-    int64_t i = 0;
-    for (; i + 32 <= n; i += 32) {
-        a0 = _mm512_add_pd(a0, _mm512_cvtps_pd(_mm256_loadu_ps(x + i)));
-        a1 = _mm512_add_pd(a1, _mm512_cvtps_pd(_mm256_loadu_ps(x + i + 8)));
-        a2 = _mm512_add_pd(a2, _mm512_cvtps_pd(_mm256_loadu_ps(x + i + 16)));
-        a3 = _mm512_add_pd(a3, _mm512_cvtps_pd(_mm256_loadu_ps(x + i + 24)));
-    }
-    double s = _mm512_reduce_add_pd(_mm512_add_pd(_mm512_add_pd(a0, a1), _mm512_add_pd(a2, a3)));
-    for (; i < n; i++) s += (double)x[i];
-    return s;
-}
-
-/* Two independent TwoSum chains of 8 lanes each (see base_sum2_f64). */
-__attribute__((target("avx512f"))) static void sum2_f64_avx512(const double *x, int64_t n, double out[2]) {
-    __m512d s0 = _mm512_setzero_pd(), s1 = s0, c0 = s0, c1 = s0;
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        __m512d x0 = _mm512_loadu_pd(x + i), x1 = _mm512_loadu_pd(x + i + 8);
-        __m512d t0 = _mm512_add_pd(s0, x0), t1 = _mm512_add_pd(s1, x1);
-        __m512d b0 = _mm512_sub_pd(t0, s0), b1 = _mm512_sub_pd(t1, s1);
-        c0 = _mm512_add_pd(c0, _mm512_add_pd(_mm512_sub_pd(s0, _mm512_sub_pd(t0, b0)), _mm512_sub_pd(x0, b0)));
-        c1 = _mm512_add_pd(c1, _mm512_add_pd(_mm512_sub_pd(s1, _mm512_sub_pd(t1, b1)), _mm512_sub_pd(x1, b1)));
-        s0 = t0;
-        s1 = t1;
-    }
-    double l[16], e[16];
-    _mm512_storeu_pd(l, s0);
-    _mm512_storeu_pd(l + 8, s1);
-    _mm512_storeu_pd(e, c0);
-    _mm512_storeu_pd(e + 8, c1);
-    finish_sum2(l, e, 16, x, i, n, out);
-}
+#define AVX512 __attribute__((target("avx512f")))
+AVX512 static inline __m512d load_wide512(const float *p) { return _mm512_cvtps_pd(_mm256_loadu_ps(p)); }
+SUM_F32(sum_f32_avx512, AVX512, __m512d, 8, _mm512_setzero_pd, load_wide512, _mm512_add_pd,
+        _mm512_reduce_add_pd)
+SUM2_F64(sum2_f64_avx512, AVX512, __m512d, 8, _mm512_setzero_pd, _mm512_loadu_pd, _mm512_storeu_pd,
+         _mm512_add_pd, _mm512_sub_pd)
 
 #define EXT512(NAME, T, V, W, LOADU, SET1, OP, CMP, RED, MASK, BETTER)               \
     __attribute__((target("avx512f"))) static int NAME(const T *x, int64_t n, T *mp) { \
@@ -180,40 +193,11 @@ __attribute__((target("avx2"))) static double hsum256(__m256d a) {
     return _mm_cvtsd_f64(lo) + _mm_cvtsd_f64(_mm_unpackhi_pd(lo, lo));
 }
 
-__attribute__((target("avx2"))) static double sum_f32_avx2(const float *x, int64_t n) {
-    __m256d a0 = _mm256_setzero_pd(), a1 = a0, a2 = a0, a3 = a0;
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        a0 = _mm256_add_pd(a0, _mm256_cvtps_pd(_mm_loadu_ps(x + i)));
-        a1 = _mm256_add_pd(a1, _mm256_cvtps_pd(_mm_loadu_ps(x + i + 4)));
-        a2 = _mm256_add_pd(a2, _mm256_cvtps_pd(_mm_loadu_ps(x + i + 8)));
-        a3 = _mm256_add_pd(a3, _mm256_cvtps_pd(_mm_loadu_ps(x + i + 12)));
-    }
-    double s = hsum256(_mm256_add_pd(_mm256_add_pd(a0, a1), _mm256_add_pd(a2, a3)));
-    for (; i < n; i++) s += (double)x[i];
-    return s;
-}
-
-/* Two independent TwoSum chains of 4 lanes each (see base_sum2_f64). */
-__attribute__((target("avx2"))) static void sum2_f64_avx2(const double *x, int64_t n, double out[2]) {
-    __m256d s0 = _mm256_setzero_pd(), s1 = s0, c0 = s0, c1 = s0;
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        __m256d x0 = _mm256_loadu_pd(x + i), x1 = _mm256_loadu_pd(x + i + 4);
-        __m256d t0 = _mm256_add_pd(s0, x0), t1 = _mm256_add_pd(s1, x1);
-        __m256d b0 = _mm256_sub_pd(t0, s0), b1 = _mm256_sub_pd(t1, s1);
-        c0 = _mm256_add_pd(c0, _mm256_add_pd(_mm256_sub_pd(s0, _mm256_sub_pd(t0, b0)), _mm256_sub_pd(x0, b0)));
-        c1 = _mm256_add_pd(c1, _mm256_add_pd(_mm256_sub_pd(s1, _mm256_sub_pd(t1, b1)), _mm256_sub_pd(x1, b1)));
-        s0 = t0;
-        s1 = t1;
-    }
-    double l[8], e[8];
-    _mm256_storeu_pd(l, s0);
-    _mm256_storeu_pd(l + 4, s1);
-    _mm256_storeu_pd(e, c0);
-    _mm256_storeu_pd(e + 4, c1);
-    finish_sum2(l, e, 8, x, i, n, out);
-}
+#define AVX2 __attribute__((target("avx2")))
+AVX2 static inline __m256d load_wide256(const float *p) { return _mm256_cvtps_pd(_mm_loadu_ps(p)); }
+SUM_F32(sum_f32_avx2, AVX2, __m256d, 4, _mm256_setzero_pd, load_wide256, _mm256_add_pd, hsum256)
+SUM2_F64(sum2_f64_avx2, AVX2, __m256d, 4, _mm256_setzero_pd, _mm256_loadu_pd, _mm256_storeu_pd,
+         _mm256_add_pd, _mm256_sub_pd)
 
 #define EXT256(NAME, T, V, W, LOADU, SET1, OP, CMP, OR, MOVEMASK, BETTER)            \
     __attribute__((target("avx2"))) static int NAME(const T *x, int64_t n, T *mp) {  \
