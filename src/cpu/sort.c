@@ -37,8 +37,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cpu/kernels.h"
+#include "cpu/sort_avx512.h"
 #include "cpu/strided.h"
 #include "core/scalar_convert.h"
+#include "cpu/dtype_scalars.h"
 #include "ops/sort_kernels.h"
 
 /* Rows shorter than this are insertion-sorted. */
@@ -52,21 +54,11 @@ typedef struct pair64 {
     uint64_t key, idx;
 } pair64;
 
-/* src/cpu/sort_avx512.c: in-place quicksorts (`tasks`: called in a
- * `single` of a parallel region, whose team shares the parts) and f32
- * key mappings for contiguous rows. Used when use_avx512() says so. */
+/* src/cpu/sort_avx512.c (declared in sort_avx512.h): in-place quicksorts
+ * and f32 key mappings for contiguous rows. Used when use_avx512() says
+ * so. */
 #if defined(__x86_64__) && defined(__GNUC__)
 #define HAVE_SORT_AVX512 1
-void emi_cpu_sort_u32_avx512(uint32_t *a, int64_t n, bool tasks);
-void emi_cpu_sort_u64_avx512(uint64_t *a, int64_t n, bool tasks);
-void emi_cpu_keys_f32_avx512(const uint32_t *s, int64_t n, uint32_t flip, uint32_t *keys);
-void emi_cpu_sort_f32_avx512(const uint32_t *src, int64_t n, uint32_t flip, uint32_t *dst,
-                               int threads, int64_t runs[4]);
-void emi_cpu_records_f32_avx512(const uint32_t *s, int64_t n, int64_t first, uint32_t flip,
-                                  uint64_t *recs);
-void emi_cpu_unkeys_f32_avx512(const uint32_t *keys, int64_t n, uint32_t flip, uint32_t *d);
-void emi_cpu_positions_s32_avx512(const uint64_t *recs, int64_t n, int32_t *d);
-int64_t emi_cpu_find_above_f32_avx512(const uint32_t *s, int64_t i, int64_t n, uint32_t lim);
 #else
 #define HAVE_SORT_AVX512 0
 #endif
@@ -95,42 +87,38 @@ static bool use_avx512(void) {
 
 /* ---- keys ---------------------------------------------------------------- */
 
-static inline uint8_t key_s8(uint8_t x) { return (uint8_t)(x ^ 0x80u); }
-static inline uint16_t key_s16(uint16_t x) { return (uint16_t)(x ^ 0x8000u); }
-static inline uint32_t key_s32(uint32_t x) { return x ^ 0x80000000u; }
-static inline uint64_t key_s64(uint64_t x) { return x ^ 0x8000000000000000ull; }
-static inline uint8_t key_u8(uint8_t x) { return x; }
-static inline uint16_t key_u16(uint16_t x) { return x; }
-static inline uint32_t key_u32(uint32_t x) { return x; }
-static inline uint64_t key_u64(uint64_t x) { return x; }
+/* key_<sfx> and unkey_<sfx> for every real dtype, on the element's bits
+ * (EMI_BITS: the unsigned integer of its width). */
+#define SIGN_BIT(sfx) ((EMI_BITS(sfx))((EMI_BITS(sfx))1 << (EMI_WIDTH(sfx) - 1)))
 
-/* float bits -> key: NaN largest, -0.0 as +0.0 */
-#define FLOAT_KEY(NAME, T, SIGN, INF)                                          \
-    static inline T NAME(T b) {                                                \
-        if ((T)(b & (T)~(T)(SIGN)) > (T)(INF)) return (T)~(T)0;                \
-        if (b == (T)(SIGN)) b = 0;                                             \
-        return (b & (T)(SIGN)) ? (T)~b : (T)(b | (T)(SIGN));                   \
+/* unsigned integers are their own keys */
+#define UNSIGNED_KEY(ENUM, sfx, T)                                                   \
+    static inline EMI_BITS(sfx) key_##sfx(EMI_BITS(sfx) x) { return x; }             \
+    static inline EMI_BITS(sfx) unkey_##sfx(EMI_BITS(sfx) k) { return k; }
+/* signed integers flip their sign bit */
+#define SIGNED_KEY(ENUM, sfx, T)                                                     \
+    static inline EMI_BITS(sfx) key_##sfx(EMI_BITS(sfx) x) {                         \
+        return (EMI_BITS(sfx))(x ^ SIGN_BIT(sfx));                                   \
+    }                                                                                \
+    static inline EMI_BITS(sfx) unkey_##sfx(EMI_BITS(sfx) k) { return key_##sfx(k); }
+/* float bits -> key: NaN largest, -0.0 as +0.0; key -> bits (NaN keys
+ * give some NaN, zero keys +0.0: fixed later) */
+#define FLOAT_KEY(ENUM, sfx, T)                                                      \
+    static inline EMI_BITS(sfx) key_##sfx(EMI_BITS(sfx) b) {                         \
+        typedef EMI_BITS(sfx) U;                                                     \
+        const U sign = SIGN_BIT(sfx);                                                \
+        if ((U)(b & (U)~sign) > (U)EMI_INF_BITS(sfx)) return (U)~(U)0;               \
+        if (b == sign) b = 0;                                                        \
+        return (b & sign) ? (U)~b : (U)(b | sign);                                   \
+    }                                                                                \
+    static inline EMI_BITS(sfx) unkey_##sfx(EMI_BITS(sfx) k) {                       \
+        typedef EMI_BITS(sfx) U;                                                     \
+        const U sign = SIGN_BIT(sfx);                                                \
+        return (k & sign) ? (U)(k ^ sign) : (U)~k;                                   \
     }
-FLOAT_KEY(key_f16, uint16_t, 0x8000u, 0x7c00u)
-FLOAT_KEY(key_bf16, uint16_t, 0x8000u, 0x7f80u)
-FLOAT_KEY(key_f32, uint32_t, 0x80000000u, 0x7f800000u)
-FLOAT_KEY(key_f64, uint64_t, 0x8000000000000000ull, 0x7ff0000000000000ull)
-
-/* key -> bits (NaN keys give some NaN, zero keys +0.0: fixed later) */
-#define FLOAT_UNKEY(NAME, T, SIGN)                                             \
-    static inline T NAME(T k) { return (k & (T)(SIGN)) ? (T)(k ^ (T)(SIGN)) : (T)~k; }
-FLOAT_UNKEY(unkey_f16, uint16_t, 0x8000u)
-FLOAT_UNKEY(unkey_f32, uint32_t, 0x80000000u)
-FLOAT_UNKEY(unkey_f64, uint64_t, 0x8000000000000000ull)
-#define unkey_bf16 unkey_f16
-#define unkey_s8 key_s8
-#define unkey_s16 key_s16
-#define unkey_s32 key_s32
-#define unkey_s64 key_s64
-#define unkey_u8 key_u8
-#define unkey_u16 key_u16
-#define unkey_u32 key_u32
-#define unkey_u64 key_u64
+EMI_DTYPES_UNSIGNED(UNSIGNED_KEY)
+EMI_DTYPES_SIGNED(SIGNED_KEY)
+EMI_DTYPES_FLOAT(FLOAT_KEY)
 
 /* Key width in bits of a real dtype. */
 static int key_bits(emily_dtype dt) { return (int)emily_dtype_size(dt) * 8; }
@@ -142,9 +130,13 @@ typedef enum rec_mode {
     REC_PAIR    /* pair64 */
 } rec_mode;
 
-#define KEY_LOOP(RAW, KEYT, KFN)                                                     \
+/* One case of row_records per dtype: keys of KEYT (the element's bits)
+ * by KFN. */
+#define KEY_LOOP(ENUM, sfx, T) \
+    case EMILY_##ENUM: KEY_LOOP_OF(EMI_BITS(sfx), key_##sfx); break;
+#define KEY_LOOP_OF(KEYT, KFN)                                                       \
     do {                                                                             \
-        const RAW *p_ = (const RAW *)s;                                              \
+        const KEYT *p_ = (const KEYT *)s;                                            \
         KEYT flip_ = desc ? (KEYT) ~(KEYT)0 : (KEYT)0;                               \
         if (mode == REC_KEYS) {                                                      \
             KEYT *o_ = (KEYT *)out;                                                  \
@@ -178,30 +170,23 @@ static void row_records(emily_dtype dt, const char *s, int64_t ss, int64_t n, in
     }
 #endif
     switch (dt) {
-    case EMILY_U8: KEY_LOOP(uint8_t, uint8_t, key_u8); break;
-    case EMILY_S8: KEY_LOOP(uint8_t, uint8_t, key_s8); break;
-    case EMILY_U16: KEY_LOOP(uint16_t, uint16_t, key_u16); break;
-    case EMILY_S16: KEY_LOOP(uint16_t, uint16_t, key_s16); break;
-    case EMILY_F16: KEY_LOOP(uint16_t, uint16_t, key_f16); break;
-    case EMILY_BF16: KEY_LOOP(uint16_t, uint16_t, key_bf16); break;
-    case EMILY_U32: KEY_LOOP(uint32_t, uint32_t, key_u32); break;
-    case EMILY_S32: KEY_LOOP(uint32_t, uint32_t, key_s32); break;
-    case EMILY_F32: KEY_LOOP(uint32_t, uint32_t, key_f32); break;
-    case EMILY_U64: KEY_LOOP(uint64_t, uint64_t, key_u64); break;
-    case EMILY_S64: KEY_LOOP(uint64_t, uint64_t, key_s64); break;
-    default: KEY_LOOP(uint64_t, uint64_t, key_f64); break;
+        EMI_DTYPES_REAL(KEY_LOOP)
+    default: break;
     }
 }
 
-#define UNKEY_LOOP(RAW, KEYT, UFN)                                                   \
+/* One case of row_unkeys per dtype. */
+#define UNKEY_LOOP(ENUM, sfx, T) \
+    case EMILY_##ENUM: UNKEY_LOOP_OF(EMI_BITS(sfx), unkey_##sfx); break;
+#define UNKEY_LOOP_OF(KEYT, UFN)                                                     \
     do {                                                                             \
-        RAW *p_ = (RAW *)d;                                                          \
+        KEYT *p_ = (KEYT *)d;                                                        \
         const KEYT *k_ = (const KEYT *)keys;                                         \
         KEYT flip_ = desc ? (KEYT) ~(KEYT)0 : (KEYT)0;                               \
         if (ds == 1)                                                                 \
-            for (int64_t i = 0; i < n; i++) p_[i] = (RAW)UFN((KEYT)(k_[i] ^ flip_)); \
+            for (int64_t i = 0; i < n; i++) p_[i] = UFN((KEYT)(k_[i] ^ flip_));      \
         else                                                                         \
-            for (int64_t i = 0; i < n; i++) p_[i * ds] = (RAW)UFN((KEYT)(k_[i] ^ flip_)); \
+            for (int64_t i = 0; i < n; i++) p_[i * ds] = UFN((KEYT)(k_[i] ^ flip_)); \
     } while (0)
 
 /* Writes sorted keys back as element bits (d, stride ds elements). */
@@ -214,18 +199,8 @@ static void row_unkeys(emily_dtype dt, const void *keys, int64_t n, bool desc, c
     }
 #endif
     switch (dt) {
-    case EMILY_U8: UNKEY_LOOP(uint8_t, uint8_t, unkey_u8); break;
-    case EMILY_S8: UNKEY_LOOP(uint8_t, uint8_t, unkey_s8); break;
-    case EMILY_U16: UNKEY_LOOP(uint16_t, uint16_t, unkey_u16); break;
-    case EMILY_S16: UNKEY_LOOP(uint16_t, uint16_t, unkey_s16); break;
-    case EMILY_F16: UNKEY_LOOP(uint16_t, uint16_t, unkey_f16); break;
-    case EMILY_BF16: UNKEY_LOOP(uint16_t, uint16_t, unkey_bf16); break;
-    case EMILY_U32: UNKEY_LOOP(uint32_t, uint32_t, unkey_u32); break;
-    case EMILY_S32: UNKEY_LOOP(uint32_t, uint32_t, unkey_s32); break;
-    case EMILY_F32: UNKEY_LOOP(uint32_t, uint32_t, unkey_f32); break;
-    case EMILY_U64: UNKEY_LOOP(uint64_t, uint64_t, unkey_u64); break;
-    case EMILY_S64: UNKEY_LOOP(uint64_t, uint64_t, unkey_s64); break;
-    default: UNKEY_LOOP(uint64_t, uint64_t, unkey_f64); break;
+        EMI_DTYPES_REAL(UNKEY_LOOP)
+    default: break;
     }
 }
 
@@ -445,6 +420,17 @@ static bool find_zero_nan_runs(emily_dtype dt, const void *keys, int64_t n, bool
     return r->z0 < r->z1 || r->q0 < r->q1;
 }
 
+/* The +infinity pattern of a float dtype. */
+static uint64_t inf_bits(emily_dtype dt) {
+    switch (dt) {
+#define INF_BITS(ENUM, sfx, T) \
+    case EMILY_##ENUM: return EMI_INF_BITS(sfx);
+        EMI_DTYPES_FLOAT(INF_BITS)
+#undef INF_BITS
+    default: return 0;
+    }
+}
+
 /* Gives the zeros and NaNs of a written-back row their exact bits, in
  * source order: the order a stable sort leaves equal keys in. */
 static void fix_zeros_and_nans(emily_dtype dt, const zero_nan_runs *runs, int64_t n, const char *s,
@@ -454,8 +440,7 @@ static void fix_zeros_and_nans(emily_dtype dt, const zero_nan_runs *runs, int64_
     uint64_t sign = (uint64_t)1 << (kb - 1);
     int64_t z0 = runs->z0, z1 = runs->z1, q0 = runs->q0, q1 = runs->q1;
     size_t es = (size_t)kb / 8;
-    uint64_t inf = dt == EMILY_F16 ? 0x7c00u : dt == EMILY_BF16 ? 0x7f80u
-                 : dt == EMILY_F32 ? 0x7f800000u : 0x7ff0000000000000ull;
+    uint64_t inf = inf_bits(dt);
     for (int64_t i = 0; i < n && (z0 < z1 || q0 < q1); i++) {
         uint64_t b = 0;
         memcpy(&b, s + (int64_t)(i * ss) * (int64_t)es, es); /* little-endian low bytes */
@@ -562,9 +547,12 @@ static bool topk_by_heap(int64_t n, int64_t k) { return n > SORT_SMALL && k * 8 
 #define TOPK_PAR_MIN ((int64_t)1 << 16)
 #define TOPK_PAR_MIN_SIMD ((int64_t)1 << 23)
 
-#define FIND_LOOP(RAW, KEYT, KFN)                                                    \
+/* One case of find_above per dtype. */
+#define FIND_LOOP(ENUM, sfx, T) \
+    case EMILY_##ENUM: FIND_LOOP_OF(EMI_BITS(sfx), key_##sfx);
+#define FIND_LOOP_OF(KEYT, KFN)                                                      \
     do {                                                                             \
-        const RAW *p_ = (const RAW *)s;                                              \
+        const KEYT *p_ = (const KEYT *)s;                                            \
         KEYT lim_ = (KEYT)lim;                                                       \
         if (ss == 1) {                                                               \
             for (; i < hi; i++)                                                      \
@@ -588,18 +576,8 @@ static int64_t find_above(emily_dtype dt, const char *s, int64_t ss, int64_t i, 
         return emi_cpu_find_above_f32_avx512((const uint32_t *)s, i, hi, (uint32_t)lim);
 #endif
     switch (dt) {
-    case EMILY_U8: FIND_LOOP(uint8_t, uint8_t, key_u8);
-    case EMILY_S8: FIND_LOOP(uint8_t, uint8_t, key_s8);
-    case EMILY_U16: FIND_LOOP(uint16_t, uint16_t, key_u16);
-    case EMILY_S16: FIND_LOOP(uint16_t, uint16_t, key_s16);
-    case EMILY_F16: FIND_LOOP(uint16_t, uint16_t, key_f16);
-    case EMILY_BF16: FIND_LOOP(uint16_t, uint16_t, key_bf16);
-    case EMILY_U32: FIND_LOOP(uint32_t, uint32_t, key_u32);
-    case EMILY_S32: FIND_LOOP(uint32_t, uint32_t, key_s32);
-    case EMILY_F32: FIND_LOOP(uint32_t, uint32_t, key_f32);
-    case EMILY_U64: FIND_LOOP(uint64_t, uint64_t, key_u64);
-    case EMILY_S64: FIND_LOOP(uint64_t, uint64_t, key_s64);
-    default: FIND_LOOP(uint64_t, uint64_t, key_f64);
+        EMI_DTYPES_REAL(FIND_LOOP)
+    default: return hi;
     }
 }
 
@@ -842,8 +820,13 @@ typedef struct row_plan {
 } row_plan;
 
 /* Tile rows b < cnt of n elements; memory row b starts at b and steps
- * by st. in: tile[b][j] = mem[b + j * st]; else the reverse. */
-#define TILE_MOVE(T)                                                                     \
+ * by st. in: tile[b][j] = mem[b + j * st]; else the reverse. One case
+ * per element size. */
+#define TILE_MOVE(BYTES, T)                                                              \
+    case BYTES:                                                                          \
+        TILE_MOVE_OF(T);                                                                 \
+        break;
+#define TILE_MOVE_OF(T)                                                                  \
     do {                                                                                 \
         T *t_ = (T *)tile;                                                               \
         T *m_ = (T *)mem;                                                                \
@@ -858,10 +841,8 @@ typedef struct row_plan {
 
 static void tile_move(bool in, void *tile, void *mem, int64_t n, int64_t cnt, int64_t st, size_t es) {
     switch (es) {
-    case 1: TILE_MOVE(uint8_t); break;
-    case 2: TILE_MOVE(uint16_t); break;
-    case 4: TILE_MOVE(uint32_t); break;
-    default: TILE_MOVE(uint64_t); break;
+        EMI_ELEMENT_SIZES(TILE_MOVE)
+    default: break;
     }
 }
 

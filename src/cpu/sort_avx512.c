@@ -24,18 +24,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
-
-/* Declared again in src/cpu/sort.c, the only caller. */
-void emi_cpu_sort_u32_avx512(uint32_t *a, int64_t n, bool tasks);
-void emi_cpu_sort_u64_avx512(uint64_t *a, int64_t n, bool tasks);
-void emi_cpu_keys_f32_avx512(const uint32_t *s, int64_t n, uint32_t flip, uint32_t *keys);
-void emi_cpu_sort_f32_avx512(const uint32_t *src, int64_t n, uint32_t flip, uint32_t *dst,
-                               int threads, int64_t runs[4]);
-void emi_cpu_records_f32_avx512(const uint32_t *s, int64_t n, int64_t first, uint32_t flip,
-                                  uint64_t *recs);
-void emi_cpu_unkeys_f32_avx512(const uint32_t *keys, int64_t n, uint32_t flip, uint32_t *d);
-void emi_cpu_positions_s32_avx512(const uint64_t *recs, int64_t n, int32_t *d);
-int64_t emi_cpu_find_above_f32_avx512(const uint32_t *s, int64_t i, int64_t n, uint32_t lim);
+#include "cpu/sort_avx512.h"
 
 #define AI static inline __attribute__((always_inline))
 
@@ -98,7 +87,9 @@ DEFINE_HEAPSORT(heapsort32, uint32_t)
 DEFINE_HEAPSORT(heapsort64, uint64_t)
 
 /* ======================================================================
- * 32-bit keys, 16 lanes
+ * The per-width primitives: 32-bit keys in 16 lanes, 64-bit keys (keys
+ * of f64/s64/u64 values, and argsort records: key above position, all
+ * distinct, equal keys come out by position) in 8 lanes.
  * ====================================================================== */
 
 /* Stores the m-lanes of v, packed, at p (cnt = popcount(m) keys). The
@@ -107,9 +98,12 @@ DEFINE_HEAPSORT(heapsort64, uint64_t)
 AI void cstore32(uint32_t *p, __mmask16 m, __m512i v, int cnt) {
     _mm512_mask_storeu_epi32(p, (__mmask16)_bzhi_u32(0xffffu, (unsigned)cnt), _mm512_maskz_compress_epi32(m, v));
 }
+AI void cstore64(uint64_t *p, __mmask8 m, __m512i v, int cnt) {
+    _mm512_mask_storeu_epi64(p, (__mmask8)_bzhi_u32(0xffu, (unsigned)cnt), _mm512_maskz_compress_epi64(m, v));
+}
 
-/* Lane i of a register against lane i ^ m (m < 16), the larger key to
- * the lane that has m's top bit: one layer of an ascending network. */
+/* Lane i of a register against lane i ^ m (m < lanes), the larger key
+ * to the lane that has m's top bit: one layer of an ascending network. */
 AI __m512i lanes32(__m512i v, int m) {
     const __m512i iota = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
     int top = m >= 8 ? 8 : m >= 4 ? 4 : m >= 2 ? 2 : 1;
@@ -118,13 +112,41 @@ AI __m512i lanes32(__m512i v, int m) {
     __m512i lo = _mm512_mask_min_epu32(v, (__mmask16)~maxmask, v, w);
     return _mm512_mask_max_epu32(lo, maxmask, v, w);
 }
+AI __m512i lanes64(__m512i v, int m) {
+    const __m512i iota = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
+    int top = m >= 4 ? 4 : m >= 2 ? 2 : 1;
+    __mmask8 maxmask = (__mmask8)lane_bits(8, top);
+    __m512i w = _mm512_permutexvar_epi64(_mm512_xor_si512(iota, _mm512_set1_epi64(m)), v);
+    __m512i lo = _mm512_mask_min_epu64(v, (__mmask8)~maxmask, v, w);
+    return _mm512_mask_max_epu64(lo, maxmask, v, w);
+}
 
+/* The lanes of a register in reverse order. */
 AI __m512i rev32(__m512i v) {
     const __m512i r = _mm512_set_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     return _mm512_permutexvar_epi32(r, v);
 }
+AI __m512i rev64(__m512i v) {
+    return _mm512_permutexvar_epi64(_mm512_set_epi64(0, 1, 2, 3, 4, 5, 6, 7), v);
+}
 
-/* Sorts the 16 R keys of v[0, R) (R <= 16) ascending, as if padded with
+/* The first `left` lanes (all when left >= lanes, none when <= 0). */
+AI __mmask16 tail32(int64_t left) {
+    return left >= 16 ? 0xffff : left <= 0 ? 0 : (__mmask16)_bzhi_u32(0xffffu, (unsigned)left);
+}
+AI __mmask8 tail64(int64_t left) {
+    return left >= 8 ? 0xff : left <= 0 ? 0 : (__mmask8)((1u << left) - 1);
+}
+
+#define SPLAT32(x) _mm512_set1_epi32((int)(x))
+#define SPLAT64(x) _mm512_set1_epi64((long long)(x))
+
+/* ======================================================================
+ * The sort, written once for both widths: B the key bits, L the lanes
+ * of a register (LOG2L its log2), MASK the lane mask type.
+ * ====================================================================== */
+
+/* Sorts the L*R keys of v[0, R) (R <= 16) ascending, as if padded with
  * all-ones registers to a power of two. Every block is sorted ascending
  * and two sorted blocks merge by comparing each key with its mirror
  * image in the other block (i against 2m-1-i), then at halving
@@ -132,214 +154,214 @@ AI __m512i rev32(__m512i v) {
  * with a pad register are left out and the cost follows R rather than
  * the next power of two (an alternating-direction bitonic network would
  * move the pads). */
-AI void sortnet32(__m512i *v, const int R) {
-    const int P = R <= 1 ? 1 : R <= 2 ? 2 : R <= 4 ? 4 : R <= 8 ? 8 : 16;
-    /* each register: blocks of 2, 4, 8, 16 lanes */
-#pragma GCC unroll 16
-    for (int r = 0; r < R; r++) {
-#pragma GCC unroll 4
-        for (int k = 2; k <= 16; k <<= 1) {
-            v[r] = lanes32(v[r], k - 1);
-#pragma GCC unroll 4
-            for (int j = k >> 2; j > 0; j >>= 1) v[r] = lanes32(v[r], j);
-        }
+#define DEFINE_SORTNET(B, L)                                                         \
+    AI void sortnet##B(__m512i *v, const int R) {                                    \
+        const int P = R <= 1 ? 1 : R <= 2 ? 2 : R <= 4 ? 4 : R <= 8 ? 8 : 16;        \
+        /* each register: blocks of 2, 4, ... L lanes */                             \
+        _Pragma("GCC unroll 16")                                                     \
+        for (int r = 0; r < R; r++) {                                                \
+            _Pragma("GCC unroll 4")                                                  \
+            for (int k = 2; k <= (L); k <<= 1) {                                     \
+                v[r] = lanes##B(v[r], k - 1);                                        \
+                _Pragma("GCC unroll 4")                                              \
+                for (int j = k >> 2; j > 0; j >>= 1) v[r] = lanes##B(v[r], j);       \
+            }                                                                        \
+        }                                                                            \
+        /* blocks of kr registers */                                                 \
+        _Pragma("GCC unroll 4")                                                      \
+        for (int kr = 2; kr <= P; kr <<= 1) {                                        \
+            _Pragma("GCC unroll 16")                                                 \
+            for (int r = 0; r < R; r++) {                                            \
+                int q = (r & ~(kr - 1)) + kr - 1 - (r & (kr - 1)); /* r's mirror */  \
+                if ((r & (kr >> 1)) || q >= R) continue;                             \
+                __m512i a = v[r], b = v[q];                                          \
+                v[r] = _mm512_min_epu##B(a, rev##B(b));                              \
+                v[q] = _mm512_max_epu##B(rev##B(a), b);                              \
+            }                                                                        \
+            _Pragma("GCC unroll 4")                                                  \
+            for (int jr = kr >> 2; jr > 0; jr >>= 1) {                               \
+                _Pragma("GCC unroll 16")                                             \
+                for (int r = 0; r < R; r++) {                                        \
+                    if ((r & jr) || r + jr >= R) continue;                           \
+                    __m512i a = v[r], b = v[r + jr];                                 \
+                    v[r] = _mm512_min_epu##B(a, b);                                  \
+                    v[r + jr] = _mm512_max_epu##B(a, b);                             \
+                }                                                                    \
+            }                                                                        \
+            _Pragma("GCC unroll 16")                                                 \
+            for (int r = 0; r < R; r++) {                                            \
+                _Pragma("GCC unroll 4")                                              \
+                for (int j = (L) / 2; j > 0; j >>= 1) v[r] = lanes##B(v[r], j);      \
+            }                                                                        \
+        }                                                                            \
     }
-    /* blocks of kr registers */
-#pragma GCC unroll 4
-    for (int kr = 2; kr <= P; kr <<= 1) {
-#pragma GCC unroll 16
-        for (int r = 0; r < R; r++) {
-            int q = (r & ~(kr - 1)) + kr - 1 - (r & (kr - 1)); /* r's mirror */
-            if ((r & (kr >> 1)) || q >= R) continue;
-            __m512i a = v[r], b = v[q];
-            v[r] = _mm512_min_epu32(a, rev32(b));
-            v[q] = _mm512_max_epu32(rev32(a), b);
-        }
-#pragma GCC unroll 4
-        for (int jr = kr >> 2; jr > 0; jr >>= 1) {
-#pragma GCC unroll 16
-            for (int r = 0; r < R; r++) {
-                if ((r & jr) || r + jr >= R) continue;
-                __m512i a = v[r], b = v[r + jr];
-                v[r] = _mm512_min_epu32(a, b);
-                v[r + jr] = _mm512_max_epu32(a, b);
-            }
-        }
-#pragma GCC unroll 16
-        for (int r = 0; r < R; r++) {
-#pragma GCC unroll 4
-            for (int j = 8; j > 0; j >>= 1) v[r] = lanes32(v[r], j);
-        }
-    }
-}
 
-/* Sorts n keys (16 (R - 1) < n <= 16 R, or fewer where a larger
- * instance stands in) in R registers, the last filled with all-ones. */
-#define SMALL32(R)                                                                  \
-    static void small32_##R(uint32_t *a, int64_t n) {                               \
-        __m512i v[R];                                                               \
-        const __m512i pad = _mm512_set1_epi32(-1);                                  \
-        for (int r = 0; r < R; r++) {                                               \
-            int64_t left = n - 16 * r;                                              \
-            __mmask16 m = left >= 16 ? 0xffff : left <= 0 ? 0 : (__mmask16)_bzhi_u32(0xffffu, (unsigned)left); \
-            v[r] = _mm512_mask_loadu_epi32(pad, m, a + 16 * r);                     \
-        }                                                                           \
-        sortnet32(v, R);                                                            \
-        for (int r = 0; r < R; r++) {                                               \
-            int64_t left = n - 16 * r;                                              \
-            __mmask16 m = left >= 16 ? 0xffff : left <= 0 ? 0 : (__mmask16)_bzhi_u32(0xffffu, (unsigned)left); \
-            _mm512_mask_storeu_epi32(a + 16 * r, m, v[r]);                          \
-        }                                                                           \
+/* Sorts n keys (L (R - 1) < n <= L R, or fewer where a larger instance
+ * stands in) in R registers, the last filled with all-ones. */
+#define DEFINE_SMALL(B, L, R)                                                        \
+    static void small##B##_##R(uint##B##_t *a, int64_t n) {                          \
+        __m512i v[R];                                                                \
+        const __m512i pad = _mm512_set1_epi##B(-1);                                  \
+        for (int r = 0; r < R; r++)                                                  \
+            v[r] = _mm512_mask_loadu_epi##B(pad, tail##B(n - (L) * r), a + (L) * r); \
+        sortnet##B(v, R);                                                            \
+        for (int r = 0; r < R; r++)                                                  \
+            _mm512_mask_storeu_epi##B(a + (L) * r, tail##B(n - (L) * r), v[r]);      \
     }
+
 /* Every register count up to 4, even ones above: an instance per count
- * measured the same and takes twice the code. */
-SMALL32(1)
-SMALL32(2)
-SMALL32(3)
-SMALL32(4)
-SMALL32(6)
-SMALL32(8)
-SMALL32(10)
-SMALL32(12)
-SMALL32(14)
-SMALL32(16)
-
-/* Sorts n <= 256 keys. */
-static void small_sort32(uint32_t *a, int64_t n) {
-    typedef void (*small_fn)(uint32_t *, int64_t);
-    static const small_fn by_regs[16] = {small32_1,  small32_2,  small32_3,  small32_4,
-                                         small32_6,  small32_6,  small32_8,  small32_8,
-                                         small32_10, small32_10, small32_12, small32_12,
-                                         small32_14, small32_14, small32_16, small32_16};
-    if (n <= 1) return;
-    by_regs[(n - 1) >> 4](a, n);
-}
+ * measured the same and takes twice the code. small_sort sorts n <= 16 L
+ * keys with the instance for its register count. */
+#define DEFINE_SMALL_SORT(B, L, LOG2L)                                               \
+    DEFINE_SMALL(B, L, 1)                                                            \
+    DEFINE_SMALL(B, L, 2)                                                            \
+    DEFINE_SMALL(B, L, 3)                                                            \
+    DEFINE_SMALL(B, L, 4)                                                            \
+    DEFINE_SMALL(B, L, 6)                                                            \
+    DEFINE_SMALL(B, L, 8)                                                            \
+    DEFINE_SMALL(B, L, 10)                                                           \
+    DEFINE_SMALL(B, L, 12)                                                           \
+    DEFINE_SMALL(B, L, 14)                                                           \
+    DEFINE_SMALL(B, L, 16)                                                           \
+    static void small_sort##B(uint##B##_t *a, int64_t n) {                           \
+        typedef void (*small_fn)(uint##B##_t *, int64_t);                            \
+        static const small_fn by_regs[16] = {                                        \
+            small##B##_1,  small##B##_2,  small##B##_3,  small##B##_4,               \
+            small##B##_6,  small##B##_6,  small##B##_8,  small##B##_8,               \
+            small##B##_10, small##B##_10, small##B##_12, small##B##_12,              \
+            small##B##_14, small##B##_14, small##B##_16, small##B##_16};             \
+        if (n <= 1) return;                                                          \
+        by_regs[(n - 1) >> (LOG2L)](a, n);                                           \
+    }
 
 /* Median of 16 keys spread over a (n >= 16). */
-static uint32_t pivot32(const uint32_t *a, int64_t n) {
-    uint32_t s[16];
-    int64_t step = n / 16;
-    for (int i = 0; i < 16; i++) s[i] = a[i * step + step / 2];
-    __m512i v = _mm512_loadu_si512(s);
-    sortnet32(&v, 1);
-    _mm512_storeu_si512(s, v);
-    return s[8];
-}
+#define DEFINE_PIVOT(B, L)                                                           \
+    static uint##B##_t pivot##B(const uint##B##_t *a, int64_t n) {                   \
+        uint##B##_t s[16];                                                           \
+        int64_t step = n / 16;                                                       \
+        for (int i = 0; i < 16; i++) s[i] = a[i * step + step / 2];                  \
+        __m512i v[16 / (L)];                                                         \
+        for (int r = 0; r < 16 / (L); r++) v[r] = _mm512_loadu_si512(s + (L) * r);   \
+        sortnet##B(v, 16 / (L));                                                     \
+        for (int r = 0; r < 16 / (L); r++) _mm512_storeu_si512(s + (L) * r, v[r]);   \
+        return s[8];                                                                 \
+    }
 
 /* Moves the keys below the pivot (at most the pivot when `le`) to the
- * front; returns how many there are. n >= 32 U (U vectors a step).
+ * front; returns how many there are. n >= 2 L U (U vectors a step).
  *
  * U vectors from each end are held back, so the free room on the two
- * sides (where the next writes go) always adds up to 32 U keys; reading
- * the next U vectors from the side with less room leaves at least 16 U
+ * sides (where the next writes go) always adds up to 2 L U keys; reading
+ * the next U vectors from the side with less room leaves at least L U
  * on both, enough for any split of them. The side is picked without a
  * branch (it is data-dependent, so a branch would mispredict half the
  * time). */
-AI int64_t partition32(uint32_t *a, int64_t n, uint32_t pivot, const bool le, const int U) {
-    const __m512i pv = _mm512_set1_epi32((int)pivot);
-    const int64_t W = 16 * (int64_t)U;
-    __m512i keep[16];
-    for (int i = 0; i < U; i++) {
-        keep[i] = _mm512_loadu_si512(a + 16 * i);
-        keep[U + i] = _mm512_loadu_si512(a + n - W + 16 * i);
+#define DEFINE_PARTITION(B, L, MASK)                                                 \
+    AI int64_t partition##B(uint##B##_t *a, int64_t n, uint##B##_t pivot, const bool le, \
+                            const int U) {                                           \
+        const __m512i pv = SPLAT##B(pivot);                                          \
+        const MASK all = (MASK)~0u;                                                  \
+        const int64_t W = (L) * (int64_t)U;                                          \
+        __m512i keep[16];                                                            \
+        for (int i = 0; i < U; i++) {                                                \
+            keep[i] = _mm512_loadu_si512(a + (L) * i);                               \
+            keep[U + i] = _mm512_loadu_si512(a + n - W + (L) * i);                   \
+        }                                                                            \
+        int64_t l = W, r = n - W, lw = 0, rw = n;                                    \
+        while (r - l >= W) {                                                         \
+            bool left = l - lw <= rw - r;                                            \
+            int64_t pos = left ? l : r - W;                                          \
+            l += left ? W : 0;                                                       \
+            r -= left ? 0 : W;                                                       \
+            __m512i v[8];                                                            \
+            MASK m[8];                                                               \
+            int c[8];                                                                \
+            _Pragma("GCC unroll 8")                                                  \
+            for (int i = 0; i < U; i++) {                                            \
+                v[i] = _mm512_loadu_si512(a + pos + (L) * i);                        \
+                m[i] = PART_MASK(B, v[i]);                                           \
+                c[i] = __builtin_popcount(m[i]);                                     \
+            }                                                                        \
+            _Pragma("GCC unroll 8")                                                  \
+            for (int i = 0; i < U; i++) {                                            \
+                cstore##B(a + lw, m[i], v[i], c[i]);                                 \
+                lw += c[i];                                                          \
+                rw -= (L) - c[i];                                                    \
+                cstore##B(a + rw, (MASK)~m[i], v[i], (L) - c[i]);                    \
+            }                                                                        \
+        }                                                                            \
+        while (r - l >= (L)) {                                                       \
+            bool left = l - lw <= rw - r;                                            \
+            int64_t pos = left ? l : r - (L);                                        \
+            l += left ? (L) : 0;                                                     \
+            r -= left ? 0 : (L);                                                     \
+            __m512i v = _mm512_loadu_si512(a + pos);                                 \
+            PART_STEP(B, MASK, v, all);                                              \
+        }                                                                            \
+        if (r > l) {                                                                 \
+            MASK valid = (MASK)((1u << (r - l)) - 1);                                \
+            __m512i v = _mm512_maskz_loadu_epi##B(valid, a + l);                     \
+            PART_STEP(B, MASK, v, valid);                                            \
+        }                                                                            \
+        for (int i = 0; i < 2 * U; i++) PART_STEP(B, MASK, keep[i], all);            \
+        return lw;                                                                   \
     }
-    int64_t l = W, r = n - W, lw = 0, rw = n;
-#define PART32_MASK(V) (le ? _mm512_cmple_epu32_mask(V, pv) : _mm512_cmplt_epu32_mask(V, pv))
-#define PART32_STEP(V, VALID)                                                      \
-    do {                                                                           \
-        __mmask16 m_ = PART32_MASK(V) & (VALID);                                   \
-        int c_ = __builtin_popcount((unsigned)m_);                                 \
-        int t_ = __builtin_popcount((unsigned)(VALID));                            \
-        cstore32(a + lw, m_, V, c_);                                               \
-        lw += c_;                                                                  \
-        rw -= t_ - c_;                                                             \
-        cstore32(a + rw, (__mmask16)(~m_ & (VALID)), V, (t_ - c_));                \
+#define PART_MASK(B, V) (le ? _mm512_cmple_epu##B##_mask(V, pv) : _mm512_cmplt_epu##B##_mask(V, pv))
+#define PART_STEP(B, MASK, V, VALID)                                                 \
+    do {                                                                             \
+        MASK m_ = PART_MASK(B, V) & (VALID);                                         \
+        int c_ = __builtin_popcount((unsigned)m_);                                   \
+        int t_ = __builtin_popcount((unsigned)(VALID));                              \
+        cstore##B(a + lw, m_, V, c_);                                                \
+        lw += c_;                                                                    \
+        rw -= t_ - c_;                                                               \
+        cstore##B(a + rw, (MASK)(~m_ & (VALID)), V, (t_ - c_));                      \
     } while (0)
-    while (r - l >= W) {
-        bool left = l - lw <= rw - r;
-        int64_t pos = left ? l : r - W;
-        l += left ? W : 0;
-        r -= left ? 0 : W;
-        __m512i v[8];
-        __mmask16 m[8];
-        int c[8];
-#pragma GCC unroll 8
-        for (int i = 0; i < U; i++) {
-            v[i] = _mm512_loadu_si512(a + pos + 16 * i);
-            m[i] = PART32_MASK(v[i]);
-            c[i] = __builtin_popcount(m[i]);
-        }
-#pragma GCC unroll 8
-        for (int i = 0; i < U; i++) {
-            cstore32(a + lw, m[i], v[i], c[i]);
-            lw += c[i];
-            rw -= 16 - c[i];
-            cstore32(a + rw, (__mmask16)~m[i], v[i], 16 - c[i]);
-        }
-    }
-    while (r - l >= 16) {
-        bool left = l - lw <= rw - r;
-        int64_t pos = left ? l : r - 16;
-        l += left ? 16 : 0;
-        r -= left ? 0 : 16;
-        __m512i v = _mm512_loadu_si512(a + pos);
-        PART32_STEP(v, 0xffff);
-    }
-    if (r > l) {
-        __mmask16 valid = (__mmask16)((1u << (r - l)) - 1);
-        __m512i v = _mm512_maskz_loadu_epi32(valid, a + l);
-        PART32_STEP(v, valid);
-    }
-    for (int i = 0; i < 2 * U; i++) PART32_STEP(keep[i], 0xffff);
-#undef PART32_STEP
-#undef PART32_MASK
-    return lw;
-}
 
-/* The partitions, each compiled with its comparison and unrolling fixed
- * (eight vectors a step for long parts, four for short ones). */
-static int64_t partition32_lt(uint32_t *a, int64_t n, uint32_t pivot) {
-    return n >= 1024 ? partition32(a, n, pivot, false, 8) : partition32(a, n, pivot, false, 4);
-}
-static int64_t partition32_le(uint32_t *a, int64_t n, uint32_t pivot) {
-    return partition32(a, n, pivot, true, 4);
-}
-
-static void qsort32(uint32_t *a, int64_t n, int depth, bool tasks) {
-    while (n > SMALL32_MAX) {
-        if (depth-- <= 0) {
-            heapsort32(a, n);
-            return;
-        }
-        uint32_t pivot = pivot32(a, n);
-        int64_t m = partition32_lt(a, n, pivot);
-        if (m == 0) {
-            /* the pivot is the minimum: its copies are in place */
-            m = partition32_le(a, n, pivot);
-            a += m;
-            n -= m;
-            continue;
-        }
-        /* the smaller part first (recursion depth stays logarithmic) */
-        uint32_t *sa = a;
-        int64_t sn = m;
-        if (m < n - m) {
-            a += m;
-            n -= m;
-        } else {
-            sa = a + m;
-            sn = n - m;
-            n = m;
-        }
-        if (tasks && sn >= TASK_MIN) {
-#pragma omp task firstprivate(sa, sn, depth)
-            qsort32(sa, sn, depth, true);
-        } else {
-            qsort32(sa, sn, depth, tasks && sn >= TASK_MIN);
-        }
+/* The quicksort: parts of more than SMALL_MAX keys are partitioned with
+ * partition<B>_lt (and _le when the pivot is the part's minimum: its
+ * copies are then in place), the smaller part first (recursion depth
+ * stays logarithmic), parts of at least TASK_MIN keys as OpenMP tasks
+ * where `tasks`; past the depth limit, heapsort. */
+#define DEFINE_QSORT(B, SMALL_MAX)                                                   \
+    static void qsort##B(uint##B##_t *a, int64_t n, int depth, bool tasks) {         \
+        while (n > (SMALL_MAX)) {                                                    \
+            if (depth-- <= 0) {                                                      \
+                heapsort##B(a, n);                                                   \
+                return;                                                              \
+            }                                                                        \
+            uint##B##_t pivot = pivot##B(a, n);                                      \
+            int64_t m = partition##B##_lt(a, n, pivot);                              \
+            if (m == 0) {                                                            \
+                m = partition##B##_le(a, n, pivot);                                  \
+                a += m;                                                              \
+                n -= m;                                                              \
+                continue;                                                            \
+            }                                                                        \
+            uint##B##_t *sa = a;                                                     \
+            int64_t sn = m;                                                          \
+            if (m < n - m) {                                                         \
+                a += m;                                                              \
+                n -= m;                                                              \
+            } else {                                                                 \
+                sa = a + m;                                                          \
+                sn = n - m;                                                          \
+                n = m;                                                               \
+            }                                                                        \
+            if (tasks && sn >= TASK_MIN) {                                           \
+                _Pragma("omp task firstprivate(sa, sn, depth)")                      \
+                qsort##B(sa, sn, depth, true);                                       \
+            } else {                                                                 \
+                qsort##B(sa, sn, depth, tasks && sn >= TASK_MIN);                    \
+            }                                                                        \
+        }                                                                            \
+        small_sort##B(a, n);                                                         \
+    }                                                                                \
+    /* tasks: called by one thread of a parallel region (in a `single`),            \
+     * whose team takes the parts of at least TASK_MIN keys as tasks. */            \
+    void emi_cpu_sort_u##B##_avx512(uint##B##_t *a, int64_t n, bool tasks) {         \
+        qsort##B(a, n, depth_limit(n), tasks && n >= 2 * TASK_MIN);                  \
     }
-    small_sort32(a, n);
-}
 
 static int depth_limit(int64_t n) {
     int d = 0;
@@ -350,227 +372,33 @@ static int depth_limit(int64_t n) {
     return 2 * d + 4;
 }
 
-/* tasks: called by one thread of a parallel region (in a `single`),
- * whose team takes the parts of at least TASK_MIN keys as tasks. */
-void emi_cpu_sort_u32_avx512(uint32_t *a, int64_t n, bool tasks) {
-    qsort32(a, n, depth_limit(n), tasks && n >= 2 * TASK_MIN);
+DEFINE_SORTNET(32, 16)
+DEFINE_SMALL_SORT(32, 16, 4)
+DEFINE_PIVOT(32, 16)
+DEFINE_PARTITION(32, 16, __mmask16)
+DEFINE_SORTNET(64, 8)
+DEFINE_SMALL_SORT(64, 8, 3)
+DEFINE_PIVOT(64, 8)
+DEFINE_PARTITION(64, 8, __mmask8)
+
+/* The partitions, each compiled with its comparison and unrolling fixed:
+ * 32-bit keys eight vectors a step for long parts, four for short ones;
+ * 64-bit keys four. */
+static int64_t partition32_lt(uint32_t *a, int64_t n, uint32_t pivot) {
+    return n >= 1024 ? partition32(a, n, pivot, false, 8) : partition32(a, n, pivot, false, 4);
+}
+static int64_t partition32_le(uint32_t *a, int64_t n, uint32_t pivot) {
+    return partition32(a, n, pivot, true, 4);
+}
+static int64_t partition64_lt(uint64_t *a, int64_t n, uint64_t pivot) {
+    return partition64(a, n, pivot, false, 4);
+}
+static int64_t partition64_le(uint64_t *a, int64_t n, uint64_t pivot) {
+    return partition64(a, n, pivot, true, 4);
 }
 
-/* ======================================================================
- * 64-bit keys, 8 lanes: keys of f64/s64/u64 values, and argsort records
- * (key above position: all distinct, equal keys come out by position).
- * ====================================================================== */
-
-AI void cstore64(uint64_t *p, __mmask8 m, __m512i v, int cnt) {
-    _mm512_mask_storeu_epi64(p, (__mmask8)_bzhi_u32(0xffu, (unsigned)cnt), _mm512_maskz_compress_epi64(m, v));
-}
-
-/* As lanes32, rev32 and sortnet32 with 8 keys a register. */
-AI __m512i lanes64(__m512i v, int m) {
-    const __m512i iota = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
-    int top = m >= 4 ? 4 : m >= 2 ? 2 : 1;
-    __mmask8 maxmask = (__mmask8)lane_bits(8, top);
-    __m512i w = _mm512_permutexvar_epi64(_mm512_xor_si512(iota, _mm512_set1_epi64(m)), v);
-    __m512i lo = _mm512_mask_min_epu64(v, (__mmask8)~maxmask, v, w);
-    return _mm512_mask_max_epu64(lo, maxmask, v, w);
-}
-
-AI __m512i rev64(__m512i v) {
-    return _mm512_permutexvar_epi64(_mm512_set_epi64(0, 1, 2, 3, 4, 5, 6, 7), v);
-}
-
-AI void sortnet64(__m512i *v, const int R) {
-    const int P = R <= 1 ? 1 : R <= 2 ? 2 : R <= 4 ? 4 : R <= 8 ? 8 : 16;
-#pragma GCC unroll 16
-    for (int r = 0; r < R; r++) {
-#pragma GCC unroll 4
-        for (int k = 2; k <= 8; k <<= 1) {
-            v[r] = lanes64(v[r], k - 1);
-#pragma GCC unroll 4
-            for (int j = k >> 2; j > 0; j >>= 1) v[r] = lanes64(v[r], j);
-        }
-    }
-#pragma GCC unroll 4
-    for (int kr = 2; kr <= P; kr <<= 1) {
-#pragma GCC unroll 16
-        for (int r = 0; r < R; r++) {
-            int q = (r & ~(kr - 1)) + kr - 1 - (r & (kr - 1));
-            if ((r & (kr >> 1)) || q >= R) continue;
-            __m512i a = v[r], b = v[q];
-            v[r] = _mm512_min_epu64(a, rev64(b));
-            v[q] = _mm512_max_epu64(rev64(a), b);
-        }
-#pragma GCC unroll 4
-        for (int jr = kr >> 2; jr > 0; jr >>= 1) {
-#pragma GCC unroll 16
-            for (int r = 0; r < R; r++) {
-                if ((r & jr) || r + jr >= R) continue;
-                __m512i a = v[r], b = v[r + jr];
-                v[r] = _mm512_min_epu64(a, b);
-                v[r + jr] = _mm512_max_epu64(a, b);
-            }
-        }
-#pragma GCC unroll 16
-        for (int r = 0; r < R; r++) {
-#pragma GCC unroll 4
-            for (int j = 4; j > 0; j >>= 1) v[r] = lanes64(v[r], j);
-        }
-    }
-}
-
-#define SMALL64(R)                                                                  \
-    static void small64_##R(uint64_t *a, int64_t n) {                               \
-        __m512i v[R];                                                               \
-        const __m512i pad = _mm512_set1_epi64(-1);                                  \
-        for (int r = 0; r < R; r++) {                                               \
-            int64_t left = n - 8 * r;                                               \
-            __mmask8 m = left >= 8 ? 0xff : left <= 0 ? 0 : (__mmask8)((1u << left) - 1); \
-            v[r] = _mm512_mask_loadu_epi64(pad, m, a + 8 * r);                      \
-        }                                                                           \
-        sortnet64(v, R);                                                            \
-        for (int r = 0; r < R; r++) {                                               \
-            int64_t left = n - 8 * r;                                               \
-            __mmask8 m = left >= 8 ? 0xff : left <= 0 ? 0 : (__mmask8)((1u << left) - 1); \
-            _mm512_mask_storeu_epi64(a + 8 * r, m, v[r]);                           \
-        }                                                                           \
-    }
-SMALL64(1)
-SMALL64(2)
-SMALL64(3)
-SMALL64(4)
-SMALL64(6)
-SMALL64(8)
-SMALL64(10)
-SMALL64(12)
-SMALL64(14)
-SMALL64(16)
-
-/* Sorts n <= 128 keys. */
-static void small_sort64(uint64_t *a, int64_t n) {
-    typedef void (*small_fn)(uint64_t *, int64_t);
-    static const small_fn by_regs[16] = {small64_1,  small64_2,  small64_3,  small64_4,
-                                         small64_6,  small64_6,  small64_8,  small64_8,
-                                         small64_10, small64_10, small64_12, small64_12,
-                                         small64_14, small64_14, small64_16, small64_16};
-    if (n <= 1) return;
-    by_regs[(n - 1) >> 3](a, n);
-}
-
-static uint64_t pivot64(const uint64_t *a, int64_t n) {
-    uint64_t s[16];
-    int64_t step = n / 16;
-    for (int i = 0; i < 16; i++) s[i] = a[i * step + step / 2];
-    __m512i v[2] = {_mm512_loadu_si512(s), _mm512_loadu_si512(s + 8)};
-    sortnet64(v, 2);
-    _mm512_storeu_si512(s, v[0]);
-    _mm512_storeu_si512(s + 8, v[1]);
-    return s[8];
-}
-
-/* As partition32, with 8-key vectors (n >= 64). */
-AI int64_t partition64(uint64_t *a, int64_t n, uint64_t pivot, const bool le) {
-    const __m512i pv = _mm512_set1_epi64((long long)pivot);
-    __m512i keep[8];
-    for (int i = 0; i < 4; i++) {
-        keep[i] = _mm512_loadu_si512(a + 8 * i);
-        keep[4 + i] = _mm512_loadu_si512(a + n - 32 + 8 * i);
-    }
-    int64_t l = 32, r = n - 32, lw = 0, rw = n;
-#define PART64_MASK(V) (le ? _mm512_cmple_epu64_mask(V, pv) : _mm512_cmplt_epu64_mask(V, pv))
-#define PART64_STEP(V, VALID)                                                      \
-    do {                                                                           \
-        __mmask8 m_ = PART64_MASK(V) & (VALID);                                    \
-        int c_ = __builtin_popcount((unsigned)m_);                                 \
-        int t_ = __builtin_popcount((unsigned)(VALID));                            \
-        cstore64(a + lw, m_, V, c_);                           \
-        lw += c_;                                                                  \
-        rw -= t_ - c_;                                                             \
-        cstore64(a + rw, (__mmask8)(~m_ & (VALID)), V, (t_ - c_));    \
-    } while (0)
-    while (r - l >= 32) {
-        bool left = l - lw <= rw - r;
-        int64_t pos = left ? l : r - 32;
-        l += left ? 32 : 0;
-        r -= left ? 0 : 32;
-        __m512i v0 = _mm512_loadu_si512(a + pos), v1 = _mm512_loadu_si512(a + pos + 8);
-        __m512i v2 = _mm512_loadu_si512(a + pos + 16), v3 = _mm512_loadu_si512(a + pos + 24);
-        __mmask8 m0 = PART64_MASK(v0), m1 = PART64_MASK(v1), m2 = PART64_MASK(v2), m3 = PART64_MASK(v3);
-        int c0 = __builtin_popcount(m0), c1 = __builtin_popcount(m1);
-        int c2 = __builtin_popcount(m2), c3 = __builtin_popcount(m3);
-        cstore64(a + lw, m0, v0, c0);
-        cstore64(a + lw + c0, m1, v1, c1);
-        cstore64(a + lw + c0 + c1, m2, v2, c2);
-        cstore64(a + lw + c0 + c1 + c2, m3, v3, c3);
-        lw += c0 + c1 + c2 + c3;
-        cstore64(a + rw - (8 - c0), (__mmask8)~m0, v0, (8 - c0));
-        cstore64(a + rw - (16 - c0 - c1), (__mmask8)~m1, v1, (8 - c1));
-        cstore64(a + rw - (24 - c0 - c1 - c2), (__mmask8)~m2, v2, (8 - c2));
-        cstore64(a + rw - (32 - c0 - c1 - c2 - c3), (__mmask8)~m3, v3, (8 - c3));
-        rw -= 32 - (c0 + c1 + c2 + c3);
-    }
-    while (r - l >= 8) {
-        bool left = l - lw <= rw - r;
-        int64_t pos = left ? l : r - 8;
-        l += left ? 8 : 0;
-        r -= left ? 0 : 8;
-        __m512i v = _mm512_loadu_si512(a + pos);
-        PART64_STEP(v, 0xff);
-    }
-    if (r > l) {
-        __mmask8 valid = (__mmask8)((1u << (r - l)) - 1);
-        __m512i v = _mm512_maskz_loadu_epi64(valid, a + l);
-        PART64_STEP(v, valid);
-    }
-    for (int i = 0; i < 8; i++) PART64_STEP(keep[i], 0xff);
-#undef PART64_STEP
-#undef PART64_MASK
-    return lw;
-}
-
-/* The partitions, each compiled with its comparison and unrolling fixed
- * (eight vectors a step for long parts, four for short ones). */
-static int64_t partition64_lt(uint64_t *a, int64_t n, uint64_t pivot) { return partition64(a, n, pivot, false); }
-static int64_t partition64_le(uint64_t *a, int64_t n, uint64_t pivot) { return partition64(a, n, pivot, true); }
-
-static void qsort64(uint64_t *a, int64_t n, int depth, bool tasks) {
-    while (n > SMALL64_MAX) {
-        if (depth-- <= 0) {
-            heapsort64(a, n);
-            return;
-        }
-        uint64_t pivot = pivot64(a, n);
-        int64_t m = partition64_lt(a, n, pivot);
-        if (m == 0) {
-            m = partition64_le(a, n, pivot);
-            a += m;
-            n -= m;
-            continue;
-        }
-        uint64_t *sa = a;
-        int64_t sn = m;
-        if (m < n - m) {
-            a += m;
-            n -= m;
-        } else {
-            sa = a + m;
-            sn = n - m;
-            n = m;
-        }
-        if (tasks && sn >= TASK_MIN) {
-#pragma omp task firstprivate(sa, sn, depth)
-            qsort64(sa, sn, depth, true);
-        } else {
-            qsort64(sa, sn, depth, tasks && sn >= TASK_MIN);
-        }
-    }
-    small_sort64(a, n);
-}
-
-/* tasks: called by one thread of a parallel region (in a `single`),
- * whose team takes the parts of at least TASK_MIN keys as tasks. */
-void emi_cpu_sort_u64_avx512(uint64_t *a, int64_t n, bool tasks) {
-    qsort64(a, n, depth_limit(n), tasks && n >= 2 * TASK_MIN);
-}
+DEFINE_QSORT(32, SMALL32_MAX)
+DEFINE_QSORT(64, SMALL64_MAX)
 
 /* ======================================================================
  * f32 keys in and out (contiguous rows), the same mapping as sort.c's
