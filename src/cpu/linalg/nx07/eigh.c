@@ -1,12 +1,12 @@
 /* Nx 0.7.2's Nx.BinaryBackend.Matrix.eigh, for EMILY_LINALG_REFERENCE_NX07
- * (see linalg_nx07.h): a Householder reduction to Hessenberg form, then
+ * (see nx07.h): a Householder reduction to Hessenberg form, then
  * unshifted QR iterations (each QR by Householder reflections) until two
  * successive products of the Q factors agree within :eps.
  *
  * Every step is computed as that module computes it, operation by
  * operation, so that the doubles come out the same:
  * - real inputs take Elixir's float arithmetic; complex ones take the
- *   formulas of Elixir's Complex library (linalg_complex.h), a real
+ *   formulas of Elixir's Complex library (../complex.h), a real
  *   operand being Complex.new(x, 0);
  * - sums run from 0 in index order (`acc + x * y`), and a reflector is
  *   `identity - (scale * v_r) * conj(v_c)`, with Nx's grouping;
@@ -28,7 +28,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include "cpu/linalg_nx07.h"
+#include "cpu/linalg/nx07/nx07.h"
 
 /* ---- Scalars: Elixir numbers (cx false, the imaginary part unused and
  * kept 0) or %Complex{} structs (cx true). */
