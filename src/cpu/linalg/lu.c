@@ -16,28 +16,50 @@ static inline bool argmax_takes(double x, double cur, bool first) {
     return first || isnan(x) || (!isnan(cur) && x > cur);
 }
 
+/* The pivot row of column k: Nx.argmax of the column's magnitudes MAG
+ * (in the work type w), the rows above k counting as -infinity. */
+#define DEFINE_PIVOT(NAME, T, MAG)                                            \
+    static int64_t NAME(const T *a, int64_t n, int64_t k, emily_dtype w) {   \
+        (void)w;                                                              \
+        int64_t piv = 0;                                                      \
+        double best = 0;                                                      \
+        for (int64_t i = 0; i < n; i++) {                                     \
+            double x = i >= k ? MAG(a[i * n + k]) : -INFINITY;               \
+            if (argmax_takes(x, best, i == 0)) {                              \
+                piv = i;                                                      \
+                best = x;                                                     \
+            }                                                                 \
+        }                                                                     \
+        return piv;                                                           \
+    }
+#define MAG_REAL(x) fabs(x)
+#define MAG_COMPLEX(x) rnd(w, zabs(x))
+DEFINE_PIVOT(pivot_real, double, MAG_REAL)
+DEFINE_PIVOT(pivot_complex, zd, MAG_COMPLEX)
+
+/* Swaps rows k and piv of the n x n matrix a (elements of es bytes) and
+ * their entries of perm. */
+static void swap_rows(void *a, int64_t n, size_t es, int64_t *perm, int64_t k, int64_t piv) {
+    if (piv == k) return;
+    unsigned char *x = (unsigned char *)a + (size_t)(k * n) * es;
+    unsigned char *y = (unsigned char *)a + (size_t)(piv * n) * es;
+    for (size_t b = 0; b < (size_t)n * es; b++) {
+        unsigned char t = x[b];
+        x[b] = y[b];
+        y[b] = t;
+    }
+    int64_t t = perm[k];
+    perm[k] = perm[piv];
+    perm[piv] = t;
+}
+
 void emi_linalg_lu_real(double *a, int64_t n, emily_dtype w, int64_t *perm) {
     /* blocked for large f64 and f32 matrices (same bits; it allocates all
      * its scratch before touching a, so out of memory falls back to here) */
     if (n >= emi_cpu_linalg_block_min() && emi_cpu_lu_blocked(a, n, perm, w)) return;
     for (int64_t i = 0; i < n; i++) perm[i] = i;
     for (int64_t k = 0; k < n; k++) {
-        int64_t piv = 0;
-        double best = 0;
-        for (int64_t i = 0; i < n; i++) {
-            double x = i >= k ? fabs(a[i * n + k]) : -INFINITY;
-            if (argmax_takes(x, best, i == 0)) { piv = i; best = x; }
-        }
-        if (piv != k) {
-            for (int64_t j = 0; j < n; j++) {
-                double t = a[k * n + j];
-                a[k * n + j] = a[piv * n + j];
-                a[piv * n + j] = t;
-            }
-            int64_t t = perm[k];
-            perm[k] = perm[piv];
-            perm[piv] = t;
-        }
+        swap_rows(a, n, sizeof *a, perm, k, pivot_real(a, n, k, w));
         double d = a[k * n + k];
         if (!(d == 0))
             for (int64_t i = k + 1; i < n; i++) a[i * n + k] = rnd(w, a[i * n + k] / d);
@@ -65,22 +87,7 @@ void emi_linalg_lu_real(double *a, int64_t n, emily_dtype w, int64_t *perm) {
 void emi_linalg_lu_complex(zd *a, int64_t n, emily_dtype w, int64_t *perm) {
     for (int64_t i = 0; i < n; i++) perm[i] = i;
     for (int64_t k = 0; k < n; k++) {
-        int64_t piv = 0;
-        double best = 0;
-        for (int64_t i = 0; i < n; i++) {
-            double x = i >= k ? rnd(w, zabs(a[i * n + k])) : -INFINITY;
-            if (argmax_takes(x, best, i == 0)) { piv = i; best = x; }
-        }
-        if (piv != k) {
-            for (int64_t j = 0; j < n; j++) {
-                zd t = a[k * n + j];
-                a[k * n + j] = a[piv * n + j];
-                a[piv * n + j] = t;
-            }
-            int64_t t = perm[k];
-            perm[k] = perm[piv];
-            perm[piv] = t;
-        }
+        swap_rows(a, n, sizeof *a, perm, k, pivot_complex(a, n, k, w));
         zd d = a[k * n + k];
         if (!zzero(d))
             for (int64_t i = k + 1; i < n; i++) a[i * n + k] = zrnd(w, zdiv(a[i * n + k], d));

@@ -37,6 +37,13 @@ void emi_linalg_mm(const double *A, const double *B, double *C, int64_t p, int64
 }
 
 
+/* output_mode_handling: q's columns and r's rows once the reflections of
+ * an m x n matrix (m_in rows before Nx's zero rows) are done. */
+static int64_t qr_out_width(bool wide, bool complete, int64_t m_in, int64_t m, int64_t n) {
+    if (wide) return m_in;
+    return !complete && m > n ? n : m;
+}
+
 /* ---- QR, complex (Nx.LinAlg.QR.qr_matrix's complex reflector) ---------- */
 
 
@@ -129,10 +136,7 @@ static void qr_complex(const zd *a, int64_t m_in, int64_t n_in, emily_dtype w, d
                 q[j * m + k] = zrnd(w, zsub(q[j * m + k], zrnd(w, zmul(scale, o))));
             }
     }
-    int64_t qc, rr;
-    if (wide) qc = rr = m_in;
-    else if (!complete && m > n) qc = rr = n;
-    else qc = rr = m;
+    int64_t qc = qr_out_width(wide, complete, m_in, m, n), rr = qc;
     for (int64_t i = 0; i < m_in; i++)
         for (int64_t j = 0; j < qc; j++) {
             zd e = q[i * m + j];
@@ -243,11 +247,8 @@ void emi_linalg_qr_real(const double *a, int64_t m_in, int64_t n_in, emily_dtype
         }
     }
     /* approximate_zeros, then output_mode_handling */
-    int64_t qr_rows = m_in, qc, rr;
-    if (wide) qc = rr = m_in;
-    else if (!complete && m > n) qc = rr = n;
-    else qc = rr = m;
-    for (int64_t i = 0; i < qr_rows; i++)
+    int64_t qc = qr_out_width(wide, complete, m_in, m, n), rr = qc;
+    for (int64_t i = 0; i < m_in; i++)
         for (int64_t j = 0; j < qc; j++) {
             double e = q[i * m + j];
             q_out[i * qc + j] = fabs(e) <= eps32 ? 0 : e;
