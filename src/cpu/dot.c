@@ -139,6 +139,17 @@ static void store_results(emily_tensor *dst, const void *src, ctype ct) {
     }
 }
 
+/* The end of a product: sums computed into tmp (the compute type ct;
+ * NULL when dst held them in place) rounded into dst, the packed
+ * operands and tmp freed; s passed on. */
+static emily_status finish(emily_tensor *dst, ctype ct, void *tmp, void *pa, void *pb, emily_status s) {
+    if (!s && tmp) store_results(dst, tmp, ct);
+    free(pa);
+    free(pb);
+    free(tmp);
+    return s;
+}
+
 /* ---- integers ----------------------------------------------------------- */
 
 /* One output row: c[N] = a[K] x b[K, N], all contiguous, wrapping. */
@@ -179,12 +190,8 @@ static emily_status int_gemm(emily_tensor *dst, const emily_tensor *a, const emi
             int_row_uint32_t((const uint32_t *)pa + r * k, (const uint32_t *)pb + bi * k * n,
                              (uint32_t *)c + r * n, n, k);
     }
-    if (tmp) store_results(dst, tmp, ct);
 done:
-    free(pa);
-    free(pb);
-    free(tmp);
-    return s;
+    return finish(dst, ct, tmp, pa, pb, s);
 }
 
 /* ---- c128 as the reference computes it ----------------------------------
@@ -485,12 +492,8 @@ static emily_status blas_path(emily_tensor *dst, const emily_tensor *a, const em
         c = tmp;
     }
     blas_on_pool(ct, &oa, &ob, c, nb, m, n, k);
-    if (tmp) store_results(dst, tmp, ct);
 done:
-    free(pa);
-    free(pb);
-    free(tmp);
-    return s;
+    return finish(dst, ct, tmp, pa, pb, s);
 }
 
 /* ---- the kernel --------------------------------------------------------- */

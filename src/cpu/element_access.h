@@ -19,18 +19,22 @@ static inline int we_class(emily_dtype t) {
     return emily_dtype_is_complex(t) ? 2 : emily_dtype_is_float(t) ? 1 : 0;
 }
 
+/* One case of the readers below: the element as a T in v, then EXPR. */
+#define WE_LOAD_CASE(ENUM, T, EXPR) \
+    case EMILY_##ENUM: {            \
+        T v;                        \
+        memcpy(&v, p, sizeof v);    \
+        return EXPR;                \
+    }
+#define WE_LOAD_INT_(ENUM, sfx, T) WE_LOAD_CASE(ENUM, T, (uint64_t)v)
+#define WE_LOAD_F_(ENUM, sfx, T) WE_LOAD_CASE(ENUM, T, emi_to_f64_##sfx(v))
+#define WE_LOAD_IM_(ENUM, sfx, T) WE_LOAD_CASE(ENUM, T, emi_im_of_##sfx(v))
+
 /* An integer's bits; a signed value's conversion to uint64_t is its
  * sign extension. 0 for other types. */
 static inline uint64_t we_load_int(emily_dtype t, const char *p) {
     switch (t) {
-#define WE_LOAD_INT_(ENUM, sfx, T) \
-    case EMILY_##ENUM: {           \
-        T v;                       \
-        memcpy(&v, p, sizeof v);   \
-        return (uint64_t)v;        \
-    }
         EMI_DTYPES_INTEGER(WE_LOAD_INT_)
-#undef WE_LOAD_INT_
     default: return 0;
     }
 }
@@ -38,14 +42,7 @@ static inline uint64_t we_load_int(emily_dtype t, const char *p) {
 /* The value as a double (complex: the real part). */
 static inline double we_load_f(emily_dtype t, const char *p) {
     switch (t) {
-#define WE_LOAD_F_(ENUM, sfx, T)       \
-    case EMILY_##ENUM: {               \
-        T v;                           \
-        memcpy(&v, p, sizeof v);       \
-        return emi_to_f64_##sfx(v);    \
-    }
         EMI_DTYPES(WE_LOAD_F_)
-#undef WE_LOAD_F_
     default: return 0.0;
     }
 }
@@ -53,17 +50,15 @@ static inline double we_load_f(emily_dtype t, const char *p) {
 /* The imaginary part (0 for real types). */
 static inline double we_load_im(emily_dtype t, const char *p) {
     switch (t) {
-#define WE_LOAD_IM_(ENUM, sfx, T)      \
-    case EMILY_##ENUM: {               \
-        T v;                           \
-        memcpy(&v, p, sizeof v);       \
-        return emi_im_of_##sfx(v);     \
-    }
         EMI_DTYPES_COMPLEX(WE_LOAD_IM_)
-#undef WE_LOAD_IM_
     default: return 0.0;
     }
 }
+
+#undef WE_LOAD_CASE
+#undef WE_LOAD_INT_
+#undef WE_LOAD_F_
+#undef WE_LOAD_IM_
 
 static inline bool we_unsigned(emily_dtype t) {
     switch (t) {

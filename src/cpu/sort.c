@@ -255,14 +255,21 @@ static void row_unkeys(emily_dtype dt, const void *keys, int64_t n, bool desc, c
 #define LESS_PLAIN(x, y) ((x) < (y))
 #define LESS_PAIR(x, y) ((x).key < (y).key || ((x).key == (y).key && (x).idx < (y).idx))
 
-DEFINE_RADIX(radix_k8, uint8_t, ID, 0, 1, LESS_PLAIN)
-DEFINE_RADIX(radix_k16, uint16_t, ID, 0, 2, LESS_PLAIN)
-DEFINE_RADIX(radix_k32, uint32_t, ID, 0, 4, LESS_PLAIN)
-DEFINE_RADIX(radix_k64, uint64_t, ID, 0, 8, LESS_PLAIN)
-DEFINE_RADIX(radix_p8, uint64_t, ID, 32, 1, LESS_PLAIN)
-DEFINE_RADIX(radix_p16, uint64_t, ID, 32, 2, LESS_PLAIN)
-DEFINE_RADIX(radix_p32, uint64_t, ID, 32, 4, LESS_PLAIN)
-DEFINE_RADIX(radix_pair, pair64, PKEY, 0, 8, LESS_PAIR)
+/* The records sorted: X(name, record, key of a record, the key's low
+ * bit, its 8-bit digits, insertion sort's order). k: keys of 8 to 64
+ * bits; p: packed key << 32 | position records of 8- to 32-bit keys;
+ * pair: key/position pairs. */
+#define RADIX_RECORDS(X)                                \
+    X(k8, uint8_t, ID, 0, 1, LESS_PLAIN)                \
+    X(k16, uint16_t, ID, 0, 2, LESS_PLAIN)              \
+    X(k32, uint32_t, ID, 0, 4, LESS_PLAIN)              \
+    X(k64, uint64_t, ID, 0, 8, LESS_PLAIN)              \
+    X(p8, uint64_t, ID, 32, 1, LESS_PLAIN)              \
+    X(p16, uint64_t, ID, 32, 2, LESS_PLAIN)             \
+    X(p32, uint64_t, ID, 32, 4, LESS_PLAIN)             \
+    X(pair, pair64, PKEY, 0, 8, LESS_PAIR)
+#define RADIX_OF(NAME, R, GETKEY, LO, NP, LESS) DEFINE_RADIX(radix_##NAME, R, GETKEY, LO, NP, LESS)
+RADIX_RECORDS(RADIX_OF)
 
 
 /* ---- parallel radix for one long row -------------------------------------- */
@@ -272,7 +279,7 @@ DEFINE_RADIX(radix_pair, pair64, PKEY, 0, 8, LESS_PAIR)
  * by digit and thread by thread (so equal digits keep their order), and
  * each thread scatters its slice. */
 #define DEFINE_PAR_RADIX(NAME, R, GETKEY, LO, NP, SERIAL)                          \
-    static R *NAME(R *a, R *b, int64_t n, int64_t (*hist)[256], int T) {           \
+    static inline R *NAME(R *a, R *b, int64_t n, int64_t (*hist)[256], int T) {    \
         if (T < 2) return SERIAL(a, b, n);                                         \
         for (int p = 0; p < (NP); p++) {                                           \
             int sh = (LO) + 8 * p;                                                 \
@@ -314,12 +321,11 @@ DEFINE_RADIX(radix_pair, pair64, PKEY, 0, 8, LESS_PAIR)
         return a;                                                                  \
     }
 
-DEFINE_PAR_RADIX(par_radix_k16, uint16_t, ID, 0, 2, radix_k16)
-DEFINE_PAR_RADIX(par_radix_k32, uint32_t, ID, 0, 4, radix_k32)
-DEFINE_PAR_RADIX(par_radix_k64, uint64_t, ID, 0, 8, radix_k64)
-DEFINE_PAR_RADIX(par_radix_p16, uint64_t, ID, 32, 2, radix_p16)
-DEFINE_PAR_RADIX(par_radix_p32, uint64_t, ID, 32, 4, radix_p32)
-DEFINE_PAR_RADIX(par_radix_pair, pair64, PKEY, 0, 8, radix_pair)
+/* for every kind of record (static inline: 8-bit keys, one or two
+ * passes, stay serial and leave theirs unused) */
+#define PAR_RADIX_OF(NAME, R, GETKEY, LO, NP, LESS) \
+    DEFINE_PAR_RADIX(par_radix_##NAME, R, GETKEY, LO, NP, radix_##NAME)
+RADIX_RECORDS(PAR_RADIX_OF)
 
 /* ---- one row --------------------------------------------------------------- */
 

@@ -54,33 +54,24 @@ AI unsigned lane_bits(int lanes, int64_t j) {
 /* In-place heapsort: the fallback past the depth limit (O(n log n)
  * whatever the data, no extra memory). */
 #define DEFINE_HEAPSORT(NAME, T)                                                   \
-    static void NAME(T *a, int64_t n) {                                            \
-        for (int64_t i = n / 2; i-- > 0;) {                                        \
-            T x = a[i];                                                            \
-            int64_t j = i;                                                         \
-            for (;;) {                                                             \
-                int64_t c = 2 * j + 1;                                             \
-                if (c >= n) break;                                                 \
-                if (c + 1 < n && a[c] < a[c + 1]) c++;                             \
-                if (!(x < a[c])) break;                                            \
-                a[j] = a[c];                                                       \
-                j = c;                                                             \
-            }                                                                      \
-            a[j] = x;                                                              \
+    /* x into the max-heap a[0, end) from position j down */                       \
+    static void NAME##_sift(T *a, int64_t end, int64_t j, T x) {                   \
+        for (;;) {                                                                 \
+            int64_t c = 2 * j + 1;                                                 \
+            if (c >= end) break;                                                   \
+            if (c + 1 < end && a[c] < a[c + 1]) c++;                               \
+            if (!(x < a[c])) break;                                                \
+            a[j] = a[c];                                                           \
+            j = c;                                                                 \
         }                                                                          \
+        a[j] = x;                                                                  \
+    }                                                                              \
+    static void NAME(T *a, int64_t n) {                                            \
+        for (int64_t i = n / 2; i-- > 0;) NAME##_sift(a, n, i, a[i]);              \
         for (int64_t end = n - 1; end > 0; end--) {                                \
             T x = a[end];                                                          \
             a[end] = a[0];                                                         \
-            int64_t j = 0;                                                         \
-            for (;;) {                                                             \
-                int64_t c = 2 * j + 1;                                             \
-                if (c >= end) break;                                               \
-                if (c + 1 < end && a[c] < a[c + 1]) c++;                           \
-                if (!(x < a[c])) break;                                            \
-                a[j] = a[c];                                                       \
-                j = c;                                                             \
-            }                                                                      \
-            a[j] = x;                                                              \
+            NAME##_sift(a, end, 0, x);                                             \
         }                                                                          \
     }
 DEFINE_HEAPSORT(heapsort32, uint32_t)

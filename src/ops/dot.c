@@ -80,6 +80,19 @@ static emily_status norm_operand_axes(const char *side, const emily_tensor *t, i
     return EMILY_OK;
 }
 
+/* Paired axes (contract or batch: `what`) of a and b must have equal
+ * sizes. */
+static emily_status check_pairs(const char *what, const emily_tensor *a, const emily_tensor *b, int n,
+                                const int *xa, const int *xb) {
+    for (int i = 0; i < n; i++)
+        if (a->shape[xa[i]] != b->shape[xb[i]])
+            return emily_error(EMILY_ERR_SHAPE, "dot: %s axis %d of the left tensor (size %lld) does "
+                               "not match axis %d of the right tensor (size %lld); shapes %s and %s",
+                               what, xa[i], (long long)a->shape[xa[i]], xb[i], (long long)b->shape[xb[i]],
+                               EMILY_SHAPE_STR(a), EMILY_SHAPE_STR(b));
+    return EMILY_OK;
+}
+
 static emily_status check_out_type(const emily_tensor *a, const emily_tensor *b,
                                    emily_dtype out_type, emily_dtype *dt) {
     if (out_type == EMILY_DTYPE_AUTO) {
@@ -213,22 +226,8 @@ emily_status emily_dot(const emily_tensor *a, int ncontract_a, const int *contra
     char *role_a = role, *role_b = role + ra + 1;
     if ((s = norm_operand_axes("left", a, nc, contract_a, nb, batch_a, ca, ba, role_a))) goto done;
     if ((s = norm_operand_axes("right", b, nc, contract_b, nb, batch_b, cb, bb, role_b))) goto done;
-    for (int i = 0; i < nc; i++)
-        if (a->shape[ca[i]] != b->shape[cb[i]]) {
-            s = emily_error(EMILY_ERR_SHAPE, "dot: contract axis %d of the left tensor (size %lld) does "
-                            "not match axis %d of the right tensor (size %lld); shapes %s and %s",
-                            ca[i], (long long)a->shape[ca[i]], cb[i], (long long)b->shape[cb[i]],
-                            EMILY_SHAPE_STR(a), EMILY_SHAPE_STR(b));
-            goto done;
-        }
-    for (int i = 0; i < nb; i++)
-        if (a->shape[ba[i]] != b->shape[bb[i]]) {
-            s = emily_error(EMILY_ERR_SHAPE, "dot: batch axis %d of the left tensor (size %lld) does "
-                            "not match axis %d of the right tensor (size %lld); shapes %s and %s",
-                            ba[i], (long long)a->shape[ba[i]], bb[i], (long long)b->shape[bb[i]],
-                            EMILY_SHAPE_STR(a), EMILY_SHAPE_STR(b));
-            goto done;
-        }
+    if ((s = check_pairs("contract", a, b, nc, ca, cb)) || (s = check_pairs("batch", a, b, nb, ba, bb)))
+        goto done;
 
     /* a: [batch, free_a, contract]; b: [batch, contract, free_b]; the
      * output: [batch, free_a, free_b]. */

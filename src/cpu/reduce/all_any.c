@@ -55,9 +55,7 @@ EMI_DTYPES_HALF(TRUTH_HALF)
 EMI_DTYPES_NATIVE_FLOAT(TRUTH_PLAIN)
 EMI_DTYPES_COMPLEX(TRUTH_COMPLEX)
 
-#define REDUCER_PREFIX all_
-const emi_reducer *const emi_reduce_all[EMILY_DTYPE_COUNT] = {EMI_DTYPES(REDUCER_ENTRY)};
-#undef REDUCER_PREFIX
-#define REDUCER_PREFIX any_
-const emi_reducer *const emi_reduce_any[EMILY_DTYPE_COUNT] = {EMI_DTYPES(REDUCER_ENTRY)};
-#undef REDUCER_PREFIX
+#define ALL_ENTRY(ENUM, sfx, T) EMI_REDUCER_ENTRY(ENUM, all_##sfx)
+#define ANY_ENTRY(ENUM, sfx, T) EMI_REDUCER_ENTRY(ENUM, any_##sfx)
+const emi_reducer *const emi_reduce_all[EMILY_DTYPE_COUNT] = {EMI_DTYPES(ALL_ENTRY)};
+const emi_reducer *const emi_reduce_any[EMILY_DTYPE_COUNT] = {EMI_DTYPES(ANY_ENTRY)};

@@ -13,53 +13,19 @@
 
 /* ---- integers ----------------------------------------------------------- */
 
-#define INT_EXTREME(NAME, T, INITV, BETTER, RED)                                       \
-    static void NAME##_init(void *acc, int64_t n) {                                    \
-        T *restrict a = acc;                                                           \
-        for (int64_t i = 0; i < n; i++) a[i] = INITV;                                  \
-    }                                                                                  \
-    static void NAME##_run(void *acc, const void *src, int64_t n, int64_t s) {         \
-        const T *restrict x = src;                                                     \
-        T m = *(T *)acc;                                                               \
-        if (s == 1) {                                                                  \
-            PRAGMA(omp simd reduction(RED:m))                                          \
-            for (int64_t i = 0; i < n; i++) m = x[i] BETTER m ? x[i] : m;              \
-        } else {                                                                       \
-            for (int64_t i = 0; i < n; i++) m = x[i * s] BETTER m ? x[i * s] : m;      \
-        }                                                                              \
-        *(T *)acc = m;                                                                 \
-    }                                                                                  \
-    static void NAME##_cols(void *acc, const void *src, int64_t n, int64_t s) {        \
-        const T *restrict x = src;                                                     \
-        T *restrict a = acc;                                                           \
-        if (s == 1)                                                                    \
-            PRAGMA(omp simd)                                                           \
-            for (int64_t j = 0; j < n; j++) a[j] = x[j] BETTER a[j] ? x[j] : a[j];     \
-        else                                                                           \
-            for (int64_t j = 0; j < n; j++) a[j] = x[j * s] BETTER a[j] ? x[j * s] : a[j]; \
-    }                                                                                  \
-    static void NAME##_merge(void *acc, const void *part) {                            \
-        T p = *(const T *)part;                                                        \
-        if (p BETTER *(T *)acc) *(T *)acc = p;                                         \
-    }                                                                                  \
-    static void NAME##_store(void *dst, int64_t ds, const void *acc, int64_t n) {      \
-        T *d = dst;                                                                    \
-        const T *a = acc;                                                              \
-        for (int64_t j = 0; j < n; j++) d[j * ds] = a[j];                              \
-    }                                                                                  \
-    static const emi_reducer NAME = {sizeof(T), NAME##_init, NAME##_run, NAME##_cols,  \
-                                     NAME##_merge, NAME##_store, false};
+#define MAX_STEP(T, a, x) ((x) > (a) ? (x) : (a))
+#define MIN_STEP(T, a, x) ((x) < (a) ? (x) : (a))
 
 /* The folds start from the type's smallest (max) and largest (min)
  * value: an unsigned type's are 0 and all ones, a signed type's the
  * largest is the half of its bits' all ones. */
-#define UNSIGNED_MAX_MIN(ENUM, sfx, T)        \
-    INT_EXTREME(max_##sfx, T, 0, >, max)      \
-    INT_EXTREME(min_##sfx, T, (T)~(T)0, <, min)
+#define UNSIGNED_MAX_MIN(ENUM, sfx, T)                   \
+    EMI_INT_REDUCER(max_##sfx, T, T, MAX_STEP, max, 0)   \
+    EMI_INT_REDUCER(min_##sfx, T, T, MIN_STEP, min, (T)~(T)0)
 #define SIGNED_LARGEST(sfx, T) ((T)((EMI_BITS(sfx))~(EMI_BITS(sfx))0 >> 1))
-#define SIGNED_MAX_MIN(ENUM, sfx, T)                                            \
-    INT_EXTREME(max_##sfx, T, (T)(-SIGNED_LARGEST(sfx, T) - 1), >, max)         \
-    INT_EXTREME(min_##sfx, T, SIGNED_LARGEST(sfx, T), <, min)
+#define SIGNED_MAX_MIN(ENUM, sfx, T)                                                      \
+    EMI_INT_REDUCER(max_##sfx, T, T, MAX_STEP, max, (T)(-SIGNED_LARGEST(sfx, T) - 1))     \
+    EMI_INT_REDUCER(min_##sfx, T, T, MIN_STEP, min, SIGNED_LARGEST(sfx, T))
 EMI_DTYPES_UNSIGNED(UNSIGNED_MAX_MIN)
 EMI_DTYPES_SIGNED(SIGNED_MAX_MIN)
 
@@ -149,12 +115,10 @@ COLS_GENERIC(cols_min_f64, double, double, EMI_AS_IS, <)
 #define NATIVE_MAX_MIN(ENUM, sfx, T) FLOAT_MAX_MIN(sfx, T, T, EMI_AS_IS, EMI_AS_IS)
 EMI_DTYPES_NATIVE_FLOAT(NATIVE_MAX_MIN)
 
-#define REDUCER_PREFIX max_
-const emi_reducer *const emi_reduce_max[EMILY_DTYPE_COUNT] = {EMI_DTYPES_REAL(REDUCER_ENTRY)};
-#undef REDUCER_PREFIX
-#define REDUCER_PREFIX min_
-const emi_reducer *const emi_reduce_min[EMILY_DTYPE_COUNT] = {EMI_DTYPES_REAL(REDUCER_ENTRY)};
-#undef REDUCER_PREFIX
+#define MAX_ENTRY(ENUM, sfx, T) EMI_REDUCER_ENTRY(ENUM, max_##sfx)
+#define MIN_ENTRY(ENUM, sfx, T) EMI_REDUCER_ENTRY(ENUM, min_##sfx)
+const emi_reducer *const emi_reduce_max[EMILY_DTYPE_COUNT] = {EMI_DTYPES_REAL(MAX_ENTRY)};
+const emi_reducer *const emi_reduce_min[EMILY_DTYPE_COUNT] = {EMI_DTYPES_REAL(MIN_ENTRY)};
 
 /* ---- the sign of a zero result -------------------------------------------- */
 

@@ -21,6 +21,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 #include "core/tensor_impl.h"
 #include "cpu/dtype_scalars.h"
 #include "emily/ops.h"
@@ -70,9 +71,50 @@ extern const emi_reducer *const emi_reduce_any[EMILY_DTYPE_COUNT];
 emily_status emi_reduce_fix_zero_signs(emily_tensor *dst, const emily_tensor *src,
                                        const bool *reduced);
 
-/* The entry [EMILY_ENUM] = &PREFIX##sfx of a table of reducers by dtype
- * (with `#define REDUCER_PREFIX sum_` before the expansion). */
-#define REDUCER_ENTRY(ENUM, sfx, T) [EMILY_##ENUM] = &EMI_PASTE(REDUCER_PREFIX, sfx),
+/* The entry of reducer NAME in a table by dtype. */
+#define EMI_REDUCER_ENTRY(ENUM, NAME) [EMILY_##ENUM] = &NAME,
+
+/* An integer reducer NAME over elements of type T: accumulators of type
+ * A (T's size), STEP(A, a, x) the fold of x into accumulator a, RED the
+ * OpenMP reduction (+, *, max, min) under which a contiguous run
+ * vectorizes, INIT the starting value; a result is its accumulator's
+ * bytes. sum_product.c (A: the type's bits, wrapping) and max_min.c
+ * (A = T) define theirs with it. */
+#define EMI_INT_REDUCER(NAME, T, A, STEP, RED, INIT)                                   \
+    static void NAME##_init(void *acc, int64_t n) {                                    \
+        A *restrict a = acc;                                                           \
+        for (int64_t i = 0; i < n; i++) a[i] = (A)(INIT);                              \
+    }                                                                                  \
+    static void NAME##_run(void *acc, const void *src, int64_t n, int64_t s) {         \
+        const T *restrict x = src;                                                     \
+        A a = *(A *)acc;                                                               \
+        if (s == 1) {                                                                  \
+            PRAGMA(omp simd reduction(RED:a))                                          \
+            for (int64_t i = 0; i < n; i++) a = STEP(A, a, x[i]);                         \
+        } else {                                                                       \
+            for (int64_t i = 0; i < n; i++) a = STEP(A, a, x[i * s]);                     \
+        }                                                                              \
+        *(A *)acc = a;                                                                 \
+    }                                                                                  \
+    static void NAME##_cols(void *acc, const void *src, int64_t n, int64_t s) {        \
+        const T *restrict x = src;                                                     \
+        A *restrict a = acc;                                                           \
+        if (s == 1)                                                                    \
+            PRAGMA(omp simd)                                                           \
+            for (int64_t j = 0; j < n; j++) a[j] = STEP(A, a[j], x[j]);                   \
+        else                                                                           \
+            for (int64_t j = 0; j < n; j++) a[j] = STEP(A, a[j], x[j * s]);               \
+    }                                                                                  \
+    static void NAME##_merge(void *acc, const void *part) {                            \
+        *(A *)acc = STEP(A, *(A *)acc, *(const A *)part);                                 \
+    }                                                                                  \
+    static void NAME##_store(void *dst, int64_t ds, const void *acc, int64_t n) {      \
+        T *d = dst;                                                                    \
+        const A *a = acc;                                                              \
+        for (int64_t j = 0; j < n; j++) memcpy(&d[j * ds], &a[j], sizeof(T));          \
+    }                                                                                  \
+    static const emi_reducer NAME = {sizeof(A), NAME##_init, NAME##_run, NAME##_cols,  \
+                                     NAME##_merge, NAME##_store, false};
 
 /* Folds a contiguous run x[0..n) of T, read as C by LOAD, into *mp with
  * max (BETTER >, RED max) or min; returns nonzero when a NaN was seen

@@ -234,13 +234,15 @@ EXT256(min_f64_avx2, double, __m256d, 4, _mm256_loadu_pd, _mm256_set1_pd, _mm256
 
 /* ---- finding a value, column folds (AVX-512 and AVX2) --------------------- */
 
-#define FIND512(NAME, T, V, W, LOADU, SET1, CMP, MASK)                               \
-    __attribute__((target("avx512f"))) static int64_t NAME(const T *x, int64_t n, T v, int last) { \
+/* The first (`last`: the last) element equal to v, W lanes a compare:
+ * EQ(a, b) gives the lanes' equality as the bits of an unsigned. */
+#define FIND(NAME, TARGET, T, V, W, LOADU, SET1, EQ)                                 \
+    TARGET static int64_t NAME(const T *x, int64_t n, T v, int last) {               \
         V vv = SET1(v);                                                              \
         if (!last) {                                                                 \
             int64_t i = 0;                                                           \
             for (; i + W <= n; i += W) {                                             \
-                unsigned m = (MASK)CMP(LOADU(x + i), vv, _CMP_EQ_OQ);                \
+                unsigned m = EQ(LOADU(x + i), vv);                                   \
                 if (m) return i + __builtin_ctz(m);                                  \
             }                                                                        \
             for (; i < n; i++)                                                       \
@@ -248,7 +250,7 @@ EXT256(min_f64_avx2, double, __m256d, 4, _mm256_loadu_pd, _mm256_set1_pd, _mm256
         } else {                                                                     \
             int64_t i = n;                                                           \
             for (; i >= W; i -= W) {                                                 \
-                unsigned m = (MASK)CMP(LOADU(x + i - W), vv, _CMP_EQ_OQ);            \
+                unsigned m = EQ(LOADU(x + i - W), vv);                               \
                 if (m) return i - W + (31 - __builtin_clz(m));                       \
             }                                                                        \
             for (; i > 0; i--)                                                       \
@@ -256,53 +258,30 @@ EXT256(min_f64_avx2, double, __m256d, 4, _mm256_loadu_pd, _mm256_set1_pd, _mm256
         }                                                                            \
         return -1;                                                                   \
     }
-FIND512(find_f32_avx512, float, __m512, 16, _mm512_loadu_ps, _mm512_set1_ps, _mm512_cmp_ps_mask, __mmask16)
-FIND512(find_f64_avx512, double, __m512d, 8, _mm512_loadu_pd, _mm512_set1_pd, _mm512_cmp_pd_mask, __mmask8)
+#define EQ_PS512(a, b) ((__mmask16)_mm512_cmp_ps_mask(a, b, _CMP_EQ_OQ))
+#define EQ_PD512(a, b) ((__mmask8)_mm512_cmp_pd_mask(a, b, _CMP_EQ_OQ))
+#define EQ_PS256(a, b) ((unsigned)_mm256_movemask_ps(_mm256_cmp_ps(a, b, _CMP_EQ_OQ)))
+#define EQ_PD256(a, b) ((unsigned)_mm256_movemask_pd(_mm256_cmp_pd(a, b, _CMP_EQ_OQ)))
+FIND(find_f32_avx512, AVX512, float, __m512, 16, _mm512_loadu_ps, _mm512_set1_ps, EQ_PS512)
+FIND(find_f64_avx512, AVX512, double, __m512d, 8, _mm512_loadu_pd, _mm512_set1_pd, EQ_PD512)
+FIND(find_f32_avx2, AVX2, float, __m256, 8, _mm256_loadu_ps, _mm256_set1_ps, EQ_PS256)
+FIND(find_f64_avx2, AVX2, double, __m256d, 4, _mm256_loadu_pd, _mm256_set1_pd, EQ_PD256)
 
-#define FIND256(NAME, T, V, W, LOADU, SET1, CMP, MOVEMASK)                           \
-    __attribute__((target("avx2"))) static int64_t NAME(const T *x, int64_t n, T v, int last) { \
-        V vv = SET1(v);                                                              \
-        if (!last) {                                                                 \
-            int64_t i = 0;                                                           \
-            for (; i + W <= n; i += W) {                                             \
-                unsigned m = (unsigned)MOVEMASK(CMP(LOADU(x + i), vv, _CMP_EQ_OQ));  \
-                if (m) return i + __builtin_ctz(m);                                  \
-            }                                                                        \
-            for (; i < n; i++)                                                       \
-                if (x[i] == v) return i;                                             \
-        } else {                                                                     \
-            int64_t i = n;                                                           \
-            for (; i >= W; i -= W) {                                                 \
-                unsigned m = (unsigned)MOVEMASK(CMP(LOADU(x + i - W), vv, _CMP_EQ_OQ)); \
-                if (m) return i - W + (31 - __builtin_clz(m));                       \
-            }                                                                        \
-            for (; i > 0; i--)                                                       \
-                if (x[i - 1] == v) return i - 1;                                     \
+/* acc[j] += x[j] in double lanes, two vectors of W a step. */
+#define COLS_SUM_F32(NAME, TARGET, VD, W, LOAD_WIDE, LOADU, STOREU, ADD)             \
+    TARGET static void NAME(double *acc, const float *x, int64_t n) {                \
+        int64_t j = 0;                                                               \
+        for (; j + 2 * (W) <= n; j += 2 * (W)) {                                     \
+            VD lo = LOAD_WIDE(x + j), hi = LOAD_WIDE(x + j + (W));                   \
+            STOREU(acc + j, ADD(LOADU(acc + j), lo));                                \
+            STOREU(acc + j + (W), ADD(LOADU(acc + j + (W)), hi));                    \
         }                                                                            \
-        return -1;                                                                   \
+        for (; j < n; j++) acc[j] += (double)x[j];                                   \
     }
-FIND256(find_f32_avx2, float, __m256, 8, _mm256_loadu_ps, _mm256_set1_ps, _mm256_cmp_ps, _mm256_movemask_ps)
-FIND256(find_f64_avx2, double, __m256d, 4, _mm256_loadu_pd, _mm256_set1_pd, _mm256_cmp_pd, _mm256_movemask_pd)
-
-__attribute__((target("avx512f"))) static void cols_sum_f32_avx512(double *acc, const float *x, int64_t n) {
-    int64_t j = 0;
-    for (; j + 16 <= n; j += 16) {
-        __m512d lo = _mm512_cvtps_pd(_mm256_loadu_ps(x + j)), hi = _mm512_cvtps_pd(_mm256_loadu_ps(x + j + 8));
-        _mm512_storeu_pd(acc + j, _mm512_add_pd(_mm512_loadu_pd(acc + j), lo));
-        _mm512_storeu_pd(acc + j + 8, _mm512_add_pd(_mm512_loadu_pd(acc + j + 8), hi));
-    }
-    for (; j < n; j++) acc[j] += (double)x[j];
-}
-
-__attribute__((target("avx2"))) static void cols_sum_f32_avx2(double *acc, const float *x, int64_t n) {
-    int64_t j = 0;
-    for (; j + 8 <= n; j += 8) {
-        __m256d lo = _mm256_cvtps_pd(_mm_loadu_ps(x + j)), hi = _mm256_cvtps_pd(_mm_loadu_ps(x + j + 4));
-        _mm256_storeu_pd(acc + j, _mm256_add_pd(_mm256_loadu_pd(acc + j), lo));
-        _mm256_storeu_pd(acc + j + 4, _mm256_add_pd(_mm256_loadu_pd(acc + j + 4), hi));
-    }
-    for (; j < n; j++) acc[j] += (double)x[j];
-}
+COLS_SUM_F32(cols_sum_f32_avx512, AVX512, __m512d, 8, load_wide512, _mm512_loadu_pd,
+             _mm512_storeu_pd, _mm512_add_pd)
+COLS_SUM_F32(cols_sum_f32_avx2, AVX2, __m256d, 4, load_wide256, _mm256_loadu_pd, _mm256_storeu_pd,
+             _mm256_add_pd)
 
 #define COLS_EXT512(NAME, PRED, BETTER)                                              \
     __attribute__((target("avx512f"))) static void NAME(float *acc, const float *x, int64_t n) { \

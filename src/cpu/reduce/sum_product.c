@@ -16,45 +16,11 @@
  * alike. */
 #define UNS(v) ((v) + 0u)
 
-#define INT_FOLD(NAME, T, U, OP, ID)                                                   \
-    static void NAME##_init(void *acc, int64_t n) {                                    \
-        U *restrict a = acc;                                                           \
-        for (int64_t i = 0; i < n; i++) a[i] = (U)(ID);                                \
-    }                                                                                  \
-    static void NAME##_run(void *acc, const void *src, int64_t n, int64_t s) {         \
-        const T *restrict x = src;                                                     \
-        U a = *(U *)acc;                                                               \
-        if (s == 1) {                                                                  \
-            PRAGMA(omp simd reduction(OP:a))                                           \
-            for (int64_t i = 0; i < n; i++) a = (U)(UNS(a) OP UNS((U)x[i]));           \
-        } else {                                                                       \
-            for (int64_t i = 0; i < n; i++) a = (U)(UNS(a) OP UNS((U)x[i * s]));       \
-        }                                                                              \
-        *(U *)acc = a;                                                                 \
-    }                                                                                  \
-    static void NAME##_cols(void *acc, const void *src, int64_t n, int64_t s) {        \
-        const T *restrict x = src;                                                     \
-        U *restrict a = acc;                                                           \
-        if (s == 1)                                                                    \
-            PRAGMA(omp simd)                                                           \
-            for (int64_t j = 0; j < n; j++) a[j] = (U)(UNS(a[j]) OP UNS((U)x[j]));     \
-        else                                                                           \
-            for (int64_t j = 0; j < n; j++) a[j] = (U)(UNS(a[j]) OP UNS((U)x[j * s])); \
-    }                                                                                  \
-    static void NAME##_merge(void *acc, const void *part) {                            \
-        *(U *)acc = (U)(UNS(*(U *)acc) OP UNS(*(const U *)part));                      \
-    }                                                                                  \
-    static void NAME##_store(void *dst, int64_t ds, const void *acc, int64_t n) {      \
-        T *d = dst;                                                                    \
-        const U *a = acc;                                                              \
-        for (int64_t j = 0; j < n; j++) memcpy(&d[j * ds], &a[j], sizeof(T));          \
-    }                                                                                  \
-    static const emi_reducer NAME = {sizeof(U), NAME##_init, NAME##_run, NAME##_cols,  \
-                                     NAME##_merge, NAME##_store, false};
-
-#define INT_SUM_PRODUCT(ENUM, sfx, T)              \
-    INT_FOLD(sum_##sfx, T, EMI_BITS(sfx), +, 0)    \
-    INT_FOLD(prod_##sfx, T, EMI_BITS(sfx), *, 1)
+#define ADD_STEP(U, a, x) ((U)(UNS(a) + UNS((U)(x))))
+#define MUL_STEP(U, a, x) ((U)(UNS(a) * UNS((U)(x))))
+#define INT_SUM_PRODUCT(ENUM, sfx, T)                                 \
+    EMI_INT_REDUCER(sum_##sfx, T, EMI_BITS(sfx), ADD_STEP, +, 0)      \
+    EMI_INT_REDUCER(prod_##sfx, T, EMI_BITS(sfx), MUL_STEP, *, 1)
 EMI_DTYPES_INTEGER(INT_SUM_PRODUCT)
 
 /* ---- floats: sums and products in double ------------------------------ */
@@ -235,9 +201,7 @@ EMI_DTYPES_COMPLEX(COMPLEX_SUM_PRODUCT)
 
 /* ---- the tables ----------------------------------------------------------- */
 
-#define REDUCER_PREFIX sum_
-const emi_reducer *const emi_reduce_sum[EMILY_DTYPE_COUNT] = {EMI_DTYPES(REDUCER_ENTRY)};
-#undef REDUCER_PREFIX
-#define REDUCER_PREFIX prod_
-const emi_reducer *const emi_reduce_product[EMILY_DTYPE_COUNT] = {EMI_DTYPES(REDUCER_ENTRY)};
-#undef REDUCER_PREFIX
+#define SUM_ENTRY(ENUM, sfx, T) EMI_REDUCER_ENTRY(ENUM, sum_##sfx)
+#define PROD_ENTRY(ENUM, sfx, T) EMI_REDUCER_ENTRY(ENUM, prod_##sfx)
+const emi_reducer *const emi_reduce_sum[EMILY_DTYPE_COUNT] = {EMI_DTYPES(SUM_ENTRY)};
+const emi_reducer *const emi_reduce_product[EMILY_DTYPE_COUNT] = {EMI_DTYPES(PROD_ENTRY)};
