@@ -146,6 +146,31 @@ static void base_cols_min_f32(float *restrict acc, const float *restrict x, int6
         finish_sum2(l, e, 2 * (W), x, i, n, out);                                     \
     }
 
+/* Extremes of f32/f64 runs: two vectors of W lanes a step folded with
+ * OP, a NaN seen anywhere noted (UNORD(v): v's NaN lanes as an NT,
+ * merged with NAN_OR, tested with NAN_ANY), the lanes reduced by HRED. */
+#define EXT(NAME, TARGET, T, V, W, LOADU, SET1, OP, NT, NAN0, UNORD, NAN_OR, NAN_ANY, HRED, BETTER) \
+    TARGET static int NAME(const T *x, int64_t n, T *mp) {                               \
+        V m0 = SET1(*mp), m1 = m0;                                                       \
+        NT nan = NAN0;                                                                   \
+        int64_t i = 0;                                                                   \
+        for (; i + 2 * W <= n; i += 2 * W) {                                             \
+            V v0 = LOADU(x + i), v1 = LOADU(x + i + W);                                  \
+            nan = NAN_OR(nan, NAN_OR(UNORD(v0), UNORD(v1)));                             \
+            m0 = OP(m0, v0);                                                             \
+            m1 = OP(m1, v1);                                                             \
+        }                                                                                \
+        T m = HRED(OP(m0, m1));                                                          \
+        int bad = NAN_ANY(nan);                                                          \
+        for (; i < n; i++) {                                                             \
+            T v = x[i];                                                                  \
+            bad |= v != v;                                                               \
+            m = v BETTER m ? v : m;                                                      \
+        }                                                                                \
+        *mp = m;                                                                         \
+        return bad;                                                                      \
+    }
+
 /* ---- AVX-512 ------------------------------------------------------------- */
 
 #define AVX512 __attribute__((target("avx512f")))
@@ -155,35 +180,20 @@ SUM_F32(sum_f32_avx512, AVX512, __m512d, 8, _mm512_setzero_pd, load_wide512, _mm
 SUM2_F64(sum2_f64_avx512, AVX512, __m512d, 8, _mm512_setzero_pd, _mm512_loadu_pd, _mm512_storeu_pd,
          _mm512_add_pd, _mm512_sub_pd)
 
-#define EXT512(NAME, T, V, W, LOADU, SET1, OP, CMP, RED, MASK, BETTER)               \
-    __attribute__((target("avx512f"))) static int NAME(const T *x, int64_t n, T *mp) { \
-        V m0 = SET1(*mp), m1 = m0;                                                   \
-        MASK nan = 0;                                                                \
-        int64_t i = 0;                                                               \
-        for (; i + 2 * W <= n; i += 2 * W) {                                         \
-            V v0 = LOADU(x + i), v1 = LOADU(x + i + W);                              \
-            nan |= (MASK)(CMP(v0, v0, _CMP_UNORD_Q) | CMP(v1, v1, _CMP_UNORD_Q));    \
-            m0 = OP(m0, v0);                                                         \
-            m1 = OP(m1, v1);                                                         \
-        }                                                                            \
-        T m = RED(OP(m0, m1));                                                       \
-        int bad = nan != 0;                                                          \
-        for (; i < n; i++) {                                                         \
-            T v = x[i];                                                              \
-            bad |= v != v;                                                           \
-            m = v BETTER m ? v : m;                                                  \
-        }                                                                            \
-        *mp = m;                                                                     \
-        return bad;                                                                  \
-    }
-EXT512(max_f32_avx512, float, __m512, 16, _mm512_loadu_ps, _mm512_set1_ps, _mm512_max_ps,
-       _mm512_cmp_ps_mask, _mm512_reduce_max_ps, __mmask16, >)
-EXT512(min_f32_avx512, float, __m512, 16, _mm512_loadu_ps, _mm512_set1_ps, _mm512_min_ps,
-       _mm512_cmp_ps_mask, _mm512_reduce_min_ps, __mmask16, <)
-EXT512(max_f64_avx512, double, __m512d, 8, _mm512_loadu_pd, _mm512_set1_pd, _mm512_max_pd,
-       _mm512_cmp_pd_mask, _mm512_reduce_max_pd, __mmask8, >)
-EXT512(min_f64_avx512, double, __m512d, 8, _mm512_loadu_pd, _mm512_set1_pd, _mm512_min_pd,
-       _mm512_cmp_pd_mask, _mm512_reduce_min_pd, __mmask8, <)
+/* NaN lanes as a mask; lanes reduced by the AVX-512 reductions */
+#define UNORD_PS512(v) _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q)
+#define UNORD_PD512(v) _mm512_cmp_pd_mask(v, v, _CMP_UNORD_Q)
+#define OR16(a, b) ((__mmask16)((a) | (b)))
+#define OR8(a, b) ((__mmask8)((a) | (b)))
+#define MASK_ANY(m) ((m) != 0)
+EXT(max_f32_avx512, AVX512, float, __m512, 16, _mm512_loadu_ps, _mm512_set1_ps, _mm512_max_ps, __mmask16, 0,
+    UNORD_PS512, OR16, MASK_ANY, _mm512_reduce_max_ps, >)
+EXT(min_f32_avx512, AVX512, float, __m512, 16, _mm512_loadu_ps, _mm512_set1_ps, _mm512_min_ps, __mmask16, 0,
+    UNORD_PS512, OR16, MASK_ANY, _mm512_reduce_min_ps, <)
+EXT(max_f64_avx512, AVX512, double, __m512d, 8, _mm512_loadu_pd, _mm512_set1_pd, _mm512_max_pd, __mmask8, 0,
+    UNORD_PD512, OR8, MASK_ANY, _mm512_reduce_max_pd, >)
+EXT(min_f64_avx512, AVX512, double, __m512d, 8, _mm512_loadu_pd, _mm512_set1_pd, _mm512_min_pd, __mmask8, 0,
+    UNORD_PD512, OR8, MASK_ANY, _mm512_reduce_min_pd, <)
 
 /* ---- AVX2 ------------------------------------------------------------------ */
 
@@ -199,38 +209,33 @@ SUM_F32(sum_f32_avx2, AVX2, __m256d, 4, _mm256_setzero_pd, load_wide256, _mm256_
 SUM2_F64(sum2_f64_avx2, AVX2, __m256d, 4, _mm256_setzero_pd, _mm256_loadu_pd, _mm256_storeu_pd,
          _mm256_add_pd, _mm256_sub_pd)
 
-#define EXT256(NAME, T, V, W, LOADU, SET1, OP, CMP, OR, MOVEMASK, BETTER)            \
-    __attribute__((target("avx2"))) static int NAME(const T *x, int64_t n, T *mp) {  \
-        V m0 = SET1(*mp), m1 = m0, nan = SET1(0);                                    \
-        int64_t i = 0;                                                               \
-        for (; i + 2 * W <= n; i += 2 * W) {                                         \
-            V v0 = LOADU(x + i), v1 = LOADU(x + i + W);                              \
-            nan = OR(nan, OR(CMP(v0, v0, _CMP_UNORD_Q), CMP(v1, v1, _CMP_UNORD_Q))); \
-            m0 = OP(m0, v0);                                                         \
-            m1 = OP(m1, v1);                                                         \
-        }                                                                            \
+/* NaN lanes as a vector; lanes reduced in order through memory, the
+ * first of equals kept (hred256_<op>_<type>) */
+#define HRED256(NAME, T, V, W, BETTER)                                               \
+    AVX2 static inline T NAME(V v) {                                                 \
         T lanes[W];                                                                  \
-        m0 = OP(m0, m1);                                                             \
-        memcpy(lanes, &m0, sizeof lanes);                                            \
+        memcpy(lanes, &v, sizeof lanes);                                             \
         T m = lanes[0];                                                              \
         for (int k = 1; k < W; k++) m = lanes[k] BETTER m ? lanes[k] : m;            \
-        int bad = MOVEMASK(nan) != 0;                                                \
-        for (; i < n; i++) {                                                         \
-            T v = x[i];                                                              \
-            bad |= v != v;                                                           \
-            m = v BETTER m ? v : m;                                                  \
-        }                                                                            \
-        *mp = m;                                                                     \
-        return bad;                                                                  \
+        return m;                                                                    \
     }
-EXT256(max_f32_avx2, float, __m256, 8, _mm256_loadu_ps, _mm256_set1_ps, _mm256_max_ps, _mm256_cmp_ps,
-       _mm256_or_ps, _mm256_movemask_ps, >)
-EXT256(min_f32_avx2, float, __m256, 8, _mm256_loadu_ps, _mm256_set1_ps, _mm256_min_ps, _mm256_cmp_ps,
-       _mm256_or_ps, _mm256_movemask_ps, <)
-EXT256(max_f64_avx2, double, __m256d, 4, _mm256_loadu_pd, _mm256_set1_pd, _mm256_max_pd, _mm256_cmp_pd,
-       _mm256_or_pd, _mm256_movemask_pd, >)
-EXT256(min_f64_avx2, double, __m256d, 4, _mm256_loadu_pd, _mm256_set1_pd, _mm256_min_pd, _mm256_cmp_pd,
-       _mm256_or_pd, _mm256_movemask_pd, <)
+HRED256(hred256_max_ps, float, __m256, 8, >)
+HRED256(hred256_min_ps, float, __m256, 8, <)
+HRED256(hred256_max_pd, double, __m256d, 4, >)
+HRED256(hred256_min_pd, double, __m256d, 4, <)
+#define UNORD_PS256(v) _mm256_cmp_ps(v, v, _CMP_UNORD_Q)
+#define UNORD_PD256(v) _mm256_cmp_pd(v, v, _CMP_UNORD_Q)
+#define ANY_PS256(v) (_mm256_movemask_ps(v) != 0)
+#define ANY_PD256(v) (_mm256_movemask_pd(v) != 0)
+EXT(max_f32_avx2, AVX2, float, __m256, 8, _mm256_loadu_ps, _mm256_set1_ps, _mm256_max_ps, __m256,
+    _mm256_set1_ps(0), UNORD_PS256, _mm256_or_ps, ANY_PS256, hred256_max_ps, >)
+EXT(min_f32_avx2, AVX2, float, __m256, 8, _mm256_loadu_ps, _mm256_set1_ps, _mm256_min_ps, __m256,
+    _mm256_set1_ps(0), UNORD_PS256, _mm256_or_ps, ANY_PS256, hred256_min_ps, <)
+EXT(max_f64_avx2, AVX2, double, __m256d, 4, _mm256_loadu_pd, _mm256_set1_pd, _mm256_max_pd, __m256d,
+    _mm256_set1_pd(0), UNORD_PD256, _mm256_or_pd, ANY_PD256, hred256_max_pd, >)
+EXT(min_f64_avx2, AVX2, double, __m256d, 4, _mm256_loadu_pd, _mm256_set1_pd, _mm256_min_pd, __m256d,
+    _mm256_set1_pd(0), UNORD_PD256, _mm256_or_pd, ANY_PD256, hred256_min_pd, <)
+
 
 /* ---- finding a value, column folds (AVX-512 and AVX2) --------------------- */
 
