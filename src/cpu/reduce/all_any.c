@@ -29,13 +29,8 @@
         uint8_t *a = acc, p = *(const uint8_t *)part;                                  \
         *a = (uint8_t)(IS_ALL ? (*a & p) : (*a | p));                                  \
     }                                                                                  \
-    static void NAME##_store(void *dst, int64_t ds, const void *acc, int64_t n) {      \
-        uint8_t *d = dst;                                                              \
-        const uint8_t *a = acc;                                                        \
-        for (int64_t j = 0; j < n; j++) d[j * ds] = a[j];                              \
-    }                                                                                  \
-    static const emi_reducer NAME = {1, NAME##_init, NAME##_run, NAME##_cols,          \
-                                     NAME##_merge, NAME##_store, false};
+    EMI_REDUCER_STORE(NAME, uint8_t, uint8_t, EMI_AS_IS)                               \
+    EMI_REDUCER(NAME, uint8_t, false)
 
 #define NZ_PLAIN(x, i) ((x)[i] != 0)
 /* f16 and bf16: any bit but the sign's */

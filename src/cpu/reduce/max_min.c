@@ -34,10 +34,7 @@ EMI_DTYPES_SIGNED(SIGNED_MAX_MIN)
 /* CONTIG(x, n, &m) folds a contiguous run into m and says whether it saw
  * a NaN; COLS1(a, x, n) folds a contiguous run into the accumulators. */
 #define FLOAT_EXTREME(NAME, T, C, LOAD, STORE, INITV, BETTER, CONTIG, COLS1)          \
-    static void NAME##_init(void *acc, int64_t n) {                                    \
-        C *restrict a = acc;                                                           \
-        for (int64_t i = 0; i < n; i++) a[i] = INITV;                                  \
-    }                                                                                  \
+    EMI_REDUCER_INIT(NAME, C, INITV)                                                   \
     static void NAME##_run(void *acc, const void *src, int64_t n, int64_t s) {         \
         const T *restrict x = src;                                                     \
         C m = *(C *)acc;                                                               \
@@ -71,13 +68,8 @@ EMI_DTYPES_SIGNED(SIGNED_MAX_MIN)
         if (*a != *a) return;                                                          \
         if (p != p || p BETTER *a) *a = p;                                             \
     }                                                                                  \
-    static void NAME##_store(void *dst, int64_t ds, const void *acc, int64_t n) {      \
-        T *d = dst;                                                                    \
-        const C *a = acc;                                                              \
-        for (int64_t j = 0; j < n; j++) d[j * ds] = STORE(a[j]);                       \
-    }                                                                                  \
-    static const emi_reducer NAME = {sizeof(C), NAME##_init, NAME##_run, NAME##_cols,  \
-                                     NAME##_merge, NAME##_store, false};
+    EMI_REDUCER_STORE(NAME, T, C, STORE)                                               \
+    EMI_REDUCER(NAME, C, false)
 
 /* contiguous column folds */
 #define COLS_GENERIC(NAME, T, C, LOAD, BETTER)                                         \

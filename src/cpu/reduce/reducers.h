@@ -71,6 +71,25 @@ extern const emi_reducer *const emi_reduce_any[EMILY_DTYPE_COUNT];
 emily_status emi_reduce_fix_zero_signs(emily_tensor *dst, const emily_tensor *src,
                                        const bool *reduced);
 
+/* The parts that reducers write alike: NAME##_init sets n accumulators
+ * of type A to INIT; NAME##_store writes STORE(accumulator) as T;
+ * EMI_REDUCER defines the reducer NAME from NAME##_init, _run, _cols,
+ * _merge and _store. */
+#define EMI_REDUCER_INIT(NAME, A, INIT)                                                \
+    static void NAME##_init(void *acc, int64_t n) {                                    \
+        A *restrict a = acc;                                                           \
+        for (int64_t i = 0; i < n; i++) a[i] = (A)(INIT);                              \
+    }
+#define EMI_REDUCER_STORE(NAME, T, A, STORE)                                           \
+    static void NAME##_store(void *dst, int64_t ds, const void *acc, int64_t n) {      \
+        T *d = dst;                                                                    \
+        const A *a = acc;                                                              \
+        for (int64_t j = 0; j < n; j++) d[j * ds] = STORE(a[j]);                       \
+    }
+#define EMI_REDUCER(NAME, A, ORDERED)                                                  \
+    static const emi_reducer NAME = {sizeof(A), NAME##_init, NAME##_run, NAME##_cols,  \
+                                     NAME##_merge, NAME##_store, ORDERED};
+
 /* The entry of reducer NAME in a table by dtype. */
 #define EMI_REDUCER_ENTRY(ENUM, NAME) [EMILY_##ENUM] = &NAME,
 
@@ -81,10 +100,7 @@ emily_status emi_reduce_fix_zero_signs(emily_tensor *dst, const emily_tensor *sr
  * bytes. sum_product.c (A: the type's bits, wrapping) and max_min.c
  * (A = T) define theirs with it. */
 #define EMI_INT_REDUCER(NAME, T, A, STEP, RED, INIT)                                   \
-    static void NAME##_init(void *acc, int64_t n) {                                    \
-        A *restrict a = acc;                                                           \
-        for (int64_t i = 0; i < n; i++) a[i] = (A)(INIT);                              \
-    }                                                                                  \
+    EMI_REDUCER_INIT(NAME, A, INIT)                                                    \
     static void NAME##_run(void *acc, const void *src, int64_t n, int64_t s) {         \
         const T *restrict x = src;                                                     \
         A a = *(A *)acc;                                                               \
@@ -113,8 +129,7 @@ emily_status emi_reduce_fix_zero_signs(emily_tensor *dst, const emily_tensor *sr
         const A *a = acc;                                                              \
         for (int64_t j = 0; j < n; j++) memcpy(&d[j * ds], &a[j], sizeof(T));          \
     }                                                                                  \
-    static const emi_reducer NAME = {sizeof(A), NAME##_init, NAME##_run, NAME##_cols,  \
-                                     NAME##_merge, NAME##_store, false};
+    EMI_REDUCER(NAME, A, false)
 
 /* Folds a contiguous run x[0..n) of T, read as C by LOAD, into *mp with
  * max (BETTER >, RED max) or min; returns nonzero when a NaN was seen

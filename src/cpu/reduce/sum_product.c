@@ -28,10 +28,7 @@ EMI_DTYPES_INTEGER(INT_SUM_PRODUCT)
 /* CONTIG(x, n): the sum of a contiguous run; COLS1(a, x, n): a[j] +=
  * x[j] over a contiguous run. */
 #define FLOAT_SUM(NAME, T, LOAD, STORE, CONTIG, COLS1)                                 \
-    static void NAME##_init(void *acc, int64_t n) {                                    \
-        double *restrict a = acc;                                                      \
-        for (int64_t i = 0; i < n; i++) a[i] = 0.0;                                    \
-    }                                                                                  \
+    EMI_REDUCER_INIT(NAME, double, 0.0)                                                \
     static void NAME##_run(void *acc, const void *src, int64_t n, int64_t s) {         \
         const T *restrict x = src;                                                     \
         double a = *(double *)acc;                                                     \
@@ -51,13 +48,8 @@ EMI_DTYPES_INTEGER(INT_SUM_PRODUCT)
     static void NAME##_merge(void *acc, const void *part) {                            \
         *(double *)acc += *(const double *)part;                                       \
     }                                                                                  \
-    static void NAME##_store(void *dst, int64_t ds, const void *acc, int64_t n) {      \
-        T *d = dst;                                                                    \
-        const double *a = acc;                                                         \
-        for (int64_t j = 0; j < n; j++) d[j * ds] = STORE(a[j]);                       \
-    }                                                                                  \
-    static const emi_reducer NAME = {sizeof(double), NAME##_init, NAME##_run,          \
-                                     NAME##_cols, NAME##_merge, NAME##_store, false};
+    EMI_REDUCER_STORE(NAME, T, double, STORE)                                          \
+    EMI_REDUCER(NAME, double, false)
 
 /* f16 and bf16: plain loops over the widened values. */
 #define HALF_SUM(ENUM, sfx, T)                                                         \
@@ -119,10 +111,7 @@ static const emi_reducer sum_f64 = {2 * sizeof(double), sum_f64_init, sum_f64_ru
                                     sum_f64_merge, sum_f64_store, false};
 
 #define FLOAT_PROD(ENUM, sfx, T)                                                            \
-    static void prod_##sfx##_init(void *acc, int64_t n) {                                   \
-        double *restrict a = acc;                                                           \
-        for (int64_t i = 0; i < n; i++) a[i] = 1.0;                                         \
-    }                                                                                       \
+    EMI_REDUCER_INIT(prod_##sfx, double, 1.0)                                               \
     static void prod_##sfx##_run(void *acc, const void *src, int64_t n, int64_t s) {        \
         const T *restrict x = src;                                                          \
         double a = *(double *)acc;                                                          \
@@ -137,14 +126,8 @@ static const emi_reducer sum_f64 = {2 * sizeof(double), sum_f64_init, sum_f64_ru
     static void prod_##sfx##_merge(void *acc, const void *part) {                           \
         *(double *)acc *= *(const double *)part;                                            \
     }                                                                                       \
-    static void prod_##sfx##_store(void *dst, int64_t ds, const void *acc, int64_t n) {     \
-        T *d = dst;                                                                         \
-        const double *a = acc;                                                              \
-        for (int64_t j = 0; j < n; j++) d[j * ds] = emi_from_f64_##sfx(a[j]);               \
-    }                                                                                       \
-    static const emi_reducer prod_##sfx = {sizeof(double), prod_##sfx##_init,               \
-                                           prod_##sfx##_run, prod_##sfx##_cols,             \
-                                           prod_##sfx##_merge, prod_##sfx##_store, true};
+    EMI_REDUCER_STORE(prod_##sfx, T, double, emi_from_f64_##sfx)                            \
+    EMI_REDUCER(prod_##sfx, double, true)
 EMI_DTYPES_FLOAT(FLOAT_PROD)
 
 /* ---- complex: {re, im} in double ---------------------------------------- */
@@ -191,8 +174,7 @@ EMI_DTYPES_FLOAT(FLOAT_PROD)
             d[j * ds].im = a[2 * j + 1];                                               \
         }                                                                              \
     }                                                                                  \
-    static const emi_reducer NAME = {2 * sizeof(double), NAME##_init, NAME##_run,      \
-                                     NAME##_cols, NAME##_merge, NAME##_store, true};
+    EMI_REDUCER(NAME, emily_c128, true) /* {re, im} in double */
 
 #define COMPLEX_SUM_PRODUCT(ENUM, sfx, T) \
     COMPLEX_FOLD(sum_##sfx, T, 1)         \
