@@ -3,6 +3,7 @@
  * AVX2 versions (function target attributes) chosen once at run time. */
 #include <math.h>
 #include <string.h>
+#include "core/dtype_list.h"
 #include "cpu/reduce/simd.h"
 #include "cpu/strided.h"
 
@@ -376,14 +377,15 @@ COLS_EXT256(cols_min_f32_avx2, _CMP_LT_OQ, <)
 
 #endif
 
+/* the entry points: extremes and finds for f32 and f64, f32 sums and
+ * columns, f64 compensated sums */
+#define DISPATCH_NATIVE(ENUM, sfx, T) \
+    DISPATCH_EXT(T, max, sfx)         \
+    DISPATCH_EXT(T, min, sfx)         \
+    DISPATCH_FIND(T, sfx)
+EMI_DTYPES_NATIVE_FLOAT(DISPATCH_NATIVE)
 DISPATCH_SUM(float, f32)
 DISPATCH_SUM2_F64
-DISPATCH_EXT(float, max, f32)
-DISPATCH_EXT(float, min, f32)
-DISPATCH_EXT(double, max, f64)
-DISPATCH_EXT(double, min, f64)
-DISPATCH_FIND(float, f32)
-DISPATCH_FIND(double, f64)
 DISPATCH_COLS(float, double, sum)
 DISPATCH_COLS(float, float, max)
 DISPATCH_COLS(float, float, min)
