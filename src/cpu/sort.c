@@ -259,12 +259,15 @@ static void row_unkeys(emily_dtype dt, const void *keys, int64_t n, bool desc, c
  * bit, its 8-bit digits, insertion sort's order). k: keys of 8 to 64
  * bits; p: packed key << 32 | position records of 8- to 32-bit keys;
  * pair: key/position pairs. */
-#define RADIX_RECORDS(X)                                \
+#define RADIX_RECORDS(X) RADIX_SERIAL_ONLY(X) RADIX_PARALLEL(X)
+/* 8-bit keys: one digit, too few passes to split over threads */
+#define RADIX_SERIAL_ONLY(X)                            \
     X(k8, uint8_t, ID, 0, 1, LESS_PLAIN)                \
+    X(p8, uint64_t, ID, 32, 1, LESS_PLAIN)
+#define RADIX_PARALLEL(X)                               \
     X(k16, uint16_t, ID, 0, 2, LESS_PLAIN)              \
     X(k32, uint32_t, ID, 0, 4, LESS_PLAIN)              \
     X(k64, uint64_t, ID, 0, 8, LESS_PLAIN)              \
-    X(p8, uint64_t, ID, 32, 1, LESS_PLAIN)              \
     X(p16, uint64_t, ID, 32, 2, LESS_PLAIN)             \
     X(p32, uint64_t, ID, 32, 4, LESS_PLAIN)             \
     X(pair, pair64, PKEY, 0, 8, LESS_PAIR)
@@ -279,7 +282,7 @@ RADIX_RECORDS(RADIX_OF)
  * by digit and thread by thread (so equal digits keep their order), and
  * each thread scatters its slice. */
 #define DEFINE_PAR_RADIX(NAME, R, GETKEY, LO, NP, SERIAL)                          \
-    static inline R *NAME(R *a, R *b, int64_t n, int64_t (*hist)[256], int T) {    \
+    static R *NAME(R *a, R *b, int64_t n, int64_t (*hist)[256], int T) {           \
         if (T < 2) return SERIAL(a, b, n);                                         \
         for (int p = 0; p < (NP); p++) {                                           \
             int sh = (LO) + 8 * p;                                                 \
@@ -321,11 +324,9 @@ RADIX_RECORDS(RADIX_OF)
         return a;                                                                  \
     }
 
-/* for every kind of record (static inline: 8-bit keys, one or two
- * passes, stay serial and leave theirs unused) */
 #define PAR_RADIX_OF(NAME, R, GETKEY, LO, NP, LESS) \
     DEFINE_PAR_RADIX(par_radix_##NAME, R, GETKEY, LO, NP, radix_##NAME)
-RADIX_RECORDS(PAR_RADIX_OF)
+RADIX_PARALLEL(PAR_RADIX_OF)
 
 /* ---- one row --------------------------------------------------------------- */
 
