@@ -11,6 +11,8 @@
  *                         patterns (sort keys), wrapping integer sums;
  *   EMI_INF_BITS(sfx)     a float type's +infinity pattern (NaN tests on
  *                         bits: a larger magnitude is a NaN);
+ *   EMI_ELEMENT_SIZES(X)  every element size in bytes, with a type of
+ *                         that size (moves of bits: copies, gathers);
  *   emi_to_f64_<sfx>(x)   one element as a double, as Nx.BinaryBackend
  *                         reads it: integers converted (exactly where
  *                         they fit), f16/bf16 widened exactly, complex
@@ -20,8 +22,6 @@
  *                         (core/scalar_convert.h: integers truncated to
  *                         their low bits, f16 rounded from the double,
  *                         bf16 through f32, complex with imaginary +0);
- *   EMI_ELEMENT_SIZES(X)  every element size in bytes, with a type of
- *                         that size (moves of bits: copies, gathers);
  *   emi_round_<sfx>(x)    for inexact types: x written as the type and
  *                         read back (complex: rounded to the part type),
  *                         as the reference writes an intermediate tensor.

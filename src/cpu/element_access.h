@@ -1,6 +1,6 @@
 /* Element access by a dtype known only at run time, for the CPU kernels
- * that handle every type on one path (window, cumulative, determinant,
- * all_close): every element is read as a 64-bit integer pattern
+ * that handle every type on one path (window, cumulative, all_close, the
+ * linear algebra's rounding and determinant): every element is read as a 64-bit integer pattern
  * (sign-extended for signed types), a double (real floats) or two
  * doubles (complex), and written back with Nx's conversion rules
  * (src/core/scalar_convert.h). The switches are expansions of the dtype
