@@ -40,7 +40,7 @@ ifeq ($(CC_IS_CLANG),1)
 CFLAGS += -Wno-pass-failed
 $(BUILD)/obj/src/cpu/unary_avx2.o: CFLAGS += -mavx2 -mfma -mf16c
 $(BUILD)/obj/src/cpu/unary_avx512.o: CFLAGS += -mavx512f -mavx512dq -mavx2 -mfma -mf16c
-$(BUILD)/obj/src/cpu/sort_avx512.o: CFLAGS += -mavx512f -mavx512dq -mavx512bw -mavx512vl -mpopcnt -mbmi2
+$(BUILD)/obj/src/cpu/sort/avx512.o: CFLAGS += -mavx512f -mavx512dq -mavx512bw -mavx512vl -mpopcnt -mbmi2
 endif
 
 # src/cpu keeps families with several files in folders of their own

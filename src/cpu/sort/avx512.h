@@ -1,5 +1,5 @@
-/* The AVX-512 paths of the sort family (sort_avx512.c), called by
- * sort.c only where the CPU has AVX-512 F/DQ/BW/VL, BMI2 and POPCNT. */
+/* The AVX-512 paths of the sort family (avx512.c), called only where the
+ * CPU has AVX-512 F/DQ/BW/VL, BMI2 and POPCNT (emi_sort_use_avx512). */
 #ifndef EMILY_CPU_SORT_AVX512_H
 #define EMILY_CPU_SORT_AVX512_H
 

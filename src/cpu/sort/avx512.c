@@ -1,6 +1,6 @@
 /* AVX-512 quicksort of unsigned keys (the sort family's fast path on
- * CPUs with AVX-512F; see src/cpu/sort.c, which calls these only when
- * emi_cpu_isa() says so).
+ * CPUs with AVX-512; see sort.h: keys.c, records.c and rows.c call these
+ * only when emi_sort_use_avx512() says so).
  *
  * Keys here are already in Nx's order as unsigned integers, and callers
  * only hand over arrays whose equal keys are interchangeable (keys of a
@@ -24,7 +24,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
-#include "cpu/sort_avx512.h"
+#include "cpu/sort/avx512.h"
 
 #define AI static inline __attribute__((always_inline))
 
@@ -392,7 +392,7 @@ DEFINE_QSORT(32, SMALL32_MAX)
 DEFINE_QSORT(64, SMALL64_MAX)
 
 /* ======================================================================
- * f32 keys in and out (contiguous rows), the same mapping as sort.c's
+ * f32 keys in and out (contiguous rows), the same mapping as keys.c's
  * key_f32/unkey_f32: NaN -> all ones, -0.0 -> +0.0, then the
  * order-preserving flip; `flip` (0 or all ones) makes descending keys.
  * ====================================================================== */
@@ -606,7 +606,7 @@ void emi_cpu_positions_s32_avx512(const uint64_t *recs, int64_t n, int32_t *d) {
     }
 }
 
-/* top_k's filter (sort.c's find_above): the first position in [i, n)
+/* top_k's filter (keys.c's emi_sort_find_above): the first position in [i, n)
  * whose ascending key is above lim, or n. Four vectors a step, one test
  * of their joined masks: a hit is rare once the selection has filled. */
 int64_t emi_cpu_find_above_f32_avx512(const uint32_t *s, int64_t i, int64_t n, uint32_t lim) {
