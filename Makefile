@@ -66,10 +66,12 @@ ifeq ($(CC_IS_CLANG),1)
 CFLAGS += -Wno-pass-failed
 $(BUILD)/obj/src/cpu/unary_avx2.o: CFLAGS += -mavx2 -mfma -mf16c
 $(BUILD)/obj/src/cpu/unary_avx512.o: CFLAGS += -mavx512f -mavx512dq -mavx2 -mfma -mf16c
-$(BUILD)/obj/src/cpu/sort_avx512.o: CFLAGS += -mavx512f -mavx512dq -mavx512bw -mavx512vl -mpopcnt -mbmi2
+$(BUILD)/obj/src/cpu/sort/avx512.o: CFLAGS += -mavx512f -mavx512dq -mavx512bw -mavx512vl -mpopcnt -mbmi2
 endif
 
-LIB_SRC := $(wildcard src/core/*.c src/ops/*.c src/cpu/*.c src/nx/*.c src/graph/*.c)
+# src/cpu keeps families with several files in folders of their own
+# (src/cpu/reduce, src/cpu/sort, src/cpu/linalg and its nx07 folder).
+LIB_SRC := $(wildcard src/core/*.c src/ops/*.c src/cpu/*.c src/cpu/*/*.c src/cpu/*/*/*.c src/nx/*.c src/graph/*.c)
 # CUDA engine (src/cuda): .cu kernels compiled by nvcc for sm_90 plus PTX,
 # the engine's runtime (allocator, streams, transfers) in src/cuda/*.c.
 # The library still runs CPU work where no GPU or driver is present.

@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include "cpu/kernels.h"
 #include "cpu/strided.h"
-#include "cpu/unary_map.h"
+#include "cpu/parallel.h"
 #include "core/scalar_binary.h"
 
 typedef void (*bin_run)(int64_t n, void *d, int64_t sd, const void *a, int64_t sa,

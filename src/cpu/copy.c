@@ -6,11 +6,10 @@
  * strided in the source while another dim is contiguous there) goes by
  * square tiles, so both sides stay in cache. */
 #include <string.h>
+#include "cpu/dtype_scalars.h"
 #include "cpu/kernels.h"
 #include "cpu/strided.h"
-#include "cpu/unary_map.h"
-
-typedef struct { uint64_t lo, hi; } u128;
+#include "cpu/parallel.h"
 
 /* A copy moves each element once: below this many elements one thread
  * finishes before a team of two would have paid for itself (and a busy
@@ -90,11 +89,13 @@ typedef struct copy_job {
     size_t es;
 } copy_job;
 
-#define COPY_RUN(T)                                                                       \
-    {                                                                                     \
+/* One case of copy_runs per element size. */
+#define COPY_RUN(BYTES, T)                                                                \
+    case BYTES: {                                                                         \
         T *d = (T *)j->dbase + off[0];                                                    \
         const T *s = (const T *)j->sbase + off[1];                                        \
         for (int64_t i = 0; i < n; i++) d[i * ds] = s[i * ss];                            \
+        break;                                                                            \
     }
 
 static void copy_runs(void *ctx, int64_t p0, int64_t p1) {
@@ -108,19 +109,20 @@ static void copy_runs(void *ctx, int64_t p0, int64_t p1) {
             continue;
         }
         switch (j->es) {
-        case 1: COPY_RUN(uint8_t) break;
-        case 2: COPY_RUN(uint16_t) break;
-        case 4: COPY_RUN(uint32_t) break;
-        case 8: COPY_RUN(uint64_t) break;
-        default: COPY_RUN(u128) break;
+            EMI_ELEMENT_SIZES(COPY_RUN)
+        default: break;
         }
     }
 }
 
 /* Tiled transposing copy. Dim `td` of the iterator's outer dims and the
  * inner dim form the tile plane; the other outer dims are walked as
- * "planes". */
-#define TILE_LOOP(T, TB)                                                        \
+ * "planes". One case per element size; tiles of TB x TB elements. */
+#define TILE_LOOP(BYTES, T)                                                     \
+    case BYTES:                                                                 \
+        TILE_LOOP_TB(T, (BYTES <= 4 ? 64 : 32))                                 \
+        break;
+#define TILE_LOOP_TB(T, TB)                                                     \
     EMILY_PAR_FOR(total >= COPY_PAR_MIN, u, units, {                      \
         int64_t q = u / (ntj * nti), t = u % (ntj * nti);                       \
         int64_t j0 = (t / nti) * (TB), i0 = (t % nti) * (TB);                  \
@@ -212,11 +214,7 @@ emily_status emi_cpu_copy(emily_tensor *dst, const emily_tensor *src) {
         }
 #endif
         switch (es) {
-        case 1: TILE_LOOP(uint8_t, 64) break;
-        case 2: TILE_LOOP(uint16_t, 64) break;
-        case 4: TILE_LOOP(uint32_t, 64) break;
-        case 8: TILE_LOOP(uint64_t, 32) break;
-        case 16: TILE_LOOP(u128, 32) break;
+            EMI_ELEMENT_SIZES(TILE_LOOP)
         default: s = emily_error(EMILY_ERR_INTERNAL, "copy: bad element size");
         }
         emi_iter_free(&it);

@@ -2,9 +2,11 @@
  * number -> dtype rules (core/scalar_convert.h). */
 #include <string.h>
 #include "core/scalar_convert.h"
+#include "cpu/dtype_scalars.h"
 #include "cpu/kernels.h"
 #include "cpu/strided.h"
-#include "cpu/unary_map.h"
+#include "cpu/elementwise_map.h"
+#include "cpu/parallel.h"
 
 /* The bytes of one element of `dtype` holding the scalar. */
 static void scalar_bytes(emily_dtype dtype, const emily_scalar *v, unsigned char *out) {
@@ -16,12 +18,11 @@ static void scalar_bytes(emily_dtype dtype, const emily_scalar *v, unsigned char
     }
 }
 
-typedef struct { uint64_t lo, hi; } u128;
-
-/* Fill run functions: write the element held by ctx, ignore the input. */
-#define FILL_RUN(NAME, T)                                                              \
-    static void NAME(char *d_, int64_t ds, const char *s_, int64_t ss, int64_t n,      \
-                     const void *ctx) {                                                \
+/* Fill run functions, one per element size (fill_1 .. fill_16): write
+ * the element held by ctx, ignore the input. */
+#define FILL_RUN(BYTES, T)                                                             \
+    static void fill_##BYTES(char *d_, int64_t ds, const char *s_, int64_t ss, int64_t n, \
+                             const void *ctx) {                                        \
         (void)s_;                                                                      \
         (void)ss;                                                                      \
         T v, *d = (T *)d_;                                                             \
@@ -31,11 +32,7 @@ typedef struct { uint64_t lo, hi; } u128;
         else                                                                           \
             for (int64_t i = 0; i < n; i++) d[i * ds] = v;                             \
     }
-FILL_RUN(fill1, uint8_t)
-FILL_RUN(fill2, uint16_t)
-FILL_RUN(fill4, uint32_t)
-FILL_RUN(fill8, uint64_t)
-FILL_RUN(fill16, u128)
+EMI_ELEMENT_SIZES(FILL_RUN)
 
 #define ZERO_CHUNK ((int64_t)1 << 20)
 typedef struct {
@@ -67,25 +64,13 @@ emily_status emi_cpu_fill(emily_tensor *dst, const emily_scalar *value) {
         }
         return EMILY_OK;
     }
-    emily_run_fn fn;
     switch (es) {
-    case 1: fn = fill1; break;
-    case 2: fn = fill2; break;
-    case 4: fn = fill4; break;
-    case 8: fn = fill8; break;
-    case 16: fn = fill16; break;
+#define FILL_CASE(BYTES, T) \
+    case BYTES: return emi_cpu_map(dst, dst, fill_##BYTES, bytes);
+        EMI_ELEMENT_SIZES(FILL_CASE)
+#undef FILL_CASE
     default: return emily_error(EMILY_ERR_INTERNAL, "constant: bad element size %zu", es);
     }
-    return emi_cpu_map(dst, dst, fn, bytes);
-}
-
-static inline emily_c64 mk_c64(double re) {
-    emily_c64 z = {(float)re, 0.0f};
-    return z;
-}
-static inline emily_c128 mk_c128(double re) {
-    emily_c128 z = {re, 0.0};
-    return z;
 }
 
 typedef struct {
@@ -95,35 +80,31 @@ typedef struct {
     int64_t inner, dim, total;
 } iota_job;
 
-/* d[k] = the k-th counter value (k itself, or its index along the axis:
- * (k / inner) % dim), written as T by EXPR of the int64 `v`. */
-#define IOTA_LOOP(T, EXPR)                                                             \
-    do {                                                                               \
+/* Chunk [k0, k1) of d[k] = the k-th counter value (k itself, or its
+ * index along the axis: (k / inner) % dim), one function per dtype:
+ * integers take the int64 value's low bits, the other types the value
+ * through a double, as Nx writes an integer into a float tensor. */
+#define IOTA_LOOP(sfx, T, EXPR)                                                        \
+    static void iota_##sfx(const iota_job *j, int64_t k0, int64_t k1) {                \
         T *d = (T *)j->base;                                                           \
         for (int64_t k = k0; k < k1; k++) {                                            \
             int64_t v = j->axis < 0 ? k : (k / j->inner) % j->dim;                     \
             d[k] = (EXPR);                                                             \
         }                                                                              \
-    } while (0)
+    }
+#define IOTA_INTEGER(ENUM, sfx, T) IOTA_LOOP(sfx, T, (T)v)
+#define IOTA_INEXACT(ENUM, sfx, T) IOTA_LOOP(sfx, T, emi_from_f64_##sfx((double)v))
+EMI_DTYPES_INTEGER(IOTA_INTEGER)
+EMI_DTYPES_INEXACT(IOTA_INEXACT)
 
 static void iota_chunk(void *p, int64_t c) {
     const iota_job *j = p;
     int64_t k0 = c * EMILY_MAP_CHUNK, k1 = j->total - k0 < EMILY_MAP_CHUNK ? j->total : k0 + EMILY_MAP_CHUNK;
     switch (j->dtype) {
-    case EMILY_U8: IOTA_LOOP(uint8_t, (uint8_t)v); break;
-    case EMILY_U16: IOTA_LOOP(uint16_t, (uint16_t)v); break;
-    case EMILY_U32: IOTA_LOOP(uint32_t, (uint32_t)v); break;
-    case EMILY_U64: IOTA_LOOP(uint64_t, (uint64_t)v); break;
-    case EMILY_S8: IOTA_LOOP(int8_t, (int8_t)v); break;
-    case EMILY_S16: IOTA_LOOP(int16_t, (int16_t)v); break;
-    case EMILY_S32: IOTA_LOOP(int32_t, (int32_t)v); break;
-    case EMILY_S64: IOTA_LOOP(int64_t, v); break;
-    case EMILY_F16: IOTA_LOOP(uint16_t, emily_sc_f64_to_f16((double)v)); break;
-    case EMILY_BF16: IOTA_LOOP(uint16_t, emily_sc_f64_to_bf16((double)v)); break;
-    case EMILY_F32: IOTA_LOOP(float, (float)(double)v); break;
-    case EMILY_F64: IOTA_LOOP(double, (double)v); break;
-    case EMILY_C64: IOTA_LOOP(emily_c64, mk_c64((double)v)); break;
-    case EMILY_C128: IOTA_LOOP(emily_c128, mk_c128((double)v)); break;
+#define IOTA_CASE(ENUM, sfx, T) \
+    case EMILY_##ENUM: iota_##sfx(j, k0, k1); break;
+        EMI_DTYPES(IOTA_CASE)
+#undef IOTA_CASE
     default: break;
     }
 }

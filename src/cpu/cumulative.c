@@ -103,8 +103,8 @@
         return EMILY_OK;                                                                   \
     }
 
-DEFINE_ROW_SUM(sum_f32, float)
-DEFINE_ROW_SUM(sum_f64, double)
+#define ROW_SUM(ENUM, sfx, T) DEFINE_ROW_SUM(sum_##sfx, T)
+EMI_DTYPES_NATIVE_FLOAT(ROW_SUM)
 
 /* ---- exact tree scan ------------------------------------------------------
  * Nx.BinaryBackend has no cumulative kernels: Nx runs an associative scan
@@ -273,17 +273,34 @@ static emily_status generic_scan(emily_cumulative_op op, emily_tensor *dst, cons
     return EMILY_OK;
 }
 
+/* f16, bf16 and c64: types whose per-step rounding moves a scan's result
+ * by more than their last bit, so Nx's tree order is replayed. */
+static bool rounds_each_step(emily_dtype dt) {
+    switch (dt) {
+#define HALF_CASE(ENUM, sfx, T) case EMILY_##ENUM:
+        EMI_DTYPES_HALF(HALF_CASE)
+#undef HALF_CASE
+    case EMILY_C64: return true;
+    default: return false;
+    }
+}
+
 static emily_status cpu_scan(emily_cumulative_op op, emily_tensor *dst, const emily_tensor *src,
                              int64_t outer, int64_t n, int64_t inner, bool rev) {
     emily_dtype dt = src->dtype;
-    if (op == EMILY_CUMULATIVE_SUM && dt == EMILY_F32)
-        return sum_f32(emily_tensor_base(dst), emily_tensor_base(src), outer, n, inner, rev);
-    if (op == EMILY_CUMULATIVE_SUM && dt == EMILY_F64)
-        return sum_f64(emily_tensor_base(dst), emily_tensor_base(src), outer, n, inner, rev);
+    /* f32 and f64 sums: the fast paths */
+    if (op == EMILY_CUMULATIVE_SUM) {
+        switch (dt) {
+#define ROW_SUM_CASE(ENUM, sfx, T) \
+    case EMILY_##ENUM: return sum_##sfx(emily_tensor_base(dst), emily_tensor_base(src), outer, n, inner, rev);
+            EMI_DTYPES_NATIVE_FLOAT(ROW_SUM_CASE)
+#undef ROW_SUM_CASE
+        default: break;
+        }
+    }
     if ((op == EMILY_CUMULATIVE_MAX || op == EMILY_CUMULATIVE_MIN) && emily_dtype_is_float(dt))
         return tree_rows(op, dst, src, outer, n, inner, rev);
-    if (dt == EMILY_F16 || dt == EMILY_BF16 || dt == EMILY_C64)
-        return tree_rows(op, dst, src, outer, n, inner, rev);
+    if (rounds_each_step(dt)) return tree_rows(op, dst, src, outer, n, inner, rev);
     return generic_scan(op, dst, src, outer, n, inner, rev);
 }
 

@@ -25,8 +25,9 @@
 #include <string.h>
 #include "cpu/dot_blocked.h"
 #include "cpu/dot_load.h"
+#include "cpu/dtype_scalars.h"
 #include "cpu/kernels.h"
-#include "cpu/unary_map.h"
+#include "cpu/parallel.h"
 #include "ops/dot_kernels.h"
 
 /* Multiply-adds below which a product runs on one thread: a thread team
@@ -89,42 +90,64 @@ static emily_status pack(const emily_tensor *t, ctype ct, void **out) {
     return EMILY_OK;
 }
 
-/* ---- results: compute type -> the output dtype ------------------------- */
+/* ---- results: compute type -> the output dtype -------------------------
+ *
+ * One case per dtype: floats rounded from the f32 or f64 sums by Nx's
+ * rules (bf16: to f32, then the top 16 bits), complex parts from c128
+ * sums, integers the low bits of the 32- or 64-bit wrapping sums. */
+
+#define STORE_INTEGER(ENUM, sfx, T)                                                    \
+    case EMILY_##ENUM: {                                                               \
+        T *o = d;                                                                      \
+        if (ct == CT_U64) { const uint64_t *s = src; for (int64_t i = 0; i < n; i++) o[i] = (T)s[i]; } \
+        else { const uint32_t *s = src; for (int64_t i = 0; i < n; i++) o[i] = (T)s[i]; } \
+        break;                                                                         \
+    }
+#define STORE_FLOAT(ENUM, sfx, T)                                                      \
+    case EMILY_##ENUM: {                                                               \
+        T *o = d;                                                                      \
+        if (ct == CT_F32) {                                                            \
+            const float *s = src;                                                      \
+            _Pragma("omp parallel for if (n >= GEMM_PARALLEL_MIN / 4) schedule(static)") \
+            for (int64_t i = 0; i < n; i++) o[i] = emi_from_f64_##sfx(s[i]);          \
+        } else {                                                                       \
+            const double *s = src;                                                     \
+            _Pragma("omp parallel for if (n >= GEMM_PARALLEL_MIN / 4) schedule(static)") \
+            for (int64_t i = 0; i < n; i++) o[i] = emi_from_f64_##sfx(s[i]);          \
+        }                                                                              \
+        break;                                                                         \
+    }
+#define STORE_COMPLEX(ENUM, sfx, T)                                                    \
+    case EMILY_##ENUM: {                                                               \
+        const double *s = src;                                                         \
+        T *o = d;                                                                      \
+        for (int64_t i = 0; i < n; i++) {                                              \
+            o[i].re = s[2 * i];                                                        \
+            o[i].im = s[2 * i + 1];                                                    \
+        }                                                                              \
+        break;                                                                         \
+    }
 
 static void store_results(emily_tensor *dst, const void *src, ctype ct) {
     int64_t n = dst->size;
     void *d = emily_tensor_base(dst);
     switch (dst->dtype) {
-    case EMILY_F32: { /* from f64 */
-        const double *s = src; float *o = d;
-#pragma omp parallel for if (n >= GEMM_PARALLEL_MIN / 4) schedule(static)
-        for (int64_t i = 0; i < n; i++) o[i] = (float)s[i];
-        break;
+        EMI_DTYPES_INTEGER(STORE_INTEGER)
+        EMI_DTYPES_FLOAT(STORE_FLOAT)
+        EMI_DTYPES_COMPLEX(STORE_COMPLEX)
+    default: break;
     }
-    case EMILY_F16: {
-        uint16_t *o = d;
-        if (ct == CT_F32) { const float *s = src; for (int64_t i = 0; i < n; i++) o[i] = emily_f64_to_f16(s[i]); }
-        else { const double *s = src; for (int64_t i = 0; i < n; i++) o[i] = emily_f64_to_f16(s[i]); }
-        break;
-    }
-    case EMILY_BF16: { /* Nx: round to f32, keep the top 16 bits */
-        uint16_t *o = d;
-        if (ct == CT_F32) { const float *s = src; for (int64_t i = 0; i < n; i++) o[i] = emily_f32_to_bf16(s[i]); }
-        else { const double *s = src; for (int64_t i = 0; i < n; i++) o[i] = emily_f32_to_bf16((float)s[i]); }
-        break;
-    }
-    case EMILY_C64: { /* from c128 */
-        const double *s = src; float *o = d;
-        for (int64_t i = 0; i < 2 * n; i++) o[i] = (float)s[i];
-        break;
-    }
-    default: { /* 8 and 16-bit integers from 32-bit sums: keep the low bits */
-        const uint32_t *s = src;
-        if (emily_dtype_size(dst->dtype) == 2) { uint16_t *o = d; for (int64_t i = 0; i < n; i++) o[i] = (uint16_t)s[i]; }
-        else { uint8_t *o = d; for (int64_t i = 0; i < n; i++) o[i] = (uint8_t)s[i]; }
-        break;
-    }
-    }
+}
+
+/* The end of a product: sums computed into tmp (the compute type ct;
+ * NULL when dst held them in place) rounded into dst, the packed
+ * operands and tmp freed; s passed on. */
+static emily_status finish(emily_tensor *dst, ctype ct, void *tmp, void *pa, void *pb, emily_status s) {
+    if (!s && tmp) store_results(dst, tmp, ct);
+    free(pa);
+    free(pb);
+    free(tmp);
+    return s;
 }
 
 /* ---- integers ----------------------------------------------------------- */
@@ -167,12 +190,8 @@ static emily_status int_gemm(emily_tensor *dst, const emily_tensor *a, const emi
             int_row_uint32_t((const uint32_t *)pa + r * k, (const uint32_t *)pb + bi * k * n,
                              (uint32_t *)c + r * n, n, k);
     }
-    if (tmp) store_results(dst, tmp, ct);
 done:
-    free(pa);
-    free(pb);
-    free(tmp);
-    return s;
+    return finish(dst, ct, tmp, pa, pb, s);
 }
 
 /* ---- c128 as the reference computes it ----------------------------------
@@ -473,12 +492,8 @@ static emily_status blas_path(emily_tensor *dst, const emily_tensor *a, const em
         c = tmp;
     }
     blas_on_pool(ct, &oa, &ob, c, nb, m, n, k);
-    if (tmp) store_results(dst, tmp, ct);
 done:
-    free(pa);
-    free(pb);
-    free(tmp);
-    return s;
+    return finish(dst, ct, tmp, pa, pb, s);
 }
 
 /* ---- the kernel --------------------------------------------------------- */
@@ -514,18 +529,18 @@ static emily_status cpu_gemm(emily_tensor *dst, const emily_tensor *a, const emi
         return EMILY_OK;
     }
     bool fast = precision == EMILY_DOT_PRECISION_FAST;
+    if (emily_dtype_is_integer(dst->dtype)) return int_gemm(dst, a, b);
     switch (dst->dtype) {
     case EMILY_F64:
         return fast && !blas_lacks_avx512() ? blas_path(dst, a, b, CT_F64)
                                             : emi_cpu_exact_real_gemm(dst, a, b);
     case EMILY_C128: return fast ? blas_path(dst, a, b, CT_C128) : cplx_gemm(dst, a, b);
     case EMILY_C64: return blas_path(dst, a, b, fast ? CT_C64 : CT_C128);
-    case EMILY_F32: case EMILY_F16: case EMILY_BF16:
+    default: /* f32, f16 and bf16: f32 products at FAST */
         if (!fast) return emi_cpu_exact_real_gemm(dst, a, b);
         /* one to four rows: a stream over b, whatever the BLAS */
         if (emi_cpu_fast_f32_gemv(dst, a, b)) return EMILY_OK;
         return blas_lacks_avx512() ? emi_cpu_fast_f32_gemm(dst, a, b) : blas_path(dst, a, b, CT_F32);
-    default: return int_gemm(dst, a, b);
     }
 }
 

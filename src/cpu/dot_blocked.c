@@ -46,8 +46,9 @@
 #include <string.h>
 #include <immintrin.h>
 #include "cpu/dot_blocked.h"
-#include "cpu/unary_map.h"
+#include "cpu/parallel.h"
 #include "cpu/dot_load.h"
+#include "cpu/dtype_scalars.h"
 
 #ifndef KC
 #define KC 256 /* contraction slice: a B panel (KC x NR f64) fits L1 */
@@ -288,29 +289,30 @@ static void pack_a(const job *jb, int64_t bi, int64_t i0, int64_t mc, int64_t p0
 }
 
 /* Rounds an item's sums (rows x cols of the compute type, row stride
- * ldc) into dst, one loop per case so that each vectorizes. */
+ * ldc) into dst (f32, f16 or bf16), one loop per case so that each
+ * vectorizes: f64 sums (exact), or f32 sums, which widen exactly, so one
+ * rounding either way (bf16, Nx's way: to f32, then the top 16 bits). */
+#define STORE_ITEM(ENUM, sfx, T)                                                       \
+    case EMILY_##ENUM:                                                                 \
+        for (int64_t r = 0; r < rows; r++) {                                           \
+            T *o = (T *)base + off + r * n;                                            \
+            if (ct == CT_F64) {                                                        \
+                const double *sd = (const double *)c + r * ldc;                        \
+                for (int64_t j = 0; j < cols; j++) o[j] = emi_from_f64_##sfx(sd[j]);  \
+            } else {                                                                   \
+                const float *sf = (const float *)c + r * ldc;                          \
+                for (int64_t j = 0; j < cols; j++) o[j] = emi_from_f64_##sfx(sf[j]);  \
+            }                                                                          \
+        }                                                                              \
+        break;
+
 static void store_item(emily_tensor *dst, ctype ct, const void *c, int64_t ldc, int64_t off,
                        int64_t rows, int64_t cols) {
     int64_t n = dst->shape[2];
     void *base = emily_tensor_base(dst);
-    for (int64_t r = 0; r < rows; r++) {
-        const double *sd = (const double *)c + r * ldc;
-        const float *sf = (const float *)c + r * ldc;
-        float *of = (float *)base + off + r * n;
-        uint16_t *oh = (uint16_t *)base + off + r * n;
-        switch (dst->dtype) {
-        case EMILY_F32: /* from f64 (exact sums) */
-            for (int64_t j = 0; j < cols; j++) of[j] = (float)sd[j];
-            break;
-        case EMILY_F16: /* f32 sums widen exactly, so one rounding either way */
-            if (ct == CT_F64) for (int64_t j = 0; j < cols; j++) oh[j] = emily_f64_to_f16(sd[j]);
-            else for (int64_t j = 0; j < cols; j++) oh[j] = emily_f64_to_f16(sf[j]);
-            break;
-        default: /* bf16, Nx's way: round to f32, keep the top 16 bits */
-            if (ct == CT_F64) for (int64_t j = 0; j < cols; j++) oh[j] = emily_f32_to_bf16((float)sd[j]);
-            else for (int64_t j = 0; j < cols; j++) oh[j] = emily_f32_to_bf16(sf[j]);
-            break;
-        }
+    switch (dst->dtype) {
+        EMI_DTYPES_FLOAT(STORE_ITEM)
+    default: break;
     }
 }
 

@@ -1,5 +1,6 @@
 /* The dot kernels' operand loaders (see dot_load.h). */
 #include "cpu/dot_load.h"
+#include "cpu/dtype_scalars.h"
 #include "emily/dtype.h"
 
 /* ---- a strided run of any dtype -> the compute type -------------------
@@ -7,18 +8,12 @@
  * compute-type scalars; for complex types the imaginary part goes
  * `imoff` scalars after the real part). */
 
-typedef struct { float re, im; } cf32;
-typedef struct { double re, im; } cf64;
-
-#define RE_NUM(x) ((double)(x))
-#define IM_ZERO(x) 0.0
-#define RE_F16(x) ((double)emily_f16_to_f32(x))
-#define RE_BF16(x) ((double)emily_bf16_to_f32(x))
-#define RE_C(x) ((double)(x).re)
-#define IM_C(x) ((double)(x).im)
-/* integers are read exactly: signed sign-extends, unsigned zero-extends */
-#define U64_S(x) ((uint64_t)(int64_t)(x))
-#define U64_U(x) ((uint64_t)(x))
+/* The value of one element x: its real part RE(x) and imaginary part
+ * IM(x) as doubles, or its integer bits U64(x) (a signed value's
+ * conversion to uint64_t is its sign extension). */
+#define RE_OF(sfx) emi_to_f64_##sfx
+#define IM_OF(sfx) emi_im_of_##sfx
+#define U64_INT(x) ((uint64_t)(x))
 #define U64_NONE(x) ((void)(x), (uint64_t)0) /* floats never reach integer dots */
 
 #define DEFINE_LOAD(NAME, ST, RE, IM, U64)                                             \
@@ -49,22 +44,11 @@ typedef struct { double re, im; } cf64;
         }                                                                               \
     }
 
-DEFINE_LOAD(load_u8, uint8_t, RE_NUM, IM_ZERO, U64_U)
-DEFINE_LOAD(load_u16, uint16_t, RE_NUM, IM_ZERO, U64_U)
-DEFINE_LOAD(load_u32, uint32_t, RE_NUM, IM_ZERO, U64_U)
-DEFINE_LOAD(load_u64, uint64_t, RE_NUM, IM_ZERO, U64_U)
-DEFINE_LOAD(load_s8, int8_t, RE_NUM, IM_ZERO, U64_S)
-DEFINE_LOAD(load_s16, int16_t, RE_NUM, IM_ZERO, U64_S)
-DEFINE_LOAD(load_s32, int32_t, RE_NUM, IM_ZERO, U64_S)
-DEFINE_LOAD(load_s64, int64_t, RE_NUM, IM_ZERO, U64_S)
-DEFINE_LOAD(load_f16, uint16_t, RE_F16, IM_ZERO, U64_NONE)
-DEFINE_LOAD(load_bf16, uint16_t, RE_BF16, IM_ZERO, U64_NONE)
-DEFINE_LOAD(load_f32, float, RE_NUM, IM_ZERO, U64_NONE)
-DEFINE_LOAD(load_f64, double, RE_NUM, IM_ZERO, U64_NONE)
-DEFINE_LOAD(load_c64, cf32, RE_C, IM_C, U64_NONE)
-DEFINE_LOAD(load_c128, cf64, RE_C, IM_C, U64_NONE)
+/* load_<sfx> for every dtype */
+#define LOAD_INTEGER(ENUM, sfx, T) DEFINE_LOAD(load_##sfx, T, RE_OF(sfx), IM_OF(sfx), U64_INT)
+#define LOAD_INEXACT(ENUM, sfx, T) DEFINE_LOAD(load_##sfx, T, RE_OF(sfx), IM_OF(sfx), U64_NONE)
+EMI_DTYPES_INTEGER(LOAD_INTEGER)
+EMI_DTYPES_INEXACT(LOAD_INEXACT)
 
-const load_fn emi_dot_loaders[EMILY_DTYPE_COUNT] = {
-    load_u8, load_u16, load_u32, load_u64, load_s8, load_s16, load_s32, load_s64,
-    load_f16, load_bf16, load_f32, load_f64, load_c64, load_c128};
-
+#define LOADER_ENTRY(ENUM, sfx, T) [EMILY_##ENUM] = load_##sfx,
+const load_fn emi_dot_loaders[EMILY_DTYPE_COUNT] = {EMI_DTYPES(LOADER_ENTRY)};

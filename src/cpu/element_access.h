@@ -1,13 +1,17 @@
-/* Element access by dtype for the CPU window and cumulative kernels:
- * every element is read as a 64-bit integer pattern (sign-extended for
- * signed types), a double (real floats) or two doubles (complex), and
- * written back with Nx's conversion rules (src/core/scalar_convert.h). */
+/* Element access by a dtype known only at run time, for the CPU kernels
+ * that handle every type on one path (window, cumulative, all_close, the
+ * linear algebra's rounding and determinant): every element is read as a 64-bit integer pattern
+ * (sign-extended for signed types), a double (real floats) or two
+ * doubles (complex), and written back with Nx's conversion rules
+ * (src/core/scalar_convert.h). The switches are expansions of the dtype
+ * list (src/core/dtype_list.h) over dtype_scalars.h's helpers. */
 #ifndef EMILY_CPU_ELEMENT_ACCESS_H
 #define EMILY_CPU_ELEMENT_ACCESS_H
 
 #include <stdint.h>
 #include <string.h>
 #include "core/scalar_convert.h"
+#include "cpu/dtype_scalars.h"
 #include "emily/dtype.h"
 
 /* 0 integer, 1 real float, 2 complex */
@@ -15,44 +19,55 @@ static inline int we_class(emily_dtype t) {
     return emily_dtype_is_complex(t) ? 2 : emily_dtype_is_float(t) ? 1 : 0;
 }
 
+/* One case of the readers below: the element as a T in v, then EXPR. */
+#define WE_LOAD_CASE(ENUM, T, EXPR) \
+    case EMILY_##ENUM: {            \
+        T v;                        \
+        memcpy(&v, p, sizeof v);    \
+        return EXPR;                \
+    }
+#define WE_LOAD_INT_(ENUM, sfx, T) WE_LOAD_CASE(ENUM, T, (uint64_t)v)
+#define WE_LOAD_F_(ENUM, sfx, T) WE_LOAD_CASE(ENUM, T, emi_to_f64_##sfx(v))
+#define WE_LOAD_IM_(ENUM, sfx, T) WE_LOAD_CASE(ENUM, T, emi_im_of_##sfx(v))
+
+/* An integer's bits; a signed value's conversion to uint64_t is its
+ * sign extension. 0 for other types. */
 static inline uint64_t we_load_int(emily_dtype t, const char *p) {
     switch (t) {
-    case EMILY_U8: return *(const uint8_t *)p;
-    case EMILY_U16: { uint16_t v; memcpy(&v, p, 2); return v; }
-    case EMILY_U32: { uint32_t v; memcpy(&v, p, 4); return v; }
-    case EMILY_U64: { uint64_t v; memcpy(&v, p, 8); return v; }
-    case EMILY_S8: return (uint64_t)(int64_t)*(const int8_t *)p;
-    case EMILY_S16: { int16_t v; memcpy(&v, p, 2); return (uint64_t)(int64_t)v; }
-    case EMILY_S32: { int32_t v; memcpy(&v, p, 4); return (uint64_t)(int64_t)v; }
-    case EMILY_S64: { int64_t v; memcpy(&v, p, 8); return (uint64_t)v; }
+        EMI_DTYPES_INTEGER(WE_LOAD_INT_)
     default: return 0;
     }
 }
 
+/* The value as a double (complex: the real part). */
 static inline double we_load_f(emily_dtype t, const char *p) {
     switch (t) {
-    case EMILY_F16: { uint16_t h; memcpy(&h, p, 2); return emily_sc_f16_to_f64(h); }
-    case EMILY_BF16: { uint16_t h; memcpy(&h, p, 2); return emily_sc_bf16_to_f64(h); }
-    case EMILY_F32: { float f; memcpy(&f, p, 4); return f; }
-    case EMILY_F64: { double f; memcpy(&f, p, 8); return f; }
-    case EMILY_C64: { float f; memcpy(&f, p, 4); return f; }
-    case EMILY_C128: { double f; memcpy(&f, p, 8); return f; }
-    default: {
-        uint64_t b = we_load_int(t, p);
-        return (t == EMILY_U8 || t == EMILY_U16 || t == EMILY_U32 || t == EMILY_U64)
-                   ? (double)b : (double)(int64_t)b;
-    }
+        EMI_DTYPES(WE_LOAD_F_)
+    default: return 0.0;
     }
 }
 
+/* The imaginary part (0 for real types). */
 static inline double we_load_im(emily_dtype t, const char *p) {
-    if (t == EMILY_C64) { float f; memcpy(&f, p + 4, 4); return f; }
-    if (t == EMILY_C128) { double f; memcpy(&f, p + 8, 8); return f; }
-    return 0.0;
+    switch (t) {
+        EMI_DTYPES_COMPLEX(WE_LOAD_IM_)
+    default: return 0.0;
+    }
 }
+
+#undef WE_LOAD_CASE
+#undef WE_LOAD_INT_
+#undef WE_LOAD_F_
+#undef WE_LOAD_IM_
 
 static inline bool we_unsigned(emily_dtype t) {
-    return t == EMILY_U8 || t == EMILY_U16 || t == EMILY_U32 || t == EMILY_U64;
+    switch (t) {
+#define WE_UNSIGNED_(ENUM, sfx, T) case EMILY_##ENUM:
+        EMI_DTYPES_UNSIGNED(WE_UNSIGNED_)
+#undef WE_UNSIGNED_
+        return true;
+    default: return false;
+    }
 }
 
 static inline void we_store_int(emily_dtype t, uint64_t bits, char *p) {
@@ -60,6 +75,19 @@ static inline void we_store_int(emily_dtype t, uint64_t bits, char *p) {
 }
 static inline void we_store_f(emily_dtype t, double re, double im, char *p) {
     emily_sc_store_complex((int)t, re, im, p);
+}
+
+/* x rounded to the inexact type t (complex: its part type) and read
+ * back, as the reference writes an intermediate tensor of type t;
+ * unchanged for other types. */
+static inline double we_round(emily_dtype t, double x) {
+    switch (t) {
+#define WE_ROUND_(ENUM, sfx, T) \
+    case EMILY_##ENUM: return emi_round_##sfx(x);
+        EMI_DTYPES_INEXACT(WE_ROUND_)
+#undef WE_ROUND_
+    default: return x;
+    }
 }
 
 #endif

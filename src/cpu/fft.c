@@ -23,6 +23,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include "cpu/dtype_scalars.h"
 #include "cpu/kernels.h"
 #include "ops/fft_kernels.h"
 
@@ -465,76 +466,75 @@ static int64_t src_line_offset(const line_geom *g, int64_t li) {
     return off;
 }
 
+/* The element types of a transform: real f32/f64 and complex c64/c128,
+ * each case read through dtype_scalars.h's helpers. */
+#define FFT_TYPES(X) EMI_DTYPES_NATIVE_FLOAT(X) EMI_DTYPES_COMPLEX(X)
+
 /* Reads up to `count` points of the line at `base` (stride in elements)
  * into (xr, xi), zero-filling up to `total`. */
 static void gather(emily_dtype dt, const void *base, int64_t stride, int64_t count, int64_t total,
                    double *xr, double *xi) {
     switch (dt) {
-    case EMILY_F32: {
-        const float *x = base;
-        for (int64_t i = 0; i < count; i++) { xr[i] = x[i * stride]; xi[i] = 0; }
-        break;
+#define GATHER(ENUM, sfx, T)                                                           \
+    case EMILY_##ENUM: {                                                               \
+        const T *x = base;                                                             \
+        for (int64_t i = 0; i < count; i++) {                                          \
+            xr[i] = emi_to_f64_##sfx(x[i * stride]);                                   \
+            xi[i] = emi_im_of_##sfx(x[i * stride]);                                    \
+        }                                                                              \
+        break;                                                                         \
     }
-    case EMILY_F64: {
-        const double *x = base;
-        for (int64_t i = 0; i < count; i++) { xr[i] = x[i * stride]; xi[i] = 0; }
-        break;
-    }
-    case EMILY_C64: {
-        const float *x = base;
-        for (int64_t i = 0; i < count; i++) { xr[i] = x[2 * i * stride]; xi[i] = x[2 * i * stride + 1]; }
-        break;
-    }
-    default: {
-        const double *x = base;
-        for (int64_t i = 0; i < count; i++) { xr[i] = x[2 * i * stride]; xi[i] = x[2 * i * stride + 1]; }
-        break;
-    }
+        FFT_TYPES(GATHER)
+#undef GATHER
+    default: break;
     }
     for (int64_t i = count; i < total; i++) { xr[i] = 0; xi[i] = 0; }
 }
 
 static inline double clean(double x, double eps) { return fabs(x) <= eps ? 0.0 : x; }
 
+/* Writes `count` points (yr, yi), |x| <= eps written as 0, to the line
+ * at `base`: real types take the real parts, complex parts are rounded
+ * to the part type. */
 static void scatter(emily_dtype dt, void *base, int64_t stride, int64_t count, const double *yr,
                     const double *yi, double eps) {
     switch (dt) {
-    case EMILY_F32: {
-        float *y = base;
-        for (int64_t k = 0; k < count; k++) y[k * stride] = (float)clean(yr[k], eps);
-        break;
+#define SCATTER_REAL(ENUM, sfx, T)                                                     \
+    case EMILY_##ENUM: {                                                               \
+        T *y = base;                                                                   \
+        for (int64_t k = 0; k < count; k++) y[k * stride] = (T)clean(yr[k], eps);      \
+        break;                                                                         \
     }
-    case EMILY_F64: {
-        double *y = base;
-        for (int64_t k = 0; k < count; k++) y[k * stride] = clean(yr[k], eps);
-        break;
+#define SCATTER_COMPLEX(ENUM, sfx, T)                                                  \
+    case EMILY_##ENUM: {                                                               \
+        T *y = base;                                                                   \
+        for (int64_t k = 0; k < count; k++) {                                          \
+            y[k * stride].re = clean(yr[k], eps);                                      \
+            y[k * stride].im = clean(yi[k], eps);                                      \
+        }                                                                              \
+        break;                                                                         \
     }
-    case EMILY_C64: {
-        float *y = base;
-        for (int64_t k = 0; k < count; k++) {
-            y[2 * k * stride] = (float)clean(yr[k], eps);
-            y[2 * k * stride + 1] = (float)clean(yi[k], eps);
-        }
-        break;
-    }
-    default: {
-        double *y = base;
-        for (int64_t k = 0; k < count; k++) {
-            y[2 * k * stride] = clean(yr[k], eps);
-            y[2 * k * stride + 1] = clean(yi[k], eps);
-        }
-        break;
-    }
+        EMI_DTYPES_NATIVE_FLOAT(SCATTER_REAL)
+        EMI_DTYPES_COMPLEX(SCATTER_COMPLEX)
+#undef SCATTER_REAL
+#undef SCATTER_COMPLEX
+    default: break;
     }
 }
 
 /* Element `idx` of a line (f32/f64 real, c64/c128 complex). */
 static inline void read_point(emily_dtype dt, const void *base, int64_t off, double *r, double *i) {
     switch (dt) {
-    case EMILY_F32: *r = ((const float *)base)[off]; *i = 0; break;
-    case EMILY_F64: *r = ((const double *)base)[off]; *i = 0; break;
-    case EMILY_C64: *r = ((const float *)base)[2 * off]; *i = ((const float *)base)[2 * off + 1]; break;
-    default: *r = ((const double *)base)[2 * off]; *i = ((const double *)base)[2 * off + 1]; break;
+#define READ_POINT(ENUM, sfx, T)                                                       \
+    case EMILY_##ENUM: {                                                               \
+        T x = ((const T *)base)[off];                                                  \
+        *r = emi_to_f64_##sfx(x);                                                      \
+        *i = emi_im_of_##sfx(x);                                                       \
+        break;                                                                         \
+    }
+        FFT_TYPES(READ_POINT)
+#undef READ_POINT
+    default: break;
     }
 }
 

@@ -13,6 +13,7 @@
 #include "cpu/kernels.h"
 #include "cpu/strided.h"
 #include "core/scalar_convert.h"
+#include "cpu/dtype_scalars.h"
 #include "ops/common.h"
 #include "ops/index_kernels.h"
 
@@ -25,11 +26,7 @@
  * signed value; u64 values above INT64_MAX come back as -1 with *huge
  * set, so they fail the range check like any negative index. */
 static inline int64_t read_index(const void *base, emily_dtype dt, int64_t i, bool *huge) {
-    switch (dt) {
-    case EMILY_U8: return ((const uint8_t *)base)[i];
-    case EMILY_U16: return ((const uint16_t *)base)[i];
-    case EMILY_U32: return ((const uint32_t *)base)[i];
-    case EMILY_U64: {
+    if (dt == EMILY_U64) {
         uint64_t v = ((const uint64_t *)base)[i];
         if (v > (uint64_t)INT64_MAX) {
             *huge = true;
@@ -37,10 +34,12 @@ static inline int64_t read_index(const void *base, emily_dtype dt, int64_t i, bo
         }
         return (int64_t)v;
     }
-    case EMILY_S8: return ((const int8_t *)base)[i];
-    case EMILY_S16: return ((const int16_t *)base)[i];
-    case EMILY_S32: return ((const int32_t *)base)[i];
-    default: return ((const int64_t *)base)[i];
+    switch (dt) {
+#define READ_INDEX(ENUM, sfx, T) \
+    case EMILY_##ENUM: return (int64_t)((const T *)base)[i];
+        EMI_DTYPES_INTEGER(READ_INDEX)
+#undef READ_INDEX
+    default: return 0;
     }
 }
 
@@ -130,23 +129,19 @@ static emily_status load_indices(const char *op, const emily_tensor *idx, int64_
 /* ---- element moves ------------------------------------------------------- */
 
 /* dst[k] = src[tab[k] * stride] for k < n, elements of size es. */
-#define GATHER_ELEMS(T)                                                         \
-    do {                                                                        \
-        T *d_ = (T *)(d);                                                       \
-        const T *s_ = (const T *)(s);                                           \
-        for (int64_t k_ = 0; k_ < (n); k_++) memcpy(&d_[k_], &s_[(tab)[k_] * (stride)], sizeof(T)); \
-    } while (0)
-
-typedef struct { uint64_t a, b; } elem16;
-
 static inline void gather_elems(char *d, const char *s, const int64_t *tab, int64_t n,
                                 int64_t stride, size_t es) {
     switch (es) {
-    case 1: GATHER_ELEMS(uint8_t); break;
-    case 2: GATHER_ELEMS(uint16_t); break;
-    case 4: GATHER_ELEMS(uint32_t); break;
-    case 8: GATHER_ELEMS(uint64_t); break;
-    default: GATHER_ELEMS(elem16); break;
+#define GATHER_ELEMS(BYTES, T)                                                  \
+    case BYTES: {                                                               \
+        T *d_ = (T *)d;                                                         \
+        const T *s_ = (const T *)s;                                             \
+        for (int64_t k = 0; k < n; k++) memcpy(&d_[k], &s_[tab[k] * stride], sizeof(T)); \
+        break;                                                                  \
+    }
+        EMI_ELEMENT_SIZES(GATHER_ELEMS)
+#undef GATHER_ELEMS
+    default: break;
     }
 }
 
@@ -193,7 +188,8 @@ static emily_status cpu_take(emily_tensor *dst, const emily_tensor *src, const e
 /* take_along_axis reading s32/s64 indices in place: each index is
  * checked as it is used (a bad one stops the copy; the error is then
  * reported through load_indices, which finds the first bad index). */
-#define ALONG_DIRECT(IT, T)                                                             \
+#define ALONG_DIRECT(IT, BYTES, T)                                                      \
+    case BYTES:                                                                         \
     EMILY_PAR_FOR(par, u, outer * m, {                                                  \
         if (!atomic_load_explicit(&bad, memory_order_relaxed)) {                        \
             int64_t o = u / m;                                                          \
@@ -209,16 +205,18 @@ static emily_status cpu_take(emily_tensor *dst, const emily_tensor *src, const e
                 memcpy(&d[r], &sr[v * inner + r], sizeof(T));                           \
             }                                                                           \
         }                                                                               \
-    })
+    });                                                                                 \
+    break;
+#define ALONG_DIRECT_S32(BYTES, T) ALONG_DIRECT(int32_t, BYTES, T)
+#define ALONG_DIRECT_S64(BYTES, T) ALONG_DIRECT(int64_t, BYTES, T)
 
-#define ALONG_ELEMS(IT)                                                                 \
-    switch (es) {                                                                       \
-    case 1: ALONG_DIRECT(IT, uint8_t); break;                                           \
-    case 2: ALONG_DIRECT(IT, uint16_t); break;                                          \
-    case 4: ALONG_DIRECT(IT, uint32_t); break;                                          \
-    case 8: ALONG_DIRECT(IT, uint64_t); break;                                          \
-    default: ALONG_DIRECT(IT, elem16); break;                                           \
-    }
+/* take_along_axis through the checked int64 table: one case per element
+ * size. */
+#define ALONG_TABLE(BYTES, T)                                                           \
+    case BYTES:                                                                         \
+        for (int64_t r = 0; r < inner; r++)                                             \
+            memcpy(d + r * BYTES, sr + (t[r] * inner + r) * BYTES, BYTES);              \
+        break;
 
 static emily_status cpu_take_along_axis(emily_tensor *dst, const emily_tensor *src,
                                         const emily_tensor *idx, int axis, int64_t outer,
@@ -234,9 +232,15 @@ static emily_status cpu_take_along_axis(emily_tensor *dst, const emily_tensor *s
     if (idx->dtype == EMILY_S32 || idx->dtype == EMILY_S64) {
         atomic_int bad = 0;
         if (idx->dtype == EMILY_S32) {
-            ALONG_ELEMS(int32_t)
+            switch (es) {
+                EMI_ELEMENT_SIZES(ALONG_DIRECT_S32)
+            default: break;
+            }
         } else {
-            ALONG_ELEMS(int64_t)
+            switch (es) {
+                EMI_ELEMENT_SIZES(ALONG_DIRECT_S64)
+            default: break;
+            }
         }
         if (!atomic_load(&bad)) return EMILY_OK;
         int64_t *tab;
@@ -253,11 +257,8 @@ static emily_status cpu_take_along_axis(emily_tensor *dst, const emily_tensor *s
         char *d = db + (size_t)(u * inner) * es;
         const char *sr = sb + (size_t)(o * n * inner) * es;
         switch (es) {
-        case 1: for (int64_t r = 0; r < inner; r++) d[r] = sr[t[r] * inner + r]; break;
-        case 2: for (int64_t r = 0; r < inner; r++) memcpy(d + r * 2, sr + (t[r] * inner + r) * 2, 2); break;
-        case 4: for (int64_t r = 0; r < inner; r++) memcpy(d + r * 4, sr + (t[r] * inner + r) * 4, 4); break;
-        case 8: for (int64_t r = 0; r < inner; r++) memcpy(d + r * 8, sr + (t[r] * inner + r) * 8, 8); break;
-        default: for (int64_t r = 0; r < inner; r++) memcpy(d + r * 16, sr + (t[r] * inner + r) * 16, 16); break;
+            EMI_ELEMENT_SIZES(ALONG_TABLE)
+        default: break;
         }
     });
     free(tab);
@@ -397,23 +398,30 @@ typedef struct sval {
     double re, im;
 } sval;
 
+/* One case of load_value per dtype: the element read into x, then
+ * `SET` stores it (a signed integer's conversion to uint64_t is its sign
+ * extension). */
+#define LOAD_VALUE(ENUM, T, SET)     \
+    case EMILY_##ENUM: {             \
+        T x;                         \
+        memcpy(&x, p, sizeof x);     \
+        SET;                         \
+        break;                       \
+    }
+#define LOAD_UNSIGNED(ENUM, sfx, T) LOAD_VALUE(ENUM, T, v.is_unsigned = true; v.bits = x)
+#define LOAD_SIGNED(ENUM, sfx, T) LOAD_VALUE(ENUM, T, v.bits = (uint64_t)x)
+#define LOAD_FLOAT(ENUM, sfx, T) LOAD_VALUE(ENUM, T, v.kind = 1; v.re = emi_to_f64_##sfx(x))
+#define LOAD_COMPLEX(ENUM, sfx, T) \
+    LOAD_VALUE(ENUM, T, v.kind = 2; v.re = emi_to_f64_##sfx(x); v.im = emi_im_of_##sfx(x))
+
 static inline sval load_value(const char *p, emily_dtype dt) {
     sval v = {0, false, 0, 0.0, 0.0};
     switch (dt) {
-    case EMILY_U8: v.is_unsigned = true; v.bits = *(const uint8_t *)p; break;
-    case EMILY_U16: { uint16_t x; memcpy(&x, p, 2); v.is_unsigned = true; v.bits = x; break; }
-    case EMILY_U32: { uint32_t x; memcpy(&x, p, 4); v.is_unsigned = true; v.bits = x; break; }
-    case EMILY_U64: { uint64_t x; memcpy(&x, p, 8); v.is_unsigned = true; v.bits = x; break; }
-    case EMILY_S8: v.bits = (uint64_t)(int64_t) * (const int8_t *)p; break;
-    case EMILY_S16: { int16_t x; memcpy(&x, p, 2); v.bits = (uint64_t)(int64_t)x; break; }
-    case EMILY_S32: { int32_t x; memcpy(&x, p, 4); v.bits = (uint64_t)(int64_t)x; break; }
-    case EMILY_S64: { int64_t x; memcpy(&x, p, 8); v.bits = (uint64_t)x; break; }
-    case EMILY_F16: { uint16_t x; memcpy(&x, p, 2); v.kind = 1; v.re = emily_sc_f16_to_f64(x); break; }
-    case EMILY_BF16: { uint16_t x; memcpy(&x, p, 2); v.kind = 1; v.re = emily_sc_bf16_to_f64(x); break; }
-    case EMILY_F32: { float x; memcpy(&x, p, 4); v.kind = 1; v.re = x; break; }
-    case EMILY_F64: { double x; memcpy(&x, p, 8); v.kind = 1; v.re = x; break; }
-    case EMILY_C64: { float x[2]; memcpy(x, p, 8); v.kind = 2; v.re = x[0]; v.im = x[1]; break; }
-    default: { double x[2]; memcpy(x, p, 16); v.kind = 2; v.re = x[0]; v.im = x[1]; break; }
+        EMI_DTYPES_UNSIGNED(LOAD_UNSIGNED)
+        EMI_DTYPES_SIGNED(LOAD_SIGNED)
+        EMI_DTYPES_FLOAT(LOAD_FLOAT)
+        EMI_DTYPES_COMPLEX(LOAD_COMPLEX)
+    default: break;
     }
     return v;
 }

@@ -11,7 +11,7 @@
 #include "core/scalar_unary.h"
 #include "cpu/kernels.h"
 #include "cpu/strided.h"
-#include "cpu/unary_map.h"
+#include "cpu/elementwise_map.h"
 #include "cpu/unary_simd.h"
 
 static inline emily_cd cd64(emily_c64 v) { return emily_cd_make((double)v.re, (double)v.im); }

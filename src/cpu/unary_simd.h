@@ -13,7 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "emily/ops.h"
-#include "cpu/unary_map.h"
+#include "cpu/elementwise_map.h"
 
 /* The best SIMD function on this CPU, or NULL (use the scalar path).
  * In the environment, EMILY_SIMD=0 disables every SIMD path and

@@ -29,7 +29,7 @@
 #include <string.h>
 #include "core/engine.h"
 #include "core/tensor_impl.h"
-#include "cpu/unary_map.h"
+#include "cpu/parallel.h"
 #include "graph/graph_impl.h"
 
 /* Elements of S per slab: intermediates of a few slabs fit in L2. */

@@ -53,6 +53,28 @@ static emily_status finish(emily_tensor *wide, emily_dtype dt, emily_tensor **ou
     return s;
 }
 
+/* The end of an op with n (at most 3) wide results, s the kernel's
+ * status: every result rounded to types[i] into *outs[i]; on a failure,
+ * nothing returned (everything released) and the first error. */
+static emily_status finish_all(emily_status s, int n, emily_tensor **wide, const emily_dtype *types,
+                               emily_tensor **const *outs) {
+    if (s) {
+        emi_release_all(n, wide);
+        return s;
+    }
+    emily_tensor *res[3] = {NULL, NULL, NULL};
+    for (int i = 0; i < n; i++) {
+        emily_status si = finish(wide[i], types[i], &res[i]);
+        if (!s) s = si;
+    }
+    if (s) {
+        emi_release_all(n, res);
+        return s;
+    }
+    for (int i = 0; i < n; i++) *outs[i] = res[i];
+    return EMILY_OK;
+}
+
 /* Shapes are assembled in fixed arrays; far beyond any real batch rank. */
 #define MAX_RANK 32
 
@@ -141,23 +163,8 @@ emily_status emily_lu_opts(const emily_tensor *a, double eps, emily_linalg_metho
             : nx07                                     ? k->lu_nx07(pw, lw, uw, aw, eps)
                                                        : k->lu(pw, lw, uw, aw, t);
     emily_tensor_release(aw);
-    if (s) {
-        emily_tensor *all[3] = {pw, lw, uw};
-        emi_release_all(3, all);
-        return s;
-    }
-    emily_tensor *r[3] = {NULL, NULL, NULL};
-    s = finish(pw, a->dtype, &r[0]);
-    emily_status s2 = finish(lw, t, &r[1]);
-    emily_status s3 = finish(uw, t, &r[2]);
-    if (s || s2 || s3) {
-        emi_release_all(3, r);
-        return s ? s : s2 ? s2 : s3;
-    }
-    *p = r[0];
-    *l = r[1];
-    *u = r[2];
-    return EMILY_OK;
+    return finish_all(s, 3, (emily_tensor *[]){pw, lw, uw}, (emily_dtype[]){a->dtype, t, t},
+                      (emily_tensor **const[]){p, l, u});
 }
 
 /* ---- cholesky ---------------------------------------------------------- */
@@ -455,21 +462,8 @@ emily_status emily_qr_opts(const emily_tensor *a, emily_qr_mode mode, double eps
                : use_lapack(method, k->qr_lapack, aw) ? k->qr_lapack
                                                       : k->qr)(qw, rw, aw, complete, eps, t);
     emily_tensor_release(aw);
-    if (s) {
-        emily_tensor_release(qw);
-        emily_tensor_release(rw);
-        return s;
-    }
-    emily_tensor *res[2] = {NULL, NULL};
-    s = finish(qw, t, &res[0]);
-    emily_status s2 = finish(rw, t, &res[1]);
-    if (s || s2) {
-        emi_release_all(2, res);
-        return s ? s : s2;
-    }
-    *q = res[0];
-    *r = res[1];
-    return EMILY_OK;
+    return finish_all(s, 2, (emily_tensor *[]){qw, rw}, (emily_dtype[]){t, t},
+                      (emily_tensor **const[]){q, r});
 }
 
 /* ---- svd --------------------------------------------------------------- */
@@ -518,23 +512,8 @@ emily_status emily_svd_opts(const emily_tensor *a, bool full_matrices, int64_t m
                                                         : k->svd)(
                   uw, sw, vw, aw, full_matrices, max_iter, t, emily_dtype_is_integer(a->dtype));
     emily_tensor_release(aw);
-    if (s) {
-        emily_tensor *all[3] = {uw, sw, vw};
-        emi_release_all(3, all);
-        return s;
-    }
-    emily_tensor *res[3] = {NULL, NULL, NULL};
-    s = finish(uw, t, &res[0]);
-    emily_status s2 = finish(sw, t, &res[1]);
-    emily_status s3 = finish(vw, t, &res[2]);
-    if (s || s2 || s3) {
-        emi_release_all(3, res);
-        return s ? s : s2 ? s2 : s3;
-    }
-    *u = res[0];
-    *sv = res[1];
-    *vt = res[2];
-    return EMILY_OK;
+    return finish_all(s, 3, (emily_tensor *[]){uw, sw, vw}, (emily_dtype[]){t, t, t},
+                      (emily_tensor **const[]){u, sv, vt});
 }
 
 /* ---- eigh -------------------------------------------------------------- */
@@ -569,19 +548,6 @@ emily_status emily_eigh_opts(const emily_tensor *a, double eps, int64_t max_iter
                    : (use_lapack(method, k->eigh_lapack, aw) ? k->eigh_lapack
                                                              : k->eigh)(ww, vw, aw, eps, max_iter, t);
     emily_tensor_release(aw);
-    if (s) {
-        emily_tensor_release(ww);
-        emily_tensor_release(vw);
-        return s;
-    }
-    emily_tensor *res[2] = {NULL, NULL};
-    s = finish(ww, t, &res[0]);
-    emily_status s2 = finish(vw, t, &res[1]);
-    if (s || s2) {
-        emi_release_all(2, res);
-        return s ? s : s2;
-    }
-    *eigenvalues = res[0];
-    *eigenvectors = res[1];
-    return EMILY_OK;
+    return finish_all(s, 2, (emily_tensor *[]){ww, vw}, (emily_dtype[]){t, t},
+                      (emily_tensor **const[]){eigenvalues, eigenvectors});
 }

@@ -1,11 +1,11 @@
-/* The blocked, reference-exact linear algebra paths (src/cpu/exact_update.c,
- * src/cpu/linalg_blocked.c, the fused f64 solve in src/cpu/linalg.c):
+/* The blocked, reference-exact linear algebra paths (src/cpu/linalg/exact_update.c,
+ * src/cpu/linalg/blocked.c, the fused f64 solve in src/cpu/linalg/solve.c):
  * each must give the unblocked loops' (or the composition's) results bit
  * for bit, NaN for NaN, on sizes around every block boundary, batches,
  * singular and non-positive-definite matrices and non-finite values. */
 #include <stdlib.h>
-#include "cpu/exact_update.h"
-#include "cpu/linalg_blocked.h"
+#include "cpu/linalg/exact_update.h"
+#include "cpu/linalg/blocked.h"
 #include "harness.h"
 
 /* Bitwise equality, except that any NaN equals any NaN (the reference has

@@ -10,7 +10,7 @@
 #include <unistd.h>
 #include "core/scalar_unary.h"
 #include "core/tensor_impl.h"
-#include "cpu/unary_map.h"
+#include "cpu/parallel.h"
 #include "cpu/unary_simd.h"
 #include "harness.h"
 

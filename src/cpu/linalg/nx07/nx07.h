@@ -4,13 +4,15 @@
  * them (Elixir floats, i.e. double precision throughout, rounded to the
  * output type only when written), so that results are the reference's
  * bit for bit. Nx 0.8 replaced both (Nx.LinAlg.LU, Nx.LinAlg.BlockEigh),
- * which linalg.c and linalg_nx.c reproduce. */
-#ifndef EMILY_CPU_LINALG_NX07_H
-#define EMILY_CPU_LINALG_NX07_H
+ * which ../lu.c and ../eigh.c reproduce. The table's *_nx07 kernels
+ * (../linalg.h) are built on these (kernels.c), and on the nx07 forms of
+ * ../qr.c and ../svd.c. */
+#ifndef EMILY_CPU_LINALG_NX07_NX07_H
+#define EMILY_CPU_LINALG_NX07_NX07_H
 
 #include <stdbool.h>
 #include <stdint.h>
-#include "cpu/linalg_complex.h"
+#include "cpu/linalg/complex.h"
 #include "emily/tensor.h"
 
 /* Results of the eigh routines. */
@@ -35,18 +37,5 @@ void emi_cpu_nx07_lu_real(double *a, int64_t n, double eps, int64_t *perm, doubl
                             char *tmp);
 void emi_cpu_nx07_lu_complex(zd *a, int64_t n, double eps, int64_t *perm, zd *l, zd *u,
                                char *tmp);
-
-/* The kernels of the linalg table's *_nx07 slots (ops/linalg_kernels.h):
- * linalg_nx07.c (lu, determinant, eigh) and linalg_nx.c (qr, svd). */
-emily_status emi_cpu_nx07_lu(emily_tensor *p, emily_tensor *l, emily_tensor *u,
-                               const emily_tensor *a, double eps);
-emily_status emi_cpu_nx07_determinant(emily_tensor *det, const emily_tensor *a, emily_dtype w);
-emily_status emi_cpu_nx07_eigh(emily_tensor *w, emily_tensor *v, const emily_tensor *a,
-                                 double eps, int64_t max_iter);
-emily_status emi_cpu_nx07_qr(emily_tensor *q, emily_tensor *r, const emily_tensor *a,
-                               bool complete, double eps, emily_dtype work);
-emily_status emi_cpu_nx07_svd(emily_tensor *u, emily_tensor *s, emily_tensor *vt,
-                                const emily_tensor *a, bool full_matrices, int64_t max_iter,
-                                emily_dtype work, bool integer_input);
 
 #endif

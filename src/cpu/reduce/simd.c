@@ -1,9 +1,10 @@
-/* Vectorized folds of contiguous runs (see reduce_simd.h). The compiler
+/* Vectorized folds of contiguous runs (see simd.h). The compiler
  * builds the library for baseline x86-64; the hot folds have AVX-512 and
  * AVX2 versions (function target attributes) chosen once at run time. */
 #include <math.h>
 #include <string.h>
-#include "cpu/reduce_simd.h"
+#include "core/dtype_list.h"
+#include "cpu/reduce/simd.h"
 #include "cpu/strided.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -105,72 +106,95 @@ static void base_cols_min_f32(float *restrict acc, const float *restrict x, int6
 
 #ifdef HAVE_X86
 
+/* ---- sums: one body, an AVX-512 and an AVX2 instance -------------------- */
+
+/* Sums of f32 runs in double lanes: four accumulators of W lanes, each
+ * vector of W floats widened as it is loaded. */
+#define SUM_F32(NAME, TARGET, VD, W, ZERO, LOAD_WIDE, ADD, HSUM)                      \
+    TARGET static double NAME(const float *x, int64_t n) {                            \
+        VD a0 = ZERO(), a1 = a0, a2 = a0, a3 = a0;                                    \
+        int64_t i = 0;                                                                \
+        for (; i + 4 * (W) <= n; i += 4 * (W)) {                                      \
+            a0 = ADD(a0, LOAD_WIDE(x + i));                                           \
+            a1 = ADD(a1, LOAD_WIDE(x + i + (W)));                                     \
+            a2 = ADD(a2, LOAD_WIDE(x + i + 2 * (W)));                                 \
+            a3 = ADD(a3, LOAD_WIDE(x + i + 3 * (W)));                                 \
+        }                                                                             \
+        double s = HSUM(ADD(ADD(a0, a1), ADD(a2, a3)));                               \
+        for (; i < n; i++) s += (double)x[i];                                         \
+        return s;                                                                     \
+    }
+
+/* Two independent TwoSum chains of W lanes each (see base_sum2_f64). */
+#define SUM2_F64(NAME, TARGET, VD, W, ZERO, LOADU, STOREU, ADD, SUB)                  \
+    TARGET static void NAME(const double *x, int64_t n, double out[2]) {              \
+        VD s0 = ZERO(), s1 = s0, c0 = s0, c1 = s0;                                    \
+        int64_t i = 0;                                                                \
+        for (; i + 2 * (W) <= n; i += 2 * (W)) {                                      \
+            VD x0 = LOADU(x + i), x1 = LOADU(x + i + (W));                            \
+            VD t0 = ADD(s0, x0), t1 = ADD(s1, x1);                                    \
+            VD b0 = SUB(t0, s0), b1 = SUB(t1, s1);                                    \
+            c0 = ADD(c0, ADD(SUB(s0, SUB(t0, b0)), SUB(x0, b0)));                     \
+            c1 = ADD(c1, ADD(SUB(s1, SUB(t1, b1)), SUB(x1, b1)));                     \
+            s0 = t0;                                                                  \
+            s1 = t1;                                                                  \
+        }                                                                             \
+        double l[2 * (W)], e[2 * (W)];                                                \
+        STOREU(l, s0);                                                                \
+        STOREU(l + (W), s1);                                                          \
+        STOREU(e, c0);                                                                \
+        STOREU(e + (W), c1);                                                          \
+        finish_sum2(l, e, 2 * (W), x, i, n, out);                                     \
+    }
+
+/* Extremes of f32/f64 runs: two vectors of W lanes a step folded with
+ * OP, a NaN seen anywhere noted (UNORD(v): v's NaN lanes as an NT,
+ * merged with NAN_OR, tested with NAN_ANY), the lanes reduced by HRED. */
+#define EXT(NAME, TARGET, T, V, W, LOADU, SET1, OP, NT, NAN0, UNORD, NAN_OR, NAN_ANY, HRED, BETTER) \
+    TARGET static int NAME(const T *x, int64_t n, T *mp) {                               \
+        V m0 = SET1(*mp), m1 = m0;                                                       \
+        NT nan = NAN0;                                                                   \
+        int64_t i = 0;                                                                   \
+        for (; i + 2 * W <= n; i += 2 * W) {                                             \
+            V v0 = LOADU(x + i), v1 = LOADU(x + i + W);                                  \
+            nan = NAN_OR(nan, NAN_OR(UNORD(v0), UNORD(v1)));                             \
+            m0 = OP(m0, v0);                                                             \
+            m1 = OP(m1, v1);                                                             \
+        }                                                                                \
+        T m = HRED(OP(m0, m1));                                                          \
+        int bad = NAN_ANY(nan);                                                          \
+        for (; i < n; i++) {                                                             \
+            T v = x[i];                                                                  \
+            bad |= v != v;                                                               \
+            m = v BETTER m ? v : m;                                                      \
+        }                                                                                \
+        *mp = m;                                                                         \
+        return bad;                                                                      \
+    }
+
 /* ---- AVX-512 ------------------------------------------------------------- */
 
-__attribute__((target("avx512f"))) static double sum_f32_avx512(const float *x, int64_t n) {
-    __m512d a0 = _mm512_setzero_pd(), a1 = a0, a2 = a0, a3 = a0;
-    int64_t i = 0;
-    for (; i + 32 <= n; i += 32) {
-        a0 = _mm512_add_pd(a0, _mm512_cvtps_pd(_mm256_loadu_ps(x + i)));
-        a1 = _mm512_add_pd(a1, _mm512_cvtps_pd(_mm256_loadu_ps(x + i + 8)));
-        a2 = _mm512_add_pd(a2, _mm512_cvtps_pd(_mm256_loadu_ps(x + i + 16)));
-        a3 = _mm512_add_pd(a3, _mm512_cvtps_pd(_mm256_loadu_ps(x + i + 24)));
-    }
-    double s = _mm512_reduce_add_pd(_mm512_add_pd(_mm512_add_pd(a0, a1), _mm512_add_pd(a2, a3)));
-    for (; i < n; i++) s += (double)x[i];
-    return s;
-}
+#define AVX512 __attribute__((target("avx512f")))
+AVX512 static inline __m512d load_wide512(const float *p) { return _mm512_cvtps_pd(_mm256_loadu_ps(p)); }
+SUM_F32(sum_f32_avx512, AVX512, __m512d, 8, _mm512_setzero_pd, load_wide512, _mm512_add_pd,
+        _mm512_reduce_add_pd)
+SUM2_F64(sum2_f64_avx512, AVX512, __m512d, 8, _mm512_setzero_pd, _mm512_loadu_pd, _mm512_storeu_pd,
+         _mm512_add_pd, _mm512_sub_pd)
 
-/* Two independent TwoSum chains of 8 lanes each (see base_sum2_f64). */
-__attribute__((target("avx512f"))) static void sum2_f64_avx512(const double *x, int64_t n, double out[2]) {
-    __m512d s0 = _mm512_setzero_pd(), s1 = s0, c0 = s0, c1 = s0;
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        __m512d x0 = _mm512_loadu_pd(x + i), x1 = _mm512_loadu_pd(x + i + 8);
-        __m512d t0 = _mm512_add_pd(s0, x0), t1 = _mm512_add_pd(s1, x1);
-        __m512d b0 = _mm512_sub_pd(t0, s0), b1 = _mm512_sub_pd(t1, s1);
-        c0 = _mm512_add_pd(c0, _mm512_add_pd(_mm512_sub_pd(s0, _mm512_sub_pd(t0, b0)), _mm512_sub_pd(x0, b0)));
-        c1 = _mm512_add_pd(c1, _mm512_add_pd(_mm512_sub_pd(s1, _mm512_sub_pd(t1, b1)), _mm512_sub_pd(x1, b1)));
-        s0 = t0;
-        s1 = t1;
-    }
-    double l[16], e[16];
-    _mm512_storeu_pd(l, s0);
-    _mm512_storeu_pd(l + 8, s1);
-    _mm512_storeu_pd(e, c0);
-    _mm512_storeu_pd(e + 8, c1);
-    finish_sum2(l, e, 16, x, i, n, out);
-}
-
-#define EXT512(NAME, T, V, W, LOADU, SET1, OP, CMP, RED, MASK, BETTER)               \
-    __attribute__((target("avx512f"))) static int NAME(const T *x, int64_t n, T *mp) { \
-        V m0 = SET1(*mp), m1 = m0;                                                   \
-        MASK nan = 0;                                                                \
-        int64_t i = 0;                                                               \
-        for (; i + 2 * W <= n; i += 2 * W) {                                         \
-            V v0 = LOADU(x + i), v1 = LOADU(x + i + W);                              \
-            nan |= (MASK)(CMP(v0, v0, _CMP_UNORD_Q) | CMP(v1, v1, _CMP_UNORD_Q));    \
-            m0 = OP(m0, v0);                                                         \
-            m1 = OP(m1, v1);                                                         \
-        }                                                                            \
-        T m = RED(OP(m0, m1));                                                       \
-        int bad = nan != 0;                                                          \
-        for (; i < n; i++) {                                                         \
-            T v = x[i];                                                              \
-            bad |= v != v;                                                           \
-            m = v BETTER m ? v : m;                                                  \
-        }                                                                            \
-        *mp = m;                                                                     \
-        return bad;                                                                  \
-    }
-EXT512(max_f32_avx512, float, __m512, 16, _mm512_loadu_ps, _mm512_set1_ps, _mm512_max_ps,
-       _mm512_cmp_ps_mask, _mm512_reduce_max_ps, __mmask16, >)
-EXT512(min_f32_avx512, float, __m512, 16, _mm512_loadu_ps, _mm512_set1_ps, _mm512_min_ps,
-       _mm512_cmp_ps_mask, _mm512_reduce_min_ps, __mmask16, <)
-EXT512(max_f64_avx512, double, __m512d, 8, _mm512_loadu_pd, _mm512_set1_pd, _mm512_max_pd,
-       _mm512_cmp_pd_mask, _mm512_reduce_max_pd, __mmask8, >)
-EXT512(min_f64_avx512, double, __m512d, 8, _mm512_loadu_pd, _mm512_set1_pd, _mm512_min_pd,
-       _mm512_cmp_pd_mask, _mm512_reduce_min_pd, __mmask8, <)
+/* NaN lanes as a mask; lanes reduced by the AVX-512 reductions */
+#define UNORD_PS512(v) _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q)
+#define UNORD_PD512(v) _mm512_cmp_pd_mask(v, v, _CMP_UNORD_Q)
+#define OR16(a, b) ((__mmask16)((a) | (b)))
+#define OR8(a, b) ((__mmask8)((a) | (b)))
+#define MASK_ANY(m) ((m) != 0)
+EXT(max_f32_avx512, AVX512, float, __m512, 16, _mm512_loadu_ps, _mm512_set1_ps, _mm512_max_ps, __mmask16, 0,
+    UNORD_PS512, OR16, MASK_ANY, _mm512_reduce_max_ps, >)
+EXT(min_f32_avx512, AVX512, float, __m512, 16, _mm512_loadu_ps, _mm512_set1_ps, _mm512_min_ps, __mmask16, 0,
+    UNORD_PS512, OR16, MASK_ANY, _mm512_reduce_min_ps, <)
+EXT(max_f64_avx512, AVX512, double, __m512d, 8, _mm512_loadu_pd, _mm512_set1_pd, _mm512_max_pd, __mmask8, 0,
+    UNORD_PD512, OR8, MASK_ANY, _mm512_reduce_max_pd, >)
+EXT(min_f64_avx512, AVX512, double, __m512d, 8, _mm512_loadu_pd, _mm512_set1_pd, _mm512_min_pd, __mmask8, 0,
+    UNORD_PD512, OR8, MASK_ANY, _mm512_reduce_min_pd, <)
 
 /* ---- AVX2 ------------------------------------------------------------------ */
 
@@ -180,83 +204,51 @@ __attribute__((target("avx2"))) static double hsum256(__m256d a) {
     return _mm_cvtsd_f64(lo) + _mm_cvtsd_f64(_mm_unpackhi_pd(lo, lo));
 }
 
-__attribute__((target("avx2"))) static double sum_f32_avx2(const float *x, int64_t n) {
-    __m256d a0 = _mm256_setzero_pd(), a1 = a0, a2 = a0, a3 = a0;
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        a0 = _mm256_add_pd(a0, _mm256_cvtps_pd(_mm_loadu_ps(x + i)));
-        a1 = _mm256_add_pd(a1, _mm256_cvtps_pd(_mm_loadu_ps(x + i + 4)));
-        a2 = _mm256_add_pd(a2, _mm256_cvtps_pd(_mm_loadu_ps(x + i + 8)));
-        a3 = _mm256_add_pd(a3, _mm256_cvtps_pd(_mm_loadu_ps(x + i + 12)));
-    }
-    double s = hsum256(_mm256_add_pd(_mm256_add_pd(a0, a1), _mm256_add_pd(a2, a3)));
-    for (; i < n; i++) s += (double)x[i];
-    return s;
-}
+#define AVX2 __attribute__((target("avx2")))
+AVX2 static inline __m256d load_wide256(const float *p) { return _mm256_cvtps_pd(_mm_loadu_ps(p)); }
+SUM_F32(sum_f32_avx2, AVX2, __m256d, 4, _mm256_setzero_pd, load_wide256, _mm256_add_pd, hsum256)
+SUM2_F64(sum2_f64_avx2, AVX2, __m256d, 4, _mm256_setzero_pd, _mm256_loadu_pd, _mm256_storeu_pd,
+         _mm256_add_pd, _mm256_sub_pd)
 
-/* Two independent TwoSum chains of 4 lanes each (see base_sum2_f64). */
-__attribute__((target("avx2"))) static void sum2_f64_avx2(const double *x, int64_t n, double out[2]) {
-    __m256d s0 = _mm256_setzero_pd(), s1 = s0, c0 = s0, c1 = s0;
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        __m256d x0 = _mm256_loadu_pd(x + i), x1 = _mm256_loadu_pd(x + i + 4);
-        __m256d t0 = _mm256_add_pd(s0, x0), t1 = _mm256_add_pd(s1, x1);
-        __m256d b0 = _mm256_sub_pd(t0, s0), b1 = _mm256_sub_pd(t1, s1);
-        c0 = _mm256_add_pd(c0, _mm256_add_pd(_mm256_sub_pd(s0, _mm256_sub_pd(t0, b0)), _mm256_sub_pd(x0, b0)));
-        c1 = _mm256_add_pd(c1, _mm256_add_pd(_mm256_sub_pd(s1, _mm256_sub_pd(t1, b1)), _mm256_sub_pd(x1, b1)));
-        s0 = t0;
-        s1 = t1;
-    }
-    double l[8], e[8];
-    _mm256_storeu_pd(l, s0);
-    _mm256_storeu_pd(l + 4, s1);
-    _mm256_storeu_pd(e, c0);
-    _mm256_storeu_pd(e + 4, c1);
-    finish_sum2(l, e, 8, x, i, n, out);
-}
-
-#define EXT256(NAME, T, V, W, LOADU, SET1, OP, CMP, OR, MOVEMASK, BETTER)            \
-    __attribute__((target("avx2"))) static int NAME(const T *x, int64_t n, T *mp) {  \
-        V m0 = SET1(*mp), m1 = m0, nan = SET1(0);                                    \
-        int64_t i = 0;                                                               \
-        for (; i + 2 * W <= n; i += 2 * W) {                                         \
-            V v0 = LOADU(x + i), v1 = LOADU(x + i + W);                              \
-            nan = OR(nan, OR(CMP(v0, v0, _CMP_UNORD_Q), CMP(v1, v1, _CMP_UNORD_Q))); \
-            m0 = OP(m0, v0);                                                         \
-            m1 = OP(m1, v1);                                                         \
-        }                                                                            \
+/* NaN lanes as a vector; lanes reduced in order through memory, the
+ * first of equals kept (hred256_<op>_<type>) */
+#define HRED256(NAME, T, V, W, BETTER)                                               \
+    AVX2 static inline T NAME(V v) {                                                 \
         T lanes[W];                                                                  \
-        m0 = OP(m0, m1);                                                             \
-        memcpy(lanes, &m0, sizeof lanes);                                            \
+        memcpy(lanes, &v, sizeof lanes);                                             \
         T m = lanes[0];                                                              \
         for (int k = 1; k < W; k++) m = lanes[k] BETTER m ? lanes[k] : m;            \
-        int bad = MOVEMASK(nan) != 0;                                                \
-        for (; i < n; i++) {                                                         \
-            T v = x[i];                                                              \
-            bad |= v != v;                                                           \
-            m = v BETTER m ? v : m;                                                  \
-        }                                                                            \
-        *mp = m;                                                                     \
-        return bad;                                                                  \
+        return m;                                                                    \
     }
-EXT256(max_f32_avx2, float, __m256, 8, _mm256_loadu_ps, _mm256_set1_ps, _mm256_max_ps, _mm256_cmp_ps,
-       _mm256_or_ps, _mm256_movemask_ps, >)
-EXT256(min_f32_avx2, float, __m256, 8, _mm256_loadu_ps, _mm256_set1_ps, _mm256_min_ps, _mm256_cmp_ps,
-       _mm256_or_ps, _mm256_movemask_ps, <)
-EXT256(max_f64_avx2, double, __m256d, 4, _mm256_loadu_pd, _mm256_set1_pd, _mm256_max_pd, _mm256_cmp_pd,
-       _mm256_or_pd, _mm256_movemask_pd, >)
-EXT256(min_f64_avx2, double, __m256d, 4, _mm256_loadu_pd, _mm256_set1_pd, _mm256_min_pd, _mm256_cmp_pd,
-       _mm256_or_pd, _mm256_movemask_pd, <)
+HRED256(hred256_max_ps, float, __m256, 8, >)
+HRED256(hred256_min_ps, float, __m256, 8, <)
+HRED256(hred256_max_pd, double, __m256d, 4, >)
+HRED256(hred256_min_pd, double, __m256d, 4, <)
+#define UNORD_PS256(v) _mm256_cmp_ps(v, v, _CMP_UNORD_Q)
+#define UNORD_PD256(v) _mm256_cmp_pd(v, v, _CMP_UNORD_Q)
+#define ANY_PS256(v) (_mm256_movemask_ps(v) != 0)
+#define ANY_PD256(v) (_mm256_movemask_pd(v) != 0)
+EXT(max_f32_avx2, AVX2, float, __m256, 8, _mm256_loadu_ps, _mm256_set1_ps, _mm256_max_ps, __m256,
+    _mm256_set1_ps(0), UNORD_PS256, _mm256_or_ps, ANY_PS256, hred256_max_ps, >)
+EXT(min_f32_avx2, AVX2, float, __m256, 8, _mm256_loadu_ps, _mm256_set1_ps, _mm256_min_ps, __m256,
+    _mm256_set1_ps(0), UNORD_PS256, _mm256_or_ps, ANY_PS256, hred256_min_ps, <)
+EXT(max_f64_avx2, AVX2, double, __m256d, 4, _mm256_loadu_pd, _mm256_set1_pd, _mm256_max_pd, __m256d,
+    _mm256_set1_pd(0), UNORD_PD256, _mm256_or_pd, ANY_PD256, hred256_max_pd, >)
+EXT(min_f64_avx2, AVX2, double, __m256d, 4, _mm256_loadu_pd, _mm256_set1_pd, _mm256_min_pd, __m256d,
+    _mm256_set1_pd(0), UNORD_PD256, _mm256_or_pd, ANY_PD256, hred256_min_pd, <)
+
 
 /* ---- finding a value, column folds (AVX-512 and AVX2) --------------------- */
 
-#define FIND512(NAME, T, V, W, LOADU, SET1, CMP, MASK)                               \
-    __attribute__((target("avx512f"))) static int64_t NAME(const T *x, int64_t n, T v, int last) { \
+/* The first (`last`: the last) element equal to v, W lanes a compare:
+ * EQ(a, b) gives the lanes' equality as the bits of an unsigned. */
+#define FIND(NAME, TARGET, T, V, W, LOADU, SET1, EQ)                                 \
+    TARGET static int64_t NAME(const T *x, int64_t n, T v, int last) {               \
         V vv = SET1(v);                                                              \
         if (!last) {                                                                 \
             int64_t i = 0;                                                           \
             for (; i + W <= n; i += W) {                                             \
-                unsigned m = (MASK)CMP(LOADU(x + i), vv, _CMP_EQ_OQ);                \
+                unsigned m = EQ(LOADU(x + i), vv);                                   \
                 if (m) return i + __builtin_ctz(m);                                  \
             }                                                                        \
             for (; i < n; i++)                                                       \
@@ -264,7 +256,7 @@ EXT256(min_f64_avx2, double, __m256d, 4, _mm256_loadu_pd, _mm256_set1_pd, _mm256
         } else {                                                                     \
             int64_t i = n;                                                           \
             for (; i >= W; i -= W) {                                                 \
-                unsigned m = (MASK)CMP(LOADU(x + i - W), vv, _CMP_EQ_OQ);            \
+                unsigned m = EQ(LOADU(x + i - W), vv);                               \
                 if (m) return i - W + (31 - __builtin_clz(m));                       \
             }                                                                        \
             for (; i > 0; i--)                                                       \
@@ -272,53 +264,30 @@ EXT256(min_f64_avx2, double, __m256d, 4, _mm256_loadu_pd, _mm256_set1_pd, _mm256
         }                                                                            \
         return -1;                                                                   \
     }
-FIND512(find_f32_avx512, float, __m512, 16, _mm512_loadu_ps, _mm512_set1_ps, _mm512_cmp_ps_mask, __mmask16)
-FIND512(find_f64_avx512, double, __m512d, 8, _mm512_loadu_pd, _mm512_set1_pd, _mm512_cmp_pd_mask, __mmask8)
+#define EQ_PS512(a, b) ((__mmask16)_mm512_cmp_ps_mask(a, b, _CMP_EQ_OQ))
+#define EQ_PD512(a, b) ((__mmask8)_mm512_cmp_pd_mask(a, b, _CMP_EQ_OQ))
+#define EQ_PS256(a, b) ((unsigned)_mm256_movemask_ps(_mm256_cmp_ps(a, b, _CMP_EQ_OQ)))
+#define EQ_PD256(a, b) ((unsigned)_mm256_movemask_pd(_mm256_cmp_pd(a, b, _CMP_EQ_OQ)))
+FIND(find_f32_avx512, AVX512, float, __m512, 16, _mm512_loadu_ps, _mm512_set1_ps, EQ_PS512)
+FIND(find_f64_avx512, AVX512, double, __m512d, 8, _mm512_loadu_pd, _mm512_set1_pd, EQ_PD512)
+FIND(find_f32_avx2, AVX2, float, __m256, 8, _mm256_loadu_ps, _mm256_set1_ps, EQ_PS256)
+FIND(find_f64_avx2, AVX2, double, __m256d, 4, _mm256_loadu_pd, _mm256_set1_pd, EQ_PD256)
 
-#define FIND256(NAME, T, V, W, LOADU, SET1, CMP, MOVEMASK)                           \
-    __attribute__((target("avx2"))) static int64_t NAME(const T *x, int64_t n, T v, int last) { \
-        V vv = SET1(v);                                                              \
-        if (!last) {                                                                 \
-            int64_t i = 0;                                                           \
-            for (; i + W <= n; i += W) {                                             \
-                unsigned m = (unsigned)MOVEMASK(CMP(LOADU(x + i), vv, _CMP_EQ_OQ));  \
-                if (m) return i + __builtin_ctz(m);                                  \
-            }                                                                        \
-            for (; i < n; i++)                                                       \
-                if (x[i] == v) return i;                                             \
-        } else {                                                                     \
-            int64_t i = n;                                                           \
-            for (; i >= W; i -= W) {                                                 \
-                unsigned m = (unsigned)MOVEMASK(CMP(LOADU(x + i - W), vv, _CMP_EQ_OQ)); \
-                if (m) return i - W + (31 - __builtin_clz(m));                       \
-            }                                                                        \
-            for (; i > 0; i--)                                                       \
-                if (x[i - 1] == v) return i - 1;                                     \
+/* acc[j] += x[j] in double lanes, two vectors of W a step. */
+#define COLS_SUM_F32(NAME, TARGET, VD, W, LOAD_WIDE, LOADU, STOREU, ADD)             \
+    TARGET static void NAME(double *acc, const float *x, int64_t n) {                \
+        int64_t j = 0;                                                               \
+        for (; j + 2 * (W) <= n; j += 2 * (W)) {                                     \
+            VD lo = LOAD_WIDE(x + j), hi = LOAD_WIDE(x + j + (W));                   \
+            STOREU(acc + j, ADD(LOADU(acc + j), lo));                                \
+            STOREU(acc + j + (W), ADD(LOADU(acc + j + (W)), hi));                    \
         }                                                                            \
-        return -1;                                                                   \
+        for (; j < n; j++) acc[j] += (double)x[j];                                   \
     }
-FIND256(find_f32_avx2, float, __m256, 8, _mm256_loadu_ps, _mm256_set1_ps, _mm256_cmp_ps, _mm256_movemask_ps)
-FIND256(find_f64_avx2, double, __m256d, 4, _mm256_loadu_pd, _mm256_set1_pd, _mm256_cmp_pd, _mm256_movemask_pd)
-
-__attribute__((target("avx512f"))) static void cols_sum_f32_avx512(double *acc, const float *x, int64_t n) {
-    int64_t j = 0;
-    for (; j + 16 <= n; j += 16) {
-        __m512d lo = _mm512_cvtps_pd(_mm256_loadu_ps(x + j)), hi = _mm512_cvtps_pd(_mm256_loadu_ps(x + j + 8));
-        _mm512_storeu_pd(acc + j, _mm512_add_pd(_mm512_loadu_pd(acc + j), lo));
-        _mm512_storeu_pd(acc + j + 8, _mm512_add_pd(_mm512_loadu_pd(acc + j + 8), hi));
-    }
-    for (; j < n; j++) acc[j] += (double)x[j];
-}
-
-__attribute__((target("avx2"))) static void cols_sum_f32_avx2(double *acc, const float *x, int64_t n) {
-    int64_t j = 0;
-    for (; j + 8 <= n; j += 8) {
-        __m256d lo = _mm256_cvtps_pd(_mm_loadu_ps(x + j)), hi = _mm256_cvtps_pd(_mm_loadu_ps(x + j + 4));
-        _mm256_storeu_pd(acc + j, _mm256_add_pd(_mm256_loadu_pd(acc + j), lo));
-        _mm256_storeu_pd(acc + j + 4, _mm256_add_pd(_mm256_loadu_pd(acc + j + 4), hi));
-    }
-    for (; j < n; j++) acc[j] += (double)x[j];
-}
+COLS_SUM_F32(cols_sum_f32_avx512, AVX512, __m512d, 8, load_wide512, _mm512_loadu_pd,
+             _mm512_storeu_pd, _mm512_add_pd)
+COLS_SUM_F32(cols_sum_f32_avx2, AVX2, __m256d, 4, load_wide256, _mm256_loadu_pd, _mm256_storeu_pd,
+             _mm256_add_pd)
 
 #define COLS_EXT512(NAME, PRED, BETTER)                                              \
     __attribute__((target("avx512f"))) static void NAME(float *acc, const float *x, int64_t n) { \
@@ -408,14 +377,15 @@ COLS_EXT256(cols_min_f32_avx2, _CMP_LT_OQ, <)
 
 #endif
 
+/* the entry points: extremes and finds for f32 and f64, f32 sums and
+ * columns, f64 compensated sums */
+#define DISPATCH_NATIVE(ENUM, sfx, T) \
+    DISPATCH_EXT(T, max, sfx)         \
+    DISPATCH_EXT(T, min, sfx)         \
+    DISPATCH_FIND(T, sfx)
+EMI_DTYPES_NATIVE_FLOAT(DISPATCH_NATIVE)
 DISPATCH_SUM(float, f32)
 DISPATCH_SUM2_F64
-DISPATCH_EXT(float, max, f32)
-DISPATCH_EXT(float, min, f32)
-DISPATCH_EXT(double, max, f64)
-DISPATCH_EXT(double, min, f64)
-DISPATCH_FIND(float, f32)
-DISPATCH_FIND(double, f64)
 DISPATCH_COLS(float, double, sum)
 DISPATCH_COLS(float, float, max)
 DISPATCH_COLS(float, float, min)

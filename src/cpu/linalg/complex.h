@@ -1,6 +1,6 @@
-/* Complex arithmetic of the linear-algebra kernels (linalg.c, linalg_nx.c),
- * step by step as Elixir's Complex library computes it, so that results
- * round like the reference's. Rounding to a tensor type stays with each
+/* Complex arithmetic of the linear-algebra kernels (reference.h), step
+ * by step as Elixir's Complex library computes it, so that results round
+ * like the reference's. Rounding to a tensor type stays with each
  * caller (it differs in how a complex type's parts are rounded). */
 #ifndef EMILY_CPU_LINALG_COMPLEX_H
 #define EMILY_CPU_LINALG_COMPLEX_H

@@ -18,7 +18,7 @@
  * runs at the FMA kernel's rate), AVX2 6 x 8, plain SSE2 4 x 4; picked at
  * run time. Padding rows/columns of partial panels are zeros; partial
  * tiles of c go through a scratch tile. */
-#include "cpu/exact_update.h"
+#include "cpu/linalg/exact_update.h"
 
 #include <omp.h>
 #include <stdatomic.h>

@@ -1,12 +1,12 @@
 /* Nx 0.7.2's Nx.BinaryBackend.Matrix.eigh, for EMILY_LINALG_REFERENCE_NX07
- * (see linalg_nx07.h): a Householder reduction to Hessenberg form, then
+ * (see nx07.h): a Householder reduction to Hessenberg form, then
  * unshifted QR iterations (each QR by Householder reflections) until two
  * successive products of the Q factors agree within :eps.
  *
  * Every step is computed as that module computes it, operation by
  * operation, so that the doubles come out the same:
  * - real inputs take Elixir's float arithmetic; complex ones take the
- *   formulas of Elixir's Complex library (linalg_complex.h), a real
+ *   formulas of Elixir's Complex library (../complex.h), a real
  *   operand being Complex.new(x, 0);
  * - sums run from 0 in index order (`acc + x * y`), and a reflector is
  *   `identity - (scale * v_r) * conj(v_c)`, with Nx's grouping;
@@ -28,7 +28,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include "cpu/linalg_nx07.h"
+#include "cpu/linalg/nx07/nx07.h"
 
 /* ---- Scalars: Elixir numbers (cx false, the imaginary part unused and
  * kept 0) or %Complex{} structs (cx true). */
@@ -285,31 +285,32 @@ static int eigh(bool cx, zd *a, int64_t n, double eps, int64_t max_iter, double 
     return NX07_OK;
 }
 
-int emi_cpu_nx07_eigh_real(const double *a, int64_t n, double eps, int64_t max_iter, double *w,
-                             double *v) {
+/* eigh on a copy of a (real values: as Complex.new(x, 0)); v is n x n
+ * doubles (real) or zd (complex), the real path's taken from the
+ * complex vectors' real parts. */
+static int eigh_of_copy(bool cx, const void *a, int64_t n, double eps, int64_t max_iter, double *w,
+                        void *v) {
     if (n < 1) return NX07_OK; /* no matrix (Nx's shapes never give one) */
-    if (!matrices_fit(n, 2)) return NX07_NO_MEMORY;
+    size_t count = cx ? 1 : 2; /* real: the matrix and the vectors */
+    if (!matrices_fit(n, count)) return NX07_NO_MEMORY;
     size_t nn = (size_t)n * (size_t)n;
-    zd *m = malloc(2 * nn * sizeof(zd));
+    zd *m = malloc(count * nn * sizeof(zd));
     if (!m) return NX07_NO_MEMORY;
-    zd *vectors = m + nn;
-    for (size_t i = 0; i < nn; i++) m[i] = zr(a[i]);
-    int status = eigh(false, m, n, eps, max_iter, w, vectors);
-    if (status == NX07_OK)
-        for (size_t i = 0; i < nn; i++) v[i] = vectors[i].re;
+    zd *vectors = cx ? v : m + nn;
+    for (size_t i = 0; i < nn; i++) m[i] = cx ? ((const zd *)a)[i] : zr(((const double *)a)[i]);
+    int status = eigh(cx, m, n, eps, max_iter, w, vectors);
+    if (!cx && status == NX07_OK)
+        for (size_t i = 0; i < nn; i++) ((double *)v)[i] = vectors[i].re;
     free(m);
     return status;
 }
 
+int emi_cpu_nx07_eigh_real(const double *a, int64_t n, double eps, int64_t max_iter, double *w,
+                             double *v) {
+    return eigh_of_copy(false, a, n, eps, max_iter, w, v);
+}
+
 int emi_cpu_nx07_eigh_complex(const zd *a, int64_t n, double eps, int64_t max_iter, double *w,
                                 zd *v) {
-    if (n < 1) return NX07_OK; /* no matrix (Nx's shapes never give one) */
-    if (!matrices_fit(n, 1)) return NX07_NO_MEMORY;
-    size_t nn = (size_t)n * (size_t)n;
-    zd *m = malloc(nn * sizeof(zd));
-    if (!m) return NX07_NO_MEMORY;
-    memcpy(m, a, nn * sizeof(zd));
-    int status = eigh(true, m, n, eps, max_iter, w, v);
-    free(m);
-    return status;
+    return eigh_of_copy(true, a, n, eps, max_iter, w, v);
 }

@@ -1,5 +1,5 @@
 /* Nx 0.7.2's Nx.BinaryBackend.Matrix.lu, for EMILY_LINALG_REFERENCE_NX07
- * (see linalg_nx07.h). It differs from Nx 0.8+'s LU (linalg.c) in two
+ * (see nx07.h). It differs from Nx 0.8+'s LU (../lu.c) in two
  * ways that change its answers, not just their rounding:
  * - the rows are permuted up front (lu_validate_and_pivot): for each
  *   column j in turn, the row at or below j whose entry in column j has
@@ -13,7 +13,7 @@
 #include <math.h>
 #include <stdbool.h>
 #include <string.h>
-#include "cpu/linalg_nx07.h"
+#include "cpu/linalg/nx07/nx07.h"
 
 /* The pivot search compares Complex.abs/1 results in Erlang's term order,
  * where the atoms that stand for non-finite values sort above every

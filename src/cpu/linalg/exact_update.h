@@ -1,6 +1,6 @@
 /* An exact, blocked matrix update for the linear algebra kernels that
  * must reproduce Nx.BinaryBackend's arithmetic bit for bit (blocked LU and
- * Cholesky in linalg_blocked.c):
+ * Cholesky in blocked.c):
  *
  *     for every (i, j):  acc = c[i][j];
  *                        for p = 0 .. k-1:  acc = acc + a[i][p] * b[p][j]   (add)

@@ -1,16 +1,16 @@
 /* The CPU engine's EMILY_LINALG_REFERENCE_NX07 kernels over tensors:
- * Nx 0.7's Matrix.lu and Matrix.eigh (linalg_nx07_lu.c,
- * linalg_nx07_eigh.c) batched over the leading axes, and determinant
- * built on that lu as Nx.LinAlg.determinant builds it. Inputs are wide
+ * Nx 0.7's Matrix.lu and Matrix.eigh (lu.c, eigh.c in this folder)
+ * batched over the leading axes, and determinant built on that lu as
+ * Nx.LinAlg.determinant builds it. Inputs are wide
  * (f64 or c128) holding the input tensor's own values, as Nx 0.7's
  * BinaryBackend reads them; outputs are wide and the op layer rounds
  * them to the output type, as Matrix's matrix_to_binary writes them. */
 #include <stdlib.h>
 #include <string.h>
-#include "cpu/kernels.h"
-#include "cpu/linalg_blocked.h"
-#include "cpu/linalg_det.h"
-#include "cpu/linalg_nx07.h"
+#include "cpu/linalg/determinant.h"
+#include "cpu/linalg/linalg.h"
+#include "cpu/linalg/nx07/nx07.h"
+#include "cpu/linalg/reference.h"
 
 static int64_t batches_of(const emily_tensor *t, int64_t per) {
     return per > 0 ? t->size / per : 0;
@@ -81,10 +81,10 @@ static zd det_one(const void *src, int64_t n, emily_dtype w, bool cx, lu_scratch
     for (int64_t i = 0; i < n; i++) {
         if (cx) {
             zd *d = (zd *)u + i * n + i;
-            *d = (zd){emily_linalg_rnd(w, d->re), emily_linalg_rnd(w, d->im)};
+            *d = zrnd(w, *d);
         } else {
             double *d = (double *)u + i * n + i;
-            *d = emily_linalg_rnd(w, *d);
+            *d = rnd(w, *d);
         }
     }
     return emi_cpu_det_from_lu(u, s->perm, n, w, cx);

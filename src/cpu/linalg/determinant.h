@@ -1,11 +1,11 @@
 /* The last step of Nx's determinant for n >= 4, shared by the CPU's two
- * LU generations (linalg.c: Nx 0.8+'s LU, linalg_nx07.c: Nx 0.7's). */
+ * LU generations (determinant.c: Nx 0.8+'s LU, nx07/kernels.c: Nx 0.7's). */
 #ifndef EMILY_CPU_LINALG_DET_H
 #define EMILY_CPU_LINALG_DET_H
 
 #include <stdbool.h>
 #include <stdint.h>
-#include "cpu/linalg_complex.h"
+#include "cpu/linalg/complex.h"
 #include "emily/dtype.h"
 
 /* u: n x n doubles (cx: zd) of type w, perm: lu's row permutation. */

@@ -21,7 +21,7 @@
 #include <string.h>
 #include <lapacke.h>
 #include "cpu/kernels.h"
-#include "cpu/linalg_lapack.h"
+#include "cpu/linalg/linalg.h"
 #include "ops/linalg_kernels.h"
 
 

@@ -1,5 +1,5 @@
 /* Blocked LU and Cholesky that keep the reference's bits (see
- * linalg_blocked.h).
+ * blocked.h).
  *
  * Why blocking can be exact here: in Nx's algorithms every element is
  * transformed by a fixed sequence of operations, and only the order
@@ -28,14 +28,15 @@
  * column steps on a column-major copy of the panel, so that the pivot
  * search, the division by the pivot and the rank-1 updates stream
  * through contiguous memory. Only the update runs on several threads. */
-#include "cpu/linalg_blocked.h"
+#include "cpu/linalg/blocked.h"
 
 #include <math.h>
 #include <omp.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include "cpu/exact_update.h"
+#include "cpu/linalg/exact_update.h"
+#include "cpu/linalg/reference.h"
 
 #ifndef LU_BASE
 #define LU_BASE 16 /* panel columns factored column by column */
@@ -374,16 +375,15 @@ static void chol_panel_steps(double *P, const double *Q, int64_t m, int64_t w, e
             for (int64_t k = 0; k < j; k++) acc = P[k * m + i] * P[k * m + j] + acc;
             col[i] = acc;
         }
-        double v = emily_linalg_rnd(t, sqrt(emily_linalg_rnd(t, acol[j] - emily_linalg_rnd(t, col[j]))));
+        double v = rnd(t, sqrt(rnd(t, acol[j] - rnd(t, col[j]))));
         col[j] = v;
-        double den = emily_linalg_rnd(t, v + EMILY_CHOLESKY_EPS);
+        double den = rnd(t, v + EMILY_CHOLESKY_EPS);
         if (t == EMILY_F64) {
 #pragma omp simd
             for (int64_t r = j + 1; r < m; r++) col[r] = (acol[r] - col[r]) / den;
         } else {
             for (int64_t r = j + 1; r < m; r++)
-                col[r] = emily_linalg_rnd(
-                    t, emily_linalg_rnd(t, acol[r] - emily_linalg_rnd(t, col[r])) / den);
+                col[r] = rnd(t, rnd(t, acol[r] - rnd(t, col[r])) / den);
         }
     }
 }
@@ -453,7 +453,7 @@ bool emi_cpu_cholesky_blocked(const double *a, double *l, int64_t n, emily_dtype
                 }
             } else {
                 for (int64_t j = i + 1; j < n; j++) {
-                    double x = emily_linalg_rnd(w, 0.0 * ar[j]);
+                    double x = rnd(w, 0.0 * ar[j]);
                     lr[j] = fabs(x) <= EMILY_CHOLESKY_EPS ? 0 : x;
                 }
             }
