@@ -5,7 +5,7 @@
 #include "nx/callback.h"
 
 /* constant(out, number, backend_options) */
-static emily_status cb_constant(emily_call *c) {
+emily_status emi_cb_constant(emily_call *c) {
     emily_status s = emi_call_arity(c, 1, 2);
     if (s) return s;
     emily_dtype dt;
@@ -20,7 +20,7 @@ static emily_status cb_constant(emily_call *c) {
 }
 
 /* iota(out, axis | nil, backend_options) */
-static emily_status cb_iota(emily_call *c) {
+emily_status emi_cb_iota(emily_call *c) {
     emily_status s = emi_call_arity(c, 1, 2);
     if (s) return s;
     emily_dtype dt;
@@ -43,7 +43,7 @@ static emily_status cb_iota(emily_call *c) {
 }
 
 /* eye(out, backend_options) */
-static emily_status cb_eye(emily_call *c) {
+emily_status emi_cb_eye(emily_call *c) {
     emily_status s = emi_call_arity(c, 0, 1);
     if (s) return s;
     emily_dtype dt;
@@ -54,10 +54,3 @@ static emily_status cb_eye(emily_call *c) {
     if ((s = emily_eye(c->device, dt, rank, shape, &t))) return s;
     return emi_call_return(c, t);
 }
-
-const emily_callback_entry emi_callbacks_creation[] = {
-    {"constant", cb_constant},
-    {"iota", cb_iota},
-    {"eye", cb_eye},
-    {NULL, NULL},
-};

@@ -85,10 +85,10 @@ static emily_status run1(emily_call *c, fft1_fn fn) {
     return emi_call_return(c, out);
 }
 
-static emily_status cb_fft(emily_call *c) { return run1(c, emily_fft); }
-static emily_status cb_ifft(emily_call *c) { return run1(c, emily_ifft); }
-static emily_status cb_rfft(emily_call *c) { return run1(c, emily_rfft); }
-static emily_status cb_irfft(emily_call *c) { return run1(c, emily_irfft); }
+emily_status emi_cb_fft(emily_call *c) { return run1(c, emily_fft); }
+emily_status emi_cb_ifft(emily_call *c) { return run1(c, emily_ifft); }
+emily_status emi_cb_rfft(emily_call *c) { return run1(c, emily_rfft); }
+emily_status emi_cb_irfft(emily_call *c) { return run1(c, emily_irfft); }
 
 typedef emily_status (*fft2_fn)(const emily_tensor *, const int64_t[2], const int[2], double,
                                 emily_tensor **);
@@ -125,15 +125,5 @@ static emily_status run2(emily_call *c, fft2_fn fn) {
     return emi_call_return(c, out);
 }
 
-static emily_status cb_fft2(emily_call *c) { return run2(c, emily_fft2); }
-static emily_status cb_ifft2(emily_call *c) { return run2(c, emily_ifft2); }
-
-const emily_callback_entry emi_callbacks_fft[] = {
-    {"fft", cb_fft},
-    {"ifft", cb_ifft},
-    {"fft2", cb_fft2},
-    {"ifft2", cb_ifft2},
-    {"rfft", cb_rfft},
-    {"irfft", cb_irfft},
-    {NULL, NULL},
-};
+emily_status emi_cb_fft2(emily_call *c) { return run2(c, emily_fft2); }
+emily_status emi_cb_ifft2(emily_call *c) { return run2(c, emily_ifft2); }

@@ -77,7 +77,7 @@ static emily_status return_all(emily_call *c, int n, emily_tensor **ts) {
     return s;
 }
 
-static emily_status cb_lu(emily_call *c) {
+emily_status emi_cb_lu(emily_call *c) {
     emily_status s = emi_call_arity(c, 1, 2);
     if (s) return s;
     emily_tensor *a;
@@ -91,7 +91,7 @@ static emily_status cb_lu(emily_call *c) {
     return return_all(c, 3, r);
 }
 
-static emily_status cb_triangular_solve(emily_call *c) {
+emily_status emi_cb_triangular_solve(emily_call *c) {
     emily_status s = emi_call_arity(c, 2, 3);
     if (s) return s;
     emily_tensor *a, *b;
@@ -120,7 +120,7 @@ static emily_status cb_triangular_solve(emily_call *c) {
     return emi_call_return(c, out);
 }
 
-static emily_status cb_qr(emily_call *c) {
+emily_status emi_cb_qr(emily_call *c) {
     emily_status s = emi_call_arity(c, 1, 2);
     if (s) return s;
     emily_tensor *a;
@@ -147,7 +147,7 @@ static emily_status cb_qr(emily_call *c) {
     return return_all(c, 2, r);
 }
 
-static emily_status cb_svd(emily_call *c) {
+emily_status emi_cb_svd(emily_call *c) {
     emily_status s = emi_call_arity(c, 1, 2);
     if (s) return s;
     emily_tensor *a;
@@ -165,7 +165,7 @@ static emily_status cb_svd(emily_call *c) {
     return return_all(c, 3, r);
 }
 
-static emily_status cb_eigh(emily_call *c) {
+emily_status emi_cb_eigh(emily_call *c) {
     emily_status s = emi_call_arity(c, 1, 2);
     if (s) return s;
     emily_tensor *a;
@@ -183,7 +183,7 @@ static emily_status cb_eigh(emily_call *c) {
     return return_all(c, 2, r);
 }
 
-static emily_status cb_cholesky(emily_call *c) {
+emily_status emi_cb_cholesky(emily_call *c) {
     emily_status s = emi_call_arity(c, 1, 2);
     if (s) return s;
     emily_tensor *a, *out;
@@ -193,7 +193,7 @@ static emily_status cb_cholesky(emily_call *c) {
     return emi_call_return(c, out);
 }
 
-static emily_status cb_solve(emily_call *c) {
+emily_status emi_cb_solve(emily_call *c) {
     emily_status s = emi_call_arity(c, 2, 3);
     if (s) return s;
     emily_tensor *a, *b, *out;
@@ -206,7 +206,7 @@ static emily_status cb_solve(emily_call *c) {
     return emi_call_return(c, out);
 }
 
-static emily_status cb_determinant(emily_call *c) {
+emily_status emi_cb_determinant(emily_call *c) {
     emily_status s = emi_call_arity(c, 1, 2);
     if (s) return s;
     emily_tensor *a, *out;
@@ -217,15 +217,3 @@ static emily_status cb_determinant(emily_call *c) {
     if ((s = emily_determinant_opts(a, method, &out))) return s;
     return emi_call_return(c, out);
 }
-
-const emily_callback_entry emi_callbacks_linalg[] = {
-    {"lu", cb_lu},
-    {"triangular_solve", cb_triangular_solve},
-    {"qr", cb_qr},
-    {"svd", cb_svd},
-    {"eigh", cb_eigh},
-    {"cholesky", cb_cholesky},
-    {"solve", cb_solve},
-    {"determinant", cb_determinant},
-    {NULL, NULL},
-};

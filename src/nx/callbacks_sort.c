@@ -41,7 +41,7 @@ static emily_status sort_opts(emily_call *c, int *axis, emily_sort_direction *di
     return EMILY_OK;
 }
 
-static emily_status cb_sort(emily_call *c) {
+emily_status emi_cb_sort(emily_call *c) {
     emily_status s = emi_call_arity(c, 1, 2);
     if (s) return s;
     emily_tensor *t, *out;
@@ -54,7 +54,7 @@ static emily_status cb_sort(emily_call *c) {
     return emi_call_return(c, out);
 }
 
-static emily_status cb_argsort(emily_call *c) {
+emily_status emi_cb_argsort(emily_call *c) {
     emily_status s = emi_call_arity(c, 1, 2);
     if (s) return s;
     emily_tensor *t, *out;
@@ -69,7 +69,7 @@ static emily_status cb_argsort(emily_call *c) {
     return emi_call_return(c, out);
 }
 
-static emily_status cb_top_k(emily_call *c) {
+emily_status emi_cb_top_k(emily_call *c) {
     emily_status s = emi_call_arity(c, 1, 2);
     if (s) return s;
     emily_tensor *t, *values, *indices;
@@ -88,10 +88,3 @@ static emily_status cb_top_k(emily_call *c) {
     }
     return emi_call_return(c, indices);
 }
-
-const emily_callback_entry emi_callbacks_sort[] = {
-    {"sort", cb_sort},
-    {"argsort", cb_argsort},
-    {"top_k", cb_top_k},
-    {NULL, NULL},
-};
