@@ -23,7 +23,7 @@
 #include "cpu/linalg_lapack.h"
 #include "cpu/linalg_det.h"
 #include "cpu/linalg_nx07.h"
-#include "ops/linalg_kernels.h"
+#include "core/kernels.h"
 
 emily_status emi_cpu_linalg_qr(emily_tensor *q, emily_tensor *r, const emily_tensor *a,
                                  bool complete, double eps, emily_dtype work);
@@ -714,7 +714,7 @@ static emily_status cpu_determinant(emily_tensor *det, const emily_tensor *a, em
     return EMILY_OK;
 }
 
-static const struct emily_linalg_kernels cpu_linalg = {
+const struct emily_linalg_kernels emi_cpu_linalg_kernels = {
     .lu = cpu_lu,
     .cholesky = cpu_cholesky,
     .triangular_solve = cpu_triangular_solve,
@@ -732,5 +732,3 @@ static const struct emily_linalg_kernels cpu_linalg = {
     .eigh_nx07 = emi_cpu_nx07_eigh,
     .svd_nx07 = emi_cpu_nx07_svd,
 };
-
-const struct emily_linalg_kernels *const emi_cpu_linalg_kernels = &cpu_linalg;

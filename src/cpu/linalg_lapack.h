@@ -1,7 +1,7 @@
 /* The LAPACK kernels of qr, svd and eigh (linalg_lapack.c), which
  * linalg.c puts in the CPU engine's linalg table beside Nx's own
  * algorithms. Arguments as the table's qr_lapack/svd_lapack/eigh_lapack
- * (ops/linalg_kernels.h). */
+ * (core/kernels.h). */
 #ifndef EMILY_CPU_LINALG_LAPACK_H
 #define EMILY_CPU_LINALG_LAPACK_H
 

@@ -43,7 +43,7 @@
 #include "cpu/kernels.h"
 #include "cpu/linalg_complex.h"
 #include "cpu/linalg_nx07.h"
-#include "ops/linalg_kernels.h"
+#include "core/kernels.h"
 
 emily_status emi_cpu_linalg_qr(emily_tensor *q, emily_tensor *r, const emily_tensor *a,
                                  bool complete, double eps, emily_dtype work);
@@ -1029,7 +1029,7 @@ static bool kernel_cholesky(const double *a, double *l, int64_t n, emily_dtype w
     bool ok = !emily_empty(EMILY_CPU, EMILY_F64, 2, sh, &at) && !emily_empty(EMILY_CPU, EMILY_F64, 2, sh, &lt);
     if (ok) {
         memcpy(emily_tensor_base(at), a, (size_t)(n * n) * sizeof(double));
-        ok = !emi_cpu_linalg_kernels->cholesky(lt, at, w);
+        ok = !emi_cpu_linalg_kernels.cholesky(lt, at, w);
         if (ok) memcpy(l, emily_tensor_base(lt), (size_t)(n * n) * sizeof(double));
     }
     emily_tensor_release(at);
@@ -1048,7 +1048,7 @@ static bool kernel_tsolve(const double *a, const double *b, double *x, int64_t n
     if (ok) {
         memcpy(emily_tensor_base(at), a, (size_t)(n * n) * sizeof(double));
         memcpy(emily_tensor_base(bt), b, (size_t)(n * m) * sizeof(double));
-        ok = !emi_cpu_linalg_kernels->triangular_solve(xt, at, bt, false, true, lower, EMILY_TRANSFORM_NONE);
+        ok = !emi_cpu_linalg_kernels.triangular_solve(xt, at, bt, false, true, lower, EMILY_TRANSFORM_NONE);
         if (ok) {
             const double *xd = emily_tensor_base(xt);
             for (int64_t i = 0; i < n * m; i++) x[i] = R(w, xd[i]);

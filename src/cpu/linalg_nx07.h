@@ -36,7 +36,7 @@ void emi_cpu_nx07_lu_real(double *a, int64_t n, double eps, int64_t *perm, doubl
 void emi_cpu_nx07_lu_complex(zd *a, int64_t n, double eps, int64_t *perm, zd *l, zd *u,
                                char *tmp);
 
-/* The kernels of the linalg table's *_nx07 slots (ops/linalg_kernels.h):
+/* The kernels of the linalg table's *_nx07 slots (core/kernels.h):
  * linalg_nx07.c (lu, determinant, eigh) and linalg_nx.c (qr, svd). */
 emily_status emi_cpu_nx07_lu(emily_tensor *p, emily_tensor *l, emily_tensor *u,
                                const emily_tensor *a, double eps);

@@ -1,7 +1,7 @@
 /* CPU kernels: sort family (sort, argsort, top_k).
  *
  * Every element becomes an unsigned key whose integer order is Nx's
- * order (see src/ops/sort_kernels.h): signed integers flip their sign
+ * order (see src/core/kernels.h): signed integers flip their sign
  * bit; floats map to the usual order-preserving pattern (negative
  * values inverted, positive ones with the sign bit set) after -0.0 is
  * read as +0.0 and every NaN as the largest key. Descending order is
@@ -39,7 +39,7 @@
 #include "cpu/kernels.h"
 #include "cpu/strided.h"
 #include "core/scalar_convert.h"
-#include "ops/sort_kernels.h"
+#include "core/kernels.h"
 
 /* Rows shorter than this are insertion-sorted. */
 #define SORT_SMALL 24
@@ -288,7 +288,6 @@ DEFINE_RADIX(radix_p8, uint64_t, ID, 32, 1, LESS_PLAIN)
 DEFINE_RADIX(radix_p16, uint64_t, ID, 32, 2, LESS_PLAIN)
 DEFINE_RADIX(radix_p32, uint64_t, ID, 32, 4, LESS_PLAIN)
 DEFINE_RADIX(radix_pair, pair64, PKEY, 0, 8, LESS_PAIR)
-
 
 /* ---- parallel radix for one long row -------------------------------------- */
 
@@ -996,10 +995,8 @@ static emily_status cpu_top_k(emily_tensor *values, emily_tensor *indices, const
     return run_rows("top_k", &a, src, values, src->rank - 1);
 }
 
-static const struct emily_sort_kernels cpu_sort_kernels = {
+const struct emily_sort_kernels emi_cpu_sort_kernels = {
     .sort = cpu_sort,
     .argsort = cpu_argsort,
     .top_k = cpu_top_k,
 };
-
-const struct emily_sort_kernels *const emi_cpu_sort_kernels = &cpu_sort_kernels;

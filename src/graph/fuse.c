@@ -422,7 +422,7 @@ static emily_status run_slab(slab_job *j, int64_t slab) {
         while (g->calls[fg->calls[m]].first != fg->exits[x]) m++;
         emily_tensor *whole = j->vals[fg->exits[x]], *dst = NULL;
         s = input_slab(fg, whole, r0, r1, &dst);
-        if (!s) s = e->copy(dst, local[m]);
+        if (!s) s = e->copy->copy(dst, local[m]);
         emily_tensor_release(dst);
     }
     for (int k = 0; k < fg->ncalls; k++) emily_tensor_release(local[k]);
