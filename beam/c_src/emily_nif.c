@@ -55,7 +55,17 @@ bool nif_get_device(ErlNifEnv *env, ERL_NIF_TERM term, emily_device *dev, ERL_NI
 
 /* ---- devices, streams, introspection ---- */
 
-static ERL_NIF_TERM devices_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+/* f(device) for a device argument: :ok, or the engine's error after
+ * "<what>: " (nothing before it for NULL). */
+static ERL_NIF_TERM on_device(ErlNifEnv *env, ERL_NIF_TERM arg, emily_status (*f)(emily_device),
+                              const char *what) {
+    emily_device dev;
+    ERL_NIF_TERM err;
+    if (!nif_get_device(env, arg, &dev, &err)) return err;
+    return f(dev) ? nif_engine_error(env, what) : nif_atom.ok;
+}
+
+ERL_NIF_TERM nif_devices(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
     (void)argc;
     (void)argv;
     ERL_NIF_TERM list = enif_make_list(env, 0);
@@ -65,22 +75,18 @@ static ERL_NIF_TERM devices_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM arg
     return enif_make_list_cell(env, nif_atom.cpu, list);
 }
 
-static ERL_NIF_TERM device_check_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+ERL_NIF_TERM nif_device_check(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
     (void)argc;
-    emily_device dev;
-    ERL_NIF_TERM err;
-    if (!nif_get_device(env, argv[0], &dev, &err)) return err;
-    if (emily_device_check(dev)) return nif_engine_error(env, NULL);
-    return nif_atom.ok;
+    return on_device(env, argv[0], emily_device_check, NULL);
 }
 
-static ERL_NIF_TERM version_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+ERL_NIF_TERM nif_version(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
     (void)argc;
     (void)argv;
     return nif_make_binary_str(env, emily_version());
 }
 
-static ERL_NIF_TERM callbacks_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+ERL_NIF_TERM nif_callbacks(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
     (void)argc;
     (void)argv;
     const char *const *names = emily_dispatch_callbacks();
@@ -91,23 +97,19 @@ static ERL_NIF_TERM callbacks_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM a
     return list;
 }
 
-static ERL_NIF_TERM live_tensors_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+ERL_NIF_TERM nif_live_tensors(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
     (void)argc;
     (void)argv;
     return enif_make_tuple2(env, enif_make_int64(env, emily_live_tensors()),
                             enif_make_int64(env, emily_live_buffers()));
 }
 
-static ERL_NIF_TERM synchronize_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+ERL_NIF_TERM nif_synchronize(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
     (void)argc;
-    emily_device dev;
-    ERL_NIF_TERM err;
-    if (!nif_get_device(env, argv[0], &dev, &err)) return err;
-    if (emily_synchronize(dev)) return nif_engine_error(env, "synchronize");
-    return nif_atom.ok;
+    return on_device(env, argv[0], emily_synchronize, "synchronize");
 }
 
-static ERL_NIF_TERM memory_stats_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+ERL_NIF_TERM nif_memory_stats(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
     (void)argc;
     emily_device dev;
     ERL_NIF_TERM err;
@@ -122,24 +124,20 @@ static ERL_NIF_TERM memory_stats_nif(ErlNifEnv *env, int argc, const ERL_NIF_TER
     return map;
 }
 
-static ERL_NIF_TERM release_cache_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+ERL_NIF_TERM nif_release_cache(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
     (void)argc;
-    emily_device dev;
-    ERL_NIF_TERM err;
-    if (!nif_get_device(env, argv[0], &dev, &err)) return err;
-    if (emily_memory_release_cache(dev)) return nif_engine_error(env, "release_cache");
-    return nif_atom.ok;
+    return on_device(env, argv[0], emily_memory_release_cache, "release_cache");
 }
 
 /* The engine's process-wide dot precision (emily_dot_set_precision):
  * :highest (Nx.BinaryBackend's answers) or :fast (BLAS in each type's own
  * precision). */
-static ERL_NIF_TERM dot_precision_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+ERL_NIF_TERM nif_dot_precision(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
     (void)argc, (void)argv;
     return enif_make_atom(env, emily_dot_get_precision() == EMILY_DOT_PRECISION_FAST ? "fast" : "highest");
 }
 
-static ERL_NIF_TERM set_dot_precision_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+ERL_NIF_TERM nif_set_dot_precision(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
     (void)argc;
     char name[16];
     if (enif_get_atom(env, argv[0], name, sizeof name, ERL_NIF_LATIN1) > 0) {
@@ -152,7 +150,7 @@ bad:
     return nif_make_error(env, "dot precision: expected :highest or :fast");
 }
 
-static ERL_NIF_TERM stream_new_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+ERL_NIF_TERM nif_stream_new(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
     (void)argc;
     emily_device dev;
     ERL_NIF_TERM err;
@@ -171,7 +169,7 @@ static ERL_NIF_TERM stream_new_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM 
     return term;
 }
 
-static ERL_NIF_TERM stream_synchronize_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+ERL_NIF_TERM nif_stream_synchronize(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
     (void)argc;
     stream_res *r;
     if (!enif_get_resource(env, argv[0], nif_stream_rt, (void **)&r) || !r->s)
@@ -180,7 +178,7 @@ static ERL_NIF_TERM stream_synchronize_nif(ErlNifEnv *env, int argc, const ERL_N
     return nif_atom.ok;
 }
 
-static ERL_NIF_TERM stream_device_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+ERL_NIF_TERM nif_stream_device(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
     (void)argc;
     stream_res *r;
     if (!enif_get_resource(env, argv[0], nif_stream_rt, (void **)&r))
@@ -212,44 +210,8 @@ static int upgrade(ErlNifEnv *env, void **priv, void **old_priv, ERL_NIF_TERM in
     return load(env, priv, info);
 }
 
-#define DIRTY ERL_NIF_DIRTY_JOB_CPU_BOUND
-static ErlNifFunc nif_funcs[] = {
-    {"dispatch", 6, nif_dispatch, 0},
-    {"set_inline_limit", 1, nif_set_inline_limit, 0},
-    {"from_binary", 4, nif_from_binary, 0},
-    {"to_binary", 2, nif_to_binary, 0},
-    {"deallocate", 1, nif_deallocate, 0},
-    {"backend_data", 1, nif_backend_data, 0},
-    {"check_local", 1, nif_check_local, 0},
-    {"tensor_info", 1, nif_tensor_info, 0},
-    {"to_device", 2, nif_to_device, DIRTY},
-    {"to_pointer", 1, nif_to_pointer, 0},
-    {"from_pointer", 4, nif_from_pointer, DIRTY},
-    {"devices", 0, devices_nif, 0},
-    {"device_check", 1, device_check_nif, 0},
-    {"version", 0, version_nif, 0},
-    {"callbacks", 0, callbacks_nif, 0},
-    {"live_tensors", 0, live_tensors_nif, 0},
-    {"synchronize", 1, synchronize_nif, DIRTY},
-    {"memory_stats", 1, memory_stats_nif, 0},
-    {"release_cache", 1, release_cache_nif, DIRTY},
-    {"dot_precision", 0, dot_precision_nif, 0},
-    {"set_dot_precision", 1, set_dot_precision_nif, 0},
-    {"stream_new", 1, stream_new_nif, DIRTY},
-    {"stream_synchronize", 1, stream_synchronize_nif, DIRTY},
-    {"stream_device", 1, stream_device_nif, 0},
-    {"graph_new", 0, nif_graph_new, 0},
-    {"graph_param", 3, nif_graph_param, 0},
-    {"graph_call", 4, nif_graph_call, 0},
-    {"graph_const", 2, nif_graph_const, 0},
-    {"graph_while", 4, nif_graph_while, 0},
-    {"graph_cond", 5, nif_graph_cond, 0},
-    {"graph_outputs", 2, nif_graph_outputs, 0},
-    {"graph_compile", 3, nif_graph_compile, DIRTY},
-    {"graph_run", 2, nif_graph_run, DIRTY},
-    {"graph_save", 2, nif_graph_save, DIRTY},
-    {"graph_stats", 1, nif_graph_stats, 0},
-    EMILY_TEST_NIFS
-};
+#define NIF_ENTRY(name, arity, flags) {#name, arity, nif_##name, flags},
+static ErlNifFunc nif_funcs[] = {NIF_FUNCTIONS(NIF_ENTRY) NIF_TEST_FUNCTIONS(NIF_ENTRY)};
+#undef NIF_ENTRY
 
 ERL_NIF_INIT(Elixir.Emily.Native, nif_funcs, load, NULL, upgrade, NULL)

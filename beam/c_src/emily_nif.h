@@ -67,6 +67,34 @@ void nif_atoms_init(ErlNifEnv *env);
  * nodes"). */
 extern const char nif_not_carried_msg[];
 
+/* Emily.Native's functions, each X(name, arity, flags): Emily.Native.name
+ * of that arity is nif_<name>, run on a normal scheduler (flags 0) or a
+ * dirty CPU scheduler (NIF_DIRTY). The function table (emily_nif.c) and
+ * the declarations below are expanded from it. */
+#define NIF_DIRTY ERL_NIF_DIRTY_JOB_CPU_BOUND
+#define NIF_FUNCTIONS(X)                                                                  \
+    /* dispatch_nif.c */                                                                  \
+    X(dispatch, 6, 0) X(set_inline_limit, 1, 0)                                           \
+    /* tensor_nif.c */                                                                    \
+    X(from_binary, 4, 0) X(to_binary, 2, 0) X(deallocate, 1, 0) X(backend_data, 1, 0)     \
+    X(check_local, 1, 0) X(tensor_info, 1, 0) X(to_device, 2, NIF_DIRTY)                 \
+    /* export_nif.c */                                                                    \
+    X(to_pointer, 1, 0) X(from_pointer, 4, NIF_DIRTY)                                     \
+    /* emily_nif.c */                                                                     \
+    X(devices, 0, 0) X(device_check, 1, 0) X(version, 0, 0) X(callbacks, 0, 0)            \
+    X(live_tensors, 0, 0) X(synchronize, 1, NIF_DIRTY) X(memory_stats, 1, 0)              \
+    X(release_cache, 1, NIF_DIRTY) X(dot_precision, 0, 0) X(set_dot_precision, 1, 0)      \
+    X(stream_new, 1, NIF_DIRTY) X(stream_synchronize, 1, NIF_DIRTY) X(stream_device, 1, 0) \
+    /* graph_nif.c */                                                                     \
+    X(graph_new, 0, 0) X(graph_param, 3, 0) X(graph_call, 4, 0) X(graph_const, 2, 0)      \
+    X(graph_while, 4, 0) X(graph_cond, 5, 0) X(graph_outputs, 2, 0)                       \
+    X(graph_compile, 3, NIF_DIRTY) X(graph_run, 2, NIF_DIRTY) X(graph_save, 2, NIF_DIRTY) \
+    X(graph_stats, 1, 0)
+
+#define NIF_DECLARE(name, arity, flags) \
+    ERL_NIF_TERM nif_##name(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]);
+NIF_FUNCTIONS(NIF_DECLARE)
+
 /* ---- emily_nif.c: helpers ---- */
 
 /* {:error, "message"} */
@@ -87,13 +115,6 @@ ERL_NIF_TERM nif_make_tensor_term(ErlNifEnv *env, emily_tensor *t);
  * with as_data its %Emily.Backend{}. False (t released) when out of memory. */
 bool nif_result_term(ErlNifEnv *env, emily_tensor *t, bool as_data, ERL_NIF_TERM *out);
 void nif_tensor_dtor(ErlNifEnv *env, void *obj);
-ERL_NIF_TERM nif_from_binary(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]);
-ERL_NIF_TERM nif_to_binary(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]);
-ERL_NIF_TERM nif_deallocate(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]);
-ERL_NIF_TERM nif_backend_data(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]);
-ERL_NIF_TERM nif_check_local(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]);
-ERL_NIF_TERM nif_tensor_info(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]);
-ERL_NIF_TERM nif_to_device(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]);
 
 /* ---- export_nif.c: to_pointer's table ---- */
 
@@ -106,31 +127,16 @@ void nif_exports_forget(const tensor_res *r, uintptr_t address);
 /* Entries of to_pointer's export table owned by `owner` (all with NULL). */
 size_t nif_export_count(const tensor_res *owner);
 #endif
-ERL_NIF_TERM nif_to_pointer(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]);
-ERL_NIF_TERM nif_from_pointer(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]);
 
 /* ---- dispatch_nif.c ---- */
 
 /* Opens the resource type of calls on their way to a dirty scheduler and
  * learns the callbacks' names (at load); false on failure. */
 bool nif_dispatch_load(ErlNifEnv *env);
-ERL_NIF_TERM nif_dispatch(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]);
-ERL_NIF_TERM nif_set_inline_limit(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]);
 
 /* ---- graph_nif.c: engine graphs for Emily.Compiler ---- */
 extern ErlNifResourceType *nif_graph_rt;
 bool nif_graph_load(ErlNifEnv *env);
-ERL_NIF_TERM nif_graph_new(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]);
-ERL_NIF_TERM nif_graph_param(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]);
-ERL_NIF_TERM nif_graph_call(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]);
-ERL_NIF_TERM nif_graph_const(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]);
-ERL_NIF_TERM nif_graph_cond(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]);
-ERL_NIF_TERM nif_graph_while(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]);
-ERL_NIF_TERM nif_graph_outputs(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]);
-ERL_NIF_TERM nif_graph_compile(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]);
-ERL_NIF_TERM nif_graph_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]);
-ERL_NIF_TERM nif_graph_save(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]);
-ERL_NIF_TERM nif_graph_stats(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]);
 
 /* ---- terms.c ---- */
 

@@ -91,6 +91,9 @@ emily_status emi_value_tensor_int(emily_call *c, const emily_tensor *t, const ch
 
 /* Options: the keyword list argument at position i. */
 emily_status emi_call_opts(emily_call *c, size_t i, const emily_value **opts);
+/* (out, n tensors, [opts]): checks the arity, reads the tensors and the
+ * keyword list after them (*opts NULL when there is none). */
+emily_status emi_call_tensors_opts(emily_call *c, int n, emily_tensor **ts, const emily_value **opts);
 /* The value of key in an options list (NULL if absent). */
 const emily_value *emi_opt_get(const emily_value *opts, const char *key);
 /* Like emi_opt_get, but missing keys fail. */

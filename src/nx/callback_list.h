@@ -110,14 +110,14 @@
     EMI_CALLBACK(window_scatter_max, window_scatter, true, DIRTY, REAL)              \
     EMI_CALLBACK(window_scatter_min, window_scatter, false, DIRTY, REAL)             \
     /* indexing: src/nx/callbacks_index.c */                                         \
-    EMI_CALLBACK(take, take, 0, DIRTY, ANY)                                          \
-    EMI_CALLBACK(take_along_axis, take_along_axis, 0, DIRTY, ANY)                    \
+    EMI_CALLBACK(take, take, false, DIRTY, ANY)                                      \
+    EMI_CALLBACK(take_along_axis, take, true, DIRTY, ANY)                            \
     EMI_CALLBACK(gather, gather, 0, DIRTY, ANY)                                      \
     EMI_CALLBACK(indexed_add, indexed, true, DIRTY, ANY)                             \
     EMI_CALLBACK(indexed_put, indexed, false, DIRTY, ANY)                            \
     /* sorting: src/nx/callbacks_sort.c */                                           \
-    EMI_CALLBACK(sort, sort, 0, DIRTY, REAL)                                         \
-    EMI_CALLBACK(argsort, argsort, 0, DIRTY, REAL)                                   \
+    EMI_CALLBACK(sort, sort, false, DIRTY, REAL)                                     \
+    EMI_CALLBACK(argsort, sort, true, DIRTY, REAL)                                   \
     EMI_CALLBACK(top_k, top_k, 0, DIRTY, REAL)                                       \
     /* scans: src/nx/callbacks_cumulative.c */                                       \
     EMI_CALLBACK(cumulative_sum, cumulative, EMILY_CUMULATIVE_SUM, DIRTY, ANY)       \

@@ -47,6 +47,7 @@ static emily_status axes_opt(emily_call *c, size_t i, int **axes, int *naxes) {
     return emi_value_axes(c, av, "axes", axes, naxes);
 }
 
+/* take and take_along_axis (c->op true) */
 emily_status emi_cb_take(emily_call *c) {
     emily_status s = emi_call_arity(c, 2, 3);
     if (s) return s;
@@ -55,20 +56,8 @@ emily_status emi_cb_take(emily_call *c) {
     if ((s = emi_call_tensor(c, 0, &t))) return s;
     if ((s = emi_call_tensor(c, 1, &idx))) return s;
     if ((s = axis_arg(c, 2, &axis))) return s;
-    if ((s = emily_take(t, idx, axis, &out))) return s;
-    return emi_call_return(c, out);
-}
-
-emily_status emi_cb_take_along_axis(emily_call *c) {
-    emily_status s = emi_call_arity(c, 2, 3);
-    if (s) return s;
-    emily_tensor *t, *idx, *out;
-    int axis;
-    if ((s = emi_call_tensor(c, 0, &t))) return s;
-    if ((s = emi_call_tensor(c, 1, &idx))) return s;
-    if ((s = axis_arg(c, 2, &axis))) return s;
-    if ((s = emily_take_along_axis(t, idx, axis, &out))) return s;
-    return emi_call_return(c, out);
+    s = c->op ? emily_take_along_axis(t, idx, axis, &out) : emily_take(t, idx, axis, &out);
+    return s ? s : emi_call_return(c, out);
 }
 
 emily_status emi_cb_gather(emily_call *c) {

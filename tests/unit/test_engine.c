@@ -1,6 +1,5 @@
 /* The device interface (src/core/engine.h, src/core/kernels.h): engines
  * are constant tables, and supports() answers from them. */
-#include <pthread.h>
 #include <string.h>
 #include "harness.h"
 #include "core/engine.h"
@@ -67,29 +66,8 @@ TEST(cuda_engine_table) {
     CHECK(!emi_engine_supports(e, EMI_KERNEL_QR, 0, EMILY_F64));
 }
 
-/* Engines need no initialization: the first calls from many threads at
- * once all see the whole table (under ThreadSanitizer too). */
-static void *use_engine(void *arg) {
-    (void)arg;
-    const emily_engine *e = emi_engine_for(EMILY_DEVICE_CPU);
-    bool ok = e && e->elementwise && e->elementwise->unary && e->linalg && e->linalg->qr &&
-              emi_engine_supports(e, EMI_KERNEL_GEMM, 0, EMILY_F32);
-    return ok ? NULL : (void *)1;
-}
-
-TEST(engine_from_many_threads) {
-    pthread_t th[8];
-    int started = 0;
-    for (int i = 0; i < 8; i++)
-        if (pthread_create(&th[i], NULL, use_engine, NULL) == 0) started++;
-    CHECK(started == 8);
-    for (int i = 0; i < started; i++) {
-        void *bad = NULL;
-        pthread_join(th[i], &bad);
-        CHECK(bad == NULL);
-    }
-}
-
-RUN_TESTS("engine", CASE(engine_from_many_threads), CASE(cpu_engine_is_one_constant_table),
+/* (The first uses of the engine from many threads at once are in
+ * test_dispatch's first case.) */
+RUN_TESTS("engine", CASE(cpu_engine_is_one_constant_table),
           CASE(cpu_engine_supports_everything), CASE(has_kernel_reads_the_table),
           CASE(cuda_engine_table))
