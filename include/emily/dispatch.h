@@ -123,7 +123,7 @@ typedef struct emily_callback {
 } emily_callback;
 
 /* The callback named `callback`; NULL if the dispatcher has none. The
- * lookup is a binary search, safe from any thread. */
+ * lookup is a hash table's, safe from any thread. */
 EMILY_API const emily_callback *emily_dispatch_find(const char *callback);
 /* emily_dispatch of a callback emily_dispatch_find returned (a caller
  * that reads its cost first looks it up once). */

@@ -1,10 +1,13 @@
 /* emily_dispatch: callback name -> registry entry -> handler -> typed op.
  *
  * The registry is callback_list.h expanded once into a constant table in
- * list order. Lookups binary-search an index of it sorted by name, made
- * once (pthread_once) by the first lookup from any thread and only read
- * after that, so lookups take no lock. */
+ * list order. Lookups go through a hash table of it (open addressing,
+ * at most half full), made once (pthread_once) by the first lookup from
+ * any thread and only read after that, so lookups take no lock: a hash
+ * and about one string comparison, where a scan of the list cost dozens
+ * for most names (and a binary search several for every one). */
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include "nx/callback.h"
@@ -16,23 +19,33 @@ static const emily_callback_entry registry[] = {EMI_CALLBACK_LIST};
 #undef EMI_CALLBACK
 #define NCALLBACKS (sizeof registry / sizeof *registry)
 
-/* Registry positions in name order, and the names in list order with a
- * NULL after them (emily_dispatch_callbacks). */
-static unsigned short by_name[NCALLBACKS];
+#define SLOT_BITS 8
+#define NSLOTS ((size_t)1 << SLOT_BITS)
+_Static_assert(2 * NCALLBACKS <= NSLOTS, "the callback hash table must stay at most half full");
+
+/* slots: registry position + 1 (0: free); hashes: each entry's name
+ * hash; names: the names in list order, NULL after them
+ * (emily_dispatch_callbacks). */
+static uint16_t slots[NSLOTS];
+static uint32_t hashes[NCALLBACKS];
 static const char *names[NCALLBACKS + 1];
 
-static int compare_names(const void *a, const void *b) {
-    return strcmp(registry[*(const unsigned short *)a].info.name,
-                  registry[*(const unsigned short *)b].info.name);
+/* FNV-1a: callback names are short, and differ early or late. */
+static uint32_t name_hash(const char *s) {
+    uint32_t h = 2166136261u;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 16777619u;
+    return h;
 }
 
 static void build_index(void) {
     for (size_t i = 0; i < NCALLBACKS; i++) {
-        by_name[i] = (unsigned short)i;
         names[i] = registry[i].info.name;
+        hashes[i] = name_hash(names[i]);
+        size_t slot = hashes[i] & (NSLOTS - 1);
+        while (slots[slot]) slot = (slot + 1) & (NSLOTS - 1);
+        slots[slot] = (uint16_t)(i + 1);
     }
     names[NCALLBACKS] = NULL;
-    qsort(by_name, NCALLBACKS, sizeof *by_name, compare_names);
 }
 
 static pthread_once_t index_once = PTHREAD_ONCE_INIT;
@@ -40,14 +53,10 @@ static pthread_once_t index_once = PTHREAD_ONCE_INIT;
 const emily_callback_entry *emi_callback_find(const char *name) {
     if (!name) return NULL;
     pthread_once(&index_once, build_index);
-    size_t lo = 0, hi = NCALLBACKS;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        const emily_callback_entry *e = &registry[by_name[mid]];
-        int c = strcmp(name, e->info.name);
-        if (c == 0) return e;
-        if (c < 0) hi = mid;
-        else lo = mid + 1;
+    uint32_t h = name_hash(name);
+    for (size_t slot = h & (NSLOTS - 1); slots[slot]; slot = (slot + 1) & (NSLOTS - 1)) {
+        size_t i = slots[slot] - 1u;
+        if (hashes[i] == h && strcmp(names[i], name) == 0) return &registry[i];
     }
     return NULL;
 }

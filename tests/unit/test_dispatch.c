@@ -12,7 +12,7 @@ static size_t count_callbacks(void) {
     return n;
 }
 
-/* The first lookups race to build the sorted index, and the first calls
+/* The first lookups race to build the hash index, and the first calls
  * read the engine's tables: each thread must see them whole (under
  * ThreadSanitizer too). Keep this the first case, so nothing is built
  * yet. */
@@ -70,8 +70,8 @@ TEST(every_name_is_found) {
     CHECK(strcmp(names[n - 1], "determinant") == 0);
 }
 
-/* A binary search over a badly sorted index misses names next to the
- * ones it finds: ask for names just before and after each one. */
+/* A broken index finds names that are not there: ask for each name with
+ * a character more and one less (every name was found above). */
 TEST(unknown_names_are_refused) {
     const char *const *names = emily_dispatch_callbacks();
     for (size_t i = 0; names[i]; i++) {
