@@ -1,9 +1,14 @@
 /* The Erlang NIF over libemily: shared declarations.
  *
- * Emily.Native's functions are implemented in emily_nif.c; terms.c turns
- * Erlang terms into the dispatcher's emily_value trees (and types, shapes
- * and devices back into terms). Only the public API of include/emily is
- * used. Nothing here aborts: every failure becomes {:error, message}. */
+ * One job a file: emily_nif.c has the function table, the module
+ * callbacks and the small functions (devices, streams, settings);
+ * tensor_nif.c the tensor resource and tensor data; export_nif.c
+ * to_pointer/from_pointer; dispatch_nif.c dispatch/6; graph_nif.c engine
+ * graphs; terms.c turns Erlang terms into the dispatcher's emily_value
+ * trees (and types, shapes and devices back into terms). Only the public
+ * API of include/emily is used. Nothing here aborts: every failure
+ * becomes {:error, message}. The NIF is built with -fvisibility=hidden;
+ * what its files share is named nif_*. */
 #ifndef EMILY_NIF_H
 #define EMILY_NIF_H
 
@@ -27,14 +32,22 @@ typedef struct tensor_res {
     uintptr_t export_addr; /* 0, or the address to_pointer registered (under `lock`) */
 } tensor_res;
 
+static inline void nif_res_lock(tensor_res *r) {
+    while (atomic_flag_test_and_set_explicit(&r->lock, memory_order_acquire)) {
+    }
+}
+static inline void nif_res_unlock(tensor_res *r) {
+    atomic_flag_clear_explicit(&r->lock, memory_order_release);
+}
+
 /* A stream resource (Emily.Stream): freed, after its work, on GC. */
 typedef struct stream_res {
     emily_stream *s;
     emily_device device;
 } stream_res;
 
-extern ErlNifResourceType *emily_tensor_rt;
-extern ErlNifResourceType *emily_stream_rt;
+extern ErlNifResourceType *nif_tensor_rt;
+extern ErlNifResourceType *nif_stream_rt;
 
 typedef struct nif_atoms {
     ERL_NIF_TERM ok, error, nil, true_, false_, foreign_tensor, already_deallocated;
@@ -44,46 +57,86 @@ typedef struct nif_atoms {
     ERL_NIF_TERM nx_tensor, nx_binary_backend, complex, emily_backend;
     ERL_NIF_TERM active, peak, cached, graph;
 } nif_atoms;
-extern nif_atoms A;
-/* Makes the atoms of A (terms.c). */
+extern nif_atoms nif_atom;
+/* Makes the atoms of nif_atom (terms.c). */
 void nif_atoms_init(ErlNifEnv *env);
 
 /* The message for an Emily tensor whose resource is not of this VM (it
  * came from another node, or through binary_to_term after its tensor was
  * freed) and whose struct carries no bytes (see docs/elixir.md, "Across
  * nodes"). */
-extern const char emily_not_carried_msg[];
+extern const char nif_not_carried_msg[];
 
-/* A new reference to the resource's tensor, or NULL if deallocated. */
-emily_tensor *tensor_res_acquire(tensor_res *r);
-#ifdef EMILY_NIF_TEST
-/* Entries of to_pointer's export table owned by `owner` (all with NULL). */
-size_t emily_nif_export_count(const tensor_res *owner);
-#endif
-/* Wraps a tensor (ownership moves to the term). */
-ERL_NIF_TERM make_tensor_term(ErlNifEnv *env, emily_tensor *t);
-/* The term for a result tensor (ownership moves to it): its resource, or
- * with as_data its %Emily.Backend{}. False (t released) when out of memory. */
-bool result_term(ErlNifEnv *env, emily_tensor *t, bool as_data, ERL_NIF_TERM *out);
+/* Emily.Native's functions, each X(name, arity, flags): Emily.Native.name
+ * of that arity is nif_<name>, run on a normal scheduler (flags 0) or a
+ * dirty CPU scheduler (NIF_DIRTY). The function table (emily_nif.c) and
+ * the declarations below are expanded from it. */
+#define NIF_DIRTY ERL_NIF_DIRTY_JOB_CPU_BOUND
+#define NIF_FUNCTIONS(X)                                                                  \
+    /* dispatch_nif.c */                                                                  \
+    X(dispatch, 6, 0) X(set_inline_limit, 1, 0)                                           \
+    /* tensor_nif.c */                                                                    \
+    X(from_binary, 4, 0) X(to_binary, 2, 0) X(deallocate, 1, 0) X(backend_data, 1, 0)     \
+    X(check_local, 1, 0) X(tensor_info, 1, 0) X(to_device, 2, NIF_DIRTY)                 \
+    /* export_nif.c */                                                                    \
+    X(to_pointer, 1, 0) X(from_pointer, 4, NIF_DIRTY)                                     \
+    /* emily_nif.c */                                                                     \
+    X(devices, 0, 0) X(device_check, 1, 0) X(version, 0, 0) X(callbacks, 0, 0)            \
+    X(live_tensors, 0, 0) X(synchronize, 1, NIF_DIRTY) X(memory_stats, 1, 0)              \
+    X(release_cache, 1, NIF_DIRTY) X(dot_precision, 0, 0) X(set_dot_precision, 1, 0)      \
+    X(stream_new, 1, NIF_DIRTY) X(stream_synchronize, 1, NIF_DIRTY) X(stream_device, 1, 0) \
+    /* graph_nif.c */                                                                     \
+    X(graph_new, 0, 0) X(graph_param, 3, 0) X(graph_call, 4, 0) X(graph_const, 2, 0)      \
+    X(graph_while, 4, 0) X(graph_cond, 5, 0) X(graph_outputs, 2, 0)                       \
+    X(graph_compile, 3, NIF_DIRTY) X(graph_run, 2, NIF_DIRTY) X(graph_save, 2, NIF_DIRTY) \
+    X(graph_stats, 1, 0)
 
-/* ---- graph_nif.c: engine graphs for Emily.Compiler ---- */
-extern ErlNifResourceType *emily_graph_rt;
-bool graph_nif_load(ErlNifEnv *env);
-ERL_NIF_TERM graph_new_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]);
-ERL_NIF_TERM graph_param_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]);
-ERL_NIF_TERM graph_call_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]);
-ERL_NIF_TERM graph_const_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]);
-ERL_NIF_TERM graph_cond_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]);
-ERL_NIF_TERM graph_while_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]);
-ERL_NIF_TERM graph_outputs_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]);
-ERL_NIF_TERM graph_compile_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]);
-ERL_NIF_TERM graph_run_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]);
-ERL_NIF_TERM graph_save_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]);
-ERL_NIF_TERM graph_stats_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]);
+#define NIF_DECLARE(name, arity, flags) \
+    ERL_NIF_TERM nif_##name(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]);
+NIF_FUNCTIONS(NIF_DECLARE)
+
+/* ---- emily_nif.c: helpers ---- */
 
 /* {:error, "message"} */
-ERL_NIF_TERM make_error(ErlNifEnv *env, const char *msg);
-ERL_NIF_TERM make_binary_str(ErlNifEnv *env, const char *s);
+ERL_NIF_TERM nif_make_error(ErlNifEnv *env, const char *msg);
+ERL_NIF_TERM nif_make_binary_str(ErlNifEnv *env, const char *s);
+/* {:error, "<context>: <the engine's last error>"} (no prefix for NULL) */
+ERL_NIF_TERM nif_engine_error(ErlNifEnv *env, const char *context);
+/* A device term; false with *err ({:error, message}) otherwise. */
+bool nif_get_device(ErlNifEnv *env, ERL_NIF_TERM term, emily_device *dev, ERL_NIF_TERM *err);
+
+/* ---- tensor_nif.c ---- */
+
+/* A new reference to the resource's tensor, or NULL if deallocated. */
+emily_tensor *nif_tensor_res_acquire(tensor_res *r);
+/* Wraps a tensor (ownership moves to the term). */
+ERL_NIF_TERM nif_make_tensor_term(ErlNifEnv *env, emily_tensor *t);
+/* The term for a result tensor (ownership moves to it): its resource, or
+ * with as_data its %Emily.Backend{}. False (t released) when out of memory. */
+bool nif_result_term(ErlNifEnv *env, emily_tensor *t, bool as_data, ERL_NIF_TERM *out);
+void nif_tensor_dtor(ErlNifEnv *env, void *obj);
+
+/* ---- export_nif.c: to_pointer's table ---- */
+
+/* Makes the table's lock (at load); false when out of memory. */
+bool nif_exports_load(void);
+/* Removes r's entry, if it has one (`address`: its export_addr, read by
+ * the caller). Waits for a to_pointer that is adding it. */
+void nif_exports_forget(const tensor_res *r, uintptr_t address);
+#ifdef EMILY_NIF_TEST
+/* Entries of to_pointer's export table owned by `owner` (all with NULL). */
+size_t nif_export_count(const tensor_res *owner);
+#endif
+
+/* ---- dispatch_nif.c ---- */
+
+/* Opens the resource type of calls on their way to a dirty scheduler and
+ * learns the callbacks' names (at load); false on failure. */
+bool nif_dispatch_load(ErlNifEnv *env);
+
+/* ---- graph_nif.c: engine graphs for Emily.Compiler ---- */
+extern ErlNifResourceType *nif_graph_rt;
+bool nif_graph_load(ErlNifEnv *env);
 
 /* ---- terms.c ---- */
 
@@ -93,7 +146,7 @@ typedef struct arena_block arena_block;
 typedef struct arena {
     arena_block *blocks;
     size_t used;
-    unsigned char first[2048]; /* aligned by arena_alloc, not by the type */
+    unsigned char first[2048]; /* aligned by nif_arena_alloc, not by the type */
 } arena;
 
 typedef struct pending_import pending_import;
@@ -124,35 +177,35 @@ typedef struct decoder {
     char err[640];
 } decoder;
 
-void decoder_init(decoder *d, ErlNifEnv *env);
-void decoder_free(decoder *d);
-void *arena_alloc(decoder *d, size_t n);
+void nif_decoder_init(decoder *d, ErlNifEnv *env);
+void nif_decoder_free(decoder *d);
+void *nif_arena_alloc(decoder *d, size_t n);
 /* Rewrites d->err as "<prefix>: <d->err>". */
-void prefix_err(decoder *d, const char *prefix);
+void nif_prefix_err(decoder *d, const char *prefix);
 
 /* Argument terms: numbers, atoms, binaries, tuples, lists, keyword lists,
  * %Complex{}, %Nx.Tensor{} (Emily or Nx.BinaryBackend data) and bare
  * tensor resources. */
-bool decode_value(decoder *d, ERL_NIF_TERM term, emily_value *v);
-/* decode_value for the index-th callback argument (messages say which). */
-bool decode_arg(decoder *d, unsigned index, ERL_NIF_TERM term, emily_value *v);
-/* decode_arg for each of the first n items of a proper list. */
-bool decode_args(decoder *d, ERL_NIF_TERM list, unsigned n, emily_value *out);
+bool nif_decode_value(decoder *d, ERL_NIF_TERM term, emily_value *v);
+/* nif_decode_value for the index-th callback argument (messages say which). */
+bool nif_decode_arg(decoder *d, unsigned index, ERL_NIF_TERM term, emily_value *v);
+/* nif_decode_arg for each of the first n items of a proper list. */
+bool nif_decode_args(decoder *d, ERL_NIF_TERM list, unsigned n, emily_value *out);
 /* Output templates: a map with :type and :shape (an %Nx.Tensor{}), or a
  * tuple/list of them. */
-bool decode_template(decoder *d, ERL_NIF_TERM term, emily_value *v);
+bool nif_decode_template(decoder *d, ERL_NIF_TERM term, emily_value *v);
 /* Imports the pending Nx.BinaryBackend tensors onto `device`. */
-bool decoder_finish(decoder *d, emily_device device);
+bool nif_decoder_finish(decoder *d, emily_device device);
 
 /* {:f, 32} <-> EMILY_F32 and so on; shapes as tuples; devices as :cpu,
  * :cuda or {:cuda, n}. Failures write a message into err. */
-bool term_to_dtype(ErlNifEnv *env, ERL_NIF_TERM t, emily_dtype *out, char *err, size_t es);
-bool term_to_shape(ErlNifEnv *env, ERL_NIF_TERM t, int *rank, int64_t **shape, decoder *d);
-bool term_to_device(ErlNifEnv *env, ERL_NIF_TERM t, emily_device *out, char *err, size_t es);
-ERL_NIF_TERM dtype_to_term(ErlNifEnv *env, emily_dtype t);
-ERL_NIF_TERM shape_to_term(ErlNifEnv *env, int rank, const int64_t *shape);
-ERL_NIF_TERM device_to_term(ErlNifEnv *env, emily_device dev);
+bool nif_term_to_dtype(ErlNifEnv *env, ERL_NIF_TERM t, emily_dtype *out, char *err, size_t es);
+bool nif_term_to_shape(ErlNifEnv *env, ERL_NIF_TERM t, int *rank, int64_t **shape, decoder *d);
+bool nif_term_to_device(ErlNifEnv *env, ERL_NIF_TERM t, emily_device *out, char *err, size_t es);
+ERL_NIF_TERM nif_dtype_to_term(ErlNifEnv *env, emily_dtype t);
+ERL_NIF_TERM nif_shape_to_term(ErlNifEnv *env, int rank, const int64_t *shape);
+ERL_NIF_TERM nif_device_to_term(ErlNifEnv *env, emily_device dev);
 /* "f32[2][3]" */
-const char *spec_str(emily_dtype t, int rank, const int64_t *shape, char *buf, size_t size);
+const char *nif_spec_str(emily_dtype t, int rank, const int64_t *shape, char *buf, size_t size);
 
 #endif

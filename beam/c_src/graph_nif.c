@@ -6,7 +6,7 @@
 #include <string.h>
 #include "emily_nif.h"
 
-ErlNifResourceType *emily_graph_rt;
+ErlNifResourceType *nif_graph_rt;
 
 typedef struct graph_res {
     emily_graph *g;
@@ -17,15 +17,15 @@ static void graph_dtor(ErlNifEnv *env, void *obj) {
     emily_graph_free(((graph_res *)obj)->g);
 }
 
-bool graph_nif_load(ErlNifEnv *env) {
+bool nif_graph_load(ErlNifEnv *env) {
     ErlNifResourceFlags flags = ERL_NIF_RT_CREATE | ERL_NIF_RT_TAKEOVER;
-    emily_graph_rt = enif_open_resource_type(env, NULL, "emily_graph", graph_dtor, flags, NULL);
-    return emily_graph_rt != NULL;
+    nif_graph_rt = enif_open_resource_type(env, NULL, "emily_graph", graph_dtor, flags, NULL);
+    return nif_graph_rt != NULL;
 }
 
 static bool get_graph(ErlNifEnv *env, ERL_NIF_TERM term, emily_graph **g) {
     graph_res *r;
-    if (!enif_get_resource(env, term, emily_graph_rt, (void **)&r) || !r->g) return false;
+    if (!enif_get_resource(env, term, nif_graph_rt, (void **)&r) || !r->g) return false;
     *g = r->g;
     return true;
 }
@@ -33,14 +33,14 @@ static bool get_graph(ErlNifEnv *env, ERL_NIF_TERM term, emily_graph **g) {
 static ERL_NIF_TERM engine_error_of(ErlNifEnv *env, const char *what) {
     char msg[1024];
     snprintf(msg, sizeof msg, "%s: %s", what, emily_last_error());
-    return make_error(env, msg);
+    return nif_make_error(env, msg);
 }
 
-ERL_NIF_TERM graph_new_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+ERL_NIF_TERM nif_graph_new(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
     (void)argc;
     (void)argv;
-    graph_res *r = enif_alloc_resource(emily_graph_rt, sizeof *r);
-    if (!r) return make_error(env, "graph_new: out of memory");
+    graph_res *r = enif_alloc_resource(nif_graph_rt, sizeof *r);
+    if (!r) return nif_make_error(env, "graph_new: out of memory");
     r->g = NULL;
     if (emily_graph_create(&r->g)) {
         enif_release_resource(r);
@@ -48,32 +48,32 @@ ERL_NIF_TERM graph_new_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) 
     }
     ERL_NIF_TERM term = enif_make_resource(env, r);
     enif_release_resource(r);
-    return enif_make_tuple2(env, A.ok, term);
+    return enif_make_tuple2(env, nif_atom.ok, term);
 }
 
 /* graph_param(graph, type, shape) -> {:ok, id} */
-ERL_NIF_TERM graph_param_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+ERL_NIF_TERM nif_graph_param(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
     (void)argc;
     emily_graph *g;
-    if (!get_graph(env, argv[0], &g)) return make_error(env, "graph_param: expected an Emily graph");
+    if (!get_graph(env, argv[0], &g)) return nif_make_error(env, "graph_param: expected an Emily graph");
     emily_dtype dt;
     char msg[256];
-    if (!term_to_dtype(env, argv[1], &dt, msg, sizeof msg)) return make_error(env, msg);
+    if (!nif_term_to_dtype(env, argv[1], &dt, msg, sizeof msg)) return nif_make_error(env, msg);
     decoder d;
-    decoder_init(&d, env);
+    nif_decoder_init(&d, env);
     int rank;
     int64_t *shape;
     ERL_NIF_TERM result;
     int32_t id;
-    if (!term_to_shape(env, argv[2], &rank, &shape, &d)) {
-        prefix_err(&d, "graph_param");
-        result = make_error(env, d.err);
+    if (!nif_term_to_shape(env, argv[2], &rank, &shape, &d)) {
+        nif_prefix_err(&d, "graph_param");
+        result = nif_make_error(env, d.err);
     } else if (emily_graph_add_param(g, dt, rank, shape, &id)) {
         result = engine_error_of(env, "graph_param");
     } else {
-        result = enif_make_tuple2(env, A.ok, enif_make_int(env, id));
+        result = enif_make_tuple2(env, nif_atom.ok, enif_make_int(env, id));
     }
-    decoder_free(&d);
+    nif_decoder_free(&d);
     return result;
 }
 
@@ -114,76 +114,76 @@ static emily_status fit_refs(emily_graph *g, emily_value *v) {
 
 /* graph_call(graph, callback, out, args) -> {:ok, first_id} |
  * {:error, :foreign_tensor} | {:error, message} */
-ERL_NIF_TERM graph_call_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+ERL_NIF_TERM nif_graph_call(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
     (void)argc;
     emily_graph *g;
-    if (!get_graph(env, argv[0], &g)) return make_error(env, "graph_call: expected an Emily graph");
+    if (!get_graph(env, argv[0], &g)) return nif_make_error(env, "graph_call: expected an Emily graph");
     char name[64];
     if (enif_get_atom(env, argv[1], name, sizeof name, ERL_NIF_LATIN1) <= 0)
-        return make_error(env, "graph_call: the callback must be an atom of at most 63 characters");
+        return nif_make_error(env, "graph_call: the callback must be an atom of at most 63 characters");
     unsigned nargs;
     if (!enif_get_list_length(env, argv[3], &nargs))
-        return make_error(env, "graph_call: the arguments must be a proper list");
+        return nif_make_error(env, "graph_call: the arguments must be a proper list");
     decoder dec, *d = &dec;
-    decoder_init(d, env);
+    nif_decoder_init(d, env);
     d->graph_refs = true;
     ERL_NIF_TERM result;
     char msg[1024];
     emily_value out;
-    emily_value *args = arena_alloc(d, sizeof(emily_value) * (nargs + 1));
-    if (!args || !decode_template(d, argv[2], &out)) goto decode_error;
-    if (!decode_args(d, argv[3], nargs, args)) goto decode_error;
+    emily_value *args = nif_arena_alloc(d, sizeof(emily_value) * (nargs + 1));
+    if (!args || !nif_decode_template(d, argv[2], &out)) goto decode_error;
+    if (!nif_decode_args(d, argv[3], nargs, args)) goto decode_error;
     if (d->foreign) {
-        result = enif_make_tuple2(env, A.error, A.foreign_tensor);
+        result = enif_make_tuple2(env, nif_atom.error, nif_atom.foreign_tensor);
         goto done;
     }
     /* tensors given as data (Nx.BinaryBackend, bytes) become constants on
      * the CPU; the graph moves its constants to its device */
-    if (!decoder_finish(d, EMILY_CPU)) goto decode_error;
+    if (!nif_decoder_finish(d, EMILY_CPU)) goto decode_error;
     int32_t first;
     emily_status s = EMILY_OK;
     for (unsigned i = 0; i < nargs && !s; i++) s = fit_refs(g, &args[i]);
     if (!s) s = emily_graph_add_call(g, name, &out, args, nargs, &first);
     if (s) {
         snprintf(msg, sizeof msg, "%s", emily_last_error());
-        result = make_error(env, msg);
+        result = nif_make_error(env, msg);
     } else {
-        result = enif_make_tuple2(env, A.ok, enif_make_int(env, first));
+        result = enif_make_tuple2(env, nif_atom.ok, enif_make_int(env, first));
     }
     goto done;
 decode_error:
     snprintf(msg, sizeof msg, "%s: %s", name, d->err[0] ? d->err : "cannot decode the arguments");
-    result = make_error(env, msg);
+    result = nif_make_error(env, msg);
 done:
-    decoder_free(d);
+    nif_decoder_free(d);
     return result;
 }
 
 /* graph_const(graph, tensor) -> {:ok, id}: a tensor (Emily, Nx.BinaryBackend
  * or bytes) as a constant of the graph */
-ERL_NIF_TERM graph_const_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+ERL_NIF_TERM nif_graph_const(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
     (void)argc;
     emily_graph *g;
-    if (!get_graph(env, argv[0], &g)) return make_error(env, "graph_const: expected an Emily graph");
+    if (!get_graph(env, argv[0], &g)) return nif_make_error(env, "graph_const: expected an Emily graph");
     decoder dec, *d = &dec;
-    decoder_init(d, env);
+    nif_decoder_init(d, env);
     emily_value v;
     ERL_NIF_TERM result;
     int32_t id;
-    if (!decode_arg(d, 0, argv[1], &v) || !decoder_finish(d, EMILY_CPU)) {
+    if (!nif_decode_arg(d, 0, argv[1], &v) || !nif_decoder_finish(d, EMILY_CPU)) {
         char msg[800];
         snprintf(msg, sizeof msg, "graph_const: %s", d->err);
-        result = make_error(env, msg);
+        result = nif_make_error(env, msg);
     } else if (d->foreign) {
-        result = enif_make_tuple2(env, A.error, A.foreign_tensor);
+        result = enif_make_tuple2(env, nif_atom.error, nif_atom.foreign_tensor);
     } else if (v.kind != EMILY_V_TENSOR) {
-        result = make_error(env, "graph_const: expected a tensor");
+        result = nif_make_error(env, "graph_const: expected a tensor");
     } else if (emily_graph_add_const(g, v.tensor, &id)) {
         result = engine_error_of(env, "graph_const");
     } else {
-        result = enif_make_tuple2(env, A.ok, enif_make_int(env, id));
+        result = enif_make_tuple2(env, nif_atom.ok, enif_make_int(env, id));
     }
-    decoder_free(d);
+    nif_decoder_free(d);
     return result;
 }
 
@@ -191,47 +191,47 @@ static bool get_ids(ErlNifEnv *env, ERL_NIF_TERM list, int32_t **ids, unsigned *
 
 /* graph_while(graph, cond, body, [initial_id]) -> {:ok, first_id}: the
  * graph takes cond and body (their resources can no longer be used) */
-ERL_NIF_TERM graph_while_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+ERL_NIF_TERM nif_graph_while(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
     (void)argc;
     emily_graph *g;
     graph_res *rc, *rb;
-    if (!get_graph(env, argv[0], &g) || !enif_get_resource(env, argv[1], emily_graph_rt, (void **)&rc) ||
-        !enif_get_resource(env, argv[2], emily_graph_rt, (void **)&rb) || !rc->g || !rb->g)
-        return make_error(env, "graph_while: expected three Emily graphs");
+    if (!get_graph(env, argv[0], &g) || !enif_get_resource(env, argv[1], nif_graph_rt, (void **)&rc) ||
+        !enif_get_resource(env, argv[2], nif_graph_rt, (void **)&rb) || !rc->g || !rb->g)
+        return nif_make_error(env, "graph_while: expected three Emily graphs");
     if (rc == rb || rc->g == g || rb->g == g)
-        return make_error(env, "graph_while: the condition, the body and the graph must be three graphs");
+        return nif_make_error(env, "graph_while: the condition, the body and the graph must be three graphs");
     int32_t *ids;
     unsigned n;
-    if (!get_ids(env, argv[3], &ids, &n)) return make_error(env, "graph_while: expected a list of value ids");
+    if (!get_ids(env, argv[3], &ids, &n)) return nif_make_error(env, "graph_while: expected a list of value ids");
     emily_graph *cond = rc->g, *body = rb->g;
     rc->g = NULL; /* taken, also on failure */
     rb->g = NULL;
     int32_t first;
     emily_status s = emily_graph_add_while(g, cond, body, n, ids, &first);
     enif_free(ids);
-    return s ? engine_error_of(env, "graph_while") : enif_make_tuple2(env, A.ok, enif_make_int(env, first));
+    return s ? engine_error_of(env, "graph_while") : enif_make_tuple2(env, nif_atom.ok, enif_make_int(env, first));
 }
 
 /* graph_cond(graph, [pred_id], [branch_graph], [count], [captured_id]) ->
  * {:ok, first_id}: the graph takes the branches */
-ERL_NIF_TERM graph_cond_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+ERL_NIF_TERM nif_graph_cond(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
     (void)argc;
     emily_graph *g;
-    if (!get_graph(env, argv[0], &g)) return make_error(env, "graph_cond: expected an Emily graph");
+    if (!get_graph(env, argv[0], &g)) return nif_make_error(env, "graph_cond: expected an Emily graph");
     int32_t *preds = NULL, *counts = NULL, *caps = NULL;
     unsigned np, nb, nc, ncap;
     ERL_NIF_TERM result;
     if (!enif_get_list_length(env, argv[2], &nb) || nb < 2 || nb > 1025)
-        return make_error(env, "graph_cond: expected a list of 2 to 1025 branch graphs");
-    if (!get_ids(env, argv[1], &preds, &np)) return make_error(env, "graph_cond: expected a list of predicate ids");
+        return nif_make_error(env, "graph_cond: expected a list of 2 to 1025 branch graphs");
+    if (!get_ids(env, argv[1], &preds, &np)) return nif_make_error(env, "graph_cond: expected a list of predicate ids");
     if (!get_ids(env, argv[3], &counts, &nc)) {
         enif_free(preds);
-        return make_error(env, "graph_cond: expected a list of counts");
+        return nif_make_error(env, "graph_cond: expected a list of counts");
     }
     if (!get_ids(env, argv[4], &caps, &ncap)) {
         enif_free(preds);
         enif_free(counts);
-        return make_error(env, "graph_cond: expected a list of captured ids");
+        return nif_make_error(env, "graph_cond: expected a list of captured ids");
     }
     emily_graph **brs = enif_alloc(sizeof(emily_graph *) * nb);
     size_t *ncaptured = enif_alloc(sizeof(size_t) * nb);
@@ -241,7 +241,7 @@ ERL_NIF_TERM graph_cond_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
     ERL_NIF_TERM head, tail = argv[2];
     for (unsigned b = 0; ok && b < nb; b++) {
         enif_get_list_cell(env, tail, &head, &tail);
-        ok = enif_get_resource(env, head, emily_graph_rt, (void **)&res[b]) && res[b]->g && res[b]->g != g &&
+        ok = enif_get_resource(env, head, nif_graph_rt, (void **)&res[b]) && res[b]->g && res[b]->g != g &&
              counts[b] >= 0;
         for (unsigned c = 0; ok && c < b; c++) ok = res[c] != res[b];
         if (ok) {
@@ -251,13 +251,13 @@ ERL_NIF_TERM graph_cond_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
         }
     }
     if (!ok || total != ncap) {
-        result = make_error(env, "graph_cond: expected one more branch graph than predicates, distinct, with their "
+        result = nif_make_error(env, "graph_cond: expected one more branch graph than predicates, distinct, with their "
                                  "captured counts adding up");
     } else {
         for (unsigned b = 0; b < nb; b++) res[b]->g = NULL; /* taken, also on failure */
         int32_t first;
         emily_status s = emily_graph_add_cond(g, np, preds, brs, ncaptured, caps, &first);
-        result = s ? engine_error_of(env, "graph_cond") : enif_make_tuple2(env, A.ok, enif_make_int(env, first));
+        result = s ? engine_error_of(env, "graph_cond") : enif_make_tuple2(env, nif_atom.ok, enif_make_int(env, first));
     }
     enif_free(preds);
     enif_free(counts);
@@ -286,58 +286,58 @@ static bool get_ids(ErlNifEnv *env, ERL_NIF_TERM list, int32_t **ids, unsigned *
 }
 
 /* graph_outputs(graph, [id]) -> :ok */
-ERL_NIF_TERM graph_outputs_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+ERL_NIF_TERM nif_graph_outputs(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
     (void)argc;
     emily_graph *g;
-    if (!get_graph(env, argv[0], &g)) return make_error(env, "graph_outputs: expected an Emily graph");
+    if (!get_graph(env, argv[0], &g)) return nif_make_error(env, "graph_outputs: expected an Emily graph");
     int32_t *ids;
     unsigned n;
-    if (!get_ids(env, argv[1], &ids, &n)) return make_error(env, "graph_outputs: expected a list of value ids");
+    if (!get_ids(env, argv[1], &ids, &n)) return nif_make_error(env, "graph_outputs: expected a list of value ids");
     emily_status s = emily_graph_set_outputs(g, n, ids);
     enif_free(ids);
-    return s ? engine_error_of(env, "graph_outputs") : A.ok;
+    return s ? engine_error_of(env, "graph_outputs") : nif_atom.ok;
 }
 
 /* graph_compile(graph, device, optimize?) -> :ok (dirty: folding runs calls) */
-ERL_NIF_TERM graph_compile_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+ERL_NIF_TERM nif_graph_compile(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
     (void)argc;
     emily_graph *g;
-    if (!get_graph(env, argv[0], &g)) return make_error(env, "graph_compile: expected an Emily graph");
+    if (!get_graph(env, argv[0], &g)) return nif_make_error(env, "graph_compile: expected an Emily graph");
     emily_device dev;
     char msg[256];
-    if (!term_to_device(env, argv[1], &dev, msg, sizeof msg)) return make_error(env, msg);
-    emily_graph_options o = {.no_optimize = enif_is_identical(argv[2], A.false_)};
-    return emily_graph_compile(g, dev, &o) ? engine_error_of(env, "graph_compile") : A.ok;
+    if (!nif_term_to_device(env, argv[1], &dev, msg, sizeof msg)) return nif_make_error(env, msg);
+    emily_graph_options o = {.no_optimize = enif_is_identical(argv[2], nif_atom.false_)};
+    return emily_graph_compile(g, dev, &o) ? engine_error_of(env, "graph_compile") : nif_atom.ok;
 }
 
 /* graph_run(graph, [tensor]) -> {:ok, [%Emily.Backend{}]} (dirty) */
-ERL_NIF_TERM graph_run_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+ERL_NIF_TERM nif_graph_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
     (void)argc;
     emily_graph *g;
-    if (!get_graph(env, argv[0], &g)) return make_error(env, "graph_run: expected an Emily graph");
+    if (!get_graph(env, argv[0], &g)) return nif_make_error(env, "graph_run: expected an Emily graph");
     unsigned np;
-    if (!enif_get_list_length(env, argv[1], &np)) return make_error(env, "graph_run: the parameters must be a list");
+    if (!enif_get_list_length(env, argv[1], &np)) return nif_make_error(env, "graph_run: the parameters must be a list");
     decoder dec, *d = &dec;
-    decoder_init(d, env);
+    nif_decoder_init(d, env);
     ERL_NIF_TERM result;
     char msg[1024];
     size_t no = emily_graph_num_outputs(g);
-    emily_value *vals = arena_alloc(d, sizeof(emily_value) * (np + 1));
-    emily_tensor **params = arena_alloc(d, sizeof(emily_tensor *) * (np + 1));
-    emily_tensor **outs = arena_alloc(d, sizeof(emily_tensor *) * (no + 1));
-    ERL_NIF_TERM *items = arena_alloc(d, sizeof(ERL_NIF_TERM) * (no + 1));
+    emily_value *vals = nif_arena_alloc(d, sizeof(emily_value) * (np + 1));
+    emily_tensor **params = nif_arena_alloc(d, sizeof(emily_tensor *) * (np + 1));
+    emily_tensor **outs = nif_arena_alloc(d, sizeof(emily_tensor *) * (no + 1));
+    ERL_NIF_TERM *items = nif_arena_alloc(d, sizeof(ERL_NIF_TERM) * (no + 1));
     if (!vals || !params || !outs || !items) goto decode_error;
-    if (!decode_args(d, argv[1], np, vals)) goto decode_error;
+    if (!nif_decode_args(d, argv[1], np, vals)) goto decode_error;
     if (d->foreign) {
-        result = enif_make_tuple2(env, A.error, A.foreign_tensor);
+        result = enif_make_tuple2(env, nif_atom.error, nif_atom.foreign_tensor);
         goto done;
     }
     emily_device dev = d->have_device ? d->device : EMILY_CPU;
-    if (!decoder_finish(d, dev)) goto decode_error;
+    if (!nif_decoder_finish(d, dev)) goto decode_error;
     for (unsigned i = 0; i < np; i++) {
         if (vals[i].kind != EMILY_V_TENSOR) {
             snprintf(msg, sizeof msg, "graph_run: parameter %u is not a tensor", i);
-            result = make_error(env, msg);
+            result = nif_make_error(env, msg);
             goto done;
         }
         params[i] = vals[i].tensor;
@@ -349,39 +349,39 @@ ERL_NIF_TERM graph_run_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) 
     bool made = true;
     for (size_t k = 0; k < no; k++) {
         if (!made) emily_tensor_release(outs[k]);
-        else made = result_term(env, outs[k], true, &items[k]);
+        else made = nif_result_term(env, outs[k], true, &items[k]);
     }
-    result = made ? enif_make_tuple2(env, A.ok, enif_make_list_from_array(env, items, (unsigned)no))
-                  : make_error(env, "graph_run: out of memory making the result terms");
+    result = made ? enif_make_tuple2(env, nif_atom.ok, enif_make_list_from_array(env, items, (unsigned)no))
+                  : nif_make_error(env, "graph_run: out of memory making the result terms");
     goto done;
 decode_error:
     snprintf(msg, sizeof msg, "graph_run: %s", d->err[0] ? d->err : "cannot decode the parameters");
-    result = make_error(env, msg);
+    result = nif_make_error(env, msg);
 done:
-    decoder_free(d);
+    nif_decoder_free(d);
     return result;
 }
 
 /* graph_save(graph, path) -> :ok */
-ERL_NIF_TERM graph_save_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+ERL_NIF_TERM nif_graph_save(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
     (void)argc;
     emily_graph *g;
-    if (!get_graph(env, argv[0], &g)) return make_error(env, "graph_save: expected an Emily graph");
+    if (!get_graph(env, argv[0], &g)) return nif_make_error(env, "graph_save: expected an Emily graph");
     ErlNifBinary path;
     if (!enif_inspect_binary(env, argv[1], &path) || path.size == 0 || path.size > 4000 ||
         memchr(path.data, 0, path.size))
-        return make_error(env, "graph_save: the path must be a non-empty binary without NUL bytes");
+        return nif_make_error(env, "graph_save: the path must be a non-empty binary without NUL bytes");
     char p[4096];
     memcpy(p, path.data, path.size);
     p[path.size] = 0;
-    return emily_graph_save(g, p) ? engine_error_of(env, "graph_save") : A.ok;
+    return emily_graph_save(g, p) ? engine_error_of(env, "graph_save") : nif_atom.ok;
 }
 
 /* graph_stats(graph) -> map */
-ERL_NIF_TERM graph_stats_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+ERL_NIF_TERM nif_graph_stats(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
     (void)argc;
     emily_graph *g;
-    if (!get_graph(env, argv[0], &g)) return make_error(env, "graph_stats: expected an Emily graph");
+    if (!get_graph(env, argv[0], &g)) return nif_make_error(env, "graph_stats: expected an Emily graph");
     emily_graph_stats st;
     emily_graph_get_stats(g, &st);
     const char *names[] = {"params", "constants", "calls", "folded", "dropped", "rewritten", "fused_calls",

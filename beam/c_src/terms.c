@@ -36,7 +36,7 @@ struct pending_import {
     const char *what; /* for messages */
 };
 
-const char emily_not_carried_msg[] =
+const char nif_not_carried_msg[] =
     "the reference is not an Emily tensor of this node and its struct carries no bytes: "
     "only CPU tensors contiguous in memory cross BEAM nodes (or term_to_binary) intact, "
     "a GPU tensor or a non-contiguous view (transpose, broadcast, strided slice) does not. "
@@ -44,12 +44,12 @@ const char emily_not_carried_msg[] =
     "Nx.backend_copy(t, {Emily.Backend, device: :cpu}); with Nx.Serving, "
     "in distributed_preprocessing or distributed_postprocessing";
 
-nif_atoms A;
+nif_atoms nif_atom;
 
 /* The atoms every NIF function compares with (made once, at load; the
  * fuzz harness of terms.c makes them the same way). */
 void nif_atoms_init(ErlNifEnv *env) {
-#define ATOM(field, name) A.field = enif_make_atom(env, name)
+#define ATOM(field, name) nif_atom.field = enif_make_atom(env, name)
     ATOM(ok, "ok");
     ATOM(error, "error");
     ATOM(nil, "nil");
@@ -84,7 +84,7 @@ void nif_atoms_init(ErlNifEnv *env) {
 #undef ATOM
 }
 
-void decoder_init(decoder *d, ErlNifEnv *env) {
+void nif_decoder_init(decoder *d, ErlNifEnv *env) {
     d->env = env;
     d->ar.blocks = NULL;
     d->ar.used = 0;
@@ -102,7 +102,7 @@ void decoder_init(decoder *d, ErlNifEnv *env) {
     d->err[0] = 0;
 }
 
-void decoder_free(decoder *d) {
+void nif_decoder_free(decoder *d) {
     for (size_t i = 0; i < d->nheld; i++) emily_tensor_release(d->held[i]);
     free(d->held);
     free(d->pend);
@@ -159,7 +159,7 @@ static void fail(decoder *d, const char *fmt, ...) {
     va_end(ap);
 }
 
-void prefix_err(decoder *d, const char *prefix) {
+void nif_prefix_err(decoder *d, const char *prefix) {
     char tmp[sizeof d->err];
     memcpy(tmp, d->err, sizeof tmp);
     tmp[sizeof tmp - 1] = 0;
@@ -172,7 +172,7 @@ void prefix_err(decoder *d, const char *prefix) {
     d->err[p + 2 + n] = 0;
 }
 
-void *arena_alloc(decoder *d, size_t n) {
+void *nif_arena_alloc(decoder *d, size_t n) {
     n = (n + 15) & ~(size_t)15;
     if (n == 0) n = 16;
     /* 16-byte alignment from the address itself: the decoder may live in
@@ -201,6 +201,20 @@ void *arena_alloc(decoder *d, size_t n) {
     return p;
 }
 
+/* Bytes of a binary argument that stay where they are until the call
+ * ends. Binaries of up to 64 bytes (ERTS's heap binaries) live on the
+ * process heap, which a garbage collection between a call's two
+ * schedulers (dispatch_nif.c) may move: those are copied into the arena.
+ * Larger ones are off the heap, kept alive by the call's terms. NULL
+ * (with d->err) when out of memory. */
+#define HEAP_BINARY_MAX 64
+static const unsigned char *stable_bytes(decoder *d, const ErlNifBinary *bin) {
+    if (bin->size > HEAP_BINARY_MAX) return bin->data;
+    unsigned char *p = nif_arena_alloc(d, bin->size);
+    if (p && bin->size) memcpy(p, bin->data, bin->size);
+    return p;
+}
+
 static bool hold(decoder *d, emily_tensor *t) {
     if (d->nheld == d->held_cap) {
         size_t cap = d->held_cap ? d->held_cap * 2 : 8;
@@ -217,7 +231,7 @@ static bool hold(decoder *d, emily_tensor *t) {
     return true;
 }
 
-const char *spec_str(emily_dtype t, int rank, const int64_t *shape, char *buf, size_t size) {
+const char *nif_spec_str(emily_dtype t, int rank, const int64_t *shape, char *buf, size_t size) {
     size_t n = (size_t)snprintf(buf, size, "%s", emily_dtype_name(t));
     for (int i = 0; i < rank && n < size; i++)
         n += (size_t)snprintf(buf + n, size - n, "[%lld]", (long long)shape[i]);
@@ -226,7 +240,7 @@ const char *spec_str(emily_dtype t, int rank, const int64_t *shape, char *buf, s
 
 /* ---- types, shapes, devices ---- */
 
-bool term_to_dtype(ErlNifEnv *env, ERL_NIF_TERM t, emily_dtype *out, char *err, size_t es) {
+bool nif_term_to_dtype(ErlNifEnv *env, ERL_NIF_TERM t, emily_dtype *out, char *err, size_t es) {
     const ERL_NIF_TERM *el;
     int arity;
     int bits;
@@ -236,11 +250,11 @@ bool term_to_dtype(ErlNifEnv *env, ERL_NIF_TERM t, emily_dtype *out, char *err, 
         return false;
     }
     emily_dtype dt = EMILY_DTYPE_AUTO;
-    if (enif_is_identical(el[0], A.u)) dt = emily_dtype_make(EMILY_KIND_UNSIGNED, bits);
-    else if (enif_is_identical(el[0], A.s)) dt = emily_dtype_make(EMILY_KIND_SIGNED, bits);
-    else if (enif_is_identical(el[0], A.f)) dt = emily_dtype_make(EMILY_KIND_FLOAT, bits);
-    else if (enif_is_identical(el[0], A.bf)) dt = emily_dtype_make(EMILY_KIND_BFLOAT, bits);
-    else if (enif_is_identical(el[0], A.c)) dt = emily_dtype_make(EMILY_KIND_COMPLEX, bits);
+    if (enif_is_identical(el[0], nif_atom.u)) dt = emily_dtype_make(EMILY_KIND_UNSIGNED, bits);
+    else if (enif_is_identical(el[0], nif_atom.s)) dt = emily_dtype_make(EMILY_KIND_SIGNED, bits);
+    else if (enif_is_identical(el[0], nif_atom.f)) dt = emily_dtype_make(EMILY_KIND_FLOAT, bits);
+    else if (enif_is_identical(el[0], nif_atom.bf)) dt = emily_dtype_make(EMILY_KIND_BFLOAT, bits);
+    else if (enif_is_identical(el[0], nif_atom.c)) dt = emily_dtype_make(EMILY_KIND_COMPLEX, bits);
     if (dt == EMILY_DTYPE_AUTO || !emily_dtype_valid(dt)) {
         char name[32] = "?";
         enif_get_atom(env, el[0], name, sizeof name, ERL_NIF_LATIN1);
@@ -251,26 +265,26 @@ bool term_to_dtype(ErlNifEnv *env, ERL_NIF_TERM t, emily_dtype *out, char *err, 
     return true;
 }
 
-ERL_NIF_TERM dtype_to_term(ErlNifEnv *env, emily_dtype t) {
+ERL_NIF_TERM nif_dtype_to_term(ErlNifEnv *env, emily_dtype t) {
     ERL_NIF_TERM kind;
     switch (emily_dtype_kind_of(t)) {
-    case EMILY_KIND_UNSIGNED: kind = A.u; break;
-    case EMILY_KIND_SIGNED: kind = A.s; break;
-    case EMILY_KIND_BFLOAT: kind = A.bf; break;
-    case EMILY_KIND_FLOAT: kind = A.f; break;
-    default: kind = A.c; break;
+    case EMILY_KIND_UNSIGNED: kind = nif_atom.u; break;
+    case EMILY_KIND_SIGNED: kind = nif_atom.s; break;
+    case EMILY_KIND_BFLOAT: kind = nif_atom.bf; break;
+    case EMILY_KIND_FLOAT: kind = nif_atom.f; break;
+    default: kind = nif_atom.c; break;
     }
     return enif_make_tuple2(env, kind, enif_make_int(env, emily_dtype_bits(t)));
 }
 
-bool term_to_shape(ErlNifEnv *env, ERL_NIF_TERM t, int *rank, int64_t **shape, decoder *d) {
+bool nif_term_to_shape(ErlNifEnv *env, ERL_NIF_TERM t, int *rank, int64_t **shape, decoder *d) {
     const ERL_NIF_TERM *el;
     int arity;
     if (!enif_get_tuple(env, t, &arity, &el)) {
         snprintf(d->err, sizeof d->err, "expected a shape tuple of non-negative integers");
         return false;
     }
-    int64_t *s = arena_alloc(d, sizeof(int64_t) * (size_t)(arity + 1));
+    int64_t *s = nif_arena_alloc(d, sizeof(int64_t) * (size_t)(arity + 1));
     if (!s) return false;
     /* the product of the non-zero dimensions (-1 past 2^63), wherever a 0
      * sits: a 0 after an overflow must not hide it, or {2^62, 4, 0}
@@ -299,7 +313,7 @@ bool term_to_shape(ErlNifEnv *env, ERL_NIF_TERM t, int *rank, int64_t **shape, d
     return true;
 }
 
-ERL_NIF_TERM shape_to_term(ErlNifEnv *env, int rank, const int64_t *shape) {
+ERL_NIF_TERM nif_shape_to_term(ErlNifEnv *env, int rank, const int64_t *shape) {
     ERL_NIF_TERM small[8] = {0};
     ERL_NIF_TERM *el = rank <= 8 ? small : enif_alloc(sizeof(ERL_NIF_TERM) * (size_t)rank);
     if (!el) return enif_make_atom(env, "error");
@@ -309,23 +323,23 @@ ERL_NIF_TERM shape_to_term(ErlNifEnv *env, int rank, const int64_t *shape) {
     return r;
 }
 
-bool term_to_device(ErlNifEnv *env, ERL_NIF_TERM t, emily_device *out, char *err, size_t es) {
-    if (enif_is_identical(t, A.cpu)) { *out = EMILY_CPU; return true; }
-    if (enif_is_identical(t, A.cuda)) { *out = (emily_device){EMILY_DEVICE_CUDA, 0}; return true; }
+bool nif_term_to_device(ErlNifEnv *env, ERL_NIF_TERM t, emily_device *out, char *err, size_t es) {
+    if (enif_is_identical(t, nif_atom.cpu)) { *out = EMILY_CPU; return true; }
+    if (enif_is_identical(t, nif_atom.cuda)) { *out = (emily_device){EMILY_DEVICE_CUDA, 0}; return true; }
     const ERL_NIF_TERM *el;
     int arity, idx;
     if (enif_get_tuple(env, t, &arity, &el) && arity == 2 && enif_get_int(env, el[1], &idx) &&
         idx >= 0) {
-        if (enif_is_identical(el[0], A.cuda)) { *out = (emily_device){EMILY_DEVICE_CUDA, idx}; return true; }
-        if (enif_is_identical(el[0], A.cpu) && idx == 0) { *out = EMILY_CPU; return true; }
+        if (enif_is_identical(el[0], nif_atom.cuda)) { *out = (emily_device){EMILY_DEVICE_CUDA, idx}; return true; }
+        if (enif_is_identical(el[0], nif_atom.cpu) && idx == 0) { *out = EMILY_CPU; return true; }
     }
     snprintf(err, es, "expected a device: :cpu, :cuda or {:cuda, index}");
     return false;
 }
 
-ERL_NIF_TERM device_to_term(ErlNifEnv *env, emily_device dev) {
-    if (dev.type == EMILY_DEVICE_CPU) return A.cpu;
-    return enif_make_tuple2(env, A.cuda, enif_make_int(env, dev.index));
+ERL_NIF_TERM nif_device_to_term(ErlNifEnv *env, emily_device dev) {
+    if (dev.type == EMILY_DEVICE_CPU) return nif_atom.cpu;
+    return enif_make_tuple2(env, nif_atom.cuda, enif_make_int(env, dev.index));
 }
 
 /* ---- values ---- */
@@ -352,7 +366,7 @@ static bool number_part(ErlNifEnv *env, ERL_NIF_TERM t, double *out) {
  * (dtype/shape from the %Nx.Tensor{} when given; a reshape view when only
  * the shape differs with the same number of elements). */
 static bool tensor_from_res(decoder *d, tensor_res *r, const emily_value *spec, emily_value *v) {
-    emily_tensor *t = tensor_res_acquire(r);
+    emily_tensor *t = nif_tensor_res_acquire(r);
     if (!t) {
         fail(d, "the tensor was deallocated");
         return false;
@@ -374,8 +388,8 @@ static bool tensor_from_res(decoder *d, tensor_res *r, const emily_value *spec, 
             } else {
                 char a[160], b[160];
                 fail(d, "the tensor struct says %s but its data is %s",
-                     spec_str(spec->dtype, spec->rank, spec->shape, a, sizeof a),
-                     spec_str(emily_tensor_dtype(t), rank, shape, b, sizeof b));
+                     nif_spec_str(spec->dtype, spec->rank, spec->shape, a, sizeof a),
+                     nif_spec_str(emily_tensor_dtype(t), rank, shape, b, sizeof b));
                 return false;
             }
         }
@@ -393,14 +407,14 @@ static bool tensor_from_res(decoder *d, tensor_res *r, const emily_value *spec, 
 static bool tensor_from_resource(decoder *d, ERL_NIF_TERM ref, const emily_value *spec,
                                  emily_value *v) {
     tensor_res *r;
-    if (!enif_get_resource(d->env, ref, emily_tensor_rt, (void **)&r)) {
+    if (!enif_get_resource(d->env, ref, nif_tensor_rt, (void **)&r)) {
         fail(d, "the reference is not an Emily tensor");
         return false;
     }
     return tensor_from_res(d, r, spec, v);
 }
 
-/* Host bytes to import on the call's device once it is known (decoder_finish). */
+/* Host bytes to import on the call's device once it is known (nif_decoder_finish). */
 static bool pend_import(decoder *d, emily_value *v, const ErlNifBinary *bin, const emily_value *spec,
                         int64_t *dims, int64_t count, const char *what) {
     if (d->npend == d->pend_cap) {
@@ -413,8 +427,9 @@ static bool pend_import(decoder *d, emily_value *v, const ErlNifBinary *bin, con
         d->pend = p;
         d->pend_cap = cap;
     }
-    d->pend[d->npend++] =
-        (pending_import){v, bin->data, bin->size, spec->dtype, spec->rank, dims, what};
+    const unsigned char *bytes = stable_bytes(d, bin);
+    if (!bytes) return false;
+    d->pend[d->npend++] = (pending_import){v, bytes, bin->size, spec->dtype, spec->rank, dims, what};
     d->elements += count;
     v->kind = EMILY_V_TENSOR;
     v->tensor = NULL;
@@ -425,21 +440,21 @@ static bool decode_tensor_struct(decoder *d, ERL_NIF_TERM map, emily_value *v) {
     ERL_NIF_TERM data, type, shape, inner;
     emily_value spec = {0};
     char terr[160];
-    if (!get_map(d->env, map, A.type, &type) || !get_map(d->env, map, A.shape, &shape) ||
-        !get_map(d->env, map, A.data, &data)) {
+    if (!get_map(d->env, map, nif_atom.type, &type) || !get_map(d->env, map, nif_atom.shape, &shape) ||
+        !get_map(d->env, map, nif_atom.data, &data)) {
         fail(d, "a tensor needs :data, :type and :shape");
         return false;
     }
-    if (!term_to_dtype(d->env, type, &spec.dtype, terr, sizeof terr)) {
+    if (!nif_term_to_dtype(d->env, type, &spec.dtype, terr, sizeof terr)) {
         fail(d, "%s", terr);
         return false;
     }
     int64_t *dims;
     int64_t before = d->elements;
-    if (!term_to_shape(d->env, shape, &spec.rank, &dims, d)) {
+    if (!nif_term_to_shape(d->env, shape, &spec.rank, &dims, d)) {
         char where[160];
         path_str(d, where, sizeof where);
-        prefix_err(d, where);
+        nif_prefix_err(d, where);
         return false;
     }
     int64_t count = d->elements - before;
@@ -452,11 +467,11 @@ static bool decode_tensor_struct(decoder *d, ERL_NIF_TERM map, emily_value *v) {
     }
     ERL_NIF_TERM st;
     ErlNifBinary bin;
-    if (get_map(d->env, data, A.ref, &inner)) {
+    if (get_map(d->env, data, nif_atom.ref, &inner)) {
         tensor_res *r;
         const ERL_NIF_TERM *el;
         int arity, id;
-        if (enif_get_tuple(d->env, inner, &arity, &el) && arity == 2 && enif_is_identical(el[0], A.graph) &&
+        if (enif_get_tuple(d->env, inner, &arity, &el) && arity == 2 && enif_is_identical(el[0], nif_atom.graph) &&
             enif_get_int(d->env, el[1], &id)) {
             /* a value of the graph Emily.Compiler is recording */
             if (!d->graph_refs) {
@@ -471,21 +486,21 @@ static bool decode_tensor_struct(decoder *d, ERL_NIF_TERM map, emily_value *v) {
             v->shape = dims;
             return true;
         }
-        if (enif_get_resource(d->env, inner, emily_tensor_rt, (void **)&r))
+        if (enif_get_resource(d->env, inner, nif_tensor_rt, (void **)&r))
             return tensor_from_res(d, r, &spec, v);
         /* not a tensor of this VM: sent from another node, or through
          * binary_to_term after its tensor was freed. A CPU tensor's struct
          * carries its bytes (an alias of the engine's buffer where it was
          * made, copied by the distribution), read here like
          * Nx.BinaryBackend's. */
-        if (get_map(d->env, data, A.bytes, &inner) && enif_inspect_binary(d->env, inner, &bin))
+        if (get_map(d->env, data, nif_atom.bytes, &inner) && enif_inspect_binary(d->env, inner, &bin))
             return pend_import(d, v, &bin, &spec, dims, count,
                                "an Emily tensor from the bytes it carried");
-        fail(d, "%s", emily_not_carried_msg);
+        fail(d, "%s", nif_not_carried_msg);
         return false;
     }
-    if (get_map(d->env, data, A.struct_, &st) && enif_is_identical(st, A.nx_binary_backend) &&
-        get_map(d->env, data, A.state, &inner) && enif_inspect_binary(d->env, inner, &bin))
+    if (get_map(d->env, data, nif_atom.struct_, &st) && enif_is_identical(st, nif_atom.nx_binary_backend) &&
+        get_map(d->env, data, nif_atom.state, &inner) && enif_inspect_binary(d->env, inner, &bin))
         return pend_import(d, v, &bin, &spec, dims, count, "an Nx.BinaryBackend tensor");
     /* another backend's tensor: Elixir moves it to Emily and retries */
     d->foreign = true;
@@ -509,10 +524,10 @@ static bool decode_list(decoder *d, ERL_NIF_TERM term, emily_value *v) {
     }
     v->kind = kw ? EMILY_V_OPTS : EMILY_V_LIST;
     v->n = len;
-    v->items = arena_alloc(d, sizeof(emily_value) * (len + 1));
+    v->items = nif_arena_alloc(d, sizeof(emily_value) * (len + 1));
     if (!v->items) return false;
     if (kw) {
-        v->keys = arena_alloc(d, sizeof(char *) * (len + 1));
+        v->keys = nif_arena_alloc(d, sizeof(char *) * (len + 1));
         if (!v->keys) return false;
     }
     tail = term;
@@ -525,7 +540,7 @@ static bool decode_list(decoder *d, ERL_NIF_TERM term, emily_value *v) {
             enif_get_tuple(d->env, head, &arity, &el);
             unsigned alen;
             if (!enif_get_atom_length(d->env, el[0], &alen, ERL_NIF_LATIN1)) alen = 255;
-            char *key = arena_alloc(d, alen + 1);
+            char *key = nif_arena_alloc(d, alen + 1);
             if (!key) return false;
             if (!enif_get_atom(d->env, el[0], key, alen + 1, ERL_NIF_LATIN1)) {
                 fail(d, "an option key is not a latin-1 atom");
@@ -533,12 +548,12 @@ static bool decode_list(decoder *d, ERL_NIF_TERM term, emily_value *v) {
             }
             v->keys[i] = key;
             path_push(d, 'k', i, key);
-            bool ok = decode_value(d, el[1], &v->items[i]);
+            bool ok = nif_decode_value(d, el[1], &v->items[i]);
             path_pop(d);
             if (!ok) return false;
         } else {
             path_push(d, 'l', i, NULL);
-            bool ok = decode_value(d, head, &v->items[i]);
+            bool ok = nif_decode_value(d, head, &v->items[i]);
             path_pop(d);
             if (!ok) return false;
         }
@@ -546,19 +561,19 @@ static bool decode_list(decoder *d, ERL_NIF_TERM term, emily_value *v) {
     return true;
 }
 
-bool decode_value(decoder *d, ERL_NIF_TERM term, emily_value *v) {
+bool nif_decode_value(decoder *d, ERL_NIF_TERM term, emily_value *v) {
     ErlNifEnv *env = d->env;
     memset(v, 0, sizeof *v);
     if (enif_is_atom(env, term)) {
-        if (enif_is_identical(term, A.nil)) { v->kind = EMILY_V_NIL; return true; }
-        if (enif_is_identical(term, A.true_)) { v->kind = EMILY_V_BOOL; v->b = true; return true; }
-        if (enif_is_identical(term, A.false_)) { v->kind = EMILY_V_BOOL; v->b = false; return true; }
+        if (enif_is_identical(term, nif_atom.nil)) { v->kind = EMILY_V_NIL; return true; }
+        if (enif_is_identical(term, nif_atom.true_)) { v->kind = EMILY_V_BOOL; v->b = true; return true; }
+        if (enif_is_identical(term, nif_atom.false_)) { v->kind = EMILY_V_BOOL; v->b = false; return true; }
         unsigned len;
         if (!enif_get_atom_length(env, term, &len, ERL_NIF_LATIN1)) {
             fail(d, "an atom that is not latin-1");
             return false;
         }
-        char *s = arena_alloc(d, len + 1);
+        char *s = nif_arena_alloc(d, len + 1);
         if (!s) return false;
         enif_get_atom(env, term, s, len + 1, ERL_NIF_LATIN1);
         v->kind = EMILY_V_ATOM;
@@ -586,7 +601,8 @@ bool decode_value(decoder *d, ERL_NIF_TERM term, emily_value *v) {
             return false;
         }
         v->kind = EMILY_V_BINARY;
-        v->str = (const char *)bin.data;
+        v->str = (const char *)stable_bytes(d, &bin);
+        if (!v->str) return false;
         v->len = bin.size;
         return true;
     }
@@ -612,22 +628,22 @@ bool decode_value(decoder *d, ERL_NIF_TERM term, emily_value *v) {
         enif_get_tuple(env, term, &arity, &el);
         v->kind = EMILY_V_TUPLE;
         v->n = (size_t)arity;
-        v->items = arena_alloc(d, sizeof(emily_value) * (size_t)(arity + 1));
+        v->items = nif_arena_alloc(d, sizeof(emily_value) * (size_t)(arity + 1));
         ok = v->items != NULL;
         for (int i = 0; ok && i < arity; i++) {
             path_push(d, 't', (unsigned)i, NULL);
-            ok = decode_value(d, el[i], &v->items[i]);
+            ok = nif_decode_value(d, el[i], &v->items[i]);
             path_pop(d);
         }
     } else {
         ERL_NIF_TERM st, re, im;
-        if (get_map(env, term, A.struct_, &st) && enif_is_identical(st, A.complex)) {
-            if (get_map(env, term, A.re, &re) && get_map(env, term, A.im, &im) &&
+        if (get_map(env, term, nif_atom.struct_, &st) && enif_is_identical(st, nif_atom.complex)) {
+            if (get_map(env, term, nif_atom.re, &re) && get_map(env, term, nif_atom.im, &im) &&
                 number_part(env, re, &v->re) && number_part(env, im, &v->im)) {
                 v->kind = EMILY_V_COMPLEX;
                 ok = true;
             } else fail(d, "a malformed %%Complex{}");
-        } else if (get_map(env, term, A.data, &st)) {
+        } else if (get_map(env, term, nif_atom.data, &st)) {
             ok = decode_tensor_struct(d, term, v);
         } else {
             fail(d, "unsupported map or struct");
@@ -637,40 +653,40 @@ bool decode_value(decoder *d, ERL_NIF_TERM term, emily_value *v) {
     return ok;
 }
 
-bool decode_arg(decoder *d, unsigned index, ERL_NIF_TERM term, emily_value *v) {
+bool nif_decode_arg(decoder *d, unsigned index, ERL_NIF_TERM term, emily_value *v) {
     d->npath = 0;
     path_push(d, 'a', index, NULL);
-    bool ok = decode_value(d, term, v);
+    bool ok = nif_decode_value(d, term, v);
     d->npath = 0;
     return ok;
 }
 
-bool decode_args(decoder *d, ERL_NIF_TERM list, unsigned n, emily_value *out) {
+bool nif_decode_args(decoder *d, ERL_NIF_TERM list, unsigned n, emily_value *out) {
     ERL_NIF_TERM head, tail = list;
     for (unsigned i = 0; i < n; i++) {
         enif_get_list_cell(d->env, tail, &head, &tail);
-        if (!decode_arg(d, i, head, &out[i])) return false;
+        if (!nif_decode_arg(d, i, head, &out[i])) return false;
     }
     return true;
 }
 
-bool decode_template(decoder *d, ERL_NIF_TERM term, emily_value *v) {
+bool nif_decode_template(decoder *d, ERL_NIF_TERM term, emily_value *v) {
     ErlNifEnv *env = d->env;
     memset(v, 0, sizeof *v);
     ERL_NIF_TERM type, shape;
     if (enif_is_map(env, term)) {
         char terr[160];
-        if (!get_map(env, term, A.type, &type) || !get_map(env, term, A.shape, &shape)) {
+        if (!get_map(env, term, nif_atom.type, &type) || !get_map(env, term, nif_atom.shape, &shape)) {
             snprintf(d->err, sizeof d->err, "output template: expected a tensor with :type and :shape");
             return false;
         }
-        if (!term_to_dtype(env, type, &v->dtype, terr, sizeof terr)) {
+        if (!nif_term_to_dtype(env, type, &v->dtype, terr, sizeof terr)) {
             snprintf(d->err, sizeof d->err, "output template: %s", terr);
             return false;
         }
         int64_t *dims;
-        if (!term_to_shape(env, shape, &v->rank, &dims, d)) {
-            prefix_err(d, "output template");
+        if (!nif_term_to_shape(env, shape, &v->rank, &dims, d)) {
+            nif_prefix_err(d, "output template");
             return false;
         }
         v->shape = dims;
@@ -693,7 +709,7 @@ bool decode_template(decoder *d, ERL_NIF_TERM term, emily_value *v) {
     }
     v->kind = is_tuple ? EMILY_V_TUPLE : EMILY_V_LIST;
     v->n = n;
-    v->items = arena_alloc(d, sizeof(emily_value) * (n + 1));
+    v->items = nif_arena_alloc(d, sizeof(emily_value) * (n + 1));
     if (!v->items) return false;
     ERL_NIF_TERM head, tail = term;
     for (size_t i = 0; i < n; i++) {
@@ -707,12 +723,12 @@ bool decode_template(decoder *d, ERL_NIF_TERM term, emily_value *v) {
             snprintf(d->err, sizeof d->err, "output template %zu: expected a tensor", i);
             return false;
         }
-        if (!decode_template(d, item, &v->items[i])) return false;
+        if (!nif_decode_template(d, item, &v->items[i])) return false;
     }
     return true;
 }
 
-bool decoder_finish(decoder *d, emily_device device) {
+bool nif_decoder_finish(decoder *d, emily_device device) {
     for (size_t i = 0; i < d->npend; i++) {
         pending_import *p = &d->pend[i];
         emily_tensor *t;

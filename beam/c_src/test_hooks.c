@@ -16,15 +16,15 @@ static bool get_op(ErlNifEnv *env, ERL_NIF_TERM t, char *buf, size_t size) {
 }
 
 /* property_checked_op(op) :: boolean */
-ERL_NIF_TERM test_property_checked_op(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+ERL_NIF_TERM nif_test_property_checked_op(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
     (void)argc;
     char op[64];
     if (!get_op(env, argv[0], op, sizeof op)) return enif_make_badarg(env);
-    return property_checked_op(op) ? A.true_ : A.false_;
+    return property_checked_op(op) ? nif_atom.true_ : nif_atom.false_;
 }
 
 /* property_check(op, args, result_refs, case_json_line) :: :ok | {:error, msg} */
-ERL_NIF_TERM test_property_check(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+ERL_NIF_TERM nif_test_property_check(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
     (void)argc;
     char op[64];
     unsigned nargs, nres;
@@ -35,31 +35,31 @@ ERL_NIF_TERM test_property_check(ErlNifEnv *env, int argc, const ERL_NIF_TERM ar
         return enif_make_badarg(env);
 
     decoder dec, *d = &dec;
-    decoder_init(d, env);
+    nif_decoder_init(d, env);
     emily_dispatch_result got = {0};
     json_t *json = NULL;
     ERL_NIF_TERM result;
     char msg[1024];
-    emily_value *args = arena_alloc(d, sizeof(emily_value) * (nargs + 1));
+    emily_value *args = nif_arena_alloc(d, sizeof(emily_value) * (nargs + 1));
     ERL_NIF_TERM head, tail = argv[1];
     for (unsigned i = 0; args && i < nargs; i++) {
         enif_get_list_cell(env, tail, &head, &tail);
-        if (!decode_arg(d, i, head, &args[i])) {
-            result = make_error(env, d->err);
+        if (!nif_decode_arg(d, i, head, &args[i])) {
+            result = nif_make_error(env, d->err);
             goto done;
         }
     }
-    if (!args || !decoder_finish(d, EMILY_CPU)) {
-        result = make_error(env, d->err);
+    if (!args || !nif_decoder_finish(d, EMILY_CPU)) {
+        result = nif_make_error(env, d->err);
         goto done;
     }
     tail = argv[2];
     for (unsigned k = 0; k < nres; k++) {
         tensor_res *r;
         enif_get_list_cell(env, tail, &head, &tail);
-        if (!enif_get_resource(env, head, emily_tensor_rt, (void **)&r) ||
-            !(got.tensors[got.n] = tensor_res_acquire(r))) {
-            result = make_error(env, "property_check: a result is not a live tensor");
+        if (!enif_get_resource(env, head, nif_tensor_rt, (void **)&r) ||
+            !(got.tensors[got.n] = nif_tensor_res_acquire(r))) {
+            result = nif_make_error(env, "property_check: a result is not a live tensor");
             goto done;
         }
         got.n++;
@@ -67,37 +67,37 @@ ERL_NIF_TERM test_property_check(ErlNifEnv *env, int argc, const ERL_NIF_TERM ar
     json_error_t jerr;
     json = json_loadb((const char *)line.data, line.size, 0, &jerr);
     if (!json) {
-        result = make_error(env, "property_check: the case is not JSON");
+        result = nif_make_error(env, "property_check: the case is not JSON");
         goto done;
     }
     if (property_check_expected(op, args, nargs, &got, json_object_get(json, "result"), msg, sizeof msg))
-        result = A.ok;
+        result = nif_atom.ok;
     else
-        result = make_error(env, msg);
+        result = nif_make_error(env, msg);
 done:
     json_decref(json);
     emily_dispatch_result_release(&got);
-    decoder_free(d);
+    nif_decoder_free(d);
     return result;
 }
 
 /* property_description(op) :: binary */
-ERL_NIF_TERM test_property_description(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+ERL_NIF_TERM nif_test_property_description(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
     (void)argc;
     char op[64];
     if (!get_op(env, argv[0], op, sizeof op)) return enif_make_badarg(env);
-    return make_binary_str(env, property_description(op));
+    return nif_make_binary_str(env, property_description(op));
 }
 
 /* export_count(ref | nil) :: integer: to_pointer's export-table entries
  * that the tensor's resource owns (nil: all of them), so a test can see
  * that repeated exports reuse one entry and that freeing removes it. */
-ERL_NIF_TERM test_export_count(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+ERL_NIF_TERM nif_test_export_count(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
     (void)argc;
     tensor_res *r = NULL;
-    if (!enif_is_identical(argv[0], A.nil) && !enif_get_resource(env, argv[0], emily_tensor_rt, (void **)&r))
+    if (!enif_is_identical(argv[0], nif_atom.nil) && !enif_get_resource(env, argv[0], nif_tensor_rt, (void **)&r))
         return enif_make_badarg(env);
-    return enif_make_uint64(env, (ErlNifUInt64)emily_nif_export_count(r));
+    return enif_make_uint64(env, (ErlNifUInt64)nif_export_count(r));
 }
 #else
 /* ISO C forbids an empty translation unit */

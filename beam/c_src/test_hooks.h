@@ -3,19 +3,14 @@
 #ifndef EMILY_NIF_TEST_HOOKS_H
 #define EMILY_NIF_TEST_HOOKS_H
 #ifdef EMILY_NIF_TEST
-#include <erl_nif.h>
+#include "emily_nif.h"
 
-ERL_NIF_TERM test_property_checked_op(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]);
-ERL_NIF_TERM test_property_check(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]);
-ERL_NIF_TERM test_property_description(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]);
-ERL_NIF_TERM test_export_count(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]);
-
-#define EMILY_TEST_NIFS                                                    \
-    {"test_property_checked_op", 1, test_property_checked_op, 0},          \
-    {"test_property_check", 4, test_property_check, ERL_NIF_DIRTY_JOB_CPU_BOUND}, \
-    {"test_property_description", 1, test_property_description, 0},        \
-    {"test_export_count", 1, test_export_count, 0},
+/* Added to NIF_FUNCTIONS (emily_nif.h) in test builds. */
+#define NIF_TEST_FUNCTIONS(X)                                                             \
+    X(test_property_checked_op, 1, 0) X(test_property_check, 4, NIF_DIRTY)                \
+    X(test_property_description, 1, 0) X(test_export_count, 1, 0)
+NIF_TEST_FUNCTIONS(NIF_DECLARE)
 #else
-#define EMILY_TEST_NIFS
+#define NIF_TEST_FUNCTIONS(X)
 #endif
 #endif

@@ -86,6 +86,52 @@ EMILY_API bool emily_dispatch_supports(const char *callback);
 /* Callback names the dispatcher knows, NULL-terminated. */
 EMILY_API const char *const *emily_dispatch_callbacks(void);
 
+/* How a caller that must not block (an Erlang scheduler) should run a
+ * callback: what its cost grows with. */
+typedef enum emily_callback_cost {
+    /* Element-wise, shape, reduction and creation work: the time grows
+     * with the elements in and out, so a small call is cheap. */
+    EMILY_COST_INLINE = 0,
+    /* Work not bounded by the elements (matrix products, sorting,
+     * windows, indexing, transforms, scans, decompositions): always
+     * heavy. */
+    EMILY_COST_DIRTY = 1,
+    /* Moves data between devices or waits for one. No callback of the
+     * dispatcher is of this class today (transfers are functions of
+     * their own); a scheduler treats it as heavy. */
+    EMILY_COST_DEVICE = 2
+} emily_callback_cost;
+
+/* The types a callback accepts for its tensor operands (index tensors,
+ * which are integers, and predicates aside); others fail with
+ * EMILY_ERR_TYPE. */
+typedef enum emily_dtype_class {
+    EMILY_DTYPES_ANY = 0,     /* every type */
+    EMILY_DTYPES_REAL = 1,    /* integers and floats, no complex */
+    EMILY_DTYPES_INTEGER = 2  /* integers only */
+} emily_dtype_class;
+
+/* True if `dtype` belongs to the class. */
+EMILY_API bool emily_dtype_class_has(emily_dtype_class c, emily_dtype dtype);
+
+/* A callback the dispatcher knows (one entry of its registry, which
+ * lives as long as the library). */
+typedef struct emily_callback {
+    const char *name;
+    emily_callback_cost cost;
+    emily_dtype_class dtypes;
+} emily_callback;
+
+/* The callback named `callback`; NULL if the dispatcher has none. The
+ * lookup is a hash table's, safe from any thread. */
+EMILY_API const emily_callback *emily_dispatch_find(const char *callback);
+/* emily_dispatch of a callback emily_dispatch_find returned (a caller
+ * that reads its cost first looks it up once). */
+EMILY_API emily_status emily_dispatch_callback(const emily_callback *cb, emily_device device,
+                                               const emily_value *out, const emily_value *args,
+                                               size_t nargs, emily_dispatch_mode mode,
+                                               emily_dispatch_result *result);
+
 #ifdef __cplusplus
 }
 #endif

@@ -13,6 +13,17 @@ const emily_engine *emi_engine_for(emily_device_type type) {
     }
 }
 
+bool emi_engine_has_kernel(const emily_engine *e, emi_kernel k, int op, const emily_dtype *dtypes, int n) {
+    (void)op, (void)dtypes, (void)n;
+    switch (k) {
+#define HAS_KERNEL(ID, family, entry) \
+    case EMI_KERNEL_##ID: return e->family && e->family->entry;
+        EMI_KERNELS(HAS_KERNEL)
+#undef HAS_KERNEL
+    default: return false;
+    }
+}
+
 static const char *type_name(emily_device_type t) {
     return t == EMILY_DEVICE_CPU ? "cpu" : t == EMILY_DEVICE_CUDA ? "cuda" : "?";
 }

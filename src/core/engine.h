@@ -1,31 +1,21 @@
 /* The device interface: each device type supplies an engine, a table of
- * memory functions and kernels. Op semantics (src/ops) validate, infer
- * the output, build views, allocate the output on the inputs' device and
- * then call a kernel through this table; they never know which device
- * runs it. Kernels may be asynchronous: they enqueue and return.
+ * memory functions, streams and kernel families (src/core/kernels.h).
+ * Op semantics (src/ops) validate, infer the output, build views,
+ * allocate the output on the inputs' device, ask supports() whether the
+ * device has the kernel, and call it through the family's table; they
+ * never know which device runs it.
  *
- * Kernel conventions: `dst` is a fresh contiguous tensor unless a kernel
- * says otherwise; inputs are views of any strides (zero strides for
- * broadcast axes, negative for reversed ones) on the same device. A NULL
- * entry means "not implemented on this device" and the op fails with
- * EMILY_ERR_UNSUPPORTED naming op and device. */
+ * An engine is a constant table: every family pointer is the address of
+ * the family's constant table, so engines need no initialization and are
+ * safe to read from any thread. */
 #ifndef EMILY_ENGINE_H
 #define EMILY_ENGINE_H
 
 #include "emily/ops.h"
 #include "core/tensor_impl.h"
+#include "core/kernels.h"
 
 typedef struct emily_engine emily_engine;
-
-/* Kernel families of the later ops; each is defined by its own header
- * under src/ops and filled by each device's engine. */
-struct emily_dot_kernels;
-struct emily_window_kernels;
-struct emily_index_kernels;
-struct emily_sort_kernels;
-struct emily_cumulative_kernels;
-struct emily_fft_kernels;
-struct emily_linalg_kernels;
 
 struct emily_engine {
     const char *name;
@@ -58,39 +48,11 @@ struct emily_engine {
     emily_status (*stream_synchronize)(int device, void *handle);
     emily_status (*stream_set_current)(int device, void *handle);
 
-    /* dst (any strides, same shape and dtype as src) <- src */
-    emily_status (*copy)(emily_tensor *dst, const emily_tensor *src);
-    /* dst <- src converted with Nx's as_type rules (types may differ) */
-    emily_status (*convert)(emily_tensor *dst, const emily_tensor *src);
-    /* every element of dst <- value converted to dst's dtype */
-    emily_status (*fill)(emily_tensor *dst, const emily_scalar *value);
-    emily_status (*iota)(emily_tensor *dst, int axis);
-    emily_status (*eye)(emily_tensor *dst);
-    /* src has the op's compute type (see src/ops/elementwise.c); dst the
-     * output type */
-    emily_status (*unary)(emily_unary_op op, emily_tensor *dst, const emily_tensor *src);
-    /* a and b have the same (compute) dtype and dst's shape (broadcast
-     * views); dst has a's dtype, or u8 for comparisons/logical ops (the op
-     * layer converts to the output type afterwards) */
-    emily_status (*binary)(emily_binary_op op, emily_tensor *dst,
-                           const emily_tensor *a, const emily_tensor *b);
-    /* pred is u8-compatible integer/float (nonzero = true) in dst's shape;
-     * on_true/on_false have dst's dtype and shape (broadcast views) */
-    emily_status (*select)(emily_tensor *dst, const emily_tensor *pred,
-                           const emily_tensor *on_true, const emily_tensor *on_false);
-    /* dst has src's rank with reduced axes of size 1 (reduced[i] true);
-     * src has dst's dtype except for ALL/ANY (dst u8) */
-    emily_status (*reduce)(emily_reduce_op op, emily_tensor *dst,
-                           const emily_tensor *src, const bool *reduced);
-    /* axis < 0: flattened. dst holds indices in its integer dtype, with
-     * src's rank and axis of size 1 (or rank 0 when flattened) */
-    emily_status (*argreduce)(emily_arg_op op, emily_tensor *dst,
-                              const emily_tensor *src, int axis, bool tie_break_high);
-    /* a, b same dtype and shape; dst u8 scalar */
-    emily_status (*all_close)(emily_tensor *dst, const emily_tensor *a,
-                              const emily_tensor *b, double rtol, double atol,
-                              bool equal_nan);
-
+    /* Kernel families (NULL: the device has none of the family). */
+    const struct emily_copy_kernels *copy;
+    const struct emily_creation_kernels *creation;
+    const struct emily_elementwise_kernels *elementwise;
+    const struct emily_reduce_kernels *reduce;
     const struct emily_dot_kernels *dot;
     const struct emily_window_kernels *window;
     const struct emily_index_kernels *index;
@@ -98,7 +60,24 @@ struct emily_engine {
     const struct emily_cumulative_kernels *cumulative;
     const struct emily_fft_kernels *fft;
     const struct emily_linalg_kernels *linalg;
+
+    /* True if the device runs kernel k for op `op` (the family's op enum:
+     * emily_unary_op for EMI_KERNEL_UNARY, ...; 0 where it has none) on
+     * operands of `dtypes` (the op's input or compute types, n of them;
+     * n may be 0). The op layer asks before every kernel call and fails
+     * with EMILY_ERR_UNSUPPORTED naming op and device when the answer is
+     * no. A device whose kernels cover every op and dtype they are handed
+     * answers emi_engine_has_kernel. */
+    bool (*supports)(const emily_engine *e, emi_kernel k, int op, const emily_dtype *dtypes, int n);
 };
+
+/* True if e's table has kernel k (its family and entry are not NULL). */
+bool emi_engine_has_kernel(const emily_engine *e, emi_kernel k, int op, const emily_dtype *dtypes, int n);
+
+/* e->supports for one operand dtype. */
+static inline bool emi_engine_supports(const emily_engine *e, emi_kernel k, int op, emily_dtype dtype) {
+    return e->supports(e, k, op, &dtype, 1);
+}
 
 /* The engine of a device type, or NULL when it was not built in. */
 const emily_engine *emi_engine_for(emily_device_type type);

@@ -205,7 +205,7 @@ emily_status emily_contiguous(const emily_tensor *t, emily_tensor **out) {
     emily_status s = emily_empty(t->buffer->device, t->dtype, t->rank, t->shape, &c);
     if (s) return s;
     if (c->size) {
-        s = emi_engine_for(t->buffer->device.type)->copy(c, t);
+        s = emi_engine_for(t->buffer->device.type)->copy->copy(c, t);
         if (s) { emily_tensor_release(c); return s; }
     }
     *out = c;

@@ -15,7 +15,7 @@
 #include "cpu/strided.h"
 #include "cpu/element_access.h"
 #include "core/scalar_binary.h"
-#include "ops/cumulative_kernels.h"
+#include "core/kernels.h"
 
 #define CUM_BLOCK 256               /* inner positions per task of the generic path */
 #define CUM_CHUNK ((int64_t)1 << 15) /* elements per chunk of a long row */
@@ -304,8 +304,6 @@ static emily_status cpu_scan(emily_cumulative_op op, emily_tensor *dst, const em
     return generic_scan(op, dst, src, outer, n, inner, rev);
 }
 
-static const struct emily_cumulative_kernels cpu_cumulative = {
+const struct emily_cumulative_kernels emi_cpu_cumulative_kernels = {
     .scan = cpu_scan,
 };
-
-const struct emily_cumulative_kernels *const emi_cpu_cumulative_kernels = &cpu_cumulative;

@@ -28,7 +28,7 @@
 #include "cpu/dtype_scalars.h"
 #include "cpu/kernels.h"
 #include "cpu/parallel.h"
-#include "ops/dot_kernels.h"
+#include "core/kernels.h"
 
 /* Multiply-adds below which a product runs on one thread: a thread team
  * costs more than it saves under about a millisecond of work. */
@@ -422,7 +422,6 @@ static void blas_gemm(ctype ct, const operand *a, const operand *b, void *c, int
     }
 }
 
-
 /* The products run on the engine's caller-runs pool, OpenBLAS on one
  * thread per call: OpenBLAS's own threads next to the engine's (and the
  * BEAM's schedulers) oversubscribed the cores (a BERT forward took 359 ms
@@ -544,8 +543,6 @@ static emily_status cpu_gemm(emily_tensor *dst, const emily_tensor *a, const emi
     }
 }
 
-static const struct emily_dot_kernels cpu_dot_kernels = {
+const struct emily_dot_kernels emi_cpu_dot_kernels = {
     .gemm = cpu_gemm,
 };
-
-const struct emily_dot_kernels *const emi_cpu_dot_kernels = &cpu_dot_kernels;

@@ -96,6 +96,15 @@ static emily_status cpu_stream_noop(int device, void *handle) {
     return EMILY_OK;
 }
 
+/* The families whose kernels are single functions of their own files. */
+static const struct emily_copy_kernels cpu_copy = {.copy = emi_cpu_copy, .convert = emi_cpu_convert};
+static const struct emily_creation_kernels cpu_creation = {
+    .fill = emi_cpu_fill, .iota = emi_cpu_iota, .eye = emi_cpu_eye};
+static const struct emily_elementwise_kernels cpu_elementwise = {
+    .unary = emi_cpu_unary, .binary = emi_cpu_binary, .select = emi_cpu_select};
+static const struct emily_reduce_kernels cpu_reduce = {
+    .reduce = emi_cpu_reduce, .argreduce = emi_cpu_argreduce, .all_close = emi_cpu_all_close};
+
 static const emily_engine cpu_engine = {
     .name = "cpu",
     .device_count = cpu_device_count,
@@ -111,36 +120,19 @@ static const emily_engine cpu_engine = {
     .stream_free = cpu_stream_noop,
     .stream_synchronize = cpu_stream_noop,
     .stream_set_current = cpu_stream_noop,
-    .copy = emi_cpu_copy,
-    .convert = emi_cpu_convert,
-    .fill = emi_cpu_fill,
-    .iota = emi_cpu_iota,
-    .eye = emi_cpu_eye,
-    .unary = emi_cpu_unary,
-    .binary = emi_cpu_binary,
-    .select = emi_cpu_select,
-    .reduce = emi_cpu_reduce,
-    .argreduce = emi_cpu_argreduce,
-    .all_close = emi_cpu_all_close,
+    .copy = &cpu_copy,
+    .creation = &cpu_creation,
+    .elementwise = &cpu_elementwise,
+    .reduce = &cpu_reduce,
+    .dot = &emi_cpu_dot_kernels,
+    .window = &emi_cpu_window_kernels,
+    .index = &emi_cpu_index_kernels,
+    .sort = &emi_cpu_sort_kernels,
+    .cumulative = &emi_cpu_cumulative_kernels,
+    .fft = &emi_cpu_fft_kernels,
+    .linalg = &emi_cpu_linalg_kernels,
+    /* every kernel of the table runs every op and dtype it is handed */
+    .supports = emi_engine_has_kernel,
 };
 
-/* The family tables are read at first use: they are defined in other
- * translation units, so they cannot be static initializers here. */
-static emily_engine cpu_engine_full;
-static atomic_int cpu_engine_ready;
-
-const emily_engine *emi_cpu_engine(void) {
-    if (!atomic_load_explicit(&cpu_engine_ready, memory_order_acquire)) {
-        emily_engine e = cpu_engine;
-        e.dot = emi_cpu_dot_kernels;
-        e.window = emi_cpu_window_kernels;
-        e.index = emi_cpu_index_kernels;
-        e.sort = emi_cpu_sort_kernels;
-        e.cumulative = emi_cpu_cumulative_kernels;
-        e.fft = emi_cpu_fft_kernels;
-        e.linalg = emi_cpu_linalg_kernels;
-        cpu_engine_full = e; /* idempotent: racing threads write the same bytes */
-        atomic_store_explicit(&cpu_engine_ready, 1, memory_order_release);
-    }
-    return &cpu_engine_full;
-}
+const emily_engine *emi_cpu_engine(void) { return &cpu_engine; }

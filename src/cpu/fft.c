@@ -25,7 +25,7 @@
 #include <string.h>
 #include "cpu/dtype_scalars.h"
 #include "cpu/kernels.h"
-#include "ops/fft_kernels.h"
+#include "core/kernels.h"
 
 #ifndef M_PI
 #define M_PI 3.14159265358979323846
@@ -632,8 +632,6 @@ static emily_status cpu_fft(emily_tensor *dst, const emily_tensor *src, int axis
     return EMILY_OK;
 }
 
-static const struct emily_fft_kernels cpu_fft_kernels = {
+const struct emily_fft_kernels emi_cpu_fft_kernels = {
     .fft = cpu_fft,
 };
-
-const struct emily_fft_kernels *const emi_cpu_fft_kernels = &cpu_fft_kernels;

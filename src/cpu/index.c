@@ -1,5 +1,5 @@
 /* CPU kernels: index family (take, take_along_axis, gather, indexed
- * add/put). See src/ops/index_kernels.h for the contracts: inputs are
+ * add/put). See src/core/kernels.h for the contracts: inputs are
  * contiguous, dst is fresh and contiguous.
  *
  * Every kernel first reads its indices once into an int64 table,
@@ -15,7 +15,7 @@
 #include "core/scalar_convert.h"
 #include "cpu/dtype_scalars.h"
 #include "ops/common.h"
-#include "ops/index_kernels.h"
+#include "core/kernels.h"
 
 /* Work below this many bytes moved stays on one thread. */
 #define INDEX_PAR_MIN_BYTES ((int64_t)1 << 20)
@@ -634,11 +634,9 @@ done:
     return s;
 }
 
-static const struct emily_index_kernels cpu_index_kernels = {
+const struct emily_index_kernels emi_cpu_index_kernels = {
     .take = cpu_take,
     .take_along_axis = cpu_take_along_axis,
     .gather = cpu_gather,
     .indexed = cpu_indexed,
 };
-
-const struct emily_index_kernels *const emi_cpu_index_kernels = &cpu_index_kernels;

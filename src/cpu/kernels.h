@@ -23,14 +23,14 @@ emily_status emi_cpu_all_close(emily_tensor *dst, const emily_tensor *a,
                                  const emily_tensor *b, double rtol, double atol,
                                  bool equal_nan);
 
-/* Families of the later ops: each file defines its table (NULL until
- * the family exists). */
-extern const struct emily_dot_kernels *const emi_cpu_dot_kernels;
-extern const struct emily_window_kernels *const emi_cpu_window_kernels;
-extern const struct emily_index_kernels *const emi_cpu_index_kernels;
-extern const struct emily_sort_kernels *const emi_cpu_sort_kernels;
-extern const struct emily_cumulative_kernels *const emi_cpu_cumulative_kernels;
-extern const struct emily_fft_kernels *const emi_cpu_fft_kernels;
-extern const struct emily_linalg_kernels *const emi_cpu_linalg_kernels;
+/* Family tables defined by the family's file (the engine table takes
+ * their addresses, constants its initializer can use). */
+extern const struct emily_dot_kernels emi_cpu_dot_kernels;
+extern const struct emily_window_kernels emi_cpu_window_kernels;
+extern const struct emily_index_kernels emi_cpu_index_kernels;
+extern const struct emily_sort_kernels emi_cpu_sort_kernels;
+extern const struct emily_cumulative_kernels emi_cpu_cumulative_kernels;
+extern const struct emily_fft_kernels emi_cpu_fft_kernels;
+extern const struct emily_linalg_kernels emi_cpu_linalg_kernels;
 
 #endif

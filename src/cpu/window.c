@@ -12,7 +12,7 @@
 #include "cpu/strided.h"
 #include "cpu/element_access.h"
 #include "core/scalar_binary.h"
-#include "ops/window_kernels.h"
+#include "core/kernels.h"
 
 typedef struct win_plan {
     int rank;
@@ -300,9 +300,7 @@ static emily_status cpu_window_scatter(bool is_max, emily_tensor *dst, const emi
     return EMILY_OK;
 }
 
-static const struct emily_window_kernels cpu_window = {
+const struct emily_window_kernels emi_cpu_window_kernels = {
     .reduce = cpu_window_reduce,
     .scatter = cpu_window_scatter,
 };
-
-const struct emily_window_kernels *const emi_cpu_window_kernels = &cpu_window;

@@ -1,4 +1,4 @@
-// CUDA kernels: dot family (see src/ops/dot_kernels.h for the contract).
+// CUDA kernels: dot family (see src/core/kernels.h for the contract).
 //
 // gemm, a batched matrix product, takes the same three paths as the CPU:
 //  - integers: a tiled kernel with wrapping unsigned arithmetic in the
@@ -23,7 +23,7 @@
 #include <cuda_fp16.h>
 #include <cublas_v2.h>
 #include "cuda/cuda_context.h"
-#include "ops/dot_kernels.h"
+#include "core/kernels.h"
 
 namespace {
 

@@ -5,9 +5,15 @@
  * with EMILY_ERR_DEVICE before it touches the GPU. */
 #include "cuda/runtime.h"
 #include "cuda/kernels.h"
-#ifdef EMILY_CUDA_HAVE_DOT
-#include "ops/dot_kernels.h"
-#endif
+
+/* The families whose kernels are single functions of their own files. */
+static const struct emily_copy_kernels cuda_copy = {.copy = emi_cuda_copy, .convert = emi_cuda_convert};
+static const struct emily_creation_kernels cuda_creation = {
+    .fill = emi_cuda_fill, .iota = emi_cuda_iota, .eye = emi_cuda_eye};
+static const struct emily_elementwise_kernels cuda_elementwise = {
+    .unary = emi_cuda_unary, .binary = emi_cuda_binary, .select = emi_cuda_select};
+static const struct emily_reduce_kernels cuda_reduce = {
+    .reduce = emi_cuda_reduce, .argreduce = emi_cuda_argreduce, .all_close = emi_cuda_all_close};
 
 static const emily_engine cuda_engine = {
     .name = "cuda",
@@ -24,33 +30,16 @@ static const emily_engine cuda_engine = {
     .stream_free = emi_cuda_stream_free,
     .stream_synchronize = emi_cuda_stream_synchronize,
     .stream_set_current = emi_cuda_stream_set_current,
-    .copy = emi_cuda_copy,
-    .convert = emi_cuda_convert,
-    .fill = emi_cuda_fill,
-    .iota = emi_cuda_iota,
-    .eye = emi_cuda_eye,
-    .unary = emi_cuda_unary,
-    .binary = emi_cuda_binary,
-    .select = emi_cuda_select,
-    .reduce = emi_cuda_reduce,
-    .argreduce = emi_cuda_argreduce,
-    .all_close = emi_cuda_all_close,
+    .copy = &cuda_copy,
+    .creation = &cuda_creation,
+    .elementwise = &cuda_elementwise,
+    .reduce = &cuda_reduce,
+#ifdef EMILY_CUDA_HAVE_DOT
+    .dot = &emi_cuda_dot_kernels,
+#endif
+    /* the kernels it has run every op and dtype they are handed; the
+     * families it lacks (NULL) are "not available on the cuda device" */
+    .supports = emi_engine_has_kernel,
 };
 
-/* Family tables defined in other translation units are read at first
- * use (they cannot be static initializers here). */
-static emily_engine cuda_engine_full;
-static pthread_once_t cuda_engine_once = PTHREAD_ONCE_INIT;
-
-static void cuda_engine_init(void) {
-    emily_engine e = cuda_engine;
-#ifdef EMILY_CUDA_HAVE_DOT
-    e.dot = &emi_cuda_dot_kernels;
-#endif
-    cuda_engine_full = e;
-}
-
-const emily_engine *emi_cuda_engine(void) {
-    pthread_once(&cuda_engine_once, cuda_engine_init);
-    return &cuda_engine_full;
-}
+const emily_engine *emi_cuda_engine(void) { return &cuda_engine; }

@@ -245,7 +245,7 @@ const emily_value *emi_graph_template_at(const emily_value *out, int k) {
     return NULL;
 }
 
-static emily_status add_call_of(emily_graph *g, const char *callback, emily_callback_fn fn,
+static emily_status add_call_of(emily_graph *g, const char *callback, const emily_callback_entry *entry,
                                 const emily_value *out, const emily_value *args, size_t nargs, int32_t *first,
                                 int max_outputs);
 
@@ -255,15 +255,15 @@ emily_status emily_graph_add_call(emily_graph *g, const char *callback, const em
     if ((s = check_building(g, "graph_add_call"))) return s;
     if (!first) return emily_error(EMILY_ERR_ARGUMENT, "graph_add_call: NULL output");
     if (!callback) return emily_error(EMILY_ERR_ARGUMENT, "graph_add_call: NULL callback name");
-    emily_callback_fn fn = emi_callback_find(callback);
-    if (!fn) return emily_error(EMILY_ERR_UNSUPPORTED, "graph_add_call: unknown callback %s", callback);
+    const emily_callback_entry *entry = emi_callback_find(callback);
+    if (!entry) return emily_error(EMILY_ERR_UNSUPPORTED, "graph_add_call: unknown callback %s", callback);
     if (!out) return emily_error(EMILY_ERR_ARGUMENT, "graph_add_call: %s: NULL output template", callback);
     if (nargs && !args) return emily_error(EMILY_ERR_ARGUMENT, "graph_add_call: %s: NULL arguments", callback);
     if (nargs > 64) return emily_error(EMILY_ERR_ARGUMENT, "graph_add_call: %s: %zu arguments", callback, nargs);
-    return add_call_of(g, callback, fn, out, args, nargs, first, EMILY_DISPATCH_MAX_OUTPUTS);
+    return add_call_of(g, callback, entry, out, args, nargs, first, EMILY_DISPATCH_MAX_OUTPUTS);
 }
 
-static emily_status add_call_of(emily_graph *g, const char *callback, emily_callback_fn fn,
+static emily_status add_call_of(emily_graph *g, const char *callback, const emily_callback_entry *entry,
                                 const emily_value *out, const emily_value *args, size_t nargs, int32_t *first,
                                 int max_outputs) {
     emily_status s;
@@ -286,7 +286,7 @@ static emily_status add_call_of(emily_graph *g, const char *callback, emily_call
     }
     char where[96];
     snprintf(where, sizeof where, "graph_add_call: %s", callback);
-    graph_call c = {.fn = fn, .nargs = nargs, .fused_group = -1};
+    graph_call c = {.entry = entry, .nargs = nargs, .fused_group = -1};
     int32_t limit = g->nvalues;
     int32_t values_before = g->nvalues;
     if (!(c.callback = emi_graph_strdup(g, callback, strlen(callback)))) return EMILY_ERR_MEMORY;

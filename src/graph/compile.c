@@ -33,8 +33,8 @@ static void unbind_refs(const graph_call *c) {
 emily_status emi_graph_run_call(emily_graph *g, const graph_call *c, emily_tensor **vals) {
     emily_dispatch_result res = {0};
     bind_refs(c, vals);
-    emily_status s = emi_dispatch_fn(c->fn, c->callback, g->device, &c->out, c->args, c->nargs,
-                                       EMILY_DISPATCH_RUN, &res);
+    emily_status s = emi_dispatch_entry(c->entry, g->device, &c->out, c->args, c->nargs, EMILY_DISPATCH_RUN,
+                                       &res);
     unbind_refs(c);
     if (s) return s;
     for (int k = 0; k < res.n; k++) vals[c->first + k] = res.tensors[k];
@@ -168,7 +168,7 @@ static emily_status fold_constants(emily_graph *g) {
             int64_t b = spec_bytes(&g->values[c->first + k]);
             bytes = b > INT64_MAX - bytes ? INT64_MAX : bytes + b;
         }
-        if (!all_const || bytes > FOLD_MAX_BYTES || !c->fn) continue; /* loops run at each run */
+        if (!all_const || bytes > FOLD_MAX_BYTES || !c->entry) continue; /* loops run at each run */
         /* a call that fails here fails at every run: say so now */
         if ((s = emi_graph_run_call(g, c, vals))) break;
         c->folded = true;
@@ -201,7 +201,7 @@ static bool constant_scalar(const emily_graph *g, int32_t id, double *out) {
  * overflow and subnormals included. Not for f64, where libm's pow is not
  * always correctly rounded.) 3-10x faster than the f64 pow. */
 static emily_status simplify(emily_graph *g) {
-    emily_callback_fn multiply = emi_callback_find("multiply");
+    const emily_callback_entry *multiply = emi_callback_find("multiply");
     for (int32_t ci = 0; ci < g->ncalls; ci++) {
         graph_call *c = &g->calls[ci];
         if (c->folded || strcmp(c->callback, "pow") != 0 || c->nargs != 2 || c->args[0].kind != EMILY_V_REF ||
@@ -214,7 +214,7 @@ static emily_status simplify(emily_graph *g) {
         for (int d = 0; same && d < x->rank; d++) same = x->shape[d] == out->shape[d];
         if (!same || !constant_scalar(g, (int32_t)c->args[1].i, &e) || e != 2.0) continue;
         c->callback = "multiply";
-        c->fn = multiply;
+        c->entry = multiply;
         c->args[1] = c->args[0];
         emily_status s = emi_graph_collect_refs(g, c);
         if (s) return s;

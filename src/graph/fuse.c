@@ -412,7 +412,7 @@ static emily_status run_slab(slab_job *j, int64_t slab) {
         shape[fg->axis] = r1 - r0;
         emily_value tmpl = {.kind = EMILY_V_TEMPLATE, .dtype = ov->dtype, .rank = ov->rank, .shape = shape};
         emily_dispatch_result res = {0};
-        s = emi_dispatch_fn(c->fn, c->callback, g->device, &tmpl, args, c->nargs, EMILY_DISPATCH_RUN, &res);
+        s = emi_dispatch_entry(c->entry, g->device, &tmpl, args, c->nargs, EMILY_DISPATCH_RUN, &res);
         if (!s) local[k] = res.tensors[0];
     }
     /* the values leaving the group: this slab into their whole tensors */
@@ -422,7 +422,7 @@ static emily_status run_slab(slab_job *j, int64_t slab) {
         while (g->calls[fg->calls[m]].first != fg->exits[x]) m++;
         emily_tensor *whole = j->vals[fg->exits[x]], *dst = NULL;
         s = input_slab(fg, whole, r0, r1, &dst);
-        if (!s) s = e->copy(dst, local[m]);
+        if (!s) s = e->copy->copy(dst, local[m]);
         emily_tensor_release(dst);
     }
     for (int k = 0; k < fg->ncalls; k++) emily_tensor_release(local[k]);

@@ -32,7 +32,7 @@ typedef struct graph_value {
 
 typedef struct graph_call {
     const char *callback;
-    emily_callback_fn fn;   /* resolved by add_call */
+    const emily_callback_entry *entry; /* resolved by add_call */
     emily_value out;        /* template tree */
     emily_value *args;      /* argument trees, EMILY_V_REF for values */
     size_t nargs;
@@ -40,9 +40,9 @@ typedef struct graph_call {
     /* the EMILY_V_REF nodes of args, in tree order */
     emily_value **refs;
     int nrefs;
-    /* a while loop (callback "while", fn NULL): its state is args */
+    /* a while loop (callback "while", entry NULL): its state is args */
     emily_graph *cond, *body;
-    /* a conditional (callback "cond", fn NULL): args are the nclauses
+    /* a conditional (callback "cond", entry NULL): args are the nclauses
      * predicates, then each branch's captured values (ncaptured[b]) */
     emily_graph **branches;
     int nclauses;

@@ -193,6 +193,14 @@ emily_status emi_call_opts(emily_call *c, size_t i, const emily_value **opts) {
     return EMILY_OK;
 }
 
+emily_status emi_call_tensors_opts(emily_call *c, int n, emily_tensor **ts, const emily_value **opts) {
+    *opts = NULL;
+    emily_status s = emi_call_arity(c, (size_t)n, (size_t)n + 1);
+    for (int i = 0; !s && i < n; i++) s = emi_call_tensor(c, (size_t)i, &ts[i]);
+    if (s || c->nargs <= (size_t)n) return s;
+    return emi_call_opts(c, (size_t)n, opts);
+}
+
 const emily_value *emi_opt_get(const emily_value *opts, const char *key) {
     if (!opts || opts->kind != EMILY_V_OPTS) return NULL;
     for (size_t k = 0; k < opts->n; k++)

@@ -1,20 +1,25 @@
 /* What a callback handler sees, and helpers to decode its arguments.
  *
- * Each family of callbacks lives in src/nx/callbacks_<family>.c and
- * exports a NULL-terminated table of {name, handler}. A handler decodes
- * c->args (emily_value trees, see emily/dispatch.h), calls the typed
- * function of emily/ops.h and hands the result to emi_call_return. Every
- * decoding helper fails with a message naming the callback and the
- * argument. Memory from emi_call_alloc lives until the dispatch ends. */
+ * Each family of callbacks lives in src/nx/callbacks_<family>.c; the
+ * registry (src/nx/callback_list.h) names each callback's handler,
+ * emi_cb_<handler>. A handler decodes c->args (emily_value trees, see
+ * emily/dispatch.h), calls the typed function of emily/ops.h and hands
+ * the result to emi_call_return. Every decoding helper fails with a
+ * message naming the callback and the argument. Memory from
+ * emi_call_alloc lives until the dispatch ends. */
 #ifndef EMILY_NX_CALLBACK_H
 #define EMILY_NX_CALLBACK_H
 
 #include "emily/emily.h"
+#include "nx/callback_list.h"
 
 typedef struct emily_arena_block emily_arena_block;
 
 typedef struct emily_call {
     const char *name;
+    /* the registry entry's op (callback_list.h): which op of its family
+     * a handler serving several callbacks runs */
+    int op;
     emily_device device;
     const emily_value *out;
     const emily_value *args;
@@ -25,32 +30,27 @@ typedef struct emily_call {
 } emily_call;
 
 typedef emily_status (*emily_callback_fn)(emily_call *c);
+
+/* One entry of the registry: the public view first, so that an
+ * emily_callback from emily_dispatch_find is its entry. */
 typedef struct emily_callback_entry {
-    const char *name;
+    emily_callback info;
     emily_callback_fn fn;
+    int op;
 } emily_callback_entry;
 
-/* Family tables (each ends with {NULL, NULL}). */
-extern const emily_callback_entry emi_callbacks_creation[];
-extern const emily_callback_entry emi_callbacks_unary[];
-extern const emily_callback_entry emi_callbacks_binary[];
-extern const emily_callback_entry emi_callbacks_shape[];
-extern const emily_callback_entry emi_callbacks_reduce[];
-extern const emily_callback_entry emi_callbacks_dot[];
-extern const emily_callback_entry emi_callbacks_window[];
-extern const emily_callback_entry emi_callbacks_index[];
-extern const emily_callback_entry emi_callbacks_sort[];
-extern const emily_callback_entry emi_callbacks_cumulative[];
-extern const emily_callback_entry emi_callbacks_fft[];
-extern const emily_callback_entry emi_callbacks_linalg[];
+/* The handlers (several callbacks may share one). */
+#define EMI_CALLBACK(name, handler, op, cost, dtypes) emily_status emi_cb_##handler(emily_call *c);
+EMI_CALLBACK_LIST
+#undef EMI_CALLBACK
 
-/* The handler of a callback name (NULL: unknown), and emily_dispatch with
+/* The entry of a callback name (NULL: unknown), and emily_dispatch with
  * it already found (the device already checked): engine graphs resolve
- * each call's handler once. */
-emily_callback_fn emi_callback_find(const char *name);
-emily_status emi_dispatch_fn(emily_callback_fn fn, const char *callback, emily_device device,
-                               const emily_value *out, const emily_value *args, size_t nargs,
-                               emily_dispatch_mode mode, emily_dispatch_result *result);
+ * each call's entry once. */
+const emily_callback_entry *emi_callback_find(const char *name);
+emily_status emi_dispatch_entry(const emily_callback_entry *entry, emily_device device,
+                                const emily_value *out, const emily_value *args, size_t nargs,
+                                emily_dispatch_mode mode, emily_dispatch_result *result);
 
 /* Scratch memory freed when the dispatch ends (NULL + error on OOM). */
 void *emi_call_alloc(emily_call *c, size_t nbytes);
@@ -91,6 +91,9 @@ emily_status emi_value_tensor_int(emily_call *c, const emily_tensor *t, const ch
 
 /* Options: the keyword list argument at position i. */
 emily_status emi_call_opts(emily_call *c, size_t i, const emily_value **opts);
+/* (out, n tensors, [opts]): checks the arity, reads the tensors and the
+ * keyword list after them (*opts NULL when there is none). */
+emily_status emi_call_tensors_opts(emily_call *c, int n, emily_tensor **ts, const emily_value **opts);
 /* The value of key in an options list (NULL if absent). */
 const emily_value *emi_opt_get(const emily_value *opts, const char *key);
 /* Like emi_opt_get, but missing keys fail. */

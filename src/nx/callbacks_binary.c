@@ -45,32 +45,7 @@ static emily_status cb_clip(emily_call *c) {
     return emi_call_return(c, r);
 }
 
-const emily_callback_entry emi_callbacks_binary[] = {
-    {"add", cb_binary},
-    {"subtract", cb_binary},
-    {"multiply", cb_binary},
-    {"pow", cb_binary},
-    {"remainder", cb_binary},
-    {"divide", cb_binary},
-    {"atan2", cb_binary},
-    {"min", cb_binary},
-    {"max", cb_binary},
-    {"quotient", cb_binary},
-    {"bitwise_and", cb_binary},
-    {"bitwise_or", cb_binary},
-    {"bitwise_xor", cb_binary},
-    {"left_shift", cb_binary},
-    {"right_shift", cb_binary},
-    {"equal", cb_binary},
-    {"not_equal", cb_binary},
-    {"greater", cb_binary},
-    {"less", cb_binary},
-    {"greater_equal", cb_binary},
-    {"less_equal", cb_binary},
-    {"logical_and", cb_binary},
-    {"logical_or", cb_binary},
-    {"logical_xor", cb_binary},
-    {"select", cb_select},
-    {"clip", cb_clip},
-    {NULL, NULL},
-};
+/* The handlers the registry (src/nx/callback_list.h) names. */
+emily_status emi_cb_binary(emily_call *c) { return cb_binary(c); }
+emily_status emi_cb_select(emily_call *c) { return cb_select(c); }
+emily_status emi_cb_clip(emily_call *c) { return cb_clip(c); }

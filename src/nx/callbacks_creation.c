@@ -4,14 +4,20 @@
  * so these take both from the output template in every mode. */
 #include "nx/callback.h"
 
+/* Checks the arity and reads the template: the new tensor's spec. */
+static emily_status new_tensor(emily_call *c, size_t min, size_t max, emily_dtype *dt, int *rank,
+                               const int64_t **shape) {
+    emily_status s = emi_call_arity(c, min, max);
+    return s ? s : emi_call_template(c, 0, dt, rank, shape);
+}
+
 /* constant(out, number, backend_options) */
-static emily_status cb_constant(emily_call *c) {
-    emily_status s = emi_call_arity(c, 1, 2);
-    if (s) return s;
+emily_status emi_cb_constant(emily_call *c) {
     emily_dtype dt;
     int rank;
     const int64_t *shape;
-    if ((s = emi_call_template(c, 0, &dt, &rank, &shape))) return s;
+    emily_status s = new_tensor(c, 1, 2, &dt, &rank, &shape);
+    if (s) return s;
     emily_scalar v;
     if ((s = emi_value_scalar(c, emi_call_arg(c, 0), "the constant", &v))) return s;
     emily_tensor *t;
@@ -20,13 +26,12 @@ static emily_status cb_constant(emily_call *c) {
 }
 
 /* iota(out, axis | nil, backend_options) */
-static emily_status cb_iota(emily_call *c) {
-    emily_status s = emi_call_arity(c, 1, 2);
-    if (s) return s;
+emily_status emi_cb_iota(emily_call *c) {
     emily_dtype dt;
     int rank;
     const int64_t *shape;
-    if ((s = emi_call_template(c, 0, &dt, &rank, &shape))) return s;
+    emily_status s = new_tensor(c, 1, 2, &dt, &rank, &shape);
+    if (s) return s;
     const emily_value *a = emi_call_arg(c, 0);
     int axis = -1;
     if (a && a->kind != EMILY_V_NIL) {
@@ -43,21 +48,12 @@ static emily_status cb_iota(emily_call *c) {
 }
 
 /* eye(out, backend_options) */
-static emily_status cb_eye(emily_call *c) {
-    emily_status s = emi_call_arity(c, 0, 1);
-    if (s) return s;
+emily_status emi_cb_eye(emily_call *c) {
     emily_dtype dt;
     int rank;
     const int64_t *shape;
-    if ((s = emi_call_template(c, 0, &dt, &rank, &shape))) return s;
     emily_tensor *t;
-    if ((s = emily_eye(c->device, dt, rank, shape, &t))) return s;
+    emily_status s = new_tensor(c, 0, 1, &dt, &rank, &shape);
+    if (s || (s = emily_eye(c->device, dt, rank, shape, &t))) return s;
     return emi_call_return(c, t);
 }
-
-const emily_callback_entry emi_callbacks_creation[] = {
-    {"constant", cb_constant},
-    {"iota", cb_iota},
-    {"eye", cb_eye},
-    {NULL, NULL},
-};

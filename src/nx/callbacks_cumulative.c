@@ -9,7 +9,9 @@
 #include <limits.h>
 #include "nx/callback.h"
 
-static emily_status cb_cumulative(emily_call *c, emily_cumulative_op op) {
+/* c->op: the emily_cumulative_op */
+emily_status emi_cb_cumulative(emily_call *c) {
+    emily_cumulative_op op = (emily_cumulative_op)c->op;
     emily_status s = emi_call_arity(c, 1, 2);
     if (s) return s;
     emily_tensor *t, *r;
@@ -32,16 +34,3 @@ static emily_status cb_cumulative(emily_call *c, emily_cumulative_op op) {
     if ((s = emily_cumulative(op, t, (int)axis, reverse, &r))) return s;
     return emi_call_return(c, r);
 }
-
-static emily_status cb_cumulative_sum(emily_call *c) { return cb_cumulative(c, EMILY_CUMULATIVE_SUM); }
-static emily_status cb_cumulative_product(emily_call *c) { return cb_cumulative(c, EMILY_CUMULATIVE_PRODUCT); }
-static emily_status cb_cumulative_max(emily_call *c) { return cb_cumulative(c, EMILY_CUMULATIVE_MAX); }
-static emily_status cb_cumulative_min(emily_call *c) { return cb_cumulative(c, EMILY_CUMULATIVE_MIN); }
-
-const emily_callback_entry emi_callbacks_cumulative[] = {
-    {"cumulative_sum", cb_cumulative_sum},
-    {"cumulative_product", cb_cumulative_product},
-    {"cumulative_max", cb_cumulative_max},
-    {"cumulative_min", cb_cumulative_min},
-    {NULL, NULL},
-};

@@ -32,7 +32,7 @@ static void precision_leave(emily_dot_precision p, emily_dot_precision saved) {
     if (p != EMILY_DOT_PRECISION_PROCESS) emily_dot_set_thread_precision(saved, NULL);
 }
 
-static emily_status cb_dot(emily_call *c) {
+emily_status emi_cb_dot(emily_call *c) {
     emily_status s = emi_call_arity(c, 6, 7);
     if (s) return s;
     const emily_value *opts = NULL;
@@ -121,7 +121,7 @@ static emily_status group_size(emily_call *c, const emily_value *opts, const cha
  * input_dilation, kernel_dilation, feature_group_size, batch_group_size
  * and the three permutations. The output type is Nx's to_floating of the
  * merged input types: inferred, or the template's in RUN mode. */
-static emily_status cb_conv(emily_call *c) {
+emily_status emi_cb_conv(emily_call *c) {
     emily_status s = emi_call_arity(c, 2, 3);
     if (s) return s;
     emily_tensor *t, *k;
@@ -166,9 +166,3 @@ static emily_status cb_conv(emily_call *c) {
     if (s) return s;
     return emi_call_return(c, out);
 }
-
-const emily_callback_entry emi_callbacks_dot[] = {
-    {"dot", cb_dot},
-    {"conv", cb_conv},
-    {NULL, NULL},
-};

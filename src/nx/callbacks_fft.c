@@ -13,12 +13,6 @@
 
 #define DEFAULT_EPS 1.0e-10
 
-static emily_status get_opts(emily_call *c, size_t i, const emily_value **opts) {
-    *opts = NULL;
-    if (c->nargs <= i) return EMILY_OK;
-    return emi_call_opts(c, i, opts);
-}
-
 static emily_status get_eps(emily_call *c, const emily_value *opts, double *eps) {
     const emily_value *v = emi_opt_get(opts, "eps");
     *eps = DEFAULT_EPS;
@@ -69,11 +63,10 @@ static int64_t axis_size(const emily_tensor *t, int axis) {
 typedef emily_status (*fft1_fn)(const emily_tensor *, int64_t, int, double, emily_tensor **);
 
 static emily_status run1(emily_call *c, fft1_fn fn) {
-    emily_status s = emi_call_arity(c, 1, 2);
-    if (s) return s;
     emily_tensor *t, *out;
     const emily_value *opts;
-    if ((s = emi_call_tensor(c, 0, &t)) || (s = get_opts(c, 1, &opts))) return s;
+    emily_status s = emi_call_tensors_opts(c, 1, &t, &opts);
+    if (s) return s;
     int axis;
     int64_t length;
     double eps;
@@ -85,20 +78,19 @@ static emily_status run1(emily_call *c, fft1_fn fn) {
     return emi_call_return(c, out);
 }
 
-static emily_status cb_fft(emily_call *c) { return run1(c, emily_fft); }
-static emily_status cb_ifft(emily_call *c) { return run1(c, emily_ifft); }
-static emily_status cb_rfft(emily_call *c) { return run1(c, emily_rfft); }
-static emily_status cb_irfft(emily_call *c) { return run1(c, emily_irfft); }
+emily_status emi_cb_fft(emily_call *c) { return run1(c, emily_fft); }
+emily_status emi_cb_ifft(emily_call *c) { return run1(c, emily_ifft); }
+emily_status emi_cb_rfft(emily_call *c) { return run1(c, emily_rfft); }
+emily_status emi_cb_irfft(emily_call *c) { return run1(c, emily_irfft); }
 
 typedef emily_status (*fft2_fn)(const emily_tensor *, const int64_t[2], const int[2], double,
                                 emily_tensor **);
 
 static emily_status run2(emily_call *c, fft2_fn fn) {
-    emily_status s = emi_call_arity(c, 1, 2);
-    if (s) return s;
     emily_tensor *t, *out;
     const emily_value *opts;
-    if ((s = emi_call_tensor(c, 0, &t)) || (s = get_opts(c, 1, &opts))) return s;
+    emily_status s = emi_call_tensors_opts(c, 1, &t, &opts);
+    if (s) return s;
     int axes[2] = {-2, -1};
     const emily_value *av = emi_opt_get(opts, "axes");
     if (av && av->kind != EMILY_V_NIL) {
@@ -125,15 +117,5 @@ static emily_status run2(emily_call *c, fft2_fn fn) {
     return emi_call_return(c, out);
 }
 
-static emily_status cb_fft2(emily_call *c) { return run2(c, emily_fft2); }
-static emily_status cb_ifft2(emily_call *c) { return run2(c, emily_ifft2); }
-
-const emily_callback_entry emi_callbacks_fft[] = {
-    {"fft", cb_fft},
-    {"ifft", cb_ifft},
-    {"fft2", cb_fft2},
-    {"ifft2", cb_ifft2},
-    {"rfft", cb_rfft},
-    {"irfft", cb_irfft},
-    {NULL, NULL},
-};
+emily_status emi_cb_fft2(emily_call *c) { return run2(c, emily_fft2); }
+emily_status emi_cb_ifft2(emily_call *c) { return run2(c, emily_ifft2); }

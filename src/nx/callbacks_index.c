@@ -47,7 +47,8 @@ static emily_status axes_opt(emily_call *c, size_t i, int **axes, int *naxes) {
     return emi_value_axes(c, av, "axes", axes, naxes);
 }
 
-static emily_status cb_take(emily_call *c) {
+/* take and take_along_axis (c->op true) */
+emily_status emi_cb_take(emily_call *c) {
     emily_status s = emi_call_arity(c, 2, 3);
     if (s) return s;
     emily_tensor *t, *idx, *out;
@@ -55,23 +56,11 @@ static emily_status cb_take(emily_call *c) {
     if ((s = emi_call_tensor(c, 0, &t))) return s;
     if ((s = emi_call_tensor(c, 1, &idx))) return s;
     if ((s = axis_arg(c, 2, &axis))) return s;
-    if ((s = emily_take(t, idx, axis, &out))) return s;
-    return emi_call_return(c, out);
+    s = c->op ? emily_take_along_axis(t, idx, axis, &out) : emily_take(t, idx, axis, &out);
+    return s ? s : emi_call_return(c, out);
 }
 
-static emily_status cb_take_along_axis(emily_call *c) {
-    emily_status s = emi_call_arity(c, 2, 3);
-    if (s) return s;
-    emily_tensor *t, *idx, *out;
-    int axis;
-    if ((s = emi_call_tensor(c, 0, &t))) return s;
-    if ((s = emi_call_tensor(c, 1, &idx))) return s;
-    if ((s = axis_arg(c, 2, &axis))) return s;
-    if ((s = emily_take_along_axis(t, idx, axis, &out))) return s;
-    return emi_call_return(c, out);
-}
-
-static emily_status cb_gather(emily_call *c) {
+emily_status emi_cb_gather(emily_call *c) {
     emily_status s = emi_call_arity(c, 2, 3);
     if (s) return s;
     emily_tensor *t, *idx, *out;
@@ -83,7 +72,9 @@ static emily_status cb_gather(emily_call *c) {
     return emi_call_return(c, out);
 }
 
-static emily_status indexed(emily_call *c, bool add) {
+/* c->op: true for indexed_add, false for indexed_put */
+emily_status emi_cb_indexed(emily_call *c) {
+    bool add = c->op;
     emily_status s = emi_call_arity(c, 3, 4);
     if (s) return s;
     emily_tensor *t, *idx, *upd, *out;
@@ -97,15 +88,3 @@ static emily_status indexed(emily_call *c, bool add) {
     if (s) return s;
     return emi_call_return(c, out);
 }
-
-static emily_status cb_indexed_add(emily_call *c) { return indexed(c, true); }
-static emily_status cb_indexed_put(emily_call *c) { return indexed(c, false); }
-
-const emily_callback_entry emi_callbacks_index[] = {
-    {"take", cb_take},
-    {"take_along_axis", cb_take_along_axis},
-    {"gather", cb_gather},
-    {"indexed_add", cb_indexed_add},
-    {"indexed_put", cb_indexed_put},
-    {NULL, NULL},
-};

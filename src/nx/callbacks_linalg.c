@@ -20,13 +20,6 @@
 #include <string.h>
 #include "nx/callback.h"
 
-/* The optional keyword list at position i (NULL when absent). */
-static emily_status optional_opts(emily_call *c, size_t i, const emily_value **opts) {
-    *opts = NULL;
-    if (c->nargs <= i) return EMILY_OK;
-    return emi_call_opts(c, i, opts);
-}
-
 static emily_status opt_bool(emily_call *c, const emily_value *opts, const char *key, bool dflt,
                              bool *out) {
     const emily_value *v = emi_opt_get(opts, key);
@@ -47,25 +40,36 @@ static emily_status opt_float(emily_call *c, const emily_value *opts, const char
     return emi_value_float(c, v, what, out);
 }
 
-static emily_status opt_method(emily_call *c, const emily_value *opts, emily_linalg_method *out) {
-    const emily_value *v = emi_opt_get(opts, "linalg");
-    *out = EMILY_LINALG_LAPACK;
+/* An atom option, one of `names` (in the order of their enum values):
+ * its index in *out, dflt when absent or nil. Another atom fails with
+ * "<bad>:<atom>". */
+static emily_status opt_choice(emily_call *c, const emily_value *opts, const char *key,
+                               const char *const *names, int dflt, const char *bad, int *out) {
+    const emily_value *v = emi_opt_get(opts, key);
+    *out = dflt;
     if (!v || v->kind == EMILY_V_NIL) return EMILY_OK;
+    char what[48];
+    snprintf(what, sizeof what, "option :%s", key);
     const char *name;
-    emily_status s = emi_value_atom(c, v, "option :linalg", false, &name);
+    emily_status s = emi_value_atom(c, v, what, false, &name);
     if (s) return s;
-    if (strcmp(name, "lapack") == 0) return EMILY_OK;
-    if (strcmp(name, "reference") == 0) {
-        *out = EMILY_LINALG_REFERENCE;
-        return EMILY_OK;
-    }
-    if (strcmp(name, "reference_nx07") == 0) {
-        *out = EMILY_LINALG_REFERENCE_NX07;
-        return EMILY_OK;
-    }
-    return emi_call_fail(c, EMILY_ERR_ARGUMENT,
-                     "invalid :linalg received. Expected one of [:lapack, :reference, "
-                     ":reference_nx07], received: :%s", name);
+    for (int i = 0; names[i]; i++)
+        if (strcmp(name, names[i]) == 0) {
+            *out = i;
+            return EMILY_OK;
+        }
+    return emi_call_fail(c, EMILY_ERR_ARGUMENT, "%s:%s", bad, name);
+}
+
+static emily_status opt_method(emily_call *c, const emily_value *opts, emily_linalg_method *out) {
+    static const char *const names[] = {"lapack", "reference", "reference_nx07", NULL};
+    int i;
+    emily_status s = opt_choice(c, opts, "linalg", names, EMILY_LINALG_LAPACK,
+                                "invalid :linalg received. Expected one of [:lapack, :reference, "
+                                ":reference_nx07], received: ",
+                                &i);
+    *out = (emily_linalg_method)i;
+    return s;
 }
 
 static emily_status return_all(emily_call *c, int n, emily_tensor **ts) {
@@ -77,12 +81,11 @@ static emily_status return_all(emily_call *c, int n, emily_tensor **ts) {
     return s;
 }
 
-static emily_status cb_lu(emily_call *c) {
-    emily_status s = emi_call_arity(c, 1, 2);
-    if (s) return s;
+emily_status emi_cb_lu(emily_call *c) {
     emily_tensor *a;
     const emily_value *opts;
-    if ((s = emi_call_tensor(c, 0, &a)) || (s = optional_opts(c, 1, &opts))) return s;
+    emily_status s = emi_call_tensors_opts(c, 1, &a, &opts);
+    if (s) return s;
     double eps;
     emily_linalg_method method;
     if ((s = opt_float(c, opts, "eps", 1.0e-10, &eps)) || (s = opt_method(c, opts, &method))) return s;
@@ -91,68 +94,53 @@ static emily_status cb_lu(emily_call *c) {
     return return_all(c, 3, r);
 }
 
-static emily_status cb_triangular_solve(emily_call *c) {
-    emily_status s = emi_call_arity(c, 2, 3);
-    if (s) return s;
-    emily_tensor *a, *b;
+emily_status emi_cb_triangular_solve(emily_call *c) {
+    emily_tensor *ab[2];
     const emily_value *opts;
-    if ((s = emi_call_tensor(c, 0, &a)) || (s = emi_call_tensor(c, 1, &b)) || (s = optional_opts(c, 2, &opts)))
-        return s;
+    emily_status s = emi_call_tensors_opts(c, 2, ab, &opts);
+    if (s) return s;
     bool left_side, lower;
     if ((s = opt_bool(c, opts, "left_side", true, &left_side)) ||
         (s = opt_bool(c, opts, "lower", true, &lower)))
         return s;
-    emily_transform_a tr = EMILY_TRANSFORM_NONE;
-    const emily_value *v = emi_opt_get(opts, "transform_a");
-    if (v && v->kind != EMILY_V_NIL) {
-        const char *name;
-        if ((s = emi_value_atom(c, v, "option :transform_a", false, &name))) return s;
-        if (strcmp(name, "none") == 0) tr = EMILY_TRANSFORM_NONE;
-        else if (strcmp(name, "transpose") == 0) tr = EMILY_TRANSFORM_TRANSPOSE;
-        else if (strcmp(name, "conjugate") == 0) tr = EMILY_TRANSFORM_CONJUGATE;
-        else
-            return emi_call_fail(c, EMILY_ERR_ARGUMENT,
-                             "invalid value for :transform_a option, expected :none, :transpose, "
-                             "or :conjugate, got: :%s", name);
-    }
+    static const char *const transforms[] = {"none", "transpose", "conjugate", NULL};
+    int tr;
+    if ((s = opt_choice(c, opts, "transform_a", transforms, EMILY_TRANSFORM_NONE,
+                        "invalid value for :transform_a option, expected :none, :transpose, "
+                        "or :conjugate, got: ",
+                        &tr)))
+        return s;
     emily_tensor *out;
-    if ((s = emily_triangular_solve(a, b, left_side, lower, tr, &out))) return s;
+    if ((s = emily_triangular_solve(ab[0], ab[1], left_side, lower, (emily_transform_a)tr, &out)))
+        return s;
     return emi_call_return(c, out);
 }
 
-static emily_status cb_qr(emily_call *c) {
-    emily_status s = emi_call_arity(c, 1, 2);
-    if (s) return s;
+emily_status emi_cb_qr(emily_call *c) {
     emily_tensor *a;
     const emily_value *opts;
-    if ((s = emi_call_tensor(c, 0, &a)) || (s = optional_opts(c, 1, &opts))) return s;
+    emily_status s = emi_call_tensors_opts(c, 1, &a, &opts);
+    if (s) return s;
     double eps;
     if ((s = opt_float(c, opts, "eps", 1.0e-10, &eps))) return s;
-    emily_qr_mode mode = EMILY_QR_REDUCED;
-    const emily_value *v = emi_opt_get(opts, "mode");
-    if (v && v->kind != EMILY_V_NIL) {
-        const char *name;
-        if ((s = emi_value_atom(c, v, "option :mode", false, &name))) return s;
-        if (strcmp(name, "reduced") == 0) mode = EMILY_QR_REDUCED;
-        else if (strcmp(name, "complete") == 0) mode = EMILY_QR_COMPLETE;
-        else
-            return emi_call_fail(c, EMILY_ERR_ARGUMENT,
-                             "invalid :mode received. Expected one of [:reduced, :complete], "
-                             "received: :%s", name);
-    }
+    static const char *const modes[] = {"reduced", "complete", NULL};
+    int mode;
+    if ((s = opt_choice(c, opts, "mode", modes, EMILY_QR_REDUCED,
+                        "invalid :mode received. Expected one of [:reduced, :complete], received: ",
+                        &mode)))
+        return s;
     emily_linalg_method method;
     if ((s = opt_method(c, opts, &method))) return s;
     emily_tensor *r[2];
-    if ((s = emily_qr_opts(a, mode, eps, method, &r[0], &r[1]))) return s;
+    if ((s = emily_qr_opts(a, (emily_qr_mode)mode, eps, method, &r[0], &r[1]))) return s;
     return return_all(c, 2, r);
 }
 
-static emily_status cb_svd(emily_call *c) {
-    emily_status s = emi_call_arity(c, 1, 2);
-    if (s) return s;
+emily_status emi_cb_svd(emily_call *c) {
     emily_tensor *a;
     const emily_value *opts;
-    if ((s = emi_call_tensor(c, 0, &a)) || (s = optional_opts(c, 1, &opts))) return s;
+    emily_status s = emi_call_tensors_opts(c, 1, &a, &opts);
+    if (s) return s;
     bool full;
     if ((s = opt_bool(c, opts, "full_matrices?", true, &full))) return s;
     int64_t max_iter = 100;
@@ -165,12 +153,11 @@ static emily_status cb_svd(emily_call *c) {
     return return_all(c, 3, r);
 }
 
-static emily_status cb_eigh(emily_call *c) {
-    emily_status s = emi_call_arity(c, 1, 2);
-    if (s) return s;
+emily_status emi_cb_eigh(emily_call *c) {
     emily_tensor *a;
     const emily_value *opts;
-    if ((s = emi_call_tensor(c, 0, &a)) || (s = optional_opts(c, 1, &opts))) return s;
+    emily_status s = emi_call_tensors_opts(c, 1, &a, &opts);
+    if (s) return s;
     double eps;
     int64_t max_iter = 1000;
     if ((s = opt_float(c, opts, "eps", 1.0e-4, &eps))) return s;
@@ -183,49 +170,30 @@ static emily_status cb_eigh(emily_call *c) {
     return return_all(c, 2, r);
 }
 
-static emily_status cb_cholesky(emily_call *c) {
-    emily_status s = emi_call_arity(c, 1, 2);
-    if (s) return s;
+emily_status emi_cb_cholesky(emily_call *c) {
     emily_tensor *a, *out;
     const emily_value *opts;
-    if ((s = emi_call_tensor(c, 0, &a)) || (s = optional_opts(c, 1, &opts))) return s;
-    if ((s = emily_cholesky(a, &out))) return s;
+    emily_status s = emi_call_tensors_opts(c, 1, &a, &opts);
+    if (s || (s = emily_cholesky(a, &out))) return s;
     return emi_call_return(c, out);
 }
 
-static emily_status cb_solve(emily_call *c) {
-    emily_status s = emi_call_arity(c, 2, 3);
-    if (s) return s;
-    emily_tensor *a, *b, *out;
+emily_status emi_cb_solve(emily_call *c) {
+    emily_tensor *ab[2], *out;
     const emily_value *opts;
-    if ((s = emi_call_tensor(c, 0, &a)) || (s = emi_call_tensor(c, 1, &b)) || (s = optional_opts(c, 2, &opts)))
+    emily_linalg_method method;
+    emily_status s = emi_call_tensors_opts(c, 2, ab, &opts);
+    if (s || (s = opt_method(c, opts, &method)) || (s = emily_solve_opts(ab[0], ab[1], method, &out)))
         return s;
-    emily_linalg_method method;
-    if ((s = opt_method(c, opts, &method))) return s;
-    if ((s = emily_solve_opts(a, b, method, &out))) return s;
     return emi_call_return(c, out);
 }
 
-static emily_status cb_determinant(emily_call *c) {
-    emily_status s = emi_call_arity(c, 1, 2);
-    if (s) return s;
+emily_status emi_cb_determinant(emily_call *c) {
     emily_tensor *a, *out;
     const emily_value *opts;
-    if ((s = emi_call_tensor(c, 0, &a)) || (s = optional_opts(c, 1, &opts))) return s;
     emily_linalg_method method;
-    if ((s = opt_method(c, opts, &method))) return s;
-    if ((s = emily_determinant_opts(a, method, &out))) return s;
+    emily_status s = emi_call_tensors_opts(c, 1, &a, &opts);
+    if (s || (s = opt_method(c, opts, &method)) || (s = emily_determinant_opts(a, method, &out)))
+        return s;
     return emi_call_return(c, out);
 }
-
-const emily_callback_entry emi_callbacks_linalg[] = {
-    {"lu", cb_lu},
-    {"triangular_solve", cb_triangular_solve},
-    {"qr", cb_qr},
-    {"svd", cb_svd},
-    {"eigh", cb_eigh},
-    {"cholesky", cb_cholesky},
-    {"solve", cb_solve},
-    {"determinant", cb_determinant},
-    {NULL, NULL},
-};

@@ -4,7 +4,8 @@
 #include "nx/callback.h"
 
 /* op(out, tensor, [axes: axes | nil, keep_axes: bool]) */
-static emily_status cb_aggregate(emily_call *c, emily_reduce_op op) {
+emily_status emi_cb_aggregate(emily_call *c) {
+    emily_reduce_op op = (emily_reduce_op)c->op;
     emily_status s = emi_call_arity(c, 2, 2);
     emily_tensor *t, *r;
     const emily_value *opts;
@@ -25,18 +26,12 @@ static emily_status cb_aggregate(emily_call *c, emily_reduce_op op) {
     return s ? s : emi_call_return(c, r);
 }
 
-static emily_status cb_sum(emily_call *c) { return cb_aggregate(c, EMILY_REDUCE_SUM); }
-static emily_status cb_product(emily_call *c) { return cb_aggregate(c, EMILY_REDUCE_PRODUCT); }
-static emily_status cb_reduce_max(emily_call *c) { return cb_aggregate(c, EMILY_REDUCE_MAX); }
-static emily_status cb_reduce_min(emily_call *c) { return cb_aggregate(c, EMILY_REDUCE_MIN); }
-static emily_status cb_all(emily_call *c) { return cb_aggregate(c, EMILY_REDUCE_ALL); }
-static emily_status cb_any(emily_call *c) { return cb_aggregate(c, EMILY_REDUCE_ANY); }
-
 /* argmax/argmin(out, tensor, [axis: int | nil, keep_axis: bool,
  * tie_break: :low | :high]). The index type is Nx's :type option, which
  * reaches a backend only through the template: taken from it in both
  * modes. */
-static emily_status cb_arg(emily_call *c, emily_arg_op op) {
+emily_status emi_cb_argreduce(emily_call *c) {
+    emily_arg_op op = (emily_arg_op)c->op;
     emily_status s = emi_call_arity(c, 2, 2);
     emily_tensor *t, *r;
     const emily_value *opts;
@@ -71,11 +66,8 @@ static emily_status cb_arg(emily_call *c, emily_arg_op op) {
     return s ? s : emi_call_return(c, r);
 }
 
-static emily_status cb_argmax(emily_call *c) { return cb_arg(c, EMILY_ARGMAX); }
-static emily_status cb_argmin(emily_call *c) { return cb_arg(c, EMILY_ARGMIN); }
-
 /* all_close(out, a, b, [equal_nan:, rtol:, atol:]) */
-static emily_status cb_all_close(emily_call *c) {
+emily_status emi_cb_all_close(emily_call *c) {
     emily_status s = emi_call_arity(c, 2, 3);
     emily_tensor *a, *b, *r;
     if (!s) s = emi_call_tensor(c, 0, &a);
@@ -97,16 +89,3 @@ static emily_status cb_all_close(emily_call *c) {
     s = emily_all_close(a, b, rtol, atol, equal_nan, &r);
     return s ? s : emi_call_return(c, r);
 }
-
-const emily_callback_entry emi_callbacks_reduce[] = {
-    {"sum", cb_sum},
-    {"product", cb_product},
-    {"reduce_max", cb_reduce_max},
-    {"reduce_min", cb_reduce_min},
-    {"all", cb_all},
-    {"any", cb_any},
-    {"argmax", cb_argmax},
-    {"argmin", cb_argmin},
-    {"all_close", cb_all_close},
-    {NULL, NULL},
-};

@@ -6,7 +6,7 @@
 
 /* reshape(out, tensor): the shape is Nx's option, taken from the template
  * in both modes. */
-static emily_status cb_reshape(emily_call *c) {
+emily_status emi_cb_reshape(emily_call *c) {
     emily_status s = emi_call_arity(c, 1, 1);
     emily_tensor *t, *r;
     int rank;
@@ -18,7 +18,7 @@ static emily_status cb_reshape(emily_call *c) {
 }
 
 /* squeeze(out, tensor, axes) */
-static emily_status cb_squeeze(emily_call *c) {
+emily_status emi_cb_squeeze(emily_call *c) {
     emily_status s = emi_call_arity(c, 2, 2);
     emily_tensor *t, *r;
     int *axes, n;
@@ -29,7 +29,7 @@ static emily_status cb_squeeze(emily_call *c) {
 }
 
 /* broadcast(out, tensor, shape, axes) */
-static emily_status cb_broadcast(emily_call *c) {
+emily_status emi_cb_broadcast(emily_call *c) {
     emily_status s = emi_call_arity(c, 3, 3);
     emily_tensor *t, *r;
     int64_t *shape;
@@ -44,7 +44,7 @@ static emily_status cb_broadcast(emily_call *c) {
 }
 
 /* transpose(out, tensor, axes) */
-static emily_status cb_transpose(emily_call *c) {
+emily_status emi_cb_transpose(emily_call *c) {
     emily_status s = emi_call_arity(c, 2, 2);
     emily_tensor *t, *r;
     int *axes, n;
@@ -58,7 +58,7 @@ static emily_status cb_transpose(emily_call *c) {
 }
 
 /* pad(out, tensor, pad_value, [{lo, hi, interior}, ...]) */
-static emily_status cb_pad(emily_call *c) {
+emily_status emi_cb_pad(emily_call *c) {
     emily_status s = emi_call_arity(c, 3, 3);
     emily_tensor *t, *value, *r;
     if (!s) s = emi_call_tensor(c, 0, &t);
@@ -103,7 +103,7 @@ static emily_status cb_pad(emily_call *c) {
 }
 
 /* reverse(out, tensor, axes) */
-static emily_status cb_reverse(emily_call *c) {
+emily_status emi_cb_reverse(emily_call *c) {
     emily_status s = emi_call_arity(c, 2, 2);
     emily_tensor *t, *r;
     int *axes, n;
@@ -120,8 +120,10 @@ static emily_status cb_reverse(emily_call *c) {
     return s ? s : emi_call_return(c, r);
 }
 
-/* concatenate(out, tensors, axis) and stack(out, tensors, axis) */
-static emily_status cb_concat_or_stack(emily_call *c, bool stack) {
+/* concatenate(out, tensors, axis) and stack(out, tensors, axis); c->op:
+ * true for stack */
+emily_status emi_cb_concat_or_stack(emily_call *c) {
+    bool stack = c->op;
     emily_status s = emi_call_arity(c, 2, 2);
     emily_tensor **ts, *r;
     int n;
@@ -137,9 +139,6 @@ static emily_status cb_concat_or_stack(emily_call *c, bool stack) {
     return s ? s : emi_call_return(c, r);
 }
 
-static emily_status cb_concatenate(emily_call *c) { return cb_concat_or_stack(c, false); }
-static emily_status cb_stack(emily_call *c) { return cb_concat_or_stack(c, true); }
-
 /* Start indices: integers or scalar integer tensors, one per axis. */
 static emily_status start_indices(emily_call *c, size_t i, int rank, int64_t **starts) {
     int n;
@@ -150,7 +149,7 @@ static emily_status start_indices(emily_call *c, size_t i, int rank, int64_t **s
 }
 
 /* slice(out, tensor, start_indices, lengths, strides) */
-static emily_status cb_slice(emily_call *c) {
+emily_status emi_cb_slice(emily_call *c) {
     emily_status s = emi_call_arity(c, 4, 4);
     emily_tensor *t, *r;
     int64_t *starts, *lengths, *strides;
@@ -168,7 +167,7 @@ static emily_status cb_slice(emily_call *c) {
 }
 
 /* put_slice(out, tensor, start_indices, slice) */
-static emily_status cb_put_slice(emily_call *c) {
+emily_status emi_cb_put_slice(emily_call *c) {
     emily_status s = emi_call_arity(c, 3, 3);
     emily_tensor *t, *u, *r;
     int64_t *starts;
@@ -178,17 +177,3 @@ static emily_status cb_put_slice(emily_call *c) {
     if (!s) s = emily_put_slice(t, starts, u, emi_call_out_type(c), &r);
     return s ? s : emi_call_return(c, r);
 }
-
-const emily_callback_entry emi_callbacks_shape[] = {
-    {"reshape", cb_reshape},
-    {"squeeze", cb_squeeze},
-    {"broadcast", cb_broadcast},
-    {"transpose", cb_transpose},
-    {"pad", cb_pad},
-    {"reverse", cb_reverse},
-    {"concatenate", cb_concatenate},
-    {"stack", cb_stack},
-    {"slice", cb_slice},
-    {"put_slice", cb_put_slice},
-    {NULL, NULL},
-};

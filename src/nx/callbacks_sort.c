@@ -41,20 +41,8 @@ static emily_status sort_opts(emily_call *c, int *axis, emily_sort_direction *di
     return EMILY_OK;
 }
 
-static emily_status cb_sort(emily_call *c) {
-    emily_status s = emi_call_arity(c, 1, 2);
-    if (s) return s;
-    emily_tensor *t, *out;
-    int axis;
-    emily_sort_direction dir;
-    bool stable;
-    if ((s = emi_call_tensor(c, 0, &t))) return s;
-    if ((s = sort_opts(c, &axis, &dir, &stable))) return s;
-    if ((s = emily_sort(t, axis, dir, stable, &out))) return s;
-    return emi_call_return(c, out);
-}
-
-static emily_status cb_argsort(emily_call *c) {
+/* sort and argsort (c->op true) */
+emily_status emi_cb_sort(emily_call *c) {
     emily_status s = emi_call_arity(c, 1, 2);
     if (s) return s;
     emily_tensor *t, *out;
@@ -64,12 +52,13 @@ static emily_status cb_argsort(emily_call *c) {
     emily_dtype type;
     if ((s = emi_call_tensor(c, 0, &t))) return s;
     if ((s = sort_opts(c, &axis, &dir, &stable))) return s;
-    if ((s = emi_call_template(c, 0, &type, NULL, NULL))) return s; /* Nx's :type option */
-    if ((s = emily_argsort(t, axis, dir, stable, type, &out))) return s;
-    return emi_call_return(c, out);
+    if (!c->op) s = emily_sort(t, axis, dir, stable, &out);
+    else if (!(s = emi_call_template(c, 0, &type, NULL, NULL))) /* Nx's :type option */
+        s = emily_argsort(t, axis, dir, stable, type, &out);
+    return s ? s : emi_call_return(c, out);
 }
 
-static emily_status cb_top_k(emily_call *c) {
+emily_status emi_cb_top_k(emily_call *c) {
     emily_status s = emi_call_arity(c, 1, 2);
     if (s) return s;
     emily_tensor *t, *values, *indices;
@@ -88,10 +77,3 @@ static emily_status cb_top_k(emily_call *c) {
     }
     return emi_call_return(c, indices);
 }
-
-const emily_callback_entry emi_callbacks_sort[] = {
-    {"sort", cb_sort},
-    {"argsort", cb_argsort},
-    {"top_k", cb_top_k},
-    {NULL, NULL},
-};

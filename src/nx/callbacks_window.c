@@ -74,7 +74,9 @@ static emily_status decode_window(emily_call *c, const emily_tensor *t, size_t w
     return EMILY_OK;
 }
 
-static emily_status cb_reduce(emily_call *c, emily_window_op op) {
+/* c->op: the emily_window_op */
+emily_status emi_cb_window_reduce(emily_call *c) {
+    emily_window_op op = (emily_window_op)c->op;
     emily_status s = emi_call_arity(c, 2, 3);
     if (s) return s;
     emily_tensor *t, *r;
@@ -86,12 +88,9 @@ static emily_status cb_reduce(emily_call *c, emily_window_op op) {
     return emi_call_return(c, r);
 }
 
-static emily_status cb_window_sum(emily_call *c) { return cb_reduce(c, EMILY_WINDOW_SUM); }
-static emily_status cb_window_product(emily_call *c) { return cb_reduce(c, EMILY_WINDOW_PRODUCT); }
-static emily_status cb_window_max(emily_call *c) { return cb_reduce(c, EMILY_WINDOW_MAX); }
-static emily_status cb_window_min(emily_call *c) { return cb_reduce(c, EMILY_WINDOW_MIN); }
-
-static emily_status cb_scatter(emily_call *c, bool is_max) {
+/* c->op: true for window_scatter_max, false for window_scatter_min */
+emily_status emi_cb_window_scatter(emily_call *c) {
+    bool is_max = c->op;
     emily_status s = emi_call_arity(c, 4, 5);
     if (s) return s;
     emily_tensor *t, *source, *init, *r;
@@ -105,16 +104,3 @@ static emily_status cb_scatter(emily_call *c, bool is_max) {
     if (s) return s;
     return emi_call_return(c, r);
 }
-
-static emily_status cb_window_scatter_max(emily_call *c) { return cb_scatter(c, true); }
-static emily_status cb_window_scatter_min(emily_call *c) { return cb_scatter(c, false); }
-
-const emily_callback_entry emi_callbacks_window[] = {
-    {"window_sum", cb_window_sum},
-    {"window_product", cb_window_product},
-    {"window_max", cb_window_max},
-    {"window_min", cb_window_min},
-    {"window_scatter_max", cb_window_scatter_max},
-    {"window_scatter_min", cb_window_scatter_min},
-    {NULL, NULL},
-};

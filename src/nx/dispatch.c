@@ -1,50 +1,90 @@
-/* emily_dispatch: callback name -> family handler -> typed op. */
+/* emily_dispatch: callback name -> registry entry -> handler -> typed op.
+ *
+ * The registry is callback_list.h expanded once into a constant table in
+ * list order. Lookups go through a hash table of it (open addressing,
+ * at most half full), made once (pthread_once) by the first lookup from
+ * any thread and only read after that, so lookups take no lock: a hash
+ * and about one string comparison, where a scan of the list cost dozens
+ * for most names (and a binary search several for every one). */
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include "nx/callback.h"
 #include "ops/common.h"
 
-static emily_callback_fn lookup(const char *name);
+#define EMI_CALLBACK(name, handler, op, cost, dtypes) \
+    {{#name, EMI_PASTE(EMILY_COST_, cost), EMI_PASTE(EMILY_DTYPES_, dtypes)}, emi_cb_##handler, op},
+static const emily_callback_entry registry[] = {EMI_CALLBACK_LIST};
+#undef EMI_CALLBACK
+#define NCALLBACKS (sizeof registry / sizeof *registry)
 
-static const emily_callback_entry *const families[] = {
-    emi_callbacks_creation, emi_callbacks_unary,     emi_callbacks_binary,
-    emi_callbacks_shape,
-    emi_callbacks_reduce,   emi_callbacks_dot,         emi_callbacks_window,
-    emi_callbacks_index,    emi_callbacks_sort,        emi_callbacks_cumulative,
-    emi_callbacks_fft,      emi_callbacks_linalg,
-};
-#define NFAMILIES (sizeof families / sizeof *families)
+#define SLOT_BITS 8
+#define NSLOTS ((size_t)1 << SLOT_BITS)
+_Static_assert(2 * NCALLBACKS <= NSLOTS, "the callback hash table must stay at most half full");
 
-emily_callback_fn emi_callback_find(const char *name) {
-    return name ? lookup(name) : NULL;
+/* slots: registry position + 1 (0: free); hashes: each entry's name
+ * hash; names: the names in list order, NULL after them
+ * (emily_dispatch_callbacks). */
+static uint16_t slots[NSLOTS];
+static uint32_t hashes[NCALLBACKS];
+static const char *names[NCALLBACKS + 1];
+
+/* FNV-1a: callback names are short, and differ early or late. */
+static uint32_t name_hash(const char *s) {
+    uint32_t h = 2166136261u;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 16777619u;
+    return h;
 }
 
-static emily_callback_fn lookup(const char *name) {
-    for (size_t f = 0; f < NFAMILIES; f++)
-        for (const emily_callback_entry *e = families[f]; e->name; e++)
-            if (strcmp(e->name, name) == 0) return e->fn;
+static void build_index(void) {
+    for (size_t i = 0; i < NCALLBACKS; i++) {
+        names[i] = registry[i].info.name;
+        hashes[i] = name_hash(names[i]);
+        size_t slot = hashes[i] & (NSLOTS - 1);
+        while (slots[slot]) slot = (slot + 1) & (NSLOTS - 1);
+        slots[slot] = (uint16_t)(i + 1);
+    }
+    names[NCALLBACKS] = NULL;
+}
+
+static pthread_once_t index_once = PTHREAD_ONCE_INIT;
+
+const emily_callback_entry *emi_callback_find(const char *name) {
+    if (!name) return NULL;
+    pthread_once(&index_once, build_index);
+    uint32_t h = name_hash(name);
+    for (size_t slot = h & (NSLOTS - 1); slots[slot]; slot = (slot + 1) & (NSLOTS - 1)) {
+        size_t i = slots[slot] - 1u;
+        if (hashes[i] == h && strcmp(names[i], name) == 0) return &registry[i];
+    }
     return NULL;
 }
 
-bool emily_dispatch_supports(const char *callback) {
-    return callback && lookup(callback) != NULL;
+const emily_callback *emily_dispatch_find(const char *callback) {
+    const emily_callback_entry *e = emi_callback_find(callback);
+    return e ? &e->info : NULL;
 }
 
-static const char *callback_names[512];
-
-static void list_callbacks(void) {
-    size_t n = 0;
-    for (size_t f = 0; f < NFAMILIES; f++)
-        for (const emily_callback_entry *e = families[f]; e->name && n < 511; e++)
-            callback_names[n++] = e->name;
-    callback_names[n] = NULL;
-}
+bool emily_dispatch_supports(const char *callback) { return emi_callback_find(callback) != NULL; }
 
 const char *const *emily_dispatch_callbacks(void) {
-    static pthread_once_t once = PTHREAD_ONCE_INIT;
-    pthread_once(&once, list_callbacks); /* safe from any thread */
-    return callback_names;
+    pthread_once(&index_once, build_index);
+    return names;
+}
+
+/* Each class as a mask of dtypes (bit EMILY_<T>), from the dtype list. */
+#define DTYPE_BIT(ENUM, sfx, T) | (1u << EMILY_##ENUM)
+static const unsigned class_masks[] = {
+    [EMILY_DTYPES_ANY] = 0 EMI_DTYPES(DTYPE_BIT),
+    [EMILY_DTYPES_REAL] = 0 EMI_DTYPES_REAL(DTYPE_BIT),
+    [EMILY_DTYPES_INTEGER] = 0 EMI_DTYPES_INTEGER(DTYPE_BIT),
+};
+#undef DTYPE_BIT
+
+bool emily_dtype_class_has(emily_dtype_class c, emily_dtype dtype) {
+    if ((unsigned)c >= sizeof class_masks / sizeof *class_masks || !emily_dtype_valid(dtype)) return false;
+    return (class_masks[c] >> (unsigned)dtype) & 1u;
 }
 
 void emily_dispatch_result_release(emily_dispatch_result *r) {
@@ -89,23 +129,34 @@ emily_status emily_dispatch(const char *callback, emily_device device, const emi
     if (!result) return emily_error(EMILY_ERR_ARGUMENT, "dispatch: NULL result");
     result->n = 0;
     if (!callback) return emily_error(EMILY_ERR_ARGUMENT, "dispatch: NULL callback name");
-    emily_callback_fn fn = lookup(callback);
-    if (!fn) return emily_error(EMILY_ERR_UNSUPPORTED, "%s: unknown callback", callback);
-    emily_status s = emily_device_check(device);
-    if (s) return s;
-    return emi_dispatch_fn(fn, callback, device, out, args, nargs, mode, result);
+    const emily_callback_entry *e = emi_callback_find(callback);
+    if (!e) return emily_error(EMILY_ERR_UNSUPPORTED, "%s: unknown callback", callback);
+    return emily_dispatch_callback(&e->info, device, out, args, nargs, mode, result);
 }
 
-emily_status emi_dispatch_fn(emily_callback_fn fn, const char *callback, emily_device device,
-                               const emily_value *out, const emily_value *args, size_t nargs,
-                               emily_dispatch_mode mode, emily_dispatch_result *result) {
+emily_status emily_dispatch_callback(const emily_callback *cb, emily_device device,
+                                     const emily_value *out, const emily_value *args, size_t nargs,
+                                     emily_dispatch_mode mode, emily_dispatch_result *result) {
+    if (!result) return emily_error(EMILY_ERR_ARGUMENT, "dispatch: NULL result");
+    result->n = 0;
+    if (!cb) return emily_error(EMILY_ERR_ARGUMENT, "dispatch: NULL callback");
+    emily_status s = emily_device_check(device);
+    if (s) return s;
+    /* info is an entry's first member (emily_dispatch_find hands it out) */
+    return emi_dispatch_entry((const emily_callback_entry *)cb, device, out, args, nargs, mode, result);
+}
+
+emily_status emi_dispatch_entry(const emily_callback_entry *entry, emily_device device,
+                                const emily_value *out, const emily_value *args, size_t nargs,
+                                emily_dispatch_mode mode, emily_dispatch_result *result) {
+    const char *callback = entry->info.name;
     result->n = 0;
     if (!out || (out->kind != EMILY_V_TEMPLATE && out->kind != EMILY_V_LIST && out->kind != EMILY_V_TUPLE))
         return emily_error(EMILY_ERR_ARGUMENT, "%s: the output template is missing", callback);
     if (nargs && !args) return emily_error(EMILY_ERR_ARGUMENT, "%s: NULL arguments", callback);
-    emily_call c = {.name = callback, .device = device, .out = out, .args = args, .nargs = nargs,
-                    .mode = mode, .result = result, .arena = NULL};
-    emily_status s = fn(&c);
+    emily_call c = {.name = callback, .op = entry->op, .device = device, .out = out, .args = args,
+                    .nargs = nargs, .mode = mode, .result = result, .arena = NULL};
+    emily_status s = entry->fn(&c);
     if (!s && mode == EMILY_DISPATCH_RUN) s = check_against_template(&c);
     emi_call_arena_free(&c);
     if (s) emily_dispatch_result_release(result);

@@ -223,7 +223,7 @@ static emily_status run_kernel(const emily_engine *e, emily_binary_op op, const 
                                const emily_tensor *b, int rank, const int64_t *shape,
                                emily_tensor **out) {
     const char *name = op_names[op];
-    if (!e->binary) {
+    if (!emi_engine_supports(e, EMI_KERNEL_BINARY, op, a->dtype)) {
         return emily_error(EMILY_ERR_UNSUPPORTED, "%s: not implemented on the %s device", name,
                            e->name);
     }
@@ -232,7 +232,7 @@ static emily_status run_kernel(const emily_engine *e, emily_binary_op op, const 
     if (!s) s = view_as(b, rank, shape, &bv);
     if (!s) s = emi_empty_like_device(a, is_pred_cat(cat_of(op)) ? EMILY_U8 : a->dtype, rank,
                                         shape, &dst);
-    if (!s) s = e->binary(op, dst, av, bv);
+    if (!s) s = e->elementwise->binary(op, dst, av, bv);
     emily_tensor_release(av);
     emily_tensor_release(bv);
     if (s) {

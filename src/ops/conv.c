@@ -308,7 +308,7 @@ emily_status emily_conv(const emily_tensor *input, const emily_tensor *kernel,
     }
     if (final->size) {
         if ((s = emi_tensor_view(final, rr, shape, strides, 0, &fview))) goto done;
-        s = e->copy(fview, res);
+        s = e->copy->copy(fview, res);
     }
 
 done:

@@ -15,14 +15,14 @@ emily_status emily_as_type(const emily_tensor *t, emily_dtype dtype, emily_tenso
     }
     const emily_engine *e;
     if ((s = emi_check_same_device("as_type", 1, &t, &e))) return s;
-    if (!e->convert) {
+    if (!e->supports(e, EMI_KERNEL_CONVERT, 0, (const emily_dtype[]){dtype, t->dtype}, 2)) {
         char dev[32];
         emily_device_format(t->buffer->device, dev, sizeof dev);
         return emily_error(EMILY_ERR_UNSUPPORTED, "as_type: not available on device %s", dev);
     }
     emily_tensor *r;
     if ((s = emi_empty_like_device(t, dtype, t->rank, t->shape, &r))) return s;
-    if ((s = e->convert(r, t))) {
+    if ((s = e->copy->convert(r, t))) {
         emily_tensor_release(r);
         return s;
     }

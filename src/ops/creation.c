@@ -32,10 +32,10 @@ emily_status emily_constant(emily_device device, emily_dtype dtype, int rank,
     if (value.kind != EMILY_SCALAR_INT && value.kind != EMILY_SCALAR_UINT &&
         value.kind != EMILY_SCALAR_FLOAT && value.kind != EMILY_SCALAR_COMPLEX)
         return emily_error(EMILY_ERR_ARGUMENT, "constant: invalid scalar kind %d", (int)value.kind);
-    if (!e->fill) return unsupported("constant", device);
+    if (!emi_engine_supports(e, EMI_KERNEL_FILL, 0, dtype)) return unsupported("constant", device);
     emily_tensor *t;
     if ((s = emily_empty(device, dtype, rank, shape, &t))) return s;
-    if ((s = e->fill(t, &value))) {
+    if ((s = e->creation->fill(t, &value))) {
         emily_tensor_release(t);
         return s;
     }
@@ -52,10 +52,10 @@ emily_status emily_iota(emily_device device, emily_dtype dtype, int rank, const 
     if (axis >= rank)
         return emily_error(EMILY_ERR_AXIS, "iota: axis %d out of range for a shape of rank %d",
                            axis, rank);
-    if (!e->iota) return unsupported("iota", device);
+    if (!emi_engine_supports(e, EMI_KERNEL_IOTA, 0, dtype)) return unsupported("iota", device);
     emily_tensor *t;
     if ((s = emily_empty(device, dtype, rank, shape, &t))) return s;
-    if ((s = e->iota(t, axis < 0 ? -1 : axis))) {
+    if ((s = e->creation->iota(t, axis < 0 ? -1 : axis))) {
         emily_tensor_release(t);
         return s;
     }
@@ -74,10 +74,10 @@ emily_status emily_eye(emily_device device, emily_dtype dtype, int rank, const i
         return emily_error(EMILY_ERR_SHAPE, "eye: expects a shape with at least 2 dimensions, got %s",
                            emi_shape_str(rank, shape, buf, sizeof buf));
     }
-    if (!e->eye) return unsupported("eye", device);
+    if (!emi_engine_supports(e, EMI_KERNEL_EYE, 0, dtype)) return unsupported("eye", device);
     emily_tensor *t;
     if ((s = emily_empty(device, dtype, rank, shape, &t))) return s;
-    if ((s = e->eye(t))) {
+    if ((s = e->creation->eye(t))) {
         emily_tensor_release(t);
         return s;
     }

@@ -1,10 +1,10 @@
 /* Cumulative family: cumulative_sum, _product, _max, _min.
  *
  * Checks axis and types, makes the input contiguous when it is not, and
- * runs the device's scan kernel (src/ops/cumulative_kernels.h) over the
+ * runs the device's scan kernel (src/core/kernels.h) over the
  * [outer, n, inner] layout around the axis. */
 #include "ops/common.h"
-#include "ops/cumulative_kernels.h"
+#include "core/kernels.h"
 
 static const char *cum_name(emily_cumulative_op op) {
     switch (op) {
@@ -37,7 +37,7 @@ emily_status emily_cumulative(emily_cumulative_op op, const emily_tensor *t, int
     } else if ((s = emi_norm_axis(name, axis, t->rank, &ax))) {
         return s;
     }
-    if (!e->cumulative || !e->cumulative->scan)
+    if (!emi_engine_supports(e, EMI_KERNEL_SCAN, op, t->dtype))
         return emily_error(EMILY_ERR_UNSUPPORTED, "%s: not implemented on the %s device", name, e->name);
     int64_t outer = 1, inner = 1, n = t->rank ? t->shape[ax] : 1;
     for (int d = 0; d < ax; d++) outer *= t->shape[d];

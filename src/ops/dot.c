@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ops/common.h"
-#include "ops/dot_kernels.h"
+#include "core/kernels.h"
 
 /* ---- precision setting ------------------------------------------------- */
 
@@ -250,7 +250,7 @@ emily_status emily_dot(const emily_tensor *a, int ncontract_a, const int *contra
     if ((s = gemm_view(b, ob, nb, nc, nfree_b, &b3))) goto done;
     int64_t dshape[3] = {a3->shape[0], a3->shape[1], b3->shape[2]};
     if ((s = emi_tensor_view(res, 3, dshape, NULL, 0, &d3))) goto done;
-    if (!e->dot || !e->dot->gemm) {
+    if (!e->supports(e, EMI_KERNEL_GEMM, 0, (const emily_dtype[]){dt, a->dtype, b->dtype}, 3)) {
         s = emily_error(EMILY_ERR_UNSUPPORTED, "dot: not available on the %s device", e->name);
         goto done;
     }

@@ -1,12 +1,12 @@
 /* FFTs: Nx semantics (Nx.fft/ifft/fft2/ifft2/rfft/irfft) on top of the
- * one-axis kernel of src/ops/fft_kernels.h.
+ * one-axis kernel of src/core/kernels.h.
  *
  * The kernel reads f32, f64, c64 and c128 lines directly; other inputs
  * (integers, f16, bf16) are converted to f64 first, which is exact for
  * every value the reference would see exactly (it computes in double). */
 #include <stdlib.h>
 #include "ops/common.h"
-#include "ops/fft_kernels.h"
+#include "core/kernels.h"
 
 typedef enum fft_kind { KIND_FFT, KIND_IFFT, KIND_RFFT, KIND_IRFFT } fft_kind;
 
@@ -45,7 +45,7 @@ static emily_status fft_axis(fft_kind kind, const emily_tensor *t, int64_t lengt
         return emily_error(EMILY_ERR_ARGUMENT, "%s: length %lld is too large", op, (long long)n);
     const emily_engine *e;
     if ((s = emi_check_same_device(op, 1, &t, &e))) return s;
-    if (!e->fft || !e->fft->fft) {
+    if (!emi_engine_supports(e, EMI_KERNEL_FFT, 0, t->dtype)) {
         char dev[32];
         emily_device_format(t->buffer->device, dev, sizeof dev);
         return emily_error(EMILY_ERR_UNSUPPORTED, "%s: not available on device %s", op, dev);

@@ -3,15 +3,16 @@
  * Each op checks shapes, axes and types like Nx does, infers the output,
  * makes the inputs contiguous (a new reference when they already are)
  * and calls one kernel of the device's index table. Index values are
- * checked by the kernels, which see the data (see index_kernels.h). */
+ * checked by the kernels, which see the data (see src/core/kernels.h). */
 #include <stdlib.h>
 #include <string.h>
 #include "ops/common.h"
-#include "ops/index_kernels.h"
+#include "core/kernels.h"
 
-static emily_status index_table(const char *op, const emily_engine *e,
-                                const struct emily_index_kernels **k) {
-    if (!e->index)
+/* The device's index table, when it has `kernel` for t's type. */
+static emily_status index_table(const char *op, const emily_engine *e, emi_kernel kernel,
+                                const emily_tensor *t, const struct emily_index_kernels **k) {
+    if (!emi_engine_supports(e, kernel, 0, t->dtype))
         return emily_error(EMILY_ERR_UNSUPPORTED, "%s: not implemented on the %s device", op, e->name);
     *k = e->index;
     return EMILY_OK;
@@ -60,9 +61,7 @@ emily_status emily_take(const emily_tensor *t, const emily_tensor *indices, int 
     int ax;
     if ((s = emi_norm_axis(op, axis, t->rank, &ax))) return s;
     const struct emily_index_kernels *k = NULL;
-    if ((s = index_table(op, e, &k))) return s;
-    if (!k->take)
-        return emily_error(EMILY_ERR_UNSUPPORTED, "%s: not implemented on the %s device", op, e->name);
+    if ((s = index_table(op, e, EMI_KERNEL_TAKE, t, &k))) return s;
 
     int rank = t->rank - 1 + indices->rank;
     int64_t *shape = malloc(sizeof(int64_t) * ((size_t)rank + 1));
@@ -117,9 +116,7 @@ emily_status emily_take_along_axis(const emily_tensor *t, const emily_tensor *in
                                "%s: indices %s must match the tensor %s on every axis but %d", op,
                                EMILY_SHAPE_STR(indices), EMILY_SHAPE_STR(t), ax);
     const struct emily_index_kernels *k = NULL;
-    if ((s = index_table(op, e, &k))) return s;
-    if (!k->take_along_axis)
-        return emily_error(EMILY_ERR_UNSUPPORTED, "%s: not implemented on the %s device", op, e->name);
+    if ((s = index_table(op, e, EMI_KERNEL_TAKE_ALONG_AXIS, t, &k))) return s;
     emily_tensor *o;
     if ((s = emi_empty_like_device(t, t->dtype, indices->rank, indices->shape, &o))) return s;
     if (indices->size > 0) {
@@ -199,11 +196,7 @@ emily_status emily_gather(const emily_tensor *t, const emily_tensor *indices, in
     }
     if ((s = index_axes(op, t, naxes, axes, last, norm, mask))) goto done;
     const struct emily_index_kernels *k = NULL;
-    if ((s = index_table(op, e, &k))) goto done;
-    if (!k->gather) {
-        s = emily_error(EMILY_ERR_UNSUPPORTED, "%s: not implemented on the %s device", op, e->name);
-        goto done;
-    }
+    if ((s = index_table(op, e, EMI_KERNEL_GATHER, t, &k))) goto done;
     int rank = 0;
     for (int i = 0; i < indices->rank - 1; i++) shape[rank++] = indices->shape[i];
     for (int i = 0; i < t->rank; i++)
@@ -293,14 +286,10 @@ static emily_status indexed(emily_indexed_op iop, const emily_tensor *target,
         u++;
     }
     const struct emily_index_kernels *k = NULL;
-    if ((s = index_table(op, e, &k))) goto done;
-    if (!k->indexed) {
-        s = emily_error(EMILY_ERR_UNSUPPORTED, "%s: not implemented on the %s device", op, e->name);
-        goto done;
-    }
+    if ((s = index_table(op, e, EMI_KERNEL_INDEXED, target, &k))) goto done;
     if ((s = emi_empty_like_device(target, dt, target->rank, target->shape, &o))) goto done;
     if (o->size > 0) {
-        s = dt == target->dtype ? e->copy(o, target) : e->convert(o, target);
+        s = dt == target->dtype ? e->copy->copy(o, target) : e->copy->convert(o, target);
         if (s) goto done;
     }
     if (indices->shape[0] > 0) {

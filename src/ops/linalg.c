@@ -1,6 +1,6 @@
 /* Linear algebra: Nx.LinAlg semantics (validation, output types and
  * shapes as Nx.Shape and Nx.LinAlg decide them) on top of the linalg
- * kernel table (src/ops/linalg_kernels.h).
+ * kernel table (src/core/kernels.h).
  *
  * Kernels work on contiguous "wide" copies (f64, or c128 for complex
  * problems) and return wide results that are rounded here to the output
@@ -10,30 +10,28 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ops/common.h"
-#include "ops/linalg_kernels.h"
+#include "core/kernels.h"
 
 static emily_dtype wide_of(emily_dtype t) {
     return emily_dtype_is_complex(t) ? EMILY_C128 : EMILY_F64;
-}
-
-static emily_status get_kernels(const char *op, int n, const emily_tensor *const *ts,
-                                const struct emily_linalg_kernels **k) {
-    const emily_engine *e;
-    emily_status s = emi_check_same_device(op, n, ts, &e);
-    if (s) return s;
-    if (!e->linalg) {
-        char dev[32];
-        emily_device_format(ts[0]->buffer->device, dev, sizeof dev);
-        return emily_error(EMILY_ERR_UNSUPPORTED, "%s: not available on device %s", op, dev);
-    }
-    *k = e->linalg;
-    return EMILY_OK;
 }
 
 static emily_status unsupported(const char *op, const emily_tensor *t) {
     char dev[32];
     emily_device_format(t->buffer->device, dev, sizeof dev);
     return emily_error(EMILY_ERR_UNSUPPORTED, "%s: not available on device %s", op, dev);
+}
+
+/* The inputs' engine and its linalg table, when it has `kernel` for the
+ * first input's type. */
+static emily_status get_kernels(const char *op, int n, const emily_tensor *const *ts,
+                                emi_kernel kernel, const emily_engine **e,
+                                const struct emily_linalg_kernels **k) {
+    emily_status s = emi_check_same_device(op, n, ts, e);
+    if (s) return s;
+    if (!emi_engine_supports(*e, kernel, 0, ts[0]->dtype)) return unsupported(op, ts[0]);
+    *k = (*e)->linalg;
+    return EMILY_OK;
 }
 
 /* A contiguous copy of t in type dt (a new reference). */
@@ -145,9 +143,9 @@ emily_status emily_lu_opts(const emily_tensor *a, double eps, emily_linalg_metho
     if (method == EMILY_LINALG_REFERENCE_NX07 && !(eps >= 0))
         return emily_error(EMILY_ERR_ARGUMENT, "%s: eps must be a non-negative number, got %g", op, eps);
     bool nx07 = method == EMILY_LINALG_REFERENCE_NX07;
+    const emily_engine *e;
     const struct emily_linalg_kernels *k;
-    if ((s = get_kernels(op, 1, &a, &k))) return s;
-    if (!(nx07 ? k->lu_nx07 != NULL : k->lu != NULL)) return unsupported(op, a);
+    if ((s = get_kernels(op, 1, &a, nx07 ? EMI_KERNEL_LU_NX07 : EMI_KERNEL_LU, &e, &k))) return s;
     emily_dtype t = emily_type_to_floating(a->dtype), w = wide_of(t);
     emily_tensor *at = NULL, *aw = NULL, *pw = NULL, *lw = NULL, *uw = NULL;
     /* Nx 0.8+'s LU computes in the float type; Nx 0.7's reads the input's
@@ -174,9 +172,9 @@ emily_status emily_cholesky(const emily_tensor *a, emily_tensor **out) {
     emily_status s;
     if ((s = emi_check_out(op, out))) return s;
     if ((s = emi_check_tensor(op, "tensor", a)) || (s = check_matrix(op, a, true))) return s;
+    const emily_engine *e;
     const struct emily_linalg_kernels *k;
-    if ((s = get_kernels(op, 1, &a, &k))) return s;
-    if (!k->cholesky) return unsupported(op, a);
+    if ((s = get_kernels(op, 1, &a, EMI_KERNEL_CHOLESKY, &e, &k))) return s;
     emily_dtype t = emily_type_to_floating(a->dtype), w = wide_of(t);
     /* Nx's algorithm reads `a` in its own type (no cast to t first). */
     emily_tensor *aw, *lw;
@@ -240,9 +238,9 @@ emily_status emily_triangular_solve(const emily_tensor *a, const emily_tensor *b
     bool b_vector;
     if ((s = solve_shapes(op, a, b, left_side, &b_vector))) return s;
     const emily_tensor *ts[2] = {a, b};
+    const emily_engine *e;
     const struct emily_linalg_kernels *k;
-    if ((s = get_kernels(op, 2, ts, &k))) return s;
-    if (!k->triangular_solve) return unsupported(op, a);
+    if ((s = get_kernels(op, 2, ts, EMI_KERNEL_TRIANGULAR_SOLVE, &e, &k))) return s;
     emily_dtype t = emily_type_to_floating(emily_type_merge(a->dtype, b->dtype)), w = wide_of(t);
     emily_tensor *aw = NULL, *bw = NULL, *xw = NULL;
     if ((s = to_wide(a, w, &aw))) return s;
@@ -335,13 +333,17 @@ emily_status emily_solve_opts(const emily_tensor *a, const emily_tensor *b,
     bool b_vector;
     if ((s = solve_shapes(op, a, b, true, &b_vector))) return s;
     const emily_tensor *ts[2] = {a, b};
+    const emily_engine *e;
     const struct emily_linalg_kernels *k;
-    if ((s = get_kernels(op, 2, ts, &k))) return s;
+    /* (the composition runs lu and triangular_solve: a device without lu
+     * has no solve) */
+    if ((s = get_kernels(op, 2, ts, EMI_KERNEL_LU, &e, &k))) return s;
     emily_dtype merged = emily_type_merge(a->dtype, b->dtype);
     emily_dtype t = emily_type_to_floating(merged);
     if (method == EMILY_LINALG_REFERENCE_NX07) return solve_nx07(a, b, b_vector, t, out);
-    if (k->solve && a->dtype == EMILY_F64 && b->dtype == EMILY_F64 &&
-        emily_dot_get_precision() == EMILY_DOT_PRECISION_HIGHEST) {
+    if (a->dtype == EMILY_F64 && b->dtype == EMILY_F64 &&
+        emily_dot_get_precision() == EMILY_DOT_PRECISION_HIGHEST &&
+        emi_engine_supports(e, EMI_KERNEL_SOLVE, 0, EMILY_F64)) {
         /* the device computes the whole composition in one kernel */
         emily_tensor *ac = NULL, *bc = NULL, *x = NULL;
         if (!(s = emily_contiguous(a, &ac)) && !(s = emily_contiguous(b, &bc)) &&
@@ -391,13 +393,14 @@ emily_status emily_determinant_opts(const emily_tensor *a, emily_linalg_method m
         return emily_error(EMILY_ERR_SHAPE,
                            "%s: expects a square matrix or a batch of square matrices, got shape %s",
                            op, EMILY_SHAPE_STR(a));
+    const emily_engine *e;
     const struct emily_linalg_kernels *k;
-    if ((s = get_kernels(op, 1, &a, &k))) return s;
-    if (!k->determinant) return unsupported(op, a);
+    if ((s = get_kernels(op, 1, &a, EMI_KERNEL_DETERMINANT, &e, &k))) return s;
     emily_dtype t = emily_type_to_floating(a->dtype), w = wide_of(t);
     /* Nx 0.7's 2x2 and 3x3 determinants are the explicit products too */
     bool nx07 = method == EMILY_LINALG_REFERENCE_NX07 && a->shape[a->rank - 1] >= 4;
-    if (nx07 && !k->determinant_nx07) return unsupported(op, a);
+    if (nx07 && !emi_engine_supports(e, EMI_KERNEL_DETERMINANT_NX07, 0, a->dtype))
+        return unsupported(op, a);
     emily_tensor *ac, *dw;
     if ((s = nx07 ? to_wide(a, w, &ac) : emily_contiguous(a, &ac))) return s;
     if (!(s = emi_empty_like_device(a, w, a->rank - 2, a->shape, &dw))) {
@@ -415,8 +418,8 @@ emily_status emily_determinant_opts(const emily_tensor *a, emily_linalg_method m
  * finite: LAPACK's iterations are not defined on NaN or infinity, while
  * the reference algorithm propagates them the way Nx does. (Only host
  * engines have LAPACK kernels, so aw is in host memory here.) */
-static bool use_lapack(emily_linalg_method method, const void *kernel, const emily_tensor *aw) {
-    if (method != EMILY_LINALG_LAPACK || !kernel) return false;
+static bool use_lapack(emily_linalg_method method, bool have_kernel, const emily_tensor *aw) {
+    if (method != EMILY_LINALG_LAPACK || !have_kernel) return false;
     const double *x = emily_tensor_base(aw);
     int64_t count = emily_tensor_size(aw) * (emily_dtype_is_complex(aw->dtype) ? 2 : 1);
     for (int64_t i = 0; i < count; i++)
@@ -441,10 +444,10 @@ emily_status emily_qr_opts(const emily_tensor *a, emily_qr_mode mode, double eps
         return emily_error(EMILY_ERR_ARGUMENT, "%s: invalid mode %d, expected reduced or complete",
                            op, (int)mode);
     if ((s = check_method(op, method))) return s;
+    const emily_engine *e;
     const struct emily_linalg_kernels *k;
-    if ((s = get_kernels(op, 1, &a, &k))) return s;
-    if (!(method == EMILY_LINALG_REFERENCE_NX07 ? k->qr_nx07 != NULL : k->qr != NULL))
-        return unsupported(op, a);
+    emi_kernel kernel = method == EMILY_LINALG_REFERENCE_NX07 ? EMI_KERNEL_QR_NX07 : EMI_KERNEL_QR;
+    if ((s = get_kernels(op, 1, &a, kernel, &e, &k))) return s;
     bool complete = mode == EMILY_QR_COMPLETE;
     int64_t m = a->shape[a->rank - 2], n = a->shape[a->rank - 1], kk = m < n ? m : n;
     emily_dtype t = emily_type_to_floating(a->dtype), w = wide_of(t);
@@ -459,8 +462,9 @@ emily_status emily_qr_opts(const emily_tensor *a, emily_qr_mode mode, double eps
         !(s = emi_empty_like_device(a, w, rrank, rshape, &rw)))
         s = all_empty(2, (emily_tensor *[]){qw, rw}) ? EMILY_OK
             : (method == EMILY_LINALG_REFERENCE_NX07 ? k->qr_nx07
-               : use_lapack(method, k->qr_lapack, aw) ? k->qr_lapack
-                                                      : k->qr)(qw, rw, aw, complete, eps, t);
+               : use_lapack(method, emi_engine_supports(e, EMI_KERNEL_QR_LAPACK, 0, w), aw)
+                   ? k->qr_lapack
+                   : k->qr)(qw, rw, aw, complete, eps, t);
     emily_tensor_release(aw);
     return finish_all(s, 2, (emily_tensor *[]){qw, rw}, (emily_dtype[]){t, t},
                       (emily_tensor **const[]){q, r});
@@ -489,10 +493,10 @@ emily_status emily_svd_opts(const emily_tensor *a, bool full_matrices, int64_t m
         return emily_error(EMILY_ERR_TYPE,
                            "%s: complex tensors are not supported (Nx.LinAlg.svd/2 rejects them), got %s",
                            op, emily_dtype_name(a->dtype));
+    const emily_engine *e;
     const struct emily_linalg_kernels *k;
-    if ((s = get_kernels(op, 1, &a, &k))) return s;
-    if (!(method == EMILY_LINALG_REFERENCE_NX07 ? k->svd_nx07 != NULL : k->svd != NULL))
-        return unsupported(op, a);
+    emi_kernel kernel = method == EMILY_LINALG_REFERENCE_NX07 ? EMI_KERNEL_SVD_NX07 : EMI_KERNEL_SVD;
+    if ((s = get_kernels(op, 1, &a, kernel, &e, &k))) return s;
     int64_t m = a->shape[a->rank - 2], n = a->shape[a->rank - 1], kk = m < n ? m : n;
     emily_dtype t = emily_type_to_floating(a->dtype);
     int64_t ud[2] = {m, full_matrices ? m : kk}, vd[2] = {full_matrices ? n : kk, n}, sd[1] = {kk};
@@ -508,8 +512,9 @@ emily_status emily_svd_opts(const emily_tensor *a, bool full_matrices, int64_t m
         !(s = emi_empty_like_device(a, EMILY_F64, vrank, vshape, &vw)))
         s = all_empty(3, (emily_tensor *[]){uw, sw, vw}) ? EMILY_OK
             : (method == EMILY_LINALG_REFERENCE_NX07 ? k->svd_nx07
-               : use_lapack(method, k->svd_lapack, aw) ? k->svd_lapack
-                                                        : k->svd)(
+               : use_lapack(method, emi_engine_supports(e, EMI_KERNEL_SVD_LAPACK, 0, EMILY_F64), aw)
+                   ? k->svd_lapack
+                   : k->svd)(
                   uw, sw, vw, aw, full_matrices, max_iter, t, emily_dtype_is_integer(a->dtype));
     emily_tensor_release(aw);
     return finish_all(s, 3, (emily_tensor *[]){uw, sw, vw}, (emily_dtype[]){t, t, t},
@@ -534,10 +539,10 @@ emily_status emily_eigh_opts(const emily_tensor *a, double eps, int64_t max_iter
     if (max_iter < 0)
         return emily_error(EMILY_ERR_ARGUMENT, "%s: max_iter must be non-negative, got %lld", op,
                            (long long)max_iter);
-    const struct emily_linalg_kernels *k;
-    if ((s = get_kernels(op, 1, &a, &k))) return s;
     bool nx07 = method == EMILY_LINALG_REFERENCE_NX07;
-    if (!(nx07 ? k->eigh_nx07 != NULL : k->eigh != NULL)) return unsupported(op, a);
+    const emily_engine *e;
+    const struct emily_linalg_kernels *k;
+    if ((s = get_kernels(op, 1, &a, nx07 ? EMI_KERNEL_EIGH_NX07 : EMI_KERNEL_EIGH, &e, &k))) return s;
     emily_dtype t = emily_type_to_floating(a->dtype), w = wide_of(t);
     emily_tensor *aw, *ww = NULL, *vw = NULL;
     if ((s = to_wide(a, w, &aw))) return s;
@@ -545,8 +550,9 @@ emily_status emily_eigh_opts(const emily_tensor *a, double eps, int64_t max_iter
         !(s = emi_empty_like_device(a, w, a->rank, a->shape, &vw)))
         s = all_empty(2, (emily_tensor *[]){ww, vw}) ? EMILY_OK
             : nx07 ? k->eigh_nx07(ww, vw, aw, eps, max_iter)
-                   : (use_lapack(method, k->eigh_lapack, aw) ? k->eigh_lapack
-                                                             : k->eigh)(ww, vw, aw, eps, max_iter, t);
+                   : (use_lapack(method, emi_engine_supports(e, EMI_KERNEL_EIGH_LAPACK, 0, w), aw)
+                          ? k->eigh_lapack
+                          : k->eigh)(ww, vw, aw, eps, max_iter, t);
     emily_tensor_release(aw);
     return finish_all(s, 2, (emily_tensor *[]){ww, vw}, (emily_dtype[]){t, t},
                       (emily_tensor **const[]){eigenvalues, eigenvectors});

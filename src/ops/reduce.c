@@ -111,8 +111,9 @@ emily_status emily_reduce(emily_reduce_op rop, const emily_tensor *t, int naxes,
     }
     if (!s) s = emi_empty_like_device(t, dt, t->rank, shape, &full);
     if (!s && full->size > 0) {
-        if (!e->reduce) s = emily_error(EMILY_ERR_UNSUPPORTED, "%s: not available on the %s engine", op, e->name);
-        else s = e->reduce(rop, full, src, mask);
+        if (!emi_engine_supports(e, EMI_KERNEL_REDUCE, rop, src->dtype))
+            s = emily_error(EMILY_ERR_UNSUPPORTED, "%s: not available on the %s engine", op, e->name);
+        else s = e->reduce->reduce(rop, full, src, mask);
     }
     emily_tensor_release(src);
     if (!s) s = drop_axes(full, mask, keep_axes, out);
@@ -163,8 +164,9 @@ emily_status emily_argreduce(emily_arg_op aop, const emily_tensor *t, int axis, 
                         op, axis < 0 ? "tensor" : "axis", EMILY_SHAPE_STR(t));
     if (!s) s = emi_empty_like_device(t, dt, r, shape, &full);
     if (!s && full->size > 0) {
-        if (!e->argreduce) s = emily_error(EMILY_ERR_UNSUPPORTED, "%s: not available on the %s engine", op, e->name);
-        else s = e->argreduce(aop, full, t, axis, tie_break_high);
+        if (!emi_engine_supports(e, EMI_KERNEL_ARGREDUCE, aop, t->dtype))
+            s = emily_error(EMILY_ERR_UNSUPPORTED, "%s: not available on the %s engine", op, e->name);
+        else s = e->reduce->argreduce(aop, full, t, axis, tie_break_high);
     }
     if (!s) s = drop_axes(full, mask, keep_axis || axis < 0, out);
     else emily_tensor_release(full);
@@ -195,8 +197,9 @@ emily_status emily_all_close(const emily_tensor *a, const emily_tensor *b, doubl
     if (!s) s = emi_broadcast_view(bc, rank, shape, &bv);
     if (!s) s = emi_empty_like_device(a, EMILY_U8, 0, NULL, &res);
     if (!s) {
-        if (!e->all_close) s = emily_error(EMILY_ERR_UNSUPPORTED, "all_close: not available on the %s engine", e->name);
-        else s = e->all_close(res, av, bv, rtol, atol, equal_nan);
+        if (!emi_engine_supports(e, EMI_KERNEL_ALL_CLOSE, 0, dt))
+            s = emily_error(EMILY_ERR_UNSUPPORTED, "all_close: not available on the %s engine", e->name);
+        else s = e->reduce->all_close(res, av, bv, rtol, atol, equal_nan);
     }
     emily_tensor_release(ac);
     emily_tensor_release(bc);

@@ -62,7 +62,7 @@ static emily_status pred_for_kernel(const emily_tensor *pred, emily_tensor **out
 static emily_status select_with(const emily_engine *e, const emily_tensor *pred,
                                 const emily_tensor *on_true, const emily_tensor *on_false,
                                 emily_dtype o, int rank, const int64_t *shape, emily_tensor **out) {
-    if (!e->select)
+    if (!emi_engine_supports(e, EMI_KERNEL_SELECT, 0, o))
         return emily_error(EMILY_ERR_UNSUPPORTED, "select: not implemented on the %s device", e->name);
     emily_tensor *p = NULL, *t = NULL, *f = NULL, *pv = NULL, *tv = NULL, *fv = NULL, *dst = NULL;
     emily_status s = pred_for_kernel(pred, &p);
@@ -72,7 +72,7 @@ static emily_status select_with(const emily_engine *e, const emily_tensor *pred,
     if (!s) s = view_as(t, rank, shape, &tv);
     if (!s) s = view_as(f, rank, shape, &fv);
     if (!s) s = emi_empty_like_device(on_true, o, rank, shape, &dst);
-    if (!s) s = e->select(dst, pv, tv, fv);
+    if (!s) s = e->elementwise->select(dst, pv, tv, fv);
     emily_tensor_release(p);
     emily_tensor_release(t);
     emily_tensor_release(f);

@@ -11,8 +11,8 @@
 static emily_status copy_into(const emily_engine *e, emily_tensor *dst, const emily_tensor *src,
                               const char *op) {
     if (dst->size == 0) return EMILY_OK;
-    if (!e->copy) return emily_error(EMILY_ERR_UNSUPPORTED, "%s: the %s engine has no copy kernel", op, e->name);
-    return e->copy(dst, src);
+    if (!emi_engine_supports(e, EMI_KERNEL_COPY, 0, src->dtype)) return emily_error(EMILY_ERR_UNSUPPORTED, "%s: the %s engine has no copy kernel", op, e->name);
+    return e->copy->copy(dst, src);
 }
 
 /* ---- pad ---------------------------------------------------------------- */

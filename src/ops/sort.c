@@ -1,16 +1,17 @@
 /* Sort family: sort, argsort, top_k.
  *
  * Checks axis, types and k like Nx, allocates the outputs and runs the
- * device's sort kernels (src/ops/sort_kernels.h), which take any strides.
+ * device's sort kernels (src/core/kernels.h), which take any strides.
  * A rank-0 tensor is sorted as a one-element row. */
 #include <stdlib.h>
 #include <string.h>
 #include "ops/common.h"
-#include "ops/sort_kernels.h"
+#include "core/kernels.h"
 
-static emily_status sort_table(const char *op, const emily_engine *e,
-                               const struct emily_sort_kernels **k) {
-    if (!e->sort)
+/* The device's sort table, when it has `kernel` for t's type. */
+static emily_status sort_table(const char *op, const emily_engine *e, emi_kernel kernel,
+                               const emily_tensor *t, const struct emily_sort_kernels **k) {
+    if (!emi_engine_supports(e, kernel, 0, t->dtype))
         return emily_error(EMILY_ERR_UNSUPPORTED, "%s: not implemented on the %s device", op, e->name);
     *k = e->sort;
     return EMILY_OK;
@@ -30,7 +31,7 @@ static emily_status check_direction(const char *op, emily_sort_direction d) {
 }
 
 /* Common checks of sort and argsort; *ax is the normalized axis. */
-static emily_status sort_prologue(const char *op, const emily_tensor *t, int axis,
+static emily_status sort_prologue(const char *op, emi_kernel kernel, const emily_tensor *t, int axis,
                                   emily_sort_direction d, emily_tensor **out,
                                   const struct emily_sort_kernels **k, int *ax) {
     emily_status s;
@@ -47,7 +48,7 @@ static emily_status sort_prologue(const char *op, const emily_tensor *t, int axi
     } else if ((s = emi_norm_axis(op, axis, t->rank, ax))) {
         return s;
     }
-    return sort_table(op, e, k);
+    return sort_table(op, e, kernel, t, k);
 }
 
 /* Rank-1 views of a rank-0 input and output, so kernels see one row. */
@@ -80,10 +81,8 @@ emily_status emily_sort(const emily_tensor *t, int axis, emily_sort_direction di
     const char *op = "sort";
     const struct emily_sort_kernels *k = NULL;
     int ax;
-    emily_status s = sort_prologue(op, t, axis, direction, out, &k, &ax);
+    emily_status s = sort_prologue(op, EMI_KERNEL_SORT, t, axis, direction, out, &k, &ax);
     if (s) return s;
-    if (!k->sort)
-        return emily_error(EMILY_ERR_UNSUPPORTED, "%s: not implemented on this device", op);
     emily_tensor *o;
     if ((s = emi_empty_like_device(t, t->dtype, t->rank, t->shape, &o))) return s;
     if ((s = run_sort(k, 0, o, t, ax, direction == EMILY_SORT_DESC))) {
@@ -113,11 +112,9 @@ emily_status emily_argsort(const emily_tensor *t, int axis, emily_sort_direction
     const struct emily_sort_kernels *k = NULL;
     int ax;
     emily_dtype dt;
-    emily_status s = sort_prologue(op, t, axis, direction, out, &k, &ax);
+    emily_status s = sort_prologue(op, EMI_KERNEL_ARGSORT, t, axis, direction, out, &k, &ax);
     if (s) return s;
     if ((s = index_type(op, out_type, &dt))) return s;
-    if (!k->argsort)
-        return emily_error(EMILY_ERR_UNSUPPORTED, "%s: not implemented on this device", op);
     emily_tensor *o;
     if ((s = emi_empty_like_device(t, dt, t->rank, t->shape, &o))) return s;
     if ((s = run_sort(k, 1, o, t, ax, direction == EMILY_SORT_DESC))) {
@@ -149,8 +146,7 @@ emily_status emily_top_k(const emily_tensor *t, int64_t k, emily_dtype index_typ
     emily_dtype it;
     if ((s = index_type(op, index_type_, &it))) return s;
     const struct emily_sort_kernels *kt = NULL;
-    if ((s = sort_table(op, e, &kt))) return s;
-    if (!kt->top_k) return emily_error(EMILY_ERR_UNSUPPORTED, "%s: not implemented on this device", op);
+    if ((s = sort_table(op, e, EMI_KERNEL_TOP_K, t, &kt))) return s;
     int64_t *shape = malloc(sizeof(int64_t) * (size_t)t->rank);
     if (!shape) return emily_error(EMILY_ERR_MEMORY, "%s: out of host memory", op);
     memcpy(shape, t->shape, sizeof(int64_t) * (size_t)t->rank);

@@ -118,7 +118,7 @@ emily_status emily_unary(emily_unary_op op, const emily_tensor *t, emily_tensor 
     if ((is_float_math(op) || op == EMILY_PHASE) && integer) compute = EMILY_F64;
     if (op == EMILY_CONJUGATE && !cplx) compute = emily_type_to_real(out_type);
 
-    if (!e->unary) {
+    if (!emi_engine_supports(e, EMI_KERNEL_UNARY, op, compute)) {
         char dev[32];
         emily_device_format(t->buffer->device, dev, sizeof dev);
         return emily_error(EMILY_ERR_UNSUPPORTED, "%s: not available on device %s", name, dev);
@@ -126,7 +126,7 @@ emily_status emily_unary(emily_unary_op op, const emily_tensor *t, emily_tensor 
     emily_tensor *src = NULL, *r = NULL;
     if ((s = emi_convert_to(t, compute, &src))) return s;
     if ((s = emi_empty_like_device(t, out_type, t->rank, t->shape, &r))) goto fail;
-    if ((s = e->unary(op, r, src))) goto fail;
+    if ((s = e->elementwise->unary(op, r, src))) goto fail;
     emily_tensor_release(src);
     *out = r;
     return EMILY_OK;

@@ -2,11 +2,11 @@
  *
  * Checks ranks, window sizes, strides, dilations and padding like Nx's
  * Nx.Shape.pool, computes the output shape and runs the device's window
- * kernels (src/ops/window_kernels.h). */
+ * kernels (src/core/kernels.h). */
 #include <stdlib.h>
 #include <string.h>
 #include "ops/common.h"
-#include "ops/window_kernels.h"
+#include "core/kernels.h"
 
 #define WINDOW_MAX_RANK 64
 
@@ -73,9 +73,10 @@ static emily_status window_shape(const char *op, const emily_tensor *t, int rank
     return EMILY_OK;
 }
 
-static emily_status window_table(const char *op, const emily_engine *e,
-                                 const struct emily_window_kernels **k) {
-    if (!e->window)
+/* The device's window table, when it has `kernel` for `wop` on t's type. */
+static emily_status window_table(const char *op, const emily_engine *e, emi_kernel kernel, int wop,
+                                 const emily_tensor *t, const struct emily_window_kernels **k) {
+    if (!emi_engine_supports(e, kernel, wop, t->dtype))
         return emily_error(EMILY_ERR_UNSUPPORTED, "%s: not implemented on the %s device", op, e->name);
     *k = e->window;
     return EMILY_OK;
@@ -108,8 +109,7 @@ emily_status emily_window_reduce(emily_window_op op, const emily_tensor *t, int 
     int64_t shape[WINDOW_MAX_RANK], ones[WINDOW_MAX_RANK], zeros[WINDOW_MAX_RANK];
     if ((s = window_shape(name, t, rank, window, strides, pad_lo, pad_hi, dilations, shape))) return s;
     const struct emily_window_kernels *k = NULL;
-    if ((s = window_table(name, e, &k))) return s;
-    if (!k->reduce) return emily_error(EMILY_ERR_UNSUPPORTED, "%s: not implemented on the %s device", name, e->name);
+    if ((s = window_table(name, e, EMI_KERNEL_WINDOW_REDUCE, op, t, &k))) return s;
     emily_tensor *o;
     if ((s = emi_empty_like_device(t, t->dtype, rank, shape, &o))) return s;
     if (o->size > 0)
@@ -183,8 +183,7 @@ static emily_status window_scatter(bool is_max, const emily_tensor *t, const emi
                            EMILY_SHAPE_STR(t));
     emily_dtype ot = emily_type_merge(source->dtype, init->dtype);
     const struct emily_window_kernels *k = NULL;
-    if ((s = window_table(name, e, &k))) return s;
-    if (!k->scatter) return emily_error(EMILY_ERR_UNSUPPORTED, "%s: not implemented on the %s device", name, e->name);
+    if ((s = window_table(name, e, EMI_KERNEL_WINDOW_SCATTER, is_max, t, &k))) return s;
     emily_tensor *o;
     if ((s = emi_empty_like_device(t, ot, t->rank, t->shape, &o))) return s;
     if (o->size > 0)

@@ -669,7 +669,7 @@ int enif_get_resource(ErlNifEnv *env, ERL_NIF_TERM term, ErlNifResourceType *typ
     return 1;
 }
 
-/* Term makers (dtype_to_term, shape_to_term, device_to_term). The real
+/* Term makers (nif_dtype_to_term, nif_shape_to_term, nif_device_to_term). The real
  * ones cannot fail; these return a term of [] when memory runs out. */
 static sterm nomem = {.kind = ST_NIL};
 

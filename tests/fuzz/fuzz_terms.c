@@ -26,10 +26,10 @@
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-/* What emily_nif.c defines for terms.c. */
-ErlNifResourceType *emily_tensor_rt;
+/* What the NIF's other files define for terms.c. */
+ErlNifResourceType *nif_tensor_rt;
 
-emily_tensor *tensor_res_acquire(tensor_res *r) {
+emily_tensor *nif_tensor_res_acquire(tensor_res *r) {
     emily_tensor *t = r->t;
     if (t) emily_tensor_retain(t);
     return t;
@@ -86,9 +86,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     emily_tensor_release(pool[8].t);
     pool[8].t = tr;
     for (int i = 0; i < POOL; i++) pool_objs[i] = &pool[i];
-    emily_tensor_rt = shim_resource_type("Emily.Tensor");
-    check(emily_tensor_rt != NULL, "out of memory");
-    shim_set_resources(emily_tensor_rt, pool_objs, POOL);
+    nif_tensor_rt = shim_resource_type("Emily.Tensor");
+    check(nif_tensor_rt != NULL, "out of memory");
+    shim_set_resources(nif_tensor_rt, pool_objs, POOL);
     return 0;
 }
 
@@ -108,19 +108,19 @@ static void failed(const decoder *d) { check(d->err[0] != 0, "a decoding failure
 
 static void dispatch(const char *name, ERL_NIF_TERM out_term, ERL_NIF_TERM args_term, unsigned nargs) {
     decoder dec, *d = &dec;
-    decoder_init(d, env);
+    nif_decoder_init(d, env);
     emily_value out;
-    emily_value *args = arena_alloc(d, sizeof(emily_value) * (nargs + 1));
+    emily_value *args = nif_arena_alloc(d, sizeof(emily_value) * (nargs + 1));
     if (!args) goto done;
-    if (!decode_template(d, out_term, &out)) { failed(d); goto done; }
+    if (!nif_decode_template(d, out_term, &out)) { failed(d); goto done; }
     ERL_NIF_TERM head, tail = args_term;
     for (unsigned i = 0; i < nargs; i++) {
         check(enif_get_list_cell(env, tail, &head, &tail), "a list shorter than its length");
-        if (!decode_arg(d, i, head, &args[i])) { failed(d); goto done; }
+        if (!nif_decode_arg(d, i, head, &args[i])) { failed(d); goto done; }
     }
     if (d->foreign || d->elements > FUZZ_MAX_ELEMENTS) goto done;
     emily_device device = d->have_device ? d->device : EMILY_CPU;
-    if (!decoder_finish(d, device)) { failed(d); goto done; }
+    if (!nif_decoder_finish(d, device)) { failed(d); goto done; }
     if (!fuzz_call_ok(&out, args, nargs)) goto done;
     emily_dispatch_result res = {0};
     if (emily_dispatch(name, device, &out, args, nargs, EMILY_DISPATCH_RUN, &res) == EMILY_OK) {
@@ -131,10 +131,10 @@ static void dispatch(const char *name, ERL_NIF_TERM out_term, ERL_NIF_TERM args_
             int rank;
             int64_t *shape;
             char err[160];
-            check(term_to_dtype(env, dtype_to_term(env, emily_tensor_dtype(t)), &dt, err, sizeof err) &&
+            check(nif_term_to_dtype(env, nif_dtype_to_term(env, emily_tensor_dtype(t)), &dt, err, sizeof err) &&
                       dt == emily_tensor_dtype(t),
                   "a result's type does not read back");
-            check(term_to_shape(env, shape_to_term(env, emily_tensor_rank(t), emily_tensor_shape(t)), &rank,
+            check(nif_term_to_shape(env, nif_shape_to_term(env, emily_tensor_rank(t), emily_tensor_shape(t)), &rank,
                                 &shape, d) &&
                       rank == emily_tensor_rank(t) &&
                       (rank == 0 || memcmp(shape, emily_tensor_shape(t), sizeof *shape * (size_t)rank) == 0),
@@ -145,7 +145,7 @@ static void dispatch(const char *name, ERL_NIF_TERM out_term, ERL_NIF_TERM args_
     }
     emily_dispatch_result_release(&res);
 done:
-    decoder_free(d);
+    nif_decoder_free(d);
 }
 
 /* Any other term: as an argument, a template, a type, a shape, a device. */
@@ -153,35 +153,35 @@ static void pieces(ERL_NIF_TERM term) {
     decoder dec, *d = &dec;
     char err[200];
     emily_value v;
-    decoder_init(d, env);
-    if (decode_arg(d, 0, term, &v)) {
-        if (d->elements <= FUZZ_MAX_ELEMENTS && !decoder_finish(d, EMILY_CPU)) failed(d);
+    nif_decoder_init(d, env);
+    if (nif_decode_arg(d, 0, term, &v)) {
+        if (d->elements <= FUZZ_MAX_ELEMENTS && !nif_decoder_finish(d, EMILY_CPU)) failed(d);
     } else {
         failed(d);
     }
-    decoder_free(d);
+    nif_decoder_free(d);
 
-    decoder_init(d, env);
-    if (!decode_template(d, term, &v)) failed(d);
-    decoder_free(d);
+    nif_decoder_init(d, env);
+    if (!nif_decode_template(d, term, &v)) failed(d);
+    nif_decoder_free(d);
 
     emily_dtype dt, dt2;
-    if (term_to_dtype(env, term, &dt, err, sizeof err)) {
-        ERL_NIF_TERM back = dtype_to_term(env, dt);
-        check(term_to_dtype(env, back, &dt2, err, sizeof err) && dt2 == dt, "a type does not read back");
+    if (nif_term_to_dtype(env, term, &dt, err, sizeof err)) {
+        ERL_NIF_TERM back = nif_dtype_to_term(env, dt);
+        check(nif_term_to_dtype(env, back, &dt2, err, sizeof err) && dt2 == dt, "a type does not read back");
     }
     emily_device dev, dev2;
-    if (term_to_device(env, term, &dev, err, sizeof err)) {
-        check(term_to_device(env, device_to_term(env, dev), &dev2, err, sizeof err) &&
+    if (nif_term_to_device(env, term, &dev, err, sizeof err)) {
+        check(nif_term_to_device(env, nif_device_to_term(env, dev), &dev2, err, sizeof err) &&
                   emily_device_equal(dev, dev2),
               "a device does not read back");
     }
-    decoder_init(d, env);
+    nif_decoder_init(d, env);
     int rank;
     int64_t *shape;
-    if (term_to_shape(env, term, &rank, &shape, d))
-        check(enif_is_identical(shape_to_term(env, rank, shape), term), "a shape does not read back");
-    decoder_free(d);
+    if (nif_term_to_shape(env, term, &rank, &shape, d))
+        check(enif_is_identical(nif_shape_to_term(env, rank, shape), term), "a shape does not read back");
+    nif_decoder_free(d);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

@@ -22,7 +22,7 @@
 #include <lapacke.h>
 #include "cpu/kernels.h"
 #include "cpu/linalg/linalg.h"
-#include "ops/linalg_kernels.h"
+#include "core/kernels.h"
 
 
 static int64_t imax(int64_t a, int64_t b) { return a > b ? a : b; }

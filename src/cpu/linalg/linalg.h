@@ -1,5 +1,5 @@
 /* The CPU engine's linear algebra kernels, one for each slot of the
- * linalg table (ops/linalg_kernels.h for their arguments; table.c puts
+ * linalg table (core/kernels.h for their arguments; table.c puts
  * them in it):
  *
  * - Nx's own algorithms (Nx 0.8 and later), computed the way
@@ -16,7 +16,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
-#include "ops/linalg_kernels.h"
+#include "core/kernels.h"
 
 /* The slots that several methods fill share a signature. */
 typedef emily_status emi_qr_kernel(emily_tensor *q, emily_tensor *r, const emily_tensor *a,

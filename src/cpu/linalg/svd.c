@@ -97,7 +97,7 @@ static bool kernel_cholesky(const double *a, double *l, int64_t n, emily_dtype w
     bool ok = !emily_empty(EMILY_CPU, EMILY_F64, 2, sh, &at) && !emily_empty(EMILY_CPU, EMILY_F64, 2, sh, &lt);
     if (ok) {
         memcpy(emily_tensor_base(at), a, (size_t)(n * n) * sizeof(double));
-        ok = !emi_cpu_linalg_kernels->cholesky(lt, at, w);
+        ok = !emi_cpu_linalg_kernels.cholesky(lt, at, w);
         if (ok) memcpy(l, emily_tensor_base(lt), (size_t)(n * n) * sizeof(double));
     }
     emily_tensor_release(at);
@@ -116,7 +116,7 @@ static bool kernel_tsolve(const double *a, const double *b, double *x, int64_t n
     if (ok) {
         memcpy(emily_tensor_base(at), a, (size_t)(n * n) * sizeof(double));
         memcpy(emily_tensor_base(bt), b, (size_t)(n * m) * sizeof(double));
-        ok = !emi_cpu_linalg_kernels->triangular_solve(xt, at, bt, false, true, lower, EMILY_TRANSFORM_NONE);
+        ok = !emi_cpu_linalg_kernels.triangular_solve(xt, at, bt, false, true, lower, EMILY_TRANSFORM_NONE);
         if (ok) {
             const double *xd = emily_tensor_base(xt);
             for (int64_t i = 0; i < n * m; i++) x[i] = rnd(w, xd[i]);

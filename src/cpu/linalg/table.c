@@ -1,9 +1,9 @@
 /* The CPU engine's linalg table: which kernel (linalg.h) fills each
- * slot of ops/linalg_kernels.h. */
+ * slot of core/kernels.h. */
 #include "cpu/kernels.h"
 #include "cpu/linalg/linalg.h"
 
-static const struct emily_linalg_kernels cpu_linalg = {
+const struct emily_linalg_kernels emi_cpu_linalg_kernels = {
     .lu = emi_cpu_linalg_lu,
     .cholesky = emi_cpu_linalg_cholesky,
     .triangular_solve = emi_cpu_linalg_triangular_solve,
@@ -21,5 +21,3 @@ static const struct emily_linalg_kernels cpu_linalg = {
     .eigh_nx07 = emi_cpu_nx07_eigh,
     .svd_nx07 = emi_cpu_nx07_svd,
 };
-
-const struct emily_linalg_kernels *const emi_cpu_linalg_kernels = &cpu_linalg;

@@ -13,7 +13,7 @@
 #include "cpu/sort/avx512.h"
 #include "cpu/sort/sort.h"
 #include "cpu/strided.h"
-#include "ops/sort_kernels.h"
+#include "core/kernels.h"
 
 /* ---- one row --------------------------------------------------------------- */
 
@@ -471,10 +471,8 @@ static emily_status cpu_top_k(emily_tensor *values, emily_tensor *indices, const
     return run_rows("top_k", &a, src, values, src->rank - 1);
 }
 
-static const struct emily_sort_kernels cpu_sort_kernels = {
+const struct emily_sort_kernels emi_cpu_sort_kernels = {
     .sort = cpu_sort,
     .argsort = cpu_argsort,
     .top_k = cpu_top_k,
 };
-
-const struct emily_sort_kernels *const emi_cpu_sort_kernels = &cpu_sort_kernels;

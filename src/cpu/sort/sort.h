@@ -7,7 +7,7 @@
  *   avx512.c   the AVX-512 quicksorts and f32 key loops.
  *
  * Every element becomes an unsigned key whose integer order is Nx's
- * order (see src/ops/sort_kernels.h): signed integers flip their sign
+ * order (see src/core/kernels.h): signed integers flip their sign
  * bit; floats map to the usual order-preserving pattern (negative
  * values inverted, positive ones with the sign bit set) after -0.0 is
  * read as +0.0 and every NaN as the largest key. Descending order is

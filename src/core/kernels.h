@@ -1,0 +1,408 @@
+/* The kernel families of the device interface (src/core/engine.h): one
+ * table of function pointers per family, filled by each device's engine,
+ * all declared here. The op layer (src/ops) validates, infers the output,
+ * builds views, allocates the output on the inputs' device and calls a
+ * kernel through these tables; it never knows which device runs it.
+ * Kernels may be asynchronous: they enqueue and return.
+ *
+ * Conventions: `dst` is a fresh contiguous tensor unless a kernel says
+ * otherwise; inputs are views of any strides (zero strides for broadcast
+ * axes, negative for reversed ones) on the same device. A NULL family or
+ * entry is a kernel the device does not have: the op layer asks the
+ * engine's supports() (EMI_KERNELS below) before it calls one, and fails
+ * with EMILY_ERR_UNSUPPORTED naming op and device.
+ *
+ * Valid C11 and C++: the CUDA engine's .cu files include it. */
+#ifndef EMILY_CORE_KERNELS_H
+#define EMILY_CORE_KERNELS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "emily/ops.h"
+#include "core/tensor_impl.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- copy and convert ---- */
+struct emily_copy_kernels {
+    /* dst (any strides, same shape and dtype as src) <- src */
+    emily_status (*copy)(emily_tensor *dst, const emily_tensor *src);
+    /* dst <- src converted with Nx's as_type rules (types may differ) */
+    emily_status (*convert)(emily_tensor *dst, const emily_tensor *src);
+};
+
+/* ---- creation ---- */
+struct emily_creation_kernels {
+    /* every element of dst <- value converted to dst's dtype */
+    emily_status (*fill)(emily_tensor *dst, const emily_scalar *value);
+    emily_status (*iota)(emily_tensor *dst, int axis);
+    emily_status (*eye)(emily_tensor *dst);
+};
+
+/* ---- element-wise ---- */
+struct emily_elementwise_kernels {
+    /* src has the op's compute type (see src/ops/unary.c); dst the
+     * output type */
+    emily_status (*unary)(emily_unary_op op, emily_tensor *dst, const emily_tensor *src);
+    /* a and b have the same (compute) dtype and dst's shape (broadcast
+     * views); dst has a's dtype, or u8 for comparisons/logical ops (the op
+     * layer converts to the output type afterwards) */
+    emily_status (*binary)(emily_binary_op op, emily_tensor *dst,
+                           const emily_tensor *a, const emily_tensor *b);
+    /* pred is u8-compatible integer/float (nonzero = true) in dst's shape;
+     * on_true/on_false have dst's dtype and shape (broadcast views) */
+    emily_status (*select)(emily_tensor *dst, const emily_tensor *pred,
+                           const emily_tensor *on_true, const emily_tensor *on_false);
+};
+
+/* ---- reductions ---- */
+struct emily_reduce_kernels {
+    /* dst has src's rank with reduced axes of size 1 (reduced[i] true);
+     * src has dst's dtype except for ALL/ANY (dst u8) */
+    emily_status (*reduce)(emily_reduce_op op, emily_tensor *dst,
+                           const emily_tensor *src, const bool *reduced);
+    /* axis < 0: flattened. dst holds indices in its integer dtype, with
+     * src's rank and axis of size 1 (or rank 0 when flattened) */
+    emily_status (*argreduce)(emily_arg_op op, emily_tensor *dst,
+                              const emily_tensor *src, int axis, bool tie_break_high);
+    /* a, b same dtype and shape; dst u8 scalar */
+    emily_status (*all_close)(emily_tensor *dst, const emily_tensor *a,
+                              const emily_tensor *b, double rtol, double atol,
+                              bool equal_nan);
+};
+
+/* ---- dot ----
+ *
+ * The op layer (src/ops/dot.c) validates, infers the output and turns
+ * any Nx dot into a batched matrix product over rank-3 views:
+ *
+ *     dst[b] = a[b] x bm[b]     a: [B, M, K]   bm: [B, K, N]   dst: [B, M, N]
+ *
+ * Each matrix of `a` and `bm` has a layout BLAS can read directly (see
+ * emily_gemm_layout_of): one of its two strides is 1 and the other is a
+ * valid leading dimension; the batch stride is anything (0 when the
+ * operand was broadcast). The op layer copies an operand only when no
+ * such view exists. `dst` is a fresh contiguous tensor.
+ *
+ * Types: `a` and `bm` may have any dtypes (also different ones); the
+ * kernel reads each value into the output's domain as Nx.BinaryBackend
+ * does: integers exactly (integer dots wrap in dst's width), floats and
+ * complex numbers at the compute precision that `precision` selects
+ * (see emily/ops_dot.h), then rounds once to dst's dtype (bf16 by Nx's
+ * round-to-f32-then-truncate rule). The op layer guarantees dst's kind
+ * can hold the inputs' (no float input to an integer dst, no complex
+ * input to a real dst). K may be 0: dst is then all zeros. */
+struct emily_dot_kernels {
+    emily_status (*gemm)(emily_tensor *dst, const emily_tensor *a, const emily_tensor *bm,
+                         emily_dot_precision precision);
+};
+
+/* How BLAS reads one rows x cols matrix with strides (srow, scol):
+ * column_major false: row-major, element (r, c) at r * ld + c;
+ * column_major true: column-major, element (r, c) at r + c * ld. */
+typedef struct emily_gemm_layout {
+    bool column_major;
+    int64_t ld;
+} emily_gemm_layout;
+
+/* True (and *out filled) if the matrix can be handed to BLAS as it is.
+ * Strides of size-1 dimensions do not matter; ld is always >= 1 and
+ * >= the contiguous dimension's extent, as BLAS requires. */
+static inline bool emily_gemm_layout_of(int64_t rows, int64_t cols, int64_t srow, int64_t scol,
+                                        emily_gemm_layout *out) {
+    int64_t mc = cols > 1 ? cols : 1, mr = rows > 1 ? rows : 1;
+    if ((cols <= 1 || scol == 1) && (rows <= 1 || srow >= mc)) {
+        out->column_major = false;
+        out->ld = rows <= 1 ? mc : srow;
+        return true;
+    }
+    if ((rows <= 1 || srow == 1) && (cols <= 1 || scol >= mr)) {
+        out->column_major = true;
+        out->ld = cols <= 1 ? mr : scol;
+        return true;
+    }
+    return false;
+}
+
+/* ---- windows ----
+ *
+ * The op layer (src/ops/window.c) has checked ranks, window sizes,
+ * strides, dilations and padding, and computed the output shape. All
+ * parameter arrays have the input's rank. Inputs may have any strides;
+ * outputs are fresh contiguous tensors with at least one element. */
+struct emily_window_kernels {
+    /* dst (src's dtype) <- the reduction of every window of src padded
+     * by pad_lo before each axis (the op's identity as padding; negative
+     * entries crop). Window position i of axis d starts at padded index
+     * i * strides[d]; its elements are dilations[d] apart. See
+     * emily/ops_window.h for the arithmetic. */
+    emily_status (*reduce)(emily_window_op op, emily_tensor *dst, const emily_tensor *src,
+                           const int64_t *window, const int64_t *strides,
+                           const int64_t *dilations, const int64_t *pad_lo);
+
+    /* dst (src's shape, the output type) <- select and scatter: for each
+     * window position (source's shape, no dilation) of src padded with
+     * init (rank 0, any real dtype), the selected element (see
+     * emily/ops_window.h) receives source's value; dst starts at init. */
+    emily_status (*scatter)(bool is_max, emily_tensor *dst, const emily_tensor *src,
+                            const emily_tensor *source, const emily_tensor *init,
+                            const int64_t *window, const int64_t *strides,
+                            const int64_t *pad_lo);
+};
+
+/* ---- indexing ----
+ *
+ * The op layer (src/ops/index.c) validates shapes, axes and types and
+ * hands the kernels contiguous tensors (row-major, offset anywhere):
+ * `src`, `idx` and `updates` are made contiguous when they are views;
+ * `dst` is a fresh contiguous tensor. Index tensors have any integer
+ * dtype. Index VALUES are data the op layer never reads (they may live
+ * on a device): each kernel checks every index it uses against its
+ * axis and fails with EMILY_ERR_INDEX (the reference's message: value,
+ * axis and shape of its gather, see src/cpu/index.c) before it reads or
+ * writes anything out of bounds. A kernel
+ * that fails may leave dst partly written; the op layer releases it. */
+typedef enum emily_indexed_op {
+    EMILY_INDEXED_ADD = 0,
+    EMILY_INDEXED_PUT = 1
+} emily_indexed_op;
+
+struct emily_index_kernels {
+    /* src viewed as [outer, n, inner], idx as [m] (flat, any shape),
+     * dst as [outer, m, inner], all of src's dtype:
+     *   dst[o, j, r] = src[o, idx[j], r]
+     * n is src's size on the taken axis, `axis` its number (for
+     * messages). */
+    emily_status (*take)(emily_tensor *dst, const emily_tensor *src, const emily_tensor *idx,
+                         int axis, int64_t outer, int64_t n, int64_t inner);
+
+    /* src viewed as [outer, n, inner], idx and dst as [outer, m, inner]:
+     *   dst[o, j, r] = src[o, idx[o, j, r], r] */
+    emily_status (*take_along_axis)(emily_tensor *dst, const emily_tensor *src,
+                                    const emily_tensor *idx, int axis, int64_t outer, int64_t n,
+                                    int64_t inner);
+
+    /* idx is [rows, naxes] (flat), axes increasing and distinct; dst is
+     * [rows, rest...] where rest are src's axes not in `axes`, in order:
+     *   dst[r, p...] = src[axes <- idx[r, :], others <- p...] */
+    emily_status (*gather)(emily_tensor *dst, const emily_tensor *src, const emily_tensor *idx,
+                           int naxes, const int *axes);
+
+    /* dst (dst's dtype, target's shape) already holds target converted
+     * to dst's dtype. idx is [n, naxes] (axes increasing), updates is
+     * [n, u...] with one size per non-indexed axis of target, in order
+     * (each at most that axis' size). For each row j, the block
+     * target[axes <- idx[j, :], others <- u...] is updated:
+     *   PUT: dst <- updates[j, u...] converted to dst's dtype, in row
+     *        order (the last row of a repeated position wins);
+     *   ADD: dst <- target + (0 + u_1 + u_2 + ...), the sum of every
+     *        update of the position taken in row order; integers wrap in
+     *        dst's width, floats and complex numbers are summed in double
+     *        precision and rounded once to dst's dtype. target is read in
+     *        its own dtype. */
+    emily_status (*indexed)(emily_indexed_op op, emily_tensor *dst, const emily_tensor *target,
+                            const emily_tensor *idx, const emily_tensor *updates, int naxes,
+                            const int *axes);
+};
+
+/* ---- sorting ----
+ *
+ * Every kernel works along one axis of `src` (any strides, real dtype:
+ * integer or float, never complex). The order is Nx.BinaryBackend's
+ * (see emily/ops_sort.h): a stable sort where -0.0 equals +0.0, NaN is
+ * above +inf and all NaNs are equal; descending is the reverse order
+ * with ties still in their original order. Output tensors are fresh and
+ * contiguous. The op layer has checked axis, types and k. */
+struct emily_sort_kernels {
+    /* dst (src's dtype and shape) <- src sorted along axis; elements
+     * keep their exact bits (NaN payloads, the sign of zero). */
+    emily_status (*sort)(emily_tensor *dst, const emily_tensor *src, int axis, bool descending);
+
+    /* dst (src's shape, any real dtype) <- the positions along axis of
+     * src's elements in sorted order, converted to dst's dtype. */
+    emily_status (*argsort)(emily_tensor *dst, const emily_tensor *src, int axis,
+                            bool descending);
+
+    /* Along the last axis: values (src's dtype) and indices (any real
+     * dtype) get the first k entries of the descending order, with
+     * values' exact bits. values and indices have src's shape with the
+     * last axis k (1 <= k <= its size). */
+    emily_status (*top_k)(emily_tensor *values, emily_tensor *indices, const emily_tensor *src,
+                          int64_t k);
+};
+
+/* ---- scans ----
+ *
+ * The op layer (src/ops/cumulative.c) has checked the axis and types;
+ * src is contiguous and viewed as [outer, n, inner] around the scanned
+ * axis (n >= 1); dst is fresh, contiguous, with src's dtype and shape. */
+struct emily_cumulative_kernels {
+    emily_status (*scan)(emily_cumulative_op op, emily_tensor *dst, const emily_tensor *src,
+                         int64_t outer, int64_t n, int64_t inner, bool reverse);
+};
+
+/* ---- transforms ----
+ *
+ * One kernel transforms every line of a tensor along one axis. The op
+ * layer (src/ops/fft.c) validates, infers the output and hands the
+ * kernel a source of a type it reads directly; fft2 is two calls. */
+typedef enum emily_fft_mode {
+    EMILY_FFT_FORWARD = 0,
+    /* conj, forward, conj, divide by n (Nx's ifft) */
+    EMILY_FFT_INVERSE,
+    /* Nx's irfft: the line is a half spectrum, cut or zero-padded to
+     * n / 2 + 1 points, extended to n points with the conjugates of
+     * points n - n/2 - 1 .. 1 (in that order), inverse-transformed; dst
+     * receives the real parts. */
+    EMILY_FFT_INVERSE_REAL
+} emily_fft_mode;
+
+struct emily_fft_kernels {
+    /* Each line of src along `axis` is cut or zero-padded to n points
+     * (see EMILY_FFT_INVERSE_REAL), transformed as Nx.BinaryBackend does
+     * (double precision, its algorithm and operation order), components
+     * with |x| <= eps set to 0, and the first dst->shape[axis] points
+     * (<= n) are written, rounded to dst's type, along dst's axis.
+     * src: f32, f64, c64 or c128, any strides, src->shape[axis] may be 0.
+     * dst: contiguous, src's shape except along axis; c64/c128 (f32/f64
+     * for EMILY_FFT_INVERSE_REAL). n >= 1. */
+    emily_status (*fft)(emily_tensor *dst, const emily_tensor *src, int axis, int64_t n,
+                        emily_fft_mode mode, double eps);
+};
+
+/* ---- linear algebra ----
+ *
+ * The op layer (src/ops/linalg.c) validates, infers output types and
+ * shapes, and converts inputs; kernels see contiguous row-major batches
+ * of matrices (every leading axis is a batch axis) in a "wide" type:
+ * f64 for real problems, c128 for complex ones. Kernels write wide
+ * outputs (fresh contiguous tensors); the op layer rounds them to the
+ * output type.
+ *
+ * Kernels that reproduce Nx.BinaryBackend's arithmetic take `work`, the
+ * Nx type the reference computes in (f16, bf16, f32, f64, c64 or c128):
+ * after every Nx-level operation they round the value to `work`, exactly
+ * as the reference writes every intermediate tensor.
+ *
+ * A kernel is not called when all its outputs are empty (the op layer
+ * returns them as they are), so a batch of empty matrices costs nothing. */
+struct emily_linalg_kernels {
+    /* a: [..., n, n] wide, values already of type `work`. p (0/1 entries),
+     * l, u: [..., n, n] wide. Nx.LinAlg.LU's algorithm. */
+    emily_status (*lu)(emily_tensor *p, emily_tensor *l, emily_tensor *u, const emily_tensor *a,
+                       emily_dtype work);
+    /* a: [..., n, n] wide, values of type `work`; l: [..., n, n] wide.
+     * Nx.LinAlg.Cholesky's algorithm with its eps (1e-10). */
+    emily_status (*cholesky)(emily_tensor *l, const emily_tensor *a, emily_dtype work);
+    /* a: [B..., n, n], b: [B..., n] when b_vector, else [B..., n, m]
+     * (left_side) or [B..., m, n]; both wide; x: b's shape, wide.
+     * Computed in double as Nx.BinaryBackend.Matrix.ts does; a zero on
+     * the diagonal fails with EMILY_ERR_ARGUMENT. */
+    emily_status (*triangular_solve)(emily_tensor *x, const emily_tensor *a, const emily_tensor *b,
+                                     bool b_vector, bool left_side, bool lower,
+                                     emily_transform_a transform);
+    /* a: [..., n, n] in its own (any) type, contiguous; det: [...] wide.
+     * Nx.LinAlg.determinant's algorithm: explicit products for 2x2 and
+     * 3x3 (integer inputs wrap in their type), LU otherwise, with
+     * intermediate rounding to `work`. */
+    emily_status (*determinant)(emily_tensor *det, const emily_tensor *a, emily_dtype work);
+    /* Optional (NULL: the op layer composes lu, dot and triangular_solve).
+     * a: [B..., n, n] f64, b: [B..., n] (b_vector) or [B..., n, m] f64,
+     * both contiguous; x: b's shape, f64. Nx.LinAlg.solve's composition
+     * with the exact (HIGHEST) f64 dot, with the same bits; an exact zero
+     * on u's diagonal fails as triangular_solve does. */
+    emily_status (*solve)(emily_tensor *x, const emily_tensor *a, const emily_tensor *b,
+                          bool b_vector);
+    /* a: [..., m, n] wide (any type's values); q: [..., m, m] if complete
+     * else [..., m, k]; r: [..., m, n] if complete else [..., k, n] (a wide
+     * input, m < n, gives q [..., m, m] and r [..., m, n] either way).
+     * Nx.LinAlg.QR's Householder algorithm in `work` (complex inputs: its
+     * complex reflector); entries with |x| <= f32(eps) are written as 0
+     * (Nx's :eps). */
+    emily_status (*qr)(emily_tensor *q, emily_tensor *r, const emily_tensor *a, bool complete,
+                       double eps, emily_dtype work);
+    /* a: real [..., m, n] wide (values of a's type; `integer_input` when
+     * that is an integer type); u: [..., m, m|k], s: [..., k] (f64,
+     * descending), vt: [..., n|k, n]. Nx.LinAlg.SVD in `work` with
+     * :max_iter: without full matrices its Gram-matrix path, with them
+     * QDWH. */
+    emily_status (*svd)(emily_tensor *u, emily_tensor *s, emily_tensor *vt, const emily_tensor *a,
+                        bool full_matrices, int64_t max_iter, emily_dtype work, bool integer_input);
+    /* a: [..., n, n] Hermitian, wide; w: [..., n] wide (complex for
+     * complex input, as Nx types it) in Nx's order: by decreasing
+     * magnitude, ties in index order; v: [..., n, n] wide, the eigenvectors
+     * as columns in w's order. Nx.LinAlg.BlockEigh (Jacobi, the whole
+     * matrix read) in `work` with Nx's :eps and :max_iter. */
+    emily_status (*eigh)(emily_tensor *w, emily_tensor *v, const emily_tensor *a, double eps,
+                         int64_t max_iter, emily_dtype work);
+    /* EMILY_LINALG_LAPACK's kernels: the same arguments and outputs as
+     * qr, svd and eigh above (eigh's eps and max_iter, svd's max_iter,
+     * `work` and `integer_input` unused), computed in the wide type on
+     * finite input, factors in Nx's sign conventions (emily/ops_linalg.h).
+     * NULL: the device has no such library and the reference runs. */
+    emily_status (*qr_lapack)(emily_tensor *q, emily_tensor *r, const emily_tensor *a,
+                              bool complete, double eps, emily_dtype work);
+    emily_status (*svd_lapack)(emily_tensor *u, emily_tensor *s, emily_tensor *vt,
+                               const emily_tensor *a, bool full_matrices, int64_t max_iter,
+                               emily_dtype work, bool integer_input);
+    emily_status (*eigh_lapack)(emily_tensor *w, emily_tensor *v, const emily_tensor *a,
+                                double eps, int64_t max_iter, emily_dtype work);
+    /* EMILY_LINALG_REFERENCE_NX07's kernels, Nx 0.7's algorithms
+     * (emily/ops_linalg.h); NULL where the device has none. lu_nx07 and
+     * eigh_nx07 read a wide a holding the input's own values (Nx 0.7's
+     * Matrix module reads the tensor's binary, integers exactly) and
+     * write outputs as lu and eigh do, eigh's in its own order (no
+     * sorting), EMILY_ERR_ARGUMENT when a is not Hermitian within eps.
+     * determinant_nx07: a [..., n, n] wide with the input's values, n >= 4
+     * (smaller ones are Nx's explicit products, as for determinant),
+     * through lu_nx07. qr_nx07: as qr, each reflection an explicit matrix
+     * multiplied in (Nx 0.7's Nx.LinAlg.QR). svd_nx07: as svd, Nx 0.7's
+     * Nx.LinAlg.SVD (QDWH with and without full matrices) on eigh_nx07
+     * and qr_nx07. */
+    emily_status (*lu_nx07)(emily_tensor *p, emily_tensor *l, emily_tensor *u, const emily_tensor *a,
+                            double eps);
+    emily_status (*qr_nx07)(emily_tensor *q, emily_tensor *r, const emily_tensor *a, bool complete,
+                            double eps, emily_dtype work);
+    emily_status (*determinant_nx07)(emily_tensor *det, const emily_tensor *a, emily_dtype work);
+    emily_status (*eigh_nx07)(emily_tensor *w, emily_tensor *v, const emily_tensor *a, double eps,
+                              int64_t max_iter);
+    emily_status (*svd_nx07)(emily_tensor *u, emily_tensor *s, emily_tensor *vt, const emily_tensor *a,
+                             bool full_matrices, int64_t max_iter, emily_dtype work,
+                             bool integer_input);
+};
+
+/* Every kernel of every family, for the engine's supports() query:
+ * X(ID, family, entry) is the kernel EMI_KERNEL_<ID>, the entry `entry`
+ * of the engine's table `family`. */
+#define EMI_KERNELS(X)                                                              \
+    X(COPY, copy, copy) X(CONVERT, copy, convert)                                   \
+    X(FILL, creation, fill) X(IOTA, creation, iota) X(EYE, creation, eye)           \
+    X(UNARY, elementwise, unary) X(BINARY, elementwise, binary)                     \
+    X(SELECT, elementwise, select)                                                  \
+    X(REDUCE, reduce, reduce) X(ARGREDUCE, reduce, argreduce)                       \
+    X(ALL_CLOSE, reduce, all_close)                                                 \
+    X(GEMM, dot, gemm)                                                              \
+    X(WINDOW_REDUCE, window, reduce) X(WINDOW_SCATTER, window, scatter)             \
+    X(TAKE, index, take) X(TAKE_ALONG_AXIS, index, take_along_axis)                 \
+    X(GATHER, index, gather) X(INDEXED, index, indexed)                             \
+    X(SORT, sort, sort) X(ARGSORT, sort, argsort) X(TOP_K, sort, top_k)             \
+    X(SCAN, cumulative, scan)                                                       \
+    X(FFT, fft, fft)                                                                \
+    X(LU, linalg, lu) X(CHOLESKY, linalg, cholesky)                                 \
+    X(TRIANGULAR_SOLVE, linalg, triangular_solve) X(DETERMINANT, linalg, determinant) \
+    X(SOLVE, linalg, solve) X(QR, linalg, qr) X(SVD, linalg, svd) X(EIGH, linalg, eigh) \
+    X(QR_LAPACK, linalg, qr_lapack) X(SVD_LAPACK, linalg, svd_lapack)               \
+    X(EIGH_LAPACK, linalg, eigh_lapack) X(LU_NX07, linalg, lu_nx07)                 \
+    X(QR_NX07, linalg, qr_nx07) X(DETERMINANT_NX07, linalg, determinant_nx07)       \
+    X(EIGH_NX07, linalg, eigh_nx07) X(SVD_NX07, linalg, svd_nx07)
+
+#define EMI_KERNEL_ID(ID, family, entry) EMI_KERNEL_##ID,
+typedef enum emi_kernel { EMI_KERNELS(EMI_KERNEL_ID) EMI_KERNEL_COUNT } emi_kernel;
+#undef EMI_KERNEL_ID
+
+#ifdef __cplusplus
+}
+#endif
+#endif
