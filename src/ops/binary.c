@@ -26,6 +26,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "core/op_rules.h"
 #include "ops/binary_raises.h"
 #include "ops/common.h"
 #include "core/scalar_convert.h"
@@ -48,34 +49,8 @@ bool emily_binary_op_from_name(const char *name, emily_binary_op *op) {
     return false;
 }
 
-typedef enum {
-    CAT_ARITH,      /* add subtract multiply pow: any type, merged */
-    CAT_REAL,       /* remainder min max: merged, not complex */
-    CAT_FLOATING,   /* divide: to_floating(merged) */
-    CAT_ATAN2,      /* atan2: to_floating(merged); complex through the real parts */
-    CAT_INTEGER,    /* quotient, bitwise, shifts: integers only */
-    CAT_EQUALITY,   /* equal not_equal: any type, u8 */
-    CAT_ORDER,      /* greater less ...: real only, u8 */
-    CAT_LOGICAL     /* logical_*: any type, u8 */
-} category;
-
-static category cat_of(emily_binary_op op) {
-    switch (op) {
-    case EMILY_ADD: case EMILY_SUBTRACT: case EMILY_MULTIPLY: case EMILY_POW: return CAT_ARITH;
-    case EMILY_REMAINDER: case EMILY_MIN: case EMILY_MAX: return CAT_REAL;
-    case EMILY_DIVIDE: return CAT_FLOATING;
-    case EMILY_ATAN2: return CAT_ATAN2;
-    case EMILY_EQUAL: case EMILY_NOT_EQUAL: return CAT_EQUALITY;
-    case EMILY_GREATER: case EMILY_LESS: case EMILY_GREATER_EQUAL: case EMILY_LESS_EQUAL:
-        return CAT_ORDER;
-    case EMILY_LOGICAL_AND: case EMILY_LOGICAL_OR: case EMILY_LOGICAL_XOR: return CAT_LOGICAL;
-    default: return CAT_INTEGER;
-    }
-}
-
-static bool is_pred_cat(category c) {
-    return c == CAT_EQUALITY || c == CAT_ORDER || c == CAT_LOGICAL;
-}
+/* Comparisons and logical ops: u8 whatever the operands. */
+static bool is_predicate(emily_binary_op op) { return emi_binary_rule_is_predicate(emi_binary_rule_of(op)); }
 
 emily_status emily_binary_type(emily_binary_op op, emily_dtype a, emily_dtype b, emily_dtype *out) {
     if (out) *out = EMILY_DTYPE_AUTO;
@@ -86,24 +61,30 @@ emily_status emily_binary_type(emily_binary_op op, emily_dtype a, emily_dtype b,
         return emily_error(EMILY_ERR_TYPE, "%s: invalid operand type (%d, %d)", name, (int)a, (int)b);
     emily_dtype m = emily_type_merge(a, b), t;
     bool complex = emily_dtype_is_complex(m);
-    switch (cat_of(op)) {
-    case CAT_ARITH: t = m; break;
-    case CAT_REAL:
-    case CAT_ORDER:
+    emi_binary_rule rule = emi_binary_rule_of(op);
+    switch (rule) {
+    case EMI_BINARY_RULE_ARITH:
+    case EMI_BINARY_RULE_ARITH_SCALAR: t = m; break;
+    case EMI_BINARY_RULE_REAL:
+    case EMI_BINARY_RULE_REAL_SCALAR:
+    case EMI_BINARY_RULE_ORDER:
         if (complex)
             return emily_error(EMILY_ERR_TYPE, "%s: complex operands are not supported, got %s and %s",
                                name, emily_dtype_name(a), emily_dtype_name(b));
-        t = cat_of(op) == CAT_ORDER ? EMILY_U8 : m;
+        t = rule == EMI_BINARY_RULE_ORDER ? EMILY_U8 : m;
         break;
-    case CAT_ATAN2:
-    case CAT_FLOATING: t = emily_type_to_floating(m); break;
-    case CAT_INTEGER:
+    case EMI_BINARY_RULE_ATAN2:
+    case EMI_BINARY_RULE_FLOATING: t = emily_type_to_floating(m); break;
+    case EMI_BINARY_RULE_INTEGER:
+    case EMI_BINARY_RULE_INTEGER_SCALAR:
         if (!emily_dtype_is_integer(m))
             return emily_error(EMILY_ERR_TYPE,
                                "%s: expects integer tensors, got %s and %s (merged type %s)", name,
                                emily_dtype_name(a), emily_dtype_name(b), emily_dtype_name(m));
         t = m;
         break;
+    case EMI_BINARY_RULE_EQUALITY:
+    case EMI_BINARY_RULE_LOGICAL:
     default: t = EMILY_U8; break;
     }
     if (out) *out = t;
@@ -230,8 +211,7 @@ static emily_status run_kernel(const emily_engine *e, emily_binary_op op, const 
     emily_tensor *av = NULL, *bv = NULL, *dst = NULL;
     emily_status s = view_as(a, rank, shape, &av);
     if (!s) s = view_as(b, rank, shape, &bv);
-    if (!s) s = emi_empty_like_device(a, is_pred_cat(cat_of(op)) ? EMILY_U8 : a->dtype, rank,
-                                        shape, &dst);
+    if (!s) s = emi_empty_like_device(a, is_predicate(op) ? EMILY_U8 : a->dtype, rank, shape, &dst);
     if (!s) s = e->binary(op, dst, av, bv);
     emily_tensor_release(av);
     emily_tensor_release(bv);
@@ -377,7 +357,7 @@ static emily_status atan2_complex(const emily_tensor *a, const emily_tensor *b, 
 static emily_status binary_with(const emily_engine *e, emily_binary_op op, const emily_tensor *a,
                                 const emily_tensor *b, emily_dtype o, int rank,
                                 const int64_t *shape, emily_tensor **out) {
-    bool pred = is_pred_cat(cat_of(op));
+    bool pred = is_predicate(op);
     emily_status s;
     if (op == EMILY_ATAN2 && emily_dtype_is_complex(o)) return atan2_complex(a, b, o, out);
 
@@ -431,8 +411,7 @@ emily_status emily_binary(emily_binary_op op, const emily_tensor *a, const emily
     emily_dtype t;
     s = emily_binary_type(op, a->dtype, b->dtype, &t);
     if (s) return s;
-    category cat = cat_of(op);
-    bool pred = is_pred_cat(cat);
+    bool pred = is_predicate(op);
     emily_dtype o = t;
     if (out_type != EMILY_DTYPE_AUTO) {
         if (!emily_dtype_valid(out_type))
