@@ -31,10 +31,34 @@
 #ifndef EMILY_CORE_BINARY_KERNELS_H
 #define EMILY_CORE_BINARY_KERNELS_H
 
+#include "emily/ops.h"
 #include "core/dtype_list.h"
 #include "core/host_device.h"
+#include "core/op_rules.h"
 #include "core/scalar_binary.h"
 #include "core/scalar_convert.h"
+
+/* ---- the devices' checks of that contract (host code) --------------------- */
+
+static inline emily_status emi_binary_kernel_operands(emily_binary_op op, emily_dtype a, emily_dtype b) {
+    if ((unsigned)op >= EMILY_BINARY_OP_COUNT || !emily_dtype_valid(a) || a != b)
+        return emily_error(EMILY_ERR_INTERNAL, "binary kernel: bad op or operand types");
+    return EMILY_OK;
+}
+
+/* The dtype op's kernel writes for operands of dtype t. */
+static inline emily_dtype emi_binary_kernel_output(emily_binary_op op, emily_dtype t) {
+    return emi_binary_rule_is_predicate(emi_binary_rule_of(op)) ? EMILY_U8 : t;
+}
+
+/* select's kernels (src/ops/select.c hands them on): a real predicate of
+ * any dtype, and both branches of the output's dtype. */
+static inline emily_status emi_select_kernel_operands(emily_dtype dst, emily_dtype pred, emily_dtype on_true,
+                                                      emily_dtype on_false) {
+    if (emily_dtype_is_complex(pred) || !emily_dtype_valid(pred) || on_true != dst || on_false != dst)
+        return emily_error(EMILY_ERR_INTERNAL, "select kernel: bad operand types");
+    return EMILY_OK;
+}
 
 /* ---- loads and stores between storage and compute types ------------------ */
 

@@ -23,26 +23,23 @@ typedef enum emi_binary_rule { EMI_BINARY_RULES(EMI_BINARY_RULE_ENUM_) } emi_bin
 #undef EMI_UNARY_RULE_ENUM_
 #undef EMI_BINARY_RULE_ENUM_
 
-/* The rule of an op (op must be valid). */
-static inline emi_unary_rule emi_unary_rule_of(emily_unary_op op) {
-#define EMI_RULE_CASE_(ENUM, name, rule) \
+/* emi_unary_rule_of(op), emi_binary_rule_of(op): the rule of a valid op. */
+#define EMI_UNARY_RULE_CASE_(ENUM, name, rule) \
     case EMILY_##ENUM: return EMI_UNARY_RULE_##rule;
-    switch (op) {
-        EMILY_UNARY_OPS(EMI_RULE_CASE_)
-    default: return EMI_UNARY_RULE_SAME;
-    }
-#undef EMI_RULE_CASE_
-}
-
-static inline emi_binary_rule emi_binary_rule_of(emily_binary_op op) {
-#define EMI_RULE_CASE_(ENUM, name, rule) \
+#define EMI_BINARY_RULE_CASE_(ENUM, name, rule) \
     case EMILY_##ENUM: return EMI_BINARY_RULE_##rule;
-    switch (op) {
-        EMILY_BINARY_OPS(EMI_RULE_CASE_)
-    default: return EMI_BINARY_RULE_ARITH;
+#define EMI_RULE_OF_(kind, KIND)                                                       \
+    static inline emi_##kind##_rule emi_##kind##_rule_of(emily_##kind##_op op) {       \
+        switch (op) {                                                                  \
+            EMILY_##KIND##_OPS(EMI_##KIND##_RULE_CASE_)                                \
+        default: return (emi_##kind##_rule)0;                                          \
+        }                                                                              \
     }
-#undef EMI_RULE_CASE_
-}
+EMI_RULE_OF_(unary, UNARY)
+EMI_RULE_OF_(binary, BINARY)
+#undef EMI_RULE_OF_
+#undef EMI_UNARY_RULE_CASE_
+#undef EMI_BINARY_RULE_CASE_
 
 /* Comparisons and logical ops: a u8 result whatever the operands. */
 static inline bool emi_binary_rule_is_predicate(emi_binary_rule r) {

@@ -12,7 +12,6 @@
  * the engine's caller-runs thread pool when it is large enough. */
 #include <stdint.h>
 #include "core/binary_kernels.h"
-#include "core/op_rules.h"
 #include "cpu/kernels.h"
 #include "cpu/strided.h"
 #include "cpu/unary_map.h"
@@ -129,12 +128,10 @@ static emily_status drive(emily_tensor *dst, const emily_tensor *a, const emily_
 
 emily_status emi_cpu_binary(emily_binary_op op, emily_tensor *dst, const emily_tensor *a,
                               const emily_tensor *b) {
-    if ((unsigned)op >= EMILY_BINARY_OP_COUNT || !emily_dtype_valid(a->dtype) ||
-        a->dtype != b->dtype)
-        return emily_error(EMILY_ERR_INTERNAL, "binary kernel: bad op or operand types");
-    emily_dtype want = emi_binary_rule_is_predicate(emi_binary_rule_of(op)) ? EMILY_U8 : a->dtype;
+    emily_status s = emi_binary_kernel_operands(op, a->dtype, b->dtype);
+    if (s) return s;
     bin_run fn = runs[op][a->dtype];
-    if (!fn || dst->dtype != want)
+    if (!fn || dst->dtype != emi_binary_kernel_output(op, a->dtype))
         return emily_error(EMILY_ERR_TYPE, "%s: no cpu kernel for %s operands with a %s output",
                            emily_binary_op_name(op), emily_dtype_name(a->dtype),
                            emily_dtype_name(dst->dtype));
@@ -213,14 +210,11 @@ static void sel_tasks(void *ctx, int64_t lo, int64_t hi) {
 emily_status emi_cpu_select(emily_tensor *dst, const emily_tensor *pred,
                               const emily_tensor *on_true, const emily_tensor *on_false) {
     emily_dtype pt = pred->dtype;
-    if (emily_dtype_is_complex(pt) || !emily_dtype_valid(pt) || on_true->dtype != dst->dtype ||
-        on_false->dtype != dst->dtype)
-        return emily_error(EMILY_ERR_INTERNAL, "select kernel: bad operand types");
-    if (dst->size == 0) return EMILY_OK;
+    emily_status s = emi_select_kernel_operands(dst->dtype, pt, on_true->dtype, on_false->dtype);
+    if (s || dst->size == 0) return s;
     const emily_tensor *ts[4] = {dst, pred, on_true, on_false};
     sel_job j = {.pt = pt};
-    emily_status s = emi_iter_tensors(&j.it, 4, ts);
-    if (s) return s;
+    if ((s = emi_iter_tensors(&j.it, 4, ts))) return s;
     j.dbase = emily_tensor_base(dst);
     j.pbase = emily_tensor_base(pred);
     j.tbase = emily_tensor_base(on_true);

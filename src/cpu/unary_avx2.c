@@ -45,28 +45,21 @@ typedef __m128i vh;
 #define SLEEF_F(fn, ulp) Sleef_##fn##f8_##ulp##avx2
 #define SLEEF_D(fn, ulp) Sleef_##fn##d4_##ulp##avx2
 
-/* Tails through a zero-padded copy (AVX2 has no masked float moves of
- * its own that are cheaper). */
-static inline vf vf_load_part(const float *p, int64_t k) {
-    float buf[NF] = {0};
-    memcpy(buf, p, (size_t)k * sizeof *p);
-    return _mm256_loadu_ps(buf);
-}
-static inline void vf_store_part(float *p, int64_t k, vf v) {
-    float buf[NF];
-    _mm256_storeu_ps(buf, v);
-    memcpy(p, buf, (size_t)k * sizeof *p);
-}
-static inline vd vd_load_part(const double *p, int64_t k) {
-    double buf[ND] = {0};
-    memcpy(buf, p, (size_t)k * sizeof *p);
-    return _mm256_loadu_pd(buf);
-}
-static inline void vd_store_part(double *p, int64_t k, vd v) {
-    double buf[ND];
-    _mm256_storeu_pd(buf, v);
-    memcpy(p, buf, (size_t)k * sizeof *p);
-}
+/* Tails through a zero-padded copy (AVX2 has no masked moves of floats
+ * and doubles that are cheaper). */
+#define PARTS(VT, T, NV, SFX)                                                          \
+    static inline VT VT##_load_part(const T *p, int64_t k) {                           \
+        T buf[NV] = {0};                                                               \
+        memcpy(buf, p, (size_t)k * sizeof *p);                                         \
+        return _mm256_loadu_##SFX(buf);                                                \
+    }                                                                                  \
+    static inline void VT##_store_part(T *p, int64_t k, VT v) {                        \
+        T buf[NV];                                                                     \
+        _mm256_storeu_##SFX(buf, v);                                                   \
+        memcpy(p, buf, (size_t)k * sizeof *p);                                         \
+    }
+PARTS(vf, float, NF, ps)
+PARTS(vd, double, ND, pd)
 
 #include "cpu/unary_simd_body.h"
 

@@ -39,18 +39,14 @@ typedef __m256i vh;
 #define SLEEF_F(fn, ulp) Sleef_##fn##f16_##ulp##avx512f
 #define SLEEF_D(fn, ulp) Sleef_##fn##d8_##ulp##avx512f
 
-static inline vf vf_load_part(const float *p, int64_t k) {
-    return _mm512_maskz_loadu_ps((__mmask16)((1u << k) - 1), p);
-}
-static inline void vf_store_part(float *p, int64_t k, vf v) {
-    _mm512_mask_storeu_ps(p, (__mmask16)((1u << k) - 1), v);
-}
-static inline vd vd_load_part(const double *p, int64_t k) {
-    return _mm512_maskz_loadu_pd((__mmask8)((1u << k) - 1), p);
-}
-static inline void vd_store_part(double *p, int64_t k, vd v) {
-    _mm512_mask_storeu_pd(p, (__mmask8)((1u << k) - 1), v);
-}
+/* Tails through masked loads and stores of the first k lanes. */
+#define PARTS(VT, T, MASK, SFX)                                                        \
+    static inline VT VT##_load_part(const T *p, int64_t k) {                           \
+        return _mm512_maskz_loadu_##SFX((MASK)((1u << k) - 1), p);                    \
+    }                                                                                  \
+    static inline void VT##_store_part(T *p, int64_t k, VT v) { _mm512_mask_storeu_##SFX(p, (MASK)((1u << k) - 1), v); }
+PARTS(vf, float, __mmask16, ps)
+PARTS(vd, double, __mmask8, pd)
 
 #include "cpu/unary_simd_body.h"
 

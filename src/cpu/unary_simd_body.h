@@ -22,7 +22,7 @@
  *   VF_TO_PH(x), VF_FROM_PH(h)      floats <-> f16 (F16C rounding)
  *   BF16_OF_16(p, KEEP)     16 floats at p -> 16 bf16 bits (a __m256i),
  *                           each float first passed through KEEP
- *   vf_load_part, vf_store_part, vd_load_part, vd_store_part (p, k):
+ *   vf_load_part, vf_store_part, vd_load_part, vd_store_part (p, k, ...):
  *                           the first k < NF (ND) elements, the other
  *                           lanes zero on load and untouched on store
  *   SLEEF_F(fn, ulp), SLEEF_D(fn, ulp): SLEEF's vector functions
@@ -35,42 +35,29 @@
 #define S(v) V(set1_ps)(v)
 #define D(v) V(set1_pd)(v)
 
-/* Applies F (a function of one vector) to n elements; the tail goes
- * through a partial vector, so every element sees the same code. */
-#define MAP_PS(NAME, F)                                                                \
+/* Applies F (a function of one vector) to n elements of type T, NV to a
+ * vector VT (intrinsic suffix SFX); the tail goes through a partial
+ * vector, so every element sees the same code. */
+#define MAP_LANES(NAME, F, T, VT, NV, SFX)                                             \
     static void NAME(void *d_, const void *s_, int64_t n) {                           \
-        float *d = d_;                                                                 \
-        const float *s = s_;                                                           \
+        T *d = d_;                                                                     \
+        const T *s = s_;                                                               \
         int64_t i = 0;                                                                 \
         /* four independent vectors per step: long dependency chains then   \
          * overlap, which matters most while fresh output pages fault in */  \
-        for (; i + 4 * NF <= n; i += 4 * NF) {                                         \
-            vf a = V(loadu_ps)(s + i), b = V(loadu_ps)(s + i + NF);                    \
-            vf c = V(loadu_ps)(s + i + 2 * NF), e = V(loadu_ps)(s + i + 3 * NF);       \
-            V(storeu_ps)(d + i, F(a));                                                 \
-            V(storeu_ps)(d + i + NF, F(b));                                            \
-            V(storeu_ps)(d + i + 2 * NF, F(c));                                        \
-            V(storeu_ps)(d + i + 3 * NF, F(e));                                        \
+        for (; i + 4 * NV <= n; i += 4 * NV) {                                         \
+            VT a = V(loadu_##SFX)(s + i), b = V(loadu_##SFX)(s + i + NV);              \
+            VT c = V(loadu_##SFX)(s + i + 2 * NV), e = V(loadu_##SFX)(s + i + 3 * NV); \
+            V(storeu_##SFX)(d + i, F(a));                                              \
+            V(storeu_##SFX)(d + i + NV, F(b));                                         \
+            V(storeu_##SFX)(d + i + 2 * NV, F(c));                                     \
+            V(storeu_##SFX)(d + i + 3 * NV, F(e));                                     \
         }                                                                              \
-        for (; i + NF <= n; i += NF) V(storeu_ps)(d + i, F(V(loadu_ps)(s + i)));       \
-        if (i < n) vf_store_part(d + i, n - i, F(vf_load_part(s + i, n - i)));         \
+        for (; i + NV <= n; i += NV) V(storeu_##SFX)(d + i, F(V(loadu_##SFX)(s + i))); \
+        if (i < n) VT##_store_part(d + i, n - i, F(VT##_load_part(s + i, n - i)));     \
     }
-#define MAP_PD(NAME, F)                                                                \
-    static void NAME(void *d_, const void *s_, int64_t n) {                           \
-        double *d = d_;                                                                \
-        const double *s = s_;                                                          \
-        int64_t i = 0;                                                                 \
-        for (; i + 4 * ND <= n; i += 4 * ND) {                                         \
-            vd a = V(loadu_pd)(s + i), b = V(loadu_pd)(s + i + ND);                    \
-            vd c = V(loadu_pd)(s + i + 2 * ND), e = V(loadu_pd)(s + i + 3 * ND);       \
-            V(storeu_pd)(d + i, F(a));                                                 \
-            V(storeu_pd)(d + i + ND, F(b));                                            \
-            V(storeu_pd)(d + i + 2 * ND, F(c));                                        \
-            V(storeu_pd)(d + i + 3 * ND, F(e));                                        \
-        }                                                                              \
-        for (; i + ND <= n; i += ND) V(storeu_pd)(d + i, F(V(loadu_pd)(s + i)));       \
-        if (i < n) vd_store_part(d + i, n - i, F(vd_load_part(s + i, n - i)));         \
-    }
+#define MAP_PS(NAME, F) MAP_LANES(NAME, F, float, vf, NF, ps)
+#define MAP_PD(NAME, F) MAP_LANES(NAME, F, double, vd, ND, pd)
 /* An f32 op computed like the reference: widen to double, apply the
  * double function, round once. */
 #define F32_VIA_F64(NAME, DF)                                                          \

@@ -4,7 +4,6 @@
 // flat kernel with 16-byte loads; any other strides the strided one.
 #include "cuda/common.cuh"
 #include "core/binary_kernels.h"
-#include "core/op_rules.h"
 #include "cuda/correctly_rounded.cuh"
 
 using namespace emily_cuda;
@@ -71,18 +70,17 @@ const binary_table runs;
 
 extern "C" emily_status emi_cuda_binary(emily_binary_op op, emily_tensor *dst, const emily_tensor *a,
                                           const emily_tensor *b) {
-    if ((unsigned)op >= EMILY_BINARY_OP_COUNT || !emily_dtype_valid(a->dtype) || a->dtype != b->dtype)
-        return emily_error(EMILY_ERR_INTERNAL, "binary kernel: bad op or operand types");
-    emily_dtype want = emi_binary_rule_is_predicate(emi_binary_rule_of(op)) ? EMILY_U8 : a->dtype;
+    emily_status s = emi_binary_kernel_operands(op, a->dtype, b->dtype);
+    if (s) return s;
     binary_run fn = runs.table[op][a->dtype];
-    if (!fn || dst->dtype != want)
+    if (!fn || dst->dtype != emi_binary_kernel_output(op, a->dtype))
         return emily_error(EMILY_ERR_TYPE, "%s: no cuda kernel for %s operands with a %s output",
                            emily_binary_op_name(op), emily_dtype_name(a->dtype),
                            emily_dtype_name(dst->dtype));
     if (dst->size == 0) return EMILY_OK;
     emily_cuda_ctx ctx;
     const emily_tensor *ts[3] = {dst, a, b};
-    emily_status s = emi_cuda_begin(emily_binary_op_name(op), dev_of(dst), 3, ts, &ctx);
+    s = emi_cuda_begin(emily_binary_op_name(op), dev_of(dst), 3, ts, &ctx);
     return s ? s : fn(ctx, dst, a, b);
 }
 
@@ -135,14 +133,11 @@ static emily_status select_pred(const emily_cuda_ctx &ctx, emily_tensor *dst, co
 extern "C" emily_status emi_cuda_select(emily_tensor *dst, const emily_tensor *pred,
                                           const emily_tensor *on_true, const emily_tensor *on_false) {
     emily_dtype pt = pred->dtype;
-    if (emily_dtype_is_complex(pt) || !emily_dtype_valid(pt) || on_true->dtype != dst->dtype ||
-        on_false->dtype != dst->dtype)
-        return emily_error(EMILY_ERR_INTERNAL, "select kernel: bad operand types");
-    if (dst->size == 0) return EMILY_OK;
+    emily_status s = emi_select_kernel_operands(dst->dtype, pt, on_true->dtype, on_false->dtype);
+    if (s || dst->size == 0) return s;
     emily_cuda_ctx ctx;
     const emily_tensor *ts[4] = {dst, pred, on_true, on_false};
-    emily_status s = emi_cuda_begin("select", dev_of(dst), 4, ts, &ctx);
-    if (s) return s;
+    if ((s = emi_cuda_begin("select", dev_of(dst), 4, ts, &ctx))) return s;
     // integers read as their bits (the same truth), f16/bf16 as their bits
     // with select_kernel's `half` test, f32 and f64 as themselves
 #define SELECT_BITS(E, s, T) \

@@ -88,22 +88,16 @@ template <emily_unary_op OP> struct cplx_rule {
     static constexpr bool own = false;
     static __device__ emily_cd f(emily_cd z) { return z; }
 };
-template <> struct real_rule<EMILY_EXPM1> {
-    static constexpr bool own = true;
-    static __device__ double f(double x) { return nx_expm1(x); }
-};
-template <> struct cplx_rule<EMILY_EXPM1> {
-    static constexpr bool own = true;
-    static __device__ emily_cd f(emily_cd z) { return nx_cexpm1(z); }
-};
-template <> struct cplx_rule<EMILY_TAN> {
-    static constexpr bool own = true;
-    static __device__ emily_cd f(emily_cd z) { return cr_ctan(z); }
-};
-template <> struct cplx_rule<EMILY_TANH> {
-    static constexpr bool own = true;
-    static __device__ emily_cd f(emily_cd z) { return cr_ctanh(z); }
-};
+#define EMI_CUDA_OWN_RULE_(KIND, OP, T, FN)                                            \
+    template <> struct KIND##_rule<EMILY_##OP> {                                       \
+        static constexpr bool own = true;                                              \
+        static __device__ T f(T x) { return FN(x); }                                   \
+    };
+EMI_CUDA_OWN_RULE_(real, EXPM1, double, nx_expm1)
+EMI_CUDA_OWN_RULE_(cplx, EXPM1, emily_cd, nx_cexpm1)
+EMI_CUDA_OWN_RULE_(cplx, TAN, emily_cd, cr_ctan)
+EMI_CUDA_OWN_RULE_(cplx, TANH, emily_cd, cr_ctanh)
+#undef EMI_CUDA_OWN_RULE_
 
 } // namespace
 } // namespace emily_cuda
