@@ -20,7 +20,10 @@
  * integer exponents, float x/0, fmod of NaN/inf or by 0) these functions
  * return a defined value instead; for negative shifts and float
  * remainder the op layer fails first with the reference's error
- * (src/ops/binary_raises.c); docs/semantics.md lists them. */
+ * (src/ops/binary_raises.c); docs/semantics.md lists them.
+ * core/binary_kernels.h finds each op's functions by its name:
+ * emily_sb_<op>_<type> for integers and f32/f64, emily_sb_c<op> for
+ * complex. */
 #ifndef EMILY_SCALAR_BINARY_H
 #define EMILY_SCALAR_BINARY_H
 

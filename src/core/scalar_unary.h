@@ -7,7 +7,9 @@
  * output type. Real functions here take and return double; callers
  * round with core/scalar_convert.h. Complex functions take and return
  * emily_cd and follow the same formulas as the reference step by step,
- * so c64/c128 results agree to the last bit or two.
+ * so c64/c128 results agree to the last bit or two. Integer functions
+ * (emily_si_<op>_<type>) keep their type; predicates return a truth
+ * value. core/unary_kernels.h finds each op's functions by its name.
  *
  * Where the reference differs from IEEE/C99 it is matched on purpose
  * (see docs/semantics.md, "Unary ops"):
