@@ -67,63 +67,83 @@ EMILY_BINARY_OPS(DEF_OP)
 #define TABLE_OP(ENUM, name, rule) EMI_BINARY_KERNELS(rule)(TABLE_KERNEL, ENUM, name)
 static const bin_run runs[EMILY_BINARY_OP_COUNT][EMILY_DTYPE_COUNT] = {EMILY_BINARY_OPS(TABLE_OP)};
 
-/* Runs `fn` over the 3-operand iteration of (dst, a, b) in chunks. */
+/* ---- the driver ----
+ * Binary ops and select run the same way over their operands (dst
+ * first): tasks are (outer position, chunk of the inner run); a job of
+ * the caller-runs pool (emi_cpu_parallel) takes `per_job` consecutive
+ * tasks, about CHUNK elements, so short inner runs (a bias add's rows)
+ * are not one pool claim each. Threads come from the engine's pool, not
+ * an OpenMP team: a fork-join waits for every team thread, which on a
+ * loaded machine meant a scheduler time slice per op (an add went from
+ * 64 us to 4 ms). */
 #define CHUNK 16384
+#define MAX_OPERANDS 4
 
-/* One job of the driver: tasks are (outer position, chunk of the inner
- * run); a job of the caller-runs pool (emi_cpu_parallel) takes
- * `per_job` consecutive tasks, about CHUNK elements, so short inner runs
- * (a bias add's rows) are not one pool claim each. Threads come from the
- * engine's pool, not an OpenMP team: a fork-join waits for every team
- * thread, which on a loaded machine meant a scheduler time slice per op
- * (an add went from 64 us to 4 ms). */
-typedef struct bin_job {
+typedef struct task_grid {
     emily_iter it;
-    char *dbase;
-    const char *abase, *bbase;
-    int64_t des, es, inner, chunk, nch, tasks;
-    int64_t sd, sa, sb;
+    char *base[MAX_OPERANDS];
+    int64_t esize[MAX_OPERANDS];
+    int64_t inner, chunk, nch, tasks;
+} task_grid;
+
+/* (inline, so that the loops over a constant n unroll) */
+static inline emily_status grid_init(task_grid *g, int n, const emily_tensor *const *ts) {
+    emily_status s = emi_iter_tensors(&g->it, n, ts);
+    if (s) return s;
+    for (int k = 0; k < n; k++) {
+        g->base[k] = emily_tensor_base(ts[k]);
+        g->esize[k] = (int64_t)emily_dtype_size(ts[k]->dtype);
+    }
+    g->inner = g->it.inner_n;
+    g->chunk = g->inner > CHUNK ? CHUNK : g->inner;
+    g->nch = g->chunk > 0 ? (g->inner + g->chunk - 1) / g->chunk : 0;
+    g->tasks = g->it.outer_n * g->nch;
+    return EMILY_OK;
+}
+
+/* Task t's element count, and each operand's first element and stride
+ * (in elements) along the run. */
+static inline int64_t grid_task(const task_grid *g, int n, int64_t t, char **at, int64_t *stride) {
+    int64_t pos = t / g->nch, start = (t % g->nch) * g->chunk;
+    int64_t off[MAX_OPERANDS];
+    emi_iter_offsets(&g->it, pos, off);
+    for (int k = 0; k < n; k++) {
+        stride[k] = g->it.inner_stride[k];
+        at[k] = g->base[k] + (off[k] + start * stride[k]) * g->esize[k];
+    }
+    return g->inner - start < g->chunk ? g->inner - start : g->chunk;
+}
+
+/* Runs tasks(ctx, lo, hi) over the grid's tasks (threaded from
+ * EMILY_PARALLEL_MIN output elements on), then frees the grid. */
+static void grid_run(task_grid *g, int64_t size, emily_range_fn tasks, void *ctx) {
+    /* tasks a pool job takes: about CHUNK elements' worth */
+    int64_t per_job = g->chunk > 0 && g->chunk < CHUNK ? CHUNK / g->chunk : 1;
+    emi_cpu_parallel_ranges(g->tasks, per_job, size >= EMILY_PARALLEL_MIN, tasks, ctx);
+    emi_iter_free(&g->it);
+}
+
+typedef struct bin_job {
+    task_grid g;
     bin_run fn;
 } bin_job;
 
-/* Tasks a pool job takes: about CHUNK elements' worth. */
-static int64_t tasks_per_job(int64_t chunk) { return chunk > 0 && chunk < CHUNK ? CHUNK / chunk : 1; }
-
-static void bin_task(const bin_job *j, int64_t t) {
-    int64_t pos = t / j->nch, start = (t % j->nch) * j->chunk;
-    int64_t n = j->inner - start < j->chunk ? j->inner - start : j->chunk;
-    int64_t off[3];
-    emi_iter_offsets(&j->it, pos, off);
-    j->fn(n, j->dbase + (off[0] + start * j->sd) * j->des, j->sd, j->abase + (off[1] + start * j->sa) * j->es,
-          j->sa, j->bbase + (off[2] + start * j->sb) * j->es, j->sb);
-}
-
 static void bin_tasks(void *ctx, int64_t lo, int64_t hi) {
-    for (int64_t t = lo; t < hi; t++) bin_task(ctx, t);
+    const bin_job *j = ctx;
+    char *at[3];
+    int64_t st[3];
+    for (int64_t t = lo; t < hi; t++) {
+        int64_t n = grid_task(&j->g, 3, t, at, st);
+        j->fn(n, at[0], st[0], at[1], st[1], at[2], st[2]);
+    }
 }
 
-static emily_status drive(emily_tensor *dst, const emily_tensor *a, const emily_tensor *b,
-                          bin_run fn) {
+static emily_status drive(emily_tensor *dst, const emily_tensor *a, const emily_tensor *b, bin_run fn) {
     const emily_tensor *ts[3] = {dst, a, b};
     bin_job j = {.fn = fn};
-    emily_status s = emi_iter_tensors(&j.it, 3, ts);
-    if (s) return s;
-    j.dbase = emily_tensor_base(dst);
-    j.abase = emily_tensor_base(a);
-    j.bbase = emily_tensor_base(b);
-    j.des = (int64_t)emily_dtype_size(dst->dtype);
-    j.es = (int64_t)emily_dtype_size(a->dtype);
-    j.inner = j.it.inner_n;
-    j.chunk = j.inner > CHUNK ? CHUNK : j.inner;
-    j.nch = j.chunk > 0 ? (j.inner + j.chunk - 1) / j.chunk : 0;
-    j.tasks = j.it.outer_n * j.nch;
-    j.sd = j.it.inner_stride[0];
-    j.sa = j.it.inner_stride[1];
-    j.sb = j.it.inner_stride[2];
-    /* no threads for small work */
-    emi_cpu_parallel_ranges(j.tasks, tasks_per_job(j.chunk), dst->size >= EMILY_PARALLEL_MIN, bin_tasks, &j);
-    emi_iter_free(&j.it);
-    return EMILY_OK;
+    emily_status s = grid_init(&j.g, 3, ts);
+    if (!s) grid_run(&j.g, dst->size, bin_tasks, &j);
+    return s;
 }
 
 emily_status emi_cpu_binary(emily_binary_op op, emily_tensor *dst, const emily_tensor *a,
@@ -175,36 +195,28 @@ typedef struct { uint64_t lo, hi; } sel_u128;
     }
 
 typedef struct sel_job {
-    emily_iter it;
+    task_grid g;
     emily_dtype pt;
-    char *dbase;
-    const char *pbase, *tbase, *fbase;
-    int64_t es, ps, inner, chunk, nch, tasks;
-    int64_t sd, sp, sx, sy;
 } sel_job;
 
-static void sel_task(const sel_job *j, int64_t t) {
-    int64_t pos = t / j->nch, start = (t % j->nch) * j->chunk;
-    int64_t n = j->inner - start < j->chunk ? j->inner - start : j->chunk;
-    int64_t off[4];
-    emi_iter_offsets(&j->it, pos, off);
-    emily_dtype pt = j->pt;
-    int64_t sd = j->sd, sp = j->sp, sx = j->sx, sy = j->sy;
-    char *dp = j->dbase + (off[0] + start * sd) * j->es;
-    const char *pr = j->pbase + (off[1] + start * sp) * j->ps;
-    const char *xp = j->tbase + (off[2] + start * sx) * j->es;
-    const char *yp = j->fbase + (off[3] + start * sy) * j->es;
-    switch (j->es) {
-    case 1: SELECT_RUN(uint8_t) break;
-    case 2: SELECT_RUN(uint16_t) break;
-    case 4: SELECT_RUN(uint32_t) break;
-    case 8: SELECT_RUN(uint64_t) break;
-    default: SELECT_RUN(sel_u128) break;
-    }
-}
-
 static void sel_tasks(void *ctx, int64_t lo, int64_t hi) {
-    for (int64_t t = lo; t < hi; t++) sel_task(ctx, t);
+    const sel_job *j = ctx;
+    emily_dtype pt = j->pt;
+    char *at[4];
+    int64_t st[4];
+    for (int64_t t = lo; t < hi; t++) {
+        int64_t n = grid_task(&j->g, 4, t, at, st);
+        char *dp = at[0];
+        const char *pr = at[1], *xp = at[2], *yp = at[3];
+        int64_t sd = st[0], sp = st[1], sx = st[2], sy = st[3];
+        switch (j->g.esize[0]) {
+        case 1: SELECT_RUN(uint8_t) break;
+        case 2: SELECT_RUN(uint16_t) break;
+        case 4: SELECT_RUN(uint32_t) break;
+        case 8: SELECT_RUN(uint64_t) break;
+        default: SELECT_RUN(sel_u128) break;
+        }
+    }
 }
 
 emily_status emi_cpu_select(emily_tensor *dst, const emily_tensor *pred,
@@ -214,22 +226,7 @@ emily_status emi_cpu_select(emily_tensor *dst, const emily_tensor *pred,
     if (s || dst->size == 0) return s;
     const emily_tensor *ts[4] = {dst, pred, on_true, on_false};
     sel_job j = {.pt = pt};
-    if ((s = emi_iter_tensors(&j.it, 4, ts))) return s;
-    j.dbase = emily_tensor_base(dst);
-    j.pbase = emily_tensor_base(pred);
-    j.tbase = emily_tensor_base(on_true);
-    j.fbase = emily_tensor_base(on_false);
-    j.es = (int64_t)emily_dtype_size(dst->dtype);
-    j.ps = (int64_t)emily_dtype_size(pt);
-    j.inner = j.it.inner_n;
-    j.chunk = j.inner > CHUNK ? CHUNK : j.inner;
-    j.nch = j.chunk > 0 ? (j.inner + j.chunk - 1) / j.chunk : 0;
-    j.tasks = j.it.outer_n * j.nch;
-    j.sd = j.it.inner_stride[0];
-    j.sp = j.it.inner_stride[1];
-    j.sx = j.it.inner_stride[2];
-    j.sy = j.it.inner_stride[3];
-    emi_cpu_parallel_ranges(j.tasks, tasks_per_job(j.chunk), dst->size >= EMILY_PARALLEL_MIN, sel_tasks, &j);
-    emi_iter_free(&j.it);
+    if ((s = grid_init(&j.g, 4, ts))) return s;
+    grid_run(&j.g, dst->size, sel_tasks, &j);
     return EMILY_OK;
 }
