@@ -34,6 +34,38 @@
 /* Every type, in enum order. */
 #define EMI_DTYPES(X) EMI_DTYPES_REAL(X) EMI_DTYPES_COMPLEX(X)
 
+/* The same lists handing extra arguments on to each entry:
+ * X(ENUM, sfx, T, ...) with the arguments after X. A table over two
+ * dtypes, or an op list crossed with the dtypes, expands these inside
+ * an expansion of the lists above (a macro cannot expand itself), so
+ * these are a second copy of the rows: tests/unit/test_convert.c checks
+ * that both copies list the same types, in enum order, with the sizes
+ * and names of emily/dtype.h. */
+#define EMI_DTYPES_UNSIGNED_WITH(X, ...)                                     \
+    X(U8, u8, uint8_t, __VA_ARGS__) X(U16, u16, uint16_t, __VA_ARGS__)       \
+    X(U32, u32, uint32_t, __VA_ARGS__) X(U64, u64, uint64_t, __VA_ARGS__)
+#define EMI_DTYPES_SIGNED_WITH(X, ...)                                       \
+    X(S8, s8, int8_t, __VA_ARGS__) X(S16, s16, int16_t, __VA_ARGS__)         \
+    X(S32, s32, int32_t, __VA_ARGS__) X(S64, s64, int64_t, __VA_ARGS__)
+#define EMI_DTYPES_INTEGER_WITH(X, ...) \
+    EMI_DTYPES_UNSIGNED_WITH(X, __VA_ARGS__) EMI_DTYPES_SIGNED_WITH(X, __VA_ARGS__)
+#define EMI_DTYPES_HALF_WITH(X, ...) X(F16, f16, uint16_t, __VA_ARGS__) X(BF16, bf16, uint16_t, __VA_ARGS__)
+#define EMI_DTYPES_NATIVE_FLOAT_WITH(X, ...) X(F32, f32, float, __VA_ARGS__) X(F64, f64, double, __VA_ARGS__)
+#define EMI_DTYPES_FLOAT_WITH(X, ...) \
+    EMI_DTYPES_HALF_WITH(X, __VA_ARGS__) EMI_DTYPES_NATIVE_FLOAT_WITH(X, __VA_ARGS__)
+#define EMI_DTYPES_REAL_WITH(X, ...) EMI_DTYPES_INTEGER_WITH(X, __VA_ARGS__) EMI_DTYPES_FLOAT_WITH(X, __VA_ARGS__)
+#define EMI_DTYPES_COMPLEX_WITH(X, ...) \
+    X(C64, c64, emily_c64, __VA_ARGS__) X(C128, c128, emily_c128, __VA_ARGS__)
+#define EMI_DTYPES_INEXACT_WITH(X, ...) \
+    EMI_DTYPES_FLOAT_WITH(X, __VA_ARGS__) EMI_DTYPES_COMPLEX_WITH(X, __VA_ARGS__)
+#define EMI_DTYPES_WITH(X, ...) EMI_DTYPES_REAL_WITH(X, __VA_ARGS__) EMI_DTYPES_COMPLEX_WITH(X, __VA_ARGS__)
+
+/* Each complex type with the real type of its parts:
+ * X(ENUM, sfx, T, PART_ENUM, part_sfx, PART_T, ...). */
+#define EMI_COMPLEX_PARTS_WITH(X, ...)                                       \
+    X(C64, c64, emily_c64, F32, f32, float, __VA_ARGS__)                     \
+    X(C128, c128, emily_c128, F64, f64, double, __VA_ARGS__)
+
 /* Ready-made expansions for the most common dispatch: inside a
  * `switch (dtype)`, `EMI_DTYPES_REAL(EMI_CASE_RETURN_FN)` with
  * `#define EMI_FN_PREFIX sum_` before it returns sum_f32 for EMILY_F32,

@@ -20,12 +20,16 @@
  * integer exponents, float x/0, fmod of NaN/inf or by 0) these functions
  * return a defined value instead; for negative shifts and float
  * remainder the op layer fails first with the reference's error
- * (src/ops/binary_raises.c); docs/semantics.md lists them. */
+ * (src/ops/binary_raises.c); docs/semantics.md lists them.
+ * core/binary_kernels.h finds each op's functions by its name:
+ * emily_sb_<op>_<type> for integers and f32/f64, emily_sb_c<op> for
+ * complex. */
 #ifndef EMILY_SCALAR_BINARY_H
 #define EMILY_SCALAR_BINARY_H
 
 #include <math.h>
 #include <stdint.h>
+#include "core/dtype_list.h"
 #include "core/host_device.h"
 #include "core/scalar_convert.h"
 
@@ -106,7 +110,36 @@ EMILY_SB_SIGNED(s16, int16_t, uint32_t, 16)
 EMILY_SB_SIGNED(s32, int32_t, uint32_t, 32)
 EMILY_SB_SIGNED(s64, int64_t, uint64_t, 64)
 
+/* ---- comparisons and logical ops on integers and floats ----------------
+ * A truth value (the op writes it as u8): IEEE comparisons (NaN is
+ * unequal to everything, nonzero for the logical ops). One function per
+ * op and type; f16 and bf16 compare as f32. */
+#define EMILY_SB_PREDICATES_(E, s, T)                                                   \
+    EMILY_HD int emily_sb_equal_##s(T a, T b) { return a == b; }                      \
+    EMILY_HD int emily_sb_not_equal_##s(T a, T b) { return a != b; }                  \
+    EMILY_HD int emily_sb_greater_##s(T a, T b) { return a > b; }                     \
+    EMILY_HD int emily_sb_less_##s(T a, T b) { return a < b; }                        \
+    EMILY_HD int emily_sb_greater_equal_##s(T a, T b) { return a >= b; }              \
+    EMILY_HD int emily_sb_less_equal_##s(T a, T b) { return a <= b; }                 \
+    EMILY_HD int emily_sb_logical_and_##s(T a, T b) { return (a != 0) & (b != 0); }   \
+    EMILY_HD int emily_sb_logical_or_##s(T a, T b) { return (a != 0) | (b != 0); }    \
+    EMILY_HD int emily_sb_logical_xor_##s(T a, T b) { return (a != 0) ^ (b != 0); }
+EMI_DTYPES_INTEGER(EMILY_SB_PREDICATES_)
+EMI_DTYPES_NATIVE_FLOAT(EMILY_SB_PREDICATES_)
+#undef EMILY_SB_PREDICATES_
+
 /* ---- real floats ------------------------------------------------------ */
+
+/* + - * / in f32 or f64: for f32, f16 and bf16 operands (computed in f32)
+ * these round to the same value as the reference's f64 computation
+ * rounded to the operand type. */
+#define EMILY_SB_FLOAT_ARITH_(E, s, T)                                                  \
+    EMILY_HD T emily_sb_add_##s(T a, T b) { return a + b; }                           \
+    EMILY_HD T emily_sb_subtract_##s(T a, T b) { return a - b; }                      \
+    EMILY_HD T emily_sb_multiply_##s(T a, T b) { return a * b; }                      \
+    EMILY_HD T emily_sb_divide_##s(T a, T b) { return a / b; }
+EMI_DTYPES_NATIVE_FLOAT(EMILY_SB_FLOAT_ARITH_)
+#undef EMILY_SB_FLOAT_ARITH_
 
 /* Erlang's max/min after Nx's NaN clauses: NaN wins, then the first
  * operand unless the second is strictly larger (smaller). */
@@ -219,5 +252,15 @@ EMILY_HD int emily_sb_cequal(emily_sb_complex a, emily_sb_complex b) {
 }
 
 EMILY_HD int emily_sb_cnonzero(emily_sb_complex a) { return a.re != 0 || a.im != 0; }
+EMILY_HD int emily_sb_cnot_equal(emily_sb_complex a, emily_sb_complex b) { return !emily_sb_cequal(a, b); }
+EMILY_HD int emily_sb_clogical_and(emily_sb_complex a, emily_sb_complex b) {
+    return emily_sb_cnonzero(a) & emily_sb_cnonzero(b);
+}
+EMILY_HD int emily_sb_clogical_or(emily_sb_complex a, emily_sb_complex b) {
+    return emily_sb_cnonzero(a) | emily_sb_cnonzero(b);
+}
+EMILY_HD int emily_sb_clogical_xor(emily_sb_complex a, emily_sb_complex b) {
+    return emily_sb_cnonzero(a) ^ emily_sb_cnonzero(b);
+}
 
 #endif

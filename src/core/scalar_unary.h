@@ -7,7 +7,9 @@
  * output type. Real functions here take and return double; callers
  * round with core/scalar_convert.h. Complex functions take and return
  * emily_cd and follow the same formulas as the reference step by step,
- * so c64/c128 results agree to the last bit or two.
+ * so c64/c128 results agree to the last bit or two. Integer functions
+ * (emily_si_<op>_<type>) keep their type; predicates return a truth
+ * value. core/unary_kernels.h finds each op's functions by its name.
  *
  * Where the reference differs from IEEE/C99 it is matched on purpose
  * (see docs/semantics.md, "Unary ops"):
@@ -29,6 +31,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include "core/dtype_list.h"
 #include "core/host_device.h"
 
 #ifdef __CUDA_ARCH__
@@ -151,6 +154,40 @@ EMILY_HD int emily_sc_popcount(uint64_t v) {
     for (; v; v &= v - 1) n++;
     return n;
 }
+
+/* The integer ops, one function per op and type (suffix = type), same
+ * type in and out. Negation wraps: it is computed in uint64_t, whose low
+ * bits are the result (the most negative value is its own negation and
+ * its own abs). Leading zeros and set bits count the type's own bits. */
+#define EMILY_SI_INTEGER_(E, s, T)                                                     \
+    EMILY_HD T emily_si_negate_##s(T v) { return (T)(0 - (uint64_t)v); }              \
+    EMILY_HD T emily_si_bitwise_not_##s(T v) { return (T)~v; }                        \
+    EMILY_HD T emily_si_count_leading_zeros_##s(T v) {                                \
+        return (T)emily_sc_clz((uint64_t)v, 8 * (int)sizeof(T));                      \
+    }                                                                                 \
+    EMILY_HD T emily_si_population_count_##s(T v) {                                   \
+        return (T)emily_sc_popcount((uint64_t)v & (~(uint64_t)0 >> (64 - 8 * sizeof(T)))); \
+    }                                                                                 \
+    EMILY_HD int emily_si_logical_not_##s(T v) { return v == 0; }
+#define EMILY_SI_SIGNED_(E, s, T)                                                      \
+    EMILY_SI_INTEGER_(E, s, T)                                                         \
+    EMILY_HD T emily_si_abs_##s(T v) { return v < 0 ? emily_si_negate_##s(v) : v; }   \
+    EMILY_HD T emily_si_sign_##s(T v) { return (T)((v > 0) - (v < 0)); }
+#define EMILY_SI_UNSIGNED_(E, s, T)                                                    \
+    EMILY_SI_INTEGER_(E, s, T)                                                         \
+    EMILY_HD T emily_si_abs_##s(T v) { return v; }                                    \
+    EMILY_HD T emily_si_sign_##s(T v) { return (T)(v != 0); }
+EMI_DTYPES_SIGNED(EMILY_SI_SIGNED_)
+EMI_DTYPES_UNSIGNED(EMILY_SI_UNSIGNED_)
+#undef EMILY_SI_INTEGER_
+#undef EMILY_SI_SIGNED_
+#undef EMILY_SI_UNSIGNED_
+
+/* ---- predicates (a truth value; the op writes it as u8) ----------------- */
+
+EMILY_HD int emily_sc_is_nan(double x) { return x != x; }
+EMILY_HD int emily_sc_is_infinity(double x) { return isinf(x) != 0; }
+EMILY_HD int emily_sc_logical_not(double x) { return x == 0; }
 
 /* ---- complex functions (the `complex` package's formulas) ---------------- */
 
@@ -316,6 +353,23 @@ EMILY_HD emily_cd emily_cd_rsqrt(emily_cd z) {
     if (isinf(w.re) && w.im == 0.0) return emily_cd_make(0.0, 0.0);
     return emily_cd_make(NAN, NAN);
 }
+/* The remaining ops on complex numbers. */
+EMILY_HD emily_cd emily_cd_negate(emily_cd z) { return emily_cd_neg(z); }
+/* The reference compares a Complex struct with 0: always "positive". */
+EMILY_HD emily_cd emily_cd_sign(emily_cd z) {
+    (void)z;
+    return emily_cd_make(1.0, 0.0);
+}
+EMILY_HD emily_cd emily_cd_conjugate(emily_cd z) { return emily_cd_make(z.re, -z.im); }
+/* Conjugate of a real: imaginary part -0.0 for numbers; the reference's
+ * NaN/infinity atoms pass through unchanged and are written with +0.0. */
+EMILY_HD emily_cd emily_cd_conjugate_real(double x) { return emily_cd_make(x, isfinite(x) ? -0.0 : 0.0); }
+EMILY_HD double emily_cd_real(emily_cd z) { return z.re; }
+EMILY_HD double emily_cd_imag(emily_cd z) { return z.im; }
+EMILY_HD int emily_cd_is_nan(emily_cd z) { return emily_sc_is_nan(z.re) || emily_sc_is_nan(z.im); }
+EMILY_HD int emily_cd_is_infinity(emily_cd z) { return emily_sc_is_infinity(z.re) || emily_sc_is_infinity(z.im); }
+EMILY_HD int emily_cd_logical_not(emily_cd z) { return z.re == 0 && z.im == 0; }
+
 /* cbrt(|z|) at a third of the phase */
 EMILY_HD emily_cd emily_cd_cbrt(emily_cd z) {
     double r = emily_sc_cbrt(emily_cd_abs(z));

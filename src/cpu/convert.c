@@ -1,6 +1,8 @@
-/* CPU kernel: as_type conversion between any two of the 14 dtypes, with
+/* CPU kernel: as_type conversion between any two of the dtypes, with
  * Nx's rules (core/scalar_convert.h). One run function per (src, dst)
- * pair, generated below, picked from a 14x14 table. */
+ * pair, generated from the dtype lists (core/dtype_list.h) by the classes
+ * of the two types, and picked from a dtype x dtype table. */
+#include "core/dtype_list.h"
 #include "core/scalar_convert.h"
 #include "cpu/kernels.h"
 #include "cpu/unary_simd.h"
@@ -10,76 +12,42 @@ _Static_assert(EMILY_SC_U8 == (int)EMILY_U8 && EMILY_SC_S8 == (int)EMILY_S8 &&
                    EMILY_SC_C128 == (int)EMILY_C128,
                "scalar_convert.h type codes must follow emily_dtype");
 
-static inline emily_c64 mk_c64(double re, double im) {
-    emily_c64 z = {(float)re, (float)im};
-    return z;
-}
-static inline emily_c128 mk_c128(double re, double im) {
-    emily_c128 z = {re, im};
-    return z;
-}
+/* A complex element from the double values of its parts. */
+#define MAKE_COMPLEX(E, s, T, PE, ps, PT, unused)                                      \
+    static inline T make_##s(double re, double im) {                                   \
+        T z = {(PT)re, (PT)im};                                                        \
+        return z;                                                                      \
+    }
+EMI_COMPLEX_PARTS_WITH(MAKE_COMPLEX, ~)
 
-#define RUN_FN EMILY_RUN_FN
+/* One run function from source (ss, ST) to destination (DE, ds, DT);
+ * RE and IM are the source element `v` as doubles. Integers to integers
+ * keep the low bits (wrap); every other pair goes through the source's
+ * double value, rounded once to the destination (emily_sc_f64_to_*). */
+#define CV_WRAP(DE, ds, DT, ss, ST, RE, IM) EMILY_RUN_FN(cv_##ss##_##ds, ST, DT, (DT)v)
+#define CV_ROUNDED(DE, ds, DT, ss, ST, RE, IM) EMILY_RUN_FN(cv_##ss##_##ds, ST, DT, emily_sc_f64_to_##ds(RE))
+#define CV_CAST(DE, ds, DT, ss, ST, RE, IM) EMILY_RUN_FN(cv_##ss##_##ds, ST, DT, (DT)(RE))
+#define CV_COMPLEX(DE, ds, DT, ss, ST, RE, IM) EMILY_RUN_FN(cv_##ss##_##ds, ST, DT, make_##ds((RE), (IM)))
 
-/* From an integer source: integers wrap, everything else goes through
- * the double value of the integer. */
-#define FROM_INT(SN, ST)                                                               \
-    RUN_FN(cv_##SN##_u8, ST, uint8_t, (uint8_t)v)                                      \
-    RUN_FN(cv_##SN##_u16, ST, uint16_t, (uint16_t)v)                                   \
-    RUN_FN(cv_##SN##_u32, ST, uint32_t, (uint32_t)v)                                   \
-    RUN_FN(cv_##SN##_u64, ST, uint64_t, (uint64_t)v)                                   \
-    RUN_FN(cv_##SN##_s8, ST, int8_t, (int8_t)v)                                        \
-    RUN_FN(cv_##SN##_s16, ST, int16_t, (int16_t)v)                                     \
-    RUN_FN(cv_##SN##_s32, ST, int32_t, (int32_t)v)                                     \
-    RUN_FN(cv_##SN##_s64, ST, int64_t, (int64_t)v)                                     \
-    RUN_FN(cv_##SN##_f16, ST, uint16_t, emily_sc_f64_to_f16((double)v))                \
-    RUN_FN(cv_##SN##_bf16, ST, uint16_t, emily_sc_f64_to_bf16((double)v))              \
-    RUN_FN(cv_##SN##_f32, ST, float, (float)(double)v)                                 \
-    RUN_FN(cv_##SN##_f64, ST, double, (double)v)                                       \
-    RUN_FN(cv_##SN##_c64, ST, emily_c64, mk_c64((double)v, 0.0))                       \
-    RUN_FN(cv_##SN##_c128, ST, emily_c128, mk_c128((double)v, 0.0))
+/* From a source to every float and complex destination. */
+#define TO_INEXACT(ss, ST, RE, IM)                                                     \
+    EMI_DTYPES_HALF_WITH(CV_ROUNDED, ss, ST, RE, IM)                                   \
+    EMI_DTYPES_NATIVE_FLOAT_WITH(CV_CAST, ss, ST, RE, IM)                              \
+    EMI_DTYPES_COMPLEX_WITH(CV_COMPLEX, ss, ST, RE, IM)
+#define FROM_INT(SE, ss, ST) EMI_DTYPES_INTEGER_WITH(CV_WRAP, ss, ST, ~, ~) TO_INEXACT(ss, ST, (double)v, 0.0)
+#define FROM_VALUE(ss, ST, RE, IM) EMI_DTYPES_INTEGER_WITH(CV_ROUNDED, ss, ST, RE, IM) TO_INEXACT(ss, ST, RE, IM)
+#define FROM_HALF(SE, ss, ST) FROM_VALUE(ss, ST, emily_sc_##ss##_to_f64(v), 0.0)
+#define FROM_NATIVE(SE, ss, ST) FROM_VALUE(ss, ST, (double)v, 0.0)
+#define FROM_COMPLEX(SE, ss, ST) FROM_VALUE(ss, ST, (double)v.re, (double)v.im)
 
-/* From a float or complex source: RE and IM are double expressions of v. */
-#define FROM_FLOAT(SN, ST, RE, IM)                                                     \
-    RUN_FN(cv_##SN##_u8, ST, uint8_t, emily_sc_f64_to_u8(RE))                          \
-    RUN_FN(cv_##SN##_u16, ST, uint16_t, emily_sc_f64_to_u16(RE))                       \
-    RUN_FN(cv_##SN##_u32, ST, uint32_t, emily_sc_f64_to_u32(RE))                       \
-    RUN_FN(cv_##SN##_u64, ST, uint64_t, emily_sc_f64_to_u64(RE))                       \
-    RUN_FN(cv_##SN##_s8, ST, int8_t, emily_sc_f64_to_s8(RE))                           \
-    RUN_FN(cv_##SN##_s16, ST, int16_t, emily_sc_f64_to_s16(RE))                        \
-    RUN_FN(cv_##SN##_s32, ST, int32_t, emily_sc_f64_to_s32(RE))                        \
-    RUN_FN(cv_##SN##_s64, ST, int64_t, emily_sc_f64_to_s64(RE))                        \
-    RUN_FN(cv_##SN##_f16, ST, uint16_t, emily_sc_f64_to_f16(RE))                       \
-    RUN_FN(cv_##SN##_bf16, ST, uint16_t, emily_sc_f64_to_bf16(RE))                     \
-    RUN_FN(cv_##SN##_f32, ST, float, (float)(RE))                                      \
-    RUN_FN(cv_##SN##_f64, ST, double, (RE))                                            \
-    RUN_FN(cv_##SN##_c64, ST, emily_c64, mk_c64((RE), (IM)))                           \
-    RUN_FN(cv_##SN##_c128, ST, emily_c128, mk_c128((RE), (IM)))
+EMI_DTYPES_INTEGER(FROM_INT)
+EMI_DTYPES_HALF(FROM_HALF)
+EMI_DTYPES_NATIVE_FLOAT(FROM_NATIVE)
+EMI_DTYPES_COMPLEX(FROM_COMPLEX)
 
-FROM_INT(u8, uint8_t)
-FROM_INT(u16, uint16_t)
-FROM_INT(u32, uint32_t)
-FROM_INT(u64, uint64_t)
-FROM_INT(s8, int8_t)
-FROM_INT(s16, int16_t)
-FROM_INT(s32, int32_t)
-FROM_INT(s64, int64_t)
-FROM_FLOAT(f16, uint16_t, emily_sc_f16_to_f64(v), 0.0)
-FROM_FLOAT(bf16, uint16_t, emily_sc_bf16_to_f64(v), 0.0)
-FROM_FLOAT(f32, float, (double)v, 0.0)
-FROM_FLOAT(f64, double, v, 0.0)
-FROM_FLOAT(c64, emily_c64, (double)v.re, (double)v.im)
-FROM_FLOAT(c128, emily_c128, v.re, v.im)
-
-#define ROW(SN)                                                                        \
-    {cv_##SN##_u8, cv_##SN##_u16, cv_##SN##_u32, cv_##SN##_u64, cv_##SN##_s8,          \
-     cv_##SN##_s16, cv_##SN##_s32, cv_##SN##_s64, cv_##SN##_f16, cv_##SN##_bf16,       \
-     cv_##SN##_f32, cv_##SN##_f64, cv_##SN##_c64, cv_##SN##_c128}
-
-static const emily_run_fn convert_table[EMILY_DTYPE_COUNT][EMILY_DTYPE_COUNT] = {
-    ROW(u8),  ROW(u16), ROW(u32), ROW(u64), ROW(s8),  ROW(s16), ROW(s32),
-    ROW(s64), ROW(f16), ROW(bf16), ROW(f32), ROW(f64), ROW(c64), ROW(c128),
-};
+#define CELL(DE, ds, DT, ss) [EMILY_##DE] = cv_##ss##_##ds,
+#define ROW(SE, ss, ST) [EMILY_##SE] = {EMI_DTYPES_WITH(CELL, ss)},
+static const emily_run_fn convert_table[EMILY_DTYPE_COUNT][EMILY_DTYPE_COUNT] = {EMI_DTYPES(ROW)};
 
 emily_status emi_cpu_convert(emily_tensor *dst, const emily_tensor *src) {
     if (!emily_dtype_valid(dst->dtype) || !emily_dtype_valid(src->dtype))

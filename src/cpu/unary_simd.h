@@ -1,9 +1,10 @@
 /* SIMD paths of the unary and conversion kernels, for contiguous data.
  *
- * unary_avx2.c and unary_avx512.c are compiled for their instruction set
- * with a target pragma (never with global -m flags) and only called
- * after a runtime check of the CPU (and of the OS's register support);
- * every other CPU takes the portable scalar paths. Results stay within
+ * unary_avx2.c and unary_avx512.c compile one body (unary_simd_body.h)
+ * for their instruction set with a target pragma (never with global -m
+ * flags; clang builds get per-file flags from the Makefile) and are
+ * only called after a runtime check of the CPU (and of the OS's register
+ * support); every other CPU takes the portable scalar paths. Results stay within
  * the corpus tolerance of the reference (SLEEF's <= 1 ULP functions
  * against the reference's double computation rounded once), conversions
  * are bit-exact, and Nx's special values are patched in. */
@@ -52,10 +53,26 @@ bool emi_cpu_has_avx512_set(void);
 #define EMILY_LN2_HI 0.693145751953125f /* ln 2 = HI + LO, HI with trailing zero bits */
 #define EMILY_LN2_LO 1.428606765330187045e-06f
 
-/* Per instruction set (NULL: not vectorized there). */
+/* Per instruction set (NULL: not vectorized there): unary_avx2.c and
+ * unary_avx512.c, both compiling unary_simd_body.h. */
 emily_vec_fn emi_unary_avx2(emily_unary_op op, emily_dtype src, emily_dtype dst);
 emily_vec_fn emi_unary_avx512(emily_unary_op op, emily_dtype src, emily_dtype dst);
 emily_vec_fn emi_convert_avx2(emily_dtype src, emily_dtype dst);
 emily_vec_fn emi_convert_avx512(emily_dtype src, emily_dtype dst);
+
+/* The functions of an instruction set the compiler cannot target: no
+ * SIMD path. */
+#define EMI_UNARY_SIMD_NONE(ISA)                                                       \
+    emily_vec_fn emi_unary_##ISA(emily_unary_op op, emily_dtype src, emily_dtype dst) { \
+        (void)op;                                                                      \
+        (void)src;                                                                     \
+        (void)dst;                                                                     \
+        return NULL;                                                                   \
+    }                                                                                  \
+    emily_vec_fn emi_convert_##ISA(emily_dtype src, emily_dtype dst) {                 \
+        (void)src;                                                                     \
+        (void)dst;                                                                     \
+        return NULL;                                                                   \
+    }
 
 #endif

@@ -52,18 +52,16 @@ struct fused_group {
     bool parallel;
 };
 
-static const char *const fusible_names[] = {
-    /* unary */
-    "exp", "expm1", "log", "log1p", "sigmoid", "cos", "sin", "tan", "cosh", "sinh", "tanh", "acos", "asin",
-    "atan", "acosh", "asinh", "atanh", "sqrt", "rsqrt", "cbrt", "erf", "erfc", "erf_inv", "abs", "negate",
-    "sign", "ceil", "floor", "round", "is_nan", "is_infinity", "logical_not", "bitwise_not", "conjugate",
-    "real", "imag", "count_leading_zeros", "population_count",
-    /* binary */
-    "add", "subtract", "multiply", "divide", "pow", "min", "max", "atan2", "equal", "not_equal", "less",
-    "less_equal", "greater", "greater_equal", "logical_and", "logical_or", "logical_xor", "bitwise_and",
-    "bitwise_or", "bitwise_xor",
-    /* other */
-    "select", "as_type", NULL};
+/* Fusible calls: every element-wise op of emily/op_list.h, select and
+ * as_type, except the ones below. phase was never in the fusible set
+ * (fused, it would give the same bits); it stays out so that graphs are
+ * grouped as before. */
+static bool fusible_unary(emily_unary_op op) { return op != EMILY_PHASE; }
+/* Their reference raises for some operand values (ops/binary_raises.c
+ * checks the whole operands before the kernel runs). */
+static bool fusible_binary(emily_binary_op op) {
+    return op != EMILY_REMAINDER && op != EMILY_QUOTIENT && op != EMILY_LEFT_SHIFT && op != EMILY_RIGHT_SHIFT;
+}
 
 static const char *const reduction_names[] = {"sum", "product", "reduce_max", "reduce_min", NULL};
 
@@ -73,7 +71,13 @@ static bool in_names(const char *const *names, const char *name) {
     return false;
 }
 
-static bool fusible_name(const char *name) { return in_names(fusible_names, name); }
+static bool fusible_name(const char *name) {
+    emily_unary_op u;
+    emily_binary_op b;
+    if (emily_unary_op_from_name(name, &u)) return fusible_unary(u);
+    if (emily_binary_op_from_name(name, &b)) return fusible_binary(b);
+    return strcmp(name, "select") == 0 || strcmp(name, "as_type") == 0;
+}
 
 static bool is_reduction(const graph_call *c) { return in_names(reduction_names, c->callback); }
 

@@ -45,6 +45,8 @@
 #define EMI_DTYPES_OF_UNARY_REAL ANY
 #define EMI_DTYPES_OF_UNARY_IMAG ANY
 #define EMI_DTYPES_OF_UNARY_PREDICATE ANY
+#define EMI_DTYPES_OF_UNARY_PHASE ANY
+#define EMI_DTYPES_OF_UNARY_LOGICAL ANY
 
 /* The same for the binary type rules (emily_binary_type). */
 #define EMI_DTYPES_OF_BINARY_ARITH ANY
@@ -55,6 +57,9 @@
 #define EMI_DTYPES_OF_BINARY_EQUALITY ANY
 #define EMI_DTYPES_OF_BINARY_ORDER REAL
 #define EMI_DTYPES_OF_BINARY_LOGICAL ANY
+#define EMI_DTYPES_OF_BINARY_ARITH_SCALAR ANY
+#define EMI_DTYPES_OF_BINARY_REAL_SCALAR REAL
+#define EMI_DTYPES_OF_BINARY_INTEGER_SCALAR INTEGER
 
 /* One op-list entry as a callback. (`...`: columns op_list.h may gain.) */
 #define EMI_CALLBACK_OF_UNARY(ENUM, name, rule, ...) \

@@ -26,6 +26,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "core/dtype_list.h"
+#include "core/op_rules.h"
 #include "ops/binary_raises.h"
 #include "ops/common.h"
 #include "core/scalar_convert.h"
@@ -48,34 +50,8 @@ bool emily_binary_op_from_name(const char *name, emily_binary_op *op) {
     return false;
 }
 
-typedef enum {
-    CAT_ARITH,      /* add subtract multiply pow: any type, merged */
-    CAT_REAL,       /* remainder min max: merged, not complex */
-    CAT_FLOATING,   /* divide: to_floating(merged) */
-    CAT_ATAN2,      /* atan2: to_floating(merged); complex through the real parts */
-    CAT_INTEGER,    /* quotient, bitwise, shifts: integers only */
-    CAT_EQUALITY,   /* equal not_equal: any type, u8 */
-    CAT_ORDER,      /* greater less ...: real only, u8 */
-    CAT_LOGICAL     /* logical_*: any type, u8 */
-} category;
-
-static category cat_of(emily_binary_op op) {
-    switch (op) {
-    case EMILY_ADD: case EMILY_SUBTRACT: case EMILY_MULTIPLY: case EMILY_POW: return CAT_ARITH;
-    case EMILY_REMAINDER: case EMILY_MIN: case EMILY_MAX: return CAT_REAL;
-    case EMILY_DIVIDE: return CAT_FLOATING;
-    case EMILY_ATAN2: return CAT_ATAN2;
-    case EMILY_EQUAL: case EMILY_NOT_EQUAL: return CAT_EQUALITY;
-    case EMILY_GREATER: case EMILY_LESS: case EMILY_GREATER_EQUAL: case EMILY_LESS_EQUAL:
-        return CAT_ORDER;
-    case EMILY_LOGICAL_AND: case EMILY_LOGICAL_OR: case EMILY_LOGICAL_XOR: return CAT_LOGICAL;
-    default: return CAT_INTEGER;
-    }
-}
-
-static bool is_pred_cat(category c) {
-    return c == CAT_EQUALITY || c == CAT_ORDER || c == CAT_LOGICAL;
-}
+/* Comparisons and logical ops: u8 whatever the operands. */
+static bool is_predicate(emily_binary_op op) { return emi_binary_rule_is_predicate(emi_binary_rule_of(op)); }
 
 emily_status emily_binary_type(emily_binary_op op, emily_dtype a, emily_dtype b, emily_dtype *out) {
     if (out) *out = EMILY_DTYPE_AUTO;
@@ -86,24 +62,30 @@ emily_status emily_binary_type(emily_binary_op op, emily_dtype a, emily_dtype b,
         return emily_error(EMILY_ERR_TYPE, "%s: invalid operand type (%d, %d)", name, (int)a, (int)b);
     emily_dtype m = emily_type_merge(a, b), t;
     bool complex = emily_dtype_is_complex(m);
-    switch (cat_of(op)) {
-    case CAT_ARITH: t = m; break;
-    case CAT_REAL:
-    case CAT_ORDER:
+    emi_binary_rule rule = emi_binary_rule_of(op);
+    switch (rule) {
+    case EMI_BINARY_RULE_ARITH:
+    case EMI_BINARY_RULE_ARITH_SCALAR: t = m; break;
+    case EMI_BINARY_RULE_REAL:
+    case EMI_BINARY_RULE_REAL_SCALAR:
+    case EMI_BINARY_RULE_ORDER:
         if (complex)
             return emily_error(EMILY_ERR_TYPE, "%s: complex operands are not supported, got %s and %s",
                                name, emily_dtype_name(a), emily_dtype_name(b));
-        t = cat_of(op) == CAT_ORDER ? EMILY_U8 : m;
+        t = rule == EMI_BINARY_RULE_ORDER ? EMILY_U8 : m;
         break;
-    case CAT_ATAN2:
-    case CAT_FLOATING: t = emily_type_to_floating(m); break;
-    case CAT_INTEGER:
+    case EMI_BINARY_RULE_ATAN2:
+    case EMI_BINARY_RULE_FLOATING: t = emily_type_to_floating(m); break;
+    case EMI_BINARY_RULE_INTEGER:
+    case EMI_BINARY_RULE_INTEGER_SCALAR:
         if (!emily_dtype_is_integer(m))
             return emily_error(EMILY_ERR_TYPE,
                                "%s: expects integer tensors, got %s and %s (merged type %s)", name,
                                emily_dtype_name(a), emily_dtype_name(b), emily_dtype_name(m));
         t = m;
         break;
+    case EMI_BINARY_RULE_EQUALITY:
+    case EMI_BINARY_RULE_LOGICAL:
     default: t = EMILY_U8; break;
     }
     if (out) *out = t;
@@ -115,19 +97,32 @@ static bool emily_binary_exact_into(emily_dtype from, emily_dtype to) {
     if (from == to) return true;
     int fb = emily_dtype_bits(from), tb = emily_dtype_bits(to);
     emily_dtype_kind fk = emily_dtype_kind_of(from);
-    switch (to) {
-    case EMILY_U8: case EMILY_U16: case EMILY_U32: case EMILY_U64:
-        return fk == EMILY_KIND_UNSIGNED && fb <= tb;
-    case EMILY_S8: case EMILY_S16: case EMILY_S32: case EMILY_S64:
-        return (fk == EMILY_KIND_SIGNED && fb <= tb) || (fk == EMILY_KIND_UNSIGNED && fb < tb);
-    case EMILY_F16: case EMILY_BF16: return from == EMILY_U8 || from == EMILY_S8;
-    case EMILY_F32:
-        return from == EMILY_F16 || from == EMILY_BF16 || (emily_dtype_is_integer(from) && fb <= 16);
-    case EMILY_F64: return emily_dtype_is_float(from) || (emily_dtype_is_integer(from) && fb <= 32);
-    case EMILY_C64: return emily_binary_exact_into(from, EMILY_F32);
-    case EMILY_C128: return from == EMILY_C64 || emily_binary_exact_into(from, EMILY_F64);
+    bool fint = emily_dtype_is_integer(from);
+    switch (emily_dtype_kind_of(to)) {
+    case EMILY_KIND_UNSIGNED: return fk == EMILY_KIND_UNSIGNED && fb <= tb;
+    case EMILY_KIND_SIGNED: return (fk == EMILY_KIND_SIGNED && fb <= tb) || (fk == EMILY_KIND_UNSIGNED && fb < tb);
+    case EMILY_KIND_BFLOAT:
+    case EMILY_KIND_FLOAT:
+        /* f16 and bf16 hold the 8-bit integers; f32 those of 16 bits and
+         * both 16-bit floats; f64 those of 32 bits and every float */
+        if (tb == 16) return from == EMILY_U8 || from == EMILY_S8;
+        if (tb == 32) return (emily_dtype_is_float(from) && fb == 16) || (fint && fb <= 16);
+        return emily_dtype_is_float(from) || (fint && fb <= 32);
+    case EMILY_KIND_COMPLEX:
+        return (to == EMILY_C128 && from == EMILY_C64) || emily_binary_exact_into(from, emily_type_to_real(to));
     default: return false;
     }
+}
+
+/* A 16-bit float type's nearest value to d, as a double. */
+static double half_round_trip(emily_dtype half, double d) {
+#define HALF_ROUND_TRIP(E, s, T) \
+    case EMILY_##E: return emily_sc_##s##_to_f64(emily_sc_f64_to_##s(d));
+    switch (half) {
+        EMI_DTYPES_HALF(HALF_ROUND_TRIP)
+    default: return d;
+    }
+#undef HALF_ROUND_TRIP
 }
 
 /* Whether a one-element tensor's value is exactly a value of the float
@@ -136,17 +131,11 @@ static bool emily_binary_exact_into(emily_dtype from, emily_dtype to) {
  * memory is host memory (the CPU runs synchronously, so the value is
  * there); elsewhere the answer is a conservative false. */
 static bool real_fits(double d, emily_dtype to) {
-    if (d != d) return true;
-    switch (to) {
-    case EMILY_F64: case EMILY_C128: return true;
-    case EMILY_F32: case EMILY_C64:
-        return d - d != 0 || (fabs(d) <= FLT_MAX && (double)(float)d == d);
-    case EMILY_F16: return emily_sc_f16_to_f64(emily_sc_f64_to_f16(d)) == d;
-    case EMILY_BF16:
-        if (d - d == 0 && (fabs(d) > FLT_MAX || (double)(float)d != d)) return false;
-        return emily_sc_bf16_to_f64(emily_sc_f64_to_bf16(d)) == d;
-    default: return false;
-    }
+    if (d != d || d - d != 0) return true; /* NaN and the infinities are in every float type */
+    emily_dtype part = emily_type_to_real(to);
+    if (part == EMILY_F64) return true;
+    if (fabs(d) > FLT_MAX || (double)(float)d != d) return false; /* not even an f32 */
+    return part == EMILY_F32 || half_round_trip(part, d) == d;
 }
 
 static bool int_fits(bool neg, uint64_t mag, emily_dtype to) {
@@ -159,26 +148,25 @@ static bool int_fits(bool neg, uint64_t mag, emily_dtype to) {
 static bool value_fits(const emily_engine *e, const emily_tensor *t, emily_dtype to) {
     if (t->size != 1 || !e->host_addressable || emily_dtype_is_integer(to)) return false;
     const void *p = emily_tensor_base(t);
-    switch (t->dtype) {
-    case EMILY_U8: return int_fits(false, *(const uint8_t *)p, to);
-    case EMILY_U16: return int_fits(false, *(const uint16_t *)p, to);
-    case EMILY_U32: return int_fits(false, *(const uint32_t *)p, to);
-    case EMILY_U64: return int_fits(false, *(const uint64_t *)p, to);
-    case EMILY_S8: case EMILY_S16: case EMILY_S32: case EMILY_S64: {
-        int64_t v = t->dtype == EMILY_S8 ? *(const int8_t *)p : t->dtype == EMILY_S16 ? *(const int16_t *)p
-                  : t->dtype == EMILY_S32 ? *(const int32_t *)p : *(const int64_t *)p;
-        return int_fits(v < 0, v < 0 ? 0u - (uint64_t)v : (uint64_t)v, to);
+#define UNSIGNED_FITS(E, s, T) \
+    case EMILY_##E: return int_fits(false, *(const T *)p, to);
+#define SIGNED_FITS(E, s, T)                                                           \
+    case EMILY_##E: {                                                                  \
+        int64_t v = *(const T *)p;                                                     \
+        return int_fits(v < 0, v < 0 ? 0u - (uint64_t)v : (uint64_t)v, to);            \
     }
-    case EMILY_F16: return real_fits(emily_sc_f16_to_f64(*(const uint16_t *)p), to);
-    case EMILY_BF16: return real_fits(emily_sc_bf16_to_f64(*(const uint16_t *)p), to);
-    case EMILY_F32: return real_fits(*(const float *)p, to);
-    case EMILY_F64: return real_fits(*(const double *)p, to);
-    case EMILY_C64:
-        return emily_dtype_is_complex(to) && real_fits(((const float *)p)[0], to) &&
-               real_fits(((const float *)p)[1], to);
-    case EMILY_C128:
-        return emily_dtype_is_complex(to) && real_fits(((const double *)p)[0], to) &&
-               real_fits(((const double *)p)[1], to);
+#define HALF_FITS(E, s, T) \
+    case EMILY_##E: return real_fits(emily_sc_##s##_to_f64(*(const T *)p), to);
+#define FLOAT_FITS(E, s, T) \
+    case EMILY_##E: return real_fits(*(const T *)p, to);
+#define COMPLEX_FITS(E, s, T) \
+    case EMILY_##E: return emily_dtype_is_complex(to) && real_fits(((const T *)p)->re, to) && real_fits(((const T *)p)->im, to);
+    switch (t->dtype) {
+        EMI_DTYPES_UNSIGNED(UNSIGNED_FITS)
+        EMI_DTYPES_SIGNED(SIGNED_FITS)
+        EMI_DTYPES_HALF(HALF_FITS)
+        EMI_DTYPES_NATIVE_FLOAT(FLOAT_FITS)
+        EMI_DTYPES_COMPLEX(COMPLEX_FITS)
     default: return false;
     }
 }
@@ -230,8 +218,7 @@ static emily_status run_kernel(const emily_engine *e, emily_binary_op op, const 
     emily_tensor *av = NULL, *bv = NULL, *dst = NULL;
     emily_status s = view_as(a, rank, shape, &av);
     if (!s) s = view_as(b, rank, shape, &bv);
-    if (!s) s = emi_empty_like_device(a, is_pred_cat(cat_of(op)) ? EMILY_U8 : a->dtype, rank,
-                                        shape, &dst);
+    if (!s) s = emi_empty_like_device(a, is_predicate(op) ? EMILY_U8 : a->dtype, rank, shape, &dst);
     if (!s) s = e->elementwise->binary(op, dst, av, bv);
     emily_tensor_release(av);
     emily_tensor_release(bv);
@@ -377,7 +364,7 @@ static emily_status atan2_complex(const emily_tensor *a, const emily_tensor *b, 
 static emily_status binary_with(const emily_engine *e, emily_binary_op op, const emily_tensor *a,
                                 const emily_tensor *b, emily_dtype o, int rank,
                                 const int64_t *shape, emily_tensor **out) {
-    bool pred = is_pred_cat(cat_of(op));
+    bool pred = is_predicate(op);
     emily_status s;
     if (op == EMILY_ATAN2 && emily_dtype_is_complex(o)) return atan2_complex(a, b, o, out);
 
@@ -431,8 +418,7 @@ emily_status emily_binary(emily_binary_op op, const emily_tensor *a, const emily
     emily_dtype t;
     s = emily_binary_type(op, a->dtype, b->dtype, &t);
     if (s) return s;
-    category cat = cat_of(op);
-    bool pred = is_pred_cat(cat);
+    bool pred = is_predicate(op);
     emily_dtype o = t;
     if (out_type != EMILY_DTYPE_AUTO) {
         if (!emily_dtype_valid(out_type))

@@ -1,25 +1,17 @@
 /* Unary element-wise ops: names, Nx's output types, and the op layer
  * that picks a compute type and calls the device kernel.
  *
- * Output types follow nx/lib/nx.ex:
- *   exp ... cbrt                to_floating (complex stays complex)
- *   erf, erfc, erf_inv          to_floating, complex not allowed
- *   abs                         same type; complex -> its real type
- *   bitwise_not, clz, popcount  integers only, same type
- *   ceil, floor, round          same type (integers unchanged), no complex
- *   conjugate                   to_complex
- *   negate, sign                same type
- *   real                        to_real (complex -> part type, ints -> f32)
- *   imag                        complex -> part type, else to_floating
- *   is_nan, is_infinity,
- *   logical_not                 u8
- *   phase                       to_real
+ * Each op's rule (emily/op_list.h, core/op_rules.h) says how Nx types its
+ * output (nx/lib/nx.ex) and which inputs Nx answers without a backend
+ * kernel (an unsigned abs, an integer ceil, real or imag of a real
+ * tensor, is_nan of integers, ...).
  *
  * Kernels see one compute dtype in and the output dtype out: integer
  * inputs of the floating ops are widened to f64 (the reference computes
  * on the integer's double value) and written as f32; real inputs of
  * conjugate arrive as f32/f64; everything else keeps its input type. */
 #include <string.h>
+#include "core/op_rules.h"
 #include "ops/common.h"
 
 #define UNARY_NAME(ENUM, name, rule) [EMILY_##ENUM] = #name,
@@ -41,7 +33,9 @@ bool emily_unary_op_from_name(const char *name, emily_unary_op *op) {
     return false;
 }
 
-static bool is_float_math(emily_unary_op op) { return op <= EMILY_ERF_INV; }
+static emily_status no_complex(const char *name, emily_dtype t) {
+    return emily_error(EMILY_ERR_TYPE, "%s: complex type %s is not supported", name, emily_dtype_name(t));
+}
 
 emily_status emily_unary_type(emily_unary_op op, emily_dtype t, emily_dtype *out) {
     if (out) *out = EMILY_DTYPE_AUTO;
@@ -51,32 +45,31 @@ emily_status emily_unary_type(emily_unary_op op, emily_dtype t, emily_dtype *out
     if (!emily_dtype_valid(t)) return emily_error(EMILY_ERR_TYPE, "%s: invalid input type %d", name, (int)t);
     bool cplx = emily_dtype_is_complex(t);
     emily_dtype r;
-    switch (op) {
-    case EMILY_ERF: case EMILY_ERFC: case EMILY_ERF_INV:
-        if (cplx)
-            return emily_error(EMILY_ERR_TYPE, "%s: complex type %s is not supported", name,
-                               emily_dtype_name(t));
+    switch (emi_unary_rule_of(op)) {
+    case EMI_UNARY_RULE_FLOATING: r = emily_type_to_floating(t); break;
+    case EMI_UNARY_RULE_FLOATING_REAL:
+        if (cplx) return no_complex(name, t);
         r = emily_type_to_floating(t);
         break;
-    case EMILY_ABS: r = cplx ? emily_type_to_real(t) : t; break;
-    case EMILY_BITWISE_NOT: case EMILY_COUNT_LEADING_ZEROS: case EMILY_POPULATION_COUNT:
+    case EMI_UNARY_RULE_ABS: r = cplx ? emily_type_to_real(t) : t; break;
+    case EMI_UNARY_RULE_INTEGER:
         if (!emily_dtype_is_integer(t))
             return emily_error(EMILY_ERR_TYPE, "%s: expects an integer type, got %s", name,
                                emily_dtype_name(t));
         r = t;
         break;
-    case EMILY_CEIL: case EMILY_FLOOR: case EMILY_ROUND:
-        if (cplx)
-            return emily_error(EMILY_ERR_TYPE, "%s: complex type %s is not supported", name,
-                               emily_dtype_name(t));
+    case EMI_UNARY_RULE_ROUNDING:
+        if (cplx) return no_complex(name, t);
         r = t;
         break;
-    case EMILY_CONJUGATE: r = emily_type_to_complex(t); break;
-    case EMILY_NEGATE: case EMILY_SIGN: r = t; break;
-    case EMILY_REAL: case EMILY_PHASE: r = emily_type_to_real(t); break;
-    case EMILY_IMAG: r = cplx ? emily_type_to_real(t) : emily_type_to_floating(t); break;
-    case EMILY_IS_NAN: case EMILY_IS_INFINITY: case EMILY_LOGICAL_NOT: r = EMILY_U8; break;
-    default: r = emily_type_to_floating(t); break; /* exp ... cbrt */
+    case EMI_UNARY_RULE_CONJUGATE: r = emily_type_to_complex(t); break;
+    case EMI_UNARY_RULE_REAL:
+    case EMI_UNARY_RULE_PHASE: r = emily_type_to_real(t); break;
+    case EMI_UNARY_RULE_IMAG: r = cplx ? emily_type_to_real(t) : emily_type_to_floating(t); break;
+    case EMI_UNARY_RULE_PREDICATE:
+    case EMI_UNARY_RULE_LOGICAL: r = EMILY_U8; break;
+    case EMI_UNARY_RULE_SAME:
+    default: r = t; break;
     }
     if (out) *out = r;
     return EMILY_OK;
@@ -101,22 +94,23 @@ emily_status emily_unary(emily_unary_op op, const emily_tensor *t, emily_tensor 
 
     bool integer = emily_dtype_is_integer(t->dtype);
     bool cplx = emily_dtype_is_complex(t->dtype);
+    emi_unary_rule rule = emi_unary_rule_of(op);
     /* Cases Nx answers without a backend kernel. */
-    if ((op == EMILY_ABS && emily_dtype_kind_of(t->dtype) == EMILY_KIND_UNSIGNED) ||
-        ((op == EMILY_CEIL || op == EMILY_FLOOR || op == EMILY_ROUND) && integer) ||
-        (op == EMILY_REAL && !cplx && !integer)) {
+    if ((rule == EMI_UNARY_RULE_ABS && emily_dtype_kind_of(t->dtype) == EMILY_KIND_UNSIGNED) ||
+        (rule == EMI_UNARY_RULE_ROUNDING && integer) || (rule == EMI_UNARY_RULE_REAL && !cplx && !integer)) {
         emily_tensor_retain((emily_tensor *)t);
         *out = (emily_tensor *)t;
         return EMILY_OK;
     }
-    if (op == EMILY_REAL && integer) return emily_as_type(t, out_type, out);
-    if ((op == EMILY_IMAG && !cplx) ||
-        ((op == EMILY_IS_NAN || op == EMILY_IS_INFINITY) && integer))
+    if (rule == EMI_UNARY_RULE_REAL && integer) return emily_as_type(t, out_type, out);
+    if ((rule == EMI_UNARY_RULE_IMAG && !cplx) || (rule == EMI_UNARY_RULE_PREDICATE && integer))
         return zeros_like(t, out_type, out);
 
     emily_dtype compute = t->dtype;
-    if ((is_float_math(op) || op == EMILY_PHASE) && integer) compute = EMILY_F64;
-    if (op == EMILY_CONJUGATE && !cplx) compute = emily_type_to_real(out_type);
+    bool on_double = rule == EMI_UNARY_RULE_FLOATING || rule == EMI_UNARY_RULE_FLOATING_REAL ||
+                     rule == EMI_UNARY_RULE_PHASE;
+    if (on_double && integer) compute = EMILY_F64;
+    if (rule == EMI_UNARY_RULE_CONJUGATE && !cplx) compute = emily_type_to_real(out_type);
 
     if (!emi_engine_supports(e, EMI_KERNEL_UNARY, op, compute)) {
         char dev[32];

@@ -661,7 +661,35 @@ TEST(bad_arguments) {
     emily_tensor_release(i);
 }
 
+/* The kernels follow the rules: every (op, type, type) that
+ * emily_binary_type accepts runs, with the type it gives, on operands
+ * that raise nowhere (ones; core/binary_kernels.h has a kernel for each
+ * compute type the op layer picks), and the others fail with a type
+ * error. */
+TEST(every_accepted_type_pair_has_a_kernel) {
+    int64_t n = 3;
+    for (int op = 0; op < EMILY_BINARY_OP_COUNT; op++)
+        for (int ta = 0; ta < EMILY_DTYPE_COUNT; ta++)
+            for (int tb = 0; tb < EMILY_DTYPE_COUNT; tb++) {
+                emily_tensor *a = NULL, *b = NULL, *r = NULL;
+                CHECK_OK(emily_constant(EMILY_CPU, (emily_dtype)ta, 1, &n, emily_scalar_int(1), &a));
+                CHECK_OK(emily_constant(EMILY_CPU, (emily_dtype)tb, 1, &n, emily_scalar_int(1), &b));
+                emily_binary_op o = (emily_binary_op)op;
+                emily_dtype want;
+                if (a && b && emily_binary_type(o, (emily_dtype)ta, (emily_dtype)tb, &want) == EMILY_OK) {
+                    CHECK_OK(emily_binary(o, a, b, EMILY_DTYPE_AUTO, &r));
+                    CHECK(!r || emily_tensor_dtype(r) == want);
+                } else if (a && b) {
+                    CHECK_ERR(emily_binary(o, a, b, EMILY_DTYPE_AUTO, &r), EMILY_ERR_TYPE, emily_binary_op_name(o));
+                }
+                emily_tensor_release(r);
+                emily_tensor_release(a);
+                emily_tensor_release(b);
+            }
+}
+
 RUN_TESTS("binary", CASE(op_names_round_trip), CASE(output_types_follow_nx),
+          CASE(every_accepted_type_pair_has_a_kernel),
           CASE(integer_arithmetic_wraps), CASE(integer_division_and_remainder), CASE(shifts),
           CASE(integer_pow), CASE(bitwise), CASE(float_min_max_nan_and_signed_zero),
           CASE(float_comparisons_and_logical), CASE(float_pow_atan2_remainder_like_nx),

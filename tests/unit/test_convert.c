@@ -1,6 +1,8 @@
 /* as_type and bitcast: Nx's conversion rules on edge values, strided
  * inputs, all 14x14 type pairs, errors, and the Nx callbacks. */
 #include <stdlib.h>
+#include "core/dtype_list.h"
+#include "core/scalar_convert.h"
 #include "core/tensor_impl.h"
 #include "cpu/unary_simd.h"
 #include "harness.h"
@@ -309,6 +311,44 @@ TEST(bitcast_reinterprets) {
     emily_tensor_release(t);
 }
 
+/* core/dtype_list.h writes its rows twice (the plain lists and the _WITH
+ * ones for nested expansions): both list every type once, in enum order,
+ * with emily/dtype.h's names and sizes, and each class sub-list holds
+ * its class. */
+typedef struct {
+    emily_dtype dt;
+    const char *sfx;
+    size_t size;
+} list_row;
+#define LIST_ROW(E, s, T) {EMILY_##E, #s, sizeof(T)},
+#define LIST_ROW_WITH(E, s, T, unused) {EMILY_##E, #s, sizeof(T)},
+#define CHECK_CLASS(E, s, T, pred) CHECK(pred(EMILY_##E));
+#define CHECK_PARTS(E, s, T, PE, ps, PT, unused) \
+    CHECK(emily_type_to_real(EMILY_##E) == EMILY_##PE && sizeof(T) == 2 * sizeof(PT) && strcmp(#ps, emily_dtype_name(EMILY_##PE)) == 0);
+static bool is_unsigned(emily_dtype t) { return emily_dtype_kind_of(t) == EMILY_KIND_UNSIGNED; }
+static bool is_signed(emily_dtype t) { return emily_dtype_kind_of(t) == EMILY_KIND_SIGNED; }
+static bool is_half(emily_dtype t) { return emily_dtype_is_float(t) && emily_dtype_bits(t) == 16; }
+static bool is_native_float(emily_dtype t) { return emily_dtype_is_float(t) && emily_dtype_bits(t) > 16; }
+
+TEST(dtype_lists_agree) {
+    const list_row plain[] = {EMI_DTYPES(LIST_ROW)}, with[] = {EMI_DTYPES_WITH(LIST_ROW_WITH, ~)};
+    CHECK(sizeof plain / sizeof *plain == EMILY_DTYPE_COUNT && sizeof with / sizeof *with == EMILY_DTYPE_COUNT);
+    for (int i = 0; i < EMILY_DTYPE_COUNT; i++) {
+        const list_row *rows[2] = {&plain[i], &with[i]};
+        for (int k = 0; k < 2; k++) {
+            CHECK(rows[k]->dt == (emily_dtype)i);
+            CHECK(strcmp(rows[k]->sfx, emily_dtype_name((emily_dtype)i)) == 0);
+            CHECK(rows[k]->size == emily_dtype_size((emily_dtype)i));
+        }
+    }
+    EMI_DTYPES_UNSIGNED_WITH(CHECK_CLASS, is_unsigned)
+    EMI_DTYPES_SIGNED_WITH(CHECK_CLASS, is_signed)
+    EMI_DTYPES_HALF_WITH(CHECK_CLASS, is_half)
+    EMI_DTYPES_NATIVE_FLOAT_WITH(CHECK_CLASS, is_native_float)
+    EMI_DTYPES_COMPLEX_WITH(CHECK_CLASS, emily_dtype_is_complex)
+    EMI_COMPLEX_PARTS_WITH(CHECK_PARTS, ~)
+}
+
 TEST(callbacks) {
     int32_t v[2] = {-1, 300};
     int64_t two[1] = {2};
@@ -334,7 +374,7 @@ TEST(callbacks) {
     emily_tensor_release(t);
 }
 
-RUN_TESTS("convert", CASE(float_to_int_truncates_and_wraps), CASE(float_to_float_rounding),
+RUN_TESTS("convert", CASE(dtype_lists_agree), CASE(float_to_int_truncates_and_wraps), CASE(float_to_float_rounding),
           CASE(int_to_float_goes_through_double), CASE(complex_to_real_takes_the_real_part),
           CASE(all_pairs_round_trip_small_values), CASE(strided_and_broadcast_inputs),
           CASE(sizes_scalars_and_identity), CASE(half_conversion_simd_paths), CASE(as_type_bad_input),

@@ -701,6 +701,27 @@ TEST(bad_input) {
     emily_tensor_release(t);
 }
 
+/* The kernels follow the rules: every (op, type) that emily_unary_type
+ * accepts runs (core/unary_kernels.h has a kernel for each input the op
+ * layer hands on), and the others fail with a type error. */
+TEST(every_accepted_type_has_a_kernel) {
+    int64_t n = 3;
+    unsigned char zeros[3 * 16] = {0};
+    for (int op = 0; op < EMILY_UNARY_OP_COUNT; op++)
+        for (int dt = 0; dt < EMILY_DTYPE_COUNT; dt++) {
+            emily_tensor *t = t_from((emily_dtype)dt, 1, &n, zeros), *r = NULL;
+            emily_dtype want;
+            if (emily_unary_type((emily_unary_op)op, (emily_dtype)dt, &want) == EMILY_OK) {
+                CHECK_OK(emily_unary((emily_unary_op)op, t, &r));
+                CHECK(!r || emily_tensor_dtype(r) == want);
+            } else {
+                CHECK_ERR(emily_unary((emily_unary_op)op, t, &r), EMILY_ERR_TYPE, emily_unary_op_name((emily_unary_op)op));
+            }
+            emily_tensor_release(r);
+            emily_tensor_release(t);
+        }
+}
+
 TEST(callbacks) {
     float v[2] = {-1, 4};
     int64_t two[1] = {2};
@@ -725,7 +746,7 @@ TEST(callbacks) {
     emily_tensor_release(t);
 }
 
-RUN_TESTS("unary", CASE(names_round_trip), CASE(output_types_follow_nx),
+RUN_TESTS("unary", CASE(names_round_trip), CASE(output_types_follow_nx), CASE(every_accepted_type_has_a_kernel),
           CASE(real_functions_and_reference_quirks), CASE(integers_wrap),
           CASE(identity_and_constant_cases), CASE(complex_numbers), CASE(complex_rsqrt_of_non_finite_values),
           CASE(conjugate_of_reals),
