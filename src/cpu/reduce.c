@@ -25,6 +25,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include "core/ordered_fold.h"
 #include "cpu/kernels.h"
 #include "cpu/strided.h"
 #include "cpu/unary_map.h"
@@ -75,8 +76,8 @@ typedef struct reducer {
     bool ordered;
 } reducer;
 
-/* The chunk of an ordered fold (src/cuda/reduce.cuh: SEQ_MAX). */
-#define ORDERED_CHUNK ((int64_t)1 << 18)
+/* The chunk of an ordered fold, shared with the CUDA engine. */
+#define ORDERED_CHUNK EMI_ORDERED_CHUNK
 
 /* ---- integers: sum/product wrap in the type's width ------------------- */
 
