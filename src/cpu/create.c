@@ -2,19 +2,10 @@
  * number -> dtype rules (core/scalar_convert.h). */
 #include <string.h>
 #include "core/scalar_convert.h"
+#include "core/scalar_element.h"
 #include "cpu/kernels.h"
 #include "cpu/strided.h"
 #include "cpu/unary_map.h"
-
-/* The bytes of one element of `dtype` holding the scalar. */
-static void scalar_bytes(emily_dtype dtype, const emily_scalar *v, unsigned char *out) {
-    switch (v->kind) {
-    case EMILY_SCALAR_INT: emily_sc_store_int((int)dtype, (uint64_t)v->i, 0, out); break;
-    case EMILY_SCALAR_UINT: emily_sc_store_int((int)dtype, v->u, 1, out); break;
-    case EMILY_SCALAR_FLOAT: emily_sc_store_complex((int)dtype, v->re, 0.0, out); break;
-    case EMILY_SCALAR_COMPLEX: emily_sc_store_complex((int)dtype, v->re, v->im, out); break;
-    }
-}
 
 typedef struct { uint64_t lo, hi; } u128;
 
@@ -51,7 +42,7 @@ static void zero_chunk(void *p, int64_t c) {
 emily_status emi_cpu_fill(emily_tensor *dst, const emily_scalar *value) {
     if (dst->size == 0) return EMILY_OK;
     unsigned char bytes[16] = {0};
-    scalar_bytes(dst->dtype, value, bytes);
+    emi_scalar_element(dst->dtype, value, bytes);
     size_t es = emily_dtype_size(dst->dtype);
     bool zero = true;
     for (size_t i = 0; i < es; i++) zero = zero && bytes[i] == 0;
