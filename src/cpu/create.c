@@ -3,20 +3,11 @@
 #include <string.h>
 #include "core/scalar_convert.h"
 #include "cpu/dtype_scalars.h"
+#include "core/scalar_element.h"
 #include "cpu/kernels.h"
 #include "cpu/strided.h"
 #include "cpu/elementwise_map.h"
 #include "cpu/parallel.h"
-
-/* The bytes of one element of `dtype` holding the scalar. */
-static void scalar_bytes(emily_dtype dtype, const emily_scalar *v, unsigned char *out) {
-    switch (v->kind) {
-    case EMILY_SCALAR_INT: emily_sc_store_int((int)dtype, (uint64_t)v->i, 0, out); break;
-    case EMILY_SCALAR_UINT: emily_sc_store_int((int)dtype, v->u, 1, out); break;
-    case EMILY_SCALAR_FLOAT: emily_sc_store_complex((int)dtype, v->re, 0.0, out); break;
-    case EMILY_SCALAR_COMPLEX: emily_sc_store_complex((int)dtype, v->re, v->im, out); break;
-    }
-}
 
 /* Fill run functions, one per element size (fill_1 .. fill_16): write
  * the element held by ctx, ignore the input. */
@@ -48,7 +39,7 @@ static void zero_chunk(void *p, int64_t c) {
 emily_status emi_cpu_fill(emily_tensor *dst, const emily_scalar *value) {
     if (dst->size == 0) return EMILY_OK;
     unsigned char bytes[16] = {0};
-    scalar_bytes(dst->dtype, value, bytes);
+    emi_scalar_element(dst->dtype, value, bytes);
     size_t es = emily_dtype_size(dst->dtype);
     bool zero = true;
     for (size_t i = 0; i < es; i++) zero = zero && bytes[i] == 0;

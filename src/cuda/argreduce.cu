@@ -1,5 +1,5 @@
 // argmax / argmin on CUDA over the reduction machinery of reduce.cuh, with
-// the rules of src/cpu/reduce.c: a NaN always takes the index (so the last
+// the rules of src/cpu/reduce/: a NaN always takes the index (so the last
 // NaN wins); otherwise the extreme's first index (its last with
 // tie_break: :high); values compare as numbers (-0.0 == 0.0).
 #include "cuda/reduce.cuh"
@@ -87,20 +87,11 @@ extern "C" emily_status emi_cuda_argreduce(emily_arg_op op, emily_tensor *dst, c
     if (!s) s = emi_cuda_begin(is_min ? "argmin" : "argmax", dev_of(dst), 2, ts, &ctx);
     if (!s) {
         bool h = tie_break_high;
-        switch (src->dtype) {
-        case EMILY_U8: s = arg_out<LdInt<uint8_t>, uint8_t, false>(ctx, is_min, h, out, src, mask); break;
-        case EMILY_U16: s = arg_out<LdInt<uint16_t>, uint16_t, false>(ctx, is_min, h, out, src, mask); break;
-        case EMILY_U32: s = arg_out<LdInt<uint32_t>, uint32_t, false>(ctx, is_min, h, out, src, mask); break;
-        case EMILY_U64: s = arg_out<LdInt<uint64_t>, uint64_t, false>(ctx, is_min, h, out, src, mask); break;
-        case EMILY_S8: s = arg_out<LdInt<int8_t>, int8_t, false>(ctx, is_min, h, out, src, mask); break;
-        case EMILY_S16: s = arg_out<LdInt<int16_t>, int16_t, false>(ctx, is_min, h, out, src, mask); break;
-        case EMILY_S32: s = arg_out<LdInt<int32_t>, int32_t, false>(ctx, is_min, h, out, src, mask); break;
-        case EMILY_S64: s = arg_out<LdInt<int64_t>, int64_t, false>(ctx, is_min, h, out, src, mask); break;
-        case EMILY_F16: s = arg_out<LdF16, float, true>(ctx, is_min, h, out, src, mask); break;
-        case EMILY_BF16: s = arg_out<LdBF16, float, true>(ctx, is_min, h, out, src, mask); break;
-        case EMILY_F32: s = arg_out<LdF32, float, true>(ctx, is_min, h, out, src, mask); break;
-        default: s = arg_out<LdF64, double, true>(ctx, is_min, h, out, src, mask); break;
-        }
+        s = with_dtype(src->dtype, ctx.op, [&]<emily_dtype D>() -> emily_status {
+            if constexpr (is_complex(D)) // refused above
+                return emily_error(EMILY_ERR_TYPE, "argreduce: %s is not supported", emily_dtype_name(D));
+            else return arg_out<Ld<D>, typename Ld<D>::C, is_float(D)>(ctx, is_min, h, out, src, mask);
+        });
     }
     emily_tensor_release(view);
     free(mask);

@@ -1,5 +1,6 @@
 // Shared pieces of the CUDA kernels (C++, nvcc only): strided layouts
-// passed by value, index arithmetic, launch sizes and dtype dispatch.
+// passed by value, index arithmetic, launch sizes and element-wise maps
+// (dtype dispatch: dtype_dispatch.cuh).
 //
 // A Layout<N> describes N operands over one shape, each with its own
 // strides in elements, after dropping size-1 dimensions and merging
@@ -17,6 +18,7 @@
 #include <cuda_runtime.h>
 #include "cuda/cuda_context.h"
 #include "cuda/kernels.h"
+#include "cuda/dtype_dispatch.cuh"
 #include "core/scalar_convert.h"
 
 namespace emily_cuda {
@@ -171,37 +173,12 @@ emily_status for_layout(const char *op, const emily_tensor *const *ts, F &&launc
     return s;
 }
 
-// Element types by dtype (f16 and bf16 are stored as their bits).
-struct alignas(16) b128_t { uint64_t lo, hi; };
-
 // Calls f.template operator()<T>() with T the storage type of dtype.
 template <typename F> emily_status dispatch_storage(emily_dtype t, F &&f) {
-    switch (t) {
-    case EMILY_U8: return f.template operator()<uint8_t>();
-    case EMILY_U16: return f.template operator()<uint16_t>();
-    case EMILY_U32: return f.template operator()<uint32_t>();
-    case EMILY_U64: return f.template operator()<uint64_t>();
-    case EMILY_S8: return f.template operator()<int8_t>();
-    case EMILY_S16: return f.template operator()<int16_t>();
-    case EMILY_S32: return f.template operator()<int32_t>();
-    case EMILY_S64: return f.template operator()<int64_t>();
-    case EMILY_F16: return f.template operator()<uint16_t>();
-    case EMILY_BF16: return f.template operator()<uint16_t>();
-    case EMILY_F32: return f.template operator()<float>();
-    case EMILY_F64: return f.template operator()<double>();
-    case EMILY_C64: return f.template operator()<emily_c64>();
-    case EMILY_C128: return f.template operator()<emily_c128>();
-    default: return emily_error(EMILY_ERR_TYPE, "cuda: invalid dtype %d", (int)t);
-    }
+    return with_dtype(t, "cuda", [&]<emily_dtype D>() -> emily_status {
+        return f.template operator()<storage_t<D>>();
+    });
 }
-
-// Raw bits of an element by its size.
-template <size_t S> struct bits_of;
-template <> struct bits_of<1> { typedef uint8_t type; };
-template <> struct bits_of<2> { typedef uint16_t type; };
-template <> struct bits_of<4> { typedef uint32_t type; };
-template <> struct bits_of<8> { typedef uint64_t type; };
-template <> struct bits_of<16> { typedef b128_t type; };
 
 inline int dev_of(const emily_tensor *t) { return t->buffer->device.index; }
 inline char *base_of(const emily_tensor *t) { return (char *)t->buffer->data; }

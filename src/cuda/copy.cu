@@ -71,12 +71,7 @@ extern "C" emily_status emi_cuda_copy(emily_tensor *dst, const emily_tensor *src
     const emily_tensor *ts[2] = {dst, src};
     emily_status s = emi_cuda_begin("copy", dev_of(dst), 2, ts, &ctx);
     if (s) return s;
-    switch (emily_dtype_size(dst->dtype)) {
-    case 1: return copy_typed<uint8_t>(ctx, dst, src);
-    case 2: return copy_typed<uint16_t>(ctx, dst, src);
-    case 4: return copy_typed<uint32_t>(ctx, dst, src);
-    case 8: return copy_typed<uint64_t>(ctx, dst, src);
-    case 16: return copy_typed<b128_t>(ctx, dst, src);
-    default: return emily_error(EMILY_ERR_INTERNAL, "cuda: copy: bad element size");
-    }
+    return with_element_bits(dst->dtype, "copy", [&]<typename B>() -> emily_status {
+        return copy_typed<B>(ctx, dst, src);
+    });
 }

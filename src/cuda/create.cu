@@ -1,20 +1,11 @@
 // constant (fill) and eye on CUDA. The value is converted on the host with
-// Nx's number -> dtype rules (core/scalar_convert.h, as the CPU does) and
+// Nx's number -> dtype rules (core/scalar_element.h, as the CPU does) and
 // its bytes are broadcast by the kernel; all-zero fills of contiguous
 // memory are a memset.
 #include "cuda/common.cuh"
+#include "core/scalar_element.h"
 
 using namespace emily_cuda;
-
-// The bytes of one element of `dtype` holding the scalar.
-static void scalar_bytes(emily_dtype dtype, const emily_scalar *v, unsigned char *out) {
-    switch (v->kind) {
-    case EMILY_SCALAR_INT: emily_sc_store_int((int)dtype, (uint64_t)v->i, 0, out); break;
-    case EMILY_SCALAR_UINT: emily_sc_store_int((int)dtype, v->u, 1, out); break;
-    case EMILY_SCALAR_FLOAT: emily_sc_store_complex((int)dtype, v->re, 0.0, out); break;
-    case EMILY_SCALAR_COMPLEX: emily_sc_store_complex((int)dtype, v->re, v->im, out); break;
-    }
-}
 
 template <typename T> __global__ void fill_kernel(Layout<1> L, T *d, T val) {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < L.total;
@@ -44,20 +35,15 @@ static emily_status fill_bytes(const emily_cuda_ctx &ctx, emily_tensor *dst, con
     if (zero && emily_tensor_is_contiguous(dst))
         return emi_cuda_error(ctx.op, cudaMemsetAsync(base_of(dst) + (size_t)dst->offset * es, 0,
                                                         (size_t)dst->size * es, ctx.stream));
-    switch (es) {
-    case 1: return fill_typed<uint8_t>(ctx, dst, bytes);
-    case 2: return fill_typed<uint16_t>(ctx, dst, bytes);
-    case 4: return fill_typed<uint32_t>(ctx, dst, bytes);
-    case 8: return fill_typed<uint64_t>(ctx, dst, bytes);
-    case 16: return fill_typed<b128_t>(ctx, dst, bytes);
-    default: return emily_error(EMILY_ERR_INTERNAL, "cuda: %s: bad element size %zu", ctx.op, es);
-    }
+    return with_element_bits(dst->dtype, ctx.op, [&]<typename B>() -> emily_status {
+        return fill_typed<B>(ctx, dst, bytes);
+    });
 }
 
 extern "C" emily_status emi_cuda_fill(emily_tensor *dst, const emily_scalar *value) {
     if (dst->size == 0) return EMILY_OK;
     unsigned char bytes[16] = {0};
-    scalar_bytes(dst->dtype, value, bytes);
+    emi_scalar_element(dst->dtype, value, bytes);
     emily_cuda_ctx ctx;
     const emily_tensor *ts[1] = {dst};
     emily_status s = emi_cuda_begin("constant", dev_of(dst), 1, ts, &ctx);
@@ -100,12 +86,7 @@ extern "C" emily_status emi_cuda_eye(emily_tensor *dst) {
     s = fill_bytes(ctx, dst, zero);
     if (s) return s;
     emily_sc_store_int((int)dst->dtype, 1, 0, one);
-    switch (emily_dtype_size(dst->dtype)) {
-    case 1: return eye_typed<uint8_t>(ctx, dst, one);
-    case 2: return eye_typed<uint16_t>(ctx, dst, one);
-    case 4: return eye_typed<uint32_t>(ctx, dst, one);
-    case 8: return eye_typed<uint64_t>(ctx, dst, one);
-    case 16: return eye_typed<b128_t>(ctx, dst, one);
-    default: return emily_error(EMILY_ERR_INTERNAL, "cuda: eye: bad element size");
-    }
+    return with_element_bits(dst->dtype, "eye", [&]<typename B>() -> emily_status {
+        return eye_typed<B>(ctx, dst, one);
+    });
 }

@@ -22,8 +22,10 @@
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>
 #include <cublas_v2.h>
-#include "cuda/cuda_context.h"
+#include "cuda/dtype_dispatch.cuh"
 #include "core/kernels.h"
+
+using namespace emily_cuda;
 
 namespace {
 
@@ -69,22 +71,25 @@ __device__ inline float bf16_to_f32(uint16_t h) { return __uint_as_float((uint32
 // Reads element `off` of a dtype-D array as (re, im) and as exact integer bits.
 template <int D>
 __device__ inline void read_elem(const char *base, int64_t off, double &re, double &im, uint64_t &u) {
+    constexpr emily_dtype DT = (emily_dtype)D;
+    typedef storage_t<DT> T;
+    T x = ((const T *)base)[off];
     im = 0;
     u = 0;
-    if constexpr (D == EMILY_U8) { uint8_t x = ((const uint8_t *)base)[off]; re = x; u = x; }
-    else if constexpr (D == EMILY_U16) { uint16_t x = ((const uint16_t *)base)[off]; re = x; u = x; }
-    else if constexpr (D == EMILY_U32) { uint32_t x = ((const uint32_t *)base)[off]; re = x; u = x; }
-    else if constexpr (D == EMILY_U64) { uint64_t x = ((const uint64_t *)base)[off]; re = (double)x; u = x; }
-    else if constexpr (D == EMILY_S8) { int8_t x = ((const int8_t *)base)[off]; re = x; u = (uint64_t)(int64_t)x; }
-    else if constexpr (D == EMILY_S16) { int16_t x = ((const int16_t *)base)[off]; re = x; u = (uint64_t)(int64_t)x; }
-    else if constexpr (D == EMILY_S32) { int32_t x = ((const int32_t *)base)[off]; re = x; u = (uint64_t)(int64_t)x; }
-    else if constexpr (D == EMILY_S64) { int64_t x = ((const int64_t *)base)[off]; re = (double)x; u = (uint64_t)x; }
-    else if constexpr (D == EMILY_F16) { re = f16_to_f32(((const uint16_t *)base)[off]); }
-    else if constexpr (D == EMILY_BF16) { re = bf16_to_f32(((const uint16_t *)base)[off]); }
-    else if constexpr (D == EMILY_F32) { re = ((const float *)base)[off]; }
-    else if constexpr (D == EMILY_F64) { re = ((const double *)base)[off]; }
-    else if constexpr (D == EMILY_C64) { re = ((const float *)base)[2 * off]; im = ((const float *)base)[2 * off + 1]; }
-    else { re = ((const double *)base)[2 * off]; im = ((const double *)base)[2 * off + 1]; }
+    if constexpr (is_integer(DT)) {
+        re = (double)x;
+        if constexpr (is_signed(DT)) u = (uint64_t)(int64_t)x;
+        else u = (uint64_t)x;
+    } else if constexpr (DT == EMILY_F16) {
+        re = f16_to_f32(x);
+    } else if constexpr (DT == EMILY_BF16) {
+        re = bf16_to_f32(x);
+    } else if constexpr (is_complex(DT)) {
+        re = x.re;
+        im = x.im;
+    } else {
+        re = x;
+    }
 }
 
 // dst is [B, R, C] contiguous, or [B, C, R] when `transposed`.
@@ -123,29 +128,33 @@ __global__ void pack_kernel(const char *base, View3 v, int ct, void *dst, int64_
 
 // ---- results: compute type -> the output dtype -----------------------------
 
-__global__ void store_kernel(const void *src, int ct, void *dst, int dtype, int64_t n) {
+// The output types whose results are rounded by store_kernel: f32, f16,
+// bf16 and c64 from cuBLAS's f32/f64/c128 results, and integers narrower
+// than 32 bits from the wrapping u32 tiled kernel (other types are
+// written in place).
+template <emily_dtype D> constexpr bool rounded_by_store() {
+    if constexpr (is_integer(D)) return sizeof(storage_t<D>) < 4;
+    else return D == EMILY_F32 || is_half(D) || D == EMILY_C64;
+}
+
+template <emily_dtype D> __global__ void store_kernel(const void *src, int ct, void *dst, int64_t n) {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
          i += (int64_t)gridDim.x * blockDim.x) {
-        switch (dtype) {
-        case EMILY_F32: ((float *)dst)[i] = __double2float_rn(((const double *)src)[i]); break;
-        case EMILY_F16: {
+        if constexpr (D == EMILY_F32) {
+            ((float *)dst)[i] = __double2float_rn(((const double *)src)[i]);
+        } else if constexpr (D == EMILY_F16) {
             double x = ct == CT_F32 ? (double)((const float *)src)[i] : ((const double *)src)[i];
             ((uint16_t *)dst)[i] = __half_as_ushort(__double2half(x)); // nearest even, once
-            break;
-        }
-        case EMILY_BF16: { // Nx: round to f32, keep the top 16 bits
+        } else if constexpr (D == EMILY_BF16) { // Nx: round to f32, keep the top 16 bits
             float f = ct == CT_F32 ? ((const float *)src)[i] : __double2float_rn(((const double *)src)[i]);
             ((uint16_t *)dst)[i] = (uint16_t)(__float_as_uint(f) >> 16);
-            break;
-        }
-        case EMILY_C64: {
+        } else if constexpr (D == EMILY_C64) {
             const double *s = (const double *)src;
             ((float *)dst)[2 * i] = __double2float_rn(s[2 * i]);
             ((float *)dst)[2 * i + 1] = __double2float_rn(s[2 * i + 1]);
-            break;
-        }
-        case EMILY_U16: case EMILY_S16: ((uint16_t *)dst)[i] = (uint16_t)((const uint32_t *)src)[i]; break;
-        default: ((uint8_t *)dst)[i] = (uint8_t)((const uint32_t *)src)[i]; break;
+        } else { // 8 and 16-bit integers: the low bits
+            typedef typename bits_of<sizeof(storage_t<D>)>::type B;
+            ((B *)dst)[i] = (B)((const uint32_t *)src)[i];
         }
     }
 }
@@ -328,30 +337,22 @@ emily_status pack(Gemm &g, const emily_tensor *t, CT ct, void **out, bool transp
     int64_t total = t->shape[0] * t->shape[1] * t->shape[2];
     emily_status s = g.alloc(total, ct_size(ct), out);
     if (s || total == 0) return s;
-    switch (t->dtype) {
-    case EMILY_U8: return launch_pack<EMILY_U8>(g, t, ct, *out, transposed);
-    case EMILY_U16: return launch_pack<EMILY_U16>(g, t, ct, *out, transposed);
-    case EMILY_U32: return launch_pack<EMILY_U32>(g, t, ct, *out, transposed);
-    case EMILY_U64: return launch_pack<EMILY_U64>(g, t, ct, *out, transposed);
-    case EMILY_S8: return launch_pack<EMILY_S8>(g, t, ct, *out, transposed);
-    case EMILY_S16: return launch_pack<EMILY_S16>(g, t, ct, *out, transposed);
-    case EMILY_S32: return launch_pack<EMILY_S32>(g, t, ct, *out, transposed);
-    case EMILY_S64: return launch_pack<EMILY_S64>(g, t, ct, *out, transposed);
-    case EMILY_F16: return launch_pack<EMILY_F16>(g, t, ct, *out, transposed);
-    case EMILY_BF16: return launch_pack<EMILY_BF16>(g, t, ct, *out, transposed);
-    case EMILY_F32: return launch_pack<EMILY_F32>(g, t, ct, *out, transposed);
-    case EMILY_F64: return launch_pack<EMILY_F64>(g, t, ct, *out, transposed);
-    case EMILY_C64: return launch_pack<EMILY_C64>(g, t, ct, *out, transposed);
-    case EMILY_C128: return launch_pack<EMILY_C128>(g, t, ct, *out, transposed);
-    default: return emily_error(EMILY_ERR_TYPE, "dot: invalid dtype %d", (int)t->dtype);
-    }
+    return with_dtype(t->dtype, "dot", [&]<emily_dtype D>() -> emily_status {
+        return launch_pack<D>(g, t, ct, *out, transposed);
+    });
 }
 
 emily_status store(Gemm &g, const void *src, CT ct, emily_tensor *dst) {
-    store_kernel<<<blocks_for(dst->size), BLOCK, 0, g.ctx.stream>>>(
-        src, (int)ct, (char *)dst->buffer->data + (size_t)dst->offset * emily_dtype_size(dst->dtype),
-        (int)dst->dtype, dst->size);
-    return emi_cuda_launched(&g.ctx);
+    return with_dtype(dst->dtype, "dot", [&]<emily_dtype D>() -> emily_status {
+        if constexpr (rounded_by_store<D>()) {
+            store_kernel<D><<<blocks_for(dst->size), BLOCK, 0, g.ctx.stream>>>(
+                src, (int)ct, (char *)dst->buffer->data + (size_t)dst->offset * emily_dtype_size(dst->dtype),
+                dst->size);
+            return emi_cuda_launched(&g.ctx);
+        } else {
+            return emily_error(EMILY_ERR_INTERNAL, "dot: no result conversion to %s", emily_dtype_name(D));
+        }
+    });
 }
 
 void *dst_base(emily_tensor *dst) {
@@ -432,7 +433,7 @@ cudaDataType_t data_type(CT ct) {
 // compute type, or f16/bf16 for an f32 FAST product), else packed.
 emily_status prepare(Gemm &g, const emily_tensor *t, CT ct, bool half_ok, Operand *op) {
     bool same = ct_matches(ct, t->dtype);
-    bool half = half_ok && (t->dtype == EMILY_F16 || t->dtype == EMILY_BF16);
+    bool half = half_ok && is_half(t->dtype);
     if ((same || half) &&
         emily_gemm_layout_of(t->shape[1], t->shape[2], t->strides[1], t->strides[2], &op->lay) &&
         fits_int(op->lay.ld)) {
@@ -470,8 +471,7 @@ emily_status blas_path(Gemm &g, emily_tensor *dst, const emily_tensor *a, const 
     if (s) return s;
     // f16/bf16 operands of an f32 FAST product go to the tensor cores as
     // they are when both have the same half type
-    bool half_ok = ct == CT_F32 && a->dtype == b->dtype &&
-                   (a->dtype == EMILY_F16 || a->dtype == EMILY_BF16);
+    bool half_ok = ct == CT_F32 && a->dtype == b->dtype && is_half(a->dtype);
     Operand oa, ob;
     if ((s = prepare(g, a, ct, half_ok, &oa))) return s;
     if ((s = prepare(g, b, ct, half_ok, &ob))) return s;
@@ -532,14 +532,12 @@ emily_status cuda_gemm(emily_tensor *dst, const emily_tensor *a, const emily_ten
         return emi_cuda_error("dot", cudaMemsetAsync(dst_base(dst), 0, emily_tensor_nbytes(dst),
                                                        g.ctx.stream));
     bool fast = precision == EMILY_DOT_PRECISION_FAST;
-    switch (dst->dtype) {
-    case EMILY_F64: return fast ? blas_path(g, dst, a, b, CT_F64) : tiled_path(g, dst, a, b);
-    case EMILY_C128: return fast ? blas_path(g, dst, a, b, CT_C128) : tiled_path(g, dst, a, b);
-    case EMILY_C64: return blas_path(g, dst, a, b, fast ? CT_C64 : CT_C128);
-    case EMILY_F32: case EMILY_F16: case EMILY_BF16:
-        return blas_path(g, dst, a, b, fast ? CT_F32 : CT_F64);
-    default: return tiled_path(g, dst, a, b);
-    }
+    emily_dtype t = dst->dtype;
+    if (t == EMILY_F64) return fast ? blas_path(g, dst, a, b, CT_F64) : tiled_path(g, dst, a, b);
+    if (t == EMILY_C128) return fast ? blas_path(g, dst, a, b, CT_C128) : tiled_path(g, dst, a, b);
+    if (t == EMILY_C64) return blas_path(g, dst, a, b, fast ? CT_C64 : CT_C128);
+    if (is_float(t)) return blas_path(g, dst, a, b, fast ? CT_F32 : CT_F64); // f32, f16, bf16
+    return tiled_path(g, dst, a, b);
 }
 
 } // namespace

@@ -1,6 +1,7 @@
 // Reductions on CUDA: sum, product, reduce_max/min, all, any (the folds;
 // the machinery is reduce.cuh) and all_close, with the accumulators and
-// NaN/tie rules of src/cpu/reduce.c.
+// NaN/tie rules of src/cpu/reduce/.
+#include <type_traits>
 #include "cuda/reduce.cuh"
 
 using namespace emily_cuda;
@@ -126,88 +127,83 @@ template <typename T, bool ALL, bool HALF = false> struct Truth {
     __device__ uint8_t store(Acc a) const { return (uint8_t)a; }
 };
 
-emily_status reduce_dispatch(const emily_cuda_ctx &ctx, emily_reduce_op op, emily_tensor *dst,
-                             const emily_tensor *src, const bool *m) {
-#define INTS(X)                                                                        \
-    X(EMILY_U8, uint8_t, uint32_t) X(EMILY_U16, uint16_t, uint32_t)                      \
-    X(EMILY_U32, uint32_t, uint32_t) X(EMILY_U64, uint64_t, uint64_t)                    \
-    X(EMILY_S8, int8_t, uint32_t) X(EMILY_S16, int16_t, uint32_t)                        \
-    X(EMILY_S32, int32_t, uint32_t) X(EMILY_S64, int64_t, uint64_t)
-    emily_dtype t = src->dtype;
-    switch (op) {
-    case EMILY_REDUCE_SUM:
-    case EMILY_REDUCE_PRODUCT: {
-        bool sum = op == EMILY_REDUCE_SUM;
-        switch (t) {
-#define X(DT, T, U)                                                                    \
-    case DT: return sum ? reduce_with(ctx, IntSumProd<T, U, true>(), dst, src, m)       \
-                        : reduce_with(ctx, IntSumProd<T, U, false>(), dst, src, m);
-            INTS(X)
-#undef X
-        case EMILY_F16: return sum ? reduce_with(ctx, FloatSumProd<LdF16, true>(), dst, src, m)
-                                   : reduce_with(ctx, FloatSumProd<LdF16, false>(), dst, src, m);
-        case EMILY_BF16: return sum ? reduce_with(ctx, FloatSumProd<LdBF16, true>(), dst, src, m)
-                                    : reduce_with(ctx, FloatSumProd<LdBF16, false>(), dst, src, m);
-        case EMILY_F32: return sum ? reduce_with(ctx, FloatSumProd<LdF32, true>(), dst, src, m)
-                                   : reduce_with(ctx, FloatSumProd<LdF32, false>(), dst, src, m);
-        case EMILY_F64: return sum ? reduce_with(ctx, F64Sum(), dst, src, m)
-                                   : reduce_with(ctx, FloatSumProd<LdF64, false>(), dst, src, m);
-        case EMILY_C64: return sum ? reduce_with(ctx, ComplexSumProd<emily_c64, float, true>(), dst, src, m)
-                                   : reduce_with(ctx, ComplexSumProd<emily_c64, float, false>(), dst, src, m);
-        case EMILY_C128: return sum ? reduce_with(ctx, ComplexSumProd<emily_c128, double, true>(), dst, src, m)
-                                    : reduce_with(ctx, ComplexSumProd<emily_c128, double, false>(), dst, src, m);
-        default: break;
-        }
-        break;
-    }
-    case EMILY_REDUCE_MAX:
-    case EMILY_REDUCE_MIN: {
-        bool mx = op == EMILY_REDUCE_MAX;
-        switch (t) {
-#define X(DT, T, U)                                                                    \
-    case DT: return mx ? reduce_with(ctx, IntExtreme<T, true>(), dst, src, m)           \
-                       : reduce_with(ctx, IntExtreme<T, false>(), dst, src, m);
-            X(EMILY_U8, uint8_t, 0) X(EMILY_U16, uint16_t, 0) X(EMILY_U32, uint32_t, 0)
-            X(EMILY_S8, int8_t, 0) X(EMILY_S16, int16_t, 0) X(EMILY_S32, int32_t, 0)
-            X(EMILY_S64, int64_t, 0)
-#undef X
-        case EMILY_U64: return mx ? reduce_with(ctx, U64Extreme<true>(), dst, src, m)
-                                  : reduce_with(ctx, U64Extreme<false>(), dst, src, m);
-        case EMILY_F16: return mx ? reduce_with(ctx, FloatExtreme<LdF16, float, true>(), dst, src, m)
-                                  : reduce_with(ctx, FloatExtreme<LdF16, float, false>(), dst, src, m);
-        case EMILY_BF16: return mx ? reduce_with(ctx, FloatExtreme<LdBF16, float, true>(), dst, src, m)
-                                   : reduce_with(ctx, FloatExtreme<LdBF16, float, false>(), dst, src, m);
-        case EMILY_F32: return mx ? reduce_with(ctx, FloatExtreme<LdF32, float, true>(), dst, src, m)
-                                  : reduce_with(ctx, FloatExtreme<LdF32, float, false>(), dst, src, m);
-        case EMILY_F64: return mx ? reduce_with(ctx, FloatExtreme<LdF64, double, true>(), dst, src, m)
-                                  : reduce_with(ctx, FloatExtreme<LdF64, double, false>(), dst, src, m);
-        default: break;
-        }
-        break;
-    }
-    case EMILY_REDUCE_ALL:
-    case EMILY_REDUCE_ANY: {
-        bool all = op == EMILY_REDUCE_ALL;
-        switch (t) {
-#define X(DT, T)                                                                       \
-    case DT: return all ? reduce_with(ctx, Truth<T, true>(), dst, src, m)               \
-                        : reduce_with(ctx, Truth<T, false>(), dst, src, m);
-            X(EMILY_U8, uint8_t) X(EMILY_U16, uint16_t) X(EMILY_U32, uint32_t) X(EMILY_U64, uint64_t)
-            X(EMILY_S8, int8_t) X(EMILY_S16, int16_t) X(EMILY_S32, int32_t) X(EMILY_S64, int64_t)
-            X(EMILY_F32, float) X(EMILY_F64, double) X(EMILY_C64, emily_c64) X(EMILY_C128, emily_c128)
-#undef X
-        case EMILY_F16: case EMILY_BF16:
-            return all ? reduce_with(ctx, Truth<uint16_t, true, true>(), dst, src, m)
-                       : reduce_with(ctx, Truth<uint16_t, false, true>(), dst, src, m);
-        default: break;
-        }
-        break;
-    }
-    default: break;
-    }
-#undef INTS
+emily_status unsupported(emily_dtype t) {
     return emily_error(EMILY_ERR_TYPE, "reduce: %s is not supported for this operation on cuda",
                        emily_dtype_name(t));
+}
+
+// sum and product: integers wrap in (at least) 32 bits, f16/bf16/f32 fold
+// in double, f64 sums compensated, complex in a pair of doubles.
+template <emily_dtype D>
+emily_status sum_product(const emily_cuda_ctx &ctx, bool sum, emily_tensor *dst, const emily_tensor *src,
+                         const bool *m) {
+    typedef storage_t<D> T;
+    if constexpr (is_integer(D)) {
+        typedef typename std::conditional<sizeof(T) == 8, uint64_t, uint32_t>::type U;
+        return sum ? reduce_with(ctx, IntSumProd<T, U, true>(), dst, src, m)
+                   : reduce_with(ctx, IntSumProd<T, U, false>(), dst, src, m);
+    } else if constexpr (D == EMILY_F64) {
+        return sum ? reduce_with(ctx, F64Sum(), dst, src, m)
+                   : reduce_with(ctx, FloatSumProd<LdF64, false>(), dst, src, m);
+    } else if constexpr (is_float(D)) {
+        return sum ? reduce_with(ctx, FloatSumProd<Ld<D>, true>(), dst, src, m)
+                   : reduce_with(ctx, FloatSumProd<Ld<D>, false>(), dst, src, m);
+    } else {
+        typedef decltype(T::re) P;
+        return sum ? reduce_with(ctx, ComplexSumProd<T, P, true>(), dst, src, m)
+                   : reduce_with(ctx, ComplexSumProd<T, P, false>(), dst, src, m);
+    }
+}
+
+// reduce_max and reduce_min of real types.
+template <emily_dtype D>
+emily_status extreme(const emily_cuda_ctx &ctx, bool mx, emily_tensor *dst, const emily_tensor *src,
+                     const bool *m) {
+    typedef storage_t<D> T;
+    if constexpr (D == EMILY_U64) {
+        return mx ? reduce_with(ctx, U64Extreme<true>(), dst, src, m)
+                  : reduce_with(ctx, U64Extreme<false>(), dst, src, m);
+    } else if constexpr (is_integer(D)) {
+        return mx ? reduce_with(ctx, IntExtreme<T, true>(), dst, src, m)
+                  : reduce_with(ctx, IntExtreme<T, false>(), dst, src, m);
+    } else if constexpr (is_float(D)) {
+        typedef typename Ld<D>::C C;
+        return mx ? reduce_with(ctx, FloatExtreme<Ld<D>, C, true>(), dst, src, m)
+                  : reduce_with(ctx, FloatExtreme<Ld<D>, C, false>(), dst, src, m);
+    } else {
+        return unsupported(D);
+    }
+}
+
+// all and any: f16/bf16 by their bits (one instantiation for both).
+template <emily_dtype D>
+emily_status truth(const emily_cuda_ctx &ctx, bool all, emily_tensor *dst, const emily_tensor *src,
+                   const bool *m) {
+    if constexpr (is_half(D)) {
+        return all ? reduce_with(ctx, Truth<uint16_t, true, true>(), dst, src, m)
+                   : reduce_with(ctx, Truth<uint16_t, false, true>(), dst, src, m);
+    } else {
+        typedef storage_t<D> T;
+        return all ? reduce_with(ctx, Truth<T, true>(), dst, src, m)
+                   : reduce_with(ctx, Truth<T, false>(), dst, src, m);
+    }
+}
+
+emily_status reduce_dispatch(const emily_cuda_ctx &ctx, emily_reduce_op op, emily_tensor *dst,
+                             const emily_tensor *src, const bool *m) {
+    emily_dtype t = src->dtype;
+    if (!emily_dtype_valid(t)) return unsupported(t);
+    return with_dtype(t, "reduce", [&]<emily_dtype D>() -> emily_status {
+        switch (op) {
+        case EMILY_REDUCE_SUM:
+        case EMILY_REDUCE_PRODUCT: return sum_product<D>(ctx, op == EMILY_REDUCE_SUM, dst, src, m);
+        case EMILY_REDUCE_MAX:
+        case EMILY_REDUCE_MIN: return extreme<D>(ctx, op == EMILY_REDUCE_MAX, dst, src, m);
+        case EMILY_REDUCE_ALL:
+        case EMILY_REDUCE_ANY: return truth<D>(ctx, op == EMILY_REDUCE_ALL, dst, src, m);
+        default: return unsupported(D);
+        }
+    });
 }
 
 } // namespace
@@ -230,7 +226,7 @@ extern "C" emily_status emi_cuda_reduce(emily_reduce_op op, emily_tensor *dst, c
 // |a - b| <= atol + rtol * |b| element-wise as Nx computes it (each step
 // rounded to the tensors' type; rtol/atol arrive as f32 values),
 // infinities compared for equality, NaNs equal when asked; the same
-// steps as src/cpu/reduce.c. Integers: the difference and its absolute
+// steps as src/cpu/reduce/. Integers: the difference and its absolute
 // value wrap in the type, the bound is a double compared exactly.
 
 namespace {
@@ -342,25 +338,18 @@ emily_status close_run(const emily_cuda_ctx &ctx, const AcParams &p, const emily
     });
 }
 
+// Integers compare in their unsigned twin, floats round by their loader,
+// complex by the loader of their part type.
 emily_status close_dispatch(const emily_cuda_ctx &ctx, const AcParams &p, const emily_tensor *a,
                             const emily_tensor *b, unsigned *bad) {
-    switch (a->dtype) {
-    case EMILY_U8: return close_run<CloseInt<uint8_t, uint8_t, false>>(ctx, p, a, b, bad);
-    case EMILY_U16: return close_run<CloseInt<uint16_t, uint16_t, false>>(ctx, p, a, b, bad);
-    case EMILY_U32: return close_run<CloseInt<uint32_t, uint32_t, false>>(ctx, p, a, b, bad);
-    case EMILY_U64: return close_run<CloseInt<uint64_t, uint64_t, false>>(ctx, p, a, b, bad);
-    case EMILY_S8: return close_run<CloseInt<int8_t, uint8_t, true>>(ctx, p, a, b, bad);
-    case EMILY_S16: return close_run<CloseInt<int16_t, uint16_t, true>>(ctx, p, a, b, bad);
-    case EMILY_S32: return close_run<CloseInt<int32_t, uint32_t, true>>(ctx, p, a, b, bad);
-    case EMILY_S64: return close_run<CloseInt<int64_t, uint64_t, true>>(ctx, p, a, b, bad);
-    case EMILY_F16: return close_run<CloseFloat<LdF16>>(ctx, p, a, b, bad);
-    case EMILY_BF16: return close_run<CloseFloat<LdBF16>>(ctx, p, a, b, bad);
-    case EMILY_F32: return close_run<CloseFloat<LdF32>>(ctx, p, a, b, bad);
-    case EMILY_F64: return close_run<CloseFloat<LdF64>>(ctx, p, a, b, bad);
-    case EMILY_C64: return close_run<CloseComplex<emily_c64, LdF32>>(ctx, p, a, b, bad);
-    case EMILY_C128: return close_run<CloseComplex<emily_c128, LdF64>>(ctx, p, a, b, bad);
-    default: return emily_error(EMILY_ERR_TYPE, "all_close: invalid dtype %d", (int)a->dtype);
-    }
+    return with_dtype(a->dtype, "all_close", [&]<emily_dtype D>() -> emily_status {
+        typedef storage_t<D> T;
+        if constexpr (is_integer(D))
+            return close_run<CloseInt<T, std::make_unsigned_t<T>, is_signed(D)>>(ctx, p, a, b, bad);
+        else if constexpr (is_float(D)) return close_run<CloseFloat<Ld<D>>>(ctx, p, a, b, bad);
+        else if constexpr (D == EMILY_C64) return close_run<CloseComplex<T, LdF32>>(ctx, p, a, b, bad);
+        else return close_run<CloseComplex<T, LdF64>>(ctx, p, a, b, bad);
+    });
 }
 
 } // namespace

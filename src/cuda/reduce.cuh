@@ -32,6 +32,7 @@
 
 #include <atomic>
 #include "cuda/common.cuh"
+#include "core/ordered_fold.h"
 
 namespace emily_cuda {
 
@@ -336,13 +337,13 @@ too_many:
 // products and complex sums round (and overflow into inf/NaN) differently
 // in any other order. Past SEQ_MAX elements per output both devices cut
 // the run at multiples of SEQ_MAX, fold each chunk in order and combine
-// the chunks in order (src/cpu/reduce.c: ORDERED_CHUNK), so the two agree
-// bit for bit at every length and thread count.
+// the chunks in order (core/ordered_fold.h), so the two agree bit for bit
+// at every length and thread count.
 template <class Red> constexpr bool red_sequential() {
     if constexpr (requires { Red::sequential; }) return Red::sequential;
     else return false;
 }
-constexpr int64_t SEQ_MAX = (int64_t)1 << 18;
+constexpr int64_t SEQ_MAX = EMI_ORDERED_CHUNK;
 
 // Blocks of BLOCK threads of kernel k that fit on the device at once
 // (its registers and shared memory decide), at least one per SM. Asked
@@ -432,31 +433,49 @@ emily_status run_reduce(const emily_cuda_ctx &ctx, const RedGeom &g, bool rows_i
     return s;
 }
 
-// Float storage <-> compute, shared by the reducers.
+// Storage <-> compute of each real dtype, shared by the reducers: C is
+// the type values compare and fold in (f16/bf16 in float).
 struct LdF16 {
     typedef uint16_t T;
+    typedef float C;
     static __device__ float ld(uint16_t v) { return emily_sc_f16_to_f32(v); }
     static __device__ uint16_t st(double x) { return emily_sc_f64_to_f16(x); }
 };
 struct LdBF16 {
     typedef uint16_t T;
+    typedef float C;
     static __device__ float ld(uint16_t v) { return emily_sc_bf16_to_f32(v); }
     static __device__ uint16_t st(double x) { return emily_sc_f32_to_bf16((float)x); }
 };
 struct LdF32 {
     typedef float T;
+    typedef float C;
     static __device__ float ld(float v) { return v; }
     static __device__ float st(double x) { return (float)x; }
 };
 struct LdF64 {
     typedef double T;
+    typedef double C;
     static __device__ double ld(double v) { return v; }
     static __device__ double st(double x) { return x; }
 };
 template <typename V> struct LdInt {
     typedef V T;
+    typedef V C;
     static __device__ V ld(V v) { return v; }
 };
+
+// Ld<D>: the loader of real dtype D.
+template <emily_dtype D> struct ld_of;
+#define EMI_CUDA_LD_INT_(E, sfx, T) \
+    template <> struct ld_of<EMILY_##E> { typedef LdInt<T> type; };
+EMI_DTYPES_INTEGER(EMI_CUDA_LD_INT_)
+#undef EMI_CUDA_LD_INT_
+template <> struct ld_of<EMILY_F16> { typedef LdF16 type; };
+template <> struct ld_of<EMILY_BF16> { typedef LdBF16 type; };
+template <> struct ld_of<EMILY_F32> { typedef LdF32 type; };
+template <> struct ld_of<EMILY_F64> { typedef LdF64 type; };
+template <emily_dtype D> using Ld = typename ld_of<D>::type;
 
 template <class Red>
 emily_status reduce_with(const emily_cuda_ctx &ctx, const Red &red, emily_tensor *dst,

@@ -117,28 +117,6 @@ static cudaError_t staged_upload(slot_ring *r, char *dst, const char *src, size_
     return cudaSuccess;
 }
 
-emily_status emi_cuda_upload(int device, void *dst, const void *src, size_t nbytes) {
-    emily_status s = emi_cuda_enter("upload", device);
-    if (s || nbytes == 0) return s;
-    cudaStream_t stream;
-    bool known;
-    s = emi_cuda_order_ptr("upload", device, dst, &stream, &known);
-    if (s) return s;
-    cudaError_t err = cudaSuccess;
-    if (!known) err = cudaDeviceSynchronize(); /* not a buffer start: wait for everything */
-    staging *st = err ? NULL : get_staging(device);
-    if (err) {
-    } else if (!st) {
-        err = cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyHostToDevice, stream);
-        if (!err) err = cudaStreamSynchronize(stream);
-    } else {
-        pthread_mutex_lock(&st->lock);
-        err = staged_upload(nbytes <= SMALL_SLOT ? &st->small : &st->big, dst, src, nbytes, stream);
-        pthread_mutex_unlock(&st->lock);
-    }
-    return emi_cuda_error("upload", err);
-}
-
 /* Chunks through the large slots; chunk k goes to slot (first + k) % n. */
 static cudaError_t staged_download(slot_ring *r, char *dst, const char *src, size_t n,
                                    cudaStream_t stream) {
@@ -169,24 +147,42 @@ static cudaError_t staged_download(slot_ring *r, char *dst, const char *src, siz
     return err;
 }
 
-emily_status emi_cuda_download(int device, void *dst, const void *src, size_t nbytes) {
-    emily_status s = emi_cuda_enter("download", device);
+/* Either direction: waits for the work that last used the device buffer
+ * (for everything when the pointer is not a buffer start), then copies
+ * through the staging slots or, without them (and for small downloads),
+ * directly followed by a wait. */
+static emily_status transfer(const char *op, int device, void *dst, const void *src, size_t nbytes,
+                             bool upload) {
+    emily_status s = emi_cuda_enter(op, device);
     if (s || nbytes == 0) return s;
     cudaStream_t stream;
     bool known;
-    s = emi_cuda_order_ptr("download", device, src, &stream, &known);
+    s = emi_cuda_order_ptr(op, device, upload ? dst : src, &stream, &known);
     if (s) return s;
     cudaError_t err = cudaSuccess;
     if (!known) err = cudaDeviceSynchronize(); /* not a buffer start: wait for everything */
-    staging *st = err || nbytes <= DIRECT_DOWNLOAD ? NULL : get_staging(device);
+    bool direct = err || (!upload && nbytes <= DIRECT_DOWNLOAD);
+    staging *st = direct ? NULL : get_staging(device);
     if (err) {
     } else if (!st) {
-        err = cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyDeviceToHost, stream);
+        err = cudaMemcpyAsync(dst, src, nbytes,
+                              upload ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost, stream);
         if (!err) err = cudaStreamSynchronize(stream);
     } else {
         pthread_mutex_lock(&st->lock);
-        err = staged_download(&st->big, dst, src, nbytes, stream);
+        if (upload)
+            err = staged_upload(nbytes <= SMALL_SLOT ? &st->small : &st->big, dst, src, nbytes, stream);
+        else
+            err = staged_download(&st->big, dst, src, nbytes, stream);
         pthread_mutex_unlock(&st->lock);
     }
-    return emi_cuda_error("download", err);
+    return emi_cuda_error(op, err);
+}
+
+emily_status emi_cuda_upload(int device, void *dst, const void *src, size_t nbytes) {
+    return transfer("upload", device, dst, src, nbytes, true);
+}
+
+emily_status emi_cuda_download(int device, void *dst, const void *src, size_t nbytes) {
+    return transfer("download", device, dst, src, nbytes, false);
 }

@@ -19,6 +19,7 @@
 #ifndef EMILY_CPU_REDUCE_REDUCERS_H
 #define EMILY_CPU_REDUCE_REDUCERS_H
 
+#include "core/ordered_fold.h"
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -33,8 +34,8 @@
  * it saves. */
 #define REDUCE_PAR_MIN ((int64_t)1 << 18)
 
-/* The chunk of an ordered fold (src/cuda/reduce.cuh: SEQ_MAX). */
-#define ORDERED_CHUNK ((int64_t)1 << 18)
+/* The chunk of an ordered fold, shared with the CUDA engine. */
+#define ORDERED_CHUNK EMI_ORDERED_CHUNK
 
 typedef struct emi_reducer {
     size_t acc_size;
