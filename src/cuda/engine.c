@@ -37,6 +37,7 @@ static const emily_engine cuda_engine = {
 #ifdef EMILY_CUDA_HAVE_DOT
     .dot = &emi_cuda_dot_kernels,
 #endif
+    .index = &emi_cuda_index_kernels,
     /* the kernels it has run every op and dtype they are handed; the
      * families it lacks (NULL) are "not available on the cuda device" */
     .supports = emi_engine_has_kernel,

@@ -995,11 +995,436 @@ TEST(gpu_flat_and_row_paths_match_cpu) {
         }
 }
 
+/* ---- index family ---------------------------------------------------------- */
+
+enum { IX_TAKE, IX_ALONG, IX_GATHER, IX_ADD, IX_PUT };
+typedef struct index_arg {
+    int kind;
+    int axis;         /* take, take_along_axis */
+    int naxes;        /* gather, indexed ops */
+    const int *axes;  /* NULL: the leading axes */
+    emily_dtype out;  /* indexed ops */
+    bool slice_first; /* take the tensor from row 1 on (a view with an offset) */
+} index_arg;
+
+static emily_status run_index(emily_tensor *const *in, emily_tensor **out, const void *arg) {
+    const index_arg *a = arg;
+    emily_tensor *t = in[0], *view = NULL;
+    if (a->slice_first) {
+        int rank = emily_tensor_rank(t);
+        const int64_t *shape = emily_tensor_shape(t);
+        int64_t starts[8] = {1, 0, 0, 0, 0, 0, 0, 0}, lengths[8];
+        for (int i = 0; i < rank && i < 8; i++) lengths[i] = shape[i];
+        lengths[0] -= 1;
+        emily_status s = emily_slice(t, starts, lengths, NULL, &view);
+        if (s) return s;
+        t = view;
+    }
+    emily_status s;
+    switch (a->kind) {
+    case IX_TAKE: s = emily_take(t, in[1], a->axis, out); break;
+    case IX_ALONG: s = emily_take_along_axis(t, in[1], a->axis, out); break;
+    case IX_GATHER: s = emily_gather(t, in[1], a->naxes, a->axes, out); break;
+    case IX_ADD: s = emily_indexed_add(t, in[1], in[2], a->naxes, a->axes, a->out, out); break;
+    default: s = emily_indexed_put(t, in[1], in[2], a->naxes, a->axes, a->out, out); break;
+    }
+    emily_tensor_release(view);
+    return s;
+}
+
+/* Like compare_op, bit for bit, and the call must end with `want` on the
+ * CPU; failures must carry the CPU's exact message. */
+static void compare_index(const char *what, const index_arg *a, int nin, emily_tensor *const *cin,
+                          emily_status want) {
+    emily_tensor *gin[3] = {NULL, NULL, NULL}, *c = NULL, *g = NULL;
+    for (int i = 0; i < nin; i++) CHECK_OK(emily_to_device(cin[i], CUDA0, &gin[i]));
+    emily_status sc = run_index(cin, &c, a);
+    char cmsg[512];
+    snprintf(cmsg, sizeof cmsg, "%s", sc ? emily_last_error() : "");
+    emily_status sg = run_index(gin, &g, a);
+    char gmsg[512];
+    snprintf(gmsg, sizeof gmsg, "%s", sg ? emily_last_error() : "");
+    if (sc != want) {
+        fprintf(stderr, "  %s: cpu says %s (%s), the case wants %s\n", what, emily_status_name(sc), cmsg,
+                emily_status_name(want));
+        harness_failures++;
+    }
+    if (sc != sg || strcmp(cmsg, gmsg) != 0) {
+        fprintf(stderr, "  %s: cpu says %s (%s), cuda says %s (%s)\n", what, emily_status_name(sc), cmsg,
+                emily_status_name(sg), gmsg);
+        harness_failures++;
+    } else if (!sc && !same_tensor(what, c, g, 0)) {
+        harness_failures++;
+    }
+    CHECK((c == NULL) == (sc != EMILY_OK) && (g == NULL) == (sg != EMILY_OK));
+    emily_tensor_release(c);
+    emily_tensor_release(g);
+    for (int i = 0; i < nin; i++) emily_tensor_release(gin[i]);
+}
+
+static const emily_dtype index_types[] = {EMILY_S64, EMILY_S32, EMILY_U8, EMILY_U64,
+                                          EMILY_S16, EMILY_U32, EMILY_S8, EMILY_U16};
+
+/* Indices of dtype dt (rank, shape): element k is random in
+ * [0, bounds[k % ncols]) (so repeats are common), except element bad_at
+ * (when >= 0), which holds the 64-bit pattern bad (its low bytes). */
+static emily_tensor *idx_tensor(emily_dtype dt, int rank, const int64_t *shape, int ncols,
+                                const int64_t *bounds, int64_t bad_at, uint64_t bad) {
+    int64_t n = 1;
+    for (int i = 0; i < rank; i++) n *= shape[i];
+    size_t es = emily_dtype_size(dt);
+    unsigned char *buf = malloc((size_t)n * es + 8);
+    if (!buf) abort();
+    for (int64_t k = 0; k < n; k++) {
+        int64_t b = bounds[ncols > 0 ? k % ncols : 0];
+        uint64_t v = k == bad_at ? bad : (b > 0 ? rnd() % (uint64_t)b : 0);
+        memcpy(buf + (size_t)k * es, &v, es); /* little-endian low bytes */
+    }
+    emily_tensor *t = t_from(dt, rank, shape, buf);
+    free(buf);
+    return t;
+}
+
+TEST(gpu_take_matches_cpu) {
+    static const int64_t shape[3] = {7, 5, 3};
+    int ti = 0;
+    for (int d = 0; d < EMILY_DTYPE_COUNT; d++) {
+        emily_dtype dt = (emily_dtype)d;
+        emily_tensor *x = rnd_tensor(dt, 3, shape, 1);
+        for (int axis = 0; axis < 3; axis++) {
+            emily_dtype it = index_types[ti++ % 8];
+            int64_t ishape[2] = {4, 3};
+            emily_tensor *idx = idx_tensor(it, 2, ishape, 1, &shape[axis], -1, 0);
+            index_arg a = {IX_TAKE, axis, 0, NULL, EMILY_DTYPE_AUTO, false};
+            char what[96];
+            snprintf(what, sizeof what, "take axis %d (%s, %s indices)", axis, emily_dtype_name(dt),
+                     emily_dtype_name(it));
+            emily_tensor *in[2] = {x, idx};
+            compare_index(what, &a, 2, in, EMILY_OK);
+            a.slice_first = true; /* the tensor at an offset */
+            if (axis > 0) compare_index(what, &a, 2, in, EMILY_OK);
+            emily_tensor_release(idx);
+        }
+        emily_tensor_release(x);
+    }
+    /* the vector paths: 16-byte rows (the benchmark's shape, smaller),
+     * 20-byte rows (4-byte vectors), 3-byte rows, one element a row, many
+     * runs; at an offset that keeps or breaks 16-byte alignment */
+    static const struct { emily_dtype dt; int64_t shape[3]; int rank, axis; int64_t m; } big[] = {
+        {EMILY_BF16, {1000, 768, 1}, 2, 0, 4096}, {EMILY_F32, {101, 5, 1}, 2, 0, 300},
+        {EMILY_U8, {50, 3, 1}, 2, 0, 77},         {EMILY_C128, {30, 2, 1}, 2, 1, 5},
+        {EMILY_F64, {3, 1000, 2}, 3, 1, 2000},    {EMILY_S16, {9, 70000, 1}, 2, 1, 70001},
+    };
+    for (size_t k = 0; k < sizeof big / sizeof *big; k++) {
+        emily_tensor *x = rnd_tensor(big[k].dt, big[k].rank, big[k].shape, 1);
+        int64_t ishape[1] = {big[k].m};
+        /* in range of the tensor from row 1 on too */
+        int64_t bound = big[k].shape[big[k].axis] - (big[k].axis == 0 ? 1 : 0);
+        emily_tensor *idx = idx_tensor(EMILY_S64, 1, ishape, 1, &bound, -1, 0);
+        emily_tensor *in[2] = {x, idx};
+        for (int sl = 0; sl < 2; sl++) {
+            index_arg a = {IX_TAKE, big[k].axis, 0, NULL, EMILY_DTYPE_AUTO, sl == 1};
+            char what[96];
+            snprintf(what, sizeof what, "take %s case %zu%s", emily_dtype_name(big[k].dt), k,
+                     a.slice_first ? " at an offset" : "");
+            compare_index(what, &a, 2, in, EMILY_OK);
+        }
+        emily_tensor_release(idx);
+        emily_tensor_release(x);
+    }
+    /* bad indices: the first in row order, with its value as written */
+    emily_tensor *x = rnd_tensor(EMILY_F32, 3, shape, 0);
+    static const struct { emily_dtype it; uint64_t v; int axis; } bad[] = {
+        {EMILY_S32, (uint64_t)-3, 0}, {EMILY_S64, 9, 1},     {EMILY_U8, 255, 2},
+        {EMILY_U64, UINT64_MAX, 0},   {EMILY_S8, (uint64_t)-128, 1}, {EMILY_U16, 5, 1},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+        int64_t ishape[2] = {3, 4};
+        int64_t n = shape[bad[k].axis];
+        emily_tensor *idx = idx_tensor(bad[k].it, 2, ishape, 1, &n, 5, bad[k].v);
+        emily_tensor *in[2] = {x, idx};
+        index_arg a = {IX_TAKE, bad[k].axis, 0, NULL, EMILY_DTYPE_AUTO, false};
+        char what[96];
+        snprintf(what, sizeof what, "take, bad %s index", emily_dtype_name(bad[k].it));
+        compare_index(what, &a, 2, in, EMILY_ERR_INDEX);
+        emily_tensor_release(idx);
+    }
+    /* two bad indices: the first is reported */
+    {
+        int32_t iv[5] = {1, 9, -3, 12, 2};
+        int64_t ishape[1] = {5};
+        emily_tensor *idx = t_from(EMILY_S32, 1, ishape, iv);
+        emily_tensor *in[2] = {x, idx};
+        index_arg a = {IX_TAKE, 0, 0, NULL, EMILY_DTYPE_AUTO, false};
+        compare_index("take, two bad indices", &a, 2, in, EMILY_ERR_INDEX);
+        emily_tensor_release(idx);
+    }
+    emily_tensor_release(x);
+    /* an empty result still checks its indices */
+    {
+        int64_t eshape[2] = {4, 0}, ishape[1] = {2};
+        emily_tensor *e = rnd_tensor(EMILY_F64, 2, eshape, 0);
+        int64_t good[2] = {1, 3}, badv[2] = {1, 7};
+        emily_tensor *i1 = t_from(EMILY_S64, 1, ishape, good), *i2 = t_from(EMILY_S64, 1, ishape, badv);
+        index_arg a = {IX_TAKE, 0, 0, NULL, EMILY_DTYPE_AUTO, false};
+        emily_tensor *in1[2] = {e, i1}, *in2[2] = {e, i2};
+        compare_index("take into an empty result", &a, 2, in1, EMILY_OK);
+        compare_index("take into an empty result, bad index", &a, 2, in2, EMILY_ERR_INDEX);
+        emily_tensor_release(i1);
+        emily_tensor_release(i2);
+        emily_tensor_release(e);
+    }
+}
+
+TEST(gpu_take_along_axis_matches_cpu) {
+    static const int64_t shape[3] = {4, 6, 5};
+    int ti = 3;
+    for (int d = 0; d < EMILY_DTYPE_COUNT; d++) {
+        emily_dtype dt = (emily_dtype)d;
+        emily_tensor *x = rnd_tensor(dt, 3, shape, 1);
+        for (int axis = 0; axis < 3; axis++) {
+            emily_dtype it = index_types[ti++ % 8];
+            int64_t ishape[3] = {4, 6, 5};
+            ishape[axis] = axis == 1 ? 9 : 3; /* more and fewer than the axis' size */
+            emily_tensor *idx = idx_tensor(it, 3, ishape, 1, &shape[axis], -1, 0);
+            index_arg a = {IX_ALONG, axis, 0, NULL, EMILY_DTYPE_AUTO, false};
+            char what[96];
+            snprintf(what, sizeof what, "take_along_axis axis %d (%s, %s indices)", axis,
+                     emily_dtype_name(dt), emily_dtype_name(it));
+            emily_tensor *in[2] = {x, idx};
+            compare_index(what, &a, 2, in, EMILY_OK);
+            emily_tensor_release(idx);
+            /* a bad index in the middle, and one more after it */
+            ishape[axis] = 2;
+            int64_t total = ishape[0] * ishape[1] * ishape[2];
+            emily_tensor *bi = idx_tensor(it, 3, ishape, 1, &shape[axis], total / 2, (uint64_t)-1);
+            emily_tensor *in2[2] = {x, bi};
+            snprintf(what, sizeof what, "take_along_axis axis %d, bad %s index", axis, emily_dtype_name(it));
+            compare_index(what, &a, 2, in2, EMILY_ERR_INDEX);
+            emily_tensor_release(bi);
+        }
+        emily_tensor_release(x);
+    }
+    /* a larger one: 300 x 1000 bf16 along the last axis */
+    int64_t lshape[2] = {300, 1000}, ishape[2] = {300, 1500};
+    emily_tensor *x = rnd_tensor(EMILY_BF16, 2, lshape, 1);
+    emily_tensor *idx = idx_tensor(EMILY_S32, 2, ishape, 1, &lshape[1], -1, 0);
+    emily_tensor *in[2] = {x, idx};
+    index_arg a = {IX_ALONG, 1, 0, NULL, EMILY_DTYPE_AUTO, false};
+    compare_index("take_along_axis 300x1000 bf16", &a, 2, in, EMILY_OK);
+    emily_tensor_release(idx);
+    emily_tensor_release(x);
+}
+
+/* Bounds of the columns of gather/indexed indices: the sizes of `axes`
+ * (or of the leading axes). */
+static void col_bounds(const int64_t *shape, int ncols, const int *axes, int64_t *bounds) {
+    for (int c = 0; c < ncols; c++) bounds[c] = shape[axes ? axes[c] : c];
+}
+
+TEST(gpu_gather_matches_cpu) {
+    static const int64_t shape[3] = {5, 6, 7};
+    static const int ax02[2] = {0, 2}, ax1[1] = {1}, ax12[2] = {1, 2};
+    static const struct { const int *axes; int naxes; int irank; int64_t ishape[3]; } cases[] = {
+        {ax02, 2, 3, {4, 3, 2}}, {ax1, 1, 2, {10, 1}}, {NULL, 3, 2, {8, 3}},
+        {NULL, 2, 2, {6, 2}},    {ax12, 2, 2, {11, 2}}, {NULL, 0, 2, {3, 0}},
+    };
+    int ti = 5;
+    for (int d = 0; d < EMILY_DTYPE_COUNT; d++) {
+        emily_dtype dt = (emily_dtype)d;
+        emily_tensor *x = rnd_tensor(dt, 3, shape, 1);
+        for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+            emily_dtype it = index_types[ti++ % 8];
+            int64_t bounds[3];
+            col_bounds(shape, cases[k].naxes, cases[k].axes, bounds);
+            emily_tensor *idx = idx_tensor(it, cases[k].irank, cases[k].ishape, cases[k].naxes, bounds, -1, 0);
+            index_arg a = {IX_GATHER, 0, cases[k].naxes, cases[k].axes, EMILY_DTYPE_AUTO, false};
+            char what[96];
+            snprintf(what, sizeof what, "gather case %zu (%s, %s indices)", k, emily_dtype_name(dt),
+                     emily_dtype_name(it));
+            emily_tensor *in[2] = {x, idx};
+            compare_index(what, &a, 2, in, EMILY_OK);
+            emily_tensor_release(idx);
+            if (cases[k].naxes == 2) { /* a bad index in column 1 */
+                emily_tensor *bi = idx_tensor(it, cases[k].irank, cases[k].ishape, 2, bounds, 5, 100);
+                emily_tensor *in2[2] = {x, bi};
+                snprintf(what, sizeof what, "gather case %zu, bad %s index", k, emily_dtype_name(it));
+                compare_index(what, &a, 2, in2, EMILY_ERR_INDEX);
+                emily_tensor_release(bi);
+            }
+        }
+        emily_tensor_release(x);
+    }
+    /* more index columns, and more non-indexed axes before the last
+     * indexed one, than fit the kernels' small parameters */
+    {
+        int64_t s10[10] = {2, 3, 2, 2, 3, 2, 2, 2, 3, 4}, ishape[2] = {50, 9}, bounds[9];
+        int axes[9] = {0, 1, 2, 3, 4, 5, 6, 7, 8};
+        emily_tensor *x = rnd_tensor(EMILY_F32, 10, s10, 1);
+        col_bounds(s10, 9, axes, bounds);
+        emily_tensor *idx = idx_tensor(EMILY_S64, 2, ishape, 9, bounds, -1, 0);
+        emily_tensor *bi = idx_tensor(EMILY_S32, 2, ishape, 9, bounds, 9 * 7 + 4, 3);
+        index_arg a = {IX_GATHER, 0, 9, axes, EMILY_DTYPE_AUTO, false};
+        emily_tensor *in[2] = {x, idx}, *in2[2] = {x, bi};
+        compare_index("gather, 9 index columns", &a, 2, in, EMILY_OK);
+        compare_index("gather, 9 index columns, bad index", &a, 2, in2, EMILY_ERR_INDEX);
+        emily_tensor_release(bi);
+        emily_tensor_release(idx);
+        emily_tensor_release(x);
+        int64_t s12[12] = {2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 5}, ishape2[2] = {7, 1};
+        int last[1] = {11};
+        x = rnd_tensor(EMILY_C64, 12, s12, 1);
+        idx = idx_tensor(EMILY_U8, 2, ishape2, 1, &s12[11], -1, 0);
+        index_arg b = {IX_GATHER, 0, 1, last, EMILY_DTYPE_AUTO, false};
+        emily_tensor *in3[2] = {x, idx};
+        compare_index("gather, 11 axes before the indexed one", &b, 2, in3, EMILY_OK);
+        emily_tensor_release(idx);
+        emily_tensor_release(x);
+    }
+    /* rows of 16-byte vectors */
+    {
+        int64_t s[2] = {2000, 512}, ishape[2] = {3000, 1};
+        emily_tensor *x = rnd_tensor(EMILY_F16, 2, s, 1);
+        emily_tensor *idx = idx_tensor(EMILY_S32, 2, ishape, 1, s, -1, 0);
+        index_arg a = {IX_GATHER, 0, 1, NULL, EMILY_DTYPE_AUTO, false};
+        emily_tensor *in[2] = {x, idx};
+        compare_index("gather 3000 rows of 2000x512 f16", &a, 2, in, EMILY_OK);
+        emily_tensor_release(idx);
+        emily_tensor_release(x);
+    }
+}
+
+/* One indexed_add and one indexed_put of updates (un, ushape) into
+ * target (tdt, trank, tshape) at random indices (repeats likely) on
+ * `axes`, out type `out`; then the same with a bad index at bad_at. */
+static void indexed_case(const char *name, emily_dtype tdt, int trank, const int64_t *tshape,
+                         emily_dtype udt, int urank, const int64_t *ushape, int naxes, const int *axes,
+                         emily_dtype out, emily_dtype it, int edges, int64_t bad_at) {
+    emily_tensor *t = rnd_tensor(tdt, trank, tshape, edges);
+    emily_tensor *u = rnd_tensor(udt, urank, ushape, edges);
+    int64_t bounds[16], ishape[2] = {ushape[0], naxes};
+    col_bounds(tshape, naxes, axes, bounds);
+    emily_tensor *idx = idx_tensor(it, 2, ishape, naxes, bounds, -1, 0);
+    for (int op = IX_ADD; op <= IX_PUT; op++) {
+        index_arg a = {op, 0, naxes, axes, out, false};
+        char what[128];
+        snprintf(what, sizeof what, "%s %s (%s into %s)", op == IX_ADD ? "indexed_add" : "indexed_put",
+                 name, emily_dtype_name(udt), emily_dtype_name(tdt));
+        emily_tensor *in[3] = {t, idx, u};
+        compare_index(what, &a, 3, in, EMILY_OK);
+        if (bad_at >= 0 && naxes > 0) {
+            emily_tensor *bi = idx_tensor(it, 2, ishape, naxes, bounds, bad_at, (uint64_t)-2);
+            emily_tensor *in2[3] = {t, bi, u};
+            char w2[160];
+            snprintf(w2, sizeof w2, "%s, bad %s index", what, emily_dtype_name(it));
+            compare_index(w2, &a, 3, in2, EMILY_ERR_INDEX);
+            emily_tensor_release(bi);
+        }
+    }
+    emily_tensor_release(idx);
+    emily_tensor_release(u);
+    emily_tensor_release(t);
+}
+
+TEST(gpu_indexed_matches_cpu) {
+    static const int64_t t2[2] = {6, 5};
+    static const int ax1[1] = {1};
+    /* every dtype into itself: rows of one axis (updates full, and
+     * narrower than the target), the other axis, both axes */
+    int ti = 0;
+    for (int d = 0; d < EMILY_DTYPE_COUNT; d++) {
+        emily_dtype dt = (emily_dtype)d;
+        emily_dtype it = index_types[ti++ % 8];
+        int64_t u1[2] = {40, 5}, u2[2] = {40, 3}, u3[2] = {40, 4}, u4[1] = {40};
+        indexed_case("rows", dt, 2, t2, dt, 2, u1, 1, NULL, EMILY_DTYPE_AUTO, it, 1, 17);
+        indexed_case("narrow rows", dt, 2, t2, dt, 2, u2, 1, NULL, EMILY_DTYPE_AUTO, it, 1, -1);
+        indexed_case("columns", dt, 2, t2, dt, 2, u3, 1, ax1, EMILY_DTYPE_AUTO, it, 1, 39);
+        indexed_case("elements", dt, 2, t2, dt, 1, u4, 2, NULL, EMILY_DTYPE_AUTO, it, 1, 41);
+    }
+    /* mixed types: conversions on put, integer sums into floats (exact,
+     * rounded once), wrapping, complex */
+    static const struct { emily_dtype t, u, out; } mix[] = {
+        {EMILY_S32, EMILY_F32, EMILY_DTYPE_AUTO}, {EMILY_U8, EMILY_S64, EMILY_U8},
+        {EMILY_F16, EMILY_S32, EMILY_DTYPE_AUTO}, {EMILY_F64, EMILY_S64, EMILY_DTYPE_AUTO},
+        {EMILY_F32, EMILY_U64, EMILY_DTYPE_AUTO}, {EMILY_BF16, EMILY_F32, EMILY_BF16},
+        {EMILY_F32, EMILY_C64, EMILY_DTYPE_AUTO}, {EMILY_C128, EMILY_S16, EMILY_DTYPE_AUTO},
+        {EMILY_S8, EMILY_U16, EMILY_S8},          {EMILY_U32, EMILY_F64, EMILY_F16},
+        {EMILY_F64, EMILY_F16, EMILY_C64},        {EMILY_S64, EMILY_S64, EMILY_F64},
+    };
+    for (size_t k = 0; k < sizeof mix / sizeof *mix; k++) {
+        int64_t u1[2] = {60, 5};
+        indexed_case("mixed", mix[k].t, 2, t2, mix[k].u, 2, u1, 1, NULL, mix[k].out,
+                     index_types[k % 8], 1, 3);
+    }
+    /* long runs of one position: the order of a float sum shows */
+    static const emily_dtype sums[] = {EMILY_F16, EMILY_BF16, EMILY_F32, EMILY_F64, EMILY_C64, EMILY_S64};
+    for (size_t k = 0; k < sizeof sums / sizeof *sums; k++) {
+        int64_t t1[1] = {3}, u1[1] = {5000};
+        indexed_case("5000 updates on 3 positions", sums[k], 1, t1, sums[k], 1, u1, 1, NULL,
+                     EMILY_DTYPE_AUTO, EMILY_S32, 0, 4999);
+        indexed_case("5000 updates with edge values", sums[k], 1, t1, sums[k], 1, u1, 1, NULL,
+                     EMILY_DTYPE_AUTO, EMILY_U8, 1, -1);
+    }
+    {
+        int64_t t1[1] = {3}, u1[1] = {5000};
+        indexed_case("5000 s64 updates into f64", EMILY_F64, 1, t1, EMILY_S64, 1, u1, 1, NULL,
+                     EMILY_DTYPE_AUTO, EMILY_S32, 1, -1);
+        indexed_case("5000 u64 updates into f32", EMILY_F32, 1, t1, EMILY_U64, 1, u1, 1, NULL,
+                     EMILY_DTYPE_AUTO, EMILY_S32, 1, -1);
+    }
+    /* no indexed axes: every row updates the whole target */
+    {
+        int64_t u0[3] = {7, 6, 5};
+        indexed_case("whole target", EMILY_F32, 2, t2, EMILY_F32, 3, u0, 0, NULL, EMILY_DTYPE_AUTO,
+                     EMILY_S64, 1, -1);
+    }
+    /* many index columns, many block axes (the kernels' large parameters) */
+    {
+        int64_t t10[10] = {2, 3, 2, 2, 3, 2, 2, 2, 3, 4}, u10[2] = {80, 4};
+        int axes[9] = {0, 1, 2, 3, 4, 5, 6, 7, 8};
+        indexed_case("9 index columns", EMILY_F32, 10, t10, EMILY_F32, 2, u10, 9, axes, EMILY_DTYPE_AUTO,
+                     EMILY_S64, 1, 100);
+        int64_t t11[11] = {3, 2, 2, 2, 2, 2, 2, 2, 2, 2, 3};
+        int64_t u11[11] = {20, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2};
+        int first[1] = {0};
+        indexed_case("10 block axes", EMILY_S32, 11, t11, EMILY_S32, 11, u11, 1, first,
+                     EMILY_DTYPE_AUTO, EMILY_U16, 1, 19);
+        indexed_case("10 block axes", EMILY_F64, 11, t11, EMILY_F32, 11, u11, 1, first,
+                     EMILY_DTYPE_AUTO, EMILY_U16, 1, -1);
+    }
+    /* a larger one: 10000 rows into 1000 x 64 */
+    {
+        int64_t tb[2] = {1000, 64}, ub[2] = {10000, 64};
+        indexed_case("10000 rows", EMILY_F32, 2, tb, EMILY_F32, 2, ub, 1, NULL, EMILY_DTYPE_AUTO,
+                     EMILY_S64, 0, 9999);
+        indexed_case("10000 rows", EMILY_BF16, 2, tb, EMILY_BF16, 2, ub, 1, NULL, EMILY_DTYPE_AUTO,
+                     EMILY_S32, 1, -1);
+    }
+    /* transposed updates (the op makes them contiguous first) */
+    {
+        int64_t ushape[2] = {5, 40};
+        emily_tensor *t = rnd_tensor(EMILY_F64, 2, t2, 1), *uu = rnd_tensor(EMILY_F64, 2, ushape, 1), *ut = NULL;
+        int perm[2] = {1, 0};
+        CHECK_OK(emily_transpose(uu, perm, &ut));
+        int64_t ishape[2] = {40, 1};
+        emily_tensor *idx = idx_tensor(EMILY_S64, 2, ishape, 1, t2, -1, 0);
+        index_arg a = {IX_ADD, 0, 1, NULL, EMILY_DTYPE_AUTO, false};
+        emily_tensor *in[3] = {t, idx, ut};
+        if (ut) compare_index("indexed_add of transposed updates", &a, 3, in, EMILY_OK);
+        emily_tensor_release(idx);
+        emily_tensor_release(ut);
+        emily_tensor_release(uu);
+        emily_tensor_release(t);
+    }
+}
+
 #define GPU_OP_CASES                                                                     \
     CASE(gpu_as_type_matches_cpu), CASE(gpu_unary_matches_cpu), CASE(gpu_binary_matches_cpu), \
         CASE(gpu_select_matches_cpu), CASE(gpu_reductions_match_cpu),                    \
         CASE(gpu_argreduce_matches_cpu), CASE(gpu_all_close_matches_cpu),                \
-        CASE(gpu_creation_matches_cpu), CASE(gpu_flat_and_row_paths_match_cpu)
+        CASE(gpu_creation_matches_cpu), CASE(gpu_flat_and_row_paths_match_cpu),         \
+        CASE(gpu_take_matches_cpu), CASE(gpu_take_along_axis_matches_cpu),              \
+        CASE(gpu_gather_matches_cpu), CASE(gpu_indexed_matches_cpu)
 
 int main(int argc, char **argv) {
     if (!harness_args(argc, argv)) return 2;
