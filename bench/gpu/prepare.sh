@@ -52,6 +52,9 @@ RPATH="-Wl,-rpath,\$ORIGIN/../lib"
 CF="-std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror -Iinclude -Isrc -I$CUDA_HOME/include"
 gcc $CF -o "$P/bin/emily_bench" bench/gpu/emily_bench.c $LINK $RPATH
 gcc $CF -o "$P/bin/chain" bench/gpu/chain.c $LINK $RPATH
+# debug information would make the pack too large to carry (the engine is
+# linked into every program)
+strip --strip-debug "$P"/bin/*
 # the launch floor (runtime and driver alone, no engine)
 "$CUDA_HOME/bin/nvcc" -O2 -std=c++17 -gencode arch=compute_90,code=sm_90 -o "$P/bin/launch_floor" \
     bench/gpu/launch_floor.cu -L"$CUDA_HOME/lib64/stubs" -lcuda
