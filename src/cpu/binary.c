@@ -87,13 +87,26 @@ typedef struct task_grid {
     int64_t inner, chunk, nch, tasks;
 } task_grid;
 
+/* The size of an element of a valid dtype (inline: small ops are mostly
+ * this set-up). */
+static inline int64_t element_size(emily_dtype t) {
+#define ELEMENT_SIZE(E, s, T) \
+    case EMILY_##E: return (int64_t)sizeof(T);
+    switch (t) {
+        EMI_DTYPES(ELEMENT_SIZE)
+    default: return 0;
+    }
+#undef ELEMENT_SIZE
+}
+
 /* (inline, so that the loops over a constant n unroll) */
 static inline emily_status grid_init(task_grid *g, int n, const emily_tensor *const *ts) {
     emily_status s = emi_iter_tensors(&g->it, n, ts);
     if (s) return s;
     for (int k = 0; k < n; k++) {
-        g->base[k] = emily_tensor_base(ts[k]);
-        g->esize[k] = (int64_t)emily_dtype_size(ts[k]->dtype);
+        char *data = ts[k]->buffer->data; /* as emily_tensor_base(ts[k]) */
+        g->esize[k] = element_size(ts[k]->dtype);
+        g->base[k] = data ? data + ts[k]->offset * g->esize[k] : NULL;
     }
     g->inner = g->it.inner_n;
     g->chunk = g->inner > CHUNK ? CHUNK : g->inner;

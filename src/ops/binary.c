@@ -28,6 +28,7 @@
 #include <string.h>
 #include "core/dtype_list.h"
 #include "core/op_rules.h"
+#include "ops/binary.h"
 #include "ops/binary_raises.h"
 #include "ops/common.h"
 #include "core/scalar_convert.h"
@@ -171,8 +172,6 @@ static bool value_fits(const emily_engine *e, const emily_tensor *t, emily_dtype
     }
 }
 
-/* t converts into `to` without changing any value (also used by clip). */
-bool emi_binary_fits(const emily_engine *e, const emily_tensor *t, emily_dtype to);
 bool emi_binary_fits(const emily_engine *e, const emily_tensor *t, emily_dtype to) {
     return emily_binary_exact_into(t->dtype, to) || value_fits(e, t, to);
 }
@@ -193,10 +192,7 @@ static emily_status scalar_tensor(emily_device device, emily_dtype dt, const voi
     return emily_from_binary(device, dt, 0, NULL, bytes, emily_dtype_size(dt), out);
 }
 
-/* t broadcast to (rank, shape): a new reference to t itself when its
- * shape is already that (no view to build for same-shape operands). */
-static emily_status view_as(const emily_tensor *t, int rank, const int64_t *shape,
-                            emily_tensor **out) {
+emily_status emi_view_as(const emily_tensor *t, int rank, const int64_t *shape, emily_tensor **out) {
     bool same = t->rank == rank;
     for (int i = 0; same && i < rank; i++) same = t->shape[i] == shape[i];
     if (!same) return emi_broadcast_view(t, rank, shape, out);
@@ -216,8 +212,8 @@ static emily_status run_kernel(const emily_engine *e, emily_binary_op op, const 
                            e->name);
     }
     emily_tensor *av = NULL, *bv = NULL, *dst = NULL;
-    emily_status s = view_as(a, rank, shape, &av);
-    if (!s) s = view_as(b, rank, shape, &bv);
+    emily_status s = emi_view_as(a, rank, shape, &av);
+    if (!s) s = emi_view_as(b, rank, shape, &bv);
     if (!s) s = emi_empty_like_device(a, is_predicate(op) ? EMILY_U8 : a->dtype, rank, shape, &dst);
     if (!s) s = e->elementwise->binary(op, dst, av, bv);
     emily_tensor_release(av);

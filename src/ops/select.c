@@ -10,6 +10,7 @@
  * then where that is < max, so NaN becomes min (or max when min is NaN
  * too); built here from the greater/less kernels and select. */
 #include <stdlib.h>
+#include "ops/binary.h"
 #include "ops/common.h"
 
 /* Right-aligned broadcast of `t` into (rank, shape), each dim equal or 1. */
@@ -29,17 +30,6 @@ static emily_status check_branch(const char *arg, const emily_tensor *t, int ran
     return emily_error(EMILY_ERR_SHAPE, "select: %s of shape %s cannot broadcast to the output shape %s",
                        arg, emi_shape_str(t->rank, t->shape, a, sizeof a),
                        emi_shape_str(rank, shape, b, sizeof b));
-}
-
-/* t broadcast to (rank, shape), or t itself when it has that shape. */
-static emily_status view_as(const emily_tensor *t, int rank, const int64_t *shape,
-                            emily_tensor **out) {
-    bool same = t->rank == rank;
-    for (int i = 0; same && i < rank; i++) same = t->shape[i] == shape[i];
-    if (!same) return emi_broadcast_view(t, rank, shape, out);
-    emily_tensor_retain((emily_tensor *)t);
-    *out = (emily_tensor *)t;
-    return EMILY_OK;
 }
 
 /* The select kernel reads integer and real float predicates; a complex
@@ -68,9 +58,9 @@ static emily_status select_with(const emily_engine *e, const emily_tensor *pred,
     emily_status s = pred_for_kernel(pred, &p);
     if (!s) s = emi_convert_to(on_true, o, &t);
     if (!s) s = emi_convert_to(on_false, o, &f);
-    if (!s) s = view_as(p, rank, shape, &pv);
-    if (!s) s = view_as(t, rank, shape, &tv);
-    if (!s) s = view_as(f, rank, shape, &fv);
+    if (!s) s = emi_view_as(p, rank, shape, &pv);
+    if (!s) s = emi_view_as(t, rank, shape, &tv);
+    if (!s) s = emi_view_as(f, rank, shape, &fv);
     if (!s) s = emi_empty_like_device(on_true, o, rank, shape, &dst);
     if (!s) s = e->elementwise->select(dst, pv, tv, fv);
     emily_tensor_release(p);
@@ -127,7 +117,6 @@ emily_status emily_select(const emily_tensor *pred, const emily_tensor *on_true,
 
 /* Defined in src/ops/binary.c: t converts into `to` without changing
  * any value (by type, or by value for a host scalar). */
-bool emi_binary_fits(const emily_engine *e, const emily_tensor *t, emily_dtype to);
 
 emily_status emily_clip(const emily_tensor *t, const emily_tensor *min, const emily_tensor *max,
                         emily_dtype out_type, emily_tensor **out) {
