@@ -44,6 +44,7 @@ static pthread_once_t cuda_engine_once = PTHREAD_ONCE_INIT;
 
 static void cuda_engine_init(void) {
     emily_engine e = cuda_engine;
+    e.sort = &emi_cuda_sort_kernels;
 #ifdef EMILY_CUDA_HAVE_DOT
     e.dot = &emi_cuda_dot_kernels;
 #endif

@@ -28,6 +28,9 @@ emily_status emi_cuda_all_close(emily_tensor *dst, const emily_tensor *a,
                                   const emily_tensor *b, double rtol, double atol,
                                   bool equal_nan);
 
+/* Family tables (src/ops/<family>_kernels.h), one .cu file each. */
+extern const struct emily_sort_kernels emi_cuda_sort_kernels;
+
 #ifdef __cplusplus
 }
 #endif
