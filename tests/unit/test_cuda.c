@@ -1198,7 +1198,7 @@ TEST(gpu_sort_matches_cpu) {
             emily_tensor_release(z);
         }
     /* rank 10 with every axis reversed: 9 other axes that cannot merge, so
-     * the rows come in several layout blocks */
+     * the rows come in several layout blocks (top_k: by selection) */
     int64_t s10[10] = {2, 2, 2, 2, 2, 2, 2, 2, 2, 3};
     emily_tensor *t10 = sort_data(EMILY_S32, 10, s10);
     const int axes10[] = {0, 4, 9};
@@ -1207,12 +1207,19 @@ TEST(gpu_sort_matches_cpu) {
             sort_arg a = {kind, axes10[i], i == 1, EMILY_S64, 0, 1};
             compare_exact("sort of a rank-10 transposed view", run_sort_op, &a, t10);
         }
+    for (int kind = 2; kind < 4; kind++) {
+        sort_arg a = {kind, -1, true, EMILY_U8, 2, 1};
+        compare_exact("top_k of a rank-10 transposed view", run_sort_op, &a, t10);
+    }
     emily_tensor_release(t10);
 }
 
 /* top_k: the benchmark's shape (scaled down), k of 1, of the whole row,
  * one long row, a transposed and a reversed input, every real dtype, and
- * the errors of a k out of range (the op's message on both devices). */
+ * the errors of a k out of range (the op's message on both devices).
+ * Rows of up to 2^16 elements with k <= 256 and keys of up to 32 bits go
+ * through the per-row selection, the rest through the sort: both sides
+ * of each limit are here. */
 TEST(gpu_top_k_matches_cpu) {
     static const struct {
         int rank;
@@ -1222,7 +1229,9 @@ TEST(gpu_top_k_matches_cpu) {
     } cases[] = {{2, {32, 5000}, 50, 0}, {2, {7, 13}, 13, 0},     {2, {7, 13}, 1, 0},
                  {1, {70001}, 1000, 0},   {3, {3, 4, 5}, 3, 0},    {2, {40, 300}, 7, 1},
                  {2, {40, 300}, 40, 2},   {2, {64, 63}, 5, 3},     {2, {0, 5}, 2, 0},
-                 {2, {4, 0}, 1, 0},       {2, {4, 6}, 7, 0},       {2, {4, 6}, 0, 0}};
+                 {2, {4, 0}, 1, 0},       {2, {4, 6}, 7, 0},       {2, {4, 6}, 0, 0},
+                 {2, {3, 5000}, 256, 0},  {2, {3, 5000}, 257, 0},  {2, {2, 65536}, 10, 0},
+                 {2, {2, 65537}, 10, 0}};
     static const emily_dtype itypes[] = {EMILY_DTYPE_AUTO, EMILY_S64, EMILY_U8, EMILY_F16, EMILY_U32};
     int it = 0;
     for (int d = 0; d < EMILY_DTYPE_COUNT; d++) {
