@@ -29,7 +29,7 @@
 // write its position along the axis converted like the CPU's put_index
 // (emily_sc_store_int: low bits for integers, Nx's rounding for floats).
 // top_k is the descending sort of the last axis, of which only the first k
-// slots of each row are written; rows of at most 2^16 elements with k <=
+// slots of each row are written; rows of 2048 to 2^16 elements with k <=
 // 256 and keys of at most 32 bits (the benchmark's 32 x 50,000, k = 50)
 // go instead to a per-row radix select (topk_select below) that gives the
 // same k elements in the same order without sorting the rows.
@@ -41,8 +41,8 @@
 // (CUB's double buffers) plus CUB's temporary storage, from the engine's
 // caching allocator. Nothing waits for the device.
 //
-// Limit: fewer than 2^32 elements in all (indices are 32-bit); larger
-// inputs are refused with EMILY_ERR_UNSUPPORTED.
+// Limit: the sort path takes fewer than 2^32 elements in all (its indices
+// are 32-bit); larger inputs are refused with EMILY_ERR_UNSUPPORTED.
 #define CCCL_DISABLE_NVTX 1
 #include <cub/device/device_radix_sort.cuh>
 #include "cuda/common.cuh"
@@ -127,8 +127,8 @@ __global__ void scatter_out(Layout<3> L, const B *src, int64_t n, int64_t kout, 
 
 // ---- top_k by selection -------------------------------------------------------
 //
-// For rows of at most TOPK_ROW_MAX elements and k <= TOPK_MAX (keys of at
-// most 32 bits), one block per row finds the k first elements of the
+// For rows of TOPK_ROW_MIN to TOPK_ROW_MAX elements and k <= TOPK_MAX (keys
+// of at most 32 bits), one block per row finds the k first elements of the
 // descending order without sorting the row. Each element gets the
 // composite c = (complemented key << pos_bits) | position: all composites
 // of a row differ, and their order is exactly the row's descending order
@@ -140,6 +140,9 @@ __global__ void scatter_out(Layout<3> L, const B *src, int64_t n, int64_t kout, 
 
 constexpr int TOPK_MAX = 256;
 constexpr int TOPK_THREADS = 512;
+// Rows shorter than TOPK_ROW_MIN keep most of a block's threads idle (many
+// such rows are better served by the sort).
+constexpr int64_t TOPK_ROW_MIN = 2048;
 constexpr int64_t TOPK_ROW_MAX = (int64_t)1 << 16;
 
 template <typename U, int KIND, uint64_t INF>
@@ -430,8 +433,8 @@ struct SortJob {
         n = src->shape[axis];
         total = src->size;
         rows = total / n;
-        if (job == JOB_TOPK && emily_dtype_size(src->dtype) <= 4 && kout <= TOPK_MAX && n <= TOPK_ROW_MAX &&
-            rows <= INT32_MAX) {
+        if (job == JOB_TOPK && emily_dtype_size(src->dtype) <= 4 && kout <= TOPK_MAX && n >= TOPK_ROW_MIN &&
+            n <= TOPK_ROW_MAX && rows <= INT32_MAX) {
             emily_status s = make_views();
             return s ? s : select_top_k();
         }

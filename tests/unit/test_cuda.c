@@ -1198,7 +1198,7 @@ TEST(gpu_sort_matches_cpu) {
             emily_tensor_release(z);
         }
     /* rank 10 with every axis reversed: 9 other axes that cannot merge, so
-     * the rows come in several layout blocks (top_k: by selection) */
+     * the rows come in several layout blocks */
     int64_t s10[10] = {2, 2, 2, 2, 2, 2, 2, 2, 2, 3};
     emily_tensor *t10 = sort_data(EMILY_S32, 10, s10);
     const int axes10[] = {0, 4, 9};
@@ -1217,9 +1217,9 @@ TEST(gpu_sort_matches_cpu) {
 /* top_k: the benchmark's shape (scaled down), k of 1, of the whole row,
  * one long row, a transposed and a reversed input, every real dtype, and
  * the errors of a k out of range (the op's message on both devices).
- * Rows of up to 2^16 elements with k <= 256 and keys of up to 32 bits go
- * through the per-row selection, the rest through the sort: both sides
- * of each limit are here. */
+ * Rows of 2048 to 2^16 elements with k <= 256 and keys of up to 32 bits
+ * go through the per-row selection (also on a transposed and a reversed
+ * input), the rest through the sort: both sides of each limit are here. */
 TEST(gpu_top_k_matches_cpu) {
     static const struct {
         int rank;
@@ -1231,7 +1231,8 @@ TEST(gpu_top_k_matches_cpu) {
                  {2, {40, 300}, 40, 2},   {2, {64, 63}, 5, 3},     {2, {0, 5}, 2, 0},
                  {2, {4, 0}, 1, 0},       {2, {4, 6}, 7, 0},       {2, {4, 6}, 0, 0},
                  {2, {3, 5000}, 256, 0},  {2, {3, 5000}, 257, 0},  {2, {2, 65536}, 10, 0},
-                 {2, {2, 65537}, 10, 0}};
+                 {2, {2, 65537}, 10, 0},  {2, {3, 2048}, 3, 0},    {2, {3, 2047}, 3, 0},
+                 {2, {5000, 3}, 4, 1},    {2, {3, 5000}, 9, 2}};
     static const emily_dtype itypes[] = {EMILY_DTYPE_AUTO, EMILY_S64, EMILY_U8, EMILY_F16, EMILY_U32};
     int it = 0;
     for (int d = 0; d < EMILY_DTYPE_COUNT; d++) {
