@@ -1418,13 +1418,271 @@ TEST(gpu_indexed_matches_cpu) {
     }
 }
 
+/* ---- sort family --------------------------------------------------------- */
+
+/* Sort results are exact (values keep their bits, NaN payloads and zero
+ * signs included; positions are integers converted by Nx's rules), so the
+ * two devices must agree byte for byte. */
+static bool same_bytes(const char *what, const emily_tensor *c, const emily_tensor *g) {
+    if (emily_tensor_dtype(c) != emily_tensor_dtype(g) ||
+        !t_shape_is(g, emily_tensor_rank(c), emily_tensor_shape(c))) {
+        fprintf(stderr, "  %s: cuda result has type %s rank %d, cpu %s rank %d\n", what,
+                emily_dtype_name(emily_tensor_dtype(g)), emily_tensor_rank(g),
+                emily_dtype_name(emily_tensor_dtype(c)), emily_tensor_rank(c));
+        return false;
+    }
+    size_t nb = emily_tensor_nbytes(c), es = emily_dtype_size(emily_tensor_dtype(c));
+    unsigned char *cb = malloc(nb + 1), *gb = malloc(nb + 1);
+    bool ok = cb && gb && !emily_to_binary(c, cb, nb) && !emily_to_binary(g, gb, nb);
+    for (size_t i = 0; ok && i < nb; i += es) {
+        if (memcmp(cb + i, gb + i, es) == 0) continue;
+        uint64_t x = 0, y = 0;
+        memcpy(&x, cb + i, es);
+        memcpy(&y, gb + i, es);
+        fprintf(stderr, "  %s (%s): element %zu: cpu bits 0x%llx, cuda bits 0x%llx\n", what,
+                emily_dtype_name(emily_tensor_dtype(c)), i / es, (unsigned long long)x, (unsigned long long)y);
+        ok = false;
+    }
+    free(cb);
+    free(gb);
+    return ok;
+}
+
+/* Like compare_op (one input), the results compared byte for byte. */
+static void compare_exact(const char *what, op_fn fn, const void *arg, emily_tensor *cin) {
+    emily_tensor *gin = NULL, *c = NULL, *g = NULL;
+    CHECK_OK(emily_to_device(cin, CUDA0, &gin));
+    emily_status sc = fn(&cin, &c, arg);
+    char cmsg[256];
+    snprintf(cmsg, sizeof cmsg, "%s", emily_last_error());
+    emily_status sg = gin ? fn(&gin, &g, arg) : EMILY_ERR_DEVICE;
+    if (sc != sg) {
+        fprintf(stderr, "  %s: cpu says %s (%s), cuda says %s (%s)\n", what, emily_status_name(sc), sc ? cmsg : "",
+                emily_status_name(sg), sg ? emily_last_error() : "");
+        harness_failures++;
+    } else if (sc && strcmp(cmsg, emily_last_error()) != 0) {
+        fprintf(stderr, "  %s: cpu says \"%s\", cuda \"%s\"\n", what, cmsg, emily_last_error());
+        harness_failures++;
+    } else if (!sc && !same_bytes(what, c, g)) {
+        harness_failures++;
+    }
+    emily_tensor_release(c);
+    emily_tensor_release(g);
+    emily_tensor_release(gin);
+}
+
+/* Element bits for sorting: small values (many ties), the float edges
+ * (both zeros, both infinities, NaNs of both signs with payloads,
+ * signalling ones) and fully random bits (subnormals, more NaNs). */
+static emily_tensor *sort_data(emily_dtype dt, int rank, const int64_t *shape) {
+    static const uint64_t f16e[] = {0x0000, 0x8000, 0x7c00, 0xfc00, 0x7e00, 0xfe01, 0x7c01, 0x3c00, 0xbc00, 0x0001};
+    static const uint64_t bf16e[] = {0x0000, 0x8000, 0x7f80, 0xff80, 0x7fc0, 0xffc1, 0x7f81, 0x3f80, 0xbf80, 0x0001};
+    static const uint64_t f32e[] = {0x00000000u, 0x80000000u, 0x7f800000u, 0xff800000u, 0x7fc00000u,
+                                    0xffc00001u, 0x7f800001u, 0x3f800000u, 0xbf800000u, 0x00000001u};
+    static const uint64_t f64e[] = {0, 0x8000000000000000ull, 0x7ff0000000000000ull, 0xfff0000000000000ull,
+                                    0x7ff8000000000000ull, 0xfff8000000000001ull, 0x7ff0000000000001ull,
+                                    0x3ff0000000000000ull, 0xbff0000000000000ull, 1};
+    int64_t n = 1;
+    for (int i = 0; i < rank; i++) n *= shape[i];
+    size_t es = emily_dtype_size(dt);
+    unsigned char *buf = malloc((size_t)n * es + 16);
+    if (!buf) abort();
+    for (int64_t i = 0; i < n; i++) {
+        uint64_t bits = rnd(), pick = rnd() % 8;
+        const uint64_t *edge = dt == EMILY_F16 ? f16e : dt == EMILY_BF16 ? bf16e : dt == EMILY_F32 ? f32e
+                             : dt == EMILY_F64 ? f64e : NULL;
+        if (pick < 2 && edge) {
+            bits = edge[rnd() % 10];
+        } else if (pick < 6) {
+            /* small values: ties */
+            double v = (double)((int64_t)(rnd() % 9) - 4);
+            switch (dt) {
+            case EMILY_F16: bits = emily_f64_to_f16(v); break;
+            case EMILY_BF16: bits = emily_f32_to_bf16((float)v); break;
+            case EMILY_F32: { float f = (float)v; uint32_t u; memcpy(&u, &f, 4); bits = u; break; }
+            case EMILY_F64: memcpy(&bits, &v, 8); break;
+            default: bits = (uint64_t)(int64_t)v; break;
+            }
+        }
+        memcpy(buf + (size_t)i * es, &bits, es);
+    }
+    emily_tensor *t = t_from(dt, rank, shape, buf);
+    free(buf);
+    return t;
+}
+
+typedef struct sort_arg {
+    int kind;  /* 0 sort, 1 argsort, 2 top_k values, 3 top_k indices */
+    int axis;
+    bool desc;
+    emily_dtype itype;
+    int64_t k;
+    int view;  /* 0 as is, 1 axes reversed (transpose), 2 every axis reversed, 3 every other element */
+} sort_arg;
+
+static emily_status sort_view(const emily_tensor *t, int view, emily_tensor **out) {
+    int r = emily_tensor_rank(t);
+    const int64_t *sh = emily_tensor_shape(t);
+    int perm[16];
+    int64_t starts[16], lens[16], steps[16];
+    if (r > 16) return EMILY_ERR_ARGUMENT;
+    for (int i = 0; i < r; i++) {
+        perm[i] = r - 1 - i;
+        starts[i] = 0;
+        lens[i] = sh[i];
+        steps[i] = 2;
+    }
+    switch (view) {
+    case 1: return emily_transpose(t, perm, out);
+    case 2: return emily_reverse(t, r, perm, out);
+    default: return emily_slice(t, starts, lens, steps, out);
+    }
+}
+
+static emily_status run_sort_op(emily_tensor *const *in, emily_tensor **out, const void *arg) {
+    const sort_arg *a = arg;
+    emily_tensor *v = NULL, *x = in[0];
+    emily_status s = EMILY_OK;
+    if (a->view) {
+        s = sort_view(in[0], a->view, &v);
+        if (s) return s;
+        x = v;
+    }
+    emily_sort_direction d = a->desc ? EMILY_SORT_DESC : EMILY_SORT_ASC;
+    if (a->kind == 0) {
+        s = emily_sort(x, a->axis, d, true, out);
+    } else if (a->kind == 1) {
+        s = emily_argsort(x, a->axis, d, true, a->itype, out);
+    } else {
+        emily_tensor *vals = NULL, *idx = NULL;
+        s = emily_top_k(x, a->k, a->itype, &vals, &idx);
+        if (!s) {
+            *out = a->kind == 2 ? vals : idx;
+            emily_tensor_release(a->kind == 2 ? idx : vals);
+        }
+    }
+    emily_tensor_release(v);
+    return s;
+}
+
+/* sort and argsort along every axis, both directions, every real dtype,
+ * index types that wrap (u8) and round (f16, bf16); contiguous inputs,
+ * transposed, reversed (negative strides) and stepped views. Shapes: one
+ * row, one long row (several radix tiles), many short rows (the row
+ * number above the key; two sorts for 64-bit keys), rows of one element,
+ * rank 3, empty. */
+TEST(gpu_sort_matches_cpu) {
+    static const struct {
+        int rank;
+        int64_t shape[3];
+    } cases[] = {{1, {1000}}, {2, {1, 70001}}, {2, {300, 37}}, {2, {2000, 3}},
+                 {2, {5, 1}}, {3, {3, 4, 5}},  {2, {0, 5}},    {1, {1}}};
+    static const emily_dtype itypes[] = {EMILY_DTYPE_AUTO, EMILY_U8, EMILY_F16, EMILY_S64,
+                                         EMILY_U64, EMILY_BF16, EMILY_F32, EMILY_S16};
+    int it = 0;
+    for (int d = 0; d < EMILY_DTYPE_COUNT; d++) {
+        emily_dtype dt = (emily_dtype)d;
+        if (emily_dtype_is_complex(dt)) continue;
+        for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+            emily_tensor *x = sort_data(dt, cases[c].rank, cases[c].shape);
+            bool big = cases[c].shape[1] > 10000;
+            for (int view = 0; view < (big ? 1 : 4); view++)
+                for (int axis = -1; axis < cases[c].rank; axis++)
+                    for (int kind = 0; kind < 2; kind++)
+                        for (int desc = 0; desc < 2; desc++) {
+                            sort_arg a = {kind, axis, desc != 0, itypes[it++ % 8], 0, view};
+                            char what[128];
+                            snprintf(what, sizeof what, "%s %s shape case %zu axis %d view %d (index %s)",
+                                     kind ? "argsort" : "sort", desc ? "desc" : "asc", c, axis, view,
+                                     kind ? emily_dtype_name(a.itype == EMILY_DTYPE_AUTO ? EMILY_S32 : a.itype) : "-");
+                            compare_exact(what, run_sort_op, &a, x);
+                        }
+            emily_tensor_release(x);
+        }
+        /* rank 0 */
+        emily_tensor *s0 = sort_data(dt, 0, NULL);
+        for (int kind = 0; kind < 2; kind++) {
+            sort_arg a = {kind, 0, false, EMILY_DTYPE_AUTO, 0, 0};
+            compare_exact("sort/argsort of rank 0", run_sort_op, &a, s0);
+        }
+        emily_tensor_release(s0);
+    }
+    /* only ties, only NaNs, both zeros: the original order must stay */
+    int64_t tshape[2] = {3, 4000};
+    const emily_dtype ftypes[] = {EMILY_F16, EMILY_BF16, EMILY_F32, EMILY_F64};
+    for (size_t k = 0; k < 4; k++)
+        for (int nans = 0; nans < 2; nans++) {
+            emily_tensor *z = zeros_tensor(ftypes[k], 2, tshape, nans * 700);
+            for (int kind = 0; kind < 2; kind++)
+                for (int desc = 0; desc < 2; desc++) {
+                    sort_arg a = {kind, 1, desc != 0, EMILY_S32, 0, 0};
+                    compare_exact("sort of signed zeros and NaNs", run_sort_op, &a, z);
+                }
+            emily_tensor_release(z);
+        }
+    /* rank 10 with every axis reversed: 9 other axes that cannot merge, so
+     * the rows come in several layout blocks */
+    int64_t s10[10] = {2, 2, 2, 2, 2, 2, 2, 2, 2, 3};
+    emily_tensor *t10 = sort_data(EMILY_S32, 10, s10);
+    const int axes10[] = {0, 4, 9};
+    for (int i = 0; i < 3; i++)
+        for (int kind = 0; kind < 2; kind++) {
+            sort_arg a = {kind, axes10[i], i == 1, EMILY_S64, 0, 1};
+            compare_exact("sort of a rank-10 transposed view", run_sort_op, &a, t10);
+        }
+    for (int kind = 2; kind < 4; kind++) {
+        sort_arg a = {kind, -1, true, EMILY_U8, 2, 1};
+        compare_exact("top_k of a rank-10 transposed view", run_sort_op, &a, t10);
+    }
+    emily_tensor_release(t10);
+}
+
+/* top_k: the benchmark's shape (scaled down), k of 1, of the whole row,
+ * one long row, a transposed and a reversed input, every real dtype, and
+ * the errors of a k out of range (the op's message on both devices).
+ * Rows of 2048 to 2^16 elements with k <= 256 and keys of up to 32 bits
+ * go through the per-row selection (also on a transposed and a reversed
+ * input), the rest through the sort: both sides of each limit are here. */
+TEST(gpu_top_k_matches_cpu) {
+    static const struct {
+        int rank;
+        int64_t shape[3];
+        int64_t k;
+        int view;
+    } cases[] = {{2, {32, 5000}, 50, 0}, {2, {7, 13}, 13, 0},     {2, {7, 13}, 1, 0},
+                 {1, {70001}, 1000, 0},   {3, {3, 4, 5}, 3, 0},    {2, {40, 300}, 7, 1},
+                 {2, {40, 300}, 40, 2},   {2, {64, 63}, 5, 3},     {2, {0, 5}, 2, 0},
+                 {2, {4, 0}, 1, 0},       {2, {4, 6}, 7, 0},       {2, {4, 6}, 0, 0},
+                 {2, {3, 5000}, 256, 0},  {2, {3, 5000}, 257, 0},  {2, {2, 65536}, 10, 0},
+                 {2, {2, 65537}, 10, 0},  {2, {3, 2048}, 3, 0},    {2, {3, 2047}, 3, 0},
+                 {2, {5000, 3}, 4, 1},    {2, {3, 5000}, 9, 2}};
+    static const emily_dtype itypes[] = {EMILY_DTYPE_AUTO, EMILY_S64, EMILY_U8, EMILY_F16, EMILY_U32};
+    int it = 0;
+    for (int d = 0; d < EMILY_DTYPE_COUNT; d++) {
+        emily_dtype dt = (emily_dtype)d;
+        if (emily_dtype_is_complex(dt)) continue;
+        for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+            emily_tensor *x = sort_data(dt, cases[c].rank, cases[c].shape);
+            for (int kind = 2; kind < 4; kind++) {
+                sort_arg a = {kind, -1, true, itypes[it++ % 5], cases[c].k, cases[c].view};
+                char what[96];
+                snprintf(what, sizeof what, "top_k %s case %zu k %lld", kind == 2 ? "values" : "indices", c,
+                         (long long)cases[c].k);
+                compare_exact(what, run_sort_op, &a, x);
+            }
+            emily_tensor_release(x);
+        }
+    }
+}
+
 #define GPU_OP_CASES                                                                     \
     CASE(gpu_as_type_matches_cpu), CASE(gpu_unary_matches_cpu), CASE(gpu_binary_matches_cpu), \
         CASE(gpu_select_matches_cpu), CASE(gpu_reductions_match_cpu),                    \
         CASE(gpu_argreduce_matches_cpu), CASE(gpu_all_close_matches_cpu),                \
         CASE(gpu_creation_matches_cpu), CASE(gpu_flat_and_row_paths_match_cpu),         \
         CASE(gpu_take_matches_cpu), CASE(gpu_take_along_axis_matches_cpu),              \
-        CASE(gpu_gather_matches_cpu), CASE(gpu_indexed_matches_cpu)
+        CASE(gpu_gather_matches_cpu), CASE(gpu_indexed_matches_cpu),                    \
+        CASE(gpu_sort_matches_cpu), CASE(gpu_top_k_matches_cpu)
 
 int main(int argc, char **argv) {
     if (!harness_args(argc, argv)) return 2;
