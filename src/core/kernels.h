@@ -169,6 +169,13 @@ typedef enum emily_indexed_op {
     EMILY_INDEXED_PUT = 1
 } emily_indexed_op;
 
+/* The error an index kernel returns for the bad index at row-major
+ * position `bad` of its index tensor (dtype dt, rows of ncols), whose
+ * bytes the caller has read to host memory at `elem`: the reference's
+ * exact message (src/ops/index.c). */
+emily_status emi_index_error(const char *op, const void *elem, emily_dtype dt, int64_t bad, int ncols,
+                             const int *axes, int axis, const emily_tensor *t);
+
 struct emily_index_kernels {
     /* src viewed as [outer, n, inner], idx as [m] (flat, any shape),
      * dst as [outer, m, inner], all of src's dtype:

@@ -43,51 +43,6 @@ static inline int64_t read_index(const void *base, emily_dtype dt, int64_t i, bo
     }
 }
 
-/* The reference's error for a bad index, "index I is out of bounds for
- * axis A in shape S", as Nx.BinaryBackend's gather and indexed ops raise
- * it (Nx 0.13 runs take and take_along_axis through gather): those first
- * transpose the tensor so that the indexed axes come first, in order,
- * unless they already do, and A is the index's position in its row. So
- * with `axes` (gather, indexed ops; take: its one axis) S is t's shape
- * with those axes moved to the front and A the column c; without
- * (take_along_axis, whose gather indexes every axis in order) S is t's
- * shape and A is `axis`. No op name: Nx's suite (and users' rescue
- * clauses) match this text exactly. */
-static emily_status index_error(const char *op, const void *base, emily_dtype dt, int64_t bad,
-                                int ncols, const int *axes, int axis, const emily_tensor *t) {
-    int c = (int)(bad % ncols);
-    char buf[256];
-    if (axes) {
-        int64_t *shape = malloc(sizeof(int64_t) * ((size_t)t->rank + 1));
-        bool *indexed = calloc((size_t)t->rank + 1, 1);
-        if (!shape || !indexed) {
-            free(shape);
-            free(indexed);
-            return emily_error(EMILY_ERR_MEMORY, "%s: out of host memory", op);
-        }
-        int r = 0;
-        for (int i = 0; i < ncols; i++) {
-            shape[r++] = t->shape[axes[i]];
-            indexed[axes[i]] = true;
-        }
-        for (int i = 0; i < t->rank; i++)
-            if (!indexed[i]) shape[r++] = t->shape[i];
-        emi_shape_str(t->rank, shape, buf, sizeof buf);
-        free(shape);
-        free(indexed);
-    } else {
-        emi_shape_str(t->rank, t->shape, buf, sizeof buf);
-    }
-    int ax = axes ? c : axis;
-    if (dt == EMILY_U64) {
-        uint64_t v = ((const uint64_t *)base)[bad];
-        return emily_error(EMILY_ERR_INDEX, "index %llu is out of bounds for axis %d in shape %s",
-                           (unsigned long long)v, ax, buf);
-    }
-    bool dummy = false;
-    return emily_error(EMILY_ERR_INDEX, "index %lld is out of bounds for axis %d in shape %s",
-                       (long long)read_index(base, dt, bad, &dummy), ax, buf);
-}
 
 /* Reads `count` indices (rows of `ncols`; column c must lie in
  * [0, bounds[c])) into a new int64 table. The first bad index in
@@ -120,7 +75,8 @@ static emily_status load_indices(const char *op, const emily_tensor *idx, int64_
     }
     if (bad >= 0) {
         free(tab);
-        return index_error(op, base, dt, bad, ncols, axes, axis, t);
+        return emi_index_error(op, (const char *)base + (size_t)bad * emily_dtype_size(dt), dt, bad, ncols,
+                               axes, axis, t);
     }
     *out = tab;
     return EMILY_OK;

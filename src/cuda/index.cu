@@ -158,49 +158,7 @@ emily_status index_error(const emily_cuda_ctx &ctx, const emily_tensor *idx, uin
     unsigned char raw[8] = {0, 0, 0, 0, 0, 0, 0, 0};
     emily_status s = read_back(ctx, raw, elem_ptr(idx) + (size_t)bad * es, es);
     if (s) return s;
-    int c = (int)(bad % (uint64_t)e.ncols);
-    const emily_tensor *t = e.t;
-    char buf[256];
-    if (e.axes) {
-        int64_t *shape = (int64_t *)malloc(sizeof(int64_t) * ((size_t)t->rank + 1));
-        bool *indexed = (bool *)calloc((size_t)t->rank + 1, 1);
-        if (!shape || !indexed) {
-            free(shape);
-            free(indexed);
-            return emily_error(EMILY_ERR_MEMORY, "%s: out of host memory", ctx.op);
-        }
-        int r = 0;
-        for (int i = 0; i < e.ncols; i++) {
-            shape[r++] = t->shape[e.axes[i]];
-            indexed[e.axes[i]] = true;
-        }
-        for (int i = 0; i < t->rank; i++)
-            if (!indexed[i]) shape[r++] = t->shape[i];
-        emi_shape_str(t->rank, shape, buf, sizeof buf);
-        free(shape);
-        free(indexed);
-    } else {
-        emi_shape_str(t->rank, t->shape, buf, sizeof buf);
-    }
-    int ax = e.axes ? c : e.axis;
-    long long v;
-    switch (idx->dtype) {
-    case EMILY_U64: {
-        uint64_t u;
-        memcpy(&u, raw, 8);
-        return emily_error(EMILY_ERR_INDEX, "index %llu is out of bounds for axis %d in shape %s",
-                           (unsigned long long)u, ax, buf);
-    }
-    case EMILY_U8: v = raw[0]; break;
-    case EMILY_U16: { uint16_t x; memcpy(&x, raw, 2); v = x; break; }
-    case EMILY_U32: { uint32_t x; memcpy(&x, raw, 4); v = x; break; }
-    case EMILY_S8: { int8_t x; memcpy(&x, raw, 1); v = x; break; }
-    case EMILY_S16: { int16_t x; memcpy(&x, raw, 2); v = x; break; }
-    case EMILY_S32: { int32_t x; memcpy(&x, raw, 4); v = x; break; }
-    default: { int64_t x; memcpy(&x, raw, 8); v = x; break; }
-    }
-    return emily_error(EMILY_ERR_INDEX, "index %lld is out of bounds for axis %d in shape %s", v, ax,
-                       buf);
+    return emi_index_error(ctx.op, raw, idx->dtype, (int64_t)bad, e.ncols, e.axes, e.axis, e.t);
 }
 
 // Checks `rows` rows of cols.n indices of idx (see check_kernel), fails

@@ -8,6 +8,7 @@
 #include <string.h>
 #include "ops/common.h"
 #include "core/kernels.h"
+#include "core/dtype_list.h"
 
 /* The device's index table, when it has `kernel` for t's type. */
 static emily_status index_table(const char *op, const emily_engine *e, emi_kernel kernel,
@@ -318,4 +319,62 @@ emily_status emily_indexed_put(const emily_tensor *target, const emily_tensor *i
                                const emily_tensor *updates, int naxes, const int *axes,
                                emily_dtype out_type, emily_tensor **out) {
     return indexed(EMILY_INDEXED_PUT, target, indices, updates, naxes, axes, out_type, out);
+}
+
+/* The reference's error for a bad index, "index I is out of bounds for
+ * axis A in shape S", as Nx.BinaryBackend's gather and indexed ops raise
+ * it (Nx 0.13 runs take and take_along_axis through gather): those first
+ * transpose the tensor so that the indexed axes come first, in order,
+ * unless they already do, and A is the index's position in its row. So
+ * with `axes` (gather, indexed ops; take: its one axis) S is t's shape
+ * with those axes moved to the front and A the column c; without
+ * (take_along_axis, whose gather indexes every axis in order) S is t's
+ * shape and A is `axis`. No op name: Nx's suite (and users' rescue
+ * clauses) match this text exactly. Both devices' kernels call it. */
+emily_status emi_index_error(const char *op, const void *elem, emily_dtype dt, int64_t bad, int ncols,
+                             const int *axes, int axis, const emily_tensor *t) {
+    int c = (int)(bad % ncols);
+    char buf[256];
+    if (axes) {
+        int64_t *shape = malloc(sizeof(int64_t) * ((size_t)t->rank + 1));
+        bool *indexed = calloc((size_t)t->rank + 1, 1);
+        if (!shape || !indexed) {
+            free(shape);
+            free(indexed);
+            return emily_error(EMILY_ERR_MEMORY, "%s: out of host memory", op);
+        }
+        int r = 0;
+        for (int i = 0; i < ncols; i++) {
+            shape[r++] = t->shape[axes[i]];
+            indexed[axes[i]] = true;
+        }
+        for (int i = 0; i < t->rank; i++)
+            if (!indexed[i]) shape[r++] = t->shape[i];
+        emi_shape_str(t->rank, shape, buf, sizeof buf);
+        free(shape);
+        free(indexed);
+    } else {
+        emi_shape_str(t->rank, t->shape, buf, sizeof buf);
+    }
+    int ax = axes ? c : axis;
+    if (dt == EMILY_U64) {
+        uint64_t v;
+        memcpy(&v, elem, sizeof v);
+        return emily_error(EMILY_ERR_INDEX, "index %llu is out of bounds for axis %d in shape %s",
+                           (unsigned long long)v, ax, buf);
+    }
+    long long v = 0;
+    switch (dt) {
+#define READ_INDEX(ENUM, sfx, T)      \
+    case EMILY_##ENUM: {              \
+        T x;                          \
+        memcpy(&x, elem, sizeof x);   \
+        v = (long long)x;             \
+        break;                        \
+    }
+        EMI_DTYPES_INTEGER(READ_INDEX)
+#undef READ_INDEX
+    default: break;
+    }
+    return emily_error(EMILY_ERR_INDEX, "index %lld is out of bounds for axis %d in shape %s", v, ax, buf);
 }
