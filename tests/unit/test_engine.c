@@ -62,7 +62,9 @@ TEST(cuda_engine_table) {
     CHECK(strcmp(e->name, "cuda") == 0);
     CHECK(emi_engine_supports(e, EMI_KERNEL_UNARY, EMILY_EXP, EMILY_F32));
     CHECK(emi_engine_supports(e, EMI_KERNEL_COPY, 0, EMILY_BF16));
-    CHECK(!emi_engine_supports(e, EMI_KERNEL_SORT, 0, EMILY_F32));
+    CHECK(emi_engine_supports(e, EMI_KERNEL_SORT, 0, EMILY_F32));
+    CHECK(emi_engine_supports(e, EMI_KERNEL_GATHER, 0, EMILY_S64));
+    CHECK(!emi_engine_supports(e, EMI_KERNEL_FFT, 0, EMILY_C64));
     CHECK(!emi_engine_supports(e, EMI_KERNEL_QR, 0, EMILY_F64));
 }
 
