@@ -151,14 +151,15 @@ static emily_status cpu_take(emily_tensor *dst, const emily_tensor *src, const e
             int64_t o = u / m;                                                          \
             const IT *ip = (const IT *)ib + u * inner;                                  \
             T *d = (T *)db + u * inner;                                                 \
-            const T *sr = (const T *)sb + o * n * inner;                                \
+            /* src's row is addressed only after the index is checked: an   \
+             * empty src (n == 0) has no storage to point into */            \
             for (int64_t r = 0; r < inner; r++) {                                       \
                 int64_t v = (int64_t)ip[r];                                             \
                 if ((uint64_t)v >= (uint64_t)n) {                                       \
                     atomic_store_explicit(&bad, 1, memory_order_relaxed);              \
                     break;                                                              \
                 }                                                                       \
-                memcpy(&d[r], &sr[v * inner + r], sizeof(T));                           \
+                memcpy(&d[r], (const T *)sb + (o * n + v) * inner + r, sizeof(T));      \
             }                                                                           \
         }                                                                               \
     });                                                                                 \

@@ -222,6 +222,16 @@ TEST(take_along_axis_matches_definition) {
     CHECK(strcmp(emily_last_error(), "index 4 is out of bounds for axis 2 in shape {2, 3, 4}") == 0);
     CHECK_ERR(emily_take_along_axis(t, i3, 0, &o), EMILY_ERR_INDEX, "index 4 is out of bounds for axis 0");
     CHECK(o == NULL);
+    /* an empty axis has no valid index: every index is out of bounds
+     * (found by fuzz_graph: the kernel addressed the empty source first) */
+    int64_t empty_shape[3] = {0, 3, 4}, one_row[3] = {1, 3, 4};
+    emily_tensor *e = NULL, *i4 = idx_t(EMILY_S32, 3, one_row, zeros);
+    CHECK_OK(emily_empty(EMILY_CPU, EMILY_F32, 3, empty_shape, &e));
+    CHECK_ERR(emily_take_along_axis(e, i4, 0, &o), EMILY_ERR_INDEX,
+              "index 0 is out of bounds for axis 0 in shape {0, 3, 4}");
+    CHECK(o == NULL);
+    emily_tensor_release(e);
+    emily_tensor_release(i4);
     emily_tensor_release(i1);
     emily_tensor_release(i2);
     emily_tensor_release(i3);
