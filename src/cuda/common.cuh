@@ -183,6 +183,18 @@ template <typename F> emily_status dispatch_storage(emily_dtype t, F &&f) {
 inline int dev_of(const emily_tensor *t) { return t->buffer->device.index; }
 inline char *base_of(const emily_tensor *t) { return (char *)t->buffer->data; }
 
+// for_layout over a destination and one source, with each run's first
+// elements typed: launch(L, d, s) with d a D* into dst, s an S* into src.
+template <typename D, typename S, typename F>
+emily_status for_layout_ds(const char *op, emily_tensor *dst, const emily_tensor *src, F &&launch) {
+    const emily_tensor *ts[2] = {dst, src};
+    D *dp = (D *)base_of(dst);
+    const S *sp = (const S *)base_of(src);
+    return for_layout<2>(op, ts, [&](const Layout<2> &L, const int64_t *off) -> emily_status {
+        return launch(L, dp + off[0], sp + off[1]);
+    });
+}
+
 // ---- element-wise maps ------------------------------------------------------
 //
 // An element function is a struct F with member types S (input storage)
@@ -253,12 +265,8 @@ template <typename F>
 emily_status map1(const emily_cuda_ctx &ctx, emily_tensor *dst, const emily_tensor *src) {
     typedef typename F::S S;
     typedef typename F::D D;
-    const emily_tensor *ts[2] = {dst, src};
-    D *dp = (D *)base_of(dst);
-    const S *sp = (const S *)base_of(src);
-    return for_layout<2>(ctx.op, ts, [&](const Layout<2> &L, const int64_t *off) -> emily_status {
-        D *d = dp + off[0];
-        const S *x = sp + off[1];
+    return for_layout_ds<D, S>(ctx.op, dst, src,
+                               [&](const Layout<2> &L, D *d, const S *x) -> emily_status {
         constexpr int V = vec_of<S>();
         // one element, or both runs contiguous and pack-aligned
         bool flat = L.rank == 1 && (L.total == 1 || (L.stride[0][0] == 1 && L.stride[1][0] == 1 &&

@@ -41,12 +41,8 @@ __global__ void copy_transpose(int64_t rows, int64_t cols, T *dst, int64_t ds, c
 template <typename T>
 static emily_status copy_typed(const emily_cuda_ctx &ctx, emily_tensor *dst,
                                const emily_tensor *src) {
-    const emily_tensor *ts[2] = {dst, src};
-    T *d = (T *)base_of(dst);
-    const T *s = (const T *)base_of(src);
-    return for_layout<2>(ctx.op, ts, [&](const Layout<2> &L, const int64_t *off) -> emily_status {
-        T *dp = d + off[0];
-        const T *sp = s + off[1];
+    return for_layout_ds<T, T>(ctx.op, dst, src,
+                               [&](const Layout<2> &L, T *dp, const T *sp) -> emily_status {
         if (L.rank == 1 && L.stride[0][0] == 1 && L.stride[1][0] == 1)
             return emi_cuda_error(ctx.op, cudaMemcpyAsync(dp, sp, (size_t)L.total * sizeof(T),
                                                             cudaMemcpyDeviceToDevice, ctx.stream));
