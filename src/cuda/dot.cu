@@ -176,6 +176,32 @@ template <> __device__ inline double mul_add<double>(double acc, double a, doubl
     return __dadd_rn(acc, __dmul_rn(a, b));
 }
 
+// slice[kk][c] = src[p0 + kk][c0 + c] for a [K, width] row-major matrix
+// (A packed transposed is one too), zero past its edges; the block's 256
+// threads share the loads.
+template <typename T, int W>
+__device__ __forceinline__ void load_slice(T (&slice)[TK][W], const T *src, int64_t width, int64_t c0,
+                                           int64_t p0, int64_t k, int tid) {
+    for (int e = tid; e < TK * W; e += 256) {
+        int kk = e / W, c = e % W;
+        int64_t gc = c0 + c, gk = p0 + kk;
+        slice[kk][c] = (gc < width && gk < k) ? src[gk * width + gc] : T(0);
+    }
+}
+
+// The same for interleaved c128 (re, im), split into two slices.
+template <int W>
+__device__ __forceinline__ void load_slice_c128(double (&re)[TK][W], double (&im)[TK][W], const double *src,
+                                                int64_t width, int64_t c0, int64_t p0, int64_t k, int tid) {
+    for (int e = tid; e < TK * W; e += 256) {
+        int kk = e / W, c = e % W;
+        int64_t gc = c0 + c, gk = p0 + kk;
+        bool in = gc < width && gk < k;
+        re[kk][c] = in ? src[2 * (gk * width + gc)] : 0.0;
+        im[kk][c] = in ? src[2 * (gk * width + gc) + 1] : 0.0;
+    }
+}
+
 // at: [B, K, M], b: [B, K, N], c: [B, M, N] (row-major).
 template <typename T, int R>
 __global__ void __launch_bounds__(256) tiled_real(const T *at, const T *b, T *c, int64_t nb,
@@ -194,16 +220,8 @@ __global__ void __launch_bounds__(256) tiled_real(const T *at, const T *b, T *c,
 #pragma unroll
             for (int j = 0; j < R; j++) acc[i][j] = T(0);
         for (int64_t p0 = 0; p0 < k; p0 += TK) {
-            for (int e = tid; e < TK * TM; e += 256) { // as[kk][r] = A[row0 + r][p0 + kk]
-                int kk = e / TM, r = e % TM;
-                int64_t gr = row0 + r, gk = p0 + kk;
-                as[kk][r] = (gr < m && gk < k) ? ab[gk * m + gr] : T(0);
-            }
-            for (int e = tid; e < TK * TN; e += 256) { // bs[kk][cc] = B[p0 + kk][col0 + cc]
-                int kk = e / TN, cc = e % TN;
-                int64_t gk = p0 + kk, gc = col0 + cc;
-                bs[kk][cc] = (gk < k && gc < n) ? bb[gk * n + gc] : T(0);
-            }
+            load_slice(as, ab, m, row0, p0, k, tid); // as[kk][r] = A[row0 + r][p0 + kk]
+            load_slice(bs, bb, n, col0, p0, k, tid); // bs[kk][cc] = B[p0 + kk][col0 + cc]
             __syncthreads();
 #pragma unroll
             for (int kk = 0; kk < TK; kk++) {
@@ -248,20 +266,8 @@ __global__ void __launch_bounds__(256) tiled_c128(const double *at, const double
 #pragma unroll
             for (int j = 0; j < CR; j++) accr[i][j] = acci[i][j] = 0.0;
         for (int64_t p0 = 0; p0 < k; p0 += TK) {
-            for (int e = tid; e < TK * CTM; e += 256) {
-                int kk = e / CTM, r = e % CTM;
-                int64_t gr = row0 + r, gk = p0 + kk;
-                bool in = gr < m && gk < k;
-                asr[kk][r] = in ? ab[2 * (gk * m + gr)] : 0.0;
-                asi[kk][r] = in ? ab[2 * (gk * m + gr) + 1] : 0.0;
-            }
-            for (int e = tid; e < TK * CTN; e += 256) {
-                int kk = e / CTN, cc = e % CTN;
-                int64_t gk = p0 + kk, gc = col0 + cc;
-                bool in = gk < k && gc < n;
-                bsr[kk][cc] = in ? bb[2 * (gk * n + gc)] : 0.0;
-                bsi[kk][cc] = in ? bb[2 * (gk * n + gc) + 1] : 0.0;
-            }
+            load_slice_c128(asr, asi, ab, m, row0, p0, k, tid);
+            load_slice_c128(bsr, bsi, bb, n, col0, p0, k, tid);
             __syncthreads();
 #pragma unroll 4
             for (int kk = 0; kk < TK; kk++) {
