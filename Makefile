@@ -131,7 +131,7 @@ CHECK_ENV := OMP_TOOL_LIBRARIES=$(ARCHER) TSAN_OPTIONS="halt_on_error=1 second_d
 endif
 # ---- end tooling ----------------------------------------------------------
 
-all: $(BUILD)/libemily.a $(BUILD)/libemily.so $(BUILD)/emily_demo $(BUILD)/emily_run $(BUILD)/conformance $(TESTS)
+all: $(BUILD)/libemily.a $(BUILD)/libemily.so $(BUILD)/emily_demo $(BUILD)/emily_embed $(BUILD)/emily_run $(BUILD)/conformance $(TESTS)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -149,6 +149,17 @@ $(BUILD)/libemily.so: $(LIB_OBJ)
 	$(CC) -shared $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/emily_demo: $(BUILD)/obj/demo/demo.o $(BUILD)/libemily.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# examples/embed: sentence embeddings with all-MiniLM-L6-v2 from C (the
+# README's first command); test_embed links the same pieces.
+EMBED_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(filter-out examples/embed/main.c,$(wildcard examples/embed/*.c)))
+$(BUILD)/emily_embed: $(BUILD)/obj/examples/embed/main.o $(EMBED_OBJ) $(BUILD)/libemily.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+$(BUILD)/obj/tests/unit/test_embed.o $(BUILD)/obj/tests/unit/embed_synthetic.o: CFLAGS += -Iexamples/embed
+$(BUILD)/tests/test_embed: $(BUILD)/obj/tests/unit/test_embed.o $(BUILD)/obj/tests/unit/embed_synthetic.o \
+                           $(BUILD)/obj/tests/unit/harness.o $(EMBED_OBJ) $(BUILD)/libemily.a
+	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/emily_run: $(BUILD)/obj/tools/emily_run.o $(BUILD)/libemily.a

@@ -1,0 +1,123 @@
+#include <stdlib.h>
+#include "tensor_scope.h"
+
+emily_tensor *ts_hold(ts_scope *s, emily_status st, emily_tensor *t) {
+    if (st || s->status) {
+        emily_tensor_release(t);
+        if (!s->status) s->status = st;
+        return NULL;
+    }
+    if (s->count == s->cap) {
+        int cap = s->cap ? s->cap * 2 : 32;
+        emily_tensor **held = realloc(s->held, (size_t)cap * sizeof *held);
+        if (!held) {
+            emily_tensor_release(t);
+            s->status = emily_error(EMILY_ERR_MEMORY, "tensor scope: out of memory");
+            return NULL;
+        }
+        s->held = held;
+        s->cap = cap;
+    }
+    s->held[s->count++] = t;
+    return t;
+}
+
+void ts_record(ts_scope *s, emily_status st) {
+    if (!s->status) s->status = st;
+}
+
+void ts_drop(ts_scope *s, emily_tensor *t) {
+    for (int i = s->count - 1; t && i >= 0; i--) {
+        if (s->held[i] == t) {
+            emily_tensor_release(t);
+            s->held[i] = s->held[--s->count];
+            return;
+        }
+    }
+}
+
+emily_status ts_close(ts_scope *s, emily_tensor *result, emily_tensor **out) {
+    if (out) *out = NULL;
+    for (int i = 0; i < s->count; i++) {
+        if (s->held[i] == result && out && !s->status) *out = result;
+        else emily_tensor_release(s->held[i]);
+    }
+    free(s->held);
+    s->held = NULL;
+    s->count = s->cap = 0;
+    return s->status;
+}
+
+/* Each wrapper: nothing once the scope has failed; the call, then its
+ * result held (two statements: the call must write t before it is read). */
+emily_tensor *ts_binary(ts_scope *s, emily_binary_op op, const emily_tensor *a, const emily_tensor *b) {
+    emily_tensor *t = NULL;
+    if (s->status) return NULL;
+    emily_status st = emily_binary(op, a, b, EMILY_DTYPE_AUTO, &t);
+    return ts_hold(s, st, t);
+}
+
+emily_tensor *ts_unary(ts_scope *s, emily_unary_op op, const emily_tensor *a) {
+    emily_tensor *t = NULL;
+    if (s->status) return NULL;
+    emily_status st = emily_unary(op, a, &t);
+    return ts_hold(s, st, t);
+}
+
+emily_tensor *ts_reduce(ts_scope *s, emily_reduce_op op, const emily_tensor *a, int axis, bool keep) {
+    emily_tensor *t = NULL;
+    if (s->status) return NULL;
+    emily_status st = emily_reduce(op, a, 1, &axis, keep, EMILY_DTYPE_AUTO, &t);
+    return ts_hold(s, st, t);
+}
+
+emily_tensor *ts_dot(ts_scope *s, const emily_tensor *a, int ca, int nbatch, const int *ba,
+                     const emily_tensor *b, int cb, const int *bb) {
+    emily_tensor *t = NULL;
+    if (s->status) return NULL;
+    emily_status st = emily_dot(a, 1, &ca, nbatch, ba, b, 1, &cb, nbatch, bb, EMILY_DTYPE_AUTO, &t);
+    return ts_hold(s, st, t);
+}
+
+emily_tensor *ts_linear(ts_scope *s, const emily_tensor *a, const emily_tensor *w, const emily_tensor *bias) {
+    if (s->status) return NULL;
+    emily_tensor *y = ts_dot(s, a, emily_tensor_rank(a) - 1, 0, NULL, w, 1, NULL);
+    emily_tensor *out = ts_binary(s, EMILY_ADD, y, bias);
+    ts_drop(s, y);
+    return out;
+}
+
+emily_tensor *ts_reshape(ts_scope *s, const emily_tensor *a, int rank, const int64_t *shape) {
+    emily_tensor *t = NULL;
+    if (s->status) return NULL;
+    emily_status st = emily_reshape(a, rank, shape, &t);
+    return ts_hold(s, st, t);
+}
+
+emily_tensor *ts_transpose(ts_scope *s, const emily_tensor *a, const int *perm) {
+    emily_tensor *t = NULL;
+    if (s->status) return NULL;
+    emily_status st = emily_transpose(a, perm, &t);
+    return ts_hold(s, st, t);
+}
+
+emily_tensor *ts_slice(ts_scope *s, const emily_tensor *a, const int64_t *starts, const int64_t *lengths) {
+    emily_tensor *t = NULL;
+    if (s->status) return NULL;
+    emily_status st = emily_slice(a, starts, lengths, NULL, &t);
+    return ts_hold(s, st, t);
+}
+
+emily_tensor *ts_take(ts_scope *s, const emily_tensor *a, const emily_tensor *indices, int axis) {
+    emily_tensor *t = NULL;
+    if (s->status) return NULL;
+    emily_status st = emily_take(a, indices, axis, &t);
+    return ts_hold(s, st, t);
+}
+
+emily_tensor *ts_scalar(ts_scope *s, emily_device device, double value) {
+    emily_tensor *t = NULL;
+    if (s->status) return NULL;
+    emily_status st = emily_constant(device, EMILY_F32, 0, NULL, emily_scalar_float(value), &t);
+    return ts_hold(s, st, t);
+}
