@@ -15,7 +15,7 @@ typedef struct consts {
     emily_tensor *q_scale;    /* 1 / sqrt(head size) */
     emily_tensor *half, *one; /* GELU */
     emily_tensor *rsqrt2;
-    emily_tensor *lowest;     /* the mask's bias for padding: the f32 lowest, like transformers */
+    emily_tensor *lowest; /* the mask's bias for padding: the f32 lowest, like transformers */
 } consts;
 
 /* A block's scope hands its result to the caller's. */
@@ -31,10 +31,12 @@ static emily_tensor *layer_norm(ts_scope *parent, const consts *k, const emily_t
                                 const emily_tensor *g, const emily_tensor *b) {
     if (parent->status) return NULL;
     ts_scope s = TS_SCOPE;
-    emily_tensor *mean = ts_binary(&s, EMILY_DIVIDE, ts_reduce(&s, EMILY_REDUCE_SUM, x, -1, true), k->hidden);
+    emily_tensor *mean = ts_binary(&s, EMILY_DIVIDE, ts_reduce(&s, EMILY_REDUCE_SUM, x, -1, true),
+                                   k->hidden);
     emily_tensor *xc = ts_binary(&s, EMILY_SUBTRACT, x, mean);
     emily_tensor *sq = ts_binary(&s, EMILY_MULTIPLY, xc, xc);
-    emily_tensor *var = ts_binary(&s, EMILY_DIVIDE, ts_reduce(&s, EMILY_REDUCE_SUM, sq, -1, true), k->hidden);
+    emily_tensor *var = ts_binary(&s, EMILY_DIVIDE, ts_reduce(&s, EMILY_REDUCE_SUM, sq, -1, true),
+                                  k->hidden);
     ts_drop(&s, sq);
     emily_tensor *inv = ts_unary(&s, EMILY_RSQRT, ts_binary(&s, EMILY_ADD, var, k->eps));
     emily_tensor *y = ts_binary(&s, EMILY_MULTIPLY, xc, inv);
@@ -44,8 +46,8 @@ static emily_tensor *layer_norm(ts_scope *parent, const consts *k, const emily_t
 
 /* Multi-head self-attention with the mask's bias [batch, 1, 1, seq],
  * through the output projection: [batch, seq, hidden] in and out. */
-static emily_tensor *attention(ts_scope *parent, const bert_model *m, const bert_layer *y, const consts *k,
-                               const emily_tensor *x, const emily_tensor *bias) {
+static emily_tensor *attention(ts_scope *parent, const bert_model *m, const bert_layer *y,
+                               const consts *k, const emily_tensor *x, const emily_tensor *bias) {
     if (parent->status) return NULL;
     ts_scope s = TS_SCOPE;
     const int64_t *xs = emily_tensor_shape(x);
@@ -66,11 +68,13 @@ static emily_tensor *attention(ts_scope *parent, const bert_model *m, const bert
     emily_tensor *masked = ts_binary(&s, EMILY_ADD, scores, bias);
     ts_drop(&s, scores);
     /* softmax over j, shifted by the row's largest score */
-    emily_tensor *shifted = ts_binary(&s, EMILY_SUBTRACT, masked, ts_reduce(&s, EMILY_REDUCE_MAX, masked, -1, true));
+    emily_tensor *shifted = ts_binary(&s, EMILY_SUBTRACT, masked,
+                                      ts_reduce(&s, EMILY_REDUCE_MAX, masked, -1, true));
     ts_drop(&s, masked);
     emily_tensor *e = ts_unary(&s, EMILY_EXP, shifted);
     ts_drop(&s, shifted);
-    emily_tensor *probs = ts_binary(&s, EMILY_DIVIDE, e, ts_reduce(&s, EMILY_REDUCE_SUM, e, -1, true));
+    emily_tensor *probs = ts_binary(&s, EMILY_DIVIDE, e,
+                                    ts_reduce(&s, EMILY_REDUCE_SUM, e, -1, true));
     ts_drop(&s, e);
     /* context[b, h, i] = sum_j probs[b, h, i, j] v[b, j, h], back to [batch, seq, hidden] */
     int pb[2] = {0, 1}, vb[2] = {0, 2}, perm[4] = {0, 2, 1, 3};
@@ -82,30 +86,37 @@ static emily_tensor *attention(ts_scope *parent, const bert_model *m, const bert
 }
 
 /* The feed-forward block: GELU (erf form) between two products. */
-static emily_tensor *feed_forward(ts_scope *parent, const bert_layer *y, const consts *k, const emily_tensor *x) {
+static emily_tensor *feed_forward(ts_scope *parent, const bert_layer *y, const consts *k,
+                                  const emily_tensor *x) {
     if (parent->status) return NULL;
     ts_scope s = TS_SCOPE;
     emily_tensor *h = ts_linear(&s, x, y->inter_w, y->inter_b);
     /* 0.5 h (1 + erf(h / sqrt 2)) */
-    emily_tensor *cdf = ts_binary(&s, EMILY_ADD, ts_unary(&s, EMILY_ERF, ts_binary(&s, EMILY_MULTIPLY, h, k->rsqrt2)), k->one);
+    emily_tensor *cdf = ts_binary(
+        &s, EMILY_ADD, ts_unary(&s, EMILY_ERF, ts_binary(&s, EMILY_MULTIPLY, h, k->rsqrt2)),
+        k->one);
     emily_tensor *g = ts_binary(&s, EMILY_MULTIPLY, ts_binary(&s, EMILY_MULTIPLY, h, k->half), cdf);
     ts_drop(&s, h);
     ts_drop(&s, cdf);
     return finish(parent, &s, ts_linear(&s, g, y->out_w, y->out_b));
 }
 
-static emily_tensor *encoder_layer(ts_scope *parent, const bert_model *m, const bert_layer *y, const consts *k,
-                                   const emily_tensor *x, const emily_tensor *bias) {
+static emily_tensor *encoder_layer(ts_scope *parent, const bert_model *m, const bert_layer *y,
+                                   const consts *k, const emily_tensor *x,
+                                   const emily_tensor *bias) {
     if (parent->status) return NULL;
     ts_scope s = TS_SCOPE;
     emily_tensor *a = attention(&s, m, y, k, x, bias);
-    emily_tensor *x1 = layer_norm(&s, k, ts_binary(&s, EMILY_ADD, a, x), y->attn_ln_g, y->attn_ln_b);
+    emily_tensor *x1 = layer_norm(&s, k, ts_binary(&s, EMILY_ADD, a, x), y->attn_ln_g,
+                                  y->attn_ln_b);
     emily_tensor *f = feed_forward(&s, y, k, x1);
-    return finish(parent, &s, layer_norm(&s, k, ts_binary(&s, EMILY_ADD, f, x1), y->out_ln_g, y->out_ln_b));
+    return finish(parent, &s,
+                  layer_norm(&s, k, ts_binary(&s, EMILY_ADD, f, x1), y->out_ln_g, y->out_ln_b));
 }
 
 /* Word + position + token type (0) embeddings, layer-normed. */
-static emily_tensor *embeddings(ts_scope *parent, const bert_model *m, const consts *k, const emily_tensor *ids) {
+static emily_tensor *embeddings(ts_scope *parent, const bert_model *m, const consts *k,
+                                const emily_tensor *ids) {
     if (parent->status) return NULL;
     ts_scope s = TS_SCOPE;
     int64_t seq = emily_tensor_shape(ids)[1], zero[2] = {0, 0};
@@ -121,7 +132,8 @@ static void make_consts(ts_scope *s, const bert_model *m, consts *k) {
     emily_device d = m->device;
     k->hidden = ts_scalar(s, d, m->cfg.hidden);
     k->eps = ts_scalar(s, d, m->cfg.layer_norm_eps);
-    k->q_scale = ts_scalar(s, d, 1.0 / sqrt((double)(m->cfg.hidden / m->cfg.heads)));
+    int head_size = m->cfg.hidden / m->cfg.heads; /* the config checked that heads divide hidden */
+    k->q_scale = ts_scalar(s, d, 1.0 / sqrt((double)head_size));
     k->half = ts_scalar(s, d, 0.5);
     k->one = ts_scalar(s, d, 1.0);
     k->rsqrt2 = ts_scalar(s, d, M_SQRT1_2);
@@ -133,9 +145,10 @@ emily_status bert_forward(const bert_model *m, const emily_tensor *ids, const em
     *hidden = NULL;
     if (!m || !ids || !mask) return emily_error(EMILY_ERR_ARGUMENT, "bert_forward: NULL argument");
     const int64_t *is = emily_tensor_shape(ids), *ms = emily_tensor_shape(mask);
-    if (emily_tensor_rank(ids) != 2 || emily_tensor_rank(mask) != 2 || is[0] != ms[0] || is[1] != ms[1] ||
-        is[0] < 1 || is[1] < 1)
-        return emily_error(EMILY_ERR_SHAPE, "bert_forward: ids and mask must both be [batch, seq], not empty");
+    if (emily_tensor_rank(ids) != 2 || emily_tensor_rank(mask) != 2 || is[0] != ms[0] ||
+        is[1] != ms[1] || is[0] < 1 || is[1] < 1)
+        return emily_error(EMILY_ERR_SHAPE,
+                           "bert_forward: ids and mask must both be [batch, seq], not empty");
     if (is[1] > m->cfg.max_positions)
         return emily_error(EMILY_ERR_SHAPE, "bert_forward: %lld tokens, the model has %d positions",
                            (long long)is[1], m->cfg.max_positions);
@@ -147,7 +160,8 @@ emily_status bert_forward(const bert_model *m, const emily_tensor *ids, const em
     /* bias[b, 0, 0, j] = 0 for a token, the lowest f32 for padding: (1 - mask) * lowest */
     int64_t bias_shape[4] = {is[0], 1, 1, is[1]};
     emily_tensor *keep_out = ts_binary(&s, EMILY_SUBTRACT, k.one, mask);
-    emily_tensor *bias = ts_reshape(&s, ts_binary(&s, EMILY_MULTIPLY, keep_out, k.lowest), 4, bias_shape);
+    emily_tensor *bias = ts_reshape(&s, ts_binary(&s, EMILY_MULTIPLY, keep_out, k.lowest), 4,
+                                    bias_shape);
     emily_tensor *x = embeddings(&s, m, &k, ids);
     for (int i = 0; i < m->cfg.layers && !s.status; i++) {
         emily_tensor *next = encoder_layer(&s, m, &m->layer[i], &k, x, bias);

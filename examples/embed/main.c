@@ -26,19 +26,19 @@ typedef struct args {
 } args;
 
 static void usage(FILE *f) {
-    fprintf(f,
-            "usage: emily_embed [options] SENTENCE...\n"
-            "Sentence embeddings with all-MiniLM-L6-v2 (mean pooling, unit length) on Emily.\n"
-            "  --device D       cpu (default), cuda or cuda:N\n"
-            "  --model DIR      the model folder (default $EMILY_MINILM_DIR, else\n"
-            "                   " MODEL_SUBDIR " beside the build folder: scripts/setup puts it there)\n"
-            "  --file PATH      also embed each line of PATH\n"
-            "  --max-length N   tokens per sentence with [CLS] and [SEP] (default 256)\n"
-            "  --batch-size N   sentences per forward pass (default 32)\n"
-            "  --runs N         embed everything N times; report the median and best time\n"
-            "  --values N       values of each embedding to print (default 6)\n"
-            "  --ids            print each sentence's token ids\n"
-            "  --quiet          no progress or timing on stderr\n");
+    fprintf(f, "usage: emily_embed [options] SENTENCE...\n"
+               "Sentence embeddings with all-MiniLM-L6-v2 (mean pooling, unit length) on Emily.\n"
+               "  --device D       cpu (default), cuda or cuda:N\n"
+               "  --model DIR      the model folder (default $EMILY_MINILM_DIR, else\n"
+               "                   " MODEL_SUBDIR
+               " beside the build folder: scripts/setup puts it there)\n"
+               "  --file PATH      also embed each line of PATH\n"
+               "  --max-length N   tokens per sentence with [CLS] and [SEP] (default 256)\n"
+               "  --batch-size N   sentences per forward pass (default 32)\n"
+               "  --runs N         embed everything N times; report the median and best time\n"
+               "  --values N       values of each embedding to print (default 6)\n"
+               "  --ids            print each sentence's token ids\n"
+               "  --quiet          no progress or timing on stderr\n");
 }
 
 static bool parse_int(const char *s, int lo, int hi, int *out) {
@@ -154,7 +154,9 @@ static double now_s(void) {
 
 static void progress(void *ctx, int done, int total, int seq) {
     const args *a = ctx;
-    if (a->show_batches) fprintf(stderr, "emily_embed:   %d/%d sentences (batch padded to %d tokens)\n", done, total, seq);
+    if (a->show_batches)
+        fprintf(stderr, "emily_embed:   %d/%d sentences (batch padded to %d tokens)\n", done, total,
+                seq);
 }
 
 static int cmp_double(const void *x, const void *y) {
@@ -165,13 +167,16 @@ static int cmp_double(const void *x, const void *y) {
 static void print_results(const args *a, const bert_tokenizer *tok, int hidden, const float *emb,
                           const int *counts) {
     for (int i = 0; i < a->n; i++) {
-        printf("[%d] %d tokens, \"%.60s%s\"\n    [", i, counts[i], a->texts[i], strlen(a->texts[i]) > 60 ? "..." : "");
-        for (int j = 0; j < a->values && j < hidden; j++) printf(j ? ", %.6f" : "%.6f", emb[(size_t)i * hidden + j]);
+        printf("[%d] %d tokens, \"%.60s%s\"\n    [", i, counts[i], a->texts[i],
+               strlen(a->texts[i]) > 60 ? "..." : "");
+        for (int j = 0; j < a->values && j < hidden; j++)
+            printf(j ? ", %.6f" : "%.6f", emb[(size_t)i * hidden + j]);
         printf(a->values < hidden ? ", ...] (%d values)\n" : "] (%d values)\n", hidden);
         if (a->ids) {
             int32_t *ids;
             int n;
-            if (tokenizer_encode(tok, a->texts[i], strlen(a->texts[i]), a->max_length, &ids, &n) == EMILY_OK) {
+            if (tokenizer_encode(tok, a->texts[i], strlen(a->texts[i]), a->max_length, &ids, &n) ==
+                EMILY_OK) {
                 printf("    ids:");
                 for (int j = 0; j < n; j++) printf(" %d", (int)ids[j]);
                 printf("\n");
@@ -219,15 +224,17 @@ static int run(args *a) {
     if (!s) s = bert_load(dir, device, &m);
     if (!s) s = emily_synchronize(device);
     if (!s && !a->quiet)
-        fprintf(stderr, "emily_embed: %s loaded on %s in %.0f ms (%d layers, hidden %d, %d heads)\n", dir, a->device,
-                1e3 * (now_s() - t0), m->cfg.layers, m->cfg.hidden, m->cfg.heads);
+        fprintf(stderr,
+                "emily_embed: %s loaded on %s in %.0f ms (%d layers, hidden %d, %d heads)\n", dir,
+                a->device, 1e3 * (now_s() - t0), m->cfg.layers, m->cfg.hidden, m->cfg.heads);
     float *emb = NULL;
     int *counts = NULL;
     double *times = calloc((size_t)a->runs, sizeof *times);
     if (!s) {
         emb = malloc((size_t)a->n * (size_t)m->cfg.hidden * sizeof *emb);
         counts = malloc((size_t)a->n * sizeof *counts);
-        if (!emb || !counts || !times) s = emily_error(EMILY_ERR_MEMORY, "emily_embed: out of memory");
+        if (!emb || !counts || !times)
+            s = emily_error(EMILY_ERR_MEMORY, "emily_embed: out of memory");
     }
     embed_options opt = {a->max_length, a->batch_size, progress, a};
     for (int r = 0; r < a->runs && !s; r++) {
@@ -236,15 +243,18 @@ static int run(args *a) {
         s = embed_texts(tok, m, a->n, (const char *const *)a->texts, &opt, emb, counts, &st);
         times[r] = st.tokenize_s + st.model_s;
         if (!s && r == 0 && !a->quiet)
-            fprintf(stderr,
-                    "emily_embed: %d sentences, %lld tokens (%lld positions with padding): tokenized in %.1f ms, "
-                    "embedded in %.1f ms (%d batches)\n",
-                    a->n, st.tokens, st.padded, 1e3 * st.tokenize_s, 1e3 * st.model_s, st.batches);
+            fprintf(
+                stderr,
+                "emily_embed: %d sentences, %lld tokens (%lld positions with padding): tokenized in %.1f ms, "
+                "embedded in %.1f ms (%d batches)\n",
+                a->n, st.tokens, st.padded, 1e3 * st.tokenize_s, 1e3 * st.model_s, st.batches);
     }
     if (!s && a->runs > 1 && !a->quiet) {
         qsort(times, (size_t)a->runs, sizeof *times, cmp_double);
-        fprintf(stderr, "emily_embed: %d runs: median %.1f ms, best %.1f ms (tokenizing and embedding %d sentences)\n",
-                a->runs, 1e3 * times[a->runs / 2], 1e3 * times[0], a->n);
+        fprintf(
+            stderr,
+            "emily_embed: %d runs: median %.1f ms, best %.1f ms (tokenizing and embedding %d sentences)\n",
+            a->runs, 1e3 * times[a->runs / 2], 1e3 * times[0], a->n);
     }
     if (!s) print_results(a, tok, m->cfg.hidden, emb, counts);
     else fprintf(stderr, "emily_embed: %s: %s\n", emily_status_name(s), emily_last_error());

@@ -13,21 +13,25 @@ static double now_s(void) {
 /* Mean over the tokens the mask keeps (its sum clamped to 1e-9, as
  * sentence-transformers' Pooling), then x / max(|x|, 1e-12) (as
  * torch.nn.functional.normalize): [batch, seq, hidden] -> [batch, hidden]. */
-static emily_tensor *pool_normalize(ts_scope *s, const emily_tensor *hidden, const emily_tensor *mask) {
+static emily_tensor *pool_normalize(ts_scope *s, const emily_tensor *hidden,
+                                    const emily_tensor *mask) {
     const int64_t *hs = emily_tensor_shape(hidden);
     int64_t col[3] = {hs[0], hs[1], 1};
     emily_device d = emily_tensor_device(hidden);
     emily_tensor *weighted = ts_binary(s, EMILY_MULTIPLY, hidden, ts_reshape(s, mask, 3, col));
     emily_tensor *summed = ts_reduce(s, EMILY_REDUCE_SUM, weighted, 1, false);
-    emily_tensor *count = ts_binary(s, EMILY_MAX, ts_reduce(s, EMILY_REDUCE_SUM, mask, 1, true), ts_scalar(s, d, 1e-9));
+    emily_tensor *count = ts_binary(s, EMILY_MAX, ts_reduce(s, EMILY_REDUCE_SUM, mask, 1, true),
+                                    ts_scalar(s, d, 1e-9));
     emily_tensor *mean = ts_binary(s, EMILY_DIVIDE, summed, count);
-    emily_tensor *norm = ts_unary(s, EMILY_SQRT, ts_reduce(s, EMILY_REDUCE_SUM, ts_binary(s, EMILY_MULTIPLY, mean, mean), 1, true));
+    emily_tensor *norm = ts_unary(
+        s, EMILY_SQRT,
+        ts_reduce(s, EMILY_REDUCE_SUM, ts_binary(s, EMILY_MULTIPLY, mean, mean), 1, true));
     return ts_binary(s, EMILY_DIVIDE, mean, ts_binary(s, EMILY_MAX, norm, ts_scalar(s, d, 1e-12)));
 }
 
 /* One batch: ids padded to the longest, the mask, the encoder, pooling. */
-static emily_status run_batch(const bert_model *m, int n, const int32_t *const *ids, const int *counts,
-                              int32_t pad_id, float *out) {
+static emily_status run_batch(const bert_model *m, int n, const int32_t *const *ids,
+                              const int *counts, int32_t pad_id, float *out) {
     int seq = 1;
     for (int i = 0; i < n; i++) seq = counts[i] > seq ? counts[i] : seq;
     size_t cells = (size_t)n * (size_t)seq;
@@ -48,10 +52,12 @@ static emily_status run_batch(const bert_model *m, int n, const int32_t *const *
     ts_scope s = TS_SCOPE;
     int64_t shape[2] = {n, seq};
     emily_tensor *ids_t = NULL, *mask_t = NULL, *hidden = NULL;
-    emily_status st = emily_from_binary(m->device, EMILY_S32, 2, shape, ids_host, cells * sizeof *ids_host, &ids_t);
+    emily_status st = emily_from_binary(m->device, EMILY_S32, 2, shape, ids_host,
+                                        cells * sizeof *ids_host, &ids_t);
     ts_hold(&s, st, ids_t);
     if (!s.status) {
-        st = emily_from_binary(m->device, EMILY_F32, 2, shape, mask_host, cells * sizeof *mask_host, &mask_t);
+        st = emily_from_binary(m->device, EMILY_F32, 2, shape, mask_host, cells * sizeof *mask_host,
+                               &mask_t);
         ts_hold(&s, st, mask_t);
     }
     if (!s.status) {
@@ -59,7 +65,8 @@ static emily_status run_batch(const bert_model *m, int n, const int32_t *const *
         ts_hold(&s, st, hidden);
     }
     emily_tensor *emb = pool_normalize(&s, hidden, mask_t);
-    if (!s.status) ts_record(&s, emily_to_binary(emb, out, (size_t)n * (size_t)m->cfg.hidden * sizeof *out));
+    if (!s.status)
+        ts_record(&s, emily_to_binary(emb, out, (size_t)n * (size_t)m->cfg.hidden * sizeof *out));
     free(ids_host);
     free(mask_host);
     return ts_close(&s, NULL, NULL);
@@ -70,37 +77,46 @@ emily_status embed_ids(const bert_model *m, int n, const int32_t *const *ids, co
     if (batch_size < 1) return emily_error(EMILY_ERR_ARGUMENT, "embed: batch size %d", batch_size);
     for (int i = 0; i < n; i++) {
         if (counts[i] < 1 || counts[i] > m->cfg.max_positions)
-            return emily_error(EMILY_ERR_ARGUMENT, "embed: sentence %d has %d ids (1 to %d allowed)", i,
-                               counts[i], m->cfg.max_positions);
+            return emily_error(EMILY_ERR_ARGUMENT,
+                               "embed: sentence %d has %d ids (1 to %d allowed)", i, counts[i],
+                               m->cfg.max_positions);
         for (int j = 0; j < counts[i]; j++)
             if (ids[i][j] < 0 || ids[i][j] >= m->cfg.vocab_size)
-                return emily_error(EMILY_ERR_INDEX, "embed: id %d of sentence %d is outside the vocabulary (%d)",
+                return emily_error(EMILY_ERR_INDEX,
+                                   "embed: id %d of sentence %d is outside the vocabulary (%d)",
                                    (int)ids[i][j], i, m->cfg.vocab_size);
     }
     for (int b = 0; b < n; b += batch_size) {
         int k = n - b < batch_size ? n - b : batch_size;
-        emily_status s = run_batch(m, k, ids + b, counts + b, pad_id, out + (size_t)b * m->cfg.hidden);
+        emily_status s = run_batch(m, k, ids + b, counts + b, pad_id,
+                                   out + (size_t)b * m->cfg.hidden);
         if (s) return s;
     }
     return EMILY_OK;
 }
 
-emily_status embed_texts(const bert_tokenizer *tok, const bert_model *m, int n, const char *const *texts,
-                         const embed_options *opt, float *out, int *token_counts, embed_stats *stats) {
+emily_status embed_texts(const bert_tokenizer *tok, const bert_model *m, int n,
+                         const char *const *texts, const embed_options *opt, float *out,
+                         int *token_counts, embed_stats *stats) {
     embed_stats local = {0};
     if (n < 0 || (n && (!texts || !out)) || !opt)
         return emily_error(EMILY_ERR_ARGUMENT, "embed: bad arguments");
     if (opt->max_length < 2 || opt->max_length > m->cfg.max_positions)
-        return emily_error(EMILY_ERR_ARGUMENT, "embed: max length %d outside [2, %d] (the model's positions)",
+        return emily_error(EMILY_ERR_ARGUMENT,
+                           "embed: max length %d outside [2, %d] (the model's positions)",
                            opt->max_length, m->cfg.max_positions);
-    if (opt->batch_size < 1) return emily_error(EMILY_ERR_ARGUMENT, "embed: batch size %d", opt->batch_size);
+    if (opt->batch_size < 1)
+        return emily_error(EMILY_ERR_ARGUMENT, "embed: batch size %d", opt->batch_size);
     int32_t **ids = calloc((size_t)(n ? n : 1), sizeof *ids);
     int *counts = calloc((size_t)(n ? n : 1), sizeof *counts);
-    emily_status s = ids && counts ? EMILY_OK : emily_error(EMILY_ERR_MEMORY, "embed: out of memory");
+    emily_status s = ids && counts ? EMILY_OK
+                                   : emily_error(EMILY_ERR_MEMORY, "embed: out of memory");
     double t0 = now_s();
     for (int i = 0; i < n && !s; i++) {
         if (!texts[i]) s = emily_error(EMILY_ERR_ARGUMENT, "embed: text %d is NULL", i);
-        else s = tokenizer_encode(tok, texts[i], strlen(texts[i]), opt->max_length, &ids[i], &counts[i]);
+        else
+            s = tokenizer_encode(tok, texts[i], strlen(texts[i]), opt->max_length, &ids[i],
+                                 &counts[i]);
         if (!s) local.tokens += counts[i];
     }
     double t1 = now_s();
@@ -108,7 +124,8 @@ emily_status embed_texts(const bert_tokenizer *tok, const bert_model *m, int n, 
     int32_t pad = tokenizer_pad_id(tok);
     for (int b = 0; b < n && !s; b += opt->batch_size) {
         int k = n - b < opt->batch_size ? n - b : opt->batch_size;
-        s = embed_ids(m, k, (const int32_t *const *)ids + b, counts + b, pad, k, out + (size_t)b * m->cfg.hidden);
+        s = embed_ids(m, k, (const int32_t *const *)ids + b, counts + b, pad, k,
+                      out + (size_t)b * m->cfg.hidden);
         int seq = 0;
         for (int i = b; i < b + k; i++) seq = counts[i] > seq ? counts[i] : seq;
         local.padded += (long long)k * seq;

@@ -26,8 +26,9 @@ typedef struct embed_stats {
 /* out[i * hidden + j]: the unit-length embedding of texts[i];
  * token_counts[i] (may be NULL): its ids, [CLS] and [SEP] included.
  * stats may be NULL. */
-emily_status embed_texts(const bert_tokenizer *tok, const bert_model *m, int n, const char *const *texts,
-                         const embed_options *opt, float *out, int *token_counts, embed_stats *stats);
+emily_status embed_texts(const bert_tokenizer *tok, const bert_model *m, int n,
+                         const char *const *texts, const embed_options *opt, float *out,
+                         int *token_counts, embed_stats *stats);
 
 /* The same from token ids: ids[i] holds counts[i] ids (at most
  * max_positions). */

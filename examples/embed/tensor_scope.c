@@ -50,7 +50,8 @@ emily_status ts_close(ts_scope *s, emily_tensor *result, emily_tensor **out) {
 
 /* Each wrapper: nothing once the scope has failed; the call, then its
  * result held (two statements: the call must write t before it is read). */
-emily_tensor *ts_binary(ts_scope *s, emily_binary_op op, const emily_tensor *a, const emily_tensor *b) {
+emily_tensor *ts_binary(ts_scope *s, emily_binary_op op, const emily_tensor *a,
+                        const emily_tensor *b) {
     emily_tensor *t = NULL;
     if (s->status) return NULL;
     emily_status st = emily_binary(op, a, b, EMILY_DTYPE_AUTO, &t);
@@ -64,7 +65,8 @@ emily_tensor *ts_unary(ts_scope *s, emily_unary_op op, const emily_tensor *a) {
     return ts_hold(s, st, t);
 }
 
-emily_tensor *ts_reduce(ts_scope *s, emily_reduce_op op, const emily_tensor *a, int axis, bool keep) {
+emily_tensor *ts_reduce(ts_scope *s, emily_reduce_op op, const emily_tensor *a, int axis,
+                        bool keep) {
     emily_tensor *t = NULL;
     if (s->status) return NULL;
     emily_status st = emily_reduce(op, a, 1, &axis, keep, EMILY_DTYPE_AUTO, &t);
@@ -79,7 +81,8 @@ emily_tensor *ts_dot(ts_scope *s, const emily_tensor *a, int ca, int nbatch, con
     return ts_hold(s, st, t);
 }
 
-emily_tensor *ts_linear(ts_scope *s, const emily_tensor *a, const emily_tensor *w, const emily_tensor *bias) {
+emily_tensor *ts_linear(ts_scope *s, const emily_tensor *a, const emily_tensor *w,
+                        const emily_tensor *bias) {
     if (s->status) return NULL;
     emily_tensor *y = ts_dot(s, a, emily_tensor_rank(a) - 1, 0, NULL, w, 1, NULL);
     emily_tensor *out = ts_binary(s, EMILY_ADD, y, bias);
@@ -101,7 +104,8 @@ emily_tensor *ts_transpose(ts_scope *s, const emily_tensor *a, const int *perm) 
     return ts_hold(s, st, t);
 }
 
-emily_tensor *ts_slice(ts_scope *s, const emily_tensor *a, const int64_t *starts, const int64_t *lengths) {
+emily_tensor *ts_slice(ts_scope *s, const emily_tensor *a, const int64_t *starts,
+                       const int64_t *lengths) {
     emily_tensor *t = NULL;
     if (s->status) return NULL;
     emily_status st = emily_slice(a, starts, lengths, NULL, &t);

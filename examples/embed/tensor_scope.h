@@ -14,7 +14,8 @@ typedef struct ts_scope {
     int count, cap;
 } ts_scope;
 
-#define TS_SCOPE {EMILY_OK, NULL, 0, 0}
+#define TS_SCOPE \
+    { EMILY_OK, NULL, 0, 0 }
 
 /* Takes ownership of t made by a call that returned st; t on success,
  * NULL (and st recorded) otherwise. */
@@ -32,18 +33,22 @@ emily_status ts_close(ts_scope *s, emily_tensor *result, emily_tensor **out);
 
 /* The engine's calls, on the scope. Axis arguments count from the end
  * when negative, as in the engine. */
-emily_tensor *ts_binary(ts_scope *s, emily_binary_op op, const emily_tensor *a, const emily_tensor *b);
+emily_tensor *ts_binary(ts_scope *s, emily_binary_op op, const emily_tensor *a,
+                        const emily_tensor *b);
 emily_tensor *ts_unary(ts_scope *s, emily_unary_op op, const emily_tensor *a);
-emily_tensor *ts_reduce(ts_scope *s, emily_reduce_op op, const emily_tensor *a, int axis, bool keep);
+emily_tensor *ts_reduce(ts_scope *s, emily_reduce_op op, const emily_tensor *a, int axis,
+                        bool keep);
 /* a x b^T over the last axis of each ([..., k] x [n, k] -> [..., n]):
  * a linear layer's product with PyTorch's weight layout. */
-emily_tensor *ts_linear(ts_scope *s, const emily_tensor *a, const emily_tensor *w, const emily_tensor *bias);
+emily_tensor *ts_linear(ts_scope *s, const emily_tensor *a, const emily_tensor *w,
+                        const emily_tensor *bias);
 emily_tensor *ts_dot(ts_scope *s, const emily_tensor *a, int ca, int nbatch, const int *ba,
                      const emily_tensor *b, int cb, const int *bb);
 emily_tensor *ts_reshape(ts_scope *s, const emily_tensor *a, int rank, const int64_t *shape);
 emily_tensor *ts_transpose(ts_scope *s, const emily_tensor *a, const int *perm);
 /* rank(a) starts and lengths, unit steps (a view). */
-emily_tensor *ts_slice(ts_scope *s, const emily_tensor *a, const int64_t *starts, const int64_t *lengths);
+emily_tensor *ts_slice(ts_scope *s, const emily_tensor *a, const int64_t *starts,
+                       const int64_t *lengths);
 emily_tensor *ts_take(ts_scope *s, const emily_tensor *a, const emily_tensor *indices, int axis);
 emily_tensor *ts_scalar(ts_scope *s, emily_device device, double value); /* f32, rank 0 */
 

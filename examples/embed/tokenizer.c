@@ -110,7 +110,8 @@ emily_status tokenizer_encode(const bert_tokenizer *t, const char *text, size_t 
     *ids = NULL;
     *count = 0;
     if (max_length < 2)
-        return emily_error(EMILY_ERR_ARGUMENT, "tokenizer: max_length %d leaves no room for [CLS] and [SEP]",
+        return emily_error(EMILY_ERR_ARGUMENT,
+                           "tokenizer: max_length %d leaves no room for [CLS] and [SEP]",
                            max_length);
     if (!text && n) return emily_error(EMILY_ERR_ARGUMENT, "tokenizer: NULL text");
     encoder e = {.t = t, .limit = max_length - 2};
@@ -137,5 +138,7 @@ emily_status tokenizer_encode(const bert_tokenizer *t, const char *text, size_t 
 }
 
 int32_t tokenizer_pad_id(const bert_tokenizer *t) { return t->pad_id; }
-const char *tokenizer_token(const bert_tokenizer *t, int32_t id) { return vocab_token(t->vocab, id); }
+const char *tokenizer_token(const bert_tokenizer *t, int32_t id) {
+    return vocab_token(t->vocab, id);
+}
 int32_t tokenizer_id_limit(const bert_tokenizer *t) { return vocab_id_limit(t->vocab); }

@@ -8,7 +8,8 @@ static int find_entry(const void *table, int count, size_t stride, uint32_t cp) 
     int lo = 0, hi = count - 1;
     while (lo <= hi) {
         int mid = lo + (hi - lo) / 2;
-        uint32_t key = *(const uint32_t *)(const void *)((const char *)table + (size_t)mid * stride);
+        uint32_t key = *(const uint32_t *)(const void *)((const char *)table +
+                                                         (size_t)mid * stride);
         if (key == cp) return mid;
         if (key < cp) lo = mid + 1;
         else hi = mid - 1;
@@ -31,7 +32,13 @@ unsigned uc_class(uint32_t cp) {
 bool uc_is_whitespace(uint32_t cp) {
     if (cp <= 0x20) return cp == 0x20 || (cp >= 0x09 && cp <= 0x0D);
     switch (cp) {
-    case 0x85: case 0xA0: case 0x1680: case 0x2028: case 0x2029: case 0x202F: case 0x205F:
+    case 0x85:
+    case 0xA0:
+    case 0x1680:
+    case 0x2028:
+    case 0x2029:
+    case 0x202F:
+    case 0x205F:
     case 0x3000:
         return true;
     default:
@@ -55,8 +62,15 @@ bool uc_is_punctuation(uint32_t cp) {
 
 /* Hangul syllables decompose by arithmetic (Unicode 3.12): a leading
  * consonant, a vowel and, for some, a trailing consonant. */
-enum { HANGUL_S = 0xAC00, HANGUL_L = 0x1100, HANGUL_V = 0x1161, HANGUL_T = 0x11A7,
-       HANGUL_VCOUNT = 21, HANGUL_TCOUNT = 28, HANGUL_COUNT = 11172 };
+enum {
+    HANGUL_S = 0xAC00,
+    HANGUL_L = 0x1100,
+    HANGUL_V = 0x1161,
+    HANGUL_T = 0x11A7,
+    HANGUL_VCOUNT = 21,
+    HANGUL_TCOUNT = 28,
+    HANGUL_COUNT = 11172
+};
 
 int uc_strip_accents(uint32_t cp, uint32_t out[UC_MAX_STRIPPED]) {
     if (cp < 0xC0) { /* nothing below U+00C0 decomposes or is a mark */
