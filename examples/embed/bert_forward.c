@@ -10,12 +10,11 @@
 
 /* Scalars the blocks use, made once per forward pass on the device. */
 typedef struct consts {
-    emily_tensor *hidden;     /* hidden size, to divide sums into means */
-    emily_tensor *eps;        /* layer norm's epsilon */
-    emily_tensor *q_scale;    /* 1 / sqrt(head size) */
-    emily_tensor *half, *one; /* GELU */
-    emily_tensor *rsqrt2;
-    emily_tensor *lowest; /* the mask's bias for padding: the f32 lowest, like transformers */
+    emily_tensor *hidden;       /* hidden size, to divide sums into means */
+    emily_tensor *eps;          /* layer norm's epsilon */
+    emily_tensor *q_scale;      /* 1 / sqrt(head size) */
+    emily_tensor *rsqrt2;       /* GELU: 1 / sqrt 2 */
+    emily_tensor *one, *lowest; /* the mask's bias for padding: the f32 lowest, like transformers */
 } consts;
 
 /* A block's scope hands its result to the caller's. */
@@ -44,8 +43,9 @@ static emily_tensor *layer_norm(ts_scope *parent, const consts *k, const emily_t
     return finish(parent, &s, ts_binary(&s, EMILY_ADD, ts_binary(&s, EMILY_MULTIPLY, y, g), b));
 }
 
-/* Multi-head self-attention with the mask's bias [batch, 1, 1, seq],
- * through the output projection: [batch, seq, hidden] in and out. */
+/* Multi-head self-attention with the mask's bias [batch, 1, 1, seq] (NULL
+ * when nothing is padded), through the output projection: [batch, seq,
+ * hidden] in and out. */
 static emily_tensor *attention(ts_scope *parent, const bert_model *m, const bert_layer *y,
                                const consts *k, const emily_tensor *x, const emily_tensor *bias) {
     if (parent->status) return NULL;
@@ -61,44 +61,49 @@ static emily_tensor *attention(ts_scope *parent, const bert_model *m, const bert
         int64_t start[5] = {0, 0, p, 0, 0};
         part[p] = ts_reshape(&s, ts_slice(&s, qkv, start, len), 4, four);
     }
-    /* scores[b, h, i, j] = q[b, i, h] . k[b, j, h] / sqrt(d) */
+    /* scores[b, h, i, j] = q[b, i, h] . k[b, j, h] / sqrt(d) (+ bias[b, j]) */
     emily_tensor *q = ts_binary(&s, EMILY_MULTIPLY, part[0], k->q_scale);
     int batch_axes[2] = {0, 2};
     emily_tensor *scores = ts_dot(&s, q, 3, 2, batch_axes, part[1], 3, batch_axes);
-    emily_tensor *masked = ts_binary(&s, EMILY_ADD, scores, bias);
+    if (bias) {
+        emily_tensor *masked = ts_binary(&s, EMILY_ADD, scores, bias);
+        ts_drop(&s, scores);
+        scores = masked;
+    }
+    /* softmax over j, shifted by the row's largest score; its division
+     * waits for the product with v, which is head-size wide, not seq */
+    emily_tensor *shifted = ts_binary(&s, EMILY_SUBTRACT, scores,
+                                      ts_reduce(&s, EMILY_REDUCE_MAX, scores, -1, true));
     ts_drop(&s, scores);
-    /* softmax over j, shifted by the row's largest score */
-    emily_tensor *shifted = ts_binary(&s, EMILY_SUBTRACT, masked,
-                                      ts_reduce(&s, EMILY_REDUCE_MAX, masked, -1, true));
-    ts_drop(&s, masked);
     emily_tensor *e = ts_unary(&s, EMILY_EXP, shifted);
     ts_drop(&s, shifted);
-    emily_tensor *probs = ts_binary(&s, EMILY_DIVIDE, e,
-                                    ts_reduce(&s, EMILY_REDUCE_SUM, e, -1, true));
+    emily_tensor *z = ts_reduce(&s, EMILY_REDUCE_SUM, e, -1, true);
+    /* context[b, h, i] = sum_j e[b, h, i, j] v[b, j, h] / z[b, h, i], then [batch, seq, hidden] */
+    int eb[2] = {0, 1}, vb[2] = {0, 2}, perm[4] = {0, 2, 1, 3};
+    emily_tensor *ctx = ts_binary(&s, EMILY_DIVIDE, ts_dot(&s, e, 3, 2, eb, part[2], 1, vb), z);
     ts_drop(&s, e);
-    /* context[b, h, i] = sum_j probs[b, h, i, j] v[b, j, h], back to [batch, seq, hidden] */
-    int pb[2] = {0, 1}, vb[2] = {0, 2}, perm[4] = {0, 2, 1, 3};
-    emily_tensor *ctx = ts_dot(&s, probs, 3, 2, pb, part[2], 1, vb);
-    ts_drop(&s, probs);
     int64_t merged[3] = {batch, seq, m->cfg.hidden};
     emily_tensor *joined = ts_reshape(&s, ts_transpose(&s, ctx, perm), 3, merged);
     return finish(parent, &s, ts_linear(&s, joined, y->attn_out_w, y->attn_out_b));
 }
 
-/* The feed-forward block: GELU (erf form) between two products. */
+/* The feed-forward block: GELU (erf form) between two products. GELU(h)
+ * = 0.5 h (1 + erf(h / sqrt 2)); the 0.5 is in the second product's
+ * weights (bert_weights.c halves them, exactly), which saves a pass over
+ * the wide intermediate. (erfc(-h / sqrt 2) would save another, but
+ * SLEEF's erfc costs more than that pass.) */
 static emily_tensor *feed_forward(ts_scope *parent, const bert_layer *y, const consts *k,
                                   const emily_tensor *x) {
     if (parent->status) return NULL;
     ts_scope s = TS_SCOPE;
     emily_tensor *h = ts_linear(&s, x, y->inter_w, y->inter_b);
-    /* 0.5 h (1 + erf(h / sqrt 2)) */
-    emily_tensor *cdf = ts_binary(
-        &s, EMILY_ADD, ts_unary(&s, EMILY_ERF, ts_binary(&s, EMILY_MULTIPLY, h, k->rsqrt2)),
-        k->one);
-    emily_tensor *g = ts_binary(&s, EMILY_MULTIPLY, ts_binary(&s, EMILY_MULTIPLY, h, k->half), cdf);
+    emily_tensor *e = ts_unary(&s, EMILY_ERF, ts_binary(&s, EMILY_MULTIPLY, h, k->rsqrt2));
+    emily_tensor *cdf2 = ts_binary(&s, EMILY_ADD, e, k->one);
+    ts_drop(&s, e);
+    emily_tensor *g2 = ts_binary(&s, EMILY_MULTIPLY, h, cdf2);
     ts_drop(&s, h);
-    ts_drop(&s, cdf);
-    return finish(parent, &s, ts_linear(&s, g, y->out_w, y->out_b));
+    ts_drop(&s, cdf2);
+    return finish(parent, &s, ts_linear(&s, g2, y->out_w_half, y->out_b));
 }
 
 static emily_tensor *encoder_layer(ts_scope *parent, const bert_model *m, const bert_layer *y,
@@ -134,34 +139,35 @@ static void make_consts(ts_scope *s, const bert_model *m, consts *k) {
     k->eps = ts_scalar(s, d, m->cfg.layer_norm_eps);
     int head_size = m->cfg.hidden / m->cfg.heads; /* the config checked that heads divide hidden */
     k->q_scale = ts_scalar(s, d, 1.0 / sqrt((double)head_size));
-    k->half = ts_scalar(s, d, 0.5);
-    k->one = ts_scalar(s, d, 1.0);
     k->rsqrt2 = ts_scalar(s, d, M_SQRT1_2);
+    k->one = ts_scalar(s, d, 1.0);
     k->lowest = ts_scalar(s, d, -FLT_MAX);
 }
 
 emily_status bert_forward(const bert_model *m, const emily_tensor *ids, const emily_tensor *mask,
                           emily_tensor **hidden) {
     *hidden = NULL;
-    if (!m || !ids || !mask) return emily_error(EMILY_ERR_ARGUMENT, "bert_forward: NULL argument");
-    const int64_t *is = emily_tensor_shape(ids), *ms = emily_tensor_shape(mask);
-    if (emily_tensor_rank(ids) != 2 || emily_tensor_rank(mask) != 2 || is[0] != ms[0] ||
+    if (!m || !ids) return emily_error(EMILY_ERR_ARGUMENT, "bert_forward: NULL argument");
+    const int64_t *is = emily_tensor_shape(ids), *ms = mask ? emily_tensor_shape(mask) : is;
+    if (emily_tensor_rank(ids) != 2 || (mask && emily_tensor_rank(mask) != 2) || is[0] != ms[0] ||
         is[1] != ms[1] || is[0] < 1 || is[1] < 1)
         return emily_error(EMILY_ERR_SHAPE,
                            "bert_forward: ids and mask must both be [batch, seq], not empty");
     if (is[1] > m->cfg.max_positions)
         return emily_error(EMILY_ERR_SHAPE, "bert_forward: %lld tokens, the model has %d positions",
                            (long long)is[1], m->cfg.max_positions);
-    if (emily_tensor_dtype(mask) != EMILY_F32)
+    if (mask && emily_tensor_dtype(mask) != EMILY_F32)
         return emily_error(EMILY_ERR_TYPE, "bert_forward: the mask must be f32");
     ts_scope s = TS_SCOPE;
     consts k;
     make_consts(&s, m, &k);
     /* bias[b, 0, 0, j] = 0 for a token, the lowest f32 for padding: (1 - mask) * lowest */
-    int64_t bias_shape[4] = {is[0], 1, 1, is[1]};
-    emily_tensor *keep_out = ts_binary(&s, EMILY_SUBTRACT, k.one, mask);
-    emily_tensor *bias = ts_reshape(&s, ts_binary(&s, EMILY_MULTIPLY, keep_out, k.lowest), 4,
-                                    bias_shape);
+    emily_tensor *bias = NULL;
+    if (mask) {
+        int64_t bias_shape[4] = {is[0], 1, 1, is[1]};
+        emily_tensor *pad = ts_binary(&s, EMILY_SUBTRACT, k.one, mask);
+        bias = ts_reshape(&s, ts_binary(&s, EMILY_MULTIPLY, pad, k.lowest), 4, bias_shape);
+    }
     emily_tensor *x = embeddings(&s, m, &k, ids);
     for (int i = 0; i < m->cfg.layers && !s.status; i++) {
         emily_tensor *next = encoder_layer(&s, m, &m->layer[i], &k, x, bias);

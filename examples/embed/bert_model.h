@@ -12,11 +12,13 @@ typedef struct bert_config {
 } bert_config;
 
 /* One encoder layer. Linear weights are PyTorch's [out, in]; query, key
- * and value are concatenated into one [3 * hidden, hidden] product. */
+ * and value are concatenated into one [3 * hidden, hidden] product; the
+ * feed-forward output weights are halved (the GELU's 0.5, exact in
+ * binary, moved there: bert_forward.c). */
 typedef struct bert_layer {
     emily_tensor *qkv_w, *qkv_b;
     emily_tensor *attn_out_w, *attn_out_b, *attn_ln_g, *attn_ln_b;
-    emily_tensor *inter_w, *inter_b, *out_w, *out_b, *out_ln_g, *out_ln_b;
+    emily_tensor *inter_w, *inter_b, *out_w_half, *out_b, *out_ln_g, *out_ln_b;
 } bert_layer;
 
 typedef struct bert_model {
@@ -38,7 +40,8 @@ void bert_free(bert_model *m);
 
 /* The last hidden states [batch, seq, hidden] (f32) for token ids
  * [batch, seq] (s32) and attention mask [batch, seq] (f32: 1 a token, 0
- * padding), both on the model's device; token type 0 throughout. */
+ * padding; NULL when nothing is padded), both on the model's device;
+ * token type 0 throughout. */
 emily_status bert_forward(const bert_model *m, const emily_tensor *ids, const emily_tensor *mask,
                           emily_tensor **hidden);
 

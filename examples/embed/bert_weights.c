@@ -47,6 +47,19 @@ static emily_status load_layer(const loader *l, int i, const char *name, int64_t
     return load(l, full, d0, d1, out);
 }
 
+/* A weight times 0.5 (exact: a power of two; the weights are far from
+ * f32's subnormals). */
+static emily_status load_halved(const loader *l, int i, const char *name, int64_t d0, int64_t d1,
+                                emily_tensor **out) {
+    emily_tensor *w = NULL, *half = NULL;
+    emily_status s = load_layer(l, i, name, d0, d1, &w);
+    if (!s) s = emily_constant(l->device, EMILY_F32, 0, NULL, emily_scalar_float(0.5), &half);
+    if (!s) s = emily_binary(EMILY_MULTIPLY, w, half, EMILY_DTYPE_AUTO, out);
+    emily_tensor_release(w);
+    emily_tensor_release(half);
+    return s;
+}
+
 /* query, key and value weights (or biases) joined along axis 0. */
 static emily_status load_qkv(const loader *l, int i, const char *what, int64_t h, int64_t d1,
                              emily_tensor **out) {
@@ -76,7 +89,7 @@ static emily_status load_layers(const loader *l, const bert_config *c, bert_laye
         if (!s) s = load_layer(l, i, "attention.output.LayerNorm.bias", h, -1, &y->attn_ln_b);
         if (!s) s = load_layer(l, i, "intermediate.dense.weight", f, h, &y->inter_w);
         if (!s) s = load_layer(l, i, "intermediate.dense.bias", f, -1, &y->inter_b);
-        if (!s) s = load_layer(l, i, "output.dense.weight", h, f, &y->out_w);
+        if (!s) s = load_halved(l, i, "output.dense.weight", h, f, &y->out_w_half);
         if (!s) s = load_layer(l, i, "output.dense.bias", h, -1, &y->out_b);
         if (!s) s = load_layer(l, i, "output.LayerNorm.weight", h, -1, &y->out_ln_g);
         if (!s) s = load_layer(l, i, "output.LayerNorm.bias", h, -1, &y->out_ln_b);
@@ -128,9 +141,9 @@ void bert_free(bert_model *m) {
     for (size_t i = 0; i < sizeof top / sizeof *top; i++) emily_tensor_release(top[i]);
     for (int i = 0; m->layer && i < m->cfg.layers; i++) {
         bert_layer *y = &m->layer[i];
-        emily_tensor *all[] = {y->qkv_w,     y->qkv_b,     y->attn_out_w, y->attn_out_b,
-                               y->attn_ln_g, y->attn_ln_b, y->inter_w,    y->inter_b,
-                               y->out_w,     y->out_b,     y->out_ln_g,   y->out_ln_b};
+        emily_tensor *all[] = {y->qkv_w,      y->qkv_b,     y->attn_out_w, y->attn_out_b,
+                               y->attn_ln_g,  y->attn_ln_b, y->inter_w,    y->inter_b,
+                               y->out_w_half, y->out_b,     y->out_ln_g,   y->out_ln_b};
         for (size_t k = 0; k < sizeof all / sizeof *all; k++) emily_tensor_release(all[k]);
     }
     free(m->layer);

@@ -17,8 +17,8 @@
 #define MODEL_SUBDIR "models/all-MiniLM-L6-v2"
 
 typedef struct args {
-    const char *device, *model, *file;
-    int max_length, batch_size, runs, values;
+    const char *device, *model, *file, *out;
+    int max_length, batch_size, batch_tokens, runs, values;
     bool ids, quiet;
     bool show_batches; /* progress lines (the first run only) */
     int n;
@@ -34,9 +34,14 @@ static void usage(FILE *f) {
                " beside the build folder: scripts/setup puts it there)\n"
                "  --file PATH      also embed each line of PATH\n"
                "  --max-length N   tokens per sentence with [CLS] and [SEP] (default 256)\n"
-               "  --batch-size N   sentences per forward pass (default 32)\n"
+               "  --batch-size N   sentences per batch, padded to its longest (default 32)\n"
+               "  --batch-tokens N at most N positions per forward pass; larger batches run in\n"
+               "                   parts (default 512 on the cpu, where it keeps the work in\n"
+               "                   cache; 0, no limit, on cuda)\n"
                "  --runs N         embed everything N times; report the median and best time\n"
                "  --values N       values of each embedding to print (default 6)\n"
+               "  --out PATH       also write the embeddings to PATH: f32, little-endian,\n"
+               "                   one row of the model's hidden size per sentence\n"
                "  --ids            print each sentence's token ids\n"
                "  --quiet          no progress or timing on stderr\n");
 }
@@ -96,8 +101,11 @@ static int parse_args(int argc, char **argv, args *a) {
         if (strcmp(o, "--device") == 0 && v) a->device = v;
         else if (strcmp(o, "--model") == 0 && v) a->model = v;
         else if (strcmp(o, "--file") == 0 && v) a->file = v;
+        else if (strcmp(o, "--out") == 0 && v) a->out = v;
         else if (strcmp(o, "--max-length") == 0 && v) ok = parse_int(v, 2, 1 << 20, &a->max_length);
         else if (strcmp(o, "--batch-size") == 0 && v) ok = parse_int(v, 1, 1 << 20, &a->batch_size);
+        else if (strcmp(o, "--batch-tokens") == 0 && v)
+            ok = parse_int(v, 0, 1 << 30, &a->batch_tokens);
         else if (strcmp(o, "--runs") == 0 && v) ok = parse_int(v, 1, 1 << 20, &a->runs);
         else if (strcmp(o, "--values") == 0 && v) ok = parse_int(v, 0, 1 << 20, &a->values);
         else {
@@ -197,6 +205,15 @@ static void print_results(const args *a, const bert_tokenizer *tok, int hidden, 
     }
 }
 
+/* The embeddings as raw f32 (the host is little-endian: x86-64, arm64). */
+static emily_status write_floats(const char *path, const float *v, size_t n) {
+    FILE *f = fopen(path, "wb");
+    bool ok = f && fwrite(v, sizeof *v, n, f) == n;
+    if (f && fclose(f) != 0) ok = false;
+    return ok ? EMILY_OK
+              : emily_error(EMILY_ERR_ARGUMENT, "cannot write %s: %s", path, strerror(errno));
+}
+
 static int run(args *a) {
     emily_device device;
     if (emily_device_parse(a->device, &device)) {
@@ -236,7 +253,10 @@ static int run(args *a) {
         if (!emb || !counts || !times)
             s = emily_error(EMILY_ERR_MEMORY, "emily_embed: out of memory");
     }
-    embed_options opt = {a->max_length, a->batch_size, progress, a};
+    int batch_tokens = a->batch_tokens >= 0              ? a->batch_tokens
+                       : device.type == EMILY_DEVICE_CPU ? 512
+                                                         : 0;
+    embed_options opt = {a->max_length, a->batch_size, batch_tokens, progress, a};
     for (int r = 0; r < a->runs && !s; r++) {
         embed_stats st;
         a->show_batches = r == 0 && !a->quiet;
@@ -249,13 +269,14 @@ static int run(args *a) {
                 "embedded in %.1f ms (%d batches)\n",
                 a->n, st.tokens, st.padded, 1e3 * st.tokenize_s, 1e3 * st.model_s, st.batches);
     }
-    if (!s && a->runs > 1 && !a->quiet) {
+    if (!s && a->runs > 1) { /* asked for, so printed even with --quiet */
         qsort(times, (size_t)a->runs, sizeof *times, cmp_double);
         fprintf(
             stderr,
             "emily_embed: %d runs: median %.1f ms, best %.1f ms (tokenizing and embedding %d sentences)\n",
             a->runs, 1e3 * times[a->runs / 2], 1e3 * times[0], a->n);
     }
+    if (!s && a->out) s = write_floats(a->out, emb, (size_t)a->n * (size_t)m->cfg.hidden);
     if (!s) print_results(a, tok, m->cfg.hidden, emb, counts);
     else fprintf(stderr, "emily_embed: %s: %s\n", emily_status_name(s), emily_last_error());
     free(times);
@@ -268,7 +289,12 @@ static int run(args *a) {
 }
 
 int main(int argc, char **argv) {
-    args a = {.device = "cpu", .max_length = 256, .batch_size = 32, .runs = 1, .values = 6};
+    args a = {.device = "cpu",
+              .max_length = 256,
+              .batch_size = 32,
+              .batch_tokens = -1,
+              .runs = 1,
+              .values = 6};
     char **owned = NULL;
     int nowned = 0, rc = parse_args(argc, argv, &a);
     if (!rc && a.file && !read_lines(&a, a.file, &owned, &nowned)) rc = 1;

@@ -11,7 +11,14 @@
 
 typedef struct embed_options {
     int max_length; /* tokens per sentence, [CLS] and [SEP] included */
-    int batch_size; /* sentences per forward pass */
+    int batch_size; /* sentences per batch, padded to its longest */
+    /* 0, or the most positions (sentences x padded length) one forward
+     * pass takes: a batch above it runs in passes of fewer sentences, each
+     * padded to its own longest. On the CPU this keeps each intermediate
+     * (the attention scores are heads x tokens x seq floats) small enough
+     * to stay in cache and in the allocator's reuse lists; a GPU wants
+     * whole batches. The embeddings do not depend on it. */
+    int max_batch_tokens;
     /* called after each batch (may be NULL) */
     void (*progress)(void *ctx, int done, int total, int seq);
     void *progress_ctx;
@@ -31,8 +38,9 @@ emily_status embed_texts(const bert_tokenizer *tok, const bert_model *m, int n,
                          int *token_counts, embed_stats *stats);
 
 /* The same from token ids: ids[i] holds counts[i] ids (at most
- * max_positions). */
+ * max_positions), in forward passes of batch_size sentences each padded
+ * to its longest; *positions (may be NULL) grows by the positions run. */
 emily_status embed_ids(const bert_model *m, int n, const int32_t *const *ids, const int *counts,
-                       int32_t pad_id, int batch_size, float *out);
+                       int32_t pad_id, int batch_size, float *out, long long *positions);
 
 #endif

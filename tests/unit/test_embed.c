@@ -395,7 +395,7 @@ static bool syn_embed_on(const char *dir, emily_device device, int batch_size, f
         syn_sentence(s, ids[s]);
         rows[s] = ids[s];
     }
-    emily_status st = embed_ids(m, SYN_SENTENCES, rows, syn_lengths, 0, batch_size, out);
+    emily_status st = embed_ids(m, SYN_SENTENCES, rows, syn_lengths, 0, batch_size, out, NULL);
     CHECK_OK(st);
     bert_free(m);
     return st == EMILY_OK;
@@ -469,7 +469,7 @@ TEST(bert_load_reports_bad_models) {
         const int32_t *rows[1] = {bad};
         int counts[1] = {2};
         float out[SYN_HIDDEN];
-        CHECK_ERR(embed_ids(m, 1, rows, counts, 0, 1, out), EMILY_ERR_INDEX,
+        CHECK_ERR(embed_ids(m, 1, rows, counts, 0, 1, out, NULL), EMILY_ERR_INDEX,
                   "outside the vocabulary");
     }
     bert_free(m);
@@ -600,41 +600,61 @@ TEST(minilm_tokenizer_matches_reference) {
     free_reference(&r);
 }
 
-/* The reference sentences embedded on `device` (one padded batch, or
- * batches of batch_size); out is r->n x r->hidden. */
-static bool minilm_embed_on(const reference *r, emily_device device, int batch_size, float *out) {
-    bert_tokenizer *t = NULL;
-    bert_model *m = NULL;
-    CHECK_OK(tokenizer_load(model_dir, &t));
-    if (t) CHECK_OK(bert_load(model_dir, device, &m));
-    bool ok = t && m && m->cfg.hidden == r->hidden;
-    if (ok) {
-        embed_options opt = {r->max_length, batch_size, NULL, NULL};
-        emily_status s = embed_texts(t, m, r->n, r->texts, &opt, out, NULL, NULL);
-        CHECK_OK(s);
-        ok = s == EMILY_OK;
-    }
-    bert_free(m);
-    tokenizer_free(t);
+/* all-MiniLM-L6-v2 on one device, with its tokenizer. */
+typedef struct minilm {
+    bert_tokenizer *tok;
+    bert_model *model;
+} minilm;
+
+static bool minilm_open(minilm *mm, const reference *r, emily_device device) {
+    memset(mm, 0, sizeof *mm);
+    CHECK_OK(tokenizer_load(model_dir, &mm->tok));
+    if (mm->tok) CHECK_OK(bert_load(model_dir, device, &mm->model));
+    bool ok = mm->tok && mm->model && mm->model->cfg.hidden == r->hidden;
+    CHECK(ok);
     return ok;
+}
+
+static void minilm_close(minilm *mm) {
+    bert_free(mm->model);
+    tokenizer_free(mm->tok);
+}
+
+/* The reference sentences in batches of batch_size, forward passes of at
+ * most max_tokens positions (0: whole batches); out is r->n x r->hidden. */
+static bool minilm_embed(const minilm *mm, const reference *r, int batch_size, int max_tokens,
+                         float *out) {
+    embed_options opt = {r->max_length, batch_size, max_tokens, NULL, NULL};
+    emily_status s = embed_texts(mm->tok, mm->model, r->n, r->texts, &opt, out, NULL, NULL);
+    CHECK_OK(s);
+    return s == EMILY_OK;
 }
 
 TEST(minilm_embeddings_match_reference) {
     reference r;
+    minilm mm;
     if (!load_reference(&r)) return;
     size_t n = (size_t)r.n * (size_t)r.hidden;
-    float *batched = malloc(n * sizeof *batched), *single = malloc(n * sizeof *single);
-    if (batched && single && minilm_embed_on(&r, EMILY_CPU, 32, batched) &&
-        minilm_embed_on(&r, EMILY_CPU, 1, single)) {
-        double diff = max_abs_diff((int)n, batched, r.embeddings);
-        double pad = max_abs_diff((int)n, batched, single);
-        printf("  %d sentences on the cpu: max abs diff %.2e from the reference (limit 1e-4); "
-               "%.2e batched vs one at a time\n",
-               r.n, diff, pad);
+    float *whole = malloc(n * sizeof *whole), *parts = malloc(n * sizeof *parts);
+    float *single = malloc(n * sizeof *single);
+    /* one batch padded to the longest (256); passes of 512 positions (the
+     * CPU's default: 2 sentences at a time here); one sentence at a time */
+    if (whole && parts && single && minilm_open(&mm, &r, EMILY_CPU) &&
+        minilm_embed(&mm, &r, 32, 0, whole) && minilm_embed(&mm, &r, 32, 512, parts) &&
+        minilm_embed(&mm, &r, 1, 0, single)) {
+        double diff = max_abs_diff((int)n, whole, r.embeddings);
+        double diff_parts = max_abs_diff((int)n, parts, r.embeddings);
+        double pad = fmax(max_abs_diff((int)n, whole, single), max_abs_diff((int)n, parts, single));
+        printf("  %d sentences on the cpu: max abs diff %.2e from the reference (limit 1e-4), "
+               "%.2e in passes of 512 positions; %.2e against one at a time\n",
+               r.n, diff, diff_parts, pad);
         CHECK(diff < 1e-4);
+        CHECK(diff_parts < 1e-4);
         CHECK(pad < 1e-5);
     }
-    free(batched);
+    minilm_close(&mm);
+    free(whole);
+    free(parts);
     free(single);
     free_reference(&r);
 }
@@ -664,18 +684,21 @@ TEST(gpu_synthetic_bert_matches_cpu) {
 
 TEST(gpu_minilm_matches_cpu) {
     reference r;
+    minilm on_cpu, on_gpu;
     if (!load_reference(&r)) return;
     size_t n = (size_t)r.n * (size_t)r.hidden;
     float *cpu = malloc(n * sizeof *cpu), *gpu = malloc(n * sizeof *gpu);
-    if (cpu && gpu && minilm_embed_on(&r, EMILY_CPU, 32, cpu) &&
-        minilm_embed_on(&r, CUDA0, 32, gpu)) {
+    if (cpu && gpu && minilm_open(&on_cpu, &r, EMILY_CPU) && minilm_open(&on_gpu, &r, CUDA0) &&
+        minilm_embed(&on_cpu, &r, 32, 0, cpu) && minilm_embed(&on_gpu, &r, 32, 0, gpu)) {
         double diff = max_abs_diff((int)n, cpu, gpu), ref = max_abs_diff((int)n, gpu, r.embeddings);
-        printf(
-            "  all-MiniLM-L6-v2: cuda vs cpu max abs diff %.2e (limit %.0e), cuda vs reference %.2e (limit 1e-4)\n",
-            diff, GPU_TOLERANCE, ref);
+        printf("  all-MiniLM-L6-v2: cuda vs cpu max abs diff %.2e (limit %.0e), cuda vs reference "
+               "%.2e (limit 1e-4)\n",
+               diff, GPU_TOLERANCE, ref);
         CHECK(diff < GPU_TOLERANCE);
         CHECK(ref < 1e-4);
     }
+    minilm_close(&on_cpu);
+    minilm_close(&on_gpu);
     free(cpu);
     free(gpu);
     free_reference(&r);
