@@ -32,13 +32,14 @@ static void usage(FILE *f) {
                "  --model DIR      the model folder (default $EMILY_MINILM_DIR, else\n"
                "                   " MODEL_SUBDIR
                " beside the build folder: scripts/setup puts it there)\n"
-               "  --file PATH      also embed each line of PATH\n"
+               "  --file PATH      also embed each line of PATH (after the SENTENCEs)\n"
                "  --max-length N   tokens per sentence with [CLS] and [SEP] (default 256)\n"
                "  --batch-size N   sentences per batch, padded to its longest (default 32)\n"
                "  --batch-tokens N at most N positions per forward pass; larger batches run in\n"
                "                   parts (default 512 on the cpu, where it keeps the work in\n"
                "                   cache; 0, no limit, on cuda)\n"
-               "  --runs N         embed everything N times; report the median and best time\n"
+               "  --runs N         embed everything N times after a warm-up; report the median\n"
+               "                   and best times\n"
                "  --values N       values of each embedding to print (default 6)\n"
                "  --out PATH       also write the embeddings to PATH: f32, little-endian,\n"
                "                   one row of the model's hidden size per sentence\n"
@@ -154,11 +155,13 @@ static char *default_model(void) {
     return p;
 }
 
-static double now_s(void) {
+static double clock_s(clockid_t clock) {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(clock, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
+
+static double now_s(void) { return clock_s(CLOCK_MONOTONIC); }
 
 static void progress(void *ctx, int done, int total, int seq) {
     const args *a = ctx;
@@ -172,11 +175,22 @@ static int cmp_double(const void *x, const void *y) {
     return (a > b) - (a < b);
 }
 
+/* The median of n values (sorts them). */
+static double median(double *v, int n) {
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
 static void print_results(const args *a, const bert_tokenizer *tok, int hidden, const float *emb,
                           const int *counts) {
     for (int i = 0; i < a->n; i++) {
-        printf("[%d] %d tokens, \"%.60s%s\"\n    [", i, counts[i], a->texts[i],
-               strlen(a->texts[i]) > 60 ? "..." : "");
+        /* the first 60 bytes or so, not cutting a UTF-8 character */
+        size_t len = strlen(a->texts[i]), shown = len;
+        if (len > 60)
+            for (shown = 60; shown > 0 && ((unsigned char)a->texts[i][shown] & 0xC0) == 0x80;)
+                shown--;
+        printf("[%d] %d tokens, \"%.*s%s\"\n    [", i, counts[i], (int)shown, a->texts[i],
+               shown < len ? "..." : "");
         for (int j = 0; j < a->values && j < hidden; j++)
             printf(j ? ", %.6f" : "%.6f", emb[(size_t)i * hidden + j]);
         printf(a->values < hidden ? ", ...] (%d values)\n" : "] (%d values)\n", hidden);
@@ -246,7 +260,8 @@ static int run(args *a) {
                 a->device, 1e3 * (now_s() - t0), m->cfg.layers, m->cfg.hidden, m->cfg.heads);
     float *emb = NULL;
     int *counts = NULL;
-    double *times = calloc((size_t)a->runs, sizeof *times);
+    /* per run: wall time, and the process's CPU time (all threads) */
+    double *times = calloc(2 * (size_t)a->runs, sizeof *times), *cpu = times + a->runs;
     if (!s) {
         emb = malloc((size_t)a->n * (size_t)m->cfg.hidden * sizeof *emb);
         counts = malloc((size_t)a->n * sizeof *counts);
@@ -257,12 +272,17 @@ static int run(args *a) {
                        : device.type == EMILY_DEVICE_CPU ? 512
                                                          : 0;
     embed_options opt = {a->max_length, a->batch_size, batch_tokens, progress, a};
-    for (int r = 0; r < a->runs && !s; r++) {
+    /* with --runs N > 1: a warm-up (r = -1), then N timed runs */
+    for (int r = a->runs > 1 ? -1 : 0; r < a->runs && !s; r++) {
         embed_stats st;
-        a->show_batches = r == 0 && !a->quiet;
+        a->show_batches = r == (a->runs > 1 ? -1 : 0) && !a->quiet;
+        double cpu0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
         s = embed_texts(tok, m, a->n, (const char *const *)a->texts, &opt, emb, counts, &st);
-        times[r] = st.tokenize_s + st.model_s;
-        if (!s && r == 0 && !a->quiet)
+        if (r >= 0) {
+            times[r] = st.tokenize_s + st.model_s;
+            cpu[r] = clock_s(CLOCK_PROCESS_CPUTIME_ID) - cpu0;
+        }
+        if (!s && a->show_batches)
             fprintf(
                 stderr,
                 "emily_embed: %d sentences, %lld tokens (%lld positions with padding): tokenized in %.1f ms, "
@@ -270,11 +290,13 @@ static int run(args *a) {
                 a->n, st.tokens, st.padded, 1e3 * st.tokenize_s, 1e3 * st.model_s, st.batches);
     }
     if (!s && a->runs > 1) { /* asked for, so printed even with --quiet */
-        qsort(times, (size_t)a->runs, sizeof *times, cmp_double);
-        fprintf(
-            stderr,
-            "emily_embed: %d runs: median %.1f ms, best %.1f ms (tokenizing and embedding %d sentences)\n",
-            a->runs, 1e3 * times[a->runs / 2], 1e3 * times[0], a->n);
+        double best = times[0];
+        for (int r = 1; r < a->runs; r++) best = times[r] < best ? times[r] : best;
+        fprintf(stderr,
+                "emily_embed: %d runs: median %.1f ms, best %.1f ms, median CPU time %.1f ms "
+                "(tokenizing and embedding %d sentences)\n",
+                a->runs, 1e3 * median(times, a->runs), 1e3 * best, 1e3 * median(cpu, a->runs),
+                a->n);
     }
     if (!s && a->out) s = write_floats(a->out, emb, (size_t)a->n * (size_t)m->cfg.hidden);
     if (!s) print_results(a, tok, m->cfg.hidden, emb, counts);
