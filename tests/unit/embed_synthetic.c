@@ -145,11 +145,11 @@ static void *encode(const syn_param *p, size_t *nbytes) {
     return out;
 }
 
-static bool write_text(const char *dir, const char *name, const char *text) {
-    char path[512];
+bool syn_write_file(const char *dir, const char *name, const void *bytes, size_t n) {
+    char path[1024];
     snprintf(path, sizeof path, "%s/%s", dir, name);
     FILE *f = fopen(path, "wb");
-    bool ok = f && fputs(text, f) >= 0;
+    bool ok = f && fwrite(bytes, 1, n, f) == n;
     if (f && fclose(f) != 0) ok = false;
     return ok;
 }
@@ -229,13 +229,13 @@ syn_model *syn_write_model(const char *dir, unsigned seed, bool prefixed) {
         " \"intermediate_size\": %d, \"max_position_embeddings\": %d, \"type_vocab_size\": 2,\n"
         " \"vocab_size\": %d, \"layer_norm_eps\": %g, \"position_embedding_type\": \"absolute\"}\n",
         SYN_HIDDEN, SYN_HEADS, SYN_LAYERS, SYN_FF, SYN_POSITIONS, SYN_VOCAB, SYN_EPS);
-    ok = ok && write_text(dir, "config.json", config);
+    ok = ok && syn_write_file(dir, "config.json", config, strlen(config));
     char vocab[1024] = "";
     for (int i = 0; i < SYN_VOCAB; i++) {
         strcat(vocab, syn_vocab[i]);
         strcat(vocab, "\n");
     }
-    ok = ok && write_text(dir, "vocab.txt", vocab);
+    ok = ok && syn_write_file(dir, "vocab.txt", vocab, strlen(vocab));
     if (!ok) {
         fprintf(stderr, "  syn_write_model: cannot write the model into %s\n", dir);
         syn_free(m);

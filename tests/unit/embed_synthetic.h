@@ -30,6 +30,9 @@ typedef struct syn_entry {
     size_t nbytes;
 } syn_entry;
 
+/* Writes n bytes to dir/name; false on failure. */
+bool syn_write_file(const char *dir, const char *name, const void *bytes, size_t n);
+
 /* Writes a safetensors file; false (after a message) on failure. */
 bool syn_write_safetensors(const char *path, int n, const syn_entry *entries);
 

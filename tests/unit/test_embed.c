@@ -56,15 +56,6 @@ static void remove_dir(const char *dir) {
     rmdir(dir);
 }
 
-static bool write_file(const char *dir, const char *name, const void *bytes, size_t n) {
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "wb");
-    bool ok = f && fwrite(bytes, 1, n, f) == n;
-    if (f && fclose(f) != 0) ok = false;
-    return ok;
-}
-
 /* ---- Unicode and UTF-8 ------------------------------------------------------ */
 
 TEST(utf8_decoding) {
@@ -317,7 +308,7 @@ static void check_bad_header(const char *dir, const char *json, uint64_t length,
     uint64_t len = length ? length : n;
     for (int b = 0; b < 8; b++) bytes[b] = (unsigned char)(len >> (8 * b));
     memcpy(bytes + 8, json, n);
-    CHECK(write_file(dir, "bad.safetensors", bytes, 8 + n + data));
+    CHECK(syn_write_file(dir, "bad.safetensors", bytes, 8 + n + data));
     free(bytes);
     st_file *f = NULL;
     st_tensor info;
@@ -338,7 +329,7 @@ TEST(safetensors_refuses_malformed_files) {
     snprintf(path, sizeof path, "%s/missing.safetensors", dir);
     CHECK_ERR(st_open(path, &f), EMILY_ERR_ARGUMENT, "cannot be opened");
     CHECK_ERR(st_open(dir, &f), EMILY_ERR_ARGUMENT, "not a regular");
-    CHECK(write_file(dir, "short.safetensors", "\x02\0\0", 3));
+    CHECK(syn_write_file(dir, "short.safetensors", "\x02\0\0", 3));
     snprintf(path, sizeof path, "%s/short.safetensors", dir);
     CHECK_ERR(st_open(path, &f), EMILY_ERR_ARGUMENT, "shorter than");
     CHECK(f == NULL);
@@ -485,7 +476,7 @@ TEST(bert_load_reports_bad_models) {
         {"[]", "not a JSON object"},
     };
     for (size_t i = 0; i < sizeof configs / sizeof *configs; i++) {
-        CHECK(write_file(dir, "config.json", configs[i].config, strlen(configs[i].config)));
+        CHECK(syn_write_file(dir, "config.json", configs[i].config, strlen(configs[i].config)));
         CHECK_ERR(bert_load(dir, EMILY_CPU, &m), EMILY_ERR_ARGUMENT, configs[i].needle);
         CHECK(m == NULL);
     }
@@ -496,7 +487,7 @@ TEST(bert_load_reports_bad_models) {
         "{\"hidden_size\": %d, \"num_attention_heads\": %d, \"vocab_size\": %d, \"num_hidden_layers\": %d,"
         " \"intermediate_size\": %d, \"max_position_embeddings\": %d}",
         SYN_HIDDEN, SYN_HEADS, SYN_VOCAB, SYN_LAYERS + 1, SYN_FF * 2, SYN_POSITIONS);
-    CHECK(write_file(dir, "config.json", config, strlen(config)));
+    CHECK(syn_write_file(dir, "config.json", config, strlen(config)));
     CHECK_ERR(
         bert_load(dir, EMILY_CPU, &m), EMILY_ERR_SHAPE,
         "encoder.layer.0.intermediate.dense.weight has shape {24, 16}; config.json asks for {48, 16}");
