@@ -34,8 +34,8 @@
  * cuDNN handles are made once per device and kept in a small pool (a
  * handle is used by one thread at a time and bound to the caller's
  * stream for each call). A device where cudnnCreate fails (cuDNN's
- * libraries missing or unusable) is remembered and its convs are
- * declined: the dots compute them. */
+ * libraries missing or unusable; out of memory excepted) is remembered
+ * and its convs are declined: the dots compute them. */
 #include <limits.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -48,6 +48,11 @@
 #define POOL_SIZE 16 /* idle handles kept per device */
 
 /* ---- handles ---------------------------------------------------------- */
+
+static bool out_of_memory(cudnnStatus_t st) {
+    return st == CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED ||
+           st == CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED;
+}
 
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
 static cudnnHandle_t pool[EMILY_CUDA_MAX_DEVICES][POOL_SIZE];
@@ -63,11 +68,14 @@ static cudnnHandle_t take_handle(int device) {
     if (!bad && pooled[device] > 0) h = pool[device][--pooled[device]];
     pthread_mutex_unlock(&pool_lock);
     if (h || bad) return h;
-    if (cudnnCreate(&h) != CUDNN_STATUS_SUCCESS) {
+    cudnnStatus_t st = cudnnCreate(&h);
+    if (st != CUDNN_STATUS_SUCCESS) {
         (void)cudaGetLastError(); /* a failed load may leave a CUDA error behind */
-        pthread_mutex_lock(&pool_lock);
-        unusable[device] = true;
-        pthread_mutex_unlock(&pool_lock);
+        if (!out_of_memory(st)) { /* for good: no library, or one that does not fit */
+            pthread_mutex_lock(&pool_lock);
+            unusable[device] = true;
+            pthread_mutex_unlock(&pool_lock);
+        }
         return NULL;
     }
     return h;
@@ -285,9 +293,12 @@ static emily_status run(const emily_cuda_ctx *ctx, cudnnHandle_t h, descs *d, em
                                                    data_of(y));
         if (work) emi_cuda_scratch_free(ctx, work);
         if (st == CUDNN_STATUS_SUCCESS) return emi_cuda_launched(ctx);
-        /* refused before launching anything: try the next algorithm */
-        if (st == CUDNN_STATUS_NOT_SUPPORTED || st == CUDNN_STATUS_BAD_PARAM) continue;
-        return emily_error(st == CUDNN_STATUS_ALLOC_FAILED ? EMILY_ERR_MEMORY : EMILY_ERR_DEVICE,
+        /* refused before launching anything (cuDNN 9's codes come in
+         * categories of 1000): try the next algorithm */
+        if (CUDNN_STATUS_CATEGORY(st) == CUDNN_STATUS_NOT_SUPPORTED ||
+            CUDNN_STATUS_CATEGORY(st) == CUDNN_STATUS_BAD_PARAM)
+            continue;
+        return emily_error(out_of_memory(st) ? EMILY_ERR_MEMORY : EMILY_ERR_DEVICE,
                            "cuda: conv: cuDNN failed (%s)", cudnnGetErrorString(st));
     }
     return EMILY_ERR_UNSUPPORTED;
