@@ -544,8 +544,7 @@ static void bench_fft(int quick, const float *ha) {
         const int64_t bins[5] = {0, 1, 12345 % n, n / 2, n - 1};
         for (int b = 0; ok && b < 5; b++) {
             double re = 0, im = 0;
-            for (int64_t j = 0; j < n; j++) {
-                int64_t m = (int64_t)(((unsigned __int128)j * (uint64_t)bins[b]) % (uint64_t)n);
+            for (int64_t j = 0, m = 0; j < n; j++, m = (m + bins[b]) % n) { /* m = j * bin mod n */
                 double c = tw[m], s = tw[(m + 3 * n / 4) % n]; /* cos, and sin(t) = cos(t - pi/2) */
                 double xr = ha[2 * j], xi = ha[2 * j + 1];
                 re += xr * c + xi * s; /* x * e^(-i t) */
