@@ -85,7 +85,7 @@ NVFLAGS := -std=c++20 -O3 -lineinfo --fmad=false -Xcompiler -fPIC,-fvisibility=h
            -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 \
            -Werror all-warnings -MMD -MP
 CU_OBJ := $(CU_SRC:%.cu=$(BUILD)/obj/%.o)
-LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublasLt -lcublas -lcudart -lstdc++
+LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudnn -lcublasLt -lcublas -lcudart -lstdc++
 CFLAGS += -DEMILY_WITH_CUDA -I$(CUDA_HOME)/include
 ifneq ($(wildcard src/cuda/dot.cu),)
 CFLAGS += -DEMILY_CUDA_HAVE_DOT

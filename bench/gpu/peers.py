@@ -13,11 +13,17 @@ f32 matmuls run without TF32 in both (torch.backends.cuda.matmul.allow_tf32
 = False; jax precision HIGHEST for f32 only). The chain case is 10,000
 dependent eager adds of 1-element tensors: host time per op.
 
-  peers.py torch|jax [--quick] [--runs 20]   -> JSON lines on stdout
+torch also runs the family cases of issue 19 (torch_families: sort,
+argsort, top_k, take, indexed_add, cumsum, fft, max-pool, conv2d, solve,
+cholesky, qr, svd, batched small solves) with emily_bench.c's shapes and
+names; jax runs the first group only.
+
+  peers.py torch|jax [--quick] [--runs 20] [--only NAME,...]  -> JSON lines
   peers.py report EMILY.jsonl PEER.jsonl...   -> the comparison table
 """
 import argparse
 import json
+import math
 import statistics
 import sys
 import time
@@ -28,6 +34,13 @@ def sizes(quick):
     rows = 1024 if quick else 65536
     m = 1024 if quick else 8192
     return n, rows, n // rows, m
+
+
+ONLY = None  # --only: name prefixes
+
+
+def want(name):
+    return ONLY is None or any(name.startswith(p) for p in ONLY)
 
 
 def emit(name, ms, unit, rate, note=""):
@@ -51,12 +64,12 @@ def run_torch(quick, runs):
     a = torch.rand(n, device=dev, generator=g) * 2 - 1
     b = torch.rand(n, device=dev, generator=g) * 2 - 1
 
-    def timed(fn):
+    def timed(fn, count=runs):
         for _ in range(3):
             fn()
         torch.cuda.synchronize()
         ts = []
-        for _ in range(runs):
+        for _ in range(count):
             s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             s.record()
             fn()
@@ -65,21 +78,29 @@ def run_torch(quick, runs):
             ts.append(s.elapsed_time(e))
         return statistics.median(ts)
 
-    ms = timed(lambda: a + b)
-    emit(f"add_f32_{n}", ms, "GB/s", 12.0 * n / (ms * 1e6), "bytes read + written")
-    ms = timed(lambda: a.sum())
-    emit(f"sum_f32_{n}", ms, "GB/s", 4.0 * n / (ms * 1e6), "bytes read")
+    if want(f"add_f32_{n}"):
+        ms = timed(lambda: a + b)
+        emit(f"add_f32_{n}", ms, "GB/s", 12.0 * n / (ms * 1e6), "bytes read + written")
+    if want(f"sum_f32_{n}"):
+        ms = timed(lambda: a.sum())
+        emit(f"sum_f32_{n}", ms, "GB/s", 4.0 * n / (ms * 1e6), "bytes read")
     mat = a.view(rows, cols)
-    ms = timed(lambda: mat.sum(dim=1))
-    emit(f"rowsum_f32_{rows}x{cols}", ms, "GB/s", 4.0 * n / (ms * 1e6), "bytes read")
+    if want(f"rowsum_f32_{rows}x{cols}"):
+        ms = timed(lambda: mat.sum(dim=1))
+        emit(f"rowsum_f32_{rows}x{cols}", ms, "GB/s", 4.0 * n / (ms * 1e6), "bytes read")
     for name, dt in (("bf16", torch.bfloat16), ("f16", torch.float16), ("f32", torch.float32)):
+        if not want(f"matmul_{name}_{m}"):
+            continue
         x = a[: m * m].view(m, m).to(dt)
         y = b[: m * m].view(m, m).to(dt)
         ms = timed(lambda: x @ y)
         emit(f"matmul_{name}_{m}", ms, "TFLOP/s", 2.0 * m ** 3 / (ms * 1e9),
              "no TF32" if name == "f32" else "")
         del x, y
+    torch_families(torch, quick, a, b, timed, dev, g)
     # the chain of tiny eager adds
+    if not want("chain_add_1elem"):
+        return
     one = torch.ones(1, device=dev)
     count = 10000
     res = []
@@ -96,6 +117,112 @@ def run_torch(quick, runs):
             res.append((t1 - t0, t2 - t0))
     res.sort()
     chain_emit("torch", res[len(res) // 2][0], statistics.median(r[1] for r in res), count)
+
+
+def torch_families(torch, quick, a, b, timed, dev, g):
+    """The family cases of emily_bench.c (bench_families), same names and
+    shapes, random data of the same kinds. Every call is timed as it is
+    (outputs allocated by the call, as Emily's are)."""
+    import torch.nn.functional as F
+
+    def run(name, fn, unit, rate, note="", runs_cap=None):
+        if not want(name):
+            return
+        try:
+            ms = timed(fn) if runs_cap is None else timed(fn, runs_cap)
+        except Exception as exc:  # a case torch cannot run is reported, not fatal
+            print(f"torch: {name}: {exc}", file=sys.stderr)
+            return
+        emit(name, ms, unit, rate(ms), note)
+
+    # sort and argsort: stable, ascending (Nx's sort is stable)
+    n = (1 << 20) if quick else (1 << 26)
+    x = a[:n]
+    run(f"sort_f32_{n}", lambda: torch.sort(x, stable=True), "Gkeys/s", lambda ms: n / (ms * 1e6),
+        "torch.sort stable=True (values and indices)")
+    run(f"argsort_f32_{n}", lambda: torch.argsort(x, stable=True), "Gkeys/s", lambda ms: n / (ms * 1e6),
+        "torch.argsort stable=True")
+    del x
+    # top_k
+    rows, cols, k = 32, 50000, 50
+    x = a[: rows * cols].view(rows, cols)
+    run(f"top_k_f32_{rows}x{cols}_k{k}", lambda: torch.topk(x, k, dim=1), "Gelem/s",
+        lambda ms: rows * cols / (ms * 1e6), "torch.topk sorted")
+    del x
+    # take: an embedding lookup, 1M x 768 bf16 table, 64k int32 indices
+    v, d, q = (16384, 768, 4096) if quick else (1 << 20, 768, 65536)
+    if want(f"take_bf16_{v}x{d}_by_{q}"):
+        table = torch.randn(v, d, device=dev, dtype=torch.bfloat16, generator=g)
+        idx = torch.randint(0, v, (q,), device=dev, dtype=torch.int32, generator=g)
+        run(f"take_bf16_{v}x{d}_by_{q}", lambda: torch.index_select(table, 0, idx), "GB/s",
+            lambda ms: 4.0 * q * d / (ms * 1e6), "torch.index_select, int32 indices")
+        del table, idx
+    # indexed_add: embedding gradient, out of place into zeros (GPT-2 vocabulary)
+    v, d, q = (1000, 768, 4096) if quick else (50257, 768, 65536)
+    if want(f"indexed_add_f32_{v}x{d}_by_{q}"):
+        target = torch.zeros(v, d, device=dev)
+        idx = torch.randint(0, v, (q,), device=dev, dtype=torch.int32, generator=g)
+        upd = a[: q * d].view(q, d)
+        run(f"indexed_add_f32_{v}x{d}_by_{q}", lambda: target.index_add(0, idx, upd), "GB/s",
+            lambda ms: 4.0 * (q * d + 2 * v * d) / (ms * 1e6), "Tensor.index_add (out of place, atomics)")
+        del target, idx, upd
+    # cumsum of the whole vector
+    na = int(a.numel())
+    run(f"cumsum_f32_{na}", lambda: torch.cumsum(a, 0), "GB/s", lambda ms: 8.0 * na / (ms * 1e6),
+        "torch.cumsum (f32 accumulation)")
+    # fft c64
+    n = (1 << 16) if quick else (1 << 24)
+    if want(f"fft_c64_{n}"):
+        xc = torch.view_as_complex(a[: 2 * n].view(n, 2))
+        run(f"fft_c64_{n}", lambda: torch.fft.fft(xc), "GFLOP/s",
+            lambda ms: 5.0 * n * math.log2(n) / (ms * 1e6), "torch.fft.fft (cuFFT)")
+        del xc
+    # max-pool 3x3 stride 2 padding 1
+    bb, c = (4, 16) if quick else (64, 256)
+    x = a[: bb * c * 56 * 56].view(bb, c, 56, 56)
+    run(f"max_pool_3x3_s2_f32_{bb}x{c}x56x56", lambda: F.max_pool2d(x, 3, 2, 1), "GB/s",
+        lambda ms: 4.0 * bb * c * (56 * 56 + 28 * 28) / (ms * 1e6), "F.max_pool2d(x, 3, 2, 1)")
+    del x
+    # conv2d 3x3, 256 channels, bf16, NCHW, padding 1
+    nb, c, h = (2, 32, 28) if quick else (32, 256, 56)
+    if want(f"conv2d_3x3_bf16_{nb}x{c}x{h}x{h}"):
+        x = a[: nb * c * h * h].view(nb, c, h, h).to(torch.bfloat16)
+        w = b[: c * c * 9].view(c, c, 3, 3).to(torch.bfloat16)
+        run(f"conv2d_3x3_bf16_{nb}x{c}x{h}x{h}", lambda: F.conv2d(x, w, padding=1), "TFLOP/s",
+            lambda ms: 2.0 * nb * c * h * h * c * 9 / (ms * 1e9), "F.conv2d NCHW (cuDNN, benchmark off)")
+        del x, w
+    # linear algebra, f32
+    n = 256 if quick else 4096
+    m = 128 if quick else 2048
+    if want(f"solve_f32_{n}"):
+        A = a[: n * n].view(n, n).clone()
+        rhs = b[:n].clone()
+        run(f"solve_f32_{n}", lambda: torch.linalg.solve(A, rhs), "GFLOP/s",
+            lambda ms: (2.0 / 3.0 * n ** 3 + 2.0 * n * n) / (ms * 1e6), "torch.linalg.solve", runs_cap=5)
+        del A, rhs
+    if want(f"cholesky_f32_{n}"):
+        R = b[: n * n].view(n, n)
+        S = (R + R.T) / 2 + n * torch.eye(n, device=dev)
+        run(f"cholesky_f32_{n}", lambda: torch.linalg.cholesky(S), "GFLOP/s", lambda ms: n ** 3 / 3.0 / (ms * 1e6),
+            "torch.linalg.cholesky", runs_cap=5)
+        del R, S
+    if want(f"qr_f32_{n}"):
+        A = a[: n * n].view(n, n).clone()
+        run(f"qr_f32_{n}", lambda: torch.linalg.qr(A), "GFLOP/s", lambda ms: 4.0 / 3.0 * n ** 3 / (ms * 1e6),
+            "torch.linalg.qr reduced", runs_cap=5)
+        del A
+    if want(f"svd_f32_{m}"):
+        A = b[: m * m].view(m, m).clone()
+        run(f"svd_f32_{m}", lambda: torch.linalg.svd(A, full_matrices=False), "calls/s", lambda ms: 1000.0 / ms,
+            "torch.linalg.svd full_matrices=False", runs_cap=5)
+        del A
+    bsz = 1024 if quick else 65536
+    if want(f"solve_batched_f32_{bsz}x4x4"):
+        A = a[: 16 * bsz].view(bsz, 4, 4) + 4 * torch.eye(4, device=dev)
+        rhs = b[: 4 * bsz].view(bsz, 4)
+        run(f"solve_batched_f32_{bsz}x4x4", lambda: torch.linalg.solve(A, rhs), "Msolves/s",
+            lambda ms: bsz / (ms * 1e3), "torch.linalg.solve batched")
+        del A, rhs
 
 
 def run_jax(quick, runs):
@@ -118,14 +245,19 @@ def run_jax(quick, runs):
             ts.append(1e3 * (time.perf_counter() - t0))
         return statistics.median(ts)
 
-    ms = timed(jax.jit(lambda x, y: x + y), a, b)
-    emit(f"add_f32_{n}", ms, "GB/s", 12.0 * n / (ms * 1e6), "bytes read + written")
-    ms = timed(jax.jit(lambda x: jnp.sum(x)), a)
-    emit(f"sum_f32_{n}", ms, "GB/s", 4.0 * n / (ms * 1e6), "bytes read")
+    if want(f"add_f32_{n}"):
+        ms = timed(jax.jit(lambda x, y: x + y), a, b)
+        emit(f"add_f32_{n}", ms, "GB/s", 12.0 * n / (ms * 1e6), "bytes read + written")
+    if want(f"sum_f32_{n}"):
+        ms = timed(jax.jit(lambda x: jnp.sum(x)), a)
+        emit(f"sum_f32_{n}", ms, "GB/s", 4.0 * n / (ms * 1e6), "bytes read")
     mat = a.reshape(rows, cols)
-    ms = timed(jax.jit(lambda x: jnp.sum(x, axis=1)), mat)
-    emit(f"rowsum_f32_{rows}x{cols}", ms, "GB/s", 4.0 * n / (ms * 1e6), "bytes read")
+    if want(f"rowsum_f32_{rows}x{cols}"):
+        ms = timed(jax.jit(lambda x: jnp.sum(x, axis=1)), mat)
+        emit(f"rowsum_f32_{rows}x{cols}", ms, "GB/s", 4.0 * n / (ms * 1e6), "bytes read")
     for name, dt in (("bf16", jnp.bfloat16), ("f16", jnp.float16), ("f32", jnp.float32)):
+        if not want(f"matmul_{name}_{m}"):
+            continue
         x = a[: m * m].reshape(m, m).astype(dt)
         y = b[: m * m].reshape(m, m).astype(dt)
         prec = lax.Precision.HIGHEST if name == "f32" else lax.Precision.DEFAULT
@@ -134,6 +266,8 @@ def run_jax(quick, runs):
         emit(f"matmul_{name}_{m}", ms, "TFLOP/s", 2.0 * m ** 3 / (ms * 1e9),
              "precision HIGHEST (no TF32)" if name == "f32" else "")
         del x, y
+    if not want("chain_add_1elem"):
+        return
     one = jnp.ones((1,), jnp.float32)
     count = 10000
     res = []
@@ -174,7 +308,8 @@ def report(emily_path, peer_paths):
     cases = list(emily.keys())
     for _, d in peers:
         cases += [c for c in d if c not in cases]
-    hdr = f"{'case':30} {'emily':>12}"
+    w = max([30] + [len(c) for c in cases])
+    hdr = f"{'case':{w}} {'emily':>12}"
     for name, _ in peers:
         hdr += f" {name:>12} {'ratio':>7}"
     print(hdr)
@@ -187,11 +322,16 @@ def report(emily_path, peer_paths):
             return r["host_us_per_op"], "us/op"
         return r.get("ms"), "ms"
 
+    failed = []
     for c in cases:
         e, unit = metric(emily.get(c))
-        line = f"{c:30} {('%.4g %s' % (e, unit)) if e is not None else 'missing':>12}"
-        if emily.get(c, {}).get("check", "ok") != "ok":
+        check = emily.get(c, {}).get("check", "ok")
+        shown = ('%.4g %s' % (e, unit)) if e is not None else "FAILED" if check == "FAILED" else "missing"
+        line = f"{c:{w}} {shown:>12}"
+        if check == "WRONG":
             line += " (WRONG)"
+        if check == "FAILED":
+            failed.append(f"{c}: {emily[c].get('note', '')}")
         for _, d in peers:
             p, _ = metric(d.get(c))
             ratio = (p / e) if (p is not None and e) else None
@@ -199,6 +339,8 @@ def report(emily_path, peer_paths):
         print(line)
     print("ratio = peer time / Emily time (> 1: Emily faster). ms are medians of CUDA-event (emily, torch) "
           "or host-clock (jax) timings; chain: host microseconds per op issued.")
+    for f in failed:
+        print(f"FAILED {f}")
 
 
 def main():
@@ -207,7 +349,10 @@ def main():
     ap.add_argument("files", nargs="*")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--runs", type=int, default=20)
+    ap.add_argument("--only", default=None, help="comma-separated case-name prefixes")
     args = ap.parse_args()
+    global ONLY
+    ONLY = args.only.split(",") if args.only else None
     if args.what == "torch":
         run_torch(args.quick, args.runs)
     elif args.what == "jax":

@@ -34,7 +34,7 @@ if ldd "$W/lib/libemily.so" | grep -q "not found"; then
     extra=$(python3 - <<'PY' 2>/dev/null
 import importlib, os
 dirs = []
-for m in ("nvidia.cublas", "nvidia.cuda_runtime", "nvidia.cu13", "nvidia.cu12"):
+for m in ("nvidia.cublas", "nvidia.cuda_runtime", "nvidia.cudnn", "nvidia.cu13", "nvidia.cu12"):
     try:
         p = importlib.import_module(m)
         for base in list(getattr(p, "__path__", [])):
@@ -73,7 +73,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm 
 nproc | sed 's/^/cpus: /' | tee -a "$OUT/report.txt"
 
 echo "== 1. unit tests on the GPU"
-for t in test_cuda test_dot; do
+for t in test_cuda test_dot $(cd "$W/bin" && ls test_cuda_* 2>/dev/null); do
     timeout $(limit 150) "$W/bin/$t" > "$OUT/$t.log" 2>&1
     rc=$?
     tail -n 25 "$OUT/$t.log"
@@ -100,12 +100,14 @@ echo "== 3. benchmarks"
 : > "$OUT/emily.jsonl"
 timeout $(limit 60) "$W/bin/chain" --device cuda:0 >> "$OUT/emily.jsonl" 2>> "$OUT/report.txt" || { failed=1; note "chain failed"; }
 timeout $(limit 30) "$W/bin/launch_floor" | tee "$OUT/launch_floor.jsonl" || note "launch_floor failed"
-timeout $(limit 150) "$W/bin/emily_bench" --device cuda:0 $QUICK >> "$OUT/emily.jsonl" 2>> "$OUT/report.txt" \
+# BENCH_ONLY=sort,conv2d,...: only the cases whose names start so (both sides)
+ONLY=${BENCH_ONLY:+--only $BENCH_ONLY}
+timeout $(limit 300) "$W/bin/emily_bench" --device cuda:0 $QUICK $ONLY >> "$OUT/emily.jsonl" 2>> "$OUT/report.txt" \
     || { failed=1; note "emily_bench failed or a result was WRONG (see report.txt)"; }
 cat "$OUT/emily.jsonl"
-PYTHONUNBUFFERED=1 timeout $(limit 120) python3 bench/gpu/peers.py torch $QUICK > "$OUT/torch.jsonl" 2>> "$OUT/report.txt" \
+PYTHONUNBUFFERED=1 timeout $(limit 200) python3 bench/gpu/peers.py torch $QUICK $ONLY > "$OUT/torch.jsonl" 2>> "$OUT/report.txt" \
     || note "torch peer failed (see report.txt)"
-XLA_PYTHON_CLIENT_PREALLOCATE=false PYTHONUNBUFFERED=1 timeout $(limit 150) python3 bench/gpu/peers.py jax $QUICK \
+XLA_PYTHON_CLIENT_PREALLOCATE=false PYTHONUNBUFFERED=1 timeout $(limit 150) python3 bench/gpu/peers.py jax $QUICK $ONLY \
     > "$OUT/jax.jsonl" 2>> "$OUT/report.txt" || note "jax peer failed (see report.txt)"
 python3 bench/gpu/peers.py report "$OUT/emily.jsonl" "$OUT/torch.jsonl" "$OUT/jax.jsonl" | tee -a "$OUT/report.txt"
 

@@ -380,6 +380,51 @@ struct emily_linalg_kernels {
                              bool integer_input);
 };
 
+/* ---- convolution (optional) ----
+ *
+ * A device may compute Nx.conv with a kernel of its own (the CUDA engine
+ * does, on cuDNN). Without one, or when it declines a case, the op layer
+ * (src/ops/conv.c) computes the conv as dots (im2col with the device's
+ * copy kernel, then its gemm). Not listed in EMI_KERNELS: that list is
+ * the kernels an op cannot run without, and no op needs this one.
+ *
+ * The op layer has validated the options and applied the permutations:
+ * the operands are views in standard order with any strides,
+ *   input  [N, C, spatial...]      C = groups * I
+ *   kernel [O, I, window...]       O divisible by groups
+ *   dst    [N, O, out spatial...]  a view of a fresh output (no overlap)
+ *   dst[n, o, y...] = sum over i, w... of
+ *       input[n, g * I + i, y * strides - padding + w * dilations] * kernel[o, i, w...]
+ * with g = o / (O / groups), zeros outside the input, no kernel flip
+ * (cross-correlation). Batch groups, input dilation and padding that is
+ * not the same non-negative amount on both sides never reach the kernel
+ * as such: the op layer pads the input itself (emily_pad) and passes
+ * padding 0, or keeps batch groups on its own path. `precision` is the
+ * dot precision the conv runs at (emily/ops_dot.h).
+ *
+ * A case the kernel does not compute (types, precision, sizes, or none
+ * of the device library's algorithms takes it) returns
+ * EMILY_ERR_UNSUPPORTED with nothing written to dst and no error message
+ * set: the op layer then takes its own path. Any other error is the
+ * conv's error. */
+typedef struct emily_conv_params {
+    int spatial;              /* spatial axes: the operands' rank - 2 */
+    int64_t groups;           /* feature groups (>= 1) */
+    const int64_t *strides;   /* per spatial axis, >= 1 */
+    const int64_t *padding;   /* zeros before and after, per spatial axis, >= 0 */
+    const int64_t *dilations; /* kernel dilation per spatial axis, >= 1 */
+} emily_conv_params;
+
+struct emily_conv_kernels {
+    emily_status (*conv)(emily_tensor *dst, const emily_tensor *input, const emily_tensor *kernel,
+                         const emily_conv_params *p, emily_dot_precision precision);
+};
+
+/* How many convs a device's conv kernel has computed in this process
+ * (src/ops/conv.c counts them), so tests and benchmarks can tell which
+ * path ran. */
+int64_t emi_conv_device_count(void);
+
 /* Every kernel of every family, for the engine's supports() query:
  * X(ID, family, entry) is the kernel EMI_KERNEL_<ID>, the entry `entry`
  * of the engine's table `family`. */

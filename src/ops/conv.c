@@ -17,10 +17,19 @@
  * window): f64/c128 at HIGHEST precision reproduce that exactly with two
  * dots (per-channel window sums, then the channel sums in order, both on
  * the exact kernel); every other type sums in a wider or exact
- * arithmetic where the grouping does not show. */
+ * arithmetic where the grouping does not show.
+ *
+ * A device with a conv kernel of its own (struct emily_conv_kernels: the
+ * CUDA engine's cuDNN) gets the conv first; it declines what it does not
+ * compute (HIGHEST precision among others) and the dots run. */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include "ops/common.h"
+
+static _Atomic int64_t device_convs;
+
+int64_t emi_conv_device_count(void) { return atomic_load(&device_convs); }
 
 static bool is_permutation(int r, const int *p) {
     bool seen[64] = {false};
@@ -143,6 +152,40 @@ static emily_status conv_plan_make(const emily_tensor *t, const emily_tensor *k,
     return EMILY_OK;
 }
 
+/* The conv by the device's own kernel into a fresh output in its final
+ * layout (*out), or EMILY_ERR_UNSUPPORTED when the device declines. src
+ * is the input in standard order; `padded` says the op layer has padded
+ * it already (the kernel then pads with 0). */
+static emily_status conv_on_device(const emily_engine *e, const emily_tensor *src,
+                                   const emily_tensor *kernel, const conv_plan *p, bool padded,
+                                   emily_dtype dt, emily_tensor **out) {
+    int r = p->r, d = p->d;
+    int64_t shape[64], strides[64], pad[64] = {0};
+    for (int i = 0; i < d && !padded; i++) pad[i] = p->lo[i];
+    emily_tensor *kstd = NULL, *final = NULL, *fview = NULL;
+    emily_status s;
+    for (int j = 0; j < r; j++) {
+        shape[j] = p->k[j];
+        strides[j] = kernel->strides[p->kp[j]];
+    }
+    if ((s = emi_tensor_view(kernel, r, shape, strides, kernel->offset, &kstd))) goto done;
+    if ((s = emily_empty(src->buffer->device, dt, r, p->final_shape, &final))) goto done;
+    for (int j = 0; j < r; j++) strides[j] = final->strides[p->op[j]];
+    if ((s = emi_tensor_view(final, r, p->std_shape, strides, 0, &fview))) goto done;
+    emily_conv_params cp = {d, p->fg, p->stride, pad, p->kdil};
+    s = e->conv->conv(fview, src, kstd, &cp, emily_dot_get_precision());
+    if (!s) {
+        atomic_fetch_add(&device_convs, 1);
+        *out = final;
+        final = NULL;
+    }
+done:
+    emily_tensor_release(kstd);
+    emily_tensor_release(fview);
+    emily_tensor_release(final);
+    return s;
+}
+
 emily_status emily_conv(const emily_tensor *input, const emily_tensor *kernel,
                         const emily_conv_opts *opts, emily_dtype out_type, emily_tensor **out) {
     emily_status s;
@@ -179,6 +222,17 @@ emily_status emily_conv(const emily_tensor *input, const emily_tensor *kernel,
         strides[j] = input->strides[p->ip[j]];
     }
     if ((s = emi_tensor_view(input, r, shape, strides, input->offset, &tin))) goto done;
+    /* the device's kernel pads by the same amount on both sides itself;
+     * other padding and input dilation it gets applied (after emily_pad
+     * below). Batch groups always take the dots. */
+    bool on_device = e->conv && e->conv->conv && p->bg == 1, same_pad = true;
+    for (int i = 0; i < d; i++)
+        same_pad &= p->lo[i] == p->hi[i] && p->lo[i] >= 0 && p->idil[i] == 1;
+    if (on_device && same_pad) {
+        if ((s = conv_on_device(e, tin, kernel, p, false, dt, &final)) != EMILY_ERR_UNSUPPORTED)
+            goto done;
+        s = EMILY_OK;
+    }
     bool need_pad = false;
     for (int i = 0; i < d; i++) need_pad |= p->lo[i] || p->hi[i] || p->idil[i] > 1;
     if (need_pad) {
@@ -196,6 +250,11 @@ emily_status emily_conv(const emily_tensor *input, const emily_tensor *kernel,
     } else {
         emily_tensor_retain(tin);
         padded = tin;
+    }
+    if (on_device && !same_pad) {
+        if ((s = conv_on_device(e, padded, kernel, p, true, dt, &final)) != EMILY_ERR_UNSUPPORTED)
+            goto done;
+        s = EMILY_OK;
     }
 
     /* patches [G, N', I, out spatial..., kernel spatial...] */

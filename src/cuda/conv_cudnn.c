@@ -1,0 +1,361 @@
+/* CUDA conv on cuDNN (struct emily_conv_kernels, src/core/kernels.h):
+ * host code only, cuDNN's legacy convolution API
+ * (cudnnConvolutionForward).
+ *
+ * What it takes: input, kernel and output of one type, f32, f16 or bf16,
+ * at dot precision FAST; 1 to 3 spatial axes (a 1-D conv runs as 2-D
+ * with a window of height 1); any feature groups, strides, kernel
+ * dilations and symmetric padding. Everything else is declined
+ * (EMILY_ERR_UNSUPPORTED, nothing written) and the op layer computes it
+ * as dots: HIGHEST precision (Nx's answers: the exact path), f64 and
+ * complex types, mixed types, empty operands, sizes past cuDNN's 32-bit
+ * dimensions and strides.
+ *
+ * Precision, as the dot family decides it (src/cuda/dot.cu) at FAST:
+ * each type in its own precision, f32 accumulation. f16 and bf16 run on
+ * tensor cores (products exact in f32, summed in f32, rounded once to
+ * the type to nearest even, as cuBLAS does for dot's half results); f32
+ * runs with FMA math only (CUDNN_FMA_MATH: never TF32, as dot's f32 runs
+ * without it). Only the GEMM family of algorithms is used (implicit GEMM,
+ * precomputed implicit GEMM, explicit GEMM): each output is then a plain
+ * f32 sum of its products, within the dot's error bound; FFT and Winograd
+ * algorithms are left out because their error is not bounded by the
+ * products' magnitudes. Among those, cuDNN's heuristics pick (no timing
+ * runs), and only deterministic algorithms are taken.
+ *
+ * Layouts: cuDNN reads fully packed NCHW or NHWC operands (NCDHW /
+ * NDHWC). The layout is the input's: NHWC when the input is packed
+ * channels-last (Nx's conv with input_permutation [0, 3, 1, 2], Axon's
+ * default), NCHW otherwise. An operand not packed in that layout, or not
+ * 16-byte aligned, is copied into one with the engine's copy kernel (a
+ * kernel in Axon's HWIO order, a strided view); an output in another
+ * layout is computed into a packed temporary and copied into place.
+ *
+ * cuDNN handles are made once per device and kept in a small pool (a
+ * handle is used by one thread at a time and bound to the caller's
+ * stream for each call). A device where cudnnCreate fails (cuDNN's
+ * libraries missing or unusable; out of memory excepted) is remembered
+ * and its convs are declined: the dots compute them. */
+#include <limits.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <string.h>
+#include <cudnn.h>
+#include "cuda/kernels.h"
+#include "emily/emily.h"
+
+#define MAXR 5       /* operand rank in cuDNN: N, C and up to 3 spatial axes */
+#define POOL_SIZE 16 /* idle handles kept per device */
+
+/* ---- handles ---------------------------------------------------------- */
+
+static bool out_of_memory(cudnnStatus_t st) {
+    return st == CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED ||
+           st == CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED;
+}
+
+static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static cudnnHandle_t pool[EMILY_CUDA_MAX_DEVICES][POOL_SIZE];
+static int pooled[EMILY_CUDA_MAX_DEVICES];
+static bool unusable[EMILY_CUDA_MAX_DEVICES];
+
+/* A handle for `device` (current for the calling thread), or NULL when
+ * cuDNN cannot be used there. */
+static cudnnHandle_t take_handle(int device) {
+    cudnnHandle_t h = NULL;
+    pthread_mutex_lock(&pool_lock);
+    bool bad = unusable[device];
+    if (!bad && pooled[device] > 0) h = pool[device][--pooled[device]];
+    pthread_mutex_unlock(&pool_lock);
+    if (h || bad) return h;
+    cudnnStatus_t st = cudnnCreate(&h);
+    if (st != CUDNN_STATUS_SUCCESS) {
+        (void)cudaGetLastError(); /* a failed load may leave a CUDA error behind */
+        if (!out_of_memory(st)) { /* for good: no library, or one that does not fit */
+            pthread_mutex_lock(&pool_lock);
+            unusable[device] = true;
+            pthread_mutex_unlock(&pool_lock);
+        }
+        return NULL;
+    }
+    return h;
+}
+
+static void give_handle(int device, cudnnHandle_t h) {
+    pthread_mutex_lock(&pool_lock);
+    if (pooled[device] < POOL_SIZE) {
+        pool[device][pooled[device]++] = h;
+        h = NULL;
+    }
+    pthread_mutex_unlock(&pool_lock);
+    if (h) cudnnDestroy(h);
+}
+
+/* ---- layouts ---------------------------------------------------------- */
+
+/* Strides of a fully packed operand [d0, d1, spatial...]: row-major
+ * (NCHW), or channels-last (NHWC: d1 innermost, then the spatial axes
+ * from the last, then d0). */
+static void packed_strides(int r, const int64_t *shape, bool channels_last, int64_t *st) {
+    int64_t acc = 1;
+    if (channels_last) {
+        st[1] = 1;
+        acc = shape[1];
+        for (int j = r - 1; j >= 2; j--) {
+            st[j] = acc;
+            acc *= shape[j];
+        }
+        st[0] = acc;
+    } else {
+        for (int j = r - 1; j >= 0; j--) {
+            st[j] = acc;
+            acc *= shape[j];
+        }
+    }
+}
+
+static char *data_of(const emily_tensor *t) {
+    return (char *)t->buffer->data + (size_t)t->offset * emily_dtype_size(t->dtype);
+}
+
+/* True if t is packed in that layout (strides of size-1 axes do not
+ * matter) and its first element 16-byte aligned (cuDNN's vectorized
+ * kernels read that way). */
+static bool is_packed(const emily_tensor *t, bool channels_last) {
+    int64_t st[MAXR];
+    packed_strides(t->rank, t->shape, channels_last, st);
+    for (int j = 0; j < t->rank; j++)
+        if (t->shape[j] > 1 && t->strides[j] != st[j]) return false;
+    return ((uintptr_t)data_of(t) & 15) == 0;
+}
+
+/* A fresh tensor of t's shape and dtype, packed in that layout (a view
+ * in standard order over memory in the layout's order). */
+static emily_status packed_like(const emily_tensor *t, bool channels_last, emily_tensor **out) {
+    int r = t->rank;
+    int64_t mem[MAXR], st[MAXR];
+    /* the shape in memory order */
+    mem[0] = t->shape[0];
+    if (channels_last) {
+        for (int j = 2; j < r; j++) mem[j - 1] = t->shape[j];
+        mem[r - 1] = t->shape[1];
+    } else {
+        for (int j = 1; j < r; j++) mem[j] = t->shape[j];
+    }
+    emily_tensor *buf = NULL;
+    emily_status s = emily_empty(t->buffer->device, t->dtype, r, mem, &buf);
+    if (s) return s;
+    packed_strides(r, t->shape, channels_last, st);
+    s = emi_tensor_view(buf, r, t->shape, st, 0, out);
+    emily_tensor_release(buf);
+    return s;
+}
+
+/* t itself when it is packed in the layout, else a packed copy of it. */
+static emily_status packed_operand(const emily_tensor *t, bool channels_last, emily_tensor **out) {
+    if (is_packed(t, channels_last)) {
+        emily_tensor_retain((emily_tensor *)t);
+        *out = (emily_tensor *)t;
+        return EMILY_OK;
+    }
+    emily_status s = packed_like(t, channels_last, out);
+    if (!s && (s = emi_cuda_copy(*out, t))) {
+        emily_tensor_release(*out);
+        *out = NULL;
+    }
+    return s;
+}
+
+/* ---- cuDNN -------------------------------------------------------------- */
+
+static bool cudnn_type(emily_dtype t, cudnnDataType_t *out) {
+    switch (t) {
+    case EMILY_F32:
+        *out = CUDNN_DATA_FLOAT;
+        return true;
+    case EMILY_F16:
+        *out = CUDNN_DATA_HALF;
+        return true;
+    case EMILY_BF16:
+        *out = CUDNN_DATA_BFLOAT16;
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* cuDNN's dims of a packed operand: rank 4 or 5 (a 1-D conv gets a
+ * spatial axis of 1 before its one), the strides of the packed layout. */
+static int cudnn_dims(const emily_tensor *t, bool channels_last, int *dims, int *strides) {
+    int64_t shape[MAXR], st[MAXR];
+    int r = t->rank;
+    if (r == 3) {
+        shape[0] = t->shape[0];
+        shape[1] = t->shape[1];
+        shape[2] = 1;
+        shape[3] = t->shape[2];
+        r = 4;
+    } else {
+        memcpy(shape, t->shape, sizeof(int64_t) * (size_t)r);
+    }
+    packed_strides(r, shape, channels_last, st);
+    for (int j = 0; j < r; j++) {
+        dims[j] = (int)shape[j];
+        strides[j] = (int)st[j];
+    }
+    return r;
+}
+
+/* Every size, stride and parameter cuDNN is given must fit its ints:
+ * operands of fewer than 2^31 elements, parameters below 2^31. */
+static bool fits_int(const emily_tensor *t) { return t->size <= INT_MAX; }
+
+static bool gemm_family(cudnnConvolutionFwdAlgo_t a) {
+    return a == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM ||
+           a == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM ||
+           a == CUDNN_CONVOLUTION_FWD_ALGO_GEMM;
+}
+
+typedef struct descs {
+    cudnnTensorDescriptor_t x, y;
+    cudnnFilterDescriptor_t w;
+    cudnnConvolutionDescriptor_t conv;
+} descs;
+
+static void descs_free(descs *d) {
+    if (d->x) cudnnDestroyTensorDescriptor(d->x);
+    if (d->y) cudnnDestroyTensorDescriptor(d->y);
+    if (d->w) cudnnDestroyFilterDescriptor(d->w);
+    if (d->conv) cudnnDestroyConvolutionDescriptor(d->conv);
+}
+
+/* Describes the conv; false when cuDNN refuses the description (or the
+ * output it would compute is not dst's shape). */
+static bool describe(descs *d, const emily_tensor *x, const emily_tensor *w, const emily_tensor *y,
+                     const emily_conv_params *p, bool channels_last, cudnnDataType_t type) {
+    int xd[MAXR], xs[MAXR], wd[MAXR], ws[MAXR], yd[MAXR], ys[MAXR], out[MAXR];
+    int nb = cudnn_dims(x, channels_last, xd, xs);
+    cudnn_dims(w, channels_last, wd, ws);
+    cudnn_dims(y, channels_last, yd, ys);
+    int pad[MAXR - 2], stride[MAXR - 2], dil[MAXR - 2];
+    int off = p->spatial == 1; /* 1-D: the added axis has no padding, step 1 */
+    if (off) pad[0] = 0, stride[0] = 1, dil[0] = 1;
+    for (int i = 0; i < p->spatial; i++) {
+        pad[off + i] = (int)p->padding[i];
+        stride[off + i] = (int)p->strides[i];
+        dil[off + i] = (int)p->dilations[i];
+    }
+    cudnnTensorFormat_t fmt = channels_last ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
+    if (cudnnCreateTensorDescriptor(&d->x) || cudnnCreateTensorDescriptor(&d->y) ||
+        cudnnCreateFilterDescriptor(&d->w) || cudnnCreateConvolutionDescriptor(&d->conv))
+        return false;
+    if (cudnnSetTensorNdDescriptor(d->x, type, nb, xd, xs) ||
+        cudnnSetTensorNdDescriptor(d->y, type, nb, yd, ys) ||
+        cudnnSetFilterNdDescriptor(d->w, type, fmt, nb, wd) ||
+        cudnnSetConvolutionNdDescriptor(d->conv, nb - 2, pad, stride, dil, CUDNN_CROSS_CORRELATION,
+                                        CUDNN_DATA_FLOAT) ||
+        cudnnSetConvolutionGroupCount(d->conv, (int)p->groups) ||
+        cudnnGetConvolutionNdForwardOutputDim(d->conv, d->x, d->w, nb, out))
+        return false;
+    for (int j = 0; j < nb; j++)
+        if (out[j] != yd[j]) return false;
+    return true;
+}
+
+/* Runs the conv with the first usable algorithm in cuDNN's ranking.
+ * EMILY_ERR_UNSUPPORTED (no message) when none takes it. */
+static emily_status run(const emily_cuda_ctx *ctx, cudnnHandle_t h, descs *d, emily_dtype dt,
+                        const emily_tensor *x, const emily_tensor *w, emily_tensor *y) {
+    /* f32: FMA only (no TF32); f16/bf16: tensor cores */
+    cudnnMathType_t math = dt == EMILY_F32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH;
+    cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+    int n = 0;
+    if (cudnnSetStream(h, ctx->stream) || cudnnSetConvolutionMathType(d->conv, math) ||
+        cudnnGetConvolutionForwardAlgorithm_v7(h, d->x, d->w, d->conv, d->y,
+                                               CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf))
+        return EMILY_ERR_UNSUPPORTED;
+    const float one = 1.0f, zero = 0.0f;
+    for (int i = 0; i < n; i++) {
+        if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].determinism != CUDNN_DETERMINISTIC ||
+            !gemm_family(perf[i].algo))
+            continue;
+        /* the ranking's math type for half types (tensor cores or not); f32 keeps FMA */
+        cudnnMathType_t m = dt == EMILY_F32 ? CUDNN_FMA_MATH : perf[i].mathType;
+        size_t bytes = 0;
+        if (cudnnSetConvolutionMathType(d->conv, m) ||
+            cudnnGetConvolutionForwardWorkspaceSize(h, d->x, d->w, d->conv, d->y, perf[i].algo,
+                                                    &bytes))
+            continue;
+        void *work = NULL;
+        if (bytes && emi_cuda_scratch(ctx, bytes, &work)) continue; /* too large: the next one */
+        cudnnStatus_t st = cudnnConvolutionForward(h, &one, d->x, data_of(x), d->w, data_of(w),
+                                                   d->conv, perf[i].algo, work, bytes, &zero, d->y,
+                                                   data_of(y));
+        if (work) emi_cuda_scratch_free(ctx, work);
+        if (st == CUDNN_STATUS_SUCCESS) return emi_cuda_launched(ctx);
+        /* refused before launching anything (cuDNN 9's codes come in
+         * categories of 1000): try the next algorithm */
+        if (CUDNN_STATUS_CATEGORY(st) == CUDNN_STATUS_NOT_SUPPORTED ||
+            CUDNN_STATUS_CATEGORY(st) == CUDNN_STATUS_BAD_PARAM)
+            continue;
+        return emily_error(out_of_memory(st) ? EMILY_ERR_MEMORY : EMILY_ERR_DEVICE,
+                           "cuda: conv: cuDNN failed (%s)", cudnnGetErrorString(st));
+    }
+    return EMILY_ERR_UNSUPPORTED;
+}
+
+static emily_status cuda_conv(emily_tensor *dst, const emily_tensor *input,
+                              const emily_tensor *kernel, const emily_conv_params *p,
+                              emily_dot_precision precision) {
+    cudnnDataType_t type;
+    if (precision != EMILY_DOT_PRECISION_FAST || input->dtype != dst->dtype ||
+        kernel->dtype != dst->dtype || !cudnn_type(dst->dtype, &type) || p->spatial < 1 ||
+        p->spatial > 3 || input->rank != p->spatial + 2 || p->groups > INT_MAX)
+        return EMILY_ERR_UNSUPPORTED;
+    if (dst->size == 0 || input->size == 0 || kernel->size == 0 || !fits_int(dst) ||
+        !fits_int(input) || !fits_int(kernel))
+        return EMILY_ERR_UNSUPPORTED;
+    for (int i = 0; i < p->spatial; i++)
+        if (p->padding[i] < 0 || p->padding[i] > INT_MAX || p->strides[i] > INT_MAX ||
+            p->dilations[i] > INT_MAX)
+            return EMILY_ERR_UNSUPPORTED;
+
+    emily_cuda_ctx ctx;
+    const emily_tensor *ts[3] = {dst, input, kernel};
+    emily_status s = emi_cuda_begin("conv", dst->buffer->device.index, 3, ts, &ctx);
+    if (s) return s;
+    cudnnHandle_t h = take_handle(ctx.device);
+    if (!h) return EMILY_ERR_UNSUPPORTED;
+
+    /* the input's layout for all three (C == 1 is packed both ways: NCHW) */
+    bool cl = !is_packed(input, false) && is_packed(input, true);
+    emily_tensor *x = NULL, *w = NULL, *y = NULL;
+    descs d = {0};
+    if ((s = packed_operand(input, cl, &x)) || (s = packed_operand(kernel, cl, &w))) goto done;
+    if (is_packed(dst, cl)) {
+        emily_tensor_retain(dst);
+        y = dst;
+    } else if ((s = packed_like(dst, cl, &y))) {
+        goto done;
+    }
+    if (!describe(&d, x, w, y, p, cl, type)) {
+        s = EMILY_ERR_UNSUPPORTED;
+        goto done;
+    }
+    /* order the operands as cuDNN uses them (a fresh temporary's memory
+     * may still be in use by another stream's work) */
+    const emily_tensor *used[4] = {dst, x, w, y};
+    if ((s = emi_cuda_begin("conv", ctx.device, 4, used, &ctx))) goto done;
+    if ((s = run(&ctx, h, &d, dst->dtype, x, w, y))) goto done;
+    if (y != dst) s = emi_cuda_copy(dst, y);
+
+done:
+    descs_free(&d);
+    give_handle(ctx.device, h);
+    emily_tensor_release(x);
+    emily_tensor_release(w);
+    emily_tensor_release(y);
+    return s;
+}
+
+const struct emily_conv_kernels emi_cuda_conv_kernels = {.conv = cuda_conv};
