@@ -86,6 +86,8 @@ emily_status embed_ids(const bert_model *m, int n, const int32_t *const *ids, co
                        int32_t pad_id, int batch_size, float *out, long long *positions) {
     long long local = 0;
     if (!positions) positions = &local;
+    if (!m || n < 0 || (n && (!ids || !counts || !out)))
+        return emily_error(EMILY_ERR_ARGUMENT, "embed: bad arguments");
     if (batch_size < 1) return emily_error(EMILY_ERR_ARGUMENT, "embed: batch size %d", batch_size);
     for (int i = 0; i < n; i++) {
         if (counts[i] < 1 || counts[i] > m->cfg.max_positions)
@@ -111,7 +113,7 @@ emily_status embed_texts(const bert_tokenizer *tok, const bert_model *m, int n,
                          const char *const *texts, const embed_options *opt, float *out,
                          int *token_counts, embed_stats *stats) {
     embed_stats local = {0};
-    if (n < 0 || (n && (!texts || !out)) || !opt)
+    if (!tok || !m || n < 0 || (n && (!texts || !out)) || !opt)
         return emily_error(EMILY_ERR_ARGUMENT, "embed: bad arguments");
     if (opt->max_length < 2 || opt->max_length > m->cfg.max_positions)
         return emily_error(EMILY_ERR_ARGUMENT,
