@@ -37,6 +37,7 @@ static const emily_engine cuda_engine = {
 #ifdef EMILY_CUDA_HAVE_DOT
     .dot = &emi_cuda_dot_kernels,
 #endif
+    .window = &emi_cuda_window_kernels,
     .index = &emi_cuda_index_kernels,
     .sort = &emi_cuda_sort_kernels,
     .cumulative = &emi_cuda_cumulative_kernels,
