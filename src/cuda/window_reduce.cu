@@ -8,12 +8,13 @@
 //
 // Axes that add nothing (one position of a one-element window at index 0)
 // are dropped and neighbouring identity axes (window 1, stride 1, no
-// padding) merged. What is left of the common pooling shapes, at most a
-// batch of identity axes and two window axes ([B, H, W], NCHW pooling),
-// runs in pool2_kernel: a row of blocks per plane, a thread per output with
-// 32-bit index arithmetic and no bounds checks for windows wholly inside
-// the input. Any other window (up to the op layer's 64 axes) runs in
-// win_kernel, which walks each window with an odometer.
+// padding) merged. What is left of the common pooling shapes, two window
+// axes between an optional batch and optional channels ([B, H, W, C]:
+// NCHW pooling has C = 1, NHWC pooling B and C), runs in pool2_kernel: a
+// row of blocks per batch index, a thread per output with 32-bit index
+// arithmetic and no bounds checks for windows wholly inside the input.
+// Any other window (up to the op layer's 64 axes) runs in win_kernel,
+// which walks each window with an odometer.
 #include "cuda/window.cuh"
 #include "core/scalar_binary.h"
 
@@ -129,14 +130,15 @@ __global__ void win_kernel(const __grid_constant__ WinAxes g, int64_t total, con
     }
 }
 
-// ---- [B, H, W] pooling -------------------------------------------------------
+// ---- [B, H, W, C] pooling ----------------------------------------------------
 
 struct Pool2 {
-    int64_t B, sb;                 // batch (identity axes) and its stride
-    int64_t H, W, sh, sw;          // input plane
-    int64_t OH, OW;                // output plane (OH * OW < 2^31)
+    int64_t B, sb;                  // batch (leading identity axes) and its stride
+    int64_t C, sc;                  // channels (trailing identity axes) and their stride
+    int64_t H, W, sh, sw;           // input plane
+    int64_t OH, OW;                 // output plane (OH * OW * C < 2^31)
     int64_t kh, kw, th, tw, ph, pw; // window, steps, padding
-    int64_t dh, dw;                // dilations
+    int64_t dh, dw;                 // dilations
 };
 
 template <emily_dtype D, int OP>
@@ -144,13 +146,19 @@ __global__ void __launch_bounds__(BLOCK)
 pool2_kernel(Pool2 p, const storage_t<D> *__restrict__ src, storage_t<D> *__restrict__ dst) {
     typedef storage_t<D> S;
     typedef WinFold<D, OP> F;
-    const uint32_t plane = (uint32_t)(p.OH * p.OW), OW = (uint32_t)p.OW;
+    const uint32_t plane = (uint32_t)(p.OH * p.OW * p.C), OW = (uint32_t)p.OW, C = (uint32_t)p.C;
     const int64_t rstep = p.dh * p.sh, cstep = p.dw * p.sw;
     for (int64_t b = blockIdx.y; b < p.B; b += gridDim.y) {
-        const S *base = src + b * p.sb;
         S *out = dst + b * (int64_t)plane;
         for (uint32_t o = blockIdx.x * blockDim.x + threadIdx.x; o < plane; o += gridDim.x * blockDim.x) {
-            uint32_t oh = o / OW, ow = o - oh * OW;
+            // o = (oh * OW + ow) * C + c, channels fastest
+            uint32_t pix = o, c = 0;
+            if (C > 1) {
+                pix = o / C;
+                c = o - pix * C;
+            }
+            uint32_t oh = pix / OW, ow = pix - oh * OW;
+            const S *base = src + b * p.sb + (int64_t)c * p.sc;
             int64_t h0 = (int64_t)oh * p.th - p.ph, w0 = (int64_t)ow * p.tw - p.pw;
             typename F::A acc = F::init();
             if (h0 >= 0 && h0 + (p.kh - 1) * p.dh < p.H && w0 >= 0 && w0 + (p.kw - 1) * p.dw < p.W) {
@@ -204,23 +212,26 @@ void simplify(WinAxes &g) {
     g.rank = m;
 }
 
-// The [B, H, W] form of g, when it has one (false otherwise).
+// The [B, H, W, C] form of g, when it has one (false otherwise): at most
+// two window axes, between an optional batch and optional channels
+// (identity axes, merged into one each by simplify).
 bool as_pool2(const WinAxes &g, Pool2 &p) {
-    if (g.rank > 3 || (g.rank == 3 && !identity_axis(g, 0))) return false;
-    int64_t one[7] = {1, 1, 0, 1, 1, 0, 1}; // out, in, stride, window, step, pad, dilation
-    const int h = g.rank - 2, w = g.rank - 1; // negative: a one-element axis
-    auto pick = [&](int d, int k) -> int64_t {
-        if (d < 0) return one[k];
-        const int64_t *a[7] = {g.out, g.in, g.ist, g.win, g.step, g.pad, g.dil};
-        return a[k][d];
-    };
-    p.B = g.rank == 3 ? g.in[0] : 1;
-    p.sb = g.rank == 3 ? g.ist[0] : 0;
-    p.OH = pick(h, 0), p.H = pick(h, 1), p.sh = pick(h, 2), p.kh = pick(h, 3), p.th = pick(h, 4), p.ph = pick(h, 5),
-    p.dh = pick(h, 6);
-    p.OW = pick(w, 0), p.W = pick(w, 1), p.sw = pick(w, 2), p.kw = pick(w, 3), p.tw = pick(w, 4), p.pw = pick(w, 5),
-    p.dw = pick(w, 6);
-    return p.OH * p.OW <= INT32_MAX;
+    int lo = 0, hi = g.rank; // the window axes: [lo, hi)
+    if (hi - lo > 2 && identity_axis(g, lo)) lo++;
+    if (hi - lo > 2 && identity_axis(g, hi - 1)) hi--;
+    if (hi - lo > 2) return false;
+    p.B = lo > 0 ? g.in[0] : 1;
+    p.sb = lo > 0 ? g.ist[0] : 0;
+    p.C = hi < g.rank ? g.in[hi] : 1;
+    p.sc = hi < g.rank ? g.ist[hi] : 0;
+    // a missing axis is one element: out 1, in 1, stride 0, window 1, step 1, no padding
+    const int h = hi - 2, w = hi - 1;
+    bool hv = h >= lo, wv = w >= lo;
+    p.OH = hv ? g.out[h] : 1, p.H = hv ? g.in[h] : 1, p.sh = hv ? g.ist[h] : 0, p.kh = hv ? g.win[h] : 1;
+    p.th = hv ? g.step[h] : 1, p.ph = hv ? g.pad[h] : 0, p.dh = hv ? g.dil[h] : 1;
+    p.OW = wv ? g.out[w] : 1, p.W = wv ? g.in[w] : 1, p.sw = wv ? g.ist[w] : 0, p.kw = wv ? g.win[w] : 1;
+    p.tw = wv ? g.step[w] : 1, p.pw = wv ? g.pad[w] : 0, p.dw = wv ? g.dil[w] : 1;
+    return p.OH * p.OW * p.C <= INT32_MAX;
 }
 
 emily_status cuda_window_reduce(emily_window_op op, emily_tensor *dst, const emily_tensor *src,
@@ -258,7 +269,7 @@ emily_status cuda_window_reduce(emily_window_op op, emily_tensor *dst, const emi
                 return EMILY_OK; // refused above
             } else {
                 if (pool) {
-                    int64_t gx = (p.OH * p.OW + BLOCK - 1) / BLOCK;
+                    int64_t gx = (p.OH * p.OW * p.C + BLOCK - 1) / BLOCK;
                     dim3 grid((unsigned)(gx < INT32_MAX ? gx : INT32_MAX), (unsigned)(p.B < 65535 ? p.B : 65535));
                     pool2_kernel<D, OP><<<grid, BLOCK, 0, ctx.stream>>>(p, (const S *)sp, (S *)dp);
                 } else if (g.rank <= WIN_SMALL) {

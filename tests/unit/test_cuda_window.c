@@ -72,6 +72,8 @@ static const win_cfg cfgs[] = {
     {"pool 3x3 stride 2 pad 1", 4, {2, 3, 9, 10}, {1, 1, 3, 3}, {1, 1, 2, 2}, {0, 0, 1, 1}, {0, 0, 1, 1}, {1, 1, 1, 1}, 0},
     {"pool 2x3 dilated", 4, {2, 2, 12, 13}, {1, 1, 2, 3}, {1, 1, 1, 2}, {0, 0, 2, 0}, {0, 0, 0, 1}, {1, 1, 3, 2}, 0},
     {"pool cropped", 4, {1, 3, 9, 9}, {1, 1, 3, 2}, {1, 1, 2, 1}, {0, 0, -1, 1}, {0, 0, 0, -2}, {1, 1, 1, 1}, 0},
+    {"pool NHWC", 4, {2, 9, 11, 3}, {1, 3, 3, 1}, {1, 2, 1, 1}, {0, 1, 1, 0}, {0, 1, 0, 0}, {1, 1, 2, 1}, 0},
+    {"pool channels last only", 3, {9, 11, 4}, {3, 2, 1}, {1, 2, 1}, {1, 0, 0}, {1, 1, 0}, {1, 1, 1}, 0},
     {"1-D", 1, {20}, {4}, {3}, {2}, {1}, {1}, 0},
     {"2-D all axes", 2, {7, 9}, {3, 2}, {2, 1}, {1, 0}, {2, 1}, {1, 2}, 0},
     {"padding-only windows", 1, {3}, {2}, {1}, {4}, {3}, {1}, 0},
@@ -117,14 +119,16 @@ TEST(gpu_window_reduce_matches_cpu) {
 }
 
 /* The benchmark's shape scaled down: [4, 16, 56, 56] f32 max pooling 3x3,
- * stride 1 (no padding, and padding 1) and stride 2; sums too. */
+ * stride 1 (no padding, and padding 1) and stride 2, and channels last;
+ * sums and bf16 min too. */
 TEST(gpu_window_pooling_sizes) {
     static const win_cfg pools[] = {
         {"max pool 3x3 s1", 4, {4, 16, 56, 56}, {1, 1, 3, 3}, {1, 1, 1, 1}, {0, 0, 0, 0}, {0, 0, 0, 0}, {1, 1, 1, 1}, 0},
         {"max pool 3x3 s1 p1", 4, {4, 16, 56, 56}, {1, 1, 3, 3}, {1, 1, 1, 1}, {0, 0, 1, 1}, {0, 0, 1, 1}, {1, 1, 1, 1}, 0},
         {"max pool 3x3 s2 p1", 4, {4, 16, 56, 56}, {1, 1, 3, 3}, {1, 1, 2, 2}, {0, 0, 1, 1}, {0, 0, 1, 1}, {1, 1, 1, 1}, 0},
+        {"max pool NHWC 3x3 s2 p1", 4, {4, 56, 56, 16}, {1, 3, 3, 1}, {1, 2, 2, 1}, {0, 1, 1, 0}, {0, 1, 1, 0}, {1, 1, 1, 1}, 0},
     };
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 4; i++) {
         reduce_case(&pools[i], EMILY_WINDOW_MAX, EMILY_F32, TC_GENERAL);
         reduce_case(&pools[i], EMILY_WINDOW_SUM, EMILY_F32, TC_GENERAL);
         reduce_case(&pools[i], EMILY_WINDOW_MIN, EMILY_BF16, TC_TIES);
