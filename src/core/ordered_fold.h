@@ -13,4 +13,12 @@
 
 #define EMI_ORDERED_CHUNK ((int64_t)1 << 18)
 
+/* The chunk of a long f32/f64 running sum (cumulative_sum along a row of
+ * at least twice this many elements): each chunk's total (four
+ * interleaved double accumulators), the totals' exclusive prefix in the
+ * scan's direction, then each chunk's running sum from its prefix. The
+ * CPU (src/cpu/cumulative.c) and CUDA (src/cuda/cumulative_seq.cu) cut
+ * the same chunks. */
+#define EMI_CUMSUM_CHUNK ((int64_t)1 << 15)
+
 #endif

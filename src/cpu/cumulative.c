@@ -16,9 +16,10 @@
 #include "cpu/element_access.h"
 #include "core/scalar_binary.h"
 #include "core/kernels.h"
+#include "core/ordered_fold.h"
 
 #define CUM_BLOCK 256               /* inner positions per task of the generic path */
-#define CUM_CHUNK ((int64_t)1 << 15) /* elements per chunk of a long row */
+#define CUM_CHUNK EMI_CUMSUM_CHUNK   /* elements per chunk of a long row */
 
 /* ---- fast paths: f32 / f64 sums --------------------------------------- */
 

@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <type_traits>
 #include <cuda_runtime.h>
 #include "cuda/cuda_context.h"
 #include "cuda/kernels.h"
@@ -193,6 +194,27 @@ emily_status for_layout_ds(const char *op, emily_tensor *dst, const emily_tensor
     return for_layout<2>(op, ts, [&](const Layout<2> &L, const int64_t *off) -> emily_status {
         return launch(L, dp + off[0], sp + off[1]);
     });
+}
+
+// ---- integer folds ------------------------------------------------------------
+//
+// One step of an integer fold of the cumulative and window families, whose
+// op enums share the order SUM, PRODUCT, MAX, MIN: sums and products wrap
+// in the element's width (the low bits of the CPU's 64-bit arithmetic),
+// max and min compare by the type's signedness.
+static_assert((int)EMILY_CUMULATIVE_SUM == (int)EMILY_WINDOW_SUM &&
+                  (int)EMILY_CUMULATIVE_PRODUCT == (int)EMILY_WINDOW_PRODUCT &&
+                  (int)EMILY_CUMULATIVE_MAX == (int)EMILY_WINDOW_MAX &&
+                  (int)EMILY_CUMULATIVE_MIN == (int)EMILY_WINDOW_MIN,
+              "the fold ops of the cumulative and window families differ");
+template <typename S> __device__ __forceinline__ S int_fold(int op, S acc, S x) {
+    typedef typename std::conditional<sizeof(S) <= 4, uint32_t, uint64_t>::type U;
+    switch (op) {
+    case EMILY_CUMULATIVE_SUM: return (S)((U)acc + (U)x);
+    case EMILY_CUMULATIVE_PRODUCT: return (S)((U)acc * (U)x);
+    case EMILY_CUMULATIVE_MAX: return x > acc ? x : acc;
+    default: return x < acc ? x : acc;
+    }
 }
 
 // ---- element-wise maps ------------------------------------------------------

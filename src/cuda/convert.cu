@@ -2,25 +2,10 @@
 // pair one map1 instantiation of the two per-type rules of
 // core/convert_rules.h (over core/scalar_convert.h, as the CPU's).
 #include "cuda/common.cuh"
-#include "core/convert_rules.h"
 
 using namespace emily_cuda;
 
 namespace {
-
-// The rule of each (source, target) pair from the two rules of each type
-// (core/convert_rules.h), named by the dtype list's suffix.
-template <emily_dtype D> struct cv_rules;
-#define EMI_CUDA_CV_RULES_(E, sfx, T)                                                  \
-    template <> struct cv_rules<EMILY_##E> {                                           \
-        static __device__ __forceinline__ double re(T v) { return emi_cv_re_##sfx(v); } \
-        static __device__ __forceinline__ double im(T v) { return emi_cv_im_##sfx(v); } \
-        static __device__ __forceinline__ T from_f64(double re, double im) {            \
-            return emi_cv_from_f64_##sfx(re, im);                                       \
-        }                                                                              \
-    };
-EMI_DTYPES(EMI_CUDA_CV_RULES_)
-#undef EMI_CUDA_CV_RULES_
 
 // An element function (common.cuh's map1) converting dtype SD to DD.
 template <emily_dtype SD, emily_dtype DD> struct Cv {

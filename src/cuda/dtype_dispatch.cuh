@@ -18,6 +18,7 @@
 #include "cuda/cuda_context.h"
 #include "core/dtype_list.h"
 #include "core/scalar_convert.h"
+#include "core/convert_rules.h"
 
 namespace emily_cuda {
 
@@ -53,6 +54,46 @@ template <typename F> emily_status with_dtype(emily_dtype t, const char *what, F
         EMI_DTYPES(EMI_CUDA_CASE_)
 #undef EMI_CUDA_CASE_
     default: return emily_error(EMILY_ERR_TYPE, "%s: invalid dtype %d", what, (int)t);
+    }
+}
+
+// Each type's two as_type rules (core/convert_rules.h), by dtype: re(v) and
+// im(v), an element's parts as doubles; from_f64(re, im), an element from
+// them by Nx's rules. as_type pairs them; the families that compute in
+// double (cumulative, window) read and write elements with them, as the
+// CPU's element_access.h does.
+template <emily_dtype D> struct cv_rules;
+#define EMI_CUDA_CV_RULES_(E, sfx, T)                                                  \
+    template <> struct cv_rules<EMILY_##E> {                                           \
+        static __device__ __forceinline__ double re(T v) { return emi_cv_re_##sfx(v); } \
+        static __device__ __forceinline__ double im(T v) { return emi_cv_im_##sfx(v); } \
+        static __device__ __forceinline__ T from_f64(double re, double im) {            \
+            return emi_cv_from_f64_##sfx(re, im);                                       \
+        }                                                                              \
+    };
+EMI_DTYPES(EMI_CUDA_CV_RULES_)
+#undef EMI_CUDA_CV_RULES_
+
+// An element of a dtype known only at run time, as the CPU's
+// element_access.h reads it: rt_load_f, the value as a double (complex:
+// the real part; integers converted); rt_load_int, an integer's 64-bit
+// pattern (signed types sign-extended; 0 for floats).
+__device__ __forceinline__ double rt_load_f(int dt, const void *p) {
+    switch (dt) {
+#define EMI_CUDA_RT_F_(E, sfx, T) \
+    case EMILY_##E: return cv_rules<EMILY_##E>::re(*(const T *)p);
+        EMI_DTYPES(EMI_CUDA_RT_F_)
+#undef EMI_CUDA_RT_F_
+    default: return 0.0;
+    }
+}
+__device__ __forceinline__ uint64_t rt_load_int(int dt, const void *p) {
+    switch (dt) {
+#define EMI_CUDA_RT_I_(E, sfx, T) \
+    case EMILY_##E: return (uint64_t) * (const T *)p;
+        EMI_DTYPES_INTEGER(EMI_CUDA_RT_I_)
+#undef EMI_CUDA_RT_I_
+    default: return 0;
     }
 }
 

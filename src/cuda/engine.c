@@ -37,9 +37,11 @@ static const emily_engine cuda_engine = {
 #ifdef EMILY_CUDA_HAVE_DOT
     .dot = &emi_cuda_dot_kernels,
 #endif
+    .window = &emi_cuda_window_kernels,
     .index = &emi_cuda_index_kernels,
     .sort = &emi_cuda_sort_kernels,
     .conv = &emi_cuda_conv_kernels,
+    .cumulative = &emi_cuda_cumulative_kernels,
     /* the kernels it has run every op and dtype they are handed; the
      * families it lacks (NULL) are "not available on the cuda device" */
     .supports = emi_engine_has_kernel,

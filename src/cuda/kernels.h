@@ -30,9 +30,11 @@ emily_status emi_cuda_all_close(emily_tensor *dst, const emily_tensor *a,
 
 /* Family tables defined by the family's .cu file. */
 extern const struct emily_dot_kernels emi_cuda_dot_kernels;
+extern const struct emily_window_kernels emi_cuda_window_kernels;
 extern const struct emily_index_kernels emi_cuda_index_kernels;
 extern const struct emily_sort_kernels emi_cuda_sort_kernels;
 extern const struct emily_conv_kernels emi_cuda_conv_kernels;
+extern const struct emily_cumulative_kernels emi_cuda_cumulative_kernels;
 
 #ifdef __cplusplus
 }
