@@ -32,7 +32,9 @@
 // execution queued under the plan's own lock.
 #include <cufft.h>
 #include <cufftXt.h>
+#include <dlfcn.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <atomic>
 #include "cuda/fft.cuh"
 #include "cuda/fft.h"
@@ -205,6 +207,25 @@ cufftResult make_handle(const PlanKey &k, bool callback, const emi_fft_store_par
     return CUFFT_SUCCESS;
 }
 
+// cuFFT loads nvJitLink by its soname when it links a callback. Where the
+// loader's path lacks it but the toolkit's lib64 holds it beside libcufft
+// (a toolkit found through our rpath), load it from there first: cuFFT's
+// own dlopen then finds it loaded. Nothing happens if neither has it
+// (plans are then made without callbacks).
+void preload_nvjitlink() {
+    char name[64], path[4096];
+    snprintf(name, sizeof name, "libnvJitLink.so.%d", CUDART_VERSION / 1000);
+    if (dlopen(name, RTLD_NOW | RTLD_GLOBAL)) return;
+    Dl_info info;
+    if (!dladdr((void *)&cufftCreate, &info) || !info.dli_fname) return;
+    const char *slash = strrchr(info.dli_fname, '/');
+    if (!slash) return;
+    snprintf(path, sizeof path, "%.*s/%s", (int)(slash - info.dli_fname), info.dli_fname, name);
+    dlopen(path, RTLD_NOW | RTLD_GLOBAL);
+}
+
+pthread_once_t nvjitlink_once = PTHREAD_ONCE_INIT;
+
 Plan *plan_build(const PlanKey &k, const emi_fft_store_params &host_params, emily_status *s) {
     Plan *p = (Plan *)calloc(1, sizeof *p);
     if (!p) {
@@ -214,6 +235,7 @@ Plan *plan_build(const PlanKey &k, const emi_fft_store_params &host_params, emil
     p->key = k;
     cufftResult r = CUFFT_NOT_SUPPORTED;
     if (k.callback) {
+        pthread_once(&nvjitlink_once, preload_nvjitlink);
         r = make_handle(k, true, host_params, &p->handle, &p->work, &p->params);
         if (r == CUFFT_SUCCESS) {
             p->callback = true;
