@@ -85,7 +85,7 @@ NVFLAGS := -std=c++20 -O3 -lineinfo --fmad=false -Xcompiler -fPIC,-fvisibility=h
            -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 \
            -Werror all-warnings -MMD -MP
 CU_OBJ := $(CU_SRC:%.cu=$(BUILD)/obj/%.o)
-LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudnn -lcublasLt -lcublas -lcudart -lstdc++
+LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudnn -lcufft -lcublasLt -lcublas -lcudart -lstdc++
 CFLAGS += -DEMILY_WITH_CUDA -I$(CUDA_HOME)/include
 ifneq ($(wildcard src/cuda/dot.cu),)
 CFLAGS += -DEMILY_CUDA_HAVE_DOT
@@ -140,6 +140,20 @@ $(BUILD)/obj/%.o: %.c
 $(BUILD)/obj/%.o: %.cu
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVFLAGS) -c $< -o $@
+
+# The fast FFT's cuFFT store callbacks (src/cuda/lto): LTO-IR that cuFFT
+# links into its own kernels at plan time, embedded in the library as a
+# C array (fft_cufft.cu includes it).
+ifeq ($(CUDA),1)
+$(BUILD)/gen/fft_store.fatbin: src/cuda/lto/fft_store.cu src/cuda/lto/fft_store_params.h
+	@mkdir -p $(dir $@)
+	$(NVCC) -std=c++20 --fmad=false -Iinclude -Isrc -Werror all-warnings -dc -fatbin \
+	    -gencode arch=compute_90,code=lto_90 $< -o $@
+$(BUILD)/gen/fft_store_lto.h: $(BUILD)/gen/fft_store.fatbin
+	$(CUDA_HOME)/bin/bin2c -c -n emi_fft_store_lto $< > $@.tmp && mv $@.tmp $@
+$(BUILD)/obj/src/cuda/fft_cufft.o: $(BUILD)/gen/fft_store_lto.h
+$(BUILD)/obj/src/cuda/fft_cufft.o: NVFLAGS += -I$(BUILD)/gen
+endif
 
 $(BUILD)/libemily.a: $(LIB_OBJ)
 	@mkdir -p $(dir $@)

@@ -77,7 +77,9 @@ EMILY_API emily_status emily_conv(const emily_tensor *input, const emily_tensor 
  *   ULP of the reference at any contraction length. f32 runs at about
  *   half the speed of an f32 BLAS.
  * Integer dots are exact (wrapping) in both. The same setting applies to
- * conv and to the compositions that use dot (solve).
+ * conv, to the compositions that use dot (solve), and to the FFTs on
+ * CUDA (emily/ops_fft.h: FAST is cuFFT in the output's precision, HIGHEST
+ * the reference's bits; the CPU's FFT is the reference's at both).
  *
  * The process-wide value starts from the environment variable
  * EMILY_DOT_PRECISION ("highest" or "fast"; anything else is FAST), read

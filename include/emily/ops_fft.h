@@ -8,6 +8,14 @@
  * as 0, and the result is rounded to the output type. The inverse
  * transforms divide by the length.
  *
+ * On CUDA this is precision HIGHEST (emily_dot_set_precision and its
+ * thread and environment variants, emily/ops_dot.h); at FAST, the default,
+ * the transform is cuFFT's in the output's precision (c64 outputs in
+ * single precision), with the same lengths, eps-zeroing, scaling and
+ * output types, within the usual FFT error bound (about
+ * u log2(n) ||y||_2, u the output's unit roundoff) of the reference. The
+ * CPU computes the reference's bits at both.
+ *
  * `length` 0 means the axis size (irfft: 2 * (size - 1)); a longer length
  * zero-pads the axis, a shorter one truncates it. Negative axes count
  * from the end. The output type is Nx.Type.to_complex of the input (c64

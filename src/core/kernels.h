@@ -268,16 +268,45 @@ typedef enum emily_fft_mode {
 
 struct emily_fft_kernels {
     /* Each line of src along `axis` is cut or zero-padded to n points
-     * (see EMILY_FFT_INVERSE_REAL), transformed as Nx.BinaryBackend does
-     * (double precision, its algorithm and operation order), components
-     * with |x| <= eps set to 0, and the first dst->shape[axis] points
-     * (<= n) are written, rounded to dst's type, along dst's axis.
+     * (see EMILY_FFT_INVERSE_REAL), transformed, components with
+     * |x| <= eps set to 0, and the first dst->shape[axis] points (<= n)
+     * are written, rounded to dst's type, along dst's axis.
      * src: f32, f64, c64 or c128, any strides, src->shape[axis] may be 0.
      * dst: contiguous, src's shape except along axis; c64/c128 (f32/f64
-     * for EMILY_FFT_INVERSE_REAL). n >= 1. */
+     * for EMILY_FFT_INVERSE_REAL). n >= 1.
+     * HIGHEST: transformed as Nx.BinaryBackend does (double precision,
+     * its algorithm and operation order), its bits. FAST: the device's
+     * own FFT may work in dst's precision instead (c64 in single; the CPU
+     * computes as at HIGHEST). */
     emily_status (*fft)(emily_tensor *dst, const emily_tensor *src, int axis, int64_t n,
-                        emily_fft_mode mode, double eps);
+                        emily_fft_mode mode, double eps, emily_dot_precision precision);
 };
+
+/* The reference's tables for a length-n transform, built on the host by
+ * the CPU engine (src/cpu/fft.c) with the host's cos/sin, so that another
+ * device running the same operations in the same order gets the CPU's
+ * bits (the CUDA engine's exact FFT uploads them). Lengths that are
+ * powers of two or below 1024 run directly: the line in leaf order (slot
+ * r * q + i holds point rev_s(r) + 2^s i, rev_s the s-bit reversal),
+ * direct DFTs of the q-point leaves, then s radix-2 stages. Other lengths
+ * run Bluestein's transform through the direct power-of-two plan of
+ * length m. */
+typedef struct emi_fft_tables {
+    int64_t n;
+    bool bluestein;
+    /* the direct plan: of length n, or m (q = 1) for Bluestein */
+    int64_t len, q;
+    int s;
+    const double *tw_re, *tw_im;     /* len - q stage twiddles: stage t (1..s) at q (2^(t-1) - 1) */
+    const double *leaf_re, *leaf_im; /* q x q leaf twiddles at [i q + k]; NULL when q == 1 */
+    /* Bluestein: the chirp w (n points) and the transformed filter b (m) */
+    int64_t m;
+    const double *w_re, *w_im, *b_re, *b_im;
+    void *plan; /* held until emi_fft_tables_put */
+} emi_fft_tables;
+
+emily_status emi_fft_tables_get(int64_t n, emi_fft_tables *out);
+void emi_fft_tables_put(emi_fft_tables *t);
 
 /* ---- linear algebra ----
  *

@@ -560,8 +560,10 @@ static void gather_leaf(const fft_plan *p, emily_dtype dt, const void *base, int
     }
 }
 
+/* (Both precisions: the CPU's transform is the reference's.) */
 static emily_status cpu_fft(emily_tensor *dst, const emily_tensor *src, int axis, int64_t n,
-                            emily_fft_mode mode, double eps) {
+                            emily_fft_mode mode, double eps, emily_dot_precision precision) {
+    (void)precision;
     if (n < 1) return emily_error(EMILY_ERR_ARGUMENT, "fft: length must be positive, got %lld", (long long)n);
     int64_t len_in = src->shape[axis];
     line_geom g = {.rank = src->rank, .axis = axis, .shape = src->shape, .sstrides = src->strides,
@@ -630,6 +632,26 @@ static emily_status cpu_fft(emily_tensor *dst, const emily_tensor *src, int axis
     plan_put(p);
     if (failed) return emily_error(EMILY_ERR_MEMORY, "fft: out of host memory for a length-%lld line", (long long)n);
     return EMILY_OK;
+}
+
+/* ---- the tables for other devices (core/kernels.h) ---------------------- */
+
+emily_status emi_fft_tables_get(int64_t n, emi_fft_tables *out) {
+    if (n < 1) return emily_error(EMILY_ERR_ARGUMENT, "fft: length must be positive, got %lld", (long long)n);
+    fft_plan *p = plan_get(n);
+    if (!p) return emily_error(EMILY_ERR_MEMORY, "fft: out of host memory planning a length-%lld transform", (long long)n);
+    const fft_plan *d = p->bluestein ? p->sub : p;
+    *out = (emi_fft_tables){.n = n, .bluestein = p->bluestein, .len = d->n, .q = d->q, .s = d->s,
+                            .tw_re = d->tw_re, .tw_im = d->tw_im, .leaf_re = d->leaf_re,
+                            .leaf_im = d->leaf_im, .m = p->m, .w_re = p->w_re, .w_im = p->w_im,
+                            .b_re = p->b_re, .b_im = p->b_im, .plan = p};
+    return EMILY_OK;
+}
+
+void emi_fft_tables_put(emi_fft_tables *t) {
+    if (!t || !t->plan) return;
+    plan_put(t->plan);
+    t->plan = NULL;
 }
 
 const struct emily_fft_kernels emi_cpu_fft_kernels = {

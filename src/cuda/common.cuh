@@ -217,6 +217,47 @@ template <typename S> __device__ __forceinline__ S int_fold(int op, S acc, S x) 
     }
 }
 
+// ---- lines along one axis ----------------------------------------------------
+//
+// Kernels that work along one axis (sort, FFT) enumerate the lines through
+// views of their tensors without that axis: for_layout over the views
+// gives each line's first elements; the axis stride does the rest.
+
+// views[i] <- ts[i] without dimension `axis` (same buffer and offset);
+// the caller releases them (emily_tensor_release).
+inline emily_status views_without_axis(const char *op, int n, const emily_tensor *const *ts, int axis,
+                                       emily_tensor **views) {
+    for (int i = 0; i < n; i++) views[i] = NULL;
+    int r = ts[0]->rank;
+    int64_t *mem = (int64_t *)malloc(sizeof(int64_t) * 2 * (size_t)(r > 1 ? r : 1));
+    if (!mem) return emily_error(EMILY_ERR_MEMORY, "cuda: %s: out of host memory", op);
+    int64_t *shape = mem, *strides = mem + (r > 1 ? r : 1);
+    emily_status s = EMILY_OK;
+    for (int i = 0; i < n && !s; i++) {
+        int m = 0;
+        for (int d = 0; d < r; d++) {
+            if (d == axis) continue;
+            shape[m] = ts[i]->shape[d];
+            strides[m++] = ts[i]->strides[d];
+        }
+        s = emi_tensor_view(ts[i], r - 1, shape, strides, ts[i]->offset, &views[i]);
+    }
+    free(mem);
+    return s;
+}
+
+// for_layout over line views, with the number of the launch's first line:
+// f(L, off, r0), lines counted in row order across launches.
+template <int N, typename F>
+emily_status for_lines(const char *op, const emily_tensor *const *views, F &&f) {
+    int64_t r0 = 0;
+    return for_layout<N>(op, views, [&](const Layout<N> &L, const int64_t *off) -> emily_status {
+        emily_status s = f(L, off, r0);
+        r0 += L.total;
+        return s;
+    });
+}
+
 // ---- element-wise maps ------------------------------------------------------
 //
 // An element function is a struct F with member types S (input storage)

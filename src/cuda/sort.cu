@@ -234,33 +234,13 @@ struct SortJob {
     // views[i] = t without dimension `axis` (same offset).
     emily_status make_views() {
         const emily_tensor *ts[3] = {src, vals ? vals : ix, ix ? ix : vals};
-        int r = src->rank;
-        int64_t *mem = (int64_t *)malloc(sizeof(int64_t) * 2 * (size_t)(r > 1 ? r : 1));
-        if (!mem) return emily_error(EMILY_ERR_MEMORY, "cuda: %s: out of host memory", ctx.op);
-        int64_t *shape = mem, *strides = mem + (r > 1 ? r : 1);
-        emily_status s = EMILY_OK;
-        for (int i = 0; i < 3 && !s; i++) {
-            int m = 0;
-            for (int d = 0; d < r; d++) {
-                if (d == axis) continue;
-                shape[m] = ts[i]->shape[d];
-                strides[m++] = ts[i]->strides[d];
-            }
-            s = emi_tensor_view(ts[i], r - 1, shape, strides, ts[i]->offset, &views[i]);
-        }
-        free(mem);
-        return s;
+        return views_without_axis(ctx.op, 3, ts, axis, views);
     }
 
     // Calls f(L, off, r0) for each block of rows (in row order).
     template <typename F> emily_status for_rows(F &&f) {
         const emily_tensor *ts[3] = {views[0], views[1], views[2]};
-        int64_t r0 = 0;
-        return for_layout<3>(ctx.op, ts, [&](const Layout<3> &L, const int64_t *off) -> emily_status {
-            emily_status s = f(L, off, r0);
-            r0 += L.total;
-            return s;
-        });
+        return for_lines<3>(ctx.op, ts, f);
     }
 
     template <typename U, int KIND, uint64_t INF, typename KT>

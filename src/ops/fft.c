@@ -65,7 +65,7 @@ static emily_status fft_axis(fft_kind kind, const emily_tensor *t, int64_t lengt
     bool direct = dt == EMILY_F32 || dt == EMILY_F64 || dt == EMILY_C64 || dt == EMILY_C128;
     s = emi_convert_to(t, direct ? dt : EMILY_F64, &src);
     if (!s) s = emi_empty_like_device(t, otype, t->rank, shape, &dst);
-    if (!s) s = e->fft->fft(dst, src, ax, n, mode, eps);
+    if (!s) s = e->fft->fft(dst, src, ax, n, mode, eps, emily_dot_get_precision());
     if (shape != stack_shape) free(shape);
     emily_tensor_release(src);
     if (s) {
