@@ -1,8 +1,11 @@
 defmodule Emily.Test.NxDoctestCase do
   @moduledoc """
   The case of the modules that run Nx's own doctests (test/nx/nx_doctest_test.exs):
-  tagged `:nx`, with Emily.Backend as each test's default backend. (Quoted
-  into them, so that this module compiles without Nx too.)
+  tagged `:nx`, with Emily.Backend as each test's default backend, on the
+  device EMILY_DOCTEST_DEVICE names (`cpu`, `cuda`, `cuda:N`; default the
+  CPU), so that the GPU machine runs the same doctests on the GPU
+  (bench/gpu/run.sh). (Quoted into them, so that this module compiles
+  without Nx too.)
   """
   use ExUnit.CaseTemplate
 
@@ -11,9 +14,17 @@ defmodule Emily.Test.NxDoctestCase do
       @moduletag :nx
 
       setup do
-        Nx.default_backend(Emily.Backend)
+        Nx.default_backend({Emily.Backend, device: Emily.Test.NxDoctestCase.device()})
         :ok
       end
+    end
+  end
+
+  @doc "The device of the doctests: EMILY_DOCTEST_DEVICE, default the CPU."
+  def device do
+    case System.get_env("EMILY_DOCTEST_DEVICE") do
+      nil -> :cpu
+      name -> Emily.normalize_device(name)
     end
   end
 end
