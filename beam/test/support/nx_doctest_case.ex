@@ -14,17 +14,10 @@ defmodule Emily.Test.NxDoctestCase do
       @moduletag :nx
 
       setup do
-        Nx.default_backend({Emily.Backend, device: Emily.Test.NxDoctestCase.device()})
+        device = Emily.Test.Corpus.env_device("EMILY_DOCTEST_DEVICE")
+        Nx.default_backend({Emily.Backend, device: device})
         :ok
       end
-    end
-  end
-
-  @doc "The device of the doctests: EMILY_DOCTEST_DEVICE, default the CPU."
-  def device do
-    case System.get_env("EMILY_DOCTEST_DEVICE") do
-      nil -> :cpu
-      name -> Emily.normalize_device(name)
     end
   end
 end
