@@ -5,6 +5,8 @@
 #   make TSAN=1         ThreadSanitizer build (build-tsan/, clang, CPU engine only);
 #                       `make TSAN=1 check` runs the unit tests that use threads
 #   make CC=clang       the same build with clang (warning-free, like gcc's)
+#   make EXPORT_ALL=1   every global exported from libemily.so, programs linked
+#                       against it (build-export/, for bench/gpu's packs)
 CC ?= gcc
 SAN ?= 0
 NVCC ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
@@ -45,6 +47,9 @@ SANFLAGS := -fsanitize=thread -fno-omit-frame-pointer
 OPT := -O1 -g
 else
 OPT := -O2 -g
+endif
+ifeq ($(EXPORT_ALL),1)
+BUILD ?= build-export
 endif
 BUILD ?= build
 
@@ -93,6 +98,27 @@ endif
 endif
 
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(CU_OBJ)
+
+# ---- EXPORT_ALL=1: one shared engine for the GPU packs ---------------------
+# Tests and benchmarks call internal emi_ functions, so they link the
+# engine statically; with the CUDA engine each then carries its own copy
+# of the kernels (~30 MB of fatbin), too much to send to the GPU machine.
+# EXPORT_ALL=1 builds the engine with default visibility (every global
+# exported) into build-export/ and links the programs against that one
+# libemily.so (found beside them, in ../ or in ../lib). The library's own
+# calls still bind inside it (-fno-semantic-interposition,
+# -Bsymbolic-functions), as in the release build, whose libemily.so keeps
+# -fvisibility=hidden.
+ENGINE_LIB := $(BUILD)/libemily.a
+ifeq ($(EXPORT_ALL),1)
+CFLAGS := $(filter-out -fvisibility=hidden,$(CFLAGS)) -fno-semantic-interposition
+NVFLAGS := $(subst -fvisibility=hidden,-fvisibility=default,$(NVFLAGS))
+SO_LDFLAGS := -Wl,-Bsymbolic-functions
+ENGINE_LIB := $(BUILD)/libemily.so
+PROGRAM_RPATH := -Wl,-rpath,'$$ORIGIN:$$ORIGIN/..:$$ORIGIN/../lib'
+$(BUILD)/emily_demo $(BUILD)/emily_run $(BUILD)/conformance: private LDFLAGS += $(PROGRAM_RPATH)
+$(BUILD)/tests/%: private LDFLAGS += $(PROGRAM_RPATH)
+endif
 TEST_SRC := $(wildcard tests/unit/test_*.c)
 TESTS := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 # ---- tooling: what `make TSAN=1 check` runs --------------------------------
@@ -160,29 +186,29 @@ $(BUILD)/libemily.a: $(LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
 $(BUILD)/libemily.so: $(LIB_OBJ)
-	$(CC) -shared $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) -shared $(LDFLAGS) $(SO_LDFLAGS) -Wl,-soname,libemily.so -o $@ $^ $(LDLIBS)
 
-$(BUILD)/emily_demo: $(BUILD)/obj/demo/demo.o $(BUILD)/libemily.a
+$(BUILD)/emily_demo: $(BUILD)/obj/demo/demo.o $(ENGINE_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # examples/embed: sentence embeddings with all-MiniLM-L6-v2 from C (the
 # README's first command); test_embed links the same pieces.
 EMBED_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(filter-out examples/embed/main.c,$(wildcard examples/embed/*.c)))
-$(BUILD)/emily_embed: $(BUILD)/obj/examples/embed/main.o $(EMBED_OBJ) $(BUILD)/libemily.a
+$(BUILD)/emily_embed: $(BUILD)/obj/examples/embed/main.o $(EMBED_OBJ) $(ENGINE_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 $(BUILD)/obj/tests/unit/test_embed.o $(BUILD)/obj/tests/unit/embed_synthetic.o: CFLAGS += -Iexamples/embed
 $(BUILD)/tests/test_embed: $(BUILD)/obj/tests/unit/test_embed.o $(BUILD)/obj/tests/unit/embed_synthetic.o \
-                           $(BUILD)/obj/tests/unit/harness.o $(EMBED_OBJ) $(BUILD)/libemily.a
+                           $(BUILD)/obj/tests/unit/harness.o $(EMBED_OBJ) $(ENGINE_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/emily_run: $(BUILD)/obj/tools/emily_run.o $(BUILD)/libemily.a
+$(BUILD)/emily_run: $(BUILD)/obj/tools/emily_run.o $(ENGINE_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/conformance: $(BUILD)/obj/tests/conformance/runner.o $(BUILD)/obj/tests/conformance/accumulation.o $(BUILD)/obj/tests/conformance/json_values.o $(BUILD)/obj/tests/conformance/compare.o $(BUILD)/obj/tests/conformance/properties.o $(BUILD)/obj/tests/conformance/corpus_file.o $(BUILD)/libemily.a
+$(BUILD)/conformance: $(BUILD)/obj/tests/conformance/runner.o $(BUILD)/obj/tests/conformance/accumulation.o $(BUILD)/obj/tests/conformance/json_values.o $(BUILD)/obj/tests/conformance/compare.o $(BUILD)/obj/tests/conformance/properties.o $(BUILD)/obj/tests/conformance/corpus_file.o $(ENGINE_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lz
 
-$(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(BUILD)/obj/tests/unit/harness.o $(BUILD)/libemily.a
+$(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(BUILD)/obj/tests/unit/harness.o $(ENGINE_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 

@@ -104,6 +104,10 @@ defmodule Mix.Tasks.Compile.EmilyNif do
   against it into `priv/libemily_nif.so`, with the Makefile's own link
   flags (`LDFLAGS` and `LDLIBS`, which include the CUDA libraries when the
   library was built with CUDA).
+
+  `EMILY_LINK=shared` links `BUILD/libemily.so` instead (the GPU pack's one
+  engine library, `make EXPORT_ALL=1`: bench/gpu/pack_beam.sh), found at
+  run time in BUILD or on `LD_LIBRARY_PATH`.
   """
   use Mix.Task.Compiler
 
@@ -127,11 +131,12 @@ defmodule Mix.Tasks.Compile.EmilyNif do
     root = Path.expand(System.get_env("EMILY_ENGINE_DIR", ".."), @beam_dir)
     san? = System.get_env("EMILY_SAN") in ["1", "true"]
     build = System.get_env("EMILY_BUILD_DIR", if(san?, do: "build-san", else: "build"))
-    lib = Path.expand(Path.join(build, "libemily.a"), root)
+    shared? = System.get_env("EMILY_LINK") == "shared"
+    lib = Path.expand(Path.join(build, if(shared?, do: "libemily.so", else: "libemily.a")), root)
     jobs = to_string(System.schedulers_online())
     make_vars = ["BUILD=#{build}"] ++ if(san?, do: ["SAN=1"], else: [])
 
-    make!(root, ["-j", jobs] ++ make_vars ++ [Path.join(build, "libemily.a")], :stream)
+    make!(root, ["-j", jobs] ++ make_vars ++ [Path.join(build, Path.basename(lib))], :stream)
 
     link =
       make!(
@@ -168,7 +173,7 @@ defmodule Mix.Tasks.Compile.EmilyNif do
 
     # a NIF built for another configuration (sanitizers or not) is stale too
     stamp = Path.join(@beam_dir, "priv/.emily_nif_build")
-    config = "#{root} #{build} #{san?} #{test?}"
+    config = "#{root} #{build} #{san?} #{test?} #{shared?}"
     same_config? = File.read(stamp) == {:ok, config}
 
     if not same_config? or
@@ -187,7 +192,10 @@ defmodule Mix.Tasks.Compile.EmilyNif do
           ) ++
           ["-Wall", "-Wextra", "-Werror"] ++
           ["-I", Path.join(root, "include"), "-I", erts_include()] ++
-          sources ++ [lib] ++ link ++ macos_flags() ++ ["-o", so]
+          sources ++
+          [lib] ++
+          if(shared?, do: ["-Wl,-rpath," <> Path.dirname(lib)], else: []) ++
+          link ++ macos_flags() ++ ["-o", so]
 
       Mix.shell().info("compiling #{Path.relative_to_cwd(so)}")
 

@@ -7,17 +7,20 @@
 #
 #   lib/     libemily.so (CUDA engine, sm_90) and the libraries it needs
 #            that are not part of the C/C++ runtime or the CUDA toolkit
-#   bin/     conformance, test_cuda, test_dot, emily_bench, chain, linked
-#            against libemily.a (they call internal emi_ functions, which
-#            libemily.so does not export); run.sh puts lib/ on
-#            LD_LIBRARY_PATH for the libraries they load; launch_floor
+#   bin/     conformance, the unit tests with CUDA cases (test_cuda*,
+#            test_dot), emily_bench, chain; launch_floor
 #   corpus/  the conformance corpus (doctests.jsonl, sweep.jsonl)
 #
+# The engine is built once, with `make EXPORT_ALL=1` (build-export/): every
+# internal emi_ function is exported from that libemily.so, so the tests
+# and benchmarks, which call them, link it dynamically (rpath
+# $ORIGIN/../lib) instead of each carrying the engine and its CUDA kernels
+# statically; pack_beam.sh links the Elixir NIF against the same library.
 # Then checks here that every binary loads and runs its CPU parts.
-#   bench/gpu/prepare.sh            (BUILD=build-gpu JOBS=2 by default)
+#   bench/gpu/prepare.sh            (BUILD=build-export JOBS=2 by default)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-BUILD=${BUILD:-build-gpu}
+BUILD=${BUILD:-build-export}
 JOBS=${JOBS:-2}
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 # the corpus ships in tests/corpus (gzip); EMILY_CORPUS names a folder of plain .jsonl
@@ -30,31 +33,32 @@ for f in doctests sweep; do
         { echo "prepare: $CORPUS/$f.jsonl(.gz) not found (set EMILY_CORPUS)" >&2; exit 1; }
 done
 
-echo "== build ($BUILD, CUDA=1)"
-make -s BUILD="$BUILD" CUDA=1 -j"$JOBS" "$BUILD/libemily.so" "$BUILD/libemily.a" "$BUILD/conformance" \
-    "$BUILD/tests/test_cuda" "$BUILD/tests/test_dot"
+# the unit tests with GPU cases: test_cuda and one test_cuda_<family> per
+# CUDA family, and test_dot (cuBLAS)
+TESTS="test_dot $(cd tests/unit && ls test_cuda*.c | sed 's/\.c$//' | tr '\n' ' ')"
+echo "== build ($BUILD, CUDA=1, EXPORT_ALL=1): libemily.so, conformance, $TESTS"
+MK=(make -s BUILD="$BUILD" CUDA=1 EXPORT_ALL=1)
+"${MK[@]}" -j"$JOBS" "$BUILD/libemily.so" "$BUILD/conformance" $(for t in $TESTS; do echo "$BUILD/tests/$t"; done)
 
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 P=$stage/emily-gpu
 mkdir -p "$P/bin" "$P/lib" "$P/corpus"
 cp "$BUILD/libemily.so" "$P/lib/"
-strip --strip-debug "$P/lib/libemily.so"
 
-# The programs link the engine statically (libemily.a): tests and
-# benchmarks reach internal (emi_) functions, which libemily.so does not
-# export. They find the other libraries in lib/ (run.sh sets
-# LD_LIBRARY_PATH; emily_bench and chain also carry rpath $ORIGIN/../lib).
-echo "== link the programs"
-cp "$BUILD/conformance" "$BUILD/tests/test_cuda" "$BUILD/tests/test_dot" "$P/bin/"
-LINK="$BUILD/libemily.a $(make -s --no-print-directory BUILD="$BUILD" CUDA=1 --eval 'emily-link-flags: ; @echo $(LDFLAGS) $(LDLIBS)' emily-link-flags)"
+echo "== link the programs against lib/libemily.so"
+# (the Makefile's programs carry rpath $ORIGIN/../lib in this build)
+cp "$BUILD/conformance" "$P/bin/"
+for t in $TESTS; do cp "$BUILD/tests/$t" "$P/bin/"; done
+LINK="-L$BUILD -lemily $("${MK[@]}" --no-print-directory --eval 'emily-link-flags: ; @echo $(LDFLAGS) $(LDLIBS)' emily-link-flags)"
 RPATH="-Wl,-rpath,\$ORIGIN/../lib"
 CF="-std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror -Iinclude -Isrc -I$CUDA_HOME/include"
 gcc $CF -o "$P/bin/emily_bench" bench/gpu/emily_bench.c $LINK $RPATH
 gcc $CF -o "$P/bin/chain" bench/gpu/chain.c $LINK $RPATH
-# debug information would make the pack too large to carry (the engine is
-# linked into every program)
-strip --strip-debug "$P"/bin/*
+strip --strip-debug "$P"/lib/libemily.so "$P"/bin/*
+for bin in "$P"/bin/*; do
+    readelf -d "$bin" | grep -q 'NEEDED.*\[libemily.so\]' || { echo "prepare: $bin does not load libemily.so" >&2; exit 1; }
+done
 # the launch floor (runtime and driver alone, no engine)
 "$CUDA_HOME/bin/nvcc" -O2 -std=c++17 -gencode arch=compute_90,code=sm_90 -o "$P/bin/launch_floor" \
     bench/gpu/launch_floor.cu -L"$CUDA_HOME/lib64/stubs" -lcuda
@@ -80,8 +84,12 @@ for f in doctests sweep; do
 done
 
 echo "== check here (no GPU: CPU parts only)"
+# the programs find the packed engine through their rpath
+found=$(ldd "$P/bin/conformance" | awk '$1 == "libemily.so" {print $3}')
+[ -n "$found" ] && [ "$(realpath "$found")" = "$(realpath "$P/lib/libemily.so")" ] ||
+    { echo "prepare: bin/conformance does not find lib/libemily.so by its rpath (found '$found')" >&2; exit 1; }
 export LD_LIBRARY_PATH="$P/lib"
-"$P/bin/test_cuda" | tail -n 2
+for t in $TESTS; do "$P/bin/$t" | tail -n 1; done
 "$P/bin/conformance" --ops add,sum,as_type "$P/corpus/doctests.jsonl" | tail -n 1
 "$P/bin/chain" --device cpu --n 1000 --reps 1 >/dev/null
 "$P/bin/emily_bench" --device cpu --quick --runs 1 >/dev/null
@@ -89,6 +97,6 @@ unset LD_LIBRARY_PATH
 
 mkdir -p "$CARRY"
 rm -f "$CARRY/emily-gpu.tar.xz"
-tar -cJf "$CARRY/emily-gpu.tar.xz" -C "$stage" emily-gpu
+XZ_OPT=-T2 tar -cJf "$CARRY/emily-gpu.tar.xz" -C "$stage" emily-gpu
 echo "== packed: $(du -h "$CARRY/emily-gpu.tar.xz" | cut -f1) in $CARRY/emily-gpu.tar.xz"
-echo "   on the GPU machine: bash bench/gpu/run.sh   (device call with carry [\"$CARRY\"])"
+echo "   next: bench/gpu/pack_beam.sh; the device calls are in docs/GPU.md (Running on the GPU machine)"

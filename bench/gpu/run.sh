@@ -1,37 +1,91 @@
 #!/usr/bin/env bash
 # The GPU run, on the machine with the GPU (an H200: CUDA 13, driver 580,
-# python with torch and jax, no network), from the repository root:
+# python with torch, sentence-transformers and jax; no Erlang, no network),
+# from the repository root:
 #
-#   bash bench/gpu/run.sh [--quick]
+#   bash bench/gpu/run.sh [--quick] [STEP...]      STEP: engine beam minilm bench
 #
-# It needs bench/gpu/carry/emily-gpu.tar.xz, made here by
-# bench/gpu/prepare.sh and sent along (device call: carry
-# ["bench/gpu/carry"]). Steps, each with its log under $OUT (or
-# /tmp/emily-gpu-out):
-#   1. test_cuda and test_dot: allocator, streams, transfers, async, errors,
-#      every op compared with the CPU engine, dot on cuBLAS;
-#   2. the conformance corpus (both files) with --device cuda;
-#   3. benchmarks: Emily (bench/gpu/emily_bench.c, chain.c) against PyTorch
-#      and JAX (bench/gpu/peers.py) in the same run, then the ratio table.
-# Prints a short summary last; exits non-zero if a step failed.
+# No STEP: all four. The packs come from this machine's bench/gpu/carry
+# (made by bench/gpu/prepare.sh and bench/gpu/pack_beam.sh, sent with the
+# device calls' `carry`; docs/GPU.md lists the calls):
+#   engine  emily-gpu.tar.xz: the unit tests with CUDA cases (test_cuda*,
+#           test_dot) on the GPU, and the conformance corpus (both files)
+#           with --device cuda:0;
+#   beam    emily-beam.tar.xz too: Emily's Elixir package with `mix test`
+#           (prebuilt: nothing but the test files compiles): the :cuda
+#           tests, Nx's doctests with Emily.Backend on :cuda
+#           (EMILY_DOCTEST_DEVICE) and the corpus through the NIF on :cuda
+#           (EMILY_CORPUS_DEVICE);
+#   minilm  minilm.tar.xz.00 and .01 too: all-MiniLM-L6-v2 through Bumblebee
+#           on Emily with device :cuda (bench/models/minilm.exs), then
+#           PyTorch and sentence-transformers on the GPU on the same token
+#           ids (bench/models/minilm_torch.py): max abs difference and
+#           smallest cosine of the embeddings, and times;
+#   bench   Emily (emily_bench, chain) against PyTorch and JAX, ratio table.
+#
+# Steps may be spread over several device calls (the machine keeps /tmp
+# and the repository's ignored files while it stays warm): the state,
+# logs and the summary of every step run so far live in
+# /tmp/emily-gpu-state, and each call prints the whole summary. What comes
+# back in $OUT: summary.txt and logs.tar.gz (this call's logs). Exits
+# non-zero if a step of this call failed.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
+REPO=$PWD
 QUICK=""
-[ "${1:-}" = "--quick" ] && QUICK="--quick"
+STEPS=()
+for a in "$@"; do
+    case "$a" in
+        --quick) QUICK="--quick" ;;
+        engine|beam|minilm|bench) STEPS+=("$a") ;;
+        *) echo "run.sh: unknown argument $a (steps: engine beam minilm bench; --quick)" >&2; exit 2 ;;
+    esac
+done
+[ ${#STEPS[@]} -eq 0 ] && STEPS=(engine beam minilm bench)
 OUT=${OUT:-/tmp/emily-gpu-out}
-mkdir -p "$OUT"
+STATE=${STATE:-/tmp/emily-gpu-state}
+CARRY=bench/gpu/carry
 W=/tmp/emily-gpu
-PACK=bench/gpu/carry/emily-gpu.tar.xz
-[ -f "$PACK" ] || { echo "run.sh: $PACK missing: run bench/gpu/prepare.sh where it was built and carry bench/gpu/carry" >&2; exit 2; }
-rm -rf "$W"
-tar -xJf "$PACK" -C /tmp 2>/dev/null ||
-    python3 -c "import tarfile, sys; tarfile.open(sys.argv[1]).extractall('/tmp')" "$PACK" || exit 2
-export LD_LIBRARY_PATH="$W/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+B=/tmp/emily-beam
+mkdir -p "$OUT" "$STATE/logs"
+SUMMARY=$STATE/summary.txt
+call=$(date -u +%H:%M:%S)
+failed=0
+note() { echo "[call $call, $step] $1" | tee -a "$SUMMARY"; }
+fail() { failed=1; note "FAILED: $1"; }
 
-# CUDA libraries: the toolkit's lib64 (rpath) or, failing that, the ones
-# pip installed for torch.
-if ldd "$W/lib/libemily.so" | grep -q "not found"; then
-    extra=$(python3 - <<'PY' 2>/dev/null
+# One device call may run 600 s: every step gets at most its own limit and
+# never more than what is left of BUDGET seconds, so the summary is printed.
+BUDGET=${BUDGET:-560}
+START=$SECONDS
+limit() { # limit STEP_MAX -> seconds for the next step (>= 5)
+    local left=$((BUDGET - (SECONDS - START)))
+    local t=$1
+    [ $left -lt $t ] && t=$left
+    [ $t -lt 5 ] && t=5
+    echo $t
+}
+
+# unpack PACK: into /tmp once per pack (a pack sent again is unpacked again)
+unpack() {
+    local pack=$CARRY/$1 stamp
+    [ -f "$pack" ] || { echo "run.sh: $pack missing: make it here with bench/gpu/prepare.sh and pack_beam.sh and carry it" >&2; return 1; }
+    stamp="$1 $(stat -c '%s %Y' "$pack")"
+    [ "$(cat "$STATE/unpacked.$1" 2>/dev/null)" = "$stamp" ] && return 0
+    echo "unpacking $pack"
+    rm -rf "/tmp/${1%.tar.xz}"
+    tar -xJf "$pack" -C /tmp || return 1
+    echo "$stamp" > "$STATE/unpacked.$1"
+}
+
+engine_env() {
+    unpack emily-gpu.tar.xz || return 1
+    export LD_LIBRARY_PATH="$W/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    # CUDA libraries: the toolkit's lib64 (rpath) or, failing that, the
+    # ones pip installed for torch.
+    if ldd "$W/lib/libemily.so" | grep -q "not found"; then
+        local extra
+        extra=$(python3 - <<'PY' 2>/dev/null
 import importlib, os
 dirs = []
 for m in ("nvidia.cublas", "nvidia.cuda_runtime", "nvidia.cudnn", "nvidia.cu13", "nvidia.cu12"):
@@ -46,71 +100,173 @@ for m in ("nvidia.cublas", "nvidia.cuda_runtime", "nvidia.cudnn", "nvidia.cu13",
 print(":".join(dirs))
 PY
 )
-    [ -n "$extra" ] && export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$extra"
-fi
-if ldd "$W/lib/libemily.so" "$W"/bin/* | grep "not found"; then
-    echo "run.sh: libraries missing (above); nothing can run" >&2
-    exit 2
-fi
-
-summary=()
-failed=0
-note() { summary+=("$1"); }
-# One device call may run 600 s: every step gets at most its own limit and
-# never more than what is left of BUDGET seconds, so the summary is printed.
-BUDGET=${BUDGET:-540}
-START=$SECONDS
-limit() { # limit STEP_MAX -> seconds for the next step (>= 5)
-    local left=$((BUDGET - (SECONDS - START)))
-    local t=$1
-    [ $left -lt $t ] && t=$left
-    [ $t -lt 5 ] && t=5
-    echo $t
+        [ -n "$extra" ] && export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$extra"
+    fi
+    if ldd "$W/lib/libemily.so" "$W"/bin/* | grep "not found"; then
+        echo "run.sh: libraries missing (above); nothing can run" >&2
+        return 1
+    fi
 }
 
-echo "== machine"
-nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv 2>&1 | tee "$OUT/report.txt"
-nproc | sed 's/^/cpus: /' | tee -a "$OUT/report.txt"
+step_engine() {
+    local L=$STATE/logs/engine t rc total
+    mkdir -p "$L"
+    echo "== machine"
+    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv 2>&1 | tee "$L/machine.txt"
+    nproc | sed 's/^/cpus: /' | tee -a "$L/machine.txt"
 
-echo "== 1. unit tests on the GPU"
-for t in test_cuda test_dot $(cd "$W/bin" && ls test_cuda_* 2>/dev/null); do
-    timeout $(limit 150) "$W/bin/$t" > "$OUT/$t.log" 2>&1
+    echo "== unit tests on the GPU"
+    for t in "$W"/bin/test_*; do
+        t=$(basename "$t")
+        timeout "$(limit 150)" "$W/bin/$t" > "$L/$t.log" 2>&1
+        rc=$?
+        tail -n 15 "$L/$t.log"
+        note "$t: rc=$rc, $(grep -E 'tests, [0-9]+ failed' "$L/$t.log" | tr '\n' ' ')"
+        [ $rc -eq 0 ] || fail "$t (rc=$rc, log engine/$t.log)"
+        if grep -q SKIPPED "$L/$t.log"; then fail "$t saw no CUDA device: its GPU cases did not run"; fi
+    done
+
+    echo "== conformance corpus on cuda:0"
+    : > "$L/conformance.log"
+    for f in doctests sweep; do
+        echo "### $f" >> "$L/conformance.log"
+        timeout "$(limit 150)" "$W/bin/conformance" --device cuda:0 "$W/corpus/$f.jsonl" >> "$L/conformance.log" 2>&1
+        rc=$?
+        total=$(grep '^device cuda' "$L/conformance.log" | tail -n 1)
+        [ $rc -eq 2 ] && total="$(tail -n 1 "$L/conformance.log")"
+        note "conformance $f: rc=$rc, $total"
+    done
+    # ops with failures, both files (full per-op tables in conformance.log)
+    awk '/^### /{file=$2} NF>=4 && $2 ~ /^[0-9]+$/ && $3 ~ /^[0-9]+$/ && $4 ~ /^[0-9]+$/ && $3 > 0 {print file": "$0}' \
+        "$L/conformance.log" | head -n 60
+    grep -E '^FAIL' "$L/conformance.log" | head -n 20
+}
+
+beam_env() {
+    unpack emily-beam.tar.xz || return 1
+    export PATH="$B/erlang/bin:$B/elixir/bin:$PATH" LD_LIBRARY_PATH="$B/lib:$LD_LIBRARY_PATH"
+    export MIX_ENV=test MIX_HOME=$STATE/mix HEX_OFFLINE=1 LANG=C.UTF-8 EMILY_PREBUILT=1
+    export EMILY_NX_PATH=$B/repo/deps/nx-0.13.1/nx EMILY_CORPUS=$REPO/tests/corpus
+}
+
+# mix_test NAME VARS... -- ARGS: one `mix test` in the packed beam/, its
+# ExUnit totals in the summary; failures that are ops the CUDA engine lacks
+# ("not implemented/available on ... cuda") counted by op
+mix_test() {
+    local name=$1 rc log=$STATE/logs/beam/$1.log vars=()
+    shift
+    while [ "$1" != "--" ]; do vars+=("$1"); shift; done
+    shift
+    (cd "$B/repo/beam" && env "${vars[@]}" timeout "$(limit 300)" mix test "$@") > "$log" 2>&1
     rc=$?
-    tail -n 25 "$OUT/$t.log"
-    note "$t: rc=$rc, $(grep -E 'tests, [0-9]+ failed' "$OUT/$t.log" | tr '\n' ' ')"
-    [ $rc -eq 0 ] || failed=1
-    if grep -q SKIPPED "$OUT/$t.log"; then failed=1; note "$t saw no CUDA device: its GPU cases did not run"; fi
+    tail -n 6 "$log"
+    note "mix test $name: rc=$rc, $(grep -E '^[0-9]+ (doctests?|tests?|propert)' "$log" | tail -n 1)"
+    local lacking
+    lacking=$(grep -oE '\*\* \([A-Za-z.]+\) [a-z_0-9]+: not (implemented|available) on (the )?(device )?cuda' "$log" |
+        awk '{sub(/:$/, "", $3); print $3}' | sort | uniq -c | sort -rn | awk '{printf "%s%s x%s", sep, $2, $1; sep=", "}')
+    [ -n "$lacking" ] && note "  failures from ops the CUDA engine lacks: $lacking"
+    # the corpus runs: each file's totals and the ops with failed cases
+    grep -E '^[a-z_]+\.jsonl: [0-9]+ passed' "$log" | while read -r line; do note "  $line"; done
+    local ops
+    ops=$(awk '/^conformance through Emily.Native: /{file=$4} file && NF == 4 && $2 ~ /^[0-9]+$/ && $3 ~ /^[0-9]+$/ && $3 > 0 \
+        {printf "%s%s %s(%s)", sep, file, $1, $3; sep=", "}' "$log")
+    [ -n "$ops" ] && note "  corpus ops with failed cases: $ops"
+    return $rc
+}
+
+step_beam() {
+    mkdir -p "$STATE/logs/beam"
+    beam_env || return 1
+    echo "== Emily's Elixir package: $(erl -noshell -eval 'io:format("OTP ~s", [erlang:system_info(otp_release)]), halt().'), Elixir $(elixir --short-version 2>/dev/null)"
+    mix_test cuda -- --only cuda || fail "the :cuda tests (log beam/cuda.log)"
+    # Nx's doctests and the corpus on the GPU: ops without CUDA kernels fail
+    # there (counted above), so their failures are reported, not fatal
+    mix_test nx_doctests_cuda EMILY_DOCTEST_DEVICE=cuda -- test/nx/nx_doctest_test.exs
+    mix_test corpus_cuda EMILY_CORPUS_DEVICE=cuda -- test/emily/conformance_doctests_test.exs \
+        test/emily/conformance_sweep_test.exs
+}
+
+step_minilm() {
+    local L=$STATE/logs/minilm M=$STATE/minilm paths=() d
+    rm -rf "$L"; mkdir -p "$L"
+    beam_env || return 1
+    if [ ! -f "$M/all-MiniLM-L6-v2/model.safetensors" ]; then
+        local parts=("$CARRY"/minilm.tar.xz.*)
+        if [ ${#parts[@]} -lt 2 ] || [ ! -f "$CARRY/minilm.sha256" ]; then
+            fail "MiniLM: ${parts[*]} and minilm.sha256 here: both parts must be on this machine (the first comes with the first call)"
+            return 1
+        fi
+        rm -rf "$M"
+        python3 bench/gpu/minilm_files.py unpack "$M" "$CARRY/minilm.sha256" "${parts[@]}" ||
+            { fail "MiniLM: the parts did not unpack (above)"; return 1; }
+    fi
+    # Bumblebee on Emily without Mix: the compiled ebin folders on the path
+    for d in "$B"/repo/beam/_build/nx-*/test/lib/*/ebin "$B"/models/*/ebin; do paths+=(-pa "$d"); done
+    local shapes=${MINILM_SHAPES:-8x128,32x128} runs=${MINILM_RUNS:-10}
+    [ -n "$QUICK" ] && { shapes=8x128; runs=3; }
+    # (MINILM_DEVICE=cpu tries this step on a machine without a GPU)
+    local dev=${MINILM_DEVICE:-cuda}
+    echo "== MiniLM on Emily ($dev): $shapes, $runs runs"
+    MINILM_DEVICE=$dev MINILM_SHAPES=$shapes MINILM_RUNS=$runs EMILY_MODELS_DATA=$M EMILY_MODELS_OUT=$L \
+        timeout "$(limit 240)" elixir "${paths[@]}" bench/models/minilm.exs > "$L/emily.log" 2>&1
+    local rc=$?
+    cat "$L/emily.log"
+    [ $rc -eq 0 ] || fail "minilm.exs rc=$rc (log minilm/emily.log)"
+    grep -q '"how":"error"' "$L/results.jsonl" 2>/dev/null && fail "an Emily lane raised (minilm/results.jsonl)"
+    echo "== MiniLM on PyTorch and sentence-transformers ($dev), compared"
+    PYTHONUNBUFFERED=1 timeout "$(limit 180)" python3 bench/models/minilm_torch.py --device "$dev" \
+        --shapes "$shapes" --runs "$runs" --data "$M" --out "$L" > "$L/torch.log" 2>&1 ||
+        fail "minilm_torch.py (log minilm/torch.log)"
+    cat "$L/torch.log"
+    [ -f "$L/results.jsonl" ] || return 1
+    python3 bench/models/report.py "$L" | tee "$L/table.md"
+    python3 - "$L/results.jsonl" <<'PY' | while read -r line; do note "$line"; done
+import json, sys
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    if "agree" in r:
+        who = "torch" if r["agree"] == "torch" else f"Emily {r['agree']}"
+        print(f"MiniLM {r['shape']}: {who} vs {r.get('agree_with', 'torch')}: "
+              f"max abs diff {r['max_abs_diff']:.2e}, min cosine {r['min_cosine']:.8f} "
+              f"(1 - cosine {1 - r['min_cosine']:.1e})")
+    elif r.get("how") == "error":
+        print(f"MiniLM {r['shape']}: {r['lane']} raised: {r['detail'][:200]}")
+    elif "median_ms" in r:
+        print(f"MiniLM {r['shape']}: {r['lane']} median {r['median_ms']} ms ({r['how']})")
+PY
+}
+
+step_bench() {
+    local L=$STATE/logs/bench
+    rm -rf "$L"; mkdir -p "$L"
+    echo "== benchmarks"
+    : > "$L/emily.jsonl"
+    timeout "$(limit 60)" "$W/bin/chain" --device cuda:0 >> "$L/emily.jsonl" 2>> "$L/report.txt" || fail "chain (bench/report.txt)"
+    timeout "$(limit 30)" "$W/bin/launch_floor" | tee "$L/launch_floor.jsonl" || note "launch_floor failed"
+    # BENCH_ONLY=sort,conv2d,...: only the cases whose names start so (both sides)
+    local only=${BENCH_ONLY:+--only $BENCH_ONLY}
+    timeout "$(limit 300)" "$W/bin/emily_bench" --device cuda:0 $QUICK $only >> "$L/emily.jsonl" 2>> "$L/report.txt" \
+        || fail "emily_bench failed or a result was WRONG (bench/report.txt)"
+    cat "$L/emily.jsonl"
+    PYTHONUNBUFFERED=1 timeout "$(limit 200)" python3 bench/gpu/peers.py torch $QUICK $only > "$L/torch.jsonl" 2>> "$L/report.txt" \
+        || note "torch peer failed (bench/report.txt)"
+    XLA_PYTHON_CLIENT_PREALLOCATE=false PYTHONUNBUFFERED=1 timeout "$(limit 150)" python3 bench/gpu/peers.py jax $QUICK $only \
+        > "$L/jax.jsonl" 2>> "$L/report.txt" || note "jax peer failed (bench/report.txt)"
+    python3 bench/gpu/peers.py report "$L/emily.jsonl" "$L/torch.jsonl" "$L/jax.jsonl" | tee -a "$L/report.txt"
+    note "benchmark table: bench/report.txt"
+}
+
+step=setup
+engine_env || { fail "the engine pack could not be used"; STEPS=(); }
+for step in "${STEPS[@]}"; do
+    echo
+    echo "######## $step"
+    "step_$step" || failed=1
 done
 
-echo "== 2. conformance corpus on cuda:0"
-: > "$OUT/conformance.log"
-for f in doctests sweep; do
-    echo "### $f" >> "$OUT/conformance.log"
-    timeout $(limit 150) "$W/bin/conformance" --device cuda:0 "$W/corpus/$f.jsonl" >> "$OUT/conformance.log" 2>&1
-    rc=$?
-    total=$(grep '^device cuda' "$OUT/conformance.log" | tail -n 1)
-    [ $rc -eq 2 ] && total="$(tail -n 1 "$OUT/conformance.log")"
-    note "conformance $f: rc=$rc, $total"
-done
-# ops with failures, both files (full per-op tables in conformance.log)
-awk '/^### /{file=$2} NF>=4 && $2 ~ /^[0-9]+$/ && $3 ~ /^[0-9]+$/ && $4 ~ /^[0-9]+$/ && $3 > 0 {print file": "$0}' "$OUT/conformance.log" | head -n 60
-grep -E '^FAIL' "$OUT/conformance.log" | head -n 20
-
-echo "== 3. benchmarks"
-: > "$OUT/emily.jsonl"
-timeout $(limit 60) "$W/bin/chain" --device cuda:0 >> "$OUT/emily.jsonl" 2>> "$OUT/report.txt" || { failed=1; note "chain failed"; }
-timeout $(limit 30) "$W/bin/launch_floor" | tee "$OUT/launch_floor.jsonl" || note "launch_floor failed"
-# BENCH_ONLY=sort,conv2d,...: only the cases whose names start so (both sides)
-ONLY=${BENCH_ONLY:+--only $BENCH_ONLY}
-timeout $(limit 300) "$W/bin/emily_bench" --device cuda:0 $QUICK $ONLY >> "$OUT/emily.jsonl" 2>> "$OUT/report.txt" \
-    || { failed=1; note "emily_bench failed or a result was WRONG (see report.txt)"; }
-cat "$OUT/emily.jsonl"
-PYTHONUNBUFFERED=1 timeout $(limit 200) python3 bench/gpu/peers.py torch $QUICK $ONLY > "$OUT/torch.jsonl" 2>> "$OUT/report.txt" \
-    || note "torch peer failed (see report.txt)"
-XLA_PYTHON_CLIENT_PREALLOCATE=false PYTHONUNBUFFERED=1 timeout $(limit 150) python3 bench/gpu/peers.py jax $QUICK $ONLY \
-    > "$OUT/jax.jsonl" 2>> "$OUT/report.txt" || note "jax peer failed (see report.txt)"
-python3 bench/gpu/peers.py report "$OUT/emily.jsonl" "$OUT/torch.jsonl" "$OUT/jax.jsonl" | tee -a "$OUT/report.txt"
-
-echo "== summary"
-for s in "${summary[@]}"; do echo "$s"; done | tee -a "$OUT/report.txt"
+step=end
+echo
+echo "== summary (every step run on this machine so far; this call: ${STEPS[*]:-none})"
+cat "$SUMMARY" | tee "$OUT/summary.txt"
+tar -czf "$OUT/logs.tar.gz" -C "$STATE" logs 2>/dev/null
 exit $failed

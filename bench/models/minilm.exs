@@ -13,15 +13,25 @@
 #   cd /work/deps/models_app && mix run /work/main/bench/models/minilm.exs
 #
 # Env: MINILM_SHAPES ("8x128,32x128"), MINILM_RUNS (10), MINILM_LANES
-# ("compiler,eager"), EMILY_MODELS_OUT (results dir), EMILY_MODELS_DATA.
+# ("compiler,eager"), MINILM_DEVICE (Emily's device: cpu, cuda, cuda:N;
+# default cpu), EMILY_MODELS_OUT (results dir), EMILY_MODELS_DATA.
 # Writes OUT/minilm_ids_BxS.bin (u32) and OUT/minilm_<lane>_BxS.bin (f32
 # embeddings) for minilm_torch.py, and one JSON line per lane to
 # OUT/results.jsonl.
 Code.require_file("common.exs", __DIR__)
 alias EmilyModels.Bench
 
-Nx.global_default_backend({Emily.Backend, device: :cpu})
-Nx.default_backend({Emily.Backend, device: :cpu})
+# Outside Mix (bench/gpu/run.sh runs this file with `elixir -pa ...`) no
+# application is started: Emily's and Nx's are, and Bumblebee's is only
+# loaded (starting it would start its HTTP client, :inets, which the
+# packed runtime lacks; the model loads from a local folder)
+{:ok, _} = Application.ensure_all_started(:emily)
+Application.load(:bumblebee)
+
+device = System.get_env("MINILM_DEVICE", "cpu")
+backend = {Emily.Backend, device: device}
+Nx.global_default_backend(backend)
+Nx.default_backend(backend)
 
 dir = Path.join(Bench.data_dir(), "all-MiniLM-L6-v2")
 runs = Bench.env_int("MINILM_RUNS", 10)
@@ -34,9 +44,9 @@ shapes =
 lanes = System.get_env("MINILM_LANES", "compiler,eager") |> String.split(",", trim: true)
 
 {load_ms, {:ok, %{model: model, params: params, spec: spec}}} =
-  Bench.wall_ms(fn -> Bumblebee.load_model({:local, dir}, architecture: :base) end)
+  Bench.wall_ms(fn -> Bumblebee.load_model({:local, dir}, architecture: :base, backend: backend) end)
 
-IO.puts("MiniLM: #{inspect(spec.__struct__)}, loaded in #{round(load_ms)} ms from #{dir}")
+IO.puts("MiniLM: #{inspect(spec.__struct__)} on #{device}, loaded in #{round(load_ms)} ms from #{dir}")
 
 {_init, encoder} = Axon.build(model)
 
@@ -97,6 +107,7 @@ for {batch, seq} <- shapes do
         model: "all-MiniLM-L6-v2",
         shape: tag,
         lane: lane,
+        device: device,
         median_ms: Float.round(Bench.median(times), 2),
         min_ms: Float.round(Enum.min(times), 2),
         first_ms: Float.round(first_ms, 1),

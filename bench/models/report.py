@@ -62,7 +62,7 @@ def main():
         if "lane" in r:
             lanes[(r["model"], r["shape"], r["lane"])] = r  # the last run of a lane wins
         elif "agree" in r:
-            agree[(r["model"], r["shape"], r["agree"])] = r
+            agree[(r["model"], r["shape"], r["agree"], r.get("agree_with", "torch"))] = r
 
     head = ["model", "shape", "measure", "Emily.Compiler", "Emily eager", "PyTorch",
             "Compiler/PyTorch", "eager/PyTorch", "agreement"]
@@ -74,10 +74,9 @@ def main():
         g = lambda lane: lanes.get(("all-MiniLM-L6-v2", shape, lane))
         c, e, t = g("compiler"), g("eager"), g("torch")
         notes = []
-        for lane in ("compiler", "eager"):
-            a = agree.get(("all-MiniLM-L6-v2", shape, lane))
-            if a:
-                notes.append(f"{lane} vs torch: max abs diff {a['max_abs_diff']:.1e}, cos >= {a['min_cosine']:.7f}")
+        for (model, s, lane, peer), a in sorted(agree.items()):
+            if model == "all-MiniLM-L6-v2" and s == shape and lane != "torch":
+                notes.append(f"{lane} vs {peer}: max abs diff {a['max_abs_diff']:.1e}, cos >= {a['min_cosine']:.7f}")
         d = minilm_pair_diff(out, shape)
         if d is not None:
             notes.append(f"compiler vs eager: max abs diff {d:.1e}")
@@ -90,7 +89,7 @@ def main():
         c, e, t = g("compiler"), g("eager"), g("torch")
         notes = []
         for lane in ("compiler", "eager", "generate_eager", "generate_compiler"):
-            a = agree.get(("SmolLM2-135M", shape, lane))
+            a = agree.get(("SmolLM2-135M", shape, lane, "torch"))
             if a:
                 notes.append(f"{lane}: {'identical ids' if a['identical_ids'] else 'ids differ'}"
                              f" ({a['matching']}/{a['of']})")

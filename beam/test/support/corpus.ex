@@ -51,8 +51,11 @@ defmodule Emily.Test.Corpus do
   end
 
   @doc "The device the cases run on: EMILY_CORPUS_DEVICE (cpu, cuda, cuda:N), default the CPU."
-  def device do
-    case System.get_env("EMILY_CORPUS_DEVICE") do
+  def device, do: env_device("EMILY_CORPUS_DEVICE")
+
+  @doc "The device an environment variable names (cpu, cuda, cuda:N), default the CPU."
+  def env_device(variable) do
+    case System.get_env(variable) do
       nil -> :cpu
       name -> Emily.normalize_device(name)
     end
