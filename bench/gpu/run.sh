@@ -34,7 +34,7 @@ if ldd "$W/lib/libemily.so" | grep -q "not found"; then
     extra=$(python3 - <<'PY' 2>/dev/null
 import importlib, os
 dirs = []
-for m in ("nvidia.cublas", "nvidia.cuda_runtime", "nvidia.cu13", "nvidia.cu12"):
+for m in ("nvidia.cublas", "nvidia.cusolver", "nvidia.cusparse", "nvidia.nvjitlink", "nvidia.cuda_runtime", "nvidia.cu13", "nvidia.cu12"):
     try:
         p = importlib.import_module(m)
         for base in list(getattr(p, "__path__", [])):

@@ -39,6 +39,7 @@ static const emily_engine cuda_engine = {
 #endif
     .index = &emi_cuda_index_kernels,
     .sort = &emi_cuda_sort_kernels,
+    .linalg = &emi_cuda_linalg_kernels,
     /* the kernels it has run every op and dtype they are handed; the
      * families it lacks (NULL) are "not available on the cuda device" */
     .supports = emi_engine_has_kernel,

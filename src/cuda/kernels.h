@@ -32,6 +32,7 @@ emily_status emi_cuda_all_close(emily_tensor *dst, const emily_tensor *a,
 extern const struct emily_dot_kernels emi_cuda_dot_kernels;
 extern const struct emily_index_kernels emi_cuda_index_kernels;
 extern const struct emily_sort_kernels emi_cuda_sort_kernels;
+extern const struct emily_linalg_kernels emi_cuda_linalg_kernels;
 
 #ifdef __cplusplus
 }
