@@ -241,6 +241,15 @@ struct Handles {
     emily_status get_solver(const emily_cuda_ctx &ctx) { return emi_cuda_cusolver(&ctx, &solver, &params); }
 };
 
+// A cuSOLVER parameter object (gesvdjInfo_t, syevjInfo_t), destroyed on
+// return.
+template <typename P, cusolverStatus_t (*Destroy)(P)> struct Owned {
+    P p = nullptr;
+    ~Owned() {
+        if (p) Destroy(p);
+    }
+};
+
 // Host workspace of the 64-bit API (usually none), freed on return.
 struct HostWork {
     void *p = nullptr;

@@ -19,13 +19,6 @@ using namespace emily_cuda::la;
 
 namespace {
 
-struct SyevjParams {
-    syevjInfo_t p = nullptr;
-    ~SyevjParams() {
-        if (p) cusolverDnDestroySyevjInfo(p);
-    }
-};
-
 // Per (matrix, value i): its place in decreasing magnitude, ties in index
 // order (a stable sort of LAPACK's ascending values, as the CPU's);
 // ord[place] = i and w[place] = value i.
@@ -120,7 +113,7 @@ emily_status eigh_typed(const emily_cuda_ctx &ctx, emily_tensor *w, emily_tensor
                                               Lib<T>::type, work, dev_bytes, hw.p, host_bytes, info + b));
     };
     if (batched) {
-        SyevjParams sp;
+        Owned<syevjInfo_t, cusolverDnDestroySyevjInfo> sp;
         int lwork = 0;
         T *jwork;
         if ((s = check_int(ctx.op, batch, "batch size")) ||

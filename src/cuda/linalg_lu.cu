@@ -227,6 +227,19 @@ emily_status getrf_all(const emily_cuda_ctx &ctx, Pool &pool, Handles &h, T *w, 
     return EMILY_OK;
 }
 
+// getrf_all on a copy of a's memory (A^T, column-major): solve and
+// determinant factor the transposed matrix, which needs no transpose.
+template <typename T>
+emily_status factor_transposed(const emily_cuda_ctx &ctx, Pool &pool, Handles &h, const T *ad, int64_t batch,
+                               int64_t n, T **w, Factored<T> &f) {
+    emily_status s;
+    if ((s = check_int(ctx.op, n, "matrix size")) || (s = pool.get(batch * n * n, w))) return s;
+    cudaError_t err = cudaMemcpyAsync(*w, ad, (size_t)(batch * n * n) * sizeof(T), cudaMemcpyDeviceToDevice,
+                                      ctx.stream);
+    if (err) return emi_cuda_error(ctx.op, err);
+    return getrf_all(ctx, pool, h, *w, batch, n, f);
+}
+
 // The row permutation of matrix b from its pivots: perm[i] is the input row
 // at row i of l . u; p[perm[i]][i] = 1 (p zeroed before).
 template <typename T, typename I>
@@ -353,17 +366,12 @@ emily_status det_typed(const emily_cuda_ctx &ctx, emily_tensor *det, const emily
                                                                                                       batch);
             return emi_cuda_launched(&ctx);
         });
-    emily_status s;
-    if ((s = check_int(ctx.op, n, "matrix size"))) return s;
     Pool pool(ctx);
     Handles h;
     T *w;
     Factored<T> f;
-    if ((s = pool.get(batch * n * n, &w))) return s;
-    cudaError_t err = cudaMemcpyAsync(w, ad, (size_t)(batch * n * n) * sizeof(T), cudaMemcpyDeviceToDevice,
-                                      ctx.stream);
-    if (err) return emi_cuda_error(ctx.op, err);
-    if ((s = getrf_all(ctx, pool, h, w, batch, n, f))) return s;
+    emily_status s = factor_transposed(ctx, pool, h, ad, batch, n, &w, f);
+    if (s) return s;
     if (batch > INT32_MAX) return emily_error(EMILY_ERR_SHAPE, "cuda: determinant: too many matrices");
     if (f.batched)
         det_kernel<T, int><<<(unsigned)batch, LARGEST_THREADS, 0, ctx.stream>>>(w, f.piv32, dd, n);
@@ -393,15 +401,12 @@ emily_status solve_typed(const emily_cuda_ctx &ctx, emily_tensor *x, const emily
         });
         return s ? s : singular_error(ctx, bad, n);
     }
-    if ((s = check_int(ctx.op, n, "matrix size")) || (s = check_int(ctx.op, m, "right-hand side count")))
-        return s;
     Handles h;
     T *w, *bc = xd;
     Factored<T> f;
-    if ((s = pool.get(batch * n * n, &w))) return s;
-    err = cudaMemcpyAsync(w, ad, (size_t)(batch * n * n) * sizeof(T), cudaMemcpyDeviceToDevice, ctx.stream);
-    if (err) return emi_cuda_error(ctx.op, err);
-    if ((s = getrf_all(ctx, pool, h, w, batch, n, f))) return s;
+    if ((s = check_int(ctx.op, m, "right-hand side count")) ||
+        (s = factor_transposed(ctx, pool, h, ad, batch, n, &w, f)))
+        return s;
     // b column-major (n x m per matrix): a single column is that already
     if (m > 1) {
         if ((s = pool.get(batch * n * m, &bc)) ||

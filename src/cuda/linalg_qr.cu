@@ -1,7 +1,7 @@
 // qr on CUDA (native kernel of core/kernels.h): cuSOLVER's geqrf and
 // orgqr/ungqr in the input's own precision, with the factors put in the
-// CPU LAPACK path's conventions (src/cpu/linalg/lapack.c, whose
-// nx_diagonal_signs and unit_diagonal this follows step for step):
+// CPU LAPACK path's conventions (src/cpu/linalg/lapack.c; the real signs
+// are core/qr_signs.h, shared with it):
 //   real:    the signs Nx's Householder QR gives R's diagonal (reflected
 //            entries positive; the last row of a square or wide matrix
 //            signed so that det(Q) is what Nx's reflections make it);
@@ -16,6 +16,7 @@
 // matrices pay for a solver call each: cuSOLVER has no batched geqrf/orgqr
 // pair.)
 #include "cuda/linalg.cuh"
+#include "core/qr_signs.h"
 
 using namespace emily_cuda;
 using namespace emily_cuda::la;
@@ -35,19 +36,9 @@ __global__ void qr_signs(const T *w, const T *tau, T *f, int64_t batch, int64_t 
     if constexpr (is_cx<T>()) {
         for (int64_t i = 0; i < k; i++) fb[i] = unit_towards_real(wb[i * m + i]);
     } else {
-        int64_t lapack_refl = 0, nx_refl = 0;
-        int flips = 1;
-        for (int64_t i = 0; i < k; i++) {
-            bool reflected = tb[i] != 0;
-            lapack_refl += reflected;
-            bool nx_reflects = reflected && i < m - 1;
-            nx_refl += nx_reflects;
-            int flip = 1;
-            if (nx_reflects) flip = wb[i * m + i] < 0 ? -1 : 1;
-            else if (i == m - 1 && m <= n) flip = ((lapack_refl + nx_refl) % 2 ? -1 : 1) * flips;
-            flips *= flip;
-            fb[i] = (T)flip;
-        }
+        emi_qr_signs st = emi_qr_signs_start();
+        for (int64_t i = 0; i < k; i++)
+            fb[i] = (T)emi_qr_sign_step(&st, i, m, n, tb[i] != 0, wb[i * m + i] < 0);
     }
 }
 

@@ -22,13 +22,6 @@ using namespace emily_cuda::la;
 
 namespace {
 
-struct GesvdjParams {
-    gesvdjInfo_t p = nullptr;
-    ~GesvdjParams() {
-        if (p) cusolverDnDestroyGesvdjInfo(p);
-    }
-};
-
 template <typename T> struct Gesvdj;
 #define EMI_LA_GESVDJ(T, P)                                                                                 \
     template <> struct Gesvdj<T> {                                                                          \
@@ -174,7 +167,7 @@ emily_status svd_typed(const emily_cuda_ctx &ctx, emily_tensor *u, emily_tensor 
         int64_t nsign = ucols > vrows ? ucols : vrows;
         Pool pool(ctx);
         Handles h;
-        GesvdjParams gp;
+        Owned<gesvdjInfo_t, cusolverDnDestroyGesvdjInfo> gp;
         T *w, *uc, *vc, *sign;
         int *flag, *info;
         unsigned long long *first;
