@@ -8,8 +8,9 @@
 # bench/gpu/prepare.sh and sent along (device call: carry
 # ["bench/gpu/carry"]). Steps, each with its log under $OUT (or
 # /tmp/emily-gpu-out):
-#   1. test_cuda and test_dot: allocator, streams, transfers, async, errors,
-#      every op compared with the CPU engine, dot on cuBLAS;
+#   1. test_cuda, test_dot and test_cuda_linalg: allocator, streams,
+#      transfers, async, errors, every op compared with the CPU engine, dot
+#      on cuBLAS, linear algebra on cuSOLVER;
 #   2. the conformance corpus (both files) with --device cuda;
 #   3. benchmarks: Emily (bench/gpu/emily_bench.c, chain.c) against PyTorch
 #      and JAX (bench/gpu/peers.py) in the same run, then the ratio table.
@@ -73,7 +74,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm 
 nproc | sed 's/^/cpus: /' | tee -a "$OUT/report.txt"
 
 echo "== 1. unit tests on the GPU"
-for t in test_cuda test_dot; do
+for t in test_cuda test_dot test_cuda_linalg; do
     timeout $(limit 150) "$W/bin/$t" > "$OUT/$t.log" 2>&1
     rc=$?
     tail -n 25 "$OUT/$t.log"
