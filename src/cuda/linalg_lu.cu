@@ -85,40 +85,43 @@ __device__ int small_lu(const T *src, T (&a)[N][N], int (&perm)[N], bool *odd) {
     return zero;
 }
 
+// small_lu's results for one matrix, as the kernels below use them.
+template <typename T, int N> struct SmallLu {
+    T f[N][N];
+    int perm[N];
+    bool odd;
+    int zero;
+    __device__ explicit SmallLu(const T *src) { zero = small_lu<T, N>(src, f, perm, &odd); }
+};
+
 template <typename T, int N>
 __global__ void small_lu_kernel(const T *a, T *p, T *l, T *u, int64_t batch) {
     int64_t b = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
     if (b >= batch) return;
-    T f[N][N];
-    int perm[N];
-    bool odd;
-    small_lu<T, N>(a + b * N * N, f, perm, &odd);
+    SmallLu<T, N> lu(a + b * N * N);
     int64_t o = b * N * N;
 #pragma unroll
     for (int i = 0; i < N; i++) {
 #pragma unroll
         for (int j = 0; j < N; j++) {
-            l[o + i * N + j] = i > j ? f[i][j] : mk<T>(i == j ? 1 : 0);
-            u[o + i * N + j] = i <= j ? f[i][j] : mk<T>(0);
+            l[o + i * N + j] = i > j ? lu.f[i][j] : mk<T>(i == j ? 1 : 0);
+            u[o + i * N + j] = i <= j ? lu.f[i][j] : mk<T>(0);
             p[o + i * N + j] = mk<T>(0);
         }
     }
-    // a = p . l . u: row i of l . u is input row perm[i]
+    // a = p . l . u: row i of l . u is input row lu.perm[i]
 #pragma unroll
-    for (int i = 0; i < N; i++) p[o + perm[i] * N + i] = mk<T>(1);
+    for (int i = 0; i < N; i++) p[o + lu.perm[i] * N + i] = mk<T>(1);
 }
 
 template <typename T, int N> __global__ void small_det_kernel(const T *a, T *det, int64_t batch) {
     int64_t b = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
     if (b >= batch) return;
-    T f[N][N];
-    int perm[N];
-    bool odd;
-    int zero = small_lu<T, N>(a + b * N * N, f, perm, &odd);
-    T d = mk<T>(odd ? -1 : 1);
+    SmallLu<T, N> lu(a + b * N * N);
+    T d = mk<T>(lu.odd ? -1 : 1);
 #pragma unroll
-    for (int i = 0; i < N; i++) d = mul(d, f[i][i]);
-    det[b] = zero >= 0 ? mk<T>(0) : d;
+    for (int i = 0; i < N; i++) d = mul(d, lu.f[i][i]);
+    det[b] = lu.zero >= 0 ? mk<T>(0) : d;
 }
 
 // Solves every right-hand side (the m columns of b, row-major n x m) of
@@ -128,12 +131,9 @@ __global__ void small_solve_kernel(const T *a, const T *bm, T *x, int64_t batch,
                                    unsigned long long *bad) {
     int64_t b = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
     if (b >= batch) return;
-    T f[N][N];
-    int perm[N];
-    bool odd;
-    int zero = small_lu<T, N>(a + b * N * N, f, perm, &odd);
-    if (zero >= 0) {
-        atomicMin(bad, (unsigned long long)(b * N + zero));
+    SmallLu<T, N> lu(a + b * N * N);
+    if (lu.zero >= 0) {
+        atomicMin(bad, (unsigned long long)(b * N + lu.zero));
         return;
     }
     const T *bb = bm + b * N * m;
@@ -142,17 +142,17 @@ __global__ void small_solve_kernel(const T *a, const T *bm, T *x, int64_t batch,
         T y[N];
 #pragma unroll
         for (int i = 0; i < N; i++) {
-            T v = bb[perm[i] * m + c];
+            T v = bb[lu.perm[i] * m + c];
 #pragma unroll
-            for (int j = 0; j < i; j++) v = sub(v, mul(f[i][j], y[j]));
+            for (int j = 0; j < i; j++) v = sub(v, mul(lu.f[i][j], y[j]));
             y[i] = v;
         }
 #pragma unroll
         for (int i = N - 1; i >= 0; i--) {
             T v = y[i];
 #pragma unroll
-            for (int j = i + 1; j < N; j++) v = sub(v, mul(f[i][j], y[j]));
-            y[i] = div(v, f[i][i]);
+            for (int j = i + 1; j < N; j++) v = sub(v, mul(lu.f[i][j], y[j]));
+            y[i] = div(v, lu.f[i][i]);
         }
 #pragma unroll
         for (int i = 0; i < N; i++) xb[i * m + c] = y[i];

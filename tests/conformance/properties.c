@@ -70,12 +70,7 @@ static double orth_rows(const zd *x, int64_t rows, int64_t cols) {
     double worst = 0;
     for (int64_t i = 0; i < rows; i++)
         for (int64_t j = 0; j < rows; j++) {
-            zd s = {0, 0};
-            for (int64_t c = 0; c < cols; c++) {
-                zd p = zmul(x[i * cols + c], zconj(x[j * cols + c]));
-                s.re += p.re;
-                s.im += p.im;
-            }
+            zd s = pm_row_row_conj(x, cols, i, j, cols);
             if (i == j) s.re -= 1;
             if (zabs(s) > worst) worst = zabs(s);
         }
@@ -127,12 +122,7 @@ static void check_qr(pm_check *c, const emily_tensor *at, const emily_value *opt
         double worst = 0;
         for (int64_t i = 0; i < m; i++)
             for (int64_t j = 0; j < n; j++) {
-                zd s = {0, 0};
-                for (int64_t l = 0; l < qc && l < rr; l++) {
-                    zd p = zmul(Q[i * qc + l], R[l * n + j]);
-                    s.re += p.re;
-                    s.im += p.im;
-                }
+                zd s = pm_row_col(Q, qc, R, n, i, j, qc < rr ? qc : rr);
                 double e = zabs(zsub(s, A[i * n + j]));
                 if (e > worst) worst = e;
             }
@@ -290,12 +280,7 @@ static void check_eigh(pm_check *c, const emily_tensor *at, const emily_value *o
         double worst = 0, tol = 16 * d * u * scale;
         for (int64_t i = 0; i < n; i++)
             for (int64_t j = 0; j < n; j++) {
-                zd s = {0, 0};
-                for (int64_t l = 0; l < n; l++) {
-                    zd p = zmul(A[i * n + l], Vb[l * n + j]);
-                    s.re += p.re;
-                    s.im += p.im;
-                }
+                zd s = pm_row_col(A, n, Vb, n, i, j, n);
                 zd vw = {Vb[i * n + j].re * Wb[j].re, Vb[i * n + j].im * Wb[j].re};
                 double e = zabs(zsub(s, vw));
                 if (e > worst) worst = e;

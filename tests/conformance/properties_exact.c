@@ -80,15 +80,7 @@ static double max_diff(const zd *x, const zd *y, int64_t count) {
 /* c (r x k) = a (r x m) . b (m x k), all row-major. */
 static void matmul(const zd *a, const zd *b, zd *c, int64_t r, int64_t m, int64_t k) {
     for (int64_t i = 0; i < r; i++)
-        for (int64_t j = 0; j < k; j++) {
-            zd s = {0, 0};
-            for (int64_t l = 0; l < m; l++) {
-                zd p = zmul(a[i * m + l], b[l * k + j]);
-                s.re += p.re;
-                s.im += p.im;
-            }
-            c[i * k + j] = s;
-        }
+        for (int64_t j = 0; j < k; j++) c[i * k + j] = pm_row_col(a, m, b, k, i, j, m);
 }
 
 /* kappa_inf of an n x n matrix (INFINITY if singular). */
@@ -177,15 +169,7 @@ static void check_cholesky(pm_check *c, const emily_tensor *at, const emily_disp
                             (long long)i, (long long)j);
         }
         for (int64_t i = 0; i < n; i++)
-            for (int64_t j = 0; j < n; j++) {
-                zd s = {0, 0};
-                for (int64_t k = 0; k < n; k++) {
-                    zd p = zmul(L[i * n + k], zconj(L[j * n + k]));
-                    s.re += p.re;
-                    s.im += p.im;
-                }
-                llh[i * n + j] = s;
-            }
+            for (int64_t j = 0; j < n; j++) llh[i * n + j] = pm_row_row_conj(L, n, i, j, n);
         /* Nx's own l (the CPU's) divides by l_jj + 1.0e-10: allowed for */
         double lmin = INFINITY;
         for (int64_t i = 0; i < n; i++) lmin = fmin(lmin, L[i * n + i].re);

@@ -22,6 +22,26 @@ zd *pm_load(const emily_tensor *t) {
     return out;
 }
 
+zd pm_row_col(const zd *a, int64_t lda, const zd *b, int64_t ldb, int64_t i, int64_t j, int64_t len) {
+    zd s = {0, 0};
+    for (int64_t l = 0; l < len; l++) {
+        zd p = zmul(a[i * lda + l], b[l * ldb + j]);
+        s.re += p.re;
+        s.im += p.im;
+    }
+    return s;
+}
+
+zd pm_row_row_conj(const zd *x, int64_t ld, int64_t i, int64_t j, int64_t len) {
+    zd s = {0, 0};
+    for (int64_t c = 0; c < len; c++) {
+        zd p = zmul(x[i * ld + c], zconj(x[j * ld + c]));
+        s.re += p.re;
+        s.im += p.im;
+    }
+    return s;
+}
+
 zd *pm_load_expected(const json_t *expected, size_t k, int64_t want_size) {
     const json_t *r = json_is_array(expected) ? json_array_get(expected, k) : k == 0 ? expected : NULL;
     if (!r) return NULL;
