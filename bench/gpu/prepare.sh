@@ -7,7 +7,7 @@
 #
 #   lib/     libemily.so (CUDA engine, sm_90) and the libraries it needs
 #            that are not part of the C/C++ runtime or the CUDA toolkit
-#   bin/     conformance, test_cuda, test_dot, test_cuda_linalg, emily_bench, chain, linked
+#   bin/     conformance, test_cuda, test_dot, emily_bench, chain, linked
 #            against libemily.a (they call internal emi_ functions, which
 #            libemily.so does not export); run.sh puts lib/ on
 #            LD_LIBRARY_PATH for the libraries they load; launch_floor
@@ -32,7 +32,7 @@ done
 
 echo "== build ($BUILD, CUDA=1)"
 make -s BUILD="$BUILD" CUDA=1 -j"$JOBS" "$BUILD/libemily.so" "$BUILD/libemily.a" "$BUILD/conformance" \
-    "$BUILD/tests/test_cuda" "$BUILD/tests/test_dot" "$BUILD/tests/test_cuda_linalg"
+    "$BUILD/tests/test_cuda" "$BUILD/tests/test_dot"
 
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
@@ -46,7 +46,7 @@ strip --strip-debug "$P/lib/libemily.so"
 # export. They find the other libraries in lib/ (run.sh sets
 # LD_LIBRARY_PATH; emily_bench and chain also carry rpath $ORIGIN/../lib).
 echo "== link the programs"
-cp "$BUILD/conformance" "$BUILD/tests/test_cuda" "$BUILD/tests/test_dot" "$BUILD/tests/test_cuda_linalg" "$P/bin/"
+cp "$BUILD/conformance" "$BUILD/tests/test_cuda" "$BUILD/tests/test_dot" "$P/bin/"
 LINK="$BUILD/libemily.a $(make -s --no-print-directory BUILD="$BUILD" CUDA=1 --eval 'emily-link-flags: ; @echo $(LDFLAGS) $(LDLIBS)' emily-link-flags)"
 RPATH="-Wl,-rpath,\$ORIGIN/../lib"
 CF="-std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror -Iinclude -Isrc -I$CUDA_HOME/include"
@@ -67,7 +67,7 @@ for bin in "$P/lib/libemily.so" "$P"/bin/*; do
 done | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}' | sort -u | while read -r soname path; do
     case "$soname" in
         libc.so.*|libm.so.*|libstdc++.so.*|libgcc_s.so.*|libgomp.so.*|libpthread.so.*|libdl.so.*|\
-        librt.so.*|ld-linux*|libemily.so|libcuda*|libcublas*|libcusolver*|libcusparse*|libnv*) continue ;;
+        librt.so.*|ld-linux*|libemily.so|libcuda*|libcublas*|libnv*) continue ;;
     esac
     case "$path" in "$CUDA_HOME"/*|/usr/local/cuda*) continue ;; esac
     cp -L "$path" "$P/lib/$soname"
