@@ -18,7 +18,13 @@
  *   conventions; or EMILY_LINALG_REFERENCE, Nx's own algorithms run the
  *   way Nx.BinaryBackend runs them (complex inputs with the arithmetic of
  *   Elixir's Complex library), whose factors are the reference's bit for
- *   bit. */
+ *   bit.
+ *
+ * On a CUDA device the default method of every op runs cuSOLVER/cuBLAS in
+ * the input's own precision (f16, bf16 and integers in f32), in the same
+ * conventions, and Nx's own algorithms fail there with
+ * EMILY_ERR_UNSUPPORTED (they run on the CPU only; move the tensor with
+ * emily_to_device). docs/semantics.md, "On CUDA", has the details. */
 #ifndef EMILY_OPS_LINALG_H
 #define EMILY_OPS_LINALG_H
 

@@ -407,6 +407,48 @@ struct emily_linalg_kernels {
     emily_status (*svd_nx07)(emily_tensor *u, emily_tensor *s, emily_tensor *vt, const emily_tensor *a,
                              bool full_matrices, int64_t max_iter, emily_dtype work,
                              bool integer_input);
+    /* EMILY_LINALG_LAPACK on a device whose solver library computes in
+     * the input's own precision (CUDA: cuSOLVER and cuBLAS); NULL where
+     * the device has none (the CPU: its default is the kernels above).
+     * Where present the op layer uses them for the default method of
+     * every op, and Nx's own algorithms (EMILY_LINALG_REFERENCE...) are
+     * not run on the device.
+     *
+     * Inputs and outputs share one "native" type: f32, f64, c64 or c128
+     * (the op layer computes f16/bf16 and integer inputs in f32 and rounds
+     * the results to Nx's output type). Inputs are contiguous row-major
+     * batches, outputs fresh and contiguous; the shapes are those of the
+     * entries above. Results are LAPACK's (no intermediate rounding to a
+     * work type, no Nx :eps quirks except qr's zeroing), put in the CPU
+     * LAPACK path's conventions (emily/ops_linalg.h): lu's p as a 0/1
+     * matrix with a = p . l . u; qr's R diagonal as Nx's Householder
+     * signs (complex: real >= 0); svd's s descending, each row of vt with
+     * its largest entry positive; eigh's values by decreasing magnitude
+     * (eigh's w has the input's type: complex with zero imaginary parts
+     * for complex input), each eigenvector's largest entry real > 0.
+     * Errors as the CPU reports them: triangular_solve and solve fail
+     * with EMILY_ERR_ARGUMENT ("can't solve for singular matrix") on an
+     * exact zero on the (triangular or u's) diagonal; cholesky of a
+     * matrix that is not positive definite gives NaN (from the failing
+     * pivot's row on), no error.
+     *
+     * Not in EMI_KERNELS: they are the optional device path of the default
+     * method rather than kernels every engine must have (the CPU has every
+     * kernel of that list, and its default stays the entries above), so
+     * the op layer reads the pointers: NULL is "use the entries above". */
+    emily_status (*lu_native)(emily_tensor *p, emily_tensor *l, emily_tensor *u, const emily_tensor *a);
+    emily_status (*cholesky_native)(emily_tensor *l, const emily_tensor *a);
+    emily_status (*triangular_solve_native)(emily_tensor *x, const emily_tensor *a,
+                                            const emily_tensor *b, bool b_vector, bool left_side,
+                                            bool lower, emily_transform_a transform);
+    emily_status (*solve_native)(emily_tensor *x, const emily_tensor *a, const emily_tensor *b,
+                                 bool b_vector);
+    emily_status (*determinant_native)(emily_tensor *det, const emily_tensor *a);
+    emily_status (*qr_native)(emily_tensor *q, emily_tensor *r, const emily_tensor *a, bool complete,
+                              double eps);
+    emily_status (*svd_native)(emily_tensor *u, emily_tensor *s, emily_tensor *vt,
+                               const emily_tensor *a, bool full_matrices);
+    emily_status (*eigh_native)(emily_tensor *w, emily_tensor *v, const emily_tensor *a);
 };
 
 /* ---- convolution (optional) ----

@@ -1,6 +1,6 @@
 /* What a CUDA kernel file needs from the CUDA engine: the device and
  * stream an op runs on, buffer ordering across streams, scratch memory,
- * a cuBLAS handle and error conversion. Plain C (included from C and
+ * cuBLAS and cuSOLVER handles and error conversion. Plain C (included from C and
  * from nvcc-compiled .cu files).
  *
  * The pattern of every CUDA kernel entry point:
@@ -22,6 +22,7 @@
 
 #include <cuda_runtime_api.h>
 #include <cublas_v2.h>
+#include <cusolverDn.h>
 
 #ifdef __cplusplus
 /* The core headers are C11: their refcounts are _Atomic long, which C++
@@ -66,6 +67,11 @@ void emi_cuda_scratch_free(const emily_cuda_ctx *ctx, void *ptr);
 /* A cuBLAS handle bound to ctx's stream (created at first use, default
  * math mode: no TF32). */
 emily_status emi_cuda_cublas(const emily_cuda_ctx *ctx, cublasHandle_t *out);
+
+/* A cuSOLVER dense handle bound to ctx's stream and a parameter object
+ * for its 64-bit API (default algorithms), both created at first use. */
+emily_status emi_cuda_cusolver(const emily_cuda_ctx *ctx, cusolverDnHandle_t *handle,
+                               cusolverDnParams_t *params);
 
 /* Multiprocessors of a device (after emi_cuda_begin succeeded for it). */
 int emi_cuda_sm_count(int device);

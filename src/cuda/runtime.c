@@ -114,6 +114,8 @@ static emily_status init_device(const char *op, int device) {
     dev->sm_count = sms;
     ds->device = device;
     ds->cublas = NULL;
+    ds->cusolver = NULL;
+    ds->cusolver_params = NULL;
     atomic_store(&ds->gen, new_generation());
     atomic_store_explicit(&dev->ready, 1, memory_order_release);
 done:
@@ -190,6 +192,8 @@ emily_status emi_cuda_stream_new(int device, void **handle) {
     }
     st->device = device;
     st->cublas = NULL;
+    st->cusolver = NULL;
+    st->cusolver_params = NULL;
     st->next_free = NULL;
     atomic_store(&st->gen, new_generation());
     *handle = st;
@@ -213,6 +217,10 @@ emily_status emi_cuda_stream_free(int device, void *handle) {
     pthread_mutex_unlock(&dev->lock);
     if (st->cublas) cublasDestroy(st->cublas);
     st->cublas = NULL;
+    if (st->cusolver_params) cusolverDnDestroyParams(st->cusolver_params);
+    if (st->cusolver) cusolverDnDestroy(st->cusolver);
+    st->cusolver = NULL;
+    st->cusolver_params = NULL;
     cudaEventDestroy(st->event);
     cudaStreamDestroy(st->stream);
     (void)cudaGetLastError();
@@ -378,6 +386,37 @@ emily_status emi_cuda_cublas(const emily_cuda_ctx *ctx, cublasHandle_t *out) {
         else st->cublas = h;
     }
     if (!s) *out = st->cublas;
+    pthread_mutex_unlock(&dev->lock);
+    return s;
+}
+
+emily_status emi_cuda_cusolver(const emily_cuda_ctx *ctx, cusolverDnHandle_t *handle,
+                               cusolverDnParams_t *params) {
+    if (!ctx || !handle || !params)
+        return emily_error(EMILY_ERR_ARGUMENT, "cuda: cusolver: NULL argument");
+    cuda_device *dev = &devices[ctx->device];
+    emily_cuda_stream *st = ctx->owner;
+    emily_status s = EMILY_OK;
+    pthread_mutex_lock(&dev->lock);
+    if (!st->cusolver) {
+        cusolverDnHandle_t h = NULL;
+        cusolverDnParams_t p = NULL;
+        cusolverStatus_t cs = cusolverDnCreate(&h);
+        if (cs == CUSOLVER_STATUS_SUCCESS) cs = cusolverDnSetStream(h, st->stream);
+        if (cs == CUSOLVER_STATUS_SUCCESS) cs = cusolverDnCreateParams(&p);
+        if (cs != CUSOLVER_STATUS_SUCCESS) {
+            if (h) cusolverDnDestroy(h);
+            s = emily_error(cs == CUSOLVER_STATUS_ALLOC_FAILED ? EMILY_ERR_MEMORY : EMILY_ERR_DEVICE,
+                            "cuda: %s: cuSOLVER initialization failed (status %d)", ctx->op, (int)cs);
+        } else {
+            st->cusolver = h;
+            st->cusolver_params = p;
+        }
+    }
+    if (!s) {
+        *handle = st->cusolver;
+        *params = st->cusolver_params;
+    }
     pthread_mutex_unlock(&dev->lock);
     return s;
 }

@@ -16,6 +16,8 @@ struct emily_cuda_stream {
     cudaEvent_t event;       /* recorded when another stream must wait */
     atomic_ullong gen;       /* unique while live; 0 once freed */
     cublasHandle_t cublas;   /* created at first use */
+    cusolverDnHandle_t cusolver;          /* created at first use, with its params */
+    cusolverDnParams_t cusolver_params;
     struct emily_cuda_stream *next_free;
 };
 

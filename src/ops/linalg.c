@@ -5,7 +5,12 @@
  * Kernels work on contiguous "wide" copies (f64, or c128 for complex
  * problems) and return wide results that are rounded here to the output
  * type. solve is composed from lu, dot and two triangular solves exactly
- * as Nx.LinAlg.solve composes them, so it inherits their rounding. */
+ * as Nx.LinAlg.solve composes them, so it inherits their rounding.
+ *
+ * A device with its own solver library (the *_native kernels: CUDA's
+ * cuSOLVER and cuBLAS) runs the default method of every op there, in the
+ * input's own precision ("native" copies: f32, f64, c64 or c128, f16/bf16
+ * and integers in f32); Nx's own algorithms then run on the CPU only. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +25,25 @@ static emily_status unsupported(const char *op, const emily_tensor *t) {
     char dev[32];
     emily_device_format(t->buffer->device, dev, sizeof dev);
     return emily_error(EMILY_ERR_UNSUPPORTED, "%s: not available on device %s", op, dev);
+}
+
+/* On a device with native kernels only the default method runs. */
+static emily_status reference_on_cpu_only(const char *op, const emily_tensor *t) {
+    char dev[32];
+    emily_device_format(t->buffer->device, dev, sizeof dev);
+    return emily_error(EMILY_ERR_UNSUPPORTED,
+                       "%s: linalg: :reference (Nx's own algorithms) runs on the CPU only, and the "
+                       "tensor is on %s: move it with emily_to_device(t, EMILY_CPU, &out) "
+                       "(Nx.backend_transfer(t, {Emily.Backend, device: :cpu})) or use the default "
+                       "method (linalg: :lapack), which runs on %s",
+                       op, dev, dev);
+}
+
+/* The type a native kernel computes in for Nx's output type t: t itself,
+ * or f32 for f16/bf16 (the solver libraries have no half-precision
+ * factorizations; the result is rounded to t). */
+static emily_dtype native_of(emily_dtype t) {
+    return emily_dtype_is_complex(t) || t == EMILY_F64 ? t : EMILY_F32;
 }
 
 /* The inputs' engine and its linalg table, when it has `kernel` for the
@@ -128,6 +152,24 @@ static emily_status check_method(const char *op, emily_linalg_method method) {
 
 /* ---- lu ---------------------------------------------------------------- */
 
+/* lu on the device's solver: p in a's type, l and u in the float type. */
+static emily_status lu_native(const struct emily_linalg_kernels *k, const emily_tensor *a,
+                              emily_linalg_method method, emily_tensor **p, emily_tensor **l,
+                              emily_tensor **u) {
+    if (method != EMILY_LINALG_LAPACK) return reference_on_cpu_only("lu", a);
+    emily_dtype t = emily_type_to_floating(a->dtype), nt = native_of(t);
+    emily_tensor *an, *pn = NULL, *ln = NULL, *un = NULL;
+    emily_status s = to_wide(a, nt, &an);
+    if (s) return s;
+    if (!(s = emi_empty_like_device(a, nt, a->rank, a->shape, &pn)) &&
+        !(s = emi_empty_like_device(a, nt, a->rank, a->shape, &ln)) &&
+        !(s = emi_empty_like_device(a, nt, a->rank, a->shape, &un)))
+        s = all_empty(3, (emily_tensor *[]){pn, ln, un}) ? EMILY_OK : k->lu_native(pn, ln, un, an);
+    emily_tensor_release(an);
+    return finish_all(s, 3, (emily_tensor *[]){pn, ln, un}, (emily_dtype[]){a->dtype, t, t},
+                      (emily_tensor **const[]){p, l, u});
+}
+
 emily_status emily_lu(const emily_tensor *a, emily_tensor **p, emily_tensor **l, emily_tensor **u) {
     return emily_lu_opts(a, 1.0e-10, EMILY_LINALG_LAPACK, p, l, u);
 }
@@ -145,6 +187,8 @@ emily_status emily_lu_opts(const emily_tensor *a, double eps, emily_linalg_metho
     bool nx07 = method == EMILY_LINALG_REFERENCE_NX07;
     const emily_engine *e;
     const struct emily_linalg_kernels *k;
+    if ((s = emi_check_same_device(op, 1, &a, &e))) return s;
+    if (e->linalg && e->linalg->lu_native) return lu_native(e->linalg, a, method, p, l, u);
     if ((s = get_kernels(op, 1, &a, nx07 ? EMI_KERNEL_LU_NX07 : EMI_KERNEL_LU, &e, &k))) return s;
     emily_dtype t = emily_type_to_floating(a->dtype), w = wide_of(t);
     emily_tensor *at = NULL, *aw = NULL, *pw = NULL, *lw = NULL, *uw = NULL;
@@ -174,13 +218,16 @@ emily_status emily_cholesky(const emily_tensor *a, emily_tensor **out) {
     if ((s = emi_check_tensor(op, "tensor", a)) || (s = check_matrix(op, a, true))) return s;
     const emily_engine *e;
     const struct emily_linalg_kernels *k;
-    if ((s = get_kernels(op, 1, &a, EMI_KERNEL_CHOLESKY, &e, &k))) return s;
-    emily_dtype t = emily_type_to_floating(a->dtype), w = wide_of(t);
+    if ((s = emi_check_same_device(op, 1, &a, &e))) return s;
+    bool native = e->linalg && e->linalg->cholesky_native;
+    if (!native && (s = get_kernels(op, 1, &a, EMI_KERNEL_CHOLESKY, &e, &k))) return s;
+    if (native) k = e->linalg;
+    emily_dtype t = emily_type_to_floating(a->dtype), w = native ? native_of(t) : wide_of(t);
     /* Nx's algorithm reads `a` in its own type (no cast to t first). */
     emily_tensor *aw, *lw;
     if ((s = to_wide(a, w, &aw))) return s;
     if (!(s = emi_empty_like_device(a, w, a->rank, a->shape, &lw))) {
-        s = lw->size ? k->cholesky(lw, aw, t) : EMILY_OK;
+        s = !lw->size ? EMILY_OK : native ? k->cholesky_native(lw, aw) : k->cholesky(lw, aw, t);
         if (s) emily_tensor_release(lw);
     }
     emily_tensor_release(aw);
@@ -240,14 +287,19 @@ emily_status emily_triangular_solve(const emily_tensor *a, const emily_tensor *b
     const emily_tensor *ts[2] = {a, b};
     const emily_engine *e;
     const struct emily_linalg_kernels *k;
-    if ((s = get_kernels(op, 2, ts, EMI_KERNEL_TRIANGULAR_SOLVE, &e, &k))) return s;
-    emily_dtype t = emily_type_to_floating(emily_type_merge(a->dtype, b->dtype)), w = wide_of(t);
+    if ((s = emi_check_same_device(op, 2, ts, &e))) return s;
+    bool native = e->linalg && e->linalg->triangular_solve_native;
+    if (!native && (s = get_kernels(op, 2, ts, EMI_KERNEL_TRIANGULAR_SOLVE, &e, &k))) return s;
+    if (native) k = e->linalg;
+    emily_dtype t = emily_type_to_floating(emily_type_merge(a->dtype, b->dtype));
+    emily_dtype w = native ? native_of(t) : wide_of(t);
     emily_tensor *aw = NULL, *bw = NULL, *xw = NULL;
     if ((s = to_wide(a, w, &aw))) return s;
     if ((s = to_wide(b, w, &bw))) { emily_tensor_release(aw); return s; }
     if (!(s = emi_empty_like_device(b, w, b->rank, b->shape, &xw))) {
-        s = xw->size ? k->triangular_solve(xw, aw, bw, b_vector, left_side, lower, transform)
-                     : EMILY_OK;
+        s = !xw->size ? EMILY_OK
+            : native  ? k->triangular_solve_native(xw, aw, bw, b_vector, left_side, lower, transform)
+                      : k->triangular_solve(xw, aw, bw, b_vector, left_side, lower, transform);
         if (s) emily_tensor_release(xw);
     }
     emily_tensor_release(aw);
@@ -335,11 +387,27 @@ emily_status emily_solve_opts(const emily_tensor *a, const emily_tensor *b,
     const emily_tensor *ts[2] = {a, b};
     const emily_engine *e;
     const struct emily_linalg_kernels *k;
+    emily_dtype merged = emily_type_merge(a->dtype, b->dtype);
+    emily_dtype t = emily_type_to_floating(merged);
+    if ((s = emi_check_same_device(op, 2, ts, &e))) return s;
+    if (e->linalg && e->linalg->solve_native) {
+        if (method != EMILY_LINALG_LAPACK) return reference_on_cpu_only(op, a);
+        emily_dtype nt = native_of(t);
+        emily_tensor *an = NULL, *bn = NULL, *xn = NULL;
+        if (!(s = to_wide(a, nt, &an)) && !(s = to_wide(b, nt, &bn)) &&
+            !(s = emi_empty_like_device(b, nt, b->rank, b->shape, &xn)))
+            s = xn->size ? e->linalg->solve_native(xn, an, bn, b_vector) : EMILY_OK;
+        emily_tensor_release(an);
+        emily_tensor_release(bn);
+        if (s) {
+            emily_tensor_release(xn);
+            return s;
+        }
+        return finish(xn, t, out);
+    }
     /* (the composition runs lu and triangular_solve: a device without lu
      * has no solve) */
     if ((s = get_kernels(op, 2, ts, EMI_KERNEL_LU, &e, &k))) return s;
-    emily_dtype merged = emily_type_merge(a->dtype, b->dtype);
-    emily_dtype t = emily_type_to_floating(merged);
     if (method == EMILY_LINALG_REFERENCE_NX07) return solve_nx07(a, b, b_vector, t, out);
     if (a->dtype == EMILY_F64 && b->dtype == EMILY_F64 &&
         emily_dot_get_precision() == EMILY_DOT_PRECISION_HIGHEST &&
@@ -395,8 +463,19 @@ emily_status emily_determinant_opts(const emily_tensor *a, emily_linalg_method m
                            op, EMILY_SHAPE_STR(a));
     const emily_engine *e;
     const struct emily_linalg_kernels *k;
-    if ((s = get_kernels(op, 1, &a, EMI_KERNEL_DETERMINANT, &e, &k))) return s;
     emily_dtype t = emily_type_to_floating(a->dtype), w = wide_of(t);
+    if ((s = emi_check_same_device(op, 1, &a, &e))) return s;
+    if (e->linalg && e->linalg->determinant_native) {
+        if (method != EMILY_LINALG_LAPACK) return reference_on_cpu_only(op, a);
+        emily_dtype nt = native_of(t);
+        emily_tensor *an, *dn = NULL;
+        if ((s = to_wide(a, nt, &an))) return s;
+        if (!(s = emi_empty_like_device(a, nt, a->rank - 2, a->shape, &dn)))
+            s = dn->size ? e->linalg->determinant_native(dn, an) : EMILY_OK;
+        emily_tensor_release(an);
+        return finish_all(s, 1, &dn, &t, (emily_tensor **const[]){out});
+    }
+    if ((s = get_kernels(op, 1, &a, EMI_KERNEL_DETERMINANT, &e, &k))) return s;
     /* Nx 0.7's 2x2 and 3x3 determinants are the explicit products too */
     bool nx07 = method == EMILY_LINALG_REFERENCE_NX07 && a->shape[a->rank - 1] >= 4;
     if (nx07 && !emi_engine_supports(e, EMI_KERNEL_DETERMINANT_NX07, 0, a->dtype))
@@ -446,11 +525,15 @@ emily_status emily_qr_opts(const emily_tensor *a, emily_qr_mode mode, double eps
     if ((s = check_method(op, method))) return s;
     const emily_engine *e;
     const struct emily_linalg_kernels *k;
+    if ((s = emi_check_same_device(op, 1, &a, &e))) return s;
+    bool native = e->linalg && e->linalg->qr_native;
+    if (native && method != EMILY_LINALG_LAPACK) return reference_on_cpu_only(op, a);
     emi_kernel kernel = method == EMILY_LINALG_REFERENCE_NX07 ? EMI_KERNEL_QR_NX07 : EMI_KERNEL_QR;
-    if ((s = get_kernels(op, 1, &a, kernel, &e, &k))) return s;
+    if (!native && (s = get_kernels(op, 1, &a, kernel, &e, &k))) return s;
+    if (native) k = e->linalg;
     bool complete = mode == EMILY_QR_COMPLETE;
     int64_t m = a->shape[a->rank - 2], n = a->shape[a->rank - 1], kk = m < n ? m : n;
-    emily_dtype t = emily_type_to_floating(a->dtype), w = wide_of(t);
+    emily_dtype t = emily_type_to_floating(a->dtype), w = native ? native_of(t) : wide_of(t);
     int64_t qd[2] = {m, complete ? m : kk}, rd[2] = {complete ? m : kk, n};
     int64_t qshape[MAX_RANK], rshape[MAX_RANK];
     int qrank, rrank;
@@ -461,6 +544,7 @@ emily_status emily_qr_opts(const emily_tensor *a, emily_qr_mode mode, double eps
     if (!(s = emi_empty_like_device(a, w, qrank, qshape, &qw)) &&
         !(s = emi_empty_like_device(a, w, rrank, rshape, &rw)))
         s = all_empty(2, (emily_tensor *[]){qw, rw}) ? EMILY_OK
+            : native ? k->qr_native(qw, rw, aw, complete, eps)
             : (method == EMILY_LINALG_REFERENCE_NX07 ? k->qr_nx07
                : use_lapack(method, emi_engine_supports(e, EMI_KERNEL_QR_LAPACK, 0, w), aw)
                    ? k->qr_lapack
@@ -495,10 +579,14 @@ emily_status emily_svd_opts(const emily_tensor *a, bool full_matrices, int64_t m
                            op, emily_dtype_name(a->dtype));
     const emily_engine *e;
     const struct emily_linalg_kernels *k;
+    if ((s = emi_check_same_device(op, 1, &a, &e))) return s;
+    bool native = e->linalg && e->linalg->svd_native;
+    if (native && method != EMILY_LINALG_LAPACK) return reference_on_cpu_only(op, a);
     emi_kernel kernel = method == EMILY_LINALG_REFERENCE_NX07 ? EMI_KERNEL_SVD_NX07 : EMI_KERNEL_SVD;
-    if ((s = get_kernels(op, 1, &a, kernel, &e, &k))) return s;
+    if (!native && (s = get_kernels(op, 1, &a, kernel, &e, &k))) return s;
+    if (native) k = e->linalg;
     int64_t m = a->shape[a->rank - 2], n = a->shape[a->rank - 1], kk = m < n ? m : n;
-    emily_dtype t = emily_type_to_floating(a->dtype);
+    emily_dtype t = emily_type_to_floating(a->dtype), w = native ? native_of(t) : EMILY_F64;
     int64_t ud[2] = {m, full_matrices ? m : kk}, vd[2] = {full_matrices ? n : kk, n}, sd[1] = {kk};
     int64_t ushape[MAX_RANK], sshape[MAX_RANK], vshape[MAX_RANK];
     int urank, srank, vrank;
@@ -506,11 +594,12 @@ emily_status emily_svd_opts(const emily_tensor *a, bool full_matrices, int64_t m
     shape_with(a, 2, 1, sd, &srank, sshape);
     shape_with(a, 2, 2, vd, &vrank, vshape);
     emily_tensor *aw, *uw = NULL, *sw = NULL, *vw = NULL;
-    if ((s = to_wide(a, EMILY_F64, &aw))) return s;
-    if (!(s = emi_empty_like_device(a, EMILY_F64, urank, ushape, &uw)) &&
-        !(s = emi_empty_like_device(a, EMILY_F64, srank, sshape, &sw)) &&
-        !(s = emi_empty_like_device(a, EMILY_F64, vrank, vshape, &vw)))
+    if ((s = to_wide(a, w, &aw))) return s;
+    if (!(s = emi_empty_like_device(a, w, urank, ushape, &uw)) &&
+        !(s = emi_empty_like_device(a, w, srank, sshape, &sw)) &&
+        !(s = emi_empty_like_device(a, w, vrank, vshape, &vw)))
         s = all_empty(3, (emily_tensor *[]){uw, sw, vw}) ? EMILY_OK
+            : native ? k->svd_native(uw, sw, vw, aw, full_matrices)
             : (method == EMILY_LINALG_REFERENCE_NX07 ? k->svd_nx07
                : use_lapack(method, emi_engine_supports(e, EMI_KERNEL_SVD_LAPACK, 0, EMILY_F64), aw)
                    ? k->svd_lapack
@@ -542,13 +631,19 @@ emily_status emily_eigh_opts(const emily_tensor *a, double eps, int64_t max_iter
     bool nx07 = method == EMILY_LINALG_REFERENCE_NX07;
     const emily_engine *e;
     const struct emily_linalg_kernels *k;
-    if ((s = get_kernels(op, 1, &a, nx07 ? EMI_KERNEL_EIGH_NX07 : EMI_KERNEL_EIGH, &e, &k))) return s;
-    emily_dtype t = emily_type_to_floating(a->dtype), w = wide_of(t);
+    if ((s = emi_check_same_device(op, 1, &a, &e))) return s;
+    bool native = e->linalg && e->linalg->eigh_native;
+    if (native && method != EMILY_LINALG_LAPACK) return reference_on_cpu_only(op, a);
+    if (!native && (s = get_kernels(op, 1, &a, nx07 ? EMI_KERNEL_EIGH_NX07 : EMI_KERNEL_EIGH, &e, &k)))
+        return s;
+    if (native) k = e->linalg;
+    emily_dtype t = emily_type_to_floating(a->dtype), w = native ? native_of(t) : wide_of(t);
     emily_tensor *aw, *ww = NULL, *vw = NULL;
     if ((s = to_wide(a, w, &aw))) return s;
     if (!(s = emi_empty_like_device(a, w, a->rank - 1, a->shape, &ww)) &&
         !(s = emi_empty_like_device(a, w, a->rank, a->shape, &vw)))
         s = all_empty(2, (emily_tensor *[]){ww, vw}) ? EMILY_OK
+            : native ? k->eigh_native(ww, vw, aw)
             : nx07 ? k->eigh_nx07(ww, vw, aw, eps, max_iter)
                    : (use_lapack(method, emi_engine_supports(e, EMI_KERNEL_EIGH_LAPACK, 0, w), aw)
                           ? k->eigh_lapack

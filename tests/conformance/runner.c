@@ -176,6 +176,19 @@ static bool infer_with_weak_scalars(const char *op, emily_device dev, const emil
 
 typedef enum { CASE_PASS, CASE_PASS_WEAK, CASE_FAIL, CASE_SKIP } case_outcome;
 
+/* lu, cholesky, triangular_solve, solve and determinant are the
+ * reference's bits on the CPU (Nx's own algorithms); on other devices
+ * (cuSOLVER in the input's own precision) they are checked by their
+ * defining properties, as qr, svd and eigh are everywhere.
+ * --linalg-properties checks all eight by their properties on any device,
+ * even answers that are the reference's bits (a self-check of the
+ * property checks: Nx's own answers must pass them). */
+static bool exact_by_properties, force_properties;
+
+static bool by_properties(const char *op) {
+    return property_checked_op(op) || (exact_by_properties && property_exact_op(op));
+}
+
 /* --linalg reference: qr, svd and eigh run Nx's own algorithms (the
  * :linalg option, emily_linalg_method) and must give the corpus's bits. */
 static bool linalg_reference;
@@ -260,8 +273,8 @@ static case_outcome run_case(const char *op, json_t *line, emily_device dev, jso
     }
     const json_t *want = json_object_get(line, "result");
     bool ok = reference ? identical_result(want, &res)
-              : property_checked_op(op)
-                  ? identical_result(want, &res) || property_check_expected(op, argv, argc, &res, want, msg, ms)
+              : by_properties(op)
+                  ? (!force_properties && identical_result(want, &res)) || property_check_expected(op, argv, argc, &res, want, msg, ms)
                   : check_result(op, want, &res, &(call_ctx){dev, out.root, argv, argc}, msg, ms);
     if (!ok && reference) snprintf(msg, ms, "not the reference's bits (--linalg reference)");
     emily_dispatch_result_release(&res);
@@ -291,7 +304,7 @@ done:
 }
 
 static void usage(void) {
-    fprintf(stderr, "usage: conformance [--device cpu|cuda[:N]] [--ops a,b,...] [--emit FILE] [--linalg lapack|reference] [--dot-precision highest|fast] [-v] CORPUS.jsonl[.gz]...\n");
+    fprintf(stderr, "usage: conformance [--device cpu|cuda[:N]] [--ops a,b,...] [--emit FILE] [--linalg lapack|reference] [--linalg-properties] [--dot-precision highest|fast] [-v] CORPUS.jsonl[.gz]...\n");
 }
 
 int main(int argc, char **argv) {
@@ -310,6 +323,7 @@ int main(int argc, char **argv) {
             if (strcmp(m, "reference") == 0) linalg_reference = true;
             else if (strcmp(m, "lapack") != 0) { usage(); return 2; }
         }
+        else if (strcmp(argv[i], "--linalg-properties") == 0) exact_by_properties = force_properties = true;
         else if (strcmp(argv[i], "--dot-precision") == 0 && i + 1 < argc) {
             const char *m = argv[++i];
             if (strcmp(m, "fast") == 0) dot_fast = true;
@@ -322,6 +336,7 @@ int main(int argc, char **argv) {
     /* The corpus is the reference's bits: dot and conv run at HIGHEST
      * unless --dot-precision fast asks for the default precision. */
     emily_dot_set_precision(dot_fast ? EMILY_DOT_PRECISION_FAST : EMILY_DOT_PRECISION_HIGHEST);
+    if (dev.type != EMILY_DEVICE_CPU) exact_by_properties = true;
     if (emily_device_check(dev)) {
         fprintf(stderr, "conformance: %s\n", emily_last_error());
         return 2;
@@ -383,8 +398,8 @@ int main(int argc, char **argv) {
                stats[i].weak ? "  (some by the weak-scalar rule)" : "");
     bool any_prop = false;
     for (int i = 0; i < nstats; i++)
-        if (property_checked_op(stats[i].name)) {
-            if (linalg_reference) {
+        if (by_properties(stats[i].name)) {
+            if (linalg_reference && property_checked_op(stats[i].name)) {
                 if (!any_prop) printf("run with linalg: :reference (Nx's own algorithms), checked bit for bit:");
                 any_prop = true;
                 printf(" %s", stats[i].name);

@@ -54,7 +54,8 @@ TEST(has_kernel_reads_the_table) {
 }
 
 /* The CUDA engine, when this build has one (a machine without a GPU
- * still has the table): the families it lacks are unsupported. */
+ * still has the table): every family, except the linear algebra entries
+ * that are Nx's reference algorithms. */
 TEST(cuda_engine_table) {
     const emily_engine *e = emi_cuda_engine();
     CHECK(emi_engine_for(EMILY_DEVICE_CUDA) == e);
@@ -64,8 +65,13 @@ TEST(cuda_engine_table) {
     CHECK(emi_engine_supports(e, EMI_KERNEL_COPY, 0, EMILY_BF16));
     CHECK(emi_engine_supports(e, EMI_KERNEL_SORT, 0, EMILY_F32));
     CHECK(emi_engine_supports(e, EMI_KERNEL_GATHER, 0, EMILY_S64));
-    CHECK(!emi_engine_supports(e, EMI_KERNEL_FFT, 0, EMILY_C64));
+    CHECK(emi_engine_supports(e, EMI_KERNEL_FFT, 0, EMILY_C64));
+    CHECK(emi_engine_supports(e, EMI_KERNEL_SCAN, 0, EMILY_F32));
+    CHECK(emi_engine_supports(e, EMI_KERNEL_WINDOW_REDUCE, 0, EMILY_BF16));
+    /* linear algebra runs on cuSOLVER through the table's native entries;
+     * Nx's own algorithms (linalg: :reference) stay CPU-only */
     CHECK(!emi_engine_supports(e, EMI_KERNEL_QR, 0, EMILY_F64));
+    CHECK(!emi_engine_supports(e, EMI_KERNEL_LU_NX07, 0, EMILY_F32));
 }
 
 /* (The first uses of the engine from many threads at once are in

@@ -23,6 +23,7 @@
 #include "cpu/kernels.h"
 #include "cpu/linalg/linalg.h"
 #include "core/kernels.h"
+#include "core/qr_signs.h"
 
 
 static int64_t imax(int64_t a, int64_t b) { return a > b ? a : b; }
@@ -156,32 +157,13 @@ static void unit_diagonal(double *qcm, int64_t ld, double *rb, int64_t m, int64_
     }
 }
 
-/* Real: the signs Nx's Householder QR gives R's diagonal. Nx reflects
- * column i unless the part below the diagonal is (nearly) zero or i is
- * the last row (m - 1: nothing below it), and its reflector leaves a
- * positive diagonal entry; an unreflected entry keeps its sign. LAPACK
- * reflects where that part is nonzero (tau[i] != 0) and leaves a
- * negative entry for a positive one. So: reflected entries are made
- * positive, other entries keep LAPACK's sign, except row m - 1 of a
- * square or wide matrix, whose sign follows from det(Q): Nx's Q is a
- * product of its reflectors, det = (-1)^(Nx's reflections), and on the
- * first k columns it is LAPACK's Q (det (-1)^(LAPACK's reflections))
- * times the sign flips, so the flips multiply to (-1)^(both counts). */
+/* Real: the signs Nx's Householder QR gives R's diagonal (core/qr_signs.h). */
 static void nx_diagonal_signs(double *qcm, int64_t ld, double *rb, const double *tau, int64_t m,
                               int64_t n, int64_t k) {
-    int64_t lapack_refl = 0, nx_refl = 0;
-    int flips = 1;
-    for (int64_t i = 0; i < k; i++) {
-        bool reflected = tau[i] != 0;
-        lapack_refl += reflected;
-        bool nx_reflects = reflected && i < m - 1;
-        nx_refl += nx_reflects;
-        int flip = 1;
-        if (nx_reflects) flip = rb[i * n + i] < 0 ? -1 : 1;
-        else if (i == m - 1 && m <= n) flip = ((lapack_refl + nx_refl) % 2 ? -1 : 1) * flips;
-        flips *= flip;
-        if (flip < 0) rescale_pair(qcm, ld, rb, m, n, i, 1, -1, 0);
-    }
+    emi_qr_signs st = emi_qr_signs_start();
+    for (int64_t i = 0; i < k; i++)
+        if (emi_qr_sign_step(&st, i, m, n, tau[i] != 0, rb[i * n + i] < 0) < 0)
+            rescale_pair(qcm, ld, rb, m, n, i, 1, -1, 0);
 }
 
 /* The larger of ?geqrf's and ?orgqr's optimal workspaces, in elements
