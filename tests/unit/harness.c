@@ -1,3 +1,4 @@
+#include <complex.h>
 #include <fnmatch.h>
 #include <stdlib.h>
 #include "harness.h"
@@ -149,4 +150,62 @@ bool t_shape_is(const emily_tensor *t, int rank, const int64_t *shape) {
     for (int i = 0; i < rank; i++)
         if (emily_tensor_shape(t)[i] != shape[i]) return false;
     return true;
+}
+
+emily_tensor *t_iota(emily_dtype dt, int rank, const int64_t *shape) {
+    emily_tensor *t = NULL;
+    if (emily_iota(EMILY_CPU, dt, rank, shape, -1, &t)) {
+        helper_failed("t_iota", emily_last_error());
+        return NULL;
+    }
+    return t;
+}
+
+bool t_same_bytes(const emily_tensor *a, const emily_tensor *b) {
+    if (!a || !b) return false;
+    size_t nb = emily_tensor_nbytes(a);
+    if (nb != emily_tensor_nbytes(b)) return false;
+    unsigned char *x = malloc(nb + 1), *y = malloc(nb + 1);
+    bool same = x && y && !emily_to_binary(a, x, nb) && !emily_to_binary(b, y, nb) && memcmp(x, y, nb) == 0;
+    free(x);
+    free(y);
+    return same;
+}
+
+bool t_equals(const emily_tensor *t, int64_t n, const double *want) {
+    if (!t || emily_tensor_size(t) != n) return false;
+    for (int64_t i = 0; i < n; i++)
+        if (t_get(t, i) != want[i]) return false;
+    return true;
+}
+
+double complex *t_cvals(const emily_tensor *t) {
+    if (!t) return NULL;
+    emily_tensor *c = NULL;
+    if (emily_as_type(t, EMILY_C128, &c)) return NULL;
+    size_t n = (size_t)emily_tensor_size(c);
+    double complex *v = malloc((n ? n : 1) * sizeof *v);
+    if (v && emily_to_binary(c, v, n * sizeof *v)) {
+        free(v);
+        v = NULL;
+    }
+    emily_tensor_release(c);
+    return v;
+}
+
+void c_matmul(const double complex *a, const double complex *b, double complex *c, int64_t m, int64_t k,
+              int64_t n) {
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            double complex s = 0;
+            for (int64_t l = 0; l < k; l++) s += a[i * k + l] * b[l * n + j];
+            c[i * n + j] = s;
+        }
+}
+
+double c_max_diff(const double complex *a, const double complex *b, int64_t n) {
+    double m = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (cabs(a[i] - b[i]) > m) m = cabs(a[i] - b[i]);
+    return m;
 }

@@ -6,16 +6,6 @@
 #include "harness.h"
 #include "core/tensor_impl.h"
 
-/* A rank-1 tensor from a C array literal. */
-#define VEC(dt, ctype, ...)                                                                \
-    t_from(dt, 1, (int64_t[]){sizeof((ctype[]){__VA_ARGS__}) / sizeof(ctype)},             \
-           (ctype[]){__VA_ARGS__})
-#define SCALAR(dt, ctype, v) t_from(dt, 0, NULL, (ctype[]){v})
-/* Complex: (re, im) pairs. */
-#define CVEC(dt, ctype, ...)                                                               \
-    t_from(dt, 1, (int64_t[]){sizeof((ctype[]){__VA_ARGS__}) / sizeof(ctype) / 2},         \
-           (ctype[]){__VA_ARGS__})
-
 /* Runs op and checks the raw output bytes against `want`. */
 static void check_bytes(emily_binary_op op, emily_tensor *a, emily_tensor *b, emily_dtype out_type,
                         emily_dtype want_type, const void *want, size_t nbytes, int line) {

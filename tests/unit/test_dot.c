@@ -29,12 +29,7 @@ static emily_tensor *permuted(const emily_tensor *t, const int *perm) {
 /* Deterministic pseudo-random doubles with few significant digits (like
  * the corpus), so f64 sums cancel and expose summation order. */
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
-static double rnd(void) {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (double)((int64_t)(rng % 20001) - 10000) / 1000.0;
-}
+static double rnd(void) { return (double)((int64_t)(xorshift64(&rng) % 20001) - 10000) / 1000.0; }
 
 /* Reads element i of any real/complex tensor as double (re, im). */
 static void get_c(const emily_tensor *t, int64_t i, double *re, double *im) {
@@ -1342,15 +1337,6 @@ TEST(cuda_conv_matches_cpu) {
 
 /* ---- the Nx callback ---------------------------------------------------- */
 
-static emily_value v_int(int64_t i) { emily_value v = {0}; v.kind = EMILY_V_INT; v.i = i; return v; }
-static emily_value v_list(emily_value *items, size_t n) {
-    emily_value v = {0};
-    v.kind = EMILY_V_LIST;
-    v.items = items;
-    v.n = n;
-    return v;
-}
-static emily_value v_tensor(emily_tensor *t) { emily_value v = {0}; v.kind = EMILY_V_TENSOR; v.tensor = t; return v; }
 
 TEST(dispatch_dot_callback) {
     int32_t a[6] = {1, 2, 3, 4, 5, 6};

@@ -6,24 +6,6 @@
 static const int64_t S3[1] = {3};
 
 static emily_value v_ref(int32_t id) { return (emily_value){.kind = EMILY_V_REF, .i = id}; }
-static emily_value v_tmpl(emily_dtype dt, int rank, const int64_t *shape) {
-    return (emily_value){.kind = EMILY_V_TEMPLATE, .dtype = dt, .rank = rank, .shape = shape};
-}
-static emily_value v_int(int64_t i) { return (emily_value){.kind = EMILY_V_INT, .i = i}; }
-static emily_value v_list(emily_value *items, size_t n) {
-    return (emily_value){.kind = EMILY_V_LIST, .items = items, .n = n};
-}
-
-/* True when a and b hold the same bytes (same size). */
-static bool same_bytes(const emily_tensor *a, const emily_tensor *b) {
-    size_t nb = emily_tensor_nbytes(a);
-    if (nb != emily_tensor_nbytes(b)) return false;
-    unsigned char *x = malloc(nb + 1), *y = malloc(nb + 1);
-    bool same = x && y && !emily_to_binary(a, x, nb) && !emily_to_binary(b, y, nb) && memcmp(x, y, nb) == 0;
-    free(x);
-    free(y);
-    return same;
-}
 
 /* A compiled graph checked, then saved, loaded, compiled and checked
  * again; every truncation of its file fails cleanly. Frees g. */
@@ -345,7 +327,7 @@ TEST(pow_two_is_rewritten_with_the_same_bits) {
         CHECK(st.rewritten == (dt == EMILY_F64 ? 0 : 1));
         emily_tensor *got = NULL;
         CHECK_OK(emily_graph_run(g, &x, 1, &got, 1));
-        CHECK(got && want && same_bytes(got, want));
+        CHECK(got && want && t_same_bytes(got, want));
         emily_tensor *tmp[5] = {x64, x, want, t2, got};
         for (int k = 0; k < 5; k++) emily_tensor_release(tmp[k]);
         emily_graph_free(g);
@@ -356,12 +338,7 @@ TEST(pow_two_is_rewritten_with_the_same_bits) {
  * threads) and unfused runs give identical bytes, for shapes whose slab
  * axis is first, inner, short or long. */
 static uint64_t rng_state = 0x2545f4914f6cdd1dull;
-static double rnd(void) {
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return (double)(rng_state >> 11) * 0x1p-53 * 4 - 2;
-}
+static double rnd(void) { return (double)(xorshift64(&rng_state) >> 11) * 0x1p-53 * 4 - 2; }
 
 static void fused_matches_unfused(int rank, const int64_t *S, emily_dtype dt) {
     int64_t n = 1;
@@ -424,7 +401,7 @@ static void fused_matches_unfused(int rank, const int64_t *S, emily_dtype dt) {
     }
     for (int k = 0; k < 3; k++) {
         emily_tensor *u = outs[0][k], *f = outs[1][k];
-        bool same = u && f && same_bytes(u, f);
+        bool same = u && f && t_same_bytes(u, f);
         if (!same) fprintf(stderr, "  fused output %d of %s rank %d differs\n", k, emily_dtype_name(dt), rank);
         CHECK(same);
         emily_tensor_release(u);
@@ -541,7 +518,7 @@ TEST(many_groups_between_reductions) {
     /* per layer: sin+add (add's value also goes to the sum) and
      * subtract+tanh+next sin+add chains */
     CHECK(fused >= 6);
-    CHECK(res[0] && res[1] && same_bytes(res[0], res[1]));
+    CHECK(res[0] && res[1] && t_same_bytes(res[0], res[1]));
     emily_tensor_release(res[0]);
     emily_tensor_release(res[1]);
     emily_tensor_release(x);
@@ -765,7 +742,7 @@ static void softmax_fused(emily_dtype dt, int rank, const int64_t *S) {
         emily_graph_free(g);
     }
     CHECK(steps[0] == 5 && steps[1] == 1 && fused[1] == 5);
-    CHECK(res[0] && res[1] && same_bytes(res[0], res[1]));
+    CHECK(res[0] && res[1] && t_same_bytes(res[0], res[1]));
     emily_tensor_release(res[0]);
     emily_tensor_release(res[1]);
     emily_tensor_release(x);

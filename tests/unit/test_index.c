@@ -9,12 +9,6 @@
 static const emily_dtype INDEX_TYPES[] = {EMILY_U8, EMILY_U16, EMILY_U32, EMILY_U64,
                                           EMILY_S8, EMILY_S16, EMILY_S32, EMILY_S64};
 
-static emily_tensor *iota_t(emily_dtype dt, int rank, const int64_t *shape) {
-    emily_tensor *t = NULL;
-    if (emily_iota(EMILY_CPU, dt, rank, shape, -1, &t)) return NULL;
-    return t;
-}
-
 /* An index tensor of dtype dt holding vals. */
 static emily_tensor *idx_t(emily_dtype dt, int rank, const int64_t *shape, const int64_t *vals) {
     int64_t n = 1;
@@ -26,18 +20,11 @@ static emily_tensor *idx_t(emily_dtype dt, int rank, const int64_t *shape, const
     return t;
 }
 
-static bool all_equal(const emily_tensor *t, int64_t n, const double *want) {
-    if (!t || emily_tensor_size(t) != n) return false;
-    for (int64_t i = 0; i < n; i++)
-        if (t_get(t, i) != want[i]) return false;
-    return true;
-}
-
 /* ---- take ---------------------------------------------------------------- */
 
 TEST(take_every_axis_and_index_type) {
     int64_t shape[3] = {3, 4, 5};
-    emily_tensor *t = iota_t(EMILY_S32, 3, shape);
+    emily_tensor *t = t_iota(EMILY_S32, 3, shape);
     int64_t ishape[2] = {2, 3}, iv[6] = {2, 0, 1, 1, 2, 0};
     for (size_t it = 0; it < sizeof INDEX_TYPES / sizeof *INDEX_TYPES; it++) {
         emily_tensor *idx = idx_t(INDEX_TYPES[it], 2, ishape, iv);
@@ -135,7 +122,7 @@ TEST(take_views_scalars_and_wide_elements) {
 
 TEST(take_errors) {
     int64_t shape[2] = {2, 3};
-    emily_tensor *t = iota_t(EMILY_F32, 2, shape), *o = NULL;
+    emily_tensor *t = t_iota(EMILY_F32, 2, shape), *o = NULL;
     int64_t two = 2, bad[2] = {0, 3}, neg[2] = {-1, 0};
     emily_tensor *ib = idx_t(EMILY_S32, 1, &two, bad), *in = idx_t(EMILY_S8, 1, &two, neg);
     /* Nx 0.13 takes through gather(t, idx, axes: [1]), whose reference
@@ -169,7 +156,7 @@ TEST(take_errors) {
 
 TEST(take_along_axis_matches_definition) {
     int64_t shape[3] = {2, 3, 4};
-    emily_tensor *t = iota_t(EMILY_F64, 3, shape);
+    emily_tensor *t = t_iota(EMILY_F64, 3, shape);
     for (int axis = 0; axis < 3; axis++) {
         int64_t ishape[3] = {2, 3, 4};
         ishape[axis] = 5;
@@ -242,13 +229,13 @@ TEST(take_along_axis_matches_definition) {
 
 TEST(gather_axes) {
     int64_t shape[3] = {2, 3, 4};
-    emily_tensor *t = iota_t(EMILY_S16, 3, shape), *o = NULL;
+    emily_tensor *t = t_iota(EMILY_S16, 3, shape), *o = NULL;
     /* full indexing: scalars */
     int64_t ish[2] = {3, 3}, iv[9] = {1, 2, 3, 0, 0, 0, 1, 0, 2};
     emily_tensor *idx = idx_t(EMILY_S32, 2, ish, iv);
     CHECK_OK(emily_gather(t, idx, 0, NULL, &o));
     double w1[3] = {23, 0, 14};
-    CHECK(all_equal(o, 3, w1));
+    CHECK(t_equals(o, 3, w1));
     emily_tensor_release(o);
     emily_tensor_release(idx);
     /* axes [0, 2]: slices along axis 1 */
@@ -258,7 +245,7 @@ TEST(gather_axes) {
     CHECK_OK(emily_gather(t, idx, 2, ax02, &o));
     int64_t ws[3] = {2, 1, 3};
     double w2[6] = {15, 19, 23, 1, 5, 9};
-    CHECK(o && t_shape_is(o, 3, ws) && all_equal(o, 6, w2));
+    CHECK(o && t_shape_is(o, 3, ws) && t_equals(o, 6, w2));
     emily_tensor_release(o);
     emily_tensor_release(idx);
     /* axes [1] on a transposed view */
@@ -319,24 +306,24 @@ TEST(gather_axes) {
 TEST(indexed_repeats_types_and_blocks) {
     /* the doctest: repeated positions add up; put keeps the last */
     int64_t shape[3] = {1, 2, 3};
-    emily_tensor *t = iota_t(EMILY_S32, 3, shape), *o = NULL;
+    emily_tensor *t = t_iota(EMILY_S32, 3, shape), *o = NULL;
     int64_t ish[2] = {5, 3}, iv[15] = {0, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 2, 0, 1, 2};
     int64_t ush = 5, uv[5] = {1, 3, 1, -2, 5};
     emily_tensor *idx = idx_t(EMILY_S32, 2, ish, iv), *upd = idx_t(EMILY_S32, 1, &ush, uv);
     CHECK_OK(emily_indexed_add(t, idx, upd, 0, NULL, EMILY_DTYPE_AUTO, &o));
     double wa[6] = {2, 1, 0, 3, 7, 10};
-    CHECK(all_equal(o, 6, wa) && emily_tensor_dtype(o) == EMILY_S32);
+    CHECK(t_equals(o, 6, wa) && emily_tensor_dtype(o) == EMILY_S32);
     emily_tensor_release(o);
     CHECK_OK(emily_indexed_put(t, idx, upd, 0, NULL, EMILY_DTYPE_AUTO, &o));
     double wp[6] = {1, 1, -2, 3, 3, 5};
-    CHECK(all_equal(o, 6, wp));
+    CHECK(t_equals(o, 6, wp));
     emily_tensor_release(o);
     /* type merge: s32 target, f32 updates -> f32; u8 updates -> s32 */
     float fu[5] = {0.5f, 0.25f, 0.5f, 1, 1};
     emily_tensor *uf = t_from(EMILY_F32, 1, &ush, fu);
     CHECK_OK(emily_indexed_add(t, idx, uf, 0, NULL, EMILY_DTYPE_AUTO, &o));
     double wf[6] = {1, 1, 3, 3, 4.25, 6};
-    CHECK(all_equal(o, 6, wf) && emily_tensor_dtype(o) == EMILY_F32);
+    CHECK(t_equals(o, 6, wf) && emily_tensor_dtype(o) == EMILY_F32);
     emily_tensor_release(o);
     CHECK_ERR(emily_indexed_add(t, idx, uf, 0, NULL, EMILY_S64, &o), EMILY_ERR_TYPE, "cannot hold");
     emily_tensor_release(uf);
@@ -396,7 +383,7 @@ TEST(indexed_repeats_types_and_blocks) {
 
     /* a large target and few updates: accumulators found by hashing */
     int64_t bigt = 100000;
-    t = iota_t(EMILY_F32, 1, &bigt);
+    t = t_iota(EMILY_F32, 1, &bigt);
     int64_t hsh[2] = {4, 1}, hv[4] = {5, 99999, 5, 77777};
     idx = idx_t(EMILY_S64, 2, hsh, hv);
     int64_t four = 4;
@@ -413,7 +400,7 @@ TEST(indexed_repeats_types_and_blocks) {
     /* blocks: axes [0, 2] of {4, 5, 3}, updates {n, 5} fill axis 1; a
      * smaller update {n, 2} covers the first two rows of that axis */
     int64_t tsh[3] = {4, 5, 3};
-    t = iota_t(EMILY_F64, 3, tsh);
+    t = t_iota(EMILY_F64, 3, tsh);
     emily_tensor *tt = NULL;
     int perm[3] = {0, 1, 2};
     CHECK_OK(emily_transpose(t, perm, &tt));
@@ -449,7 +436,7 @@ TEST(indexed_repeats_types_and_blocks) {
 
 TEST(indexed_errors) {
     int64_t shape[2] = {2, 3};
-    emily_tensor *t = iota_t(EMILY_F32, 2, shape), *o = NULL;
+    emily_tensor *t = t_iota(EMILY_F32, 2, shape), *o = NULL;
     int64_t ish[2] = {2, 2}, iv[4] = {0, 1, 1, 3};
     int64_t two = 2;
     float uv[2] = {1, 2};
@@ -506,7 +493,7 @@ TEST(indexed_errors) {
  * position and the tensor transposed to put those axes first. */
 TEST(out_of_bounds_messages_are_nx_text) {
     int64_t s22[2] = {2, 2}, i12[2] = {1, 2}, one = 1;
-    emily_tensor *t = iota_t(EMILY_S32, 2, s22), *o = NULL;
+    emily_tensor *t = t_iota(EMILY_S32, 2, s22), *o = NULL;
     int64_t first[2] = {3, -10}, second[2] = {0, -1};
     emily_tensor *i1 = idx_t(EMILY_S32, 2, i12, first), *i2 = idx_t(EMILY_S64, 2, i12, second);
     int32_t uv[1] = {1};
@@ -528,7 +515,7 @@ TEST(out_of_bounds_messages_are_nx_text) {
     /* gather on axes [1, 2] of a {2, 3, 4} tensor: the reference gathers
      * from the {3, 4, 2} transpose; index 5 is the row's position 1 */
     int64_t s234[3] = {2, 3, 4};
-    t = iota_t(EMILY_F32, 3, s234);
+    t = t_iota(EMILY_F32, 3, s234);
     int64_t rows[4] = {0, 1, 2, 5};
     int64_t i22[2] = {2, 2};
     emily_tensor *ig = idx_t(EMILY_U8, 2, i22, rows);
@@ -551,7 +538,7 @@ TEST(out_of_bounds_messages_are_nx_text) {
 /* The Nx callbacks: take with Nx 0.13's opts and Nx 0.7's bare axis. */
 TEST(callbacks) {
     int64_t shape[2] = {2, 3};
-    emily_tensor *t = iota_t(EMILY_S32, 2, shape);
+    emily_tensor *t = t_iota(EMILY_S32, 2, shape);
     int64_t two = 2, iv[2] = {2, 0};
     emily_tensor *idx = idx_t(EMILY_S32, 1, &two, iv);
     emily_value args[3], opt;
@@ -577,7 +564,7 @@ TEST(callbacks) {
     emily_dispatch_result r = {0};
     double want[4] = {2, 0, 5, 3};
     CHECK_OK(emily_dispatch("take", EMILY_CPU, &tmpl, args, 3, EMILY_DISPATCH_RUN, &r));
-    CHECK(r.n == 1 && all_equal(r.tensors[0], 4, want));
+    CHECK(r.n == 1 && t_equals(r.tensors[0], 4, want));
     emily_dispatch_result_release(&r);
     emily_value bare;
     memset(&bare, 0, sizeof bare);
@@ -585,7 +572,7 @@ TEST(callbacks) {
     bare.i = -1;
     args[2] = bare;
     CHECK_OK(emily_dispatch("take", EMILY_CPU, &tmpl, args, 3, EMILY_DISPATCH_INFER, &r));
-    CHECK(r.n == 1 && all_equal(r.tensors[0], 4, want));
+    CHECK(r.n == 1 && t_equals(r.tensors[0], 4, want));
     emily_dispatch_result_release(&r);
     iv[0] = 7;
     emily_tensor *bad = idx_t(EMILY_S32, 1, &two, iv);

@@ -5,34 +5,6 @@
 #include <string.h>
 #include "harness.h"
 
-static double complex *cvals(const emily_tensor *t) {
-    emily_tensor *c = NULL;
-    if (emily_as_type(t, EMILY_C128, &c)) return NULL;
-    size_t n = (size_t)emily_tensor_size(c);
-    double complex *v = malloc((n ? n : 1) * sizeof *v);
-    if (v && emily_to_binary(c, v, n * sizeof *v)) { free(v); v = NULL; }
-    emily_tensor_release(c);
-    return v;
-}
-
-/* C = A (m x k) . B (k x n), complex row-major. */
-static void matmul(const double complex *a, const double complex *b, double complex *c, int64_t m,
-                   int64_t k, int64_t n) {
-    for (int64_t i = 0; i < m; i++)
-        for (int64_t j = 0; j < n; j++) {
-            double complex s = 0;
-            for (int64_t l = 0; l < k; l++) s += a[i * k + l] * b[l * n + j];
-            c[i * n + j] = s;
-        }
-}
-
-static double max_diff(const double complex *a, const double complex *b, int64_t n) {
-    double m = 0;
-    for (int64_t i = 0; i < n; i++)
-        if (cabs(a[i] - b[i]) > m) m = cabs(a[i] - b[i]);
-    return m;
-}
-
 /* ---- lu ---------------------------------------------------------------- */
 
 TEST(lu_matches_nx_doctest) {
@@ -50,11 +22,11 @@ TEST(lu_matches_nx_doctest) {
     /* u = [[7, 8, 9], [0, 0.8571429, 1.7142857], [0, 0, ~0]] */
     CHECK(t_get(u, 0) == 7 && t_get(u, 3) == 0 && fabs(t_get(u, 4) - 0.8571429) < 1e-6);
     /* p . l . u = a */
-    double complex *P = cvals(p), *L = cvals(l), *U = cvals(u), lu[9], plu[9], A[9];
-    matmul(L, U, lu, 3, 3, 3);
-    matmul(P, lu, plu, 3, 3, 3);
+    double complex *P = t_cvals(p), *L = t_cvals(l), *U = t_cvals(u), lu[9], plu[9], A[9];
+    c_matmul(L, U, lu, 3, 3, 3);
+    c_matmul(P, lu, plu, 3, 3, 3);
     for (int i = 0; i < 9; i++) A[i] = a[i];
-    CHECK(max_diff(plu, A, 9) < 1e-5);
+    CHECK(c_max_diff(plu, A, 9) < 1e-5);
     free(P);
     free(L);
     free(U);
@@ -98,7 +70,7 @@ TEST(lu_batched_and_types) {
     t = t_from(EMILY_C64, 2, s2, c);
     CHECK_OK(emily_lu(t, &p, &l, &u));
     CHECK(emily_tensor_dtype(p) == EMILY_C64 && emily_tensor_dtype(l) == EMILY_C64);
-    double complex *U = cvals(u);
+    double complex *U = t_cvals(u);
     CHECK(U && U[0] == 3 && U[1] == 4);
     free(U);
     emily_tensor_release(p);
@@ -146,13 +118,13 @@ TEST(lu_complex_matches_nx) {
             emily_tensor *t128 = t_from(EMILY_C128, 2, s, a), *t = NULL, *p = NULL, *l = NULL, *u = NULL;
             CHECK_OK(emily_as_type(t128, c64 ? EMILY_C64 : EMILY_C128, &t));
             CHECK_OK(emily_lu_opts(t, 1e-10, ms[m], &p, &l, &u));
-            double complex *P = cvals(p), *L = cvals(l), *U = cvals(u), lu[9], plu[9];
+            double complex *P = t_cvals(p), *L = t_cvals(l), *U = t_cvals(u), lu[9], plu[9];
             CHECK(P && L && U);
             if (P && L && U) {
                 CHECK(cabs(U[5] - (6 - 4.0 / 7.0 * (9 - I))) < 1e-6 && cimag(U[5]) > 0.57);
-                matmul(L, U, lu, 3, 3, 3);
-                matmul(P, lu, plu, 3, 3, 3);
-                CHECK(max_diff(plu, a, 9) < 1e-5);
+                c_matmul(L, U, lu, 3, 3, 3);
+                c_matmul(P, lu, plu, 3, 3, 3);
+                CHECK(c_max_diff(plu, a, 9) < 1e-5);
             }
             free(P);
             free(L);
@@ -176,8 +148,8 @@ TEST(solve_complex_matches_nx) {
             CHECK_OK(emily_as_type(a128, c64 ? EMILY_C64 : EMILY_C128, &at));
             CHECK_OK(emily_as_type(b128, c64 ? EMILY_C64 : EMILY_C128, &bt));
             CHECK_OK(emily_solve_opts(at, bt, ms[m], &x));
-            double complex *X = cvals(x);
-            CHECK(X && max_diff(X, want, 3) < 1e-6);
+            double complex *X = t_cvals(x);
+            CHECK(X && c_max_diff(X, want, 3) < 1e-6);
             free(X);
             emily_tensor *r[5] = {x, at, bt, a128, b128};
             for (int i = 0; i < 5; i++) emily_tensor_release(r[i]);
@@ -209,14 +181,14 @@ TEST(triangular_solve_every_option) {
                     emily_tensor *bt = vec ? bv : left ? bl : br, *x = NULL;
                     CHECK_OK(emily_triangular_solve(at, bt, left, lower, (emily_transform_a)tr, &x));
                     if (!x) continue;
-                    double complex *X = cvals(x), got[6], *B = cvals(bt);
+                    double complex *X = t_cvals(x), got[6], *B = t_cvals(bt);
                     int64_t cols = vec ? 1 : 2;
                     /* a vector b is a column (left) or a row (right) */
-                    if (left) matmul(op, X, got, 3, 3, cols);
-                    else matmul(X, op, got, vec ? 1 : 2, 3, 3);
-                    if (max_diff(got, B, vec ? 3 : 6) >= 1e-12)
+                    if (left) c_matmul(op, X, got, 3, 3, cols);
+                    else c_matmul(X, op, got, vec ? 1 : 2, 3, 3);
+                    if (c_max_diff(got, B, vec ? 3 : 6) >= 1e-12)
                         fprintf(stderr, "  lower %d left %d transform %d vector %d\n", lower, left, tr, vec);
-                    CHECK(max_diff(got, B, vec ? 3 : 6) < 1e-12);
+                    CHECK(c_max_diff(got, B, vec ? 3 : 6) < 1e-12);
                     free(X);
                     free(B);
                     emily_tensor_release(x);
@@ -304,10 +276,10 @@ TEST(solve_matches_nx) {
     emily_tensor *bmt = t_from(EMILY_F64, 2, sm, bm);
     CHECK_OK(emily_solve(at, bmt, &x));
     CHECK(x && emily_tensor_dtype(x) == EMILY_F64 && t_shape_is(x, 2, sm));
-    double complex *X = cvals(x), *A = cvals(at), ax[8], B[8];
-    matmul(A, X, ax, 4, 4, 2);
+    double complex *X = t_cvals(x), *A = t_cvals(at), ax[8], B[8];
+    c_matmul(A, X, ax, 4, 4, 2);
     for (int i = 0; i < 8; i++) B[i] = bm[i];
-    CHECK(X && max_diff(ax, B, 8) < 1e-5);
+    CHECK(X && c_max_diff(ax, B, 8) < 1e-5);
     free(X);
     free(A);
     emily_tensor_release(x);
@@ -359,7 +331,7 @@ TEST(determinant_values) {
     double complex c3[9] = {1, 0, 0, 0, 2 * I, 0, 0, 0, 3};
     t = t_from(EMILY_C128, 2, s3, c3);
     CHECK_OK(emily_determinant(t, &d));
-    double complex *v = cvals(d);
+    double complex *v = t_cvals(d);
     CHECK(v && emily_tensor_dtype(d) == EMILY_C128 && v[0] == 6 * I);
     free(v);
     emily_tensor_release(d);
@@ -414,7 +386,7 @@ TEST(cholesky_values) {
     float complex c[4] = {1, -2 * I, 2 * I, 5};
     t = t_from(EMILY_C64, 2, s2, c);
     CHECK_OK(emily_cholesky(t, &l));
-    double complex *v = cvals(l);
+    double complex *v = t_cvals(l);
     CHECK(v && v[0] == 1 && v[1] == 0 && v[2] == 2 * I && v[3] == 1);
     free(v);
     emily_tensor_release(l);
@@ -443,17 +415,17 @@ static void check_qr_with(emily_tensor *t, emily_qr_mode mode, int64_t m, int64_
     int64_t k = m < n ? m : n, qc = mode == EMILY_QR_COMPLETE ? m : k, rr = mode == EMILY_QR_COMPLETE ? m : k;
     int64_t qs[2] = {m, qc}, rs[2] = {rr, n};
     CHECK(t_shape_is(q, 2, qs) && t_shape_is(r, 2, rs));
-    double complex *Q = cvals(q), *R = cvals(r), *A = cvals(t);
+    double complex *Q = t_cvals(q), *R = t_cvals(r), *A = t_cvals(t);
     double complex *qr = malloc((size_t)(m * n) * sizeof *qr);
     double complex *qhq = malloc((size_t)(qc * qc) * sizeof *qhq), *qh = malloc((size_t)(m * qc) * sizeof *qh);
     for (int64_t i = 0; i < m; i++)
         for (int64_t j = 0; j < qc; j++) qh[j * m + i] = conj(Q[i * qc + j]);
-    matmul(Q, R, qr, m, rr < qc ? rr : qc, n);
-    CHECK(max_diff(qr, A, m * n) < 1e-5);
-    matmul(qh, Q, qhq, qc, m, qc);
+    c_matmul(Q, R, qr, m, rr < qc ? rr : qc, n);
+    CHECK(c_max_diff(qr, A, m * n) < 1e-5);
+    c_matmul(qh, Q, qhq, qc, m, qc);
     for (int64_t i = 0; i < qc; i++) qhq[i * qc + i] -= 1;
     double complex *zero = calloc((size_t)(qc * qc), sizeof *zero);
-    CHECK(max_diff(qhq, zero, qc * qc) < 1e-5);
+    CHECK(c_max_diff(qhq, zero, qc * qc) < 1e-5);
     /* Nx's Householder updates leave rounding noise below R's diagonal,
      * as the reference does; LAPACK's R is exactly triangular. */
     for (int64_t i = 0; i < rr; i++)
@@ -465,7 +437,7 @@ static void check_qr_with(emily_tensor *t, emily_qr_mode mode, int64_t m, int64_
     if (!cx || method == EMILY_LINALG_LAPACK) {
         emily_tensor *q2 = NULL, *r2 = NULL;
         CHECK_OK(emily_qr_opts(t, mode, 1e-10, EMILY_LINALG_REFERENCE, &q2, &r2));
-        double complex *R2 = r2 ? cvals(r2) : NULL;
+        double complex *R2 = r2 ? t_cvals(r2) : NULL;
         for (int64_t i = 0; R2 && i < k; i++) {
             CHECK(cimag(R[i * n + i]) == 0);
             if (!cx) CHECK((creal(R[i * n + i]) < 0) == (creal(R2[i * n + i]) < 0));
@@ -841,12 +813,12 @@ TEST(svd_shapes_and_reconstruction) {
         CHECK(t_shape_is(u, 2, us) && t_shape_is(sv, 1, ss) && t_shape_is(vt, 2, vs));
         /* Nx's doctest: s = [3, 2, 1] */
         CHECK(fabs(t_get(sv, 0) - 3) < 1e-14 && fabs(t_get(sv, 1) - 2) < 1e-14 && fabs(t_get(sv, 2) - 1) < 1e-14);
-        double complex *U = cvals(u), *S = cvals(sv), *V = cvals(vt), us3[12], rec[12], A[12];
+        double complex *U = t_cvals(u), *S = t_cvals(sv), *V = t_cvals(vt), us3[12], rec[12], A[12];
         for (int i = 0; i < 4; i++)
             for (int j = 0; j < 3; j++) us3[i * 3 + j] = U[i * us[1] + j] * S[j];
-        matmul(us3, V, rec, 4, 3, 3);
+        c_matmul(us3, V, rec, 4, 3, 3);
         for (int i = 0; i < 12; i++) A[i] = a[i];
-        CHECK(max_diff(rec, A, 12) < 1e-14);
+        CHECK(c_max_diff(rec, A, 12) < 1e-14);
         free(U);
         free(S);
         free(V);
@@ -888,11 +860,11 @@ TEST(eigh_values_and_order) {
     CHECK_OK(emily_eigh(t, &w, &v));
     CHECK(emily_tensor_dtype(w) == EMILY_F32 && emily_tensor_dtype(v) == EMILY_F32);
     CHECK(fabs(t_get(w, 0) - 5) < 1e-5 && fabs(t_get(w, 1) + 1) < 1e-5 && fabs(t_get(w, 2) + 1) < 1e-5);
-    double complex *W = cvals(w), *V = cvals(v), *A = cvals(t), av[9], vw[9];
-    matmul(A, V, av, 3, 3, 3);
+    double complex *W = t_cvals(w), *V = t_cvals(v), *A = t_cvals(t), av[9], vw[9];
+    c_matmul(A, V, av, 3, 3, 3);
     for (int i = 0; i < 3; i++)
         for (int j = 0; j < 3; j++) vw[i * 3 + j] = V[i * 3 + j] * W[j];
-    CHECK(max_diff(av, vw, 9) < 1e-5);
+    CHECK(c_max_diff(av, vw, 9) < 1e-5);
     free(W);
     free(V);
     free(A);
@@ -912,7 +884,7 @@ TEST(eigh_values_and_order) {
     float complex h[4] = {2, 1 - I, 1 + I, 3};
     t = t_from(EMILY_C64, 2, s2, h);
     CHECK_OK(emily_eigh(t, &w, &v));
-    W = cvals(w);
+    W = t_cvals(w);
     CHECK(W && emily_tensor_dtype(w) == EMILY_C64 && fabs(creal(W[0]) - 4) < 1e-5 && cimag(W[0]) == 0);
     free(W);
     /* LAPACK's eigenvectors in Nx's convention: each column's largest
@@ -925,7 +897,7 @@ TEST(eigh_values_and_order) {
                             0.4 - 0.9 * I, 1.1 - 0.2 * I, 0.4 + 0.9 * I, 0.6};
     t = t_from(EMILY_C128, 2, s3h, h3);
     CHECK_OK(emily_eigh(t, &w, &v));
-    double complex *VC = cvals(v);
+    double complex *VC = t_cvals(v);
     for (int c = 0; VC && c < 3; c++) {
         int big = 0;
         for (int r = 1; r < 3; r++)

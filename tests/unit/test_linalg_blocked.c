@@ -45,11 +45,8 @@ static void release_all(int n, emily_tensor **ts) {
 }
 
 static uint64_t rng_state = 88172645463325252ull;
-static double uniform(void) { /* xorshift64: [-1, 1) */
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return (double)(rng_state >> 11) / 4503599627370496.0 - 1.0;
+static double uniform(void) { /* [-1, 1) */
+    return (double)(xorshift64(&rng_state) >> 11) / 4503599627370496.0 - 1.0;
 }
 
 /* ---- the update kernel --------------------------------------------------- */

@@ -39,38 +39,12 @@ static emily_tensor *ctensor(emily_dtype dt, int rank, const int64_t *shape, con
     return c;
 }
 
-/* The tensor's values as c128 (freshly allocated; NULL on failure). */
-static double complex *cvals(const emily_tensor *t) {
-    if (!t) return NULL;
-    emily_tensor *c = NULL;
-    if (emily_as_type(t, EMILY_C128, &c)) return NULL;
-    size_t n = (size_t)emily_tensor_size(c);
-    double complex *v = malloc((n ? n : 1) * sizeof *v);
-    if (v && emily_to_binary(c, v, n * sizeof *v)) {
-        free(v);
-        v = NULL;
-    }
-    emily_tensor_release(c);
-    return v;
-}
-
 /* The values of `t` as read back from its own type (what the engine saw). */
 static double complex *rounded(emily_dtype dt, int rank, const int64_t *shape, const double complex *vals) {
     emily_tensor *t = ctensor(dt, rank, shape, vals);
-    double complex *v = cvals(t);
+    double complex *v = t_cvals(t);
     emily_tensor_release(t);
     return v;
-}
-
-/* C = A (m x k) . B (k x n). */
-static void matmul(const double complex *a, const double complex *b, double complex *c, int64_t m,
-                   int64_t k, int64_t n) {
-    for (int64_t i = 0; i < m; i++)
-        for (int64_t j = 0; j < n; j++) {
-            double complex s = 0;
-            for (int64_t l = 0; l < k; l++) s += a[i * k + l] * b[l * n + j];
-            c[i * n + j] = s;
-        }
 }
 
 /* B = A^H for A m x n. */
@@ -98,7 +72,7 @@ static double rel_diff(const double complex *a, const double complex *b, int64_t
 static double unitarity(const double complex *q, int64_t m, int64_t k) {
     double complex *qh = malloc((size_t)(m * k) * sizeof *qh), *g = malloc((size_t)(k * k) * sizeof *g);
     adjoint(q, qh, m, k);
-    matmul(qh, q, g, k, m, k);
+    c_matmul(qh, q, g, k, m, k);
     double e = 0;
     for (int64_t i = 0; i < k; i++)
         for (int64_t j = 0; j < k; j++) {
@@ -160,7 +134,7 @@ TEST(lu_random_complex) {
                 double complex *ar = rounded(ctypes[d], rank, shape, a);
                 emily_tensor *t = ctensor(ctypes[d], rank, shape, a), *p = NULL, *l = NULL, *u = NULL;
                 CHECK_OK(emily_lu_opts(t, 1e-10, methods[m], &p, &l, &u));
-                double complex *P = cvals(p), *L = cvals(l), *U = cvals(u);
+                double complex *P = t_cvals(p), *L = t_cvals(l), *U = t_cvals(u);
                 double complex *lu = malloc((size_t)(n * n) * sizeof *lu), *plu = malloc((size_t)(n * n) * sizeof *plu);
                 double err = 0;
                 bool shape_ok = true;
@@ -172,8 +146,8 @@ TEST(lu_random_complex) {
                             if (i < j && Lb[i * n + j] != 0) shape_ok = false;
                             if (i > j && Ub[i * n + j] != 0) shape_ok = false;
                         }
-                    matmul(Lb, Ub, lu, n, n, n);
-                    matmul(P + b * n * n, lu, plu, n, n, n);
+                    c_matmul(Lb, Ub, lu, n, n, n);
+                    c_matmul(P + b * n * n, lu, plu, n, n, n);
                     double e = rel_diff(plu, ar + b * n * n, n * n);
                     if (!(e <= err)) err = e;
                 }
@@ -214,10 +188,10 @@ TEST(solve_random_complex) {
                     emily_tensor *at = ctensor(ctypes[d], rank, shape, a);
                     emily_tensor *bt = ctensor(ctypes[d], brank, bshape, b), *x = NULL;
                     CHECK_OK(emily_solve_opts(at, bt, methods[m], &x));
-                    double complex *X = cvals(x), *ax = malloc((size_t)(n * cols) * sizeof *ax);
+                    double complex *X = t_cvals(x), *ax = malloc((size_t)(n * cols) * sizeof *ax);
                     double err = X ? 0 : INFINITY;
                     for (int64_t k = 0; X && k < batch; k++) {
-                        matmul(ar + k * n * n, X + k * n * cols, ax, n, n, cols);
+                        c_matmul(ar + k * n * n, X + k * n * cols, ax, n, n, cols);
                         double e = rel_diff(ax, br + k * n * cols, n * cols);
                         if (!(e <= err)) err = e;
                     }
@@ -263,7 +237,7 @@ TEST(determinant_random_complex) {
                 double complex *ar = rounded(ctypes[d], rank, shape, a);
                 emily_tensor *t = ctensor(ctypes[d], rank, shape, a), *det = NULL;
                 CHECK_OK(emily_determinant_opts(t, methods[m], &det));
-                double complex *D = cvals(det);
+                double complex *D = t_cvals(det);
                 double err = D ? 0 : INFINITY;
                 for (int64_t b = 0; D && b < batch; b++) {
                     double complex want = det_ref(ar + b * n * n, n);
@@ -316,7 +290,7 @@ TEST(triangular_solve_random_complex) {
                             double complex *br = rounded(ctypes[d], brank, bshape, b);
                             emily_tensor *bt = ctensor(ctypes[d], brank, bshape, b), *x = NULL;
                             CHECK_OK(emily_triangular_solve(at, bt, left, lower, (emily_transform_a)tr, &x));
-                            double complex *X = cvals(x), *op = malloc((size_t)(n * n) * sizeof *op);
+                            double complex *X = t_cvals(x), *op = malloc((size_t)(n * n) * sizeof *op);
                             double complex *got = malloc((size_t)(rows * cols) * sizeof *got);
                             double err = X ? 0 : INFINITY;
                             for (int64_t k = 0; X && k < batch; k++) {
@@ -331,8 +305,8 @@ TEST(triangular_solve_random_complex) {
                                     }
                                 const double complex *xk = X + k * rows * cols;
                                 /* a vector b is a column (left) or a row (right) */
-                                if (left) matmul(op, xk, got, n, n, vec ? 1 : cols);
-                                else matmul(xk, op, got, vec ? 1 : rows, n, n);
+                                if (left) c_matmul(op, xk, got, n, n, vec ? 1 : cols);
+                                else c_matmul(xk, op, got, vec ? 1 : rows, n, n);
                                 double e = rel_diff(got, br + k * rows * cols, rows * cols);
                                 if (!(e <= err)) err = e;
                             }
@@ -370,10 +344,10 @@ TEST(qr_random_complex) {
                     double complex *ar = rounded(ctypes[d], rank, shape, a);
                     emily_tensor *t = ctensor(ctypes[d], rank, shape, a), *q = NULL, *r = NULL;
                     CHECK_OK(emily_qr_opts(t, (emily_qr_mode)mode, 1e-10, methods[mth], &q, &r));
-                    double complex *Q = cvals(q), *R = cvals(r), *qr = malloc((size_t)(m * n) * sizeof *qr);
+                    double complex *Q = t_cvals(q), *R = t_cvals(r), *qr = malloc((size_t)(m * n) * sizeof *qr);
                     double err = Q && R ? 0 : INFINITY, uerr = 0;
                     for (int64_t b = 0; Q && R && b < batch; b++) {
-                        matmul(Q + b * m * qc, R + b * qc * n, qr, m, qc, n);
+                        c_matmul(Q + b * m * qc, R + b * qc * n, qr, m, qc, n);
                         double e = rel_diff(qr, ar + b * m * n, m * n);
                         if (!(e <= err)) err = e;
                         e = unitarity(Q + b * m * qc, m, qc);
@@ -436,12 +410,12 @@ TEST(eigh_random_complex) {
                 /* Nx's eps (1.0e-4) stops the reference iterations early; a
                  * smaller one makes their residual small enough to test */
                 CHECK_OK(emily_eigh_opts(t, 1e-12, 1000, methods[m], &w, &v));
-                double complex *W = cvals(w), *V = cvals(v);
+                double complex *W = t_cvals(w), *V = t_cvals(v);
                 double complex *av = malloc((size_t)(n * n) * sizeof *av), *vw = malloc((size_t)(n * n) * sizeof *vw);
                 double err = W && V ? 0 : INFINITY, uerr = 0, werr = 0;
                 for (int64_t b = 0; W && V && b < batch; b++) {
                     const double complex *Vb = V + b * n * n, *Wb = W + b * n;
-                    matmul(ar + b * n * n, Vb, av, n, n, n);
+                    c_matmul(ar + b * n * n, Vb, av, n, n, n);
                     for (int64_t i = 0; i < n; i++)
                         for (int64_t j = 0; j < n; j++) vw[i * n + j] = Vb[i * n + j] * Wb[j];
                     double e = rel_diff(av, vw, n * n);
@@ -488,7 +462,7 @@ TEST(cholesky_random_complex) {
             double complex *gh = malloc((size_t)(n * n) * sizeof *gh);
             for (int64_t b = 0; b < batch; b++) {
                 adjoint(g + b * n * n, gh, n, n);
-                matmul(gh, g + b * n * n, a + b * n * n, n, n, n);
+                c_matmul(gh, g + b * n * n, a + b * n * n, n, n, n);
                 for (int64_t i = 0; i < n; i++) {
                     a[b * n * n + i * n + i] = creal(a[b * n * n + i * n + i]) + (double)n;
                     for (int64_t j = 0; j < i; j++) a[b * n * n + i * n + j] = conj(a[b * n * n + j * n + i]);
@@ -497,7 +471,7 @@ TEST(cholesky_random_complex) {
             double complex *ar = rounded(ctypes[d], rank, shape, a);
             emily_tensor *t = ctensor(ctypes[d], rank, shape, a), *l = NULL;
             CHECK_OK(emily_cholesky(t, &l));
-            double complex *L = cvals(l), *lh = malloc((size_t)(n * n) * sizeof *lh);
+            double complex *L = t_cvals(l), *lh = malloc((size_t)(n * n) * sizeof *lh);
             double complex *llh = malloc((size_t)(n * n) * sizeof *llh);
             double err = L ? 0 : INFINITY;
             bool lower = true;
@@ -506,7 +480,7 @@ TEST(cholesky_random_complex) {
                 for (int64_t i = 0; i < n; i++)
                     for (int64_t j = i + 1; j < n; j++) lower = lower && Lb[i * n + j] == 0;
                 adjoint(Lb, lh, n, n);
-                matmul(Lb, lh, llh, n, n, n);
+                c_matmul(Lb, lh, llh, n, n, n);
                 double e = rel_diff(llh, ar + b * n * n, n * n);
                 if (!(e <= err)) err = e;
             }

@@ -10,23 +10,6 @@ static emily_tensor *f32s(int rank, const int64_t *shape, const float *d) {
     return t_from(EMILY_F32, rank, shape, d);
 }
 
-static emily_tensor *iota_f32(int rank, const int64_t *shape) {
-    int64_t n = 1;
-    for (int i = 0; i < rank; i++) n *= shape[i];
-    float *d = malloc(sizeof(float) * (size_t)(n ? n : 1));
-    for (int64_t i = 0; i < n; i++) d[i] = (float)i;
-    emily_tensor *t = f32s(rank, shape, d);
-    free(d);
-    return t;
-}
-
-static bool t_equals(const emily_tensor *t, int64_t n, const double *want) {
-    if (emily_tensor_size(t) != n) return false;
-    for (int64_t i = 0; i < n; i++)
-        if (t_get(t, i) != want[i]) return false;
-    return true;
-}
-
 static uint32_t f32_bits(const emily_tensor *t) {
     uint32_t b = 0;
     if (emily_to_binary(t, &b, 4)) return 0xdeadbeef;
@@ -36,7 +19,7 @@ static uint32_t f32_bits(const emily_tensor *t) {
 static const int64_t S2x3[2] = {2, 3};
 
 TEST(sum_axes_and_types) {
-    emily_tensor *t = iota_f32(2, S2x3), *r = NULL;
+    emily_tensor *t = t_iota(EMILY_F32, 2, S2x3), *r = NULL;
     CHECK_OK(emily_reduce(EMILY_REDUCE_SUM, t, 0, NULL, false, EMILY_DTYPE_AUTO, &r));
     CHECK(emily_tensor_rank(r) == 0 && t_get(r, 0) == 15);
     emily_tensor_release(r);
@@ -120,7 +103,7 @@ TEST(sum_floats_accumulate_wide) {
 TEST(sum_layouts) {
     /* the same sums through rows, columns and strided/broadcast views */
     int64_t shape[3] = {37, 41, 29};
-    emily_tensor *t = iota_f32(3, shape), *r = NULL, *tt = NULL;
+    emily_tensor *t = t_iota(EMILY_F32, 3, shape), *r = NULL, *tt = NULL;
     int a02[2] = {0, 2}, a1[1] = {1};
     CHECK_OK(emily_reduce(EMILY_REDUCE_SUM, t, 2, a02, false, EMILY_DTYPE_AUTO, &r));
     /* sum over i, k of (i*41*29 + j*29 + k) */
@@ -162,7 +145,7 @@ TEST(sum_layouts) {
     emily_tensor_release(v);
     /* big enough for the threaded paths: columns and rows */
     int64_t s2[2] = {600, 700};
-    emily_tensor *m = iota_f32(2, s2);
+    emily_tensor *m = t_iota(EMILY_F32, 2, s2);
     CHECK_OK(emily_reduce(EMILY_REDUCE_SUM, m, 1, ax0, false, EMILY_DTYPE_AUTO, &r));
     ok = true;
     for (int j = 0; ok && j < 700; j++) ok = t_get(r, j) == (double)(float)(600.0 * j + 700.0 * (599.0 * 600 / 2));
@@ -308,7 +291,7 @@ static emily_tensor *ordered_input(emily_dtype dt, int rank, const int64_t *shap
     if (!v) abort();
     uint64_t x = 88172645463325252ull;
     for (int64_t i = 0; i < n * parts; i++) {
-        x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+        xorshift64(&x);
         /* products near 1 stay finite over 600k factors */
         v[i] = dt == EMILY_C128 ? (double)(x >> 11) * 0x1p-53 * 8 - 4 : 1.0 + ((double)(x >> 11) * 0x1p-53 - 0.5) * 1e-3;
     }
@@ -322,16 +305,6 @@ static emily_tensor *ordered_input(emily_dtype dt, int rank, const int64_t *shap
     }
     free(v);
     return r;
-}
-
-static bool same_bits(const emily_tensor *a, const emily_tensor *b) {
-    size_t n = emily_tensor_nbytes(a);
-    if (n != emily_tensor_nbytes(b)) return false;
-    unsigned char *x = malloc(n), *y = malloc(n);
-    bool ok = x && y && !emily_to_binary(a, x, n) && !emily_to_binary(b, y, n) && memcmp(x, y, n) == 0;
-    free(x);
-    free(y);
-    return ok;
 }
 
 TEST(ordered_folds_ignore_thread_count) {
@@ -349,7 +322,7 @@ TEST(ordered_folds_ignore_thread_count) {
             CHECK_OK(emily_reduce(folds[f].op, x, 1, axes, false, EMILY_DTYPE_AUTO, &r1));
             omp_set_num_threads(4);
             CHECK_OK(emily_reduce(folds[f].op, x, 1, axes, false, EMILY_DTYPE_AUTO, &r4));
-            CHECK(r1 && r4 && same_bits(r1, r4));
+            CHECK(r1 && r4 && t_same_bytes(r1, r4));
             emily_tensor_release(r1);
             emily_tensor_release(r4);
             emily_tensor_release(x);
@@ -373,7 +346,7 @@ TEST(ordered_folds_ignore_thread_count) {
         }
         emily_tensor_release(v);
     }
-    CHECK(whole && acc && same_bits(whole, acc));
+    CHECK(whole && acc && t_same_bytes(whole, acc));
     emily_tensor_release(whole);
     emily_tensor_release(acc);
     emily_tensor_release(x);
@@ -511,7 +484,7 @@ TEST(all_close_rules) {
     CHECK(t_get(r, 0) == 0);
     emily_tensor_release(r);
     int64_t s3[1] = {3};
-    emily_tensor *t3 = iota_f32(1, s3);
+    emily_tensor *t3 = t_iota(EMILY_F32, 1, s3);
     CHECK_ERR(emily_all_close(ta, t3, 1e-5, 1e-8, false, &r), EMILY_ERR_SHAPE, "cannot broadcast");
     CHECK_ERR(emily_all_close(ta, NULL, 1e-5, 1e-8, false, &r), EMILY_ERR_ARGUMENT, "b is NULL");
     emily_tensor_release(t3);
@@ -558,7 +531,7 @@ TEST(all_close_equal_nan_option) {
 }
 
 TEST(reduce_errors) {
-    emily_tensor *t = iota_f32(2, S2x3), *r = NULL;
+    emily_tensor *t = t_iota(EMILY_F32, 2, S2x3), *r = NULL;
     int far[1] = {2}, twice[2] = {0, -2};
     CHECK_ERR(emily_reduce(EMILY_REDUCE_SUM, t, 1, far, false, EMILY_DTYPE_AUTO, &r), EMILY_ERR_AXIS, "out of range");
     CHECK_ERR(emily_reduce(EMILY_REDUCE_SUM, t, 2, twice, false, EMILY_DTYPE_AUTO, &r), EMILY_ERR_AXIS, "more than once");
@@ -572,7 +545,7 @@ TEST(reduce_errors) {
 
 TEST(reversed_and_broadcast_views) {
     int64_t shape[2] = {50, 60};
-    emily_tensor *t = iota_f32(2, shape), *rv = NULL, *r = NULL;
+    emily_tensor *t = t_iota(EMILY_F32, 2, shape), *rv = NULL, *r = NULL;
     int both[2] = {0, 1}, ax0[1] = {0}, ax1[1] = {1};
     CHECK_OK(emily_reverse(t, 2, both, &rv)); /* strides -60, -1 */
     CHECK_OK(emily_reduce(EMILY_REDUCE_SUM, rv, 1, ax1, false, EMILY_DTYPE_AUTO, &r));
@@ -608,7 +581,7 @@ TEST(reversed_and_broadcast_views) {
 TEST(wide_types_in_columns) {
     /* f64 and c128 column sums, f16 max columns, over a threaded size */
     int64_t shape[2] = {700, 400};
-    emily_tensor *f = iota_f32(2, shape), *t = NULL, *r = NULL;
+    emily_tensor *f = t_iota(EMILY_F32, 2, shape), *t = NULL, *r = NULL;
     int ax0[1] = {0};
     CHECK_OK(emily_as_type(f, EMILY_F64, &t));
     CHECK_OK(emily_reduce(EMILY_REDUCE_SUM, t, 1, ax0, false, EMILY_DTYPE_AUTO, &r));

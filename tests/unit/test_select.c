@@ -5,15 +5,6 @@
 #include "harness.h"
 #include "core/tensor_impl.h"
 
-#define VEC(dt, ctype, ...)                                                                \
-    t_from(dt, 1, (int64_t[]){sizeof((ctype[]){__VA_ARGS__}) / sizeof(ctype)},             \
-           (ctype[]){__VA_ARGS__})
-#define SCALAR(dt, ctype, v) t_from(dt, 0, NULL, (ctype[]){v})
-/* Complex: (re, im) pairs. */
-#define CVEC(dt, ctype, ...)                                                               \
-    t_from(dt, 1, (int64_t[]){sizeof((ctype[]){__VA_ARGS__}) / sizeof(ctype) / 2},         \
-           (ctype[]){__VA_ARGS__})
-
 /* Checks r's dtype and raw bytes, then releases r. */
 static void expect_bytes(emily_tensor *r, emily_dtype dt, const void *want, size_t nbytes, int line) {
     unsigned char got[256];

@@ -17,12 +17,7 @@ static const emily_dtype REAL_TYPES[] = {EMILY_U8,  EMILY_U16, EMILY_U32,  EMILY
 /* ---- deterministic random data ------------------------------------------ */
 
 static uint64_t rng_state = 88172645463325252ull;
-static uint64_t rnd(void) {
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return rng_state;
-}
+static uint64_t rnd(void) { return xorshift64(&rng_state); }
 
 /* Bit patterns worth sorting: specials (NaNs with several payloads and
  * signs, infinities, both zeros, subnormals, extremes) mixed with a few
