@@ -161,6 +161,10 @@ emily_tensor *t_iota(emily_dtype dt, int rank, const int64_t *shape) {
     return t;
 }
 
+void t_release_all(int n, emily_tensor *const *ts) {
+    for (int i = 0; i < n; i++) emily_tensor_release(ts[i]);
+}
+
 bool t_same_bytes(const emily_tensor *a, const emily_tensor *b) {
     if (!a || !b) return false;
     size_t nb = emily_tensor_nbytes(a);

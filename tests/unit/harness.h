@@ -91,6 +91,12 @@ bool t_shape_is(const emily_tensor *t, int rank, const int64_t *shape);
 /* 0, 1, 2, ... in row-major order, of type dt (emily_iota on the CPU;
  * NULL, counted as a failure, when it fails). */
 emily_tensor *t_iota(emily_dtype dt, int rank, const int64_t *shape);
+/* Releases the n tensors of ts (NULL ones too); RELEASE(a, b, ...) the
+ * tensors listed. */
+void t_release_all(int n, emily_tensor *const *ts);
+#define RELEASE(...)                                                                       \
+    t_release_all((int)(sizeof((emily_tensor *[]){__VA_ARGS__}) / sizeof(emily_tensor *)), \
+                  (emily_tensor *[]){__VA_ARGS__})
 /* a and b (NULL: false) hold the same bytes (the same number of them). */
 bool t_same_bytes(const emily_tensor *a, const emily_tensor *b);
 /* t (not NULL) holds n elements, each equal to want's as a double. */

@@ -85,10 +85,7 @@ static emily_status qr_wide_nan(const emily_tensor *x, emily_tensor **out) {
     if (!s) s = emily_from_binary(EMILY_CPU, EMILY_F32, 0, NULL, &v, sizeof v, &nan);
     if (!s) s = emily_binary(EMILY_ADD, xt, nan, EMILY_DTYPE_AUTO, &w);
     if (!s) s = emily_qr_opts(w, EMILY_QR_REDUCED, 1e-10, EMILY_LINALG_REFERENCE, &q, out);
-    emily_tensor_release(xt);
-    emily_tensor_release(nan);
-    emily_tensor_release(w);
-    emily_tensor_release(q);
+    RELEASE(xt, nan, w, q);
     return s;
 }
 
@@ -208,9 +205,7 @@ static emily_status conv1d(const emily_tensor *x, emily_tensor **out) {
     if (!s) s = emily_slice(x, starts, lens, NULL, &k);
     if (!s) s = emily_reshape(k, 3, ksh, &kv);
     if (!s) s = emily_conv(in, kv, &o, EMILY_DTYPE_AUTO, out);
-    emily_tensor_release(in);
-    emily_tensor_release(k);
-    emily_tensor_release(kv);
+    RELEASE(in, k, kv);
     return s;
 }
 static emily_status pad_interior(const emily_tensor *x, emily_tensor **out) {
@@ -269,9 +264,7 @@ static long sweep(const char *name, op_fn fn) {
                     n, emily_last_error());
             harness_failures++;
         }
-        emily_tensor_release(got);
-        emily_tensor_release(want);
-        emily_tensor_release(x);
+        RELEASE(got, want, x);
         if (emily_live_tensors() != live_t || emily_live_buffers() != live_b) {
             fprintf(stderr, "  FAIL %s: allocation %ld failing leaked %lld tensors, %lld buffers\n",
                     name, n, (long long)(emily_live_tensors() - live_t),

@@ -36,9 +36,7 @@ TEST(fft_small_known_values) {
     v = t_cvals(y);
     CHECK(v && v[0] == 2 && v[1] == 1 - I && v[2] == 0 && v[3] == 1 + I);
     free(v);
-    emily_tensor_release(y);
-    emily_tensor_release(t);
-    emily_tensor_release(t2);
+    RELEASE(y, t, t2);
 }
 
 TEST(fft_matches_naive_dft_many_lengths) {
@@ -59,9 +57,7 @@ TEST(fft_matches_naive_dft_many_lengths) {
         got = t_cvals(z);
         CHECK(got && c_max_diff(got, x, n) < 1e-13 * (double)n);
         free(got);
-        emily_tensor_release(t);
-        emily_tensor_release(y);
-        emily_tensor_release(z);
+        RELEASE(t, y, z);
         free(x);
         free(want);
     }
@@ -109,10 +105,7 @@ TEST(fft_along_axes_and_views) {
     int64_t st[2] = {3, 2};
     CHECK(v && t_shape_is(yt, 2, st) && v[0] == 5 && v[1] == -3 && v[2] == 7 && v[3] == -3);
     free(v);
-    emily_tensor_release(t);
-    emily_tensor_release(y);
-    emily_tensor_release(tt);
-    emily_tensor_release(yt);
+    RELEASE(t, y, tt, yt);
 }
 
 TEST(fft_input_types) {
@@ -245,18 +238,14 @@ TEST(rfft_and_irfft) {
     CHECK_OK(emily_irfft(y5, 5, 0, 1e-10, &z));
     CHECK(t_shape_is(z, 1, s5));
     for (int i = 0; i < 5; i++) CHECK(fabs(t_get(z, i) - x5[i]) < 1e-5);
-    emily_tensor_release(z);
-    emily_tensor_release(t5);
-    emily_tensor_release(y5);
+    RELEASE(z, t5, y5);
     /* complex input to rfft is an error, as in Nx */
     CHECK_ERR(emily_rfft(y, 0, 0, 1e-10, &z), EMILY_ERR_TYPE, "real tensor");
     /* irfft of a 1-point spectrum with the default length 0 is invalid */
     int64_t s1[1] = {1};
     emily_tensor *one = t_from(EMILY_F32, 1, s1, x);
     CHECK_ERR(emily_irfft(one, 0, 0, 1e-10, &z), EMILY_ERR_ARGUMENT, "must be positive");
-    emily_tensor_release(one);
-    emily_tensor_release(y);
-    emily_tensor_release(t);
+    RELEASE(one, y, t);
 }
 
 TEST(fft_zero_size_and_bad_input) {

@@ -135,8 +135,7 @@ static void check_small_result(const emily_tensor *r, const float *x, const floa
         CHECK_OK(emily_binary(EMILY_MULTIPLY, te, tx, EMILY_DTYPE_AUTO, &tp));
         CHECK(tp && t_get(r, i) == t_get(tp, 0));
         CHECK(fabsf((float)t_get(r, i) - want) <= 1e-5f * fabsf(want));
-        emily_tensor *tmp[5] = {tx, ty, ts, te, tp};
-        for (int k = 0; k < 5; k++) emily_tensor_release(tmp[k]);
+        RELEASE(tx, ty, ts, te, tp);
     }
 }
 
@@ -269,9 +268,7 @@ TEST(bad_graphs_fail_clearly) {
     CHECK_ERR(emily_graph_run(g, &ts, 1, &r, 1), EMILY_ERR_SHAPE, "parameter 0 is s32{3}");
     CHECK_ERR(emily_graph_run(g, (emily_tensor *[]){NULL}, 1, &r, 1), EMILY_ERR_ARGUMENT, "parameter");
     CHECK(r == NULL);
-    emily_tensor_release(t3);
-    emily_tensor_release(t4);
-    emily_tensor_release(ts);
+    RELEASE(t3, t4, ts);
     emily_graph_free(g);
     emily_graph_free(NULL);
 }
@@ -390,8 +387,7 @@ TEST(pow_two_is_rewritten_with_the_same_bits) {
         emily_tensor *got = NULL;
         CHECK_OK(emily_graph_run(g, &x, 1, &got, 1));
         CHECK(got && want && t_same_bytes(got, want));
-        emily_tensor *tmp[5] = {x64, x, want, t2, got};
-        for (int k = 0; k < 5; k++) emily_tensor_release(tmp[k]);
+        RELEASE(x64, x, want, t2, got);
         emily_graph_free(g);
     }
 }
@@ -558,9 +554,7 @@ static emily_graph *loop_graph(bool bad_body) {
         int32_t outs[2] = {first, first + 1};
         CHECK_OK(emily_graph_set_outputs(g, 2, outs));
     }
-    emily_tensor_release(t5);
-    emily_tensor_release(t1);
-    emily_tensor_release(t2);
+    RELEASE(t5, t1, t2);
     return g;
 }
 
@@ -578,11 +572,7 @@ static void check_loop(emily_graph *g) {
     emily_tensor *t9 = t_from(EMILY_S32, 0, NULL, &i9);
     CHECK_OK(emily_graph_run(g, (emily_tensor *[]){t9, tx}, 2, res, 2));
     CHECK(res[0] == t9 && res[1] == tx);
-    emily_tensor_release(res[0]);
-    emily_tensor_release(res[1]);
-    emily_tensor_release(t9);
-    emily_tensor_release(ti);
-    emily_tensor_release(tx);
+    RELEASE(res[0], res[1], t9, ti, tx);
 }
 
 TEST(while_loops) {
@@ -642,9 +632,7 @@ static emily_graph *cond_graph(void) {
     size_t ncap[3] = {1, 1, 1};
     CHECK_OK(emily_graph_add_cond(g, 2, preds, br, ncap, caps, &first));
     CHECK_OK(emily_graph_set_outputs(g, 1, &first));
-    emily_tensor_release(tz);
-    emily_tensor_release(to);
-    emily_tensor_release(t2);
+    RELEASE(tz, to, t2);
     return g;
 }
 

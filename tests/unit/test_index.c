@@ -111,10 +111,7 @@ TEST(take_views_scalars_and_wide_elements) {
     ok = o && t_shape_is(o, 2, wshape);
     for (int64_t i = 0; ok && i < big; i += 1009) ok = t_get(o, 2 * big + i) == 10 + (double)bv[i];
     CHECK(ok);
-    emily_tensor_release(o);
-    emily_tensor_release(tb);
-    emily_tensor_release(tf);
-    emily_tensor_release(idx);
+    RELEASE(o, tb, tf, idx);
     free(bv);
     emily_tensor_release(ct);
     emily_tensor_release(c);
@@ -144,12 +141,7 @@ TEST(take_errors) {
     CHECK_OK(emily_constant(EMILY_CPU, EMILY_F32, 0, NULL, emily_scalar_float(1), &sc));
     CHECK_ERR(emily_take(sc, in, 0, &o), EMILY_ERR_AXIS, "rank 0");
     CHECK(o == NULL);
-    emily_tensor_release(sc);
-    emily_tensor_release(ifl);
-    emily_tensor_release(ih);
-    emily_tensor_release(ib);
-    emily_tensor_release(in);
-    emily_tensor_release(t);
+    RELEASE(sc, ifl, ih, ib, in, t);
 }
 
 /* ---- take_along_axis ----------------------------------------------------- */
@@ -190,10 +182,7 @@ TEST(take_along_axis_matches_definition) {
     bool same = o && s;
     for (int64_t i = 0; same && i < 24; i++) same = t_get(o, i) == t_get(s, i);
     CHECK(same);
-    emily_tensor_release(o);
-    emily_tensor_release(s);
-    emily_tensor_release(as);
-    emily_tensor_release(rv);
+    RELEASE(o, s, as, rv);
 
     /* errors */
     int64_t bad_shape[3] = {2, 2, 4}, bad_rank[2] = {2, 3};
@@ -217,12 +206,7 @@ TEST(take_along_axis_matches_definition) {
     CHECK_ERR(emily_take_along_axis(e, i4, 0, &o), EMILY_ERR_INDEX,
               "index 0 is out of bounds for axis 0 in shape {0, 3, 4}");
     CHECK(o == NULL);
-    emily_tensor_release(e);
-    emily_tensor_release(i4);
-    emily_tensor_release(i1);
-    emily_tensor_release(i2);
-    emily_tensor_release(i3);
-    emily_tensor_release(t);
+    RELEASE(e, i4, i1, i2, i3, t);
 }
 
 /* ---- gather -------------------------------------------------------------- */
@@ -264,9 +248,7 @@ TEST(gather_axes) {
             for (int64_t c = 0; ok && c < 3; c++)
                 ok = t_get(o, (r * 4 + a) * 3 + c) == (double)((iv3[r] * 3 + c) * 4 + a);
     CHECK(ok);
-    emily_tensor_release(o);
-    emily_tensor_release(idx);
-    emily_tensor_release(tv);
+    RELEASE(o, idx, tv);
     /* an index row of length 0 takes the whole tensor */
     int64_t ish4[2] = {2, 0};
     CHECK_OK(emily_empty(EMILY_CPU, EMILY_S32, 2, ish4, &idx));
@@ -294,11 +276,7 @@ TEST(gather_axes) {
     CHECK_OK(emily_constant(EMILY_CPU, EMILY_S32, 0, NULL, emily_scalar_int(0), &is));
     CHECK_ERR(emily_gather(t, is, 0, NULL, &o), EMILY_ERR_SHAPE, "rank 1 or more");
     CHECK(o == NULL);
-    emily_tensor_release(is);
-    emily_tensor_release(iw);
-    emily_tensor_release(ib);
-    emily_tensor_release(idx);
-    emily_tensor_release(t);
+    RELEASE(is, iw, ib, idx, t);
 }
 
 /* ---- indexed_add / indexed_put ------------------------------------------- */
@@ -326,10 +304,7 @@ TEST(indexed_repeats_types_and_blocks) {
     CHECK(t_equals(o, 6, wf) && emily_tensor_dtype(o) == EMILY_F32);
     emily_tensor_release(o);
     CHECK_ERR(emily_indexed_add(t, idx, uf, 0, NULL, EMILY_S64, &o), EMILY_ERR_TYPE, "cannot hold");
-    emily_tensor_release(uf);
-    emily_tensor_release(upd);
-    emily_tensor_release(idx);
-    emily_tensor_release(t);
+    RELEASE(uf, upd, idx, t);
 
     /* f16: the updates of a position are summed first (in f64), then
      * added to the target and rounded once: 2048 + (1 + 1) = 2050,
@@ -370,16 +345,7 @@ TEST(indexed_repeats_types_and_blocks) {
     CHECK_OK(emily_indexed_add(tf, idx, uc, 0, NULL, EMILY_DTYPE_AUTO, &o));
     if (o) CHECK_OK(emily_to_binary(o, cr, 8));
     CHECK(o && emily_tensor_dtype(o) == EMILY_C64 && cr[0] == 1.75f && cr[1] == 2.0f);
-    emily_tensor_release(o);
-    emily_tensor_release(tc);
-    emily_tensor_release(uc);
-    emily_tensor_release(tf);
-    emily_tensor_release(ui);
-    emily_tensor_release(t8);
-    emily_tensor_release(u8);
-    emily_tensor_release(th);
-    emily_tensor_release(uh);
-    emily_tensor_release(idx);
+    RELEASE(o, tc, uc, tf, ui, t8, u8, th, uh, idx);
 
     /* a large target and few updates: accumulators found by hashing */
     int64_t bigt = 100000;
@@ -392,10 +358,7 @@ TEST(indexed_repeats_types_and_blocks) {
     CHECK_OK(emily_indexed_add(t, idx, hu_t, 0, NULL, EMILY_DTYPE_AUTO, &o));
     CHECK(o && emily_tensor_dtype(o) == EMILY_F64 && t_get(o, 5) == 6.75 && t_get(o, 99999) == 100001 &&
           t_get(o, 77777) == 0 && t_get(o, 6) == 6 && t_get(o, 0) == 0);
-    emily_tensor_release(o);
-    emily_tensor_release(hu_t);
-    emily_tensor_release(idx);
-    emily_tensor_release(t);
+    RELEASE(o, hu_t, idx, t);
 
     /* blocks: axes [0, 2] of {4, 5, 3}, updates {n, 5} fill axis 1; a
      * smaller update {n, 2} covers the first two rows of that axis */
@@ -427,11 +390,7 @@ TEST(indexed_repeats_types_and_blocks) {
     emily_tensor *btoo = t_from(EMILY_F64, 2, bigsh, z12);
     CHECK_ERR(emily_indexed_add(t, idx, btoo, 2, axes, EMILY_DTYPE_AUTO, &o), EMILY_ERR_SHAPE,
               "axis 1 of updates {2, 6} is larger than axis 1 of the target {4, 5, 3}");
-    emily_tensor_release(btoo);
-    emily_tensor_release(bu);
-    emily_tensor_release(idx);
-    emily_tensor_release(tt);
-    emily_tensor_release(t);
+    RELEASE(btoo, bu, idx, tt, t);
 }
 
 TEST(indexed_errors) {
@@ -474,16 +433,7 @@ TEST(indexed_errors) {
     CHECK_OK(emily_empty(EMILY_CPU, EMILY_F64, 1, &e1, &ue));
     CHECK_OK(emily_indexed_add(t, ie, ue, 0, NULL, EMILY_DTYPE_AUTO, &o));
     CHECK(o && emily_tensor_dtype(o) == EMILY_F64 && t_get(o, 5) == 5);
-    emily_tensor_release(o);
-    emily_tensor_release(ie);
-    emily_tensor_release(ue);
-    emily_tensor_release(ifl);
-    emily_tensor_release(i31);
-    emily_tensor_release(i1);
-    emily_tensor_release(i3);
-    emily_tensor_release(idx);
-    emily_tensor_release(u);
-    emily_tensor_release(t);
+    RELEASE(o, ie, ue, ifl, i31, i1, i3, idx, u, t);
 }
 
 /* The exact text Nx's suite expects (nx_test.exs "raises when out of
@@ -508,10 +458,7 @@ TEST(out_of_bounds_messages_are_nx_text) {
                                        : emily_indexed_put(t, ix, u, 0, NULL, EMILY_DTYPE_AUTO, &o);
             CHECK(s == EMILY_ERR_INDEX && strcmp(emily_last_error(), k ? m2 : m1) == 0 && !o);
         }
-    emily_tensor_release(i1);
-    emily_tensor_release(i2);
-    emily_tensor_release(u);
-    emily_tensor_release(t);
+    RELEASE(i1, i2, u, t);
     /* gather on axes [1, 2] of a {2, 3, 4} tensor: the reference gathers
      * from the {3, 4, 2} transpose; index 5 is the row's position 1 */
     int64_t s234[3] = {2, 3, 4};
@@ -529,10 +476,7 @@ TEST(out_of_bounds_messages_are_nx_text) {
     int ax2[1] = {2};
     CHECK_ERR(emily_indexed_put(t, ip, up, 1, ax2, EMILY_DTYPE_AUTO, &o), EMILY_ERR_INDEX, "index");
     CHECK(strcmp(emily_last_error(), "index 4 is out of bounds for axis 0 in shape {4, 2, 3}") == 0);
-    emily_tensor_release(ig);
-    emily_tensor_release(ip);
-    emily_tensor_release(up);
-    emily_tensor_release(t);
+    RELEASE(ig, ip, up, t);
 }
 
 /* The Nx callbacks: take with Nx 0.13's opts and Nx 0.7's bare axis. */
@@ -579,9 +523,7 @@ TEST(callbacks) {
     args[1].tensor = bad;
     CHECK_ERR(emily_dispatch("take", EMILY_CPU, &tmpl, args, 3, EMILY_DISPATCH_RUN, &r), EMILY_ERR_INDEX,
               "index 7 is out of bounds for axis 0 in shape {3, 2}");
-    emily_tensor_release(bad);
-    emily_tensor_release(idx);
-    emily_tensor_release(t);
+    RELEASE(bad, idx, t);
 }
 
 /* gather searched the indexed axes for every axis of the tensor:

@@ -45,10 +45,7 @@ TEST(lu_batched_and_types) {
     CHECK(t_get(p, 4) == 0 && t_get(p, 5) == 1 && t_get(u, 4) == 1 && t_get(u, 7) == 1);
     /* first: l[1][0] = 0.5, u[1][1] = 1.5 */
     CHECK(t_get(l, 2) == 0.5 && t_get(u, 3) == 1.5);
-    emily_tensor_release(p);
-    emily_tensor_release(l);
-    emily_tensor_release(u);
-    emily_tensor_release(t);
+    RELEASE(p, l, u, t);
     /* l = tril(a, k: -1) + eye in Nx: 0 / -3 is -0 in the elimination and
      * +0 in l (Nx 0.13.1 gives l[2][0] = 0.0 for this matrix) */
     int64_t s3[2] = {3, 3};
@@ -60,10 +57,7 @@ TEST(lu_batched_and_types) {
         CHECK_OK(emily_to_binary(l, lb, sizeof lb));
         CHECK(lb[6] == 0 && !signbit(lb[6]) && lb[7] == 0.25f && lb[3] == -1.0f / 3.0f);
     }
-    emily_tensor_release(p);
-    emily_tensor_release(l);
-    emily_tensor_release(u);
-    emily_tensor_release(t);
+    RELEASE(p, l, u, t);
     /* complex */
     int64_t s2[2] = {2, 2};
     float complex c[4] = {1, 2 * I, 3, 4};
@@ -73,10 +67,7 @@ TEST(lu_batched_and_types) {
     double complex *U = t_cvals(u);
     CHECK(U && U[0] == 3 && U[1] == 4);
     free(U);
-    emily_tensor_release(p);
-    emily_tensor_release(l);
-    emily_tensor_release(u);
-    emily_tensor_release(t);
+    RELEASE(p, l, u, t);
 }
 
 TEST(lu_bad_input) {
@@ -97,10 +88,7 @@ TEST(lu_bad_input) {
     t = t_from(EMILY_F32, 2, s2, z);
     CHECK_OK(emily_lu(t, &p, &l, &u));
     CHECK(t_get(u, 3) == 0);
-    emily_tensor_release(p);
-    emily_tensor_release(l);
-    emily_tensor_release(u);
-    emily_tensor_release(t);
+    RELEASE(p, l, u, t);
 }
 
 /* Nx's lin_alg_test.exs: lu of [[1+i, 2, 3], [4, 5i, 6], [7, 8, 9-i]].
@@ -193,10 +181,7 @@ TEST(triangular_solve_every_option) {
                     free(B);
                     emily_tensor_release(x);
                 }
-    emily_tensor_release(at);
-    emily_tensor_release(bl);
-    emily_tensor_release(br);
-    emily_tensor_release(bv);
+    RELEASE(at, bl, br, bv);
 }
 
 TEST(triangular_solve_types_batches_views) {
@@ -226,11 +211,7 @@ TEST(triangular_solve_types_batches_views) {
     CHECK_OK(emily_triangular_solve(a3t, b3t, true, true, EMILY_TRANSFORM_NONE, &x));
     CHECK(x && t_shape_is(x, 2, sb2) && emily_tensor_dtype(x) == EMILY_F64);
     CHECK(t_get(x, 0) == 1 && t_get(x, 1) == 2 && t_get(x, 2) == 5 && t_get(x, 3) == 2);
-    emily_tensor_release(x);
-    emily_tensor_release(a3t);
-    emily_tensor_release(b3t);
-    emily_tensor_release(at);
-    emily_tensor_release(bt);
+    RELEASE(x, a3t, b3t, at, bt);
 }
 
 TEST(triangular_solve_errors) {
@@ -251,9 +232,7 @@ TEST(triangular_solve_errors) {
               "square");
     CHECK_ERR(emily_triangular_solve(at, NULL, true, true, EMILY_TRANSFORM_NONE, &x), EMILY_ERR_ARGUMENT,
               "b is NULL");
-    emily_tensor_release(b2);
-    emily_tensor_release(at);
-    emily_tensor_release(bt);
+    RELEASE(b2, at, bt);
 }
 
 /* ---- solve ------------------------------------------------------------- */
@@ -293,9 +272,7 @@ TEST(solve_matches_nx) {
     int64_t s3[1] = {3};
     emily_tensor *b3 = t_from(EMILY_S32, 1, s3, b);
     CHECK_ERR(emily_solve(at, b3, &x), EMILY_ERR_SHAPE, "incompatible");
-    emily_tensor_release(b3);
-    emily_tensor_release(at);
-    emily_tensor_release(bt);
+    RELEASE(b3, at, bt);
 }
 
 /* ---- determinant ------------------------------------------------------- */
@@ -493,9 +470,7 @@ TEST(qr_modes_and_shapes) {
             CHECK_OK(emily_to_binary(r, rb, sizeof rb));
             CHECK(memcmp(qb, eye, sizeof eye) == 0 && memcmp(rb, tri, sizeof tri) == 0);
         }
-        emily_tensor_release(q);
-        emily_tensor_release(r);
-        emily_tensor_release(t);
+        RELEASE(q, r, t);
     }
     double complex c[4] = {1 + I, 2, -I, 3};
     int64_t s2[2] = {2, 2};
@@ -517,9 +492,7 @@ TEST(qr_modes_and_shapes) {
     CHECK_OK(emily_empty(EMILY_CPU, EMILY_F64, 2, s30, &t));
     CHECK_OK(emily_qr(t, EMILY_QR_COMPLETE, 1e-10, &q, &r));
     CHECK(t_get(q, 0) == 1 && t_get(q, 1) == 0 && t_get(q, 4) == 1);
-    emily_tensor_release(q);
-    emily_tensor_release(r);
-    emily_tensor_release(t);
+    RELEASE(q, r, t);
 }
 
 /* Real qr, eigh and svd are Nx's own algorithms with the reference's rounding:
@@ -556,9 +529,7 @@ TEST(lapack_method_follows_nx_conventions) {
             CHECK(vb[big * 3 + c] > 0);
         }
     }
-    emily_tensor_release(w);
-    emily_tensor_release(v);
-    emily_tensor_release(t);
+    RELEASE(w, v, t);
     /* a batch: Nx's doctest [[[2, 5], [5, 6]], [[1, 0], [0, 4]]] */
     int32_t e2[8] = {2, 5, 5, 6, 1, 0, 0, 4};
     int64_t s222[3] = {2, 2, 2};
@@ -572,9 +543,7 @@ TEST(lapack_method_follows_nx_conventions) {
         float want[8] = {0.56062883f, 0.8280672f, 0.8280672f, -0.56062883f, 0, 1, 1, 0};
         for (int i = 0; i < 8; i++) CHECK(near(v2[i], want[i]));
     }
-    emily_tensor_release(w);
-    emily_tensor_release(v);
-    emily_tensor_release(t);
+    RELEASE(w, v, t);
     /* svd: Nx's doctest input, exact here where Nx's iterations print
      * 0.99999994 and 1.9999999 */
     int32_t d43[12] = {2, 0, 0, 0, 3, 0, 0, 0, -1, 0, 0, 0};
@@ -593,9 +562,7 @@ TEST(lapack_method_follows_nx_conventions) {
         for (int i = 0; i < 9; i++) CHECK(near(vtb[i], wv[i]));
         CHECK(near(sb[0], 3) && near(sb[1], 2) && near(sb[2], 1));
     }
-    emily_tensor_release(u);
-    emily_tensor_release(sv);
-    emily_tensor_release(vt);
+    RELEASE(u, sv, vt);
     /* without full matrices: u [4, 3], vt [3, 3] */
     CHECK_OK(emily_svd(t, false, &u, &sv, &vt));
     if (u && vt) {
@@ -605,9 +572,7 @@ TEST(lapack_method_follows_nx_conventions) {
         float wu[12] = {0, 1, 0, 1, 0, 0, 0, 0, -1, 0, 0, 0};
         for (int i = 0; i < 12; i++) CHECK(near(ub[i], wu[i]));
     }
-    emily_tensor_release(u);
-    emily_tensor_release(sv);
-    emily_tensor_release(vt);
+    RELEASE(u, sv, vt);
     CHECK_ERR(emily_svd_opts(t, true, 100, (emily_linalg_method)-1, &u, &sv, &vt),
               EMILY_ERR_ARGUMENT, "method");
     emily_tensor_release(t);
@@ -626,10 +591,7 @@ TEST(lapack_method_follows_nx_conventions) {
         CHECK_OK(emily_to_binary(v2t, a2 + 2, 16));
         CHECK(memcmp(a1, a2, sizeof a1) == 0);
     }
-    emily_tensor_release(w);
-    emily_tensor_release(v);
-    emily_tensor_release(w2);
-    emily_tensor_release(v2t);
+    RELEASE(w, v, w2, v2t);
     CHECK_ERR(emily_eigh_opts(t, 1.0e-4, 1000, (emily_linalg_method)3, &w, &v), EMILY_ERR_ARGUMENT,
               "method");
     emily_tensor_release(t);
@@ -680,11 +642,7 @@ TEST(lapack_method_is_accurate_for_f32) {
         for (int i = 0; i < N; i++) CHECK(fabsf(wl[i] - (float)(N - i)) < 2e-5f);
         for (int i = 0; i < N; i++) CHECK(fabsf(wl[i] - wn[i]) < 1e-2f);
     }
-    emily_tensor_release(w);
-    emily_tensor_release(v);
-    emily_tensor_release(wr);
-    emily_tensor_release(vr);
-    emily_tensor_release(t);
+    RELEASE(w, v, wr, vr, t);
 }
 
 TEST(qr_eigh_svd_give_the_references_bits) {
@@ -701,9 +659,7 @@ TEST(qr_eigh_svd_give_the_references_bits) {
         CHECK(qb[8] == 0.7071068f && qb[11] == 0.70710677f && rb[8] == 1.4142135f);
         CHECK(rb[0] == 3 && rb[4] == 1 && qb[0] == 1 && qb[4] == 1);
     }
-    emily_tensor_release(q);
-    emily_tensor_release(r);
-    emily_tensor_release(t);
+    RELEASE(q, r, t);
     int32_t e[9] = {0, 1, 2, 1, 0, 2, 2, 2, 3};
     int64_t s33[2] = {3, 3};
     t = t_from(EMILY_S32, 2, s33, e);
@@ -743,10 +699,7 @@ TEST(qr_eigh_svd_give_the_references_bits) {
         CHECK_OK(emily_to_binary(sv, sb, sizeof sb));
         CHECK(sb[0] == 5.19258261f && sb[1] == 0.192580998f);
     }
-    emily_tensor_release(u);
-    emily_tensor_release(sv);
-    emily_tensor_release(vt);
-    emily_tensor_release(t);
+    RELEASE(u, sv, vt, t);
     /* rank-deficient: the reference raises (1 / 0 inside a select that
      * discards it); Emily gives s[1] = 0 and a zero column in u */
     int32_t d2[4] = {1, 2, 2, 4};
@@ -757,9 +710,7 @@ TEST(qr_eigh_svd_give_the_references_bits) {
         CHECK_OK(emily_to_binary(u, ub, sizeof ub));
         CHECK(fabsf(sb[0] - 5.0f) < 1e-5f && sb[1] == 0 && ub[1] == 0 && ub[3] == 0);
     }
-    emily_tensor_release(u);
-    emily_tensor_release(sv);
-    emily_tensor_release(vt);
+    RELEASE(u, sv, vt);
     CHECK_ERR(emily_svd_opts(t, false, -1, EMILY_LINALG_REFERENCE, &u, &sv, &vt), EMILY_ERR_ARGUMENT, "max_iter");
     emily_tensor_release(t);
     /* complex qr: Nx's complex reflector with Complex's arithmetic, each part
@@ -777,9 +728,7 @@ TEST(qr_eigh_svd_give_the_references_bits) {
         CHECK(cqb[0] == -0.99999988f && cqb[1] == 0);
         CHECK(crb[0] == 5 && crb[1] == 5 && crb[2] == -3.99999952f && crb[3] == -1);
     }
-    emily_tensor_release(cq);
-    emily_tensor_release(cr);
-    emily_tensor_release(t);
+    RELEASE(cq, cr, t);
     /* svd with full matrices: Nx's QDWH, eigh and sign rule, as its doctest
      * prints them: u[0][1] = 0.99999994, u[2][2] = -1, s = [3, 1.9999999, 1] */
     int32_t d43[12] = {2, 0, 0, 0, 3, 0, 0, 0, -1, 0, 0, 0};
@@ -795,10 +744,7 @@ TEST(qr_eigh_svd_give_the_references_bits) {
         CHECK(s3[0] == 3 && s3[1] == 1.9999999f && s3[2] == 1);
         CHECK(v9[1] == 1 && v9[3] == 1 && v9[8] == 1);
     }
-    emily_tensor_release(u);
-    emily_tensor_release(sv);
-    emily_tensor_release(vt);
-    emily_tensor_release(t);
+    RELEASE(u, sv, vt, t);
 }
 
 TEST(svd_shapes_and_reconstruction) {
@@ -822,9 +768,7 @@ TEST(svd_shapes_and_reconstruction) {
         free(U);
         free(S);
         free(V);
-        emily_tensor_release(u);
-        emily_tensor_release(sv);
-        emily_tensor_release(vt);
+        RELEASE(u, sv, vt);
     }
     emily_tensor_release(t);
     /* integer input gives f32; complex is rejected as Nx does */
@@ -833,9 +777,7 @@ TEST(svd_shapes_and_reconstruction) {
     t = t_from(EMILY_S32, 2, s2, ai);
     CHECK_OK(emily_svd(t, true, &u, &sv, &vt));
     CHECK(emily_tensor_dtype(sv) == EMILY_F32 && fabs(t_get(sv, 0) - 5.4649857) < 1e-5);
-    emily_tensor_release(u);
-    emily_tensor_release(sv);
-    emily_tensor_release(vt);
+    RELEASE(u, sv, vt);
     emily_tensor *tc = NULL;
     CHECK_OK(emily_as_type(t, EMILY_C64, &tc));
     CHECK_ERR(emily_svd(tc, true, &u, &sv, &vt), EMILY_ERR_TYPE, "complex");
@@ -846,10 +788,7 @@ TEST(svd_shapes_and_reconstruction) {
     t = t_from(EMILY_F64, 2, s2, nanm);
     CHECK_OK(emily_svd(t, true, &u, &sv, &vt));
     CHECK(isnan(t_get(sv, 0)));
-    emily_tensor_release(u);
-    emily_tensor_release(sv);
-    emily_tensor_release(vt);
-    emily_tensor_release(t);
+    RELEASE(u, sv, vt, t);
 }
 
 TEST(eigh_values_and_order) {
@@ -868,18 +807,14 @@ TEST(eigh_values_and_order) {
     free(W);
     free(V);
     free(A);
-    emily_tensor_release(w);
-    emily_tensor_release(v);
-    emily_tensor_release(t);
+    RELEASE(w, v, t);
     /* ordered by magnitude: [[-3, 0], [0, 1]] -> -3, 1 */
     int64_t s2[2] = {2, 2};
     double d[4] = {1, 0, 0, -3};
     t = t_from(EMILY_F64, 2, s2, d);
     CHECK_OK(emily_eigh(t, &w, &v));
     CHECK(t_get(w, 0) == -3 && t_get(w, 1) == 1);
-    emily_tensor_release(w);
-    emily_tensor_release(v);
-    emily_tensor_release(t);
+    RELEASE(w, v, t);
     /* Hermitian complex: eigenvalues are real, typed c64 like Nx */
     float complex h[4] = {2, 1 - I, 1 + I, 3};
     t = t_from(EMILY_C64, 2, s2, h);
@@ -889,9 +824,7 @@ TEST(eigh_values_and_order) {
     free(W);
     /* LAPACK's eigenvectors in Nx's convention: each column's largest
      * entry exactly real and positive */
-    emily_tensor_release(w);
-    emily_tensor_release(v);
-    emily_tensor_release(t);
+    RELEASE(w, v, t);
     int64_t s3h[2] = {3, 3};
     double complex h3[9] = {2, 0.3 - 0.7 * I, 1.1 + 0.2 * I, 0.3 + 0.7 * I, -1.7,
                             0.4 - 0.9 * I, 1.1 - 0.2 * I, 0.4 + 0.9 * I, 0.6};
@@ -906,9 +839,7 @@ TEST(eigh_values_and_order) {
     }
     CHECK(VC != NULL);
     free(VC);
-    emily_tensor_release(w);
-    emily_tensor_release(v);
-    emily_tensor_release(t);
+    RELEASE(w, v, t);
     int64_t s23[2] = {2, 3};
     double d6[6] = {1, 2, 3, 4, 5, 6};
     t = t_from(EMILY_F64, 2, s23, d6);
@@ -1023,9 +954,7 @@ TEST(empty_matrices_in_a_huge_batch_do_no_work) {
         }
         CHECK_OK(emily_svd_opts(a, false, 100, method, &u, &sv, &vt));
         CHECK(emily_tensor_size(u) == 0 && emily_tensor_size(sv) == 0 && emily_tensor_size(vt) == 0);
-        emily_tensor_release(u);
-        emily_tensor_release(sv);
-        emily_tensor_release(vt);
+        RELEASE(u, sv, vt);
         u = sv = vt = NULL;
         CHECK_OK(emily_eigh_opts(sq, 1e-4, 100, method, &sv, &vt));
         CHECK(emily_tensor_size(sv) == 0 && emily_tensor_size(vt) == 0);
@@ -1034,9 +963,7 @@ TEST(empty_matrices_in_a_huge_batch_do_no_work) {
         sv = vt = NULL;
         CHECK_OK(emily_lu_opts(sq, 1e-10, method, &u, &q, &r));
         CHECK(emily_tensor_size(u) == 0);
-        emily_tensor_release(u);
-        emily_tensor_release(q);
-        emily_tensor_release(r);
+        RELEASE(u, q, r);
         u = q = r = NULL;
         CHECK_OK(emily_solve_opts(sq, sq, method, &q));
         CHECK(emily_tensor_size(q) == 0);

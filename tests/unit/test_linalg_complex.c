@@ -196,9 +196,7 @@ static void check_lu(emily_dtype dt, emily_linalg_method m, int64_t batch, int64
     free(P);
     free(L);
     free(U);
-    emily_tensor_release(p);
-    emily_tensor_release(l);
-    emily_tensor_release(u);
+    RELEASE(p, l, u);
 }
 
 TEST(lu_random_complex) { over_square_cases(true, make_random, check_lu); }

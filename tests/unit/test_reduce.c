@@ -128,9 +128,7 @@ TEST(sum_layouts) {
             ok = t_get(r, k * 37 + i) == want;
         }
     CHECK(ok);
-    emily_tensor_release(r);
-    emily_tensor_release(tt);
-    emily_tensor_release(t);
+    RELEASE(r, tt, t);
     /* a broadcast (zero-stride) input */
     float x[3] = {1, 2, 3};
     int64_t s3[1] = {3}, big[2] = {1000, 3};
@@ -140,9 +138,7 @@ TEST(sum_layouts) {
     CHECK_OK(emily_reduce(EMILY_REDUCE_SUM, b, 1, ax0, false, EMILY_DTYPE_AUTO, &r));
     double w[3] = {1000, 2000, 3000};
     CHECK(t_equals(r, 3, w));
-    emily_tensor_release(r);
-    emily_tensor_release(b);
-    emily_tensor_release(v);
+    RELEASE(r, b, v);
     /* big enough for the threaded paths: columns and rows */
     int64_t s2[2] = {600, 700};
     emily_tensor *m = t_iota(EMILY_F32, 2, s2);
@@ -323,9 +319,7 @@ TEST(ordered_folds_ignore_thread_count) {
             omp_set_num_threads(4);
             CHECK_OK(emily_reduce(folds[f].op, x, 1, axes, false, EMILY_DTYPE_AUTO, &r4));
             CHECK(r1 && r4 && t_same_bytes(r1, r4));
-            emily_tensor_release(r1);
-            emily_tensor_release(r4);
-            emily_tensor_release(x);
+            RELEASE(r1, r4, x);
         }
     omp_set_num_threads(saved);
     /* the chunks by hand: sum of [0, 2^18), then the rest, added in order */
@@ -347,9 +341,7 @@ TEST(ordered_folds_ignore_thread_count) {
         emily_tensor_release(v);
     }
     CHECK(whole && acc && t_same_bytes(whole, acc));
-    emily_tensor_release(whole);
-    emily_tensor_release(acc);
-    emily_tensor_release(x);
+    RELEASE(whole, acc, x);
 }
 
 TEST(argmax_rules) {
@@ -487,11 +479,7 @@ TEST(all_close_rules) {
     emily_tensor *t3 = t_iota(EMILY_F32, 1, s3);
     CHECK_ERR(emily_all_close(ta, t3, 1e-5, 1e-8, false, &r), EMILY_ERR_SHAPE, "cannot broadcast");
     CHECK_ERR(emily_all_close(ta, NULL, 1e-5, 1e-8, false, &r), EMILY_ERR_ARGUMENT, "b is NULL");
-    emily_tensor_release(t3);
-    emily_tensor_release(s);
-    emily_tensor_release(tx);
-    emily_tensor_release(ty);
-    emily_tensor_release(ta);
+    RELEASE(t3, s, tx, ty, ta);
 }
 
 /* The dispatcher reads all_close's :equal_nan as Nx does (truthiness):
@@ -572,10 +560,7 @@ TEST(reversed_and_broadcast_views) {
     emily_tensor_release(r);
     CHECK_OK(emily_argreduce(EMILY_ARGMAX, b, 0, false, false, EMILY_DTYPE_AUTO, &r));
     CHECK(t_get(r, 0) == 0);
-    emily_tensor_release(r);
-    emily_tensor_release(b);
-    emily_tensor_release(sc);
-    emily_tensor_release(t);
+    RELEASE(r, b, sc, t);
 }
 
 TEST(wide_types_in_columns) {
@@ -598,9 +583,7 @@ TEST(wide_types_in_columns) {
     CHECK_OK(emily_as_type(f, EMILY_F16, &t));
     CHECK_OK(emily_reduce(EMILY_REDUCE_MAX, t, 1, ax0, false, EMILY_DTYPE_AUTO, &r));
     CHECK(emily_tensor_dtype(r) == EMILY_F16 && t_get(r, 0) == emily_f16_to_f32(emily_f64_to_f16(699.0 * 400)));
-    emily_tensor_release(r);
-    emily_tensor_release(t);
-    emily_tensor_release(f);
+    RELEASE(r, t, f);
 }
 
 RUN_TESTS("reduce", CASE(sum_axes_and_types), CASE(sum_floats_accumulate_wide), CASE(sum_layouts),

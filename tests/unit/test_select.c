@@ -25,9 +25,7 @@ static emily_tensor *sel(emily_tensor *p, emily_tensor *t, emily_tensor *f, emil
         fprintf(stderr, "  select: %s\n", emily_last_error());
         harness_failures++;
     }
-    emily_tensor_release(p);
-    emily_tensor_release(t);
-    emily_tensor_release(f);
+    RELEASE(p, t, f);
     return r;
 }
 
@@ -37,9 +35,7 @@ static emily_tensor *clip(emily_tensor *x, emily_tensor *lo, emily_tensor *hi) {
         fprintf(stderr, "  clip: %s\n", emily_last_error());
         harness_failures++;
     }
-    emily_tensor_release(x);
-    emily_tensor_release(lo);
-    emily_tensor_release(hi);
+    RELEASE(x, lo, hi);
     return r;
 }
 
@@ -97,11 +93,7 @@ TEST(select_of_128_bit_elements_and_views) {
     r = NULL;
     CHECK_OK(emily_select(prev, trev, f, EMILY_DTYPE_AUTO, &r));
     EXPECT_T(r, EMILY_C128, double, 3, -3, 0, 0, 1, -1);
-    emily_tensor_release(prev);
-    emily_tensor_release(trev);
-    emily_tensor_release(p);
-    emily_tensor_release(t);
-    emily_tensor_release(f);
+    RELEASE(prev, trev, p, t, f);
 }
 
 TEST(select_large_threaded) {
@@ -117,10 +109,7 @@ TEST(select_large_threaded) {
     int bad = 0;
     for (int64_t i = 0; i < n; i++) bad += got[i] != (i % 3 == 0 ? (int32_t)i : -1);
     CHECK(bad == 0);
-    emily_tensor_release(r);
-    emily_tensor_release(p);
-    emily_tensor_release(t);
-    emily_tensor_release(f);
+    RELEASE(r, p, t, f);
     free(pd);
     free(x);
     free(got);
@@ -132,10 +121,7 @@ TEST(select_zero_size) {
     emily_tensor *t = SCALAR(EMILY_F32, float, 1), *f = SCALAR(EMILY_F32, float, 2);
     CHECK_OK(emily_select(p, t, f, EMILY_DTYPE_AUTO, &r));
     CHECK(r && t_shape_is(r, 2, (int64_t[]){3, 0}));
-    emily_tensor_release(r);
-    emily_tensor_release(p);
-    emily_tensor_release(t);
-    emily_tensor_release(f);
+    RELEASE(r, p, t, f);
 }
 
 TEST(select_errors) {
@@ -150,10 +136,7 @@ TEST(select_errors) {
     CHECK_ERR(emily_select(p, t, two, EMILY_DTYPE_AUTO, &r), EMILY_ERR_SHAPE, "on_false");
     CHECK_ERR(emily_select(p, t, t, (emily_dtype)55, &r), EMILY_ERR_TYPE, "output type");
     CHECK(r == NULL);
-    emily_tensor_release(p);
-    emily_tensor_release(t);
-    emily_tensor_release(wide);
-    emily_tensor_release(two);
+    RELEASE(p, t, wide, two);
 }
 
 TEST(clip_like_nx) {
@@ -189,10 +172,7 @@ TEST(clip_errors) {
     CHECK_ERR(emily_clip(c, cs, cs, EMILY_DTYPE_AUTO, &r), EMILY_ERR_TYPE, "complex");
     CHECK_ERR(emily_clip(t, s, s, EMILY_C64, &r), EMILY_ERR_TYPE, "output type");
     CHECK(r == NULL);
-    emily_tensor_release(t);
-    emily_tensor_release(s);
-    emily_tensor_release(c);
-    emily_tensor_release(cs);
+    RELEASE(t, s, c, cs);
 }
 
 /* Every predicate type with every pair of branch types, and clip over
@@ -218,11 +198,7 @@ TEST(all_dtype_combinations) {
                 emily_dtype cm = emily_type_merge((emily_dtype)tp, emily_type_merge((emily_dtype)tt, (emily_dtype)tf));
                 emily_status s = emily_clip(p, lo, f, EMILY_DTYPE_AUTO, &r);
                 if (emily_dtype_is_complex(cm) ? s != EMILY_ERR_TYPE : (s || emily_tensor_dtype(r) != cm)) bad++;
-                emily_tensor_release(r);
-                emily_tensor_release(lo);
-                emily_tensor_release(p);
-                emily_tensor_release(t);
-                emily_tensor_release(f);
+                RELEASE(r, lo, p, t, f);
             }
     CHECK(bad == 0);
 }

@@ -36,10 +36,7 @@ TEST(reshape_is_a_view_when_possible) {
     CHECK_OK(emily_reshape(tt, 4, s3x2x1, &flat));
     CHECK(t_equals(flat, 6, wantt));
     CHECK(!emily_tensor_is_contiguous(flat));
-    emily_tensor_release(flat);
-    emily_tensor_release(tt);
-    emily_tensor_release(r);
-    emily_tensor_release(t);
+    RELEASE(flat, tt, r, t);
 }
 
 TEST(reshape_scalars_and_empty) {
@@ -50,9 +47,7 @@ TEST(reshape_scalars_and_empty) {
     CHECK(t_get(r, 0) == 7);
     CHECK_OK(emily_reshape(r, 0, NULL, &b));
     CHECK(emily_tensor_rank(b) == 0 && t_get(b, 0) == 7);
-    emily_tensor_release(b);
-    emily_tensor_release(r);
-    emily_tensor_release(s);
+    RELEASE(b, r, s);
     int64_t z[2] = {0, 3}, z2[3] = {3, 0, 5};
     emily_tensor *e = NULL;
     CHECK_OK(emily_empty(EMILY_CPU, EMILY_S8, 2, z, &e));
@@ -168,10 +163,7 @@ static bool transposes_right(emily_dtype dt, int64_t rows, int64_t cols) {
             ok = memcmp(a + (size_t)(i * cols + j) * es, b + (size_t)(j * rows + i) * es, es) == 0;
     free(a);
     free(b);
-    emily_tensor_release(c);
-    emily_tensor_release(tt);
-    emily_tensor_release(t);
-    emily_tensor_release(f);
+    RELEASE(c, tt, t, f);
     return ok;
 }
 
@@ -278,9 +270,7 @@ TEST(pad_edges_interior_negative) {
     emily_tensor *sc = NULL;
     CHECK_OK(emily_pad(v, v, NULL, NULL, NULL, &sc));
     CHECK(emily_tensor_rank(sc) == 0 && t_get(sc, 0) == -1);
-    emily_tensor_release(sc);
-    emily_tensor_release(v);
-    emily_tensor_release(t);
+    RELEASE(sc, v, t);
 }
 
 TEST(pad_types_and_views) {
@@ -306,9 +296,7 @@ TEST(pad_types_and_views) {
     CHECK_ERR(emily_pad(t, v, lo, hi, hugein, &r), EMILY_ERR_SHAPE, "");
     CHECK_ERR(emily_pad(t, NULL, lo, hi, NULL, &r), EMILY_ERR_ARGUMENT, "pad value");
     CHECK_ERR(emily_pad(t, v, NULL, hi, NULL, &r), EMILY_ERR_ARGUMENT, "NULL");
-    emily_tensor_release(v);
-    emily_tensor_release(tt);
-    emily_tensor_release(t);
+    RELEASE(v, tt, t);
 }
 
 TEST(concatenate_and_stack) {
@@ -348,10 +336,7 @@ TEST(concatenate_and_stack) {
     CHECK(t_equals(r, 2, w4));
     emily_tensor_release(r);
     CHECK_ERR(emily_concatenate(2, ss, 0, EMILY_DTYPE_AUTO, &r), EMILY_ERR_SHAPE, "scalars");
-    emily_tensor_release(sx);
-    emily_tensor_release(sy);
-    emily_tensor_release(a);
-    emily_tensor_release(b);
+    RELEASE(sx, sy, a, b);
 }
 
 TEST(put_slice_clamps) {
@@ -369,9 +354,7 @@ TEST(put_slice_clamps) {
     emily_tensor *big = t_iota(EMILY_F32, 2, s2x4);
     CHECK_ERR(emily_put_slice(t, st, big, EMILY_DTYPE_AUTO, &r), EMILY_ERR_SHAPE, "does not fit");
     CHECK_ERR(emily_put_slice(t, NULL, u, EMILY_DTYPE_AUTO, &r), EMILY_ERR_ARGUMENT, "NULL");
-    emily_tensor_release(big);
-    emily_tensor_release(u);
-    emily_tensor_release(t);
+    RELEASE(big, u, t);
 }
 
 TEST(copies_keep_bits) {
@@ -399,12 +382,7 @@ TEST(copies_keep_bits) {
     int64_t back[2];
     CHECK_OK(emily_to_binary(rv, back, sizeof back));
     CHECK(back[0] == INT64_MAX && back[1] == INT64_MIN);
-    emily_tensor_release(rv);
-    emily_tensor_release(ti);
-    emily_tensor_release(c);
-    emily_tensor_release(tt);
-    emily_tensor_release(m);
-    emily_tensor_release(t);
+    RELEASE(rv, ti, c, tt, m, t);
 }
 
 RUN_TESTS("shape", CASE(reshape_is_a_view_when_possible), CASE(reshape_scalars_and_empty),

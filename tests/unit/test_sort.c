@@ -209,9 +209,7 @@ static bool check_row(emily_dtype dt, int64_t n, int mix, bool desc) {
         free(sv);
         free(av);
     }
-    emily_tensor_release(t);
-    emily_tensor_release(s);
-    emily_tensor_release(a);
+    RELEASE(t, s, a);
     free(d);
     return ok;
 }
@@ -407,9 +405,7 @@ TEST(scalars_and_empty_tensors) {
     CHECK_OK(emily_top_k(t, 2, EMILY_DTYPE_AUTO, &v, &ix));
     int64_t want[2] = {0, 2};
     CHECK(t_shape_is(v, 2, want) && t_shape_is(ix, 2, want));
-    emily_tensor_release(v);
-    emily_tensor_release(ix);
-    emily_tensor_release(t);
+    RELEASE(v, ix, t);
 }
 
 TEST(argsort_index_types) {
@@ -426,10 +422,7 @@ TEST(argsort_index_types) {
             CHECK(t_get(af, i) == p);
         }
     }
-    emily_tensor_release(a8);
-    emily_tensor_release(af);
-    emily_tensor_release(a64);
-    emily_tensor_release(t);
+    RELEASE(a8, af, a64, t);
     free(d);
 }
 
@@ -463,9 +456,7 @@ static void check_top_k(emily_dtype dt, int64_t rows, int64_t n, int64_t k, int 
         free(vv);
         free(iv);
     }
-    emily_tensor_release(v);
-    emily_tensor_release(ix);
-    emily_tensor_release(t);
+    RELEASE(v, ix, t);
     free(d);
 }
 
@@ -523,10 +514,7 @@ TEST(top_k_matches_the_reference) {
             }
             free(p);
         }
-        emily_tensor_release(v);
-        emily_tensor_release(ix);
-        emily_tensor_release(tr);
-        emily_tensor_release(m2);
+        RELEASE(v, ix, tr, m2);
         free(xs);
     }
     /* a transposed view: top_k runs along its last axis */
@@ -538,11 +526,7 @@ TEST(top_k_matches_the_reference) {
     CHECK_OK(emily_top_k(tv, 2, EMILY_DTYPE_AUTO, &v, &ix));
     double wv[8] = {8, 1, 9, 6, 11, 7, 10, 5}, wi[8] = {1, 0, 0, 2, 2, 1, 2, 1};
     for (int i = 0; i < 8; i++) CHECK(t_get(v, i) == wv[i] && t_get(ix, i) == wi[i]);
-    emily_tensor_release(v);
-    emily_tensor_release(ix);
-    emily_tensor_release(tv);
-    emily_tensor_release(tm);
-    emily_tensor_release(t);
+    RELEASE(v, ix, tv, tm, t);
 }
 
 TEST(bad_arguments) {
