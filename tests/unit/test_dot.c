@@ -112,6 +112,23 @@ TEST(output_shape_batch_free_free) {
     RELEASE(o, c, c2, tv, ta, tb);
 }
 
+/* The references' step: (sr, si) += a[i] * b[j], each product rounded and
+ * added in order (Nx's: rr - ii and ir + ri for complex values, which
+ * are (re, im) pairs of doubles). */
+static void multiply_add(bool cplx, const double *a, int64_t i, const double *b, int64_t j, double *sr,
+                         double *si) {
+    if (cplx) {
+        double ar = a[2 * i], ai = a[2 * i + 1], br = b[2 * j], bi = b[2 * j + 1];
+        double rr = ar * br, ii = ai * bi, ir = ai * br, ri = ar * bi;
+        double pre = rr - ii, pim = ir + ri;
+        *sr = *sr + pre;
+        *si = *si + pim;
+    } else {
+        double p = a[i] * b[j];
+        *sr = *sr + p;
+    }
+}
+
 /* A tensor of type dt (f32, f64 or c128) of n elements from the doubles d
  * (2n for c128); for f32, d is first rounded to float in place, so that
  * it holds exactly the tensor's values. */
@@ -204,16 +221,7 @@ static void check_general(emily_dtype dt, int ra, const int64_t *sa, int rb, con
                 int64_t pa = A->offset, pb = B->offset;
                 for (int i = 0; i < rva; i++) pa += idx_a[i] * A->strides[i];
                 for (int i = 0; i < rvb; i++) pb += idx_b[i] * B->strides[i];
-                if (cplx) {
-                    double ar = da[2 * pa], ai = da[2 * pa + 1], br = db[2 * pb], bi = db[2 * pb + 1];
-                    double rr = ar * br, ii = ai * bi, ir = ai * br, ri = ar * bi;
-                    double pre = rr - ii, pim = ir + ri;
-                    accr = accr + pre;
-                    acci = acci + pim;
-                } else {
-                    double p = da[pa] * db[pb];
-                    accr = accr + p;
-                }
+                multiply_add(cplx, da, pa, db, pb, &accr, &acci);
             }
             double gr, gi = 0;
             if (dt == EMILY_F32) gr = ((const float *)cbuf)[o];
@@ -1020,17 +1028,7 @@ static void check_conv(emily_dtype dt, const conv_case *cc) {
                         koff += wpos[i] * pstr_k[2 + i];
                     }
                     if (zero) continue; /* a zero of the padding: adds nothing */
-                    if (cplx) {
-                        double ar = din[2 * ioff], ai = din[2 * ioff + 1];
-                        double br = dk[2 * koff], bi = dk[2 * koff + 1];
-                        double rr = ar * br, ii = ai * bi, ir = ai * br, ri = ar * bi;
-                        double pre = rr - ii, pim = ir + ri;
-                        sr = sr + pre;
-                        si = si + pim;
-                    } else {
-                        double pr = din[ioff] * dk[koff];
-                        sr = sr + pr;
-                    }
+                    multiply_add(cplx, din, ioff, dk, koff, &sr, &si);
                 }
                 accr = accr + sr;
                 acci = acci + si;

@@ -19,24 +19,28 @@ static void expect_bytes(emily_tensor *r, emily_dtype dt, const void *want, size
 #define EXPECT_T(r, dt, ctype, ...)                                                         \
     expect_bytes(r, dt, (ctype[]){__VA_ARGS__}, sizeof((ctype[]){__VA_ARGS__}), __LINE__)
 
-static emily_tensor *sel(emily_tensor *p, emily_tensor *t, emily_tensor *f, emily_dtype out_type) {
-    emily_tensor *r = NULL;
-    if (emily_select(p, t, f, out_type, &r)) {
-        fprintf(stderr, "  select: %s\n", emily_last_error());
+/* The result r of an op (what, status s) that takes its three inputs
+ * over: a failure is reported and counted, the inputs released. */
+static emily_tensor *taking(const char *what, emily_status s, emily_tensor *r, emily_tensor *a, emily_tensor *b,
+                            emily_tensor *c) {
+    if (s) {
+        fprintf(stderr, "  %s: %s\n", what, emily_last_error());
         harness_failures++;
     }
-    RELEASE(p, t, f);
+    RELEASE(a, b, c);
     return r;
+}
+
+static emily_tensor *sel(emily_tensor *p, emily_tensor *t, emily_tensor *f, emily_dtype out_type) {
+    emily_tensor *r = NULL;
+    emily_status s = emily_select(p, t, f, out_type, &r);
+    return taking("select", s, r, p, t, f);
 }
 
 static emily_tensor *clip(emily_tensor *x, emily_tensor *lo, emily_tensor *hi) {
     emily_tensor *r = NULL;
-    if (emily_clip(x, lo, hi, EMILY_DTYPE_AUTO, &r)) {
-        fprintf(stderr, "  clip: %s\n", emily_last_error());
-        harness_failures++;
-    }
-    RELEASE(x, lo, hi);
-    return r;
+    emily_status s = emily_clip(x, lo, hi, EMILY_DTYPE_AUTO, &r);
+    return taking("clip", s, r, x, lo, hi);
 }
 
 TEST(select_predicates_of_every_kind) {
