@@ -107,7 +107,9 @@ emily_tensor *t_from(emily_dtype dt, int rank, const int64_t *shape, const void 
     return t;
 }
 
-double t_get(const emily_tensor *t, int64_t i) {
+/* Element i's real part (part 0) or imaginary part (part 1, 0 for a real
+ * type) as a double. */
+static double get_part(const emily_tensor *t, int64_t i, int part) {
     if (!t) return NAN;
     size_t es = emily_dtype_size(emily_tensor_dtype(t));
     size_t nb = emily_tensor_nbytes(t);
@@ -127,6 +129,12 @@ double t_get(const emily_tensor *t, int64_t i) {
     }
     unsigned char *p = buf + (size_t)i * es;
     double v;
+    if (part == 1) {
+        emily_dtype dt = emily_tensor_dtype(t);
+        v = dt == EMILY_C64 ? *(float *)(p + 4) : dt == EMILY_C128 ? *(double *)(p + 8) : 0;
+        free(buf);
+        return v;
+    }
     switch (emily_tensor_dtype(t)) {
     case EMILY_U8: v = *(uint8_t *)p; break;
     case EMILY_U16: v = *(uint16_t *)p; break;
@@ -144,6 +152,10 @@ double t_get(const emily_tensor *t, int64_t i) {
     free(buf);
     return v;
 }
+
+double t_get(const emily_tensor *t, int64_t i) { return get_part(t, i, 0); }
+
+double t_get_im(const emily_tensor *t, int64_t i) { return get_part(t, i, 1); }
 
 bool t_shape_is(const emily_tensor *t, int rank, const int64_t *shape) {
     if (!t || emily_tensor_rank(t) != rank) return false;
@@ -163,6 +175,14 @@ emily_tensor *t_iota(emily_dtype dt, int rank, const int64_t *shape) {
 
 void t_release_all(int n, emily_tensor *const *ts) {
     for (int i = 0; i < n; i++) emily_tensor_release(ts[i]);
+}
+
+bool t_holds(const emily_tensor *t, emily_dtype dt, const void *want, size_t nbytes) {
+    if (!t || emily_tensor_dtype(t) != dt || emily_tensor_nbytes(t) != nbytes) return false;
+    unsigned char *got = malloc(nbytes + 1);
+    bool same = got && !emily_to_binary(t, got, nbytes) && memcmp(got, want, nbytes) == 0;
+    free(got);
+    return same;
 }
 
 bool t_same_bytes(const emily_tensor *a, const emily_tensor *b) {

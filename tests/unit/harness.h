@@ -87,6 +87,8 @@ int harness_finish(int rc);
 emily_tensor *t_from(emily_dtype dt, int rank, const int64_t *shape, const void *data);
 /* Reads element i (row-major) of t converted to double (real part). */
 double t_get(const emily_tensor *t, int64_t i);
+/* Its imaginary part (0 for a real type). */
+double t_get_im(const emily_tensor *t, int64_t i);
 bool t_shape_is(const emily_tensor *t, int rank, const int64_t *shape);
 /* 0, 1, 2, ... in row-major order, of type dt (emily_iota on the CPU;
  * NULL, counted as a failure, when it fails). */
@@ -97,6 +99,8 @@ void t_release_all(int n, emily_tensor *const *ts);
 #define RELEASE(...)                                                                       \
     t_release_all((int)(sizeof((emily_tensor *[]){__VA_ARGS__}) / sizeof(emily_tensor *)), \
                   (emily_tensor *[]){__VA_ARGS__})
+/* t (NULL: false) is of type dt and holds exactly the nbytes bytes want. */
+bool t_holds(const emily_tensor *t, emily_dtype dt, const void *want, size_t nbytes);
 /* a and b (NULL: false) hold the same bytes (the same number of them). */
 bool t_same_bytes(const emily_tensor *a, const emily_tensor *b);
 /* t (not NULL) holds n elements, each equal to want's as a double. */
@@ -133,6 +137,9 @@ static inline uint64_t xorshift64(uint64_t *state) {
 
 /* Arguments for emily_dispatch and engine graphs. */
 static inline emily_value v_int(int64_t i) { return (emily_value){.kind = EMILY_V_INT, .i = i}; }
+static inline emily_value v_float(double f) { return (emily_value){.kind = EMILY_V_FLOAT, .f = f}; }
+static inline emily_value v_bool(bool b) { return (emily_value){.kind = EMILY_V_BOOL, .b = b}; }
+static inline emily_value v_atom(const char *name) { return (emily_value){.kind = EMILY_V_ATOM, .str = name}; }
 static inline emily_value v_tensor(emily_tensor *t) {
     return (emily_value){.kind = EMILY_V_TENSOR, .tensor = t};
 }

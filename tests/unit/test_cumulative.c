@@ -108,11 +108,7 @@ TEST(float_edges) {
     float c[4] = {1, 1, 1, -1};
     t = t_from(EMILY_C64, 1, &n2, c);
     CHECK_OK(emily_cumulative_product(t, 0, false, &r));
-    if (r) {
-        float got[4];
-        CHECK_OK(emily_to_binary(r, got, sizeof got));
-        CHECK(got[2] == 2.0f && got[3] == 0.0f);
-    }
+    CHECK(t_get(r, 1) == 2.0 && t_get_im(r, 1) == 0.0);
     emily_tensor_release(r);
     emily_tensor_release(t);
 }

@@ -284,22 +284,18 @@ TEST(fft_dispatch_callbacks) {
     int32_t x[4] = {1, 1, 0, 0};
     emily_tensor *t = t_from(EMILY_S32, 1, s, x);
     int64_t os[1] = {4};
-    emily_value out = {.kind = EMILY_V_TEMPLATE, .dtype = EMILY_C64, .rank = 1, .shape = os};
-    emily_value items[3] = {{.kind = EMILY_V_FLOAT, .f = 1e-10}, {.kind = EMILY_V_INT, .i = 4},
-                            {.kind = EMILY_V_INT, .i = 0}};
+    emily_value out = v_tmpl(EMILY_C64, 1, os);
+    emily_value items[3] = {v_float(1e-10), v_int(4), v_int(0)};
     const char *keys[3] = {"eps", "length", "axis"};
-    emily_value args[2] = {{.kind = EMILY_V_TENSOR, .tensor = t},
-                           {.kind = EMILY_V_OPTS, .items = items, .keys = keys, .n = 3}};
+    emily_value args[2] = {v_tensor(t), v_opts(keys, items, 3)};
     emily_dispatch_result r = {0};
     CHECK_OK(emily_dispatch("fft", EMILY_CPU, &out, args, 2, EMILY_DISPATCH_RUN, &r));
     CHECK(r.n == 1);
     emily_dispatch_result_release(&r);
-    items[1].kind = EMILY_V_ATOM;
-    items[1].str = "power_of_two";
+    items[1] = v_atom("power_of_two");
     CHECK_OK(emily_dispatch("ifft", EMILY_CPU, &out, args, 2, EMILY_DISPATCH_INFER, &r));
     emily_dispatch_result_release(&r);
-    items[1].kind = EMILY_V_INT;
-    items[1].i = -2;
+    items[1] = v_int(-2);
     CHECK_ERR(emily_dispatch("fft", EMILY_CPU, &out, args, 2, EMILY_DISPATCH_RUN, &r),
               EMILY_ERR_ARGUMENT, "positive");
     emily_tensor_release(t);

@@ -852,29 +852,25 @@ TEST(linalg_dispatch_callbacks) {
     float a[4] = {4, 2, 2, 3};
     emily_tensor *t = t_from(EMILY_F32, 2, s, a);
     int64_t ws[1] = {2};
-    emily_value tmpl[2] = {{.kind = EMILY_V_TEMPLATE, .dtype = EMILY_F32, .rank = 1, .shape = ws},
-                           {.kind = EMILY_V_TEMPLATE, .dtype = EMILY_F32, .rank = 2, .shape = s}};
+    emily_value tmpl[2] = {v_tmpl(EMILY_F32, 1, ws), v_tmpl(EMILY_F32, 2, s)};
     emily_value out = {.kind = EMILY_V_TUPLE, .items = tmpl, .n = 2};
-    emily_value items[2] = {{.kind = EMILY_V_FLOAT, .f = 1e-4}, {.kind = EMILY_V_INT, .i = 1000}};
+    emily_value items[2] = {v_float(1e-4), v_int(1000)};
     const char *keys[2] = {"eps", "max_iter"};
-    emily_value args[2] = {{.kind = EMILY_V_TENSOR, .tensor = t},
-                           {.kind = EMILY_V_OPTS, .items = items, .keys = keys, .n = 2}};
+    emily_value args[2] = {v_tensor(t), v_opts(keys, items, 2)};
     emily_dispatch_result r = {0};
     CHECK_OK(emily_dispatch("eigh", EMILY_CPU, &out, args, 2, EMILY_DISPATCH_RUN, &r));
     CHECK(r.n == 2);
     emily_dispatch_result_release(&r);
     /* qr with an unknown mode fails like Nx */
-    emily_value qitems[1] = {{.kind = EMILY_V_ATOM, .str = "error_test"}};
+    emily_value qitems[1] = {v_atom("error_test")};
     const char *qkeys[1] = {"mode"};
-    emily_value qargs[2] = {{.kind = EMILY_V_TENSOR, .tensor = t},
-                            {.kind = EMILY_V_OPTS, .items = qitems, .keys = qkeys, .n = 1}};
+    emily_value qargs[2] = {v_tensor(t), v_opts(qkeys, qitems, 1)};
     CHECK_ERR(emily_dispatch("qr", EMILY_CPU, &out, qargs, 2, EMILY_DISPATCH_INFER, &r),
               EMILY_ERR_ARGUMENT, "invalid :mode");
     /* triangular_solve's transform_a is validated */
-    emily_value titems[1] = {{.kind = EMILY_V_ATOM, .str = "other"}};
+    emily_value titems[1] = {v_atom("other")};
     const char *tkeys[1] = {"transform_a"};
-    emily_value targs[3] = {{.kind = EMILY_V_TENSOR, .tensor = t}, {.kind = EMILY_V_TENSOR, .tensor = t},
-                            {.kind = EMILY_V_OPTS, .items = titems, .keys = tkeys, .n = 1}};
+    emily_value targs[3] = {v_tensor(t), v_tensor(t), v_opts(tkeys, titems, 1)};
     CHECK_ERR(emily_dispatch("triangular_solve", EMILY_CPU, &tmpl[1], targs, 3, EMILY_DISPATCH_RUN, &r),
               EMILY_ERR_ARGUMENT, "transform_a");
     emily_tensor_release(t);

@@ -344,6 +344,16 @@ TEST(ordered_folds_ignore_thread_count) {
     RELEASE(whole, acc, x);
 }
 
+/* The index argmax/argmin (op; ties to the last with high) picks over
+ * all of t. */
+static double arg_all(emily_arg_op op, const emily_tensor *t, bool high) {
+    emily_tensor *r = NULL;
+    CHECK_OK(emily_argreduce(op, t, -1, false, high, EMILY_DTYPE_AUTO, &r));
+    double v = r ? t_get(r, 0) : NAN;
+    emily_tensor_release(r);
+    return v;
+}
+
 TEST(argmax_rules) {
     float d[6] = {1, 3, 3, -1, 3, 0};
     int64_t s6[1] = {6};
@@ -363,16 +373,12 @@ TEST(argmax_rules) {
     float n[5] = {NAN, 5, NAN, 7, 1};
     int64_t s5[1] = {5};
     t = f32s(1, s5, n);
-    CHECK_OK(emily_argreduce(EMILY_ARGMIN, t, -1, false, false, EMILY_DTYPE_AUTO, &r));
-    CHECK(t_get(r, 0) == 2);
-    emily_tensor_release(r);
+    CHECK(arg_all(EMILY_ARGMIN, t, false) == 2);
     emily_tensor_release(t);
     float z[3] = {0.0f, -0.0f, -1};
     int64_t s3[1] = {3};
     t = f32s(1, s3, z);
-    CHECK_OK(emily_argreduce(EMILY_ARGMAX, t, -1, false, true, EMILY_DTYPE_AUTO, &r));
-    CHECK(t_get(r, 0) == 1);
-    emily_tensor_release(r);
+    CHECK(arg_all(EMILY_ARGMAX, t, true) == 1);
     emily_tensor_release(t);
     /* along axes, both loop orders */
     int64_t s2x3[2] = {2, 3};
@@ -407,12 +413,8 @@ TEST(argmax_large) {
     d[123457] = 5000;
     d[876543] = 5000;
     emily_tensor *t = f32s(1, shape, d), *r = NULL;
-    CHECK_OK(emily_argreduce(EMILY_ARGMAX, t, -1, false, false, EMILY_DTYPE_AUTO, &r));
-    CHECK(t_get(r, 0) == 123457);
-    emily_tensor_release(r);
-    CHECK_OK(emily_argreduce(EMILY_ARGMAX, t, -1, false, true, EMILY_DTYPE_AUTO, &r));
-    CHECK(t_get(r, 0) == 876543);
-    emily_tensor_release(r);
+    CHECK(arg_all(EMILY_ARGMAX, t, false) == 123457);
+    CHECK(arg_all(EMILY_ARGMAX, t, true) == 876543);
     CHECK_OK(emily_reduce(EMILY_REDUCE_MAX, t, 0, NULL, false, EMILY_DTYPE_AUTO, &r));
     CHECK(t_get(r, 0) == 5000);
     emily_tensor_release(r);
@@ -420,9 +422,7 @@ TEST(argmax_large) {
     d[5] = NAN;
     d[999990] = NAN;
     t = f32s(1, shape, d);
-    CHECK_OK(emily_argreduce(EMILY_ARGMIN, t, -1, false, false, EMILY_DTYPE_AUTO, &r));
-    CHECK(t_get(r, 0) == 999990);
-    emily_tensor_release(r);
+    CHECK(arg_all(EMILY_ARGMIN, t, false) == 999990);
     CHECK_OK(emily_reduce(EMILY_REDUCE_MIN, t, 0, NULL, false, EMILY_DTYPE_AUTO, &r));
     CHECK(isnan(t_get(r, 0)));
     emily_tensor_release(r);
@@ -489,18 +489,9 @@ TEST(all_close_equal_nan_option) {
     int64_t s2[1] = {2};
     emily_tensor *ta = f32s(1, s2, a);
     const char *keys[1] = {"equal_nan"};
-    emily_value opt, args[3], tmpl;
-    memset(&opt, 0, sizeof opt);
-    memset(args, 0, sizeof args);
-    memset(&tmpl, 0, sizeof tmpl);
-    tmpl.kind = EMILY_V_TEMPLATE;
-    tmpl.dtype = EMILY_U8;
-    args[0].kind = args[1].kind = EMILY_V_TENSOR;
-    args[0].tensor = args[1].tensor = ta;
-    args[2].kind = EMILY_V_OPTS;
-    args[2].items = &opt;
-    args[2].keys = keys;
-    args[2].n = 1;
+    emily_value opt = {0};
+    emily_value args[3] = {v_tensor(ta), v_tensor(ta), v_opts(keys, &opt, 1)};
+    emily_value tmpl = v_tmpl(EMILY_U8, 0, NULL);
     emily_dispatch_result r = {0};
     const struct { emily_value_kind kind; bool b; double want; } cases[] = {
         {EMILY_V_NIL, false, 0}, {EMILY_V_BOOL, false, 0}, {EMILY_V_BOOL, true, 1}};

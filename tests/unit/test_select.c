@@ -7,9 +7,7 @@
 
 /* Checks r's dtype and raw bytes, then releases r. */
 static void expect_bytes(emily_tensor *r, emily_dtype dt, const void *want, size_t nbytes, int line) {
-    unsigned char got[256];
-    if (!r || emily_tensor_dtype(r) != dt || emily_tensor_nbytes(r) != nbytes || nbytes > sizeof got ||
-        emily_to_binary(r, got, nbytes) || memcmp(got, want, nbytes)) {
+    if (!t_holds(r, dt, want, nbytes)) {
         fprintf(stderr, "  FAIL line %d: unexpected result (%s)\n", line,
                 r ? emily_dtype_name(emily_tensor_dtype(r)) : emily_last_error());
         harness_failures++;

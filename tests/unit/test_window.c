@@ -149,12 +149,8 @@ TEST(edge_values) {
     float cz[4] = {1, 2, 3, -1};
     t = t_from(EMILY_C64, 1, &n2, cz);
     CHECK_OK(emily_window_product(t, 1, &n2, NULL, NULL, NULL, NULL, &r));
-    if (r) {
-        float got[2];
-        CHECK_OK(emily_to_binary(r, got, sizeof got));
-        CHECK(got[0] == 5.0f && got[1] == 5.0f);
-        emily_tensor_release(r);
-    }
+    CHECK(t_get(r, 0) == 5.0 && t_get_im(r, 0) == 5.0);
+    emily_tensor_release(r);
     emily_tensor_release(t);
     /* rank 0 and a zero-size axis with padding */
     double s = 2.5;
