@@ -29,6 +29,7 @@ LIB = os.path.join(HERE, "build", "libemily_families.so")
 
 sys.path.insert(0, HERE)
 import results_sections  # noqa: E402
+from machine import cpu_model  # noqa: E402
 
 EMILY_DT = {"f32": 10, "f64": 11, "c64": 12, "c128": 13, "s32": 6, "s64": 7}
 NP_OF_CODE = {10: np.float32, 11: np.float64, 12: np.complex64, 13: np.complex128,
@@ -391,17 +392,6 @@ def table(rows):
                      f"{'-' if ratio is None else f'{ratio:.2f}x'} | "
                      f"{'-' if tgt is None else f'>= {tgt}x'} | {meets} | {r['check']} |")
     return "\n".join(lines)
-
-
-def cpu_model():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def main():

@@ -29,6 +29,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import results_sections  # noqa: E402
+from machine import cpu_flags, cpu_model  # noqa: E402
 
 import numpy as np
 
@@ -487,31 +488,6 @@ def table(rows):
                      f"{fmt_time(r['np_ns'])} | {fmt_time(r['em_ns'])} | {qs} | {st} | "
                      f"`{r['peer']}` |")
     return "\n".join(lines)
-
-
-def cpu_model():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
-def cpu_flags():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("flags"):
-                    fl = line.split(":", 1)[1].split()
-                    keep = [x for x in ("avx2", "fma", "avx512f", "avx512bw", "avx512vl",
-                                        "avx512_bf16", "f16c") if x in fl]
-                    return " ".join(keep)
-    except OSError:
-        pass
-    return "?"
 
 
 def openblas_versions():

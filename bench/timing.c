@@ -19,6 +19,7 @@
 #endif
 
 #include "emily/emily.h"
+#include "timing_common.h"
 
 #pragma weak emily_binary
 #pragma weak emily_unary
@@ -27,29 +28,6 @@
 #pragma weak emily_as_type
 #pragma weak emily_transpose
 #pragma weak emily_contiguous
-
-/* Result codes of bench_time. */
-enum {
-    BENCH_OK = 0,
-    BENCH_NOT_IMPLEMENTED = 1, /* symbol missing or EMILY_ERR_UNSUPPORTED */
-    BENCH_ERROR = 2,           /* any other failure (message in bench_error) */
-};
-
-static char g_err[1024];
-
-static int fail(int code, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(g_err, sizeof g_err, fmt, ap);
-    va_end(ap);
-    return code;
-}
-
-static int from_status(emily_status s, const char *what) {
-    const char *msg = emily_last_error();
-    return fail(s == EMILY_ERR_UNSUPPORTED ? BENCH_NOT_IMPLEMENTED : BENCH_ERROR,
-                "%s: %s: %s", what, emily_status_name(s), msg ? msg : "");
-}
 
 const char *bench_error(void) { return g_err; }
 
@@ -145,17 +123,6 @@ static emily_status run_once(op_kind k, const emily_tensor *a, const emily_tenso
     }
 }
 
-static double now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *x, const void *y) {
-    double a = *(const double *)x, b = *(const double *)y;
-    return (a > b) - (a < b);
-}
-
 /* Times `op` on inputs of `dtype` and `shape` (both inputs share them).
  * warmup calls, then `reps` measurements of `inner` calls each; *median_ns
  * is the median over the measurements of the time per call, and
@@ -169,19 +136,19 @@ int bench_time(const char *op, int dtype, int rank, const int64_t *shape,
                int *out_dtype, int *out_rank, int64_t *out_shape) {
     g_err[0] = '\0';
     if (!op || !shape || !in0 || !median_ns || !out_dtype || !out_rank || !out_shape)
-        return fail(BENCH_ERROR, "bench_time: NULL argument");
+        return fail(TIMING_ERROR, "bench_time: NULL argument");
     if (inner < 1 || reps < 1 || warmup < 0)
-        return fail(BENCH_ERROR, "bench_time: bad iteration counts");
-    if (rank < 0 || rank > 8) return fail(BENCH_ERROR, "bench_time: bad rank %d", rank);
+        return fail(TIMING_ERROR, "bench_time: bad iteration counts");
+    if (rank < 0 || rank > 8) return fail(TIMING_ERROR, "bench_time: bad rank %d", rank);
     int ninputs = 0;
     op_kind k = lookup(op, &ninputs);
-    if (k == OP_UNKNOWN) return fail(BENCH_ERROR, "bench_time: unknown op '%s'", op);
-    if (ninputs == 2 && !in1) return fail(BENCH_ERROR, "bench_time: %s needs 2 inputs", op);
+    if (k == OP_UNKNOWN) return fail(TIMING_ERROR, "bench_time: unknown op '%s'", op);
+    if (ninputs == 2 && !in1) return fail(TIMING_ERROR, "bench_time: %s needs 2 inputs", op);
     const char *miss = missing_symbol(k);
     if (miss)
-        return fail(BENCH_NOT_IMPLEMENTED, "%s: not implemented (libemily has no %s)", op, miss);
+        return fail(TIMING_NOT_IMPLEMENTED, "%s: not implemented (libemily has no %s)", op, miss);
     if (!emily_dtype_valid((emily_dtype)dtype))
-        return fail(BENCH_ERROR, "bench_time: bad dtype %d", dtype);
+        return fail(TIMING_ERROR, "bench_time: bad dtype %d", dtype);
 
     int64_t live_before = emily_live_tensors();
     size_t n = 1;
@@ -190,7 +157,7 @@ int bench_time(const char *op, int dtype, int rank, const int64_t *shape,
 
     emily_tensor *a = NULL, *b = NULL, *out = NULL;
     double *samples = NULL;
-    int rc = BENCH_OK;
+    int rc = TIMING_OK;
     emily_status s = emily_from_binary(EMILY_CPU, (emily_dtype)dtype, rank, shape, in0, nbytes, &a);
     if (s != EMILY_OK) { rc = from_status(s, "from_binary"); goto done; }
     if (ninputs == 2) {
@@ -198,7 +165,7 @@ int bench_time(const char *op, int dtype, int rank, const int64_t *shape,
         if (s != EMILY_OK) { rc = from_status(s, "from_binary"); goto done; }
     }
     samples = malloc(sizeof(double) * (size_t)reps);
-    if (!samples) { rc = fail(BENCH_ERROR, "bench_time: out of memory"); goto done; }
+    if (!samples) { rc = fail(TIMING_ERROR, "bench_time: out of memory"); goto done; }
 
     /* The first call also checks the op works at all. */
     s = run_once(k, a, b, &out);
@@ -230,23 +197,21 @@ int bench_time(const char *op, int dtype, int rank, const int64_t *shape,
         samples[r] = (now_ns() - t0) / inner;
     }
     if (samples_out) memcpy(samples_out, samples, sizeof(double) * (size_t)reps);
-    qsort(samples, (size_t)reps, sizeof(double), cmp_double);
-    *median_ns = (reps % 2) ? samples[reps / 2]
-                            : 0.5 * (samples[reps / 2 - 1] + samples[reps / 2]);
+    *median_ns = median_of(samples, reps);
 
     /* The last result: its type, shape and bytes. */
     *out_dtype = (int)emily_tensor_dtype(out);
     *out_rank = emily_tensor_rank(out);
-    if (*out_rank > 8) { rc = fail(BENCH_ERROR, "%s: result rank %d > 8", op, *out_rank); goto done; }
+    if (*out_rank > 8) { rc = fail(TIMING_ERROR, "%s: result rank %d > 8", op, *out_rank); goto done; }
     for (int i = 0; i < *out_rank; i++) out_shape[i] = emily_tensor_shape(out)[i];
     if (emily_tensor_nbytes(out) != result_bytes) {
-        rc = fail(BENCH_ERROR, "%s: result has %zu bytes (%s), expected %zu", op,
+        rc = fail(TIMING_ERROR, "%s: result has %zu bytes (%s), expected %zu", op,
                   emily_tensor_nbytes(out), emily_dtype_name(emily_tensor_dtype(out)),
                   result_bytes);
         goto done;
     }
     if (result_bytes > 0) {
-        if (!result) { rc = fail(BENCH_ERROR, "bench_time: NULL result buffer"); goto done; }
+        if (!result) { rc = fail(TIMING_ERROR, "bench_time: NULL result buffer"); goto done; }
         s = emily_to_binary(out, result, result_bytes);
         if (s != EMILY_OK) { rc = from_status(s, "to_binary"); goto done; }
     }
@@ -256,8 +221,8 @@ done:
     emily_tensor_release(a);
     emily_tensor_release(b);
     free(samples);
-    if (rc == BENCH_OK && emily_live_tensors() != live_before)
-        rc = fail(BENCH_ERROR, "%s: leaked %lld tensor handle(s)", op,
+    if (rc == TIMING_OK && emily_live_tensors() != live_before)
+        rc = fail(TIMING_ERROR, "%s: leaked %lld tensor handle(s)", op,
                   (long long)(emily_live_tensors() - live_before));
     return rc;
 }

@@ -21,6 +21,7 @@
 #endif
 
 #include "emily/emily.h"
+#include "timing_common.h"
 
 #pragma weak emily_dot
 #pragma weak emily_dot_set_precision
@@ -36,26 +37,10 @@
 #pragma weak emily_svd
 #pragma weak emily_eigh
 
-enum { FAM_OK = 0, FAM_NOT_IMPLEMENTED = 1, FAM_ERROR = 2 };
 #define MAX_IO 3
 
-static char g_err[1024];
 static emily_tensor *g_in[MAX_IO];
 static emily_tensor *g_out[MAX_IO];
-
-static int fail(int code, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(g_err, sizeof g_err, fmt, ap);
-    va_end(ap);
-    return code;
-}
-
-static int from_status(emily_status s, const char *what) {
-    const char *msg = emily_last_error();
-    return fail(s == EMILY_ERR_UNSUPPORTED ? FAM_NOT_IMPLEMENTED : FAM_ERROR, "%s: %s: %s",
-                what, emily_status_name(s), msg ? msg : "");
-}
 
 const char *fam_error(void) { return g_err; }
 const char *fam_emily_version(void) { return emily_version(); }
@@ -86,21 +71,21 @@ void fam_clear(void) {
 
 /* 0 = HIGHEST, 1 = FAST. */
 int fam_set_precision(int p) {
-    if (!emily_dot_set_precision) return fail(FAM_NOT_IMPLEMENTED, "no emily_dot_set_precision");
+    if (!emily_dot_set_precision) return fail(TIMING_NOT_IMPLEMENTED, "no emily_dot_set_precision");
     emily_status s = emily_dot_set_precision(p ? EMILY_DOT_PRECISION_FAST
                                                : EMILY_DOT_PRECISION_HIGHEST);
-    return s == EMILY_OK ? FAM_OK : from_status(s, "dot_set_precision");
+    return s == EMILY_OK ? TIMING_OK : from_status(s, "dot_set_precision");
 }
 
 int fam_input(int i, int dtype, int rank, const int64_t *shape, const void *data,
               size_t nbytes) {
-    if (i < 0 || i >= MAX_IO) return fail(FAM_ERROR, "fam_input: bad slot %d", i);
-    if (!emily_dtype_valid((emily_dtype)dtype)) return fail(FAM_ERROR, "bad dtype %d", dtype);
+    if (i < 0 || i >= MAX_IO) return fail(TIMING_ERROR, "fam_input: bad slot %d", i);
+    if (!emily_dtype_valid((emily_dtype)dtype)) return fail(TIMING_ERROR, "bad dtype %d", dtype);
     emily_tensor_release(g_in[i]);
     g_in[i] = NULL;
     emily_status s = emily_from_binary(EMILY_CPU, (emily_dtype)dtype, rank, shape, data,
                                        nbytes, &g_in[i]);
-    return s == EMILY_OK ? FAM_OK : from_status(s, "from_binary");
+    return s == EMILY_OK ? TIMING_OK : from_status(s, "from_binary");
 }
 
 #define NEED(fn) \
@@ -175,14 +160,14 @@ static emily_status run_once(const char *op, const int64_t *p, int np, emily_ten
 
 int fam_run(const char *op, const int64_t *params, int nparams) {
     g_err[0] = '\0';
-    if (!op || !g_in[0]) return fail(FAM_ERROR, "fam_run: no op or no input");
+    if (!op || !g_in[0]) return fail(TIMING_ERROR, "fam_run: no op or no input");
     release_outs(g_out);
     emily_status s = run_once(op, params, nparams, g_out);
     if (s != EMILY_OK) {
         release_outs(g_out);
         return from_status(s, op);
     }
-    return FAM_OK;
+    return TIMING_OK;
 }
 
 /* Output i's dtype, rank and shape (room for 8 dims); -1 if absent. */
@@ -190,26 +175,15 @@ int fam_out_info(int i, int *dtype, int *rank, int64_t *shape) {
     if (i < 0 || i >= MAX_IO || !g_out[i]) return -1;
     *dtype = (int)emily_tensor_dtype(g_out[i]);
     *rank = emily_tensor_rank(g_out[i]);
-    if (*rank > 8) return fail(FAM_ERROR, "rank %d > 8", *rank);
+    if (*rank > 8) return fail(TIMING_ERROR, "rank %d > 8", *rank);
     for (int d = 0; d < *rank; d++) shape[d] = emily_tensor_shape(g_out[i])[d];
-    return FAM_OK;
+    return TIMING_OK;
 }
 
 int fam_out_copy(int i, void *dst, size_t nbytes) {
-    if (i < 0 || i >= MAX_IO || !g_out[i]) return fail(FAM_ERROR, "no output %d", i);
+    if (i < 0 || i >= MAX_IO || !g_out[i]) return fail(TIMING_ERROR, "no output %d", i);
     emily_status s = emily_to_binary(g_out[i], dst, nbytes);
-    return s == EMILY_OK ? FAM_OK : from_status(s, "to_binary");
-}
-
-static double now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *x, const void *y) {
-    double a = *(const double *)x, b = *(const double *)y;
-    return (a > b) - (a < b);
+    return s == EMILY_OK ? TIMING_OK : from_status(s, "to_binary");
 }
 
 /* warmup calls, then `reps` measurements of `inner` calls each; the median
@@ -220,12 +194,12 @@ int fam_time(const char *op, const int64_t *params, int nparams, int warmup, int
              int reps, double max_seconds, double *median_ns, double *samples_out,
              int *reps_done) {
     g_err[0] = '\0';
-    if (!op || !median_ns || !reps_done || !g_in[0]) return fail(FAM_ERROR, "fam_time: NULL");
-    if (inner < 1 || reps < 1 || warmup < 0) return fail(FAM_ERROR, "fam_time: bad counts");
+    if (!op || !median_ns || !reps_done || !g_in[0]) return fail(TIMING_ERROR, "fam_time: NULL");
+    if (inner < 1 || reps < 1 || warmup < 0) return fail(TIMING_ERROR, "fam_time: bad counts");
     double *samples = malloc(sizeof(double) * (size_t)reps);
-    if (!samples) return fail(FAM_ERROR, "fam_time: out of memory");
+    if (!samples) return fail(TIMING_ERROR, "fam_time: out of memory");
     emily_tensor *o[MAX_IO] = {NULL, NULL, NULL};
-    int rc = FAM_OK, done = 0;
+    int rc = TIMING_OK, done = 0;
     for (int w = 0; w < warmup; w++) {
         emily_status s = run_once(op, params, nparams, o);
         release_outs(o);
@@ -246,9 +220,7 @@ int fam_time(const char *op, const int64_t *params, int nparams, int warmup, int
         if (done >= 3 && (t1 - start) * 1e-9 > max_seconds) break;
     }
     if (samples_out) memcpy(samples_out, samples, sizeof(double) * (size_t)done);
-    qsort(samples, (size_t)done, sizeof(double), cmp_double);
-    *median_ns = (done % 2) ? samples[done / 2]
-                            : 0.5 * (samples[done / 2 - 1] + samples[done / 2]);
+    *median_ns = median_of(samples, done);
     *reps_done = done;
 out:
     release_outs(o);

@@ -170,10 +170,7 @@ static bool call_read(ErlNifEnv *env, const ERL_NIF_TERM argv[], dispatch_call *
 }
 
 static ERL_NIF_TERM decode_error(ErlNifEnv *env, const dispatch_call *c) {
-    char msg[1024];
-    const char *why = c->d && c->d->err[0] ? c->d->err : "cannot decode the arguments";
-    snprintf(msg, sizeof msg, "%s: %s", c->name, why);
-    return nif_make_error(env, msg);
+    return nif_decode_error(env, c->d, c->name, "arguments");
 }
 
 /* Decodes the template and the arguments and settles the device (the

@@ -53,6 +53,27 @@ bool nif_get_device(ErlNifEnv *env, ERL_NIF_TERM term, emily_device *dev, ERL_NI
     return true;
 }
 
+bool nif_type_arg(ErlNifEnv *env, ERL_NIF_TERM t, emily_dtype *out, ERL_NIF_TERM *err) {
+    char msg[256];
+    if (nif_term_to_dtype(env, t, out, msg, sizeof msg)) return true;
+    *err = nif_make_error(env, msg);
+    return false;
+}
+
+bool nif_shape_arg(decoder *d, ERL_NIF_TERM t, const char *name, int *rank, int64_t **shape, ERL_NIF_TERM *err) {
+    if (nif_term_to_shape(d->env, t, rank, shape, d)) return true;
+    nif_prefix_err(d, name);
+    *err = nif_make_error(d->env, d->err);
+    return false;
+}
+
+ERL_NIF_TERM nif_decode_error(ErlNifEnv *env, const decoder *d, const char *name, const char *what) {
+    char msg[1024];
+    if (d && d->err[0]) snprintf(msg, sizeof msg, "%s: %s", name, d->err);
+    else snprintf(msg, sizeof msg, "%s: cannot decode the %s", name, what);
+    return nif_make_error(env, msg);
+}
+
 /* ---- devices, streams, introspection ---- */
 
 /* f(device) for a device argument: :ok, or the engine's error after

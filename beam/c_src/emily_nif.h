@@ -109,6 +109,11 @@ bool nif_get_device(ErlNifEnv *env, ERL_NIF_TERM term, emily_device *dev, ERL_NI
 
 /* A new reference to the resource's tensor, or NULL if deallocated. */
 emily_tensor *nif_tensor_res_acquire(tensor_res *r);
+/* The tensor reference argument of the NIF function `name`: its resource
+ * and a new reference to its tensor; false with *err ({:error, "<name>:
+ * ..."}) for another term or a deallocated tensor. */
+bool nif_tensor_arg(ErlNifEnv *env, ERL_NIF_TERM term, const char *name, tensor_res **r, emily_tensor **t,
+                    ERL_NIF_TERM *err);
 /* Wraps a tensor (ownership moves to the term). */
 ERL_NIF_TERM nif_make_tensor_term(ErlNifEnv *env, emily_tensor *t);
 /* The term for a result tensor (ownership moves to it): its resource, or
@@ -182,6 +187,11 @@ void nif_decoder_free(decoder *d);
 void *nif_arena_alloc(decoder *d, size_t n);
 /* Rewrites d->err as "<prefix>: <d->err>". */
 void nif_prefix_err(decoder *d, const char *prefix);
+/* {:error, "<name>: <d's message>"}, or "<name>: cannot decode the <what>"
+ * when d (which may be NULL) has none. (emily_nif.c, like nif_type_arg
+ * and nif_shape_arg below: terms.c itself makes no error terms, so that
+ * the fuzzers link it alone.) */
+ERL_NIF_TERM nif_decode_error(ErlNifEnv *env, const decoder *d, const char *name, const char *what);
 
 /* Argument terms: numbers, atoms, binaries, tuples, lists, keyword lists,
  * %Complex{}, %Nx.Tensor{} (Emily or Nx.BinaryBackend data) and bare
@@ -202,6 +212,11 @@ bool nif_decoder_finish(decoder *d, emily_device device);
 bool nif_term_to_dtype(ErlNifEnv *env, ERL_NIF_TERM t, emily_dtype *out, char *err, size_t es);
 bool nif_term_to_shape(ErlNifEnv *env, ERL_NIF_TERM t, int *rank, int64_t **shape, decoder *d);
 bool nif_term_to_device(ErlNifEnv *env, ERL_NIF_TERM t, emily_device *out, char *err, size_t es);
+/* The type and the shape arguments of a NIF function (`name`, the shape
+ * message's prefix; the shape lives in d's arena): false with *err
+ * ({:error, message}) otherwise (emily_nif.c). */
+bool nif_type_arg(ErlNifEnv *env, ERL_NIF_TERM t, emily_dtype *out, ERL_NIF_TERM *err);
+bool nif_shape_arg(decoder *d, ERL_NIF_TERM t, const char *name, int *rank, int64_t **shape, ERL_NIF_TERM *err);
 ERL_NIF_TERM nif_dtype_to_term(ErlNifEnv *env, emily_dtype t);
 ERL_NIF_TERM nif_shape_to_term(ErlNifEnv *env, int rank, const int64_t *shape);
 ERL_NIF_TERM nif_device_to_term(ErlNifEnv *env, emily_device dev);

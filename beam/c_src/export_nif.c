@@ -145,10 +145,9 @@ bool nif_exports_load(void) {
 ERL_NIF_TERM nif_to_pointer(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
     (void)argc;
     tensor_res *r;
-    if (!enif_get_resource(env, argv[0], nif_tensor_rt, (void **)&r))
-        return nif_make_error(env, "to_pointer: expected an Emily tensor reference");
-    emily_tensor *t = nif_tensor_res_acquire(r);
-    if (!t) return nif_make_error(env, "to_pointer: the tensor was deallocated");
+    emily_tensor *t;
+    ERL_NIF_TERM bad;
+    if (!nif_tensor_arg(env, argv[0], "to_pointer", &r, &t, &bad)) return bad;
     const void *data;
     if (emily_host_data(t, &data)) {
         emily_tensor_release(t);
@@ -196,15 +195,13 @@ ERL_NIF_TERM nif_from_pointer(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[
     if (!nif_get_device(env, argv[0], &dev, &err)) return err;
     if (!enif_get_uint64(env, argv[1], &address))
         return nif_make_error(env, "from_pointer: the address must be a non-negative integer");
-    if (!nif_term_to_dtype(env, argv[2], &dt, msg, sizeof msg)) return nif_make_error(env, msg);
+    if (!nif_type_arg(env, argv[2], &dt, &err)) return err;
     decoder d;
     nif_decoder_init(&d, env);
     int rank;
     int64_t *shape;
     ERL_NIF_TERM result;
-    if (!nif_term_to_shape(env, argv[3], &rank, &shape, &d)) {
-        nif_prefix_err(&d, "from_pointer");
-        result = nif_make_error(env, d.err);
+    if (!nif_shape_arg(&d, argv[3], "from_pointer", &rank, &shape, &result)) {
         nif_decoder_free(&d);
         return result;
     }

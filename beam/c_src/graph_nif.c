@@ -57,21 +57,16 @@ ERL_NIF_TERM nif_graph_param(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]
     emily_graph *g;
     if (!get_graph(env, argv[0], &g)) return nif_make_error(env, "graph_param: expected an Emily graph");
     emily_dtype dt;
-    char msg[256];
-    if (!nif_term_to_dtype(env, argv[1], &dt, msg, sizeof msg)) return nif_make_error(env, msg);
+    ERL_NIF_TERM result;
+    if (!nif_type_arg(env, argv[1], &dt, &result)) return result;
     decoder d;
     nif_decoder_init(&d, env);
     int rank;
     int64_t *shape;
-    ERL_NIF_TERM result;
     int32_t id;
-    if (!nif_term_to_shape(env, argv[2], &rank, &shape, &d)) {
-        nif_prefix_err(&d, "graph_param");
-        result = nif_make_error(env, d.err);
-    } else if (emily_graph_add_param(g, dt, rank, shape, &id)) {
-        result = engine_error_of(env, "graph_param");
-    } else {
-        result = enif_make_tuple2(env, nif_atom.ok, enif_make_int(env, id));
+    if (nif_shape_arg(&d, argv[2], "graph_param", &rank, &shape, &result)) {
+        if (emily_graph_add_param(g, dt, rank, shape, &id)) result = engine_error_of(env, "graph_param");
+        else result = enif_make_tuple2(env, nif_atom.ok, enif_make_int(env, id));
     }
     nif_decoder_free(&d);
     return result;
@@ -152,8 +147,7 @@ ERL_NIF_TERM nif_graph_call(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
     }
     goto done;
 decode_error:
-    snprintf(msg, sizeof msg, "%s: %s", name, d->err[0] ? d->err : "cannot decode the arguments");
-    result = nif_make_error(env, msg);
+    result = nif_decode_error(env, d, name, "arguments");
 done:
     nif_decoder_free(d);
     return result;
@@ -355,8 +349,7 @@ ERL_NIF_TERM nif_graph_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) 
                   : nif_make_error(env, "graph_run: out of memory making the result terms");
     goto done;
 decode_error:
-    snprintf(msg, sizeof msg, "graph_run: %s", d->err[0] ? d->err : "cannot decode the parameters");
-    result = nif_make_error(env, msg);
+    result = nif_decode_error(env, d, "graph_run", "parameters");
 done:
     nif_decoder_free(d);
     return result;

@@ -18,6 +18,20 @@ emily_tensor *nif_tensor_res_acquire(tensor_res *r) {
     return t;
 }
 
+bool nif_tensor_arg(ErlNifEnv *env, ERL_NIF_TERM term, const char *name, tensor_res **r, emily_tensor **t,
+                    ERL_NIF_TERM *err) {
+    char msg[128];
+    *t = NULL;
+    if (!enif_get_resource(env, term, nif_tensor_rt, (void **)r))
+        snprintf(msg, sizeof msg, "%s: expected an Emily tensor reference", name);
+    else if (!(*t = nif_tensor_res_acquire(*r)))
+        snprintf(msg, sizeof msg, "%s: the tensor was deallocated", name);
+    else
+        return true;
+    *err = nif_make_error(env, msg);
+    return false;
+}
+
 
 void nif_tensor_dtor(ErlNifEnv *env, void *obj) {
     (void)env;
@@ -126,20 +140,14 @@ static ERL_NIF_TERM from_binary_run(ErlNifEnv *env, const ERL_NIF_TERM argv[]) {
     emily_device dev;
     emily_dtype dt;
     ErlNifBinary bin;
-    ERL_NIF_TERM err;
-    char msg[256];
-    if (!nif_get_device(env, argv[0], &dev, &err)) return err;
-    if (!nif_term_to_dtype(env, argv[1], &dt, msg, sizeof msg)) return nif_make_error(env, msg);
+    ERL_NIF_TERM result;
+    if (!nif_get_device(env, argv[0], &dev, &result) || !nif_type_arg(env, argv[1], &dt, &result)) return result;
     if (!enif_inspect_binary(env, argv[3], &bin)) return nif_make_error(env, "from_binary: expected a binary");
     decoder d;
     nif_decoder_init(&d, env);
     int rank;
     int64_t *shape;
-    ERL_NIF_TERM result;
-    if (!nif_term_to_shape(env, argv[2], &rank, &shape, &d)) {
-        nif_prefix_err(&d, "from_binary");
-        result = nif_make_error(env, d.err);
-    } else {
+    if (nif_shape_arg(&d, argv[2], "from_binary", &rank, &shape, &result)) {
         emily_tensor *t;
         if (emily_from_binary(dev, dt, rank, shape, bin.data, bin.size, &t)) result = nif_engine_error(env, NULL);
         else result = nif_make_tensor_term(env, t);
@@ -249,11 +257,9 @@ ERL_NIF_TERM nif_deallocate(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
 ERL_NIF_TERM nif_backend_data(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
     (void)argc;
     tensor_res *r;
-    if (!enif_get_resource(env, argv[0], nif_tensor_rt, (void **)&r))
-        return nif_make_error(env, "backend_data: expected an Emily tensor reference");
-    emily_tensor *t = nif_tensor_res_acquire(r);
-    if (!t) return nif_make_error(env, "backend_data: the tensor was deallocated");
+    emily_tensor *t;
     ERL_NIF_TERM out;
+    if (!nif_tensor_arg(env, argv[0], "backend_data", &r, &t, &out)) return out;
     bool ok = data_term(env, r, t, &out);
     emily_tensor_release(t);
     return ok ? out : nif_make_error(env, "backend_data: out of memory");

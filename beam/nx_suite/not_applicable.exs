@@ -47,13 +47,6 @@ reasons = %{
     "Nx 0.7's argmax/argmin compare with > and so skip a NaN after the first element; " <>
       "Nx 0.8+ returns the NaN's index (Nx 0.13's test of the same input expects " <>
       "[1, 1, 2, 2, 0, 1, ...]); Emily follows Nx 0.13, the corpus's semantics",
-  nx07_binary_fails:
-    "fails on Nx 0.7.2's own Nx.BinaryBackend too: the test expects inf+inf i for " <>
-      "exp/expm1/sinh/cosh of inf+3i; Emily gives -inf+inf i, Nx 0.13's answer (the corpus's)",
-  nx07_argmax_nan:
-    "Nx 0.7's argmax/argmin compare with > and so skip a NaN after the first element; " <>
-      "Nx 0.8+ returns the NaN's index (Nx 0.13's test of the same input expects " <>
-      "[1, 1, 2, 2, 0, 1, ...]); Emily follows Nx 0.13, the corpus's semantics",
   new_dtypes:
     "PENDING, not inapplicable: the f8, f8_e4m3fn, s2/s4/u2/u4 types Nx 0.9-0.11 added " <>
       "are not in the engine yet (issue 17)"
@@ -124,12 +117,6 @@ tests =
       {">= 0.7.0", "test reverse computes gradient", :f32_exp_ulp},
       {">= 0.7.0", "test aggregate operations sum", :nan_sign},
       {">= 0.7.0", "test aggregate operations product", :nan_sign},
-      {"~> 0.7.0", "test unary operations exp", :nx07_binary_fails},
-      {"~> 0.7.0", "test unary operations expm1", :nx07_binary_fails},
-      {"~> 0.7.0", "test unary operations sinh", :nx07_binary_fails},
-      {"~> 0.7.0", "test unary operations cosh", :nx07_binary_fails},
-      {"~> 0.7.0", "test argmax works with non finites", :nx07_argmax_nan},
-      {"~> 0.7.0", "test argmin/2 works with non finites", :nx07_argmax_nan},
       {"~> 0.7.0", "test unary operations exp", :nx07_binary_fails},
       {"~> 0.7.0", "test unary operations expm1", :nx07_binary_fails},
       {"~> 0.7.0", "test unary operations sinh", :nx07_binary_fails},

@@ -11,6 +11,16 @@ defmodule EmilyModels.Bench do
 
   def data_dir, do: System.get_env("EMILY_MODELS_DATA", "/work/deps/models_data")
 
+  # Both benchmarks run on Emily's CPU backend, in this process and in
+  # the processes it starts.
+  def use_emily_cpu do
+    Nx.global_default_backend({Emily.Backend, device: :cpu})
+    Nx.default_backend({Emily.Backend, device: :cpu})
+  end
+
+  # A comma-separated list from the environment (its default when unset).
+  def env_list(name, default), do: System.get_env(name, default) |> String.split(",", trim: true)
+
   def env_int(name, default) do
     case System.get_env(name) do
       nil -> default

@@ -37,11 +37,10 @@ dir = Path.join(Bench.data_dir(), "all-MiniLM-L6-v2")
 runs = Bench.env_int("MINILM_RUNS", 10)
 
 shapes =
-  System.get_env("MINILM_SHAPES", "8x128,32x128")
-  |> String.split(",", trim: true)
+  Bench.env_list("MINILM_SHAPES", "8x128,32x128")
   |> Enum.map(fn s -> s |> String.split("x") |> Enum.map(&String.to_integer/1) |> List.to_tuple() end)
 
-lanes = System.get_env("MINILM_LANES", "compiler,eager") |> String.split(",", trim: true)
+lanes = Bench.env_list("MINILM_LANES", "compiler,eager")
 
 {load_ms, {:ok, %{model: model, params: params, spec: spec}}} =
   Bench.wall_ms(fn -> Bumblebee.load_model({:local, dir}, architecture: :base, backend: backend) end)

@@ -23,7 +23,6 @@ Appends one JSON line per shape (and per Emily lane compared) to
 OUT/results.jsonl.
 """
 import argparse
-import json
 import os
 import time
 from pathlib import Path
@@ -31,6 +30,8 @@ from pathlib import Path
 import numpy as np
 import torch
 from transformers import AutoModel
+
+from peer import add_common_args, record, setup
 
 
 def lcg_ids(seed, count, lo, hi):
@@ -41,31 +42,20 @@ def lcg_ids(seed, count, lo, hi):
     return out
 
 
-def record(out, entry):
-    line = json.dumps(entry, sort_keys=True)
-    with open(out / "results.jsonl", "a") as f:
-        f.write(line + "\n")
-    print("  " + line)
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--shapes", default=os.environ.get("MINILM_SHAPES", "8x128,32x128"))
     ap.add_argument("--runs", type=int, default=int(os.environ.get("MINILM_RUNS", "10")))
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--out", default=os.environ.get("EMILY_MODELS_OUT", "results"))
-    ap.add_argument("--data", default=os.environ.get("EMILY_MODELS_DATA", "/work/deps/models_data"))
+    add_common_args(ap)
     ap.add_argument("--device", default="cpu", help="torch device: cpu, cuda, cuda:N")
     args = ap.parse_args()
 
-    torch.set_num_threads(args.threads)
+    out = setup(args)
     # f32 matmuls in f32 (Emily's :fast f32 is cuBLAS without TF32)
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     dev = torch.device(args.device)
     sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     model_dir = Path(args.data) / "all-MiniLM-L6-v2"
     model = AutoModel.from_pretrained(model_dir, dtype=torch.float32).eval().to(dev)
     vocab = model.config.vocab_size

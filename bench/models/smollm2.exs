@@ -27,15 +27,12 @@
 Code.require_file("common.exs", __DIR__)
 alias EmilyModels.Bench
 
-Nx.global_default_backend({Emily.Backend, device: :cpu})
-Nx.default_backend({Emily.Backend, device: :cpu})
+Bench.use_emily_cpu()
 
 dir = Path.join(Bench.data_dir(), "SmolLM2-135M")
 runs = Bench.env_int("SMOLLM2_RUNS", 3)
 new_tokens = Bench.env_int("SMOLLM2_NEW", 32)
-lanes =
-  System.get_env("SMOLLM2_LANES", "compiler,eager,generate_eager,generate_compiler")
-  |> String.split(",", trim: true)
+lanes = Bench.env_list("SMOLLM2_LANES", "compiler,eager,generate_eager,generate_compiler")
 
 {gen_lanes, lanes} = Enum.split_with(lanes, &String.starts_with?(&1, "generate_"))
 out = Bench.out_dir()

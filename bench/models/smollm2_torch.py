@@ -24,14 +24,9 @@ import numpy as np
 import torch
 from transformers import AutoModelForCausalLM, GenerationConfig
 
+from peer import add_common_args, record, setup
+
 HERE = Path(__file__).resolve().parent
-
-
-def record(out, entry):
-    line = json.dumps(entry, sort_keys=True)
-    with open(out / "results.jsonl", "a") as f:
-        f.write(line + "\n")
-    print("  " + line)
 
 
 def decoder():
@@ -50,15 +45,11 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=int(os.environ.get("SMOLLM2_RUNS", "3")))
     ap.add_argument("--new", type=int, default=int(os.environ.get("SMOLLM2_NEW", "32")))
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--out", default=os.environ.get("EMILY_MODELS_OUT", "results"))
-    ap.add_argument("--data", default=os.environ.get("EMILY_MODELS_DATA", "/work/deps/models_data"))
+    add_common_args(ap)
     ap.add_argument("--text", action="store_true", help="also print the generated text")
     args = ap.parse_args()
 
-    torch.set_num_threads(args.threads)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = setup(args)
     prompt = json.loads((HERE / "smollm2_prompt.json").read_text())["ids"]
     model = AutoModelForCausalLM.from_pretrained(Path(args.data) / "SmolLM2-135M", dtype=torch.float32).eval()
     ids = torch.tensor([prompt], dtype=torch.long)

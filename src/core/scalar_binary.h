@@ -31,6 +31,7 @@
 #include <stdint.h>
 #include "core/dtype_list.h"
 #include "core/host_device.h"
+#include "core/scalar_complex.h"
 #include "core/scalar_convert.h"
 
 /* Half precision storage: the conversions of core/scalar_convert.h
@@ -184,16 +185,10 @@ EMILY_HD double emily_sb_atan2_f64(double y, double x) {
  * Computed in f64 parts with the Complex library's formulas (no scaling,
  * no C99 Annex G recovery of infinities). */
 
-typedef struct emily_sb_complex {
-    double re, im;
-} emily_sb_complex;
+/* The binary rules' name for the shared complex pair. */
+typedef emily_cd emily_sb_complex;
 
-EMILY_HD emily_sb_complex emily_sb_cmake(double re, double im) {
-    emily_sb_complex z;
-    z.re = re;
-    z.im = im;
-    return z;
-}
+EMILY_HD emily_sb_complex emily_sb_cmake(double re, double im) { return emily_cd_make(re, im); }
 
 EMILY_HD int emily_sb_finite(double x) { return x - x == 0; }
 

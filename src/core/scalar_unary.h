@@ -33,6 +33,7 @@
 #include <stdint.h>
 #include "core/dtype_list.h"
 #include "core/host_device.h"
+#include "core/scalar_complex.h"
 
 #ifdef __CUDA_ARCH__
 #define EMILY_MUL(a, b) __dmul_rn((a), (b))
@@ -43,17 +44,6 @@
 #define EMILY_ADD(a, b) ((a) + (b))
 #define EMILY_SUB(a, b) ((a) - (b))
 #endif
-
-typedef struct emily_cd {
-    double re, im;
-} emily_cd;
-
-EMILY_HD emily_cd emily_cd_make(double re, double im) {
-    emily_cd z;
-    z.re = re;
-    z.im = im;
-    return z;
-}
 
 /* ---- real functions ------------------------------------------------------ */
 

@@ -88,15 +88,33 @@ static emily_status check_building(const emily_graph *g, const char *op) {
     return EMILY_OK;
 }
 
-emily_status emi_graph_push_value(emily_graph *g, graph_value v, int32_t *id) {
-    if (g->nvalues == g->values_cap) {
-        if (g->values_cap >= INT32_MAX / 2) return emily_error(EMILY_ERR_ARGUMENT, "graph: too many values");
-        int32_t cap = g->values_cap ? g->values_cap * 2 : 64;
-        graph_value *nv = realloc(g->values, (size_t)cap * sizeof *nv);
-        if (!nv) return emily_error(EMILY_ERR_MEMORY, "graph: out of host memory");
-        g->values = nv;
-        g->values_cap = cap;
+/* The graph's growing arrays (values, params, calls): items, n of them in
+ * *cap allocated, with room for one more, doubled from `first` when full
+ * (moved, perhaps; *cap updated). NULL, with *s the error, when it cannot
+ * grow; `what` names the array in the error. */
+static void *room_for_one(void *items, int32_t n, int32_t *cap, size_t size, int32_t first, const char *what,
+                          emily_status *s) {
+    *s = EMILY_OK;
+    if (n < *cap) return items;
+    if (*cap >= INT32_MAX / 2) {
+        *s = emily_error(EMILY_ERR_ARGUMENT, "graph: too many %s", what);
+        return NULL;
     }
+    int32_t c = *cap ? *cap * 2 : first;
+    void *p = realloc(items, (size_t)c * size);
+    if (!p) {
+        *s = emily_error(EMILY_ERR_MEMORY, "graph: out of host memory");
+        return NULL;
+    }
+    *cap = c;
+    return p;
+}
+
+emily_status emi_graph_push_value(emily_graph *g, graph_value v, int32_t *id) {
+    emily_status s;
+    graph_value *nv = room_for_one(g->values, g->nvalues, &g->values_cap, sizeof *nv, 64, "values", &s);
+    if (!nv) return s;
+    g->values = nv;
     v.last_use = -1;
     g->values[g->nvalues] = v;
     *id = g->nvalues++;
@@ -128,13 +146,9 @@ emily_status emily_graph_add_param(emily_graph *g, emily_dtype dtype, int rank, 
     if (!emily_dtype_valid(dtype)) return emily_error(EMILY_ERR_TYPE, "graph_add_param: unknown type %d", (int)dtype);
     graph_value v = {.kind = GV_PARAM, .dtype = dtype, .rank = rank};
     if ((s = copy_shape(g, "graph_add_param", rank, shape, &v.shape))) return s;
-    if (g->nparams == g->params_cap) {
-        int32_t cap = g->params_cap ? g->params_cap * 2 : 16;
-        int32_t *np = realloc(g->params, (size_t)cap * sizeof *np);
-        if (!np) return emily_error(EMILY_ERR_MEMORY, "graph: out of host memory");
-        g->params = np;
-        g->params_cap = cap;
-    }
+    int32_t *np = room_for_one(g->params, g->nparams, &g->params_cap, sizeof *np, 16, "parameters", &s);
+    if (!np) return s;
+    g->params = np;
     v.node = g->nparams;
     if ((s = emi_graph_push_value(g, v, value))) return s;
     g->params[g->nparams++] = *value;
@@ -277,13 +291,9 @@ static emily_status add_call_of(emily_graph *g, const char *callback, const emil
     if (nout < 1 || nout > max_outputs)
         return emily_error(EMILY_ERR_ARGUMENT, "graph_add_call: %s: %d outputs (1 to %d)", callback, nout,
                            max_outputs);
-    if (g->ncalls == g->calls_cap) {
-        int32_t cap = g->calls_cap ? g->calls_cap * 2 : 64;
-        graph_call *nc = realloc(g->calls, (size_t)cap * sizeof *nc);
-        if (!nc) return emily_error(EMILY_ERR_MEMORY, "graph: out of host memory");
-        g->calls = nc;
-        g->calls_cap = cap;
-    }
+    graph_call *nc = room_for_one(g->calls, g->ncalls, &g->calls_cap, sizeof *nc, 64, "calls", &s);
+    if (!nc) return s;
+    g->calls = nc;
     char where[96];
     snprintf(where, sizeof where, "graph_add_call: %s", callback);
     graph_call c = {.entry = entry, .nargs = nargs, .fused_group = -1};

@@ -102,6 +102,19 @@ static void put_tree(writer *w, const emily_value *v) {
     }
 }
 
+/* A loop's condition or body, or a conditional's branch: its own saved
+ * bytes, their length first. */
+static emily_status put_subgraph(writer *w, const emily_graph *sub) {
+    void *sb;
+    size_t sn;
+    emily_status s = emily_graph_save_buffer(sub, &sb, &sn);
+    if (s) return s;
+    put_u64(w, sn);
+    put(w, sb, sn);
+    free(sb);
+    return EMILY_OK;
+}
+
 emily_status emily_graph_save_buffer(const emily_graph *g, void **bytes, size_t *size) {
     if (!g || !bytes || !size) return emily_error(EMILY_ERR_ARGUMENT, "graph_save: NULL argument");
     *bytes = NULL;
@@ -134,15 +147,7 @@ emily_status emily_graph_save_buffer(const emily_graph *g, void **bytes, size_t 
             put_u8(&w, 'W');
             put_u32(&w, (uint32_t)c->nargs);
             for (size_t a = 0; a < c->nargs; a++) put_i32(&w, (int32_t)c->args[a].i);
-            const emily_graph *subs[2] = {c->cond, c->body};
-            for (int k = 0; k < 2 && !s; k++) {
-                void *sb;
-                size_t sn;
-                if ((s = emily_graph_save_buffer(subs[k], &sb, &sn))) break;
-                put_u64(&w, sn);
-                put(&w, sb, sn);
-                free(sb);
-            }
+            if (!(s = put_subgraph(&w, c->cond))) s = put_subgraph(&w, c->body);
         } else if (v->k == 0 && g->calls[v->node].branches) { /* a conditional */
             const graph_call *c = &g->calls[v->node];
             put_u8(&w, 'I');
@@ -153,12 +158,7 @@ emily_status emily_graph_save_buffer(const emily_graph *g, void **bytes, size_t 
                 put_u32(&w, (uint32_t)c->ncaptured[b]);
                 for (size_t i = 0; i < c->ncaptured[b]; i++) put_i32(&w, (int32_t)c->args[off + i].i);
                 off += c->ncaptured[b];
-                void *sb;
-                size_t sn;
-                if ((s = emily_graph_save_buffer(c->branches[b], &sb, &sn))) break;
-                put_u64(&w, sn);
-                put(&w, sb, sn);
-                free(sb);
+                s = put_subgraph(&w, c->branches[b]);
             }
         } else if (v->k == 0) { /* the first output of a call (folded or not) */
             const graph_call *c = &g->calls[v->node];

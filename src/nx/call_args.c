@@ -193,10 +193,15 @@ emily_status emi_call_opts(emily_call *c, size_t i, const emily_value **opts) {
     return EMILY_OK;
 }
 
+emily_status emi_call_tensors(emily_call *c, size_t min, size_t max, int n, emily_tensor **ts) {
+    emily_status s = emi_call_arity(c, min, max);
+    for (int i = 0; !s && i < n; i++) s = emi_call_tensor(c, (size_t)i, &ts[i]);
+    return s;
+}
+
 emily_status emi_call_tensors_opts(emily_call *c, int n, emily_tensor **ts, const emily_value **opts) {
     *opts = NULL;
-    emily_status s = emi_call_arity(c, (size_t)n, (size_t)n + 1);
-    for (int i = 0; !s && i < n; i++) s = emi_call_tensor(c, (size_t)i, &ts[i]);
+    emily_status s = emi_call_tensors(c, (size_t)n, (size_t)n + 1, n, ts);
     if (s || c->nargs <= (size_t)n) return s;
     return emi_call_opts(c, (size_t)n, opts);
 }
@@ -206,6 +211,42 @@ const emily_value *emi_opt_get(const emily_value *opts, const char *key) {
     for (size_t k = 0; k < opts->n; k++)
         if (opts->keys[k] && strcmp(opts->keys[k], key) == 0) return &opts->items[k];
     return NULL;
+}
+
+/* The value of an option that is given and not nil (NULL otherwise), and
+ * its name for messages in what (the caller's, or "option :key"). */
+static const emily_value *opt_given(const emily_value *opts, const char *key, const char *what,
+                                    char *buf, size_t size, const char **name) {
+    const emily_value *v = emi_opt_get(opts, key);
+    if (!v || v->kind == EMILY_V_NIL) return NULL;
+    if (what) {
+        *name = what;
+    } else {
+        snprintf(buf, size, "option :%s", key);
+        *name = buf;
+    }
+    return v;
+}
+
+emily_status emi_opt_int(emily_call *c, const emily_value *opts, const char *key, const char *what,
+                         int64_t *out) {
+    char buf[64];
+    const emily_value *v = opt_given(opts, key, what, buf, sizeof buf, &what);
+    return v ? emi_value_int(c, v, what, out) : EMILY_OK;
+}
+
+emily_status emi_opt_float(emily_call *c, const emily_value *opts, const char *key, const char *what,
+                           double *out) {
+    char buf[64];
+    const emily_value *v = opt_given(opts, key, what, buf, sizeof buf, &what);
+    return v ? emi_value_float(c, v, what, out) : EMILY_OK;
+}
+
+emily_status emi_opt_bool(emily_call *c, const emily_value *opts, const char *key, const char *what,
+                          bool *out) {
+    char buf[64];
+    const emily_value *v = opt_given(opts, key, what, buf, sizeof buf, &what);
+    return v ? emi_value_bool(c, v, what, out) : EMILY_OK;
 }
 
 emily_status emi_opt_need(emily_call *c, const emily_value *opts, const char *key, const emily_value **out) {

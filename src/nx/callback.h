@@ -69,6 +69,9 @@ const emily_value *emi_call_arg(emily_call *c, size_t i); /* NULL if absent */
 emily_status emi_call_tensor(emily_call *c, size_t i, emily_tensor **t);
 emily_status emi_call_tensor_list(emily_call *c, size_t i, emily_tensor ***ts, int *n);
 emily_status emi_call_int(emily_call *c, size_t i, int64_t *v);
+/* Checks the arity (min to max arguments) and reads the first n, which
+ * must be tensors, into ts. */
+emily_status emi_call_tensors(emily_call *c, size_t min, size_t max, int n, emily_tensor **ts);
 
 /* Values (from args or options); `what` names them in messages. */
 emily_status emi_value_int(emily_call *c, const emily_value *v, const char *what, int64_t *out);
@@ -96,6 +99,15 @@ emily_status emi_call_opts(emily_call *c, size_t i, const emily_value **opts);
 emily_status emi_call_tensors_opts(emily_call *c, int n, emily_tensor **ts, const emily_value **opts);
 /* The value of key in an options list (NULL if absent). */
 const emily_value *emi_opt_get(const emily_value *opts, const char *key);
+/* An option given and not nil, read into *out (which keeps the caller's
+ * default otherwise); `what` names it in messages (NULL: "option :key").
+ * opts may be NULL. */
+emily_status emi_opt_int(emily_call *c, const emily_value *opts, const char *key, const char *what,
+                         int64_t *out);
+emily_status emi_opt_float(emily_call *c, const emily_value *opts, const char *key, const char *what,
+                           double *out);
+emily_status emi_opt_bool(emily_call *c, const emily_value *opts, const char *key, const char *what,
+                          bool *out);
 /* Like emi_opt_get, but missing keys fail. */
 emily_status emi_opt_need(emily_call *c, const emily_value *opts, const char *key,
                       const emily_value **out);

@@ -12,10 +12,9 @@
 /* c->op: the emily_cumulative_op */
 emily_status emi_cb_cumulative(emily_call *c) {
     emily_cumulative_op op = (emily_cumulative_op)c->op;
-    emily_status s = emi_call_arity(c, 1, 2);
-    if (s) return s;
     emily_tensor *t, *r;
-    if ((s = emi_call_tensor(c, 0, &t))) return s;
+    emily_status s = emi_call_tensors(c, 1, 2, 1, &t);
+    if (s) return s;
     int64_t axis = 0;
     bool reverse = false;
     const emily_value *a = emi_call_arg(c, 1);
@@ -24,10 +23,9 @@ emily_status emi_cb_cumulative(emily_call *c) {
     } else if (a && a->kind != EMILY_V_NIL) {
         const emily_value *opts;
         if ((s = emi_call_opts(c, 1, &opts))) return s;
-        const emily_value *v = emi_opt_get(opts, "axis");
-        if (v && v->kind != EMILY_V_NIL && (s = emi_value_int(c, v, "axis", &axis))) return s;
-        v = emi_opt_get(opts, "reverse");
-        if (v && v->kind != EMILY_V_NIL && (s = emi_value_bool(c, v, "reverse", &reverse))) return s;
+        if ((s = emi_opt_int(c, opts, "axis", "axis", &axis)) ||
+            (s = emi_opt_bool(c, opts, "reverse", "reverse", &reverse)))
+            return s;
     }
     if (axis < INT_MIN || axis > INT_MAX)
         return emi_call_fail(c, EMILY_ERR_AXIS, "axis %lld is out of range", (long long)axis);

@@ -122,13 +122,11 @@ static emily_status group_size(emily_call *c, const emily_value *opts, const cha
  * and the three permutations. The output type is Nx's to_floating of the
  * merged input types: inferred, or the template's in RUN mode. */
 emily_status emi_cb_conv(emily_call *c) {
-    emily_status s = emi_call_arity(c, 2, 3);
+    emily_tensor *tk[2];
+    const emily_value *opts;
+    emily_status s = emi_call_tensors_opts(c, 2, tk, &opts);
     if (s) return s;
-    emily_tensor *t, *k;
-    if ((s = emi_call_tensor(c, 0, &t))) return s;
-    if ((s = emi_call_tensor(c, 1, &k))) return s;
-    const emily_value *opts = NULL;
-    if (c->nargs > 2 && (s = emi_call_opts(c, 2, &opts))) return s;
+    emily_tensor *t = tk[0], *k = tk[1];
     int r = emily_tensor_rank(t), d = r > 2 ? r - 2 : 0;
     emily_conv_opts o = {0};
     if ((s = spatial_list(c, opts, "strides", d, &o.strides))) return s;

@@ -14,10 +14,8 @@
 #define DEFAULT_EPS 1.0e-10
 
 static emily_status get_eps(emily_call *c, const emily_value *opts, double *eps) {
-    const emily_value *v = emi_opt_get(opts, "eps");
     *eps = DEFAULT_EPS;
-    if (!v || v->kind == EMILY_V_NIL) return EMILY_OK;
-    return emi_value_float(c, v, "option :eps", eps);
+    return emi_opt_float(c, opts, "eps", NULL, eps);
 }
 
 static int64_t next_pow2(int64_t n) {

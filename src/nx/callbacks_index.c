@@ -19,15 +19,10 @@ static emily_status axis_arg(emily_call *c, size_t i, int *axis) {
     *axis = 0;
     const emily_value *v = emi_call_arg(c, i);
     if (!v || v->kind == EMILY_V_NIL) return EMILY_OK;
-    int64_t a;
-    emily_status s;
-    if (v->kind == EMILY_V_OPTS) {
-        const emily_value *av = emi_opt_get(v, "axis");
-        if (!av || av->kind == EMILY_V_NIL) return EMILY_OK;
-        if ((s = emi_value_int(c, av, "axis", &a))) return s;
-    } else if ((s = emi_value_int(c, v, "axis", &a))) {
-        return s;
-    }
+    int64_t a = 0;
+    emily_status s = v->kind == EMILY_V_OPTS ? emi_opt_int(c, v, "axis", "axis", &a)
+                                             : emi_value_int(c, v, "axis", &a);
+    if (s) return s;
     if (a < INT_MIN || a > INT_MAX) return emi_call_fail(c, EMILY_ERR_AXIS, "axis %lld is out of range", (long long)a);
     *axis = (int)a;
     return EMILY_OK;
@@ -49,42 +44,32 @@ static emily_status axes_opt(emily_call *c, size_t i, int **axes, int *naxes) {
 
 /* take and take_along_axis (c->op true) */
 emily_status emi_cb_take(emily_call *c) {
-    emily_status s = emi_call_arity(c, 2, 3);
-    if (s) return s;
-    emily_tensor *t, *idx, *out;
+    emily_tensor *in[2], *out;
     int axis;
-    if ((s = emi_call_tensor(c, 0, &t))) return s;
-    if ((s = emi_call_tensor(c, 1, &idx))) return s;
-    if ((s = axis_arg(c, 2, &axis))) return s;
-    s = c->op ? emily_take_along_axis(t, idx, axis, &out) : emily_take(t, idx, axis, &out);
+    emily_status s = emi_call_tensors(c, 2, 3, 2, in);
+    if (!s) s = axis_arg(c, 2, &axis);
+    if (!s) s = c->op ? emily_take_along_axis(in[0], in[1], axis, &out) : emily_take(in[0], in[1], axis, &out);
     return s ? s : emi_call_return(c, out);
 }
 
 emily_status emi_cb_gather(emily_call *c) {
-    emily_status s = emi_call_arity(c, 2, 3);
-    if (s) return s;
-    emily_tensor *t, *idx, *out;
+    emily_tensor *in[2], *out;
     int *axes, naxes;
-    if ((s = emi_call_tensor(c, 0, &t))) return s;
-    if ((s = emi_call_tensor(c, 1, &idx))) return s;
-    if ((s = axes_opt(c, 2, &axes, &naxes))) return s;
-    if ((s = emily_gather(t, idx, naxes, axes, &out))) return s;
-    return emi_call_return(c, out);
+    emily_status s = emi_call_tensors(c, 2, 3, 2, in);
+    if (!s) s = axes_opt(c, 2, &axes, &naxes);
+    if (!s) s = emily_gather(in[0], in[1], naxes, axes, &out);
+    return s ? s : emi_call_return(c, out);
 }
 
 /* c->op: true for indexed_add, false for indexed_put */
 emily_status emi_cb_indexed(emily_call *c) {
     bool add = c->op;
-    emily_status s = emi_call_arity(c, 3, 4);
-    if (s) return s;
-    emily_tensor *t, *idx, *upd, *out;
+    emily_tensor *in[3], *out;
     int *axes, naxes;
-    if ((s = emi_call_tensor(c, 0, &t))) return s;
-    if ((s = emi_call_tensor(c, 1, &idx))) return s;
-    if ((s = emi_call_tensor(c, 2, &upd))) return s;
-    if ((s = axes_opt(c, 3, &axes, &naxes))) return s;
-    s = add ? emily_indexed_add(t, idx, upd, naxes, axes, emi_call_out_type(c), &out)
-            : emily_indexed_put(t, idx, upd, naxes, axes, emi_call_out_type(c), &out);
+    emily_status s = emi_call_tensors(c, 3, 4, 3, in);
+    if (!s) s = axes_opt(c, 3, &axes, &naxes);
     if (s) return s;
-    return emi_call_return(c, out);
+    s = add ? emily_indexed_add(in[0], in[1], in[2], naxes, axes, emi_call_out_type(c), &out)
+            : emily_indexed_put(in[0], in[1], in[2], naxes, axes, emi_call_out_type(c), &out);
+    return s ? s : emi_call_return(c, out);
 }

@@ -20,26 +20,6 @@
 #include <string.h>
 #include "nx/callback.h"
 
-static emily_status opt_bool(emily_call *c, const emily_value *opts, const char *key, bool dflt,
-                             bool *out) {
-    const emily_value *v = emi_opt_get(opts, key);
-    *out = dflt;
-    if (!v || v->kind == EMILY_V_NIL) return EMILY_OK;
-    char what[48];
-    snprintf(what, sizeof what, "option :%s", key);
-    return emi_value_bool(c, v, what, out);
-}
-
-static emily_status opt_float(emily_call *c, const emily_value *opts, const char *key, double dflt,
-                              double *out) {
-    const emily_value *v = emi_opt_get(opts, key);
-    *out = dflt;
-    if (!v || v->kind == EMILY_V_NIL) return EMILY_OK;
-    char what[48];
-    snprintf(what, sizeof what, "option :%s", key);
-    return emi_value_float(c, v, what, out);
-}
-
 /* An atom option, one of `names` (in the order of their enum values):
  * its index in *out, dflt when absent or nil. Another atom fails with
  * "<bad>:<atom>". */
@@ -86,9 +66,9 @@ emily_status emi_cb_lu(emily_call *c) {
     const emily_value *opts;
     emily_status s = emi_call_tensors_opts(c, 1, &a, &opts);
     if (s) return s;
-    double eps;
+    double eps = 1.0e-10;
     emily_linalg_method method;
-    if ((s = opt_float(c, opts, "eps", 1.0e-10, &eps)) || (s = opt_method(c, opts, &method))) return s;
+    if ((s = emi_opt_float(c, opts, "eps", NULL, &eps)) || (s = opt_method(c, opts, &method))) return s;
     emily_tensor *r[3];
     if ((s = emily_lu_opts(a, eps, method, &r[0], &r[1], &r[2]))) return s;
     return return_all(c, 3, r);
@@ -99,9 +79,9 @@ emily_status emi_cb_triangular_solve(emily_call *c) {
     const emily_value *opts;
     emily_status s = emi_call_tensors_opts(c, 2, ab, &opts);
     if (s) return s;
-    bool left_side, lower;
-    if ((s = opt_bool(c, opts, "left_side", true, &left_side)) ||
-        (s = opt_bool(c, opts, "lower", true, &lower)))
+    bool left_side = true, lower = true;
+    if ((s = emi_opt_bool(c, opts, "left_side", NULL, &left_side)) ||
+        (s = emi_opt_bool(c, opts, "lower", NULL, &lower)))
         return s;
     static const char *const transforms[] = {"none", "transpose", "conjugate", NULL};
     int tr;
@@ -121,8 +101,8 @@ emily_status emi_cb_qr(emily_call *c) {
     const emily_value *opts;
     emily_status s = emi_call_tensors_opts(c, 1, &a, &opts);
     if (s) return s;
-    double eps;
-    if ((s = opt_float(c, opts, "eps", 1.0e-10, &eps))) return s;
+    double eps = 1.0e-10;
+    if ((s = emi_opt_float(c, opts, "eps", NULL, &eps))) return s;
     static const char *const modes[] = {"reduced", "complete", NULL};
     int mode;
     if ((s = opt_choice(c, opts, "mode", modes, EMILY_QR_REDUCED,
@@ -141,11 +121,11 @@ emily_status emi_cb_svd(emily_call *c) {
     const emily_value *opts;
     emily_status s = emi_call_tensors_opts(c, 1, &a, &opts);
     if (s) return s;
-    bool full;
-    if ((s = opt_bool(c, opts, "full_matrices?", true, &full))) return s;
+    bool full = true;
     int64_t max_iter = 100;
-    const emily_value *mi = emi_opt_get(opts, "max_iter");
-    if (mi && mi->kind != EMILY_V_NIL && (s = emi_value_int(c, mi, "option :max_iter", &max_iter))) return s;
+    if ((s = emi_opt_bool(c, opts, "full_matrices?", NULL, &full)) ||
+        (s = emi_opt_int(c, opts, "max_iter", NULL, &max_iter)))
+        return s;
     emily_linalg_method method;
     if ((s = opt_method(c, opts, &method))) return s;
     emily_tensor *r[3];
@@ -158,11 +138,11 @@ emily_status emi_cb_eigh(emily_call *c) {
     const emily_value *opts;
     emily_status s = emi_call_tensors_opts(c, 1, &a, &opts);
     if (s) return s;
-    double eps;
+    double eps = 1.0e-4;
     int64_t max_iter = 1000;
-    if ((s = opt_float(c, opts, "eps", 1.0e-4, &eps))) return s;
-    const emily_value *mi = emi_opt_get(opts, "max_iter");
-    if (mi && mi->kind != EMILY_V_NIL && (s = emi_value_int(c, mi, "option :max_iter", &max_iter))) return s;
+    if ((s = emi_opt_float(c, opts, "eps", NULL, &eps)) ||
+        (s = emi_opt_int(c, opts, "max_iter", NULL, &max_iter)))
+        return s;
     emily_linalg_method method;
     if ((s = opt_method(c, opts, &method))) return s;
     emily_tensor *r[2];

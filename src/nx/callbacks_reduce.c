@@ -6,18 +6,16 @@
 /* op(out, tensor, [axes: axes | nil, keep_axes: bool]) */
 emily_status emi_cb_aggregate(emily_call *c) {
     emily_reduce_op op = (emily_reduce_op)c->op;
-    emily_status s = emi_call_arity(c, 2, 2);
     emily_tensor *t, *r;
     const emily_value *opts;
     int *axes = NULL, n = -1;
     bool keep = false;
-    if (!s) s = emi_call_tensor(c, 0, &t);
+    emily_status s = emi_call_tensors(c, 2, 2, 1, &t);
     if (!s) s = emi_call_opts(c, 1, &opts);
     if (s) return s;
     const emily_value *v = emi_opt_get(opts, "axes");
     if (v) s = emi_value_axes(c, v, "option :axes", &axes, &n);
-    v = emi_opt_get(opts, "keep_axes");
-    if (!s && v && v->kind != EMILY_V_NIL) s = emi_value_bool(c, v, "option :keep_axes", &keep);
+    if (!s) s = emi_opt_bool(c, opts, "keep_axes", NULL, &keep);
     if (s) return s;
     /* sum/product/max/min: Nx fixes the type from the input's (in RUN
      * mode the template's type is passed, and equals that inference) */
@@ -32,11 +30,10 @@ emily_status emi_cb_aggregate(emily_call *c) {
  * modes. */
 emily_status emi_cb_argreduce(emily_call *c) {
     emily_arg_op op = (emily_arg_op)c->op;
-    emily_status s = emi_call_arity(c, 2, 2);
     emily_tensor *t, *r;
     const emily_value *opts;
     emily_dtype dt;
-    if (!s) s = emi_call_tensor(c, 0, &t);
+    emily_status s = emi_call_tensors(c, 2, 2, 1, &t);
     if (!s) s = emi_call_opts(c, 1, &opts);
     if (!s) s = emi_call_template(c, 0, &dt, NULL, NULL);
     if (s) return s;
@@ -52,8 +49,7 @@ emily_status emi_cb_argreduce(emily_call *c) {
             return emi_call_fail(c, EMILY_ERR_AXIS, "axis %lld out of range for a tensor of rank %d",
                              (long long)v->i, rank);
     }
-    v = emi_opt_get(opts, "keep_axis");
-    if (v && v->kind != EMILY_V_NIL && (s = emi_value_bool(c, v, "option :keep_axis", &keep))) return s;
+    if ((s = emi_opt_bool(c, opts, "keep_axis", NULL, &keep))) return s;
     v = emi_opt_get(opts, "tie_break");
     if (v) {
         const char *tb;
@@ -68,10 +64,8 @@ emily_status emi_cb_argreduce(emily_call *c) {
 
 /* all_close(out, a, b, [equal_nan:, rtol:, atol:]) */
 emily_status emi_cb_all_close(emily_call *c) {
-    emily_status s = emi_call_arity(c, 2, 3);
-    emily_tensor *a, *b, *r;
-    if (!s) s = emi_call_tensor(c, 0, &a);
-    if (!s) s = emi_call_tensor(c, 1, &b);
+    emily_tensor *ab[2], *r;
+    emily_status s = emi_call_tensors(c, 2, 3, 2, ab);
     if (s) return s;
     double rtol = 1e-5, atol = 1e-8;
     bool equal_nan = false;
@@ -82,10 +76,8 @@ emily_status emi_cb_all_close(emily_call *c) {
         if ((v = emi_opt_get(opts, "atol")) && (s = emi_value_float(c, v, "option :atol", &atol))) return s;
         /* Nx reads the option by truthiness (`if opts[:equal_nan]`) and its
          * own test helpers pass nil: nil is false, as on Nx.BinaryBackend. */
-        if ((v = emi_opt_get(opts, "equal_nan")) && v->kind != EMILY_V_NIL &&
-            (s = emi_value_bool(c, v, "option :equal_nan", &equal_nan)))
-            return s;
+        if ((s = emi_opt_bool(c, opts, "equal_nan", NULL, &equal_nan))) return s;
     }
-    s = emily_all_close(a, b, rtol, atol, equal_nan, &r);
+    s = emily_all_close(ab[0], ab[1], rtol, atol, equal_nan, &r);
     return s ? s : emi_call_return(c, r);
 }

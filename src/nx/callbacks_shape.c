@@ -7,34 +7,37 @@
 /* reshape(out, tensor): the shape is Nx's option, taken from the template
  * in both modes. */
 emily_status emi_cb_reshape(emily_call *c) {
-    emily_status s = emi_call_arity(c, 1, 1);
     emily_tensor *t, *r;
     int rank;
     const int64_t *shape;
-    if (!s) s = emi_call_tensor(c, 0, &t);
+    emily_status s = emi_call_tensors(c, 1, 1, 1, &t);
     if (!s) s = emi_call_template(c, 0, NULL, &rank, &shape);
     if (!s) s = emily_reshape(t, rank, shape, &r);
     return s ? s : emi_call_return(c, r);
 }
 
+/* The arguments of the (out, tensor, axes) callbacks: squeeze, transpose
+ * and reverse (axes nil: *n = -1). */
+static emily_status tensor_axes(emily_call *c, emily_tensor **t, int **axes, int *n) {
+    emily_status s = emi_call_tensors(c, 2, 2, 1, t);
+    return s ? s : emi_value_axes(c, emi_call_arg(c, 1), "axes", axes, n);
+}
+
 /* squeeze(out, tensor, axes) */
 emily_status emi_cb_squeeze(emily_call *c) {
-    emily_status s = emi_call_arity(c, 2, 2);
     emily_tensor *t, *r;
     int *axes, n;
-    if (!s) s = emi_call_tensor(c, 0, &t);
-    if (!s) s = emi_value_axes(c, emi_call_arg(c, 1), "axes", &axes, &n);
+    emily_status s = tensor_axes(c, &t, &axes, &n);
     if (!s) s = emily_squeeze(t, n < 0 ? 0 : n, axes, &r);
     return s ? s : emi_call_return(c, r);
 }
 
 /* broadcast(out, tensor, shape, axes) */
 emily_status emi_cb_broadcast(emily_call *c) {
-    emily_status s = emi_call_arity(c, 3, 3);
     emily_tensor *t, *r;
     int64_t *shape;
     int rank, *axes, n;
-    if (!s) s = emi_call_tensor(c, 0, &t);
+    emily_status s = emi_call_tensors(c, 3, 3, 1, &t);
     if (!s) s = emi_value_int_list(c, emi_call_arg(c, 1), "shape", &shape, &rank);
     if (!s) s = emi_value_axes(c, emi_call_arg(c, 2), "axes", &axes, &n);
     if (!s && n >= 0 && n != emily_tensor_rank(t))
@@ -45,11 +48,9 @@ emily_status emi_cb_broadcast(emily_call *c) {
 
 /* transpose(out, tensor, axes) */
 emily_status emi_cb_transpose(emily_call *c) {
-    emily_status s = emi_call_arity(c, 2, 2);
     emily_tensor *t, *r;
     int *axes, n;
-    if (!s) s = emi_call_tensor(c, 0, &t);
-    if (!s) s = emi_value_axes(c, emi_call_arg(c, 1), "axes", &axes, &n);
+    emily_status s = tensor_axes(c, &t, &axes, &n);
     if (!s && n >= 0 && n != emily_tensor_rank(t))
         s = emi_call_fail(c, EMILY_ERR_AXIS, "a permutation of %d axes given for a tensor of rank %d", n,
                       emily_tensor_rank(t));
@@ -59,11 +60,10 @@ emily_status emi_cb_transpose(emily_call *c) {
 
 /* pad(out, tensor, pad_value, [{lo, hi, interior}, ...]) */
 emily_status emi_cb_pad(emily_call *c) {
-    emily_status s = emi_call_arity(c, 3, 3);
-    emily_tensor *t, *value, *r;
-    if (!s) s = emi_call_tensor(c, 0, &t);
-    if (!s) s = emi_call_tensor(c, 1, &value);
+    emily_tensor *tv[2], *r;
+    emily_status s = emi_call_tensors(c, 3, 3, 2, tv);
     if (s) return s;
+    emily_tensor *t = tv[0], *value = tv[1];
     const emily_value *cfg = emi_call_arg(c, 2);
     if (!cfg || (cfg->kind != EMILY_V_LIST && cfg->kind != EMILY_V_TUPLE))
         return emi_call_fail(c, EMILY_ERR_ARGUMENT, "the padding configuration must be a list of {lo, hi, interior}");
@@ -104,11 +104,9 @@ emily_status emi_cb_pad(emily_call *c) {
 
 /* reverse(out, tensor, axes) */
 emily_status emi_cb_reverse(emily_call *c) {
-    emily_status s = emi_call_arity(c, 2, 2);
     emily_tensor *t, *r;
     int *axes, n;
-    if (!s) s = emi_call_tensor(c, 0, &t);
-    if (!s) s = emi_value_axes(c, emi_call_arg(c, 1), "axes", &axes, &n);
+    emily_status s = tensor_axes(c, &t, &axes, &n);
     if (!s && n < 0) {
         /* nil: every axis */
         n = emily_tensor_rank(t);
@@ -150,11 +148,10 @@ static emily_status start_indices(emily_call *c, size_t i, int rank, int64_t **s
 
 /* slice(out, tensor, start_indices, lengths, strides) */
 emily_status emi_cb_slice(emily_call *c) {
-    emily_status s = emi_call_arity(c, 4, 4);
     emily_tensor *t, *r;
     int64_t *starts, *lengths, *strides;
     int nl, ns;
-    if (!s) s = emi_call_tensor(c, 0, &t);
+    emily_status s = emi_call_tensors(c, 4, 4, 1, &t);
     if (s) return s;
     int rank = emily_tensor_rank(t);
     s = start_indices(c, 1, rank, &starts);

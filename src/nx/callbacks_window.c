@@ -77,30 +77,23 @@ static emily_status decode_window(emily_call *c, const emily_tensor *t, size_t w
 /* c->op: the emily_window_op */
 emily_status emi_cb_window_reduce(emily_call *c) {
     emily_window_op op = (emily_window_op)c->op;
-    emily_status s = emi_call_arity(c, 2, 3);
-    if (s) return s;
     emily_tensor *t, *r;
     win_args a;
-    if ((s = emi_call_tensor(c, 0, &t))) return s;
-    if ((s = decode_window(c, t, 1, true, &a))) return s;
-    if ((s = emily_window_reduce(op, t, a.rank, a.window, a.strides, a.lo, a.hi, a.dilations, &r)))
-        return s;
-    return emi_call_return(c, r);
+    emily_status s = emi_call_tensors(c, 2, 3, 1, &t);
+    if (!s) s = decode_window(c, t, 1, true, &a);
+    if (!s) s = emily_window_reduce(op, t, a.rank, a.window, a.strides, a.lo, a.hi, a.dilations, &r);
+    return s ? s : emi_call_return(c, r);
 }
 
 /* c->op: true for window_scatter_max, false for window_scatter_min */
 emily_status emi_cb_window_scatter(emily_call *c) {
     bool is_max = c->op;
-    emily_status s = emi_call_arity(c, 4, 5);
-    if (s) return s;
-    emily_tensor *t, *source, *init, *r;
+    emily_tensor *in[3], *r;
     win_args a;
-    if ((s = emi_call_tensor(c, 0, &t))) return s;
-    if ((s = emi_call_tensor(c, 1, &source))) return s;
-    if ((s = emi_call_tensor(c, 2, &init))) return s;
-    if ((s = decode_window(c, t, 3, false, &a))) return s;
-    s = is_max ? emily_window_scatter_max(t, source, init, a.rank, a.window, a.strides, a.lo, a.hi, &r)
-               : emily_window_scatter_min(t, source, init, a.rank, a.window, a.strides, a.lo, a.hi, &r);
+    emily_status s = emi_call_tensors(c, 4, 5, 3, in);
+    if (!s) s = decode_window(c, in[0], 3, false, &a);
     if (s) return s;
-    return emi_call_return(c, r);
+    s = is_max ? emily_window_scatter_max(in[0], in[1], in[2], a.rank, a.window, a.strides, a.lo, a.hi, &r)
+               : emily_window_scatter_min(in[0], in[1], in[2], a.rank, a.window, a.strides, a.lo, a.hi, &r);
+    return s ? s : emi_call_return(c, r);
 }

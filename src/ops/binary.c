@@ -42,13 +42,9 @@ const char *emily_binary_op_name(emily_binary_op op) {
 }
 
 bool emily_binary_op_from_name(const char *name, emily_binary_op *op) {
-    if (!name) return false;
-    for (int i = 0; i < EMILY_BINARY_OP_COUNT; i++)
-        if (strcmp(op_names[i], name) == 0) {
-            if (op) *op = (emily_binary_op)i;
-            return true;
-        }
-    return false;
+    int i = emi_name_index(op_names, EMILY_BINARY_OP_COUNT, name);
+    if (i >= 0 && op) *op = (emily_binary_op)i;
+    return i >= 0;
 }
 
 /* Comparisons and logical ops: u8 whatever the operands. */
@@ -207,23 +203,16 @@ static emily_status run_kernel(const emily_engine *e, emily_binary_op op, const 
                                const emily_tensor *b, int rank, const int64_t *shape,
                                emily_tensor **out) {
     const char *name = op_names[op];
-    if (!emi_engine_supports(e, EMI_KERNEL_BINARY, op, a->dtype)) {
-        return emily_error(EMILY_ERR_UNSUPPORTED, "%s: not implemented on the %s device", name,
-                           e->name);
-    }
+    emily_status s = emi_need_kernel(name, e, EMI_KERNEL_BINARY, op, a->dtype);
+    if (s) return s;
     emily_tensor *av = NULL, *bv = NULL, *dst = NULL;
-    emily_status s = emi_view_as(a, rank, shape, &av);
+    s = emi_view_as(a, rank, shape, &av);
     if (!s) s = emi_view_as(b, rank, shape, &bv);
     if (!s) s = emi_empty_like_device(a, is_predicate(op) ? EMILY_U8 : a->dtype, rank, shape, &dst);
     if (!s) s = e->elementwise->binary(op, dst, av, bv);
     emily_tensor_release(av);
     emily_tensor_release(bv);
-    if (s) {
-        emily_tensor_release(dst);
-        return s;
-    }
-    *out = dst;
-    return EMILY_OK;
+    return emi_hand_out(s, dst, out);
 }
 
 /* u64 against a signed type: the merged type s64 cannot hold u64 values
@@ -407,9 +396,8 @@ emily_status emily_binary(emily_binary_op op, const emily_tensor *a, const emily
     if ((unsigned)op >= EMILY_BINARY_OP_COUNT)
         return emily_error(EMILY_ERR_ARGUMENT, "binary: unknown op %d", (int)op);
     const char *name = op_names[op];
-    emily_status s = emi_check_out(name, out);
-    if (!s) s = emi_check_tensor(name, "left operand", a);
-    if (!s) s = emi_check_tensor(name, "right operand", b);
+    const emily_tensor *pair[2] = {a, b};
+    emily_status s = emi_check_args(name, out, 2, pair, (const char *const[]){"left operand", "right operand"});
     if (s) return s;
     emily_dtype t;
     s = emily_binary_type(op, a->dtype, b->dtype, &t);
@@ -425,7 +413,6 @@ emily_status emily_binary(emily_binary_op op, const emily_tensor *a, const emily
                                emily_dtype_name(b->dtype), emily_dtype_name(t));
         o = out_type;
     }
-    const emily_tensor *pair[2] = {a, b};
     const emily_engine *e;
     s = emi_check_same_device(name, 2, pair, &e);
     if (s) return s;

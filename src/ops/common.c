@@ -22,6 +22,19 @@ emily_status emi_check_out(const char *op, emily_tensor **out) {
     return EMILY_OK;
 }
 
+emily_status emi_check_args(const char *op, emily_tensor **out, int n, const emily_tensor *const *ts,
+                            const char *const *names) {
+    emily_status s = emi_check_out(op, out);
+    for (int i = 0; !s && i < n; i++) s = emi_check_tensor(op, names[i], ts[i]);
+    return s;
+}
+
+emily_status emi_check_inputs(const char *op, emily_tensor **out, int n, const emily_tensor *const *ts,
+                              const char *const *names, const emily_engine **engine) {
+    emily_status s = emi_check_args(op, out, n, ts, names);
+    return s ? s : emi_check_same_device(op, n, ts, engine);
+}
+
 emily_status emi_check_same_device(const char *op, int n, const emily_tensor *const *ts,
                                      const emily_engine **engine) {
     emily_device d = ts[0]->buffer->device;
@@ -37,6 +50,13 @@ emily_status emi_check_same_device(const char *op, int n, const emily_tensor *co
         }
     }
     return emi_engine_get(d, engine);
+}
+
+emily_status emi_need_kernel(const char *op, const emily_engine *e, emi_kernel kernel, int kop,
+                             emily_dtype dtype) {
+    if (!emi_engine_supports(e, kernel, kop, dtype))
+        return emily_error(EMILY_ERR_UNSUPPORTED, "%s: not implemented on the %s device", op, e->name);
+    return EMILY_OK;
 }
 
 emily_status emi_norm_axis(const char *op, int axis, int rank, int *out) {
@@ -109,6 +129,35 @@ emily_status emi_convert_to(const emily_tensor *t, emily_dtype dtype, emily_tens
         return EMILY_OK;
     }
     return emily_as_type(t, dtype, out);
+}
+
+emily_status emi_hand_out(emily_status s, emily_tensor *res, emily_tensor **out) {
+    if (s) {
+        emily_tensor_release(res);
+        return s;
+    }
+    *out = res;
+    return EMILY_OK;
+}
+
+emily_status emi_scratch(const char *op, size_t nints, size_t nflags, int64_t **ints, bool **flags) {
+    *ints = malloc(sizeof(int64_t) * (nints ? nints : 1));
+    if (flags) *flags = calloc(nflags ? nflags : 1, 1);
+    if (*ints && (!flags || *flags)) return EMILY_OK;
+    free(*ints);
+    *ints = NULL;
+    if (flags) {
+        free(*flags);
+        *flags = NULL;
+    }
+    return emily_error(EMILY_ERR_MEMORY, "%s: out of host memory", op);
+}
+
+int emi_name_index(const char *const *names, int n, const char *name) {
+    if (!name) return -1;
+    for (int i = 0; i < n; i++)
+        if (strcmp(names[i], name) == 0) return i;
+    return -1;
 }
 
 void emi_release_all(int n, emily_tensor **ts) {

@@ -13,9 +13,22 @@ const char *emi_shape_str(int rank, const int64_t *shape, char *buf, size_t size
 /* Fails unless t is non-NULL (names the op and argument). */
 emily_status emi_check_tensor(const char *op, const char *arg, const emily_tensor *t);
 emily_status emi_check_out(const char *op, emily_tensor **out);
+/* The checks an op with n tensor inputs starts with, in this order: the
+ * output pointer (cleared), then each input non-NULL (names[i] names it
+ * in the message). */
+emily_status emi_check_args(const char *op, emily_tensor **out, int n, const emily_tensor *const *ts,
+                            const char *const *names);
+/* emi_check_args, then all n inputs on one device, whose engine it
+ * stores. */
+emily_status emi_check_inputs(const char *op, emily_tensor **out, int n, const emily_tensor *const *ts,
+                              const char *const *names, const emily_engine **engine);
 /* Fails unless all n tensors are on the same device; stores the engine. */
 emily_status emi_check_same_device(const char *op, int n, const emily_tensor *const *ts,
                                      const emily_engine **engine);
+/* Fails with "<op>: not implemented on the <engine> device" unless the
+ * engine has `kernel` (for kernel op kop, on dtype). */
+emily_status emi_need_kernel(const char *op, const emily_engine *e, emi_kernel kernel, int kop,
+                             emily_dtype dtype);
 /* Normalizes a possibly negative axis against rank; fails if out of range. */
 emily_status emi_norm_axis(const char *op, int axis, int rank, int *out);
 /* Normalizes and checks a list of distinct axes; `mask` (rank entries,
@@ -34,6 +47,19 @@ emily_status emi_convert_to(const emily_tensor *t, emily_dtype dtype, emily_tens
 /* Fresh contiguous tensor on t's device. */
 emily_status emi_empty_like_device(const emily_tensor *t, emily_dtype dtype, int rank,
                                      const int64_t *shape, emily_tensor **out);
+
+/* An op's last step: on success hands res to *out, otherwise releases
+ * it (NULL or not); returns s. */
+emily_status emi_hand_out(emily_status s, emily_tensor *res, emily_tensor **out);
+
+/* The index of name in names[0..n) (an op list's names), or -1 (also
+ * for a NULL name). */
+int emi_name_index(const char *const *names, int n, const char *name);
+
+/* An op's scratch memory: nints int64_t entries (shapes, strides) and,
+ * when flags is not NULL, nflags flags, all false (axis masks); both or
+ * neither, with an out-of-memory error naming op. Freed with free(). */
+emily_status emi_scratch(const char *op, size_t nints, size_t nflags, int64_t **ints, bool **flags);
 
 /* Releases every tensor in a NULL-or-tensor array. */
 void emi_release_all(int n, emily_tensor **ts);

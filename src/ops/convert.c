@@ -1,12 +1,19 @@
 /* as_type and bitcast. */
 #include "ops/common.h"
 
+/* The checks both ops start with: the output pointer, the tensor, and a
+ * valid target type. */
+static emily_status check_target(const char *op, const emily_tensor *t, emily_dtype dtype,
+                                 emily_tensor **out) {
+    emily_status s = emi_check_args(op, out, 1, &t, (const char *const[]){"tensor"});
+    if (!s && !emily_dtype_valid(dtype))
+        s = emily_error(EMILY_ERR_TYPE, "%s: invalid target type %d", op, (int)dtype);
+    return s;
+}
+
 emily_status emily_as_type(const emily_tensor *t, emily_dtype dtype, emily_tensor **out) {
-    emily_status s = emi_check_out("as_type", out);
+    emily_status s = check_target("as_type", t, dtype, out);
     if (s) return s;
-    if ((s = emi_check_tensor("as_type", "tensor", t))) return s;
-    if (!emily_dtype_valid(dtype))
-        return emily_error(EMILY_ERR_TYPE, "as_type: invalid target type %d", (int)dtype);
     /* Nx returns the tensor itself when the type does not change */
     if (t->dtype == dtype) {
         emily_tensor_retain((emily_tensor *)t);
@@ -22,20 +29,12 @@ emily_status emily_as_type(const emily_tensor *t, emily_dtype dtype, emily_tenso
     }
     emily_tensor *r;
     if ((s = emi_empty_like_device(t, dtype, t->rank, t->shape, &r))) return s;
-    if ((s = e->copy->convert(r, t))) {
-        emily_tensor_release(r);
-        return s;
-    }
-    *out = r;
-    return EMILY_OK;
+    return emi_hand_out(e->copy->convert(r, t), r, out);
 }
 
 emily_status emily_bitcast(const emily_tensor *t, emily_dtype dtype, emily_tensor **out) {
-    emily_status s = emi_check_out("bitcast", out);
+    emily_status s = check_target("bitcast", t, dtype, out);
     if (s) return s;
-    if ((s = emi_check_tensor("bitcast", "tensor", t))) return s;
-    if (!emily_dtype_valid(dtype))
-        return emily_error(EMILY_ERR_TYPE, "bitcast: invalid target type %d", (int)dtype);
     if (emily_dtype_is_complex(t->dtype) || emily_dtype_is_complex(dtype))
         return emily_error(EMILY_ERR_TYPE, "bitcast: complex types are not supported (%s to %s)",
                            emily_dtype_name(t->dtype), emily_dtype_name(dtype));

@@ -35,12 +35,7 @@ emily_status emily_constant(emily_device device, emily_dtype dtype, int rank,
     if (!emi_engine_supports(e, EMI_KERNEL_FILL, 0, dtype)) return unsupported("constant", device);
     emily_tensor *t;
     if ((s = emily_empty(device, dtype, rank, shape, &t))) return s;
-    if ((s = e->creation->fill(t, &value))) {
-        emily_tensor_release(t);
-        return s;
-    }
-    *out = t;
-    return EMILY_OK;
+    return emi_hand_out(e->creation->fill(t, &value), t, out);
 }
 
 emily_status emily_iota(emily_device device, emily_dtype dtype, int rank, const int64_t *shape,
@@ -55,12 +50,7 @@ emily_status emily_iota(emily_device device, emily_dtype dtype, int rank, const 
     if (!emi_engine_supports(e, EMI_KERNEL_IOTA, 0, dtype)) return unsupported("iota", device);
     emily_tensor *t;
     if ((s = emily_empty(device, dtype, rank, shape, &t))) return s;
-    if ((s = e->creation->iota(t, axis < 0 ? -1 : axis))) {
-        emily_tensor_release(t);
-        return s;
-    }
-    *out = t;
-    return EMILY_OK;
+    return emi_hand_out(e->creation->iota(t, axis < 0 ? -1 : axis), t, out);
 }
 
 emily_status emily_eye(emily_device device, emily_dtype dtype, int rank, const int64_t *shape,
@@ -77,10 +67,5 @@ emily_status emily_eye(emily_device device, emily_dtype dtype, int rank, const i
     if (!emi_engine_supports(e, EMI_KERNEL_EYE, 0, dtype)) return unsupported("eye", device);
     emily_tensor *t;
     if ((s = emily_empty(device, dtype, rank, shape, &t))) return s;
-    if ((s = e->creation->eye(t))) {
-        emily_tensor_release(t);
-        return s;
-    }
-    *out = t;
-    return EMILY_OK;
+    return emi_hand_out(e->creation->eye(t), t, out);
 }

@@ -10,20 +10,23 @@
 #include "core/kernels.h"
 #include "core/dtype_list.h"
 
-/* The device's index table, when it has `kernel` for t's type. */
-static emily_status index_table(const char *op, const emily_engine *e, emi_kernel kernel,
-                                const emily_tensor *t, const struct emily_index_kernels **k) {
-    if (!emi_engine_supports(e, kernel, 0, t->dtype))
-        return emily_error(EMILY_ERR_UNSUPPORTED, "%s: not implemented on the %s device", op, e->name);
-    *k = e->index;
-    return EMILY_OK;
-}
+/* The argument names of the ops' messages: the indexed tensor, the
+ * indices, and (indexed ops) the updates. */
+static const char *const tensor_names[] = {"tensor", "indices"};
+static const char *const target_names[] = {"target", "indices", "updates"};
 
-static emily_status check_indices_type(const char *op, const emily_tensor *idx) {
-    if (!emily_dtype_is_integer(idx->dtype))
-        return emily_error(EMILY_ERR_TYPE, "%s: indices must be an integer tensor, got %s", op,
-                           emily_dtype_name(idx->dtype));
-    return EMILY_OK;
+/* The checks every index op starts with: the output pointer, the n
+ * inputs (ins[1] is the indices, which must be of an integer type), all
+ * on one device, whose engine it stores. */
+static emily_status check_index_inputs(const char *op, emily_tensor **out, int n,
+                                       const emily_tensor *const *ins, const char *const *names,
+                                       const emily_engine **e) {
+    const emily_tensor *idx = ins[1];
+    emily_status s = emi_check_args(op, out, n, ins, names);
+    if (!s && !emily_dtype_is_integer(idx->dtype))
+        s = emily_error(EMILY_ERR_TYPE, "%s: indices must be an integer tensor, got %s", op,
+                        emily_dtype_name(idx->dtype));
+    return s ? s : emi_check_same_device(op, n, ins, e);
 }
 
 static int64_t prod(const int64_t *shape, int from, int to) {
@@ -46,24 +49,11 @@ static emily_status contiguous_all(int n, const emily_tensor *const *in, emily_t
     return EMILY_OK;
 }
 
-/* ---- take ---------------------------------------------------------------- */
+/* ---- take and take_along_axis -------------------------------------------- */
 
-emily_status emily_take(const emily_tensor *t, const emily_tensor *indices, int axis,
-                        emily_tensor **out) {
-    const char *op = "take";
-    emily_status s;
-    if ((s = emi_check_out(op, out))) return s;
-    if ((s = emi_check_tensor(op, "tensor", t))) return s;
-    if ((s = emi_check_tensor(op, "indices", indices))) return s;
-    if ((s = check_indices_type(op, indices))) return s;
-    const emily_tensor *ins[2] = {t, indices};
-    const emily_engine *e;
-    if ((s = emi_check_same_device(op, 2, ins, &e))) return s;
-    int ax;
-    if ((s = emi_norm_axis(op, axis, t->rank, &ax))) return s;
-    const struct emily_index_kernels *k = NULL;
-    if ((s = index_table(op, e, EMI_KERNEL_TAKE, t, &k))) return s;
-
+/* take's output shape: t's with the axis ax replaced by the indices'. */
+static emily_status take_output(const char *op, const emily_tensor *t, const emily_tensor *indices,
+                                int ax, emily_tensor **o) {
     int rank = t->rank - 1 + indices->rank;
     int64_t *shape = malloc(sizeof(int64_t) * ((size_t)rank + 1));
     if (!shape) return emily_error(EMILY_ERR_MEMORY, "%s: out of host memory", op);
@@ -71,42 +61,14 @@ emily_status emily_take(const emily_tensor *t, const emily_tensor *indices, int 
     for (int i = 0; i < ax; i++) shape[r++] = t->shape[i];
     for (int i = 0; i < indices->rank; i++) shape[r++] = indices->shape[i];
     for (int i = ax + 1; i < t->rank; i++) shape[r++] = t->shape[i];
-    emily_tensor *o;
-    s = emi_empty_like_device(t, t->dtype, rank, shape, &o);
+    emily_status s = emi_empty_like_device(t, t->dtype, rank, shape, o);
     free(shape);
-    if (s) return s;
-    if (indices->size > 0) {
-        emily_tensor *c[2];
-        if ((s = contiguous_all(2, ins, c))) {
-            emily_tensor_release(o);
-            return s;
-        }
-        s = k->take(o, c[0], c[1], ax, prod(t->shape, 0, ax), t->shape[ax], prod(t->shape, ax + 1, t->rank));
-        emi_release_all(2, c);
-        if (s) {
-            emily_tensor_release(o);
-            return s;
-        }
-    }
-    *out = o;
-    return EMILY_OK;
+    return s;
 }
 
-/* ---- take_along_axis ----------------------------------------------------- */
-
-emily_status emily_take_along_axis(const emily_tensor *t, const emily_tensor *indices, int axis,
-                                   emily_tensor **out) {
-    const char *op = "take_along_axis";
-    emily_status s;
-    if ((s = emi_check_out(op, out))) return s;
-    if ((s = emi_check_tensor(op, "tensor", t))) return s;
-    if ((s = emi_check_tensor(op, "indices", indices))) return s;
-    if ((s = check_indices_type(op, indices))) return s;
-    const emily_tensor *ins[2] = {t, indices};
-    const emily_engine *e;
-    if ((s = emi_check_same_device(op, 2, ins, &e))) return s;
-    int ax;
-    if ((s = emi_norm_axis(op, axis, t->rank, &ax))) return s;
+/* take_along_axis's indices: t's shape on every axis but ax. */
+static emily_status check_along_indices(const char *op, const emily_tensor *t,
+                                        const emily_tensor *indices, int ax) {
     if (indices->rank != t->rank)
         return emily_error(EMILY_ERR_SHAPE,
                            "%s: indices %s must have the rank of the tensor %s", op,
@@ -116,26 +78,50 @@ emily_status emily_take_along_axis(const emily_tensor *t, const emily_tensor *in
             return emily_error(EMILY_ERR_SHAPE,
                                "%s: indices %s must match the tensor %s on every axis but %d", op,
                                EMILY_SHAPE_STR(indices), EMILY_SHAPE_STR(t), ax);
-    const struct emily_index_kernels *k = NULL;
-    if ((s = index_table(op, e, EMI_KERNEL_TAKE_ALONG_AXIS, t, &k))) return s;
+    return EMILY_OK;
+}
+
+/* take (along false) and take_along_axis (along true) share their checks
+ * and their kernels' view of t as [outer, n, inner] around the axis;
+ * they differ in what the indices' shape must be and in the output's
+ * (take: t's with the axis replaced by the indices'; take_along_axis:
+ * the indices'). */
+static emily_status take_op(bool along, const emily_tensor *t, const emily_tensor *indices, int axis,
+                            emily_tensor **out) {
+    const char *op = along ? "take_along_axis" : "take";
+    const emily_tensor *ins[2] = {t, indices};
+    const emily_engine *e;
+    int ax;
+    emily_status s;
+    if ((s = check_index_inputs(op, out, 2, ins, tensor_names, &e))) return s;
+    if ((s = emi_norm_axis(op, axis, t->rank, &ax))) return s;
+    if (along && (s = check_along_indices(op, t, indices, ax))) return s;
+    if ((s = emi_need_kernel(op, e, along ? EMI_KERNEL_TAKE_ALONG_AXIS : EMI_KERNEL_TAKE, 0, t->dtype)))
+        return s;
     emily_tensor *o;
-    if ((s = emi_empty_like_device(t, t->dtype, indices->rank, indices->shape, &o))) return s;
+    s = along ? emi_empty_like_device(t, t->dtype, indices->rank, indices->shape, &o)
+              : take_output(op, t, indices, ax, &o);
+    if (s) return s;
     if (indices->size > 0) {
         emily_tensor *c[2];
-        if ((s = contiguous_all(2, ins, c))) {
-            emily_tensor_release(o);
-            return s;
-        }
-        s = k->take_along_axis(o, c[0], c[1], ax, prod(t->shape, 0, ax), t->shape[ax],
-                               prod(t->shape, ax + 1, t->rank));
-        emi_release_all(2, c);
-        if (s) {
-            emily_tensor_release(o);
-            return s;
+        if (!(s = contiguous_all(2, ins, c))) {
+            int64_t outer = prod(t->shape, 0, ax), inner = prod(t->shape, ax + 1, t->rank);
+            s = along ? e->index->take_along_axis(o, c[0], c[1], ax, outer, t->shape[ax], inner)
+                      : e->index->take(o, c[0], c[1], ax, outer, t->shape[ax], inner);
+            emi_release_all(2, c);
         }
     }
-    *out = o;
-    return EMILY_OK;
+    return emi_hand_out(s, o, out);
+}
+
+emily_status emily_take(const emily_tensor *t, const emily_tensor *indices, int axis,
+                        emily_tensor **out) {
+    return take_op(false, t, indices, axis, out);
+}
+
+emily_status emily_take_along_axis(const emily_tensor *t, const emily_tensor *indices, int axis,
+                                   emily_tensor **out) {
+    return take_op(true, t, indices, axis, out);
 }
 
 /* ---- axes lists of gather and indexed ops --------------------------------- */
@@ -174,14 +160,10 @@ static emily_status index_axes(const char *op, const emily_tensor *t, int naxes,
 emily_status emily_gather(const emily_tensor *t, const emily_tensor *indices, int naxes,
                           const int *axes, emily_tensor **out) {
     const char *op = "gather";
-    emily_status s;
-    if ((s = emi_check_out(op, out))) return s;
-    if ((s = emi_check_tensor(op, "tensor", t))) return s;
-    if ((s = emi_check_tensor(op, "indices", indices))) return s;
-    if ((s = check_indices_type(op, indices))) return s;
     const emily_tensor *ins[2] = {t, indices};
     const emily_engine *e;
-    if ((s = emi_check_same_device(op, 2, ins, &e))) return s;
+    emily_status s;
+    if ((s = check_index_inputs(op, out, 2, ins, tensor_names, &e))) return s;
     if (indices->rank < 1)
         return emily_error(EMILY_ERR_SHAPE, "%s: indices must have rank 1 or more, got a scalar", op);
     if (axes && naxes < 0)
@@ -196,8 +178,7 @@ emily_status emily_gather(const emily_tensor *t, const emily_tensor *indices, in
         goto done;
     }
     if ((s = index_axes(op, t, naxes, axes, last, norm, mask))) goto done;
-    const struct emily_index_kernels *k = NULL;
-    if ((s = index_table(op, e, EMI_KERNEL_GATHER, t, &k))) goto done;
+    if ((s = emi_need_kernel(op, e, EMI_KERNEL_GATHER, 0, t->dtype))) goto done;
     int rank = 0;
     for (int i = 0; i < indices->rank - 1; i++) shape[rank++] = indices->shape[i];
     for (int i = 0; i < t->rank; i++)
@@ -205,19 +186,14 @@ emily_status emily_gather(const emily_tensor *t, const emily_tensor *indices, in
     if ((s = emi_empty_like_device(t, t->dtype, rank, shape, &o))) goto done;
     if (indices->size > 0 || (last == 0 && o->size > 0)) {
         if ((s = contiguous_all(2, ins, c))) goto done;
-        s = k->gather(o, c[0], c[1], (int)last, norm);
+        s = e->index->gather(o, c[0], c[1], (int)last, norm);
     }
 done:
     emi_release_all(2, c);
     free(norm);
     free(mask);
     free(shape);
-    if (s) {
-        emily_tensor_release(o);
-        return s;
-    }
-    *out = o;
-    return EMILY_OK;
+    return emi_hand_out(s, o, out);
 }
 
 /* ---- indexed_add / indexed_put ------------------------------------------- */
@@ -234,15 +210,10 @@ static emily_status indexed(emily_indexed_op iop, const emily_tensor *target,
                             const emily_tensor *indices, const emily_tensor *updates, int naxes,
                             const int *axes, emily_dtype out_type, emily_tensor **out) {
     const char *op = iop == EMILY_INDEXED_ADD ? "indexed_add" : "indexed_put";
-    emily_status s;
-    if ((s = emi_check_out(op, out))) return s;
-    if ((s = emi_check_tensor(op, "target", target))) return s;
-    if ((s = emi_check_tensor(op, "indices", indices))) return s;
-    if ((s = emi_check_tensor(op, "updates", updates))) return s;
-    if ((s = check_indices_type(op, indices))) return s;
     const emily_tensor *ins[3] = {target, indices, updates};
     const emily_engine *e;
-    if ((s = emi_check_same_device(op, 3, ins, &e))) return s;
+    emily_status s;
+    if ((s = check_index_inputs(op, out, 3, ins, target_names, &e))) return s;
     if (indices->rank != 2)
         return emily_error(EMILY_ERR_SHAPE, "%s: indices must be a rank 2 tensor {n, i}, got %s", op,
                            EMILY_SHAPE_STR(indices));
@@ -286,8 +257,7 @@ static emily_status indexed(emily_indexed_op iop, const emily_tensor *target,
         }
         u++;
     }
-    const struct emily_index_kernels *k = NULL;
-    if ((s = index_table(op, e, EMI_KERNEL_INDEXED, target, &k))) goto done;
+    if ((s = emi_need_kernel(op, e, EMI_KERNEL_INDEXED, 0, target->dtype))) goto done;
     if ((s = emi_empty_like_device(target, dt, target->rank, target->shape, &o))) goto done;
     if (o->size > 0) {
         s = dt == target->dtype ? e->copy->copy(o, target) : e->copy->convert(o, target);
@@ -295,18 +265,13 @@ static emily_status indexed(emily_indexed_op iop, const emily_tensor *target,
     }
     if (indices->shape[0] > 0) {
         if ((s = contiguous_all(3, ins, c))) goto done;
-        s = k->indexed(iop, o, c[0], c[1], c[2], (int)ni, norm);
+        s = e->index->indexed(iop, o, c[0], c[1], c[2], (int)ni, norm);
     }
 done:
     emi_release_all(3, c);
     free(norm);
     free(mask);
-    if (s) {
-        emily_tensor_release(o);
-        return s;
-    }
-    *out = o;
-    return EMILY_OK;
+    return emi_hand_out(s, o, out);
 }
 
 emily_status emily_indexed_add(const emily_tensor *target, const emily_tensor *indices,
@@ -336,13 +301,10 @@ emily_status emi_index_error(const char *op, const void *elem, emily_dtype dt, i
     int c = (int)(bad % ncols);
     char buf[256];
     if (axes) {
-        int64_t *shape = malloc(sizeof(int64_t) * ((size_t)t->rank + 1));
-        bool *indexed = calloc((size_t)t->rank + 1, 1);
-        if (!shape || !indexed) {
-            free(shape);
-            free(indexed);
-            return emily_error(EMILY_ERR_MEMORY, "%s: out of host memory", op);
-        }
+        int64_t *shape;
+        bool *indexed;
+        emily_status s = emi_scratch(op, (size_t)t->rank + 1, (size_t)t->rank + 1, &shape, &indexed);
+        if (s) return s;
         int r = 0;
         for (int i = 0; i < ncols; i++) {
             shape[r++] = t->shape[axes[i]];

@@ -63,11 +63,9 @@ emily_status emily_reduce(emily_reduce_op rop, const emily_tensor *t, int naxes,
     if ((unsigned)rop >= EMILY_REDUCE_OP_COUNT)
         return emily_error(EMILY_ERR_ARGUMENT, "reduce: unknown reduction %d", (int)rop);
     const char *op = reduce_names[rop];
-    emily_status s = emi_check_out(op, out);
-    if (s) return s;
-    if ((s = emi_check_tensor(op, "tensor", t))) return s;
     const emily_engine *e;
-    if ((s = emi_check_same_device(op, 1, &t, &e))) return s;
+    emily_status s = emi_check_inputs(op, out, 1, &t, (const char *const[]){"tensor"}, &e);
+    if (s) return s;
     if (axes && naxes < 0) return emily_error(EMILY_ERR_AXIS, "%s: negative axis count %d", op, naxes);
     if (!axes && naxes > 0) return emily_error(EMILY_ERR_ARGUMENT, "%s: axes is NULL", op);
     emily_dtype dt = EMILY_DTYPE_AUTO;
@@ -128,11 +126,9 @@ emily_status emily_argreduce(emily_arg_op aop, const emily_tensor *t, int axis, 
     if (aop != EMILY_ARGMAX && aop != EMILY_ARGMIN)
         return emily_error(EMILY_ERR_ARGUMENT, "argreduce: unknown operation %d", (int)aop);
     const char *op = aop == EMILY_ARGMAX ? "argmax" : "argmin";
-    emily_status s = emi_check_out(op, out);
-    if (s) return s;
-    if ((s = emi_check_tensor(op, "tensor", t))) return s;
     const emily_engine *e;
-    if ((s = emi_check_same_device(op, 1, &t, &e))) return s;
+    emily_status s = emi_check_inputs(op, out, 1, &t, (const char *const[]){"tensor"}, &e);
+    if (s) return s;
     emily_dtype dt = out_type == EMILY_DTYPE_AUTO ? EMILY_S32 : out_type;
     if (!emily_dtype_valid(dt) || !emily_dtype_is_integer(dt))
         return emily_error(EMILY_ERR_TYPE, "%s: the index type must be an integer type, got %s", op,
@@ -144,13 +140,9 @@ emily_status emily_argreduce(emily_arg_op aop, const emily_tensor *t, int axis, 
         return emily_error(EMILY_ERR_AXIS, "%s: axis %d out of range for a tensor of rank %d", op, axis,
                            t->rank);
     int r = axis < 0 ? 0 : t->rank;
-    int64_t *shape = malloc(sizeof(int64_t) * ((size_t)t->rank + 1));
-    bool *mask = calloc((size_t)t->rank + 1, 1);
-    if (!shape || !mask) {
-        free(shape);
-        free(mask);
-        return emily_error(EMILY_ERR_MEMORY, "%s: out of host memory", op);
-    }
+    int64_t *shape;
+    bool *mask;
+    if ((s = emi_scratch(op, (size_t)t->rank + 1, (size_t)t->rank + 1, &shape, &mask))) return s;
     int64_t outsize = 1;
     for (int i = 0; i < r; i++) {
         shape[i] = i == axis ? 1 : t->shape[i];
@@ -178,13 +170,10 @@ emily_status emily_argreduce(emily_arg_op aop, const emily_tensor *t, int axis, 
 emily_status emily_all_close(const emily_tensor *a, const emily_tensor *b, double rtol, double atol,
                              bool equal_nan, emily_tensor **out) {
     const char *op = "all_close";
-    emily_status s = emi_check_out(op, out);
-    if (s) return s;
-    if ((s = emi_check_tensor(op, "a", a))) return s;
-    if ((s = emi_check_tensor(op, "b", b))) return s;
     const emily_tensor *both[2] = {a, b};
     const emily_engine *e;
-    if ((s = emi_check_same_device(op, 2, both, &e))) return s;
+    emily_status s = emi_check_inputs(op, out, 2, both, (const char *const[]){"a", "b"}, &e);
+    if (s) return s;
     int rank = a->rank > b->rank ? a->rank : b->rank;
     int64_t *shape = malloc(sizeof(int64_t) * ((size_t)rank + 1));
     if (!shape) return emily_error(EMILY_ERR_MEMORY, "all_close: out of host memory");
@@ -206,10 +195,5 @@ emily_status emily_all_close(const emily_tensor *a, const emily_tensor *b, doubl
     emily_tensor_release(av);
     emily_tensor_release(bv);
     free(shape);
-    if (s) {
-        emily_tensor_release(res);
-        return s;
-    }
-    *out = res;
-    return EMILY_OK;
+    return emi_hand_out(s, res, out);
 }

@@ -52,10 +52,10 @@ static emily_status pred_for_kernel(const emily_tensor *pred, emily_tensor **out
 static emily_status select_with(const emily_engine *e, const emily_tensor *pred,
                                 const emily_tensor *on_true, const emily_tensor *on_false,
                                 emily_dtype o, int rank, const int64_t *shape, emily_tensor **out) {
-    if (!emi_engine_supports(e, EMI_KERNEL_SELECT, 0, o))
-        return emily_error(EMILY_ERR_UNSUPPORTED, "select: not implemented on the %s device", e->name);
+    emily_status s = emi_need_kernel("select", e, EMI_KERNEL_SELECT, 0, o);
+    if (s) return s;
     emily_tensor *p = NULL, *t = NULL, *f = NULL, *pv = NULL, *tv = NULL, *fv = NULL, *dst = NULL;
-    emily_status s = pred_for_kernel(pred, &p);
+    s = pred_for_kernel(pred, &p);
     if (!s) s = emi_convert_to(on_true, o, &t);
     if (!s) s = emi_convert_to(on_false, o, &f);
     if (!s) s = emi_view_as(p, rank, shape, &pv);
@@ -69,20 +69,13 @@ static emily_status select_with(const emily_engine *e, const emily_tensor *pred,
     emily_tensor_release(pv);
     emily_tensor_release(tv);
     emily_tensor_release(fv);
-    if (s) {
-        emily_tensor_release(dst);
-        return s;
-    }
-    *out = dst;
-    return EMILY_OK;
+    return emi_hand_out(s, dst, out);
 }
 
 emily_status emily_select(const emily_tensor *pred, const emily_tensor *on_true,
                           const emily_tensor *on_false, emily_dtype out_type, emily_tensor **out) {
-    emily_status s = emi_check_out("select", out);
-    if (!s) s = emi_check_tensor("select", "pred", pred);
-    if (!s) s = emi_check_tensor("select", "on_true", on_true);
-    if (!s) s = emi_check_tensor("select", "on_false", on_false);
+    const emily_tensor *all[3] = {pred, on_true, on_false};
+    emily_status s = emi_check_args("select", out, 3, all, (const char *const[]){"pred", "on_true", "on_false"});
     if (s) return s;
     emily_dtype o = emily_type_merge(on_true->dtype, on_false->dtype);
     if (!emily_dtype_valid(o) || !emily_dtype_valid(pred->dtype))
@@ -92,7 +85,6 @@ emily_status emily_select(const emily_tensor *pred, const emily_tensor *on_true,
             return emily_error(EMILY_ERR_TYPE, "select: invalid output type %d", (int)out_type);
         o = out_type;
     }
-    const emily_tensor *all[3] = {pred, on_true, on_false};
     const emily_engine *e;
     s = emi_check_same_device("select", 3, all, &e);
     if (s) return s;
@@ -120,10 +112,8 @@ emily_status emily_select(const emily_tensor *pred, const emily_tensor *on_true,
 
 emily_status emily_clip(const emily_tensor *t, const emily_tensor *min, const emily_tensor *max,
                         emily_dtype out_type, emily_tensor **out) {
-    emily_status s = emi_check_out("clip", out);
-    if (!s) s = emi_check_tensor("clip", "tensor", t);
-    if (!s) s = emi_check_tensor("clip", "min", min);
-    if (!s) s = emi_check_tensor("clip", "max", max);
+    const emily_tensor *all[3] = {t, min, max};
+    emily_status s = emi_check_args("clip", out, 3, all, (const char *const[]){"tensor", "min", "max"});
     if (s) return s;
     if (min->rank != 0 || max->rank != 0) {
         const emily_tensor *bad = min->rank != 0 ? min : max;
@@ -142,7 +132,6 @@ emily_status emily_clip(const emily_tensor *t, const emily_tensor *min, const em
             return emily_error(EMILY_ERR_TYPE, "clip: invalid output type %s", emily_dtype_name(out_type));
         o = out_type;
     }
-    const emily_tensor *all[3] = {t, min, max};
     const emily_engine *e;
     s = emi_check_same_device("clip", 3, all, &e);
     if (s) return s;

@@ -15,12 +15,8 @@ static int64_t *scratch(const char *op, int n, emily_status *s) {
 }
 
 static emily_status check_input(const char *op, const emily_tensor *t, emily_tensor **out) {
-    emily_status s = emi_check_out(op, out);
-    if (s) return s;
-    s = emi_check_tensor(op, "tensor", t);
-    if (s) return s;
     const emily_engine *e;
-    return emi_check_same_device(op, 1, &t, &e);
+    return emi_check_inputs(op, out, 1, &t, (const char *const[]){"tensor"}, &e);
 }
 
 /* ---- reshape ------------------------------------------------------------ */
@@ -103,13 +99,9 @@ emily_status emily_squeeze(const emily_tensor *t, int naxes, const int *axes,
     if (s) return s;
     if (axes && naxes < 0) return emily_error(EMILY_ERR_AXIS, "squeeze: negative axis count %d", naxes);
     if (!axes && naxes > 0) return emily_error(EMILY_ERR_ARGUMENT, "squeeze: axes is NULL");
-    bool *mask = calloc((size_t)t->rank + 1, 1);
-    int64_t *buf = scratch(op, t->rank, &s);
-    if (!mask || !buf) {
-        free(mask);
-        free(buf);
-        return emily_error(EMILY_ERR_MEMORY, "squeeze: out of host memory");
-    }
+    int64_t *buf;
+    bool *mask;
+    if ((s = emi_scratch(op, 2 * (size_t)t->rank + 2, (size_t)t->rank + 1, &buf, &mask))) return s;
     if (axes) {
         s = emi_norm_axes(op, naxes, axes, t->rank, NULL, mask);
         for (int i = 0; !s && i < t->rank; i++)
@@ -221,13 +213,9 @@ emily_status emily_reverse(const emily_tensor *t, int naxes, const int *axes,
     if (s) return s;
     if (naxes < 0 || (naxes > 0 && !axes))
         return emily_error(EMILY_ERR_ARGUMENT, "reverse: invalid axis count %d or NULL axes", naxes);
-    bool *mask = calloc((size_t)t->rank + 1, 1);
-    int64_t *strides = scratch(op, t->rank, &s);
-    if (!mask || !strides) {
-        free(mask);
-        free(strides);
-        return emily_error(EMILY_ERR_MEMORY, "reverse: out of host memory");
-    }
+    int64_t *strides;
+    bool *mask;
+    if ((s = emi_scratch(op, 2 * (size_t)t->rank + 2, (size_t)t->rank + 1, &strides, &mask))) return s;
     s = emi_norm_axes(op, naxes, axes, t->rank, NULL, mask);
     if (!s) {
         int64_t offset = t->offset;

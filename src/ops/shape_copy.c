@@ -20,13 +20,10 @@ static emily_status copy_into(const emily_engine *e, emily_tensor *dst, const em
 emily_status emily_pad(const emily_tensor *t, const emily_tensor *value, const int64_t *lo,
                        const int64_t *hi, const int64_t *interior, emily_tensor **out) {
     const char *op = "pad";
-    emily_status s = emi_check_out(op, out);
-    if (s) return s;
-    if ((s = emi_check_tensor(op, "tensor", t))) return s;
-    if ((s = emi_check_tensor(op, "pad value", value))) return s;
     const emily_tensor *both[2] = {t, value};
     const emily_engine *e;
-    if ((s = emi_check_same_device(op, 2, both, &e))) return s;
+    emily_status s = emi_check_inputs(op, out, 2, both, (const char *const[]){"tensor", "pad value"}, &e);
+    if (s) return s;
     if (value->size != 1)
         return emily_error(EMILY_ERR_SHAPE, "pad: the pad value must be a scalar, got shape %s",
                            EMILY_SHAPE_STR(value));
@@ -105,12 +102,7 @@ emily_status emily_pad(const emily_tensor *t, const emily_tensor *value, const i
     emily_tensor_release(tc);
     emily_tensor_release(vc);
     free(buf);
-    if (s) {
-        emily_tensor_release(res);
-        return s;
-    }
-    *out = res;
-    return EMILY_OK;
+    return emi_hand_out(s, res, out);
 }
 
 /* ---- concatenate / stack ------------------------------------------------ */
@@ -143,77 +135,68 @@ static emily_status concat_pieces(const char *op, const emily_engine *e, int n,
         emily_tensor_release(dst);
     }
     free(shape);
-    if (s) {
-        emily_tensor_release(res);
-        return s;
-    }
-    *out = res;
-    return EMILY_OK;
+    return emi_hand_out(s, res, out);
 }
 
-/* Common checks of a list of tensors; merges their types into *dt when
- * out_type is AUTO. */
-static emily_status check_list(const char *op, int n, const emily_tensor *const *ts,
-                               emily_dtype out_type, const emily_engine **e, emily_dtype *dt) {
+/* The checks concatenate (stacking false) and stack (true) share: the
+ * output pointer, a non-empty list of tensors on one device, the output
+ * type (*dt: the inputs' merged type when out_type is AUTO), the axis
+ * (*ax, normalized against the output's rank: one more than the
+ * inputs' when stacking) and the inputs' shapes, which must be equal
+ * (concatenate: but along the axis). */
+static emily_status check_list(const char *op, bool stacking, int n, const emily_tensor *const *ts,
+                               int axis, emily_dtype out_type, emily_tensor **out,
+                               const emily_engine **e, emily_dtype *dt, int *ax) {
+    emily_status s = emi_check_out(op, out);
+    if (s) return s;
     if (n < 1 || !ts) return emily_error(EMILY_ERR_ARGUMENT, "%s: expected a non-empty list of tensors", op);
     for (int k = 0; k < n; k++) {
         if (!ts[k]) return emily_error(EMILY_ERR_ARGUMENT, "%s: tensor %d of the list is NULL", op, k);
     }
-    emily_status s = emi_check_same_device(op, n, ts, e);
-    if (s) return s;
+    if ((s = emi_check_same_device(op, n, ts, e))) return s;
     if (out_type != EMILY_DTYPE_AUTO && !emily_dtype_valid(out_type))
         return emily_error(EMILY_ERR_TYPE, "%s: invalid output type %d", op, (int)out_type);
     emily_dtype m = ts[0]->dtype;
     for (int k = 1; k < n; k++) m = emily_type_merge(m, ts[k]->dtype);
     *dt = out_type == EMILY_DTYPE_AUTO ? m : out_type;
+    int r = ts[0]->rank;
+    if (r == 0 && !stacking)
+        return emily_error(EMILY_ERR_SHAPE, "concatenate: cannot concatenate scalars (rank 0)");
+    if ((s = emi_norm_axis(op, axis, stacking ? r + 1 : r, ax))) return s;
+    for (int k = 1; k < n; k++) {
+        bool ok = ts[k]->rank == r;
+        for (int i = 0; ok && i < r; i++) ok = (!stacking && i == *ax) || ts[k]->shape[i] == ts[0]->shape[i];
+        if (ok) continue;
+        char b[256];
+        if (stacking)
+            return emily_error(EMILY_ERR_SHAPE, "stack: tensor %d has shape %s, expected %s like tensor 0",
+                               k, EMILY_SHAPE_STR(ts[k]), emi_shape_str(r, ts[0]->shape, b, sizeof b));
+        return emily_error(EMILY_ERR_SHAPE,
+                           "concatenate: tensor %d has shape %s, incompatible with %s along axis %d",
+                           k, EMILY_SHAPE_STR(ts[k]), emi_shape_str(r, ts[0]->shape, b, sizeof b), *ax);
+    }
     return EMILY_OK;
 }
 
 emily_status emily_concatenate(int n, const emily_tensor *const *ts, int axis,
                                emily_dtype out_type, emily_tensor **out) {
-    const char *op = "concatenate";
-    emily_status s = emi_check_out(op, out);
-    if (s) return s;
     const emily_engine *e;
     emily_dtype dt;
-    if ((s = check_list(op, n, ts, out_type, &e, &dt))) return s;
-    int r = ts[0]->rank;
-    if (r == 0) return emily_error(EMILY_ERR_SHAPE, "concatenate: cannot concatenate scalars (rank 0)");
     int ax;
-    if ((s = emi_norm_axis(op, axis, r, &ax))) return s;
-    for (int k = 1; k < n; k++) {
-        bool ok = ts[k]->rank == r;
-        for (int i = 0; ok && i < r; i++) ok = i == ax || ts[k]->shape[i] == ts[0]->shape[i];
-        if (!ok) {
-            char b[256];
-            return emily_error(EMILY_ERR_SHAPE,
-                               "concatenate: tensor %d has shape %s, incompatible with %s along axis %d",
-                               k, EMILY_SHAPE_STR(ts[k]), emi_shape_str(r, ts[0]->shape, b, sizeof b), ax);
-        }
-    }
-    return concat_pieces(op, e, n, (emily_tensor *const *)ts, ax, dt, out);
+    emily_status s = check_list("concatenate", false, n, ts, axis, out_type, out, &e, &dt, &ax);
+    if (s) return s;
+    return concat_pieces("concatenate", e, n, (emily_tensor *const *)ts, ax, dt, out);
 }
 
 emily_status emily_stack(int n, const emily_tensor *const *ts, int axis, emily_dtype out_type,
                          emily_tensor **out) {
     const char *op = "stack";
-    emily_status s = emi_check_out(op, out);
-    if (s) return s;
     const emily_engine *e;
     emily_dtype dt;
-    if ((s = check_list(op, n, ts, out_type, &e, &dt))) return s;
-    int r = ts[0]->rank;
     int ax;
-    if ((s = emi_norm_axis(op, axis, r + 1, &ax))) return s;
-    for (int k = 1; k < n; k++) {
-        bool ok = ts[k]->rank == r;
-        for (int i = 0; ok && i < r; i++) ok = ts[k]->shape[i] == ts[0]->shape[i];
-        if (!ok) {
-            char b[256];
-            return emily_error(EMILY_ERR_SHAPE, "stack: tensor %d has shape %s, expected %s like tensor 0",
-                               k, EMILY_SHAPE_STR(ts[k]), emi_shape_str(r, ts[0]->shape, b, sizeof b));
-        }
-    }
+    emily_status s = check_list(op, true, n, ts, axis, out_type, out, &e, &dt, &ax);
+    if (s) return s;
+    int r = ts[0]->rank;
     emily_tensor **pieces = calloc((size_t)n, sizeof *pieces);
     int64_t *buf = malloc(sizeof(int64_t) * (2 * (size_t)r + 2));
     if (!pieces || !buf) {
@@ -245,13 +228,10 @@ emily_status emily_put_slice(const emily_tensor *t, const int64_t *starts,
                              const emily_tensor *update, emily_dtype out_type,
                              emily_tensor **out) {
     const char *op = "put_slice";
-    emily_status s = emi_check_out(op, out);
-    if (s) return s;
-    if ((s = emi_check_tensor(op, "tensor", t))) return s;
-    if ((s = emi_check_tensor(op, "slice", update))) return s;
     const emily_tensor *both[2] = {t, update};
     const emily_engine *e;
-    if ((s = emi_check_same_device(op, 2, both, &e))) return s;
+    emily_status s = emi_check_inputs(op, out, 2, both, (const char *const[]){"tensor", "slice"}, &e);
+    if (s) return s;
     if (out_type != EMILY_DTYPE_AUTO && !emily_dtype_valid(out_type))
         return emily_error(EMILY_ERR_TYPE, "put_slice: invalid output type %d", (int)out_type);
     int r = t->rank;
@@ -281,10 +261,5 @@ emily_status emily_put_slice(const emily_tensor *t, const int64_t *starts,
     emily_tensor_release(tc);
     emily_tensor_release(uc);
     emily_tensor_release(dst);
-    if (s) {
-        emily_tensor_release(res);
-        return s;
-    }
-    *out = res;
-    return EMILY_OK;
+    return emi_hand_out(s, res, out);
 }

@@ -8,14 +8,7 @@
 #include "ops/common.h"
 #include "core/kernels.h"
 
-/* The device's sort table, when it has `kernel` for t's type. */
-static emily_status sort_table(const char *op, const emily_engine *e, emi_kernel kernel,
-                               const emily_tensor *t, const struct emily_sort_kernels **k) {
-    if (!emi_engine_supports(e, kernel, 0, t->dtype))
-        return emily_error(EMILY_ERR_UNSUPPORTED, "%s: not implemented on the %s device", op, e->name);
-    *k = e->sort;
-    return EMILY_OK;
-}
+static const char *const tensor_name[] = {"tensor"};
 
 static emily_status check_sortable(const char *op, const emily_tensor *t) {
     if (emily_dtype_is_complex(t->dtype))
@@ -34,13 +27,12 @@ static emily_status check_direction(const char *op, emily_sort_direction d) {
 static emily_status sort_prologue(const char *op, emi_kernel kernel, const emily_tensor *t, int axis,
                                   emily_sort_direction d, emily_tensor **out,
                                   const struct emily_sort_kernels **k, int *ax) {
-    emily_status s;
-    if ((s = emi_check_out(op, out))) return s;
-    if ((s = emi_check_tensor(op, "tensor", t))) return s;
-    if ((s = check_sortable(op, t))) return s;
-    if ((s = check_direction(op, d))) return s;
     const emily_engine *e;
-    if ((s = emi_check_same_device(op, 1, &t, &e))) return s;
+    emily_status s = emi_check_args(op, out, 1, &t, tensor_name);
+    if (!s) s = check_sortable(op, t);
+    if (!s) s = check_direction(op, d);
+    if (!s) s = emi_check_same_device(op, 1, &t, &e);
+    if (s) return s;
     if (t->rank == 0) {
         if (axis != 0 && axis != -1)
             return emily_error(EMILY_ERR_AXIS, "%s: axis %d out of range for a tensor of rank 0", op, axis);
@@ -48,7 +40,9 @@ static emily_status sort_prologue(const char *op, emi_kernel kernel, const emily
     } else if ((s = emi_norm_axis(op, axis, t->rank, ax))) {
         return s;
     }
-    return sort_table(op, e, kernel, t, k);
+    if ((s = emi_need_kernel(op, e, kernel, 0, t->dtype))) return s;
+    *k = e->sort;
+    return EMILY_OK;
 }
 
 /* Rank-1 views of a rank-0 input and output, so kernels see one row. */
@@ -85,12 +79,7 @@ emily_status emily_sort(const emily_tensor *t, int axis, emily_sort_direction di
     if (s) return s;
     emily_tensor *o;
     if ((s = emi_empty_like_device(t, t->dtype, t->rank, t->shape, &o))) return s;
-    if ((s = run_sort(k, 0, o, t, ax, direction == EMILY_SORT_DESC))) {
-        emily_tensor_release(o);
-        return s;
-    }
-    *out = o;
-    return EMILY_OK;
+    return emi_hand_out(run_sort(k, 0, o, t, ax, direction == EMILY_SORT_DESC), o, out);
 }
 
 static emily_status index_type(const char *op, emily_dtype in, emily_dtype *out) {
@@ -117,24 +106,18 @@ emily_status emily_argsort(const emily_tensor *t, int axis, emily_sort_direction
     if ((s = index_type(op, out_type, &dt))) return s;
     emily_tensor *o;
     if ((s = emi_empty_like_device(t, dt, t->rank, t->shape, &o))) return s;
-    if ((s = run_sort(k, 1, o, t, ax, direction == EMILY_SORT_DESC))) {
-        emily_tensor_release(o);
-        return s;
-    }
-    *out = o;
-    return EMILY_OK;
+    return emi_hand_out(run_sort(k, 1, o, t, ax, direction == EMILY_SORT_DESC), o, out);
 }
 
 emily_status emily_top_k(const emily_tensor *t, int64_t k, emily_dtype index_type_,
                          emily_tensor **values, emily_tensor **indices) {
     const char *op = "top_k";
-    emily_status s;
-    if ((s = emi_check_out(op, values))) return s;
-    if ((s = emi_check_out(op, indices))) return s;
-    if ((s = emi_check_tensor(op, "tensor", t))) return s;
-    if ((s = check_sortable(op, t))) return s;
     const emily_engine *e;
-    if ((s = emi_check_same_device(op, 1, &t, &e))) return s;
+    emily_status s = emi_check_out(op, values);
+    if (!s) s = emi_check_args(op, indices, 1, &t, tensor_name);
+    if (!s) s = check_sortable(op, t);
+    if (!s) s = emi_check_same_device(op, 1, &t, &e);
+    if (s) return s;
     if (t->rank < 1) return emily_error(EMILY_ERR_SHAPE, "%s: the input must have rank 1 or more", op);
     int64_t last = t->shape[t->rank - 1];
     if (k < 1)
@@ -145,8 +128,7 @@ emily_status emily_top_k(const emily_tensor *t, int64_t k, emily_dtype index_typ
                            (long long)k, EMILY_SHAPE_STR(t));
     emily_dtype it;
     if ((s = index_type(op, index_type_, &it))) return s;
-    const struct emily_sort_kernels *kt = NULL;
-    if ((s = sort_table(op, e, EMI_KERNEL_TOP_K, t, &kt))) return s;
+    if ((s = emi_need_kernel(op, e, EMI_KERNEL_TOP_K, 0, t->dtype))) return s;
     int64_t *shape = malloc(sizeof(int64_t) * (size_t)t->rank);
     if (!shape) return emily_error(EMILY_ERR_MEMORY, "%s: out of host memory", op);
     memcpy(shape, t->shape, sizeof(int64_t) * (size_t)t->rank);
@@ -155,7 +137,7 @@ emily_status emily_top_k(const emily_tensor *t, int64_t k, emily_dtype index_typ
     s = emi_empty_like_device(t, t->dtype, t->rank, shape, &v);
     if (!s) s = emi_empty_like_device(t, it, t->rank, shape, &ix);
     free(shape);
-    if (!s && v->size > 0) s = kt->top_k(v, ix, t, k);
+    if (!s && v->size > 0) s = e->sort->top_k(v, ix, t, k);
     if (s) {
         emily_tensor_release(v);
         emily_tensor_release(ix);

@@ -24,13 +24,9 @@ const char *emily_unary_op_name(emily_unary_op op) {
 }
 
 bool emily_unary_op_from_name(const char *name, emily_unary_op *op) {
-    if (!name) return false;
-    for (int i = 0; i < EMILY_UNARY_OP_COUNT; i++)
-        if (strcmp(unary_names[i], name) == 0) {
-            if (op) *op = (emily_unary_op)i;
-            return true;
-        }
-    return false;
+    int i = emi_name_index(unary_names, EMILY_UNARY_OP_COUNT, name);
+    if (i >= 0 && op) *op = (emily_unary_op)i;
+    return i >= 0;
 }
 
 static emily_status no_complex(const char *name, emily_dtype t) {

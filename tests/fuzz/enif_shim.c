@@ -213,8 +213,8 @@ static sterm *decode(reader *r, int depth);
 
 static sterm *integer(ErlNifEnv *env, bool neg, const unsigned char *mag, size_t n) {
     while (n > 0 && mag[n - 1] == 0) n--;
+    uint64_t u = 0; /* the magnitude, when it fits in 64 bits (read only then) */
     if (n <= 8) {
-        uint64_t u = 0;
         for (size_t i = n; i-- > 0;) u = u << 8 | mag[i];
         if (!neg && u <= (uint64_t)INT64_MAX) {
             sterm *t = new_term(env, ST_INT);
@@ -226,17 +226,11 @@ static sterm *integer(ErlNifEnv *env, bool neg, const unsigned char *mag, size_t
             if (t) t->i = u == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)u;
             return t;
         }
-        sterm *t = new_term(env, ST_BIG);
-        if (!t) return NULL;
-        t->neg = neg;
-        t->u = u;
-        t->bytes = mag;
-        t->len = n;
-        return t;
     }
     sterm *t = new_term(env, ST_BIG);
     if (!t) return NULL;
     t->neg = neg;
+    t->u = u;
     t->bytes = mag;
     t->len = n;
     return t;

@@ -13,6 +13,10 @@
 /* Elements of all the tensors and output templates of one input. */
 #define FUZZ_MAX_ELEMENTS ((int64_t)1 << 20)
 
+/* The libFuzzer entry points every target defines. */
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
 /* One thread for OpenMP and the CPU engine's helpers (the fuzzers run on
  * one core); call from LLVMFuzzerInitialize, before any library call. */
 void fuzz_single_thread(void);

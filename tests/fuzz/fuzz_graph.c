@@ -34,9 +34,6 @@
 #include "graph/graph_impl.h"
 #include "json_values.h"
 
-int LLVMFuzzerInitialize(int *argc, char ***argv);
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
 #define WHILE_LIMIT 64
 /* Elements of a whole graph (parameters, constants, every call's
  * outputs): a graph runs twice per input and may hold many calls, so

@@ -23,9 +23,6 @@
 #include "enif_shim.h"
 #include "fuzz_common.h"
 
-int LLVMFuzzerInitialize(int *argc, char ***argv);
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
 /* What the NIF's other files define for terms.c. */
 ErlNifResourceType *nif_tensor_rt;
 

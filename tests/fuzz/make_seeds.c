@@ -323,6 +323,30 @@ static void make_dir(const char *path) {
     }
 }
 
+/* Starts a new term in b: the external term format's version byte. */
+static void term_start(buf *b) {
+    b->n = 0;
+    put8(b, 131);
+}
+
+/* The type and shape keys of a template or tensor map: type and the
+ * 2-dimensional shape {d0, d1}. */
+static void e_type_shape2(buf *b, const char *type, int64_t d0, int64_t d1) {
+    e_atom(b, "type");
+    e_type(b, type);
+    e_atom(b, "shape");
+    e_tuple(b, 2);
+    e_int(b, d0);
+    e_int(b, d1);
+}
+
+/* Writes b as the next hand-made seed, extra-NN. */
+static void write_extra(const char *dir, int *k, const buf *b) {
+    char name[64];
+    snprintf(name, sizeof name, "extra-%02d", (*k)++);
+    write_file(dir, name, b->p, b->n);
+}
+
 typedef struct seen {
     char op[64];
     int n;
@@ -333,49 +357,30 @@ typedef struct seen {
  * view), Emily structs with and without bytes, and the pieces. */
 static void extra_terms(const char *dir) {
     buf b = {0};
-    char name[64];
     int k = 0;
     for (uint32_t id = 0; id < 10; id++) { /* {:add, f32[2][3], [ref, ref]} */
-        b.n = 0;
-        put8(&b, 131);
+        term_start(&b);
         e_tuple(&b, 3);
         e_atom(&b, "add");
         e_map(&b, 2);
-        e_atom(&b, "type");
-        e_type(&b, "f32");
-        e_atom(&b, "shape");
-        e_tuple(&b, 2);
-        e_int(&b, 2);
-        e_int(&b, 3);
+        e_type_shape2(&b, "f32", 2, 3);
         e_list(&b, 2);
         e_ref(&b, id);
         e_ref(&b, id);
         e_nil(&b);
-        snprintf(name, sizeof name, "extra-%02d", k++);
-        write_file(dir, name, b.p, b.n);
+        write_extra(dir, &k, &b);
     }
     for (int with_bytes = 0; with_bytes < 2; with_bytes++) { /* %Nx.Tensor{data: %Emily.Backend{}} as f32[3][2] */
-        b.n = 0;
-        put8(&b, 131);
+        term_start(&b);
         e_tuple(&b, 3);
         e_atom(&b, "negate");
         e_map(&b, 2);
-        e_atom(&b, "type");
-        e_type(&b, "f32");
-        e_atom(&b, "shape");
-        e_tuple(&b, 2);
-        e_int(&b, 3);
-        e_int(&b, 2);
+        e_type_shape2(&b, "f32", 3, 2);
         e_list(&b, 1);
         e_map(&b, 4);
         e_atom(&b, "__struct__");
         e_atom(&b, "Elixir.Nx.Tensor");
-        e_atom(&b, "type");
-        e_type(&b, "f32");
-        e_atom(&b, "shape");
-        e_tuple(&b, 2);
-        e_int(&b, 3);
-        e_int(&b, 2);
+        e_type_shape2(&b, "f32", 3, 2);
         e_atom(&b, "data");
         e_map(&b, 3);
         e_atom(&b, "__struct__");
@@ -390,37 +395,28 @@ static void extra_terms(const char *dir) {
             e_atom(&b, "nil");
         }
         e_nil(&b);
-        snprintf(name, sizeof name, "extra-%02d", k++);
-        write_file(dir, name, b.p, b.n);
+        write_extra(dir, &k, &b);
     }
     const char *types[] = {"f32", "bf16", "c128", "u8"};
     for (int i = 0; i < 4; i++) {
-        b.n = 0;
-        put8(&b, 131);
+        term_start(&b);
         e_type(&b, types[i]);
-        snprintf(name, sizeof name, "extra-%02d", k++);
-        write_file(dir, name, b.p, b.n);
+        write_extra(dir, &k, &b);
     }
-    b.n = 0; /* a shape */
-    put8(&b, 131);
+    term_start(&b); /* a shape */
     e_tuple(&b, 3);
     e_int(&b, 2);
     e_int(&b, 0);
     e_int(&b, 5);
-    snprintf(name, sizeof name, "extra-%02d", k++);
-    write_file(dir, name, b.p, b.n);
-    b.n = 0; /* devices */
-    put8(&b, 131);
+    write_extra(dir, &k, &b);
+    term_start(&b); /* devices */
     e_atom(&b, "cpu");
-    snprintf(name, sizeof name, "extra-%02d", k++);
-    write_file(dir, name, b.p, b.n);
-    b.n = 0;
-    put8(&b, 131);
+    write_extra(dir, &k, &b);
+    term_start(&b);
     e_tuple(&b, 2);
     e_atom(&b, "cuda");
     e_int(&b, 1);
-    snprintf(name, sizeof name, "extra-%02d", k++);
-    write_file(dir, name, b.p, b.n);
+    write_extra(dir, &k, &b);
     free(b.p);
 }
 
@@ -475,7 +471,7 @@ int main(int argc, char **argv) {
                                       json_object_get(c, "args"));
                 char *text = s ? json_dumps(s, JSON_COMPACT) : NULL;
                 buf b = {0};
-                put8(&b, 131);
+                term_start(&b);
                 e_tuple(&b, 3);
                 e_atom(&b, op);
                 e_out(&b, json_object_get(c, "out"));

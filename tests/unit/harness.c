@@ -1,3 +1,4 @@
+#include <complex.h>
 #include <fnmatch.h>
 #include <stdlib.h>
 #include "harness.h"
@@ -106,7 +107,9 @@ emily_tensor *t_from(emily_dtype dt, int rank, const int64_t *shape, const void 
     return t;
 }
 
-double t_get(const emily_tensor *t, int64_t i) {
+/* Element i's real part (part 0) or imaginary part (part 1, 0 for a real
+ * type) as a double. */
+static double get_part(const emily_tensor *t, int64_t i, int part) {
     if (!t) return NAN;
     size_t es = emily_dtype_size(emily_tensor_dtype(t));
     size_t nb = emily_tensor_nbytes(t);
@@ -126,6 +129,12 @@ double t_get(const emily_tensor *t, int64_t i) {
     }
     unsigned char *p = buf + (size_t)i * es;
     double v;
+    if (part == 1) {
+        emily_dtype dt = emily_tensor_dtype(t);
+        v = dt == EMILY_C64 ? *(float *)(p + 4) : dt == EMILY_C128 ? *(double *)(p + 8) : 0;
+        free(buf);
+        return v;
+    }
     switch (emily_tensor_dtype(t)) {
     case EMILY_U8: v = *(uint8_t *)p; break;
     case EMILY_U16: v = *(uint16_t *)p; break;
@@ -144,9 +153,83 @@ double t_get(const emily_tensor *t, int64_t i) {
     return v;
 }
 
+double t_get(const emily_tensor *t, int64_t i) { return get_part(t, i, 0); }
+
+double t_get_im(const emily_tensor *t, int64_t i) { return get_part(t, i, 1); }
+
 bool t_shape_is(const emily_tensor *t, int rank, const int64_t *shape) {
     if (!t || emily_tensor_rank(t) != rank) return false;
     for (int i = 0; i < rank; i++)
         if (emily_tensor_shape(t)[i] != shape[i]) return false;
     return true;
+}
+
+emily_tensor *t_iota(emily_dtype dt, int rank, const int64_t *shape) {
+    emily_tensor *t = NULL;
+    if (emily_iota(EMILY_CPU, dt, rank, shape, -1, &t)) {
+        helper_failed("t_iota", emily_last_error());
+        return NULL;
+    }
+    return t;
+}
+
+void t_release_all(int n, emily_tensor *const *ts) {
+    for (int i = 0; i < n; i++) emily_tensor_release(ts[i]);
+}
+
+bool t_holds(const emily_tensor *t, emily_dtype dt, const void *want, size_t nbytes) {
+    if (!t || emily_tensor_dtype(t) != dt || emily_tensor_nbytes(t) != nbytes) return false;
+    unsigned char *got = malloc(nbytes + 1);
+    bool same = got && !emily_to_binary(t, got, nbytes) && memcmp(got, want, nbytes) == 0;
+    free(got);
+    return same;
+}
+
+bool t_same_bytes(const emily_tensor *a, const emily_tensor *b) {
+    if (!a || !b) return false;
+    size_t nb = emily_tensor_nbytes(a);
+    if (nb != emily_tensor_nbytes(b)) return false;
+    unsigned char *x = malloc(nb + 1), *y = malloc(nb + 1);
+    bool same = x && y && !emily_to_binary(a, x, nb) && !emily_to_binary(b, y, nb) && memcmp(x, y, nb) == 0;
+    free(x);
+    free(y);
+    return same;
+}
+
+bool t_equals(const emily_tensor *t, int64_t n, const double *want) {
+    if (!t || emily_tensor_size(t) != n) return false;
+    for (int64_t i = 0; i < n; i++)
+        if (t_get(t, i) != want[i]) return false;
+    return true;
+}
+
+double complex *t_cvals(const emily_tensor *t) {
+    if (!t) return NULL;
+    emily_tensor *c = NULL;
+    if (emily_as_type(t, EMILY_C128, &c)) return NULL;
+    size_t n = (size_t)emily_tensor_size(c);
+    double complex *v = malloc((n ? n : 1) * sizeof *v);
+    if (v && emily_to_binary(c, v, n * sizeof *v)) {
+        free(v);
+        v = NULL;
+    }
+    emily_tensor_release(c);
+    return v;
+}
+
+void c_matmul(const double complex *a, const double complex *b, double complex *c, int64_t m, int64_t k,
+              int64_t n) {
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            double complex s = 0;
+            for (int64_t l = 0; l < k; l++) s += a[i * k + l] * b[l * n + j];
+            c[i * n + j] = s;
+        }
+}
+
+double c_max_diff(const double complex *a, const double complex *b, int64_t n) {
+    double m = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (cabs(a[i] - b[i]) > m) m = cabs(a[i] - b[i]);
+    return m;
 }

@@ -6,6 +6,7 @@
 
 #include <math.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include "emily/emily.h"
@@ -86,6 +87,71 @@ int harness_finish(int rc);
 emily_tensor *t_from(emily_dtype dt, int rank, const int64_t *shape, const void *data);
 /* Reads element i (row-major) of t converted to double (real part). */
 double t_get(const emily_tensor *t, int64_t i);
+/* Its imaginary part (0 for a real type). */
+double t_get_im(const emily_tensor *t, int64_t i);
 bool t_shape_is(const emily_tensor *t, int rank, const int64_t *shape);
+/* 0, 1, 2, ... in row-major order, of type dt (emily_iota on the CPU;
+ * NULL, counted as a failure, when it fails). */
+emily_tensor *t_iota(emily_dtype dt, int rank, const int64_t *shape);
+/* Releases the n tensors of ts (NULL ones too); RELEASE(a, b, ...) the
+ * tensors listed. */
+void t_release_all(int n, emily_tensor *const *ts);
+#define RELEASE(...)                                                                       \
+    t_release_all((int)(sizeof((emily_tensor *[]){__VA_ARGS__}) / sizeof(emily_tensor *)), \
+                  (emily_tensor *[]){__VA_ARGS__})
+/* t (NULL: false) is of type dt and holds exactly the nbytes bytes want. */
+bool t_holds(const emily_tensor *t, emily_dtype dt, const void *want, size_t nbytes);
+/* a and b (NULL: false) hold the same bytes (the same number of them). */
+bool t_same_bytes(const emily_tensor *a, const emily_tensor *b);
+/* t (not NULL) holds n elements, each equal to want's as a double. */
+bool t_equals(const emily_tensor *t, int64_t n, const double *want);
+
+/* A rank-1 tensor from a C array literal: VEC(EMILY_S32, int32_t, 1, 2);
+ * CVEC takes (re, im) pairs; SCALAR a rank-0 tensor of one value. */
+#define VEC(dt, ctype, ...)                                                                \
+    t_from(dt, 1, (int64_t[]){sizeof((ctype[]){__VA_ARGS__}) / sizeof(ctype)},             \
+           (ctype[]){__VA_ARGS__})
+#define CVEC(dt, ctype, ...)                                                               \
+    t_from(dt, 1, (int64_t[]){sizeof((ctype[]){__VA_ARGS__}) / sizeof(ctype) / 2},         \
+           (ctype[]){__VA_ARGS__})
+#define SCALAR(dt, ctype, v) t_from(dt, 0, NULL, (ctype[]){v})
+
+/* Complex helpers (double _Complex, so that this header needs no
+ * <complex.h> and its I). t_cvals: every element of t as a c128 value,
+ * malloc'd (NULL on failure, or for a NULL t). c_matmul: C = A (m x k)
+ * . B (k x n), row-major. c_max_diff: max |a[i] - b[i]|. */
+double _Complex *t_cvals(const emily_tensor *t);
+void c_matmul(const double _Complex *a, const double _Complex *b, double _Complex *c, int64_t m,
+              int64_t k, int64_t n);
+double c_max_diff(const double _Complex *a, const double _Complex *b, int64_t n);
+
+/* One step of Marsaglia's xorshift64 (shifts 13, 7, 17): the
+ * deterministic pseudo-random bits the tests draw from, each file from
+ * its own state. */
+static inline uint64_t xorshift64(uint64_t *state) {
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    return *state;
+}
+
+/* Arguments for emily_dispatch and engine graphs. */
+static inline emily_value v_int(int64_t i) { return (emily_value){.kind = EMILY_V_INT, .i = i}; }
+static inline emily_value v_float(double f) { return (emily_value){.kind = EMILY_V_FLOAT, .f = f}; }
+static inline emily_value v_bool(bool b) { return (emily_value){.kind = EMILY_V_BOOL, .b = b}; }
+static inline emily_value v_atom(const char *name) { return (emily_value){.kind = EMILY_V_ATOM, .str = name}; }
+static inline emily_value v_tensor(emily_tensor *t) {
+    return (emily_value){.kind = EMILY_V_TENSOR, .tensor = t};
+}
+static inline emily_value v_list(emily_value *items, size_t n) {
+    return (emily_value){.kind = EMILY_V_LIST, .items = items, .n = n};
+}
+/* A keyword list: keys[i] => items[i]. */
+static inline emily_value v_opts(const char **keys, emily_value *items, size_t n) {
+    return (emily_value){.kind = EMILY_V_OPTS, .keys = keys, .items = items, .n = n};
+}
+static inline emily_value v_tmpl(emily_dtype dt, int rank, const int64_t *shape) {
+    return (emily_value){.kind = EMILY_V_TEMPLATE, .dtype = dt, .rank = rank, .shape = shape};
+}
 
 #endif

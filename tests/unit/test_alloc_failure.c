@@ -85,10 +85,7 @@ static emily_status qr_wide_nan(const emily_tensor *x, emily_tensor **out) {
     if (!s) s = emily_from_binary(EMILY_CPU, EMILY_F32, 0, NULL, &v, sizeof v, &nan);
     if (!s) s = emily_binary(EMILY_ADD, xt, nan, EMILY_DTYPE_AUTO, &w);
     if (!s) s = emily_qr_opts(w, EMILY_QR_REDUCED, 1e-10, EMILY_LINALG_REFERENCE, &q, out);
-    emily_tensor_release(xt);
-    emily_tensor_release(nan);
-    emily_tensor_release(w);
-    emily_tensor_release(q);
+    RELEASE(xt, nan, w, q);
     return s;
 }
 
@@ -103,8 +100,7 @@ static emily_status spd(const emily_tensor *x, emily_tensor **g) {
     if (!s) s = emily_from_binary(EMILY_CPU, EMILY_F32, 0, NULL, &v, sizeof v, &big);
     if (!s) s = emily_binary(EMILY_MULTIPLY, eye, big, EMILY_DTYPE_AUTO, &scaled);
     if (!s) s = emily_binary(EMILY_ADD, xtx, scaled, EMILY_DTYPE_AUTO, g);
-    emily_tensor *tmp[4] = {xtx, eye, big, scaled};
-    for (int i = 0; i < 4; i++) emily_tensor_release(tmp[i]);
+    RELEASE(xtx, eye, big, scaled);
     return s;
 }
 static emily_status eigh_vectors(const emily_tensor *x, emily_linalg_method m, emily_tensor **out) {
@@ -134,34 +130,29 @@ static emily_status svd_lapack(const emily_tensor *x, emily_tensor **out) {
 static emily_status svd_reference_full(const emily_tensor *x, emily_tensor **out) {
     return svd_s(x, EMILY_LINALG_REFERENCE, true, out);
 }
-static emily_status solve_spd(const emily_tensor *x, emily_tensor **out) {
+/* op on the symmetric positive definite matrix spd makes from x. */
+static emily_status on_spd(const emily_tensor *x, emily_status (*op)(const emily_tensor *, emily_tensor **),
+                           emily_tensor **out) {
     emily_tensor *g = NULL;
     emily_status s = spd(x, &g);
-    if (!s) s = emily_solve(g, g, out);
+    if (!s) s = op(g, out);
     emily_tensor_release(g);
     return s;
 }
+static emily_status solve_self(const emily_tensor *g, emily_tensor **out) { return emily_solve(g, g, out); }
+static emily_status solve_spd(const emily_tensor *x, emily_tensor **out) { return on_spd(x, solve_self, out); }
 static emily_status lu_u(const emily_tensor *x, emily_tensor **out) {
     emily_tensor *g = NULL, *p = NULL, *l = NULL;
     emily_status s = spd(x, &g);
     if (!s) s = emily_lu(g, &p, &l, out);
-    emily_tensor *tmp[3] = {g, p, l};
-    for (int i = 0; i < 3; i++) emily_tensor_release(tmp[i]);
+    RELEASE(g, p, l);
     return s;
 }
 static emily_status cholesky_spd(const emily_tensor *x, emily_tensor **out) {
-    emily_tensor *g = NULL;
-    emily_status s = spd(x, &g);
-    if (!s) s = emily_cholesky(g, out);
-    emily_tensor_release(g);
-    return s;
+    return on_spd(x, emily_cholesky, out);
 }
 static emily_status determinant_spd(const emily_tensor *x, emily_tensor **out) {
-    emily_tensor *g = NULL;
-    emily_status s = spd(x, &g);
-    if (!s) s = emily_determinant(g, out);
-    emily_tensor_release(g);
-    return s;
+    return on_spd(x, emily_determinant, out);
 }
 static emily_status fft0(const emily_tensor *x, emily_tensor **out) {
     return emily_fft(x, ROWS, 0, 1e-10, out);
@@ -208,9 +199,7 @@ static emily_status conv1d(const emily_tensor *x, emily_tensor **out) {
     if (!s) s = emily_slice(x, starts, lens, NULL, &k);
     if (!s) s = emily_reshape(k, 3, ksh, &kv);
     if (!s) s = emily_conv(in, kv, &o, EMILY_DTYPE_AUTO, out);
-    emily_tensor_release(in);
-    emily_tensor_release(k);
-    emily_tensor_release(kv);
+    RELEASE(in, k, kv);
     return s;
 }
 static emily_status pad_interior(const emily_tensor *x, emily_tensor **out) {
@@ -269,9 +258,7 @@ static long sweep(const char *name, op_fn fn) {
                     n, emily_last_error());
             harness_failures++;
         }
-        emily_tensor_release(got);
-        emily_tensor_release(want);
-        emily_tensor_release(x);
+        RELEASE(got, want, x);
         if (emily_live_tensors() != live_t || emily_live_buffers() != live_b) {
             fprintf(stderr, "  FAIL %s: allocation %ld failing leaked %lld tensors, %lld buffers\n",
                     name, n, (long long)(emily_live_tensors() - live_t),

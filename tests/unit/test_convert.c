@@ -72,19 +72,14 @@ TEST(int_to_float_goes_through_double) {
     CHECK(t_get(b, 1) == 270.0); /* 271 truncated to bf16 */
     CHECK(isinf(t_get(h, 0)) && t_get(h, 1) == 271.0);
     CHECK(t_get(f, 2) == -9007199254740992.0);
-    emily_tensor_release(f);
-    emily_tensor_release(b);
-    emily_tensor_release(h);
-    emily_tensor_release(t);
+    RELEASE(f, b, h, t);
     uint64_t u[2] = {UINT64_MAX, 3};
     int64_t two[1] = {2};
     t = t_from(EMILY_U64, 1, two, u);
     emily_tensor *s8 = convert(t, EMILY_S8), *c = convert(t, EMILY_C128);
     CHECK(t_get(s8, 0) == -1 && t_get(s8, 1) == 3);
     CHECK(t_get(c, 0) == 18446744073709551616.0);
-    emily_tensor_release(s8);
-    emily_tensor_release(c);
-    emily_tensor_release(t);
+    RELEASE(s8, c, t);
 }
 
 TEST(complex_to_real_takes_the_real_part) {
@@ -97,10 +92,7 @@ TEST(complex_to_real_takes_the_real_part) {
     double cz[4];
     CHECK_OK(emily_to_binary(c, cz, sizeof cz));
     CHECK(cz[0] == -3.75 && cz[1] == 9.0 && isnan(cz[2]) && cz[3] == 1.0);
-    emily_tensor_release(s);
-    emily_tensor_release(f);
-    emily_tensor_release(c);
-    emily_tensor_release(t);
+    RELEASE(s, f, c, t);
 }
 
 /* Every pair of types on the same small values: converting there and
@@ -154,11 +146,7 @@ TEST(strided_and_broadcast_inputs) {
     CHECK_OK(emi_tensor_view(t, 1, rshape, rstrides, 5, &rv)); /* reversed */
     r = convert(rv, EMILY_C64);
     CHECK(t_get(r, 0) == 6 && t_get(r, 5) == 1);
-    emily_tensor_release(r);
-    emily_tensor_release(tv);
-    emily_tensor_release(bv);
-    emily_tensor_release(rv);
-    emily_tensor_release(t);
+    RELEASE(r, tv, bv, rv, t);
 }
 
 TEST(sizes_scalars_and_identity) {
@@ -297,9 +285,7 @@ TEST(bitcast_reinterprets) {
     CHECK_OK(emi_tensor_view(s8, 1, two_shape, st, 3, &view)); /* {-3, -1} */
     CHECK_OK(emily_bitcast(view, EMILY_U8, &r));
     CHECK(t_get(r, 0) == 253 && t_get(r, 1) == 255);
-    emily_tensor_release(r);
-    emily_tensor_release(view);
-    emily_tensor_release(s8);
+    RELEASE(r, view, s8);
     r = NULL;
     CHECK_ERR(emily_bitcast(t, EMILY_F16, &r), EMILY_ERR_TYPE,
               "bitcast: input type width must match the new type width, got f32 and f16");

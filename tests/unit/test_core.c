@@ -149,9 +149,7 @@ TEST(host_buffers_are_reused) {
     if (a) CHECK_OK(emily_host_data(a, &first));
     CHECK_OK(emily_empty(EMILY_CPU, EMILY_F64, 1, tiny, &t));
     CHECK_OK(emily_empty(EMILY_CPU, EMILY_F64, 1, huge, &h));
-    emily_tensor_release(a);
-    emily_tensor_release(t);
-    emily_tensor_release(h);
+    RELEASE(a, t, h);
     CHECK_OK(emily_memory_stats_get(EMILY_CPU, &after_free));
     CHECK_OK(emily_empty(EMILY_CPU, EMILY_F64, 1, shape, &b));
     if (b) CHECK_OK(emily_host_data(b, &again));

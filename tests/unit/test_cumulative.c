@@ -108,11 +108,7 @@ TEST(float_edges) {
     float c[4] = {1, 1, 1, -1};
     t = t_from(EMILY_C64, 1, &n2, c);
     CHECK_OK(emily_cumulative_product(t, 0, false, &r));
-    if (r) {
-        float got[4];
-        CHECK_OK(emily_to_binary(r, got, sizeof got));
-        CHECK(got[2] == 2.0f && got[3] == 0.0f);
-    }
+    CHECK(t_get(r, 1) == 2.0 && t_get_im(r, 1) == 0.0);
     emily_tensor_release(r);
     emily_tensor_release(t);
 }
@@ -185,11 +181,7 @@ TEST(strided_rank0_empty) {
     CHECK_OK(emily_cumulative_product(c, 1, true, &b));
     if (a && b)
         for (int i = 0; i < 12; i++) CHECK(t_get(a, i) == t_get(b, i));
-    emily_tensor_release(a);
-    emily_tensor_release(b);
-    emily_tensor_release(c);
-    emily_tensor_release(tt);
-    emily_tensor_release(t);
+    RELEASE(a, b, c, tt, t);
     double s = 3.0;
     emily_tensor *r = NULL;
     t = t_from(EMILY_F64, 0, NULL, &s);
@@ -219,9 +211,7 @@ TEST(bad_input) {
     CHECK_OK(emily_as_type(t, EMILY_C128, &c));
     CHECK_ERR(emily_cumulative_max(c, 0, false, &r), EMILY_ERR_TYPE, "complex");
     CHECK_OK(emily_cumulative_sum(c, 0, false, &r));
-    emily_tensor_release(r);
-    emily_tensor_release(c);
-    emily_tensor_release(t);
+    RELEASE(r, c, t);
 }
 
 RUN_TESTS("cumulative", CASE(every_axis_both_directions), CASE(integer_wrap), CASE(float_edges),

@@ -226,10 +226,7 @@ TEST(other_dtype_classes) {
     emily_tensor_release(r);
     CHECK(emily_dispatch_find("as_type")->dtypes == EMILY_DTYPES_ANY);
     CHECK_OK(emily_as_type(c, EMILY_F32, &r));
-    emily_tensor_release(r);
-    emily_tensor_release(c);
-    emily_tensor_release(c0);
-    emily_tensor_release(f);
+    RELEASE(r, c, c0, f);
 }
 
 RUN_TESTS("dispatch", CASE(first_lookups_from_many_threads), CASE(every_name_is_found),

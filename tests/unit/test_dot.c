@@ -29,12 +29,7 @@ static emily_tensor *permuted(const emily_tensor *t, const int *perm) {
 /* Deterministic pseudo-random doubles with few significant digits (like
  * the corpus), so f64 sums cancel and expose summation order. */
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
-static double rnd(void) {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (double)((int64_t)(rng % 20001) - 10000) / 1000.0;
-}
+static double rnd(void) { return (double)((int64_t)(xorshift64(&rng) % 20001) - 10000) / 1000.0; }
 
 /* Reads element i of any real/complex tensor as double (re, im). */
 static void get_c(const emily_tensor *t, int64_t i, double *re, double *im) {
@@ -83,11 +78,7 @@ TEST(matmul_f32_values) {
     emily_tensor *ty = t_from(EMILY_F32, 2, (int64_t[]){3, 2}, y);
     c = dot(tx, 2, (int[]){0, 1}, 0, NULL, ty, (int[]){1, 0}, NULL);
     CHECK(c && emily_tensor_rank(c) == 0 && t_get(c, 0) == 50);
-    emily_tensor_release(c);
-    emily_tensor_release(ta);
-    emily_tensor_release(tb);
-    emily_tensor_release(tx);
-    emily_tensor_release(ty);
+    RELEASE(c, ta, tb, tx, ty);
 }
 
 TEST(output_shape_batch_free_free) {
@@ -118,12 +109,36 @@ TEST(output_shape_batch_free_free) {
     emily_tensor *o = dot(ta, 0, NULL, 0, NULL, tb, NULL, NULL);
     CHECK(o && t_shape_is(o, 6, (int64_t[]){2, 3, 4, 2, 4, 5}));
     if (o) CHECK(t_get(o, 24 * 40 - 1) == a[23] * b[39]);
-    emily_tensor_release(o);
-    emily_tensor_release(c);
-    emily_tensor_release(c2);
-    emily_tensor_release(tv);
-    emily_tensor_release(ta);
-    emily_tensor_release(tb);
+    RELEASE(o, c, c2, tv, ta, tb);
+}
+
+/* The references' step: (sr, si) += a[i] * b[j], each product rounded and
+ * added in order (Nx's: rr - ii and ir + ri for complex values, which
+ * are (re, im) pairs of doubles). */
+static void multiply_add(bool cplx, const double *a, int64_t i, const double *b, int64_t j, double *sr,
+                         double *si) {
+    if (cplx) {
+        double ar = a[2 * i], ai = a[2 * i + 1], br = b[2 * j], bi = b[2 * j + 1];
+        double rr = ar * br, ii = ai * bi, ir = ai * br, ri = ar * bi;
+        double pre = rr - ii, pim = ir + ri;
+        *sr = *sr + pre;
+        *si = *si + pim;
+    } else {
+        double p = a[i] * b[j];
+        *sr = *sr + p;
+    }
+}
+
+/* A tensor of type dt (f32, f64 or c128) of n elements from the doubles d
+ * (2n for c128); for f32, d is first rounded to float in place, so that
+ * it holds exactly the tensor's values. */
+static emily_tensor *from_doubles(emily_dtype dt, int rank, const int64_t *shape, double *d, int64_t n) {
+    if (dt != EMILY_F32) return t_from(dt, rank, shape, d);
+    float *f = malloc(sizeof(float) * (size_t)(n + 1));
+    for (int64_t i = 0; i < n; i++) d[i] = f[i] = (float)d[i];
+    emily_tensor *t = t_from(dt, rank, shape, f);
+    free(f);
+    return t;
 }
 
 /* A general dot checked against a straightforward reference that sums in
@@ -140,19 +155,7 @@ static void check_general(emily_dtype dt, int ra, const int64_t *sa, int rb, con
     double *da = malloc(sizeof(double) * (size_t)na * 2), *db = malloc(sizeof(double) * (size_t)nbn * 2);
     for (int64_t i = 0; i < na * (cplx ? 2 : 1); i++) da[i] = rnd();
     for (int64_t i = 0; i < nbn * (cplx ? 2 : 1); i++) db[i] = rnd();
-    emily_tensor *ta, *tb;
-    if (dt == EMILY_F32) { /* the same values as f32 data */
-        float *fa = malloc(sizeof(float) * (size_t)na), *fb = malloc(sizeof(float) * (size_t)nbn);
-        for (int64_t i = 0; i < na; i++) da[i] = fa[i] = (float)da[i];
-        for (int64_t i = 0; i < nbn; i++) db[i] = fb[i] = (float)db[i];
-        ta = t_from(dt, ra, sa, fa);
-        tb = t_from(dt, rb, sb, fb);
-        free(fa);
-        free(fb);
-    } else {
-        ta = t_from(dt, ra, sa, da);
-        tb = t_from(dt, rb, sb, db);
-    }
+    emily_tensor *ta = from_doubles(dt, ra, sa, da, na), *tb = from_doubles(dt, rb, sb, db, nbn);
     /* optionally feed transposed views of physically permuted data */
     emily_tensor *va = ta, *vb = tb;
     int ca2[8], cb2[8], ba2[8], bb2[8];
@@ -218,16 +221,7 @@ static void check_general(emily_dtype dt, int ra, const int64_t *sa, int rb, con
                 int64_t pa = A->offset, pb = B->offset;
                 for (int i = 0; i < rva; i++) pa += idx_a[i] * A->strides[i];
                 for (int i = 0; i < rvb; i++) pb += idx_b[i] * B->strides[i];
-                if (cplx) {
-                    double ar = da[2 * pa], ai = da[2 * pa + 1], br = db[2 * pb], bi = db[2 * pb + 1];
-                    double rr = ar * br, ii = ai * bi, ir = ai * br, ri = ar * bi;
-                    double pre = rr - ii, pim = ir + ri;
-                    accr = accr + pre;
-                    acci = acci + pim;
-                } else {
-                    double p = da[pa] * db[pb];
-                    accr = accr + p;
-                }
+                multiply_add(cplx, da, pa, db, pb, &accr, &acci);
             }
             double gr, gi = 0;
             if (dt == EMILY_F32) gr = ((const float *)cbuf)[o];
@@ -313,11 +307,7 @@ TEST(f64_sums_in_order_without_fusing) {
     c = NULL;
     CHECK_OK(emily_matmul(ta2, tb2, &c));
     CHECK(c && t_get(c, 0) == 0.0);
-    emily_tensor_release(c);
-    emily_tensor_release(ta);
-    emily_tensor_release(tb);
-    emily_tensor_release(ta2);
-    emily_tensor_release(tb2);
+    RELEASE(c, ta, tb, ta2, tb2);
     highest_off();
 }
 
@@ -342,11 +332,7 @@ TEST(complex_values_and_mixed_real) {
         get_c(c, 0, &re, &im);
         CHECK(re == -1 && im == 4);
     }
-    emily_tensor_release(c);
-    emily_tensor_release(ta);
-    emily_tensor_release(tb);
-    emily_tensor_release(tr);
-    emily_tensor_release(tz);
+    RELEASE(c, ta, tb, tr, tz);
 }
 
 TEST(integers_wrap_in_the_output_width) {
@@ -398,18 +384,7 @@ TEST(integers_wrap_in_the_output_width) {
             for (int k = 0; k < 70; k++) acc += (uint32_t)ia[i * 70 + k] * (uint32_t)ib[k * 5 + j];
             CHECK(bits_at(c, i * 5 + j) == (uint64_t)acc);
         }
-    emily_tensor_release(c);
-    emily_tensor_release(vib);
-    emily_tensor_release(tia);
-    emily_tensor_release(tib);
-    emily_tensor_release(ta);
-    emily_tensor_release(tb);
-    emily_tensor_release(ts);
-    emily_tensor_release(tq);
-    emily_tensor_release(tl);
-    emily_tensor_release(tm);
-    emily_tensor_release(tu);
-    emily_tensor_release(tv);
+    RELEASE(c, vib, tia, tib, ta, tb, ts, tq, tl, tm, tu, tv);
 }
 
 TEST(integer_operands_of_float_dots_are_exact) {
@@ -422,9 +397,7 @@ TEST(integer_operands_of_float_dots_are_exact) {
     emily_tensor *tb = t_from(EMILY_F32, 1, (int64_t[]){2}, b);
     emily_tensor *c = dot(ta, 1, (int[]){0}, 0, NULL, tb, (int[]){0}, NULL);
     CHECK(c && emily_tensor_dtype(c) == EMILY_F32 && t_get(c, 0) == 3.0);
-    emily_tensor_release(c);
-    emily_tensor_release(ta);
-    emily_tensor_release(tb);
+    RELEASE(c, ta, tb);
     highest_off();
 }
 
@@ -448,13 +421,7 @@ TEST(half_types_round_like_nx) {
     emily_tensor *thone3 = t_from(EMILY_F16, 1, (int64_t[]){3}, hone);
     c = dot(th3, 1, (int[]){0}, 0, NULL, thone3, (int[]){0}, NULL);
     CHECK(c && bits_at(c, 0) == 0x3c01);
-    emily_tensor_release(c);
-    emily_tensor_release(ta);
-    emily_tensor_release(tb);
-    emily_tensor_release(th);
-    emily_tensor_release(thone);
-    emily_tensor_release(th3);
-    emily_tensor_release(thone3);
+    RELEASE(c, ta, tb, th, thone, th3, thone3);
 }
 
 TEST(edge_values_propagate) {
@@ -473,12 +440,7 @@ TEST(edge_values_propagate) {
     emily_tensor *tfb = t_from(EMILY_F32, 1, (int64_t[]){2}, fb);
     c = dot(tfa, 1, (int[]){0}, 0, NULL, tfb, (int[]){0}, NULL);
     CHECK(c && t_get(c, 0) == INFINITY);
-    emily_tensor_release(c);
-    emily_tensor_release(ta);
-    emily_tensor_release(tb);
-    emily_tensor_release(tz);
-    emily_tensor_release(tfa);
-    emily_tensor_release(tfb);
+    RELEASE(c, ta, tb, tz, tfa, tfb);
 }
 
 TEST(zero_size_and_rank0) {
@@ -489,17 +451,13 @@ TEST(zero_size_and_rank0) {
     c = dot(a, 1, (int[]){1}, 0, NULL, b, (int[]){0}, NULL);
     CHECK(c && t_shape_is(c, 2, (int64_t[]){3, 2}) && emily_tensor_dtype(c) == EMILY_F32);
     for (int i = 0; c && i < 6; i++) CHECK(bits_at(c, i) == 0);
-    emily_tensor_release(c);
-    emily_tensor_release(a);
-    emily_tensor_release(b);
+    RELEASE(c, a, b);
     /* M = 0: an empty output */
     CHECK_OK(emily_empty(EMILY_CPU, EMILY_F64, 2, (int64_t[]){0, 4}, &a));
     CHECK_OK(emily_empty(EMILY_CPU, EMILY_F64, 2, (int64_t[]){4, 5}, &b));
     c = dot(a, 1, (int[]){1}, 0, NULL, b, (int[]){0}, NULL);
     CHECK(c && t_shape_is(c, 2, (int64_t[]){0, 5}));
-    emily_tensor_release(c);
-    emily_tensor_release(a);
-    emily_tensor_release(b);
+    RELEASE(c, a, b);
     /* rank 0 with rank 0 and with a vector (Nx.dot/2 multiplies) */
     int32_t s = 3, v[3] = {1, -2, 5};
     emily_tensor *ts = t_from(EMILY_S32, 0, NULL, &s);
@@ -513,9 +471,7 @@ TEST(zero_size_and_rank0) {
     /* vector . vector and matrix . vector via matmul */
     CHECK_OK(emily_matmul(tv, tv, &c));
     CHECK(c && emily_tensor_rank(c) == 0 && t_get(c, 0) == 30);
-    emily_tensor_release(c);
-    emily_tensor_release(ts);
-    emily_tensor_release(tv);
+    RELEASE(c, ts, tv);
 }
 
 TEST(broadcast_and_strided_views) {
@@ -539,12 +495,7 @@ TEST(broadcast_and_strided_views) {
     CHECK_OK(emi_tensor_view(t, 1, (int64_t[]){4}, (int64_t[]){-1}, 3, &rev));
     c = dot(rev, 1, (int[]){0}, 0, NULL, t, (int[]){0}, NULL); /* 4*1+3*2+2*3+1*4 */
     CHECK(c && t_get(c, 0) == 20);
-    emily_tensor_release(c);
-    emily_tensor_release(rev);
-    emily_tensor_release(every_other);
-    emily_tensor_release(tm);
-    emily_tensor_release(bc);
-    emily_tensor_release(t);
+    RELEASE(c, rev, every_other, tm, bc, t);
 }
 
 TEST(batched_many_small_and_explicit_type) {
@@ -568,9 +519,7 @@ TEST(batched_many_small_and_explicit_type) {
     CHECK_OK(emily_dot(ta, 1, (int[]){2}, 1, (int[]){0}, tb, 1, (int[]){1}, 1, (int[]){0},
                        EMILY_F64, &c));
     CHECK(c && emily_tensor_dtype(c) == EMILY_F64);
-    emily_tensor_release(c);
-    emily_tensor_release(ta);
-    emily_tensor_release(tb);
+    RELEASE(c, ta, tb);
 }
 
 TEST(fast_precision_mode) {
@@ -609,9 +558,7 @@ TEST(fast_precision_mode) {
     CHECK(prev == EMILY_DOT_PRECISION_HIGHEST);
     CHECK(emily_dot_get_precision() == EMILY_DOT_PRECISION_FAST);
     CHECK_OK(emily_dot_set_precision(default_precision));
-    emily_tensor_release(ta);
-    emily_tensor_release(th);
-    emily_tensor_release(tz);
+    RELEASE(ta, th, tz);
 }
 
 /* FAST products of real operands (dot_blocked.c's f32 FMA kernel where
@@ -676,16 +623,9 @@ static void check_fast(emily_dtype dt, int64_t nbat, int64_t m, int64_t k, int64
         free(ve);
         free(vs);
     }
-    emily_tensor_release(cf);
-    emily_tensor_release(ce);
-    emily_tensor_release(cabs);
+    RELEASE(cf, ce, cabs);
     if (va != ta) emily_tensor_release(va);
-    emily_tensor_release(ta);
-    emily_tensor_release(tb);
-    emily_tensor_release(aa);
-    emily_tensor_release(ab);
-    emily_tensor_release(a64);
-    emily_tensor_release(b64);
+    RELEASE(ta, tb, aa, ab, a64, b64);
     free(da);
     free(db);
 }
@@ -741,10 +681,7 @@ TEST(fast_blas_blocks_cover_the_product) {
         free(vh);
         free(da);
         free(db);
-        emily_tensor_release(f);
-        emily_tensor_release(h);
-        emily_tensor_release(ta);
-        emily_tensor_release(tb);
+        RELEASE(f, h, ta, tb);
     }
 }
 
@@ -812,9 +749,7 @@ TEST(huge_broadcast_fails_cleanly) {
     emily_status s = emily_dot(a, 1, (int[]){1}, 0, NULL, b, 1, (int[]){0}, 0, NULL,
                                EMILY_DTYPE_AUTO, &c);
     CHECK(s != EMILY_OK && c == NULL);
-    emily_tensor_release(a);
-    emily_tensor_release(b);
-    emily_tensor_release(t);
+    RELEASE(a, b, t);
 }
 
 /* ---- errors ------------------------------------------------------------- */
@@ -866,9 +801,7 @@ TEST(bad_arguments_fail_cleanly) {
     CHECK_ERR(emily_matmul(ta, NULL, &out), EMILY_ERR_ARGUMENT, "right tensor");
     CHECK_ERR(emily_matmul(ta, tb, &out), EMILY_ERR_SHAPE, "does not match");
     CHECK(out == NULL);
-    emily_tensor_release(ta);
-    emily_tensor_release(tb);
-    emily_tensor_release(tc);
+    RELEASE(ta, tb, tc);
 }
 
 /* ---- CUDA: the same answers as the CPU ------------------------------------ */
@@ -994,13 +927,7 @@ TEST(cuda_matches_cpu) {
                                 emily_dtype_name(dt), cfg, prec, (long long)d);
                     CHECK(d <= allowed);
                 }
-                emily_tensor_release(a);
-                emily_tensor_release(b);
-                emily_tensor_release(ga);
-                emily_tensor_release(gb);
-                emily_tensor_release(cc);
-                emily_tensor_release(gc);
-                emily_tensor_release(back);
+                RELEASE(a, b, ga, gb, cc, gc, back);
             }
         }
     }
@@ -1038,19 +965,7 @@ static void check_conv(emily_dtype dt, const conv_case *cc) {
     double *dk = malloc(sizeof(double) * (size_t)(nk * w + 1));
     for (int64_t i = 0; i < nin * w; i++) din[i] = rnd();
     for (int64_t i = 0; i < nk * w; i++) dk[i] = rnd();
-    emily_tensor *ti, *tk;
-    if (dt == EMILY_F32) {
-        float *fi = malloc(sizeof(float) * (size_t)nin + 4), *fk = malloc(sizeof(float) * (size_t)nk + 4);
-        for (int64_t i = 0; i < nin; i++) din[i] = fi[i] = (float)din[i];
-        for (int64_t i = 0; i < nk; i++) dk[i] = fk[i] = (float)dk[i];
-        ti = t_from(dt, r, pin, fi);
-        tk = t_from(dt, r, pk, fk);
-        free(fi);
-        free(fk);
-    } else {
-        ti = t_from(dt, r, pin, din);
-        tk = t_from(dt, r, pk, dk);
-    }
+    emily_tensor *ti = from_doubles(dt, r, pin, din, nin), *tk = from_doubles(dt, r, pk, dk, nk);
     emily_conv_opts o = {cc->stride, cc->lo, cc->hi, cc->idil, cc->kdil, cc->fg, cc->bg,
                          cc->ip, cc->kp, cc->op};
     emily_tensor *out = NULL;
@@ -1113,17 +1028,7 @@ static void check_conv(emily_dtype dt, const conv_case *cc) {
                         koff += wpos[i] * pstr_k[2 + i];
                     }
                     if (zero) continue; /* a zero of the padding: adds nothing */
-                    if (cplx) {
-                        double ar = din[2 * ioff], ai = din[2 * ioff + 1];
-                        double br = dk[2 * koff], bi = dk[2 * koff + 1];
-                        double rr = ar * br, ii = ai * bi, ir = ai * br, ri = ar * bi;
-                        double pre = rr - ii, pim = ir + ri;
-                        sr = sr + pre;
-                        si = si + pim;
-                    } else {
-                        double pr = din[ioff] * dk[koff];
-                        sr = sr + pr;
-                    }
+                    multiply_add(cplx, din, ioff, dk, koff, &sr, &si);
                 }
                 accr = accr + sr;
                 acci = acci + si;
@@ -1139,9 +1044,7 @@ static void check_conv(emily_dtype dt, const conv_case *cc) {
         }
         CHECK(bad == 0);
     }
-    emily_tensor_release(out);
-    emily_tensor_release(ti);
-    emily_tensor_release(tk);
+    RELEASE(out, ti, tk);
     free(din);
     free(dk);
     highest_off();
@@ -1210,15 +1113,7 @@ TEST(conv_values_and_types) {
     CHECK_OK(emily_conv(z, zk, NULL, EMILY_DTYPE_AUTO, &c));
     CHECK(c && t_shape_is(c, 3, (int64_t[]){1, 2, 3}));
     for (int i = 0; c && i < 6; i++) CHECK(t_get(c, i) == 0);
-    emily_tensor_release(c);
-    emily_tensor_release(z);
-    emily_tensor_release(zk);
-    emily_tensor_release(e);
-    emily_tensor_release(fk);
-    emily_tensor_release(tx);
-    emily_tensor_release(tkk);
-    emily_tensor_release(th);
-    emily_tensor_release(thk);
+    RELEASE(c, z, zk, e, fk, tx, tkk, th, thk);
 }
 
 TEST(conv_sums_channels_separately) {
@@ -1239,11 +1134,7 @@ TEST(conv_sums_channels_separately) {
     double re = 0, im = 0;
     if (c) get_c(c, 0, &re, &im);
     CHECK(c && re == 1.0 && im == 0.0);
-    emily_tensor_release(c);
-    emily_tensor_release(tx);
-    emily_tensor_release(tk);
-    emily_tensor_release(tzx);
-    emily_tensor_release(tzk);
+    RELEASE(c, tx, tk, tzx, tzk);
     highest_off();
 }
 
@@ -1291,10 +1182,7 @@ TEST(conv_bad_arguments) {
     o2.feature_group_size = 2;
     CHECK_ERR(emily_conv(t, k, &o2, EMILY_S32, &c), EMILY_ERR_TYPE, "cannot compute a s32 convolution");
     CHECK(c == NULL);
-    emily_tensor_release(t);
-    emily_tensor_release(k);
-    emily_tensor_release(k2);
-    emily_tensor_release(kbig);
+    RELEASE(t, k, k2, kbig);
 }
 
 TEST(cuda_conv_matches_cpu) {
@@ -1330,27 +1218,12 @@ TEST(cuda_conv_matches_cpu) {
                             emily_dtype_name(types[ti]), ci, (long long)d);
                 CHECK(d <= (exact ? 0 : 1));
             }
-            emily_tensor_release(a);
-            emily_tensor_release(k);
-            emily_tensor_release(ga);
-            emily_tensor_release(gk);
-            emily_tensor_release(c);
-            emily_tensor_release(gc);
-            emily_tensor_release(back);
+            RELEASE(a, k, ga, gk, c, gc, back);
         }
 }
 
 /* ---- the Nx callback ---------------------------------------------------- */
 
-static emily_value v_int(int64_t i) { emily_value v = {0}; v.kind = EMILY_V_INT; v.i = i; return v; }
-static emily_value v_list(emily_value *items, size_t n) {
-    emily_value v = {0};
-    v.kind = EMILY_V_LIST;
-    v.items = items;
-    v.n = n;
-    return v;
-}
-static emily_value v_tensor(emily_tensor *t) { emily_value v = {0}; v.kind = EMILY_V_TENSOR; v.tensor = t; return v; }
 
 TEST(dispatch_dot_callback) {
     int32_t a[6] = {1, 2, 3, 4, 5, 6};

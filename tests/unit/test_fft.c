@@ -3,17 +3,6 @@
 #include <stdlib.h>
 #include "harness.h"
 
-/* All elements of t as complex doubles (malloc'd; NULL on failure). */
-static double complex *cvals(const emily_tensor *t) {
-    emily_tensor *c = NULL;
-    if (emily_as_type(t, EMILY_C128, &c)) return NULL;
-    size_t n = (size_t)emily_tensor_size(c);
-    double complex *v = malloc((n ? n : 1) * sizeof *v);
-    if (v && emily_to_binary(c, v, n * sizeof *v)) { free(v); v = NULL; }
-    emily_tensor_release(c);
-    return v;
-}
-
 /* Naive DFT in long double (sign -1 forward, +1 inverse scaled by 1/n). */
 static void naive_dft(const double complex *x, int64_t len, int64_t n, int sign,
                       double complex *y) {
@@ -30,20 +19,13 @@ static void naive_dft(const double complex *x, int64_t len, int64_t n, int sign,
     }
 }
 
-static double max_err(const double complex *a, const double complex *b, int64_t n) {
-    double m = 0;
-    for (int64_t i = 0; i < n; i++)
-        if (cabs(a[i] - b[i]) > m) m = cabs(a[i] - b[i]);
-    return m;
-}
-
 TEST(fft_small_known_values) {
     int64_t s4[1] = {4};
     int32_t x[4] = {1, 1, 1, 1};
     emily_tensor *t = t_from(EMILY_S32, 1, s4, x), *y = NULL;
     CHECK_OK(emily_fft(t, 0, -1, 1e-10, &y));
     CHECK(emily_tensor_dtype(y) == EMILY_C64 && t_shape_is(y, 1, s4));
-    double complex *v = cvals(y);
+    double complex *v = t_cvals(y);
     CHECK(v && v[0] == 4 && v[1] == 0 && v[2] == 0 && v[3] == 0);
     free(v);
     emily_tensor_release(y);
@@ -51,12 +33,10 @@ TEST(fft_small_known_values) {
     int32_t x2[4] = {1, 1, 0, 0};
     emily_tensor *t2 = t_from(EMILY_S32, 1, s4, x2);
     CHECK_OK(emily_fft(t2, 0, 0, 1e-10, &y));
-    v = cvals(y);
+    v = t_cvals(y);
     CHECK(v && v[0] == 2 && v[1] == 1 - I && v[2] == 0 && v[3] == 1 + I);
     free(v);
-    emily_tensor_release(y);
-    emily_tensor_release(t);
-    emily_tensor_release(t2);
+    RELEASE(y, t, t2);
 }
 
 TEST(fft_matches_naive_dft_many_lengths) {
@@ -68,18 +48,16 @@ TEST(fft_matches_naive_dft_many_lengths) {
         for (int64_t i = 0; i < n; i++) x[i] = sin(0.37 * (double)i) + I * cos(1.3 * (double)i * i / (double)n);
         emily_tensor *t = t_from(EMILY_C128, 1, s, x), *y = NULL, *z = NULL;
         CHECK_OK(emily_fft(t, 0, 0, 0.0, &y));
-        double complex *got = cvals(y);
+        double complex *got = t_cvals(y);
         naive_dft(x, n, n, -1, want);
-        CHECK(got && max_err(got, want, n) < 1e-11 * (double)n);
+        CHECK(got && c_max_diff(got, want, n) < 1e-11 * (double)n);
         free(got);
         /* ifft inverts */
         CHECK_OK(emily_ifft(y, 0, 0, 0.0, &z));
-        got = cvals(z);
-        CHECK(got && max_err(got, x, n) < 1e-13 * (double)n);
+        got = t_cvals(z);
+        CHECK(got && c_max_diff(got, x, n) < 1e-13 * (double)n);
         free(got);
-        emily_tensor_release(t);
-        emily_tensor_release(y);
-        emily_tensor_release(z);
+        RELEASE(t, y, z);
         free(x);
         free(want);
     }
@@ -93,7 +71,7 @@ TEST(fft_length_pads_and_truncates) {
     CHECK_OK(emily_fft(t, 4, 0, 1e-10, &y));
     int64_t s4[1] = {4};
     CHECK(t_shape_is(y, 1, s4));
-    double complex *v = cvals(y);
+    double complex *v = t_cvals(y);
     CHECK(v && v[0] == 2 && v[1] == 1 - I && v[2] == 0 && v[3] == 1 + I);
     free(v);
     emily_tensor_release(y);
@@ -102,8 +80,8 @@ TEST(fft_length_pads_and_truncates) {
     double complex xc[6], want[8];
     for (int i = 0; i < 6; i++) xc[i] = x[i];
     naive_dft(xc, 6, 8, -1, want);
-    v = cvals(y);
-    CHECK(v && emily_tensor_shape(y)[0] == 8 && max_err(v, want, 8) < 1e-5);
+    v = t_cvals(y);
+    CHECK(v && emily_tensor_shape(y)[0] == 8 && c_max_diff(v, want, 8) < 1e-5);
     free(v);
     emily_tensor_release(y);
     emily_tensor_release(t);
@@ -116,21 +94,18 @@ TEST(fft_along_axes_and_views) {
     emily_tensor *t = t_from(EMILY_F64, 2, s, x), *y = NULL, *tt = NULL, *yt = NULL;
     CHECK_OK(emily_fft(t, 0, 0, 1e-10, &y));
     CHECK(emily_tensor_dtype(y) == EMILY_C128 && t_shape_is(y, 2, s));
-    double complex *v = cvals(y);
+    double complex *v = t_cvals(y);
     /* column sums and differences */
     CHECK(v && v[0] == 5 && v[1] == 7 && v[2] == 9 && v[3] == -3 && v[4] == -3 && v[5] == -3);
     free(v);
     int perm[2] = {1, 0};
     CHECK_OK(emily_transpose(t, perm, &tt));
     CHECK_OK(emily_fft(tt, 0, -1, 1e-10, &yt));
-    v = cvals(yt);
+    v = t_cvals(yt);
     int64_t st[2] = {3, 2};
     CHECK(v && t_shape_is(yt, 2, st) && v[0] == 5 && v[1] == -3 && v[2] == 7 && v[3] == -3);
     free(v);
-    emily_tensor_release(t);
-    emily_tensor_release(y);
-    emily_tensor_release(tt);
-    emily_tensor_release(yt);
+    RELEASE(t, y, tt, yt);
 }
 
 TEST(fft_input_types) {
@@ -145,7 +120,7 @@ TEST(fft_input_types) {
         emily_tensor *t = t_from(types[i], 1, s, data[i]), *y = NULL;
         CHECK_OK(emily_fft(t, 0, 0, 1e-10, &y));
         CHECK(y && emily_tensor_dtype(y) == EMILY_C64);
-        double complex *v = y ? cvals(y) : NULL;
+        double complex *v = y ? t_cvals(y) : NULL;
         CHECK(v && v[0] == 6 && fabs(creal(v[1]) + 1.5) < 1e-6 && fabs(cimag(v[1]) - 0.8660254) < 1e-6);
         free(v);
         emily_tensor_release(t);
@@ -158,12 +133,12 @@ TEST(fft_eps_zeroes_small_components) {
     double x[4] = {1e-12, 0, 0, 0};
     emily_tensor *t = t_from(EMILY_F64, 1, s, x), *y = NULL;
     CHECK_OK(emily_fft(t, 0, 0, 1e-10, &y));
-    double complex *v = cvals(y);
+    double complex *v = t_cvals(y);
     CHECK(v && v[0] == 0 && v[3] == 0);
     free(v);
     emily_tensor_release(y);
     CHECK_OK(emily_fft(t, 0, 0, 0.0, &y));
-    v = cvals(y);
+    v = t_cvals(y);
     CHECK(v && creal(v[0]) == 1e-12);
     free(v);
     emily_tensor_release(y);
@@ -175,7 +150,7 @@ TEST(fft_non_finite_values_propagate) {
     double x[4] = {NAN, 1, 2, 3};
     emily_tensor *t = t_from(EMILY_F64, 1, s, x), *y = NULL;
     CHECK_OK(emily_fft(t, 0, 0, 1e-10, &y));
-    double complex *v = cvals(y);
+    double complex *v = t_cvals(y);
     CHECK(v && isnan(creal(v[0])) && isnan(creal(v[2])));
     free(v);
     emily_tensor_release(y);
@@ -189,11 +164,11 @@ TEST(fft_batches_match_single_lines) {
     for (int i = 0; i < 64 * 512; i++) x[i] = (float)((i * 7919) % 101) / 50.0f - 1.0f + I * (float)(i % 13);
     emily_tensor *t = t_from(EMILY_C64, 2, s, x), *y = NULL;
     CHECK_OK(emily_fft(t, 0, 1, 1e-10, &y));
-    double complex *all = cvals(y);
+    double complex *all = t_cvals(y);
     for (int r = 0; r < 64; r += 21) {
         emily_tensor *line = t_from(EMILY_C64, 1, s1, x + r * 512), *yl = NULL;
         CHECK_OK(emily_fft(line, 0, 0, 1e-10, &yl));
-        double complex *one = cvals(yl);
+        double complex *one = t_cvals(yl);
         CHECK(one && all && memcmp(one, all + r * 512, 512 * sizeof *one) == 0);
         free(one);
         emily_tensor_release(line);
@@ -213,15 +188,15 @@ TEST(fft2_is_two_passes) {
     int64_t lengths[2] = {0, 0};
     int axes[2] = {-2, -1};
     CHECK_OK(emily_fft2(t, lengths, axes, 1e-10, &y));
-    double complex *v = cvals(y);
+    double complex *v = t_cvals(y);
     double complex want[8] = {6, 0, 2, 0, -2, 0, 2, 0};
-    CHECK(v && max_err(v, want, 8) == 0);
+    CHECK(v && c_max_diff(v, want, 8) == 0);
     free(v);
     CHECK_OK(emily_ifft2(y, lengths, axes, 1e-10, &z));
-    v = cvals(z);
+    v = t_cvals(z);
     double complex back[8];
     for (int i = 0; i < 8; i++) back[i] = x[i];
-    CHECK(v && max_err(v, back, 8) < 1e-6);
+    CHECK(v && c_max_diff(v, back, 8) < 1e-6);
     free(v);
     emily_tensor_release(y);
     emily_tensor_release(z);
@@ -248,7 +223,7 @@ TEST(rfft_and_irfft) {
     CHECK_OK(emily_rfft(t, 0, -1, 1e-10, &y));
     int64_t s3[1] = {3};
     CHECK(t_shape_is(y, 1, s3) && emily_tensor_dtype(y) == EMILY_C64);
-    double complex *v = cvals(y);
+    double complex *v = t_cvals(y);
     CHECK(v && v[0] == 2 && v[1] == 1 - I && v[2] == 0);
     free(v);
     CHECK_OK(emily_irfft(y, 0, -1, 1e-10, &z));
@@ -263,18 +238,14 @@ TEST(rfft_and_irfft) {
     CHECK_OK(emily_irfft(y5, 5, 0, 1e-10, &z));
     CHECK(t_shape_is(z, 1, s5));
     for (int i = 0; i < 5; i++) CHECK(fabs(t_get(z, i) - x5[i]) < 1e-5);
-    emily_tensor_release(z);
-    emily_tensor_release(t5);
-    emily_tensor_release(y5);
+    RELEASE(z, t5, y5);
     /* complex input to rfft is an error, as in Nx */
     CHECK_ERR(emily_rfft(y, 0, 0, 1e-10, &z), EMILY_ERR_TYPE, "real tensor");
     /* irfft of a 1-point spectrum with the default length 0 is invalid */
     int64_t s1[1] = {1};
     emily_tensor *one = t_from(EMILY_F32, 1, s1, x);
     CHECK_ERR(emily_irfft(one, 0, 0, 1e-10, &z), EMILY_ERR_ARGUMENT, "must be positive");
-    emily_tensor_release(one);
-    emily_tensor_release(y);
-    emily_tensor_release(t);
+    RELEASE(one, y, t);
 }
 
 TEST(fft_zero_size_and_bad_input) {
@@ -289,7 +260,7 @@ TEST(fft_zero_size_and_bad_input) {
     emily_tensor *e = NULL;
     CHECK_OK(emily_empty(EMILY_CPU, EMILY_F64, 2, s40, &e));
     CHECK_OK(emily_fft(e, 3, 1, 1e-10, &y));
-    double complex *v = cvals(y);
+    double complex *v = t_cvals(y);
     int64_t s43[2] = {4, 3};
     CHECK(v && t_shape_is(y, 2, s43) && v[0] == 0 && v[11] == 0);
     free(v);
@@ -313,22 +284,18 @@ TEST(fft_dispatch_callbacks) {
     int32_t x[4] = {1, 1, 0, 0};
     emily_tensor *t = t_from(EMILY_S32, 1, s, x);
     int64_t os[1] = {4};
-    emily_value out = {.kind = EMILY_V_TEMPLATE, .dtype = EMILY_C64, .rank = 1, .shape = os};
-    emily_value items[3] = {{.kind = EMILY_V_FLOAT, .f = 1e-10}, {.kind = EMILY_V_INT, .i = 4},
-                            {.kind = EMILY_V_INT, .i = 0}};
+    emily_value out = v_tmpl(EMILY_C64, 1, os);
+    emily_value items[3] = {v_float(1e-10), v_int(4), v_int(0)};
     const char *keys[3] = {"eps", "length", "axis"};
-    emily_value args[2] = {{.kind = EMILY_V_TENSOR, .tensor = t},
-                           {.kind = EMILY_V_OPTS, .items = items, .keys = keys, .n = 3}};
+    emily_value args[2] = {v_tensor(t), v_opts(keys, items, 3)};
     emily_dispatch_result r = {0};
     CHECK_OK(emily_dispatch("fft", EMILY_CPU, &out, args, 2, EMILY_DISPATCH_RUN, &r));
     CHECK(r.n == 1);
     emily_dispatch_result_release(&r);
-    items[1].kind = EMILY_V_ATOM;
-    items[1].str = "power_of_two";
+    items[1] = v_atom("power_of_two");
     CHECK_OK(emily_dispatch("ifft", EMILY_CPU, &out, args, 2, EMILY_DISPATCH_INFER, &r));
     emily_dispatch_result_release(&r);
-    items[1].kind = EMILY_V_INT;
-    items[1].i = -2;
+    items[1] = v_int(-2);
     CHECK_ERR(emily_dispatch("fft", EMILY_CPU, &out, args, 2, EMILY_DISPATCH_RUN, &r),
               EMILY_ERR_ARGUMENT, "positive");
     emily_tensor_release(t);

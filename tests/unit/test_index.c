@@ -9,12 +9,6 @@
 static const emily_dtype INDEX_TYPES[] = {EMILY_U8, EMILY_U16, EMILY_U32, EMILY_U64,
                                           EMILY_S8, EMILY_S16, EMILY_S32, EMILY_S64};
 
-static emily_tensor *iota_t(emily_dtype dt, int rank, const int64_t *shape) {
-    emily_tensor *t = NULL;
-    if (emily_iota(EMILY_CPU, dt, rank, shape, -1, &t)) return NULL;
-    return t;
-}
-
 /* An index tensor of dtype dt holding vals. */
 static emily_tensor *idx_t(emily_dtype dt, int rank, const int64_t *shape, const int64_t *vals) {
     int64_t n = 1;
@@ -26,18 +20,11 @@ static emily_tensor *idx_t(emily_dtype dt, int rank, const int64_t *shape, const
     return t;
 }
 
-static bool all_equal(const emily_tensor *t, int64_t n, const double *want) {
-    if (!t || emily_tensor_size(t) != n) return false;
-    for (int64_t i = 0; i < n; i++)
-        if (t_get(t, i) != want[i]) return false;
-    return true;
-}
-
 /* ---- take ---------------------------------------------------------------- */
 
 TEST(take_every_axis_and_index_type) {
     int64_t shape[3] = {3, 4, 5};
-    emily_tensor *t = iota_t(EMILY_S32, 3, shape);
+    emily_tensor *t = t_iota(EMILY_S32, 3, shape);
     int64_t ishape[2] = {2, 3}, iv[6] = {2, 0, 1, 1, 2, 0};
     for (size_t it = 0; it < sizeof INDEX_TYPES / sizeof *INDEX_TYPES; it++) {
         emily_tensor *idx = idx_t(INDEX_TYPES[it], 2, ishape, iv);
@@ -124,10 +111,7 @@ TEST(take_views_scalars_and_wide_elements) {
     ok = o && t_shape_is(o, 2, wshape);
     for (int64_t i = 0; ok && i < big; i += 1009) ok = t_get(o, 2 * big + i) == 10 + (double)bv[i];
     CHECK(ok);
-    emily_tensor_release(o);
-    emily_tensor_release(tb);
-    emily_tensor_release(tf);
-    emily_tensor_release(idx);
+    RELEASE(o, tb, tf, idx);
     free(bv);
     emily_tensor_release(ct);
     emily_tensor_release(c);
@@ -135,7 +119,7 @@ TEST(take_views_scalars_and_wide_elements) {
 
 TEST(take_errors) {
     int64_t shape[2] = {2, 3};
-    emily_tensor *t = iota_t(EMILY_F32, 2, shape), *o = NULL;
+    emily_tensor *t = t_iota(EMILY_F32, 2, shape), *o = NULL;
     int64_t two = 2, bad[2] = {0, 3}, neg[2] = {-1, 0};
     emily_tensor *ib = idx_t(EMILY_S32, 1, &two, bad), *in = idx_t(EMILY_S8, 1, &two, neg);
     /* Nx 0.13 takes through gather(t, idx, axes: [1]), whose reference
@@ -157,19 +141,14 @@ TEST(take_errors) {
     CHECK_OK(emily_constant(EMILY_CPU, EMILY_F32, 0, NULL, emily_scalar_float(1), &sc));
     CHECK_ERR(emily_take(sc, in, 0, &o), EMILY_ERR_AXIS, "rank 0");
     CHECK(o == NULL);
-    emily_tensor_release(sc);
-    emily_tensor_release(ifl);
-    emily_tensor_release(ih);
-    emily_tensor_release(ib);
-    emily_tensor_release(in);
-    emily_tensor_release(t);
+    RELEASE(sc, ifl, ih, ib, in, t);
 }
 
 /* ---- take_along_axis ----------------------------------------------------- */
 
 TEST(take_along_axis_matches_definition) {
     int64_t shape[3] = {2, 3, 4};
-    emily_tensor *t = iota_t(EMILY_F64, 3, shape);
+    emily_tensor *t = t_iota(EMILY_F64, 3, shape);
     for (int axis = 0; axis < 3; axis++) {
         int64_t ishape[3] = {2, 3, 4};
         ishape[axis] = 5;
@@ -203,10 +182,7 @@ TEST(take_along_axis_matches_definition) {
     bool same = o && s;
     for (int64_t i = 0; same && i < 24; i++) same = t_get(o, i) == t_get(s, i);
     CHECK(same);
-    emily_tensor_release(o);
-    emily_tensor_release(s);
-    emily_tensor_release(as);
-    emily_tensor_release(rv);
+    RELEASE(o, s, as, rv);
 
     /* errors */
     int64_t bad_shape[3] = {2, 2, 4}, bad_rank[2] = {2, 3};
@@ -230,25 +206,20 @@ TEST(take_along_axis_matches_definition) {
     CHECK_ERR(emily_take_along_axis(e, i4, 0, &o), EMILY_ERR_INDEX,
               "index 0 is out of bounds for axis 0 in shape {0, 3, 4}");
     CHECK(o == NULL);
-    emily_tensor_release(e);
-    emily_tensor_release(i4);
-    emily_tensor_release(i1);
-    emily_tensor_release(i2);
-    emily_tensor_release(i3);
-    emily_tensor_release(t);
+    RELEASE(e, i4, i1, i2, i3, t);
 }
 
 /* ---- gather -------------------------------------------------------------- */
 
 TEST(gather_axes) {
     int64_t shape[3] = {2, 3, 4};
-    emily_tensor *t = iota_t(EMILY_S16, 3, shape), *o = NULL;
+    emily_tensor *t = t_iota(EMILY_S16, 3, shape), *o = NULL;
     /* full indexing: scalars */
     int64_t ish[2] = {3, 3}, iv[9] = {1, 2, 3, 0, 0, 0, 1, 0, 2};
     emily_tensor *idx = idx_t(EMILY_S32, 2, ish, iv);
     CHECK_OK(emily_gather(t, idx, 0, NULL, &o));
     double w1[3] = {23, 0, 14};
-    CHECK(all_equal(o, 3, w1));
+    CHECK(t_equals(o, 3, w1));
     emily_tensor_release(o);
     emily_tensor_release(idx);
     /* axes [0, 2]: slices along axis 1 */
@@ -258,7 +229,7 @@ TEST(gather_axes) {
     CHECK_OK(emily_gather(t, idx, 2, ax02, &o));
     int64_t ws[3] = {2, 1, 3};
     double w2[6] = {15, 19, 23, 1, 5, 9};
-    CHECK(o && t_shape_is(o, 3, ws) && all_equal(o, 6, w2));
+    CHECK(o && t_shape_is(o, 3, ws) && t_equals(o, 6, w2));
     emily_tensor_release(o);
     emily_tensor_release(idx);
     /* axes [1] on a transposed view */
@@ -277,9 +248,7 @@ TEST(gather_axes) {
             for (int64_t c = 0; ok && c < 3; c++)
                 ok = t_get(o, (r * 4 + a) * 3 + c) == (double)((iv3[r] * 3 + c) * 4 + a);
     CHECK(ok);
-    emily_tensor_release(o);
-    emily_tensor_release(idx);
-    emily_tensor_release(tv);
+    RELEASE(o, idx, tv);
     /* an index row of length 0 takes the whole tensor */
     int64_t ish4[2] = {2, 0};
     CHECK_OK(emily_empty(EMILY_CPU, EMILY_S32, 2, ish4, &idx));
@@ -307,11 +276,7 @@ TEST(gather_axes) {
     CHECK_OK(emily_constant(EMILY_CPU, EMILY_S32, 0, NULL, emily_scalar_int(0), &is));
     CHECK_ERR(emily_gather(t, is, 0, NULL, &o), EMILY_ERR_SHAPE, "rank 1 or more");
     CHECK(o == NULL);
-    emily_tensor_release(is);
-    emily_tensor_release(iw);
-    emily_tensor_release(ib);
-    emily_tensor_release(idx);
-    emily_tensor_release(t);
+    RELEASE(is, iw, ib, idx, t);
 }
 
 /* ---- indexed_add / indexed_put ------------------------------------------- */
@@ -319,30 +284,27 @@ TEST(gather_axes) {
 TEST(indexed_repeats_types_and_blocks) {
     /* the doctest: repeated positions add up; put keeps the last */
     int64_t shape[3] = {1, 2, 3};
-    emily_tensor *t = iota_t(EMILY_S32, 3, shape), *o = NULL;
+    emily_tensor *t = t_iota(EMILY_S32, 3, shape), *o = NULL;
     int64_t ish[2] = {5, 3}, iv[15] = {0, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 2, 0, 1, 2};
     int64_t ush = 5, uv[5] = {1, 3, 1, -2, 5};
     emily_tensor *idx = idx_t(EMILY_S32, 2, ish, iv), *upd = idx_t(EMILY_S32, 1, &ush, uv);
     CHECK_OK(emily_indexed_add(t, idx, upd, 0, NULL, EMILY_DTYPE_AUTO, &o));
     double wa[6] = {2, 1, 0, 3, 7, 10};
-    CHECK(all_equal(o, 6, wa) && emily_tensor_dtype(o) == EMILY_S32);
+    CHECK(t_equals(o, 6, wa) && emily_tensor_dtype(o) == EMILY_S32);
     emily_tensor_release(o);
     CHECK_OK(emily_indexed_put(t, idx, upd, 0, NULL, EMILY_DTYPE_AUTO, &o));
     double wp[6] = {1, 1, -2, 3, 3, 5};
-    CHECK(all_equal(o, 6, wp));
+    CHECK(t_equals(o, 6, wp));
     emily_tensor_release(o);
     /* type merge: s32 target, f32 updates -> f32; u8 updates -> s32 */
     float fu[5] = {0.5f, 0.25f, 0.5f, 1, 1};
     emily_tensor *uf = t_from(EMILY_F32, 1, &ush, fu);
     CHECK_OK(emily_indexed_add(t, idx, uf, 0, NULL, EMILY_DTYPE_AUTO, &o));
     double wf[6] = {1, 1, 3, 3, 4.25, 6};
-    CHECK(all_equal(o, 6, wf) && emily_tensor_dtype(o) == EMILY_F32);
+    CHECK(t_equals(o, 6, wf) && emily_tensor_dtype(o) == EMILY_F32);
     emily_tensor_release(o);
     CHECK_ERR(emily_indexed_add(t, idx, uf, 0, NULL, EMILY_S64, &o), EMILY_ERR_TYPE, "cannot hold");
-    emily_tensor_release(uf);
-    emily_tensor_release(upd);
-    emily_tensor_release(idx);
-    emily_tensor_release(t);
+    RELEASE(uf, upd, idx, t);
 
     /* f16: the updates of a position are summed first (in f64), then
      * added to the target and rounded once: 2048 + (1 + 1) = 2050,
@@ -383,20 +345,11 @@ TEST(indexed_repeats_types_and_blocks) {
     CHECK_OK(emily_indexed_add(tf, idx, uc, 0, NULL, EMILY_DTYPE_AUTO, &o));
     if (o) CHECK_OK(emily_to_binary(o, cr, 8));
     CHECK(o && emily_tensor_dtype(o) == EMILY_C64 && cr[0] == 1.75f && cr[1] == 2.0f);
-    emily_tensor_release(o);
-    emily_tensor_release(tc);
-    emily_tensor_release(uc);
-    emily_tensor_release(tf);
-    emily_tensor_release(ui);
-    emily_tensor_release(t8);
-    emily_tensor_release(u8);
-    emily_tensor_release(th);
-    emily_tensor_release(uh);
-    emily_tensor_release(idx);
+    RELEASE(o, tc, uc, tf, ui, t8, u8, th, uh, idx);
 
     /* a large target and few updates: accumulators found by hashing */
     int64_t bigt = 100000;
-    t = iota_t(EMILY_F32, 1, &bigt);
+    t = t_iota(EMILY_F32, 1, &bigt);
     int64_t hsh[2] = {4, 1}, hv[4] = {5, 99999, 5, 77777};
     idx = idx_t(EMILY_S64, 2, hsh, hv);
     int64_t four = 4;
@@ -405,15 +358,12 @@ TEST(indexed_repeats_types_and_blocks) {
     CHECK_OK(emily_indexed_add(t, idx, hu_t, 0, NULL, EMILY_DTYPE_AUTO, &o));
     CHECK(o && emily_tensor_dtype(o) == EMILY_F64 && t_get(o, 5) == 6.75 && t_get(o, 99999) == 100001 &&
           t_get(o, 77777) == 0 && t_get(o, 6) == 6 && t_get(o, 0) == 0);
-    emily_tensor_release(o);
-    emily_tensor_release(hu_t);
-    emily_tensor_release(idx);
-    emily_tensor_release(t);
+    RELEASE(o, hu_t, idx, t);
 
     /* blocks: axes [0, 2] of {4, 5, 3}, updates {n, 5} fill axis 1; a
      * smaller update {n, 2} covers the first two rows of that axis */
     int64_t tsh[3] = {4, 5, 3};
-    t = iota_t(EMILY_F64, 3, tsh);
+    t = t_iota(EMILY_F64, 3, tsh);
     emily_tensor *tt = NULL;
     int perm[3] = {0, 1, 2};
     CHECK_OK(emily_transpose(t, perm, &tt));
@@ -440,16 +390,12 @@ TEST(indexed_repeats_types_and_blocks) {
     emily_tensor *btoo = t_from(EMILY_F64, 2, bigsh, z12);
     CHECK_ERR(emily_indexed_add(t, idx, btoo, 2, axes, EMILY_DTYPE_AUTO, &o), EMILY_ERR_SHAPE,
               "axis 1 of updates {2, 6} is larger than axis 1 of the target {4, 5, 3}");
-    emily_tensor_release(btoo);
-    emily_tensor_release(bu);
-    emily_tensor_release(idx);
-    emily_tensor_release(tt);
-    emily_tensor_release(t);
+    RELEASE(btoo, bu, idx, tt, t);
 }
 
 TEST(indexed_errors) {
     int64_t shape[2] = {2, 3};
-    emily_tensor *t = iota_t(EMILY_F32, 2, shape), *o = NULL;
+    emily_tensor *t = t_iota(EMILY_F32, 2, shape), *o = NULL;
     int64_t ish[2] = {2, 2}, iv[4] = {0, 1, 1, 3};
     int64_t two = 2;
     float uv[2] = {1, 2};
@@ -487,16 +433,7 @@ TEST(indexed_errors) {
     CHECK_OK(emily_empty(EMILY_CPU, EMILY_F64, 1, &e1, &ue));
     CHECK_OK(emily_indexed_add(t, ie, ue, 0, NULL, EMILY_DTYPE_AUTO, &o));
     CHECK(o && emily_tensor_dtype(o) == EMILY_F64 && t_get(o, 5) == 5);
-    emily_tensor_release(o);
-    emily_tensor_release(ie);
-    emily_tensor_release(ue);
-    emily_tensor_release(ifl);
-    emily_tensor_release(i31);
-    emily_tensor_release(i1);
-    emily_tensor_release(i3);
-    emily_tensor_release(idx);
-    emily_tensor_release(u);
-    emily_tensor_release(t);
+    RELEASE(o, ie, ue, ifl, i31, i1, i3, idx, u, t);
 }
 
 /* The exact text Nx's suite expects (nx_test.exs "raises when out of
@@ -506,7 +443,7 @@ TEST(indexed_errors) {
  * position and the tensor transposed to put those axes first. */
 TEST(out_of_bounds_messages_are_nx_text) {
     int64_t s22[2] = {2, 2}, i12[2] = {1, 2}, one = 1;
-    emily_tensor *t = iota_t(EMILY_S32, 2, s22), *o = NULL;
+    emily_tensor *t = t_iota(EMILY_S32, 2, s22), *o = NULL;
     int64_t first[2] = {3, -10}, second[2] = {0, -1};
     emily_tensor *i1 = idx_t(EMILY_S32, 2, i12, first), *i2 = idx_t(EMILY_S64, 2, i12, second);
     int32_t uv[1] = {1};
@@ -521,14 +458,11 @@ TEST(out_of_bounds_messages_are_nx_text) {
                                        : emily_indexed_put(t, ix, u, 0, NULL, EMILY_DTYPE_AUTO, &o);
             CHECK(s == EMILY_ERR_INDEX && strcmp(emily_last_error(), k ? m2 : m1) == 0 && !o);
         }
-    emily_tensor_release(i1);
-    emily_tensor_release(i2);
-    emily_tensor_release(u);
-    emily_tensor_release(t);
+    RELEASE(i1, i2, u, t);
     /* gather on axes [1, 2] of a {2, 3, 4} tensor: the reference gathers
      * from the {3, 4, 2} transpose; index 5 is the row's position 1 */
     int64_t s234[3] = {2, 3, 4};
-    t = iota_t(EMILY_F32, 3, s234);
+    t = t_iota(EMILY_F32, 3, s234);
     int64_t rows[4] = {0, 1, 2, 5};
     int64_t i22[2] = {2, 2};
     emily_tensor *ig = idx_t(EMILY_U8, 2, i22, rows);
@@ -542,59 +476,35 @@ TEST(out_of_bounds_messages_are_nx_text) {
     int ax2[1] = {2};
     CHECK_ERR(emily_indexed_put(t, ip, up, 1, ax2, EMILY_DTYPE_AUTO, &o), EMILY_ERR_INDEX, "index");
     CHECK(strcmp(emily_last_error(), "index 4 is out of bounds for axis 0 in shape {4, 2, 3}") == 0);
-    emily_tensor_release(ig);
-    emily_tensor_release(ip);
-    emily_tensor_release(up);
-    emily_tensor_release(t);
+    RELEASE(ig, ip, up, t);
 }
 
 /* The Nx callbacks: take with Nx 0.13's opts and Nx 0.7's bare axis. */
 TEST(callbacks) {
     int64_t shape[2] = {2, 3};
-    emily_tensor *t = iota_t(EMILY_S32, 2, shape);
+    emily_tensor *t = t_iota(EMILY_S32, 2, shape);
     int64_t two = 2, iv[2] = {2, 0};
     emily_tensor *idx = idx_t(EMILY_S32, 1, &two, iv);
-    emily_value args[3], opt;
-    memset(args, 0, sizeof args);
-    memset(&opt, 0, sizeof opt);
-    args[0].kind = args[1].kind = EMILY_V_TENSOR;
-    args[0].tensor = t;
-    args[1].tensor = idx;
     const char *keys[1] = {"axis"};
-    opt.kind = EMILY_V_INT;
-    opt.i = 1;
-    args[2].kind = EMILY_V_OPTS;
-    args[2].items = &opt;
-    args[2].keys = keys;
-    args[2].n = 1;
+    emily_value opt = v_int(1);
+    emily_value args[3] = {v_tensor(t), v_tensor(idx), v_opts(keys, &opt, 1)};
     int64_t oshape[2] = {2, 2};
-    emily_value tmpl;
-    memset(&tmpl, 0, sizeof tmpl);
-    tmpl.kind = EMILY_V_TEMPLATE;
-    tmpl.dtype = EMILY_S32;
-    tmpl.rank = 2;
-    tmpl.shape = oshape;
+    emily_value tmpl = v_tmpl(EMILY_S32, 2, oshape);
     emily_dispatch_result r = {0};
     double want[4] = {2, 0, 5, 3};
     CHECK_OK(emily_dispatch("take", EMILY_CPU, &tmpl, args, 3, EMILY_DISPATCH_RUN, &r));
-    CHECK(r.n == 1 && all_equal(r.tensors[0], 4, want));
+    CHECK(r.n == 1 && t_equals(r.tensors[0], 4, want));
     emily_dispatch_result_release(&r);
-    emily_value bare;
-    memset(&bare, 0, sizeof bare);
-    bare.kind = EMILY_V_INT;
-    bare.i = -1;
-    args[2] = bare;
+    args[2] = v_int(-1); /* Nx 0.7's bare axis */
     CHECK_OK(emily_dispatch("take", EMILY_CPU, &tmpl, args, 3, EMILY_DISPATCH_INFER, &r));
-    CHECK(r.n == 1 && all_equal(r.tensors[0], 4, want));
+    CHECK(r.n == 1 && t_equals(r.tensors[0], 4, want));
     emily_dispatch_result_release(&r);
     iv[0] = 7;
     emily_tensor *bad = idx_t(EMILY_S32, 1, &two, iv);
     args[1].tensor = bad;
     CHECK_ERR(emily_dispatch("take", EMILY_CPU, &tmpl, args, 3, EMILY_DISPATCH_RUN, &r), EMILY_ERR_INDEX,
               "index 7 is out of bounds for axis 0 in shape {3, 2}");
-    emily_tensor_release(bad);
-    emily_tensor_release(idx);
-    emily_tensor_release(t);
+    RELEASE(bad, idx, t);
 }
 
 /* gather searched the indexed axes for every axis of the tensor:

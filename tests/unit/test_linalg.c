@@ -5,34 +5,6 @@
 #include <string.h>
 #include "harness.h"
 
-static double complex *cvals(const emily_tensor *t) {
-    emily_tensor *c = NULL;
-    if (emily_as_type(t, EMILY_C128, &c)) return NULL;
-    size_t n = (size_t)emily_tensor_size(c);
-    double complex *v = malloc((n ? n : 1) * sizeof *v);
-    if (v && emily_to_binary(c, v, n * sizeof *v)) { free(v); v = NULL; }
-    emily_tensor_release(c);
-    return v;
-}
-
-/* C = A (m x k) . B (k x n), complex row-major. */
-static void matmul(const double complex *a, const double complex *b, double complex *c, int64_t m,
-                   int64_t k, int64_t n) {
-    for (int64_t i = 0; i < m; i++)
-        for (int64_t j = 0; j < n; j++) {
-            double complex s = 0;
-            for (int64_t l = 0; l < k; l++) s += a[i * k + l] * b[l * n + j];
-            c[i * n + j] = s;
-        }
-}
-
-static double max_diff(const double complex *a, const double complex *b, int64_t n) {
-    double m = 0;
-    for (int64_t i = 0; i < n; i++)
-        if (cabs(a[i] - b[i]) > m) m = cabs(a[i] - b[i]);
-    return m;
-}
-
 /* ---- lu ---------------------------------------------------------------- */
 
 TEST(lu_matches_nx_doctest) {
@@ -50,11 +22,11 @@ TEST(lu_matches_nx_doctest) {
     /* u = [[7, 8, 9], [0, 0.8571429, 1.7142857], [0, 0, ~0]] */
     CHECK(t_get(u, 0) == 7 && t_get(u, 3) == 0 && fabs(t_get(u, 4) - 0.8571429) < 1e-6);
     /* p . l . u = a */
-    double complex *P = cvals(p), *L = cvals(l), *U = cvals(u), lu[9], plu[9], A[9];
-    matmul(L, U, lu, 3, 3, 3);
-    matmul(P, lu, plu, 3, 3, 3);
+    double complex *P = t_cvals(p), *L = t_cvals(l), *U = t_cvals(u), lu[9], plu[9], A[9];
+    c_matmul(L, U, lu, 3, 3, 3);
+    c_matmul(P, lu, plu, 3, 3, 3);
     for (int i = 0; i < 9; i++) A[i] = a[i];
-    CHECK(max_diff(plu, A, 9) < 1e-5);
+    CHECK(c_max_diff(plu, A, 9) < 1e-5);
     free(P);
     free(L);
     free(U);
@@ -73,10 +45,7 @@ TEST(lu_batched_and_types) {
     CHECK(t_get(p, 4) == 0 && t_get(p, 5) == 1 && t_get(u, 4) == 1 && t_get(u, 7) == 1);
     /* first: l[1][0] = 0.5, u[1][1] = 1.5 */
     CHECK(t_get(l, 2) == 0.5 && t_get(u, 3) == 1.5);
-    emily_tensor_release(p);
-    emily_tensor_release(l);
-    emily_tensor_release(u);
-    emily_tensor_release(t);
+    RELEASE(p, l, u, t);
     /* l = tril(a, k: -1) + eye in Nx: 0 / -3 is -0 in the elimination and
      * +0 in l (Nx 0.13.1 gives l[2][0] = 0.0 for this matrix) */
     int64_t s3[2] = {3, 3};
@@ -88,23 +57,17 @@ TEST(lu_batched_and_types) {
         CHECK_OK(emily_to_binary(l, lb, sizeof lb));
         CHECK(lb[6] == 0 && !signbit(lb[6]) && lb[7] == 0.25f && lb[3] == -1.0f / 3.0f);
     }
-    emily_tensor_release(p);
-    emily_tensor_release(l);
-    emily_tensor_release(u);
-    emily_tensor_release(t);
+    RELEASE(p, l, u, t);
     /* complex */
     int64_t s2[2] = {2, 2};
     float complex c[4] = {1, 2 * I, 3, 4};
     t = t_from(EMILY_C64, 2, s2, c);
     CHECK_OK(emily_lu(t, &p, &l, &u));
     CHECK(emily_tensor_dtype(p) == EMILY_C64 && emily_tensor_dtype(l) == EMILY_C64);
-    double complex *U = cvals(u);
+    double complex *U = t_cvals(u);
     CHECK(U && U[0] == 3 && U[1] == 4);
     free(U);
-    emily_tensor_release(p);
-    emily_tensor_release(l);
-    emily_tensor_release(u);
-    emily_tensor_release(t);
+    RELEASE(p, l, u, t);
 }
 
 TEST(lu_bad_input) {
@@ -125,10 +88,7 @@ TEST(lu_bad_input) {
     t = t_from(EMILY_F32, 2, s2, z);
     CHECK_OK(emily_lu(t, &p, &l, &u));
     CHECK(t_get(u, 3) == 0);
-    emily_tensor_release(p);
-    emily_tensor_release(l);
-    emily_tensor_release(u);
-    emily_tensor_release(t);
+    RELEASE(p, l, u, t);
 }
 
 /* Nx's lin_alg_test.exs: lu of [[1+i, 2, 3], [4, 5i, 6], [7, 8, 9-i]].
@@ -146,13 +106,13 @@ TEST(lu_complex_matches_nx) {
             emily_tensor *t128 = t_from(EMILY_C128, 2, s, a), *t = NULL, *p = NULL, *l = NULL, *u = NULL;
             CHECK_OK(emily_as_type(t128, c64 ? EMILY_C64 : EMILY_C128, &t));
             CHECK_OK(emily_lu_opts(t, 1e-10, ms[m], &p, &l, &u));
-            double complex *P = cvals(p), *L = cvals(l), *U = cvals(u), lu[9], plu[9];
+            double complex *P = t_cvals(p), *L = t_cvals(l), *U = t_cvals(u), lu[9], plu[9];
             CHECK(P && L && U);
             if (P && L && U) {
                 CHECK(cabs(U[5] - (6 - 4.0 / 7.0 * (9 - I))) < 1e-6 && cimag(U[5]) > 0.57);
-                matmul(L, U, lu, 3, 3, 3);
-                matmul(P, lu, plu, 3, 3, 3);
-                CHECK(max_diff(plu, a, 9) < 1e-5);
+                c_matmul(L, U, lu, 3, 3, 3);
+                c_matmul(P, lu, plu, 3, 3, 3);
+                CHECK(c_max_diff(plu, a, 9) < 1e-5);
             }
             free(P);
             free(L);
@@ -176,8 +136,8 @@ TEST(solve_complex_matches_nx) {
             CHECK_OK(emily_as_type(a128, c64 ? EMILY_C64 : EMILY_C128, &at));
             CHECK_OK(emily_as_type(b128, c64 ? EMILY_C64 : EMILY_C128, &bt));
             CHECK_OK(emily_solve_opts(at, bt, ms[m], &x));
-            double complex *X = cvals(x);
-            CHECK(X && max_diff(X, want, 3) < 1e-6);
+            double complex *X = t_cvals(x);
+            CHECK(X && c_max_diff(X, want, 3) < 1e-6);
             free(X);
             emily_tensor *r[5] = {x, at, bt, a128, b128};
             for (int i = 0; i < 5; i++) emily_tensor_release(r[i]);
@@ -209,22 +169,19 @@ TEST(triangular_solve_every_option) {
                     emily_tensor *bt = vec ? bv : left ? bl : br, *x = NULL;
                     CHECK_OK(emily_triangular_solve(at, bt, left, lower, (emily_transform_a)tr, &x));
                     if (!x) continue;
-                    double complex *X = cvals(x), got[6], *B = cvals(bt);
+                    double complex *X = t_cvals(x), got[6], *B = t_cvals(bt);
                     int64_t cols = vec ? 1 : 2;
                     /* a vector b is a column (left) or a row (right) */
-                    if (left) matmul(op, X, got, 3, 3, cols);
-                    else matmul(X, op, got, vec ? 1 : 2, 3, 3);
-                    if (max_diff(got, B, vec ? 3 : 6) >= 1e-12)
+                    if (left) c_matmul(op, X, got, 3, 3, cols);
+                    else c_matmul(X, op, got, vec ? 1 : 2, 3, 3);
+                    if (c_max_diff(got, B, vec ? 3 : 6) >= 1e-12)
                         fprintf(stderr, "  lower %d left %d transform %d vector %d\n", lower, left, tr, vec);
-                    CHECK(max_diff(got, B, vec ? 3 : 6) < 1e-12);
+                    CHECK(c_max_diff(got, B, vec ? 3 : 6) < 1e-12);
                     free(X);
                     free(B);
                     emily_tensor_release(x);
                 }
-    emily_tensor_release(at);
-    emily_tensor_release(bl);
-    emily_tensor_release(br);
-    emily_tensor_release(bv);
+    RELEASE(at, bl, br, bv);
 }
 
 TEST(triangular_solve_types_batches_views) {
@@ -254,11 +211,7 @@ TEST(triangular_solve_types_batches_views) {
     CHECK_OK(emily_triangular_solve(a3t, b3t, true, true, EMILY_TRANSFORM_NONE, &x));
     CHECK(x && t_shape_is(x, 2, sb2) && emily_tensor_dtype(x) == EMILY_F64);
     CHECK(t_get(x, 0) == 1 && t_get(x, 1) == 2 && t_get(x, 2) == 5 && t_get(x, 3) == 2);
-    emily_tensor_release(x);
-    emily_tensor_release(a3t);
-    emily_tensor_release(b3t);
-    emily_tensor_release(at);
-    emily_tensor_release(bt);
+    RELEASE(x, a3t, b3t, at, bt);
 }
 
 TEST(triangular_solve_errors) {
@@ -279,9 +232,7 @@ TEST(triangular_solve_errors) {
               "square");
     CHECK_ERR(emily_triangular_solve(at, NULL, true, true, EMILY_TRANSFORM_NONE, &x), EMILY_ERR_ARGUMENT,
               "b is NULL");
-    emily_tensor_release(b2);
-    emily_tensor_release(at);
-    emily_tensor_release(bt);
+    RELEASE(b2, at, bt);
 }
 
 /* ---- solve ------------------------------------------------------------- */
@@ -304,10 +255,10 @@ TEST(solve_matches_nx) {
     emily_tensor *bmt = t_from(EMILY_F64, 2, sm, bm);
     CHECK_OK(emily_solve(at, bmt, &x));
     CHECK(x && emily_tensor_dtype(x) == EMILY_F64 && t_shape_is(x, 2, sm));
-    double complex *X = cvals(x), *A = cvals(at), ax[8], B[8];
-    matmul(A, X, ax, 4, 4, 2);
+    double complex *X = t_cvals(x), *A = t_cvals(at), ax[8], B[8];
+    c_matmul(A, X, ax, 4, 4, 2);
     for (int i = 0; i < 8; i++) B[i] = bm[i];
-    CHECK(X && max_diff(ax, B, 8) < 1e-5);
+    CHECK(X && c_max_diff(ax, B, 8) < 1e-5);
     free(X);
     free(A);
     emily_tensor_release(x);
@@ -321,9 +272,7 @@ TEST(solve_matches_nx) {
     int64_t s3[1] = {3};
     emily_tensor *b3 = t_from(EMILY_S32, 1, s3, b);
     CHECK_ERR(emily_solve(at, b3, &x), EMILY_ERR_SHAPE, "incompatible");
-    emily_tensor_release(b3);
-    emily_tensor_release(at);
-    emily_tensor_release(bt);
+    RELEASE(b3, at, bt);
 }
 
 /* ---- determinant ------------------------------------------------------- */
@@ -359,7 +308,7 @@ TEST(determinant_values) {
     double complex c3[9] = {1, 0, 0, 0, 2 * I, 0, 0, 0, 3};
     t = t_from(EMILY_C128, 2, s3, c3);
     CHECK_OK(emily_determinant(t, &d));
-    double complex *v = cvals(d);
+    double complex *v = t_cvals(d);
     CHECK(v && emily_tensor_dtype(d) == EMILY_C128 && v[0] == 6 * I);
     free(v);
     emily_tensor_release(d);
@@ -414,7 +363,7 @@ TEST(cholesky_values) {
     float complex c[4] = {1, -2 * I, 2 * I, 5};
     t = t_from(EMILY_C64, 2, s2, c);
     CHECK_OK(emily_cholesky(t, &l));
-    double complex *v = cvals(l);
+    double complex *v = t_cvals(l);
     CHECK(v && v[0] == 1 && v[1] == 0 && v[2] == 2 * I && v[3] == 1);
     free(v);
     emily_tensor_release(l);
@@ -443,17 +392,17 @@ static void check_qr_with(emily_tensor *t, emily_qr_mode mode, int64_t m, int64_
     int64_t k = m < n ? m : n, qc = mode == EMILY_QR_COMPLETE ? m : k, rr = mode == EMILY_QR_COMPLETE ? m : k;
     int64_t qs[2] = {m, qc}, rs[2] = {rr, n};
     CHECK(t_shape_is(q, 2, qs) && t_shape_is(r, 2, rs));
-    double complex *Q = cvals(q), *R = cvals(r), *A = cvals(t);
+    double complex *Q = t_cvals(q), *R = t_cvals(r), *A = t_cvals(t);
     double complex *qr = malloc((size_t)(m * n) * sizeof *qr);
     double complex *qhq = malloc((size_t)(qc * qc) * sizeof *qhq), *qh = malloc((size_t)(m * qc) * sizeof *qh);
     for (int64_t i = 0; i < m; i++)
         for (int64_t j = 0; j < qc; j++) qh[j * m + i] = conj(Q[i * qc + j]);
-    matmul(Q, R, qr, m, rr < qc ? rr : qc, n);
-    CHECK(max_diff(qr, A, m * n) < 1e-5);
-    matmul(qh, Q, qhq, qc, m, qc);
+    c_matmul(Q, R, qr, m, rr < qc ? rr : qc, n);
+    CHECK(c_max_diff(qr, A, m * n) < 1e-5);
+    c_matmul(qh, Q, qhq, qc, m, qc);
     for (int64_t i = 0; i < qc; i++) qhq[i * qc + i] -= 1;
     double complex *zero = calloc((size_t)(qc * qc), sizeof *zero);
-    CHECK(max_diff(qhq, zero, qc * qc) < 1e-5);
+    CHECK(c_max_diff(qhq, zero, qc * qc) < 1e-5);
     /* Nx's Householder updates leave rounding noise below R's diagonal,
      * as the reference does; LAPACK's R is exactly triangular. */
     for (int64_t i = 0; i < rr; i++)
@@ -465,7 +414,7 @@ static void check_qr_with(emily_tensor *t, emily_qr_mode mode, int64_t m, int64_
     if (!cx || method == EMILY_LINALG_LAPACK) {
         emily_tensor *q2 = NULL, *r2 = NULL;
         CHECK_OK(emily_qr_opts(t, mode, 1e-10, EMILY_LINALG_REFERENCE, &q2, &r2));
-        double complex *R2 = r2 ? cvals(r2) : NULL;
+        double complex *R2 = r2 ? t_cvals(r2) : NULL;
         for (int64_t i = 0; R2 && i < k; i++) {
             CHECK(cimag(R[i * n + i]) == 0);
             if (!cx) CHECK((creal(R[i * n + i]) < 0) == (creal(R2[i * n + i]) < 0));
@@ -521,9 +470,7 @@ TEST(qr_modes_and_shapes) {
             CHECK_OK(emily_to_binary(r, rb, sizeof rb));
             CHECK(memcmp(qb, eye, sizeof eye) == 0 && memcmp(rb, tri, sizeof tri) == 0);
         }
-        emily_tensor_release(q);
-        emily_tensor_release(r);
-        emily_tensor_release(t);
+        RELEASE(q, r, t);
     }
     double complex c[4] = {1 + I, 2, -I, 3};
     int64_t s2[2] = {2, 2};
@@ -545,9 +492,7 @@ TEST(qr_modes_and_shapes) {
     CHECK_OK(emily_empty(EMILY_CPU, EMILY_F64, 2, s30, &t));
     CHECK_OK(emily_qr(t, EMILY_QR_COMPLETE, 1e-10, &q, &r));
     CHECK(t_get(q, 0) == 1 && t_get(q, 1) == 0 && t_get(q, 4) == 1);
-    emily_tensor_release(q);
-    emily_tensor_release(r);
-    emily_tensor_release(t);
+    RELEASE(q, r, t);
 }
 
 /* Real qr, eigh and svd are Nx's own algorithms with the reference's rounding:
@@ -584,9 +529,7 @@ TEST(lapack_method_follows_nx_conventions) {
             CHECK(vb[big * 3 + c] > 0);
         }
     }
-    emily_tensor_release(w);
-    emily_tensor_release(v);
-    emily_tensor_release(t);
+    RELEASE(w, v, t);
     /* a batch: Nx's doctest [[[2, 5], [5, 6]], [[1, 0], [0, 4]]] */
     int32_t e2[8] = {2, 5, 5, 6, 1, 0, 0, 4};
     int64_t s222[3] = {2, 2, 2};
@@ -600,9 +543,7 @@ TEST(lapack_method_follows_nx_conventions) {
         float want[8] = {0.56062883f, 0.8280672f, 0.8280672f, -0.56062883f, 0, 1, 1, 0};
         for (int i = 0; i < 8; i++) CHECK(near(v2[i], want[i]));
     }
-    emily_tensor_release(w);
-    emily_tensor_release(v);
-    emily_tensor_release(t);
+    RELEASE(w, v, t);
     /* svd: Nx's doctest input, exact here where Nx's iterations print
      * 0.99999994 and 1.9999999 */
     int32_t d43[12] = {2, 0, 0, 0, 3, 0, 0, 0, -1, 0, 0, 0};
@@ -621,9 +562,7 @@ TEST(lapack_method_follows_nx_conventions) {
         for (int i = 0; i < 9; i++) CHECK(near(vtb[i], wv[i]));
         CHECK(near(sb[0], 3) && near(sb[1], 2) && near(sb[2], 1));
     }
-    emily_tensor_release(u);
-    emily_tensor_release(sv);
-    emily_tensor_release(vt);
+    RELEASE(u, sv, vt);
     /* without full matrices: u [4, 3], vt [3, 3] */
     CHECK_OK(emily_svd(t, false, &u, &sv, &vt));
     if (u && vt) {
@@ -633,9 +572,7 @@ TEST(lapack_method_follows_nx_conventions) {
         float wu[12] = {0, 1, 0, 1, 0, 0, 0, 0, -1, 0, 0, 0};
         for (int i = 0; i < 12; i++) CHECK(near(ub[i], wu[i]));
     }
-    emily_tensor_release(u);
-    emily_tensor_release(sv);
-    emily_tensor_release(vt);
+    RELEASE(u, sv, vt);
     CHECK_ERR(emily_svd_opts(t, true, 100, (emily_linalg_method)-1, &u, &sv, &vt),
               EMILY_ERR_ARGUMENT, "method");
     emily_tensor_release(t);
@@ -654,10 +591,7 @@ TEST(lapack_method_follows_nx_conventions) {
         CHECK_OK(emily_to_binary(v2t, a2 + 2, 16));
         CHECK(memcmp(a1, a2, sizeof a1) == 0);
     }
-    emily_tensor_release(w);
-    emily_tensor_release(v);
-    emily_tensor_release(w2);
-    emily_tensor_release(v2t);
+    RELEASE(w, v, w2, v2t);
     CHECK_ERR(emily_eigh_opts(t, 1.0e-4, 1000, (emily_linalg_method)3, &w, &v), EMILY_ERR_ARGUMENT,
               "method");
     emily_tensor_release(t);
@@ -708,11 +642,7 @@ TEST(lapack_method_is_accurate_for_f32) {
         for (int i = 0; i < N; i++) CHECK(fabsf(wl[i] - (float)(N - i)) < 2e-5f);
         for (int i = 0; i < N; i++) CHECK(fabsf(wl[i] - wn[i]) < 1e-2f);
     }
-    emily_tensor_release(w);
-    emily_tensor_release(v);
-    emily_tensor_release(wr);
-    emily_tensor_release(vr);
-    emily_tensor_release(t);
+    RELEASE(w, v, wr, vr, t);
 }
 
 TEST(qr_eigh_svd_give_the_references_bits) {
@@ -729,9 +659,7 @@ TEST(qr_eigh_svd_give_the_references_bits) {
         CHECK(qb[8] == 0.7071068f && qb[11] == 0.70710677f && rb[8] == 1.4142135f);
         CHECK(rb[0] == 3 && rb[4] == 1 && qb[0] == 1 && qb[4] == 1);
     }
-    emily_tensor_release(q);
-    emily_tensor_release(r);
-    emily_tensor_release(t);
+    RELEASE(q, r, t);
     int32_t e[9] = {0, 1, 2, 1, 0, 2, 2, 2, 3};
     int64_t s33[2] = {3, 3};
     t = t_from(EMILY_S32, 2, s33, e);
@@ -771,10 +699,7 @@ TEST(qr_eigh_svd_give_the_references_bits) {
         CHECK_OK(emily_to_binary(sv, sb, sizeof sb));
         CHECK(sb[0] == 5.19258261f && sb[1] == 0.192580998f);
     }
-    emily_tensor_release(u);
-    emily_tensor_release(sv);
-    emily_tensor_release(vt);
-    emily_tensor_release(t);
+    RELEASE(u, sv, vt, t);
     /* rank-deficient: the reference raises (1 / 0 inside a select that
      * discards it); Emily gives s[1] = 0 and a zero column in u */
     int32_t d2[4] = {1, 2, 2, 4};
@@ -785,9 +710,7 @@ TEST(qr_eigh_svd_give_the_references_bits) {
         CHECK_OK(emily_to_binary(u, ub, sizeof ub));
         CHECK(fabsf(sb[0] - 5.0f) < 1e-5f && sb[1] == 0 && ub[1] == 0 && ub[3] == 0);
     }
-    emily_tensor_release(u);
-    emily_tensor_release(sv);
-    emily_tensor_release(vt);
+    RELEASE(u, sv, vt);
     CHECK_ERR(emily_svd_opts(t, false, -1, EMILY_LINALG_REFERENCE, &u, &sv, &vt), EMILY_ERR_ARGUMENT, "max_iter");
     emily_tensor_release(t);
     /* complex qr: Nx's complex reflector with Complex's arithmetic, each part
@@ -805,9 +728,7 @@ TEST(qr_eigh_svd_give_the_references_bits) {
         CHECK(cqb[0] == -0.99999988f && cqb[1] == 0);
         CHECK(crb[0] == 5 && crb[1] == 5 && crb[2] == -3.99999952f && crb[3] == -1);
     }
-    emily_tensor_release(cq);
-    emily_tensor_release(cr);
-    emily_tensor_release(t);
+    RELEASE(cq, cr, t);
     /* svd with full matrices: Nx's QDWH, eigh and sign rule, as its doctest
      * prints them: u[0][1] = 0.99999994, u[2][2] = -1, s = [3, 1.9999999, 1] */
     int32_t d43[12] = {2, 0, 0, 0, 3, 0, 0, 0, -1, 0, 0, 0};
@@ -823,10 +744,7 @@ TEST(qr_eigh_svd_give_the_references_bits) {
         CHECK(s3[0] == 3 && s3[1] == 1.9999999f && s3[2] == 1);
         CHECK(v9[1] == 1 && v9[3] == 1 && v9[8] == 1);
     }
-    emily_tensor_release(u);
-    emily_tensor_release(sv);
-    emily_tensor_release(vt);
-    emily_tensor_release(t);
+    RELEASE(u, sv, vt, t);
 }
 
 TEST(svd_shapes_and_reconstruction) {
@@ -841,18 +759,16 @@ TEST(svd_shapes_and_reconstruction) {
         CHECK(t_shape_is(u, 2, us) && t_shape_is(sv, 1, ss) && t_shape_is(vt, 2, vs));
         /* Nx's doctest: s = [3, 2, 1] */
         CHECK(fabs(t_get(sv, 0) - 3) < 1e-14 && fabs(t_get(sv, 1) - 2) < 1e-14 && fabs(t_get(sv, 2) - 1) < 1e-14);
-        double complex *U = cvals(u), *S = cvals(sv), *V = cvals(vt), us3[12], rec[12], A[12];
+        double complex *U = t_cvals(u), *S = t_cvals(sv), *V = t_cvals(vt), us3[12], rec[12], A[12];
         for (int i = 0; i < 4; i++)
             for (int j = 0; j < 3; j++) us3[i * 3 + j] = U[i * us[1] + j] * S[j];
-        matmul(us3, V, rec, 4, 3, 3);
+        c_matmul(us3, V, rec, 4, 3, 3);
         for (int i = 0; i < 12; i++) A[i] = a[i];
-        CHECK(max_diff(rec, A, 12) < 1e-14);
+        CHECK(c_max_diff(rec, A, 12) < 1e-14);
         free(U);
         free(S);
         free(V);
-        emily_tensor_release(u);
-        emily_tensor_release(sv);
-        emily_tensor_release(vt);
+        RELEASE(u, sv, vt);
     }
     emily_tensor_release(t);
     /* integer input gives f32; complex is rejected as Nx does */
@@ -861,9 +777,7 @@ TEST(svd_shapes_and_reconstruction) {
     t = t_from(EMILY_S32, 2, s2, ai);
     CHECK_OK(emily_svd(t, true, &u, &sv, &vt));
     CHECK(emily_tensor_dtype(sv) == EMILY_F32 && fabs(t_get(sv, 0) - 5.4649857) < 1e-5);
-    emily_tensor_release(u);
-    emily_tensor_release(sv);
-    emily_tensor_release(vt);
+    RELEASE(u, sv, vt);
     emily_tensor *tc = NULL;
     CHECK_OK(emily_as_type(t, EMILY_C64, &tc));
     CHECK_ERR(emily_svd(tc, true, &u, &sv, &vt), EMILY_ERR_TYPE, "complex");
@@ -874,10 +788,7 @@ TEST(svd_shapes_and_reconstruction) {
     t = t_from(EMILY_F64, 2, s2, nanm);
     CHECK_OK(emily_svd(t, true, &u, &sv, &vt));
     CHECK(isnan(t_get(sv, 0)));
-    emily_tensor_release(u);
-    emily_tensor_release(sv);
-    emily_tensor_release(vt);
-    emily_tensor_release(t);
+    RELEASE(u, sv, vt, t);
 }
 
 TEST(eigh_values_and_order) {
@@ -888,44 +799,38 @@ TEST(eigh_values_and_order) {
     CHECK_OK(emily_eigh(t, &w, &v));
     CHECK(emily_tensor_dtype(w) == EMILY_F32 && emily_tensor_dtype(v) == EMILY_F32);
     CHECK(fabs(t_get(w, 0) - 5) < 1e-5 && fabs(t_get(w, 1) + 1) < 1e-5 && fabs(t_get(w, 2) + 1) < 1e-5);
-    double complex *W = cvals(w), *V = cvals(v), *A = cvals(t), av[9], vw[9];
-    matmul(A, V, av, 3, 3, 3);
+    double complex *W = t_cvals(w), *V = t_cvals(v), *A = t_cvals(t), av[9], vw[9];
+    c_matmul(A, V, av, 3, 3, 3);
     for (int i = 0; i < 3; i++)
         for (int j = 0; j < 3; j++) vw[i * 3 + j] = V[i * 3 + j] * W[j];
-    CHECK(max_diff(av, vw, 9) < 1e-5);
+    CHECK(c_max_diff(av, vw, 9) < 1e-5);
     free(W);
     free(V);
     free(A);
-    emily_tensor_release(w);
-    emily_tensor_release(v);
-    emily_tensor_release(t);
+    RELEASE(w, v, t);
     /* ordered by magnitude: [[-3, 0], [0, 1]] -> -3, 1 */
     int64_t s2[2] = {2, 2};
     double d[4] = {1, 0, 0, -3};
     t = t_from(EMILY_F64, 2, s2, d);
     CHECK_OK(emily_eigh(t, &w, &v));
     CHECK(t_get(w, 0) == -3 && t_get(w, 1) == 1);
-    emily_tensor_release(w);
-    emily_tensor_release(v);
-    emily_tensor_release(t);
+    RELEASE(w, v, t);
     /* Hermitian complex: eigenvalues are real, typed c64 like Nx */
     float complex h[4] = {2, 1 - I, 1 + I, 3};
     t = t_from(EMILY_C64, 2, s2, h);
     CHECK_OK(emily_eigh(t, &w, &v));
-    W = cvals(w);
+    W = t_cvals(w);
     CHECK(W && emily_tensor_dtype(w) == EMILY_C64 && fabs(creal(W[0]) - 4) < 1e-5 && cimag(W[0]) == 0);
     free(W);
     /* LAPACK's eigenvectors in Nx's convention: each column's largest
      * entry exactly real and positive */
-    emily_tensor_release(w);
-    emily_tensor_release(v);
-    emily_tensor_release(t);
+    RELEASE(w, v, t);
     int64_t s3h[2] = {3, 3};
     double complex h3[9] = {2, 0.3 - 0.7 * I, 1.1 + 0.2 * I, 0.3 + 0.7 * I, -1.7,
                             0.4 - 0.9 * I, 1.1 - 0.2 * I, 0.4 + 0.9 * I, 0.6};
     t = t_from(EMILY_C128, 2, s3h, h3);
     CHECK_OK(emily_eigh(t, &w, &v));
-    double complex *VC = cvals(v);
+    double complex *VC = t_cvals(v);
     for (int c = 0; VC && c < 3; c++) {
         int big = 0;
         for (int r = 1; r < 3; r++)
@@ -934,9 +839,7 @@ TEST(eigh_values_and_order) {
     }
     CHECK(VC != NULL);
     free(VC);
-    emily_tensor_release(w);
-    emily_tensor_release(v);
-    emily_tensor_release(t);
+    RELEASE(w, v, t);
     int64_t s23[2] = {2, 3};
     double d6[6] = {1, 2, 3, 4, 5, 6};
     t = t_from(EMILY_F64, 2, s23, d6);
@@ -949,29 +852,25 @@ TEST(linalg_dispatch_callbacks) {
     float a[4] = {4, 2, 2, 3};
     emily_tensor *t = t_from(EMILY_F32, 2, s, a);
     int64_t ws[1] = {2};
-    emily_value tmpl[2] = {{.kind = EMILY_V_TEMPLATE, .dtype = EMILY_F32, .rank = 1, .shape = ws},
-                           {.kind = EMILY_V_TEMPLATE, .dtype = EMILY_F32, .rank = 2, .shape = s}};
+    emily_value tmpl[2] = {v_tmpl(EMILY_F32, 1, ws), v_tmpl(EMILY_F32, 2, s)};
     emily_value out = {.kind = EMILY_V_TUPLE, .items = tmpl, .n = 2};
-    emily_value items[2] = {{.kind = EMILY_V_FLOAT, .f = 1e-4}, {.kind = EMILY_V_INT, .i = 1000}};
+    emily_value items[2] = {v_float(1e-4), v_int(1000)};
     const char *keys[2] = {"eps", "max_iter"};
-    emily_value args[2] = {{.kind = EMILY_V_TENSOR, .tensor = t},
-                           {.kind = EMILY_V_OPTS, .items = items, .keys = keys, .n = 2}};
+    emily_value args[2] = {v_tensor(t), v_opts(keys, items, 2)};
     emily_dispatch_result r = {0};
     CHECK_OK(emily_dispatch("eigh", EMILY_CPU, &out, args, 2, EMILY_DISPATCH_RUN, &r));
     CHECK(r.n == 2);
     emily_dispatch_result_release(&r);
     /* qr with an unknown mode fails like Nx */
-    emily_value qitems[1] = {{.kind = EMILY_V_ATOM, .str = "error_test"}};
+    emily_value qitems[1] = {v_atom("error_test")};
     const char *qkeys[1] = {"mode"};
-    emily_value qargs[2] = {{.kind = EMILY_V_TENSOR, .tensor = t},
-                            {.kind = EMILY_V_OPTS, .items = qitems, .keys = qkeys, .n = 1}};
+    emily_value qargs[2] = {v_tensor(t), v_opts(qkeys, qitems, 1)};
     CHECK_ERR(emily_dispatch("qr", EMILY_CPU, &out, qargs, 2, EMILY_DISPATCH_INFER, &r),
               EMILY_ERR_ARGUMENT, "invalid :mode");
     /* triangular_solve's transform_a is validated */
-    emily_value titems[1] = {{.kind = EMILY_V_ATOM, .str = "other"}};
+    emily_value titems[1] = {v_atom("other")};
     const char *tkeys[1] = {"transform_a"};
-    emily_value targs[3] = {{.kind = EMILY_V_TENSOR, .tensor = t}, {.kind = EMILY_V_TENSOR, .tensor = t},
-                            {.kind = EMILY_V_OPTS, .items = titems, .keys = tkeys, .n = 1}};
+    emily_value targs[3] = {v_tensor(t), v_tensor(t), v_opts(tkeys, titems, 1)};
     CHECK_ERR(emily_dispatch("triangular_solve", EMILY_CPU, &tmpl[1], targs, 3, EMILY_DISPATCH_RUN, &r),
               EMILY_ERR_ARGUMENT, "transform_a");
     emily_tensor_release(t);
@@ -1051,9 +950,7 @@ TEST(empty_matrices_in_a_huge_batch_do_no_work) {
         }
         CHECK_OK(emily_svd_opts(a, false, 100, method, &u, &sv, &vt));
         CHECK(emily_tensor_size(u) == 0 && emily_tensor_size(sv) == 0 && emily_tensor_size(vt) == 0);
-        emily_tensor_release(u);
-        emily_tensor_release(sv);
-        emily_tensor_release(vt);
+        RELEASE(u, sv, vt);
         u = sv = vt = NULL;
         CHECK_OK(emily_eigh_opts(sq, 1e-4, 100, method, &sv, &vt));
         CHECK(emily_tensor_size(sv) == 0 && emily_tensor_size(vt) == 0);
@@ -1062,9 +959,7 @@ TEST(empty_matrices_in_a_huge_batch_do_no_work) {
         sv = vt = NULL;
         CHECK_OK(emily_lu_opts(sq, 1e-10, method, &u, &q, &r));
         CHECK(emily_tensor_size(u) == 0);
-        emily_tensor_release(u);
-        emily_tensor_release(q);
-        emily_tensor_release(r);
+        RELEASE(u, q, r);
         u = q = r = NULL;
         CHECK_OK(emily_solve_opts(sq, sq, method, &q));
         CHECK(emily_tensor_size(q) == 0);

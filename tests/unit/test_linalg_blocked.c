@@ -40,16 +40,9 @@ static bool same_tensors(const emily_tensor *a, const emily_tensor *b) {
     return ok;
 }
 
-static void release_all(int n, emily_tensor **ts) {
-    for (int i = 0; i < n; i++) emily_tensor_release(ts[i]);
-}
-
 static uint64_t rng_state = 88172645463325252ull;
-static double uniform(void) { /* xorshift64: [-1, 1) */
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return (double)(rng_state >> 11) / 4503599627370496.0 - 1.0;
+static double uniform(void) { /* [-1, 1) */
+    return (double)(xorshift64(&rng_state) >> 11) / 4503599627370496.0 - 1.0;
 }
 
 /* ---- the update kernel --------------------------------------------------- */
@@ -230,7 +223,7 @@ TEST(lu_blocked_matches_unblocked) {
                 CHECK(ok);
             }
             for (int v = 0; v < 3; v++) {
-                release_all(3, r[v]);
+                t_release_all(3, r[v]);
                 emily_tensor_release(det[v]);
             }
             emily_tensor_release(a);
@@ -246,7 +239,7 @@ TEST(lu_blocked_matches_unblocked) {
     CHECK(same_tensors(r[0][2], r[1][2]) && same_tensors(r[0][0], r[1][0]) && same_tensors(det[0], det[1]));
     CHECK(det[1] && t_get(det[1], 0) == 0);
     for (int v = 0; v < 3; v++) {
-        release_all(3, r[v]);
+        t_release_all(3, r[v]);
         emily_tensor_release(det[v]);
     }
     emily_tensor_release(a);
@@ -305,7 +298,7 @@ TEST(cholesky_blocked_matches_unblocked) {
                     CHECK(ok);
                 }
                 if (kind == 0 && types[ti] == EMILY_F64) CHECK(l[1] && t_get(l[1], 0) > 0);
-                release_all(3, l);
+                t_release_all(3, l);
                 emily_tensor_release(at);
                 emily_tensor_release(f);
                 free(m);
@@ -337,7 +330,7 @@ static emily_status composed_solve(const emily_tensor *a, const emily_tensor *b,
     if (!s) s = emily_triangular_solve(u, y, true, false, EMILY_TRANSFORM_NONE, &xm);
     if (!s) s = emily_reshape(xm, emily_tensor_rank(b), emily_tensor_shape(b), x);
     emily_tensor *all[7] = {p, l, u, bm, bp, y, xm};
-    release_all(7, all);
+    t_release_all(7, all);
     return s;
 }
 
@@ -402,7 +395,7 @@ TEST(solve_f64_matches_composition) {
     CHECK(x && t_shape_is(x, 2, z1));
     emily_tensor_release(x);
     emily_tensor *all[5] = {a, b, b0, a0, v0};
-    release_all(5, all);
+    t_release_all(5, all);
     free(ad);
     free(bd);
 }

@@ -185,10 +185,7 @@ TEST(determinant_on_nx07_lu) {
         CHECK(db[0] == -1 && db[1] == 0 && !signbit(db[1]));
         emily_tensor_release(d);
     }
-    emily_tensor_release(ts);
-    emily_tensor_release(ta);
-    emily_tensor_release(tb);
-    emily_tensor_release(tc);
+    RELEASE(ts, ta, tb, tc);
 }
 
 /* ---- eigh ------------------------------------------------------------- */
@@ -218,9 +215,7 @@ static void check_eigh(emily_dtype dt, int64_t n, const double *a, double eps, i
         }
         for (int64_t i = 0; i < n * n * (cx ? 2 : 1); i++) CHECK(memcmp(&vb[i], &v_bits[i], 8) == 0);
     }
-    emily_tensor_release(w);
-    emily_tensor_release(v);
-    emily_tensor_release(t);
+    RELEASE(w, v, t);
 }
 
 TEST(eigh_hessenberg_qr_iterations) {
@@ -280,9 +275,7 @@ TEST(eigh_complex_and_not_hermitian) {
     t = t_from(EMILY_F32, 2, s2, f);
     CHECK_OK(emily_eigh_opts(t, 1.0e-4, 1000, NX07, &w2, &v2));
     CHECK(w2 && emily_tensor_dtype(w2) == EMILY_F32 && t_get(w2, 0) == (double)(float)hx(0x4007FFEE3E1955E4));
-    emily_tensor_release(w2);
-    emily_tensor_release(v2);
-    emily_tensor_release(t);
+    RELEASE(w2, v2, t);
 }
 
 /* ---- qr, solve, svd ----------------------------------------------------- */
@@ -300,9 +293,7 @@ TEST(qr_explicit_reflections) {
     emily_tensor_release(r);
     CHECK_OK(emily_qr_opts(t, EMILY_QR_REDUCED, 1e-10, EMILY_LINALG_REFERENCE, &q, &r));
     CHECK(r && t_get(r, 8) == (double)1.4142135f);
-    emily_tensor_release(q);
-    emily_tensor_release(r);
-    emily_tensor_release(t);
+    RELEASE(q, r, t);
     /* complex, complete mode: q unitary, q r = a */
     double c[12] = {1, 1, 2, 0, 0, -1, 3, 0, 2, 2, 1, 0};
     int64_t s23[2] = {2, 3};
@@ -324,9 +315,7 @@ TEST(qr_explicit_reflections) {
                 CHECK(fabs(re - c[2 * (i * 3 + j)]) < 1e-12 && fabs(im - c[2 * (i * 3 + j) + 1]) < 1e-12);
             }
     }
-    emily_tensor_release(q);
-    emily_tensor_release(r);
-    emily_tensor_release(t);
+    RELEASE(q, r, t);
 }
 
 TEST(solve_through_qr) {
@@ -343,18 +332,14 @@ TEST(solve_through_qr) {
     emily_tensor *bad = t_from(EMILY_F32, 1, s2, b);
     CHECK_ERR(emily_solve_opts(ta, bad, NX07, &x), EMILY_ERR_SHAPE, "solve");
     CHECK(!x);
-    emily_tensor_release(bad);
-    emily_tensor_release(ta);
-    emily_tensor_release(tb);
+    RELEASE(bad, ta, tb);
 }
 
 static void check_s(const emily_tensor *t, bool full, const double *want, int64_t k) {
     emily_tensor *u = NULL, *sv = NULL, *vt = NULL;
     CHECK_OK(emily_svd_opts(t, full, 100, NX07, &u, &sv, &vt));
     CHECK(same_values(sv, want, k));
-    emily_tensor_release(u);
-    emily_tensor_release(sv);
-    emily_tensor_release(vt);
+    RELEASE(u, sv, vt);
 }
 
 TEST(svd_qdwh_on_nx07_eigh) {
@@ -442,10 +427,7 @@ TEST(nx07_empty_and_batched_shapes) {
     CHECK_OK(emily_determinant_opts(t, NX07, &r[0]));
     CHECK(r[0] && fabs(t_get(r[0], 1) - 8 * t_get(r[0], 0)) < 1e-9);
     release3(r);
-    emily_tensor_release(t);
-    emily_tensor_release(e);
-    emily_tensor_release(b0);
-    emily_tensor_release(w0);
+    RELEASE(t, e, b0, w0);
 }
 
 /* ---- through the dispatcher (the NIF's path) ---------------------------- */

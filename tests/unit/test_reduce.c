@@ -10,23 +10,6 @@ static emily_tensor *f32s(int rank, const int64_t *shape, const float *d) {
     return t_from(EMILY_F32, rank, shape, d);
 }
 
-static emily_tensor *iota_f32(int rank, const int64_t *shape) {
-    int64_t n = 1;
-    for (int i = 0; i < rank; i++) n *= shape[i];
-    float *d = malloc(sizeof(float) * (size_t)(n ? n : 1));
-    for (int64_t i = 0; i < n; i++) d[i] = (float)i;
-    emily_tensor *t = f32s(rank, shape, d);
-    free(d);
-    return t;
-}
-
-static bool t_equals(const emily_tensor *t, int64_t n, const double *want) {
-    if (emily_tensor_size(t) != n) return false;
-    for (int64_t i = 0; i < n; i++)
-        if (t_get(t, i) != want[i]) return false;
-    return true;
-}
-
 static uint32_t f32_bits(const emily_tensor *t) {
     uint32_t b = 0;
     if (emily_to_binary(t, &b, 4)) return 0xdeadbeef;
@@ -36,7 +19,7 @@ static uint32_t f32_bits(const emily_tensor *t) {
 static const int64_t S2x3[2] = {2, 3};
 
 TEST(sum_axes_and_types) {
-    emily_tensor *t = iota_f32(2, S2x3), *r = NULL;
+    emily_tensor *t = t_iota(EMILY_F32, 2, S2x3), *r = NULL;
     CHECK_OK(emily_reduce(EMILY_REDUCE_SUM, t, 0, NULL, false, EMILY_DTYPE_AUTO, &r));
     CHECK(emily_tensor_rank(r) == 0 && t_get(r, 0) == 15);
     emily_tensor_release(r);
@@ -120,7 +103,7 @@ TEST(sum_floats_accumulate_wide) {
 TEST(sum_layouts) {
     /* the same sums through rows, columns and strided/broadcast views */
     int64_t shape[3] = {37, 41, 29};
-    emily_tensor *t = iota_f32(3, shape), *r = NULL, *tt = NULL;
+    emily_tensor *t = t_iota(EMILY_F32, 3, shape), *r = NULL, *tt = NULL;
     int a02[2] = {0, 2}, a1[1] = {1};
     CHECK_OK(emily_reduce(EMILY_REDUCE_SUM, t, 2, a02, false, EMILY_DTYPE_AUTO, &r));
     /* sum over i, k of (i*41*29 + j*29 + k) */
@@ -145,9 +128,7 @@ TEST(sum_layouts) {
             ok = t_get(r, k * 37 + i) == want;
         }
     CHECK(ok);
-    emily_tensor_release(r);
-    emily_tensor_release(tt);
-    emily_tensor_release(t);
+    RELEASE(r, tt, t);
     /* a broadcast (zero-stride) input */
     float x[3] = {1, 2, 3};
     int64_t s3[1] = {3}, big[2] = {1000, 3};
@@ -157,12 +138,10 @@ TEST(sum_layouts) {
     CHECK_OK(emily_reduce(EMILY_REDUCE_SUM, b, 1, ax0, false, EMILY_DTYPE_AUTO, &r));
     double w[3] = {1000, 2000, 3000};
     CHECK(t_equals(r, 3, w));
-    emily_tensor_release(r);
-    emily_tensor_release(b);
-    emily_tensor_release(v);
+    RELEASE(r, b, v);
     /* big enough for the threaded paths: columns and rows */
     int64_t s2[2] = {600, 700};
-    emily_tensor *m = iota_f32(2, s2);
+    emily_tensor *m = t_iota(EMILY_F32, 2, s2);
     CHECK_OK(emily_reduce(EMILY_REDUCE_SUM, m, 1, ax0, false, EMILY_DTYPE_AUTO, &r));
     ok = true;
     for (int j = 0; ok && j < 700; j++) ok = t_get(r, j) == (double)(float)(600.0 * j + 700.0 * (599.0 * 600 / 2));
@@ -308,7 +287,7 @@ static emily_tensor *ordered_input(emily_dtype dt, int rank, const int64_t *shap
     if (!v) abort();
     uint64_t x = 88172645463325252ull;
     for (int64_t i = 0; i < n * parts; i++) {
-        x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+        xorshift64(&x);
         /* products near 1 stay finite over 600k factors */
         v[i] = dt == EMILY_C128 ? (double)(x >> 11) * 0x1p-53 * 8 - 4 : 1.0 + ((double)(x >> 11) * 0x1p-53 - 0.5) * 1e-3;
     }
@@ -322,16 +301,6 @@ static emily_tensor *ordered_input(emily_dtype dt, int rank, const int64_t *shap
     }
     free(v);
     return r;
-}
-
-static bool same_bits(const emily_tensor *a, const emily_tensor *b) {
-    size_t n = emily_tensor_nbytes(a);
-    if (n != emily_tensor_nbytes(b)) return false;
-    unsigned char *x = malloc(n), *y = malloc(n);
-    bool ok = x && y && !emily_to_binary(a, x, n) && !emily_to_binary(b, y, n) && memcmp(x, y, n) == 0;
-    free(x);
-    free(y);
-    return ok;
 }
 
 TEST(ordered_folds_ignore_thread_count) {
@@ -349,10 +318,8 @@ TEST(ordered_folds_ignore_thread_count) {
             CHECK_OK(emily_reduce(folds[f].op, x, 1, axes, false, EMILY_DTYPE_AUTO, &r1));
             omp_set_num_threads(4);
             CHECK_OK(emily_reduce(folds[f].op, x, 1, axes, false, EMILY_DTYPE_AUTO, &r4));
-            CHECK(r1 && r4 && same_bits(r1, r4));
-            emily_tensor_release(r1);
-            emily_tensor_release(r4);
-            emily_tensor_release(x);
+            CHECK(r1 && r4 && t_same_bytes(r1, r4));
+            RELEASE(r1, r4, x);
         }
     omp_set_num_threads(saved);
     /* the chunks by hand: sum of [0, 2^18), then the rest, added in order */
@@ -373,10 +340,18 @@ TEST(ordered_folds_ignore_thread_count) {
         }
         emily_tensor_release(v);
     }
-    CHECK(whole && acc && same_bits(whole, acc));
-    emily_tensor_release(whole);
-    emily_tensor_release(acc);
-    emily_tensor_release(x);
+    CHECK(whole && acc && t_same_bytes(whole, acc));
+    RELEASE(whole, acc, x);
+}
+
+/* The index argmax/argmin (op; ties to the last with high) picks over
+ * all of t. */
+static double arg_all(emily_arg_op op, const emily_tensor *t, bool high) {
+    emily_tensor *r = NULL;
+    CHECK_OK(emily_argreduce(op, t, -1, false, high, EMILY_DTYPE_AUTO, &r));
+    double v = r ? t_get(r, 0) : NAN;
+    emily_tensor_release(r);
+    return v;
 }
 
 TEST(argmax_rules) {
@@ -398,16 +373,12 @@ TEST(argmax_rules) {
     float n[5] = {NAN, 5, NAN, 7, 1};
     int64_t s5[1] = {5};
     t = f32s(1, s5, n);
-    CHECK_OK(emily_argreduce(EMILY_ARGMIN, t, -1, false, false, EMILY_DTYPE_AUTO, &r));
-    CHECK(t_get(r, 0) == 2);
-    emily_tensor_release(r);
+    CHECK(arg_all(EMILY_ARGMIN, t, false) == 2);
     emily_tensor_release(t);
     float z[3] = {0.0f, -0.0f, -1};
     int64_t s3[1] = {3};
     t = f32s(1, s3, z);
-    CHECK_OK(emily_argreduce(EMILY_ARGMAX, t, -1, false, true, EMILY_DTYPE_AUTO, &r));
-    CHECK(t_get(r, 0) == 1);
-    emily_tensor_release(r);
+    CHECK(arg_all(EMILY_ARGMAX, t, true) == 1);
     emily_tensor_release(t);
     /* along axes, both loop orders */
     int64_t s2x3[2] = {2, 3};
@@ -442,12 +413,8 @@ TEST(argmax_large) {
     d[123457] = 5000;
     d[876543] = 5000;
     emily_tensor *t = f32s(1, shape, d), *r = NULL;
-    CHECK_OK(emily_argreduce(EMILY_ARGMAX, t, -1, false, false, EMILY_DTYPE_AUTO, &r));
-    CHECK(t_get(r, 0) == 123457);
-    emily_tensor_release(r);
-    CHECK_OK(emily_argreduce(EMILY_ARGMAX, t, -1, false, true, EMILY_DTYPE_AUTO, &r));
-    CHECK(t_get(r, 0) == 876543);
-    emily_tensor_release(r);
+    CHECK(arg_all(EMILY_ARGMAX, t, false) == 123457);
+    CHECK(arg_all(EMILY_ARGMAX, t, true) == 876543);
     CHECK_OK(emily_reduce(EMILY_REDUCE_MAX, t, 0, NULL, false, EMILY_DTYPE_AUTO, &r));
     CHECK(t_get(r, 0) == 5000);
     emily_tensor_release(r);
@@ -455,9 +422,7 @@ TEST(argmax_large) {
     d[5] = NAN;
     d[999990] = NAN;
     t = f32s(1, shape, d);
-    CHECK_OK(emily_argreduce(EMILY_ARGMIN, t, -1, false, false, EMILY_DTYPE_AUTO, &r));
-    CHECK(t_get(r, 0) == 999990);
-    emily_tensor_release(r);
+    CHECK(arg_all(EMILY_ARGMIN, t, false) == 999990);
     CHECK_OK(emily_reduce(EMILY_REDUCE_MIN, t, 0, NULL, false, EMILY_DTYPE_AUTO, &r));
     CHECK(isnan(t_get(r, 0)));
     emily_tensor_release(r);
@@ -511,14 +476,10 @@ TEST(all_close_rules) {
     CHECK(t_get(r, 0) == 0);
     emily_tensor_release(r);
     int64_t s3[1] = {3};
-    emily_tensor *t3 = iota_f32(1, s3);
+    emily_tensor *t3 = t_iota(EMILY_F32, 1, s3);
     CHECK_ERR(emily_all_close(ta, t3, 1e-5, 1e-8, false, &r), EMILY_ERR_SHAPE, "cannot broadcast");
     CHECK_ERR(emily_all_close(ta, NULL, 1e-5, 1e-8, false, &r), EMILY_ERR_ARGUMENT, "b is NULL");
-    emily_tensor_release(t3);
-    emily_tensor_release(s);
-    emily_tensor_release(tx);
-    emily_tensor_release(ty);
-    emily_tensor_release(ta);
+    RELEASE(t3, s, tx, ty, ta);
 }
 
 /* The dispatcher reads all_close's :equal_nan as Nx does (truthiness):
@@ -528,18 +489,9 @@ TEST(all_close_equal_nan_option) {
     int64_t s2[1] = {2};
     emily_tensor *ta = f32s(1, s2, a);
     const char *keys[1] = {"equal_nan"};
-    emily_value opt, args[3], tmpl;
-    memset(&opt, 0, sizeof opt);
-    memset(args, 0, sizeof args);
-    memset(&tmpl, 0, sizeof tmpl);
-    tmpl.kind = EMILY_V_TEMPLATE;
-    tmpl.dtype = EMILY_U8;
-    args[0].kind = args[1].kind = EMILY_V_TENSOR;
-    args[0].tensor = args[1].tensor = ta;
-    args[2].kind = EMILY_V_OPTS;
-    args[2].items = &opt;
-    args[2].keys = keys;
-    args[2].n = 1;
+    emily_value opt = {0};
+    emily_value args[3] = {v_tensor(ta), v_tensor(ta), v_opts(keys, &opt, 1)};
+    emily_value tmpl = v_tmpl(EMILY_U8, 0, NULL);
     emily_dispatch_result r = {0};
     const struct { emily_value_kind kind; bool b; double want; } cases[] = {
         {EMILY_V_NIL, false, 0}, {EMILY_V_BOOL, false, 0}, {EMILY_V_BOOL, true, 1}};
@@ -558,7 +510,7 @@ TEST(all_close_equal_nan_option) {
 }
 
 TEST(reduce_errors) {
-    emily_tensor *t = iota_f32(2, S2x3), *r = NULL;
+    emily_tensor *t = t_iota(EMILY_F32, 2, S2x3), *r = NULL;
     int far[1] = {2}, twice[2] = {0, -2};
     CHECK_ERR(emily_reduce(EMILY_REDUCE_SUM, t, 1, far, false, EMILY_DTYPE_AUTO, &r), EMILY_ERR_AXIS, "out of range");
     CHECK_ERR(emily_reduce(EMILY_REDUCE_SUM, t, 2, twice, false, EMILY_DTYPE_AUTO, &r), EMILY_ERR_AXIS, "more than once");
@@ -572,7 +524,7 @@ TEST(reduce_errors) {
 
 TEST(reversed_and_broadcast_views) {
     int64_t shape[2] = {50, 60};
-    emily_tensor *t = iota_f32(2, shape), *rv = NULL, *r = NULL;
+    emily_tensor *t = t_iota(EMILY_F32, 2, shape), *rv = NULL, *r = NULL;
     int both[2] = {0, 1}, ax0[1] = {0}, ax1[1] = {1};
     CHECK_OK(emily_reverse(t, 2, both, &rv)); /* strides -60, -1 */
     CHECK_OK(emily_reduce(EMILY_REDUCE_SUM, rv, 1, ax1, false, EMILY_DTYPE_AUTO, &r));
@@ -599,16 +551,13 @@ TEST(reversed_and_broadcast_views) {
     emily_tensor_release(r);
     CHECK_OK(emily_argreduce(EMILY_ARGMAX, b, 0, false, false, EMILY_DTYPE_AUTO, &r));
     CHECK(t_get(r, 0) == 0);
-    emily_tensor_release(r);
-    emily_tensor_release(b);
-    emily_tensor_release(sc);
-    emily_tensor_release(t);
+    RELEASE(r, b, sc, t);
 }
 
 TEST(wide_types_in_columns) {
     /* f64 and c128 column sums, f16 max columns, over a threaded size */
     int64_t shape[2] = {700, 400};
-    emily_tensor *f = iota_f32(2, shape), *t = NULL, *r = NULL;
+    emily_tensor *f = t_iota(EMILY_F32, 2, shape), *t = NULL, *r = NULL;
     int ax0[1] = {0};
     CHECK_OK(emily_as_type(f, EMILY_F64, &t));
     CHECK_OK(emily_reduce(EMILY_REDUCE_SUM, t, 1, ax0, false, EMILY_DTYPE_AUTO, &r));
@@ -625,9 +574,7 @@ TEST(wide_types_in_columns) {
     CHECK_OK(emily_as_type(f, EMILY_F16, &t));
     CHECK_OK(emily_reduce(EMILY_REDUCE_MAX, t, 1, ax0, false, EMILY_DTYPE_AUTO, &r));
     CHECK(emily_tensor_dtype(r) == EMILY_F16 && t_get(r, 0) == emily_f16_to_f32(emily_f64_to_f16(699.0 * 400)));
-    emily_tensor_release(r);
-    emily_tensor_release(t);
-    emily_tensor_release(f);
+    RELEASE(r, t, f);
 }
 
 RUN_TESTS("reduce", CASE(sum_axes_and_types), CASE(sum_floats_accumulate_wide), CASE(sum_layouts),

@@ -5,20 +5,9 @@
 #include "harness.h"
 #include "core/tensor_impl.h"
 
-#define VEC(dt, ctype, ...)                                                                \
-    t_from(dt, 1, (int64_t[]){sizeof((ctype[]){__VA_ARGS__}) / sizeof(ctype)},             \
-           (ctype[]){__VA_ARGS__})
-#define SCALAR(dt, ctype, v) t_from(dt, 0, NULL, (ctype[]){v})
-/* Complex: (re, im) pairs. */
-#define CVEC(dt, ctype, ...)                                                               \
-    t_from(dt, 1, (int64_t[]){sizeof((ctype[]){__VA_ARGS__}) / sizeof(ctype) / 2},         \
-           (ctype[]){__VA_ARGS__})
-
 /* Checks r's dtype and raw bytes, then releases r. */
 static void expect_bytes(emily_tensor *r, emily_dtype dt, const void *want, size_t nbytes, int line) {
-    unsigned char got[256];
-    if (!r || emily_tensor_dtype(r) != dt || emily_tensor_nbytes(r) != nbytes || nbytes > sizeof got ||
-        emily_to_binary(r, got, nbytes) || memcmp(got, want, nbytes)) {
+    if (!t_holds(r, dt, want, nbytes)) {
         fprintf(stderr, "  FAIL line %d: unexpected result (%s)\n", line,
                 r ? emily_dtype_name(emily_tensor_dtype(r)) : emily_last_error());
         harness_failures++;
@@ -28,28 +17,28 @@ static void expect_bytes(emily_tensor *r, emily_dtype dt, const void *want, size
 #define EXPECT_T(r, dt, ctype, ...)                                                         \
     expect_bytes(r, dt, (ctype[]){__VA_ARGS__}, sizeof((ctype[]){__VA_ARGS__}), __LINE__)
 
-static emily_tensor *sel(emily_tensor *p, emily_tensor *t, emily_tensor *f, emily_dtype out_type) {
-    emily_tensor *r = NULL;
-    if (emily_select(p, t, f, out_type, &r)) {
-        fprintf(stderr, "  select: %s\n", emily_last_error());
+/* The result r of an op (what, status s) that takes its three inputs
+ * over: a failure is reported and counted, the inputs released. */
+static emily_tensor *taking(const char *what, emily_status s, emily_tensor *r, emily_tensor *a, emily_tensor *b,
+                            emily_tensor *c) {
+    if (s) {
+        fprintf(stderr, "  %s: %s\n", what, emily_last_error());
         harness_failures++;
     }
-    emily_tensor_release(p);
-    emily_tensor_release(t);
-    emily_tensor_release(f);
+    RELEASE(a, b, c);
     return r;
+}
+
+static emily_tensor *sel(emily_tensor *p, emily_tensor *t, emily_tensor *f, emily_dtype out_type) {
+    emily_tensor *r = NULL;
+    emily_status s = emily_select(p, t, f, out_type, &r);
+    return taking("select", s, r, p, t, f);
 }
 
 static emily_tensor *clip(emily_tensor *x, emily_tensor *lo, emily_tensor *hi) {
     emily_tensor *r = NULL;
-    if (emily_clip(x, lo, hi, EMILY_DTYPE_AUTO, &r)) {
-        fprintf(stderr, "  clip: %s\n", emily_last_error());
-        harness_failures++;
-    }
-    emily_tensor_release(x);
-    emily_tensor_release(lo);
-    emily_tensor_release(hi);
-    return r;
+    emily_status s = emily_clip(x, lo, hi, EMILY_DTYPE_AUTO, &r);
+    return taking("clip", s, r, x, lo, hi);
 }
 
 TEST(select_predicates_of_every_kind) {
@@ -106,11 +95,7 @@ TEST(select_of_128_bit_elements_and_views) {
     r = NULL;
     CHECK_OK(emily_select(prev, trev, f, EMILY_DTYPE_AUTO, &r));
     EXPECT_T(r, EMILY_C128, double, 3, -3, 0, 0, 1, -1);
-    emily_tensor_release(prev);
-    emily_tensor_release(trev);
-    emily_tensor_release(p);
-    emily_tensor_release(t);
-    emily_tensor_release(f);
+    RELEASE(prev, trev, p, t, f);
 }
 
 TEST(select_large_threaded) {
@@ -126,10 +111,7 @@ TEST(select_large_threaded) {
     int bad = 0;
     for (int64_t i = 0; i < n; i++) bad += got[i] != (i % 3 == 0 ? (int32_t)i : -1);
     CHECK(bad == 0);
-    emily_tensor_release(r);
-    emily_tensor_release(p);
-    emily_tensor_release(t);
-    emily_tensor_release(f);
+    RELEASE(r, p, t, f);
     free(pd);
     free(x);
     free(got);
@@ -141,10 +123,7 @@ TEST(select_zero_size) {
     emily_tensor *t = SCALAR(EMILY_F32, float, 1), *f = SCALAR(EMILY_F32, float, 2);
     CHECK_OK(emily_select(p, t, f, EMILY_DTYPE_AUTO, &r));
     CHECK(r && t_shape_is(r, 2, (int64_t[]){3, 0}));
-    emily_tensor_release(r);
-    emily_tensor_release(p);
-    emily_tensor_release(t);
-    emily_tensor_release(f);
+    RELEASE(r, p, t, f);
 }
 
 TEST(select_errors) {
@@ -159,10 +138,7 @@ TEST(select_errors) {
     CHECK_ERR(emily_select(p, t, two, EMILY_DTYPE_AUTO, &r), EMILY_ERR_SHAPE, "on_false");
     CHECK_ERR(emily_select(p, t, t, (emily_dtype)55, &r), EMILY_ERR_TYPE, "output type");
     CHECK(r == NULL);
-    emily_tensor_release(p);
-    emily_tensor_release(t);
-    emily_tensor_release(wide);
-    emily_tensor_release(two);
+    RELEASE(p, t, wide, two);
 }
 
 TEST(clip_like_nx) {
@@ -198,10 +174,7 @@ TEST(clip_errors) {
     CHECK_ERR(emily_clip(c, cs, cs, EMILY_DTYPE_AUTO, &r), EMILY_ERR_TYPE, "complex");
     CHECK_ERR(emily_clip(t, s, s, EMILY_C64, &r), EMILY_ERR_TYPE, "output type");
     CHECK(r == NULL);
-    emily_tensor_release(t);
-    emily_tensor_release(s);
-    emily_tensor_release(c);
-    emily_tensor_release(cs);
+    RELEASE(t, s, c, cs);
 }
 
 /* Every predicate type with every pair of branch types, and clip over
@@ -227,11 +200,7 @@ TEST(all_dtype_combinations) {
                 emily_dtype cm = emily_type_merge((emily_dtype)tp, emily_type_merge((emily_dtype)tt, (emily_dtype)tf));
                 emily_status s = emily_clip(p, lo, f, EMILY_DTYPE_AUTO, &r);
                 if (emily_dtype_is_complex(cm) ? s != EMILY_ERR_TYPE : (s || emily_tensor_dtype(r) != cm)) bad++;
-                emily_tensor_release(r);
-                emily_tensor_release(lo);
-                emily_tensor_release(p);
-                emily_tensor_release(t);
-                emily_tensor_release(f);
+                RELEASE(r, lo, p, t, f);
             }
     CHECK(bad == 0);
 }

@@ -6,25 +6,6 @@
 
 static const int64_t S2x3[2] = {2, 3};
 
-/* A new f32 tensor 0, 1, 2, ... of the given shape. */
-static emily_tensor *iota_f32(int rank, const int64_t *shape) {
-    int64_t n = 1;
-    for (int i = 0; i < rank; i++) n *= shape[i];
-    float *d = malloc(sizeof(float) * (size_t)(n ? n : 1));
-    for (int64_t i = 0; i < n; i++) d[i] = (float)i;
-    emily_tensor *t = t_from(EMILY_F32, rank, shape, d);
-    free(d);
-    return t;
-}
-
-/* Row-major contents equal `want` (n values, compared as doubles). */
-static bool t_equals(const emily_tensor *t, int64_t n, const double *want) {
-    if (emily_tensor_size(t) != n) return false;
-    for (int64_t i = 0; i < n; i++)
-        if (t_get(t, i) != want[i]) return false;
-    return true;
-}
-
 static bool shares_buffer(const emily_tensor *a, const emily_tensor *b) {
     const void *pa = NULL, *pb = NULL;
     /* views report the base pointer of their first element: compare
@@ -34,7 +15,7 @@ static bool shares_buffer(const emily_tensor *a, const emily_tensor *b) {
 }
 
 TEST(reshape_is_a_view_when_possible) {
-    emily_tensor *t = iota_f32(2, S2x3), *r = NULL, *back = NULL;
+    emily_tensor *t = t_iota(EMILY_F32, 2, S2x3), *r = NULL, *back = NULL;
     int64_t s3x2[2] = {3, 2}, s6[1] = {6}, s1x6x1[3] = {1, 6, 1};
     CHECK_OK(emily_reshape(t, 2, s3x2, &r));
     CHECK(t_shape_is(r, 2, s3x2));
@@ -55,10 +36,7 @@ TEST(reshape_is_a_view_when_possible) {
     CHECK_OK(emily_reshape(tt, 4, s3x2x1, &flat));
     CHECK(t_equals(flat, 6, wantt));
     CHECK(!emily_tensor_is_contiguous(flat));
-    emily_tensor_release(flat);
-    emily_tensor_release(tt);
-    emily_tensor_release(r);
-    emily_tensor_release(t);
+    RELEASE(flat, tt, r, t);
 }
 
 TEST(reshape_scalars_and_empty) {
@@ -69,9 +47,7 @@ TEST(reshape_scalars_and_empty) {
     CHECK(t_get(r, 0) == 7);
     CHECK_OK(emily_reshape(r, 0, NULL, &b));
     CHECK(emily_tensor_rank(b) == 0 && t_get(b, 0) == 7);
-    emily_tensor_release(b);
-    emily_tensor_release(r);
-    emily_tensor_release(s);
+    RELEASE(b, r, s);
     int64_t z[2] = {0, 3}, z2[3] = {3, 0, 5};
     emily_tensor *e = NULL;
     CHECK_OK(emily_empty(EMILY_CPU, EMILY_S8, 2, z, &e));
@@ -82,7 +58,7 @@ TEST(reshape_scalars_and_empty) {
 }
 
 TEST(reshape_errors) {
-    emily_tensor *t = iota_f32(2, S2x3), *r = (emily_tensor *)1;
+    emily_tensor *t = t_iota(EMILY_F32, 2, S2x3), *r = (emily_tensor *)1;
     int64_t s4[1] = {4}, neg[2] = {-2, -3};
     CHECK_ERR(emily_reshape(t, 1, s4, &r), EMILY_ERR_SHAPE, "{2, 3}");
     CHECK(r == NULL);
@@ -95,7 +71,7 @@ TEST(reshape_errors) {
 
 TEST(squeeze_axes) {
     int64_t shape[4] = {1, 2, 1, 3};
-    emily_tensor *t = iota_f32(4, shape), *r = NULL;
+    emily_tensor *t = t_iota(EMILY_F32, 4, shape), *r = NULL;
     CHECK_OK(emily_squeeze(t, 0, NULL, &r));
     CHECK(t_shape_is(r, 2, S2x3));
     emily_tensor_release(r);
@@ -135,7 +111,7 @@ TEST(broadcast_views) {
     CHECK_ERR(emily_broadcast(t, 2, s3x2, ax5, &r), EMILY_ERR_AXIS, "out of range");
     emily_tensor_release(t);
     /* two input axes must map to increasing output axes */
-    emily_tensor *m = iota_f32(2, S2x3);
+    emily_tensor *m = t_iota(EMILY_F32, 2, S2x3);
     int64_t big[3] = {3, 2, 4};
     int dec[2] = {1, 0};
     CHECK_ERR(emily_broadcast(m, 3, big, dec, &r), EMILY_ERR_AXIS, "increasing");
@@ -156,7 +132,7 @@ TEST(broadcast_views) {
 
 TEST(transpose_views) {
     int64_t shape[3] = {2, 3, 4};
-    emily_tensor *t = iota_f32(3, shape), *r = NULL, *c = NULL;
+    emily_tensor *t = t_iota(EMILY_F32, 3, shape), *r = NULL, *c = NULL;
     int perm[3] = {2, 0, 1};
     CHECK_OK(emily_transpose(t, perm, &r));
     int64_t want_shape[3] = {4, 2, 3};
@@ -177,7 +153,7 @@ TEST(transpose_views) {
  * read column by column. */
 static bool transposes_right(emily_dtype dt, int64_t rows, int64_t cols) {
     int64_t shape[2] = {rows, cols};
-    emily_tensor *t = NULL, *f = iota_f32(2, shape), *tt = NULL, *c = NULL;
+    emily_tensor *t = NULL, *f = t_iota(EMILY_F32, 2, shape), *tt = NULL, *c = NULL;
     bool ok = !emily_as_type(f, dt, &t) && !emily_transpose(t, NULL, &tt) && !emily_contiguous(tt, &c);
     size_t es = emily_dtype_size(dt);
     unsigned char *a = malloc(emily_tensor_nbytes(f) * 4), *b = malloc(emily_tensor_nbytes(f) * 4);
@@ -187,10 +163,7 @@ static bool transposes_right(emily_dtype dt, int64_t rows, int64_t cols) {
             ok = memcmp(a + (size_t)(i * cols + j) * es, b + (size_t)(j * rows + i) * es, es) == 0;
     free(a);
     free(b);
-    emily_tensor_release(c);
-    emily_tensor_release(tt);
-    emily_tensor_release(t);
-    emily_tensor_release(f);
+    RELEASE(c, tt, t, f);
     return ok;
 }
 
@@ -205,7 +178,7 @@ TEST(transpose_copy_large) {
 }
 
 TEST(reverse_views) {
-    emily_tensor *t = iota_f32(2, S2x3), *r = NULL, *c = NULL;
+    emily_tensor *t = t_iota(EMILY_F32, 2, S2x3), *r = NULL, *c = NULL;
     int ax[1] = {1};
     CHECK_OK(emily_reverse(t, 1, ax, &r));
     double w[6] = {2, 1, 0, 5, 4, 3};
@@ -227,7 +200,7 @@ TEST(reverse_views) {
 
 TEST(slice_clamps_and_strides) {
     int64_t shape[2] = {6, 7};
-    emily_tensor *t = iota_f32(2, shape), *r = NULL;
+    emily_tensor *t = t_iota(EMILY_F32, 2, shape), *r = NULL;
     int64_t st[2] = {5, 3}, len[2] = {6, 7}, str[2] = {5, 3};
     /* starts clamp to dim - length = 0; ceil(6/5) x ceil(7/3) */
     CHECK_OK(emily_slice(t, st, len, str, &r));
@@ -269,7 +242,7 @@ TEST(slice_clamps_and_strides) {
 }
 
 TEST(pad_edges_interior_negative) {
-    emily_tensor *t = iota_f32(2, S2x3), *r = NULL;
+    emily_tensor *t = t_iota(EMILY_F32, 2, S2x3), *r = NULL;
     float pv = -1;
     emily_tensor *v = t_from(EMILY_F32, 0, NULL, &pv);
     int64_t lo[2] = {1, 0}, hi[2] = {0, 2}, in[2] = {0, 1};
@@ -297,9 +270,7 @@ TEST(pad_edges_interior_negative) {
     emily_tensor *sc = NULL;
     CHECK_OK(emily_pad(v, v, NULL, NULL, NULL, &sc));
     CHECK(emily_tensor_rank(sc) == 0 && t_get(sc, 0) == -1);
-    emily_tensor_release(sc);
-    emily_tensor_release(v);
-    emily_tensor_release(t);
+    RELEASE(sc, v, t);
 }
 
 TEST(pad_types_and_views) {
@@ -325,13 +296,11 @@ TEST(pad_types_and_views) {
     CHECK_ERR(emily_pad(t, v, lo, hi, hugein, &r), EMILY_ERR_SHAPE, "");
     CHECK_ERR(emily_pad(t, NULL, lo, hi, NULL, &r), EMILY_ERR_ARGUMENT, "pad value");
     CHECK_ERR(emily_pad(t, v, NULL, hi, NULL, &r), EMILY_ERR_ARGUMENT, "NULL");
-    emily_tensor_release(v);
-    emily_tensor_release(tt);
-    emily_tensor_release(t);
+    RELEASE(v, tt, t);
 }
 
 TEST(concatenate_and_stack) {
-    emily_tensor *a = iota_f32(2, S2x3), *r = NULL;
+    emily_tensor *a = t_iota(EMILY_F32, 2, S2x3), *r = NULL;
     uint8_t bd[2] = {7, 8};
     int64_t s2x1[2] = {2, 1};
     emily_tensor *b = t_from(EMILY_U8, 2, s2x1, bd);
@@ -367,14 +336,11 @@ TEST(concatenate_and_stack) {
     CHECK(t_equals(r, 2, w4));
     emily_tensor_release(r);
     CHECK_ERR(emily_concatenate(2, ss, 0, EMILY_DTYPE_AUTO, &r), EMILY_ERR_SHAPE, "scalars");
-    emily_tensor_release(sx);
-    emily_tensor_release(sy);
-    emily_tensor_release(a);
-    emily_tensor_release(b);
+    RELEASE(sx, sy, a, b);
 }
 
 TEST(put_slice_clamps) {
-    emily_tensor *t = iota_f32(2, S2x3), *r = NULL;
+    emily_tensor *t = t_iota(EMILY_F32, 2, S2x3), *r = NULL;
     int32_t ud[2] = {-1, -2};
     int64_t s1x2[2] = {1, 2};
     emily_tensor *u = t_from(EMILY_S32, 2, s1x2, ud);
@@ -385,12 +351,10 @@ TEST(put_slice_clamps) {
     CHECK(t_equals(r, 6, w));
     emily_tensor_release(r);
     int64_t s2x4[2] = {2, 4};
-    emily_tensor *big = iota_f32(2, s2x4);
+    emily_tensor *big = t_iota(EMILY_F32, 2, s2x4);
     CHECK_ERR(emily_put_slice(t, st, big, EMILY_DTYPE_AUTO, &r), EMILY_ERR_SHAPE, "does not fit");
     CHECK_ERR(emily_put_slice(t, NULL, u, EMILY_DTYPE_AUTO, &r), EMILY_ERR_ARGUMENT, "NULL");
-    emily_tensor_release(big);
-    emily_tensor_release(u);
-    emily_tensor_release(t);
+    RELEASE(big, u, t);
 }
 
 TEST(copies_keep_bits) {
@@ -418,12 +382,7 @@ TEST(copies_keep_bits) {
     int64_t back[2];
     CHECK_OK(emily_to_binary(rv, back, sizeof back));
     CHECK(back[0] == INT64_MAX && back[1] == INT64_MIN);
-    emily_tensor_release(rv);
-    emily_tensor_release(ti);
-    emily_tensor_release(c);
-    emily_tensor_release(tt);
-    emily_tensor_release(m);
-    emily_tensor_release(t);
+    RELEASE(rv, ti, c, tt, m, t);
 }
 
 RUN_TESTS("shape", CASE(reshape_is_a_view_when_possible), CASE(reshape_scalars_and_empty),

@@ -17,12 +17,7 @@ static const emily_dtype REAL_TYPES[] = {EMILY_U8,  EMILY_U16, EMILY_U32,  EMILY
 /* ---- deterministic random data ------------------------------------------ */
 
 static uint64_t rng_state = 88172645463325252ull;
-static uint64_t rnd(void) {
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return rng_state;
-}
+static uint64_t rnd(void) { return xorshift64(&rng_state); }
 
 /* Bit patterns worth sorting: specials (NaNs with several payloads and
  * signs, infinities, both zeros, subnormals, extremes) mixed with a few
@@ -214,9 +209,7 @@ static bool check_row(emily_dtype dt, int64_t n, int mix, bool desc) {
         free(sv);
         free(av);
     }
-    emily_tensor_release(t);
-    emily_tensor_release(s);
-    emily_tensor_release(a);
+    RELEASE(t, s, a);
     free(d);
     return ok;
 }
@@ -412,9 +405,7 @@ TEST(scalars_and_empty_tensors) {
     CHECK_OK(emily_top_k(t, 2, EMILY_DTYPE_AUTO, &v, &ix));
     int64_t want[2] = {0, 2};
     CHECK(t_shape_is(v, 2, want) && t_shape_is(ix, 2, want));
-    emily_tensor_release(v);
-    emily_tensor_release(ix);
-    emily_tensor_release(t);
+    RELEASE(v, ix, t);
 }
 
 TEST(argsort_index_types) {
@@ -431,10 +422,7 @@ TEST(argsort_index_types) {
             CHECK(t_get(af, i) == p);
         }
     }
-    emily_tensor_release(a8);
-    emily_tensor_release(af);
-    emily_tensor_release(a64);
-    emily_tensor_release(t);
+    RELEASE(a8, af, a64, t);
     free(d);
 }
 
@@ -468,9 +456,7 @@ static void check_top_k(emily_dtype dt, int64_t rows, int64_t n, int64_t k, int 
         free(vv);
         free(iv);
     }
-    emily_tensor_release(v);
-    emily_tensor_release(ix);
-    emily_tensor_release(t);
+    RELEASE(v, ix, t);
     free(d);
 }
 
@@ -528,10 +514,7 @@ TEST(top_k_matches_the_reference) {
             }
             free(p);
         }
-        emily_tensor_release(v);
-        emily_tensor_release(ix);
-        emily_tensor_release(tr);
-        emily_tensor_release(m2);
+        RELEASE(v, ix, tr, m2);
         free(xs);
     }
     /* a transposed view: top_k runs along its last axis */
@@ -543,11 +526,7 @@ TEST(top_k_matches_the_reference) {
     CHECK_OK(emily_top_k(tv, 2, EMILY_DTYPE_AUTO, &v, &ix));
     double wv[8] = {8, 1, 9, 6, 11, 7, 10, 5}, wi[8] = {1, 0, 0, 2, 2, 1, 2, 1};
     for (int i = 0; i < 8; i++) CHECK(t_get(v, i) == wv[i] && t_get(ix, i) == wi[i]);
-    emily_tensor_release(v);
-    emily_tensor_release(ix);
-    emily_tensor_release(tv);
-    emily_tensor_release(tm);
-    emily_tensor_release(t);
+    RELEASE(v, ix, tv, tm, t);
 }
 
 TEST(bad_arguments) {
@@ -587,29 +566,10 @@ TEST(callbacks) {
     int64_t n = 4;
     float x[4] = {NAN, -INFINITY, INFINITY, 0.0f};
     emily_tensor *t = t_from(EMILY_F32, 1, &n, x);
-    emily_value arg[2];
-    memset(arg, 0, sizeof arg);
-    arg[0].kind = EMILY_V_TENSOR;
-    arg[0].tensor = t;
-    emily_value ov[3];
-    memset(ov, 0, sizeof ov);
     const char *keys[3] = {"axis", "direction", "stable"};
-    ov[0].kind = EMILY_V_INT;
-    ov[0].i = 0;
-    ov[1].kind = EMILY_V_ATOM;
-    ov[1].str = "desc";
-    ov[2].kind = EMILY_V_BOOL;
-    ov[2].b = true;
-    arg[1].kind = EMILY_V_OPTS;
-    arg[1].items = ov;
-    arg[1].keys = keys;
-    arg[1].n = 3;
-    emily_value tmpl;
-    memset(&tmpl, 0, sizeof tmpl);
-    tmpl.kind = EMILY_V_TEMPLATE;
-    tmpl.dtype = EMILY_S64;
-    tmpl.rank = 1;
-    tmpl.shape = &n;
+    emily_value ov[3] = {v_int(0), v_atom("desc"), v_bool(true)};
+    emily_value arg[2] = {v_tensor(t), v_opts(keys, ov, 3)};
+    emily_value tmpl = v_tmpl(EMILY_S64, 1, &n);
     emily_dispatch_result r = {0};
     CHECK_OK(emily_dispatch("argsort", EMILY_CPU, &tmpl, arg, 2, EMILY_DISPATCH_INFER, &r));
     CHECK(r.n == 1 && emily_tensor_dtype(r.tensors[0]) == EMILY_S64 && t_get(r.tensors[0], 0) == 0 &&
@@ -625,25 +585,11 @@ TEST(callbacks) {
 
     /* top_k: indices' type from the template in RUN mode (s64 as Nx 0.7), s32 inferred */
     const char *kkeys[1] = {"k"};
-    emily_value kv;
-    memset(&kv, 0, sizeof kv);
-    kv.kind = EMILY_V_INT;
-    kv.i = 2;
-    arg[1].items = &kv;
-    arg[1].keys = kkeys;
-    arg[1].n = 1;
+    emily_value kv = v_int(2);
+    arg[1] = v_opts(kkeys, &kv, 1);
     int64_t two = 2;
-    emily_value outs[2], list;
-    memset(outs, 0, sizeof outs);
-    memset(&list, 0, sizeof list);
-    outs[0].kind = outs[1].kind = EMILY_V_TEMPLATE;
-    outs[0].dtype = EMILY_F32;
-    outs[1].dtype = EMILY_S64;
-    outs[0].rank = outs[1].rank = 1;
-    outs[0].shape = outs[1].shape = &two;
-    list.kind = EMILY_V_LIST;
-    list.items = outs;
-    list.n = 2;
+    emily_value outs[2] = {v_tmpl(EMILY_F32, 1, &two), v_tmpl(EMILY_S64, 1, &two)};
+    emily_value list = v_list(outs, 2);
     CHECK_OK(emily_dispatch("top_k", EMILY_CPU, &list, arg, 2, EMILY_DISPATCH_RUN, &r));
     CHECK(r.n == 2 && emily_tensor_dtype(r.tensors[1]) == EMILY_S64 && t_get(r.tensors[1], 1) == 2);
     emily_dispatch_result_release(&r);

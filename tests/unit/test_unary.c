@@ -147,10 +147,7 @@ TEST(integers_wrap) {
     CHECK(t_get(n, 1) == 65531 && t_get(n, 2) == 0x8000 && t_get(n, 0) == 0);
     CHECK(t_get(c, 0) == 16 && t_get(c, 1) == 13 && t_get(c, 2) == 0);
     CHECK(t_get(g, 0) == 0 && t_get(g, 2) == 1);
-    emily_tensor_release(n);
-    emily_tensor_release(c);
-    emily_tensor_release(g);
-    emily_tensor_release(t);
+    RELEASE(n, c, g, t);
     int64_t big[2] = {INT64_MIN, -1};
     int64_t two[1] = {2};
     t = t_from(EMILY_S64, 1, two, big);
@@ -159,10 +156,7 @@ TEST(integers_wrap) {
     a = un(EMILY_ABS, t);
     CHECK(t_get(c, 0) == 0 && t_get(p, 0) == 1 && t_get(p, 1) == 64);
     CHECK(t_get(a, 0) == (double)INT64_MIN && t_get(a, 1) == 1);
-    emily_tensor_release(c);
-    emily_tensor_release(p);
-    emily_tensor_release(a);
-    emily_tensor_release(t);
+    RELEASE(c, p, a, t);
 }
 
 TEST(identity_and_constant_cases) {
@@ -192,10 +186,7 @@ TEST(identity_and_constant_cases) {
     emily_tensor_release(r);
     r = un(EMILY_IS_INFINITY, tu);
     CHECK(t_get(r, 1) == 0);
-    emily_tensor_release(r);
-    emily_tensor_release(tu);
-    emily_tensor_release(ts);
-    emily_tensor_release(tf);
+    RELEASE(r, tu, ts, tf);
 }
 
 TEST(complex_numbers) {
@@ -233,10 +224,7 @@ TEST(complex_numbers) {
     CHECK(o[2] == 0 && o[3] == 2);
     CHECK_OK(emily_to_binary(l, o, sizeof o));
     CHECK(o[4] == 0 && o[5] == M_PI);
-    emily_tensor_release(e);
-    emily_tensor_release(s);
-    emily_tensor_release(l);
-    emily_tensor_release(t);
+    RELEASE(e, s, l, t);
 }
 
 /* rsqrt of complex numbers is Complex.divide(1, Complex.sqrt(z)):
@@ -317,9 +305,7 @@ TEST(half_types_round_once) {
     CHECK(emily_tensor_dtype(s) == EMILY_F16);
     CHECK(t_get(s, 0) == emily_f16_to_f32(emily_f64_to_f16(sqrt(2.0))));
     CHECK(isinf(t_get(s, 1)) && isnan(t_get(s, 2)) && isnan(t_get(th, 1)));
-    emily_tensor_release(s);
-    emily_tensor_release(th);
-    emily_tensor_release(t);
+    RELEASE(s, th, t);
     uint16_t b[2] = {0x3f80, 0x4000}; /* bf16 1, 2 */
     int64_t two[1] = {2};
     t = t_from(EMILY_BF16, 1, two, b);
@@ -355,12 +341,7 @@ TEST(strided_inputs) {
     CHECK_OK(emi_tensor_view(big, 1, hshape, hstr, 99999, &half));
     bigf = un(EMILY_LOG, half);
     CHECK(t_get(bigf, 0) == (double)(float)log(99999.0) && t_get(bigf, 49999) == (double)(float)log(1.0));
-    emily_tensor_release(bigf);
-    emily_tensor_release(half);
-    emily_tensor_release(big);
-    emily_tensor_release(tv);
-    emily_tensor_release(bv);
-    emily_tensor_release(t);
+    RELEASE(bigf, half, big, tv, bv, t);
 }
 
 TEST(zero_size_and_scalars) {

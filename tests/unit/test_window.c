@@ -84,12 +84,7 @@ TEST(strided_input) {
     }
     emily_tensor *m = NULL;
     CHECK_OK(emily_window_max(tt, 2, w, NULL, NULL, NULL, NULL, &m));
-    emily_tensor_release(m);
-    emily_tensor_release(a);
-    emily_tensor_release(b);
-    emily_tensor_release(c);
-    emily_tensor_release(tt);
-    emily_tensor_release(t);
+    RELEASE(m, a, b, c, tt, t);
 }
 
 TEST(edge_values) {
@@ -154,12 +149,8 @@ TEST(edge_values) {
     float cz[4] = {1, 2, 3, -1};
     t = t_from(EMILY_C64, 1, &n2, cz);
     CHECK_OK(emily_window_product(t, 1, &n2, NULL, NULL, NULL, NULL, &r));
-    if (r) {
-        float got[2];
-        CHECK_OK(emily_to_binary(r, got, sizeof got));
-        CHECK(got[0] == 5.0f && got[1] == 5.0f);
-        emily_tensor_release(r);
-    }
+    CHECK(t_get(r, 0) == 5.0 && t_get_im(r, 0) == 5.0);
+    emily_tensor_release(r);
     emily_tensor_release(t);
     /* rank 0 and a zero-size axis with padding */
     double s = 2.5;
@@ -270,11 +261,7 @@ TEST(bad_input) {
     CHECK_ERR(emily_window_scatter_min(t, src, init, 2, w, bad0, NULL, NULL, &r), EMILY_ERR_ARGUMENT, "strides");
     CHECK_ERR(emily_window_scatter_max(t, src, init, 2, w, NULL, NULL, NULL, NULL), EMILY_ERR_ARGUMENT, "window_scatter_max");
     CHECK(r == NULL);
-    emily_tensor_release(vec);
-    emily_tensor_release(src);
-    emily_tensor_release(init);
-    emily_tensor_release(c);
-    emily_tensor_release(t);
+    RELEASE(vec, src, init, c, t);
 }
 
 RUN_TESTS("window", CASE(reductions_match_reference), CASE(strided_input), CASE(edge_values),

@@ -320,10 +320,7 @@ TEST(conv_size_arithmetic_is_checked) {
     opts.kernel_dilation = max_dil;
     CHECK_OK(emily_conv(x, k1, &opts, EMILY_DTYPE_AUTO, &o));
     CHECK(o && emily_tensor_size(o) == 8 && t_get(o, 7) == 8);
-    emily_tensor_release(o);
-    emily_tensor_release(k1);
-    emily_tensor_release(k);
-    emily_tensor_release(x);
+    RELEASE(o, k1, k, x);
 }
 
 RUN_TESTS("zero_size", CASE(every_family_on_zero_size_inputs), CASE(linalg_on_zero_size_inputs),
