@@ -161,7 +161,11 @@ defmodule Mix.Tasks.Compile.EmilyNif do
 
     test_sources =
       if test?,
-        do: Enum.map(~w(properties.c json_values.c), &Path.join([root, "tests/conformance", &1])),
+        do:
+          Enum.map(
+            ~w(properties.c properties_exact.c property_math.c json_values.c),
+            &Path.join([root, "tests/conformance", &1])
+          ),
         else: []
 
     sources = Path.wildcard(Path.join(@beam_dir, "c_src/*.c")) ++ test_sources
