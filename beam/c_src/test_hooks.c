@@ -15,12 +15,16 @@ static bool get_op(ErlNifEnv *env, ERL_NIF_TERM t, char *buf, size_t size) {
     return enif_get_atom(env, t, buf, (unsigned)size, ERL_NIF_LATIN1) > 0;
 }
 
-/* property_checked_op(op) :: boolean */
+/* property_checked_op(op, off_cpu) :: boolean: as the C runner decides
+ * (runner.c, by_properties): the decompositions everywhere, and lu,
+ * cholesky, triangular_solve, solve and determinant off the CPU (cuSOLVER
+ * in the input's own precision, not the reference's algorithm). */
 ERL_NIF_TERM nif_test_property_checked_op(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
     (void)argc;
     char op[64];
     if (!get_op(env, argv[0], op, sizeof op)) return enif_make_badarg(env);
-    return property_checked_op(op) ? nif_atom.true_ : nif_atom.false_;
+    bool off_cpu = enif_is_identical(argv[1], nif_atom.true_);
+    return property_checked_op(op) || (off_cpu && property_exact_op(op)) ? nif_atom.true_ : nif_atom.false_;
 }
 
 /* property_check(op, args, result_refs, case_json_line) :: :ok | {:error, msg} */

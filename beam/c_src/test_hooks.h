@@ -7,7 +7,7 @@
 
 /* Added to NIF_FUNCTIONS (emily_nif.h) in test builds. */
 #define NIF_TEST_FUNCTIONS(X)                                                             \
-    X(test_property_checked_op, 1, 0) X(test_property_check, 4, NIF_DIRTY)                \
+    X(test_property_checked_op, 2, 0) X(test_property_check, 4, NIF_DIRTY)                \
     X(test_property_description, 1, 0) X(test_export_count, 1, 0)
 NIF_TEST_FUNCTIONS(NIF_DECLARE)
 #else

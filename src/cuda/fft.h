@@ -14,9 +14,11 @@ extern "C" {
 /* Plans whose output goes straight to the result may carry a store
  * callback (scaling and eps-zeroing inside cuFFT's last kernel, linked at
  * plan time through nvJitLink); without one, a separate pass over the
- * output does that work. On by default; off makes new plans without it
- * (for tests of both ways; plans already cached keep theirs). */
+ * output does that work. Off unless EMILY_CUDA_FFT_CALLBACKS=1 (a JIT
+ * link per new plan); changing it affects new plans only
+ * (plans already cached keep theirs). */
 void emi_cuda_fft_set_callbacks(bool on);
+bool emi_cuda_fft_callbacks(void); /* whether plans take the store callback now */
 
 /* Counts since the process started: plans made with a callback, plans
  * that asked for one and were made without it because cuFFT refused it

@@ -120,7 +120,23 @@ pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 Plan *cache[PLAN_CACHE];
 uint64_t cache_clock;
 
-std::atomic<bool> callbacks_on{true};
+// Store callbacks are off unless EMILY_CUDA_FFT_CALLBACKS=1 (or a test
+// turns them on): cuFFT links an LTO callback into each plan with
+// nvJitLink when the plan is made, a JIT link per new (length, batch,
+// layout) that costs far more than the separate finishing pass it saves
+// for all but very long transforms. -1: the environment not read yet.
+std::atomic<int> callbacks_on{-1};
+
+bool callbacks_enabled() {
+    int v = callbacks_on.load();
+    if (v < 0) {
+        const char *e = getenv("EMILY_CUDA_FFT_CALLBACKS");
+        int expected = -1;
+        callbacks_on.compare_exchange_strong(expected, e && e[0] == '1' ? 1 : 0);
+        v = callbacks_on.load();
+    }
+    return v == 1;
+}
 std::atomic<long long> count_callback{0}, count_refused{0}, count_plain{0};
 
 // Frees a plan nobody holds, once the work queued on it has run.
@@ -567,7 +583,7 @@ struct FastRun {
         emi_fft_store_params params = {scale, job.eps, (float)scale, eps_as_float(job.eps)};
         bool fused = false;
         if (!identity) {
-            bool want_cb = out_direct && callbacks_on.load();
+            bool want_cb = out_direct && callbacks_enabled();
             PlanKey k = {job.ctx.device,
                          kind,
                          dbl,
@@ -608,7 +624,9 @@ struct FastRun {
 
 } // namespace
 
-void emi_cuda_fft_set_callbacks(bool on) { callbacks_on.store(on); }
+void emi_cuda_fft_set_callbacks(bool on) { callbacks_on.store(on ? 1 : 0); }
+
+bool emi_cuda_fft_callbacks(void) { return callbacks_enabled(); }
 
 void emi_cuda_fft_plan_counts_get(emi_cuda_fft_plan_counts *out) {
     out->with_callback = count_callback.load();

@@ -552,6 +552,7 @@ TEST(gpu_fft_fast_without_callbacks) {
                  *x = rand_tensor(EMILY_F64, 2, shape, 96);
     fft_call calls[] = {
         {OP_FFT, 0, -1, 0, 0, 1e-10}, {OP_IFFT, 0, 0, 0, 0, 1e-10}, {OP_IRFFT, 0, -1, 0, 0, 1e-3}};
+    bool before = emi_cuda_fft_callbacks();
     for (int on = 1; on >= 0; on--) {
         emi_cuda_fft_set_callbacks(on);
         for (size_t k = 0; k < 3; k++)
@@ -560,7 +561,7 @@ TEST(gpu_fft_fast_without_callbacks) {
         compare(&r, x, NULL, EMILY_DOT_PRECISION_FAST, on ? "callbacks" : "plain");
         compare(&r, x, transposed, EMILY_DOT_PRECISION_FAST, on ? "callbacks" : "plain");
     }
-    emi_cuda_fft_set_callbacks(true);
+    emi_cuda_fft_set_callbacks(before);
     emi_cuda_fft_plan_counts plans;
     emi_cuda_fft_plan_counts_get(&plans);
     printf(

@@ -1185,9 +1185,13 @@ TEST(conv_bad_arguments) {
     RELEASE(t, k, k2, kbig);
 }
 
+/* At HIGHEST (Nx's answers: f64 accumulation in the reference's order)
+ * both devices give the same bits; FAST convs (cuDNN, BLAS orders) are
+ * compared within their error bound by test_cuda_conv. */
 TEST(cuda_conv_matches_cpu) {
     if (emily_device_count(EMILY_DEVICE_CUDA) == 0) return; /* no GPU here */
     emily_device gpu = {EMILY_DEVICE_CUDA, 0};
+    highest_on();
     static const emily_dtype types[] = {EMILY_S32, EMILY_F16, EMILY_BF16, EMILY_F32,
                                         EMILY_F64, EMILY_C64, EMILY_C128};
     for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++)
@@ -1220,6 +1224,7 @@ TEST(cuda_conv_matches_cpu) {
             }
             RELEASE(a, k, ga, gk, c, gc, back);
         }
+    highest_off();
 }
 
 /* ---- the Nx callback ---------------------------------------------------- */

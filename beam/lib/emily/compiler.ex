@@ -19,8 +19,11 @@ if Code.ensure_loaded?(Nx.Defn.Compiler) do
 
     Options (besides the evaluator's, which the fallback uses):
 
-      * `:device` - where the graph runs: `:cpu` (default), `:cuda` or
-        `{:cuda, i}`. Inputs on another device or backend are copied there.
+      * `:device` - where the graph runs: `:cpu`, `:cuda` or `{:cuda, i}`;
+        by default the device of the default backend when it is
+        `Emily.Backend` (`Nx.default_backend({Emily.Backend, device: :cuda})`
+        compiles for the GPU), else `:cpu`. Inputs on another device or
+        backend are copied there.
       * `:dot_precision` - `:fast` or `:highest` for the function's `dot`
         and `conv` (default: the process's or the VM's, `Emily.dot_precision/0`).
       * `:compiler_fallback` - what to do with an expression the graph
@@ -150,7 +153,7 @@ if Code.ensure_loaded?(Nx.Defn.Compiler) do
               "Emily.Compiler: :compiler_fallback must be :eval or :raise, got: #{inspect(fallback)}"
       end
 
-      device = Emily.device!(Keyword.get(opts, :device, :cpu))
+      device = Emily.device!(Keyword.get_lazy(opts, :device, &default_device/0))
       precision = opts[:dot_precision] && Emily.validate_dot_precision!(opts[:dot_precision])
 
       previous_hooks = Process.put(Emily.Compiler.Hooks, Keyword.get(opts, :hooks, %{}))
@@ -217,7 +220,22 @@ if Code.ensure_loaded?(Nx.Defn.Compiler) do
       end
     end
 
-    defp to_emily(%Nx.Tensor{data: %Emily.Backend{}} = t, _device), do: Nx.devectorize(t)
+    # the device of the default backend when it is Emily's (what a user who
+    # set Nx.default_backend({Emily.Backend, device: :cuda}) means)
+    defp default_device do
+      case Nx.default_backend() do
+        {Emily.Backend, backend_opts} -> Keyword.get(backend_opts, :device, :cpu)
+        _ -> :cpu
+      end
+    end
+
+    defp to_emily(%Nx.Tensor{data: %Emily.Backend{}} = t, device) do
+      t = Nx.devectorize(t)
+
+      if Emily.Backend.device(t) == device,
+        do: t,
+        else: Nx.backend_copy(t, {Emily.Backend, device: device})
+    end
 
     defp to_emily(%Nx.Tensor{} = t, device),
       do: t |> Nx.devectorize() |> Nx.backend_copy({Emily.Backend, device: device})

@@ -184,7 +184,7 @@ defmodule Emily.Native do
   # conformance runner's property checks for decompositions, and a count
   # of to_pointer's export-table entries.
   @doc false
-  def test_property_checked_op(_op), do: nif!()
+  def test_property_checked_op(_op, _off_cpu), do: nif!()
   @doc false
   def test_property_check(_op, _args, _results, _case_json), do: nif!()
   @doc false

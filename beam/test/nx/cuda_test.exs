@@ -21,7 +21,8 @@ if Code.ensure_loaded?(Nx) do
       t = Nx.iota({3, 4}, type: :f32, backend: @cuda)
       assert Emily.Backend.device(t) == {:cuda, 0}
       assert Nx.to_list(t) == Nx.to_list(Nx.iota({3, 4}, type: :f32))
-      c = on(t, @cpu)
+      # (a copy: t is used again below)
+      c = Nx.backend_copy(t, @cpu)
       assert Emily.Backend.device(c) == :cpu
       assert Nx.to_binary(c) == Nx.to_binary(Nx.iota({3, 4}, type: :f32, backend: @cpu))
       # a strided view on the device reads back in order
@@ -91,6 +92,27 @@ if Code.ensure_loaded?(Nx) do
       assert_raise ArgumentError, ~r/a GPU tensor or a non-contiguous view.*Nx.backend_copy/, fn ->
         Nx.add(elsewhere, 1)
       end
+    end
+
+    test "Emily.Compiler runs on the default backend's device, inputs copied there" do
+      fun = fn x, y -> x |> Nx.multiply(y) |> Nx.exp() |> Nx.sum(axes: [1]) end
+      x = Nx.iota({4, 8}, type: :f32) |> Nx.divide(32)
+      y = Nx.iota({4, 8}, type: :f32, backend: @cpu) |> Nx.divide(16)
+      expected = Nx.Defn.jit_apply(fun, [x, y], compiler: Nx.Defn.Evaluator)
+
+      r =
+        Nx.with_default_backend(@cuda, fn ->
+          Nx.Defn.jit_apply(fun, [on(x, @cuda), y], compiler: Emily.Compiler)
+        end)
+
+      assert {:graph, _} = Process.get(Emily.Compiler.LastRun)
+      assert Emily.Backend.device(r) == {:cuda, 0}
+      close!(r, expected)
+
+      # an explicit :device wins over the default backend
+      c = Nx.Defn.jit_apply(fun, [on(x, @cuda), y], compiler: Emily.Compiler, device: :cpu)
+      assert Emily.Backend.device(c) == :cpu
+      close!(c, expected)
     end
 
     test "memory statistics" do

@@ -171,8 +171,13 @@ defmodule Emily.Test.Corpus do
   defp compare_all(_op, refs, wants, _k),
     do: {:error, "#{length(refs)} outputs left, #{length(wants)} wanted"}
 
-  @doc "True for ops checked by their defining properties (qr, svd, eigh), as the C runner does."
-  def property_checked?(op), do: Native.test_property_checked_op(String.to_atom(op))
+  @doc """
+  True for ops checked by their defining properties, as the C runner decides:
+  qr, svd and eigh everywhere; lu, cholesky, triangular_solve, solve and
+  determinant off the CPU (cuSOLVER in the input's own precision).
+  """
+  def property_checked?(op),
+    do: Native.test_property_checked_op(String.to_atom(op), device() != :cpu)
 
   ## JSON -> terms
 
