@@ -125,8 +125,8 @@ EMILY_HD double emily_sc_erf_inv(double z) {
 }
 
 /* Erlang's abs/1, which Complex.abs calls on a number: only x < 0 is
- * negated, so abs(-0.0) is -0.0 (Erlang/OTP up to 27; OTP 28 returns
- * +0.0, but the reference, and the corpus, ran on OTP 25). */
+ * negated, so abs(-0.0) is -0.0 (Erlang/OTP 25, which the reference and
+ * the corpus ran on; other OTP releases may differ). */
 EMILY_HD double emily_sc_abs(double x) { return x < 0 ? -x : x; }
 EMILY_HD double emily_sc_negate(double x) { return -x; }
 EMILY_HD double emily_sc_ceil(double x) { return ceil(x); }
