@@ -200,74 +200,6 @@ static bool shape_takes(const shape2 *s, layout lay) {
 
 /* ---- real unary ops ------------------------------------------------------ */
 
-typedef struct unary_arg {
-    emily_unary_op op;
-    emily_dtype dt;
-    const shape2 *shape;
-    layout lay;
-    double xs[16], wants[16];
-    int n;
-    emily_tensor *in; /* filled by run */
-} unary_arg;
-
-/* The rows of op: its inputs and the reference's answers. */
-static int unary_rows(const char *name, double *xs, double *wants) {
-    int n = 0;
-    for (size_t i = 0; i < NROWS(sz_unary_rows) && n < 16; i++)
-        if (strcmp(sz_unary_rows[i].op, name) == 0)
-            xs[n] = sz_unary_rows[i].x, wants[n++] = sz_unary_rows[i].want;
-    return n;
-}
-
-static emily_tensor *run_unary(emily_device dev, unary_arg *a) {
-    emily_tensor *in = operand(dev, a->dt, a->shape->r, a->shape->c, a->lay, a->xs, a->n, 1, 3),
-                 *out = NULL;
-    if (in) CHECK_OK(emily_unary(a->op, in, &out));
-    a->in = in;
-    return out;
-}
-
-/* Every output element is the table's answer for its input. */
-static void check_unary(const unary_arg *a, const emily_tensor *out, const char *what) {
-    double *x = values_of(a->in), *y = values_of(out);
-    for (int64_t i = 0; x && y && i < emily_tensor_size(out); i++) {
-        int k = value_index(a->xs, a->n, x[i]);
-        if (k < 0 || !expect(what, i, y[i], a->wants[k])) break;
-    }
-    free(x), free(y);
-}
-
-/* Runs every unary row in every real type, shape and layout on dev (and,
- * for a device other than the CPU, the same on the CPU to compare). */
-static void unary_cases(emily_device dev) {
-    for (int op = 0; op < EMILY_UNARY_OP_COUNT; op++) {
-        unary_arg a = {.op = (emily_unary_op)op};
-        a.n = unary_rows(emily_unary_op_name(a.op), a.xs, a.wants);
-        if (a.n == 0) continue;
-        for (size_t d = 0; d < NROWS(REALS); d++)
-            for (size_t s = 0; s < NROWS(shapes); s++)
-                for (int lay = 0; lay < LAY_COUNT; lay++) {
-                    if (!shape_takes(&shapes[s], (layout)lay)) continue;
-                    a.dt = REALS[d], a.shape = &shapes[s], a.lay = (layout)lay;
-                    char what[128];
-                    snprintf(what, sizeof what, "%s %s {%lld,%lld} %s", emily_unary_op_name(a.op),
-                             emily_dtype_name(a.dt), (long long)a.shape->r, (long long)a.shape->c,
-                             layout_names[lay]);
-                    emily_tensor *out = run_unary(dev, &a);
-                    if (out) check_unary(&a, out, what);
-                    if (out && cross_check(dev)) {
-                        emily_tensor *dev_in = a.in, *cpu_out = run_unary(EMILY_CPU, &a);
-                        if (cpu_out) same_bits_as_cpu(out, cpu_out, what);
-                        emily_tensor_release(cpu_out);
-                        emily_tensor_release(a.in);
-                        a.in = dev_in;
-                    }
-                    emily_tensor_release(out);
-                    emily_tensor_release(a.in);
-                }
-    }
-}
-
 /* ---- real binary ops ----------------------------------------------------- */
 
 #define MAXV 8
@@ -408,56 +340,81 @@ static bool real_result(const char *op) {
     return !strcmp(op, "abs") || !strcmp(op, "real") || !strcmp(op, "imag") || !strcmp(op, "phase");
 }
 
-typedef struct cunary_arg {
+/* One element-wise unary op on the rows of its table: the real table
+ * (parts 1) or the complex one (parts 2). */
+typedef struct unary_arg {
     emily_unary_op op;
     emily_dtype dt;
     const shape2 *shape;
     layout lay;
-    double xs[2 * MAXV];
-    sz_cplx wants[MAXV];
+    int parts;
+    double xs[2 * 16];
+    sz_cplx wants[16]; /* a real answer in .re */
     int n;
-    emily_tensor *in;
-} cunary_arg;
+    emily_tensor *in; /* filled by run_unary */
+} unary_arg;
 
-static emily_tensor *run_cunary(emily_device dev, cunary_arg *a) {
+/* The rows of a->op in its table: the inputs and the reference's answers. */
+static void unary_rows(unary_arg *a) {
+    const char *name = emily_unary_op_name(a->op);
+    a->n = 0;
+    if (a->parts == 1) {
+        for (size_t i = 0; i < NROWS(sz_unary_rows) && a->n < 16; i++)
+            if (strcmp(sz_unary_rows[i].op, name) == 0) {
+                a->xs[a->n] = sz_unary_rows[i].x;
+                a->wants[a->n++] = (sz_cplx){sz_unary_rows[i].want, 0.0};
+            }
+        return;
+    }
+    for (size_t i = 0; i < NROWS(sz_cunary_rows) && a->n < 16; i++)
+        if (strcmp(sz_cunary_rows[i].op, name) == 0) {
+            a->xs[2 * a->n] = sz_cunary_rows[i].x.re, a->xs[2 * a->n + 1] = sz_cunary_rows[i].x.im;
+            a->wants[a->n++] = sz_cunary_rows[i].want;
+        }
+}
+
+static emily_tensor *run_unary(emily_device dev, unary_arg *a) {
     emily_tensor *out = NULL;
-    a->in = operand(dev, a->dt, a->shape->r, a->shape->c, a->lay, a->xs, a->n, 2, 3);
+    a->in = operand(dev, a->dt, a->shape->r, a->shape->c, a->lay, a->xs, a->n, a->parts, 3);
     if (a->in) CHECK_OK(emily_unary(a->op, a->in, &out));
     return out;
 }
 
-static void check_cunary(const cunary_arg *a, const emily_tensor *out, const char *what) {
-    bool rr = real_result(emily_unary_op_name(a->op));
+/* Every output element is the table's answer for its input. */
+static void check_unary(const unary_arg *a, const emily_tensor *out, const char *what) {
+    bool rr = a->parts == 1 || real_result(emily_unary_op_name(a->op));
     double *x = values_of(a->in), *y = values_of(out);
     for (int64_t i = 0; x && y && i < emily_tensor_size(out); i++) {
-        int k = cvalue_index(a->xs, a->n, x[2 * i], x[2 * i + 1]);
+        int k = a->parts == 1 ? value_index(a->xs, a->n, x[i])
+                              : cvalue_index(a->xs, a->n, x[2 * i], x[2 * i + 1]);
         if (k < 0 || !expect_c(what, i, y + (rr ? i : 2 * i), rr, a->wants[k])) break;
     }
     free(x), free(y);
 }
 
-static void cunary_cases(emily_device dev) {
+/* Runs every row of the real (parts 1) or complex (parts 2) table in each
+ * of the types, shapes and layouts on dev (and, for a device other than
+ * the CPU, the same on the CPU to compare). Complex types take the shapes
+ * that run in all layouts. */
+static void unary_cases(emily_device dev, const emily_dtype *types, size_t ntypes, int parts) {
     for (int op = 0; op < EMILY_UNARY_OP_COUNT; op++) {
-        cunary_arg a = {.op = (emily_unary_op)op};
-        for (size_t i = 0; i < NROWS(sz_cunary_rows) && a.n < MAXV; i++)
-            if (strcmp(sz_cunary_rows[i].op, emily_unary_op_name(a.op)) == 0) {
-                a.xs[2 * a.n] = sz_cunary_rows[i].x.re, a.xs[2 * a.n + 1] = sz_cunary_rows[i].x.im;
-                a.wants[a.n++] = sz_cunary_rows[i].want;
-            }
+        unary_arg a = {.op = (emily_unary_op)op, .parts = parts};
+        unary_rows(&a);
         if (a.n == 0) continue;
-        for (size_t d = 0; d < NROWS(COMPLEXES); d++)
+        for (size_t d = 0; d < ntypes; d++)
             for (size_t s = 0; s < NROWS(shapes); s++)
                 for (int lay = 0; lay < LAY_COUNT; lay++) {
-                    if (!shapes[s].all_layouts) continue;
-                    a.dt = COMPLEXES[d], a.shape = &shapes[s], a.lay = (layout)lay;
+                    if (parts == 2 ? !shapes[s].all_layouts : !shape_takes(&shapes[s], (layout)lay))
+                        continue;
+                    a.dt = types[d], a.shape = &shapes[s], a.lay = (layout)lay;
                     char what[128];
                     snprintf(what, sizeof what, "%s %s {%lld,%lld} %s", emily_unary_op_name(a.op),
                              emily_dtype_name(a.dt), (long long)a.shape->r, (long long)a.shape->c,
                              layout_names[lay]);
-                    emily_tensor *out = run_cunary(dev, &a);
-                    if (out) check_cunary(&a, out, what);
+                    emily_tensor *out = run_unary(dev, &a);
+                    if (out) check_unary(&a, out, what);
                     if (out && cross_check(dev)) {
-                        emily_tensor *dev_in = a.in, *cpu_out = run_cunary(EMILY_CPU, &a);
+                        emily_tensor *dev_in = a.in, *cpu_out = run_unary(EMILY_CPU, &a);
                         if (cpu_out) same_bits_as_cpu(out, cpu_out, what);
                         emily_tensor_release(cpu_out);
                         emily_tensor_release(a.in);
@@ -894,58 +851,31 @@ static void clip_and_select(emily_device dev) {
 
 /* ---- the cases ------------------------------------------------------------ */
 
-TEST(unary_ops) { unary_cases(EMILY_CPU); }
-TEST(binary_ops) { binary_cases(EMILY_CPU); }
-TEST(complex_unary_ops) { cunary_cases(EMILY_CPU); }
-TEST(complex_binary_ops) { cbinary_cases(EMILY_CPU); }
-TEST(reductions) { zero_family(EMILY_CPU, 0, do_reduce, 12, "reduce"); }
-TEST(cumulative) {
-    zero_family(EMILY_CPU, 1, do_cumulative, 16, "cumulative");
-    complex_scans(EMILY_CPU);
-}
-TEST(windows) { zero_family(EMILY_CPU, 2, do_window, 4, "window"); }
-TEST(dot) { dot_of_zeros(EMILY_CPU); }
-TEST(as_type) { conversions(EMILY_CPU); }
-TEST(clip_select) { clip_and_select(EMILY_CPU); }
+/* Each case runs once on the CPU (name) and once on cuda:0 (gpu_name). */
+#define SZ_CASES(X)                                                                     \
+    X(unary_ops, unary_cases(dev, REALS, NROWS(REALS), 1))                              \
+    X(binary_ops, binary_cases(dev))                                                    \
+    X(complex_unary_ops, unary_cases(dev, COMPLEXES, NROWS(COMPLEXES), 2))              \
+    X(complex_binary_ops, cbinary_cases(dev))                                           \
+    X(reductions, zero_family(dev, 0, do_reduce, 12, "reduce"))                         \
+    X(cumulative, zero_family(dev, 1, do_cumulative, 16, "cumulative"); complex_scans(dev)) \
+    X(windows, zero_family(dev, 2, do_window, 4, "window"))                             \
+    X(dot, dot_of_zeros(dev))                                                           \
+    X(as_type, conversions(dev))                                                        \
+    X(clip_select, clip_and_select(dev))
 
-TEST(gpu_unary_ops) { unary_cases(GPU); }
-TEST(gpu_binary_ops) { binary_cases(GPU); }
-TEST(gpu_complex_unary_ops) { cunary_cases(GPU); }
-TEST(gpu_complex_binary_ops) { cbinary_cases(GPU); }
-TEST(gpu_reductions) { zero_family(GPU, 0, do_reduce, 12, "reduce"); }
-TEST(gpu_cumulative) {
-    zero_family(GPU, 1, do_cumulative, 16, "cumulative");
-    complex_scans(GPU);
-}
-TEST(gpu_windows) { zero_family(GPU, 2, do_window, 4, "window"); }
-TEST(gpu_dot) { dot_of_zeros(GPU); }
-TEST(gpu_as_type) { conversions(GPU); }
-TEST(gpu_clip_select) { clip_and_select(GPU); }
+#define SZ_DEFINE(name, ...)                                                            \
+    static void run_##name(emily_device dev) { __VA_ARGS__; }                           \
+    TEST(name) { run_##name(EMILY_CPU); }                                               \
+    TEST(gpu_##name) { run_##name(GPU); }
+SZ_CASES(SZ_DEFINE)
+#define SZ_CPU_CASE(name, ...) CASE(name),
+#define SZ_GPU_CASE(name, ...) CASE(gpu_##name),
 
 int main(int argc, char **argv) {
     if (!harness_args(argc, argv)) return 2;
-    static const harness_case cpu[] = {CASE(unary_ops),
-                                       CASE(binary_ops),
-                                       CASE(complex_unary_ops),
-                                       CASE(complex_binary_ops),
-                                       CASE(reductions),
-                                       CASE(cumulative),
-                                       CASE(windows),
-                                       CASE(dot),
-                                       CASE(as_type),
-                                       CASE(clip_select),
-                                       {NULL, NULL}};
-    static const harness_case gpu[] = {CASE(gpu_unary_ops),
-                                       CASE(gpu_binary_ops),
-                                       CASE(gpu_complex_unary_ops),
-                                       CASE(gpu_complex_binary_ops),
-                                       CASE(gpu_reductions),
-                                       CASE(gpu_cumulative),
-                                       CASE(gpu_windows),
-                                       CASE(gpu_dot),
-                                       CASE(gpu_as_type),
-                                       CASE(gpu_clip_select),
-                                       {NULL, NULL}};
+    static const harness_case cpu[] = {SZ_CASES(SZ_CPU_CASE){NULL, NULL}};
+    static const harness_case gpu[] = {SZ_CASES(SZ_GPU_CASE){NULL, NULL}};
     int rc = harness_run("signed_zero", cpu);
     const char *self = getenv("EMILY_TEST_CUDA_ON_CPU");
     if (self && strcmp(self, "1") == 0) {
