@@ -133,12 +133,21 @@ EMI_DTYPES_NATIVE_FLOAT(EMILY_SB_PREDICATES_)
 
 /* + - * / in f32 or f64: for f32, f16 and bf16 operands (computed in f32)
  * these round to the same value as the reference's f64 computation
- * rounded to the operand type. */
+ * rounded to the operand type.
+ * Division follows Complex.divide where it answers before dividing: a
+ * number over an infinity is the integer 0 (+0.0, where IEEE gives a
+ * signed zero), and an infinity over y >= 0 is itself, which -0.0
+ * passes (IEEE: inf / -0.0 is -inf). */
 #define EMILY_SB_FLOAT_ARITH_(E, s, T)                                                  \
     EMILY_HD T emily_sb_add_##s(T a, T b) { return a + b; }                           \
     EMILY_HD T emily_sb_subtract_##s(T a, T b) { return a - b; }                      \
     EMILY_HD T emily_sb_multiply_##s(T a, T b) { return a * b; }                      \
-    EMILY_HD T emily_sb_divide_##s(T a, T b) { return a / b; }
+    EMILY_HD T emily_sb_divide_##s(T a, T b) {                                        \
+        T q = a / b;                                                                  \
+        if (q == 0 && (b == (T)INFINITY || b == (T)-INFINITY)) return (T)0;           \
+        if (b == 0 && (a == (T)INFINITY || a == (T)-INFINITY)) return a;              \
+        return q;                                                                     \
+    }
 EMI_DTYPES_NATIVE_FLOAT(EMILY_SB_FLOAT_ARITH_)
 #undef EMILY_SB_FLOAT_ARITH_
 
@@ -162,12 +171,14 @@ EMILY_HD double emily_sb_remainder_f64(double a, double b) { return fmod(a, b); 
 /* Complex.pow on real operands: NaN anywhere gives NaN (even 1^NaN and
  * NaN^0); an infinite exponent gives 0 for a zero base and inf
  * otherwise (+inf) or the reverse (-inf), whatever |base| is; an
- * infinite base follows IEEE. */
+ * infinite base follows IEEE except that a negative exponent gives the
+ * integer 0, +0.0 (IEEE: (-inf)^-3 is -0.0). */
 EMILY_HD double emily_sb_pow_f64(double x, double y) {
     if (x != x || y != y) return x + y;
     if (y == INFINITY) return x == 0 ? 0.0 : INFINITY;
     if (y == -INFINITY) return x == 0 ? INFINITY : 0.0;
     if (x == INFINITY) return y > 0 ? INFINITY : y == 0 ? 1.0 : 0.0;
+    if (x == -INFINITY && y < 0) return 0.0;
     return pow(x, y);
 }
 

@@ -17,6 +17,9 @@
  *   guard), sigmoid(x) = 1 / (1 + exp(-x)), cbrt(x) = pow(|x|, 1/3) with
  *   the sign of x, tanh(+-inf) = NaN, sign(NaN) = sign(+-inf) = 1,
  *   sign(complex) = 1, round half away from zero without -0.0,
+ *   abs(-0.0) = -0.0 and cos(z)'s imaginary part from 0 - sin(re)
+ *   (Erlang/OTP 25's abs and float negation, docs/semantics.md "Signs
+ *   of zero"),
  *   erf_inv by Giles' single-precision polynomial, |complex| by the
  *   scaled formula (NaN only when both parts are NaN, else infinity for
  *   any non-finite part).
@@ -111,7 +114,10 @@ EMILY_HD double emily_sc_erf_inv(double z) {
     return EMILY_MUL(p, z);
 }
 
-EMILY_HD double emily_sc_abs(double x) { return fabs(x); }
+/* Erlang's abs/1, which Complex.abs calls on a number: only x < 0 is
+ * negated, so abs(-0.0) is -0.0 (Erlang/OTP 25, which the reference and
+ * the corpus ran on; other OTP releases may differ). */
+EMILY_HD double emily_sc_abs(double x) { return x < 0 ? -x : x; }
 EMILY_HD double emily_sc_negate(double x) { return -x; }
 EMILY_HD double emily_sc_ceil(double x) { return ceil(x); }
 EMILY_HD double emily_sc_floor(double x) { return floor(x); }
@@ -198,11 +204,14 @@ EMILY_HD emily_cd emily_cd_div(emily_cd a, emily_cd b) {
     return emily_cd_make(num_re / den, num_im / den);
 }
 
-/* |z|: scaled to avoid overflow; NaN only when both parts are NaN. */
+/* |z|: scaled to avoid overflow; NaN only when both parts are NaN. The
+ * parts' magnitudes are Erlang's abs (emily_sc_abs), so a zero real part
+ * gives the imaginary part's magnitude with its zero sign: |-0 - 0i| is
+ * -0.0, like the reference. */
 EMILY_HD double emily_cd_abs(emily_cd z) {
     if (z.re != z.re && z.im != z.im) return NAN;
     if (!isfinite(z.re) || !isfinite(z.im)) return INFINITY;
-    double x = fabs(z.re), y = fabs(z.im);
+    double x = emily_sc_abs(z.re), y = emily_sc_abs(z.im);
     if (x == 0.0) return y;
     if (y == 0.0) return x;
     if (x > y) {
@@ -263,7 +272,10 @@ EMILY_HD emily_cd emily_cd_sin(emily_cd z) {
 EMILY_HD emily_cd emily_cd_cos(emily_cd z) {
     if (!isfinite(z.re) || z.im != z.im) return emily_cd_make(NAN, NAN);
     if (isinf(z.im)) return emily_cd_make(INFINITY, -1.0 * z.im * z.re);
-    return emily_cd_make(EMILY_MUL(cos(z.re), cosh(z.im)), EMILY_MUL(-sin(z.re), sinh(z.im)));
+    /* Complex.cos writes -:math.sin(re); Erlang/OTP 25 compiles the
+     * negation of a value it knows is a float as 0.0 - x, so a zero sine
+     * gives +0.0 (cos(0 + 0i) is 1 + 0i there, not 1 - 0i). */
+    return emily_cd_make(EMILY_MUL(cos(z.re), cosh(z.im)), EMILY_MUL(EMILY_SUB(0.0, sin(z.re)), sinh(z.im)));
 }
 
 EMILY_HD emily_cd emily_cd_neg(emily_cd z) { return emily_cd_make(-z.re, -z.im); }

@@ -21,11 +21,14 @@
 #define CUM_BLOCK 256               /* inner positions per task of the generic path */
 #define CUM_CHUNK EMI_CUMSUM_CHUNK   /* elements per chunk of a long row */
 
-/* ---- fast paths: f32 / f64 sums --------------------------------------- */
+/* ---- fast paths: f32 / f64 sums ---------------------------------------
+ * Accumulators start at -0.0, the exact identity of IEEE addition: the
+ * reference's scan starts from the first element, so a run of -0.0
+ * stays -0.0 (starting from +0.0 would give +0.0). */
 
 #define DEFINE_ROW_SUM(NAME, T)                                                            \
     static double NAME##_total(const T *x, int64_t n) {                                    \
-        double a0 = 0, a1 = 0, a2 = 0, a3 = 0;                                             \
+        double a0 = -0.0, a1 = -0.0, a2 = -0.0, a3 = -0.0;                                 \
         int64_t i = 0;                                                                     \
         for (; i + 4 <= n; i += 4) {                                                       \
             a0 += x[i];                                                                    \
@@ -64,7 +67,7 @@
                     tot[c] = NAME##_total(x + b, e - b);                                   \
                 }                                                                          \
                 /* exclusive prefix in the scan's direction */                             \
-                double run = 0;                                                            \
+                double run = -0.0;                                                         \
                 for (int64_t k = 0; k < nch; k++) {                                        \
                     int64_t c = rev ? nch - 1 - k : k;                                     \
                     double t = tot[c];                                                     \
@@ -82,7 +85,7 @@
         }                                                                                  \
         if (inner == 1) {                                                                  \
             EMILY_PAR_FOR(outer * n >= EMILY_PARALLEL_MIN && outer > 1, r, outer,          \
-                          { NAME##_run(src + r * n, dst + r * n, n, 0.0, rev); });          \
+                          { NAME##_run(src + r * n, dst + r * n, n, -0.0, rev); });         \
             return EMILY_OK;                                                               \
         }                                                                                  \
         int64_t nb = (inner + CUM_BLOCK - 1) / CUM_BLOCK;                                  \
@@ -90,7 +93,7 @@
             int64_t r = task / nb, j0 = (task % nb) * CUM_BLOCK;                           \
             int64_t m = inner - j0 < CUM_BLOCK ? inner - j0 : CUM_BLOCK;                   \
             double acc[CUM_BLOCK];                                                         \
-            for (int64_t j = 0; j < m; j++) acc[j] = 0;                                    \
+            for (int64_t j = 0; j < m; j++) acc[j] = -0.0;                                 \
             for (int64_t k = 0; k < n; k++) {                                              \
                 int64_t kk = rev ? n - 1 - k : k;                                          \
                 const T *x = src + (r * n + kk) * inner + j0;                              \
@@ -275,13 +278,17 @@ static emily_status generic_scan(emily_cumulative_op op, emily_tensor *dst, cons
 }
 
 /* f16, bf16 and c64: types whose per-step rounding moves a scan's result
- * by more than their last bit, so Nx's tree order is replayed. */
-static bool rounds_each_step(emily_dtype dt) {
+ * by more than their last bit, so Nx's tree order is replayed. c128
+ * products too: the signs of zero parts of a complex product depend on
+ * the order of the multiplications ((-0-0i)^4 is +0+0i in the tree's
+ * order, -0+0i from left to right). */
+static bool follows_tree_order(emily_cumulative_op op, emily_dtype dt) {
     switch (dt) {
 #define HALF_CASE(ENUM, sfx, T) case EMILY_##ENUM:
         EMI_DTYPES_HALF(HALF_CASE)
 #undef HALF_CASE
     case EMILY_C64: return true;
+    case EMILY_C128: return op == EMILY_CUMULATIVE_PRODUCT;
     default: return false;
     }
 }
@@ -301,7 +308,7 @@ static emily_status cpu_scan(emily_cumulative_op op, emily_tensor *dst, const em
     }
     if ((op == EMILY_CUMULATIVE_MAX || op == EMILY_CUMULATIVE_MIN) && emily_dtype_is_float(dt))
         return tree_rows(op, dst, src, outer, n, inner, rev);
-    if (rounds_each_step(dt)) return tree_rows(op, dst, src, outer, n, inner, rev);
+    if (follows_tree_order(op, dt)) return tree_rows(op, dst, src, outer, n, inner, rev);
     return generic_scan(op, dst, src, outer, n, inner, rev);
 }
 

@@ -66,8 +66,17 @@
         return VF_NARROW_JOIN(DF(lo), DF(hi));                                         \
     }
 
-static inline vf f_abs(vf x) { return V(andnot_ps)(S(-0.0f), x); }
-static inline vd d_abs(vd x) { return V(andnot_pd)(D(-0.0), x); }
+/* |x| with the sign bit cleared, for the formulas below */
+static inline vf f_mag(vf x) { return V(andnot_ps)(S(-0.0f), x); }
+static inline vd d_mag(vd x) { return V(andnot_pd)(D(-0.0), x); }
+/* the abs op: Erlang's abs negates only x < 0, so -0.0 (and NaN) pass
+ * through unchanged, like emily_sc_abs */
+static inline vf f_abs(vf x) {
+    return VF_SELECT(VF_CMP(x, S(0.0f), _CMP_LT_OQ), V(xor_ps)(x, S(-0.0f)), x);
+}
+static inline vd d_abs(vd x) {
+    return VD_SELECT(VD_CMP(x, D(0.0), _CMP_LT_OQ), V(xor_pd)(x, D(-0.0)), x);
+}
 
 /* ---- double functions with Nx's formulas (core/scalar_unary.h) ---------- */
 
@@ -89,7 +98,7 @@ static inline vd d_sinh(vd x) { return SLEEF_D(sinh, u10)(x); }
 /* Nx's tanh is NaN at both infinities (sinh(inf) / cosh(inf)) */
 static inline vd d_tanh(vd x) {
     vd r = SLEEF_D(tanh, u10)(x);
-    return VD_SELECT(VD_CMP(d_abs(x), D(__builtin_inf()), _CMP_EQ_OQ), D(__builtin_nan("")), r);
+    return VD_SELECT(VD_CMP(d_mag(x), D(__builtin_inf()), _CMP_EQ_OQ), D(__builtin_nan("")), r);
 }
 static inline vd d_asin(vd x) { return SLEEF_D(asin, u10)(x); }
 static inline vd d_atan(vd x) { return SLEEF_D(atan, u10)(x); }
@@ -99,7 +108,7 @@ static inline vd d_sqrt(vd x) { return V(sqrt_pd)(x); }
 static inline vd d_rsqrt(vd x) { return V(div_pd)(D(1.0), V(sqrt_pd)(x)); }
 /* pow(|x|, 1/3) with the sign of x for x < 0 (cbrt(-0.0) is +0.0) */
 static inline vd d_cbrt(vd x) {
-    vd p = SLEEF_D(pow, u10)(d_abs(x), D(1.0 / 3.0));
+    vd p = SLEEF_D(pow, u10)(d_mag(x), D(1.0 / 3.0));
     return VD_SELECT(VD_CMP(x, D(0.0), _CMP_LT_OQ), V(xor_pd)(p, D(-0.0)), p);
 }
 static inline vd d_erf(vd x) { return SLEEF_D(erf, u10)(x); }
@@ -110,7 +119,7 @@ static inline vd d_negate(vd x) { return V(xor_pd)(x, D(-0.0)); }
 /* See unary_simd.h (both instruction sets run the same operations, so
  * they give the same bits). Nx's tanh is NaN at both infinities. */
 static inline vf f_tanh(vf x) {
-    vf ax = f_abs(x);
+    vf ax = f_mag(x);
     vf a = V(min_ps)(S(EMILY_TANH_CLAMP), ax); /* NaN stays NaN */
     vf s = V(mul_ps)(a, a);
     vf p = S(EMILY_TANH_P5);

@@ -49,7 +49,8 @@ __device__ inline emily_cd cr_ccos(emily_cd z) {
     if (isinf(z.im)) return emily_cd_make(INFINITY, -1.0 * z.im * z.re);
     double s, c;
     if (!emily_cr::cr_sincos(z.re, s, c)) { s = sin(z.re); c = cos(z.re); }
-    return emily_cd_make(__dmul_rn(c, emily_cr::cr_cosh(z.im)), __dmul_rn(-s, emily_cr::cr_sinh(z.im)));
+    // 0 - sin(re), not -sin(re): as emily_cd_cos (core/scalar_unary.h)
+    return emily_cd_make(__dmul_rn(c, emily_cr::cr_cosh(z.im)), __dmul_rn(__dsub_rn(0.0, s), emily_cr::cr_sinh(z.im)));
 }
 __device__ inline emily_cd cr_cexp(emily_cd z) {
     if (z.re == -INFINITY || z.re == INFINITY || isinf(z.im) || z.re != z.re || z.im != z.im)

@@ -89,12 +89,19 @@ static bool check_result(const char *op, const json_t *result, const emily_dispa
         if (!ok) snprintf(msg, ms, "output %zu has %zu bytes, want %zu", k, gn, wn);
         else {
             char sub[200];
+            size_t ne = (size_t)emily_tensor_size(t);
             if (dot_fast && accumulation_rule_op(op) && n == 1 &&
                 (emily_dtype_is_float(dt) || emily_dtype_is_complex(dt)))
-                ok = accumulation_close(op, call->dev, call->out, call->args, call->nargs, dt, gotb, want,
-                                        (size_t)emily_tensor_size(t), sub, sizeof sub);
-            else
-                ok = compare_data(op, dt, gotb, want, (size_t)emily_tensor_size(t), sub, sizeof sub);
+                ok = accumulation_close(op, call->dev, call->out, call->args, call->nargs, dt, gotb, want, ne,
+                                        true, sub, sizeof sub);
+            else {
+                ok = compare_data(op, dt, gotb, want, ne, sub, sizeof sub);
+                /* f64/c128 sums: the reference's own error bound (the
+                 * corpus README), where a few ULP do not hold */
+                if (!ok && n == 1 && (dt == EMILY_F64 || dt == EMILY_C128) && f64_sum_rule_op(op))
+                    ok = accumulation_close(op, call->dev, call->out, call->args, call->nargs, dt, gotb,
+                                            want, ne, false, sub, sizeof sub);
+            }
             if (!ok) snprintf(msg, ms, "output %zu: %s", k, sub);
         }
         free(want);
