@@ -2,9 +2,10 @@
 // path whose order of operations is the CPU engine's for it
 // (src/cpu/cumulative.c, cpu_scan), so the two devices agree bit for bit:
 //
-//   f32/f64 sums                          sequential (double, the CPU's chunks)
-//   float max/min, f16/bf16/c64 scans      Nx's tree order (cumulative_tree.cu)
-//   f32/f64 products, c128                sequential from the first element
+//   f32/f64 sums                          sequential (double from -0.0, the CPU's chunks)
+//   float max/min, f16/bf16/c64 scans,    Nx's tree order (cumulative_tree.cu)
+//   c128 products
+//   f32/f64 products, c128 sums           sequential from the first element
 //   integers                              any order (exact, wrapping): the tree,
 //                                         or a thread per line when there are
 //                                         many lines `inner` apart
@@ -48,7 +49,9 @@ emily_status cuda_scan(emily_cumulative_op op, emily_tensor *dst, const emily_te
     bool tree;
     if (emily_dtype_is_integer(dt)) tree = inner == 1 || L.count < INT_THREAD_LINES;
     else if (emily_dtype_is_float(dt) && minmax) tree = true;
-    else tree = !native && dt != EMILY_C128; // f16, bf16, c64 round each step of Nx's tree
+    // f16, bf16, c64 round each step of Nx's tree; c128 products follow it
+    // for the signs of zero parts (cpu_scan's follows_tree_order)
+    else tree = (!native && dt != EMILY_C128) || (dt == EMILY_C128 && op == EMILY_CUMULATIVE_PRODUCT);
     return tree ? scan_tree(ctx, op, dt, sp, dp, L) : scan_sequential(ctx, op, dt, sp, dp, L);
 }
 

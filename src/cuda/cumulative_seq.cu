@@ -3,7 +3,8 @@
 // one chain of dependent operations in the CPU's order (see
 // src/cpu/cumulative.c), so every output has the CPU's bits:
 //
-//  - f32/f64 sums accumulate in double from +0.0, each output rounded once;
+//  - f32/f64 sums accumulate in double from -0.0 (a run of -0.0 stays -0.0,
+//    as on the CPU), each output rounded once;
 //    a row of at least 2 * EMI_CUMSUM_CHUNK elements (inner == 1) is cut
 //    into chunks: each chunk's total from four interleaved accumulators
 //    ((a0 + a1) + (a2 + a3)), the totals' exclusive prefix in the scan's
@@ -68,7 +69,7 @@ template <typename F> __device__ __forceinline__ void with_op(int op, F &&f) {
 
 // ---- a thread per line --------------------------------------------------------
 
-// from_zero: the f32/f64 sum (acc = 0.0 + x0 + ...); otherwise acc = x0.
+// from_zero: the f32/f64 sum (acc = -0.0 + x0 + ...); otherwise acc = x0.
 template <emily_dtype D>
 __global__ void line_thread_kernel(int op, ScanLines L, bool from_zero, const storage_t<D> *__restrict__ src,
                                    storage_t<D> *__restrict__ dst) {
@@ -79,7 +80,7 @@ __global__ void line_thread_kernel(int op, ScanLines L, bool from_zero, const st
             int64_t off = L.at(l, 0), step = L.rev ? -L.inner : L.inner;
             typename F::A acc = F::load(src[off]);
             if constexpr (!is_integer(D) && !is_complex(D))
-                if (from_zero) acc = 0.0 + acc;
+                if (from_zero) acc = -0.0 + acc;
             dst[off] = F::store(acc);
             for (int64_t k = 1; k < L.n; k++) {
                 off += step;
@@ -106,7 +107,7 @@ struct RowLines {
 };
 
 enum RowMode {
-    ROW_SUM,     // running sum from the line's prefix (tot; 0.0 without)
+    ROW_SUM,     // running sum from the line's prefix (tot; -0.0 without)
     ROW_FOLD,    // running fold from the line's first element
     ROW_TOTALS   // the chunk total of four interleaved accumulators -> tot
 };
@@ -148,11 +149,11 @@ row_kernel(int op, RowLines g, const storage_t<D> *__restrict__ src, storage_t<D
         load_step(0);
         typename Fold<D, EMILY_CUMULATIVE_SUM>::A acc{};
         bool have = false;
-        double a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+        double a0 = -0.0, a1 = -0.0, a2 = -0.0, a3 = -0.0;
         int64_t mylen = llen[lane];
         if constexpr (MODE == ROW_SUM) {
             if constexpr (!is_integer(D) && !is_complex(D)) {
-                acc = tot && q0 + lane < g.count ? tot[q0 + lane] : 0.0;
+                acc = tot && q0 + lane < g.count ? tot[q0 + lane] : -0.0;
                 have = true;
             }
         }
@@ -221,14 +222,14 @@ row_kernel(int op, RowLines g, const storage_t<D> *__restrict__ src, storage_t<D
 }
 
 // Each row's chunk totals -> their exclusive prefix in the scan's
-// direction (run = 0; each chunk gets run, then run += its total), a warp
+// direction (run = -0.0; each chunk gets run, then run += its total), a warp
 // per row: lanes load 32 totals at a time, every lane runs the same chain.
 __global__ void chunk_prefix_kernel(double *tot, int64_t rows, int64_t nch, bool rev) {
     int lane = threadIdx.x & 31;
     int64_t warp = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) >> 5,
             nwarps = ((int64_t)gridDim.x * blockDim.x) >> 5;
     for (int64_t r = warp; r < rows; r += nwarps) {
-        double *row = tot + r * nch, run = 0.0;
+        double *row = tot + r * nch, run = -0.0;
         for (int64_t b = 0; b < nch; b += 32) {
             int64_t k = b + lane, c = rev ? nch - 1 - k : k;
             double t = k < nch ? row[c] : 0.0, mine = 0.0;

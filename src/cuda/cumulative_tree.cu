@@ -13,7 +13,8 @@
 // (the CPU's recursion, both parities of n alike), and fin[top] = up[top]
 // where fewer than two values are left.
 //
-// A block holds TILE = 2^11 level-0 slots and every level above them in
+// A block holds TILE = 2^11 level-0 slots (2^10 for c128; the numbers
+// below are for 2^11) and every level above them in
 // shared memory. Lines of at most TILE elements fit a segment of
 // P = (n rounded up to a power of two) slots, TILE / P of them per block:
 // the whole tree of each runs in one kernel. Longer lines are cut into
@@ -36,12 +37,22 @@ using namespace emily_cuda;
 
 namespace {
 
-constexpr int TILE_LOG = 11;
-constexpr int TILE = 1 << TILE_LOG;
+constexpr int TILE_LOG = 11; // TILE = 2^11 (2^10 for c128: TileOf)
 constexpr int TREE_THREADS = 256;
 
-// Offset of level l in a block's shared array: level l has TILE >> l slots.
-__device__ __forceinline__ int level_base(int l) { return 2 * TILE - ((2 * TILE) >> l); }
+// The tile of dtype D: TILE, or half of it for 16-byte elements (c128),
+// whose levels would not fit 48 KiB of static shared memory. Tiles are
+// aligned blocks of the line and the levels above them are the same
+// tree over the tiles' tops, so the order of operations does not depend
+// on the tile's size.
+template <emily_dtype D> struct TileOf {
+    static constexpr int LOG = sizeof(storage_t<D>) > 8 ? TILE_LOG - 1 : TILE_LOG;
+    static constexpr int SIZE = 1 << LOG;
+};
+
+// Offset of level l in a block's shared array of a tile of T slots:
+// level l has T >> l slots.
+template <int T> __device__ __forceinline__ int level_base(int l) { return 2 * T - ((2 * T) >> l); }
 
 // The pair function of the CPU's tree scan on elements of dtype D (stored
 // values: f16/bf16 bits, c64 pairs): pmax/pmin/padd/pmul, their result
@@ -118,8 +129,9 @@ tree_kernel(int op, TreeGeom g, const storage_t<D> *src, storage_t<D> *dst,
             storage_t<D> *aggs, bool final) {
     typedef storage_t<D> S;
     typedef TreePair<D> F;
-    __shared__ S lev[2 * TILE];
-    const int spb = TILE >> g.logP; // segments per block
+    constexpr int T = TileOf<D>::SIZE;
+    __shared__ S lev[2 * T];
+    const int spb = T >> g.logP; // segments per block
     const int64_t n = g.L.n;
     for (int64_t b = blockIdx.x; b < g.nblocks; b += gridDim.x) {
         // segment q of this block: line line0 + q, tile tl (one segment a
@@ -134,7 +146,7 @@ tree_kernel(int op, TreeGeom g, const storage_t<D> *src, storage_t<D> *dst,
         }
         int nq = g.ntl > 1 ? 1 : (int)(g.L.count - line0 < spb ? g.L.count - line0 : spb);
 
-        for (int e = threadIdx.x; e < TILE; e += blockDim.x) {
+        for (int e = threadIdx.x; e < T; e += blockDim.x) {
             int q, i;
             slot_of(g, spb, e, q, i);
             int64_t pos = tl * g.P + i;
@@ -143,8 +155,8 @@ tree_kernel(int op, TreeGeom g, const storage_t<D> *src, storage_t<D> *dst,
         // up-sweep: level l+1 from level l
         for (int l = 0; l < g.logP; l++) {
             __syncthreads();
-            const S *lo = lev + level_base(l);
-            S *hi = lev + level_base(l + 1);
+            const S *lo = lev + level_base<T>(l);
+            S *hi = lev + level_base<T>(l + 1);
             int segw = g.P >> (l + 1), cnt = nq * segw;
             int64_t exist = n >> (l + 1);
             for (int e = threadIdx.x; e < cnt; e += blockDim.x) {
@@ -155,19 +167,19 @@ tree_kernel(int op, TreeGeom g, const storage_t<D> *src, storage_t<D> *dst,
         __syncthreads();
         if constexpr (PASS == UP) {
             // a full tile's top value (one segment a block here)
-            if (threadIdx.x == 0 && tl < g.nagg) aggs[line0 * g.nagg + tl] = lev[level_base(g.logP)];
+            if (threadIdx.x == 0 && tl < g.nagg) aggs[line0 * g.nagg + tl] = lev[level_base<T>(g.logP)];
             __syncthreads();
             continue;
         } else {
             // the top of a tile of a cut line is its scanned aggregate
             bool cut = g.ntl > 1;
-            if (cut && threadIdx.x == 0 && tl < g.nagg) lev[level_base(g.logP)] = aggs[line0 * g.nagg + tl];
+            if (cut && threadIdx.x == 0 && tl < g.nagg) lev[level_base<T>(g.logP)] = aggs[line0 * g.nagg + tl];
             S carry = lev[0]; // the previous tile's final top (read only where tl > 0)
             if (cut && tl > 0) carry = aggs[line0 * g.nagg + tl - 1];
             for (int l = g.logP - 1; l >= 0; l--) {
                 __syncthreads();
-                S *cur = lev + level_base(l);
-                const S *up = lev + level_base(l + 1);
+                S *cur = lev + level_base<T>(l);
+                const S *up = lev + level_base<T>(l + 1);
                 int segw = g.P >> l, cnt = nq * segw;
                 int64_t exist = n >> l;
                 for (int e = threadIdx.x; e < cnt; e += blockDim.x) {
@@ -179,7 +191,7 @@ tree_kernel(int op, TreeGeom g, const storage_t<D> *src, storage_t<D> *dst,
                 }
             }
             __syncthreads();
-            for (int e = threadIdx.x; e < TILE; e += blockDim.x) {
+            for (int e = threadIdx.x; e < T; e += blockDim.x) {
                 int q, i;
                 slot_of(g, spb, e, q, i);
                 int64_t pos = tl * g.P + i;
@@ -197,20 +209,21 @@ template <emily_dtype D>
 emily_status tree_run(const emily_cuda_ctx &ctx, int op, const ScanLines &L, const storage_t<D> *src,
                       storage_t<D> *dst, bool final) {
     typedef storage_t<D> S;
+    constexpr int T = TileOf<D>::SIZE, TLOG = TileOf<D>::LOG;
     TreeGeom g;
     g.L = L;
-    if (L.n <= TILE) {
+    if (L.n <= T) {
         g.logP = 0;
         while (((int64_t)1 << g.logP) < L.n) g.logP++;
         g.ntl = 1;
         g.nagg = 0;
     } else {
-        g.logP = TILE_LOG;
-        g.ntl = (L.n + TILE - 1) / TILE;
-        g.nagg = L.n >> TILE_LOG;
+        g.logP = TLOG;
+        g.ntl = (L.n + T - 1) / T;
+        g.nagg = L.n >> TLOG;
     }
     g.P = 1 << g.logP;
-    int spb = TILE >> g.logP;
+    int spb = T >> g.logP;
     g.nblocks = g.ntl > 1 ? L.count * g.ntl : (L.count + spb - 1) / spb;
     g.colmajor = L.inner > 1 && spb > 1;
     unsigned grid = (unsigned)(g.nblocks < INT32_MAX ? g.nblocks : INT32_MAX);
@@ -239,10 +252,7 @@ emily_status scan_tree(const emily_cuda_ctx &ctx, emily_cumulative_op op, emily_
                        const void *src, void *dst, const ScanLines &L) {
     return with_dtype(dt, ctx.op, [&]<emily_dtype D>() -> emily_status {
         typedef storage_t<D> S;
-        if constexpr (D == EMILY_C128)
-            return emily_error(EMILY_ERR_INTERNAL, "cuda: %s: c128 scans run in order", ctx.op);
-        else
-            return tree_run<D>(ctx, (int)op, L, (const S *)src, (S *)dst, true);
+        return tree_run<D>(ctx, (int)op, L, (const S *)src, (S *)dst, true);
     });
 }
 

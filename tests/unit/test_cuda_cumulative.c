@@ -129,6 +129,10 @@ TEST(gpu_cumulative_deep_trees) {
     one_case("[2^22+12345]", EMILY_CUMULATIVE_MAX, EMILY_F32, 1, deep, 0, true, TC_TIES);
     one_case("[2^22+12345]", EMILY_CUMULATIVE_PRODUCT, EMILY_C64, 1, deep, 0, false, TC_NEAR_ONE);
     one_case("[2^22+12345]", EMILY_CUMULATIVE_SUM, EMILY_S32, 1, deep, 0, true, TC_BITS);
+    /* c128 products run Nx's tree in tiles of 2^10 (16-byte elements):
+     * 2^20 + 777 cuts the aggregates into tiles again */
+    static const int64_t deep128[1] = {((int64_t)1 << 20) + 777};
+    one_case("[2^20+777]", EMILY_CUMULATIVE_PRODUCT, EMILY_C128, 1, deep128, 0, true, TC_NEAR_ONE);
     for (int op = 0; op < 4; op++) {
         one_case("[5,20000]", (emily_cumulative_op)op, EMILY_S16, 2, wide, 0, op & 1, TC_GENERAL);
         one_case("[5,20000]", (emily_cumulative_op)op, EMILY_U64, 2, wide, 0, !(op & 1), TC_BITS);

@@ -12,8 +12,8 @@ if Code.ensure_loaded?(Nx) do
     defp on(t, backend), do: Nx.backend_transfer(t, backend)
 
     defp close!(a, b) do
-      a = Nx.backend_transfer(a, Nx.BinaryBackend)
-      b = Nx.backend_transfer(b, Nx.BinaryBackend)
+      a = Nx.backend_copy(a, Nx.BinaryBackend)
+      b = Nx.backend_copy(b, Nx.BinaryBackend)
       assert Nx.all_close(a, b, rtol: 1.0e-5, atol: 1.0e-6) |> Nx.to_number() == 1
     end
 
