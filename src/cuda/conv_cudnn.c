@@ -38,6 +38,9 @@
  * and its convs are declined: the dots compute them. */
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
 #include <cudnn.h>
@@ -262,6 +265,34 @@ static bool describe(descs *d, const emily_tensor *x, const emily_tensor *w, con
     return true;
 }
 
+/* EMILY_CUDA_CONV_TRACE=1: cuDNN's ranking and the algorithm taken, on
+ * stderr, for the first conv of the process (to see which kernels a
+ * shape gets). */
+static bool trace_choice(const cudnnConvolutionFwdAlgoPerf_t *perf, int n, int chosen, cudnnMathType_t math) {
+    static atomic_int done = 0;
+    const char *e = getenv("EMILY_CUDA_CONV_TRACE");
+    if (!e || e[0] != '1' || atomic_exchange(&done, 1)) return false;
+    for (int i = 0; i < n; i++)
+        fprintf(stderr, "cudnn conv: rank %d algo %d status %d determinism %d math %d time %g ms memory %zu%s\n", i,
+                (int)perf[i].algo, (int)perf[i].status, (int)perf[i].determinism, (int)perf[i].mathType,
+                (double)perf[i].time, perf[i].memory, i == chosen ? "  <- taken" : "");
+    fprintf(stderr, "cudnn conv: taken with math type %d\n", (int)math);
+    return true;
+}
+
+/* With the trace: every algorithm timed by cuDNN itself (any family,
+ * deterministic or not), at the math type last set. */
+static void trace_timings(cudnnHandle_t h, descs *d) {
+    cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+    int n = 0;
+    cudnnStatus_t st = cudnnFindConvolutionForwardAlgorithm(h, d->x, d->w, d->conv, d->y,
+                                                            CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf);
+    if (st) fprintf(stderr, "cudnn conv: find failed (%s)\n", cudnnGetErrorString(st));
+    for (int i = 0; i < n; i++)
+        fprintf(stderr, "cudnn conv: timed algo %d status %d determinism %d math %d: %.4f ms\n", (int)perf[i].algo,
+                (int)perf[i].status, (int)perf[i].determinism, (int)perf[i].mathType, (double)perf[i].time);
+}
+
 /* Runs the conv with the first usable algorithm in cuDNN's ranking.
  * EMILY_ERR_UNSUPPORTED (no message) when none takes it. */
 static emily_status run(const emily_cuda_ctx *ctx, cudnnHandle_t h, descs *d, emily_dtype dt,
@@ -292,7 +323,10 @@ static emily_status run(const emily_cuda_ctx *ctx, cudnnHandle_t h, descs *d, em
                                                    d->conv, perf[i].algo, work, bytes, &zero, d->y,
                                                    data_of(y));
         if (work) emi_cuda_scratch_free(ctx, work);
-        if (st == CUDNN_STATUS_SUCCESS) return emi_cuda_launched(ctx);
+        if (st == CUDNN_STATUS_SUCCESS) {
+            if (trace_choice(perf, n, i, m)) trace_timings(h, d);
+            return emi_cuda_launched(ctx);
+        }
         /* refused before launching anything (cuDNN 9's codes come in
          * categories of 1000): try the next algorithm */
         if (CUDNN_STATUS_CATEGORY(st) == CUDNN_STATUS_NOT_SUPPORTED ||
@@ -304,11 +338,24 @@ static emily_status run(const emily_cuda_ctx *ctx, cudnnHandle_t h, descs *d, em
     return EMILY_ERR_UNSUPPORTED;
 }
 
+/* EMILY_CUDA_CONV=dots declines every conv (the op layer's im2col and
+ * cuBLAS then run them): a switch for comparing the two paths. Read once. */
+static bool cudnn_declined_by_env(void) {
+    static atomic_int state = -1; /* -1: not read yet */
+    int v = atomic_load(&state);
+    if (v < 0) {
+        const char *e = getenv("EMILY_CUDA_CONV");
+        v = e && strcmp(e, "dots") == 0;
+        atomic_store(&state, v);
+    }
+    return v == 1;
+}
+
 static emily_status cuda_conv(emily_tensor *dst, const emily_tensor *input,
                               const emily_tensor *kernel, const emily_conv_params *p,
                               emily_dot_precision precision) {
     cudnnDataType_t type;
-    if (precision != EMILY_DOT_PRECISION_FAST || input->dtype != dst->dtype ||
+    if (cudnn_declined_by_env() || precision != EMILY_DOT_PRECISION_FAST || input->dtype != dst->dtype ||
         kernel->dtype != dst->dtype || !cudnn_type(dst->dtype, &type) || p->spatial < 1 ||
         p->spatial > 3 || input->rank != p->spatial + 2 || p->groups > INT_MAX)
         return EMILY_ERR_UNSUPPORTED;
