@@ -219,11 +219,70 @@ static bool gemm_family(cudnnConvolutionFwdAlgo_t a) {
            a == CUDNN_CONVOLUTION_FWD_ALGO_GEMM;
 }
 
+/* What decides cuDNN's choice for a conv: its descriptors' numbers (all
+ * fields set, padding bytes zeroed, so keys compare with memcmp). */
+typedef struct algo_key {
+    int device, type, channels_last, nb, groups;
+    int xd[MAXR], wd[MAXR], yd[MAXR], pad[MAXR - 2], stride[MAXR - 2], dil[MAXR - 2];
+} algo_key;
+
 typedef struct descs {
     cudnnTensorDescriptor_t x, y;
     cudnnFilterDescriptor_t w;
     cudnnConvolutionDescriptor_t conv;
+    algo_key key;
 } descs;
+
+/* ---- the algorithm each shape takes ----------------------------------- */
+
+/* cuDNN 9's heuristics query and workspace query cost milliseconds per
+ * call (the benchmark's bf16 conv: 2.7 ms a call for a kernel cuDNN times
+ * at 0.24 ms), so each key's choice is kept: the algorithm, its math type
+ * and workspace size. A small table, replaced round robin. */
+#define ALGO_CACHE 64
+
+typedef struct algo_choice {
+    bool used;
+    algo_key key;
+    cudnnConvolutionFwdAlgo_t algo;
+    cudnnMathType_t math;
+    size_t bytes;
+} algo_choice;
+
+static pthread_mutex_t algo_lock = PTHREAD_MUTEX_INITIALIZER;
+static algo_choice algo_cache[ALGO_CACHE];
+static int algo_next;
+
+static bool algo_lookup(const algo_key *k, algo_choice *out) {
+    bool found = false;
+    pthread_mutex_lock(&algo_lock);
+    for (int i = 0; i < ALGO_CACHE && !found; i++)
+        if (algo_cache[i].used && memcmp(&algo_cache[i].key, k, sizeof *k) == 0) {
+            *out = algo_cache[i];
+            found = true;
+        }
+    pthread_mutex_unlock(&algo_lock);
+    return found;
+}
+
+/* Stores (or, with keep false, forgets) the choice for c->key. */
+static void algo_store(const algo_choice *c, bool keep) {
+    pthread_mutex_lock(&algo_lock);
+    int at = -1;
+    for (int i = 0; i < ALGO_CACHE && at < 0; i++)
+        if (algo_cache[i].used && memcmp(&algo_cache[i].key, &c->key, sizeof c->key) == 0) at = i;
+    if (!keep) {
+        if (at >= 0) algo_cache[at].used = false;
+    } else {
+        if (at < 0) {
+            at = algo_next;
+            algo_next = (algo_next + 1) % ALGO_CACHE;
+        }
+        algo_cache[at] = *c;
+        algo_cache[at].used = true;
+    }
+    pthread_mutex_unlock(&algo_lock);
+}
 
 static void descs_free(descs *d) {
     if (d->x) cudnnDestroyTensorDescriptor(d->x);
@@ -262,20 +321,36 @@ static bool describe(descs *d, const emily_tensor *x, const emily_tensor *w, con
         return false;
     for (int j = 0; j < nb; j++)
         if (out[j] != yd[j]) return false;
+    algo_key *k = &d->key;
+    memset(k, 0, sizeof *k);
+    k->type = (int)type;
+    k->channels_last = channels_last;
+    k->nb = nb;
+    k->groups = (int)p->groups;
+    memcpy(k->xd, xd, sizeof(int) * (size_t)nb);
+    memcpy(k->wd, wd, sizeof(int) * (size_t)nb);
+    memcpy(k->yd, yd, sizeof(int) * (size_t)nb);
+    memcpy(k->pad, pad, sizeof(int) * (size_t)(nb - 2));
+    memcpy(k->stride, stride, sizeof(int) * (size_t)(nb - 2));
+    memcpy(k->dil, dil, sizeof(int) * (size_t)(nb - 2));
     return true;
 }
 
 /* EMILY_CUDA_CONV_TRACE=1: cuDNN's ranking and the algorithm taken, on
  * stderr, for the first conv of the process (to see which kernels a
  * shape gets). */
-static bool trace_choice(const cudnnConvolutionFwdAlgoPerf_t *perf, int n, int chosen, cudnnMathType_t math) {
+static bool trace_choice(const cudnnConvolutionFwdAlgoPerf_t *perf, int n, int chosen,
+                         cudnnMathType_t math) {
     static atomic_int done = 0;
     const char *e = getenv("EMILY_CUDA_CONV_TRACE");
     if (!e || e[0] != '1' || atomic_exchange(&done, 1)) return false;
     for (int i = 0; i < n; i++)
-        fprintf(stderr, "cudnn conv: rank %d algo %d status %d determinism %d math %d time %g ms memory %zu%s\n", i,
-                (int)perf[i].algo, (int)perf[i].status, (int)perf[i].determinism, (int)perf[i].mathType,
-                (double)perf[i].time, perf[i].memory, i == chosen ? "  <- taken" : "");
+        fprintf(
+            stderr,
+            "cudnn conv: rank %d algo %d status %d determinism %d math %d time %g ms memory %zu%s\n",
+            i, (int)perf[i].algo, (int)perf[i].status, (int)perf[i].determinism,
+            (int)perf[i].mathType, (double)perf[i].time, perf[i].memory,
+            i == chosen ? "  <- taken" : "");
     fprintf(stderr, "cudnn conv: taken with math type %d\n", (int)math);
     return true;
 }
@@ -285,55 +360,88 @@ static bool trace_choice(const cudnnConvolutionFwdAlgoPerf_t *perf, int n, int c
 static void trace_timings(cudnnHandle_t h, descs *d) {
     cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
     int n = 0;
-    cudnnStatus_t st = cudnnFindConvolutionForwardAlgorithm(h, d->x, d->w, d->conv, d->y,
-                                                            CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf);
+    cudnnStatus_t st = cudnnFindConvolutionForwardAlgorithm(
+        h, d->x, d->w, d->conv, d->y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf);
     if (st) fprintf(stderr, "cudnn conv: find failed (%s)\n", cudnnGetErrorString(st));
     for (int i = 0; i < n; i++)
-        fprintf(stderr, "cudnn conv: timed algo %d status %d determinism %d math %d: %.4f ms\n", (int)perf[i].algo,
-                (int)perf[i].status, (int)perf[i].determinism, (int)perf[i].mathType, (double)perf[i].time);
+        fprintf(stderr, "cudnn conv: timed algo %d status %d determinism %d math %d: %.4f ms\n",
+                (int)perf[i].algo, (int)perf[i].status, (int)perf[i].determinism,
+                (int)perf[i].mathType, (double)perf[i].time);
 }
 
-/* Runs the conv with the first usable algorithm in cuDNN's ranking.
+typedef enum { TRY_OK, TRY_NEXT, TRY_FAILED } try_result;
+
+/* One algorithm at math type m: its workspace (*bytes, queried unless
+ * known), the launch. TRY_NEXT when cuDNN refuses it before launching
+ * anything (cuDNN 9's codes come in categories of 1000) or its workspace
+ * does not fit; TRY_FAILED with *err set otherwise. */
+static try_result try_algo(const emily_cuda_ctx *ctx, cudnnHandle_t h, descs *d,
+                           const emily_tensor *x, const emily_tensor *w, emily_tensor *y,
+                           cudnnConvolutionFwdAlgo_t algo, cudnnMathType_t m, bool known,
+                           size_t *bytes, emily_status *err) {
+    if (cudnnSetConvolutionMathType(d->conv, m)) return TRY_NEXT;
+    if (!known &&
+        cudnnGetConvolutionForwardWorkspaceSize(h, d->x, d->w, d->conv, d->y, algo, bytes))
+        return TRY_NEXT;
+    void *work = NULL;
+    if (*bytes && emi_cuda_scratch(ctx, *bytes, &work))
+        return TRY_NEXT; /* too large: the next one */
+    const float one = 1.0f, zero = 0.0f;
+    cudnnStatus_t st = cudnnConvolutionForward(h, &one, d->x, data_of(x), d->w, data_of(w), d->conv,
+                                               algo, work, *bytes, &zero, d->y, data_of(y));
+    if (work) emi_cuda_scratch_free(ctx, work);
+    if (st == CUDNN_STATUS_SUCCESS) return TRY_OK;
+    if (CUDNN_STATUS_CATEGORY(st) == CUDNN_STATUS_NOT_SUPPORTED ||
+        CUDNN_STATUS_CATEGORY(st) == CUDNN_STATUS_BAD_PARAM)
+        return TRY_NEXT;
+    *err = emily_error(out_of_memory(st) ? EMILY_ERR_MEMORY : EMILY_ERR_DEVICE,
+                       "cuda: conv: cuDNN failed (%s)", cudnnGetErrorString(st));
+    return TRY_FAILED;
+}
+
+/* Runs the conv with the algorithm this shape took before, or else the
+ * first usable one in cuDNN's ranking (then kept for the shape).
  * EMILY_ERR_UNSUPPORTED (no message) when none takes it. */
 static emily_status run(const emily_cuda_ctx *ctx, cudnnHandle_t h, descs *d, emily_dtype dt,
                         const emily_tensor *x, const emily_tensor *w, emily_tensor *y) {
+    if (cudnnSetStream(h, ctx->stream)) return EMILY_ERR_UNSUPPORTED;
+    d->key.device = ctx->device;
+    emily_status err = EMILY_OK;
+    algo_choice c;
+    if (algo_lookup(&d->key, &c)) {
+        switch (try_algo(ctx, h, d, x, w, y, c.algo, c.math, true, &c.bytes, &err)) {
+        case TRY_OK:
+            return emi_cuda_launched(ctx);
+        case TRY_FAILED:
+            return err;
+        case TRY_NEXT:
+            algo_store(&c, false);
+            break; /* refused now: rank again */
+        }
+    }
     /* f32: FMA only (no TF32); f16/bf16: tensor cores */
     cudnnMathType_t math = dt == EMILY_F32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH;
     cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
     int n = 0;
-    if (cudnnSetStream(h, ctx->stream) || cudnnSetConvolutionMathType(d->conv, math) ||
+    if (cudnnSetConvolutionMathType(d->conv, math) ||
         cudnnGetConvolutionForwardAlgorithm_v7(h, d->x, d->w, d->conv, d->y,
                                                CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf))
         return EMILY_ERR_UNSUPPORTED;
-    const float one = 1.0f, zero = 0.0f;
     for (int i = 0; i < n; i++) {
         if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].determinism != CUDNN_DETERMINISTIC ||
             !gemm_family(perf[i].algo))
             continue;
         /* the ranking's math type for half types (tensor cores or not); f32 keeps FMA */
-        cudnnMathType_t m = dt == EMILY_F32 ? CUDNN_FMA_MATH : perf[i].mathType;
-        size_t bytes = 0;
-        if (cudnnSetConvolutionMathType(d->conv, m) ||
-            cudnnGetConvolutionForwardWorkspaceSize(h, d->x, d->w, d->conv, d->y, perf[i].algo,
-                                                    &bytes))
-            continue;
-        void *work = NULL;
-        if (bytes && emi_cuda_scratch(ctx, bytes, &work)) continue; /* too large: the next one */
-        cudnnStatus_t st = cudnnConvolutionForward(h, &one, d->x, data_of(x), d->w, data_of(w),
-                                                   d->conv, perf[i].algo, work, bytes, &zero, d->y,
-                                                   data_of(y));
-        if (work) emi_cuda_scratch_free(ctx, work);
-        if (st == CUDNN_STATUS_SUCCESS) {
-            if (trace_choice(perf, n, i, m)) trace_timings(h, d);
-            return emi_cuda_launched(ctx);
-        }
-        /* refused before launching anything (cuDNN 9's codes come in
-         * categories of 1000): try the next algorithm */
-        if (CUDNN_STATUS_CATEGORY(st) == CUDNN_STATUS_NOT_SUPPORTED ||
-            CUDNN_STATUS_CATEGORY(st) == CUDNN_STATUS_BAD_PARAM)
-            continue;
-        return emily_error(out_of_memory(st) ? EMILY_ERR_MEMORY : EMILY_ERR_DEVICE,
-                           "cuda: conv: cuDNN failed (%s)", cudnnGetErrorString(st));
+        c.key = d->key;
+        c.algo = perf[i].algo;
+        c.math = dt == EMILY_F32 ? CUDNN_FMA_MATH : perf[i].mathType;
+        c.bytes = 0;
+        try_result r = try_algo(ctx, h, d, x, w, y, c.algo, c.math, false, &c.bytes, &err);
+        if (r == TRY_FAILED) return err;
+        if (r == TRY_NEXT) continue;
+        algo_store(&c, true);
+        if (trace_choice(perf, n, i, c.math)) trace_timings(h, d);
+        return emi_cuda_launched(ctx);
     }
     return EMILY_ERR_UNSUPPORTED;
 }
@@ -355,9 +463,10 @@ static emily_status cuda_conv(emily_tensor *dst, const emily_tensor *input,
                               const emily_tensor *kernel, const emily_conv_params *p,
                               emily_dot_precision precision) {
     cudnnDataType_t type;
-    if (cudnn_declined_by_env() || precision != EMILY_DOT_PRECISION_FAST || input->dtype != dst->dtype ||
-        kernel->dtype != dst->dtype || !cudnn_type(dst->dtype, &type) || p->spatial < 1 ||
-        p->spatial > 3 || input->rank != p->spatial + 2 || p->groups > INT_MAX)
+    if (cudnn_declined_by_env() || precision != EMILY_DOT_PRECISION_FAST ||
+        input->dtype != dst->dtype || kernel->dtype != dst->dtype ||
+        !cudnn_type(dst->dtype, &type) || p->spatial < 1 || p->spatial > 3 ||
+        input->rank != p->spatial + 2 || p->groups > INT_MAX)
         return EMILY_ERR_UNSUPPORTED;
     if (dst->size == 0 || input->size == 0 || kernel->size == 0 || !fits_int(dst) ||
         !fits_int(input) || !fits_int(kernel))
