@@ -1,7 +1,8 @@
 // Strided copy on CUDA: the kernel behind contiguous(), slicing, padding,
 // concatenation and every other view-based op. Contiguous-to-contiguous
-// copies are a plain device memcpy; 2-D transposes go through shared-memory
-// tiles so that both sides are read and written along rows; everything
+// copies are a plain device memcpy; transposes of the last two axes (one
+// batch axis allowed: NCHW <-> NHWC) go through shared-memory tiles so
+// that both sides are read and written along rows; everything
 // else maps each output element to its source through the layout.
 #include "cuda/common.cuh"
 
@@ -17,24 +18,31 @@ __global__ void copy_strided(Layout<2> L, T *dst, const T *src) {
     }
 }
 
-// dst[r][c] = src[r][c] where dst is row-major (stride ds, 1) and src is
-// column-major (stride 1, ss): tiles of 32x32 through shared memory.
+// dst[b][r][c] = src[b][r][c] where dst's rows are row-major (stride ds,
+// 1) and src's are column-major (stride 1, ss), for `batch` planes db and
+// sb apart (a 2-D transpose is one plane; NCHW <-> NHWC is a plane per
+// image): tiles of 32x32 through shared memory.
 constexpr int TILE = 32;
 template <typename T>
-__global__ void copy_transpose(int64_t rows, int64_t cols, T *dst, int64_t ds, const T *src,
-                               int64_t ss) {
+__global__ void copy_transpose(int64_t batch, int64_t rows, int64_t cols, T *dst, int64_t db, int64_t ds,
+                               const T *src, int64_t sb, int64_t ss) {
     __shared__ T tile[TILE][TILE + 1];
     int64_t r0 = (int64_t)blockIdx.y * TILE, c0 = (int64_t)blockIdx.x * TILE;
-    // read: consecutive threads walk r (contiguous in src)
-    for (int j = threadIdx.y; j < TILE; j += blockDim.y) {
-        int64_t c = c0 + j, r = r0 + threadIdx.x;
-        if (r < rows && c < cols) tile[j][threadIdx.x] = src[r + c * ss];
-    }
-    __syncthreads();
-    // write: consecutive threads walk c (contiguous in dst)
-    for (int j = threadIdx.y; j < TILE; j += blockDim.y) {
-        int64_t r = r0 + j, c = c0 + threadIdx.x;
-        if (r < rows && c < cols) dst[r * ds + c] = tile[threadIdx.x][j];
+    for (int64_t b = blockIdx.z; b < batch; b += gridDim.z) {
+        const T *sp = src + b * sb;
+        T *dp = dst + b * db;
+        // read: consecutive threads walk r (contiguous in src)
+        for (int j = threadIdx.y; j < TILE; j += blockDim.y) {
+            int64_t c = c0 + j, r = r0 + threadIdx.x;
+            if (r < rows && c < cols) tile[j][threadIdx.x] = sp[r + c * ss];
+        }
+        __syncthreads();
+        // write: consecutive threads walk c (contiguous in dst)
+        for (int j = threadIdx.y; j < TILE; j += blockDim.y) {
+            int64_t r = r0 + j, c = c0 + threadIdx.x;
+            if (r < rows && c < cols) dp[r * ds + c] = tile[threadIdx.x][j];
+        }
+        __syncthreads(); // the tile of the next plane
     }
 }
 
@@ -46,12 +54,17 @@ static emily_status copy_typed(const emily_cuda_ctx &ctx, emily_tensor *dst,
         if (L.rank == 1 && L.stride[0][0] == 1 && L.stride[1][0] == 1)
             return emi_cuda_error(ctx.op, cudaMemcpyAsync(dp, sp, (size_t)L.total * sizeof(T),
                                                             cudaMemcpyDeviceToDevice, ctx.stream));
-        if (L.rank == 2 && L.stride[0][1] == 1 && L.stride[1][0] == 1 && L.stride[1][1] != 1 &&
-            L.shape[0] >= TILE && L.shape[1] >= TILE && (L.shape[1] + TILE - 1) / TILE <= 0x7fffffff &&
-            (L.shape[0] + TILE - 1) / TILE <= 65535) {
-            dim3 grid((unsigned)((L.shape[1] + TILE - 1) / TILE), (unsigned)((L.shape[0] + TILE - 1) / TILE));
-            copy_transpose<T><<<grid, dim3(TILE, 8), 0, ctx.stream>>>(L.shape[0], L.shape[1], dp,
-                                                                    L.stride[0][0], sp, L.stride[1][1]);
+        // a transpose of the last two axes, under at most one batch axis
+        int a = L.rank - 2; // the rows' axis
+        if ((L.rank == 2 || L.rank == 3) && L.stride[0][a + 1] == 1 && L.stride[1][a] == 1 &&
+            L.stride[1][a + 1] != 1 && L.shape[a] >= TILE && L.shape[a + 1] >= TILE &&
+            (L.shape[a + 1] + TILE - 1) / TILE <= 0x7fffffff && (L.shape[a] + TILE - 1) / TILE <= 65535) {
+            int64_t batch = L.rank == 3 ? L.shape[0] : 1;
+            dim3 grid((unsigned)((L.shape[a + 1] + TILE - 1) / TILE), (unsigned)((L.shape[a] + TILE - 1) / TILE),
+                      (unsigned)(batch < 65535 ? batch : 65535));
+            copy_transpose<T><<<grid, dim3(TILE, 8), 0, ctx.stream>>>(
+                batch, L.shape[a], L.shape[a + 1], dp, L.rank == 3 ? L.stride[0][0] : 0, L.stride[0][a], sp,
+                L.rank == 3 ? L.stride[1][0] : 0, L.stride[1][a + 1]);
             return emi_cuda_launched(&ctx);
         }
         unsigned grid = grid_for(ctx.device, L.total);

@@ -674,6 +674,38 @@ static bool binary_exact(emily_binary_op op) {
     return op != EMILY_POW && op != EMILY_ATAN2 && op != EMILY_REMAINDER;
 }
 
+/* contiguous(transpose(x, perm)): the tiled transpose path on planes
+ * under a batch axis (NCHW <-> NHWC) and the strided path elsewhere. */
+static emily_status run_permuted_copy(emily_tensor *const *in, emily_tensor **out, const void *arg) {
+    emily_tensor *v = NULL;
+    emily_status s = emily_transpose(in[0], (const int *)arg, &v);
+    if (!s) s = emily_contiguous(v, out);
+    emily_tensor_release(v);
+    return s;
+}
+
+TEST(gpu_copy_batched_transposes) {
+    static const int perms[5][4] = {{0, 2, 3, 1}, {0, 3, 1, 2}, {1, 0, 2, 3}, {0, 1, 3, 2}, {3, 2, 1, 0}};
+    static const emily_dtype types[4] = {EMILY_U8, EMILY_BF16, EMILY_F32, EMILY_C128};
+    int64_t shape[4] = {3, 40, 37, 33};
+    for (int t = 0; t < 4; t++) {
+        emily_tensor *x = rnd_tensor(types[t], 4, shape, 1);
+        for (int p = 0; p < 5; p++) {
+            char what[64];
+            snprintf(what, sizeof what, "copy of transpose %d%d%d%d (%s)", perms[p][0], perms[p][1], perms[p][2],
+                     perms[p][3], emily_dtype_name(types[t]));
+            compare_op(what, run_permuted_copy, perms[p], 1, &x, 0);
+        }
+        emily_tensor_release(x);
+    }
+    /* more planes than a grid's z dimension holds (65535) */
+    int64_t many[3] = {70001, 32, 33};
+    static const int swap[3] = {0, 2, 1};
+    emily_tensor *y = rnd_tensor(EMILY_U8, 3, many, 0);
+    compare_op("copy of 70001 transposed planes (u8)", run_permuted_copy, swap, 1, &y, 0);
+    emily_tensor_release(y);
+}
+
 TEST(gpu_binary_matches_cpu) {
     int64_t sa[2] = {41, 67}, srow[1] = {67}, st[2] = {67, 41};
     for (int d = 0; d < EMILY_DTYPE_COUNT; d++) {
@@ -1689,7 +1721,7 @@ int main(int argc, char **argv) {
     static const harness_case always[] = {
         CASE(no_gpu_fails_clearly), CASE(device_names), CASE(cpu_streams_are_trivial), {NULL, NULL}};
     static const harness_case gpu[] = {
-        CASE(gpu_transfers_roundtrip), CASE(gpu_allocator_caches), CASE(gpu_copy_views),
+        CASE(gpu_transfers_roundtrip), CASE(gpu_allocator_caches), CASE(gpu_copy_views), CASE(gpu_copy_batched_transposes),
         CASE(gpu_ops_are_async), CASE(gpu_streams_order_buffers), CASE(gpu_threads_with_own_streams),
         CASE(gpu_errors), GPU_OP_CASES, {NULL, NULL}};
     static const harness_case ops_only[] = {GPU_OP_CASES, {NULL, NULL}};
