@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "nx/callback.h"
+#include "ops/common.h"
 
 struct emily_arena_block {
     emily_arena_block *next;
@@ -272,6 +273,22 @@ emily_status emi_call_template(emily_call *c, int k, emily_dtype *dtype, int *ra
     if (rank) *rank = t->rank;
     if (shape) *shape = t->shape;
     return EMILY_OK;
+}
+
+emily_status emi_call_check_output(emily_call *c, int k, emily_dtype dtype, int rank, const int64_t *shape) {
+    if (c->mode == EMILY_DISPATCH_INFER) return EMILY_OK;
+    emily_dtype want_dt;
+    int want_rank;
+    const int64_t *want_shape;
+    emily_status s = emi_call_template(c, k, &want_dt, &want_rank, &want_shape);
+    if (s) return s;
+    bool same = (dtype == EMILY_DTYPE_AUTO || dtype == want_dt) && rank == want_rank;
+    for (int i = 0; same && i < rank; i++) same = shape[i] == want_shape[i];
+    if (same) return EMILY_OK;
+    char a[256], b[256];
+    return emi_call_fail(c, EMILY_ERR_INTERNAL, "output %d is %s%s but Nx expects %s%s", k,
+                         dtype == EMILY_DTYPE_AUTO ? "" : emily_dtype_name(dtype), emi_shape_str(rank, shape, a, sizeof a),
+                         emily_dtype_name(want_dt), emi_shape_str(want_rank, want_shape, b, sizeof b));
 }
 
 emily_dtype emi_call_out_type(emily_call *c) {

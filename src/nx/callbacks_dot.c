@@ -6,6 +6,7 @@
  * mode (emi_call_out_type) and inferred in INFER mode. */
 #include <string.h>
 #include "nx/callback.h"
+#include "ops/conv.h"
 
 /* The per-call `precision: :highest | :fast` option (absent or nil: the
  * process setting, emily_dot_get_precision) as a thread override. */
@@ -157,6 +158,13 @@ emily_status emi_cb_conv(emily_call *c) {
     if ((s = permutation(c, opts, "output_permutation", r, &o.output_permutation))) return s;
     emily_dot_precision precision, saved;
     if ((s = precision_opt(c, opts, &precision))) return s;
+    /* options that disagree with Nx's output shape fail before the work
+     * (an input dilation can make the im2col patches huge) */
+    int rank;
+    int64_t shape[64];
+    if ((s = emi_conv_output_shape(t, k, &o, &rank, shape)) ||
+        (s = emi_call_check_output(c, 0, EMILY_DTYPE_AUTO, rank, shape)))
+        return s;
     emily_tensor *out;
     precision_enter(precision, &saved);
     s = emily_conv(t, k, &o, emi_call_out_type(c), &out);

@@ -104,21 +104,9 @@ static emily_status check_against_template(emily_call *c) {
     if (c->result->n != want)
         return emi_call_fail(c, EMILY_ERR_INTERNAL, "produced %d outputs, the template has %d", c->result->n, want);
     for (int k = 0; k < want; k++) {
-        emily_dtype dt;
-        int rank;
-        const int64_t *shape;
-        emily_status s = emi_call_template(c, k, &dt, &rank, &shape);
-        if (s) return s;
         const emily_tensor *t = c->result->tensors[k];
-        bool same = t->dtype == dt && t->rank == rank;
-        for (int i = 0; same && i < rank; i++) same = t->shape[i] == shape[i];
-        if (!same) {
-            char a[256], b[256];
-            return emi_call_fail(c, EMILY_ERR_INTERNAL,
-                             "output %d is %s%s but Nx expects %s%s", k, emily_dtype_name(t->dtype),
-                             emi_shape_str(t->rank, t->shape, a, sizeof a), emily_dtype_name(dt),
-                             emi_shape_str(rank, shape, b, sizeof b));
-        }
+        emily_status s = emi_call_check_output(c, k, t->dtype, t->rank, t->shape);
+        if (s) return s;
     }
     return EMILY_OK;
 }

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ops/common.h"
+#include "ops/conv.h"
 
 static _Atomic int64_t device_convs;
 
@@ -183,6 +184,21 @@ done:
     emily_tensor_release(kstd);
     emily_tensor_release(fview);
     emily_tensor_release(final);
+    return s;
+}
+
+emily_status emi_conv_output_shape(const emily_tensor *input, const emily_tensor *kernel,
+                                   const emily_conv_opts *opts, int *rank, int64_t *shape) {
+    emily_status s;
+    if ((s = emi_check_tensor("conv", "input", input))) return s;
+    if ((s = emi_check_tensor("conv", "kernel", kernel))) return s;
+    conv_plan *p = malloc(sizeof *p);
+    if (!p) return emily_error(EMILY_ERR_MEMORY, "conv: out of host memory");
+    if (!(s = conv_plan_make(input, kernel, opts, p))) {
+        *rank = p->r;
+        memcpy(shape, p->final_shape, sizeof(int64_t) * (size_t)p->r);
+    }
+    free(p);
     return s;
 }
 
