@@ -198,9 +198,10 @@ static emily_status check_integer_divisor(const emily_tensor *b) {
 emily_status emi_binary_check_raises(emily_binary_op op, const emily_tensor *a,
                                        const emily_tensor *b, emily_dtype o, int rank,
                                        const int64_t *shape) {
-    int64_t size = 1;
-    for (int i = 0; i < rank; i++) size *= shape[i];
-    if (size == 0) return EMILY_OK; /* the reference meets no element */
+    /* an empty result: the reference meets no element (a zero dimension,
+     * not a product, which may overflow before the size check) */
+    for (int i = 0; i < rank; i++)
+        if (shape[i] == 0) return EMILY_OK;
     switch (op) {
     case EMILY_LEFT_SHIFT:
     case EMILY_RIGHT_SHIFT: return check_shift(op, b);
