@@ -6,6 +6,7 @@
  * (emi_call_out_type, AUTO in INFER mode) and the typed functions compute
  * in a type that gives Nx's answer for it. */
 #include "nx/callback.h"
+#include "ops/common.h"
 
 /* add(out, left, right) and the 23 others of the same form. */
 emily_status emi_cb_binary(emily_call *c) {
@@ -14,7 +15,17 @@ emily_status emi_cb_binary(emily_call *c) {
         return emi_call_fail(c, EMILY_ERR_INTERNAL, "not a binary op");
     emily_tensor *ab[2], *r = NULL;
     emily_status s = emi_call_tensors(c, 2, 2, 2, ab);
-    if (!s) s = emily_binary(op, ab[0], ab[1], emi_call_out_type(c), &r);
+    if (s) return s;
+    /* a broadcast that disagrees with Nx's output shape fails before the
+     * work (two small operands can broadcast to a huge result) */
+    int rank;
+    int64_t shape[EMILY_MAX_RANK];
+    if ((s = emi_broadcast_shapes(c->name, emily_tensor_rank(ab[0]), emily_tensor_shape(ab[0]),
+                                  emily_tensor_rank(ab[1]), emily_tensor_shape(ab[1]), &rank,
+                                  shape)) ||
+        (s = emi_call_check_output(c, 0, EMILY_DTYPE_AUTO, rank, shape)))
+        return s;
+    s = emily_binary(op, ab[0], ab[1], emi_call_out_type(c), &r);
     return s ? s : emi_call_return(c, r);
 }
 
