@@ -15,6 +15,9 @@
 #ifndef EMILY_CORE_DTYPE_LIST_H
 #define EMILY_CORE_DTYPE_LIST_H
 
+/* The lists keep one layout by hand. */
+/* clang-format off */
+
 #define EMI_DTYPES_UNSIGNED(X) \
     X(U8, u8, uint8_t) X(U16, u16, uint16_t) X(U32, u32, uint32_t) X(U64, u64, uint64_t)
 #define EMI_DTYPES_SIGNED(X) \
@@ -76,4 +79,5 @@
     case EMILY_##ENUM:                   \
         return EMI_PASTE(EMI_FN_PREFIX, sfx);
 
+/* clang-format on */
 #endif

@@ -60,8 +60,10 @@ emily_vec_fn emi_unary_simd(emily_unary_op op, emily_dtype src, emily_dtype dst)
         emily_vec_fn f = emi_unary_avx512(op, src, dst);
         return f ? f : emi_unary_avx2(op, src, dst);
     }
-    case ISA_AVX2: return emi_unary_avx2(op, src, dst);
-    default: return NULL;
+    case ISA_AVX2:
+        return emi_unary_avx2(op, src, dst);
+    default:
+        return NULL;
     }
 }
 
@@ -71,7 +73,9 @@ emily_vec_fn emi_convert_simd(emily_dtype src, emily_dtype dst) {
         emily_vec_fn f = emi_convert_avx512(src, dst);
         return f ? f : emi_convert_avx2(src, dst);
     }
-    case ISA_AVX2: return emi_convert_avx2(src, dst);
-    default: return NULL;
+    case ISA_AVX2:
+        return emi_convert_avx2(src, dst);
+    default:
+        return NULL;
     }
 }
