@@ -23,7 +23,7 @@ emily_status emi_cb_binary(emily_call *c) {
     if ((s = emi_broadcast_shapes(c->name, emily_tensor_rank(ab[0]), emily_tensor_shape(ab[0]),
                                   emily_tensor_rank(ab[1]), emily_tensor_shape(ab[1]), &rank,
                                   shape)) ||
-        (s = emi_call_check_output(c, 0, EMILY_DTYPE_AUTO, rank, shape)))
+        (s = emi_call_check_output(c, 0, emi_call_out_type(c), rank, shape)))
         return s;
     s = emily_binary(op, ab[0], ab[1], emi_call_out_type(c), &r);
     return s ? s : emi_call_return(c, r);

@@ -168,7 +168,7 @@ emily_status emi_cb_conv(emily_call *c) {
     int rank;
     int64_t shape[64];
     if ((s = emi_conv_output_shape(t, k, &o, &rank, shape)) ||
-        (s = emi_call_check_output(c, 0, EMILY_DTYPE_AUTO, rank, shape)))
+        (s = emi_call_check_output(c, 0, emi_call_out_type(c), rank, shape)))
         return s;
     emily_tensor *out;
     precision_enter(precision, &saved);
