@@ -42,35 +42,16 @@ int bench_threads(void) {
 const char *bench_emily_version(void) { return emily_version(); }
 
 typedef enum {
-    OP_ADD,
-    OP_MULTIPLY,
-    OP_EXP,
-    OP_TANH,
-    OP_SUM_ALL,
-    OP_SUM_LAST,
-    OP_MAX_ALL,
-    OP_ARGMAX,
-    OP_AS_BF16,
-    OP_AS_F16,
-    OP_TRANSPOSE,
-    OP_UNKNOWN
+    OP_ADD, OP_MULTIPLY, OP_EXP, OP_TANH, OP_SUM_ALL, OP_SUM_LAST,
+    OP_MAX_ALL, OP_ARGMAX, OP_AS_BF16, OP_AS_F16, OP_TRANSPOSE, OP_UNKNOWN
 } op_kind;
 
-static const struct {
-    const char *name;
-    op_kind kind;
-    int inputs;
-} OPS[] = {
-    {"add", OP_ADD, 2},
-    {"multiply", OP_MULTIPLY, 2},
-    {"exp", OP_EXP, 1},
-    {"tanh", OP_TANH, 1},
-    {"sum_all", OP_SUM_ALL, 1},
-    {"sum_last", OP_SUM_LAST, 1},
-    {"reduce_max", OP_MAX_ALL, 1},
-    {"argmax", OP_ARGMAX, 1},
-    {"as_type_bf16", OP_AS_BF16, 1},
-    {"as_type_f16", OP_AS_F16, 1},
+static const struct { const char *name; op_kind kind; int inputs; } OPS[] = {
+    {"add", OP_ADD, 2},           {"multiply", OP_MULTIPLY, 2},
+    {"exp", OP_EXP, 1},           {"tanh", OP_TANH, 1},
+    {"sum_all", OP_SUM_ALL, 1},   {"sum_last", OP_SUM_LAST, 1},
+    {"reduce_max", OP_MAX_ALL, 1}, {"argmax", OP_ARGMAX, 1},
+    {"as_type_bf16", OP_AS_BF16, 1}, {"as_type_f16", OP_AS_F16, 1},
     {"transpose", OP_TRANSPOSE, 1},
 };
 
@@ -87,20 +68,15 @@ static op_kind lookup(const char *name, int *inputs) {
 /* Is the public function this op needs present in the loaded library? */
 static const char *missing_symbol(op_kind k) {
     switch (k) {
-    case OP_ADD:
-    case OP_MULTIPLY:
+    case OP_ADD: case OP_MULTIPLY:
         return emily_binary ? NULL : "emily_binary";
-    case OP_EXP:
-    case OP_TANH:
+    case OP_EXP: case OP_TANH:
         return emily_unary ? NULL : "emily_unary";
-    case OP_SUM_ALL:
-    case OP_SUM_LAST:
-    case OP_MAX_ALL:
+    case OP_SUM_ALL: case OP_SUM_LAST: case OP_MAX_ALL:
         return emily_reduce ? NULL : "emily_reduce";
     case OP_ARGMAX:
         return emily_argreduce ? NULL : "emily_argreduce";
-    case OP_AS_BF16:
-    case OP_AS_F16:
+    case OP_AS_BF16: case OP_AS_F16:
         return emily_as_type ? NULL : "emily_as_type";
     case OP_TRANSPOSE:
         if (!emily_transpose) return "emily_transpose";
@@ -115,14 +91,10 @@ static emily_status run_once(op_kind k, const emily_tensor *a, const emily_tenso
                              emily_tensor **out) {
     *out = NULL;
     switch (k) {
-    case OP_ADD:
-        return emily_binary(EMILY_ADD, a, b, EMILY_DTYPE_AUTO, out);
-    case OP_MULTIPLY:
-        return emily_binary(EMILY_MULTIPLY, a, b, EMILY_DTYPE_AUTO, out);
-    case OP_EXP:
-        return emily_unary(EMILY_EXP, a, out);
-    case OP_TANH:
-        return emily_unary(EMILY_TANH, a, out);
+    case OP_ADD: return emily_binary(EMILY_ADD, a, b, EMILY_DTYPE_AUTO, out);
+    case OP_MULTIPLY: return emily_binary(EMILY_MULTIPLY, a, b, EMILY_DTYPE_AUTO, out);
+    case OP_EXP: return emily_unary(EMILY_EXP, a, out);
+    case OP_TANH: return emily_unary(EMILY_TANH, a, out);
     case OP_SUM_ALL:
         return emily_reduce(EMILY_REDUCE_SUM, a, 0, NULL, false, EMILY_DTYPE_AUTO, out);
     case OP_SUM_LAST: {
@@ -133,10 +105,8 @@ static emily_status run_once(op_kind k, const emily_tensor *a, const emily_tenso
         return emily_reduce(EMILY_REDUCE_MAX, a, 0, NULL, false, EMILY_DTYPE_AUTO, out);
     case OP_ARGMAX:
         return emily_argreduce(EMILY_ARGMAX, a, -1, false, false, EMILY_DTYPE_AUTO, out);
-    case OP_AS_BF16:
-        return emily_as_type(a, EMILY_BF16, out);
-    case OP_AS_F16:
-        return emily_as_type(a, EMILY_F16, out);
+    case OP_AS_BF16: return emily_as_type(a, EMILY_BF16, out);
+    case OP_AS_F16: return emily_as_type(a, EMILY_F16, out);
     case OP_TRANSPOSE: {
         int rank = emily_tensor_rank(a);
         int perm[8];
@@ -149,8 +119,7 @@ static emily_status run_once(op_kind k, const emily_tensor *a, const emily_tenso
         emily_tensor_release(view);
         return s;
     }
-    default:
-        return emily_error(EMILY_ERR_ARGUMENT, "bench: unknown op");
+    default: return emily_error(EMILY_ERR_ARGUMENT, "bench: unknown op");
     }
 }
 
@@ -161,10 +130,10 @@ static emily_status run_once(op_kind k, const emily_tensor *a, const emily_tenso
  * per call, in the order taken. The last
  * result's bytes go to `result` (result_bytes must equal its size); its
  * dtype and shape to out_dtype/out_rank/out_shape (room for 8 dims). */
-int bench_time(const char *op, int dtype, int rank, const int64_t *shape, const void *in0,
-               const void *in1, int warmup, int inner, int reps, double *median_ns,
-               double *samples_out, void *result, size_t result_bytes, int *out_dtype,
-               int *out_rank, int64_t *out_shape) {
+int bench_time(const char *op, int dtype, int rank, const int64_t *shape,
+               const void *in0, const void *in1, int warmup, int inner, int reps,
+               double *median_ns, double *samples_out, void *result, size_t result_bytes,
+               int *out_dtype, int *out_rank, int64_t *out_shape) {
     g_err[0] = '\0';
     if (!op || !shape || !in0 || !median_ns || !out_dtype || !out_rank || !out_shape)
         return fail(TIMING_ERROR, "bench_time: NULL argument");
@@ -190,37 +159,22 @@ int bench_time(const char *op, int dtype, int rank, const int64_t *shape, const 
     double *samples = NULL;
     int rc = TIMING_OK;
     emily_status s = emily_from_binary(EMILY_CPU, (emily_dtype)dtype, rank, shape, in0, nbytes, &a);
-    if (s != EMILY_OK) {
-        rc = from_status(s, "from_binary");
-        goto done;
-    }
+    if (s != EMILY_OK) { rc = from_status(s, "from_binary"); goto done; }
     if (ninputs == 2) {
         s = emily_from_binary(EMILY_CPU, (emily_dtype)dtype, rank, shape, in1, nbytes, &b);
-        if (s != EMILY_OK) {
-            rc = from_status(s, "from_binary");
-            goto done;
-        }
+        if (s != EMILY_OK) { rc = from_status(s, "from_binary"); goto done; }
     }
     samples = malloc(sizeof(double) * (size_t)reps);
-    if (!samples) {
-        rc = fail(TIMING_ERROR, "bench_time: out of memory");
-        goto done;
-    }
+    if (!samples) { rc = fail(TIMING_ERROR, "bench_time: out of memory"); goto done; }
 
     /* The first call also checks the op works at all. */
     s = run_once(k, a, b, &out);
-    if (s != EMILY_OK) {
-        rc = from_status(s, op);
-        goto done;
-    }
+    if (s != EMILY_OK) { rc = from_status(s, op); goto done; }
     emily_tensor_release(out);
     out = NULL;
     for (int w = 0; w < warmup; w++) {
         s = run_once(k, a, b, &out);
-        if (s != EMILY_OK) {
-            rc = from_status(s, op);
-            goto done;
-        }
+        if (s != EMILY_OK) { rc = from_status(s, op); goto done; }
         emily_tensor_release(out);
         out = NULL;
     }
@@ -229,10 +183,7 @@ int bench_time(const char *op, int dtype, int rank, const int64_t *shape, const 
         double t0 = now_ns();
         for (int i = 0; i < inner; i++) {
             s = run_once(k, a, b, &out);
-            if (s != EMILY_OK) {
-                rc = from_status(s, op);
-                goto done;
-            }
+            if (s != EMILY_OK) { rc = from_status(s, op); goto done; }
             bool last = (r == reps - 1 && i == inner - 1);
             if (!last) {
                 emily_tensor_release(out);
@@ -242,10 +193,7 @@ int bench_time(const char *op, int dtype, int rank, const int64_t *shape, const 
         /* CPU ops are synchronous today; should that change, the time
          * still covers the work. */
         s = emily_synchronize(EMILY_CPU);
-        if (s != EMILY_OK) {
-            rc = from_status(s, "synchronize");
-            goto done;
-        }
+        if (s != EMILY_OK) { rc = from_status(s, "synchronize"); goto done; }
         samples[r] = (now_ns() - t0) / inner;
     }
     if (samples_out) memcpy(samples_out, samples, sizeof(double) * (size_t)reps);
@@ -254,10 +202,7 @@ int bench_time(const char *op, int dtype, int rank, const int64_t *shape, const 
     /* The last result: its type, shape and bytes. */
     *out_dtype = (int)emily_tensor_dtype(out);
     *out_rank = emily_tensor_rank(out);
-    if (*out_rank > 8) {
-        rc = fail(TIMING_ERROR, "%s: result rank %d > 8", op, *out_rank);
-        goto done;
-    }
+    if (*out_rank > 8) { rc = fail(TIMING_ERROR, "%s: result rank %d > 8", op, *out_rank); goto done; }
     for (int i = 0; i < *out_rank; i++) out_shape[i] = emily_tensor_shape(out)[i];
     if (emily_tensor_nbytes(out) != result_bytes) {
         rc = fail(TIMING_ERROR, "%s: result has %zu bytes (%s), expected %zu", op,
@@ -266,15 +211,9 @@ int bench_time(const char *op, int dtype, int rank, const int64_t *shape, const 
         goto done;
     }
     if (result_bytes > 0) {
-        if (!result) {
-            rc = fail(TIMING_ERROR, "bench_time: NULL result buffer");
-            goto done;
-        }
+        if (!result) { rc = fail(TIMING_ERROR, "bench_time: NULL result buffer"); goto done; }
         s = emily_to_binary(out, result, result_bytes);
-        if (s != EMILY_OK) {
-            rc = from_status(s, "to_binary");
-            goto done;
-        }
+        if (s != EMILY_OK) { rc = from_status(s, "to_binary"); goto done; }
     }
 
 done:

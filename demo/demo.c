@@ -5,12 +5,12 @@
 #include <stdlib.h>
 #include "emily/emily.h"
 
-#define TRY(call)                                                                \
-    do {                                                                         \
-        if ((call) != EMILY_OK) {                                                \
+#define TRY(call)                                                          \
+    do {                                                                   \
+        if ((call) != EMILY_OK) {                                          \
             fprintf(stderr, "demo: %s failed: %s\n", #call, emily_last_error()); \
-            exit(1);                                                             \
-        }                                                                        \
+            exit(1);                                                       \
+        }                                                                  \
     } while (0)
 
 static void show(const char *label, const emily_tensor *t) {

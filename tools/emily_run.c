@@ -53,8 +53,7 @@ static emily_status make_input(emily_dtype dt, int rank, const int64_t *shape, e
         size_t got = buf ? fread(buf, 1, nb, f) : 0;
         fclose(f);
         s = got == nb ? emily_from_binary(dev, dt, rank, shape, buf, nb, out)
-                      : emily_error(EMILY_ERR_ARGUMENT, "emily_run: %s has %zu bytes, want %zu",
-                                    path, got, nb);
+                      : emily_error(EMILY_ERR_ARGUMENT, "emily_run: %s has %zu bytes, want %zu", path, got, nb);
         free(buf);
         return s;
     }
@@ -66,8 +65,7 @@ static emily_status make_input(emily_dtype dt, int rank, const int64_t *shape, e
         vals[i] = is_int ? (double)(r % 100) : (double)(r >> 11) * 0x1p-52 - 1.0;
     }
     emily_tensor *wide = NULL, *cast = NULL;
-    s = emily_from_binary(EMILY_CPU, EMILY_F64, rank, shape, vals, sizeof(double) * (size_t)n,
-                          &wide);
+    s = emily_from_binary(EMILY_CPU, EMILY_F64, rank, shape, vals, sizeof(double) * (size_t)n, &wide);
     free(vals);
     if (!s) s = emily_as_type(wide, dt, &cast);
     emily_tensor_release(wide);
@@ -88,8 +86,7 @@ static void print_output(size_t k, const emily_tensor *t) {
     snprintf(shape + pos, sizeof shape - (size_t)pos, "}");
     emily_dtype to = emily_dtype_is_complex(dt) ? EMILY_C128 : EMILY_F64;
     if (emily_as_type(t, to, &wide)) {
-        printf("output %zu: %s%s (no digest: %s)\n", k, emily_dtype_name(dt), shape,
-               emily_last_error());
+        printf("output %zu: %s%s (no digest: %s)\n", k, emily_dtype_name(dt), shape, emily_last_error());
         return;
     }
     int64_t n = emily_tensor_size(wide) * (to == EMILY_C128 ? 2 : 1);
@@ -122,17 +119,14 @@ int main(int argc, char **argv) {
         else if (strcmp(argv[i], "--no-optimize") == 0) opts.no_optimize = 1;
         else if (argv[i][0] != '-' && !path) path = argv[i];
         else {
-            fprintf(
-                stderr,
-                "usage: emily_run [--device cpu|cuda[:N]] [--runs N] [--warmup N] [--no-optimize] "
-                "[--inputs DIR] GRAPH\n");
+            fprintf(stderr, "usage: emily_run [--device cpu|cuda[:N]] [--runs N] [--warmup N] [--no-optimize] "
+                            "[--inputs DIR] GRAPH\n");
             return 2;
         }
     }
     if (!path || runs < 1 || warmup < 0) {
-        fprintf(stderr,
-                "usage: emily_run [--device cpu|cuda[:N]] [--runs N] [--warmup N] [--no-optimize] "
-                "[--inputs DIR] GRAPH\n");
+        fprintf(stderr, "usage: emily_run [--device cpu|cuda[:N]] [--runs N] [--warmup N] [--no-optimize] "
+                        "[--inputs DIR] GRAPH\n");
         return 2;
     }
     emily_graph *g = NULL;
@@ -174,14 +168,13 @@ int main(int argc, char **argv) {
         qsort(times, (size_t)runs, sizeof *times, cmp_double);
         char dname[32];
         emily_device_format(dev, dname, sizeof dname);
-        printf(
-            "graph %s on %s: %lld params, %lld calls (%lld folded, %lld dropped, %lld fused into %lld groups), "
-            "%lld steps, peak intermediates %.1f MiB, compile %.1f ms\n",
-            path, dname, (long long)st.params, (long long)st.calls, (long long)st.folded,
-            (long long)st.dropped, (long long)st.fused_calls, (long long)st.fused_groups,
-            (long long)st.steps, (double)st.peak_bytes / 1048576.0, t_compile * 1e3);
-        printf("time per run: median %.3f ms, min %.3f ms (%d runs after %d warm-up)\n",
-               times[runs / 2] * 1e3, times[0] * 1e3, runs, warmup);
+        printf("graph %s on %s: %lld params, %lld calls (%lld folded, %lld dropped, %lld fused into %lld groups), "
+               "%lld steps, peak intermediates %.1f MiB, compile %.1f ms\n",
+               path, dname, (long long)st.params, (long long)st.calls, (long long)st.folded, (long long)st.dropped,
+               (long long)st.fused_calls, (long long)st.fused_groups, (long long)st.steps,
+               (double)st.peak_bytes / 1048576.0, t_compile * 1e3);
+        printf("time per run: median %.3f ms, min %.3f ms (%d runs after %d warm-up)\n", times[runs / 2] * 1e3,
+               times[0] * 1e3, runs, warmup);
         for (size_t k = 0; k < no; k++) print_output(k, outs[k]);
         for (size_t k = 0; k < no; k++) emily_tensor_release(outs[k]);
     }

@@ -115,8 +115,8 @@ static bool callback_name(ErlNifEnv *env, ERL_NIF_TERM term, char name[CALLBACK_
     }
     if (n > longest_callback) {
         snprintf(msg, sizeof msg,
-                 "dispatch: unknown callback (a name of %zu bytes; the longest callback's has %zu)",
-                 n, longest_callback);
+                 "dispatch: unknown callback (a name of %zu bytes; the longest callback's has %zu)", n,
+                 longest_callback);
         *err = nif_make_error(env, msg);
         return false;
     }
@@ -143,12 +143,10 @@ static bool callback_name(ErlNifEnv *env, ERL_NIF_TERM term, char name[CALLBACK_
 
 /* The callback, the mode and the argument count: all that is read before
  * the call is decoded. */
-static bool call_read(ErlNifEnv *env, const ERL_NIF_TERM argv[], dispatch_call *c,
-                      ERL_NIF_TERM *err) {
+static bool call_read(ErlNifEnv *env, const ERL_NIF_TERM argv[], dispatch_call *c, ERL_NIF_TERM *err) {
     if (!callback_name(env, argv[0], c->name, err)) return false;
     int mode;
-    if (!enif_get_int(env, argv[5], &mode) || mode < 0 ||
-        mode > (EMILY_DISPATCH_INFER | DISPATCH_AS_DATA)) {
+    if (!enif_get_int(env, argv[5], &mode) || mode < 0 || mode > (EMILY_DISPATCH_INFER | DISPATCH_AS_DATA)) {
         *err = nif_make_error(env, "dispatch: mode must be 0 (run) or 1 (infer), plus 2 for "
                                    "%Emily.Backend{} results");
         return false;
@@ -178,8 +176,7 @@ static ERL_NIF_TERM decode_error(ErlNifEnv *env, const dispatch_call *c) {
 /* Decodes the template and the arguments and settles the device (the
  * first Emily tensor's, unless the call names one). False with *reply
  * when the call ends here: a failure, or a tensor of another backend. */
-static bool call_decode(ErlNifEnv *env, const ERL_NIF_TERM argv[], dispatch_call *c,
-                        ERL_NIF_TERM *reply) {
+static bool call_decode(ErlNifEnv *env, const ERL_NIF_TERM argv[], dispatch_call *c, ERL_NIF_TERM *reply) {
     decoder *d = c->d = decoder_take(env);
     if (!d) {
         *reply = nif_make_error(env, "dispatch: out of host memory decoding arguments");
@@ -197,8 +194,7 @@ static bool call_decode(ErlNifEnv *env, const ERL_NIF_TERM argv[], dispatch_call
         return false;
     }
     c->device = d->have_device ? d->device : EMILY_CPU;
-    if (!enif_is_identical(argv[3], nif_atom.nil) &&
-        !nif_get_device(env, argv[3], &c->device, reply))
+    if (!enif_is_identical(argv[3], nif_atom.nil) && !nif_get_device(env, argv[3], &c->device, reply))
         return false;
     return true;
 }
@@ -218,10 +214,9 @@ static ERL_NIF_TERM call_run(ErlNifEnv *env, const ERL_NIF_TERM argv[], dispatch
     }
     char msg[1024];
     emily_dispatch_result res = {0};
-    emily_status s = c->cb ? emily_dispatch_callback(c->cb, c->device, c->out, c->args, c->nargs,
-                                                     c->mode, &res)
-                           : emily_dispatch(c->name, c->device, c->out, c->args, c->nargs, c->mode,
-                                            &res);
+    emily_status s =
+        c->cb ? emily_dispatch_callback(c->cb, c->device, c->out, c->args, c->nargs, c->mode, &res)
+              : emily_dispatch(c->name, c->device, c->out, c->args, c->nargs, c->mode, &res);
     if (s) snprintf(msg, sizeof msg, "%s", emily_last_error());
     if (st) emily_stream_set_current(c->device, NULL);
     if (s) return nif_make_error(env, msg);

@@ -60,16 +60,14 @@ bool nif_type_arg(ErlNifEnv *env, ERL_NIF_TERM t, emily_dtype *out, ERL_NIF_TERM
     return false;
 }
 
-bool nif_shape_arg(decoder *d, ERL_NIF_TERM t, const char *name, int *rank, int64_t **shape,
-                   ERL_NIF_TERM *err) {
+bool nif_shape_arg(decoder *d, ERL_NIF_TERM t, const char *name, int *rank, int64_t **shape, ERL_NIF_TERM *err) {
     if (nif_term_to_shape(d->env, t, rank, shape, d)) return true;
     nif_prefix_err(d, name);
     *err = nif_make_error(d->env, d->err);
     return false;
 }
 
-ERL_NIF_TERM nif_decode_error(ErlNifEnv *env, const decoder *d, const char *name,
-                              const char *what) {
+ERL_NIF_TERM nif_decode_error(ErlNifEnv *env, const decoder *d, const char *name, const char *what) {
     char msg[1024];
     if (d && d->err[0]) snprintf(msg, sizeof msg, "%s: %s", name, d->err);
     else snprintf(msg, sizeof msg, "%s: cannot decode the %s", name, what);
@@ -94,8 +92,7 @@ ERL_NIF_TERM nif_devices(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
     ERL_NIF_TERM list = enif_make_list(env, 0);
     int n = emily_device_count(EMILY_DEVICE_CUDA);
     for (int i = n - 1; i >= 0; i--)
-        list = enif_make_list_cell(
-            env, nif_device_to_term(env, (emily_device){EMILY_DEVICE_CUDA, i}), list);
+        list = enif_make_list_cell(env, nif_device_to_term(env, (emily_device){EMILY_DEVICE_CUDA, i}), list);
     return enif_make_list_cell(env, nif_atom.cpu, list);
 }
 
@@ -158,8 +155,7 @@ ERL_NIF_TERM nif_release_cache(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv
  * precision). */
 ERL_NIF_TERM nif_dot_precision(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
     (void)argc, (void)argv;
-    return enif_make_atom(env, emily_dot_get_precision() == EMILY_DOT_PRECISION_FAST ? "fast"
-                                                                                     : "highest");
+    return enif_make_atom(env, emily_dot_get_precision() == EMILY_DOT_PRECISION_FAST ? "fast" : "highest");
 }
 
 ERL_NIF_TERM nif_set_dot_precision(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
@@ -222,8 +218,7 @@ static int load(ErlNifEnv *env, void **priv, ERL_NIF_TERM info) {
      * to its own destructor instead of handing them to one that reads
      * another layout (Emily.Backend tensors among them come back through
      * their bytes) */
-    nif_tensor_rt = enif_open_resource_type(env, NULL, "emily_tensor_v3", nif_tensor_dtor, flags,
-                                            NULL);
+    nif_tensor_rt = enif_open_resource_type(env, NULL, "emily_tensor_v3", nif_tensor_dtor, flags, NULL);
     nif_stream_rt = enif_open_resource_type(env, NULL, "emily_stream", stream_dtor, flags, NULL);
     if (!nif_tensor_rt || !nif_stream_rt || !nif_graph_load(env)) return 1;
     if (!nif_exports_load()) return 1;

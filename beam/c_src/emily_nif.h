@@ -33,7 +33,8 @@ typedef struct tensor_res {
 } tensor_res;
 
 static inline void nif_res_lock(tensor_res *r) {
-    while (atomic_flag_test_and_set_explicit(&r->lock, memory_order_acquire)) {}
+    while (atomic_flag_test_and_set_explicit(&r->lock, memory_order_acquire)) {
+    }
 }
 static inline void nif_res_unlock(tensor_res *r) {
     atomic_flag_clear_explicit(&r->lock, memory_order_release);
@@ -71,7 +72,6 @@ extern const char nif_not_carried_msg[];
  * dirty CPU scheduler (NIF_DIRTY). The function table (emily_nif.c) and
  * the declarations below are expanded from it. */
 #define NIF_DIRTY ERL_NIF_DIRTY_JOB_CPU_BOUND
-/* clang-format off */
 #define NIF_FUNCTIONS(X)                                                                  \
     /* dispatch_nif.c */                                                                  \
     X(dispatch, 6, 0) X(set_inline_limit, 1, 0)                                           \
@@ -90,7 +90,6 @@ extern const char nif_not_carried_msg[];
     X(graph_while, 4, 0) X(graph_cond, 5, 0) X(graph_outputs, 2, 0)                       \
     X(graph_compile, 3, NIF_DIRTY) X(graph_run, 2, NIF_DIRTY) X(graph_save, 2, NIF_DIRTY) \
     X(graph_stats, 1, 0)
-/* clang-format on */
 
 #define NIF_DECLARE(name, arity, flags) \
     ERL_NIF_TERM nif_##name(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]);
@@ -113,8 +112,8 @@ emily_tensor *nif_tensor_res_acquire(tensor_res *r);
 /* The tensor reference argument of the NIF function `name`: its resource
  * and a new reference to its tensor; false with *err ({:error, "<name>:
  * ..."}) for another term or a deallocated tensor. */
-bool nif_tensor_arg(ErlNifEnv *env, ERL_NIF_TERM term, const char *name, tensor_res **r,
-                    emily_tensor **t, ERL_NIF_TERM *err);
+bool nif_tensor_arg(ErlNifEnv *env, ERL_NIF_TERM term, const char *name, tensor_res **r, emily_tensor **t,
+                    ERL_NIF_TERM *err);
 /* Wraps a tensor (ownership moves to the term). */
 ERL_NIF_TERM nif_make_tensor_term(ErlNifEnv *env, emily_tensor *t);
 /* The term for a result tensor (ownership moves to it): its resource, or
@@ -172,14 +171,14 @@ typedef struct decoder {
     /* Nx.BinaryBackend tensors, imported once the device is known */
     pending_import *pend;
     size_t npend, pend_cap;
-    bool have_device; /* device of the first Emily tensor seen */
+    bool have_device;  /* device of the first Emily tensor seen */
     emily_device device;
-    bool foreign;    /* a tensor of another backend (not decodable here) */
-    bool graph_refs; /* %Emily.Backend{ref: {:graph, id}} data decodes as EMILY_V_REF */
+    bool foreign;      /* a tensor of another backend (not decodable here) */
+    bool graph_refs;   /* %Emily.Backend{ref: {:graph, id}} data decodes as EMILY_V_REF */
     int depth;
     path_item path[16]; /* where decoding is, for messages */
     int npath;
-    int64_t elements; /* elements of all tensors and templates seen */
+    int64_t elements;  /* elements of all tensors and templates seen */
     char err[640];
 } decoder;
 
@@ -217,8 +216,7 @@ bool nif_term_to_device(ErlNifEnv *env, ERL_NIF_TERM t, emily_device *out, char 
  * message's prefix; the shape lives in d's arena): false with *err
  * ({:error, message}) otherwise (emily_nif.c). */
 bool nif_type_arg(ErlNifEnv *env, ERL_NIF_TERM t, emily_dtype *out, ERL_NIF_TERM *err);
-bool nif_shape_arg(decoder *d, ERL_NIF_TERM t, const char *name, int *rank, int64_t **shape,
-                   ERL_NIF_TERM *err);
+bool nif_shape_arg(decoder *d, ERL_NIF_TERM t, const char *name, int *rank, int64_t **shape, ERL_NIF_TERM *err);
 ERL_NIF_TERM nif_dtype_to_term(ErlNifEnv *env, emily_dtype t);
 ERL_NIF_TERM nif_shape_to_term(ErlNifEnv *env, int rank, const int64_t *shape);
 ERL_NIF_TERM nif_device_to_term(ErlNifEnv *env, emily_device dev);

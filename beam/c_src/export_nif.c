@@ -65,8 +65,7 @@ static bool exports_rehash(unsigned bits) {
 }
 
 /* Adds owner's entry, with a new reference to t; false when out of memory. */
-static bool exports_add(uintptr_t address, size_t nbytes, const tensor_res *owner,
-                        emily_tensor *t) {
+static bool exports_add(uintptr_t address, size_t nbytes, const tensor_res *owner, emily_tensor *t) {
     if ((nexports + 1) * 2 > exports_cap &&
         !exports_rehash(exports_cap ? exports_bits + 1 : EXPORTS_MIN_BITS))
         return false;
@@ -218,9 +217,8 @@ ERL_NIF_TERM nif_from_pointer(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[
     if (src) emily_tensor_retain(src);
     enif_mutex_unlock(exports_lock);
     if (!found) {
-        result = nif_make_error(env,
-                                "from_pointer: the address was not handed out by Emily's "
-                                "to_pointer (or its tensor is gone); Emily reads no other memory");
+        result = nif_make_error(env, "from_pointer: the address was not handed out by Emily's "
+                                 "to_pointer (or its tensor is gone); Emily reads no other memory");
     } else if (!src) {
         snprintf(msg, sizeof msg, "from_pointer: %zu bytes asked for, the exported tensor has %zu",
                  nbytes, have);
@@ -229,7 +227,8 @@ ERL_NIF_TERM nif_from_pointer(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[
         emily_tensor *t;
         if (emily_from_binary(dev, dt, rank, shape, (const void *)(uintptr_t)address, nbytes, &t))
             result = nif_engine_error(env, "from_pointer");
-        else result = nif_make_tensor_term(env, t);
+        else
+            result = nif_make_tensor_term(env, t);
         emily_tensor_release(src);
     }
     nif_decoder_free(&d);

@@ -55,8 +55,7 @@ ERL_NIF_TERM nif_graph_new(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) 
 ERL_NIF_TERM nif_graph_param(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
     (void)argc;
     emily_graph *g;
-    if (!get_graph(env, argv[0], &g))
-        return nif_make_error(env, "graph_param: expected an Emily graph");
+    if (!get_graph(env, argv[0], &g)) return nif_make_error(env, "graph_param: expected an Emily graph");
     emily_dtype dt;
     ERL_NIF_TERM result;
     if (!nif_type_arg(env, argv[1], &dt, &result)) return result;
@@ -66,8 +65,7 @@ ERL_NIF_TERM nif_graph_param(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]
     int64_t *shape;
     int32_t id;
     if (nif_shape_arg(&d, argv[2], "graph_param", &rank, &shape, &result)) {
-        if (emily_graph_add_param(g, dt, rank, shape, &id))
-            result = engine_error_of(env, "graph_param");
+        if (emily_graph_add_param(g, dt, rank, shape, &id)) result = engine_error_of(env, "graph_param");
         else result = enif_make_tuple2(env, nif_atom.ok, enif_make_int(env, id));
     }
     nif_decoder_free(&d);
@@ -99,11 +97,9 @@ static emily_status fit_refs(emily_graph *g, emily_value *v) {
     emily_status s = emily_graph_value_spec(g, (int32_t)v->i, &dt, &rank, &shape);
     if (s || same_spec(dt, rank, shape, v)) return s;
     if (dt != v->dtype)
-        return emily_error(EMILY_ERR_ARGUMENT,
-                           "graph value %lld is %s but its tensor struct says %s", (long long)v->i,
-                           emily_dtype_name(dt), emily_dtype_name(v->dtype));
-    emily_value out = {
-        .kind = EMILY_V_TEMPLATE, .dtype = v->dtype, .rank = v->rank, .shape = v->shape};
+        return emily_error(EMILY_ERR_ARGUMENT, "graph value %lld is %s but its tensor struct says %s",
+                           (long long)v->i, emily_dtype_name(dt), emily_dtype_name(v->dtype));
+    emily_value out = {.kind = EMILY_V_TEMPLATE, .dtype = v->dtype, .rank = v->rank, .shape = v->shape};
     emily_value arg = {.kind = EMILY_V_REF, .i = v->i, .rank = -1};
     int32_t id;
     if ((s = emily_graph_add_call(g, "reshape", &out, &arg, 1, &id))) return s;
@@ -116,12 +112,10 @@ static emily_status fit_refs(emily_graph *g, emily_value *v) {
 ERL_NIF_TERM nif_graph_call(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
     (void)argc;
     emily_graph *g;
-    if (!get_graph(env, argv[0], &g))
-        return nif_make_error(env, "graph_call: expected an Emily graph");
+    if (!get_graph(env, argv[0], &g)) return nif_make_error(env, "graph_call: expected an Emily graph");
     char name[64];
     if (enif_get_atom(env, argv[1], name, sizeof name, ERL_NIF_LATIN1) <= 0)
-        return nif_make_error(env,
-                              "graph_call: the callback must be an atom of at most 63 characters");
+        return nif_make_error(env, "graph_call: the callback must be an atom of at most 63 characters");
     unsigned nargs;
     if (!enif_get_list_length(env, argv[3], &nargs))
         return nif_make_error(env, "graph_call: the arguments must be a proper list");
@@ -164,8 +158,7 @@ done:
 ERL_NIF_TERM nif_graph_const(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
     (void)argc;
     emily_graph *g;
-    if (!get_graph(env, argv[0], &g))
-        return nif_make_error(env, "graph_const: expected an Emily graph");
+    if (!get_graph(env, argv[0], &g)) return nif_make_error(env, "graph_const: expected an Emily graph");
     decoder dec, *d = &dec;
     nif_decoder_init(d, env);
     emily_value v;
@@ -196,25 +189,21 @@ ERL_NIF_TERM nif_graph_while(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]
     (void)argc;
     emily_graph *g;
     graph_res *rc, *rb;
-    if (!get_graph(env, argv[0], &g) ||
-        !enif_get_resource(env, argv[1], nif_graph_rt, (void **)&rc) ||
+    if (!get_graph(env, argv[0], &g) || !enif_get_resource(env, argv[1], nif_graph_rt, (void **)&rc) ||
         !enif_get_resource(env, argv[2], nif_graph_rt, (void **)&rb) || !rc->g || !rb->g)
         return nif_make_error(env, "graph_while: expected three Emily graphs");
     if (rc == rb || rc->g == g || rb->g == g)
-        return nif_make_error(
-            env, "graph_while: the condition, the body and the graph must be three graphs");
+        return nif_make_error(env, "graph_while: the condition, the body and the graph must be three graphs");
     int32_t *ids;
     unsigned n;
-    if (!get_ids(env, argv[3], &ids, &n))
-        return nif_make_error(env, "graph_while: expected a list of value ids");
+    if (!get_ids(env, argv[3], &ids, &n)) return nif_make_error(env, "graph_while: expected a list of value ids");
     emily_graph *cond = rc->g, *body = rb->g;
     rc->g = NULL; /* taken, also on failure */
     rb->g = NULL;
     int32_t first;
     emily_status s = emily_graph_add_while(g, cond, body, n, ids, &first);
     enif_free(ids);
-    return s ? engine_error_of(env, "graph_while")
-             : enif_make_tuple2(env, nif_atom.ok, enif_make_int(env, first));
+    return s ? engine_error_of(env, "graph_while") : enif_make_tuple2(env, nif_atom.ok, enif_make_int(env, first));
 }
 
 /* graph_cond(graph, [pred_id], [branch_graph], [count], [captured_id]) ->
@@ -222,15 +211,13 @@ ERL_NIF_TERM nif_graph_while(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]
 ERL_NIF_TERM nif_graph_cond(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
     (void)argc;
     emily_graph *g;
-    if (!get_graph(env, argv[0], &g))
-        return nif_make_error(env, "graph_cond: expected an Emily graph");
+    if (!get_graph(env, argv[0], &g)) return nif_make_error(env, "graph_cond: expected an Emily graph");
     int32_t *preds = NULL, *counts = NULL, *caps = NULL;
     unsigned np, nb, nc, ncap;
     ERL_NIF_TERM result;
     if (!enif_get_list_length(env, argv[2], &nb) || nb < 2 || nb > 1025)
         return nif_make_error(env, "graph_cond: expected a list of 2 to 1025 branch graphs");
-    if (!get_ids(env, argv[1], &preds, &np))
-        return nif_make_error(env, "graph_cond: expected a list of predicate ids");
+    if (!get_ids(env, argv[1], &preds, &np)) return nif_make_error(env, "graph_cond: expected a list of predicate ids");
     if (!get_ids(env, argv[3], &counts, &nc)) {
         enif_free(preds);
         return nif_make_error(env, "graph_cond: expected a list of counts");
@@ -248,8 +235,8 @@ ERL_NIF_TERM nif_graph_cond(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
     ERL_NIF_TERM head, tail = argv[2];
     for (unsigned b = 0; ok && b < nb; b++) {
         enif_get_list_cell(env, tail, &head, &tail);
-        ok = enif_get_resource(env, head, nif_graph_rt, (void **)&res[b]) && res[b]->g &&
-             res[b]->g != g && counts[b] >= 0;
+        ok = enif_get_resource(env, head, nif_graph_rt, (void **)&res[b]) && res[b]->g && res[b]->g != g &&
+             counts[b] >= 0;
         for (unsigned c = 0; ok && c < b; c++) ok = res[c] != res[b];
         if (ok) {
             brs[b] = res[b]->g;
@@ -258,15 +245,13 @@ ERL_NIF_TERM nif_graph_cond(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
         }
     }
     if (!ok || total != ncap) {
-        result = nif_make_error(
-            env, "graph_cond: expected one more branch graph than predicates, distinct, with their "
-                 "captured counts adding up");
+        result = nif_make_error(env, "graph_cond: expected one more branch graph than predicates, distinct, with their "
+                                 "captured counts adding up");
     } else {
         for (unsigned b = 0; b < nb; b++) res[b]->g = NULL; /* taken, also on failure */
         int32_t first;
         emily_status s = emily_graph_add_cond(g, np, preds, brs, ncaptured, caps, &first);
-        result = s ? engine_error_of(env, "graph_cond")
-                   : enif_make_tuple2(env, nif_atom.ok, enif_make_int(env, first));
+        result = s ? engine_error_of(env, "graph_cond") : enif_make_tuple2(env, nif_atom.ok, enif_make_int(env, first));
     }
     enif_free(preds);
     enif_free(counts);
@@ -298,12 +283,10 @@ static bool get_ids(ErlNifEnv *env, ERL_NIF_TERM list, int32_t **ids, unsigned *
 ERL_NIF_TERM nif_graph_outputs(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
     (void)argc;
     emily_graph *g;
-    if (!get_graph(env, argv[0], &g))
-        return nif_make_error(env, "graph_outputs: expected an Emily graph");
+    if (!get_graph(env, argv[0], &g)) return nif_make_error(env, "graph_outputs: expected an Emily graph");
     int32_t *ids;
     unsigned n;
-    if (!get_ids(env, argv[1], &ids, &n))
-        return nif_make_error(env, "graph_outputs: expected a list of value ids");
+    if (!get_ids(env, argv[1], &ids, &n)) return nif_make_error(env, "graph_outputs: expected a list of value ids");
     emily_status s = emily_graph_set_outputs(g, n, ids);
     enif_free(ids);
     return s ? engine_error_of(env, "graph_outputs") : nif_atom.ok;
@@ -313,8 +296,7 @@ ERL_NIF_TERM nif_graph_outputs(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv
 ERL_NIF_TERM nif_graph_compile(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
     (void)argc;
     emily_graph *g;
-    if (!get_graph(env, argv[0], &g))
-        return nif_make_error(env, "graph_compile: expected an Emily graph");
+    if (!get_graph(env, argv[0], &g)) return nif_make_error(env, "graph_compile: expected an Emily graph");
     emily_device dev;
     char msg[256];
     if (!nif_term_to_device(env, argv[1], &dev, msg, sizeof msg)) return nif_make_error(env, msg);
@@ -326,11 +308,9 @@ ERL_NIF_TERM nif_graph_compile(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv
 ERL_NIF_TERM nif_graph_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
     (void)argc;
     emily_graph *g;
-    if (!get_graph(env, argv[0], &g))
-        return nif_make_error(env, "graph_run: expected an Emily graph");
+    if (!get_graph(env, argv[0], &g)) return nif_make_error(env, "graph_run: expected an Emily graph");
     unsigned np;
-    if (!enif_get_list_length(env, argv[1], &np))
-        return nif_make_error(env, "graph_run: the parameters must be a list");
+    if (!enif_get_list_length(env, argv[1], &np)) return nif_make_error(env, "graph_run: the parameters must be a list");
     decoder dec, *d = &dec;
     nif_decoder_init(d, env);
     ERL_NIF_TERM result;
@@ -365,8 +345,7 @@ ERL_NIF_TERM nif_graph_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) 
         if (!made) emily_tensor_release(outs[k]);
         else made = nif_result_term(env, outs[k], true, &items[k]);
     }
-    result = made ? enif_make_tuple2(env, nif_atom.ok,
-                                     enif_make_list_from_array(env, items, (unsigned)no))
+    result = made ? enif_make_tuple2(env, nif_atom.ok, enif_make_list_from_array(env, items, (unsigned)no))
                   : nif_make_error(env, "graph_run: out of memory making the result terms");
     goto done;
 decode_error:
@@ -380,13 +359,11 @@ done:
 ERL_NIF_TERM nif_graph_save(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
     (void)argc;
     emily_graph *g;
-    if (!get_graph(env, argv[0], &g))
-        return nif_make_error(env, "graph_save: expected an Emily graph");
+    if (!get_graph(env, argv[0], &g)) return nif_make_error(env, "graph_save: expected an Emily graph");
     ErlNifBinary path;
     if (!enif_inspect_binary(env, argv[1], &path) || path.size == 0 || path.size > 4000 ||
         memchr(path.data, 0, path.size))
-        return nif_make_error(env,
-                              "graph_save: the path must be a non-empty binary without NUL bytes");
+        return nif_make_error(env, "graph_save: the path must be a non-empty binary without NUL bytes");
     char p[4096];
     memcpy(p, path.data, path.size);
     p[path.size] = 0;
@@ -397,16 +374,13 @@ ERL_NIF_TERM nif_graph_save(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
 ERL_NIF_TERM nif_graph_stats(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
     (void)argc;
     emily_graph *g;
-    if (!get_graph(env, argv[0], &g))
-        return nif_make_error(env, "graph_stats: expected an Emily graph");
+    if (!get_graph(env, argv[0], &g)) return nif_make_error(env, "graph_stats: expected an Emily graph");
     emily_graph_stats st;
     emily_graph_get_stats(g, &st);
-    const char *names[] = {"params",  "constants", "calls",       "folded",
-                           "dropped", "rewritten", "fused_calls", "fused_groups",
-                           "steps",   "outputs",   "peak_bytes"};
-    int64_t values[] = {st.params,  st.constants, st.calls,       st.folded,
-                        st.dropped, st.rewritten, st.fused_calls, st.fused_groups,
-                        st.steps,   st.outputs,   st.peak_bytes};
+    const char *names[] = {"params", "constants", "calls", "folded", "dropped", "rewritten", "fused_calls",
+                           "fused_groups", "steps", "outputs", "peak_bytes"};
+    int64_t values[] = {st.params, st.constants, st.calls, st.folded, st.dropped, st.rewritten,
+                        st.fused_calls, st.fused_groups, st.steps, st.outputs, st.peak_bytes};
     enum { NSTATS = sizeof values / sizeof *values };
     ERL_NIF_TERM keys[NSTATS], vs[NSTATS], map;
     for (int i = 0; i < NSTATS; i++) {

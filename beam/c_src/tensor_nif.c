@@ -18,18 +18,20 @@ emily_tensor *nif_tensor_res_acquire(tensor_res *r) {
     return t;
 }
 
-bool nif_tensor_arg(ErlNifEnv *env, ERL_NIF_TERM term, const char *name, tensor_res **r,
-                    emily_tensor **t, ERL_NIF_TERM *err) {
+bool nif_tensor_arg(ErlNifEnv *env, ERL_NIF_TERM term, const char *name, tensor_res **r, emily_tensor **t,
+                    ERL_NIF_TERM *err) {
     char msg[128];
     *t = NULL;
     if (!enif_get_resource(env, term, nif_tensor_rt, (void **)r))
         snprintf(msg, sizeof msg, "%s: expected an Emily tensor reference", name);
     else if (!(*t = nif_tensor_res_acquire(*r)))
         snprintf(msg, sizeof msg, "%s: the tensor was deallocated", name);
-    else return true;
+    else
+        return true;
     *err = nif_make_error(env, msg);
     return false;
 }
+
 
 void nif_tensor_dtor(ErlNifEnv *env, void *obj) {
     (void)env;
@@ -131,6 +133,7 @@ static bool get_tensor(ErlNifEnv *env, ERL_NIF_TERM term, emily_tensor **t, ERL_
     return true;
 }
 
+
 /* ---- creation and reading ---- */
 
 static ERL_NIF_TERM from_binary_run(ErlNifEnv *env, const ERL_NIF_TERM argv[]) {
@@ -138,18 +141,15 @@ static ERL_NIF_TERM from_binary_run(ErlNifEnv *env, const ERL_NIF_TERM argv[]) {
     emily_dtype dt;
     ErlNifBinary bin;
     ERL_NIF_TERM result;
-    if (!nif_get_device(env, argv[0], &dev, &result) || !nif_type_arg(env, argv[1], &dt, &result))
-        return result;
-    if (!enif_inspect_binary(env, argv[3], &bin))
-        return nif_make_error(env, "from_binary: expected a binary");
+    if (!nif_get_device(env, argv[0], &dev, &result) || !nif_type_arg(env, argv[1], &dt, &result)) return result;
+    if (!enif_inspect_binary(env, argv[3], &bin)) return nif_make_error(env, "from_binary: expected a binary");
     decoder d;
     nif_decoder_init(&d, env);
     int rank;
     int64_t *shape;
     if (nif_shape_arg(&d, argv[2], "from_binary", &rank, &shape, &result)) {
         emily_tensor *t;
-        if (emily_from_binary(dev, dt, rank, shape, bin.data, bin.size, &t))
-            result = nif_engine_error(env, NULL);
+        if (emily_from_binary(dev, dt, rank, shape, bin.data, bin.size, &t)) result = nif_engine_error(env, NULL);
         else result = nif_make_tensor_term(env, t);
     }
     nif_decoder_free(&d);
@@ -166,8 +166,7 @@ ERL_NIF_TERM nif_from_binary(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]
     ErlNifBinary bin;
     if (enif_inspect_binary(env, argv[3], &bin) &&
         (bin.size > 256 * 1024 || !enif_is_identical(argv[0], nif_atom.cpu)))
-        return enif_schedule_nif(env, "from_binary", ERL_NIF_DIRTY_JOB_CPU_BOUND, from_binary_dirty,
-                                 argc, argv);
+        return enif_schedule_nif(env, "from_binary", ERL_NIF_DIRTY_JOB_CPU_BOUND, from_binary_dirty, argc, argv);
     return from_binary_run(env, argv);
 }
 
@@ -197,8 +196,7 @@ static ERL_NIF_TERM to_binary_run(ErlNifEnv *env, const ERL_NIF_TERM argv[]) {
     size_t es = emily_dtype_size(emily_tensor_dtype(t));
     size_t size = (size_t)emily_tensor_size(t);
     ErlNifSInt64 limit;
-    if (enif_get_int64(env, argv[1], &limit) && limit >= 0 && (size_t)limit < size)
-        size = (size_t)limit;
+    if (enif_get_int64(env, argv[1], &limit) && limit >= 0 && (size_t)limit < size) size = (size_t)limit;
     const void *data;
     emily_tensor *host = t;
     if (emily_host_data(t, &data) != EMILY_OK) {
@@ -228,8 +226,7 @@ ERL_NIF_TERM nif_to_binary(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) 
                          (emily_tensor_is_contiguous(t) || emily_tensor_nbytes(t) <= 256 * 1024);
             emily_tensor_release(t);
             if (!cheap)
-                return enif_schedule_nif(env, "to_binary", ERL_NIF_DIRTY_JOB_CPU_BOUND,
-                                         to_binary_dirty, argc, argv);
+                return enif_schedule_nif(env, "to_binary", ERL_NIF_DIRTY_JOB_CPU_BOUND, to_binary_dirty, argc, argv);
         }
     }
     return to_binary_run(env, argv);
@@ -284,10 +281,9 @@ ERL_NIF_TERM nif_tensor_info(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]
     emily_tensor *t;
     ERL_NIF_TERM err;
     if (!get_tensor(env, argv[0], &t, &err)) return err;
-    ERL_NIF_TERM r = enif_make_tuple3(
-        env, nif_dtype_to_term(env, emily_tensor_dtype(t)),
-        nif_shape_to_term(env, emily_tensor_rank(t), emily_tensor_shape(t)),
-        nif_device_to_term(env, emily_tensor_device(t)));
+    ERL_NIF_TERM r = enif_make_tuple3(env, nif_dtype_to_term(env, emily_tensor_dtype(t)),
+                                      nif_shape_to_term(env, emily_tensor_rank(t), emily_tensor_shape(t)),
+                                      nif_device_to_term(env, emily_tensor_device(t)));
     emily_tensor_release(t);
     return r;
 }

@@ -129,28 +129,18 @@ static void path_pop(decoder *d) { d->npath--; }
 
 static size_t path_str(const decoder *d, char *buf, size_t size) {
     size_t n = 0;
-    int depth = d->npath < (int)(sizeof d->path / sizeof *d->path)
-                    ? d->npath
-                    : (int)(sizeof d->path / sizeof *d->path);
+    int depth = d->npath < (int)(sizeof d->path / sizeof *d->path) ? d->npath
+                                                                     : (int)(sizeof d->path / sizeof *d->path);
     buf[0] = 0;
     for (int i = 0; i < depth && n < size; i++) {
         const path_item *p = &d->path[i];
         int w = 0;
         switch (p->kind) {
-        case 'a':
-            w = snprintf(buf + n, size - n, "argument %u", p->index + 1);
-            break;
-        case 'l':
-            w = snprintf(buf + n, size - n, "[%u]", p->index);
-            break;
-        case 't':
-            w = snprintf(buf + n, size - n, "{%u}", p->index);
-            break;
-        case 'k':
-            w = snprintf(buf + n, size - n, " option :%s", p->key ? p->key : "?");
-            break;
-        default:
-            break;
+        case 'a': w = snprintf(buf + n, size - n, "argument %u", p->index + 1); break;
+        case 'l': w = snprintf(buf + n, size - n, "[%u]", p->index); break;
+        case 't': w = snprintf(buf + n, size - n, "{%u}", p->index); break;
+        case 'k': w = snprintf(buf + n, size - n, " option :%s", p->key ? p->key : "?"); break;
+        default: break;
         }
         if (w > 0) n += (size_t)w;
     }
@@ -278,21 +268,11 @@ bool nif_term_to_dtype(ErlNifEnv *env, ERL_NIF_TERM t, emily_dtype *out, char *e
 ERL_NIF_TERM nif_dtype_to_term(ErlNifEnv *env, emily_dtype t) {
     ERL_NIF_TERM kind;
     switch (emily_dtype_kind_of(t)) {
-    case EMILY_KIND_UNSIGNED:
-        kind = nif_atom.u;
-        break;
-    case EMILY_KIND_SIGNED:
-        kind = nif_atom.s;
-        break;
-    case EMILY_KIND_BFLOAT:
-        kind = nif_atom.bf;
-        break;
-    case EMILY_KIND_FLOAT:
-        kind = nif_atom.f;
-        break;
-    default:
-        kind = nif_atom.c;
-        break;
+    case EMILY_KIND_UNSIGNED: kind = nif_atom.u; break;
+    case EMILY_KIND_SIGNED: kind = nif_atom.s; break;
+    case EMILY_KIND_BFLOAT: kind = nif_atom.bf; break;
+    case EMILY_KIND_FLOAT: kind = nif_atom.f; break;
+    default: kind = nif_atom.c; break;
     }
     return enif_make_tuple2(env, kind, enif_make_int(env, emily_dtype_bits(t)));
 }
@@ -323,8 +303,7 @@ bool nif_term_to_shape(ErlNifEnv *env, ERL_NIF_TERM t, int *rank, int64_t **shap
         else if (size >= 0) size = size > INT64_MAX / v ? -1 : size * v;
     }
     if (size < 0) {
-        snprintf(d->err, sizeof d->err,
-                 "shape has more than 2^63 elements (its non-zero dimensions)");
+        snprintf(d->err, sizeof d->err, "shape has more than 2^63 elements (its non-zero dimensions)");
         return false;
     }
     if (empty) size = 0;
@@ -345,26 +324,14 @@ ERL_NIF_TERM nif_shape_to_term(ErlNifEnv *env, int rank, const int64_t *shape) {
 }
 
 bool nif_term_to_device(ErlNifEnv *env, ERL_NIF_TERM t, emily_device *out, char *err, size_t es) {
-    if (enif_is_identical(t, nif_atom.cpu)) {
-        *out = EMILY_CPU;
-        return true;
-    }
-    if (enif_is_identical(t, nif_atom.cuda)) {
-        *out = (emily_device){EMILY_DEVICE_CUDA, 0};
-        return true;
-    }
+    if (enif_is_identical(t, nif_atom.cpu)) { *out = EMILY_CPU; return true; }
+    if (enif_is_identical(t, nif_atom.cuda)) { *out = (emily_device){EMILY_DEVICE_CUDA, 0}; return true; }
     const ERL_NIF_TERM *el;
     int arity, idx;
     if (enif_get_tuple(env, t, &arity, &el) && arity == 2 && enif_get_int(env, el[1], &idx) &&
         idx >= 0) {
-        if (enif_is_identical(el[0], nif_atom.cuda)) {
-            *out = (emily_device){EMILY_DEVICE_CUDA, idx};
-            return true;
-        }
-        if (enif_is_identical(el[0], nif_atom.cpu) && idx == 0) {
-            *out = EMILY_CPU;
-            return true;
-        }
+        if (enif_is_identical(el[0], nif_atom.cuda)) { *out = (emily_device){EMILY_DEVICE_CUDA, idx}; return true; }
+        if (enif_is_identical(el[0], nif_atom.cpu) && idx == 0) { *out = EMILY_CPU; return true; }
     }
     snprintf(err, es, "expected a device: :cpu, :cuda or {:cuda, index}");
     return false;
@@ -386,23 +353,11 @@ static bool number_part(ErlNifEnv *env, ERL_NIF_TERM t, double *out) {
     ErlNifSInt64 i;
     char name[16];
     if (enif_get_double(env, t, out)) return true;
-    if (enif_get_int64(env, t, &i)) {
-        *out = (double)i;
-        return true;
-    }
+    if (enif_get_int64(env, t, &i)) { *out = (double)i; return true; }
     if (enif_get_atom(env, t, name, sizeof name, ERL_NIF_LATIN1)) {
-        if (strcmp(name, "nan") == 0) {
-            *out = __builtin_nan("");
-            return true;
-        }
-        if (strcmp(name, "infinity") == 0) {
-            *out = __builtin_inf();
-            return true;
-        }
-        if (strcmp(name, "neg_infinity") == 0) {
-            *out = -__builtin_inf();
-            return true;
-        }
+        if (strcmp(name, "nan") == 0) { *out = __builtin_nan(""); return true; }
+        if (strcmp(name, "infinity") == 0) { *out = __builtin_inf(); return true; }
+        if (strcmp(name, "neg_infinity") == 0) { *out = -__builtin_inf(); return true; }
     }
     return false;
 }
@@ -460,8 +415,8 @@ static bool tensor_from_resource(decoder *d, ERL_NIF_TERM ref, const emily_value
 }
 
 /* Host bytes to import on the call's device once it is known (nif_decoder_finish). */
-static bool pend_import(decoder *d, emily_value *v, const ErlNifBinary *bin,
-                        const emily_value *spec, int64_t *dims, int64_t count, const char *what) {
+static bool pend_import(decoder *d, emily_value *v, const ErlNifBinary *bin, const emily_value *spec,
+                        int64_t *dims, int64_t count, const char *what) {
     if (d->npend == d->pend_cap) {
         size_t cap = d->pend_cap ? d->pend_cap * 2 : 4;
         pending_import *p = realloc(d->pend, cap * sizeof *p);
@@ -474,8 +429,7 @@ static bool pend_import(decoder *d, emily_value *v, const ErlNifBinary *bin,
     }
     const unsigned char *bytes = stable_bytes(d, bin);
     if (!bytes) return false;
-    d->pend[d->npend++] = (pending_import){v,          bytes, bin->size, spec->dtype,
-                                           spec->rank, dims,  what};
+    d->pend[d->npend++] = (pending_import){v, bytes, bin->size, spec->dtype, spec->rank, dims, what};
     d->elements += count;
     v->kind = EMILY_V_TENSOR;
     v->tensor = NULL;
@@ -486,8 +440,7 @@ static bool decode_tensor_struct(decoder *d, ERL_NIF_TERM map, emily_value *v) {
     ERL_NIF_TERM data, type, shape, inner;
     emily_value spec = {0};
     char terr[160];
-    if (!get_map(d->env, map, nif_atom.type, &type) ||
-        !get_map(d->env, map, nif_atom.shape, &shape) ||
+    if (!get_map(d->env, map, nif_atom.type, &type) || !get_map(d->env, map, nif_atom.shape, &shape) ||
         !get_map(d->env, map, nif_atom.data, &data)) {
         fail(d, "a tensor needs :data, :type and :shape");
         return false;
@@ -518,8 +471,8 @@ static bool decode_tensor_struct(decoder *d, ERL_NIF_TERM map, emily_value *v) {
         tensor_res *r;
         const ERL_NIF_TERM *el;
         int arity, id;
-        if (enif_get_tuple(d->env, inner, &arity, &el) && arity == 2 &&
-            enif_is_identical(el[0], nif_atom.graph) && enif_get_int(d->env, el[1], &id)) {
+        if (enif_get_tuple(d->env, inner, &arity, &el) && arity == 2 && enif_is_identical(el[0], nif_atom.graph) &&
+            enif_get_int(d->env, el[1], &id)) {
             /* a value of the graph Emily.Compiler is recording */
             if (!d->graph_refs) {
                 fail(d, "a tensor of a defn being compiled by Emily.Compiler was used outside that "
@@ -540,15 +493,13 @@ static bool decode_tensor_struct(decoder *d, ERL_NIF_TERM map, emily_value *v) {
          * carries its bytes (an alias of the engine's buffer where it was
          * made, copied by the distribution), read here like
          * Nx.BinaryBackend's. */
-        if (get_map(d->env, data, nif_atom.bytes, &inner) &&
-            enif_inspect_binary(d->env, inner, &bin))
+        if (get_map(d->env, data, nif_atom.bytes, &inner) && enif_inspect_binary(d->env, inner, &bin))
             return pend_import(d, v, &bin, &spec, dims, count,
                                "an Emily tensor from the bytes it carried");
         fail(d, "%s", nif_not_carried_msg);
         return false;
     }
-    if (get_map(d->env, data, nif_atom.struct_, &st) &&
-        enif_is_identical(st, nif_atom.nx_binary_backend) &&
+    if (get_map(d->env, data, nif_atom.struct_, &st) && enif_is_identical(st, nif_atom.nx_binary_backend) &&
         get_map(d->env, data, nif_atom.state, &inner) && enif_inspect_binary(d->env, inner, &bin))
         return pend_import(d, v, &bin, &spec, dims, count, "an Nx.BinaryBackend tensor");
     /* another backend's tensor: Elixir moves it to Emily and retries */
@@ -614,20 +565,9 @@ bool nif_decode_value(decoder *d, ERL_NIF_TERM term, emily_value *v) {
     ErlNifEnv *env = d->env;
     memset(v, 0, sizeof *v);
     if (enif_is_atom(env, term)) {
-        if (enif_is_identical(term, nif_atom.nil)) {
-            v->kind = EMILY_V_NIL;
-            return true;
-        }
-        if (enif_is_identical(term, nif_atom.true_)) {
-            v->kind = EMILY_V_BOOL;
-            v->b = true;
-            return true;
-        }
-        if (enif_is_identical(term, nif_atom.false_)) {
-            v->kind = EMILY_V_BOOL;
-            v->b = false;
-            return true;
-        }
+        if (enif_is_identical(term, nif_atom.nil)) { v->kind = EMILY_V_NIL; return true; }
+        if (enif_is_identical(term, nif_atom.true_)) { v->kind = EMILY_V_BOOL; v->b = true; return true; }
+        if (enif_is_identical(term, nif_atom.false_)) { v->kind = EMILY_V_BOOL; v->b = false; return true; }
         unsigned len;
         if (!enif_get_atom_length(env, term, &len, ERL_NIF_LATIN1)) {
             fail(d, "an atom that is not latin-1");
@@ -645,16 +585,8 @@ bool nif_decode_value(decoder *d, ERL_NIF_TERM term, emily_value *v) {
     case ERL_NIF_TERM_TYPE_INTEGER: {
         ErlNifSInt64 i;
         ErlNifUInt64 u;
-        if (enif_get_int64(env, term, &i)) {
-            v->kind = EMILY_V_INT;
-            v->i = (int64_t)i;
-            return true;
-        }
-        if (enif_get_uint64(env, term, &u)) {
-            v->kind = EMILY_V_UINT;
-            v->u = (uint64_t)u;
-            return true;
-        }
+        if (enif_get_int64(env, term, &i)) { v->kind = EMILY_V_INT; v->i = (int64_t)i; return true; }
+        if (enif_get_uint64(env, term, &u)) { v->kind = EMILY_V_UINT; v->u = (uint64_t)u; return true; }
         fail(d, "an integer outside the 64-bit range");
         return false;
     }
@@ -744,10 +676,8 @@ bool nif_decode_template(decoder *d, ERL_NIF_TERM term, emily_value *v) {
     ERL_NIF_TERM type, shape;
     if (enif_is_map(env, term)) {
         char terr[160];
-        if (!get_map(env, term, nif_atom.type, &type) ||
-            !get_map(env, term, nif_atom.shape, &shape)) {
-            snprintf(d->err, sizeof d->err,
-                     "output template: expected a tensor with :type and :shape");
+        if (!get_map(env, term, nif_atom.type, &type) || !get_map(env, term, nif_atom.shape, &shape)) {
+            snprintf(d->err, sizeof d->err, "output template: expected a tensor with :type and :shape");
             return false;
         }
         if (!nif_term_to_dtype(env, type, &v->dtype, terr, sizeof terr)) {

@@ -24,8 +24,7 @@ ERL_NIF_TERM nif_test_property_checked_op(ErlNifEnv *env, int argc, const ERL_NI
     char op[64];
     if (!get_op(env, argv[0], op, sizeof op)) return enif_make_badarg(env);
     bool off_cpu = enif_is_identical(argv[1], nif_atom.true_);
-    return property_checked_op(op) || (off_cpu && property_exact_op(op)) ? nif_atom.true_
-                                                                         : nif_atom.false_;
+    return property_checked_op(op) || (off_cpu && property_exact_op(op)) ? nif_atom.true_ : nif_atom.false_;
 }
 
 /* property_check(op, args, result_refs, case_json_line) :: :ok | {:error, msg} */
@@ -75,10 +74,10 @@ ERL_NIF_TERM nif_test_property_check(ErlNifEnv *env, int argc, const ERL_NIF_TER
         result = nif_make_error(env, "property_check: the case is not JSON");
         goto done;
     }
-    if (property_check_expected(op, args, nargs, &got, json_object_get(json, "result"), msg,
-                                sizeof msg))
+    if (property_check_expected(op, args, nargs, &got, json_object_get(json, "result"), msg, sizeof msg))
         result = nif_atom.ok;
-    else result = nif_make_error(env, msg);
+    else
+        result = nif_make_error(env, msg);
 done:
     json_decref(json);
     emily_dispatch_result_release(&got);
@@ -100,8 +99,7 @@ ERL_NIF_TERM nif_test_property_description(ErlNifEnv *env, int argc, const ERL_N
 ERL_NIF_TERM nif_test_export_count(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
     (void)argc;
     tensor_res *r = NULL;
-    if (!enif_is_identical(argv[0], nif_atom.nil) &&
-        !enif_get_resource(env, argv[0], nif_tensor_rt, (void **)&r))
+    if (!enif_is_identical(argv[0], nif_atom.nil) && !enif_get_resource(env, argv[0], nif_tensor_rt, (void **)&r))
         return enif_make_badarg(env);
     return enif_make_uint64(env, (ErlNifUInt64)nif_export_count(r));
 }

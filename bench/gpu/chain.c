@@ -34,10 +34,8 @@ static int cmp_double(const void *a, const void *b) {
 static int run_chain(emily_device dev, int n, float *result, double *host, double *total) {
     int64_t shape[1] = {1};
     emily_tensor *x = NULL, *one = NULL;
-    if (emily_constant(dev, EMILY_F32, 1, shape, emily_scalar_float(0.0), &x))
-        return fail("constant");
-    if (emily_constant(dev, EMILY_F32, 1, shape, emily_scalar_float(1.0), &one))
-        return fail("constant");
+    if (emily_constant(dev, EMILY_F32, 1, shape, emily_scalar_float(0.0), &x)) return fail("constant");
+    if (emily_constant(dev, EMILY_F32, 1, shape, emily_scalar_float(1.0), &one)) return fail("constant");
     if (emily_synchronize(dev)) return fail("synchronize");
     double t0 = now_s();
     for (int i = 0; i < n; i++) {

@@ -93,8 +93,7 @@ static double now_ms(void) {
 /* Median milliseconds of `runs` calls (after 3 warm-ups); *last keeps the
  * last output (caller releases). On the CPU (a check of this program
  * without a GPU) the host clock times the calls instead of events. */
-static int time_op(op_fn fn, emily_tensor *const *in, const void *arg, double *ms,
-                   emily_tensor **last) {
+static int time_op(op_fn fn, emily_tensor *const *in, const void *arg, double *ms, emily_tensor **last) {
     bool gpu = dev.type == EMILY_DEVICE_CUDA;
     cudaStream_t stream = NULL;
     cudaEvent_t e0 = NULL, e1 = NULL;
@@ -163,14 +162,9 @@ static double elem(const emily_tensor *t, int64_t i) {
             memcpy(&h, b, 2);
             memcpy(&f, b, 4);
             switch (emily_tensor_dtype(e)) {
-            case EMILY_F16:
-                v = emily_f16_to_f32(h);
-                break;
-            case EMILY_BF16:
-                v = emily_bf16_to_f32(h);
-                break;
-            default:
-                v = f;
+            case EMILY_F16: v = emily_f16_to_f32(h); break;
+            case EMILY_BF16: v = emily_bf16_to_f32(h); break;
+            default: v = f;
             }
         }
     }
@@ -179,10 +173,9 @@ static double elem(const emily_tensor *t, int64_t i) {
     return v;
 }
 
-static void report(const char *name, double ms, const char *unit, double rate, int ok,
-                   const char *note) {
-    printf("{\"case\": \"%s\", \"ms\": %.4f, \"%s\": %.2f, \"check\": \"%s\", \"note\": \"%s\"}\n",
-           name, ms, unit, rate, ok ? "ok" : "WRONG", note);
+static void report(const char *name, double ms, const char *unit, double rate, int ok, const char *note) {
+    printf("{\"case\": \"%s\", \"ms\": %.4f, \"%s\": %.2f, \"check\": \"%s\", \"note\": \"%s\"}\n", name, ms,
+           unit, rate, ok ? "ok" : "WRONG", note);
     fflush(stdout);
     if (!ok) failures++;
 }
@@ -1003,22 +996,17 @@ int main(int argc, char **argv) {
                     int64_t r = probes[p][0], c = probes[p][1];
                     double ref = 0, mag = 0;
                     for (int64_t q = 0; q < M; q++) {
-                        double t = rounded(types[k], ha[r * M + q]) *
-                                   rounded(types[k], hb[q * M + c]);
+                        double t = rounded(types[k], ha[r * M + q]) * rounded(types[k], hb[q * M + c]);
                         ref += t;
                         mag += fabs(t);
                     }
-                    double eps = types[k] == EMILY_BF16  ? 1.0 / 128
-                                 : types[k] == EMILY_F16 ? 1.0 / 1024
-                                                         : 1e-6;
+                    double eps = types[k] == EMILY_BF16 ? 1.0 / 128 : types[k] == EMILY_F16 ? 1.0 / 1024 : 1e-6;
                     double got = elem(out, r * M + c);
                     ok &= fabs(got - ref) <= eps * mag + eps;
                 }
-                report(name, ms, "TFLOP/s", 2.0 * (double)M * (double)M * (double)M / (ms * 1e9),
-                       ok,
+                report(name, ms, "TFLOP/s", 2.0 * (double)M * (double)M * (double)M / (ms * 1e9), ok,
                        P == EMILY_DOT_PRECISION_HIGHEST ? "precision highest: f64 accumulation"
-                       : types[k] == EMILY_F32          ? "f32 multiply/accumulate, no TF32"
-                                                        : "f32 accumulation");
+                       : types[k] == EMILY_F32 ? "f32 multiply/accumulate, no TF32" : "f32 accumulation");
             }
             emily_tensor_release(out);
             emily_tensor_release(x);

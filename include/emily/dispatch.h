@@ -76,8 +76,9 @@ typedef struct emily_dispatch_result {
  * Tensors in args must all be on `device` (creation callbacks, which
  * have no tensor input, create there). */
 EMILY_API emily_status emily_dispatch(const char *callback, emily_device device,
-                                      const emily_value *out, const emily_value *args, size_t nargs,
-                                      emily_dispatch_mode mode, emily_dispatch_result *result);
+                            const emily_value *out, const emily_value *args,
+                            size_t nargs, emily_dispatch_mode mode,
+                            emily_dispatch_result *result);
 EMILY_API void emily_dispatch_result_release(emily_dispatch_result *r);
 
 /* True if the dispatcher knows the callback name. */
@@ -105,9 +106,9 @@ typedef enum emily_callback_cost {
  * which are integers, and predicates aside); others fail with
  * EMILY_ERR_TYPE. */
 typedef enum emily_dtype_class {
-    EMILY_DTYPES_ANY = 0,    /* every type */
-    EMILY_DTYPES_REAL = 1,   /* integers and floats, no complex */
-    EMILY_DTYPES_INTEGER = 2 /* integers only */
+    EMILY_DTYPES_ANY = 0,     /* every type */
+    EMILY_DTYPES_REAL = 1,    /* integers and floats, no complex */
+    EMILY_DTYPES_INTEGER = 2  /* integers only */
 } emily_dtype_class;
 
 /* True if `dtype` belongs to the class. */

@@ -43,8 +43,8 @@ typedef enum emily_dtype_kind {
 } emily_dtype_kind;
 
 EMILY_API bool emily_dtype_valid(emily_dtype t);
-EMILY_API size_t emily_dtype_size(emily_dtype t); /* bytes per element */
-EMILY_API int emily_dtype_bits(emily_dtype t);    /* Nx's size: 8..128 */
+EMILY_API size_t emily_dtype_size(emily_dtype t);      /* bytes per element */
+EMILY_API int emily_dtype_bits(emily_dtype t);         /* Nx's size: 8..128 */
 EMILY_API emily_dtype_kind emily_dtype_kind_of(emily_dtype t);
 EMILY_API const char *emily_dtype_name(emily_dtype t); /* "f32", "?" if invalid */
 /* Parses "f32", "bf16", ... Returns EMILY_DTYPE_AUTO if unknown. */

@@ -22,15 +22,15 @@ extern "C" {
  * integer operand of a float dot is read exactly, not first rounded to
  * the output float type); integer dots wrap in the output's width. */
 EMILY_API emily_status emily_dot(const emily_tensor *a, int ncontract_a, const int *contract_a,
-                                 int nbatch_a, const int *batch_a, const emily_tensor *b,
-                                 int ncontract_b, const int *contract_b, int nbatch_b,
-                                 const int *batch_b, emily_dtype out_type, emily_tensor **out);
+                       int nbatch_a, const int *batch_a,
+                       const emily_tensor *b, int ncontract_b, const int *contract_b,
+                       int nbatch_b, const int *batch_b,
+                       emily_dtype out_type, emily_tensor **out);
 
 /* Nx.dot/2: rank-0 operands are not handled here (Nx multiplies them);
  * vector.vector, matrix.vector, vector.matrix, and for rank >= 2 the last
  * axis of `a` against the second-to-last of `b`. */
-EMILY_API emily_status emily_matmul(const emily_tensor *a, const emily_tensor *b,
-                                    emily_tensor **out);
+EMILY_API emily_status emily_matmul(const emily_tensor *a, const emily_tensor *b, emily_tensor **out);
 
 /* Convolution (Nx.conv): options, NULL pointers meaning Nx's defaults.
  * Arrays have one entry per spatial dimension (rank - 2) or, for the
@@ -59,8 +59,7 @@ typedef struct emily_conv_opts {
  * summed per input channel over the window, then over the channels).
  * out_type EMILY_DTYPE_AUTO: Nx.Type.to_floating(merge(input, kernel)). */
 EMILY_API emily_status emily_conv(const emily_tensor *input, const emily_tensor *kernel,
-                                  const emily_conv_opts *opts, emily_dtype out_type,
-                                  emily_tensor **out);
+                        const emily_conv_opts *opts, emily_dtype out_type, emily_tensor **out);
 
 /* How floating-point dots multiply and accumulate.
  *
@@ -98,8 +97,7 @@ EMILY_API emily_status emily_dot_set_precision(emily_dot_precision p);
 EMILY_API emily_dot_precision emily_dot_get_precision(void);
 /* This thread's override (PROCESS: none); *previous (may be NULL)
  * receives the override it replaces, to restore it afterwards. */
-EMILY_API emily_status emily_dot_set_thread_precision(emily_dot_precision p,
-                                                      emily_dot_precision *previous);
+EMILY_API emily_status emily_dot_set_thread_precision(emily_dot_precision p, emily_dot_precision *previous);
 
 #ifdef __cplusplus
 }

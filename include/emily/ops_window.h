@@ -36,26 +36,26 @@ typedef enum emily_window_op {
 } emily_window_op;
 
 EMILY_API emily_status emily_window_reduce(emily_window_op op, const emily_tensor *t, int rank,
-                                           const int64_t *window, const int64_t *strides,
-                                           const int64_t *pad_lo, const int64_t *pad_hi,
-                                           const int64_t *dilations, emily_tensor **out);
+                                 const int64_t *window, const int64_t *strides,
+                                 const int64_t *pad_lo, const int64_t *pad_hi,
+                                 const int64_t *dilations, emily_tensor **out);
 
 EMILY_API emily_status emily_window_sum(const emily_tensor *t, int rank, const int64_t *window,
-                                        const int64_t *strides, const int64_t *pad_lo,
-                                        const int64_t *pad_hi, const int64_t *dilations,
-                                        emily_tensor **out);
+                              const int64_t *strides, const int64_t *pad_lo,
+                              const int64_t *pad_hi, const int64_t *dilations,
+                              emily_tensor **out);
 EMILY_API emily_status emily_window_product(const emily_tensor *t, int rank, const int64_t *window,
-                                            const int64_t *strides, const int64_t *pad_lo,
-                                            const int64_t *pad_hi, const int64_t *dilations,
-                                            emily_tensor **out);
+                                  const int64_t *strides, const int64_t *pad_lo,
+                                  const int64_t *pad_hi, const int64_t *dilations,
+                                  emily_tensor **out);
 EMILY_API emily_status emily_window_max(const emily_tensor *t, int rank, const int64_t *window,
-                                        const int64_t *strides, const int64_t *pad_lo,
-                                        const int64_t *pad_hi, const int64_t *dilations,
-                                        emily_tensor **out);
+                              const int64_t *strides, const int64_t *pad_lo,
+                              const int64_t *pad_hi, const int64_t *dilations,
+                              emily_tensor **out);
 EMILY_API emily_status emily_window_min(const emily_tensor *t, int rank, const int64_t *window,
-                                        const int64_t *strides, const int64_t *pad_lo,
-                                        const int64_t *pad_hi, const int64_t *dilations,
-                                        emily_tensor **out);
+                              const int64_t *strides, const int64_t *pad_lo,
+                              const int64_t *pad_hi, const int64_t *dilations,
+                              emily_tensor **out);
 
 /* Nx.window_scatter_max / window_scatter_min (select and scatter).
  *
@@ -70,15 +70,15 @@ EMILY_API emily_status emily_window_min(const emily_tensor *t, int rank, const i
  * every position starts at init_value (a rank-0 tensor) and sums what
  * it receives. Complex types are rejected. */
 EMILY_API emily_status emily_window_scatter_max(const emily_tensor *t, const emily_tensor *source,
-                                                const emily_tensor *init_value, int rank,
-                                                const int64_t *window, const int64_t *strides,
-                                                const int64_t *pad_lo, const int64_t *pad_hi,
-                                                emily_tensor **out);
+                                      const emily_tensor *init_value, int rank,
+                                      const int64_t *window, const int64_t *strides,
+                                      const int64_t *pad_lo, const int64_t *pad_hi,
+                                      emily_tensor **out);
 EMILY_API emily_status emily_window_scatter_min(const emily_tensor *t, const emily_tensor *source,
-                                                const emily_tensor *init_value, int rank,
-                                                const int64_t *window, const int64_t *strides,
-                                                const int64_t *pad_lo, const int64_t *pad_hi,
-                                                emily_tensor **out);
+                                      const emily_tensor *init_value, int rank,
+                                      const int64_t *window, const int64_t *strides,
+                                      const int64_t *pad_lo, const int64_t *pad_hi,
+                                      emily_tensor **out);
 
 #ifdef __cplusplus
 }

@@ -36,9 +36,9 @@ typedef struct emily_tensor emily_tensor;
 /* A scalar value as Nx passes it: an integer, a float (NaN and
  * infinities included) or a complex number. */
 typedef enum emily_scalar_kind {
-    EMILY_SCALAR_INT,    /* value.i */
-    EMILY_SCALAR_UINT,   /* value.u, for integers above INT64_MAX */
-    EMILY_SCALAR_FLOAT,  /* value.re */
+    EMILY_SCALAR_INT,   /* value.i */
+    EMILY_SCALAR_UINT,  /* value.u, for integers above INT64_MAX */
+    EMILY_SCALAR_FLOAT, /* value.re */
     EMILY_SCALAR_COMPLEX /* value.re, value.im */
 } emily_scalar_kind;
 
@@ -55,12 +55,12 @@ EMILY_API emily_scalar emily_scalar_complex(double re, double im);
 
 /* Uninitialized contiguous tensor. */
 EMILY_API emily_status emily_empty(emily_device device, emily_dtype dtype, int rank,
-                                   const int64_t *shape, emily_tensor **out);
+                         const int64_t *shape, emily_tensor **out);
 /* Copies `nbytes` (must equal the tensor's byte size) of row-major,
  * little-endian data into a new tensor on `device`. */
 EMILY_API emily_status emily_from_binary(emily_device device, emily_dtype dtype, int rank,
-                                         const int64_t *shape, const void *data, size_t nbytes,
-                                         emily_tensor **out);
+                               const int64_t *shape, const void *data,
+                               size_t nbytes, emily_tensor **out);
 /* Writes the tensor's elements, row-major, into `dst` (`nbytes` must
  * equal the tensor's byte size). Waits for pending work. */
 EMILY_API emily_status emily_to_binary(const emily_tensor *t, void *dst, size_t nbytes);
@@ -70,7 +70,7 @@ EMILY_API emily_status emily_to_binary(const emily_tensor *t, void *dst, size_t 
 EMILY_API emily_status emily_host_data(const emily_tensor *t, const void **data);
 /* Explicit transfer between devices (a new tensor; contiguous). */
 EMILY_API emily_status emily_to_device(const emily_tensor *t, emily_device device,
-                                       emily_tensor **out);
+                             emily_tensor **out);
 /* A contiguous copy on the same device (a new reference to `t` itself
  * when it is already contiguous and starts at offset 0). */
 EMILY_API emily_status emily_contiguous(const emily_tensor *t, emily_tensor **out);

@@ -7,26 +7,20 @@
 
 const emily_engine *emi_engine_for(emily_device_type type) {
     switch (type) {
-    case EMILY_DEVICE_CPU:
-        return emi_cpu_engine();
-    case EMILY_DEVICE_CUDA:
-        return emi_cuda_engine();
-    default:
-        return NULL;
+    case EMILY_DEVICE_CPU: return emi_cpu_engine();
+    case EMILY_DEVICE_CUDA: return emi_cuda_engine();
+    default: return NULL;
     }
 }
 
-bool emi_engine_has_kernel(const emily_engine *e, emi_kernel k, int op, const emily_dtype *dtypes,
-                           int n) {
+bool emi_engine_has_kernel(const emily_engine *e, emi_kernel k, int op, const emily_dtype *dtypes, int n) {
     (void)op, (void)dtypes, (void)n;
     switch (k) {
 #define HAS_KERNEL(ID, family, entry) \
-    case EMI_KERNEL_##ID:             \
-        return e->family && e->family->entry;
+    case EMI_KERNEL_##ID: return e->family && e->family->entry;
         EMI_KERNELS(HAS_KERNEL)
 #undef HAS_KERNEL
-    default:
-        return false;
+    default: return false;
     }
 }
 
@@ -39,7 +33,8 @@ emily_status emi_engine_get(emily_device d, const emily_engine **out) {
         return emily_error(EMILY_ERR_DEVICE, "unknown device type %d", (int)d.type);
     const emily_engine *e = emi_engine_for(d.type);
     if (!e)
-        return emily_error(EMILY_ERR_DEVICE, "device %s: this build of libemily has no %s engine",
+        return emily_error(EMILY_ERR_DEVICE,
+                           "device %s: this build of libemily has no %s engine",
                            type_name(d.type), type_name(d.type));
     int n = e->device_count();
     if (d.index < 0 || d.index >= n)
@@ -51,16 +46,10 @@ emily_status emi_engine_get(emily_device d, const emily_engine **out) {
 
 emily_status emily_device_parse(const char *text, emily_device *out) {
     if (!text || !out) return emily_error(EMILY_ERR_ARGUMENT, "device_parse: NULL argument");
-    if (strcmp(text, "cpu") == 0) {
-        *out = EMILY_CPU;
-        return EMILY_OK;
-    }
+    if (strcmp(text, "cpu") == 0) { *out = EMILY_CPU; return EMILY_OK; }
     if (strncmp(text, "cuda", 4) == 0) {
         const char *rest = text + 4;
-        if (*rest == 0) {
-            *out = (emily_device){EMILY_DEVICE_CUDA, 0};
-            return EMILY_OK;
-        }
+        if (*rest == 0) { *out = (emily_device){EMILY_DEVICE_CUDA, 0}; return EMILY_OK; }
         if (*rest == ':' && rest[1]) {
             char *end;
             long idx = strtol(rest + 1, &end, 10);
@@ -85,9 +74,7 @@ bool emily_device_equal(emily_device a, emily_device b) {
 }
 
 int emily_device_count(emily_device_type type) {
-    const emily_engine *e = ((int)type >= 0 && type < EMILY_DEVICE_TYPE_COUNT)
-                                ? emi_engine_for(type)
-                                : NULL;
+    const emily_engine *e = ((int)type >= 0 && type < EMILY_DEVICE_TYPE_COUNT) ? emi_engine_for(type) : NULL;
     return e ? e->device_count() : 0;
 }
 

@@ -96,11 +96,8 @@ emily_dtype emily_type_merge_int(emily_dtype t, int64_t v) {
     if (!emily_dtype_valid(t)) return EMILY_DTYPE_AUTO;
     switch (info[t].kind) {
     case EMILY_KIND_UNSIGNED:
-        if (v >= 0)
-            return emily_dtype_make(EMILY_KIND_UNSIGNED,
-                                    imax(unsigned_bits((uint64_t)v), info[t].bits));
-        return emily_type_merge_int(emily_dtype_make(EMILY_KIND_SIGNED, imin(info[t].bits * 2, 64)),
-                                    v);
+        if (v >= 0) return emily_dtype_make(EMILY_KIND_UNSIGNED, imax(unsigned_bits((uint64_t)v), info[t].bits));
+        return emily_type_merge_int(emily_dtype_make(EMILY_KIND_SIGNED, imin(info[t].bits * 2, 64)), v);
     case EMILY_KIND_SIGNED:
         return emily_dtype_make(EMILY_KIND_SIGNED, imax(signed_bits(v), info[t].bits));
     default:
@@ -142,20 +139,11 @@ emily_dtype emily_type_to_complex(emily_dtype t) {
 
 emily_dtype emily_type_to_aggregate(emily_dtype t) {
     switch (t) {
-    case EMILY_U64:
-        return EMILY_S64;
-    case EMILY_U8:
-    case EMILY_U16:
-    case EMILY_U32:
-        return EMILY_U32;
-    case EMILY_S64:
-        return EMILY_S64;
-    case EMILY_S8:
-    case EMILY_S16:
-    case EMILY_S32:
-        return EMILY_S32;
-    default:
-        return t;
+    case EMILY_U64: return EMILY_S64;
+    case EMILY_U8: case EMILY_U16: case EMILY_U32: return EMILY_U32;
+    case EMILY_S64: return EMILY_S64;
+    case EMILY_S8: case EMILY_S16: case EMILY_S32: return EMILY_S32;
+    default: return t;
     }
 }
 

@@ -15,9 +15,6 @@
 #ifndef EMILY_CORE_DTYPE_LIST_H
 #define EMILY_CORE_DTYPE_LIST_H
 
-/* The lists keep one layout by hand. */
-/* clang-format off */
-
 #define EMI_DTYPES_UNSIGNED(X) \
     X(U8, u8, uint8_t) X(U16, u16, uint16_t) X(U32, u32, uint32_t) X(U64, u64, uint64_t)
 #define EMI_DTYPES_SIGNED(X) \
@@ -79,5 +76,4 @@
     case EMILY_##ENUM:                   \
         return EMI_PASTE(EMI_FN_PREFIX, sfx);
 
-/* clang-format on */
 #endif

@@ -73,12 +73,10 @@ struct emily_engine {
 };
 
 /* True if e's table has kernel k (its family and entry are not NULL). */
-bool emi_engine_has_kernel(const emily_engine *e, emi_kernel k, int op, const emily_dtype *dtypes,
-                           int n);
+bool emi_engine_has_kernel(const emily_engine *e, emi_kernel k, int op, const emily_dtype *dtypes, int n);
 
 /* e->supports for one operand dtype. */
-static inline bool emi_engine_supports(const emily_engine *e, emi_kernel k, int op,
-                                       emily_dtype dtype) {
+static inline bool emi_engine_supports(const emily_engine *e, emi_kernel k, int op, emily_dtype dtype) {
     return e->supports(e, k, op, &dtype, 1);
 }
 

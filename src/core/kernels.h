@@ -49,27 +49,28 @@ struct emily_elementwise_kernels {
     /* a and b have the same (compute) dtype and dst's shape (broadcast
      * views); dst has a's dtype, or u8 for comparisons/logical ops (the op
      * layer converts to the output type afterwards) */
-    emily_status (*binary)(emily_binary_op op, emily_tensor *dst, const emily_tensor *a,
-                           const emily_tensor *b);
+    emily_status (*binary)(emily_binary_op op, emily_tensor *dst,
+                           const emily_tensor *a, const emily_tensor *b);
     /* pred is u8-compatible integer/float (nonzero = true) in dst's shape;
      * on_true/on_false have dst's dtype and shape (broadcast views) */
-    emily_status (*select)(emily_tensor *dst, const emily_tensor *pred, const emily_tensor *on_true,
-                           const emily_tensor *on_false);
+    emily_status (*select)(emily_tensor *dst, const emily_tensor *pred,
+                           const emily_tensor *on_true, const emily_tensor *on_false);
 };
 
 /* ---- reductions ---- */
 struct emily_reduce_kernels {
     /* dst has src's rank with reduced axes of size 1 (reduced[i] true);
      * src has dst's dtype except for ALL/ANY (dst u8) */
-    emily_status (*reduce)(emily_reduce_op op, emily_tensor *dst, const emily_tensor *src,
-                           const bool *reduced);
+    emily_status (*reduce)(emily_reduce_op op, emily_tensor *dst,
+                           const emily_tensor *src, const bool *reduced);
     /* axis < 0: flattened. dst holds indices in its integer dtype, with
      * src's rank and axis of size 1 (or rank 0 when flattened) */
-    emily_status (*argreduce)(emily_arg_op op, emily_tensor *dst, const emily_tensor *src, int axis,
-                              bool tie_break_high);
+    emily_status (*argreduce)(emily_arg_op op, emily_tensor *dst,
+                              const emily_tensor *src, int axis, bool tie_break_high);
     /* a, b same dtype and shape; dst u8 scalar */
-    emily_status (*all_close)(emily_tensor *dst, const emily_tensor *a, const emily_tensor *b,
-                              double rtol, double atol, bool equal_nan);
+    emily_status (*all_close)(emily_tensor *dst, const emily_tensor *a,
+                              const emily_tensor *b, double rtol, double atol,
+                              bool equal_nan);
 };
 
 /* ---- dot ----
@@ -138,8 +139,8 @@ struct emily_window_kernels {
      * i * strides[d]; its elements are dilations[d] apart. See
      * emily/ops_window.h for the arithmetic. */
     emily_status (*reduce)(emily_window_op op, emily_tensor *dst, const emily_tensor *src,
-                           const int64_t *window, const int64_t *strides, const int64_t *dilations,
-                           const int64_t *pad_lo);
+                           const int64_t *window, const int64_t *strides,
+                           const int64_t *dilations, const int64_t *pad_lo);
 
     /* dst (src's shape, the output type) <- select and scatter: for each
      * window position (source's shape, no dilation) of src padded with
@@ -147,7 +148,8 @@ struct emily_window_kernels {
      * emily/ops_window.h) receives source's value; dst starts at init. */
     emily_status (*scatter)(bool is_max, emily_tensor *dst, const emily_tensor *src,
                             const emily_tensor *source, const emily_tensor *init,
-                            const int64_t *window, const int64_t *strides, const int64_t *pad_lo);
+                            const int64_t *window, const int64_t *strides,
+                            const int64_t *pad_lo);
 };
 
 /* ---- indexing ----
@@ -162,14 +164,17 @@ struct emily_window_kernels {
  * axis and shape of its gather, see src/cpu/index.c) before it reads or
  * writes anything out of bounds. A kernel
  * that fails may leave dst partly written; the op layer releases it. */
-typedef enum emily_indexed_op { EMILY_INDEXED_ADD = 0, EMILY_INDEXED_PUT = 1 } emily_indexed_op;
+typedef enum emily_indexed_op {
+    EMILY_INDEXED_ADD = 0,
+    EMILY_INDEXED_PUT = 1
+} emily_indexed_op;
 
 /* The error an index kernel returns for the bad index at row-major
  * position `bad` of its index tensor (dtype dt, rows of ncols), whose
  * bytes the caller has read to host memory at `elem`: the reference's
  * exact message (src/ops/index.c). */
-emily_status emi_index_error(const char *op, const void *elem, emily_dtype dt, int64_t bad,
-                             int ncols, const int *axes, int axis, const emily_tensor *t);
+emily_status emi_index_error(const char *op, const void *elem, emily_dtype dt, int64_t bad, int ncols,
+                             const int *axes, int axis, const emily_tensor *t);
 
 struct emily_index_kernels {
     /* src viewed as [outer, n, inner], idx as [m] (flat, any shape),
@@ -224,7 +229,8 @@ struct emily_sort_kernels {
 
     /* dst (src's shape, any real dtype) <- the positions along axis of
      * src's elements in sorted order, converted to dst's dtype. */
-    emily_status (*argsort)(emily_tensor *dst, const emily_tensor *src, int axis, bool descending);
+    emily_status (*argsort)(emily_tensor *dst, const emily_tensor *src, int axis,
+                            bool descending);
 
     /* Along the last axis: values (src's dtype) and indices (any real
      * dtype) get the first k entries of the descending order, with
@@ -377,8 +383,8 @@ struct emily_linalg_kernels {
     emily_status (*svd_lapack)(emily_tensor *u, emily_tensor *s, emily_tensor *vt,
                                const emily_tensor *a, bool full_matrices, int64_t max_iter,
                                emily_dtype work, bool integer_input);
-    emily_status (*eigh_lapack)(emily_tensor *w, emily_tensor *v, const emily_tensor *a, double eps,
-                                int64_t max_iter, emily_dtype work);
+    emily_status (*eigh_lapack)(emily_tensor *w, emily_tensor *v, const emily_tensor *a,
+                                double eps, int64_t max_iter, emily_dtype work);
     /* EMILY_LINALG_REFERENCE_NX07's kernels, Nx 0.7's algorithms
      * (emily/ops_linalg.h); NULL where the device has none. lu_nx07 and
      * eigh_nx07 read a wide a holding the input's own values (Nx 0.7's
@@ -391,16 +397,16 @@ struct emily_linalg_kernels {
      * multiplied in (Nx 0.7's Nx.LinAlg.QR). svd_nx07: as svd, Nx 0.7's
      * Nx.LinAlg.SVD (QDWH with and without full matrices) on eigh_nx07
      * and qr_nx07. */
-    emily_status (*lu_nx07)(emily_tensor *p, emily_tensor *l, emily_tensor *u,
-                            const emily_tensor *a, double eps);
+    emily_status (*lu_nx07)(emily_tensor *p, emily_tensor *l, emily_tensor *u, const emily_tensor *a,
+                            double eps);
     emily_status (*qr_nx07)(emily_tensor *q, emily_tensor *r, const emily_tensor *a, bool complete,
                             double eps, emily_dtype work);
     emily_status (*determinant_nx07)(emily_tensor *det, const emily_tensor *a, emily_dtype work);
     emily_status (*eigh_nx07)(emily_tensor *w, emily_tensor *v, const emily_tensor *a, double eps,
                               int64_t max_iter);
-    emily_status (*svd_nx07)(emily_tensor *u, emily_tensor *s, emily_tensor *vt,
-                             const emily_tensor *a, bool full_matrices, int64_t max_iter,
-                             emily_dtype work, bool integer_input);
+    emily_status (*svd_nx07)(emily_tensor *u, emily_tensor *s, emily_tensor *vt, const emily_tensor *a,
+                             bool full_matrices, int64_t max_iter, emily_dtype work,
+                             bool integer_input);
     /* EMILY_LINALG_LAPACK on a device whose solver library computes in
      * the input's own precision (CUDA: cuSOLVER and cuBLAS); NULL where
      * the device has none (the CPU: its default is the kernels above).
@@ -430,8 +436,7 @@ struct emily_linalg_kernels {
      * method rather than kernels every engine must have (the CPU has every
      * kernel of that list, and its default stays the entries above), so
      * the op layer reads the pointers: NULL is "use the entries above". */
-    emily_status (*lu_native)(emily_tensor *p, emily_tensor *l, emily_tensor *u,
-                              const emily_tensor *a);
+    emily_status (*lu_native)(emily_tensor *p, emily_tensor *l, emily_tensor *u, const emily_tensor *a);
     emily_status (*cholesky_native)(emily_tensor *l, const emily_tensor *a);
     emily_status (*triangular_solve_native)(emily_tensor *x, const emily_tensor *a,
                                             const emily_tensor *b, bool b_vector, bool left_side,
@@ -439,8 +444,8 @@ struct emily_linalg_kernels {
     emily_status (*solve_native)(emily_tensor *x, const emily_tensor *a, const emily_tensor *b,
                                  bool b_vector);
     emily_status (*determinant_native)(emily_tensor *det, const emily_tensor *a);
-    emily_status (*qr_native)(emily_tensor *q, emily_tensor *r, const emily_tensor *a,
-                              bool complete, double eps);
+    emily_status (*qr_native)(emily_tensor *q, emily_tensor *r, const emily_tensor *a, bool complete,
+                              double eps);
     emily_status (*svd_native)(emily_tensor *u, emily_tensor *s, emily_tensor *vt,
                                const emily_tensor *a, bool full_matrices);
     emily_status (*eigh_native)(emily_tensor *w, emily_tensor *v, const emily_tensor *a);
@@ -494,7 +499,6 @@ int64_t emi_conv_device_count(void);
 /* Every kernel of every family, for the engine's supports() query:
  * X(ID, family, entry) is the kernel EMI_KERNEL_<ID>, the entry `entry`
  * of the engine's table `family`. */
-/* clang-format off */
 #define EMI_KERNELS(X)                                                              \
     X(COPY, copy, copy) X(CONVERT, copy, convert)                                   \
     X(FILL, creation, fill) X(IOTA, creation, iota) X(EYE, creation, eye)           \
@@ -516,7 +520,6 @@ int64_t emi_conv_device_count(void);
     X(EIGH_LAPACK, linalg, eigh_lapack) X(LU_NX07, linalg, lu_nx07)                 \
     X(QR_NX07, linalg, qr_nx07) X(DETERMINANT_NX07, linalg, determinant_nx07)       \
     X(EIGH_NX07, linalg, eigh_nx07) X(SVD_NX07, linalg, svd_nx07)
-/* clang-format on */
 
 #define EMI_KERNEL_ID(ID, family, entry) EMI_KERNEL_##ID,
 typedef enum emi_kernel { EMI_KERNELS(EMI_KERNEL_ID) EMI_KERNEL_COUNT } emi_kernel;

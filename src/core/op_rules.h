@@ -9,16 +9,12 @@
 #include <stdbool.h>
 #include "emily/ops.h"
 
-/* clang-format off */
 #define EMI_UNARY_RULES(X)                                                             \
     X(FLOATING) X(FLOATING_REAL) X(ABS) X(INTEGER) X(ROUNDING) X(CONJUGATE) X(SAME)    \
     X(REAL) X(PHASE) X(IMAG) X(PREDICATE) X(LOGICAL)
-/* clang-format on */
-/* clang-format off */
 #define EMI_BINARY_RULES(X)                                                            \
     X(ARITH) X(ARITH_SCALAR) X(REAL) X(REAL_SCALAR) X(FLOATING) X(ATAN2) X(INTEGER)    \
     X(INTEGER_SCALAR) X(EQUALITY) X(ORDER) X(LOGICAL)
-/* clang-format on */
 
 #define EMI_UNARY_RULE_ENUM_(R) EMI_UNARY_RULE_##R,
 #define EMI_BINARY_RULE_ENUM_(R) EMI_BINARY_RULE_##R,
@@ -29,16 +25,15 @@ typedef enum emi_binary_rule { EMI_BINARY_RULES(EMI_BINARY_RULE_ENUM_) } emi_bin
 
 /* emi_unary_rule_of(op), emi_binary_rule_of(op): the rule of a valid op. */
 #define EMI_UNARY_RULE_CASE_(ENUM, name, rule) \
-    case EMILY_##ENUM:                         \
-        return EMI_UNARY_RULE_##rule;
+    case EMILY_##ENUM: return EMI_UNARY_RULE_##rule;
 #define EMI_BINARY_RULE_CASE_(ENUM, name, rule) \
-    case EMILY_##ENUM:                          \
-        return EMI_BINARY_RULE_##rule;
-#define EMI_RULE_OF_(kind, KIND)                                                               \
-    static inline emi_##kind##_rule emi_##kind##_rule_of(emily_##kind##_op op) {               \
-        switch (op) {                                                                          \
-            EMILY_##KIND##_OPS(EMI_##KIND##_RULE_CASE_) default : return (emi_##kind##_rule)0; \
-        }                                                                                      \
+    case EMILY_##ENUM: return EMI_BINARY_RULE_##rule;
+#define EMI_RULE_OF_(kind, KIND)                                                       \
+    static inline emi_##kind##_rule emi_##kind##_rule_of(emily_##kind##_op op) {       \
+        switch (op) {                                                                  \
+            EMILY_##KIND##_OPS(EMI_##KIND##_RULE_CASE_)                                \
+        default: return (emi_##kind##_rule)0;                                          \
+        }                                                                              \
     }
 EMI_RULE_OF_(unary, UNARY)
 EMI_RULE_OF_(binary, BINARY)
@@ -48,8 +43,7 @@ EMI_RULE_OF_(binary, BINARY)
 
 /* Comparisons and logical ops: a u8 result whatever the operands. */
 static inline bool emi_binary_rule_is_predicate(emi_binary_rule r) {
-    return r == EMI_BINARY_RULE_EQUALITY || r == EMI_BINARY_RULE_ORDER ||
-           r == EMI_BINARY_RULE_LOGICAL;
+    return r == EMI_BINARY_RULE_EQUALITY || r == EMI_BINARY_RULE_ORDER || r == EMI_BINARY_RULE_LOGICAL;
 }
 
 #endif

@@ -33,8 +33,7 @@ EMILY_HD emi_qr_signs emi_qr_signs_start(void) {
 /* The flip (+1 or -1) of row i of R (and column i of Q), in order
  * i = 0, 1, ...: `reflected` is tau[i] != 0, `negative` whether LAPACK's
  * R[i][i] < 0; R is m x n. */
-EMILY_HD int emi_qr_sign_step(emi_qr_signs *s, int64_t i, int64_t m, int64_t n, bool reflected,
-                              bool negative) {
+EMILY_HD int emi_qr_sign_step(emi_qr_signs *s, int64_t i, int64_t m, int64_t n, bool reflected, bool negative) {
     s->lapack_refl += reflected;
     bool nx_reflects = reflected && i < m - 1;
     s->nx_refl += nx_reflects;

@@ -86,9 +86,8 @@ EMILY_HD uint16_t emily_sc_f64_to_f16(double x) {
     uint16_t sign = (uint16_t)((b >> 48) & 0x8000u);
     int exp = (int)((b >> 52) & 0x7ff);
     uint64_t man = b & 0xfffffffffffffull;
-    if (exp == 0x7ff)
-        return man ? (uint16_t)0x7e00u : (uint16_t)(sign | 0x7c00u); /* Nx's one NaN */
-    int e = exp - 1023;                                              /* unbiased */
+    if (exp == 0x7ff) return man ? (uint16_t)0x7e00u : (uint16_t)(sign | 0x7c00u); /* Nx's one NaN */
+    int e = exp - 1023; /* unbiased */
     if (e > 15) return (uint16_t)(sign | 0x7c00u);
     uint64_t full = man | (exp ? (1ull << 52) : 0); /* 53-bit significand */
     int shift;
@@ -159,9 +158,7 @@ EMILY_HD uint64_t emily_sc_f2i_bits(double x, uint64_t hi, uint64_t lo) {
 }
 
 EMILY_HD uint8_t emily_sc_f64_to_u8(double x) { return (uint8_t)emily_sc_f2i_bits(x, 0xffu, 0); }
-EMILY_HD uint16_t emily_sc_f64_to_u16(double x) {
-    return (uint16_t)emily_sc_f2i_bits(x, 0xffffu, 0);
-}
+EMILY_HD uint16_t emily_sc_f64_to_u16(double x) { return (uint16_t)emily_sc_f2i_bits(x, 0xffffu, 0); }
 EMILY_HD uint32_t emily_sc_f64_to_u32(double x) {
     return (uint32_t)emily_sc_f2i_bits(x, 0xffffffffu, 0);
 }
@@ -186,20 +183,10 @@ EMILY_HD int64_t emily_sc_f64_to_s64(double x) {
 /* Type codes as in emily/dtype.h (kept as ints so this header needs no
  * other include). */
 enum {
-    EMILY_SC_U8 = 0,
-    EMILY_SC_U16,
-    EMILY_SC_U32,
-    EMILY_SC_U64,
-    EMILY_SC_S8,
-    EMILY_SC_S16,
-    EMILY_SC_S32,
-    EMILY_SC_S64,
-    EMILY_SC_F16,
-    EMILY_SC_BF16,
-    EMILY_SC_F32,
-    EMILY_SC_F64,
-    EMILY_SC_C64,
-    EMILY_SC_C128
+    EMILY_SC_U8 = 0, EMILY_SC_U16, EMILY_SC_U32, EMILY_SC_U64,
+    EMILY_SC_S8, EMILY_SC_S16, EMILY_SC_S32, EMILY_SC_S64,
+    EMILY_SC_F16, EMILY_SC_BF16, EMILY_SC_F32, EMILY_SC_F64,
+    EMILY_SC_C64, EMILY_SC_C128
 };
 
 /* Writes an integer (given as its 64-bit pattern and whether it is
@@ -207,58 +194,17 @@ enum {
 EMILY_HD void emily_sc_store_int(int dtype, uint64_t bits, int is_unsigned, void *out) {
     double d = is_unsigned ? (double)bits : (double)(int64_t)bits;
     switch (dtype) {
-    case EMILY_SC_U8:
-    case EMILY_SC_S8: {
-        uint8_t v = (uint8_t)bits;
-        memcpy(out, &v, 1);
-        break;
-    }
-    case EMILY_SC_U16:
-    case EMILY_SC_S16: {
-        uint16_t v = (uint16_t)bits;
-        memcpy(out, &v, 2);
-        break;
-    }
-    case EMILY_SC_U32:
-    case EMILY_SC_S32: {
-        uint32_t v = (uint32_t)bits;
-        memcpy(out, &v, 4);
-        break;
-    }
-    case EMILY_SC_U64:
-    case EMILY_SC_S64:
-        memcpy(out, &bits, 8);
-        break;
-    case EMILY_SC_F16: {
-        uint16_t v = emily_sc_f64_to_f16(d);
-        memcpy(out, &v, 2);
-        break;
-    }
-    case EMILY_SC_BF16: {
-        uint16_t v = emily_sc_f64_to_bf16(d);
-        memcpy(out, &v, 2);
-        break;
-    }
-    case EMILY_SC_F32: {
-        float v = (float)d;
-        memcpy(out, &v, 4);
-        break;
-    }
-    case EMILY_SC_F64:
-        memcpy(out, &d, 8);
-        break;
-    case EMILY_SC_C64: {
-        float v[2] = {(float)d, 0.0f};
-        memcpy(out, v, 8);
-        break;
-    }
-    case EMILY_SC_C128: {
-        double v[2] = {d, 0.0};
-        memcpy(out, v, 16);
-        break;
-    }
-    default:
-        break;
+    case EMILY_SC_U8: case EMILY_SC_S8: { uint8_t v = (uint8_t)bits; memcpy(out, &v, 1); break; }
+    case EMILY_SC_U16: case EMILY_SC_S16: { uint16_t v = (uint16_t)bits; memcpy(out, &v, 2); break; }
+    case EMILY_SC_U32: case EMILY_SC_S32: { uint32_t v = (uint32_t)bits; memcpy(out, &v, 4); break; }
+    case EMILY_SC_U64: case EMILY_SC_S64: memcpy(out, &bits, 8); break;
+    case EMILY_SC_F16: { uint16_t v = emily_sc_f64_to_f16(d); memcpy(out, &v, 2); break; }
+    case EMILY_SC_BF16: { uint16_t v = emily_sc_f64_to_bf16(d); memcpy(out, &v, 2); break; }
+    case EMILY_SC_F32: { float v = (float)d; memcpy(out, &v, 4); break; }
+    case EMILY_SC_F64: memcpy(out, &d, 8); break;
+    case EMILY_SC_C64: { float v[2] = {(float)d, 0.0f}; memcpy(out, v, 8); break; }
+    case EMILY_SC_C128: { double v[2] = {d, 0.0}; memcpy(out, v, 16); break; }
+    default: break;
     }
 }
 
@@ -266,76 +212,21 @@ EMILY_HD void emily_sc_store_int(int dtype, uint64_t bits, int is_unsigned, void
  * real part like as_type does) into one element of `dtype`. */
 EMILY_HD void emily_sc_store_complex(int dtype, double re, double im, void *out) {
     switch (dtype) {
-    case EMILY_SC_U8: {
-        uint8_t v = emily_sc_f64_to_u8(re);
-        memcpy(out, &v, 1);
-        break;
-    }
-    case EMILY_SC_U16: {
-        uint16_t v = emily_sc_f64_to_u16(re);
-        memcpy(out, &v, 2);
-        break;
-    }
-    case EMILY_SC_U32: {
-        uint32_t v = emily_sc_f64_to_u32(re);
-        memcpy(out, &v, 4);
-        break;
-    }
-    case EMILY_SC_U64: {
-        uint64_t v = emily_sc_f64_to_u64(re);
-        memcpy(out, &v, 8);
-        break;
-    }
-    case EMILY_SC_S8: {
-        int8_t v = emily_sc_f64_to_s8(re);
-        memcpy(out, &v, 1);
-        break;
-    }
-    case EMILY_SC_S16: {
-        int16_t v = emily_sc_f64_to_s16(re);
-        memcpy(out, &v, 2);
-        break;
-    }
-    case EMILY_SC_S32: {
-        int32_t v = emily_sc_f64_to_s32(re);
-        memcpy(out, &v, 4);
-        break;
-    }
-    case EMILY_SC_S64: {
-        int64_t v = emily_sc_f64_to_s64(re);
-        memcpy(out, &v, 8);
-        break;
-    }
-    case EMILY_SC_F16: {
-        uint16_t v = emily_sc_f64_to_f16(re);
-        memcpy(out, &v, 2);
-        break;
-    }
-    case EMILY_SC_BF16: {
-        uint16_t v = emily_sc_f64_to_bf16(re);
-        memcpy(out, &v, 2);
-        break;
-    }
-    case EMILY_SC_F32: {
-        float v = (float)re;
-        memcpy(out, &v, 4);
-        break;
-    }
-    case EMILY_SC_F64:
-        memcpy(out, &re, 8);
-        break;
-    case EMILY_SC_C64: {
-        float v[2] = {(float)re, (float)im};
-        memcpy(out, v, 8);
-        break;
-    }
-    case EMILY_SC_C128: {
-        double v[2] = {re, im};
-        memcpy(out, v, 16);
-        break;
-    }
-    default:
-        break;
+    case EMILY_SC_U8: { uint8_t v = emily_sc_f64_to_u8(re); memcpy(out, &v, 1); break; }
+    case EMILY_SC_U16: { uint16_t v = emily_sc_f64_to_u16(re); memcpy(out, &v, 2); break; }
+    case EMILY_SC_U32: { uint32_t v = emily_sc_f64_to_u32(re); memcpy(out, &v, 4); break; }
+    case EMILY_SC_U64: { uint64_t v = emily_sc_f64_to_u64(re); memcpy(out, &v, 8); break; }
+    case EMILY_SC_S8: { int8_t v = emily_sc_f64_to_s8(re); memcpy(out, &v, 1); break; }
+    case EMILY_SC_S16: { int16_t v = emily_sc_f64_to_s16(re); memcpy(out, &v, 2); break; }
+    case EMILY_SC_S32: { int32_t v = emily_sc_f64_to_s32(re); memcpy(out, &v, 4); break; }
+    case EMILY_SC_S64: { int64_t v = emily_sc_f64_to_s64(re); memcpy(out, &v, 8); break; }
+    case EMILY_SC_F16: { uint16_t v = emily_sc_f64_to_f16(re); memcpy(out, &v, 2); break; }
+    case EMILY_SC_BF16: { uint16_t v = emily_sc_f64_to_bf16(re); memcpy(out, &v, 2); break; }
+    case EMILY_SC_F32: { float v = (float)re; memcpy(out, &v, 4); break; }
+    case EMILY_SC_F64: memcpy(out, &re, 8); break;
+    case EMILY_SC_C64: { float v[2] = {(float)re, (float)im}; memcpy(out, v, 8); break; }
+    case EMILY_SC_C128: { double v[2] = {re, im}; memcpy(out, v, 16); break; }
+    default: break;
     }
 }
 

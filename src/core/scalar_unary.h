@@ -155,23 +155,23 @@ EMILY_HD int emily_sc_popcount(uint64_t v) {
  * type in and out. Negation wraps: it is computed in uint64_t, whose low
  * bits are the result (the most negative value is its own negation and
  * its own abs). Leading zeros and set bits count the type's own bits. */
-#define EMILY_SI_INTEGER_(E, s, T)                                                         \
-    EMILY_HD T emily_si_negate_##s(T v) { return (T)(0 - (uint64_t)v); }                   \
-    EMILY_HD T emily_si_bitwise_not_##s(T v) { return (T)~v; }                             \
-    EMILY_HD T emily_si_count_leading_zeros_##s(T v) {                                     \
-        return (T)emily_sc_clz((uint64_t)v, 8 * (int)sizeof(T));                           \
-    }                                                                                      \
-    EMILY_HD T emily_si_population_count_##s(T v) {                                        \
+#define EMILY_SI_INTEGER_(E, s, T)                                                     \
+    EMILY_HD T emily_si_negate_##s(T v) { return (T)(0 - (uint64_t)v); }              \
+    EMILY_HD T emily_si_bitwise_not_##s(T v) { return (T)~v; }                        \
+    EMILY_HD T emily_si_count_leading_zeros_##s(T v) {                                \
+        return (T)emily_sc_clz((uint64_t)v, 8 * (int)sizeof(T));                      \
+    }                                                                                 \
+    EMILY_HD T emily_si_population_count_##s(T v) {                                   \
         return (T)emily_sc_popcount((uint64_t)v & (~(uint64_t)0 >> (64 - 8 * sizeof(T)))); \
-    }                                                                                      \
+    }                                                                                 \
     EMILY_HD int emily_si_logical_not_##s(T v) { return v == 0; }
-#define EMILY_SI_SIGNED_(E, s, T)                                                   \
-    EMILY_SI_INTEGER_(E, s, T)                                                      \
-    EMILY_HD T emily_si_abs_##s(T v) { return v < 0 ? emily_si_negate_##s(v) : v; } \
+#define EMILY_SI_SIGNED_(E, s, T)                                                      \
+    EMILY_SI_INTEGER_(E, s, T)                                                         \
+    EMILY_HD T emily_si_abs_##s(T v) { return v < 0 ? emily_si_negate_##s(v) : v; }   \
     EMILY_HD T emily_si_sign_##s(T v) { return (T)((v > 0) - (v < 0)); }
-#define EMILY_SI_UNSIGNED_(E, s, T)                \
-    EMILY_SI_INTEGER_(E, s, T)                     \
-    EMILY_HD T emily_si_abs_##s(T v) { return v; } \
+#define EMILY_SI_UNSIGNED_(E, s, T)                                                    \
+    EMILY_SI_INTEGER_(E, s, T)                                                         \
+    EMILY_HD T emily_si_abs_##s(T v) { return v; }                                    \
     EMILY_HD T emily_si_sign_##s(T v) { return (T)(v != 0); }
 EMI_DTYPES_SIGNED(EMILY_SI_SIGNED_)
 EMI_DTYPES_UNSIGNED(EMILY_SI_UNSIGNED_)
@@ -235,12 +235,10 @@ EMILY_HD emily_cd emily_cd_sqrt(emily_cd z) {
     double x = fabs(r), y = fabs(i), w;
     if (x >= y) {
         double t = y / x;
-        w = EMILY_MUL(sqrt(x),
-                      sqrt(EMILY_MUL(0.5, EMILY_ADD(1.0, sqrt(EMILY_ADD(1.0, EMILY_MUL(t, t)))))));
+        w = EMILY_MUL(sqrt(x), sqrt(EMILY_MUL(0.5, EMILY_ADD(1.0, sqrt(EMILY_ADD(1.0, EMILY_MUL(t, t)))))));
     } else {
         double t = x / y;
-        w = EMILY_MUL(sqrt(y),
-                      sqrt(EMILY_MUL(0.5, EMILY_ADD(t, sqrt(EMILY_ADD(1.0, EMILY_MUL(t, t)))))));
+        w = EMILY_MUL(sqrt(y), sqrt(EMILY_MUL(0.5, EMILY_ADD(t, sqrt(EMILY_ADD(1.0, EMILY_MUL(t, t)))))));
     }
     if (r >= 0.0) return emily_cd_make(w, i / EMILY_MUL(2.0, w));
     double i2 = i >= 0.0 ? w : -w;
@@ -253,12 +251,8 @@ EMILY_HD emily_cd emily_cd_exp(emily_cd z) {
         if (z.im != z.im) return emily_cd_make(INFINITY, NAN);
         if (isinf(z.im)) return emily_cd_make(NAN, NAN);
         double c = cos(z.im), s = sin(z.im);
-        return emily_cd_make(c > 0   ? INFINITY
-                             : c < 0 ? -INFINITY
-                                     : NAN,
-                             s > 0   ? INFINITY
-                             : s < 0 ? -INFINITY
-                                     : NAN);
+        return emily_cd_make(c > 0 ? INFINITY : c < 0 ? -INFINITY : NAN,
+                             s > 0 ? INFINITY : s < 0 ? -INFINITY : NAN);
     }
     if (isinf(z.im) || z.re != z.re || z.im != z.im) return emily_cd_make(NAN, NAN);
     double rho = exp(z.re);
@@ -281,8 +275,7 @@ EMILY_HD emily_cd emily_cd_cos(emily_cd z) {
     /* Complex.cos writes -:math.sin(re); Erlang/OTP 25 compiles the
      * negation of a value it knows is a float as 0.0 - x, so a zero sine
      * gives +0.0 (cos(0 + 0i) is 1 + 0i there, not 1 - 0i). */
-    return emily_cd_make(EMILY_MUL(cos(z.re), cosh(z.im)),
-                         EMILY_MUL(EMILY_SUB(0.0, sin(z.re)), sinh(z.im)));
+    return emily_cd_make(EMILY_MUL(cos(z.re), cosh(z.im)), EMILY_MUL(EMILY_SUB(0.0, sin(z.re)), sinh(z.im)));
 }
 
 EMILY_HD emily_cd emily_cd_neg(emily_cd z) { return emily_cd_make(-z.re, -z.im); }
@@ -298,9 +291,7 @@ EMILY_HD emily_cd emily_cd_sigmoid(emily_cd z) {
     emily_cd e = emily_cd_exp(emily_cd_neg(z));
     return emily_cd_div(emily_cd_make(1.0, 0.0), emily_cd_make(e.re + 1.0, e.im + 0.0));
 }
-EMILY_HD emily_cd emily_cd_tan(emily_cd z) {
-    return emily_cd_div(emily_cd_sin(z), emily_cd_cos(z));
-}
+EMILY_HD emily_cd emily_cd_tan(emily_cd z) { return emily_cd_div(emily_cd_sin(z), emily_cd_cos(z)); }
 EMILY_HD emily_cd emily_cd_cosh(emily_cd z) {
     emily_cd s = emily_cd_add(emily_cd_exp(z), emily_cd_exp(emily_cd_neg(z)));
     return emily_cd_make(s.re / 2.0, s.im / 2.0);
@@ -374,15 +365,11 @@ EMILY_HD emily_cd emily_cd_sign(emily_cd z) {
 EMILY_HD emily_cd emily_cd_conjugate(emily_cd z) { return emily_cd_make(z.re, -z.im); }
 /* Conjugate of a real: imaginary part -0.0 for numbers; the reference's
  * NaN/infinity atoms pass through unchanged and are written with +0.0. */
-EMILY_HD emily_cd emily_cd_conjugate_real(double x) {
-    return emily_cd_make(x, isfinite(x) ? -0.0 : 0.0);
-}
+EMILY_HD emily_cd emily_cd_conjugate_real(double x) { return emily_cd_make(x, isfinite(x) ? -0.0 : 0.0); }
 EMILY_HD double emily_cd_real(emily_cd z) { return z.re; }
 EMILY_HD double emily_cd_imag(emily_cd z) { return z.im; }
 EMILY_HD int emily_cd_is_nan(emily_cd z) { return emily_sc_is_nan(z.re) || emily_sc_is_nan(z.im); }
-EMILY_HD int emily_cd_is_infinity(emily_cd z) {
-    return emily_sc_is_infinity(z.re) || emily_sc_is_infinity(z.im);
-}
+EMILY_HD int emily_cd_is_infinity(emily_cd z) { return emily_sc_is_infinity(z.re) || emily_sc_is_infinity(z.im); }
 EMILY_HD int emily_cd_logical_not(emily_cd z) { return z.re == 0 && z.im == 0; }
 
 /* cbrt(|z|) at a third of the phase */

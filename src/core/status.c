@@ -17,26 +17,16 @@ emily_status emily_error(emily_status code, const char *fmt, ...) {
 
 const char *emily_status_name(emily_status s) {
     switch (s) {
-    case EMILY_OK:
-        return "ok";
-    case EMILY_ERR_ARGUMENT:
-        return "argument error";
-    case EMILY_ERR_SHAPE:
-        return "shape error";
-    case EMILY_ERR_TYPE:
-        return "type error";
-    case EMILY_ERR_AXIS:
-        return "axis error";
-    case EMILY_ERR_INDEX:
-        return "index error";
-    case EMILY_ERR_MEMORY:
-        return "out of memory";
-    case EMILY_ERR_DEVICE:
-        return "device error";
-    case EMILY_ERR_UNSUPPORTED:
-        return "unsupported";
-    case EMILY_ERR_INTERNAL:
-        return "internal error";
+    case EMILY_OK: return "ok";
+    case EMILY_ERR_ARGUMENT: return "argument error";
+    case EMILY_ERR_SHAPE: return "shape error";
+    case EMILY_ERR_TYPE: return "type error";
+    case EMILY_ERR_AXIS: return "axis error";
+    case EMILY_ERR_INDEX: return "index error";
+    case EMILY_ERR_MEMORY: return "out of memory";
+    case EMILY_ERR_DEVICE: return "device error";
+    case EMILY_ERR_UNSUPPORTED: return "unsupported";
+    case EMILY_ERR_INTERNAL: return "internal error";
     }
     return "unknown status";
 }

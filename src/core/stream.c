@@ -30,10 +30,7 @@ emily_status emily_stream_new(emily_device d, emily_stream **out) {
     st->device = d;
     st->handle = NULL;
     s = e->stream_new(d.index, &st->handle);
-    if (s) {
-        free(st);
-        return s;
-    }
+    if (s) { free(st); return s; }
     *out = st;
     return EMILY_OK;
 }

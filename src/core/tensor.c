@@ -7,12 +7,8 @@ static atomic_llong live_tensors, live_buffers;
 int64_t emily_live_tensors(void) { return atomic_load(&live_tensors); }
 int64_t emily_live_buffers(void) { return atomic_load(&live_buffers); }
 
-emily_scalar emily_scalar_int(int64_t v) {
-    return (emily_scalar){.kind = EMILY_SCALAR_INT, .i = v};
-}
-emily_scalar emily_scalar_float(double v) {
-    return (emily_scalar){.kind = EMILY_SCALAR_FLOAT, .re = v};
-}
+emily_scalar emily_scalar_int(int64_t v) { return (emily_scalar){.kind = EMILY_SCALAR_INT, .i = v}; }
+emily_scalar emily_scalar_float(double v) { return (emily_scalar){.kind = EMILY_SCALAR_FLOAT, .re = v}; }
 emily_scalar emily_scalar_complex(double re, double im) {
     return (emily_scalar){.kind = EMILY_SCALAR_COMPLEX, .re = re, .im = im};
 }
@@ -40,14 +36,14 @@ bool emi_shape_size(int rank, const int64_t *shape, int64_t *size) {
  * limits), with `op`'s name in the message. */
 static emily_status check_shape(const char *op, int rank, const int64_t *shape, int64_t *size) {
     if (rank < 0 || rank > EMILY_MAX_RANK)
-        return emily_error(EMILY_ERR_SHAPE, "%s: rank %d is outside 0..%d (EMILY_MAX_RANK)", op,
-                           rank, EMILY_MAX_RANK);
+        return emily_error(EMILY_ERR_SHAPE, "%s: rank %d is outside 0..%d (EMILY_MAX_RANK)", op, rank,
+                           EMILY_MAX_RANK);
     if (rank > 0 && !shape) return emily_error(EMILY_ERR_SHAPE, "%s: NULL shape", op);
     if (!emi_shape_size(rank, shape, size))
         return emily_error(EMILY_ERR_SHAPE,
                            "%s: invalid shape (a negative dimension, or too many elements: the "
-                           "non-zero dimensions multiply to more than %lld)",
-                           op, (long long)EMILY_MAX_ELEMENTS);
+                           "non-zero dimensions multiply to more than %lld)", op,
+                           (long long)EMILY_MAX_ELEMENTS);
     return EMILY_OK;
 }
 
@@ -77,10 +73,7 @@ emily_status emi_buffer_alloc(emily_device device, size_t nbytes, emily_buffer *
     if (!b) return emily_error(EMILY_ERR_MEMORY, "buffer: out of host memory");
     if (nbytes > 0) {
         s = e->alloc(device.index, nbytes, &b->data);
-        if (s) {
-            free(b);
-            return s;
-        }
+        if (s) { free(b); return s; }
     }
     atomic_init(&b->refcount, 1);
     b->device = device;
@@ -101,8 +94,8 @@ void emi_buffer_release(emily_buffer *b) {
 }
 
 emily_status emi_tensor_wrap(emily_buffer *buffer, emily_dtype dtype, int rank,
-                             const int64_t *shape, const int64_t *strides, int64_t offset,
-                             emily_tensor **out) {
+                               const int64_t *shape, const int64_t *strides,
+                               int64_t offset, emily_tensor **out) {
     int64_t size;
     emily_status s = check_shape("tensor", rank, shape, &size);
     if (s) return s;
@@ -129,16 +122,15 @@ emily_status emi_tensor_wrap(emily_buffer *buffer, emily_dtype dtype, int rank,
 }
 
 emily_status emi_tensor_view(const emily_tensor *t, int rank, const int64_t *shape,
-                             const int64_t *strides, int64_t offset, emily_tensor **out) {
+                               const int64_t *strides, int64_t offset, emily_tensor **out) {
     return emi_tensor_wrap(t->buffer, t->dtype, rank, shape, strides, offset, out);
 }
 
-emily_status emily_empty(emily_device device, emily_dtype dtype, int rank, const int64_t *shape,
-                         emily_tensor **out) {
+emily_status emily_empty(emily_device device, emily_dtype dtype, int rank,
+                         const int64_t *shape, emily_tensor **out) {
     if (!out) return emily_error(EMILY_ERR_ARGUMENT, "empty: NULL output");
     *out = NULL;
-    if (!emily_dtype_valid(dtype))
-        return emily_error(EMILY_ERR_TYPE, "empty: invalid dtype %d", (int)dtype);
+    if (!emily_dtype_valid(dtype)) return emily_error(EMILY_ERR_TYPE, "empty: invalid dtype %d", (int)dtype);
     int64_t size;
     emily_status s = check_shape("empty", rank, shape, &size);
     if (s) return s;
@@ -169,9 +161,7 @@ int64_t emily_tensor_size(const emily_tensor *t) { return t ? t->size : 0; }
 size_t emily_tensor_nbytes(const emily_tensor *t) {
     return t ? (size_t)t->size * emily_dtype_size(t->dtype) : 0;
 }
-emily_device emily_tensor_device(const emily_tensor *t) {
-    return t ? t->buffer->device : EMILY_CPU;
-}
+emily_device emily_tensor_device(const emily_tensor *t) { return t ? t->buffer->device : EMILY_CPU; }
 bool emily_tensor_is_contiguous(const emily_tensor *t) {
     return t && emi_strides_contiguous(t->rank, t->shape, t->strides);
 }
@@ -198,10 +188,7 @@ emily_status emily_from_binary(emily_device device, emily_dtype dtype, int rank,
     }
     if (want) {
         s = emi_engine_for(device.type)->upload(device.index, t->buffer->data, data, want);
-        if (s) {
-            emily_tensor_release(t);
-            return s;
-        }
+        if (s) { emily_tensor_release(t); return s; }
     }
     *out = t;
     return EMILY_OK;
@@ -219,10 +206,7 @@ emily_status emily_contiguous(const emily_tensor *t, emily_tensor **out) {
     if (s) return s;
     if (c->size) {
         s = emi_engine_for(t->buffer->device.type)->copy->copy(c, t);
-        if (s) {
-            emily_tensor_release(c);
-            return s;
-        }
+        if (s) { emily_tensor_release(c); return s; }
     }
     *out = c;
     return EMILY_OK;
@@ -232,8 +216,7 @@ emily_status emily_to_binary(const emily_tensor *t, void *dst, size_t nbytes) {
     if (!t) return emily_error(EMILY_ERR_ARGUMENT, "to_binary: NULL tensor");
     size_t want = emily_tensor_nbytes(t);
     if (nbytes != want)
-        return emily_error(EMILY_ERR_ARGUMENT, "to_binary: buffer of %zu bytes, tensor has %zu",
-                           nbytes, want);
+        return emily_error(EMILY_ERR_ARGUMENT, "to_binary: buffer of %zu bytes, tensor has %zu", nbytes, want);
     if (want == 0) return EMILY_OK;
     if (!dst) return emily_error(EMILY_ERR_ARGUMENT, "to_binary: NULL destination");
     emily_tensor *c;
@@ -249,8 +232,7 @@ emily_status emily_host_data(const emily_tensor *t, const void **data) {
     if (!t || !data) return emily_error(EMILY_ERR_ARGUMENT, "host_data: NULL argument");
     const emily_engine *e = emi_engine_for(t->buffer->device.type);
     if (!e->host_addressable || !emily_tensor_is_contiguous(t))
-        return emily_error(EMILY_ERR_ARGUMENT,
-                           "host_data: tensor is not contiguous in host memory");
+        return emily_error(EMILY_ERR_ARGUMENT, "host_data: tensor is not contiguous in host memory");
     emily_status s = e->synchronize(t->buffer->device.index);
     if (s) return s;
     *data = emily_tensor_base(t);
@@ -266,10 +248,7 @@ emily_status emily_to_device(const emily_tensor *t, emily_device device, emily_t
     emily_status s = emily_contiguous(t, &c);
     if (s) return s;
     s = emily_empty(device, t->dtype, t->rank, t->shape, &r);
-    if (s) {
-        emily_tensor_release(c);
-        return s;
-    }
+    if (s) { emily_tensor_release(c); return s; }
     size_t n = emily_tensor_nbytes(c);
     if (n) {
         const emily_engine *ef = emi_engine_for(from.type), *et = emi_engine_for(device.type);
@@ -289,10 +268,7 @@ emily_status emily_to_device(const emily_tensor *t, emily_device device, emily_t
         }
     }
     emily_tensor_release(c);
-    if (s) {
-        emily_tensor_release(r);
-        return s;
-    }
+    if (s) { emily_tensor_release(r); return s; }
     *out = r;
     return EMILY_OK;
 }

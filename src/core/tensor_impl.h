@@ -8,7 +8,7 @@
 typedef struct emily_buffer {
     atomic_long refcount;
     emily_device device;
-    void *data; /* device pointer (host pointer for the CPU) */
+    void *data;    /* device pointer (host pointer for the CPU) */
     size_t nbytes;
     void *engine_state; /* owned by the engine (e.g. a CUDA event) */
 } emily_buffer;
@@ -28,12 +28,14 @@ struct emily_tensor {
 /* New tensor header over `buffer` (takes a reference to it), with the
  * given shape and strides (NULL strides: row-major contiguous). */
 emily_status emi_tensor_wrap(emily_buffer *buffer, emily_dtype dtype, int rank,
-                             const int64_t *shape, const int64_t *strides, int64_t offset,
-                             emily_tensor **out);
+                               const int64_t *shape, const int64_t *strides,
+                               int64_t offset, emily_tensor **out);
 /* A view of t with new shape/strides/offset (shares the buffer). */
-emily_status emi_tensor_view(const emily_tensor *t, int rank, const int64_t *shape,
-                             const int64_t *strides, int64_t offset, emily_tensor **out);
-emily_status emi_buffer_alloc(emily_device device, size_t nbytes, emily_buffer **out);
+emily_status emi_tensor_view(const emily_tensor *t, int rank,
+                               const int64_t *shape, const int64_t *strides,
+                               int64_t offset, emily_tensor **out);
+emily_status emi_buffer_alloc(emily_device device, size_t nbytes,
+                                emily_buffer **out);
 void emi_buffer_release(emily_buffer *b);
 
 /* Row-major element pointer base (host devices only). NULL for a

@@ -17,40 +17,37 @@
 #include "cpu/parallel.h"
 #include "core/scalar_binary.h"
 
-typedef void (*bin_run)(int64_t n, void *d, int64_t sd, const void *a, int64_t sa, const void *b,
-                        int64_t sb);
+typedef void (*bin_run)(int64_t n, void *d, int64_t sd, const void *a, int64_t sa,
+                        const void *b, int64_t sb);
 
 /* One run: n elements, element strides sd/sa/sb. TS storage type of a
  * and b, TD of dst, TC compute type. */
-#define RUN_BODY(TS, TD, TC, LD, F, ST, PRAGMA)        \
-    TD *restrict d = dv;                               \
-    const TS *restrict x = av;                         \
-    const TS *restrict y = bv;                         \
-    if (sd == 1 && sa == 1 && sb == 1) {               \
-        PRAGMA                                         \
-        for (int64_t i = 0; i < n; i++) {              \
-            TC a_ = LD(x[i]), b_ = LD(y[i]);           \
-            d[i] = ST(F(a_, b_));                      \
-        }                                              \
-    } else if (sd == 1 && sa == 1 && sb == 0) {        \
-        TC b_ = LD(y[0]);                              \
-        PRAGMA                                         \
-        for (int64_t i = 0; i < n; i++) {              \
-            TC a_ = LD(x[i]);                          \
-            d[i] = ST(F(a_, b_));                      \
-        }                                              \
-    } else if (sd == 1 && sa == 0 && sb == 1) {        \
-        TC a_ = LD(x[0]);                              \
-        PRAGMA                                         \
-        for (int64_t i = 0; i < n; i++) {              \
-            TC b_ = LD(y[i]);                          \
-            d[i] = ST(F(a_, b_));                      \
-        }                                              \
-    } else {                                           \
-        for (int64_t i = 0; i < n; i++) {              \
-            TC a_ = LD(x[i * sa]), b_ = LD(y[i * sb]); \
-            d[i * sd] = ST(F(a_, b_));                 \
-        }                                              \
+#define RUN_BODY(TS, TD, TC, LD, F, ST, PRAGMA)                                       \
+    TD *restrict d = dv;                                                              \
+    const TS *restrict x = av;                                                        \
+    const TS *restrict y = bv;                                                        \
+    if (sd == 1 && sa == 1 && sb == 1) {                                              \
+        PRAGMA for (int64_t i = 0; i < n; i++) {                                      \
+            TC a_ = LD(x[i]), b_ = LD(y[i]);                                          \
+            d[i] = ST(F(a_, b_));                                                     \
+        }                                                                             \
+    } else if (sd == 1 && sa == 1 && sb == 0) {                                       \
+        TC b_ = LD(y[0]);                                                             \
+        PRAGMA for (int64_t i = 0; i < n; i++) {                                      \
+            TC a_ = LD(x[i]);                                                         \
+            d[i] = ST(F(a_, b_));                                                     \
+        }                                                                             \
+    } else if (sd == 1 && sa == 0 && sb == 1) {                                       \
+        TC a_ = LD(x[0]);                                                             \
+        PRAGMA for (int64_t i = 0; i < n; i++) {                                      \
+            TC b_ = LD(y[i]);                                                         \
+            d[i] = ST(F(a_, b_));                                                     \
+        }                                                                             \
+    } else {                                                                          \
+        for (int64_t i = 0; i < n; i++) {                                             \
+            TC a_ = LD(x[i * sa]), b_ = LD(y[i * sb]);                                \
+            d[i * sd] = ST(F(a_, b_));                                                \
+        }                                                                             \
     }
 
 /* The kernels' loops: VEC ones are vectorized (-O2 alone would not),
@@ -58,10 +55,10 @@ typedef void (*bin_run)(int64_t n, void *d, int64_t sd, const void *a, int64_t s
 #define LOOP_VEC _Pragma("omp simd")
 #define LOOP_SCALAR
 
-#define DEF_KERNEL(NAME, OP, DT, TS, TD, TC, LD, F, ST, LOOP)                                     \
-    static void NAME(int64_t n, void *dv, int64_t sd, const void *av, int64_t sa, const void *bv, \
-                     int64_t sb) {                                                                \
-        RUN_BODY(TS, TD, TC, LD, F, ST, LOOP_##LOOP)                                              \
+#define DEF_KERNEL(NAME, OP, DT, TS, TD, TC, LD, F, ST, LOOP)                           \
+    static void NAME(int64_t n, void *dv, int64_t sd, const void *av, int64_t sa,     \
+                     const void *bv, int64_t sb) {                                    \
+        RUN_BODY(TS, TD, TC, LD, F, ST, LOOP_##LOOP)                                  \
     }
 #define DEF_OP(ENUM, name, rule) EMI_BINARY_KERNELS(rule)(DEF_KERNEL, ENUM, name)
 EMILY_BINARY_OPS(DEF_OP)
@@ -94,12 +91,10 @@ typedef struct task_grid {
  * this set-up). */
 static inline int64_t element_size(emily_dtype t) {
 #define ELEMENT_SIZE(E, s, T) \
-    case EMILY_##E:           \
-        return (int64_t)sizeof(T);
+    case EMILY_##E: return (int64_t)sizeof(T);
     switch (t) {
         EMI_DTYPES(ELEMENT_SIZE)
-    default:
-        return 0;
+    default: return 0;
     }
 #undef ELEMENT_SIZE
 }
@@ -157,8 +152,7 @@ static void bin_tasks(void *ctx, int64_t lo, int64_t hi) {
     }
 }
 
-static emily_status drive(emily_tensor *dst, const emily_tensor *a, const emily_tensor *b,
-                          bin_run fn) {
+static emily_status drive(emily_tensor *dst, const emily_tensor *a, const emily_tensor *b, bin_run fn) {
     const emily_tensor *ts[3] = {dst, a, b};
     bin_job j = {.fn = fn};
     emily_status s = grid_init(&j.g, 3, ts);
@@ -167,7 +161,7 @@ static emily_status drive(emily_tensor *dst, const emily_tensor *a, const emily_
 }
 
 emily_status emi_cpu_binary(emily_binary_op op, emily_tensor *dst, const emily_tensor *a,
-                            const emily_tensor *b) {
+                              const emily_tensor *b) {
     emily_status s = emi_binary_kernel_operands(op, a->dtype, b->dtype);
     if (s) return s;
     bin_run fn = runs[op][a->dtype];
@@ -185,38 +179,33 @@ emily_status emi_cpu_binary(emily_binary_op op, emily_tensor *dst, const emily_t
 
 static inline bool pred_at(emily_dtype pt, const char *p, int64_t i) {
 #define TRUTH_NUMBER(E, s, T) \
-    case EMILY_##E:           \
-        return ((const T *)p)[i] != 0;
+    case EMILY_##E: return ((const T *)p)[i] != 0;
 #define TRUTH_HALF(E, s, T) \
-    case EMILY_##E:         \
-        return (((const T *)p)[i] & 0x7fffu) != 0; /* any bit but the sign */
+    case EMILY_##E: return (((const T *)p)[i] & 0x7fffu) != 0; /* any bit but the sign */
     switch (pt) {
         EMI_DTYPES_INTEGER(TRUTH_NUMBER)
         EMI_DTYPES_HALF(TRUTH_HALF)
         EMI_DTYPES_NATIVE_FLOAT(TRUTH_NUMBER)
-    default:
-        return false; /* complex: refused by emi_cpu_select */
+    default: return false; /* complex: refused by emi_cpu_select */
     }
 }
 
-typedef struct {
-    uint64_t lo, hi;
-} sel_u128;
+typedef struct { uint64_t lo, hi; } sel_u128;
 
-#define SELECT_RUN(T)                                                             \
-    {                                                                             \
-        T *d = (T *)dp;                                                           \
-        const T *x = (const T *)xp, *y = (const T *)yp;                           \
-        if (pt == EMILY_U8 && sd == 1 && sp == 1 && sx == 1 && sy == 1) {         \
-            const uint8_t *pp = (const uint8_t *)pr;                              \
-            for (int64_t i = 0; i < n; i++) d[i] = pp[i] ? x[i] : y[i];           \
-        } else if (pt == EMILY_U8 && sd == 1 && sp == 1) {                        \
-            const uint8_t *pp = (const uint8_t *)pr;                              \
-            for (int64_t i = 0; i < n; i++) d[i] = pp[i] ? x[i * sx] : y[i * sy]; \
-        } else {                                                                  \
-            for (int64_t i = 0; i < n; i++)                                       \
-                d[i * sd] = pred_at(pt, pr, i * sp) ? x[i * sx] : y[i * sy];      \
-        }                                                                         \
+#define SELECT_RUN(T)                                                                   \
+    {                                                                                   \
+        T *d = (T *)dp;                                                                 \
+        const T *x = (const T *)xp, *y = (const T *)yp;                                 \
+        if (pt == EMILY_U8 && sd == 1 && sp == 1 && sx == 1 && sy == 1) {              \
+            const uint8_t *pp = (const uint8_t *)pr;                                    \
+            for (int64_t i = 0; i < n; i++) d[i] = pp[i] ? x[i] : y[i];                 \
+        } else if (pt == EMILY_U8 && sd == 1 && sp == 1) {                              \
+            const uint8_t *pp = (const uint8_t *)pr;                                    \
+            for (int64_t i = 0; i < n; i++) d[i] = pp[i] ? x[i * sx] : y[i * sy];       \
+        } else {                                                                        \
+            for (int64_t i = 0; i < n; i++)                                             \
+                d[i * sd] = pred_at(pt, pr, i * sp) ? x[i * sx] : y[i * sy];            \
+        }                                                                               \
     }
 
 typedef struct sel_job {
@@ -235,22 +224,17 @@ static void sel_tasks(void *ctx, int64_t lo, int64_t hi) {
         const char *pr = at[1], *xp = at[2], *yp = at[3];
         int64_t sd = st[0], sp = st[1], sx = st[2], sy = st[3];
         switch (j->g.esize[0]) {
-        case 1:
-            SELECT_RUN(uint8_t) break;
-        case 2:
-            SELECT_RUN(uint16_t) break;
-        case 4:
-            SELECT_RUN(uint32_t) break;
-        case 8:
-            SELECT_RUN(uint64_t) break;
-        default:
-            SELECT_RUN(sel_u128) break;
+        case 1: SELECT_RUN(uint8_t) break;
+        case 2: SELECT_RUN(uint16_t) break;
+        case 4: SELECT_RUN(uint32_t) break;
+        case 8: SELECT_RUN(uint64_t) break;
+        default: SELECT_RUN(sel_u128) break;
         }
     }
 }
 
 emily_status emi_cpu_select(emily_tensor *dst, const emily_tensor *pred,
-                            const emily_tensor *on_true, const emily_tensor *on_false) {
+                              const emily_tensor *on_true, const emily_tensor *on_false) {
     emily_dtype pt = pred->dtype;
     emily_status s = emi_select_kernel_operands(dst->dtype, pt, on_true->dtype, on_false->dtype);
     if (s || dst->size == 0) return s;

@@ -13,10 +13,10 @@ _Static_assert(EMILY_SC_U8 == (int)EMILY_U8 && EMILY_SC_S8 == (int)EMILY_S8 &&
                "scalar_convert.h type codes must follow emily_dtype");
 
 /* A complex element from the double values of its parts. */
-#define MAKE_COMPLEX(E, s, T, PE, ps, PT, unused)    \
-    static inline T make_##s(double re, double im) { \
-        T z = {(PT)re, (PT)im};                      \
-        return z;                                    \
+#define MAKE_COMPLEX(E, s, T, PE, ps, PT, unused)                                      \
+    static inline T make_##s(double re, double im) {                                   \
+        T z = {(PT)re, (PT)im};                                                        \
+        return z;                                                                      \
     }
 EMI_COMPLEX_PARTS_WITH(MAKE_COMPLEX, ~)
 
@@ -25,21 +25,17 @@ EMI_COMPLEX_PARTS_WITH(MAKE_COMPLEX, ~)
  * keep the low bits (wrap); every other pair goes through the source's
  * double value, rounded once to the destination (emily_sc_f64_to_*). */
 #define CV_WRAP(DE, ds, DT, ss, ST, RE, IM) EMILY_RUN_FN(cv_##ss##_##ds, ST, DT, (DT)v)
-#define CV_ROUNDED(DE, ds, DT, ss, ST, RE, IM) \
-    EMILY_RUN_FN(cv_##ss##_##ds, ST, DT, emily_sc_f64_to_##ds(RE))
+#define CV_ROUNDED(DE, ds, DT, ss, ST, RE, IM) EMILY_RUN_FN(cv_##ss##_##ds, ST, DT, emily_sc_f64_to_##ds(RE))
 #define CV_CAST(DE, ds, DT, ss, ST, RE, IM) EMILY_RUN_FN(cv_##ss##_##ds, ST, DT, (DT)(RE))
-#define CV_COMPLEX(DE, ds, DT, ss, ST, RE, IM) \
-    EMILY_RUN_FN(cv_##ss##_##ds, ST, DT, make_##ds((RE), (IM)))
+#define CV_COMPLEX(DE, ds, DT, ss, ST, RE, IM) EMILY_RUN_FN(cv_##ss##_##ds, ST, DT, make_##ds((RE), (IM)))
 
 /* From a source to every float and complex destination. */
-#define TO_INEXACT(ss, ST, RE, IM)                        \
-    EMI_DTYPES_HALF_WITH(CV_ROUNDED, ss, ST, RE, IM)      \
-    EMI_DTYPES_NATIVE_FLOAT_WITH(CV_CAST, ss, ST, RE, IM) \
+#define TO_INEXACT(ss, ST, RE, IM)                                                     \
+    EMI_DTYPES_HALF_WITH(CV_ROUNDED, ss, ST, RE, IM)                                   \
+    EMI_DTYPES_NATIVE_FLOAT_WITH(CV_CAST, ss, ST, RE, IM)                              \
     EMI_DTYPES_COMPLEX_WITH(CV_COMPLEX, ss, ST, RE, IM)
-#define FROM_INT(SE, ss, ST) \
-    EMI_DTYPES_INTEGER_WITH(CV_WRAP, ss, ST, ~, ~) TO_INEXACT(ss, ST, (double)v, 0.0)
-#define FROM_VALUE(ss, ST, RE, IM) \
-    EMI_DTYPES_INTEGER_WITH(CV_ROUNDED, ss, ST, RE, IM) TO_INEXACT(ss, ST, RE, IM)
+#define FROM_INT(SE, ss, ST) EMI_DTYPES_INTEGER_WITH(CV_WRAP, ss, ST, ~, ~) TO_INEXACT(ss, ST, (double)v, 0.0)
+#define FROM_VALUE(ss, ST, RE, IM) EMI_DTYPES_INTEGER_WITH(CV_ROUNDED, ss, ST, RE, IM) TO_INEXACT(ss, ST, RE, IM)
 #define FROM_HALF(SE, ss, ST) FROM_VALUE(ss, ST, emily_sc_##ss##_to_f64(v), 0.0)
 #define FROM_NATIVE(SE, ss, ST) FROM_VALUE(ss, ST, (double)v, 0.0)
 #define FROM_COMPLEX(SE, ss, ST) FROM_VALUE(ss, ST, (double)v.re, (double)v.im)

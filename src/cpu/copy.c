@@ -22,16 +22,12 @@
 
 /* 8 x 8 block of 4-byte elements: src rows (stride ss) become dst
  * columns (dst rows of stride ds). Moves bits only. */
-__attribute__((target("avx2"))) static inline void tr8x8_32(const uint32_t *s, int64_t ss,
-                                                            uint32_t *d, int64_t ds) {
-    __m256 r0 = _mm256_loadu_ps((const float *)(s + 0 * ss)),
-           r1 = _mm256_loadu_ps((const float *)(s + 1 * ss));
-    __m256 r2 = _mm256_loadu_ps((const float *)(s + 2 * ss)),
-           r3 = _mm256_loadu_ps((const float *)(s + 3 * ss));
-    __m256 r4 = _mm256_loadu_ps((const float *)(s + 4 * ss)),
-           r5 = _mm256_loadu_ps((const float *)(s + 5 * ss));
-    __m256 r6 = _mm256_loadu_ps((const float *)(s + 6 * ss)),
-           r7 = _mm256_loadu_ps((const float *)(s + 7 * ss));
+__attribute__((target("avx2"))) static inline void tr8x8_32(const uint32_t *s, int64_t ss, uint32_t *d,
+                                                             int64_t ds) {
+    __m256 r0 = _mm256_loadu_ps((const float *)(s + 0 * ss)), r1 = _mm256_loadu_ps((const float *)(s + 1 * ss));
+    __m256 r2 = _mm256_loadu_ps((const float *)(s + 2 * ss)), r3 = _mm256_loadu_ps((const float *)(s + 3 * ss));
+    __m256 r4 = _mm256_loadu_ps((const float *)(s + 4 * ss)), r5 = _mm256_loadu_ps((const float *)(s + 5 * ss));
+    __m256 r6 = _mm256_loadu_ps((const float *)(s + 6 * ss)), r7 = _mm256_loadu_ps((const float *)(s + 7 * ss));
     __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
     __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
     __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
@@ -55,12 +51,10 @@ __attribute__((target("avx2"))) static inline void tr8x8_32(const uint32_t *s, i
 }
 
 /* 4 x 4 block of 8-byte elements. */
-__attribute__((target("avx2"))) static inline void tr4x4_64(const uint64_t *s, int64_t ss,
-                                                            uint64_t *d, int64_t ds) {
-    __m256d r0 = _mm256_loadu_pd((const double *)(s + 0 * ss)),
-            r1 = _mm256_loadu_pd((const double *)(s + 1 * ss));
-    __m256d r2 = _mm256_loadu_pd((const double *)(s + 2 * ss)),
-            r3 = _mm256_loadu_pd((const double *)(s + 3 * ss));
+__attribute__((target("avx2"))) static inline void tr4x4_64(const uint64_t *s, int64_t ss, uint64_t *d,
+                                                             int64_t ds) {
+    __m256d r0 = _mm256_loadu_pd((const double *)(s + 0 * ss)), r1 = _mm256_loadu_pd((const double *)(s + 1 * ss));
+    __m256d r2 = _mm256_loadu_pd((const double *)(s + 2 * ss)), r3 = _mm256_loadu_pd((const double *)(s + 3 * ss));
     __m256d t0 = _mm256_unpacklo_pd(r0, r1), t1 = _mm256_unpackhi_pd(r0, r1);
     __m256d t2 = _mm256_unpacklo_pd(r2, r3), t3 = _mm256_unpackhi_pd(r2, r3);
     _mm256_storeu_pd((double *)(d + 0 * ds), _mm256_permute2f128_pd(t0, t2, 0x20));
@@ -71,16 +65,14 @@ __attribute__((target("avx2"))) static inline void tr4x4_64(const uint64_t *s, i
 
 /* One tile [j0, j1) x [i0, i1) of d[j * dj + i] = s[j + i * si], by
  * B x B blocks, the ragged edges element by element. */
-#define TILE_SIMD(NAME, T, B, BLOCKFN)                                                         \
+#define TILE_SIMD(NAME, T, B, BLOCKFN)                                                  \
     __attribute__((target("avx2"))) static void NAME(T *d, int64_t dj, const T *s, int64_t si, \
-                                                     int64_t j0, int64_t j1, int64_t i0,       \
-                                                     int64_t i1) {                             \
-        int64_t jb = j0 + (j1 - j0) / (B) * (B), ib = i0 + (i1 - i0) / (B) * (B);              \
-        for (int64_t i = i0; i < ib; i += (B))                                                 \
-            for (int64_t j = j0; j < jb; j += (B))                                             \
-                BLOCKFN(s + j + i * si, si, d + j * dj + i, dj);                               \
-        for (int64_t j = j0; j < j1; j++)                                                      \
-            for (int64_t i = (j < jb ? ib : i0); i < i1; i++) d[j * dj + i] = s[j + i * si];   \
+                                                      int64_t j0, int64_t j1, int64_t i0, int64_t i1) { \
+        int64_t jb = j0 + (j1 - j0) / (B) * (B), ib = i0 + (i1 - i0) / (B) * (B);      \
+        for (int64_t i = i0; i < ib; i += (B))                                          \
+            for (int64_t j = j0; j < jb; j += (B)) BLOCKFN(s + j + i * si, si, d + j * dj + i, dj); \
+        for (int64_t j = j0; j < j1; j++)                                               \
+            for (int64_t i = (j < jb ? ib : i0); i < i1; i++) d[j * dj + i] = s[j + i * si]; \
     }
 TILE_SIMD(tile_32, uint32_t, 8, tr8x8_32)
 TILE_SIMD(tile_64, uint64_t, 4, tr4x4_64)
@@ -98,12 +90,12 @@ typedef struct copy_job {
 } copy_job;
 
 /* One case of copy_runs per element size. */
-#define COPY_RUN(BYTES, T)                                     \
-    case BYTES: {                                              \
-        T *d = (T *)j->dbase + off[0];                         \
-        const T *s = (const T *)j->sbase + off[1];             \
-        for (int64_t i = 0; i < n; i++) d[i * ds] = s[i * ss]; \
-        break;                                                 \
+#define COPY_RUN(BYTES, T)                                                                \
+    case BYTES: {                                                                         \
+        T *d = (T *)j->dbase + off[0];                                                    \
+        const T *s = (const T *)j->sbase + off[1];                                        \
+        for (int64_t i = 0; i < n; i++) d[i * ds] = s[i * ss];                            \
+        break;                                                                            \
     }
 
 static void copy_runs(void *ctx, int64_t p0, int64_t p1) {
@@ -113,14 +105,12 @@ static void copy_runs(void *ctx, int64_t p0, int64_t p1) {
         int64_t off[2];
         emi_iter_offsets(&j->it, pos, off);
         if (ds == 1 && ss == 1) {
-            memcpy(j->dbase + off[0] * (int64_t)j->es, j->sbase + off[1] * (int64_t)j->es,
-                   (size_t)n * j->es);
+            memcpy(j->dbase + off[0] * (int64_t)j->es, j->sbase + off[1] * (int64_t)j->es, (size_t)n * j->es);
             continue;
         }
         switch (j->es) {
             EMI_ELEMENT_SIZES(COPY_RUN)
-        default:
-            break;
+        default: break;
         }
     }
 }
@@ -128,21 +118,21 @@ static void copy_runs(void *ctx, int64_t p0, int64_t p1) {
 /* Tiled transposing copy. Dim `td` of the iterator's outer dims and the
  * inner dim form the tile plane; the other outer dims are walked as
  * "planes". One case per element size; tiles of TB x TB elements. */
-#define TILE_LOOP(BYTES, T)                     \
-    case BYTES:                                 \
-        TILE_LOOP_TB(T, (BYTES <= 4 ? 64 : 32)) \
+#define TILE_LOOP(BYTES, T)                                                     \
+    case BYTES:                                                                 \
+        TILE_LOOP_TB(T, (BYTES <= 4 ? 64 : 32))                                 \
         break;
-#define TILE_LOOP_TB(T, TB)                                                            \
-    EMILY_PAR_FOR(total >= COPY_PAR_MIN, u, units, {                                   \
-        int64_t q = u / (ntj * nti), t = u % (ntj * nti);                              \
-        int64_t j0 = (t / nti) * (TB), i0 = (t % nti) * (TB);                          \
-        int64_t j1 = j0 + (TB) < nj ? j0 + (TB) : nj;                                  \
-        int64_t i1 = i0 + (TB) < ni ? i0 + (TB) : ni;                                  \
-        int64_t off[2];                                                                \
-        plane_offsets(&it, td, q, off);                                                \
-        T *restrict d = (T *)dbase + off[0];                                           \
-        const T *restrict s = (const T *)sbase + off[1];                               \
-        for (int64_t j = j0; j < j1; j++)                                              \
+#define TILE_LOOP_TB(T, TB)                                                     \
+    EMILY_PAR_FOR(total >= COPY_PAR_MIN, u, units, {                      \
+        int64_t q = u / (ntj * nti), t = u % (ntj * nti);                       \
+        int64_t j0 = (t / nti) * (TB), i0 = (t % nti) * (TB);                  \
+        int64_t j1 = j0 + (TB) < nj ? j0 + (TB) : nj;                           \
+        int64_t i1 = i0 + (TB) < ni ? i0 + (TB) : ni;                           \
+        int64_t off[2];                                                         \
+        plane_offsets(&it, td, q, off);                                         \
+        T *restrict d = (T *)dbase + off[0];                                    \
+        const T *restrict s = (const T *)sbase + off[1];                        \
+        for (int64_t j = j0; j < j1; j++)                                       \
             for (int64_t i = i0; i < i1; i++) d[j * dj + i * di] = s[j * sj + i * si]; \
     });
 
@@ -174,16 +164,13 @@ static void tile_unit(void *ctx, int64_t u) {
     const tile_job *j = ctx;
     int64_t q = u / (j->ntj * j->nti), t = u % (j->ntj * j->nti);
     int64_t j0 = (t / j->nti) * j->tb, i0 = (t % j->nti) * j->tb;
-    int64_t j1 = j0 + j->tb < j->nj ? j0 + j->tb : j->nj,
-            i1 = i0 + j->tb < j->ni ? i0 + j->tb : j->ni;
+    int64_t j1 = j0 + j->tb < j->nj ? j0 + j->tb : j->nj, i1 = i0 + j->tb < j->ni ? i0 + j->tb : j->ni;
     int64_t off[2];
     plane_offsets(j->it, j->td, q, off);
     if (j->es == 4)
-        tile_32((uint32_t *)j->dbase + off[0], j->dj, (const uint32_t *)j->sbase + off[1], j->si,
-                j0, j1, i0, i1);
+        tile_32((uint32_t *)j->dbase + off[0], j->dj, (const uint32_t *)j->sbase + off[1], j->si, j0, j1, i0, i1);
     else
-        tile_64((uint64_t *)j->dbase + off[0], j->dj, (const uint64_t *)j->sbase + off[1], j->si,
-                j0, j1, i0, i1);
+        tile_64((uint64_t *)j->dbase + off[0], j->dj, (const uint64_t *)j->sbase + off[1], j->si, j0, j1, i0, i1);
 }
 #endif
 
@@ -205,10 +192,7 @@ emily_status emi_cpu_copy(emily_tensor *dst, const emily_tensor *src) {
         int64_t best = iabs64(it.inner_stride[1]);
         for (int d = 0; d < it.rank; d++) {
             int64_t st = iabs64(it.strides[d * 2 + 1]);
-            if (st != 0 && st < best && it.shape[d] >= 8) {
-                best = st;
-                td = d;
-            }
+            if (st != 0 && st < best && it.shape[d] >= 8) { best = st; td = d; }
         }
     }
     if (td >= 0) {
@@ -231,8 +215,7 @@ emily_status emi_cpu_copy(emily_tensor *dst, const emily_tensor *src) {
 #endif
         switch (es) {
             EMI_ELEMENT_SIZES(TILE_LOOP)
-        default:
-            s = emily_error(EMILY_ERR_INTERNAL, "copy: bad element size");
+        default: s = emily_error(EMILY_ERR_INTERNAL, "copy: bad element size");
         }
         emi_iter_free(&it);
         return s;

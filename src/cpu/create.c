@@ -11,17 +11,17 @@
 
 /* Fill run functions, one per element size (fill_1 .. fill_16): write
  * the element held by ctx, ignore the input. */
-#define FILL_RUN(BYTES, T)                                                                \
+#define FILL_RUN(BYTES, T)                                                             \
     static void fill_##BYTES(char *d_, int64_t ds, const char *s_, int64_t ss, int64_t n, \
-                             const void *ctx) {                                           \
-        (void)s_;                                                                         \
-        (void)ss;                                                                         \
-        T v, *d = (T *)d_;                                                                \
-        memcpy(&v, ctx, sizeof v);                                                        \
-        if (ds == 1)                                                                      \
-            for (int64_t i = 0; i < n; i++) d[i] = v;                                     \
-        else                                                                              \
-            for (int64_t i = 0; i < n; i++) d[i * ds] = v;                                \
+                             const void *ctx) {                                        \
+        (void)s_;                                                                      \
+        (void)ss;                                                                      \
+        T v, *d = (T *)d_;                                                             \
+        memcpy(&v, ctx, sizeof v);                                                     \
+        if (ds == 1)                                                                   \
+            for (int64_t i = 0; i < n; i++) d[i] = v;                                  \
+        else                                                                           \
+            for (int64_t i = 0; i < n; i++) d[i * ds] = v;                             \
     }
 EMI_ELEMENT_SIZES(FILL_RUN)
 
@@ -57,12 +57,10 @@ emily_status emi_cpu_fill(emily_tensor *dst, const emily_scalar *value) {
     }
     switch (es) {
 #define FILL_CASE(BYTES, T) \
-    case BYTES:             \
-        return emi_cpu_map(dst, dst, fill_##BYTES, bytes);
+    case BYTES: return emi_cpu_map(dst, dst, fill_##BYTES, bytes);
         EMI_ELEMENT_SIZES(FILL_CASE)
 #undef FILL_CASE
-    default:
-        return emily_error(EMILY_ERR_INTERNAL, "constant: bad element size %zu", es);
+    default: return emily_error(EMILY_ERR_INTERNAL, "constant: bad element size %zu", es);
     }
 }
 
@@ -77,13 +75,13 @@ typedef struct {
  * index along the axis: (k / inner) % dim), one function per dtype:
  * integers take the int64 value's low bits, the other types the value
  * through a double, as Nx writes an integer into a float tensor. */
-#define IOTA_LOOP(sfx, T, EXPR)                                         \
-    static void iota_##sfx(const iota_job *j, int64_t k0, int64_t k1) { \
-        T *d = (T *)j->base;                                            \
-        for (int64_t k = k0; k < k1; k++) {                             \
-            int64_t v = j->axis < 0 ? k : (k / j->inner) % j->dim;      \
-            d[k] = (EXPR);                                              \
-        }                                                               \
+#define IOTA_LOOP(sfx, T, EXPR)                                                        \
+    static void iota_##sfx(const iota_job *j, int64_t k0, int64_t k1) {                \
+        T *d = (T *)j->base;                                                           \
+        for (int64_t k = k0; k < k1; k++) {                                            \
+            int64_t v = j->axis < 0 ? k : (k / j->inner) % j->dim;                     \
+            d[k] = (EXPR);                                                             \
+        }                                                                              \
     }
 #define IOTA_INTEGER(ENUM, sfx, T) IOTA_LOOP(sfx, T, (T)v)
 #define IOTA_INEXACT(ENUM, sfx, T) IOTA_LOOP(sfx, T, emi_from_f64_##sfx((double)v))
@@ -92,17 +90,13 @@ EMI_DTYPES_INEXACT(IOTA_INEXACT)
 
 static void iota_chunk(void *p, int64_t c) {
     const iota_job *j = p;
-    int64_t k0 = c * EMILY_MAP_CHUNK,
-            k1 = j->total - k0 < EMILY_MAP_CHUNK ? j->total : k0 + EMILY_MAP_CHUNK;
+    int64_t k0 = c * EMILY_MAP_CHUNK, k1 = j->total - k0 < EMILY_MAP_CHUNK ? j->total : k0 + EMILY_MAP_CHUNK;
     switch (j->dtype) {
 #define IOTA_CASE(ENUM, sfx, T) \
-    case EMILY_##ENUM:          \
-        iota_##sfx(j, k0, k1);  \
-        break;
+    case EMILY_##ENUM: iota_##sfx(j, k0, k1); break;
         EMI_DTYPES(IOTA_CASE)
 #undef IOTA_CASE
-    default:
-        break;
+    default: break;
     }
 }
 
@@ -111,8 +105,7 @@ emily_status emi_cpu_iota(emily_tensor *dst, int axis) {
     if (!emily_tensor_is_contiguous(dst))
         return emily_error(EMILY_ERR_INTERNAL, "iota: the output must be contiguous");
     if (axis >= dst->rank)
-        return emily_error(EMILY_ERR_AXIS, "iota: axis %d out of range for rank %d", axis,
-                           dst->rank);
+        return emily_error(EMILY_ERR_AXIS, "iota: axis %d out of range for rank %d", axis, dst->rank);
     if (!emily_dtype_valid(dst->dtype))
         return emily_error(EMILY_ERR_TYPE, "iota: invalid dtype %d", (int)dst->dtype);
     iota_job j = {emily_tensor_base(dst), dst->dtype, axis < 0 ? -1 : axis, 1, 1, dst->size};

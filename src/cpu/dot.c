@@ -84,8 +84,8 @@ static emily_status pack(const emily_tensor *t, ctype ct, void **out) {
     pack_job j = {t, ct, buf, es, emi_dot_loaders[t->dtype], nr, nc};
     /* rows on the engine's pool, about 16K elements a job */
     int64_t rows = nb * nr;
-    emi_cpu_parallel_ranges(rows, nc > 0 && nc < 16384 ? 16384 / nc : 1,
-                            rows * nc >= GEMM_PARALLEL_MIN / 4, pack_rows, &j);
+    emi_cpu_parallel_ranges(rows, nc > 0 && nc < 16384 ? 16384 / nc : 1, rows * nc >= GEMM_PARALLEL_MIN / 4,
+                              pack_rows, &j);
     *out = buf;
     return EMILY_OK;
 }
@@ -96,41 +96,36 @@ static emily_status pack(const emily_tensor *t, ctype ct, void **out) {
  * rules (bf16: to f32, then the top 16 bits), complex parts from c128
  * sums, integers the low bits of the 32- or 64-bit wrapping sums. */
 
-#define STORE_INTEGER(ENUM, sfx, T)                         \
-    case EMILY_##ENUM: {                                    \
-        T *o = d;                                           \
-        if (ct == CT_U64) {                                 \
-            const uint64_t *s = src;                        \
-            for (int64_t i = 0; i < n; i++) o[i] = (T)s[i]; \
-        } else {                                            \
-            const uint32_t *s = src;                        \
-            for (int64_t i = 0; i < n; i++) o[i] = (T)s[i]; \
-        }                                                   \
-        break;                                              \
+#define STORE_INTEGER(ENUM, sfx, T)                                                    \
+    case EMILY_##ENUM: {                                                               \
+        T *o = d;                                                                      \
+        if (ct == CT_U64) { const uint64_t *s = src; for (int64_t i = 0; i < n; i++) o[i] = (T)s[i]; } \
+        else { const uint32_t *s = src; for (int64_t i = 0; i < n; i++) o[i] = (T)s[i]; } \
+        break;                                                                         \
     }
-#define STORE_FLOAT(ENUM, sfx, T)                                                              \
-    case EMILY_##ENUM: {                                                                       \
-        T *o = d;                                                                              \
-        if (ct == CT_F32) {                                                                    \
-            const float *s = src;                                                              \
-            _Pragma("omp parallel for if (n >= GEMM_PARALLEL_MIN / 4) schedule(static)") for ( \
-                int64_t i = 0; i < n; i++) o[i] = emi_from_f64_##sfx(s[i]);                    \
-        } else {                                                                               \
-            const double *s = src;                                                             \
-            _Pragma("omp parallel for if (n >= GEMM_PARALLEL_MIN / 4) schedule(static)") for ( \
-                int64_t i = 0; i < n; i++) o[i] = emi_from_f64_##sfx(s[i]);                    \
-        }                                                                                      \
-        break;                                                                                 \
+#define STORE_FLOAT(ENUM, sfx, T)                                                      \
+    case EMILY_##ENUM: {                                                               \
+        T *o = d;                                                                      \
+        if (ct == CT_F32) {                                                            \
+            const float *s = src;                                                      \
+            _Pragma("omp parallel for if (n >= GEMM_PARALLEL_MIN / 4) schedule(static)") \
+            for (int64_t i = 0; i < n; i++) o[i] = emi_from_f64_##sfx(s[i]);          \
+        } else {                                                                       \
+            const double *s = src;                                                     \
+            _Pragma("omp parallel for if (n >= GEMM_PARALLEL_MIN / 4) schedule(static)") \
+            for (int64_t i = 0; i < n; i++) o[i] = emi_from_f64_##sfx(s[i]);          \
+        }                                                                              \
+        break;                                                                         \
     }
-#define STORE_COMPLEX(ENUM, sfx, T)       \
-    case EMILY_##ENUM: {                  \
-        const double *s = src;            \
-        T *o = d;                         \
-        for (int64_t i = 0; i < n; i++) { \
-            o[i].re = s[2 * i];           \
-            o[i].im = s[2 * i + 1];       \
-        }                                 \
-        break;                            \
+#define STORE_COMPLEX(ENUM, sfx, T)                                                    \
+    case EMILY_##ENUM: {                                                               \
+        const double *s = src;                                                         \
+        T *o = d;                                                                      \
+        for (int64_t i = 0; i < n; i++) {                                              \
+            o[i].re = s[2 * i];                                                        \
+            o[i].im = s[2 * i + 1];                                                    \
+        }                                                                              \
+        break;                                                                         \
     }
 
 static void store_results(emily_tensor *dst, const void *src, ctype ct) {
@@ -140,16 +135,14 @@ static void store_results(emily_tensor *dst, const void *src, ctype ct) {
         EMI_DTYPES_INTEGER(STORE_INTEGER)
         EMI_DTYPES_FLOAT(STORE_FLOAT)
         EMI_DTYPES_COMPLEX(STORE_COMPLEX)
-    default:
-        break;
+    default: break;
     }
 }
 
 /* The end of a product: sums computed into tmp (the compute type ct;
  * NULL when dst held them in place) rounded into dst, the packed
  * operands and tmp freed; s passed on. */
-static emily_status finish(emily_tensor *dst, ctype ct, void *tmp, void *pa, void *pb,
-                           emily_status s) {
+static emily_status finish(emily_tensor *dst, ctype ct, void *tmp, void *pa, void *pb, emily_status s) {
     if (!s && tmp) store_results(dst, tmp, ct);
     free(pa);
     free(pb);
@@ -160,15 +153,15 @@ static emily_status finish(emily_tensor *dst, ctype ct, void *tmp, void *pa, voi
 /* ---- integers ----------------------------------------------------------- */
 
 /* One output row: c[N] = a[K] x b[K, N], all contiguous, wrapping. */
-#define INT_ROW(T)                                                                \
-    static void int_row_##T(const T *a, const T *b, T *c, int64_t n, int64_t k) { \
-        for (int64_t j = 0; j < n; j++) c[j] = 0;                                 \
-        for (int64_t p = 0; p < k; p++) {                                         \
-            T ap = a[p];                                                          \
-            if (ap == 0) continue;                                                \
-            const T *bp = b + p * n;                                              \
-            for (int64_t j = 0; j < n; j++) c[j] += ap * bp[j];                   \
-        }                                                                         \
+#define INT_ROW(T)                                                                     \
+    static void int_row_##T(const T *a, const T *b, T *c, int64_t n, int64_t k) {      \
+        for (int64_t j = 0; j < n; j++) c[j] = 0;                                       \
+        for (int64_t p = 0; p < k; p++) {                                               \
+            T ap = a[p];                                                                \
+            if (ap == 0) continue;                                                      \
+            const T *bp = b + p * n;                                                    \
+            for (int64_t j = 0; j < n; j++) c[j] += ap * bp[j];                         \
+        }                                                                               \
     }
 INT_ROW(uint32_t)
 INT_ROW(uint64_t)
@@ -183,10 +176,7 @@ static emily_status int_gemm(emily_tensor *dst, const emily_tensor *a, const emi
     if ((s = pack(b, ct, &pb))) goto done;
     void *c = emily_tensor_base(dst);
     if (emily_dtype_size(dst->dtype) < 4) {
-        if (!(tmp = alloc_elems(dst->size, 4, false))) {
-            s = oom("the result");
-            goto done;
-        }
+        if (!(tmp = alloc_elems(dst->size, 4, false))) { s = oom("the result"); goto done; }
         c = tmp;
     }
     int64_t rows = nb * m;
@@ -222,50 +212,51 @@ typedef struct cplx_kernel {
     int mr, nr;
     /* c: the tile's top-left element (interleaved), ldc in elements;
      * mv x nv of the tile are valid; load: continue from c */
-    void (*fn)(int64_t kc, const double *a, const double *b, double *c, int64_t ldc, int mv, int nv,
-               bool load);
+    void (*fn)(int64_t kc, const double *a, const double *b, double *c, int64_t ldc, int mv,
+               int nv, bool load);
 } cplx_kernel;
 
 /* NR = VL columns; per k the panel holds MR real parts then MR imaginary
  * parts (A), or VL real then VL imaginary parts (B) */
-#define DEFINE_CPLX_KERNEL(SUFFIX, ATTR, VL, CMR)                                                 \
-    typedef double vd_##SUFFIX __attribute__((vector_size(VL * 8)));                              \
-    ATTR static void exact_cplx_##SUFFIX(int64_t kc, const double *a, const double *b, double *c, \
-                                         int64_t ldc, int mv, int nv, bool load) {                \
-        double tre[CMR][VL], tim[CMR][VL];                                                        \
-        vd_##SUFFIX accr[CMR], acci[CMR];                                                         \
-        for (int r = 0; r < CMR; r++)                                                             \
-            for (int j = 0; j < VL; j++) {                                                        \
-                bool in = load && r < mv && j < nv;                                               \
-                tre[r][j] = in ? c[2 * (r * ldc + j)] : 0.0;                                      \
-                tim[r][j] = in ? c[2 * (r * ldc + j) + 1] : 0.0;                                  \
-            }                                                                                     \
-        for (int r = 0; r < CMR; r++) {                                                           \
-            memcpy(&accr[r], tre[r], sizeof accr[r]);                                             \
-            memcpy(&acci[r], tim[r], sizeof acci[r]);                                             \
-        }                                                                                         \
-        for (int64_t p = 0; p < kc; p++) {                                                        \
-            vd_##SUFFIX br, bi;                                                                   \
-            memcpy(&br, b + p * 2 * VL, sizeof br);                                               \
-            memcpy(&bi, b + p * 2 * VL + VL, sizeof bi);                                          \
-            _Pragma("GCC unroll 8") for (int r = 0; r < CMR; r++) {                               \
-                double ar = a[p * 2 * CMR + r], ai = a[p * 2 * CMR + CMR + r];                    \
-                /* Complex.multiply: (ar*br - ai*bi, ai*br + ar*bi) */                            \
-                vd_##SUFFIX rr = ar * br, ii = ai * bi, ir = ai * br, ri = ar * bi;               \
-                vd_##SUFFIX pre = rr - ii, pim = ir + ri;                                         \
-                accr[r] = accr[r] + pre;                                                          \
-                acci[r] = acci[r] + pim;                                                          \
-            }                                                                                     \
-        }                                                                                         \
-        for (int r = 0; r < CMR; r++) {                                                           \
-            memcpy(tre[r], &accr[r], sizeof accr[r]);                                             \
-            memcpy(tim[r], &acci[r], sizeof acci[r]);                                             \
-        }                                                                                         \
-        for (int r = 0; r < mv; r++)                                                              \
-            for (int j = 0; j < nv; j++) {                                                        \
-                c[2 * (r * ldc + j)] = tre[r][j];                                                 \
-                c[2 * (r * ldc + j) + 1] = tim[r][j];                                             \
-            }                                                                                     \
+#define DEFINE_CPLX_KERNEL(SUFFIX, ATTR, VL, CMR)                                        \
+    typedef double vd_##SUFFIX __attribute__((vector_size(VL * 8)));                    \
+    ATTR static void exact_cplx_##SUFFIX(int64_t kc, const double *a, const double *b,   \
+                                         double *c, int64_t ldc, int mv, int nv, bool load) { \
+        double tre[CMR][VL], tim[CMR][VL];                                               \
+        vd_##SUFFIX accr[CMR], acci[CMR];                                                \
+        for (int r = 0; r < CMR; r++)                                                    \
+            for (int j = 0; j < VL; j++) {                                               \
+                bool in = load && r < mv && j < nv;                                      \
+                tre[r][j] = in ? c[2 * (r * ldc + j)] : 0.0;                             \
+                tim[r][j] = in ? c[2 * (r * ldc + j) + 1] : 0.0;                         \
+            }                                                                            \
+        for (int r = 0; r < CMR; r++) {                                                  \
+            memcpy(&accr[r], tre[r], sizeof accr[r]);                                    \
+            memcpy(&acci[r], tim[r], sizeof acci[r]);                                    \
+        }                                                                                \
+        for (int64_t p = 0; p < kc; p++) {                                               \
+            vd_##SUFFIX br, bi;                                                          \
+            memcpy(&br, b + p * 2 * VL, sizeof br);                                      \
+            memcpy(&bi, b + p * 2 * VL + VL, sizeof bi);                                 \
+            _Pragma("GCC unroll 8")                                                      \
+            for (int r = 0; r < CMR; r++) {                                              \
+                double ar = a[p * 2 * CMR + r], ai = a[p * 2 * CMR + CMR + r];           \
+                /* Complex.multiply: (ar*br - ai*bi, ai*br + ar*bi) */                   \
+                vd_##SUFFIX rr = ar * br, ii = ai * bi, ir = ai * br, ri = ar * bi;      \
+                vd_##SUFFIX pre = rr - ii, pim = ir + ri;                                \
+                accr[r] = accr[r] + pre;                                                 \
+                acci[r] = acci[r] + pim;                                                 \
+            }                                                                            \
+        }                                                                                \
+        for (int r = 0; r < CMR; r++) {                                                  \
+            memcpy(tre[r], &accr[r], sizeof accr[r]);                                    \
+            memcpy(tim[r], &acci[r], sizeof acci[r]);                                    \
+        }                                                                                \
+        for (int r = 0; r < mv; r++)                                                     \
+            for (int j = 0; j < nv; j++) {                                               \
+                c[2 * (r * ldc + j)] = tre[r][j];                                        \
+                c[2 * (r * ldc + j) + 1] = tim[r][j];                                    \
+            }                                                                            \
     }
 
 /* (suffix, target, doubles per vector, tile rows) */
@@ -395,8 +386,8 @@ static emily_status prepare(const emily_tensor *t, ctype ct, operand *op, void *
 }
 
 /* Rows [r0, r1) x columns [c0, c1) of batch bi's m x n product. */
-static void blas_gemm(ctype ct, const operand *a, const operand *b, void *c, int64_t bi, int m,
-                      int n, int k, int r0, int r1, int c0, int c1) {
+static void blas_gemm(ctype ct, const operand *a, const operand *b, void *c, int64_t bi,
+                      int m, int n, int k, int r0, int r1, int c0, int c1) {
     size_t es = ct_size(ct);
     /* row r of a (m x k): at r * ld when row-major, r when column-major;
      * column j of b (k x n): j when row-major, j * ld when column-major */
@@ -404,8 +395,7 @@ static void blas_gemm(ctype ct, const operand *a, const operand *b, void *c, int
     size_t boff = (size_t)c0 * (b->lay.column_major ? (size_t)b->lay.ld : 1);
     const void *pa = a->base + ((size_t)(bi * a->batch_stride) + aoff) * es;
     const void *pb = b->base + ((size_t)(bi * b->batch_stride) + boff) * es;
-    void *pc = (char *)c +
-               ((size_t)bi * (size_t)m * (size_t)n + (size_t)r0 * (size_t)n + (size_t)c0) * es;
+    void *pc = (char *)c + ((size_t)bi * (size_t)m * (size_t)n + (size_t)r0 * (size_t)n + (size_t)c0) * es;
     enum CBLAS_TRANSPOSE ta = a->lay.column_major ? CblasTrans : CblasNoTrans;
     enum CBLAS_TRANSPOSE tb = b->lay.column_major ? CblasTrans : CblasNoTrans;
     int lda = (int)a->lay.ld, ldb = (int)b->lay.ld, ldc = n > 1 ? n : 1;
@@ -428,8 +418,7 @@ static void blas_gemm(ctype ct, const operand *a, const operand *b, void *c, int
         cblas_zgemm(CblasRowMajor, ta, tb, m, n, k, one, pa, lda, pb, ldb, zero, pc, ldc);
         break;
     }
-    default:
-        break;
+    default: break;
     }
 }
 
@@ -454,14 +443,12 @@ static void blas_task(void *ctx, int64_t t) {
     const blas_job *j = ctx;
     int64_t per = j->rb * j->cb, bi = t / per, rest = t % per;
     int64_t r0 = (rest / j->cb) * j->rows, c0 = (rest % j->cb) * j->cols;
-    int64_t r1 = r0 + j->rows < j->m ? r0 + j->rows : j->m,
-            c1 = c0 + j->cols < j->n ? c0 + j->cols : j->n;
-    blas_gemm(j->ct, j->a, j->b, j->c, bi, (int)j->m, (int)j->n, (int)j->k, (int)r0, (int)r1,
-              (int)c0, (int)c1);
+    int64_t r1 = r0 + j->rows < j->m ? r0 + j->rows : j->m, c1 = c0 + j->cols < j->n ? c0 + j->cols : j->n;
+    blas_gemm(j->ct, j->a, j->b, j->c, bi, (int)j->m, (int)j->n, (int)j->k, (int)r0, (int)r1, (int)c0, (int)c1);
 }
 
-static void blas_on_pool(ctype ct, const operand *a, const operand *b, void *c, int64_t nb,
-                         int64_t m, int64_t n, int64_t k) {
+static void blas_on_pool(ctype ct, const operand *a, const operand *b, void *c, int64_t nb, int64_t m, int64_t n,
+                         int64_t k) {
     static atomic_int single = 0;
     if (!atomic_exchange(&single, 1)) openblas_set_num_threads(1);
     int64_t threads = omp_get_max_threads();
@@ -500,10 +487,7 @@ static emily_status blas_path(emily_tensor *dst, const emily_tensor *a, const em
     if ((s = prepare(b, ct, &ob, &pb))) goto done;
     void *c = emily_tensor_base(dst);
     if (!ct_matches(ct, dst->dtype)) {
-        if (!(tmp = alloc_elems(dst->size, ct_size(ct), false))) {
-            s = oom("the result");
-            goto done;
-        }
+        if (!(tmp = alloc_elems(dst->size, ct_size(ct), false))) { s = oom("the result"); goto done; }
         c = tmp;
     }
     blas_on_pool(ct, &oa, &ob, c, nb, m, n, k);
@@ -549,16 +533,13 @@ static emily_status cpu_gemm(emily_tensor *dst, const emily_tensor *a, const emi
     case EMILY_F64:
         return fast && !blas_lacks_avx512() ? blas_path(dst, a, b, CT_F64)
                                             : emi_cpu_exact_real_gemm(dst, a, b);
-    case EMILY_C128:
-        return fast ? blas_path(dst, a, b, CT_C128) : cplx_gemm(dst, a, b);
-    case EMILY_C64:
-        return blas_path(dst, a, b, fast ? CT_C64 : CT_C128);
+    case EMILY_C128: return fast ? blas_path(dst, a, b, CT_C128) : cplx_gemm(dst, a, b);
+    case EMILY_C64: return blas_path(dst, a, b, fast ? CT_C64 : CT_C128);
     default: /* f32, f16 and bf16: f32 products at FAST */
         if (!fast) return emi_cpu_exact_real_gemm(dst, a, b);
         /* one to four rows: a stream over b, whatever the BLAS */
         if (emi_cpu_fast_f32_gemv(dst, a, b)) return EMILY_OK;
-        return blas_lacks_avx512() ? emi_cpu_fast_f32_gemm(dst, a, b)
-                                   : blas_path(dst, a, b, CT_F32);
+        return blas_lacks_avx512() ? emi_cpu_fast_f32_gemm(dst, a, b) : blas_path(dst, a, b, CT_F32);
     }
 }
 

@@ -87,31 +87,31 @@ typedef struct tile_kernel {
 /* T: element type; VL: elements per vector; MR x (NV VL) tile; MADD(acc,
  * a, b): acc + a * b for a scalar a and a vector b (unfused for exact
  * tiles). */
-#define DEFINE_TILE(NAME, ATTR, T, VL, MR, NV, MADD)                                            \
-    typedef T NAME##_v __attribute__((vector_size(VL * sizeof(T))));                            \
-    ATTR static void NAME(int64_t kc, const void *av_, const void *bv_, void *cv_, int64_t ldc, \
-                          bool load) {                                                          \
-        const T *a = av_, *b = bv_;                                                             \
-        T *c = cv_;                                                                             \
-        NAME##_v acc[MR][NV];                                                                   \
-        _Pragma("GCC unroll 8") for (int r = 0; r < MR; r++)                                    \
-            _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) {                              \
-            if (load) memcpy(&acc[r][v], c + r * ldc + v * VL, sizeof acc[r][v]);               \
-            else memset(&acc[r][v], 0, sizeof acc[r][v]);                                       \
-        }                                                                                       \
-        for (int64_t p = 0; p < kc; p++) {                                                      \
-            NAME##_v bv[NV];                                                                    \
-            _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)                                \
-                memcpy(&bv[v], b + p * (VL * NV) + v * VL, sizeof bv[v]);                       \
-            _Pragma("GCC unroll 8") for (int r = 0; r < MR; r++) {                              \
-                T ar = a[p * MR + r]; /* broadcast into each vector product */                  \
-                _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)                            \
-                    acc[r][v] = MADD(acc[r][v], ar, bv[v]);                                     \
-            }                                                                                   \
-        }                                                                                       \
-        _Pragma("GCC unroll 8") for (int r = 0; r < MR; r++)                                    \
-            _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)                                \
-                memcpy(c + r * ldc + v * VL, &acc[r][v], sizeof acc[r][v]);                     \
+#define DEFINE_TILE(NAME, ATTR, T, VL, MR, NV, MADD)                                       \
+    typedef T NAME##_v __attribute__((vector_size(VL * sizeof(T))));                       \
+    ATTR static void NAME(int64_t kc, const void *av_, const void *bv_, void *cv_,        \
+                          int64_t ldc, bool load) {                                        \
+        const T *a = av_, *b = bv_;                                                        \
+        T *c = cv_;                                                                        \
+        NAME##_v acc[MR][NV];                                                              \
+        _Pragma("GCC unroll 8") for (int r = 0; r < MR; r++)                               \
+            _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) {                         \
+                if (load) memcpy(&acc[r][v], c + r * ldc + v * VL, sizeof acc[r][v]);      \
+                else memset(&acc[r][v], 0, sizeof acc[r][v]);                              \
+            }                                                                              \
+        for (int64_t p = 0; p < kc; p++) {                                                 \
+            NAME##_v bv[NV];                                                               \
+            _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)                           \
+                memcpy(&bv[v], b + p * (VL * NV) + v * VL, sizeof bv[v]);                  \
+            _Pragma("GCC unroll 8") for (int r = 0; r < MR; r++) {                         \
+                T ar = a[p * MR + r]; /* broadcast into each vector product */            \
+                _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)                       \
+                    acc[r][v] = MADD(acc[r][v], ar, bv[v]);                                \
+            }                                                                              \
+        }                                                                                  \
+        _Pragma("GCC unroll 8") for (int r = 0; r < MR; r++)                               \
+            _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)                           \
+                memcpy(c + r * ldc + v * VL, &acc[r][v], sizeof acc[r][v]);                \
     }
 
 /* product rounded, then added */
@@ -206,18 +206,18 @@ static void pack_b(const job *jb, int64_t bi, int64_t p0, int64_t kc, int64_t j0
         for (int64_t jp = 0; jp < np; jp++) {
             int64_t cnt = jp == np - 1 ? tail : nr;
             const char *sp = src0 + (size_t)(jp * nr) * (size_t)jb->bes;
-#define PACK_B_PANEL(ST, DT)                                        \
-    {                                                               \
-        DT *d = (DT *)w->bpack + jp * kc * nr;                      \
-        for (int64_t p = 0; p < kc; p++, d += nr, sp += rs) {       \
-            const ST *sr = (const ST *)sp;                          \
-            if (cnt == nr) {                                        \
-                for (int64_t j = 0; j < nr; j++) d[j] = (DT)sr[j];  \
-            } else {                                                \
-                for (int64_t j = 0; j < cnt; j++) d[j] = (DT)sr[j]; \
-                for (int64_t j = cnt; j < nr; j++) d[j] = 0;        \
-            }                                                       \
-        }                                                           \
+#define PACK_B_PANEL(ST, DT)                                                           \
+    {                                                                                  \
+        DT *d = (DT *)w->bpack + jp * kc * nr;                                         \
+        for (int64_t p = 0; p < kc; p++, d += nr, sp += rs) {                          \
+            const ST *sr = (const ST *)sp;                                             \
+            if (cnt == nr) {                                                           \
+                for (int64_t j = 0; j < nr; j++) d[j] = (DT)sr[j];                     \
+            } else {                                                                   \
+                for (int64_t j = 0; j < cnt; j++) d[j] = (DT)sr[j];                    \
+                for (int64_t j = cnt; j < nr; j++) d[j] = 0;                           \
+            }                                                                          \
+        }                                                                              \
     }
             if (b->dtype == EMILY_F64) PACK_B_PANEL(double, double)
             else if (ct == CT_F64) PACK_B_PANEL(float, double)
@@ -228,23 +228,19 @@ static void pack_b(const job *jb, int64_t bi, int64_t p0, int64_t kc, int64_t j0
     }
     for (int64_t p = 0; p < kc; p++) {
         const char *row = w->row;
-        load(elem_ptr(b, jb->bbase, jb->bes, bi, p0 + p, j0), b->strides[2], cols, ct, w->row, 1,
-             1);
+        load(elem_ptr(b, jb->bbase, jb->bes, bi, p0 + p, j0), b->strides[2], cols, ct, w->row, 1, 1);
         /* typed copies (a memcpy call per 16-value panel row cost 7% of
          * a large product) */
-#define PACK_B_ROW(T)                                   \
-    for (int64_t jp = 0; jp < np; jp++) {               \
-        T *d = (T *)w->bpack + (jp * kc + p) * nr;      \
-        const T *sr = (const T *)row + jp * nr;         \
-        int64_t cnt = jp == np - 1 ? tail : nr;         \
-        for (int64_t j = 0; j < cnt; j++) d[j] = sr[j]; \
-        for (int64_t j = cnt; j < nr; j++) d[j] = 0;    \
+#define PACK_B_ROW(T)                                                                  \
+    for (int64_t jp = 0; jp < np; jp++) {                                              \
+        T *d = (T *)w->bpack + (jp * kc + p) * nr;                                     \
+        const T *sr = (const T *)row + jp * nr;                                        \
+        int64_t cnt = jp == np - 1 ? tail : nr;                                        \
+        for (int64_t j = 0; j < cnt; j++) d[j] = sr[j];                                \
+        for (int64_t j = cnt; j < nr; j++) d[j] = 0;                                   \
     }
-        if (ct == CT_F64) {
-            PACK_B_ROW(double)
-        } else {
-            PACK_B_ROW(float)
-        }
+        if (ct == CT_F64) { PACK_B_ROW(double) }
+        else { PACK_B_ROW(float) }
 #undef PACK_B_ROW
     }
 }
@@ -266,23 +262,18 @@ static void pack_a(const job *jb, int64_t bi, int64_t i0, int64_t mc, int64_t p0
          * (the loader writes one row at stride mr instead) */
         for (int64_t ip = 0; ip < rows / mr; ip++) {
             const char *src[MR_MAX];
-            for (int r = 0; r < mr; r++)
-                src[r] = elem_ptr(a, jb->abase, jb->aes, bi, i0 + ip * mr + r, p0);
+            for (int r = 0; r < mr; r++) src[r] = elem_ptr(a, jb->abase, jb->aes, bi, i0 + ip * mr + r, p0);
             char *d = w->apack + (size_t)(ip * kc * mr) * es;
-#define PACK_A_LOOP(ST, DT)                                                                 \
-    if (mr == 8) /* the AVX-512 tiles' height, unrolled */                                  \
-        for (int64_t p = 0; p < kc; p++)                                                    \
+#define PACK_A_LOOP(ST, DT)                                                            \
+    if (mr == 8) /* the AVX-512 tiles' height, unrolled */                             \
+        for (int64_t p = 0; p < kc; p++)                                               \
             for (int r = 0; r < 8; r++) ((DT *)d)[p * 8 + r] = (DT)((const ST *)src[r])[p]; \
-    else                                                                                    \
-        for (int64_t p = 0; p < kc; p++)                                                    \
+    else                                                                               \
+        for (int64_t p = 0; p < kc; p++)                                               \
             for (int r = 0; r < mr; r++) ((DT *)d)[p * mr + r] = (DT)((const ST *)src[r])[p];
-            if (a->dtype == EMILY_F64) {
-                PACK_A_LOOP(double, double)
-            } else if (ct == CT_F64) {
-                PACK_A_LOOP(float, double)
-            } else {
-                PACK_A_LOOP(float, float)
-            }
+            if (a->dtype == EMILY_F64) { PACK_A_LOOP(double, double) }
+            else if (ct == CT_F64) { PACK_A_LOOP(float, double) }
+            else { PACK_A_LOOP(float, float) }
 #undef PACK_A_LOOP
         }
         return;
@@ -301,18 +292,18 @@ static void pack_a(const job *jb, int64_t bi, int64_t i0, int64_t mc, int64_t p0
  * ldc) into dst (f32, f16 or bf16), one loop per case so that each
  * vectorizes: f64 sums (exact), or f32 sums, which widen exactly, so one
  * rounding either way (bf16, Nx's way: to f32, then the top 16 bits). */
-#define STORE_ITEM(ENUM, sfx, T)                                                     \
-    case EMILY_##ENUM:                                                               \
-        for (int64_t r = 0; r < rows; r++) {                                         \
-            T *o = (T *)base + off + r * n;                                          \
-            if (ct == CT_F64) {                                                      \
-                const double *sd = (const double *)c + r * ldc;                      \
-                for (int64_t j = 0; j < cols; j++) o[j] = emi_from_f64_##sfx(sd[j]); \
-            } else {                                                                 \
-                const float *sf = (const float *)c + r * ldc;                        \
-                for (int64_t j = 0; j < cols; j++) o[j] = emi_from_f64_##sfx(sf[j]); \
-            }                                                                        \
-        }                                                                            \
+#define STORE_ITEM(ENUM, sfx, T)                                                       \
+    case EMILY_##ENUM:                                                                 \
+        for (int64_t r = 0; r < rows; r++) {                                           \
+            T *o = (T *)base + off + r * n;                                            \
+            if (ct == CT_F64) {                                                        \
+                const double *sd = (const double *)c + r * ldc;                        \
+                for (int64_t j = 0; j < cols; j++) o[j] = emi_from_f64_##sfx(sd[j]);  \
+            } else {                                                                   \
+                const float *sf = (const float *)c + r * ldc;                          \
+                for (int64_t j = 0; j < cols; j++) o[j] = emi_from_f64_##sfx(sf[j]);  \
+            }                                                                          \
+        }                                                                              \
         break;
 
 static void store_item(emily_tensor *dst, ctype ct, const void *c, int64_t ldc, int64_t off,
@@ -321,8 +312,7 @@ static void store_item(emily_tensor *dst, ctype ct, const void *c, int64_t ldc, 
     void *base = emily_tensor_base(dst);
     switch (dst->dtype) {
         EMI_DTYPES_FLOAT(STORE_ITEM)
-    default:
-        break;
+    default: break;
     }
 }
 
@@ -358,12 +348,10 @@ static void run_item(const job *jb, int64_t it, workspace *w) {
                     _Alignas(64) unsigned char t[TILE_BYTES];
                     if (load)
                         for (int64_t r = 0; r < mv; r++)
-                            memcpy(t + (size_t)(r * nr) * es, ct + (size_t)(r * ldc) * es,
-                                   (size_t)nv * es);
+                            memcpy(t + (size_t)(r * nr) * es, ct + (size_t)(r * ldc) * es, (size_t)nv * es);
                     jb->ker->fn(kc, ap, bp, t, nr, load);
                     for (int64_t r = 0; r < mv; r++)
-                        memcpy(ct + (size_t)(r * ldc) * es, t + (size_t)(r * nr) * es,
-                               (size_t)nv * es);
+                        memcpy(ct + (size_t)(r * ldc) * es, t + (size_t)(r * nr) * es, (size_t)nv * es);
                 }
             }
         }
@@ -443,8 +431,7 @@ static emily_status blocked_gemm(emily_tensor *dst, const emily_tensor *a, const
     if (T > items) T = (int)items;
     if (T <= 1) {
         workspace w;
-        if (!ws_init(&w, &j))
-            return emily_error(EMILY_ERR_MEMORY, "dot: out of host memory for packed panels");
+        if (!ws_init(&w, &j)) return emily_error(EMILY_ERR_MEMORY, "dot: out of host memory for packed panels");
         for (int64_t it = 0; it < items; it++) run_item(&j, it, &w);
         free(w.apack);
         return EMILY_OK;
@@ -454,13 +441,12 @@ static emily_status blocked_gemm(emily_tensor *dst, const emily_tensor *a, const
     items_job ij = {.j = &j, .failed = 0};
     emi_cpu_parallel(items, run_item_on_pool, &ij);
     /* a thread without its workspace leaves its items undone */
-    if (atomic_load(&ij.failed))
-        return emily_error(EMILY_ERR_MEMORY, "dot: out of host memory for packed panels");
+    if (atomic_load(&ij.failed)) return emily_error(EMILY_ERR_MEMORY, "dot: out of host memory for packed panels");
     return EMILY_OK;
 }
 
 emily_status emi_cpu_exact_real_gemm(emily_tensor *dst, const emily_tensor *a,
-                                     const emily_tensor *bm) {
+                                       const emily_tensor *bm) {
     return blocked_gemm(dst, a, bm, false);
 }
 
@@ -513,8 +499,7 @@ __attribute__((target("avx512f"))) static void gemv_block(void *ctx, int64_t t) 
                 _mm512_storeu_ps(cr + j + 48, c3);
             }
             for (; j < full; j += 16)
-                _mm512_storeu_ps(
-                    cr + j, _mm512_fmadd_ps(av, _mm512_loadu_ps(bp + j), _mm512_loadu_ps(cr + j)));
+                _mm512_storeu_ps(cr + j, _mm512_fmadd_ps(av, _mm512_loadu_ps(bp + j), _mm512_loadu_ps(cr + j)));
             if (tail)
                 _mm512_mask_storeu_ps(cr + j, tail,
                                       _mm512_fmadd_ps(av, _mm512_maskz_loadu_ps(tail, bp + j),
@@ -526,23 +511,12 @@ __attribute__((target("avx512f"))) static void gemv_block(void *ctx, int64_t t) 
 bool emi_cpu_fast_f32_gemv(emily_tensor *dst, const emily_tensor *a, const emily_tensor *bm) {
     int64_t m = dst->shape[1], n = dst->shape[2], k = a->shape[2];
     if (m > 4 || dst->dtype != EMILY_F32 || a->dtype != EMILY_F32 || bm->dtype != EMILY_F32 ||
-        !__builtin_cpu_supports("avx512f") || bm->strides[2] != 1 || a->strides[2] != 1 || n < 16 ||
-        k < 1)
+        !__builtin_cpu_supports("avx512f") || bm->strides[2] != 1 || a->strides[2] != 1 || n < 16 || k < 1)
         return false;
-    gemv_job jb = {emily_tensor_base(a),
-                   emily_tensor_base(bm),
-                   emily_tensor_base(dst),
-                   m,
-                   n,
-                   k,
-                   a->strides[1],
-                   bm->strides[1],
-                   a->strides[0],
-                   bm->strides[0],
-                   (n + GEMV_COLS - 1) / GEMV_COLS};
+    gemv_job jb = {emily_tensor_base(a), emily_tensor_base(bm), emily_tensor_base(dst), m, n, k,
+                   a->strides[1], bm->strides[1], a->strides[0], bm->strides[0], (n + GEMV_COLS - 1) / GEMV_COLS};
     int64_t tasks = dst->shape[0] * jb.blocks;
-    if (m * n * k * dst->shape[0] >= BLOCKED_PARALLEL_MIN / 4)
-        emi_cpu_parallel(tasks, gemv_block, &jb);
+    if (m * n * k * dst->shape[0] >= BLOCKED_PARALLEL_MIN / 4) emi_cpu_parallel(tasks, gemv_block, &jb);
     else
         for (int64_t t = 0; t < tasks; t++) gemv_block(&jb, t);
     return true;
@@ -557,7 +531,7 @@ bool emi_cpu_fast_f32_gemv(emily_tensor *dst, const emily_tensor *a, const emily
 #endif
 
 emily_status emi_cpu_fast_f32_gemm(emily_tensor *dst, const emily_tensor *a,
-                                   const emily_tensor *bm) {
+                                     const emily_tensor *bm) {
     if (emi_cpu_fast_f32_gemv(dst, a, bm)) return EMILY_OK;
     return blocked_gemm(dst, a, bm, true);
 }

@@ -16,48 +16,32 @@
 #define U64_INT(x) ((uint64_t)(x))
 #define U64_NONE(x) ((void)(x), (uint64_t)0) /* floats never reach integer dots */
 
-#define DEFINE_LOAD(NAME, ST, RE, IM, U64)                                                    \
-    static void NAME(const void *src, int64_t ss, int64_t n, ctype ct, void *dst, int64_t ds, \
-                     int64_t imoff) {                                                         \
-        const ST *s = (const ST *)src;                                                        \
-        switch (ct) {                                                                         \
-        case CT_F32: {                                                                        \
-            float *d = dst;                                                                   \
-            for (int64_t i = 0; i < n; i++) d[i * ds] = (float)RE(s[i * ss]);                 \
-            break;                                                                            \
-        }                                                                                     \
-        case CT_F64: {                                                                        \
-            double *d = dst;                                                                  \
-            for (int64_t i = 0; i < n; i++) d[i * ds] = RE(s[i * ss]);                        \
-            break;                                                                            \
-        }                                                                                     \
-        case CT_C64: {                                                                        \
-            float *d = dst;                                                                   \
-            for (int64_t i = 0; i < n; i++) {                                                 \
-                d[i * ds] = (float)RE(s[i * ss]);                                             \
-                d[i * ds + imoff] = (float)IM(s[i * ss]);                                     \
-            }                                                                                 \
-            break;                                                                            \
-        }                                                                                     \
-        case CT_C128: {                                                                       \
-            double *d = dst;                                                                  \
-            for (int64_t i = 0; i < n; i++) {                                                 \
-                d[i * ds] = RE(s[i * ss]);                                                    \
-                d[i * ds + imoff] = IM(s[i * ss]);                                            \
-            }                                                                                 \
-            break;                                                                            \
-        }                                                                                     \
-        case CT_U32: {                                                                        \
-            uint32_t *d = dst;                                                                \
-            for (int64_t i = 0; i < n; i++) d[i * ds] = (uint32_t)U64(s[i * ss]);             \
-            break;                                                                            \
-        }                                                                                     \
-        case CT_U64: {                                                                        \
-            uint64_t *d = dst;                                                                \
-            for (int64_t i = 0; i < n; i++) d[i * ds] = U64(s[i * ss]);                       \
-            break;                                                                            \
-        }                                                                                     \
-        }                                                                                     \
+#define DEFINE_LOAD(NAME, ST, RE, IM, U64)                                             \
+    static void NAME(const void *src, int64_t ss, int64_t n, ctype ct, void *dst,      \
+                     int64_t ds, int64_t imoff) {                                       \
+        const ST *s = (const ST *)src;                                                  \
+        switch (ct) {                                                                   \
+        case CT_F32: { float *d = dst; for (int64_t i = 0; i < n; i++) d[i * ds] = (float)RE(s[i * ss]); break; } \
+        case CT_F64: { double *d = dst; for (int64_t i = 0; i < n; i++) d[i * ds] = RE(s[i * ss]); break; } \
+        case CT_C64: {                                                                  \
+            float *d = dst;                                                             \
+            for (int64_t i = 0; i < n; i++) {                                           \
+                d[i * ds] = (float)RE(s[i * ss]);                                       \
+                d[i * ds + imoff] = (float)IM(s[i * ss]);                               \
+            }                                                                           \
+            break;                                                                      \
+        }                                                                               \
+        case CT_C128: {                                                                 \
+            double *d = dst;                                                            \
+            for (int64_t i = 0; i < n; i++) {                                           \
+                d[i * ds] = RE(s[i * ss]);                                              \
+                d[i * ds + imoff] = IM(s[i * ss]);                                      \
+            }                                                                           \
+            break;                                                                      \
+        }                                                                               \
+        case CT_U32: { uint32_t *d = dst; for (int64_t i = 0; i < n; i++) d[i * ds] = (uint32_t)U64(s[i * ss]); break; } \
+        case CT_U64: { uint64_t *d = dst; for (int64_t i = 0; i < n; i++) d[i * ds] = U64(s[i * ss]); break; } \
+        }                                                                               \
     }
 
 /* load_<sfx> for every dtype */

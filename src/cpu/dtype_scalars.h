@@ -72,16 +72,15 @@ EMI_DTYPES_FLOAT(EMI_CHECK_INF_)
 typedef struct emi_bits128 {
     uint64_t lo, hi;
 } emi_bits128;
-#define EMI_ELEMENT_SIZES(X) \
-    X(1, uint8_t) X(2, uint16_t) X(4, uint32_t) X(8, uint64_t) X(16, emi_bits128)
+#define EMI_ELEMENT_SIZES(X) X(1, uint8_t) X(2, uint16_t) X(4, uint32_t) X(8, uint64_t) X(16, emi_bits128)
 
 /* ---- reading: emi_to_f64_<sfx>, emi_im_of_<sfx> ------------------------- */
 
-#define EMI_READ_PLAIN_(ENUM, sfx, T)                                \
-    static inline double emi_to_f64_##sfx(T x) { return (double)x; } \
-    static inline double emi_im_of_##sfx(T x) {                      \
-        (void)x;                                                     \
-        return 0.0;                                                  \
+#define EMI_READ_PLAIN_(ENUM, sfx, T)                                     \
+    static inline double emi_to_f64_##sfx(T x) { return (double)x; }      \
+    static inline double emi_im_of_##sfx(T x) {                           \
+        (void)x;                                                          \
+        return 0.0;                                                       \
     }
 #define EMI_READ_HALF_(ENUM, sfx, T)                                                  \
     static inline double emi_to_f64_##sfx(T x) { return emily_sc_##sfx##_to_f64(x); } \
@@ -89,7 +88,7 @@ typedef struct emi_bits128 {
         (void)x;                                                                      \
         return 0.0;                                                                   \
     }
-#define EMI_READ_COMPLEX_(ENUM, sfx, T)                                 \
+#define EMI_READ_COMPLEX_(ENUM, sfx, T)                                \
     static inline double emi_to_f64_##sfx(T x) { return (double)x.re; } \
     static inline double emi_im_of_##sfx(T x) { return (double)x.im; }
 EMI_DTYPES_INTEGER(EMI_READ_PLAIN_)
@@ -108,11 +107,11 @@ EMI_DTYPES_COMPLEX(EMI_READ_COMPLEX_)
 #define EMI_WRITE_NATIVE_(ENUM, sfx, T) \
     static inline T emi_from_f64_##sfx(double x) { return (T)x; }
 /* each part rounded to the part type, as a C conversion does */
-#define EMI_WRITE_COMPLEX_(ENUM, sfx, T)           \
-    static inline T emi_from_f64_##sfx(double x) { \
-        T z = {0, 0};                              \
-        z.re = x;                                  \
-        return z;                                  \
+#define EMI_WRITE_COMPLEX_(ENUM, sfx, T)             \
+    static inline T emi_from_f64_##sfx(double x) {   \
+        T z = {0, 0};                                \
+        z.re = x;                                    \
+        return z;                                    \
     }
 EMI_DTYPES_INTEGER(EMI_WRITE_RULE_)
 EMI_DTYPES_HALF(EMI_WRITE_RULE_)
@@ -124,10 +123,8 @@ EMI_DTYPES_COMPLEX(EMI_WRITE_COMPLEX_)
 
 /* ---- rounding: emi_round_<sfx> -------------------------------------------- */
 
-#define EMI_ROUND_(ENUM, sfx, T)                        \
-    static inline double emi_round_##sfx(double x) {    \
-        return emi_to_f64_##sfx(emi_from_f64_##sfx(x)); \
-    }
+#define EMI_ROUND_(ENUM, sfx, T) \
+    static inline double emi_round_##sfx(double x) { return emi_to_f64_##sfx(emi_from_f64_##sfx(x)); }
 EMI_DTYPES_INEXACT(EMI_ROUND_)
 #undef EMI_ROUND_
 

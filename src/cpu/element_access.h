@@ -35,8 +35,7 @@ static inline int we_class(emily_dtype t) {
 static inline uint64_t we_load_int(emily_dtype t, const char *p) {
     switch (t) {
         EMI_DTYPES_INTEGER(WE_LOAD_INT_)
-    default:
-        return 0;
+    default: return 0;
     }
 }
 
@@ -44,8 +43,7 @@ static inline uint64_t we_load_int(emily_dtype t, const char *p) {
 static inline double we_load_f(emily_dtype t, const char *p) {
     switch (t) {
         EMI_DTYPES(WE_LOAD_F_)
-    default:
-        return 0.0;
+    default: return 0.0;
     }
 }
 
@@ -53,8 +51,7 @@ static inline double we_load_f(emily_dtype t, const char *p) {
 static inline double we_load_im(emily_dtype t, const char *p) {
     switch (t) {
         EMI_DTYPES_COMPLEX(WE_LOAD_IM_)
-    default:
-        return 0.0;
+    default: return 0.0;
     }
 }
 
@@ -69,8 +66,7 @@ static inline bool we_unsigned(emily_dtype t) {
         EMI_DTYPES_UNSIGNED(WE_UNSIGNED_)
 #undef WE_UNSIGNED_
         return true;
-    default:
-        return false;
+    default: return false;
     }
 }
 
@@ -87,12 +83,10 @@ static inline void we_store_f(emily_dtype t, double re, double im, char *p) {
 static inline double we_round(emily_dtype t, double x) {
     switch (t) {
 #define WE_ROUND_(ENUM, sfx, T) \
-    case EMILY_##ENUM:          \
-        return emi_round_##sfx(x);
+    case EMILY_##ENUM: return emi_round_##sfx(x);
         EMI_DTYPES_INEXACT(WE_ROUND_)
 #undef WE_ROUND_
-    default:
-        return x;
+    default: return x;
     }
 }
 

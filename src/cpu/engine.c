@@ -36,8 +36,7 @@ static emily_status cpu_alloc(int device, size_t nbytes, void **ptr) {
     char *p = emi_host_cache_take(total);
     if (!p) {
         p = aligned_alloc(huge ? HUGE_PAGE : 64, total);
-        if (!p)
-            return emily_error(EMILY_ERR_MEMORY, "cpu: out of memory allocating %zu bytes", nbytes);
+        if (!p) return emily_error(EMILY_ERR_MEMORY, "cpu: out of memory allocating %zu bytes", nbytes);
 #ifdef MADV_HUGEPAGE
         if (huge) (void)madvise(p, total, MADV_HUGEPAGE); /* advice only: ignore failure */
 #endif
@@ -66,10 +65,7 @@ static emily_status cpu_memcpy(int device, void *dst, const void *src, size_t n)
     return EMILY_OK;
 }
 
-static emily_status cpu_synchronize(int device) {
-    (void)device;
-    return EMILY_OK;
-}
+static emily_status cpu_synchronize(int device) { (void)device; return EMILY_OK; }
 
 static emily_status cpu_memory_stats(int device, emily_memory_stats *out) {
     (void)device;
@@ -96,14 +92,12 @@ static emily_status cpu_stream_new(int device, void **handle) {
     return EMILY_OK;
 }
 static emily_status cpu_stream_noop(int device, void *handle) {
-    (void)device;
-    (void)handle;
+    (void)device; (void)handle;
     return EMILY_OK;
 }
 
 /* The families whose kernels are single functions of their own files. */
-static const struct emily_copy_kernels cpu_copy = {.copy = emi_cpu_copy,
-                                                   .convert = emi_cpu_convert};
+static const struct emily_copy_kernels cpu_copy = {.copy = emi_cpu_copy, .convert = emi_cpu_convert};
 static const struct emily_creation_kernels cpu_creation = {
     .fill = emi_cpu_fill, .iota = emi_cpu_iota, .eye = emi_cpu_eye};
 static const struct emily_elementwise_kernels cpu_elementwise = {

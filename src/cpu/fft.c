@@ -41,16 +41,16 @@ struct fft_plan {
     bool bluestein;
     /* direct path: n = q * 2^s, q odd; leaf r holds x[rev(r) + 2^s i] */
     int64_t q;
-    int s, slo; /* s-bit reversal = (slo low bits, s - slo high bits) swapped */
+    int s, slo;            /* s-bit reversal = (slo low bits, s - slo high bits) swapped */
     int64_t *rev_lo, *rev_hi;
-    double *tw_re, *tw_im;     /* stage twiddles, stage t (L = q 2^t) at offset q (2^(t-1) - 1) */
+    double *tw_re, *tw_im; /* stage twiddles, stage t (L = q 2^t) at offset q (2^(t-1) - 1) */
     double *leaf_re, *leaf_im; /* q x q direct-DFT twiddles at [i q + k], NULL when q == 1 */
-    size_t bytes;              /* memory held (for the cache budget) */
+    size_t bytes;          /* memory held (for the cache budget) */
     /* Bluestein path */
     int64_t m;
-    fft_plan *sub;       /* the length-m power-of-two plan */
-    double *w_re, *w_im; /* chirp, n entries */
-    double *b_re, *b_im; /* FFT of the chirp filter, m entries */
+    fft_plan *sub;         /* the length-m power-of-two plan */
+    double *w_re, *w_im;   /* chirp, n entries */
+    double *b_re, *b_im;   /* FFT of the chirp filter, m entries */
 };
 
 static void plan_free(fft_plan *p) {
@@ -90,10 +90,7 @@ static fft_plan *plan_build_direct(int64_t n) {
     p->n = n;
     int64_t q = n;
     int s = 0;
-    while (q > 1 && q % 2 == 0) {
-        q /= 2;
-        s++;
-    }
+    while (q > 1 && q % 2 == 0) { q /= 2; s++; }
     p->q = q;
     p->s = s;
     p->slo = s / 2;
@@ -101,10 +98,7 @@ static fft_plan *plan_build_direct(int64_t n) {
     p->rev_hi = bit_reversal(s - p->slo);
     p->tw_re = malloc((size_t)(n > 1 ? n : 1) * sizeof(double));
     p->tw_im = malloc((size_t)(n > 1 ? n : 1) * sizeof(double));
-    if (!p->rev_lo || !p->rev_hi || !p->tw_re || !p->tw_im) {
-        plan_free(p);
-        return NULL;
-    }
+    if (!p->rev_lo || !p->rev_hi || !p->tw_re || !p->tw_im) { plan_free(p); return NULL; }
     /* Stage twiddles: exp(i * (-2 * pi * k / L)), as Complex.exp computes it. */
     for (int t = 1; t <= s; t++) {
         int64_t L = q << t, h = L / 2, off = q * (((int64_t)1 << (t - 1)) - 1);
@@ -118,10 +112,7 @@ static fft_plan *plan_build_direct(int64_t n) {
     if (q > 1) {
         p->leaf_re = malloc((size_t)(q * q) * sizeof(double));
         p->leaf_im = malloc((size_t)(q * q) * sizeof(double));
-        if (!p->leaf_re || !p->leaf_im) {
-            plan_free(p);
-            return NULL;
-        }
+        if (!p->leaf_re || !p->leaf_im) { plan_free(p); return NULL; }
         double base = -2.0 * M_PI / (double)q;
         for (int64_t k = 0; k < q; k++) {
             double tp = base * (double)k;
@@ -134,8 +125,8 @@ static fft_plan *plan_build_direct(int64_t n) {
         }
     }
     p->bytes = sizeof *p + (size_t)(p->slo > 0 ? (int64_t)1 << p->slo : 1) * sizeof(int64_t) +
-               (size_t)((int64_t)1 << (s - p->slo)) * sizeof(int64_t) +
-               2 * (size_t)n * sizeof(double) + (q > 1 ? 2 * (size_t)(q * q) * sizeof(double) : 0);
+               (size_t)((int64_t)1 << (s - p->slo)) * sizeof(int64_t) + 2 * (size_t)n * sizeof(double) +
+               (q > 1 ? 2 * (size_t)(q * q) * sizeof(double) : 0);
     return p;
 }
 
@@ -172,13 +163,8 @@ static fft_plan *plan_build_bluestein(int64_t n) {
     /* b = conj(w) ++ zeros ++ reverse(conj(w)[1..n-1]) */
     for (int64_t j = 0; j < m; j++) {
         double br = 0, bi = 0;
-        if (j < n) {
-            br = p->w_re[j];
-            bi = -p->w_im[j];
-        } else if (j > m - n) {
-            br = p->w_re[m - j];
-            bi = -p->w_im[m - j];
-        }
+        if (j < n) { br = p->w_re[j]; bi = -p->w_im[j]; }
+        else if (j > m - n) { br = p->w_re[m - j]; bi = -p->w_im[m - j]; }
         p->b_re[j] = br;
         p->b_im[j] = bi;
     }
@@ -238,10 +224,7 @@ static fft_plan *plan_get(int64_t n) {
         for (;;) {
             int free_slot = -1, lru = -1;
             for (int i = 0; i < PLAN_CACHE; i++) {
-                if (!plan_cache[i]) {
-                    if (free_slot < 0) free_slot = i;
-                    continue;
-                }
+                if (!plan_cache[i]) { if (free_slot < 0) free_slot = i; continue; }
                 if (lru < 0 || plan_cache[i]->used < plan_cache[lru]->used) lru = i;
             }
             if (free_slot >= 0 && plan_cached_bytes + p->bytes <= PLAN_BUDGET) {
@@ -269,8 +252,7 @@ static fft_plan *plan_get(int64_t n) {
  * the plain sum; X_k = sum_i x_i * exp(i phi_ki) with the terms added in
  * increasing i, the first term taken as is (Enum.reduce). All k advance
  * together so the loop over k vectorizes; each k keeps its own order. */
-static void leaf_dft(const fft_plan *p, const double *xr, const double *xi, double *yr,
-                     double *yi) {
+static void leaf_dft(const fft_plan *p, const double *xr, const double *xi, double *yr, double *yi) {
     int64_t q = p->q;
     for (int64_t k = 1; k < q; k++) {
         double c = p->leaf_re[k], s = p->leaf_im[k]; /* i = 0 */
@@ -288,10 +270,7 @@ static void leaf_dft(const fft_plan *p, const double *xr, const double *xi, doub
         }
     }
     double sr = xr[0], si = xi[0];
-    for (int64_t i = 1; i < q; i++) {
-        sr = xr[i] + sr;
-        si = xi[i] + si;
-    }
+    for (int64_t i = 1; i < q; i++) { sr = xr[i] + sr; si = xi[i] + si; }
     yr[0] = sr;
     yi[0] = si;
 }
@@ -496,24 +475,20 @@ static int64_t src_line_offset(const line_geom *g, int64_t li) {
 static void gather(emily_dtype dt, const void *base, int64_t stride, int64_t count, int64_t total,
                    double *xr, double *xi) {
     switch (dt) {
-#define GATHER(ENUM, sfx, T)                         \
-    case EMILY_##ENUM: {                             \
-        const T *x = base;                           \
-        for (int64_t i = 0; i < count; i++) {        \
-            xr[i] = emi_to_f64_##sfx(x[i * stride]); \
-            xi[i] = emi_im_of_##sfx(x[i * stride]);  \
-        }                                            \
-        break;                                       \
+#define GATHER(ENUM, sfx, T)                                                           \
+    case EMILY_##ENUM: {                                                               \
+        const T *x = base;                                                             \
+        for (int64_t i = 0; i < count; i++) {                                          \
+            xr[i] = emi_to_f64_##sfx(x[i * stride]);                                   \
+            xi[i] = emi_im_of_##sfx(x[i * stride]);                                    \
+        }                                                                              \
+        break;                                                                         \
     }
         FFT_TYPES(GATHER)
 #undef GATHER
-    default:
-        break;
+    default: break;
     }
-    for (int64_t i = count; i < total; i++) {
-        xr[i] = 0;
-        xi[i] = 0;
-    }
+    for (int64_t i = count; i < total; i++) { xr[i] = 0; xi[i] = 0; }
 }
 
 static inline double clean(double x, double eps) { return fabs(x) <= eps ? 0.0 : x; }
@@ -524,44 +499,42 @@ static inline double clean(double x, double eps) { return fabs(x) <= eps ? 0.0 :
 static void scatter(emily_dtype dt, void *base, int64_t stride, int64_t count, const double *yr,
                     const double *yi, double eps) {
     switch (dt) {
-#define SCATTER_REAL(ENUM, sfx, T)                                                \
-    case EMILY_##ENUM: {                                                          \
-        T *y = base;                                                              \
-        for (int64_t k = 0; k < count; k++) y[k * stride] = (T)clean(yr[k], eps); \
-        break;                                                                    \
+#define SCATTER_REAL(ENUM, sfx, T)                                                     \
+    case EMILY_##ENUM: {                                                               \
+        T *y = base;                                                                   \
+        for (int64_t k = 0; k < count; k++) y[k * stride] = (T)clean(yr[k], eps);      \
+        break;                                                                         \
     }
-#define SCATTER_COMPLEX(ENUM, sfx, T)             \
-    case EMILY_##ENUM: {                          \
-        T *y = base;                              \
-        for (int64_t k = 0; k < count; k++) {     \
-            y[k * stride].re = clean(yr[k], eps); \
-            y[k * stride].im = clean(yi[k], eps); \
-        }                                         \
-        break;                                    \
+#define SCATTER_COMPLEX(ENUM, sfx, T)                                                  \
+    case EMILY_##ENUM: {                                                               \
+        T *y = base;                                                                   \
+        for (int64_t k = 0; k < count; k++) {                                          \
+            y[k * stride].re = clean(yr[k], eps);                                      \
+            y[k * stride].im = clean(yi[k], eps);                                      \
+        }                                                                              \
+        break;                                                                         \
     }
         EMI_DTYPES_NATIVE_FLOAT(SCATTER_REAL)
         EMI_DTYPES_COMPLEX(SCATTER_COMPLEX)
 #undef SCATTER_REAL
 #undef SCATTER_COMPLEX
-    default:
-        break;
+    default: break;
     }
 }
 
 /* Element `idx` of a line (f32/f64 real, c64/c128 complex). */
 static inline void read_point(emily_dtype dt, const void *base, int64_t off, double *r, double *i) {
     switch (dt) {
-#define READ_POINT(ENUM, sfx, T)      \
-    case EMILY_##ENUM: {              \
-        T x = ((const T *)base)[off]; \
-        *r = emi_to_f64_##sfx(x);     \
-        *i = emi_im_of_##sfx(x);      \
-        break;                        \
+#define READ_POINT(ENUM, sfx, T)                                                       \
+    case EMILY_##ENUM: {                                                               \
+        T x = ((const T *)base)[off];                                                  \
+        *r = emi_to_f64_##sfx(x);                                                      \
+        *i = emi_im_of_##sfx(x);                                                       \
+        break;                                                                         \
     }
         FFT_TYPES(READ_POINT)
 #undef READ_POINT
-    default:
-        break;
+    default: break;
     }
 }
 
@@ -591,24 +564,15 @@ static void gather_leaf(const fft_plan *p, emily_dtype dt, const void *base, int
 static emily_status cpu_fft(emily_tensor *dst, const emily_tensor *src, int axis, int64_t n,
                             emily_fft_mode mode, double eps, emily_dot_precision precision) {
     (void)precision;
-    if (n < 1)
-        return emily_error(EMILY_ERR_ARGUMENT, "fft: length must be positive, got %lld",
-                           (long long)n);
+    if (n < 1) return emily_error(EMILY_ERR_ARGUMENT, "fft: length must be positive, got %lld", (long long)n);
     int64_t len_in = src->shape[axis];
-    line_geom g = {.rank = src->rank,
-                   .axis = axis,
-                   .shape = src->shape,
-                   .sstrides = src->strides,
-                   .inner = 1,
-                   .keep = dst->shape[axis]};
+    line_geom g = {.rank = src->rank, .axis = axis, .shape = src->shape, .sstrides = src->strides,
+                   .inner = 1, .keep = dst->shape[axis]};
     for (int d = axis + 1; d < dst->rank; d++) g.inner *= dst->shape[d];
     int64_t lines = g.keep ? dst->size / g.keep : 0;
     if (lines == 0 || g.keep == 0) return EMILY_OK;
     fft_plan *p = plan_get(n);
-    if (!p)
-        return emily_error(EMILY_ERR_MEMORY,
-                           "fft: out of host memory planning a length-%lld transform",
-                           (long long)n);
+    if (!p) return emily_error(EMILY_ERR_MEMORY, "fft: out of host memory planning a length-%lld transform", (long long)n);
     bool inverse = mode != EMILY_FFT_FORWARD, hermitian = mode == EMILY_FFT_INVERSE_REAL;
     /* hermitian: the half spectrum has h points; the full line is built */
     int64_t h = n / 2 + 1, take = hermitian ? (len_in < h ? len_in : h) : (len_in < n ? len_in : n);
@@ -666,39 +630,21 @@ static emily_status cpu_fft(emily_tensor *dst, const emily_tensor *src, int axis
         free(buf);
     }
     plan_put(p);
-    if (failed)
-        return emily_error(EMILY_ERR_MEMORY, "fft: out of host memory for a length-%lld line",
-                           (long long)n);
+    if (failed) return emily_error(EMILY_ERR_MEMORY, "fft: out of host memory for a length-%lld line", (long long)n);
     return EMILY_OK;
 }
 
 /* ---- the tables for other devices (core/kernels.h) ---------------------- */
 
 emily_status emi_fft_tables_get(int64_t n, emi_fft_tables *out) {
-    if (n < 1)
-        return emily_error(EMILY_ERR_ARGUMENT, "fft: length must be positive, got %lld",
-                           (long long)n);
+    if (n < 1) return emily_error(EMILY_ERR_ARGUMENT, "fft: length must be positive, got %lld", (long long)n);
     fft_plan *p = plan_get(n);
-    if (!p)
-        return emily_error(EMILY_ERR_MEMORY,
-                           "fft: out of host memory planning a length-%lld transform",
-                           (long long)n);
+    if (!p) return emily_error(EMILY_ERR_MEMORY, "fft: out of host memory planning a length-%lld transform", (long long)n);
     const fft_plan *d = p->bluestein ? p->sub : p;
-    *out = (emi_fft_tables){.n = n,
-                            .bluestein = p->bluestein,
-                            .len = d->n,
-                            .q = d->q,
-                            .s = d->s,
-                            .tw_re = d->tw_re,
-                            .tw_im = d->tw_im,
-                            .leaf_re = d->leaf_re,
-                            .leaf_im = d->leaf_im,
-                            .m = p->m,
-                            .w_re = p->w_re,
-                            .w_im = p->w_im,
-                            .b_re = p->b_re,
-                            .b_im = p->b_im,
-                            .plan = p};
+    *out = (emi_fft_tables){.n = n, .bluestein = p->bluestein, .len = d->n, .q = d->q, .s = d->s,
+                            .tw_re = d->tw_re, .tw_im = d->tw_im, .leaf_re = d->leaf_re,
+                            .leaf_im = d->leaf_im, .m = p->m, .w_re = p->w_re, .w_im = p->w_im,
+                            .b_re = p->b_re, .b_im = p->b_im, .plan = p};
     return EMILY_OK;
 }
 

@@ -36,14 +36,13 @@ static inline int64_t read_index(const void *base, emily_dtype dt, int64_t i, bo
     }
     switch (dt) {
 #define READ_INDEX(ENUM, sfx, T) \
-    case EMILY_##ENUM:           \
-        return (int64_t)((const T *)base)[i];
+    case EMILY_##ENUM: return (int64_t)((const T *)base)[i];
         EMI_DTYPES_INTEGER(READ_INDEX)
 #undef READ_INDEX
-    default:
-        return 0;
+    default: return 0;
     }
 }
+
 
 /* Reads `count` indices (rows of `ncols`; column c must lie in
  * [0, bounds[c])) into a new int64 table. The first bad index in
@@ -54,9 +53,8 @@ static emily_status load_indices(const char *op, const emily_tensor *idx, int64_
                                  const emily_tensor *t, int64_t **out) {
     *out = NULL;
     int64_t *tab = malloc(sizeof(int64_t) * (size_t)(count > 0 ? count : 1));
-    if (!tab)
-        return emily_error(EMILY_ERR_MEMORY, "%s: out of host memory for %lld indices", op,
-                           (long long)count);
+    if (!tab) return emily_error(EMILY_ERR_MEMORY, "%s: out of host memory for %lld indices", op,
+                                 (long long)count);
     const void *base = emily_tensor_base(idx);
     emily_dtype dt = idx->dtype;
     int64_t bad = -1;
@@ -77,8 +75,8 @@ static emily_status load_indices(const char *op, const emily_tensor *idx, int64_
     }
     if (bad >= 0) {
         free(tab);
-        return emi_index_error(op, (const char *)base + (size_t)bad * emily_dtype_size(dt), dt, bad,
-                               ncols, axes, axis, t);
+        return emi_index_error(op, (const char *)base + (size_t)bad * emily_dtype_size(dt), dt, bad, ncols,
+                               axes, axis, t);
     }
     *out = tab;
     return EMILY_OK;
@@ -90,17 +88,16 @@ static emily_status load_indices(const char *op, const emily_tensor *idx, int64_
 static inline void gather_elems(char *d, const char *s, const int64_t *tab, int64_t n,
                                 int64_t stride, size_t es) {
     switch (es) {
-#define GATHER_ELEMS(BYTES, T)                                                           \
-    case BYTES: {                                                                        \
-        T *d_ = (T *)d;                                                                  \
-        const T *s_ = (const T *)s;                                                      \
+#define GATHER_ELEMS(BYTES, T)                                                  \
+    case BYTES: {                                                               \
+        T *d_ = (T *)d;                                                         \
+        const T *s_ = (const T *)s;                                             \
         for (int64_t k = 0; k < n; k++) memcpy(&d_[k], &s_[tab[k] * stride], sizeof(T)); \
-        break;                                                                           \
+        break;                                                                  \
     }
         EMI_ELEMENT_SIZES(GATHER_ELEMS)
 #undef GATHER_ELEMS
-    default:
-        break;
+    default: break;
     }
 }
 
@@ -147,40 +144,40 @@ static emily_status cpu_take(emily_tensor *dst, const emily_tensor *src, const e
 /* take_along_axis reading s32/s64 indices in place: each index is
  * checked as it is used (a bad one stops the copy; the error is then
  * reported through load_indices, which finds the first bad index). */
-#define ALONG_DIRECT(IT, BYTES, T)                                                     \
-    case BYTES:                                                                        \
-        EMILY_PAR_FOR(par, u, outer *m, {                                              \
-            if (!atomic_load_explicit(&bad, memory_order_relaxed)) {                   \
-                int64_t o = u / m;                                                     \
-                const IT *ip = (const IT *)ib + u * inner;                             \
-                T *d = (T *)db + u * inner;                                            \
-                /* src's row is addressed only after the index is checked: an   \
-             * empty src (n == 0) has no storage to point into */      \
-                for (int64_t r = 0; r < inner; r++) {                                  \
-                    int64_t v = (int64_t)ip[r];                                        \
-                    if ((uint64_t)v >= (uint64_t)n) {                                  \
-                        atomic_store_explicit(&bad, 1, memory_order_relaxed);          \
-                        break;                                                         \
-                    }                                                                  \
-                    memcpy(&d[r], (const T *)sb + (o * n + v) * inner + r, sizeof(T)); \
-                }                                                                      \
-            }                                                                          \
-        });                                                                            \
-        break;
+#define ALONG_DIRECT(IT, BYTES, T)                                                      \
+    case BYTES:                                                                         \
+    EMILY_PAR_FOR(par, u, outer * m, {                                                  \
+        if (!atomic_load_explicit(&bad, memory_order_relaxed)) {                        \
+            int64_t o = u / m;                                                          \
+            const IT *ip = (const IT *)ib + u * inner;                                  \
+            T *d = (T *)db + u * inner;                                                 \
+            /* src's row is addressed only after the index is checked: an   \
+             * empty src (n == 0) has no storage to point into */            \
+            for (int64_t r = 0; r < inner; r++) {                                       \
+                int64_t v = (int64_t)ip[r];                                             \
+                if ((uint64_t)v >= (uint64_t)n) {                                       \
+                    atomic_store_explicit(&bad, 1, memory_order_relaxed);              \
+                    break;                                                              \
+                }                                                                       \
+                memcpy(&d[r], (const T *)sb + (o * n + v) * inner + r, sizeof(T));      \
+            }                                                                           \
+        }                                                                               \
+    });                                                                                 \
+    break;
 #define ALONG_DIRECT_S32(BYTES, T) ALONG_DIRECT(int32_t, BYTES, T)
 #define ALONG_DIRECT_S64(BYTES, T) ALONG_DIRECT(int64_t, BYTES, T)
 
 /* take_along_axis through the checked int64 table: one case per element
  * size. */
-#define ALONG_TABLE(BYTES, T)                                              \
-    case BYTES:                                                            \
-        for (int64_t r = 0; r < inner; r++)                                \
-            memcpy(d + r * BYTES, sr + (t[r] * inner + r) * BYTES, BYTES); \
+#define ALONG_TABLE(BYTES, T)                                                           \
+    case BYTES:                                                                         \
+        for (int64_t r = 0; r < inner; r++)                                             \
+            memcpy(d + r * BYTES, sr + (t[r] * inner + r) * BYTES, BYTES);              \
         break;
 
 static emily_status cpu_take_along_axis(emily_tensor *dst, const emily_tensor *src,
-                                        const emily_tensor *idx, int axis, int64_t outer, int64_t n,
-                                        int64_t inner) {
+                                        const emily_tensor *idx, int axis, int64_t outer,
+                                        int64_t n, int64_t inner) {
     int64_t total = idx->size;
     int64_t m = total / (outer * inner);
     size_t es = emily_dtype_size(src->dtype);
@@ -194,14 +191,12 @@ static emily_status cpu_take_along_axis(emily_tensor *dst, const emily_tensor *s
         if (idx->dtype == EMILY_S32) {
             switch (es) {
                 EMI_ELEMENT_SIZES(ALONG_DIRECT_S32)
-            default:
-                break;
+            default: break;
             }
         } else {
             switch (es) {
                 EMI_ELEMENT_SIZES(ALONG_DIRECT_S64)
-            default:
-                break;
+            default: break;
             }
         }
         if (!atomic_load(&bad)) return EMILY_OK;
@@ -220,8 +215,7 @@ static emily_status cpu_take_along_axis(emily_tensor *dst, const emily_tensor *s
         const char *sr = sb + (size_t)(o * n * inner) * es;
         switch (es) {
             EMI_ELEMENT_SIZES(ALONG_TABLE)
-        default:
-            break;
+        default: break;
         }
     });
     free(tab);
@@ -238,8 +232,8 @@ typedef struct rest_layout {
     int64_t *pre_shape, *pre_stride; /* npre entries */
     int64_t pre_count;               /* product of pre_shape */
     int64_t tail;
-    int64_t *axis_stride; /* stride of each indexed axis */
-    int64_t *bounds;      /* size of each indexed axis */
+    int64_t *axis_stride;            /* stride of each indexed axis */
+    int64_t *bounds;                 /* size of each indexed axis */
 } rest_layout;
 
 static void rest_free(rest_layout *l) {
@@ -364,12 +358,12 @@ typedef struct sval {
 /* One case of load_value per dtype: the element read into x, then
  * `SET` stores it (a signed integer's conversion to uint64_t is its sign
  * extension). */
-#define LOAD_VALUE(ENUM, T, SET) \
-    case EMILY_##ENUM: {         \
-        T x;                     \
-        memcpy(&x, p, sizeof x); \
-        SET;                     \
-        break;                   \
+#define LOAD_VALUE(ENUM, T, SET)     \
+    case EMILY_##ENUM: {             \
+        T x;                         \
+        memcpy(&x, p, sizeof x);     \
+        SET;                         \
+        break;                       \
     }
 #define LOAD_UNSIGNED(ENUM, sfx, T) LOAD_VALUE(ENUM, T, v.is_unsigned = true; v.bits = x)
 #define LOAD_SIGNED(ENUM, sfx, T) LOAD_VALUE(ENUM, T, v.bits = (uint64_t)x)
@@ -384,8 +378,7 @@ static inline sval load_value(const char *p, emily_dtype dt) {
         EMI_DTYPES_SIGNED(LOAD_SIGNED)
         EMI_DTYPES_FLOAT(LOAD_FLOAT)
         EMI_DTYPES_COMPLEX(LOAD_COMPLEX)
-    default:
-        break;
+    default: break;
     }
     return v;
 }

@@ -28,7 +28,7 @@ static struct {
     pthread_mutex_t job_lock;
     pthread_mutex_t wake_lock;
     pthread_cond_t wake;
-    atomic_uint_fast64_t seq;   /* even: a job's fields are complete */
+    atomic_uint_fast64_t seq;  /* even: a job's fields are complete */
     _Atomic(emily_chunk_fn) fn; /* job fields, written under odd seq */
     _Atomic(void *) ctx;
     atomic_int_fast64_t n;
@@ -88,8 +88,7 @@ static void *helper_main(void *arg) {
         void *ctx = atomic_load_explicit(&pool.ctx, memory_order_relaxed);
         int64_t n = (int64_t)atomic_load_explicit(&pool.n, memory_order_relaxed);
         atomic_thread_fence(memory_order_acquire);
-        if (atomic_load_explicit(&pool.seq, memory_order_relaxed) != s)
-            continue; /* changed: retry */
+        if (atomic_load_explicit(&pool.seq, memory_order_relaxed) != s) continue; /* changed: retry */
         seen = s;
         help(gen_of(s), fn, ctx, n);
     }
@@ -196,8 +195,7 @@ static void range_chunk(void *p, int64_t c) {
     j->fn(j->ctx, lo, hi);
 }
 
-void emi_cpu_parallel_ranges(int64_t n, int64_t per_job, bool parallel, emily_range_fn fn,
-                             void *ctx) {
+void emi_cpu_parallel_ranges(int64_t n, int64_t per_job, bool parallel, emily_range_fn fn, void *ctx) {
     if (n <= 0) return;
     if (!parallel) {
         fn(ctx, 0, n);

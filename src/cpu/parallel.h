@@ -27,7 +27,6 @@ void emi_cpu_parallel(int64_t nchunks, emily_chunk_fn fn, void *ctx);
  * per_job items (at least 1), the ranges as jobs of emi_cpu_parallel;
  * the whole of [0, n) in one call on this thread when !parallel. */
 typedef void (*emily_range_fn)(void *ctx, int64_t lo, int64_t hi);
-void emi_cpu_parallel_ranges(int64_t n, int64_t per_job, bool parallel, emily_range_fn fn,
-                             void *ctx);
+void emi_cpu_parallel_ranges(int64_t n, int64_t per_job, bool parallel, emily_range_fn fn, void *ctx);
 
 #endif

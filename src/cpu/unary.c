@@ -21,12 +21,10 @@ static emily_run_fn pick_run(emily_unary_op op, emily_dtype sd, emily_dtype dd) 
 #define PICK_KERNEL(NAME, ST, DT, SRC, DST, EXPR) \
     if (sd == EMILY_##SRC && dd == EMILY_##DST) return NAME;
 #define PICK_OP(ENUM, name, rule) \
-    case EMILY_##ENUM:            \
-        EMI_UNARY_KERNELS(rule)(PICK_KERNEL, ENUM, name) break;
+    case EMILY_##ENUM: EMI_UNARY_KERNELS(rule)(PICK_KERNEL, ENUM, name) break;
     switch (op) {
         EMILY_UNARY_OPS(PICK_OP)
-    default:
-        break;
+    default: break;
     }
     return NULL;
 }
@@ -42,8 +40,7 @@ emily_status emi_cpu_unary(emily_unary_op op, emily_tensor *dst, const emily_ten
     }
     emily_run_fn fn = pick_run(op, src->dtype, dst->dtype);
     if (!fn)
-        return emily_error(EMILY_ERR_TYPE, "%s: no cpu kernel from %s to %s",
-                           emily_unary_op_name(op), emily_dtype_name(src->dtype),
-                           emily_dtype_name(dst->dtype));
+        return emily_error(EMILY_ERR_TYPE, "%s: no cpu kernel from %s to %s", emily_unary_op_name(op),
+                           emily_dtype_name(src->dtype), emily_dtype_name(dst->dtype));
     return emi_cpu_map(dst, src, fn, NULL);
 }

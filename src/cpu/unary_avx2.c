@@ -25,9 +25,8 @@ typedef __m128i vh;
 #define VF_ROUND(x) _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
 /* 2^n added to the exponent bits: exact for n in [-27, 0] and a normal
  * e (NaN lanes give a garbage n; their result is NaN regardless) */
-#define VF_SCALE2(e, n)  \
-    _mm256_castsi256_ps( \
-        _mm256_add_epi32(_mm256_castps_si256(e), _mm256_slli_epi32(_mm256_cvtps_epi32(n), 23)))
+#define VF_SCALE2(e, n) \
+    _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(e), _mm256_slli_epi32(_mm256_cvtps_epi32(n), 23)))
 #define VF_FROM_BITS(i) _mm256_castsi256_ps(i)
 #define VF_BITS(x) _mm256_castps_si256(x)
 #define VF_WIDEN_LO(x) _mm256_cvtps_pd(_mm256_castps256_ps128(x))
@@ -39,26 +38,25 @@ typedef __m128i vh;
 #define VF_FROM_PH(h) _mm256_cvtph_ps(h)
 /* two vectors' top halves; packus interleaves 128-bit lanes
  * (a0 b0 a1 b1), the permute puts them back in order */
-#define BF16_OF_16(p, KEEP)                                                                  \
-    _mm256_permute4x64_epi64(                                                                \
-        _mm256_packus_epi32(_mm256_srli_epi32(VF_BITS(KEEP(_mm256_loadu_ps(p))), 16),        \
-                            _mm256_srli_epi32(VF_BITS(KEEP(_mm256_loadu_ps((p) + 8))), 16)), \
-        0xd8)
+#define BF16_OF_16(p, KEEP)                                                            \
+    _mm256_permute4x64_epi64(_mm256_packus_epi32(_mm256_srli_epi32(VF_BITS(KEEP(_mm256_loadu_ps(p))), 16), \
+                                                 _mm256_srli_epi32(VF_BITS(KEEP(_mm256_loadu_ps((p) + 8))), 16)), \
+                             0xd8)
 #define SLEEF_F(fn, ulp) Sleef_##fn##f8_##ulp##avx2
 #define SLEEF_D(fn, ulp) Sleef_##fn##d4_##ulp##avx2
 
 /* Tails through a zero-padded copy (AVX2 has no masked moves of floats
  * and doubles that are cheaper). */
-#define PARTS(VT, T, NV, SFX)                                   \
-    static inline VT VT##_load_part(const T *p, int64_t k) {    \
-        T buf[NV] = {0};                                        \
-        memcpy(buf, p, (size_t)k * sizeof *p);                  \
-        return _mm256_loadu_##SFX(buf);                         \
-    }                                                           \
-    static inline void VT##_store_part(T *p, int64_t k, VT v) { \
-        T buf[NV];                                              \
-        _mm256_storeu_##SFX(buf, v);                            \
-        memcpy(p, buf, (size_t)k * sizeof *p);                  \
+#define PARTS(VT, T, NV, SFX)                                                          \
+    static inline VT VT##_load_part(const T *p, int64_t k) {                           \
+        T buf[NV] = {0};                                                               \
+        memcpy(buf, p, (size_t)k * sizeof *p);                                         \
+        return _mm256_loadu_##SFX(buf);                                                \
+    }                                                                                  \
+    static inline void VT##_store_part(T *p, int64_t k, VT v) {                        \
+        T buf[NV];                                                                     \
+        _mm256_storeu_##SFX(buf, v);                                                   \
+        memcpy(p, buf, (size_t)k * sizeof *p);                                         \
     }
 PARTS(vf, float, NF, ps)
 PARTS(vd, double, ND, pd)

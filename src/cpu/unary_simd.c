@@ -60,10 +60,8 @@ emily_vec_fn emi_unary_simd(emily_unary_op op, emily_dtype src, emily_dtype dst)
         emily_vec_fn f = emi_unary_avx512(op, src, dst);
         return f ? f : emi_unary_avx2(op, src, dst);
     }
-    case ISA_AVX2:
-        return emi_unary_avx2(op, src, dst);
-    default:
-        return NULL;
+    case ISA_AVX2: return emi_unary_avx2(op, src, dst);
+    default: return NULL;
     }
 }
 
@@ -73,9 +71,7 @@ emily_vec_fn emi_convert_simd(emily_dtype src, emily_dtype dst) {
         emily_vec_fn f = emi_convert_avx512(src, dst);
         return f ? f : emi_convert_avx2(src, dst);
     }
-    case ISA_AVX2:
-        return emi_convert_avx2(src, dst);
-    default:
-        return NULL;
+    case ISA_AVX2: return emi_convert_avx2(src, dst);
+    default: return NULL;
     }
 }

@@ -39,12 +39,12 @@
  * vector VT (intrinsic suffix SFX); the tail goes through a partial
  * vector, so every element sees the same code. */
 #define MAP_LANES(NAME, F, T, VT, NV, SFX)                                             \
-    static void NAME(void *d_, const void *s_, int64_t n) {                            \
+    static void NAME(void *d_, const void *s_, int64_t n) {                           \
         T *d = d_;                                                                     \
         const T *s = s_;                                                               \
         int64_t i = 0;                                                                 \
         /* four independent vectors per step: long dependency chains then   \
-         * overlap, which matters most while fresh output pages fault in */          \
+         * overlap, which matters most while fresh output pages fault in */  \
         for (; i + 4 * NV <= n; i += 4 * NV) {                                         \
             VT a = V(loadu_##SFX)(s + i), b = V(loadu_##SFX)(s + i + NV);              \
             VT c = V(loadu_##SFX)(s + i + 2 * NV), e = V(loadu_##SFX)(s + i + 3 * NV); \
@@ -60,10 +60,10 @@
 #define MAP_PD(NAME, F) MAP_LANES(NAME, F, double, vd, ND, pd)
 /* An f32 op computed like the reference: widen to double, apply the
  * double function, round once. */
-#define F32_VIA_F64(NAME, DF)                        \
-    static inline vf NAME(vf x) {                    \
-        vd lo = VF_WIDEN_LO(x), hi = VF_WIDEN_HI(x); \
-        return VF_NARROW_JOIN(DF(lo), DF(hi));       \
+#define F32_VIA_F64(NAME, DF)                                                          \
+    static inline vf NAME(vf x) {                                                      \
+        vd lo = VF_WIDEN_LO(x), hi = VF_WIDEN_HI(x);                                   \
+        return VF_NARROW_JOIN(DF(lo), DF(hi));                                         \
     }
 
 /* |x| with the sign bit cleared, for the formulas below */
@@ -83,9 +83,7 @@ static inline vd d_abs(vd x) {
 static inline vd d_exp(vd x) { return SLEEF_D(exp, u10)(x); }
 /* exp(x) - 1 with the reference's cancellation: 1 + expm1(x) is exp(x)
  * rounded once, then the subtraction is exact near 1 */
-static inline vd d_expm1(vd x) {
-    return V(sub_pd)(V(add_pd)(D(1.0), SLEEF_D(expm1, u10)(x)), D(1.0));
-}
+static inline vd d_expm1(vd x) { return V(sub_pd)(V(add_pd)(D(1.0), SLEEF_D(expm1, u10)(x)), D(1.0)); }
 static inline vd d_log(vd x) { return SLEEF_D(log, u10)(x); }
 static inline vd d_log1p(vd x) { return SLEEF_D(log, u10)(V(add_pd)(x, D(1.0))); }
 static inline vd d_sigmoid(vd x) {
@@ -171,18 +169,14 @@ static inline vf f_negate(vf x) { return V(xor_ps)(x, S(-0.0f)); }
  * (Nx's exp(x) - 1 and log(x + 1) cancel, and that error shows in f32);
  * SLEEF's f32 sinh/cosh lose range near 89 and asinh/acosh overflow
  * above ~1.8e19, where the double functions are fine. */
-/* clang-format off */
 #define F32_VIA_F64_OPS(X)                                                             \
     X(EXPM1, expm1) X(LOG1P, log1p) X(SIGMOID, sigmoid) X(COSH, cosh) X(SINH, sinh)    \
     X(ACOSH, acosh) X(ASINH, asinh)
-/* clang-format on */
 /* f32: their own f32 form (SLEEF's <= 1 ULP functions, or exact) */
-/* clang-format off */
 #define F32_OPS(X)                                                                     \
     X(EXP, exp) X(TANH, tanh) X(SQRT, sqrt) X(RSQRT, rsqrt) X(ABS, abs) X(NEGATE, negate) \
     X(LOG, log) X(COS, cos) X(SIN, sin) X(TAN, tan) X(ACOS, acos) X(ASIN, asin)        \
     X(ATAN, atan) X(ATANH, atanh) X(ERF, erf) X(ERFC, erfc) X(CBRT, cbrt)
-/* clang-format on */
 /* f64. Not here, so on the libm path: expm1 (Nx's exp(x) - 1 turns a
  * one-ULP difference in exp near 1 into ~1000 ULP), sinh/cosh (SLEEF's
  * overflow above 709 where libm is finite to 710.47), and acos, acosh,
@@ -190,12 +184,10 @@ static inline vf f_negate(vf x) { return V(xor_ps)(x, S(-0.0f)); }
  * calls, through Erlang's :math) only on the scalar path: SLEEF's differ
  * in the last bit on 2-30% of inputs (docs/semantics.md, speed cost
  * there too). */
-/* clang-format off */
 #define F64_OPS(X)                                                                     \
     X(EXP, exp) X(TANH, tanh) X(SQRT, sqrt) X(RSQRT, rsqrt) X(ABS, abs) X(NEGATE, negate) \
     X(LOG, log) X(LOG1P, log1p) X(SIGMOID, sigmoid) X(COS, cos) X(SIN, sin) X(TAN, tan) \
     X(ASIN, asin) X(ATAN, atan) X(ASINH, asinh) X(CBRT, cbrt) X(ERF, erf)
-/* clang-format on */
 
 #define DEF_VIA32(OP, N) F32_VIA_F64(fv_##N, d_##N) MAP_PS(run32_##N, fv_##N)
 #define DEF_F32(OP, N) MAP_PS(run32_##N, f_##N)
@@ -206,25 +198,19 @@ F64_OPS(DEF_F64)
 
 emily_vec_fn SIMD_PASTE(emi_unary_, SIMD_ISA)(emily_unary_op op, emily_dtype src, emily_dtype dst) {
     if (src != dst) return NULL;
-#define CASE32(OP, N) \
-    case EMILY_##OP:  \
-        return run32_##N;
-#define CASE64(OP, N) \
-    case EMILY_##OP:  \
-        return run64_##N;
+#define CASE32(OP, N) case EMILY_##OP: return run32_##N;
+#define CASE64(OP, N) case EMILY_##OP: return run64_##N;
     if (src == EMILY_F32) {
         switch (op) {
             F32_VIA_F64_OPS(CASE32)
             F32_OPS(CASE32)
-        default:
-            return NULL;
+        default: return NULL;
         }
     }
     if (src == EMILY_F64) {
         switch (op) {
             F64_OPS(CASE64)
-        default:
-            return NULL;
+        default: return NULL;
         }
     }
     return NULL;
@@ -256,8 +242,7 @@ static void f32_to_bf16(void *d_, const void *s_, int64_t n) {
     uint16_t *d = d_;
     const float *s = s_;
     int64_t i = 0;
-    for (; i + 16 <= n; i += 16)
-        _mm256_storeu_si256((__m256i *)(d + i), BF16_OF_16(s + i, canonical_nan));
+    for (; i + 16 <= n; i += 16) _mm256_storeu_si256((__m256i *)(d + i), BF16_OF_16(s + i, canonical_nan));
     if (i < n) {
         float in[16] = {0};
         uint16_t out[16];

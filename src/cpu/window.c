@@ -16,10 +16,10 @@
 
 typedef struct win_plan {
     int rank;
-    int64_t count; /* elements per window */
-    int64_t *pos;  /* count * rank: offset of each element along each axis */
-    int64_t *off;  /* count: element offset in src */
-    int64_t *span; /* rank: (window - 1) * dilation */
+    int64_t count;   /* elements per window */
+    int64_t *pos;    /* count * rank: offset of each element along each axis */
+    int64_t *off;    /* count: element offset in src */
+    int64_t *span;   /* rank: (window - 1) * dilation */
 } win_plan;
 
 static void plan_free(win_plan *p) {
@@ -40,8 +40,7 @@ static emily_status plan_make(win_plan *p, const emily_tensor *src, const int64_
     p->span = malloc(sizeof(int64_t) * (size_t)(r ? r : 1));
     if (!p->pos || !p->off || !p->span) {
         plan_free(p);
-        return emily_error(EMILY_ERR_MEMORY,
-                           "window: out of host memory for a window of %lld elements",
+        return emily_error(EMILY_ERR_MEMORY, "window: out of host memory for a window of %lld elements",
                            (long long)count);
     }
     for (int d = 0; d < r; d++) p->span[d] = (window[d] - 1) * (dilations ? dilations[d] : 1);
@@ -78,8 +77,7 @@ static bool window_start(const emily_tensor *dst, const emily_tensor *src, const
     return inside;
 }
 
-static bool elem_inside(const win_plan *p, const emily_tensor *src, const int64_t *start,
-                        int64_t k) {
+static bool elem_inside(const win_plan *p, const emily_tensor *src, const int64_t *start, int64_t k) {
     for (int d = 0; d < p->rank; d++) {
         int64_t x = start[d] + p->pos[k * p->rank + d];
         if (x < 0 || x >= src->shape[d]) return false;
@@ -93,8 +91,8 @@ static inline double fmax_new(double x, double acc) { return emily_sb_max_f64(x,
 static inline double fmin_new(double x, double acc) { return emily_sb_min_f64(x, acc); }
 
 static void reduce_one(emily_window_op op, emily_dtype dt, int cls, const char *sb, size_t es,
-                       const win_plan *p, const emily_tensor *src, bool inside,
-                       const int64_t *start, int64_t base, char *out) {
+                       const win_plan *p, const emily_tensor *src, bool inside, const int64_t *start,
+                       int64_t base, char *out) {
     bool uns = we_unsigned(dt);
     if (cls == 0) {
         uint64_t acc;
@@ -104,12 +102,8 @@ static void reduce_one(emily_window_op op, emily_dtype dt, int cls, const char *
             if (!inside && !elem_inside(p, src, start, k)) continue;
             uint64_t x = we_load_int(dt, sb + (base + p->off[k]) * (int64_t)es);
             switch (op) {
-            case EMILY_WINDOW_SUM:
-                acc += x;
-                break;
-            case EMILY_WINDOW_PRODUCT:
-                acc *= x;
-                break;
+            case EMILY_WINDOW_SUM: acc += x; break;
+            case EMILY_WINDOW_PRODUCT: acc *= x; break;
             case EMILY_WINDOW_MAX:
                 if (!have || (uns ? x >= acc : (int64_t)x >= (int64_t)acc)) acc = x;
                 break;
@@ -128,26 +122,16 @@ static void reduce_one(emily_window_op op, emily_dtype dt, int cls, const char *
         }
         we_store_int(dt, acc, out);
     } else if (cls == 1) {
-        double acc = op == EMILY_WINDOW_SUM       ? 0.0
-                     : op == EMILY_WINDOW_PRODUCT ? 1.0
-                     : op == EMILY_WINDOW_MAX     ? -INFINITY
-                                                  : INFINITY;
+        double acc = op == EMILY_WINDOW_SUM ? 0.0 : op == EMILY_WINDOW_PRODUCT ? 1.0
+                     : op == EMILY_WINDOW_MAX ? -INFINITY : INFINITY;
         for (int64_t k = 0; k < p->count; k++) {
             if (!inside && !elem_inside(p, src, start, k)) continue;
             double x = we_load_f(dt, sb + (base + p->off[k]) * (int64_t)es);
             switch (op) {
-            case EMILY_WINDOW_SUM:
-                acc = x + acc;
-                break;
-            case EMILY_WINDOW_PRODUCT:
-                acc = x * acc;
-                break;
-            case EMILY_WINDOW_MAX:
-                acc = fmax_new(x, acc);
-                break;
-            case EMILY_WINDOW_MIN:
-                acc = fmin_new(x, acc);
-                break;
+            case EMILY_WINDOW_SUM: acc = x + acc; break;
+            case EMILY_WINDOW_PRODUCT: acc = x * acc; break;
+            case EMILY_WINDOW_MAX: acc = fmax_new(x, acc); break;
+            case EMILY_WINDOW_MIN: acc = fmin_new(x, acc); break;
             }
         }
         we_store_f(dt, acc, 0.0, out);
@@ -163,10 +147,9 @@ static void reduce_one(emily_window_op op, emily_dtype dt, int cls, const char *
     }
 }
 
-static emily_status cpu_window_reduce(emily_window_op op, emily_tensor *dst,
-                                      const emily_tensor *src, const int64_t *window,
-                                      const int64_t *strides, const int64_t *dilations,
-                                      const int64_t *pad_lo) {
+static emily_status cpu_window_reduce(emily_window_op op, emily_tensor *dst, const emily_tensor *src,
+                                      const int64_t *window, const int64_t *strides,
+                                      const int64_t *dilations, const int64_t *pad_lo) {
     win_plan p;
     emily_status s = plan_make(&p, src, window, dilations);
     if (s) return s;
@@ -290,8 +273,7 @@ static emily_status cpu_window_scatter(bool is_max, emily_tensor *dst, const emi
         for (int d = 0; d < r; d++) flat = flat * dst->shape[d] + start[d] + p.pos[sel * r + d];
         const char *v = srcb + soff * (int64_t)ses;
         if (out_float) {
-            double vd = emily_dtype_is_float(st) ? (double)(float)we_load_f(st, v)
-                                                 : we_load_f(st, v);
+            double vd = emily_dtype_is_float(st) ? (double)(float)we_load_f(st, v) : we_load_f(st, v);
             if (!touched[flat]) accf[flat] = (float)(vd + init_d);
             else accf[flat] = (float)(vd + (double)accf[flat]);
         } else {

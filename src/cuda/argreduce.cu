@@ -46,49 +46,25 @@ template <class L, typename C, bool FLOAT>
 emily_status arg_out(const emily_cuda_ctx &ctx, bool is_min, bool high, emily_tensor *dst,
                      const emily_tensor *src, const bool *m) {
     switch (emily_dtype_size(dst->dtype)) {
-    case 1: {
-        ArgRed<L, C, FLOAT, uint8_t> r;
-        r.is_min = is_min;
-        r.high = high;
-        return reduce_with(ctx, r, dst, src, m);
-    }
-    case 2: {
-        ArgRed<L, C, FLOAT, uint16_t> r;
-        r.is_min = is_min;
-        r.high = high;
-        return reduce_with(ctx, r, dst, src, m);
-    }
-    case 4: {
-        ArgRed<L, C, FLOAT, uint32_t> r;
-        r.is_min = is_min;
-        r.high = high;
-        return reduce_with(ctx, r, dst, src, m);
-    }
-    default: {
-        ArgRed<L, C, FLOAT, uint64_t> r;
-        r.is_min = is_min;
-        r.high = high;
-        return reduce_with(ctx, r, dst, src, m);
-    }
+    case 1: { ArgRed<L, C, FLOAT, uint8_t> r; r.is_min = is_min; r.high = high; return reduce_with(ctx, r, dst, src, m); }
+    case 2: { ArgRed<L, C, FLOAT, uint16_t> r; r.is_min = is_min; r.high = high; return reduce_with(ctx, r, dst, src, m); }
+    case 4: { ArgRed<L, C, FLOAT, uint32_t> r; r.is_min = is_min; r.high = high; return reduce_with(ctx, r, dst, src, m); }
+    default: { ArgRed<L, C, FLOAT, uint64_t> r; r.is_min = is_min; r.high = high; return reduce_with(ctx, r, dst, src, m); }
     }
 }
 
 } // namespace
 
-extern "C" emily_status emi_cuda_argreduce(emily_arg_op op, emily_tensor *dst,
-                                           const emily_tensor *src, int axis, bool tie_break_high) {
+extern "C" emily_status emi_cuda_argreduce(emily_arg_op op, emily_tensor *dst, const emily_tensor *src,
+                                             int axis, bool tie_break_high) {
     if (!emily_dtype_is_integer(dst->dtype))
-        return emily_error(EMILY_ERR_INTERNAL,
-                           "argreduce kernel: the output must be an integer type");
+        return emily_error(EMILY_ERR_INTERNAL, "argreduce kernel: the output must be an integer type");
     if (!emily_dtype_valid(src->dtype) || emily_dtype_is_complex(src->dtype))
-        return emily_error(EMILY_ERR_TYPE, "argreduce: %s is not supported",
-                           emily_dtype_name(src->dtype));
+        return emily_error(EMILY_ERR_TYPE, "argreduce: %s is not supported", emily_dtype_name(src->dtype));
     if (axis >= src->rank)
-        return emily_error(EMILY_ERR_AXIS, "argreduce: axis %d out of range for rank %d", axis,
-                           src->rank);
+        return emily_error(EMILY_ERR_AXIS, "argreduce: axis %d out of range for rank %d", axis, src->rank);
     if (dst->size == 0) return EMILY_OK;
-    if (src->size == 0)
-        return emily_error(EMILY_ERR_SHAPE, "argreduce: cannot reduce an empty axis");
+    if (src->size == 0) return emily_error(EMILY_ERR_SHAPE, "argreduce: cannot reduce an empty axis");
     bool is_min = op == EMILY_ARGMIN;
     bool *mask = (bool *)malloc((size_t)src->rank + 1);
     if (!mask) return emily_error(EMILY_ERR_MEMORY, "argreduce: out of host memory");
@@ -113,11 +89,8 @@ extern "C" emily_status emi_cuda_argreduce(emily_arg_op op, emily_tensor *dst,
         bool h = tie_break_high;
         s = with_dtype(src->dtype, ctx.op, [&]<emily_dtype D>() -> emily_status {
             if constexpr (is_complex(D)) // refused above
-                return emily_error(EMILY_ERR_TYPE, "argreduce: %s is not supported",
-                                   emily_dtype_name(D));
-            else
-                return arg_out<Ld<D>, typename Ld<D>::C, is_float(D)>(ctx, is_min, h, out, src,
-                                                                      mask);
+                return emily_error(EMILY_ERR_TYPE, "argreduce: %s is not supported", emily_dtype_name(D));
+            else return arg_out<Ld<D>, typename Ld<D>::C, is_float(D)>(ctx, is_min, h, out, src, mask);
         });
     }
     emily_tensor_release(view);

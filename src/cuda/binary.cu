@@ -28,44 +28,37 @@ __device__ inline emily_sb_complex cr_cpow(emily_sb_complex z, emily_sb_complex 
     double s = __dmul_rn(emily_cr::cr_pow(rho, w.re), emily_cr::cr_exp(-w.im * theta));
     double r = __dadd_rn(__dmul_rn(w.re, theta), __dmul_rn(w.im, emily_cr::cr_log(rho)));
     double sn, cs;
-    if (!emily_cr::cr_sincos(r, sn, cs)) {
-        sn = sin(r);
-        cs = cos(r);
-    }
+    if (!emily_cr::cr_sincos(r, sn, cs)) { sn = sin(r); cs = cos(r); }
     return emily_sb_cmake(__dmul_rn(s, cs), __dmul_rn(s, sn));
 }
 
 // The device's own form of an op's rule for one compute type: apply()
 // calls the shared rule it is given, or replaces it.
 template <emily_binary_op OP, typename TC> struct device_rule {
-    template <typename F> static __device__ __forceinline__ auto apply(F shared, TC a, TC b) {
-        return shared(a, b);
-    }
+    template <typename F> static __device__ __forceinline__ auto apply(F shared, TC a, TC b) { return shared(a, b); }
 };
 template <> struct device_rule<EMILY_POW, emily_sb_complex> {
     template <typename F>
-    static __device__ __forceinline__ emily_sb_complex apply(F, emily_sb_complex z,
-                                                             emily_sb_complex w) {
+    static __device__ __forceinline__ emily_sb_complex apply(F, emily_sb_complex z, emily_sb_complex w) {
         return cr_cpow(z, w);
     }
 };
 
 // NAME: storage TS in, TD out; computed in TC as ST(F(LD(a), LD(b))).
-#define DEF_KERNEL(NAME, OP, DT, TS, TD, TC, LD, F, ST, LOOP)                 \
-    struct NAME {                                                             \
-        typedef TS S;                                                         \
-        typedef TD D;                                                         \
-        typedef device_rule<EMILY_##OP, TC> rule;                             \
-        static __device__ __forceinline__ TD apply(TS a, TS b) {              \
-            TC x = LD(a), y = LD(b);                                          \
-            return ST(rule::apply([](TC p, TC q) { return F(p, q); }, x, y)); \
-        }                                                                     \
+#define DEF_KERNEL(NAME, OP, DT, TS, TD, TC, LD, F, ST, LOOP)                            \
+    struct NAME {                                                                      \
+        typedef TS S;                                                                  \
+        typedef TD D;                                                                  \
+        typedef device_rule<EMILY_##OP, TC> rule;                                      \
+        static __device__ __forceinline__ TD apply(TS a, TS b) {                       \
+            TC x = LD(a), y = LD(b);                                                   \
+            return ST(rule::apply([](TC p, TC q) { return F(p, q); }, x, y));          \
+        }                                                                              \
     };
 #define DEF_OP(ENUM, name, rule) EMI_BINARY_KERNELS(rule)(DEF_KERNEL, ENUM, name)
 EMILY_BINARY_OPS(DEF_OP)
 
-#define TABLE_KERNEL(NAME, OP, DT, TS, TD, TC, LD, F, ST, LOOP) \
-    table[EMILY_##OP][EMILY_##DT] = map2<NAME>;
+#define TABLE_KERNEL(NAME, OP, DT, TS, TD, TC, LD, F, ST, LOOP) table[EMILY_##OP][EMILY_##DT] = map2<NAME>;
 #define TABLE_OP(ENUM, name, rule) EMI_BINARY_KERNELS(rule)(TABLE_KERNEL, ENUM, name)
 struct binary_table {
     binary_run table[EMILY_BINARY_OP_COUNT][EMILY_DTYPE_COUNT];
@@ -75,8 +68,8 @@ const binary_table runs;
 
 } // namespace
 
-extern "C" emily_status emi_cuda_binary(emily_binary_op op, emily_tensor *dst,
-                                        const emily_tensor *a, const emily_tensor *b) {
+extern "C" emily_status emi_cuda_binary(emily_binary_op op, emily_tensor *dst, const emily_tensor *a,
+                                          const emily_tensor *b) {
     emily_status s = emi_binary_kernel_operands(op, a->dtype, b->dtype);
     if (s) return s;
     binary_run fn = runs.table[op][a->dtype];
@@ -96,9 +89,7 @@ extern "C" emily_status emi_cuda_binary(emily_binary_op op, emily_tensor *dst,
 // float: NaN is true, -0.0 false); the branches are moved bit for bit.
 
 template <typename P> __device__ __forceinline__ bool truthy(P v) { return v != 0; }
-struct f16_bits {
-    uint16_t v;
-};
+struct f16_bits { uint16_t v; };
 
 template <typename P, typename T>
 __global__ void select_kernel(Layout<4> L, T *d, const P *p, const T *x, const T *y, bool half) {
@@ -113,9 +104,8 @@ __global__ void select_kernel(Layout<4> L, T *d, const P *p, const T *x, const T
 }
 
 template <typename P, typename T>
-static emily_status select_typed(const emily_cuda_ctx &ctx, emily_tensor *dst,
-                                 const emily_tensor *pred, const emily_tensor *on_true,
-                                 const emily_tensor *on_false) {
+static emily_status select_typed(const emily_cuda_ctx &ctx, emily_tensor *dst, const emily_tensor *pred,
+                                 const emily_tensor *on_true, const emily_tensor *on_false) {
     const emily_tensor *ts[4] = {dst, pred, on_true, on_false};
     T *d = (T *)base_of(dst);
     const P *p = (const P *)base_of(pred);
@@ -129,44 +119,35 @@ static emily_status select_typed(const emily_cuda_ctx &ctx, emily_tensor *dst,
 }
 
 template <typename P>
-static emily_status select_pred(const emily_cuda_ctx &ctx, emily_tensor *dst,
-                                const emily_tensor *pred, const emily_tensor *on_true,
-                                const emily_tensor *on_false) {
+static emily_status select_pred(const emily_cuda_ctx &ctx, emily_tensor *dst, const emily_tensor *pred,
+                                const emily_tensor *on_true, const emily_tensor *on_false) {
     switch (emily_dtype_size(dst->dtype)) {
-    case 1:
-        return select_typed<P, uint8_t>(ctx, dst, pred, on_true, on_false);
-    case 2:
-        return select_typed<P, uint16_t>(ctx, dst, pred, on_true, on_false);
-    case 4:
-        return select_typed<P, uint32_t>(ctx, dst, pred, on_true, on_false);
-    case 8:
-        return select_typed<P, uint64_t>(ctx, dst, pred, on_true, on_false);
-    default:
-        return select_typed<P, b128_t>(ctx, dst, pred, on_true, on_false);
+    case 1: return select_typed<P, uint8_t>(ctx, dst, pred, on_true, on_false);
+    case 2: return select_typed<P, uint16_t>(ctx, dst, pred, on_true, on_false);
+    case 4: return select_typed<P, uint32_t>(ctx, dst, pred, on_true, on_false);
+    case 8: return select_typed<P, uint64_t>(ctx, dst, pred, on_true, on_false);
+    default: return select_typed<P, b128_t>(ctx, dst, pred, on_true, on_false);
     }
 }
 
 extern "C" emily_status emi_cuda_select(emily_tensor *dst, const emily_tensor *pred,
-                                        const emily_tensor *on_true, const emily_tensor *on_false) {
+                                          const emily_tensor *on_true, const emily_tensor *on_false) {
     emily_dtype pt = pred->dtype;
     emily_status s = emi_select_kernel_operands(dst->dtype, pt, on_true->dtype, on_false->dtype);
     if (s || dst->size == 0) return s;
     emily_cuda_ctx ctx;
     const emily_tensor *ts[4] = {dst, pred, on_true, on_false};
     if ((s = emi_cuda_begin("select", dev_of(dst), 4, ts, &ctx))) return s;
-        // integers read as their bits (the same truth), f16/bf16 as their bits
-        // with select_kernel's `half` test, f32 and f64 as themselves
+    // integers read as their bits (the same truth), f16/bf16 as their bits
+    // with select_kernel's `half` test, f32 and f64 as themselves
 #define SELECT_BITS(E, s, T) \
-    case EMILY_##E:          \
-        return select_pred<bits_of<sizeof(T)>::type>(ctx, dst, pred, on_true, on_false);
+    case EMILY_##E: return select_pred<bits_of<sizeof(T)>::type>(ctx, dst, pred, on_true, on_false);
 #define SELECT_AS(E, s, T) \
-    case EMILY_##E:        \
-        return select_pred<T>(ctx, dst, pred, on_true, on_false);
+    case EMILY_##E: return select_pred<T>(ctx, dst, pred, on_true, on_false);
     switch (pt) {
         EMI_DTYPES_INTEGER(SELECT_BITS)
         EMI_DTYPES_HALF(SELECT_AS)
         EMI_DTYPES_NATIVE_FLOAT(SELECT_AS)
-    default:
-        return emily_error(EMILY_ERR_INTERNAL, "select kernel: bad predicate type");
+    default: return emily_error(EMILY_ERR_INTERNAL, "select kernel: bad predicate type");
     }
 }

@@ -110,8 +110,7 @@ template <int N> inline bool layout_fits32(const Layout<N> &L) {
     if (L.total >= ((int64_t)1 << 31)) return false;
     for (int k = 0; k < N; k++) {
         int64_t span = 0;
-        for (int d = 0; d < L.rank; d++)
-            span += (L.stride[k][d] < 0 ? -L.stride[k][d] : L.stride[k][d]) * (L.shape[d] - 1);
+        for (int d = 0; d < L.rank; d++) span += (L.stride[k][d] < 0 ? -L.stride[k][d] : L.stride[k][d]) * (L.shape[d] - 1);
         if (span >= ((int64_t)1 << 31)) return false;
     }
     return true;
@@ -211,14 +210,10 @@ static_assert((int)EMILY_CUMULATIVE_SUM == (int)EMILY_WINDOW_SUM &&
 template <typename S> __device__ __forceinline__ S int_fold(int op, S acc, S x) {
     typedef typename std::conditional<sizeof(S) <= 4, uint32_t, uint64_t>::type U;
     switch (op) {
-    case EMILY_CUMULATIVE_SUM:
-        return (S)((U)acc + (U)x);
-    case EMILY_CUMULATIVE_PRODUCT:
-        return (S)((U)acc * (U)x);
-    case EMILY_CUMULATIVE_MAX:
-        return x > acc ? x : acc;
-    default:
-        return x < acc ? x : acc;
+    case EMILY_CUMULATIVE_SUM: return (S)((U)acc + (U)x);
+    case EMILY_CUMULATIVE_PRODUCT: return (S)((U)acc * (U)x);
+    case EMILY_CUMULATIVE_MAX: return x > acc ? x : acc;
+    default: return x < acc ? x : acc;
     }
 }
 
@@ -230,8 +225,8 @@ template <typename S> __device__ __forceinline__ S int_fold(int op, S acc, S x) 
 
 // views[i] <- ts[i] without dimension `axis` (same buffer and offset);
 // the caller releases them (emily_tensor_release).
-inline emily_status views_without_axis(const char *op, int n, const emily_tensor *const *ts,
-                                       int axis, emily_tensor **views) {
+inline emily_status views_without_axis(const char *op, int n, const emily_tensor *const *ts, int axis,
+                                       emily_tensor **views) {
     for (int i = 0; i < n; i++) views[i] = NULL;
     int r = ts[0]->rank;
     int64_t *mem = (int64_t *)malloc(sizeof(int64_t) * 2 * (size_t)(r > 1 ? r : 1));
@@ -270,17 +265,17 @@ emily_status for_lines(const char *op, const emily_tensor *const *views, F &&f) 
 // `static __device__ D apply(S, S)` (two inputs). EMILY_CUDA_FN1/FN2
 // define one from an expression of `v` (or `a`, `b`).
 
-#define EMILY_CUDA_FN1(NAME, ST, DT, EXPR)                                  \
-    struct NAME {                                                           \
-        typedef ST S;                                                       \
-        typedef DT D;                                                       \
-        static __device__ __forceinline__ DT apply(ST v) { return (EXPR); } \
+#define EMILY_CUDA_FN1(NAME, ST, DT, EXPR)                                              \
+    struct NAME {                                                                       \
+        typedef ST S;                                                                   \
+        typedef DT D;                                                                   \
+        static __device__ __forceinline__ DT apply(ST v) { return (EXPR); }             \
     };
-#define EMILY_CUDA_FN2(NAME, ST, DT, EXPR)                                        \
-    struct NAME {                                                                 \
-        typedef ST S;                                                             \
-        typedef DT D;                                                             \
-        static __device__ __forceinline__ DT apply(ST a, ST b) { return (EXPR); } \
+#define EMILY_CUDA_FN2(NAME, ST, DT, EXPR)                                              \
+    struct NAME {                                                                       \
+        typedef ST S;                                                                   \
+        typedef DT D;                                                                   \
+        static __device__ __forceinline__ DT apply(ST a, ST b) { return (EXPR); }       \
     };
 
 template <typename F>
@@ -295,9 +290,7 @@ __global__ void map1_kernel(Layout<2> L, typename F::D *d, const typename F::S *
 
 template <typename T, int V> struct alignas(sizeof(T) * V) pack_t { T v[V]; };
 // Elements per thread of the flat kernels: 16-byte loads of the input.
-template <typename T> __host__ __device__ constexpr int vec_of() {
-    return sizeof(T) >= 16 ? 1 : (int)(16 / sizeof(T));
-}
+template <typename T> __host__ __device__ constexpr int vec_of() { return sizeof(T) >= 16 ? 1 : (int)(16 / sizeof(T)); }
 // Packs a thread of a binary flat kernel loads before it computes any:
 // several 16-byte loads in flight per thread are what bandwidth needs.
 // Only where a pack of the output fits 16 bytes too (wider outputs would
@@ -335,17 +328,18 @@ template <typename F>
 emily_status map1(const emily_cuda_ctx &ctx, emily_tensor *dst, const emily_tensor *src) {
     typedef typename F::S S;
     typedef typename F::D D;
-    return for_layout_ds<D, S>(
-        ctx.op, dst, src, [&](const Layout<2> &L, D *d, const S *x) -> emily_status {
-            constexpr int V = vec_of<S>();
-            // one element, or both runs contiguous and pack-aligned
-            bool flat = L.rank == 1 &&
-                        (L.total == 1 || (L.stride[0][0] == 1 && L.stride[1][0] == 1 &&
-                                          ((uintptr_t)d % (sizeof(D) * V)) == 0 && aligned16(x)));
-            if (flat) map1_flat<F><<<flat_grid(L.total, V), BLOCK, 0, ctx.stream>>>(L.total, d, x);
-            else map1_kernel<F><<<grid_for(ctx.device, L.total), BLOCK, 0, ctx.stream>>>(L, d, x);
-            return emi_cuda_launched(&ctx);
-        });
+    return for_layout_ds<D, S>(ctx.op, dst, src,
+                               [&](const Layout<2> &L, D *d, const S *x) -> emily_status {
+        constexpr int V = vec_of<S>();
+        // one element, or both runs contiguous and pack-aligned
+        bool flat = L.rank == 1 && (L.total == 1 || (L.stride[0][0] == 1 && L.stride[1][0] == 1 &&
+                                                     ((uintptr_t)d % (sizeof(D) * V)) == 0 && aligned16(x)));
+        if (flat)
+            map1_flat<F><<<flat_grid(L.total, V), BLOCK, 0, ctx.stream>>>(L.total, d, x);
+        else
+            map1_kernel<F><<<grid_for(ctx.device, L.total), BLOCK, 0, ctx.stream>>>(L, d, x);
+        return emi_cuda_launched(&ctx);
+    });
 }
 
 // Contiguous outputs with inputs that are contiguous (step 1) or one
@@ -353,8 +347,7 @@ emily_status map1(const emily_cuda_ctx &ctx, emily_tensor *dst, const emily_tens
 // flat_unroll packs a step.
 template <typename F>
 __device__ __forceinline__ void map2_pack(const typename F::S *a, int sa, typename F::S a0,
-                                          const typename F::S *b, int sb, typename F::S b0,
-                                          int64_t j,
+                                          const typename F::S *b, int sb, typename F::S b0, int64_t j,
                                           pack_t<typename F::S, vec_of<typename F::S>()> &pa,
                                           pack_t<typename F::S, vec_of<typename F::S>()> &pb) {
     typedef typename F::S S;

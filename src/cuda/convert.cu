@@ -53,8 +53,8 @@ template <typename F>
 static emily_status iota_run(const emily_cuda_ctx &ctx, emily_tensor *dst, int64_t inner,
                              int64_t dim, bool flat) {
     typename F::D *d = (typename F::D *)base_of(dst) + dst->offset;
-    iota_kernel<F>
-        <<<grid_for(ctx.device, dst->size), BLOCK, 0, ctx.stream>>>(dst->size, inner, dim, flat, d);
+    iota_kernel<F><<<grid_for(ctx.device, dst->size), BLOCK, 0, ctx.stream>>>(dst->size, inner, dim,
+                                                                            flat, d);
     return emi_cuda_launched(&ctx);
 }
 
@@ -63,8 +63,7 @@ extern "C" emily_status emi_cuda_iota(emily_tensor *dst, int axis) {
     if (!emily_tensor_is_contiguous(dst))
         return emily_error(EMILY_ERR_INTERNAL, "iota: the output must be contiguous");
     if (axis >= dst->rank)
-        return emily_error(EMILY_ERR_AXIS, "iota: axis %d out of range for rank %d", axis,
-                           dst->rank);
+        return emily_error(EMILY_ERR_AXIS, "iota: axis %d out of range for rank %d", axis, dst->rank);
     int64_t inner = 1, dim = 1;
     if (axis >= 0) {
         dim = dst->shape[axis];

@@ -20,9 +20,7 @@
 
 namespace emily_cr {
 
-struct dd {
-    double hi, lo;
-};
+struct dd { double hi, lo; };
 
 EMILY_CR_HD dd two_sum(double a, double b) {
     double s = a + b, bb = s - a;
@@ -57,10 +55,8 @@ EMILY_CR_HD dd dd_div_d(dd a, double b) {
 }
 
 // ln 2 and pi/2 as sums of three doubles.
-constexpr double LN2_1 = 0x1.62e42fefa39efp-1, LN2_2 = 0x1.abc9e3b39803fp-56,
-                 LN2_3 = 0x1.7b57a079a1934p-111;
-constexpr double PIO2_1 = 0x1.921fb54442d18p+0, PIO2_2 = 0x1.1a62633145c07p-54,
-                 PIO2_3 = -0x1.f1976b7ed8fbcp-110;
+constexpr double LN2_1 = 0x1.62e42fefa39efp-1, LN2_2 = 0x1.abc9e3b39803fp-56, LN2_3 = 0x1.7b57a079a1934p-111;
+constexpr double PIO2_1 = 0x1.921fb54442d18p+0, PIO2_2 = 0x1.1a62633145c07p-54, PIO2_3 = -0x1.f1976b7ed8fbcp-110;
 
 // x - k*(c1 + c2 + c3) in double-double (k an integer, |k| < 2^20, the
 // result much smaller than x when k != 0).
@@ -147,22 +143,10 @@ EMILY_CR_HD bool cr_sincos_dd(double x, dd &sn, dd &cs) {
     int q = (int)(k - 4.0 * floor(k / 4.0));
     dd ns = dd{-s.hi, -s.lo}, nc = dd{-c.hi, -c.lo};
     switch (q) {
-    case 0:
-        sn = s;
-        cs = c;
-        break;
-    case 1:
-        sn = c;
-        cs = ns;
-        break;
-    case 2:
-        sn = ns;
-        cs = nc;
-        break;
-    default:
-        sn = nc;
-        cs = s;
-        break;
+    case 0: sn = s; cs = c; break;
+    case 1: sn = c; cs = ns; break;
+    case 2: sn = ns; cs = nc; break;
+    default: sn = nc; cs = s; break;
     }
     return true;
 }

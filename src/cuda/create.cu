@@ -17,27 +17,24 @@ template <typename T> __global__ void fill_kernel(Layout<1> L, T *d, T val) {
 }
 
 template <typename T>
-static emily_status fill_typed(const emily_cuda_ctx &ctx, emily_tensor *dst,
-                               const unsigned char *bytes) {
+static emily_status fill_typed(const emily_cuda_ctx &ctx, emily_tensor *dst, const unsigned char *bytes) {
     T val;
     memcpy(&val, bytes, sizeof val);
     const emily_tensor *ts[1] = {dst};
     T *base = (T *)base_of(dst);
     return for_layout<1>(ctx.op, ts, [&](const Layout<1> &L, const int64_t *off) -> emily_status {
-        fill_kernel<T>
-            <<<grid_for(ctx.device, L.total), BLOCK, 0, ctx.stream>>>(L, base + off[0], val);
+        fill_kernel<T><<<grid_for(ctx.device, L.total), BLOCK, 0, ctx.stream>>>(L, base + off[0], val);
         return emi_cuda_launched(&ctx);
     });
 }
 
-static emily_status fill_bytes(const emily_cuda_ctx &ctx, emily_tensor *dst,
-                               const unsigned char *bytes) {
+static emily_status fill_bytes(const emily_cuda_ctx &ctx, emily_tensor *dst, const unsigned char *bytes) {
     size_t es = emily_dtype_size(dst->dtype);
     bool zero = true;
     for (size_t i = 0; i < es; i++) zero = zero && bytes[i] == 0;
     if (zero && emily_tensor_is_contiguous(dst))
         return emi_cuda_error(ctx.op, cudaMemsetAsync(base_of(dst) + (size_t)dst->offset * es, 0,
-                                                      (size_t)dst->size * es, ctx.stream));
+                                                        (size_t)dst->size * es, ctx.stream));
     return with_element_bits(dst->dtype, ctx.op, [&]<typename B>() -> emily_status {
         return fill_typed<B>(ctx, dst, bytes);
     });
@@ -65,8 +62,7 @@ __global__ void eye_diag(int64_t batches, int64_t m, int64_t n, int64_t diag, T 
 }
 
 template <typename T>
-static emily_status eye_typed(const emily_cuda_ctx &ctx, emily_tensor *dst,
-                              const unsigned char *bytes) {
+static emily_status eye_typed(const emily_cuda_ctx &ctx, emily_tensor *dst, const unsigned char *bytes) {
     T one;
     memcpy(&one, bytes, sizeof one);
     int64_t m = dst->shape[dst->rank - 2], n = dst->shape[dst->rank - 1];

@@ -48,8 +48,8 @@ typedef struct emily_cuda_ctx {
 
 /* Starts an op (see above). NULL entries of ts and empty tensors are
  * skipped; n may be 0. */
-emily_status emi_cuda_begin(const char *op, int device, int n, const emily_tensor *const *ts,
-                            emily_cuda_ctx *ctx);
+emily_status emi_cuda_begin(const char *op, int device, int n,
+                              const emily_tensor *const *ts, emily_cuda_ctx *ctx);
 /* Call after the launches of an op: reports a failed launch as
  * "cuda: <op>: <message>". */
 emily_status emi_cuda_launched(const emily_cuda_ctx *ctx);

@@ -19,10 +19,9 @@ namespace {
 // threads to fill the device, each reading neighbouring addresses.
 constexpr int64_t INT_THREAD_LINES = 16384;
 
-emily_status cuda_scan(emily_cumulative_op op, emily_tensor *dst, const emily_tensor *src,
-                       int64_t outer, int64_t n, int64_t inner, bool reverse) {
-    static const char *names[] = {"cumulative_sum", "cumulative_product", "cumulative_max",
-                                  "cumulative_min"};
+emily_status cuda_scan(emily_cumulative_op op, emily_tensor *dst, const emily_tensor *src, int64_t outer,
+                       int64_t n, int64_t inner, bool reverse) {
+    static const char *names[] = {"cumulative_sum", "cumulative_product", "cumulative_max", "cumulative_min"};
     if ((unsigned)op > (unsigned)EMILY_CUMULATIVE_MIN)
         return emily_error(EMILY_ERR_ARGUMENT, "cuda: cumulative: unknown op %d", (int)op);
     const char *name = names[op];
@@ -33,11 +32,9 @@ emily_status cuda_scan(emily_cumulative_op op, emily_tensor *dst, const emily_te
     if (minmax && emily_dtype_is_complex(dt))
         return emily_error(EMILY_ERR_TYPE, "cuda: %s: complex tensors (%s) are not supported", name,
                            emily_dtype_name(dt));
-    if (outer < 0 || n < 1 || inner < 0 || outer * n * inner != src->size ||
-        dst->size != src->size || !emily_tensor_is_contiguous(src) ||
-        !emily_tensor_is_contiguous(dst))
-        return emily_error(EMILY_ERR_INTERNAL,
-                           "cuda: %s: expects contiguous [%lld, %lld, %lld] tensors", name,
+    if (outer < 0 || n < 1 || inner < 0 || outer * n * inner != src->size || dst->size != src->size ||
+        !emily_tensor_is_contiguous(src) || !emily_tensor_is_contiguous(dst))
+        return emily_error(EMILY_ERR_INTERNAL, "cuda: %s: expects contiguous [%lld, %lld, %lld] tensors", name,
                            (long long)outer, (long long)n, (long long)inner);
     if (src->size == 0) return EMILY_OK;
     emily_cuda_ctx ctx;
@@ -54,9 +51,7 @@ emily_status cuda_scan(emily_cumulative_op op, emily_tensor *dst, const emily_te
     else if (emily_dtype_is_float(dt) && minmax) tree = true;
     // f16, bf16, c64 round each step of Nx's tree; c128 products follow it
     // for the signs of zero parts (cpu_scan's follows_tree_order)
-    else
-        tree = (!native && dt != EMILY_C128) ||
-               (dt == EMILY_C128 && op == EMILY_CUMULATIVE_PRODUCT);
+    else tree = (!native && dt != EMILY_C128) || (dt == EMILY_C128 && op == EMILY_CUMULATIVE_PRODUCT);
     return tree ? scan_tree(ctx, op, dt, sp, dp, L) : scan_sequential(ctx, op, dt, sp, dp, L);
 }
 

@@ -35,10 +35,8 @@ namespace {
 // we_store_f / we_store_int).
 template <emily_dtype D, int OP> struct Fold {
     typedef storage_t<D> S;
-    typedef
-        typename std::conditional<is_complex(D), emily_sb_complex,
-                                  typename std::conditional<is_integer(D), S, double>::type>::type
-            A;
+    typedef typename std::conditional<is_complex(D), emily_sb_complex,
+                                      typename std::conditional<is_integer(D), S, double>::type>::type A;
 
     static __device__ __forceinline__ A load(S x) {
         if constexpr (is_complex(D)) return emily_sb_cmake(cv_rules<D>::re(x), cv_rules<D>::im(x));
@@ -62,18 +60,10 @@ template <emily_dtype D, int OP> struct Fold {
 // switch once, outside their loops).
 template <typename F> __device__ __forceinline__ void with_op(int op, F &&f) {
     switch (op) {
-    case EMILY_CUMULATIVE_SUM:
-        f.template operator()<EMILY_CUMULATIVE_SUM>();
-        break;
-    case EMILY_CUMULATIVE_PRODUCT:
-        f.template operator()<EMILY_CUMULATIVE_PRODUCT>();
-        break;
-    case EMILY_CUMULATIVE_MAX:
-        f.template operator()<EMILY_CUMULATIVE_MAX>();
-        break;
-    default:
-        f.template operator()<EMILY_CUMULATIVE_MIN>();
-        break;
+    case EMILY_CUMULATIVE_SUM: f.template operator()<EMILY_CUMULATIVE_SUM>(); break;
+    case EMILY_CUMULATIVE_PRODUCT: f.template operator()<EMILY_CUMULATIVE_PRODUCT>(); break;
+    case EMILY_CUMULATIVE_MAX: f.template operator()<EMILY_CUMULATIVE_MAX>(); break;
+    default: f.template operator()<EMILY_CUMULATIVE_MIN>(); break;
     }
 }
 
@@ -81,8 +71,7 @@ template <typename F> __device__ __forceinline__ void with_op(int op, F &&f) {
 
 // from_zero: the f32/f64 sum (acc = -0.0 + x0 + ...); otherwise acc = x0.
 template <emily_dtype D>
-__global__ void line_thread_kernel(int op, ScanLines L, bool from_zero,
-                                   const storage_t<D> *__restrict__ src,
+__global__ void line_thread_kernel(int op, ScanLines L, bool from_zero, const storage_t<D> *__restrict__ src,
                                    storage_t<D> *__restrict__ dst) {
     with_op(op, [&]<int OP>() {
         typedef Fold<D, OP> F;
@@ -118,15 +107,15 @@ struct RowLines {
 };
 
 enum RowMode {
-    ROW_SUM,   // running sum from the line's prefix (tot; -0.0 without)
-    ROW_FOLD,  // running fold from the line's first element
-    ROW_TOTALS // the chunk total of four interleaved accumulators -> tot
+    ROW_SUM,     // running sum from the line's prefix (tot; -0.0 without)
+    ROW_FOLD,    // running fold from the line's first element
+    ROW_TOTALS   // the chunk total of four interleaved accumulators -> tot
 };
 
 template <emily_dtype D, RowMode MODE>
 __global__ void __launch_bounds__(ROW_THREADS)
-    row_kernel(int op, RowLines g, const storage_t<D> *__restrict__ src,
-               storage_t<D> *__restrict__ dst, double *tot) {
+row_kernel(int op, RowLines g, const storage_t<D> *__restrict__ src, storage_t<D> *__restrict__ dst,
+           double *tot) {
     typedef storage_t<D> S;
     constexpr int W = ROW_BYTES / (int)sizeof(S); // positions per line per step
     constexpr int PER = ROW_LANES * W / ROW_THREADS;
@@ -135,8 +124,7 @@ __global__ void __launch_bounds__(ROW_THREADS)
     const int t = threadIdx.x, lane = t & 31;
     const bool folder = t < 32;
     int64_t nsteps = ((g.chunk < g.n ? g.chunk : g.n) + W - 1) / W;
-    for (int64_t q0 = (int64_t)blockIdx.x * ROW_LANES; q0 < g.count;
-         q0 += (int64_t)gridDim.x * ROW_LANES) {
+    for (int64_t q0 = (int64_t)blockIdx.x * ROW_LANES; q0 < g.count; q0 += (int64_t)gridDim.x * ROW_LANES) {
         if (t < ROW_LANES) {
             int64_t q = q0 + t, len = 0, start = 0;
             if (q < g.count) {
@@ -155,8 +143,7 @@ __global__ void __launch_bounds__(ROW_THREADS)
             for (int k = 0; k < PER; k++) {
                 int e = t + k * ROW_THREADS, l = e / W, w = e % W;
                 int64_t u = s * W + w, len = llen[l];
-                if (u < len)
-                    reg[k] = src[lstart[l] + (g.rev && MODE != ROW_TOTALS ? len - 1 - u : u)];
+                if (u < len) reg[k] = src[lstart[l] + (g.rev && MODE != ROW_TOTALS ? len - 1 - u : u)];
             }
         };
         load_step(0);
@@ -197,8 +184,7 @@ __global__ void __launch_bounds__(ROW_THREADS)
                                 a3 += cv_rules<D>::re(tile[lane][w + 3]);
                             } else {
                                 a0 += x0;
-                                for (int j = 1; j < 4 && w + j < cnt; j++)
-                                    a0 += cv_rules<D>::re(tile[lane][w + j]);
+                                for (int j = 1; j < 4 && w + j < cnt; j++) a0 += cv_rules<D>::re(tile[lane][w + j]);
                             }
                         }
                     }
@@ -264,8 +250,7 @@ emily_status seq_run(const emily_cuda_ctx &ctx, int op, const ScanLines &L, cons
     bool sum = native && op == EMILY_CUMULATIVE_SUM;
     // integers come here only for lines `inner` apart (cumulative.cu)
     if (is_integer(D) || L.inner > 1 || L.n < ROW_MIN) {
-        line_thread_kernel<D>
-            <<<grid_for(ctx.device, L.count), BLOCK, 0, ctx.stream>>>(op, L, sum, src, dst);
+        line_thread_kernel<D><<<grid_for(ctx.device, L.count), BLOCK, 0, ctx.stream>>>(op, L, sum, src, dst);
         return emi_cuda_launched(&ctx);
     }
     auto blocks = [&](int64_t lines) {
@@ -275,15 +260,13 @@ emily_status seq_run(const emily_cuda_ctx &ctx, int op, const ScanLines &L, cons
     RowLines g = {L.n, L.n, 1, L.count, L.rev};
     if constexpr (!is_integer(D)) {
         if (!sum) {
-            row_kernel<D, ROW_FOLD>
-                <<<blocks(g.count), ROW_THREADS, 0, ctx.stream>>>(op, g, src, dst, NULL);
+            row_kernel<D, ROW_FOLD><<<blocks(g.count), ROW_THREADS, 0, ctx.stream>>>(op, g, src, dst, NULL);
             return emi_cuda_launched(&ctx);
         }
     }
     if constexpr (native) {
         if (L.n < 2 * EMI_CUMSUM_CHUNK) {
-            row_kernel<D, ROW_SUM>
-                <<<blocks(g.count), ROW_THREADS, 0, ctx.stream>>>(op, g, src, dst, NULL);
+            row_kernel<D, ROW_SUM><<<blocks(g.count), ROW_THREADS, 0, ctx.stream>>>(op, g, src, dst, NULL);
             return emi_cuda_launched(&ctx);
         }
         // the CPU's chunks: totals, their prefix, the runs
@@ -293,24 +276,21 @@ emily_status seq_run(const emily_cuda_ctx &ctx, int op, const ScanLines &L, cons
         double *tot = NULL;
         emily_status s = emi_cuda_scratch(&ctx, (size_t)g.count * sizeof(double), (void **)&tot);
         if (s) return s;
-        row_kernel<D, ROW_TOTALS>
-            <<<blocks(g.count), ROW_THREADS, 0, ctx.stream>>>(op, g, src, dst, tot);
+        row_kernel<D, ROW_TOTALS><<<blocks(g.count), ROW_THREADS, 0, ctx.stream>>>(op, g, src, dst, tot);
         s = emi_cuda_launched(&ctx);
         if (!s) {
-            chunk_prefix_kernel<<<grid_for(ctx.device, L.count * 32), BLOCK, 0, ctx.stream>>>(
-                tot, L.count, g.nch, L.rev);
+            chunk_prefix_kernel<<<grid_for(ctx.device, L.count * 32), BLOCK, 0, ctx.stream>>>(tot, L.count, g.nch,
+                                                                                             L.rev);
             s = emi_cuda_launched(&ctx);
         }
         if (!s) {
-            row_kernel<D, ROW_SUM>
-                <<<blocks(g.count), ROW_THREADS, 0, ctx.stream>>>(op, g, src, dst, tot);
+            row_kernel<D, ROW_SUM><<<blocks(g.count), ROW_THREADS, 0, ctx.stream>>>(op, g, src, dst, tot);
             s = emi_cuda_launched(&ctx);
         }
         emi_cuda_scratch_free(&ctx, tot);
         return s;
     } else {
-        return emily_error(EMILY_ERR_INTERNAL, "cuda: %s: no running sum for %s", ctx.op,
-                           emily_dtype_name(D));
+        return emily_error(EMILY_ERR_INTERNAL, "cuda: %s: no running sum for %s", ctx.op, emily_dtype_name(D));
     }
 }
 

@@ -65,25 +65,19 @@ template <emily_dtype D> struct TreePair {
         if constexpr (is_integer(D)) {
             return int_fold(op, a, b);
         } else if constexpr (is_complex(D)) {
-            emily_sb_complex x = emily_sb_cmake(R::re(a), R::im(a)),
-                             y = emily_sb_cmake(R::re(b), R::im(b));
-            emily_sb_complex z = op == EMILY_CUMULATIVE_SUM ? emily_sb_cadd(x, y)
-                                                            : emily_sb_cmultiply(x, y);
+            emily_sb_complex x = emily_sb_cmake(R::re(a), R::im(a)), y = emily_sb_cmake(R::re(b), R::im(b));
+            emily_sb_complex z = op == EMILY_CUMULATIVE_SUM ? emily_sb_cadd(x, y) : emily_sb_cmultiply(x, y);
             return R::from_f64(z.re, z.im);
         } else {
             double x = R::re(a), y = R::re(b);
             switch (op) {
             // emily_sb_max_f64/min_f64 on the values, keeping the chosen
             // element's bits: a NaN operand wins (the first one if both)
-            case EMILY_CUMULATIVE_MAX:
-                return x != x ? a : y != y ? b : x >= y ? a : b;
-            case EMILY_CUMULATIVE_MIN:
-                return x != x ? a : y != y ? b : x <= y ? a : b;
+            case EMILY_CUMULATIVE_MAX: return x != x ? a : y != y ? b : x >= y ? a : b;
+            case EMILY_CUMULATIVE_MIN: return x != x ? a : y != y ? b : x <= y ? a : b;
             // padd of two reals: the imaginary parts are 0 + 0
-            case EMILY_CUMULATIVE_SUM:
-                return R::from_f64(x + y, 0.0);
-            default:
-                return R::from_f64(x * y, 0.0);
+            case EMILY_CUMULATIVE_SUM: return R::from_f64(x + y, 0.0);
+            default: return R::from_f64(x * y, 0.0);
             }
         }
     }
@@ -131,8 +125,8 @@ __device__ __forceinline__ void slot_of(const TreeGeom &g, int spb, int e, int &
 
 template <emily_dtype D, TreePass PASS>
 __global__ void __launch_bounds__(TREE_THREADS)
-    tree_kernel(int op, TreeGeom g, const storage_t<D> *src, storage_t<D> *dst, storage_t<D> *aggs,
-                bool final) {
+tree_kernel(int op, TreeGeom g, const storage_t<D> *src, storage_t<D> *dst,
+            storage_t<D> *aggs, bool final) {
     typedef storage_t<D> S;
     typedef TreePair<D> F;
     constexpr int T = TileOf<D>::SIZE;
@@ -173,15 +167,13 @@ __global__ void __launch_bounds__(TREE_THREADS)
         __syncthreads();
         if constexpr (PASS == UP) {
             // a full tile's top value (one segment a block here)
-            if (threadIdx.x == 0 && tl < g.nagg)
-                aggs[line0 * g.nagg + tl] = lev[level_base<T>(g.logP)];
+            if (threadIdx.x == 0 && tl < g.nagg) aggs[line0 * g.nagg + tl] = lev[level_base<T>(g.logP)];
             __syncthreads();
             continue;
         } else {
             // the top of a tile of a cut line is its scanned aggregate
             bool cut = g.ntl > 1;
-            if (cut && threadIdx.x == 0 && tl < g.nagg)
-                lev[level_base<T>(g.logP)] = aggs[line0 * g.nagg + tl];
+            if (cut && threadIdx.x == 0 && tl < g.nagg) lev[level_base<T>(g.logP)] = aggs[line0 * g.nagg + tl];
             S carry = lev[0]; // the previous tile's final top (read only where tl > 0)
             if (cut && tl > 0) carry = aggs[line0 * g.nagg + tl - 1];
             for (int l = g.logP - 1; l >= 0; l--) {
@@ -214,8 +206,8 @@ __global__ void __launch_bounds__(TREE_THREADS)
 }
 
 template <emily_dtype D>
-emily_status tree_run(const emily_cuda_ctx &ctx, int op, const ScanLines &L,
-                      const storage_t<D> *src, storage_t<D> *dst, bool final) {
+emily_status tree_run(const emily_cuda_ctx &ctx, int op, const ScanLines &L, const storage_t<D> *src,
+                      storage_t<D> *dst, bool final) {
     typedef storage_t<D> S;
     constexpr int T = TileOf<D>::SIZE, TLOG = TileOf<D>::LOG;
     TreeGeom g;
@@ -238,8 +230,7 @@ emily_status tree_run(const emily_cuda_ctx &ctx, int op, const ScanLines &L,
     S *aggs = NULL;
     emily_status s = EMILY_OK;
     if (g.ntl > 1) {
-        if ((s = emi_cuda_scratch(&ctx, (size_t)(L.count * g.nagg) * sizeof(S), (void **)&aggs)))
-            return s;
+        if ((s = emi_cuda_scratch(&ctx, (size_t)(L.count * g.nagg) * sizeof(S), (void **)&aggs))) return s;
         tree_kernel<D, UP><<<grid, TREE_THREADS, 0, ctx.stream>>>(op, g, src, dst, aggs, final);
         s = emi_cuda_launched(&ctx);
         ScanLines A = {g.nagg, 1, L.count, false};

@@ -70,8 +70,7 @@ __device__ inline float bf16_to_f32(uint16_t h) { return __uint_as_float((uint32
 
 // Reads element `off` of a dtype-D array as (re, im) and as exact integer bits.
 template <int D>
-__device__ inline void read_elem(const char *base, int64_t off, double &re, double &im,
-                                 uint64_t &u) {
+__device__ inline void read_elem(const char *base, int64_t off, double &re, double &im, uint64_t &u) {
     constexpr emily_dtype DT = (emily_dtype)D;
     typedef storage_t<DT> T;
     T x = ((const T *)base)[off];
@@ -117,26 +116,12 @@ __global__ void pack_kernel(const char *base, View3 v, int ct, void *dst, int64_
         uint64_t u;
         read_elem<D>(base, off, re, im, u);
         switch (ct) {
-        case CT_F32:
-            ((float *)dst)[i] = (float)re;
-            break;
-        case CT_F64:
-            ((double *)dst)[i] = re;
-            break;
-        case CT_C64:
-            ((float *)dst)[2 * i] = (float)re;
-            ((float *)dst)[2 * i + 1] = (float)im;
-            break;
-        case CT_C128:
-            ((double *)dst)[2 * i] = re;
-            ((double *)dst)[2 * i + 1] = im;
-            break;
-        case CT_U32:
-            ((uint32_t *)dst)[i] = (uint32_t)u;
-            break;
-        default:
-            ((uint64_t *)dst)[i] = u;
-            break;
+        case CT_F32: ((float *)dst)[i] = (float)re; break;
+        case CT_F64: ((double *)dst)[i] = re; break;
+        case CT_C64: ((float *)dst)[2 * i] = (float)re; ((float *)dst)[2 * i + 1] = (float)im; break;
+        case CT_C128: ((double *)dst)[2 * i] = re; ((double *)dst)[2 * i + 1] = im; break;
+        case CT_U32: ((uint32_t *)dst)[i] = (uint32_t)u; break;
+        default: ((uint64_t *)dst)[i] = u; break;
         }
     }
 }
@@ -152,8 +137,7 @@ template <emily_dtype D> constexpr bool rounded_by_store() {
     else return D == EMILY_F32 || is_half(D) || D == EMILY_C64;
 }
 
-template <emily_dtype D>
-__global__ void store_kernel(const void *src, int ct, void *dst, int64_t n) {
+template <emily_dtype D> __global__ void store_kernel(const void *src, int ct, void *dst, int64_t n) {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
          i += (int64_t)gridDim.x * blockDim.x) {
         if constexpr (D == EMILY_F32) {
@@ -162,8 +146,7 @@ __global__ void store_kernel(const void *src, int ct, void *dst, int64_t n) {
             double x = ct == CT_F32 ? (double)((const float *)src)[i] : ((const double *)src)[i];
             ((uint16_t *)dst)[i] = __half_as_ushort(__double2half(x)); // nearest even, once
         } else if constexpr (D == EMILY_BF16) { // Nx: round to f32, keep the top 16 bits
-            float f = ct == CT_F32 ? ((const float *)src)[i]
-                                   : __double2float_rn(((const double *)src)[i]);
+            float f = ct == CT_F32 ? ((const float *)src)[i] : __double2float_rn(((const double *)src)[i]);
             ((uint16_t *)dst)[i] = (uint16_t)(__float_as_uint(f) >> 16);
         } else if constexpr (D == EMILY_C64) {
             const double *s = (const double *)src;
@@ -197,8 +180,8 @@ template <> __device__ inline double mul_add<double>(double acc, double a, doubl
 // (A packed transposed is one too), zero past its edges; the block's 256
 // threads share the loads.
 template <typename T, int W>
-__device__ __forceinline__ void load_slice(T (&slice)[TK][W], const T *src, int64_t width,
-                                           int64_t c0, int64_t p0, int64_t k, int tid) {
+__device__ __forceinline__ void load_slice(T (&slice)[TK][W], const T *src, int64_t width, int64_t c0,
+                                           int64_t p0, int64_t k, int tid) {
     for (int e = tid; e < TK * W; e += 256) {
         int kk = e / W, c = e % W;
         int64_t gc = c0 + c, gk = p0 + kk;
@@ -208,9 +191,8 @@ __device__ __forceinline__ void load_slice(T (&slice)[TK][W], const T *src, int6
 
 // The same for interleaved c128 (re, im), split into two slices.
 template <int W>
-__device__ __forceinline__ void load_slice_c128(double (&re)[TK][W], double (&im)[TK][W],
-                                                const double *src, int64_t width, int64_t c0,
-                                                int64_t p0, int64_t k, int tid) {
+__device__ __forceinline__ void load_slice_c128(double (&re)[TK][W], double (&im)[TK][W], const double *src,
+                                                int64_t width, int64_t c0, int64_t p0, int64_t k, int tid) {
     for (int e = tid; e < TK * W; e += 256) {
         int kk = e / W, c = e % W;
         int64_t gc = c0 + c, gk = p0 + kk;
@@ -222,48 +204,48 @@ __device__ __forceinline__ void load_slice_c128(double (&re)[TK][W], double (&im
 
 // at: [B, K, M], b: [B, K, N], c: [B, M, N] (row-major).
 template <typename T, int R>
-__global__ void __launch_bounds__(256)
-    tiled_real(const T *at, const T *b, T *c, int64_t nb, int64_t m, int64_t n, int64_t k) {
+__global__ void __launch_bounds__(256) tiled_real(const T *at, const T *b, T *c, int64_t nb,
+                                                  int64_t m, int64_t n, int64_t k) {
     constexpr int TM = 16 * R, TN = 16 * R;
     __shared__ T as[TK][TM], bs[TK][TN];
     int tx = threadIdx.x, ty = threadIdx.y, tid = ty * 16 + tx;
     int64_t col0 = (int64_t)blockIdx.x * TN, row_tiles = (m + TM - 1) / TM;
     for (int64_t bi = blockIdx.z; bi < nb; bi += gridDim.z)
-        for (int64_t rt = blockIdx.y; rt < row_tiles; rt += gridDim.y) {
-            int64_t row0 = rt * TM;
-            const T *ab = at + bi * m * k, *bb = b + bi * k * n;
-            T acc[R][R];
+    for (int64_t rt = blockIdx.y; rt < row_tiles; rt += gridDim.y) {
+        int64_t row0 = rt * TM;
+        const T *ab = at + bi * m * k, *bb = b + bi * k * n;
+        T acc[R][R];
 #pragma unroll
-            for (int i = 0; i < R; i++)
+        for (int i = 0; i < R; i++)
 #pragma unroll
-                for (int j = 0; j < R; j++) acc[i][j] = T(0);
-            for (int64_t p0 = 0; p0 < k; p0 += TK) {
-                load_slice(as, ab, m, row0, p0, k, tid); // as[kk][r] = A[row0 + r][p0 + kk]
-                load_slice(bs, bb, n, col0, p0, k, tid); // bs[kk][cc] = B[p0 + kk][col0 + cc]
-                __syncthreads();
+            for (int j = 0; j < R; j++) acc[i][j] = T(0);
+        for (int64_t p0 = 0; p0 < k; p0 += TK) {
+            load_slice(as, ab, m, row0, p0, k, tid); // as[kk][r] = A[row0 + r][p0 + kk]
+            load_slice(bs, bb, n, col0, p0, k, tid); // bs[kk][cc] = B[p0 + kk][col0 + cc]
+            __syncthreads();
 #pragma unroll
-                for (int kk = 0; kk < TK; kk++) {
-                    T av[R], bv[R];
+            for (int kk = 0; kk < TK; kk++) {
+                T av[R], bv[R];
 #pragma unroll
-                    for (int i = 0; i < R; i++) av[i] = as[kk][ty + 16 * i];
+                for (int i = 0; i < R; i++) av[i] = as[kk][ty + 16 * i];
 #pragma unroll
-                    for (int j = 0; j < R; j++) bv[j] = bs[kk][tx + 16 * j];
+                for (int j = 0; j < R; j++) bv[j] = bs[kk][tx + 16 * j];
 #pragma unroll
-                    for (int i = 0; i < R; i++)
+                for (int i = 0; i < R; i++)
 #pragma unroll
-                        for (int j = 0; j < R; j++) acc[i][j] = mul_add<T>(acc[i][j], av[i], bv[j]);
-                }
-                __syncthreads();
+                    for (int j = 0; j < R; j++) acc[i][j] = mul_add<T>(acc[i][j], av[i], bv[j]);
             }
-            T *cb = c + bi * m * n;
-#pragma unroll
-            for (int i = 0; i < R; i++)
-#pragma unroll
-                for (int j = 0; j < R; j++) {
-                    int64_t gr = row0 + ty + 16 * i, gc = col0 + tx + 16 * j;
-                    if (gr < m && gc < n) cb[gr * n + gc] = acc[i][j];
-                }
+            __syncthreads();
         }
+        T *cb = c + bi * m * n;
+#pragma unroll
+        for (int i = 0; i < R; i++)
+#pragma unroll
+            for (int j = 0; j < R; j++) {
+                int64_t gr = row0 + ty + 16 * i, gc = col0 + tx + 16 * j;
+                if (gr < m && gc < n) cb[gr * n + gc] = acc[i][j];
+            }
+    }
 }
 
 // c128 as Complex.multiply then add: (ar*br - ai*bi, ai*br + ar*bi), each
@@ -275,57 +257,49 @@ __global__ void __launch_bounds__(256) tiled_c128(const double *at, const double
     int tx = threadIdx.x, ty = threadIdx.y, tid = ty * 16 + tx;
     int64_t col0 = (int64_t)blockIdx.x * CTN, row_tiles = (m + CTM - 1) / CTM;
     for (int64_t bi = blockIdx.z; bi < nb; bi += gridDim.z)
-        for (int64_t rt = blockIdx.y; rt < row_tiles; rt += gridDim.y) {
-            int64_t row0 = rt * CTM;
-            const double *ab = at + 2 * bi * m * k, *bb = b + 2 * bi * k * n;
-            double accr[CR][CR], acci[CR][CR];
+    for (int64_t rt = blockIdx.y; rt < row_tiles; rt += gridDim.y) {
+        int64_t row0 = rt * CTM;
+        const double *ab = at + 2 * bi * m * k, *bb = b + 2 * bi * k * n;
+        double accr[CR][CR], acci[CR][CR];
 #pragma unroll
-            for (int i = 0; i < CR; i++)
+        for (int i = 0; i < CR; i++)
 #pragma unroll
-                for (int j = 0; j < CR; j++) accr[i][j] = acci[i][j] = 0.0;
-            for (int64_t p0 = 0; p0 < k; p0 += TK) {
-                load_slice_c128(asr, asi, ab, m, row0, p0, k, tid);
-                load_slice_c128(bsr, bsi, bb, n, col0, p0, k, tid);
-                __syncthreads();
+            for (int j = 0; j < CR; j++) accr[i][j] = acci[i][j] = 0.0;
+        for (int64_t p0 = 0; p0 < k; p0 += TK) {
+            load_slice_c128(asr, asi, ab, m, row0, p0, k, tid);
+            load_slice_c128(bsr, bsi, bb, n, col0, p0, k, tid);
+            __syncthreads();
 #pragma unroll 4
-                for (int kk = 0; kk < TK; kk++) {
-                    double ar[CR], ai[CR], br[CR], bim[CR];
+            for (int kk = 0; kk < TK; kk++) {
+                double ar[CR], ai[CR], br[CR], bim[CR];
 #pragma unroll
-                    for (int i = 0; i < CR; i++) {
-                        ar[i] = asr[kk][ty + 16 * i];
-                        ai[i] = asi[kk][ty + 16 * i];
-                    }
+                for (int i = 0; i < CR; i++) { ar[i] = asr[kk][ty + 16 * i]; ai[i] = asi[kk][ty + 16 * i]; }
+#pragma unroll
+                for (int j = 0; j < CR; j++) { br[j] = bsr[kk][tx + 16 * j]; bim[j] = bsi[kk][tx + 16 * j]; }
+#pragma unroll
+                for (int i = 0; i < CR; i++)
 #pragma unroll
                     for (int j = 0; j < CR; j++) {
-                        br[j] = bsr[kk][tx + 16 * j];
-                        bim[j] = bsi[kk][tx + 16 * j];
+                        double pre = __dsub_rn(__dmul_rn(ar[i], br[j]), __dmul_rn(ai[i], bim[j]));
+                        double pim = __dadd_rn(__dmul_rn(ai[i], br[j]), __dmul_rn(ar[i], bim[j]));
+                        accr[i][j] = __dadd_rn(accr[i][j], pre);
+                        acci[i][j] = __dadd_rn(acci[i][j], pim);
                     }
-#pragma unroll
-                    for (int i = 0; i < CR; i++)
-#pragma unroll
-                        for (int j = 0; j < CR; j++) {
-                            double pre = __dsub_rn(__dmul_rn(ar[i], br[j]),
-                                                   __dmul_rn(ai[i], bim[j]));
-                            double pim = __dadd_rn(__dmul_rn(ai[i], br[j]),
-                                                   __dmul_rn(ar[i], bim[j]));
-                            accr[i][j] = __dadd_rn(accr[i][j], pre);
-                            acci[i][j] = __dadd_rn(acci[i][j], pim);
-                        }
-                }
-                __syncthreads();
             }
-            double *cb = c + 2 * bi * m * n;
-#pragma unroll
-            for (int i = 0; i < CR; i++)
-#pragma unroll
-                for (int j = 0; j < CR; j++) {
-                    int64_t gr = row0 + ty + 16 * i, gc = col0 + tx + 16 * j;
-                    if (gr < m && gc < n) {
-                        cb[2 * (gr * n + gc)] = accr[i][j];
-                        cb[2 * (gr * n + gc) + 1] = acci[i][j];
-                    }
-                }
+            __syncthreads();
         }
+        double *cb = c + 2 * bi * m * n;
+#pragma unroll
+        for (int i = 0; i < CR; i++)
+#pragma unroll
+            for (int j = 0; j < CR; j++) {
+                int64_t gr = row0 + ty + 16 * i, gc = col0 + tx + 16 * j;
+                if (gr < m && gc < n) {
+                    cb[2 * (gr * n + gc)] = accr[i][j];
+                    cb[2 * (gr * n + gc) + 1] = acci[i][j];
+                }
+            }
+    }
 }
 
 #ifndef EMILY_DOT_CUDA_R
@@ -378,13 +352,11 @@ emily_status store(Gemm &g, const void *src, CT ct, emily_tensor *dst) {
     return with_dtype(dst->dtype, "dot", [&]<emily_dtype D>() -> emily_status {
         if constexpr (rounded_by_store<D>()) {
             store_kernel<D><<<blocks_for(dst->size), BLOCK, 0, g.ctx.stream>>>(
-                src, (int)ct,
-                (char *)dst->buffer->data + (size_t)dst->offset * emily_dtype_size(dst->dtype),
+                src, (int)ct, (char *)dst->buffer->data + (size_t)dst->offset * emily_dtype_size(dst->dtype),
                 dst->size);
             return emi_cuda_launched(&g.ctx);
         } else {
-            return emily_error(EMILY_ERR_INTERNAL, "dot: no result conversion to %s",
-                               emily_dtype_name(D));
+            return emily_error(EMILY_ERR_INTERNAL, "dot: no result conversion to %s", emily_dtype_name(D));
         }
     });
 }
@@ -399,8 +371,7 @@ dim3 tile_grid(int64_t nb, int64_t m, int64_t n, int tm, int tn) {
     int64_t y = (m + tm - 1) / tm, z = nb;
     if (y > 65535) y = 65535;
     if (z > 65535) z = 65535;
-    return dim3((unsigned)((n + tn - 1) / tn), (unsigned)(y < 1 ? 1 : y),
-                (unsigned)(z < 1 ? 1 : z));
+    return dim3((unsigned)((n + tn - 1) / tn), (unsigned)(y < 1 ? 1 : y), (unsigned)(z < 1 ? 1 : z));
 }
 
 emily_status tiled_path(Gemm &g, emily_tensor *dst, const emily_tensor *a, const emily_tensor *b) {
@@ -410,19 +381,10 @@ emily_status tiled_path(Gemm &g, emily_tensor *dst, const emily_tensor *a, const
                            (long long)n);
     CT ct;
     switch (dst->dtype) {
-    case EMILY_F64:
-        ct = CT_F64;
-        break;
-    case EMILY_C128:
-        ct = CT_C128;
-        break;
-    case EMILY_U64:
-    case EMILY_S64:
-        ct = CT_U64;
-        break;
-    default:
-        ct = CT_U32;
-        break; // 8 to 32-bit integers wrap alike modulo 2^32
+    case EMILY_F64: ct = CT_F64; break;
+    case EMILY_C128: ct = CT_C128; break;
+    case EMILY_U64: case EMILY_S64: ct = CT_U64; break;
+    default: ct = CT_U32; break; // 8 to 32-bit integers wrap alike modulo 2^32
     }
     void *pa, *pb, *pc = dst_base(dst);
     emily_status s;
@@ -466,14 +428,10 @@ bool fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
 
 cudaDataType_t data_type(CT ct) {
     switch (ct) {
-    case CT_F32:
-        return CUDA_R_32F;
-    case CT_F64:
-        return CUDA_R_64F;
-    case CT_C64:
-        return CUDA_C_32F;
-    default:
-        return CUDA_C_64F;
+    case CT_F32: return CUDA_R_32F;
+    case CT_F64: return CUDA_R_64F;
+    case CT_C64: return CUDA_C_32F;
+    default: return CUDA_C_64F;
     }
 }
 
@@ -511,10 +469,9 @@ emily_status blas_path(Gemm &g, emily_tensor *dst, const emily_tensor *a, const 
                        CT ct) {
     int64_t nb = dst->shape[0], m = dst->shape[1], n = dst->shape[2], k = a->shape[2];
     if (!fits_int(m) || !fits_int(n) || !fits_int(k) || !fits_int(nb))
-        return emily_error(
-            EMILY_ERR_UNSUPPORTED,
-            "dot: a batch of %lld %lld x %lld by %lld x %lld products exceeds cuBLAS's 32-bit sizes",
-            (long long)nb, (long long)m, (long long)k, (long long)k, (long long)n);
+        return emily_error(EMILY_ERR_UNSUPPORTED,
+                           "dot: a batch of %lld %lld x %lld by %lld x %lld products exceeds cuBLAS's 32-bit sizes",
+                           (long long)nb, (long long)m, (long long)k, (long long)k, (long long)n);
     cublasHandle_t h;
     emily_status s = emi_cuda_cublas(&g.ctx, &h);
     if (s) return s;
@@ -543,8 +500,8 @@ emily_status blas_path(Gemm &g, emily_tensor *dst, const emily_tensor *a, const 
     // PyTorch and JAX do), which saves writing and re-reading an f32 result.
     // At HIGHEST, and for any other mix, the store kernel applies Nx's
     // conversion rules (bf16 keeps the top 16 bits of the f32 value).
-    if (!direct && oa.type == ob.type && oa.type != data_type(ct) && dst->dtype == a->dtype &&
-        dst->dtype == b->dtype) {
+    if (!direct && oa.type == ob.type && oa.type != data_type(ct) &&
+        dst->dtype == a->dtype && dst->dtype == b->dtype) {
         direct = true;
         ctype = oa.type;
     }
@@ -555,8 +512,7 @@ emily_status blas_path(Gemm &g, emily_tensor *dst, const emily_tensor *a, const 
     cublasOperation_t tq = oa.lay.column_major ? CUBLAS_OP_T : CUBLAS_OP_N;
     int ldc = n > 1 ? (int)n : 1;
     long long strc = (long long)m * n;
-    cublasComputeType_t compute = (ct == CT_F32 || ct == CT_C64) ? CUBLAS_COMPUTE_32F
-                                                                 : CUBLAS_COMPUTE_64F;
+    cublasComputeType_t compute = (ct == CT_F32 || ct == CT_C64) ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_64F;
     const float onef[2] = {1, 0}, zerof[2] = {0, 0};
     const double oned[2] = {1, 0}, zerod[2] = {0, 0};
     bool single = ct == CT_F32 || ct == CT_C64;
@@ -579,8 +535,8 @@ emily_status cuda_gemm(emily_tensor *dst, const emily_tensor *a, const emily_ten
     emily_status s = emi_cuda_begin("dot", dst->buffer->device.index, 3, ts, &g.ctx);
     if (s) return s;
     if (a->shape[2] == 0) // empty contraction: zeros
-        return emi_cuda_error(
-            "dot", cudaMemsetAsync(dst_base(dst), 0, emily_tensor_nbytes(dst), g.ctx.stream));
+        return emi_cuda_error("dot", cudaMemsetAsync(dst_base(dst), 0, emily_tensor_nbytes(dst),
+                                                       g.ctx.stream));
     bool fast = precision == EMILY_DOT_PRECISION_FAST;
     emily_dtype t = dst->dtype;
     if (t == EMILY_F64) return fast ? blas_path(g, dst, a, b, CT_F64) : tiled_path(g, dst, a, b);

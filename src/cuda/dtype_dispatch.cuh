@@ -53,8 +53,7 @@ template <typename F> emily_status with_dtype(emily_dtype t, const char *what, F
         return f.template operator()<EMILY_##E>();
         EMI_DTYPES(EMI_CUDA_CASE_)
 #undef EMI_CUDA_CASE_
-    default:
-        return emily_error(EMILY_ERR_TYPE, "%s: invalid dtype %d", what, (int)t);
+    default: return emily_error(EMILY_ERR_TYPE, "%s: invalid dtype %d", what, (int)t);
     }
 }
 
@@ -64,13 +63,13 @@ template <typename F> emily_status with_dtype(emily_dtype t, const char *what, F
 // double (cumulative, window) read and write elements with them, as the
 // CPU's element_access.h does.
 template <emily_dtype D> struct cv_rules;
-#define EMI_CUDA_CV_RULES_(E, sfx, T)                                                   \
-    template <> struct cv_rules<EMILY_##E> {                                            \
+#define EMI_CUDA_CV_RULES_(E, sfx, T)                                                  \
+    template <> struct cv_rules<EMILY_##E> {                                           \
         static __device__ __forceinline__ double re(T v) { return emi_cv_re_##sfx(v); } \
         static __device__ __forceinline__ double im(T v) { return emi_cv_im_##sfx(v); } \
         static __device__ __forceinline__ T from_f64(double re, double im) {            \
             return emi_cv_from_f64_##sfx(re, im);                                       \
-        }                                                                               \
+        }                                                                              \
     };
 EMI_DTYPES(EMI_CUDA_CV_RULES_)
 #undef EMI_CUDA_CV_RULES_
@@ -82,30 +81,24 @@ EMI_DTYPES(EMI_CUDA_CV_RULES_)
 __device__ __forceinline__ double rt_load_f(int dt, const void *p) {
     switch (dt) {
 #define EMI_CUDA_RT_F_(E, sfx, T) \
-    case EMILY_##E:               \
-        return cv_rules<EMILY_##E>::re(*(const T *)p);
+    case EMILY_##E: return cv_rules<EMILY_##E>::re(*(const T *)p);
         EMI_DTYPES(EMI_CUDA_RT_F_)
 #undef EMI_CUDA_RT_F_
-    default:
-        return 0.0;
+    default: return 0.0;
     }
 }
 __device__ __forceinline__ uint64_t rt_load_int(int dt, const void *p) {
     switch (dt) {
 #define EMI_CUDA_RT_I_(E, sfx, T) \
-    case EMILY_##E:               \
-        return (uint64_t) * (const T *)p;
+    case EMILY_##E: return (uint64_t) * (const T *)p;
         EMI_DTYPES_INTEGER(EMI_CUDA_RT_I_)
 #undef EMI_CUDA_RT_I_
-    default:
-        return 0;
+    default: return 0;
     }
 }
 
 // Elements moved as raw bits by their size (copies, fills).
-struct alignas(16) b128_t {
-    uint64_t lo, hi;
-};
+struct alignas(16) b128_t { uint64_t lo, hi; };
 template <size_t S> struct bits_of;
 template <> struct bits_of<1> { typedef uint8_t type; };
 template <> struct bits_of<2> { typedef uint16_t type; };
@@ -118,18 +111,12 @@ template <> struct bits_of<16> { typedef b128_t type; };
 // types of one size share one instantiation.
 template <typename F> emily_status with_element_bits(emily_dtype t, const char *what, F &&f) {
     switch (emily_dtype_size(t)) {
-    case 1:
-        return f.template operator()<uint8_t>();
-    case 2:
-        return f.template operator()<uint16_t>();
-    case 4:
-        return f.template operator()<uint32_t>();
-    case 8:
-        return f.template operator()<uint64_t>();
-    case 16:
-        return f.template operator()<b128_t>();
-    default:
-        return emily_error(EMILY_ERR_INTERNAL, "cuda: %s: bad element size", what);
+    case 1: return f.template operator()<uint8_t>();
+    case 2: return f.template operator()<uint16_t>();
+    case 4: return f.template operator()<uint32_t>();
+    case 8: return f.template operator()<uint64_t>();
+    case 16: return f.template operator()<b128_t>();
+    default: return emily_error(EMILY_ERR_INTERNAL, "cuda: %s: bad element size", what);
     }
 }
 

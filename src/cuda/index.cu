@@ -58,8 +58,7 @@ template <int CAP> struct Dims {
     int64_t stride[CAP];
 };
 
-template <int CAP>
-void fill_dims(Dims<CAP> &d, int n, const int64_t *shape, const int64_t *stride) {
+template <int CAP> void fill_dims(Dims<CAP> &d, int n, const int64_t *shape, const int64_t *stride) {
     d.n = n;
     for (int i = 0; i < n; i++) {
         d.shape[i] = shape[i];
@@ -96,24 +95,17 @@ inline char *elem_ptr(const emily_tensor *t) {
 // INT64_MAX come back as -1 (they fail every bound, like the CPU's).
 __device__ __forceinline__ int64_t read_index(const char *base, int dt, int64_t i) {
     switch (dt) {
-    case EMILY_U8:
-        return ((const uint8_t *)base)[i];
-    case EMILY_U16:
-        return ((const uint16_t *)base)[i];
-    case EMILY_U32:
-        return ((const uint32_t *)base)[i];
+    case EMILY_U8: return ((const uint8_t *)base)[i];
+    case EMILY_U16: return ((const uint16_t *)base)[i];
+    case EMILY_U32: return ((const uint32_t *)base)[i];
     case EMILY_U64: {
         uint64_t v = ((const uint64_t *)base)[i];
         return v > (uint64_t)INT64_MAX ? -1 : (int64_t)v;
     }
-    case EMILY_S8:
-        return ((const int8_t *)base)[i];
-    case EMILY_S16:
-        return ((const int16_t *)base)[i];
-    case EMILY_S32:
-        return ((const int32_t *)base)[i];
-    default:
-        return ((const int64_t *)base)[i];
+    case EMILY_S8: return ((const int8_t *)base)[i];
+    case EMILY_S16: return ((const int16_t *)base)[i];
+    case EMILY_S32: return ((const int32_t *)base)[i];
+    default: return ((const int64_t *)base)[i];
     }
 }
 
@@ -272,25 +264,19 @@ emily_status copy_all_runs(const emily_cuda_ctx &ctx, char *dst, const char *src
                            int64_t run_bytes, const Src &f) {
     if (runs <= 0 || run_bytes <= 0) return EMILY_OK;
     int w = 16;
-    while (w > 1 &&
-           (run_bytes % w || (uintptr_t)dst % (uintptr_t)w || (uintptr_t)src % (uintptr_t)w))
+    while (w > 1 && (run_bytes % w || (uintptr_t)dst % (uintptr_t)w || (uintptr_t)src % (uintptr_t)w))
         w /= 2;
     switch (w) {
-    case 16:
-        return runs_w<16>(ctx, dst, src, runs, run_bytes, f);
-    case 8:
-        return runs_w<8>(ctx, dst, src, runs, run_bytes, f);
-    case 4:
-        return runs_w<4>(ctx, dst, src, runs, run_bytes, f);
-    case 2:
-        return runs_w<2>(ctx, dst, src, runs, run_bytes, f);
-    default:
-        return runs_w<1>(ctx, dst, src, runs, run_bytes, f);
+    case 16: return runs_w<16>(ctx, dst, src, runs, run_bytes, f);
+    case 8: return runs_w<8>(ctx, dst, src, runs, run_bytes, f);
+    case 4: return runs_w<4>(ctx, dst, src, runs, run_bytes, f);
+    case 2: return runs_w<2>(ctx, dst, src, runs, run_bytes, f);
+    default: return runs_w<1>(ctx, dst, src, runs, run_bytes, f);
     }
 }
 
-emily_status cuda_take(emily_tensor *dst, const emily_tensor *src, const emily_tensor *idx,
-                       int axis, int64_t outer, int64_t n, int64_t inner) {
+emily_status cuda_take(emily_tensor *dst, const emily_tensor *src, const emily_tensor *idx, int axis,
+                       int64_t outer, int64_t n, int64_t inner) {
     emily_cuda_ctx ctx;
     const emily_tensor *ts[3] = {dst, src, idx};
     emily_status s = emi_cuda_begin("take", dev_of(src), 3, ts, &ctx);
@@ -327,9 +313,8 @@ __global__ void along_kernel(char *__restrict__ dst, const char *__restrict__ sr
     }
 }
 
-emily_status cuda_take_along_axis(emily_tensor *dst, const emily_tensor *src,
-                                  const emily_tensor *idx, int axis, int64_t outer, int64_t n,
-                                  int64_t inner) {
+emily_status cuda_take_along_axis(emily_tensor *dst, const emily_tensor *src, const emily_tensor *idx,
+                                  int axis, int64_t outer, int64_t n, int64_t inner) {
     emily_cuda_ctx ctx;
     const emily_tensor *ts[3] = {dst, src, idx};
     emily_status s = emi_cuda_begin("take_along_axis", dev_of(src), 3, ts, &ctx);
@@ -342,8 +327,7 @@ emily_status cuda_take_along_axis(emily_tensor *dst, const emily_tensor *src,
     int64_t one = 1;
     fill_dims(cols, 1, &n, &one);
     ErrInfo e = {src, 1, nullptr, axis};
-    if ((s = check_indices(ctx, idx, total, cols, nullptr, nullptr, (unsigned long long *)sc.base,
-                           e)))
+    if ((s = check_indices(ctx, idx, total, cols, nullptr, nullptr, (unsigned long long *)sc.base, e)))
         return s;
     int64_t m = total / (outer * inner);
     char *d = elem_ptr(dst);
@@ -351,21 +335,11 @@ emily_status cuda_take_along_axis(emily_tensor *dst, const emily_tensor *src,
     int idt = (int)idx->dtype;
     unsigned grid = flat_grid(total, 1);
     switch (emily_dtype_size(src->dtype)) {
-    case 1:
-        along_kernel<1><<<grid, BLOCK, 0, ctx.stream>>>(d, sp, ip, idt, total, m, n, inner);
-        break;
-    case 2:
-        along_kernel<2><<<grid, BLOCK, 0, ctx.stream>>>(d, sp, ip, idt, total, m, n, inner);
-        break;
-    case 4:
-        along_kernel<4><<<grid, BLOCK, 0, ctx.stream>>>(d, sp, ip, idt, total, m, n, inner);
-        break;
-    case 8:
-        along_kernel<8><<<grid, BLOCK, 0, ctx.stream>>>(d, sp, ip, idt, total, m, n, inner);
-        break;
-    default:
-        along_kernel<16><<<grid, BLOCK, 0, ctx.stream>>>(d, sp, ip, idt, total, m, n, inner);
-        break;
+    case 1: along_kernel<1><<<grid, BLOCK, 0, ctx.stream>>>(d, sp, ip, idt, total, m, n, inner); break;
+    case 2: along_kernel<2><<<grid, BLOCK, 0, ctx.stream>>>(d, sp, ip, idt, total, m, n, inner); break;
+    case 4: along_kernel<4><<<grid, BLOCK, 0, ctx.stream>>>(d, sp, ip, idt, total, m, n, inner); break;
+    case 8: along_kernel<8><<<grid, BLOCK, 0, ctx.stream>>>(d, sp, ip, idt, total, m, n, inner); break;
+    default: along_kernel<16><<<grid, BLOCK, 0, ctx.stream>>>(d, sp, ip, idt, total, m, n, inner); break;
     }
     return emi_cuda_launched(&ctx);
 }
@@ -419,8 +393,8 @@ struct Rest {
     }
 };
 
-emily_status cuda_gather(emily_tensor *dst, const emily_tensor *src, const emily_tensor *idx,
-                         int naxes, const int *axes) {
+emily_status cuda_gather(emily_tensor *dst, const emily_tensor *src, const emily_tensor *idx, int naxes,
+                         const int *axes) {
     emily_cuda_ctx ctx;
     const emily_tensor *ts[3] = {dst, src, idx};
     emily_status s = emi_cuda_begin("gather", dev_of(src), 3, ts, &ctx);
@@ -437,8 +411,7 @@ emily_status cuda_gather(emily_tensor *dst, const emily_tensor *src, const emily
     s = with_cap(naxes, [&]<int CAP>() -> emily_status {
         Dims<CAP> cols;
         fill_dims(cols, naxes, l.bounds, l.axis_stride);
-        return check_indices(ctx, idx, rows, cols, bases, nullptr, (unsigned long long *)sc.base,
-                             e);
+        return check_indices(ctx, idx, rows, cols, bases, nullptr, (unsigned long long *)sc.base, e);
     });
     if (s || dst->size == 0) return s;
     int64_t es = (int64_t)emily_dtype_size(src->dtype);
@@ -468,60 +441,20 @@ struct SVal {
 __device__ __forceinline__ SVal load_value(const char *p, int dt) {
     SVal v = {0, false, 0, 0.0, 0.0};
     switch (dt) {
-    case EMILY_U8:
-        v.is_unsigned = true;
-        v.bits = *(const uint8_t *)p;
-        break;
-    case EMILY_U16:
-        v.is_unsigned = true;
-        v.bits = *(const uint16_t *)p;
-        break;
-    case EMILY_U32:
-        v.is_unsigned = true;
-        v.bits = *(const uint32_t *)p;
-        break;
-    case EMILY_U64:
-        v.is_unsigned = true;
-        v.bits = *(const uint64_t *)p;
-        break;
-    case EMILY_S8:
-        v.bits = (uint64_t)(int64_t) * (const int8_t *)p;
-        break;
-    case EMILY_S16:
-        v.bits = (uint64_t)(int64_t) * (const int16_t *)p;
-        break;
-    case EMILY_S32:
-        v.bits = (uint64_t)(int64_t) * (const int32_t *)p;
-        break;
-    case EMILY_S64:
-        v.bits = (uint64_t) * (const int64_t *)p;
-        break;
-    case EMILY_F16:
-        v.kind = 1;
-        v.re = emily_sc_f16_to_f64(*(const uint16_t *)p);
-        break;
-    case EMILY_BF16:
-        v.kind = 1;
-        v.re = emily_sc_bf16_to_f64(*(const uint16_t *)p);
-        break;
-    case EMILY_F32:
-        v.kind = 1;
-        v.re = *(const float *)p;
-        break;
-    case EMILY_F64:
-        v.kind = 1;
-        v.re = *(const double *)p;
-        break;
-    case EMILY_C64:
-        v.kind = 2;
-        v.re = ((const float *)p)[0];
-        v.im = ((const float *)p)[1];
-        break;
-    default:
-        v.kind = 2;
-        v.re = ((const double *)p)[0];
-        v.im = ((const double *)p)[1];
-        break;
+    case EMILY_U8: v.is_unsigned = true; v.bits = *(const uint8_t *)p; break;
+    case EMILY_U16: v.is_unsigned = true; v.bits = *(const uint16_t *)p; break;
+    case EMILY_U32: v.is_unsigned = true; v.bits = *(const uint32_t *)p; break;
+    case EMILY_U64: v.is_unsigned = true; v.bits = *(const uint64_t *)p; break;
+    case EMILY_S8: v.bits = (uint64_t)(int64_t) * (const int8_t *)p; break;
+    case EMILY_S16: v.bits = (uint64_t)(int64_t) * (const int16_t *)p; break;
+    case EMILY_S32: v.bits = (uint64_t)(int64_t) * (const int32_t *)p; break;
+    case EMILY_S64: v.bits = (uint64_t) * (const int64_t *)p; break;
+    case EMILY_F16: v.kind = 1; v.re = emily_sc_f16_to_f64(*(const uint16_t *)p); break;
+    case EMILY_BF16: v.kind = 1; v.re = emily_sc_bf16_to_f64(*(const uint16_t *)p); break;
+    case EMILY_F32: v.kind = 1; v.re = *(const float *)p; break;
+    case EMILY_F64: v.kind = 1; v.re = *(const double *)p; break;
+    case EMILY_C64: v.kind = 2; v.re = ((const float *)p)[0]; v.im = ((const float *)p)[1]; break;
+    default: v.kind = 2; v.re = ((const double *)p)[0]; v.im = ((const double *)p)[1]; break;
     }
     return v;
 }
@@ -539,21 +472,11 @@ __device__ __forceinline__ void store_value(char *p, int dt, const SVal &v) {
 
 __device__ __forceinline__ void copy_elem(char *d, const char *s, int es) {
     switch (es) {
-    case 1:
-        *(uint8_t *)d = *(const uint8_t *)s;
-        break;
-    case 2:
-        *(uint16_t *)d = *(const uint16_t *)s;
-        break;
-    case 4:
-        *(uint32_t *)d = *(const uint32_t *)s;
-        break;
-    case 8:
-        *(uint64_t *)d = *(const uint64_t *)s;
-        break;
-    default:
-        *(b128_t *)d = *(const b128_t *)s;
-        break;
+    case 1: *(uint8_t *)d = *(const uint8_t *)s; break;
+    case 2: *(uint16_t *)d = *(const uint16_t *)s; break;
+    case 4: *(uint32_t *)d = *(const uint32_t *)s; break;
+    case 8: *(uint64_t *)d = *(const uint64_t *)s; break;
+    default: *(b128_t *)d = *(const b128_t *)s; break;
     }
 }
 
@@ -691,15 +614,14 @@ emily_status cuda_indexed(emily_indexed_op iop, emily_tensor *dst, const emily_t
     int bits = 1;
     while (bits < 64 && ((uint64_t)(target->size - 1) >> bits) != 0) bits++;
     size_t arr = Scratch::up(sizeof(int64_t) * (size_t)n), temp_bytes = 0;
-    cudaError_t err = cub::DeviceRadixSort::SortPairs(
-        nullptr, temp_bytes, (const uint64_t *)nullptr, (uint64_t *)nullptr,
-        (const int64_t *)nullptr, (int64_t *)nullptr, n, 0, bits, ctx.stream);
+    cudaError_t err = cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, (const uint64_t *)nullptr,
+                                                      (uint64_t *)nullptr, (const int64_t *)nullptr,
+                                                      (int64_t *)nullptr, n, 0, bits, ctx.stream);
     if (err != cudaSuccess) return emi_cuda_error(op, err);
     Scratch sc;
     if ((s = sc.alloc(ctx, 256 + 4 * arr + Scratch::up(temp_bytes)))) return s;
     uint64_t *keys_in = (uint64_t *)(sc.base + 256), *keys_out = (uint64_t *)(sc.base + 256 + arr);
-    int64_t *rows_in = (int64_t *)(sc.base + 256 + 2 * arr),
-            *rows_out = (int64_t *)(sc.base + 256 + 3 * arr);
+    int64_t *rows_in = (int64_t *)(sc.base + 256 + 2 * arr), *rows_out = (int64_t *)(sc.base + 256 + 3 * arr);
     void *temp = sc.base + 256 + 4 * arr;
 
     ErrInfo e = {target, naxes, axes, 0};
@@ -712,8 +634,7 @@ emily_status cuda_indexed(emily_indexed_op iop, emily_tensor *dst, const emily_t
     if (s || bsize == 0 || dst->size == 0) return s;
 
     err = cub::DeviceRadixSort::SortPairs(temp, temp_bytes, (const uint64_t *)keys_in, keys_out,
-                                          (const int64_t *)rows_in, rows_out, n, 0, bits,
-                                          ctx.stream);
+                                          (const int64_t *)rows_in, rows_out, n, 0, bits, ctx.stream);
     if (err != cudaSuccess) return emi_cuda_error(op, err);
     if ((s = emi_cuda_launched(&ctx))) return s;
 

@@ -35,13 +35,10 @@ template <typename T> struct real_of { typedef T type; };
 template <> struct real_of<cuFloatComplex> { typedef float type; };
 template <> struct real_of<cuDoubleComplex> { typedef double type; };
 template <typename T> using real_t = typename real_of<T>::type;
-template <typename T> __host__ __device__ constexpr bool is_cx() {
-    return !std::is_same<T, real_t<T>>::value;
-}
+template <typename T> __host__ __device__ constexpr bool is_cx() { return !std::is_same<T, real_t<T>>::value; }
 
 template <typename T> __host__ __device__ inline T mk(double re, double im = 0) {
-    if constexpr (std::is_same<T, cuFloatComplex>::value)
-        return make_cuFloatComplex((float)re, (float)im);
+    if constexpr (std::is_same<T, cuFloatComplex>::value) return make_cuFloatComplex((float)re, (float)im);
     else if constexpr (std::is_same<T, cuDoubleComplex>::value) return make_cuDoubleComplex(re, im);
     else return (T)re;
 }
@@ -84,9 +81,7 @@ template <typename T> __device__ inline real_t<T> absv(T x) {
     else return fabs(x);
 }
 template <typename T> __device__ inline bool is_zero(T x) { return re(x) == 0 && im(x) == 0; }
-template <typename T> __device__ inline bool finite(T x) {
-    return isfinite(re(x)) && isfinite(im(x));
-}
+template <typename T> __device__ inline bool finite(T x) { return isfinite(re(x)) && isfinite(im(x)); }
 
 // The unit factor that turns x into a non-negative real: conj(x)/|x| (1
 // for 0), the CPU LAPACK path's unit_towards_real.
@@ -99,14 +94,10 @@ template <typename T> __device__ inline T unit_towards_real(T x) {
 // The element type of a native dtype: calls f.template operator()<T>().
 template <typename F> emily_status with_solver_type(emily_dtype t, const char *op, F &&f) {
     switch (t) {
-    case EMILY_F32:
-        return f.template operator()<float>();
-    case EMILY_F64:
-        return f.template operator()<double>();
-    case EMILY_C64:
-        return f.template operator()<cuFloatComplex>();
-    case EMILY_C128:
-        return f.template operator()<cuDoubleComplex>();
+    case EMILY_F32: return f.template operator()<float>();
+    case EMILY_F64: return f.template operator()<double>();
+    case EMILY_C64: return f.template operator()<cuFloatComplex>();
+    case EMILY_C128: return f.template operator()<cuDoubleComplex>();
     default:
         return emily_error(EMILY_ERR_INTERNAL, "cuda: %s: no solver for type %s", op,
                            emily_dtype_name(t));
@@ -127,59 +118,59 @@ inline int64_t batch_of(const emily_tensor *t, int matrix_rank) {
 // ---- the libraries' typed entry points --------------------------------------
 
 template <typename T> struct Lib;
-#define EMI_LA_LIB(T, CT, RT, P, ORGQR, SYEVJ)                                                     \
-    template <> struct Lib<T> {                                                                    \
-        static constexpr cudaDataType type = CT, real_type = RT;                                   \
-        static cublasStatus_t trsm(cublasHandle_t h, cublasSideMode_t sd, cublasFillMode_t ul,     \
-                                   cublasOperation_t op, int m, int n, const T *a, int lda, T *b,  \
-                                   int ldb) {                                                      \
-            T one = mk<T>(1);                                                                      \
-            return cublas##P##trsm(h, sd, ul, op, CUBLAS_DIAG_NON_UNIT, m, n, &one, a, lda, b,     \
-                                   ldb);                                                           \
-        }                                                                                          \
-        static cublasStatus_t trsm_batched(cublasHandle_t h, cublasSideMode_t sd,                  \
-                                           cublasFillMode_t ul, cublasOperation_t op, int m,       \
-                                           int n, T *const *a, int lda, T *const *b, int ldb,      \
-                                           int count) {                                            \
-            T one = mk<T>(1);                                                                      \
-            return cublas##P##trsmBatched(h, sd, ul, op, CUBLAS_DIAG_NON_UNIT, m, n, &one,         \
-                                          (const T *const *)a, lda, b, ldb, count);                \
-        }                                                                                          \
-        static cublasStatus_t getrf_batched(cublasHandle_t h, int n, T *const *a, int lda,         \
-                                            int *piv, int *info, int count) {                      \
-            return cublas##P##getrfBatched(h, n, a, lda, piv, info, count);                        \
-        }                                                                                          \
-        static cublasStatus_t getrs_batched(cublasHandle_t h, cublasOperation_t op, int n,         \
-                                            int nrhs, T *const *a, int lda, const int *piv,        \
-                                            T *const *b, int ldb, int *info, int count) {          \
-            return cublas##P##getrsBatched(h, op, n, nrhs, (const T *const *)a, lda, piv, b, ldb,  \
-                                           info, count);                                           \
-        }                                                                                          \
-        static cusolverStatus_t potrf_batched(cusolverDnHandle_t h, cublasFillMode_t ul, int n,    \
-                                              T **a, int lda, int *info, int count) {              \
-            return cusolverDn##P##potrfBatched(h, ul, n, a, lda, info, count);                     \
-        }                                                                                          \
-        static cusolverStatus_t orgqr_size(cusolverDnHandle_t h, int m, int n, int k, const T *a,  \
-                                           int lda, const T *tau, int *lwork) {                    \
-            return cusolverDn##P##ORGQR##_bufferSize(h, m, n, k, a, lda, tau, lwork);              \
-        }                                                                                          \
-        static cusolverStatus_t orgqr(cusolverDnHandle_t h, int m, int n, int k, T *a, int lda,    \
-                                      const T *tau, T *work, int lwork, int *info) {               \
-            return cusolverDn##P##ORGQR(h, m, n, k, a, lda, tau, work, lwork, info);               \
-        }                                                                                          \
-        static cusolverStatus_t syevj_batched_size(cusolverDnHandle_t h, int n, const T *a,        \
-                                                   const real_t<T> *w, int *lwork, syevjInfo_t p,  \
-                                                   int count) {                                    \
-            return cusolverDn##P##SYEVJ##Batched_bufferSize(                                       \
-                h, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_UPPER, n, a, n, w, lwork, p, count); \
-        }                                                                                          \
-        static cusolverStatus_t syevj_batched(cusolverDnHandle_t h, int n, T *a, real_t<T> *w,     \
-                                              T *work, int lwork, int *info, syevjInfo_t p,        \
-                                              int count) {                                         \
-            return cusolverDn##P##SYEVJ##Batched(h, CUSOLVER_EIG_MODE_VECTOR,                      \
-                                                 CUBLAS_FILL_MODE_UPPER, n, a, n, w, work, lwork,  \
-                                                 info, p, count);                                  \
-        }                                                                                          \
+#define EMI_LA_LIB(T, CT, RT, P, ORGQR, SYEVJ)                                                   \
+    template <> struct Lib<T> {                                                                \
+        static constexpr cudaDataType type = CT, real_type = RT;                              \
+        static cublasStatus_t trsm(cublasHandle_t h, cublasSideMode_t sd, cublasFillMode_t ul,  \
+                                   cublasOperation_t op, int m, int n, const T *a, int lda,    \
+                                   T *b, int ldb) {                                           \
+            T one = mk<T>(1);                                                                  \
+            return cublas##P##trsm(h, sd, ul, op, CUBLAS_DIAG_NON_UNIT, m, n, &one, a, lda, b, ldb); \
+        }                                                                                      \
+        static cublasStatus_t trsm_batched(cublasHandle_t h, cublasSideMode_t sd,              \
+                                           cublasFillMode_t ul, cublasOperation_t op, int m,   \
+                                           int n, T *const *a, int lda, T *const *b, int ldb,  \
+                                           int count) {                                       \
+            T one = mk<T>(1);                                                                  \
+            return cublas##P##trsmBatched(h, sd, ul, op, CUBLAS_DIAG_NON_UNIT, m, n, &one,    \
+                                          (const T *const *)a, lda, b, ldb, count);           \
+        }                                                                                      \
+        static cublasStatus_t getrf_batched(cublasHandle_t h, int n, T *const *a, int lda,     \
+                                            int *piv, int *info, int count) {                  \
+            return cublas##P##getrfBatched(h, n, a, lda, piv, info, count);                    \
+        }                                                                                      \
+        static cublasStatus_t getrs_batched(cublasHandle_t h, cublasOperation_t op, int n,     \
+                                            int nrhs, T *const *a, int lda, const int *piv,    \
+                                            T *const *b, int ldb, int *info, int count) {      \
+            return cublas##P##getrsBatched(h, op, n, nrhs, (const T *const *)a, lda, piv, b,   \
+                                           ldb, info, count);                                 \
+        }                                                                                      \
+        static cusolverStatus_t potrf_batched(cusolverDnHandle_t h, cublasFillMode_t ul, int n, \
+                                              T **a, int lda, int *info, int count) {          \
+            return cusolverDn##P##potrfBatched(h, ul, n, a, lda, info, count);                 \
+        }                                                                                      \
+        static cusolverStatus_t orgqr_size(cusolverDnHandle_t h, int m, int n, int k,          \
+                                           const T *a, int lda, const T *tau, int *lwork) {    \
+            return cusolverDn##P##ORGQR##_bufferSize(h, m, n, k, a, lda, tau, lwork);          \
+        }                                                                                      \
+        static cusolverStatus_t orgqr(cusolverDnHandle_t h, int m, int n, int k, T *a, int lda, \
+                                      const T *tau, T *work, int lwork, int *info) {           \
+            return cusolverDn##P##ORGQR(h, m, n, k, a, lda, tau, work, lwork, info);           \
+        }                                                                                      \
+        static cusolverStatus_t syevj_batched_size(cusolverDnHandle_t h, int n, const T *a,    \
+                                                   const real_t<T> *w, int *lwork,             \
+                                                   syevjInfo_t p, int count) {                 \
+            return cusolverDn##P##SYEVJ##Batched_bufferSize(h, CUSOLVER_EIG_MODE_VECTOR,       \
+                                                          CUBLAS_FILL_MODE_UPPER, n, a, n, w,  \
+                                                          lwork, p, count);                    \
+        }                                                                                      \
+        static cusolverStatus_t syevj_batched(cusolverDnHandle_t h, int n, T *a, real_t<T> *w, \
+                                              T *work, int lwork, int *info, syevjInfo_t p,    \
+                                              int count) {                                     \
+            return cusolverDn##P##SYEVJ##Batched(h, CUSOLVER_EIG_MODE_VECTOR,                  \
+                                               CUBLAS_FILL_MODE_UPPER, n, a, n, w, work, lwork, \
+                                               info, p, count);                                \
+        }                                                                                      \
     };
 EMI_LA_LIB(float, CUDA_R_32F, CUDA_R_32F, S, orgqr, syevj)
 EMI_LA_LIB(double, CUDA_R_64F, CUDA_R_64F, D, orgqr, syevj)
@@ -204,8 +195,8 @@ inline emily_status blas_status(const char *op, const char *routine, cublasStatu
 // The libraries take int sizes (the 64-bit API aside).
 inline emily_status check_int(const char *op, int64_t v, const char *what) {
     if (v > INT32_MAX)
-        return emily_error(EMILY_ERR_SHAPE, "cuda: %s: %s %lld is too large for cuSOLVER/cuBLAS",
-                           op, what, (long long)v);
+        return emily_error(EMILY_ERR_SHAPE, "cuda: %s: %s %lld is too large for cuSOLVER/cuBLAS", op,
+                           what, (long long)v);
     return EMILY_OK;
 }
 
@@ -230,8 +221,7 @@ struct Pool {
     Pool(const Pool &) = delete;
     Pool &operator=(const Pool &) = delete;
     template <typename X> emily_status get(int64_t count, X **out) {
-        if (n == 16)
-            return emily_error(EMILY_ERR_INTERNAL, "cuda: %s: too many scratch buffers", ctx->op);
+        if (n == 16) return emily_error(EMILY_ERR_INTERNAL, "cuda: %s: too many scratch buffers", ctx->op);
         void *p = nullptr;
         size_t bytes = (size_t)(count > 0 ? count : 1) * sizeof(X);
         emily_status s = emi_cuda_scratch(ctx, bytes, &p);
@@ -248,9 +238,7 @@ struct Handles {
     cusolverDnHandle_t solver = nullptr;
     cusolverDnParams_t params = nullptr;
     emily_status get_blas(const emily_cuda_ctx &ctx) { return emi_cuda_cublas(&ctx, &blas); }
-    emily_status get_solver(const emily_cuda_ctx &ctx) {
-        return emi_cuda_cusolver(&ctx, &solver, &params);
-    }
+    emily_status get_solver(const emily_cuda_ctx &ctx) { return emi_cuda_cusolver(&ctx, &solver, &params); }
 };
 
 // A cuSOLVER parameter object (gesvdjInfo_t, syevjInfo_t), destroyed on
@@ -277,8 +265,7 @@ struct HostWork {
 // ---- small kernels shared by the ops -------------------------------------------
 
 // out[i] = base + i * stride, the pointer arrays of the batched routines.
-template <typename T>
-__global__ void fill_pointers(T **out, T *base, int64_t stride, int64_t count) {
+template <typename T> __global__ void fill_pointers(T **out, T *base, int64_t stride, int64_t count) {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < count;
          i += (int64_t)gridDim.x * blockDim.x)
         out[i] = base + i * stride;
@@ -289,8 +276,7 @@ emily_status pointers(const emily_cuda_ctx &ctx, Pool &pool, T *base, int64_t st
                       T ***out) {
     emily_status s = pool.get(count, out);
     if (s) return s;
-    fill_pointers<T>
-        <<<grid_for(ctx.device, count), BLOCK, 0, ctx.stream>>>(*out, base, stride, count);
+    fill_pointers<T><<<grid_for(ctx.device, count), BLOCK, 0, ctx.stream>>>(*out, base, stride, count);
     return emi_cuda_launched(&ctx);
 }
 
@@ -327,8 +313,7 @@ __global__ void transpose_map(T *dst, const T *src, int64_t batch, int64_t rows,
         // store: threads along c write along a row of dst
         for (int j = threadIdx.y; j < TILE; j += blockDim.y) {
             int64_t r = r0 + j, c = c0 + threadIdx.x;
-            if (r < rows && c < cols)
-                dst[b * dst_step + r * ldd + c] = f(b, r, c, tile[threadIdx.x][j]);
+            if (r < rows && c < cols) dst[b * dst_step + r * ldd + c] = f(b, r, c, tile[threadIdx.x][j]);
         }
         __syncthreads();
     }
@@ -336,13 +321,11 @@ __global__ void transpose_map(T *dst, const T *src, int64_t batch, int64_t rows,
 
 template <typename T, typename F>
 emily_status launch_transpose(const emily_cuda_ctx &ctx, T *dst, const T *src, int64_t batch,
-                              int64_t rows, int64_t cols, int64_t ldd, int64_t lds,
-                              int64_t dst_step, int64_t src_step, F f) {
+                              int64_t rows, int64_t cols, int64_t ldd, int64_t lds, int64_t dst_step,
+                              int64_t src_step, F f) {
     if (batch <= 0 || rows <= 0 || cols <= 0) return EMILY_OK;
     int64_t gx = (rows + TILE - 1) / TILE, gy = (cols + TILE - 1) / TILE;
-    if (gy > 65535)
-        return emily_error(EMILY_ERR_SHAPE, "cuda: %s: %lld columns are too many", ctx.op,
-                           (long long)cols);
+    if (gy > 65535) return emily_error(EMILY_ERR_SHAPE, "cuda: %s: %lld columns are too many", ctx.op, (long long)cols);
     int64_t gz = batch < 65535 ? batch : 65535;
     dim3 grid((unsigned)gx, (unsigned)gy, (unsigned)gz), block(TILE, 8);
     transpose_map<T, F><<<grid, block, 0, ctx.stream>>>(dst, src, batch, rows, cols, ldd, lds,
@@ -367,7 +350,8 @@ __global__ void flag_nonfinite(const T *x, int64_t batch, int64_t per, int *flag
         if (!finite(x[i])) flag[i / per] = 1;
 }
 
-template <typename T> __global__ void nan_where(T *x, int64_t batch, int64_t per, const int *flag) {
+template <typename T>
+__global__ void nan_where(T *x, int64_t batch, int64_t per, const int *flag) {
     int64_t total = batch * per;
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
          i += (int64_t)gridDim.x * blockDim.x)
@@ -385,8 +369,7 @@ __global__ void zero_where(T *x, int64_t batch, int64_t per, const int *flag) {
 // The first matrix whose solver reported a failure (info != 0), among
 // the finite ones (flag 0): the iterative solvers' stragglers.
 template <typename I>
-__global__ void first_failed(const I *info, const int *flag, int64_t batch,
-                             unsigned long long *out) {
+__global__ void first_failed(const I *info, const int *flag, int64_t batch, unsigned long long *out) {
     for (int64_t b = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; b < batch;
          b += (int64_t)gridDim.x * blockDim.x)
         if (info[b] != 0 && !flag[b]) atomicMin(out, (unsigned long long)b);
@@ -396,17 +379,15 @@ __global__ void first_failed(const I *info, const int *flag, int64_t batch,
 // of equals (NaN never wins), reduced by one block of LARGEST_THREADS.
 constexpr int LARGEST_THREADS = 256;
 
-template <typename T> __device__ int64_t block_largest(const T *x, int64_t count, int64_t stride) {
+template <typename T>
+__device__ int64_t block_largest(const T *x, int64_t count, int64_t stride) {
     __shared__ double mag[LARGEST_THREADS];
     __shared__ int64_t at[LARGEST_THREADS];
     double best = -1;
     int64_t where = INT64_MAX;
     for (int64_t i = threadIdx.x; i < count; i += blockDim.x) {
         double m = (double)absv(x[i * stride]);
-        if (m > best) {
-            best = m;
-            where = i;
-        }
+        if (m > best) { best = m; where = i; }
     }
     mag[threadIdx.x] = best;
     at[threadIdx.x] = where;
@@ -442,8 +423,7 @@ template <typename F> emily_status in_chunks(int64_t total, F &&f) {
 } // namespace emily_cuda
 
 // The entry points (the family table is in linalg.cu).
-emily_status emi_cuda_lu_native(emily_tensor *p, emily_tensor *l, emily_tensor *u,
-                                const emily_tensor *a);
+emily_status emi_cuda_lu_native(emily_tensor *p, emily_tensor *l, emily_tensor *u, const emily_tensor *a);
 emily_status emi_cuda_solve_native(emily_tensor *x, const emily_tensor *a, const emily_tensor *b,
                                    bool b_vector);
 emily_status emi_cuda_determinant_native(emily_tensor *det, const emily_tensor *a);
@@ -451,8 +431,8 @@ emily_status emi_cuda_cholesky_native(emily_tensor *l, const emily_tensor *a);
 emily_status emi_cuda_triangular_solve_native(emily_tensor *x, const emily_tensor *a,
                                               const emily_tensor *b, bool b_vector, bool left_side,
                                               bool lower, emily_transform_a transform);
-emily_status emi_cuda_qr_native(emily_tensor *q, emily_tensor *r, const emily_tensor *a,
-                                bool complete, double eps);
+emily_status emi_cuda_qr_native(emily_tensor *q, emily_tensor *r, const emily_tensor *a, bool complete,
+                                double eps);
 emily_status emi_cuda_svd_native(emily_tensor *u, emily_tensor *s, emily_tensor *vt,
                                  const emily_tensor *a, bool full_matrices);
 emily_status emi_cuda_eigh_native(emily_tensor *w, emily_tensor *v, const emily_tensor *a);

@@ -69,8 +69,7 @@ template <typename T> struct EigVectors {
 };
 
 template <typename T>
-emily_status eigh_typed(const emily_cuda_ctx &ctx, emily_tensor *w, emily_tensor *v,
-                        const emily_tensor *a) {
+emily_status eigh_typed(const emily_cuda_ctx &ctx, emily_tensor *w, emily_tensor *v, const emily_tensor *a) {
     typedef real_t<T> R;
     int64_t n = a->shape[a->rank - 1], batch = batch_of(a, 2), nn = n * n;
     const T *ad = data_of<T>(a);
@@ -84,19 +83,15 @@ emily_status eigh_typed(const emily_cuda_ctx &ctx, emily_tensor *w, emily_tensor
     int *flag, *info;
     int64_t *ord, *arg;
     unsigned long long *first;
-    if ((s = h.get_solver(ctx)) || (s = pool.get(batch * nn, &e)) ||
-        (s = pool.get(batch * n, &vals)) || (s = pool.get(batch * n, &f)) ||
-        (s = pool.get(batch * n, &ord)) || (s = pool.get(batch * n, &arg)) ||
+    if ((s = h.get_solver(ctx)) || (s = pool.get(batch * nn, &e)) || (s = pool.get(batch * n, &vals)) ||
+        (s = pool.get(batch * n, &f)) || (s = pool.get(batch * n, &ord)) || (s = pool.get(batch * n, &arg)) ||
         (s = pool.get(batch, &flag)) || (s = pool.get(batch, &info)) || (s = pool.get(1, &first)))
         return s;
     cudaError_t err = cudaMemsetAsync(flag, 0, (size_t)batch * sizeof(int), ctx.stream);
     if (!err) err = cudaMemsetAsync(first, 0xff, sizeof *first, ctx.stream);
-    if (!err)
-        err = cudaMemcpyAsync(e, ad, (size_t)(batch * nn) * sizeof(T), cudaMemcpyDeviceToDevice,
-                              ctx.stream);
+    if (!err) err = cudaMemcpyAsync(e, ad, (size_t)(batch * nn) * sizeof(T), cudaMemcpyDeviceToDevice, ctx.stream);
     if (err) return emi_cuda_error(ctx.op, err);
-    flag_nonfinite<T>
-        <<<grid_for(ctx.device, batch * nn), BLOCK, 0, ctx.stream>>>(ad, batch, nn, flag);
+    flag_nonfinite<T><<<grid_for(ctx.device, batch * nn), BLOCK, 0, ctx.stream>>>(ad, batch, nn, flag);
     zero_where<T><<<grid_for(ctx.device, batch * nn), BLOCK, 0, ctx.stream>>>(e, batch, nn, flag);
     if ((s = emi_cuda_launched(&ctx))) return s;
     bool batched = batch > 1 && n <= 32;
@@ -106,17 +101,16 @@ emily_status eigh_typed(const emily_cuda_ctx &ctx, emily_tensor *w, emily_tensor
     HostWork hw;
     if ((s = solver_status(ctx.op, "syevd",
                            cusolverDnXsyevd_bufferSize(h.solver, h.params, CUSOLVER_EIG_MODE_VECTOR,
-                                                       CUBLAS_FILL_MODE_UPPER, n, Lib<T>::type, e,
-                                                       n, Lib<T>::real_type, vals, Lib<T>::type,
-                                                       &dev_bytes, &host_bytes))) ||
+                                                       CUBLAS_FILL_MODE_UPPER, n, Lib<T>::type, e, n,
+                                                       Lib<T>::real_type, vals, Lib<T>::type, &dev_bytes,
+                                                       &host_bytes))) ||
         (s = pool.get((int64_t)dev_bytes, &work)) || (s = hw.get(ctx.op, host_bytes)))
         return s;
     auto syevd = [&](int64_t b) -> emily_status {
         return solver_status(ctx.op, "syevd",
-                             cusolverDnXsyevd(h.solver, h.params, CUSOLVER_EIG_MODE_VECTOR,
-                                              CUBLAS_FILL_MODE_UPPER, n, Lib<T>::type, e + b * nn,
-                                              n, Lib<T>::real_type, vals + b * n, Lib<T>::type,
-                                              work, dev_bytes, hw.p, host_bytes, info + b));
+                             cusolverDnXsyevd(h.solver, h.params, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_UPPER, n,
+                                              Lib<T>::type, e + b * nn, n, Lib<T>::real_type, vals + b * n,
+                                              Lib<T>::type, work, dev_bytes, hw.p, host_bytes, info + b));
     };
     if (batched) {
         Owned<syevjInfo_t, cusolverDnDestroySyevjInfo> sp;
@@ -126,27 +120,23 @@ emily_status eigh_typed(const emily_cuda_ctx &ctx, emily_tensor *w, emily_tensor
             (s = solver_status(ctx.op, "syevjBatched", cusolverDnCreateSyevjInfo(&sp.p))) ||
             (s = solver_status(ctx.op, "syevjBatched", cusolverDnXsyevjSetSortEig(sp.p, 1))) ||
             (s = solver_status(ctx.op, "syevjBatched",
-                               Lib<T>::syevj_batched_size(h.solver, (int)n, e, vals, &lwork, sp.p,
-                                                          (int)batch))) ||
+                               Lib<T>::syevj_batched_size(h.solver, (int)n, e, vals, &lwork, sp.p, (int)batch))) ||
             (s = pool.get(lwork, &jwork)) ||
             (s = solver_status(ctx.op, "syevjBatched",
-                               Lib<T>::syevj_batched(h.solver, (int)n, e, vals, jwork, lwork, info,
-                                                     sp.p, (int)batch))))
+                               Lib<T>::syevj_batched(h.solver, (int)n, e, vals, jwork, lwork, info, sp.p, (int)batch))))
             return s;
     } else {
         for (int64_t b = 0; b < batch; b++)
             if ((s = syevd(b))) return s;
     }
-    first_failed<int>
-        <<<grid_for(ctx.device, batch), BLOCK, 0, ctx.stream>>>(info, flag, batch, first);
+    first_failed<int><<<grid_for(ctx.device, batch), BLOCK, 0, ctx.stream>>>(info, flag, batch, first);
     if ((s = emi_cuda_launched(&ctx))) return s;
     unsigned long long b0 = 0;
     if ((s = read_back(ctx, &b0, first, sizeof b0))) return s;
     if (b0 != ~0ull) {
         // Jacobi's stragglers get syevd; syevd failing is an error
         if (!batched)
-            return emily_error(EMILY_ERR_INTERNAL,
-                               "cuda: eigh: cuSOLVER syevd did not converge (matrix %llu)", b0);
+            return emily_error(EMILY_ERR_INTERNAL, "cuda: eigh: cuSOLVER syevd did not converge (matrix %llu)", b0);
         int *hinfo = (int *)malloc((size_t)batch * 2 * sizeof(int));
         if (!hinfo) return emily_error(EMILY_ERR_MEMORY, "cuda: eigh: out of host memory");
         s = read_back(ctx, hinfo, info, (size_t)batch * sizeof(int));
@@ -154,27 +144,22 @@ emily_status eigh_typed(const emily_cuda_ctx &ctx, emily_tensor *w, emily_tensor
         for (int64_t b = (int64_t)b0; !s && b < batch; b++) {
             if (hinfo[b] == 0 || hinfo[batch + b]) continue;
             int again = 0;
-            err = cudaMemcpyAsync(e + b * nn, ad + b * nn, (size_t)nn * sizeof(T),
-                                  cudaMemcpyDeviceToDevice, ctx.stream);
+            err = cudaMemcpyAsync(e + b * nn, ad + b * nn, (size_t)nn * sizeof(T), cudaMemcpyDeviceToDevice, ctx.stream);
             if (err) s = emi_cuda_error(ctx.op, err);
             if (!s) s = syevd(b);
             if (!s) s = read_back(ctx, &again, info + b, sizeof again);
             if (!s && again)
-                s = emily_error(EMILY_ERR_INTERNAL,
-                                "cuda: eigh: cuSOLVER syevd did not converge (matrix %lld)",
+                s = emily_error(EMILY_ERR_INTERNAL, "cuda: eigh: cuSOLVER syevd did not converge (matrix %lld)",
                                 (long long)b);
         }
         free(hinfo);
         if (s) return s;
     }
-    eig_order<T, R>
-        <<<grid_for(ctx.device, batch * n), BLOCK, 0, ctx.stream>>>(vals, wd, ord, batch, n);
+    eig_order<T, R><<<grid_for(ctx.device, batch * n), BLOCK, 0, ctx.stream>>>(vals, wd, ord, batch, n);
     int64_t blocks = batch * n < 65536 * 16 ? batch * n : 65536 * 16;
     eig_phases<T><<<(unsigned)blocks, LARGEST_THREADS, 0, ctx.stream>>>(e, f, arg, batch, n);
     if ((s = emi_cuda_launched(&ctx))) return s;
-    if ((s = launch_transpose(ctx, vd, e, batch, n, n, n, n, nn, nn,
-                              EigVectors<T>{ord, arg, f, n})))
-        return s;
+    if ((s = launch_transpose(ctx, vd, e, batch, n, n, n, n, nn, nn, EigVectors<T>{ord, arg, f, n}))) return s;
     nan_where<T><<<grid_for(ctx.device, batch * n), BLOCK, 0, ctx.stream>>>(wd, batch, n, flag);
     nan_where<T><<<grid_for(ctx.device, batch * nn), BLOCK, 0, ctx.stream>>>(vd, batch, nn, flag);
     return emi_cuda_launched(&ctx);
@@ -187,6 +172,5 @@ emily_status emi_cuda_eigh_native(emily_tensor *w, emily_tensor *v, const emily_
     const emily_tensor *ts[3] = {w, v, a};
     emily_status s = emi_cuda_begin("eigh", dev_of(a), 3, ts, &ctx);
     if (s) return s;
-    return with_solver_type(a->dtype, "eigh",
-                            [&]<typename T>() { return eigh_typed<T>(ctx, w, v, a); });
+    return with_solver_type(a->dtype, "eigh", [&]<typename T>() { return eigh_typed<T>(ctx, w, v, a); });
 }

@@ -162,25 +162,15 @@ __global__ void small_solve_kernel(const T *a, const T *bm, T *x, int64_t batch,
 // Calls f.template operator()<N>() for n in 1..SMALL.
 template <typename F> emily_status with_small(int64_t n, F &&f) {
     switch (n) {
-    case 1:
-        return f.template operator()<1>();
-    case 2:
-        return f.template operator()<2>();
-    case 3:
-        return f.template operator()<3>();
-    case 4:
-        return f.template operator()<4>();
-    case 5:
-        return f.template operator()<5>();
-    case 6:
-        return f.template operator()<6>();
-    case 7:
-        return f.template operator()<7>();
-    case 8:
-        return f.template operator()<8>();
-    default:
-        return emily_error(EMILY_ERR_INTERNAL, "cuda: linalg: no small kernel for n = %lld",
-                           (long long)n);
+    case 1: return f.template operator()<1>();
+    case 2: return f.template operator()<2>();
+    case 3: return f.template operator()<3>();
+    case 4: return f.template operator()<4>();
+    case 5: return f.template operator()<5>();
+    case 6: return f.template operator()<6>();
+    case 7: return f.template operator()<7>();
+    case 8: return f.template operator()<8>();
+    default: return emily_error(EMILY_ERR_INTERNAL, "cuda: linalg: no small kernel for n = %lld", (long long)n);
     }
 }
 
@@ -222,18 +212,17 @@ emily_status getrf_all(const emily_cuda_ctx &ctx, Pool &pool, Handles &h, T *w, 
     }
     if ((s = h.get_solver(ctx)) || (s = pool.get(batch * n, &f.piv64))) return s;
     size_t dev_bytes = 0, host_bytes = 0;
-    if ((s = solver_status(ctx.op, "getrf",
-                           cusolverDnXgetrf_bufferSize(h.solver, h.params, n, n, Lib<T>::type, w, n,
-                                                       Lib<T>::type, &dev_bytes, &host_bytes))))
+    if ((s = solver_status(ctx.op, "getrf", cusolverDnXgetrf_bufferSize(h.solver, h.params, n, n, Lib<T>::type, w, n,
+                                                                        Lib<T>::type, &dev_bytes, &host_bytes))))
         return s;
     char *work;
     HostWork hw;
     if ((s = pool.get((int64_t)dev_bytes, &work)) || (s = hw.get(ctx.op, host_bytes))) return s;
     for (int64_t b = 0; b < batch; b++)
         if ((s = solver_status(ctx.op, "getrf",
-                               cusolverDnXgetrf(h.solver, h.params, n, n, Lib<T>::type,
-                                                w + b * n * n, n, f.piv64 + b * n, Lib<T>::type,
-                                                work, dev_bytes, hw.p, host_bytes, f.info + b))))
+                               cusolverDnXgetrf(h.solver, h.params, n, n, Lib<T>::type, w + b * n * n, n,
+                                                f.piv64 + b * n, Lib<T>::type, work, dev_bytes, hw.p,
+                                                host_bytes, f.info + b))))
             return s;
     return EMILY_OK;
 }
@@ -241,12 +230,12 @@ emily_status getrf_all(const emily_cuda_ctx &ctx, Pool &pool, Handles &h, T *w, 
 // getrf_all on a copy of a's memory (A^T, column-major): solve and
 // determinant factor the transposed matrix, which needs no transpose.
 template <typename T>
-emily_status factor_transposed(const emily_cuda_ctx &ctx, Pool &pool, Handles &h, const T *ad,
-                               int64_t batch, int64_t n, T **w, Factored<T> &f) {
+emily_status factor_transposed(const emily_cuda_ctx &ctx, Pool &pool, Handles &h, const T *ad, int64_t batch,
+                               int64_t n, T **w, Factored<T> &f) {
     emily_status s;
     if ((s = check_int(ctx.op, n, "matrix size")) || (s = pool.get(batch * n * n, w))) return s;
-    cudaError_t err = cudaMemcpyAsync(*w, ad, (size_t)(batch * n * n) * sizeof(T),
-                                      cudaMemcpyDeviceToDevice, ctx.stream);
+    cudaError_t err = cudaMemcpyAsync(*w, ad, (size_t)(batch * n * n) * sizeof(T), cudaMemcpyDeviceToDevice,
+                                      ctx.stream);
     if (err) return emi_cuda_error(ctx.op, err);
     return getrf_all(ctx, pool, h, *w, batch, n, f);
 }
@@ -275,9 +264,7 @@ template <typename T> struct UnitLower : SameColumn {
     }
 };
 template <typename T> struct Upper : SameColumn {
-    __device__ T operator()(int64_t, int64_t r, int64_t c, T v) const {
-        return r <= c ? v : mk<T>(0);
-    }
+    __device__ T operator()(int64_t, int64_t r, int64_t c, T v) const { return r <= c ? v : mk<T>(0); }
 };
 
 // One block a matrix: the product of the diagonal, the sign of the pivots'
@@ -308,12 +295,12 @@ __global__ void det_kernel(const T *w, const I *piv, T *det, int64_t n) {
         }
         __syncthreads();
     }
-    if (threadIdx.x == 0) det[b] = zero[0] ? mk<T>(0) : mul(mk<T>(swaps[0] % 2 ? -1 : 1), prod[0]);
+    if (threadIdx.x == 0)
+        det[b] = zero[0] ? mk<T>(0) : mul(mk<T>(swaps[0] % 2 ? -1 : 1), prod[0]);
 }
 
 // The first (matrix, step) whose getrf info reports an exact zero pivot.
-__global__ void singular_kernel(const int *info, int64_t batch, int64_t n,
-                                unsigned long long *bad) {
+__global__ void singular_kernel(const int *info, int64_t batch, int64_t n, unsigned long long *bad) {
     for (int64_t b = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; b < batch;
          b += (int64_t)gridDim.x * blockDim.x)
         if (info[b] > 0) atomicMin(bad, (unsigned long long)(b * n + info[b] - 1));
@@ -323,23 +310,20 @@ emily_status singular_error(const emily_cuda_ctx &ctx, const unsigned long long 
     unsigned long long v = 0;
     emily_status s = read_back(ctx, &v, bad, sizeof v);
     if (s || v == ~0ull) return s;
-    return emily_error(
-        EMILY_ERR_ARGUMENT,
-        "solve: can't solve for singular matrix (zero pivot at step %lld of matrix %lld)",
-        (long long)(v % (unsigned long long)n), (long long)(v / (unsigned long long)n));
+    return emily_error(EMILY_ERR_ARGUMENT,
+                       "solve: can't solve for singular matrix (zero pivot at step %lld of matrix %lld)",
+                       (long long)(v % (unsigned long long)n), (long long)(v / (unsigned long long)n));
 }
 
-template <typename T>
-emily_status lu_typed(const emily_cuda_ctx &ctx, emily_tensor *p, emily_tensor *l, emily_tensor *u,
-                      const emily_tensor *a) {
+template <typename T> emily_status lu_typed(const emily_cuda_ctx &ctx, emily_tensor *p, emily_tensor *l,
+                                            emily_tensor *u, const emily_tensor *a) {
     int64_t n = a->shape[a->rank - 1], batch = batch_of(a, 2);
     const T *ad = data_of<T>(a);
     T *pd = data_of<T>(p), *ld = data_of<T>(l), *ud = data_of<T>(u);
     if (n <= SMALL)
         return with_small(n, [&]<int N>() -> emily_status {
-            small_lu_kernel<T, N>
-                <<<blocks_for(batch, SMALL_THREADS), SMALL_THREADS, 0, ctx.stream>>>(ad, pd, ld, ud,
-                                                                                     batch);
+            small_lu_kernel<T, N><<<blocks_for(batch, SMALL_THREADS), SMALL_THREADS, 0, ctx.stream>>>(
+                ad, pd, ld, ud, batch);
             return emi_cuda_launched(&ctx);
         });
     emily_status s;
@@ -359,8 +343,8 @@ emily_status lu_typed(const emily_cuda_ctx &ctx, emily_tensor *p, emily_tensor *
     cudaError_t err = cudaMemsetAsync(pd, 0, (size_t)(batch * n * n) * sizeof(T), ctx.stream);
     if (err) return emi_cuda_error(ctx.op, err);
     if (f.batched)
-        perm_kernel<T, int><<<blocks_for(batch, SMALL_THREADS), SMALL_THREADS, 0, ctx.stream>>>(
-            f.piv32, perm, pd, batch, n);
+        perm_kernel<T, int><<<blocks_for(batch, SMALL_THREADS), SMALL_THREADS, 0, ctx.stream>>>(f.piv32, perm, pd,
+                                                                                            batch, n);
     else
         perm_kernel<T, int64_t><<<blocks_for(batch, SMALL_THREADS), SMALL_THREADS, 0, ctx.stream>>>(
             f.piv64, perm, pd, batch, n);
@@ -378,8 +362,8 @@ emily_status det_typed(const emily_cuda_ctx &ctx, emily_tensor *det, const emily
     }
     if (n <= SMALL)
         return with_small(n, [&]<int N>() -> emily_status {
-            small_det_kernel<T, N>
-                <<<blocks_for(batch, SMALL_THREADS), SMALL_THREADS, 0, ctx.stream>>>(ad, dd, batch);
+            small_det_kernel<T, N><<<blocks_for(batch, SMALL_THREADS), SMALL_THREADS, 0, ctx.stream>>>(ad, dd,
+                                                                                                      batch);
             return emi_cuda_launched(&ctx);
         });
     Pool pool(ctx);
@@ -388,13 +372,11 @@ emily_status det_typed(const emily_cuda_ctx &ctx, emily_tensor *det, const emily
     Factored<T> f;
     emily_status s = factor_transposed(ctx, pool, h, ad, batch, n, &w, f);
     if (s) return s;
-    if (batch > INT32_MAX)
-        return emily_error(EMILY_ERR_SHAPE, "cuda: determinant: too many matrices");
+    if (batch > INT32_MAX) return emily_error(EMILY_ERR_SHAPE, "cuda: determinant: too many matrices");
     if (f.batched)
         det_kernel<T, int><<<(unsigned)batch, LARGEST_THREADS, 0, ctx.stream>>>(w, f.piv32, dd, n);
     else
-        det_kernel<T, int64_t>
-            <<<(unsigned)batch, LARGEST_THREADS, 0, ctx.stream>>>(w, f.piv64, dd, n);
+        det_kernel<T, int64_t><<<(unsigned)batch, LARGEST_THREADS, 0, ctx.stream>>>(w, f.piv64, dd, n);
     return emi_cuda_launched(&ctx);
 }
 
@@ -413,9 +395,8 @@ emily_status solve_typed(const emily_cuda_ctx &ctx, emily_tensor *x, const emily
     if (err) return emi_cuda_error(ctx.op, err);
     if (n <= SMALL) {
         s = with_small(n, [&]<int N>() -> emily_status {
-            small_solve_kernel<T, N>
-                <<<blocks_for(batch, SMALL_THREADS), SMALL_THREADS, 0, ctx.stream>>>(ad, bd, xd,
-                                                                                     batch, m, bad);
+            small_solve_kernel<T, N><<<blocks_for(batch, SMALL_THREADS), SMALL_THREADS, 0, ctx.stream>>>(
+                ad, bd, xd, batch, m, bad);
             return emi_cuda_launched(&ctx);
         });
         return s ? s : singular_error(ctx, bad, n);
@@ -431,8 +412,8 @@ emily_status solve_typed(const emily_cuda_ctx &ctx, emily_tensor *x, const emily
         if ((s = pool.get(batch * n * m, &bc)) ||
             (s = launch_transpose(ctx, bc, bd, batch, m, n, n, m, n * m, n * m, Plain<T>())))
             return s;
-    } else if ((err = cudaMemcpyAsync(xd, bd, (size_t)(batch * n) * sizeof(T),
-                                      cudaMemcpyDeviceToDevice, ctx.stream))) {
+    } else if ((err = cudaMemcpyAsync(xd, bd, (size_t)(batch * n) * sizeof(T), cudaMemcpyDeviceToDevice,
+                                      ctx.stream))) {
         return emi_cuda_error(ctx.op, err);
     }
     // w holds A^T = P L U: A x = b is the transposed solve
@@ -442,9 +423,8 @@ emily_status solve_typed(const emily_cuda_ctx &ctx, emily_tensor *x, const emily
         s = in_chunks(batch, [&](int64_t b0, int count) -> emily_status {
             int info = 0;
             return blas_status(ctx.op, "getrsBatched",
-                               Lib<T>::getrs_batched(h.blas, CUBLAS_OP_T, (int)n, (int)m,
-                                                     f.ptrs + b0, (int)n, f.piv32 + b0 * n,
-                                                     bptr + b0, (int)n, &info, count));
+                               Lib<T>::getrs_batched(h.blas, CUBLAS_OP_T, (int)n, (int)m, f.ptrs + b0, (int)n,
+                                                     f.piv32 + b0 * n, bptr + b0, (int)n, &info, count));
         });
         if (s) return s;
     } else {
@@ -452,13 +432,12 @@ emily_status solve_typed(const emily_cuda_ctx &ctx, emily_tensor *x, const emily
         if ((s = pool.get(1, &info2))) return s;
         for (int64_t i = 0; i < batch; i++)
             if ((s = solver_status(ctx.op, "getrs",
-                                   cusolverDnXgetrs(h.solver, h.params, CUBLAS_OP_T, n, m,
-                                                    Lib<T>::type, w + i * n * n, n, f.piv64 + i * n,
-                                                    Lib<T>::type, bc + i * n * m, n, info2))))
+                                   cusolverDnXgetrs(h.solver, h.params, CUBLAS_OP_T, n, m, Lib<T>::type,
+                                                    w + i * n * n, n, f.piv64 + i * n, Lib<T>::type,
+                                                    bc + i * n * m, n, info2))))
                 return s;
     }
-    if (m > 1 && (s = launch_transpose(ctx, xd, bc, batch, n, m, m, n, n * m, n * m, Plain<T>())))
-        return s;
+    if (m > 1 && (s = launch_transpose(ctx, xd, bc, batch, n, m, m, n, n * m, n * m, Plain<T>()))) return s;
     singular_kernel<<<grid_for(ctx.device, batch), BLOCK, 0, ctx.stream>>>(f.info, batch, n, bad);
     if ((s = emi_cuda_launched(&ctx))) return s;
     return singular_error(ctx, bad, n);
@@ -466,14 +445,12 @@ emily_status solve_typed(const emily_cuda_ctx &ctx, emily_tensor *x, const emily
 
 } // namespace
 
-emily_status emi_cuda_lu_native(emily_tensor *p, emily_tensor *l, emily_tensor *u,
-                                const emily_tensor *a) {
+emily_status emi_cuda_lu_native(emily_tensor *p, emily_tensor *l, emily_tensor *u, const emily_tensor *a) {
     emily_cuda_ctx ctx;
     const emily_tensor *ts[4] = {p, l, u, a};
     emily_status s = emi_cuda_begin("lu", dev_of(a), 4, ts, &ctx);
     if (s) return s;
-    return with_solver_type(a->dtype, "lu",
-                            [&]<typename T>() { return lu_typed<T>(ctx, p, l, u, a); });
+    return with_solver_type(a->dtype, "lu", [&]<typename T>() { return lu_typed<T>(ctx, p, l, u, a); });
 }
 
 emily_status emi_cuda_determinant_native(emily_tensor *det, const emily_tensor *a) {
@@ -481,8 +458,7 @@ emily_status emi_cuda_determinant_native(emily_tensor *det, const emily_tensor *
     const emily_tensor *ts[2] = {det, a};
     emily_status s = emi_cuda_begin("determinant", dev_of(a), 2, ts, &ctx);
     if (s) return s;
-    return with_solver_type(a->dtype, "determinant",
-                            [&]<typename T>() { return det_typed<T>(ctx, det, a); });
+    return with_solver_type(a->dtype, "determinant", [&]<typename T>() { return det_typed<T>(ctx, det, a); });
 }
 
 emily_status emi_cuda_solve_native(emily_tensor *x, const emily_tensor *a, const emily_tensor *b,

@@ -71,8 +71,8 @@ template <typename T> struct TakeQ : SameColumn {
 };
 
 template <typename T>
-emily_status qr_typed(const emily_cuda_ctx &ctx, emily_tensor *q, emily_tensor *r,
-                      const emily_tensor *a, double eps) {
+emily_status qr_typed(const emily_cuda_ctx &ctx, emily_tensor *q, emily_tensor *r, const emily_tensor *a,
+                      double eps) {
     int64_t m = a->shape[a->rank - 2], n = a->shape[a->rank - 1], k = m < n ? m : n;
     int64_t qcols = q->shape[q->rank - 1], rrows = r->shape[r->rank - 2];
     int64_t batch = batch_of(a, 2);
@@ -80,75 +80,62 @@ emily_status qr_typed(const emily_cuda_ctx &ctx, emily_tensor *q, emily_tensor *
     emily_status s;
     if (k == 0) { // no reflections: Q is the identity, R zeros
         if (q->size && (s = emi_cuda_eye(q))) return s;
-        cudaError_t err = r->size ? cudaMemsetAsync(rd, 0, (size_t)r->size * sizeof(T), ctx.stream)
-                                  : cudaSuccess;
+        cudaError_t err = r->size ? cudaMemsetAsync(rd, 0, (size_t)r->size * sizeof(T), ctx.stream) : cudaSuccess;
         return emi_cuda_error(ctx.op, err);
     }
-    if ((s = check_int(ctx.op, m, "row count")) || (s = check_int(ctx.op, n, "column count")))
-        return s;
+    if ((s = check_int(ctx.op, m, "row count")) || (s = check_int(ctx.op, n, "column count"))) return s;
     int64_t cols = n > qcols ? n : qcols, wstep = m * cols;
     Pool pool(ctx);
     Handles h;
     T *w, *tau, *f;
     int *info;
-    if ((s = h.get_solver(ctx)) || (s = pool.get(batch * wstep, &w)) ||
-        (s = pool.get(batch * k, &tau)) || (s = pool.get(batch * k, &f)) ||
-        (s = pool.get(1, &info)))
+    if ((s = h.get_solver(ctx)) || (s = pool.get(batch * wstep, &w)) || (s = pool.get(batch * k, &tau)) ||
+        (s = pool.get(batch * k, &f)) || (s = pool.get(1, &info)))
         return s;
     // column-major copies; columns n.. (a complete Q of a tall matrix) from zero
     if (cols > n) {
         cudaError_t err = cudaMemsetAsync(w, 0, (size_t)(batch * wstep) * sizeof(T), ctx.stream);
         if (err) return emi_cuda_error(ctx.op, err);
     }
-    if ((s = launch_transpose(ctx, w, data_of<T>(a), batch, n, m, m, n, wstep, m * n, Plain<T>())))
-        return s;
+    if ((s = launch_transpose(ctx, w, data_of<T>(a), batch, n, m, m, n, wstep, m * n, Plain<T>()))) return s;
     size_t dev_bytes = 0, host_bytes = 0;
     int lwork = 0;
     if ((s = solver_status(ctx.op, "geqrf",
-                           cusolverDnXgeqrf_bufferSize(h.solver, h.params, m, n, Lib<T>::type, w, m,
-                                                       Lib<T>::type, tau, Lib<T>::type, &dev_bytes,
-                                                       &host_bytes))) ||
-        (s = solver_status(
-             ctx.op, "orgqr",
-             Lib<T>::orgqr_size(h.solver, (int)m, (int)qcols, (int)k, w, (int)m, tau, &lwork))))
+                           cusolverDnXgeqrf_bufferSize(h.solver, h.params, m, n, Lib<T>::type, w, m, Lib<T>::type,
+                                                       tau, Lib<T>::type, &dev_bytes, &host_bytes))) ||
+        (s = solver_status(ctx.op, "orgqr", Lib<T>::orgqr_size(h.solver, (int)m, (int)qcols, (int)k, w, (int)m, tau,
+                                                               &lwork))))
         return s;
     char *work;
     T *owork;
     HostWork hw;
-    if ((s = pool.get((int64_t)dev_bytes, &work)) || (s = pool.get(lwork, &owork)) ||
-        (s = hw.get(ctx.op, host_bytes)))
+    if ((s = pool.get((int64_t)dev_bytes, &work)) || (s = pool.get(lwork, &owork)) || (s = hw.get(ctx.op, host_bytes)))
         return s;
     for (int64_t b = 0; b < batch; b++)
         if ((s = solver_status(ctx.op, "geqrf",
-                               cusolverDnXgeqrf(h.solver, h.params, m, n, Lib<T>::type,
-                                                w + b * wstep, m, Lib<T>::type, tau + b * k,
-                                                Lib<T>::type, work, dev_bytes, hw.p, host_bytes,
-                                                info))))
+                               cusolverDnXgeqrf(h.solver, h.params, m, n, Lib<T>::type, w + b * wstep, m, Lib<T>::type,
+                                                tau + b * k, Lib<T>::type, work, dev_bytes, hw.p, host_bytes, info))))
             return s;
-    qr_signs<T>
-        <<<grid_for(ctx.device, batch), BLOCK, 0, ctx.stream>>>(w, tau, f, batch, m, n, k, wstep);
+    qr_signs<T><<<grid_for(ctx.device, batch), BLOCK, 0, ctx.stream>>>(w, tau, f, batch, m, n, k, wstep);
     if ((s = emi_cuda_launched(&ctx))) return s;
-    if ((s = launch_transpose(ctx, rd, w, batch, rrows, n, n, m, rrows * n, wstep,
-                              TakeR<T>{{}, f, k, eps})))
+    if ((s = launch_transpose(ctx, rd, w, batch, rrows, n, n, m, rrows * n, wstep, TakeR<T>{{}, f, k, eps})))
         return s;
     for (int64_t b = 0; b < batch; b++)
         if ((s = solver_status(ctx.op, "orgqr",
-                               Lib<T>::orgqr(h.solver, (int)m, (int)qcols, (int)k, w + b * wstep,
-                                             (int)m, tau + b * k, owork, lwork, info))))
+                               Lib<T>::orgqr(h.solver, (int)m, (int)qcols, (int)k, w + b * wstep, (int)m, tau + b * k,
+                                             owork, lwork, info))))
             return s;
-    return launch_transpose(ctx, qd, w, batch, m, qcols, qcols, m, m * qcols, wstep,
-                            TakeQ<T>{{}, f, k, eps});
+    return launch_transpose(ctx, qd, w, batch, m, qcols, qcols, m, m * qcols, wstep, TakeQ<T>{{}, f, k, eps});
 }
 
 } // namespace
 
-emily_status emi_cuda_qr_native(emily_tensor *q, emily_tensor *r, const emily_tensor *a,
-                                bool complete, double eps) {
+emily_status emi_cuda_qr_native(emily_tensor *q, emily_tensor *r, const emily_tensor *a, bool complete,
+                                double eps) {
     (void)complete; /* q's and r's shapes say it */
     emily_cuda_ctx ctx;
     const emily_tensor *ts[3] = {q, r, a};
     emily_status s = emi_cuda_begin("qr", dev_of(a), 3, ts, &ctx);
     if (s) return s;
-    return with_solver_type(a->dtype, "qr",
-                            [&]<typename T>() { return qr_typed<T>(ctx, q, r, a, eps); });
+    return with_solver_type(a->dtype, "qr", [&]<typename T>() { return qr_typed<T>(ctx, q, r, a, eps); });
 }

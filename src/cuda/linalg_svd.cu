@@ -23,31 +23,29 @@ using namespace emily_cuda::la;
 namespace {
 
 template <typename T> struct Gesvdj;
-#define EMI_LA_GESVDJ(T, P)                                                                        \
-    template <> struct Gesvdj<T> {                                                                 \
-        static cusolverStatus_t size(cusolverDnHandle_t h, int econ, int m, int n, const T *a,     \
-                                     const T *s, const T *u, const T *v, int *lwork,               \
-                                     gesvdjInfo_t p) {                                             \
-            return cusolverDn##P##gesvdj_bufferSize(h, CUSOLVER_EIG_MODE_VECTOR, econ, m, n, a, m, \
-                                                    s, u, m, v, n, lwork, p);                      \
-        }                                                                                          \
-        static cusolverStatus_t run(cusolverDnHandle_t h, int econ, int m, int n, T *a, T *s,      \
-                                    T *u, T *v, T *work, int lwork, int *info, gesvdjInfo_t p) {   \
-            return cusolverDn##P##gesvdj(h, CUSOLVER_EIG_MODE_VECTOR, econ, m, n, a, m, s, u, m,   \
-                                         v, n, work, lwork, info, p);                              \
-        }                                                                                          \
-        static cusolverStatus_t batched_size(cusolverDnHandle_t h, int m, int n, const T *a,       \
-                                             const T *s, const T *u, const T *v, int *lwork,       \
-                                             gesvdjInfo_t p, int count) {                          \
-            return cusolverDn##P##gesvdjBatched_bufferSize(h, CUSOLVER_EIG_MODE_VECTOR, m, n, a,   \
-                                                           m, s, u, m, v, n, lwork, p, count);     \
-        }                                                                                          \
-        static cusolverStatus_t batched(cusolverDnHandle_t h, int m, int n, T *a, T *s, T *u,      \
-                                        T *v, T *work, int lwork, int *info, gesvdjInfo_t p,       \
-                                        int count) {                                               \
-            return cusolverDn##P##gesvdjBatched(h, CUSOLVER_EIG_MODE_VECTOR, m, n, a, m, s, u, m,  \
-                                                v, n, work, lwork, info, p, count);                \
-        }                                                                                          \
+#define EMI_LA_GESVDJ(T, P)                                                                                 \
+    template <> struct Gesvdj<T> {                                                                          \
+        static cusolverStatus_t size(cusolverDnHandle_t h, int econ, int m, int n, const T *a, const T *s,  \
+                                     const T *u, const T *v, int *lwork, gesvdjInfo_t p) {                  \
+            return cusolverDn##P##gesvdj_bufferSize(h, CUSOLVER_EIG_MODE_VECTOR, econ, m, n, a, m, s, u, m, \
+                                                    v, n, lwork, p);                                         \
+        }                                                                                                   \
+        static cusolverStatus_t run(cusolverDnHandle_t h, int econ, int m, int n, T *a, T *s, T *u, T *v,   \
+                                    T *work, int lwork, int *info, gesvdjInfo_t p) {                        \
+            return cusolverDn##P##gesvdj(h, CUSOLVER_EIG_MODE_VECTOR, econ, m, n, a, m, s, u, m, v, n,      \
+                                         work, lwork, info, p);                                             \
+        }                                                                                                   \
+        static cusolverStatus_t batched_size(cusolverDnHandle_t h, int m, int n, const T *a, const T *s,    \
+                                             const T *u, const T *v, int *lwork, gesvdjInfo_t p,            \
+                                             int count) {                                                   \
+            return cusolverDn##P##gesvdjBatched_bufferSize(h, CUSOLVER_EIG_MODE_VECTOR, m, n, a, m, s, u, m, \
+                                                           v, n, lwork, p, count);                          \
+        }                                                                                                   \
+        static cusolverStatus_t batched(cusolverDnHandle_t h, int m, int n, T *a, T *s, T *u, T *v, T *work, \
+                                        int lwork, int *info, gesvdjInfo_t p, int count) {                  \
+            return cusolverDn##P##gesvdjBatched(h, CUSOLVER_EIG_MODE_VECTOR, m, n, a, m, s, u, m, v, n,      \
+                                                work, lwork, info, p, count);                               \
+        }                                                                                                   \
     };
 EMI_LA_GESVDJ(float, S)
 EMI_LA_GESVDJ(double, D)
@@ -56,8 +54,8 @@ EMI_LA_GESVDJ(double, D)
 // sign[b][i]: +1, or -1 where the largest entry of vt's row i (U_C's
 // column i) or, past vt's rows, of u's column i (V_C's) is negative.
 template <typename T>
-__global__ void svd_signs(const T *uc, const T *vc, T *sign, int64_t batch, int64_t nsign,
-                          int64_t vrows, int64_t r, int64_t c, int64_t ustep, int64_t vstep) {
+__global__ void svd_signs(const T *uc, const T *vc, T *sign, int64_t batch, int64_t nsign, int64_t vrows,
+                          int64_t r, int64_t c, int64_t ustep, int64_t vstep) {
     for (int64_t blk = blockIdx.x; blk < batch * nsign; blk += gridDim.x) {
         int64_t b = blk / nsign, i = blk % nsign;
         const T *x = i < vrows ? uc + b * ustep + i * r : vc + b * vstep + i * c;
@@ -81,9 +79,7 @@ __global__ void take_vt(T *vt, const T *uc, const T *sign, int64_t batch, int64_
 template <typename T> struct SignedColumns : SameColumn {
     const T *sign;
     int64_t nsign;
-    __device__ T operator()(int64_t b, int64_t, int64_t c, T v) const {
-        return sign[b * nsign + c] * v;
-    }
+    __device__ T operator()(int64_t b, int64_t, int64_t c, T v) const { return sign[b * nsign + c] * v; }
 };
 
 // gesvd for the matrices Jacobi left unconverged (finite ones), written
@@ -106,8 +102,7 @@ template <typename T> struct Fallback {
 
     emily_status prepare(Pool &pool, T *sb, T *ucb, T *vcb) {
         emily_status s;
-        if ((s = pool.get(r * c, &g)) || (s = pool.get(k * k, &tmp)) || (s = pool.get(1, &info)))
-            return s;
+        if ((s = pool.get(r * c, &g)) || (s = pool.get(k * k, &tmp)) || (s = pool.get(1, &info))) return s;
         if ((s = xgesvd(sb, ucb, vcb, nullptr))) return s;
         if ((s = pool.get((int64_t)dev_bytes, &work))) return s;
         return hw.get(ctx.op, host_bytes);
@@ -120,42 +115,37 @@ template <typename T> struct Fallback {
         T *uout = tall ? ucb : vcb;
         if (!run)
             return solver_status(ctx.op, "gesvd",
-                                 cusolverDnXgesvd_bufferSize(
-                                     h.solver, h.params, jobu, 'S', gm, gn, Lib<T>::type, g, gm,
-                                     Lib<T>::type, sb, Lib<T>::type, uout, gm, Lib<T>::type, tmp, k,
-                                     Lib<T>::type, &dev_bytes, &host_bytes));
+                                 cusolverDnXgesvd_bufferSize(h.solver, h.params, jobu, 'S', gm, gn, Lib<T>::type, g, gm,
+                                                             Lib<T>::type, sb, Lib<T>::type, uout, gm, Lib<T>::type,
+                                                             tmp, k, Lib<T>::type, &dev_bytes, &host_bytes));
         return solver_status(ctx.op, "gesvd",
-                             cusolverDnXgesvd(h.solver, h.params, jobu, 'S', gm, gn, Lib<T>::type,
-                                              g, gm, Lib<T>::type, sb, Lib<T>::type, uout, gm,
-                                              Lib<T>::type, tmp, k, Lib<T>::type, work, dev_bytes,
-                                              hw.p, host_bytes, info));
+                             cusolverDnXgesvd(h.solver, h.params, jobu, 'S', gm, gn, Lib<T>::type, g, gm,
+                                              Lib<T>::type, sb, Lib<T>::type, uout, gm, Lib<T>::type, tmp, k,
+                                              Lib<T>::type, work, dev_bytes, hw.p, host_bytes, info));
     }
 
     emily_status run(const T *ab, T *sb, T *ucb, T *vcb, int64_t b) {
         emily_status s;
         if (tall) {
-            cudaError_t err = cudaMemcpyAsync(g, ab, (size_t)(r * c) * sizeof(T),
-                                              cudaMemcpyDeviceToDevice, ctx.stream);
+            cudaError_t err = cudaMemcpyAsync(g, ab, (size_t)(r * c) * sizeof(T), cudaMemcpyDeviceToDevice, ctx.stream);
             if (err) return emi_cuda_error(ctx.op, err);
         } else if ((s = launch_transpose(ctx, g, ab, 1, r, c, c, r, 0, 0, Plain<T>()))) {
             return s;
         }
         if ((s = xgesvd(sb, ucb, vcb, this))) return s;
-        if ((s = launch_transpose(ctx, tall ? vcb : ucb, tmp, 1, k, k, k, k, 0, 0, Plain<T>())))
-            return s;
+        if ((s = launch_transpose(ctx, tall ? vcb : ucb, tmp, 1, k, k, k, k, 0, 0, Plain<T>()))) return s;
         int bad = 0;
         if ((s = read_back(ctx, &bad, info, sizeof bad))) return s;
         if (bad)
-            return emily_error(EMILY_ERR_INTERNAL,
-                               "cuda: svd: cuSOLVER gesvd did not converge (matrix %lld, info %d)",
+            return emily_error(EMILY_ERR_INTERNAL, "cuda: svd: cuSOLVER gesvd did not converge (matrix %lld, info %d)",
                                (long long)b, bad);
         return EMILY_OK;
     }
 };
 
 template <typename T>
-emily_status svd_typed(const emily_cuda_ctx &ctx, emily_tensor *u, emily_tensor *sv,
-                       emily_tensor *vt, const emily_tensor *a, bool full) {
+emily_status svd_typed(const emily_cuda_ctx &ctx, emily_tensor *u, emily_tensor *sv, emily_tensor *vt,
+                       const emily_tensor *a, bool full) {
     if constexpr (is_cx<T>()) {
         (void)u, (void)sv, (void)vt, (void)a, (void)full;
         return emily_error(EMILY_ERR_TYPE, "svd: complex tensors are not supported");
@@ -165,12 +155,10 @@ emily_status svd_typed(const emily_cuda_ctx &ctx, emily_tensor *u, emily_tensor 
         int64_t batch = batch_of(a, 2), r = n, c = m; // C = A^T is r x c
         emily_status s;
         if (k == 0) {
-            if ((u->size && (s = emi_cuda_eye(u))) || (vt->size && (s = emi_cuda_eye(vt))))
-                return s;
+            if ((u->size && (s = emi_cuda_eye(u))) || (vt->size && (s = emi_cuda_eye(vt)))) return s;
             return EMILY_OK;
         }
-        if ((s = check_int(ctx.op, m, "row count")) || (s = check_int(ctx.op, n, "column count")))
-            return s;
+        if ((s = check_int(ctx.op, m, "row count")) || (s = check_int(ctx.op, n, "column count"))) return s;
         const T *ad = data_of<T>(a);
         T *ud = data_of<T>(u), *sd = data_of<T>(sv), *vd = data_of<T>(vt);
         bool batched = batch > 1 && r <= 32 && c <= 32;
@@ -183,10 +171,9 @@ emily_status svd_typed(const emily_cuda_ctx &ctx, emily_tensor *u, emily_tensor 
         T *w, *uc, *vc, *sign;
         int *flag, *info;
         unsigned long long *first;
-        if ((s = h.get_solver(ctx)) || (s = pool.get(batch * m * n, &w)) ||
-            (s = pool.get(batch * ustep, &uc)) || (s = pool.get(batch * vstep, &vc)) ||
-            (s = pool.get(batch * nsign, &sign)) || (s = pool.get(batch, &flag)) ||
-            (s = pool.get(batch, &info)) || (s = pool.get(1, &first)))
+        if ((s = h.get_solver(ctx)) || (s = pool.get(batch * m * n, &w)) || (s = pool.get(batch * ustep, &uc)) ||
+            (s = pool.get(batch * vstep, &vc)) || (s = pool.get(batch * nsign, &sign)) ||
+            (s = pool.get(batch, &flag)) || (s = pool.get(batch, &info)) || (s = pool.get(1, &first)))
             return s;
         if ((s = solver_status(ctx.op, "gesvdj", cusolverDnCreateGesvdjInfo(&gp.p))) ||
             (s = solver_status(ctx.op, "gesvdj", cusolverDnXgesvdjSetSortEig(gp.p, 1))))
@@ -194,43 +181,37 @@ emily_status svd_typed(const emily_cuda_ctx &ctx, emily_tensor *u, emily_tensor 
         cudaError_t err = cudaMemsetAsync(flag, 0, (size_t)batch * sizeof(int), ctx.stream);
         if (!err) err = cudaMemsetAsync(first, 0xff, sizeof *first, ctx.stream);
         if (!err)
-            err = cudaMemcpyAsync(w, ad, (size_t)(batch * m * n) * sizeof(T),
-                                  cudaMemcpyDeviceToDevice, ctx.stream);
+            err = cudaMemcpyAsync(w, ad, (size_t)(batch * m * n) * sizeof(T), cudaMemcpyDeviceToDevice, ctx.stream);
         if (err) return emi_cuda_error(ctx.op, err);
-        flag_nonfinite<T>
-            <<<grid_for(ctx.device, batch * m * n), BLOCK, 0, ctx.stream>>>(ad, batch, m * n, flag);
-        zero_where<T>
-            <<<grid_for(ctx.device, batch * m * n), BLOCK, 0, ctx.stream>>>(w, batch, m * n, flag);
+        flag_nonfinite<T><<<grid_for(ctx.device, batch * m * n), BLOCK, 0, ctx.stream>>>(ad, batch, m * n, flag);
+        zero_where<T><<<grid_for(ctx.device, batch * m * n), BLOCK, 0, ctx.stream>>>(w, batch, m * n, flag);
         if ((s = emi_cuda_launched(&ctx))) return s;
         int lwork = 0;
         T *work;
         if (batched) {
             if ((s = check_int(ctx.op, batch, "batch size")) ||
                 (s = solver_status(ctx.op, "gesvdjBatched",
-                                   Gesvdj<T>::batched_size(h.solver, (int)r, (int)c, w, sd, uc, vc,
-                                                           &lwork, gp.p, (int)batch))) ||
+                                   Gesvdj<T>::batched_size(h.solver, (int)r, (int)c, w, sd, uc, vc, &lwork, gp.p,
+                                                           (int)batch))) ||
                 (s = pool.get(lwork, &work)) ||
                 (s = solver_status(ctx.op, "gesvdjBatched",
-                                   Gesvdj<T>::batched(h.solver, (int)r, (int)c, w, sd, uc, vc, work,
-                                                      lwork, info, gp.p, (int)batch))))
+                                   Gesvdj<T>::batched(h.solver, (int)r, (int)c, w, sd, uc, vc, work, lwork, info,
+                                                      gp.p, (int)batch))))
                 return s;
         } else {
             int econ = full ? 0 : 1;
             if ((s = solver_status(ctx.op, "gesvdj",
-                                   Gesvdj<T>::size(h.solver, econ, (int)r, (int)c, w, sd, uc, vc,
-                                                   &lwork, gp.p))) ||
+                                   Gesvdj<T>::size(h.solver, econ, (int)r, (int)c, w, sd, uc, vc, &lwork, gp.p))) ||
                 (s = pool.get(lwork, &work)))
                 return s;
             for (int64_t b = 0; b < batch; b++)
                 if ((s = solver_status(ctx.op, "gesvdj",
-                                       Gesvdj<T>::run(h.solver, econ, (int)r, (int)c, w + b * m * n,
-                                                      sd + b * k, uc + b * ustep, vc + b * vstep,
-                                                      work, lwork, info + b, gp.p))))
+                                       Gesvdj<T>::run(h.solver, econ, (int)r, (int)c, w + b * m * n, sd + b * k,
+                                                      uc + b * ustep, vc + b * vstep, work, lwork, info + b, gp.p))))
                     return s;
         }
         // Jacobi's stragglers: gesvd, one matrix at a time (rare; waits)
-        first_failed<int>
-            <<<grid_for(ctx.device, batch), BLOCK, 0, ctx.stream>>>(info, flag, batch, first);
+        first_failed<int><<<grid_for(ctx.device, batch), BLOCK, 0, ctx.stream>>>(info, flag, batch, first);
         if ((s = emi_cuda_launched(&ctx))) return s;
         unsigned long long b0 = 0;
         if ((s = read_back(ctx, &b0, first, sizeof b0))) return s;
@@ -249,33 +230,30 @@ emily_status svd_typed(const emily_cuda_ctx &ctx, emily_tensor *u, emily_tensor 
         }
         if (batch * nsign > 0) {
             int64_t blocks = batch * nsign < 65536 * 16 ? batch * nsign : 65536 * 16;
-            svd_signs<T><<<(unsigned)blocks, LARGEST_THREADS, 0, ctx.stream>>>(
-                uc, vc, sign, batch, nsign, vrows, r, c, ustep, vstep);
+            svd_signs<T><<<(unsigned)blocks, LARGEST_THREADS, 0, ctx.stream>>>(uc, vc, sign, batch, nsign, vrows, r, c,
+                                                                               ustep, vstep);
         }
-        take_vt<T><<<grid_for(ctx.device, batch * vrows * r), BLOCK, 0, ctx.stream>>>(
-            vd, uc, sign, batch, vrows, r, nsign, ustep);
+        take_vt<T><<<grid_for(ctx.device, batch * vrows * r), BLOCK, 0, ctx.stream>>>(vd, uc, sign, batch, vrows, r,
+                                                                                      nsign, ustep);
         if ((s = emi_cuda_launched(&ctx))) return s;
         if ((s = launch_transpose(ctx, ud, vc, batch, m, ucols, ucols, c, m * ucols, vstep,
                                   SignedColumns<T>{{}, sign, nsign})))
             return s;
-        nan_where<T><<<grid_for(ctx.device, batch * m * ucols), BLOCK, 0, ctx.stream>>>(
-            ud, batch, m * ucols, flag);
+        nan_where<T><<<grid_for(ctx.device, batch * m * ucols), BLOCK, 0, ctx.stream>>>(ud, batch, m * ucols, flag);
         nan_where<T><<<grid_for(ctx.device, batch * k), BLOCK, 0, ctx.stream>>>(sd, batch, k, flag);
-        nan_where<T><<<grid_for(ctx.device, batch * vrows * n), BLOCK, 0, ctx.stream>>>(
-            vd, batch, vrows * n, flag);
+        nan_where<T><<<grid_for(ctx.device, batch * vrows * n), BLOCK, 0, ctx.stream>>>(vd, batch, vrows * n, flag);
         return emi_cuda_launched(&ctx);
     }
 }
 
 } // namespace
 
-emily_status emi_cuda_svd_native(emily_tensor *u, emily_tensor *s, emily_tensor *vt,
-                                 const emily_tensor *a, bool full_matrices) {
+emily_status emi_cuda_svd_native(emily_tensor *u, emily_tensor *s, emily_tensor *vt, const emily_tensor *a,
+                                 bool full_matrices) {
     emily_cuda_ctx ctx;
     const emily_tensor *ts[4] = {u, s, vt, a};
     emily_status st = emi_cuda_begin("svd", dev_of(a), 4, ts, &ctx);
     if (st) return st;
-    return with_solver_type(a->dtype, "svd", [&]<typename T>() {
-        return svd_typed<T>(ctx, u, s, vt, a, full_matrices);
-    });
+    return with_solver_type(a->dtype, "svd",
+                            [&]<typename T>() { return svd_typed<T>(ctx, u, s, vt, a, full_matrices); });
 }

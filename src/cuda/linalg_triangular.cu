@@ -31,8 +31,7 @@ using namespace emily_cuda::la;
 namespace {
 
 // Above the diagonal of l: 0; rows from a failed pivot on: NaN.
-template <typename T>
-__global__ void cholesky_finish(T *l, const int *info, int64_t batch, int64_t n) {
+template <typename T> __global__ void cholesky_finish(T *l, const int *info, int64_t batch, int64_t n) {
     int64_t total = batch * n * n;
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
          i += (int64_t)gridDim.x * blockDim.x) {
@@ -61,29 +60,28 @@ emily_status cholesky_typed(const emily_cuda_ctx &ctx, emily_tensor *l, const em
         if ((s = pointers(ctx, pool, ld, n * n, batch, &ptrs))) return s;
         s = in_chunks(batch, [&](int64_t b0, int count) -> emily_status {
             return solver_status(ctx.op, "potrfBatched",
-                                 Lib<T>::potrf_batched(h.solver, CUBLAS_FILL_MODE_UPPER, (int)n,
-                                                       ptrs + b0, (int)n, info + b0, count));
+                                 Lib<T>::potrf_batched(h.solver, CUBLAS_FILL_MODE_UPPER, (int)n, ptrs + b0,
+                                                       (int)n, info + b0, count));
         });
         if (s) return s;
     } else {
         size_t dev_bytes = 0, host_bytes = 0;
         if ((s = solver_status(ctx.op, "potrf",
-                               cusolverDnXpotrf_bufferSize(
-                                   h.solver, h.params, CUBLAS_FILL_MODE_UPPER, n, Lib<T>::type, ld,
-                                   n, Lib<T>::type, &dev_bytes, &host_bytes))))
+                               cusolverDnXpotrf_bufferSize(h.solver, h.params, CUBLAS_FILL_MODE_UPPER, n,
+                                                           Lib<T>::type, ld, n, Lib<T>::type, &dev_bytes,
+                                                           &host_bytes))))
             return s;
         char *work;
         HostWork hw;
         if ((s = pool.get((int64_t)dev_bytes, &work)) || (s = hw.get(ctx.op, host_bytes))) return s;
         for (int64_t b = 0; b < batch; b++)
             if ((s = solver_status(ctx.op, "potrf",
-                                   cusolverDnXpotrf(h.solver, h.params, CUBLAS_FILL_MODE_UPPER, n,
-                                                    Lib<T>::type, ld + b * n * n, n, Lib<T>::type,
-                                                    work, dev_bytes, hw.p, host_bytes, info + b))))
+                                   cusolverDnXpotrf(h.solver, h.params, CUBLAS_FILL_MODE_UPPER, n, Lib<T>::type,
+                                                    ld + b * n * n, n, Lib<T>::type, work, dev_bytes, hw.p,
+                                                    host_bytes, info + b))))
                 return s;
     }
-    cholesky_finish<T>
-        <<<grid_for(ctx.device, batch * n * n), BLOCK, 0, ctx.stream>>>(ld, info, batch, n);
+    cholesky_finish<T><<<grid_for(ctx.device, batch * n * n), BLOCK, 0, ctx.stream>>>(ld, info, batch, n);
     return emi_cuda_launched(&ctx);
 }
 
@@ -116,8 +114,7 @@ emily_status triangular_typed(const emily_cuda_ctx &ctx, emily_tensor *x, const 
     T *xd = data_of<T>(x);
     bool conjugate = transform == EMILY_TRANSFORM_CONJUGATE && is_cx<T>();
     emily_status s;
-    if ((s = check_int(ctx.op, n, "matrix size")) ||
-        (s = check_int(ctx.op, m, "right-hand side count")))
+    if ((s = check_int(ctx.op, n, "matrix size")) || (s = check_int(ctx.op, m, "right-hand side count")))
         return s;
     Pool pool(ctx);
     Handles h;
@@ -129,8 +126,7 @@ emily_status triangular_typed(const emily_cuda_ctx &ctx, emily_tensor *x, const 
     if ((s = emi_cuda_launched(&ctx))) return s;
     // trsm solves in place: x starts as b (conjugated for :conjugate)
     if (conjugate) {
-        conj_copy<T><<<grid_for(ctx.device, batch * per), BLOCK, 0, ctx.stream>>>(xd, data_of<T>(b),
-                                                                                  batch * per);
+        conj_copy<T><<<grid_for(ctx.device, batch * per), BLOCK, 0, ctx.stream>>>(xd, data_of<T>(b), batch * per);
         if ((s = emi_cuda_launched(&ctx))) return s;
     } else if ((err = cudaMemcpyAsync(xd, data_of<T>(b), (size_t)(batch * per) * sizeof(T),
                                       cudaMemcpyDeviceToDevice, ctx.stream))) {
@@ -142,32 +138,28 @@ emily_status triangular_typed(const emily_cuda_ctx &ctx, emily_tensor *x, const 
     // X' is rows x cols column-major
     int rows = (int)(left_side ? m : n), cols = (int)(left_side ? n : m);
     if (batch == 1) {
-        s = blas_status(ctx.op, "trsm",
-                        Lib<T>::trsm(h.blas, side, uplo, op, rows, cols, ad, (int)n, xd, rows));
+        s = blas_status(ctx.op, "trsm", Lib<T>::trsm(h.blas, side, uplo, op, rows, cols, ad, (int)n, xd, rows));
     } else {
         T **ap, **xp;
-        if ((s = pointers(ctx, pool, (T *)ad, n * n, batch, &ap)) ||
-            (s = pointers(ctx, pool, xd, per, batch, &xp)))
+        if ((s = pointers(ctx, pool, (T *)ad, n * n, batch, &ap)) || (s = pointers(ctx, pool, xd, per, batch, &xp)))
             return s;
         s = in_chunks(batch, [&](int64_t b0, int count) -> emily_status {
             return blas_status(ctx.op, "trsmBatched",
-                               Lib<T>::trsm_batched(h.blas, side, uplo, op, rows, cols, ap + b0,
-                                                    (int)n, xp + b0, rows, count));
+                               Lib<T>::trsm_batched(h.blas, side, uplo, op, rows, cols, ap + b0, (int)n, xp + b0,
+                                                    rows, count));
         });
     }
     if (s) return s;
     if (conjugate) {
-        conj_copy<T>
-            <<<grid_for(ctx.device, batch * per), BLOCK, 0, ctx.stream>>>(xd, xd, batch * per);
+        conj_copy<T><<<grid_for(ctx.device, batch * per), BLOCK, 0, ctx.stream>>>(xd, xd, batch * per);
         if ((s = emi_cuda_launched(&ctx))) return s;
     }
     unsigned long long v = 0;
     if ((s = read_back(ctx, &v, bad, sizeof v)) || v == ~0ull) return s;
-    return emily_error(
-        EMILY_ERR_ARGUMENT,
-        "triangular_solve: can't solve for singular matrix (zero on the diagonal at row "
-        "%lld of matrix %lld)",
-        (long long)(v % (unsigned long long)n), (long long)(v / (unsigned long long)n));
+    return emily_error(EMILY_ERR_ARGUMENT,
+                       "triangular_solve: can't solve for singular matrix (zero on the diagonal at row "
+                       "%lld of matrix %lld)",
+                       (long long)(v % (unsigned long long)n), (long long)(v / (unsigned long long)n));
 }
 
 } // namespace
@@ -177,13 +169,12 @@ emily_status emi_cuda_cholesky_native(emily_tensor *l, const emily_tensor *a) {
     const emily_tensor *ts[2] = {l, a};
     emily_status s = emi_cuda_begin("cholesky", dev_of(a), 2, ts, &ctx);
     if (s) return s;
-    return with_solver_type(a->dtype, "cholesky",
-                            [&]<typename T>() { return cholesky_typed<T>(ctx, l, a); });
+    return with_solver_type(a->dtype, "cholesky", [&]<typename T>() { return cholesky_typed<T>(ctx, l, a); });
 }
 
-emily_status emi_cuda_triangular_solve_native(emily_tensor *x, const emily_tensor *a,
-                                              const emily_tensor *b, bool b_vector, bool left_side,
-                                              bool lower, emily_transform_a transform) {
+emily_status emi_cuda_triangular_solve_native(emily_tensor *x, const emily_tensor *a, const emily_tensor *b,
+                                              bool b_vector, bool left_side, bool lower,
+                                              emily_transform_a transform) {
     emily_cuda_ctx ctx;
     const emily_tensor *ts[3] = {x, a, b};
     emily_status s = emi_cuda_begin("triangular_solve", dev_of(a), 3, ts, &ctx);

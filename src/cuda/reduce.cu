@@ -57,9 +57,7 @@ template <class L, bool SUM> struct FloatSumProd {
 struct F64Sum {
     typedef double S;
     typedef double D;
-    struct Acc {
-        double s, c;
-    };
+    struct Acc { double s, c; };
     __device__ Acc init() const { return Acc{0.0, 0.0}; }
     __device__ Acc load(double v, int64_t) const { return Acc{v, 0.0}; }
     __device__ Acc combine(Acc a, Acc b) const {
@@ -75,11 +73,7 @@ struct F64Sum {
 template <class L, typename C, bool MAX> struct FloatExtreme {
     typedef typename L::T S;
     typedef typename L::T D;
-    struct Acc {
-        C v;
-        int64_t idx;
-        int nan;
-    };
+    struct Acc { C v; int64_t idx; int nan; };
     __device__ Acc init() const { return Acc{MAX ? (C)-INFINITY : (C)INFINITY, INT64_MAX, 0}; }
     __device__ Acc load(S x, int64_t j) const {
         C v = (C)L::ld(x);
@@ -100,9 +94,7 @@ template <class L, typename C, bool MAX> struct FloatExtreme {
 template <typename T, typename P, bool SUM> struct ComplexSumProd {
     typedef T S;
     typedef T D;
-    struct Acc {
-        double re, im;
-    };
+    struct Acc { double re, im; };
     static constexpr bool sequential = true; // plain sums/products in the CPU's order
     __device__ Acc init() const { return Acc{SUM ? 0.0 : 1.0, 0.0}; }
     __device__ Acc load(T v, int64_t) const { return Acc{(double)v.re, (double)v.im}; }
@@ -143,8 +135,8 @@ emily_status unsupported(emily_dtype t) {
 // sum and product: integers wrap in (at least) 32 bits, f16/bf16/f32 fold
 // in double, f64 sums compensated, complex in a pair of doubles.
 template <emily_dtype D>
-emily_status sum_product(const emily_cuda_ctx &ctx, bool sum, emily_tensor *dst,
-                         const emily_tensor *src, const bool *m) {
+emily_status sum_product(const emily_cuda_ctx &ctx, bool sum, emily_tensor *dst, const emily_tensor *src,
+                         const bool *m) {
     typedef storage_t<D> T;
     if constexpr (is_integer(D)) {
         typedef typename std::conditional<sizeof(T) == 8, uint64_t, uint32_t>::type U;
@@ -204,24 +196,20 @@ emily_status reduce_dispatch(const emily_cuda_ctx &ctx, emily_reduce_op op, emil
     return with_dtype(t, "reduce", [&]<emily_dtype D>() -> emily_status {
         switch (op) {
         case EMILY_REDUCE_SUM:
-        case EMILY_REDUCE_PRODUCT:
-            return sum_product<D>(ctx, op == EMILY_REDUCE_SUM, dst, src, m);
+        case EMILY_REDUCE_PRODUCT: return sum_product<D>(ctx, op == EMILY_REDUCE_SUM, dst, src, m);
         case EMILY_REDUCE_MAX:
-        case EMILY_REDUCE_MIN:
-            return extreme<D>(ctx, op == EMILY_REDUCE_MAX, dst, src, m);
+        case EMILY_REDUCE_MIN: return extreme<D>(ctx, op == EMILY_REDUCE_MAX, dst, src, m);
         case EMILY_REDUCE_ALL:
-        case EMILY_REDUCE_ANY:
-            return truth<D>(ctx, op == EMILY_REDUCE_ALL, dst, src, m);
-        default:
-            return unsupported(D);
+        case EMILY_REDUCE_ANY: return truth<D>(ctx, op == EMILY_REDUCE_ALL, dst, src, m);
+        default: return unsupported(D);
         }
     });
 }
 
 } // namespace
 
-extern "C" emily_status emi_cuda_reduce(emily_reduce_op op, emily_tensor *dst,
-                                        const emily_tensor *src, const bool *reduced) {
+extern "C" emily_status emi_cuda_reduce(emily_reduce_op op, emily_tensor *dst, const emily_tensor *src,
+                                          const bool *reduced) {
     static const char *const names[] = {"sum", "product", "reduce_max", "reduce_min", "all", "any"};
     if ((unsigned)op >= EMILY_REDUCE_OP_COUNT || !emily_dtype_valid(src->dtype))
         return emily_error(EMILY_ERR_INTERNAL, "reduce: bad op or dtype");
@@ -248,11 +236,10 @@ struct AcParams {
     bool equal_nan;
 };
 
-template <class L> __device__ __forceinline__ double round_to(double v) {
-    return (double)L::ld(L::st(v));
-}
+template <class L> __device__ __forceinline__ double round_to(double v) { return (double)L::ld(L::st(v)); }
 
-template <class L> __device__ bool close_float(const AcParams &p, double x, double y) {
+template <class L>
+__device__ bool close_float(const AcParams &p, double x, double y) {
     bool ok;
     if (isinf(x) || isinf(y)) ok = x == y;
     else {
@@ -264,9 +251,7 @@ template <class L> __device__ bool close_float(const AcParams &p, double x, doub
     return ok;
 }
 
-__device__ __forceinline__ bool part_eq(double a, double b) {
-    return (isnan(a) && isnan(b)) || a == b;
-}
+__device__ __forceinline__ bool part_eq(double a, double b) { return (isnan(a) && isnan(b)) || a == b; }
 
 template <class L>
 __device__ bool close_complex(const AcParams &p, double xr, double xi, double yr, double yi) {
@@ -327,8 +312,8 @@ template <typename T, class L> struct CloseComplex {
 
 // *bad becomes 1 when some element is not close.
 template <class C>
-__global__ void close_kernel(Layout<2> L, AcParams p, const typename C::S *a,
-                             const typename C::S *b, unsigned *bad) {
+__global__ void close_kernel(Layout<2> L, AcParams p, const typename C::S *a, const typename C::S *b,
+                             unsigned *bad) {
     bool fail = false;
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < L.total;
          i += (int64_t)gridDim.x * blockDim.x) {
@@ -345,11 +330,10 @@ template <class C>
 emily_status close_run(const emily_cuda_ctx &ctx, const AcParams &p, const emily_tensor *a,
                        const emily_tensor *b, unsigned *bad) {
     const emily_tensor *ts[2] = {a, b};
-    const typename C::S *ap = (const typename C::S *)base_of(a),
-                        *bp = (const typename C::S *)base_of(b);
+    const typename C::S *ap = (const typename C::S *)base_of(a), *bp = (const typename C::S *)base_of(b);
     return for_layout<2>(ctx.op, ts, [&](const Layout<2> &L, const int64_t *off) -> emily_status {
         close_kernel<C><<<grid_for(ctx.device, L.total), BLOCK, 0, ctx.stream>>>(L, p, ap + off[0],
-                                                                                 bp + off[1], bad);
+                                                                                bp + off[1], bad);
         return emi_cuda_launched(&ctx);
     });
 }
@@ -363,17 +347,15 @@ emily_status close_dispatch(const emily_cuda_ctx &ctx, const AcParams &p, const 
         if constexpr (is_integer(D))
             return close_run<CloseInt<T, std::make_unsigned_t<T>, is_signed(D)>>(ctx, p, a, b, bad);
         else if constexpr (is_float(D)) return close_run<CloseFloat<Ld<D>>>(ctx, p, a, b, bad);
-        else if constexpr (D == EMILY_C64)
-            return close_run<CloseComplex<T, LdF32>>(ctx, p, a, b, bad);
+        else if constexpr (D == EMILY_C64) return close_run<CloseComplex<T, LdF32>>(ctx, p, a, b, bad);
         else return close_run<CloseComplex<T, LdF64>>(ctx, p, a, b, bad);
     });
 }
 
 } // namespace
 
-extern "C" emily_status emi_cuda_all_close(emily_tensor *dst, const emily_tensor *a,
-                                           const emily_tensor *b, double rtol, double atol,
-                                           bool equal_nan) {
+extern "C" emily_status emi_cuda_all_close(emily_tensor *dst, const emily_tensor *a, const emily_tensor *b,
+                                             double rtol, double atol, bool equal_nan) {
     if (a->dtype != b->dtype || dst->dtype != EMILY_U8 || dst->size != 1)
         return emily_error(EMILY_ERR_INTERNAL, "all_close kernel: bad operand types");
     emily_cuda_ctx ctx;

@@ -153,15 +153,14 @@ __device__ __forceinline__ typename Red::Acc fold_contig(const Red &red, const t
 #pragma unroll
         for (int e = 0; e < V; e++) acc = red.combine(acc, red.load(x.v[e], vb + k * V + e));
     }
-    for (int64_t j = vb + nvec * V + t; j < hi; j += nt)
-        acc = red.combine(acc, red.load(row[j], j));
+    for (int64_t j = vb + nvec * V + t; j < hi; j += nt) acc = red.combine(acc, red.load(row[j], j));
     return acc;
 }
 
 template <class Red>
-__global__ void __launch_bounds__(BLOCK)
-    reduce_rows(RedGeom g, Red red, const typename Red::S *src, typename Red::D *dst,
-                typename Red::Acc *part_out, int parts) {
+__global__ void __launch_bounds__(BLOCK) reduce_rows(RedGeom g, Red red, const typename Red::S *src,
+                                                     typename Red::D *dst, typename Red::Acc *part_out,
+                                                     int parts) {
     typedef typename Red::Acc Acc;
     __shared__ Acc sh[BLOCK / 32];
     int64_t items = g.K * parts;
@@ -187,9 +186,9 @@ __global__ void __launch_bounds__(BLOCK)
 // between one item and the next. Used for short rows (many outputs) and,
 // cut into parts, for long ones.
 template <class Red>
-__global__ void __launch_bounds__(BLOCK)
-    reduce_rows_warp(RedGeom g, Red red, const typename Red::S *src, typename Red::D *dst,
-                     typename Red::Acc *part_out, int parts) {
+__global__ void __launch_bounds__(BLOCK) reduce_rows_warp(RedGeom g, Red red, const typename Red::S *src,
+                                                          typename Red::D *dst, typename Red::Acc *part_out,
+                                                          int parts) {
     typedef typename Red::Acc Acc;
     int lane = (int)(threadIdx.x & 31);
     int64_t warp = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) >> 5;
@@ -232,8 +231,7 @@ __global__ void reduce_cols(RedGeom g, Red red, const typename Red::S *src, type
 #pragma unroll 4
             for (int64_t j = lo; j < hi; j++) acc = red.combine(acc, red.load(src[so + j * rs], j));
         } else {
-            for (int64_t j = lo; j < hi; j++)
-                acc = red.combine(acc, red.load(src[so + red_off(g, j)], j));
+            for (int64_t j = lo; j < hi; j++) acc = red.combine(acc, red.load(src[so + red_off(g, j)], j));
         }
         if (parts == 1) dst[dof] = red.store(acc);
         else part_out[(int64_t)p * g.K + o] = acc; // [p][o]
@@ -242,9 +240,8 @@ __global__ void reduce_cols(RedGeom g, Red red, const typename Red::S *src, type
 
 // Combines each output's parts (element (o, p) at o * so + p * sp).
 template <class Red>
-__global__ void __launch_bounds__(BLOCK)
-    reduce_finish(RedGeom g, Red red, const typename Red::Acc *parts_in, int parts, int64_t so_,
-                  int64_t sp, typename Red::D *dst) {
+__global__ void __launch_bounds__(BLOCK) reduce_finish(RedGeom g, Red red, const typename Red::Acc *parts_in,
+                                                       int parts, int64_t so_, int64_t sp, typename Red::D *dst) {
     typedef typename Red::Acc Acc;
     __shared__ Acc sh[BLOCK / 32];
     constexpr int U = 8; // loads in flight per thread: parts can number thousands
@@ -254,13 +251,11 @@ __global__ void __launch_bounds__(BLOCK)
         for (; p + (U - 1) * (int)blockDim.x < parts; p += U * (int)blockDim.x) {
             Acc x[U];
 #pragma unroll
-            for (int u = 0; u < U; u++)
-                x[u] = parts_in[o * so_ + (int64_t)(p + u * (int)blockDim.x) * sp];
+            for (int u = 0; u < U; u++) x[u] = parts_in[o * so_ + (int64_t)(p + u * (int)blockDim.x) * sp];
 #pragma unroll
             for (int u = 0; u < U; u++) acc = red.combine(acc, x[u]);
         }
-        for (; p < parts; p += blockDim.x)
-            acc = red.combine(acc, parts_in[o * so_ + (int64_t)p * sp]);
+        for (; p < parts; p += blockDim.x) acc = red.combine(acc, parts_in[o * so_ + (int64_t)p * sp]);
         acc = block_combine(red, acc, sh);
         if (threadIdx.x == 0) {
             int64_t so, dof;
@@ -276,8 +271,7 @@ template <class Red>
 __global__ void reduce_finish_seq(RedGeom g, Red red, const typename Red::Acc *parts_in, int parts,
                                   typename Red::D *dst) {
     typedef typename Red::Acc Acc;
-    for (int64_t o = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; o < g.K;
-         o += (int64_t)gridDim.x * blockDim.x) {
+    for (int64_t o = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; o < g.K; o += (int64_t)gridDim.x * blockDim.x) {
         Acc acc = red.init();
         for (int p = 0; p < parts; p++) acc = red.combine(acc, parts_in[(int64_t)p * g.K + o]);
         int64_t so, dof;
@@ -291,7 +285,7 @@ __global__ void reduce_finish_seq(RedGeom g, Red red, const typename Red::Acc *p
 // Fills g from the input and the reduced mask; *rows tells which kernel
 // reads the input along its smallest stride. Fails past RMAXD dims.
 inline emily_status make_geom(const char *op, const emily_tensor *dst, const emily_tensor *src,
-                              const bool *reduced, RedGeom &g, bool &rows) {
+                       const bool *reduced, RedGeom &g, bool &rows) {
     memset(&g, 0, sizeof g);
     g.K = g.R = 1;
     int64_t best = INT64_MAX;
@@ -332,11 +326,10 @@ inline emily_status make_geom(const char *op, const emily_tensor *dst, const emi
     rows = best_red || g.K == 1;
     return EMILY_OK;
 too_many:
-    return emily_error(
-        EMILY_ERR_UNSUPPORTED,
-        "cuda: %s: more than %d kept or reduced dims that cannot be merged (rank %d); "
-        "make the input contiguous first",
-        op, RMAXD, src->rank);
+    return emily_error(EMILY_ERR_UNSUPPORTED,
+                       "cuda: %s: more than %d kept or reduced dims that cannot be merged (rank %d); "
+                       "make the input contiguous first",
+                       op, RMAXD, src->rank);
 }
 
 // A reducer with `static constexpr bool sequential = true` folds each
@@ -359,8 +352,7 @@ template <typename K> int64_t resident_blocks(K k, int64_t sms) {
     static std::atomic<int> per_sm{0};
     int n = per_sm.load(std::memory_order_relaxed);
     if (n == 0) {
-        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, k, BLOCK, 0) != cudaSuccess ||
-            n < 1) {
+        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, k, BLOCK, 0) != cudaSuccess || n < 1) {
             (void)cudaGetLastError();
             n = 1;
         }
@@ -412,8 +404,7 @@ emily_status run_reduce(const emily_cuda_ctx &ctx, const RedGeom &g, bool rows_i
     }
     Acc *buf = NULL;
     if (parts > 1) {
-        emily_status s = emi_cuda_scratch(&ctx, sizeof(Acc) * (size_t)g.K * (size_t)parts,
-                                          (void **)&buf);
+        emily_status s = emi_cuda_scratch(&ctx, sizeof(Acc) * (size_t)g.K * (size_t)parts, (void **)&buf);
         if (s) return s;
     }
     int64_t items = g.K * parts;
@@ -421,25 +412,21 @@ emily_status run_reduce(const emily_cuda_ctx &ctx, const RedGeom &g, bool rows_i
         int64_t warps_per_block = BLOCK / 32, cap = resident_blocks(reduce_rows_warp<Red>, sms);
         int64_t blocks = (items + warps_per_block - 1) / warps_per_block;
         if (blocks > cap) blocks = cap;
-        reduce_rows_warp<Red>
-            <<<(unsigned)blocks, BLOCK, 0, ctx.stream>>>(g, red, sp, dp, buf, parts);
+        reduce_rows_warp<Red><<<(unsigned)blocks, BLOCK, 0, ctx.stream>>>(g, red, sp, dp, buf, parts);
     } else if (rows) {
         int64_t cap = sms * 16, blocks = items < cap ? items : cap;
         reduce_rows<Red><<<(unsigned)blocks, BLOCK, 0, ctx.stream>>>(g, red, sp, dp, buf, parts);
     } else {
-        reduce_cols<Red><<<grid_for(ctx.device, items), BLOCK, 0, ctx.stream>>>(g, red, sp, dp, buf,
-                                                                                parts, chunk);
+        reduce_cols<Red><<<grid_for(ctx.device, items), BLOCK, 0, ctx.stream>>>(g, red, sp, dp, buf, parts, chunk);
     }
     emily_status s = emi_cuda_launched(&ctx);
     if (!s && parts > 1 && seq) {
-        reduce_finish_seq<Red>
-            <<<grid_for(ctx.device, g.K), BLOCK, 0, ctx.stream>>>(g, red, buf, parts, dp);
+        reduce_finish_seq<Red><<<grid_for(ctx.device, g.K), BLOCK, 0, ctx.stream>>>(g, red, buf, parts, dp);
         s = emi_cuda_launched(&ctx);
     } else if (!s && parts > 1) {
         int64_t cap = sms * 16, blocks = g.K < cap ? g.K : cap;
         int64_t so = rows ? parts : 1, spp = rows ? 1 : g.K;
-        reduce_finish<Red>
-            <<<(unsigned)blocks, BLOCK, 0, ctx.stream>>>(g, red, buf, parts, so, spp, dp);
+        reduce_finish<Red><<<(unsigned)blocks, BLOCK, 0, ctx.stream>>>(g, red, buf, parts, so, spp, dp);
         s = emi_cuda_launched(&ctx);
     }
     if (buf) emi_cuda_scratch_free(&ctx, buf);

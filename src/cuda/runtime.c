@@ -51,7 +51,9 @@ static cuda_device devices[EMILY_CUDA_MAX_DEVICES];
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
 static atomic_ullong next_generation = 1;
 
-static unsigned long long new_generation(void) { return atomic_fetch_add(&next_generation, 1); }
+static unsigned long long new_generation(void) {
+    return atomic_fetch_add(&next_generation, 1);
+}
 
 emily_status emi_cuda_error(const char *op, cudaError_t err) {
     if (err == cudaSuccess) return EMILY_OK;
@@ -86,16 +88,10 @@ static emily_status init_device(const char *op, int device) {
     pthread_mutex_lock(&init_lock);
     if (atomic_load_explicit(&dev->ready, memory_order_acquire)) goto done;
     cudaError_t err = cudaSetDevice(device);
-    if (err) {
-        s = emi_cuda_error(op, err);
-        goto done;
-    }
+    if (err) { s = emi_cuda_error(op, err); goto done; }
     emily_cuda_stream *ds = &dev->default_stream;
     err = cudaStreamCreateWithFlags(&ds->stream, cudaStreamNonBlocking);
-    if (err) {
-        s = emi_cuda_error(op, err);
-        goto done;
-    }
+    if (err) { s = emi_cuda_error(op, err); goto done; }
     err = cudaEventCreateWithFlags(&ds->event, cudaEventDisableTiming);
     if (err) {
         cudaStreamDestroy(ds->stream);
@@ -103,8 +99,7 @@ static emily_status init_device(const char *op, int device) {
         goto done;
     }
     int sms = 0;
-    if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
-        sms < 1)
+    if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess || sms < 1)
         sms = 1;
     (void)cudaGetLastError();
     dev->table_cap = 1024;
@@ -207,12 +202,9 @@ emily_status emi_cuda_stream_new(int device, void **handle) {
 
 emily_status emi_cuda_stream_free(int device, void *handle) {
     emily_cuda_stream *st = handle;
-    if (!st)
-        return emily_error(EMILY_ERR_ARGUMENT,
-                           "cuda: stream_free: the default stream cannot be freed");
+    if (!st) return emily_error(EMILY_ERR_ARGUMENT, "cuda: stream_free: the default stream cannot be freed");
     if (st->device != device)
-        return emily_error(EMILY_ERR_DEVICE,
-                           "cuda: stream_free: the stream belongs to cuda:%d, not cuda:%d",
+        return emily_error(EMILY_ERR_DEVICE, "cuda: stream_free: the stream belongs to cuda:%d, not cuda:%d",
                            st->device, device);
     emily_status s = emi_cuda_enter("stream_free", device);
     if (s) return s;
@@ -329,7 +321,7 @@ static emily_status use_block(const char *op, cuda_block *b, emily_cuda_stream *
 }
 
 emily_status emi_cuda_begin(const char *op, int device, int n, const emily_tensor *const *ts,
-                            emily_cuda_ctx *ctx) {
+                              emily_cuda_ctx *ctx) {
     emily_status s = emi_cuda_enter(op, device);
     if (s) return s;
     cuda_device *dev = &devices[device];
@@ -341,9 +333,8 @@ emily_status emi_cuda_begin(const char *op, int device, int n, const emily_tenso
         if (t->buffer->device.type != EMILY_DEVICE_CUDA || t->buffer->device.index != device) {
             char d[32];
             emily_device_format(t->buffer->device, d, sizeof d);
-            s = emily_error(EMILY_ERR_DEVICE,
-                            "cuda: %s: operand %d is on %s, the op runs on cuda:%d", op, i, d,
-                            device);
+            s = emily_error(EMILY_ERR_DEVICE, "cuda: %s: operand %d is on %s, the op runs on cuda:%d",
+                            op, i, d, device);
             break;
         }
         cuda_block *b = table_find(dev, t->buffer->data);
@@ -362,8 +353,8 @@ emily_status emi_cuda_launched(const emily_cuda_ctx *ctx) {
     return emi_cuda_error(ctx->op, cudaGetLastError());
 }
 
-emily_status emi_cuda_order_ptr(const char *op, int device, const void *ptr, cudaStream_t *stream,
-                                bool *known) {
+emily_status emi_cuda_order_ptr(const char *op, int device, const void *ptr,
+                                  cudaStream_t *stream, bool *known) {
     cuda_device *dev = &devices[device];
     emily_status s = EMILY_OK;
     pthread_mutex_lock(&dev->lock);
@@ -415,9 +406,8 @@ emily_status emi_cuda_cusolver(const emily_cuda_ctx *ctx, cusolverDnHandle_t *ha
         if (cs == CUSOLVER_STATUS_SUCCESS) cs = cusolverDnCreateParams(&p);
         if (cs != CUSOLVER_STATUS_SUCCESS) {
             if (h) cusolverDnDestroy(h);
-            s = emily_error(
-                cs == CUSOLVER_STATUS_ALLOC_FAILED ? EMILY_ERR_MEMORY : EMILY_ERR_DEVICE,
-                "cuda: %s: cuSOLVER initialization failed (status %d)", ctx->op, (int)cs);
+            s = emily_error(cs == CUSOLVER_STATUS_ALLOC_FAILED ? EMILY_ERR_MEMORY : EMILY_ERR_DEVICE,
+                            "cuda: %s: cuSOLVER initialization failed (status %d)", ctx->op, (int)cs);
         } else {
             st->cusolver = h;
             st->cusolver_params = p;
@@ -435,11 +425,7 @@ emily_status emi_cuda_cusolver(const emily_cuda_ctx *ctx, cusolverDnHandle_t *ha
 
 /* Size class of n bytes: 512 bytes, then four steps per power of two. */
 static bool size_class(size_t n, int *cls, size_t *size) {
-    if (n <= MIN_BLOCK) {
-        *cls = 0;
-        *size = MIN_BLOCK;
-        return true;
-    }
+    if (n <= MIN_BLOCK) { *cls = 0; *size = MIN_BLOCK; return true; }
     if (n > ((size_t)1 << 60)) return false;
     int k = 63 - __builtin_clzll((unsigned long long)(n - 1)); /* 2^k < n <= 2^(k+1) */
     size_t base = (size_t)1 << k, step = base >> 2;
@@ -499,10 +485,9 @@ static emily_status alloc_on(const char *op, int device, size_t nbytes, void **p
             pthread_mutex_unlock(&dev->lock);
             free(b);
             (void)cudaGetLastError();
-            return emily_error(
-                err == cudaErrorMemoryAllocation ? EMILY_ERR_MEMORY : EMILY_ERR_DEVICE,
-                "cuda: %s: %s allocating %zu bytes on cuda:%d (%zu bytes in use, %zu cached)", op,
-                cudaGetErrorString(err), nbytes, device, active, cached);
+            return emily_error(err == cudaErrorMemoryAllocation ? EMILY_ERR_MEMORY : EMILY_ERR_DEVICE,
+                               "cuda: %s: %s allocating %zu bytes on cuda:%d (%zu bytes in use, %zu cached)",
+                               op, cudaGetErrorString(err), nbytes, device, active, cached);
         }
         b->ptr = p;
         b->size = size;

@@ -67,7 +67,7 @@ template <typename U, int KIND, uint64_t INF> struct KeyMap {
             return (U)(b ^ SIGN);
         } else {
             // float: NaN largest, -0.0 as +0.0, then the usual mapping
-            if ((U)(b & (U)~SIGN) > (U)INF) return (U) ~(U)0;
+            if ((U)(b & (U)~SIGN) > (U)INF) return (U)~(U)0;
             if (b == SIGN) b = 0;
             return (b & SIGN) ? (U)~b : (U)(b | SIGN);
         }
@@ -147,8 +147,8 @@ constexpr int64_t TOPK_ROW_MAX = (int64_t)1 << 16;
 
 template <typename U, int KIND, uint64_t INF>
 __global__ void __launch_bounds__(TOPK_THREADS)
-    topk_select(Layout<3> L, const U *src, int64_t n, int64_t s_ax, int64_t k, int pos_bits,
-                U *vals, int64_t v_ax, char *ix, int idt, int64_t ies, int64_t i_ax) {
+topk_select(Layout<3> L, const U *src, int64_t n, int64_t s_ax, int64_t k, int pos_bits, U *vals,
+            int64_t v_ax, char *ix, int idt, int64_t ies, int64_t i_ax) {
     __shared__ unsigned hist[256];
     __shared__ uint64_t cand[TOPK_MAX];
     __shared__ uint64_t want_s, mask_s;
@@ -157,7 +157,7 @@ __global__ void __launch_bounds__(TOPK_THREADS)
     int64_t off[3];
     layout_offsets<3, int64_t>(L, (int64_t)blockIdx.x, off);
     const U *row = src + off[0];
-    const U flip = (U) ~(U)0;                       // descending
+    const U flip = (U)~(U)0; // descending
     int total_bits = 8 * (int)sizeof(U) + pos_bits; // <= 64
     if (threadIdx.x == 0) {
         want_s = 0;
@@ -247,48 +247,33 @@ struct SortJob {
     emily_status launch_keys(KT *keys, uint32_t *idx, bool seg) {
         const U *base = (const U *)base_of(src);
         int64_t s_ax = src->strides[axis];
-        U flip = desc ? (U) ~(U)0 : (U)0;
+        U flip = desc ? (U)~(U)0 : (U)0;
         return for_rows([&](const Layout<3> &L, const int64_t *off, int64_t r0) -> emily_status {
-            make_keys<U, KIND, INF, KT>
-                <<<grid_for(ctx.device, L.total * n), BLOCK, 0, ctx.stream>>>(
-                    L, base + off[0], n, s_ax, r0, flip, seg, keys, idx);
+            make_keys<U, KIND, INF, KT><<<grid_for(ctx.device, L.total * n), BLOCK, 0, ctx.stream>>>(
+                L, base + off[0], n, s_ax, r0, flip, seg, keys, idx);
             return emi_cuda_launched(&ctx);
         });
     }
 
     template <typename KT> emily_status keys_of(KT *keys, uint32_t *idx, bool seg) {
         switch (src->dtype) {
-        case EMILY_U8:
-            return launch_keys<uint8_t, KEY_UNSIGNED, 0, KT>(keys, idx, seg);
-        case EMILY_U16:
-            return launch_keys<uint16_t, KEY_UNSIGNED, 0, KT>(keys, idx, seg);
-        case EMILY_U32:
-            return launch_keys<uint32_t, KEY_UNSIGNED, 0, KT>(keys, idx, seg);
-        case EMILY_S8:
-            return launch_keys<uint8_t, KEY_SIGNED, 0, KT>(keys, idx, seg);
-        case EMILY_S16:
-            return launch_keys<uint16_t, KEY_SIGNED, 0, KT>(keys, idx, seg);
-        case EMILY_S32:
-            return launch_keys<uint32_t, KEY_SIGNED, 0, KT>(keys, idx, seg);
-        case EMILY_F16:
-            return launch_keys<uint16_t, KEY_FLOAT, 0x7c00u, KT>(keys, idx, seg);
-        case EMILY_BF16:
-            return launch_keys<uint16_t, KEY_FLOAT, 0x7f80u, KT>(keys, idx, seg);
-        case EMILY_F32:
-            return launch_keys<uint32_t, KEY_FLOAT, 0x7f800000u, KT>(keys, idx, seg);
-        default:
-            break;
+        case EMILY_U8: return launch_keys<uint8_t, KEY_UNSIGNED, 0, KT>(keys, idx, seg);
+        case EMILY_U16: return launch_keys<uint16_t, KEY_UNSIGNED, 0, KT>(keys, idx, seg);
+        case EMILY_U32: return launch_keys<uint32_t, KEY_UNSIGNED, 0, KT>(keys, idx, seg);
+        case EMILY_S8: return launch_keys<uint8_t, KEY_SIGNED, 0, KT>(keys, idx, seg);
+        case EMILY_S16: return launch_keys<uint16_t, KEY_SIGNED, 0, KT>(keys, idx, seg);
+        case EMILY_S32: return launch_keys<uint32_t, KEY_SIGNED, 0, KT>(keys, idx, seg);
+        case EMILY_F16: return launch_keys<uint16_t, KEY_FLOAT, 0x7c00u, KT>(keys, idx, seg);
+        case EMILY_BF16: return launch_keys<uint16_t, KEY_FLOAT, 0x7f80u, KT>(keys, idx, seg);
+        case EMILY_F32: return launch_keys<uint32_t, KEY_FLOAT, 0x7f800000u, KT>(keys, idx, seg);
+        default: break;
         }
         if constexpr (sizeof(KT) == 8) {
             switch (src->dtype) {
-            case EMILY_U64:
-                return launch_keys<uint64_t, KEY_UNSIGNED, 0, KT>(keys, idx, seg);
-            case EMILY_S64:
-                return launch_keys<uint64_t, KEY_SIGNED, 0, KT>(keys, idx, seg);
-            case EMILY_F64:
-                return launch_keys<uint64_t, KEY_FLOAT, 0x7ff0000000000000ull, KT>(keys, idx, seg);
-            default:
-                break;
+            case EMILY_U64: return launch_keys<uint64_t, KEY_UNSIGNED, 0, KT>(keys, idx, seg);
+            case EMILY_S64: return launch_keys<uint64_t, KEY_SIGNED, 0, KT>(keys, idx, seg);
+            case EMILY_F64: return launch_keys<uint64_t, KEY_FLOAT, 0x7ff0000000000000ull, KT>(keys, idx, seg);
+            default: break;
             }
         }
         return emily_error(EMILY_ERR_INTERNAL, "cuda: %s: no %d-bit keys for %s", ctx.op,
@@ -302,8 +287,7 @@ struct SortJob {
                        size_t *bytes) {
         size_t b = *bytes;
         emily_status s = emi_cuda_error(
-            ctx.op, cub::DeviceRadixSort::SortPairs(temp, b, k, v, (uint32_t)total, 0, end_bit,
-                                                    ctx.stream));
+            ctx.op, cub::DeviceRadixSort::SortPairs(temp, b, k, v, (uint32_t)total, 0, end_bit, ctx.stream));
         if (!temp) *bytes = b;
         return s;
     }
@@ -358,8 +342,7 @@ struct SortJob {
         if ((s = radix(k, v, 64, &bytes))) return s;
         // the first sort's keys are no longer needed: rk's arrays are free
         cub::DoubleBuffer<uint32_t> vi(v.Current(), v.Alternate());
-        row_keys<<<grid_for(ctx.device, total), BLOCK, 0, ctx.stream>>>(vi.Current(), total, n,
-                                                                        rk.Current());
+        row_keys<<<grid_for(ctx.device, total), BLOCK, 0, ctx.stream>>>(vi.Current(), total, n, rk.Current());
         if ((s = emi_cuda_launched(&ctx))) return s;
         if ((s = radix(rk, vi, row_bits, &bytes))) return s;
         *sorted = vi.Current();
@@ -375,24 +358,19 @@ struct SortJob {
         int64_t s_ax = src->strides[axis], v_ax = vals ? vals->strides[axis] : 0,
                 i_ax = ix ? ix->strides[axis] : 0;
         return for_rows([&](const Layout<3> &L, const int64_t *off, int64_t r0) -> emily_status {
-            scatter_out<B, VAL, IDX>
-                <<<grid_for(ctx.device, L.total * kout), BLOCK, 0, ctx.stream>>>(
-                    L, sb + off[0], n, kout, s_ax, r0, sorted, VAL ? vb + off[1] : NULL, v_ax,
-                    IDX ? ib + off[2] * ies : NULL, idt, ies, i_ax);
+            scatter_out<B, VAL, IDX><<<grid_for(ctx.device, L.total * kout), BLOCK, 0, ctx.stream>>>(
+                L, sb + off[0], n, kout, s_ax, r0, sorted, VAL ? vb + off[1] : NULL, v_ax,
+                IDX ? ib + off[2] * ies : NULL, idt, ies, i_ax);
             return emi_cuda_launched(&ctx);
         });
     }
 
     template <bool VAL, bool IDX> emily_status out_by_size(const uint32_t *sorted) {
         switch (emily_dtype_size(src->dtype)) {
-        case 1:
-            return launch_out<uint8_t, VAL, IDX>(sorted);
-        case 2:
-            return launch_out<uint16_t, VAL, IDX>(sorted);
-        case 4:
-            return launch_out<uint32_t, VAL, IDX>(sorted);
-        default:
-            return launch_out<uint64_t, VAL, IDX>(sorted);
+        case 1: return launch_out<uint8_t, VAL, IDX>(sorted);
+        case 2: return launch_out<uint16_t, VAL, IDX>(sorted);
+        case 4: return launch_out<uint32_t, VAL, IDX>(sorted);
+        default: return launch_out<uint64_t, VAL, IDX>(sorted);
         }
     }
 
@@ -405,8 +383,7 @@ struct SortJob {
         int64_t s_ax = src->strides[axis], v_ax = vals->strides[axis], i_ax = ix->strides[axis];
         return for_rows([&](const Layout<3> &L, const int64_t *off, int64_t) -> emily_status {
             topk_select<U, KIND, INF><<<(unsigned)L.total, TOPK_THREADS, 0, ctx.stream>>>(
-                L, sb + off[0], n, s_ax, kout, pos_bits, vb + off[1], v_ax, ib + off[2] * ies, idt,
-                ies, i_ax);
+                L, sb + off[0], n, s_ax, kout, pos_bits, vb + off[1], v_ax, ib + off[2] * ies, idt, ies, i_ax);
             return emi_cuda_launched(&ctx);
         });
     }
@@ -416,24 +393,15 @@ struct SortJob {
         int pos_bits = 0;
         while (((uint64_t)(n - 1) >> pos_bits) != 0) pos_bits++;
         switch (src->dtype) {
-        case EMILY_U8:
-            return launch_select<uint8_t, KEY_UNSIGNED, 0>(pos_bits);
-        case EMILY_U16:
-            return launch_select<uint16_t, KEY_UNSIGNED, 0>(pos_bits);
-        case EMILY_U32:
-            return launch_select<uint32_t, KEY_UNSIGNED, 0>(pos_bits);
-        case EMILY_S8:
-            return launch_select<uint8_t, KEY_SIGNED, 0>(pos_bits);
-        case EMILY_S16:
-            return launch_select<uint16_t, KEY_SIGNED, 0>(pos_bits);
-        case EMILY_S32:
-            return launch_select<uint32_t, KEY_SIGNED, 0>(pos_bits);
-        case EMILY_F16:
-            return launch_select<uint16_t, KEY_FLOAT, 0x7c00u>(pos_bits);
-        case EMILY_BF16:
-            return launch_select<uint16_t, KEY_FLOAT, 0x7f80u>(pos_bits);
-        case EMILY_F32:
-            return launch_select<uint32_t, KEY_FLOAT, 0x7f800000u>(pos_bits);
+        case EMILY_U8: return launch_select<uint8_t, KEY_UNSIGNED, 0>(pos_bits);
+        case EMILY_U16: return launch_select<uint16_t, KEY_UNSIGNED, 0>(pos_bits);
+        case EMILY_U32: return launch_select<uint32_t, KEY_UNSIGNED, 0>(pos_bits);
+        case EMILY_S8: return launch_select<uint8_t, KEY_SIGNED, 0>(pos_bits);
+        case EMILY_S16: return launch_select<uint16_t, KEY_SIGNED, 0>(pos_bits);
+        case EMILY_S32: return launch_select<uint32_t, KEY_SIGNED, 0>(pos_bits);
+        case EMILY_F16: return launch_select<uint16_t, KEY_FLOAT, 0x7c00u>(pos_bits);
+        case EMILY_BF16: return launch_select<uint16_t, KEY_FLOAT, 0x7f80u>(pos_bits);
+        case EMILY_F32: return launch_select<uint32_t, KEY_FLOAT, 0x7f800000u>(pos_bits);
         default:
             return emily_error(EMILY_ERR_INTERNAL, "cuda: top_k: no selection for %s",
                                emily_dtype_name(src->dtype));
@@ -445,33 +413,28 @@ struct SortJob {
         n = src->shape[axis];
         total = src->size;
         rows = total / n;
-        if (job == JOB_TOPK && emily_dtype_size(src->dtype) <= 4 && kout <= TOPK_MAX &&
-            n >= TOPK_ROW_MIN && n <= TOPK_ROW_MAX && rows <= INT32_MAX) {
+        if (job == JOB_TOPK && emily_dtype_size(src->dtype) <= 4 && kout <= TOPK_MAX && n >= TOPK_ROW_MIN &&
+            n <= TOPK_ROW_MAX && rows <= INT32_MAX) {
             emily_status s = make_views();
             return s ? s : select_top_k();
         }
         if ((uint64_t)total > UINT32_MAX)
             return emily_error(EMILY_ERR_UNSUPPORTED,
-                               "cuda: %s: %lld elements: the CUDA sort takes fewer than 2^32",
-                               ctx.op, (long long)total);
+                               "cuda: %s: %lld elements: the CUDA sort takes fewer than 2^32", ctx.op,
+                               (long long)total);
         emily_status s = make_views();
         if (s) return s;
         int key_bits = (int)emily_dtype_size(src->dtype) * 8, row_bits = 0;
         while (row_bits < 32 && ((uint64_t)(rows - 1) >> row_bits) != 0) row_bits++;
         const uint32_t *sorted = NULL;
-        if (key_bits + row_bits <= 32)
-            s = sort_one<uint32_t>(key_bits + row_bits, row_bits > 0, &sorted);
-        else if (key_bits + row_bits <= 64)
-            s = sort_one<uint64_t>(key_bits + row_bits, row_bits > 0, &sorted);
+        if (key_bits + row_bits <= 32) s = sort_one<uint32_t>(key_bits + row_bits, row_bits > 0, &sorted);
+        else if (key_bits + row_bits <= 64) s = sort_one<uint64_t>(key_bits + row_bits, row_bits > 0, &sorted);
         else s = sort_two(row_bits, &sorted);
         if (s) return s;
         switch (job) {
-        case JOB_SORT:
-            return out_by_size<true, false>(sorted);
-        case JOB_ARGSORT:
-            return launch_out<uint8_t, false, true>(sorted);
-        default:
-            return out_by_size<true, true>(sorted);
+        case JOB_SORT: return out_by_size<true, false>(sorted);
+        case JOB_ARGSORT: return launch_out<uint8_t, false, true>(sorted);
+        default: return out_by_size<true, true>(sorted);
         }
     }
 };
@@ -479,15 +442,13 @@ struct SortJob {
 emily_status check_real(const char *op, const emily_tensor *src) {
     if (!emily_dtype_valid(src->dtype) || emily_dtype_is_complex(src->dtype))
         return emily_error(EMILY_ERR_TYPE, "cuda: %s: %s cannot be sorted", op,
-                           emily_dtype_valid(src->dtype) ? emily_dtype_name(src->dtype)
-                                                         : "an invalid type");
+                           emily_dtype_valid(src->dtype) ? emily_dtype_name(src->dtype) : "an invalid type");
     return EMILY_OK;
 }
 
 emily_status check_index(const char *op, const emily_tensor *ix) {
     if (!emily_dtype_valid(ix->dtype) || emily_dtype_is_complex(ix->dtype))
-        return emily_error(EMILY_ERR_INTERNAL, "cuda: %s: the index output must have a real type",
-                           op);
+        return emily_error(EMILY_ERR_INTERNAL, "cuda: %s: the index output must have a real type", op);
     return EMILY_OK;
 }
 
@@ -497,8 +458,7 @@ emily_status run_job(const char *op, Job job, const emily_tensor *src, emily_ten
     if (!s && ix) s = check_index(op, ix);
     if (s) return s;
     if (axis < 0 || axis >= src->rank)
-        return emily_error(EMILY_ERR_AXIS, "cuda: %s: axis %d out of range for rank %d", op, axis,
-                           src->rank);
+        return emily_error(EMILY_ERR_AXIS, "cuda: %s: axis %d out of range for rank %d", op, axis, src->rank);
     if (src->size == 0 || (vals ? vals->size : ix->size) == 0) return EMILY_OK;
     SortJob j;
     j.job = job;
@@ -515,8 +475,7 @@ emily_status run_job(const char *op, Job job, const emily_tensor *src, emily_ten
 }
 
 emily_status cuda_sort(emily_tensor *dst, const emily_tensor *src, int axis, bool descending) {
-    if (src->rank == 0)
-        return emily_error(EMILY_ERR_INTERNAL, "cuda: sort: rank 0 reaches the kernel");
+    if (src->rank == 0) return emily_error(EMILY_ERR_INTERNAL, "cuda: sort: rank 0 reaches the kernel");
     if (dst->dtype != src->dtype)
         return emily_error(EMILY_ERR_INTERNAL, "cuda: sort: the output must have the input's type");
     return run_job("sort", JOB_SORT, src, dst, NULL, axis, descending,
@@ -524,25 +483,20 @@ emily_status cuda_sort(emily_tensor *dst, const emily_tensor *src, int axis, boo
 }
 
 emily_status cuda_argsort(emily_tensor *dst, const emily_tensor *src, int axis, bool descending) {
-    if (src->rank == 0)
-        return emily_error(EMILY_ERR_INTERNAL, "cuda: argsort: rank 0 reaches the kernel");
+    if (src->rank == 0) return emily_error(EMILY_ERR_INTERNAL, "cuda: argsort: rank 0 reaches the kernel");
     return run_job("argsort", JOB_ARGSORT, src, NULL, dst, axis, descending,
                    axis >= 0 && axis < src->rank ? src->shape[axis] : 0);
 }
 
-emily_status cuda_top_k(emily_tensor *values, emily_tensor *indices, const emily_tensor *src,
-                        int64_t k) {
-    if (src->rank == 0)
-        return emily_error(EMILY_ERR_INTERNAL, "cuda: top_k: rank 0 reaches the kernel");
+emily_status cuda_top_k(emily_tensor *values, emily_tensor *indices, const emily_tensor *src, int64_t k) {
+    if (src->rank == 0) return emily_error(EMILY_ERR_INTERNAL, "cuda: top_k: rank 0 reaches the kernel");
     int last = src->rank - 1;
     if (values->dtype != src->dtype || k < 1 || k > src->shape[last] || values->shape[last] != k ||
         indices->shape[last] != k)
-        return emily_error(EMILY_ERR_INTERNAL, "cuda: top_k: bad outputs for k = %lld",
-                           (long long)k);
+        return emily_error(EMILY_ERR_INTERNAL, "cuda: top_k: bad outputs for k = %lld", (long long)k);
     return run_job("top_k", JOB_TOPK, src, values, indices, last, true, k);
 }
 
 } // namespace
 
-extern "C" const struct emily_sort_kernels emi_cuda_sort_kernels = {cuda_sort, cuda_argsort,
-                                                                    cuda_top_k};
+extern "C" const struct emily_sort_kernels emi_cuda_sort_kernels = {cuda_sort, cuda_argsort, cuda_top_k};

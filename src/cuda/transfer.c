@@ -171,9 +171,9 @@ static emily_status transfer(const char *op, int device, void *dst, const void *
     } else {
         pthread_mutex_lock(&st->lock);
         if (upload)
-            err = staged_upload(nbytes <= SMALL_SLOT ? &st->small : &st->big, dst, src, nbytes,
-                                stream);
-        else err = staged_download(&st->big, dst, src, nbytes, stream);
+            err = staged_upload(nbytes <= SMALL_SLOT ? &st->small : &st->big, dst, src, nbytes, stream);
+        else
+            err = staged_download(&st->big, dst, src, nbytes, stream);
         pthread_mutex_unlock(&st->lock);
     }
     return emi_cuda_error(op, err);

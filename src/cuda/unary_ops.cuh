@@ -41,33 +41,22 @@ __device__ inline emily_cd cr_csin(emily_cd z) {
     if (!isfinite(z.re) || z.im != z.im) return emily_cd_make(NAN, NAN);
     if (isinf(z.im)) return emily_cd_make(z.re * z.im, z.im);
     double s, c;
-    if (!emily_cr::cr_sincos(z.re, s, c)) {
-        s = sin(z.re);
-        c = cos(z.re);
-    }
-    return emily_cd_make(__dmul_rn(s, emily_cr::cr_cosh(z.im)),
-                         __dmul_rn(c, emily_cr::cr_sinh(z.im)));
+    if (!emily_cr::cr_sincos(z.re, s, c)) { s = sin(z.re); c = cos(z.re); }
+    return emily_cd_make(__dmul_rn(s, emily_cr::cr_cosh(z.im)), __dmul_rn(c, emily_cr::cr_sinh(z.im)));
 }
 __device__ inline emily_cd cr_ccos(emily_cd z) {
     if (!isfinite(z.re) || z.im != z.im) return emily_cd_make(NAN, NAN);
     if (isinf(z.im)) return emily_cd_make(INFINITY, -1.0 * z.im * z.re);
     double s, c;
-    if (!emily_cr::cr_sincos(z.re, s, c)) {
-        s = sin(z.re);
-        c = cos(z.re);
-    }
+    if (!emily_cr::cr_sincos(z.re, s, c)) { s = sin(z.re); c = cos(z.re); }
     // 0 - sin(re), not -sin(re): as emily_cd_cos (core/scalar_unary.h)
-    return emily_cd_make(__dmul_rn(c, emily_cr::cr_cosh(z.im)),
-                         __dmul_rn(__dsub_rn(0.0, s), emily_cr::cr_sinh(z.im)));
+    return emily_cd_make(__dmul_rn(c, emily_cr::cr_cosh(z.im)), __dmul_rn(__dsub_rn(0.0, s), emily_cr::cr_sinh(z.im)));
 }
 __device__ inline emily_cd cr_cexp(emily_cd z) {
     if (z.re == -INFINITY || z.re == INFINITY || isinf(z.im) || z.re != z.re || z.im != z.im)
         return emily_cd_exp(z);
     double s, c;
-    if (!emily_cr::cr_sincos(z.im, s, c)) {
-        s = sin(z.im);
-        c = cos(z.im);
-    }
+    if (!emily_cr::cr_sincos(z.im, s, c)) { s = sin(z.im); c = cos(z.im); }
     double rho = emily_cr::cr_exp(z.re);
     return emily_cd_make(__dmul_rn(rho, c), __dmul_rn(rho, s));
 }
@@ -100,10 +89,10 @@ template <emily_unary_op OP> struct cplx_rule {
     static constexpr bool own = false;
     static __device__ emily_cd f(emily_cd z) { return z; }
 };
-#define EMI_CUDA_OWN_RULE_(KIND, OP, T, FN)          \
-    template <> struct KIND##_rule<EMILY_##OP> {     \
-        static constexpr bool own = true;            \
-        static __device__ T f(T x) { return FN(x); } \
+#define EMI_CUDA_OWN_RULE_(KIND, OP, T, FN)                                            \
+    template <> struct KIND##_rule<EMILY_##OP> {                                       \
+        static constexpr bool own = true;                                              \
+        static __device__ T f(T x) { return FN(x); }                                   \
     };
 EMI_CUDA_OWN_RULE_(real, EXPM1, double, nx_expm1)
 EMI_CUDA_OWN_RULE_(cplx, EXPM1, emily_cd, nx_cexpm1)
@@ -114,12 +103,10 @@ EMI_CUDA_OWN_RULE_(cplx, TANH, emily_cd, cr_ctanh)
 } // namespace
 } // namespace emily_cuda
 
-#define EMI_UNARY_REAL(ENUM, n, x)                                                        \
-    (emily_cuda::real_rule<EMILY_##ENUM>::own ? emily_cuda::real_rule<EMILY_##ENUM>::f(x) \
-                                              : emily_sc_##n(x))
-#define EMI_UNARY_CPLX(ENUM, n, z)                                                        \
-    (emily_cuda::cplx_rule<EMILY_##ENUM>::own ? emily_cuda::cplx_rule<EMILY_##ENUM>::f(z) \
-                                              : emily_cd_##n(z))
+#define EMI_UNARY_REAL(ENUM, n, x)                                                     \
+    (emily_cuda::real_rule<EMILY_##ENUM>::own ? emily_cuda::real_rule<EMILY_##ENUM>::f(x) : emily_sc_##n(x))
+#define EMI_UNARY_CPLX(ENUM, n, z)                                                     \
+    (emily_cuda::cplx_rule<EMILY_##ENUM>::own ? emily_cuda::cplx_rule<EMILY_##ENUM>::f(z) : emily_cd_##n(z))
 #include "core/unary_kernels.h"
 
 namespace emily_cuda {
@@ -127,8 +114,7 @@ namespace {
 namespace unary_kernels {
 
 #define EMI_CUDA_UNARY_KERNEL_(NAME, ST, DT, SRC, DST, EXPR) EMILY_CUDA_FN1(NAME, ST, DT, EXPR)
-#define EMI_CUDA_UNARY_OP_(ENUM, name, rule) \
-    EMI_UNARY_KERNELS(rule)(EMI_CUDA_UNARY_KERNEL_, ENUM, name)
+#define EMI_CUDA_UNARY_OP_(ENUM, name, rule) EMI_UNARY_KERNELS(rule)(EMI_CUDA_UNARY_KERNEL_, ENUM, name)
 EMILY_UNARY_OPS(EMI_CUDA_UNARY_OP_)
 #undef EMI_CUDA_UNARY_KERNEL_
 #undef EMI_CUDA_UNARY_OP_
@@ -143,18 +129,17 @@ constexpr bool is_math_rule(emi_unary_rule r) {
 // is_math_rule() gives MATH (the others are NULL here), so that each
 // file instantiates its own half.
 template <bool MATH> unary_run pick_unary(emily_unary_op op, emily_dtype sd, emily_dtype dd) {
-#define EMI_CUDA_PICK_KERNEL_(NAME, ST, DT, SRC, DST, EXPR) \
+#define EMI_CUDA_PICK_KERNEL_(NAME, ST, DT, SRC, DST, EXPR)                                \
     if (sd == EMILY_##SRC && dd == EMILY_##DST) return map1<unary_kernels::NAME>;
-#define EMI_CUDA_PICK_OP_(ENUM, name, rule)                            \
-    case EMILY_##ENUM:                                                 \
-        if constexpr (is_math_rule(EMI_UNARY_RULE_##rule) == MATH) {   \
-            EMI_UNARY_KERNELS(rule)(EMI_CUDA_PICK_KERNEL_, ENUM, name) \
-        }                                                              \
+#define EMI_CUDA_PICK_OP_(ENUM, name, rule)                                                \
+    case EMILY_##ENUM:                                                                     \
+        if constexpr (is_math_rule(EMI_UNARY_RULE_##rule) == MATH) {                       \
+            EMI_UNARY_KERNELS(rule)(EMI_CUDA_PICK_KERNEL_, ENUM, name)                     \
+        }                                                                                  \
         break;
     switch (op) {
         EMILY_UNARY_OPS(EMI_CUDA_PICK_OP_)
-    default:
-        break;
+    default: break;
     }
 #undef EMI_CUDA_PICK_KERNEL_
 #undef EMI_CUDA_PICK_OP_

@@ -29,13 +29,11 @@ struct WinAxes {
 
 // The axes of src with out_shape window positions (dilations may be NULL:
 // all 1). Fails when the rank is above WIN_CAP.
-inline emily_status win_axes(const char *op, WinAxes &g, const emily_tensor *src,
-                             const int64_t *out_shape, const int64_t *window,
-                             const int64_t *strides, const int64_t *dilations,
+inline emily_status win_axes(const char *op, WinAxes &g, const emily_tensor *src, const int64_t *out_shape,
+                             const int64_t *window, const int64_t *strides, const int64_t *dilations,
                              const int64_t *pad_lo) {
     if (src->rank > WIN_CAP)
-        return emily_error(EMILY_ERR_INTERNAL, "cuda: %s: rank %d is above %d", op, src->rank,
-                           WIN_CAP);
+        return emily_error(EMILY_ERR_INTERNAL, "cuda: %s: rank %d is above %d", op, src->rank, WIN_CAP);
     g.rank = src->rank;
     for (int d = 0; d < g.rank; d++) {
         g.out[d] = out_shape[d];
@@ -51,15 +49,13 @@ inline emily_status win_axes(const char *op, WinAxes &g, const emily_tensor *src
 }
 
 // floor(a / b) and ceil(a / b) for b > 0 and any a.
-__device__ __forceinline__ int64_t floor_div(int64_t a, int64_t b) {
-    return a >= 0 ? a / b : -((-a + b - 1) / b);
-}
+__device__ __forceinline__ int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 __device__ __forceinline__ int64_t ceil_div(int64_t a, int64_t b) { return -floor_div(-a, b); }
 
 // window_scatter_max/min (window_scatter.cu), the family's second entry.
-emily_status window_scatter(bool is_max, emily_tensor *dst, const emily_tensor *src,
-                            const emily_tensor *source, const emily_tensor *init,
-                            const int64_t *window, const int64_t *strides, const int64_t *pad_lo);
+emily_status window_scatter(bool is_max, emily_tensor *dst, const emily_tensor *src, const emily_tensor *source,
+                            const emily_tensor *init, const int64_t *window, const int64_t *strides,
+                            const int64_t *pad_lo);
 
 } // namespace emily_cuda
 

@@ -31,9 +31,8 @@ template <emily_dtype D, int OP> struct WinFold {
     static constexpr bool F32_MINMAX = D == EMILY_F32 && OP >= EMILY_WINDOW_MAX;
     typedef typename std::conditional<
         is_complex(D), emily_sb_complex,
-        typename std::conditional<
-            is_integer(D), S,
-            typename std::conditional<F32_MINMAX, float, double>::type>::type>::type A;
+        typename std::conditional<is_integer(D), S, typename std::conditional<F32_MINMAX, float, double>::type>::type>::type
+        A;
 
     static __device__ __forceinline__ A init() {
         if constexpr (is_complex(D)) {
@@ -42,18 +41,14 @@ template <emily_dtype D, int OP> struct WinFold {
             // max: the type's smallest value, min: its largest (what the
             // CPU writes for a window of padding only)
             typedef typename std::make_unsigned<S>::type U;
-            constexpr U ones = (U) ~(U)0;
+            constexpr U ones = (U)~(U)0;
             constexpr S hi = is_unsigned(D) ? (S)ones : (S)(ones >> 1);
             constexpr S lo = is_unsigned(D) ? (S)0 : (S)(-(S)(ones >> 1) - 1);
-            return OP == EMILY_WINDOW_SUM       ? (S)0
-                   : OP == EMILY_WINDOW_PRODUCT ? (S)1
-                   : OP == EMILY_WINDOW_MAX     ? lo
-                                                : hi;
+            return OP == EMILY_WINDOW_SUM ? (S)0 : OP == EMILY_WINDOW_PRODUCT ? (S)1
+                   : OP == EMILY_WINDOW_MAX ? lo : hi;
         } else {
-            return OP == EMILY_WINDOW_SUM       ? (A)0.0
-                   : OP == EMILY_WINDOW_PRODUCT ? (A)1.0
-                   : OP == EMILY_WINDOW_MAX     ? (A)-INFINITY
-                                                : (A)INFINITY;
+            return OP == EMILY_WINDOW_SUM ? (A)0.0 : OP == EMILY_WINDOW_PRODUCT ? (A)1.0
+                   : OP == EMILY_WINDOW_MAX ? (A)-INFINITY : (A)INFINITY;
         }
     }
     static __device__ __forceinline__ A add(A acc, S x) {
@@ -67,14 +62,10 @@ template <emily_dtype D, int OP> struct WinFold {
         } else {
             double v = cv_rules<D>::re(x);
             switch (OP) {
-            case EMILY_WINDOW_SUM:
-                return v + acc;
-            case EMILY_WINDOW_PRODUCT:
-                return v * acc;
-            case EMILY_WINDOW_MAX:
-                return emily_sb_max_f64(v, acc);
-            default:
-                return emily_sb_min_f64(v, acc);
+            case EMILY_WINDOW_SUM: return v + acc;
+            case EMILY_WINDOW_PRODUCT: return v * acc;
+            case EMILY_WINDOW_MAX: return emily_sb_max_f64(v, acc);
+            default: return emily_sb_min_f64(v, acc);
             }
         }
     }
@@ -96,8 +87,8 @@ template <emily_dtype D, int OP> struct WinFold {
 // ---- any window -------------------------------------------------------------
 
 template <emily_dtype D, int OP, int CAP>
-__global__ void win_kernel(const __grid_constant__ WinAxes g, int64_t total,
-                           const storage_t<D> *__restrict__ src, storage_t<D> *__restrict__ dst) {
+__global__ void win_kernel(const __grid_constant__ WinAxes g, int64_t total, const storage_t<D> *__restrict__ src,
+                           storage_t<D> *__restrict__ dst) {
     typedef WinFold<D, OP> F;
     int64_t c[CAP], w[CAP];
     for (int64_t o = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; o < total;
@@ -152,15 +143,14 @@ struct Pool2 {
 
 template <emily_dtype D, int OP>
 __global__ void __launch_bounds__(BLOCK)
-    pool2_kernel(Pool2 p, const storage_t<D> *__restrict__ src, storage_t<D> *__restrict__ dst) {
+pool2_kernel(Pool2 p, const storage_t<D> *__restrict__ src, storage_t<D> *__restrict__ dst) {
     typedef storage_t<D> S;
     typedef WinFold<D, OP> F;
     const uint32_t plane = (uint32_t)(p.OH * p.OW * p.C), OW = (uint32_t)p.OW, C = (uint32_t)p.C;
     const int64_t rstep = p.dh * p.sh, cstep = p.dw * p.sw;
     for (int64_t b = blockIdx.y; b < p.B; b += gridDim.y) {
         S *out = dst + b * (int64_t)plane;
-        for (uint32_t o = blockIdx.x * blockDim.x + threadIdx.x; o < plane;
-             o += gridDim.x * blockDim.x) {
+        for (uint32_t o = blockIdx.x * blockDim.x + threadIdx.x; o < plane; o += gridDim.x * blockDim.x) {
             // o = (oh * OW + ow) * C + c, channels fastest
             uint32_t pix = o, c = 0;
             if (C > 1) {
@@ -171,8 +161,7 @@ __global__ void __launch_bounds__(BLOCK)
             const S *base = src + b * p.sb + (int64_t)c * p.sc;
             int64_t h0 = (int64_t)oh * p.th - p.ph, w0 = (int64_t)ow * p.tw - p.pw;
             typename F::A acc = F::init();
-            if (h0 >= 0 && h0 + (p.kh - 1) * p.dh < p.H && w0 >= 0 &&
-                w0 + (p.kw - 1) * p.dw < p.W) {
+            if (h0 >= 0 && h0 + (p.kh - 1) * p.dh < p.H && w0 >= 0 && w0 + (p.kw - 1) * p.dw < p.W) {
                 const S *r = base + h0 * p.sh + w0 * p.sw;
                 for (int64_t i = 0; i < p.kh; i++, r += rstep) {
                     const S *e = r;
@@ -205,8 +194,7 @@ void simplify(WinAxes &g) {
     int m = 0;
     for (int d = 0; d < g.rank; d++) {
         if (g.out[d] == 1 && g.win[d] == 1 && g.pad[d] == 0 && g.in[d] >= 1) continue;
-        if (m > 0 && identity_axis(g, d) && identity_axis(g, m - 1) &&
-            g.ist[m - 1] == g.ist[d] * g.in[d]) {
+        if (m > 0 && identity_axis(g, d) && identity_axis(g, m - 1) && g.ist[m - 1] == g.ist[d] * g.in[d]) {
             g.in[m - 1] *= g.in[d];
             g.out[m - 1] = g.in[m - 1];
             g.ist[m - 1] = g.ist[d];
@@ -239,27 +227,23 @@ bool as_pool2(const WinAxes &g, Pool2 &p) {
     // a missing axis is one element: out 1, in 1, stride 0, window 1, step 1, no padding
     const int h = hi - 2, w = hi - 1;
     bool hv = h >= lo, wv = w >= lo;
-    p.OH = hv ? g.out[h] : 1, p.H = hv ? g.in[h] : 1, p.sh = hv ? g.ist[h] : 0,
-    p.kh = hv ? g.win[h] : 1;
+    p.OH = hv ? g.out[h] : 1, p.H = hv ? g.in[h] : 1, p.sh = hv ? g.ist[h] : 0, p.kh = hv ? g.win[h] : 1;
     p.th = hv ? g.step[h] : 1, p.ph = hv ? g.pad[h] : 0, p.dh = hv ? g.dil[h] : 1;
-    p.OW = wv ? g.out[w] : 1, p.W = wv ? g.in[w] : 1, p.sw = wv ? g.ist[w] : 0,
-    p.kw = wv ? g.win[w] : 1;
+    p.OW = wv ? g.out[w] : 1, p.W = wv ? g.in[w] : 1, p.sw = wv ? g.ist[w] : 0, p.kw = wv ? g.win[w] : 1;
     p.tw = wv ? g.step[w] : 1, p.pw = wv ? g.pad[w] : 0, p.dw = wv ? g.dil[w] : 1;
     return p.OH * p.OW * p.C <= INT32_MAX;
 }
 
 emily_status cuda_window_reduce(emily_window_op op, emily_tensor *dst, const emily_tensor *src,
-                                const int64_t *window, const int64_t *strides,
-                                const int64_t *dilations, const int64_t *pad_lo) {
+                                const int64_t *window, const int64_t *strides, const int64_t *dilations,
+                                const int64_t *pad_lo) {
     static const char *names[] = {"window_sum", "window_product", "window_max", "window_min"};
     if ((unsigned)op > (unsigned)EMILY_WINDOW_MIN)
         return emily_error(EMILY_ERR_ARGUMENT, "cuda: window_reduce: unknown op %d", (int)op);
     const char *name = names[op];
     emily_dtype dt = src->dtype;
-    if (!emily_dtype_valid(dt) || dst->dtype != dt || dst->rank != src->rank ||
-        !emily_tensor_is_contiguous(dst))
-        return emily_error(EMILY_ERR_INTERNAL,
-                           "cuda: %s: expects a contiguous output of the input's type and rank",
+    if (!emily_dtype_valid(dt) || dst->dtype != dt || dst->rank != src->rank || !emily_tensor_is_contiguous(dst))
+        return emily_error(EMILY_ERR_INTERNAL, "cuda: %s: expects a contiguous output of the input's type and rank",
                            name);
     if (op >= EMILY_WINDOW_MAX && emily_dtype_is_complex(dt))
         return emily_error(EMILY_ERR_TYPE, "cuda: %s: complex tensors (%s) are not supported", name,
@@ -286,35 +270,27 @@ emily_status cuda_window_reduce(emily_window_op op, emily_tensor *dst, const emi
             } else {
                 if (pool) {
                     int64_t gx = (p.OH * p.OW * p.C + BLOCK - 1) / BLOCK;
-                    dim3 grid((unsigned)(gx < INT32_MAX ? gx : INT32_MAX),
-                              (unsigned)(p.B < 65535 ? p.B : 65535));
+                    dim3 grid((unsigned)(gx < INT32_MAX ? gx : INT32_MAX), (unsigned)(p.B < 65535 ? p.B : 65535));
                     pool2_kernel<D, OP><<<grid, BLOCK, 0, ctx.stream>>>(p, (const S *)sp, (S *)dp);
                 } else if (g.rank <= WIN_SMALL) {
-                    win_kernel<D, OP, WIN_SMALL>
-                        <<<grid_for(ctx.device, dst->size), BLOCK, 0, ctx.stream>>>(
-                            g, dst->size, (const S *)sp, (S *)dp);
+                    win_kernel<D, OP, WIN_SMALL><<<grid_for(ctx.device, dst->size), BLOCK, 0, ctx.stream>>>(
+                        g, dst->size, (const S *)sp, (S *)dp);
                 } else {
-                    win_kernel<D, OP, WIN_CAP>
-                        <<<grid_for(ctx.device, dst->size), BLOCK, 0, ctx.stream>>>(
-                            g, dst->size, (const S *)sp, (S *)dp);
+                    win_kernel<D, OP, WIN_CAP><<<grid_for(ctx.device, dst->size), BLOCK, 0, ctx.stream>>>(
+                        g, dst->size, (const S *)sp, (S *)dp);
                 }
                 return emi_cuda_launched(&ctx);
             }
         };
         switch (op) {
-        case EMILY_WINDOW_SUM:
-            return launch.template operator()<EMILY_WINDOW_SUM>();
-        case EMILY_WINDOW_PRODUCT:
-            return launch.template operator()<EMILY_WINDOW_PRODUCT>();
-        case EMILY_WINDOW_MAX:
-            return launch.template operator()<EMILY_WINDOW_MAX>();
-        default:
-            return launch.template operator()<EMILY_WINDOW_MIN>();
+        case EMILY_WINDOW_SUM: return launch.template operator()<EMILY_WINDOW_SUM>();
+        case EMILY_WINDOW_PRODUCT: return launch.template operator()<EMILY_WINDOW_PRODUCT>();
+        case EMILY_WINDOW_MAX: return launch.template operator()<EMILY_WINDOW_MAX>();
+        default: return launch.template operator()<EMILY_WINDOW_MIN>();
         }
     });
 }
 
 } // namespace
 
-extern "C" const struct emily_window_kernels emi_cuda_window_kernels = {cuda_window_reduce,
-                                                                        window_scatter};
+extern "C" const struct emily_window_kernels emi_cuda_window_kernels = {cuda_window_reduce, window_scatter};

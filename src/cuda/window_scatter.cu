@@ -27,9 +27,9 @@ using namespace emily_cuda;
 namespace {
 
 struct ScatterTypes {
-    int tt, st, it, ot;    // input, source, init, output dtypes
-    int64_t tes, ses, oes; // their element sizes (init: one element)
-    bool fkeys, ukeys;     // float keys; else unsigned integer keys?
+    int tt, st, it, ot;     // input, source, init, output dtypes
+    int64_t tes, ses, oes;  // their element sizes (init: one element)
+    bool fkeys, ukeys;      // float keys; else unsigned integer keys?
     bool tfloat, ofloat, sfloat, ifloat;
 };
 
@@ -65,9 +65,8 @@ __device__ __forceinline__ Key pad_key(const ScatterTypes &t, const char *init) 
 }
 
 template <int CAP>
-__global__ void select_kernel(const __grid_constant__ WinAxes g, int64_t npos,
-                              const char *__restrict__ src, const char *__restrict__ init,
-                              ScatterTypes t, bool is_max, int64_t *__restrict__ sel) {
+__global__ void select_kernel(const __grid_constant__ WinAxes g, int64_t npos, const char *__restrict__ src,
+                              const char *__restrict__ init, ScatterTypes t, bool is_max, int64_t *__restrict__ sel) {
     int64_t c[CAP], w[CAP];
     const Key pad = pad_key(t, init);
     for (int64_t p = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; p < npos;
@@ -90,8 +89,7 @@ __global__ void select_kernel(const __grid_constant__ WinAxes g, int64_t npos,
             bool in = inside;
             if (!in) {
                 in = true;
-                for (int d = 0; d < g.rank && in; d++)
-                    in = c[d] + w[d] >= 0 && c[d] + w[d] < g.in[d];
+                for (int d = 0; d < g.rank && in; d++) in = c[d] + w[d] >= 0 && c[d] + w[d] < g.in[d];
             }
             Key x = in ? key_of(t, src + off * t.tes) : pad;
             bool take;
@@ -131,9 +129,8 @@ __global__ void select_kernel(const __grid_constant__ WinAxes g, int64_t npos,
 
 // g.aux: source's strides; g.aux2: the row-major strides of source's shape.
 template <int CAP>
-__global__ void gather_kernel(const __grid_constant__ WinAxes g, int64_t total,
-                              const int64_t *__restrict__ sel, const char *__restrict__ source,
-                              const char *__restrict__ init, ScatterTypes t,
+__global__ void gather_kernel(const __grid_constant__ WinAxes g, int64_t total, const int64_t *__restrict__ sel,
+                              const char *__restrict__ source, const char *__restrict__ init, ScatterTypes t,
                               char *__restrict__ dst) {
     int64_t lo[CAP], hi[CAP], i[CAP];
     const double init_d = t.ifloat ? (double)(float)rt_load_f(t.it, init) : rt_load_f(t.it, init);
@@ -146,8 +143,7 @@ __global__ void gather_kernel(const __grid_constant__ WinAxes g, int64_t total,
         for (int d = g.rank - 1; d >= 0; d--) {
             int64_t q = rem / g.in[d], x = rem - q * g.in[d];
             rem = q;
-            int64_t a = ceil_div(x + g.pad[d] - g.win[d] + 1, g.step[d]),
-                    b = floor_div(x + g.pad[d], g.step[d]);
+            int64_t a = ceil_div(x + g.pad[d] - g.win[d] + 1, g.step[d]), b = floor_div(x + g.pad[d], g.step[d]);
             lo[d] = a > 0 ? a : 0;
             hi[d] = b < g.out[d] - 1 ? b : g.out[d] - 1;
             if (lo[d] > hi[d]) any = false;
@@ -183,8 +179,7 @@ __global__ void gather_kernel(const __grid_constant__ WinAxes g, int64_t total,
             if (d < 0) break;
         }
         char *out = dst + o * t.oes;
-        if (t.ofloat)
-            emily_sc_store_complex(t.ot, touched ? (double)accf : rt_load_f(t.it, init), 0.0, out);
+        if (t.ofloat) emily_sc_store_complex(t.ot, touched ? (double)accf : rt_load_f(t.it, init), 0.0, out);
         else emily_sc_store_int(t.ot, touched ? acci : init_i, 0, out);
     }
 }
@@ -193,21 +188,19 @@ __global__ void gather_kernel(const __grid_constant__ WinAxes g, int64_t total,
 
 namespace emily_cuda {
 
-emily_status window_scatter(bool is_max, emily_tensor *dst, const emily_tensor *src,
-                            const emily_tensor *source, const emily_tensor *init,
-                            const int64_t *window, const int64_t *strides, const int64_t *pad_lo) {
+emily_status window_scatter(bool is_max, emily_tensor *dst, const emily_tensor *src, const emily_tensor *source,
+                            const emily_tensor *init, const int64_t *window, const int64_t *strides,
+                            const int64_t *pad_lo) {
     const char *name = is_max ? "window_scatter_max" : "window_scatter_min";
     const emily_tensor *all[4] = {dst, src, source, init};
     for (int k = 0; k < 4; k++)
         if (!emily_dtype_valid(all[k]->dtype) || emily_dtype_is_complex(all[k]->dtype))
-            return emily_error(EMILY_ERR_TYPE,
-                               "cuda: %s: complex or invalid types are not supported", name);
+            return emily_error(EMILY_ERR_TYPE, "cuda: %s: complex or invalid types are not supported", name);
     bool shapes = init->size == 1 && source->rank == src->rank && dst->rank == src->rank &&
                   emily_tensor_is_contiguous(dst);
     for (int d = 0; shapes && d < src->rank; d++) shapes = dst->shape[d] == src->shape[d];
     if (!shapes)
-        return emily_error(EMILY_ERR_INTERNAL,
-                           "cuda: %s: output, input, source or init shapes do not fit", name);
+        return emily_error(EMILY_ERR_INTERNAL, "cuda: %s: output, input, source or init shapes do not fit", name);
     if (dst->size == 0 || source->size == 0) return EMILY_OK;
     WinAxes g;
     emily_status s = win_axes(name, g, src, source->shape, window, strides, NULL, pad_lo);
@@ -239,19 +232,17 @@ emily_status window_scatter(bool is_max, emily_tensor *dst, const emily_tensor *
     const char *ip = base_of(init) + (size_t)init->offset * emily_dtype_size(init->dtype);
     char *dp = base_of(dst) + (size_t)dst->offset * t.oes;
     int64_t *sel = NULL;
-    if ((s = emi_cuda_scratch(&ctx, (size_t)source->size * sizeof(int64_t), (void **)&sel)))
-        return s;
+    if ((s = emi_cuda_scratch(&ctx, (size_t)source->size * sizeof(int64_t), (void **)&sel))) return s;
     auto launch = [&]<int CAP>() -> emily_status {
-        select_kernel<CAP><<<grid_for(ctx.device, source->size), BLOCK, 0, ctx.stream>>>(
-            g, source->size, sp, ip, t, is_max, sel);
+        select_kernel<CAP><<<grid_for(ctx.device, source->size), BLOCK, 0, ctx.stream>>>(g, source->size, sp, ip,
+                                                                                      t, is_max, sel);
         emily_status e = emi_cuda_launched(&ctx);
         if (e) return e;
-        gather_kernel<CAP><<<grid_for(ctx.device, dst->size), BLOCK, 0, ctx.stream>>>(
-            g, dst->size, sel, vp, ip, t, dp);
+        gather_kernel<CAP><<<grid_for(ctx.device, dst->size), BLOCK, 0, ctx.stream>>>(g, dst->size, sel, vp, ip, t,
+                                                                                   dp);
         return emi_cuda_launched(&ctx);
     };
-    s = g.rank <= WIN_SMALL ? launch.template operator()<WIN_SMALL>()
-                            : launch.template operator()<WIN_CAP>();
+    s = g.rank <= WIN_SMALL ? launch.template operator()<WIN_SMALL>() : launch.template operator()<WIN_CAP>();
     emi_cuda_scratch_free(&ctx, sel);
     return s;
 }

@@ -84,9 +84,7 @@ void emily_graph_free(emily_graph *g) {
 
 static emily_status check_building(const emily_graph *g, const char *op) {
     if (!g) return emily_error(EMILY_ERR_ARGUMENT, "%s: NULL graph", op);
-    if (g->compiled)
-        return emily_error(EMILY_ERR_ARGUMENT, "%s: the graph is compiled and can no longer change",
-                           op);
+    if (g->compiled) return emily_error(EMILY_ERR_ARGUMENT, "%s: the graph is compiled and can no longer change", op);
     return EMILY_OK;
 }
 
@@ -94,8 +92,8 @@ static emily_status check_building(const emily_graph *g, const char *op) {
  * *cap allocated, with room for one more, doubled from `first` when full
  * (moved, perhaps; *cap updated). NULL, with *s the error, when it cannot
  * grow; `what` names the array in the error. */
-static void *room_for_one(void *items, int32_t n, int32_t *cap, size_t size, int32_t first,
-                          const char *what, emily_status *s) {
+static void *room_for_one(void *items, int32_t n, int32_t *cap, size_t size, int32_t first, const char *what,
+                          emily_status *s) {
     *s = EMILY_OK;
     if (n < *cap) return items;
     if (*cap >= INT32_MAX / 2) {
@@ -114,8 +112,7 @@ static void *room_for_one(void *items, int32_t n, int32_t *cap, size_t size, int
 
 emily_status emi_graph_push_value(emily_graph *g, graph_value v, int32_t *id) {
     emily_status s;
-    graph_value *nv = room_for_one(g->values, g->nvalues, &g->values_cap, sizeof *nv, 64, "values",
-                                   &s);
+    graph_value *nv = room_for_one(g->values, g->nvalues, &g->values_cap, sizeof *nv, 64, "values", &s);
     if (!nv) return s;
     g->values = nv;
     v.last_use = -1;
@@ -127,35 +124,29 @@ emily_status emi_graph_push_value(emily_graph *g, graph_value v, int32_t *id) {
 static emily_status copy_shape(emily_graph *g, const char *op, int rank, const int64_t *shape,
                                const int64_t **out) {
     if (rank < 0 || rank > EMILY_MAX_RANK)
-        return emily_error(EMILY_ERR_SHAPE, "%s: rank %d is out of range (0 to %d)", op, rank,
-                           EMILY_MAX_RANK);
+        return emily_error(EMILY_ERR_SHAPE, "%s: rank %d is out of range (0 to %d)", op, rank, EMILY_MAX_RANK);
     if (rank && !shape) return emily_error(EMILY_ERR_ARGUMENT, "%s: NULL shape", op);
     int64_t *s = emi_graph_alloc(g, sizeof(int64_t) * ((size_t)rank + 1));
     if (!s) return EMILY_ERR_MEMORY;
     for (int i = 0; i < rank; i++) {
-        if (shape[i] < 0)
-            return emily_error(EMILY_ERR_SHAPE, "%s: negative dimension %lld", op,
-                               (long long)shape[i]);
+        if (shape[i] < 0) return emily_error(EMILY_ERR_SHAPE, "%s: negative dimension %lld", op, (long long)shape[i]);
         s[i] = shape[i];
     }
     int64_t n;
-    if (!emi_shape_size(rank, s, &n))
-        return emily_error(EMILY_ERR_SHAPE, "%s: the shape has too many elements", op);
+    if (!emi_shape_size(rank, s, &n)) return emily_error(EMILY_ERR_SHAPE, "%s: the shape has too many elements", op);
     *out = s;
     return EMILY_OK;
 }
 
-emily_status emily_graph_add_param(emily_graph *g, emily_dtype dtype, int rank,
-                                   const int64_t *shape, int32_t *value) {
+emily_status emily_graph_add_param(emily_graph *g, emily_dtype dtype, int rank, const int64_t *shape,
+                                   int32_t *value) {
     emily_status s;
     if ((s = check_building(g, "graph_add_param"))) return s;
     if (!value) return emily_error(EMILY_ERR_ARGUMENT, "graph_add_param: NULL output");
-    if (!emily_dtype_valid(dtype))
-        return emily_error(EMILY_ERR_TYPE, "graph_add_param: unknown type %d", (int)dtype);
+    if (!emily_dtype_valid(dtype)) return emily_error(EMILY_ERR_TYPE, "graph_add_param: unknown type %d", (int)dtype);
     graph_value v = {.kind = GV_PARAM, .dtype = dtype, .rank = rank};
     if ((s = copy_shape(g, "graph_add_param", rank, shape, &v.shape))) return s;
-    int32_t *np = room_for_one(g->params, g->nparams, &g->params_cap, sizeof *np, 16, "parameters",
-                               &s);
+    int32_t *np = room_for_one(g->params, g->nparams, &g->params_cap, sizeof *np, 16, "parameters", &s);
     if (!np) return s;
     g->params = np;
     v.node = g->nparams;
@@ -169,22 +160,17 @@ emily_status emily_graph_add_const(emily_graph *g, emily_tensor *t, int32_t *val
     if ((s = check_building(g, "graph_add_const"))) return s;
     if (!value) return emily_error(EMILY_ERR_ARGUMENT, "graph_add_const: NULL output");
     if ((s = emi_check_tensor("graph_add_const", "tensor", t))) return s;
-    graph_value v = {.kind = GV_CONST,
-                     .node = -1,
-                     .tensor = t,
-                     .dtype = t->dtype,
-                     .rank = t->rank,
+    graph_value v = {.kind = GV_CONST, .node = -1, .tensor = t, .dtype = t->dtype, .rank = t->rank,
                      .shape = t->shape};
     if ((s = emi_graph_push_value(g, v, value))) return s;
     emily_tensor_retain(t);
     return EMILY_OK;
 }
 
-static emily_status copy_tree(emily_graph *g, const emily_value *src, emily_value *dst,
-                              int32_t limit, const char *where, int depth) {
+static emily_status copy_tree(emily_graph *g, const emily_value *src, emily_value *dst, int32_t limit,
+                              const char *where, int depth) {
     if (depth > GRAPH_MAX_DEPTH)
-        return emily_error(EMILY_ERR_ARGUMENT, "%s: arguments nest deeper than %d levels", where,
-                           GRAPH_MAX_DEPTH);
+        return emily_error(EMILY_ERR_ARGUMENT, "%s: arguments nest deeper than %d levels", where, GRAPH_MAX_DEPTH);
     *dst = *src;
     dst->items = NULL;
     dst->keys = NULL;
@@ -193,26 +179,20 @@ static emily_status copy_tree(emily_graph *g, const emily_value *src, emily_valu
     dst->tensor = NULL;
     emily_status s;
     switch (src->kind) {
-    case EMILY_V_NIL:
-    case EMILY_V_BOOL:
-    case EMILY_V_INT:
-    case EMILY_V_UINT:
-    case EMILY_V_FLOAT:
+    case EMILY_V_NIL: case EMILY_V_BOOL: case EMILY_V_INT: case EMILY_V_UINT: case EMILY_V_FLOAT:
     case EMILY_V_COMPLEX:
         return EMILY_OK;
-    case EMILY_V_ATOM:
-    case EMILY_V_BINARY:
+    case EMILY_V_ATOM: case EMILY_V_BINARY:
         if (src->len && !src->str) return emily_error(EMILY_ERR_ARGUMENT, "%s: NULL string", where);
         dst->str = emi_graph_strdup(g, src->str ? src->str : "", src->len);
         return dst->str ? EMILY_OK : EMILY_ERR_MEMORY;
     case EMILY_V_TEMPLATE:
-        if (!emily_dtype_valid(src->dtype))
-            return emily_error(EMILY_ERR_TYPE, "%s: a template has an unknown type", where);
+        if (!emily_dtype_valid(src->dtype)) return emily_error(EMILY_ERR_TYPE, "%s: a template has an unknown type", where);
         return copy_shape(g, where, src->rank, src->shape, &dst->shape);
     case EMILY_V_REF:
         if (src->i < 0 || src->i >= limit)
-            return emily_error(EMILY_ERR_ARGUMENT, "%s: value %lld is not defined before this call",
-                               where, (long long)src->i);
+            return emily_error(EMILY_ERR_ARGUMENT, "%s: value %lld is not defined before this call", where,
+                               (long long)src->i);
         return EMILY_OK;
     case EMILY_V_TENSOR: {
         int32_t id;
@@ -221,37 +201,30 @@ static emily_status copy_tree(emily_graph *g, const emily_value *src, emily_valu
         dst->i = id;
         return EMILY_OK;
     }
-    case EMILY_V_TUPLE:
-    case EMILY_V_LIST:
-    case EMILY_V_OPTS:
+    case EMILY_V_TUPLE: case EMILY_V_LIST: case EMILY_V_OPTS:
         if (src->n && !src->items) return emily_error(EMILY_ERR_ARGUMENT, "%s: NULL items", where);
-        if (src->n > (size_t)1 << 24)
-            return emily_error(EMILY_ERR_ARGUMENT, "%s: too many items", where);
+        if (src->n > (size_t)1 << 24) return emily_error(EMILY_ERR_ARGUMENT, "%s: too many items", where);
         dst->items = emi_graph_alloc(g, sizeof(emily_value) * (src->n + 1));
         if (!dst->items) return EMILY_ERR_MEMORY;
         if (src->kind == EMILY_V_OPTS) {
-            if (src->n && !src->keys)
-                return emily_error(EMILY_ERR_ARGUMENT, "%s: NULL option keys", where);
+            if (src->n && !src->keys) return emily_error(EMILY_ERR_ARGUMENT, "%s: NULL option keys", where);
             const char **keys = emi_graph_alloc(g, sizeof(char *) * (src->n + 1));
             if (!keys) return EMILY_ERR_MEMORY;
             for (size_t i = 0; i < src->n; i++) {
-                if (!src->keys[i])
-                    return emily_error(EMILY_ERR_ARGUMENT, "%s: NULL option key", where);
-                if (!(keys[i] = emi_graph_strdup(g, src->keys[i], strlen(src->keys[i]))))
-                    return EMILY_ERR_MEMORY;
+                if (!src->keys[i]) return emily_error(EMILY_ERR_ARGUMENT, "%s: NULL option key", where);
+                if (!(keys[i] = emi_graph_strdup(g, src->keys[i], strlen(src->keys[i])))) return EMILY_ERR_MEMORY;
             }
             dst->keys = keys;
         }
         for (size_t i = 0; i < src->n; i++)
-            if ((s = copy_tree(g, &src->items[i], &dst->items[i], limit, where, depth + 1)))
-                return s;
+            if ((s = copy_tree(g, &src->items[i], &dst->items[i], limit, where, depth + 1))) return s;
         return EMILY_OK;
     }
     return emily_error(EMILY_ERR_ARGUMENT, "%s: unknown value kind %d", where, (int)src->kind);
 }
 
-emily_status emi_graph_copy_value(emily_graph *g, const emily_value *src, emily_value *dst,
-                                  int32_t limit, const char *where) {
+emily_status emi_graph_copy_value(emily_graph *g, const emily_value *src, emily_value *dst, int32_t limit,
+                              const char *where) {
     return copy_tree(g, src, dst, limit, where, 0);
 }
 
@@ -286,9 +259,8 @@ const emily_value *emi_graph_template_at(const emily_value *out, int k) {
     return NULL;
 }
 
-static emily_status add_call_of(emily_graph *g, const char *callback,
-                                const emily_callback_entry *entry, const emily_value *out,
-                                const emily_value *args, size_t nargs, int32_t *first,
+static emily_status add_call_of(emily_graph *g, const char *callback, const emily_callback_entry *entry,
+                                const emily_value *out, const emily_value *args, size_t nargs, int32_t *first,
                                 int max_outputs);
 
 emily_status emily_graph_add_call(emily_graph *g, const char *callback, const emily_value *out,
@@ -298,36 +270,27 @@ emily_status emily_graph_add_call(emily_graph *g, const char *callback, const em
     if (!first) return emily_error(EMILY_ERR_ARGUMENT, "graph_add_call: NULL output");
     if (!callback) return emily_error(EMILY_ERR_ARGUMENT, "graph_add_call: NULL callback name");
     const emily_callback_entry *entry = emi_callback_find(callback);
-    if (!entry)
-        return emily_error(EMILY_ERR_UNSUPPORTED, "graph_add_call: unknown callback %s", callback);
-    if (!out)
-        return emily_error(EMILY_ERR_ARGUMENT, "graph_add_call: %s: NULL output template",
-                           callback);
-    if (nargs && !args)
-        return emily_error(EMILY_ERR_ARGUMENT, "graph_add_call: %s: NULL arguments", callback);
-    if (nargs > 64)
-        return emily_error(EMILY_ERR_ARGUMENT, "graph_add_call: %s: %zu arguments", callback,
-                           nargs);
+    if (!entry) return emily_error(EMILY_ERR_UNSUPPORTED, "graph_add_call: unknown callback %s", callback);
+    if (!out) return emily_error(EMILY_ERR_ARGUMENT, "graph_add_call: %s: NULL output template", callback);
+    if (nargs && !args) return emily_error(EMILY_ERR_ARGUMENT, "graph_add_call: %s: NULL arguments", callback);
+    if (nargs > 64) return emily_error(EMILY_ERR_ARGUMENT, "graph_add_call: %s: %zu arguments", callback, nargs);
     return add_call_of(g, callback, entry, out, args, nargs, first, EMILY_DISPATCH_MAX_OUTPUTS);
 }
 
-static emily_status add_call_of(emily_graph *g, const char *callback,
-                                const emily_callback_entry *entry, const emily_value *out,
-                                const emily_value *args, size_t nargs, int32_t *first,
+static emily_status add_call_of(emily_graph *g, const char *callback, const emily_callback_entry *entry,
+                                const emily_value *out, const emily_value *args, size_t nargs, int32_t *first,
                                 int max_outputs) {
     emily_status s;
     if (out->kind != EMILY_V_TEMPLATE && out->kind != EMILY_V_LIST && out->kind != EMILY_V_TUPLE)
-        return emily_error(EMILY_ERR_ARGUMENT,
-                           "graph_add_call: %s: the output must be a template or a list of them",
+        return emily_error(EMILY_ERR_ARGUMENT, "graph_add_call: %s: the output must be a template or a list of them",
                            callback);
     int nout = emi_graph_template_count(out);
     for (int k = 0; k < nout; k++)
         if (!emi_graph_template_at(out, k))
-            return emily_error(EMILY_ERR_ARGUMENT,
-                               "graph_add_call: %s: output %d is not a template", callback, k);
+            return emily_error(EMILY_ERR_ARGUMENT, "graph_add_call: %s: output %d is not a template", callback, k);
     if (nout < 1 || nout > max_outputs)
-        return emily_error(EMILY_ERR_ARGUMENT, "graph_add_call: %s: %d outputs (1 to %d)", callback,
-                           nout, max_outputs);
+        return emily_error(EMILY_ERR_ARGUMENT, "graph_add_call: %s: %d outputs (1 to %d)", callback, nout,
+                           max_outputs);
     graph_call *nc = room_for_one(g->calls, g->ncalls, &g->calls_cap, sizeof *nc, 64, "calls", &s);
     if (!nc) return s;
     g->calls = nc;
@@ -338,10 +301,7 @@ static emily_status add_call_of(emily_graph *g, const char *callback,
     int32_t values_before = g->nvalues;
     if (!(c.callback = emi_graph_strdup(g, callback, strlen(callback)))) return EMILY_ERR_MEMORY;
     if ((s = emi_graph_copy_value(g, out, &c.out, limit, where))) goto undo;
-    if (!(c.args = emi_graph_alloc(g, sizeof(emily_value) * (nargs + 1)))) {
-        s = EMILY_ERR_MEMORY;
-        goto undo;
-    }
+    if (!(c.args = emi_graph_alloc(g, sizeof(emily_value) * (nargs + 1)))) { s = EMILY_ERR_MEMORY; goto undo; }
     for (size_t i = 0; i < nargs; i++)
         if ((s = emi_graph_copy_value(g, &args[i], &c.args[i], limit, where))) goto undo;
     if ((s = emi_graph_collect_refs(g, &c))) goto undo;
@@ -349,11 +309,7 @@ static emily_status add_call_of(emily_graph *g, const char *callback,
     c.first = g->nvalues;
     for (int k = 0; k < nout; k++) {
         const emily_value *t = emi_graph_template_at(&c.out, k);
-        graph_value v = {.kind = GV_CALL,
-                         .node = g->ncalls,
-                         .k = k,
-                         .dtype = t->dtype,
-                         .rank = t->rank,
+        graph_value v = {.kind = GV_CALL, .node = g->ncalls, .k = k, .dtype = t->dtype, .rank = t->rank,
                          .shape = t->shape};
         int32_t id;
         if ((s = emi_graph_push_value(g, v, &id))) goto undo;
@@ -374,12 +330,10 @@ emily_status emily_graph_set_outputs(emily_graph *g, size_t n, const int32_t *va
     emily_status s;
     if ((s = check_building(g, "graph_set_outputs"))) return s;
     if (n && !values) return emily_error(EMILY_ERR_ARGUMENT, "graph_set_outputs: NULL values");
-    if (n > (size_t)INT32_MAX / 2)
-        return emily_error(EMILY_ERR_ARGUMENT, "graph_set_outputs: too many outputs");
+    if (n > (size_t)INT32_MAX / 2) return emily_error(EMILY_ERR_ARGUMENT, "graph_set_outputs: too many outputs");
     for (size_t i = 0; i < n; i++)
         if (values[i] < 0 || values[i] >= g->nvalues)
-            return emily_error(EMILY_ERR_ARGUMENT,
-                               "graph_set_outputs: output %zu names value %d, which does not exist",
+            return emily_error(EMILY_ERR_ARGUMENT, "graph_set_outputs: output %zu names value %d, which does not exist",
                                i, (int)values[i]);
     int32_t *o = malloc((n + 1) * sizeof *o);
     if (!o) return emily_error(EMILY_ERR_MEMORY, "graph: out of host memory");
@@ -397,8 +351,7 @@ emily_status emily_graph_param_spec(const emily_graph *g, size_t i, emily_dtype 
                                     const int64_t **shape) {
     if (!g) return emily_error(EMILY_ERR_ARGUMENT, "graph_param_spec: NULL graph");
     if (i >= (size_t)g->nparams)
-        return emily_error(EMILY_ERR_ARGUMENT, "graph_param_spec: parameter %zu of %d", i,
-                           (int)g->nparams);
+        return emily_error(EMILY_ERR_ARGUMENT, "graph_param_spec: parameter %zu of %d", i, (int)g->nparams);
     const graph_value *v = &g->values[g->params[i]];
     if (dtype) *dtype = v->dtype;
     if (rank) *rank = v->rank;
@@ -412,12 +365,11 @@ emily_status emily_graph_get_stats(const emily_graph *g, emily_graph_stats *stat
     return EMILY_OK;
 }
 
-emily_status emily_graph_value_spec(const emily_graph *g, int32_t value, emily_dtype *dtype,
-                                    int *rank, const int64_t **shape) {
+emily_status emily_graph_value_spec(const emily_graph *g, int32_t value, emily_dtype *dtype, int *rank,
+                                    const int64_t **shape) {
     if (!g) return emily_error(EMILY_ERR_ARGUMENT, "graph_value_spec: NULL graph");
     if (value < 0 || value >= g->nvalues)
-        return emily_error(EMILY_ERR_ARGUMENT, "graph_value_spec: value %d does not exist",
-                           (int)value);
+        return emily_error(EMILY_ERR_ARGUMENT, "graph_value_spec: value %d does not exist", (int)value);
     const graph_value *v = &g->values[value];
     if (dtype) *dtype = v->dtype;
     if (rank) *rank = v->rank;
@@ -451,58 +403,44 @@ emily_status emily_graph_add_while(emily_graph *g, emily_graph *cond, emily_grap
     /* the same graph twice: nothing is taken (freeing it once would leave
      * the caller's other pointer dangling) */
     if (cond && (cond == g || body == g || cond == body))
-        return emily_error(
-            EMILY_ERR_ARGUMENT,
-            "graph_add_while: the condition, the body and the graph must be three graphs");
+        return emily_error(EMILY_ERR_ARGUMENT, "graph_add_while: the condition, the body and the graph must be three graphs");
     emily_status s = check_building(g, "graph_add_while");
     if (!s && (!cond || !body || !first || (n && !initial)))
         s = emily_error(EMILY_ERR_ARGUMENT, "graph_add_while: NULL argument");
     if (!s && (cond->compiled || body->compiled))
-        s = emily_error(EMILY_ERR_ARGUMENT,
-                        "graph_add_while: the condition and the body must not be compiled");
-    if (!s && (n == 0 || n > 4096))
-        s = emily_error(EMILY_ERR_ARGUMENT, "graph_add_while: %zu state values (1 to 4096)", n);
+        s = emily_error(EMILY_ERR_ARGUMENT, "graph_add_while: the condition and the body must not be compiled");
+    if (!s && (n == 0 || n > 4096)) s = emily_error(EMILY_ERR_ARGUMENT, "graph_add_while: %zu state values (1 to 4096)", n);
     if (!s && ((size_t)cond->nparams != n || (size_t)body->nparams != n))
-        s = emily_error(
-            EMILY_ERR_ARGUMENT,
-            "graph_add_while: the state has %zu values; the condition takes %d parameters, the body %d",
-            n, (int)cond->nparams, (int)body->nparams);
+        s = emily_error(EMILY_ERR_ARGUMENT,
+                        "graph_add_while: the state has %zu values; the condition takes %d parameters, the body %d", n,
+                        (int)cond->nparams, (int)body->nparams);
     if (!s && (cond->noutputs != 1 || (size_t)body->noutputs != n))
-        s = emily_error(
-            EMILY_ERR_ARGUMENT,
-            "graph_add_while: the condition must have 1 output (it has %d), the body %zu (it has %d)",
-            (int)cond->noutputs, n, (int)body->noutputs);
+        s = emily_error(EMILY_ERR_ARGUMENT,
+                        "graph_add_while: the condition must have 1 output (it has %d), the body %zu (it has %d)",
+                        (int)cond->noutputs, n, (int)body->noutputs);
     if (!s && graph_depth(cond) + graph_depth(body) > GRAPH_MAX_NESTING)
-        s = emily_error(EMILY_ERR_ARGUMENT, "graph_add_while: loops nest deeper than %d",
-                        GRAPH_MAX_NESTING);
+        s = emily_error(EMILY_ERR_ARGUMENT, "graph_add_while: loops nest deeper than %d", GRAPH_MAX_NESTING);
     for (size_t i = 0; !s && i < n; i++) {
         if (initial[i] < 0 || initial[i] >= g->nvalues) {
-            s = emily_error(EMILY_ERR_ARGUMENT,
-                            "graph_add_while: state value %zu (%d) is not defined", i,
-                            (int)initial[i]);
+            s = emily_error(EMILY_ERR_ARGUMENT, "graph_add_while: state value %zu (%d) is not defined", i, (int)initial[i]);
             break;
         }
         const graph_value *v = &g->values[initial[i]], *cp = &cond->values[cond->params[i]],
-                          *bp = &body->values[body->params[i]],
-                          *bo = &body->values[body->outputs[i]];
-        if (!same_spec(cp, v->dtype, v->rank, v->shape) ||
-            !same_spec(bp, v->dtype, v->rank, v->shape) ||
+                          *bp = &body->values[body->params[i]], *bo = &body->values[body->outputs[i]];
+        if (!same_spec(cp, v->dtype, v->rank, v->shape) || !same_spec(bp, v->dtype, v->rank, v->shape) ||
             !same_spec(bo, v->dtype, v->rank, v->shape)) {
             char a[256];
-            s = emily_error(
-                EMILY_ERR_SHAPE,
-                "graph_add_while: state value %zu is %s%s; the condition's and the body's parameter %zu "
-                "and the body's output %zu must be too",
-                i, emily_dtype_name(v->dtype), emi_shape_str(v->rank, v->shape, a, sizeof a), i, i);
+            s = emily_error(EMILY_ERR_SHAPE,
+                            "graph_add_while: state value %zu is %s%s; the condition's and the body's parameter %zu "
+                            "and the body's output %zu must be too",
+                            i, emily_dtype_name(v->dtype), emi_shape_str(v->rank, v->shape, a, sizeof a), i, i);
         }
     }
     if (!s) {
         const graph_value *p = &cond->values[cond->outputs[0]];
         if (p->rank != 0 || emily_dtype_is_complex(p->dtype))
-            s = emily_error(
-                EMILY_ERR_SHAPE,
-                "graph_add_while: the condition must give a real scalar, not %s rank %d",
-                emily_dtype_name(p->dtype), p->rank);
+            s = emily_error(EMILY_ERR_SHAPE, "graph_add_while: the condition must give a real scalar, not %s rank %d",
+                            emily_dtype_name(p->dtype), p->rank);
     }
     if (s) {
         emily_graph_free(cond);
@@ -520,8 +458,7 @@ emily_status emily_graph_add_while(emily_graph *g, emily_graph *cond, emily_grap
     }
     for (size_t i = 0; i < n; i++) {
         const graph_value *v = &g->values[initial[i]];
-        tmpl[i] = (emily_value){
-            .kind = EMILY_V_TEMPLATE, .dtype = v->dtype, .rank = v->rank, .shape = v->shape};
+        tmpl[i] = (emily_value){.kind = EMILY_V_TEMPLATE, .dtype = v->dtype, .rank = v->rank, .shape = v->shape};
         refs[i] = (emily_value){.kind = EMILY_V_REF, .i = initial[i]};
     }
     emily_value out = {.kind = EMILY_V_LIST, .items = tmpl, .n = n};
@@ -542,9 +479,8 @@ static void free_branches(emily_graph **branches, size_t n) {
     for (size_t b = 0; b < n; b++) emily_graph_free(branches[b]);
 }
 
-emily_status emily_graph_add_cond(emily_graph *g, size_t nclauses, const int32_t *preds,
-                                  emily_graph **branches, const size_t *ncaptured,
-                                  const int32_t *captured, int32_t *first) {
+emily_status emily_graph_add_cond(emily_graph *g, size_t nclauses, const int32_t *preds, emily_graph **branches,
+                                  const size_t *ncaptured, const int32_t *captured, int32_t *first) {
     if (!branches || !ncaptured || !first || (nclauses && !preds))
         return emily_error(EMILY_ERR_ARGUMENT, "graph_add_cond: NULL argument");
     if (nclauses == 0 || nclauses > 1024)
@@ -552,49 +488,38 @@ emily_status emily_graph_add_cond(emily_graph *g, size_t nclauses, const int32_t
     size_t nb = nclauses + 1, total = 0;
     for (size_t b = 0; b < nb; b++) {
         if (!branches[b] || branches[b] == g)
-            return emily_error(EMILY_ERR_ARGUMENT,
-                               "graph_add_cond: branch %zu is NULL or the graph itself", b);
+            return emily_error(EMILY_ERR_ARGUMENT, "graph_add_cond: branch %zu is NULL or the graph itself", b);
         for (size_t c = 0; c < b; c++)
             if (branches[c] == branches[b])
-                return emily_error(EMILY_ERR_ARGUMENT,
-                                   "graph_add_cond: branches %zu and %zu are one graph", c, b);
+                return emily_error(EMILY_ERR_ARGUMENT, "graph_add_cond: branches %zu and %zu are one graph", c, b);
     }
     emily_status s = check_building(g, "graph_add_cond");
     for (size_t b = 0; !s && b < nb; b++) {
         const emily_graph *br = branches[b];
-        if (br->compiled)
-            s = emily_error(EMILY_ERR_ARGUMENT, "graph_add_cond: branch %zu is compiled", b);
+        if (br->compiled) s = emily_error(EMILY_ERR_ARGUMENT, "graph_add_cond: branch %zu is compiled", b);
         else if ((size_t)br->nparams != ncaptured[b])
-            s = emily_error(
-                EMILY_ERR_ARGUMENT,
-                "graph_add_cond: branch %zu takes %d parameters, %zu values are captured", b,
-                (int)br->nparams, ncaptured[b]);
+            s = emily_error(EMILY_ERR_ARGUMENT, "graph_add_cond: branch %zu takes %d parameters, %zu values are captured",
+                            b, (int)br->nparams, ncaptured[b]);
         else if (br->noutputs < 1 || br->noutputs != branches[0]->noutputs)
-            s = emily_error(EMILY_ERR_ARGUMENT,
-                            "graph_add_cond: branch %zu has %d outputs, branch 0 %d", b,
+            s = emily_error(EMILY_ERR_ARGUMENT, "graph_add_cond: branch %zu has %d outputs, branch 0 %d", b,
                             (int)br->noutputs, (int)branches[0]->noutputs);
         total += ncaptured[b];
     }
-    if (!s && total && !captured)
-        s = emily_error(EMILY_ERR_ARGUMENT, "graph_add_cond: NULL captured values");
-    if (!s && total > 65536)
-        s = emily_error(EMILY_ERR_ARGUMENT, "graph_add_cond: %zu captured values", total);
+    if (!s && total && !captured) s = emily_error(EMILY_ERR_ARGUMENT, "graph_add_cond: NULL captured values");
+    if (!s && total > 65536) s = emily_error(EMILY_ERR_ARGUMENT, "graph_add_cond: %zu captured values", total);
     for (size_t b = 0; !s && b < nb; b++)
         if (graph_depth(branches[b]) >= GRAPH_MAX_NESTING)
-            s = emily_error(EMILY_ERR_ARGUMENT,
-                            "graph_add_cond: conditionals and loops nest deeper than %d",
+            s = emily_error(EMILY_ERR_ARGUMENT, "graph_add_cond: conditionals and loops nest deeper than %d",
                             GRAPH_MAX_NESTING);
     for (size_t k = 0; !s && k < nclauses; k++) {
         if (preds[k] < 0 || preds[k] >= g->nvalues) {
-            s = emily_error(EMILY_ERR_ARGUMENT, "graph_add_cond: predicate %zu (%d) is not defined",
-                            k, (int)preds[k]);
+            s = emily_error(EMILY_ERR_ARGUMENT, "graph_add_cond: predicate %zu (%d) is not defined", k, (int)preds[k]);
             break;
         }
         const graph_value *p = &g->values[preds[k]];
         if (p->rank != 0 || emily_dtype_is_complex(p->dtype))
-            s = emily_error(EMILY_ERR_SHAPE,
-                            "graph_add_cond: predicate %zu must be a real scalar, not %s rank %d",
-                            k, emily_dtype_name(p->dtype), p->rank);
+            s = emily_error(EMILY_ERR_SHAPE, "graph_add_cond: predicate %zu must be a real scalar, not %s rank %d", k,
+                            emily_dtype_name(p->dtype), p->rank);
     }
     size_t off = 0;
     for (size_t b = 0; !s && b < nb; b++) {
@@ -602,24 +527,20 @@ emily_status emily_graph_add_cond(emily_graph *g, size_t nclauses, const int32_t
         for (size_t i = 0; !s && i < ncaptured[b]; i++) {
             int32_t id = captured[off + i];
             if (id < 0 || id >= g->nvalues) {
-                s = emily_error(EMILY_ERR_ARGUMENT,
-                                "graph_add_cond: captured value %d is not defined", (int)id);
+                s = emily_error(EMILY_ERR_ARGUMENT, "graph_add_cond: captured value %d is not defined", (int)id);
                 break;
             }
             const graph_value *v = &g->values[id], *bp = &br->values[br->params[i]];
             if (!same_spec(bp, v->dtype, v->rank, v->shape))
-                s = emily_error(
-                    EMILY_ERR_SHAPE,
-                    "graph_add_cond: parameter %zu of branch %zu does not match its value", i, b);
+                s = emily_error(EMILY_ERR_SHAPE, "graph_add_cond: parameter %zu of branch %zu does not match its value",
+                                i, b);
         }
         off += ncaptured[b];
         for (int32_t k = 0; !s && k < br->noutputs; k++) {
-            const graph_value *o = &br->values[br->outputs[k]],
-                              *o0 = &branches[0]->values[branches[0]->outputs[k]];
+            const graph_value *o = &br->values[br->outputs[k]], *o0 = &branches[0]->values[branches[0]->outputs[k]];
             if (!same_spec(o, o0->dtype, o0->rank, o0->shape))
-                s = emily_error(EMILY_ERR_SHAPE,
-                                "graph_add_cond: output %d of branch %zu differs from branch 0's",
-                                (int)k, b);
+                s = emily_error(EMILY_ERR_SHAPE, "graph_add_cond: output %d of branch %zu differs from branch 0's", (int)k,
+                                b);
         }
     }
     if (s) {
@@ -628,8 +549,7 @@ emily_status emily_graph_add_cond(emily_graph *g, size_t nclauses, const int32_t
     }
     int32_t nout = branches[0]->noutputs;
     size_t nargs = nclauses + total;
-    emily_value *tmpl = malloc(sizeof(emily_value) * (size_t)nout),
-                *refs = malloc(sizeof(emily_value) * (nargs + 1));
+    emily_value *tmpl = malloc(sizeof(emily_value) * (size_t)nout), *refs = malloc(sizeof(emily_value) * (nargs + 1));
     emily_graph **owned = malloc(sizeof(emily_graph *) * nb);
     size_t *counts = malloc(sizeof(size_t) * nb);
     if (!tmpl || !refs || !owned || !counts) {
@@ -642,13 +562,10 @@ emily_status emily_graph_add_cond(emily_graph *g, size_t nclauses, const int32_t
     }
     for (int32_t k = 0; k < nout; k++) {
         const graph_value *o = &branches[0]->values[branches[0]->outputs[k]];
-        tmpl[k] = (emily_value){
-            .kind = EMILY_V_TEMPLATE, .dtype = o->dtype, .rank = o->rank, .shape = o->shape};
+        tmpl[k] = (emily_value){.kind = EMILY_V_TEMPLATE, .dtype = o->dtype, .rank = o->rank, .shape = o->shape};
     }
-    for (size_t k = 0; k < nclauses; k++)
-        refs[k] = (emily_value){.kind = EMILY_V_REF, .i = preds[k]};
-    for (size_t i = 0; i < total; i++)
-        refs[nclauses + i] = (emily_value){.kind = EMILY_V_REF, .i = captured[i]};
+    for (size_t k = 0; k < nclauses; k++) refs[k] = (emily_value){.kind = EMILY_V_REF, .i = preds[k]};
+    for (size_t i = 0; i < total; i++) refs[nclauses + i] = (emily_value){.kind = EMILY_V_REF, .i = captured[i]};
     emily_value out = {.kind = EMILY_V_LIST, .items = tmpl, .n = (size_t)nout};
     s = add_call_of(g, "cond", NULL, &out, refs, nargs, first, 65536);
     free(tmpl);

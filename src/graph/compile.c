@@ -33,8 +33,8 @@ static void unbind_refs(const graph_call *c) {
 emily_status emi_graph_run_call(emily_graph *g, const graph_call *c, emily_tensor **vals) {
     emily_dispatch_result res = {0};
     bind_refs(c, vals);
-    emily_status s = emi_dispatch_entry(c->entry, g->device, &c->out, c->args, c->nargs,
-                                        EMILY_DISPATCH_RUN, &res);
+    emily_status s = emi_dispatch_entry(c->entry, g->device, &c->out, c->args, c->nargs, EMILY_DISPATCH_RUN,
+                                       &res);
     unbind_refs(c);
     if (s) return s;
     for (int k = 0; k < res.n; k++) vals[c->first + k] = res.tensors[k];
@@ -63,8 +63,7 @@ emily_status emi_graph_run_while(emily_graph *g, const graph_call *c, emily_tens
     (void)g;
     int64_t iterations = 0;
     size_t n = c->nargs;
-    emily_tensor **state = malloc(sizeof(emily_tensor *) * n),
-                 **next = malloc(sizeof(emily_tensor *) * n);
+    emily_tensor **state = malloc(sizeof(emily_tensor *) * n), **next = malloc(sizeof(emily_tensor *) * n);
     if (!state || !next) {
         free(state);
         free(next);
@@ -83,8 +82,7 @@ emily_status emi_graph_run_while(emily_graph *g, const graph_call *c, emily_tens
         emily_tensor_release(pred);
         if (s || !go) break;
         if (emi_graph_while_limit > 0 && ++iterations > emi_graph_while_limit) {
-            s = emily_error(EMILY_ERR_ARGUMENT,
-                            "while: more than %lld iterations (emi_graph_while_limit)",
+            s = emily_error(EMILY_ERR_ARGUMENT, "while: more than %lld iterations (emi_graph_while_limit)",
                             (long long)emi_graph_while_limit);
             break;
         }
@@ -164,8 +162,7 @@ static emily_status fold_constants(emily_graph *g) {
     for (int32_t ci = 0; ci < g->ncalls && !s; ci++) {
         graph_call *c = &g->calls[ci];
         bool all_const = true;
-        for (int r = 0; all_const && r < c->nrefs; r++)
-            all_const = g->values[c->refs[r]->i].kind == GV_CONST;
+        for (int r = 0; all_const && r < c->nrefs; r++) all_const = g->values[c->refs[r]->i].kind == GV_CONST;
         int64_t bytes = 0;
         for (int k = 0; k < c->nout; k++) {
             int64_t b = spec_bytes(&g->values[c->first + k]);
@@ -190,12 +187,9 @@ static emily_status fold_constants(emily_graph *g) {
 /* The value of a one-element constant as f64 (false if v is not one). */
 static bool constant_scalar(const emily_graph *g, int32_t id, double *out) {
     const graph_value *v = &g->values[id];
-    if (v->kind != GV_CONST || emily_tensor_size(v->tensor) != 1 ||
-        emily_dtype_is_complex(v->dtype))
-        return false;
+    if (v->kind != GV_CONST || emily_tensor_size(v->tensor) != 1 || emily_dtype_is_complex(v->dtype)) return false;
     emily_tensor *wide = NULL;
-    bool ok = !emily_as_type(v->tensor, EMILY_F64, &wide) &&
-              !emily_to_binary(wide, out, sizeof *out);
+    bool ok = !emily_as_type(v->tensor, EMILY_F64, &wide) && !emily_to_binary(wide, out, sizeof *out);
     emily_tensor_release(wide);
     return ok;
 }
@@ -210,13 +204,12 @@ static emily_status simplify(emily_graph *g) {
     const emily_callback_entry *multiply = emi_callback_find("multiply");
     for (int32_t ci = 0; ci < g->ncalls; ci++) {
         graph_call *c = &g->calls[ci];
-        if (c->folded || strcmp(c->callback, "pow") != 0 || c->nargs != 2 ||
-            c->args[0].kind != EMILY_V_REF || c->args[1].kind != EMILY_V_REF)
+        if (c->folded || strcmp(c->callback, "pow") != 0 || c->nargs != 2 || c->args[0].kind != EMILY_V_REF ||
+            c->args[1].kind != EMILY_V_REF)
             continue;
         const graph_value *x = &g->values[c->args[0].i], *out = &g->values[c->first];
         double e;
-        bool narrow_float = out->dtype == EMILY_F32 || out->dtype == EMILY_F16 ||
-                            out->dtype == EMILY_BF16;
+        bool narrow_float = out->dtype == EMILY_F32 || out->dtype == EMILY_F16 || out->dtype == EMILY_BF16;
         bool same = narrow_float && x->dtype == out->dtype && x->rank == out->rank;
         for (int d = 0; same && d < x->rank; d++) same = x->shape[d] == out->shape[d];
         if (!same || !constant_scalar(g, (int32_t)c->args[1].i, &e) || e != 2.0) continue;
@@ -277,24 +270,20 @@ static emily_status plan_releases(emily_graph *g) {
     return s;
 }
 
-emily_status emily_graph_compile(emily_graph *g, emily_device device,
-                                 const emily_graph_options *opts) {
+emily_status emily_graph_compile(emily_graph *g, emily_device device, const emily_graph_options *opts) {
     if (!g) return emily_error(EMILY_ERR_ARGUMENT, "graph_compile: NULL graph");
-    if (g->compiled)
-        return emily_error(EMILY_ERR_ARGUMENT, "graph_compile: the graph is already compiled");
+    if (g->compiled) return emily_error(EMILY_ERR_ARGUMENT, "graph_compile: the graph is already compiled");
     emily_status s = emily_device_check(device);
     if (s) return s;
     if (!g->outputs && g->noutputs == 0)
-        return emily_error(EMILY_ERR_ARGUMENT,
-                           "graph_compile: the graph has no outputs (emily_graph_set_outputs)");
+        return emily_error(EMILY_ERR_ARGUMENT, "graph_compile: the graph has no outputs (emily_graph_set_outputs)");
     bool optimize = !(opts && opts->no_optimize);
     g->device = device;
     memset(&g->stats, 0, sizeof g->stats);
     /* constants live on the graph's device */
     for (int32_t i = 0; i < g->nvalues; i++) {
         graph_value *v = &g->values[i];
-        if (v->kind != GV_CONST || emily_device_equal(emily_tensor_device(v->tensor), device))
-            continue;
+        if (v->kind != GV_CONST || emily_device_equal(emily_tensor_device(v->tensor), device)) continue;
         emily_tensor *moved;
         if ((s = emily_to_device(v->tensor, device, &moved))) return s;
         emily_tensor_release(v->tensor);
@@ -304,8 +293,8 @@ emily_status emily_graph_compile(emily_graph *g, emily_device device,
     /* loop conditions and bodies, for the same device */
     for (int32_t ci = 0; ci < g->ncalls; ci++) {
         graph_call *c = &g->calls[ci];
-        if (c->cond && ((s = emily_graph_compile(c->cond, device, opts)) ||
-                        (s = emily_graph_compile(c->body, device, opts))))
+        if (c->cond &&
+            ((s = emily_graph_compile(c->cond, device, opts)) || (s = emily_graph_compile(c->body, device, opts))))
             return s;
         for (int b = 0; c->branches && b <= c->nclauses; b++)
             if ((s = emily_graph_compile(c->branches[b], device, opts))) return s;
@@ -360,7 +349,7 @@ static int by_time(const void *a, const void *b) {
 
 static void print_profile(emily_graph *g, const double *step_s, bool by_shape) {
     profile_row *rows = calloc((size_t)g->nsteps + 1, sizeof *rows);
-    char(*names)[96] = calloc((size_t)g->nsteps + 1, sizeof *names);
+    char (*names)[96] = calloc((size_t)g->nsteps + 1, sizeof *names);
     if (!rows || !names) {
         free(rows);
         free(names);
@@ -391,9 +380,9 @@ static void print_profile(emily_graph *g, const double *step_s, bool by_shape) {
     qsort(rows, (size_t)n, sizeof *rows, by_time);
     fprintf(stderr, "emily graph run: %d steps, %.3f ms\n", (int)g->nsteps, total * 1e3);
     for (int r = 0; r < n; r++)
-        fprintf(stderr, "  %-40s %6lld calls %9.3f ms %5.1f%%  %lld output elements\n",
-                rows[r].name, (long long)rows[r].count, rows[r].seconds * 1e3,
-                total > 0 ? 100 * rows[r].seconds / total : 0, (long long)rows[r].elements);
+        fprintf(stderr, "  %-40s %6lld calls %9.3f ms %5.1f%%  %lld output elements\n", rows[r].name,
+                (long long)rows[r].count, rows[r].seconds * 1e3, total > 0 ? 100 * rows[r].seconds / total : 0,
+                (long long)rows[r].elements);
     free(rows);
     free(names);
 }
@@ -401,14 +390,13 @@ static void print_profile(emily_graph *g, const double *step_s, bool by_shape) {
 emily_status emily_graph_run(emily_graph *g, emily_tensor *const *params, size_t nparams,
                              emily_tensor **outputs, size_t noutputs) {
     if (!g) return emily_error(EMILY_ERR_ARGUMENT, "graph_run: NULL graph");
-    if (!g->compiled)
-        return emily_error(EMILY_ERR_ARGUMENT, "graph_run: the graph is not compiled");
+    if (!g->compiled) return emily_error(EMILY_ERR_ARGUMENT, "graph_run: the graph is not compiled");
     if (nparams != (size_t)g->nparams)
-        return emily_error(EMILY_ERR_ARGUMENT, "graph_run: %zu parameters given, the graph has %d",
-                           nparams, (int)g->nparams);
+        return emily_error(EMILY_ERR_ARGUMENT, "graph_run: %zu parameters given, the graph has %d", nparams,
+                           (int)g->nparams);
     if (noutputs != (size_t)g->noutputs)
-        return emily_error(EMILY_ERR_ARGUMENT, "graph_run: room for %zu outputs, the graph has %d",
-                           noutputs, (int)g->noutputs);
+        return emily_error(EMILY_ERR_ARGUMENT, "graph_run: room for %zu outputs, the graph has %d", noutputs,
+                           (int)g->noutputs);
     if ((nparams && !params) || (noutputs && !outputs))
         return emily_error(EMILY_ERR_ARGUMENT, "graph_run: NULL parameters or outputs");
     for (size_t i = 0; i < noutputs; i++) outputs[i] = NULL;
@@ -421,17 +409,15 @@ emily_status emily_graph_run(emily_graph *g, emily_tensor *const *params, size_t
         for (int d = 0; same && d < v->rank; d++) same = t->shape[d] == v->shape[d];
         if (!same) {
             char a[256], b[256];
-            return emily_error(
-                EMILY_ERR_SHAPE, "graph_run: parameter %zu is %s%s, the graph expects %s%s", i,
-                emily_dtype_name(t->dtype), emi_shape_str(t->rank, t->shape, a, sizeof a),
-                emily_dtype_name(v->dtype), emi_shape_str(v->rank, v->shape, b, sizeof b));
+            return emily_error(EMILY_ERR_SHAPE, "graph_run: parameter %zu is %s%s, the graph expects %s%s", i,
+                               emily_dtype_name(t->dtype), emi_shape_str(t->rank, t->shape, a, sizeof a),
+                               emily_dtype_name(v->dtype), emi_shape_str(v->rank, v->shape, b, sizeof b));
         }
         if (!emily_device_equal(emily_tensor_device(t), g->device)) {
             char a[32], b[32];
             emily_device_format(emily_tensor_device(t), a, sizeof a);
             emily_device_format(g->device, b, sizeof b);
-            return emily_error(EMILY_ERR_DEVICE,
-                               "graph_run: parameter %zu is on %s, the graph runs on %s", i, a, b);
+            return emily_error(EMILY_ERR_DEVICE, "graph_run: parameter %zu is on %s, the graph runs on %s", i, a, b);
         }
     }
     emily_tensor **vals = calloc((size_t)g->nvalues + 1, sizeof *vals);
@@ -453,10 +439,10 @@ emily_status emily_graph_run(emily_graph *g, emily_tensor *const *params, size_t
         double t0 = step_s ? now_s() : 0;
         if (step_s) emily_synchronize(g->device); /* device work of earlier steps stays out */
         if (step_s) t0 = now_s();
-        s = step->group   ? emi_fused_group_run(g, step->group, vals)
-            : c->cond     ? emi_graph_run_while(g, c, vals)
+        s = step->group  ? emi_fused_group_run(g, step->group, vals)
+            : c->cond    ? emi_graph_run_while(g, c, vals)
             : c->branches ? emi_graph_run_cond(g, c, vals)
-                          : emi_graph_run_call(g, c, vals);
+                         : emi_graph_run_call(g, c, vals);
         if (step_s && !s) s = emily_synchronize(g->device); /* this step's device work */
         if (step_s) step_s[st] = now_s() - t0;
         if (s) break;

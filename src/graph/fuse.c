@@ -40,13 +40,13 @@
 #define MAX_GROUP 64
 
 struct fused_group {
-    int32_t *calls; /* member calls, in order */
+    int32_t *calls;   /* member calls, in order */
     int ncalls;
-    int32_t *inputs; /* values read from outside the group */
+    int32_t *inputs;  /* values read from outside the group */
     int ninputs;
-    int32_t *exits; /* member values used outside the group */
+    int32_t *exits;   /* member values used outside the group */
     int nexits;
-    int rank, axis; /* S's rank and the axis cut into slabs */
+    int rank, axis;   /* S's rank and the axis cut into slabs */
     const int64_t *shape;
     int64_t rows_per_slab, slabs;
     bool parallel;
@@ -60,8 +60,7 @@ static bool fusible_unary(emily_unary_op op) { return op != EMILY_PHASE; }
 /* Their reference raises for some operand values (ops/binary_raises.c
  * checks the whole operands before the kernel runs). */
 static bool fusible_binary(emily_binary_op op) {
-    return op != EMILY_REMAINDER && op != EMILY_QUOTIENT && op != EMILY_LEFT_SHIFT &&
-           op != EMILY_RIGHT_SHIFT;
+    return op != EMILY_REMAINDER && op != EMILY_QUOTIENT && op != EMILY_LEFT_SHIFT && op != EMILY_RIGHT_SHIFT;
 }
 
 static const char *const reduction_names[] = {"sum", "product", "reduce_max", "reduce_min", NULL};
@@ -85,8 +84,7 @@ static bool is_reduction(const graph_call *c) { return in_names(reduction_names,
 /* A call's iteration shape: its input's for a reduction (its first
  * argument), its output's otherwise. */
 static const graph_value *iter_value(const emily_graph *g, const graph_call *c) {
-    if (is_reduction(c) && c->nargs >= 1 && c->args[0].kind == EMILY_V_REF)
-        return &g->values[c->args[0].i];
+    if (is_reduction(c) && c->nargs >= 1 && c->args[0].kind == EMILY_V_REF) return &g->values[c->args[0].i];
     return &g->values[c->first];
 }
 
@@ -99,11 +97,9 @@ static const emily_value *opt_of(const emily_value *opts, const char *key) {
 /* A reduction a slab can compute: keep_axes true and explicit axes, none
  * of them the slab axis (S's first axis longer than 1) or before it. */
 static bool slab_local_reduction(const emily_graph *g, const graph_call *c) {
-    if (c->nargs != 2 || c->args[0].kind != EMILY_V_REF || c->args[1].kind != EMILY_V_OPTS)
-        return false;
+    if (c->nargs != 2 || c->args[0].kind != EMILY_V_REF || c->args[1].kind != EMILY_V_OPTS) return false;
     const emily_value *keep = opt_of(&c->args[1], "keep_axes"), *axes = opt_of(&c->args[1], "axes");
-    if (!keep || keep->kind != EMILY_V_BOOL || !keep->b || !axes || axes->kind != EMILY_V_LIST ||
-        axes->n == 0)
+    if (!keep || keep->kind != EMILY_V_BOOL || !keep->b || !axes || axes->kind != EMILY_V_LIST || axes->n == 0)
         return false;
     const graph_value *in = &g->values[c->args[0].i];
     int a0 = 0;
@@ -142,8 +138,7 @@ static bool fusible_call(const emily_graph *g, const graph_call *c) {
             refs++;
         } else if (v->kind == EMILY_V_TUPLE || v->kind == EMILY_V_LIST || v->kind == EMILY_V_OPTS) {
             for (size_t i = 0; i < v->n; i++)
-                if (v->items[i].kind == EMILY_V_REF)
-                    return false; /* only top-level tensors are sliced */
+                if (v->items[i].kind == EMILY_V_REF) return false; /* only top-level tensors are sliced */
         }
     }
     return refs == c->nrefs && refs > 0;
@@ -195,8 +190,8 @@ static bool read_outside(const emily_graph *g, int32_t v, int32_t run, const int
     return false;
 }
 
-static fused_group *make_group(const emily_graph *g, const int32_t *member_calls, int n,
-                               int32_t run, const int32_t *run_of) {
+static fused_group *make_group(const emily_graph *g, const int32_t *member_calls, int n, int32_t run,
+                               const int32_t *run_of) {
     fused_group *fg = calloc(1, sizeof *fg);
     if (!fg) return NULL;
     fg->calls = malloc(sizeof(int32_t) * (size_t)n);
@@ -364,15 +359,14 @@ done:
 typedef struct slab_job {
     emily_graph *g;
     const fused_group *fg;
-    emily_tensor **vals; /* the run's values (inputs read, exits set) */
-    atomic_int status;   /* the first failure's, and its message */
+    emily_tensor **vals;   /* the run's values (inputs read, exits set) */
+    atomic_int status;     /* the first failure's, and its message */
     char msg[512];
 } slab_job;
 
 /* A view of t (an input broadcasting to S) restricted to rows [r0, r1)
  * of S's slab axis, or t itself where that axis is broadcast. */
-static emily_status input_slab(const fused_group *fg, emily_tensor *t, int64_t r0, int64_t r1,
-                               emily_tensor **out) {
+static emily_status input_slab(const fused_group *fg, emily_tensor *t, int64_t r0, int64_t r1, emily_tensor **out) {
     int ia = fg->axis - (fg->rank - t->rank);
     if (ia < 0 || t->shape[ia] == 1 || (r0 == 0 && r1 == t->shape[ia])) {
         emily_tensor_retain(t);
@@ -389,8 +383,7 @@ static emily_status run_slab(slab_job *j, int64_t slab) {
     const fused_group *fg = j->fg;
     emily_graph *g = j->g;
     int64_t r0 = slab * fg->rows_per_slab;
-    int64_t r1 = r0 + fg->rows_per_slab < fg->shape[fg->axis] ? r0 + fg->rows_per_slab
-                                                              : fg->shape[fg->axis];
+    int64_t r1 = r0 + fg->rows_per_slab < fg->shape[fg->axis] ? r0 + fg->rows_per_slab : fg->shape[fg->axis];
     emily_tensor *local[MAX_GROUP + 1] = {0}; /* member results for this slab */
     emily_tensor *held[MAX_GROUP * FUSE_MAX_ARGS] = {0};
     int nheld = 0;
@@ -421,11 +414,9 @@ static emily_status run_slab(slab_job *j, int64_t slab) {
         const graph_value *ov = &g->values[c->first];
         memcpy(shape, ov->shape, sizeof(int64_t) * (size_t)ov->rank);
         shape[fg->axis] = r1 - r0;
-        emily_value tmpl = {
-            .kind = EMILY_V_TEMPLATE, .dtype = ov->dtype, .rank = ov->rank, .shape = shape};
+        emily_value tmpl = {.kind = EMILY_V_TEMPLATE, .dtype = ov->dtype, .rank = ov->rank, .shape = shape};
         emily_dispatch_result res = {0};
-        s = emi_dispatch_entry(c->entry, g->device, &tmpl, args, c->nargs, EMILY_DISPATCH_RUN,
-                               &res);
+        s = emi_dispatch_entry(c->entry, g->device, &tmpl, args, c->nargs, EMILY_DISPATCH_RUN, &res);
         if (!s) local[k] = res.tensors[0];
     }
     /* the values leaving the group: this slab into their whole tensors */

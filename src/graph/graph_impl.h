@@ -17,24 +17,24 @@ typedef enum { GV_PARAM, GV_CONST, GV_CALL } graph_value_kind;
 
 typedef struct graph_value {
     graph_value_kind kind;
-    int32_t node;         /* GV_CALL: the call; GV_PARAM: parameter index */
-    int k;                /* GV_CALL: output index of the call */
-    emily_tensor *tensor; /* GV_CONST (owned) */
-    emily_dtype dtype;    /* GV_PARAM and GV_CALL: the spec */
+    int32_t node;           /* GV_CALL: the call; GV_PARAM: parameter index */
+    int k;                  /* GV_CALL: output index of the call */
+    emily_tensor *tensor;   /* GV_CONST (owned) */
+    emily_dtype dtype;      /* GV_PARAM and GV_CALL: the spec */
     int rank;
     const int64_t *shape;
     /* compile: the step after which a run releases it (-1: never) */
     int32_t last_use;
-    bool folded; /* GV_CONST computed by compile from call `node` */
-    bool needed; /* an output depends on it */
+    bool folded;            /* GV_CONST computed by compile from call `node` */
+    bool needed;            /* an output depends on it */
     bool is_output;
 } graph_value;
 
 typedef struct graph_call {
     const char *callback;
     const emily_callback_entry *entry; /* resolved by add_call */
-    emily_value out;                   /* template tree */
-    emily_value *args;                 /* argument trees, EMILY_V_REF for values */
+    emily_value out;        /* template tree */
+    emily_value *args;      /* argument trees, EMILY_V_REF for values */
     size_t nargs;
     int32_t first, nout;
     /* the EMILY_V_REF nodes of args, in tree order */
@@ -49,15 +49,15 @@ typedef struct graph_call {
     size_t *ncaptured;
     /* compile */
     bool folded, dropped;
-    int32_t fused_group; /* -1: runs alone */
+    int32_t fused_group;    /* -1: runs alone */
 } graph_call;
 
 /* One thing a run executes: a call, or a fused group of elementwise
  * calls (fuse.c) whose intermediates never exist as tensors. */
 typedef struct graph_step {
-    int32_t call; /* the call, or the group's last call */
+    int32_t call;           /* the call, or the group's last call */
     struct fused_group *group;
-    int32_t *release; /* values freed after this step */
+    int32_t *release;       /* values freed after this step */
     int nrelease;
 } graph_step;
 
@@ -67,7 +67,7 @@ struct emily_graph {
     int32_t nvalues, values_cap;
     graph_call *calls;
     int32_t ncalls, calls_cap;
-    int32_t *params; /* value ids of the parameters, in order */
+    int32_t *params;        /* value ids of the parameters, in order */
     int32_t nparams, params_cap;
     int32_t *outputs;
     int32_t noutputs;
@@ -86,8 +86,8 @@ char *emi_graph_strdup(emily_graph *g, const char *s, size_t len);
 /* Deep copy of a value tree into graph memory. Tensors become constants
  * (retained) referenced by EMILY_V_REF; EMILY_V_REF ids must be below
  * `limit`. `where` names the copy in messages. */
-emily_status emi_graph_copy_value(emily_graph *g, const emily_value *src, emily_value *dst,
-                                  int32_t limit, const char *where);
+emily_status emi_graph_copy_value(emily_graph *g, const emily_value *src, emily_value *dst, int32_t limit,
+                              const char *where);
 /* Collects the EMILY_V_REF nodes of a call's arguments (call->refs). */
 emily_status emi_graph_collect_refs(emily_graph *g, graph_call *c);
 emily_status emi_graph_push_value(emily_graph *g, graph_value v, int32_t *id);

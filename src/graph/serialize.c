@@ -56,10 +56,7 @@ static void put(writer *w, const void *p, size_t n) {
 }
 
 /* the format is little-endian, as every host the engine builds for is */
-static void put_u8(writer *w, unsigned v) {
-    unsigned char b = (unsigned char)v;
-    put(w, &b, 1);
-}
+static void put_u8(writer *w, unsigned v) { unsigned char b = (unsigned char)v; put(w, &b, 1); }
 static void put_u16(writer *w, uint16_t v) { put(w, &v, 2); }
 static void put_u32(writer *w, uint32_t v) { put(w, &v, 4); }
 static void put_i32(writer *w, int32_t v) { put(w, &v, 4); }
@@ -76,31 +73,17 @@ static void put_spec(writer *w, emily_dtype dt, int rank, const int64_t *shape) 
 static void put_tree(writer *w, const emily_value *v) {
     put_u8(w, (unsigned)v->kind);
     switch (v->kind) {
-    case EMILY_V_NIL:
-        break;
-    case EMILY_V_BOOL:
-        put_u8(w, v->b);
-        break;
-    case EMILY_V_INT:
-        put_i64(w, v->i);
-        break;
-    case EMILY_V_UINT:
-        put_u64(w, v->u);
-        break;
-    case EMILY_V_FLOAT:
-        put_f64(w, v->f);
-        break;
-    case EMILY_V_COMPLEX:
-        put_f64(w, v->re);
-        put_f64(w, v->im);
-        break;
-    case EMILY_V_ATOM:
-    case EMILY_V_BINARY:
+    case EMILY_V_NIL: break;
+    case EMILY_V_BOOL: put_u8(w, v->b); break;
+    case EMILY_V_INT: put_i64(w, v->i); break;
+    case EMILY_V_UINT: put_u64(w, v->u); break;
+    case EMILY_V_FLOAT: put_f64(w, v->f); break;
+    case EMILY_V_COMPLEX: put_f64(w, v->re); put_f64(w, v->im); break;
+    case EMILY_V_ATOM: case EMILY_V_BINARY:
         put_u32(w, (uint32_t)v->len);
         put(w, v->str, v->len);
         break;
-    case EMILY_V_TUPLE:
-    case EMILY_V_LIST:
+    case EMILY_V_TUPLE: case EMILY_V_LIST:
         put_u32(w, (uint32_t)v->n);
         for (size_t i = 0; i < v->n; i++) put_tree(w, &v->items[i]);
         break;
@@ -113,15 +96,9 @@ static void put_tree(writer *w, const emily_value *v) {
             put_tree(w, &v->items[i]);
         }
         break;
-    case EMILY_V_TEMPLATE:
-        put_spec(w, v->dtype, v->rank, v->shape);
-        break;
-    case EMILY_V_REF:
-        put_i32(w, (int32_t)v->i);
-        break;
-    case EMILY_V_TENSOR:
-        w->failed = true;
-        break; /* graphs hold none (add_call makes them constants) */
+    case EMILY_V_TEMPLATE: put_spec(w, v->dtype, v->rank, v->shape); break;
+    case EMILY_V_REF: put_i32(w, (int32_t)v->i); break;
+    case EMILY_V_TENSOR: w->failed = true; break; /* graphs hold none (add_call makes them constants) */
     }
 }
 
@@ -179,8 +156,7 @@ emily_status emily_graph_save_buffer(const emily_graph *g, void **bytes, size_t 
             size_t off = (size_t)c->nclauses;
             for (int b = 0; b <= c->nclauses && !s; b++) {
                 put_u32(&w, (uint32_t)c->ncaptured[b]);
-                for (size_t i = 0; i < c->ncaptured[b]; i++)
-                    put_i32(&w, (int32_t)c->args[off + i].i);
+                for (size_t i = 0; i < c->ncaptured[b]; i++) put_i32(&w, (int32_t)c->args[off + i].i);
                 off += c->ncaptured[b];
                 s = put_subgraph(&w, c->branches[b]);
             }
@@ -232,8 +208,8 @@ emily_status emily_graph_save(const emily_graph *g, const char *path) {
 typedef struct reader {
     const unsigned char *p;
     size_t len, pos;
-    emily_graph *g; /* trees are built in the graph's memory */
-    int depth;      /* of loop bodies */
+    emily_graph *g;         /* trees are built in the graph's memory */
+    int depth;              /* of loop bodies */
 } reader;
 
 static emily_status truncated(const reader *r) {
@@ -253,11 +229,9 @@ static emily_status get_spec(reader *r, emily_dtype *dt, int *rank, int64_t **sh
     emily_status s;
     if ((s = get(r, &d, 1)) || (s = get(r, &rk, 4))) return s;
     if (!emily_dtype_valid((emily_dtype)d))
-        return emily_error(EMILY_ERR_ARGUMENT, "graph_load: unknown type %u at byte %zu", d,
-                           r->pos);
+        return emily_error(EMILY_ERR_ARGUMENT, "graph_load: unknown type %u at byte %zu", d, r->pos);
     if (rk > EMILY_MAX_RANK)
-        return emily_error(EMILY_ERR_ARGUMENT, "graph_load: rank %u at byte %zu is out of range",
-                           rk, r->pos);
+        return emily_error(EMILY_ERR_ARGUMENT, "graph_load: rank %u at byte %zu is out of range", rk, r->pos);
     if ((size_t)rk * 8 > r->len - r->pos) return truncated(r);
     int64_t *dims = emi_graph_alloc(r->g, sizeof(int64_t) * ((size_t)rk + 1));
     if (!dims) return EMILY_ERR_MEMORY;
@@ -271,8 +245,8 @@ static emily_status get_spec(reader *r, emily_dtype *dt, int *rank, int64_t **sh
 
 static emily_status get_tree(reader *r, emily_value *v, int depth) {
     if (depth > LOAD_MAX_DEPTH)
-        return emily_error(EMILY_ERR_ARGUMENT, "graph_load: values nest deeper than %d at byte %zu",
-                           LOAD_MAX_DEPTH, r->pos);
+        return emily_error(EMILY_ERR_ARGUMENT, "graph_load: values nest deeper than %d at byte %zu", LOAD_MAX_DEPTH,
+                           r->pos);
     uint8_t kind = 0;
     emily_status s;
     if ((s = get(r, &kind, 1))) return s;
@@ -280,25 +254,20 @@ static emily_status get_tree(reader *r, emily_value *v, int depth) {
     v->kind = (emily_value_kind)kind;
     uint32_t n = 0;
     switch (v->kind) {
-    case EMILY_V_NIL:
-        return EMILY_OK;
+    case EMILY_V_NIL: return EMILY_OK;
     case EMILY_V_BOOL: {
         uint8_t b = 0;
         if ((s = get(r, &b, 1))) return s;
         v->b = b != 0;
         return EMILY_OK;
     }
-    case EMILY_V_INT:
-        return get(r, &v->i, 8);
-    case EMILY_V_UINT:
-        return get(r, &v->u, 8);
-    case EMILY_V_FLOAT:
-        return get(r, &v->f, 8);
+    case EMILY_V_INT: return get(r, &v->i, 8);
+    case EMILY_V_UINT: return get(r, &v->u, 8);
+    case EMILY_V_FLOAT: return get(r, &v->f, 8);
     case EMILY_V_COMPLEX:
         if ((s = get(r, &v->re, 8))) return s;
         return get(r, &v->im, 8);
-    case EMILY_V_ATOM:
-    case EMILY_V_BINARY: {
+    case EMILY_V_ATOM: case EMILY_V_BINARY: {
         if ((s = get(r, &n, 4))) return s;
         if (n > r->len - r->pos) return truncated(r);
         char *str = emi_graph_strdup(r->g, (const char *)r->p + r->pos, n);
@@ -308,26 +277,20 @@ static emily_status get_tree(reader *r, emily_value *v, int depth) {
         v->len = n;
         return EMILY_OK;
     }
-    case EMILY_V_TUPLE:
-    case EMILY_V_LIST:
-    case EMILY_V_OPTS: {
+    case EMILY_V_TUPLE: case EMILY_V_LIST: case EMILY_V_OPTS: {
         if ((s = get(r, &n, 4))) return s;
         if (n > r->len - r->pos) return truncated(r); /* each item takes a byte at least */
         emily_value *items = emi_graph_alloc(r->g, sizeof(emily_value) * ((size_t)n + 1));
-        const char **keys = v->kind == EMILY_V_OPTS
-                                ? emi_graph_alloc(r->g, sizeof(char *) * ((size_t)n + 1))
-                                : NULL;
+        const char **keys = v->kind == EMILY_V_OPTS ? emi_graph_alloc(r->g, sizeof(char *) * ((size_t)n + 1)) : NULL;
         if (!items || (v->kind == EMILY_V_OPTS && !keys)) return EMILY_ERR_MEMORY;
         for (uint32_t i = 0; i < n; i++) {
             if (keys) {
                 uint16_t kl = 0;
                 if ((s = get(r, &kl, 2))) return s;
                 if (kl > r->len - r->pos) return truncated(r);
-                if (!(keys[i] = emi_graph_strdup(r->g, (const char *)r->p + r->pos, kl)))
-                    return EMILY_ERR_MEMORY;
+                if (!(keys[i] = emi_graph_strdup(r->g, (const char *)r->p + r->pos, kl))) return EMILY_ERR_MEMORY;
                 if (memchr(keys[i], 0, kl))
-                    return emily_error(EMILY_ERR_ARGUMENT,
-                                       "graph_load: an option key holds a NUL byte at byte %zu",
+                    return emily_error(EMILY_ERR_ARGUMENT, "graph_load: an option key holds a NUL byte at byte %zu",
                                        r->pos);
                 r->pos += kl;
             }
@@ -350,11 +313,9 @@ static emily_status get_tree(reader *r, emily_value *v, int depth) {
         v->i = id;
         return EMILY_OK;
     }
-    case EMILY_V_TENSOR:
-        break;
+    case EMILY_V_TENSOR: break;
     }
-    return emily_error(EMILY_ERR_ARGUMENT, "graph_load: unknown value kind %u at byte %zu", kind,
-                       r->pos - 1);
+    return emily_error(EMILY_ERR_ARGUMENT, "graph_load: unknown value kind %u at byte %zu", kind, r->pos - 1);
 }
 
 static emily_status load_nested(const void *bytes, size_t size, int depth, emily_graph **out);
@@ -365,12 +326,10 @@ static emily_status load_records(reader *r) {
     char magic[8];
     uint32_t version = 0;
     if ((s = get(r, magic, 8))) return s;
-    if (memcmp(magic, GRAPH_MAGIC, 8) != 0)
-        return emily_error(EMILY_ERR_ARGUMENT, "graph_load: not an Emily graph");
+    if (memcmp(magic, GRAPH_MAGIC, 8) != 0) return emily_error(EMILY_ERR_ARGUMENT, "graph_load: not an Emily graph");
     if ((s = get(r, &version, 4))) return s;
     if (version != GRAPH_VERSION)
-        return emily_error(EMILY_ERR_ARGUMENT,
-                           "graph_load: format version %u, this library reads %u", version,
+        return emily_error(EMILY_ERR_ARGUMENT, "graph_load: format version %u, this library reads %u", version,
                            GRAPH_VERSION);
     for (;;) {
         uint8_t tag = 0;
@@ -389,8 +348,7 @@ static emily_status load_records(reader *r) {
             if ((s = get(r, &nb, 8))) return s;
             if (nb > r->len - r->pos) return truncated(r);
             emily_tensor *t;
-            if ((s = emily_from_binary(EMILY_CPU, dt, rank, shape, r->p + r->pos, (size_t)nb, &t)))
-                return s;
+            if ((s = emily_from_binary(EMILY_CPU, dt, rank, shape, r->p + r->pos, (size_t)nb, &t))) return s;
             r->pos += nb;
             s = emily_graph_add_const(g, t, &id);
             emily_tensor_release(t);
@@ -399,20 +357,14 @@ static emily_status load_records(reader *r) {
             uint16_t nl = 0;
             char name[256];
             if ((s = get(r, &nl, 2))) return s;
-            if (nl == 0 || nl >= sizeof name)
-                return emily_error(EMILY_ERR_ARGUMENT, "graph_load: bad callback name at byte %zu",
-                                   r->pos);
+            if (nl == 0 || nl >= sizeof name) return emily_error(EMILY_ERR_ARGUMENT, "graph_load: bad callback name at byte %zu", r->pos);
             if ((s = get(r, name, nl))) return s;
             name[nl] = 0;
-            if (strlen(name) != nl)
-                return emily_error(EMILY_ERR_ARGUMENT,
-                                   "graph_load: a callback name holds a NUL byte");
+            if (strlen(name) != nl) return emily_error(EMILY_ERR_ARGUMENT, "graph_load: a callback name holds a NUL byte");
             emily_value out;
             uint32_t nargs = 0;
             if ((s = get_tree(r, &out, 0)) || (s = get(r, &nargs, 4))) return s;
-            if (nargs > 64)
-                return emily_error(EMILY_ERR_ARGUMENT, "graph_load: %s with %u arguments", name,
-                                   nargs);
+            if (nargs > 64) return emily_error(EMILY_ERR_ARGUMENT, "graph_load: %s with %u arguments", name, nargs);
             emily_value args[65];
             for (uint32_t a = 0; a < nargs; a++)
                 if ((s = get_tree(r, &args[a], 0))) return s;
@@ -420,9 +372,7 @@ static emily_status load_records(reader *r) {
         } else if (tag == 'W') {
             uint32_t n = 0;
             if ((s = get(r, &n, 4))) return s;
-            if (n == 0 || n > 4096)
-                return emily_error(EMILY_ERR_ARGUMENT, "graph_load: a loop with %u state values",
-                                   n);
+            if (n == 0 || n > 4096) return emily_error(EMILY_ERR_ARGUMENT, "graph_load: a loop with %u state values", n);
             if ((size_t)n * 4 > r->len - r->pos) return truncated(r);
             int32_t *ids = malloc((size_t)n * sizeof *ids);
             if (!ids) return emily_error(EMILY_ERR_MEMORY, "graph_load: out of host memory");
@@ -437,8 +387,7 @@ static emily_status load_records(reader *r) {
                     break;
                 }
                 if (r->depth >= GRAPH_MAX_NESTING) {
-                    s = emily_error(EMILY_ERR_ARGUMENT, "graph_load: loops nest deeper than %d",
-                                    GRAPH_MAX_NESTING);
+                    s = emily_error(EMILY_ERR_ARGUMENT, "graph_load: loops nest deeper than %d", GRAPH_MAX_NESTING);
                     break;
                 }
                 s = load_nested(r->p + r->pos, (size_t)sn, r->depth + 1, &subs[k]);
@@ -456,21 +405,17 @@ static emily_status load_records(reader *r) {
         } else if (tag == 'I') {
             uint32_t nc = 0;
             if ((s = get(r, &nc, 4))) return s;
-            if (nc == 0 || nc > 1024)
-                return emily_error(EMILY_ERR_ARGUMENT, "graph_load: a cond with %u clauses", nc);
+            if (nc == 0 || nc > 1024) return emily_error(EMILY_ERR_ARGUMENT, "graph_load: a cond with %u clauses", nc);
             if ((size_t)nc * 4 > r->len - r->pos) return truncated(r);
             if (r->depth >= GRAPH_MAX_NESTING)
-                return emily_error(EMILY_ERR_ARGUMENT,
-                                   "graph_load: conditionals and loops nest deeper than %d",
+                return emily_error(EMILY_ERR_ARGUMENT, "graph_load: conditionals and loops nest deeper than %d",
                                    GRAPH_MAX_NESTING);
             size_t nb = (size_t)nc + 1;
             int32_t *preds = malloc(sizeof(int32_t) * nc), *caps = NULL;
             emily_graph **brs = calloc(nb, sizeof *brs);
             size_t *ncap = calloc(nb, sizeof *ncap), total = 0;
-            if (!preds || !brs || !ncap)
-                s = emily_error(EMILY_ERR_MEMORY, "graph_load: out of host memory");
-            for (uint32_t k = 0; !s && k < nc; k++)
-                memcpy(&preds[k], r->p + r->pos + 4 * (size_t)k, 4);
+            if (!preds || !brs || !ncap) s = emily_error(EMILY_ERR_MEMORY, "graph_load: out of host memory");
+            for (uint32_t k = 0; !s && k < nc; k++) memcpy(&preds[k], r->p + r->pos + 4 * (size_t)k, 4);
             if (!s) r->pos += (size_t)nc * 4;
             for (size_t b = 0; !s && b < nb; b++) {
                 uint32_t n = 0;
@@ -486,8 +431,7 @@ static emily_status load_records(reader *r) {
                     break;
                 }
                 caps = more;
-                for (uint32_t i = 0; i < n; i++)
-                    memcpy(&caps[total + i], r->p + r->pos + 4 * (size_t)i, 4);
+                for (uint32_t i = 0; i < n; i++) memcpy(&caps[total + i], r->p + r->pos + 4 * (size_t)i, 4);
                 r->pos += (size_t)n * 4;
                 ncap[b] = n;
                 total += n;
@@ -519,12 +463,10 @@ static emily_status load_records(reader *r) {
             free(ids);
             if (s) return s;
             if (r->pos != r->len)
-                return emily_error(EMILY_ERR_ARGUMENT, "graph_load: %zu bytes after the outputs",
-                                   r->len - r->pos);
+                return emily_error(EMILY_ERR_ARGUMENT, "graph_load: %zu bytes after the outputs", r->len - r->pos);
             return EMILY_OK;
         } else {
-            return emily_error(EMILY_ERR_ARGUMENT,
-                               "graph_load: unknown record '%c' (0x%02x) at byte %zu",
+            return emily_error(EMILY_ERR_ARGUMENT, "graph_load: unknown record '%c' (0x%02x) at byte %zu",
                                tag >= 32 && tag < 127 ? tag : '?', tag, r->pos - 1);
         }
     }

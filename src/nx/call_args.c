@@ -41,8 +41,7 @@ emily_status emi_call_fail(emily_call *c, emily_status code, const char *fmt, ..
 
 emily_status emi_call_arity(emily_call *c, size_t min, size_t max) {
     if (c->nargs < min || c->nargs > max)
-        return emi_call_fail(c, EMILY_ERR_ARGUMENT, "expected %zu to %zu arguments, got %zu", min,
-                             max, c->nargs);
+        return emi_call_fail(c, EMILY_ERR_ARGUMENT, "expected %zu to %zu arguments, got %zu", min, max, c->nargs);
     return EMILY_OK;
 }
 
@@ -51,9 +50,9 @@ const emily_value *emi_call_arg(emily_call *c, size_t i) {
 }
 
 static const char *kind_name(emily_value_kind k) {
-    static const char *names[] = {"nil",          "boolean", "integer", "integer", "float",
-                                  "complex",      "atom",    "binary",  "tuple",   "list",
-                                  "keyword list", "tensor",  "template"};
+    static const char *names[] = {"nil", "boolean", "integer", "integer", "float", "complex",
+                                  "atom", "binary", "tuple", "list", "keyword list",
+                                  "tensor", "template"};
     return (unsigned)k < sizeof names / sizeof *names ? names[k] : "?";
 }
 
@@ -61,8 +60,7 @@ emily_status emi_call_tensor(emily_call *c, size_t i, emily_tensor **t) {
     const emily_value *v = emi_call_arg(c, i);
     if (!v) return emi_call_fail(c, EMILY_ERR_ARGUMENT, "argument %zu is missing", i + 1);
     if (v->kind != EMILY_V_TENSOR || !v->tensor)
-        return emi_call_fail(c, EMILY_ERR_ARGUMENT, "argument %zu must be a tensor, got %s", i + 1,
-                             kind_name(v->kind));
+        return emi_call_fail(c, EMILY_ERR_ARGUMENT, "argument %zu must be a tensor, got %s", i + 1, kind_name(v->kind));
     *t = v->tensor;
     return EMILY_OK;
 }
@@ -70,14 +68,12 @@ emily_status emi_call_tensor(emily_call *c, size_t i, emily_tensor **t) {
 emily_status emi_call_tensor_list(emily_call *c, size_t i, emily_tensor ***ts, int *n) {
     const emily_value *v = emi_call_arg(c, i);
     if (!v || (v->kind != EMILY_V_LIST && v->kind != EMILY_V_TUPLE))
-        return emi_call_fail(c, EMILY_ERR_ARGUMENT, "argument %zu must be a list of tensors",
-                             i + 1);
+        return emi_call_fail(c, EMILY_ERR_ARGUMENT, "argument %zu must be a list of tensors", i + 1);
     emily_tensor **out = emi_call_alloc(c, (v->n + 1) * sizeof *out);
     if (!out) return EMILY_ERR_MEMORY;
     for (size_t k = 0; k < v->n; k++) {
         if (v->items[k].kind != EMILY_V_TENSOR || !v->items[k].tensor)
-            return emi_call_fail(c, EMILY_ERR_ARGUMENT, "argument %zu: element %zu is not a tensor",
-                                 i + 1, k);
+            return emi_call_fail(c, EMILY_ERR_ARGUMENT, "argument %zu: element %zu is not a tensor", i + 1, k);
         out[k] = v->items[k].tensor;
     }
     *ts = out;
@@ -87,14 +83,9 @@ emily_status emi_call_tensor_list(emily_call *c, size_t i, emily_tensor ***ts, i
 
 emily_status emi_value_int(emily_call *c, const emily_value *v, const char *what, int64_t *out) {
     if (!v) return emi_call_fail(c, EMILY_ERR_ARGUMENT, "%s is missing", what);
-    if (v->kind == EMILY_V_INT) {
-        *out = v->i;
-        return EMILY_OK;
-    }
-    if (v->kind == EMILY_V_TENSOR && v->tensor)
-        return emi_value_tensor_int(c, v->tensor, what, out);
-    return emi_call_fail(c, EMILY_ERR_ARGUMENT, "%s must be an integer, got %s", what,
-                         kind_name(v->kind));
+    if (v->kind == EMILY_V_INT) { *out = v->i; return EMILY_OK; }
+    if (v->kind == EMILY_V_TENSOR && v->tensor) return emi_value_tensor_int(c, v->tensor, what, out);
+    return emi_call_fail(c, EMILY_ERR_ARGUMENT, "%s must be an integer, got %s", what, kind_name(v->kind));
 }
 
 emily_status emi_call_int(emily_call *c, size_t i, int64_t *v) {
@@ -105,49 +96,28 @@ emily_status emi_call_int(emily_call *c, size_t i, int64_t *v) {
 
 emily_status emi_value_float(emily_call *c, const emily_value *v, const char *what, double *out) {
     if (!v) return emi_call_fail(c, EMILY_ERR_ARGUMENT, "%s is missing", what);
-    if (v->kind == EMILY_V_FLOAT) {
-        *out = v->f;
-        return EMILY_OK;
-    }
-    if (v->kind == EMILY_V_INT) {
-        *out = (double)v->i;
-        return EMILY_OK;
-    }
-    if (v->kind == EMILY_V_UINT) {
-        *out = (double)v->u;
-        return EMILY_OK;
-    }
-    return emi_call_fail(c, EMILY_ERR_ARGUMENT, "%s must be a number, got %s", what,
-                         kind_name(v->kind));
+    if (v->kind == EMILY_V_FLOAT) { *out = v->f; return EMILY_OK; }
+    if (v->kind == EMILY_V_INT) { *out = (double)v->i; return EMILY_OK; }
+    if (v->kind == EMILY_V_UINT) { *out = (double)v->u; return EMILY_OK; }
+    return emi_call_fail(c, EMILY_ERR_ARGUMENT, "%s must be a number, got %s", what, kind_name(v->kind));
 }
 
 emily_status emi_value_bool(emily_call *c, const emily_value *v, const char *what, bool *out) {
     if (!v) return emi_call_fail(c, EMILY_ERR_ARGUMENT, "%s is missing", what);
-    if (v->kind == EMILY_V_BOOL) {
-        *out = v->b;
-        return EMILY_OK;
-    }
-    return emi_call_fail(c, EMILY_ERR_ARGUMENT, "%s must be true or false, got %s", what,
-                         kind_name(v->kind));
+    if (v->kind == EMILY_V_BOOL) { *out = v->b; return EMILY_OK; }
+    return emi_call_fail(c, EMILY_ERR_ARGUMENT, "%s must be true or false, got %s", what, kind_name(v->kind));
 }
 
 emily_status emi_value_atom(emily_call *c, const emily_value *v, const char *what, bool allow_nil,
-                            const char **out) {
+                        const char **out) {
     if (!v) return emi_call_fail(c, EMILY_ERR_ARGUMENT, "%s is missing", what);
-    if (v->kind == EMILY_V_ATOM) {
-        *out = v->str;
-        return EMILY_OK;
-    }
-    if (allow_nil && v->kind == EMILY_V_NIL) {
-        *out = NULL;
-        return EMILY_OK;
-    }
-    return emi_call_fail(c, EMILY_ERR_ARGUMENT, "%s must be an atom, got %s", what,
-                         kind_name(v->kind));
+    if (v->kind == EMILY_V_ATOM) { *out = v->str; return EMILY_OK; }
+    if (allow_nil && v->kind == EMILY_V_NIL) { *out = NULL; return EMILY_OK; }
+    return emi_call_fail(c, EMILY_ERR_ARGUMENT, "%s must be an atom, got %s", what, kind_name(v->kind));
 }
 
 emily_status emi_value_int_list(emily_call *c, const emily_value *v, const char *what,
-                                int64_t **out, int *n) {
+                            int64_t **out, int *n) {
     if (!v || (v->kind != EMILY_V_LIST && v->kind != EMILY_V_TUPLE))
         return emi_call_fail(c, EMILY_ERR_ARGUMENT, "%s must be a list of integers", what);
     int64_t *vals = emi_call_alloc(c, (v->n + 1) * sizeof *vals);
@@ -163,13 +133,8 @@ emily_status emi_value_int_list(emily_call *c, const emily_value *v, const char 
     return EMILY_OK;
 }
 
-emily_status emi_value_axes(emily_call *c, const emily_value *v, const char *what, int **out,
-                            int *n) {
-    if (v && v->kind == EMILY_V_NIL) {
-        *out = NULL;
-        *n = -1;
-        return EMILY_OK;
-    }
+emily_status emi_value_axes(emily_call *c, const emily_value *v, const char *what, int **out, int *n) {
+    if (v && v->kind == EMILY_V_NIL) { *out = NULL; *n = -1; return EMILY_OK; }
     int64_t *vals;
     emily_status s = emi_value_int_list(c, v, what, &vals, n);
     if (s) return s;
@@ -177,52 +142,31 @@ emily_status emi_value_axes(emily_call *c, const emily_value *v, const char *wha
     if (!axes) return EMILY_ERR_MEMORY;
     for (int k = 0; k < *n; k++) {
         if (vals[k] < -1000000 || vals[k] > 1000000)
-            return emi_call_fail(c, EMILY_ERR_AXIS, "%s: axis %lld out of range", what,
-                                 (long long)vals[k]);
+            return emi_call_fail(c, EMILY_ERR_AXIS, "%s: axis %lld out of range", what, (long long)vals[k]);
         axes[k] = (int)vals[k];
     }
     *out = axes;
     return EMILY_OK;
 }
 
-emily_status emi_value_scalar(emily_call *c, const emily_value *v, const char *what,
-                              emily_scalar *out) {
+emily_status emi_value_scalar(emily_call *c, const emily_value *v, const char *what, emily_scalar *out) {
     if (!v) return emi_call_fail(c, EMILY_ERR_ARGUMENT, "%s is missing", what);
     switch (v->kind) {
-    case EMILY_V_INT:
-        *out = emily_scalar_int(v->i);
-        return EMILY_OK;
-    case EMILY_V_UINT:
-        *out = (emily_scalar){.kind = EMILY_SCALAR_UINT, .u = v->u};
-        return EMILY_OK;
-    case EMILY_V_FLOAT:
-        *out = emily_scalar_float(v->f);
-        return EMILY_OK;
-    case EMILY_V_COMPLEX:
-        *out = emily_scalar_complex(v->re, v->im);
-        return EMILY_OK;
+    case EMILY_V_INT: *out = emily_scalar_int(v->i); return EMILY_OK;
+    case EMILY_V_UINT: *out = (emily_scalar){.kind = EMILY_SCALAR_UINT, .u = v->u}; return EMILY_OK;
+    case EMILY_V_FLOAT: *out = emily_scalar_float(v->f); return EMILY_OK;
+    case EMILY_V_COMPLEX: *out = emily_scalar_complex(v->re, v->im); return EMILY_OK;
     case EMILY_V_ATOM:
-        if (strcmp(v->str, "nan") == 0) {
-            *out = emily_scalar_float(__builtin_nan(""));
-            return EMILY_OK;
-        }
-        if (strcmp(v->str, "infinity") == 0) {
-            *out = emily_scalar_float(__builtin_inf());
-            return EMILY_OK;
-        }
-        if (strcmp(v->str, "neg_infinity") == 0) {
-            *out = emily_scalar_float(-__builtin_inf());
-            return EMILY_OK;
-        }
+        if (strcmp(v->str, "nan") == 0) { *out = emily_scalar_float(__builtin_nan("")); return EMILY_OK; }
+        if (strcmp(v->str, "infinity") == 0) { *out = emily_scalar_float(__builtin_inf()); return EMILY_OK; }
+        if (strcmp(v->str, "neg_infinity") == 0) { *out = emily_scalar_float(-__builtin_inf()); return EMILY_OK; }
         return emi_call_fail(c, EMILY_ERR_ARGUMENT, "%s: unknown number atom :%s", what, v->str);
     default:
-        return emi_call_fail(c, EMILY_ERR_ARGUMENT, "%s must be a number, got %s", what,
-                             kind_name(v->kind));
+        return emi_call_fail(c, EMILY_ERR_ARGUMENT, "%s must be a number, got %s", what, kind_name(v->kind));
     }
 }
 
-emily_status emi_value_tensor_int(emily_call *c, const emily_tensor *t, const char *what,
-                                  int64_t *out) {
+emily_status emi_value_tensor_int(emily_call *c, const emily_tensor *t, const char *what, int64_t *out) {
     if (emily_tensor_size(t) != 1 || !emily_dtype_is_integer(emily_tensor_dtype(t)))
         return emi_call_fail(c, EMILY_ERR_ARGUMENT, "%s must be an integer scalar tensor", what);
     emily_dtype dt = emily_tensor_dtype(t);
@@ -230,48 +174,14 @@ emily_status emi_value_tensor_int(emily_call *c, const emily_tensor *t, const ch
     emily_status s = emily_to_binary(t, raw, emily_dtype_size(dt));
     if (s) return s;
     switch (dt) {
-    case EMILY_U8:
-        *out = raw[0];
-        break;
-    case EMILY_S8:
-        *out = (int8_t)raw[0];
-        break;
-    case EMILY_U16: {
-        uint16_t x;
-        memcpy(&x, raw, 2);
-        *out = x;
-        break;
-    }
-    case EMILY_S16: {
-        int16_t x;
-        memcpy(&x, raw, 2);
-        *out = x;
-        break;
-    }
-    case EMILY_U32: {
-        uint32_t x;
-        memcpy(&x, raw, 4);
-        *out = x;
-        break;
-    }
-    case EMILY_S32: {
-        int32_t x;
-        memcpy(&x, raw, 4);
-        *out = x;
-        break;
-    }
-    case EMILY_U64: {
-        uint64_t x;
-        memcpy(&x, raw, 8);
-        *out = x > INT64_MAX ? INT64_MAX : (int64_t)x;
-        break;
-    }
-    default: {
-        int64_t x;
-        memcpy(&x, raw, 8);
-        *out = x;
-        break;
-    }
+    case EMILY_U8: *out = raw[0]; break;
+    case EMILY_S8: *out = (int8_t)raw[0]; break;
+    case EMILY_U16: { uint16_t x; memcpy(&x, raw, 2); *out = x; break; }
+    case EMILY_S16: { int16_t x; memcpy(&x, raw, 2); *out = x; break; }
+    case EMILY_U32: { uint32_t x; memcpy(&x, raw, 4); *out = x; break; }
+    case EMILY_S32: { int32_t x; memcpy(&x, raw, 4); *out = x; break; }
+    case EMILY_U64: { uint64_t x; memcpy(&x, raw, 8); *out = x > INT64_MAX ? INT64_MAX : (int64_t)x; break; }
+    default: { int64_t x; memcpy(&x, raw, 8); *out = x; break; }
     }
     return EMILY_OK;
 }
@@ -290,8 +200,7 @@ emily_status emi_call_tensors(emily_call *c, size_t min, size_t max, int n, emil
     return s;
 }
 
-emily_status emi_call_tensors_opts(emily_call *c, int n, emily_tensor **ts,
-                                   const emily_value **opts) {
+emily_status emi_call_tensors_opts(emily_call *c, int n, emily_tensor **ts, const emily_value **opts) {
     *opts = NULL;
     emily_status s = emi_call_tensors(c, (size_t)n, (size_t)n + 1, n, ts);
     if (s || c->nargs <= (size_t)n) return s;
@@ -327,8 +236,8 @@ emily_status emi_opt_int(emily_call *c, const emily_value *opts, const char *key
     return v ? emi_value_int(c, v, what, out) : EMILY_OK;
 }
 
-emily_status emi_opt_float(emily_call *c, const emily_value *opts, const char *key,
-                           const char *what, double *out) {
+emily_status emi_opt_float(emily_call *c, const emily_value *opts, const char *key, const char *what,
+                           double *out) {
     char buf[64];
     const emily_value *v = opt_given(opts, key, what, buf, sizeof buf, &what);
     return v ? emi_value_float(c, v, what, out) : EMILY_OK;
@@ -341,8 +250,7 @@ emily_status emi_opt_bool(emily_call *c, const emily_value *opts, const char *ke
     return v ? emi_value_bool(c, v, what, out) : EMILY_OK;
 }
 
-emily_status emi_opt_need(emily_call *c, const emily_value *opts, const char *key,
-                          const emily_value **out) {
+emily_status emi_opt_need(emily_call *c, const emily_value *opts, const char *key, const emily_value **out) {
     *out = emi_opt_get(opts, key);
     if (!*out) return emi_call_fail(c, EMILY_ERR_ARGUMENT, "option :%s is missing", key);
     return EMILY_OK;
@@ -357,20 +265,17 @@ static const emily_value *template_at(const emily_value *out, int k) {
     return NULL;
 }
 
-emily_status emi_call_template(emily_call *c, int k, emily_dtype *dtype, int *rank,
-                               const int64_t **shape) {
+emily_status emi_call_template(emily_call *c, int k, emily_dtype *dtype, int *rank, const int64_t **shape) {
     const emily_value *t = template_at(c->out, k);
     if (!t) return emi_call_fail(c, EMILY_ERR_ARGUMENT, "output template %d is missing", k);
-    if (!emily_dtype_valid(t->dtype))
-        return emi_call_fail(c, EMILY_ERR_TYPE, "output template %d has an invalid type", k);
+    if (!emily_dtype_valid(t->dtype)) return emi_call_fail(c, EMILY_ERR_TYPE, "output template %d has an invalid type", k);
     if (dtype) *dtype = t->dtype;
     if (rank) *rank = t->rank;
     if (shape) *shape = t->shape;
     return EMILY_OK;
 }
 
-emily_status emi_call_check_output(emily_call *c, int k, emily_dtype dtype, int rank,
-                                   const int64_t *shape) {
+emily_status emi_call_check_output(emily_call *c, int k, emily_dtype dtype, int rank, const int64_t *shape) {
     if (c->mode == EMILY_DISPATCH_INFER) return EMILY_OK;
     emily_dtype want_dt;
     int want_rank;
@@ -382,9 +287,8 @@ emily_status emi_call_check_output(emily_call *c, int k, emily_dtype dtype, int 
     if (same) return EMILY_OK;
     char a[256], b[256];
     return emi_call_fail(c, EMILY_ERR_INTERNAL, "output %d is %s%s but Nx expects %s%s", k,
-                         dtype == EMILY_DTYPE_AUTO ? "" : emily_dtype_name(dtype),
-                         emi_shape_str(rank, shape, a, sizeof a), emily_dtype_name(want_dt),
-                         emi_shape_str(want_rank, want_shape, b, sizeof b));
+                         dtype == EMILY_DTYPE_AUTO ? "" : emily_dtype_name(dtype), emi_shape_str(rank, shape, a, sizeof a),
+                         emily_dtype_name(want_dt), emi_shape_str(want_rank, want_shape, b, sizeof b));
 }
 
 emily_dtype emi_call_out_type(emily_call *c) {

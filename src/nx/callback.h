@@ -79,26 +79,24 @@ emily_status emi_value_float(emily_call *c, const emily_value *v, const char *wh
 emily_status emi_value_bool(emily_call *c, const emily_value *v, const char *what, bool *out);
 /* atom name (or NULL for nil when allow_nil) */
 emily_status emi_value_atom(emily_call *c, const emily_value *v, const char *what, bool allow_nil,
-                            const char **out);
+                        const char **out);
 /* A list or tuple of integers. */
 emily_status emi_value_int_list(emily_call *c, const emily_value *v, const char *what,
-                                int64_t **out, int *n);
+                            int64_t **out, int *n);
 /* Same, narrowed to int (axes); nil gives *out = NULL, *n = -1. */
-emily_status emi_value_axes(emily_call *c, const emily_value *v, const char *what, int **out,
-                            int *n);
+emily_status emi_value_axes(emily_call *c, const emily_value *v, const char *what, int **out, int *n);
 /* A number, complex or nan/infinity/neg_infinity atom as a scalar. */
 emily_status emi_value_scalar(emily_call *c, const emily_value *v, const char *what,
-                              emily_scalar *out);
+                          emily_scalar *out);
 /* Integer held by a rank-0 (or single element) integer tensor. */
 emily_status emi_value_tensor_int(emily_call *c, const emily_tensor *t, const char *what,
-                                  int64_t *out);
+                              int64_t *out);
 
 /* Options: the keyword list argument at position i. */
 emily_status emi_call_opts(emily_call *c, size_t i, const emily_value **opts);
 /* (out, n tensors, [opts]): checks the arity, reads the tensors and the
  * keyword list after them (*opts NULL when there is none). */
-emily_status emi_call_tensors_opts(emily_call *c, int n, emily_tensor **ts,
-                                   const emily_value **opts);
+emily_status emi_call_tensors_opts(emily_call *c, int n, emily_tensor **ts, const emily_value **opts);
 /* The value of key in an options list (NULL if absent). */
 const emily_value *emi_opt_get(const emily_value *opts, const char *key);
 /* An option given and not nil, read into *out (which keeps the caller's
@@ -106,24 +104,23 @@ const emily_value *emi_opt_get(const emily_value *opts, const char *key);
  * opts may be NULL. */
 emily_status emi_opt_int(emily_call *c, const emily_value *opts, const char *key, const char *what,
                          int64_t *out);
-emily_status emi_opt_float(emily_call *c, const emily_value *opts, const char *key,
-                           const char *what, double *out);
+emily_status emi_opt_float(emily_call *c, const emily_value *opts, const char *key, const char *what,
+                           double *out);
 emily_status emi_opt_bool(emily_call *c, const emily_value *opts, const char *key, const char *what,
                           bool *out);
 /* Like emi_opt_get, but missing keys fail. */
 emily_status emi_opt_need(emily_call *c, const emily_value *opts, const char *key,
-                          const emily_value **out);
+                      const emily_value **out);
 
 /* Output templates: k-th template (0 for single-output callbacks). */
 emily_status emi_call_template(emily_call *c, int k, emily_dtype *dtype, int *rank,
-                               const int64_t **shape);
+                           const int64_t **shape);
 /* In RUN mode, fails unless output k of this dtype (EMILY_DTYPE_AUTO: any)
  * and shape is what template k says ("output k is ... but Nx expects
  * ..."; the dispatcher checks every result so). Callbacks whose work grows
  * with options Nx validated call it before the work: a call whose options
  * disagree with its template then costs nothing. OK in INFER mode. */
-emily_status emi_call_check_output(emily_call *c, int k, emily_dtype dtype, int rank,
-                                   const int64_t *shape);
+emily_status emi_call_check_output(emily_call *c, int k, emily_dtype dtype, int rank, const int64_t *shape);
 /* The template type in RUN mode; EMILY_DTYPE_AUTO in INFER mode. Use it
  * where Nx decides the output type before calling the backend (numbers
  * as operands). */

@@ -70,80 +70,80 @@
 /* Cost classes: DIRTY where the work is not bounded by the elements in
  * and out (a product's inner dimension, a window's size, a sort's
  * comparisons, a decomposition's iterations), INLINE otherwise. */
-#define EMI_CALLBACK_LIST                                                              \
-    /* creation: src/nx/callbacks_creation.c */                                        \
-    EMI_CALLBACK(constant, constant, 0, INLINE, ANY)                                   \
-    EMI_CALLBACK(iota, iota, 0, INLINE, ANY)                                           \
-    EMI_CALLBACK(eye, eye, 0, INLINE, ANY)                                             \
-    /* unary: src/nx/callbacks_unary.c */                                              \
-    EMILY_UNARY_OPS(EMI_CALLBACK_OF_UNARY)                                             \
-    EMI_CALLBACK(as_type, as_type, 0, INLINE, ANY)                                     \
-    EMI_CALLBACK(bitcast, bitcast, 0, INLINE, REAL)                                    \
-    /* binary: src/nx/callbacks_binary.c */                                            \
-    EMILY_BINARY_OPS(EMI_CALLBACK_OF_BINARY)                                           \
-    EMI_CALLBACK(select, select, 0, INLINE, ANY)                                       \
-    EMI_CALLBACK(clip, clip, 0, INLINE, REAL)                                          \
-    /* shape: src/nx/callbacks_shape.c */                                              \
-    EMI_CALLBACK(reshape, reshape, 0, INLINE, ANY)                                     \
-    EMI_CALLBACK(squeeze, squeeze, 0, INLINE, ANY)                                     \
-    EMI_CALLBACK(broadcast, broadcast, 0, INLINE, ANY)                                 \
-    EMI_CALLBACK(transpose, transpose, 0, INLINE, ANY)                                 \
-    EMI_CALLBACK(pad, pad, 0, INLINE, ANY)                                             \
-    EMI_CALLBACK(reverse, reverse, 0, INLINE, ANY)                                     \
-    EMI_CALLBACK(concatenate, concat_or_stack, false, INLINE, ANY)                     \
-    EMI_CALLBACK(stack, concat_or_stack, true, INLINE, ANY)                            \
-    EMI_CALLBACK(slice, slice, 0, INLINE, ANY)                                         \
-    EMI_CALLBACK(put_slice, put_slice, 0, INLINE, ANY)                                 \
-    /* reductions: src/nx/callbacks_reduce.c */                                        \
-    EMI_CALLBACK(sum, aggregate, EMILY_REDUCE_SUM, INLINE, ANY)                        \
-    EMI_CALLBACK(product, aggregate, EMILY_REDUCE_PRODUCT, INLINE, ANY)                \
-    EMI_CALLBACK(reduce_max, aggregate, EMILY_REDUCE_MAX, INLINE, REAL)                \
-    EMI_CALLBACK(reduce_min, aggregate, EMILY_REDUCE_MIN, INLINE, REAL)                \
-    EMI_CALLBACK(all, aggregate, EMILY_REDUCE_ALL, INLINE, ANY)                        \
-    EMI_CALLBACK(any, aggregate, EMILY_REDUCE_ANY, INLINE, ANY)                        \
-    EMI_CALLBACK(argmax, argreduce, EMILY_ARGMAX, INLINE, REAL)                        \
-    EMI_CALLBACK(argmin, argreduce, EMILY_ARGMIN, INLINE, REAL)                        \
-    EMI_CALLBACK(all_close, all_close, 0, INLINE, ANY)                                 \
-    /* products: src/nx/callbacks_dot.c */                                             \
-    EMI_CALLBACK(dot, dot, 0, DIRTY, ANY)                                              \
-    EMI_CALLBACK(conv, conv, 0, DIRTY, ANY)                                            \
-    /* windows: src/nx/callbacks_window.c */                                           \
-    EMI_CALLBACK(window_sum, window_reduce, EMILY_WINDOW_SUM, DIRTY, ANY)              \
-    EMI_CALLBACK(window_product, window_reduce, EMILY_WINDOW_PRODUCT, DIRTY, ANY)      \
-    EMI_CALLBACK(window_max, window_reduce, EMILY_WINDOW_MAX, DIRTY, REAL)             \
-    EMI_CALLBACK(window_min, window_reduce, EMILY_WINDOW_MIN, DIRTY, REAL)             \
-    EMI_CALLBACK(window_scatter_max, window_scatter, true, DIRTY, REAL)                \
-    EMI_CALLBACK(window_scatter_min, window_scatter, false, DIRTY, REAL)               \
-    /* indexing: src/nx/callbacks_index.c */                                           \
-    EMI_CALLBACK(take, take, false, DIRTY, ANY)                                        \
-    EMI_CALLBACK(take_along_axis, take, true, DIRTY, ANY)                              \
-    EMI_CALLBACK(gather, gather, 0, DIRTY, ANY)                                        \
-    EMI_CALLBACK(indexed_add, indexed, true, DIRTY, ANY)                               \
-    EMI_CALLBACK(indexed_put, indexed, false, DIRTY, ANY)                              \
-    /* sorting: src/nx/callbacks_sort.c */                                             \
-    EMI_CALLBACK(sort, sort, false, DIRTY, REAL)                                       \
-    EMI_CALLBACK(argsort, sort, true, DIRTY, REAL)                                     \
-    EMI_CALLBACK(top_k, top_k, 0, DIRTY, REAL)                                         \
-    /* scans: src/nx/callbacks_cumulative.c */                                         \
-    EMI_CALLBACK(cumulative_sum, cumulative, EMILY_CUMULATIVE_SUM, DIRTY, ANY)         \
+#define EMI_CALLBACK_LIST                                                            \
+    /* creation: src/nx/callbacks_creation.c */                                      \
+    EMI_CALLBACK(constant, constant, 0, INLINE, ANY)                                 \
+    EMI_CALLBACK(iota, iota, 0, INLINE, ANY)                                         \
+    EMI_CALLBACK(eye, eye, 0, INLINE, ANY)                                           \
+    /* unary: src/nx/callbacks_unary.c */                                            \
+    EMILY_UNARY_OPS(EMI_CALLBACK_OF_UNARY)                                           \
+    EMI_CALLBACK(as_type, as_type, 0, INLINE, ANY)                                   \
+    EMI_CALLBACK(bitcast, bitcast, 0, INLINE, REAL)                                  \
+    /* binary: src/nx/callbacks_binary.c */                                          \
+    EMILY_BINARY_OPS(EMI_CALLBACK_OF_BINARY)                                         \
+    EMI_CALLBACK(select, select, 0, INLINE, ANY)                                     \
+    EMI_CALLBACK(clip, clip, 0, INLINE, REAL)                                        \
+    /* shape: src/nx/callbacks_shape.c */                                            \
+    EMI_CALLBACK(reshape, reshape, 0, INLINE, ANY)                                   \
+    EMI_CALLBACK(squeeze, squeeze, 0, INLINE, ANY)                                   \
+    EMI_CALLBACK(broadcast, broadcast, 0, INLINE, ANY)                               \
+    EMI_CALLBACK(transpose, transpose, 0, INLINE, ANY)                               \
+    EMI_CALLBACK(pad, pad, 0, INLINE, ANY)                                           \
+    EMI_CALLBACK(reverse, reverse, 0, INLINE, ANY)                                   \
+    EMI_CALLBACK(concatenate, concat_or_stack, false, INLINE, ANY)                   \
+    EMI_CALLBACK(stack, concat_or_stack, true, INLINE, ANY)                          \
+    EMI_CALLBACK(slice, slice, 0, INLINE, ANY)                                       \
+    EMI_CALLBACK(put_slice, put_slice, 0, INLINE, ANY)                               \
+    /* reductions: src/nx/callbacks_reduce.c */                                      \
+    EMI_CALLBACK(sum, aggregate, EMILY_REDUCE_SUM, INLINE, ANY)                      \
+    EMI_CALLBACK(product, aggregate, EMILY_REDUCE_PRODUCT, INLINE, ANY)              \
+    EMI_CALLBACK(reduce_max, aggregate, EMILY_REDUCE_MAX, INLINE, REAL)              \
+    EMI_CALLBACK(reduce_min, aggregate, EMILY_REDUCE_MIN, INLINE, REAL)              \
+    EMI_CALLBACK(all, aggregate, EMILY_REDUCE_ALL, INLINE, ANY)                      \
+    EMI_CALLBACK(any, aggregate, EMILY_REDUCE_ANY, INLINE, ANY)                      \
+    EMI_CALLBACK(argmax, argreduce, EMILY_ARGMAX, INLINE, REAL)                      \
+    EMI_CALLBACK(argmin, argreduce, EMILY_ARGMIN, INLINE, REAL)                      \
+    EMI_CALLBACK(all_close, all_close, 0, INLINE, ANY)                               \
+    /* products: src/nx/callbacks_dot.c */                                           \
+    EMI_CALLBACK(dot, dot, 0, DIRTY, ANY)                                            \
+    EMI_CALLBACK(conv, conv, 0, DIRTY, ANY)                                          \
+    /* windows: src/nx/callbacks_window.c */                                         \
+    EMI_CALLBACK(window_sum, window_reduce, EMILY_WINDOW_SUM, DIRTY, ANY)            \
+    EMI_CALLBACK(window_product, window_reduce, EMILY_WINDOW_PRODUCT, DIRTY, ANY)    \
+    EMI_CALLBACK(window_max, window_reduce, EMILY_WINDOW_MAX, DIRTY, REAL)           \
+    EMI_CALLBACK(window_min, window_reduce, EMILY_WINDOW_MIN, DIRTY, REAL)           \
+    EMI_CALLBACK(window_scatter_max, window_scatter, true, DIRTY, REAL)              \
+    EMI_CALLBACK(window_scatter_min, window_scatter, false, DIRTY, REAL)             \
+    /* indexing: src/nx/callbacks_index.c */                                         \
+    EMI_CALLBACK(take, take, false, DIRTY, ANY)                                      \
+    EMI_CALLBACK(take_along_axis, take, true, DIRTY, ANY)                            \
+    EMI_CALLBACK(gather, gather, 0, DIRTY, ANY)                                      \
+    EMI_CALLBACK(indexed_add, indexed, true, DIRTY, ANY)                             \
+    EMI_CALLBACK(indexed_put, indexed, false, DIRTY, ANY)                            \
+    /* sorting: src/nx/callbacks_sort.c */                                           \
+    EMI_CALLBACK(sort, sort, false, DIRTY, REAL)                                     \
+    EMI_CALLBACK(argsort, sort, true, DIRTY, REAL)                                   \
+    EMI_CALLBACK(top_k, top_k, 0, DIRTY, REAL)                                       \
+    /* scans: src/nx/callbacks_cumulative.c */                                       \
+    EMI_CALLBACK(cumulative_sum, cumulative, EMILY_CUMULATIVE_SUM, DIRTY, ANY)       \
     EMI_CALLBACK(cumulative_product, cumulative, EMILY_CUMULATIVE_PRODUCT, DIRTY, ANY) \
-    EMI_CALLBACK(cumulative_max, cumulative, EMILY_CUMULATIVE_MAX, DIRTY, REAL)        \
-    EMI_CALLBACK(cumulative_min, cumulative, EMILY_CUMULATIVE_MIN, DIRTY, REAL)        \
-    /* transforms: src/nx/callbacks_fft.c */                                           \
-    EMI_CALLBACK(fft, fft, 0, DIRTY, ANY)                                              \
-    EMI_CALLBACK(ifft, ifft, 0, DIRTY, ANY)                                            \
-    EMI_CALLBACK(fft2, fft2, 0, DIRTY, ANY)                                            \
-    EMI_CALLBACK(ifft2, ifft2, 0, DIRTY, ANY)                                          \
-    EMI_CALLBACK(rfft, rfft, 0, DIRTY, REAL)                                           \
-    EMI_CALLBACK(irfft, irfft, 0, DIRTY, ANY)                                          \
-    /* linear algebra: src/nx/callbacks_linalg.c */                                    \
-    EMI_CALLBACK(lu, lu, 0, DIRTY, ANY)                                                \
-    EMI_CALLBACK(triangular_solve, triangular_solve, 0, DIRTY, ANY)                    \
-    EMI_CALLBACK(qr, qr, 0, DIRTY, ANY)                                                \
-    EMI_CALLBACK(svd, svd, 0, DIRTY, REAL)                                             \
-    EMI_CALLBACK(eigh, eigh, 0, DIRTY, ANY)                                            \
-    EMI_CALLBACK(cholesky, cholesky, 0, DIRTY, ANY)                                    \
-    EMI_CALLBACK(solve, solve, 0, DIRTY, ANY)                                          \
+    EMI_CALLBACK(cumulative_max, cumulative, EMILY_CUMULATIVE_MAX, DIRTY, REAL)      \
+    EMI_CALLBACK(cumulative_min, cumulative, EMILY_CUMULATIVE_MIN, DIRTY, REAL)      \
+    /* transforms: src/nx/callbacks_fft.c */                                         \
+    EMI_CALLBACK(fft, fft, 0, DIRTY, ANY)                                            \
+    EMI_CALLBACK(ifft, ifft, 0, DIRTY, ANY)                                          \
+    EMI_CALLBACK(fft2, fft2, 0, DIRTY, ANY)                                          \
+    EMI_CALLBACK(ifft2, ifft2, 0, DIRTY, ANY)                                        \
+    EMI_CALLBACK(rfft, rfft, 0, DIRTY, REAL)                                         \
+    EMI_CALLBACK(irfft, irfft, 0, DIRTY, ANY)                                        \
+    /* linear algebra: src/nx/callbacks_linalg.c */                                  \
+    EMI_CALLBACK(lu, lu, 0, DIRTY, ANY)                                              \
+    EMI_CALLBACK(triangular_solve, triangular_solve, 0, DIRTY, ANY)                  \
+    EMI_CALLBACK(qr, qr, 0, DIRTY, ANY)                                              \
+    EMI_CALLBACK(svd, svd, 0, DIRTY, REAL)                                           \
+    EMI_CALLBACK(eigh, eigh, 0, DIRTY, ANY)                                          \
+    EMI_CALLBACK(cholesky, cholesky, 0, DIRTY, ANY)                                  \
+    EMI_CALLBACK(solve, solve, 0, DIRTY, ANY)                                        \
     EMI_CALLBACK(determinant, determinant, 0, DIRTY, ANY)
 
 #endif

@@ -19,9 +19,7 @@ static emily_status precision_opt(emily_call *c, const emily_value *opts, emily_
     if (s || !name) return s;
     if (strcmp(name, "highest") == 0) *p = EMILY_DOT_PRECISION_HIGHEST;
     else if (strcmp(name, "fast") == 0) *p = EMILY_DOT_PRECISION_FAST;
-    else
-        return emi_call_fail(c, EMILY_ERR_ARGUMENT,
-                             "option :precision must be :highest or :fast, got :%s", name);
+    else return emi_call_fail(c, EMILY_ERR_ARGUMENT, "option :precision must be :highest or :fast, got :%s", name);
     return EMILY_OK;
 }
 
@@ -81,10 +79,8 @@ static emily_status spatial_list(emily_call *c, const emily_value *opts, const c
         emily_status s = emi_value_int_list(c, v, key, &list, &n);
         if (s) return s;
         if (n != d)
-            return emi_call_fail(c, EMILY_ERR_ARGUMENT,
-                                 "%s has %d entries, the input has %d spatial "
-                                 "dimensions",
-                                 key, n, d);
+            return emi_call_fail(c, EMILY_ERR_ARGUMENT, "%s has %d entries, the input has %d spatial "
+                             "dimensions", key, n, d);
         for (int i = 0; i < d; i++) vals[i] = list[i];
     }
     *out = vals;
@@ -99,7 +95,8 @@ static emily_status permutation(emily_call *c, const emily_value *opts, const ch
     int *axes, n;
     emily_status s = emi_value_axes(c, v, key, &axes, &n);
     if (s) return s;
-    if (n != r) return emi_call_fail(c, EMILY_ERR_AXIS, "%s has %d entries for rank %d", key, n, r);
+    if (n != r)
+        return emi_call_fail(c, EMILY_ERR_AXIS, "%s has %d entries for rank %d", key, n, r);
     *out = axes;
     return EMILY_OK;
 }
@@ -117,7 +114,7 @@ static emily_status group_size(emily_call *c, const emily_value *opts, const cha
     if (s) return s;
     if (*out < 1)
         return emi_call_fail(c, EMILY_ERR_ARGUMENT, "%s must be a positive integer, got %lld", key,
-                             (long long)*out);
+                         (long long)*out);
     return EMILY_OK;
 }
 
@@ -139,16 +136,14 @@ emily_status emi_cb_conv(emily_call *c) {
     const emily_value *pad = opts ? emi_opt_get(opts, "padding") : NULL;
     if (pad && pad->kind != EMILY_V_NIL) {
         if ((pad->kind != EMILY_V_LIST && pad->kind != EMILY_V_TUPLE) || (int)pad->n != d)
-            return emi_call_fail(c, EMILY_ERR_ARGUMENT,
-                                 "padding must be a list of %d {lo, hi} pairs", d);
+            return emi_call_fail(c, EMILY_ERR_ARGUMENT, "padding must be a list of %d {lo, hi} pairs", d);
         int64_t *lo = emi_call_alloc(c, sizeof(int64_t) * ((size_t)d + 1));
         int64_t *hi = emi_call_alloc(c, sizeof(int64_t) * ((size_t)d + 1));
         if (!lo || !hi) return EMILY_ERR_MEMORY;
         for (int i = 0; i < d; i++) {
             const emily_value *e = &pad->items[i];
             if ((e->kind != EMILY_V_TUPLE && e->kind != EMILY_V_LIST) || e->n != 2)
-                return emi_call_fail(c, EMILY_ERR_ARGUMENT,
-                                     "padding entry %d must be a {lo, hi} pair", i);
+                return emi_call_fail(c, EMILY_ERR_ARGUMENT, "padding entry %d must be a {lo, hi} pair", i);
             if ((s = emi_value_int(c, &e->items[0], "padding", &lo[i]))) return s;
             if ((s = emi_value_int(c, &e->items[1], "padding", &hi[i]))) return s;
         }

@@ -38,7 +38,7 @@ static emily_status get_length(emily_call *c, const emily_value *v, const char *
     if (s) return s;
     if (*out <= 0)
         return emi_call_fail(c, EMILY_ERR_ARGUMENT, "%s must be a positive integer, got %lld", what,
-                             (long long)*out);
+                         (long long)*out);
     return EMILY_OK;
 }
 
@@ -48,8 +48,7 @@ static emily_status get_axis(emily_call *c, const emily_value *v, const char *wh
     int64_t a;
     emily_status s = emi_value_int(c, v, what, &a);
     if (s) return s;
-    if (a < -1000000 || a > 1000000)
-        return emi_call_fail(c, EMILY_ERR_AXIS, "%s %lld out of range", what, (long long)a);
+    if (a < -1000000 || a > 1000000) return emi_call_fail(c, EMILY_ERR_AXIS, "%s %lld out of range", what, (long long)a);
     *axis = (int)a;
     return EMILY_OK;
 }
@@ -70,8 +69,7 @@ static emily_status run1(emily_call *c, fft1_fn fn) {
     int64_t length;
     double eps;
     if ((s = get_axis(c, emi_opt_get(opts, "axis"), "option :axis", &axis)) ||
-        (s = get_length(c, emi_opt_get(opts, "length"), "option :length", axis_size(t, axis),
-                        &length)) ||
+        (s = get_length(c, emi_opt_get(opts, "length"), "option :length", axis_size(t, axis), &length)) ||
         (s = get_eps(c, opts, &eps)))
         return s;
     if ((s = fn(t, length, axis, eps, &out))) return s;
@@ -97,8 +95,7 @@ static emily_status run2(emily_call *c, fft2_fn fn) {
         int *a, na;
         if ((s = emi_value_axes(c, av, "option :axes", &a, &na))) return s;
         if (na != 2)
-            return emi_call_fail(c, EMILY_ERR_ARGUMENT,
-                                 "expected :axes to be a list with 2 axes, got %d", na);
+            return emi_call_fail(c, EMILY_ERR_ARGUMENT, "expected :axes to be a list with 2 axes, got %d", na);
         axes[0] = a[0];
         axes[1] = a[1];
     }
@@ -107,10 +104,9 @@ static emily_status run2(emily_call *c, fft2_fn fn) {
     if (lv && lv->kind != EMILY_V_NIL) {
         if ((lv->kind != EMILY_V_LIST && lv->kind != EMILY_V_TUPLE) || lv->n != 2)
             return emi_call_fail(c, EMILY_ERR_ARGUMENT,
-                                 "expected :lengths to be a list of 2 lengths or :power_of_two");
+                             "expected :lengths to be a list of 2 lengths or :power_of_two");
         for (int i = 0; i < 2; i++)
-            if ((s = get_length(c, &lv->items[i], "option :lengths", axis_size(t, axes[i]),
-                                &lengths[i])))
+            if ((s = get_length(c, &lv->items[i], "option :lengths", axis_size(t, axes[i]), &lengths[i])))
                 return s;
     }
     double eps;

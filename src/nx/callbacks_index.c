@@ -23,8 +23,7 @@ static emily_status axis_arg(emily_call *c, size_t i, int *axis) {
     emily_status s = v->kind == EMILY_V_OPTS ? emi_opt_int(c, v, "axis", "axis", &a)
                                              : emi_value_int(c, v, "axis", &a);
     if (s) return s;
-    if (a < INT_MIN || a > INT_MAX)
-        return emi_call_fail(c, EMILY_ERR_AXIS, "axis %lld is out of range", (long long)a);
+    if (a < INT_MIN || a > INT_MAX) return emi_call_fail(c, EMILY_ERR_AXIS, "axis %lld is out of range", (long long)a);
     *axis = (int)a;
     return EMILY_OK;
 }
@@ -49,9 +48,7 @@ emily_status emi_cb_take(emily_call *c) {
     int axis;
     emily_status s = emi_call_tensors(c, 2, 3, 2, in);
     if (!s) s = axis_arg(c, 2, &axis);
-    if (!s)
-        s = c->op ? emily_take_along_axis(in[0], in[1], axis, &out)
-                  : emily_take(in[0], in[1], axis, &out);
+    if (!s) s = c->op ? emily_take_along_axis(in[0], in[1], axis, &out) : emily_take(in[0], in[1], axis, &out);
     return s ? s : emi_call_return(c, out);
 }
 

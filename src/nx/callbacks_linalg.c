@@ -68,8 +68,7 @@ emily_status emi_cb_lu(emily_call *c) {
     if (s) return s;
     double eps = 1.0e-10;
     emily_linalg_method method;
-    if ((s = emi_opt_float(c, opts, "eps", NULL, &eps)) || (s = opt_method(c, opts, &method)))
-        return s;
+    if ((s = emi_opt_float(c, opts, "eps", NULL, &eps)) || (s = opt_method(c, opts, &method))) return s;
     emily_tensor *r[3];
     if ((s = emily_lu_opts(a, eps, method, &r[0], &r[1], &r[2]))) return s;
     return return_all(c, 3, r);
@@ -106,9 +105,9 @@ emily_status emi_cb_qr(emily_call *c) {
     if ((s = emi_opt_float(c, opts, "eps", NULL, &eps))) return s;
     static const char *const modes[] = {"reduced", "complete", NULL};
     int mode;
-    if ((s = opt_choice(
-             c, opts, "mode", modes, EMILY_QR_REDUCED,
-             "invalid :mode received. Expected one of [:reduced, :complete], received: ", &mode)))
+    if ((s = opt_choice(c, opts, "mode", modes, EMILY_QR_REDUCED,
+                        "invalid :mode received. Expected one of [:reduced, :complete], received: ",
+                        &mode)))
         return s;
     emily_linalg_method method;
     if ((s = opt_method(c, opts, &method))) return s;
@@ -164,8 +163,7 @@ emily_status emi_cb_solve(emily_call *c) {
     const emily_value *opts;
     emily_linalg_method method;
     emily_status s = emi_call_tensors_opts(c, 2, ab, &opts);
-    if (s || (s = opt_method(c, opts, &method)) ||
-        (s = emily_solve_opts(ab[0], ab[1], method, &out)))
+    if (s || (s = opt_method(c, opts, &method)) || (s = emily_solve_opts(ab[0], ab[1], method, &out)))
         return s;
     return emi_call_return(c, out);
 }

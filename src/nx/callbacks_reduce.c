@@ -19,8 +19,7 @@ emily_status emi_cb_aggregate(emily_call *c) {
     if (s) return s;
     /* sum/product/max/min: Nx fixes the type from the input's (in RUN
      * mode the template's type is passed, and equals that inference) */
-    emily_dtype want = op == EMILY_REDUCE_ALL || op == EMILY_REDUCE_ANY ? EMILY_DTYPE_AUTO
-                                                                        : emi_call_out_type(c);
+    emily_dtype want = op == EMILY_REDUCE_ALL || op == EMILY_REDUCE_ANY ? EMILY_DTYPE_AUTO : emi_call_out_type(c);
     s = emily_reduce(op, t, n < 0 ? 0 : n, n < 0 ? NULL : axes, keep, want, &r);
     return s ? s : emi_call_return(c, r);
 }
@@ -47,9 +46,8 @@ emily_status emi_cb_argreduce(emily_call *c) {
         int rank = emily_tensor_rank(t);
         if (axis < 0) axis += rank;
         if (axis < 0 || axis >= rank)
-            return emi_call_fail(c, EMILY_ERR_AXIS,
-                                 "axis %lld out of range for a tensor of rank %d", (long long)v->i,
-                                 rank);
+            return emi_call_fail(c, EMILY_ERR_AXIS, "axis %lld out of range for a tensor of rank %d",
+                             (long long)v->i, rank);
     }
     if ((s = emi_opt_bool(c, opts, "keep_axis", NULL, &keep))) return s;
     v = emi_opt_get(opts, "tie_break");
@@ -58,8 +56,7 @@ emily_status emi_cb_argreduce(emily_call *c) {
         if ((s = emi_value_atom(c, v, "option :tie_break", true, &tb))) return s;
         if (tb && strcmp(tb, "high") == 0) high = true;
         else if (tb && strcmp(tb, "low") != 0)
-            return emi_call_fail(c, EMILY_ERR_ARGUMENT,
-                                 "option :tie_break must be :low or :high, got :%s", tb);
+            return emi_call_fail(c, EMILY_ERR_ARGUMENT, "option :tie_break must be :low or :high, got :%s", tb);
     }
     s = emily_argreduce(op, t, (int)axis, keep, high, dt, &r);
     return s ? s : emi_call_return(c, r);
@@ -75,10 +72,8 @@ emily_status emi_cb_all_close(emily_call *c) {
     if (c->nargs > 2) {
         const emily_value *opts, *v;
         if ((s = emi_call_opts(c, 2, &opts))) return s;
-        if ((v = emi_opt_get(opts, "rtol")) && (s = emi_value_float(c, v, "option :rtol", &rtol)))
-            return s;
-        if ((v = emi_opt_get(opts, "atol")) && (s = emi_value_float(c, v, "option :atol", &atol)))
-            return s;
+        if ((v = emi_opt_get(opts, "rtol")) && (s = emi_value_float(c, v, "option :rtol", &rtol))) return s;
+        if ((v = emi_opt_get(opts, "atol")) && (s = emi_value_float(c, v, "option :atol", &atol))) return s;
         /* Nx reads the option by truthiness (`if opts[:equal_nan]`) and its
          * own test helpers pass nil: nil is false, as on Nx.BinaryBackend. */
         if ((s = emi_opt_bool(c, opts, "equal_nan", NULL, &equal_nan))) return s;

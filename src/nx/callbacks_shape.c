@@ -41,8 +41,7 @@ emily_status emi_cb_broadcast(emily_call *c) {
     if (!s) s = emi_value_int_list(c, emi_call_arg(c, 1), "shape", &shape, &rank);
     if (!s) s = emi_value_axes(c, emi_call_arg(c, 2), "axes", &axes, &n);
     if (!s && n >= 0 && n != emily_tensor_rank(t))
-        s = emi_call_fail(c, EMILY_ERR_AXIS, "%d axes given for a tensor of rank %d", n,
-                          emily_tensor_rank(t));
+        s = emi_call_fail(c, EMILY_ERR_AXIS, "%d axes given for a tensor of rank %d", n, emily_tensor_rank(t));
     if (!s) s = emily_broadcast(t, rank, shape, n < 0 ? NULL : axes, &r);
     return s ? s : emi_call_return(c, r);
 }
@@ -53,9 +52,8 @@ emily_status emi_cb_transpose(emily_call *c) {
     int *axes, n;
     emily_status s = tensor_axes(c, &t, &axes, &n);
     if (!s && n >= 0 && n != emily_tensor_rank(t))
-        s = emi_call_fail(c, EMILY_ERR_AXIS,
-                          "a permutation of %d axes given for a tensor of rank %d", n,
-                          emily_tensor_rank(t));
+        s = emi_call_fail(c, EMILY_ERR_AXIS, "a permutation of %d axes given for a tensor of rank %d", n,
+                      emily_tensor_rank(t));
     if (!s) s = emily_transpose(t, n < 0 ? NULL : axes, &r);
     return s ? s : emi_call_return(c, r);
 }
@@ -68,13 +66,11 @@ emily_status emi_cb_pad(emily_call *c) {
     emily_tensor *t = tv[0], *value = tv[1];
     const emily_value *cfg = emi_call_arg(c, 2);
     if (!cfg || (cfg->kind != EMILY_V_LIST && cfg->kind != EMILY_V_TUPLE))
-        return emi_call_fail(c, EMILY_ERR_ARGUMENT,
-                             "the padding configuration must be a list of {lo, hi, interior}");
+        return emi_call_fail(c, EMILY_ERR_ARGUMENT, "the padding configuration must be a list of {lo, hi, interior}");
     int rank = emily_tensor_rank(t);
     if ((int)cfg->n != rank)
-        return emi_call_fail(c, EMILY_ERR_SHAPE,
-                             "the padding configuration has %zu entries for a tensor of rank %d",
-                             cfg->n, rank);
+        return emi_call_fail(c, EMILY_ERR_SHAPE, "the padding configuration has %zu entries for a tensor of rank %d",
+                         cfg->n, rank);
     int64_t *lo = emi_call_alloc(c, sizeof(int64_t) * (3 * cfg->n + 1));
     if (!lo) return EMILY_ERR_MEMORY;
     int64_t *hi = lo + cfg->n, *in = hi + cfg->n;
@@ -146,8 +142,7 @@ static emily_status start_indices(emily_call *c, size_t i, int rank, int64_t **s
     int n;
     emily_status s = emi_value_int_list(c, emi_call_arg(c, i), "start indices", starts, &n);
     if (!s && n != rank)
-        s = emi_call_fail(c, EMILY_ERR_SHAPE, "%d start indices given for a tensor of rank %d", n,
-                          rank);
+        s = emi_call_fail(c, EMILY_ERR_SHAPE, "%d start indices given for a tensor of rank %d", n, rank);
     return s;
 }
 
@@ -163,8 +158,7 @@ emily_status emi_cb_slice(emily_call *c) {
     if (!s) s = emi_value_int_list(c, emi_call_arg(c, 2), "lengths", &lengths, &nl);
     if (!s) s = emi_value_int_list(c, emi_call_arg(c, 3), "strides", &strides, &ns);
     if (!s && (nl != rank || ns != rank))
-        s = emi_call_fail(c, EMILY_ERR_SHAPE,
-                          "%d lengths and %d strides given for a tensor of rank %d", nl, ns, rank);
+        s = emi_call_fail(c, EMILY_ERR_SHAPE, "%d lengths and %d strides given for a tensor of rank %d", nl, ns, rank);
     if (!s) s = emily_slice(t, starts, lengths, strides, &r);
     return s ? s : emi_call_return(c, r);
 }

@@ -14,16 +14,15 @@
 #include "nx/callback.h"
 
 /* sort's and argsort's options (opts NULL: none). */
-static emily_status sort_opts(emily_call *c, const emily_value *opts, int *axis,
-                              emily_sort_direction *dir, bool *stable) {
+static emily_status sort_opts(emily_call *c, const emily_value *opts, int *axis, emily_sort_direction *dir,
+                              bool *stable) {
     *axis = 0;
     *dir = EMILY_SORT_ASC;
     *stable = false;
     int64_t a = 0;
     emily_status s = emi_opt_int(c, opts, "axis", "axis", &a);
     if (s) return s;
-    if (a < INT_MIN || a > INT_MAX)
-        return emi_call_fail(c, EMILY_ERR_AXIS, "axis %lld is out of range", (long long)a);
+    if (a < INT_MIN || a > INT_MAX) return emi_call_fail(c, EMILY_ERR_AXIS, "axis %lld is out of range", (long long)a);
     *axis = (int)a;
     const emily_value *v = emi_opt_get(opts, "direction");
     if (v && v->kind != EMILY_V_NIL) {
@@ -31,9 +30,7 @@ static emily_status sort_opts(emily_call *c, const emily_value *opts, int *axis,
         if ((s = emi_value_atom(c, v, "direction", false, &d))) return s;
         if (strcmp(d, "asc") == 0) *dir = EMILY_SORT_ASC;
         else if (strcmp(d, "desc") == 0) *dir = EMILY_SORT_DESC;
-        else
-            return emi_call_fail(c, EMILY_ERR_ARGUMENT,
-                                 "unknown direction :%s, expected :asc or :desc", d);
+        else return emi_call_fail(c, EMILY_ERR_ARGUMENT, "unknown direction :%s, expected :asc or :desc", d);
     }
     return emi_opt_bool(c, opts, "stable", "stable", stable);
 }
@@ -61,8 +58,7 @@ emily_status emi_cb_top_k(emily_call *c) {
     emily_status s = emi_call_tensors_opts(c, 1, &t, &opts);
     if (s || (s = emi_opt_int(c, opts, "k", "k", &k))) return s;
     emily_dtype itype = EMILY_DTYPE_AUTO;
-    if (c->mode == EMILY_DISPATCH_RUN && (s = emi_call_template(c, 1, &itype, NULL, NULL)))
-        return s;
+    if (c->mode == EMILY_DISPATCH_RUN && (s = emi_call_template(c, 1, &itype, NULL, NULL))) return s;
     if ((s = emily_top_k(t, k, itype, &values, &indices))) return s;
     if ((s = emi_call_return(c, values))) {
         emily_tensor_release(indices);

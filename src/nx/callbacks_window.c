@@ -31,8 +31,7 @@ static emily_status opt_list(emily_call *c, const emily_value *opts, const char 
     emily_status s = emi_value_int_list(c, v, key, out, &n);
     if (s) return s;
     if (n != rank)
-        return emi_call_fail(c, EMILY_ERR_SHAPE, "%s has %d entries for a tensor of rank %d", key,
-                             n, rank);
+        return emi_call_fail(c, EMILY_ERR_SHAPE, "%s has %d entries for a tensor of rank %d", key, n, rank);
     return EMILY_OK;
 }
 
@@ -41,12 +40,10 @@ static emily_status decode_window(emily_call *c, const emily_tensor *t, size_t w
     emily_status s;
     a->rank = emily_tensor_rank(t);
     int n;
-    if ((s = emi_value_int_list(c, emi_call_arg(c, wi), "window_dimensions", &a->window, &n)))
-        return s;
+    if ((s = emi_value_int_list(c, emi_call_arg(c, wi), "window_dimensions", &a->window, &n))) return s;
     if (n != a->rank)
-        return emi_call_fail(c, EMILY_ERR_SHAPE,
-                             "window_dimensions has %d entries for a tensor of rank %d", n,
-                             a->rank);
+        return emi_call_fail(c, EMILY_ERR_SHAPE, "window_dimensions has %d entries for a tensor of rank %d",
+                         n, a->rank);
     const emily_value *opts = NULL;
     if (c->nargs > wi + 1 && (s = emi_call_opts(c, wi + 1, &opts))) return s;
     if ((s = opt_list(c, opts, "strides", a->rank, &a->strides))) return s;
@@ -58,9 +55,8 @@ static emily_status decode_window(emily_call *c, const emily_tensor *t, size_t w
         if (pad->kind != EMILY_V_LIST && pad->kind != EMILY_V_TUPLE)
             return emi_call_fail(c, EMILY_ERR_ARGUMENT, "padding must be a list of {lo, hi}");
         if ((int)pad->n != a->rank)
-            return emi_call_fail(c, EMILY_ERR_SHAPE,
-                                 "padding has %zu entries for a tensor of rank %d", pad->n,
-                                 a->rank);
+            return emi_call_fail(c, EMILY_ERR_SHAPE, "padding has %zu entries for a tensor of rank %d",
+                             pad->n, a->rank);
         a->lo = emi_call_alloc(c, sizeof(int64_t) * (2 * (size_t)a->rank + 1));
         if (!a->lo) return EMILY_ERR_MEMORY;
         a->hi = a->lo + a->rank;
@@ -85,8 +81,7 @@ emily_status emi_cb_window_reduce(emily_call *c) {
     win_args a;
     emily_status s = emi_call_tensors(c, 2, 3, 1, &t);
     if (!s) s = decode_window(c, t, 1, true, &a);
-    if (!s)
-        s = emily_window_reduce(op, t, a.rank, a.window, a.strides, a.lo, a.hi, a.dilations, &r);
+    if (!s) s = emily_window_reduce(op, t, a.rank, a.window, a.strides, a.lo, a.hi, a.dilations, &r);
     return s ? s : emi_call_return(c, r);
 }
 
@@ -98,9 +93,7 @@ emily_status emi_cb_window_scatter(emily_call *c) {
     emily_status s = emi_call_tensors(c, 4, 5, 3, in);
     if (!s) s = decode_window(c, in[0], 3, false, &a);
     if (s) return s;
-    s = is_max ? emily_window_scatter_max(in[0], in[1], in[2], a.rank, a.window, a.strides, a.lo,
-                                          a.hi, &r)
-               : emily_window_scatter_min(in[0], in[1], in[2], a.rank, a.window, a.strides, a.lo,
-                                          a.hi, &r);
+    s = is_max ? emily_window_scatter_max(in[0], in[1], in[2], a.rank, a.window, a.strides, a.lo, a.hi, &r)
+               : emily_window_scatter_min(in[0], in[1], in[2], a.rank, a.window, a.strides, a.lo, a.hi, &r);
     return s ? s : emi_call_return(c, r);
 }

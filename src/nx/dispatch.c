@@ -83,8 +83,7 @@ static const unsigned class_masks[] = {
 #undef DTYPE_BIT
 
 bool emily_dtype_class_has(emily_dtype_class c, emily_dtype dtype) {
-    if ((unsigned)c >= sizeof class_masks / sizeof *class_masks || !emily_dtype_valid(dtype))
-        return false;
+    if ((unsigned)c >= sizeof class_masks / sizeof *class_masks || !emily_dtype_valid(dtype)) return false;
     return (class_masks[c] >> (unsigned)dtype) & 1u;
 }
 
@@ -103,8 +102,7 @@ static int template_count(const emily_value *out) {
 static emily_status check_against_template(emily_call *c) {
     int want = template_count(c->out);
     if (c->result->n != want)
-        return emi_call_fail(c, EMILY_ERR_INTERNAL, "produced %d outputs, the template has %d",
-                             c->result->n, want);
+        return emi_call_fail(c, EMILY_ERR_INTERNAL, "produced %d outputs, the template has %d", c->result->n, want);
     for (int k = 0; k < want; k++) {
         const emily_tensor *t = c->result->tensors[k];
         emily_status s = emi_call_check_output(c, k, t->dtype, t->rank, t->shape);
@@ -133,8 +131,7 @@ emily_status emily_dispatch_callback(const emily_callback *cb, emily_device devi
     emily_status s = emily_device_check(device);
     if (s) return s;
     /* info is an entry's first member (emily_dispatch_find hands it out) */
-    return emi_dispatch_entry((const emily_callback_entry *)cb, device, out, args, nargs, mode,
-                              result);
+    return emi_dispatch_entry((const emily_callback_entry *)cb, device, out, args, nargs, mode, result);
 }
 
 emily_status emi_dispatch_entry(const emily_callback_entry *entry, emily_device device,
@@ -142,19 +139,11 @@ emily_status emi_dispatch_entry(const emily_callback_entry *entry, emily_device 
                                 emily_dispatch_mode mode, emily_dispatch_result *result) {
     const char *callback = entry->info.name;
     result->n = 0;
-    if (!out ||
-        (out->kind != EMILY_V_TEMPLATE && out->kind != EMILY_V_LIST && out->kind != EMILY_V_TUPLE))
+    if (!out || (out->kind != EMILY_V_TEMPLATE && out->kind != EMILY_V_LIST && out->kind != EMILY_V_TUPLE))
         return emily_error(EMILY_ERR_ARGUMENT, "%s: the output template is missing", callback);
     if (nargs && !args) return emily_error(EMILY_ERR_ARGUMENT, "%s: NULL arguments", callback);
-    emily_call c = {.name = callback,
-                    .op = entry->op,
-                    .device = device,
-                    .out = out,
-                    .args = args,
-                    .nargs = nargs,
-                    .mode = mode,
-                    .result = result,
-                    .arena = NULL};
+    emily_call c = {.name = callback, .op = entry->op, .device = device, .out = out, .args = args,
+                    .nargs = nargs, .mode = mode, .result = result, .arena = NULL};
     emily_status s = entry->fn(&c);
     if (!s && mode == EMILY_DISPATCH_RUN) s = check_against_template(&c);
     emi_call_arena_free(&c);

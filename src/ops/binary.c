@@ -48,9 +48,7 @@ bool emily_binary_op_from_name(const char *name, emily_binary_op *op) {
 }
 
 /* Comparisons and logical ops: u8 whatever the operands. */
-static bool is_predicate(emily_binary_op op) {
-    return emi_binary_rule_is_predicate(emi_binary_rule_of(op));
-}
+static bool is_predicate(emily_binary_op op) { return emi_binary_rule_is_predicate(emi_binary_rule_of(op)); }
 
 emily_status emily_binary_type(emily_binary_op op, emily_dtype a, emily_dtype b, emily_dtype *out) {
     if (out) *out = EMILY_DTYPE_AUTO;
@@ -58,29 +56,23 @@ emily_status emily_binary_type(emily_binary_op op, emily_dtype a, emily_dtype b,
         return emily_error(EMILY_ERR_ARGUMENT, "binary: unknown op %d", (int)op);
     const char *name = op_names[op];
     if (!emily_dtype_valid(a) || !emily_dtype_valid(b))
-        return emily_error(EMILY_ERR_TYPE, "%s: invalid operand type (%d, %d)", name, (int)a,
-                           (int)b);
+        return emily_error(EMILY_ERR_TYPE, "%s: invalid operand type (%d, %d)", name, (int)a, (int)b);
     emily_dtype m = emily_type_merge(a, b), t;
     bool complex = emily_dtype_is_complex(m);
     emi_binary_rule rule = emi_binary_rule_of(op);
     switch (rule) {
     case EMI_BINARY_RULE_ARITH:
-    case EMI_BINARY_RULE_ARITH_SCALAR:
-        t = m;
-        break;
+    case EMI_BINARY_RULE_ARITH_SCALAR: t = m; break;
     case EMI_BINARY_RULE_REAL:
     case EMI_BINARY_RULE_REAL_SCALAR:
     case EMI_BINARY_RULE_ORDER:
         if (complex)
-            return emily_error(EMILY_ERR_TYPE,
-                               "%s: complex operands are not supported, got %s and %s", name,
-                               emily_dtype_name(a), emily_dtype_name(b));
+            return emily_error(EMILY_ERR_TYPE, "%s: complex operands are not supported, got %s and %s",
+                               name, emily_dtype_name(a), emily_dtype_name(b));
         t = rule == EMI_BINARY_RULE_ORDER ? EMILY_U8 : m;
         break;
     case EMI_BINARY_RULE_ATAN2:
-    case EMI_BINARY_RULE_FLOATING:
-        t = emily_type_to_floating(m);
-        break;
+    case EMI_BINARY_RULE_FLOATING: t = emily_type_to_floating(m); break;
     case EMI_BINARY_RULE_INTEGER:
     case EMI_BINARY_RULE_INTEGER_SCALAR:
         if (!emily_dtype_is_integer(m))
@@ -91,9 +83,7 @@ emily_status emily_binary_type(emily_binary_op op, emily_dtype a, emily_dtype b,
         break;
     case EMI_BINARY_RULE_EQUALITY:
     case EMI_BINARY_RULE_LOGICAL:
-    default:
-        t = EMILY_U8;
-        break;
+    default: t = EMILY_U8; break;
     }
     if (out) *out = t;
     return EMILY_OK;
@@ -106,10 +96,8 @@ static bool emily_binary_exact_into(emily_dtype from, emily_dtype to) {
     emily_dtype_kind fk = emily_dtype_kind_of(from);
     bool fint = emily_dtype_is_integer(from);
     switch (emily_dtype_kind_of(to)) {
-    case EMILY_KIND_UNSIGNED:
-        return fk == EMILY_KIND_UNSIGNED && fb <= tb;
-    case EMILY_KIND_SIGNED:
-        return (fk == EMILY_KIND_SIGNED && fb <= tb) || (fk == EMILY_KIND_UNSIGNED && fb < tb);
+    case EMILY_KIND_UNSIGNED: return fk == EMILY_KIND_UNSIGNED && fb <= tb;
+    case EMILY_KIND_SIGNED: return (fk == EMILY_KIND_SIGNED && fb <= tb) || (fk == EMILY_KIND_UNSIGNED && fb < tb);
     case EMILY_KIND_BFLOAT:
     case EMILY_KIND_FLOAT:
         /* f16 and bf16 hold the 8-bit integers; f32 those of 16 bits and
@@ -118,22 +106,18 @@ static bool emily_binary_exact_into(emily_dtype from, emily_dtype to) {
         if (tb == 32) return (emily_dtype_is_float(from) && fb == 16) || (fint && fb <= 16);
         return emily_dtype_is_float(from) || (fint && fb <= 32);
     case EMILY_KIND_COMPLEX:
-        return (to == EMILY_C128 && from == EMILY_C64) ||
-               emily_binary_exact_into(from, emily_type_to_real(to));
-    default:
-        return false;
+        return (to == EMILY_C128 && from == EMILY_C64) || emily_binary_exact_into(from, emily_type_to_real(to));
+    default: return false;
     }
 }
 
 /* A 16-bit float type's nearest value to d, as a double. */
 static double half_round_trip(emily_dtype half, double d) {
 #define HALF_ROUND_TRIP(E, s, T) \
-    case EMILY_##E:              \
-        return emily_sc_##s##_to_f64(emily_sc_f64_to_##s(d));
+    case EMILY_##E: return emily_sc_##s##_to_f64(emily_sc_f64_to_##s(d));
     switch (half) {
         EMI_DTYPES_HALF(HALF_ROUND_TRIP)
-    default:
-        return d;
+    default: return d;
     }
 #undef HALF_ROUND_TRIP
 }
@@ -153,10 +137,8 @@ static bool real_fits(double d, emily_dtype to) {
 
 static bool int_fits(bool neg, uint64_t mag, emily_dtype to) {
     (void)neg;
-    uint64_t limit = to == EMILY_F16                        ? 2048u
-                     : to == EMILY_BF16                     ? 256u
-                     : (to == EMILY_F32 || to == EMILY_C64) ? (1u << 24)
-                                                            : (1ull << 53);
+    uint64_t limit = to == EMILY_F16 ? 2048u : to == EMILY_BF16 ? 256u
+                   : (to == EMILY_F32 || to == EMILY_C64) ? (1u << 24) : (1ull << 53);
     return mag <= limit;
 }
 
@@ -164,31 +146,25 @@ static bool value_fits(const emily_engine *e, const emily_tensor *t, emily_dtype
     if (t->size != 1 || !e->host_addressable || emily_dtype_is_integer(to)) return false;
     const void *p = emily_tensor_base(t);
 #define UNSIGNED_FITS(E, s, T) \
-    case EMILY_##E:            \
-        return int_fits(false, *(const T *)p, to);
-#define SIGNED_FITS(E, s, T)                                                \
-    case EMILY_##E: {                                                       \
-        int64_t v = *(const T *)p;                                          \
-        return int_fits(v < 0, v < 0 ? 0u - (uint64_t)v : (uint64_t)v, to); \
+    case EMILY_##E: return int_fits(false, *(const T *)p, to);
+#define SIGNED_FITS(E, s, T)                                                           \
+    case EMILY_##E: {                                                                  \
+        int64_t v = *(const T *)p;                                                     \
+        return int_fits(v < 0, v < 0 ? 0u - (uint64_t)v : (uint64_t)v, to);            \
     }
 #define HALF_FITS(E, s, T) \
-    case EMILY_##E:        \
-        return real_fits(emily_sc_##s##_to_f64(*(const T *)p), to);
+    case EMILY_##E: return real_fits(emily_sc_##s##_to_f64(*(const T *)p), to);
 #define FLOAT_FITS(E, s, T) \
-    case EMILY_##E:         \
-        return real_fits(*(const T *)p, to);
-#define COMPLEX_FITS(E, s, T)                                                     \
-    case EMILY_##E:                                                               \
-        return emily_dtype_is_complex(to) && real_fits(((const T *)p)->re, to) && \
-               real_fits(((const T *)p)->im, to);
+    case EMILY_##E: return real_fits(*(const T *)p, to);
+#define COMPLEX_FITS(E, s, T) \
+    case EMILY_##E: return emily_dtype_is_complex(to) && real_fits(((const T *)p)->re, to) && real_fits(((const T *)p)->im, to);
     switch (t->dtype) {
         EMI_DTYPES_UNSIGNED(UNSIGNED_FITS)
         EMI_DTYPES_SIGNED(SIGNED_FITS)
         EMI_DTYPES_HALF(HALF_FITS)
         EMI_DTYPES_NATIVE_FLOAT(FLOAT_FITS)
         EMI_DTYPES_COMPLEX(COMPLEX_FITS)
-    default:
-        return false;
+    default: return false;
     }
 }
 
@@ -212,8 +188,7 @@ static emily_status scalar_tensor(emily_device device, emily_dtype dt, const voi
     return emily_from_binary(device, dt, 0, NULL, bytes, emily_dtype_size(dt), out);
 }
 
-emily_status emi_view_as(const emily_tensor *t, int rank, const int64_t *shape,
-                         emily_tensor **out) {
+emily_status emi_view_as(const emily_tensor *t, int rank, const int64_t *shape, emily_tensor **out) {
     bool same = t->rank == rank;
     for (int i = 0; same && i < rank; i++) same = t->shape[i] == shape[i];
     if (!same) return emi_broadcast_view(t, rank, shape, out);
@@ -250,8 +225,9 @@ static emily_status mixed_u64(emily_binary_op op, const emily_tensor *a, const e
     bool u_first = a->dtype == EMILY_U64;
     const emily_tensor *u = u_first ? a : b, *sgn = u_first ? b : a;
     emily_device dev = a->buffer->device;
-    emily_tensor *s64 = NULL, *su = NULL, *neg = NULL, *negb = NULL, *zero_s = NULL, *zero_u = NULL,
-                 *r = NULL, *rs = NULL, *t1 = NULL, *t2 = NULL, *t3 = NULL, *c = NULL, *flip = NULL;
+    emily_tensor *s64 = NULL, *su = NULL, *neg = NULL, *negb = NULL, *zero_s = NULL,
+                 *zero_u = NULL, *r = NULL, *rs = NULL, *t1 = NULL, *t2 = NULL, *t3 = NULL,
+                 *c = NULL, *flip = NULL;
     emily_status s = emi_convert_to(sgn, EMILY_S64, &s64);
     if (!s) s = reinterpret(s64, EMILY_U64, &su);
     int64_t z = 0;
@@ -261,12 +237,8 @@ static emily_status mixed_u64(emily_binary_op op, const emily_tensor *a, const e
     if (!s) s = emi_broadcast_view(neg, rank, shape, &negb);
     if (s) goto done;
     switch (op) {
-    case EMILY_EQUAL:
-    case EMILY_NOT_EQUAL:
-    case EMILY_GREATER:
-    case EMILY_LESS:
-    case EMILY_GREATER_EQUAL:
-    case EMILY_LESS_EQUAL: {
+    case EMILY_EQUAL: case EMILY_NOT_EQUAL: case EMILY_GREATER: case EMILY_LESS:
+    case EMILY_GREATER_EQUAL: case EMILY_LESS_EQUAL: {
         /* a negative signed operand is below every u64 */
         bool u_greater = op == EMILY_NOT_EQUAL || op == EMILY_GREATER || op == EMILY_GREATER_EQUAL;
         bool u_less = op == EMILY_NOT_EQUAL || op == EMILY_LESS || op == EMILY_LESS_EQUAL;
@@ -276,16 +248,14 @@ static emily_status mixed_u64(emily_binary_op op, const emily_tensor *a, const e
         if (!s) s = emily_select(negb, c, r, EMILY_DTYPE_AUTO, out);
         break;
     }
-    case EMILY_MIN:
-    case EMILY_MAX:
+    case EMILY_MIN: case EMILY_MAX:
         /* negative: min is the signed one, max the u64 one (wrapped) */
         s = emily_binary(op, u_first ? u : su, u_first ? su : u, EMILY_DTYPE_AUTO, &r);
         if (!s) s = reinterpret(r, EMILY_S64, &rs);
         if (!s && op == EMILY_MAX) s = reinterpret(u, EMILY_S64, &t1);
         if (!s) s = emily_select(negb, op == EMILY_MIN ? s64 : t1, rs, EMILY_DTYPE_AUTO, out);
         break;
-    case EMILY_QUOTIENT:
-    case EMILY_REMAINDER:
+    case EMILY_QUOTIENT: case EMILY_REMAINDER:
         /* on magnitudes in u64, then the sign: the quotient's flips with
          * a negative signed operand (unless the divisor is 0: -1 stays),
          * the remainder's with a negative dividend */
@@ -341,21 +311,12 @@ static bool needs_mixed_u64(emily_binary_op op, emily_dtype a, emily_dtype b, em
     bool sb = emily_dtype_kind_of(b) == EMILY_KIND_SIGNED && emily_dtype_valid(b);
     if (!((ua && sb) || (ub && sa))) return false;
     switch (op) {
-    case EMILY_MIN:
-    case EMILY_MAX:
-    case EMILY_QUOTIENT:
-    case EMILY_REMAINDER:
-    case EMILY_EQUAL:
-    case EMILY_NOT_EQUAL:
-    case EMILY_GREATER:
-    case EMILY_LESS:
-    case EMILY_GREATER_EQUAL:
-    case EMILY_LESS_EQUAL:
+    case EMILY_MIN: case EMILY_MAX: case EMILY_QUOTIENT: case EMILY_REMAINDER:
+    case EMILY_EQUAL: case EMILY_NOT_EQUAL: case EMILY_GREATER: case EMILY_LESS:
+    case EMILY_GREATER_EQUAL: case EMILY_LESS_EQUAL:
         return true;
-    case EMILY_RIGHT_SHIFT:
-        return ua;
-    default:
-        return false;
+    case EMILY_RIGHT_SHIFT: return ua;
+    default: return false;
     }
 }
 
@@ -375,9 +336,8 @@ static emily_status atan2_complex(const emily_tensor *a, const emily_tensor *b, 
     emily_status s = EMILY_OK;
     if (emily_dtype_is_complex(a->dtype)) s = emily_unary(EMILY_REAL, a, &ra);
     if (!s && emily_dtype_is_complex(b->dtype)) s = emily_unary(EMILY_REAL, b, &rb);
-    if (!s)
-        s = emily_binary(EMILY_ATAN2, ra ? ra : a, rb ? rb : b,
-                         o == EMILY_C64 ? EMILY_F32 : EMILY_F64, &r);
+    if (!s) s = emily_binary(EMILY_ATAN2, ra ? ra : a, rb ? rb : b,
+                             o == EMILY_C64 ? EMILY_F32 : EMILY_F64, &r);
     if (!s) s = emily_as_type(r, o, out);
     emily_tensor_release(ra);
     emily_tensor_release(rb);
@@ -397,9 +357,7 @@ static emily_status binary_with(const emily_engine *e, emily_binary_op op, const
     emily_dtype c;
     if (pred) {
         emily_dtype m = emily_type_merge(a->dtype, b->dtype);
-        c = (emily_dtype_is_integer(m) || (emi_binary_fits(e, a, m) && emi_binary_fits(e, b, m)))
-                ? m
-                : wide_of(m);
+        c = (emily_dtype_is_integer(m) || (emi_binary_fits(e, a, m) && emi_binary_fits(e, b, m))) ? m : wide_of(m);
     } else if (emily_dtype_is_integer(o)) {
         c = o;
     } else {
@@ -439,8 +397,7 @@ emily_status emily_binary(emily_binary_op op, const emily_tensor *a, const emily
         return emily_error(EMILY_ERR_ARGUMENT, "binary: unknown op %d", (int)op);
     const char *name = op_names[op];
     const emily_tensor *pair[2] = {a, b};
-    emily_status s = emi_check_args(name, out, 2, pair,
-                                    (const char *const[]){"left operand", "right operand"});
+    emily_status s = emi_check_args(name, out, 2, pair, (const char *const[]){"left operand", "right operand"});
     if (s) return s;
     emily_dtype t;
     s = emily_binary_type(op, a->dtype, b->dtype, &t);
@@ -451,8 +408,7 @@ emily_status emily_binary(emily_binary_op op, const emily_tensor *a, const emily
         if (!emily_dtype_valid(out_type))
             return emily_error(EMILY_ERR_TYPE, "%s: invalid output type %d", name, (int)out_type);
         if (pred ? out_type != EMILY_U8 : !same_class(out_type, t))
-            return emily_error(EMILY_ERR_TYPE,
-                               "%s: output type %s does not fit %s and %s operands (Nx gives %s)",
+            return emily_error(EMILY_ERR_TYPE, "%s: output type %s does not fit %s and %s operands (Nx gives %s)",
                                name, emily_dtype_name(out_type), emily_dtype_name(a->dtype),
                                emily_dtype_name(b->dtype), emily_dtype_name(t));
         o = out_type;

@@ -27,8 +27,7 @@
 /* A rank-0 zero of t's type on t's device. */
 static emily_status zero_like(const emily_tensor *t, emily_tensor **out) {
     const unsigned char zeros[16] = {0};
-    return emily_from_binary(t->buffer->device, t->dtype, 0, NULL, zeros,
-                             emily_dtype_size(t->dtype), out);
+    return emily_from_binary(t->buffer->device, t->dtype, 0, NULL, zeros, emily_dtype_size(t->dtype), out);
 }
 
 /* The value of a one-element tensor converted to `dt` (F64: the real part
@@ -177,8 +176,7 @@ static emily_status check_atan2(const emily_tensor *a, const emily_tensor *b) {
         emily_tensor_release(nz);
         if (s) return s;
         if (pos >= 0)
-            return emily_error(EMILY_ERR_ARGUMENT,
-                               "Complex.atan2 only accepts real numbers as arguments");
+            return emily_error(EMILY_ERR_ARGUMENT, "Complex.atan2 only accepts real numbers as arguments");
     }
     return EMILY_OK;
 }
@@ -198,24 +196,19 @@ static emily_status check_integer_divisor(const emily_tensor *b) {
 }
 
 emily_status emi_binary_check_raises(emily_binary_op op, const emily_tensor *a,
-                                     const emily_tensor *b, emily_dtype o, int rank,
-                                     const int64_t *shape) {
+                                       const emily_tensor *b, emily_dtype o, int rank,
+                                       const int64_t *shape) {
     /* an empty result: the reference meets no element (a zero dimension,
      * not a product, which may overflow before the size check) */
     for (int i = 0; i < rank; i++)
         if (shape[i] == 0) return EMILY_OK;
     switch (op) {
     case EMILY_LEFT_SHIFT:
-    case EMILY_RIGHT_SHIFT:
-        return check_shift(op, b);
+    case EMILY_RIGHT_SHIFT: return check_shift(op, b);
     case EMILY_REMAINDER:
-        return emily_dtype_is_integer(o) ? check_integer_divisor(b)
-                                         : check_remainder(a, b, rank, shape);
-    case EMILY_QUOTIENT:
-        return check_integer_divisor(b);
-    case EMILY_ATAN2:
-        return emily_dtype_is_complex(o) ? check_atan2(a, b) : EMILY_OK;
-    default:
-        return EMILY_OK;
+        return emily_dtype_is_integer(o) ? check_integer_divisor(b) : check_remainder(a, b, rank, shape);
+    case EMILY_QUOTIENT: return check_integer_divisor(b);
+    case EMILY_ATAN2: return emily_dtype_is_complex(o) ? check_atan2(a, b) : EMILY_OK;
+    default: return EMILY_OK;
     }
 }

@@ -6,8 +6,7 @@ const char *emi_shape_str(int rank, const int64_t *shape, char *buf, size_t size
     size_t used = 0;
     used += (size_t)snprintf(buf, size, "{");
     for (int i = 0; i < rank && used < size; i++)
-        used += (size_t)snprintf(buf + used, size - used, i ? ", %lld" : "%lld",
-                                 (long long)shape[i]);
+        used += (size_t)snprintf(buf + used, size - used, i ? ", %lld" : "%lld", (long long)shape[i]);
     if (used < size) snprintf(buf + used, size - used, "}");
     return buf;
 }
@@ -23,22 +22,21 @@ emily_status emi_check_out(const char *op, emily_tensor **out) {
     return EMILY_OK;
 }
 
-emily_status emi_check_args(const char *op, emily_tensor **out, int n,
-                            const emily_tensor *const *ts, const char *const *names) {
+emily_status emi_check_args(const char *op, emily_tensor **out, int n, const emily_tensor *const *ts,
+                            const char *const *names) {
     emily_status s = emi_check_out(op, out);
     for (int i = 0; !s && i < n; i++) s = emi_check_tensor(op, names[i], ts[i]);
     return s;
 }
 
-emily_status emi_check_inputs(const char *op, emily_tensor **out, int n,
-                              const emily_tensor *const *ts, const char *const *names,
-                              const emily_engine **engine) {
+emily_status emi_check_inputs(const char *op, emily_tensor **out, int n, const emily_tensor *const *ts,
+                              const char *const *names, const emily_engine **engine) {
     emily_status s = emi_check_args(op, out, n, ts, names);
     return s ? s : emi_check_same_device(op, n, ts, engine);
 }
 
 emily_status emi_check_same_device(const char *op, int n, const emily_tensor *const *ts,
-                                   const emily_engine **engine) {
+                                     const emily_engine **engine) {
     emily_device d = ts[0]->buffer->device;
     for (int i = 1; i < n; i++) {
         emily_device di = ts[i]->buffer->device;
@@ -46,9 +44,9 @@ emily_status emi_check_same_device(const char *op, int n, const emily_tensor *co
             char a[32], b[32];
             emily_device_format(d, a, sizeof a);
             emily_device_format(di, b, sizeof b);
-            return emily_error(
-                EMILY_ERR_DEVICE,
-                "%s: inputs are on different devices (%s and %s); move them explicitly", op, a, b);
+            return emily_error(EMILY_ERR_DEVICE,
+                               "%s: inputs are on different devices (%s and %s); move them explicitly",
+                               op, a, b);
         }
     }
     return emi_engine_get(d, engine);
@@ -57,31 +55,26 @@ emily_status emi_check_same_device(const char *op, int n, const emily_tensor *co
 emily_status emi_need_kernel(const char *op, const emily_engine *e, emi_kernel kernel, int kop,
                              emily_dtype dtype) {
     if (!emi_engine_supports(e, kernel, kop, dtype))
-        return emily_error(EMILY_ERR_UNSUPPORTED, "%s: not implemented on the %s device", op,
-                           e->name);
+        return emily_error(EMILY_ERR_UNSUPPORTED, "%s: not implemented on the %s device", op, e->name);
     return EMILY_OK;
 }
 
 emily_status emi_norm_axis(const char *op, int axis, int rank, int *out) {
     int a = axis < 0 ? axis + rank : axis;
     if (a < 0 || a >= rank)
-        return emily_error(EMILY_ERR_AXIS, "%s: axis %d out of range for a tensor of rank %d", op,
-                           axis, rank);
+        return emily_error(EMILY_ERR_AXIS, "%s: axis %d out of range for a tensor of rank %d", op, axis, rank);
     *out = a;
     return EMILY_OK;
 }
 
 emily_status emi_norm_axes(const char *op, int naxes, const int *axes, int rank, int *out,
-                           bool *mask) {
+                             bool *mask) {
     bool *seen = calloc((size_t)rank + 1, 1);
     if (!seen) return emily_error(EMILY_ERR_MEMORY, "%s: out of host memory", op);
     for (int i = 0; i < naxes; i++) {
         int a = 0; /* set by emi_norm_axis on success */
         emily_status s = emi_norm_axis(op, axes[i], rank, &a);
-        if (s) {
-            free(seen);
-            return s;
-        }
+        if (s) { free(seen); return s; }
         if (seen[a]) {
             free(seen);
             return emily_error(EMILY_ERR_AXIS, "%s: axis %d given more than once", op, axes[i]);
@@ -95,7 +88,7 @@ emily_status emi_norm_axes(const char *op, int naxes, const int *axes, int rank,
 }
 
 emily_status emi_broadcast_shapes(const char *op, int ra, const int64_t *sa, int rb,
-                                  const int64_t *sb, int *rank, int64_t *shape) {
+                                    const int64_t *sb, int *rank, int64_t *shape) {
     int r = ra > rb ? ra : rb;
     for (int i = 0; i < r; i++) {
         int ia = i - (r - ra), ib = i - (r - rb);
@@ -105,8 +98,7 @@ emily_status emi_broadcast_shapes(const char *op, int ra, const int64_t *sa, int
         else {
             char x[256], y[256];
             return emily_error(EMILY_ERR_SHAPE, "%s: cannot broadcast shapes %s and %s", op,
-                               emi_shape_str(ra, sa, x, sizeof x),
-                               emi_shape_str(rb, sb, y, sizeof y));
+                               emi_shape_str(ra, sa, x, sizeof x), emi_shape_str(rb, sb, y, sizeof y));
         }
     }
     *rank = r;
@@ -114,7 +106,7 @@ emily_status emi_broadcast_shapes(const char *op, int ra, const int64_t *sa, int
 }
 
 emily_status emi_broadcast_view(const emily_tensor *t, int rank, const int64_t *shape,
-                                emily_tensor **out) {
+                                  emily_tensor **out) {
     int64_t *strides = calloc((size_t)rank + 1, sizeof(int64_t));
     if (!strides) return emily_error(EMILY_ERR_MEMORY, "broadcast: out of host memory");
     int off = rank - t->rank;
@@ -126,7 +118,7 @@ emily_status emi_broadcast_view(const emily_tensor *t, int rank, const int64_t *
 }
 
 emily_status emi_empty_like_device(const emily_tensor *t, emily_dtype dtype, int rank,
-                                   const int64_t *shape, emily_tensor **out) {
+                                     const int64_t *shape, emily_tensor **out) {
     return emily_empty(t->buffer->device, dtype, rank, shape, out);
 }
 
@@ -148,8 +140,7 @@ emily_status emi_hand_out(emily_status s, emily_tensor *res, emily_tensor **out)
     return EMILY_OK;
 }
 
-emily_status emi_scratch(const char *op, size_t nints, size_t nflags, int64_t **ints,
-                         bool **flags) {
+emily_status emi_scratch(const char *op, size_t nints, size_t nflags, int64_t **ints, bool **flags) {
     *ints = malloc(sizeof(int64_t) * (nints ? nints : 1));
     if (flags) *flags = calloc(nflags ? nflags : 1, 1);
     if (*ints && (!flags || *flags)) return EMILY_OK;

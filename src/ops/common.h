@@ -16,16 +16,15 @@ emily_status emi_check_out(const char *op, emily_tensor **out);
 /* The checks an op with n tensor inputs starts with, in this order: the
  * output pointer (cleared), then each input non-NULL (names[i] names it
  * in the message). */
-emily_status emi_check_args(const char *op, emily_tensor **out, int n,
-                            const emily_tensor *const *ts, const char *const *names);
+emily_status emi_check_args(const char *op, emily_tensor **out, int n, const emily_tensor *const *ts,
+                            const char *const *names);
 /* emi_check_args, then all n inputs on one device, whose engine it
  * stores. */
-emily_status emi_check_inputs(const char *op, emily_tensor **out, int n,
-                              const emily_tensor *const *ts, const char *const *names,
-                              const emily_engine **engine);
+emily_status emi_check_inputs(const char *op, emily_tensor **out, int n, const emily_tensor *const *ts,
+                              const char *const *names, const emily_engine **engine);
 /* Fails unless all n tensors are on the same device; stores the engine. */
 emily_status emi_check_same_device(const char *op, int n, const emily_tensor *const *ts,
-                                   const emily_engine **engine);
+                                     const emily_engine **engine);
 /* Fails with "<op>: not implemented on the <engine> device" unless the
  * engine has `kernel` (for kernel op kop, on dtype). */
 emily_status emi_need_kernel(const char *op, const emily_engine *e, emi_kernel kernel, int kop,
@@ -34,20 +33,20 @@ emily_status emi_need_kernel(const char *op, const emily_engine *e, emi_kernel k
 emily_status emi_norm_axis(const char *op, int axis, int rank, int *out);
 /* Normalizes and checks a list of distinct axes; `mask` (rank entries,
  * may be NULL) marks them. */
-emily_status emi_norm_axes(const char *op, int naxes, const int *axes, int rank, int *out,
-                           bool *mask);
+emily_status emi_norm_axes(const char *op, int naxes, const int *axes, int rank,
+                             int *out, bool *mask);
 /* Nx broadcasting of two shapes (right-aligned, 1 stretches). */
 emily_status emi_broadcast_shapes(const char *op, int ra, const int64_t *sa, int rb,
-                                  const int64_t *sb, int *rank, int64_t *shape);
+                                    const int64_t *sb, int *rank, int64_t *shape);
 /* A view of t broadcast to (rank, shape) by right alignment, zero strides
  * on stretched axes. */
 emily_status emi_broadcast_view(const emily_tensor *t, int rank, const int64_t *shape,
-                                emily_tensor **out);
+                                  emily_tensor **out);
 /* t converted to dtype (a new reference to t when already that type). */
 emily_status emi_convert_to(const emily_tensor *t, emily_dtype dtype, emily_tensor **out);
 /* Fresh contiguous tensor on t's device. */
 emily_status emi_empty_like_device(const emily_tensor *t, emily_dtype dtype, int rank,
-                                   const int64_t *shape, emily_tensor **out);
+                                     const int64_t *shape, emily_tensor **out);
 
 /* An op's last step: on success hands res to *out, otherwise releases
  * it (NULL or not); returns s. */

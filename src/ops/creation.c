@@ -23,8 +23,8 @@ static emily_status unsupported(const char *op, emily_device device) {
     return emily_error(EMILY_ERR_UNSUPPORTED, "%s: not available on device %s", op, dev);
 }
 
-emily_status emily_constant(emily_device device, emily_dtype dtype, int rank, const int64_t *shape,
-                            emily_scalar value, emily_tensor **out) {
+emily_status emily_constant(emily_device device, emily_dtype dtype, int rank,
+                            const int64_t *shape, emily_scalar value, emily_tensor **out) {
     emily_status s = emi_check_out("constant", out);
     if (s) return s;
     const emily_engine *e;
@@ -61,8 +61,7 @@ emily_status emily_eye(emily_device device, emily_dtype dtype, int rank, const i
     if ((s = check_new("eye", device, dtype, rank, shape, &e))) return s;
     if (rank < 2) {
         char buf[256];
-        return emily_error(EMILY_ERR_SHAPE,
-                           "eye: expects a shape with at least 2 dimensions, got %s",
+        return emily_error(EMILY_ERR_SHAPE, "eye: expects a shape with at least 2 dimensions, got %s",
                            emi_shape_str(rank, shape, buf, sizeof buf));
     }
     if (!emi_engine_supports(e, EMI_KERNEL_EYE, 0, dtype)) return unsupported("eye", device);

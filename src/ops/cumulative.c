@@ -8,30 +8,24 @@
 
 static const char *cum_name(emily_cumulative_op op) {
     switch (op) {
-    case EMILY_CUMULATIVE_SUM:
-        return "cumulative_sum";
-    case EMILY_CUMULATIVE_PRODUCT:
-        return "cumulative_product";
-    case EMILY_CUMULATIVE_MAX:
-        return "cumulative_max";
-    case EMILY_CUMULATIVE_MIN:
-        return "cumulative_min";
+    case EMILY_CUMULATIVE_SUM: return "cumulative_sum";
+    case EMILY_CUMULATIVE_PRODUCT: return "cumulative_product";
+    case EMILY_CUMULATIVE_MAX: return "cumulative_max";
+    case EMILY_CUMULATIVE_MIN: return "cumulative_min";
     }
     return "cumulative";
 }
 
-emily_status emily_cumulative(emily_cumulative_op op, const emily_tensor *t, int axis, bool reverse,
-                              emily_tensor **out) {
+emily_status emily_cumulative(emily_cumulative_op op, const emily_tensor *t, int axis,
+                              bool reverse, emily_tensor **out) {
     const char *name = cum_name(op);
     emily_status s;
     if ((s = emi_check_out(name, out))) return s;
     if ((unsigned)op > (unsigned)EMILY_CUMULATIVE_MIN)
         return emily_error(EMILY_ERR_ARGUMENT, "cumulative: unknown op %d", (int)op);
     if ((s = emi_check_tensor(name, "tensor", t))) return s;
-    if (!emily_dtype_valid(t->dtype))
-        return emily_error(EMILY_ERR_TYPE, "%s: invalid tensor type", name);
-    if ((op == EMILY_CUMULATIVE_MAX || op == EMILY_CUMULATIVE_MIN) &&
-        emily_dtype_is_complex(t->dtype))
+    if (!emily_dtype_valid(t->dtype)) return emily_error(EMILY_ERR_TYPE, "%s: invalid tensor type", name);
+    if ((op == EMILY_CUMULATIVE_MAX || op == EMILY_CUMULATIVE_MIN) && emily_dtype_is_complex(t->dtype))
         return emily_error(EMILY_ERR_TYPE, "%s: complex tensors (%s) are not supported", name,
                            emily_dtype_name(t->dtype));
     const emily_engine *e;
@@ -39,14 +33,12 @@ emily_status emily_cumulative(emily_cumulative_op op, const emily_tensor *t, int
     int ax = 0;
     if (t->rank == 0) {
         if (axis != 0 && axis != -1)
-            return emily_error(EMILY_ERR_AXIS, "%s: axis %d out of range for a tensor of rank 0",
-                               name, axis);
+            return emily_error(EMILY_ERR_AXIS, "%s: axis %d out of range for a tensor of rank 0", name, axis);
     } else if ((s = emi_norm_axis(name, axis, t->rank, &ax))) {
         return s;
     }
     if (!emi_engine_supports(e, EMI_KERNEL_SCAN, op, t->dtype))
-        return emily_error(EMILY_ERR_UNSUPPORTED, "%s: not implemented on the %s device", name,
-                           e->name);
+        return emily_error(EMILY_ERR_UNSUPPORTED, "%s: not implemented on the %s device", name, e->name);
     int64_t outer = 1, inner = 1, n = t->rank ? t->shape[ax] : 1;
     for (int d = 0; d < ax; d++) outer *= t->shape[d];
     for (int d = ax + 1; d < t->rank; d++) inner *= t->shape[d];
@@ -65,19 +57,15 @@ emily_status emily_cumulative(emily_cumulative_op op, const emily_tensor *t, int
     return EMILY_OK;
 }
 
-emily_status emily_cumulative_sum(const emily_tensor *t, int axis, bool reverse,
-                                  emily_tensor **out) {
+emily_status emily_cumulative_sum(const emily_tensor *t, int axis, bool reverse, emily_tensor **out) {
     return emily_cumulative(EMILY_CUMULATIVE_SUM, t, axis, reverse, out);
 }
-emily_status emily_cumulative_product(const emily_tensor *t, int axis, bool reverse,
-                                      emily_tensor **out) {
+emily_status emily_cumulative_product(const emily_tensor *t, int axis, bool reverse, emily_tensor **out) {
     return emily_cumulative(EMILY_CUMULATIVE_PRODUCT, t, axis, reverse, out);
 }
-emily_status emily_cumulative_max(const emily_tensor *t, int axis, bool reverse,
-                                  emily_tensor **out) {
+emily_status emily_cumulative_max(const emily_tensor *t, int axis, bool reverse, emily_tensor **out) {
     return emily_cumulative(EMILY_CUMULATIVE_MAX, t, axis, reverse, out);
 }
-emily_status emily_cumulative_min(const emily_tensor *t, int axis, bool reverse,
-                                  emily_tensor **out) {
+emily_status emily_cumulative_min(const emily_tensor *t, int axis, bool reverse, emily_tensor **out) {
     return emily_cumulative(EMILY_CUMULATIVE_MIN, t, axis, reverse, out);
 }

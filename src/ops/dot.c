@@ -29,7 +29,7 @@ emily_dot_precision emily_dot_get_precision(void) {
     if (p < 0) {
         const char *env = getenv("EMILY_DOT_PRECISION");
         int v = (env && strcmp(env, "highest") == 0) ? EMILY_DOT_PRECISION_HIGHEST
-                                                     : EMILY_DOT_PRECISION_FAST;
+                                                    : EMILY_DOT_PRECISION_FAST;
         int expected = -1;
         atomic_compare_exchange_strong(&precision_state, &expected, v);
         p = atomic_load(&precision_state);
@@ -47,8 +47,7 @@ emily_status emily_dot_set_precision(emily_dot_precision p) {
 emily_status emily_dot_set_thread_precision(emily_dot_precision p, emily_dot_precision *previous) {
     if (p != EMILY_DOT_PRECISION_HIGHEST && p != EMILY_DOT_PRECISION_FAST &&
         p != EMILY_DOT_PRECISION_PROCESS)
-        return emily_error(EMILY_ERR_ARGUMENT, "dot_set_thread_precision: unknown precision %d",
-                           (int)p);
+        return emily_error(EMILY_ERR_ARGUMENT, "dot_set_thread_precision: unknown precision %d", (int)p);
     if (previous) *previous = (emily_dot_precision)thread_precision;
     thread_precision = (int)p;
     return EMILY_OK;
@@ -58,8 +57,9 @@ emily_status emily_dot_set_thread_precision(emily_dot_precision p, emily_dot_pre
 
 /* Normalizes one operand's contract and batch axes; marks them in `role`
  * (0 free, 1 contract, 2 batch) and fails on repeats or overlaps. */
-static emily_status norm_operand_axes(const char *side, const emily_tensor *t, int nc, const int *c,
-                                      int nb, const int *bt, int *cn, int *bn, char *role) {
+static emily_status norm_operand_axes(const char *side, const emily_tensor *t, int nc,
+                                      const int *c, int nb, const int *bt, int *cn, int *bn,
+                                      char *role) {
     memset(role, 0, (size_t)t->rank + 1);
     for (int i = 0; i < nc + nb; i++) {
         bool is_c = i < nc;
@@ -70,8 +70,7 @@ static emily_status norm_operand_axes(const char *side, const emily_tensor *t, i
                                "dot: %s axis %d of the %s tensor is out of range for shape %s",
                                is_c ? "contract" : "batch", ax, side, EMILY_SHAPE_STR(t));
         if (role[a])
-            return emily_error(EMILY_ERR_AXIS,
-                               "dot: axis %d of the %s tensor (shape %s) is given "
+            return emily_error(EMILY_ERR_AXIS, "dot: axis %d of the %s tensor (shape %s) is given "
                                "more than once among its contract and batch axes",
                                ax, side, EMILY_SHAPE_STR(t));
         role[a] = is_c ? 1 : 2;
@@ -83,16 +82,14 @@ static emily_status norm_operand_axes(const char *side, const emily_tensor *t, i
 
 /* Paired axes (contract or batch: `what`) of a and b must have equal
  * sizes. */
-static emily_status check_pairs(const char *what, const emily_tensor *a, const emily_tensor *b,
-                                int n, const int *xa, const int *xb) {
+static emily_status check_pairs(const char *what, const emily_tensor *a, const emily_tensor *b, int n,
+                                const int *xa, const int *xb) {
     for (int i = 0; i < n; i++)
         if (a->shape[xa[i]] != b->shape[xb[i]])
-            return emily_error(
-                EMILY_ERR_SHAPE,
-                "dot: %s axis %d of the left tensor (size %lld) does "
-                "not match axis %d of the right tensor (size %lld); shapes %s and %s",
-                what, xa[i], (long long)a->shape[xa[i]], xb[i], (long long)b->shape[xb[i]],
-                EMILY_SHAPE_STR(a), EMILY_SHAPE_STR(b));
+            return emily_error(EMILY_ERR_SHAPE, "dot: %s axis %d of the left tensor (size %lld) does "
+                               "not match axis %d of the right tensor (size %lld); shapes %s and %s",
+                               what, xa[i], (long long)a->shape[xa[i]], xb[i], (long long)b->shape[xb[i]],
+                               EMILY_SHAPE_STR(a), EMILY_SHAPE_STR(b));
     return EMILY_OK;
 }
 
@@ -131,16 +128,9 @@ static bool merge_group(const emily_tensor *t, int n, const int *order, int64_t 
     for (int i = n - 1; i >= 0; i--) {
         int64_t dim = t->shape[order[i]], s = t->strides[order[i]];
         if (dim == 1) continue;
-        if (dim == 0) {
-            *size = 0;
-            *stride = 0;
-            return true;
-        }
+        if (dim == 0) { *size = 0; *stride = 0; return true; }
         if (have && s != expect) return false;
-        if (!have) {
-            st = s;
-            have = true;
-        }
+        if (!have) { st = s; have = true; }
         expect = s * dim;
         sz *= dim;
     }
@@ -190,9 +180,10 @@ static emily_status gemm_view(const emily_tensor *t, const int *order, int n0, i
 
 /* ---- emily_dot --------------------------------------------------------- */
 
-emily_status emily_dot(const emily_tensor *a, int ncontract_a, const int *contract_a, int nbatch_a,
-                       const int *batch_a, const emily_tensor *b, int ncontract_b,
-                       const int *contract_b, int nbatch_b, const int *batch_b,
+emily_status emily_dot(const emily_tensor *a, int ncontract_a, const int *contract_a,
+                       int nbatch_a, const int *batch_a,
+                       const emily_tensor *b, int ncontract_b, const int *contract_b,
+                       int nbatch_b, const int *batch_b,
                        emily_dtype out_type, emily_tensor **out) {
     emily_status s;
     if ((s = emi_check_out("dot", out))) return s;
@@ -204,13 +195,11 @@ emily_status emily_dot(const emily_tensor *a, int ncontract_a, const int *contra
         (nbatch_b && !batch_b))
         return emily_error(EMILY_ERR_ARGUMENT, "dot: NULL axis list with a nonzero count");
     if (ncontract_a != ncontract_b)
-        return emily_error(EMILY_ERR_AXIS,
-                           "dot: %d contract axes for the left tensor but %d for the "
-                           "right tensor (shapes %s and %s)",
-                           ncontract_a, ncontract_b, EMILY_SHAPE_STR(a), EMILY_SHAPE_STR(b));
+        return emily_error(EMILY_ERR_AXIS, "dot: %d contract axes for the left tensor but %d for the "
+                           "right tensor (shapes %s and %s)", ncontract_a, ncontract_b,
+                           EMILY_SHAPE_STR(a), EMILY_SHAPE_STR(b));
     if (nbatch_a != nbatch_b)
-        return emily_error(EMILY_ERR_AXIS,
-                           "dot: %d batch axes for the left tensor but %d for the "
+        return emily_error(EMILY_ERR_AXIS, "dot: %d batch axes for the left tensor but %d for the "
                            "right tensor (shapes %s and %s); both or neither must be batched",
                            nbatch_a, nbatch_b, EMILY_SHAPE_STR(a), EMILY_SHAPE_STR(b));
     const emily_tensor *both[2] = {a, b};
@@ -221,9 +210,8 @@ emily_status emily_dot(const emily_tensor *a, int ncontract_a, const int *contra
 
     int ra = a->rank, rb = b->rank, nc = ncontract_a, nb = nbatch_a;
     if (nc + nb > ra || nc + nb > rb)
-        return emily_error(EMILY_ERR_AXIS,
-                           "dot: %d contract and %d batch axes given for shapes %s and %s", nc, nb,
-                           EMILY_SHAPE_STR(a), EMILY_SHAPE_STR(b));
+        return emily_error(EMILY_ERR_AXIS, "dot: %d contract and %d batch axes given for shapes %s and %s",
+                           nc, nb, EMILY_SHAPE_STR(a), EMILY_SHAPE_STR(b));
     /* scratch: normalized axes, roles, orders, output shape */
     size_t nints = 2 * ((size_t)nc + nb) + (size_t)ra + rb + 4;
     int *ints = malloc(nints * sizeof(int));
@@ -238,31 +226,21 @@ emily_status emily_dot(const emily_tensor *a, int ncontract_a, const int *contra
     char *role_a = role, *role_b = role + ra + 1;
     if ((s = norm_operand_axes("left", a, nc, contract_a, nb, batch_a, ca, ba, role_a))) goto done;
     if ((s = norm_operand_axes("right", b, nc, contract_b, nb, batch_b, cb, bb, role_b))) goto done;
-    if ((s = check_pairs("contract", a, b, nc, ca, cb)) ||
-        (s = check_pairs("batch", a, b, nb, ba, bb)))
+    if ((s = check_pairs("contract", a, b, nc, ca, cb)) || (s = check_pairs("batch", a, b, nb, ba, bb)))
         goto done;
 
     /* a: [batch, free_a, contract]; b: [batch, contract, free_b]; the
      * output: [batch, free_a, free_b]. */
     int k = 0, orank = 0;
-    for (int i = 0; i < nb; i++) {
-        oa[k++] = ba[i];
-        oshape[orank++] = a->shape[ba[i]];
-    }
+    for (int i = 0; i < nb; i++) { oa[k++] = ba[i]; oshape[orank++] = a->shape[ba[i]]; }
     for (int i = 0; i < ra; i++)
-        if (!role_a[i]) {
-            oa[k++] = i;
-            oshape[orank++] = a->shape[i];
-        }
+        if (!role_a[i]) { oa[k++] = i; oshape[orank++] = a->shape[i]; }
     for (int i = 0; i < nc; i++) oa[k++] = ca[i];
     k = 0;
     for (int i = 0; i < nb; i++) ob[k++] = bb[i];
     for (int i = 0; i < nc; i++) ob[k++] = cb[i];
     for (int i = 0; i < rb; i++)
-        if (!role_b[i]) {
-            ob[k++] = i;
-            oshape[orank++] = b->shape[i];
-        }
+        if (!role_b[i]) { ob[k++] = i; oshape[orank++] = b->shape[i]; }
     int nfree_a = ra - nc - nb, nfree_b = rb - nc - nb;
 
     if ((s = emi_empty_like_device(a, dt, orank, oshape, &res))) goto done;

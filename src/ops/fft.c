@@ -12,14 +12,10 @@ typedef enum fft_kind { KIND_FFT, KIND_IFFT, KIND_RFFT, KIND_IRFFT } fft_kind;
 
 static const char *kind_name(fft_kind k) {
     switch (k) {
-    case KIND_FFT:
-        return "fft";
-    case KIND_IFFT:
-        return "ifft";
-    case KIND_RFFT:
-        return "rfft";
-    default:
-        return "irfft";
+    case KIND_FFT: return "fft";
+    case KIND_IFFT: return "ifft";
+    case KIND_RFFT: return "rfft";
+    default: return "irfft";
     }
 }
 
@@ -30,8 +26,7 @@ static emily_status fft_axis(fft_kind kind, const emily_tensor *t, int64_t lengt
     if ((s = emi_check_out(op, out))) return s;
     if ((s = emi_check_tensor(op, "tensor", t))) return s;
     if (t->rank == 0)
-        return emily_error(EMILY_ERR_SHAPE,
-                           "%s: expected a tensor with rank > 0, got tensor with rank 0", op);
+        return emily_error(EMILY_ERR_SHAPE, "%s: expected a tensor with rank > 0, got tensor with rank 0", op);
     int ax;
     if ((s = emi_norm_axis(op, axis, t->rank, &ax))) return s;
     if (kind == KIND_RFFT && emily_dtype_is_complex(t->dtype))
@@ -39,14 +34,13 @@ static emily_status fft_axis(fft_kind kind, const emily_tensor *t, int64_t lengt
                            emily_dtype_name(t->dtype));
     int64_t size = t->shape[ax];
     if (length < 0)
-        return emily_error(EMILY_ERR_ARGUMENT, "%s: length must be a positive integer, got %lld",
-                           op, (long long)length);
+        return emily_error(EMILY_ERR_ARGUMENT, "%s: length must be a positive integer, got %lld", op,
+                           (long long)length);
     int64_t n = length ? length : kind == KIND_IRFFT ? 2 * (size - 1) : size;
     if (n < 1)
-        return emily_error(
-            EMILY_ERR_ARGUMENT,
-            "%s: the transform length must be positive, got %lld (axis %d of shape %s)", op,
-            (long long)n, ax, EMILY_SHAPE_STR(t));
+        return emily_error(EMILY_ERR_ARGUMENT,
+                           "%s: the transform length must be positive, got %lld (axis %d of shape %s)",
+                           op, (long long)n, ax, EMILY_SHAPE_STR(t));
     if (n > ((int64_t)1 << 40))
         return emily_error(EMILY_ERR_ARGUMENT, "%s: length %lld is too large", op, (long long)n);
     const emily_engine *e;
@@ -59,8 +53,8 @@ static emily_status fft_axis(fft_kind kind, const emily_tensor *t, int64_t lengt
     emily_dtype ctype = emily_type_to_complex(t->dtype);
     emily_dtype otype = kind == KIND_IRFFT ? emily_type_to_real(ctype) : ctype;
     emily_fft_mode mode = kind == KIND_FFT || kind == KIND_RFFT ? EMILY_FFT_FORWARD
-                          : kind == KIND_IFFT                   ? EMILY_FFT_INVERSE
-                                                                : EMILY_FFT_INVERSE_REAL;
+                          : kind == KIND_IFFT                  ? EMILY_FFT_INVERSE
+                                                               : EMILY_FFT_INVERSE_REAL;
     int64_t keep = kind == KIND_RFFT ? n / 2 + 1 : n;
     int64_t stack_shape[16];
     int64_t *shape = t->rank <= 16 ? stack_shape : malloc((size_t)t->rank * sizeof *shape);
@@ -108,12 +102,10 @@ static emily_status fft2(fft_kind kind, const emily_tensor *t, const int64_t len
     emily_status s;
     if ((s = emi_check_out(op, out))) return s;
     if ((s = emi_check_tensor(op, "tensor", t))) return s;
-    if (!axes || !lengths)
-        return emily_error(EMILY_ERR_ARGUMENT, "%s: axes and lengths are required", op);
+    if (!axes || !lengths) return emily_error(EMILY_ERR_ARGUMENT, "%s: axes and lengths are required", op);
     if (t->rank < 2)
-        return emily_error(EMILY_ERR_SHAPE,
-                           "%s: expected a tensor with rank > 1, got tensor with rank %d", op,
-                           t->rank);
+        return emily_error(EMILY_ERR_SHAPE, "%s: expected a tensor with rank > 1, got tensor with rank %d",
+                           op, t->rank);
     int ax[2];
     if ((s = emi_norm_axes(op, 2, axes, t->rank, ax, NULL))) return s;
     emily_tensor *mid;

@@ -70,8 +70,9 @@ static emily_status take_output(const char *op, const emily_tensor *t, const emi
 static emily_status check_along_indices(const char *op, const emily_tensor *t,
                                         const emily_tensor *indices, int ax) {
     if (indices->rank != t->rank)
-        return emily_error(EMILY_ERR_SHAPE, "%s: indices %s must have the rank of the tensor %s",
-                           op, EMILY_SHAPE_STR(indices), EMILY_SHAPE_STR(t));
+        return emily_error(EMILY_ERR_SHAPE,
+                           "%s: indices %s must have the rank of the tensor %s", op,
+                           EMILY_SHAPE_STR(indices), EMILY_SHAPE_STR(t));
     for (int i = 0; i < t->rank; i++)
         if (i != ax && indices->shape[i] != t->shape[i])
             return emily_error(EMILY_ERR_SHAPE,
@@ -85,8 +86,8 @@ static emily_status check_along_indices(const char *op, const emily_tensor *t,
  * they differ in what the indices' shape must be and in the output's
  * (take: t's with the axis replaced by the indices'; take_along_axis:
  * the indices'). */
-static emily_status take_op(bool along, const emily_tensor *t, const emily_tensor *indices,
-                            int axis, emily_tensor **out) {
+static emily_status take_op(bool along, const emily_tensor *t, const emily_tensor *indices, int axis,
+                            emily_tensor **out) {
     const char *op = along ? "take_along_axis" : "take";
     const emily_tensor *ins[2] = {t, indices};
     const emily_engine *e;
@@ -95,8 +96,7 @@ static emily_status take_op(bool along, const emily_tensor *t, const emily_tenso
     if ((s = check_index_inputs(op, out, 2, ins, tensor_names, &e))) return s;
     if ((s = emi_norm_axis(op, axis, t->rank, &ax))) return s;
     if (along && (s = check_along_indices(op, t, indices, ax))) return s;
-    if ((s = emi_need_kernel(op, e, along ? EMI_KERNEL_TAKE_ALONG_AXIS : EMI_KERNEL_TAKE, 0,
-                             t->dtype)))
+    if ((s = emi_need_kernel(op, e, along ? EMI_KERNEL_TAKE_ALONG_AXIS : EMI_KERNEL_TAKE, 0, t->dtype)))
         return s;
     emily_tensor *o;
     s = along ? emi_empty_like_device(t, t->dtype, indices->rank, indices->shape, &o)
@@ -133,8 +133,7 @@ static emily_status index_axes(const char *op, const emily_tensor *t, int naxes,
     if (count > t->rank)
         return emily_error(EMILY_ERR_SHAPE,
                            "%s: the last dimension of indices (%lld) is larger than the rank of "
-                           "the tensor %s",
-                           op, (long long)count, EMILY_SHAPE_STR(t));
+                           "the tensor %s", op, (long long)count, EMILY_SHAPE_STR(t));
     memset(mask, 0, (size_t)t->rank + 1);
     if (!axes) {
         for (int i = 0; i < (int)count; i++) {
@@ -151,9 +150,8 @@ static emily_status index_axes(const char *op, const emily_tensor *t, int naxes,
     if (s) return s;
     for (int i = 1; i < naxes; i++)
         if (norm[i] <= norm[i - 1])
-            return emily_error(EMILY_ERR_AXIS,
-                               "%s: axes must be an increasing list, got %d after %d", op, axes[i],
-                               axes[i - 1]);
+            return emily_error(EMILY_ERR_AXIS, "%s: axes must be an increasing list, got %d after %d",
+                               op, axes[i], axes[i - 1]);
     return EMILY_OK;
 }
 
@@ -167,8 +165,7 @@ emily_status emily_gather(const emily_tensor *t, const emily_tensor *indices, in
     emily_status s;
     if ((s = check_index_inputs(op, out, 2, ins, tensor_names, &e))) return s;
     if (indices->rank < 1)
-        return emily_error(EMILY_ERR_SHAPE, "%s: indices must have rank 1 or more, got a scalar",
-                           op);
+        return emily_error(EMILY_ERR_SHAPE, "%s: indices must have rank 1 or more, got a scalar", op);
     if (axes && naxes < 0)
         return emily_error(EMILY_ERR_ARGUMENT, "%s: negative number of axes (%d)", op, naxes);
     int64_t last = indices->shape[indices->rank - 1];
@@ -218,8 +215,8 @@ static emily_status indexed(emily_indexed_op iop, const emily_tensor *target,
     emily_status s;
     if ((s = check_index_inputs(op, out, 3, ins, target_names, &e))) return s;
     if (indices->rank != 2)
-        return emily_error(EMILY_ERR_SHAPE, "%s: indices must be a rank 2 tensor {n, i}, got %s",
-                           op, EMILY_SHAPE_STR(indices));
+        return emily_error(EMILY_ERR_SHAPE, "%s: indices must be a rank 2 tensor {n, i}, got %s", op,
+                           EMILY_SHAPE_STR(indices));
     if (updates->rank < 1 || updates->shape[0] != indices->shape[0])
         return emily_error(EMILY_ERR_SHAPE,
                            "%s: the leading axis of indices %s and of updates %s must match", op,
@@ -230,18 +227,16 @@ static emily_status indexed(emily_indexed_op iop, const emily_tensor *target,
     if (ni > target->rank || updates->rank - 1 + ni != target->rank)
         return emily_error(EMILY_ERR_SHAPE,
                            "%s: the rank of the target %s must be the rank of updates %s plus the "
-                           "last dimension of indices %s minus one",
-                           op, EMILY_SHAPE_STR(target), EMILY_SHAPE_STR(updates),
-                           EMILY_SHAPE_STR(indices));
+                           "last dimension of indices %s minus one", op, EMILY_SHAPE_STR(target),
+                           EMILY_SHAPE_STR(updates), EMILY_SHAPE_STR(indices));
     emily_dtype dt = out_type;
     if (dt == EMILY_DTYPE_AUTO) {
         dt = emily_type_merge(target->dtype, updates->dtype);
     } else if (!emily_dtype_valid(dt)) {
         return emily_error(EMILY_ERR_TYPE, "%s: invalid output type %d", op, (int)dt);
     } else if (!kind_fits(target->dtype, dt) || !kind_fits(updates->dtype, dt)) {
-        return emily_error(EMILY_ERR_TYPE,
-                           "%s: output type %s cannot hold target %s and updates %s", op,
-                           emily_dtype_name(dt), emily_dtype_name(target->dtype),
+        return emily_error(EMILY_ERR_TYPE, "%s: output type %s cannot hold target %s and updates %s",
+                           op, emily_dtype_name(dt), emily_dtype_name(target->dtype),
                            emily_dtype_name(updates->dtype));
     }
     int *norm = malloc(sizeof(int) * ((size_t)target->rank + 1));
@@ -301,15 +296,14 @@ emily_status emily_indexed_put(const emily_tensor *target, const emily_tensor *i
  * (take_along_axis, whose gather indexes every axis in order) S is t's
  * shape and A is `axis`. No op name: Nx's suite (and users' rescue
  * clauses) match this text exactly. Both devices' kernels call it. */
-emily_status emi_index_error(const char *op, const void *elem, emily_dtype dt, int64_t bad,
-                             int ncols, const int *axes, int axis, const emily_tensor *t) {
+emily_status emi_index_error(const char *op, const void *elem, emily_dtype dt, int64_t bad, int ncols,
+                             const int *axes, int axis, const emily_tensor *t) {
     int c = (int)(bad % ncols);
     char buf[256];
     if (axes) {
         int64_t *shape;
         bool *indexed;
-        emily_status s = emi_scratch(op, (size_t)t->rank + 1, (size_t)t->rank + 1, &shape,
-                                     &indexed);
+        emily_status s = emi_scratch(op, (size_t)t->rank + 1, (size_t)t->rank + 1, &shape, &indexed);
         if (s) return s;
         int r = 0;
         for (int i = 0; i < ncols; i++) {
@@ -333,18 +327,16 @@ emily_status emi_index_error(const char *op, const void *elem, emily_dtype dt, i
     }
     long long v = 0;
     switch (dt) {
-#define READ_INDEX(ENUM, sfx, T)    \
-    case EMILY_##ENUM: {            \
-        T x;                        \
-        memcpy(&x, elem, sizeof x); \
-        v = (long long)x;           \
-        break;                      \
+#define READ_INDEX(ENUM, sfx, T)      \
+    case EMILY_##ENUM: {              \
+        T x;                          \
+        memcpy(&x, elem, sizeof x);   \
+        v = (long long)x;             \
+        break;                        \
     }
         EMI_DTYPES_INTEGER(READ_INDEX)
 #undef READ_INDEX
-    default:
-        break;
+    default: break;
     }
-    return emily_error(EMILY_ERR_INDEX, "index %lld is out of bounds for axis %d in shape %s", v,
-                       ax, buf);
+    return emily_error(EMILY_ERR_INDEX, "index %lld is out of bounds for axis %d in shape %s", v, ax, buf);
 }

@@ -111,14 +111,12 @@ static emily_status check_matrix(const char *op, const emily_tensor *a, bool squ
     emily_status s = check_rank(op, "the tensor", a);
     if (s) return s;
     if (a->rank < 2)
-        return emily_error(EMILY_ERR_SHAPE,
-                           "%s: tensor must have at least rank 2, got rank %d with shape %s", op,
-                           a->rank, EMILY_SHAPE_STR(a));
+        return emily_error(EMILY_ERR_SHAPE, "%s: tensor must have at least rank 2, got rank %d with shape %s",
+                           op, a->rank, EMILY_SHAPE_STR(a));
     if (square && a->shape[a->rank - 1] != a->shape[a->rank - 2])
-        return emily_error(
-            EMILY_ERR_SHAPE,
-            "%s: tensor must be a square matrix or a batch of square matrices, got shape %s", op,
-            EMILY_SHAPE_STR(a));
+        return emily_error(EMILY_ERR_SHAPE,
+                           "%s: tensor must be a square matrix or a batch of square matrices, got shape %s",
+                           op, EMILY_SHAPE_STR(a));
     return EMILY_OK;
 }
 
@@ -148,8 +146,7 @@ static emily_status check_method(const char *op, emily_linalg_method method) {
         method != EMILY_LINALG_REFERENCE_NX07)
         return emily_error(EMILY_ERR_ARGUMENT,
                            "%s: invalid method %d, expected EMILY_LINALG_LAPACK, "
-                           "EMILY_LINALG_REFERENCE or EMILY_LINALG_REFERENCE_NX07",
-                           op, (int)method);
+                           "EMILY_LINALG_REFERENCE or EMILY_LINALG_REFERENCE_NX07", op, (int)method);
     return EMILY_OK;
 }
 
@@ -170,7 +167,7 @@ static emily_status lu_native(const struct emily_linalg_kernels *k, const emily_
         s = all_empty(3, (emily_tensor *[]){pn, ln, un}) ? EMILY_OK : k->lu_native(pn, ln, un, an);
     emily_tensor_release(an);
     return finish_all(s, 3, (emily_tensor *[]){pn, ln, un}, (emily_dtype[]){a->dtype, t, t},
-                      (emily_tensor * *const[]){p, l, u});
+                      (emily_tensor **const[]){p, l, u});
 }
 
 emily_status emily_lu(const emily_tensor *a, emily_tensor **p, emily_tensor **l, emily_tensor **u) {
@@ -186,8 +183,7 @@ emily_status emily_lu_opts(const emily_tensor *a, double eps, emily_linalg_metho
         return s;
     if ((s = emi_check_tensor(op, "tensor", a)) || (s = check_matrix(op, a, true))) return s;
     if (method == EMILY_LINALG_REFERENCE_NX07 && !(eps >= 0))
-        return emily_error(EMILY_ERR_ARGUMENT, "%s: eps must be a non-negative number, got %g", op,
-                           eps);
+        return emily_error(EMILY_ERR_ARGUMENT, "%s: eps must be a non-negative number, got %g", op, eps);
     bool nx07 = method == EMILY_LINALG_REFERENCE_NX07;
     const emily_engine *e;
     const struct emily_linalg_kernels *k;
@@ -206,11 +202,11 @@ emily_status emily_lu_opts(const emily_tensor *a, double eps, emily_linalg_metho
         !(s = emi_empty_like_device(a, w, a->rank, a->shape, &lw)) &&
         !(s = emi_empty_like_device(a, w, a->rank, a->shape, &uw)))
         s = all_empty(3, (emily_tensor *[]){pw, lw, uw}) ? EMILY_OK
-            : nx07                                       ? k->lu_nx07(pw, lw, uw, aw, eps)
-                                                         : k->lu(pw, lw, uw, aw, t);
+            : nx07                                     ? k->lu_nx07(pw, lw, uw, aw, eps)
+                                                       : k->lu(pw, lw, uw, aw, t);
     emily_tensor_release(aw);
     return finish_all(s, 3, (emily_tensor *[]){pw, lw, uw}, (emily_dtype[]){a->dtype, t, t},
-                      (emily_tensor * *const[]){p, l, u});
+                      (emily_tensor **const[]){p, l, u});
 }
 
 /* ---- cholesky ---------------------------------------------------------- */
@@ -254,10 +250,9 @@ static emily_status solve_shapes(const char *op, const emily_tensor *a, const em
     emily_status s;
     if ((s = check_rank(op, "a", a)) || (s = check_rank(op, "b", b))) return s;
     if (a->rank < 2 || a->shape[a->rank - 1] != a->shape[a->rank - 2])
-        return emily_error(
-            EMILY_ERR_SHAPE,
-            "%s: expected a square matrix or a batch of square matrices for a, got shape %s", op,
-            EMILY_SHAPE_STR(a));
+        return emily_error(EMILY_ERR_SHAPE,
+                           "%s: expected a square matrix or a batch of square matrices for a, got shape %s",
+                           op, EMILY_SHAPE_STR(a));
     int batch = a->rank - 2;
     int64_t n = a->shape[a->rank - 1];
     if (b->rank == batch + 1 && same_dims(a->shape, b->shape, batch) && b->shape[batch] == n) {
@@ -300,14 +295,11 @@ emily_status emily_triangular_solve(const emily_tensor *a, const emily_tensor *b
     emily_dtype w = native ? native_of(t) : wide_of(t);
     emily_tensor *aw = NULL, *bw = NULL, *xw = NULL;
     if ((s = to_wide(a, w, &aw))) return s;
-    if ((s = to_wide(b, w, &bw))) {
-        emily_tensor_release(aw);
-        return s;
-    }
+    if ((s = to_wide(b, w, &bw))) { emily_tensor_release(aw); return s; }
     if (!(s = emi_empty_like_device(b, w, b->rank, b->shape, &xw))) {
         s = !xw->size ? EMILY_OK
-            : native ? k->triangular_solve_native(xw, aw, bw, b_vector, left_side, lower, transform)
-                     : k->triangular_solve(xw, aw, bw, b_vector, left_side, lower, transform);
+            : native  ? k->triangular_solve_native(xw, aw, bw, b_vector, left_side, lower, transform)
+                      : k->triangular_solve(xw, aw, bw, b_vector, left_side, lower, transform);
         if (s) emily_tensor_release(xw);
     }
     emily_tensor_release(aw);
@@ -352,8 +344,7 @@ static emily_status finish_solve(emily_tensor *x, const emily_tensor *b, emily_d
 static emily_status solve_nx07(const emily_tensor *a, const emily_tensor *b, bool b_vector,
                                emily_dtype t, emily_tensor **out) {
     emily_tensor *q = NULL, *r = NULL, *qh = NULL, *bm = NULL, *qb = NULL, *x = NULL;
-    emily_status s = emily_qr_opts(a, EMILY_QR_REDUCED, 1.0e-10, EMILY_LINALG_REFERENCE_NX07, &q,
-                                   &r);
+    emily_status s = emily_qr_opts(a, EMILY_QR_REDUCED, 1.0e-10, EMILY_LINALG_REFERENCE_NX07, &q, &r);
     /* adjoint(q) . b contracts q's rows with b's rows, conjugated (Nx's
      * conjugate of a real tensor would make it complex) */
     if (!s && emily_dtype_is_complex(emily_tensor_dtype(q))) {
@@ -467,10 +458,9 @@ emily_status emily_determinant_opts(const emily_tensor *a, emily_linalg_method m
     if ((s = emi_check_out(op, out))) return s;
     if ((s = emi_check_tensor(op, "tensor", a))) return s;
     if (a->rank < 2 || a->shape[a->rank - 1] != a->shape[a->rank - 2])
-        return emily_error(
-            EMILY_ERR_SHAPE,
-            "%s: expects a square matrix or a batch of square matrices, got shape %s", op,
-            EMILY_SHAPE_STR(a));
+        return emily_error(EMILY_ERR_SHAPE,
+                           "%s: expects a square matrix or a batch of square matrices, got shape %s",
+                           op, EMILY_SHAPE_STR(a));
     const emily_engine *e;
     const struct emily_linalg_kernels *k;
     emily_dtype t = emily_type_to_floating(a->dtype), w = wide_of(t);
@@ -483,7 +473,7 @@ emily_status emily_determinant_opts(const emily_tensor *a, emily_linalg_method m
         if (!(s = emi_empty_like_device(a, nt, a->rank - 2, a->shape, &dn)))
             s = dn->size ? e->linalg->determinant_native(dn, an) : EMILY_OK;
         emily_tensor_release(an);
-        return finish_all(s, 1, &dn, &t, (emily_tensor * *const[]){out});
+        return finish_all(s, 1, &dn, &t, (emily_tensor **const[]){out});
     }
     if ((s = get_kernels(op, 1, &a, EMI_KERNEL_DETERMINANT, &e, &k))) return s;
     /* Nx 0.7's 2x2 and 3x3 determinants are the explicit products too */
@@ -554,14 +544,14 @@ emily_status emily_qr_opts(const emily_tensor *a, emily_qr_mode mode, double eps
     if (!(s = emi_empty_like_device(a, w, qrank, qshape, &qw)) &&
         !(s = emi_empty_like_device(a, w, rrank, rshape, &rw)))
         s = all_empty(2, (emily_tensor *[]){qw, rw}) ? EMILY_OK
-            : native                                 ? k->qr_native(qw, rw, aw, complete, eps)
-                     : (method == EMILY_LINALG_REFERENCE_NX07 ? k->qr_nx07
-                        : use_lapack(method, emi_engine_supports(e, EMI_KERNEL_QR_LAPACK, 0, w), aw)
-                            ? k->qr_lapack
-                            : k->qr)(qw, rw, aw, complete, eps, t);
+            : native ? k->qr_native(qw, rw, aw, complete, eps)
+            : (method == EMILY_LINALG_REFERENCE_NX07 ? k->qr_nx07
+               : use_lapack(method, emi_engine_supports(e, EMI_KERNEL_QR_LAPACK, 0, w), aw)
+                   ? k->qr_lapack
+                   : k->qr)(qw, rw, aw, complete, eps, t);
     emily_tensor_release(aw);
     return finish_all(s, 2, (emily_tensor *[]){qw, rw}, (emily_dtype[]){t, t},
-                      (emily_tensor * *const[]){q, r});
+                      (emily_tensor **const[]){q, r});
 }
 
 /* ---- svd --------------------------------------------------------------- */
@@ -584,17 +574,15 @@ emily_status emily_svd_opts(const emily_tensor *a, bool full_matrices, int64_t m
         return s;
     if ((s = emi_check_tensor(op, "tensor", a)) || (s = check_matrix(op, a, false))) return s;
     if (emily_dtype_is_complex(a->dtype))
-        return emily_error(
-            EMILY_ERR_TYPE,
-            "%s: complex tensors are not supported (Nx.LinAlg.svd/2 rejects them), got %s", op,
-            emily_dtype_name(a->dtype));
+        return emily_error(EMILY_ERR_TYPE,
+                           "%s: complex tensors are not supported (Nx.LinAlg.svd/2 rejects them), got %s",
+                           op, emily_dtype_name(a->dtype));
     const emily_engine *e;
     const struct emily_linalg_kernels *k;
     if ((s = emi_check_same_device(op, 1, &a, &e))) return s;
     bool native = e->linalg && e->linalg->svd_native;
     if (native && method != EMILY_LINALG_LAPACK) return reference_on_cpu_only(op, a);
-    emi_kernel kernel = method == EMILY_LINALG_REFERENCE_NX07 ? EMI_KERNEL_SVD_NX07
-                                                              : EMI_KERNEL_SVD;
+    emi_kernel kernel = method == EMILY_LINALG_REFERENCE_NX07 ? EMI_KERNEL_SVD_NX07 : EMI_KERNEL_SVD;
     if (!native && (s = get_kernels(op, 1, &a, kernel, &e, &k))) return s;
     if (native) k = e->linalg;
     int64_t m = a->shape[a->rank - 2], n = a->shape[a->rank - 1], kk = m < n ? m : n;
@@ -611,17 +599,15 @@ emily_status emily_svd_opts(const emily_tensor *a, bool full_matrices, int64_t m
         !(s = emi_empty_like_device(a, w, srank, sshape, &sw)) &&
         !(s = emi_empty_like_device(a, w, vrank, vshape, &vw)))
         s = all_empty(3, (emily_tensor *[]){uw, sw, vw}) ? EMILY_OK
-            : native
-                ? k->svd_native(uw, sw, vw, aw, full_matrices)
-                : (method == EMILY_LINALG_REFERENCE_NX07 ? k->svd_nx07
-                   : use_lapack(method, emi_engine_supports(e, EMI_KERNEL_SVD_LAPACK, 0, EMILY_F64),
-                                aw)
-                       ? k->svd_lapack
-                       : k->svd)(uw, sw, vw, aw, full_matrices, max_iter, t,
-                                 emily_dtype_is_integer(a->dtype));
+            : native ? k->svd_native(uw, sw, vw, aw, full_matrices)
+            : (method == EMILY_LINALG_REFERENCE_NX07 ? k->svd_nx07
+               : use_lapack(method, emi_engine_supports(e, EMI_KERNEL_SVD_LAPACK, 0, EMILY_F64), aw)
+                   ? k->svd_lapack
+                   : k->svd)(
+                  uw, sw, vw, aw, full_matrices, max_iter, t, emily_dtype_is_integer(a->dtype));
     emily_tensor_release(aw);
     return finish_all(s, 3, (emily_tensor *[]){uw, sw, vw}, (emily_dtype[]){t, t, t},
-                      (emily_tensor * *const[]){u, sv, vt});
+                      (emily_tensor **const[]){u, sv, vt});
 }
 
 /* ---- eigh -------------------------------------------------------------- */
@@ -648,8 +634,7 @@ emily_status emily_eigh_opts(const emily_tensor *a, double eps, int64_t max_iter
     if ((s = emi_check_same_device(op, 1, &a, &e))) return s;
     bool native = e->linalg && e->linalg->eigh_native;
     if (native && method != EMILY_LINALG_LAPACK) return reference_on_cpu_only(op, a);
-    if (!native &&
-        (s = get_kernels(op, 1, &a, nx07 ? EMI_KERNEL_EIGH_NX07 : EMI_KERNEL_EIGH, &e, &k)))
+    if (!native && (s = get_kernels(op, 1, &a, nx07 ? EMI_KERNEL_EIGH_NX07 : EMI_KERNEL_EIGH, &e, &k)))
         return s;
     if (native) k = e->linalg;
     emily_dtype t = emily_type_to_floating(a->dtype), w = native ? native_of(t) : wide_of(t);
@@ -658,12 +643,12 @@ emily_status emily_eigh_opts(const emily_tensor *a, double eps, int64_t max_iter
     if (!(s = emi_empty_like_device(a, w, a->rank - 1, a->shape, &ww)) &&
         !(s = emi_empty_like_device(a, w, a->rank, a->shape, &vw)))
         s = all_empty(2, (emily_tensor *[]){ww, vw}) ? EMILY_OK
-            : native                                 ? k->eigh_native(ww, vw, aw)
-            : nx07                                   ? k->eigh_nx07(ww, vw, aw, eps, max_iter)
+            : native ? k->eigh_native(ww, vw, aw)
+            : nx07 ? k->eigh_nx07(ww, vw, aw, eps, max_iter)
                    : (use_lapack(method, emi_engine_supports(e, EMI_KERNEL_EIGH_LAPACK, 0, w), aw)
                           ? k->eigh_lapack
                           : k->eigh)(ww, vw, aw, eps, max_iter, t);
     emily_tensor_release(aw);
     return finish_all(s, 2, (emily_tensor *[]){ww, vw}, (emily_dtype[]){t, t},
-                      (emily_tensor * *const[]){eigenvalues, eigenvectors});
+                      (emily_tensor **const[]){eigenvalues, eigenvectors});
 }

@@ -33,8 +33,8 @@ static emily_status drop_axes(emily_tensor *full, const bool *mask, bool keep, e
 }
 
 /* Nx's output type of a reduction of a `t`-typed tensor. */
-static emily_status reduce_type(const char *op, emily_reduce_op rop, emily_dtype t,
-                                emily_dtype out_type, emily_dtype *dt) {
+static emily_status reduce_type(const char *op, emily_reduce_op rop, emily_dtype t, emily_dtype out_type,
+                                emily_dtype *dt) {
     if (out_type != EMILY_DTYPE_AUTO && !emily_dtype_valid(out_type))
         return emily_error(EMILY_ERR_TYPE, "%s: invalid output type %d", op, (int)out_type);
     switch (rop) {
@@ -66,8 +66,7 @@ emily_status emily_reduce(emily_reduce_op rop, const emily_tensor *t, int naxes,
     const emily_engine *e;
     emily_status s = emi_check_inputs(op, out, 1, &t, (const char *const[]){"tensor"}, &e);
     if (s) return s;
-    if (axes && naxes < 0)
-        return emily_error(EMILY_ERR_AXIS, "%s: negative axis count %d", op, naxes);
+    if (axes && naxes < 0) return emily_error(EMILY_ERR_AXIS, "%s: negative axis count %d", op, naxes);
     if (!axes && naxes > 0) return emily_error(EMILY_ERR_ARGUMENT, "%s: axes is NULL", op);
     emily_dtype dt = EMILY_DTYPE_AUTO;
     if ((s = reduce_type(op, rop, t->dtype, out_type, &dt))) return s;
@@ -75,10 +74,7 @@ emily_status emily_reduce(emily_reduce_op rop, const emily_tensor *t, int naxes,
     if (!mask) return emily_error(EMILY_ERR_MEMORY, "%s: out of host memory", op);
     if (axes) {
         s = emi_norm_axes(op, naxes, axes, t->rank, NULL, mask);
-        if (s) {
-            free(mask);
-            return s;
-        }
+        if (s) { free(mask); return s; }
     } else {
         for (int i = 0; i < t->rank; i++) mask[i] = true;
     }
@@ -88,10 +84,7 @@ emily_status emily_reduce(emily_reduce_op rop, const emily_tensor *t, int naxes,
         return emi_convert_to(t, dt, out);
     }
     int64_t *shape = malloc(sizeof(int64_t) * ((size_t)t->rank + 1));
-    if (!shape) {
-        free(mask);
-        return emily_error(EMILY_ERR_MEMORY, "%s: out of host memory", op);
-    }
+    if (!shape) { free(mask); return emily_error(EMILY_ERR_MEMORY, "%s: out of host memory", op); }
     int64_t outsize = 1;
     bool empty_axis = false;
     for (int i = 0; i < t->rank; i++) {
@@ -102,8 +95,7 @@ emily_status emily_reduce(emily_reduce_op rop, const emily_tensor *t, int naxes,
     if ((rop == EMILY_REDUCE_MAX || rop == EMILY_REDUCE_MIN) && empty_axis && outsize > 0) {
         free(mask);
         free(shape);
-        return emily_error(EMILY_ERR_SHAPE,
-                           "%s: cannot reduce the empty axes of a tensor of shape %s", op,
+        return emily_error(EMILY_ERR_SHAPE, "%s: cannot reduce the empty axes of a tensor of shape %s", op,
                            EMILY_SHAPE_STR(t));
     }
     emily_tensor *src = NULL, *full = NULL;
@@ -118,8 +110,7 @@ emily_status emily_reduce(emily_reduce_op rop, const emily_tensor *t, int naxes,
     if (!s) s = emi_empty_like_device(t, dt, t->rank, shape, &full);
     if (!s && full->size > 0) {
         if (!emi_engine_supports(e, EMI_KERNEL_REDUCE, rop, src->dtype))
-            s = emily_error(EMILY_ERR_UNSUPPORTED, "%s: not available on the %s engine", op,
-                            e->name);
+            s = emily_error(EMILY_ERR_UNSUPPORTED, "%s: not available on the %s engine", op, e->name);
         else s = e->reduce->reduce(rop, full, src, mask);
     }
     emily_tensor_release(src);
@@ -146,8 +137,8 @@ emily_status emily_argreduce(emily_arg_op aop, const emily_tensor *t, int axis, 
         return emily_error(EMILY_ERR_TYPE, "%s: complex tensors (%s) are not ordered", op,
                            emily_dtype_name(t->dtype));
     if (axis >= t->rank)
-        return emily_error(EMILY_ERR_AXIS, "%s: axis %d out of range for a tensor of rank %d", op,
-                           axis, t->rank);
+        return emily_error(EMILY_ERR_AXIS, "%s: axis %d out of range for a tensor of rank %d", op, axis,
+                           t->rank);
     int r = axis < 0 ? 0 : t->rank;
     int64_t *shape;
     bool *mask;
@@ -161,14 +152,12 @@ emily_status emily_argreduce(emily_arg_op aop, const emily_tensor *t, int axis, 
     int64_t extent = axis < 0 ? t->size : t->shape[axis];
     emily_tensor *full = NULL;
     if (extent == 0 && outsize > 0)
-        s = emily_error(EMILY_ERR_SHAPE,
-                        "%s: cannot take the index of an extreme over an empty %s (shape %s)", op,
-                        axis < 0 ? "tensor" : "axis", EMILY_SHAPE_STR(t));
+        s = emily_error(EMILY_ERR_SHAPE, "%s: cannot take the index of an extreme over an empty %s (shape %s)",
+                        op, axis < 0 ? "tensor" : "axis", EMILY_SHAPE_STR(t));
     if (!s) s = emi_empty_like_device(t, dt, r, shape, &full);
     if (!s && full->size > 0) {
         if (!emi_engine_supports(e, EMI_KERNEL_ARGREDUCE, aop, t->dtype))
-            s = emily_error(EMILY_ERR_UNSUPPORTED, "%s: not available on the %s engine", op,
-                            e->name);
+            s = emily_error(EMILY_ERR_UNSUPPORTED, "%s: not available on the %s engine", op, e->name);
         else s = e->reduce->argreduce(aop, full, t, axis, tie_break_high);
     }
     if (!s) s = drop_axes(full, mask, keep_axis || axis < 0, out);
@@ -198,8 +187,7 @@ emily_status emily_all_close(const emily_tensor *a, const emily_tensor *b, doubl
     if (!s) s = emi_empty_like_device(a, EMILY_U8, 0, NULL, &res);
     if (!s) {
         if (!emi_engine_supports(e, EMI_KERNEL_ALL_CLOSE, 0, dt))
-            s = emily_error(EMILY_ERR_UNSUPPORTED, "all_close: not available on the %s engine",
-                            e->name);
+            s = emily_error(EMILY_ERR_UNSUPPORTED, "all_close: not available on the %s engine", e->name);
         else s = e->reduce->all_close(res, av, bv, rtol, atol, equal_nan);
     }
     emily_tensor_release(ac);

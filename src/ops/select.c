@@ -27,9 +27,9 @@ static emily_status check_branch(const char *arg, const emily_tensor *t, int ran
                                  const int64_t *shape) {
     if (fits_into(t, rank, shape)) return EMILY_OK;
     char a[256], b[256];
-    return emily_error(
-        EMILY_ERR_SHAPE, "select: %s of shape %s cannot broadcast to the output shape %s", arg,
-        emi_shape_str(t->rank, t->shape, a, sizeof a), emi_shape_str(rank, shape, b, sizeof b));
+    return emily_error(EMILY_ERR_SHAPE, "select: %s of shape %s cannot broadcast to the output shape %s",
+                       arg, emi_shape_str(t->rank, t->shape, a, sizeof a),
+                       emi_shape_str(rank, shape, b, sizeof b));
 }
 
 /* The select kernel reads integer and real float predicates; a complex
@@ -75,8 +75,7 @@ static emily_status select_with(const emily_engine *e, const emily_tensor *pred,
 emily_status emily_select(const emily_tensor *pred, const emily_tensor *on_true,
                           const emily_tensor *on_false, emily_dtype out_type, emily_tensor **out) {
     const emily_tensor *all[3] = {pred, on_true, on_false};
-    emily_status s = emi_check_args("select", out, 3, all,
-                                    (const char *const[]){"pred", "on_true", "on_false"});
+    emily_status s = emi_check_args("select", out, 3, all, (const char *const[]){"pred", "on_true", "on_false"});
     if (s) return s;
     emily_dtype o = emily_type_merge(on_true->dtype, on_false->dtype);
     if (!emily_dtype_valid(o) || !emily_dtype_valid(pred->dtype))
@@ -97,7 +96,7 @@ emily_status emily_select(const emily_tensor *pred, const emily_tensor *on_true,
     int rank = pred->rank;
     if (rank == 0) {
         s = emi_broadcast_shapes("select", on_true->rank, on_true->shape, on_false->rank,
-                                 on_false->shape, &rank, shape);
+                                   on_false->shape, &rank, shape);
     } else {
         for (int i = 0; i < rank; i++) shape[i] = pred->shape[i];
     }
@@ -114,8 +113,7 @@ emily_status emily_select(const emily_tensor *pred, const emily_tensor *on_true,
 emily_status emily_clip(const emily_tensor *t, const emily_tensor *min, const emily_tensor *max,
                         emily_dtype out_type, emily_tensor **out) {
     const emily_tensor *all[3] = {t, min, max};
-    emily_status s = emi_check_args("clip", out, 3, all,
-                                    (const char *const[]){"tensor", "min", "max"});
+    emily_status s = emi_check_args("clip", out, 3, all, (const char *const[]){"tensor", "min", "max"});
     if (s) return s;
     if (min->rank != 0 || max->rank != 0) {
         const emily_tensor *bad = min->rank != 0 ? min : max;
@@ -123,15 +121,15 @@ emily_status emily_clip(const emily_tensor *t, const emily_tensor *min, const em
                            bad == min ? "min" : "max", EMILY_SHAPE_STR(bad));
     }
     emily_dtype o = emily_type_merge(t->dtype, emily_type_merge(min->dtype, max->dtype));
-    if (!emily_dtype_valid(o)) return emily_error(EMILY_ERR_TYPE, "clip: invalid operand types");
+    if (!emily_dtype_valid(o))
+        return emily_error(EMILY_ERR_TYPE, "clip: invalid operand types");
     if (emily_dtype_is_complex(o))
-        return emily_error(
-            EMILY_ERR_TYPE, "clip: complex tensors are not supported, got %s, %s and %s",
-            emily_dtype_name(t->dtype), emily_dtype_name(min->dtype), emily_dtype_name(max->dtype));
+        return emily_error(EMILY_ERR_TYPE, "clip: complex tensors are not supported, got %s, %s and %s",
+                           emily_dtype_name(t->dtype), emily_dtype_name(min->dtype),
+                           emily_dtype_name(max->dtype));
     if (out_type != EMILY_DTYPE_AUTO) {
         if (!emily_dtype_valid(out_type) || emily_dtype_is_complex(out_type))
-            return emily_error(EMILY_ERR_TYPE, "clip: invalid output type %s",
-                               emily_dtype_name(out_type));
+            return emily_error(EMILY_ERR_TYPE, "clip: invalid output type %s", emily_dtype_name(out_type));
         o = out_type;
     }
     const emily_engine *e;

@@ -24,24 +24,16 @@ static emily_status check_input(const char *op, const emily_tensor *t, emily_ten
 /* Strides that let a tensor of (t->shape, t->strides) be read as `shape`
  * without moving data; false when no such strides exist (the layout
  * would have to change). Sizes are equal and nonzero. */
-static bool reshape_strides(const emily_tensor *t, int rank, const int64_t *shape, int64_t *strides,
-                            int64_t *tmp) {
+static bool reshape_strides(const emily_tensor *t, int rank, const int64_t *shape,
+                            int64_t *strides, int64_t *tmp) {
     /* the input's dims of size > 1 */
     int64_t *od = tmp, *os = tmp + t->rank;
     int m = 0;
     for (int i = 0; i < t->rank; i++)
-        if (t->shape[i] != 1) {
-            od[m] = t->shape[i];
-            os[m] = t->strides[i];
-            m++;
-        }
+        if (t->shape[i] != 1) { od[m] = t->shape[i]; os[m] = t->strides[i]; m++; }
     int i = 0, j = 0;
     while (j < rank) {
-        if (shape[j] == 1) {
-            strides[j] = 0;
-            j++;
-            continue;
-        }
+        if (shape[j] == 1) { strides[j] = 0; j++; continue; }
         /* the smallest groups of old dims i..i2-1 and new dims j..j2-1
          * with equal products */
         int64_t pn = shape[j], po = od[i];
@@ -74,9 +66,10 @@ emily_status emily_reshape(const emily_tensor *t, int rank, const int64_t *shape
     int64_t size;
     if (!emi_shape_size(rank, shape, &size) || size != t->size) {
         char b[256];
-        return emily_error(
-            EMILY_ERR_SHAPE, "reshape: cannot reshape a tensor of shape %s (%lld elements) to %s",
-            EMILY_SHAPE_STR(t), (long long)t->size, emi_shape_str(rank, shape, b, sizeof b));
+        return emily_error(EMILY_ERR_SHAPE,
+                           "reshape: cannot reshape a tensor of shape %s (%lld elements) to %s",
+                           EMILY_SHAPE_STR(t), (long long)t->size,
+                           emi_shape_str(rank, shape, b, sizeof b));
     }
     int64_t *strides = scratch(op, rank + t->rank, &s);
     if (!strides) return s;
@@ -99,12 +92,12 @@ emily_status emily_reshape(const emily_tensor *t, int rank, const int64_t *shape
 
 /* ---- squeeze ------------------------------------------------------------ */
 
-emily_status emily_squeeze(const emily_tensor *t, int naxes, const int *axes, emily_tensor **out) {
+emily_status emily_squeeze(const emily_tensor *t, int naxes, const int *axes,
+                           emily_tensor **out) {
     const char *op = "squeeze";
     emily_status s = check_input(op, t, out);
     if (s) return s;
-    if (axes && naxes < 0)
-        return emily_error(EMILY_ERR_AXIS, "squeeze: negative axis count %d", naxes);
+    if (axes && naxes < 0) return emily_error(EMILY_ERR_AXIS, "squeeze: negative axis count %d", naxes);
     if (!axes && naxes > 0) return emily_error(EMILY_ERR_ARGUMENT, "squeeze: axes is NULL");
     int64_t *buf;
     bool *mask;
@@ -113,10 +106,9 @@ emily_status emily_squeeze(const emily_tensor *t, int naxes, const int *axes, em
         s = emi_norm_axes(op, naxes, axes, t->rank, NULL, mask);
         for (int i = 0; !s && i < t->rank; i++)
             if (mask[i] && t->shape[i] != 1)
-                s = emily_error(
-                    EMILY_ERR_SHAPE,
-                    "squeeze: cannot squeeze axis %d of size %lld (shape %s), only axes of size 1",
-                    i, (long long)t->shape[i], EMILY_SHAPE_STR(t));
+                s = emily_error(EMILY_ERR_SHAPE,
+                                "squeeze: cannot squeeze axis %d of size %lld (shape %s), only axes of size 1",
+                                i, (long long)t->shape[i], EMILY_SHAPE_STR(t));
     } else {
         for (int i = 0; i < t->rank; i++) mask[i] = t->shape[i] == 1;
     }
@@ -124,11 +116,7 @@ emily_status emily_squeeze(const emily_tensor *t, int naxes, const int *axes, em
         int64_t *shape = buf, *strides = buf + t->rank;
         int r = 0;
         for (int i = 0; i < t->rank; i++)
-            if (!mask[i]) {
-                shape[r] = t->shape[i];
-                strides[r] = t->strides[i];
-                r++;
-            }
+            if (!mask[i]) { shape[r] = t->shape[i]; strides[r] = t->strides[i]; r++; }
         s = emi_tensor_view(t, r, shape, strides, t->offset, out);
     }
     free(mask);
@@ -138,8 +126,8 @@ emily_status emily_squeeze(const emily_tensor *t, int naxes, const int *axes, em
 
 /* ---- broadcast ---------------------------------------------------------- */
 
-emily_status emily_broadcast(const emily_tensor *t, int rank, const int64_t *shape, const int *axes,
-                             emily_tensor **out) {
+emily_status emily_broadcast(const emily_tensor *t, int rank, const int64_t *shape,
+                             const int *axes, emily_tensor **out) {
     const char *op = "broadcast";
     emily_status s = check_input(op, t, out);
     if (s) return s;
@@ -147,15 +135,11 @@ emily_status emily_broadcast(const emily_tensor *t, int rank, const int64_t *sha
         return emily_error(EMILY_ERR_SHAPE, "broadcast: invalid rank %d or NULL shape", rank);
     int64_t size;
     if (!emi_shape_size(rank, shape, &size))
-        return emily_error(
-            EMILY_ERR_SHAPE,
-            "broadcast: invalid target shape (negative dimension or too many elements)");
+        return emily_error(EMILY_ERR_SHAPE, "broadcast: invalid target shape (negative dimension or too many elements)");
     char b[256];
     if (t->rank > rank)
-        return emily_error(
-            EMILY_ERR_SHAPE,
-            "broadcast: cannot broadcast a tensor of shape %s to the lower rank shape %s",
-            EMILY_SHAPE_STR(t), emi_shape_str(rank, shape, b, sizeof b));
+        return emily_error(EMILY_ERR_SHAPE, "broadcast: cannot broadcast a tensor of shape %s to the lower rank shape %s",
+                           EMILY_SHAPE_STR(t), emi_shape_str(rank, shape, b, sizeof b));
     int64_t *strides = scratch(op, rank, &s);
     if (!strides) return s;
     for (int i = 0; i < rank; i++) strides[i] = 0;
@@ -164,25 +148,22 @@ emily_status emily_broadcast(const emily_tensor *t, int rank, const int64_t *sha
         int a = axes ? axes[i] : rank - t->rank + i;
         if (a < 0) a += rank;
         if (a < 0 || a >= rank) {
-            s = emily_error(EMILY_ERR_AXIS,
-                            "broadcast: axis %d out of range for the target shape %s", axes[i],
-                            emi_shape_str(rank, shape, b, sizeof b));
+            s = emily_error(EMILY_ERR_AXIS, "broadcast: axis %d out of range for the target shape %s",
+                            axes[i], emi_shape_str(rank, shape, b, sizeof b));
             break;
         }
         if (a <= last) {
-            s = emily_error(EMILY_ERR_AXIS, "broadcast: axes must be increasing, got %d after %d",
-                            a, last);
+            s = emily_error(EMILY_ERR_AXIS, "broadcast: axes must be increasing, got %d after %d", a, last);
             break;
         }
         last = a;
         if (t->shape[i] == shape[a]) {
             strides[a] = t->strides[i];
         } else if (t->shape[i] != 1) {
-            s = emily_error(
-                EMILY_ERR_SHAPE,
-                "broadcast: cannot broadcast a tensor of shape %s to %s (axis %d of size %lld maps to a dimension of size %lld)",
-                EMILY_SHAPE_STR(t), emi_shape_str(rank, shape, b, sizeof b), i,
-                (long long)t->shape[i], (long long)shape[a]);
+            s = emily_error(EMILY_ERR_SHAPE,
+                            "broadcast: cannot broadcast a tensor of shape %s to %s (axis %d of size %lld maps to a dimension of size %lld)",
+                            EMILY_SHAPE_STR(t), emi_shape_str(rank, shape, b, sizeof b), i,
+                            (long long)t->shape[i], (long long)shape[a]);
             break;
         }
     }
@@ -225,17 +206,16 @@ emily_status emily_transpose(const emily_tensor *t, const int *perm, emily_tenso
 
 /* ---- reverse ------------------------------------------------------------ */
 
-emily_status emily_reverse(const emily_tensor *t, int naxes, const int *axes, emily_tensor **out) {
+emily_status emily_reverse(const emily_tensor *t, int naxes, const int *axes,
+                           emily_tensor **out) {
     const char *op = "reverse";
     emily_status s = check_input(op, t, out);
     if (s) return s;
     if (naxes < 0 || (naxes > 0 && !axes))
-        return emily_error(EMILY_ERR_ARGUMENT, "reverse: invalid axis count %d or NULL axes",
-                           naxes);
+        return emily_error(EMILY_ERR_ARGUMENT, "reverse: invalid axis count %d or NULL axes", naxes);
     int64_t *strides;
     bool *mask;
-    if ((s = emi_scratch(op, 2 * (size_t)t->rank + 2, (size_t)t->rank + 1, &strides, &mask)))
-        return s;
+    if ((s = emi_scratch(op, 2 * (size_t)t->rank + 2, (size_t)t->rank + 1, &strides, &mask))) return s;
     s = emi_norm_axes(op, naxes, axes, t->rank, NULL, mask);
     if (!s) {
         int64_t offset = t->offset;
@@ -276,9 +256,8 @@ emily_status emily_slice(const emily_tensor *t, const int64_t *starts, const int
                                "slice: length %lld at axis %d is out of range for shape %s",
                                (long long)lengths[i], i, EMILY_SHAPE_STR(t));
         if (st < 1)
-            return emily_error(EMILY_ERR_ARGUMENT,
-                               "slice: stride at axis %d must be at least 1, got %lld", i,
-                               (long long)st);
+            return emily_error(EMILY_ERR_ARGUMENT, "slice: stride at axis %d must be at least 1, got %lld",
+                               i, (long long)st);
     }
     int64_t *buf = scratch(op, t->rank, &s);
     if (!buf) return s;

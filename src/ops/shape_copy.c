@@ -11,9 +11,7 @@
 static emily_status copy_into(const emily_engine *e, emily_tensor *dst, const emily_tensor *src,
                               const char *op) {
     if (dst->size == 0) return EMILY_OK;
-    if (!emi_engine_supports(e, EMI_KERNEL_COPY, 0, src->dtype))
-        return emily_error(EMILY_ERR_UNSUPPORTED, "%s: the %s engine has no copy kernel", op,
-                           e->name);
+    if (!emi_engine_supports(e, EMI_KERNEL_COPY, 0, src->dtype)) return emily_error(EMILY_ERR_UNSUPPORTED, "%s: the %s engine has no copy kernel", op, e->name);
     return e->copy->copy(dst, src);
 }
 
@@ -24,8 +22,7 @@ emily_status emily_pad(const emily_tensor *t, const emily_tensor *value, const i
     const char *op = "pad";
     const emily_tensor *both[2] = {t, value};
     const emily_engine *e;
-    emily_status s = emi_check_inputs(op, out, 2, both,
-                                      (const char *const[]){"tensor", "pad value"}, &e);
+    emily_status s = emi_check_inputs(op, out, 2, both, (const char *const[]){"tensor", "pad value"}, &e);
     if (s) return s;
     if (value->size != 1)
         return emily_error(EMILY_ERR_SHAPE, "pad: the pad value must be a scalar, got shape %s",
@@ -43,27 +40,23 @@ emily_status emily_pad(const emily_tensor *t, const emily_tensor *value, const i
         int64_t in = interior ? interior[i] : 0, d = t->shape[i];
         if (in < 0) {
             free(buf);
-            return emily_error(EMILY_ERR_ARGUMENT,
-                               "pad: interior padding at axis %d must be non-negative, got %lld", i,
-                               (long long)in);
+            return emily_error(EMILY_ERR_ARGUMENT, "pad: interior padding at axis %d must be non-negative, got %lld",
+                               i, (long long)in);
         }
         /* Nx.Shape.pad's size: d + (d - 1) * interior + lo + hi */
         int64_t grown;
         if (__builtin_mul_overflow(d - 1, in, &grown) || __builtin_add_overflow(grown, d, &grown) ||
-            __builtin_add_overflow(grown, lo[i], &grown) ||
-            __builtin_add_overflow(grown, hi[i], &grown)) {
+            __builtin_add_overflow(grown, lo[i], &grown) || __builtin_add_overflow(grown, hi[i], &grown)) {
             free(buf);
-            return emily_error(EMILY_ERR_SHAPE,
-                               "pad: padding (%lld, %lld, %lld) at axis %d is too large",
+            return emily_error(EMILY_ERR_SHAPE, "pad: padding (%lld, %lld, %lld) at axis %d is too large",
                                (long long)lo[i], (long long)hi[i], (long long)in, i);
         }
         oshape[i] = grown;
         if (oshape[i] < 0) {
             free(buf);
-            return emily_error(
-                EMILY_ERR_SHAPE,
-                "pad: padding (%lld, %lld, %lld) at axis %d of shape %s gives a negative size",
-                (long long)lo[i], (long long)hi[i], (long long)in, i, EMILY_SHAPE_STR(t));
+            return emily_error(EMILY_ERR_SHAPE,
+                               "pad: padding (%lld, %lld, %lld) at axis %d of shape %s gives a negative size",
+                               (long long)lo[i], (long long)hi[i], (long long)in, i, EMILY_SHAPE_STR(t));
         }
         if (lo[i] > 0 || hi[i] > 0 || in > 0) plain = false;
         /* input element k lands at output position k * (in + 1) + lo */
@@ -156,11 +149,9 @@ static emily_status check_list(const char *op, bool stacking, int n, const emily
                                const emily_engine **e, emily_dtype *dt, int *ax) {
     emily_status s = emi_check_out(op, out);
     if (s) return s;
-    if (n < 1 || !ts)
-        return emily_error(EMILY_ERR_ARGUMENT, "%s: expected a non-empty list of tensors", op);
+    if (n < 1 || !ts) return emily_error(EMILY_ERR_ARGUMENT, "%s: expected a non-empty list of tensors", op);
     for (int k = 0; k < n; k++) {
-        if (!ts[k])
-            return emily_error(EMILY_ERR_ARGUMENT, "%s: tensor %d of the list is NULL", op, k);
+        if (!ts[k]) return emily_error(EMILY_ERR_ARGUMENT, "%s: tensor %d of the list is NULL", op, k);
     }
     if ((s = emi_check_same_device(op, n, ts, e))) return s;
     if (out_type != EMILY_DTYPE_AUTO && !emily_dtype_valid(out_type))
@@ -174,24 +165,21 @@ static emily_status check_list(const char *op, bool stacking, int n, const emily
     if ((s = emi_norm_axis(op, axis, stacking ? r + 1 : r, ax))) return s;
     for (int k = 1; k < n; k++) {
         bool ok = ts[k]->rank == r;
-        for (int i = 0; ok && i < r; i++)
-            ok = (!stacking && i == *ax) || ts[k]->shape[i] == ts[0]->shape[i];
+        for (int i = 0; ok && i < r; i++) ok = (!stacking && i == *ax) || ts[k]->shape[i] == ts[0]->shape[i];
         if (ok) continue;
         char b[256];
         if (stacking)
-            return emily_error(EMILY_ERR_SHAPE,
-                               "stack: tensor %d has shape %s, expected %s like tensor 0", k,
-                               EMILY_SHAPE_STR(ts[k]), emi_shape_str(r, ts[0]->shape, b, sizeof b));
-        return emily_error(
-            EMILY_ERR_SHAPE,
-            "concatenate: tensor %d has shape %s, incompatible with %s along axis %d", k,
-            EMILY_SHAPE_STR(ts[k]), emi_shape_str(r, ts[0]->shape, b, sizeof b), *ax);
+            return emily_error(EMILY_ERR_SHAPE, "stack: tensor %d has shape %s, expected %s like tensor 0",
+                               k, EMILY_SHAPE_STR(ts[k]), emi_shape_str(r, ts[0]->shape, b, sizeof b));
+        return emily_error(EMILY_ERR_SHAPE,
+                           "concatenate: tensor %d has shape %s, incompatible with %s along axis %d",
+                           k, EMILY_SHAPE_STR(ts[k]), emi_shape_str(r, ts[0]->shape, b, sizeof b), *ax);
     }
     return EMILY_OK;
 }
 
-emily_status emily_concatenate(int n, const emily_tensor *const *ts, int axis, emily_dtype out_type,
-                               emily_tensor **out) {
+emily_status emily_concatenate(int n, const emily_tensor *const *ts, int axis,
+                               emily_dtype out_type, emily_tensor **out) {
     const emily_engine *e;
     emily_dtype dt;
     int ax;
@@ -220,11 +208,7 @@ emily_status emily_stack(int n, const emily_tensor *const *ts, int axis, emily_d
     for (int k = 0; !s && k < n; k++) {
         /* each input gains an axis of size 1 at `ax` */
         for (int i = 0, j = 0; i <= r; i++) {
-            if (i == ax) {
-                shape[i] = 1;
-                strides[i] = 0;
-                continue;
-            }
+            if (i == ax) { shape[i] = 1; strides[i] = 0; continue; }
             shape[i] = ts[k]->shape[j];
             strides[i] = ts[k]->strides[j];
             j++;
@@ -241,12 +225,12 @@ emily_status emily_stack(int n, const emily_tensor *const *ts, int axis, emily_d
 /* ---- put_slice ---------------------------------------------------------- */
 
 emily_status emily_put_slice(const emily_tensor *t, const int64_t *starts,
-                             const emily_tensor *update, emily_dtype out_type, emily_tensor **out) {
+                             const emily_tensor *update, emily_dtype out_type,
+                             emily_tensor **out) {
     const char *op = "put_slice";
     const emily_tensor *both[2] = {t, update};
     const emily_engine *e;
-    emily_status s = emi_check_inputs(op, out, 2, both, (const char *const[]){"tensor", "slice"},
-                                      &e);
+    emily_status s = emi_check_inputs(op, out, 2, both, (const char *const[]){"tensor", "slice"}, &e);
     if (s) return s;
     if (out_type != EMILY_DTYPE_AUTO && !emily_dtype_valid(out_type))
         return emily_error(EMILY_ERR_TYPE, "put_slice: invalid output type %d", (int)out_type);
@@ -254,14 +238,10 @@ emily_status emily_put_slice(const emily_tensor *t, const int64_t *starts,
     bool ok = update->rank == r;
     for (int i = 0; ok && i < r; i++) ok = update->shape[i] <= t->shape[i];
     if (!ok)
-        return emily_error(
-            EMILY_ERR_SHAPE,
-            "put_slice: the slice of shape %s does not fit in the tensor of shape %s",
-            EMILY_SHAPE_STR(update), EMILY_SHAPE_STR(t));
-    if (r > 0 && !starts)
-        return emily_error(EMILY_ERR_ARGUMENT, "put_slice: start indices are NULL");
-    emily_dtype dt = out_type == EMILY_DTYPE_AUTO ? emily_type_merge(t->dtype, update->dtype)
-                                                  : out_type;
+        return emily_error(EMILY_ERR_SHAPE, "put_slice: the slice of shape %s does not fit in the tensor of shape %s",
+                           EMILY_SHAPE_STR(update), EMILY_SHAPE_STR(t));
+    if (r > 0 && !starts) return emily_error(EMILY_ERR_ARGUMENT, "put_slice: start indices are NULL");
+    emily_dtype dt = out_type == EMILY_DTYPE_AUTO ? emily_type_merge(t->dtype, update->dtype) : out_type;
     emily_tensor *tc = NULL, *uc = NULL, *res = NULL, *dst = NULL;
     s = emi_convert_to(t, dt, &tc);
     if (!s) s = emi_convert_to(update, dt, &uc);

@@ -19,14 +19,13 @@ static emily_status check_sortable(const char *op, const emily_tensor *t) {
 
 static emily_status check_direction(const char *op, emily_sort_direction d) {
     if (d != EMILY_SORT_ASC && d != EMILY_SORT_DESC)
-        return emily_error(EMILY_ERR_ARGUMENT, "%s: unknown direction %d (asc or desc)", op,
-                           (int)d);
+        return emily_error(EMILY_ERR_ARGUMENT, "%s: unknown direction %d (asc or desc)", op, (int)d);
     return EMILY_OK;
 }
 
 /* Common checks of sort and argsort; *ax is the normalized axis. */
-static emily_status sort_prologue(const char *op, emi_kernel kernel, const emily_tensor *t,
-                                  int axis, emily_sort_direction d, emily_tensor **out,
+static emily_status sort_prologue(const char *op, emi_kernel kernel, const emily_tensor *t, int axis,
+                                  emily_sort_direction d, emily_tensor **out,
                                   const struct emily_sort_kernels **k, int *ax) {
     const emily_engine *e;
     emily_status s = emi_check_args(op, out, 1, &t, tensor_name);
@@ -36,8 +35,7 @@ static emily_status sort_prologue(const char *op, emi_kernel kernel, const emily
     if (s) return s;
     if (t->rank == 0) {
         if (axis != 0 && axis != -1)
-            return emily_error(EMILY_ERR_AXIS, "%s: axis %d out of range for a tensor of rank 0",
-                               op, axis);
+            return emily_error(EMILY_ERR_AXIS, "%s: axis %d out of range for a tensor of rank 0", op, axis);
         *ax = 0;
     } else if ((s = emi_norm_axis(op, axis, t->rank, ax))) {
         return s;
@@ -120,12 +118,10 @@ emily_status emily_top_k(const emily_tensor *t, int64_t k, emily_dtype index_typ
     if (!s) s = check_sortable(op, t);
     if (!s) s = emi_check_same_device(op, 1, &t, &e);
     if (s) return s;
-    if (t->rank < 1)
-        return emily_error(EMILY_ERR_SHAPE, "%s: the input must have rank 1 or more", op);
+    if (t->rank < 1) return emily_error(EMILY_ERR_SHAPE, "%s: the input must have rank 1 or more", op);
     int64_t last = t->shape[t->rank - 1];
     if (k < 1)
-        return emily_error(EMILY_ERR_ARGUMENT, "%s: k must be at least 1, got %lld", op,
-                           (long long)k);
+        return emily_error(EMILY_ERR_ARGUMENT, "%s: k must be at least 1, got %lld", op, (long long)k);
     if (k > last)
         return emily_error(EMILY_ERR_ARGUMENT,
                            "%s: k (%lld) is larger than the last axis of the input %s", op,

@@ -30,8 +30,7 @@ bool emily_unary_op_from_name(const char *name, emily_unary_op *op) {
 }
 
 static emily_status no_complex(const char *name, emily_dtype t) {
-    return emily_error(EMILY_ERR_TYPE, "%s: complex type %s is not supported", name,
-                       emily_dtype_name(t));
+    return emily_error(EMILY_ERR_TYPE, "%s: complex type %s is not supported", name, emily_dtype_name(t));
 }
 
 emily_status emily_unary_type(emily_unary_op op, emily_dtype t, emily_dtype *out) {
@@ -39,21 +38,16 @@ emily_status emily_unary_type(emily_unary_op op, emily_dtype t, emily_dtype *out
     if ((int)op < 0 || op >= EMILY_UNARY_OP_COUNT)
         return emily_error(EMILY_ERR_ARGUMENT, "unary: unknown op %d", (int)op);
     const char *name = unary_names[op];
-    if (!emily_dtype_valid(t))
-        return emily_error(EMILY_ERR_TYPE, "%s: invalid input type %d", name, (int)t);
+    if (!emily_dtype_valid(t)) return emily_error(EMILY_ERR_TYPE, "%s: invalid input type %d", name, (int)t);
     bool cplx = emily_dtype_is_complex(t);
     emily_dtype r;
     switch (emi_unary_rule_of(op)) {
-    case EMI_UNARY_RULE_FLOATING:
-        r = emily_type_to_floating(t);
-        break;
+    case EMI_UNARY_RULE_FLOATING: r = emily_type_to_floating(t); break;
     case EMI_UNARY_RULE_FLOATING_REAL:
         if (cplx) return no_complex(name, t);
         r = emily_type_to_floating(t);
         break;
-    case EMI_UNARY_RULE_ABS:
-        r = cplx ? emily_type_to_real(t) : t;
-        break;
+    case EMI_UNARY_RULE_ABS: r = cplx ? emily_type_to_real(t) : t; break;
     case EMI_UNARY_RULE_INTEGER:
         if (!emily_dtype_is_integer(t))
             return emily_error(EMILY_ERR_TYPE, "%s: expects an integer type, got %s", name,
@@ -64,24 +58,14 @@ emily_status emily_unary_type(emily_unary_op op, emily_dtype t, emily_dtype *out
         if (cplx) return no_complex(name, t);
         r = t;
         break;
-    case EMI_UNARY_RULE_CONJUGATE:
-        r = emily_type_to_complex(t);
-        break;
+    case EMI_UNARY_RULE_CONJUGATE: r = emily_type_to_complex(t); break;
     case EMI_UNARY_RULE_REAL:
-    case EMI_UNARY_RULE_PHASE:
-        r = emily_type_to_real(t);
-        break;
-    case EMI_UNARY_RULE_IMAG:
-        r = cplx ? emily_type_to_real(t) : emily_type_to_floating(t);
-        break;
+    case EMI_UNARY_RULE_PHASE: r = emily_type_to_real(t); break;
+    case EMI_UNARY_RULE_IMAG: r = cplx ? emily_type_to_real(t) : emily_type_to_floating(t); break;
     case EMI_UNARY_RULE_PREDICATE:
-    case EMI_UNARY_RULE_LOGICAL:
-        r = EMILY_U8;
-        break;
+    case EMI_UNARY_RULE_LOGICAL: r = EMILY_U8; break;
     case EMI_UNARY_RULE_SAME:
-    default:
-        r = t;
-        break;
+    default: r = t; break;
     }
     if (out) *out = r;
     return EMILY_OK;
@@ -109,8 +93,7 @@ emily_status emily_unary(emily_unary_op op, const emily_tensor *t, emily_tensor 
     emi_unary_rule rule = emi_unary_rule_of(op);
     /* Cases Nx answers without a backend kernel. */
     if ((rule == EMI_UNARY_RULE_ABS && emily_dtype_kind_of(t->dtype) == EMILY_KIND_UNSIGNED) ||
-        (rule == EMI_UNARY_RULE_ROUNDING && integer) ||
-        (rule == EMI_UNARY_RULE_REAL && !cplx && !integer)) {
+        (rule == EMI_UNARY_RULE_ROUNDING && integer) || (rule == EMI_UNARY_RULE_REAL && !cplx && !integer)) {
         emily_tensor_retain((emily_tensor *)t);
         *out = (emily_tensor *)t;
         return EMILY_OK;

@@ -12,14 +12,10 @@
 
 static const char *reduce_name(emily_window_op op) {
     switch (op) {
-    case EMILY_WINDOW_SUM:
-        return "window_sum";
-    case EMILY_WINDOW_PRODUCT:
-        return "window_product";
-    case EMILY_WINDOW_MAX:
-        return "window_max";
-    case EMILY_WINDOW_MIN:
-        return "window_min";
+    case EMILY_WINDOW_SUM: return "window_sum";
+    case EMILY_WINDOW_PRODUCT: return "window_product";
+    case EMILY_WINDOW_MAX: return "window_max";
+    case EMILY_WINDOW_MIN: return "window_min";
     }
     return "window_reduce";
 }
@@ -28,8 +24,8 @@ static emily_status check_list(const char *op, const char *what, int rank, const
     if (!v) return EMILY_OK;
     for (int d = 0; d < rank; d++)
         if (v[d] < 1)
-            return emily_error(EMILY_ERR_ARGUMENT, "%s: %s must be positive, got %lld on axis %d",
-                               op, what, (long long)v[d], d);
+            return emily_error(EMILY_ERR_ARGUMENT, "%s: %s must be positive, got %lld on axis %d", op,
+                               what, (long long)v[d], d);
     return EMILY_OK;
 }
 
@@ -60,13 +56,12 @@ static emily_status window_shape(const char *op, const emily_tensor *t, int rank
             __builtin_add_overflow(padded, t->shape[d], &padded))
             return emily_error(EMILY_ERR_ARGUMENT, "%s: padding on axis %d overflows", op, d);
         if (padded < 0)
-            return emily_error(
-                EMILY_ERR_SHAPE, "%s: padding {%lld, %lld} makes axis %d of %s negative (%lld)", op,
-                (long long)lo, (long long)hi, d, EMILY_SHAPE_STR(t), (long long)padded);
-        if (__builtin_mul_overflow(window[d] - 1, dil, &span) ||
-            __builtin_add_overflow(span, 1, &eff))
-            return emily_error(EMILY_ERR_ARGUMENT, "%s: dilated window on axis %d overflows", op,
-                               d);
+            return emily_error(EMILY_ERR_SHAPE,
+                               "%s: padding {%lld, %lld} makes axis %d of %s negative (%lld)", op,
+                               (long long)lo, (long long)hi, d, EMILY_SHAPE_STR(t),
+                               (long long)padded);
+        if (__builtin_mul_overflow(window[d] - 1, dil, &span) || __builtin_add_overflow(span, 1, &eff))
+            return emily_error(EMILY_ERR_ARGUMENT, "%s: dilated window on axis %d overflows", op, d);
         if (eff > padded)
             return emily_error(EMILY_ERR_SHAPE,
                                "%s: the window (%lld, dilated to %lld) is larger than axis %d "
@@ -82,8 +77,7 @@ static emily_status window_shape(const char *op, const emily_tensor *t, int rank
 static emily_status window_table(const char *op, const emily_engine *e, emi_kernel kernel, int wop,
                                  const emily_tensor *t, const struct emily_window_kernels **k) {
     if (!emi_engine_supports(e, kernel, wop, t->dtype))
-        return emily_error(EMILY_ERR_UNSUPPORTED, "%s: not implemented on the %s device", op,
-                           e->name);
+        return emily_error(EMILY_ERR_UNSUPPORTED, "%s: not implemented on the %s device", op, e->name);
     *k = e->window;
     return EMILY_OK;
 }
@@ -113,15 +107,14 @@ emily_status emily_window_reduce(emily_window_op op, const emily_tensor *t, int 
     const emily_engine *e;
     if ((s = emi_check_same_device(name, 1, &t, &e))) return s;
     int64_t shape[WINDOW_MAX_RANK], ones[WINDOW_MAX_RANK], zeros[WINDOW_MAX_RANK];
-    if ((s = window_shape(name, t, rank, window, strides, pad_lo, pad_hi, dilations, shape)))
-        return s;
+    if ((s = window_shape(name, t, rank, window, strides, pad_lo, pad_hi, dilations, shape))) return s;
     const struct emily_window_kernels *k = NULL;
     if ((s = window_table(name, e, EMI_KERNEL_WINDOW_REDUCE, op, t, &k))) return s;
     emily_tensor *o;
     if ((s = emi_empty_like_device(t, t->dtype, rank, shape, &o))) return s;
     if (o->size > 0)
-        s = k->reduce(op, o, t, window, or_fill(strides, ones, rank, 1),
-                      or_fill(dilations, ones, rank, 1), or_fill(pad_lo, zeros, rank, 0));
+        s = k->reduce(op, o, t, window, or_fill(strides, ones, rank, 1), or_fill(dilations, ones, rank, 1),
+                      or_fill(pad_lo, zeros, rank, 0));
     if (s) {
         emily_tensor_release(o);
         return s;
@@ -131,29 +124,28 @@ emily_status emily_window_reduce(emily_window_op op, const emily_tensor *t, int 
 }
 
 emily_status emily_window_sum(const emily_tensor *t, int rank, const int64_t *window,
-                              const int64_t *strides, const int64_t *pad_lo, const int64_t *pad_hi,
-                              const int64_t *dilations, emily_tensor **out) {
-    return emily_window_reduce(EMILY_WINDOW_SUM, t, rank, window, strides, pad_lo, pad_hi,
-                               dilations, out);
+                              const int64_t *strides, const int64_t *pad_lo,
+                              const int64_t *pad_hi, const int64_t *dilations,
+                              emily_tensor **out) {
+    return emily_window_reduce(EMILY_WINDOW_SUM, t, rank, window, strides, pad_lo, pad_hi, dilations, out);
 }
 emily_status emily_window_product(const emily_tensor *t, int rank, const int64_t *window,
                                   const int64_t *strides, const int64_t *pad_lo,
                                   const int64_t *pad_hi, const int64_t *dilations,
                                   emily_tensor **out) {
-    return emily_window_reduce(EMILY_WINDOW_PRODUCT, t, rank, window, strides, pad_lo, pad_hi,
-                               dilations, out);
+    return emily_window_reduce(EMILY_WINDOW_PRODUCT, t, rank, window, strides, pad_lo, pad_hi, dilations, out);
 }
 emily_status emily_window_max(const emily_tensor *t, int rank, const int64_t *window,
-                              const int64_t *strides, const int64_t *pad_lo, const int64_t *pad_hi,
-                              const int64_t *dilations, emily_tensor **out) {
-    return emily_window_reduce(EMILY_WINDOW_MAX, t, rank, window, strides, pad_lo, pad_hi,
-                               dilations, out);
+                              const int64_t *strides, const int64_t *pad_lo,
+                              const int64_t *pad_hi, const int64_t *dilations,
+                              emily_tensor **out) {
+    return emily_window_reduce(EMILY_WINDOW_MAX, t, rank, window, strides, pad_lo, pad_hi, dilations, out);
 }
 emily_status emily_window_min(const emily_tensor *t, int rank, const int64_t *window,
-                              const int64_t *strides, const int64_t *pad_lo, const int64_t *pad_hi,
-                              const int64_t *dilations, emily_tensor **out) {
-    return emily_window_reduce(EMILY_WINDOW_MIN, t, rank, window, strides, pad_lo, pad_hi,
-                               dilations, out);
+                              const int64_t *strides, const int64_t *pad_lo,
+                              const int64_t *pad_hi, const int64_t *dilations,
+                              emily_tensor **out) {
+    return emily_window_reduce(EMILY_WINDOW_MIN, t, rank, window, strides, pad_lo, pad_hi, dilations, out);
 }
 
 static emily_status window_scatter(bool is_max, const emily_tensor *t, const emily_tensor *source,
@@ -172,12 +164,12 @@ static emily_status window_scatter(bool is_max, const emily_tensor *t, const emi
         if (!emily_dtype_valid(all[i]->dtype))
             return emily_error(EMILY_ERR_TYPE, "%s: %s has an invalid type", name, names[i]);
         if (emily_dtype_is_complex(all[i]->dtype))
-            return emily_error(EMILY_ERR_TYPE, "%s: complex %s (%s) is not supported", name,
-                               names[i], emily_dtype_name(all[i]->dtype));
+            return emily_error(EMILY_ERR_TYPE, "%s: complex %s (%s) is not supported", name, names[i],
+                               emily_dtype_name(all[i]->dtype));
     }
     if (init->size != 1 || init->rank != 0)
-        return emily_error(EMILY_ERR_SHAPE, "%s: init_value must be a scalar (rank 0), got %s",
-                           name, EMILY_SHAPE_STR(init));
+        return emily_error(EMILY_ERR_SHAPE, "%s: init_value must be a scalar (rank 0), got %s", name,
+                           EMILY_SHAPE_STR(init));
     const emily_engine *e;
     if ((s = emi_check_same_device(name, 3, all, &e))) return s;
     int64_t shape[WINDOW_MAX_RANK], zeros[WINDOW_MAX_RANK], ones[WINDOW_MAX_RANK];
@@ -187,8 +179,8 @@ static emily_status window_scatter(bool is_max, const emily_tensor *t, const emi
     if (!match)
         return emily_error(EMILY_ERR_SHAPE,
                            "%s: source shape %s must match the window positions %s of tensor %s",
-                           name, EMILY_SHAPE_STR(source),
-                           emi_shape_str(rank, shape, (char[256]){0}, 256), EMILY_SHAPE_STR(t));
+                           name, EMILY_SHAPE_STR(source), emi_shape_str(rank, shape, (char[256]){0}, 256),
+                           EMILY_SHAPE_STR(t));
     emily_dtype ot = emily_type_merge(source->dtype, init->dtype);
     const struct emily_window_kernels *k = NULL;
     if ((s = window_table(name, e, EMI_KERNEL_WINDOW_SCATTER, is_max, t, &k))) return s;

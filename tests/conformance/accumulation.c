@@ -31,9 +31,7 @@
 #include "accumulation.h"
 #include "compare.h"
 
-static bool is_product_sum(const char *op) {
-    return strcmp(op, "dot") == 0 || strcmp(op, "conv") == 0;
-}
+static bool is_product_sum(const char *op) { return strcmp(op, "dot") == 0 || strcmp(op, "conv") == 0; }
 
 bool accumulation_rule_op(const char *op) { return is_product_sum(op); }
 
@@ -45,16 +43,9 @@ bool f64_sum_rule_op(const char *op) {
 /* The tensors of a call that are multiplied and summed (dot, conv), or
  * the one that is summed (j == i). */
 static void operand_positions(const char *op, size_t *i, size_t *j) {
-    if (strcmp(op, "dot") == 0) {
-        *i = 0;
-        *j = 3;
-    } else if (strcmp(op, "conv") == 0) {
-        *i = 0;
-        *j = 1;
-    } else {
-        *i = 0;
-        *j = 0;
-    }
+    if (strcmp(op, "dot") == 0) { *i = 0; *j = 3; }
+    else if (strcmp(op, "conv") == 0) { *i = 0; *j = 1; }
+    else { *i = 0; *j = 0; }
 }
 
 /* The option `key` of a call's trailing opts, or NULL. */
@@ -73,7 +64,8 @@ static const emily_value *option(const emily_value *args, size_t nargs, const ch
 static int64_t terms_per_output(const char *op, const emily_value *args, size_t nargs,
                                 int64_t out_elements) {
     const emily_tensor *x = args[0].tensor;
-    if (strcmp(op, "sum") == 0) return out_elements > 0 ? emily_tensor_size(x) / out_elements : 0;
+    if (strcmp(op, "sum") == 0)
+        return out_elements > 0 ? emily_tensor_size(x) / out_elements : 0;
     if (strcmp(op, "cumulative_sum") == 0) {
         const emily_value *axis = option(args, nargs, "axis");
         int r = emily_tensor_rank(x);
@@ -84,8 +76,7 @@ static int64_t terms_per_output(const char *op, const emily_value *args, size_t 
     if (strcmp(op, "window_sum") == 0) {
         int64_t k = 1;
         const emily_value *w = nargs > 1 ? &args[1] : NULL;
-        for (size_t n = 0; w && (w->kind == EMILY_V_TUPLE || w->kind == EMILY_V_LIST) && n < w->n;
-             n++)
+        for (size_t n = 0; w && (w->kind == EMILY_V_TUPLE || w->kind == EMILY_V_LIST) && n < w->n; n++)
             k *= w->items[n].i;
         return k;
     }
@@ -94,8 +85,7 @@ static int64_t terms_per_output(const char *op, const emily_value *args, size_t 
         const emily_value *axes = &args[1];
         int64_t k = 1;
         int r = emily_tensor_rank(a);
-        for (size_t n = 0;
-             (axes->kind == EMILY_V_LIST || axes->kind == EMILY_V_TUPLE) && n < axes->n; n++) {
+        for (size_t n = 0; (axes->kind == EMILY_V_LIST || axes->kind == EMILY_V_TUPLE) && n < axes->n; n++) {
             int64_t ax = axes->items[n].i;
             if (ax < 0) ax += r;
             if (ax >= 0 && ax < r) k *= emily_tensor_shape(a)[ax];
@@ -107,8 +97,8 @@ static int64_t terms_per_output(const char *op, const emily_value *args, size_t 
     int out_axis = 0; /* the kernel axis holding output channels */
     if (nargs > 2 && args[2].kind == EMILY_V_OPTS)
         for (size_t n = 0; n < args[2].n; n++)
-            if (strcmp(args[2].keys[n], "kernel_permutation") == 0 &&
-                args[2].items[n].kind == EMILY_V_LIST && args[2].items[n].n > 0)
+            if (strcmp(args[2].keys[n], "kernel_permutation") == 0 && args[2].items[n].kind == EMILY_V_LIST &&
+                args[2].items[n].n > 0)
                 out_axis = (int)args[2].items[n].items[0].i;
     int64_t out_channels = out_axis < r ? emily_tensor_shape(kernel)[out_axis] : 1;
     return out_channels > 0 ? emily_tensor_size(kernel) / out_channels : 0;
@@ -129,26 +119,10 @@ static emily_status abs_f64(const emily_tensor *x, emily_tensor **out) {
 /* f64 values of n elements (complex: 2n parts) of raw bytes of dtype. */
 static double part_value(emily_dtype part, const unsigned char *p) {
     switch (part) {
-    case EMILY_F16: {
-        uint16_t h;
-        memcpy(&h, p, 2);
-        return emily_f16_to_f32(h);
-    }
-    case EMILY_BF16: {
-        uint16_t h;
-        memcpy(&h, p, 2);
-        return emily_bf16_to_f32(h);
-    }
-    case EMILY_F32: {
-        float f;
-        memcpy(&f, p, 4);
-        return f;
-    }
-    default: {
-        double f;
-        memcpy(&f, p, 8);
-        return f;
-    }
+    case EMILY_F16: { uint16_t h; memcpy(&h, p, 2); return emily_f16_to_f32(h); }
+    case EMILY_BF16: { uint16_t h; memcpy(&h, p, 2); return emily_bf16_to_f32(h); }
+    case EMILY_F32: { float f; memcpy(&f, p, 4); return f; }
+    default: { double f; memcpy(&f, p, 8); return f; }
     }
 }
 
@@ -163,9 +137,8 @@ static double ulp_at(emily_dtype part, double v) {
 }
 
 bool accumulation_close(const char *op, emily_device dev, const emily_value *out_template,
-                        const emily_value *args, size_t nargs, emily_dtype out_type,
-                        const void *got, const void *want, size_t n, bool fast, char *msg,
-                        size_t ms) {
+                        const emily_value *args, size_t nargs, emily_dtype out_type, const void *got, const void *want, size_t n,
+                        bool fast, char *msg, size_t ms) {
     size_t ia, ib;
     operand_positions(op, &ia, &ib);
     if (ib >= nargs || args[ia].kind != EMILY_V_TENSOR || args[ib].kind != EMILY_V_TENSOR) {
@@ -176,9 +149,7 @@ bool accumulation_close(const char *op, emily_device dev, const emily_value *out
     bool products = ia != ib;
     bool complex = products && (emily_dtype_is_complex(emily_tensor_dtype(a)) ||
                                 emily_dtype_is_complex(emily_tensor_dtype(b)));
-    emily_dtype part = out_type == EMILY_C64    ? EMILY_F32
-                       : out_type == EMILY_C128 ? EMILY_F64
-                                                : out_type;
+    emily_dtype part = out_type == EMILY_C64 ? EMILY_F32 : out_type == EMILY_C128 ? EMILY_F64 : out_type;
     /* FAST sums f16, bf16, f32 and c64 in f32, f64 and c128 in f64 */
     double u = part == EMILY_F64 ? ldexp(1.0, -53) : ldexp(1.0, -24);
     double k = (double)terms_per_output(op, args, nargs, (int64_t)n) + (complex ? 2 : 0);
@@ -204,8 +175,7 @@ bool accumulation_close(const char *op, emily_device dev, const emily_value *out
     emily_status s = emily_dispatch(op, dev, &wide_out, wide, nargs, EMILY_DISPATCH_RUN, &sums);
     emily_dot_set_thread_precision(saved, NULL);
     if (s || sums.n != 1 || (size_t)emily_tensor_size(sums.tensors[0]) != n) {
-        snprintf(msg, ms, "accumulation rule: sum of |a||b| failed: %s",
-                 s ? emily_last_error() : "shape");
+        snprintf(msg, ms, "accumulation rule: sum of |a||b| failed: %s", s ? emily_last_error() : "shape");
         goto done;
     }
     double *mag = malloc(n * sizeof *mag + 1);
@@ -222,13 +192,11 @@ bool accumulation_close(const char *op, emily_device dev, const emily_value *out
         if (isnan(g) || isnan(w)) ok = isnan(g) && isnan(w);
         else if (isinf(g) || isinf(w)) ok = g == w;
         else {
-            double allowed = bound_per_sum * mag[i / parts] +
-                             compare_max_ulp(part) * ulp_at(part, w);
+            double allowed = bound_per_sum * mag[i / parts] + compare_max_ulp(part) * ulp_at(part, w);
             ok = fabs(g - w) <= allowed;
         }
         if (!ok)
-            snprintf(msg, ms,
-                     "element %zu: got %.17g, want %.17g, beyond the accumulation bound %.3g",
+            snprintf(msg, ms, "element %zu: got %.17g, want %.17g, beyond the accumulation bound %.3g",
                      i / parts, g, w, bound_per_sum * mag[i / parts]);
     }
     free(mag);

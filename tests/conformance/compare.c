@@ -4,52 +4,14 @@
 #include <string.h>
 #include "compare.h"
 
-static const char *const exact_ops[] = {"abs",
-                                        "negate",
-                                        "conjugate",
-                                        "real",
-                                        "imag",
-                                        "ceil",
-                                        "floor",
-                                        "round",
-                                        "sign",
-                                        "as_type",
-                                        "bitcast",
-                                        "constant",
-                                        "iota",
-                                        "eye",
-                                        "reshape",
-                                        "squeeze",
-                                        "broadcast",
-                                        "transpose",
-                                        "pad",
-                                        "reverse",
-                                        "concatenate",
-                                        "stack",
-                                        "slice",
-                                        "put_slice",
-                                        "select",
-                                        "clip",
-                                        "min",
-                                        "max",
-                                        "reduce_max",
-                                        "reduce_min",
-                                        "argmax",
-                                        "argmin",
-                                        "take",
-                                        "take_along_axis",
-                                        "gather",
-                                        "indexed_put",
-                                        "sort",
-                                        "argsort",
-                                        "top_k",
-                                        "window_max",
-                                        "window_min",
-                                        "cumulative_max",
-                                        "cumulative_min",
-                                        "window_scatter_max",
-                                        "window_scatter_min",
-                                        NULL};
+static const char *const exact_ops[] = {
+    "abs", "negate", "conjugate", "real", "imag", "ceil", "floor", "round", "sign",
+    "as_type", "bitcast", "constant", "iota", "eye",
+    "reshape", "squeeze", "broadcast", "transpose", "pad", "reverse", "concatenate", "stack",
+    "slice", "put_slice", "select", "clip", "min", "max", "reduce_max", "reduce_min",
+    "argmax", "argmin", "take", "take_along_axis", "gather", "indexed_put", "sort", "argsort",
+    "top_k", "window_max", "window_min", "cumulative_max", "cumulative_min",
+    "window_scatter_max", "window_scatter_min", NULL};
 
 bool compare_is_exact_op(const char *op) {
     for (int i = 0; exact_ops[i]; i++)
@@ -74,41 +36,14 @@ static int64_t ordered(uint64_t bits, int width) {
 
 static double to_double(emily_dtype dt, const unsigned char *p, uint64_t *bits, int *width) {
     switch (dt) {
-    case EMILY_F16: {
-        uint16_t h;
-        memcpy(&h, p, 2);
-        *bits = h;
-        *width = 16;
-        return emily_f16_to_f32(h);
-    }
-    case EMILY_BF16: {
-        uint16_t h;
-        memcpy(&h, p, 2);
-        *bits = h;
-        *width = 16;
-        return emily_bf16_to_f32(h);
-    }
-    case EMILY_F32: {
-        float f;
-        uint32_t u;
-        memcpy(&f, p, 4);
-        memcpy(&u, p, 4);
-        *bits = u;
-        *width = 32;
-        return f;
-    }
-    default: {
-        double f;
-        memcpy(&f, p, 8);
-        memcpy(bits, p, 8);
-        *width = 64;
-        return f;
-    }
+    case EMILY_F16: { uint16_t h; memcpy(&h, p, 2); *bits = h; *width = 16; return emily_f16_to_f32(h); }
+    case EMILY_BF16: { uint16_t h; memcpy(&h, p, 2); *bits = h; *width = 16; return emily_bf16_to_f32(h); }
+    case EMILY_F32: { float f; uint32_t u; memcpy(&f, p, 4); memcpy(&u, p, 4); *bits = u; *width = 32; return f; }
+    default: { double f; memcpy(&f, p, 8); memcpy(bits, p, 8); *width = 64; return f; }
     }
 }
 
-static bool float_close(emily_dtype dt, const unsigned char *g, const unsigned char *w,
-                        bool exact) {
+static bool float_close(emily_dtype dt, const unsigned char *g, const unsigned char *w, bool exact) {
     uint64_t gb, wb;
     int width;
     double gv = to_double(dt, g, &gb, &width), wv = to_double(dt, w, &wb, &width);
@@ -140,8 +75,7 @@ bool compare_data(const char *op, emily_dtype dtype, const void *got, const void
         if (!float_close(part, g + i * ps, w + i * ps, exact)) {
             uint64_t gb, wb;
             int width;
-            double gv = to_double(part, g + i * ps, &gb, &width),
-                   wv = to_double(part, w + i * ps, &wb, &width);
+            double gv = to_double(part, g + i * ps, &gb, &width), wv = to_double(part, w + i * ps, &wb, &width);
             snprintf(msg, msgsize, "element %zu%s: got %.17g, want %.17g", i / parts,
                      parts == 2 ? (i % 2 ? " (imag)" : " (real)") : "", gv, wv);
             return false;

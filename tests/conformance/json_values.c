@@ -9,10 +9,7 @@ static void *track(jv_tree *t, void *p) {
     if (t->nallocs == t->cap) {
         size_t cap = t->cap ? t->cap * 2 : 16;
         void **a = realloc(t->allocs, cap * sizeof *a);
-        if (!a) {
-            free(p);
-            return NULL;
-        }
+        if (!a) { free(p); return NULL; }
         t->allocs = a;
         t->cap = cap;
     }
@@ -46,8 +43,7 @@ char *b64_encode(const unsigned char *d, size_t n) {
     char *out = malloc(4 * ((n + 2) / 3) + 1), *o = out;
     if (!out) return NULL;
     for (size_t i = 0; i < n; i += 3) {
-        uint32_t v = (uint32_t)d[i] << 16 | (i + 1 < n ? (uint32_t)d[i + 1] << 8 : 0) |
-                     (i + 2 < n ? d[i + 2] : 0);
+        uint32_t v = (uint32_t)d[i] << 16 | (i + 1 < n ? (uint32_t)d[i + 1] << 8 : 0) | (i + 2 < n ? d[i + 2] : 0);
         *o++ = B64[v >> 18 & 63];
         *o++ = B64[v >> 12 & 63];
         *o++ = i + 1 < n ? B64[v >> 6 & 63] : '=';
@@ -92,9 +88,7 @@ static double number_of(const emily_value *v) {
     if (v->kind == EMILY_V_INT) return (double)v->i;
     if (v->kind == EMILY_V_FLOAT) return v->f;
     if (v->kind == EMILY_V_ATOM)
-        return strcmp(v->str, "nan") == 0        ? NAN
-               : strcmp(v->str, "infinity") == 0 ? INFINITY
-                                                 : -INFINITY;
+        return strcmp(v->str, "nan") == 0 ? NAN : strcmp(v->str, "infinity") == 0 ? INFINITY : -INFINITY;
     return NAN;
 }
 
@@ -109,38 +103,20 @@ static int decode(jv_tree *t, const json_t *j, emily_value *v, emily_device dev,
         v->shape = dims;
         return 0;
     }
-    if (json_is_null(j)) {
-        v->kind = EMILY_V_NIL;
-        return 0;
-    }
-    if (json_is_boolean(j)) {
-        v->kind = EMILY_V_BOOL;
-        v->b = json_is_true(j);
-        return 0;
-    }
-    if (json_is_integer(j)) {
-        v->kind = EMILY_V_INT;
-        v->i = json_integer_value(j);
-        return 0;
-    }
-    if (json_is_real(j)) {
-        v->kind = EMILY_V_FLOAT;
-        v->f = json_real_value(j);
-        return 0;
-    }
+    if (json_is_null(j)) { v->kind = EMILY_V_NIL; return 0; }
+    if (json_is_boolean(j)) { v->kind = EMILY_V_BOOL; v->b = json_is_true(j); return 0; }
+    if (json_is_integer(j)) { v->kind = EMILY_V_INT; v->i = json_integer_value(j); return 0; }
+    if (json_is_real(j)) { v->kind = EMILY_V_FLOAT; v->f = json_real_value(j); return 0; }
     const json_t *arr = NULL;
-    if (json_is_array(j)) {
-        arr = j;
-        v->kind = EMILY_V_LIST;
-    } else if (json_is_object(j) && (arr = json_object_get(j, "tuple"))) v->kind = EMILY_V_TUPLE;
+    if (json_is_array(j)) { arr = j; v->kind = EMILY_V_LIST; }
+    else if (json_is_object(j) && (arr = json_object_get(j, "tuple"))) v->kind = EMILY_V_TUPLE;
     if (arr) {
         size_t n = json_array_size(arr);
         v->n = n;
         v->items = track(t, calloc(n + 1, sizeof *v->items));
         if (!v->items) goto oom;
         for (size_t i = 0; i < n; i++)
-            if (decode(t, json_array_get(arr, i), &v->items[i], dev, as_template, err, es))
-                return -1;
+            if (decode(t, json_array_get(arr, i), &v->items[i], dev, as_template, err, es)) return -1;
         return 0;
     }
     if (!json_is_object(j)) goto bad;
@@ -176,14 +152,8 @@ static int decode(jv_tree *t, const json_t *j, emily_value *v, emily_device dev,
         emily_tensor *tt;
         emily_status s = emily_from_binary(dev, dt, rank, dims, bytes, nb, &tt);
         free(bytes);
-        if (s) {
-            snprintf(err, es, "tensor argument: %s", emily_last_error());
-            return -1;
-        }
-        if (track_tensor(t, tt)) {
-            emily_tensor_release(tt);
-            goto oom;
-        }
+        if (s) { snprintf(err, es, "tensor argument: %s", emily_last_error()); return -1; }
+        if (track_tensor(t, tt)) { emily_tensor_release(tt); goto oom; }
         v->kind = EMILY_V_TENSOR;
         v->tensor = tt;
         return 0;
@@ -191,18 +161,11 @@ static int decode(jv_tree *t, const json_t *j, emily_value *v, emily_device dev,
     if ((x = json_object_get(j, "int"))) {
         const char *s = json_string_value(x);
         if (!s) goto bad;
-        if (s[0] == '-') {
-            v->kind = EMILY_V_INT;
-            v->i = strtoll(s, NULL, 10);
-        } else {
+        if (s[0] == '-') { v->kind = EMILY_V_INT; v->i = strtoll(s, NULL, 10); }
+        else {
             unsigned long long u = strtoull(s, NULL, 10);
-            if (u > INT64_MAX) {
-                v->kind = EMILY_V_UINT;
-                v->u = u;
-            } else {
-                v->kind = EMILY_V_INT;
-                v->i = (int64_t)u;
-            }
+            if (u > INT64_MAX) { v->kind = EMILY_V_UINT; v->u = u; }
+            else { v->kind = EMILY_V_INT; v->i = (int64_t)u; }
         }
         return 0;
     }
@@ -243,10 +206,7 @@ oom:
 int jv_decode(jv_tree *tree, const json_t *json, emily_device device, bool as_template, char *err,
               size_t errsize) {
     tree->root = track(tree, calloc(1, sizeof(emily_value)));
-    if (!tree->root) {
-        snprintf(err, errsize, "out of memory");
-        return -1;
-    }
+    if (!tree->root) { snprintf(err, errsize, "out of memory"); return -1; }
     return decode(tree, json, tree->root, device, as_template, err, errsize);
 }
 
@@ -254,10 +214,7 @@ json_t *jv_encode_tensor(const emily_tensor *t) {
     size_t nb = emily_tensor_nbytes(t);
     unsigned char *bytes = malloc(nb ? nb : 1);
     if (!bytes) return NULL;
-    if (emily_to_binary(t, bytes, nb)) {
-        free(bytes);
-        return NULL;
-    }
+    if (emily_to_binary(t, bytes, nb)) { free(bytes); return NULL; }
     char *b64 = b64_encode(bytes, nb);
     free(bytes);
     if (!b64) return NULL;

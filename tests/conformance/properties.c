@@ -109,7 +109,7 @@ static void check_qr(pm_check *c, const emily_tensor *at, const emily_value *opt
             for (int64_t j = 0; j < n && j < i; j++)
                 if (R[i * n + j].re != 0 || R[i * n + j].im != 0)
                     pm_fail(c, "matrix %lld: R[%lld][%lld] = %g below the diagonal", (long long)b,
-                            (long long)i, (long long)j, zabs(R[i * n + j]));
+                         (long long)i, (long long)j, zabs(R[i * n + j]));
         double orth = orth_cols(Q, m, qc);
         if (orth > 16 * d * u)
             pm_fail(c, "matrix %lld: |Q^H Q - I| = %.3g > %.3g", (long long)b, orth, 16 * d * u);
@@ -153,18 +153,14 @@ static void check_qr(pm_check *c, const emily_tensor *at, const emily_value *opt
             for (int64_t j = i; j < n; j++) {
                 double diff = zabs(zsub(R[i * n + j], zmul(ph, RE[i * n + j])));
                 if (diff > tol_r)
-                    pm_fail(c,
-                            "matrix %lld: R[%lld][%lld] differs from the corpus's by %.3g (up to "
-                            "sign) > %.3g",
-                            (long long)b, (long long)i, (long long)j, diff, tol_r);
+                    pm_fail(c, "matrix %lld: R[%lld][%lld] differs from the corpus's by %.3g (up to "
+                         "sign) > %.3g", (long long)b, (long long)i, (long long)j, diff, tol_r);
             }
             for (int64_t l = 0; l < m; l++) {
                 double diff = zabs(zsub(Q[l * qc + i], zmul(zconj(ph), QE[l * qc + i])));
                 if (diff > tol_q)
-                    pm_fail(c,
-                            "matrix %lld: Q[%lld][%lld] differs from the corpus's by %.3g (up to "
-                            "sign) > %.3g",
-                            (long long)b, (long long)l, (long long)i, diff, tol_q);
+                    pm_fail(c, "matrix %lld: Q[%lld][%lld] differs from the corpus's by %.3g (up to "
+                         "sign) > %.3g", (long long)b, (long long)l, (long long)i, diff, tol_q);
             }
         }
     }
@@ -203,16 +199,13 @@ static void check_svd(pm_check *c, const emily_tensor *at, const emily_value *op
         for (int64_t i = 0; i < k; i++) {
             if (Sb[i].im != 0 || !(Sb[i].re >= 0))
                 pm_fail(c, "matrix %lld: s[%lld] = %g is not a nonnegative real", (long long)b,
-                        (long long)i, Sb[i].re);
+                     (long long)i, Sb[i].re);
             if (i && Sb[i].re > Sb[i - 1].re)
-                pm_fail(c, "matrix %lld: s is not in descending order at %lld", (long long)b,
-                        (long long)i);
+                pm_fail(c, "matrix %lld: s is not in descending order at %lld", (long long)b, (long long)i);
         }
         double ou = orth_cols(Ub, m, uc), ov = orth_rows(Vb, vr, n);
-        if (ou > 16 * d * u)
-            pm_fail(c, "matrix %lld: |U^T U - I| = %.3g > %.3g", (long long)b, ou, 16 * d * u);
-        if (ov > 16 * d * u)
-            pm_fail(c, "matrix %lld: |V V^T - I| = %.3g > %.3g", (long long)b, ov, 16 * d * u);
+        if (ou > 16 * d * u) pm_fail(c, "matrix %lld: |U^T U - I| = %.3g > %.3g", (long long)b, ou, 16 * d * u);
+        if (ov > 16 * d * u) pm_fail(c, "matrix %lld: |V V^T - I| = %.3g > %.3g", (long long)b, ov, 16 * d * u);
         double worst = 0, tol = 16 * d * u * scale;
         for (int64_t i = 0; i < m; i++)
             for (int64_t j = 0; j < n; j++) {
@@ -225,8 +218,7 @@ static void check_svd(pm_check *c, const emily_tensor *at, const emily_value *op
                 double e = zabs(zsub(s, A[i * n + j]));
                 if (e > worst) worst = e;
             }
-        if (worst > tol)
-            pm_fail(c, "matrix %lld: |U S V - A| = %.3g > %.3g", (long long)b, worst, tol);
+        if (worst > tol) pm_fail(c, "matrix %lld: |U S V - A| = %.3g > %.3g", (long long)b, worst, tol);
         if (!c->ok || !se) continue;
         const zd *SE = se + b * k;
         /* full: Jacobi on H (||H|| = ||A||) gives s; otherwise Jacobi on
@@ -241,9 +233,8 @@ static void check_svd(pm_check *c, const emily_tensor *at, const emily_value *op
             double diff = fabs(Sb[i].re - SE[i].re);
             if (SE[i].re == 0 && Sb[i].re <= zero_at + tol_s) continue;
             if (diff > tol_s)
-                pm_fail(c,
-                        "matrix %lld: s[%lld] = %.17g, the corpus has %.17g (|diff| %.3g > %.3g)",
-                        (long long)b, (long long)i, Sb[i].re, SE[i].re, diff, tol_s);
+                pm_fail(c, "matrix %lld: s[%lld] = %.17g, the corpus has %.17g (|diff| %.3g > %.3g)",
+                     (long long)b, (long long)i, Sb[i].re, SE[i].re, diff, tol_s);
         }
     }
     free(a);
@@ -271,8 +262,7 @@ static void check_eigh(pm_check *c, const emily_tensor *at, const emily_value *o
     double jeps = pm_opt_number(opts, "eps", 1.0e-4);
     zd *a = pm_load(at), *W = pm_load(wt), *V = pm_load(vt);
     zd *we = expected ? pm_load_expected(expected, 0, emily_tensor_size(wt)) : NULL;
-    double *s1 = malloc((size_t)(n + 1) * sizeof(double)),
-           *s2 = malloc((size_t)(n + 1) * sizeof(double));
+    double *s1 = malloc((size_t)(n + 1) * sizeof(double)), *s2 = malloc((size_t)(n + 1) * sizeof(double));
     if (!a || !W || !V || !s1 || !s2) pm_fail(c, "could not read the tensors");
     else if (expected && !we) pm_fail(c, "could not read the corpus result");
     for (int64_t b = 0; c->ok && b < pm_batch_count(at); b++) {
@@ -282,13 +272,11 @@ static void check_eigh(pm_check *c, const emily_tensor *at, const emily_value *o
             if (Wb[i].im != 0 || isnan(Wb[i].re))
                 pm_fail(c, "matrix %lld: eigenvalue %lld is not real", (long long)b, (long long)i);
             if (i && fabs(Wb[i].re) > fabs(Wb[i - 1].re))
-                pm_fail(c,
-                        "matrix %lld: eigenvalues are not ordered by decreasing magnitude at %lld",
-                        (long long)b, (long long)i);
+                pm_fail(c, "matrix %lld: eigenvalues are not ordered by decreasing magnitude at %lld",
+                     (long long)b, (long long)i);
         }
         double ov = orth_cols(Vb, n, n);
-        if (ov > 16 * d * u)
-            pm_fail(c, "matrix %lld: |V^H V - I| = %.3g > %.3g", (long long)b, ov, 16 * d * u);
+        if (ov > 16 * d * u) pm_fail(c, "matrix %lld: |V^H V - I| = %.3g > %.3g", (long long)b, ov, 16 * d * u);
         double worst = 0, tol = 16 * d * u * scale;
         for (int64_t i = 0; i < n; i++)
             for (int64_t j = 0; j < n; j++) {
@@ -297,8 +285,7 @@ static void check_eigh(pm_check *c, const emily_tensor *at, const emily_value *o
                 double e = zabs(zsub(s, vw));
                 if (e > worst) worst = e;
             }
-        if (worst > tol)
-            pm_fail(c, "matrix %lld: |A V - V diag(w)| = %.3g > %.3g", (long long)b, worst, tol);
+        if (worst > tol) pm_fail(c, "matrix %lld: |A V - V diag(w)| = %.3g > %.3g", (long long)b, worst, tol);
         if (!c->ok || !we) continue;
         /* as sorted sets: the order of equal-magnitude values of opposite
          * sign is not determined */
@@ -313,9 +300,8 @@ static void check_eigh(pm_check *c, const emily_tensor *at, const emily_value *o
             double diff = fabs(s1[i] - s2[i]);
             if (s2[i] == 0 && fabs(s1[i]) <= jeps + tol_w) continue; /* zeroed by the reference */
             if (diff > tol_w)
-                pm_fail(c,
-                        "matrix %lld: eigenvalue %.17g, the corpus has %.17g (|diff| %.3g > %.3g)",
-                        (long long)b, s1[i], s2[i], diff, tol_w);
+                pm_fail(c, "matrix %lld: eigenvalue %.17g, the corpus has %.17g (|diff| %.3g > %.3g)",
+                     (long long)b, s1[i], s2[i], diff, tol_w);
         }
     }
     free(a);
@@ -329,8 +315,7 @@ static void check_eigh(pm_check *c, const emily_tensor *at, const emily_value *o
 bool property_check_expected(const char *op, const emily_value *args, size_t nargs,
                              const emily_dispatch_result *got, const json_t *expected, char *msg,
                              size_t msgsize) {
-    if (property_exact_op(op))
-        return property_exact_check(op, args, nargs, got, expected, msg, msgsize);
+    if (property_exact_op(op)) return property_exact_check(op, args, nargs, got, expected, msg, msgsize);
     pm_check c = {.msg = msg, .size = msgsize, .ok = true};
     if (msgsize) msg[0] = 0;
     if (!args || nargs < 1 || args[0].kind != EMILY_V_TENSOR || !got) {

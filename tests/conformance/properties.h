@@ -20,9 +20,8 @@ bool property_checked_op(const char *op);
  * (properties_exact.c). */
 bool property_exact_op(const char *op);
 const char *property_exact_description(const char *op);
-bool property_exact_check(const char *op, const emily_value *args, size_t nargs,
-                          const emily_dispatch_result *got, const json_t *expected, char *msg,
-                          size_t msgsize);
+bool property_exact_check(const char *op, const emily_value *args, size_t nargs, const emily_dispatch_result *got,
+                          const json_t *expected, char *msg, size_t msgsize);
 /* Which properties an op is checked by, for the runner's report. */
 const char *property_description(const char *op);
 /* Checks the outputs of `op` on `input` (the first tensor argument);

@@ -42,9 +42,8 @@
 #include "property_math.h"
 
 bool property_exact_op(const char *op) {
-    return strcmp(op, "lu") == 0 || strcmp(op, "cholesky") == 0 ||
-           strcmp(op, "triangular_solve") == 0 || strcmp(op, "solve") == 0 ||
-           strcmp(op, "determinant") == 0;
+    return strcmp(op, "lu") == 0 || strcmp(op, "cholesky") == 0 || strcmp(op, "triangular_solve") == 0 ||
+           strcmp(op, "solve") == 0 || strcmp(op, "determinant") == 0;
 }
 
 const char *property_exact_description(const char *op) {
@@ -91,14 +90,14 @@ static double cond_inf(const zd *a, int64_t n) {
 
 /* The forward comparison with the corpus: x (count elements) against
  * xe, the problem's condition number kappa. */
-static void forward(pm_check *c, const char *what, int64_t b, const zd *x, const zd *xe,
-                    int64_t count, int64_t n, double u, double kappa, double extra) {
+static void forward(pm_check *c, const char *what, int64_t b, const zd *x, const zd *xe, int64_t count,
+                    int64_t n, double u, double kappa, double extra) {
     if (!(kappa * u <= 1.0 / (16.0 * (double)n))) return; /* no digits to compare */
     double tol = 32.0 * (double)n * u * kappa * pm_max_abs(xe, count) + extra;
     double d = max_diff(x, xe, count);
     if (d > tol)
-        pm_fail(c, "matrix %lld: %s differs from the corpus's by %.3g > %.3g (cond %.3g)",
-                (long long)b, what, d, tol, kappa);
+        pm_fail(c, "matrix %lld: %s differs from the corpus's by %.3g > %.3g (cond %.3g)", (long long)b, what, d,
+                tol, kappa);
 }
 
 /* ---- lu ---------------------------------------------------------------- */
@@ -107,8 +106,7 @@ static void check_lu(pm_check *c, const emily_tensor *at, const emily_dispatch_r
     int64_t n = emily_tensor_shape(at)[emily_tensor_rank(at) - 1], nn = n * n;
     double u = pm_unit_roundoff(emily_tensor_dtype(got->tensors[1]));
     zd *a = pm_load(at), *p = pm_load(got->tensors[0]), *l = pm_load(got->tensors[1]);
-    zd *up = pm_load(got->tensors[2]), *lu = malloc((size_t)(nn + 1) * sizeof *lu),
-       *plu = malloc((size_t)(nn + 1) * sizeof *plu);
+    zd *up = pm_load(got->tensors[2]), *lu = malloc((size_t)(nn + 1) * sizeof *lu), *plu = malloc((size_t)(nn + 1) * sizeof *plu);
     if (!a || !p || !l || !up || !lu || !plu) pm_fail(c, "could not read the tensors");
     for (int64_t b = 0; c->ok && b < pm_batch_count(at); b++) {
         const zd *A = a + b * nn, *P = p + b * nn, *L = l + b * nn, *U = up + b * nn;
@@ -117,25 +115,24 @@ static void check_lu(pm_check *c, const emily_tensor *at, const emily_dispatch_r
             for (int64_t j = 0; j < n; j++) {
                 zd x = P[i * n + j], y = P[j * n + i];
                 if (x.im != 0 || (x.re != 0 && x.re != 1))
-                    pm_fail(c, "matrix %lld: p[%lld][%lld] = %g is not 0 or 1", (long long)b,
-                            (long long)i, (long long)j, x.re);
+                    pm_fail(c, "matrix %lld: p[%lld][%lld] = %g is not 0 or 1", (long long)b, (long long)i,
+                            (long long)j, x.re);
                 row += x.re == 1;
                 col += y.re == 1;
                 zd lij = L[i * n + j];
                 if (j > i && (lij.re != 0 || lij.im != 0))
-                    pm_fail(c, "matrix %lld: l[%lld][%lld] above the diagonal is not 0",
-                            (long long)b, (long long)i, (long long)j);
+                    pm_fail(c, "matrix %lld: l[%lld][%lld] above the diagonal is not 0", (long long)b,
+                            (long long)i, (long long)j);
                 if (j == i && (lij.re != 1 || lij.im != 0))
                     pm_fail(c, "matrix %lld: l[%lld][%lld] on the diagonal is not 1", (long long)b,
                             (long long)i, (long long)j);
                 zd uij = U[i * n + j];
                 if (j < i && (uij.re != 0 || uij.im != 0))
-                    pm_fail(c, "matrix %lld: u[%lld][%lld] below the diagonal is not 0",
-                            (long long)b, (long long)i, (long long)j);
+                    pm_fail(c, "matrix %lld: u[%lld][%lld] below the diagonal is not 0", (long long)b,
+                            (long long)i, (long long)j);
             }
             if (row != 1 || col != 1)
-                pm_fail(c, "matrix %lld: p is not a permutation (row/column %lld)", (long long)b,
-                        (long long)i);
+                pm_fail(c, "matrix %lld: p is not a permutation (row/column %lld)", (long long)b, (long long)i);
         }
         matmul(L, U, lu, n, n, n);
         matmul(P, lu, plu, n, n, n);
@@ -153,8 +150,7 @@ static void check_cholesky(pm_check *c, const emily_tensor *at, const emily_disp
     int64_t n = emily_tensor_shape(at)[emily_tensor_rank(at) - 1], nn = n * n;
     const emily_tensor *lt = got->tensors[0];
     double u = pm_unit_roundoff(emily_tensor_dtype(lt));
-    zd *a = pm_load(at), *l = pm_load(lt),
-       *le = expected ? pm_load_expected(expected, 0, emily_tensor_size(lt)) : NULL;
+    zd *a = pm_load(at), *l = pm_load(lt), *le = expected ? pm_load_expected(expected, 0, emily_tensor_size(lt)) : NULL;
     zd *h = malloc((size_t)(nn + 1) * sizeof *h), *llh = malloc((size_t)(nn + 1) * sizeof *llh);
     if (!a || !l || !h || !llh) pm_fail(c, "could not read the tensors");
     else if (expected && !le) pm_fail(c, "could not read the corpus result");
@@ -162,16 +158,15 @@ static void check_cholesky(pm_check *c, const emily_tensor *at, const emily_disp
         const zd *A = a + b * nn, *L = l + b * nn;
         /* the Hermitian matrix a's lower triangle stands for */
         for (int64_t i = 0; i < n; i++)
-            for (int64_t j = 0; j < n; j++)
-                h[i * n + j] = i >= j ? A[i * n + j] : zconj(A[j * n + i]);
+            for (int64_t j = 0; j < n; j++) h[i * n + j] = i >= j ? A[i * n + j] : zconj(A[j * n + i]);
         for (int64_t i = 0; i < n; i++) {
             if (L[i * n + i].im != 0 || !(L[i * n + i].re >= 0))
-                pm_fail(c, "matrix %lld: l[%lld][%lld] = %g%+gi is not a non-negative real",
-                        (long long)b, (long long)i, (long long)i, L[i * n + i].re, L[i * n + i].im);
+                pm_fail(c, "matrix %lld: l[%lld][%lld] = %g%+gi is not a non-negative real", (long long)b,
+                        (long long)i, (long long)i, L[i * n + i].re, L[i * n + i].im);
             for (int64_t j = i + 1; j < n; j++)
                 if (L[i * n + j].re != 0 || L[i * n + j].im != 0)
-                    pm_fail(c, "matrix %lld: l[%lld][%lld] above the diagonal is not 0",
-                            (long long)b, (long long)i, (long long)j);
+                    pm_fail(c, "matrix %lld: l[%lld][%lld] above the diagonal is not 0", (long long)b,
+                            (long long)i, (long long)j);
         }
         for (int64_t i = 0; i < n; i++)
             for (int64_t j = 0; j < n; j++) llh[i * n + j] = pm_row_row_conj(L, n, i, j, n);
@@ -196,9 +191,8 @@ static void check_cholesky(pm_check *c, const emily_tensor *at, const emily_disp
 
 /* The residual check and the forward comparison of a linear system
  * m . x = bb (left) or x . m = bb (right), x rows x cols. */
-static void check_system(pm_check *c, int64_t b, const zd *M, const zd *X, const zd *B,
-                         const zd *XE, int64_t n, int64_t rows, int64_t cols, bool left, double u,
-                         zd *work) {
+static void check_system(pm_check *c, int64_t b, const zd *M, const zd *X, const zd *B, const zd *XE,
+                         int64_t n, int64_t rows, int64_t cols, bool left, double u, zd *work) {
     int64_t count = rows * cols;
     if (left) matmul(M, X, work, n, n, cols);
     else matmul(X, M, work, rows, n, n);
@@ -222,8 +216,7 @@ static void check_solve(pm_check *c, const char *op, const emily_value *args, si
     }
     bool tri = strcmp(op, "triangular_solve") == 0;
     const emily_value *opts = pm_opts(args, nargs);
-    bool left = !tri || pm_opt_bool(opts, "left_side", true),
-         lower = pm_opt_bool(opts, "lower", true);
+    bool left = !tri || pm_opt_bool(opts, "left_side", true), lower = pm_opt_bool(opts, "lower", true);
     const emily_value *tv = pm_opt(opts, "transform_a");
     bool transpose = tri && tv && tv->kind == EMILY_V_ATOM && strcmp(tv->str, "transpose") == 0;
     bool conjugate = tri && tv && tv->kind == EMILY_V_ATOM && strcmp(tv->str, "conjugate") == 0;
@@ -250,8 +243,8 @@ static void check_solve(pm_check *c, const char *op, const emily_value *args, si
                 zd v = kept ? A[si * n + sj] : (zd){0, 0};
                 m[i * n + j] = conjugate ? zconj(v) : v;
             }
-        check_system(c, b, m, x + b * count, bb + b * count, xe ? xe + b * count : NULL, n, rows,
-                     cols, left, u, work);
+        check_system(c, b, m, x + b * count, bb + b * count, xe ? xe + b * count : NULL, n, rows, cols, left, u,
+                     work);
     }
     free(a), free(bb), free(x), free(xe), free(m), free(work);
 }
@@ -281,8 +274,7 @@ static zd det_double(zd *m, int64_t n) {
         zd inv = {piv.re / d, -piv.im / d};
         for (int64_t i = k + 1; i < n; i++) {
             zd f = zmul(m[i * n + k], inv);
-            for (int64_t j = k; j < n; j++)
-                m[i * n + j] = zsub(m[i * n + j], zmul(f, m[k * n + j]));
+            for (int64_t j = k; j < n; j++) m[i * n + j] = zsub(m[i * n + j], zmul(f, m[k * n + j]));
         }
     }
     return det;
@@ -293,8 +285,7 @@ static void check_determinant(pm_check *c, const emily_tensor *at, const emily_d
     int64_t n = emily_tensor_shape(at)[emily_tensor_rank(at) - 1], nn = n * n;
     const emily_tensor *dt = got->tensors[0];
     double u = pm_unit_roundoff(emily_tensor_dtype(dt));
-    zd *a = pm_load(at), *det = pm_load(dt),
-       *de = expected ? pm_load_expected(expected, 0, emily_tensor_size(dt)) : NULL;
+    zd *a = pm_load(at), *det = pm_load(dt), *de = expected ? pm_load_expected(expected, 0, emily_tensor_size(dt)) : NULL;
     zd *m = malloc((size_t)(nn + 1) * sizeof *m);
     if (!a || !det || !m) pm_fail(c, "could not read the tensors");
     else if (expected && !de) pm_fail(c, "could not read the corpus result");
@@ -303,8 +294,7 @@ static void check_determinant(pm_check *c, const emily_tensor *at, const emily_d
         double hadamard = 1;
         for (int64_t j = 0; j < n; j++) {
             double s = 0;
-            for (int64_t i = 0; i < n; i++)
-                s += A[i * n + j].re * A[i * n + j].re + A[i * n + j].im * A[i * n + j].im;
+            for (int64_t i = 0; i < n; i++) s += A[i * n + j].re * A[i * n + j].re + A[i * n + j].im * A[i * n + j].im;
             hadamard *= sqrt(s);
         }
         memcpy(m, A, (size_t)nn * sizeof *m);
@@ -315,22 +305,19 @@ static void check_determinant(pm_check *c, const emily_tensor *at, const emily_d
             double tol = 16.0 * dn * dn * u * hadamard + 16.0 * (dn + 1) * u * zabs(want);
             double d = zabs(zsub(det[b], want));
             if (!(d <= tol))
-                pm_fail(c, "matrix %lld: det %.9g%+.9gi, %s %.9g%+.9gi (|diff| %.3g > %.3g)",
-                        (long long)b, det[b].re, det[b].im,
-                        k ? "the corpus has" : "double-precision LU gives", want.re, want.im, d,
-                        tol);
+                pm_fail(c, "matrix %lld: det %.9g%+.9gi, %s %.9g%+.9gi (|diff| %.3g > %.3g)", (long long)b,
+                        det[b].re, det[b].im, k ? "the corpus has" : "double-precision LU gives", want.re, want.im,
+                        d, tol);
         }
     }
     free(a), free(det), free(de), free(m);
 }
 
-bool property_exact_check(const char *op, const emily_value *args, size_t nargs,
-                          const emily_dispatch_result *got, const json_t *expected, char *msg,
-                          size_t msgsize) {
+bool property_exact_check(const char *op, const emily_value *args, size_t nargs, const emily_dispatch_result *got,
+                          const json_t *expected, char *msg, size_t msgsize) {
     pm_check c = {.msg = msg, .size = msgsize, .ok = true};
     if (msgsize) msg[0] = 0;
-    if (!args || nargs < 1 || args[0].kind != EMILY_V_TENSOR || !got)
-        return pm_fail(&c, "no input tensor");
+    if (!args || nargs < 1 || args[0].kind != EMILY_V_TENSOR || !got) return pm_fail(&c, "no input tensor");
     const emily_tensor *a = args[0].tensor;
     int want = strcmp(op, "lu") == 0 ? 3 : 1;
     if (!property_exact_op(op)) return pm_fail(&c, "no property check for %s", op);

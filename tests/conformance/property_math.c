@@ -22,8 +22,7 @@ zd *pm_load(const emily_tensor *t) {
     return out;
 }
 
-zd pm_row_col(const zd *a, int64_t lda, const zd *b, int64_t ldb, int64_t i, int64_t j,
-              int64_t len) {
+zd pm_row_col(const zd *a, int64_t lda, const zd *b, int64_t ldb, int64_t i, int64_t j, int64_t len) {
     zd s = {0, 0};
     for (int64_t l = 0; l < len; l++) {
         zd p = zmul(a[i * lda + l], b[l * ldb + j]);
@@ -44,9 +43,7 @@ zd pm_row_row_conj(const zd *x, int64_t ld, int64_t i, int64_t j, int64_t len) {
 }
 
 zd *pm_load_expected(const json_t *expected, size_t k, int64_t want_size) {
-    const json_t *r = json_is_array(expected) ? json_array_get(expected, k)
-                      : k == 0                ? expected
-                                              : NULL;
+    const json_t *r = json_is_array(expected) ? json_array_get(expected, k) : k == 0 ? expected : NULL;
     if (!r) return NULL;
     emily_dtype dt = emily_dtype_from_name(json_string_value(json_object_get(r, "type")));
     const json_t *shp = json_object_get(r, "shape");
@@ -80,14 +77,10 @@ bool pm_fail(pm_check *c, const char *fmt, ...) {
 
 double pm_unit_roundoff(emily_dtype t) {
     switch (emily_type_to_real(t)) {
-    case EMILY_F16:
-        return 0x1p-11;
-    case EMILY_BF16:
-        return 0x1p-8;
-    case EMILY_F32:
-        return 0x1p-24;
-    default:
-        return 0x1p-53;
+    case EMILY_F16: return 0x1p-11;
+    case EMILY_BF16: return 0x1p-8;
+    case EMILY_F32: return 0x1p-24;
+    default: return 0x1p-53;
     }
 }
 
@@ -167,8 +160,7 @@ double pm_inverse_norm_inf(const zd *a, int64_t n) {
         for (int64_t i = 0; result == 0 && i < n; i++) {
             if (i == k) continue;
             zd f = zdiv(m[i * 2 * n + k], m[k * 2 * n + k]);
-            for (int64_t j = k; j < 2 * n; j++)
-                m[i * 2 * n + j] = zsub(m[i * 2 * n + j], zmul(f, m[k * 2 * n + j]));
+            for (int64_t j = k; j < 2 * n; j++) m[i * 2 * n + j] = zsub(m[i * 2 * n + j], zmul(f, m[k * 2 * n + j]));
         }
     }
     if (result == 0) {

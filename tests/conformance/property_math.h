@@ -13,16 +13,13 @@ typedef struct zd {
     double re, im;
 } zd;
 
-static inline zd zmul(zd a, zd b) {
-    return (zd){a.re * b.re - a.im * b.im, a.im * b.re + a.re * b.im};
-}
+static inline zd zmul(zd a, zd b) { return (zd){a.re * b.re - a.im * b.im, a.im * b.re + a.re * b.im}; }
 static inline zd zconj(zd a) { return (zd){a.re, -a.im}; }
 static inline zd zsub(zd a, zd b) { return (zd){a.re - b.re, a.im - b.im}; }
 double zabs(zd a);
 /* Row i of a (leading dimension lda) times column j of b (ldb), over len
  * terms: one entry of a matrix product, all row-major. */
-zd pm_row_col(const zd *a, int64_t lda, const zd *b, int64_t ldb, int64_t i, int64_t j,
-              int64_t len);
+zd pm_row_col(const zd *a, int64_t lda, const zd *b, int64_t ldb, int64_t i, int64_t j, int64_t len);
 /* Row i of x times row j conjugated (leading dimension ld), over len
  * terms: entry (i, j) of X X^H. */
 zd pm_row_row_conj(const zd *x, int64_t ld, int64_t i, int64_t j, int64_t len);

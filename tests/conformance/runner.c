@@ -78,8 +78,7 @@ static bool check_result(const char *op, const json_t *result, const emily_dispa
         emily_dtype dt = emily_dtype_from_name(json_string_value(json_object_get(r, "type")));
         const emily_tensor *t = got->tensors[k];
         if (emily_tensor_dtype(t) != dt) {
-            snprintf(msg, ms, "output %zu has type %s, want %s", k,
-                     emily_dtype_name(emily_tensor_dtype(t)), emily_dtype_name(dt));
+            snprintf(msg, ms, "output %zu has type %s, want %s", k, emily_dtype_name(emily_tensor_dtype(t)), emily_dtype_name(dt));
             return false;
         }
         size_t wn;
@@ -93,15 +92,15 @@ static bool check_result(const char *op, const json_t *result, const emily_dispa
             size_t ne = (size_t)emily_tensor_size(t);
             if (dot_fast && accumulation_rule_op(op) && n == 1 &&
                 (emily_dtype_is_float(dt) || emily_dtype_is_complex(dt)))
-                ok = accumulation_close(op, call->dev, call->out, call->args, call->nargs, dt, gotb,
-                                        want, ne, true, sub, sizeof sub);
+                ok = accumulation_close(op, call->dev, call->out, call->args, call->nargs, dt, gotb, want, ne,
+                                        true, sub, sizeof sub);
             else {
                 ok = compare_data(op, dt, gotb, want, ne, sub, sizeof sub);
                 /* f64/c128 sums: the reference's own error bound (the
                  * corpus README), where a few ULP do not hold */
                 if (!ok && n == 1 && (dt == EMILY_F64 || dt == EMILY_C128) && f64_sum_rule_op(op))
-                    ok = accumulation_close(op, call->dev, call->out, call->args, call->nargs, dt,
-                                            gotb, want, ne, false, sub, sizeof sub);
+                    ok = accumulation_close(op, call->dev, call->out, call->args, call->nargs, dt, gotb,
+                                            want, ne, false, sub, sizeof sub);
             }
             if (!ok) snprintf(msg, ms, "output %zu: %s", k, sub);
         }
@@ -127,14 +126,12 @@ static bool identical_result(const json_t *result, const emily_dispatch_result *
     for (size_t k = 0; same && k < n; k++) {
         const json_t *r = json_is_array(result) ? json_array_get(result, k) : result;
         const emily_tensor *t = got->tensors[k];
-        if (emily_tensor_dtype(t) !=
-            emily_dtype_from_name(json_string_value(json_object_get(r, "type"))))
+        if (emily_tensor_dtype(t) != emily_dtype_from_name(json_string_value(json_object_get(r, "type"))))
             return false;
         size_t wn, gn = emily_tensor_nbytes(t);
         unsigned char *want = b64_decode(json_string_value(json_object_get(r, "data")), &wn);
         unsigned char *gotb = malloc(gn ? gn : 1);
-        same = want && gotb && gn == wn && !emily_to_binary(t, gotb, gn) &&
-               memcmp(gotb, want, gn) == 0;
+        same = want && gotb && gn == wn && !emily_to_binary(t, gotb, gn) && memcmp(gotb, want, gn) == 0;
         free(want);
         free(gotb);
     }
@@ -149,20 +146,15 @@ static bool infer_with_weak_scalars(const char *op, emily_device dev, const emil
                                     emily_value *args, size_t nargs) {
     const emily_tensor *other = NULL;
     for (size_t i = 0; i < nargs; i++)
-        if (args[i].kind == EMILY_V_TENSOR && emily_tensor_rank(args[i].tensor) > 0)
-            other = args[i].tensor;
+        if (args[i].kind == EMILY_V_TENSOR && emily_tensor_rank(args[i].tensor) > 0) other = args[i].tensor;
     for (size_t i = 0; i < nargs; i++) {
         if (args[i].kind != EMILY_V_TENSOR) continue;
         emily_tensor *s = args[i].tensor;
         emily_dtype st = emily_tensor_dtype(s);
-        if (emily_tensor_rank(s) != 0 || (st != EMILY_S32 && st != EMILY_F32 && st != EMILY_C64))
-            continue;
+        if (emily_tensor_rank(s) != 0 || (st != EMILY_S32 && st != EMILY_F32 && st != EMILY_C64)) continue;
         emily_dtype base = EMILY_DTYPE_AUTO;
         for (size_t j = 0; j < nargs; j++)
-            if (j != i && args[j].kind == EMILY_V_TENSOR) {
-                base = emily_tensor_dtype(args[j].tensor);
-                break;
-            }
+            if (j != i && args[j].kind == EMILY_V_TENSOR) { base = emily_tensor_dtype(args[j].tensor); break; }
         if (other && base == EMILY_DTYPE_AUTO) base = emily_tensor_dtype(other);
         if (base == EMILY_DTYPE_AUTO) continue;
         emily_dtype weak;
@@ -179,8 +171,7 @@ static bool infer_with_weak_scalars(const char *op, emily_device dev, const emil
         bool match = false;
         if (!emily_dispatch(op, dev, out, args, nargs, EMILY_DISPATCH_INFER, &r)) {
             match = r.n == ntemplates(out);
-            for (int k = 0; match && k < r.n; k++)
-                match = same_spec(r.tensors[k], template_at(out, k));
+            for (int k = 0; match && k < r.n; k++) match = same_spec(r.tensors[k], template_at(out, k));
         }
         emily_dispatch_result_release(&r);
         args[i].tensor = s;
@@ -233,8 +224,7 @@ static size_t add_reference_method(emily_value *argv, size_t argc, with_method *
     }
     x->opt_keys[nopts - 1] = "linalg";
     x->opt_items[nopts - 1] = (emily_value){.kind = EMILY_V_ATOM, .str = "reference", .len = 9};
-    x->args[nargs - 1] = (emily_value){
-        .kind = EMILY_V_OPTS, .items = x->opt_items, .keys = x->opt_keys, .n = nopts};
+    x->args[nargs - 1] = (emily_value){.kind = EMILY_V_OPTS, .items = x->opt_items, .keys = x->opt_keys, .n = nopts};
     return nargs;
 }
 
@@ -285,15 +275,13 @@ static case_outcome run_case(const char *op, json_t *line, emily_device dev, jso
     }
     if (emit_obj) {
         json_t *enc = res.n == 1 ? jv_encode_tensor(res.tensors[0]) : json_array();
-        for (int k = 0; res.n > 1 && k < res.n; k++)
-            json_array_append_new(enc, jv_encode_tensor(res.tensors[k]));
+        for (int k = 0; res.n > 1 && k < res.n; k++) json_array_append_new(enc, jv_encode_tensor(res.tensors[k]));
         json_object_set_new(emit_obj, "result", enc);
     }
     const json_t *want = json_object_get(line, "result");
     bool ok = reference ? identical_result(want, &res)
               : by_properties(op)
-                  ? (!force_properties && identical_result(want, &res)) ||
-                        property_check_expected(op, argv, argc, &res, want, msg, ms)
+                  ? (!force_properties && identical_result(want, &res)) || property_check_expected(op, argv, argc, &res, want, msg, ms)
                   : check_result(op, want, &res, &(call_ctx){dev, out.root, argv, argc}, msg, ms);
     if (!ok && reference) snprintf(msg, ms, "not the reference's bits (--linalg reference)");
     emily_dispatch_result_release(&res);
@@ -305,8 +293,7 @@ static case_outcome run_case(const char *op, json_t *line, emily_device dev, jso
         goto done;
     }
     bool match = inf.n == ntemplates(out.root);
-    for (int k = 0; match && k < inf.n; k++)
-        match = same_spec(inf.tensors[k], template_at(out.root, k));
+    for (int k = 0; match && k < inf.n; k++) match = same_spec(inf.tensors[k], template_at(out.root, k));
     if (!match && inf.n > 0) {
         const emily_tensor *t = inf.tensors[0];
         snprintf(msg, ms, "inferred output 0 as %s rank %d, template says %s rank %d",
@@ -324,9 +311,7 @@ done:
 }
 
 static void usage(void) {
-    fprintf(
-        stderr,
-        "usage: conformance [--device cpu|cuda[:N]] [--ops a,b,...] [--emit FILE] [--linalg lapack|reference] [--linalg-properties] [--dot-precision highest|fast] [-v] CORPUS.jsonl[.gz]...\n");
+    fprintf(stderr, "usage: conformance [--device cpu|cuda[:N]] [--ops a,b,...] [--emit FILE] [--linalg lapack|reference] [--linalg-properties] [--dot-precision highest|fast] [-v] CORPUS.jsonl[.gz]...\n");
 }
 
 int main(int argc, char **argv) {
@@ -336,38 +321,25 @@ int main(int argc, char **argv) {
     char **files = calloc((size_t)argc, sizeof *files);
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--device") == 0 && i + 1 < argc) {
-            if (emily_device_parse(argv[++i], &dev)) {
-                fprintf(stderr, "%s\n", emily_last_error());
-                return 2;
-            }
+            if (emily_device_parse(argv[++i], &dev)) { fprintf(stderr, "%s\n", emily_last_error()); return 2; }
         } else if (strcmp(argv[i], "--ops") == 0 && i + 1 < argc) ops = argv[++i];
         else if (strcmp(argv[i], "--emit") == 0 && i + 1 < argc) emit_path = argv[++i];
         else if (strcmp(argv[i], "-v") == 0) verbose++;
         else if (strcmp(argv[i], "--linalg") == 0 && i + 1 < argc) {
             const char *m = argv[++i];
             if (strcmp(m, "reference") == 0) linalg_reference = true;
-            else if (strcmp(m, "lapack") != 0) {
-                usage();
-                return 2;
-            }
-        } else if (strcmp(argv[i], "--linalg-properties") == 0)
-            exact_by_properties = force_properties = true;
+            else if (strcmp(m, "lapack") != 0) { usage(); return 2; }
+        }
+        else if (strcmp(argv[i], "--linalg-properties") == 0) exact_by_properties = force_properties = true;
         else if (strcmp(argv[i], "--dot-precision") == 0 && i + 1 < argc) {
             const char *m = argv[++i];
             if (strcmp(m, "fast") == 0) dot_fast = true;
-            else if (strcmp(m, "highest") != 0) {
-                usage();
-                return 2;
-            }
-        } else if (argv[i][0] == '-') {
-            usage();
-            return 2;
-        } else files[nfiles++] = argv[i];
+            else if (strcmp(m, "highest") != 0) { usage(); return 2; }
+        }
+        else if (argv[i][0] == '-') { usage(); return 2; }
+        else files[nfiles++] = argv[i];
     }
-    if (!nfiles) {
-        usage();
-        return 2;
-    }
+    if (!nfiles) { usage(); return 2; }
     /* The corpus is the reference's bits: dot and conv run at HIGHEST
      * unless --dot-precision fast asks for the default precision. */
     emily_dot_set_precision(dot_fast ? EMILY_DOT_PRECISION_FAST : EMILY_DOT_PRECISION_HIGHEST);
@@ -377,54 +349,33 @@ int main(int argc, char **argv) {
         return 2;
     }
     FILE *emit = NULL;
-    if (emit_path && !(emit = fopen(emit_path, "w"))) {
-        perror(emit_path);
-        return 2;
-    }
+    if (emit_path && !(emit = fopen(emit_path, "w"))) { perror(emit_path); return 2; }
     long passed = 0, failed = 0, skipped = 0, weak = 0, index = 0;
     size_t cap = 1 << 16;
     char *buf = malloc(cap);
     for (int f = 0; f < nfiles; f++) {
         corpus_file *in = corpus_file_open(files[f]);
-        if (!in) {
-            perror(files[f]);
-            return 2;
-        }
+        if (!in) { perror(files[f]); return 2; }
         ssize_t len;
         while ((len = corpus_file_line(in, &buf, &cap)) > 0) {
             json_error_t jerr;
             json_t *line = json_loadb(buf, (size_t)len, 0, &jerr);
-            if (!line) {
-                fprintf(stderr, "%s: bad JSON: %s\n", files[f], jerr.text);
-                return 2;
-            }
+            if (!line) { fprintf(stderr, "%s: bad JSON: %s\n", files[f], jerr.text); return 2; }
             const char *op = json_string_value(json_object_get(line, "op"));
-            if (!op || !op_selected(ops, op)) {
-                json_decref(line);
-                continue;
-            }
-            json_t *emit_obj = emit ? json_pack("{s:I, s:s}", "index", (json_int_t)index, "op", op)
-                                    : NULL;
+            if (!op || !op_selected(ops, op)) { json_decref(line); continue; }
+            json_t *emit_obj = emit ? json_pack("{s:I, s:s}", "index", (json_int_t)index, "op", op) : NULL;
             char msg[1024] = "";
             case_outcome o = run_case(op, line, dev, emit_obj, msg, sizeof msg);
             op_stats *st = stats_for(op);
             switch (o) {
-            case CASE_PASS_WEAK:
-                st->weak++;
-                weak++; /* fall through */
-            case CASE_PASS:
-                st->passed++;
-                passed++;
-                break;
+            case CASE_PASS_WEAK: st->weak++; weak++; /* fall through */
+            case CASE_PASS: st->passed++; passed++; break;
             case CASE_SKIP:
-                st->skipped++;
-                skipped++;
-                if (!st->skip_reason[0])
-                    snprintf(st->skip_reason, sizeof st->skip_reason, "%.150s", msg);
+                st->skipped++; skipped++;
+                if (!st->skip_reason[0]) snprintf(st->skip_reason, sizeof st->skip_reason, "%.150s", msg);
                 break;
             case CASE_FAIL:
-                st->failed++;
-                failed++;
+                st->failed++; failed++;
                 if (verbose || st->failed <= 3)
                     fprintf(stderr, "FAIL %s #%ld (%s): %s\n", op, index,
                             json_string_value(json_object_get(line, "tag")), msg);
@@ -440,10 +391,7 @@ int main(int argc, char **argv) {
             json_decref(line);
             index++;
         }
-        if (len < 0) {
-            fprintf(stderr, "%s: read error\n", files[f]);
-            return 2;
-        }
+        if (len < 0) { fprintf(stderr, "%s: read error\n", files[f]); return 2; }
         corpus_file_close(in);
     }
     free(buf);
@@ -453,15 +401,13 @@ int main(int argc, char **argv) {
     emily_device_format(dev, dname, sizeof dname);
     printf("%-24s %8s %8s %8s\n", "op", "passed", "failed", "skipped");
     for (int i = 0; i < nstats; i++)
-        printf("%-24s %8ld %8ld %8ld%s\n", stats[i].name, stats[i].passed, stats[i].failed,
-               stats[i].skipped, stats[i].weak ? "  (some by the weak-scalar rule)" : "");
+        printf("%-24s %8ld %8ld %8ld%s\n", stats[i].name, stats[i].passed, stats[i].failed, stats[i].skipped,
+               stats[i].weak ? "  (some by the weak-scalar rule)" : "");
     bool any_prop = false;
     for (int i = 0; i < nstats; i++)
         if (by_properties(stats[i].name)) {
             if (linalg_reference && property_checked_op(stats[i].name)) {
-                if (!any_prop)
-                    printf(
-                        "run with linalg: :reference (Nx's own algorithms), checked bit for bit:");
+                if (!any_prop) printf("run with linalg: :reference (Nx's own algorithms), checked bit for bit:");
                 any_prop = true;
                 printf(" %s", stats[i].name);
                 continue;
@@ -480,10 +426,7 @@ int main(int argc, char **argv) {
             if (stats[i].skipped && stats[i].skip_reason[0])
                 printf("  %s: %s\n", stats[i].name, stats[i].skip_reason);
     }
-    if (weak)
-        printf(
-            "%ld passes inferred the output type with the weak-scalar rule (docs/semantics.md)\n",
-            weak);
+    if (weak) printf("%ld passes inferred the output type with the weak-scalar rule (docs/semantics.md)\n", weak);
     printf("device %s: %ld passed, %ld failed, %ld skipped\n", dname, passed, failed, skipped);
     return failed ? 1 : 0;
 }

@@ -11,39 +11,26 @@
 #include <string.h>
 
 typedef enum {
-    ST_ATOM,
-    ST_INT,
-    ST_BIG,
-    ST_FLOAT,
-    ST_BIN,
-    ST_BITS,
-    ST_TUPLE,
-    ST_NIL,
-    ST_CONS,
-    ST_MAP,
-    ST_REF,
-    ST_PID,
-    ST_PORT,
-    ST_FUN
+    ST_ATOM, ST_INT, ST_BIG, ST_FLOAT, ST_BIN, ST_BITS, ST_TUPLE, ST_NIL, ST_CONS,
+    ST_MAP, ST_REF, ST_PID, ST_PORT, ST_FUN
 } sterm_kind;
 
 typedef struct sterm sterm;
 struct sterm {
     sterm_kind kind;
-    int64_t i;  /* INT; REF: first ID word */
-    uint64_t u; /* BIG: magnitude when it fits 64 bits */
-    bool neg;   /* BIG */
-    double f;   /* FLOAT */
-    const unsigned char
-        *bytes; /* ATOM: UTF-8; BIG: magnitude (LE); BIN/BITS: data; REF/PID/PORT/FUN: encoding */
+    int64_t i;                  /* INT; REF: first ID word */
+    uint64_t u;                 /* BIG: magnitude when it fits 64 bits */
+    bool neg;                   /* BIG */
+    double f;                   /* FLOAT */
+    const unsigned char *bytes; /* ATOM: UTF-8; BIG: magnitude (LE); BIN/BITS: data; REF/PID/PORT/FUN: encoding */
     size_t len;
-    int bits;           /* BITS: bits used in the last byte (1..7) */
-    bool local;         /* REF: of this VM (a resource can be one) */
-    const char *latin1; /* ATOM: NULL when a character is above 255 */
+    int bits;                   /* BITS: bits used in the last byte (1..7) */
+    bool local;                 /* REF: of this VM (a resource can be one) */
+    const char *latin1;         /* ATOM: NULL when a character is above 255 */
     size_t latin1_len;
-    ERL_NIF_TERM *items; /* TUPLE: n items; MAP: n keys then n values */
+    ERL_NIF_TERM *items;        /* TUPLE: n items; MAP: n keys then n values */
     size_t n;
-    ERL_NIF_TERM head, tail; /* CONS */
+    ERL_NIF_TERM head, tail;    /* CONS */
 };
 
 #define T(term) ((const sterm *)(uintptr_t)(term))
@@ -123,19 +110,11 @@ static sterm *atom_utf8(ErlNifEnv *env, const unsigned char *s, size_t len) {
         unsigned c = s[i];
         uint32_t cp;
         size_t k;
-        if (c < 0x80) {
-            cp = c;
-            k = 1;
-        } else if ((c & 0xe0) == 0xc0) {
-            cp = c & 0x1f;
-            k = 2;
-        } else if ((c & 0xf0) == 0xe0) {
-            cp = c & 0x0f;
-            k = 3;
-        } else if ((c & 0xf8) == 0xf0) {
-            cp = c & 0x07;
-            k = 4;
-        } else return NULL;
+        if (c < 0x80) { cp = c; k = 1; }
+        else if ((c & 0xe0) == 0xc0) { cp = c & 0x1f; k = 2; }
+        else if ((c & 0xf0) == 0xe0) { cp = c & 0x0f; k = 3; }
+        else if ((c & 0xf8) == 0xf0) { cp = c & 0x07; k = 4; }
+        else return NULL;
         if (len - i < k) return NULL;
         for (size_t j = 1; j < k; j++) {
             if ((s[i + j] & 0xc0) != 0x80) return NULL;
@@ -179,12 +158,9 @@ static bool same(const sterm *a, const sterm *b, int depth) {
         if (a == b) return true;
         if (a->kind != b->kind || depth > SHIM_MAX_DEPTH) return false;
         switch (a->kind) {
-        case ST_INT:
-            return a->i == b->i;
-        case ST_FLOAT:
-            return memcmp(&a->f, &b->f, sizeof a->f) == 0;
-        case ST_NIL:
-            return true;
+        case ST_INT: return a->i == b->i;
+        case ST_FLOAT: return memcmp(&a->f, &b->f, sizeof a->f) == 0;
+        case ST_NIL: return true;
         case ST_BIG:
             if (a->neg != b->neg) return false;
             /* fall through */
@@ -195,8 +171,7 @@ static bool same(const sterm *a, const sterm *b, int depth) {
         case ST_PORT:
         case ST_FUN:
         case ST_BITS:
-            return a->len == b->len && a->bits == b->bits &&
-                   memcmp(a->bytes, b->bytes, a->len) == 0;
+            return a->len == b->len && a->bits == b->bits && memcmp(a->bytes, b->bytes, a->len) == 0;
         case ST_TUPLE:
             if (a->n != b->n) return false;
             for (size_t i = 0; i < a->n; i++)
@@ -207,8 +182,7 @@ static bool same(const sterm *a, const sterm *b, int depth) {
             for (size_t i = 0; i < a->n; i++) {
                 size_t j = 0;
                 while (j < b->n && !same(T(a->items[i]), T(b->items[j]), depth + 1)) j++;
-                if (j == b->n || !same(T(a->items[a->n + i]), T(b->items[b->n + j]), depth + 1))
-                    return false;
+                if (j == b->n || !same(T(a->items[a->n + i]), T(b->items[b->n + j]), depth + 1)) return false;
             }
             return true;
         case ST_CONS:
@@ -277,8 +251,8 @@ static bool atom_field(reader *r, int depth) {
 
 /* A term whose identity is its encoding (references, pids, ports, export
  * funs): `fixed` bytes after the atom(s). */
-static sterm *opaque(reader *r, const unsigned char *start, sterm_kind kind, int atoms,
-                     size_t fixed, int depth) {
+static sterm *opaque(reader *r, const unsigned char *start, sterm_kind kind, int atoms, size_t fixed,
+                     int depth) {
     for (int k = 0; k < atoms; k++)
         if (!atom_field(r, depth)) return NULL;
     if (!have(r, fixed)) return NULL;
@@ -326,7 +300,7 @@ static sterm *decode(reader *r, int depth) {
         if (t) t->i = v;
         return t;
     }
-    case 110:   /* SMALL_BIG_EXT */
+    case 110: /* SMALL_BIG_EXT */
     case 111: { /* LARGE_BIG_EXT */
         int w = tag == 110 ? 1 : 4;
         if (!have(r, (size_t)w + 1)) return NULL;
@@ -357,9 +331,9 @@ static sterm *decode(reader *r, int depth) {
         if (endp == s) return NULL;
         return float_term(env, f);
     }
-    case 100:   /* ATOM_EXT */
-    case 115:   /* SMALL_ATOM_EXT */
-    case 118:   /* ATOM_UTF8_EXT */
+    case 100: /* ATOM_EXT */
+    case 115: /* SMALL_ATOM_EXT */
+    case 118: /* ATOM_UTF8_EXT */
     case 119: { /* SMALL_ATOM_UTF8_EXT */
         int w = tag == 100 || tag == 118 ? 2 : 1;
         if (!have(r, (size_t)w)) return NULL;
@@ -398,7 +372,7 @@ static sterm *decode(reader *r, int depth) {
         r->p += n;
         return t;
     }
-    case 104:   /* SMALL_TUPLE_EXT */
+    case 104: /* SMALL_TUPLE_EXT */
     case 105: { /* LARGE_TUPLE_EXT */
         int w = tag == 104 ? 1 : 4;
         if (!have(r, (size_t)w)) return NULL;
@@ -461,8 +435,8 @@ static sterm *decode(reader *r, int depth) {
         }
         return t;
     }
-    case 90:    /* NEWER_REFERENCE_EXT: Len, Node, Creation(4), ID(4 * Len) */
-    case 114:   /* NEW_REFERENCE_EXT: Len, Node, Creation(1), ID(4 * Len) */
+    case 90: /* NEWER_REFERENCE_EXT: Len, Node, Creation(4), ID(4 * Len) */
+    case 114: /* NEW_REFERENCE_EXT: Len, Node, Creation(1), ID(4 * Len) */
     case 101: { /* REFERENCE_EXT: Node, ID(4), Creation(1) */
         size_t n = 1;
         if (tag != 101) {
@@ -487,24 +461,17 @@ static sterm *decode(reader *r, int depth) {
          * node nonode@nohost, creation 0) have 18 bits in their first ID
          * word, and only they can be resources; another node's may have
          * anything and are never resources. */
-        t->local = node->len == 13 && memcmp(node->bytes, "nonode@nohost", 13) == 0 &&
-                   creation == 0;
+        t->local = node->len == 13 && memcmp(node->bytes, "nonode@nohost", 13) == 0 && creation == 0;
         if (t->local && t->i >= (1 << 18)) return NULL;
         return t;
     }
-    case 88:
-        return opaque(r, start, ST_PID, 1, 12, depth); /* NEW_PID_EXT */
-    case 103:
-        return opaque(r, start, ST_PID, 1, 9, depth); /* PID_EXT */
-    case 89:
-        return opaque(r, start, ST_PORT, 1, 8, depth); /* NEW_PORT_EXT */
-    case 120:
-        return opaque(r, start, ST_PORT, 1, 12, depth); /* V4_PORT_EXT */
-    case 102:
-        return opaque(r, start, ST_PORT, 1, 5, depth); /* PORT_EXT */
+    case 88: return opaque(r, start, ST_PID, 1, 12, depth);   /* NEW_PID_EXT */
+    case 103: return opaque(r, start, ST_PID, 1, 9, depth);   /* PID_EXT */
+    case 89: return opaque(r, start, ST_PORT, 1, 8, depth);   /* NEW_PORT_EXT */
+    case 120: return opaque(r, start, ST_PORT, 1, 12, depth); /* V4_PORT_EXT */
+    case 102: return opaque(r, start, ST_PORT, 1, 5, depth);  /* PORT_EXT */
     case 113: { /* EXPORT_EXT: Module, Function, Arity (a small integer) */
-        if (!atom_field(r, depth) || !atom_field(r, depth) || !have(r, 2) || r->p[0] != 97)
-            return NULL;
+        if (!atom_field(r, depth) || !atom_field(r, depth) || !have(r, 2) || r->p[0] != 97) return NULL;
         r->p += 2;
         sterm *t = new_term(env, ST_FUN);
         if (!t) return NULL;
@@ -572,31 +539,20 @@ int enif_is_identical(ERL_NIF_TERM lhs, ERL_NIF_TERM rhs) { return same(T(lhs), 
 ErlNifTermType enif_term_type(ErlNifEnv *env, ERL_NIF_TERM term) {
     (void)env;
     switch (T(term)->kind) {
-    case ST_ATOM:
-        return ERL_NIF_TERM_TYPE_ATOM;
+    case ST_ATOM: return ERL_NIF_TERM_TYPE_ATOM;
     case ST_INT:
-    case ST_BIG:
-        return ERL_NIF_TERM_TYPE_INTEGER;
-    case ST_FLOAT:
-        return ERL_NIF_TERM_TYPE_FLOAT;
+    case ST_BIG: return ERL_NIF_TERM_TYPE_INTEGER;
+    case ST_FLOAT: return ERL_NIF_TERM_TYPE_FLOAT;
     case ST_BIN:
-    case ST_BITS:
-        return ERL_NIF_TERM_TYPE_BITSTRING;
-    case ST_TUPLE:
-        return ERL_NIF_TERM_TYPE_TUPLE;
+    case ST_BITS: return ERL_NIF_TERM_TYPE_BITSTRING;
+    case ST_TUPLE: return ERL_NIF_TERM_TYPE_TUPLE;
     case ST_NIL:
-    case ST_CONS:
-        return ERL_NIF_TERM_TYPE_LIST;
-    case ST_MAP:
-        return ERL_NIF_TERM_TYPE_MAP;
-    case ST_REF:
-        return ERL_NIF_TERM_TYPE_REFERENCE;
-    case ST_PID:
-        return ERL_NIF_TERM_TYPE_PID;
-    case ST_PORT:
-        return ERL_NIF_TERM_TYPE_PORT;
-    case ST_FUN:
-        return ERL_NIF_TERM_TYPE_FUN;
+    case ST_CONS: return ERL_NIF_TERM_TYPE_LIST;
+    case ST_MAP: return ERL_NIF_TERM_TYPE_MAP;
+    case ST_REF: return ERL_NIF_TERM_TYPE_REFERENCE;
+    case ST_PID: return ERL_NIF_TERM_TYPE_PID;
+    case ST_PORT: return ERL_NIF_TERM_TYPE_PORT;
+    case ST_FUN: return ERL_NIF_TERM_TYPE_FUN;
     }
     return ERL_NIF_TERM_TYPE_FUN;
 }
@@ -618,14 +574,8 @@ int enif_get_long(ErlNifEnv *env, ERL_NIF_TERM term, long *ip) {
 int enif_get_ulong(ErlNifEnv *env, ERL_NIF_TERM term, unsigned long *ip) {
     (void)env;
     const sterm *t = T(term);
-    if (t->kind == ST_INT && t->i >= 0) {
-        *ip = (unsigned long)t->i;
-        return 1;
-    }
-    if (t->kind == ST_BIG && !t->neg && t->len <= 8) {
-        *ip = (unsigned long)t->u;
-        return 1;
-    }
+    if (t->kind == ST_INT && t->i >= 0) { *ip = (unsigned long)t->i; return 1; }
+    if (t->kind == ST_BIG && !t->neg && t->len <= 8) { *ip = (unsigned long)t->u; return 1; }
     return 0;
 }
 int enif_get_double(ErlNifEnv *env, ERL_NIF_TERM term, double *dp) {
@@ -642,12 +592,10 @@ int enif_get_atom_length(ErlNifEnv *env, ERL_NIF_TERM atom, unsigned *len, ErlNi
     *len = (unsigned)t->latin1_len;
     return 1;
 }
-int enif_get_atom(ErlNifEnv *env, ERL_NIF_TERM atom, char *buf, unsigned len,
-                  ErlNifCharEncoding enc) {
+int enif_get_atom(ErlNifEnv *env, ERL_NIF_TERM atom, char *buf, unsigned len, ErlNifCharEncoding enc) {
     (void)env;
     const sterm *t = T(atom);
-    if (t->kind != ST_ATOM || enc != ERL_NIF_LATIN1 || !t->latin1 || t->latin1_len + 1 > len)
-        return 0;
+    if (t->kind != ST_ATOM || enc != ERL_NIF_LATIN1 || !t->latin1 || t->latin1_len + 1 > len) return 0;
     memcpy(buf, t->latin1, t->latin1_len);
     buf[t->latin1_len] = 0;
     return (int)t->latin1_len + 1;

@@ -47,45 +47,14 @@ static bool tensor_int_ok(const emily_tensor *t) {
     if (emily_to_binary(t, raw, emily_dtype_size(dt)) != EMILY_OK) return true;
     int64_t v;
     switch (dt) {
-    case EMILY_U8:
-        v = raw[0];
-        break;
-    case EMILY_S8:
-        v = (int8_t)raw[0];
-        break;
-    case EMILY_U16: {
-        uint16_t x;
-        memcpy(&x, raw, 2);
-        v = x;
-        break;
-    }
-    case EMILY_S16: {
-        int16_t x;
-        memcpy(&x, raw, 2);
-        v = x;
-        break;
-    }
-    case EMILY_U32: {
-        uint32_t x;
-        memcpy(&x, raw, 4);
-        v = x;
-        break;
-    }
-    case EMILY_S32: {
-        int32_t x;
-        memcpy(&x, raw, 4);
-        v = x;
-        break;
-    }
-    case EMILY_U64: {
-        uint64_t x;
-        memcpy(&x, raw, 8);
-        v = x > INT64_MAX ? INT64_MAX : (int64_t)x;
-        break;
-    }
-    default:
-        memcpy(&v, raw, 8);
-        break;
+    case EMILY_U8: v = raw[0]; break;
+    case EMILY_S8: v = (int8_t)raw[0]; break;
+    case EMILY_U16: { uint16_t x; memcpy(&x, raw, 2); v = x; break; }
+    case EMILY_S16: { int16_t x; memcpy(&x, raw, 2); v = x; break; }
+    case EMILY_U32: { uint32_t x; memcpy(&x, raw, 4); v = x; break; }
+    case EMILY_S32: { int32_t x; memcpy(&x, raw, 4); v = x; break; }
+    case EMILY_U64: { uint64_t x; memcpy(&x, raw, 8); v = x > INT64_MAX ? INT64_MAX : (int64_t)x; break; }
+    default: memcpy(&v, raw, 8); break;
     }
     return int_ok(v);
 }
@@ -124,10 +93,8 @@ bool fuzz_call_ok(const emily_value *out, const emily_value *args, size_t nargs)
 void fuzz_check_live(int64_t tensors, int64_t buffers, const char *what) {
     int64_t t = emily_live_tensors(), b = emily_live_buffers();
     if (t != tensors || b != buffers) {
-        fprintf(
-            stderr,
-            "%s: %lld tensor handles and %lld buffers alive after the input, %lld and %lld before\n",
-            what, (long long)t, (long long)b, (long long)tensors, (long long)buffers);
+        fprintf(stderr, "%s: %lld tensor handles and %lld buffers alive after the input, %lld and %lld before\n",
+                what, (long long)t, (long long)b, (long long)tensors, (long long)buffers);
         abort();
     }
 }

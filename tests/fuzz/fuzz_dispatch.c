@@ -44,16 +44,13 @@ static void read_back(const emily_dispatch_result *r) {
 }
 
 /* RUN, then INFER when RUN succeeded. */
-static void run_call(const char *op, const emily_value *out, const emily_value *args,
-                     size_t nargs) {
+static void run_call(const char *op, const emily_value *out, const emily_value *args, size_t nargs) {
     if (!fuzz_call_ok(out, args, nargs)) return;
     emily_dispatch_result res = {0};
     for (int mode = EMILY_DISPATCH_RUN; mode <= EMILY_DISPATCH_INFER; mode++) {
-        emily_status s = emily_dispatch(op, EMILY_CPU, out, args, nargs, (emily_dispatch_mode)mode,
-                                        &res);
+        emily_status s = emily_dispatch(op, EMILY_CPU, out, args, nargs, (emily_dispatch_mode)mode, &res);
         if (s != EMILY_OK) {
-            if (res.n != 0 || !emily_last_error()[0])
-                abort(); /* a failure returns nothing, says why */
+            if (res.n != 0 || !emily_last_error()[0]) abort(); /* a failure returns nothing, says why */
             return;
         }
         read_back(&res);
@@ -79,43 +76,15 @@ static void run_call(const char *op, const emily_value *out, const emily_value *
  * every byte reads as 0. */
 
 static const char *const atoms[] = {
-    "asc",       "desc",           "nan",          "infinity",  "neg_infinity",
-    "none",      "reduced",        "complete",     "conjugate", "transpose",
-    "fast",      "high",           "highest",      "low",       "lapack",
-    "reference", "reference_nx07", "power_of_two", "nil"};
-static const char *const keys[] = {"axes",
-                                   "axis",
-                                   "keep_axes",
-                                   "keep_axis",
-                                   "direction",
-                                   "stable",
-                                   "tie_break",
-                                   "eps",
-                                   "equal_nan",
-                                   "rtol",
-                                   "atol",
-                                   "k",
-                                   "length",
-                                   "lengths",
-                                   "linalg",
-                                   "max_iter",
-                                   "mode",
-                                   "padding",
-                                   "precision",
-                                   "reverse",
-                                   "strides",
-                                   "transform_a",
-                                   "window_dilations",
-                                   "full_matrices?",
-                                   "left_side",
-                                   "lower",
-                                   "input_dilation",
-                                   "kernel_dilation",
-                                   "feature_group_size",
-                                   "batch_group_size",
-                                   "input_permutation",
-                                   "kernel_permutation",
-                                   "output_permutation"};
+    "asc", "desc", "nan", "infinity", "neg_infinity", "none", "reduced", "complete", "conjugate",
+    "transpose", "fast", "high", "highest", "low", "lapack", "reference", "reference_nx07",
+    "power_of_two", "nil"};
+static const char *const keys[] = {
+    "axes", "axis", "keep_axes", "keep_axis", "direction", "stable", "tie_break", "eps", "equal_nan",
+    "rtol", "atol", "k", "length", "lengths", "linalg", "max_iter", "mode", "padding", "precision",
+    "reverse", "strides", "transform_a", "window_dilations", "full_matrices?", "left_side", "lower",
+    "input_dilation", "kernel_dilation", "feature_group_size", "batch_group_size",
+    "input_permutation", "kernel_permutation", "output_permutation"};
 #define COUNT(a) (sizeof(a) / sizeof *(a))
 
 typedef struct bin {
@@ -206,27 +175,12 @@ static bool bin_value(bin *b, emily_value *v, int depth) {
         v->tensor = t;
         return true;
     }
-    case 2:
-        v->kind = EMILY_V_INT;
-        v->i = (int8_t)byte(b);
-        return true;
-    case 3:
-        v->kind = EMILY_V_INT;
-        v->i = i64(b);
-        return true;
-    case 4:
-        v->kind = EMILY_V_FLOAT;
-        v->f = f64(b);
-        return true;
-    case 5:
-        v->kind = EMILY_V_ATOM;
-        v->str = atoms[byte(b) % COUNT(atoms)];
-        v->len = strlen(v->str);
-        return true;
-    case 6:
-        return bin_items(b, v, EMILY_V_TUPLE, byte(b) % 4, depth);
-    case 7:
-        return bin_items(b, v, EMILY_V_LIST, byte(b) % 5, depth);
+    case 2: v->kind = EMILY_V_INT; v->i = (int8_t)byte(b); return true;
+    case 3: v->kind = EMILY_V_INT; v->i = i64(b); return true;
+    case 4: v->kind = EMILY_V_FLOAT; v->f = f64(b); return true;
+    case 5: v->kind = EMILY_V_ATOM; v->str = atoms[byte(b) % COUNT(atoms)]; v->len = strlen(v->str); return true;
+    case 6: return bin_items(b, v, EMILY_V_TUPLE, byte(b) % 4, depth);
+    case 7: return bin_items(b, v, EMILY_V_LIST, byte(b) % 5, depth);
     case 8: {
         size_t n = byte(b) % 4;
         v->keys = bin_alloc(b, sizeof(char *) * (n + 1));

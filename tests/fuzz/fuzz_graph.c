@@ -59,16 +59,14 @@ static bool graph_ok(const emily_graph *g, int depth, int64_t *total) {
     if (depth > GRAPH_MAX_NESTING) return false;
     for (int32_t i = 0; i < g->nvalues; i++) {
         const graph_value *v = &g->values[i];
-        int64_t n = v->kind == GV_CONST   ? emily_tensor_size(v->tensor)
-                    : v->kind == GV_PARAM ? fuzz_shape_elements(v->rank, v->shape)
-                                          : 0;
+        int64_t n = v->kind == GV_CONST ? emily_tensor_size(v->tensor)
+                    : v->kind == GV_PARAM ? fuzz_shape_elements(v->rank, v->shape) : 0;
         *total += n;
         if (*total > GRAPH_MAX_ELEMENTS) return false;
     }
     for (int32_t i = 0; i < g->ncalls; i++) {
         const graph_call *c = &g->calls[i];
-        if (c->cond &&
-            (!graph_ok(c->cond, depth + 1, total) || !graph_ok(c->body, depth + 1, total)))
+        if (c->cond && (!graph_ok(c->cond, depth + 1, total) || !graph_ok(c->body, depth + 1, total)))
             return false;
         for (int b = 0; c->branches && b <= c->nclauses; b++)
             if (!graph_ok(c->branches[b], depth + 1, total)) return false;
@@ -95,8 +93,7 @@ static bool same_values(const emily_tensor *a, const emily_tensor *b) {
         if (emily_tensor_shape(a)[i] != emily_tensor_shape(b)[i]) return false;
     unsigned char *x = malloc(nb + 1), *y = malloc(nb + 1);
     bool same = true;
-    if (x && y && !emily_to_binary(a, x, nb) && !emily_to_binary(b, y, nb) &&
-        memcmp(x, y, nb) != 0) {
+    if (x && y && !emily_to_binary(a, x, nb) && !emily_to_binary(b, y, nb) && memcmp(x, y, nb) != 0) {
         same = false;
         if (!emily_dtype_is_integer(dt)) {
             /* differing bytes may still be NaNs of other signs/payloads:
@@ -157,16 +154,14 @@ static void run_input(const uint8_t *data, size_t size) {
     }
     int64_t total = 0;
     size_t np = emily_graph_num_params(opt), no = emily_graph_num_outputs(opt);
-    if (!graph_ok(opt, 0, &total) || no > MAX_OUTPUTS ||
-        emily_graph_load_buffer(data, size, &plain)) {
+    if (!graph_ok(opt, 0, &total) || no > MAX_OUTPUTS || emily_graph_load_buffer(data, size, &plain)) {
         emily_graph_free(opt);
         return;
     }
     emily_tensor **params = calloc(np + 1, sizeof *params);
     emily_tensor *a[MAX_OUTPUTS] = {0}, *b[MAX_OUTPUTS] = {0};
     bool have_params = params != NULL;
-    for (size_t i = 0; have_params && i < np; i++)
-        have_params = (params[i] = make_param(opt, i, data, size));
+    for (size_t i = 0; have_params && i < np; i++) have_params = (params[i] = make_param(opt, i, data, size));
     emily_graph_options plain_opts = {.no_optimize = 1};
     if (have_params && !emily_graph_compile(opt, EMILY_CPU, NULL) &&
         !emily_graph_compile(plain, EMILY_CPU, &plain_opts)) {
@@ -175,9 +170,7 @@ static void run_input(const uint8_t *data, size_t size) {
         if ((sa && !emily_last_error()[0]) || (sb && !emily_last_error()[0])) abort();
         for (size_t k = 0; !sa && !sb && k < no; k++)
             if (!same_values(a[k], b[k])) {
-                fprintf(stderr,
-                        "fuzz_graph: output %zu differs between the optimized and the plain run\n",
-                        k);
+                fprintf(stderr, "fuzz_graph: output %zu differs between the optimized and the plain run\n", k);
                 abort();
             }
         if (!sa) release_all(a, no);
@@ -223,8 +216,7 @@ static void seed_from_line(const char *dir, const char *name, const char *text, 
     jv_tree out = {0}, args = {0};
     char msg[512];
     emily_graph *g = NULL;
-    if (op &&
-        jv_decode(&out, json_object_get(line, "out"), EMILY_CPU, true, msg, sizeof msg) == 0 &&
+    if (op && jv_decode(&out, json_object_get(line, "out"), EMILY_CPU, true, msg, sizeof msg) == 0 &&
         jv_decode(&args, json_object_get(line, "args"), EMILY_CPU, false, msg, sizeof msg) == 0 &&
         args.root->kind == EMILY_V_LIST && emily_graph_create(&g) == EMILY_OK) {
         bool ok = true;
@@ -233,16 +225,15 @@ static void seed_from_line(const char *dir, const char *name, const char *text, 
             if (v->kind != EMILY_V_TENSOR || !v->tensor) continue;
             int32_t id;
             const emily_tensor *t = v->tensor;
-            ok = emily_graph_add_param(g, emily_tensor_dtype(t), emily_tensor_rank(t),
-                                       emily_tensor_shape(t), &id) == EMILY_OK;
+            ok = emily_graph_add_param(g, emily_tensor_dtype(t), emily_tensor_rank(t), emily_tensor_shape(t),
+                                       &id) == EMILY_OK;
             *v = (emily_value){.kind = EMILY_V_REF, .i = id};
         }
         int32_t first;
         int nout = emi_graph_template_count(out.root);
         int32_t outs[MAX_OUTPUTS];
         if (ok && nout > 0 && nout <= MAX_OUTPUTS &&
-            emily_graph_add_call(g, op, out.root, args.root->items, args.root->n, &first) ==
-                EMILY_OK) {
+            emily_graph_add_call(g, op, out.root, args.root->items, args.root->n, &first) == EMILY_OK) {
             for (int k = 0; k < nout; k++) outs[k] = first + k;
             if (emily_graph_set_outputs(g, (size_t)nout, outs) == EMILY_OK) save(g, dir, name);
         }
@@ -267,12 +258,10 @@ static void seed_chain(const char *dir) {
     int32_t x, y, s, e, p, r;
     emily_value o = tmpl(EMILY_F32, 2, s23), o2 = tmpl(EMILY_F32, 1, s2);
     emily_value axes_items[1] = {{.kind = EMILY_V_INT, .i = 1}};
-    emily_value keys[2] = {{.kind = EMILY_V_LIST, .items = axes_items, .n = 1},
-                           {.kind = EMILY_V_BOOL, .b = false}};
+    emily_value keys[2] = {{.kind = EMILY_V_LIST, .items = axes_items, .n = 1}, {.kind = EMILY_V_BOOL, .b = false}};
     const char *names[2] = {"axes", "keep_axes"};
     emily_value opts = {.kind = EMILY_V_OPTS, .items = keys, .keys = names, .n = 2};
-    bool ok = !emily_graph_add_param(g, EMILY_F32, 2, s23, &x) &&
-              !emily_graph_add_param(g, EMILY_F32, 2, s23, &y) &&
+    bool ok = !emily_graph_add_param(g, EMILY_F32, 2, s23, &x) && !emily_graph_add_param(g, EMILY_F32, 2, s23, &y) &&
               !emily_graph_add_call(g, "add", &o, (emily_value[]){ref(x), ref(y)}, 2, &s) &&
               !emily_graph_add_call(g, "exp", &o, (emily_value[]){ref(s)}, 1, &e) &&
               !emily_graph_add_call(g, "multiply", &o, (emily_value[]){ref(e), ref(x)}, 2, &p) &&
@@ -296,8 +285,7 @@ static void seed_loop(const char *dir) {
         return;
     }
     static const int64_t s3[1] = {3};
-    emily_value si = tmpl(EMILY_S32, 0, NULL), sf = tmpl(EMILY_F32, 1, s3),
-                su = tmpl(EMILY_U8, 0, NULL);
+    emily_value si = tmpl(EMILY_S32, 0, NULL), sf = tmpl(EMILY_F32, 1, s3), su = tmpl(EMILY_U8, 0, NULL);
     int32_t ci, cf, lt, bi, bf, ni, nf;
     /* scalar operands are tensors, as Nx hands them to a backend (the
      * graphs retain them as constants) */
@@ -305,32 +293,27 @@ static void seed_loop(const char *dir) {
     if (emily_constant(EMILY_CPU, EMILY_S32, 0, NULL, emily_scalar_int(5), &five) ||
         emily_constant(EMILY_CPU, EMILY_S32, 0, NULL, emily_scalar_int(1), &one))
         five = one = NULL;
-    emily_value five_v = {.kind = EMILY_V_TENSOR, .tensor = five},
-                one_v = {.kind = EMILY_V_TENSOR, .tensor = one};
+    emily_value five_v = {.kind = EMILY_V_TENSOR, .tensor = five}, one_v = {.kind = EMILY_V_TENSOR, .tensor = one};
     bool ok = five && one && !emily_graph_add_param(cond, EMILY_S32, 0, NULL, &ci) &&
               !emily_graph_add_param(cond, EMILY_F32, 1, s3, &cf) &&
               !emily_graph_add_call(cond, "less", &su, (emily_value[]){ref(ci), five_v}, 2, &lt) &&
-              !emily_graph_set_outputs(cond, 1, &lt) &&
-              !emily_graph_add_param(body, EMILY_S32, 0, NULL, &bi) &&
+              !emily_graph_set_outputs(cond, 1, &lt) && !emily_graph_add_param(body, EMILY_S32, 0, NULL, &bi) &&
               !emily_graph_add_param(body, EMILY_F32, 1, s3, &bf) &&
               !emily_graph_add_call(body, "add", &si, (emily_value[]){ref(bi), one_v}, 2, &ni) &&
               !emily_graph_add_call(body, "add", &sf, (emily_value[]){ref(bf), ref(bf)}, 2, &nf) &&
               !emily_graph_set_outputs(body, 2, (int32_t[]){ni, nf});
     int32_t i0, f0, loop, pred, then_x, else_x, then_r, else_r, picked;
-    ok = ok && !emily_graph_add_param(g, EMILY_S32, 0, NULL, &i0) &&
-         !emily_graph_add_param(g, EMILY_F32, 1, s3, &f0);
+    ok = ok && !emily_graph_add_param(g, EMILY_S32, 0, NULL, &i0) && !emily_graph_add_param(g, EMILY_F32, 1, s3, &f0);
     if (!ok) {
         emily_graph_free(cond);
         emily_graph_free(body);
     } else {
         ok = !emily_graph_add_while(g, cond, body, 2, (int32_t[]){i0, f0}, &loop);
     }
-    ok = ok &&
-         !emily_graph_add_call(g, "greater", &su, (emily_value[]){ref(loop), five_v}, 2, &pred) &&
+    ok = ok && !emily_graph_add_call(g, "greater", &su, (emily_value[]){ref(loop), five_v}, 2, &pred) &&
          !emily_graph_add_param(then_g, EMILY_F32, 1, s3, &then_x) &&
          !emily_graph_add_call(then_g, "negate", &sf, (emily_value[]){ref(then_x)}, 1, &then_r) &&
-         !emily_graph_set_outputs(then_g, 1, &then_r) &&
-         !emily_graph_add_param(else_g, EMILY_F32, 1, s3, &else_x) &&
+         !emily_graph_set_outputs(then_g, 1, &then_r) && !emily_graph_add_param(else_g, EMILY_F32, 1, s3, &else_x) &&
          !emily_graph_add_call(else_g, "exp", &sf, (emily_value[]){ref(else_x)}, 1, &else_r) &&
          !emily_graph_set_outputs(else_g, 1, &else_r);
     if (ok) {

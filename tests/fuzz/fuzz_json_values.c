@@ -44,13 +44,11 @@ static void round_trip(const emily_tensor *t) {
     check(arg != NULL, "json_pack");
     jv_tree tree = {0};
     char msg[256] = "";
-    check(jv_decode(&tree, arg, EMILY_CPU, false, msg, sizeof msg) == 0,
-          "an encoded tensor does not decode");
+    check(jv_decode(&tree, arg, EMILY_CPU, false, msg, sizeof msg) == 0, "an encoded tensor does not decode");
     const emily_value *v = tree.root;
     check(v->kind == EMILY_V_TENSOR && v->tensor, "an encoded tensor decodes to something else");
     const emily_tensor *u = v->tensor;
-    check(emily_tensor_dtype(u) == emily_tensor_dtype(t) &&
-              emily_tensor_rank(u) == emily_tensor_rank(t),
+    check(emily_tensor_dtype(u) == emily_tensor_dtype(t) && emily_tensor_rank(u) == emily_tensor_rank(t),
           "round trip changed the type or rank");
     for (int i = 0; i < emily_tensor_rank(t); i++)
         check(emily_tensor_shape(u)[i] == emily_tensor_shape(t)[i], "round trip changed the shape");

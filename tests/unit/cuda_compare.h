@@ -32,10 +32,10 @@ static inline uint64_t tc_rnd(void) {
 
 /* Value kinds of tc_tensor. */
 enum {
-    TC_GENERAL,  /* values in [-4, 4) and, now and then, an edge value */
+    TC_GENERAL, /* values in [-4, 4) and, now and then, an edge value */
     TC_NEAR_ONE, /* |v| in [0.5, 1.5) (long products stay finite), rare edges */
-    TC_TIES,     /* small integers, both zeros and NaNs: many equal keys */
-    TC_BITS      /* random bit patterns (integers: full range) */
+    TC_TIES,    /* small integers, both zeros and NaNs: many equal keys */
+    TC_BITS     /* random bit patterns (integers: full range) */
 };
 
 /* One float part of kind `kind` written into dtype dt (real) at p. */
@@ -50,53 +50,20 @@ static inline void tc_float_part(emily_dtype dt, int kind, unsigned char *p) {
     if (edge) {
         static const int nedges = 7;
         switch ((r >> 8) % nedges) {
-        case 0:
-            v = 0.0;
-            break;
-        case 1:
-            v = -0.0;
-            break;
-        case 2:
-            v = INFINITY;
-            break;
-        case 3:
-            v = -INFINITY;
-            break;
+        case 0: v = 0.0; break;
+        case 1: v = -0.0; break;
+        case 2: v = INFINITY; break;
+        case 3: v = -INFINITY; break;
         case 4: { /* a NaN with a payload, either sign */
             switch (dt) {
-            case EMILY_F16: {
-                uint16_t b = (uint16_t)(0x7c01u | ((r >> 20) & 0x3ffu) |
-                                        ((r >> 40) & 1 ? 0x8000u : 0));
-                memcpy(p, &b, 2);
-                return;
-            }
-            case EMILY_BF16: {
-                uint16_t b = (uint16_t)(0x7f81u | ((r >> 20) & 0x7fu) |
-                                        ((r >> 40) & 1 ? 0x8000u : 0));
-                memcpy(p, &b, 2);
-                return;
-            }
-            case EMILY_F32:
-            case EMILY_C64: {
-                uint32_t b = 0x7f800001u | (uint32_t)((r >> 20) & 0x7fffffu) |
-                             ((r >> 50) & 1 ? 0x80000000u : 0);
-                memcpy(p, &b, 4);
-                return;
-            }
-            default: {
-                uint64_t b = 0x7ff0000000000001ull | ((r >> 12) & 0xfffffffffffffull) |
-                             ((r >> 63) << 63);
-                memcpy(p, &b, 8);
-                return;
-            }
+            case EMILY_F16: { uint16_t b = (uint16_t)(0x7c01u | ((r >> 20) & 0x3ffu) | ((r >> 40) & 1 ? 0x8000u : 0)); memcpy(p, &b, 2); return; }
+            case EMILY_BF16: { uint16_t b = (uint16_t)(0x7f81u | ((r >> 20) & 0x7fu) | ((r >> 40) & 1 ? 0x8000u : 0)); memcpy(p, &b, 2); return; }
+            case EMILY_F32: case EMILY_C64: { uint32_t b = 0x7f800001u | (uint32_t)((r >> 20) & 0x7fffffu) | ((r >> 50) & 1 ? 0x80000000u : 0); memcpy(p, &b, 4); return; }
+            default: { uint64_t b = 0x7ff0000000000001ull | ((r >> 12) & 0xfffffffffffffull) | ((r >> 63) << 63); memcpy(p, &b, 8); return; }
             }
         }
-        case 5:
-            v = 1e-310 * (double)((r >> 30) % 7 + 1);
-            break; /* subnormal in f64, 0 or tiny below */
-        default:
-            v = 65504.0 * (((r >> 12) & 1) ? -1 : 1);
-            break;
+        case 5: v = 1e-310 * (double)((r >> 30) % 7 + 1); break; /* subnormal in f64, 0 or tiny below */
+        default: v = 65504.0 * (((r >> 12) & 1) ? -1 : 1); break;
         }
     } else if (kind == TC_TIES) {
         v = (double)((int)((r >> 8) % 5) - 2);
@@ -131,8 +98,7 @@ static inline emily_tensor *tc_tensor(emily_dtype dt, int rank, const int64_t *s
             uint64_t r = tc_rnd(), bits;
             if (kind == TC_BITS || (kind == TC_GENERAL && r % 8 == 0)) bits = tc_rnd();
             else if (kind == TC_TIES) bits = (uint64_t)((int64_t)(r % 5) - 2);
-            else if (kind == TC_NEAR_ONE)
-                bits = (uint64_t)((int64_t)(r % 5) - 2) | 1; /* odd: products wrap */
+            else if (kind == TC_NEAR_ONE) bits = (uint64_t)((int64_t)(r % 5) - 2) | 1; /* odd: products wrap */
             else bits = (uint64_t)((int64_t)(r % 41) - 20);
             memcpy(p, &bits, es);
         }
@@ -144,26 +110,10 @@ static inline emily_tensor *tc_tensor(emily_dtype dt, int rank, const int64_t *s
 
 static inline bool tc_part_nan(emily_dtype part, const unsigned char *p) {
     switch (part) {
-    case EMILY_F16: {
-        uint16_t b;
-        memcpy(&b, p, 2);
-        return (b & 0x7fffu) > 0x7c00u;
-    }
-    case EMILY_BF16: {
-        uint16_t b;
-        memcpy(&b, p, 2);
-        return (b & 0x7fffu) > 0x7f80u;
-    }
-    case EMILY_F32: {
-        uint32_t b;
-        memcpy(&b, p, 4);
-        return (b & 0x7fffffffu) > 0x7f800000u;
-    }
-    default: {
-        uint64_t b;
-        memcpy(&b, p, 8);
-        return (b & 0x7fffffffffffffffull) > 0x7ff0000000000000ull;
-    }
+    case EMILY_F16: { uint16_t b; memcpy(&b, p, 2); return (b & 0x7fffu) > 0x7c00u; }
+    case EMILY_BF16: { uint16_t b; memcpy(&b, p, 2); return (b & 0x7fffu) > 0x7f80u; }
+    case EMILY_F32: { uint32_t b; memcpy(&b, p, 4); return (b & 0x7fffffffu) > 0x7f800000u; }
+    default: { uint64_t b; memcpy(&b, p, 8); return (b & 0x7fffffffffffffffull) > 0x7ff0000000000000ull; }
     }
 }
 
@@ -172,8 +122,7 @@ static inline bool tc_part_nan(emily_dtype part, const unsigned char *p) {
  * few differences. */
 static inline bool tc_same(const char *what, const emily_tensor *c, const emily_tensor *g) {
     emily_dtype dt = emily_tensor_dtype(c);
-    if (dt != emily_tensor_dtype(g) ||
-        !t_shape_is(g, emily_tensor_rank(c), emily_tensor_shape(c))) {
+    if (dt != emily_tensor_dtype(g) || !t_shape_is(g, emily_tensor_rank(c), emily_tensor_shape(c))) {
         fprintf(stderr, "  %s: cuda result has type %s rank %d, cpu %s rank %d\n", what,
                 emily_dtype_name(emily_tensor_dtype(g)), emily_tensor_rank(g), emily_dtype_name(dt),
                 emily_tensor_rank(c));
@@ -191,8 +140,7 @@ static inline bool tc_same(const char *what, const emily_tensor *c, const emily_
         for (int k = 0; k < parts; k++) {
             const unsigned char *x = cb + i + (size_t)k * ps, *y = gb + i + (size_t)k * ps;
             if (memcmp(x, y, ps) == 0) continue;
-            if (!emily_dtype_is_integer(dt) && tc_part_nan(part, x) && tc_part_nan(part, y))
-                continue;
+            if (!emily_dtype_is_integer(dt) && tc_part_nan(part, x) && tc_part_nan(part, y)) continue;
             same = false;
         }
         if (same) continue;
@@ -217,8 +165,8 @@ typedef emily_status (*tc_fn)(emily_tensor *const *in, emily_tensor **out, const
 /* Runs fn on the CPU tensors cin[0..nin) and on their copies on
  * tc_device: both must return `want`, with the same message when it is an
  * error, or agree bit for bit. Releases nothing of cin. */
-static inline void tc_expect(const char *what, tc_fn fn, const void *arg, int nin,
-                             emily_tensor *const *cin, emily_status want) {
+static inline void tc_expect(const char *what, tc_fn fn, const void *arg, int nin, emily_tensor *const *cin,
+                             emily_status want) {
     emily_tensor *gin[4] = {NULL, NULL, NULL, NULL}, *c = NULL, *g = NULL;
     bool up = true;
     for (int i = 0; i < nin; i++) {
@@ -233,13 +181,12 @@ static inline void tc_expect(const char *what, tc_fn fn, const void *arg, int ni
         snprintf(cmsg, sizeof cmsg, "%s", sc ? emily_last_error() : "");
         emily_status sg = fn(gin, &g, arg);
         if (sc != want) {
-            fprintf(stderr, "  %s: cpu says %s (%s), the case wants %s\n", what,
-                    emily_status_name(sc), cmsg, emily_status_name(want));
+            fprintf(stderr, "  %s: cpu says %s (%s), the case wants %s\n", what, emily_status_name(sc), cmsg,
+                    emily_status_name(want));
             harness_failures++;
         } else if (sc != sg) {
-            fprintf(stderr, "  %s: cpu says %s (%s), cuda says %s (%s)\n", what,
-                    emily_status_name(sc), cmsg, emily_status_name(sg),
-                    sg ? emily_last_error() : "");
+            fprintf(stderr, "  %s: cpu says %s (%s), cuda says %s (%s)\n", what, emily_status_name(sc), cmsg,
+                    emily_status_name(sg), sg ? emily_last_error() : "");
             harness_failures++;
         } else if (sc && strcmp(cmsg, emily_last_error()) != 0) {
             fprintf(stderr, "  %s: cpu says \"%s\", cuda \"%s\"\n", what, cmsg, emily_last_error());
@@ -254,33 +201,31 @@ static inline void tc_expect(const char *what, tc_fn fn, const void *arg, int ni
 }
 
 /* tc_expect of a call that must succeed. */
-static inline void tc_compare(const char *what, tc_fn fn, const void *arg, int nin,
-                              emily_tensor *const *cin) {
+static inline void tc_compare(const char *what, tc_fn fn, const void *arg, int nin, emily_tensor *const *cin) {
     tc_expect(what, fn, arg, nin, cin, EMILY_OK);
 }
 
 /* main() of a CUDA family test: the GPU cases, or one SKIPPED line. */
-#define TC_MAIN(suite, ...)                                                                            \
-    int main(int argc, char **argv) {                                                                  \
-        static const harness_case cases_[] = {__VA_ARGS__, {NULL, NULL}};                              \
-        if (!harness_args(argc, argv)) return 2;                                                       \
-        const char *self = getenv("EMILY_TEST_CUDA_ON_CPU");                                           \
-        if (self && strcmp(self, "1") == 0) {                                                          \
-            printf(                                                                                    \
-                "%s: EMILY_TEST_CUDA_ON_CPU=1: GPU cases run on the CPU (a self-check of the test)\n", \
-                suite);                                                                                \
-            tc_device = EMILY_CPU;                                                                     \
-            return harness_finish(harness_run(suite " (cpu against cpu)", cases_));                    \
-        }                                                                                              \
-        if (emily_device_count(EMILY_DEVICE_CUDA) == 0) {                                              \
-            int skipped = 0;                                                                           \
-            for (const harness_case *c = cases_; c->name; c++) skipped++;                              \
-            printf("%s: SKIPPED %d GPU cases: no CUDA device usable here "                             \
-                   "(no GPU, no driver, or a build without the CUDA engine)\n",                        \
-                   suite, skipped);                                                                    \
-            return 0;                                                                                  \
-        }                                                                                              \
-        return harness_finish(harness_run(suite " (GPU)", cases_));                                    \
+#define TC_MAIN(suite, ...)                                                                               \
+    int main(int argc, char **argv) {                                                                     \
+        static const harness_case cases_[] = {__VA_ARGS__, {NULL, NULL}};                                 \
+        if (!harness_args(argc, argv)) return 2;                                                          \
+        const char *self = getenv("EMILY_TEST_CUDA_ON_CPU");                                              \
+        if (self && strcmp(self, "1") == 0) {                                                             \
+            printf("%s: EMILY_TEST_CUDA_ON_CPU=1: GPU cases run on the CPU (a self-check of the test)\n", \
+                   suite);                                                                                \
+            tc_device = EMILY_CPU;                                                                        \
+            return harness_finish(harness_run(suite " (cpu against cpu)", cases_));                       \
+        }                                                                                                 \
+        if (emily_device_count(EMILY_DEVICE_CUDA) == 0) {                                                 \
+            int skipped = 0;                                                                              \
+            for (const harness_case *c = cases_; c->name; c++) skipped++;                                 \
+            printf("%s: SKIPPED %d GPU cases: no CUDA device usable here "                                \
+                   "(no GPU, no driver, or a build without the CUDA engine)\n",                          \
+                   suite, skipped);                                                                       \
+            return 0;                                                                                     \
+        }                                                                                                 \
+        return harness_finish(harness_run(suite " (GPU)", cases_));                                      \
     }
 
 #endif

@@ -42,8 +42,7 @@ bool harness_args(int argc, char **argv) {
 static bool selected(const char *name) {
     if (n_only == 0) return true;
     for (int i = 0; i < n_only; i++) {
-        if (strpbrk(only[i], "*?[") ? fnmatch(only[i], name, 0) == 0
-                                    : strstr(name, only[i]) != NULL)
+        if (strpbrk(only[i], "*?[") ? fnmatch(only[i], name, 0) == 0 : strstr(name, only[i]) != NULL)
             return true;
     }
     return false;
@@ -76,14 +75,14 @@ int harness_run(const char *suite, const harness_case *cases) {
     if (skipped)
         printf("%s: %d tests (%d left out by --only), %d failed checks\n", suite, total, skipped,
                harness_failures);
-    else printf("%s: %d tests, %d failed checks\n", suite, total, harness_failures);
+    else
+        printf("%s: %d tests, %d failed checks\n", suite, total, harness_failures);
     return harness_failures ? 1 : 0;
 }
 
 int harness_finish(int rc) {
     if (n_only > 0 && matched == 0) {
-        fprintf(stderr, "no test case matches --only %s%s\n", only[0],
-                n_only > 1 ? " (or the others)" : "");
+        fprintf(stderr, "no test case matches --only %s%s\n", only[0], n_only > 1 ? " (or the others)" : "");
         return 1;
     }
     return rc;
@@ -137,43 +136,18 @@ static double get_part(const emily_tensor *t, int64_t i, int part) {
         return v;
     }
     switch (emily_tensor_dtype(t)) {
-    case EMILY_U8:
-        v = *(uint8_t *)p;
-        break;
-    case EMILY_U16:
-        v = *(uint16_t *)p;
-        break;
-    case EMILY_U32:
-        v = *(uint32_t *)p;
-        break;
-    case EMILY_U64:
-        v = (double)*(uint64_t *)p;
-        break;
-    case EMILY_S8:
-        v = *(int8_t *)p;
-        break;
-    case EMILY_S16:
-        v = *(int16_t *)p;
-        break;
-    case EMILY_S32:
-        v = *(int32_t *)p;
-        break;
-    case EMILY_S64:
-        v = (double)*(int64_t *)p;
-        break;
-    case EMILY_F16:
-        v = emily_f16_to_f32(*(uint16_t *)p);
-        break;
-    case EMILY_BF16:
-        v = emily_bf16_to_f32(*(uint16_t *)p);
-        break;
-    case EMILY_F32:
-    case EMILY_C64:
-        v = *(float *)p;
-        break;
-    default:
-        v = *(double *)p;
-        break;
+    case EMILY_U8: v = *(uint8_t *)p; break;
+    case EMILY_U16: v = *(uint16_t *)p; break;
+    case EMILY_U32: v = *(uint32_t *)p; break;
+    case EMILY_U64: v = (double)*(uint64_t *)p; break;
+    case EMILY_S8: v = *(int8_t *)p; break;
+    case EMILY_S16: v = *(int16_t *)p; break;
+    case EMILY_S32: v = *(int32_t *)p; break;
+    case EMILY_S64: v = (double)*(int64_t *)p; break;
+    case EMILY_F16: v = emily_f16_to_f32(*(uint16_t *)p); break;
+    case EMILY_BF16: v = emily_bf16_to_f32(*(uint16_t *)p); break;
+    case EMILY_F32: case EMILY_C64: v = *(float *)p; break;
+    default: v = *(double *)p; break;
     }
     free(buf);
     return v;
@@ -216,8 +190,7 @@ bool t_same_bytes(const emily_tensor *a, const emily_tensor *b) {
     size_t nb = emily_tensor_nbytes(a);
     if (nb != emily_tensor_nbytes(b)) return false;
     unsigned char *x = malloc(nb + 1), *y = malloc(nb + 1);
-    bool same = x && y && !emily_to_binary(a, x, nb) && !emily_to_binary(b, y, nb) &&
-                memcmp(x, y, nb) == 0;
+    bool same = x && y && !emily_to_binary(a, x, nb) && !emily_to_binary(b, y, nb) && memcmp(x, y, nb) == 0;
     free(x);
     free(y);
     return same;
@@ -244,8 +217,8 @@ double complex *t_cvals(const emily_tensor *t) {
     return v;
 }
 
-void c_matmul(const double complex *a, const double complex *b, double complex *c, int64_t m,
-              int64_t k, int64_t n) {
+void c_matmul(const double complex *a, const double complex *b, double complex *c, int64_t m, int64_t k,
+              int64_t n) {
     for (int64_t i = 0; i < m; i++)
         for (int64_t j = 0; j < n; j++) {
             double complex s = 0;

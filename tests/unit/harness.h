@@ -15,35 +15,35 @@ extern int harness_failures;
 
 #define TEST(name) static void name(void)
 
-#define CHECK(cond)                                                           \
-    do {                                                                      \
-        if (!(cond)) {                                                        \
-            fprintf(stderr, "  FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond); \
-            harness_failures++;                                               \
-        }                                                                     \
+#define CHECK(cond)                                                                  \
+    do {                                                                             \
+        if (!(cond)) {                                                               \
+            fprintf(stderr, "  FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);       \
+            harness_failures++;                                                      \
+        }                                                                            \
     } while (0)
 
 /* The call must succeed. */
-#define CHECK_OK(call)                                                                 \
-    do {                                                                               \
-        emily_status st_ = (call);                                                     \
-        if (st_ != EMILY_OK) {                                                         \
-            fprintf(stderr, "  FAIL %s:%d: %s -> %s: %s\n", __FILE__, __LINE__, #call, \
-                    emily_status_name(st_), emily_last_error());                       \
-            harness_failures++;                                                        \
-        }                                                                              \
+#define CHECK_OK(call)                                                               \
+    do {                                                                             \
+        emily_status st_ = (call);                                                   \
+        if (st_ != EMILY_OK) {                                                       \
+            fprintf(stderr, "  FAIL %s:%d: %s -> %s: %s\n", __FILE__, __LINE__,      \
+                    #call, emily_status_name(st_), emily_last_error());              \
+            harness_failures++;                                                      \
+        }                                                                            \
     } while (0)
 
 /* The call must fail with `code` and a message containing `needle`. */
-#define CHECK_ERR(call, code, needle)                                                           \
-    do {                                                                                        \
-        emily_status st_ = (call);                                                              \
-        if (st_ != (code) || !strstr(emily_last_error(), (needle))) {                           \
-            fprintf(stderr, "  FAIL %s:%d: %s -> %s \"%s\", wanted %s with \"%s\"\n", __FILE__, \
-                    __LINE__, #call, emily_status_name(st_), st_ ? emily_last_error() : "",     \
-                    emily_status_name(code), (needle));                                         \
-            harness_failures++;                                                                 \
-        }                                                                                       \
+#define CHECK_ERR(call, code, needle)                                                \
+    do {                                                                             \
+        emily_status st_ = (call);                                                   \
+        if (st_ != (code) || !strstr(emily_last_error(), (needle))) {                \
+            fprintf(stderr, "  FAIL %s:%d: %s -> %s \"%s\", wanted %s with \"%s\"\n", \
+                    __FILE__, __LINE__, #call, emily_status_name(st_),               \
+                    st_ ? emily_last_error() : "", emily_status_name(code), (needle)); \
+            harness_failures++;                                                      \
+        }                                                                            \
     } while (0)
 
 typedef struct harness_case {
@@ -73,14 +73,13 @@ int harness_run(const char *suite, const harness_case *cases);
  * any suite run matched it. */
 int harness_finish(int rc);
 
-#define RUN_TESTS(suite, ...)                                             \
-    int main(int argc, char **argv) {                                     \
-        static const harness_case cases_[] = {__VA_ARGS__, {NULL, NULL}}; \
-        if (!harness_args(argc, argv)) return 2;                          \
-        return harness_finish(harness_run(suite, cases_));                \
+#define RUN_TESTS(suite, ...)                                                        \
+    int main(int argc, char **argv) {                                                \
+        static const harness_case cases_[] = {__VA_ARGS__, {NULL, NULL}};            \
+        if (!harness_args(argc, argv)) return 2;                                     \
+        return harness_finish(harness_run(suite, cases_));                           \
     }
-#define CASE(fn) \
-    { #fn, fn }
+#define CASE(fn) {#fn, fn}
 
 /* Helpers: tensors from C arrays on the CPU, contents back as doubles.
  * They never abort: a failure (out of memory under a limit, too) counts
@@ -109,11 +108,11 @@ bool t_equals(const emily_tensor *t, int64_t n, const double *want);
 
 /* A rank-1 tensor from a C array literal: VEC(EMILY_S32, int32_t, 1, 2);
  * CVEC takes (re, im) pairs; SCALAR a rank-0 tensor of one value. */
-#define VEC(dt, ctype, ...)                                                    \
-    t_from(dt, 1, (int64_t[]){sizeof((ctype[]){__VA_ARGS__}) / sizeof(ctype)}, \
+#define VEC(dt, ctype, ...)                                                                \
+    t_from(dt, 1, (int64_t[]){sizeof((ctype[]){__VA_ARGS__}) / sizeof(ctype)},             \
            (ctype[]){__VA_ARGS__})
-#define CVEC(dt, ctype, ...)                                                       \
-    t_from(dt, 1, (int64_t[]){sizeof((ctype[]){__VA_ARGS__}) / sizeof(ctype) / 2}, \
+#define CVEC(dt, ctype, ...)                                                               \
+    t_from(dt, 1, (int64_t[]){sizeof((ctype[]){__VA_ARGS__}) / sizeof(ctype) / 2},         \
            (ctype[]){__VA_ARGS__})
 #define SCALAR(dt, ctype, v) t_from(dt, 0, NULL, (ctype[]){v})
 
@@ -140,9 +139,7 @@ static inline uint64_t xorshift64(uint64_t *state) {
 static inline emily_value v_int(int64_t i) { return (emily_value){.kind = EMILY_V_INT, .i = i}; }
 static inline emily_value v_float(double f) { return (emily_value){.kind = EMILY_V_FLOAT, .f = f}; }
 static inline emily_value v_bool(bool b) { return (emily_value){.kind = EMILY_V_BOOL, .b = b}; }
-static inline emily_value v_atom(const char *name) {
-    return (emily_value){.kind = EMILY_V_ATOM, .str = name};
-}
+static inline emily_value v_atom(const char *name) { return (emily_value){.kind = EMILY_V_ATOM, .str = name}; }
 static inline emily_value v_tensor(emily_tensor *t) {
     return (emily_value){.kind = EMILY_V_TENSOR, .tensor = t};
 }

@@ -117,8 +117,7 @@ static emily_status eigh_lapack(const emily_tensor *x, emily_tensor **out) {
 static emily_status eigh_reference(const emily_tensor *x, emily_tensor **out) {
     return eigh_vectors(x, EMILY_LINALG_REFERENCE, out);
 }
-static emily_status svd_s(const emily_tensor *x, emily_linalg_method m, bool full,
-                          emily_tensor **out) {
+static emily_status svd_s(const emily_tensor *x, emily_linalg_method m, bool full, emily_tensor **out) {
     emily_tensor *u = NULL, *vt = NULL;
     emily_status s = emily_svd_opts(x, full, 100, m, &u, out, &vt);
     emily_tensor_release(u);
@@ -132,8 +131,7 @@ static emily_status svd_reference_full(const emily_tensor *x, emily_tensor **out
     return svd_s(x, EMILY_LINALG_REFERENCE, true, out);
 }
 /* op on the symmetric positive definite matrix spd makes from x. */
-static emily_status on_spd(const emily_tensor *x,
-                           emily_status (*op)(const emily_tensor *, emily_tensor **),
+static emily_status on_spd(const emily_tensor *x, emily_status (*op)(const emily_tensor *, emily_tensor **),
                            emily_tensor **out) {
     emily_tensor *g = NULL;
     emily_status s = spd(x, &g);
@@ -141,12 +139,8 @@ static emily_status on_spd(const emily_tensor *x,
     emily_tensor_release(g);
     return s;
 }
-static emily_status solve_self(const emily_tensor *g, emily_tensor **out) {
-    return emily_solve(g, g, out);
-}
-static emily_status solve_spd(const emily_tensor *x, emily_tensor **out) {
-    return on_spd(x, solve_self, out);
-}
+static emily_status solve_self(const emily_tensor *g, emily_tensor **out) { return emily_solve(g, g, out); }
+static emily_status solve_spd(const emily_tensor *x, emily_tensor **out) { return on_spd(x, solve_self, out); }
 static emily_status lu_u(const emily_tensor *x, emily_tensor **out) {
     emily_tensor *g = NULL, *p = NULL, *l = NULL;
     emily_status s = spd(x, &g);
@@ -246,14 +240,11 @@ static long sweep(const char *name, op_fn fn) {
             emily_status sw = fn(x, &want);
             size_t ng = 0, nw = 0;
             unsigned char *bg = bytes_of(got, &ng), *bw = sw ? NULL : bytes_of(want, &nw);
-            bool same = bg && bw && ng == nw &&
-                        emily_tensor_dtype(got) == emily_tensor_dtype(want) &&
+            bool same = bg && bw && ng == nw && emily_tensor_dtype(got) == emily_tensor_dtype(want) &&
                         memcmp(bg, bw, ng) == 0;
             if (!same) {
-                fprintf(
-                    stderr,
-                    "  FAIL %s: allocation %ld failing, a wrong result was returned as success\n",
-                    name, n);
+                fprintf(stderr, "  FAIL %s: allocation %ld failing, a wrong result was returned as success\n",
+                        name, n);
                 harness_failures++;
             }
             free(bg);
@@ -263,8 +254,8 @@ static long sweep(const char *name, op_fn fn) {
                     emily_status_name(s), emily_last_error());
             harness_failures++;
         } else if (!strstr(emily_last_error(), "memory")) {
-            fprintf(stderr, "  FAIL %s: allocation %ld: the message does not say memory: %s\n",
-                    name, n, emily_last_error());
+            fprintf(stderr, "  FAIL %s: allocation %ld: the message does not say memory: %s\n", name,
+                    n, emily_last_error());
             harness_failures++;
         }
         RELEASE(got, want, x);
@@ -330,5 +321,5 @@ TEST(other_ops_fail_cleanly) {
     CHECK(sweep("pad", pad_interior) > 1);
 }
 
-RUN_TESTS("alloc_failure", CASE(reduce_max_min_over_axis_0_fail_cleanly),
-          CASE(reduce_max_axis_0_values), CASE(other_ops_fail_cleanly))
+RUN_TESTS("alloc_failure", CASE(reduce_max_min_over_axis_0_fail_cleanly), CASE(reduce_max_axis_0_values),
+          CASE(other_ops_fail_cleanly))

@@ -67,8 +67,7 @@ TEST(int_to_float_goes_through_double) {
     int64_t s[3] = {INT64_MAX, 271, -(((int64_t)1 << 53) + 1)};
     int64_t shape[1] = {3};
     emily_tensor *t = t_from(EMILY_S64, 1, shape, s);
-    emily_tensor *f = convert(t, EMILY_F32), *b = convert(t, EMILY_BF16),
-                 *h = convert(t, EMILY_F16);
+    emily_tensor *f = convert(t, EMILY_F32), *b = convert(t, EMILY_BF16), *h = convert(t, EMILY_F16);
     CHECK(t_get(f, 0) == 9223372036854775808.0);
     CHECK(t_get(b, 1) == 270.0); /* 271 truncated to bf16 */
     CHECK(isinf(t_get(h, 0)) && t_get(h, 1) == 271.0);
@@ -87,8 +86,7 @@ TEST(complex_to_real_takes_the_real_part) {
     float z[4] = {-3.75f, 9.0f, NAN, 1.0f};
     int64_t two[1] = {2};
     emily_tensor *t = t_from(EMILY_C64, 1, two, z);
-    emily_tensor *s = convert(t, EMILY_S32), *f = convert(t, EMILY_F64),
-                 *c = convert(t, EMILY_C128);
+    emily_tensor *s = convert(t, EMILY_S32), *f = convert(t, EMILY_F64), *c = convert(t, EMILY_C128);
     CHECK(t_get(s, 0) == -3 && t_get(s, 1) == 0);
     CHECK(t_get(f, 0) == -3.75 && isnan(t_get(f, 1)));
     double cz[4];
@@ -110,9 +108,8 @@ TEST(all_pairs_round_trip_small_values) {
             emily_tensor *back = tb ? convert(tb, EMILY_F64) : NULL;
             for (int i = 0; back && i < 6; i++)
                 if (t_get(back, i) != vals[i]) {
-                    fprintf(stderr, "  %s -> %s: element %d is %g\n",
-                            emily_dtype_name((emily_dtype)a), emily_dtype_name((emily_dtype)b), i,
-                            t_get(back, i));
+                    fprintf(stderr, "  %s -> %s: element %d is %g\n", emily_dtype_name((emily_dtype)a),
+                            emily_dtype_name((emily_dtype)b), i, t_get(back, i));
                     CHECK(false);
                     break;
                 }
@@ -200,31 +197,15 @@ TEST(half_conversion_simd_paths) {
         uint32_t u = (uint32_t)b;
         memcpy(&x[n++], &u, 4);
     }
-    float edge[] = {65504.0f,
-                    65519.99f,
-                    65520.0f,
-                    5.960464477539063e-08f,
-                    2.98e-08f,
-                    2.9802322e-08f,
-                    1.0f + 1.0f / 2048,
-                    1.0f + 3.0f / 2048,
-                    -0.0f,
-                    INFINITY,
-                    -INFINITY,
-                    NAN,
-                    -NAN,
-                    1.00781238f,
-                    3.4e38f,
-                    1e-45f};
+    float edge[] = {65504.0f, 65519.99f, 65520.0f, 5.960464477539063e-08f, 2.98e-08f, 2.9802322e-08f,
+                    1.0f + 1.0f / 2048, 1.0f + 3.0f / 2048, -0.0f, INFINITY, -INFINITY, NAN, -NAN,
+                    1.00781238f, 3.4e38f, 1e-45f};
     for (size_t k = 0; k < sizeof edge / sizeof *edge; k++) x[n++] = edge[k];
-    struct {
-        const char *isa;
-        emily_vec_fn (*get)(emily_dtype, emily_dtype);
-    } isas[2] = {{"avx2", emi_convert_avx2}, {"avx512", emi_convert_avx512}};
+    struct { const char *isa; emily_vec_fn (*get)(emily_dtype, emily_dtype); } isas[2] = {
+        {"avx2", emi_convert_avx2}, {"avx512", emi_convert_avx512}};
     for (int k = 0; k < 2; k++) {
         if (!cpu_has(isas[k].isa)) continue;
-        emily_vec_fn f16 = isas[k].get(EMILY_F32, EMILY_F16),
-                     bf16 = isas[k].get(EMILY_F32, EMILY_BF16);
+        emily_vec_fn f16 = isas[k].get(EMILY_F32, EMILY_F16), bf16 = isas[k].get(EMILY_F32, EMILY_BF16);
         CHECK(f16 && bf16);
         if (!f16 || !bf16) continue;
         for (int64_t len = 1; len <= 33; len++) f16(h, x, len); /* tails */
@@ -233,8 +214,7 @@ TEST(half_conversion_simd_paths) {
         for (int64_t i = 0; i < n; i++) {
             uint16_t want = isnan(x[i]) ? 0x7e00 : emily_f64_to_f16((double)x[i]);
             if (h[i] != want && bad++ < 3)
-                fprintf(stderr, "  %s f16(%.9g) = %04x, want %04x\n", isas[k].isa, x[i], h[i],
-                        want);
+                fprintf(stderr, "  %s f16(%.9g) = %04x, want %04x\n", isas[k].isa, x[i], h[i], want);
         }
         CHECK(bad == 0);
         for (int64_t len = 1; len <= 33; len++) bf16(h, x, len);
@@ -266,8 +246,7 @@ TEST(half_conversion_simd_paths) {
     emily_tensor *r = convert(t, EMILY_F16);
     CHECK_OK(emily_to_binary(r, h, (size_t)n * 2));
     int64_t bad = 0;
-    for (int64_t i = 0; i < n; i++)
-        bad += h[i] != (isnan(x[i]) ? 0x7e00 : emily_f64_to_f16((double)x[i]));
+    for (int64_t i = 0; i < n; i++) bad += h[i] != (isnan(x[i]) ? 0x7e00 : emily_f64_to_f16((double)x[i]));
     CHECK(bad == 0);
     emily_tensor_release(r);
     emily_tensor_release(t);
@@ -279,10 +258,8 @@ TEST(as_type_bad_input) {
     float x = 1;
     emily_tensor *t = t_from(EMILY_F32, 0, NULL, &x), *r = NULL;
     CHECK_ERR(emily_as_type(NULL, EMILY_F32, &r), EMILY_ERR_ARGUMENT, "as_type: tensor is NULL");
-    CHECK_ERR(emily_as_type(t, EMILY_F32, NULL), EMILY_ERR_ARGUMENT,
-              "as_type: output pointer is NULL");
-    CHECK_ERR(emily_as_type(t, (emily_dtype)14, &r), EMILY_ERR_TYPE,
-              "as_type: invalid target type 14");
+    CHECK_ERR(emily_as_type(t, EMILY_F32, NULL), EMILY_ERR_ARGUMENT, "as_type: output pointer is NULL");
+    CHECK_ERR(emily_as_type(t, (emily_dtype)14, &r), EMILY_ERR_TYPE, "as_type: invalid target type 14");
     CHECK_ERR(emily_as_type(t, EMILY_DTYPE_AUTO, &r), EMILY_ERR_TYPE, "invalid target type");
     CHECK(r == NULL);
     emily_tensor_release(t);
@@ -312,8 +289,7 @@ TEST(bitcast_reinterprets) {
     r = NULL;
     CHECK_ERR(emily_bitcast(t, EMILY_F16, &r), EMILY_ERR_TYPE,
               "bitcast: input type width must match the new type width, got f32 and f16");
-    CHECK_ERR(emily_bitcast(t, EMILY_C64, &r), EMILY_ERR_TYPE,
-              "bitcast: complex types are not supported");
+    CHECK_ERR(emily_bitcast(t, EMILY_C64, &r), EMILY_ERR_TYPE, "bitcast: complex types are not supported");
     CHECK_ERR(emily_bitcast(NULL, EMILY_U32, &r), EMILY_ERR_ARGUMENT, "bitcast: tensor is NULL");
     CHECK_ERR(emily_bitcast(t, EMILY_U32, NULL), EMILY_ERR_ARGUMENT, "bitcast");
     CHECK_ERR(emily_bitcast(t, (emily_dtype)-5, &r), EMILY_ERR_TYPE, "invalid target type");
@@ -333,20 +309,16 @@ typedef struct {
 #define LIST_ROW(E, s, T) {EMILY_##E, #s, sizeof(T)},
 #define LIST_ROW_WITH(E, s, T, unused) {EMILY_##E, #s, sizeof(T)},
 #define CHECK_CLASS(E, s, T, pred) CHECK(pred(EMILY_##E));
-#define CHECK_PARTS(E, s, T, PE, ps, PT, unused)                                        \
-    CHECK(emily_type_to_real(EMILY_##E) == EMILY_##PE && sizeof(T) == 2 * sizeof(PT) && \
-          strcmp(#ps, emily_dtype_name(EMILY_##PE)) == 0);
+#define CHECK_PARTS(E, s, T, PE, ps, PT, unused) \
+    CHECK(emily_type_to_real(EMILY_##E) == EMILY_##PE && sizeof(T) == 2 * sizeof(PT) && strcmp(#ps, emily_dtype_name(EMILY_##PE)) == 0);
 static bool is_unsigned(emily_dtype t) { return emily_dtype_kind_of(t) == EMILY_KIND_UNSIGNED; }
 static bool is_signed(emily_dtype t) { return emily_dtype_kind_of(t) == EMILY_KIND_SIGNED; }
 static bool is_half(emily_dtype t) { return emily_dtype_is_float(t) && emily_dtype_bits(t) == 16; }
-static bool is_native_float(emily_dtype t) {
-    return emily_dtype_is_float(t) && emily_dtype_bits(t) > 16;
-}
+static bool is_native_float(emily_dtype t) { return emily_dtype_is_float(t) && emily_dtype_bits(t) > 16; }
 
 TEST(dtype_lists_agree) {
     const list_row plain[] = {EMI_DTYPES(LIST_ROW)}, with[] = {EMI_DTYPES_WITH(LIST_ROW_WITH, ~)};
-    CHECK(sizeof plain / sizeof *plain == EMILY_DTYPE_COUNT &&
-          sizeof with / sizeof *with == EMILY_DTYPE_COUNT);
+    CHECK(sizeof plain / sizeof *plain == EMILY_DTYPE_COUNT && sizeof with / sizeof *with == EMILY_DTYPE_COUNT);
     for (int i = 0; i < EMILY_DTYPE_COUNT; i++) {
         const list_row *rows[2] = {&plain[i], &with[i]};
         for (int k = 0; k < 2; k++) {
@@ -371,15 +343,13 @@ TEST(callbacks) {
     emily_value arg = {.kind = EMILY_V_TENSOR, .tensor = t};
     emily_dispatch_result r = {0};
     for (int mode = 0; mode < 2; mode++) {
-        CHECK_OK(
-            emily_dispatch("as_type", EMILY_CPU, &out, &arg, 1, (emily_dispatch_mode)mode, &r));
+        CHECK_OK(emily_dispatch("as_type", EMILY_CPU, &out, &arg, 1, (emily_dispatch_mode)mode, &r));
         CHECK(r.n == 1 && t_get(r.tensors[0], 0) == 255 && t_get(r.tensors[0], 1) == 44);
         emily_dispatch_result_release(&r);
     }
     out.dtype = EMILY_F32;
     CHECK_OK(emily_dispatch("bitcast", EMILY_CPU, &out, &arg, 1, EMILY_DISPATCH_INFER, &r));
-    CHECK(r.n == 1 && emily_tensor_dtype(r.tensors[0]) == EMILY_F32 &&
-          isnan(t_get(r.tensors[0], 0)));
+    CHECK(r.n == 1 && emily_tensor_dtype(r.tensors[0]) == EMILY_F32 && isnan(t_get(r.tensors[0], 0)));
     emily_dispatch_result_release(&r);
     emily_value num = {.kind = EMILY_V_INT, .i = 3};
     CHECK_ERR(emily_dispatch("as_type", EMILY_CPU, &out, &num, 1, EMILY_DISPATCH_RUN, &r),
@@ -390,9 +360,9 @@ TEST(callbacks) {
     emily_tensor_release(t);
 }
 
-RUN_TESTS("convert", CASE(dtype_lists_agree), CASE(float_to_int_truncates_and_wraps),
-          CASE(float_to_float_rounding), CASE(int_to_float_goes_through_double),
-          CASE(complex_to_real_takes_the_real_part), CASE(all_pairs_round_trip_small_values),
-          CASE(strided_and_broadcast_inputs), CASE(sizes_scalars_and_identity),
-          CASE(half_conversion_simd_paths), CASE(as_type_bad_input), CASE(bitcast_reinterprets),
+RUN_TESTS("convert", CASE(dtype_lists_agree), CASE(float_to_int_truncates_and_wraps), CASE(float_to_float_rounding),
+          CASE(int_to_float_goes_through_double), CASE(complex_to_real_takes_the_real_part),
+          CASE(all_pairs_round_trip_small_values), CASE(strided_and_broadcast_inputs),
+          CASE(sizes_scalars_and_identity), CASE(half_conversion_simd_paths), CASE(as_type_bad_input),
+          CASE(bitcast_reinterprets),
           CASE(callbacks))

@@ -41,16 +41,16 @@ TEST(type_merge_matches_nx) {
 TEST(half_conversions_round_like_nx) {
     CHECK(emily_f64_to_f16(1.0) == 0x3c00);
     CHECK(emily_f64_to_f16(65504.0) == 0x7bff);
-    CHECK(emily_f64_to_f16(65520.0) == 0x7c00); /* rounds up to inf */
+    CHECK(emily_f64_to_f16(65520.0) == 0x7c00);        /* rounds up to inf */
     CHECK(emily_f64_to_f16(-0.0) == 0x8000);
     CHECK(emily_f64_to_f16(5.960464477539063e-08) == 0x0001); /* smallest subnormal */
-    CHECK(emily_f64_to_f16(1.0 + 1.0 / 2048) == 0x3c00);      /* tie to even */
+    CHECK(emily_f64_to_f16(1.0 + 1.0 / 2048) == 0x3c00); /* tie to even */
     CHECK(emily_f64_to_f16(1.0 + 3.0 / 2048) == 0x3c02);
     CHECK(emily_f16_to_f32(0x7c00) == INFINITY);
     CHECK(isnan(emily_f16_to_f32(0x7e00)));
     CHECK(emily_f16_to_f32(0x0001) == 5.960464477539063e-08f);
     CHECK(emily_f32_to_bf16(1.0f) == 0x3f80);
-    CHECK(emily_f32_to_bf16(1.00781238f) == 0x3f80); /* truncates like Nx */
+    CHECK(emily_f32_to_bf16(1.00781238f) == 0x3f80);   /* truncates like Nx */
     CHECK(emily_f32_to_bf16(NAN) == 0x7fc0);
     CHECK(emily_bf16_to_f32(0x3f80) == 1.0f);
 }
@@ -95,13 +95,11 @@ TEST(bad_input_is_an_error) {
     CHECK_ERR(emily_empty(EMILY_CPU, EMILY_F32, 3, huge, &t), EMILY_ERR_SHAPE, "too many elements");
     int64_t big[1] = {(int64_t)1 << 50}; /* 1 PiB: more than any address space here */
     CHECK(emily_empty(EMILY_CPU, EMILY_U8, 1, big, &t) == EMILY_ERR_MEMORY);
-    CHECK_ERR(emily_empty(EMILY_CPU, (emily_dtype)42, 0, NULL, &t), EMILY_ERR_TYPE,
-              "invalid dtype");
+    CHECK_ERR(emily_empty(EMILY_CPU, (emily_dtype)42, 0, NULL, &t), EMILY_ERR_TYPE, "invalid dtype");
     CHECK_ERR(emily_empty(EMILY_CPU, EMILY_F32, 0, NULL, NULL), EMILY_ERR_ARGUMENT, "NULL");
     int64_t two[1] = {2};
     float d[2] = {1, 2};
-    CHECK_ERR(emily_from_binary(EMILY_CPU, EMILY_F32, 1, two, d, 4, &t), EMILY_ERR_ARGUMENT,
-              "4 bytes");
+    CHECK_ERR(emily_from_binary(EMILY_CPU, EMILY_F32, 1, two, d, 4, &t), EMILY_ERR_ARGUMENT, "4 bytes");
     CHECK_ERR(emily_to_binary(NULL, d, 8), EMILY_ERR_ARGUMENT, "NULL tensor");
     emily_tensor_release(NULL);
 }
@@ -144,8 +142,7 @@ TEST(host_buffers_are_reused) {
     emily_memory_stats before, after_free, after_reuse, after_release;
     CHECK_OK(emily_memory_stats_get(EMILY_CPU, &before));
     CHECK(before.cached == 0);
-    int64_t shape[1] = {1 << 17}, tiny[1] = {16},
-            huge[1] = {(int64_t)1 << 23}; /* 1 MiB, 128 B, 64 MiB */
+    int64_t shape[1] = {1 << 17}, tiny[1] = {16}, huge[1] = {(int64_t)1 << 23}; /* 1 MiB, 128 B, 64 MiB */
     emily_tensor *a = NULL, *b = NULL, *t = NULL, *h = NULL;
     CHECK_OK(emily_empty(EMILY_CPU, EMILY_F64, 1, shape, &a));
     const void *first = NULL, *again = NULL;
@@ -188,8 +185,7 @@ TEST(helpers_report_failure_instead_of_aborting) {
     emily_tensor_release(t);
 }
 
-RUN_TESTS("core", CASE(host_buffers_are_reused), CASE(dtype_names_and_sizes),
-          CASE(type_merge_matches_nx), CASE(half_conversions_round_like_nx),
-          CASE(tensor_roundtrip_and_views), CASE(zero_size_and_scalar_tensors),
-          CASE(bad_input_is_an_error), CASE(devices),
+RUN_TESTS("core", CASE(host_buffers_are_reused), CASE(dtype_names_and_sizes), CASE(type_merge_matches_nx),
+          CASE(half_conversions_round_like_nx), CASE(tensor_roundtrip_and_views),
+          CASE(zero_size_and_scalar_tensors), CASE(bad_input_is_an_error), CASE(devices),
           CASE(helpers_report_failure_instead_of_aborting))

@@ -136,8 +136,7 @@ TEST(constant_bad_input) {
     emily_device far = {EMILY_DEVICE_CUDA, 99};
     CHECK(emily_constant(far, EMILY_F32, 0, NULL, emily_scalar_int(0), &t) == EMILY_ERR_DEVICE);
     int64_t huge[2] = {INT64_MAX / 2, 8};
-    CHECK(emily_constant(EMILY_CPU, EMILY_F32, 2, huge, emily_scalar_int(0), &t) ==
-          EMILY_ERR_SHAPE);
+    CHECK(emily_constant(EMILY_CPU, EMILY_F32, 2, huge, emily_scalar_int(0), &t) == EMILY_ERR_SHAPE);
     CHECK(t == NULL);
 }
 
@@ -251,10 +250,8 @@ TEST(callbacks) {
     emily_value args[2] = {{.kind = EMILY_V_ATOM, .str = "neg_infinity"}, opts};
     emily_dispatch_result r = {0};
     for (int mode = 0; mode < 2; mode++) {
-        CHECK_OK(
-            emily_dispatch("constant", EMILY_CPU, &out, args, 2, (emily_dispatch_mode)mode, &r));
-        CHECK(r.n == 1 && t_shape_is(r.tensors[0], 2, shape) &&
-              t_get(r.tensors[0], 3) == -INFINITY);
+        CHECK_OK(emily_dispatch("constant", EMILY_CPU, &out, args, 2, (emily_dispatch_mode)mode, &r));
+        CHECK(r.n == 1 && t_shape_is(r.tensors[0], 2, shape) && t_get(r.tensors[0], 3) == -INFINITY);
         emily_dispatch_result_release(&r);
     }
     emily_value bad[2] = {{.kind = EMILY_V_ATOM, .str = "foo"}, opts};

@@ -93,8 +93,7 @@ static emily_tensor *g_from(emily_dtype dt, int rank, const int64_t *shape, cons
     int64_t n = 1;
     for (int i = 0; i < rank; i++) n *= shape[i];
     emily_tensor *t = NULL;
-    emily_status s = emily_from_binary(CUDA0, dt, rank, shape, data,
-                                       (size_t)n * emily_dtype_size(dt), &t);
+    emily_status s = emily_from_binary(CUDA0, dt, rank, shape, data, (size_t)n * emily_dtype_size(dt), &t);
     if (s) {
         fprintf(stderr, "g_from: %s\n", emily_last_error());
         abort();
@@ -104,17 +103,12 @@ static emily_tensor *g_from(emily_dtype dt, int rank, const int64_t *shape, cons
 
 TEST(gpu_transfers_roundtrip) {
     /* sizes around the staging thresholds: small slots, large slots, several chunks */
-    const size_t sizes[] = {1,        3, 4096, 65535, 65536, 65537, (1 << 20) + 3, (9 << 20) + 5,
-                            33u << 20};
+    const size_t sizes[] = {1, 3, 4096, 65535, 65536, 65537, (1 << 20) + 3, (9 << 20) + 5, 33u << 20};
     for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
         size_t n = sizes[k];
         unsigned char *host = malloc(n), *back = malloc(n);
         CHECK(host && back);
-        if (!host || !back) {
-            free(host);
-            free(back);
-            return;
-        }
+        if (!host || !back) { free(host); free(back); return; }
         for (size_t i = 0; i < n; i++) host[i] = (unsigned char)(i * 131 + k);
         int64_t shape[1] = {(int64_t)n};
         emily_tensor *t = NULL;
@@ -175,12 +169,7 @@ TEST(gpu_copy_views) {
     int64_t shape[2] = {67, 129};
     int n = 67 * 129;
     int32_t *h = malloc(sizeof(int32_t) * (size_t)n), *back = malloc(sizeof(int32_t) * (size_t)n);
-    if (!h || !back) {
-        free(h);
-        free(back);
-        CHECK(0);
-        return;
-    }
+    if (!h || !back) { free(h); free(back); CHECK(0); return; }
     for (int i = 0; i < n; i++) h[i] = i * 7 - 3;
     emily_tensor *g = g_from(EMILY_S32, 2, shape, h);
     int perm[2] = {1, 0};
@@ -276,11 +265,7 @@ TEST(gpu_streams_order_buffers) {
     emily_stream *s1 = NULL, *s2 = NULL;
     CHECK_OK(emily_stream_new(CUDA0, &s1));
     CHECK_OK(emily_stream_new(CUDA0, &s2));
-    if (!s1 || !s2) {
-        emily_stream_free(s1);
-        emily_stream_free(s2);
-        return;
-    }
+    if (!s1 || !s2) { emily_stream_free(s1); emily_stream_free(s2); return; }
     int64_t shape[1] = {1 << 24};
     emily_tensor *a = NULL, *x = NULL, *y = NULL;
     CHECK_OK(emily_stream_set_current(CUDA0, s1));
@@ -332,10 +317,7 @@ typedef struct thread_job {
 static void *thread_work(void *arg) {
     thread_job *job = arg;
     emily_stream *s = NULL;
-    if (emily_stream_new(CUDA0, &s)) {
-        job->failures++;
-        return NULL;
-    }
+    if (emily_stream_new(CUDA0, &s)) { job->failures++; return NULL; }
     if (emily_stream_set_current(CUDA0, s)) job->failures++;
     int64_t shape[1] = {1 << 20};
     for (int round = 0; round < 20; round++) {
@@ -414,23 +396,10 @@ static double rnd_float(int edges) {
     if (edges && rnd() % 8 == 0) {
         static const double e[] = {0.0, -0.0, 1.0, -1.0, 0.5, 1e30, -1e30, 1e-40, 65504.0, 3.0e38};
         switch (rnd() % 14) {
-        case 0:
-            return NAN;
-        case 1:
-            return INFINITY;
-        case 2:
-            return -INFINITY;
-        case 3:
-        case 4:
-        case 5:
-        case 6:
-        case 7:
-        case 8:
-        case 9:
-        case 10:
-        case 11:
-        case 12:
-        case 13:
+        case 0: return NAN;
+        case 1: return INFINITY;
+        case 2: return -INFINITY;
+        case 3: case 4: case 5: case 6: case 7: case 8: case 9: case 10: case 11: case 12: case 13:
             return e[rnd() % 10];
         }
     }
@@ -448,36 +417,12 @@ static emily_tensor *rnd_tensor(emily_dtype dt, int rank, const int64_t *shape, 
         unsigned char *p = buf + (size_t)i * es;
         uint64_t bits = rnd();
         switch (dt) {
-        case EMILY_F16: {
-            uint16_t h = emily_f64_to_f16(rnd_float(edges));
-            memcpy(p, &h, 2);
-            break;
-        }
-        case EMILY_BF16: {
-            uint16_t h = emily_f32_to_bf16((float)rnd_float(edges));
-            memcpy(p, &h, 2);
-            break;
-        }
-        case EMILY_F32: {
-            float f = (float)rnd_float(edges);
-            memcpy(p, &f, 4);
-            break;
-        }
-        case EMILY_F64: {
-            double f = rnd_float(edges);
-            memcpy(p, &f, 8);
-            break;
-        }
-        case EMILY_C64: {
-            float f[2] = {(float)rnd_float(edges), (float)rnd_float(edges)};
-            memcpy(p, f, 8);
-            break;
-        }
-        case EMILY_C128: {
-            double f[2] = {rnd_float(edges), rnd_float(edges)};
-            memcpy(p, f, 16);
-            break;
-        }
+        case EMILY_F16: { uint16_t h = emily_f64_to_f16(rnd_float(edges)); memcpy(p, &h, 2); break; }
+        case EMILY_BF16: { uint16_t h = emily_f32_to_bf16((float)rnd_float(edges)); memcpy(p, &h, 2); break; }
+        case EMILY_F32: { float f = (float)rnd_float(edges); memcpy(p, &f, 4); break; }
+        case EMILY_F64: { double f = rnd_float(edges); memcpy(p, &f, 8); break; }
+        case EMILY_C64: { float f[2] = {(float)rnd_float(edges), (float)rnd_float(edges)}; memcpy(p, f, 8); break; }
+        case EMILY_C128: { double f[2] = {rnd_float(edges), rnd_float(edges)}; memcpy(p, f, 16); break; }
         default:
             /* integers: small values mostly (shifts, pow), full-range bits sometimes */
             if (!edges || rnd() % 4) bits = (uint64_t)((int64_t)(rnd() % 19) - 9);
@@ -496,8 +441,7 @@ static int64_t ordered_bits(uint64_t bits, int width) {
 }
 
 /* |a - b| in units of the last place (floats as doubles of width bits). */
-static bool float_near(double a, double b, uint64_t ab, uint64_t bb, int width, int ulps,
-                       double rel_floor) {
+static bool float_near(double a, double b, uint64_t ab, uint64_t bb, int width, int ulps, double rel_floor) {
     if (isnan(a) || isnan(b)) return isnan(a) && isnan(b);
     if (ab == bb) return true;
     if (ulps == 0) return false;
@@ -509,37 +453,10 @@ static bool float_near(double a, double b, uint64_t ab, uint64_t bb, int width, 
 
 static double part_at(emily_dtype dt, const unsigned char *p, uint64_t *bits, int *width) {
     switch (dt) {
-    case EMILY_F16: {
-        uint16_t h;
-        memcpy(&h, p, 2);
-        *bits = h;
-        *width = 16;
-        return emily_f16_to_f32(h);
-    }
-    case EMILY_BF16: {
-        uint16_t h;
-        memcpy(&h, p, 2);
-        *bits = h;
-        *width = 16;
-        return emily_bf16_to_f32(h);
-    }
-    case EMILY_F32:
-    case EMILY_C64: {
-        float f;
-        uint32_t u;
-        memcpy(&f, p, 4);
-        memcpy(&u, p, 4);
-        *bits = u;
-        *width = 32;
-        return f;
-    }
-    default: {
-        double f;
-        memcpy(&f, p, 8);
-        memcpy(bits, p, 8);
-        *width = 64;
-        return f;
-    }
+    case EMILY_F16: { uint16_t h; memcpy(&h, p, 2); *bits = h; *width = 16; return emily_f16_to_f32(h); }
+    case EMILY_BF16: { uint16_t h; memcpy(&h, p, 2); *bits = h; *width = 16; return emily_bf16_to_f32(h); }
+    case EMILY_F32: case EMILY_C64: { float f; uint32_t u; memcpy(&f, p, 4); memcpy(&u, p, 4); *bits = u; *width = 32; return f; }
+    default: { double f; memcpy(&f, p, 8); memcpy(bits, p, 8); *width = 64; return f; }
     }
 }
 
@@ -567,8 +484,7 @@ static bool same_tensor(const char *what, const emily_tensor *c, const emily_ten
             size_t ps = es / (size_t)parts;
             double mag = 0;
             if (parts == 2) {
-                uint64_t b0;
-                int w0;
+                uint64_t b0; int w0;
                 double re = part_at(dt, x, &b0, &w0), im = part_at(dt, x + ps, &b0, &w0);
                 mag = sqrt(re * re + im * im);
             }
@@ -576,8 +492,7 @@ static bool same_tensor(const char *what, const emily_tensor *c, const emily_ten
             for (int k = 0; k < parts && ok; k++) {
                 uint64_t xb, yb;
                 int w;
-                double xv = part_at(dt, x + (size_t)k * ps, &xb, &w),
-                       yv = part_at(dt, y + (size_t)k * ps, &yb, &w);
+                double xv = part_at(dt, x + (size_t)k * ps, &xb, &w), yv = part_at(dt, y + (size_t)k * ps, &yb, &w);
                 ok = float_near(xv, yv, xb, yb, w, ulps, floor_abs);
             }
         }
@@ -585,16 +500,10 @@ static bool same_tensor(const char *what, const emily_tensor *c, const emily_ten
             uint64_t xb = 0, yb = 0;
             int w;
             double xv = 0, yv = 0;
-            if (!emily_dtype_is_integer(dt)) {
-                xv = part_at(dt, x, &xb, &w);
-                yv = part_at(dt, y, &yb, &w);
-            } else {
-                memcpy(&xb, x, es);
-                memcpy(&yb, y, es);
-            }
-            fprintf(stderr, "  %s (%s): element %lld: cpu %.17g (0x%llx), cuda %.17g (0x%llx)\n",
-                    what, emily_dtype_name(dt), (long long)i, xv, (unsigned long long)xb, yv,
-                    (unsigned long long)yb);
+            if (!emily_dtype_is_integer(dt)) { xv = part_at(dt, x, &xb, &w); yv = part_at(dt, y, &yb, &w); }
+            else { memcpy(&xb, x, es); memcpy(&yb, y, es); }
+            fprintf(stderr, "  %s (%s): element %lld: cpu %.17g (0x%llx), cuda %.17g (0x%llx)\n", what,
+                    emily_dtype_name(dt), (long long)i, xv, (unsigned long long)xb, yv, (unsigned long long)yb);
         }
     }
     free(cb);
@@ -606,8 +515,7 @@ typedef emily_status (*op_fn)(emily_tensor *const *in, emily_tensor **out, const
 
 /* Runs fn on CPU inputs and on their copies on cuda:0; both must succeed
  * (or fail with the same status) and agree. */
-static void compare_op(const char *what, op_fn fn, const void *arg, int nin,
-                       emily_tensor *const *cin, int ulps) {
+static void compare_op(const char *what, op_fn fn, const void *arg, int nin, emily_tensor *const *cin, int ulps) {
     emily_tensor *gin[4] = {NULL, NULL, NULL, NULL}, *c = NULL, *g = NULL;
     for (int i = 0; i < nin; i++) CHECK_OK(emily_to_device(cin[i], CUDA0, &gin[i]));
     emily_status sc = fn(cin, &c, arg);
@@ -615,8 +523,8 @@ static void compare_op(const char *what, op_fn fn, const void *arg, int nin,
     snprintf(cmsg, sizeof cmsg, "%s", emily_last_error());
     emily_status sg = fn(gin, &g, arg);
     if (sc != sg) {
-        fprintf(stderr, "  %s: cpu says %s (%s), cuda says %s (%s)\n", what, emily_status_name(sc),
-                sc ? cmsg : "", emily_status_name(sg), sg ? emily_last_error() : "");
+        fprintf(stderr, "  %s: cpu says %s (%s), cuda says %s (%s)\n", what, emily_status_name(sc), sc ? cmsg : "",
+                emily_status_name(sg), sg ? emily_last_error() : "");
         harness_failures++;
     } else if (!sc && !same_tensor(what, c, g, ulps)) {
         harness_failures++;
@@ -639,8 +547,7 @@ TEST(gpu_as_type_matches_cpu) {
         for (int d = 0; d < EMILY_DTYPE_COUNT; d++) {
             emily_dtype to = (emily_dtype)d;
             char what[64];
-            snprintf(what, sizeof what, "as_type %s -> %s", emily_dtype_name((emily_dtype)s),
-                     emily_dtype_name(to));
+            snprintf(what, sizeof what, "as_type %s -> %s", emily_dtype_name((emily_dtype)s), emily_dtype_name(to));
             compare_op(what, run_convert, &to, 1, &x, 0);
         }
         emily_tensor_release(x);
@@ -663,24 +570,11 @@ static emily_status run_unary_t(emily_tensor *const *in, emily_tensor **out, con
 
 static bool unary_exact(emily_unary_op op) {
     switch (op) {
-    case EMILY_ABS:
-    case EMILY_NEGATE:
-    case EMILY_CONJUGATE:
-    case EMILY_REAL:
-    case EMILY_IMAG:
-    case EMILY_CEIL:
-    case EMILY_FLOOR:
-    case EMILY_ROUND:
-    case EMILY_SIGN:
-    case EMILY_IS_NAN:
-    case EMILY_IS_INFINITY:
-    case EMILY_LOGICAL_NOT:
-    case EMILY_BITWISE_NOT:
-    case EMILY_COUNT_LEADING_ZEROS:
-    case EMILY_POPULATION_COUNT:
-        return true;
-    default:
-        return false;
+    case EMILY_ABS: case EMILY_NEGATE: case EMILY_CONJUGATE: case EMILY_REAL: case EMILY_IMAG:
+    case EMILY_CEIL: case EMILY_FLOOR: case EMILY_ROUND: case EMILY_SIGN: case EMILY_IS_NAN:
+    case EMILY_IS_INFINITY: case EMILY_LOGICAL_NOT: case EMILY_BITWISE_NOT:
+    case EMILY_COUNT_LEADING_ZEROS: case EMILY_POPULATION_COUNT: return true;
+    default: return false;
     }
 }
 
@@ -782,8 +676,7 @@ static bool binary_exact(emily_binary_op op) {
 
 /* contiguous(transpose(x, perm)): the tiled transpose path on planes
  * under a batch axis (NCHW <-> NHWC) and the strided path elsewhere. */
-static emily_status run_permuted_copy(emily_tensor *const *in, emily_tensor **out,
-                                      const void *arg) {
+static emily_status run_permuted_copy(emily_tensor *const *in, emily_tensor **out, const void *arg) {
     emily_tensor *v = NULL;
     emily_status s = emily_transpose(in[0], (const int *)arg, &v);
     if (!s) s = emily_contiguous(v, out);
@@ -792,16 +685,15 @@ static emily_status run_permuted_copy(emily_tensor *const *in, emily_tensor **ou
 }
 
 TEST(gpu_copy_batched_transposes) {
-    static const int perms[5][4] = {
-        {0, 2, 3, 1}, {0, 3, 1, 2}, {1, 0, 2, 3}, {0, 1, 3, 2}, {3, 2, 1, 0}};
+    static const int perms[5][4] = {{0, 2, 3, 1}, {0, 3, 1, 2}, {1, 0, 2, 3}, {0, 1, 3, 2}, {3, 2, 1, 0}};
     static const emily_dtype types[4] = {EMILY_U8, EMILY_BF16, EMILY_F32, EMILY_C128};
     int64_t shape[4] = {3, 40, 37, 33};
     for (int t = 0; t < 4; t++) {
         emily_tensor *x = rnd_tensor(types[t], 4, shape, 1);
         for (int p = 0; p < 5; p++) {
             char what[64];
-            snprintf(what, sizeof what, "copy of transpose %d%d%d%d (%s)", perms[p][0], perms[p][1],
-                     perms[p][2], perms[p][3], emily_dtype_name(types[t]));
+            snprintf(what, sizeof what, "copy of transpose %d%d%d%d (%s)", perms[p][0], perms[p][1], perms[p][2],
+                     perms[p][3], emily_dtype_name(types[t]));
             compare_op(what, run_permuted_copy, perms[p], 1, &x, 0);
         }
         emily_tensor_release(x);
@@ -827,11 +719,8 @@ TEST(gpu_binary_matches_cpu) {
             int ulps = binary_exact((emily_binary_op)o) ? 0 : tol_for(out);
             if (emily_dtype_is_complex(dt) && o == EMILY_POW) ulps = 4;
             char what[64];
-            snprintf(what, sizeof what, "%s(%s)", emily_binary_op_name((emily_binary_op)o),
-                     emily_dtype_name(dt));
-            bin_arg args[4] = {{(emily_binary_op)o, 0},
-                               {(emily_binary_op)o, 1},
-                               {(emily_binary_op)o, 2},
+            snprintf(what, sizeof what, "%s(%s)", emily_binary_op_name((emily_binary_op)o), emily_dtype_name(dt));
+            bin_arg args[4] = {{(emily_binary_op)o, 0}, {(emily_binary_op)o, 1}, {(emily_binary_op)o, 2},
                                {(emily_binary_op)o, 3}};
             emily_tensor *in0[2] = {a, b}, *in1[2] = {a, row}, *in2[2] = {sc, a}, *in3[2] = {at, b};
             compare_op(what, run_binary, &args[0], 2, in0, ulps);
@@ -863,12 +752,10 @@ TEST(gpu_select_matches_cpu) {
         if (emily_dtype_is_complex((emily_dtype)p)) continue;
         emily_tensor *pred = rnd_tensor((emily_dtype)p, 2, shape, 1);
         for (int d = 0; d < EMILY_DTYPE_COUNT; d++) {
-            emily_tensor *x = rnd_tensor((emily_dtype)d, 2, shape, 1),
-                         *y = rnd_tensor((emily_dtype)d, 1, row, 1);
+            emily_tensor *x = rnd_tensor((emily_dtype)d, 2, shape, 1), *y = rnd_tensor((emily_dtype)d, 1, row, 1);
             emily_tensor *in[3] = {pred, x, y};
             char what[64];
-            snprintf(what, sizeof what, "select(%s, %s)", emily_dtype_name((emily_dtype)p),
-                     emily_dtype_name((emily_dtype)d));
+            snprintf(what, sizeof what, "select(%s, %s)", emily_dtype_name((emily_dtype)p), emily_dtype_name((emily_dtype)d));
             compare_op(what, run_select, NULL, 3, in, 0);
             emily_tensor_release(x);
             emily_tensor_release(y);
@@ -893,9 +780,8 @@ static emily_status run_reduce(emily_tensor *const *in, emily_tensor **out, cons
         int perm[2] = {1, 0};
         s = emily_transpose(in[0], perm, &v);
     }
-    if (!s)
-        s = emily_reduce(r->op, v ? v : in[0], r->naxes, r->naxes ? r->axes : NULL, r->keep,
-                         EMILY_DTYPE_AUTO, out);
+    if (!s) s = emily_reduce(r->op, v ? v : in[0], r->naxes, r->naxes ? r->axes : NULL, r->keep,
+                             EMILY_DTYPE_AUTO, out);
     emily_tensor_release(v);
     return s;
 }
@@ -924,32 +810,27 @@ TEST(gpu_reductions_match_cpu) {
         int axes[3];
         bool transpose;
     } cases[] = {
-        {1, {1000}, 0, {0}, false},      {2, {7, 1000}, 1, {1}, false},
-        {2, {1000, 7}, 1, {0}, false},   {3, {3, 4, 5}, 2, {0, 2}, false},
-        {1, {300001}, 0, {0}, false},    {2, {2, 200003}, 1, {1}, false},
-        {2, {100003, 3}, 1, {0}, false}, {2, {50, 60}, 1, {0}, true},
-        {2, {50, 60}, 1, {1}, true},     {3, {64, 3, 129}, 2, {0, 2}, false},
+        {1, {1000}, 0, {0}, false},        {2, {7, 1000}, 1, {1}, false},
+        {2, {1000, 7}, 1, {0}, false},     {3, {3, 4, 5}, 2, {0, 2}, false},
+        {1, {300001}, 0, {0}, false},      {2, {2, 200003}, 1, {1}, false},
+        {2, {100003, 3}, 1, {0}, false},   {2, {50, 60}, 1, {0}, true},
+        {2, {50, 60}, 1, {1}, true},       {3, {64, 3, 129}, 2, {0, 2}, false},
         {2, {0, 5}, 1, {0}, false},
     };
-    const emily_dtype types[] = {EMILY_U8,   EMILY_S16, EMILY_S32, EMILY_U64, EMILY_S64, EMILY_F16,
+    const emily_dtype types[] = {EMILY_U8, EMILY_S16, EMILY_S32, EMILY_U64, EMILY_S64, EMILY_F16,
                                  EMILY_BF16, EMILY_F32, EMILY_F64, EMILY_C64, EMILY_C128};
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
         for (size_t k = 0; k < sizeof types / sizeof *types; k++) {
             emily_dtype dt = types[k];
             emily_tensor *x = rnd_tensor(dt, cases[c].rank, cases[c].shape, 0);
             for (int o = 0; o < EMILY_REDUCE_OP_COUNT; o++) {
-                if (emily_dtype_is_complex(dt) && (o == EMILY_REDUCE_MAX || o == EMILY_REDUCE_MIN))
-                    continue;
-                red_arg r = {(emily_reduce_op)o,
-                             cases[c].naxes,
-                             {cases[c].axes[0], cases[c].axes[1], 0},
-                             c % 2 == 0,
-                             cases[c].transpose};
+                if (emily_dtype_is_complex(dt) && (o == EMILY_REDUCE_MAX || o == EMILY_REDUCE_MIN)) continue;
+                red_arg r = {(emily_reduce_op)o, cases[c].naxes, {cases[c].axes[0], cases[c].axes[1], 0},
+                             c % 2 == 0, cases[c].transpose};
                 bool exact = !emily_dtype_is_float(dt) && !emily_dtype_is_complex(dt);
                 exact = exact || o == EMILY_REDUCE_MAX || o == EMILY_REDUCE_MIN;
                 char what[80];
-                snprintf(what, sizeof what, "reduce op %d case %zu (%s)", o, c,
-                         emily_dtype_name(dt));
+                snprintf(what, sizeof what, "reduce op %d case %zu (%s)", o, c, emily_dtype_name(dt));
                 compare_op(what, run_reduce, &r, 1, &x, exact ? 0 : 4);
             }
             emily_tensor_release(x);
@@ -963,8 +844,7 @@ TEST(gpu_reductions_match_cpu) {
             emily_tensor *z = zeros_tensor(ftypes[k], 2, zshape, nans * 5);
             for (int axis = -1; axis < 2; axis++)
                 for (int o = EMILY_REDUCE_MAX; o <= EMILY_REDUCE_MIN; o++) {
-                    red_arg r = {
-                        (emily_reduce_op)o, axis < 0 ? 0 : 1, {axis < 0 ? 0 : axis}, false, false};
+                    red_arg r = {(emily_reduce_op)o, axis < 0 ? 0 : 1, {axis < 0 ? 0 : axis}, false, false};
                     compare_op("max/min of signed zeros", run_reduce, &r, 1, &z, 0);
                 }
             emily_tensor_release(z);
@@ -985,7 +865,7 @@ static emily_status run_arg(emily_tensor *const *in, emily_tensor **out, const v
 
 TEST(gpu_argreduce_matches_cpu) {
     int64_t shape[2] = {300, 257};
-    const emily_dtype types[] = {EMILY_U8,  EMILY_S8,   EMILY_S32, EMILY_U64, EMILY_S64,
+    const emily_dtype types[] = {EMILY_U8, EMILY_S8, EMILY_S32, EMILY_U64, EMILY_S64,
                                  EMILY_F16, EMILY_BF16, EMILY_F32, EMILY_F64};
     for (size_t k = 0; k < sizeof types / sizeof *types; k++) {
         /* integers take few distinct values: many ties */
@@ -993,11 +873,10 @@ TEST(gpu_argreduce_matches_cpu) {
         for (int op = 0; op < 2; op++)
             for (int axis = -1; axis < 2; axis++)
                 for (int high = 0; high < 2; high++) {
-                    arg_arg a = {(emily_arg_op)op, axis, high != 0,
-                                 axis == 0 ? EMILY_U16 : EMILY_S32};
+                    arg_arg a = {(emily_arg_op)op, axis, high != 0, axis == 0 ? EMILY_U16 : EMILY_S32};
                     char what[64];
-                    snprintf(what, sizeof what, "arg%s axis %d high %d (%s)", op ? "min" : "max",
-                             axis, high, emily_dtype_name(types[k]));
+                    snprintf(what, sizeof what, "arg%s axis %d high %d (%s)", op ? "min" : "max", axis, high,
+                             emily_dtype_name(types[k]));
                     compare_op(what, run_arg, &a, 1, &x, 0);
                 }
         emily_tensor_release(x);
@@ -1044,12 +923,9 @@ static emily_status run_create(emily_tensor *const *in, emily_tensor **out, cons
     emily_device dev = emily_tensor_device(in[0]);
     int64_t shape[3] = {3, 70, 45};
     switch (c->kind) {
-    case 0:
-        return emily_constant(dev, c->dt, 3, shape, emily_scalar_float(-2.75), out);
-    case 1:
-        return emily_iota(dev, c->dt, 3, shape, c->axis, out);
-    default:
-        return emily_eye(dev, c->dt, 3, shape, out);
+    case 0: return emily_constant(dev, c->dt, 3, shape, emily_scalar_float(-2.75), out);
+    case 1: return emily_iota(dev, c->dt, 3, shape, c->axis, out);
+    default: return emily_eye(dev, c->dt, 3, shape, out);
     }
 }
 
@@ -1072,8 +948,7 @@ TEST(gpu_creation_matches_cpu) {
  * starting misaligned) and one long run cut into parts. */
 TEST(gpu_flat_and_row_paths_match_cpu) {
     int64_t sizes[3] = {1, 7, 200003};
-    static const emily_binary_op bops[] = {EMILY_ADD, EMILY_MULTIPLY, EMILY_LESS, EMILY_MAX,
-                                           EMILY_POW};
+    static const emily_binary_op bops[] = {EMILY_ADD, EMILY_MULTIPLY, EMILY_LESS, EMILY_MAX, EMILY_POW};
     static const emily_unary_op uops[] = {EMILY_NEGATE, EMILY_EXP, EMILY_ABS};
     for (int d = 0; d < EMILY_DTYPE_COUNT; d++) {
         emily_dtype dt = (emily_dtype)d;
@@ -1093,8 +968,8 @@ TEST(gpu_flat_and_row_paths_match_cpu) {
                 int ulps = binary_exact(bops[o]) ? 0 : tol_for(out);
                 if (emily_dtype_is_complex(dt) && bops[o] == EMILY_POW) ulps = 4;
                 char what[80];
-                snprintf(what, sizeof what, "%s(%s) n=%lld", emily_binary_op_name(bops[o]),
-                         emily_dtype_name(dt), (long long)sizes[k]);
+                snprintf(what, sizeof what, "%s(%s) n=%lld", emily_binary_op_name(bops[o]), emily_dtype_name(dt),
+                         (long long)sizes[k]);
                 bin_arg arg = {bops[o], 0};
                 emily_tensor *same[2] = {a, b}, *bc[2] = {sc, a}, *views[2] = {va, vb};
                 compare_op(what, run_binary, &arg, 2, same, ulps);
@@ -1107,8 +982,8 @@ TEST(gpu_flat_and_row_paths_match_cpu) {
                 if (emily_unary_type(op, dt, &out)) continue;
                 int ulps = unary_exact(op) ? 0 : tol_for(out);
                 char what[80];
-                snprintf(what, sizeof what, "%s(%s) n=%lld", emily_unary_op_name(op),
-                         emily_dtype_name(dt), (long long)sizes[k]);
+                snprintf(what, sizeof what, "%s(%s) n=%lld", emily_unary_op_name(op), emily_dtype_name(dt),
+                         (long long)sizes[k]);
                 compare_op(what, run_unary, &op, 1, &a, ulps);
                 if (va) compare_op(what, run_unary, &op, 1, &va, ulps);
             }
@@ -1122,34 +997,29 @@ TEST(gpu_flat_and_row_paths_match_cpu) {
     /* rows: 513 x 2048 (a warp a row, aligned), 2000 x 37 (misaligned
      * rows), 1 x 3000001 (one run cut into parts, unrolled folds) */
     static const int64_t rshape[3][2] = {{513, 2048}, {2000, 37}, {1, 3000001}};
-    const emily_dtype rtypes[] = {EMILY_U8,   EMILY_S32, EMILY_S64, EMILY_F16,
-                                  EMILY_BF16, EMILY_F32, EMILY_F64, EMILY_C64};
+    const emily_dtype rtypes[] = {EMILY_U8, EMILY_S32, EMILY_S64, EMILY_F16, EMILY_BF16, EMILY_F32, EMILY_F64, EMILY_C64};
     for (int c = 0; c < 3; c++)
         for (size_t k = 0; k < sizeof rtypes / sizeof *rtypes; k++) {
             emily_dtype dt = rtypes[k];
             /* sums of plain values (edge values such as +-max would make
              * them depend on the order); max/min/arg see the edge values */
-            emily_tensor *plain = rnd_tensor(dt, 2, rshape[c], 0),
-                         *x = rnd_tensor(dt, 2, rshape[c], 1);
+            emily_tensor *plain = rnd_tensor(dt, 2, rshape[c], 0), *x = rnd_tensor(dt, 2, rshape[c], 1);
             for (int o = 0; o < EMILY_REDUCE_OP_COUNT; o++) {
-                if (emily_dtype_is_complex(dt) && (o == EMILY_REDUCE_MAX || o == EMILY_REDUCE_MIN))
-                    continue;
-                if (o == EMILY_REDUCE_PRODUCT)
-                    continue; /* products fold in order: another kernel */
+                if (emily_dtype_is_complex(dt) && (o == EMILY_REDUCE_MAX || o == EMILY_REDUCE_MIN)) continue;
+                if (o == EMILY_REDUCE_PRODUCT) continue; /* products fold in order: another kernel */
                 red_arg r = {(emily_reduce_op)o, 1, {1, 0, 0}, false, false};
                 bool extreme = o == EMILY_REDUCE_MAX || o == EMILY_REDUCE_MIN;
                 bool exact = (!emily_dtype_is_float(dt) && !emily_dtype_is_complex(dt)) || extreme;
                 char what[80];
-                snprintf(what, sizeof what, "row reduce op %d %lldx%lld (%s)", o,
-                         (long long)rshape[c][0], (long long)rshape[c][1], emily_dtype_name(dt));
-                compare_op(what, run_reduce, &r, 1, o == EMILY_REDUCE_SUM ? &plain : &x,
-                           exact ? 0 : 4);
+                snprintf(what, sizeof what, "row reduce op %d %lldx%lld (%s)", o, (long long)rshape[c][0],
+                         (long long)rshape[c][1], emily_dtype_name(dt));
+                compare_op(what, run_reduce, &r, 1, o == EMILY_REDUCE_SUM ? &plain : &x, exact ? 0 : 4);
             }
             for (int op = 0; op < 2; op++) {
                 arg_arg a = {(emily_arg_op)op, 1, false, EMILY_S64};
                 char what[80];
-                snprintf(what, sizeof what, "arg%s rows %lldx%lld (%s)", op ? "min" : "max",
-                         (long long)rshape[c][0], (long long)rshape[c][1], emily_dtype_name(dt));
+                snprintf(what, sizeof what, "arg%s rows %lldx%lld (%s)", op ? "min" : "max", (long long)rshape[c][0],
+                         (long long)rshape[c][1], emily_dtype_name(dt));
                 if (!emily_dtype_is_complex(dt)) compare_op(what, run_arg, &a, 1, &x, 0);
             }
             emily_tensor_release(plain);
@@ -1184,21 +1054,11 @@ static emily_status run_index(emily_tensor *const *in, emily_tensor **out, const
     }
     emily_status s;
     switch (a->kind) {
-    case IX_TAKE:
-        s = emily_take(t, in[1], a->axis, out);
-        break;
-    case IX_ALONG:
-        s = emily_take_along_axis(t, in[1], a->axis, out);
-        break;
-    case IX_GATHER:
-        s = emily_gather(t, in[1], a->naxes, a->axes, out);
-        break;
-    case IX_ADD:
-        s = emily_indexed_add(t, in[1], in[2], a->naxes, a->axes, a->out, out);
-        break;
-    default:
-        s = emily_indexed_put(t, in[1], in[2], a->naxes, a->axes, a->out, out);
-        break;
+    case IX_TAKE: s = emily_take(t, in[1], a->axis, out); break;
+    case IX_ALONG: s = emily_take_along_axis(t, in[1], a->axis, out); break;
+    case IX_GATHER: s = emily_gather(t, in[1], a->naxes, a->axes, out); break;
+    case IX_ADD: s = emily_indexed_add(t, in[1], in[2], a->naxes, a->axes, a->out, out); break;
+    default: s = emily_indexed_put(t, in[1], in[2], a->naxes, a->axes, a->out, out); break;
     }
     emily_tensor_release(view);
     return s;
@@ -1217,13 +1077,13 @@ static void compare_index(const char *what, const index_arg *a, int nin, emily_t
     char gmsg[512];
     snprintf(gmsg, sizeof gmsg, "%s", sg ? emily_last_error() : "");
     if (sc != want) {
-        fprintf(stderr, "  %s: cpu says %s (%s), the case wants %s\n", what, emily_status_name(sc),
-                cmsg, emily_status_name(want));
+        fprintf(stderr, "  %s: cpu says %s (%s), the case wants %s\n", what, emily_status_name(sc), cmsg,
+                emily_status_name(want));
         harness_failures++;
     }
     if (sc != sg || strcmp(cmsg, gmsg) != 0) {
-        fprintf(stderr, "  %s: cpu says %s (%s), cuda says %s (%s)\n", what, emily_status_name(sc),
-                cmsg, emily_status_name(sg), gmsg);
+        fprintf(stderr, "  %s: cpu says %s (%s), cuda says %s (%s)\n", what, emily_status_name(sc), cmsg,
+                emily_status_name(sg), gmsg);
         harness_failures++;
     } else if (!sc && !same_tensor(what, c, g, 0)) {
         harness_failures++;
@@ -1282,12 +1142,7 @@ TEST(gpu_take_matches_cpu) {
     /* the vector paths: 16-byte rows (the benchmark's shape, smaller),
      * 20-byte rows (4-byte vectors), 3-byte rows, one element a row, many
      * runs; at an offset that keeps or breaks 16-byte alignment */
-    static const struct {
-        emily_dtype dt;
-        int64_t shape[3];
-        int rank, axis;
-        int64_t m;
-    } big[] = {
+    static const struct { emily_dtype dt; int64_t shape[3]; int rank, axis; int64_t m; } big[] = {
         {EMILY_BF16, {1000, 768, 1}, 2, 0, 4096}, {EMILY_F32, {101, 5, 1}, 2, 0, 300},
         {EMILY_U8, {50, 3, 1}, 2, 0, 77},         {EMILY_C128, {30, 2, 1}, 2, 1, 5},
         {EMILY_F64, {3, 1000, 2}, 3, 1, 2000},    {EMILY_S16, {9, 70000, 1}, 2, 1, 70001},
@@ -1311,17 +1166,9 @@ TEST(gpu_take_matches_cpu) {
     }
     /* bad indices: the first in row order, with its value as written */
     emily_tensor *x = rnd_tensor(EMILY_F32, 3, shape, 0);
-    static const struct {
-        emily_dtype it;
-        uint64_t v;
-        int axis;
-    } bad[] = {
-        {EMILY_S32, (uint64_t)-3, 0},
-        {EMILY_S64, 9, 1},
-        {EMILY_U8, 255, 2},
-        {EMILY_U64, UINT64_MAX, 0},
-        {EMILY_S8, (uint64_t)-128, 1},
-        {EMILY_U16, 5, 1},
+    static const struct { emily_dtype it; uint64_t v; int axis; } bad[] = {
+        {EMILY_S32, (uint64_t)-3, 0}, {EMILY_S64, 9, 1},     {EMILY_U8, 255, 2},
+        {EMILY_U64, UINT64_MAX, 0},   {EMILY_S8, (uint64_t)-128, 1}, {EMILY_U16, 5, 1},
     };
     for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
         int64_t ishape[2] = {3, 4};
@@ -1350,8 +1197,7 @@ TEST(gpu_take_matches_cpu) {
         int64_t eshape[2] = {4, 0}, ishape[1] = {2};
         emily_tensor *e = rnd_tensor(EMILY_F64, 2, eshape, 0);
         int64_t good[2] = {1, 3}, badv[2] = {1, 7};
-        emily_tensor *i1 = t_from(EMILY_S64, 1, ishape, good),
-                     *i2 = t_from(EMILY_S64, 1, ishape, badv);
+        emily_tensor *i1 = t_from(EMILY_S64, 1, ishape, good), *i2 = t_from(EMILY_S64, 1, ishape, badv);
         index_arg a = {IX_TAKE, 0, 0, NULL, EMILY_DTYPE_AUTO, false};
         emily_tensor *in1[2] = {e, i1}, *in2[2] = {e, i2};
         compare_index("take into an empty result", &a, 2, in1, EMILY_OK);
@@ -1385,8 +1231,7 @@ TEST(gpu_take_along_axis_matches_cpu) {
             int64_t total = ishape[0] * ishape[1] * ishape[2];
             emily_tensor *bi = idx_tensor(it, 3, ishape, 1, &shape[axis], total / 2, (uint64_t)-1);
             emily_tensor *in2[2] = {x, bi};
-            snprintf(what, sizeof what, "take_along_axis axis %d, bad %s index", axis,
-                     emily_dtype_name(it));
+            snprintf(what, sizeof what, "take_along_axis axis %d, bad %s index", axis, emily_dtype_name(it));
             compare_index(what, &a, 2, in2, EMILY_ERR_INDEX);
             emily_tensor_release(bi);
         }
@@ -1412,13 +1257,8 @@ static void col_bounds(const int64_t *shape, int ncols, const int *axes, int64_t
 TEST(gpu_gather_matches_cpu) {
     static const int64_t shape[3] = {5, 6, 7};
     static const int ax02[2] = {0, 2}, ax1[1] = {1}, ax12[2] = {1, 2};
-    static const struct {
-        const int *axes;
-        int naxes;
-        int irank;
-        int64_t ishape[3];
-    } cases[] = {
-        {ax02, 2, 3, {4, 3, 2}}, {ax1, 1, 2, {10, 1}},  {NULL, 3, 2, {8, 3}},
+    static const struct { const int *axes; int naxes; int irank; int64_t ishape[3]; } cases[] = {
+        {ax02, 2, 3, {4, 3, 2}}, {ax1, 1, 2, {10, 1}}, {NULL, 3, 2, {8, 3}},
         {NULL, 2, 2, {6, 2}},    {ax12, 2, 2, {11, 2}}, {NULL, 0, 2, {3, 0}},
     };
     int ti = 5;
@@ -1429,8 +1269,7 @@ TEST(gpu_gather_matches_cpu) {
             emily_dtype it = index_types[ti++ % 8];
             int64_t bounds[3];
             col_bounds(shape, cases[k].naxes, cases[k].axes, bounds);
-            emily_tensor *idx = idx_tensor(it, cases[k].irank, cases[k].ishape, cases[k].naxes,
-                                           bounds, -1, 0);
+            emily_tensor *idx = idx_tensor(it, cases[k].irank, cases[k].ishape, cases[k].naxes, bounds, -1, 0);
             index_arg a = {IX_GATHER, 0, cases[k].naxes, cases[k].axes, EMILY_DTYPE_AUTO, false};
             char what[96];
             snprintf(what, sizeof what, "gather case %zu (%s, %s indices)", k, emily_dtype_name(dt),
@@ -1439,11 +1278,9 @@ TEST(gpu_gather_matches_cpu) {
             compare_index(what, &a, 2, in, EMILY_OK);
             emily_tensor_release(idx);
             if (cases[k].naxes == 2) { /* a bad index in column 1 */
-                emily_tensor *bi = idx_tensor(it, cases[k].irank, cases[k].ishape, 2, bounds, 5,
-                                              100);
+                emily_tensor *bi = idx_tensor(it, cases[k].irank, cases[k].ishape, 2, bounds, 5, 100);
                 emily_tensor *in2[2] = {x, bi};
-                snprintf(what, sizeof what, "gather case %zu, bad %s index", k,
-                         emily_dtype_name(it));
+                snprintf(what, sizeof what, "gather case %zu, bad %s index", k, emily_dtype_name(it));
                 compare_index(what, &a, 2, in2, EMILY_ERR_INDEX);
                 emily_tensor_release(bi);
             }
@@ -1493,9 +1330,8 @@ TEST(gpu_gather_matches_cpu) {
  * target (tdt, trank, tshape) at random indices (repeats likely) on
  * `axes`, out type `out`; then the same with a bad index at bad_at. */
 static void indexed_case(const char *name, emily_dtype tdt, int trank, const int64_t *tshape,
-                         emily_dtype udt, int urank, const int64_t *ushape, int naxes,
-                         const int *axes, emily_dtype out, emily_dtype it, int edges,
-                         int64_t bad_at) {
+                         emily_dtype udt, int urank, const int64_t *ushape, int naxes, const int *axes,
+                         emily_dtype out, emily_dtype it, int edges, int64_t bad_at) {
     emily_tensor *t = rnd_tensor(tdt, trank, tshape, edges);
     emily_tensor *u = rnd_tensor(udt, urank, ushape, edges);
     int64_t bounds[16], ishape[2] = {ushape[0], naxes};
@@ -1504,9 +1340,8 @@ static void indexed_case(const char *name, emily_dtype tdt, int trank, const int
     for (int op = IX_ADD; op <= IX_PUT; op++) {
         index_arg a = {op, 0, naxes, axes, out, false};
         char what[128];
-        snprintf(what, sizeof what, "%s %s (%s into %s)",
-                 op == IX_ADD ? "indexed_add" : "indexed_put", name, emily_dtype_name(udt),
-                 emily_dtype_name(tdt));
+        snprintf(what, sizeof what, "%s %s (%s into %s)", op == IX_ADD ? "indexed_add" : "indexed_put",
+                 name, emily_dtype_name(udt), emily_dtype_name(tdt));
         emily_tensor *in[3] = {t, idx, u};
         compare_index(what, &a, 3, in, EMILY_OK);
         if (bad_at >= 0 && naxes > 0) {
@@ -1540,9 +1375,7 @@ TEST(gpu_indexed_matches_cpu) {
     }
     /* mixed types: conversions on put, integer sums into floats (exact,
      * rounded once), wrapping, complex */
-    static const struct {
-        emily_dtype t, u, out;
-    } mix[] = {
+    static const struct { emily_dtype t, u, out; } mix[] = {
         {EMILY_S32, EMILY_F32, EMILY_DTYPE_AUTO}, {EMILY_U8, EMILY_S64, EMILY_U8},
         {EMILY_F16, EMILY_S32, EMILY_DTYPE_AUTO}, {EMILY_F64, EMILY_S64, EMILY_DTYPE_AUTO},
         {EMILY_F32, EMILY_U64, EMILY_DTYPE_AUTO}, {EMILY_BF16, EMILY_F32, EMILY_BF16},
@@ -1556,8 +1389,7 @@ TEST(gpu_indexed_matches_cpu) {
                      index_types[k % 8], 1, 3);
     }
     /* long runs of one position: the order of a float sum shows */
-    static const emily_dtype sums[] = {EMILY_F16, EMILY_BF16, EMILY_F32,
-                                       EMILY_F64, EMILY_C64,  EMILY_S64};
+    static const emily_dtype sums[] = {EMILY_F16, EMILY_BF16, EMILY_F32, EMILY_F64, EMILY_C64, EMILY_S64};
     for (size_t k = 0; k < sizeof sums / sizeof *sums; k++) {
         int64_t t1[1] = {3}, u1[1] = {5000};
         indexed_case("5000 updates on 3 positions", sums[k], 1, t1, sums[k], 1, u1, 1, NULL,
@@ -1582,8 +1414,8 @@ TEST(gpu_indexed_matches_cpu) {
     {
         int64_t t10[10] = {2, 3, 2, 2, 3, 2, 2, 2, 3, 4}, u10[2] = {80, 4};
         int axes[9] = {0, 1, 2, 3, 4, 5, 6, 7, 8};
-        indexed_case("9 index columns", EMILY_F32, 10, t10, EMILY_F32, 2, u10, 9, axes,
-                     EMILY_DTYPE_AUTO, EMILY_S64, 1, 100);
+        indexed_case("9 index columns", EMILY_F32, 10, t10, EMILY_F32, 2, u10, 9, axes, EMILY_DTYPE_AUTO,
+                     EMILY_S64, 1, 100);
         int64_t t11[11] = {3, 2, 2, 2, 2, 2, 2, 2, 2, 2, 3};
         int64_t u11[11] = {20, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2};
         int first[1] = {0};
@@ -1603,8 +1435,7 @@ TEST(gpu_indexed_matches_cpu) {
     /* transposed updates (the op makes them contiguous first) */
     {
         int64_t ushape[2] = {5, 40};
-        emily_tensor *t = rnd_tensor(EMILY_F64, 2, t2, 1),
-                     *uu = rnd_tensor(EMILY_F64, 2, ushape, 1), *ut = NULL;
+        emily_tensor *t = rnd_tensor(EMILY_F64, 2, t2, 1), *uu = rnd_tensor(EMILY_F64, 2, ushape, 1), *ut = NULL;
         int perm[2] = {1, 0};
         CHECK_OK(emily_transpose(uu, perm, &ut));
         int64_t ishape[2] = {40, 1};
@@ -1641,8 +1472,7 @@ static bool same_bytes(const char *what, const emily_tensor *c, const emily_tens
         memcpy(&x, cb + i, es);
         memcpy(&y, gb + i, es);
         fprintf(stderr, "  %s (%s): element %zu: cpu bits 0x%llx, cuda bits 0x%llx\n", what,
-                emily_dtype_name(emily_tensor_dtype(c)), i / es, (unsigned long long)x,
-                (unsigned long long)y);
+                emily_dtype_name(emily_tensor_dtype(c)), i / es, (unsigned long long)x, (unsigned long long)y);
         ok = false;
     }
     free(cb);
@@ -1659,8 +1489,8 @@ static void compare_exact(const char *what, op_fn fn, const void *arg, emily_ten
     snprintf(cmsg, sizeof cmsg, "%s", emily_last_error());
     emily_status sg = gin ? fn(&gin, &g, arg) : EMILY_ERR_DEVICE;
     if (sc != sg) {
-        fprintf(stderr, "  %s: cpu says %s (%s), cuda says %s (%s)\n", what, emily_status_name(sc),
-                sc ? cmsg : "", emily_status_name(sg), sg ? emily_last_error() : "");
+        fprintf(stderr, "  %s: cpu says %s (%s), cuda says %s (%s)\n", what, emily_status_name(sc), sc ? cmsg : "",
+                emily_status_name(sg), sg ? emily_last_error() : "");
         harness_failures++;
     } else if (sc && strcmp(cmsg, emily_last_error()) != 0) {
         fprintf(stderr, "  %s: cpu says \"%s\", cuda \"%s\"\n", what, cmsg, emily_last_error());
@@ -1677,23 +1507,13 @@ static void compare_exact(const char *what, op_fn fn, const void *arg, emily_ten
  * (both zeros, both infinities, NaNs of both signs with payloads,
  * signalling ones) and fully random bits (subnormals, more NaNs). */
 static emily_tensor *sort_data(emily_dtype dt, int rank, const int64_t *shape) {
-    static const uint64_t f16e[] = {0x0000, 0x8000, 0x7c00, 0xfc00, 0x7e00,
-                                    0xfe01, 0x7c01, 0x3c00, 0xbc00, 0x0001};
-    static const uint64_t bf16e[] = {0x0000, 0x8000, 0x7f80, 0xff80, 0x7fc0,
-                                     0xffc1, 0x7f81, 0x3f80, 0xbf80, 0x0001};
-    static const uint64_t f32e[] = {0x00000000u, 0x80000000u, 0x7f800000u, 0xff800000u,
-                                    0x7fc00000u, 0xffc00001u, 0x7f800001u, 0x3f800000u,
-                                    0xbf800000u, 0x00000001u};
-    static const uint64_t f64e[] = {0,
-                                    0x8000000000000000ull,
-                                    0x7ff0000000000000ull,
-                                    0xfff0000000000000ull,
-                                    0x7ff8000000000000ull,
-                                    0xfff8000000000001ull,
-                                    0x7ff0000000000001ull,
-                                    0x3ff0000000000000ull,
-                                    0xbff0000000000000ull,
-                                    1};
+    static const uint64_t f16e[] = {0x0000, 0x8000, 0x7c00, 0xfc00, 0x7e00, 0xfe01, 0x7c01, 0x3c00, 0xbc00, 0x0001};
+    static const uint64_t bf16e[] = {0x0000, 0x8000, 0x7f80, 0xff80, 0x7fc0, 0xffc1, 0x7f81, 0x3f80, 0xbf80, 0x0001};
+    static const uint64_t f32e[] = {0x00000000u, 0x80000000u, 0x7f800000u, 0xff800000u, 0x7fc00000u,
+                                    0xffc00001u, 0x7f800001u, 0x3f800000u, 0xbf800000u, 0x00000001u};
+    static const uint64_t f64e[] = {0, 0x8000000000000000ull, 0x7ff0000000000000ull, 0xfff0000000000000ull,
+                                    0x7ff8000000000000ull, 0xfff8000000000001ull, 0x7ff0000000000001ull,
+                                    0x3ff0000000000000ull, 0xbff0000000000000ull, 1};
     int64_t n = 1;
     for (int i = 0; i < rank; i++) n *= shape[i];
     size_t es = emily_dtype_size(dt);
@@ -1701,36 +1521,19 @@ static emily_tensor *sort_data(emily_dtype dt, int rank, const int64_t *shape) {
     if (!buf) abort();
     for (int64_t i = 0; i < n; i++) {
         uint64_t bits = rnd(), pick = rnd() % 8;
-        const uint64_t *edge = dt == EMILY_F16    ? f16e
-                               : dt == EMILY_BF16 ? bf16e
-                               : dt == EMILY_F32  ? f32e
-                               : dt == EMILY_F64  ? f64e
-                                                  : NULL;
+        const uint64_t *edge = dt == EMILY_F16 ? f16e : dt == EMILY_BF16 ? bf16e : dt == EMILY_F32 ? f32e
+                             : dt == EMILY_F64 ? f64e : NULL;
         if (pick < 2 && edge) {
             bits = edge[rnd() % 10];
         } else if (pick < 6) {
             /* small values: ties */
             double v = (double)((int64_t)(rnd() % 9) - 4);
             switch (dt) {
-            case EMILY_F16:
-                bits = emily_f64_to_f16(v);
-                break;
-            case EMILY_BF16:
-                bits = emily_f32_to_bf16((float)v);
-                break;
-            case EMILY_F32: {
-                float f = (float)v;
-                uint32_t u;
-                memcpy(&u, &f, 4);
-                bits = u;
-                break;
-            }
-            case EMILY_F64:
-                memcpy(&bits, &v, 8);
-                break;
-            default:
-                bits = (uint64_t)(int64_t)v;
-                break;
+            case EMILY_F16: bits = emily_f64_to_f16(v); break;
+            case EMILY_BF16: bits = emily_f32_to_bf16((float)v); break;
+            case EMILY_F32: { float f = (float)v; uint32_t u; memcpy(&u, &f, 4); bits = u; break; }
+            case EMILY_F64: memcpy(&bits, &v, 8); break;
+            default: bits = (uint64_t)(int64_t)v; break;
             }
         }
         memcpy(buf + (size_t)i * es, &bits, es);
@@ -1741,12 +1544,12 @@ static emily_tensor *sort_data(emily_dtype dt, int rank, const int64_t *shape) {
 }
 
 typedef struct sort_arg {
-    int kind; /* 0 sort, 1 argsort, 2 top_k values, 3 top_k indices */
+    int kind;  /* 0 sort, 1 argsort, 2 top_k values, 3 top_k indices */
     int axis;
     bool desc;
     emily_dtype itype;
     int64_t k;
-    int view; /* 0 as is, 1 axes reversed (transpose), 2 every axis reversed, 3 every other element */
+    int view;  /* 0 as is, 1 axes reversed (transpose), 2 every axis reversed, 3 every other element */
 } sort_arg;
 
 static emily_status sort_view(const emily_tensor *t, int view, emily_tensor **out) {
@@ -1762,12 +1565,9 @@ static emily_status sort_view(const emily_tensor *t, int view, emily_tensor **ou
         steps[i] = 2;
     }
     switch (view) {
-    case 1:
-        return emily_transpose(t, perm, out);
-    case 2:
-        return emily_reverse(t, r, perm, out);
-    default:
-        return emily_slice(t, starts, lens, steps, out);
+    case 1: return emily_transpose(t, perm, out);
+    case 2: return emily_reverse(t, r, perm, out);
+    default: return emily_slice(t, starts, lens, steps, out);
     }
 }
 
@@ -1809,8 +1609,8 @@ TEST(gpu_sort_matches_cpu) {
         int64_t shape[3];
     } cases[] = {{1, {1000}}, {2, {1, 70001}}, {2, {300, 37}}, {2, {2000, 3}},
                  {2, {5, 1}}, {3, {3, 4, 5}},  {2, {0, 5}},    {1, {1}}};
-    static const emily_dtype itypes[] = {EMILY_DTYPE_AUTO, EMILY_U8,   EMILY_F16, EMILY_S64,
-                                         EMILY_U64,        EMILY_BF16, EMILY_F32, EMILY_S16};
+    static const emily_dtype itypes[] = {EMILY_DTYPE_AUTO, EMILY_U8, EMILY_F16, EMILY_S64,
+                                         EMILY_U64, EMILY_BF16, EMILY_F32, EMILY_S16};
     int it = 0;
     for (int d = 0; d < EMILY_DTYPE_COUNT; d++) {
         emily_dtype dt = (emily_dtype)d;
@@ -1824,13 +1624,9 @@ TEST(gpu_sort_matches_cpu) {
                         for (int desc = 0; desc < 2; desc++) {
                             sort_arg a = {kind, axis, desc != 0, itypes[it++ % 8], 0, view};
                             char what[128];
-                            snprintf(what, sizeof what,
-                                     "%s %s shape case %zu axis %d view %d (index %s)",
-                                     kind ? "argsort" : "sort", desc ? "desc" : "asc", c, axis,
-                                     view,
-                                     kind ? emily_dtype_name(a.itype == EMILY_DTYPE_AUTO ? EMILY_S32
-                                                                                         : a.itype)
-                                          : "-");
+                            snprintf(what, sizeof what, "%s %s shape case %zu axis %d view %d (index %s)",
+                                     kind ? "argsort" : "sort", desc ? "desc" : "asc", c, axis, view,
+                                     kind ? emily_dtype_name(a.itype == EMILY_DTYPE_AUTO ? EMILY_S32 : a.itype) : "-");
                             compare_exact(what, run_sort_op, &a, x);
                         }
             emily_tensor_release(x);
@@ -1885,15 +1681,14 @@ TEST(gpu_top_k_matches_cpu) {
         int64_t shape[3];
         int64_t k;
         int view;
-    } cases[] = {{2, {32, 5000}, 50, 0}, {2, {7, 13}, 13, 0},    {2, {7, 13}, 1, 0},
-                 {1, {70001}, 1000, 0},  {3, {3, 4, 5}, 3, 0},   {2, {40, 300}, 7, 1},
-                 {2, {40, 300}, 40, 2},  {2, {64, 63}, 5, 3},    {2, {0, 5}, 2, 0},
-                 {2, {4, 0}, 1, 0},      {2, {4, 6}, 7, 0},      {2, {4, 6}, 0, 0},
-                 {2, {3, 5000}, 256, 0}, {2, {3, 5000}, 257, 0}, {2, {2, 65536}, 10, 0},
-                 {2, {2, 65537}, 10, 0}, {2, {3, 2048}, 3, 0},   {2, {3, 2047}, 3, 0},
-                 {2, {5000, 3}, 4, 1},   {2, {3, 5000}, 9, 2}};
-    static const emily_dtype itypes[] = {EMILY_DTYPE_AUTO, EMILY_S64, EMILY_U8, EMILY_F16,
-                                         EMILY_U32};
+    } cases[] = {{2, {32, 5000}, 50, 0}, {2, {7, 13}, 13, 0},     {2, {7, 13}, 1, 0},
+                 {1, {70001}, 1000, 0},   {3, {3, 4, 5}, 3, 0},    {2, {40, 300}, 7, 1},
+                 {2, {40, 300}, 40, 2},   {2, {64, 63}, 5, 3},     {2, {0, 5}, 2, 0},
+                 {2, {4, 0}, 1, 0},       {2, {4, 6}, 7, 0},       {2, {4, 6}, 0, 0},
+                 {2, {3, 5000}, 256, 0},  {2, {3, 5000}, 257, 0},  {2, {2, 65536}, 10, 0},
+                 {2, {2, 65537}, 10, 0},  {2, {3, 2048}, 3, 0},    {2, {3, 2047}, 3, 0},
+                 {2, {5000, 3}, 4, 1},    {2, {3, 5000}, 9, 2}};
+    static const emily_dtype itypes[] = {EMILY_DTYPE_AUTO, EMILY_S64, EMILY_U8, EMILY_F16, EMILY_U32};
     int it = 0;
     for (int d = 0; d < EMILY_DTYPE_COUNT; d++) {
         emily_dtype dt = (emily_dtype)d;
@@ -1903,8 +1698,8 @@ TEST(gpu_top_k_matches_cpu) {
             for (int kind = 2; kind < 4; kind++) {
                 sort_arg a = {kind, -1, true, itypes[it++ % 5], cases[c].k, cases[c].view};
                 char what[96];
-                snprintf(what, sizeof what, "top_k %s case %zu k %lld",
-                         kind == 2 ? "values" : "indices", c, (long long)cases[c].k);
+                snprintf(what, sizeof what, "top_k %s case %zu k %lld", kind == 2 ? "values" : "indices", c,
+                         (long long)cases[c].k);
                 compare_exact(what, run_sort_op, &a, x);
             }
             emily_tensor_release(x);
@@ -1912,38 +1707,29 @@ TEST(gpu_top_k_matches_cpu) {
     }
 }
 
-#define GPU_OP_CASES                                                                             \
-    CASE(gpu_as_type_matches_cpu), CASE(gpu_unary_matches_cpu), CASE(gpu_binary_matches_cpu),    \
-        CASE(gpu_select_matches_cpu), CASE(gpu_reductions_match_cpu),                            \
-        CASE(gpu_argreduce_matches_cpu), CASE(gpu_all_close_matches_cpu),                        \
-        CASE(gpu_creation_matches_cpu), CASE(gpu_flat_and_row_paths_match_cpu),                  \
-        CASE(gpu_take_matches_cpu), CASE(gpu_take_along_axis_matches_cpu),                       \
-        CASE(gpu_gather_matches_cpu), CASE(gpu_indexed_matches_cpu), CASE(gpu_sort_matches_cpu), \
-        CASE(gpu_top_k_matches_cpu)
+#define GPU_OP_CASES                                                                     \
+    CASE(gpu_as_type_matches_cpu), CASE(gpu_unary_matches_cpu), CASE(gpu_binary_matches_cpu), \
+        CASE(gpu_select_matches_cpu), CASE(gpu_reductions_match_cpu),                    \
+        CASE(gpu_argreduce_matches_cpu), CASE(gpu_all_close_matches_cpu),                \
+        CASE(gpu_creation_matches_cpu), CASE(gpu_flat_and_row_paths_match_cpu),         \
+        CASE(gpu_take_matches_cpu), CASE(gpu_take_along_axis_matches_cpu),              \
+        CASE(gpu_gather_matches_cpu), CASE(gpu_indexed_matches_cpu),                    \
+        CASE(gpu_sort_matches_cpu), CASE(gpu_top_k_matches_cpu)
 
 int main(int argc, char **argv) {
     if (!harness_args(argc, argv)) return 2;
-    static const harness_case always[] = {CASE(no_gpu_fails_clearly),
-                                          CASE(device_names),
-                                          CASE(cpu_streams_are_trivial),
-                                          {NULL, NULL}};
-    static const harness_case gpu[] = {CASE(gpu_transfers_roundtrip),
-                                       CASE(gpu_allocator_caches),
-                                       CASE(gpu_copy_views),
-                                       CASE(gpu_copy_batched_transposes),
-                                       CASE(gpu_ops_are_async),
-                                       CASE(gpu_streams_order_buffers),
-                                       CASE(gpu_threads_with_own_streams),
-                                       CASE(gpu_errors),
-                                       GPU_OP_CASES,
-                                       {NULL, NULL}};
+    static const harness_case always[] = {
+        CASE(no_gpu_fails_clearly), CASE(device_names), CASE(cpu_streams_are_trivial), {NULL, NULL}};
+    static const harness_case gpu[] = {
+        CASE(gpu_transfers_roundtrip), CASE(gpu_allocator_caches), CASE(gpu_copy_views), CASE(gpu_copy_batched_transposes),
+        CASE(gpu_ops_are_async), CASE(gpu_streams_order_buffers), CASE(gpu_threads_with_own_streams),
+        CASE(gpu_errors), GPU_OP_CASES, {NULL, NULL}};
     static const harness_case ops_only[] = {GPU_OP_CASES, {NULL, NULL}};
     int rc = harness_run("cuda (without a GPU too)", always);
     int n = emily_device_count(EMILY_DEVICE_CUDA);
     const char *self = getenv("EMILY_TEST_CUDA_ON_CPU");
     if (self && strcmp(self, "1") == 0) {
-        printf(
-            "cuda: EMILY_TEST_CUDA_ON_CPU=1: GPU cases run on the CPU (a self-check of the test)\n");
+        printf("cuda: EMILY_TEST_CUDA_ON_CPU=1: GPU cases run on the CPU (a self-check of the test)\n");
         CUDA0 = EMILY_CPU;
         return harness_finish(harness_run("cuda op cases on cpu", ops_only) || rc);
     }
@@ -1951,8 +1737,7 @@ int main(int argc, char **argv) {
         int skipped = 0;
         for (const harness_case *c = gpu; c->name; c++) skipped++;
         printf("cuda: SKIPPED %d GPU cases: no CUDA device usable here "
-               "(no GPU, no driver, or a build without the CUDA engine)\n",
-               skipped);
+               "(no GPU, no driver, or a build without the CUDA engine)\n", skipped);
         return rc; /* not harness_finish: --only may name a GPU case skipped here */
     }
     printf("cuda: %d device(s)\n", n);

@@ -48,8 +48,7 @@ static int kind_for(emily_cumulative_op op, int variant) {
 
 /* Every op (max/min not on complex) along every axis of `shape`, both
  * directions, on dtype dt. */
-static void scan_all(const char *label, emily_dtype dt, int rank, const int64_t *shape,
-                     int variant) {
+static void scan_all(const char *label, emily_dtype dt, int rank, const int64_t *shape, int variant) {
     for (int op = 0; op < 4; op++) {
         if (op >= EMILY_CUMULATIVE_MAX && emily_dtype_is_complex(dt)) continue;
         emily_tensor *t = tc_tensor(dt, rank, shape, kind_for((emily_cumulative_op)op, variant));
@@ -69,8 +68,7 @@ static void scan_all(const char *label, emily_dtype dt, int rank, const int64_t 
 /* Small shapes: a thread per line, single-block trees (several lines a
  * block, lines `inner` apart), rank 0 and size-1 axes. */
 TEST(gpu_cumulative_small_shapes) {
-    static const int64_t s0[1] = {1}, s1[1] = {37}, s2[3] = {3, 7, 5}, s3[2] = {1, 9},
-                         s4[4] = {2, 1, 3, 4};
+    static const int64_t s0[1] = {1}, s1[1] = {37}, s2[3] = {3, 7, 5}, s3[2] = {1, 9}, s4[4] = {2, 1, 3, 4};
     for (int k = 0; k < NTYPES; k++) {
         scan_all("rank 0", all_types[k], 0, s0, 0);
         scan_all("[1]", all_types[k], 1, s0, 0);
@@ -93,13 +91,13 @@ TEST(gpu_cumulative_medium_shapes) {
 }
 
 /* Every path on one kind of data at sizes that cut lines several ways. */
-static void one_case(const char *label, emily_cumulative_op op, emily_dtype dt, int rank,
-                     const int64_t *shape, int axis, bool rev, int kind) {
+static void one_case(const char *label, emily_cumulative_op op, emily_dtype dt, int rank, const int64_t *shape,
+                     int axis, bool rev, int kind) {
     emily_tensor *t = tc_tensor(dt, rank, shape, kind);
     scan_arg a = {op, axis, rev, 0};
     char what[160];
-    snprintf(what, sizeof what, "%s cumulative_%s %s axis %d%s", label, op_name(op),
-             emily_dtype_name(dt), axis, rev ? " reverse" : "");
+    snprintf(what, sizeof what, "%s cumulative_%s %s axis %d%s", label, op_name(op), emily_dtype_name(dt), axis,
+             rev ? " reverse" : "");
     tc_compare(what, run_scan, &a, 1, &t);
     emily_tensor_release(t);
 }
@@ -167,5 +165,4 @@ TEST(gpu_cumulative_views_empty_errors) {
 }
 
 TC_MAIN("cuda_cumulative", CASE(gpu_cumulative_small_shapes), CASE(gpu_cumulative_medium_shapes),
-        CASE(gpu_cumulative_long_sums), CASE(gpu_cumulative_deep_trees),
-        CASE(gpu_cumulative_views_empty_errors))
+        CASE(gpu_cumulative_long_sums), CASE(gpu_cumulative_deep_trees), CASE(gpu_cumulative_views_empty_errors))

@@ -45,14 +45,10 @@ static double urand(void) {
 
 static double unit(emily_dtype t) {
     switch (emily_type_to_real(emily_type_to_floating(t))) {
-    case EMILY_F16:
-        return 0x1p-11;
-    case EMILY_BF16:
-        return 0x1p-8;
-    case EMILY_F32:
-        return 0x1p-24;
-    default:
-        return 0x1p-53;
+    case EMILY_F16: return 0x1p-11;
+    case EMILY_BF16: return 0x1p-8;
+    case EMILY_F32: return 0x1p-24;
+    default: return 0x1p-53;
     }
 }
 
@@ -90,8 +86,7 @@ static emily_tensor *make(emily_dtype dt, int rank, const int64_t *shape, int ki
                         s.im += p.im;
                     }
                 } else if (kind == HERMITIAN) {
-                    s = (cz){(bm[i * n + j].re + bm[j * n + i].re) / 2,
-                             (bm[i * n + j].im - bm[j * n + i].im) / 2};
+                    s = (cz){(bm[i * n + j].re + bm[j * n + i].re) / 2, (bm[i * n + j].im - bm[j * n + i].im) / 2};
                 } else if (kind == DOMINANT && i == j) {
                     s.re += (double)(integer ? 4 * k : k); /* integers reach 3, not 1 */
                 }
@@ -124,8 +119,7 @@ static cz *host(const emily_tensor *t) {
     emily_tensor *c = NULL;
     int64_t n = emily_tensor_size(t);
     cz *out = calloc((size_t)(n + 1), sizeof *out);
-    if (!t || emily_as_type(t, EMILY_C128, &c) ||
-        emily_to_binary(c, out, (size_t)n * sizeof *out)) {
+    if (!t || emily_as_type(t, EMILY_C128, &c) || emily_to_binary(c, out, (size_t)n * sizeof *out)) {
         CHECK(!"could not read a tensor back");
         memset(out, 0, (size_t)(n + 1) * sizeof *out);
     }
@@ -144,8 +138,7 @@ static bool close_to(const char *what, const cz *got, const cz *want, int64_t n,
     for (int64_t i = 0; i < n; i++) {
         double d = cabs_((cz){got[i].re - want[i].re, got[i].im - want[i].im});
         if (!(d <= tol)) {
-            fprintf(stderr,
-                    "  %s: element %lld: %.9g%+.9gi, want %.9g%+.9gi (|diff| %.3g > %.3g)\n", what,
+            fprintf(stderr, "  %s: element %lld: %.9g%+.9gi, want %.9g%+.9gi (|diff| %.3g > %.3g)\n", what,
                     (long long)i, got[i].re, got[i].im, want[i].re, want[i].im, d, tol);
             return false;
         }
@@ -177,9 +170,8 @@ TEST(cuda_table_has_native_linalg) {
     const emily_engine *e = emi_cuda_engine();
     if (!e) return; /* a build without the CUDA engine */
     const struct emily_linalg_kernels *k = e->linalg;
-    CHECK(k && k->lu_native && k->cholesky_native && k->triangular_solve_native &&
-          k->solve_native && k->determinant_native && k->qr_native && k->svd_native &&
-          k->eigh_native);
+    CHECK(k && k->lu_native && k->cholesky_native && k->triangular_solve_native && k->solve_native &&
+          k->determinant_native && k->qr_native && k->svd_native && k->eigh_native);
     CHECK(!emi_engine_supports(e, EMI_KERNEL_QR, 0, EMILY_F64));
     CHECK(!emi_engine_supports(e, EMI_KERNEL_LU, 0, EMILY_F64));
 }
@@ -188,11 +180,10 @@ TEST(cuda_table_has_native_linalg) {
 
 /* p a permutation (exact 0/1), l unit lower, u upper, p l u = a within
  * 16 n u (|l| |u| + |a|) (Frobenius norms). */
-static void check_lu_props(const char *what, const emily_tensor *a, emily_tensor *p,
-                           emily_tensor *l, emily_tensor *u) {
+static void check_lu_props(const char *what, const emily_tensor *a, emily_tensor *p, emily_tensor *l,
+                           emily_tensor *u) {
     int rank = emily_tensor_rank(a);
-    int64_t n = emily_tensor_shape(a)[rank - 1], nn = n * n,
-            batch = n ? emily_tensor_size(a) / nn : 0;
+    int64_t n = emily_tensor_shape(a)[rank - 1], nn = n * n, batch = n ? emily_tensor_size(a) / nn : 0;
     cz *A = host(a), *P = host(p), *L = host(l), *U = host(u);
     double eps = unit(emily_tensor_dtype(l));
     bool ok = true;
@@ -229,8 +220,7 @@ static void check_lu_props(const char *what, const emily_tensor *a, emily_tensor
             }
         double tol = 16.0 * (double)n * eps * (sqrt(fl) * sqrt(fu) + sqrt(fa));
         if (!(worst <= tol)) {
-            fprintf(stderr, "  %s: matrix %lld: |p l u - a| = %.3g > %.3g\n", what, (long long)b,
-                    worst, tol);
+            fprintf(stderr, "  %s: matrix %lld: |p l u - a| = %.3g > %.3g\n", what, (long long)b, worst, tol);
             ok = false;
         }
     }
@@ -243,13 +233,12 @@ TEST(gpu_lu_properties) {
     static const struct {
         int rank;
         int64_t shape[3];
-    } cases[] = {{2, {3, 3}},       {3, {1000, 4, 4}}, {3, {7, 8, 8}}, {3, {3, 9, 9}},
-                 {3, {16, 24, 24}}, {2, {600, 600}},   {2, {1, 1}}};
+    } cases[] = {{2, {3, 3}}, {3, {1000, 4, 4}}, {3, {7, 8, 8}}, {3, {3, 9, 9}}, {3, {16, 24, 24}},
+                 {2, {600, 600}}, {2, {1, 1}}};
     for (int d = 0; d < NNATIVE + 2; d++) {
         emily_dtype dt = d < NNATIVE ? NATIVE[d] : d == NNATIVE ? EMILY_S32 : EMILY_F16;
         for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
-            if (d >= NNATIVE && cases[c].shape[cases[c].rank - 1] > 24)
-                continue; /* Nx's f16 lu is slow */
+            if (d >= NNATIVE && cases[c].shape[cases[c].rank - 1] > 24) continue; /* Nx's f16 lu is slow */
             /* the CPU's side of the big case only for the real types */
             if (cases[c].shape[cases[c].rank - 1] > 100 && d >= 2) continue;
             emily_tensor *a = make(dt, cases[c].rank, cases[c].shape, RANDOM), *ad = on_dev(a);
@@ -268,8 +257,8 @@ TEST(gpu_lu_properties) {
 
 /* ---- solve --------------------------------------------------------------- */
 
-static void compare_solve(emily_dtype dt, int rank, const int64_t *ashape, int brank,
-                          const int64_t *bshape, bool transposed_view) {
+static void compare_solve(emily_dtype dt, int rank, const int64_t *ashape, int brank, const int64_t *bshape,
+                          bool transposed_view) {
     emily_tensor *a = make(dt, rank, ashape, DOMINANT), *b = make(dt, brank, bshape, RANDOM);
     emily_tensor *ad = on_dev(a), *bd = on_dev(b), *av = NULL, *x = NULL, *xc = NULL, *at = NULL;
     int64_t n = ashape[rank - 1];
@@ -292,8 +281,7 @@ static void compare_solve(emily_dtype dt, int rank, const int64_t *ashape, int b
     cz *g = host(x), *w = host(xc);
     int64_t count = emily_tensor_size(xc);
     char what[96];
-    snprintf(what, sizeof what, "solve %s n %lld%s", emily_dtype_name(dt), (long long)n,
-             transposed_view ? " (view)" : "");
+    snprintf(what, sizeof what, "solve %s n %lld%s", emily_dtype_name(dt), (long long)n, transposed_view ? " (view)" : "");
     CHECK(close_to(what, g, w, count, 32.0 * (double)n * unit(dt) * max_abs(w, count)));
     free(g), free(w);
     emily_tensor *ts[8] = {a, b, ad, bd, av, at, x, xc};
@@ -334,11 +322,8 @@ TEST(gpu_batched_small_solve_time) {
     }
     CHECK_OK(emily_synchronize(DEV));
     clock_gettime(CLOCK_MONOTONIC, &t1);
-    double us = ((double)(t1.tv_sec - t0.tv_sec) * 1e6 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e3) /
-                20;
-    printf(
-        "  65536 x 4x4 f32 solve: %.1f us a call (host clock, with the singularity check's wait)\n",
-        us);
+    double us = ((double)(t1.tv_sec - t0.tv_sec) * 1e6 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e3) / 20;
+    printf("  65536 x 4x4 f32 solve: %.1f us a call (host clock, with the singularity check's wait)\n", us);
     emily_tensor *ts[4] = {a, b, ad, bd};
     for (int i = 0; i < 4; i++) emily_tensor_release(ts[i]);
 }
@@ -349,15 +334,14 @@ TEST(gpu_determinant_matches_cpu) {
     static const struct {
         int rank;
         int64_t shape[3];
-    } cases[] = {{2, {3, 3}},       {3, {1000, 4, 4}}, {3, {10, 1, 1}}, {3, {5, 9, 9}},
-                 {3, {20, 12, 12}}, {2, {0, 0}},       {3, {4, 0, 0}},  {2, {40, 40}}};
+    } cases[] = {{2, {3, 3}}, {3, {1000, 4, 4}}, {3, {10, 1, 1}}, {3, {5, 9, 9}}, {3, {20, 12, 12}},
+                 {2, {0, 0}}, {3, {4, 0, 0}}, {2, {40, 40}}};
     for (int d = 0; d < NNATIVE + 1; d++) {
         emily_dtype dt = d < NNATIVE ? NATIVE[d] : EMILY_S32;
         for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
             int rank = cases[c].rank;
             int64_t n = cases[c].shape[rank - 1], nn = n * n;
-            emily_tensor *a = make(dt, rank, cases[c].shape, RANDOM), *ad = on_dev(a), *det = NULL,
-                         *dc = NULL;
+            emily_tensor *a = make(dt, rank, cases[c].shape, RANDOM), *ad = on_dev(a), *det = NULL, *dc = NULL;
             CHECK_OK(emily_determinant(ad, &det));
             CHECK_OK(emily_determinant(a, &dc));
             CHECK(same_spec(det, dc) && on_device(det));
@@ -370,11 +354,9 @@ TEST(gpu_determinant_matches_cpu) {
                     for (int64_t i = 0; i < n; i++) s += pow(cabs_(A[b * nn + i * n + j]), 2);
                     h *= sqrt(s);
                 }
-                double tol = 16.0 * (double)(n * n) * eps * h +
-                             16.0 * (double)(n + 1) * eps * cabs_(w[b]);
+                double tol = 16.0 * (double)(n * n) * eps * h + 16.0 * (double)(n + 1) * eps * cabs_(w[b]);
                 char what[64];
-                snprintf(what, sizeof what, "determinant %s case %zu matrix %lld",
-                         emily_dtype_name(dt), c, (long long)b);
+                snprintf(what, sizeof what, "determinant %s case %zu matrix %lld", emily_dtype_name(dt), c, (long long)b);
                 if (!close_to(what, g + b, w + b, 1, tol)) {
                     CHECK(false);
                     break;
@@ -392,8 +374,7 @@ TEST(gpu_determinant_matches_cpu) {
     for (int j = 0; j < 12; j++) s12[5 * 12 + j] = 0;
     for (int k = 0; k < 2; k++) {
         int64_t shape[2] = {k ? 12 : 3, k ? 12 : 3};
-        emily_tensor *a = t_from(EMILY_F32, 2, shape, k ? (void *)s12 : (void *)s3),
-                     *ad = on_dev(a), *det = NULL;
+        emily_tensor *a = t_from(EMILY_F32, 2, shape, k ? (void *)s12 : (void *)s3), *ad = on_dev(a), *det = NULL;
         CHECK_OK(emily_determinant(ad, &det));
         CHECK(t_get(det, 0) == 0);
         emily_tensor_release(a), emily_tensor_release(ad), emily_tensor_release(det);
@@ -406,17 +387,14 @@ TEST(gpu_cholesky_matches_cpu) {
     static const struct {
         int rank;
         int64_t shape[3];
-    } cases[] = {{2, {3, 3}},     {3, {100, 5, 5}},   {3, {2, 40, 40}},
-                 {2, {300, 300}}, {3, {3, 130, 130}}, {2, {1, 1}}};
+    } cases[] = {{2, {3, 3}}, {3, {100, 5, 5}}, {3, {2, 40, 40}}, {2, {300, 300}}, {3, {3, 130, 130}}, {2, {1, 1}}};
     for (int d = 0; d < NNATIVE + 1; d++) {
         emily_dtype dt = d < NNATIVE ? NATIVE[d] : EMILY_F16;
         for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
             int rank = cases[c].rank;
             int64_t n = cases[c].shape[rank - 1];
-            if (dt == EMILY_F16 && n > 8)
-                continue; /* f16 cannot hold B B^H + n I of larger n accurately */
-            emily_tensor *a = make(dt, rank, cases[c].shape, HPD), *ad = on_dev(a), *l = NULL,
-                         *lc = NULL;
+            if (dt == EMILY_F16 && n > 8) continue; /* f16 cannot hold B B^H + n I of larger n accurately */
+            emily_tensor *a = make(dt, rank, cases[c].shape, HPD), *ad = on_dev(a), *l = NULL, *lc = NULL;
             CHECK_OK(emily_cholesky(ad, &l));
             CHECK_OK(emily_cholesky(a, &lc));
             CHECK(same_spec(l, lc) && on_device(l));
@@ -431,8 +409,7 @@ TEST(gpu_cholesky_matches_cpu) {
             char what[64];
             snprintf(what, sizeof what, "cholesky %s case %zu", emily_dtype_name(dt), c);
             /* Nx's l divides by l_jj + 1.0e-10 (l_jj >= sqrt(n) here) */
-            CHECK(close_to(what, g, w, count,
-                           32.0 * (double)n * unit(dt) * max_abs(w, count) + 1.0e-9));
+            CHECK(close_to(what, g, w, count, 32.0 * (double)n * unit(dt) * max_abs(w, count) + 1.0e-9));
             free(g), free(w);
             emily_tensor *ts[4] = {a, ad, l, lc};
             for (int i = 0; i < 4; i++) emily_tensor_release(ts[i]);
@@ -452,8 +429,7 @@ TEST(gpu_cholesky_matches_cpu) {
         for (int64_t b = 0; b < shape[0]; b++) {
             CHECK(g[b * 9 + 0].re == 2 && g[b * 9 + 1].re == 0 && g[b * 9 + 2].re == 0);
             CHECK(isnan(g[b * 9 + 4].re) && isnan(g[b * 9 + 7].re) && isnan(g[b * 9 + 8].re));
-            for (int i = 3; DEV.type == EMILY_DEVICE_CUDA && i < 9; i++)
-                CHECK(isnan(g[b * 9 + i].re));
+            for (int i = 3; DEV.type == EMILY_DEVICE_CUDA && i < 9; i++) CHECK(isnan(g[b * 9 + i].re));
         }
         free(g);
         emily_tensor_release(a), emily_tensor_release(ad), emily_tensor_release(l);
@@ -467,12 +443,8 @@ TEST(gpu_triangular_solve_matches_cpu) {
         int rank;
         int64_t a[3], b[3];
         int brank;
-    } cases[] = {{2, {4, 4}, {4}, 1},
-                 {2, {4, 4}, {4, 3}, 2},
-                 {2, {5, 5}, {2, 5}, 2},
-                 {3, {50, 6, 6}, {50, 6, 3}, 3},
-                 {3, {50, 6, 6}, {50, 6}, 2},
-                 {2, {30, 30}, {30, 9}, 2},
+    } cases[] = {{2, {4, 4}, {4}, 1},           {2, {4, 4}, {4, 3}, 2},         {2, {5, 5}, {2, 5}, 2},
+                 {3, {50, 6, 6}, {50, 6, 3}, 3}, {3, {50, 6, 6}, {50, 6}, 2},   {2, {30, 30}, {30, 9}, 2},
                  {3, {3, 33, 33}, {3, 7, 33}, 3}};
     for (int d = 0; d < NNATIVE + 1; d++) {
         emily_dtype dt = d < NNATIVE ? NATIVE[d] : EMILY_S32;
@@ -486,8 +458,7 @@ TEST(gpu_triangular_solve_matches_cpu) {
                 /* right-side matrices are [.., m, n]; the cases with [.., n, m] are left-only */
                 if (!b_vector && !left && cases[c].b[brank - 1] != n) continue;
                 if (!b_vector && left && cases[c].b[brank - 2] != n) continue;
-                emily_tensor *a = make(dt, rank, cases[c].a, DOMINANT),
-                             *b = make(dt, brank, cases[c].b, RANDOM);
+                emily_tensor *a = make(dt, rank, cases[c].a, DOMINANT), *b = make(dt, brank, cases[c].b, RANDOM);
                 emily_tensor *ad = on_dev(a), *bd = on_dev(b), *x = NULL, *xc = NULL;
                 CHECK_OK(emily_triangular_solve(ad, bd, left, lower, tr, &x));
                 CHECK_OK(emily_triangular_solve(a, b, left, lower, tr, &xc));
@@ -495,8 +466,7 @@ TEST(gpu_triangular_solve_matches_cpu) {
                 cz *g = host(x), *w = host(xc);
                 int64_t count = emily_tensor_size(xc);
                 char what[96];
-                snprintf(what, sizeof what,
-                         "triangular_solve %s case %zu left %d lower %d transform %d",
+                snprintf(what, sizeof what, "triangular_solve %s case %zu left %d lower %d transform %d",
                          emily_dtype_name(dt), c, left, lower, (int)tr);
                 CHECK(close_to(what, g, w, count, 32.0 * (double)n * unit(dt) * max_abs(w, count)));
                 free(g), free(w);
@@ -512,7 +482,7 @@ TEST(gpu_qr_matches_cpu) {
     static const struct {
         int rank;
         int64_t shape[3];
-    } cases[] = {{2, {5, 3}},     {2, {3, 5}}, {2, {4, 4}}, {3, {20, 6, 4}}, {2, {300, 200}},
+    } cases[] = {{2, {5, 3}}, {2, {3, 5}}, {2, {4, 4}}, {3, {20, 6, 4}}, {2, {300, 200}},
                  {2, {200, 300}}, {2, {1, 1}}, {2, {3, 0}}, {3, {2, 0, 3}}};
     for (int d = 0; d < NNATIVE + 1; d++) {
         emily_dtype dt = d < NNATIVE ? NATIVE[d] : EMILY_S32;
@@ -528,8 +498,7 @@ TEST(gpu_qr_matches_cpu) {
                 double tol = 32.0 * (double)(m > n ? m : n) * unit(dt);
                 cz *g = host(q), *w = host(qc);
                 char what[96];
-                snprintf(what, sizeof what, "qr %s case %zu mode %d: q", emily_dtype_name(dt), c,
-                         mode);
+                snprintf(what, sizeof what, "qr %s case %zu mode %d: q", emily_dtype_name(dt), c, mode);
                 /* Q's first k columns are unique (R's signs fixed); the
                  * extra ones of a complete Q are any orthonormal basis of
                  * the rest: checked by Q^H Q = I only */
@@ -537,32 +506,28 @@ TEST(gpu_qr_matches_cpu) {
                 bool ok = true;
                 for (int64_t i = 0; ok && i < emily_tensor_size(qc); i++)
                     if (i % qc_cols < k) ok = close_to(what, g + i, w + i, 1, tol);
-                for (int64_t b = 0;
-                     ok && b < emily_tensor_size(qc) / (m * qc_cols > 0 ? m * qc_cols : 1); b++)
+                for (int64_t b = 0; ok && b < emily_tensor_size(qc) / (m * qc_cols > 0 ? m * qc_cols : 1); b++)
                     for (int64_t i = 0; i < qc_cols; i++)
                         for (int64_t j = 0; j < qc_cols; j++) {
                             cz acc = {0, 0};
                             for (int64_t r0 = 0; r0 < m; r0++) {
-                                cz x = g[b * m * qc_cols + r0 * qc_cols + i],
-                                   y = g[b * m * qc_cols + r0 * qc_cols + j];
+                                cz x = g[b * m * qc_cols + r0 * qc_cols + i], y = g[b * m * qc_cols + r0 * qc_cols + j];
                                 cz t = cmul((cz){x.re, -x.im}, y);
                                 acc.re += t.re;
                                 acc.im += t.im;
                             }
                             if (i == j) acc.re -= 1;
                             if (!(cabs_(acc) <= tol)) {
-                                fprintf(stderr, "  %s: |Q^H Q - I| = %.3g at (%lld, %lld)\n", what,
-                                        cabs_(acc), (long long)i, (long long)j);
+                                fprintf(stderr, "  %s: |Q^H Q - I| = %.3g at (%lld, %lld)\n", what, cabs_(acc),
+                                        (long long)i, (long long)j);
                                 ok = false;
                             }
                         }
                 CHECK(ok);
                 free(g), free(w);
                 g = host(r), w = host(rc);
-                snprintf(what, sizeof what, "qr %s case %zu mode %d: r", emily_dtype_name(dt), c,
-                         mode);
-                CHECK(close_to(what, g, w, emily_tensor_size(rc),
-                               tol * max_abs(w, emily_tensor_size(rc))));
+                snprintf(what, sizeof what, "qr %s case %zu mode %d: r", emily_dtype_name(dt), c, mode);
+                CHECK(close_to(what, g, w, emily_tensor_size(rc), tol * max_abs(w, emily_tensor_size(rc))));
                 free(g), free(w);
                 emily_tensor *ts[6] = {a, ad, q, r, qc, rc};
                 for (int i = 0; i < 6; i++) emily_tensor_release(ts[i]);
@@ -583,8 +548,8 @@ static double gap_of(const double *vals, int64_t n, int64_t i) {
 /* Vector k of x (rows x cols, as column k when by_column, else row k)
  * compared with want's within tol, and (convention) its largest-magnitude
  * entry (the first of equals) exactly real and positive. */
-static bool check_vector(const char *what, const cz *x, const cz *want, int64_t rows, int64_t cols,
-                         int64_t k, bool by_column, bool convention, double tol) {
+static bool check_vector(const char *what, const cz *x, const cz *want, int64_t rows, int64_t cols, int64_t k,
+                         bool by_column, bool convention, double tol) {
     int64_t len = by_column ? rows : cols, best = 0;
     double bm = -1, second = -1;
     for (int64_t i = 0; i < len; i++) {
@@ -602,15 +567,14 @@ static bool check_vector(const char *what, const cz *x, const cz *want, int64_t 
      * convention picks is decided by rounding, the comparison too */
     if (bm - second <= tol) return true;
     bool ok = !convention || (x[best].im == 0 && x[best].re > 0);
-    if (!ok)
-        fprintf(stderr, "  %s: vector %lld: largest entry %g%+gi is not real and positive\n", what,
-                (long long)k, x[best].re, x[best].im);
+    if (!ok) fprintf(stderr, "  %s: vector %lld: largest entry %g%+gi is not real and positive\n", what, (long long)k,
+                     x[best].re, x[best].im);
     for (int64_t i = 0; ok && i < len; i++) {
         int64_t at = by_column ? i * cols + k : k * cols + i;
         double d = cabs_((cz){x[at].re - want[at].re, x[at].im - want[at].im});
         if (!(d <= tol)) {
-            fprintf(stderr, "  %s: vector %lld entry %lld differs by %.3g > %.3g\n", what,
-                    (long long)k, (long long)i, d, tol);
+            fprintf(stderr, "  %s: vector %lld entry %lld differs by %.3g > %.3g\n", what, (long long)k, (long long)i,
+                    d, tol);
             ok = false;
         }
     }
@@ -621,16 +585,14 @@ TEST(gpu_svd_matches_cpu) {
     static const struct {
         int rank;
         int64_t shape[3];
-    } cases[] = {{2, {6, 4}},   {2, {4, 6}},   {3, {100, 5, 3}}, {3, {100, 3, 5}},
-                 {2, {40, 70}}, {2, {70, 40}}, {3, {2, 33, 20}}, {2, {1, 1}},
-                 {2, {0, 3}},   {3, {3, 4, 0}}};
+    } cases[] = {{2, {6, 4}}, {2, {4, 6}}, {3, {100, 5, 3}}, {3, {100, 3, 5}}, {2, {40, 70}},
+                 {2, {70, 40}}, {3, {2, 33, 20}}, {2, {1, 1}}, {2, {0, 3}}, {3, {3, 4, 0}}};
     for (int d = 0; d < 3; d++) {
         emily_dtype dt = d == 0 ? EMILY_F32 : d == 1 ? EMILY_F64 : EMILY_S32;
         for (size_t c = 0; c < sizeof cases / sizeof *cases; c++)
             for (int full = 0; full < 2; full++) {
                 int rank = cases[c].rank;
-                int64_t m = cases[c].shape[rank - 2], n = cases[c].shape[rank - 1],
-                        k = m < n ? m : n;
+                int64_t m = cases[c].shape[rank - 2], n = cases[c].shape[rank - 1], k = m < n ? m : n;
                 int64_t batch = prod(rank - 2, cases[c].shape), dm = m > n ? m : n;
                 emily_tensor *a = make(dt, rank, cases[c].shape, RANDOM), *ad = on_dev(a);
                 emily_tensor *u = NULL, *s = NULL, *vt = NULL, *uc = NULL, *sc = NULL, *vc = NULL;
@@ -638,13 +600,11 @@ TEST(gpu_svd_matches_cpu) {
                 CHECK_OK(emily_svd(a, full, &uc, &sc, &vc));
                 CHECK(same_spec(u, uc) && same_spec(s, sc) && same_spec(vt, vc) && on_device(s));
                 int64_t ucols = full ? m : k, vrows = full ? n : k;
-                cz *A = host(a), *U = host(u), *S = host(s), *V = host(vt), *UC = host(uc),
-                   *SC = host(sc), *VC = host(vc);
+                cz *A = host(a), *U = host(u), *S = host(s), *V = host(vt), *UC = host(uc), *SC = host(sc), *VC = host(vc);
                 double eps = unit(dt);
                 double *sv = malloc((size_t)(k + 1) * sizeof *sv);
                 char what[96];
-                snprintf(what, sizeof what, "svd %s case %zu full %d", emily_dtype_name(dt), c,
-                         full);
+                snprintf(what, sizeof what, "svd %s case %zu full %d", emily_dtype_name(dt), c, full);
                 bool ok = true;
                 for (int64_t b = 0; ok && b < batch; b++) {
                     double na = 0;
@@ -661,17 +621,14 @@ TEST(gpu_svd_matches_cpu) {
                         if (m != n) g = fmin(g, sv[i]);
                         if (!(g > 1e3 * (double)dm * eps * na)) continue;
                         double tol = 32.0 * (double)dm * eps * na / g;
-                        cz *v = V + b * vrows * n, *vc = VC + b * vrows * n,
-                           *uu = U + b * m * ucols;
+                        cz *v = V + b * vrows * n, *vc = VC + b * vrows * n, *uu = U + b * m * ucols;
                         ok = check_vector(what, v, vc, vrows, n, i, false, true, tol);
                         /* v_i's sign is the convention's (largest entry
                          * positive) unless two entries tie for largest,
                          * where rounding picks (check_vector accepts
                          * either); u_i = A v_i / s_i follows v_i's sign */
                         double dot = 0;
-                        for (int64_t j = 0; j < n; j++)
-                            dot += v[i * n + j].re * vc[i * n + j].re +
-                                   v[i * n + j].im * vc[i * n + j].im;
+                        for (int64_t j = 0; j < n; j++) dot += v[i * n + j].re * vc[i * n + j].re + v[i * n + j].im * vc[i * n + j].im;
                         if (ok && dot < 0)
                             for (int64_t r = 0; r < m; r++) {
                                 uu[r * ucols + i].re = -uu[r * ucols + i].re;
@@ -680,8 +637,7 @@ TEST(gpu_svd_matches_cpu) {
                         /* (for s_i = 0, u_i is any unit vector orthogonal
                          * to the others: nothing to compare) */
                         bool u_defined = sv[i] > 32.0 * (double)dm * eps * na;
-                        ok = ok && (!u_defined || check_vector(what, uu, UC + b * m * ucols, m,
-                                                               ucols, i, true, false, tol));
+                        ok = ok && (!u_defined || check_vector(what, uu, UC + b * m * ucols, m, ucols, i, true, false, tol));
                     }
                 }
                 CHECK(ok);
@@ -696,14 +652,12 @@ TEST(gpu_eigh_matches_cpu) {
     static const struct {
         int rank;
         int64_t shape[3];
-    } cases[] = {{2, {5, 5}},     {3, {50, 6, 6}}, {3, {2, 40, 40}},
-                 {2, {100, 100}}, {2, {1, 1}},     {3, {3, 32, 32}}};
+    } cases[] = {{2, {5, 5}}, {3, {50, 6, 6}}, {3, {2, 40, 40}}, {2, {100, 100}}, {2, {1, 1}}, {3, {3, 32, 32}}};
     for (int d = 0; d < NNATIVE; d++) {
         emily_dtype dt = NATIVE[d];
         for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
             int rank = cases[c].rank;
-            int64_t n = cases[c].shape[rank - 1], nn = n * n,
-                    batch = prod(rank - 2, cases[c].shape);
+            int64_t n = cases[c].shape[rank - 1], nn = n * n, batch = prod(rank - 2, cases[c].shape);
             emily_tensor *a = make(dt, rank, cases[c].shape, HERMITIAN), *ad = on_dev(a);
             emily_tensor *w = NULL, *v = NULL, *wc = NULL, *vc = NULL;
             CHECK_OK(emily_eigh(ad, &w, &v));
@@ -725,8 +679,7 @@ TEST(gpu_eigh_matches_cpu) {
                 for (int64_t i = 0; ok && i < n; i++) {
                     double gm = cabs_(W[b * n + i]), cm = cabs_(WC[b * n + i]);
                     if (!(fabs(gm - cm) <= tol)) {
-                        fprintf(stderr, "  %s: |w[%lld]| = %.9g, want %.9g\n", what, (long long)i,
-                                gm, cm);
+                        fprintf(stderr, "  %s: |w[%lld]| = %.9g, want %.9g\n", what, (long long)i, gm, cm);
                         ok = false;
                     }
                 }
@@ -738,8 +691,7 @@ TEST(gpu_eigh_matches_cpu) {
                     ok = close_to(what, W + b * n + i, WC + b * n + i, 1, tol);
                     double g = gap_of(vals, n, i);
                     if (ok && g > 1e3 * (double)n * eps * na)
-                        ok = check_vector(what, V + b * nn, VC + b * nn, n, n, i, true, true,
-                                          tol / g);
+                        ok = check_vector(what, V + b * nn, VC + b * nn, n, n, i, true, true, tol / g);
                 }
             }
             CHECK(ok);
@@ -769,8 +721,7 @@ TEST(gpu_nonfinite_svd_eigh) {
         CHECK(isfinite(S[i].re) && isfinite(W[i].re) && isfinite(U[i].re));
         /* (the CPU runs Nx's algorithm on such matrices instead) */
         if (DEV.type == EMILY_DEVICE_CUDA)
-            CHECK(isnan(S[4 + i].re) && isnan(S[8 + i].re) && isnan(W[4 + i].re) &&
-                  isnan(W[8 + i].re));
+            CHECK(isnan(S[4 + i].re) && isnan(S[8 + i].re) && isnan(W[4 + i].re) && isnan(W[8 + i].re));
     }
     free(S), free(W), free(U);
     emily_tensor *ts[8] = {a, bad, bd, u, s, vt, w, v};
@@ -780,11 +731,10 @@ TEST(gpu_nonfinite_svd_eigh) {
 /* ---- errors -------------------------------------------------------------- */
 
 /* The same error (code and message) on both devices. */
-static void same_error(const char *what, emily_status gs, const char *gmsg, emily_status cs,
-                       const char *cmsg) {
+static void same_error(const char *what, emily_status gs, const char *gmsg, emily_status cs, const char *cmsg) {
     if (gs != cs || strcmp(gmsg, cmsg) != 0) {
-        fprintf(stderr, "  %s: %s \"%s\" on the GPU, %s \"%s\" on the CPU\n", what,
-                emily_status_name(gs), gmsg, emily_status_name(cs), cmsg);
+        fprintf(stderr, "  %s: %s \"%s\" on the GPU, %s \"%s\" on the CPU\n", what, emily_status_name(gs), gmsg,
+                emily_status_name(cs), cmsg);
         CHECK(false);
     }
 }
@@ -810,8 +760,7 @@ TEST(gpu_linalg_errors) {
         double *m = calloc((size_t)(n * n), sizeof *m), *v = calloc((size_t)n, sizeof *v);
         for (int64_t i = 0; i < n; i++) {
             v[i] = 1;
-            for (int64_t j = 0; j < n; j++)
-                m[i * n + j] = i == 1 ? 0 : (double)((i * 3 + j * 5) % 7) + (i == j ? 9 : 0);
+            for (int64_t j = 0; j < n; j++) m[i * n + j] = i == 1 ? 0 : (double)((i * 3 + j * 5) % 7) + (i == j ? 9 : 0);
         }
         emily_tensor *sm = t_from(EMILY_F64, 2, sa, m), *sv = t_from(EMILY_F64, 1, sb, v);
         emily_tensor *smd = on_dev(sm), *svd = on_dev(sv);
@@ -825,29 +774,24 @@ TEST(gpu_linalg_errors) {
     emily_tensor *ad = on_dev(a), *p = NULL, *l = NULL, *u = NULL, *q = NULL, *r = NULL;
     for (int mth = 1; mth <= 2; mth++) {
         emily_linalg_method method = (emily_linalg_method)mth;
-        CHECK_ERR(emily_lu_opts(ad, 1e-10, method, &p, &l, &u), EMILY_ERR_UNSUPPORTED,
-                  "runs on the CPU only");
-        CHECK_ERR(emily_solve_opts(ad, bd, method, &x), EMILY_ERR_UNSUPPORTED,
-                  "runs on the CPU only");
-        CHECK_ERR(emily_determinant_opts(ad, method, &x), EMILY_ERR_UNSUPPORTED,
-                  "runs on the CPU only");
+        CHECK_ERR(emily_lu_opts(ad, 1e-10, method, &p, &l, &u), EMILY_ERR_UNSUPPORTED, "runs on the CPU only");
+        CHECK_ERR(emily_solve_opts(ad, bd, method, &x), EMILY_ERR_UNSUPPORTED, "runs on the CPU only");
+        CHECK_ERR(emily_determinant_opts(ad, method, &x), EMILY_ERR_UNSUPPORTED, "runs on the CPU only");
         CHECK_ERR(emily_qr_opts(ad, EMILY_QR_REDUCED, 1e-10, method, &q, &r), EMILY_ERR_UNSUPPORTED,
                   "runs on the CPU only");
-        CHECK_ERR(emily_svd_opts(ad, true, 100, method, &p, &l, &u), EMILY_ERR_UNSUPPORTED,
-                  "runs on the CPU only");
-        CHECK_ERR(emily_eigh_opts(ad, 1e-4, 1000, method, &q, &r), EMILY_ERR_UNSUPPORTED,
-                  "runs on the CPU only");
+        CHECK_ERR(emily_svd_opts(ad, true, 100, method, &p, &l, &u), EMILY_ERR_UNSUPPORTED, "runs on the CPU only");
+        CHECK_ERR(emily_eigh_opts(ad, 1e-4, 1000, method, &q, &r), EMILY_ERR_UNSUPPORTED, "runs on the CPU only");
     }
     CHECK(!p && !l && !u && !q && !r && !x);
     emily_tensor *ts[6] = {a, b, z, zd, bd, ad};
     for (int i = 0; i < 6; i++) emily_tensor_release(ts[i]);
 }
 
-#define GPU_CASES                                                                             \
-    CASE(gpu_lu_properties), CASE(gpu_solve_matches_cpu), CASE(gpu_batched_small_solve_time), \
-        CASE(gpu_determinant_matches_cpu), CASE(gpu_cholesky_matches_cpu),                    \
-        CASE(gpu_triangular_solve_matches_cpu), CASE(gpu_qr_matches_cpu),                     \
-        CASE(gpu_svd_matches_cpu), CASE(gpu_eigh_matches_cpu), CASE(gpu_nonfinite_svd_eigh)
+#define GPU_CASES                                                                                      \
+    CASE(gpu_lu_properties), CASE(gpu_solve_matches_cpu), CASE(gpu_batched_small_solve_time),           \
+        CASE(gpu_determinant_matches_cpu), CASE(gpu_cholesky_matches_cpu),                              \
+        CASE(gpu_triangular_solve_matches_cpu), CASE(gpu_qr_matches_cpu), CASE(gpu_svd_matches_cpu),    \
+        CASE(gpu_eigh_matches_cpu), CASE(gpu_nonfinite_svd_eigh)
 
 int main(int argc, char **argv) {
     if (!harness_args(argc, argv)) return 2;
@@ -857,8 +801,7 @@ int main(int argc, char **argv) {
     int rc = harness_run("cuda_linalg (without a GPU too)", always);
     const char *on_cpu = getenv("EMILY_TEST_CUDA_ON_CPU");
     if (on_cpu && strcmp(on_cpu, "1") == 0) {
-        printf(
-            "cuda_linalg: EMILY_TEST_CUDA_ON_CPU=1: GPU cases run on the CPU (a self-check of the test)\n");
+        printf("cuda_linalg: EMILY_TEST_CUDA_ON_CPU=1: GPU cases run on the CPU (a self-check of the test)\n");
         DEV = EMILY_CPU;
         return harness_finish(harness_run("cuda_linalg cases on cpu", self) || rc);
     }
@@ -866,8 +809,7 @@ int main(int argc, char **argv) {
         int skipped = 0;
         for (const harness_case *c = gpu; c->name; c++) skipped++;
         printf("cuda_linalg: SKIPPED %d GPU cases: no CUDA device usable here "
-               "(no GPU, no driver, or a build without the CUDA engine)\n",
-               skipped);
+               "(no GPU, no driver, or a build without the CUDA engine)\n", skipped);
         return rc; /* not harness_finish: --only may name a GPU case skipped here */
     }
     printf("cuda_linalg: %d device(s)\n", emily_device_count(EMILY_DEVICE_CUDA));

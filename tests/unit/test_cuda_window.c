@@ -57,11 +57,10 @@ static emily_status run_window(emily_tensor *const *in, emily_tensor **out, cons
     emily_status s = view_of(c, in[0], &v);
     if (s) return s;
     if (!a->scatter)
-        s = emily_window_reduce(a->op, v, c->rank, c->window, c->strides, c->pad_lo, c->pad_hi,
-                                c->dil, out);
+        s = emily_window_reduce(a->op, v, c->rank, c->window, c->strides, c->pad_lo, c->pad_hi, c->dil, out);
     else
-        s = (a->is_max ? emily_window_scatter_max : emily_window_scatter_min)(
-            v, in[1], in[2], c->rank, c->window, c->strides, c->pad_lo, c->pad_hi, out);
+        s = (a->is_max ? emily_window_scatter_max : emily_window_scatter_min)(v, in[1], in[2], c->rank, c->window,
+                                                                            c->strides, c->pad_lo, c->pad_hi, out);
     emily_tensor_release(v);
     return s;
 }
@@ -69,94 +68,22 @@ static emily_status run_window(emily_tensor *const *in, emily_tensor **out, cons
 /* The cases: shape, window, strides, pad_lo, pad_hi, dilations (of the
  * view's shape when view != 0: `shape` is the tensor made, before it). */
 static const win_cfg cfgs[] = {
-    {"pool 3x3",
-     4,
-     {2, 3, 9, 11},
-     {1, 1, 3, 3},
-     {1, 1, 1, 1},
-     {0, 0, 0, 0},
-     {0, 0, 0, 0},
-     {1, 1, 1, 1},
-     0},
-    {"pool 3x3 stride 2 pad 1",
-     4,
-     {2, 3, 9, 10},
-     {1, 1, 3, 3},
-     {1, 1, 2, 2},
-     {0, 0, 1, 1},
-     {0, 0, 1, 1},
-     {1, 1, 1, 1},
-     0},
-    {"pool 2x3 dilated",
-     4,
-     {2, 2, 12, 13},
-     {1, 1, 2, 3},
-     {1, 1, 1, 2},
-     {0, 0, 2, 0},
-     {0, 0, 0, 1},
-     {1, 1, 3, 2},
-     0},
-    {"pool cropped",
-     4,
-     {1, 3, 9, 9},
-     {1, 1, 3, 2},
-     {1, 1, 2, 1},
-     {0, 0, -1, 1},
-     {0, 0, 0, -2},
-     {1, 1, 1, 1},
-     0},
-    {"pool NHWC",
-     4,
-     {2, 9, 11, 3},
-     {1, 3, 3, 1},
-     {1, 2, 1, 1},
-     {0, 1, 1, 0},
-     {0, 1, 0, 0},
-     {1, 1, 2, 1},
-     0},
-    {"pool channels last only",
-     3,
-     {9, 11, 4},
-     {3, 2, 1},
-     {1, 2, 1},
-     {1, 0, 0},
-     {1, 1, 0},
-     {1, 1, 1},
-     0},
+    {"pool 3x3", 4, {2, 3, 9, 11}, {1, 1, 3, 3}, {1, 1, 1, 1}, {0, 0, 0, 0}, {0, 0, 0, 0}, {1, 1, 1, 1}, 0},
+    {"pool 3x3 stride 2 pad 1", 4, {2, 3, 9, 10}, {1, 1, 3, 3}, {1, 1, 2, 2}, {0, 0, 1, 1}, {0, 0, 1, 1}, {1, 1, 1, 1}, 0},
+    {"pool 2x3 dilated", 4, {2, 2, 12, 13}, {1, 1, 2, 3}, {1, 1, 1, 2}, {0, 0, 2, 0}, {0, 0, 0, 1}, {1, 1, 3, 2}, 0},
+    {"pool cropped", 4, {1, 3, 9, 9}, {1, 1, 3, 2}, {1, 1, 2, 1}, {0, 0, -1, 1}, {0, 0, 0, -2}, {1, 1, 1, 1}, 0},
+    {"pool NHWC", 4, {2, 9, 11, 3}, {1, 3, 3, 1}, {1, 2, 1, 1}, {0, 1, 1, 0}, {0, 1, 0, 0}, {1, 1, 2, 1}, 0},
+    {"pool channels last only", 3, {9, 11, 4}, {3, 2, 1}, {1, 2, 1}, {1, 0, 0}, {1, 1, 0}, {1, 1, 1}, 0},
     {"1-D", 1, {20}, {4}, {3}, {2}, {1}, {1}, 0},
     {"2-D all axes", 2, {7, 9}, {3, 2}, {2, 1}, {1, 0}, {2, 1}, {1, 2}, 0},
     {"padding-only windows", 1, {3}, {2}, {1}, {4}, {3}, {1}, 0},
     {"empty input", 2, {2, 0}, {1, 2}, {1, 1}, {0, 2}, {0, 1}, {1, 1}, 0},
-    {"3-D general",
-     4,
-     {3, 6, 7, 5},
-     {2, 3, 2, 2},
-     {1, 2, 1, 3},
-     {0, 1, -1, 2},
-     {1, 0, 0, 2},
-     {1, 1, 2, 1},
-     0},
+    {"3-D general", 4, {3, 6, 7, 5}, {2, 3, 2, 2}, {1, 2, 1, 3}, {0, 1, -1, 2}, {1, 0, 0, 2}, {1, 1, 2, 1}, 0},
     {"batch windowed too", 3, {4, 8, 8}, {2, 2, 2}, {2, 2, 2}, {0, 0, 0}, {0, 0, 0}, {1, 1, 1}, 0},
     {"transposed input", 3, {7, 9, 2}, {1, 3, 2}, {1, 2, 1}, {0, 1, 0}, {0, 1, 0}, {1, 1, 1}, 1},
-    {"strided input",
-     4,
-     {2, 3, 8, 15},
-     {1, 1, 3, 3},
-     {1, 1, 1, 1},
-     {0, 0, 1, 1},
-     {0, 0, 1, 1},
-     {1, 1, 1, 1},
-     2},
+    {"strided input", 4, {2, 3, 8, 15}, {1, 1, 3, 3}, {1, 1, 1, 1}, {0, 0, 1, 1}, {0, 0, 1, 1}, {1, 1, 1, 1}, 2},
     {"rank 0", 0, {0}, {0}, {0}, {0}, {0}, {0}, 0},
-    {"size-1 axes",
-     4,
-     {1, 5, 1, 6},
-     {1, 2, 1, 3},
-     {1, 1, 1, 2},
-     {0, 0, 0, 1},
-     {0, 1, 0, 0},
-     {1, 1, 1, 1},
-     0},
+    {"size-1 axes", 4, {1, 5, 1, 6}, {1, 2, 1, 3}, {1, 1, 1, 2}, {0, 0, 0, 1}, {0, 1, 0, 0}, {1, 1, 1, 1}, 0},
 };
 #define NCFG ((int)(sizeof cfgs / sizeof cfgs[0]))
 
@@ -185,11 +112,8 @@ TEST(gpu_window_reduce_matches_cpu) {
         for (int k = 0; k < NTYPES; k++)
             for (int op = 0; op < 4; op++) {
                 emily_dtype dt = all_types[k];
-                int kind = op == EMILY_WINDOW_PRODUCT ? TC_NEAR_ONE
-                           : op >= EMILY_WINDOW_MAX   ? TC_TIES
-                                                      : TC_GENERAL;
-                reduce_case(&cfgs[i], (emily_window_op)op, dt,
-                            kind); /* complex max/min: both refuse */
+                int kind = op == EMILY_WINDOW_PRODUCT ? TC_NEAR_ONE : op >= EMILY_WINDOW_MAX ? TC_TIES : TC_GENERAL;
+                reduce_case(&cfgs[i], (emily_window_op)op, dt, kind); /* complex max/min: both refuse */
                 if (i == 0) reduce_case(&cfgs[i], (emily_window_op)op, dt, TC_BITS);
             }
 }
@@ -199,42 +123,10 @@ TEST(gpu_window_reduce_matches_cpu) {
  * sums and bf16 min too. */
 TEST(gpu_window_pooling_sizes) {
     static const win_cfg pools[] = {
-        {"max pool 3x3 s1",
-         4,
-         {4, 16, 56, 56},
-         {1, 1, 3, 3},
-         {1, 1, 1, 1},
-         {0, 0, 0, 0},
-         {0, 0, 0, 0},
-         {1, 1, 1, 1},
-         0},
-        {"max pool 3x3 s1 p1",
-         4,
-         {4, 16, 56, 56},
-         {1, 1, 3, 3},
-         {1, 1, 1, 1},
-         {0, 0, 1, 1},
-         {0, 0, 1, 1},
-         {1, 1, 1, 1},
-         0},
-        {"max pool 3x3 s2 p1",
-         4,
-         {4, 16, 56, 56},
-         {1, 1, 3, 3},
-         {1, 1, 2, 2},
-         {0, 0, 1, 1},
-         {0, 0, 1, 1},
-         {1, 1, 1, 1},
-         0},
-        {"max pool NHWC 3x3 s2 p1",
-         4,
-         {4, 56, 56, 16},
-         {1, 3, 3, 1},
-         {1, 2, 2, 1},
-         {0, 1, 1, 0},
-         {0, 1, 1, 0},
-         {1, 1, 1, 1},
-         0},
+        {"max pool 3x3 s1", 4, {4, 16, 56, 56}, {1, 1, 3, 3}, {1, 1, 1, 1}, {0, 0, 0, 0}, {0, 0, 0, 0}, {1, 1, 1, 1}, 0},
+        {"max pool 3x3 s1 p1", 4, {4, 16, 56, 56}, {1, 1, 3, 3}, {1, 1, 1, 1}, {0, 0, 1, 1}, {0, 0, 1, 1}, {1, 1, 1, 1}, 0},
+        {"max pool 3x3 s2 p1", 4, {4, 16, 56, 56}, {1, 1, 3, 3}, {1, 1, 2, 2}, {0, 0, 1, 1}, {0, 0, 1, 1}, {1, 1, 1, 1}, 0},
+        {"max pool NHWC 3x3 s2 p1", 4, {4, 56, 56, 16}, {1, 3, 3, 1}, {1, 2, 2, 1}, {0, 1, 1, 0}, {0, 1, 1, 0}, {1, 1, 1, 1}, 0},
     };
     for (int i = 0; i < 4; i++) {
         reduce_case(&pools[i], EMILY_WINDOW_MAX, EMILY_F32, TC_GENERAL);
@@ -246,17 +138,14 @@ TEST(gpu_window_pooling_sizes) {
 /* (tensor, source, init) type triples: the output is merge(source, init);
  * float keys when the tensor or init is a float. */
 static const emily_dtype triples[][3] = {
-    {EMILY_F32, EMILY_F32, EMILY_F32}, {EMILY_F64, EMILY_F64, EMILY_F64},
-    {EMILY_F16, EMILY_F16, EMILY_F16}, {EMILY_BF16, EMILY_F32, EMILY_BF16},
-    {EMILY_F64, EMILY_F32, EMILY_S8},  {EMILY_S32, EMILY_S32, EMILY_S32},
-    {EMILY_U8, EMILY_U8, EMILY_U8},    {EMILY_S16, EMILY_U16, EMILY_S64},
-    {EMILY_U64, EMILY_U8, EMILY_U16},  {EMILY_S8, EMILY_F32, EMILY_S8},
-    {EMILY_U32, EMILY_S16, EMILY_F16}, {EMILY_S64, EMILY_S64, EMILY_F64},
+    {EMILY_F32, EMILY_F32, EMILY_F32},  {EMILY_F64, EMILY_F64, EMILY_F64},  {EMILY_F16, EMILY_F16, EMILY_F16},
+    {EMILY_BF16, EMILY_F32, EMILY_BF16}, {EMILY_F64, EMILY_F32, EMILY_S8},   {EMILY_S32, EMILY_S32, EMILY_S32},
+    {EMILY_U8, EMILY_U8, EMILY_U8},     {EMILY_S16, EMILY_U16, EMILY_S64},  {EMILY_U64, EMILY_U8, EMILY_U16},
+    {EMILY_S8, EMILY_F32, EMILY_S8},    {EMILY_U32, EMILY_S16, EMILY_F16},  {EMILY_S64, EMILY_S64, EMILY_F64},
 };
 #define NTRIPLES ((int)(sizeof triples / sizeof triples[0]))
 
-static void scatter_case(const win_cfg *c, bool is_max, const emily_dtype *ty, int kind,
-                         int init_kind) {
+static void scatter_case(const win_cfg *c, bool is_max, const emily_dtype *ty, int kind, int init_kind) {
     /* the window positions: the output shape of a reduce with the same
      * window (no dilation) */
     int64_t pos[MAXR];
@@ -297,16 +186,14 @@ TEST(gpu_window_scatter_matches_cpu) {
     }
     /* overlapping windows (stride < window): several contributions per
      * element, added in order in f32 */
-    static const win_cfg ov = {"overlapping", 2,      {30, 31}, {4, 5}, {1, 2},
-                               {1, 2},        {2, 1}, {1, 1},   0};
+    static const win_cfg ov = {"overlapping", 2, {30, 31}, {4, 5}, {1, 2}, {1, 2}, {2, 1}, {1, 1}, 0};
     for (int k = 0; k < NTRIPLES; k++) {
         scatter_case(&ov, true, triples[k], TC_TIES, TC_GENERAL);
         scatter_case(&ov, false, triples[k], TC_GENERAL, TC_TIES);
     }
     /* pooling backward at a realistic size */
-    static const win_cfg pool = {
-        "pool backward", 4, {2, 8, 56, 56}, {1, 1, 3, 3}, {1, 1, 2, 2}, {0, 0, 1, 1}, {0, 0, 1, 1},
-        {1, 1, 1, 1},    0};
+    static const win_cfg pool = {"pool backward", 4, {2, 8, 56, 56}, {1, 1, 3, 3}, {1, 1, 2, 2}, {0, 0, 1, 1},
+                                 {0, 0, 1, 1}, {1, 1, 1, 1}, 0};
     scatter_case(&pool, true, triples[0], TC_GENERAL, TC_GENERAL);
 }
 
@@ -314,8 +201,7 @@ TEST(gpu_window_scatter_matches_cpu) {
  * init, a source of the wrong shape, a window that does not fit). */
 TEST(gpu_window_errors_match_cpu) {
     static const win_cfg c = {"errors", 2, {5, 6}, {2, 2}, {1, 1}, {0, 0}, {0, 0}, {1, 1}, 0};
-    static const win_cfg big = {
-        "window too large", 2, {5, 6}, {6, 2}, {1, 1}, {0, 0}, {0, 0}, {1, 1}, 0};
+    static const win_cfg big = {"window too large", 2, {5, 6}, {6, 2}, {1, 1}, {0, 0}, {0, 0}, {1, 1}, 0};
     emily_tensor *z = tc_tensor(EMILY_C64, 2, c.shape, TC_GENERAL);
     win_arg a = {&c, EMILY_WINDOW_MAX, false, true}, s = {&c, EMILY_WINDOW_SUM, false, false},
             b = {&big, EMILY_WINDOW_SUM, false, false}, sc = {&c, EMILY_WINDOW_MAX, true, true};
@@ -323,8 +209,7 @@ TEST(gpu_window_errors_match_cpu) {
     tc_compare("complex window_sum", run_window, &s, 1, &z);
     tc_expect("window too large", run_window, &b, 1, &z, EMILY_ERR_SHAPE);
     static const int64_t pos[2] = {4, 5}, wrong[2] = {4, 4}, vec[1] = {2};
-    emily_tensor *in[3] = {tc_tensor(EMILY_F32, 2, c.shape, TC_GENERAL),
-                           tc_tensor(EMILY_F32, 2, wrong, TC_GENERAL),
+    emily_tensor *in[3] = {tc_tensor(EMILY_F32, 2, c.shape, TC_GENERAL), tc_tensor(EMILY_F32, 2, wrong, TC_GENERAL),
                            tc_tensor(EMILY_F32, 0, pos, TC_GENERAL)};
     tc_expect("scatter source of the wrong shape", run_window, &sc, 3, in, EMILY_ERR_SHAPE);
     emily_tensor_release(in[1]);

@@ -10,14 +10,10 @@
 
 static double ref_op(emily_cumulative_op op, double acc, double x) {
     switch (op) {
-    case EMILY_CUMULATIVE_SUM:
-        return acc + x;
-    case EMILY_CUMULATIVE_PRODUCT:
-        return acc * x;
-    case EMILY_CUMULATIVE_MAX:
-        return x > acc ? x : acc;
-    default:
-        return x < acc ? x : acc;
+    case EMILY_CUMULATIVE_SUM: return acc + x;
+    case EMILY_CUMULATIVE_PRODUCT: return acc * x;
+    case EMILY_CUMULATIVE_MAX: return x > acc ? x : acc;
+    default: return x < acc ? x : acc;
     }
 }
 
@@ -38,15 +34,14 @@ TEST(every_axis_both_directions) {
                     int64_t pos = (i / st[ax]) % shape[ax], base = i - pos * st[ax];
                     double acc = 0;
                     bool first = true;
-                    for (int64_t k = rev ? shape[ax] - 1 : 0; rev ? k >= pos : k <= pos;
-                         k += rev ? -1 : 1) {
+                    for (int64_t k = rev ? shape[ax] - 1 : 0; rev ? k >= pos : k <= pos; k += rev ? -1 : 1) {
                         double v = x[base + k * st[ax]];
                         acc = first ? v : ref_op((emily_cumulative_op)op, acc, v);
                         first = false;
                     }
                     if (t_get(r, i) != acc) {
-                        fprintf(stderr, "  op %d axis %d rev %d at %lld: got %g want %g\n", op,
-                                axis, rev, (long long)i, t_get(r, i), acc);
+                        fprintf(stderr, "  op %d axis %d rev %d at %lld: got %g want %g\n", op, axis, rev,
+                                (long long)i, t_get(r, i), acc);
                         CHECK(t_get(r, i) == acc);
                     }
                 }
@@ -148,13 +143,10 @@ static void check_f32_sum(int64_t rows, int64_t n, int axis, bool rev) {
                 int64_t kk = rev ? len - 1 - k : k;
                 int64_t i = c * lane + kk * step;
                 acc += x[i];
-                double tol = 4 * fabs((double)nextafterf((float)acc, INFINITY) - (float)acc) +
-                             1e-6 * k * 1e-3;
+                double tol = 4 * fabs((double)nextafterf((float)acc, INFINITY) - (float)acc) + 1e-6 * k * 1e-3;
                 if (fabs(got[i] - acc) > tol) {
-                    fprintf(
-                        stderr,
-                        "  f32 sum rows %lld n %lld axis %d rev %d at %lld: got %.9g want %.9g\n",
-                        (long long)rows, (long long)n, axis, rev, (long long)i, got[i], acc);
+                    fprintf(stderr, "  f32 sum rows %lld n %lld axis %d rev %d at %lld: got %.9g want %.9g\n",
+                            (long long)rows, (long long)n, axis, rev, (long long)i, got[i], acc);
                     bad++;
                     CHECK(0);
                     break;
@@ -173,7 +165,7 @@ TEST(f32_sum_paths) {
     check_f32_sum(3, 1000, 1, true);
     check_f32_sum(1, 200000, 1, false); /* chunked long row */
     check_f32_sum(1, 200000, 1, true);
-    check_f32_sum(300, 700, 0, false); /* inner blocks */
+    check_f32_sum(300, 700, 0, false);  /* inner blocks */
     check_f32_sum(300, 700, 0, true);
 }
 
@@ -215,8 +207,7 @@ TEST(bad_input) {
     CHECK_ERR(emily_cumulative_sum(t, 0, false, NULL), EMILY_ERR_ARGUMENT, "cumulative_sum");
     CHECK_ERR(emily_cumulative_min(t, 1, false, &r), EMILY_ERR_AXIS, "cumulative_min");
     CHECK_ERR(emily_cumulative_min(t, -2, false, &r), EMILY_ERR_AXIS, "cumulative_min");
-    CHECK_ERR(emily_cumulative((emily_cumulative_op)7, t, 0, false, &r), EMILY_ERR_ARGUMENT,
-              "unknown");
+    CHECK_ERR(emily_cumulative((emily_cumulative_op)7, t, 0, false, &r), EMILY_ERR_ARGUMENT, "unknown");
     CHECK_OK(emily_as_type(t, EMILY_C128, &c));
     CHECK_ERR(emily_cumulative_max(c, 0, false, &r), EMILY_ERR_TYPE, "complex");
     CHECK_OK(emily_cumulative_sum(c, 0, false, &r));

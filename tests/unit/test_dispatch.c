@@ -18,19 +18,16 @@ static size_t count_callbacks(void) {
  * yet. */
 static void *find_all(void *arg) {
     (void)arg;
-    static const char *const some[] = {"add",         "dot",         "window_scatter_min",
-                                       "as_type",     "logical_xor", "constant",
-                                       "determinant", "put_slice",   "erf_inv"};
+    static const char *const some[] = {"add", "dot", "window_scatter_min", "as_type", "logical_xor",
+                                       "constant", "determinant", "put_slice", "erf_inv"};
     for (int round = 0; round < 100; round++)
         for (size_t i = 0; i < sizeof some / sizeof *some; i++) {
             const emily_callback *cb = emily_dispatch_find(some[i]);
             if (!cb || strcmp(cb->name, some[i]) != 0) return (void *)1;
         }
-    emily_value out = {.kind = EMILY_V_TEMPLATE, .dtype = EMILY_F32},
-                arg0 = {.kind = EMILY_V_FLOAT, .f = 2};
+    emily_value out = {.kind = EMILY_V_TEMPLATE, .dtype = EMILY_F32}, arg0 = {.kind = EMILY_V_FLOAT, .f = 2};
     emily_dispatch_result r = {0};
-    bool ok = emily_dispatch("constant", EMILY_CPU, &out, &arg0, 1, EMILY_DISPATCH_RUN, &r) ==
-                  EMILY_OK &&
+    bool ok = emily_dispatch("constant", EMILY_CPU, &out, &arg0, 1, EMILY_DISPATCH_RUN, &r) == EMILY_OK &&
               r.n == 1 && t_get(r.tensors[0], 0) == 2;
     emily_dispatch_result_release(&r);
     return ok ? NULL : (void *)1;
@@ -109,8 +106,7 @@ TEST(dispatch_by_entry) {
     const emily_callback *cb = emily_dispatch_find("add");
     emily_tensor *a = NULL;
     CHECK_OK(emily_constant(EMILY_CPU, EMILY_S32, 0, NULL, emily_scalar_int(20), &a));
-    emily_value args[2] = {{.kind = EMILY_V_TENSOR, .tensor = a},
-                           {.kind = EMILY_V_TENSOR, .tensor = a}};
+    emily_value args[2] = {{.kind = EMILY_V_TENSOR, .tensor = a}, {.kind = EMILY_V_TENSOR, .tensor = a}};
     emily_value no_opts = {.kind = EMILY_V_OPTS};
     emily_value out = {.kind = EMILY_V_TEMPLATE, .dtype = EMILY_S32, .rank = 0};
     emily_dispatch_result r = {0};
@@ -129,41 +125,13 @@ TEST(dispatch_by_entry) {
 /* The callbacks the NIF ran on a dirty scheduler whatever their size
  * before the registry had cost classes (beam/c_src's heavy list): the
  * scheduling decisions must not change. */
-static const char *const was_heavy[] = {"dot",
-                                        "conv",
-                                        "sort",
-                                        "argsort",
-                                        "top_k",
-                                        "window_sum",
-                                        "window_product",
-                                        "window_max",
-                                        "window_min",
-                                        "window_scatter_max",
-                                        "window_scatter_min",
-                                        "gather",
-                                        "take",
-                                        "take_along_axis",
-                                        "indexed_add",
-                                        "indexed_put",
-                                        "fft",
-                                        "ifft",
-                                        "fft2",
-                                        "ifft2",
-                                        "rfft",
-                                        "irfft",
-                                        "lu",
-                                        "qr",
-                                        "svd",
-                                        "eigh",
-                                        "cholesky",
-                                        "solve",
-                                        "determinant",
-                                        "triangular_solve",
-                                        "cumulative_sum",
-                                        "cumulative_product",
-                                        "cumulative_min",
-                                        "cumulative_max",
-                                        NULL};
+static const char *const was_heavy[] = {
+    "dot", "conv", "sort", "argsort", "top_k", "window_sum", "window_product", "window_max",
+    "window_min", "window_scatter_max", "window_scatter_min", "gather", "take",
+    "take_along_axis", "indexed_add", "indexed_put", "fft", "ifft", "fft2", "ifft2", "rfft",
+    "irfft", "lu", "qr", "svd", "eigh", "cholesky", "solve", "determinant",
+    "triangular_solve", "cumulative_sum", "cumulative_product", "cumulative_min",
+    "cumulative_max", NULL};
 
 TEST(cost_classes) {
     size_t dirty = 0;
@@ -216,20 +184,17 @@ TEST(element_wise_dtype_classes) {
             emily_status s = emily_unary((emily_unary_op)op, x, &r);
             bool want = emily_dtype_class_has(cb->dtypes, dt);
             if ((s == EMILY_OK) != want || (s && s != EMILY_ERR_TYPE))
-                fprintf(stderr, "  %s on %s: %s\n", cb->name, emily_dtype_name(dt),
-                        emily_status_name(s));
+                fprintf(stderr, "  %s on %s: %s\n", cb->name, emily_dtype_name(dt), emily_status_name(s));
             CHECK((s == EMILY_OK) == want && (!s || s == EMILY_ERR_TYPE));
             emily_tensor_release(r);
         }
         for (int op = 0; op < EMILY_BINARY_OP_COUNT; op++) {
-            const emily_callback *cb = emily_dispatch_find(
-                emily_binary_op_name((emily_binary_op)op));
+            const emily_callback *cb = emily_dispatch_find(emily_binary_op_name((emily_binary_op)op));
             emily_tensor *r = NULL;
             emily_status s = emily_binary((emily_binary_op)op, x, x, EMILY_DTYPE_AUTO, &r);
             bool want = emily_dtype_class_has(cb->dtypes, dt);
             if ((s == EMILY_OK) != want || (s && s != EMILY_ERR_TYPE))
-                fprintf(stderr, "  %s on %s: %s\n", cb->name, emily_dtype_name(dt),
-                        emily_status_name(s));
+                fprintf(stderr, "  %s on %s: %s\n", cb->name, emily_dtype_name(dt), emily_status_name(s));
             CHECK((s == EMILY_OK) == want && (!s || s == EMILY_ERR_TYPE));
             emily_tensor_release(r);
         }
@@ -247,11 +212,10 @@ TEST(other_dtype_classes) {
     emily_tensor_release(r);
     r = NULL;
     CHECK(emily_dispatch_find("reduce_max")->dtypes == EMILY_DTYPES_REAL);
-    CHECK_ERR(emily_reduce(EMILY_REDUCE_MAX, c, 0, NULL, false, EMILY_DTYPE_AUTO, &r),
-              EMILY_ERR_TYPE, "reduce_max");
+    CHECK_ERR(emily_reduce(EMILY_REDUCE_MAX, c, 0, NULL, false, EMILY_DTYPE_AUTO, &r), EMILY_ERR_TYPE,
+              "reduce_max");
     CHECK(emily_dispatch_find("argmax")->dtypes == EMILY_DTYPES_REAL);
-    CHECK_ERR(emily_argreduce(EMILY_ARGMAX, c, -1, false, false, EMILY_S64, &r), EMILY_ERR_TYPE,
-              "argmax");
+    CHECK_ERR(emily_argreduce(EMILY_ARGMAX, c, -1, false, false, EMILY_S64, &r), EMILY_ERR_TYPE, "argmax");
     CHECK(emily_dispatch_find("bitcast")->dtypes == EMILY_DTYPES_REAL);
     CHECK_ERR(emily_bitcast(c, EMILY_F64, &r), EMILY_ERR_TYPE, "bitcast");
     CHECK(emily_dispatch_find("clip")->dtypes == EMILY_DTYPES_REAL);

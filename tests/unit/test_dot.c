@@ -37,18 +37,9 @@ static void get_c(const emily_tensor *t, int64_t i, double *re, double *im) {
     unsigned char *buf = malloc(nb ? nb : 1);
     *re = *im = NAN;
     if (buf && !emily_to_binary(t, buf, nb)) {
-        if (t->dtype == EMILY_C64) {
-            float *f = (float *)buf;
-            *re = f[2 * i];
-            *im = f[2 * i + 1];
-        } else if (t->dtype == EMILY_C128) {
-            double *d = (double *)buf;
-            *re = d[2 * i];
-            *im = d[2 * i + 1];
-        } else {
-            *re = t_get(t, i);
-            *im = 0;
-        }
+        if (t->dtype == EMILY_C64) { float *f = (float *)buf; *re = f[2 * i]; *im = f[2 * i + 1]; }
+        else if (t->dtype == EMILY_C128) { double *d = (double *)buf; *re = d[2 * i]; *im = d[2 * i + 1]; }
+        else { *re = t_get(t, i); *im = 0; }
     }
     free(buf);
 }
@@ -67,12 +58,8 @@ static uint64_t bits_at(const emily_tensor *t, int64_t i) {
 /* The tests that compare with the reference's own bits select HIGHEST
  * (the default, FAST, is held to the accumulation bound instead:
  * fast_real_products_within_f32_error). */
-static void highest_on(void) {
-    CHECK_OK(emily_dot_set_thread_precision(EMILY_DOT_PRECISION_HIGHEST, NULL));
-}
-static void highest_off(void) {
-    CHECK_OK(emily_dot_set_thread_precision(EMILY_DOT_PRECISION_PROCESS, NULL));
-}
+static void highest_on(void) { CHECK_OK(emily_dot_set_thread_precision(EMILY_DOT_PRECISION_HIGHEST, NULL)); }
+static void highest_off(void) { CHECK_OK(emily_dot_set_thread_precision(EMILY_DOT_PRECISION_PROCESS, NULL)); }
 
 TEST(matmul_f32_values) {
     float a[6] = {1, 2, 3, 4, 5, 6}, b[6] = {7, 8, 9, 10, 11, 12};
@@ -109,8 +96,7 @@ TEST(output_shape_batch_free_free) {
             for (int i = 0; i < 3; i++)
                 for (int j = 0; j < 5; j++) {
                     double want = 0;
-                    for (int k = 0; k < 4; k++)
-                        want += a[bi * 12 + i * 4 + k] * b[bi * 20 + k * 5 + j];
+                    for (int k = 0; k < 4; k++) want += a[bi * 12 + i * 4 + k] * b[bi * 20 + k * 5 + j];
                     CHECK(t_get(c, bi * 15 + i * 5 + j) == want);
                 }
     }
@@ -129,8 +115,8 @@ TEST(output_shape_batch_free_free) {
 /* The references' step: (sr, si) += a[i] * b[j], each product rounded and
  * added in order (Nx's: rr - ii and ir + ri for complex values, which
  * are (re, im) pairs of doubles). */
-static void multiply_add(bool cplx, const double *a, int64_t i, const double *b, int64_t j,
-                         double *sr, double *si) {
+static void multiply_add(bool cplx, const double *a, int64_t i, const double *b, int64_t j, double *sr,
+                         double *si) {
     if (cplx) {
         double ar = a[2 * i], ai = a[2 * i + 1], br = b[2 * j], bi = b[2 * j + 1];
         double rr = ar * br, ii = ai * bi, ir = ai * br, ri = ar * bi;
@@ -146,8 +132,7 @@ static void multiply_add(bool cplx, const double *a, int64_t i, const double *b,
 /* A tensor of type dt (f32, f64 or c128) of n elements from the doubles d
  * (2n for c128); for f32, d is first rounded to float in place, so that
  * it holds exactly the tensor's values. */
-static emily_tensor *from_doubles(emily_dtype dt, int rank, const int64_t *shape, double *d,
-                                  int64_t n) {
+static emily_tensor *from_doubles(emily_dtype dt, int rank, const int64_t *shape, double *d, int64_t n) {
     if (dt != EMILY_F32) return t_from(dt, rank, shape, d);
     float *f = malloc(sizeof(float) * (size_t)(n + 1));
     for (int64_t i = 0; i < n; i++) d[i] = f[i] = (float)d[i];
@@ -160,15 +145,14 @@ static emily_tensor *from_doubles(emily_dtype dt, int rank, const int64_t *shape
  * Nx's order (contract axes in the order given, row-major), each product
  * rounded: f64 results must be bit-identical. */
 static void check_general(emily_dtype dt, int ra, const int64_t *sa, int rb, const int64_t *sb,
-                          int nc, const int *ca, const int *cb, int nb, const int *ba,
-                          const int *bb, const int *perm_a, const int *perm_b) {
+                          int nc, const int *ca, const int *cb, int nb, const int *ba, const int *bb,
+                          const int *perm_a, const int *perm_b) {
     highest_on();
     int64_t na = 1, nbn = 1;
     for (int i = 0; i < ra; i++) na *= sa[i];
     for (int i = 0; i < rb; i++) nbn *= sb[i];
     bool cplx = dt == EMILY_C128;
-    double *da = malloc(sizeof(double) * (size_t)na * 2),
-           *db = malloc(sizeof(double) * (size_t)nbn * 2);
+    double *da = malloc(sizeof(double) * (size_t)na * 2), *db = malloc(sizeof(double) * (size_t)nbn * 2);
     for (int64_t i = 0; i < na * (cplx ? 2 : 1); i++) da[i] = rnd();
     for (int64_t i = 0; i < nbn * (cplx ? 2 : 1); i++) db[i] = rnd();
     emily_tensor *ta = from_doubles(dt, ra, sa, da, na), *tb = from_doubles(dt, rb, sb, db, nbn);
@@ -202,19 +186,11 @@ static void check_general(emily_dtype dt, int ra, const int64_t *sa, int rb, con
         const emily_tensor *A = va, *B = vb;
         int rva = A->rank, rvb = B->rank;
         int role_a[8] = {0}, role_b[8] = {0};
-        for (int i = 0; i < nc; i++) {
-            role_a[ca2[i]] = 1;
-            role_b[cb2[i]] = 1;
-        }
-        for (int i = 0; i < nb; i++) {
-            role_a[ba2[i]] = 2;
-            role_b[bb2[i]] = 2;
-        }
+        for (int i = 0; i < nc; i++) { role_a[ca2[i]] = 1; role_b[cb2[i]] = 1; }
+        for (int i = 0; i < nb; i++) { role_a[ba2[i]] = 2; role_b[bb2[i]] = 2; }
         int fa[8], fb[8], nfa = 0, nfb = 0;
-        for (int i = 0; i < rva; i++)
-            if (!role_a[i]) fa[nfa++] = i;
-        for (int i = 0; i < rvb; i++)
-            if (!role_b[i]) fb[nfb++] = i;
+        for (int i = 0; i < rva; i++) if (!role_a[i]) fa[nfa++] = i;
+        for (int i = 0; i < rvb; i++) if (!role_b[i]) fb[nfb++] = i;
         int64_t kk = 1;
         for (int i = 0; i < nc; i++) kk *= A->shape[ca2[i]];
         int64_t total = emily_tensor_size(c);
@@ -228,15 +204,9 @@ static void check_general(emily_dtype dt, int ra, const int64_t *sa, int rb, con
             int64_t idx_a[8] = {0}, idx_b[8] = {0}, rem = o;
             const int64_t *cs = emily_tensor_shape(c);
             int64_t oidx[16];
-            for (int d = emily_tensor_rank(c) - 1; d >= 0; d--) {
-                oidx[d] = rem % cs[d];
-                rem /= cs[d];
-            }
+            for (int d = emily_tensor_rank(c) - 1; d >= 0; d--) { oidx[d] = rem % cs[d]; rem /= cs[d]; }
             int d = 0;
-            for (int i = 0; i < nb; i++, d++) {
-                idx_a[ba2[i]] = oidx[d];
-                idx_b[bb2[i]] = oidx[d];
-            }
+            for (int i = 0; i < nb; i++, d++) { idx_a[ba2[i]] = oidx[d]; idx_b[bb2[i]] = oidx[d]; }
             for (int i = 0; i < nfa; i++, d++) idx_a[fa[i]] = oidx[d];
             for (int i = 0; i < nfb; i++, d++) idx_b[fb[i]] = oidx[d];
             double accr = 0, acci = 0;
@@ -255,10 +225,8 @@ static void check_general(emily_dtype dt, int ra, const int64_t *sa, int rb, con
             }
             double gr, gi = 0;
             if (dt == EMILY_F32) gr = ((const float *)cbuf)[o];
-            else if (cplx) {
-                gr = ((const double *)cbuf)[2 * o];
-                gi = ((const double *)cbuf)[2 * o + 1];
-            } else gr = ((const double *)cbuf)[o];
+            else if (cplx) { gr = ((const double *)cbuf)[2 * o]; gi = ((const double *)cbuf)[2 * o + 1]; }
+            else gr = ((const double *)cbuf)[o];
             bool ok;
             if (dt == EMILY_F32) ok = (float)accr == (float)gr;
             else ok = gr == accr && (!cplx || gi == acci);
@@ -533,10 +501,7 @@ TEST(broadcast_and_strided_views) {
 TEST(batched_many_small_and_explicit_type) {
     /* 64 batches of 3x3: batch-parallel BLAS path */
     float a[64 * 9], b[64 * 9];
-    for (int i = 0; i < 64 * 9; i++) {
-        a[i] = (float)(i % 5);
-        b[i] = (float)(i % 3) - 1;
-    }
+    for (int i = 0; i < 64 * 9; i++) { a[i] = (float)(i % 5); b[i] = (float)(i % 3) - 1; }
     emily_tensor *ta = t_from(EMILY_F32, 3, (int64_t[]){64, 3, 3}, a);
     emily_tensor *tb = t_from(EMILY_F32, 3, (int64_t[]){64, 3, 3}, b);
     emily_tensor *c = dot(ta, 1, (int[]){2}, 1, (int[]){0}, tb, (int[]){1}, (int[]){0});
@@ -560,9 +525,8 @@ TEST(batched_many_small_and_explicit_type) {
 TEST(fast_precision_mode) {
     const char *env = getenv("EMILY_DOT_PRECISION");
     /* FAST is the default; "highest" in the environment selects HIGHEST */
-    emily_dot_precision default_precision = env && strcmp(env, "highest") == 0
-                                                ? EMILY_DOT_PRECISION_HIGHEST
-                                                : EMILY_DOT_PRECISION_FAST;
+    emily_dot_precision default_precision = env && strcmp(env, "highest") == 0 ? EMILY_DOT_PRECISION_HIGHEST
+                                                                              : EMILY_DOT_PRECISION_FAST;
     CHECK(emily_dot_get_precision() == default_precision);
     CHECK_OK(emily_dot_set_precision(EMILY_DOT_PRECISION_FAST));
     CHECK(emily_dot_get_precision() == EMILY_DOT_PRECISION_FAST);
@@ -580,21 +544,16 @@ TEST(fast_precision_mode) {
     emily_tensor_release(c);
     c = dot(tz, 1, (int[]){0}, 0, NULL, tz, (int[]){0}, NULL); /* (1+2i)^2 + (3+4i)^2 */
     double re, im;
-    if (c) {
-        get_c(c, 0, &re, &im);
-        CHECK(re == -3 - 7 && im == 4 + 24);
-    }
+    if (c) { get_c(c, 0, &re, &im); CHECK(re == -3 - 7 && im == 4 + 24); }
     emily_tensor_release(c);
     CHECK_ERR(emily_dot_set_precision((emily_dot_precision)7), EMILY_ERR_ARGUMENT, "precision");
-    CHECK_ERR(emily_dot_set_precision(EMILY_DOT_PRECISION_PROCESS), EMILY_ERR_ARGUMENT,
-              "precision");
+    CHECK_ERR(emily_dot_set_precision(EMILY_DOT_PRECISION_PROCESS), EMILY_ERR_ARGUMENT, "precision");
     /* a thread override wins over the process value until removed */
     emily_dot_precision prev = EMILY_DOT_PRECISION_FAST;
     CHECK_OK(emily_dot_set_thread_precision(EMILY_DOT_PRECISION_HIGHEST, &prev));
     CHECK(prev == EMILY_DOT_PRECISION_PROCESS);
     CHECK(emily_dot_get_precision() == EMILY_DOT_PRECISION_HIGHEST);
-    CHECK_ERR(emily_dot_set_thread_precision((emily_dot_precision)5, NULL), EMILY_ERR_ARGUMENT,
-              "precision");
+    CHECK_ERR(emily_dot_set_thread_precision((emily_dot_precision)5, NULL), EMILY_ERR_ARGUMENT, "precision");
     CHECK_OK(emily_dot_set_thread_precision(EMILY_DOT_PRECISION_PROCESS, &prev));
     CHECK(prev == EMILY_DOT_PRECISION_HIGHEST);
     CHECK(emily_dot_get_precision() == EMILY_DOT_PRECISION_FAST);
@@ -606,8 +565,7 @@ TEST(fast_precision_mode) {
  * the BLAS lacks AVX-512 kernels, else sgemm) stay within the f32 error
  * bound of the reference: |fast - exact| <= (K + 2) 2^-23 sum |a||b|
  * (f16/bf16 outputs: plus half an output ULP). */
-static void check_fast(emily_dtype dt, int64_t nbat, int64_t m, int64_t k, int64_t n,
-                       bool trans_a) {
+static void check_fast(emily_dtype dt, int64_t nbat, int64_t m, int64_t k, int64_t n, bool trans_a) {
     int64_t sa[3] = {nbat, m, k}, sb[3] = {nbat, k, n};
     int64_t na = nbat * m * k, nbn = nbat * k * n;
     double *da = malloc(sizeof(double) * (size_t)na), *db = malloc(sizeof(double) * (size_t)nbn);
@@ -639,8 +597,7 @@ static void check_fast(emily_dtype dt, int64_t nbat, int64_t m, int64_t k, int64
     if (cf && ce && cabs) {
         CHECK(emily_tensor_dtype(cf) == dt);
         int64_t total = nbat * m * n;
-        double *vf = malloc(sizeof(double) * (size_t)total),
-               *ve = malloc(sizeof(double) * (size_t)total);
+        double *vf = malloc(sizeof(double) * (size_t)total), *ve = malloc(sizeof(double) * (size_t)total);
         double *vs = malloc(sizeof(double) * (size_t)total);
         emily_tensor *x = NULL;
         CHECK_OK(emily_as_type(cf, EMILY_F64, &x));
@@ -675,21 +632,20 @@ static void check_fast(emily_dtype dt, int64_t nbat, int64_t m, int64_t k, int64
 
 TEST(fast_real_products_within_f32_error) {
     check_fast(EMILY_F32, 1, 1, 1, 1, false);
-    check_fast(EMILY_F32, 1, 7, 5, 33, false);     /* partial tiles */
-    check_fast(EMILY_F32, 1, 530, 300, 70, true);  /* items down, K past a slice, strided a */
-    check_fast(EMILY_F32, 1, 60, 257, 600, false); /* items across */
-    check_fast(EMILY_F32, 64, 32, 32, 32, false);  /* batches on threads */
+    check_fast(EMILY_F32, 1, 7, 5, 33, false);       /* partial tiles */
+    check_fast(EMILY_F32, 1, 530, 300, 70, true);    /* items down, K past a slice, strided a */
+    check_fast(EMILY_F32, 1, 60, 257, 600, false);   /* items across */
+    check_fast(EMILY_F32, 64, 32, 32, 32, false);    /* batches on threads */
     check_fast(EMILY_F16, 2, 40, 50, 45, false);
     check_fast(EMILY_BF16, 2, 40, 50, 45, true);
-    check_fast(EMILY_F64, 1, 100, 300, 90, true); /* FAST f64 */
+    check_fast(EMILY_F64, 1, 100, 300, 90, true);     /* FAST f64 */
 }
 
 /* FAST products through BLAS are cut into row or column blocks run on
  * the engine's pool (c64 takes that path on every CPU): tall, wide and
  * batched shapes agree with HIGHEST within the f32 accumulation bound. */
 TEST(fast_blas_blocks_cover_the_product) {
-    static const int64_t shapes[4][4] = {
-        {1, 700, 64, 90}, {1, 3, 64, 2000}, {3, 257, 40, 129}, {1, 1, 300, 4100}};
+    static const int64_t shapes[4][4] = {{1, 700, 64, 90}, {1, 3, 64, 2000}, {3, 257, 40, 129}, {1, 1, 300, 4100}};
     for (int si = 0; si < 4; si++) {
         int64_t nb = shapes[si][0], m = shapes[si][1], k = shapes[si][2], n = shapes[si][3];
         int64_t na = nb * m * k * 2, nbn = nb * k * n * 2;
@@ -706,8 +662,7 @@ TEST(fast_blas_blocks_cover_the_product) {
         emily_tensor *h = dot(ta, 1, ca, 1, bt, tb, cb, bt);
         CHECK_OK(emily_dot_set_precision(before));
         int64_t total = nb * m * n * 2;
-        float *vf = malloc(sizeof(float) * (size_t)total),
-              *vh = malloc(sizeof(float) * (size_t)total);
+        float *vf = malloc(sizeof(float) * (size_t)total), *vh = malloc(sizeof(float) * (size_t)total);
         if (f && h && !emily_to_binary(f, vf, sizeof(float) * (size_t)total) &&
             !emily_to_binary(h, vh, sizeof(float) * (size_t)total)) {
             int bad = 0;
@@ -716,10 +671,8 @@ TEST(fast_blas_blocks_cover_the_product) {
             double bound = sqrt(2.0) * (double)(k + 2) * 0x1p-24 * 2.0 * (double)k * 2;
             for (int64_t i = 0; i < total; i++)
                 if (!(fabs((double)vf[i] - (double)vh[i]) <= bound) && bad++ < 3)
-                    fprintf(stderr,
-                            "  fast c64 block [%lld %lld %lld %lld] element %lld: %.9g vs %.9g\n",
-                            (long long)nb, (long long)m, (long long)k, (long long)n, (long long)i,
-                            vf[i], vh[i]);
+                    fprintf(stderr, "  fast c64 block [%lld %lld %lld %lld] element %lld: %.9g vs %.9g\n",
+                            (long long)nb, (long long)m, (long long)k, (long long)n, (long long)i, vf[i], vh[i]);
             CHECK(bad == 0);
         } else {
             CHECK(false);
@@ -745,8 +698,7 @@ TEST(fast_few_rows_are_fused_sums_in_order) {
 #endif
     for (int ci = 0; ci < 5; ci++) {
         int64_t k = cases[ci][0], n = cases[ci][1];
-        float *da = malloc(sizeof(float) * (size_t)(4 * k)),
-              *db = malloc(sizeof(float) * (size_t)(k * n));
+        float *da = malloc(sizeof(float) * (size_t)(4 * k)), *db = malloc(sizeof(float) * (size_t)(k * n));
         float *got = malloc(sizeof(float) * (size_t)(4 * n));
         for (int64_t i = 0; i < 4 * k; i++) da[i] = (float)rnd();
         for (int64_t i = 0; i < k * n; i++) db[i] = (float)rnd();
@@ -767,16 +719,12 @@ TEST(fast_few_rows_are_fused_sums_in_order) {
                             acc = fmaf(da[r * k + p], db[p * n + jj], acc);
                             mag += fabs((double)da[r * k + p] * db[p * n + jj]);
                         }
-                        bool ok = avx512 && n >= 16
-                                      ? memcmp(&acc, &got[r * n + jj], sizeof acc) == 0
-                                      : fabs((double)acc - got[r * n + jj]) <=
-                                            2.0 * (k + 2) * 0x1p-24 * mag;
+                        bool ok = avx512 && n >= 16 ? memcmp(&acc, &got[r * n + jj], sizeof acc) == 0
+                                                    : fabs((double)acc - got[r * n + jj]) <= 2.0 * (k + 2) * 0x1p-24 * mag;
                         if (!ok && bad++ < 2)
-                            fprintf(
-                                stderr,
-                                "  few-row FAST k=%lld n=%lld m=%lld [%lld,%lld]: %.9g, in order %.9g\n",
-                                (long long)k, (long long)n, (long long)m, (long long)r,
-                                (long long)jj, got[r * n + jj], acc);
+                            fprintf(stderr, "  few-row FAST k=%lld n=%lld m=%lld [%lld,%lld]: %.9g, in order %.9g\n",
+                                    (long long)k, (long long)n, (long long)m, (long long)r, (long long)jj,
+                                    got[r * n + jj], acc);
                     }
             }
             CHECK(c && bad == 0);
@@ -835,8 +783,8 @@ TEST(bad_arguments_fail_cleanly) {
     CHECK_ERR(emily_dot(ta, 2, (int[]){1, -1}, 0, NULL, tb, 2, (int[]){0, 1}, 0, NULL,
                         EMILY_DTYPE_AUTO, &out),
               EMILY_ERR_AXIS, "more than once");
-    CHECK_ERR(emily_dot(ta, 1, c0, 1, c0, tb, 1, c1, 1, c0, EMILY_DTYPE_AUTO, &out), EMILY_ERR_AXIS,
-              "more than once");
+    CHECK_ERR(emily_dot(ta, 1, c0, 1, c0, tb, 1, c1, 1, c0, EMILY_DTYPE_AUTO, &out),
+              EMILY_ERR_AXIS, "more than once");
     CHECK_ERR(emily_dot(ta, 0, NULL, 1, c0, tb, 0, NULL, 0, NULL, EMILY_DTYPE_AUTO, &out),
               EMILY_ERR_AXIS, "both or neither must be batched");
     CHECK_ERR(emily_dot(ta, 0, NULL, 1, c0, tb, 0, NULL, 1, c0, EMILY_DTYPE_AUTO, &out),
@@ -867,69 +815,19 @@ static emily_tensor *rand_tensor(emily_dtype dt, int rank, const int64_t *shape)
         double v = rnd();
         unsigned char *p = buf + (size_t)i * es;
         switch (dt) {
-        case EMILY_U8: {
-            uint8_t x = (uint8_t)(int)(v * 25);
-            memcpy(p, &x, 1);
-            break;
-        }
-        case EMILY_S8: {
-            int8_t x = (int8_t)(v * 12);
-            memcpy(p, &x, 1);
-            break;
-        }
-        case EMILY_S16: {
-            int16_t x = (int16_t)(v * 3000);
-            memcpy(p, &x, 2);
-            break;
-        }
-        case EMILY_U32: {
-            uint32_t x = (uint32_t)(int64_t)(v * 400000);
-            memcpy(p, &x, 4);
-            break;
-        }
-        case EMILY_S32: {
-            int32_t x = (int32_t)(v * 200000);
-            memcpy(p, &x, 4);
-            break;
-        }
-        case EMILY_S64: {
-            int64_t x = (int64_t)(v * 1e15);
-            memcpy(p, &x, 8);
-            break;
-        }
-        case EMILY_U64: {
-            uint64_t x = (uint64_t)(int64_t)(v * 1e15);
-            memcpy(p, &x, 8);
-            break;
-        }
-        case EMILY_F16: {
-            uint16_t x = emily_f64_to_f16(v);
-            memcpy(p, &x, 2);
-            break;
-        }
-        case EMILY_BF16: {
-            uint16_t x = emily_f32_to_bf16((float)v);
-            memcpy(p, &x, 2);
-            break;
-        }
-        case EMILY_F32: {
-            float x = (float)v;
-            memcpy(p, &x, 4);
-            break;
-        }
-        case EMILY_C64: {
-            float x[2] = {(float)v, (float)rnd()};
-            memcpy(p, x, 8);
-            break;
-        }
-        case EMILY_C128: {
-            double x[2] = {v, rnd()};
-            memcpy(p, x, 16);
-            break;
-        }
-        default:
-            memcpy(p, &v, 8);
-            break;
+        case EMILY_U8: { uint8_t x = (uint8_t)(int)(v * 25); memcpy(p, &x, 1); break; }
+        case EMILY_S8: { int8_t x = (int8_t)(v * 12); memcpy(p, &x, 1); break; }
+        case EMILY_S16: { int16_t x = (int16_t)(v * 3000); memcpy(p, &x, 2); break; }
+        case EMILY_U32: { uint32_t x = (uint32_t)(int64_t)(v * 400000); memcpy(p, &x, 4); break; }
+        case EMILY_S32: { int32_t x = (int32_t)(v * 200000); memcpy(p, &x, 4); break; }
+        case EMILY_S64: { int64_t x = (int64_t)(v * 1e15); memcpy(p, &x, 8); break; }
+        case EMILY_U64: { uint64_t x = (uint64_t)(int64_t)(v * 1e15); memcpy(p, &x, 8); break; }
+        case EMILY_F16: { uint16_t x = emily_f64_to_f16(v); memcpy(p, &x, 2); break; }
+        case EMILY_BF16: { uint16_t x = emily_f32_to_bf16((float)v); memcpy(p, &x, 2); break; }
+        case EMILY_F32: { float x = (float)v; memcpy(p, &x, 4); break; }
+        case EMILY_C64: { float x[2] = {(float)v, (float)rnd()}; memcpy(p, x, 8); break; }
+        case EMILY_C128: { double x[2] = {v, rnd()}; memcpy(p, x, 16); break; }
+        default: memcpy(p, &v, 8); break;
         }
     }
     emily_tensor *t = t_from(dt, rank, shape, buf);
@@ -951,10 +849,7 @@ static int64_t ulp_diff(const emily_tensor *x, const emily_tensor *y) {
         memcpy(&a, bx + off, ps);
         memcpy(&b, by + off, ps);
         if (a == b) continue;
-        if (emily_dtype_is_integer(dt)) {
-            worst = INT64_MAX;
-            break;
-        }
+        if (emily_dtype_is_integer(dt)) { worst = INT64_MAX; break; }
         int w = (int)ps * 8;
         uint64_t sign = 1ull << (w - 1);
         int64_t oa = (a & sign) ? -(int64_t)(a & (sign - 1)) : (int64_t)(a & (sign - 1));
@@ -970,7 +865,7 @@ static int64_t ulp_diff(const emily_tensor *x, const emily_tensor *y) {
 TEST(cuda_matches_cpu) {
     if (emily_device_count(EMILY_DEVICE_CUDA) == 0) return; /* no GPU here */
     emily_device gpu = {EMILY_DEVICE_CUDA, 0};
-    static const emily_dtype types[] = {EMILY_U8,  EMILY_S8,  EMILY_S16, EMILY_U32,  EMILY_S32,
+    static const emily_dtype types[] = {EMILY_U8, EMILY_S8, EMILY_S16, EMILY_U32, EMILY_S32,
                                         EMILY_S64, EMILY_U64, EMILY_F16, EMILY_BF16, EMILY_F32,
                                         EMILY_F64, EMILY_C64, EMILY_C128};
     /* (shapes, axes): a matmul with partial tiles, a batched transposed
@@ -989,11 +884,7 @@ TEST(cuda_matches_cpu) {
                 } else if (cfg == 1) {
                     a = rand_tensor(dt, 4, (int64_t[]){3, 5, 6, 9});
                     b = rand_tensor(dt, 4, (int64_t[]){3, 9, 7, 5});
-                    nc = 2;
-                    ca[0] = 3;
-                    ca[1] = 1;
-                    cb[0] = 1;
-                    cb[1] = 3;
+                    nc = 2; ca[0] = 3; ca[1] = 1; cb[0] = 1; cb[1] = 3;
                     nb = 1;
                 } else {
                     a = rand_tensor(dt, 2, (int64_t[]){33, 17});
@@ -1004,11 +895,8 @@ TEST(cuda_matches_cpu) {
                 CHECK_OK(emily_to_device(a, gpu, &ga));
                 CHECK_OK(emily_to_device(b, gpu, &gb));
                 CHECK_OK(emily_dot(a, nc, ca, nb, ba, b, nc, cb, nb, bb, EMILY_DTYPE_AUTO, &cc));
-                emily_status s = emily_dot(ga, nc, ca, nb, ba, gb, nc, cb, nb, bb, EMILY_DTYPE_AUTO,
-                                           &gc);
-                if (s)
-                    fprintf(stderr, "  cuda dot %s cfg %d: %s\n", emily_dtype_name(dt), cfg,
-                            emily_last_error());
+                emily_status s = emily_dot(ga, nc, ca, nb, ba, gb, nc, cb, nb, bb, EMILY_DTYPE_AUTO, &gc);
+                if (s) fprintf(stderr, "  cuda dot %s cfg %d: %s\n", emily_dtype_name(dt), cfg, emily_last_error());
                 CHECK(s == EMILY_OK);
                 if (gc) CHECK_OK(emily_to_device(gc, EMILY_CPU, &back));
                 if (cc && back && prec == 1 && !emily_dtype_is_integer(dt)) {
@@ -1024,8 +912,7 @@ TEST(cuda_matches_cpu) {
                     }
                     double tol = (dt == EMILY_F16 || dt == EMILY_BF16) ? 2e-2 : 1e-5;
                     if (!(worst <= tol * scale))
-                        fprintf(stderr,
-                                "  cuda vs cpu %s cfg %d fast: diff %g scale %g (%lld values)\n",
+                        fprintf(stderr, "  cuda vs cpu %s cfg %d fast: diff %g scale %g (%lld values)\n",
                                 emily_dtype_name(dt), cfg, worst, scale, (long long)n);
                     CHECK(worst <= tol * scale);
                 } else if (cc && back) {
@@ -1052,7 +939,7 @@ TEST(cuda_matches_cpu) {
 
 typedef struct conv_case {
     int r;
-    int64_t in[5], k[5]; /* standard-order shapes {N, C, ...}, {O, I, ...} */
+    int64_t in[5], k[5];          /* standard-order shapes {N, C, ...}, {O, I, ...} */
     int64_t stride[3], lo[3], hi[3], idil[3], kdil[3];
     int64_t fg, bg;
     int ip[5], kp[5], op[5];
@@ -1073,17 +960,14 @@ static void check_conv(emily_dtype dt, const conv_case *cc) {
         pin[cc->ip[j]] = cc->in[j];
         pk[cc->kp[j]] = cc->k[j];
     }
-    for (int j = 0; j < r; j++) {
-        nin *= pin[j];
-        nk *= pk[j];
-    }
+    for (int j = 0; j < r; j++) { nin *= pin[j]; nk *= pk[j]; }
     double *din = malloc(sizeof(double) * (size_t)(nin * w + 1));
     double *dk = malloc(sizeof(double) * (size_t)(nk * w + 1));
     for (int64_t i = 0; i < nin * w; i++) din[i] = rnd();
     for (int64_t i = 0; i < nk * w; i++) dk[i] = rnd();
     emily_tensor *ti = from_doubles(dt, r, pin, din, nin), *tk = from_doubles(dt, r, pk, dk, nk);
-    emily_conv_opts o = {cc->stride, cc->lo, cc->hi, cc->idil, cc->kdil,
-                         cc->fg,     cc->bg, cc->ip, cc->kp,   cc->op};
+    emily_conv_opts o = {cc->stride, cc->lo, cc->hi, cc->idil, cc->kdil, cc->fg, cc->bg,
+                         cc->ip, cc->kp, cc->op};
     emily_tensor *out = NULL;
     emily_status s = emily_conv(ti, tk, &o, EMILY_DTYPE_AUTO, &out);
     if (s) fprintf(stderr, "  conv failed: %s\n", emily_last_error());
@@ -1121,10 +1005,7 @@ static void check_conv(emily_dtype dt, const conv_case *cc) {
         int64_t idx[5];
         for (int64_t lin = 0; lin < total; lin++) {
             int64_t rem = lin;
-            for (int j = r - 1; j >= 0; j--) {
-                idx[j] = rem % stdshape[j];
-                rem /= stdshape[j];
-            }
+            for (int j = r - 1; j >= 0; j--) { idx[j] = rem % stdshape[j]; rem /= stdshape[j]; }
             int64_t n = idx[0], oc = idx[1];
             int64_t g = G > 1 ? oc / (O / G) : 0;
             int64_t nb = cc->bg > 1 ? n + g * (N / cc->bg) : n;
@@ -1136,19 +1017,13 @@ static void check_conv(emily_dtype dt, const conv_case *cc) {
                 for (int i = 0; i < d; i++) wn *= cc->k[2 + i];
                 for (int64_t wi = 0; wi < wn; wi++) {
                     int64_t wpos[3], wr = wi;
-                    for (int i = d - 1; i >= 0; i--) {
-                        wpos[i] = wr % cc->k[2 + i];
-                        wr /= cc->k[2 + i];
-                    }
+                    for (int i = d - 1; i >= 0; i--) { wpos[i] = wr % cc->k[2 + i]; wr /= cc->k[2 + i]; }
                     int64_t ioff = nb * pstr_in[0] + (cbase + ch) * pstr_in[1];
                     int64_t koff = oc * pstr_k[0] + ch * pstr_k[1];
                     bool zero = false;
                     for (int i = 0; i < d; i++) {
                         int64_t q = idx[2 + i] * cc->stride[i] + wpos[i] * cc->kdil[i] - cc->lo[i];
-                        if (q < 0 || q % cc->idil[i] || q / cc->idil[i] >= cc->in[2 + i]) {
-                            zero = true;
-                            break;
-                        }
+                        if (q < 0 || q % cc->idil[i] || q / cc->idil[i] >= cc->in[2 + i]) { zero = true; break; }
                         ioff += (q / cc->idil[i]) * pstr_in[2 + i];
                         koff += wpos[i] * pstr_k[2 + i];
                     }
@@ -1162,8 +1037,7 @@ static void check_conv(emily_dtype dt, const conv_case *cc) {
             for (int j = 0; j < r; j++) ooff += idx[j] * pstr_o[j];
             double gr, gi;
             get_c(out, ooff, &gr, &gi);
-            bool ok = dt == EMILY_F32 ? (float)accr == (float)gr
-                                      : (gr == accr && (!cplx || gi == acci));
+            bool ok = dt == EMILY_F32 ? (float)accr == (float)gr : (gr == accr && (!cplx || gi == acci));
             if (!ok && bad++ < 3)
                 fprintf(stderr, "  conv %s output %lld: got %.17g%+.17gi want %.17g%+.17gi\n",
                         emily_dtype_name(dt), (long long)ooff, gr, gi, accr, acci);
@@ -1180,89 +1054,23 @@ static const conv_case conv_cases[] = {
     /* 1-D, stride 2 */
     {3, {2, 3, 11}, {4, 3, 3}, {2}, {0}, {0}, {1}, {1}, 1, 1, {0, 1, 2}, {0, 1, 2}, {0, 1, 2}},
     /* 2-D with padding, input and kernel dilation */
-    {4,
-     {2, 4, 7, 6},
-     {6, 4, 3, 2},
-     {1, 1},
-     {1, 0},
-     {2, 1},
-     {2, 1},
-     {1, 2},
-     1,
-     1,
-     {0, 1, 2, 3},
-     {0, 1, 2, 3},
-     {0, 1, 2, 3}},
+    {4, {2, 4, 7, 6}, {6, 4, 3, 2}, {1, 1}, {1, 0}, {2, 1}, {2, 1}, {1, 2}, 1, 1,
+     {0, 1, 2, 3}, {0, 1, 2, 3}, {0, 1, 2, 3}},
     /* negative padding crops; strides */
-    {4,
-     {1, 3, 9, 8},
-     {2, 3, 2, 3},
-     {2, 3},
-     {-1, 2},
-     {1, -2},
-     {1, 1},
-     {1, 1},
-     1,
-     1,
-     {0, 1, 2, 3},
-     {0, 1, 2, 3},
-     {0, 1, 2, 3}},
+    {4, {1, 3, 9, 8}, {2, 3, 2, 3}, {2, 3}, {-1, 2}, {1, -2}, {1, 1}, {1, 1}, 1, 1,
+     {0, 1, 2, 3}, {0, 1, 2, 3}, {0, 1, 2, 3}},
     /* feature groups */
-    {4,
-     {2, 6, 5, 5},
-     {4, 3, 3, 3},
-     {1, 1},
-     {1, 1},
-     {1, 1},
-     {1, 1},
-     {1, 1},
-     2,
-     1,
-     {0, 1, 2, 3},
-     {0, 1, 2, 3},
-     {0, 1, 2, 3}},
+    {4, {2, 6, 5, 5}, {4, 3, 3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 2, 1,
+     {0, 1, 2, 3}, {0, 1, 2, 3}, {0, 1, 2, 3}},
     /* batch groups */
-    {4,
-     {4, 3, 5, 4},
-     {6, 3, 2, 2},
-     {1, 1},
-     {0, 0},
-     {0, 0},
-     {1, 1},
-     {1, 1},
-     1,
-     2,
-     {0, 1, 2, 3},
-     {0, 1, 2, 3},
-     {0, 1, 2, 3}},
+    {4, {4, 3, 5, 4}, {6, 3, 2, 2}, {1, 1}, {0, 0}, {0, 0}, {1, 1}, {1, 1}, 1, 2,
+     {0, 1, 2, 3}, {0, 1, 2, 3}, {0, 1, 2, 3}},
     /* channels-last input and output (NHWC), HWIO kernel */
-    {4,
-     {2, 5, 6, 7},
-     {4, 5, 3, 2},
-     {1, 2},
-     {1, 1},
-     {1, 0},
-     {1, 1},
-     {1, 1},
-     1,
-     1,
-     {0, 3, 1, 2},
-     {3, 2, 0, 1},
-     {0, 3, 1, 2}},
+    {4, {2, 5, 6, 7}, {4, 5, 3, 2}, {1, 2}, {1, 1}, {1, 0}, {1, 1}, {1, 1}, 1, 1,
+     {0, 3, 1, 2}, {3, 2, 0, 1}, {0, 3, 1, 2}},
     /* 3-D */
-    {5,
-     {1, 2, 4, 5, 3},
-     {3, 2, 2, 2, 2},
-     {1, 2, 1},
-     {0, 1, 1},
-     {1, 0, 1},
-     {1, 1, 2},
-     {2, 1, 1},
-     1,
-     1,
-     {0, 1, 2, 3, 4},
-     {0, 1, 2, 3, 4},
-     {0, 1, 2, 3, 4}},
+    {5, {1, 2, 4, 5, 3}, {3, 2, 2, 2, 2}, {1, 2, 1}, {0, 1, 1}, {1, 0, 1}, {1, 1, 2}, {2, 1, 1}, 1, 1,
+     {0, 1, 2, 3, 4}, {0, 1, 2, 3, 4}, {0, 1, 2, 3, 4}},
 };
 
 TEST(conv_matches_nx_definition) {
@@ -1342,16 +1150,14 @@ TEST(conv_bad_arguments) {
     CHECK_ERR(emily_conv(t, NULL, NULL, EMILY_DTYPE_AUTO, &c), EMILY_ERR_ARGUMENT, "kernel");
     CHECK_ERR(emily_conv(t, k2, NULL, EMILY_DTYPE_AUTO, &c), EMILY_ERR_SHAPE, "rank 3 or more");
     /* 4 input channels vs 2 kernel channels without groups */
-    CHECK_ERR(emily_conv(t, k, NULL, EMILY_DTYPE_AUTO, &c), EMILY_ERR_SHAPE,
-              "feature_group_size 1");
+    CHECK_ERR(emily_conv(t, k, NULL, EMILY_DTYPE_AUTO, &c), EMILY_ERR_SHAPE, "feature_group_size 1");
     emily_conv_opts o = {0};
     o.feature_group_size = 2;
     CHECK_OK(emily_conv(t, k, &o, EMILY_DTYPE_AUTO, &c));
     emily_tensor_release(c);
     c = NULL;
     o.batch_group_size = 2;
-    CHECK_ERR(emily_conv(t, k, &o, EMILY_DTYPE_AUTO, &c), EMILY_ERR_ARGUMENT,
-              "either batch groups");
+    CHECK_ERR(emily_conv(t, k, &o, EMILY_DTYPE_AUTO, &c), EMILY_ERR_ARGUMENT, "either batch groups");
     o.feature_group_size = 4;
     o.batch_group_size = 0;
     CHECK_ERR(emily_conv(t, k, &o, EMILY_DTYPE_AUTO, &c), EMILY_ERR_SHAPE, "not divisible");
@@ -1361,24 +1167,20 @@ TEST(conv_bad_arguments) {
     emily_conv_opts o2 = {0};
     int64_t zero_stride[1] = {0};
     o2.strides = zero_stride;
-    CHECK_ERR(emily_conv(t, kbig, &o2, EMILY_DTYPE_AUTO, &c), EMILY_ERR_ARGUMENT,
-              "strides must be positive");
+    CHECK_ERR(emily_conv(t, kbig, &o2, EMILY_DTYPE_AUTO, &c), EMILY_ERR_ARGUMENT, "strides must be positive");
     o2.strides = NULL;
     int64_t zero_dil[1] = {0};
     o2.kernel_dilation = zero_dil;
-    CHECK_ERR(emily_conv(t, kbig, &o2, EMILY_DTYPE_AUTO, &c), EMILY_ERR_ARGUMENT,
-              "dilations must be positive");
+    CHECK_ERR(emily_conv(t, kbig, &o2, EMILY_DTYPE_AUTO, &c), EMILY_ERR_ARGUMENT, "dilations must be positive");
     o2.kernel_dilation = NULL;
     /* window 6 on 5 inputs */
     CHECK_ERR(emily_conv(t, kbig, &o2, EMILY_DTYPE_AUTO, &c), EMILY_ERR_SHAPE, "would be empty");
     int bad_perm[3] = {0, 0, 2};
     o2.input_permutation = bad_perm;
-    CHECK_ERR(emily_conv(t, k, &o2, EMILY_DTYPE_AUTO, &c), EMILY_ERR_AXIS,
-              "input_permutation [0, 0, 2]");
+    CHECK_ERR(emily_conv(t, k, &o2, EMILY_DTYPE_AUTO, &c), EMILY_ERR_AXIS, "input_permutation [0, 0, 2]");
     o2.input_permutation = NULL;
     o2.feature_group_size = 2;
-    CHECK_ERR(emily_conv(t, k, &o2, EMILY_S32, &c), EMILY_ERR_TYPE,
-              "cannot compute a s32 convolution");
+    CHECK_ERR(emily_conv(t, k, &o2, EMILY_S32, &c), EMILY_ERR_TYPE, "cannot compute a s32 convolution");
     CHECK(c == NULL);
     RELEASE(t, k, k2, kbig);
 }
@@ -1400,18 +1202,15 @@ TEST(cuda_conv_matches_cpu) {
                 pin[cc->ip[j]] = cc->in[j];
                 pk[cc->kp[j]] = cc->k[j];
             }
-            emily_tensor *a = rand_tensor(types[ti], cc->r, pin),
-                         *k = rand_tensor(types[ti], cc->r, pk);
+            emily_tensor *a = rand_tensor(types[ti], cc->r, pin), *k = rand_tensor(types[ti], cc->r, pk);
             emily_tensor *ga = NULL, *gk = NULL, *c = NULL, *gc = NULL, *back = NULL;
-            emily_conv_opts o = {cc->stride, cc->lo, cc->hi, cc->idil, cc->kdil,
-                                 cc->fg,     cc->bg, cc->ip, cc->kp,   cc->op};
+            emily_conv_opts o = {cc->stride, cc->lo, cc->hi, cc->idil, cc->kdil, cc->fg, cc->bg,
+                                 cc->ip, cc->kp, cc->op};
             CHECK_OK(emily_to_device(a, gpu, &ga));
             CHECK_OK(emily_to_device(k, gpu, &gk));
             CHECK_OK(emily_conv(a, k, &o, EMILY_DTYPE_AUTO, &c));
             emily_status s = emily_conv(ga, gk, &o, EMILY_DTYPE_AUTO, &gc);
-            if (s)
-                fprintf(stderr, "  cuda conv %s case %zu: %s\n", emily_dtype_name(types[ti]), ci,
-                        emily_last_error());
+            if (s) fprintf(stderr, "  cuda conv %s case %zu: %s\n", emily_dtype_name(types[ti]), ci, emily_last_error());
             CHECK(s == EMILY_OK);
             if (gc) CHECK_OK(emily_to_device(gc, EMILY_CPU, &back));
             if (c && back) {
@@ -1430,13 +1229,14 @@ TEST(cuda_conv_matches_cpu) {
 
 /* ---- the Nx callback ---------------------------------------------------- */
 
+
 TEST(dispatch_dot_callback) {
     int32_t a[6] = {1, 2, 3, 4, 5, 6};
     float b[6] = {1, 0, 0, 1, 1, 1};
     emily_tensor *ta = t_from(EMILY_S32, 2, (int64_t[]){2, 3}, a);
     emily_tensor *tb = t_from(EMILY_F32, 2, (int64_t[]){3, 2}, b);
     emily_value one = v_int(1), zero = v_int(0);
-    emily_value args[6] = {v_tensor(ta), v_list(&one, 1),  v_list(NULL, 0),
+    emily_value args[6] = {v_tensor(ta), v_list(&one, 1), v_list(NULL, 0),
                            v_tensor(tb), v_list(&zero, 1), v_list(NULL, 0)};
     int64_t oshape[2] = {2, 2};
     emily_value tmpl = {0};
@@ -1466,8 +1266,7 @@ TEST(dispatch_dot_callback) {
      * process setting, which the call leaves as it was. */
     int32_t ia[2] = {16777217, 1};
     float fb[2] = {3.0f, -50331648.0f};
-    emily_tensor *pa = t_from(EMILY_S32, 1, (int64_t[]){2}, ia),
-                 *pb = t_from(EMILY_F32, 1, (int64_t[]){2}, fb);
+    emily_tensor *pa = t_from(EMILY_S32, 1, (int64_t[]){2}, ia), *pb = t_from(EMILY_F32, 1, (int64_t[]){2}, fb);
     emily_value scalar_tmpl = {0};
     scalar_tmpl.kind = EMILY_V_TEMPLATE;
     scalar_tmpl.dtype = EMILY_F32;
@@ -1486,14 +1285,10 @@ TEST(dispatch_dot_callback) {
             opts.keys = keys;
             opts.n = 1;
             emily_value pargs[7] = {v_tensor(pa), v_list(&zero, 1), v_list(NULL, 0),
-                                    v_tensor(pb), v_list(&zero, 1), v_list(NULL, 0),
-                                    opts};
-            emily_status st = emily_dispatch("dot", EMILY_CPU, &scalar_tmpl, pargs, 7,
-                                             EMILY_DISPATCH_RUN, &r);
-            if (p == 2)
-                CHECK_ERR(st, EMILY_ERR_ARGUMENT, "option :precision must be :highest or :fast");
-            else
-                CHECK(st == EMILY_OK && r.n == 1 && t_get(r.tensors[0], 0) == (p == 0 ? 3.0 : 0.0));
+                                    v_tensor(pb), v_list(&zero, 1), v_list(NULL, 0), opts};
+            emily_status st = emily_dispatch("dot", EMILY_CPU, &scalar_tmpl, pargs, 7, EMILY_DISPATCH_RUN, &r);
+            if (p == 2) CHECK_ERR(st, EMILY_ERR_ARGUMENT, "option :precision must be :highest or :fast");
+            else CHECK(st == EMILY_OK && r.n == 1 && t_get(r.tensors[0], 0) == (p == 0 ? 3.0 : 0.0));
             emily_dispatch_result_release(&r);
             CHECK(emily_dot_get_precision() == (emily_dot_precision)process);
         }
@@ -1532,8 +1327,7 @@ TEST(conv_group_sizes_of_zero_are_refused) {
             val = v_int(bad);
             args[2] = opts;
             for (int mode = 0; mode < 2; mode++) {
-                CHECK_ERR(emily_dispatch("conv", EMILY_CPU, &tmpl, args, 3,
-                                         (emily_dispatch_mode)mode, &r),
+                CHECK_ERR(emily_dispatch("conv", EMILY_CPU, &tmpl, args, 3, (emily_dispatch_mode)mode, &r),
                           EMILY_ERR_ARGUMENT, names[which]);
                 CHECK(r.n == 0);
                 emily_dispatch_result_release(&r);
@@ -1556,15 +1350,11 @@ TEST(conv_group_sizes_of_zero_are_refused) {
 }
 
 RUN_TESTS("dot", CASE(matmul_f32_values), CASE(output_shape_batch_free_free),
-          CASE(f64_and_c128_match_the_reference_bit_for_bit), CASE(exact_blocks_items_and_threads),
-          CASE(f64_sums_in_order_without_fusing), CASE(complex_values_and_mixed_real),
-          CASE(integers_wrap_in_the_output_width), CASE(integer_operands_of_float_dots_are_exact),
-          CASE(half_types_round_like_nx), CASE(edge_values_propagate), CASE(zero_size_and_rank0),
-          CASE(broadcast_and_strided_views), CASE(batched_many_small_and_explicit_type),
-          CASE(fast_precision_mode), CASE(fast_real_products_within_f32_error),
-          CASE(bad_arguments_fail_cleanly), CASE(huge_broadcast_fails_cleanly),
-          CASE(fast_blas_blocks_cover_the_product), CASE(fast_few_rows_are_fused_sums_in_order),
-          CASE(dispatch_dot_callback), CASE(conv_matches_nx_definition),
-          CASE(conv_values_and_types), CASE(conv_sums_channels_separately),
-          CASE(conv_bad_arguments), CASE(conv_group_sizes_of_zero_are_refused),
-          CASE(cuda_matches_cpu), CASE(cuda_conv_matches_cpu))
+          CASE(f64_and_c128_match_the_reference_bit_for_bit), CASE(exact_blocks_items_and_threads), CASE(f64_sums_in_order_without_fusing),
+          CASE(complex_values_and_mixed_real), CASE(integers_wrap_in_the_output_width),
+          CASE(integer_operands_of_float_dots_are_exact), CASE(half_types_round_like_nx),
+          CASE(edge_values_propagate), CASE(zero_size_and_rank0), CASE(broadcast_and_strided_views),
+          CASE(batched_many_small_and_explicit_type), CASE(fast_precision_mode), CASE(fast_real_products_within_f32_error),
+          CASE(bad_arguments_fail_cleanly), CASE(huge_broadcast_fails_cleanly), CASE(fast_blas_blocks_cover_the_product), CASE(fast_few_rows_are_fused_sums_in_order), CASE(dispatch_dot_callback), CASE(conv_matches_nx_definition),
+          CASE(conv_values_and_types), CASE(conv_sums_channels_separately), CASE(conv_bad_arguments), CASE(conv_group_sizes_of_zero_are_refused), CASE(cuda_matches_cpu),
+          CASE(cuda_conv_matches_cpu))

@@ -38,8 +38,7 @@ TEST(cpu_engine_supports_everything) {
 
 /* supports() reads the table: a missing family or entry is a missing
  * kernel, and nothing else is. */
-static emily_status fake_sort(emily_tensor *dst, const emily_tensor *src, int axis,
-                              bool descending) {
+static emily_status fake_sort(emily_tensor *dst, const emily_tensor *src, int axis, bool descending) {
     (void)dst, (void)src, (void)axis, (void)descending;
     return EMILY_OK;
 }
@@ -77,5 +76,6 @@ TEST(cuda_engine_table) {
 
 /* (The first uses of the engine from many threads at once are in
  * test_dispatch's first case.) */
-RUN_TESTS("engine", CASE(cpu_engine_is_one_constant_table), CASE(cpu_engine_supports_everything),
-          CASE(has_kernel_reads_the_table), CASE(cuda_engine_table))
+RUN_TESTS("engine", CASE(cpu_engine_is_one_constant_table),
+          CASE(cpu_engine_supports_everything), CASE(has_kernel_reads_the_table),
+          CASE(cuda_engine_table))

@@ -9,16 +9,12 @@ static void naive_dft(const double complex *x, int64_t len, int64_t n, int sign,
     for (int64_t k = 0; k < n; k++) {
         long double re = 0, im = 0;
         for (int64_t j = 0; j < n && j < len; j++) {
-            long double a = sign * 2.0L * 3.14159265358979323846264338327950288L *
-                            (long double)((k * j) % n) / n;
+            long double a = sign * 2.0L * 3.14159265358979323846264338327950288L * (long double)((k * j) % n) / n;
             long double c = cosl(a), s = sinl(a);
             re += creal(x[j]) * c - cimag(x[j]) * s;
             im += creal(x[j]) * s + cimag(x[j]) * c;
         }
-        if (sign > 0) {
-            re /= n;
-            im /= n;
-        }
+        if (sign > 0) { re /= n; im /= n; }
         y[k] = (double)re + I * (double)im;
     }
 }
@@ -49,8 +45,7 @@ TEST(fft_matches_naive_dft_many_lengths) {
     for (size_t li = 0; li < sizeof lens / sizeof *lens; li++) {
         int64_t n = lens[li], s[1] = {n};
         double complex *x = malloc((size_t)n * sizeof *x), *want = malloc((size_t)n * sizeof *want);
-        for (int64_t i = 0; i < n; i++)
-            x[i] = sin(0.37 * (double)i) + I * cos(1.3 * (double)i * i / (double)n);
+        for (int64_t i = 0; i < n; i++) x[i] = sin(0.37 * (double)i) + I * cos(1.3 * (double)i * i / (double)n);
         emily_tensor *t = t_from(EMILY_C128, 1, s, x), *y = NULL, *z = NULL;
         CHECK_OK(emily_fft(t, 0, 0, 0.0, &y));
         double complex *got = t_cvals(y);
@@ -126,8 +121,7 @@ TEST(fft_input_types) {
         CHECK_OK(emily_fft(t, 0, 0, 1e-10, &y));
         CHECK(y && emily_tensor_dtype(y) == EMILY_C64);
         double complex *v = y ? t_cvals(y) : NULL;
-        CHECK(v && v[0] == 6 && fabs(creal(v[1]) + 1.5) < 1e-6 &&
-              fabs(cimag(v[1]) - 0.8660254) < 1e-6);
+        CHECK(v && v[0] == 6 && fabs(creal(v[1]) + 1.5) < 1e-6 && fabs(cimag(v[1]) - 0.8660254) < 1e-6);
         free(v);
         emily_tensor_release(t);
         emily_tensor_release(y);
@@ -167,8 +161,7 @@ TEST(fft_batches_match_single_lines) {
     /* 64 lines of 512 run in parallel; each equals its own transform */
     int64_t s[2] = {64, 512}, s1[1] = {512};
     float complex *x = malloc(64 * 512 * sizeof *x);
-    for (int i = 0; i < 64 * 512; i++)
-        x[i] = (float)((i * 7919) % 101) / 50.0f - 1.0f + I * (float)(i % 13);
+    for (int i = 0; i < 64 * 512; i++) x[i] = (float)((i * 7919) % 101) / 50.0f - 1.0f + I * (float)(i % 13);
     emily_tensor *t = t_from(EMILY_C64, 2, s, x), *y = NULL;
     CHECK_OK(emily_fft(t, 0, 1, 1e-10, &y));
     double complex *all = t_cvals(y);
@@ -340,9 +333,9 @@ TEST(fft_every_dtype) {
     emily_tensor_release(xd);
 }
 
-RUN_TESTS("fft", CASE(fft_every_dtype), CASE(fft_small_known_values),
-          CASE(fft_matches_naive_dft_many_lengths), CASE(fft_length_pads_and_truncates),
-          CASE(fft_along_axes_and_views), CASE(fft_input_types),
-          CASE(fft_eps_zeroes_small_components), CASE(fft_non_finite_values_propagate),
-          CASE(fft_batches_match_single_lines), CASE(fft2_is_two_passes), CASE(rfft_and_irfft),
-          CASE(fft_zero_size_and_bad_input), CASE(fft_dispatch_callbacks))
+RUN_TESTS("fft", CASE(fft_every_dtype), CASE(fft_small_known_values), CASE(fft_matches_naive_dft_many_lengths),
+          CASE(fft_length_pads_and_truncates), CASE(fft_along_axes_and_views),
+          CASE(fft_input_types), CASE(fft_eps_zeroes_small_components),
+          CASE(fft_non_finite_values_propagate), CASE(fft_batches_match_single_lines),
+          CASE(fft2_is_two_passes), CASE(rfft_and_irfft), CASE(fft_zero_size_and_bad_input),
+          CASE(fft_dispatch_callbacks))

@@ -46,14 +46,14 @@ static int32_t add_call(emily_graph *g, const char *name, const emily_value *out
     CHECK_OK(emily_graph_add_call(g, name, out, args, n, &id));
     return id;
 }
-#define CALL(g, name, out, ...)                                                        \
-    add_call(g, name, out, sizeof((emily_value[]){__VA_ARGS__}) / sizeof(emily_value), \
+#define CALL(g, name, out, ...)                                                               \
+    add_call(g, name, out, sizeof((emily_value[]){__VA_ARGS__}) / sizeof(emily_value),         \
              (emily_value[]){__VA_ARGS__})
 
 /* Compiles g, optimized (opt) or not, reads its statistics into *st and
  * runs it on nin inputs into nout outputs; frees g. */
-static void compile_and_run(emily_graph *g, int opt, emily_tensor **in, size_t nin,
-                            emily_tensor **out, size_t nout, emily_graph_stats *st) {
+static void compile_and_run(emily_graph *g, int opt, emily_tensor **in, size_t nin, emily_tensor **out,
+                            size_t nout, emily_graph_stats *st) {
     emily_graph_options go = {.no_optimize = !opt};
     CHECK_OK(emily_graph_compile(g, EMILY_CPU, &go));
     CHECK_OK(emily_graph_get_stats(g, st));
@@ -234,50 +234,39 @@ TEST(bad_graphs_fail_clearly) {
     CHECK_OK(emily_graph_create(&g));
     CHECK_ERR(emily_graph_add_param(g, (emily_dtype)99, 1, S3, &x), EMILY_ERR_TYPE, "unknown type");
     CHECK_ERR(emily_graph_add_param(g, EMILY_F32, -1, S3, &x), EMILY_ERR_SHAPE, "rank");
-    CHECK_ERR(emily_graph_add_param(g, EMILY_F32, 1, (int64_t[]){-2}, &x), EMILY_ERR_SHAPE,
-              "negative");
+    CHECK_ERR(emily_graph_add_param(g, EMILY_F32, 1, (int64_t[]){-2}, &x), EMILY_ERR_SHAPE, "negative");
     CHECK_ERR(emily_graph_add_param(g, EMILY_F32, 1, NULL, &x), EMILY_ERR_ARGUMENT, "NULL shape");
     CHECK_ERR(emily_graph_add_const(g, NULL, &x), EMILY_ERR_ARGUMENT, "tensor");
     CHECK_OK(emily_graph_add_param(g, EMILY_F32, 1, S3, &x));
     emily_value a1[1] = {v_ref(x)};
-    CHECK_ERR(emily_graph_add_call(g, "no_such_op", &out, a1, 1, &y), EMILY_ERR_UNSUPPORTED,
-              "unknown callback no_such_op");
+    CHECK_ERR(emily_graph_add_call(g, "no_such_op", &out, a1, 1, &y), EMILY_ERR_UNSUPPORTED, "unknown callback no_such_op");
     CHECK_ERR(emily_graph_add_call(g, NULL, &out, a1, 1, &y), EMILY_ERR_ARGUMENT, "NULL callback");
-    CHECK_ERR(emily_graph_add_call(g, "exp", NULL, a1, 1, &y), EMILY_ERR_ARGUMENT,
-              "NULL output template");
+    CHECK_ERR(emily_graph_add_call(g, "exp", NULL, a1, 1, &y), EMILY_ERR_ARGUMENT, "NULL output template");
     emily_value not_tmpl = v_int(3);
-    CHECK_ERR(emily_graph_add_call(g, "exp", &not_tmpl, a1, 1, &y), EMILY_ERR_ARGUMENT,
-              "must be a template");
+    CHECK_ERR(emily_graph_add_call(g, "exp", &not_tmpl, a1, 1, &y), EMILY_ERR_ARGUMENT, "must be a template");
     /* a value that is not defined yet (a cycle, or a later call) */
     emily_value fwd[1] = {v_ref(7)};
-    CHECK_ERR(emily_graph_add_call(g, "exp", &out, fwd, 1, &y), EMILY_ERR_ARGUMENT,
-              "value 7 is not defined before");
+    CHECK_ERR(emily_graph_add_call(g, "exp", &out, fwd, 1, &y), EMILY_ERR_ARGUMENT, "value 7 is not defined before");
     emily_value neg[1] = {v_ref(-1)};
     CHECK_ERR(emily_graph_add_call(g, "exp", &out, neg, 1, &y), EMILY_ERR_ARGUMENT, "not defined");
     CHECK_ERR(emily_graph_compile(g, EMILY_CPU, NULL), EMILY_ERR_ARGUMENT, "no outputs");
-    CHECK_ERR(emily_graph_set_outputs(g, 1, (int32_t[]){5}), EMILY_ERR_ARGUMENT,
-              "value 5, which does not exist");
+    CHECK_ERR(emily_graph_set_outputs(g, 1, (int32_t[]){5}), EMILY_ERR_ARGUMENT, "value 5, which does not exist");
     CHECK_OK(emily_graph_add_call(g, "exp", &out, a1, 1, &y));
     CHECK_OK(emily_graph_set_outputs(g, 1, &y));
     emily_tensor *r = NULL;
     CHECK_ERR(emily_graph_run(g, NULL, 0, &r, 1), EMILY_ERR_ARGUMENT, "not compiled");
-    CHECK_ERR(emily_graph_compile(g, (emily_device){EMILY_DEVICE_CUDA, 77}, NULL), EMILY_ERR_DEVICE,
-              "");
+    CHECK_ERR(emily_graph_compile(g, (emily_device){EMILY_DEVICE_CUDA, 77}, NULL), EMILY_ERR_DEVICE, "");
     CHECK_OK(emily_graph_compile(g, EMILY_CPU, NULL));
     CHECK_ERR(emily_graph_compile(g, EMILY_CPU, NULL), EMILY_ERR_ARGUMENT, "already compiled");
-    CHECK_ERR(emily_graph_add_param(g, EMILY_F32, 1, S3, &x), EMILY_ERR_ARGUMENT,
-              "can no longer change");
+    CHECK_ERR(emily_graph_add_param(g, EMILY_F32, 1, S3, &x), EMILY_ERR_ARGUMENT, "can no longer change");
     float v3[3] = {0}, v4[4] = {0};
     emily_tensor *t3 = t_from(EMILY_F32, 1, S3, v3), *t4 = t_from(EMILY_F32, 1, (int64_t[]){4}, v4);
     emily_tensor *ts = t_from(EMILY_S32, 1, S3, v3);
-    CHECK_ERR(emily_graph_run(g, NULL, 0, &r, 1), EMILY_ERR_ARGUMENT,
-              "0 parameters given, the graph has 1");
+    CHECK_ERR(emily_graph_run(g, NULL, 0, &r, 1), EMILY_ERR_ARGUMENT, "0 parameters given, the graph has 1");
     CHECK_ERR(emily_graph_run(g, &t3, 1, &r, 2), EMILY_ERR_ARGUMENT, "room for 2 outputs");
-    CHECK_ERR(emily_graph_run(g, &t4, 1, &r, 1), EMILY_ERR_SHAPE,
-              "parameter 0 is f32{4}, the graph expects f32{3}");
+    CHECK_ERR(emily_graph_run(g, &t4, 1, &r, 1), EMILY_ERR_SHAPE, "parameter 0 is f32{4}, the graph expects f32{3}");
     CHECK_ERR(emily_graph_run(g, &ts, 1, &r, 1), EMILY_ERR_SHAPE, "parameter 0 is s32{3}");
-    CHECK_ERR(emily_graph_run(g, (emily_tensor *[]){NULL}, 1, &r, 1), EMILY_ERR_ARGUMENT,
-              "parameter");
+    CHECK_ERR(emily_graph_run(g, (emily_tensor *[]){NULL}, 1, &r, 1), EMILY_ERR_ARGUMENT, "parameter");
     CHECK(r == NULL);
     RELEASE(t3, t4, ts);
     emily_graph_free(g);
@@ -297,8 +286,7 @@ TEST(a_failing_call_reports_and_leaks_nothing) {
     CHECK_OK(emily_graph_compile(g, EMILY_CPU, NULL));
     float v3[3] = {0};
     emily_tensor *t3 = t_from(EMILY_F32, 1, S3, v3), *r = NULL;
-    CHECK_ERR(emily_graph_run(g, &t3, 1, &r, 1), EMILY_ERR_INTERNAL,
-              "add: output 0 is f32{3} but Nx expects f32{2}");
+    CHECK_ERR(emily_graph_run(g, &t3, 1, &r, 1), EMILY_ERR_INTERNAL, "add: output 0 is f32{3} but Nx expects f32{2}");
     CHECK(r == NULL);
     emily_tensor_release(t3);
     emily_graph_free(g);
@@ -322,8 +310,7 @@ TEST(save_and_load_round_trip) {
     const int64_t *shape;
     CHECK_OK(emily_graph_param_spec(h, 1, &dt, &rank, &shape));
     CHECK(dt == EMILY_F32 && rank == 1 && shape[0] == 3);
-    CHECK_ERR(emily_graph_param_spec(h, 2, &dt, &rank, &shape), EMILY_ERR_ARGUMENT,
-              "parameter 2 of 2");
+    CHECK_ERR(emily_graph_param_spec(h, 2, &dt, &rank, &shape), EMILY_ERR_ARGUMENT, "parameter 2 of 2");
     CHECK_OK(emily_graph_compile(h, EMILY_CPU, NULL));
     emily_tensor *r = NULL;
     CHECK_OK(emily_graph_run(h, (emily_tensor *[]){tx, ty}, 2, &r, 1));
@@ -357,8 +344,7 @@ TEST(save_and_load_round_trip) {
             copy[i] ^= flips[f];
             h = NULL;
             if (emily_graph_load_buffer(copy, size, &h) == EMILY_OK) {
-                if (emily_graph_compile(h, EMILY_CPU, NULL) == EMILY_OK &&
-                    emily_graph_num_params(h) == 2) {
+                if (emily_graph_compile(h, EMILY_CPU, NULL) == EMILY_OK && emily_graph_num_params(h) == 2) {
                     emily_tensor *rr = NULL;
                     emily_status st = emily_graph_run(h, (emily_tensor *[]){tx, ty}, 2, &rr, 1);
                     if (st == EMILY_OK) emily_tensor_release(rr);
@@ -368,10 +354,8 @@ TEST(save_and_load_round_trip) {
         }
     }
     free(copy);
-    CHECK_ERR(emily_graph_load_buffer("EMGRAPH\0\2\0\0\0", 12, &h), EMILY_ERR_ARGUMENT,
-              "format version 2");
-    CHECK_ERR(emily_graph_load_buffer("NOTAGRAPH...", 12, &h), EMILY_ERR_ARGUMENT,
-              "not an Emily graph");
+    CHECK_ERR(emily_graph_load_buffer("EMGRAPH\0\2\0\0\0", 12, &h), EMILY_ERR_ARGUMENT, "format version 2");
+    CHECK_ERR(emily_graph_load_buffer("NOTAGRAPH...", 12, &h), EMILY_ERR_ARGUMENT, "not an Emily graph");
     free(bytes);
     emily_tensor_release(tx);
     emily_tensor_release(ty);
@@ -430,12 +414,11 @@ static void fused_matches_unfused(int rank, const int64_t *S, emily_dtype dt) {
         emily_tensor *h64 = t_from(EMILY_F64, 0, NULL, &hv), *h = NULL;
         CHECK_OK(emily_as_type(h64, dt, &h));
         CHECK_OK(emily_graph_add_const(g, h, &half));
-        emily_value o = v_tmpl(dt, rank, S), ou8 = v_tmpl(EMILY_U8, rank, S),
-                    of64 = v_tmpl(EMILY_F64, rank, S);
-        t1 = CALL(g, "add", &o, v_ref(x), v_ref(r));          /* x + row */
-        t2 = CALL(g, "multiply", &o, v_ref(t1), v_ref(half)); /* * 0.5 */
+        emily_value o = v_tmpl(dt, rank, S), ou8 = v_tmpl(EMILY_U8, rank, S), of64 = v_tmpl(EMILY_F64, rank, S);
+        t1 = CALL(g, "add", &o, v_ref(x), v_ref(r));  /* x + row */
+        t2 = CALL(g, "multiply", &o, v_ref(t1), v_ref(half));  /* * 0.5 */
         t3 = CALL(g, "tanh", &o, v_ref(t2));
-        t4 = CALL(g, "less", &ou8, v_ref(t3), v_ref(c)); /* tanh(..) < col */
+        t4 = CALL(g, "less", &ou8, v_ref(t3), v_ref(c));  /* tanh(..) < col */
         t5 = CALL(g, "select", &o, v_ref(t4), v_ref(t2), v_ref(x));
         t6 = CALL(g, "exp", &o, v_ref(t5));
         t7 = CALL(g, "as_type", &of64, v_ref(t6));
@@ -451,9 +434,7 @@ static void fused_matches_unfused(int rank, const int64_t *S, emily_dtype dt) {
     for (int k = 0; k < 3; k++) {
         emily_tensor *u = outs[0][k], *f = outs[1][k];
         bool same = u && f && t_same_bytes(u, f);
-        if (!same)
-            fprintf(stderr, "  fused output %d of %s rank %d differs\n", k, emily_dtype_name(dt),
-                    rank);
+        if (!same) fprintf(stderr, "  fused output %d of %s rank %d differs\n", k, emily_dtype_name(dt), rank);
         CHECK(same);
         emily_tensor_release(u);
         emily_tensor_release(f);
@@ -464,10 +445,10 @@ static void fused_matches_unfused(int rank, const int64_t *S, emily_dtype dt) {
 TEST(fused_chains_give_the_unfused_bits) {
     static const emily_dtype types[4] = {EMILY_F32, EMILY_F64, EMILY_BF16, EMILY_F16};
     for (int ti = 0; ti < 4; ti++) {
-        fused_matches_unfused(2, (int64_t[]){300, 97}, types[ti]);     /* many slabs, threads */
-        fused_matches_unfused(3, (int64_t[]){1, 129, 385}, types[ti]); /* leading 1: slab axis 1 */
-        fused_matches_unfused(1, (int64_t[]){70001}, types[ti]);       /* one long row */
-        fused_matches_unfused(2, (int64_t[]){3, 40000}, types[ti]);    /* rows above a slab */
+        fused_matches_unfused(2, (int64_t[]){300, 97}, types[ti]);          /* many slabs, threads */
+        fused_matches_unfused(3, (int64_t[]){1, 129, 385}, types[ti]);      /* leading 1: slab axis 1 */
+        fused_matches_unfused(1, (int64_t[]){70001}, types[ti]);            /* one long row */
+        fused_matches_unfused(2, (int64_t[]){3, 40000}, types[ti]);         /* rows above a slab */
         fused_matches_unfused(2, (int64_t[]){1, 1}, types[ti]);
     }
 }
@@ -494,11 +475,11 @@ TEST(groups_read_early_are_not_fused) {
         emily_graph_stats st;
         emily_tensor *res = NULL;
         compile_and_run(g, opt, &tx, 1, &res, 1, &st);
-        CHECK(st.steps == (opt ? 3 : 5) && st.fused_calls == (opt ? 4 : 0) &&
-              st.fused_groups == (opt ? 2 : 0));
+        CHECK(st.steps == (opt ? 3 : 5) && st.fused_calls == (opt ? 4 : 0) && st.fused_groups == (opt ? 2 : 0));
         double total = 0;
         for (int i = 0; i < 4; i++) total += (double)expf(-xv[i]);
-        for (int i = 0; res && i < 4; i++) CHECK(fabs(t_get(res, i) - cos(-xv[i]) * total) < 1e-5);
+        for (int i = 0; res && i < 4; i++)
+            CHECK(fabs(t_get(res, i) - cos(-xv[i]) * total) < 1e-5);
         emily_tensor_release(res);
     }
     emily_tensor_release(tx);
@@ -540,16 +521,14 @@ TEST(many_groups_between_reductions) {
 
 /* while {i, x}: i < 5: {i + 1, x * 2} */
 static emily_graph *loop_graph(bool bad_body) {
-    emily_value si = v_tmpl(EMILY_S32, 0, NULL), x3 = v_tmpl(EMILY_F32, 1, S3),
-                u8 = v_tmpl(EMILY_U8, 0, NULL);
+    emily_value si = v_tmpl(EMILY_S32, 0, NULL), x3 = v_tmpl(EMILY_F32, 1, S3), u8 = v_tmpl(EMILY_U8, 0, NULL);
     emily_graph *cond = new_graph(), *body = new_graph(), *g = new_graph();
     int32_t ci, cx, five, lt, bi, bx, one, two, ni, nx, i0, x0, first;
     int32_t five_v = 5, one_v = 1;
     float two_v = 2;
     CHECK_OK(emily_graph_add_param(cond, EMILY_S32, 0, NULL, &ci));
     CHECK_OK(emily_graph_add_param(cond, EMILY_F32, 1, S3, &cx));
-    emily_tensor *t5 = t_from(EMILY_S32, 0, NULL, &five_v),
-                 *t1 = t_from(EMILY_S32, 0, NULL, &one_v);
+    emily_tensor *t5 = t_from(EMILY_S32, 0, NULL, &five_v), *t1 = t_from(EMILY_S32, 0, NULL, &one_v);
     emily_tensor *t2 = t_from(EMILY_F32, 0, NULL, &two_v);
     CHECK_OK(emily_graph_add_const(cond, t5, &five));
     lt = CALL(cond, "less", &u8, v_ref(ci), v_ref(five));
@@ -582,8 +561,7 @@ static emily_graph *loop_graph(bool bad_body) {
 static void check_loop(emily_graph *g) {
     int32_t i0 = 0;
     float xs[3] = {1, -0.5f, 3};
-    emily_tensor *ti = t_from(EMILY_S32, 0, NULL, &i0), *tx = t_from(EMILY_F32, 1, S3, xs),
-                 *res[2] = {0};
+    emily_tensor *ti = t_from(EMILY_S32, 0, NULL, &i0), *tx = t_from(EMILY_F32, 1, S3, xs), *res[2] = {0};
     CHECK_OK(emily_graph_run(g, (emily_tensor *[]){ti, tx}, 2, res, 2));
     CHECK(res[0] && t_get(res[0], 0) == 5);
     for (int k = 0; res[1] && k < 3; k++) CHECK(t_get(res[1], k) == xs[k] * 32);
@@ -607,8 +585,7 @@ TEST(while_loops) {
     CHECK_OK(emily_graph_create(&b));
     CHECK_OK(emily_graph_create(&c));
     CHECK_OK(emily_graph_add_param(c, EMILY_F32, 1, S3, &x));
-    CHECK_ERR(emily_graph_add_while(c, a, b, 1, &x, &first), EMILY_ERR_ARGUMENT,
-              "the condition takes 0 parameters");
+    CHECK_ERR(emily_graph_add_while(c, a, b, 1, &x, &first), EMILY_ERR_ARGUMENT, "the condition takes 0 parameters");
     CHECK_OK(emily_graph_create(&a));
     CHECK_ERR(emily_graph_add_while(c, a, a, 1, &x, &first), EMILY_ERR_ARGUMENT, "three graphs");
     CHECK_ERR(emily_graph_add_while(c, c, a, 1, &x, &first), EMILY_ERR_ARGUMENT, "three graphs");
@@ -683,16 +660,13 @@ TEST(cond_picks_one_branch) {
     size_t ncap[2] = {0, 0};
     CHECK_OK(emily_graph_create(&c));
     CHECK_OK(emily_graph_add_param(c, EMILY_F32, 1, S3, &x));
-    CHECK_ERR(emily_graph_add_cond(c, 0, &x, br, ncap, NULL, &first), EMILY_ERR_ARGUMENT,
-              "0 clauses");
+    CHECK_ERR(emily_graph_add_cond(c, 0, &x, br, ncap, NULL, &first), EMILY_ERR_ARGUMENT, "0 clauses");
     CHECK_OK(emily_graph_create(&br[0]));
     br[1] = br[0];
-    CHECK_ERR(emily_graph_add_cond(c, 1, &x, br, ncap, NULL, &first), EMILY_ERR_ARGUMENT,
-              "one graph");
+    CHECK_ERR(emily_graph_add_cond(c, 1, &x, br, ncap, NULL, &first), EMILY_ERR_ARGUMENT, "one graph");
     CHECK_OK(emily_graph_create(&br[1]));
     /* a predicate that is not a scalar: the branches are taken (freed) */
-    CHECK_ERR(emily_graph_add_cond(c, 1, &x, br, ncap, NULL, &first), EMILY_ERR_ARGUMENT,
-              "outputs");
+    CHECK_ERR(emily_graph_add_cond(c, 1, &x, br, ncap, NULL, &first), EMILY_ERR_ARGUMENT, "outputs");
     emily_graph_free(c);
 }
 
@@ -734,9 +708,6 @@ TEST(softmax_is_one_group) {
     softmax_fused(EMILY_F64, 4, (int64_t[]){1, 6, 8, 129});
 }
 
-RUN_TESTS("graph", CASE(softmax_is_one_group), CASE(cond_picks_one_branch), CASE(while_loops),
-          CASE(many_groups_between_reductions), CASE(fused_chains_give_the_unfused_bits),
-          CASE(groups_read_early_are_not_fused), CASE(pow_two_is_rewritten_with_the_same_bits),
-          CASE(runs_like_the_calls_one_by_one), CASE(constants_fold_and_outputs_may_repeat),
-          CASE(multi_output_calls), CASE(bad_graphs_fail_clearly),
-          CASE(a_failing_call_reports_and_leaks_nothing), CASE(save_and_load_round_trip))
+RUN_TESTS("graph", CASE(softmax_is_one_group), CASE(cond_picks_one_branch), CASE(while_loops), CASE(many_groups_between_reductions), CASE(fused_chains_give_the_unfused_bits), CASE(groups_read_early_are_not_fused), CASE(pow_two_is_rewritten_with_the_same_bits), CASE(runs_like_the_calls_one_by_one), CASE(constants_fold_and_outputs_may_repeat),
+          CASE(multi_output_calls), CASE(bad_graphs_fail_clearly), CASE(a_failing_call_reports_and_leaks_nothing),
+          CASE(save_and_load_round_trip))

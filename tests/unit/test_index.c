@@ -124,19 +124,15 @@ TEST(take_errors) {
     emily_tensor *ib = idx_t(EMILY_S32, 1, &two, bad), *in = idx_t(EMILY_S8, 1, &two, neg);
     /* Nx 0.13 takes through gather(t, idx, axes: [1]), whose reference
      * transposes the taken axis to the front: axis 0 of {3, 2} */
-    CHECK_ERR(emily_take(t, ib, 1, &o), EMILY_ERR_INDEX,
-              "index 3 is out of bounds for axis 0 in shape {3, 2}");
+    CHECK_ERR(emily_take(t, ib, 1, &o), EMILY_ERR_INDEX, "index 3 is out of bounds for axis 0 in shape {3, 2}");
     CHECK(strcmp(emily_last_error(), "index 3 is out of bounds for axis 0 in shape {3, 2}") == 0);
-    CHECK_ERR(emily_take(t, in, 0, &o), EMILY_ERR_INDEX,
-              "index -1 is out of bounds for axis 0 in shape {2, 3}");
+    CHECK_ERR(emily_take(t, in, 0, &o), EMILY_ERR_INDEX, "index -1 is out of bounds for axis 0 in shape {2, 3}");
     uint64_t huge[2] = {1, UINT64_MAX};
     emily_tensor *ih = t_from(EMILY_U64, 1, &two, huge);
-    CHECK_ERR(emily_take(t, ih, 0, &o), EMILY_ERR_INDEX,
-              "index 18446744073709551615 is out of bounds");
+    CHECK_ERR(emily_take(t, ih, 0, &o), EMILY_ERR_INDEX, "index 18446744073709551615 is out of bounds");
     float fi[2] = {0, 1};
     emily_tensor *ifl = t_from(EMILY_F32, 1, &two, fi);
-    CHECK_ERR(emily_take(t, ifl, 0, &o), EMILY_ERR_TYPE,
-              "indices must be an integer tensor, got f32");
+    CHECK_ERR(emily_take(t, ifl, 0, &o), EMILY_ERR_TYPE, "indices must be an integer tensor, got f32");
     CHECK_ERR(emily_take(t, ib, 2, &o), EMILY_ERR_AXIS, "axis 2");
     CHECK_ERR(emily_take(NULL, ib, 0, &o), EMILY_ERR_ARGUMENT, "tensor is NULL");
     CHECK_ERR(emily_take(t, NULL, 0, &o), EMILY_ERR_ARGUMENT, "indices is NULL");
@@ -191,20 +187,16 @@ TEST(take_along_axis_matches_definition) {
     /* errors */
     int64_t bad_shape[3] = {2, 2, 4}, bad_rank[2] = {2, 3};
     int64_t zeros[24] = {0};
-    emily_tensor *i1 = idx_t(EMILY_S32, 3, bad_shape, zeros),
-                 *i2 = idx_t(EMILY_S32, 2, bad_rank, zeros);
+    emily_tensor *i1 = idx_t(EMILY_S32, 3, bad_shape, zeros), *i2 = idx_t(EMILY_S32, 2, bad_rank, zeros);
     CHECK_ERR(emily_take_along_axis(t, i1, 0, &o), EMILY_ERR_SHAPE, "every axis but 0");
     CHECK_ERR(emily_take_along_axis(t, i2, 0, &o), EMILY_ERR_SHAPE, "rank");
     int64_t big[24];
     for (int i = 0; i < 24; i++) big[i] = i == 17 ? 4 : 0;
     emily_tensor *i3 = idx_t(EMILY_S64, 3, shape, big);
     /* gather on every axis in order: the axis itself, the tensor's shape */
-    CHECK_ERR(emily_take_along_axis(t, i3, 2, &o), EMILY_ERR_INDEX,
-              "index 4 is out of bounds for axis 2");
-    CHECK(strcmp(emily_last_error(), "index 4 is out of bounds for axis 2 in shape {2, 3, 4}") ==
-          0);
-    CHECK_ERR(emily_take_along_axis(t, i3, 0, &o), EMILY_ERR_INDEX,
-              "index 4 is out of bounds for axis 0");
+    CHECK_ERR(emily_take_along_axis(t, i3, 2, &o), EMILY_ERR_INDEX, "index 4 is out of bounds for axis 2");
+    CHECK(strcmp(emily_last_error(), "index 4 is out of bounds for axis 2 in shape {2, 3, 4}") == 0);
+    CHECK_ERR(emily_take_along_axis(t, i3, 0, &o), EMILY_ERR_INDEX, "index 4 is out of bounds for axis 0");
     CHECK(o == NULL);
     /* an empty axis has no valid index: every index is out of bounds
      * (found by fuzz_graph: the kernel addressed the empty source first) */
@@ -276,8 +268,7 @@ TEST(gather_axes) {
     CHECK_ERR(emily_gather(t, idx, 3, dup, &o), EMILY_ERR_AXIS, "more than once");
     int64_t bad[9] = {1, 2, 4, 0, 0, 0, 1, 0, 2};
     emily_tensor *ib = idx_t(EMILY_S32, 2, ish, bad);
-    CHECK_ERR(emily_gather(t, ib, 0, NULL, &o), EMILY_ERR_INDEX,
-              "index 4 is out of bounds for axis 2 in shape {2, 3, 4}");
+    CHECK_ERR(emily_gather(t, ib, 0, NULL, &o), EMILY_ERR_INDEX, "index 4 is out of bounds for axis 2 in shape {2, 3, 4}");
     int64_t wide_sh[2] = {1, 4}, wide[4] = {0, 0, 0, 0};
     emily_tensor *iw = idx_t(EMILY_S32, 2, wide_sh, wide);
     CHECK_ERR(emily_gather(t, iw, 0, NULL, &o), EMILY_ERR_SHAPE, "larger than the rank");
@@ -365,9 +356,8 @@ TEST(indexed_repeats_types_and_blocks) {
     double hv_u[4] = {1.5, 2, 0.25, -77777};
     emily_tensor *hu_t = t_from(EMILY_F64, 1, &four, hv_u);
     CHECK_OK(emily_indexed_add(t, idx, hu_t, 0, NULL, EMILY_DTYPE_AUTO, &o));
-    CHECK(o && emily_tensor_dtype(o) == EMILY_F64 && t_get(o, 5) == 6.75 &&
-          t_get(o, 99999) == 100001 && t_get(o, 77777) == 0 && t_get(o, 6) == 6 &&
-          t_get(o, 0) == 0);
+    CHECK(o && emily_tensor_dtype(o) == EMILY_F64 && t_get(o, 5) == 6.75 && t_get(o, 99999) == 100001 &&
+          t_get(o, 77777) == 0 && t_get(o, 6) == 6 && t_get(o, 0) == 0);
     RELEASE(o, hu_t, idx, t);
 
     /* blocks: axes [0, 2] of {4, 5, 3}, updates {n, 5} fill axis 1; a
@@ -417,33 +407,23 @@ TEST(indexed_errors) {
               "index 3");
     int64_t r3[3] = {1, 1, 2}, z2[2] = {0, 0};
     emily_tensor *i3 = idx_t(EMILY_S32, 3, r3, z2);
-    CHECK_ERR(emily_indexed_add(t, i3, u, 0, NULL, EMILY_DTYPE_AUTO, &o), EMILY_ERR_SHAPE,
-              "rank 2 tensor");
+    CHECK_ERR(emily_indexed_add(t, i3, u, 0, NULL, EMILY_DTYPE_AUTO, &o), EMILY_ERR_SHAPE, "rank 2 tensor");
     int64_t ish1[2] = {1, 2};
     emily_tensor *i1 = idx_t(EMILY_S32, 2, ish1, z2);
-    CHECK_ERR(emily_indexed_add(t, i1, u, 0, NULL, EMILY_DTYPE_AUTO, &o), EMILY_ERR_SHAPE,
-              "leading axis");
+    CHECK_ERR(emily_indexed_add(t, i1, u, 0, NULL, EMILY_DTYPE_AUTO, &o), EMILY_ERR_SHAPE, "leading axis");
     int64_t ish3[2] = {2, 1};
     emily_tensor *i31 = idx_t(EMILY_S32, 2, ish3, z2);
-    CHECK_ERR(emily_indexed_add(t, i31, u, 0, NULL, EMILY_DTYPE_AUTO, &o), EMILY_ERR_SHAPE,
-              "rank of the target");
+    CHECK_ERR(emily_indexed_add(t, i31, u, 0, NULL, EMILY_DTYPE_AUTO, &o), EMILY_ERR_SHAPE, "rank of the target");
     float fi[4] = {0, 0, 0, 0};
     emily_tensor *ifl = t_from(EMILY_F32, 2, ish, fi);
-    CHECK_ERR(emily_indexed_put(t, ifl, u, 0, NULL, EMILY_DTYPE_AUTO, &o), EMILY_ERR_TYPE,
-              "integer");
+    CHECK_ERR(emily_indexed_put(t, ifl, u, 0, NULL, EMILY_DTYPE_AUTO, &o), EMILY_ERR_TYPE, "integer");
     int bad_axes[2] = {1, 0};
-    CHECK_ERR(emily_indexed_put(t, idx, u, 2, bad_axes, EMILY_DTYPE_AUTO, &o), EMILY_ERR_AXIS,
-              "increasing");
-    CHECK_ERR(emily_indexed_put(t, idx, u, 0, NULL, (emily_dtype)77, &o), EMILY_ERR_TYPE,
-              "invalid output type");
-    CHECK_ERR(emily_indexed_put(NULL, idx, u, 0, NULL, EMILY_DTYPE_AUTO, &o), EMILY_ERR_ARGUMENT,
-              "target is NULL");
-    CHECK_ERR(emily_indexed_put(t, NULL, u, 0, NULL, EMILY_DTYPE_AUTO, &o), EMILY_ERR_ARGUMENT,
-              "indices is NULL");
-    CHECK_ERR(emily_indexed_put(t, idx, NULL, 0, NULL, EMILY_DTYPE_AUTO, &o), EMILY_ERR_ARGUMENT,
-              "updates is NULL");
-    CHECK_ERR(emily_indexed_put(t, idx, u, 0, NULL, EMILY_DTYPE_AUTO, NULL), EMILY_ERR_ARGUMENT,
-              "output pointer");
+    CHECK_ERR(emily_indexed_put(t, idx, u, 2, bad_axes, EMILY_DTYPE_AUTO, &o), EMILY_ERR_AXIS, "increasing");
+    CHECK_ERR(emily_indexed_put(t, idx, u, 0, NULL, (emily_dtype)77, &o), EMILY_ERR_TYPE, "invalid output type");
+    CHECK_ERR(emily_indexed_put(NULL, idx, u, 0, NULL, EMILY_DTYPE_AUTO, &o), EMILY_ERR_ARGUMENT, "target is NULL");
+    CHECK_ERR(emily_indexed_put(t, NULL, u, 0, NULL, EMILY_DTYPE_AUTO, &o), EMILY_ERR_ARGUMENT, "indices is NULL");
+    CHECK_ERR(emily_indexed_put(t, idx, NULL, 0, NULL, EMILY_DTYPE_AUTO, &o), EMILY_ERR_ARGUMENT, "updates is NULL");
+    CHECK_ERR(emily_indexed_put(t, idx, u, 0, NULL, EMILY_DTYPE_AUTO, NULL), EMILY_ERR_ARGUMENT, "output pointer");
     CHECK(o == NULL);
     /* no update rows: the target converted */
     int64_t e0[2] = {0, 2};
@@ -488,16 +468,14 @@ TEST(out_of_bounds_messages_are_nx_text) {
     emily_tensor *ig = idx_t(EMILY_U8, 2, i22, rows);
     int axes[2] = {1, 2};
     CHECK_ERR(emily_gather(t, ig, 2, axes, &o), EMILY_ERR_INDEX, "index");
-    CHECK(strcmp(emily_last_error(), "index 5 is out of bounds for axis 1 in shape {3, 4, 2}") ==
-          0);
+    CHECK(strcmp(emily_last_error(), "index 5 is out of bounds for axis 1 in shape {3, 4, 2}") == 0);
     /* indexed_put on axis [2] alone: {4, 2, 3} */
     int64_t row1[1] = {4}, i11[2] = {1, 1}, us[3] = {1, 2, 3};
     emily_tensor *ip = idx_t(EMILY_S16, 2, i11, row1), *up = NULL;
     CHECK_OK(emily_empty(EMILY_CPU, EMILY_F32, 3, us, &up));
     int ax2[1] = {2};
     CHECK_ERR(emily_indexed_put(t, ip, up, 1, ax2, EMILY_DTYPE_AUTO, &o), EMILY_ERR_INDEX, "index");
-    CHECK(strcmp(emily_last_error(), "index 4 is out of bounds for axis 0 in shape {4, 2, 3}") ==
-          0);
+    CHECK(strcmp(emily_last_error(), "index 4 is out of bounds for axis 0 in shape {4, 2, 3}") == 0);
     RELEASE(ig, ip, up, t);
 }
 
@@ -524,8 +502,8 @@ TEST(callbacks) {
     iv[0] = 7;
     emily_tensor *bad = idx_t(EMILY_S32, 1, &two, iv);
     args[1].tensor = bad;
-    CHECK_ERR(emily_dispatch("take", EMILY_CPU, &tmpl, args, 3, EMILY_DISPATCH_RUN, &r),
-              EMILY_ERR_INDEX, "index 7 is out of bounds for axis 0 in shape {3, 2}");
+    CHECK_ERR(emily_dispatch("take", EMILY_CPU, &tmpl, args, 3, EMILY_DISPATCH_RUN, &r), EMILY_ERR_INDEX,
+              "index 7 is out of bounds for axis 0 in shape {3, 2}");
     RELEASE(bad, idx, t);
 }
 
@@ -548,8 +526,8 @@ TEST(gather_over_every_axis_of_the_largest_rank) {
     for (int i = 0; i < R; i++) axes[i] = i;
     float v = 2.5f;
     emily_tensor *t = NULL, *it = NULL, *o = NULL;
-    CHECK_ERR(emily_from_binary(EMILY_CPU, EMILY_F32, 1000000, ones, &v, sizeof v, &t),
-              EMILY_ERR_SHAPE, "rank 1000000");
+    CHECK_ERR(emily_from_binary(EMILY_CPU, EMILY_F32, 1000000, ones, &v, sizeof v, &t), EMILY_ERR_SHAPE,
+              "rank 1000000");
     CHECK_OK(emily_from_binary(EMILY_CPU, EMILY_F32, R, ones, &v, sizeof v, &t));
     int64_t ish[2] = {ROWS, R};
     CHECK_OK(emily_from_binary(EMILY_CPU, EMILY_S64, 2, ish, idx, sizeof(int64_t) * ROWS * R, &it));
@@ -576,6 +554,5 @@ TEST(gather_over_every_axis_of_the_largest_rank) {
 
 RUN_TESTS("index", CASE(take_every_axis_and_index_type), CASE(take_views_scalars_and_wide_elements),
           CASE(take_errors), CASE(take_along_axis_matches_definition), CASE(gather_axes),
-          CASE(indexed_repeats_types_and_blocks), CASE(indexed_errors),
-          CASE(out_of_bounds_messages_are_nx_text), CASE(callbacks),
+          CASE(indexed_repeats_types_and_blocks), CASE(indexed_errors), CASE(out_of_bounds_messages_are_nx_text), CASE(callbacks),
           CASE(gather_over_every_axis_of_the_largest_rank))

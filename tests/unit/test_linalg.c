@@ -100,12 +100,10 @@ TEST(lu_bad_input) {
 TEST(lu_complex_matches_nx) {
     int64_t s[2] = {3, 3};
     const double complex a[9] = {1 + I, 2, 3, 4, 5 * I, 6, 7, 8, 9 - I};
-    const emily_linalg_method ms[3] = {EMILY_LINALG_LAPACK, EMILY_LINALG_REFERENCE,
-                                       EMILY_LINALG_REFERENCE_NX07};
+    const emily_linalg_method ms[3] = {EMILY_LINALG_LAPACK, EMILY_LINALG_REFERENCE, EMILY_LINALG_REFERENCE_NX07};
     for (int c64 = 0; c64 < 2; c64++)
         for (int m = 0; m < 3; m++) {
-            emily_tensor *t128 = t_from(EMILY_C128, 2, s, a), *t = NULL, *p = NULL, *l = NULL,
-                         *u = NULL;
+            emily_tensor *t128 = t_from(EMILY_C128, 2, s, a), *t = NULL, *p = NULL, *l = NULL, *u = NULL;
             CHECK_OK(emily_as_type(t128, c64 ? EMILY_C64 : EMILY_C128, &t));
             CHECK_OK(emily_lu_opts(t, 1e-10, ms[m], &p, &l, &u));
             double complex *P = t_cvals(p), *L = t_cvals(l), *U = t_cvals(u), lu[9], plu[9];
@@ -130,8 +128,7 @@ TEST(solve_complex_matches_nx) {
     int64_t s[2] = {3, 3}, sv[1] = {3};
     const double complex a[9] = {1, 0, I, -I, 0, I, 1, 1, 1};
     const double complex b[3] = {3 + I, 4, 2 - 2 * I}, want[3] = {I, 2, -3 * I};
-    const emily_linalg_method ms[3] = {EMILY_LINALG_LAPACK, EMILY_LINALG_REFERENCE,
-                                       EMILY_LINALG_REFERENCE_NX07};
+    const emily_linalg_method ms[3] = {EMILY_LINALG_LAPACK, EMILY_LINALG_REFERENCE, EMILY_LINALG_REFERENCE_NX07};
     for (int c64 = 0; c64 < 2; c64++)
         for (int m = 0; m < 3; m++) {
             emily_tensor *a128 = t_from(EMILY_C128, 2, s, a), *b128 = t_from(EMILY_C128, 1, sv, b);
@@ -168,12 +165,9 @@ TEST(triangular_solve_every_option) {
                             m[i * 3 + j] = (lower ? j <= i : j >= i) ? a[i * 3 + j] : 0;
                     for (int i = 0; i < 3; i++)
                         for (int j = 0; j < 3; j++)
-                            op[i * 3 + j] = tr == 1   ? m[j * 3 + i]
-                                            : tr == 2 ? conj(m[i * 3 + j])
-                                                      : m[i * 3 + j];
+                            op[i * 3 + j] = tr == 1 ? m[j * 3 + i] : tr == 2 ? conj(m[i * 3 + j]) : m[i * 3 + j];
                     emily_tensor *bt = vec ? bv : left ? bl : br, *x = NULL;
-                    CHECK_OK(
-                        emily_triangular_solve(at, bt, left, lower, (emily_transform_a)tr, &x));
+                    CHECK_OK(emily_triangular_solve(at, bt, left, lower, (emily_transform_a)tr, &x));
                     if (!x) continue;
                     double complex *X = t_cvals(x), got[6], *B = t_cvals(bt);
                     int64_t cols = vec ? 1 : 2;
@@ -181,8 +175,7 @@ TEST(triangular_solve_every_option) {
                     if (left) c_matmul(op, X, got, 3, 3, cols);
                     else c_matmul(X, op, got, vec ? 1 : 2, 3, 3);
                     if (c_max_diff(got, B, vec ? 3 : 6) >= 1e-12)
-                        fprintf(stderr, "  lower %d left %d transform %d vector %d\n", lower, left,
-                                tr, vec);
+                        fprintf(stderr, "  lower %d left %d transform %d vector %d\n", lower, left, tr, vec);
                     CHECK(c_max_diff(got, B, vec ? 3 : 6) < 1e-12);
                     free(X);
                     free(B);
@@ -229,16 +222,16 @@ TEST(triangular_solve_errors) {
               "incompatible dimensions");
     emily_tensor *b2 = t_from(EMILY_F32, 2, sr, b);
     /* a zero on the diagonal, as Nx: can't solve for singular matrix */
-    CHECK_ERR(emily_triangular_solve(at, b2, true, true, EMILY_TRANSFORM_NONE, &x),
-              EMILY_ERR_ARGUMENT, "singular");
-    CHECK_ERR(emily_triangular_solve(at, b2, false, true, EMILY_TRANSFORM_NONE, &x),
-              EMILY_ERR_SHAPE, "incompatible");
-    CHECK_ERR(emily_triangular_solve(at, b2, true, true, (emily_transform_a)7, &x),
-              EMILY_ERR_ARGUMENT, "transform_a");
+    CHECK_ERR(emily_triangular_solve(at, b2, true, true, EMILY_TRANSFORM_NONE, &x), EMILY_ERR_ARGUMENT,
+              "singular");
+    CHECK_ERR(emily_triangular_solve(at, b2, false, true, EMILY_TRANSFORM_NONE, &x), EMILY_ERR_SHAPE,
+              "incompatible");
+    CHECK_ERR(emily_triangular_solve(at, b2, true, true, (emily_transform_a)7, &x), EMILY_ERR_ARGUMENT,
+              "transform_a");
     CHECK_ERR(emily_triangular_solve(b2, at, true, true, EMILY_TRANSFORM_NONE, &x), EMILY_ERR_SHAPE,
               "square");
-    CHECK_ERR(emily_triangular_solve(at, NULL, true, true, EMILY_TRANSFORM_NONE, &x),
-              EMILY_ERR_ARGUMENT, "b is NULL");
+    CHECK_ERR(emily_triangular_solve(at, NULL, true, true, EMILY_TRANSFORM_NONE, &x), EMILY_ERR_ARGUMENT,
+              "b is NULL");
     RELEASE(b2, at, bt);
 }
 
@@ -253,8 +246,7 @@ TEST(solve_matches_nx) {
     emily_tensor *at = t_from(EMILY_S32, 2, sa, a), *bt = t_from(EMILY_S32, 1, sb, b), *x = NULL;
     CHECK_OK(emily_solve(at, bt, &x));
     CHECK(x && emily_tensor_dtype(x) == EMILY_F32 && t_shape_is(x, 1, sb));
-    CHECK(t_get(x, 0) == 1 && t_get(x, 1) == -2 && t_get(x, 2) == 3.0000002384185791 &&
-          t_get(x, 3) == -4);
+    CHECK(t_get(x, 0) == 1 && t_get(x, 1) == -2 && t_get(x, 2) == 3.0000002384185791 && t_get(x, 3) == -4);
     emily_tensor_release(x);
     /* a matrix right-hand side in f64: the result is f64, but as in Nx the
      * LU of the s32 matrix is computed (and rounded) in f32 */
@@ -292,8 +284,7 @@ TEST(determinant_values) {
     int32_t a4[16] = {1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 2, 0, 0, 0, 0, 3};
     emily_tensor *t = t_from(EMILY_S32, 2, s2, a2), *d = NULL;
     CHECK_OK(emily_determinant(t, &d));
-    CHECK(d && emily_tensor_rank(d) == 0 && emily_tensor_dtype(d) == EMILY_F32 &&
-          t_get(d, 0) == -2);
+    CHECK(d && emily_tensor_rank(d) == 0 && emily_tensor_dtype(d) == EMILY_F32 && t_get(d, 0) == -2);
     emily_tensor_release(d);
     emily_tensor_release(t);
     t = t_from(EMILY_F32, 2, s3, a3);
@@ -363,8 +354,7 @@ TEST(cholesky_values) {
     emily_tensor *t = t_from(EMILY_F32, 2, s, a), *l = NULL;
     CHECK_OK(emily_cholesky(t, &l));
     CHECK(emily_tensor_dtype(l) == EMILY_F32);
-    CHECK(t_get(l, 0) == (double)2.4494898f && t_get(l, 1) == 0 &&
-          t_get(l, 15) == (double)3.132491f);
+    CHECK(t_get(l, 0) == (double)2.4494898f && t_get(l, 1) == 0 && t_get(l, 15) == (double)3.132491f);
     CHECK(t_get(l, 13) == (double)-1.4142134f);
     emily_tensor_release(l);
     emily_tensor_release(t);
@@ -399,14 +389,12 @@ static void check_qr_with(emily_tensor *t, emily_qr_mode mode, int64_t m, int64_
     emily_tensor *q = NULL, *r = NULL;
     CHECK_OK(emily_qr_opts(t, mode, 1e-10, method, &q, &r));
     if (!q || !r) return;
-    int64_t k = m < n ? m : n, qc = mode == EMILY_QR_COMPLETE ? m : k,
-            rr = mode == EMILY_QR_COMPLETE ? m : k;
+    int64_t k = m < n ? m : n, qc = mode == EMILY_QR_COMPLETE ? m : k, rr = mode == EMILY_QR_COMPLETE ? m : k;
     int64_t qs[2] = {m, qc}, rs[2] = {rr, n};
     CHECK(t_shape_is(q, 2, qs) && t_shape_is(r, 2, rs));
     double complex *Q = t_cvals(q), *R = t_cvals(r), *A = t_cvals(t);
     double complex *qr = malloc((size_t)(m * n) * sizeof *qr);
-    double complex *qhq = malloc((size_t)(qc * qc) * sizeof *qhq),
-                   *qh = malloc((size_t)(m * qc) * sizeof *qh);
+    double complex *qhq = malloc((size_t)(qc * qc) * sizeof *qhq), *qh = malloc((size_t)(m * qc) * sizeof *qh);
     for (int64_t i = 0; i < m; i++)
         for (int64_t j = 0; j < qc; j++) qh[j * m + i] = conj(Q[i * qc + j]);
     c_matmul(Q, R, qr, m, rr < qc ? rr : qc, n);
@@ -551,8 +539,7 @@ TEST(lapack_method_follows_nx_conventions) {
     if (w && v) {
         CHECK_OK(emily_to_binary(w, wb, 16));
         CHECK_OK(emily_to_binary(v, v2, sizeof v2));
-        CHECK(near(wb[0], 9.3851648f) && near(wb[1], -1.3851648f) && near(wb[2], 4) &&
-              near(wb[3], 1));
+        CHECK(near(wb[0], 9.3851648f) && near(wb[1], -1.3851648f) && near(wb[2], 4) && near(wb[3], 1));
         float want[8] = {0.56062883f, 0.8280672f, 0.8280672f, -0.56062883f, 0, 1, 1, 0};
         for (int i = 0; i < 8; i++) CHECK(near(v2[i], want[i]));
     }
@@ -619,15 +606,9 @@ TEST(lapack_method_is_accurate_for_f32) {
     float a[N * N];
     /* A = Q diag(1..N) Q^T with Q a product of two Householder reflections */
     double x[N], y[N], d[N * N];
-    for (int i = 0; i < N; i++) {
-        x[i] = sin(i + 1.0);
-        y[i] = cos(3.0 * i);
-    }
+    for (int i = 0; i < N; i++) { x[i] = sin(i + 1.0); y[i] = cos(3.0 * i); }
     double nx = 0, ny = 0;
-    for (int i = 0; i < N; i++) {
-        nx += x[i] * x[i];
-        ny += y[i] * y[i];
-    }
+    for (int i = 0; i < N; i++) { nx += x[i] * x[i]; ny += y[i] * y[i]; }
     for (int i = 0; i < N; i++)
         for (int j = 0; j < N; j++) {
             /* (I - 2xx^T/|x|^2)(I - 2yy^T/|y|^2) */
@@ -689,8 +670,8 @@ TEST(qr_eigh_svd_give_the_references_bits) {
         CHECK_OK(emily_to_binary(w, wb, sizeof wb));
         CHECK_OK(emily_to_binary(v, vb, sizeof vb));
         /* Nx's doctest prints [5.0, -1.0000001, -1.0] and these vectors */
-        float want[9] = {0.40824828f, -0.1825742f, 0.8944272f,  0.40824834f, 0.9128709f,
-                         0.0f,        0.81649655f, -0.3651484f, -0.4472136f};
+        float want[9] = {0.40824828f, -0.1825742f, 0.8944272f, 0.40824834f, 0.9128709f, 0.0f,
+                         0.81649655f, -0.3651484f, -0.4472136f};
         CHECK(wb[0] == 5.0f && wb[1] == -1.0000001f && wb[2] == -1.0f);
         CHECK(memcmp(vb, want, sizeof want) == 0);
     }
@@ -704,8 +685,7 @@ TEST(qr_eigh_svd_give_the_references_bits) {
     }
     emily_tensor_release(w);
     emily_tensor_release(v);
-    CHECK_ERR(emily_eigh_opts(t, 1.0e-4, -1, EMILY_LINALG_REFERENCE, &w, &v), EMILY_ERR_ARGUMENT,
-              "max_iter");
+    CHECK_ERR(emily_eigh_opts(t, 1.0e-4, -1, EMILY_LINALG_REFERENCE, &w, &v), EMILY_ERR_ARGUMENT, "max_iter");
     emily_tensor_release(t);
     /* svd without full matrices: Nx's Gram-matrix path (pinv's doctest
      * input; the corpus records s = [5.1925826, 0.192581]) */
@@ -731,8 +711,7 @@ TEST(qr_eigh_svd_give_the_references_bits) {
         CHECK(fabsf(sb[0] - 5.0f) < 1e-5f && sb[1] == 0 && ub[1] == 0 && ub[3] == 0);
     }
     RELEASE(u, sv, vt);
-    CHECK_ERR(emily_svd_opts(t, false, -1, EMILY_LINALG_REFERENCE, &u, &sv, &vt),
-              EMILY_ERR_ARGUMENT, "max_iter");
+    CHECK_ERR(emily_svd_opts(t, false, -1, EMILY_LINALG_REFERENCE, &u, &sv, &vt), EMILY_ERR_ARGUMENT, "max_iter");
     emily_tensor_release(t);
     /* complex qr: Nx's complex reflector with Complex's arithmetic, each part
      * rounded to f32 (Nx.BinaryBackend: q = -0.99999988, r[1] = -3.9999995 - i;
@@ -779,8 +758,7 @@ TEST(svd_shapes_and_reconstruction) {
         int64_t us[2] = {4, full ? 4 : 3}, ss[1] = {3}, vs[2] = {3, 3};
         CHECK(t_shape_is(u, 2, us) && t_shape_is(sv, 1, ss) && t_shape_is(vt, 2, vs));
         /* Nx's doctest: s = [3, 2, 1] */
-        CHECK(fabs(t_get(sv, 0) - 3) < 1e-14 && fabs(t_get(sv, 1) - 2) < 1e-14 &&
-              fabs(t_get(sv, 2) - 1) < 1e-14);
+        CHECK(fabs(t_get(sv, 0) - 3) < 1e-14 && fabs(t_get(sv, 1) - 2) < 1e-14 && fabs(t_get(sv, 2) - 1) < 1e-14);
         double complex *U = t_cvals(u), *S = t_cvals(sv), *V = t_cvals(vt), us3[12], rec[12], A[12];
         for (int i = 0; i < 4; i++)
             for (int j = 0; j < 3; j++) us3[i * 3 + j] = U[i * us[1] + j] * S[j];
@@ -820,8 +798,7 @@ TEST(eigh_values_and_order) {
     emily_tensor *t = t_from(EMILY_S32, 2, s, a), *w = NULL, *v = NULL;
     CHECK_OK(emily_eigh(t, &w, &v));
     CHECK(emily_tensor_dtype(w) == EMILY_F32 && emily_tensor_dtype(v) == EMILY_F32);
-    CHECK(fabs(t_get(w, 0) - 5) < 1e-5 && fabs(t_get(w, 1) + 1) < 1e-5 &&
-          fabs(t_get(w, 2) + 1) < 1e-5);
+    CHECK(fabs(t_get(w, 0) - 5) < 1e-5 && fabs(t_get(w, 1) + 1) < 1e-5 && fabs(t_get(w, 2) + 1) < 1e-5);
     double complex *W = t_cvals(w), *V = t_cvals(v), *A = t_cvals(t), av[9], vw[9];
     c_matmul(A, V, av, 3, 3, 3);
     for (int i = 0; i < 3; i++)
@@ -843,16 +820,14 @@ TEST(eigh_values_and_order) {
     t = t_from(EMILY_C64, 2, s2, h);
     CHECK_OK(emily_eigh(t, &w, &v));
     W = t_cvals(w);
-    CHECK(W && emily_tensor_dtype(w) == EMILY_C64 && fabs(creal(W[0]) - 4) < 1e-5 &&
-          cimag(W[0]) == 0);
+    CHECK(W && emily_tensor_dtype(w) == EMILY_C64 && fabs(creal(W[0]) - 4) < 1e-5 && cimag(W[0]) == 0);
     free(W);
     /* LAPACK's eigenvectors in Nx's convention: each column's largest
      * entry exactly real and positive */
     RELEASE(w, v, t);
     int64_t s3h[2] = {3, 3};
-    double complex h3[9] = {2,    0.3 - 0.7 * I, 1.1 + 0.2 * I, 0.3 + 0.7 * I,
-                            -1.7, 0.4 - 0.9 * I, 1.1 - 0.2 * I, 0.4 + 0.9 * I,
-                            0.6};
+    double complex h3[9] = {2, 0.3 - 0.7 * I, 1.1 + 0.2 * I, 0.3 + 0.7 * I, -1.7,
+                            0.4 - 0.9 * I, 1.1 - 0.2 * I, 0.4 + 0.9 * I, 0.6};
     t = t_from(EMILY_C128, 2, s3h, h3);
     CHECK_OK(emily_eigh(t, &w, &v));
     double complex *VC = t_cvals(v);
@@ -896,9 +871,8 @@ TEST(linalg_dispatch_callbacks) {
     emily_value titems[1] = {v_atom("other")};
     const char *tkeys[1] = {"transform_a"};
     emily_value targs[3] = {v_tensor(t), v_tensor(t), v_opts(tkeys, titems, 1)};
-    CHECK_ERR(
-        emily_dispatch("triangular_solve", EMILY_CPU, &tmpl[1], targs, 3, EMILY_DISPATCH_RUN, &r),
-        EMILY_ERR_ARGUMENT, "transform_a");
+    CHECK_ERR(emily_dispatch("triangular_solve", EMILY_CPU, &tmpl[1], targs, 3, EMILY_DISPATCH_RUN, &r),
+              EMILY_ERR_ARGUMENT, "transform_a");
     emily_tensor_release(t);
 }
 
@@ -916,10 +890,7 @@ TEST(linalg_every_dtype) {
         emily_dtype f = emily_type_to_floating((emily_dtype)dt);
         CHECK_OK(emily_lu(at, &r[0], &r[1], &r[2]));
         CHECK(r[0] && emily_tensor_dtype(r[0]) == (emily_dtype)dt && emily_tensor_dtype(r[2]) == f);
-        for (int i = 0; i < 3; i++) {
-            emily_tensor_release(r[i]);
-            r[i] = NULL;
-        }
+        for (int i = 0; i < 3; i++) { emily_tensor_release(r[i]); r[i] = NULL; }
         CHECK_OK(emily_cholesky(at, &r[0]));
         CHECK(r[0] && emily_tensor_dtype(r[0]) == f && fabs(t_get(r[0], 0) - 2) < 1e-2);
         emily_tensor_release(r[0]);
@@ -972,15 +943,13 @@ TEST(empty_matrices_in_a_huge_batch_do_no_work) {
         emily_linalg_method method = (emily_linalg_method)m;
         for (int mode = 0; mode < 2; mode++) {
             CHECK_OK(emily_qr_opts(a, (emily_qr_mode)mode, 1e-10, method, &q, &r));
-            CHECK(emily_tensor_size(q) == 0 && emily_tensor_size(r) == 0 &&
-                  emily_tensor_rank(r) == 4);
+            CHECK(emily_tensor_size(q) == 0 && emily_tensor_size(r) == 0 && emily_tensor_rank(r) == 4);
             emily_tensor_release(q);
             emily_tensor_release(r);
             q = r = NULL;
         }
         CHECK_OK(emily_svd_opts(a, false, 100, method, &u, &sv, &vt));
-        CHECK(emily_tensor_size(u) == 0 && emily_tensor_size(sv) == 0 &&
-              emily_tensor_size(vt) == 0);
+        CHECK(emily_tensor_size(u) == 0 && emily_tensor_size(sv) == 0 && emily_tensor_size(vt) == 0);
         RELEASE(u, sv, vt);
         u = sv = vt = NULL;
         CHECK_OK(emily_eigh_opts(sq, 1e-4, 100, method, &sv, &vt));
@@ -1033,16 +1002,14 @@ TEST(wide_qr_with_nan_is_nan_without_iterating) {
         for (int m = 0; m < 3; m++) {
             CHECK_OK(emily_qr_opts(a, EMILY_QR_REDUCED, 1e-10, (emily_linalg_method)m, &q, &r));
             bool nx07 = m == EMILY_LINALG_REFERENCE_NX07;
-            CHECK(q && r && t_shape_is(q, 2, (int64_t[]){2, 2}) &&
-                  t_shape_is(r, 2, (int64_t[]){2, N}));
+            CHECK(q && r && t_shape_is(q, 2, (int64_t[]){2, 2}) && t_shape_is(r, 2, (int64_t[]){2, N}));
             if (q && r && (!nx07 || at < 2)) {
                 CHECK(all_nan_values(q) && all_nan_values(r));
             } else if (q && r) {
                 /* explicit products, NaN in the last column: q and r's other
                  * columns finite, r's last column NaN */
                 CHECK(!isnan(t_get(q, 0)) && !isnan(t_get(q, 3)) && !isnan(t_get(r, 0)));
-                CHECK(isnan(t_get(r, N - 1)) && isnan(t_get(r, 2 * N - 1)) &&
-                      !isnan(t_get(r, N - 2)));
+                CHECK(isnan(t_get(r, N - 1)) && isnan(t_get(r, 2 * N - 1)) && !isnan(t_get(r, N - 2)));
             }
             emily_tensor_release(q);
             emily_tensor_release(r);
@@ -1064,8 +1031,7 @@ TEST(wide_qr_reference_matches_the_padded_square) {
     for (int trial = 0; trial < 24; trial++) {
         int m = 1 + trial % 3, n = m + 1 + trial % 5;
         emily_dtype dt = dts[trial % 3];
-        emily_linalg_method method = trial % 2 ? EMILY_LINALG_REFERENCE
-                                               : EMILY_LINALG_REFERENCE_NX07;
+        emily_linalg_method method = trial % 2 ? EMILY_LINALG_REFERENCE : EMILY_LINALG_REFERENCE_NX07;
         double w[64] = {0}, p[64] = {0};
         for (int i = 0; i < m * n; i++) {
             seed = seed * 1103515245u + 12345u;
@@ -1085,23 +1051,19 @@ TEST(wide_qr_reference_matches_the_padded_square) {
             for (int j = 0; j < m; j++) same = same && t_get(q, i * m + j) == t_get(pq, i * n + j);
             for (int j = 0; j < n; j++) same = same && t_get(r, i * n + j) == t_get(pr, i * n + j);
         }
-        if (!same)
-            fprintf(stderr, "  wide qr %dx%d %s method %d differs\n", m, n, emily_dtype_name(dt),
-                    (int)method);
+        if (!same) fprintf(stderr, "  wide qr %dx%d %s method %d differs\n", m, n, emily_dtype_name(dt), (int)method);
         CHECK(same);
         emily_tensor *all[8] = {aw, ap, a, pa, q, r, pq, pr};
         for (int i = 0; i < 8; i++) emily_tensor_release(all[i]);
     }
 }
 
-RUN_TESTS("linalg", CASE(linalg_every_dtype), CASE(lu_matches_nx_doctest),
-          CASE(lu_batched_and_types), CASE(lu_bad_input), CASE(lu_complex_matches_nx),
-          CASE(solve_complex_matches_nx), CASE(triangular_solve_every_option),
-          CASE(triangular_solve_types_batches_views), CASE(triangular_solve_errors),
-          CASE(solve_matches_nx), CASE(determinant_values), CASE(cholesky_values),
-          CASE(qr_modes_and_shapes), CASE(qr_eigh_svd_give_the_references_bits),
-          CASE(lapack_method_follows_nx_conventions), CASE(lapack_method_is_accurate_for_f32),
-          CASE(svd_shapes_and_reconstruction), CASE(eigh_values_and_order),
-          CASE(linalg_dispatch_callbacks), CASE(empty_matrices_in_a_huge_batch_do_no_work),
-          CASE(wide_qr_with_nan_is_nan_without_iterating),
+RUN_TESTS("linalg", CASE(linalg_every_dtype), CASE(lu_matches_nx_doctest), CASE(lu_batched_and_types), CASE(lu_bad_input),
+          CASE(lu_complex_matches_nx), CASE(solve_complex_matches_nx),
+          CASE(triangular_solve_every_option), CASE(triangular_solve_types_batches_views),
+          CASE(triangular_solve_errors), CASE(solve_matches_nx), CASE(determinant_values),
+          CASE(cholesky_values), CASE(qr_modes_and_shapes), CASE(qr_eigh_svd_give_the_references_bits), CASE(lapack_method_follows_nx_conventions),
+          CASE(lapack_method_is_accurate_for_f32), CASE(svd_shapes_and_reconstruction),
+          CASE(eigh_values_and_order), CASE(linalg_dispatch_callbacks),
+          CASE(empty_matrices_in_a_huge_batch_do_no_work), CASE(wide_qr_with_nan_is_nan_without_iterating),
           CASE(wide_qr_reference_matches_the_padded_square))

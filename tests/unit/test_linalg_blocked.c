@@ -53,8 +53,7 @@ static void check_update(int64_t m, int64_t n, int64_t k, bool transpose_a, bool
     int64_t lda = transpose_a ? m + 3 : k + 2, ldb = transpose_b ? k + 1 : n + 5, ldc = n + 4;
     double *a = malloc((size_t)((transpose_a ? k : m) * lda + 1) * sizeof *a);
     double *b = malloc((size_t)((transpose_b ? n : k) * ldb + 1) * sizeof *b);
-    double *c1 = malloc((size_t)(m * ldc + 1) * sizeof *c1),
-           *c2 = malloc((size_t)(m * ldc + 1) * sizeof *c2);
+    double *c1 = malloc((size_t)(m * ldc + 1) * sizeof *c1), *c2 = malloc((size_t)(m * ldc + 1) * sizeof *c2);
     for (int64_t i = 0; i < (transpose_a ? k : m) * lda; i++) a[i] = uniform();
     for (int64_t i = 0; i < (transpose_b ? n : k) * ldb; i++) b[i] = uniform() * 1e3;
     for (int64_t i = 0; i < m * ldc; i++) c1[i] = c2[i] = uniform() * 1e-3;
@@ -70,20 +69,10 @@ static void check_update(int64_t m, int64_t n, int64_t k, bool transpose_a, bool
         b[ldb + 2] = -INFINITY;
         c1[ldc] = c2[ldc] = NAN;
     }
-    emily_xupdate u = {.m = m,
-                       .n = n,
-                       .k = k,
-                       .a = a,
-                       .a_rs = transpose_a ? 1 : lda,
-                       .a_cs = transpose_a ? lda : 1,
-                       .b = b,
-                       .b_rs = transpose_b ? 1 : ldb,
-                       .b_cs = transpose_b ? ldb : 1,
-                       .c = c1,
-                       .ldc = ldc,
-                       .subtract = subtract,
-                       .round_f32 = round_f32,
-                       .lower = lower,
+    emily_xupdate u = {.m = m, .n = n, .k = k,
+                       .a = a, .a_rs = transpose_a ? 1 : lda, .a_cs = transpose_a ? lda : 1,
+                       .b = b, .b_rs = transpose_b ? 1 : ldb, .b_cs = transpose_b ? ldb : 1,
+                       .c = c1, .ldc = ldc, .subtract = subtract, .round_f32 = round_f32, .lower = lower,
                        .diag_off = diag_off};
     emily_xupdate_ws ws;
     CHECK(emi_xupdate_ws_init(&ws, n, threads));
@@ -106,8 +95,7 @@ static void check_update(int64_t m, int64_t n, int64_t k, bool transpose_a, bool
     for (int64_t i = 0; i < m && ok; i++) {
         /* elements the kernel may skip or overwrite (above the diagonal) are not compared */
         for (int64_t j = 0; j < n && ok; j++)
-            if (!lower || i + diag_off >= j)
-                ok = same_doubles(&c1[i * ldc + j], &c2[i * ldc + j], 1);
+            if (!lower || i + diag_off >= j) ok = same_doubles(&c1[i * ldc + j], &c2[i * ldc + j], 1);
         /* the row's padding beyond n is never written */
         for (int64_t j = n; j < ldc && ok; j++) ok = c1[i * ldc + j] == c2[i * ldc + j];
     }
@@ -126,8 +114,8 @@ TEST(xupdate_matches_reference) {
     emi_xupdate_set_parallel_min(0); /* threads = 2 below: the threaded path */
     /* around the tile (8 x 16), row-block (128), column-chunk (256) and
      * contraction-slice (256) sizes, and large enough to run threaded */
-    const int64_t dims[][3] = {{1, 1, 1},      {7, 15, 3},    {8, 16, 8},     {9, 17, 1},
-                               {33, 5, 40},    {129, 31, 7},  {130, 257, 19}, {20, 300, 513},
+    const int64_t dims[][3] = {{1, 1, 1},   {7, 15, 3},   {8, 16, 8},     {9, 17, 1},
+                               {33, 5, 40}, {129, 31, 7}, {130, 257, 19}, {20, 300, 513},
                                {257, 70, 300}, {300, 300, 64}};
     for (size_t d = 0; d < sizeof dims / sizeof dims[0]; d++)
         for (int variant = 0; variant < 12; variant++) {
@@ -156,19 +144,8 @@ TEST(xupdate_f32_extremes) {
         for (int i = 0; i < M * K; i++) a[i] = (float)(uniform() * scales[sc][0]);
         for (int i = 0; i < K * N; i++) b[i] = (float)(uniform() * scales[sc][1]);
         for (int i = 0; i < M * N; i++) c1[i] = c2[i] = (float)(uniform() * scales[sc][2]);
-        emily_xupdate u = {.m = M,
-                           .n = N,
-                           .k = K,
-                           .a = a,
-                           .a_rs = K,
-                           .a_cs = 1,
-                           .b = b,
-                           .b_rs = N,
-                           .b_cs = 1,
-                           .c = c1,
-                           .ldc = N,
-                           .subtract = true,
-                           .round_f32 = true};
+        emily_xupdate u = {.m = M, .n = N, .k = K, .a = a, .a_rs = K, .a_cs = 1, .b = b, .b_rs = N,
+                           .b_cs = 1, .c = c1, .ldc = N, .subtract = true, .round_f32 = true};
         emily_xupdate_ws ws;
         CHECK(emi_xupdate_ws_init(&ws, N, 1));
         if (ws.buf) {
@@ -226,32 +203,32 @@ TEST(lu_blocked_matches_unblocked) {
     const emily_dtype types[] = {EMILY_F64, EMILY_F32, EMILY_S32, EMILY_F16};
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
         for (int kind = 0; kind < 4; kind++)
-            for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
-                if (types[ti] == EMILY_S32 && kind != 1) continue;
-                if (types[ti] == EMILY_F16 && sizes[s] > 65) continue;
-                int64_t n = sizes[s], batch = n <= 33 ? 3 : 1;
-                double *data = make_matrix(batch, n, kind);
-                int64_t shape[3] = {batch, n, n};
-                emily_tensor *f = t_from(EMILY_F64, 3, shape, data), *a = NULL, *r[3][3] = {{NULL}},
-                             *det[3] = {NULL};
-                CHECK_OK(emily_as_type(f, types[ti], &a));
-                emily_tensor_release(f);
-                lu_three_ways(a, r, det);
-                for (int v = 1; v < 3; v++) {
-                    bool ok = same_tensors(r[0][0], r[v][0]) && same_tensors(r[0][1], r[v][1]) &&
-                              same_tensors(r[0][2], r[v][2]) && same_tensors(det[0], det[v]);
-                    if (!ok)
-                        fprintf(stderr, "  lu n=%lld kind=%d type=%s variant=%d\n", (long long)n,
-                                kind, emily_dtype_name(types[ti]), v);
-                    CHECK(ok);
-                }
-                for (int v = 0; v < 3; v++) {
-                    t_release_all(3, r[v]);
-                    emily_tensor_release(det[v]);
-                }
-                emily_tensor_release(a);
-                free(data);
+        for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+            if (types[ti] == EMILY_S32 && kind != 1) continue;
+            if (types[ti] == EMILY_F16 && sizes[s] > 65) continue;
+            int64_t n = sizes[s], batch = n <= 33 ? 3 : 1;
+            double *data = make_matrix(batch, n, kind);
+            int64_t shape[3] = {batch, n, n};
+            emily_tensor *f = t_from(EMILY_F64, 3, shape, data), *a = NULL, *r[3][3] = {{NULL}},
+                         *det[3] = {NULL};
+            CHECK_OK(emily_as_type(f, types[ti], &a));
+            emily_tensor_release(f);
+            lu_three_ways(a, r, det);
+            for (int v = 1; v < 3; v++) {
+                bool ok = same_tensors(r[0][0], r[v][0]) && same_tensors(r[0][1], r[v][1]) &&
+                          same_tensors(r[0][2], r[v][2]) && same_tensors(det[0], det[v]);
+                if (!ok)
+                    fprintf(stderr, "  lu n=%lld kind=%d type=%s variant=%d\n", (long long)n, kind,
+                            emily_dtype_name(types[ti]), v);
+                CHECK(ok);
             }
+            for (int v = 0; v < 3; v++) {
+                t_release_all(3, r[v]);
+                emily_tensor_release(det[v]);
+            }
+            emily_tensor_release(a);
+            free(data);
+        }
     /* a singular matrix: zeros on u's diagonal, same as unblocked */
     int64_t n = 80, shape[2] = {80, 80};
     double *z = calloc((size_t)(n * n), sizeof *z);
@@ -259,8 +236,7 @@ TEST(lu_blocked_matches_unblocked) {
         for (int64_t j = 0; j < n; j++) z[i * n + j] = (double)((i % 7) * (j % 5)); /* rank 1 */
     emily_tensor *a = t_from(EMILY_F64, 2, shape, z), *r[3][3] = {{NULL}}, *det[3] = {NULL};
     lu_three_ways(a, r, det);
-    CHECK(same_tensors(r[0][2], r[1][2]) && same_tensors(r[0][0], r[1][0]) &&
-          same_tensors(det[0], det[1]));
+    CHECK(same_tensors(r[0][2], r[1][2]) && same_tensors(r[0][0], r[1][0]) && same_tensors(det[0], det[1]));
     CHECK(det[1] && t_get(det[1], 0) == 0);
     for (int v = 0; v < 3; v++) {
         t_release_all(3, r[v]);
@@ -317,8 +293,8 @@ TEST(cholesky_blocked_matches_unblocked) {
                 for (int v = 1; v < 3; v++) {
                     bool ok = same_tensors(l[0], l[v]);
                     if (!ok)
-                        fprintf(stderr, "  cholesky n=%lld kind=%d type=%s variant=%d\n",
-                                (long long)n, kind, emily_dtype_name(types[ti]), v);
+                        fprintf(stderr, "  cholesky n=%lld kind=%d type=%s variant=%d\n", (long long)n,
+                                kind, emily_dtype_name(types[ti]), v);
                     CHECK(ok);
                 }
                 if (kind == 0 && types[ti] == EMILY_F64) CHECK(l[1] && t_get(l[1], 0) > 0);
@@ -349,9 +325,7 @@ static emily_status composed_solve(const emily_tensor *a, const emily_tensor *b,
     }
     int contract[1] = {r - 2}, batches[6];
     for (int i = 0; i < batch; i++) batches[i] = i;
-    if (!s)
-        s = emily_dot(p, 1, contract, batch, batches, bm, 1, contract, batch, batches, EMILY_F64,
-                      &bp);
+    if (!s) s = emily_dot(p, 1, contract, batch, batches, bm, 1, contract, batch, batches, EMILY_F64, &bp);
     if (!s) s = emily_triangular_solve(l, bp, true, true, EMILY_TRANSFORM_NONE, &y);
     if (!s) s = emily_triangular_solve(u, y, true, false, EMILY_TRANSFORM_NONE, &xm);
     if (!s) s = emily_reshape(xm, emily_tensor_rank(b), emily_tensor_shape(b), x);
@@ -369,13 +343,9 @@ static void check_solve(int64_t batch, int64_t n, int64_t cols, int kind, int sp
      * the row it lands on), a NaN */
     for (int64_t i = 0; special == 1 && i < nb; i += 3) bd[i] = -0.0;
     if (special == 2 && nb > 0) bd[nb / 2] = INFINITY;
-    if (special == 3 && nb > 1) {
-        bd[1] = NAN;
-        bd[nb - 1] = -INFINITY;
-    }
+    if (special == 3 && nb > 1) { bd[1] = NAN; bd[nb - 1] = -INFINITY; }
     int64_t ashape[3] = {batch, n, n}, bshape[3] = {batch, n, cols};
-    emily_tensor *a = t_from(EMILY_F64, 3, ashape, ad),
-                 *b = t_from(EMILY_F64, cols ? 3 : 2, bshape, bd);
+    emily_tensor *a = t_from(EMILY_F64, 3, ashape, ad), *b = t_from(EMILY_F64, cols ? 3 : 2, bshape, bd);
     for (int blocked = 0; blocked < 2; blocked++) {
         emi_cpu_linalg_set_block_min(blocked ? 1 : INT64_MAX);
         emily_tensor *x1 = NULL, *x2 = NULL;
@@ -385,8 +355,7 @@ static void check_solve(int64_t batch, int64_t n, int64_t cols, int kind, int sp
         emily_status s2 = composed_solve(a, b, cols == 0, &x2);
         bool ok = s1 == s2 && (s1 ? strcmp(e1, emily_last_error()) == 0 : same_tensors(x1, x2));
         if (!ok)
-            fprintf(stderr,
-                    "  solve batch=%lld n=%lld cols=%lld kind=%d special=%d blocked=%d: %s\n",
+            fprintf(stderr, "  solve batch=%lld n=%lld cols=%lld kind=%d special=%d blocked=%d: %s\n",
                     (long long)batch, (long long)n, (long long)cols, kind, special, blocked, e1);
         CHECK(ok);
         emily_tensor_release(x1);
@@ -411,10 +380,8 @@ TEST(solve_f64_matches_composition) {
     int64_t n = 70, shape[3] = {2, 70, 70}, bshape[2] = {2, 70};
     double *ad = make_matrix(2, n, 0), *bd = calloc(2 * 70, sizeof *bd);
     for (int64_t j = 0; j < n; j++) ad[n * n + 5 * n + j] = ad[n * n + 9 * n + j];
-    emily_tensor *a = t_from(EMILY_F64, 3, shape, ad), *b = t_from(EMILY_F64, 2, bshape, bd),
-                 *x = NULL;
-    CHECK_ERR(emily_solve(a, b, &x), EMILY_ERR_ARGUMENT,
-              "singular matrix (zero on the diagonal at row");
+    emily_tensor *a = t_from(EMILY_F64, 3, shape, ad), *b = t_from(EMILY_F64, 2, bshape, bd), *x = NULL;
+    CHECK_ERR(emily_solve(a, b, &x), EMILY_ERR_ARGUMENT, "singular matrix (zero on the diagonal at row");
     CHECK(strstr(emily_last_error(), "of matrix 1)") != NULL);
     /* nothing to solve: no columns, or 0 x 0 matrices */
     int64_t s0[3] = {2, 70, 0}, z2[3] = {2, 0, 0}, z1[2] = {2, 0};
@@ -433,6 +400,5 @@ TEST(solve_f64_matches_composition) {
     free(bd);
 }
 
-RUN_TESTS("linalg_blocked", CASE(xupdate_matches_reference), CASE(xupdate_f32_extremes),
-          CASE(lu_blocked_matches_unblocked), CASE(cholesky_blocked_matches_unblocked),
-          CASE(solve_f64_matches_composition))
+RUN_TESTS("linalg_blocked", CASE(xupdate_matches_reference), CASE(xupdate_f32_extremes), CASE(lu_blocked_matches_unblocked),
+          CASE(cholesky_blocked_matches_unblocked), CASE(solve_f64_matches_composition))

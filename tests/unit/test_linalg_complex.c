@@ -31,8 +31,7 @@ static double complex crand(void) {
 }
 
 /* A tensor of `dt` (c64 or c128) holding vals (rounded to c64 parts). */
-static emily_tensor *ctensor(emily_dtype dt, int rank, const int64_t *shape,
-                             const double complex *vals) {
+static emily_tensor *ctensor(emily_dtype dt, int rank, const int64_t *shape, const double complex *vals) {
     emily_tensor *t = t_from(EMILY_C128, rank, shape, vals), *c = NULL;
     if (dt == EMILY_C128) return t;
     CHECK_OK(emily_as_type(t, dt, &c));
@@ -41,8 +40,7 @@ static emily_tensor *ctensor(emily_dtype dt, int rank, const int64_t *shape,
 }
 
 /* The values of `t` as read back from its own type (what the engine saw). */
-static double complex *rounded(emily_dtype dt, int rank, const int64_t *shape,
-                               const double complex *vals) {
+static double complex *rounded(emily_dtype dt, int rank, const int64_t *shape, const double complex *vals) {
     emily_tensor *t = ctensor(dt, rank, shape, vals);
     double complex *v = t_cvals(t);
     emily_tensor_release(t);
@@ -72,8 +70,7 @@ static double rel_diff(const double complex *a, const double complex *b, int64_t
 
 /* |Q^H Q - I| for Q m x k. */
 static double unitarity(const double complex *q, int64_t m, int64_t k) {
-    double complex *qh = malloc((size_t)(m * k) * sizeof *qh),
-                   *g = malloc((size_t)(k * k) * sizeof *g);
+    double complex *qh = malloc((size_t)(m * k) * sizeof *qh), *g = malloc((size_t)(k * k) * sizeof *g);
     adjoint(q, qh, m, k);
     c_matmul(qh, q, g, k, m, k);
     double e = 0;
@@ -88,9 +85,7 @@ static double unitarity(const double complex *q, int64_t m, int64_t k) {
 }
 
 /* A tolerance for a result of type dt that went through O(n) steps. */
-static double tol(emily_dtype dt, int64_t n) {
-    return (dt == EMILY_C64 ? 2e-6 : 4e-15) * (double)(n + 4) * 8;
-}
+static double tol(emily_dtype dt, int64_t n) { return (dt == EMILY_C64 ? 2e-6 : 4e-15) * (double)(n + 4) * 8; }
 
 /* `count` random values. */
 static double complex *random_values(int64_t count) {
@@ -99,9 +94,7 @@ static double complex *random_values(int64_t count) {
     return a;
 }
 /* n x n random matrices, `batch` of them. */
-static double complex *random_matrices(int64_t batch, int64_t n) {
-    return random_values(batch * n * n);
-}
+static double complex *random_matrices(int64_t batch, int64_t n) { return random_values(batch * n * n); }
 
 static int fill_shape(int64_t batch, int64_t r, int64_t cols, int64_t *shape) {
     if (batch == 1) {
@@ -146,8 +139,7 @@ static void input_free(input *in) {
  * every_method, under every linalg method (else once), on matrices that
  * make writes (a batch of n x n into a). */
 typedef void (*make_fn)(double complex *a, int64_t batch, int64_t n);
-typedef void (*check_fn)(emily_dtype dt, emily_linalg_method m, int64_t batch, int64_t n,
-                         const input *A);
+typedef void (*check_fn)(emily_dtype dt, emily_linalg_method m, int64_t batch, int64_t n, const input *A);
 static void over_square_cases(bool every_method, make_fn make, check_fn check) {
     for (int d = 0; d < 2; d++)
         for (int m = 0; m < (every_method ? 3 : 1); m++)
@@ -170,19 +162,17 @@ static void make_random(double complex *a, int64_t batch, int64_t n) {
 static void report(const char *what, emily_linalg_method m, emily_dtype dt, int64_t n, double err,
                    double limit) {
     if (!(err <= limit))
-        fprintf(stderr, "  %s (%s, %s, n = %lld): error %.3g > %.3g\n", what, method_names[m],
-                emily_dtype_name(dt), (long long)n, err, limit);
+        fprintf(stderr, "  %s (%s, %s, n = %lld): error %.3g > %.3g\n", what,
+                method_names[m], emily_dtype_name(dt), (long long)n, err, limit);
 }
 
 /* ---- lu, solve, determinant on random matrices ----------------------------- */
 
-static void check_lu(emily_dtype dt, emily_linalg_method m, int64_t batch, int64_t n,
-                     const input *A) {
+static void check_lu(emily_dtype dt, emily_linalg_method m, int64_t batch, int64_t n, const input *A) {
     emily_tensor *p = NULL, *l = NULL, *u = NULL;
     CHECK_OK(emily_lu_opts(A->t, 1e-10, m, &p, &l, &u));
     double complex *P = t_cvals(p), *L = t_cvals(l), *U = t_cvals(u);
-    double complex *lu = malloc((size_t)(n * n) * sizeof *lu),
-                   *plu = malloc((size_t)(n * n) * sizeof *plu);
+    double complex *lu = malloc((size_t)(n * n) * sizeof *lu), *plu = malloc((size_t)(n * n) * sizeof *plu);
     double err = 0;
     bool shape_ok = true;
     for (int64_t b = 0; P && L && U && A->ar && b < batch; b++) {
@@ -237,8 +227,7 @@ TEST(solve_random_complex) {
                     }
                     /* a x = b within the conditioning of these random matrices */
                     double limit = tol(ctypes[d], n) * 50;
-                    report(vec ? "solve (vector b)" : "solve (matrix b)", methods[m], ctypes[d], n,
-                           err, limit);
+                    report(vec ? "solve (vector b)" : "solve (matrix b)", methods[m], ctypes[d], n, err, limit);
                     CHECK(err <= limit);
                     free(X);
                     free(ax);
@@ -314,8 +303,7 @@ static void check_triangular_solve(emily_dtype dt, emily_linalg_method m, int64_
                     }
                     input B = input_of(dt, brank, bshape, random_values(batch * rows * cols));
                     emily_tensor *x = NULL;
-                    CHECK_OK(
-                        emily_triangular_solve(A->t, B.t, left, lower, (emily_transform_a)tr, &x));
+                    CHECK_OK(emily_triangular_solve(A->t, B.t, left, lower, (emily_transform_a)tr, &x));
                     double complex *X = t_cvals(x), *op = malloc((size_t)(n * n) * sizeof *op);
                     double complex *got = malloc((size_t)(rows * cols) * sizeof *got);
                     double err = X ? 0 : INFINITY;
@@ -337,10 +325,8 @@ static void check_triangular_solve(emily_dtype dt, emily_linalg_method m, int64_
                         if (!(e <= err)) err = e;
                     }
                     if (!(err <= tol(dt, n)))
-                        fprintf(
-                            stderr,
-                            "  triangular_solve %s n %lld lower %d left %d transform %d vector %d: %.3g\n",
-                            emily_dtype_name(dt), (long long)n, lower, left, tr, vec, err);
+                        fprintf(stderr, "  triangular_solve %s n %lld lower %d left %d transform %d vector %d: %.3g\n",
+                                emily_dtype_name(dt), (long long)n, lower, left, tr, vec, err);
                     CHECK(err <= tol(dt, n));
                     free(X);
                     free(op);
@@ -350,9 +336,7 @@ static void check_triangular_solve(emily_dtype dt, emily_linalg_method m, int64_
                 }
 }
 
-TEST(triangular_solve_random_complex) {
-    over_square_cases(false, make_strong_diagonal, check_triangular_solve);
-}
+TEST(triangular_solve_random_complex) { over_square_cases(false, make_strong_diagonal, check_triangular_solve); }
 
 /* ---- qr -------------------------------------------------------------------- */
 
@@ -369,8 +353,7 @@ TEST(qr_random_complex) {
                     input A = input_of(ctypes[d], rank, shape, random_values(batch * m * n));
                     emily_tensor *q = NULL, *r = NULL;
                     CHECK_OK(emily_qr_opts(A.t, (emily_qr_mode)mode, 1e-10, methods[mth], &q, &r));
-                    double complex *Q = t_cvals(q), *R = t_cvals(r),
-                                   *qr = malloc((size_t)(m * n) * sizeof *qr);
+                    double complex *Q = t_cvals(q), *R = t_cvals(r), *qr = malloc((size_t)(m * n) * sizeof *qr);
                     double err = Q && R ? 0 : INFINITY, uerr = 0;
                     for (int64_t b = 0; Q && R && b < batch; b++) {
                         c_matmul(Q + b * m * qc, R + b * qc * n, qr, m, qc, n);
@@ -425,15 +408,13 @@ static void make_hermitian(double complex *a, int64_t batch, int64_t n) {
     for (int64_t b = 0; b < batch; b++) random_hermitian(a + b * n * n, n);
 }
 
-static void check_eigh(emily_dtype dt, emily_linalg_method m, int64_t batch, int64_t n,
-                       const input *A) {
+static void check_eigh(emily_dtype dt, emily_linalg_method m, int64_t batch, int64_t n, const input *A) {
     emily_tensor *w = NULL, *v = NULL;
     /* Nx's eps (1.0e-4) stops the reference iterations early; a
      * smaller one makes their residual small enough to test */
     CHECK_OK(emily_eigh_opts(A->t, 1e-12, 1000, m, &w, &v));
     double complex *W = t_cvals(w), *V = t_cvals(v);
-    double complex *av = malloc((size_t)(n * n) * sizeof *av),
-                   *vw = malloc((size_t)(n * n) * sizeof *vw);
+    double complex *av = malloc((size_t)(n * n) * sizeof *av), *vw = malloc((size_t)(n * n) * sizeof *vw);
     double err = W && V ? 0 : INFINITY, uerr = 0, werr = 0;
     for (int64_t b = 0; W && V && b < batch; b++) {
         const double complex *Vb = V + b * n * n, *Wb = W + b * n;
@@ -479,16 +460,14 @@ static void make_positive_definite(double complex *a, int64_t batch, int64_t n) 
         c_matmul(gh, g + b * n * n, a + b * n * n, n, n, n);
         for (int64_t i = 0; i < n; i++) {
             a[b * n * n + i * n + i] = creal(a[b * n * n + i * n + i]) + (double)n;
-            for (int64_t j = 0; j < i; j++)
-                a[b * n * n + i * n + j] = conj(a[b * n * n + j * n + i]);
+            for (int64_t j = 0; j < i; j++) a[b * n * n + i * n + j] = conj(a[b * n * n + j * n + i]);
         }
     }
     free(g);
     free(gh);
 }
 
-static void check_cholesky(emily_dtype dt, emily_linalg_method m, int64_t batch, int64_t n,
-                           const input *A) {
+static void check_cholesky(emily_dtype dt, emily_linalg_method m, int64_t batch, int64_t n, const input *A) {
     (void)m;
     emily_tensor *l = NULL;
     CHECK_OK(emily_cholesky(A->t, &l));
@@ -525,14 +504,12 @@ TEST(svd_refuses_complex) {
         for (int m = 0; m < 3; m++)
             for (int full = 0; full < 2; full++) {
                 emily_tensor *t = ctensor(ctypes[d], 2, s, a), *u = NULL, *sv = NULL, *vt = NULL;
-                CHECK_ERR(emily_svd_opts(t, full, 100, methods[m], &u, &sv, &vt), EMILY_ERR_TYPE,
-                          "complex");
+                CHECK_ERR(emily_svd_opts(t, full, 100, methods[m], &u, &sv, &vt), EMILY_ERR_TYPE, "complex");
                 CHECK(!u && !sv && !vt);
                 emily_tensor_release(t);
             }
 }
 
-RUN_TESTS("linalg_complex", CASE(lu_random_complex), CASE(solve_random_complex),
-          CASE(determinant_random_complex), CASE(triangular_solve_random_complex),
-          CASE(qr_random_complex), CASE(eigh_random_complex), CASE(cholesky_random_complex),
-          CASE(svd_refuses_complex))
+RUN_TESTS("linalg_complex", CASE(lu_random_complex), CASE(solve_random_complex), CASE(determinant_random_complex),
+          CASE(triangular_solve_random_complex), CASE(qr_random_complex), CASE(eigh_random_complex),
+          CASE(cholesky_random_complex), CASE(svd_refuses_complex))

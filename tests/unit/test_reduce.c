@@ -74,10 +74,7 @@ TEST(sum_floats_accumulate_wide) {
     int64_t n = 1 << 20, shape[1] = {n};
     float *d = malloc(sizeof(float) * (size_t)n);
     double exact = 0;
-    for (int64_t i = 0; i < n; i++) {
-        d[i] = 0.1f;
-        exact += (double)0.1f;
-    }
+    for (int64_t i = 0; i < n; i++) { d[i] = 0.1f; exact += (double)0.1f; }
     emily_tensor *t = f32s(1, shape, d), *r = NULL;
     CHECK_OK(emily_reduce(EMILY_REDUCE_SUM, t, 0, NULL, false, EMILY_DTYPE_AUTO, &r));
     CHECK(t_get(r, 0) == (double)(float)exact);
@@ -147,8 +144,7 @@ TEST(sum_layouts) {
     emily_tensor *m = t_iota(EMILY_F32, 2, s2);
     CHECK_OK(emily_reduce(EMILY_REDUCE_SUM, m, 1, ax0, false, EMILY_DTYPE_AUTO, &r));
     ok = true;
-    for (int j = 0; ok && j < 700; j++)
-        ok = t_get(r, j) == (double)(float)(600.0 * j + 700.0 * (599.0 * 600 / 2));
+    for (int j = 0; ok && j < 700; j++) ok = t_get(r, j) == (double)(float)(600.0 * j + 700.0 * (599.0 * 600 / 2));
     CHECK(ok);
     emily_tensor_release(r);
     int last[1] = {1};
@@ -176,15 +172,13 @@ TEST(empty_reductions) {
     CHECK_OK(emily_reduce(EMILY_REDUCE_ALL, t, 0, NULL, false, EMILY_DTYPE_AUTO, &r));
     CHECK(t_get(r, 0) == 1);
     emily_tensor_release(r);
-    CHECK_ERR(emily_reduce(EMILY_REDUCE_MAX, t, 1, ax0, false, EMILY_DTYPE_AUTO, &r),
-              EMILY_ERR_SHAPE, "empty");
+    CHECK_ERR(emily_reduce(EMILY_REDUCE_MAX, t, 1, ax0, false, EMILY_DTYPE_AUTO, &r), EMILY_ERR_SHAPE, "empty");
     /* nothing to compute when the output is empty too */
     int ax1[1] = {1};
     CHECK_OK(emily_reduce(EMILY_REDUCE_MAX, t, 1, ax1, false, EMILY_DTYPE_AUTO, &r));
     CHECK(emily_tensor_size(r) == 0);
     emily_tensor_release(r);
-    CHECK_ERR(emily_argreduce(EMILY_ARGMAX, t, -1, false, false, EMILY_DTYPE_AUTO, &r),
-              EMILY_ERR_SHAPE, "empty");
+    CHECK_ERR(emily_argreduce(EMILY_ARGMAX, t, -1, false, false, EMILY_DTYPE_AUTO, &r), EMILY_ERR_SHAPE, "empty");
     emily_tensor_release(t);
 }
 
@@ -234,10 +228,8 @@ TEST(max_min_nan_and_zero_sign) {
     float c[2] = {1, 2};
     int64_t s1[1] = {1};
     t = t_from(EMILY_C64, 1, s1, c);
-    CHECK_ERR(emily_reduce(EMILY_REDUCE_MAX, t, 0, NULL, false, EMILY_DTYPE_AUTO, &r),
-              EMILY_ERR_TYPE, "c64");
-    CHECK_ERR(emily_argreduce(EMILY_ARGMIN, t, 0, false, false, EMILY_DTYPE_AUTO, &r),
-              EMILY_ERR_TYPE, "c64");
+    CHECK_ERR(emily_reduce(EMILY_REDUCE_MAX, t, 0, NULL, false, EMILY_DTYPE_AUTO, &r), EMILY_ERR_TYPE, "c64");
+    CHECK_ERR(emily_argreduce(EMILY_ARGMIN, t, 0, false, false, EMILY_DTYPE_AUTO, &r), EMILY_ERR_TYPE, "c64");
     emily_tensor_release(t);
 }
 
@@ -254,8 +246,7 @@ TEST(all_any_truth) {
     double w2[2] = {1, 0};
     CHECK(t_equals(r, 2, w2));
     emily_tensor_release(r);
-    CHECK_ERR(emily_reduce(EMILY_REDUCE_ALL, t, 0, NULL, false, EMILY_F32, &r), EMILY_ERR_TYPE,
-              "u8");
+    CHECK_ERR(emily_reduce(EMILY_REDUCE_ALL, t, 0, NULL, false, EMILY_F32, &r), EMILY_ERR_TYPE, "u8");
     emily_tensor_release(t);
     /* complex numbers compare unequal to 0 in Nx: always true */
     float c[4] = {0, 0, 0, 0};
@@ -298,8 +289,7 @@ static emily_tensor *ordered_input(emily_dtype dt, int rank, const int64_t *shap
     for (int64_t i = 0; i < n * parts; i++) {
         xorshift64(&x);
         /* products near 1 stay finite over 600k factors */
-        v[i] = dt == EMILY_C128 ? (double)(x >> 11) * 0x1p-53 * 8 - 4
-                                : 1.0 + ((double)(x >> 11) * 0x1p-53 - 0.5) * 1e-3;
+        v[i] = dt == EMILY_C128 ? (double)(x >> 11) * 0x1p-53 * 8 - 4 : 1.0 + ((double)(x >> 11) * 0x1p-53 - 0.5) * 1e-3;
     }
     emily_tensor *r = NULL;
     if (dt == EMILY_C128) {
@@ -314,17 +304,11 @@ static emily_tensor *ordered_input(emily_dtype dt, int rank, const int64_t *shap
 }
 
 TEST(ordered_folds_ignore_thread_count) {
-    static const struct {
-        int64_t shape[2];
-        int axis;
-    } cases[] = {{{2, 200003}, 1}, {{2, 600001}, 1}, {{600001, 3}, 0}, {{200003, 2}, 0}};
-    static const struct {
-        emily_reduce_op op;
-        emily_dtype dt;
-    } folds[] = {{EMILY_REDUCE_SUM, EMILY_C128},
-                 {EMILY_REDUCE_PRODUCT, EMILY_C128},
-                 {EMILY_REDUCE_PRODUCT, EMILY_F32},
-                 {EMILY_REDUCE_PRODUCT, EMILY_F64}};
+    static const struct { int64_t shape[2]; int axis; } cases[] = {
+        {{2, 200003}, 1}, {{2, 600001}, 1}, {{600001, 3}, 0}, {{200003, 2}, 0}};
+    static const struct { emily_reduce_op op; emily_dtype dt; } folds[] = {
+        {EMILY_REDUCE_SUM, EMILY_C128}, {EMILY_REDUCE_PRODUCT, EMILY_C128},
+        {EMILY_REDUCE_PRODUCT, EMILY_F32}, {EMILY_REDUCE_PRODUCT, EMILY_F64}};
     int saved = omp_get_max_threads();
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++)
         for (size_t f = 0; f < sizeof folds / sizeof *folds; f++) {
@@ -415,12 +399,9 @@ TEST(argmax_rules) {
     CHECK(t_get(r, 0) == 5); /* tt = [[4,4],[1,7],[9,NaN]]: NaN at flat index 5 */
     emily_tensor_release(r);
     emily_tensor_release(tt);
-    CHECK_ERR(emily_argreduce(EMILY_ARGMAX, t, 2, false, false, EMILY_DTYPE_AUTO, &r),
-              EMILY_ERR_AXIS, "axis 2");
-    CHECK_ERR(emily_argreduce(EMILY_ARGMAX, t, 0, false, false, EMILY_F32, &r), EMILY_ERR_TYPE,
-              "integer");
-    CHECK_ERR(emily_argreduce(EMILY_ARGMAX, NULL, 0, false, false, EMILY_F32, &r),
-              EMILY_ERR_ARGUMENT, "NULL");
+    CHECK_ERR(emily_argreduce(EMILY_ARGMAX, t, 2, false, false, EMILY_DTYPE_AUTO, &r), EMILY_ERR_AXIS, "axis 2");
+    CHECK_ERR(emily_argreduce(EMILY_ARGMAX, t, 0, false, false, EMILY_F32, &r), EMILY_ERR_TYPE, "integer");
+    CHECK_ERR(emily_argreduce(EMILY_ARGMAX, NULL, 0, false, false, EMILY_F32, &r), EMILY_ERR_ARGUMENT, "NULL");
     emily_tensor_release(t);
 }
 
@@ -512,11 +493,8 @@ TEST(all_close_equal_nan_option) {
     emily_value args[3] = {v_tensor(ta), v_tensor(ta), v_opts(keys, &opt, 1)};
     emily_value tmpl = v_tmpl(EMILY_U8, 0, NULL);
     emily_dispatch_result r = {0};
-    const struct {
-        emily_value_kind kind;
-        bool b;
-        double want;
-    } cases[] = {{EMILY_V_NIL, false, 0}, {EMILY_V_BOOL, false, 0}, {EMILY_V_BOOL, true, 1}};
+    const struct { emily_value_kind kind; bool b; double want; } cases[] = {
+        {EMILY_V_NIL, false, 0}, {EMILY_V_BOOL, false, 0}, {EMILY_V_BOOL, true, 1}};
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         opt.kind = cases[i].kind;
         opt.b = cases[i].b;
@@ -534,20 +512,13 @@ TEST(all_close_equal_nan_option) {
 TEST(reduce_errors) {
     emily_tensor *t = t_iota(EMILY_F32, 2, S2x3), *r = NULL;
     int far[1] = {2}, twice[2] = {0, -2};
-    CHECK_ERR(emily_reduce(EMILY_REDUCE_SUM, t, 1, far, false, EMILY_DTYPE_AUTO, &r),
-              EMILY_ERR_AXIS, "out of range");
-    CHECK_ERR(emily_reduce(EMILY_REDUCE_SUM, t, 2, twice, false, EMILY_DTYPE_AUTO, &r),
-              EMILY_ERR_AXIS, "more than once");
-    CHECK_ERR(emily_reduce(EMILY_REDUCE_SUM, NULL, 0, NULL, false, EMILY_DTYPE_AUTO, &r),
-              EMILY_ERR_ARGUMENT, "NULL");
-    CHECK_ERR(emily_reduce(EMILY_REDUCE_SUM, t, 0, NULL, false, EMILY_DTYPE_AUTO, NULL),
-              EMILY_ERR_ARGUMENT, "output");
-    CHECK_ERR(emily_reduce((emily_reduce_op)42, t, 0, NULL, false, EMILY_DTYPE_AUTO, &r),
-              EMILY_ERR_ARGUMENT, "unknown");
-    CHECK_ERR(emily_reduce(EMILY_REDUCE_SUM, t, 1, NULL, false, EMILY_DTYPE_AUTO, &r),
-              EMILY_ERR_ARGUMENT, "NULL");
-    CHECK_ERR(emily_reduce(EMILY_REDUCE_SUM, t, 0, NULL, false, (emily_dtype)77, &r),
-              EMILY_ERR_TYPE, "invalid");
+    CHECK_ERR(emily_reduce(EMILY_REDUCE_SUM, t, 1, far, false, EMILY_DTYPE_AUTO, &r), EMILY_ERR_AXIS, "out of range");
+    CHECK_ERR(emily_reduce(EMILY_REDUCE_SUM, t, 2, twice, false, EMILY_DTYPE_AUTO, &r), EMILY_ERR_AXIS, "more than once");
+    CHECK_ERR(emily_reduce(EMILY_REDUCE_SUM, NULL, 0, NULL, false, EMILY_DTYPE_AUTO, &r), EMILY_ERR_ARGUMENT, "NULL");
+    CHECK_ERR(emily_reduce(EMILY_REDUCE_SUM, t, 0, NULL, false, EMILY_DTYPE_AUTO, NULL), EMILY_ERR_ARGUMENT, "output");
+    CHECK_ERR(emily_reduce((emily_reduce_op)42, t, 0, NULL, false, EMILY_DTYPE_AUTO, &r), EMILY_ERR_ARGUMENT, "unknown");
+    CHECK_ERR(emily_reduce(EMILY_REDUCE_SUM, t, 1, NULL, false, EMILY_DTYPE_AUTO, &r), EMILY_ERR_ARGUMENT, "NULL");
+    CHECK_ERR(emily_reduce(EMILY_REDUCE_SUM, t, 0, NULL, false, (emily_dtype)77, &r), EMILY_ERR_TYPE, "invalid");
     emily_tensor_release(t);
 }
 
@@ -597,19 +568,17 @@ TEST(wide_types_in_columns) {
     emily_tensor_release(t);
     CHECK_OK(emily_as_type(f, EMILY_C128, &t));
     CHECK_OK(emily_reduce(EMILY_REDUCE_SUM, t, 1, ax0, false, EMILY_DTYPE_AUTO, &r));
-    CHECK(emily_tensor_dtype(r) == EMILY_C128 &&
-          t_get(r, 3) == 700.0 * 3 + 400.0 * (699.0 * 700 / 2));
+    CHECK(emily_tensor_dtype(r) == EMILY_C128 && t_get(r, 3) == 700.0 * 3 + 400.0 * (699.0 * 700 / 2));
     emily_tensor_release(r);
     emily_tensor_release(t);
     CHECK_OK(emily_as_type(f, EMILY_F16, &t));
     CHECK_OK(emily_reduce(EMILY_REDUCE_MAX, t, 1, ax0, false, EMILY_DTYPE_AUTO, &r));
-    CHECK(emily_tensor_dtype(r) == EMILY_F16 &&
-          t_get(r, 0) == emily_f16_to_f32(emily_f64_to_f16(699.0 * 400)));
+    CHECK(emily_tensor_dtype(r) == EMILY_F16 && t_get(r, 0) == emily_f16_to_f32(emily_f64_to_f16(699.0 * 400)));
     RELEASE(r, t, f);
 }
 
 RUN_TESTS("reduce", CASE(sum_axes_and_types), CASE(sum_floats_accumulate_wide), CASE(sum_layouts),
           CASE(empty_reductions), CASE(max_min_nan_and_zero_sign), CASE(all_any_truth),
-          CASE(complex_sum_product), CASE(argmax_rules), CASE(argmax_large), CASE(all_close_rules),
-          CASE(all_close_equal_nan_option), CASE(reduce_errors), CASE(reversed_and_broadcast_views),
-          CASE(wide_types_in_columns), CASE(ordered_folds_ignore_thread_count))
+          CASE(complex_sum_product), CASE(argmax_rules), CASE(argmax_large), CASE(all_close_rules), CASE(all_close_equal_nan_option),
+          CASE(reduce_errors), CASE(reversed_and_broadcast_views), CASE(wide_types_in_columns),
+          CASE(ordered_folds_ignore_thread_count))

@@ -6,8 +6,7 @@
 #include "core/tensor_impl.h"
 
 /* Checks r's dtype and raw bytes, then releases r. */
-static void expect_bytes(emily_tensor *r, emily_dtype dt, const void *want, size_t nbytes,
-                         int line) {
+static void expect_bytes(emily_tensor *r, emily_dtype dt, const void *want, size_t nbytes, int line) {
     if (!t_holds(r, dt, want, nbytes)) {
         fprintf(stderr, "  FAIL line %d: unexpected result (%s)\n", line,
                 r ? emily_dtype_name(emily_tensor_dtype(r)) : emily_last_error());
@@ -15,13 +14,13 @@ static void expect_bytes(emily_tensor *r, emily_dtype dt, const void *want, size
     }
     emily_tensor_release(r);
 }
-#define EXPECT_T(r, dt, ctype, ...) \
+#define EXPECT_T(r, dt, ctype, ...)                                                         \
     expect_bytes(r, dt, (ctype[]){__VA_ARGS__}, sizeof((ctype[]){__VA_ARGS__}), __LINE__)
 
 /* The result r of an op (what, status s) that takes its three inputs
  * over: a failure is reported and counted, the inputs released. */
-static emily_tensor *taking(const char *what, emily_status s, emily_tensor *r, emily_tensor *a,
-                            emily_tensor *b, emily_tensor *c) {
+static emily_tensor *taking(const char *what, emily_status s, emily_tensor *r, emily_tensor *a, emily_tensor *b,
+                            emily_tensor *c) {
     if (s) {
         fprintf(stderr, "  %s: %s\n", what, emily_last_error());
         harness_failures++;
@@ -64,23 +63,21 @@ TEST(select_predicates_of_every_kind) {
 
 TEST(select_types_and_broadcasting) {
     /* branches merge: s32 and f32 give f32 */
-    EXPECT_T(sel(VEC(EMILY_U8, uint8_t, 1, 0), VEC(EMILY_S32, int32_t, 7, 7),
-                 SCALAR(EMILY_F32, float, 0.5f), EMILY_DTYPE_AUTO),
+    EXPECT_T(sel(VEC(EMILY_U8, uint8_t, 1, 0), VEC(EMILY_S32, int32_t, 7, 7), SCALAR(EMILY_F32, float, 0.5f),
+                 EMILY_DTYPE_AUTO),
              EMILY_F32, float, 7.0f, 0.5f);
     /* the template's type wins (a number branch typed by value) */
-    EXPECT_T(sel(VEC(EMILY_U8, uint8_t, 1, 0), VEC(EMILY_U8, uint8_t, 200, 201),
-                 SCALAR(EMILY_S32, int32_t, 3), EMILY_U8),
+    EXPECT_T(sel(VEC(EMILY_U8, uint8_t, 1, 0), VEC(EMILY_U8, uint8_t, 200, 201), SCALAR(EMILY_S32, int32_t, 3),
+                 EMILY_U8),
              EMILY_U8, uint8_t, 200, 3);
     /* a scalar predicate picks a whole (broadcast) branch */
     emily_tensor *r = sel(SCALAR(EMILY_U8, uint8_t, 0), VEC(EMILY_F64, double, 1, 2, 3),
-                          t_from(EMILY_F64, 2, (int64_t[]){2, 1}, (double[]){8, 9}),
-                          EMILY_DTYPE_AUTO);
+                          t_from(EMILY_F64, 2, (int64_t[]){2, 1}, (double[]){8, 9}), EMILY_DTYPE_AUTO);
     CHECK(r && t_shape_is(r, 2, (int64_t[]){2, 3}));
     EXPECT_T(r, EMILY_F64, double, 8, 8, 8, 9, 9, 9);
     /* a full predicate with broadcast branches */
-    r = sel(t_from(EMILY_U8, 2, (int64_t[]){2, 2}, (uint8_t[]){1, 0, 0, 1}),
-            CVEC(EMILY_C128, double, 1, 2, 3, 4), t_from(EMILY_C128, 0, NULL, (double[]){0, 0}),
-            EMILY_DTYPE_AUTO);
+    r = sel(t_from(EMILY_U8, 2, (int64_t[]){2, 2}, (uint8_t[]){1, 0, 0, 1}), CVEC(EMILY_C128, double, 1, 2, 3, 4),
+            t_from(EMILY_C128, 0, NULL, (double[]){0, 0}), EMILY_DTYPE_AUTO);
     EXPECT_T(r, EMILY_C128, double, 1, 2, 0, 0, 0, 0, 3, 4);
 }
 
@@ -105,17 +102,8 @@ TEST(select_large_threaded) {
     const int64_t n = 100003;
     uint8_t *pd = malloc((size_t)n);
     int32_t *x = malloc(sizeof(int32_t) * (size_t)n), *got = malloc(sizeof(int32_t) * (size_t)n);
-    if (!pd || !x || !got) {
-        free(pd);
-        free(x);
-        free(got);
-        CHECK(0);
-        return;
-    }
-    for (int64_t i = 0; i < n; i++) {
-        pd[i] = (uint8_t)(i % 3 == 0);
-        x[i] = (int32_t)i;
-    }
+    if (!pd || !x || !got) { free(pd); free(x); free(got); CHECK(0); return; }
+    for (int64_t i = 0; i < n; i++) { pd[i] = (uint8_t)(i % 3 == 0); x[i] = (int32_t)i; }
     emily_tensor *p = t_from(EMILY_U8, 1, &n, pd), *t = t_from(EMILY_S32, 1, &n, x);
     emily_tensor *f = SCALAR(EMILY_S32, int32_t, -1), *r = NULL;
     CHECK_OK(emily_select(p, t, f, EMILY_DTYPE_AUTO, &r));
@@ -143,13 +131,10 @@ TEST(select_errors) {
     emily_tensor *wide = t_from(EMILY_F32, 2, (int64_t[]){2, 3}, (float[]){1, 2, 3, 4, 5, 6});
     emily_tensor *two = VEC(EMILY_F32, float, 1, 2), *r = NULL;
     CHECK_ERR(emily_select(NULL, t, t, EMILY_DTYPE_AUTO, &r), EMILY_ERR_ARGUMENT, "pred is NULL");
-    CHECK_ERR(emily_select(p, NULL, t, EMILY_DTYPE_AUTO, &r), EMILY_ERR_ARGUMENT,
-              "on_true is NULL");
-    CHECK_ERR(emily_select(p, t, NULL, EMILY_DTYPE_AUTO, &r), EMILY_ERR_ARGUMENT,
-              "on_false is NULL");
+    CHECK_ERR(emily_select(p, NULL, t, EMILY_DTYPE_AUTO, &r), EMILY_ERR_ARGUMENT, "on_true is NULL");
+    CHECK_ERR(emily_select(p, t, NULL, EMILY_DTYPE_AUTO, &r), EMILY_ERR_ARGUMENT, "on_false is NULL");
     CHECK_ERR(emily_select(p, t, t, EMILY_DTYPE_AUTO, NULL), EMILY_ERR_ARGUMENT, "output pointer");
-    CHECK_ERR(emily_select(p, wide, t, EMILY_DTYPE_AUTO, &r), EMILY_ERR_SHAPE,
-              "on_true of shape {2, 3}");
+    CHECK_ERR(emily_select(p, wide, t, EMILY_DTYPE_AUTO, &r), EMILY_ERR_SHAPE, "on_true of shape {2, 3}");
     CHECK_ERR(emily_select(p, t, two, EMILY_DTYPE_AUTO, &r), EMILY_ERR_SHAPE, "on_false");
     CHECK_ERR(emily_select(p, t, t, (emily_dtype)55, &r), EMILY_ERR_TYPE, "output type");
     CHECK(r == NULL);
@@ -161,8 +146,7 @@ TEST(clip_like_nx) {
                   SCALAR(EMILY_F32, float, 4)),
              EMILY_F32, float, 0, 0.5f, 4, 0, 0.0f);
     /* a NaN bound: x > NaN is false (min chosen), then NaN < max is false */
-    EXPECT_T(clip(VEC(EMILY_F64, double, 1, 2), SCALAR(EMILY_F64, double, NAN),
-                  SCALAR(EMILY_F64, double, 5)),
+    EXPECT_T(clip(VEC(EMILY_F64, double, 1, 2), SCALAR(EMILY_F64, double, NAN), SCALAR(EMILY_F64, double, 5)),
              EMILY_F64, double, 5, 5);
     EXPECT_T(clip(VEC(EMILY_S32, int32_t, -100, 5, 100), SCALAR(EMILY_S32, int32_t, -10),
                   SCALAR(EMILY_S32, int32_t, 10)),
@@ -171,8 +155,7 @@ TEST(clip_like_nx) {
     EXPECT_T(clip(VEC(EMILY_S32, int32_t, 16777217, 1), SCALAR(EMILY_F32, float, 0),
                   SCALAR(EMILY_F32, float, 1e9f)),
              EMILY_F32, float, 16777216.0f, 1.0f);
-    EXPECT_T(clip(VEC(EMILY_U8, uint8_t, 0, 128, 255), SCALAR(EMILY_U8, uint8_t, 10),
-                  SCALAR(EMILY_U8, uint8_t, 200)),
+    EXPECT_T(clip(VEC(EMILY_U8, uint8_t, 0, 128, 255), SCALAR(EMILY_U8, uint8_t, 10), SCALAR(EMILY_U8, uint8_t, 200)),
              EMILY_U8, uint8_t, 10, 128, 200);
     EXPECT_T(clip(VEC(EMILY_BF16, uint16_t, 0x4000, 0xc000), SCALAR(EMILY_BF16, uint16_t, 0xbf80),
                   SCALAR(EMILY_BF16, uint16_t, 0x3f80)),
@@ -181,8 +164,7 @@ TEST(clip_like_nx) {
 
 TEST(clip_errors) {
     emily_tensor *t = VEC(EMILY_F32, float, 1, 2), *s = SCALAR(EMILY_F32, float, 0);
-    emily_tensor *c = CVEC(EMILY_C64, float, 1, 2),
-                 *cs = t_from(EMILY_C64, 0, NULL, (float[]){0, 0}), *r = NULL;
+    emily_tensor *c = CVEC(EMILY_C64, float, 1, 2), *cs = t_from(EMILY_C64, 0, NULL, (float[]){0, 0}), *r = NULL;
     CHECK_ERR(emily_clip(NULL, s, s, EMILY_DTYPE_AUTO, &r), EMILY_ERR_ARGUMENT, "tensor is NULL");
     CHECK_ERR(emily_clip(t, NULL, s, EMILY_DTYPE_AUTO, &r), EMILY_ERR_ARGUMENT, "min is NULL");
     CHECK_ERR(emily_clip(t, s, NULL, EMILY_DTYPE_AUTO, &r), EMILY_ERR_ARGUMENT, "max is NULL");
@@ -211,17 +193,13 @@ TEST(all_dtype_combinations) {
                 emily_tensor *f = t_from((emily_dtype)tf, 0, NULL, bytes + 128);
                 emily_tensor *r = NULL;
                 emily_dtype m = emily_type_merge((emily_dtype)tt, (emily_dtype)tf);
-                if (emily_select(p, t, f, EMILY_DTYPE_AUTO, &r) || emily_tensor_dtype(r) != m)
-                    bad++;
+                if (emily_select(p, t, f, EMILY_DTYPE_AUTO, &r) || emily_tensor_dtype(r) != m) bad++;
                 emily_tensor_release(r);
                 r = NULL;
                 emily_tensor *lo = t_from((emily_dtype)tt, 0, NULL, bytes + 144);
-                emily_dtype cm = emily_type_merge(
-                    (emily_dtype)tp, emily_type_merge((emily_dtype)tt, (emily_dtype)tf));
+                emily_dtype cm = emily_type_merge((emily_dtype)tp, emily_type_merge((emily_dtype)tt, (emily_dtype)tf));
                 emily_status s = emily_clip(p, lo, f, EMILY_DTYPE_AUTO, &r);
-                if (emily_dtype_is_complex(cm) ? s != EMILY_ERR_TYPE
-                                               : (s || emily_tensor_dtype(r) != cm))
-                    bad++;
+                if (emily_dtype_is_complex(cm) ? s != EMILY_ERR_TYPE : (s || emily_tensor_dtype(r) != cm)) bad++;
                 RELEASE(r, lo, p, t, f);
             }
     CHECK(bad == 0);

@@ -154,12 +154,10 @@ TEST(transpose_views) {
 static bool transposes_right(emily_dtype dt, int64_t rows, int64_t cols) {
     int64_t shape[2] = {rows, cols};
     emily_tensor *t = NULL, *f = t_iota(EMILY_F32, 2, shape), *tt = NULL, *c = NULL;
-    bool ok = !emily_as_type(f, dt, &t) && !emily_transpose(t, NULL, &tt) &&
-              !emily_contiguous(tt, &c);
+    bool ok = !emily_as_type(f, dt, &t) && !emily_transpose(t, NULL, &tt) && !emily_contiguous(tt, &c);
     size_t es = emily_dtype_size(dt);
     unsigned char *a = malloc(emily_tensor_nbytes(f) * 4), *b = malloc(emily_tensor_nbytes(f) * 4);
-    ok = ok && a && b && !emily_to_binary(t, a, emily_tensor_nbytes(t)) &&
-         !emily_to_binary(c, b, emily_tensor_nbytes(c));
+    ok = ok && a && b && !emily_to_binary(t, a, emily_tensor_nbytes(t)) && !emily_to_binary(c, b, emily_tensor_nbytes(c));
     for (int64_t i = 0; i < rows && ok; i++)
         for (int64_t j = 0; j < cols && ok; j++)
             ok = memcmp(a + (size_t)(i * cols + j) * es, b + (size_t)(j * rows + i) * es, es) == 0;
@@ -316,8 +314,7 @@ TEST(concatenate_and_stack) {
     CHECK_OK(emily_concatenate(2, ab, 1, EMILY_F64, &r));
     CHECK(emily_tensor_dtype(r) == EMILY_F64);
     emily_tensor_release(r);
-    CHECK_ERR(emily_concatenate(2, ab, 0, EMILY_DTYPE_AUTO, &r), EMILY_ERR_SHAPE,
-              "tensor 1 has shape {2, 1}");
+    CHECK_ERR(emily_concatenate(2, ab, 0, EMILY_DTYPE_AUTO, &r), EMILY_ERR_SHAPE, "tensor 1 has shape {2, 1}");
     CHECK_ERR(emily_concatenate(0, ab, 0, EMILY_DTYPE_AUTO, &r), EMILY_ERR_ARGUMENT, "non-empty");
     CHECK_ERR(emily_concatenate(2, ab, 2, EMILY_DTYPE_AUTO, &r), EMILY_ERR_AXIS, "out of range");
     const emily_tensor *an[2] = {a, NULL};

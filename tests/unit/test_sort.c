@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include "harness.h"
 
-static const emily_dtype REAL_TYPES[] = {EMILY_U8,  EMILY_U16,  EMILY_U32, EMILY_U64,
-                                         EMILY_S8,  EMILY_S16,  EMILY_S32, EMILY_S64,
+static const emily_dtype REAL_TYPES[] = {EMILY_U8,  EMILY_U16, EMILY_U32,  EMILY_U64,
+                                         EMILY_S8,  EMILY_S16, EMILY_S32,  EMILY_S64,
                                          EMILY_F16, EMILY_BF16, EMILY_F32, EMILY_F64};
 #define NREAL (sizeof REAL_TYPES / sizeof *REAL_TYPES)
 
@@ -44,8 +44,7 @@ static uint64_t special_bits(emily_dtype dt) {
     case EMILY_F64: {
         static const uint64_t v[] = {0x7ff8000000000000ull, 0xfff8000000000000ull,
                                      0x7ff0000000000001ull, 0x7ff0000000000000ull,
-                                     0xfff0000000000000ull, 0,
-                                     0x8000000000000000ull, 1,
+                                     0xfff0000000000000ull, 0, 0x8000000000000000ull, 1,
                                      0x8000000000000001ull, 0x3ff0000000000000ull,
                                      0xbff0000000000000ull, 0x7fefffffffffffffull};
         return v[rnd() % (sizeof v / sizeof *v)];
@@ -75,8 +74,7 @@ static void *make_data(emily_dtype dt, int64_t n, int mix) {
             double x = (double)(v % 2000) - 1000.0;
             if (emily_dtype_is_integer(dt)) x = (double)(v % 100);
             if (emily_constant(EMILY_CPU, dt, 0, NULL, emily_scalar_float(x), &t) ||
-                emily_to_binary(t, &b, es))
-                b = 0;
+                emily_to_binary(t, &b, es)) b = 0;
             emily_tensor_release(t);
         } else if (mix == 1 && pick < 3) {
             b = special_bits(dt);
@@ -84,15 +82,13 @@ static void *make_data(emily_dtype dt, int64_t n, int mix) {
             emily_tensor *t = NULL;
             b = 0;
             if (emily_constant(EMILY_CPU, dt, 0, NULL, emily_scalar_float(few[rnd() % 8]), &t) ||
-                emily_to_binary(t, &b, es))
-                b = 0;
+                emily_to_binary(t, &b, es)) b = 0;
             emily_tensor_release(t);
         } else {
             b = rnd();
             /* keep random floats mostly finite */
             if (dt == EMILY_F32 && (b & 0x7f800000u) == 0x7f800000u) b &= ~0x40000000ull;
-            if (dt == EMILY_F64 && (b & 0x7ff0000000000000ull) == 0x7ff0000000000000ull)
-                b &= ~0x4000000000000000ull;
+            if (dt == EMILY_F64 && (b & 0x7ff0000000000000ull) == 0x7ff0000000000000ull) b &= ~0x4000000000000000ull;
         }
         memcpy(d + (size_t)i * es, &b, es);
     }
@@ -112,80 +108,18 @@ typedef struct elem {
 static elem read_elem(emily_dtype dt, const unsigned char *p) {
     elem e = {0, 0, 0, 0, 0};
     switch (dt) {
-    case EMILY_U8:
-        e.kind = 1;
-        e.u = *p;
-        break;
-    case EMILY_U16: {
-        uint16_t x;
-        memcpy(&x, p, 2);
-        e.kind = 1;
-        e.u = x;
-        break;
-    }
-    case EMILY_U32: {
-        uint32_t x;
-        memcpy(&x, p, 4);
-        e.kind = 1;
-        e.u = x;
-        break;
-    }
-    case EMILY_U64: {
-        uint64_t x;
-        memcpy(&x, p, 8);
-        e.kind = 1;
-        e.u = x;
-        break;
-    }
-    case EMILY_S8:
-        e.i = (int8_t)*p;
-        break;
-    case EMILY_S16: {
-        int16_t x;
-        memcpy(&x, p, 2);
-        e.i = x;
-        break;
-    }
-    case EMILY_S32: {
-        int32_t x;
-        memcpy(&x, p, 4);
-        e.i = x;
-        break;
-    }
-    case EMILY_S64: {
-        int64_t x;
-        memcpy(&x, p, 8);
-        e.i = x;
-        break;
-    }
-    case EMILY_F16: {
-        uint16_t x;
-        memcpy(&x, p, 2);
-        e.kind = 2;
-        e.f = emily_f16_to_f32(x);
-        break;
-    }
-    case EMILY_BF16: {
-        uint16_t x;
-        memcpy(&x, p, 2);
-        e.kind = 2;
-        e.f = emily_bf16_to_f32(x);
-        break;
-    }
-    case EMILY_F32: {
-        float x;
-        memcpy(&x, p, 4);
-        e.kind = 2;
-        e.f = x;
-        break;
-    }
-    default: {
-        double x;
-        memcpy(&x, p, 8);
-        e.kind = 2;
-        e.f = x;
-        break;
-    }
+    case EMILY_U8: e.kind = 1; e.u = *p; break;
+    case EMILY_U16: { uint16_t x; memcpy(&x, p, 2); e.kind = 1; e.u = x; break; }
+    case EMILY_U32: { uint32_t x; memcpy(&x, p, 4); e.kind = 1; e.u = x; break; }
+    case EMILY_U64: { uint64_t x; memcpy(&x, p, 8); e.kind = 1; e.u = x; break; }
+    case EMILY_S8: e.i = (int8_t)*p; break;
+    case EMILY_S16: { int16_t x; memcpy(&x, p, 2); e.i = x; break; }
+    case EMILY_S32: { int32_t x; memcpy(&x, p, 4); e.i = x; break; }
+    case EMILY_S64: { int64_t x; memcpy(&x, p, 8); e.i = x; break; }
+    case EMILY_F16: { uint16_t x; memcpy(&x, p, 2); e.kind = 2; e.f = emily_f16_to_f32(x); break; }
+    case EMILY_BF16: { uint16_t x; memcpy(&x, p, 2); e.kind = 2; e.f = emily_bf16_to_f32(x); break; }
+    case EMILY_F32: { float x; memcpy(&x, p, 4); e.kind = 2; e.f = x; break; }
+    default: { double x; memcpy(&x, p, 8); e.kind = 2; e.f = x; break; }
     }
     if (e.kind == 2 && isnan(e.f)) e.cls = 1;
     return e;
@@ -267,8 +201,7 @@ static bool check_row(emily_dtype dt, int64_t n, int mix, bool desc) {
                 ok = false;
             } else if (memcmp(sv + (size_t)i * es, d + (size_t)p[i] * es, es) != 0) {
                 fprintf(stderr, "  sort %s n=%lld mix=%d %s: element %lld has other bits\n",
-                        emily_dtype_name(dt), (long long)n, mix, desc ? "desc" : "asc",
-                        (long long)i);
+                        emily_dtype_name(dt), (long long)n, mix, desc ? "desc" : "asc", (long long)i);
                 ok = false;
             }
         }
@@ -298,16 +231,14 @@ TEST(every_network_size_matches_the_reference) {
     for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++) {
         for (int64_t n = 1; n <= 300; n++)
             for (int mix = 0; mix < 2; mix++) CHECK(check_row(types[ti], n, mix, n % 2 == 0));
-        for (int64_t n = 1000; n < 1100; n += 7)
-            CHECK(check_row(types[ti], n, n % 3 == 0, n % 2 == 0));
+        for (int64_t n = 1000; n < 1100; n += 7) CHECK(check_row(types[ti], n, n % 3 == 0, n % 2 == 0));
     }
 }
 
 TEST(long_rows_match_the_reference) {
     /* radix and vector quicksort on big rows; >= 2^17 uses several
      * threads on one row */
-    static const emily_dtype types[] = {EMILY_F32, EMILY_F64,  EMILY_S32,
-                                        EMILY_U16, EMILY_BF16, EMILY_U8};
+    static const emily_dtype types[] = {EMILY_F32, EMILY_F64, EMILY_S32, EMILY_U16, EMILY_BF16, EMILY_U8};
     static const int64_t sizes[] = {70000, 200000};
     for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++)
         for (size_t si = 0; si < 2; si++)
@@ -393,14 +324,11 @@ static void check_axes(const emily_tensor *t) {
                     for (int64_t j = 0; j < n && ok; j++) {
                         int64_t at = base + j * inner;
                         ok = av[at] == p[j] &&
-                             memcmp(sv + (size_t)at * es, src + (size_t)(base + p[j] * inner) * es,
-                                    es) == 0;
+                             memcmp(sv + (size_t)at * es, src + (size_t)(base + p[j] * inner) * es, es) == 0;
                     }
                     free(p);
                 }
-            if (!ok)
-                fprintf(stderr, "  axis %d %s of %s differs\n", axis, desc ? "desc" : "asc",
-                        emily_dtype_name(dt));
+            if (!ok) fprintf(stderr, "  axis %d %s of %s differs\n", axis, desc ? "desc" : "asc", emily_dtype_name(dt));
             CHECK(ok);
             free(sv);
             free(av);
@@ -518,13 +446,12 @@ static void check_top_k(emily_dtype dt, int64_t rows, int64_t n, int64_t k, int 
         for (int64_t r = 0; r < rows && ok; r++) {
             int64_t *p = ref_argsort(dt, d + (size_t)(r * n) * es, n, 1, true);
             for (int64_t j = 0; j < k && ok; j++)
-                ok = iv[r * k + j] == p[j] && memcmp(vv + (size_t)(r * k + j) * es,
-                                                     d + (size_t)(r * n + p[j]) * es, es) == 0;
+                ok = iv[r * k + j] == p[j] &&
+                     memcmp(vv + (size_t)(r * k + j) * es, d + (size_t)(r * n + p[j]) * es, es) == 0;
             free(p);
         }
-        if (!ok)
-            fprintf(stderr, "  top_k %s rows=%lld n=%lld k=%lld differs\n", emily_dtype_name(dt),
-                    (long long)rows, (long long)n, (long long)k);
+        if (!ok) fprintf(stderr, "  top_k %s rows=%lld n=%lld k=%lld differs\n", emily_dtype_name(dt),
+                         (long long)rows, (long long)n, (long long)k);
         CHECK(ok);
         free(vv);
         free(iv);
@@ -564,8 +491,7 @@ TEST(top_k_matches_the_reference) {
     emily_tensor *t = t_from(EMILY_F32, 1, &n, x), *v = NULL, *ix = NULL;
     CHECK_OK(emily_top_k(t, 3, EMILY_S64, &v, &ix));
     CHECK(isnan(t_get(v, 0)) && t_get(v, 1) == INFINITY && t_get(v, 2) == 0.0);
-    CHECK(emily_tensor_dtype(ix) == EMILY_S64 && t_get(ix, 0) == 0 && t_get(ix, 1) == 2 &&
-          t_get(ix, 2) == 3);
+    CHECK(emily_tensor_dtype(ix) == EMILY_S64 && t_get(ix, 0) == 0 && t_get(ix, 1) == 2 && t_get(ix, 2) == 3);
     emily_tensor_release(v);
     emily_tensor_release(ix);
     /* a long strided row: the selection reads through the stride */
@@ -607,22 +533,16 @@ TEST(bad_arguments) {
     int64_t n = 3;
     float x[3] = {3, 1, 2};
     emily_tensor *t = t_from(EMILY_F32, 1, &n, x), *o = NULL, *v = NULL, *ix = NULL;
-    CHECK_ERR(emily_sort(NULL, 0, EMILY_SORT_ASC, false, &o), EMILY_ERR_ARGUMENT,
-              "sort: tensor is NULL");
+    CHECK_ERR(emily_sort(NULL, 0, EMILY_SORT_ASC, false, &o), EMILY_ERR_ARGUMENT, "sort: tensor is NULL");
     CHECK_ERR(emily_sort(t, 0, EMILY_SORT_ASC, false, NULL), EMILY_ERR_ARGUMENT, "output pointer");
     CHECK_ERR(emily_sort(t, 1, EMILY_SORT_ASC, false, &o), EMILY_ERR_AXIS, "axis 1");
     CHECK_ERR(emily_sort(t, -2, EMILY_SORT_ASC, false, &o), EMILY_ERR_AXIS, "axis -2");
-    CHECK_ERR(emily_sort(t, 0, (emily_sort_direction)7, false, &o), EMILY_ERR_ARGUMENT,
-              "direction");
-    CHECK_ERR(emily_argsort(t, 0, EMILY_SORT_ASC, false, EMILY_C64, &o), EMILY_ERR_TYPE,
-              "real type");
-    CHECK_ERR(emily_argsort(t, 0, EMILY_SORT_ASC, false, (emily_dtype)99, &o), EMILY_ERR_TYPE,
-              "invalid");
-    CHECK_ERR(emily_argsort(NULL, 0, EMILY_SORT_ASC, false, EMILY_S32, &o), EMILY_ERR_ARGUMENT,
-              "NULL");
+    CHECK_ERR(emily_sort(t, 0, (emily_sort_direction)7, false, &o), EMILY_ERR_ARGUMENT, "direction");
+    CHECK_ERR(emily_argsort(t, 0, EMILY_SORT_ASC, false, EMILY_C64, &o), EMILY_ERR_TYPE, "real type");
+    CHECK_ERR(emily_argsort(t, 0, EMILY_SORT_ASC, false, (emily_dtype)99, &o), EMILY_ERR_TYPE, "invalid");
+    CHECK_ERR(emily_argsort(NULL, 0, EMILY_SORT_ASC, false, EMILY_S32, &o), EMILY_ERR_ARGUMENT, "NULL");
     CHECK_ERR(emily_top_k(t, 0, EMILY_DTYPE_AUTO, &v, &ix), EMILY_ERR_ARGUMENT, "at least 1");
-    CHECK_ERR(emily_top_k(t, 4, EMILY_DTYPE_AUTO, &v, &ix), EMILY_ERR_ARGUMENT,
-              "larger than the last axis");
+    CHECK_ERR(emily_top_k(t, 4, EMILY_DTYPE_AUTO, &v, &ix), EMILY_ERR_ARGUMENT, "larger than the last axis");
     CHECK_ERR(emily_top_k(t, 1, EMILY_C128, &v, &ix), EMILY_ERR_TYPE, "real type");
     CHECK_ERR(emily_top_k(t, 1, EMILY_DTYPE_AUTO, NULL, &ix), EMILY_ERR_ARGUMENT, "output pointer");
     CHECK_ERR(emily_top_k(t, 1, EMILY_DTYPE_AUTO, &v, NULL), EMILY_ERR_ARGUMENT, "output pointer");
@@ -652,16 +572,16 @@ TEST(callbacks) {
     emily_value tmpl = v_tmpl(EMILY_S64, 1, &n);
     emily_dispatch_result r = {0};
     CHECK_OK(emily_dispatch("argsort", EMILY_CPU, &tmpl, arg, 2, EMILY_DISPATCH_INFER, &r));
-    CHECK(r.n == 1 && emily_tensor_dtype(r.tensors[0]) == EMILY_S64 &&
-          t_get(r.tensors[0], 0) == 0 && t_get(r.tensors[0], 1) == 2);
+    CHECK(r.n == 1 && emily_tensor_dtype(r.tensors[0]) == EMILY_S64 && t_get(r.tensors[0], 0) == 0 &&
+          t_get(r.tensors[0], 1) == 2);
     emily_dispatch_result_release(&r);
     tmpl.dtype = EMILY_F32;
     CHECK_OK(emily_dispatch("sort", EMILY_CPU, &tmpl, arg, 2, EMILY_DISPATCH_RUN, &r));
     CHECK(r.n == 1 && isnan(t_get(r.tensors[0], 0)) && t_get(r.tensors[0], 3) == -INFINITY);
     emily_dispatch_result_release(&r);
     ov[1].str = "sideways";
-    CHECK_ERR(emily_dispatch("sort", EMILY_CPU, &tmpl, arg, 2, EMILY_DISPATCH_RUN, &r),
-              EMILY_ERR_ARGUMENT, "sideways");
+    CHECK_ERR(emily_dispatch("sort", EMILY_CPU, &tmpl, arg, 2, EMILY_DISPATCH_RUN, &r), EMILY_ERR_ARGUMENT,
+              "sideways");
 
     /* top_k: indices' type from the template in RUN mode (s64 as Nx 0.7), s32 inferred */
     const char *kkeys[1] = {"k"};
@@ -677,13 +597,13 @@ TEST(callbacks) {
     CHECK(r.n == 2 && emily_tensor_dtype(r.tensors[1]) == EMILY_S32);
     emily_dispatch_result_release(&r);
     kv.i = 9;
-    CHECK_ERR(emily_dispatch("top_k", EMILY_CPU, &list, arg, 2, EMILY_DISPATCH_RUN, &r),
-              EMILY_ERR_ARGUMENT, "k (9)");
+    CHECK_ERR(emily_dispatch("top_k", EMILY_CPU, &list, arg, 2, EMILY_DISPATCH_RUN, &r), EMILY_ERR_ARGUMENT,
+              "k (9)");
     emily_tensor_release(t);
 }
 
-RUN_TESTS("sort", CASE(every_dtype_matches_the_reference),
-          CASE(every_network_size_matches_the_reference), CASE(long_rows_match_the_reference),
+RUN_TESTS("sort", CASE(every_dtype_matches_the_reference), CASE(every_network_size_matches_the_reference),
+          CASE(long_rows_match_the_reference),
           CASE(nan_zero_and_ties_follow_nx), CASE(axes_views_and_many_rows),
           CASE(scalars_and_empty_tensors), CASE(argsort_index_types),
           CASE(top_k_matches_the_reference), CASE(bad_arguments), CASE(callbacks))

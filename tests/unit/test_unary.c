@@ -35,8 +35,7 @@ static bool same_bits(double a, double b) { return memcmp(&a, &b, sizeof a) == 0
 TEST(names_round_trip) {
     for (int i = 0; i < EMILY_UNARY_OP_COUNT; i++) {
         emily_unary_op op;
-        CHECK(emily_unary_op_from_name(emily_unary_op_name((emily_unary_op)i), &op) &&
-              op == (emily_unary_op)i);
+        CHECK(emily_unary_op_from_name(emily_unary_op_name((emily_unary_op)i), &op) && op == (emily_unary_op)i);
     }
     CHECK(strcmp(emily_unary_op_name(EMILY_COUNT_LEADING_ZEROS), "count_leading_zeros") == 0);
     CHECK(strcmp(emily_unary_op_name((emily_unary_op)99), "?") == 0);
@@ -46,22 +45,19 @@ TEST(names_round_trip) {
 }
 
 TEST(output_types_follow_nx) {
-    struct {
-        emily_unary_op op;
-        emily_dtype in, out;
-    } cases[] = {
-        {EMILY_EXP, EMILY_S32, EMILY_F32},        {EMILY_EXP, EMILY_U64, EMILY_F32},
-        {EMILY_EXP, EMILY_BF16, EMILY_BF16},      {EMILY_SQRT, EMILY_C128, EMILY_C128},
-        {EMILY_ERF_INV, EMILY_S8, EMILY_F32},     {EMILY_ABS, EMILY_C64, EMILY_F32},
-        {EMILY_ABS, EMILY_S16, EMILY_S16},        {EMILY_ABS, EMILY_U8, EMILY_U8},
+    struct { emily_unary_op op; emily_dtype in, out; } cases[] = {
+        {EMILY_EXP, EMILY_S32, EMILY_F32},     {EMILY_EXP, EMILY_U64, EMILY_F32},
+        {EMILY_EXP, EMILY_BF16, EMILY_BF16},   {EMILY_SQRT, EMILY_C128, EMILY_C128},
+        {EMILY_ERF_INV, EMILY_S8, EMILY_F32},  {EMILY_ABS, EMILY_C64, EMILY_F32},
+        {EMILY_ABS, EMILY_S16, EMILY_S16},     {EMILY_ABS, EMILY_U8, EMILY_U8},
         {EMILY_CONJUGATE, EMILY_F64, EMILY_C128}, {EMILY_CONJUGATE, EMILY_F16, EMILY_C64},
-        {EMILY_CONJUGATE, EMILY_S64, EMILY_C64},  {EMILY_REAL, EMILY_C128, EMILY_F64},
-        {EMILY_REAL, EMILY_U8, EMILY_F32},        {EMILY_REAL, EMILY_BF16, EMILY_BF16},
-        {EMILY_IMAG, EMILY_S32, EMILY_F32},       {EMILY_IMAG, EMILY_F16, EMILY_F16},
-        {EMILY_PHASE, EMILY_C64, EMILY_F32},      {EMILY_PHASE, EMILY_S8, EMILY_F32},
-        {EMILY_IS_NAN, EMILY_C64, EMILY_U8},      {EMILY_LOGICAL_NOT, EMILY_F64, EMILY_U8},
-        {EMILY_NEGATE, EMILY_U32, EMILY_U32},     {EMILY_SIGN, EMILY_C64, EMILY_C64},
-        {EMILY_CEIL, EMILY_S32, EMILY_S32},       {EMILY_POPULATION_COUNT, EMILY_U16, EMILY_U16},
+        {EMILY_CONJUGATE, EMILY_S64, EMILY_C64}, {EMILY_REAL, EMILY_C128, EMILY_F64},
+        {EMILY_REAL, EMILY_U8, EMILY_F32},     {EMILY_REAL, EMILY_BF16, EMILY_BF16},
+        {EMILY_IMAG, EMILY_S32, EMILY_F32},    {EMILY_IMAG, EMILY_F16, EMILY_F16},
+        {EMILY_PHASE, EMILY_C64, EMILY_F32},   {EMILY_PHASE, EMILY_S8, EMILY_F32},
+        {EMILY_IS_NAN, EMILY_C64, EMILY_U8},   {EMILY_LOGICAL_NOT, EMILY_F64, EMILY_U8},
+        {EMILY_NEGATE, EMILY_U32, EMILY_U32},  {EMILY_SIGN, EMILY_C64, EMILY_C64},
+        {EMILY_CEIL, EMILY_S32, EMILY_S32},    {EMILY_POPULATION_COUNT, EMILY_U16, EMILY_U16},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         emily_dtype out;
@@ -75,15 +71,12 @@ TEST(output_types_follow_nx) {
     CHECK_ERR(emily_unary_type(EMILY_BITWISE_NOT, EMILY_F32, &out), EMILY_ERR_TYPE,
               "bitwise_not: expects an integer type, got f32");
     CHECK(out == EMILY_DTYPE_AUTO);
-    CHECK_ERR(emily_unary_type(EMILY_COUNT_LEADING_ZEROS, EMILY_C64, &out), EMILY_ERR_TYPE,
-              "integer");
+    CHECK_ERR(emily_unary_type(EMILY_COUNT_LEADING_ZEROS, EMILY_C64, &out), EMILY_ERR_TYPE, "integer");
     CHECK_ERR(emily_unary_type(EMILY_ERF, EMILY_C64, &out), EMILY_ERR_TYPE,
               "erf: complex type c64 is not supported");
     CHECK_ERR(emily_unary_type(EMILY_ROUND, EMILY_C128, &out), EMILY_ERR_TYPE, "round: complex");
-    CHECK_ERR(emily_unary_type((emily_unary_op)-1, EMILY_F32, &out), EMILY_ERR_ARGUMENT,
-              "unknown op");
-    CHECK_ERR(emily_unary_type(EMILY_EXP, (emily_dtype)30, &out), EMILY_ERR_TYPE,
-              "exp: invalid input type");
+    CHECK_ERR(emily_unary_type((emily_unary_op)-1, EMILY_F32, &out), EMILY_ERR_ARGUMENT, "unknown op");
+    CHECK_ERR(emily_unary_type(EMILY_EXP, (emily_dtype)30, &out), EMILY_ERR_TYPE, "exp: invalid input type");
 }
 
 TEST(real_functions_and_reference_quirks) {
@@ -133,8 +126,7 @@ TEST(integers_wrap) {
     emily_tensor *t = t_from(EMILY_S8, 1, five, s);
     emily_tensor *a = un(EMILY_ABS, t), *n = un(EMILY_NEGATE, t), *g = un(EMILY_SIGN, t);
     emily_tensor *b = un(EMILY_BITWISE_NOT, t), *c = un(EMILY_COUNT_LEADING_ZEROS, t);
-    emily_tensor *p = un(EMILY_POPULATION_COUNT, t), *e = un(EMILY_EXP, t),
-                 *l = un(EMILY_LOGICAL_NOT, t);
+    emily_tensor *p = un(EMILY_POPULATION_COUNT, t), *e = un(EMILY_EXP, t), *l = un(EMILY_LOGICAL_NOT, t);
     double wa[5] = {-128, 1, 0, 1, 127}, wn[5] = {-128, 1, 0, -1, -127}, wg[5] = {-1, -1, 0, 1, 1};
     double wb[5] = {127, 0, -1, -2, -128}, wc[5] = {0, 0, 8, 7, 1}, wp[5] = {1, 8, 0, 1, 7};
     for (int i = 0; i < 5; i++) {
@@ -203,8 +195,7 @@ TEST(complex_numbers) {
     int64_t four[1] = {4};
     emily_tensor *t = t_from(EMILY_C64, 1, four, z);
     emily_tensor *a = un(EMILY_ABS, t), *ph = un(EMILY_PHASE, t), *re = un(EMILY_REAL, t);
-    emily_tensor *im = un(EMILY_IMAG, t), *nan = un(EMILY_IS_NAN, t),
-                 *ln = un(EMILY_LOGICAL_NOT, t);
+    emily_tensor *im = un(EMILY_IMAG, t), *nan = un(EMILY_IS_NAN, t), *ln = un(EMILY_LOGICAL_NOT, t);
     emily_tensor *sg = un(EMILY_SIGN, t), *cj = un(EMILY_CONJUGATE, t), *ng = un(EMILY_NEGATE, t);
     CHECK(emily_tensor_dtype(a) == EMILY_F32 && t_get(a, 0) == 5);
     CHECK(isinf(t_get(a, 1))); /* NaN with a finite part: infinity, like the reference */
@@ -269,8 +260,8 @@ TEST(complex_rsqrt_of_non_finite_values) {
                     bool ok = zero ? same_bits(got[0], 0.0) && same_bits(got[1], 0.0)
                                    : isnan(got[0]) && isnan(got[1]);
                     if (!ok)
-                        fprintf(stderr, "  rsqrt(%g%+gi) %s = %g%+gi\n", re, im,
-                                c128 ? "c128" : "c64", got[0], got[1]);
+                        fprintf(stderr, "  rsqrt(%g%+gi) %s = %g%+gi\n", re, im, c128 ? "c128" : "c64",
+                                got[0], got[1]);
                     CHECK(ok);
                     emily_tensor_release(r);
                     emily_tensor_release(t);
@@ -350,8 +341,7 @@ TEST(strided_inputs) {
     int64_t hshape[1] = {50000}, hstr[1] = {-2};
     CHECK_OK(emi_tensor_view(big, 1, hshape, hstr, 99999, &half));
     bigf = un(EMILY_LOG, half);
-    CHECK(t_get(bigf, 0) == (double)(float)log(99999.0) &&
-          t_get(bigf, 49999) == (double)(float)log(1.0));
+    CHECK(t_get(bigf, 0) == (double)(float)log(99999.0) && t_get(bigf, 49999) == (double)(float)log(1.0));
     RELEASE(bigf, half, big, tv, bv, t);
 }
 
@@ -363,8 +353,7 @@ TEST(zero_size_and_scalars) {
         emily_dtype out;
         if (emily_unary_type((emily_unary_op)op, EMILY_C64, &out)) continue;
         emily_tensor *r = un((emily_unary_op)op, t);
-        CHECK(r && emily_tensor_size(r) == 0 && t_shape_is(r, 3, empty) &&
-              emily_tensor_dtype(r) == out);
+        CHECK(r && emily_tensor_size(r) == 0 && t_shape_is(r, 3, empty) && emily_tensor_dtype(r) == out);
         emily_tensor_release(r);
     }
     emily_tensor_release(t);
@@ -379,8 +368,7 @@ TEST(zero_size_and_scalars) {
             emily_status st = emily_unary((emily_unary_op)op, s, &r);
             if (st || !r || emily_tensor_dtype(r) != out || emily_tensor_rank(r) != 0) {
                 fprintf(stderr, "  %s(%s): %s\n", emily_unary_op_name((emily_unary_op)op),
-                        emily_dtype_name((emily_dtype)dt),
-                        st ? emily_last_error() : "wrong output");
+                        emily_dtype_name((emily_dtype)dt), st ? emily_last_error() : "wrong output");
                 CHECK(false);
             }
             emily_tensor_release(r);
@@ -396,76 +384,44 @@ static int64_t ulp_diff(float a, float b) {
     int32_t ia, ib;
     memcpy(&ia, &a, 4);
     memcpy(&ib, &b, 4);
-    int64_t oa = ia < 0 ? -(int64_t)(ia & 0x7fffffff) : ia,
-            ob = ib < 0 ? -(int64_t)(ib & 0x7fffffff) : ib;
+    int64_t oa = ia < 0 ? -(int64_t)(ia & 0x7fffffff) : ia, ob = ib < 0 ? -(int64_t)(ib & 0x7fffffff) : ib;
     return oa > ob ? oa - ob : ob - oa;
 }
 
 /* The scalar semantics (core/scalar_unary.h) are the reference. */
 static double ref_op(emily_unary_op op, double x) {
     switch (op) {
-    case EMILY_EXP:
-        return emily_sc_exp(x);
-    case EMILY_EXPM1:
-        return emily_sc_expm1(x);
-    case EMILY_LOG:
-        return emily_sc_log(x);
-    case EMILY_LOG1P:
-        return emily_sc_log1p(x);
-    case EMILY_SIGMOID:
-        return emily_sc_sigmoid(x);
-    case EMILY_COS:
-        return emily_sc_cos(x);
-    case EMILY_SIN:
-        return emily_sc_sin(x);
-    case EMILY_TAN:
-        return emily_sc_tan(x);
-    case EMILY_COSH:
-        return emily_sc_cosh(x);
-    case EMILY_SINH:
-        return emily_sc_sinh(x);
-    case EMILY_TANH:
-        return emily_sc_tanh(x);
-    case EMILY_ACOS:
-        return emily_sc_acos(x);
-    case EMILY_ASIN:
-        return emily_sc_asin(x);
-    case EMILY_ATAN:
-        return emily_sc_atan(x);
-    case EMILY_ACOSH:
-        return emily_sc_acosh(x);
-    case EMILY_ASINH:
-        return emily_sc_asinh(x);
-    case EMILY_ATANH:
-        return emily_sc_atanh(x);
-    case EMILY_SQRT:
-        return emily_sc_sqrt(x);
-    case EMILY_RSQRT:
-        return emily_sc_rsqrt(x);
-    case EMILY_CBRT:
-        return emily_sc_cbrt(x);
-    case EMILY_ERF:
-        return emily_sc_erf(x);
-    case EMILY_ERFC:
-        return emily_sc_erfc(x);
-    case EMILY_ERF_INV:
-        return emily_sc_erf_inv(x);
-    case EMILY_ABS:
-        return emily_sc_abs(x);
-    case EMILY_NEGATE:
-        return emily_sc_negate(x);
-    case EMILY_CEIL:
-        return emily_sc_ceil(x);
-    case EMILY_FLOOR:
-        return emily_sc_floor(x);
-    case EMILY_ROUND:
-        return emily_sc_round(x);
-    case EMILY_SIGN:
-        return emily_sc_sign(x);
-    case EMILY_PHASE:
-        return emily_sc_phase(x);
-    default:
-        return NAN;
+    case EMILY_EXP: return emily_sc_exp(x);
+    case EMILY_EXPM1: return emily_sc_expm1(x);
+    case EMILY_LOG: return emily_sc_log(x);
+    case EMILY_LOG1P: return emily_sc_log1p(x);
+    case EMILY_SIGMOID: return emily_sc_sigmoid(x);
+    case EMILY_COS: return emily_sc_cos(x);
+    case EMILY_SIN: return emily_sc_sin(x);
+    case EMILY_TAN: return emily_sc_tan(x);
+    case EMILY_COSH: return emily_sc_cosh(x);
+    case EMILY_SINH: return emily_sc_sinh(x);
+    case EMILY_TANH: return emily_sc_tanh(x);
+    case EMILY_ACOS: return emily_sc_acos(x);
+    case EMILY_ASIN: return emily_sc_asin(x);
+    case EMILY_ATAN: return emily_sc_atan(x);
+    case EMILY_ACOSH: return emily_sc_acosh(x);
+    case EMILY_ASINH: return emily_sc_asinh(x);
+    case EMILY_ATANH: return emily_sc_atanh(x);
+    case EMILY_SQRT: return emily_sc_sqrt(x);
+    case EMILY_RSQRT: return emily_sc_rsqrt(x);
+    case EMILY_CBRT: return emily_sc_cbrt(x);
+    case EMILY_ERF: return emily_sc_erf(x);
+    case EMILY_ERFC: return emily_sc_erfc(x);
+    case EMILY_ERF_INV: return emily_sc_erf_inv(x);
+    case EMILY_ABS: return emily_sc_abs(x);
+    case EMILY_NEGATE: return emily_sc_negate(x);
+    case EMILY_CEIL: return emily_sc_ceil(x);
+    case EMILY_FLOOR: return emily_sc_floor(x);
+    case EMILY_ROUND: return emily_sc_round(x);
+    case EMILY_SIGN: return emily_sc_sign(x);
+    case EMILY_PHASE: return emily_sc_phase(x);
+    default: return NAN;
     }
 }
 
@@ -482,11 +438,10 @@ static int64_t ulp_diff64(double a, double b) {
 
 TEST(f32_fast_paths_match_the_double_reference) {
     /* long lines (SIMD + threads) and short tails of every length */
-    emily_unary_op ops[] = {EMILY_EXP,   EMILY_EXPM1, EMILY_LOG,  EMILY_LOG1P, EMILY_SIGMOID,
-                            EMILY_COS,   EMILY_SIN,   EMILY_TAN,  EMILY_COSH,  EMILY_SINH,
-                            EMILY_TANH,  EMILY_ACOS,  EMILY_ASIN, EMILY_ATAN,  EMILY_ACOSH,
-                            EMILY_ASINH, EMILY_ATANH, EMILY_SQRT, EMILY_RSQRT, EMILY_CBRT,
-                            EMILY_ERF,   EMILY_ERFC,  EMILY_ABS,  EMILY_NEGATE};
+    emily_unary_op ops[] = {EMILY_EXP,  EMILY_EXPM1, EMILY_LOG,   EMILY_LOG1P, EMILY_SIGMOID, EMILY_COS,
+                            EMILY_SIN,  EMILY_TAN,   EMILY_COSH,  EMILY_SINH,  EMILY_TANH,    EMILY_ACOS,
+                            EMILY_ASIN, EMILY_ATAN,  EMILY_ACOSH, EMILY_ASINH, EMILY_ATANH,   EMILY_SQRT,
+                            EMILY_RSQRT, EMILY_CBRT, EMILY_ERF,   EMILY_ERFC,  EMILY_ABS,     EMILY_NEGATE};
     int64_t n = 70001;
     float *x = malloc((size_t)n * sizeof *x), *y = malloc((size_t)n * sizeof *y);
     uint32_t seed = 12345;
@@ -495,10 +450,9 @@ TEST(f32_fast_paths_match_the_double_reference) {
         x[i] = ((float)(seed >> 8) / 16777216.0f - 0.5f) * 200.0f; /* [-100, 100) */
         if (i % 7 == 0) x[i] *= 1e-6f;
     }
-    float specials[] = {NAN,    INFINITY, -INFINITY, 0.0f,     -0.0f, 88.7f, -103.5f,
-                        1e-40f, -1e-40f,  FLT_MAX,   -FLT_MAX, 0.5f,  -9.0f, 9.0f};
-    for (size_t k = 0; k < sizeof specials / sizeof *specials; k++)
-        x[(int64_t)k * 997 + 3] = specials[k];
+    float specials[] = {NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 88.7f, -103.5f, 1e-40f, -1e-40f,
+                        FLT_MAX, -FLT_MAX, 0.5f, -9.0f, 9.0f};
+    for (size_t k = 0; k < sizeof specials / sizeof *specials; k++) x[(int64_t)k * 997 + 3] = specials[k];
     for (size_t o = 0; o < sizeof ops / sizeof *ops; o++) {
         for (int64_t len = 1;; len = len < 40 ? len + 1 : len * 13 < n ? len * 13 : n) {
             int64_t shape[1] = {len};
@@ -512,8 +466,8 @@ TEST(f32_fast_paths_match_the_double_reference) {
             }
             if (worst > 2)
                 fprintf(stderr, "  %s n=%lld: %lld ulp at x=%.9g (got %.9g want %.9g)\n",
-                        emily_unary_op_name(ops[o]), (long long)shape[0], (long long)worst, x[at],
-                        y[at], (float)ref_op(ops[o], x[at]));
+                        emily_unary_op_name(ops[o]), (long long)shape[0], (long long)worst, x[at], y[at],
+                        (float)ref_op(ops[o], x[at]));
             CHECK(worst <= 2);
             emily_tensor_release(r);
             emily_tensor_release(t);
@@ -544,9 +498,8 @@ TEST(f64_functions_with_glibc_bits) {
         for (int64_t i = 0; i < n; i++) {
             seed = seed * 1664525u + 1013904223u;
             double u = (double)(seed >> 8) / 16777216.0; /* [0, 1) */
-            x[i] = ops[o] == EMILY_ACOSH  ? 1.0 + 99.0 * u
-                   : ops[o] == EMILY_ERFC ? 25.0 * u - 5.0
-                                          : 2.0 * u - 1.0;
+            x[i] = ops[o] == EMILY_ACOSH ? 1.0 + 99.0 * u : ops[o] == EMILY_ERFC ? 25.0 * u - 5.0
+                                                                                 : 2.0 * u - 1.0;
         }
         x[0] = 0.5, x[1] = 2.0, x[2] = 3.0; /* Nx's doctest values */
         int64_t lens[] = {1, 7, 37, 2401, n};
@@ -560,9 +513,8 @@ TEST(f64_functions_with_glibc_bits) {
                 double want = libm[o](x[i]);
                 if (memcmp(&want, &y[i], 8) != 0) bad++;
             }
-            if (bad)
-                fprintf(stderr, "  %s f64 n=%lld: %lld results differ from glibc\n",
-                        emily_unary_op_name(ops[o]), (long long)len, (long long)bad);
+            if (bad) fprintf(stderr, "  %s f64 n=%lld: %lld results differ from glibc\n",
+                             emily_unary_op_name(ops[o]), (long long)len, (long long)bad);
             CHECK(r && bad == 0);
             emily_tensor_release(t);
             emily_tensor_release(r);
@@ -574,10 +526,7 @@ TEST(f64_functions_with_glibc_bits) {
 
 TEST(simd_paths_of_each_instruction_set) {
     typedef emily_vec_fn (*getter)(emily_unary_op, emily_dtype, emily_dtype);
-    struct {
-        const char *isa;
-        getter get;
-    } isas[2] = {{"avx2", emi_unary_avx2}, {"avx512", emi_unary_avx512}};
+    struct { const char *isa; getter get; } isas[2] = {{"avx2", emi_unary_avx2}, {"avx512", emi_unary_avx512}};
     /* a sample of every f32 bit pattern (both signs: huge, tiny,
      * subnormal, NaN), denser in [0, 9.6], plus specials; the f64 inputs
      * are those values times a factor that fills in the low bits */
@@ -596,16 +545,14 @@ TEST(simd_paths_of_each_instruction_set) {
         uint32_t u = (uint32_t)b;
         memcpy(&x[n++], &u, 4);
     }
-    float specials[] = {NAN,    -NAN,    INFINITY, -INFINITY, 0.0f,       -0.0f,    9.1f,
-                        1e-30f, 0.5625f, 88.0f,    -100.0f,   FLT_MAX,    -FLT_MAX, 1.0f,
-                        -1.0f,  1e-10f,  -1e-10f,  3e-9f,     1.5707964f, 710.0f,   -745.5f};
+    float specials[] = {NAN, -NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 9.1f, 1e-30f, 0.5625f, 88.0f, -100.0f,
+                        FLT_MAX, -FLT_MAX, 1.0f, -1.0f, 1e-10f, -1e-10f, 3e-9f, 1.5707964f, 710.0f, -745.5f};
     for (size_t k = 0; k < sizeof specials / sizeof *specials; k++) x[n++] = specials[k];
     for (int64_t i = 0; i < n; i++) xd[i] = (double)x[i] * 1.0000000123456789;
-    emily_unary_op ops[] = {EMILY_EXP,   EMILY_EXPM1, EMILY_LOG,  EMILY_LOG1P, EMILY_SIGMOID,
-                            EMILY_COS,   EMILY_SIN,   EMILY_TAN,  EMILY_COSH,  EMILY_SINH,
-                            EMILY_TANH,  EMILY_ACOS,  EMILY_ASIN, EMILY_ATAN,  EMILY_ACOSH,
-                            EMILY_ASINH, EMILY_ATANH, EMILY_SQRT, EMILY_RSQRT, EMILY_CBRT,
-                            EMILY_ERF,   EMILY_ERFC,  EMILY_ABS,  EMILY_NEGATE};
+    emily_unary_op ops[] = {EMILY_EXP,  EMILY_EXPM1, EMILY_LOG,   EMILY_LOG1P, EMILY_SIGMOID, EMILY_COS,
+                            EMILY_SIN,  EMILY_TAN,   EMILY_COSH,  EMILY_SINH,  EMILY_TANH,    EMILY_ACOS,
+                            EMILY_ASIN, EMILY_ATAN,  EMILY_ACOSH, EMILY_ASINH, EMILY_ATANH,   EMILY_SQRT,
+                            EMILY_RSQRT, EMILY_CBRT, EMILY_ERF,   EMILY_ERFC,  EMILY_ABS,     EMILY_NEGATE};
     int ran = 0;
     for (int k = 0; k < 2; k++) {
         if (!cpu_has(isas[k].isa)) continue;
@@ -631,14 +578,13 @@ TEST(simd_paths_of_each_instruction_set) {
             }
             int64_t bound = ops[o] == EMILY_TANH ? 1 : 2;
             if (worst > bound)
-                fprintf(stderr, "  %s %s f32: %lld ulp at %.9g (got %.9g want %.9g)\n", isas[k].isa,
-                        name, (long long)worst, x[at], y[k][at], (float)ref_op(ops[o], x[at]));
+                fprintf(stderr, "  %s %s f32: %lld ulp at %.9g (got %.9g want %.9g)\n", isas[k].isa, name,
+                        (long long)worst, x[at], y[k][at], (float)ref_op(ops[o], x[at]));
             CHECK(worst <= bound);
             if (ops[o] == EMILY_TANH) memcpy(ytanh[k], y[k], (size_t)n * sizeof(float));
             if (ops[o] == EMILY_TANH && ran == 2) /* the same bits on both (NaN aside) */
                 for (int64_t i = 0; i < n; i++)
-                    if (memcmp(&ytanh[0][i], &ytanh[1][i], 4) != 0 &&
-                        !(isnan(ytanh[0][i]) && isnan(ytanh[1][i]))) {
+                    if (memcmp(&ytanh[0][i], &ytanh[1][i], 4) != 0 && !(isnan(ytanh[0][i]) && isnan(ytanh[1][i]))) {
                         CHECK(false);
                         break;
                     }
@@ -650,9 +596,8 @@ TEST(simd_paths_of_each_instruction_set) {
                 if (d > worst) worst = d, at = i;
             }
             if (worst > 3)
-                fprintf(stderr, "  %s %s f64: %lld ulp at %.17g (got %.17g want %.17g)\n",
-                        isas[k].isa, name, (long long)worst, xd[at], yd[at],
-                        ref_op(ops[o], xd[at]));
+                fprintf(stderr, "  %s %s f64: %lld ulp at %.17g (got %.17g want %.17g)\n", isas[k].isa, name,
+                        (long long)worst, xd[at], yd[at], ref_op(ops[o], xd[at]));
             CHECK(worst <= 3);
         }
     }
@@ -680,8 +625,7 @@ static void count_chunk(void *p, int64_t c) {
     if (j->nested && c == 0) {
         loop_job inner = {.nested = 0};
         emi_cpu_parallel(7, count_chunk, &inner);
-        for (int i = 0; i < 7; i++)
-            if (atomic_load(&inner.counts[i]) != 1) atomic_fetch_add(&j->counts[511], 1000);
+        for (int i = 0; i < 7; i++) if (atomic_load(&inner.counts[i]) != 1) atomic_fetch_add(&j->counts[511], 1000);
     }
 }
 
@@ -709,8 +653,7 @@ static void *loop_thread(void *arg) {
 TEST(parallel_loop_runs_every_chunk_once) {
     CHECK(run_loops(1, 2000) == 0);
     pthread_t th[4];
-    for (int i = 0; i < 4; i++)
-        CHECK(pthread_create(&th[i], NULL, loop_thread, (void *)(uintptr_t)(i + 7)) == 0);
+    for (int i = 0; i < 4; i++) CHECK(pthread_create(&th[i], NULL, loop_thread, (void *)(uintptr_t)(i + 7)) == 0);
     for (int i = 0; i < 4; i++) {
         void *bad = NULL;
         pthread_join(th[i], &bad);
@@ -721,25 +664,21 @@ TEST(parallel_loop_runs_every_chunk_once) {
     pid_t pid = fork();
     if (pid == 0) _exit(run_loops(3, 500) == 0 ? 0 : 1);
     int status = -1;
-    CHECK(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
-          WEXITSTATUS(status) == 0);
+    CHECK(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
 TEST(bad_input) {
     float f = 1;
     emily_tensor *t = t_from(EMILY_F32, 0, NULL, &f), *r = NULL;
-    CHECK_ERR(emily_unary(EMILY_BITWISE_NOT, t, &r), EMILY_ERR_TYPE,
-              "bitwise_not: expects an integer type, got f32");
+    CHECK_ERR(emily_unary(EMILY_BITWISE_NOT, t, &r), EMILY_ERR_TYPE, "bitwise_not: expects an integer type, got f32");
     CHECK_ERR(emily_unary(EMILY_EXP, NULL, &r), EMILY_ERR_ARGUMENT, "exp: tensor is NULL");
     CHECK_ERR(emily_unary(EMILY_EXP, t, NULL), EMILY_ERR_ARGUMENT, "output pointer is NULL");
-    CHECK_ERR(emily_unary((emily_unary_op)EMILY_UNARY_OP_COUNT, t, &r), EMILY_ERR_ARGUMENT,
-              "unknown op");
+    CHECK_ERR(emily_unary((emily_unary_op)EMILY_UNARY_OP_COUNT, t, &r), EMILY_ERR_ARGUMENT, "unknown op");
     CHECK(r == NULL);
     emily_tensor_release(t);
     float z[2] = {1, 1};
     t = t_from(EMILY_C64, 0, NULL, z);
-    CHECK_ERR(emily_unary(EMILY_ERFC, t, &r), EMILY_ERR_TYPE,
-              "erfc: complex type c64 is not supported");
+    CHECK_ERR(emily_unary(EMILY_ERFC, t, &r), EMILY_ERR_TYPE, "erfc: complex type c64 is not supported");
     CHECK_ERR(emily_unary(EMILY_CEIL, t, &r), EMILY_ERR_TYPE, "ceil");
     emily_tensor_release(t);
 }
@@ -758,8 +697,7 @@ TEST(every_accepted_type_has_a_kernel) {
                 CHECK_OK(emily_unary((emily_unary_op)op, t, &r));
                 CHECK(!r || emily_tensor_dtype(r) == want);
             } else {
-                CHECK_ERR(emily_unary((emily_unary_op)op, t, &r), EMILY_ERR_TYPE,
-                          emily_unary_op_name((emily_unary_op)op));
+                CHECK_ERR(emily_unary((emily_unary_op)op, t, &r), EMILY_ERR_TYPE, emily_unary_op_name((emily_unary_op)op));
             }
             emily_tensor_release(r);
             emily_tensor_release(t);
@@ -790,11 +728,10 @@ TEST(callbacks) {
     emily_tensor_release(t);
 }
 
-RUN_TESTS("unary", CASE(names_round_trip), CASE(output_types_follow_nx),
-          CASE(every_accepted_type_has_a_kernel), CASE(real_functions_and_reference_quirks),
-          CASE(integers_wrap), CASE(identity_and_constant_cases), CASE(complex_numbers),
-          CASE(complex_rsqrt_of_non_finite_values), CASE(conjugate_of_reals),
+RUN_TESTS("unary", CASE(names_round_trip), CASE(output_types_follow_nx), CASE(every_accepted_type_has_a_kernel),
+          CASE(real_functions_and_reference_quirks), CASE(integers_wrap),
+          CASE(identity_and_constant_cases), CASE(complex_numbers), CASE(complex_rsqrt_of_non_finite_values),
+          CASE(conjugate_of_reals),
           CASE(half_types_round_once), CASE(strided_inputs), CASE(zero_size_and_scalars),
-          CASE(f32_fast_paths_match_the_double_reference), CASE(f64_functions_with_glibc_bits),
-          CASE(simd_paths_of_each_instruction_set), CASE(parallel_loop_runs_every_chunk_once),
-          CASE(bad_input), CASE(callbacks))
+          CASE(f32_fast_paths_match_the_double_reference), CASE(f64_functions_with_glibc_bits), CASE(simd_paths_of_each_instruction_set),
+          CASE(parallel_loop_runs_every_chunk_once), CASE(bad_input), CASE(callbacks))

@@ -13,10 +13,8 @@
 static double ref_window2(emily_window_op op, const double *x, const int64_t *shape,
                           const int64_t *w, const int64_t *st, const int64_t *lo,
                           const int64_t *dil, int64_t o0, int64_t o1) {
-    double acc = op == EMILY_WINDOW_SUM       ? 0
-                 : op == EMILY_WINDOW_PRODUCT ? 1
-                 : op == EMILY_WINDOW_MAX     ? -INFINITY
-                                              : INFINITY;
+    double acc = op == EMILY_WINDOW_SUM ? 0 : op == EMILY_WINDOW_PRODUCT ? 1
+                 : op == EMILY_WINDOW_MAX ? -INFINITY : INFINITY;
     for (int64_t a = 0; a < w[0]; a++)
         for (int64_t b = 0; b < w[1]; b++) {
             int64_t i = o0 * st[0] + a * dil[0] - lo[0], j = o1 * st[1] + b * dil[1] - lo[1];
@@ -37,7 +35,7 @@ TEST(reductions_match_reference) {
     emily_tensor *t = t_from(EMILY_F64, 2, shape, x);
     const int64_t cfg[][8] = {
         /* w0 w1 s0 s1 lo0 hi0 lo1 hi1 */
-        {2, 3, 1, 1, 0, 0, 0, 0}, {3, 2, 2, 3, 1, 2, 0, 1},    {1, 1, 1, 1, 0, 0, 0, 0},
+        {2, 3, 1, 1, 0, 0, 0, 0}, {3, 2, 2, 3, 1, 2, 0, 1}, {1, 1, 1, 1, 0, 0, 0, 0},
         {4, 4, 3, 2, 2, 2, 3, 3}, {2, 2, 1, 1, -1, -2, -3, 0},
     };
     const int64_t dils[][2] = {{1, 1}, {2, 1}, {1, 3}, {1, 1}, {2, 2}};
@@ -180,8 +178,7 @@ static void scatter1(bool is_max, emily_dtype dt, const double *tv, int64_t n, c
     for (int64_t i = 0; i < n; i++) tb[i] = tv[i];
     for (int64_t i = 0; i < ns; i++) sb[i] = sv[i];
     emily_tensor *t = t_from(EMILY_F64, 1, &n, tb), *s = t_from(EMILY_F64, 1, &ns, sb);
-    emily_tensor *iv = t_from(EMILY_F64, 0, NULL, &init), *tc = NULL, *sc = NULL, *ic = NULL,
-                 *r = NULL;
+    emily_tensor *iv = t_from(EMILY_F64, 0, NULL, &init), *tc = NULL, *sc = NULL, *ic = NULL, *r = NULL;
     CHECK_OK(emily_as_type(t, dt, &tc));
     CHECK_OK(emily_as_type(s, dt, &sc));
     CHECK_OK(emily_as_type(iv, dt, &ic));
@@ -217,29 +214,22 @@ TEST(scatter_selection) {
     scatter1(true, EMILY_F32, (double[]){-1}, 1, (double[]){5}, 1, 0, 2, 1, 1, 0, (double[]){0});
     scatter1(false, EMILY_F32, (double[]){-1}, 1, (double[]){5}, 1, 0, 2, 1, 1, 0, (double[]){5});
     /* NaN is selected only as the window's first element */
-    scatter1(true, EMILY_F32, (double[]){NAN, 3}, 2, (double[]){5}, 1, 0, 2, 1, 0, 0,
-             (double[]){5, 0});
-    scatter1(true, EMILY_F32, (double[]){3, NAN}, 2, (double[]){5}, 1, 0, 2, 1, 0, 0,
-             (double[]){5, 0});
-    scatter1(false, EMILY_F32, (double[]){3, NAN}, 2, (double[]){5}, 1, 0, 2, 1, 0, 0,
-             (double[]){5, 0});
+    scatter1(true, EMILY_F32, (double[]){NAN, 3}, 2, (double[]){5}, 1, 0, 2, 1, 0, 0, (double[]){5, 0});
+    scatter1(true, EMILY_F32, (double[]){3, NAN}, 2, (double[]){5}, 1, 0, 2, 1, 0, 0, (double[]){5, 0});
+    scatter1(false, EMILY_F32, (double[]){3, NAN}, 2, (double[]){5}, 1, 0, 2, 1, 0, 0, (double[]){5, 0});
 }
 
 TEST(bad_input) {
     int64_t shape[2] = {3, 4}, w[2] = {2, 2}, bad0[2] = {0, 1}, neg[2] = {1, -1};
     float x[12] = {0};
     emily_tensor *t = t_from(EMILY_F32, 2, shape, x), *r = NULL;
-    CHECK_ERR(emily_window_sum(t, 2, w, NULL, NULL, NULL, NULL, NULL), EMILY_ERR_ARGUMENT,
-              "window_sum");
-    CHECK_ERR(emily_window_sum(NULL, 2, w, NULL, NULL, NULL, NULL, &r), EMILY_ERR_ARGUMENT,
-              "window_sum");
+    CHECK_ERR(emily_window_sum(t, 2, w, NULL, NULL, NULL, NULL, NULL), EMILY_ERR_ARGUMENT, "window_sum");
+    CHECK_ERR(emily_window_sum(NULL, 2, w, NULL, NULL, NULL, NULL, &r), EMILY_ERR_ARGUMENT, "window_sum");
     CHECK_ERR(emily_window_max(t, 1, w, NULL, NULL, NULL, NULL, &r), EMILY_ERR_SHAPE, "rank");
     CHECK_ERR(emily_window_max(t, 2, NULL, NULL, NULL, NULL, NULL, &r), EMILY_ERR_ARGUMENT, "NULL");
-    CHECK_ERR(emily_window_max(t, 2, bad0, NULL, NULL, NULL, NULL, &r), EMILY_ERR_ARGUMENT,
-              "window dimensions");
+    CHECK_ERR(emily_window_max(t, 2, bad0, NULL, NULL, NULL, NULL, &r), EMILY_ERR_ARGUMENT, "window dimensions");
     CHECK_ERR(emily_window_min(t, 2, w, bad0, NULL, NULL, NULL, &r), EMILY_ERR_ARGUMENT, "strides");
-    CHECK_ERR(emily_window_min(t, 2, w, NULL, NULL, NULL, neg, &r), EMILY_ERR_ARGUMENT,
-              "dilations");
+    CHECK_ERR(emily_window_min(t, 2, w, NULL, NULL, NULL, neg, &r), EMILY_ERR_ARGUMENT, "dilations");
     int64_t lo[2] = {-3, 0}, hi[2] = {-1, 0};
     CHECK_ERR(emily_window_sum(t, 2, w, NULL, lo, hi, NULL, &r), EMILY_ERR_SHAPE, "negative");
     int64_t big[2] = {4, 1};
@@ -264,18 +254,12 @@ TEST(bad_input) {
     if (r) CHECK(emily_tensor_dtype(r) == EMILY_F64);
     emily_tensor_release(r);
     r = NULL;
-    CHECK_ERR(emily_window_scatter_max(t, vec, init, 2, w, NULL, NULL, NULL, &r), EMILY_ERR_SHAPE,
-              "source");
-    CHECK_ERR(emily_window_scatter_min(t, src, vec, 2, w, NULL, NULL, NULL, &r), EMILY_ERR_SHAPE,
-              "init_value");
-    CHECK_ERR(emily_window_scatter_min(t, src, NULL, 2, w, NULL, NULL, NULL, &r),
-              EMILY_ERR_ARGUMENT, "init_value");
-    CHECK_ERR(emily_window_scatter_min(c, src, init, 2, w, NULL, NULL, NULL, &r), EMILY_ERR_TYPE,
-              "complex");
-    CHECK_ERR(emily_window_scatter_min(t, src, init, 2, w, bad0, NULL, NULL, &r),
-              EMILY_ERR_ARGUMENT, "strides");
-    CHECK_ERR(emily_window_scatter_max(t, src, init, 2, w, NULL, NULL, NULL, NULL),
-              EMILY_ERR_ARGUMENT, "window_scatter_max");
+    CHECK_ERR(emily_window_scatter_max(t, vec, init, 2, w, NULL, NULL, NULL, &r), EMILY_ERR_SHAPE, "source");
+    CHECK_ERR(emily_window_scatter_min(t, src, vec, 2, w, NULL, NULL, NULL, &r), EMILY_ERR_SHAPE, "init_value");
+    CHECK_ERR(emily_window_scatter_min(t, src, NULL, 2, w, NULL, NULL, NULL, &r), EMILY_ERR_ARGUMENT, "init_value");
+    CHECK_ERR(emily_window_scatter_min(c, src, init, 2, w, NULL, NULL, NULL, &r), EMILY_ERR_TYPE, "complex");
+    CHECK_ERR(emily_window_scatter_min(t, src, init, 2, w, bad0, NULL, NULL, &r), EMILY_ERR_ARGUMENT, "strides");
+    CHECK_ERR(emily_window_scatter_max(t, src, init, 2, w, NULL, NULL, NULL, NULL), EMILY_ERR_ARGUMENT, "window_scatter_max");
     CHECK(r == NULL);
     RELEASE(vec, src, init, c, t);
 }

@@ -31,8 +31,7 @@ static void cholesky_complex(const zd *a, zd *l, int64_t n, emily_dtype w) {
     for (int64_t i = 0; i < n; i++)
         for (int64_t j = 0; j <= i; j++) {
             zd sum = {0, 0};
-            for (int64_t k = 0; k < j; k++)
-                sum = zadd(zmul(l[i * n + k], zconj(l[j * n + k])), sum);
+            for (int64_t k = 0; k < j; k++) sum = zadd(zmul(l[i * n + k], zconj(l[j * n + k])), sum);
             sum = zrnd(w, sum);
             zd v;
             if (i == j) {
@@ -56,12 +55,8 @@ emily_status emi_cpu_linalg_cholesky(emily_tensor *l, const emily_tensor *a, emi
     size_t es = cx ? sizeof(zd) : sizeof(double);
 #pragma omp parallel for if (batches > 1 && batches * nn * n > 100000) schedule(dynamic)
     for (int64_t b = 0; b < batches; b++) {
-        if (cx)
-            cholesky_complex((const zd *)(src + (size_t)(b * nn) * es),
-                             (zd *)(dst + (size_t)(b * nn) * es), n, w);
-        else
-            cholesky_real((const double *)(src + (size_t)(b * nn) * es),
-                          (double *)(dst + (size_t)(b * nn) * es), n, w);
+        if (cx) cholesky_complex((const zd *)(src + (size_t)(b * nn) * es), (zd *)(dst + (size_t)(b * nn) * es), n, w);
+        else cholesky_real((const double *)(src + (size_t)(b * nn) * es), (double *)(dst + (size_t)(b * nn) * es), n, w);
     }
     return EMILY_OK;
 }

@@ -42,8 +42,10 @@ static inline zd zsqrt(zd z) {
     if (r == -INFINITY) return (zd){0, INFINITY};
     if (r == 0 && i == 0) return z;
     double x = fabs(r), y = fabs(i), w;
-    if (x >= y) w = sqrt(x) * sqrt(0.5 * (1.0 + sqrt(1.0 + y / x * (y / x))));
-    else w = sqrt(y) * sqrt(0.5 * (x / y + sqrt(1.0 + x / y * (x / y))));
+    if (x >= y)
+        w = sqrt(x) * sqrt(0.5 * (1.0 + sqrt(1.0 + y / x * (y / x))));
+    else
+        w = sqrt(y) * sqrt(0.5 * (x / y + sqrt(1.0 + x / y * (x / y))));
     if (r >= 0) return (zd){w, i / (2 * w)};
     double i2 = i >= 0 ? w : -w;
     return (zd){i / (2 * i2), i2};

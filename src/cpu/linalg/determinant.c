@@ -49,8 +49,7 @@ static void det_small_int(const emily_tensor *a, int64_t base, int n, double *ou
         for (int d = 0; d < (n == 2 ? 1 : 3); d++) {
             uint64_t prod = 1;
             for (int k = 0; k < n; k++) {
-                int idx = n == 2 ? (sgn ? det2_neg : det2_pos)[d][k]
-                                 : (sgn ? det3_neg : det3_pos)[d][k];
+                int idx = n == 2 ? (sgn ? det2_neg : det2_pos)[d][k] : (sgn ? det3_neg : det3_pos)[d][k];
                 prod = read_bits(a, base + idx) * prod;
             }
             prod = wrap_bits(t, prod);
@@ -67,8 +66,7 @@ static void det_small_float(const emily_tensor *a, int64_t base, int n, emily_dt
         for (int d = 0; d < (n == 2 ? 1 : 3); d++) {
             zd prod = {0, 0};
             for (int k = 0; k < n; k++) {
-                int idx = n == 2 ? (sgn ? det2_neg : det2_pos)[d][k]
-                                 : (sgn ? det3_neg : det3_pos)[d][k];
+                int idx = n == 2 ? (sgn ? det2_neg : det2_pos)[d][k] : (sgn ? det3_neg : det3_pos)[d][k];
                 zd x;
                 x.re = read_re(a, base + idx, &x.im);
                 if (k == 0) prod = x;

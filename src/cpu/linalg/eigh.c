@@ -118,7 +118,7 @@ static void zcalc_rot(zjacobi *J) {
 }
 
 emily_status emi_cpu_linalg_eigh(emily_tensor *w, emily_tensor *v, const emily_tensor *a,
-                                 double eps, int64_t max_iter, emily_dtype work) {
+                                   double eps, int64_t max_iter, emily_dtype work) {
     bool cx = a->dtype == EMILY_C128;
     emily_dtype part = work == EMILY_C64 ? EMILY_F32 : work == EMILY_C128 ? EMILY_F64 : work;
     int64_t n = a->shape[a->rank - 1], nn = n * n;
@@ -139,8 +139,7 @@ emily_status emi_cpu_linalg_eigh(emily_tensor *w, emily_tensor *v, const emily_t
                 zeigh((const zd *)src + b * nn, n, part, eps, max_iter, (zd *)wd + b * n,
                       (zd *)vd + b * nn, (zd *)ws);
             else
-                emi_linalg_eigh_real(src + b * nn, n, work, eps, max_iter, wd + b * n, vd + b * nn,
-                                     ws);
+                emi_linalg_eigh_real(src + b * nn, n, work, eps, max_iter, wd + b * n, vd + b * nn, ws);
         }
         free(ws);
     }

@@ -29,19 +29,18 @@ typedef struct EIGH_NAME(jacobi) {
 
 /* calc_rot on the diagonals of tl, tr and br: c, s, rt1 and rt2 for
  * every i (defined by eigh.c for each instance). */
-static void EIGH_NAME(calc_rot)(EIGH_NAME(jacobi) * J);
+static void EIGH_NAME(calc_rot)(EIGH_NAME(jacobi) *J);
 
 /* sum(|tl|^2 + |tr|^2 + |bl|^2 + |br|^2), the diagonals of tl and br
  * left out when `off` (put_diagonal(.., 0)). */
-static double EIGH_NAME(sq_norm)(const EIGH_NAME(jacobi) * J, bool off) {
+static double EIGH_NAME(sq_norm)(const EIGH_NAME(jacobi) *J, bool off) {
     int64_t k = J->k;
     emily_dtype w = J->w;
     double acc = 0;
     for (int64_t i = 0; i < k; i++)
         for (int64_t j = 0; j < k; j++) {
             int64_t at = i * k + j;
-            EIGH_S tl = off && i == j ? EIGH_ZERO : J->tl[at],
-                   br = off && i == j ? EIGH_ZERO : J->br[at];
+            EIGH_S tl = off && i == j ? EIGH_ZERO : J->tl[at], br = off && i == j ? EIGH_ZERO : J->br[at];
             double e = rnd(w, rnd(w, sq(EIGH_MAG(tl))) + rnd(w, sq(EIGH_MAG(J->tr[at]))));
             e = rnd(w, e + rnd(w, sq(EIGH_MAG(J->bl[at]))));
             e = rnd(w, e + rnd(w, sq(EIGH_MAG(br))));
@@ -52,40 +51,36 @@ static double EIGH_NAME(sq_norm)(const EIGH_NAME(jacobi) * J, bool off) {
 
 /* {top, bottom} = {top c - bottom conj(s), top s + bottom c}: the row
  * rotation (c, s indexed by row). */
-static void EIGH_NAME(rotate_rows)(const EIGH_NAME(jacobi) * J, EIGH_S *top, EIGH_S *bottom) {
+static void EIGH_NAME(rotate_rows)(const EIGH_NAME(jacobi) *J, EIGH_S *top, EIGH_S *bottom) {
     int64_t k = J->k;
     emily_dtype w = J->w;
     for (int64_t i = 0; i < k; i++) {
         EIGH_S c = EIGH_FROM_REAL(J->c[i]), s = J->s[i], sc = EIGH_CONJ(s);
         for (int64_t j = 0; j < k; j++) {
             EIGH_S x = top[i * k + j], y = bottom[i * k + j];
-            top[i * k + j] = EIGH_RND(
-                EIGH_SUB(EIGH_RND(EIGH_MUL(x, c)), EIGH_RND(EIGH_MUL(y, sc))));
-            bottom[i * k + j] = EIGH_RND(
-                EIGH_ADD(EIGH_RND(EIGH_MUL(x, s)), EIGH_RND(EIGH_MUL(y, c))));
+            top[i * k + j] = EIGH_RND(EIGH_SUB(EIGH_RND(EIGH_MUL(x, c)), EIGH_RND(EIGH_MUL(y, sc))));
+            bottom[i * k + j] = EIGH_RND(EIGH_ADD(EIGH_RND(EIGH_MUL(x, s)), EIGH_RND(EIGH_MUL(y, c))));
         }
     }
 }
 
 /* {left, right} = {left c - right s, left conj(s) + right c}: the column
  * rotation (c, s indexed by column). */
-static void EIGH_NAME(rotate_cols)(const EIGH_NAME(jacobi) * J, EIGH_S *left, EIGH_S *right) {
+static void EIGH_NAME(rotate_cols)(const EIGH_NAME(jacobi) *J, EIGH_S *left, EIGH_S *right) {
     int64_t k = J->k;
     emily_dtype w = J->w;
     for (int64_t i = 0; i < k; i++)
         for (int64_t j = 0; j < k; j++) {
             EIGH_S c = EIGH_FROM_REAL(J->c[j]), s = J->s[j], sc = EIGH_CONJ(s);
             EIGH_S x = left[i * k + j], y = right[i * k + j];
-            left[i * k + j] = EIGH_RND(
-                EIGH_SUB(EIGH_RND(EIGH_MUL(x, c)), EIGH_RND(EIGH_MUL(y, s))));
-            right[i * k + j] = EIGH_RND(
-                EIGH_ADD(EIGH_RND(EIGH_MUL(x, sc)), EIGH_RND(EIGH_MUL(y, c))));
+            left[i * k + j] = EIGH_RND(EIGH_SUB(EIGH_RND(EIGH_MUL(x, c)), EIGH_RND(EIGH_MUL(y, s))));
+            right[i * k + j] = EIGH_RND(EIGH_ADD(EIGH_RND(EIGH_MUL(x, sc)), EIGH_RND(EIGH_MUL(y, c))));
         }
 }
 
 /* permute_rows_in_col: top' = [top[0], bottom[0], top[1..k-2]],
  * bottom' = [bottom[1..k-1], top[k-1]]. */
-static void EIGH_NAME(permute_rows)(const EIGH_NAME(jacobi) * J, EIGH_S *top, EIGH_S *bottom) {
+static void EIGH_NAME(permute_rows)(const EIGH_NAME(jacobi) *J, EIGH_S *top, EIGH_S *bottom) {
     int64_t k = J->k;
     if (k == 1) return;
     EIGH_S *t = J->tmp;
@@ -99,7 +94,7 @@ static void EIGH_NAME(permute_rows)(const EIGH_NAME(jacobi) * J, EIGH_S *top, EI
 
 /* permute_cols_in_row: left' = [left[:,0], right[:,0], left[:,1..k-2]],
  * right' = [right[:,1..k-1], left[:,k-1]]. */
-static void EIGH_NAME(permute_cols)(const EIGH_NAME(jacobi) * J, EIGH_S *left, EIGH_S *right) {
+static void EIGH_NAME(permute_cols)(const EIGH_NAME(jacobi) *J, EIGH_S *left, EIGH_S *right) {
     int64_t k = J->k;
     if (k == 1) return;
     EIGH_S *t = J->tmp;
@@ -114,7 +109,7 @@ static void EIGH_NAME(permute_cols)(const EIGH_NAME(jacobi) * J, EIGH_S *left, E
 }
 
 /* n steps of rotations and tournament permutations. */
-static void EIGH_NAME(sweep)(EIGH_NAME(jacobi) * J, int64_t n) {
+static void EIGH_NAME(sweep)(EIGH_NAME(jacobi) *J, int64_t n) {
     int64_t k = J->k;
     for (int64_t step = 0; step < n; step++) {
         EIGH_NAME(calc_rot)(J);

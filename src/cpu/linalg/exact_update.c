@@ -63,81 +63,81 @@ typedef struct xkernel {
 
 /* The k loop of a kernel: UPD(S, acc, pr) the update of one accumulator
  * vector by one product vector, AV(r) the tile's A element (r, p). */
-#define XK_LOOP(SUFFIX, VL, MR, NV, UPD, AV)                          \
-    for (int64_t p = 0; p < kc; p++) {                                \
-        xv_##SUFFIX bv[NV];                                           \
-        _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)          \
-            memcpy(&bv[v], b + p * (VL * NV) + v * VL, sizeof bv[v]); \
-        _Pragma("GCC unroll 8") for (int r = 0; r < MR; r++) {        \
-            double av = AV(r, MR);                                    \
-            _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) {    \
-                xv_##SUFFIX pr = av * bv[v];                          \
-                acc[r][v] = UPD(SUFFIX, acc[r][v], pr);               \
-            }                                                         \
-        }                                                             \
+#define XK_LOOP(SUFFIX, VL, MR, NV, UPD, AV)                                             \
+    for (int64_t p = 0; p < kc; p++) {                                                    \
+        xv_##SUFFIX bv[NV];                                                               \
+        _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)                              \
+            memcpy(&bv[v], b + p * (VL * NV) + v * VL, sizeof bv[v]);                     \
+        _Pragma("GCC unroll 8") for (int r = 0; r < MR; r++) {                            \
+            double av = AV(r, MR);                                                        \
+            _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) {                        \
+                xv_##SUFFIX pr = av * bv[v];                                              \
+                acc[r][v] = UPD(SUFFIX, acc[r][v], pr);                                   \
+            }                                                                             \
+        }                                                                                 \
     }
 #define XK_PACKED(r, MR) a[p * (MR) + (r)]
-#define XK_DIRECT(r, MR) a[(r)*sr + p]
-#define XK32_LOOP(SUFFIX, VL, MR, NV, AV)                          \
-    for (int64_t p = 0; p < kc; p++) {                             \
-        xw_##SUFFIX bw;                                            \
-        memcpy(&bw, b + p * (VL * NV), sizeof bw);                 \
-        xs_##SUFFIX bv = __builtin_convertvector(bw, xs_##SUFFIX); \
-        _Pragma("GCC unroll 8") for (int r = 0; r < MR; r++) {     \
-            float av = (float)AV(r, MR);                           \
-            xs_##SUFFIX pr = av * bv;                              \
-            acc[r] = acc[r] - pr;                                  \
-        }                                                          \
+#define XK_DIRECT(r, MR) a[(r) * sr + p]
+#define XK32_LOOP(SUFFIX, VL, MR, NV, AV)                                                \
+    for (int64_t p = 0; p < kc; p++) {                                                    \
+        xw_##SUFFIX bw;                                                                   \
+        memcpy(&bw, b + p * (VL * NV), sizeof bw);                                        \
+        xs_##SUFFIX bv = __builtin_convertvector(bw, xs_##SUFFIX);                        \
+        _Pragma("GCC unroll 8") for (int r = 0; r < MR; r++) {                            \
+            float av = (float)AV(r, MR);                                                  \
+            xs_##SUFFIX pr = av * bv;                                                     \
+            acc[r] = acc[r] - pr;                                                         \
+        }                                                                                 \
     }
 #define XK_ADD(S, x, pr) ((x) + (pr))
 #define XK_SUB(S, x, pr) ((x) - (pr))
 
-#define DEFINE_XKERNEL(SUFFIX, ATTR, VL, MR, NV)                                             \
-    typedef double xv_##SUFFIX __attribute__((vector_size(VL * 8)));                         \
-    ATTR static void xk_##SUFFIX(int64_t kc, const double *a, int64_t sr, const double *b,   \
-                                 double *c, int64_t ldc, bool sub) {                         \
-        xv_##SUFFIX acc[MR][NV];                                                             \
-        _Pragma("GCC unroll 8") for (int r = 0; r < MR; r++)                                 \
-            _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)                             \
-                memcpy(&acc[r][v], c + r * ldc + v * VL, sizeof acc[r][v]);                  \
-        if (sr == 0 && sub) {                                                                \
-            XK_LOOP(SUFFIX, VL, MR, NV, XK_SUB, XK_PACKED)                                   \
-        } else if (sr == 0) {                                                                \
-            XK_LOOP(SUFFIX, VL, MR, NV, XK_ADD, XK_PACKED)                                   \
-        } else if (sub) {                                                                    \
-            XK_LOOP(SUFFIX, VL, MR, NV, XK_SUB, XK_DIRECT)                                   \
-        } else {                                                                             \
-            XK_LOOP(SUFFIX, VL, MR, NV, XK_ADD, XK_DIRECT)                                   \
-        }                                                                                    \
-        _Pragma("GCC unroll 8") for (int r = 0; r < MR; r++)                                 \
-            _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)                             \
-                memcpy(c + r * ldc + v * VL, &acc[r][v], sizeof acc[r][v]);                  \
-    }                                                                                        \
+#define DEFINE_XKERNEL(SUFFIX, ATTR, VL, MR, NV)                                         \
+    typedef double xv_##SUFFIX __attribute__((vector_size(VL * 8)));                     \
+    ATTR static void xk_##SUFFIX(int64_t kc, const double *a, int64_t sr, const double *b, \
+                                 double *c, int64_t ldc, bool sub) {                      \
+        xv_##SUFFIX acc[MR][NV];                                                          \
+        _Pragma("GCC unroll 8") for (int r = 0; r < MR; r++)                              \
+            _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)                          \
+                memcpy(&acc[r][v], c + r * ldc + v * VL, sizeof acc[r][v]);               \
+        if (sr == 0 && sub) {                                                             \
+            XK_LOOP(SUFFIX, VL, MR, NV, XK_SUB, XK_PACKED)                                \
+        } else if (sr == 0) {                                                             \
+            XK_LOOP(SUFFIX, VL, MR, NV, XK_ADD, XK_PACKED)                                \
+        } else if (sub) {                                                                 \
+            XK_LOOP(SUFFIX, VL, MR, NV, XK_SUB, XK_DIRECT)                                \
+        } else {                                                                          \
+            XK_LOOP(SUFFIX, VL, MR, NV, XK_ADD, XK_DIRECT)                                \
+        }                                                                                 \
+        _Pragma("GCC unroll 8") for (int r = 0; r < MR; r++)                              \
+            _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)                          \
+                memcpy(c + r * ldc + v * VL, &acc[r][v], sizeof acc[r][v]);               \
+    }                                                                                     \
     /* The f32 LU step f32(c - f32(a * b)) on f32 values held in doubles,  \
      * computed in f32 arithmetic: the f64 product of two f32 values is    \
      * exact, so rounding it to f32 is the f32 product, and rounding an    \
      * f64 difference of two f32 values to f32 is the f32 difference (f64  \
      * has more than 2 * 24 + 2 bits: the double rounding is innocuous).   \
-     * Twice the lanes of the f64 kernel and no conversion per step. */                 \
-    typedef float xs_##SUFFIX __attribute__((vector_size(VL * NV * 4)));                     \
-    typedef double xw_##SUFFIX __attribute__((vector_size(VL * NV * 8)));                    \
+     * Twice the lanes of the f64 kernel and no conversion per step. */    \
+    typedef float xs_##SUFFIX __attribute__((vector_size(VL * NV * 4)));                 \
+    typedef double xw_##SUFFIX __attribute__((vector_size(VL * NV * 8)));                \
     ATTR static void xk32_##SUFFIX(int64_t kc, const double *a, int64_t sr, const double *b, \
-                                   double *c, int64_t ldc) {                                 \
-        xs_##SUFFIX acc[MR];                                                                 \
-        _Pragma("GCC unroll 8") for (int r = 0; r < MR; r++) {                               \
-            xw_##SUFFIX t;                                                                   \
-            memcpy(&t, c + r * ldc, sizeof t);                                               \
-            acc[r] = __builtin_convertvector(t, xs_##SUFFIX);                                \
-        }                                                                                    \
-        if (sr == 0) {                                                                       \
-            XK32_LOOP(SUFFIX, VL, MR, NV, XK_PACKED)                                         \
-        } else {                                                                             \
-            XK32_LOOP(SUFFIX, VL, MR, NV, XK_DIRECT)                                         \
-        }                                                                                    \
-        _Pragma("GCC unroll 8") for (int r = 0; r < MR; r++) {                               \
-            xw_##SUFFIX t = __builtin_convertvector(acc[r], xw_##SUFFIX);                    \
-            memcpy(c + r * ldc, &t, sizeof t);                                               \
-        }                                                                                    \
+                                   double *c, int64_t ldc) {                              \
+        xs_##SUFFIX acc[MR];                                                              \
+        _Pragma("GCC unroll 8") for (int r = 0; r < MR; r++) {                            \
+            xw_##SUFFIX t;                                                                \
+            memcpy(&t, c + r * ldc, sizeof t);                                            \
+            acc[r] = __builtin_convertvector(t, xs_##SUFFIX);                             \
+        }                                                                                 \
+        if (sr == 0) {                                                                    \
+            XK32_LOOP(SUFFIX, VL, MR, NV, XK_PACKED)                                      \
+        } else {                                                                          \
+            XK32_LOOP(SUFFIX, VL, MR, NV, XK_DIRECT)                                      \
+        }                                                                                 \
+        _Pragma("GCC unroll 8") for (int r = 0; r < MR; r++) {                            \
+            xw_##SUFFIX t = __builtin_convertvector(acc[r], xw_##SUFFIX);                 \
+            memcpy(c + r * ldc, &t, sizeof t);                                            \
+        }                                                                                 \
     }
 
 /* (suffix, target, doubles per vector, tile rows, vectors per tile row) */
@@ -190,8 +190,7 @@ static void pack_b_panel(const emily_xupdate *u, int nr, int64_t jp, int64_t p0,
     int64_t j0 = jp * nr, nv = imin(nr, u->n - j0);
     const double *src = u->b + p0 * u->b_rs + j0 * u->b_cs;
     if (u->b_cs == 1 && nv == nr) {
-        for (int64_t p = 0; p < kc; p++)
-            memcpy(dst + p * nr, src + p * u->b_rs, (size_t)nr * sizeof(double));
+        for (int64_t p = 0; p < kc; p++) memcpy(dst + p * nr, src + p * u->b_rs, (size_t)nr * sizeof(double));
         return;
     }
     for (int64_t p = 0; p < kc; p++) {

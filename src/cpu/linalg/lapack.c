@@ -25,6 +25,7 @@
 #include "core/kernels.h"
 #include "core/qr_signs.h"
 
+
 static int64_t imax(int64_t a, int64_t b) { return a > b ? a : b; }
 static int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
 
@@ -89,11 +90,7 @@ static void transpose(double *dst, int64_t ldd, const double *src, int64_t lds, 
  * or 1 for zero. */
 static void unit_towards_real(const double *x, int parts, double *f_re, double *f_im) {
     double mag = parts == 2 ? hypot(x[0], x[1]) : fabs(x[0]);
-    if (mag == 0) {
-        *f_re = 1;
-        *f_im = 0;
-        return;
-    }
+    if (mag == 0) { *f_re = 1; *f_im = 0; return; }
     *f_re = x[0] / mag;
     *f_im = parts == 2 ? -x[1] / mag : 0;
 }
@@ -119,10 +116,7 @@ static int64_t largest_at(const double *x, int64_t count, int64_t stride, int pa
     for (int64_t i = 0; i < count; i++) {
         const double *e = x + i * stride * parts;
         double m = parts == 2 ? hypot(e[0], e[1]) : fabs(e[0]);
-        if (m > bm) {
-            bm = m;
-            best = i;
-        }
+        if (m > bm) { bm = m; best = i; }
     }
     return best;
 }
@@ -203,7 +197,7 @@ static lapack_int qr_workspace(bool cx, int64_t m, int64_t n, int64_t qcols, int
 }
 
 emily_status emi_cpu_lapack_qr(emily_tensor *q, emily_tensor *r, const emily_tensor *a,
-                               bool complete, double eps, emily_dtype work) {
+                                 bool complete, double eps, emily_dtype work) {
     (void)work;
     int64_t m = a->shape[a->rank - 2], n = a->shape[a->rank - 1], k = imin(m, n);
     emily_status s = check_dims("qr", m, imax(m, n));
@@ -223,15 +217,13 @@ emily_status emi_cpu_lapack_qr(emily_tensor *q, emily_tensor *r, const emily_ten
     lapack_int lwork = qr_workspace(cx, m, n, qcols, k, ld);
     if (lwork < 0) return lapack_failed("qr", cx ? "zgeqrf" : "dgeqrf", lwork);
     emily_tensor *holder = NULL;
-    double *buf = scratch((size_t)(ld * cols + k + 1 + lwork) * (size_t)parts * sizeof(double),
-                          &holder);
+    double *buf = scratch((size_t)(ld * cols + k + 1 + lwork) * (size_t)parts * sizeof(double), &holder);
     if (!buf) return emily_error(EMILY_ERR_MEMORY, "qr: out of host memory");
     double *tau = buf + ld * cols * parts, *wk = tau + (k + 1) * parts;
     (void)complete;
     for (int64_t b = 0; b < batches; b++) {
         /* an empty factor has no memory: no offset from its NULL base */
-        double *qb = qd ? qd + b * m * qcols * parts : NULL,
-               *rb = rd ? rd + b * rrows * n * parts : NULL;
+        double *qb = qd ? qd + b * m * qcols * parts : NULL, *rb = rd ? rd + b * rrows * n * parts : NULL;
         if (k == 0) {
             eye(qb, m, qcols, parts);
             fill(rb, rrows * n * parts, 0);
@@ -240,16 +232,14 @@ emily_status emi_cpu_lapack_qr(emily_tensor *q, emily_tensor *r, const emily_ten
         transpose(buf, ld, src + b * per * parts, n, m, n, parts);
         /* columns n.. of a complete Q: ?orgqr starts them from zero */
         fill(buf + n * ld * parts, (cols - n) * ld * parts, 0);
-        lapack_int info = cx ? LAPACKE_zgeqrf_work(LAPACK_COL_MAJOR, (lapack_int)m, (lapack_int)n,
-                                                   (lapack_complex_double *)buf, (lapack_int)ld,
-                                                   (lapack_complex_double *)tau,
-                                                   (lapack_complex_double *)wk, lwork)
-                             : LAPACKE_dgeqrf_work(LAPACK_COL_MAJOR, (lapack_int)m, (lapack_int)n,
-                                                   buf, (lapack_int)ld, tau, wk, lwork);
-        if (info) {
-            emily_tensor_release(holder);
-            return lapack_failed("qr", cx ? "zgeqrf" : "dgeqrf", info);
-        }
+        lapack_int info =
+            cx ? LAPACKE_zgeqrf_work(LAPACK_COL_MAJOR, (lapack_int)m, (lapack_int)n,
+                                     (lapack_complex_double *)buf, (lapack_int)ld,
+                                     (lapack_complex_double *)tau, (lapack_complex_double *)wk,
+                                     lwork)
+               : LAPACKE_dgeqrf_work(LAPACK_COL_MAJOR, (lapack_int)m, (lapack_int)n, buf,
+                                     (lapack_int)ld, tau, wk, lwork);
+        if (info) { emily_tensor_release(holder); return lapack_failed("qr", cx ? "zgeqrf" : "dgeqrf", info); }
         /* R: the upper triangle of the first min(rrows, k) rows */
         fill(rb, rrows * n * parts, 0);
         for (int64_t i = 0; i < imin(rrows, k); i++)
@@ -262,10 +252,7 @@ emily_status emi_cpu_lapack_qr(emily_tensor *q, emily_tensor *r, const emily_ten
                                         (lapack_complex_double *)wk, lwork)
                   : LAPACKE_dorgqr_work(LAPACK_COL_MAJOR, (lapack_int)m, (lapack_int)qcols,
                                         (lapack_int)k, buf, (lapack_int)ld, tau, wk, lwork);
-        if (info) {
-            emily_tensor_release(holder);
-            return lapack_failed("qr", cx ? "zungqr" : "dorgqr", info);
-        }
+        if (info) { emily_tensor_release(holder); return lapack_failed("qr", cx ? "zungqr" : "dorgqr", info); }
         if (cx) unit_diagonal(buf, ld, rb, m, n, k);
         else nx_diagonal_signs(buf, ld, rb, tau, m, n, k);
         transpose(qb, qcols, buf, ld, qcols, m, parts);
@@ -279,7 +266,7 @@ emily_status emi_cpu_lapack_qr(emily_tensor *q, emily_tensor *r, const emily_ten
 /* ---- eigh -------------------------------------------------------------- */
 
 emily_status emi_cpu_lapack_eigh(emily_tensor *w, emily_tensor *v, const emily_tensor *a,
-                                 double eps, int64_t max_iter, emily_dtype work) {
+                                   double eps, int64_t max_iter, emily_dtype work) {
     (void)eps, (void)max_iter, (void)work; /* Jacobi's knobs; LAPACK converges fully */
     int64_t n = a->shape[a->rank - 1], nn = n * n;
     emily_status st = check_dims("eigh", n, n);
@@ -297,25 +284,23 @@ emily_status emi_cpu_lapack_eigh(emily_tensor *w, emily_tensor *v, const emily_t
         if (cx) {
             lapack_complex_double wq;
             double rq;
-            info = LAPACKE_zheevd_work(LAPACK_COL_MAJOR, 'V', 'U', (lapack_int)n, NULL,
-                                       (lapack_int)n, NULL, &wq, -1, &rq, -1, &liwork, -1);
+            info = LAPACKE_zheevd_work(LAPACK_COL_MAJOR, 'V', 'U', (lapack_int)n, NULL, (lapack_int)n,
+                                       NULL, &wq, -1, &rq, -1, &liwork, -1);
             lwork = (lapack_int)creal(wq);
             lrwork = (lapack_int)rq;
         } else {
             double wq;
-            info = LAPACKE_dsyevd_work(LAPACK_COL_MAJOR, 'V', 'U', (lapack_int)n, NULL,
-                                       (lapack_int)n, NULL, &wq, -1, &liwork, -1);
+            info = LAPACKE_dsyevd_work(LAPACK_COL_MAJOR, 'V', 'U', (lapack_int)n, NULL, (lapack_int)n,
+                                       NULL, &wq, -1, &liwork, -1);
             lwork = (lapack_int)wq;
         }
         if (info) return lapack_failed("eigh", cx ? "zheevd" : "dsyevd", info);
     }
     emily_tensor *holder = NULL;
     size_t doubles = (size_t)(n + nn * parts + lwork * parts + (cx ? lrwork : 0)) + 1;
-    int64_t *order = scratch((size_t)(n + liwork) * sizeof(int64_t) + doubles * sizeof(double),
-                             &holder);
+    int64_t *order = scratch((size_t)(n + liwork) * sizeof(int64_t) + doubles * sizeof(double), &holder);
     if (!order) return emily_error(EMILY_ERR_MEMORY, "eigh: out of host memory");
-    double *vals = (double *)(order + n), *cm = vals + n, *wk = cm + nn * parts,
-           *rwk = wk + lwork * parts;
+    double *vals = (double *)(order + n), *cm = vals + n, *wk = cm + nn * parts, *rwk = wk + lwork * parts;
     lapack_int *iwk = (lapack_int *)(rwk + (cx ? lrwork : 0) + 1);
     for (int64_t b = 0; b < batches; b++) {
         const double *ab = src + b * nn * parts;
@@ -324,32 +309,25 @@ emily_status emi_cpu_lapack_eigh(emily_tensor *w, emily_tensor *v, const emily_t
          * for a Hermitian matrix is its conjugate: the same eigenvalues,
          * conjugate eigenvectors (conjugated back below). No transpose. */
         memcpy(cm, ab, (size_t)(nn * parts) * sizeof(double));
-        lapack_int info = cx ? LAPACKE_zheevd_work(LAPACK_COL_MAJOR, 'V', 'U', (lapack_int)n,
-                                                   (lapack_complex_double *)cm, (lapack_int)n, vals,
-                                                   (lapack_complex_double *)wk, lwork, rwk, lrwork,
-                                                   iwk, liwork)
-                             : LAPACKE_dsyevd_work(LAPACK_COL_MAJOR, 'V', 'U', (lapack_int)n, cm,
-                                                   (lapack_int)n, vals, wk, lwork, iwk, liwork);
+        lapack_int info =
+            cx ? LAPACKE_zheevd_work(LAPACK_COL_MAJOR, 'V', 'U', (lapack_int)n, (lapack_complex_double *)cm,
+                                     (lapack_int)n, vals, (lapack_complex_double *)wk, lwork, rwk, lrwork,
+                                     iwk, liwork)
+               : LAPACKE_dsyevd_work(LAPACK_COL_MAJOR, 'V', 'U', (lapack_int)n, cm, (lapack_int)n, vals, wk,
+                                     lwork, iwk, liwork);
         if (info > 0) { /* divide and conquer did not converge: plain QR iterations */
             memcpy(cm, ab, (size_t)(nn * parts) * sizeof(double));
             info = cx ? LAPACKE_zheev(LAPACK_COL_MAJOR, 'V', 'U', (lapack_int)n,
                                       (lapack_complex_double *)cm, (lapack_int)n, vals)
-                      : LAPACKE_dsyev(LAPACK_COL_MAJOR, 'V', 'U', (lapack_int)n, cm, (lapack_int)n,
-                                      vals);
+                      : LAPACKE_dsyev(LAPACK_COL_MAJOR, 'V', 'U', (lapack_int)n, cm, (lapack_int)n, vals);
         }
-        if (info) {
-            emily_tensor_release(holder);
-            return lapack_failed("eigh", cx ? "zheevd" : "dsyevd", info);
-        }
+        if (info) { emily_tensor_release(holder); return lapack_failed("eigh", cx ? "zheevd" : "dsyevd", info); }
         /* LAPACK's ascending order -> Nx's decreasing magnitude; equal
          * magnitudes keep LAPACK's order (insertion sort is stable) */
         for (int64_t i = 0; i < n; i++) order[i] = i;
         for (int64_t i = 1; i < n; i++) {
             int64_t x = order[i], j = i;
-            while (j > 0 && fabs(vals[order[j - 1]]) < fabs(vals[x])) {
-                order[j] = order[j - 1];
-                j--;
-            }
+            while (j > 0 && fabs(vals[order[j - 1]]) < fabs(vals[x])) { order[j] = order[j - 1]; j--; }
             order[j] = x;
         }
         for (int64_t i = 0; i < n; i++) {
@@ -388,8 +366,8 @@ emily_status emi_cpu_lapack_eigh(emily_tensor *w, emily_tensor *v, const emily_t
  * factors that as A^T = U' S V'^T, so A = V' S U'^T: U' read back
  * row-major is vt and V'^T read back row-major is u, with no copies. */
 emily_status emi_cpu_lapack_svd(emily_tensor *u, emily_tensor *s, emily_tensor *vt,
-                                const emily_tensor *a, bool full_matrices, int64_t max_iter,
-                                emily_dtype work, bool integer_input) {
+                                  const emily_tensor *a, bool full_matrices, int64_t max_iter,
+                                  emily_dtype work, bool integer_input) {
     (void)max_iter, (void)work, (void)integer_input;
     int64_t m = a->shape[a->rank - 2], n = a->shape[a->rank - 1], k = imin(m, n);
     emily_status st = check_dims("svd", imax(m, n), imax(m, n));
@@ -404,16 +382,15 @@ emily_status emi_cpu_lapack_svd(emily_tensor *u, emily_tensor *s, emily_tensor *
     lapack_int lwork = 1;
     if (k > 0) {
         double wq;
-        lapack_int info = LAPACKE_dgesdd_work(LAPACK_COL_MAJOR, job, (lapack_int)n, (lapack_int)m,
-                                              NULL, (lapack_int)n, NULL, NULL, (lapack_int)n, NULL,
+        lapack_int info = LAPACKE_dgesdd_work(LAPACK_COL_MAJOR, job, (lapack_int)n, (lapack_int)m, NULL,
+                                              (lapack_int)n, NULL, NULL, (lapack_int)n, NULL,
                                               (lapack_int)ucols, &wq, -1, NULL);
         if (info) return lapack_failed("svd", "dgesdd", info);
         lwork = (lapack_int)wq;
     }
     emily_tensor *holder = NULL;
     double *buf = scratch((size_t)(m * n + k + ucols + lwork + 1) * sizeof(double) +
-                              (size_t)(8 * k + 1) * sizeof(lapack_int),
-                          &holder);
+                              (size_t)(8 * k + 1) * sizeof(lapack_int), &holder);
     if (!buf) return emily_error(EMILY_ERR_MEMORY, "svd: out of host memory");
     double *superb = buf + m * n, *usign = superb + k, *wk = usign + ucols;
     lapack_int *iwk = (lapack_int *)(wk + lwork + 1);
@@ -427,19 +404,15 @@ emily_status emi_cpu_lapack_svd(emily_tensor *u, emily_tensor *s, emily_tensor *
             continue;
         }
         memcpy(buf, src + b * m * n, (size_t)(m * n) * sizeof(double));
-        lapack_int info = LAPACKE_dgesdd_work(LAPACK_COL_MAJOR, job, (lapack_int)n, (lapack_int)m,
-                                              buf, (lapack_int)n, sb, vb, (lapack_int)n, ub,
-                                              (lapack_int)ucols, wk, lwork, iwk);
+        lapack_int info = LAPACKE_dgesdd_work(LAPACK_COL_MAJOR, job, (lapack_int)n, (lapack_int)m, buf,
+                                              (lapack_int)n, sb, vb, (lapack_int)n, ub, (lapack_int)ucols,
+                                              wk, lwork, iwk);
         if (info > 0) { /* divide and conquer did not converge: the QR-iteration driver */
             memcpy(buf, src + b * m * n, (size_t)(m * n) * sizeof(double));
             info = LAPACKE_dgesvd(LAPACK_COL_MAJOR, job, job, (lapack_int)n, (lapack_int)m, buf,
-                                  (lapack_int)n, sb, vb, (lapack_int)n, ub, (lapack_int)ucols,
-                                  superb);
+                                  (lapack_int)n, sb, vb, (lapack_int)n, ub, (lapack_int)ucols, superb);
         }
-        if (info) {
-            emily_tensor_release(holder);
-            return lapack_failed("svd", "dgesdd", info);
-        }
+        if (info) { emily_tensor_release(holder); return lapack_failed("svd", "dgesdd", info); }
         /* signs: row i of vt with its largest entry positive, column i of
          * u flipped with it; u's extra columns and vt's extra rows alone.
          * u's column signs are collected first and applied in one pass

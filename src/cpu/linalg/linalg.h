@@ -24,8 +24,7 @@ typedef emily_status emi_qr_kernel(emily_tensor *q, emily_tensor *r, const emily
 typedef emily_status emi_svd_kernel(emily_tensor *u, emily_tensor *s, emily_tensor *vt,
                                     const emily_tensor *a, bool full_matrices, int64_t max_iter,
                                     emily_dtype work, bool integer_input);
-typedef emily_status emi_determinant_kernel(emily_tensor *det, const emily_tensor *a,
-                                            emily_dtype w);
+typedef emily_status emi_determinant_kernel(emily_tensor *det, const emily_tensor *a, emily_dtype w);
 
 /* Nx's algorithms */
 emily_status emi_cpu_linalg_lu(emily_tensor *p, emily_tensor *l, emily_tensor *u,
@@ -52,8 +51,8 @@ emily_status emi_cpu_lapack_eigh(emily_tensor *w, emily_tensor *v, const emily_t
 emily_status emi_cpu_nx07_lu(emily_tensor *p, emily_tensor *l, emily_tensor *u,
                              const emily_tensor *a, double eps);
 emi_determinant_kernel emi_cpu_nx07_determinant;
-emily_status emi_cpu_nx07_eigh(emily_tensor *w, emily_tensor *v, const emily_tensor *a, double eps,
-                               int64_t max_iter);
+emily_status emi_cpu_nx07_eigh(emily_tensor *w, emily_tensor *v, const emily_tensor *a,
+                               double eps, int64_t max_iter);
 emi_qr_kernel emi_cpu_nx07_qr;
 emi_svd_kernel emi_cpu_nx07_svd;
 

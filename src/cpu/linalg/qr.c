@@ -36,6 +36,7 @@ void emi_linalg_mm(const double *A, const double *B, double *C, int64_t p, int64
     }
 }
 
+
 /* output_mode_handling: q's columns and r's rows once the reflections of
  * an m x n matrix (m_in rows before Nx's zero rows) are done. */
 static int64_t qr_out_width(bool wide, bool complete, int64_t m_in, int64_t m, int64_t n) {
@@ -44,6 +45,7 @@ static int64_t qr_out_width(bool wide, bool complete, int64_t m_in, int64_t m, i
 }
 
 /* ---- QR, complex (Nx.LinAlg.QR.qr_matrix's complex reflector) ---------- */
+
 
 /* C = A . B (A p x q, B q x r) on complex values, sums in index order
  * from 0, both parts rounded to w. */
@@ -71,8 +73,7 @@ static void qr_complex(const zd *a, int64_t m_in, int64_t n_in, emily_dtype w, d
     for (int64_t i = 0; i < m * m; i++) q[i] = (zd){0, 0};
     for (int64_t i = 0; i < m; i++) q[i * m + i] = (zd){1, 0};
     for (int64_t i = 0; i < m; i++)
-        for (int64_t j = 0; j < n; j++)
-            r[i * n + j] = i < m_in ? zrnd(w, a[i * n + j]) : (zd){0, 0};
+        for (int64_t j = 0; j < n; j++) r[i * n + j] = i < m_in ? zrnd(w, a[i * n + j]) : (zd){0, 0};
     for (int64_t i = 0; i <= max_i; i++) {
         for (int64_t j = 0; j < m; j++) x[j] = j < i ? (zd){0, 0} : r[j * n + i];
         /* norm(x) = sqrt(dot(x, conj(x))) */
@@ -100,8 +101,7 @@ static void qr_complex(const zd *a, int64_t m_in, int64_t n_in, emily_dtype w, d
                 for (int64_t k = 0; k < m; k++) {
                     zd eye = {j == k, 0};
                     zd o = zrnd(w, zmul(v[j], zconj(v[k])));
-                    h[j * m + k] = j >= i && k >= i ? zrnd(w, zsub(eye, zrnd(w, zmul(scale, o))))
-                                                    : eye;
+                    h[j * m + k] = j >= i && k >= i ? zrnd(w, zsub(eye, zrnd(w, zmul(scale, o)))) : eye;
                 }
             zmm(h, r, prod, m, m, n, w);
             memcpy(r, prod, (size_t)(m * n) * sizeof(zd));
@@ -132,8 +132,7 @@ static void qr_complex(const zd *a, int64_t m_in, int64_t n_in, emily_dtype w, d
         }
         for (int64_t j = 0; j < m; j++)
             for (int64_t k = 0; k < m; k++) {
-                zd o = zrnd(w,
-                            zmul(qv[j], zconj(v[k]))); /* Nx.outer conjugates its second operand */
+                zd o = zrnd(w, zmul(qv[j], zconj(v[k]))); /* Nx.outer conjugates its second operand */
                 q[j * m + k] = zrnd(w, zsub(q[j * m + k], zrnd(w, zmul(scale, o))));
             }
     }
@@ -211,9 +210,7 @@ void emi_linalg_qr_real(const double *a, int64_t m_in, int64_t n_in, emily_dtype
             for (int64_t j = 0; j < m; j++)
                 for (int64_t k = 0; k < m; k++) {
                     double eye = j == k;
-                    h[j * m + k] = j >= i && k >= i
-                                       ? rnd(w, eye - rnd(w, scale * rnd(w, v[j] * v[k])))
-                                       : eye;
+                    h[j * m + k] = j >= i && k >= i ? rnd(w, eye - rnd(w, scale * rnd(w, v[j] * v[k]))) : eye;
                 }
             emi_linalg_mm(h, r, tmp, m, m, n, w);
             memcpy(r, tmp, (size_t)(m * n) * sizeof(double));
@@ -246,8 +243,7 @@ void emi_linalg_qr_real(const double *a, int64_t m_in, int64_t n_in, emily_dtype
         for (int64_t j = 0; j < m; j++) {
             double qv = h[j];
             double *qj = q + j * m;
-            for (int64_t k = 0; k < m; k++)
-                qj[k] = rnd(w, qj[k] - rnd(w, scale * rnd(w, qv * v[k])));
+            for (int64_t k = 0; k < m; k++) qj[k] = rnd(w, qj[k] - rnd(w, scale * rnd(w, qv * v[k])));
         }
     }
     /* approximate_zeros, then output_mode_handling */
@@ -332,9 +328,8 @@ static bool qr_wide_shortcut(const double *a, int64_t m, int64_t n, emily_dtype 
         return true;
     }
     if (zero_eps) return false;
-    emi_linalg_qr_real(a, m, n, work, eps, complete, explicit_h, true, qb, rb,
-                       ws); /* ws: qr_scratch_compact */
-    if (c == n - 1)         /* explicit products, the last column not finite */
+    emi_linalg_qr_real(a, m, n, work, eps, complete, explicit_h, true, qb, rb, ws); /* ws: qr_scratch_compact */
+    if (c == n - 1) /* explicit products, the last column not finite */
         for (int64_t i = 0; i < m; i++) rb[i * n + n - 1] = NAN;
     bool finite = all_finite(qb, qsz);
     for (int64_t i = 0; finite && i < m; i++) finite = all_finite(rb + i * n, c < n ? n - 1 : n);
@@ -358,16 +353,14 @@ static bool qr_one(const double *a, int64_t m, int64_t n, emily_dtype work, emil
             fill_nan(rb, rsz * 2);
             return true;
         }
-        qr_complex((const zd *)a, m, n, part, eps, complete, explicit_h, (zd *)qb, (zd *)rb,
-                   (zd *)ws);
+        qr_complex((const zd *)a, m, n, part, eps, complete, explicit_h, (zd *)qb, (zd *)rb, (zd *)ws);
         return true;
     }
     if (m >= n) {
         emi_linalg_qr_real(a, m, n, work, eps, complete, explicit_h, false, qb, rb, ws);
         return true;
     }
-    if (qr_wide_shortcut(a, m, n, work, eps, complete, explicit_h, qb, qsz, rb, rsz, ws))
-        return true;
+    if (qr_wide_shortcut(a, m, n, work, eps, complete, explicit_h, qb, qsz, rb, rsz, ws)) return true;
     double *padded = malloc((size_t)emi_linalg_qr_scratch(m, n) * sizeof(double));
     if (!padded) return false;
     emi_linalg_qr_real(a, m, n, work, eps, complete, explicit_h, false, qb, rb, padded);
@@ -418,11 +411,11 @@ static emily_status qr_batches(emily_tensor *q, emily_tensor *r, const emily_ten
 }
 
 emily_status emi_cpu_linalg_qr(emily_tensor *q, emily_tensor *r, const emily_tensor *a,
-                               bool complete, double eps, emily_dtype work) {
+                                 bool complete, double eps, emily_dtype work) {
     return qr_batches(q, r, a, complete, eps, work, false);
 }
 
-emily_status emi_cpu_nx07_qr(emily_tensor *q, emily_tensor *r, const emily_tensor *a, bool complete,
-                             double eps, emily_dtype work) {
+emily_status emi_cpu_nx07_qr(emily_tensor *q, emily_tensor *r, const emily_tensor *a,
+                               bool complete, double eps, emily_dtype work) {
     return qr_batches(q, r, a, complete, eps, work, true);
 }

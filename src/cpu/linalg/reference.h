@@ -59,8 +59,8 @@ void emi_linalg_mm(const double *A, const double *B, double *C, int64_t p, int64
  * ws holds emi_linalg_qr_scratch(m_in, n_in) doubles. */
 int64_t emi_linalg_qr_scratch(int64_t m_in, int64_t n_in);
 void emi_linalg_qr_real(const double *a, int64_t m_in, int64_t n_in, emily_dtype w, double eps,
-                        bool complete, bool explicit_h, bool compact, double *q_out, double *r_out,
-                        double *ws);
+                        bool complete, bool explicit_h, bool compact, double *q_out,
+                        double *r_out, double *ws);
 
 /* Nx.LinAlg.BlockEigh on a real symmetric n x n matrix (eigh.c): w_out
  * n eigenvalues, v_out n x n; ws holds emi_linalg_eigh_scratch(n)

@@ -69,8 +69,7 @@ static void solve_lower(const double *lu, int64_t n, double *y, int64_t nc) {
 #pragma omp simd
                 for (int64_t c = 0; c < cn; c++) acc[c] = lij * yj[c] + acc[c];
             }
-            for (int64_t c = 0; c < cn; c++)
-                yi[c0 + c] = (i ? yi[c0 + c] - acc[c] : yi[c0 + c]) / 1.0;
+            for (int64_t c = 0; c < cn; c++) yi[c0 + c] = (i ? yi[c0 + c] - acc[c] : yi[c0 + c]) / 1.0;
         }
     }
 }
@@ -91,8 +90,7 @@ static void solve_upper(const double *lu, int64_t n, double *y, int64_t nc) {
                 }
             } else {
                 for (int64_t j = n - 1; j >= i1; j--)
-                    for (int r = 0; r < rows; r++)
-                        acc[r] = lu[(i1 - 1 - r) * n + j] * y[j] + acc[r];
+                    for (int r = 0; r < rows; r++) acc[r] = lu[(i1 - 1 - r) * n + j] * y[j] + acc[r];
             }
             for (int r = 0; r < rows; r++) {
                 int64_t i = i1 - 1 - r;
@@ -155,9 +153,8 @@ emily_status emi_cpu_linalg_solve(emily_tensor *x, const emily_tensor *a, const 
         free(perm);
     }
     emily_status s = EMILY_OK;
-    if (failed)
-        s = emily_error(EMILY_ERR_MEMORY, "solve: out of host memory for a %lldx%lld matrix",
-                        (long long)n, (long long)n);
+    if (failed) s = emily_error(EMILY_ERR_MEMORY, "solve: out of host memory for a %lldx%lld matrix",
+                                (long long)n, (long long)n);
     for (int64_t bt = 0; !s && bt < batches; bt++)
         if (zero_row[bt] >= 0)
             s = emily_error(EMILY_ERR_ARGUMENT,

@@ -94,8 +94,7 @@ static void transpose_to(const double *A, double *T, int64_t rows, int64_t cols)
 static bool kernel_cholesky(const double *a, double *l, int64_t n, emily_dtype w) {
     int64_t sh[2] = {n, n};
     emily_tensor *at = NULL, *lt = NULL;
-    bool ok = !emily_empty(EMILY_CPU, EMILY_F64, 2, sh, &at) &&
-              !emily_empty(EMILY_CPU, EMILY_F64, 2, sh, &lt);
+    bool ok = !emily_empty(EMILY_CPU, EMILY_F64, 2, sh, &at) && !emily_empty(EMILY_CPU, EMILY_F64, 2, sh, &lt);
     if (ok) {
         memcpy(emily_tensor_base(at), a, (size_t)(n * n) * sizeof(double));
         ok = !emi_cpu_linalg_kernels.cholesky(lt, at, w);
@@ -112,14 +111,12 @@ static bool kernel_tsolve(const double *a, const double *b, double *x, int64_t n
                           bool lower, emily_dtype w) {
     int64_t sa[2] = {n, n}, sb[2] = {n, m};
     emily_tensor *at = NULL, *bt = NULL, *xt = NULL;
-    bool ok = !emily_empty(EMILY_CPU, EMILY_F64, 2, sa, &at) &&
-              !emily_empty(EMILY_CPU, EMILY_F64, 2, sb, &bt) &&
+    bool ok = !emily_empty(EMILY_CPU, EMILY_F64, 2, sa, &at) && !emily_empty(EMILY_CPU, EMILY_F64, 2, sb, &bt) &&
               !emily_empty(EMILY_CPU, EMILY_F64, 2, sb, &xt);
     if (ok) {
         memcpy(emily_tensor_base(at), a, (size_t)(n * n) * sizeof(double));
         memcpy(emily_tensor_base(bt), b, (size_t)(n * m) * sizeof(double));
-        ok = !emi_cpu_linalg_kernels.triangular_solve(xt, at, bt, false, true, lower,
-                                                      EMILY_TRANSFORM_NONE);
+        ok = !emi_cpu_linalg_kernels.triangular_solve(xt, at, bt, false, true, lower, EMILY_TRANSFORM_NONE);
         if (ok) {
             const double *xd = emily_tensor_base(xt);
             for (int64_t i = 0; i < n * m; i++) x[i] = rnd(w, xd[i]);
@@ -155,9 +152,7 @@ static bool qdwh(const double *x, int64_t m, int64_t n, emily_dtype tin, bool in
                  int64_t max_iter, bool nx07, double *u_out, double *h_out) {
     emily_dtype W = tin == EMILY_F64 ? EMILY_F64 : EMILY_F32;
     int64_t mn = m * n, nn = n * n, m2 = m + n;
-    double *buf = malloc(
-        (size_t)(6 * mn + 2 * m2 * n + 3 * nn + emi_linalg_qr_scratch(m2, n) + 4 * n) *
-        sizeof(double));
+    double *buf = malloc((size_t)(6 * mn + 2 * m2 * n + 3 * nn + emi_linalg_qr_scratch(m2, n) + 4 * n) * sizeof(double));
     if (!buf) return false;
     double *u = buf, *up = u + mn, *y = up + mn, *q = y + m2 * n, *rr = q + m2 * n, *g = rr + nn;
     double *l = g + mn, *lt = l + nn, *z = lt + nn, *zt = z + mn, *d = zt + mn, *qws = d + mn;
@@ -212,8 +207,7 @@ static bool qdwh(const double *x, int64_t m, int64_t n, emily_dtype tin, bool in
              * z = (y^T \ (y \ u^T))^T, u = e u + (a - e) z */
             mm_tn(u, u, g, n, m, n, W);
             for (int64_t i = 0; i < n; i++)
-                for (int64_t j = 0; j < n; j++)
-                    g[i * n + j] = rnd(W, rnd(W, c * g[i * n + j]) + (i == j));
+                for (int64_t j = 0; j < n; j++) g[i * n + j] = rnd(W, rnd(W, c * g[i * n + j]) + (i == j));
             ok = kernel_cholesky(g, l, n, W);
             if (!ok) break;
             transpose_to(u, zt, m, n);
@@ -237,13 +231,11 @@ static bool qdwh(const double *x, int64_t m, int64_t n, emily_dtype tin, bool in
         for (int64_t i = 0; i < mn; i++) u[i] = rnd(tin, u[i]);
         mm_tn(u, u, g, n, m, n, tin);
         emi_linalg_mm(u, g, z, m, n, n, tin);
-        for (int64_t i = 0; i < mn; i++)
-            u_out[i] = rnd(tin, rnd(tin, 1.5 * u[i]) - rnd(tin, 0.5 * z[i]));
+        for (int64_t i = 0; i < mn; i++) u_out[i] = rnd(tin, rnd(tin, 1.5 * u[i]) - rnd(tin, 0.5 * z[i]));
         /* h = adjoint(u) . x, then (h + adjoint(h)) / 2 */
         mm_tn(u_out, x, g, n, m, n, tin);
         for (int64_t i = 0; i < n; i++)
-            for (int64_t j = 0; j < n; j++)
-                h_out[i * n + j] = rnd(tin, rnd(tin, g[i * n + j] + g[j * n + i]) / 2);
+            for (int64_t j = 0; j < n; j++) h_out[i * n + j] = rnd(tin, rnd(tin, g[i * n + j] + g[j * n + i]) / 2);
     }
     free(buf);
     return ok;
@@ -268,23 +260,18 @@ static bool polar_eigh(const double *h, int64_t n, emily_dtype tin, int64_t max_
 
 /* Nx.LinAlg.SVD.svd_tall_and_square on a tall or square m x n matrix a
  * (m >= n): u m x n, s n, v n x n (not transposed), type tin. */
-static bool svd_tall_and_square(const double *a, int64_t m, int64_t n, emily_dtype tin,
-                                bool integer, int64_t max_iter, bool nx07, double *u_out, double *s,
-                                double *v) {
+static bool svd_tall_and_square(const double *a, int64_t m, int64_t n, emily_dtype tin, bool integer,
+                                int64_t max_iter, bool nx07, double *u_out, double *s, double *v) {
     int64_t nn = n * n, mn = m * n;
-    double *buf = malloc((size_t)(mn + 4 * nn + 2 * n + emi_linalg_qr_scratch(m, n) +
-                                  emi_linalg_eigh_scratch(n) + 2) *
-                         sizeof(double));
+    double *buf = malloc((size_t)(mn + 4 * nn + 2 * n + emi_linalg_qr_scratch(m, n) + emi_linalg_eigh_scratch(n) + 2) * sizeof(double));
     if (!buf) return false;
-    double *uu = buf, *h = uu + mn, *wv = h + nn, *vv = wv + n, *vo = vv + nn, *sg = vo + nn,
-           *ws = sg + n;
+    double *uu = buf, *h = uu + mn, *wv = h + nn, *vv = wv + n, *vo = vv + nn, *sg = vo + nn, *ws = sg + n;
     int64_t *order = (int64_t *)(ws + emi_linalg_qr_scratch(m, n) + emi_linalg_eigh_scratch(n));
     bool ok = qdwh(a, m, n, tin, integer, max_iter, nx07, uu, h);
     if (ok) {
         /* h = (h + h^T) / 2, {s, v} = eigh(h), signs, sorted, u = u . v */
         for (int64_t i = 0; i < n; i++)
-            for (int64_t j = 0; j < n; j++)
-                vo[i * n + j] = rnd(tin, rnd(tin, h[i * n + j] + h[j * n + i]) / 2);
+            for (int64_t j = 0; j < n; j++) vo[i * n + j] = rnd(tin, rnd(tin, h[i * n + j] + h[j * n + i]) / 2);
         ok = polar_eigh(vo, n, tin, max_iter, nx07, wv, vv, ws);
     }
     if (ok) {
@@ -321,8 +308,7 @@ static bool svd_tall_and_square(const double *a, int64_t m, int64_t n, emily_dty
 static bool svd_full(const double *a, int64_t m, int64_t n, emily_dtype tin, bool integer,
                      int64_t max_iter, bool nx07, double *u_out, double *s, double *v) {
     int64_t nn = n * n;
-    double *buf = malloc((size_t)(m * m + m * n + 2 * nn + emi_linalg_qr_scratch(m, n) + 1) *
-                         sizeof(double));
+    double *buf = malloc((size_t)(m * m + m * n + 2 * nn + emi_linalg_qr_scratch(m, n) + 1) * sizeof(double));
     if (!buf) return false;
     double *qf = buf, *rf = qf + m * m, *sq = rf + m * n, *uo = sq + nn, *ws = uo + nn;
     const double *sqa = a;
@@ -361,8 +347,7 @@ static bool svd_non_full_nx07(const double *a, int64_t m, int64_t n, emily_dtype
     if (!((double)m > 1.15 * (double)n))
         return svd_tall_and_square(a, m, n, tin, integer, max_iter, true, u_out, s, v);
     int64_t nn = n * n;
-    double *buf = malloc((size_t)(m * n + 2 * nn + emi_linalg_qr_scratch(m, n) + 1) *
-                         sizeof(double));
+    double *buf = malloc((size_t)(m * n + 2 * nn + emi_linalg_qr_scratch(m, n) + 1) * sizeof(double));
     if (!buf) return false;
     double *q = buf, *r = q + m * n, *uo = r + nn, *ws = uo + nn;
     /* {q, a} = qr(a, mode: :reduced), then u = q . u */
@@ -446,8 +431,8 @@ static emily_status svd_batches(emily_tensor *u, emily_tensor *s, emily_tensor *
         if (!ws) failed = 1;
 #pragma omp for schedule(dynamic)
         for (int64_t b = 0; b < batches; b++)
-            if (ws && !svd_real(src + b * m * n, m, n, work, max_iter, integer_input, full_matrices,
-                                nx07, ud + b * m * uc, sd + b * k, vd + b * vr * n, ws))
+            if (ws && !svd_real(src + b * m * n, m, n, work, max_iter, integer_input, full_matrices, nx07,
+                                ud + b * m * uc, sd + b * k, vd + b * vr * n, ws))
                 failed = 1;
         free(ws);
     }
@@ -456,13 +441,13 @@ static emily_status svd_batches(emily_tensor *u, emily_tensor *s, emily_tensor *
 }
 
 emily_status emi_cpu_linalg_svd(emily_tensor *u, emily_tensor *s, emily_tensor *vt,
-                                const emily_tensor *a, bool full_matrices, int64_t max_iter,
-                                emily_dtype work, bool integer_input) {
+                                  const emily_tensor *a, bool full_matrices, int64_t max_iter,
+                                  emily_dtype work, bool integer_input) {
     return svd_batches(u, s, vt, a, full_matrices, max_iter, work, integer_input, false);
 }
 
 emily_status emi_cpu_nx07_svd(emily_tensor *u, emily_tensor *s, emily_tensor *vt,
-                              const emily_tensor *a, bool full_matrices, int64_t max_iter,
-                              emily_dtype work, bool integer_input) {
+                                const emily_tensor *a, bool full_matrices, int64_t max_iter,
+                                emily_dtype work, bool integer_input) {
     return svd_batches(u, s, vt, a, full_matrices, max_iter, work, integer_input, true);
 }

@@ -19,19 +19,13 @@ typedef struct ts_plan {
 
 /* Effective matrix element (i, j) of batch matrix `a` (n x n). */
 static inline int64_t ts_a_index(const ts_plan *p, int64_t i, int64_t j) {
-    if (p->reverse) {
-        i = p->n - 1 - i;
-        j = p->n - 1 - j;
-    }
+    if (p->reverse) { i = p->n - 1 - i; j = p->n - 1 - j; }
     return p->transpose_a ? j * p->n + i : i * p->n + j;
 }
 /* Position in b (rows_b x cols_b, row-major) of effective element (i, c)
  * of the n x ncols right-hand side. */
 static inline int64_t ts_b_index(const ts_plan *p, int64_t i, int64_t c, int64_t ncols) {
-    if (p->reverse) {
-        i = p->n - 1 - i;
-        c = ncols - 1 - c;
-    }
+    if (p->reverse) { i = p->n - 1 - i; c = ncols - 1 - c; }
     return p->transpose_b ? c * p->cols_b + i : i * p->cols_b + c;
 }
 

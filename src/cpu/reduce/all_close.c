@@ -48,18 +48,16 @@ static bool close_complex(const acparams *p, double xr, double xi, double yr, do
 
 /* Integers: the difference and its absolute value wrap in the type; the
  * bound is computed in f64 and compared exactly. */
-#define CLOSE_INT(T, U, NEG)                                        \
-    {                                                               \
-        T x = ((const T *)pa)[i * sa], y = ((const T *)pb)[i * sb]; \
-        T d, ad;                                                    \
-        U du = (U)((U)x - (U)y);                                    \
-        memcpy(&d, &du, sizeof d);                                  \
-        if (NEG(d)) {                                               \
-            U nu = (U)(0 - du);                                     \
-            memcpy(&ad, &nu, sizeof ad);                            \
-        } else ad = d;                                              \
-        double tol = p->atol + p->rtol * fabs((double)y);           \
-        ok = (long double)ad <= (long double)tol;                   \
+#define CLOSE_INT(T, U, NEG)                                                             \
+    {                                                                                    \
+        T x = ((const T *)pa)[i * sa], y = ((const T *)pb)[i * sb];                      \
+        T d, ad;                                                                         \
+        U du = (U)((U)x - (U)y);                                                         \
+        memcpy(&d, &du, sizeof d);                                                       \
+        if (NEG(d)) { U nu = (U)(0 - du); memcpy(&ad, &nu, sizeof ad); }                 \
+        else ad = d;                                                                     \
+        double tol = p->atol + p->rtol * fabs((double)y);                                \
+        ok = (long double)ad <= (long double)tol;                                        \
     }
 
 #define NEVER_NEG(d) ((void)(d), 0)
@@ -67,42 +65,36 @@ static bool close_complex(const acparams *p, double xr, double xi, double yr, do
 
 /* One case of close_at per dtype. */
 #define CLOSE_UNSIGNED(ENUM, sfx, T) \
-    case EMILY_##ENUM:               \
-        CLOSE_INT(T, EMI_BITS(sfx), NEVER_NEG) break;
+    case EMILY_##ENUM: CLOSE_INT(T, EMI_BITS(sfx), NEVER_NEG) break;
 #define CLOSE_SIGNED(ENUM, sfx, T) \
-    case EMILY_##ENUM:             \
-        CLOSE_INT(T, EMI_BITS(sfx), IS_NEG) break;
-#define CLOSE_FLOAT(ENUM, sfx, T)                                      \
-    case EMILY_##ENUM:                                                 \
-        ok = close_float(p, emi_to_f64_##sfx(((const T *)pa)[i * sa]), \
-                         emi_to_f64_##sfx(((const T *)pb)[i * sb]));   \
+    case EMILY_##ENUM: CLOSE_INT(T, EMI_BITS(sfx), IS_NEG) break;
+#define CLOSE_FLOAT(ENUM, sfx, T)                                                        \
+    case EMILY_##ENUM:                                                                   \
+        ok = close_float(p, emi_to_f64_##sfx(((const T *)pa)[i * sa]),                   \
+                         emi_to_f64_##sfx(((const T *)pb)[i * sb]));                     \
         break;
-#define CLOSE_COMPLEX(ENUM, sfx, T)                                 \
-    case EMILY_##ENUM: {                                            \
-        T x = ((const T *)pa)[i * sa], y = ((const T *)pb)[i * sb]; \
-        ok = close_complex(p, x.re, x.im, y.re, y.im);              \
-        break;                                                      \
+#define CLOSE_COMPLEX(ENUM, sfx, T)                                                      \
+    case EMILY_##ENUM: {                                                                 \
+        T x = ((const T *)pa)[i * sa], y = ((const T *)pb)[i * sb];                      \
+        ok = close_complex(p, x.re, x.im, y.re, y.im);                                   \
+        break;                                                                           \
     }
 
-static bool close_at(const acparams *p, const char *pa, int64_t sa, const char *pb, int64_t sb,
-                     int64_t i) {
+static bool close_at(const acparams *p, const char *pa, int64_t sa, const char *pb, int64_t sb, int64_t i) {
     bool ok = true;
     switch (p->dt) {
         EMI_DTYPES_UNSIGNED(CLOSE_UNSIGNED)
         EMI_DTYPES_SIGNED(CLOSE_SIGNED)
         EMI_DTYPES_FLOAT(CLOSE_FLOAT)
         EMI_DTYPES_COMPLEX(CLOSE_COMPLEX)
-    default:
-        break;
+    default: break;
     }
     return ok;
 }
 
 emily_status emi_cpu_all_close(emily_tensor *dst, const emily_tensor *a, const emily_tensor *b,
-                               double rtol, double atol, bool equal_nan) {
-    acparams p = {.dt = a->dtype,
-                  .rtol = (double)(float)rtol,
-                  .atol = (double)(float)atol,
+                                 double rtol, double atol, bool equal_nan) {
+    acparams p = {.dt = a->dtype, .rtol = (double)(float)rtol, .atol = (double)(float)atol,
                   .equal_nan = equal_nan};
     uint8_t result = 1;
     if (a->size > 0) {
@@ -117,8 +109,7 @@ emily_status emi_cpu_all_close(emily_tensor *dst, const emily_tensor *a, const e
             int64_t off[2];
             emi_iter_offsets(&it, pos, off);
             const char *pa = ab + off[0] * (int64_t)es, *pb = bb + off[1] * (int64_t)es;
-            for (int64_t i = 0; i < it.inner_n && atomic_load_explicit(&all, memory_order_relaxed);
-                 i++)
+            for (int64_t i = 0; i < it.inner_n && atomic_load_explicit(&all, memory_order_relaxed); i++)
                 if (!close_at(&p, pa, it.inner_stride[0], pb, it.inner_stride[1], i))
                     atomic_store_explicit(&all, 0, memory_order_relaxed);
         });

@@ -20,11 +20,7 @@
 
 typedef struct argst {
     int64_t idx, nan_idx; /* -1: none yet */
-    union {
-        int64_t i;
-        uint64_t u;
-        double f;
-    } best;
+    union { int64_t i; uint64_t u; double f; } best;
 } argst;
 
 typedef enum { K_SIGNED, K_UNSIGNED, K_FLOAT } argkind;
@@ -32,8 +28,7 @@ typedef enum { K_SIGNED, K_UNSIGNED, K_FLOAT } argkind;
 typedef struct argops {
     argkind kind;
     /* folds x[0..n) (stride s) whose first index is `base` into st */
-    void (*scan)(argst *st, const void *x, int64_t n, int64_t s, int64_t base, bool is_min,
-                 bool high);
+    void (*scan)(argst *st, const void *x, int64_t n, int64_t s, int64_t base, bool is_min, bool high);
     /* for each of n columns (stride js), the index along the axis
      * (n_axis values, stride as) that the fold picks */
     void (*cols)(const void *x, int64_t n, int64_t js, int64_t n_axis, int64_t as, bool is_min,
@@ -45,87 +40,78 @@ typedef struct argops {
 
 /* One pass over the rows of a column block, branch-free so that it
  * vectorizes (IDX is as wide as C where possible). */
-#define ARG_COLS_LOOP(T, C, IDX, LOAD, ISNAN, CMP)         \
-    for (int64_t i = 1; i < n_axis; i++) {                 \
-        const T *restrict row = x + i * as;                \
-        PRAGMA(omp simd)                                   \
-        for (int64_t j = 0; j < n; j++) {                  \
-            C v = LOAD(row[j * js]), b = best[j];          \
-            int isn = ISNAN(v);                            \
-            int take = (isn ^ 1) & (ISNAN(b) | (v CMP b)); \
-            nanidx[j] = isn ? (IDX)i : nanidx[j];          \
-            best[j] = take ? v : b;                        \
-            at[j] = take ? (IDX)i : at[j];                 \
-        }                                                  \
+#define ARG_COLS_LOOP(T, C, IDX, LOAD, ISNAN, CMP)                                     \
+    for (int64_t i = 1; i < n_axis; i++) {                                             \
+        const T *restrict row = x + i * as;                                            \
+        PRAGMA(omp simd)                                                               \
+        for (int64_t j = 0; j < n; j++) {                                              \
+            C v = LOAD(row[j * js]), b = best[j];                                      \
+            int isn = ISNAN(v);                                                        \
+            int take = (isn ^ 1) & (ISNAN(b) | (v CMP b));                              \
+            nanidx[j] = isn ? (IDX)i : nanidx[j];                                      \
+            best[j] = take ? v : b;                                                    \
+            at[j] = take ? (IDX)i : at[j];                                             \
+        }                                                                              \
     }
 
-#define ARG_TYPE(NAME, T, C, FIELD, LOAD, ISNAN, EXTMAX, EXTMIN, IDX, FIND)                     \
-    static inline bool NAME##_wins(C v, C best, bool is_min, bool high) {                       \
-        return is_min ? (v < best || (high && v == best)) : (v > best || (high && v == best));  \
-    }                                                                                           \
-    static void NAME##_scan(argst *st, const void *src, int64_t n, int64_t s, int64_t base,     \
-                            bool is_min, bool high) {                                           \
+#define ARG_TYPE(NAME, T, C, FIELD, LOAD, ISNAN, EXTMAX, EXTMIN, IDX, FIND)            \
+    static inline bool NAME##_wins(C v, C best, bool is_min, bool high) {              \
+        return is_min ? (v < best || (high && v == best)) : (v > best || (high && v == best)); \
+    }                                                                                  \
+    static void NAME##_scan(argst *st, const void *src, int64_t n, int64_t s, int64_t base, \
+                            bool is_min, bool high) {                                  \
         const T *restrict x = src;                                                              \
-        C best = (C)st->best.FIELD;                                                             \
-        int64_t i = 0;                                                                          \
-        if (s == 1) {                                                                           \
+        C best = (C)st->best.FIELD;                                                    \
+        int64_t i = 0;                                                                 \
+        if (s == 1) {                                                                  \
             /* blocks: find each block's extreme vectorized, and look for its \
-             * index only when the block improves on the best so far */                 \
-            for (; i < n; i += ARG_BLOCK) {                                                     \
-                const T *xb = x + i;                                                            \
-                int len = n - i < ARG_BLOCK ? (int)(n - i) : ARG_BLOCK;                         \
-                C m = LOAD(xb[0]);                                                              \
-                int nan = is_min ? EXTMIN(xb, len, &m) : EXTMAX(xb, len, &m);                   \
-                if (nan) {                                                                      \
-                    for (int k = len - 1; k >= 0; k--)                                          \
-                        if (ISNAN(LOAD(xb[k]))) {                                               \
-                            st->nan_idx = base + i + k;                                         \
-                            break;                                                              \
-                        }                                                                       \
-                    continue;                                                                   \
-                }                                                                               \
-                if (st->idx < 0 || NAME##_wins(m, best, is_min, high)) {                        \
-                    int64_t k = FIND(xb, len, m, high);                                         \
-                    best = m;                                                                   \
-                    st->idx = base + i + (k < 0 ? 0 : k);                                       \
-                }                                                                               \
-            }                                                                                   \
-        }                                                                                       \
-        for (; i < n; i++) {                                                                    \
-            C v = LOAD(x[i * s]);                                                               \
-            if (ISNAN(v)) st->nan_idx = base + i;                                               \
-            else if (st->idx < 0 || NAME##_wins(v, best, is_min, high)) {                       \
-                best = v;                                                                       \
-                st->idx = base + i;                                                             \
-            }                                                                                   \
-        }                                                                                       \
-        st->best.FIELD = best;                                                                  \
-    }                                                                                           \
+             * index only when the block improves on the best so far */               \
+            for (; i < n; i += ARG_BLOCK) {                                            \
+                const T *xb = x + i;                                                   \
+                int len = n - i < ARG_BLOCK ? (int)(n - i) : ARG_BLOCK;                \
+                C m = LOAD(xb[0]);                                                     \
+                int nan = is_min ? EXTMIN(xb, len, &m) : EXTMAX(xb, len, &m);          \
+                if (nan) {                                                             \
+                    for (int k = len - 1; k >= 0; k--)                                 \
+                        if (ISNAN(LOAD(xb[k]))) { st->nan_idx = base + i + k; break; } \
+                    continue;                                                          \
+                }                                                                      \
+                if (st->idx < 0 || NAME##_wins(m, best, is_min, high)) {               \
+                    int64_t k = FIND(xb, len, m, high);                                \
+                    best = m;                                                          \
+                    st->idx = base + i + (k < 0 ? 0 : k);                              \
+                }                                                                      \
+            }                                                                          \
+        }                                                                              \
+        for (; i < n; i++) {                                                           \
+            C v = LOAD(x[i * s]);                                                      \
+            if (ISNAN(v)) st->nan_idx = base + i;                                      \
+            else if (st->idx < 0 || NAME##_wins(v, best, is_min, high)) {              \
+                best = v;                                                              \
+                st->idx = base + i;                                                    \
+            }                                                                          \
+        }                                                                              \
+        st->best.FIELD = best;                                                         \
+    }                                                                                  \
     static void NAME##_cols(const void *src, int64_t n, int64_t js, int64_t n_axis, int64_t as, \
-                            bool is_min, bool high, int64_t *out) {                             \
-        const T *restrict x = src;                                                              \
-        C best[ARG_COLS];                                                                       \
-        IDX at[ARG_COLS], nanidx[ARG_COLS];                                                     \
-        for (int64_t j = 0; j < n; j++) {                                                       \
-            best[j] = LOAD(x[j * js]);                                                          \
-            at[j] = 0;                                                                          \
-            nanidx[j] = ISNAN(best[j]) ? 0 : -1;                                                \
-        }                                                                                       \
-        if (is_min) {                                                                           \
-            if (high) {                                                                         \
-                ARG_COLS_LOOP(T, C, IDX, LOAD, ISNAN, <=)                                       \
-            } else {                                                                            \
-                ARG_COLS_LOOP(T, C, IDX, LOAD, ISNAN, <)                                        \
-            }                                                                                   \
-        } else {                                                                                \
-            if (high) {                                                                         \
-                ARG_COLS_LOOP(T, C, IDX, LOAD, ISNAN, >=)                                       \
-            } else {                                                                            \
-                ARG_COLS_LOOP(T, C, IDX, LOAD, ISNAN, >)                                        \
-            }                                                                                   \
-        }                                                                                       \
-        for (int64_t j = 0; j < n; j++) out[j] = nanidx[j] >= 0 ? nanidx[j] : at[j];            \
-    }                                                                                           \
+                            bool is_min, bool high, int64_t *out) {                    \
+        const T *restrict x = src;                                                     \
+        C best[ARG_COLS];                                                              \
+        IDX at[ARG_COLS], nanidx[ARG_COLS];                                            \
+        for (int64_t j = 0; j < n; j++) {                                              \
+            best[j] = LOAD(x[j * js]);                                                 \
+            at[j] = 0;                                                                 \
+            nanidx[j] = ISNAN(best[j]) ? 0 : -1;                                       \
+        }                                                                              \
+        if (is_min) {                                                                  \
+            if (high) { ARG_COLS_LOOP(T, C, IDX, LOAD, ISNAN, <=) }                     \
+            else { ARG_COLS_LOOP(T, C, IDX, LOAD, ISNAN, <) }                         \
+        } else {                                                                       \
+            if (high) { ARG_COLS_LOOP(T, C, IDX, LOAD, ISNAN, >=) }                     \
+            else { ARG_COLS_LOOP(T, C, IDX, LOAD, ISNAN, >) }                         \
+        }                                                                              \
+        for (int64_t j = 0; j < n; j++) out[j] = nanidx[j] >= 0 ? nanidx[j] : at[j];   \
+    }                                                                                  \
     static const argops NAME = {FIELD##_KIND, NAME##_scan, NAME##_cols};
 
 #define i_KIND K_SIGNED
@@ -135,16 +121,16 @@ typedef struct argops {
 #define IS_NAN(v) ((v) != (v))
 
 /* the index of the first (last) element equal to v in a block */
-#define FIND_GENERIC(NAME, T, C, LOAD)                          \
-    static int64_t NAME(const T *x, int64_t n, C v, int last) { \
-        if (last) {                                             \
-            for (int64_t k = n - 1; k >= 0; k--)                \
-                if (LOAD(x[k]) == v) return k;                  \
-        } else {                                                \
-            for (int64_t k = 0; k < n; k++)                     \
-                if (LOAD(x[k]) == v) return k;                  \
-        }                                                       \
-        return -1;                                              \
+#define FIND_GENERIC(NAME, T, C, LOAD)                                                 \
+    static int64_t NAME(const T *x, int64_t n, C v, int last) {                        \
+        if (last) {                                                                    \
+            for (int64_t k = n - 1; k >= 0; k--)                                       \
+                if (LOAD(x[k]) == v) return k;                                         \
+        } else {                                                                       \
+            for (int64_t k = 0; k < n; k++)                                            \
+                if (LOAD(x[k]) == v) return k;                                         \
+        }                                                                              \
+        return -1;                                                                     \
     }
 
 /* IDX: the index type of column scans, as wide as the compared values
@@ -156,12 +142,11 @@ typedef int64_t arg_idx_64;
 
 /* A class's block extremes and finds (where simd.c has none), then its
  * argops: C the type values compare in, FIELD the argst.best member. */
-#define ARG_GENERIC(sfx, T, C, FIELD, LOAD, ISNAN)                                            \
-    EMI_EXTREME_RUN(ext_max_##sfx, T, C, LOAD, >, max)                                        \
-    EMI_EXTREME_RUN(ext_min_##sfx, T, C, LOAD, <, min)                                        \
-    FIND_GENERIC(find_##sfx, T, C, LOAD)                                                      \
-    ARG_TYPE(arg_##sfx, T, C, FIELD, LOAD, ISNAN, ext_max_##sfx, ext_min_##sfx, ARG_IDX(sfx), \
-             find_##sfx)
+#define ARG_GENERIC(sfx, T, C, FIELD, LOAD, ISNAN)                                     \
+    EMI_EXTREME_RUN(ext_max_##sfx, T, C, LOAD, >, max)                                 \
+    EMI_EXTREME_RUN(ext_min_##sfx, T, C, LOAD, <, min)                                 \
+    FIND_GENERIC(find_##sfx, T, C, LOAD)                                               \
+    ARG_TYPE(arg_##sfx, T, C, FIELD, LOAD, ISNAN, ext_max_##sfx, ext_min_##sfx, ARG_IDX(sfx), find_##sfx)
 #define ARG_UNSIGNED(ENUM, sfx, T) ARG_GENERIC(sfx, T, T, u, EMI_AS_IS, NO_NAN)
 #define ARG_SIGNED(ENUM, sfx, T) ARG_GENERIC(sfx, T, T, i, EMI_AS_IS, NO_NAN)
 #define ARG_HALF(ENUM, sfx, T) ARG_GENERIC(sfx, T, float, f, emily_sc_##sfx##_to_f32, IS_NAN)
@@ -170,7 +155,7 @@ EMI_DTYPES_SIGNED(ARG_SIGNED)
 EMI_DTYPES_HALF(ARG_HALF)
 
 /* f32 and f64: simd.c's vector extremes and finds */
-#define ARG_NATIVE(ENUM, sfx, T)                                                            \
+#define ARG_NATIVE(ENUM, sfx, T)                                                       \
     ARG_TYPE(arg_##sfx, T, T, f, EMI_AS_IS, IS_NAN, emi_simd_max_##sfx, emi_simd_min_##sfx, \
              ARG_IDX(sfx), emi_simd_find_##sfx)
 EMI_DTYPES_NATIVE_FLOAT(ARG_NATIVE)
@@ -199,30 +184,14 @@ static void arg_merge(argkind kind, argst *a, const argst *b, bool is_min, bool 
     }
 }
 
-static inline int64_t arg_result(const argst *st) {
-    return st->nan_idx >= 0 ? st->nan_idx : st->idx;
-}
+static inline int64_t arg_result(const argst *st) { return st->nan_idx >= 0 ? st->nan_idx : st->idx; }
 
 static void store_index(emily_dtype dt, char *p, int64_t v) {
     switch (emily_dtype_size(dt)) {
-    case 1: {
-        uint8_t x = (uint8_t)v;
-        memcpy(p, &x, 1);
-        break;
-    }
-    case 2: {
-        uint16_t x = (uint16_t)v;
-        memcpy(p, &x, 2);
-        break;
-    }
-    case 4: {
-        uint32_t x = (uint32_t)v;
-        memcpy(p, &x, 4);
-        break;
-    }
-    default:
-        memcpy(p, &v, 8);
-        break;
+    case 1: { uint8_t x = (uint8_t)v; memcpy(p, &x, 1); break; }
+    case 2: { uint16_t x = (uint16_t)v; memcpy(p, &x, 2); break; }
+    case 4: { uint32_t x = (uint32_t)v; memcpy(p, &x, 4); break; }
+    default: memcpy(p, &v, 8); break;
     }
 }
 
@@ -255,19 +224,16 @@ static int64_t arg_run(const argops *A, const char *x, size_t es, int64_t n, int
     return arg_result(&st);
 }
 
-emily_status emi_cpu_argreduce(emily_arg_op op, emily_tensor *dst, const emily_tensor *src,
-                               int axis, bool tie_break_high) {
+emily_status emi_cpu_argreduce(emily_arg_op op, emily_tensor *dst, const emily_tensor *src, int axis,
+                                 bool tie_break_high) {
     const argops *A = emily_dtype_valid(src->dtype) ? arg_table[src->dtype] : NULL;
-    if (!A)
-        return emily_error(EMILY_ERR_TYPE, "argreduce: %s is not supported",
-                           emily_dtype_name(src->dtype));
+    if (!A) return emily_error(EMILY_ERR_TYPE, "argreduce: %s is not supported", emily_dtype_name(src->dtype));
     if (dst->size == 0) return EMILY_OK;
     bool is_min = op == EMILY_ARGMIN, high = tie_break_high;
     size_t es = emily_dtype_size(src->dtype), des = emily_dtype_size(dst->dtype);
     const char *sbase = emily_tensor_base(src);
     char *dbase = emily_tensor_base(dst);
-    if (src->size == 0)
-        return emily_error(EMILY_ERR_SHAPE, "argreduce: cannot reduce an empty axis");
+    if (src->size == 0) return emily_error(EMILY_ERR_SHAPE, "argreduce: cannot reduce an empty axis");
 
     if (axis < 0) {
         /* the flattened tensor, in row-major order */
@@ -332,8 +298,8 @@ emily_status emi_cpu_argreduce(emily_arg_op op, emily_tensor *dst, const emily_t
         EMILY_PAR_FOR(par && !few, o, outs, {
             int64_t pos = o / in, j = o % in, off[2];
             emi_iter_offsets(&it, pos, off);
-            int64_t res = arg_run(A, sbase + (off[0] + j * is) * (int64_t)es, es, na, as, is_min,
-                                  high, par && few);
+            int64_t res = arg_run(A, sbase + (off[0] + j * is) * (int64_t)es, es, na, as, is_min, high,
+                                  par && few);
             store_index(dst->dtype, dbase + (off[1] + j * ids) * (int64_t)des, res);
         });
     }

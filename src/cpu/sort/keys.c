@@ -40,62 +40,60 @@ bool emi_sort_use_avx512(void) {
 #define SIGN_BIT(sfx) ((EMI_BITS(sfx))((EMI_BITS(sfx))1 << (EMI_WIDTH(sfx) - 1)))
 
 /* unsigned integers are their own keys */
-#define UNSIGNED_KEY(ENUM, sfx, T)                                       \
-    static inline EMI_BITS(sfx) key_##sfx(EMI_BITS(sfx) x) { return x; } \
+#define UNSIGNED_KEY(ENUM, sfx, T)                                                   \
+    static inline EMI_BITS(sfx) key_##sfx(EMI_BITS(sfx) x) { return x; }             \
     static inline EMI_BITS(sfx) unkey_##sfx(EMI_BITS(sfx) k) { return k; }
 /* signed integers flip their sign bit */
-#define SIGNED_KEY(ENUM, sfx, T)                             \
-    static inline EMI_BITS(sfx) key_##sfx(EMI_BITS(sfx) x) { \
-        return (EMI_BITS(sfx))(x ^ SIGN_BIT(sfx));           \
-    }                                                        \
+#define SIGNED_KEY(ENUM, sfx, T)                                                     \
+    static inline EMI_BITS(sfx) key_##sfx(EMI_BITS(sfx) x) {                         \
+        return (EMI_BITS(sfx))(x ^ SIGN_BIT(sfx));                                   \
+    }                                                                                \
     static inline EMI_BITS(sfx) unkey_##sfx(EMI_BITS(sfx) k) { return key_##sfx(k); }
 /* float bits -> key: NaN largest, -0.0 as +0.0; key -> bits (NaN keys
  * give some NaN, zero keys +0.0: fixed later) */
-#define FLOAT_KEY(ENUM, sfx, T)                                         \
-    static inline EMI_BITS(sfx) key_##sfx(EMI_BITS(sfx) b) {            \
-        typedef EMI_BITS(sfx) U;                                        \
-        const U sign = SIGN_BIT(sfx);                                   \
-        if ((U)(b & (U)~sign) > (U)EMI_INF_BITS(sfx)) return (U) ~(U)0; \
-        if (b == sign) b = 0;                                           \
-        return (b & sign) ? (U)~b : (U)(b | sign);                      \
-    }                                                                   \
-    static inline EMI_BITS(sfx) unkey_##sfx(EMI_BITS(sfx) k) {          \
-        typedef EMI_BITS(sfx) U;                                        \
-        const U sign = SIGN_BIT(sfx);                                   \
-        return (k & sign) ? (U)(k ^ sign) : (U)~k;                      \
+#define FLOAT_KEY(ENUM, sfx, T)                                                      \
+    static inline EMI_BITS(sfx) key_##sfx(EMI_BITS(sfx) b) {                         \
+        typedef EMI_BITS(sfx) U;                                                     \
+        const U sign = SIGN_BIT(sfx);                                                \
+        if ((U)(b & (U)~sign) > (U)EMI_INF_BITS(sfx)) return (U)~(U)0;               \
+        if (b == sign) b = 0;                                                        \
+        return (b & sign) ? (U)~b : (U)(b | sign);                                   \
+    }                                                                                \
+    static inline EMI_BITS(sfx) unkey_##sfx(EMI_BITS(sfx) k) {                       \
+        typedef EMI_BITS(sfx) U;                                                     \
+        const U sign = SIGN_BIT(sfx);                                                \
+        return (k & sign) ? (U)(k ^ sign) : (U)~k;                                   \
     }
 EMI_DTYPES_UNSIGNED(UNSIGNED_KEY)
 EMI_DTYPES_SIGNED(SIGNED_KEY)
 EMI_DTYPES_FLOAT(FLOAT_KEY)
 
+
 /* One case of row_records per dtype: keys of KEYT (the element's bits)
  * by KFN. */
-#define KEY_LOOP(ENUM, sfx, T)                 \
-    case EMILY_##ENUM:                         \
-        KEY_LOOP_OF(EMI_BITS(sfx), key_##sfx); \
-        break;
-#define KEY_LOOP_OF(KEYT, KFN)                                                                 \
-    do {                                                                                       \
-        const KEYT *p_ = (const KEYT *)s;                                                      \
-        KEYT flip_ = desc ? (KEYT) ~(KEYT)0 : (KEYT)0;                                         \
-        if (mode == REC_KEYS) {                                                                \
-            KEYT *o_ = (KEYT *)out;                                                            \
-            if (ss == 1)                                                                       \
-                for (int64_t i = 0; i < n; i++) o_[i] = (KEYT)(KFN((KEYT)p_[i]) ^ flip_);      \
-            else                                                                               \
+#define KEY_LOOP(ENUM, sfx, T) \
+    case EMILY_##ENUM: KEY_LOOP_OF(EMI_BITS(sfx), key_##sfx); break;
+#define KEY_LOOP_OF(KEYT, KFN)                                                       \
+    do {                                                                             \
+        const KEYT *p_ = (const KEYT *)s;                                            \
+        KEYT flip_ = desc ? (KEYT) ~(KEYT)0 : (KEYT)0;                               \
+        if (mode == REC_KEYS) {                                                      \
+            KEYT *o_ = (KEYT *)out;                                                  \
+            if (ss == 1)                                                             \
+                for (int64_t i = 0; i < n; i++) o_[i] = (KEYT)(KFN((KEYT)p_[i]) ^ flip_); \
+            else                                                                     \
                 for (int64_t i = 0; i < n; i++) o_[i] = (KEYT)(KFN((KEYT)p_[i * ss]) ^ flip_); \
-        } else if (mode == REC_PACKED) {                                                       \
-            uint64_t *o_ = (uint64_t *)out;                                                    \
-            for (int64_t i = 0; i < n; i++)                                                    \
-                o_[i] = ((uint64_t)(KEYT)(KFN((KEYT)p_[i * ss]) ^ flip_) << 32) |              \
-                        (uint64_t)(first + i);                                                 \
-        } else {                                                                               \
-            pair64 *o_ = (pair64 *)out;                                                        \
-            for (int64_t i = 0; i < n; i++) {                                                  \
-                o_[i].key = (uint64_t)(KEYT)(KFN((KEYT)p_[i * ss]) ^ flip_);                   \
-                o_[i].idx = (uint64_t)(first + i);                                             \
-            }                                                                                  \
-        }                                                                                      \
+        } else if (mode == REC_PACKED) {                                             \
+            uint64_t *o_ = (uint64_t *)out;                                          \
+            for (int64_t i = 0; i < n; i++)                                          \
+                o_[i] = ((uint64_t)(KEYT)(KFN((KEYT)p_[i * ss]) ^ flip_) << 32) | (uint64_t)(first + i); \
+        } else {                                                                     \
+            pair64 *o_ = (pair64 *)out;                                              \
+            for (int64_t i = 0; i < n; i++) {                                        \
+                o_[i].key = (uint64_t)(KEYT)(KFN((KEYT)p_[i * ss]) ^ flip_);          \
+                o_[i].idx = (uint64_t)(first + i);                                   \
+            }                                                                        \
+        }                                                                            \
     } while (0)
 
 /* Records of the n elements of a row (s, stride ss elements); their
@@ -112,16 +110,13 @@ void emi_sort_row_records(emily_dtype dt, const char *s, int64_t ss, int64_t n, 
 #endif
     switch (dt) {
         EMI_DTYPES_REAL(KEY_LOOP)
-    default:
-        break;
+    default: break;
     }
 }
 
 /* One case of row_unkeys per dtype. */
-#define UNKEY_LOOP(ENUM, sfx, T)                   \
-    case EMILY_##ENUM:                             \
-        UNKEY_LOOP_OF(EMI_BITS(sfx), unkey_##sfx); \
-        break;
+#define UNKEY_LOOP(ENUM, sfx, T) \
+    case EMILY_##ENUM: UNKEY_LOOP_OF(EMI_BITS(sfx), unkey_##sfx); break;
 #define UNKEY_LOOP_OF(KEYT, UFN)                                                     \
     do {                                                                             \
         KEYT *p_ = (KEYT *)d;                                                        \
@@ -144,27 +139,25 @@ void emi_sort_row_unkeys(emily_dtype dt, const void *keys, int64_t n, bool desc,
 #endif
     switch (dt) {
         EMI_DTYPES_REAL(UNKEY_LOOP)
-    default:
-        break;
+    default: break;
     }
 }
 
 /* One case of find_above per dtype. */
 #define FIND_LOOP(ENUM, sfx, T) \
-    case EMILY_##ENUM:          \
-        FIND_LOOP_OF(EMI_BITS(sfx), key_##sfx);
-#define FIND_LOOP_OF(KEYT, KFN)                             \
-    do {                                                    \
-        const KEYT *p_ = (const KEYT *)s;                   \
-        KEYT lim_ = (KEYT)lim;                              \
-        if (ss == 1) {                                      \
-            for (; i < hi; i++)                             \
-                if (KFN((KEYT)p_[i]) > lim_) return i;      \
-        } else {                                            \
-            for (; i < hi; i++)                             \
-                if (KFN((KEYT)p_[i * ss]) > lim_) return i; \
-        }                                                   \
-        return hi;                                          \
+    case EMILY_##ENUM: FIND_LOOP_OF(EMI_BITS(sfx), key_##sfx);
+#define FIND_LOOP_OF(KEYT, KFN)                                                      \
+    do {                                                                             \
+        const KEYT *p_ = (const KEYT *)s;                                            \
+        KEYT lim_ = (KEYT)lim;                                                       \
+        if (ss == 1) {                                                               \
+            for (; i < hi; i++)                                                      \
+                if (KFN((KEYT)p_[i]) > lim_) return i;                               \
+        } else {                                                                     \
+            for (; i < hi; i++)                                                      \
+                if (KFN((KEYT)p_[i * ss]) > lim_) return i;                          \
+        }                                                                            \
+        return hi;                                                                   \
     } while (0)
 
 /* The first position in [i, hi) of a row (s, stride ss) whose ascending
@@ -180,7 +173,6 @@ int64_t emi_sort_find_above(emily_dtype dt, const char *s, int64_t ss, int64_t i
 #endif
     switch (dt) {
         EMI_DTYPES_REAL(FIND_LOOP)
-    default:
-        return hi;
+    default: return hi;
     }
 }

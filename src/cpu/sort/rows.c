@@ -24,18 +24,10 @@ static int64_t lower_bound(const void *keys, int kb, int64_t n, uint64_t v) {
         int64_t mid = lo + (hi - lo) / 2;
         uint64_t k;
         switch (kb) {
-        case 8:
-            k = ((const uint8_t *)keys)[mid];
-            break;
-        case 16:
-            k = ((const uint16_t *)keys)[mid];
-            break;
-        case 32:
-            k = ((const uint32_t *)keys)[mid];
-            break;
-        default:
-            k = ((const uint64_t *)keys)[mid];
-            break;
+        case 8: k = ((const uint8_t *)keys)[mid]; break;
+        case 16: k = ((const uint16_t *)keys)[mid]; break;
+        case 32: k = ((const uint32_t *)keys)[mid]; break;
+        default: k = ((const uint64_t *)keys)[mid]; break;
         }
         if (k < v) lo = mid + 1;
         else hi = mid;
@@ -70,12 +62,10 @@ static bool find_zero_nan_runs(emily_dtype dt, const void *keys, int64_t n, bool
 static uint64_t inf_bits(emily_dtype dt) {
     switch (dt) {
 #define INF_BITS(ENUM, sfx, T) \
-    case EMILY_##ENUM:         \
-        return EMI_INF_BITS(sfx);
+    case EMILY_##ENUM: return EMI_INF_BITS(sfx);
         EMI_DTYPES_FLOAT(INF_BITS)
 #undef INF_BITS
-    default:
-        return 0;
+    default: return 0;
     }
 }
 
@@ -101,21 +91,11 @@ static void fix_zeros_and_nans(emily_dtype dt, const zero_nan_runs *runs, int64_
 /* Writes position p (< 2^63) as element i of an index row of dtype dt. */
 static inline void put_index(char *d, emily_dtype dt, int64_t i, uint64_t p) {
     switch (dt) {
-    case EMILY_S32:
-        ((int32_t *)d)[i] = (int32_t)(uint32_t)p;
-        break;
-    case EMILY_S64:
-        ((int64_t *)d)[i] = (int64_t)p;
-        break;
-    case EMILY_U32:
-        ((uint32_t *)d)[i] = (uint32_t)p;
-        break;
-    case EMILY_U64:
-        ((uint64_t *)d)[i] = p;
-        break;
-    default:
-        emily_sc_store_int((int)dt, p, 1, d + (size_t)i * emily_dtype_size(dt));
-        break;
+    case EMILY_S32: ((int32_t *)d)[i] = (int32_t)(uint32_t)p; break;
+    case EMILY_S64: ((int64_t *)d)[i] = (int64_t)p; break;
+    case EMILY_U32: ((uint32_t *)d)[i] = (uint32_t)p; break;
+    case EMILY_U64: ((uint64_t *)d)[i] = p; break;
+    default: emily_sc_store_int((int)dt, p, 1, d + (size_t)i * emily_dtype_size(dt)); break;
     }
 }
 
@@ -205,13 +185,13 @@ static void records_range(const row_args *a, const char *s, rec_mode m, void *ou
                           int64_t hi) {
     size_t es = emily_dtype_size(a->dt), rs = emi_sort_rec_size(a->dt, m);
     emi_sort_row_records(a->dt, s + lo * a->ss * (int64_t)es, a->ss, hi - lo, lo, a->desc, m,
-                         (char *)out + (size_t)lo * rs);
+                (char *)out + (size_t)lo * rs);
 }
 
 static void unkeys_range(const row_args *a, const void *keys, char *d, int64_t lo, int64_t hi) {
     size_t es = emily_dtype_size(a->dt);
     emi_sort_row_unkeys(a->dt, (const char *)keys + (size_t)lo * es, hi - lo, a->desc,
-                        d + (size_t)(lo * a->ds) * es, a->ds);
+               d + (size_t)(lo * a->ds) * es, a->ds);
 }
 
 static void positions_range(const row_args *a, rec_mode m, const void *recs, char *di, int64_t lo,
@@ -263,8 +243,7 @@ static void run_row(const row_args *a, int64_t soff, int64_t doff, void *scratch
             /* keys made and first partitioned in one pass, sorted and
              * mapped back in place */
             int64_t r[4];
-            emi_cpu_sort_f32_avx512((const uint32_t *)s, n, a->desc ? UINT32_MAX : 0, (uint32_t *)d,
-                                    T, r);
+            emi_cpu_sort_f32_avx512((const uint32_t *)s, n, a->desc ? UINT32_MAX : 0, (uint32_t *)d, T, r);
             zero_nan_runs runs = {r[0], r[1], r[2], r[3]};
             if (r[0] < r[1] || r[2] < r[3]) fix_zeros_and_nans(a->dt, &runs, n, s, a->ss, d, a->ds);
             return;
@@ -277,8 +256,7 @@ static void run_row(const row_args *a, int64_t soff, int64_t doff, void *scratch
         records_range(a, s, REC_KEYS, keys, 0, n);
         keys = emi_sort_records(a->dt, REC_KEYS, keys, n, T, hist);
         zero_nan_runs runs;
-        bool fix = emily_dtype_is_float(a->dt) &&
-                   find_zero_nan_runs(a->dt, keys, n, a->desc, &runs);
+        bool fix = emily_dtype_is_float(a->dt) && find_zero_nan_runs(a->dt, keys, n, a->desc, &runs);
         unkeys_range(a, keys, d, 0, n);
         if (fix) fix_zeros_and_nans(a->dt, &runs, n, s, a->ss, d, a->ds);
         return;
@@ -301,8 +279,7 @@ static void run_row(const row_args *a, int64_t soff, int64_t doff, void *scratch
     if (emi_sort_topk_by_heap(n, a->k)) {
         pair64 *best = emi_sort_topk_row(a, s, scratch, T);
         for (int64_t i = 0; i < a->k; i++) {
-            memcpy(dv + (size_t)(i * a->ds) * es, s + (int64_t)best[i].idx * a->ss * (int64_t)es,
-                   es);
+            memcpy(dv + (size_t)(i * a->ds) * es, s + (int64_t)best[i].idx * a->ss * (int64_t)es, es);
             put_index(di, a->idt, i * a->ds, best[i].idx);
         }
         return;
@@ -311,8 +288,7 @@ static void run_row(const row_args *a, int64_t soff, int64_t doff, void *scratch
     records_range(a, s, m, scratch, 0, n);
     void *recs = emi_sort_records(a->dt, m, scratch, n, T, hist);
     for (int64_t i = 0; i < a->k; i++) {
-        uint64_t p = m == REC_PACKED ? (((const uint64_t *)recs)[i] & 0xffffffffu)
-                                     : ((const pair64 *)recs)[i].idx;
+        uint64_t p = m == REC_PACKED ? (((const uint64_t *)recs)[i] & 0xffffffffu) : ((const pair64 *)recs)[i].idx;
         memcpy(dv + (size_t)(i * a->ds) * es, s + (int64_t)p * a->ss * (int64_t)es, es);
         put_index(di, a->idt, i * a->ds, p);
     }
@@ -340,29 +316,27 @@ typedef struct row_plan {
 /* Tile rows b < cnt of n elements; memory row b starts at b and steps
  * by st. in: tile[b][j] = mem[b + j * st]; else the reverse. One case
  * per element size. */
-#define TILE_MOVE(BYTES, T) \
-    case BYTES:             \
-        TILE_MOVE_OF(T);    \
+#define TILE_MOVE(BYTES, T)                                                              \
+    case BYTES:                                                                          \
+        TILE_MOVE_OF(T);                                                                 \
         break;
-#define TILE_MOVE_OF(T)                                                           \
-    do {                                                                          \
-        T *t_ = (T *)tile;                                                        \
-        T *m_ = (T *)mem;                                                         \
-        if (in) {                                                                 \
-            for (int64_t j = 0; j < n; j++)                                       \
-                for (int64_t b = 0; b < cnt; b++) t_[b * n + j] = m_[b + j * st]; \
-        } else {                                                                  \
-            for (int64_t j = 0; j < n; j++)                                       \
-                for (int64_t b = 0; b < cnt; b++) m_[b + j * st] = t_[b * n + j]; \
-        }                                                                         \
+#define TILE_MOVE_OF(T)                                                                  \
+    do {                                                                                 \
+        T *t_ = (T *)tile;                                                               \
+        T *m_ = (T *)mem;                                                                \
+        if (in) {                                                                        \
+            for (int64_t j = 0; j < n; j++)                                              \
+                for (int64_t b = 0; b < cnt; b++) t_[b * n + j] = m_[b + j * st];        \
+        } else {                                                                         \
+            for (int64_t j = 0; j < n; j++)                                              \
+                for (int64_t b = 0; b < cnt; b++) m_[b + j * st] = t_[b * n + j];        \
+        }                                                                                \
     } while (0)
 
-static void tile_move(bool in, void *tile, void *mem, int64_t n, int64_t cnt, int64_t st,
-                      size_t es) {
+static void tile_move(bool in, void *tile, void *mem, int64_t n, int64_t cnt, int64_t st, size_t es) {
     switch (es) {
         EMI_ELEMENT_SIZES(TILE_MOVE)
-    default:
-        break;
+    default: break;
     }
 }
 
@@ -435,7 +409,7 @@ static emily_status run_rows(const char *op, row_args *a, const emily_tensor *sr
     size_t need = p.need + tile_bytes;
     if (serial) {
         void *scratch = malloc(need ? need : 1);
-        int64_t(*hist)[256] = malloc(sizeof(int64_t) * 256 * (size_t)T);
+        int64_t (*hist)[256] = malloc(sizeof(int64_t) * 256 * (size_t)T);
         if (!scratch || !hist) {
             free(scratch);
             free(hist);
@@ -473,8 +447,7 @@ static emily_status run_rows(const char *op, row_args *a, const emily_tensor *sr
 
 /* ---- kernels --------------------------------------------------------------- */
 
-static emily_status cpu_sort(emily_tensor *dst, const emily_tensor *src, int axis,
-                             bool descending) {
+static emily_status cpu_sort(emily_tensor *dst, const emily_tensor *src, int axis, bool descending) {
     if (src->size == 0) return EMILY_OK;
     row_args a = {.job = JOB_SORT, .dt = src->dtype, .idt = src->dtype, .desc = descending};
     a.dbase = emily_tensor_base(dst);

@@ -98,8 +98,7 @@ bool emi_sort_use_avx512(void);
 void emi_sort_row_records(emily_dtype dt, const char *s, int64_t ss, int64_t n, int64_t first,
                           bool desc, rec_mode mode, void *out);
 /* Writes sorted keys back as element bits (d, stride ds elements). */
-void emi_sort_row_unkeys(emily_dtype dt, const void *keys, int64_t n, bool desc, char *d,
-                         int64_t ds);
+void emi_sort_row_unkeys(emily_dtype dt, const void *keys, int64_t n, bool desc, char *d, int64_t ds);
 /* The first position in [i, hi) of a row (s, stride ss) whose ascending
  * key is above lim, or hi (top_k's filter). */
 int64_t emi_sort_find_above(emily_dtype dt, const char *s, int64_t ss, int64_t i, int64_t hi,
@@ -122,9 +121,7 @@ void *emi_sort_records(emily_dtype dt, rec_mode m, void *scratch, int64_t n, int
 
 /* Whether top_k selects the k best (k small against the row) rather
  * than sorting the whole row. */
-static inline bool emi_sort_topk_by_heap(int64_t n, int64_t k) {
-    return n > SORT_SMALL && k * 8 < n;
-}
+static inline bool emi_sort_topk_by_heap(int64_t n, int64_t k) { return n > SORT_SMALL && k * 8 < n; }
 /* Threads (at most T) a single row's selection runs on. */
 int emi_sort_topk_threads(const row_args *a, int T);
 /* top_k of one row (s) by selection: scratch holds

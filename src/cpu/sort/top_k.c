@@ -91,9 +91,8 @@ pair64 *emi_sort_topk_row(const row_args *a, const char *s, pair64 *scratch, int
     for (int64_t i = 0; i < k; i++) {
         int best = -1;
         for (int u = 0; u < T; u++)
-            if (at[u] < k &&
-                (best < 0 || LESS_PAIR(scratch[(size_t)u * (size_t)k + (size_t)at[u]],
-                                       scratch[(size_t)best * (size_t)k + (size_t)at[best]])))
+            if (at[u] < k && (best < 0 || LESS_PAIR(scratch[(size_t)u * (size_t)k + (size_t)at[u]],
+                                                    scratch[(size_t)best * (size_t)k + (size_t)at[best]])))
                 best = u;
         out[i] = scratch[(size_t)best * (size_t)k + (size_t)at[best]++];
     }

@@ -257,13 +257,8 @@ static int eigh(bool cx, zd *a, int64_t n, double eps, int64_t max_iter, double 
     size_t nn = (size_t)n * (size_t)n;
     zd *block = malloc((6 * nn + 2 * (size_t)n) * sizeof(zd));
     if (!block) return NX07_NO_MEMORY;
-    eigh_work work = {.n = n,
-                      .cx = cx,
-                      .eps = eps,
-                      .h = block,
-                      .tmp = block + nn,
-                      .column = block + 6 * nn,
-                      .v = block + 6 * nn + n};
+    eigh_work work = {.n = n, .cx = cx, .eps = eps, .h = block, .tmp = block + nn,
+                      .column = block + 6 * nn, .v = block + 6 * nn + n};
     zd *q_old = block + 2 * nn, *q_now = block + 3 * nn, *r_now = block + 4 * nn;
     zd *next = block + 5 * nn, *a_old = a;
 
@@ -311,11 +306,11 @@ static int eigh_of_copy(bool cx, const void *a, int64_t n, double eps, int64_t m
 }
 
 int emi_cpu_nx07_eigh_real(const double *a, int64_t n, double eps, int64_t max_iter, double *w,
-                           double *v) {
+                             double *v) {
     return eigh_of_copy(false, a, n, eps, max_iter, w, v);
 }
 
 int emi_cpu_nx07_eigh_complex(const zd *a, int64_t n, double eps, int64_t max_iter, double *w,
-                              zd *v) {
+                                zd *v) {
     return eigh_of_copy(true, a, n, eps, max_iter, w, v);
 }

@@ -37,8 +37,7 @@ static void lu_scratch_free(lu_scratch *s) {
     free(s->row);
 }
 
-static void lu_one(const void *src, int64_t n, double eps, bool cx, lu_scratch *s, void *l,
-                   void *u) {
+static void lu_one(const void *src, int64_t n, double eps, bool cx, lu_scratch *s, void *l, void *u) {
     size_t es = cx ? sizeof(zd) : sizeof(double);
     memcpy(s->a, src, (size_t)(n * n) * es);
     if (cx) emi_cpu_nx07_lu_complex(s->a, n, eps, s->perm, l, u, s->row);
@@ -46,7 +45,7 @@ static void lu_one(const void *src, int64_t n, double eps, bool cx, lu_scratch *
 }
 
 emily_status emi_cpu_nx07_lu(emily_tensor *p, emily_tensor *l, emily_tensor *u,
-                             const emily_tensor *a, double eps) {
+                               const emily_tensor *a, double eps) {
     int64_t n = a->shape[a->rank - 1], nn = n * n, batches = batches_of(a, nn);
     bool cx = a->dtype == EMILY_C128;
     size_t es = cx ? sizeof(zd) : sizeof(double);
@@ -70,16 +69,14 @@ emily_status emi_cpu_nx07_lu(emily_tensor *p, emily_tensor *l, emily_tensor *u,
         }
         lu_scratch_free(&s);
     }
-    if (failed)
-        return emily_error(EMILY_ERR_MEMORY, "lu: out of host memory for a %lldx%lld matrix",
-                           (long long)n, (long long)n);
+    if (failed) return emily_error(EMILY_ERR_MEMORY, "lu: out of host memory for a %lldx%lld matrix",
+                                   (long long)n, (long long)n);
     return EMILY_OK;
 }
 
 /* Nx.LinAlg.determinant_NbyN on Nx 0.7's lu (its default eps 1.0e-10),
  * u's diagonal as lu writes it (type w). */
-static zd det_one(const void *src, int64_t n, emily_dtype w, bool cx, lu_scratch *s, void *l,
-                  void *u) {
+static zd det_one(const void *src, int64_t n, emily_dtype w, bool cx, lu_scratch *s, void *l, void *u) {
     lu_one(src, n, 1.0e-10, cx, s, l, u);
     for (int64_t i = 0; i < n; i++) {
         if (cx) {
@@ -120,8 +117,8 @@ emily_status emi_cpu_nx07_determinant(emily_tensor *det, const emily_tensor *a, 
     return EMILY_OK;
 }
 
-emily_status emi_cpu_nx07_eigh(emily_tensor *w, emily_tensor *v, const emily_tensor *a, double eps,
-                               int64_t max_iter) {
+emily_status emi_cpu_nx07_eigh(emily_tensor *w, emily_tensor *v, const emily_tensor *a,
+                                 double eps, int64_t max_iter) {
     int64_t n = a->shape[a->rank - 1], nn = n * n, batches = batches_of(a, nn);
     bool cx = a->dtype == EMILY_C128;
     const char *src = emily_tensor_base(a);
@@ -136,20 +133,19 @@ emily_status emi_cpu_nx07_eigh(emily_tensor *w, emily_tensor *v, const emily_ten
             if (result) continue;
             if (cx) {
                 result |= emi_cpu_nx07_eigh_complex((const zd *)src + b * nn, n, eps, max_iter, wr,
-                                                    (zd *)vd + b * nn);
+                                                      (zd *)vd + b * nn);
                 /* the eigenvalues are real numbers written in a complex type */
                 for (int64_t i = 0; i < n; i++) ((zd *)wd)[b * n + i] = zr(wr[i]);
             } else {
                 result |= emi_cpu_nx07_eigh_real((const double *)src + b * nn, n, eps, max_iter,
-                                                 (double *)wd + b * n, (double *)vd + b * nn);
+                                                   (double *)wd + b * n, (double *)vd + b * nn);
             }
         }
         free(wr);
     }
     if (result & NX07_NO_MEMORY) return emily_error(EMILY_ERR_MEMORY, "eigh: out of host memory");
     if (result & NX07_NOT_HERMITIAN)
-        return emily_error(
-            EMILY_ERR_ARGUMENT,
-            "eigh: matrix must be hermitian, a matrix is hermitian iff X = adjoint(X)");
+        return emily_error(EMILY_ERR_ARGUMENT,
+                           "eigh: matrix must be hermitian, a matrix is hermitian iff X = adjoint(X)");
     return EMILY_OK;
 }
