@@ -378,9 +378,10 @@ ERL_NIF_TERM nif_graph_stats(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]
     emily_graph_stats st;
     emily_graph_get_stats(g, &st);
     const char *names[] = {"params", "constants", "calls", "folded", "dropped", "rewritten", "fused_calls",
-                           "fused_groups", "steps", "outputs", "peak_bytes"};
+                           "fused_groups", "steps", "outputs", "peak_bytes", "replays", "replay_bytes"};
     int64_t values[] = {st.params, st.constants, st.calls, st.folded, st.dropped, st.rewritten,
-                        st.fused_calls, st.fused_groups, st.steps, st.outputs, st.peak_bytes};
+                        st.fused_calls, st.fused_groups, st.steps, st.outputs, st.peak_bytes,
+                        st.replays, st.replay_bytes};
     enum { NSTATS = sizeof values / sizeof *values };
     ERL_NIF_TERM keys[NSTATS], vs[NSTATS], map;
     for (int i = 0; i < NSTATS; i++) {

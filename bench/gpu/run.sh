@@ -218,6 +218,20 @@ step_minilm() {
         --shapes "$shapes" --runs "$runs" --data "$M" --out "$L" > "$L/torch.log" 2>&1 ||
         fail "minilm_torch.py (log minilm/torch.log)"
     cat "$L/torch.log"
+    # bf16 at a serving batch (the compiler issue's H200 target): Emily.Compiler and PyTorch
+    local bshapes=${MINILM_BF16_SHAPES:-256x128}
+    [ -n "$QUICK" ] && bshapes=""
+    if [ -n "$bshapes" ]; then
+        echo "== MiniLM bf16 on Emily.Compiler and PyTorch ($dev): $bshapes"
+        MINILM_TYPE=bf16 MINILM_LANES=compiler MINILM_DEVICE=$dev MINILM_SHAPES=$bshapes MINILM_RUNS=$runs \
+            EMILY_MODELS_DATA=$M EMILY_MODELS_OUT=$L timeout "$(limit 240)" elixir "${paths[@]}" \
+            bench/models/minilm.exs > "$L/emily_bf16.log" 2>&1 || fail "minilm.exs bf16 (log minilm/emily_bf16.log)"
+        cat "$L/emily_bf16.log"
+        MINILM_TYPE=bf16 PYTHONUNBUFFERED=1 timeout "$(limit 180)" python3 bench/models/minilm_torch.py \
+            --device "$dev" --shapes "$bshapes" --runs "$runs" --data "$M" --out "$L" > "$L/torch_bf16.log" 2>&1 ||
+            fail "minilm_torch.py bf16 (log minilm/torch_bf16.log)"
+        cat "$L/torch_bf16.log"
+    fi
     [ -f "$L/results.jsonl" ] || return 1
     python3 bench/models/report.py "$L" | tee "$L/table.md"
     python3 - "$L/results.jsonl" <<'PY' | while read -r line; do note "$line"; done

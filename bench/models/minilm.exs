@@ -41,9 +41,16 @@ shapes =
   |> Enum.map(fn s -> s |> String.split("x") |> Enum.map(&String.to_integer/1) |> List.to_tuple() end)
 
 lanes = Bench.env_list("MINILM_LANES", "compiler,eager")
+# MINILM_TYPE=bf16: parameters and computation in bf16 (Bumblebee's :type);
+# the shapes' tags get "-bf16" (minilm_torch.py reads the same variable)
+type = System.get_env("MINILM_TYPE", "f32")
+type_opts = if type == "f32", do: [], else: [type: String.to_atom(type)]
+type_tag = if type == "f32", do: "", else: "-#{type}"
 
 {load_ms, {:ok, %{model: model, params: params, spec: spec}}} =
-  Bench.wall_ms(fn -> Bumblebee.load_model({:local, dir}, architecture: :base, backend: backend) end)
+  Bench.wall_ms(fn ->
+    Bumblebee.load_model({:local, dir}, [architecture: :base, backend: backend] ++ type_opts)
+  end)
 
 IO.puts("MiniLM: #{inspect(spec.__struct__)} on #{device}, loaded in #{round(load_ms)} ms from #{dir}")
 
@@ -69,7 +76,7 @@ lane_opts = %{
 out = Bench.out_dir()
 
 for {batch, seq} <- shapes do
-  tag = "#{batch}x#{seq}"
+  tag = "#{batch}x#{seq}#{type_tag}"
   # [CLS] ids... [SEP]: ids from the LCG in [1000, vocab), as minilm_torch.py
   body = Bench.lcg_ids(42 + batch * 1000 + seq, batch * (seq - 2), 1000, spec.vocab_size)
 

@@ -57,11 +57,15 @@ def main():
     dev = torch.device(args.device)
     sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
     model_dir = Path(args.data) / "all-MiniLM-L6-v2"
-    model = AutoModel.from_pretrained(model_dir, dtype=torch.float32).eval().to(dev)
+    # MINILM_TYPE=bf16 (as minilm.exs): bf16 weights and computation, shape tags "-bf16"
+    mtype = os.environ.get("MINILM_TYPE", "f32")
+    tdtype = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}[mtype]
+    suffix = "" if mtype == "f32" else f"-{mtype}"
+    model = AutoModel.from_pretrained(model_dir, dtype=tdtype).eval().to(dev)
     vocab = model.config.vocab_size
     where = torch.cuda.get_device_name(dev) if dev.type == "cuda" else f"{torch.get_num_threads()} threads"
     print(f"MiniLM (torch {torch.__version__}, {where})")
-    st = sentence_transformer(model_dir, dev)
+    st = sentence_transformer(model_dir, dev) if mtype == "f32" else None
 
     def embed(ids, mask):
         h = model(input_ids=ids, attention_mask=mask).last_hidden_state
@@ -69,8 +73,9 @@ def main():
         e = (h * m).sum(1) / m.sum(1).clamp(min=1e-9)
         return torch.nn.functional.normalize(e, p=2, dim=1)
 
-    for shape in args.shapes.split(","):
-        batch, seq = map(int, shape.split("x"))
+    for dims in args.shapes.split(","):
+        batch, seq = map(int, dims.split("x"))
+        shape = dims + suffix
         body = lcg_ids(42 + batch * 1000 + seq, batch * (seq - 2), 1000, vocab)
         rows = [[101] + body[i * (seq - 2):(i + 1) * (seq - 2)] + [102] for i in range(batch)]
         ids_np = np.array(rows, dtype=np.int64)
@@ -92,7 +97,7 @@ def main():
                 emb = embed(ids, mask)
                 sync()
                 times.append((time.perf_counter() - t0) * 1e3)
-            peers = {"torch": emb.cpu().numpy().astype(np.float32)}
+            peers = {"torch": emb.float().cpu().numpy()}
             if st is not None:
                 features = {"input_ids": ids, "attention_mask": mask, "token_type_ids": torch.zeros_like(ids)}
                 peers["sentence-transformers"] = st(features)["sentence_embedding"].cpu().numpy().astype(np.float32)

@@ -90,6 +90,10 @@ typedef struct emily_graph_options {
     /* 0: optimize (folding, dead calls, fusion); 1: run every call as
      * added, one by one (for checking the optimizer). */
     int no_optimize;
+    /* 0: on devices that can record a run (CUDA), the second run records
+     * the calls' work and later runs replay it in one launch (docs/graph.md);
+     * 1: every run runs the calls. EMILY_GRAPH_REPLAY=0 does the same. */
+    int no_replay;
 } emily_graph_options;
 
 /* Checks and optimizes the graph for `device` (opts may be NULL). A
@@ -112,6 +116,8 @@ typedef struct emily_graph_stats {
     int64_t steps;                      /* what one run executes */
     int64_t outputs;
     int64_t peak_bytes;                 /* intermediates alive at once, at most (last run) */
+    int64_t replays;                    /* runs that replayed a recording */
+    int64_t replay_bytes;               /* the recording's device memory (0: none) */
 } emily_graph_stats;
 EMILY_API emily_status emily_graph_get_stats(const emily_graph *g, emily_graph_stats *stats);
 

@@ -17,6 +17,33 @@
 
 typedef struct emily_engine emily_engine;
 
+/* Recording a compiled graph's run once and replaying it (optional: NULL
+ * where the device cannot). src/graph/replay.c drives it:
+ * - begin: a new recording; from now on the calling thread's allocations
+ *   on the device come from the recording's own memory;
+ * - capture: from now on, until end, the work the thread queues on the
+ *   device is recorded instead of run;
+ * - end: stops both; with keep (and a recording that worked) it becomes
+ *   replayable, otherwise it fails with the reason;
+ * - launch: queues the recorded work on the thread's current stream
+ *   after the previous replay's finish; *failed tells whether a check the
+ *   recording deferred (an index out of range) failed in this run (the
+ *   caller then runs the calls themselves for the error);
+ * - finish: marks the end of what reads the recording's memory after a
+ *   launch (the outputs' copies), which the next launch waits for;
+ * - bytes: the recording's memory;
+ * - free: waits for the device, frees the recording and its memory
+ *   (blocks still live are left to the device's cache). */
+struct emily_replay_ops {
+    emily_status (*begin)(int device, void **rec);
+    emily_status (*capture)(int device, void *rec);
+    emily_status (*end)(int device, void *rec, bool keep);
+    emily_status (*launch)(int device, void *rec, bool *failed);
+    emily_status (*finish)(int device, void *rec);
+    size_t (*bytes)(const void *rec);
+    void (*free)(int device, void *rec);
+};
+
 struct emily_engine {
     const char *name;
     /* devices present (0 if none) */
@@ -61,6 +88,7 @@ struct emily_engine {
     const struct emily_fft_kernels *fft;
     const struct emily_linalg_kernels *linalg;
     const struct emily_conv_kernels *conv; /* optional: see kernels.h */
+    const struct emily_replay_ops *replay; /* optional: see above */
 
     /* True if the device runs kernel k for op `op` (the family's op enum:
      * emily_unary_op for EMI_KERNEL_UNARY, ...; 0 where it has none) on

@@ -64,6 +64,16 @@ emily_status emi_cuda_error(const char *op, cudaError_t err);
 emily_status emi_cuda_scratch(const emily_cuda_ctx *ctx, size_t nbytes, void **ptr);
 void emi_cuda_scratch_free(const emily_cuda_ctx *ctx, void *ptr);
 
+/* True while the calling thread records the work it queues on `device`
+ * into a graph to replay (replay.c): then nothing may be read back from
+ * the device or waited for (the work has not run), and transfers and
+ * waits fail. A check that reads back a flag to report bad input defers
+ * it instead: emi_cuda_deferred_flag gives 8 bytes of the recording's
+ * memory, kept as long as it is, which the check's kernel must leave at
+ * ~0 when everything is fine; each replay reads the flags back. */
+bool emi_cuda_capturing(int device);
+emily_status emi_cuda_deferred_flag(const emily_cuda_ctx *ctx, unsigned long long **flag);
+
 /* A cuBLAS handle bound to ctx's stream (created at first use, default
  * math mode: no TF32). */
 emily_status emi_cuda_cublas(const emily_cuda_ctx *ctx, cublasHandle_t *out);

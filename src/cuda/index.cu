@@ -146,6 +146,8 @@ struct ErrInfo {
 };
 
 emily_status read_back(const emily_cuda_ctx &ctx, void *host, const void *dev, size_t n) {
+    if (emi_cuda_capturing(ctx.device)) // nothing has run yet (replay.c)
+        return emily_error(EMILY_ERR_UNSUPPORTED, "cuda: %s: not possible while recording a graph", ctx.op);
     cudaError_t err = cudaMemcpyAsync(host, dev, n, cudaMemcpyDeviceToHost, ctx.stream);
     if (err == cudaSuccess) err = cudaStreamSynchronize(ctx.stream);
     return emi_cuda_error(ctx.op, err);
@@ -170,6 +172,13 @@ emily_status check_indices(const emily_cuda_ctx &ctx, const emily_tensor *idx, i
     if (rows <= 0) return EMILY_OK;
     bool can_fail = cols.n > 0;
     if (!can_fail && !bases && !iota) return EMILY_OK;
+    // While recording a graph the flag cannot be read back: the check is
+    // the recording's, read after each replay (replay.c).
+    bool deferred = can_fail && emi_cuda_capturing(ctx.device);
+    if (deferred) {
+        emily_status s = emi_cuda_deferred_flag(&ctx, &flag);
+        if (s) return s;
+    }
     if (can_fail) {
         cudaError_t err = cudaMemsetAsync(flag, 0xff, sizeof *flag, ctx.stream);
         if (err != cudaSuccess) return emi_cuda_error(ctx.op, err);
@@ -178,7 +187,7 @@ emily_status check_indices(const emily_cuda_ctx &ctx, const emily_tensor *idx, i
     check_kernel<CAP><<<flat_grid(rows, 1), BLOCK, 0, ctx.stream>>>(ip, (int)idx->dtype, rows, cols,
                                                                     bases, iota, flag);
     emily_status s = emi_cuda_launched(&ctx);
-    if (s || !can_fail) return s;
+    if (s || !can_fail || deferred) return s;
     unsigned long long bad = 0;
     if ((s = read_back(ctx, &bad, flag, sizeof bad))) return s;
     if (bad == ~0ull) return EMILY_OK;

@@ -33,7 +33,19 @@ typedef struct cuda_block {
     emily_cuda_stream *last;     /* stream of the last use (NULL: none) */
     unsigned long long last_gen; /* its generation then */
     struct cuda_block *next;     /* hash chain while live, free list while cached */
+    struct emi_cuda_arena *arena; /* the arena owning it (NULL: the device's cache) */
+    struct cuda_block *arena_next; /* the arena's list of every block it owns */
 } cuda_block;
+
+/* A recording's private memory (runtime.h): blocks only its own
+ * allocations use, freed to its own lists, never to the device's cache,
+ * so that work replayed later finds them as the recording left them. */
+struct emi_cuda_arena {
+    int device;
+    cuda_block *owned;           /* every block, by arena_next */
+    cuda_block *free[NCLASSES];  /* the unused ones, by next */
+    size_t bytes;
+};
 
 typedef struct cuda_device {
     pthread_mutex_t lock; /* allocator, block records, stream free list */
@@ -48,6 +60,8 @@ typedef struct cuda_device {
 } cuda_device;
 
 static cuda_device devices[EMILY_CUDA_MAX_DEVICES];
+/* The calling thread's current arena per device (NULL: none). */
+static _Thread_local emi_cuda_arena *tls_arena[EMILY_CUDA_MAX_DEVICES];
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
 static atomic_ullong next_generation = 1;
 
@@ -231,11 +245,24 @@ emily_status emi_cuda_stream_free(int device, void *handle) {
     return s;
 }
 
+/* A wait while the thread records (replay.c) would wait for nothing. */
+static emily_status no_wait_while_recording(const char *op, int device) {
+    if (!emi_cuda_capturing(device)) return EMILY_OK;
+    return emily_error(EMILY_ERR_UNSUPPORTED, "cuda: %s: not possible while recording a graph", op);
+}
+
 emily_status emi_cuda_stream_synchronize(int device, void *handle) {
     emily_status s = emi_cuda_enter("stream_synchronize", device);
+    if (!s) s = no_wait_while_recording("stream_synchronize", device);
     if (s) return s;
     emily_cuda_stream *st = handle ? (emily_cuda_stream *)handle : &devices[device].default_stream;
     return emi_cuda_error("stream_synchronize", cudaStreamSynchronize(st->stream));
+}
+
+void *emi_cuda_stream_get_current(int device) {
+    if (device < 0 || device >= EMILY_CUDA_MAX_DEVICES) return NULL;
+    emily_cuda_stream *st = current_stream(device);
+    return st == &devices[device].default_stream ? NULL : st;
 }
 
 emily_status emi_cuda_stream_set_current(int device, void *handle) {
@@ -253,6 +280,7 @@ emily_status emi_cuda_stream_set_current(int device, void *handle) {
 
 emily_status emi_cuda_synchronize(int device) {
     emily_status s = emi_cuda_enter("synchronize", device);
+    if (!s) s = no_wait_while_recording("synchronize", device);
     return s ? s : emi_cuda_error("synchronize", cudaDeviceSynchronize());
 }
 
@@ -307,6 +335,12 @@ static cuda_block *table_remove(cuda_device *dev, const void *p) {
 
 /* Orders a use of block b on stream s after its last use (lock held). */
 static emily_status use_block(const char *op, cuda_block *b, emily_cuda_stream *s) {
+    /* While this thread records (replay.c), a block not of the recording
+     * is a constant or a parameter the calls only read: the device was
+     * idle when recording began, so nothing is pending on it, and its
+     * record is left as it is (an event of the recording's stream means
+     * nothing outside the recording). */
+    if (!b->arena && emi_cuda_capturing(s->device)) return EMILY_OK;
     unsigned long long sgen = atomic_load_explicit(&s->gen, memory_order_relaxed);
     if (b->last == s && b->last_gen == sgen) return EMILY_OK;
     emily_cuda_stream *l = b->last;
@@ -463,11 +497,13 @@ static emily_status alloc_on(const char *op, int device, size_t nbytes, void **p
     cuda_device *dev = &devices[device];
     pthread_mutex_lock(&dev->lock);
     emily_cuda_stream *cur = current_stream(device);
-    cuda_block *b = dev->cache[cls];
+    emi_cuda_arena *arena = tls_arena[device];
+    cuda_block **list = arena ? &arena->free[cls] : &dev->cache[cls];
+    cuda_block *b = *list;
     if (b) {
-        dev->cache[cls] = b->next;
+        *list = b->next;
         b->next = NULL;
-        dev->cached -= b->size;
+        if (!arena) dev->cached -= b->size;
     } else {
         b = calloc(1, sizeof *b);
         if (!b) {
@@ -492,12 +528,18 @@ static emily_status alloc_on(const char *op, int device, size_t nbytes, void **p
         b->ptr = p;
         b->size = size;
         b->cls = cls;
+        if (arena) {
+            b->arena = arena;
+            b->arena_next = arena->owned;
+            arena->owned = b;
+            arena->bytes += size;
+        }
     }
     s = use_block(op, b, cur);
     if (s) { /* keep the block cached; the error is the event's */
-        b->next = dev->cache[cls];
-        dev->cache[cls] = b;
-        dev->cached += b->size;
+        b->next = *list;
+        *list = b;
+        if (!arena) dev->cached += b->size;
         pthread_mutex_unlock(&dev->lock);
         return s;
     }
@@ -519,13 +561,65 @@ void emi_cuda_free(int device, void *ptr) {
     if (!atomic_load_explicit(&dev->ready, memory_order_acquire)) return;
     pthread_mutex_lock(&dev->lock);
     cuda_block *b = table_remove(dev, ptr);
-    if (b) {
+    if (b && b->arena) { /* back to its arena, whichever thread frees it */
+        dev->active -= b->size;
+        b->next = b->arena->free[b->cls];
+        b->arena->free[b->cls] = b;
+    } else if (b) {
         dev->active -= b->size;
         dev->cached += b->size;
         b->next = dev->cache[b->cls];
         dev->cache[b->cls] = b;
     }
     pthread_mutex_unlock(&dev->lock);
+}
+
+/* ---- arenas (runtime.h) ---------------------------------------------- */
+
+emily_status emi_cuda_arena_new(int device, emi_cuda_arena **out) {
+    emily_status s = emi_cuda_enter("arena_new", device);
+    if (s) return s;
+    emi_cuda_arena *a = calloc(1, sizeof *a);
+    if (!a) return emily_error(EMILY_ERR_MEMORY, "cuda: arena_new: out of host memory");
+    a->device = device;
+    *out = a;
+    return EMILY_OK;
+}
+
+void emi_cuda_arena_set_current(int device, emi_cuda_arena *a) {
+    if (device >= 0 && device < EMILY_CUDA_MAX_DEVICES) tls_arena[device] = a;
+}
+
+size_t emi_cuda_arena_bytes(const emi_cuda_arena *a) {
+    return a ? a->bytes : 0;
+}
+
+void emi_cuda_arena_free(emi_cuda_arena *a) {
+    if (!a) return;
+    cuda_device *dev = &devices[a->device];
+    /* Queued work may still use the blocks (a replay, its output copies). */
+    (void)cudaDeviceSynchronize();
+    pthread_mutex_lock(&dev->lock);
+    if (tls_arena[a->device] == a) tls_arena[a->device] = NULL;
+    for (int c = 0; c < NCLASSES; c++) {
+        /* unused blocks are marked by arena = NULL (given back below);
+         * live ones still name the arena */
+        for (cuda_block *b = a->free[c]; b; b = b->next) b->arena = NULL;
+        a->free[c] = NULL;
+    }
+    for (cuda_block *b = a->owned, *nx; b; b = nx) {
+        nx = b->arena_next;
+        b->arena_next = NULL;
+        if (b->arena) { /* still live: it goes to the device's cache when freed */
+            b->arena = NULL;
+            continue;
+        }
+        cudaFree(b->ptr);
+        free(b);
+    }
+    (void)cudaGetLastError();
+    pthread_mutex_unlock(&dev->lock);
+    free(a);
 }
 
 emily_status emi_cuda_scratch(const emily_cuda_ctx *ctx, size_t nbytes, void **ptr) {

@@ -39,6 +39,8 @@ emily_status emi_cuda_stream_new(int device, void **handle);
 emily_status emi_cuda_stream_free(int device, void *handle);
 emily_status emi_cuda_stream_synchronize(int device, void *handle);
 emily_status emi_cuda_stream_set_current(int device, void *handle);
+/* The calling thread's current stream handle (NULL: the default). */
+void *emi_cuda_stream_get_current(int device);
 
 /* Orders a transfer touching device memory `ptr` on the calling thread's
  * current stream, which is stored in *stream. *known is false when ptr is
@@ -46,6 +48,20 @@ emily_status emi_cuda_stream_set_current(int device, void *handle);
  * whole device before reading it). */
 emily_status emi_cuda_order_ptr(const char *op, int device, const void *ptr,
                                   cudaStream_t *stream, bool *known);
+
+/* Arenas: while an arena is the calling thread's current one for a
+ * device, that thread's allocations there (outputs, scratch) come from
+ * blocks the arena owns, and blocks it owns go back to it when freed, by
+ * any thread, never to the device's cache. A recorded graph (replay.c)
+ * keeps its buffers this way: a replay rewrites them, and nothing else
+ * can have been given them meanwhile. emi_cuda_arena_free waits for the
+ * device, gives the unused blocks back to it and leaves blocks still
+ * live to the device's cache. */
+typedef struct emi_cuda_arena emi_cuda_arena;
+emily_status emi_cuda_arena_new(int device, emi_cuda_arena **out);
+void emi_cuda_arena_set_current(int device, emi_cuda_arena *a); /* NULL: none */
+size_t emi_cuda_arena_bytes(const emi_cuda_arena *a);
+void emi_cuda_arena_free(emi_cuda_arena *a);
 
 /* Transfers (engine entries, src/cuda/transfer.c). */
 emily_status emi_cuda_upload(int device, void *dst, const void *src, size_t nbytes);

@@ -155,6 +155,8 @@ static emily_status transfer(const char *op, int device, void *dst, const void *
                              bool upload) {
     emily_status s = emi_cuda_enter(op, device);
     if (s || nbytes == 0) return s;
+    if (emi_cuda_capturing(device)) /* the data is not there yet (replay.c) */
+        return emily_error(EMILY_ERR_UNSUPPORTED, "cuda: %s: not possible while recording a graph", op);
     cudaStream_t stream;
     bool known;
     s = emi_cuda_order_ptr(op, device, upload ? dst : src, &stream, &known);

@@ -58,6 +58,7 @@ emily_status emily_graph_create(emily_graph **out) {
 
 void emily_graph_free(emily_graph *g) {
     if (!g) return;
+    emi_graph_replay_free(g); /* before the constants: the recording may read them */
     for (int32_t i = 0; i < g->nvalues; i++)
         if (g->values[i].kind == GV_CONST) emily_tensor_release(g->values[i].tensor);
     for (int32_t i = 0; i < g->nsteps; i++) emi_fused_group_free(g->steps[i].group);

@@ -323,6 +323,7 @@ emily_status emily_graph_compile(emily_graph *g, emily_device device, const emil
     if (optimize && (s = emi_graph_fuse(g))) return s;
     if ((s = plan_releases(g))) return s;
     g->stats.steps = g->nsteps;
+    if ((s = emi_graph_replay_setup(g, opts))) return s;
     g->compiled = true;
     return EMILY_OK;
 }
@@ -420,23 +421,34 @@ emily_status emily_graph_run(emily_graph *g, emily_tensor *const *params, size_t
             return emily_error(EMILY_ERR_DEVICE, "graph_run: parameter %zu is on %s, the graph runs on %s", i, a, b);
         }
     }
-    emily_tensor **vals = calloc((size_t)g->nvalues + 1, sizeof *vals);
-    if (!vals) return emily_error(EMILY_ERR_MEMORY, "graph_run: out of host memory");
-    for (int32_t i = 0; i < g->nvalues; i++)
-        if (g->values[i].kind == GV_CONST) vals[i] = g->values[i].tensor;
-    for (size_t i = 0; i < nparams; i++) vals[g->params[i]] = params[i];
-
     const char *prof_env = getenv("EMILY_GRAPH_PROFILE");
     double *step_s = prof_env && (prof_env[0] == '1' || prof_env[0] == '2')
                          ? calloc((size_t)g->nsteps + 1, sizeof *step_s)
                          : NULL;
     pthread_mutex_lock(&g->run_lock);
+    bool replayed = false;
+    emily_status s = step_s ? EMILY_OK : emi_graph_replay_run(g, params, outputs, &replayed);
+    if (!s && !replayed) s = emi_graph_run_calls(g, params, outputs, step_s);
+    if (!s && step_s) print_profile(g, step_s, prof_env[0] == '2');
+    pthread_mutex_unlock(&g->run_lock);
+    free(step_s);
+    return s;
+}
+
+emily_status emi_graph_run_calls(emily_graph *g, emily_tensor *const *params, emily_tensor **outputs,
+                                 double *step_s) {
+    emily_tensor **vals = calloc((size_t)g->nvalues + 1, sizeof *vals);
+    if (!vals) return emily_error(EMILY_ERR_MEMORY, "graph_run: out of host memory");
+    for (int32_t i = 0; i < g->nvalues; i++)
+        if (g->values[i].kind == GV_CONST) vals[i] = g->values[i].tensor;
+    for (int32_t i = 0; i < g->nparams; i++) vals[g->params[i]] = params[i];
+
     emily_status s = EMILY_OK;
     int64_t live = 0, peak = 0;
     for (int32_t st = 0; st < g->nsteps && !s; st++) {
         const graph_step *step = &g->steps[st];
         const graph_call *c = &g->calls[step->call];
-        double t0 = step_s ? now_s() : 0;
+        double t0 = 0;
         if (step_s) emily_synchronize(g->device); /* device work of earlier steps stays out */
         if (step_s) t0 = now_s();
         s = step->group  ? emi_fused_group_run(g, step->group, vals)
@@ -457,9 +469,6 @@ emily_status emily_graph_run(emily_graph *g, emily_tensor *const *params, size_t
         }
     }
     if (!s) g->stats.peak_bytes = peak;
-    if (!s && step_s) print_profile(g, step_s, prof_env[0] == '2');
-    pthread_mutex_unlock(&g->run_lock);
-    free(step_s);
     if (!s)
         for (int32_t k = 0; k < g->noutputs; k++) {
             outputs[k] = vals[g->outputs[k]];

@@ -78,6 +78,7 @@ struct emily_graph {
     int32_t nsteps;
     emily_graph_stats stats;
     pthread_mutex_t run_lock;
+    struct graph_replay *replay; /* replay.c (NULL: the device cannot record) */
 };
 
 /* graph memory */
@@ -108,6 +109,20 @@ extern int64_t emi_graph_while_limit;
 /* Runs one call with its EMILY_V_REF arguments bound to vals; its
  * outputs are stored in vals. */
 emily_status emi_graph_run_call(emily_graph *g, const graph_call *c, emily_tensor **vals);
+
+/* Runs the compiled graph's calls on params (compile.c): outputs[k]
+ * receives a new reference; step_s, when not NULL, each step's seconds
+ * (the device synchronized around each). */
+emily_status emi_graph_run_calls(emily_graph *g, emily_tensor *const *params, emily_tensor **outputs,
+                                 double *step_s);
+
+/* replay (replay.c): setup at compile; a run tries a replay first (*done
+ * false: run the calls); free with the graph. */
+typedef struct graph_replay graph_replay;
+emily_status emi_graph_replay_setup(emily_graph *g, const emily_graph_options *opts);
+emily_status emi_graph_replay_run(emily_graph *g, emily_tensor *const *params, emily_tensor **outputs,
+                                  bool *done);
+void emi_graph_replay_free(emily_graph *g);
 
 /* fusion (fuse.c): plans fused groups over the compiled graph's steps,
  * and runs one. */

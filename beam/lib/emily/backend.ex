@@ -780,8 +780,43 @@ if Code.ensure_loaded?(Nx.Backend) do
     @doc false
     def block_callbacks, do: @blocks
 
+    @linalg_blocks [:cholesky, :solve, :qr, :eigh, :svd, :lu, :determinant]
+
     @impl {:block, 4} in @callbacks
     def block(%module{} = struct, out, args, fun) do
+      if Map.get(@blocks, module) in @linalg_blocks and nx_algorithm_on_device?(args) do
+        # `linalg: :reference` off the CPU: the engine's ports of Nx's
+        # algorithms run on the CPU only, so Nx's own algorithm (the
+        # block's function) runs, op by op, on the tensors' device
+        apply(fun, [struct | args])
+      else
+        known_block(struct, out, args, fun)
+      end
+    end
+
+    defp nx_algorithm_on_device?(args) do
+      Application.get_env(:emily, :linalg, :lapack) == :reference and block_device(args) != :cpu
+    end
+
+    # The device of a block's first Emily tensor; while Emily.Compiler
+    # traces, the device it compiles for (the default backend's then).
+    defp block_device(args) do
+      case Enum.find(args, &match?(%T{data: %__MODULE__{}}, &1)) do
+        %T{data: %__MODULE__{ref: {:graph, _}}} ->
+          case Nx.default_backend() do
+            {__MODULE__, opts} -> opts |> Keyword.get(:device, :cpu) |> Emily.normalize_device()
+            _ -> :cpu
+          end
+
+        %T{} = t ->
+          device(t)
+
+        nil ->
+          :cpu
+      end
+    end
+
+    defp known_block(%module{} = struct, out, args, fun) do
       case @blocks do
         %{^module => :take} ->
           [t, indices] = args

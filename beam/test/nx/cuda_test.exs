@@ -115,6 +115,50 @@ if Code.ensure_loaded?(Nx) do
       close!(c, expected)
     end
 
+    test "Emily.Compiler replays a graph's recorded GPU work from its second run on" do
+      fun = fn x, w -> x |> Nx.dot(w) |> Nx.tanh() |> Nx.sum(axes: [1]) end
+      w = Nx.iota({16, 8}, type: :f32) |> Nx.divide(64) |> on(@cuda)
+      jit = Nx.Defn.jit(fun, compiler: Emily.Compiler, device: :cuda)
+
+      for k <- 1..4 do
+        x = Nx.iota({32, 16}, type: :f32) |> Nx.add(k) |> Nx.divide(97) |> Nx.sin() |> on(@cuda)
+        expected = Nx.Defn.jit_apply(fun, [x, w], compiler: Nx.Defn.Evaluator)
+        r = jit.(x, w)
+        assert Emily.Backend.device(r) == {:cuda, 0}
+        assert Nx.to_binary(r) == Nx.to_binary(expected)
+        assert {:graph, %{replays: replays}} = Emily.Compiler.last_run()
+        # the first run runs the calls, the second records and replays
+        assert replays == max(k - 1, 0)
+      end
+    end
+
+    test "linalg: :reference on the GPU runs Nx's own algorithms there, with the reference's bits" do
+      a = Nx.tensor([[4.0, 1.0, 0.5], [1.0, 3.0, 0.25], [0.5, 0.25, 2.0]], type: :f32)
+      b = Nx.tensor([1.0, 2.0, 3.0], type: :f32)
+      previous = Application.get_env(:emily, :linalg)
+      Application.put_env(:emily, :linalg, :reference)
+
+      try do
+        for f <- [
+              fn a, _ -> Nx.LinAlg.cholesky(a) end,
+              fn a, _ -> Nx.LinAlg.determinant(a) end,
+              fn a, b -> Nx.LinAlg.solve(a, b) end,
+              fn a, _ -> a |> Nx.LinAlg.qr() |> elem(1) end,
+              fn a, _ -> a |> Nx.LinAlg.lu() |> elem(2) end,
+              fn a, _ -> a |> Nx.LinAlg.eigh() |> elem(0) end
+            ] do
+          r = f.(on(a, @cuda), on(b, @cuda))
+          assert Emily.Backend.device(r) == {:cuda, 0}
+          want = f.(Nx.backend_copy(a, Nx.BinaryBackend), Nx.backend_copy(b, Nx.BinaryBackend))
+          assert Nx.to_binary(r) == Nx.to_binary(want)
+        end
+      after
+        if previous,
+          do: Application.put_env(:emily, :linalg, previous),
+          else: Application.delete_env(:emily, :linalg)
+      end
+    end
+
     test "memory statistics" do
       assert %{active: a, peak: p} = Emily.memory_stats(:cuda)
       assert is_integer(a) and p >= a
