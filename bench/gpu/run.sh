@@ -232,6 +232,14 @@ step_minilm() {
             fail "minilm_torch.py bf16 (log minilm/torch_bf16.log)"
         cat "$L/torch_bf16.log"
     fi
+    # where the GPU time goes: each callback's time, the device synchronized
+    # around every call (no replay), one 32x128 run (minilm/profile.log)
+    if [ -z "$QUICK" ]; then
+        EMILY_GRAPH_PROFILE=2 MINILM_LANES=compiler MINILM_DEVICE=$dev MINILM_SHAPES=32x128 MINILM_RUNS=1 \
+            EMILY_MODELS_DATA=$M EMILY_MODELS_OUT=$L/profile timeout "$(limit 120)" elixir "${paths[@]}" \
+            bench/models/minilm.exs > "$L/profile.log" 2>&1 || note "the profile run failed (minilm/profile.log)"
+        awk '/emily graph run/{n++} n==2' "$L/profile.log" | head -n 40
+    fi
     [ -f "$L/results.jsonl" ] || return 1
     python3 bench/models/report.py "$L" | tee "$L/table.md"
     python3 - "$L/results.jsonl" <<'PY' | while read -r line; do note "$line"; done
