@@ -164,14 +164,18 @@ emily_status index_error(const emily_cuda_ctx &ctx, const emily_tensor *idx, uin
 }
 
 // Checks `rows` rows of cols.n indices of idx (see check_kernel), fails
-// with the CPU's message. `flag` is 8 bytes of scratch.
-template <int CAP>
+// with the CPU's message. `flag` is 8 bytes of scratch. `then` queues the
+// op's own work once the check is queued, before its flag is read back,
+// so that the device runs both without waiting for the host in between;
+// it may only use what the check wrote (bases, iota: offsets in range
+// even for a bad index, whose row then stops at its in-range columns).
+template <int CAP, class Then>
 emily_status check_indices(const emily_cuda_ctx &ctx, const emily_tensor *idx, int64_t rows,
                            const Dims<CAP> &cols, int64_t *bases, int64_t *iota,
-                           unsigned long long *flag, const ErrInfo &e) {
-    if (rows <= 0) return EMILY_OK;
+                           unsigned long long *flag, const ErrInfo &e, Then &&then) {
+    if (rows <= 0) return then();
     bool can_fail = cols.n > 0;
-    if (!can_fail && !bases && !iota) return EMILY_OK;
+    if (!can_fail && !bases && !iota) return then();
     // While recording a graph the flag cannot be read back: the check is
     // the recording's, read after each replay (replay.c).
     bool deferred = can_fail && emi_cuda_capturing(ctx.device);
@@ -187,11 +191,19 @@ emily_status check_indices(const emily_cuda_ctx &ctx, const emily_tensor *idx, i
     check_kernel<CAP><<<flat_grid(rows, 1), BLOCK, 0, ctx.stream>>>(ip, (int)idx->dtype, rows, cols,
                                                                     bases, iota, flag);
     emily_status s = emi_cuda_launched(&ctx);
+    if (!s) s = then();
     if (s || !can_fail || deferred) return s;
     unsigned long long bad = 0;
     if ((s = read_back(ctx, &bad, flag, sizeof bad))) return s;
     if (bad == ~0ull) return EMILY_OK;
     return index_error(ctx, idx, bad, e);
+}
+
+template <int CAP>
+emily_status check_indices(const emily_cuda_ctx &ctx, const emily_tensor *idx, int64_t rows,
+                           const Dims<CAP> &cols, int64_t *bases, int64_t *iota,
+                           unsigned long long *flag, const ErrInfo &e) {
+    return check_indices(ctx, idx, rows, cols, bases, iota, flag, e, [] { return EMILY_OK; });
 }
 
 // ---- scratch -------------------------------------------------------------------
@@ -299,11 +311,12 @@ emily_status cuda_take(emily_tensor *dst, const emily_tensor *src, const emily_t
     int64_t one = 1;
     fill_dims(cols, 1, &n, &one);
     ErrInfo e = {src, 1, &axis, axis};
-    if ((s = check_indices(ctx, idx, m, cols, tab, nullptr, flag, e))) return s;
-    if (dst->size == 0) return EMILY_OK; // indices checked, nothing to move
     size_t es = emily_dtype_size(src->dtype);
     TakeSrc f = {tab, m, n, inner * (int64_t)es, outer == 1};
-    return copy_all_runs(ctx, elem_ptr(dst), elem_ptr(src), outer * m, inner * (int64_t)es, f);
+    return check_indices(ctx, idx, m, cols, tab, nullptr, flag, e, [&] {
+        if (dst->size == 0) return EMILY_OK; // indices checked, nothing to move
+        return copy_all_runs(ctx, elem_ptr(dst), elem_ptr(src), outer * m, inner * (int64_t)es, f);
+    });
 }
 
 // ---- take_along_axis ------------------------------------------------------------
@@ -417,22 +430,24 @@ emily_status cuda_gather(emily_tensor *dst, const emily_tensor *src, const emily
     if ((s = sc.alloc(ctx, 256 + Scratch::up(sizeof(int64_t) * (size_t)rows)))) return s;
     int64_t *bases = (int64_t *)(sc.base + 256);
     ErrInfo e = {src, naxes, axes, 0};
-    s = with_cap(naxes, [&]<int CAP>() -> emily_status {
-        Dims<CAP> cols;
-        fill_dims(cols, naxes, l.bounds, l.axis_stride);
-        return check_indices(ctx, idx, rows, cols, bases, nullptr, (unsigned long long *)sc.base, e);
-    });
-    if (s || dst->size == 0) return s;
     int64_t es = (int64_t)emily_dtype_size(src->dtype);
     char *d = elem_ptr(dst);
     const char *sp = elem_ptr(src);
-    return with_cap(l.npre, [&]<int CAP>() -> emily_status {
-        GatherSrc<CAP> f;
-        f.bases = bases;
-        f.pre_count = l.pre_count;
-        f.es = es;
-        fill_dims(f.pre, l.npre, l.pre_shape, l.pre_stride);
-        return copy_all_runs(ctx, d, sp, rows * l.pre_count, l.tail * es, f);
+    auto move = [&]() -> emily_status {
+        if (dst->size == 0) return EMILY_OK;
+        return with_cap(l.npre, [&]<int CAP>() -> emily_status {
+            GatherSrc<CAP> f;
+            f.bases = bases;
+            f.pre_count = l.pre_count;
+            f.es = es;
+            fill_dims(f.pre, l.npre, l.pre_shape, l.pre_stride);
+            return copy_all_runs(ctx, d, sp, rows * l.pre_count, l.tail * es, f);
+        });
+    };
+    return with_cap(naxes, [&]<int CAP>() -> emily_status {
+        Dims<CAP> cols;
+        fill_dims(cols, naxes, l.bounds, l.axis_stride);
+        return check_indices(ctx, idx, rows, cols, bases, nullptr, (unsigned long long *)sc.base, e, move);
     });
 }
 
