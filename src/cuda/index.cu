@@ -563,8 +563,11 @@ template <int CAP> struct Apply {
 };
 
 // Thread (i, q): if sorted row i is the first of its offset, element q of
-// that position's block gets the CPU's result for it.
-template <int CAP> __global__ void indexed_kernel(const __grid_constant__ Apply<CAP> p) {
+// that position's block gets the CPU's result for it. DT >= 0: output,
+// target and updates are all of dtype DT (known at compile time, so the
+// loads and stores need no dispatch per element); -1: p's dtypes.
+template <int CAP, int DT> __global__ void indexed_kernel(const __grid_constant__ Apply<CAP> p) {
+    const int dt = DT >= 0 ? DT : p.dt, tt = DT >= 0 ? DT : p.tt, ut = DT >= 0 ? DT : p.ut;
     int64_t total = p.n * p.bsize, step = (int64_t)gridDim.x * blockDim.x;
     for (int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; t < total; t += step) {
         int64_t i = t / p.bsize, q = t - i * p.bsize;
@@ -587,20 +590,20 @@ template <int CAP> __global__ void indexed_kernel(const __grid_constant__ Apply<
         char *d = p.dst + pos * p.des;
         if (p.put) { // the last row wins
             const char *u = p.upd + (p.rows[end - 1] * p.bsize + q) * p.ues;
-            if (p.ut == p.dt) copy_elem(d, u, p.des);
-            else store_value(d, p.dt, load_value(u, p.ut));
-        } else if (p.dt <= EMILY_S64) { // integers wrap in dst's width
-            SVal cur = load_value(d, p.dt);
+            if (ut == dt) copy_elem(d, u, p.des);
+            else store_value(d, dt, load_value(u, ut));
+        } else if (dt <= EMILY_S64) { // integers wrap in dst's width
+            SVal cur = load_value(d, dt);
             for (int64_t k = i; k < end; k++)
-                cur.bits += load_value(p.upd + (p.rows[k] * p.bsize + q) * p.ues, p.ut).bits;
-            store_value(d, p.dt, cur);
+                cur.bits += load_value(p.upd + (p.rows[k] * p.bsize + q) * p.ues, ut).bits;
+            store_value(d, dt, cur);
         } else { // floats and complex numbers: 0 + u1 + u2 + ... in row order, then the target
-            bool int_updates = p.ut <= EMILY_S64;
+            bool int_updates = ut <= EMILY_S64;
             double re = 0.0, im = -0.0;
             I128 isum = {0, 0};
 #pragma unroll 4
             for (int64_t k = i; k < end; k++) {
-                SVal v = load_value(p.upd + (p.rows[k] * p.bsize + q) * p.ues, p.ut);
+                SVal v = load_value(p.upd + (p.rows[k] * p.bsize + q) * p.ues, ut);
                 if (int_updates) {
                     i128_add(isum, v.bits, v.is_unsigned);
                 } else {
@@ -608,57 +611,41 @@ template <int CAP> __global__ void indexed_kernel(const __grid_constant__ Apply<
                     if (v.kind == 2) im += v.im;
                 }
             }
-            SVal tv = load_value(p.target + pos * p.tes, p.tt);
+            SVal tv = load_value(p.target + pos * p.tes, tt);
             double sre = int_updates ? i128_to_double(isum) : re;
             SVal r = {2, false, 0, 0.0, 0.0};
             r.re = sval_real(tv) + sre;
             r.im = (tv.kind == 2 ? tv.im : -0.0) + im;
-            store_value(d, p.dt, r);
+            store_value(d, dt, r);
         }
     }
 }
 
-emily_status cuda_indexed(emily_indexed_op iop, emily_tensor *dst, const emily_tensor *target,
-                          const emily_tensor *idx, const emily_tensor *updates, int naxes,
-                          const int *axes) {
-    const char *op = iop == EMILY_INDEXED_ADD ? "indexed_add" : "indexed_put";
-    emily_cuda_ctx ctx;
-    const emily_tensor *ts[4] = {dst, target, idx, updates};
-    emily_status s = emi_cuda_begin(op, dev_of(dst), 4, ts, &ctx);
-    if (s) return s;
-    int64_t n = updates->shape[0];
-    if (n <= 0) return EMILY_OK;
-    int64_t bsize = updates->size / n;
-    Rest l;
-    if ((s = l.init(op, target, naxes, axes))) return s;
+// The sort's buffers (cuda_indexed): keys (offsets) and rows in and out,
+// CUB's temporary storage, the key bits, rows and block size.
+struct SortBufs {
+    uint64_t *keys_in, *keys_out;
+    int64_t *rows_in, *rows_out;
+    void *temp;
+    size_t temp_bytes;
+    int bits;
+    int64_t n, bsize;
+};
 
-    // rows by offset, row order kept among equal offsets (the radix sort
-    // is stable), on the bits an offset below target->size can have:
-    // keys and values in and out, then CUB's temporary storage
-    int bits = 1;
-    while (bits < 64 && ((uint64_t)(target->size - 1) >> bits) != 0) bits++;
-    size_t arr = Scratch::up(sizeof(int64_t) * (size_t)n), temp_bytes = 0;
-    cudaError_t err = cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, (const uint64_t *)nullptr,
-                                                      (uint64_t *)nullptr, (const int64_t *)nullptr,
-                                                      (int64_t *)nullptr, n, 0, bits, ctx.stream);
-    if (err != cudaSuccess) return emi_cuda_error(op, err);
-    Scratch sc;
-    if ((s = sc.alloc(ctx, 256 + 4 * arr + Scratch::up(temp_bytes)))) return s;
-    uint64_t *keys_in = (uint64_t *)(sc.base + 256), *keys_out = (uint64_t *)(sc.base + 256 + arr);
-    int64_t *rows_in = (int64_t *)(sc.base + 256 + 2 * arr), *rows_out = (int64_t *)(sc.base + 256 + 3 * arr);
-    void *temp = sc.base + 256 + 4 * arr;
-
-    ErrInfo e = {target, naxes, axes, 0};
-    s = with_cap(naxes, [&]<int CAP>() -> emily_status {
-        Dims<CAP> cols;
-        fill_dims(cols, naxes, l.bounds, l.axis_stride);
-        return check_indices(ctx, idx, n, cols, (int64_t *)keys_in, rows_in,
-                             (unsigned long long *)sc.base, e);
-    });
-    if (s || bsize == 0 || dst->size == 0) return s;
-
-    err = cub::DeviceRadixSort::SortPairs(temp, temp_bytes, (const uint64_t *)keys_in, keys_out,
-                                          (const int64_t *)rows_in, rows_out, n, 0, bits, ctx.stream);
+// indexed_add/put after the check: rows sorted by offset (stable), then
+// one thread per (first row of an offset, block element).
+emily_status sort_and_apply(emily_indexed_op iop, const emily_cuda_ctx &ctx, emily_tensor *dst,
+                            const emily_tensor *target, const emily_tensor *updates, int naxes,
+                            const int *axes, const SortBufs &w) {
+    const char *op = ctx.op;
+    int64_t n = w.n, bsize = w.bsize;
+    uint64_t *keys_out = w.keys_out;
+    int64_t *rows_out = w.rows_out;
+    size_t temp_bytes = w.temp_bytes; // (CUB takes it by reference)
+    emily_status s;
+    cudaError_t err = cub::DeviceRadixSort::SortPairs(w.temp, temp_bytes, (const uint64_t *)w.keys_in, keys_out,
+                                                      (const int64_t *)w.rows_in, rows_out, n, 0, w.bits,
+                                                      ctx.stream);
     if (err != cudaSuccess) return emi_cuda_error(op, err);
     if ((s = emi_cuda_launched(&ctx))) return s;
 
@@ -702,11 +689,61 @@ emily_status cuda_indexed(emily_indexed_op iop, emily_tensor *dst, const emily_t
         p.tes = (int)emily_dtype_size(target->dtype);
         p.ues = (int)emily_dtype_size(updates->dtype);
         fill_dims(p.blk, nb, bshape, bstride);
-        indexed_kernel<CAP><<<flat_grid(n * bsize, 1), BLOCK, 0, ctx.stream>>>(p);
+        unsigned grid = flat_grid(n * bsize, 1);
+        bool same = p.dt == p.tt && p.dt == p.ut;
+        if (same && p.dt == EMILY_F32) indexed_kernel<CAP, EMILY_F32><<<grid, BLOCK, 0, ctx.stream>>>(p);
+        else if (same && p.dt == EMILY_BF16) indexed_kernel<CAP, EMILY_BF16><<<grid, BLOCK, 0, ctx.stream>>>(p);
+        else if (same && p.dt == EMILY_F16) indexed_kernel<CAP, EMILY_F16><<<grid, BLOCK, 0, ctx.stream>>>(p);
+        else indexed_kernel<CAP, -1><<<grid, BLOCK, 0, ctx.stream>>>(p);
         return emi_cuda_launched(&ctx);
     });
     free(bmem);
     return s;
+}
+
+emily_status cuda_indexed(emily_indexed_op iop, emily_tensor *dst, const emily_tensor *target,
+                          const emily_tensor *idx, const emily_tensor *updates, int naxes,
+                          const int *axes) {
+    const char *op = iop == EMILY_INDEXED_ADD ? "indexed_add" : "indexed_put";
+    emily_cuda_ctx ctx;
+    const emily_tensor *ts[4] = {dst, target, idx, updates};
+    emily_status s = emi_cuda_begin(op, dev_of(dst), 4, ts, &ctx);
+    if (s) return s;
+    int64_t n = updates->shape[0];
+    if (n <= 0) return EMILY_OK;
+    int64_t bsize = updates->size / n;
+    Rest l;
+    if ((s = l.init(op, target, naxes, axes))) return s;
+
+    // rows by offset, row order kept among equal offsets (the radix sort
+    // is stable), on the bits an offset below target->size can have:
+    // keys and values in and out, then CUB's temporary storage
+    int bits = 1;
+    while (bits < 64 && ((uint64_t)(target->size - 1) >> bits) != 0) bits++;
+    size_t arr = Scratch::up(sizeof(int64_t) * (size_t)n), temp_bytes = 0;
+    cudaError_t err = cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, (const uint64_t *)nullptr,
+                                                      (uint64_t *)nullptr, (const int64_t *)nullptr,
+                                                      (int64_t *)nullptr, n, 0, bits, ctx.stream);
+    if (err != cudaSuccess) return emi_cuda_error(op, err);
+    Scratch sc;
+    if ((s = sc.alloc(ctx, 256 + 4 * arr + Scratch::up(temp_bytes)))) return s;
+    SortBufs w = {(uint64_t *)(sc.base + 256), (uint64_t *)(sc.base + 256 + arr),
+                  (int64_t *)(sc.base + 256 + 2 * arr), (int64_t *)(sc.base + 256 + 3 * arr),
+                  sc.base + 256 + 4 * arr, temp_bytes, bits, n, bsize};
+
+    ErrInfo e = {target, naxes, axes, 0};
+    // the sort and the update, queued before the check's flag is read back
+    // (check_indices): keys_in are in-range offsets even for a bad index
+    auto apply = [&]() -> emily_status {
+        if (bsize == 0 || dst->size == 0) return EMILY_OK;
+        return sort_and_apply(iop, ctx, dst, target, updates, naxes, axes, w);
+    };
+    return with_cap(naxes, [&]<int CAP>() -> emily_status {
+        Dims<CAP> cols;
+        fill_dims(cols, naxes, l.bounds, l.axis_stride);
+        return check_indices(ctx, idx, n, cols, (int64_t *)w.keys_in, w.rows_in,
+                             (unsigned long long *)sc.base, e, apply);
+    });
 }
 
 } // namespace
