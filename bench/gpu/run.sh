@@ -233,12 +233,19 @@ step_minilm() {
         cat "$L/torch_bf16.log"
     fi
     # where the GPU time goes: each callback's time, the device synchronized
-    # around every call (no replay), one 32x128 run (minilm/profile.log)
+    # around every call (no replay), one run each of f32 32x128 and bf16
+    # 256x128 (minilm/profile.log, profile_bf16.log)
     if [ -z "$QUICK" ]; then
-        EMILY_GRAPH_PROFILE=2 MINILM_LANES=compiler MINILM_DEVICE=$dev MINILM_SHAPES=32x128 MINILM_RUNS=1 \
-            EMILY_MODELS_DATA=$M EMILY_MODELS_OUT=$L/profile timeout "$(limit 120)" elixir "${paths[@]}" \
-            bench/models/minilm.exs > "$L/profile.log" 2>&1 || note "the profile run failed (minilm/profile.log)"
-        awk '/emily graph run/{n++} n==2' "$L/profile.log" | head -n 40
+        local pt ps
+        for pt in f32:32x128 bf16:256x128; do
+            ps=${pt#*:}; pt=${pt%%:*}
+            EMILY_GRAPH_PROFILE=2 MINILM_TYPE=$pt MINILM_LANES=compiler MINILM_DEVICE=$dev MINILM_SHAPES=$ps \
+                MINILM_RUNS=1 EMILY_MODELS_DATA=$M EMILY_MODELS_OUT=$L/profile timeout "$(limit 120)" \
+                elixir "${paths[@]}" bench/models/minilm.exs > "$L/profile_$pt.log" 2>&1 ||
+                note "the profile run failed (minilm/profile_$pt.log)"
+            echo "-- profile $pt $ps"
+            awk '/emily graph run/{n++} n==2' "$L/profile_$pt.log" | head -n 30
+        done
     fi
     [ -f "$L/results.jsonl" ] || return 1
     python3 bench/models/report.py "$L" | tee "$L/table.md"
