@@ -16,7 +16,8 @@
 //    top 16 bits).
 // Operands cuBLAS can read in place are passed as they are; others are
 // packed into a contiguous buffer of the compute type, converting values
-// as Nx does (integers exactly).
+// as Nx does (integers exactly), except f16/bf16 operands of a FAST
+// product, which are packed in their own type for the tensor cores.
 #include <stdint.h>
 #include <limits.h>
 #include <cuda_runtime.h>
@@ -29,10 +30,12 @@ using namespace emily_cuda;
 
 namespace {
 
-enum CT { CT_F32, CT_F64, CT_C64, CT_C128, CT_U32, CT_U64 };
+// Compute types; CT_H16 only packs an f16/bf16 operand as it is (its
+// 16 bits copied) for the tensor cores of an f32 FAST product.
+enum CT { CT_F32, CT_F64, CT_C64, CT_C128, CT_U32, CT_U64, CT_H16 };
 
 size_t ct_size(CT ct) {
-    static const size_t sizes[] = {4, 8, 8, 16, 4, 8};
+    static const size_t sizes[] = {4, 8, 8, 16, 4, 8, 2};
     return sizes[ct];
 }
 
@@ -112,6 +115,10 @@ __global__ void pack_kernel(const char *base, View3 v, int ct, void *dst, int64_
         }
         int64_t i = o;
         int64_t off = v.offset + b * v.stride[0] + r * v.stride[1] + c * v.stride[2];
+        if (ct == CT_H16) {
+            ((uint16_t *)dst)[i] = ((const uint16_t *)base)[off];
+            continue;
+        }
         double re, im;
         uint64_t u;
         read_elem<D>(base, off, re, im, u);
@@ -436,7 +443,8 @@ cudaDataType_t data_type(CT ct) {
 }
 
 // In place when cuBLAS can read the operand as it is (its dtype is the
-// compute type, or f16/bf16 for an f32 FAST product), else packed.
+// compute type, or f16/bf16 for an f32 FAST product), else packed (f16/bf16
+// of an f32 FAST product in their own type).
 emily_status prepare(Gemm &g, const emily_tensor *t, CT ct, bool half_ok, Operand *op) {
     bool same = ct_matches(ct, t->dtype);
     bool half = half_ok && is_half(t->dtype);
@@ -448,14 +456,16 @@ emily_status prepare(Gemm &g, const emily_tensor *t, CT ct, bool half_ok, Operan
         op->type = same ? data_type(ct) : t->dtype == EMILY_F16 ? CUDA_R_16F : CUDA_R_16BF;
         return EMILY_OK;
     }
+    // a half operand cuBLAS cannot read in place is packed in its own type
+    // (the tensor cores still take it), anything else in the compute type
     void *p;
-    emily_status s = pack(g, t, ct, &p);
+    emily_status s = pack(g, t, half ? CT_H16 : ct, &p);
     if (s) return s;
     op->ptr = p;
     op->batch_stride = t->shape[1] * t->shape[2];
     op->lay.column_major = false;
     op->lay.ld = t->shape[2] > 1 ? t->shape[2] : 1;
-    op->type = data_type(ct);
+    op->type = !half ? data_type(ct) : t->dtype == EMILY_F16 ? CUDA_R_16F : CUDA_R_16BF;
     return EMILY_OK;
 }
 
