@@ -207,7 +207,7 @@ step_minilm() {
     # (MINILM_DEVICE=cpu tries this step on a machine without a GPU)
     local dev=${MINILM_DEVICE:-cuda}
     echo "== MiniLM on Emily ($dev): $shapes, $runs runs"
-    MINILM_DEVICE=$dev MINILM_SHAPES=$shapes MINILM_RUNS=$runs EMILY_MODELS_DATA=$M EMILY_MODELS_OUT=$L \
+    EMILY_GRAPH_TRACE=1 MINILM_DEVICE=$dev MINILM_SHAPES=$shapes MINILM_RUNS=$runs EMILY_MODELS_DATA=$M EMILY_MODELS_OUT=$L \
         timeout "$(limit 240)" elixir "${paths[@]}" bench/models/minilm.exs > "$L/emily.log" 2>&1
     local rc=$?
     cat "$L/emily.log"
@@ -223,7 +223,7 @@ step_minilm() {
     [ -n "$QUICK" ] && bshapes=""
     if [ -n "$bshapes" ]; then
         echo "== MiniLM bf16 on Emily.Compiler and PyTorch ($dev): $bshapes"
-        MINILM_TYPE=bf16 MINILM_LANES=compiler MINILM_DEVICE=$dev MINILM_SHAPES=$bshapes MINILM_RUNS=$runs \
+        EMILY_GRAPH_TRACE=1 MINILM_TYPE=bf16 MINILM_LANES=compiler MINILM_DEVICE=$dev MINILM_SHAPES=$bshapes MINILM_RUNS=$runs \
             EMILY_MODELS_DATA=$M EMILY_MODELS_OUT=$L timeout "$(limit 240)" elixir "${paths[@]}" \
             bench/models/minilm.exs > "$L/emily_bf16.log" 2>&1 || fail "minilm.exs bf16 (log minilm/emily_bf16.log)"
         cat "$L/emily_bf16.log"

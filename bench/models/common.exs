@@ -80,7 +80,7 @@ defmodule EmilyModels.Bench do
   # Which way Emily.Compiler ran the last compiled function of this process.
   def compiler_status do
     case Emily.Compiler.last_run() do
-      {:graph, stats} -> {"graph", stats |> Map.new() |> Map.take([:calls, :folded, :dropped, :fused_calls, :peak_bytes])}
+      {:graph, stats} -> {"graph", stats |> Map.new() |> Map.take([:calls, :folded, :dropped, :fused_calls, :peak_bytes, :replays, :replay_bytes])}
       {:fallback, reason} -> {"fallback", reason}
       nil -> {"none", nil}
     end

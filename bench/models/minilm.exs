@@ -98,13 +98,15 @@ for {batch, seq} <- shapes do
 
     try do
       {first_ms, _} = Bench.wall_ms(fn -> Bench.materialize(fun.(params, inputs)) end)
-      status = if lane == "compiler", do: Bench.compiler_status(), else: {"eager", nil}
 
       times =
         for _ <- 1..runs do
           {ms, _} = Bench.wall_ms(fn -> Bench.materialize(fun.(params, inputs)) end)
           ms
         end
+
+      # (after the timed runs: their graph statistics, replays included)
+      status = if lane == "compiler", do: Bench.compiler_status(), else: {"eager", nil}
 
       emb = Bench.materialize(fun.(params, inputs))
       Bench.write_f32(Path.join(out, "minilm_#{lane}_#{tag}.bin"), emb)

@@ -117,10 +117,13 @@ emily_status emi_graph_replay_setup(emily_graph *g, const emily_graph_options *o
     return EMILY_OK;
 }
 
-static void trace_off(const emily_graph *g, const graph_replay *r) {
+static bool tracing(void) {
     const char *t = getenv("EMILY_GRAPH_TRACE");
-    if (t && t[0] == '1')
-        fprintf(stderr, "emily graph: %d steps run call by call: %s\n", (int)g->nsteps, r->why);
+    return t && t[0] == '1';
+}
+
+static void trace_off(const emily_graph *g, const graph_replay *r) {
+    if (tracing()) fprintf(stderr, "emily graph: %d steps run call by call: %s\n", (int)g->nsteps, r->why);
 }
 
 /* Copies params[i] into slot i unless the slot holds it already. */
@@ -172,6 +175,9 @@ emily_status emi_graph_replay_run(emily_graph *g, emily_tensor *const *params, e
         }
         r->state = REPLAY_READY;
         g->stats.replay_bytes = (int64_t)r->engine->replay->bytes(r->rec);
+        if (tracing())
+            fprintf(stderr, "emily graph: %d steps recorded for replay (%lld bytes of device memory)\n",
+                    (int)g->nsteps, (long long)g->stats.replay_bytes);
     }
     const struct emily_replay_ops *ops = r->engine->replay;
     int dev = g->device.index;
