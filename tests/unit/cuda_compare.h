@@ -210,22 +210,9 @@ static inline void tc_compare(const char *what, tc_fn fn, const void *arg, int n
     int main(int argc, char **argv) {                                                                     \
         static const harness_case cases_[] = {__VA_ARGS__, {NULL, NULL}};                                 \
         if (!harness_args(argc, argv)) return 2;                                                          \
-        const char *self = getenv("EMILY_TEST_CUDA_ON_CPU");                                              \
-        if (self && strcmp(self, "1") == 0) {                                                             \
-            printf("%s: EMILY_TEST_CUDA_ON_CPU=1: GPU cases run on the CPU (a self-check of the test)\n", \
-                   suite);                                                                                \
-            tc_device = EMILY_CPU;                                                                        \
-            return harness_finish(harness_run(suite " (cpu against cpu)", cases_));                       \
-        }                                                                                                 \
-        if (emily_device_count(EMILY_DEVICE_CUDA) == 0) {                                                 \
-            int skipped = 0;                                                                              \
-            for (const harness_case *c = cases_; c->name; c++) skipped++;                                 \
-            printf("%s: SKIPPED %d GPU cases: no CUDA device usable here "                                \
-                   "(no GPU, no driver, or a build without the CUDA engine)\n",                          \
-                   suite, skipped);                                                                       \
-            return 0;                                                                                     \
-        }                                                                                                 \
-        return harness_finish(harness_run(suite " (GPU)", cases_));                                      \
+        static const harness_gpu_cases g_ = {suite, cases_, cases_, suite " (cpu against cpu)",           \
+                                             &tc_device, NULL, false};                                    \
+        return harness_gpu_finish(0, &g_);                                                                \
     }
 
 #endif

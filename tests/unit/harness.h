@@ -73,6 +73,24 @@ int harness_run(const char *suite, const harness_case *cases);
  * any suite run matched it. */
 int harness_finish(int rc);
 
+/* The GPU half of the main() of a test binary with GPU cases
+ * (test_cuda*.c, test_signed_zero.c), after its cases without a GPU
+ * returned rc. EMILY_TEST_CUDA_ON_CPU=1 points *device at the CPU, sets
+ * *on_cpu_flag (where not NULL) and runs on_cpu there: a self-check of the
+ * test code, not of the CUDA engine. With no CUDA device usable it prints
+ * one SKIPPED line and returns rc, not harness_finish(rc): --only may name
+ * a GPU case skipped here. Otherwise it runs gpu as "<suite> (GPU)". */
+typedef struct harness_gpu_cases {
+    const char *suite;          /* the prefix of the lines it prints */
+    const harness_case *gpu;    /* the GPU cases */
+    const harness_case *on_cpu; /* those run under EMILY_TEST_CUDA_ON_CPU=1 */
+    const char *on_cpu_suite;   /* that run's name */
+    emily_device *device;       /* the device the GPU cases use */
+    bool *on_cpu_flag;          /* set under EMILY_TEST_CUDA_ON_CPU=1, or NULL */
+    bool print_count;           /* print the number of devices before the GPU run */
+} harness_gpu_cases;
+int harness_gpu_finish(int rc, const harness_gpu_cases *g);
+
 #define RUN_TESTS(suite, ...)                                                        \
     int main(int argc, char **argv) {                                                \
         static const harness_case cases_[] = {__VA_ARGS__, {NULL, NULL}};            \

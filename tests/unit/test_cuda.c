@@ -1726,20 +1726,7 @@ int main(int argc, char **argv) {
         CASE(gpu_errors), GPU_OP_CASES, {NULL, NULL}};
     static const harness_case ops_only[] = {GPU_OP_CASES, {NULL, NULL}};
     int rc = harness_run("cuda (without a GPU too)", always);
-    int n = emily_device_count(EMILY_DEVICE_CUDA);
-    const char *self = getenv("EMILY_TEST_CUDA_ON_CPU");
-    if (self && strcmp(self, "1") == 0) {
-        printf("cuda: EMILY_TEST_CUDA_ON_CPU=1: GPU cases run on the CPU (a self-check of the test)\n");
-        CUDA0 = EMILY_CPU;
-        return harness_finish(harness_run("cuda op cases on cpu", ops_only) || rc);
-    }
-    if (n == 0) {
-        int skipped = 0;
-        for (const harness_case *c = gpu; c->name; c++) skipped++;
-        printf("cuda: SKIPPED %d GPU cases: no CUDA device usable here "
-               "(no GPU, no driver, or a build without the CUDA engine)\n", skipped);
-        return rc; /* not harness_finish: --only may name a GPU case skipped here */
-    }
-    printf("cuda: %d device(s)\n", n);
-    return harness_finish(harness_run("cuda (GPU)", gpu) || rc);
+    static const harness_gpu_cases g = {"cuda", gpu, ops_only, "cuda op cases on cpu", &CUDA0,
+                                        NULL, true};
+    return harness_gpu_finish(rc, &g);
 }

@@ -490,21 +490,7 @@ int main(int argc, char **argv) {
                                           {NULL, NULL}};
     static const harness_case gpu[] = {GPU_CASES, {NULL, NULL}};
     int rc = harness_run("cuda conv (without a GPU too)", always);
-    const char *self = getenv("EMILY_TEST_CUDA_ON_CPU");
-    if (self && strcmp(self, "1") == 0) {
-        printf(
-            "cuda conv: EMILY_TEST_CUDA_ON_CPU=1: GPU cases run on the CPU (a self-check of the test)\n");
-        GPU = EMILY_CPU;
-        self_check = true;
-        return harness_finish(harness_run("cuda conv cases on cpu", gpu) || rc);
-    }
-    if (emily_device_count(EMILY_DEVICE_CUDA) == 0) {
-        int skipped = 0;
-        for (const harness_case *c = gpu; c->name; c++) skipped++;
-        printf("cuda conv: SKIPPED %d GPU cases: no CUDA device usable here "
-               "(no GPU, no driver, or a build without the CUDA engine)\n",
-               skipped);
-        return rc; /* not harness_finish: --only may name a GPU case skipped here */
-    }
-    return harness_finish(harness_run("cuda conv (GPU)", gpu) || rc);
+    static const harness_gpu_cases g = {"cuda conv", gpu, gpu, "cuda conv cases on cpu", &GPU,
+                                        &self_check, false};
+    return harness_gpu_finish(rc, &g);
 }

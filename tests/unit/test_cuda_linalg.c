@@ -799,19 +799,7 @@ int main(int argc, char **argv) {
     static const harness_case gpu[] = {GPU_CASES, CASE(gpu_linalg_errors), {NULL, NULL}};
     static const harness_case self[] = {GPU_CASES, {NULL, NULL}};
     int rc = harness_run("cuda_linalg (without a GPU too)", always);
-    const char *on_cpu = getenv("EMILY_TEST_CUDA_ON_CPU");
-    if (on_cpu && strcmp(on_cpu, "1") == 0) {
-        printf("cuda_linalg: EMILY_TEST_CUDA_ON_CPU=1: GPU cases run on the CPU (a self-check of the test)\n");
-        DEV = EMILY_CPU;
-        return harness_finish(harness_run("cuda_linalg cases on cpu", self) || rc);
-    }
-    if (emily_device_count(EMILY_DEVICE_CUDA) == 0) {
-        int skipped = 0;
-        for (const harness_case *c = gpu; c->name; c++) skipped++;
-        printf("cuda_linalg: SKIPPED %d GPU cases: no CUDA device usable here "
-               "(no GPU, no driver, or a build without the CUDA engine)\n", skipped);
-        return rc; /* not harness_finish: --only may name a GPU case skipped here */
-    }
-    printf("cuda_linalg: %d device(s)\n", emily_device_count(EMILY_DEVICE_CUDA));
-    return harness_finish(harness_run("cuda_linalg (GPU)", gpu) || rc);
+    static const harness_gpu_cases g = {"cuda_linalg", gpu, self, "cuda_linalg cases on cpu",
+                                        &DEV, NULL, true};
+    return harness_gpu_finish(rc, &g);
 }
