@@ -178,6 +178,15 @@ static double get_part(const emily_tensor *t, int64_t i, int part) {
     return v;
 }
 
+emily_tensor *t_on(const emily_tensor *t, emily_device dev) {
+    emily_tensor *copy = NULL;
+    if (emily_to_device(t, dev, &copy)) {
+        helper_failed("t_on", emily_last_error());
+        return NULL;
+    }
+    return copy;
+}
+
 double t_get(const emily_tensor *t, int64_t i) { return get_part(t, i, 0); }
 
 double t_get_im(const emily_tensor *t, int64_t i) { return get_part(t, i, 1); }

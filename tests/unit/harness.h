@@ -103,6 +103,8 @@ int harness_gpu_finish(int rc, const harness_gpu_cases *g);
  * They never abort: a failure (out of memory under a limit, too) counts
  * as a failed check, and t_from returns NULL, t_get NaN. */
 emily_tensor *t_from(emily_dtype dt, int rank, const int64_t *shape, const void *data);
+/* A copy of t on dev (NULL, counted as a failure, when that fails). */
+emily_tensor *t_on(const emily_tensor *t, emily_device dev);
 /* Reads element i (row-major) of t converted to double (real part). */
 double t_get(const emily_tensor *t, int64_t i);
 /* Its imaginary part (0 for a real type). */

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <time.h>
 #include "harness.h"
+#include "../float_parts.h"
 
 /* The device the GPU cases run on. EMILY_TEST_CUDA_ON_CPU=1 points them at
  * the CPU instead: a check of the test code itself (CPU against CPU), not
@@ -434,30 +435,15 @@ static emily_tensor *rnd_tensor(emily_dtype dt, int rank, const int64_t *shape, 
     return t;
 }
 
-static int64_t ordered_bits(uint64_t bits, int width) {
-    uint64_t sign = 1ull << (width - 1);
-    int64_t mag = (int64_t)(bits & (sign - 1));
-    return (bits & sign) ? -mag : mag;
-}
-
 /* |a - b| in units of the last place (floats as doubles of width bits). */
 static bool float_near(double a, double b, uint64_t ab, uint64_t bb, int width, int ulps, double rel_floor) {
     if (isnan(a) || isnan(b)) return isnan(a) && isnan(b);
     if (ab == bb) return true;
     if (ulps == 0) return false;
     if (isinf(a) || isinf(b)) return a == b;
-    int64_t d = ordered_bits(ab, width) - ordered_bits(bb, width);
+    int64_t d = fp_ordered(ab, width) - fp_ordered(bb, width);
     if (d < 0) d = -d;
     return d <= ulps || fabs(a - b) <= rel_floor;
-}
-
-static double part_at(emily_dtype dt, const unsigned char *p, uint64_t *bits, int *width) {
-    switch (dt) {
-    case EMILY_F16: { uint16_t h; memcpy(&h, p, 2); *bits = h; *width = 16; return emily_f16_to_f32(h); }
-    case EMILY_BF16: { uint16_t h; memcpy(&h, p, 2); *bits = h; *width = 16; return emily_bf16_to_f32(h); }
-    case EMILY_F32: case EMILY_C64: { float f; uint32_t u; memcpy(&f, p, 4); memcpy(&u, p, 4); *bits = u; *width = 32; return f; }
-    default: { double f; memcpy(&f, p, 8); memcpy(bits, p, 8); *width = 64; return f; }
-    }
 }
 
 /* Same dtype, shape and values (ulps > 0: floats within that many ULP,
@@ -485,14 +471,14 @@ static bool same_tensor(const char *what, const emily_tensor *c, const emily_ten
             double mag = 0;
             if (parts == 2) {
                 uint64_t b0; int w0;
-                double re = part_at(dt, x, &b0, &w0), im = part_at(dt, x + ps, &b0, &w0);
+                double re = fp_part(dt, x, &b0, &w0), im = fp_part(dt, x + ps, &b0, &w0);
                 mag = sqrt(re * re + im * im);
             }
             double floor_abs = parts == 2 ? mag * (dt == EMILY_C64 ? 1e-6 : 1e-14) : 0.0;
             for (int k = 0; k < parts && ok; k++) {
                 uint64_t xb, yb;
                 int w;
-                double xv = part_at(dt, x + (size_t)k * ps, &xb, &w), yv = part_at(dt, y + (size_t)k * ps, &yb, &w);
+                double xv = fp_part(dt, x + (size_t)k * ps, &xb, &w), yv = fp_part(dt, y + (size_t)k * ps, &yb, &w);
                 ok = float_near(xv, yv, xb, yb, w, ulps, floor_abs);
             }
         }
@@ -500,7 +486,7 @@ static bool same_tensor(const char *what, const emily_tensor *c, const emily_ten
             uint64_t xb = 0, yb = 0;
             int w;
             double xv = 0, yv = 0;
-            if (!emily_dtype_is_integer(dt)) { xv = part_at(dt, x, &xb, &w); yv = part_at(dt, y, &yb, &w); }
+            if (!emily_dtype_is_integer(dt)) { xv = fp_part(dt, x, &xb, &w); yv = fp_part(dt, y, &yb, &w); }
             else { memcpy(&xb, x, es); memcpy(&yb, y, es); }
             fprintf(stderr, "  %s (%s): element %lld: cpu %.17g (0x%llx), cuda %.17g (0x%llx)\n", what,
                     emily_dtype_name(dt), (long long)i, xv, (unsigned long long)xb, yv, (unsigned long long)yb);

@@ -35,6 +35,7 @@
  * path checks left out): a check of this file's references and bounds. */
 #include <stdlib.h>
 #include "harness.h"
+#include "../float_parts.h"
 #include "core/engine.h"
 
 static emily_device GPU = {EMILY_DEVICE_CUDA, 0};
@@ -219,19 +220,8 @@ static emily_status conv_at(emily_dot_precision p, const emily_tensor *x, const 
     return s;
 }
 
-static double ulp_of(emily_dtype t) {
-    switch (t) {
-    case EMILY_BF16:
-        return 0x1p-7;
-    case EMILY_F16:
-        return 0x1p-10;
-    case EMILY_F32:
-    case EMILY_C64:
-        return 0x1p-23;
-    default:
-        return 0x1p-52;
-    }
-}
+/* One ULP at 1 of t's real type: twice its unit roundoff. */
+static double ulp_of(emily_dtype t) { return 2 * fp_unit_roundoff(emily_type_to_real(t)); }
 
 /* Runs case c with input type ti and kernel type tk on the GPU at
  * precision p; compares with the CPU; `cudnn`: whether the device's own

@@ -95,11 +95,7 @@ static emily_tensor *rand_tensor(emily_dtype dt, int rank, const int64_t *shape,
     return t;
 }
 
-static emily_tensor *on_gpu(const emily_tensor *t) {
-    emily_tensor *g = NULL;
-    CHECK_OK(emily_to_device(t, GPU, &g));
-    return g;
-}
+static emily_tensor *on_gpu(const emily_tensor *t) { return t_on(t, GPU); }
 
 /* ---- the ops ------------------------------------------------------------------- */
 

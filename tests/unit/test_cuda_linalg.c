@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <time.h>
 #include "harness.h"
+#include "../float_parts.h"
 #include "core/engine.h"
 #include "core/kernels.h"
 
@@ -44,12 +45,7 @@ static double urand(void) {
 }
 
 static double unit(emily_dtype t) {
-    switch (emily_type_to_real(emily_type_to_floating(t))) {
-    case EMILY_F16: return 0x1p-11;
-    case EMILY_BF16: return 0x1p-8;
-    case EMILY_F32: return 0x1p-24;
-    default: return 0x1p-53;
-    }
+    return fp_unit_roundoff(emily_type_to_real(emily_type_to_floating(t)));
 }
 
 enum { RANDOM, DOMINANT, HPD, HERMITIAN };
@@ -108,11 +104,7 @@ static emily_tensor *make(emily_dtype dt, int rank, const int64_t *shape, int ki
     return t;
 }
 
-static emily_tensor *on_dev(const emily_tensor *t) {
-    emily_tensor *d = NULL;
-    CHECK_OK(emily_to_device(t, DEV, &d));
-    return d;
-}
+static emily_tensor *on_dev(const emily_tensor *t) { return t_on(t, DEV); }
 
 /* Every element as complex doubles (any device). */
 static cz *host(const emily_tensor *t) {
