@@ -131,15 +131,6 @@ emily_status emi_convert_to(const emily_tensor *t, emily_dtype dtype, emily_tens
     return emily_as_type(t, dtype, out);
 }
 
-emily_status emi_hand_out(emily_status s, emily_tensor *res, emily_tensor **out) {
-    if (s) {
-        emily_tensor_release(res);
-        return s;
-    }
-    *out = res;
-    return EMILY_OK;
-}
-
 emily_status emi_scratch(const char *op, size_t nints, size_t nflags, int64_t **ints, bool **flags) {
     *ints = malloc(sizeof(int64_t) * (nints ? nints : 1));
     if (flags) *flags = calloc(nflags ? nflags : 1, 1);

@@ -48,10 +48,6 @@ emily_status emi_convert_to(const emily_tensor *t, emily_dtype dtype, emily_tens
 emily_status emi_empty_like_device(const emily_tensor *t, emily_dtype dtype, int rank,
                                      const int64_t *shape, emily_tensor **out);
 
-/* An op's last step: on success hands res to *out, otherwise releases
- * it (NULL or not); returns s. */
-emily_status emi_hand_out(emily_status s, emily_tensor *res, emily_tensor **out);
-
 /* The index of name in names[0..n) (an op list's names), or -1 (also
  * for a NULL name). */
 int emi_name_index(const char *const *names, int n, const char *name);

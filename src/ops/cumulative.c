@@ -49,12 +49,7 @@ emily_status emily_cumulative(emily_cumulative_op op, const emily_tensor *t, int
         if (!s) s = e->cumulative->scan(op, o, src, outer, n, inner, reverse);
         emily_tensor_release(src);
     }
-    if (s) {
-        emily_tensor_release(o);
-        return s;
-    }
-    *out = o;
-    return EMILY_OK;
+    return emi_hand_out(s, o, out);
 }
 
 emily_status emily_cumulative_sum(const emily_tensor *t, int axis, bool reverse, emily_tensor **out) {

@@ -68,12 +68,7 @@ static emily_status fft_axis(fft_kind kind, const emily_tensor *t, int64_t lengt
     if (!s) s = e->fft->fft(dst, src, ax, n, mode, eps, emily_dot_get_precision());
     if (shape != stack_shape) free(shape);
     emily_tensor_release(src);
-    if (s) {
-        emily_tensor_release(dst);
-        return s;
-    }
-    *out = dst;
-    return EMILY_OK;
+    return emi_hand_out(s, dst, out);
 }
 
 emily_status emily_fft(const emily_tensor *t, int64_t length, int axis, double eps,

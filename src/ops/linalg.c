@@ -419,12 +419,7 @@ emily_status emily_solve_opts(const emily_tensor *a, const emily_tensor *b,
             s = x->size ? k->solve(x, ac, bc, b_vector) : EMILY_OK;
         emily_tensor_release(ac);
         emily_tensor_release(bc);
-        if (s) {
-            emily_tensor_release(x);
-            return s;
-        }
-        *out = x;
-        return EMILY_OK;
+        return emi_hand_out(s, x, out);
     }
     emily_tensor *p = NULL, *l = NULL, *u = NULL, *bm = NULL, *bp = NULL, *y = NULL, *x = NULL;
     if ((s = emily_lu(a, &p, &l, &u))) return s;

@@ -115,12 +115,7 @@ emily_status emily_window_reduce(emily_window_op op, const emily_tensor *t, int 
     if (o->size > 0)
         s = k->reduce(op, o, t, window, or_fill(strides, ones, rank, 1), or_fill(dilations, ones, rank, 1),
                       or_fill(pad_lo, zeros, rank, 0));
-    if (s) {
-        emily_tensor_release(o);
-        return s;
-    }
-    *out = o;
-    return EMILY_OK;
+    return emi_hand_out(s, o, out);
 }
 
 emily_status emily_window_sum(const emily_tensor *t, int rank, const int64_t *window,
@@ -189,12 +184,7 @@ static emily_status window_scatter(bool is_max, const emily_tensor *t, const emi
     if (o->size > 0)
         s = k->scatter(is_max, o, t, source, init, window, or_fill(strides, ones, rank, 1),
                        or_fill(pad_lo, zeros, rank, 0));
-    if (s) {
-        emily_tensor_release(o);
-        return s;
-    }
-    *out = o;
-    return EMILY_OK;
+    return emi_hand_out(s, o, out);
 }
 
 emily_status emily_window_scatter_max(const emily_tensor *t, const emily_tensor *source,
