@@ -144,6 +144,21 @@ emily_status emi_scratch(const char *op, size_t nints, size_t nflags, int64_t **
     return emily_error(EMILY_ERR_MEMORY, "%s: out of host memory", op);
 }
 
+emily_status emi_check_sum_to_min(const char *name, const char *family, int op, int last,
+                                  bool is_max_min, const emily_tensor *t, emily_tensor **out) {
+    emily_status s;
+    if ((s = emi_check_out(name, out))) return s;
+    if ((unsigned)op > (unsigned)last)
+        return emily_error(EMILY_ERR_ARGUMENT, "%s: unknown op %d", family, op);
+    if ((s = emi_check_tensor(name, "tensor", t))) return s;
+    if (!emily_dtype_valid(t->dtype))
+        return emily_error(EMILY_ERR_TYPE, "%s: invalid tensor type", name);
+    if (is_max_min && emily_dtype_is_complex(t->dtype))
+        return emily_error(EMILY_ERR_TYPE, "%s: complex tensors (%s) are not supported", name,
+                           emily_dtype_name(t->dtype));
+    return EMILY_OK;
+}
+
 int emi_name_index(const char *const *names, int n, const char *name) {
     if (!name) return -1;
     for (int i = 0; i < n; i++)

@@ -95,15 +95,9 @@ emily_status emily_window_reduce(emily_window_op op, const emily_tensor *t, int 
                                  const int64_t *dilations, emily_tensor **out) {
     const char *name = reduce_name(op);
     emily_status s;
-    if ((s = emi_check_out(name, out))) return s;
-    if ((unsigned)op > (unsigned)EMILY_WINDOW_MIN)
-        return emily_error(EMILY_ERR_ARGUMENT, "window_reduce: unknown op %d", (int)op);
-    if ((s = emi_check_tensor(name, "tensor", t))) return s;
-    if (!emily_dtype_valid(t->dtype))
-        return emily_error(EMILY_ERR_TYPE, "%s: invalid tensor type", name);
-    if ((op == EMILY_WINDOW_MAX || op == EMILY_WINDOW_MIN) && emily_dtype_is_complex(t->dtype))
-        return emily_error(EMILY_ERR_TYPE, "%s: complex tensors (%s) are not supported", name,
-                           emily_dtype_name(t->dtype));
+    if ((s = emi_check_sum_to_min(name, "window_reduce", (int)op, EMILY_WINDOW_MIN,
+                                  op == EMILY_WINDOW_MAX || op == EMILY_WINDOW_MIN, t, out)))
+        return s;
     const emily_engine *e;
     if ((s = emi_check_same_device(name, 1, &t, &e))) return s;
     int64_t shape[WINDOW_MAX_RANK], ones[WINDOW_MAX_RANK], zeros[WINDOW_MAX_RANK];
