@@ -375,6 +375,34 @@ __global__ void first_failed(const I *info, const int *flag, int64_t batch, unsi
         if (info[b] != 0 && !flag[b]) atomicMin(out, (unsigned long long)b);
 }
 
+// After a Jacobi solve of a batch: *b0, the first straggler (first_failed
+// into the device word `first`, which holds ~0 before), read back: ~0ull
+// when every finite matrix converged.
+inline emily_status first_straggler(const emily_cuda_ctx &ctx, const int *info, const int *flag,
+                                    int64_t batch, unsigned long long *first,
+                                    unsigned long long *b0) {
+    first_failed<int><<<grid_for(ctx.device, batch), BLOCK, 0, ctx.stream>>>(info, flag, batch, first);
+    emily_status s = emi_cuda_launched(&ctx);
+    *b0 = 0;
+    if (!s) s = read_back(ctx, b0, first, sizeof *b0);
+    return s;
+}
+
+// Where there are stragglers: every matrix's info (*host [0, batch)) and
+// non-finite flag (*host [batch, 2 batch)) in host memory the caller
+// frees (NULL after a failure).
+inline emily_status straggler_infos(const emily_cuda_ctx &ctx, const int *info, const int *flag,
+                                    int64_t batch, int **host) {
+    int *h = (int *)malloc((size_t)batch * 2 * sizeof(int));
+    *host = NULL;
+    if (!h) return emily_error(EMILY_ERR_MEMORY, "cuda: %s: out of host memory", ctx.op);
+    emily_status s = read_back(ctx, h, info, (size_t)batch * sizeof(int));
+    if (!s) s = read_back(ctx, h + batch, flag, (size_t)batch * sizeof(int));
+    if (s) free(h);
+    else *host = h;
+    return s;
+}
+
 // Index of the largest |x| among count elements `stride` apart, the first
 // of equals (NaN never wins), reduced by one block of LARGEST_THREADS.
 constexpr int LARGEST_THREADS = 256;
