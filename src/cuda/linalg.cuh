@@ -104,6 +104,19 @@ template <typename F> emily_status with_solver_type(emily_dtype t, const char *o
     }
 }
 
+// The frame of every native entry point: begins op on a's device over the
+// tensors ts, then calls f.template operator()<T>(ctx) with T the element
+// type of a's dtype.
+template <size_t N, typename F>
+emily_status solver_entry(const char *op, const emily_tensor *a, const emily_tensor *const (&ts)[N],
+                          F &&f) {
+    emily_cuda_ctx ctx;
+    emily_status s = emi_cuda_begin(op, dev_of(a), (int)N, ts, &ctx);
+    if (s) return s;
+    return with_solver_type(a->dtype, op,
+                            [&]<typename T>() { return f.template operator()<T>(ctx); });
+}
+
 template <typename T> inline T *data_of(const emily_tensor *t) {
     return (T *)(base_of(t) + (size_t)t->offset * emily_dtype_size(t->dtype));
 }

@@ -164,9 +164,7 @@ emily_status eigh_typed(const emily_cuda_ctx &ctx, emily_tensor *w, emily_tensor
 } // namespace
 
 emily_status emi_cuda_eigh_native(emily_tensor *w, emily_tensor *v, const emily_tensor *a) {
-    emily_cuda_ctx ctx;
-    const emily_tensor *ts[3] = {w, v, a};
-    emily_status s = emi_cuda_begin("eigh", dev_of(a), 3, ts, &ctx);
-    if (s) return s;
-    return with_solver_type(a->dtype, "eigh", [&]<typename T>() { return eigh_typed<T>(ctx, w, v, a); });
+    return solver_entry("eigh", a, {w, v, a}, [&]<typename T>(const emily_cuda_ctx &ctx) {
+        return eigh_typed<T>(ctx, w, v, a);
+    });
 }

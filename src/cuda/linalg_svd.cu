@@ -246,10 +246,7 @@ emily_status svd_typed(const emily_cuda_ctx &ctx, emily_tensor *u, emily_tensor 
 
 emily_status emi_cuda_svd_native(emily_tensor *u, emily_tensor *s, emily_tensor *vt, const emily_tensor *a,
                                  bool full_matrices) {
-    emily_cuda_ctx ctx;
-    const emily_tensor *ts[4] = {u, s, vt, a};
-    emily_status st = emi_cuda_begin("svd", dev_of(a), 4, ts, &ctx);
-    if (st) return st;
-    return with_solver_type(a->dtype, "svd",
-                            [&]<typename T>() { return svd_typed<T>(ctx, u, s, vt, a, full_matrices); });
+    return solver_entry("svd", a, {u, s, vt, a}, [&]<typename T>(const emily_cuda_ctx &ctx) {
+        return svd_typed<T>(ctx, u, s, vt, a, full_matrices);
+    });
 }
