@@ -167,12 +167,9 @@ int bench_time(const char *op, int dtype, int rank, const int64_t *shape,
     samples = malloc(sizeof(double) * (size_t)reps);
     if (!samples) { rc = fail(TIMING_ERROR, "bench_time: out of memory"); goto done; }
 
-    /* The first call also checks the op works at all. */
-    s = run_once(k, a, b, &out);
-    if (s != EMILY_OK) { rc = from_status(s, op); goto done; }
-    emily_tensor_release(out);
-    out = NULL;
-    for (int w = 0; w < warmup; w++) {
+    /* One call more than the warmup: the first also checks the op works
+     * at all. */
+    for (int w = 0; w <= warmup; w++) {
         s = run_once(k, a, b, &out);
         if (s != EMILY_OK) { rc = from_status(s, op); goto done; }
         emily_tensor_release(out);
