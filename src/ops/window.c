@@ -112,30 +112,20 @@ emily_status emily_window_reduce(emily_window_op op, const emily_tensor *t, int 
     return emi_hand_out(s, o, out);
 }
 
-emily_status emily_window_sum(const emily_tensor *t, int rank, const int64_t *window,
-                              const int64_t *strides, const int64_t *pad_lo,
-                              const int64_t *pad_hi, const int64_t *dilations,
-                              emily_tensor **out) {
-    return emily_window_reduce(EMILY_WINDOW_SUM, t, rank, window, strides, pad_lo, pad_hi, dilations, out);
-}
-emily_status emily_window_product(const emily_tensor *t, int rank, const int64_t *window,
-                                  const int64_t *strides, const int64_t *pad_lo,
-                                  const int64_t *pad_hi, const int64_t *dilations,
-                                  emily_tensor **out) {
-    return emily_window_reduce(EMILY_WINDOW_PRODUCT, t, rank, window, strides, pad_lo, pad_hi, dilations, out);
-}
-emily_status emily_window_max(const emily_tensor *t, int rank, const int64_t *window,
-                              const int64_t *strides, const int64_t *pad_lo,
-                              const int64_t *pad_hi, const int64_t *dilations,
-                              emily_tensor **out) {
-    return emily_window_reduce(EMILY_WINDOW_MAX, t, rank, window, strides, pad_lo, pad_hi, dilations, out);
-}
-emily_status emily_window_min(const emily_tensor *t, int rank, const int64_t *window,
-                              const int64_t *strides, const int64_t *pad_lo,
-                              const int64_t *pad_hi, const int64_t *dilations,
-                              emily_tensor **out) {
-    return emily_window_reduce(EMILY_WINDOW_MIN, t, rank, window, strides, pad_lo, pad_hi, dilations, out);
-}
+/* emily_window_sum, _product, _max and _min: emily_window_reduce with
+ * their op. */
+#define WINDOW_REDUCE_ENTRY(name, OP)                                                             \
+    emily_status emily_window_##name(const emily_tensor *t, int rank, const int64_t *window,      \
+                                     const int64_t *strides, const int64_t *pad_lo,               \
+                                     const int64_t *pad_hi, const int64_t *dilations,             \
+                                     emily_tensor **out) {                                        \
+        return emily_window_reduce(OP, t, rank, window, strides, pad_lo, pad_hi, dilations, out); \
+    }
+WINDOW_REDUCE_ENTRY(sum, EMILY_WINDOW_SUM)
+WINDOW_REDUCE_ENTRY(product, EMILY_WINDOW_PRODUCT)
+WINDOW_REDUCE_ENTRY(max, EMILY_WINDOW_MAX)
+WINDOW_REDUCE_ENTRY(min, EMILY_WINDOW_MIN)
+#undef WINDOW_REDUCE_ENTRY
 
 static emily_status window_scatter(bool is_max, const emily_tensor *t, const emily_tensor *source,
                                    const emily_tensor *init, int rank, const int64_t *window,
@@ -181,17 +171,17 @@ static emily_status window_scatter(bool is_max, const emily_tensor *t, const emi
     return emi_hand_out(s, o, out);
 }
 
-emily_status emily_window_scatter_max(const emily_tensor *t, const emily_tensor *source,
-                                      const emily_tensor *init_value, int rank,
-                                      const int64_t *window, const int64_t *strides,
-                                      const int64_t *pad_lo, const int64_t *pad_hi,
-                                      emily_tensor **out) {
-    return window_scatter(true, t, source, init_value, rank, window, strides, pad_lo, pad_hi, out);
-}
-emily_status emily_window_scatter_min(const emily_tensor *t, const emily_tensor *source,
-                                      const emily_tensor *init_value, int rank,
-                                      const int64_t *window, const int64_t *strides,
-                                      const int64_t *pad_lo, const int64_t *pad_hi,
-                                      emily_tensor **out) {
-    return window_scatter(false, t, source, init_value, rank, window, strides, pad_lo, pad_hi, out);
-}
+/* emily_window_scatter_max and _min: window_scatter, selecting the max or
+ * the min. */
+#define WINDOW_SCATTER_ENTRY(name, IS_MAX)                                                          \
+    emily_status emily_window_scatter_##name(const emily_tensor *t, const emily_tensor *source,     \
+                                             const emily_tensor *init_value, int rank,              \
+                                             const int64_t *window, const int64_t *strides,         \
+                                             const int64_t *pad_lo, const int64_t *pad_hi,          \
+                                             emily_tensor **out) {                                  \
+        return window_scatter(IS_MAX, t, source, init_value, rank, window, strides, pad_lo, pad_hi, \
+                              out);                                                                 \
+    }
+WINDOW_SCATTER_ENTRY(max, true)
+WINDOW_SCATTER_ENTRY(min, false)
+#undef WINDOW_SCATTER_ENTRY
