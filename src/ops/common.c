@@ -145,7 +145,8 @@ emily_status emi_scratch(const char *op, size_t nints, size_t nflags, int64_t **
 }
 
 emily_status emi_check_sum_to_min(const char *name, const char *family, int op, int last,
-                                  bool is_max_min, const emily_tensor *t, emily_tensor **out) {
+                                  bool is_max_min, const emily_tensor *t, emily_tensor **out,
+                                  const emily_engine **engine) {
     emily_status s;
     if ((s = emi_check_out(name, out))) return s;
     if ((unsigned)op > (unsigned)last)
@@ -156,7 +157,7 @@ emily_status emi_check_sum_to_min(const char *name, const char *family, int op, 
     if (is_max_min && emily_dtype_is_complex(t->dtype))
         return emily_error(EMILY_ERR_TYPE, "%s: complex tensors (%s) are not supported", name,
                            emily_dtype_name(t->dtype));
-    return EMILY_OK;
+    return emi_check_same_device(name, 1, &t, engine);
 }
 
 int emi_name_index(const char *const *names, int n, const char *name) {

@@ -15,10 +15,12 @@ emily_status emi_check_tensor(const char *op, const char *arg, const emily_tenso
 emily_status emi_check_out(const char *op, emily_tensor **out);
 /* The checks that open an op of a sum/product/max/min family (cumulative,
  * window_reduce), in this order: out; op in 0..last (else an error naming
- * `family`); the tensor and its type; no complex tensor where is_max_min.
- * The op's enum is passed as an int so that both families share it. */
+ * `family`); the tensor and its type; no complex tensor where is_max_min;
+ * then t's engine into *engine. The op's enum is passed as an int so that
+ * both families share it. */
 emily_status emi_check_sum_to_min(const char *name, const char *family, int op, int last,
-                                  bool is_max_min, const emily_tensor *t, emily_tensor **out);
+                                  bool is_max_min, const emily_tensor *t, emily_tensor **out,
+                                  const emily_engine **engine);
 /* The checks an op with n tensor inputs starts with, in this order: the
  * output pointer (cleared), then each input non-NULL (names[i] names it
  * in the message). */

@@ -19,12 +19,11 @@ static const char *cum_name(emily_cumulative_op op) {
 emily_status emily_cumulative(emily_cumulative_op op, const emily_tensor *t, int axis,
                               bool reverse, emily_tensor **out) {
     const char *name = cum_name(op);
-    emily_status s;
-    if ((s = emi_check_sum_to_min(name, "cumulative", (int)op, EMILY_CUMULATIVE_MIN,
-                                  op == EMILY_CUMULATIVE_MAX || op == EMILY_CUMULATIVE_MIN, t, out)))
-        return s;
     const emily_engine *e;
-    if ((s = emi_check_same_device(name, 1, &t, &e))) return s;
+    emily_status s = emi_check_sum_to_min(name, "cumulative", (int)op, EMILY_CUMULATIVE_MIN,
+                                          op == EMILY_CUMULATIVE_MAX || op == EMILY_CUMULATIVE_MIN, t,
+                                          out, &e);
+    if (s) return s;
     int ax = 0;
     if (t->rank == 0) {
         if (axis != 0 && axis != -1)

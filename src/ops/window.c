@@ -94,12 +94,10 @@ emily_status emily_window_reduce(emily_window_op op, const emily_tensor *t, int 
                                  const int64_t *pad_lo, const int64_t *pad_hi,
                                  const int64_t *dilations, emily_tensor **out) {
     const char *name = reduce_name(op);
-    emily_status s;
-    if ((s = emi_check_sum_to_min(name, "window_reduce", (int)op, EMILY_WINDOW_MIN,
-                                  op == EMILY_WINDOW_MAX || op == EMILY_WINDOW_MIN, t, out)))
-        return s;
     const emily_engine *e;
-    if ((s = emi_check_same_device(name, 1, &t, &e))) return s;
+    emily_status s = emi_check_sum_to_min(name, "window_reduce", (int)op, EMILY_WINDOW_MIN,
+                                          op == EMILY_WINDOW_MAX || op == EMILY_WINDOW_MIN, t, out, &e);
+    if (s) return s;
     int64_t shape[WINDOW_MAX_RANK], ones[WINDOW_MAX_RANK], zeros[WINDOW_MAX_RANK];
     if ((s = window_shape(name, t, rank, window, strides, pad_lo, pad_hi, dilations, shape))) return s;
     const struct emily_window_kernels *k = NULL;
