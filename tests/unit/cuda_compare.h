@@ -24,10 +24,7 @@ static emily_device tc_device = {EMILY_DEVICE_CUDA, 0};
 
 static inline uint64_t tc_rnd(void) {
     static uint64_t s = 0x9e3779b97f4a7c15ull;
-    s ^= s << 13;
-    s ^= s >> 7;
-    s ^= s << 17;
-    return s;
+    return xorshift64(&s);
 }
 
 /* Value kinds of tc_tensor. */

@@ -384,12 +384,7 @@ TEST(gpu_errors) {
 
 /* Deterministic pseudo-random bits (xorshift). */
 static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
-static uint64_t rnd(void) {
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return rng_state;
-}
+static uint64_t rnd(void) { return xorshift64(&rng_state); }
 static double rnd_unit(void) { return (double)(rnd() >> 11) * (1.0 / 9007199254740992.0); }
 
 /* One float value: mostly moderate numbers, some edge values. */

@@ -45,10 +45,7 @@ static bool self_check; /* EMILY_TEST_CUDA_ON_CPU=1 */
 
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
 static double rnd(void) { /* uniform in [-1, 1), 20 bits */
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (double)(rng >> 44) / 524288.0 - 1.0;
+    return (double)(xorshift64(&rng) >> 44) / 524288.0 - 1.0;
 }
 
 static int64_t size_of(int rank, const int64_t *shape) {
