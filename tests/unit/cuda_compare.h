@@ -181,15 +181,8 @@ static inline void tc_expect(const char *what, tc_fn fn, const void *arg, int ni
             fprintf(stderr, "  %s: cpu says %s (%s), the case wants %s\n", what, emily_status_name(sc), cmsg,
                     emily_status_name(want));
             harness_failures++;
-        } else if (sc != sg) {
-            fprintf(stderr, "  %s: cpu says %s (%s), cuda says %s (%s)\n", what, emily_status_name(sc), cmsg,
-                    emily_status_name(sg), sg ? emily_last_error() : "");
-            harness_failures++;
-        } else if (sc && strcmp(cmsg, emily_last_error()) != 0) {
-            fprintf(stderr, "  %s: cpu says \"%s\", cuda \"%s\"\n", what, cmsg, emily_last_error());
-            harness_failures++;
-        } else if (!sc && !tc_same(what, c, g)) {
-            harness_failures++;
+        } else {
+            harness_gpu_verdict(what, sc, cmsg, sg, c, g, tc_same);
         }
     }
     emily_tensor_release(c);

@@ -113,6 +113,20 @@ int harness_gpu_finish(int rc, const harness_gpu_cases *g) {
     return harness_finish(harness_run(name, g->gpu) || rc);
 }
 
+void harness_gpu_verdict(const char *what, emily_status sc, const char *cmsg, emily_status sg,
+                         const emily_tensor *c, const emily_tensor *g, harness_same_fn same) {
+    if (sc != sg) {
+        fprintf(stderr, "  %s: cpu says %s (%s), cuda says %s (%s)\n", what, emily_status_name(sc),
+                sc ? cmsg : "", emily_status_name(sg), sg ? emily_last_error() : "");
+        harness_failures++;
+    } else if (sc && strcmp(cmsg, emily_last_error()) != 0) {
+        fprintf(stderr, "  %s: cpu says \"%s\", cuda \"%s\"\n", what, cmsg, emily_last_error());
+        harness_failures++;
+    } else if (!sc && !same(what, c, g)) {
+        harness_failures++;
+    }
+}
+
 /* The helpers below fail like a CHECK (counted, reported, the case goes
  * on) rather than aborting: under a memory limit (ulimit -v) an
  * allocation fails, and the run must still end with its report. */

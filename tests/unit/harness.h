@@ -91,6 +91,15 @@ typedef struct harness_gpu_cases {
 } harness_gpu_cases;
 int harness_gpu_finish(int rc, const harness_gpu_cases *g);
 
+/* A GPU case's verdict on one call run on the CPU (status sc, message
+ * cmsg) and then on the GPU (status sg, its message still
+ * emily_last_error()): the same status, the same message when it is an
+ * error and, on success, results c and g that `same` accepts (`same`
+ * says what differs). Otherwise it says why and counts a failure. */
+typedef bool (*harness_same_fn)(const char *what, const emily_tensor *c, const emily_tensor *g);
+void harness_gpu_verdict(const char *what, emily_status sc, const char *cmsg, emily_status sg,
+                         const emily_tensor *c, const emily_tensor *g, harness_same_fn same);
+
 #define RUN_TESTS(suite, ...)                                                        \
     int main(int argc, char **argv) {                                                \
         static const harness_case cases_[] = {__VA_ARGS__, {NULL, NULL}};            \

@@ -1469,16 +1469,7 @@ static void compare_exact(const char *what, op_fn fn, const void *arg, emily_ten
     char cmsg[256];
     snprintf(cmsg, sizeof cmsg, "%s", emily_last_error());
     emily_status sg = gin ? fn(&gin, &g, arg) : EMILY_ERR_DEVICE;
-    if (sc != sg) {
-        fprintf(stderr, "  %s: cpu says %s (%s), cuda says %s (%s)\n", what, emily_status_name(sc), sc ? cmsg : "",
-                emily_status_name(sg), sg ? emily_last_error() : "");
-        harness_failures++;
-    } else if (sc && strcmp(cmsg, emily_last_error()) != 0) {
-        fprintf(stderr, "  %s: cpu says \"%s\", cuda \"%s\"\n", what, cmsg, emily_last_error());
-        harness_failures++;
-    } else if (!sc && !same_bytes(what, c, g)) {
-        harness_failures++;
-    }
+    harness_gpu_verdict(what, sc, cmsg, sg, c, g, same_bytes);
     emily_tensor_release(c);
     emily_tensor_release(g);
     emily_tensor_release(gin);
