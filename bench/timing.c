@@ -41,6 +41,7 @@ int bench_threads(void) {
 
 const char *bench_emily_version(void) { return emily_version(); }
 
+/* clang-format off */
 typedef enum {
     OP_ADD, OP_MULTIPLY, OP_EXP, OP_TANH, OP_SUM_ALL, OP_SUM_LAST,
     OP_MAX_ALL, OP_ARGMAX, OP_AS_BF16, OP_AS_F16, OP_TRANSPOSE, OP_UNKNOWN
@@ -54,6 +55,7 @@ static const struct { const char *name; op_kind kind; int inputs; } OPS[] = {
     {"as_type_bf16", OP_AS_BF16, 1}, {"as_type_f16", OP_AS_F16, 1},
     {"transpose", OP_TRANSPOSE, 1},
 };
+/* clang-format on */
 
 static op_kind lookup(const char *name, int *inputs) {
     for (size_t i = 0; i < sizeof OPS / sizeof OPS[0]; i++) {

@@ -5,6 +5,7 @@
 #include "compare.h"
 #include "../float_parts.h"
 
+/* clang-format off */
 static const char *const exact_ops[] = {
     "abs", "negate", "conjugate", "real", "imag", "ceil", "floor", "round", "sign",
     "as_type", "bitcast", "constant", "iota", "eye",
@@ -13,6 +14,7 @@ static const char *const exact_ops[] = {
     "argmax", "argmin", "take", "take_along_axis", "gather", "indexed_put", "sort", "argsort",
     "top_k", "window_max", "window_min", "cumulative_max", "cumulative_min",
     "window_scatter_max", "window_scatter_min", NULL};
+/* clang-format on */
 
 bool compare_is_exact_op(const char *op) {
     for (int i = 0; exact_ops[i]; i++)

@@ -784,6 +784,7 @@ static emily_tensor *zeros_tensor(emily_dtype dt, int rank, const int64_t *shape
 }
 
 TEST(gpu_reductions_match_cpu) {
+    /* clang-format off */
     static const struct {
         int rank;
         int64_t shape[3];
@@ -798,6 +799,7 @@ TEST(gpu_reductions_match_cpu) {
         {2, {50, 60}, 1, {1}, true},       {3, {64, 3, 129}, 2, {0, 2}, false},
         {2, {0, 5}, 1, {0}, false},
     };
+    /* clang-format on */
     const emily_dtype types[] = {EMILY_U8, EMILY_S16, EMILY_S32, EMILY_U64, EMILY_S64, EMILY_F16,
                                  EMILY_BF16, EMILY_F32, EMILY_F64, EMILY_C64, EMILY_C128};
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
@@ -1356,6 +1358,7 @@ TEST(gpu_indexed_matches_cpu) {
     }
     /* mixed types: conversions on put, integer sums into floats (exact,
      * rounded once), wrapping, complex */
+    /* clang-format off */
     static const struct { emily_dtype t, u, out; } mix[] = {
         {EMILY_S32, EMILY_F32, EMILY_DTYPE_AUTO}, {EMILY_U8, EMILY_S64, EMILY_U8},
         {EMILY_F16, EMILY_S32, EMILY_DTYPE_AUTO}, {EMILY_F64, EMILY_S64, EMILY_DTYPE_AUTO},
@@ -1364,6 +1367,7 @@ TEST(gpu_indexed_matches_cpu) {
         {EMILY_S8, EMILY_U16, EMILY_S8},          {EMILY_U32, EMILY_F64, EMILY_F16},
         {EMILY_F64, EMILY_F16, EMILY_C64},        {EMILY_S64, EMILY_S64, EMILY_F64},
     };
+    /* clang-format on */
     for (size_t k = 0; k < sizeof mix / sizeof *mix; k++) {
         int64_t u1[2] = {60, 5};
         indexed_case("mixed", mix[k].t, 2, t2, mix[k].u, 2, u1, 1, NULL, mix[k].out,
@@ -1648,6 +1652,7 @@ TEST(gpu_sort_matches_cpu) {
  * go through the per-row selection (also on a transposed and a reversed
  * input), the rest through the sort: both sides of each limit are here. */
 TEST(gpu_top_k_matches_cpu) {
+    /* clang-format off */
     static const struct {
         int rank;
         int64_t shape[3];
@@ -1660,6 +1665,7 @@ TEST(gpu_top_k_matches_cpu) {
                  {2, {3, 5000}, 256, 0},  {2, {3, 5000}, 257, 0},  {2, {2, 65536}, 10, 0},
                  {2, {2, 65537}, 10, 0},  {2, {3, 2048}, 3, 0},    {2, {3, 2047}, 3, 0},
                  {2, {5000, 3}, 4, 1},    {2, {3, 5000}, 9, 2}};
+    /* clang-format on */
     static const emily_dtype itypes[] = {EMILY_DTYPE_AUTO, EMILY_S64, EMILY_U8, EMILY_F16, EMILY_U32};
     int it = 0;
     for (int d = 0; d < EMILY_DTYPE_COUNT; d++) {
@@ -1679,6 +1685,7 @@ TEST(gpu_top_k_matches_cpu) {
     }
 }
 
+/* clang-format off */
 #define GPU_OP_CASES                                                                     \
     CASE(gpu_as_type_matches_cpu), CASE(gpu_unary_matches_cpu), CASE(gpu_binary_matches_cpu), \
         CASE(gpu_select_matches_cpu), CASE(gpu_reductions_match_cpu),                    \
@@ -1687,9 +1694,11 @@ TEST(gpu_top_k_matches_cpu) {
         CASE(gpu_take_matches_cpu), CASE(gpu_take_along_axis_matches_cpu),              \
         CASE(gpu_gather_matches_cpu), CASE(gpu_indexed_matches_cpu),                    \
         CASE(gpu_sort_matches_cpu), CASE(gpu_top_k_matches_cpu)
+/* clang-format on */
 
 int main(int argc, char **argv) {
     if (!harness_args(argc, argv)) return 2;
+    /* clang-format off */
     static const harness_case always[] = {
         CASE(no_gpu_fails_clearly), CASE(device_names), CASE(cpu_streams_are_trivial), {NULL, NULL}};
     static const harness_case gpu[] = {
@@ -1697,6 +1706,7 @@ int main(int argc, char **argv) {
         CASE(gpu_ops_are_async), CASE(gpu_streams_order_buffers), CASE(gpu_threads_with_own_streams),
         CASE(gpu_errors), GPU_OP_CASES, {NULL, NULL}};
     static const harness_case ops_only[] = {GPU_OP_CASES, {NULL, NULL}};
+    /* clang-format on */
     int rc = harness_run("cuda (without a GPU too)", always);
     static const harness_gpu_cases g = {"cuda", gpu, ops_only, "cuda op cases on cpu", &CUDA0,
                                         NULL, true};

@@ -852,6 +852,7 @@ static void clip_and_select(emily_device dev) {
 /* ---- the cases ------------------------------------------------------------ */
 
 /* Each case runs once on the CPU (name) and once on cuda:0 (gpu_name). */
+/* clang-format off */
 #define SZ_CASES(X)                                                                     \
     X(unary_ops, unary_cases(dev, REALS, NROWS(REALS), 1))                              \
     X(binary_ops, binary_cases(dev))                                                    \
@@ -863,6 +864,7 @@ static void clip_and_select(emily_device dev) {
     X(dot, dot_of_zeros(dev))                                                           \
     X(as_type, conversions(dev))                                                        \
     X(clip_select, clip_and_select(dev))
+/* clang-format on */
 
 #define SZ_DEFINE(name, ...)                                                            \
     static void run_##name(emily_device dev) { __VA_ARGS__; }                           \
