@@ -96,6 +96,12 @@ int64_t pm_batch_count(const emily_tensor *a) {
     return b;
 }
 
+const pm_op *pm_op_find(const pm_op *rows, size_t n, const char *op) {
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(rows[i].op, op) == 0) return &rows[i];
+    return NULL;
+}
+
 const emily_value *pm_opts(const emily_value *args, size_t nargs) {
     return nargs > 1 && args[nargs - 1].kind == EMILY_V_OPTS ? &args[nargs - 1] : NULL;
 }
