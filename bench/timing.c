@@ -41,6 +41,7 @@ int bench_threads(void) {
 
 const char *bench_emily_version(void) { return emily_version(); }
 
+/* clang-format off */
 typedef enum {
     OP_ADD, OP_MULTIPLY, OP_EXP, OP_TANH, OP_SUM_ALL, OP_SUM_LAST,
     OP_MAX_ALL, OP_ARGMAX, OP_AS_BF16, OP_AS_F16, OP_TRANSPOSE, OP_UNKNOWN
@@ -54,6 +55,7 @@ static const struct { const char *name; op_kind kind; int inputs; } OPS[] = {
     {"as_type_bf16", OP_AS_BF16, 1}, {"as_type_f16", OP_AS_F16, 1},
     {"transpose", OP_TRANSPOSE, 1},
 };
+/* clang-format on */
 
 static op_kind lookup(const char *name, int *inputs) {
     for (size_t i = 0; i < sizeof OPS / sizeof OPS[0]; i++) {
@@ -167,12 +169,9 @@ int bench_time(const char *op, int dtype, int rank, const int64_t *shape,
     samples = malloc(sizeof(double) * (size_t)reps);
     if (!samples) { rc = fail(TIMING_ERROR, "bench_time: out of memory"); goto done; }
 
-    /* The first call also checks the op works at all. */
-    s = run_once(k, a, b, &out);
-    if (s != EMILY_OK) { rc = from_status(s, op); goto done; }
-    emily_tensor_release(out);
-    out = NULL;
-    for (int w = 0; w < warmup; w++) {
+    /* One call more than the warmup: the first also checks the op works
+     * at all. */
+    for (int w = 0; w <= warmup; w++) {
         s = run_once(k, a, b, &out);
         if (s != EMILY_OK) { rc = from_status(s, op); goto done; }
         emily_tensor_release(out);

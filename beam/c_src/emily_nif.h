@@ -72,6 +72,7 @@ extern const char nif_not_carried_msg[];
  * dirty CPU scheduler (NIF_DIRTY). The function table (emily_nif.c) and
  * the declarations below are expanded from it. */
 #define NIF_DIRTY ERL_NIF_DIRTY_JOB_CPU_BOUND
+/* clang-format off */
 #define NIF_FUNCTIONS(X)                                                                  \
     /* dispatch_nif.c */                                                                  \
     X(dispatch, 6, 0) X(set_inline_limit, 1, 0)                                           \
@@ -90,6 +91,7 @@ extern const char nif_not_carried_msg[];
     X(graph_while, 4, 0) X(graph_cond, 5, 0) X(graph_outputs, 2, 0)                       \
     X(graph_compile, 3, NIF_DIRTY) X(graph_run, 2, NIF_DIRTY) X(graph_save, 2, NIF_DIRTY) \
     X(graph_stats, 1, 0)
+/* clang-format on */
 
 #define NIF_DECLARE(name, arity, flags) \
     ERL_NIF_TERM nif_##name(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "bert_model.h"
+#include "hand_out.h"
 #include "safetensors.h"
 
 typedef struct loader {
@@ -127,12 +128,7 @@ emily_status bert_load(const char *dir, emily_device device, bert_model **out) {
         if (!s) s = load_layers(&l, c, m->layer);
     }
     st_close(file);
-    if (s) {
-        bert_free(m);
-        return s;
-    }
-    *out = m;
-    return EMILY_OK;
+    return EMBED_HAND_OUT(s, m, bert_free, out);
 }
 
 void bert_free(bert_model *m) {

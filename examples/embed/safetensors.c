@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "safetensors.h"
+#include "hand_out.h"
 
 /* A header larger than this is not a model's (the reference reader
  * refuses 100 MB too). */
@@ -64,12 +65,7 @@ emily_status st_open(const char *path, st_file **out) {
     }
     if (fd >= 0) close(fd);
     if (!s) s = parse_header(f);
-    if (s) {
-        st_close(f);
-        return s;
-    }
-    *out = f;
-    return EMILY_OK;
+    return EMBED_HAND_OUT(s, f, st_close, out);
 }
 
 void st_close(st_file *f) {

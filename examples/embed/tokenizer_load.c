@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "tokenizer_impl.h"
+#include "hand_out.h"
 
 static const char *const special_names[] = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"};
 
@@ -174,12 +175,7 @@ emily_status tokenizer_load(const char *model_dir, bert_tokenizer **out) {
     free(json_path);
     free(txt_path);
     free(config_path);
-    if (s) {
-        tokenizer_free(t);
-        return s;
-    }
-    *out = t;
-    return EMILY_OK;
+    return EMBED_HAND_OUT(s, t, tokenizer_free, out);
 }
 
 void tokenizer_free(bert_tokenizer *t) {

@@ -35,6 +35,7 @@
  *                   of to_floating
  *   PREDICATE       u8; integers give zeros without a kernel
  *   LOGICAL         u8, a kernel for every type */
+/* clang-format off */
 #define EMILY_UNARY_OPS(X)                                   \
     X(EXP, exp, FLOATING)                                    \
     X(EXPM1, expm1, FLOATING)                                \
@@ -75,6 +76,7 @@
     X(IS_INFINITY, is_infinity, PREDICATE)                   \
     X(LOGICAL_NOT, logical_not, LOGICAL)                     \
     X(PHASE, phase, PHASE)
+/* clang-format on */
 
 /* Binary rules (src/ops/binary.c applies them):
  *   ARITH           merged type, any type
@@ -92,6 +94,7 @@
  *   ARITH_SCALAR    as ARITH
  *   REAL_SCALAR     as REAL
  *   INTEGER_SCALAR  as INTEGER */
+/* clang-format off */
 #define EMILY_BINARY_OPS(X)                                  \
     X(ADD, add, ARITH)                                       \
     X(SUBTRACT, subtract, ARITH)                             \
@@ -117,5 +120,6 @@
     X(LOGICAL_AND, logical_and, LOGICAL)                     \
     X(LOGICAL_OR, logical_or, LOGICAL)                       \
     X(LOGICAL_XOR, logical_xor, LOGICAL)
+/* clang-format on */
 
 #endif

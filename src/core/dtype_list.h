@@ -15,6 +15,7 @@
 #ifndef EMILY_CORE_DTYPE_LIST_H
 #define EMILY_CORE_DTYPE_LIST_H
 
+/* clang-format off */
 #define EMI_DTYPES_UNSIGNED(X) \
     X(U8, u8, uint8_t) X(U16, u16, uint16_t) X(U32, u32, uint32_t) X(U64, u64, uint64_t)
 #define EMI_DTYPES_SIGNED(X) \
@@ -65,6 +66,7 @@
 #define EMI_COMPLEX_PARTS_WITH(X, ...)                                       \
     X(C64, c64, emily_c64, F32, f32, float, __VA_ARGS__)                     \
     X(C128, c128, emily_c128, F64, f64, double, __VA_ARGS__)
+/* clang-format on */
 
 /* Ready-made expansions for the most common dispatch: inside a
  * `switch (dtype)`, `EMI_DTYPES_REAL(EMI_CASE_RETURN_FN)` with

@@ -499,6 +499,7 @@ int64_t emi_conv_device_count(void);
 /* Every kernel of every family, for the engine's supports() query:
  * X(ID, family, entry) is the kernel EMI_KERNEL_<ID>, the entry `entry`
  * of the engine's table `family`. */
+/* clang-format off */
 #define EMI_KERNELS(X)                                                              \
     X(COPY, copy, copy) X(CONVERT, copy, convert)                                   \
     X(FILL, creation, fill) X(IOTA, creation, iota) X(EYE, creation, eye)           \
@@ -520,6 +521,7 @@ int64_t emi_conv_device_count(void);
     X(EIGH_LAPACK, linalg, eigh_lapack) X(LU_NX07, linalg, lu_nx07)                 \
     X(QR_NX07, linalg, qr_nx07) X(DETERMINANT_NX07, linalg, determinant_nx07)       \
     X(EIGH_NX07, linalg, eigh_nx07) X(SVD_NX07, linalg, svd_nx07)
+/* clang-format on */
 
 #define EMI_KERNEL_ID(ID, family, entry) EMI_KERNEL_##ID,
 typedef enum emi_kernel { EMI_KERNELS(EMI_KERNEL_ID) EMI_KERNEL_COUNT } emi_kernel;

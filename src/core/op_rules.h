@@ -9,12 +9,14 @@
 #include <stdbool.h>
 #include "emily/ops.h"
 
+/* clang-format off */
 #define EMI_UNARY_RULES(X)                                                             \
     X(FLOATING) X(FLOATING_REAL) X(ABS) X(INTEGER) X(ROUNDING) X(CONJUGATE) X(SAME)    \
     X(REAL) X(PHASE) X(IMAG) X(PREDICATE) X(LOGICAL)
 #define EMI_BINARY_RULES(X)                                                            \
     X(ARITH) X(ARITH_SCALAR) X(REAL) X(REAL_SCALAR) X(FLOATING) X(ATAN2) X(INTEGER)    \
     X(INTEGER_SCALAR) X(EQUALITY) X(ORDER) X(LOGICAL)
+/* clang-format on */
 
 #define EMI_UNARY_RULE_ENUM_(R) EMI_UNARY_RULE_##R,
 #define EMI_BINARY_RULE_ENUM_(R) EMI_BINARY_RULE_##R,

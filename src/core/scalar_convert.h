@@ -43,26 +43,22 @@ typedef struct emily_c128 {
 
 /* ---- bit access ---------------------------------------------------------- */
 
-EMILY_HD uint32_t emily_sc_f32_bits(float f) {
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return u;
-}
-EMILY_HD float emily_sc_bits_f32(uint32_t u) {
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
-EMILY_HD uint64_t emily_sc_f64_bits(double f) {
-    uint64_t u;
-    memcpy(&u, &f, sizeof u);
-    return u;
-}
-EMILY_HD double emily_sc_bits_f64(uint64_t u) {
-    double f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
+/* A float type's bits as the unsigned integer of its width and back
+ * (memcpy: the one type pun that is defined in C11 and in CUDA C++). */
+#define EMILY_SC_BIT_CASTS_(F, U, to_bits, from_bits) \
+    EMILY_HD U to_bits(F f) {                         \
+        U u;                                          \
+        memcpy(&u, &f, sizeof u);                     \
+        return u;                                     \
+    }                                                 \
+    EMILY_HD F from_bits(U u) {                       \
+        F f;                                          \
+        memcpy(&f, &u, sizeof f);                     \
+        return f;                                     \
+    }
+EMILY_SC_BIT_CASTS_(float, uint32_t, emily_sc_f32_bits, emily_sc_bits_f32)
+EMILY_SC_BIT_CASTS_(double, uint64_t, emily_sc_f64_bits, emily_sc_bits_f64)
+#undef EMILY_SC_BIT_CASTS_
 
 /* ---- half precision ------------------------------------------------------ */
 

@@ -268,7 +268,14 @@ emily_status emily_to_device(const emily_tensor *t, emily_device device, emily_t
         }
     }
     emily_tensor_release(c);
-    if (s) { emily_tensor_release(r); return s; }
-    *out = r;
+    return emi_hand_out(s, r, out);
+}
+
+emily_status emi_hand_out(emily_status s, emily_tensor *res, emily_tensor **out) {
+    if (s) {
+        emily_tensor_release(res);
+        return s;
+    }
+    *out = res;
     return EMILY_OK;
 }

@@ -51,5 +51,8 @@ void emi_row_major_strides(int rank, const int64_t *shape, int64_t *strides);
  * dimension or when the product of the non-zero dimensions passes
  * EMILY_MAX_ELEMENTS (emily/tensor.h), whatever the position of a 0. */
 bool emi_shape_size(int rank, const int64_t *shape, int64_t *size);
+/* An op's last step (emily_to_device's too): on success hands res to
+ * *out, otherwise releases it (NULL or not); returns s. */
+emily_status emi_hand_out(emily_status s, emily_tensor *res, emily_tensor **out);
 
 #endif

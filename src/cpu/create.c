@@ -4,6 +4,7 @@
 #include "core/scalar_convert.h"
 #include "cpu/dtype_scalars.h"
 #include "core/scalar_element.h"
+#include "core/iota_layout.h"
 #include "cpu/kernels.h"
 #include "cpu/strided.h"
 #include "cpu/elementwise_map.h"
@@ -102,17 +103,11 @@ static void iota_chunk(void *p, int64_t c) {
 
 emily_status emi_cpu_iota(emily_tensor *dst, int axis) {
     if (dst->size == 0) return EMILY_OK;
-    if (!emily_tensor_is_contiguous(dst))
-        return emily_error(EMILY_ERR_INTERNAL, "iota: the output must be contiguous");
-    if (axis >= dst->rank)
-        return emily_error(EMILY_ERR_AXIS, "iota: axis %d out of range for rank %d", axis, dst->rank);
+    iota_job j = {emily_tensor_base(dst), dst->dtype, axis < 0 ? -1 : axis, 1, 1, dst->size};
+    emily_status s = emi_iota_layout(dst, axis, &j.dim, &j.inner);
+    if (s) return s;
     if (!emily_dtype_valid(dst->dtype))
         return emily_error(EMILY_ERR_TYPE, "iota: invalid dtype %d", (int)dst->dtype);
-    iota_job j = {emily_tensor_base(dst), dst->dtype, axis < 0 ? -1 : axis, 1, 1, dst->size};
-    if (axis >= 0) {
-        j.dim = dst->shape[axis];
-        for (int i = axis + 1; i < dst->rank; i++) j.inner *= dst->shape[i];
-    }
     int64_t chunks = (j.total + EMILY_MAP_CHUNK - 1) / EMILY_MAP_CHUNK;
     if (j.total < EMILY_PARALLEL_MIN) {
         for (int64_t c = 0; c < chunks; c++) iota_chunk(&j, c);

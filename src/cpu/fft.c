@@ -26,6 +26,7 @@
 #include "cpu/dtype_scalars.h"
 #include "cpu/kernels.h"
 #include "core/kernels.h"
+#include "core/fft_butterfly.h"
 
 #ifndef M_PI
 #define M_PI 3.14159265358979323846
@@ -287,15 +288,8 @@ static void stage1(const fft_plan *p, int t, double *re, double *im, int64_t lo,
     for (int64_t g = lo; g < hi; g += L) {
         double *er = re + g, *ei = im + g, *or_ = re + g + h, *oi = im + g + h;
 #pragma omp simd
-        for (int64_t k = 0; k < h; k++) {
-            double c = wr[k], s = wi[k], xr = or_[k], xi = oi[k];
-            double tr = c * xr - s * xi, ti = s * xr + c * xi;
-            double ur = er[k], ui = ei[k];
-            er[k] = ur + tr;
-            ei[k] = ui + ti;
-            or_[k] = ur - tr;
-            oi[k] = ui - ti;
-        }
+        for (int64_t k = 0; k < h; k++)
+            emi_fft_butterfly(wr[k], wi[k], er + k, ei + k, or_ + k, oi + k);
     }
 }
 

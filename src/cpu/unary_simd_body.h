@@ -169,6 +169,7 @@ static inline vf f_negate(vf x) { return V(xor_ps)(x, S(-0.0f)); }
  * (Nx's exp(x) - 1 and log(x + 1) cancel, and that error shows in f32);
  * SLEEF's f32 sinh/cosh lose range near 89 and asinh/acosh overflow
  * above ~1.8e19, where the double functions are fine. */
+/* clang-format off */
 #define F32_VIA_F64_OPS(X)                                                             \
     X(EXPM1, expm1) X(LOG1P, log1p) X(SIGMOID, sigmoid) X(COSH, cosh) X(SINH, sinh)    \
     X(ACOSH, acosh) X(ASINH, asinh)
@@ -188,6 +189,7 @@ static inline vf f_negate(vf x) { return V(xor_ps)(x, S(-0.0f)); }
     X(EXP, exp) X(TANH, tanh) X(SQRT, sqrt) X(RSQRT, rsqrt) X(ABS, abs) X(NEGATE, negate) \
     X(LOG, log) X(LOG1P, log1p) X(SIGMOID, sigmoid) X(COS, cos) X(SIN, sin) X(TAN, tan) \
     X(ASIN, asin) X(ATAN, atan) X(ASINH, asinh) X(CBRT, cbrt) X(ERF, erf)
+/* clang-format on */
 
 #define DEF_VIA32(OP, N) F32_VIA_F64(fv_##N, d_##N) MAP_PS(run32_##N, fv_##N)
 #define DEF_F32(OP, N) MAP_PS(run32_##N, f_##N)

@@ -2,6 +2,7 @@
 // pair one map1 instantiation of the two per-type rules of
 // core/convert_rules.h (over core/scalar_convert.h, as the CPU's).
 #include "cuda/common.cuh"
+#include "core/iota_layout.h"
 
 using namespace emily_cuda;
 
@@ -60,19 +61,12 @@ static emily_status iota_run(const emily_cuda_ctx &ctx, emily_tensor *dst, int64
 
 extern "C" emily_status emi_cuda_iota(emily_tensor *dst, int axis) {
     if (dst->size == 0) return EMILY_OK;
-    if (!emily_tensor_is_contiguous(dst))
-        return emily_error(EMILY_ERR_INTERNAL, "iota: the output must be contiguous");
-    if (axis >= dst->rank)
-        return emily_error(EMILY_ERR_AXIS, "iota: axis %d out of range for rank %d", axis, dst->rank);
-    int64_t inner = 1, dim = 1;
-    if (axis >= 0) {
-        dim = dst->shape[axis];
-        for (int i = axis + 1; i < dst->rank; i++) inner *= dst->shape[i];
-    }
+    int64_t inner, dim;
+    emily_status s = emi_iota_layout(dst, axis, &dim, &inner);
+    if (s) return s;
     emily_cuda_ctx ctx;
     const emily_tensor *ts[1] = {dst};
-    emily_status s = emi_cuda_begin("iota", dev_of(dst), 1, ts, &ctx);
-    if (s) return s;
+    if ((s = emi_cuda_begin("iota", dev_of(dst), 1, ts, &ctx))) return s;
     bool flat = axis < 0;
     return with_dtype(dst->dtype, "iota", [&]<emily_dtype DD>() -> emily_status {
         return iota_run<Cv<EMILY_S64, DD>>(ctx, dst, inner, dim, flat);

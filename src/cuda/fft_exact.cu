@@ -15,6 +15,7 @@
 // arithmetic gives its canonical NaN, x86 keeps an operand's. Every other
 // bit, infinities and signed zeros included, is the CPU's.
 #include "cuda/fft.cuh"
+#include "core/fft_butterfly.h"
 
 using namespace emily_cuda;
 
@@ -105,13 +106,7 @@ __global__ void stage(double *re, double *im, int64_t total_half, int64_t len, i
     for (int64_t x = flat_first(); x < total_half; x += flat_step()) {
         int64_t r = x / half, u = x - r * half, g = u / h, k = u - g * h;
         int64_t e = r * len + g * 2 * h + k, o = e + h;
-        double c = wr[k], s = wi[k], xr = re[o], xi = im[o];
-        double tr = c * xr - s * xi, ti = s * xr + c * xi;
-        double ur = re[e], ui = im[e];
-        re[e] = ur + tr;
-        im[e] = ui + ti;
-        re[o] = ur - tr;
-        im[o] = ui - ti;
+        emi_fft_butterfly(wr[k], wi[k], re + e, im + e, re + o, im + o);
     }
 }
 

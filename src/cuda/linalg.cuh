@@ -104,6 +104,19 @@ template <typename F> emily_status with_solver_type(emily_dtype t, const char *o
     }
 }
 
+// The frame of every native entry point: begins op on a's device over the
+// tensors ts, then calls f.template operator()<T>(ctx) with T the element
+// type of a's dtype.
+template <size_t N, typename F>
+emily_status solver_entry(const char *op, const emily_tensor *a, const emily_tensor *const (&ts)[N],
+                          F &&f) {
+    emily_cuda_ctx ctx;
+    emily_status s = emi_cuda_begin(op, dev_of(a), (int)N, ts, &ctx);
+    if (s) return s;
+    return with_solver_type(a->dtype, op,
+                            [&]<typename T>() { return f.template operator()<T>(ctx); });
+}
+
 template <typename T> inline T *data_of(const emily_tensor *t) {
     return (T *)(base_of(t) + (size_t)t->offset * emily_dtype_size(t->dtype));
 }
@@ -373,6 +386,34 @@ __global__ void first_failed(const I *info, const int *flag, int64_t batch, unsi
     for (int64_t b = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; b < batch;
          b += (int64_t)gridDim.x * blockDim.x)
         if (info[b] != 0 && !flag[b]) atomicMin(out, (unsigned long long)b);
+}
+
+// After a Jacobi solve of a batch: *b0, the first straggler (first_failed
+// into the device word `first`, which holds ~0 before), read back: ~0ull
+// when every finite matrix converged.
+inline emily_status first_straggler(const emily_cuda_ctx &ctx, const int *info, const int *flag,
+                                    int64_t batch, unsigned long long *first,
+                                    unsigned long long *b0) {
+    first_failed<int><<<grid_for(ctx.device, batch), BLOCK, 0, ctx.stream>>>(info, flag, batch, first);
+    emily_status s = emi_cuda_launched(&ctx);
+    *b0 = 0;
+    if (!s) s = read_back(ctx, b0, first, sizeof *b0);
+    return s;
+}
+
+// Where there are stragglers: every matrix's info (*host [0, batch)) and
+// non-finite flag (*host [batch, 2 batch)) in host memory the caller
+// frees (NULL after a failure).
+inline emily_status straggler_infos(const emily_cuda_ctx &ctx, const int *info, const int *flag,
+                                    int64_t batch, int **host) {
+    int *h = (int *)malloc((size_t)batch * 2 * sizeof(int));
+    *host = NULL;
+    if (!h) return emily_error(EMILY_ERR_MEMORY, "cuda: %s: out of host memory", ctx.op);
+    emily_status s = read_back(ctx, h, info, (size_t)batch * sizeof(int));
+    if (!s) s = read_back(ctx, h + batch, flag, (size_t)batch * sizeof(int));
+    if (s) free(h);
+    else *host = h;
+    return s;
 }
 
 // Index of the largest |x| among count elements `stride` apart, the first

@@ -129,18 +129,14 @@ emily_status eigh_typed(const emily_cuda_ctx &ctx, emily_tensor *w, emily_tensor
         for (int64_t b = 0; b < batch; b++)
             if ((s = syevd(b))) return s;
     }
-    first_failed<int><<<grid_for(ctx.device, batch), BLOCK, 0, ctx.stream>>>(info, flag, batch, first);
-    if ((s = emi_cuda_launched(&ctx))) return s;
-    unsigned long long b0 = 0;
-    if ((s = read_back(ctx, &b0, first, sizeof b0))) return s;
+    unsigned long long b0;
+    if ((s = first_straggler(ctx, info, flag, batch, first, &b0))) return s;
     if (b0 != ~0ull) {
         // Jacobi's stragglers get syevd; syevd failing is an error
         if (!batched)
             return emily_error(EMILY_ERR_INTERNAL, "cuda: eigh: cuSOLVER syevd did not converge (matrix %llu)", b0);
-        int *hinfo = (int *)malloc((size_t)batch * 2 * sizeof(int));
-        if (!hinfo) return emily_error(EMILY_ERR_MEMORY, "cuda: eigh: out of host memory");
-        s = read_back(ctx, hinfo, info, (size_t)batch * sizeof(int));
-        if (!s) s = read_back(ctx, hinfo + batch, flag, (size_t)batch * sizeof(int));
+        int *hinfo;
+        if ((s = straggler_infos(ctx, info, flag, batch, &hinfo))) return s;
         for (int64_t b = (int64_t)b0; !s && b < batch; b++) {
             if (hinfo[b] == 0 || hinfo[batch + b]) continue;
             int again = 0;
@@ -168,9 +164,7 @@ emily_status eigh_typed(const emily_cuda_ctx &ctx, emily_tensor *w, emily_tensor
 } // namespace
 
 emily_status emi_cuda_eigh_native(emily_tensor *w, emily_tensor *v, const emily_tensor *a) {
-    emily_cuda_ctx ctx;
-    const emily_tensor *ts[3] = {w, v, a};
-    emily_status s = emi_cuda_begin("eigh", dev_of(a), 3, ts, &ctx);
-    if (s) return s;
-    return with_solver_type(a->dtype, "eigh", [&]<typename T>() { return eigh_typed<T>(ctx, w, v, a); });
+    return solver_entry("eigh", a, {w, v, a}, [&]<typename T>(const emily_cuda_ctx &ctx) {
+        return eigh_typed<T>(ctx, w, v, a);
+    });
 }

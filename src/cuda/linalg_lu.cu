@@ -446,27 +446,20 @@ emily_status solve_typed(const emily_cuda_ctx &ctx, emily_tensor *x, const emily
 } // namespace
 
 emily_status emi_cuda_lu_native(emily_tensor *p, emily_tensor *l, emily_tensor *u, const emily_tensor *a) {
-    emily_cuda_ctx ctx;
-    const emily_tensor *ts[4] = {p, l, u, a};
-    emily_status s = emi_cuda_begin("lu", dev_of(a), 4, ts, &ctx);
-    if (s) return s;
-    return with_solver_type(a->dtype, "lu", [&]<typename T>() { return lu_typed<T>(ctx, p, l, u, a); });
+    return solver_entry("lu", a, {p, l, u, a}, [&]<typename T>(const emily_cuda_ctx &ctx) {
+        return lu_typed<T>(ctx, p, l, u, a);
+    });
 }
 
 emily_status emi_cuda_determinant_native(emily_tensor *det, const emily_tensor *a) {
-    emily_cuda_ctx ctx;
-    const emily_tensor *ts[2] = {det, a};
-    emily_status s = emi_cuda_begin("determinant", dev_of(a), 2, ts, &ctx);
-    if (s) return s;
-    return with_solver_type(a->dtype, "determinant", [&]<typename T>() { return det_typed<T>(ctx, det, a); });
+    return solver_entry("determinant", a, {det, a}, [&]<typename T>(const emily_cuda_ctx &ctx) {
+        return det_typed<T>(ctx, det, a);
+    });
 }
 
 emily_status emi_cuda_solve_native(emily_tensor *x, const emily_tensor *a, const emily_tensor *b,
                                    bool b_vector) {
-    emily_cuda_ctx ctx;
-    const emily_tensor *ts[3] = {x, a, b};
-    emily_status s = emi_cuda_begin("solve", dev_of(a), 3, ts, &ctx);
-    if (s) return s;
-    return with_solver_type(a->dtype, "solve",
-                            [&]<typename T>() { return solve_typed<T>(ctx, x, a, b, b_vector); });
+    return solver_entry("solve", a, {x, a, b}, [&]<typename T>(const emily_cuda_ctx &ctx) {
+        return solve_typed<T>(ctx, x, a, b, b_vector);
+    });
 }

@@ -133,9 +133,7 @@ emily_status qr_typed(const emily_cuda_ctx &ctx, emily_tensor *q, emily_tensor *
 emily_status emi_cuda_qr_native(emily_tensor *q, emily_tensor *r, const emily_tensor *a, bool complete,
                                 double eps) {
     (void)complete; /* q's and r's shapes say it */
-    emily_cuda_ctx ctx;
-    const emily_tensor *ts[3] = {q, r, a};
-    emily_status s = emi_cuda_begin("qr", dev_of(a), 3, ts, &ctx);
-    if (s) return s;
-    return with_solver_type(a->dtype, "qr", [&]<typename T>() { return qr_typed<T>(ctx, q, r, a, eps); });
+    return solver_entry("qr", a, {q, r, a}, [&]<typename T>(const emily_cuda_ctx &ctx) {
+        return qr_typed<T>(ctx, q, r, a, eps);
+    });
 }

@@ -211,17 +211,13 @@ emily_status svd_typed(const emily_cuda_ctx &ctx, emily_tensor *u, emily_tensor 
                     return s;
         }
         // Jacobi's stragglers: gesvd, one matrix at a time (rare; waits)
-        first_failed<int><<<grid_for(ctx.device, batch), BLOCK, 0, ctx.stream>>>(info, flag, batch, first);
-        if ((s = emi_cuda_launched(&ctx))) return s;
-        unsigned long long b0 = 0;
-        if ((s = read_back(ctx, &b0, first, sizeof b0))) return s;
+        unsigned long long b0;
+        if ((s = first_straggler(ctx, info, flag, batch, first, &b0))) return s;
         if (b0 != ~0ull) {
-            int *hinfo = (int *)malloc((size_t)batch * 2 * sizeof(int));
-            if (!hinfo) return emily_error(EMILY_ERR_MEMORY, "cuda: svd: out of host memory");
+            int *hinfo;
+            if ((s = straggler_infos(ctx, info, flag, batch, &hinfo))) return s;
             Fallback<T> fb(ctx, h, r, c, full);
-            s = read_back(ctx, hinfo, info, (size_t)batch * sizeof(int));
-            if (!s) s = read_back(ctx, hinfo + batch, flag, (size_t)batch * sizeof(int));
-            if (!s) s = fb.prepare(pool, sd, uc, vc);
+            s = fb.prepare(pool, sd, uc, vc);
             for (int64_t b = (int64_t)b0; !s && b < batch; b++)
                 if (hinfo[b] != 0 && !hinfo[batch + b])
                     s = fb.run(ad + b * m * n, sd + b * k, uc + b * ustep, vc + b * vstep, b);
@@ -250,10 +246,7 @@ emily_status svd_typed(const emily_cuda_ctx &ctx, emily_tensor *u, emily_tensor 
 
 emily_status emi_cuda_svd_native(emily_tensor *u, emily_tensor *s, emily_tensor *vt, const emily_tensor *a,
                                  bool full_matrices) {
-    emily_cuda_ctx ctx;
-    const emily_tensor *ts[4] = {u, s, vt, a};
-    emily_status st = emi_cuda_begin("svd", dev_of(a), 4, ts, &ctx);
-    if (st) return st;
-    return with_solver_type(a->dtype, "svd",
-                            [&]<typename T>() { return svd_typed<T>(ctx, u, s, vt, a, full_matrices); });
+    return solver_entry("svd", a, {u, s, vt, a}, [&]<typename T>(const emily_cuda_ctx &ctx) {
+        return svd_typed<T>(ctx, u, s, vt, a, full_matrices);
+    });
 }

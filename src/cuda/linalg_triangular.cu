@@ -165,21 +165,16 @@ emily_status triangular_typed(const emily_cuda_ctx &ctx, emily_tensor *x, const 
 } // namespace
 
 emily_status emi_cuda_cholesky_native(emily_tensor *l, const emily_tensor *a) {
-    emily_cuda_ctx ctx;
-    const emily_tensor *ts[2] = {l, a};
-    emily_status s = emi_cuda_begin("cholesky", dev_of(a), 2, ts, &ctx);
-    if (s) return s;
-    return with_solver_type(a->dtype, "cholesky", [&]<typename T>() { return cholesky_typed<T>(ctx, l, a); });
+    return solver_entry("cholesky", a, {l, a}, [&]<typename T>(const emily_cuda_ctx &ctx) {
+        return cholesky_typed<T>(ctx, l, a);
+    });
 }
 
 emily_status emi_cuda_triangular_solve_native(emily_tensor *x, const emily_tensor *a, const emily_tensor *b,
                                               bool b_vector, bool left_side, bool lower,
                                               emily_transform_a transform) {
-    emily_cuda_ctx ctx;
-    const emily_tensor *ts[3] = {x, a, b};
-    emily_status s = emi_cuda_begin("triangular_solve", dev_of(a), 3, ts, &ctx);
-    if (s) return s;
-    return with_solver_type(a->dtype, "triangular_solve", [&]<typename T>() {
+    return solver_entry(
+        "triangular_solve", a, {x, a, b}, [&]<typename T>(const emily_cuda_ctx &ctx) {
         return triangular_typed<T>(ctx, x, a, b, b_vector, left_side, lower, transform);
     });
 }

@@ -96,6 +96,17 @@ int emi_cuda_device_count(void) {
     return count_value;
 }
 
+/* A stream whose CUDA stream and event have just been made, the default
+ * stream of a device or a new one: of `device`, no library handles yet
+ * (created at first use), a fresh generation (live from here on). */
+static void stream_mark_live(emily_cuda_stream *st, int device) {
+    st->device = device;
+    st->cublas = NULL;
+    st->cusolver = NULL;
+    st->cusolver_params = NULL;
+    atomic_store(&st->gen, new_generation());
+}
+
 static emily_status init_device(const char *op, int device) {
     cuda_device *dev = &devices[device];
     emily_status s = EMILY_OK;
@@ -126,11 +137,7 @@ static emily_status init_device(const char *op, int device) {
     }
     pthread_mutex_init(&dev->lock, NULL);
     dev->sm_count = sms;
-    ds->device = device;
-    ds->cublas = NULL;
-    ds->cusolver = NULL;
-    ds->cusolver_params = NULL;
-    atomic_store(&ds->gen, new_generation());
+    stream_mark_live(ds, device);
     atomic_store_explicit(&dev->ready, 1, memory_order_release);
 done:
     pthread_mutex_unlock(&init_lock);
@@ -204,12 +211,8 @@ emily_status emi_cuda_stream_new(int device, void **handle) {
         pthread_mutex_unlock(&dev->lock);
         return emi_cuda_error("stream_new", err);
     }
-    st->device = device;
-    st->cublas = NULL;
-    st->cusolver = NULL;
-    st->cusolver_params = NULL;
     st->next_free = NULL;
-    atomic_store(&st->gen, new_generation());
+    stream_mark_live(st, device);
     *handle = st;
     return EMILY_OK;
 }

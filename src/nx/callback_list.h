@@ -70,6 +70,7 @@
 /* Cost classes: DIRTY where the work is not bounded by the elements in
  * and out (a product's inner dimension, a window's size, a sort's
  * comparisons, a decomposition's iterations), INLINE otherwise. */
+/* clang-format off */
 #define EMI_CALLBACK_LIST                                                            \
     /* creation: src/nx/callbacks_creation.c */                                      \
     EMI_CALLBACK(constant, constant, 0, INLINE, ANY)                                 \
@@ -145,5 +146,6 @@
     EMI_CALLBACK(cholesky, cholesky, 0, DIRTY, ANY)                                  \
     EMI_CALLBACK(solve, solve, 0, DIRTY, ANY)                                        \
     EMI_CALLBACK(determinant, determinant, 0, DIRTY, ANY)
+/* clang-format on */
 
 #endif

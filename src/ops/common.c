@@ -131,15 +131,6 @@ emily_status emi_convert_to(const emily_tensor *t, emily_dtype dtype, emily_tens
     return emily_as_type(t, dtype, out);
 }
 
-emily_status emi_hand_out(emily_status s, emily_tensor *res, emily_tensor **out) {
-    if (s) {
-        emily_tensor_release(res);
-        return s;
-    }
-    *out = res;
-    return EMILY_OK;
-}
-
 emily_status emi_scratch(const char *op, size_t nints, size_t nflags, int64_t **ints, bool **flags) {
     *ints = malloc(sizeof(int64_t) * (nints ? nints : 1));
     if (flags) *flags = calloc(nflags ? nflags : 1, 1);
@@ -151,6 +142,22 @@ emily_status emi_scratch(const char *op, size_t nints, size_t nflags, int64_t **
         *flags = NULL;
     }
     return emily_error(EMILY_ERR_MEMORY, "%s: out of host memory", op);
+}
+
+emily_status emi_check_sum_to_min(const char *name, const char *family, int op, int last,
+                                  bool is_max_min, const emily_tensor *t, emily_tensor **out,
+                                  const emily_engine **engine) {
+    emily_status s;
+    if ((s = emi_check_out(name, out))) return s;
+    if ((unsigned)op > (unsigned)last)
+        return emily_error(EMILY_ERR_ARGUMENT, "%s: unknown op %d", family, op);
+    if ((s = emi_check_tensor(name, "tensor", t))) return s;
+    if (!emily_dtype_valid(t->dtype))
+        return emily_error(EMILY_ERR_TYPE, "%s: invalid tensor type", name);
+    if (is_max_min && emily_dtype_is_complex(t->dtype))
+        return emily_error(EMILY_ERR_TYPE, "%s: complex tensors (%s) are not supported", name,
+                           emily_dtype_name(t->dtype));
+    return emi_check_same_device(name, 1, &t, engine);
 }
 
 int emi_name_index(const char *const *names, int n, const char *name) {

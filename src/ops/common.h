@@ -13,6 +13,14 @@ const char *emi_shape_str(int rank, const int64_t *shape, char *buf, size_t size
 /* Fails unless t is non-NULL (names the op and argument). */
 emily_status emi_check_tensor(const char *op, const char *arg, const emily_tensor *t);
 emily_status emi_check_out(const char *op, emily_tensor **out);
+/* The checks that open an op of a sum/product/max/min family (cumulative,
+ * window_reduce), in this order: out; op in 0..last (else an error naming
+ * `family`); the tensor and its type; no complex tensor where is_max_min;
+ * then t's engine into *engine. The op's enum is passed as an int so that
+ * both families share it. */
+emily_status emi_check_sum_to_min(const char *name, const char *family, int op, int last,
+                                  bool is_max_min, const emily_tensor *t, emily_tensor **out,
+                                  const emily_engine **engine);
 /* The checks an op with n tensor inputs starts with, in this order: the
  * output pointer (cleared), then each input non-NULL (names[i] names it
  * in the message). */
@@ -47,10 +55,6 @@ emily_status emi_convert_to(const emily_tensor *t, emily_dtype dtype, emily_tens
 /* Fresh contiguous tensor on t's device. */
 emily_status emi_empty_like_device(const emily_tensor *t, emily_dtype dtype, int rank,
                                      const int64_t *shape, emily_tensor **out);
-
-/* An op's last step: on success hands res to *out, otherwise releases
- * it (NULL or not); returns s. */
-emily_status emi_hand_out(emily_status s, emily_tensor *res, emily_tensor **out);
 
 /* The index of name in names[0..n) (an op list's names), or -1 (also
  * for a NULL name). */

@@ -398,7 +398,5 @@ done:
     emily_tensor_release(fview);
     free(onebuf);
     free(p);
-    if (s) emily_tensor_release(final);
-    else *out = final;
-    return s;
+    return emi_hand_out(s, final, out);
 }

@@ -19,17 +19,11 @@ static const char *cum_name(emily_cumulative_op op) {
 emily_status emily_cumulative(emily_cumulative_op op, const emily_tensor *t, int axis,
                               bool reverse, emily_tensor **out) {
     const char *name = cum_name(op);
-    emily_status s;
-    if ((s = emi_check_out(name, out))) return s;
-    if ((unsigned)op > (unsigned)EMILY_CUMULATIVE_MIN)
-        return emily_error(EMILY_ERR_ARGUMENT, "cumulative: unknown op %d", (int)op);
-    if ((s = emi_check_tensor(name, "tensor", t))) return s;
-    if (!emily_dtype_valid(t->dtype)) return emily_error(EMILY_ERR_TYPE, "%s: invalid tensor type", name);
-    if ((op == EMILY_CUMULATIVE_MAX || op == EMILY_CUMULATIVE_MIN) && emily_dtype_is_complex(t->dtype))
-        return emily_error(EMILY_ERR_TYPE, "%s: complex tensors (%s) are not supported", name,
-                           emily_dtype_name(t->dtype));
     const emily_engine *e;
-    if ((s = emi_check_same_device(name, 1, &t, &e))) return s;
+    emily_status s = emi_check_sum_to_min(name, "cumulative", (int)op, EMILY_CUMULATIVE_MIN,
+                                          op == EMILY_CUMULATIVE_MAX || op == EMILY_CUMULATIVE_MIN, t,
+                                          out, &e);
+    if (s) return s;
     int ax = 0;
     if (t->rank == 0) {
         if (axis != 0 && axis != -1)
@@ -49,12 +43,7 @@ emily_status emily_cumulative(emily_cumulative_op op, const emily_tensor *t, int
         if (!s) s = e->cumulative->scan(op, o, src, outer, n, inner, reverse);
         emily_tensor_release(src);
     }
-    if (s) {
-        emily_tensor_release(o);
-        return s;
-    }
-    *out = o;
-    return EMILY_OK;
+    return emi_hand_out(s, o, out);
 }
 
 emily_status emily_cumulative_sum(const emily_tensor *t, int axis, bool reverse, emily_tensor **out) {

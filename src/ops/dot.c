@@ -263,9 +263,7 @@ done:
     free(ints);
     free(role);
     free(oshape);
-    if (s) emily_tensor_release(res);
-    else *out = res;
-    return s;
+    return emi_hand_out(s, res, out);
 }
 
 emily_status emily_matmul(const emily_tensor *a, const emily_tensor *b, emily_tensor **out) {

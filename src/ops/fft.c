@@ -68,33 +68,20 @@ static emily_status fft_axis(fft_kind kind, const emily_tensor *t, int64_t lengt
     if (!s) s = e->fft->fft(dst, src, ax, n, mode, eps, emily_dot_get_precision());
     if (shape != stack_shape) free(shape);
     emily_tensor_release(src);
-    if (s) {
-        emily_tensor_release(dst);
-        return s;
+    return emi_hand_out(s, dst, out);
+}
+
+/* emily_fft, emily_ifft, emily_rfft and emily_irfft: fft_axis of their kind. */
+#define FFT_ENTRY(name, KIND)                                                              \
+    emily_status emily_##name(const emily_tensor *t, int64_t length, int axis, double eps, \
+                              emily_tensor **out) {                                        \
+        return fft_axis(KIND, t, length, axis, eps, out);                                  \
     }
-    *out = dst;
-    return EMILY_OK;
-}
-
-emily_status emily_fft(const emily_tensor *t, int64_t length, int axis, double eps,
-                       emily_tensor **out) {
-    return fft_axis(KIND_FFT, t, length, axis, eps, out);
-}
-
-emily_status emily_ifft(const emily_tensor *t, int64_t length, int axis, double eps,
-                        emily_tensor **out) {
-    return fft_axis(KIND_IFFT, t, length, axis, eps, out);
-}
-
-emily_status emily_rfft(const emily_tensor *t, int64_t length, int axis, double eps,
-                        emily_tensor **out) {
-    return fft_axis(KIND_RFFT, t, length, axis, eps, out);
-}
-
-emily_status emily_irfft(const emily_tensor *t, int64_t length, int axis, double eps,
-                         emily_tensor **out) {
-    return fft_axis(KIND_IRFFT, t, length, axis, eps, out);
-}
+FFT_ENTRY(fft, KIND_FFT)
+FFT_ENTRY(ifft, KIND_IFFT)
+FFT_ENTRY(rfft, KIND_RFFT)
+FFT_ENTRY(irfft, KIND_IRFFT)
+#undef FFT_ENTRY
 
 static emily_status fft2(fft_kind kind, const emily_tensor *t, const int64_t lengths[2],
                          const int axes[2], double eps, emily_tensor **out) {

@@ -58,6 +58,41 @@ static emily_status get_kernels(const char *op, int n, const emily_tensor *const
     return EMILY_OK;
 }
 
+/* Whether the linalg table l has a native kernel (its device's own
+ * solver library) for the op that `kernel`, any method's kernel of it,
+ * belongs to. */
+static bool has_native(const struct emily_linalg_kernels *l, emi_kernel kernel) {
+    if (!l) return false;
+    switch (kernel) {
+    case EMI_KERNEL_CHOLESKY: return l->cholesky_native != NULL;
+    case EMI_KERNEL_TRIANGULAR_SOLVE: return l->triangular_solve_native != NULL;
+    case EMI_KERNEL_QR:
+    case EMI_KERNEL_QR_NX07: return l->qr_native != NULL;
+    case EMI_KERNEL_SVD:
+    case EMI_KERNEL_SVD_NX07: return l->svd_native != NULL;
+    case EMI_KERNEL_EIGH:
+    case EMI_KERNEL_EIGH_NX07: return l->eigh_native != NULL;
+    default: return false;
+    }
+}
+
+/* get_kernels for an op a device may run natively: *native when the
+ * inputs' device has the op's native kernel, and then only the default
+ * method (EMILY_LINALG_LAPACK) runs there; otherwise the engine must have
+ * `kernel`, the method's kernel. */
+static emily_status linalg_kernels(const char *op, int n, const emily_tensor *const *ts,
+                                   emily_linalg_method method, emi_kernel kernel,
+                                   const emily_engine **e, const struct emily_linalg_kernels **k,
+                                   bool *native) {
+    emily_status s = emi_check_same_device(op, n, ts, e);
+    if (s) return s;
+    *native = has_native((*e)->linalg, kernel);
+    if (!*native) return get_kernels(op, n, ts, kernel, e, k);
+    if (method != EMILY_LINALG_LAPACK) return reference_on_cpu_only(op, ts[0]);
+    *k = (*e)->linalg;
+    return EMILY_OK;
+}
+
 /* A contiguous copy of t in type dt (a new reference). */
 static emily_status to_wide(const emily_tensor *t, emily_dtype dt, emily_tensor **out) {
     emily_tensor *c;
@@ -218,10 +253,9 @@ emily_status emily_cholesky(const emily_tensor *a, emily_tensor **out) {
     if ((s = emi_check_tensor(op, "tensor", a)) || (s = check_matrix(op, a, true))) return s;
     const emily_engine *e;
     const struct emily_linalg_kernels *k;
-    if ((s = emi_check_same_device(op, 1, &a, &e))) return s;
-    bool native = e->linalg && e->linalg->cholesky_native;
-    if (!native && (s = get_kernels(op, 1, &a, EMI_KERNEL_CHOLESKY, &e, &k))) return s;
-    if (native) k = e->linalg;
+    bool native;
+    if ((s = linalg_kernels(op, 1, &a, EMILY_LINALG_LAPACK, EMI_KERNEL_CHOLESKY, &e, &k, &native)))
+        return s;
     emily_dtype t = emily_type_to_floating(a->dtype), w = native ? native_of(t) : wide_of(t);
     /* Nx's algorithm reads `a` in its own type (no cast to t first). */
     emily_tensor *aw, *lw;
@@ -287,10 +321,10 @@ emily_status emily_triangular_solve(const emily_tensor *a, const emily_tensor *b
     const emily_tensor *ts[2] = {a, b};
     const emily_engine *e;
     const struct emily_linalg_kernels *k;
-    if ((s = emi_check_same_device(op, 2, ts, &e))) return s;
-    bool native = e->linalg && e->linalg->triangular_solve_native;
-    if (!native && (s = get_kernels(op, 2, ts, EMI_KERNEL_TRIANGULAR_SOLVE, &e, &k))) return s;
-    if (native) k = e->linalg;
+    bool native;
+    if ((s = linalg_kernels(op, 2, ts, EMILY_LINALG_LAPACK, EMI_KERNEL_TRIANGULAR_SOLVE, &e, &k,
+                            &native)))
+        return s;
     emily_dtype t = emily_type_to_floating(emily_type_merge(a->dtype, b->dtype));
     emily_dtype w = native ? native_of(t) : wide_of(t);
     emily_tensor *aw = NULL, *bw = NULL, *xw = NULL;
@@ -419,12 +453,7 @@ emily_status emily_solve_opts(const emily_tensor *a, const emily_tensor *b,
             s = x->size ? k->solve(x, ac, bc, b_vector) : EMILY_OK;
         emily_tensor_release(ac);
         emily_tensor_release(bc);
-        if (s) {
-            emily_tensor_release(x);
-            return s;
-        }
-        *out = x;
-        return EMILY_OK;
+        return emi_hand_out(s, x, out);
     }
     emily_tensor *p = NULL, *l = NULL, *u = NULL, *bm = NULL, *bp = NULL, *y = NULL, *x = NULL;
     if ((s = emily_lu(a, &p, &l, &u))) return s;
@@ -525,12 +554,9 @@ emily_status emily_qr_opts(const emily_tensor *a, emily_qr_mode mode, double eps
     if ((s = check_method(op, method))) return s;
     const emily_engine *e;
     const struct emily_linalg_kernels *k;
-    if ((s = emi_check_same_device(op, 1, &a, &e))) return s;
-    bool native = e->linalg && e->linalg->qr_native;
-    if (native && method != EMILY_LINALG_LAPACK) return reference_on_cpu_only(op, a);
+    bool native;
     emi_kernel kernel = method == EMILY_LINALG_REFERENCE_NX07 ? EMI_KERNEL_QR_NX07 : EMI_KERNEL_QR;
-    if (!native && (s = get_kernels(op, 1, &a, kernel, &e, &k))) return s;
-    if (native) k = e->linalg;
+    if ((s = linalg_kernels(op, 1, &a, method, kernel, &e, &k, &native))) return s;
     bool complete = mode == EMILY_QR_COMPLETE;
     int64_t m = a->shape[a->rank - 2], n = a->shape[a->rank - 1], kk = m < n ? m : n;
     emily_dtype t = emily_type_to_floating(a->dtype), w = native ? native_of(t) : wide_of(t);
@@ -579,12 +605,9 @@ emily_status emily_svd_opts(const emily_tensor *a, bool full_matrices, int64_t m
                            op, emily_dtype_name(a->dtype));
     const emily_engine *e;
     const struct emily_linalg_kernels *k;
-    if ((s = emi_check_same_device(op, 1, &a, &e))) return s;
-    bool native = e->linalg && e->linalg->svd_native;
-    if (native && method != EMILY_LINALG_LAPACK) return reference_on_cpu_only(op, a);
+    bool native;
     emi_kernel kernel = method == EMILY_LINALG_REFERENCE_NX07 ? EMI_KERNEL_SVD_NX07 : EMI_KERNEL_SVD;
-    if (!native && (s = get_kernels(op, 1, &a, kernel, &e, &k))) return s;
-    if (native) k = e->linalg;
+    if ((s = linalg_kernels(op, 1, &a, method, kernel, &e, &k, &native))) return s;
     int64_t m = a->shape[a->rank - 2], n = a->shape[a->rank - 1], kk = m < n ? m : n;
     emily_dtype t = emily_type_to_floating(a->dtype), w = native ? native_of(t) : EMILY_F64;
     int64_t ud[2] = {m, full_matrices ? m : kk}, vd[2] = {full_matrices ? n : kk, n}, sd[1] = {kk};
@@ -631,12 +654,10 @@ emily_status emily_eigh_opts(const emily_tensor *a, double eps, int64_t max_iter
     bool nx07 = method == EMILY_LINALG_REFERENCE_NX07;
     const emily_engine *e;
     const struct emily_linalg_kernels *k;
-    if ((s = emi_check_same_device(op, 1, &a, &e))) return s;
-    bool native = e->linalg && e->linalg->eigh_native;
-    if (native && method != EMILY_LINALG_LAPACK) return reference_on_cpu_only(op, a);
-    if (!native && (s = get_kernels(op, 1, &a, nx07 ? EMI_KERNEL_EIGH_NX07 : EMI_KERNEL_EIGH, &e, &k)))
+    bool native;
+    if ((s = linalg_kernels(op, 1, &a, method, nx07 ? EMI_KERNEL_EIGH_NX07 : EMI_KERNEL_EIGH, &e, &k,
+                            &native)))
         return s;
-    if (native) k = e->linalg;
     emily_dtype t = emily_type_to_floating(a->dtype), w = native ? native_of(t) : wide_of(t);
     emily_tensor *aw, *ww = NULL, *vw = NULL;
     if ((s = to_wide(a, w, &aw))) return s;

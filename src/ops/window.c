@@ -94,18 +94,10 @@ emily_status emily_window_reduce(emily_window_op op, const emily_tensor *t, int 
                                  const int64_t *pad_lo, const int64_t *pad_hi,
                                  const int64_t *dilations, emily_tensor **out) {
     const char *name = reduce_name(op);
-    emily_status s;
-    if ((s = emi_check_out(name, out))) return s;
-    if ((unsigned)op > (unsigned)EMILY_WINDOW_MIN)
-        return emily_error(EMILY_ERR_ARGUMENT, "window_reduce: unknown op %d", (int)op);
-    if ((s = emi_check_tensor(name, "tensor", t))) return s;
-    if (!emily_dtype_valid(t->dtype))
-        return emily_error(EMILY_ERR_TYPE, "%s: invalid tensor type", name);
-    if ((op == EMILY_WINDOW_MAX || op == EMILY_WINDOW_MIN) && emily_dtype_is_complex(t->dtype))
-        return emily_error(EMILY_ERR_TYPE, "%s: complex tensors (%s) are not supported", name,
-                           emily_dtype_name(t->dtype));
     const emily_engine *e;
-    if ((s = emi_check_same_device(name, 1, &t, &e))) return s;
+    emily_status s = emi_check_sum_to_min(name, "window_reduce", (int)op, EMILY_WINDOW_MIN,
+                                          op == EMILY_WINDOW_MAX || op == EMILY_WINDOW_MIN, t, out, &e);
+    if (s) return s;
     int64_t shape[WINDOW_MAX_RANK], ones[WINDOW_MAX_RANK], zeros[WINDOW_MAX_RANK];
     if ((s = window_shape(name, t, rank, window, strides, pad_lo, pad_hi, dilations, shape))) return s;
     const struct emily_window_kernels *k = NULL;
@@ -115,38 +107,23 @@ emily_status emily_window_reduce(emily_window_op op, const emily_tensor *t, int 
     if (o->size > 0)
         s = k->reduce(op, o, t, window, or_fill(strides, ones, rank, 1), or_fill(dilations, ones, rank, 1),
                       or_fill(pad_lo, zeros, rank, 0));
-    if (s) {
-        emily_tensor_release(o);
-        return s;
-    }
-    *out = o;
-    return EMILY_OK;
+    return emi_hand_out(s, o, out);
 }
 
-emily_status emily_window_sum(const emily_tensor *t, int rank, const int64_t *window,
-                              const int64_t *strides, const int64_t *pad_lo,
-                              const int64_t *pad_hi, const int64_t *dilations,
-                              emily_tensor **out) {
-    return emily_window_reduce(EMILY_WINDOW_SUM, t, rank, window, strides, pad_lo, pad_hi, dilations, out);
-}
-emily_status emily_window_product(const emily_tensor *t, int rank, const int64_t *window,
-                                  const int64_t *strides, const int64_t *pad_lo,
-                                  const int64_t *pad_hi, const int64_t *dilations,
-                                  emily_tensor **out) {
-    return emily_window_reduce(EMILY_WINDOW_PRODUCT, t, rank, window, strides, pad_lo, pad_hi, dilations, out);
-}
-emily_status emily_window_max(const emily_tensor *t, int rank, const int64_t *window,
-                              const int64_t *strides, const int64_t *pad_lo,
-                              const int64_t *pad_hi, const int64_t *dilations,
-                              emily_tensor **out) {
-    return emily_window_reduce(EMILY_WINDOW_MAX, t, rank, window, strides, pad_lo, pad_hi, dilations, out);
-}
-emily_status emily_window_min(const emily_tensor *t, int rank, const int64_t *window,
-                              const int64_t *strides, const int64_t *pad_lo,
-                              const int64_t *pad_hi, const int64_t *dilations,
-                              emily_tensor **out) {
-    return emily_window_reduce(EMILY_WINDOW_MIN, t, rank, window, strides, pad_lo, pad_hi, dilations, out);
-}
+/* emily_window_sum, _product, _max and _min: emily_window_reduce with
+ * their op. */
+#define WINDOW_REDUCE_ENTRY(name, OP)                                                             \
+    emily_status emily_window_##name(const emily_tensor *t, int rank, const int64_t *window,      \
+                                     const int64_t *strides, const int64_t *pad_lo,               \
+                                     const int64_t *pad_hi, const int64_t *dilations,             \
+                                     emily_tensor **out) {                                        \
+        return emily_window_reduce(OP, t, rank, window, strides, pad_lo, pad_hi, dilations, out); \
+    }
+WINDOW_REDUCE_ENTRY(sum, EMILY_WINDOW_SUM)
+WINDOW_REDUCE_ENTRY(product, EMILY_WINDOW_PRODUCT)
+WINDOW_REDUCE_ENTRY(max, EMILY_WINDOW_MAX)
+WINDOW_REDUCE_ENTRY(min, EMILY_WINDOW_MIN)
+#undef WINDOW_REDUCE_ENTRY
 
 static emily_status window_scatter(bool is_max, const emily_tensor *t, const emily_tensor *source,
                                    const emily_tensor *init, int rank, const int64_t *window,
@@ -189,25 +166,20 @@ static emily_status window_scatter(bool is_max, const emily_tensor *t, const emi
     if (o->size > 0)
         s = k->scatter(is_max, o, t, source, init, window, or_fill(strides, ones, rank, 1),
                        or_fill(pad_lo, zeros, rank, 0));
-    if (s) {
-        emily_tensor_release(o);
-        return s;
-    }
-    *out = o;
-    return EMILY_OK;
+    return emi_hand_out(s, o, out);
 }
 
-emily_status emily_window_scatter_max(const emily_tensor *t, const emily_tensor *source,
-                                      const emily_tensor *init_value, int rank,
-                                      const int64_t *window, const int64_t *strides,
-                                      const int64_t *pad_lo, const int64_t *pad_hi,
-                                      emily_tensor **out) {
-    return window_scatter(true, t, source, init_value, rank, window, strides, pad_lo, pad_hi, out);
-}
-emily_status emily_window_scatter_min(const emily_tensor *t, const emily_tensor *source,
-                                      const emily_tensor *init_value, int rank,
-                                      const int64_t *window, const int64_t *strides,
-                                      const int64_t *pad_lo, const int64_t *pad_hi,
-                                      emily_tensor **out) {
-    return window_scatter(false, t, source, init_value, rank, window, strides, pad_lo, pad_hi, out);
-}
+/* emily_window_scatter_max and _min: window_scatter, selecting the max or
+ * the min. */
+#define WINDOW_SCATTER_ENTRY(name, IS_MAX)                                                          \
+    emily_status emily_window_scatter_##name(const emily_tensor *t, const emily_tensor *source,     \
+                                             const emily_tensor *init_value, int rank,              \
+                                             const int64_t *window, const int64_t *strides,         \
+                                             const int64_t *pad_lo, const int64_t *pad_hi,          \
+                                             emily_tensor **out) {                                  \
+        return window_scatter(IS_MAX, t, source, init_value, rank, window, strides, pad_lo, pad_hi, \
+                              out);                                                                 \
+    }
+WINDOW_SCATTER_ENTRY(max, true)
+WINDOW_SCATTER_ENTRY(min, false)
+#undef WINDOW_SCATTER_ENTRY

@@ -30,6 +30,7 @@
 #include <string.h>
 #include "accumulation.h"
 #include "compare.h"
+#include "../float_parts.h"
 
 static bool is_product_sum(const char *op) { return strcmp(op, "dot") == 0 || strcmp(op, "conv") == 0; }
 
@@ -116,14 +117,11 @@ static emily_status abs_f64(const emily_tensor *x, emily_tensor **out) {
     return s;
 }
 
-/* f64 values of n elements (complex: 2n parts) of raw bytes of dtype. */
+/* The value of one float part at p. */
 static double part_value(emily_dtype part, const unsigned char *p) {
-    switch (part) {
-    case EMILY_F16: { uint16_t h; memcpy(&h, p, 2); return emily_f16_to_f32(h); }
-    case EMILY_BF16: { uint16_t h; memcpy(&h, p, 2); return emily_bf16_to_f32(h); }
-    case EMILY_F32: { float f; memcpy(&f, p, 4); return f; }
-    default: { double f; memcpy(&f, p, 8); return f; }
-    }
+    uint64_t bits;
+    int width;
+    return fp_part(part, p, &bits, &width);
 }
 
 /* The spacing of floats of `part` at v (one ULP). */

@@ -3,7 +3,9 @@
 #include <stdio.h>
 #include <string.h>
 #include "compare.h"
+#include "../float_parts.h"
 
+/* clang-format off */
 static const char *const exact_ops[] = {
     "abs", "negate", "conjugate", "real", "imag", "ceil", "floor", "round", "sign",
     "as_type", "bitcast", "constant", "iota", "eye",
@@ -12,6 +14,7 @@ static const char *const exact_ops[] = {
     "argmax", "argmin", "take", "take_along_axis", "gather", "indexed_put", "sort", "argsort",
     "top_k", "window_max", "window_min", "cumulative_max", "cumulative_min",
     "window_scatter_max", "window_scatter_min", NULL};
+/* clang-format on */
 
 bool compare_is_exact_op(const char *op) {
     for (int i = 0; exact_ops[i]; i++)
@@ -26,31 +29,14 @@ int compare_max_ulp(emily_dtype dtype) {
     return (dtype == EMILY_F16 || dtype == EMILY_BF16) ? 1 : 4;
 }
 
-/* Maps float bits to integers whose order is the floats' order, so the
- * difference of two mapped values counts representable steps. */
-static int64_t ordered(uint64_t bits, int width) {
-    uint64_t sign = 1ull << (width - 1);
-    int64_t mag = (int64_t)(bits & (sign - 1));
-    return (bits & sign) ? -mag : mag;
-}
-
-static double to_double(emily_dtype dt, const unsigned char *p, uint64_t *bits, int *width) {
-    switch (dt) {
-    case EMILY_F16: { uint16_t h; memcpy(&h, p, 2); *bits = h; *width = 16; return emily_f16_to_f32(h); }
-    case EMILY_BF16: { uint16_t h; memcpy(&h, p, 2); *bits = h; *width = 16; return emily_bf16_to_f32(h); }
-    case EMILY_F32: { float f; uint32_t u; memcpy(&f, p, 4); memcpy(&u, p, 4); *bits = u; *width = 32; return f; }
-    default: { double f; memcpy(&f, p, 8); memcpy(bits, p, 8); *width = 64; return f; }
-    }
-}
-
 static bool float_close(emily_dtype dt, const unsigned char *g, const unsigned char *w, bool exact) {
     uint64_t gb, wb;
     int width;
-    double gv = to_double(dt, g, &gb, &width), wv = to_double(dt, w, &wb, &width);
+    double gv = fp_part(dt, g, &gb, &width), wv = fp_part(dt, w, &wb, &width);
     if (isnan(gv) || isnan(wv)) return isnan(gv) && isnan(wv);
     if (exact) return gb == wb;
     if (isinf(gv) || isinf(wv)) return gv == wv;
-    int64_t d = ordered(gb, width) - ordered(wb, width);
+    int64_t d = fp_ordered(gb, width) - fp_ordered(wb, width);
     if (d < 0) d = -d;
     return d <= compare_max_ulp(dt);
 }
@@ -75,7 +61,7 @@ bool compare_data(const char *op, emily_dtype dtype, const void *got, const void
         if (!float_close(part, g + i * ps, w + i * ps, exact)) {
             uint64_t gb, wb;
             int width;
-            double gv = to_double(part, g + i * ps, &gb, &width), wv = to_double(part, w + i * ps, &wb, &width);
+            double gv = fp_part(part, g + i * ps, &gb, &width), wv = fp_part(part, w + i * ps, &wb, &width);
             snprintf(msg, msgsize, "element %zu%s: got %.17g, want %.17g", i / parts,
                      parts == 2 ? (i % 2 ? " (imag)" : " (real)") : "", gv, wv);
             return false;

@@ -26,24 +26,27 @@
 #include "properties.h"
 #include "property_math.h"
 
+/* The ops checked here and what each is checked by. */
+static const pm_op checked_ops[] = {
+    {"qr", "Q^H Q = I, R upper triangular (exact zeros), QR = A; given the corpus result "
+           "(property_check_expected), R's rows and Q's first min(m,n) columns equal the "
+           "corpus's up to one sign (phase) each (tolerances in docs/semantics.md)"},
+    {"svd", "U^T U = I, V V^T = I, U diag(s) V = A, s >= 0 descending; given the corpus "
+            "result, s equals the corpus's within the dtype's tolerance plus the reference's "
+            "Jacobi error bound"},
+    {"eigh", "V^H V = I, A V = V diag(w), w real and ordered by decreasing |w|; given the "
+             "corpus result, w equals the corpus's (as sorted sets) within the dtype's "
+             "tolerance plus the reference's Jacobi error bound"},
+};
+#define N_CHECKED_OPS (sizeof checked_ops / sizeof *checked_ops)
+
 bool property_checked_op(const char *op) {
-    return strcmp(op, "qr") == 0 || strcmp(op, "svd") == 0 || strcmp(op, "eigh") == 0;
+    return pm_op_find(checked_ops, N_CHECKED_OPS, op) != NULL;
 }
 
 const char *property_description(const char *op) {
-    if (strcmp(op, "qr") == 0)
-        return "Q^H Q = I, R upper triangular (exact zeros), QR = A; given the corpus result "
-               "(property_check_expected), R's rows and Q's first min(m,n) columns equal the "
-               "corpus's up to one sign (phase) each (tolerances in docs/semantics.md)";
-    if (strcmp(op, "svd") == 0)
-        return "U^T U = I, V V^T = I, U diag(s) V = A, s >= 0 descending; given the corpus "
-               "result, s equals the corpus's within the dtype's tolerance plus the reference's "
-               "Jacobi error bound";
-    if (strcmp(op, "eigh") == 0)
-        return "V^H V = I, A V = V diag(w), w real and ordered by decreasing |w|; given the "
-               "corpus result, w equals the corpus's (as sorted sets) within the dtype's "
-               "tolerance plus the reference's Jacobi error bound";
-    return property_exact_description(op);
+    const pm_op *row = pm_op_find(checked_ops, N_CHECKED_OPS, op);
+    return row ? row->description : property_exact_description(op);
 }
 
 /* ---- helpers ----------------------------------------------------------- */

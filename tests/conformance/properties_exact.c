@@ -41,28 +41,26 @@
 #include "properties.h"
 #include "property_math.h"
 
-bool property_exact_op(const char *op) {
-    return strcmp(op, "lu") == 0 || strcmp(op, "cholesky") == 0 || strcmp(op, "triangular_solve") == 0 ||
-           strcmp(op, "solve") == 0 || strcmp(op, "determinant") == 0;
-}
+/* The ops checked here and what each is checked by. */
+static const pm_op exact_ops[] = {
+    {"lu", "p a permutation matrix, l unit lower and u upper triangular (exact), p l u = a "
+           "within 16 n u (|l| |u| + |a|)"},
+    {"cholesky", "l lower triangular with a real non-negative diagonal, l l^H = a within 16 n u "
+                 "(|l|^2 + |a|); l equals the corpus's within 32 n u cond(a) max|l|"},
+    {"triangular_solve", "op(t) x = b (or x op(t) = b) within 16 n u (|t| |x| + |b|); x equals "
+                         "the corpus's within 32 n u cond(t) max|x|"},
+    {"solve", "a x = b within 16 n u (|a| |x| + |b|); x equals the corpus's within 32 n u "
+              "cond(a) max|x|"},
+    {"determinant", "det equals a double-precision LU's and the corpus's within 16 n^2 u H + 16 n "
+                    "u |det| (H: the product of a's column norms)"},
+};
+#define N_EXACT_OPS (sizeof exact_ops / sizeof *exact_ops)
+
+bool property_exact_op(const char *op) { return pm_op_find(exact_ops, N_EXACT_OPS, op) != NULL; }
 
 const char *property_exact_description(const char *op) {
-    if (strcmp(op, "lu") == 0)
-        return "p a permutation matrix, l unit lower and u upper triangular (exact), p l u = a "
-               "within 16 n u (|l| |u| + |a|)";
-    if (strcmp(op, "cholesky") == 0)
-        return "l lower triangular with a real non-negative diagonal, l l^H = a within 16 n u "
-               "(|l|^2 + |a|); l equals the corpus's within 32 n u cond(a) max|l|";
-    if (strcmp(op, "triangular_solve") == 0)
-        return "op(t) x = b (or x op(t) = b) within 16 n u (|t| |x| + |b|); x equals the corpus's "
-               "within 32 n u cond(t) max|x|";
-    if (strcmp(op, "solve") == 0)
-        return "a x = b within 16 n u (|a| |x| + |b|); x equals the corpus's within 32 n u "
-               "cond(a) max|x|";
-    if (strcmp(op, "determinant") == 0)
-        return "det equals a double-precision LU's and the corpus's within 16 n^2 u H + 16 n u "
-               "|det| (H: the product of a's column norms)";
-    return "";
+    const pm_op *row = pm_op_find(exact_ops, N_EXACT_OPS, op);
+    return row ? row->description : "";
 }
 
 /* ---- helpers ----------------------------------------------------------- */

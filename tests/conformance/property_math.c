@@ -6,6 +6,7 @@
 #include <string.h>
 #include "json_values.h"
 #include "property_math.h"
+#include "../float_parts.h"
 
 double zabs(zd a) { return hypot(a.re, a.im); }
 
@@ -75,14 +76,7 @@ bool pm_fail(pm_check *c, const char *fmt, ...) {
     return false;
 }
 
-double pm_unit_roundoff(emily_dtype t) {
-    switch (emily_type_to_real(t)) {
-    case EMILY_F16: return 0x1p-11;
-    case EMILY_BF16: return 0x1p-8;
-    case EMILY_F32: return 0x1p-24;
-    default: return 0x1p-53;
-    }
-}
+double pm_unit_roundoff(emily_dtype t) { return fp_unit_roundoff(emily_type_to_real(t)); }
 
 double pm_fro(const zd *a, int64_t count) {
     double s = 0;
@@ -100,6 +94,12 @@ int64_t pm_batch_count(const emily_tensor *a) {
     int64_t b = 1;
     for (int i = 0; i < emily_tensor_rank(a) - 2; i++) b *= emily_tensor_shape(a)[i];
     return b;
+}
+
+const pm_op *pm_op_find(const pm_op *rows, size_t n, const char *op) {
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(rows[i].op, op) == 0) return &rows[i];
+    return NULL;
 }
 
 const emily_value *pm_opts(const emily_value *args, size_t nargs) {

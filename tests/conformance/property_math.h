@@ -45,6 +45,15 @@ double pm_max_abs(const zd *a, int64_t count);
 /* Product of the leading axes of a (rank >= 2). */
 int64_t pm_batch_count(const emily_tensor *a);
 
+/* An op and what it is checked by: a row of the tables of the ops that
+ * properties.c and properties_exact.c check. */
+typedef struct pm_op {
+    const char *op;
+    const char *description;
+} pm_op;
+/* The row of op among rows[0..n), or NULL when op is none of them. */
+const pm_op *pm_op_find(const pm_op *rows, size_t n, const char *op);
+
 /* The call's trailing keyword list (NULL if none) and its entries. */
 const emily_value *pm_opts(const emily_value *args, size_t nargs);
 const emily_value *pm_opt(const emily_value *opts, const char *key);

@@ -514,25 +514,20 @@ void shim_set_resources(ErlNifResourceType *type, void **objs, size_t n) {
 void *enif_alloc(size_t size) { return malloc(size); }
 void enif_free(void *ptr) { free(ptr); }
 
-int enif_is_atom(ErlNifEnv *env, ERL_NIF_TERM term) {
-    (void)env;
-    return T(term)->kind == ST_ATOM;
-}
-int enif_is_ref(ErlNifEnv *env, ERL_NIF_TERM term) {
-    (void)env;
-    return T(term)->kind == ST_REF;
-}
+/* The enif_is_ tests of one term kind. */
+#define SHIM_IS_KIND(fn, KIND)                  \
+    int fn(ErlNifEnv *env, ERL_NIF_TERM term) { \
+        (void)env;                              \
+        return T(term)->kind == KIND;           \
+    }
+SHIM_IS_KIND(enif_is_atom, ST_ATOM)
+SHIM_IS_KIND(enif_is_ref, ST_REF)
+SHIM_IS_KIND(enif_is_tuple, ST_TUPLE)
+SHIM_IS_KIND(enif_is_map, ST_MAP)
+#undef SHIM_IS_KIND
 int enif_is_list(ErlNifEnv *env, ERL_NIF_TERM term) {
     (void)env;
     return T(term)->kind == ST_CONS || T(term)->kind == ST_NIL;
-}
-int enif_is_tuple(ErlNifEnv *env, ERL_NIF_TERM term) {
-    (void)env;
-    return T(term)->kind == ST_TUPLE;
-}
-int enif_is_map(ErlNifEnv *env, ERL_NIF_TERM term) {
-    (void)env;
-    return T(term)->kind == ST_MAP;
 }
 int enif_is_identical(ERL_NIF_TERM lhs, ERL_NIF_TERM rhs) { return same(T(lhs), T(rhs), 0); }
 

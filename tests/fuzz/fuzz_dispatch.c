@@ -75,6 +75,7 @@ static void run_call(const char *op, const emily_value *out, const emily_value *
  * Nesting stops at depth 4 (small integers from there). Past the end,
  * every byte reads as 0. */
 
+/* clang-format off */
 static const char *const atoms[] = {
     "asc", "desc", "nan", "infinity", "neg_infinity", "none", "reduced", "complete", "conjugate",
     "transpose", "fast", "high", "highest", "low", "lapack", "reference", "reference_nx07",
@@ -85,6 +86,7 @@ static const char *const keys[] = {
     "reverse", "strides", "transform_a", "window_dilations", "full_matrices?", "left_side", "lower",
     "input_dilation", "kernel_dilation", "feature_group_size", "batch_group_size",
     "input_permutation", "kernel_permutation", "output_permutation"};
+/* clang-format on */
 #define COUNT(a) (sizeof(a) / sizeof *(a))
 
 typedef struct bin {

@@ -340,6 +340,19 @@ static void e_type_shape2(buf *b, const char *type, int64_t d0, int64_t d1) {
     e_int(b, d1);
 }
 
+/* Starts b as a call's term {:op, template, [arguments]} whose template
+ * is `type` of shape {d0, d1}; the caller writes the nargs arguments and
+ * ends the list (e_nil). */
+static void e_call_start(buf *b, const char *op, const char *type, int64_t d0, int64_t d1,
+                         size_t nargs) {
+    term_start(b);
+    e_tuple(b, 3);
+    e_atom(b, op);
+    e_map(b, 2);
+    e_type_shape2(b, type, d0, d1);
+    e_list(b, nargs);
+}
+
 /* Writes b as the next hand-made seed, extra-NN. */
 static void write_extra(const char *dir, int *k, const buf *b) {
     char name[64];
@@ -359,24 +372,14 @@ static void extra_terms(const char *dir) {
     buf b = {0};
     int k = 0;
     for (uint32_t id = 0; id < 10; id++) { /* {:add, f32[2][3], [ref, ref]} */
-        term_start(&b);
-        e_tuple(&b, 3);
-        e_atom(&b, "add");
-        e_map(&b, 2);
-        e_type_shape2(&b, "f32", 2, 3);
-        e_list(&b, 2);
+        e_call_start(&b, "add", "f32", 2, 3, 2);
         e_ref(&b, id);
         e_ref(&b, id);
         e_nil(&b);
         write_extra(dir, &k, &b);
     }
     for (int with_bytes = 0; with_bytes < 2; with_bytes++) { /* %Nx.Tensor{data: %Emily.Backend{}} as f32[3][2] */
-        term_start(&b);
-        e_tuple(&b, 3);
-        e_atom(&b, "negate");
-        e_map(&b, 2);
-        e_type_shape2(&b, "f32", 3, 2);
-        e_list(&b, 1);
+        e_call_start(&b, "negate", "f32", 3, 2, 1);
         e_map(&b, 4);
         e_atom(&b, "__struct__");
         e_atom(&b, "Elixir.Nx.Tensor");

@@ -24,10 +24,7 @@ static emily_device tc_device = {EMILY_DEVICE_CUDA, 0};
 
 static inline uint64_t tc_rnd(void) {
     static uint64_t s = 0x9e3779b97f4a7c15ull;
-    s ^= s << 13;
-    s ^= s >> 7;
-    s ^= s << 17;
-    return s;
+    return xorshift64(&s);
 }
 
 /* Value kinds of tc_tensor. */
@@ -184,15 +181,8 @@ static inline void tc_expect(const char *what, tc_fn fn, const void *arg, int ni
             fprintf(stderr, "  %s: cpu says %s (%s), the case wants %s\n", what, emily_status_name(sc), cmsg,
                     emily_status_name(want));
             harness_failures++;
-        } else if (sc != sg) {
-            fprintf(stderr, "  %s: cpu says %s (%s), cuda says %s (%s)\n", what, emily_status_name(sc), cmsg,
-                    emily_status_name(sg), sg ? emily_last_error() : "");
-            harness_failures++;
-        } else if (sc && strcmp(cmsg, emily_last_error()) != 0) {
-            fprintf(stderr, "  %s: cpu says \"%s\", cuda \"%s\"\n", what, cmsg, emily_last_error());
-            harness_failures++;
-        } else if (!sc && !tc_same(what, c, g)) {
-            harness_failures++;
+        } else {
+            harness_gpu_verdict(what, sc, cmsg, sg, c, g, tc_same);
         }
     }
     emily_tensor_release(c);
@@ -210,22 +200,9 @@ static inline void tc_compare(const char *what, tc_fn fn, const void *arg, int n
     int main(int argc, char **argv) {                                                                     \
         static const harness_case cases_[] = {__VA_ARGS__, {NULL, NULL}};                                 \
         if (!harness_args(argc, argv)) return 2;                                                          \
-        const char *self = getenv("EMILY_TEST_CUDA_ON_CPU");                                              \
-        if (self && strcmp(self, "1") == 0) {                                                             \
-            printf("%s: EMILY_TEST_CUDA_ON_CPU=1: GPU cases run on the CPU (a self-check of the test)\n", \
-                   suite);                                                                                \
-            tc_device = EMILY_CPU;                                                                        \
-            return harness_finish(harness_run(suite " (cpu against cpu)", cases_));                       \
-        }                                                                                                 \
-        if (emily_device_count(EMILY_DEVICE_CUDA) == 0) {                                                 \
-            int skipped = 0;                                                                              \
-            for (const harness_case *c = cases_; c->name; c++) skipped++;                                 \
-            printf("%s: SKIPPED %d GPU cases: no CUDA device usable here "                                \
-                   "(no GPU, no driver, or a build without the CUDA engine)\n",                          \
-                   suite, skipped);                                                                       \
-            return 0;                                                                                     \
-        }                                                                                                 \
-        return harness_finish(harness_run(suite " (GPU)", cases_));                                      \
+        static const harness_gpu_cases g_ = {suite, cases_, cases_, suite " (cpu against cpu)",           \
+                                             &tc_device, NULL, false};                                    \
+        return harness_gpu_finish(0, &g_);                                                                \
     }
 
 #endif

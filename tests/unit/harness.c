@@ -88,6 +88,45 @@ int harness_finish(int rc) {
     return rc;
 }
 
+int harness_gpu_finish(int rc, const harness_gpu_cases *g) {
+    const char *self = getenv("EMILY_TEST_CUDA_ON_CPU");
+    if (self && strcmp(self, "1") == 0) {
+        printf(
+            "%s: EMILY_TEST_CUDA_ON_CPU=1: GPU cases run on the CPU (a self-check of the test)\n",
+            g->suite);
+        *g->device = EMILY_CPU;
+        if (g->on_cpu_flag) *g->on_cpu_flag = true;
+        return harness_finish(harness_run(g->on_cpu_suite, g->on_cpu) || rc);
+    }
+    int n = emily_device_count(EMILY_DEVICE_CUDA);
+    if (n == 0) {
+        int skipped = 0;
+        for (const harness_case *c = g->gpu; c->name; c++) skipped++;
+        printf("%s: SKIPPED %d GPU cases: no CUDA device usable here "
+               "(no GPU, no driver, or a build without the CUDA engine)\n",
+               g->suite, skipped);
+        return rc;
+    }
+    if (g->print_count) printf("%s: %d device(s)\n", g->suite, n);
+    char name[128];
+    snprintf(name, sizeof name, "%s (GPU)", g->suite);
+    return harness_finish(harness_run(name, g->gpu) || rc);
+}
+
+void harness_gpu_verdict(const char *what, emily_status sc, const char *cmsg, emily_status sg,
+                         const emily_tensor *c, const emily_tensor *g, harness_same_fn same) {
+    if (sc != sg) {
+        fprintf(stderr, "  %s: cpu says %s (%s), cuda says %s (%s)\n", what, emily_status_name(sc),
+                sc ? cmsg : "", emily_status_name(sg), sg ? emily_last_error() : "");
+        harness_failures++;
+    } else if (sc && strcmp(cmsg, emily_last_error()) != 0) {
+        fprintf(stderr, "  %s: cpu says \"%s\", cuda \"%s\"\n", what, cmsg, emily_last_error());
+        harness_failures++;
+    } else if (!sc && !same(what, c, g)) {
+        harness_failures++;
+    }
+}
+
 /* The helpers below fail like a CHECK (counted, reported, the case goes
  * on) rather than aborting: under a memory limit (ulimit -v) an
  * allocation fails, and the run must still end with its report. */
@@ -151,6 +190,15 @@ static double get_part(const emily_tensor *t, int64_t i, int part) {
     }
     free(buf);
     return v;
+}
+
+emily_tensor *t_on(const emily_tensor *t, emily_device dev) {
+    emily_tensor *copy = NULL;
+    if (emily_to_device(t, dev, &copy)) {
+        helper_failed("t_on", emily_last_error());
+        return NULL;
+    }
+    return copy;
 }
 
 double t_get(const emily_tensor *t, int64_t i) { return get_part(t, i, 0); }

@@ -73,6 +73,33 @@ int harness_run(const char *suite, const harness_case *cases);
  * any suite run matched it. */
 int harness_finish(int rc);
 
+/* The GPU half of the main() of a test binary with GPU cases
+ * (test_cuda*.c, test_signed_zero.c), after its cases without a GPU
+ * returned rc. EMILY_TEST_CUDA_ON_CPU=1 points *device at the CPU, sets
+ * *on_cpu_flag (where not NULL) and runs on_cpu there: a self-check of the
+ * test code, not of the CUDA engine. With no CUDA device usable it prints
+ * one SKIPPED line and returns rc, not harness_finish(rc): --only may name
+ * a GPU case skipped here. Otherwise it runs gpu as "<suite> (GPU)". */
+typedef struct harness_gpu_cases {
+    const char *suite;          /* the prefix of the lines it prints */
+    const harness_case *gpu;    /* the GPU cases */
+    const harness_case *on_cpu; /* those run under EMILY_TEST_CUDA_ON_CPU=1 */
+    const char *on_cpu_suite;   /* that run's name */
+    emily_device *device;       /* the device the GPU cases use */
+    bool *on_cpu_flag;          /* set under EMILY_TEST_CUDA_ON_CPU=1, or NULL */
+    bool print_count;           /* print the number of devices before the GPU run */
+} harness_gpu_cases;
+int harness_gpu_finish(int rc, const harness_gpu_cases *g);
+
+/* A GPU case's verdict on one call run on the CPU (status sc, message
+ * cmsg) and then on the GPU (status sg, its message still
+ * emily_last_error()): the same status, the same message when it is an
+ * error and, on success, results c and g that `same` accepts (`same`
+ * says what differs). Otherwise it says why and counts a failure. */
+typedef bool (*harness_same_fn)(const char *what, const emily_tensor *c, const emily_tensor *g);
+void harness_gpu_verdict(const char *what, emily_status sc, const char *cmsg, emily_status sg,
+                         const emily_tensor *c, const emily_tensor *g, harness_same_fn same);
+
 #define RUN_TESTS(suite, ...)                                                        \
     int main(int argc, char **argv) {                                                \
         static const harness_case cases_[] = {__VA_ARGS__, {NULL, NULL}};            \
@@ -85,6 +112,8 @@ int harness_finish(int rc);
  * They never abort: a failure (out of memory under a limit, too) counts
  * as a failed check, and t_from returns NULL, t_get NaN. */
 emily_tensor *t_from(emily_dtype dt, int rank, const int64_t *shape, const void *data);
+/* A copy of t on dev (NULL, counted as a failure, when that fails). */
+emily_tensor *t_on(const emily_tensor *t, emily_device dev);
 /* Reads element i (row-major) of t converted to double (real part). */
 double t_get(const emily_tensor *t, int64_t i);
 /* Its imaginary part (0 for a real type). */

@@ -17,6 +17,7 @@ typedef struct sz_unary_row {
     double x, want;
 } sz_unary_row;
 
+/* clang-format off */
 static const sz_unary_row sz_unary_rows[] = {
     {"abs", -0.0, -0.0},
     {"abs", 0.0, 0.0},
@@ -139,6 +140,7 @@ static const sz_unary_row sz_unary_rows[] = {
     {"rsqrt", INFINITY, 0.0},
     {"rsqrt", -INFINITY, NAN},
 };
+/* clang-format on */
 
 /* Real binary ops on f16, bf16, f32 and f64: op(a, b) = want. pow keeps
  * only its exact special values (0, 1, infinities, NaN): other powers
@@ -148,6 +150,7 @@ typedef struct sz_binary_row {
     double a, b, want;
 } sz_binary_row;
 
+/* clang-format off */
 static const sz_binary_row sz_binary_rows[] = {
     {"add", -0.0, -0.0, -0.0},
     {"add", -0.0, 0.0, 0.0},
@@ -597,6 +600,7 @@ static const sz_binary_row sz_binary_rows[] = {
     {"atan2", -3.0, INFINITY, 0.0},
     {"atan2", -0.5, INFINITY, 0.0},
 };
+/* clang-format on */
 
 /* Complex unary ops on c64 and c128: op(x) = want; ops with a real
  * result (abs, real, imag, phase) have it in want.re, want.im 0. */
@@ -608,6 +612,7 @@ typedef struct sz_cunary_row {
     sz_cplx x, want;
 } sz_cunary_row;
 
+/* clang-format off */
 static const sz_cunary_row sz_cunary_rows[] = {
     {"abs", {-0.0, -0.0}, {-0.0, 0.0}},       {"abs", {-0.0, 0.0}, {0.0, 0.0}},
     {"abs", {0.0, -0.0}, {-0.0, 0.0}},        {"abs", {0.0, 0.0}, {0.0, 0.0}},
@@ -667,6 +672,7 @@ static const sz_cunary_row sz_cunary_rows[] = {
     {"phase", {0.0, -0.0}, {-0.0, 0.0}},      {"phase", {0.0, 0.0}, {0.0, 0.0}},
     {"phase", {0.5, -0.0}, {-0.0, 0.0}},
 };
+/* clang-format on */
 
 /* Complex binary ops on c64 and c128: op(a, b) = want. */
 typedef struct sz_cbinary_row {
@@ -674,6 +680,7 @@ typedef struct sz_cbinary_row {
     sz_cplx a, b, want;
 } sz_cbinary_row;
 
+/* clang-format off */
 static const sz_cbinary_row sz_cbinary_rows[] = {
     {"add", {-0.0, -0.0}, {-0.0, -0.0}, {-0.0, -0.0}},
     {"add", {-0.0, -0.0}, {-0.0, 0.0}, {-0.0, 0.0}},
@@ -870,5 +877,6 @@ static const sz_cbinary_row sz_cbinary_rows[] = {
     {"divide", {0.5, -0.0}, {-2.0, -0.0}, {-0.25, 0.0}},
     {"divide", {0.5, -0.0}, {0.5, -0.0}, {1.0, 0.0}},
 };
+/* clang-format on */
 
 #endif

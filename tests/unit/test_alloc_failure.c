@@ -35,22 +35,19 @@ static emily_tensor *input(int seed) {
     return t_from(EMILY_F32, 2, shape, d);
 }
 
-static emily_status reduce_max0(const emily_tensor *x, emily_tensor **out) {
-    int ax = 0;
-    return emily_reduce(EMILY_REDUCE_MAX, x, 1, &ax, false, EMILY_DTYPE_AUTO, out);
-}
-static emily_status reduce_min0(const emily_tensor *x, emily_tensor **out) {
-    int ax = 0;
-    return emily_reduce(EMILY_REDUCE_MIN, x, 1, &ax, false, EMILY_DTYPE_AUTO, out);
-}
-static emily_status reduce_max1(const emily_tensor *x, emily_tensor **out) {
-    int ax = 1;
-    return emily_reduce(EMILY_REDUCE_MAX, x, 1, &ax, false, EMILY_DTYPE_AUTO, out);
-}
-static emily_status sum0(const emily_tensor *x, emily_tensor **out) {
-    int ax = 0;
-    return emily_reduce(EMILY_REDUCE_SUM, x, 1, &ax, true, EMILY_DTYPE_AUTO, out);
-}
+/* emily_reduce over one axis, one op_fn per (op, axis, keep_axes). */
+#define REDUCE_ON_AXIS(name, OP, axis, keep_axes)                             \
+    static emily_status name(const emily_tensor *x, emily_tensor **out) {     \
+        int ax = axis;                                                        \
+        return emily_reduce(OP, x, 1, &ax, keep_axes, EMILY_DTYPE_AUTO, out); \
+    }
+/* clang-format off */
+REDUCE_ON_AXIS(reduce_max0, EMILY_REDUCE_MAX, 0, false)
+REDUCE_ON_AXIS(reduce_min0, EMILY_REDUCE_MIN, 0, false)
+REDUCE_ON_AXIS(reduce_max1, EMILY_REDUCE_MAX, 1, false)
+REDUCE_ON_AXIS(sum0,        EMILY_REDUCE_SUM, 0, true)
+/* clang-format on */
+#undef REDUCE_ON_AXIS
 static emily_status argmax0(const emily_tensor *x, emily_tensor **out) {
     return emily_argreduce(EMILY_ARGMAX, x, 0, false, false, EMILY_DTYPE_AUTO, out);
 }

@@ -41,6 +41,7 @@ TEST(op_names_round_trip) {
 
 TEST(output_types_follow_nx) {
     emily_dtype t;
+    /* clang-format off */
     CHECK_OK(emily_binary_type(EMILY_ADD, EMILY_U8, EMILY_S8, &t)); CHECK(t == EMILY_S16);
     CHECK_OK(emily_binary_type(EMILY_ADD, EMILY_U64, EMILY_S8, &t)); CHECK(t == EMILY_S64);
     CHECK_OK(emily_binary_type(EMILY_MULTIPLY, EMILY_F64, EMILY_C64, &t)); CHECK(t == EMILY_C128);
@@ -59,6 +60,7 @@ TEST(output_types_follow_nx) {
     CHECK_ERR(emily_binary_type(EMILY_GREATER, EMILY_C64, EMILY_F32, &t), EMILY_ERR_TYPE, "complex");
     CHECK_ERR(emily_binary_type(EMILY_REMAINDER, EMILY_C128, EMILY_C128, &t), EMILY_ERR_TYPE, "remainder");
     CHECK_ERR(emily_binary_type(EMILY_MIN, EMILY_C64, EMILY_S8, &t), EMILY_ERR_TYPE, "min");
+    /* clang-format on */
     /* complex atan2 is typed like divide (its values are checked when it runs) */
     CHECK_OK(emily_binary_type(EMILY_ATAN2, EMILY_C64, EMILY_C64, &t)); CHECK(t == EMILY_C64);
     CHECK_OK(emily_binary_type(EMILY_ATAN2, EMILY_C64, EMILY_F64, &t)); CHECK(t == EMILY_C128);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <time.h>
 #include "harness.h"
+#include "../float_parts.h"
 
 /* The device the GPU cases run on. EMILY_TEST_CUDA_ON_CPU=1 points them at
  * the CPU instead: a check of the test code itself (CPU against CPU), not
@@ -383,12 +384,7 @@ TEST(gpu_errors) {
 
 /* Deterministic pseudo-random bits (xorshift). */
 static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
-static uint64_t rnd(void) {
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return rng_state;
-}
+static uint64_t rnd(void) { return xorshift64(&rng_state); }
 static double rnd_unit(void) { return (double)(rnd() >> 11) * (1.0 / 9007199254740992.0); }
 
 /* One float value: mostly moderate numbers, some edge values. */
@@ -434,30 +430,15 @@ static emily_tensor *rnd_tensor(emily_dtype dt, int rank, const int64_t *shape, 
     return t;
 }
 
-static int64_t ordered_bits(uint64_t bits, int width) {
-    uint64_t sign = 1ull << (width - 1);
-    int64_t mag = (int64_t)(bits & (sign - 1));
-    return (bits & sign) ? -mag : mag;
-}
-
 /* |a - b| in units of the last place (floats as doubles of width bits). */
 static bool float_near(double a, double b, uint64_t ab, uint64_t bb, int width, int ulps, double rel_floor) {
     if (isnan(a) || isnan(b)) return isnan(a) && isnan(b);
     if (ab == bb) return true;
     if (ulps == 0) return false;
     if (isinf(a) || isinf(b)) return a == b;
-    int64_t d = ordered_bits(ab, width) - ordered_bits(bb, width);
+    int64_t d = fp_ordered(ab, width) - fp_ordered(bb, width);
     if (d < 0) d = -d;
     return d <= ulps || fabs(a - b) <= rel_floor;
-}
-
-static double part_at(emily_dtype dt, const unsigned char *p, uint64_t *bits, int *width) {
-    switch (dt) {
-    case EMILY_F16: { uint16_t h; memcpy(&h, p, 2); *bits = h; *width = 16; return emily_f16_to_f32(h); }
-    case EMILY_BF16: { uint16_t h; memcpy(&h, p, 2); *bits = h; *width = 16; return emily_bf16_to_f32(h); }
-    case EMILY_F32: case EMILY_C64: { float f; uint32_t u; memcpy(&f, p, 4); memcpy(&u, p, 4); *bits = u; *width = 32; return f; }
-    default: { double f; memcpy(&f, p, 8); memcpy(bits, p, 8); *width = 64; return f; }
-    }
 }
 
 /* Same dtype, shape and values (ulps > 0: floats within that many ULP,
@@ -485,14 +466,14 @@ static bool same_tensor(const char *what, const emily_tensor *c, const emily_ten
             double mag = 0;
             if (parts == 2) {
                 uint64_t b0; int w0;
-                double re = part_at(dt, x, &b0, &w0), im = part_at(dt, x + ps, &b0, &w0);
+                double re = fp_part(dt, x, &b0, &w0), im = fp_part(dt, x + ps, &b0, &w0);
                 mag = sqrt(re * re + im * im);
             }
             double floor_abs = parts == 2 ? mag * (dt == EMILY_C64 ? 1e-6 : 1e-14) : 0.0;
             for (int k = 0; k < parts && ok; k++) {
                 uint64_t xb, yb;
                 int w;
-                double xv = part_at(dt, x + (size_t)k * ps, &xb, &w), yv = part_at(dt, y + (size_t)k * ps, &yb, &w);
+                double xv = fp_part(dt, x + (size_t)k * ps, &xb, &w), yv = fp_part(dt, y + (size_t)k * ps, &yb, &w);
                 ok = float_near(xv, yv, xb, yb, w, ulps, floor_abs);
             }
         }
@@ -500,7 +481,7 @@ static bool same_tensor(const char *what, const emily_tensor *c, const emily_ten
             uint64_t xb = 0, yb = 0;
             int w;
             double xv = 0, yv = 0;
-            if (!emily_dtype_is_integer(dt)) { xv = part_at(dt, x, &xb, &w); yv = part_at(dt, y, &yb, &w); }
+            if (!emily_dtype_is_integer(dt)) { xv = fp_part(dt, x, &xb, &w); yv = fp_part(dt, y, &yb, &w); }
             else { memcpy(&xb, x, es); memcpy(&yb, y, es); }
             fprintf(stderr, "  %s (%s): element %lld: cpu %.17g (0x%llx), cuda %.17g (0x%llx)\n", what,
                     emily_dtype_name(dt), (long long)i, xv, (unsigned long long)xb, yv, (unsigned long long)yb);
@@ -803,6 +784,7 @@ static emily_tensor *zeros_tensor(emily_dtype dt, int rank, const int64_t *shape
 }
 
 TEST(gpu_reductions_match_cpu) {
+    /* clang-format off */
     static const struct {
         int rank;
         int64_t shape[3];
@@ -817,6 +799,7 @@ TEST(gpu_reductions_match_cpu) {
         {2, {50, 60}, 1, {1}, true},       {3, {64, 3, 129}, 2, {0, 2}, false},
         {2, {0, 5}, 1, {0}, false},
     };
+    /* clang-format on */
     const emily_dtype types[] = {EMILY_U8, EMILY_S16, EMILY_S32, EMILY_U64, EMILY_S64, EMILY_F16,
                                  EMILY_BF16, EMILY_F32, EMILY_F64, EMILY_C64, EMILY_C128};
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
@@ -1375,6 +1358,7 @@ TEST(gpu_indexed_matches_cpu) {
     }
     /* mixed types: conversions on put, integer sums into floats (exact,
      * rounded once), wrapping, complex */
+    /* clang-format off */
     static const struct { emily_dtype t, u, out; } mix[] = {
         {EMILY_S32, EMILY_F32, EMILY_DTYPE_AUTO}, {EMILY_U8, EMILY_S64, EMILY_U8},
         {EMILY_F16, EMILY_S32, EMILY_DTYPE_AUTO}, {EMILY_F64, EMILY_S64, EMILY_DTYPE_AUTO},
@@ -1383,6 +1367,7 @@ TEST(gpu_indexed_matches_cpu) {
         {EMILY_S8, EMILY_U16, EMILY_S8},          {EMILY_U32, EMILY_F64, EMILY_F16},
         {EMILY_F64, EMILY_F16, EMILY_C64},        {EMILY_S64, EMILY_S64, EMILY_F64},
     };
+    /* clang-format on */
     for (size_t k = 0; k < sizeof mix / sizeof *mix; k++) {
         int64_t u1[2] = {60, 5};
         indexed_case("mixed", mix[k].t, 2, t2, mix[k].u, 2, u1, 1, NULL, mix[k].out,
@@ -1488,16 +1473,7 @@ static void compare_exact(const char *what, op_fn fn, const void *arg, emily_ten
     char cmsg[256];
     snprintf(cmsg, sizeof cmsg, "%s", emily_last_error());
     emily_status sg = gin ? fn(&gin, &g, arg) : EMILY_ERR_DEVICE;
-    if (sc != sg) {
-        fprintf(stderr, "  %s: cpu says %s (%s), cuda says %s (%s)\n", what, emily_status_name(sc), sc ? cmsg : "",
-                emily_status_name(sg), sg ? emily_last_error() : "");
-        harness_failures++;
-    } else if (sc && strcmp(cmsg, emily_last_error()) != 0) {
-        fprintf(stderr, "  %s: cpu says \"%s\", cuda \"%s\"\n", what, cmsg, emily_last_error());
-        harness_failures++;
-    } else if (!sc && !same_bytes(what, c, g)) {
-        harness_failures++;
-    }
+    harness_gpu_verdict(what, sc, cmsg, sg, c, g, same_bytes);
     emily_tensor_release(c);
     emily_tensor_release(g);
     emily_tensor_release(gin);
@@ -1676,6 +1652,7 @@ TEST(gpu_sort_matches_cpu) {
  * go through the per-row selection (also on a transposed and a reversed
  * input), the rest through the sort: both sides of each limit are here. */
 TEST(gpu_top_k_matches_cpu) {
+    /* clang-format off */
     static const struct {
         int rank;
         int64_t shape[3];
@@ -1688,6 +1665,7 @@ TEST(gpu_top_k_matches_cpu) {
                  {2, {3, 5000}, 256, 0},  {2, {3, 5000}, 257, 0},  {2, {2, 65536}, 10, 0},
                  {2, {2, 65537}, 10, 0},  {2, {3, 2048}, 3, 0},    {2, {3, 2047}, 3, 0},
                  {2, {5000, 3}, 4, 1},    {2, {3, 5000}, 9, 2}};
+    /* clang-format on */
     static const emily_dtype itypes[] = {EMILY_DTYPE_AUTO, EMILY_S64, EMILY_U8, EMILY_F16, EMILY_U32};
     int it = 0;
     for (int d = 0; d < EMILY_DTYPE_COUNT; d++) {
@@ -1707,6 +1685,7 @@ TEST(gpu_top_k_matches_cpu) {
     }
 }
 
+/* clang-format off */
 #define GPU_OP_CASES                                                                     \
     CASE(gpu_as_type_matches_cpu), CASE(gpu_unary_matches_cpu), CASE(gpu_binary_matches_cpu), \
         CASE(gpu_select_matches_cpu), CASE(gpu_reductions_match_cpu),                    \
@@ -1715,9 +1694,11 @@ TEST(gpu_top_k_matches_cpu) {
         CASE(gpu_take_matches_cpu), CASE(gpu_take_along_axis_matches_cpu),              \
         CASE(gpu_gather_matches_cpu), CASE(gpu_indexed_matches_cpu),                    \
         CASE(gpu_sort_matches_cpu), CASE(gpu_top_k_matches_cpu)
+/* clang-format on */
 
 int main(int argc, char **argv) {
     if (!harness_args(argc, argv)) return 2;
+    /* clang-format off */
     static const harness_case always[] = {
         CASE(no_gpu_fails_clearly), CASE(device_names), CASE(cpu_streams_are_trivial), {NULL, NULL}};
     static const harness_case gpu[] = {
@@ -1725,21 +1706,9 @@ int main(int argc, char **argv) {
         CASE(gpu_ops_are_async), CASE(gpu_streams_order_buffers), CASE(gpu_threads_with_own_streams),
         CASE(gpu_errors), GPU_OP_CASES, {NULL, NULL}};
     static const harness_case ops_only[] = {GPU_OP_CASES, {NULL, NULL}};
+    /* clang-format on */
     int rc = harness_run("cuda (without a GPU too)", always);
-    int n = emily_device_count(EMILY_DEVICE_CUDA);
-    const char *self = getenv("EMILY_TEST_CUDA_ON_CPU");
-    if (self && strcmp(self, "1") == 0) {
-        printf("cuda: EMILY_TEST_CUDA_ON_CPU=1: GPU cases run on the CPU (a self-check of the test)\n");
-        CUDA0 = EMILY_CPU;
-        return harness_finish(harness_run("cuda op cases on cpu", ops_only) || rc);
-    }
-    if (n == 0) {
-        int skipped = 0;
-        for (const harness_case *c = gpu; c->name; c++) skipped++;
-        printf("cuda: SKIPPED %d GPU cases: no CUDA device usable here "
-               "(no GPU, no driver, or a build without the CUDA engine)\n", skipped);
-        return rc; /* not harness_finish: --only may name a GPU case skipped here */
-    }
-    printf("cuda: %d device(s)\n", n);
-    return harness_finish(harness_run("cuda (GPU)", gpu) || rc);
+    static const harness_gpu_cases g = {"cuda", gpu, ops_only, "cuda op cases on cpu", &CUDA0,
+                                        NULL, true};
+    return harness_gpu_finish(rc, &g);
 }

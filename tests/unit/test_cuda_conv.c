@@ -35,6 +35,7 @@
  * path checks left out): a check of this file's references and bounds. */
 #include <stdlib.h>
 #include "harness.h"
+#include "../float_parts.h"
 #include "core/engine.h"
 
 static emily_device GPU = {EMILY_DEVICE_CUDA, 0};
@@ -44,10 +45,7 @@ static bool self_check; /* EMILY_TEST_CUDA_ON_CPU=1 */
 
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
 static double rnd(void) { /* uniform in [-1, 1), 20 bits */
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (double)(rng >> 44) / 524288.0 - 1.0;
+    return (double)(xorshift64(&rng) >> 44) / 524288.0 - 1.0;
 }
 
 static int64_t size_of(int rank, const int64_t *shape) {
@@ -219,19 +217,8 @@ static emily_status conv_at(emily_dot_precision p, const emily_tensor *x, const 
     return s;
 }
 
-static double ulp_of(emily_dtype t) {
-    switch (t) {
-    case EMILY_BF16:
-        return 0x1p-7;
-    case EMILY_F16:
-        return 0x1p-10;
-    case EMILY_F32:
-    case EMILY_C64:
-        return 0x1p-23;
-    default:
-        return 0x1p-52;
-    }
-}
+/* One ULP at 1 of t's real type: twice its unit roundoff. */
+static double ulp_of(emily_dtype t) { return 2 * fp_unit_roundoff(emily_type_to_real(t)); }
 
 /* Runs case c with input type ti and kernel type tk on the GPU at
  * precision p; compares with the CPU; `cudnn`: whether the device's own
@@ -490,21 +477,7 @@ int main(int argc, char **argv) {
                                           {NULL, NULL}};
     static const harness_case gpu[] = {GPU_CASES, {NULL, NULL}};
     int rc = harness_run("cuda conv (without a GPU too)", always);
-    const char *self = getenv("EMILY_TEST_CUDA_ON_CPU");
-    if (self && strcmp(self, "1") == 0) {
-        printf(
-            "cuda conv: EMILY_TEST_CUDA_ON_CPU=1: GPU cases run on the CPU (a self-check of the test)\n");
-        GPU = EMILY_CPU;
-        self_check = true;
-        return harness_finish(harness_run("cuda conv cases on cpu", gpu) || rc);
-    }
-    if (emily_device_count(EMILY_DEVICE_CUDA) == 0) {
-        int skipped = 0;
-        for (const harness_case *c = gpu; c->name; c++) skipped++;
-        printf("cuda conv: SKIPPED %d GPU cases: no CUDA device usable here "
-               "(no GPU, no driver, or a build without the CUDA engine)\n",
-               skipped);
-        return rc; /* not harness_finish: --only may name a GPU case skipped here */
-    }
-    return harness_finish(harness_run("cuda conv (GPU)", gpu) || rc);
+    static const harness_gpu_cases g = {"cuda conv", gpu, gpu, "cuda conv cases on cpu", &GPU,
+                                        &self_check, false};
+    return harness_gpu_finish(rc, &g);
 }

@@ -95,11 +95,7 @@ static emily_tensor *rand_tensor(emily_dtype dt, int rank, const int64_t *shape,
     return t;
 }
 
-static emily_tensor *on_gpu(const emily_tensor *t) {
-    emily_tensor *g = NULL;
-    CHECK_OK(emily_to_device(t, GPU, &g));
-    return g;
-}
+static emily_tensor *on_gpu(const emily_tensor *t) { return t_on(t, GPU); }
 
 /* ---- the ops ------------------------------------------------------------------- */
 
@@ -777,21 +773,7 @@ int main(int argc, char **argv) {
         CASE(cpu_fft_same_at_both_precisions), CASE(cuda_table_has_fft), {NULL, NULL}};
     static const harness_case gpu[] = {GPU_CASES, {NULL, NULL}};
     int rc = harness_run("cuda fft (without a GPU too)", always);
-    const char *self = getenv("EMILY_TEST_CUDA_ON_CPU");
-    if (self && strcmp(self, "1") == 0) {
-        printf(
-            "cuda fft: EMILY_TEST_CUDA_ON_CPU=1: GPU cases run on the CPU (a self-check of the test)\n");
-        GPU = EMILY_CPU;
-        self_check = true;
-        return harness_finish(harness_run("cuda fft cases on cpu", gpu) || rc);
-    }
-    if (emily_device_count(EMILY_DEVICE_CUDA) == 0) {
-        int skipped = 0;
-        for (const harness_case *c = gpu; c->name; c++) skipped++;
-        printf("cuda fft: SKIPPED %d GPU cases: no CUDA device usable here "
-               "(no GPU, no driver, or a build without the CUDA engine)\n",
-               skipped);
-        return rc; /* not harness_finish: --only may name a GPU case skipped here */
-    }
-    return harness_finish(harness_run("cuda fft (GPU)", gpu) || rc);
+    static const harness_gpu_cases g = {"cuda fft", gpu, gpu, "cuda fft cases on cpu", &GPU,
+                                        &self_check, false};
+    return harness_gpu_finish(rc, &g);
 }

@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <time.h>
 #include "harness.h"
+#include "../float_parts.h"
 #include "core/engine.h"
 #include "core/kernels.h"
 
@@ -44,12 +45,7 @@ static double urand(void) {
 }
 
 static double unit(emily_dtype t) {
-    switch (emily_type_to_real(emily_type_to_floating(t))) {
-    case EMILY_F16: return 0x1p-11;
-    case EMILY_BF16: return 0x1p-8;
-    case EMILY_F32: return 0x1p-24;
-    default: return 0x1p-53;
-    }
+    return fp_unit_roundoff(emily_type_to_real(emily_type_to_floating(t)));
 }
 
 enum { RANDOM, DOMINANT, HPD, HERMITIAN };
@@ -108,11 +104,7 @@ static emily_tensor *make(emily_dtype dt, int rank, const int64_t *shape, int ki
     return t;
 }
 
-static emily_tensor *on_dev(const emily_tensor *t) {
-    emily_tensor *d = NULL;
-    CHECK_OK(emily_to_device(t, DEV, &d));
-    return d;
-}
+static emily_tensor *on_dev(const emily_tensor *t) { return t_on(t, DEV); }
 
 /* Every element as complex doubles (any device). */
 static cz *host(const emily_tensor *t) {
@@ -799,19 +791,7 @@ int main(int argc, char **argv) {
     static const harness_case gpu[] = {GPU_CASES, CASE(gpu_linalg_errors), {NULL, NULL}};
     static const harness_case self[] = {GPU_CASES, {NULL, NULL}};
     int rc = harness_run("cuda_linalg (without a GPU too)", always);
-    const char *on_cpu = getenv("EMILY_TEST_CUDA_ON_CPU");
-    if (on_cpu && strcmp(on_cpu, "1") == 0) {
-        printf("cuda_linalg: EMILY_TEST_CUDA_ON_CPU=1: GPU cases run on the CPU (a self-check of the test)\n");
-        DEV = EMILY_CPU;
-        return harness_finish(harness_run("cuda_linalg cases on cpu", self) || rc);
-    }
-    if (emily_device_count(EMILY_DEVICE_CUDA) == 0) {
-        int skipped = 0;
-        for (const harness_case *c = gpu; c->name; c++) skipped++;
-        printf("cuda_linalg: SKIPPED %d GPU cases: no CUDA device usable here "
-               "(no GPU, no driver, or a build without the CUDA engine)\n", skipped);
-        return rc; /* not harness_finish: --only may name a GPU case skipped here */
-    }
-    printf("cuda_linalg: %d device(s)\n", emily_device_count(EMILY_DEVICE_CUDA));
-    return harness_finish(harness_run("cuda_linalg (GPU)", gpu) || rc);
+    static const harness_gpu_cases g = {"cuda_linalg", gpu, self, "cuda_linalg cases on cpu",
+                                        &DEV, NULL, true};
+    return harness_gpu_finish(rc, &g);
 }

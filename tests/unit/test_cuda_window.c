@@ -67,6 +67,7 @@ static emily_status run_window(emily_tensor *const *in, emily_tensor **out, cons
 
 /* The cases: shape, window, strides, pad_lo, pad_hi, dilations (of the
  * view's shape when view != 0: `shape` is the tensor made, before it). */
+/* clang-format off */
 static const win_cfg cfgs[] = {
     {"pool 3x3", 4, {2, 3, 9, 11}, {1, 1, 3, 3}, {1, 1, 1, 1}, {0, 0, 0, 0}, {0, 0, 0, 0}, {1, 1, 1, 1}, 0},
     {"pool 3x3 stride 2 pad 1", 4, {2, 3, 9, 10}, {1, 1, 3, 3}, {1, 1, 2, 2}, {0, 0, 1, 1}, {0, 0, 1, 1}, {1, 1, 1, 1}, 0},
@@ -85,6 +86,7 @@ static const win_cfg cfgs[] = {
     {"rank 0", 0, {0}, {0}, {0}, {0}, {0}, {0}, 0},
     {"size-1 axes", 4, {1, 5, 1, 6}, {1, 2, 1, 3}, {1, 1, 1, 2}, {0, 0, 0, 1}, {0, 1, 0, 0}, {1, 1, 1, 1}, 0},
 };
+/* clang-format on */
 #define NCFG ((int)(sizeof cfgs / sizeof cfgs[0]))
 
 static const emily_dtype all_types[] = {EMILY_U8,  EMILY_U16, EMILY_U32, EMILY_U64, EMILY_S8,
@@ -122,12 +124,14 @@ TEST(gpu_window_reduce_matches_cpu) {
  * stride 1 (no padding, and padding 1) and stride 2, and channels last;
  * sums and bf16 min too. */
 TEST(gpu_window_pooling_sizes) {
+    /* clang-format off */
     static const win_cfg pools[] = {
         {"max pool 3x3 s1", 4, {4, 16, 56, 56}, {1, 1, 3, 3}, {1, 1, 1, 1}, {0, 0, 0, 0}, {0, 0, 0, 0}, {1, 1, 1, 1}, 0},
         {"max pool 3x3 s1 p1", 4, {4, 16, 56, 56}, {1, 1, 3, 3}, {1, 1, 1, 1}, {0, 0, 1, 1}, {0, 0, 1, 1}, {1, 1, 1, 1}, 0},
         {"max pool 3x3 s2 p1", 4, {4, 16, 56, 56}, {1, 1, 3, 3}, {1, 1, 2, 2}, {0, 0, 1, 1}, {0, 0, 1, 1}, {1, 1, 1, 1}, 0},
         {"max pool NHWC 3x3 s2 p1", 4, {4, 56, 56, 16}, {1, 3, 3, 1}, {1, 2, 2, 1}, {0, 1, 1, 0}, {0, 1, 1, 0}, {1, 1, 1, 1}, 0},
     };
+    /* clang-format on */
     for (int i = 0; i < 4; i++) {
         reduce_case(&pools[i], EMILY_WINDOW_MAX, EMILY_F32, TC_GENERAL);
         reduce_case(&pools[i], EMILY_WINDOW_SUM, EMILY_F32, TC_GENERAL);
@@ -137,12 +141,14 @@ TEST(gpu_window_pooling_sizes) {
 
 /* (tensor, source, init) type triples: the output is merge(source, init);
  * float keys when the tensor or init is a float. */
+/* clang-format off */
 static const emily_dtype triples[][3] = {
     {EMILY_F32, EMILY_F32, EMILY_F32},  {EMILY_F64, EMILY_F64, EMILY_F64},  {EMILY_F16, EMILY_F16, EMILY_F16},
     {EMILY_BF16, EMILY_F32, EMILY_BF16}, {EMILY_F64, EMILY_F32, EMILY_S8},   {EMILY_S32, EMILY_S32, EMILY_S32},
     {EMILY_U8, EMILY_U8, EMILY_U8},     {EMILY_S16, EMILY_U16, EMILY_S64},  {EMILY_U64, EMILY_U8, EMILY_U16},
     {EMILY_S8, EMILY_F32, EMILY_S8},    {EMILY_U32, EMILY_S16, EMILY_F16},  {EMILY_S64, EMILY_S64, EMILY_F64},
 };
+/* clang-format on */
 #define NTRIPLES ((int)(sizeof triples / sizeof triples[0]))
 
 static void scatter_case(const win_cfg *c, bool is_max, const emily_dtype *ty, int kind, int init_kind) {

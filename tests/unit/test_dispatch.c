@@ -125,6 +125,7 @@ TEST(dispatch_by_entry) {
 /* The callbacks the NIF ran on a dirty scheduler whatever their size
  * before the registry had cost classes (beam/c_src's heavy list): the
  * scheduling decisions must not change. */
+/* clang-format off */
 static const char *const was_heavy[] = {
     "dot", "conv", "sort", "argsort", "top_k", "window_sum", "window_product", "window_max",
     "window_min", "window_scatter_max", "window_scatter_min", "gather", "take",
@@ -132,6 +133,7 @@ static const char *const was_heavy[] = {
     "irfft", "lu", "qr", "svd", "eigh", "cholesky", "solve", "determinant",
     "triangular_solve", "cumulative_sum", "cumulative_product", "cumulative_min",
     "cumulative_max", NULL};
+/* clang-format on */
 
 TEST(cost_classes) {
     size_t dirty = 0;

@@ -126,14 +126,31 @@ TEST(select_zero_size) {
     RELEASE(r, p, t, f);
 }
 
+/* select and clip take three tensors, an output type and an output
+ * pointer: each tensor NULL in turn must be an argument error naming it
+ * (names[i] is its name in the messages), as must a NULL output pointer.
+ * a, b, c: valid arguments for the other places. */
+typedef emily_status three_tensor_op(const emily_tensor *, const emily_tensor *,
+                                     const emily_tensor *, emily_dtype, emily_tensor **);
+static void check_missing_args(three_tensor_op *op, const emily_tensor *a, const emily_tensor *b,
+                               const emily_tensor *c, const char *const names[3]) {
+    for (int i = 0; i < 3; i++) {
+        const emily_tensor *x[3] = {a, b, c};
+        x[i] = NULL;
+        char needle[64];
+        snprintf(needle, sizeof needle, "%s is NULL", names[i]);
+        emily_tensor *r = NULL;
+        CHECK_ERR(op(x[0], x[1], x[2], EMILY_DTYPE_AUTO, &r), EMILY_ERR_ARGUMENT, needle);
+        CHECK(r == NULL);
+    }
+    CHECK_ERR(op(a, b, c, EMILY_DTYPE_AUTO, NULL), EMILY_ERR_ARGUMENT, "output pointer");
+}
+
 TEST(select_errors) {
     emily_tensor *p = VEC(EMILY_U8, uint8_t, 1, 0, 1), *t = VEC(EMILY_F32, float, 1, 2, 3);
     emily_tensor *wide = t_from(EMILY_F32, 2, (int64_t[]){2, 3}, (float[]){1, 2, 3, 4, 5, 6});
     emily_tensor *two = VEC(EMILY_F32, float, 1, 2), *r = NULL;
-    CHECK_ERR(emily_select(NULL, t, t, EMILY_DTYPE_AUTO, &r), EMILY_ERR_ARGUMENT, "pred is NULL");
-    CHECK_ERR(emily_select(p, NULL, t, EMILY_DTYPE_AUTO, &r), EMILY_ERR_ARGUMENT, "on_true is NULL");
-    CHECK_ERR(emily_select(p, t, NULL, EMILY_DTYPE_AUTO, &r), EMILY_ERR_ARGUMENT, "on_false is NULL");
-    CHECK_ERR(emily_select(p, t, t, EMILY_DTYPE_AUTO, NULL), EMILY_ERR_ARGUMENT, "output pointer");
+    check_missing_args(emily_select, p, t, t, (const char *[]){"pred", "on_true", "on_false"});
     CHECK_ERR(emily_select(p, wide, t, EMILY_DTYPE_AUTO, &r), EMILY_ERR_SHAPE, "on_true of shape {2, 3}");
     CHECK_ERR(emily_select(p, t, two, EMILY_DTYPE_AUTO, &r), EMILY_ERR_SHAPE, "on_false");
     CHECK_ERR(emily_select(p, t, t, (emily_dtype)55, &r), EMILY_ERR_TYPE, "output type");
@@ -165,10 +182,7 @@ TEST(clip_like_nx) {
 TEST(clip_errors) {
     emily_tensor *t = VEC(EMILY_F32, float, 1, 2), *s = SCALAR(EMILY_F32, float, 0);
     emily_tensor *c = CVEC(EMILY_C64, float, 1, 2), *cs = t_from(EMILY_C64, 0, NULL, (float[]){0, 0}), *r = NULL;
-    CHECK_ERR(emily_clip(NULL, s, s, EMILY_DTYPE_AUTO, &r), EMILY_ERR_ARGUMENT, "tensor is NULL");
-    CHECK_ERR(emily_clip(t, NULL, s, EMILY_DTYPE_AUTO, &r), EMILY_ERR_ARGUMENT, "min is NULL");
-    CHECK_ERR(emily_clip(t, s, NULL, EMILY_DTYPE_AUTO, &r), EMILY_ERR_ARGUMENT, "max is NULL");
-    CHECK_ERR(emily_clip(t, s, s, EMILY_DTYPE_AUTO, NULL), EMILY_ERR_ARGUMENT, "output pointer");
+    check_missing_args(emily_clip, t, s, s, (const char *[]){"tensor", "min", "max"});
     CHECK_ERR(emily_clip(t, t, s, EMILY_DTYPE_AUTO, &r), EMILY_ERR_SHAPE, "min must be a scalar");
     CHECK_ERR(emily_clip(t, s, t, EMILY_DTYPE_AUTO, &r), EMILY_ERR_SHAPE, "max must be a scalar");
     CHECK_ERR(emily_clip(c, cs, cs, EMILY_DTYPE_AUTO, &r), EMILY_ERR_TYPE, "complex");

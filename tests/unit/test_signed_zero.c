@@ -852,6 +852,7 @@ static void clip_and_select(emily_device dev) {
 /* ---- the cases ------------------------------------------------------------ */
 
 /* Each case runs once on the CPU (name) and once on cuda:0 (gpu_name). */
+/* clang-format off */
 #define SZ_CASES(X)                                                                     \
     X(unary_ops, unary_cases(dev, REALS, NROWS(REALS), 1))                              \
     X(binary_ops, binary_cases(dev))                                                    \
@@ -863,6 +864,7 @@ static void clip_and_select(emily_device dev) {
     X(dot, dot_of_zeros(dev))                                                           \
     X(as_type, conversions(dev))                                                        \
     X(clip_select, clip_and_select(dev))
+/* clang-format on */
 
 #define SZ_DEFINE(name, ...)                                                            \
     static void run_##name(emily_device dev) { __VA_ARGS__; }                           \
@@ -877,21 +879,7 @@ int main(int argc, char **argv) {
     static const harness_case cpu[] = {SZ_CASES(SZ_CPU_CASE){NULL, NULL}};
     static const harness_case gpu[] = {SZ_CASES(SZ_GPU_CASE){NULL, NULL}};
     int rc = harness_run("signed_zero", cpu);
-    const char *self = getenv("EMILY_TEST_CUDA_ON_CPU");
-    if (self && strcmp(self, "1") == 0) {
-        printf(
-            "signed_zero: EMILY_TEST_CUDA_ON_CPU=1: GPU cases run on the CPU (a self-check of the test)\n");
-        GPU = EMILY_CPU;
-        gpu_on_cpu = true;
-        return harness_finish(harness_run("signed_zero gpu cases on cpu", gpu) || rc);
-    }
-    if (emily_device_count(EMILY_DEVICE_CUDA) == 0) {
-        int skipped = 0;
-        for (const harness_case *c = gpu; c->name; c++) skipped++;
-        printf("signed_zero: SKIPPED %d GPU cases: no CUDA device usable here "
-               "(no GPU, no driver, or a build without the CUDA engine)\n",
-               skipped);
-        return rc; /* not harness_finish: --only may name a GPU case skipped here */
-    }
-    return harness_finish(harness_run("signed_zero (GPU)", gpu) || rc);
+    static const harness_gpu_cases g = {
+        "signed_zero", gpu, gpu, "signed_zero gpu cases on cpu", &GPU, &gpu_on_cpu, false};
+    return harness_gpu_finish(rc, &g);
 }

@@ -45,6 +45,7 @@ TEST(names_round_trip) {
 }
 
 TEST(output_types_follow_nx) {
+    /* clang-format off */
     struct { emily_unary_op op; emily_dtype in, out; } cases[] = {
         {EMILY_EXP, EMILY_S32, EMILY_F32},     {EMILY_EXP, EMILY_U64, EMILY_F32},
         {EMILY_EXP, EMILY_BF16, EMILY_BF16},   {EMILY_SQRT, EMILY_C128, EMILY_C128},
@@ -59,6 +60,7 @@ TEST(output_types_follow_nx) {
         {EMILY_NEGATE, EMILY_U32, EMILY_U32},  {EMILY_SIGN, EMILY_C64, EMILY_C64},
         {EMILY_CEIL, EMILY_S32, EMILY_S32},    {EMILY_POPULATION_COUNT, EMILY_U16, EMILY_U16},
     };
+    /* clang-format on */
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         emily_dtype out;
         CHECK_OK(emily_unary_type(cases[i].op, cases[i].in, &out));

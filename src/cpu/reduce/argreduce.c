@@ -208,12 +208,12 @@ static int64_t arg_run(const argops *A, const char *x, size_t es, int64_t n, int
             int used = nth;
 #pragma omp parallel num_threads(nth)
             {
-                int t = omp_get_thread_num(), T = omp_get_num_threads();
+                red_share sh = red_team_share(n);
 #pragma omp single
-                used = T;
-                int64_t lo = n * t / T, hi = n * (t + 1) / T;
-                parts[t] = ARG_START;
-                A->scan(&parts[t], x + lo * s * (int64_t)es, hi - lo, s, lo, is_min, high);
+                used = sh.T;
+                parts[sh.t] = ARG_START;
+                A->scan(&parts[sh.t], x + sh.lo * s * (int64_t)es, sh.hi - sh.lo, s, sh.lo, is_min,
+                        high);
             }
             for (int t = 0; t < used; t++) arg_merge(A->kind, &st, &parts[t], is_min, high);
             free(parts);

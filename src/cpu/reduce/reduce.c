@@ -230,12 +230,11 @@ static void reduce_rows(const emi_reducer *R, const rplan *p, const char *sbase,
                 int used = nth;
 #pragma omp parallel num_threads(nth)
                 {
-                    int t = omp_get_thread_num(), T = omp_get_num_threads();
+                    red_share sh = red_team_share(per);
 #pragma omp single
-                    used = T;
-                    int64_t lo = per * t / T, hi = per * (t + 1) / T;
-                    R->init(parts[t].b, 1);
-                    fold_span(R, p, b, ses, lo, hi, parts[t].b);
+                    used = sh.T;
+                    R->init(parts[sh.t].b, 1);
+                    fold_span(R, p, b, ses, sh.lo, sh.hi, parts[sh.t].b);
                 }
                 accbuf acc;
                 R->init(acc.b, 1);

@@ -20,6 +20,7 @@
 #define EMILY_CPU_REDUCE_REDUCERS_H
 
 #include "core/ordered_fold.h"
+#include <omp.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -33,6 +34,24 @@
  * below this many elements (1 MiB of f32) a thread team costs more than
  * it saves. */
 #define REDUCE_PAR_MIN ((int64_t)1 << 18)
+
+/* Inside a parallel region that splits one long run of n elements: the
+ * calling thread t, the team's size T (it may be smaller than asked for:
+ * the caller merges the parts of those T threads only) and the thread's
+ * even share [lo, hi) of the run, in order, so the parts merge in the
+ * run's order. */
+typedef struct red_share {
+    int t, T;
+    int64_t lo, hi;
+} red_share;
+static inline red_share red_team_share(int64_t n) {
+    red_share sh;
+    sh.t = omp_get_thread_num();
+    sh.T = omp_get_num_threads();
+    sh.lo = n * sh.t / sh.T;
+    sh.hi = n * (sh.t + 1) / sh.T;
+    return sh;
+}
 
 /* The chunk of an ordered fold, shared with the CUDA engine. */
 #define ORDERED_CHUNK EMI_ORDERED_CHUNK

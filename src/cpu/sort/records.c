@@ -63,6 +63,7 @@
  * bit, its 8-bit digits, insertion sort's order). k: keys of 8 to 64
  * bits; p: packed key << 32 | position records of 8- to 32-bit keys;
  * pair: key/position pairs. */
+/* clang-format off */
 #define RADIX_RECORDS(X) RADIX_SERIAL_ONLY(X) RADIX_PARALLEL(X)
 /* 8-bit keys: one digit, too few passes to split over threads */
 #define RADIX_SERIAL_ONLY(X)                            \
@@ -75,6 +76,7 @@
     X(p16, uint64_t, ID, 32, 2, LESS_PLAIN)             \
     X(p32, uint64_t, ID, 32, 4, LESS_PLAIN)             \
     X(pair, pair64, PKEY, 0, 8, LESS_PAIR)
+/* clang-format on */
 #define RADIX_OF(NAME, R, GETKEY, LO, NP, LESS) DEFINE_RADIX(radix_##NAME, R, GETKEY, LO, NP, LESS)
 RADIX_RECORDS(RADIX_OF)
 
