@@ -182,5 +182,19 @@ static inline emily_value v_opts(const char **keys, emily_value *items, size_t n
 static inline emily_value v_tmpl(emily_dtype dt, int rank, const int64_t *shape) {
     return (emily_value){.kind = EMILY_V_TEMPLATE, .dtype = dt, .rank = rank, .shape = shape};
 }
+/* A reference to graph value id (emily/graph.h). */
+static inline emily_value v_ref(int32_t id) { return (emily_value){.kind = EMILY_V_REF, .i = id}; }
+
+/* Adds the call name(args...) with the output template out to graph g;
+ * its value's id (-1, a failed check, when the graph refuses it). */
+static inline int32_t graph_call(emily_graph *g, const char *name, const emily_value *out, size_t n,
+                                 const emily_value *args) {
+    int32_t id = -1;
+    CHECK_OK(emily_graph_add_call(g, name, out, args, n, &id));
+    return id;
+}
+#define GRAPH_CALL(g, name, out, ...)                                                          \
+    graph_call(g, name, out, sizeof((emily_value[]){__VA_ARGS__}) / sizeof(emily_value),      \
+               (emily_value[]){__VA_ARGS__})
 
 #endif

@@ -12,17 +12,6 @@
 
 enum { ROWS = 64, INNER = 128, COLS = 32, PICK = 16 };
 
-static emily_value v_ref(int32_t id) { return (emily_value){.kind = EMILY_V_REF, .i = id}; }
-
-static int32_t add_call(emily_graph *g, const char *name, const emily_value *out, size_t n,
-                        const emily_value *args) {
-    int32_t id = -1;
-    CHECK_OK(emily_graph_add_call(g, name, out, args, n, &id));
-    return id;
-}
-#define CALL(g, name, out, ...)                                                               \
-    add_call(g, name, out, sizeof((emily_value[]){__VA_ARGS__}) / sizeof(emily_value),         \
-             (emily_value[]){__VA_ARGS__})
 
 static const int64_t XS[2] = {ROWS, INNER}, WS[2] = {INNER, COLS}, YS[2] = {ROWS, COLS}, IS[1] = {PICK},
                      PS[2] = {PICK, COLS}, SS[1] = {PICK};
@@ -40,14 +29,14 @@ static emily_graph *model_graph(int no_replay) {
     CHECK_OK(emily_graph_add_param(g, EMILY_S64, 1, IS, &idx));
     emily_value y = v_tmpl(EMILY_F32, 2, YS), picked = v_tmpl(EMILY_F32, 2, PS), sums = v_tmpl(EMILY_F32, 1, SS);
     emily_value one = v_int(1), zero = v_int(0);
-    int32_t d = CALL(g, "dot", &y, v_ref(x), v_list(&one, 1), v_list(NULL, 0), v_ref(w), v_list(&zero, 1),
+    int32_t d = GRAPH_CALL(g, "dot", &y, v_ref(x), v_list(&one, 1), v_list(NULL, 0), v_ref(w), v_list(&zero, 1),
                      v_list(NULL, 0));
-    int32_t a = CALL(g, "add", &y, v_ref(d), v_ref(b));
-    int32_t t = CALL(g, "tanh", &y, v_ref(a));
-    int32_t p = CALL(g, "take", &picked, v_ref(t), v_ref(idx), v_int(0));
+    int32_t a = GRAPH_CALL(g, "add", &y, v_ref(d), v_ref(b));
+    int32_t t = GRAPH_CALL(g, "tanh", &y, v_ref(a));
+    int32_t p = GRAPH_CALL(g, "take", &picked, v_ref(t), v_ref(idx), v_int(0));
     const char *keys[1] = {"axes"};
     emily_value axes[1] = {v_list(&one, 1)};
-    int32_t s = CALL(g, "sum", &sums, v_ref(p), v_opts(keys, axes, 1));
+    int32_t s = GRAPH_CALL(g, "sum", &sums, v_ref(p), v_opts(keys, axes, 1));
     int32_t outs[3] = {p, s, w};
     CHECK_OK(emily_graph_set_outputs(g, 3, outs));
     emily_graph_options o = {.no_replay = no_replay};
@@ -178,8 +167,8 @@ TEST(gpu_graphs_that_read_back_run_the_calls) {
     emily_value out = v_tmpl(EMILY_F32, 2, two);
     emily_value starts[2] = {v_ref(i), v_int(0)}, lengths[2] = {v_int(2), v_int(COLS)},
                 strides[2] = {v_int(1), v_int(1)};
-    int32_t sl = CALL(g, "slice", &out, v_ref(x), v_list(starts, 2), v_list(lengths, 2), v_list(strides, 2));
-    int32_t e = CALL(g, "exp", &out, v_ref(sl));
+    int32_t sl = GRAPH_CALL(g, "slice", &out, v_ref(x), v_list(starts, 2), v_list(lengths, 2), v_list(strides, 2));
+    int32_t e = GRAPH_CALL(g, "exp", &out, v_ref(sl));
     CHECK_OK(emily_graph_set_outputs(g, 1, &e));
     CHECK_OK(emily_graph_compile(g, tc_device, NULL));
     emily_tensor *xt = on_device(tc_tensor(EMILY_F32, 2, YS, TC_GENERAL));

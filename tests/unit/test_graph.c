@@ -5,7 +5,6 @@
 
 static const int64_t S3[1] = {3};
 
-static emily_value v_ref(int32_t id) { return (emily_value){.kind = EMILY_V_REF, .i = id}; }
 
 /* Deterministic pseudo-random values in [-2, 2). */
 static uint64_t rng_state = 0x2545f4914f6cdd1dull;
@@ -37,18 +36,6 @@ static emily_graph *graph_with_param(emily_dtype dt, int rank, const int64_t *S,
     CHECK_OK(emily_graph_add_param(g, dt, rank, S, p));
     return g;
 }
-
-/* Adds the call name(args...) with the output template out; its value's
- * id (-1, a failed check, when the graph refuses it). */
-static int32_t add_call(emily_graph *g, const char *name, const emily_value *out, size_t n,
-                        const emily_value *args) {
-    int32_t id = -1;
-    CHECK_OK(emily_graph_add_call(g, name, out, args, n, &id));
-    return id;
-}
-#define CALL(g, name, out, ...)                                                               \
-    add_call(g, name, out, sizeof((emily_value[]){__VA_ARGS__}) / sizeof(emily_value),         \
-             (emily_value[]){__VA_ARGS__})
 
 /* Compiles g, optimized (opt) or not, reads its statistics into *st and
  * runs it on nin inputs into nout outputs; frees g. */
@@ -113,10 +100,10 @@ static emily_graph *small_graph(int32_t *unused_id) {
     emily_value out = v_tmpl(EMILY_F32, 1, S3);
     CHECK_OK(emily_graph_add_param(g, EMILY_F32, 1, S3, &x));
     CHECK_OK(emily_graph_add_param(g, EMILY_F32, 1, S3, &y));
-    s = CALL(g, "add", &out, v_ref(x), v_ref(y));
-    e = CALL(g, "exp", &out, v_ref(s));
-    p = CALL(g, "multiply", &out, v_ref(e), v_ref(x));
-    u = CALL(g, "negate", &out, v_ref(s)); /* nobody uses it */
+    s = GRAPH_CALL(g, "add", &out, v_ref(x), v_ref(y));
+    e = GRAPH_CALL(g, "exp", &out, v_ref(s));
+    p = GRAPH_CALL(g, "multiply", &out, v_ref(e), v_ref(x));
+    u = GRAPH_CALL(g, "negate", &out, v_ref(s)); /* nobody uses it */
     if (unused_id) *unused_id = u;
     CHECK_OK(emily_graph_set_outputs(g, 1, &p));
     return g;
@@ -178,9 +165,9 @@ TEST(constants_fold_and_outputs_may_repeat) {
     emily_value out = v_tmpl(EMILY_F32, 1, S3);
     emily_value iota_args[2] = {{.kind = EMILY_V_NIL}, v_list(NULL, 0)};
     CHECK_OK(emily_graph_add_call(g, "iota", &out, iota_args, 2, &io));
-    sum = CALL(g, "add", &out, v_ref(k), v_ref(io)); /* [1, 3, 5], folded */
+    sum = GRAPH_CALL(g, "add", &out, v_ref(k), v_ref(io)); /* [1, 3, 5], folded */
     CHECK_OK(emily_graph_add_param(g, EMILY_F32, 1, S3, &x));
-    r = CALL(g, "subtract", &out, v_ref(sum), v_ref(x));
+    r = GRAPH_CALL(g, "subtract", &out, v_ref(sum), v_ref(x));
     int32_t outs[3] = {r, sum, r};
     CHECK_OK(emily_graph_set_outputs(g, 3, outs));
     CHECK_OK(emily_graph_compile(g, EMILY_CPU, NULL));
@@ -212,7 +199,7 @@ TEST(multi_output_calls) {
     const char *keys[1] = {"k"};
     emily_value one = v_int(1);
     emily_value opts = {.kind = EMILY_V_OPTS, .items = &one, .keys = keys, .n = 1};
-    tk = CALL(g, "top_k", &out, v_ref(x), opts);
+    tk = GRAPH_CALL(g, "top_k", &out, v_ref(x), opts);
     int32_t idx = tk + 1;
     CHECK_OK(emily_graph_set_outputs(g, 1, &idx));
     CHECK_OK(emily_graph_compile(g, EMILY_CPU, NULL));
@@ -280,8 +267,8 @@ TEST(a_failing_call_reports_and_leaks_nothing) {
     int32_t x, e, bad;
     emily_value out = v_tmpl(EMILY_F32, 1, S3), wrong = v_tmpl(EMILY_F32, 1, (int64_t[]){2});
     CHECK_OK(emily_graph_add_param(g, EMILY_F32, 1, S3, &x));
-    e = CALL(g, "exp", &out, v_ref(x));
-    bad = CALL(g, "add", &wrong, v_ref(e), v_ref(e));
+    e = GRAPH_CALL(g, "exp", &out, v_ref(x));
+    bad = GRAPH_CALL(g, "add", &wrong, v_ref(e), v_ref(e));
     CHECK_OK(emily_graph_set_outputs(g, 1, &bad));
     CHECK_OK(emily_graph_compile(g, EMILY_CPU, NULL));
     float v3[3] = {0};
@@ -378,7 +365,7 @@ TEST(pow_two_is_rewritten_with_the_same_bits) {
         emily_graph *g = graph_with_param(dt, 1, s10, &p);
         CHECK_OK(emily_graph_add_const(g, t2, &c));
         emily_value out = v_tmpl(dt, 1, s10);
-        r = CALL(g, "pow", &out, v_ref(p), v_ref(c));
+        r = GRAPH_CALL(g, "pow", &out, v_ref(p), v_ref(c));
         CHECK_OK(emily_graph_set_outputs(g, 1, &r));
         CHECK_OK(emily_graph_compile(g, EMILY_CPU, NULL));
         emily_graph_stats st;
@@ -415,14 +402,14 @@ static void fused_matches_unfused(int rank, const int64_t *S, emily_dtype dt) {
         CHECK_OK(emily_as_type(h64, dt, &h));
         CHECK_OK(emily_graph_add_const(g, h, &half));
         emily_value o = v_tmpl(dt, rank, S), ou8 = v_tmpl(EMILY_U8, rank, S), of64 = v_tmpl(EMILY_F64, rank, S);
-        t1 = CALL(g, "add", &o, v_ref(x), v_ref(r));  /* x + row */
-        t2 = CALL(g, "multiply", &o, v_ref(t1), v_ref(half));  /* * 0.5 */
-        t3 = CALL(g, "tanh", &o, v_ref(t2));
-        t4 = CALL(g, "less", &ou8, v_ref(t3), v_ref(c));  /* tanh(..) < col */
-        t5 = CALL(g, "select", &o, v_ref(t4), v_ref(t2), v_ref(x));
-        t6 = CALL(g, "exp", &o, v_ref(t5));
-        t7 = CALL(g, "as_type", &of64, v_ref(t6));
-        t8 = CALL(g, "divide", &o, v_ref(t6), v_ref(t3));
+        t1 = GRAPH_CALL(g, "add", &o, v_ref(x), v_ref(r));  /* x + row */
+        t2 = GRAPH_CALL(g, "multiply", &o, v_ref(t1), v_ref(half));  /* * 0.5 */
+        t3 = GRAPH_CALL(g, "tanh", &o, v_ref(t2));
+        t4 = GRAPH_CALL(g, "less", &ou8, v_ref(t3), v_ref(c));  /* tanh(..) < col */
+        t5 = GRAPH_CALL(g, "select", &o, v_ref(t4), v_ref(t2), v_ref(x));
+        t6 = GRAPH_CALL(g, "exp", &o, v_ref(t5));
+        t7 = GRAPH_CALL(g, "as_type", &of64, v_ref(t6));
+        t8 = GRAPH_CALL(g, "divide", &o, v_ref(t6), v_ref(t3));
         int32_t results[3] = {t7, t8, t3}; /* t3 also leaves the group */
         CHECK_OK(emily_graph_set_outputs(g, 3, results));
         emily_graph_stats st;
@@ -465,12 +452,12 @@ TEST(groups_read_early_are_not_fused) {
         int32_t x, u, v, sum, c, m;
         emily_graph *g = graph_with_param(EMILY_F32, 1, s4, &x);
         emily_value o = v_tmpl(EMILY_F32, 1, s4), o0 = v_tmpl(EMILY_F32, 0, NULL);
-        u = CALL(g, "negate", &o, v_ref(x));
-        v = CALL(g, "exp", &o, v_ref(u));
+        u = GRAPH_CALL(g, "negate", &o, v_ref(x));
+        v = GRAPH_CALL(g, "exp", &o, v_ref(u));
         axis_opts ao;
-        sum = CALL(g, "sum", &o0, v_ref(v), reduce_axis_opts(&ao, 0, false));
-        c = CALL(g, "cos", &o, v_ref(u));
-        m = CALL(g, "multiply", &o, v_ref(c), v_ref(sum));
+        sum = GRAPH_CALL(g, "sum", &o0, v_ref(v), reduce_axis_opts(&ao, 0, false));
+        c = GRAPH_CALL(g, "cos", &o, v_ref(u));
+        m = GRAPH_CALL(g, "multiply", &o, v_ref(c), v_ref(sum));
         CHECK_OK(emily_graph_set_outputs(g, 1, &m));
         emily_graph_stats st;
         emily_tensor *res = NULL;
@@ -500,11 +487,11 @@ TEST(many_groups_between_reductions) {
         axis_opts ao;
         emily_value opts = reduce_axis_opts(&ao, 1, true);
         for (int layer = 0; layer < 3; layer++) {
-            t1 = CALL(g, "sin", &o, v_ref(cur));
-            t2 = CALL(g, "add", &o, v_ref(t1), v_ref(cur));
-            t3 = CALL(g, "sum", &orr, v_ref(t2), opts);
-            t4 = CALL(g, "subtract", &o, v_ref(t2), v_ref(t3));
-            t5 = CALL(g, "tanh", &o, v_ref(t4));
+            t1 = GRAPH_CALL(g, "sin", &o, v_ref(cur));
+            t2 = GRAPH_CALL(g, "add", &o, v_ref(t1), v_ref(cur));
+            t3 = GRAPH_CALL(g, "sum", &orr, v_ref(t2), opts);
+            t4 = GRAPH_CALL(g, "subtract", &o, v_ref(t2), v_ref(t3));
+            t5 = GRAPH_CALL(g, "tanh", &o, v_ref(t4));
             cur = t5;
         }
         CHECK_OK(emily_graph_set_outputs(g, 1, &cur));
@@ -531,14 +518,14 @@ static emily_graph *loop_graph(bool bad_body) {
     emily_tensor *t5 = t_from(EMILY_S32, 0, NULL, &five_v), *t1 = t_from(EMILY_S32, 0, NULL, &one_v);
     emily_tensor *t2 = t_from(EMILY_F32, 0, NULL, &two_v);
     CHECK_OK(emily_graph_add_const(cond, t5, &five));
-    lt = CALL(cond, "less", &u8, v_ref(ci), v_ref(five));
+    lt = GRAPH_CALL(cond, "less", &u8, v_ref(ci), v_ref(five));
     CHECK_OK(emily_graph_set_outputs(cond, 1, &lt));
     CHECK_OK(emily_graph_add_param(body, EMILY_S32, 0, NULL, &bi));
     CHECK_OK(emily_graph_add_param(body, EMILY_F32, 1, S3, &bx));
     CHECK_OK(emily_graph_add_const(body, t1, &one));
     CHECK_OK(emily_graph_add_const(body, t2, &two));
-    ni = CALL(body, "add", &si, v_ref(bi), v_ref(one));
-    nx = CALL(body, "multiply", &x3, v_ref(bx), v_ref(two));
+    ni = GRAPH_CALL(body, "add", &si, v_ref(bi), v_ref(one));
+    nx = GRAPH_CALL(body, "multiply", &x3, v_ref(bx), v_ref(two));
     int32_t bouts[2] = {ni, bad_body ? ni : nx};
     CHECK_OK(emily_graph_set_outputs(body, 2, bouts));
     CHECK_OK(emily_graph_add_param(g, EMILY_S32, 0, NULL, &i0));
@@ -610,23 +597,23 @@ static emily_graph *cond_graph(void) {
     emily_tensor *t2 = t_from(EMILY_F32, 0, NULL, &two_v);
     CHECK_OK(emily_graph_add_const(g, tz, &zero));
     CHECK_OK(emily_graph_add_const(g, to, &one));
-    y = CALL(g, "exp", &x3, v_ref(x));
-    p0 = CALL(g, "equal", &u8, v_ref(k), v_ref(zero));
-    p1 = CALL(g, "equal", &u8, v_ref(k), v_ref(one));
+    y = GRAPH_CALL(g, "exp", &x3, v_ref(x));
+    p0 = GRAPH_CALL(g, "equal", &u8, v_ref(k), v_ref(zero));
+    p1 = GRAPH_CALL(g, "equal", &u8, v_ref(k), v_ref(one));
     /* branch 0: x * 2 */
     int32_t c2;
     CHECK_OK(emily_graph_add_param(br[0], EMILY_F32, 1, S3, &bx));
     CHECK_OK(emily_graph_add_const(br[0], t2, &c2));
-    r = CALL(br[0], "multiply", &x3, v_ref(bx), v_ref(c2));
+    r = GRAPH_CALL(br[0], "multiply", &x3, v_ref(bx), v_ref(c2));
     CHECK_OK(emily_graph_set_outputs(br[0], 1, &r));
     /* branch 1: x + x + x */
     CHECK_OK(emily_graph_add_param(br[1], EMILY_F32, 1, S3, &bx));
-    t = CALL(br[1], "add", &x3, v_ref(bx), v_ref(bx));
-    u = CALL(br[1], "add", &x3, v_ref(t), v_ref(bx));
+    t = GRAPH_CALL(br[1], "add", &x3, v_ref(bx), v_ref(bx));
+    u = GRAPH_CALL(br[1], "add", &x3, v_ref(t), v_ref(bx));
     CHECK_OK(emily_graph_set_outputs(br[1], 1, &u));
     /* last: -y */
     CHECK_OK(emily_graph_add_param(br[2], EMILY_F32, 1, S3, &bx));
-    r = CALL(br[2], "negate", &x3, v_ref(bx));
+    r = GRAPH_CALL(br[2], "negate", &x3, v_ref(bx));
     CHECK_OK(emily_graph_set_outputs(br[2], 1, &r));
     int32_t preds[2] = {p0, p1}, caps[3] = {x, x, y};
     size_t ncap[3] = {1, 1, 1};
@@ -685,11 +672,11 @@ static void softmax_fused(emily_dtype dt, int rank, const int64_t *S) {
         emily_value o = v_tmpl(dt, rank, S), orr = v_tmpl(dt, rank, R);
         axis_opts ao;
         emily_value opts = reduce_axis_opts(&ao, rank - 1, true);
-        m = CALL(g, "reduce_max", &orr, v_ref(p), opts);
-        d = CALL(g, "subtract", &o, v_ref(p), v_ref(m));
-        e = CALL(g, "exp", &o, v_ref(d));
-        sm = CALL(g, "sum", &orr, v_ref(e), opts);
-        r = CALL(g, "divide", &o, v_ref(e), v_ref(sm));
+        m = GRAPH_CALL(g, "reduce_max", &orr, v_ref(p), opts);
+        d = GRAPH_CALL(g, "subtract", &o, v_ref(p), v_ref(m));
+        e = GRAPH_CALL(g, "exp", &o, v_ref(d));
+        sm = GRAPH_CALL(g, "sum", &orr, v_ref(e), opts);
+        r = GRAPH_CALL(g, "divide", &o, v_ref(e), v_ref(sm));
         CHECK_OK(emily_graph_set_outputs(g, 1, &r));
         emily_graph_stats st;
         compile_and_run(g, opt, &x, 1, &res[opt], 1, &st);
