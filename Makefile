@@ -125,9 +125,8 @@ TESTS := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 # The unit tests whose cases run code on several threads: the caller-runs
 # pool (src/cpu/unary_map.c: unary, binary, convert, graph runs; the fused
 # norms' rows), the OpenMP regions (reduce, sort, dot, the blocked linear
-# algebra), streams
-# and ops on their own threads (cuda's CPU cases, unary's concurrent
-# callers). Archer must be loaded for OpenMP's synchronisation to count;
+# algebra), streams and ops on their own threads (cuda's CPU cases,
+# unary's concurrent callers). Archer must be loaded for OpenMP's synchronisation to count;
 # ignore_noninstrumented_modules: OpenBLAS and libomp's own accesses are
 # not ours to check; die_after_fork=0: unary's fork test starts the pool
 # again in a child of a threaded parent (pool_after_fork_child), which
@@ -201,6 +200,11 @@ $(BUILD)/obj/tests/unit/test_embed.o $(BUILD)/obj/tests/unit/embed_synthetic.o: 
 $(BUILD)/tests/test_embed: $(BUILD)/obj/tests/unit/test_embed.o $(BUILD)/obj/tests/unit/embed_synthetic.o \
                            $(BUILD)/obj/tests/unit/harness.o $(EMBED_OBJ) $(ENGINE_LIB)
 	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# bench/fast_norm.c: the fused norms against their composed eager ops (not
+# part of `all`; bench/fast_norm.c says how to run it).
+$(BUILD)/bench_fast_norm: $(BUILD)/obj/bench/fast_norm.o $(ENGINE_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/emily_run: $(BUILD)/obj/tools/emily_run.o $(ENGINE_LIB)

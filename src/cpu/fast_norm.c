@@ -29,6 +29,7 @@
 #endif
 
 #define LANES EMI_NORM_LANES
+#define PRAGMA(x) _Pragma(#x)
 
 /* ---- row sums in the shared order (norm_rules.h) ------------------------- */
 
@@ -40,6 +41,7 @@
         double l[LANES] = {0};                                                         \
         int64_t j = 0;                                                                 \
         for (; j + LANES <= n; j += LANES)                                             \
+            PRAGMA(GCC unroll 32)                                                      \
             for (int k = 0; k < LANES; k++) l[k] += (double)x[j + k];                  \
         for (int k = 0; j + k < n; k++) l[k] += (double)x[j + k];                      \
         return emi_norm_combine(l);                                                    \
@@ -48,6 +50,7 @@
         double l[LANES] = {0};                                                         \
         int64_t j = 0;                                                                 \
         for (; j + LANES <= n; j += LANES)                                             \
+            PRAGMA(GCC unroll 32)                                                      \
             for (int k = 0; k < LANES; k++) {                                          \
                 T v = x[j + k] * x[j + k];                                             \
                 l[k] += (double)v;                                                     \
@@ -62,6 +65,7 @@
         double l[LANES] = {0};                                                         \
         int64_t j = 0;                                                                 \
         for (; j + LANES <= n; j += LANES)                                             \
+            PRAGMA(GCC unroll 32)                                                      \
             for (int k = 0; k < LANES; k++) {                                          \
                 T c = x[j + k] - m;                                                    \
                 T v = c * c;                                                           \
@@ -86,6 +90,7 @@ ROW_SUMS(f64, double)
     HOT static void NAME(const W *restrict x, int64_t n, W m, W r, const A *restrict g, \
                          const A *restrict b, A *restrict y) {                          \
         if (b) {                                                                        \
+            PRAGMA(omp simd)                                                            \
             for (int64_t j = 0; j < n; j++) {                                           \
                 W c = x[j] - m;                                                         \
                 A s = g[j] * (A)r;                                                      \
@@ -93,6 +98,7 @@ ROW_SUMS(f64, double)
                 y[j] = p + b[j];                                                        \
             }                                                                           \
         } else {                                                                        \
+            PRAGMA(omp simd)                                                            \
             for (int64_t j = 0; j < n; j++) {                                           \
                 W c = x[j] - m;                                                         \
                 A s = g[j] * (A)r;                                                      \
@@ -111,6 +117,7 @@ LN_OUT(ln_out_dd, double, double)
 #define RMS_OUT(NAME, W, A, ROUND)                                                 \
     HOT static void NAME(const W *restrict x, int64_t n, W r, const A *restrict g, \
                          A *restrict y) {                                          \
+        PRAGMA(omp simd)                                                           \
         for (int64_t j = 0; j < n; j++) {                                          \
             W z = x[j] * r;                                                        \
             z = (W)ROUND(z);                                                       \

@@ -258,6 +258,58 @@ TEST(rms_norm_rounds_to_the_input_type_before_the_scale) {
     RELEASE(x, g, y);
 }
 
+/* The CUDA kernel's order, emulated lane by lane: lane k sums elements
+ * k, k + 32, ... in double from 0.0, then every lane adds the lane
+ * k xor s for s = 16, 8, 4, 2, 1 at once. The CPU engine must give these
+ * bits (the CUDA test then holds the GPU to the CPU's). */
+static double warp_order_sum(const float *v, int64_t n, float m, int what) {
+    double lane[32], next[32];
+    for (int k = 0; k < 32; k++) {
+        lane[k] = 0.0;
+        for (int64_t j = k; j < n; j += 32) {
+            float t = what == 0 ? v[j] : what == 1 ? v[j] * v[j] : (v[j] - m) * (v[j] - m);
+            lane[k] += (double)t;
+        }
+    }
+    for (int s = 16; s >= 1; s /= 2) {
+        for (int k = 0; k < 32; k++) next[k] = lane[k] + lane[k ^ s];
+        memcpy(lane, next, sizeof lane);
+    }
+    return lane[0];
+}
+
+TEST(cpu_sums_in_the_warp_order) {
+    uint64_t st = 2024;
+    int64_t shape[2] = {6, 1001}, n = 1001;
+    emily_tensor *x = rnd(&st, EMILY_F32, 2, shape, 2, 8), *g = rnd(&st, EMILY_F32, 1, &n, -2, 4),
+                 *y = NULL, *z = NULL;
+    CHECK_OK(emily_layer_norm(x, g, NULL, 1.0e-5, &y));
+    CHECK_OK(emily_rms_norm(x, g, 1.0e-6, &z));
+    float *xv = malloc((size_t)(6 * n) * sizeof *xv), *gv = malloc((size_t)n * sizeof *gv);
+    CHECK(xv && gv);
+    if (xv && gv && y && z) {
+        CHECK_OK(emily_to_binary(x, xv, (size_t)(6 * n) * sizeof *xv));
+        CHECK_OK(emily_to_binary(g, gv, (size_t)n * sizeof *gv));
+        for (int i = 0; i < 6; i++) {
+            const float *row = xv + i * n;
+            float m = (float)((double)(float)warp_order_sum(row, n, 0, 0) / (double)n);
+            float var = (float)((double)(float)warp_order_sum(row, n, m, 2) / (double)n);
+            float r = var >= 1.0e-5f ? (float)(1.0 / sqrt((double)(var + 1.0e-5f)))
+                                     : (float)(1.0 / sqrt((double)1.0e-5f));
+            float ms = (float)((double)(float)warp_order_sum(row, n, 0, 1) / (double)n);
+            float rr = (float)(1.0 / sqrt((double)(ms + 1.0e-6f)));
+            for (int64_t j = 0; j < n; j++) {
+                float sc = gv[j] * r, c = row[j] - m, zz = row[j] * rr;
+                CHECK(t_get(y, i * n + j) == (double)(sc * c));
+                CHECK(t_get(z, i * n + j) == (double)(zz * gv[j]));
+            }
+        }
+    }
+    free(xv);
+    free(gv);
+    RELEASE(x, g, y, z);
+}
+
 /* ---- against the composed ops ------------------------------------------------ */
 
 static void against_composed(const char *label, emily_dtype xt, emily_dtype gt, emily_dtype bt,
@@ -651,8 +703,8 @@ TEST(graph_call) {
 RUN_TESTS("fast_norm", CASE(layer_norm_matches_the_expression),
           CASE(rms_norm_matches_the_expression),
           CASE(rms_norm_rounds_to_the_input_type_before_the_scale),
-          CASE(same_types_against_composed_ops), CASE(mixed_types_against_composed_ops),
-          CASE(f64_within_the_reordered_sum_bound), CASE(views_as_inputs),
-          CASE(rows_do_not_depend_on_the_batch), CASE(rows_of_length_one),
+          CASE(cpu_sums_in_the_warp_order), CASE(same_types_against_composed_ops),
+          CASE(mixed_types_against_composed_ops), CASE(f64_within_the_reordered_sum_bound),
+          CASE(views_as_inputs), CASE(rows_do_not_depend_on_the_batch), CASE(rows_of_length_one),
           CASE(constant_rows_and_eps_zero), CASE(nan_and_infinity), CASE(empty_inputs),
           CASE(bad_arguments), CASE(dispatch_callbacks), CASE(graph_call))
