@@ -123,10 +123,10 @@ TEST_SRC := $(wildcard tests/unit/test_*.c)
 TESTS := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 # ---- tooling: what `make TSAN=1 check` runs --------------------------------
 # The unit tests whose cases run code on several threads: the caller-runs
-# pool (src/cpu/unary_map.c: unary, binary, convert, graph runs), the
-# OpenMP regions (reduce, sort, dot, the blocked linear algebra), streams
-# and ops on their own threads (cuda's CPU cases, unary's concurrent
-# callers). Archer must be loaded for OpenMP's synchronisation to count;
+# pool (src/cpu/unary_map.c: unary, binary, convert, graph runs; the fused
+# norms' rows), the OpenMP regions (reduce, sort, dot, the blocked linear
+# algebra), streams and ops on their own threads (cuda's CPU cases,
+# unary's concurrent callers). Archer must be loaded for OpenMP's synchronisation to count;
 # ignore_noninstrumented_modules: OpenBLAS and libomp's own accesses are
 # not ours to check; die_after_fork=0: unary's fork test starts the pool
 # again in a child of a threaded parent (pool_after_fork_child), which
@@ -151,7 +151,7 @@ TSAN_NO_ENTRY := $(shell grep -l target_clones $(LIB_SRC) 2>/dev/null)
 ifneq ($(TSAN_NO_ENTRY),)
 $(TSAN_NO_ENTRY:%.c=$(BUILD)/obj/%.o): CFLAGS += -mllvm -tsan-instrument-func-entry-exit=0
 endif
-TSAN_TESTS := unary binary convert graph reduce sort dot linalg_blocked cuda
+TSAN_TESTS := unary binary convert graph reduce sort dot linalg_blocked cuda fast_norm
 TESTS := $(TSAN_TESTS:%=$(BUILD)/tests/test_%)
 CHECK_ENV := OMP_TOOL_LIBRARIES=$(ARCHER) TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 ignore_noninstrumented_modules=1 die_after_fork=0 allocator_may_return_null=1 $(TSAN_OPTIONS)"
 endif
@@ -200,6 +200,11 @@ $(BUILD)/obj/tests/unit/test_embed.o $(BUILD)/obj/tests/unit/embed_synthetic.o: 
 $(BUILD)/tests/test_embed: $(BUILD)/obj/tests/unit/test_embed.o $(BUILD)/obj/tests/unit/embed_synthetic.o \
                            $(BUILD)/obj/tests/unit/harness.o $(EMBED_OBJ) $(ENGINE_LIB)
 	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# bench/fast_norm.c: the fused norms against their composed eager ops (not
+# part of `all`; bench/fast_norm.c says how to run it).
+$(BUILD)/bench_fast_norm: $(BUILD)/obj/bench/fast_norm.o $(ENGINE_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/emily_run: $(BUILD)/obj/tools/emily_run.o $(ENGINE_LIB)

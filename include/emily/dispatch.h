@@ -108,7 +108,8 @@ typedef enum emily_callback_cost {
 typedef enum emily_dtype_class {
     EMILY_DTYPES_ANY = 0,     /* every type */
     EMILY_DTYPES_REAL = 1,    /* integers and floats, no complex */
-    EMILY_DTYPES_INTEGER = 2  /* integers only */
+    EMILY_DTYPES_INTEGER = 2, /* integers only */
+    EMILY_DTYPES_FLOAT = 3    /* real floats only: f16, bf16, f32, f64 */
 } emily_dtype_class;
 
 /* True if `dtype` belongs to the class. */

@@ -88,6 +88,7 @@ struct emily_engine {
     const struct emily_fft_kernels *fft;
     const struct emily_linalg_kernels *linalg;
     const struct emily_conv_kernels *conv; /* optional: see kernels.h */
+    const struct emily_fast_kernels *fast;
     const struct emily_replay_ops *replay; /* optional: see above */
 
     /* True if the device runs kernel k for op `op` (the family's op enum:

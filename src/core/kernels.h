@@ -496,6 +496,22 @@ struct emily_conv_kernels {
  * path ran. */
 int64_t emi_conv_device_count(void);
 
+/* ---- fused transformer kernels ----
+ *
+ * Each computes the expression emily/ops_fast.h writes out for its op,
+ * with its order of the row sums (src/core/norm_rules.h), so that every
+ * device gives the same bits. The op layer (src/ops/fast_norm.c) has
+ * checked shapes and types and hands the kernels contiguous tensors: x
+ * of rank >= 1 (f16, bf16, f32 or f64) seen as rows of n = its last axis
+ * (n >= 1, at least one row); gamma and beta of shape {n} in the affine
+ * type (f32, or f64 when dst is f64); beta NULL for no bias; dst fresh,
+ * x's shape, in the output type. */
+struct emily_fast_kernels {
+    emily_status (*layer_norm)(emily_tensor *dst, const emily_tensor *x, const emily_tensor *gamma,
+                               const emily_tensor *beta, double eps);
+    emily_status (*rms_norm)(emily_tensor *dst, const emily_tensor *x, const emily_tensor *gamma, double eps);
+};
+
 /* Every kernel of every family, for the engine's supports() query:
  * X(ID, family, entry) is the kernel EMI_KERNEL_<ID>, the entry `entry`
  * of the engine's table `family`. */
@@ -520,7 +536,8 @@ int64_t emi_conv_device_count(void);
     X(QR_LAPACK, linalg, qr_lapack) X(SVD_LAPACK, linalg, svd_lapack)               \
     X(EIGH_LAPACK, linalg, eigh_lapack) X(LU_NX07, linalg, lu_nx07)                 \
     X(QR_NX07, linalg, qr_nx07) X(DETERMINANT_NX07, linalg, determinant_nx07)       \
-    X(EIGH_NX07, linalg, eigh_nx07) X(SVD_NX07, linalg, svd_nx07)
+    X(EIGH_NX07, linalg, eigh_nx07) X(SVD_NX07, linalg, svd_nx07)                   \
+    X(LAYER_NORM, fast, layer_norm) X(RMS_NORM, fast, rms_norm)
 /* clang-format on */
 
 #define EMI_KERNEL_ID(ID, family, entry) EMI_KERNEL_##ID,

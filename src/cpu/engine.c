@@ -131,6 +131,7 @@ static const emily_engine cpu_engine = {
     .cumulative = &emi_cpu_cumulative_kernels,
     .fft = &emi_cpu_fft_kernels,
     .linalg = &emi_cpu_linalg_kernels,
+    .fast = &emi_cpu_fast_kernels,
     /* every kernel of the table runs every op and dtype it is handed */
     .supports = emi_engine_has_kernel,
 };

@@ -44,6 +44,7 @@ static const emily_engine cuda_engine = {
     .cumulative = &emi_cuda_cumulative_kernels,
     .fft = &emi_cuda_fft_kernels,
     .linalg = &emi_cuda_linalg_kernels,
+    .fast = &emi_cuda_fast_kernels,
     .replay = &emi_cuda_replay_ops,
     /* the kernels it has run every op and dtype they are handed; the
      * families it lacks (NULL) are "not available on the cuda device" */

@@ -37,6 +37,7 @@ extern const struct emily_conv_kernels emi_cuda_conv_kernels;
 extern const struct emily_cumulative_kernels emi_cuda_cumulative_kernels;
 extern const struct emily_fft_kernels emi_cuda_fft_kernels;
 extern const struct emily_linalg_kernels emi_cuda_linalg_kernels;
+extern const struct emily_fast_kernels emi_cuda_fast_kernels;
 extern const struct emily_replay_ops emi_cuda_replay_ops; /* replay.c */
 
 #ifdef __cplusplus

@@ -11,8 +11,8 @@
  *   op       handed to the handler as c->op, for a handler that serves
  *            several callbacks (0 where the handler serves one);
  *   cost     INLINE, DIRTY or DEVICE: EMILY_COST_* (emily/dispatch.h);
- *   dtypes   ANY, REAL or INTEGER: EMILY_DTYPES_*, the types its tensor
- *            operands may have.
+ *   dtypes   ANY, REAL, INTEGER or FLOAT: EMILY_DTYPES_*, the types its
+ *            tensor operands may have.
  * cost and dtypes are bare words, or for the element-wise ops macros
  * that name one: paste them with EMI_PASTE (core/dtype_list.h), which
  * expands its arguments first.
@@ -145,7 +145,10 @@
     EMI_CALLBACK(eigh, eigh, 0, DIRTY, ANY)                                          \
     EMI_CALLBACK(cholesky, cholesky, 0, DIRTY, ANY)                                  \
     EMI_CALLBACK(solve, solve, 0, DIRTY, ANY)                                        \
-    EMI_CALLBACK(determinant, determinant, 0, DIRTY, ANY)
+    EMI_CALLBACK(determinant, determinant, 0, DIRTY, ANY)                            \
+    /* fused transformer kernels (Emily.Fast): src/nx/callbacks_fast.c */           \
+    EMI_CALLBACK(layer_norm, layer_norm, 0, INLINE, FLOAT)                           \
+    EMI_CALLBACK(rms_norm, rms_norm, 0, INLINE, FLOAT)
 /* clang-format on */
 
 #endif

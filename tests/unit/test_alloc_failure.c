@@ -209,6 +209,30 @@ static emily_status pad_interior(const emily_tensor *x, emily_tensor **out) {
     return s;
 }
 
+/* layer_norm of a transposed x ({3, 64}: made contiguous) with a bf16
+ * gamma (converted to the affine type) and an f32 beta. */
+static emily_status layer_norm_views(const emily_tensor *x, emily_tensor **out) {
+    emily_tensor *xt = NULL, *g = NULL, *gb = NULL;
+    emily_status s = emily_transpose(x, (int[]){1, 0}, &xt);
+    if (!s) s = emily_iota(EMILY_CPU, EMILY_F32, 1, (int64_t[]){ROWS}, 0, &g);
+    if (!s) s = emily_as_type(g, EMILY_BF16, &gb);
+    if (!s) s = emily_layer_norm(xt, gb, g, 1.0e-5, out);
+    RELEASE(xt, g, gb);
+    return s;
+}
+/* rms_norm of bf16 rows of 600 broadcast from x: threaded, each job
+ * with its scratch rows. */
+static emily_status rms_norm_rows(const emily_tensor *x, emily_tensor **out) {
+    emily_tensor *xb = NULL, *wide = NULL, *g = NULL;
+    int64_t shape[3] = {ROWS, COLS, 600};
+    emily_status s = emily_as_type(x, EMILY_BF16, &xb);
+    if (!s) s = emily_broadcast(xb, 3, shape, (int[]){0, 1}, &wide);
+    if (!s) s = emily_iota(EMILY_CPU, EMILY_F32, 1, &shape[2], 0, &g);
+    if (!s) s = emily_rms_norm(wide, g, 1.0e-6, out);
+    RELEASE(xb, wide, g);
+    return s;
+}
+
 /* Bytes of t, or NULL (the caller frees). */
 static unsigned char *bytes_of(const emily_tensor *t, size_t *n) {
     *n = emily_tensor_nbytes(t);
@@ -316,6 +340,8 @@ TEST(other_ops_fail_cleanly) {
     CHECK(sweep("indexed_add", indexed_add_rows) > 1);
     CHECK(sweep("conv", conv1d) > 1);
     CHECK(sweep("pad", pad_interior) > 1);
+    CHECK(sweep("layer_norm", layer_norm_views) > 1);
+    CHECK(sweep("rms_norm", rms_norm_rows) > 1);
 }
 
 RUN_TESTS("alloc_failure", CASE(reduce_max_min_over_axis_0_fail_cleanly), CASE(reduce_max_axis_0_values),

@@ -51,9 +51,9 @@ TEST(every_name_is_found) {
     size_t n = count_callbacks();
     /* 3 creation, 39 unary + as_type and bitcast, 24 binary + select and
      * clip, 10 shape, 9 reductions, 2 products, 6 windows, 5 indexing, 3
-     * sorts, 4 scans, 6 transforms, 8 linear algebra */
-    CHECK(n == 123);
-    CHECK(n == (size_t)EMILY_UNARY_OP_COUNT + EMILY_BINARY_OP_COUNT + 60);
+     * sorts, 4 scans, 6 transforms, 8 linear algebra, 2 fused norms */
+    CHECK(n == 125);
+    CHECK(n == (size_t)EMILY_UNARY_OP_COUNT + EMILY_BINARY_OP_COUNT + 62);
     for (size_t i = 0; i < n; i++) {
         const emily_callback *cb = emily_dispatch_find(names[i]);
         CHECK(cb && strcmp(cb->name, names[i]) == 0);
@@ -67,7 +67,7 @@ TEST(every_name_is_found) {
         CHECK(emily_dispatch_find(emily_binary_op_name((emily_binary_op)op)) != NULL);
     /* the list order is kept (the fuzz seeds index it) */
     CHECK(strcmp(names[0], "constant") == 0 && strcmp(names[3], "exp") == 0);
-    CHECK(strcmp(names[n - 1], "determinant") == 0);
+    CHECK(strcmp(names[n - 3], "determinant") == 0 && strcmp(names[n - 1], "rms_norm") == 0);
 }
 
 /* A broken index finds names that are not there: ask for each name with
@@ -153,17 +153,19 @@ TEST(cost_classes) {
 }
 
 TEST(dtype_class_members) {
-    int any = 0, real = 0, integer = 0;
+    int any = 0, real = 0, integer = 0, floats = 0;
     for (int t = 0; t < EMILY_DTYPE_COUNT; t++) {
         any += emily_dtype_class_has(EMILY_DTYPES_ANY, (emily_dtype)t);
         real += emily_dtype_class_has(EMILY_DTYPES_REAL, (emily_dtype)t);
         integer += emily_dtype_class_has(EMILY_DTYPES_INTEGER, (emily_dtype)t);
+        floats += emily_dtype_class_has(EMILY_DTYPES_FLOAT, (emily_dtype)t);
+        CHECK(emily_dtype_class_has(EMILY_DTYPES_FLOAT, (emily_dtype)t) == emily_dtype_is_float((emily_dtype)t));
         CHECK(emily_dtype_class_has(EMILY_DTYPES_REAL, (emily_dtype)t) ==
               !emily_dtype_is_complex((emily_dtype)t));
         CHECK(emily_dtype_class_has(EMILY_DTYPES_INTEGER, (emily_dtype)t) ==
               emily_dtype_is_integer((emily_dtype)t));
     }
-    CHECK(any == EMILY_DTYPE_COUNT && real == EMILY_DTYPE_COUNT - 2 && integer == 8);
+    CHECK(any == EMILY_DTYPE_COUNT && real == EMILY_DTYPE_COUNT - 2 && integer == 8 && floats == 4);
     CHECK(!emily_dtype_class_has(EMILY_DTYPES_ANY, EMILY_DTYPE_AUTO));
     CHECK(!emily_dtype_class_has((emily_dtype_class)7, EMILY_F32));
 }
@@ -204,7 +206,8 @@ TEST(element_wise_dtype_classes) {
     }
 }
 
-/* A few of the other families: complex inputs where the class is REAL. */
+/* A few of the other families: complex inputs where the class is REAL,
+ * integers and complex where it is FLOAT. */
 TEST(other_dtype_classes) {
     emily_tensor *c = one(EMILY_C64), *f = one(EMILY_F32), *c0 = NULL, *r = NULL;
     CHECK_OK(emily_constant(EMILY_CPU, EMILY_C64, 0, NULL, emily_scalar_int(1), &c0));
@@ -228,7 +231,16 @@ TEST(other_dtype_classes) {
     emily_tensor_release(r);
     CHECK(emily_dispatch_find("as_type")->dtypes == EMILY_DTYPES_ANY);
     CHECK_OK(emily_as_type(c, EMILY_F32, &r));
-    RELEASE(r, c, c0, f);
+    emily_tensor_release(r);
+    r = NULL;
+    /* FLOAT: the fused norms take real floats, not integers or complex */
+    emily_tensor *s = one(EMILY_S32);
+    CHECK(emily_dispatch_find("layer_norm")->dtypes == EMILY_DTYPES_FLOAT);
+    CHECK(emily_dispatch_find("rms_norm")->dtypes == EMILY_DTYPES_FLOAT);
+    CHECK_ERR(emily_layer_norm(c, f, NULL, 1e-5, &r), EMILY_ERR_TYPE, "layer_norm");
+    CHECK_ERR(emily_rms_norm(s, f, 1e-6, &r), EMILY_ERR_TYPE, "rms_norm");
+    CHECK_OK(emily_rms_norm(f, f, 1e-6, &r));
+    RELEASE(r, c, c0, f, s);
 }
 
 RUN_TESTS("dispatch", CASE(first_lookups_from_many_threads), CASE(every_name_is_found),

@@ -68,6 +68,8 @@ TEST(cuda_engine_table) {
     CHECK(emi_engine_supports(e, EMI_KERNEL_FFT, 0, EMILY_C64));
     CHECK(emi_engine_supports(e, EMI_KERNEL_SCAN, 0, EMILY_F32));
     CHECK(emi_engine_supports(e, EMI_KERNEL_WINDOW_REDUCE, 0, EMILY_BF16));
+    CHECK(emi_engine_supports(e, EMI_KERNEL_LAYER_NORM, 0, EMILY_F16));
+    CHECK(emi_engine_supports(e, EMI_KERNEL_RMS_NORM, 0, EMILY_F64));
     /* linear algebra runs on cuSOLVER through the table's native entries;
      * Nx's own algorithms (linalg: :reference) stay CPU-only */
     CHECK(!emi_engine_supports(e, EMI_KERNEL_QR, 0, EMILY_F64));

@@ -774,7 +774,10 @@ if Code.ensure_loaded?(Nx.Backend) do
       Nx.Block.FFT2 => :fft2,
       Nx.Block.IFFT2 => :ifft2,
       Nx.Block.RFFT => :rfft,
-      Nx.Block.IRFFT => :irfft
+      Nx.Block.IRFFT => :irfft,
+      # Emily's own blocks (Emily.Fast): the engine's fused kernels
+      Emily.Fast.LayerNorm => :layer_norm,
+      Emily.Fast.RMSNorm => :rms_norm
     }
 
     @doc false

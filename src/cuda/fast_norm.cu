@@ -1,0 +1,184 @@
+// The CUDA engine's fused normalizations (emily/ops_fast.h): layer_norm and
+// rms_norm, one warp per row.
+//
+// Lane k of a row's warp takes elements k, k + 32, k + 64, ... (coalesced
+// loads), accumulates them in double (f64 rows: in f64) from 0.0 in that
+// order, and the warp combines its lanes with an xor butterfly (offsets 16,
+// 8, 4, 2, 1), after which every lane holds the row's sum: exactly the order
+// of src/core/norm_rules.h, which the CPU engine follows too, so the two
+// devices give the same bits. Everything after the sums (the mean, the
+// scale, the affine step and every rounding) is the header's expression
+// through norm_rules.h's shared helpers; the build's --fmad=false keeps
+// products and sums separately rounded as on the CPU.
+//
+// A row is read twice (rms_norm) or three times (layer_norm), from L1/L2
+// after the first pass; blocks hold 8 warps and stride over the rows when
+// there are more rows than the grid has warps.
+#include "cuda/common.cuh"
+#include "core/norm_rules.h"
+
+using namespace emily_cuda;
+
+namespace {
+
+constexpr int WARP = 32;
+constexpr int ROWS_PER_BLOCK = BLOCK / WARP;
+static_assert(EMI_NORM_LANES == WARP, "the row sums' partials are a warp's lanes");
+
+// W, the statistics type of x's dtype X; A, the affine type of the output O.
+template <emily_dtype X>
+using stat_t = typename std::conditional<X == EMILY_F64, double, float>::type;
+template <emily_dtype O>
+using affine_t = typename std::conditional<O == EMILY_F64, double, float>::type;
+
+// The warp's lanes summed in norm_rules.h's order (every lane gets it).
+__device__ __forceinline__ double warp_sum(double v) {
+#pragma unroll
+    for (int s = WARP / 2; s >= 1; s /= 2) v = v + __shfl_xor_sync(0xffffffffu, v, s);
+    return v;
+}
+
+// One element of x read exactly into W.
+template <emily_dtype X> __device__ __forceinline__ stat_t<X> load(storage_t<X> v) {
+    if constexpr (X == EMILY_F16) return emily_sc_f16_to_f32(v);
+    else if constexpr (X == EMILY_BF16) return emily_sc_bf16_to_f32(v);
+    else return v;
+}
+
+// v rounded to x's own type X and read back (rms_norm's normalized value).
+template <emily_dtype X> __device__ __forceinline__ stat_t<X> round_to_x(stat_t<X> v) {
+    if constexpr (X == EMILY_F16) return emily_sc_f16_to_f32(emily_sc_f64_to_f16((double)v));
+    else if constexpr (X == EMILY_BF16) return emily_sc_bf16_to_f32(emily_sc_f32_to_bf16(v));
+    else return v;
+}
+
+// An affine value written as the output type by Nx's rules.
+template <emily_dtype O> __device__ __forceinline__ storage_t<O> store(affine_t<O> v) {
+    if constexpr (O == EMILY_F16) return emily_sc_f64_to_f16((double)v);
+    else if constexpr (O == EMILY_BF16) return emily_sc_f32_to_bf16(v);
+    else return v;
+}
+
+template <typename W> __device__ __forceinline__ W mean_of(double sum, int64_t n) {
+    if constexpr (sizeof(W) == sizeof(double)) return emi_norm_mean_f64(sum, n);
+    else return emi_norm_mean_f32(sum, n);
+}
+
+template <emily_dtype X, emily_dtype O, bool RMS>
+__global__ void __launch_bounds__(BLOCK)
+    norm_kernel(const storage_t<X> *__restrict__ x, storage_t<O> *__restrict__ y,
+                const affine_t<O> *__restrict__ g, const affine_t<O> *__restrict__ b, int64_t rows,
+                int64_t n, stat_t<X> e) {
+    typedef stat_t<X> W;
+    typedef affine_t<O> A;
+    const int lane = (int)(threadIdx.x % WARP);
+    const int64_t nwarps = (int64_t)gridDim.x * ROWS_PER_BLOCK;
+    for (int64_t row = (int64_t)blockIdx.x * ROWS_PER_BLOCK + threadIdx.x / WARP; row < rows;
+         row += nwarps) {
+        const storage_t<X> *xr = x + row * n;
+        storage_t<O> *yr = y + row * n;
+        if constexpr (RMS) {
+            double acc = 0.0;
+            for (int64_t j = lane; j < n; j += WARP) {
+                W v = load<X>(xr[j]);
+                W sq = v * v;
+                acc += (double)sq;
+            }
+            W ms = mean_of<W>(warp_sum(acc), n), r;
+            if constexpr (sizeof(W) == sizeof(double)) r = emi_rms_norm_r_f64(ms, e);
+            else r = emi_rms_norm_r_f32(ms, e);
+            for (int64_t j = lane; j < n; j += WARP) {
+                W z = round_to_x<X>(load<X>(xr[j]) * r);
+                A v = (A)z * g[j];
+                yr[j] = store<O>(v);
+            }
+        } else {
+            double acc = 0.0;
+            for (int64_t j = lane; j < n; j += WARP) acc += (double)load<X>(xr[j]);
+            W m = mean_of<W>(warp_sum(acc), n);
+            acc = 0.0;
+            for (int64_t j = lane; j < n; j += WARP) {
+                W c = load<X>(xr[j]) - m;
+                W sq = c * c;
+                acc += (double)sq;
+            }
+            W var = mean_of<W>(warp_sum(acc), n), r;
+            if constexpr (sizeof(W) == sizeof(double)) r = emi_layer_norm_r_f64(var, e);
+            else r = emi_layer_norm_r_f32(var, e);
+            for (int64_t j = lane; j < n; j += WARP) {
+                W c = load<X>(xr[j]) - m;
+                A s = g[j] * (A)r;
+                A p = s * (A)c;
+                yr[j] = store<O>(b ? p + b[j] : p);
+            }
+        }
+    }
+}
+
+emily_status cuda_norm(const char *op, bool rms, emily_tensor *dst, const emily_tensor *x,
+                       const emily_tensor *g, const emily_tensor *b, double eps) {
+    if (x->size == 0) return EMILY_OK;
+    int64_t n = x->rank > 0 ? x->shape[x->rank - 1] : 0;
+    emily_dtype atype = dst->dtype == EMILY_F64 ? EMILY_F64 : EMILY_F32;
+    bool ok = n > 0 && x->size % n == 0 && dst->size == x->size && emily_tensor_is_contiguous(x) &&
+              emily_tensor_is_contiguous(dst) && g && g->size == n && g->dtype == atype &&
+              emily_tensor_is_contiguous(g) &&
+              (!b || (b->size == n && b->dtype == atype && emily_tensor_is_contiguous(b)));
+    if (!ok)
+        return emily_error(EMILY_ERR_INTERNAL,
+                           "cuda: %s: expects contiguous rows and vectors of the affine type", op);
+    int64_t rows = x->size / n;
+    emily_cuda_ctx ctx;
+    const emily_tensor *ts[4] = {dst, x, g, b};
+    emily_status s = emi_cuda_begin(op, dev_of(dst), 4, ts, &ctx);
+    if (s) return s;
+    int64_t blocks = (rows + ROWS_PER_BLOCK - 1) / ROWS_PER_BLOCK,
+            cap = (int64_t)emi_cuda_sm_count(ctx.device) * 32;
+    unsigned grid = (unsigned)(blocks < cap ? blocks : cap);
+    const char *xp = base_of(x) + (size_t)x->offset * emily_dtype_size(x->dtype);
+    char *yp = base_of(dst) + (size_t)dst->offset * emily_dtype_size(dst->dtype);
+    const char *gp = base_of(g) + (size_t)g->offset * emily_dtype_size(g->dtype);
+    const char *bp = b ? base_of(b) + (size_t)b->offset * emily_dtype_size(b->dtype) : nullptr;
+    s = with_dtype(x->dtype, op, [&]<emily_dtype X>() -> emily_status {
+        if constexpr (!is_float(X)) {
+            return emily_error(EMILY_ERR_TYPE, "cuda: %s: x must be a real float tensor", op);
+        } else {
+            return with_dtype(dst->dtype, op, [&]<emily_dtype O>() -> emily_status {
+                // an f64 x makes an f64 output (the merge of the types)
+                if constexpr (!is_float(O) || (X == EMILY_F64 && O != EMILY_F64)) {
+                    return emily_error(EMILY_ERR_INTERNAL,
+                                       "cuda: %s: a %s x cannot give a %s output", op,
+                                       emily_dtype_name(X), emily_dtype_name(O));
+                } else {
+                    typedef affine_t<O> A;
+                    auto xs = (const storage_t<X> *)xp;
+                    auto ys = (storage_t<O> *)yp;
+                    auto e = (stat_t<X>)eps;
+                    if (rms)
+                        norm_kernel<X, O, true><<<grid, BLOCK, 0, ctx.stream>>>(
+                            xs, ys, (const A *)gp, nullptr, rows, n, e);
+                    else
+                        norm_kernel<X, O, false><<<grid, BLOCK, 0, ctx.stream>>>(
+                            xs, ys, (const A *)gp, (const A *)bp, rows, n, e);
+                    return EMILY_OK;
+                }
+            });
+        }
+    });
+    if (s) return s;
+    return emi_cuda_launched(&ctx);
+}
+
+emily_status cuda_layer_norm(emily_tensor *dst, const emily_tensor *x, const emily_tensor *gamma,
+                             const emily_tensor *beta, double eps) {
+    return cuda_norm("layer_norm", false, dst, x, gamma, beta, eps);
+}
+
+emily_status cuda_rms_norm(emily_tensor *dst, const emily_tensor *x, const emily_tensor *gamma,
+                           double eps) {
+    return cuda_norm("rms_norm", true, dst, x, gamma, nullptr, eps);
+}
+
+} // namespace
+
+extern "C" const struct emily_fast_kernels emi_cuda_fast_kernels = {cuda_layer_norm, cuda_rms_norm};
