@@ -236,3 +236,22 @@ $(BUILD)/tests/test_alloc_failure: $(BUILD)/obj/tests/unit/test_alloc_failure.o 
                                    $(BUILD)/obj/tests/unit/harness.o $(BUILD)/libemily.a
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $(ALLOC_WRAP) -o $@ $^ $(LDLIBS)
+
+# test_cuda_libm runs the CUDA engine's f64 math (host+device headers,
+# tests/unit/cuda_libm_host.cu) on the host against glibc: nvcc compiles
+# it where the CUDA engine is built, the C++ compiler elsewhere (the
+# headers are plain C++ without nvcc). No contraction into FMAs on the
+# host either: the functions' bits depend on it.
+LIBM_HOST_OBJ := $(BUILD)/obj/tests/unit/cuda_libm_host.o
+$(BUILD)/tests/test_cuda_libm: $(BUILD)/obj/tests/unit/test_cuda_libm.o $(LIBM_HOST_OBJ) \
+                               $(BUILD)/obj/tests/unit/harness.o $(ENGINE_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+ifeq ($(CUDA),1)
+$(LIBM_HOST_OBJ): NVFLAGS += -Xcompiler -ffp-contract=off
+else
+CXX ?= g++
+$(LIBM_HOST_OBJ): tests/unit/cuda_libm_host.cu
+	@mkdir -p $(dir $@)
+	$(CXX) -std=c++20 -x c++ $(OPT) -ffp-contract=off -Wall -Wextra -Werror -fPIC -Iinclude -Isrc $(SANFLAGS) -MMD -MP -c $< -o $@
+endif

@@ -24,7 +24,8 @@
  * the input's own precision (f16, bf16 and integers in f32), in the same
  * conventions, and Nx's own algorithms fail there with
  * EMILY_ERR_UNSUPPORTED (they run on the CPU only; move the tensor with
- * emily_to_device). docs/semantics.md, "On CUDA", has the details. */
+ * emily_to_device), except triangular_solve's, which runs on the GPU too.
+ * docs/semantics.md, "On CUDA", has the details. */
 #ifndef EMILY_OPS_LINALG_H
 #define EMILY_OPS_LINALG_H
 
@@ -42,7 +43,7 @@ typedef enum emily_transform_a {
 } emily_transform_a;
 
 /* How qr, svd and eigh (and, for Nx 0.7, lu and determinant) are computed (docs/semantics.md, "Linear
- * algebra"). */
+ * algebra"); on CUDA also lu, solve, determinant and triangular_solve. */
 typedef enum emily_linalg_method {
     /* LAPACK (geqrf/orgqr, gesdd, syevd/heevd) in f64/c128 whatever the
      * input type, then rounded: accurate to the output type's last bits
@@ -82,6 +83,15 @@ typedef enum emily_linalg_method {
 EMILY_API emily_status emily_triangular_solve(const emily_tensor *a, const emily_tensor *b,
                                     bool left_side, bool lower, emily_transform_a transform,
                                     emily_tensor **out);
+/* As emily_triangular_solve, with a method. On the CPU every method is
+ * Nx's substitution in double, the reference's bits. On CUDA,
+ * EMILY_LINALG_LAPACK (emily_triangular_solve's) is cuBLAS's trsm in the
+ * input's own precision (f16, bf16 and integers in f32), and
+ * EMILY_LINALG_REFERENCE (or _NX07: Nx 0.7 solved the same way) is Nx's
+ * substitution in double on the GPU, with the CPU's bits. */
+EMILY_API emily_status emily_triangular_solve_opts(const emily_tensor *a, const emily_tensor *b,
+                                         bool left_side, bool lower, emily_transform_a transform,
+                                         emily_linalg_method method, emily_tensor **out);
 
 /* Nx.LinAlg.lu: a = p . l . u with partial pivoting (square matrices).
  * p has a's type (0/1 entries); l (unit lower) and u (upper) the float

@@ -15,9 +15,12 @@
  *   emily_sc_n / emily_cd_n / emily_si_n_<type> returning int: predicates,
  *                                     written as u8
  * The real-to-real and complex-to-complex rules are called through
- * EMI_UNARY_REAL(ENUM, n, x) and EMI_UNARY_CPLX(ENUM, n, z); a device that
- * computes some op its own way defines them before including this header
- * (src/cuda/unary_ops.cuh); by default they call the shared rule.
+ * EMI_UNARY_REAL(ENUM, n, x) and EMI_UNARY_CPLX(ENUM, n, z), the f64 to f64
+ * kernels' through EMI_UNARY_REAL_F64(ENUM, n, x) (by default
+ * EMI_UNARY_REAL: a device may compute f64 more carefully than the
+ * narrower floats, whose rounding hides the last bit of double); a device
+ * that computes some op its own way defines them before including this
+ * header (src/cuda/unary_ops.cuh); by default they call the shared rule.
  *
  * A device expands, for each X(ENUM, name, rule) of EMILY_UNARY_OPS,
  *     EMI_UNARY_KERNELS(rule)(K, ENUM, name)
@@ -41,6 +44,12 @@
 #ifndef EMI_UNARY_CPLX
 #define EMI_UNARY_CPLX(ENUM, n, z) emily_cd_##n(z)
 #endif
+#ifndef EMI_UNARY_REAL_F64
+#define EMI_UNARY_REAL_F64(ENUM, n, x) EMI_UNARY_REAL(ENUM, n, x)
+#endif
+/* EMI_UK_NATIVE_'s rule by storage type */
+#define EMI_UK_REAL_AT_F32(ENUM, n, x) EMI_UNARY_REAL(ENUM, n, x)
+#define EMI_UK_REAL_AT_F64(ENUM, n, x) EMI_UNARY_REAL_F64(ENUM, n, x)
 
 /* A complex element as emily_cd and back (emi_cd_of_c64, emi_c64_of_cd). */
 #define EMI_UK_CD_IO_(E, s, T, PE, ps, PT, unused)                                     \
@@ -61,7 +70,7 @@ EMI_COMPLEX_PARTS_WITH(EMI_UK_CD_IO_, ~)
  * layer widened to f64). */
 #define EMI_UK_HALF_(E, s, T, K, OP, n)                                                \
     K(uk_##n##_##s##_##s, T, T, E, E, emily_sc_f64_to_##s(EMI_UNARY_REAL(OP, n, emily_sc_##s##_to_f64(v))))
-#define EMI_UK_NATIVE_(E, s, T, K, OP, n) K(uk_##n##_##s##_##s, T, T, E, E, (T)EMI_UNARY_REAL(OP, n, (double)v))
+#define EMI_UK_NATIVE_(E, s, T, K, OP, n) K(uk_##n##_##s##_##s, T, T, E, E, (T)EMI_UK_REAL_AT_##E(OP, n, (double)v))
 #define EMI_UK_ON_FLOAT_(K, OP, n)                                                     \
     EMI_DTYPES_HALF_WITH(EMI_UK_HALF_, K, OP, n)                                       \
     EMI_DTYPES_NATIVE_FLOAT_WITH(EMI_UK_NATIVE_, K, OP, n)                             \

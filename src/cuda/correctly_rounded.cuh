@@ -1,16 +1,19 @@
-// Nearly correctly rounded exp, expm1, sin, cos (double-double evaluation,
-// about 100 bits) and sinh/cosh built from them the way the host's libm
-// (glibc, which Erlang and the CPU engine call) builds them. Used where a
-// formula cancels and the reference's result depends on the last bit of
-// each ingredient (complex tan/tanh: sin(z)/cos(z), sinh(z)/cosh(z)): the
-// device's own sin/cos/exp/sinh/cosh are within 1-2 ULP but not always the
-// correctly rounded value glibc returns. Outside the ranges handled here
-// (huge arguments, results near overflow/underflow) the device's functions
-// are used. Host+device so that a host test can compare with glibc.
+// Nearly correctly rounded exp, sin, cos, log, pow and atan2 (double-double
+// evaluation, about 100 bits, rounded once). Used where the reference's
+// result depends on the last bit of each ingredient (complex tan/tanh,
+// complex pow, Nx's exp(x) - 1) and for the f64 unary ops
+// (cuda/unary_f64.cuh): the device's own functions are within 1-2 ULP but
+// not always the correctly rounded value that the host's libm (glibc,
+// which Erlang and the CPU engine call) returns for these. Outside the
+// ranges handled here (huge arguments, results near overflow/underflow)
+// the device's functions are used. Host+device so that a host test can
+// compare with glibc (tests/unit/test_cuda_libm.c).
 #ifndef EMILY_CUDA_CORRECTLY_ROUNDED_CUH
 #define EMILY_CUDA_CORRECTLY_ROUNDED_CUH
 
 #include <math.h>
+#include <stdint.h>
+#include <string.h>
 
 #ifdef __CUDACC__
 #define EMILY_CR_HD __host__ __device__ inline
@@ -21,6 +24,19 @@
 namespace emily_cr {
 
 struct dd { double hi, lo; };
+
+// The bits of a double and back (the libm algorithms below read and set
+// exponent fields directly).
+EMILY_CR_HD uint64_t bits_of(double x) {
+    uint64_t u;
+    memcpy(&u, &x, sizeof u);
+    return u;
+}
+EMILY_CR_HD double double_of(uint64_t u) {
+    double x;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
 
 EMILY_CR_HD dd two_sum(double a, double b) {
     double s = a + b, bb = s - a;
@@ -58,7 +74,7 @@ EMILY_CR_HD dd dd_div_d(dd a, double b) {
 constexpr double LN2_1 = 0x1.62e42fefa39efp-1, LN2_2 = 0x1.abc9e3b39803fp-56, LN2_3 = 0x1.7b57a079a1934p-111;
 constexpr double PIO2_1 = 0x1.921fb54442d18p+0, PIO2_2 = 0x1.1a62633145c07p-54, PIO2_3 = -0x1.f1976b7ed8fbcp-110;
 
-// x - k*(c1 + c2 + c3) in double-double (k an integer, |k| < 2^20, the
+// x - k*(c1 + c2 + c3) in double-double (k an integer, |k| < 2^31, the
 // result much smaller than x when k != 0).
 EMILY_CR_HD dd reduce3(double x, double k, double c1, double c2, double c3) {
     double p1 = k * c1, e1 = fma(k, c1, -p1);
@@ -81,9 +97,11 @@ EMILY_CR_HD dd expm1_small(dd r) {
     return sum;
 }
 
-// exp(x) = 2^k (1 + m), m in double-double; false outside the range.
+// exp(x) = 2^k (1 + m), m in double-double; false outside the range
+// (-700 up to where exp overflows: every result there is normal, so the
+// scaling by 2^k is exact).
 EMILY_CR_HD bool exp_parts(double x, double &k, dd &m) {
-    if (!(fabs(x) < 700.0)) return false;
+    if (!(x > -700.0 && x < 0x1.62e42fefa39efp+9)) return false;
     k = rint(x * 0x1.71547652b82fep0);
     m = expm1_small(reduce3(x, k, LN2_1, LN2_2, LN2_3));
     return true;
@@ -133,9 +151,10 @@ EMILY_CR_HD void sincos_small(dd r, dd &s, dd &c) {
 }
 
 // sin(x) and cos(x) in double-double; false (nothing set) outside
-// |x| < 2^20 or for x = 0.
+// |x| < 2^30 or for x = 0 (pi/2 to 161 bits leaves r = x - k pi/2 with
+// an absolute error near 2^-130 there).
 EMILY_CR_HD bool cr_sincos_dd(double x, dd &sn, dd &cs) {
-    if (!(fabs(x) < 0x1p20) || x == 0.0) return false;
+    if (!(fabs(x) < 0x1p30) || x == 0.0) return false;
     double k = rint(x * 0x1.45f306dc9c883p-1);
     dd r = k == 0.0 ? dd{x, 0.0} : reduce3(x, k, PIO2_1, PIO2_2, PIO2_3);
     dd s, c;
@@ -151,7 +170,7 @@ EMILY_CR_HD bool cr_sincos_dd(double x, dd &sn, dd &cs) {
     return true;
 }
 
-// sin(x) and cos(x); false (nothing set) outside |x| < 2^20.
+// sin(x) and cos(x); false (nothing set) outside |x| < 2^30.
 EMILY_CR_HD bool cr_sincos(double x, double &sn, double &cs) {
     if (x == 0.0) {
         sn = x;
@@ -174,10 +193,11 @@ EMILY_CR_HD bool exp_dd_parts(dd a, double &k, dd &m) {
     return true;
 }
 
-// log(x) in double-double for finite normal x > 0: one Newton step from
-// the device's log, with exp in double-double.
-EMILY_CR_HD bool log_dd(double x, dd &l) {
-    if (!(x >= 0x1p-1020 && x <= 0x1p1020)) return false;
+// log(x) in double-double for 2^-1000 <= x <= 2^1000 (exp(-log x) stays
+// in exp_dd_parts' range): one Newton step from the device's log, with exp
+// in double-double.
+EMILY_CR_HD bool log_dd_core(double x, dd &l) {
+    if (!(x >= 0x1p-1000 && x <= 0x1p1000)) return false;
     double y0 = log(x), k;
     dd m;
     if (!exp_dd_parts(dd{-y0, 0.0}, k, m)) return false;
@@ -192,9 +212,47 @@ EMILY_CR_HD bool log_dd(double x, dd &l) {
     return true;
 }
 
+// log(x) in double-double for every finite x > 0 (subnormals too): beyond
+// log_dd_core's range, log(m) + e ln 2 with x = m 2^e, m in [1, 2).
+EMILY_CR_HD bool log_dd(double x, dd &l) {
+    if (log_dd_core(x, l)) return true;
+    if (!(x > 0.0 && x <= 0x1.fffffffffffffp+1023)) return false;
+    int e;
+    const double m = 2.0 * frexp(x, &e), de = (double)(e - 1);
+    if (!log_dd_core(m, l)) return false;
+    const double p1 = de * LN2_1, p2 = de * LN2_2;
+    l = dd_add(l, dd_add(dd{p1, fma(de, LN2_1, -p1)}, dd{p2, fma(de, LN2_2, -p2)}));
+    return true;
+}
+
+// log(1 + f) for a double f, |f| <= 1/16, in double-double: 2 atanh(s) =
+// 2 (s + s^3/3 + s^5/5 + ...) with s = f / (2 + f). Near 1, log_dd's
+// absolute accuracy (some 2^-106) is too coarse relative to a result of
+// the size of f.
+EMILY_CR_HD dd log1p_dd_small(double f) {
+    const dd den = two_sum(2.0, f);
+    const double q1 = f / den.hi;
+    const dd rem = dd_add(dd{f, 0.0}, dd_mul_d(dd{-den.hi, -den.lo}, q1));
+    const dd s = fast_two_sum(q1, (rem.hi + rem.lo) / den.hi);
+    const dd s2 = dd_mul(s, s);
+    dd pow = s, sum = s;
+    for (int n = 3; n <= 41; n += 2) {
+        pow = dd_mul(pow, s2);
+        const dd term = dd_div_d(pow, (double)n);
+        sum = dd_add(sum, term);
+        if (fabs(term.hi) < 0x1p-110 * fabs(sum.hi)) break;
+    }
+    return dd{2.0 * sum.hi, 2.0 * sum.lo};
+}
+
 EMILY_CR_HD double cr_log(double x) {
+    if (x == 1.0) return 0.0;
+    if (x > 0.9375 && x < 1.0625) { // x - 1 is exact here
+        const dd l = log1p_dd_small(x - 1.0);
+        return l.hi + l.lo;
+    }
     dd l;
-    if (x == 1.0 || !log_dd(x, l)) return log(x);
+    if (!log_dd(x, l)) return log(x);
     return l.hi + l.lo;
 }
 
@@ -236,8 +294,9 @@ EMILY_CR_HD double cr_cos(double x) {
     return cr_sincos(x, s, c) ? c : cos(x);
 }
 
-// cosh and sinh the way glibc composes them (fdlibm's scheme) from
-// correctly rounded exp/expm1.
+// cosh and sinh composed from the double-double exp and expm1 (the
+// identities cosh = (e + 1/e) / 2, sinh = (t + t / (t + 1)) / 2 with t =
+// expm1, as most libms compose them).
 EMILY_CR_HD double cr_cosh(double x) {
     double a = fabs(x);
     if (!(a < 700.0)) return cosh(x);

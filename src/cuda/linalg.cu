@@ -1,10 +1,13 @@
 // The CUDA engine's linear algebra table: the native kernels (the default
 // method, on cuSOLVER and cuBLAS in the input's own precision; see
-// linalg.cuh). Nx's own algorithms (the other entries) run on the CPU
-// only: the op layer says so when a tensor on the GPU asks for them.
+// linalg.cuh) and, of Nx's own algorithms, triangular_solve's
+// (linalg: :reference, the CPU kernel's bits: linalg_triangular_exact.cu).
+// The other reference algorithms run on the CPU only: the op layer says
+// so when a tensor on the GPU asks for them.
 #include "cuda/linalg.cuh"
 
 extern "C" const struct emily_linalg_kernels emi_cuda_linalg_kernels = {
+    .triangular_solve = emi_cuda_triangular_solve_exact,
     .lu_native = emi_cuda_lu_native,
     .cholesky_native = emi_cuda_cholesky_native,
     .triangular_solve_native = emi_cuda_triangular_solve_native,

@@ -460,10 +460,54 @@ template <typename F> emily_status in_chunks(int64_t total, F &&f) {
     return EMILY_OK;
 }
 
+// ---- triangular_solve's zero pivots ----------------------------------------------
+
+// The first exact zero on the diagonals of a (batch x n x n), by (matrix,
+// row), into *bad.
+template <typename T>
+__global__ void zero_diagonal(const T *a, int64_t batch, int64_t n, unsigned long long *bad) {
+    int64_t total = batch * n;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t b = i / n, r = i % n;
+        if (is_zero(a[b * n * n + r * n + r])) atomicMin(bad, (unsigned long long)i);
+    }
+}
+
+// Queues the search for a zero pivot (*bad: all ones when there is none);
+// the solve is queued after it and zero_pivot_error reports it at the end,
+// so nothing waits in between.
+template <typename T>
+emily_status queue_zero_diagonal(const emily_cuda_ctx &ctx, Pool &pool, const T *a, int64_t batch, int64_t n,
+                                 unsigned long long **bad) {
+    emily_status s = pool.get(1, bad);
+    if (s) return s;
+    cudaError_t err = cudaMemsetAsync(*bad, 0xff, sizeof **bad, ctx.stream);
+    if (err) return emi_cuda_error(ctx.op, err);
+    zero_diagonal<T><<<grid_for(ctx.device, batch * n), BLOCK, 0, ctx.stream>>>(a, batch, n, *bad);
+    return emi_cuda_launched(&ctx);
+}
+
+// Waits for the stream; the CPU's error for the first zero pivot, if any.
+inline emily_status zero_pivot_error(const emily_cuda_ctx &ctx, const unsigned long long *bad, int64_t n) {
+    unsigned long long v = 0;
+    emily_status s = read_back(ctx, &v, bad, sizeof v);
+    if (s || v == ~0ull) return s;
+    return emily_error(EMILY_ERR_ARGUMENT,
+                       "triangular_solve: can't solve for singular matrix (zero on the diagonal at row "
+                       "%lld of matrix %lld)",
+                       (long long)(v % (unsigned long long)n), (long long)(v / (unsigned long long)n));
+}
+
 } // namespace la
 } // namespace emily_cuda
 
 // The entry points (the family table is in linalg.cu).
+// Nx.BinaryBackend's triangular_solve (linalg: :reference), the CPU
+// kernel's contract: wide (f64/c128) contiguous a, b and x.
+emily_status emi_cuda_triangular_solve_exact(emily_tensor *x, const emily_tensor *a, const emily_tensor *b,
+                                             bool b_vector, bool left_side, bool lower,
+                                             emily_transform_a transform);
 emily_status emi_cuda_lu_native(emily_tensor *p, emily_tensor *l, emily_tensor *u, const emily_tensor *a);
 emily_status emi_cuda_solve_native(emily_tensor *x, const emily_tensor *a, const emily_tensor *b,
                                    bool b_vector);

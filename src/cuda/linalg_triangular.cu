@@ -22,7 +22,9 @@
 // without transposing, which cuBLAS has no operation for) solves the
 // conjugated system: conj(X') A^T = conj(B'). An exact zero on the
 // diagonal fails as the CPU does, with its message (the first zero in
-// (matrix, row) order), read back once the solve is queued.
+// (matrix, row) order), read back once the solve is queued. This is the
+// default method (linalg: :lapack); :reference runs Nx's own substitution
+// (linalg_triangular_exact.cu).
 #include "cuda/linalg.cuh"
 
 using namespace emily_cuda;
@@ -85,17 +87,6 @@ emily_status cholesky_typed(const emily_cuda_ctx &ctx, emily_tensor *l, const em
     return emi_cuda_launched(&ctx);
 }
 
-// The first exact zero on the diagonals, by (matrix, row).
-template <typename T>
-__global__ void zero_diagonal(const T *a, int64_t batch, int64_t n, unsigned long long *bad) {
-    int64_t total = batch * n;
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
-         i += (int64_t)gridDim.x * blockDim.x) {
-        int64_t b = i / n, r = i % n;
-        if (is_zero(a[b * n * n + r * n + r])) atomicMin(bad, (unsigned long long)i);
-    }
-}
-
 template <typename T> __global__ void conj_copy(T *dst, const T *src, int64_t count) {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < count;
          i += (int64_t)gridDim.x * blockDim.x)
@@ -119,11 +110,8 @@ emily_status triangular_typed(const emily_cuda_ctx &ctx, emily_tensor *x, const 
     Pool pool(ctx);
     Handles h;
     unsigned long long *bad;
-    if ((s = pool.get(1, &bad)) || (s = h.get_blas(ctx))) return s;
-    cudaError_t err = cudaMemsetAsync(bad, 0xff, sizeof *bad, ctx.stream);
-    if (err) return emi_cuda_error(ctx.op, err);
-    zero_diagonal<T><<<grid_for(ctx.device, batch * n), BLOCK, 0, ctx.stream>>>(ad, batch, n, bad);
-    if ((s = emi_cuda_launched(&ctx))) return s;
+    if ((s = h.get_blas(ctx)) || (s = queue_zero_diagonal(ctx, pool, ad, batch, n, &bad))) return s;
+    cudaError_t err;
     // trsm solves in place: x starts as b (conjugated for :conjugate)
     if (conjugate) {
         conj_copy<T><<<grid_for(ctx.device, batch * per), BLOCK, 0, ctx.stream>>>(xd, data_of<T>(b), batch * per);
@@ -154,12 +142,7 @@ emily_status triangular_typed(const emily_cuda_ctx &ctx, emily_tensor *x, const 
         conj_copy<T><<<grid_for(ctx.device, batch * per), BLOCK, 0, ctx.stream>>>(xd, xd, batch * per);
         if ((s = emi_cuda_launched(&ctx))) return s;
     }
-    unsigned long long v = 0;
-    if ((s = read_back(ctx, &v, bad, sizeof v)) || v == ~0ull) return s;
-    return emily_error(EMILY_ERR_ARGUMENT,
-                       "triangular_solve: can't solve for singular matrix (zero on the diagonal at row "
-                       "%lld of matrix %lld)",
-                       (long long)(v % (unsigned long long)n), (long long)(v / (unsigned long long)n));
+    return zero_pivot_error(ctx, bad, n);
 }
 
 } // namespace

@@ -11,6 +11,7 @@
 
 #include "cuda/common.cuh"
 #include "cuda/correctly_rounded.cuh"
+#include "cuda/unary_f64.cuh"
 #include "core/op_rules.h"
 #include "core/scalar_unary.h"
 
@@ -28,9 +29,9 @@ namespace {
 // Complex tan and tanh: the formulas of core/scalar_unary.h (sin(z)/cos(z),
 // sinh(z)/cosh(z) through exp(+-z)), whose numerators cancel; the reference
 // keeps that cancellation, so its result depends on the last bit of every
-// ingredient. The ingredients here are the nearly correctly rounded ones of
-// cuda/correctly_rounded.cuh (what glibc returns in nearly all cases) instead
-// of the device's 1-2 ULP functions; the special cases are unchanged.
+// ingredient. The ingredients here are those of cuda/unary_f64.cuh (glibc's
+// bits in nearly all cases) instead of the device's 1-2 ULP functions; the
+// special cases are unchanged.
 __device__ inline emily_cd cr_cmul_div(emily_cd a, emily_cd b) {
     double num_re = __dadd_rn(__dmul_rn(a.re, b.re), __dmul_rn(a.im, b.im));
     double num_im = __dsub_rn(__dmul_rn(a.im, b.re), __dmul_rn(a.re, b.im));
@@ -73,15 +74,20 @@ __device__ inline emily_cd cr_ctanh(emily_cd z) {
 // exp), so the device takes the nearly correctly rounded exp, which is
 // what glibc returns nearly always.
 // The complex one (exp(z) - 1, core/scalar_unary.h) likewise.
-__device__ inline double nx_expm1(double x) { return emily_cr::cr_exp(x) - 1.0; }
+__device__ inline double nx_expm1(double x) { return emily_cr::f64_expm1(x); }
 __device__ inline emily_cd nx_cexpm1(emily_cd z) {
     emily_cd e = cr_cexp(z);
     return emily_cd_make(__dsub_rn(e.re, 1.0), __dsub_rn(e.im, 0.0));
 }
 
 // The device's own form of an op's real or complex rule, where it has
-// one (`own`); the kernels call the shared rule otherwise.
+// one (`own`); the kernels call the shared rule otherwise. f64_rule: the
+// f64 kernels' own form (cuda/unary_f64.cuh), ahead of real_rule.
 template <emily_unary_op OP> struct real_rule {
+    static constexpr bool own = false;
+    static __device__ double f(double x) { return x; }
+};
+template <emily_unary_op OP> struct f64_rule {
     static constexpr bool own = false;
     static __device__ double f(double x) { return x; }
 };
@@ -98,6 +104,9 @@ EMI_CUDA_OWN_RULE_(real, EXPM1, double, nx_expm1)
 EMI_CUDA_OWN_RULE_(cplx, EXPM1, emily_cd, nx_cexpm1)
 EMI_CUDA_OWN_RULE_(cplx, TAN, emily_cd, cr_ctan)
 EMI_CUDA_OWN_RULE_(cplx, TANH, emily_cd, cr_ctanh)
+#define EMI_CUDA_F64_RULE_(ENUM, name) EMI_CUDA_OWN_RULE_(f64, ENUM, double, emily_cr::f64_##name)
+EMI_CUDA_F64_OPS(EMI_CUDA_F64_RULE_)
+#undef EMI_CUDA_F64_RULE_
 #undef EMI_CUDA_OWN_RULE_
 
 } // namespace
@@ -105,6 +114,8 @@ EMI_CUDA_OWN_RULE_(cplx, TANH, emily_cd, cr_ctanh)
 
 #define EMI_UNARY_REAL(ENUM, n, x)                                                     \
     (emily_cuda::real_rule<EMILY_##ENUM>::own ? emily_cuda::real_rule<EMILY_##ENUM>::f(x) : emily_sc_##n(x))
+#define EMI_UNARY_REAL_F64(ENUM, n, x)                                                 \
+    (emily_cuda::f64_rule<EMILY_##ENUM>::own ? emily_cuda::f64_rule<EMILY_##ENUM>::f(x) : EMI_UNARY_REAL(ENUM, n, x))
 #define EMI_UNARY_CPLX(ENUM, n, z)                                                     \
     (emily_cuda::cplx_rule<EMILY_##ENUM>::own ? emily_cuda::cplx_rule<EMILY_##ENUM>::f(z) : emily_cd_##n(z))
 #include "core/unary_kernels.h"

@@ -12,9 +12,10 @@
  * elsewhere (lu's :eps outside Nx 0.7's algorithm, and eigh's and
  * svd's under LAPACK).
  *
- * lu, qr, svd, eigh, solve and determinant take one option Nx does not have,
- * :linalg (:lapack, the default; :reference, Nx's own algorithms bit for
- * bit; :reference_nx07, Nx 0.7's; see emily_linalg_method).
+ * lu, qr, svd, eigh, solve, determinant and triangular_solve take one
+ * option Nx does not have, :linalg (:lapack, the default; :reference, Nx's
+ * own algorithms bit for bit; :reference_nx07, Nx 0.7's; see
+ * emily_linalg_method).
  * Emily.Backend adds it from its configuration and the Nx it runs on. */
 #include <stdio.h>
 #include <string.h>
@@ -90,8 +91,11 @@ emily_status emi_cb_triangular_solve(emily_call *c) {
                         "or :conjugate, got: ",
                         &tr)))
         return s;
+    emily_linalg_method method;
+    if ((s = opt_method(c, opts, &method))) return s;
     emily_tensor *out;
-    if ((s = emily_triangular_solve(ab[0], ab[1], left_side, lower, (emily_transform_a)tr, &out)))
+    if ((s = emily_triangular_solve_opts(ab[0], ab[1], left_side, lower, (emily_transform_a)tr, method,
+                                         &out)))
         return s;
     return emi_call_return(c, out);
 }

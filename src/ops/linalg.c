@@ -10,7 +10,8 @@
  * A device with its own solver library (the *_native kernels: CUDA's
  * cuSOLVER and cuBLAS) runs the default method of every op there, in the
  * input's own precision ("native" copies: f32, f64, c64 or c128, f16/bf16
- * and integers in f32); Nx's own algorithms then run on the CPU only. */
+ * and integers in f32); Nx's own algorithms then run on the CPU only,
+ * except triangular_solve's, which such a device may have as well. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -307,8 +308,19 @@ static emily_status solve_shapes(const char *op, const emily_tensor *a, const em
 
 emily_status emily_triangular_solve(const emily_tensor *a, const emily_tensor *b, bool left_side,
                                     bool lower, emily_transform_a transform, emily_tensor **out) {
+    return emily_triangular_solve_opts(a, b, left_side, lower, transform, EMILY_LINALG_LAPACK, out);
+}
+
+/* Nx's substitution (the `triangular_solve` kernel, in double) runs for
+ * every method on a device without a native solve (the CPU) and for the
+ * reference methods on one with it (CUDA, whose default is cuBLAS in the
+ * input's precision). */
+emily_status emily_triangular_solve_opts(const emily_tensor *a, const emily_tensor *b, bool left_side,
+                                         bool lower, emily_transform_a transform,
+                                         emily_linalg_method method, emily_tensor **out) {
     const char *op = "triangular_solve";
     emily_status s;
+    if ((s = check_method(op, method))) return s;
     if ((s = emi_check_out(op, out))) return s;
     if ((s = emi_check_tensor(op, "a", a)) || (s = emi_check_tensor(op, "b", b))) return s;
     if (transform != EMILY_TRANSFORM_NONE && transform != EMILY_TRANSFORM_TRANSPOSE &&
@@ -321,10 +333,10 @@ emily_status emily_triangular_solve(const emily_tensor *a, const emily_tensor *b
     const emily_tensor *ts[2] = {a, b};
     const emily_engine *e;
     const struct emily_linalg_kernels *k;
-    bool native;
-    if ((s = linalg_kernels(op, 2, ts, EMILY_LINALG_LAPACK, EMI_KERNEL_TRIANGULAR_SOLVE, &e, &k,
-                            &native)))
-        return s;
+    if ((s = emi_check_same_device(op, 2, ts, &e))) return s;
+    bool native = e->linalg && e->linalg->triangular_solve_native && method == EMILY_LINALG_LAPACK;
+    if (!native && (s = get_kernels(op, 2, ts, EMI_KERNEL_TRIANGULAR_SOLVE, &e, &k))) return s;
+    if (native) k = e->linalg;
     emily_dtype t = emily_type_to_floating(emily_type_merge(a->dtype, b->dtype));
     emily_dtype w = native ? native_of(t) : wide_of(t);
     emily_tensor *aw = NULL, *bw = NULL, *xw = NULL;

@@ -668,7 +668,7 @@ TEST(dispatch_callbacks) {
 }
 
 /* A graph call gives the eager call's bits. */
-TEST(graph_call) {
+TEST(runs_in_a_graph) {
     uint64_t st = 9;
     int64_t shape[2] = {33, 96}, n = 96;
     emily_tensor *x = rnd(&st, EMILY_BF16, 2, shape, -4, 8), *g = rnd(&st, EMILY_F32, 1, &n, -1, 2),
@@ -707,4 +707,4 @@ RUN_TESTS("fast_norm", CASE(layer_norm_matches_the_expression),
           CASE(mixed_types_against_composed_ops), CASE(f64_within_the_reordered_sum_bound),
           CASE(views_as_inputs), CASE(rows_do_not_depend_on_the_batch), CASE(rows_of_length_one),
           CASE(constant_rows_and_eps_zero), CASE(nan_and_infinity), CASE(empty_inputs),
-          CASE(bad_arguments), CASE(dispatch_callbacks), CASE(graph_call))
+          CASE(bad_arguments), CASE(dispatch_callbacks), CASE(runs_in_a_graph))

@@ -678,7 +678,9 @@ if Code.ensure_loaded?(Nx.Backend) do
     ## Linear algebra and transforms
 
     @impl true
-    def triangular_solve(out, a, b, opts), do: call(:triangular_solve, out, [a, b, opts])
+    def triangular_solve(out, a, b, opts),
+      do: call(:triangular_solve, out, [a, b, with_linalg_method(opts)])
+
     # `linalg: :reference` means the loaded Nx's own algorithms. Nx 0.7
     # computed lu and eigh in Nx.BinaryBackend.Matrix (svd, determinant
     # and a qr-based solve on top) and qr with explicit reflection

@@ -131,6 +131,24 @@ if Code.ensure_loaded?(Nx) do
                    end
     end
 
+    test "triangular_solve takes config :emily, linalg: (the CPU computes Nx's bits either way)" do
+      a = Nx.tensor([[3, 0, 0, 0], [2, 1, 0, 0], [1, 0, 1, 0], [1, 1, 1, 1]])
+      b = Nx.tensor([4, 2, 4, 2])
+      want = <<1.3333334::float-32-native, -0.6666667::float-32-native>>
+      want = want <> <<2.6666667::float-32-native, -1.3333334::float-32-native>>
+
+      for method <- [:lapack, :reference] do
+        Application.put_env(:emily, :linalg, method)
+        assert Nx.to_binary(Nx.LinAlg.triangular_solve(a, b)) == want
+      end
+
+      Application.put_env(:emily, :linalg, :fast)
+
+      assert_raise ArgumentError, ~r/invalid :linalg received/, fn ->
+        Nx.LinAlg.triangular_solve(a, b)
+      end
+    end
+
     test "init validates options" do
       assert Emily.Backend.init([]) == [device: :cpu]
       assert Emily.Backend.init(device: "cpu") == [device: :cpu]

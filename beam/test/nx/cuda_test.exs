@@ -52,6 +52,27 @@ if Code.ensure_loaded?(Nx) do
       end
     end
 
+    test "triangular_solve: cuBLAS by default, the CPU's bits under linalg: :reference" do
+      key = Nx.iota({3, 9, 9}, type: :f32) |> Nx.divide(7.0) |> Nx.sin()
+      a = Nx.add(key, Nx.multiply(Nx.eye(9, type: :f32), 9.0))
+      b = Nx.iota({3, 9, 4}, type: :f32) |> Nx.divide(5.0) |> Nx.cos()
+
+      for opts <- [[], [lower: false, transform_a: :transpose], [left_side: false]] do
+        b = if opts[:left_side] == false, do: Nx.transpose(b, axes: [0, 2, 1]), else: b
+        cpu = Nx.LinAlg.triangular_solve(on(a, @cpu), on(b, @cpu), opts)
+        close!(Nx.LinAlg.triangular_solve(on(a, @cuda), on(b, @cuda), opts), cpu)
+
+        try do
+          Application.put_env(:emily, :linalg, :reference)
+          exact = Nx.LinAlg.triangular_solve(on(a, @cuda), on(b, @cuda), opts)
+          assert Emily.Backend.device(exact) == {:cuda, 0}
+          assert Nx.to_binary(exact) == Nx.to_binary(cpu)
+        after
+          Application.delete_env(:emily, :linalg)
+        end
+      end
+    end
+
     test "8 processes on 8 GPU streams share one tensor" do
       shared = Nx.iota({1024}, type: :f32, backend: @cuda)
       expected = Nx.to_number(Nx.sum(Nx.iota({1024}, type: :f32)))
