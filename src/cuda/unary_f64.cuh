@@ -36,6 +36,7 @@ EMILY_CR_HD double f64_acos(double x) { return cr_acos(x); }
 EMILY_CR_HD double f64_atan(double x) { return cr_atan(x); }
 EMILY_CR_HD double f64_sinh(double x) { return cr_sinh(x); }
 EMILY_CR_HD double f64_cosh(double x) { return cr_cosh(x); }
+EMILY_CR_HD double f64_asinh(double x) { return cr_asinh(x); }
 // pow(x, 1/3) for x >= 0 (so -0.0 gives +0.0), the negated root of |x|
 // below zero
 EMILY_CR_HD double f64_cbrt(double x) {
@@ -49,6 +50,6 @@ EMILY_CR_HD double f64_cbrt(double x) {
 #define EMI_CUDA_F64_OPS(X)                                                                  \
     X(EXP, exp) X(EXPM1, expm1) X(LOG, log) X(LOG1P, log1p) X(SIGMOID, sigmoid) X(SIN, sin) X(COS, cos)       \
     X(TAN, tan) X(ASIN, asin) X(ACOS, acos) X(ATAN, atan) X(SINH, sinh) X(COSH, cosh)         \
-    X(CBRT, cbrt)
+    X(ASINH, asinh) X(CBRT, cbrt)
 
 #endif

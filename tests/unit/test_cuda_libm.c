@@ -53,6 +53,12 @@ TEST(libm_doctest_and_special_values) {
         CHECK(bad >= 0);
         if (LIBM_OPS[k].special) CHECK(bad == 0);
     }
+    for (int i = 0; i < LIBM_NDOCTEST; i++) {
+        double y = 0;
+        CHECK(emi_test_cuda_f64(LIBM_DOCTEST[i].op, LIBM_DOCTEST[i].x, &y));
+        for (int k = 0; k < LIBM_NOPS; k++)
+            if (LIBM_OPS[k].op == LIBM_DOCTEST[i].op) CHECK(libm_same(y, LIBM_OPS[k].cpu(LIBM_DOCTEST[i].x)));
+    }
 }
 
 /* Each op on LIBM_NRANDOM random inputs of its domain. */
