@@ -24,6 +24,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <time.h>
+#include "triangular_cases.h"
 #include "harness.h"
 #include "../float_parts.h"
 #include "core/engine.h"
@@ -431,36 +432,26 @@ TEST(gpu_cholesky_matches_cpu) {
 /* ---- triangular_solve ---------------------------------------------------- */
 
 TEST(gpu_triangular_solve_matches_cpu) {
-    static const struct {
-        int rank;
-        int64_t a[3], b[3];
-        int brank;
-    } cases[] = {{2, {4, 4}, {4}, 1},           {2, {4, 4}, {4, 3}, 2},         {2, {5, 5}, {2, 5}, 2},
+    static const tri_case cases[] = {{2, {4, 4}, {4}, 1},           {2, {4, 4}, {4, 3}, 2},         {2, {5, 5}, {2, 5}, 2},
                  {3, {50, 6, 6}, {50, 6, 3}, 3}, {3, {50, 6, 6}, {50, 6}, 2},   {2, {30, 30}, {30, 9}, 2},
                  {3, {3, 33, 33}, {3, 7, 33}, 3}};
     for (int d = 0; d < NNATIVE + 1; d++) {
         emily_dtype dt = d < NNATIVE ? NATIVE[d] : EMILY_S32;
         for (size_t c = 0; c < sizeof cases / sizeof *cases; c++)
-            for (int opt = 0; opt < 12; opt++) {
-                bool left = opt & 1, lower = opt & 2;
-                emily_transform_a tr = (emily_transform_a)(opt / 4);
-                int rank = cases[c].rank, brank = cases[c].brank;
-                int64_t n = cases[c].a[rank - 1];
-                bool b_vector = brank == rank - 1;
-                /* right-side matrices are [.., m, n]; the cases with [.., n, m] are left-only */
-                if (!b_vector && !left && cases[c].b[brank - 1] != n) continue;
-                if (!b_vector && left && cases[c].b[brank - 2] != n) continue;
-                emily_tensor *a = make(dt, rank, cases[c].a, DOMINANT), *b = make(dt, brank, cases[c].b, RANDOM);
+            for (int opt = 0; opt < TRI_OPTION_SETS; opt++) {
+                tri_setup o;
+                if (!tri_options(&cases[c], opt, &o)) continue;
+                emily_tensor *a = make(dt, o.rank, cases[c].a, DOMINANT), *b = make(dt, o.brank, cases[c].b, RANDOM);
                 emily_tensor *ad = on_dev(a), *bd = on_dev(b), *x = NULL, *xc = NULL;
-                CHECK_OK(emily_triangular_solve(ad, bd, left, lower, tr, &x));
-                CHECK_OK(emily_triangular_solve(a, b, left, lower, tr, &xc));
+                CHECK_OK(emily_triangular_solve(ad, bd, o.left, o.lower, o.tr, &x));
+                CHECK_OK(emily_triangular_solve(a, b, o.left, o.lower, o.tr, &xc));
                 CHECK(same_spec(x, xc) && on_device(x));
                 cz *g = host(x), *w = host(xc);
                 int64_t count = emily_tensor_size(xc);
                 char what[96];
                 snprintf(what, sizeof what, "triangular_solve %s case %zu left %d lower %d transform %d",
-                         emily_dtype_name(dt), c, left, lower, (int)tr);
-                CHECK(close_to(what, g, w, count, 32.0 * (double)n * unit(dt) * max_abs(w, count)));
+                         emily_dtype_name(dt), c, o.left, o.lower, (int)o.tr);
+                CHECK(close_to(what, g, w, count, 32.0 * (double)o.n * unit(dt) * max_abs(w, count)));
                 free(g), free(w);
                 emily_tensor *ts[6] = {a, b, ad, bd, x, xc};
                 for (int i = 0; i < 6; i++) emily_tensor_release(ts[i]);

@@ -11,6 +11,7 @@
  * EMILY_TEST_CUDA_ON_CPU=1 runs them with the "GPU" side on the CPU too
  * (a self-check of this file). */
 #include <stdlib.h>
+#include "triangular_cases.h"
 #include "harness.h"
 #include "core/engine.h"
 #include "core/kernels.h"
@@ -172,37 +173,27 @@ TEST(method_errors) {
 
 /* Every type, shape and option: the GPU's :reference result is the CPU's. */
 TEST(gpu_reference_matches_cpu_bits) {
-    static const struct {
-        int rank;
-        int64_t a[3], b[3];
-        int brank;
-    } cases[] = {{2, {1, 1}, {1}, 1},           {2, {4, 4}, {4}, 1},           {2, {4, 4}, {4, 3}, 2},
+    static const tri_case cases[] = {{2, {1, 1}, {1}, 1},           {2, {4, 4}, {4}, 1},           {2, {4, 4}, {4, 3}, 2},
                  {2, {5, 5}, {2, 5}, 2},         {3, {20, 6, 6}, {20, 6, 3}, 3}, {3, {20, 6, 6}, {20, 6}, 2},
                  {2, {40, 40}, {40, 33}, 2},     {3, {3, 17, 17}, {3, 5, 17}, 3}};
     static const emily_dtype types[] = {EMILY_F32, EMILY_F64, EMILY_C64, EMILY_C128,
                                         EMILY_F16, EMILY_BF16, EMILY_S32};
     for (size_t d = 0; d < sizeof types / sizeof *types; d++)
         for (size_t c = 0; c < sizeof cases / sizeof *cases; c++)
-            for (int opt = 0; opt < 12; opt++) {
-                bool left = opt & 1, lower = opt & 2;
-                emily_transform_a tr = (emily_transform_a)(opt / 4);
-                int rank = cases[c].rank, brank = cases[c].brank;
-                int64_t n = cases[c].a[rank - 1];
-                bool b_vector = brank == rank - 1;
-                /* right-side matrices are [.., m, n]; the cases with [.., n, m] are left-only */
-                if (!b_vector && !left && cases[c].b[brank - 1] != n) continue;
-                if (!b_vector && left && cases[c].b[brank - 2] != n) continue;
+            for (int opt = 0; opt < TRI_OPTION_SETS; opt++) {
+                tri_setup o;
+                if (!tri_options(&cases[c], opt, &o)) continue;
                 emily_dtype dt = types[d];
-                emily_tensor *a = random_tensor(dt, rank, cases[c].a, (double)n + 4), /* integers reach -3 */
-                             *b = random_tensor(dt, brank, cases[c].b, 0);
+                emily_tensor *a = random_tensor(dt, o.rank, cases[c].a, (double)o.n + 4), /* integers reach -3 */
+                             *b = random_tensor(dt, o.brank, cases[c].b, 0);
                 emily_tensor *ad = on_dev(a), *bd = on_dev(b), *x = NULL, *xc = NULL, *xh = NULL;
                 emily_linalg_method method = opt % 5 == 4 ? EMILY_LINALG_REFERENCE_NX07 : EMILY_LINALG_REFERENCE;
-                CHECK_OK(emily_triangular_solve_opts(ad, bd, left, lower, tr, method, &x));
-                CHECK_OK(emily_triangular_solve(a, b, left, lower, tr, &xc));
+                CHECK_OK(emily_triangular_solve_opts(ad, bd, o.left, o.lower, o.tr, method, &x));
+                CHECK_OK(emily_triangular_solve(a, b, o.left, o.lower, o.tr, &xc));
                 if (x) CHECK_OK(emily_to_device(x, EMILY_CPU, &xh));
                 char what[112];
                 snprintf(what, sizeof what, "triangular_solve %s case %zu left %d lower %d transform %d",
-                         emily_dtype_name(dt), c, left, lower, (int)tr);
+                         emily_dtype_name(dt), c, o.left, o.lower, (int)o.tr);
                 CHECK(x && emily_tensor_device(x).type == DEV.type);
                 CHECK(same_values(what, xh, xc));
                 RELEASE(a, b, ad, bd, x, xc, xh);
