@@ -20,39 +20,38 @@ using namespace emily_cuda::la;
 
 namespace {
 
-__global__ void ts_exact_real(const emi_ts_plan p, const double *a, const double *b, double *x,
-                              int64_t batch) {
-    const int64_t n = p.n, nn = n * n, bsize = p.rows_b * p.cols_b, total = batch * p.ncols;
-    for (int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; t < total;
-         t += (int64_t)gridDim.x * blockDim.x) {
-        const int64_t bt = t / p.ncols, c = t % p.ncols;
-        const double *am = a + bt * nn, *bm = b + bt * bsize;
-        double *xm = x + bt * bsize;
-        for (int64_t i = 0; i < n; i++) {
-            double acc = 0;
-            for (int64_t j = 0; j < i; j++)
-                acc = emi_ts_step(am[emi_ts_a_index(&p, i, j)], xm[emi_ts_b_index(&p, j, c)], acc);
-            const int64_t at = emi_ts_b_index(&p, i, c);
-            xm[at] = emi_ts_value(bm[at], acc, am[emi_ts_a_index(&p, i, i)], i == 0);
-        }
-    }
+// The substitution's arithmetic per type (core/triangular_solve_rules.h):
+// the element of the matrix as the plan reads it, one accumulation step,
+// the solved value.
+__device__ inline double ts_zero(double) { return 0.0; }
+__device__ inline emily_cd ts_zero(emily_cd) { return emily_cd_make(0, 0); }
+__device__ inline double ts_m(const emi_ts_plan *, double aij) { return aij; }
+__device__ inline emily_cd ts_m(const emi_ts_plan *p, emily_cd aij) { return emi_ts_m_cd(p, aij); }
+__device__ inline double ts_step(double mij, double yj, double acc) { return emi_ts_step(mij, yj, acc); }
+__device__ inline emily_cd ts_step(emily_cd mij, emily_cd yj, emily_cd acc) { return emi_ts_step_cd(mij, yj, acc); }
+__device__ inline double ts_value(double ci, double acc, double mii, bool first) {
+    return emi_ts_value(ci, acc, mii, first);
+}
+__device__ inline emily_cd ts_value(emily_cd ci, emily_cd acc, emily_cd mii, bool first) {
+    return emi_ts_value_cd(ci, acc, mii, first);
 }
 
-__global__ void ts_exact_complex(const emi_ts_plan p, const emily_cd *a, const emily_cd *b, emily_cd *x,
-                                 int64_t batch) {
+// A thread per (matrix, column of b): the CPU kernel's substitution, in
+// its order, for double or complex double.
+template <typename T>
+__global__ void ts_exact(const emi_ts_plan p, const T *a, const T *b, T *x, int64_t batch) {
     const int64_t n = p.n, nn = n * n, bsize = p.rows_b * p.cols_b, total = batch * p.ncols;
     for (int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; t < total;
          t += (int64_t)gridDim.x * blockDim.x) {
         const int64_t bt = t / p.ncols, c = t % p.ncols;
-        const emily_cd *am = a + bt * nn, *bm = b + bt * bsize;
-        emily_cd *xm = x + bt * bsize;
+        const T *am = a + bt * nn, *bm = b + bt * bsize;
+        T *xm = x + bt * bsize;
         for (int64_t i = 0; i < n; i++) {
-            emily_cd acc = emily_cd_make(0, 0);
+            T acc = ts_zero(T());
             for (int64_t j = 0; j < i; j++)
-                acc = emi_ts_step_cd(emi_ts_m_cd(&p, am[emi_ts_a_index(&p, i, j)]), xm[emi_ts_b_index(&p, j, c)],
-                                     acc);
+                acc = ts_step(ts_m(&p, am[emi_ts_a_index(&p, i, j)]), xm[emi_ts_b_index(&p, j, c)], acc);
             const int64_t at = emi_ts_b_index(&p, i, c);
-            xm[at] = emi_ts_value_cd(bm[at], acc, emi_ts_m_cd(&p, am[emi_ts_a_index(&p, i, i)]), i == 0);
+            xm[at] = ts_value(bm[at], acc, ts_m(&p, am[emi_ts_a_index(&p, i, i)]), i == 0);
         }
     }
 }
@@ -80,13 +79,13 @@ emily_status emi_cuda_triangular_solve_exact(emily_tensor *x, const emily_tensor
     if (cx) {
         const emily_cd *ad = data_of<emily_cd>(a);
         if ((s = queue_zero_diagonal(ctx, pool, (const cuDoubleComplex *)ad, batch, n, &bad))) return s;
-        ts_exact_complex<<<grid_for(ctx.device, threads), BLOCK, 0, ctx.stream>>>(p, ad, data_of<emily_cd>(b),
-                                                                                data_of<emily_cd>(x), batch);
+        ts_exact<emily_cd><<<grid_for(ctx.device, threads), BLOCK, 0, ctx.stream>>>(p, ad, data_of<emily_cd>(b),
+                                                                                  data_of<emily_cd>(x), batch);
     } else {
         const double *ad = data_of<double>(a);
         if ((s = queue_zero_diagonal(ctx, pool, ad, batch, n, &bad))) return s;
-        ts_exact_real<<<grid_for(ctx.device, threads), BLOCK, 0, ctx.stream>>>(p, ad, data_of<double>(b),
-                                                                             data_of<double>(x), batch);
+        ts_exact<double><<<grid_for(ctx.device, threads), BLOCK, 0, ctx.stream>>>(p, ad, data_of<double>(b),
+                                                                                data_of<double>(x), batch);
     }
     if ((s = emi_cuda_launched(&ctx))) return s;
     return zero_pivot_error(ctx, bad, n);
