@@ -13,46 +13,30 @@
  * their order, are those of core/triangular_solve_rules.h, which the CUDA
  * engine's exact kernel runs one column per thread. y: n x ncols scratch,
  * acc: ncols scratch. */
-static void ts_real(const emi_ts_plan *p, const double *a, const double *b, double *x, double *m,
-                    double *y, double *acc) {
-    int64_t n = p->n, nc = p->ncols;
-    for (int64_t i = 0; i < n; i++)
-        for (int64_t j = 0; j <= i; j++) m[i * n + j] = a[emi_ts_a_index(p, i, j)];
-    for (int64_t i = 0; i < n; i++) {
-        for (int64_t c = 0; c < nc; c++) acc[c] = 0;
-        for (int64_t j = 0; j < i; j++) {
-            double mij = m[i * n + j];
-            const double *yj = y + j * nc;
-#pragma omp simd
-            for (int64_t c = 0; c < nc; c++) acc[c] = emi_ts_step(mij, yj[c], acc[c]);
-        }
-        double d = m[i * n + i];
-        for (int64_t c = 0; c < nc; c++)
-            y[i * nc + c] = emi_ts_value(b[emi_ts_b_index(p, i, c)], acc[c], d, i == 0);
+#define TS_M_REAL(p, v) ((void)(p), (v))
+#define TS_ZERO_REAL 0.0
+#define TS_ZERO_COMPLEX emily_cd_make(0, 0)
+#define TS_SOLVE(name, T, ZERO, M_OF, STEP, VALUE)                                                         \
+    static void name(const emi_ts_plan *p, const T *a, const T *b, T *x, T *m, T *y, T *acc) {             \
+        int64_t n = p->n, nc = p->ncols;                                                                   \
+        for (int64_t i = 0; i < n; i++)                                                                    \
+            for (int64_t j = 0; j <= i; j++) m[i * n + j] = M_OF(p, a[emi_ts_a_index(p, i, j)]);          \
+        for (int64_t i = 0; i < n; i++) {                                                                  \
+            for (int64_t c = 0; c < nc; c++) acc[c] = ZERO;                                                \
+            for (int64_t j = 0; j < i; j++) {                                                              \
+                T mij = m[i * n + j];                                                                      \
+                const T *yj = y + j * nc;                                                                  \
+                _Pragma("omp simd") for (int64_t c = 0; c < nc; c++) acc[c] = STEP(mij, yj[c], acc[c]);   \
+            }                                                                                              \
+            T d = m[i * n + i];                                                                            \
+            for (int64_t c = 0; c < nc; c++)                                                               \
+                y[i * nc + c] = VALUE(b[emi_ts_b_index(p, i, c)], acc[c], d, i == 0);                      \
+        }                                                                                                  \
+        for (int64_t i = 0; i < n; i++)                                                                    \
+            for (int64_t c = 0; c < nc; c++) x[emi_ts_b_index(p, i, c)] = y[i * nc + c];                   \
     }
-    for (int64_t i = 0; i < n; i++)
-        for (int64_t c = 0; c < nc; c++) x[emi_ts_b_index(p, i, c)] = y[i * nc + c];
-}
-
-static void ts_complex(const emi_ts_plan *p, const emily_cd *a, const emily_cd *b, emily_cd *x,
-                       emily_cd *m, emily_cd *y, emily_cd *acc) {
-    int64_t n = p->n, nc = p->ncols;
-    for (int64_t i = 0; i < n; i++)
-        for (int64_t j = 0; j <= i; j++) m[i * n + j] = emi_ts_m_cd(p, a[emi_ts_a_index(p, i, j)]);
-    for (int64_t i = 0; i < n; i++) {
-        for (int64_t c = 0; c < nc; c++) acc[c] = emily_cd_make(0, 0);
-        for (int64_t j = 0; j < i; j++) {
-            emily_cd mij = m[i * n + j];
-            const emily_cd *yj = y + j * nc;
-            for (int64_t c = 0; c < nc; c++) acc[c] = emi_ts_step_cd(mij, yj[c], acc[c]);
-        }
-        emily_cd d = m[i * n + i];
-        for (int64_t c = 0; c < nc; c++)
-            y[i * nc + c] = emi_ts_value_cd(b[emi_ts_b_index(p, i, c)], acc[c], d, i == 0);
-    }
-    for (int64_t i = 0; i < n; i++)
-        for (int64_t c = 0; c < nc; c++) x[emi_ts_b_index(p, i, c)] = y[i * nc + c];
-}
+TS_SOLVE(ts_real, double, TS_ZERO_REAL, TS_M_REAL, emi_ts_step, emi_ts_value)
+TS_SOLVE(ts_complex, emily_cd, TS_ZERO_COMPLEX, emi_ts_m_cd, emi_ts_step_cd, emi_ts_value_cd)
 
 emily_status emi_cpu_linalg_triangular_solve(emily_tensor *x, const emily_tensor *a,
                                              const emily_tensor *b, bool b_vector, bool left_side,
