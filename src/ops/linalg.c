@@ -186,6 +186,16 @@ static emily_status check_method(const char *op, emily_linalg_method method) {
     return EMILY_OK;
 }
 
+/* The opening checks of the ops on a and b (solve, triangular_solve). */
+static emily_status check_a_b(const char *op, emily_linalg_method method, const emily_tensor *a,
+                              const emily_tensor *b, emily_tensor **out) {
+    emily_status s = check_method(op, method);
+    if (!s) s = emi_check_out(op, out);
+    if (!s) s = emi_check_tensor(op, "a", a);
+    if (!s) s = emi_check_tensor(op, "b", b);
+    return s;
+}
+
 /* ---- lu ---------------------------------------------------------------- */
 
 /* lu on the device's solver: p in a's type, l and u in the float type. */
@@ -320,9 +330,7 @@ emily_status emily_triangular_solve_opts(const emily_tensor *a, const emily_tens
                                          emily_linalg_method method, emily_tensor **out) {
     const char *op = "triangular_solve";
     emily_status s;
-    if ((s = check_method(op, method))) return s;
-    if ((s = emi_check_out(op, out))) return s;
-    if ((s = emi_check_tensor(op, "a", a)) || (s = emi_check_tensor(op, "b", b))) return s;
+    if ((s = check_a_b(op, method, a, b, out))) return s;
     if (transform != EMILY_TRANSFORM_NONE && transform != EMILY_TRANSFORM_TRANSPOSE &&
         transform != EMILY_TRANSFORM_CONJUGATE)
         return emily_error(EMILY_ERR_ARGUMENT,
@@ -425,9 +433,7 @@ emily_status emily_solve_opts(const emily_tensor *a, const emily_tensor *b,
                               emily_linalg_method method, emily_tensor **out) {
     const char *op = "solve";
     emily_status s;
-    if ((s = check_method(op, method))) return s;
-    if ((s = emi_check_out(op, out))) return s;
-    if ((s = emi_check_tensor(op, "a", a)) || (s = emi_check_tensor(op, "b", b))) return s;
+    if ((s = check_a_b(op, method, a, b, out))) return s;
     bool b_vector;
     if ((s = solve_shapes(op, a, b, true, &b_vector))) return s;
     const emily_tensor *ts[2] = {a, b};
