@@ -200,39 +200,37 @@ TEST(gpu_reference_matches_cpu_bits) {
             }
 }
 
+/* The GPU's :reference solve of (ad, bd) and the CPU's of (a, b), left
+ * side, with lower and transform as given: the same values. */
+static void same_as_cpu(const char *what, emily_tensor *a, emily_tensor *b, emily_tensor *ad, emily_tensor *bd,
+                        bool lower, emily_transform_a tr) {
+    emily_tensor *x = NULL, *xc = NULL, *xh = NULL;
+    CHECK_OK(emily_triangular_solve_opts(ad, bd, true, lower, tr, EMILY_LINALG_REFERENCE, &x));
+    CHECK_OK(emily_triangular_solve(a, b, true, lower, tr, &xc));
+    if (x) CHECK_OK(emily_to_device(x, EMILY_CPU, &xh));
+    CHECK(same_values(what, xh, xc));
+    RELEASE(x, xc, xh);
+}
+
 /* Mixed input types (merged as Nx merges them), a view as b, NaN and
  * infinity in the inputs, the doctest, empty shapes. */
 TEST(gpu_reference_edges) {
     int64_t as[3] = {2, 6, 6}, bs[3] = {2, 6, 4}, bts[3] = {2, 4, 6};
     emily_tensor *a = random_tensor(EMILY_F32, 3, as, 6), *b = random_tensor(EMILY_F64, 3, bs, 0);
-    emily_tensor *ad = on_dev(a), *bd = on_dev(b), *x = NULL, *xc = NULL, *xh = NULL;
-    CHECK_OK(emily_triangular_solve_opts(ad, bd, true, false, EMILY_TRANSFORM_TRANSPOSE, EMILY_LINALG_REFERENCE, &x));
-    CHECK_OK(emily_triangular_solve(a, b, true, false, EMILY_TRANSFORM_TRANSPOSE, &xc));
-    if (x) CHECK_OK(emily_to_device(x, EMILY_CPU, &xh));
-    CHECK(same_values("f32 a, f64 b", xh, xc));
-    RELEASE(x, xc, xh);
+    emily_tensor *ad = on_dev(a), *bd = on_dev(b);
+    same_as_cpu("f32 a, f64 b", a, b, ad, bd, false, EMILY_TRANSFORM_TRANSPOSE);
     /* b transposed: a strided view */
     emily_tensor *bt = random_tensor(EMILY_F32, 3, bts, 0), *btd = on_dev(bt), *v = NULL, *vd = NULL;
     int perm[3] = {0, 2, 1};
     CHECK_OK(emily_transpose(bt, perm, &v));
     CHECK_OK(emily_transpose(btd, perm, &vd));
-    x = xc = xh = NULL;
-    CHECK_OK(emily_triangular_solve_opts(ad, vd, true, true, EMILY_TRANSFORM_NONE, EMILY_LINALG_REFERENCE, &x));
-    CHECK_OK(emily_triangular_solve(a, v, true, true, EMILY_TRANSFORM_NONE, &xc));
-    if (x) CHECK_OK(emily_to_device(x, EMILY_CPU, &xh));
-    CHECK(same_values("view b", xh, xc));
-    RELEASE(x, xc, xh);
+    same_as_cpu("view b", a, v, ad, vd, true, EMILY_TRANSFORM_NONE);
     /* NaN and infinity spread as on the CPU */
     double av[9] = {2, 0, 0, NAN, 1, 0, 1, INFINITY, 4}, bv[3] = {1, -INFINITY, 3};
     int64_t s2[2] = {3, 3}, s1[1] = {3};
     emily_tensor *na = t_from(EMILY_F64, 2, s2, av), *nb = t_from(EMILY_F64, 1, s1, bv);
     emily_tensor *nad = on_dev(na), *nbd = on_dev(nb);
-    x = xc = xh = NULL;
-    CHECK_OK(emily_triangular_solve_opts(nad, nbd, true, true, EMILY_TRANSFORM_NONE, EMILY_LINALG_REFERENCE, &x));
-    CHECK_OK(emily_triangular_solve(na, nb, true, true, EMILY_TRANSFORM_NONE, &xc));
-    if (x) CHECK_OK(emily_to_device(x, EMILY_CPU, &xh));
-    CHECK(same_values("NaN and infinity", xh, xc));
-    RELEASE(x, xc, xh);
+    same_as_cpu("NaN and infinity", na, nb, nad, nbd, true, EMILY_TRANSFORM_NONE);
     check_doctest(DEV, EMILY_LINALG_REFERENCE);
     /* empty: no matrices, no right-hand sides */
     int64_t e0[3] = {0, 3, 3}, eb0[2] = {0, 3}, e1[2] = {3, 3}, eb1[2] = {3, 0};
