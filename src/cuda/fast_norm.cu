@@ -64,6 +64,20 @@ template <typename W> __device__ __forceinline__ W mean_of(double sum, int64_t n
     else return emi_norm_mean_f32(sum, n);
 }
 
+// The mean of (x - m)^2 over a row, each square rounded to W, summed in
+// double by the lanes then the warp (m = 0 for rms_norm: x - 0 is x, bit
+// for bit, negative zero included).
+template <emily_dtype X, typename W>
+__device__ __forceinline__ W mean_square(const storage_t<X> *xr, int64_t n, int lane, W m) {
+    double acc = 0.0;
+    for (int64_t j = lane; j < n; j += WARP) {
+        W c = load<X>(xr[j]) - m;
+        W sq = c * c;
+        acc += (double)sq;
+    }
+    return mean_of<W>(warp_sum(acc), n);
+}
+
 template <emily_dtype X, emily_dtype O, bool RMS>
 __global__ void __launch_bounds__(BLOCK)
     norm_kernel(const storage_t<X> *__restrict__ x, storage_t<O> *__restrict__ y,
@@ -78,13 +92,7 @@ __global__ void __launch_bounds__(BLOCK)
         const storage_t<X> *xr = x + row * n;
         storage_t<O> *yr = y + row * n;
         if constexpr (RMS) {
-            double acc = 0.0;
-            for (int64_t j = lane; j < n; j += WARP) {
-                W v = load<X>(xr[j]);
-                W sq = v * v;
-                acc += (double)sq;
-            }
-            W ms = mean_of<W>(warp_sum(acc), n), r;
+            W ms = mean_square<X, W>(xr, n, lane, (W)0), r;
             if constexpr (sizeof(W) == sizeof(double)) r = emi_rms_norm_r_f64(ms, e);
             else r = emi_rms_norm_r_f32(ms, e);
             for (int64_t j = lane; j < n; j += WARP) {
@@ -96,13 +104,7 @@ __global__ void __launch_bounds__(BLOCK)
             double acc = 0.0;
             for (int64_t j = lane; j < n; j += WARP) acc += (double)load<X>(xr[j]);
             W m = mean_of<W>(warp_sum(acc), n);
-            acc = 0.0;
-            for (int64_t j = lane; j < n; j += WARP) {
-                W c = load<X>(xr[j]) - m;
-                W sq = c * c;
-                acc += (double)sq;
-            }
-            W var = mean_of<W>(warp_sum(acc), n), r;
+            W var = mean_square<X, W>(xr, n, lane, m), r;
             if constexpr (sizeof(W) == sizeof(double)) r = emi_layer_norm_r_f64(var, e);
             else r = emi_layer_norm_r_f32(var, e);
             for (int64_t j = lane; j < n; j += WARP) {
