@@ -50,11 +50,18 @@
 
 /* ---- real functions ------------------------------------------------------ */
 
+/* Nx's formulas for expm1, log1p and sigmoid, over an exp or a log: the
+ * host's here, the CUDA engine's double-double ones in its f64 forms
+ * (cuda/unary_f64.cuh). */
+#define EMI_NX_EXPM1(exp_fn, x) ((exp_fn)(x) - 1.0)
+#define EMI_NX_LOG1P(log_fn, x) ((log_fn)((x) + 1.0))
+#define EMI_NX_SIGMOID(exp_fn, x) (1.0 / (1.0 + (exp_fn)(-(x))))
+
 EMILY_HD double emily_sc_exp(double x) { return exp(x); }
-EMILY_HD double emily_sc_expm1(double x) { return exp(x) - 1.0; }
+EMILY_HD double emily_sc_expm1(double x) { return EMI_NX_EXPM1(exp, x); }
 EMILY_HD double emily_sc_log(double x) { return log(x); }
-EMILY_HD double emily_sc_log1p(double x) { return log(x + 1.0); }
-EMILY_HD double emily_sc_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
+EMILY_HD double emily_sc_log1p(double x) { return EMI_NX_LOG1P(log, x); }
+EMILY_HD double emily_sc_sigmoid(double x) { return EMI_NX_SIGMOID(exp, x); }
 EMILY_HD double emily_sc_cos(double x) { return cos(x); }
 EMILY_HD double emily_sc_sin(double x) { return sin(x); }
 EMILY_HD double emily_sc_tan(double x) { return tan(x); }

@@ -17,26 +17,30 @@
 #ifndef EMILY_CUDA_UNARY_F64_CUH
 #define EMILY_CUDA_UNARY_F64_CUH
 
+#include "core/scalar_unary.h"
 #include "cuda/correctly_rounded.cuh"
 #include "cuda/correctly_rounded_trig.cuh"
 
 namespace emily_cr {
 
-EMILY_CR_HD double f64_exp(double x) { return cr_exp(x); }
+// f64_<name>(x): the form of op <name> (listed in EMI_CUDA_F64_OPS below).
+#define EMI_F64_FORM(name, expr) \
+    EMILY_CR_HD double f64_##name(double x) { return expr; }
+EMI_F64_FORM(exp, cr_exp(x))
 // exp(x) - 1 subtracts near 1: a last-bit error of exp becomes ~1000 ULP
-EMILY_CR_HD double f64_expm1(double x) { return cr_exp(x) - 1.0; }
-EMILY_CR_HD double f64_log(double x) { return cr_log(x); }
-EMILY_CR_HD double f64_log1p(double x) { return cr_log(x + 1.0); }
-EMILY_CR_HD double f64_sigmoid(double x) { return 1.0 / (1.0 + cr_exp(-x)); }
-EMILY_CR_HD double f64_sin(double x) { return cr_sin(x); }
-EMILY_CR_HD double f64_cos(double x) { return cr_cos(x); }
-EMILY_CR_HD double f64_tan(double x) { return cr_tan(x); }
-EMILY_CR_HD double f64_asin(double x) { return cr_asin(x); }
-EMILY_CR_HD double f64_acos(double x) { return cr_acos(x); }
-EMILY_CR_HD double f64_atan(double x) { return cr_atan(x); }
-EMILY_CR_HD double f64_sinh(double x) { return cr_sinh(x); }
-EMILY_CR_HD double f64_cosh(double x) { return cr_cosh(x); }
-EMILY_CR_HD double f64_asinh(double x) { return cr_asinh(x); }
+EMI_F64_FORM(expm1, EMI_NX_EXPM1(cr_exp, x))
+EMI_F64_FORM(log, cr_log(x))
+EMI_F64_FORM(log1p, EMI_NX_LOG1P(cr_log, x))
+EMI_F64_FORM(sigmoid, EMI_NX_SIGMOID(cr_exp, x))
+EMI_F64_FORM(sin, cr_sin(x))
+EMI_F64_FORM(cos, cr_cos(x))
+EMI_F64_FORM(tan, cr_tan(x))
+EMI_F64_FORM(asin, cr_asin(x))
+EMI_F64_FORM(acos, cr_acos(x))
+EMI_F64_FORM(atan, cr_atan(x))
+EMI_F64_FORM(sinh, cr_sinh(x))
+EMI_F64_FORM(cosh, cr_cosh(x))
+EMI_F64_FORM(asinh, cr_asinh(x))
 // pow(x, 1/3) for x >= 0 (so -0.0 gives +0.0), the negated root of |x|
 // below zero
 EMILY_CR_HD double f64_cbrt(double x) {

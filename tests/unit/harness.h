@@ -182,6 +182,16 @@ static inline emily_value v_opts(const char **keys, emily_value *items, size_t n
 static inline emily_value v_tmpl(emily_dtype dt, int rank, const int64_t *shape) {
     return (emily_value){.kind = EMILY_V_TEMPLATE, .dtype = dt, .rank = rank, .shape = shape};
 }
+/* Runs dispatcher callback name on the CPU, which must succeed; the
+ * number of results it gave (released). */
+static inline size_t dispatch_ok(const char *name, const emily_value *out, const emily_value *args, size_t n) {
+    emily_dispatch_result r = {0};
+    CHECK_OK(emily_dispatch(name, EMILY_CPU, out, args, n, EMILY_DISPATCH_RUN, &r));
+    size_t got = r.n;
+    emily_dispatch_result_release(&r);
+    return got;
+}
+
 /* A reference to graph value id (emily/graph.h). */
 static inline emily_value v_ref(int32_t id) { return (emily_value){.kind = EMILY_V_REF, .i = id}; }
 

@@ -152,12 +152,9 @@ TEST(method_errors) {
     emily_dispatch_result r = {0};
     items[0] = v_bool(true);
     items[1] = v_atom("reference");
-    CHECK_OK(emily_dispatch("triangular_solve", EMILY_CPU, &tmpl, args, 3, EMILY_DISPATCH_RUN, &r));
-    CHECK(r.n == 1);
-    emily_dispatch_result_release(&r);
+    CHECK(dispatch_ok("triangular_solve", &tmpl, args, 3) == 1);
     items[1] = v_atom("reference_nx07");
-    CHECK_OK(emily_dispatch("triangular_solve", EMILY_CPU, &tmpl, args, 3, EMILY_DISPATCH_RUN, &r));
-    emily_dispatch_result_release(&r);
+    CHECK(dispatch_ok("triangular_solve", &tmpl, args, 3) == 1);
     items[1] = v_atom("fastest");
     CHECK_ERR(emily_dispatch("triangular_solve", EMILY_CPU, &tmpl, args, 3, EMILY_DISPATCH_RUN, &r),
               EMILY_ERR_ARGUMENT,

@@ -23,14 +23,10 @@ double __nv_atan2(double, double);
 // Declared before the headers: their unqualified calls of these (the
 // fallbacks and the refinements' starting points) find the device's.
 namespace emily_cr {
-inline double exp(double x) { return __nv_exp(x); }
-inline double log(double x) { return __nv_log(x); }
-inline double sin(double x) { return __nv_sin(x); }
-inline double cos(double x) { return __nv_cos(x); }
-inline double tan(double x) { return __nv_tan(x); }
-inline double asin(double x) { return __nv_asin(x); }
-inline double acos(double x) { return __nv_acos(x); }
-inline double atan(double x) { return __nv_atan(x); }
+#define EMI_NV_WRAP_(f) inline double f(double x) { return __nv_##f(x); }
+EMI_NV_WRAP_(exp) EMI_NV_WRAP_(log) EMI_NV_WRAP_(sin) EMI_NV_WRAP_(cos) EMI_NV_WRAP_(tan)
+EMI_NV_WRAP_(asin) EMI_NV_WRAP_(acos) EMI_NV_WRAP_(atan)
+#undef EMI_NV_WRAP_
 inline double atan2(double y, double x) { return __nv_atan2(y, x); }
 inline double pow(double x, double y) { return __nv_pow(x, y); }
 } // namespace emily_cr
@@ -41,26 +37,18 @@ inline double pow(double x, double y) { return __nv_pow(x, y); }
 // Nx's formulas (core/scalar_unary.h) over the device's functions.
 static double device_f64(emily_unary_op op, double x) {
     switch (op) {
-    case EMILY_EXP: return __nv_exp(x);
-    case EMILY_EXPM1: return __nv_exp(x) - 1.0;
-    case EMILY_LOG: return __nv_log(x);
-    case EMILY_LOG1P: return __nv_log(x + 1.0);
-    case EMILY_SIGMOID: return 1.0 / (1.0 + __nv_exp(-x));
-    case EMILY_SIN: return __nv_sin(x);
-    case EMILY_COS: return __nv_cos(x);
-    case EMILY_TAN: return __nv_tan(x);
-    case EMILY_ASIN: return __nv_asin(x);
-    case EMILY_ACOS: return __nv_acos(x);
-    case EMILY_ATAN: return __nv_atan(x);
-    case EMILY_SINH: return __nv_sinh(x);
-    case EMILY_COSH: return __nv_cosh(x);
+    case EMILY_EXPM1: return EMI_NX_EXPM1(__nv_exp, x);
+    case EMILY_LOG1P: return EMI_NX_LOG1P(__nv_log, x);
+    case EMILY_SIGMOID: return EMI_NX_SIGMOID(__nv_exp, x);
     case EMILY_TANH: return isinf(x) ? NAN : __nv_tanh(x);
-    case EMILY_ASINH: return __nv_asinh(x);
-    case EMILY_ACOSH: return __nv_acosh(x);
-    case EMILY_ATANH: return __nv_atanh(x);
-    case EMILY_ERF: return __nv_erf(x);
-    case EMILY_ERFC: return __nv_erfc(x);
     case EMILY_CBRT: return x >= 0 ? __nv_pow(x, 1.0 / 3.0) : -__nv_pow(-x, 1.0 / 3.0);
+#define EMI_NV_CASE_(ENUM, f)                                                                      \
+    case EMILY_##ENUM: return __nv_##f(x);
+        EMI_NV_CASE_(EXP, exp) EMI_NV_CASE_(LOG, log) EMI_NV_CASE_(SIN, sin) EMI_NV_CASE_(COS, cos)
+        EMI_NV_CASE_(TAN, tan) EMI_NV_CASE_(ASIN, asin) EMI_NV_CASE_(ACOS, acos) EMI_NV_CASE_(ATAN, atan)
+        EMI_NV_CASE_(SINH, sinh) EMI_NV_CASE_(COSH, cosh) EMI_NV_CASE_(ASINH, asinh)
+        EMI_NV_CASE_(ACOSH, acosh) EMI_NV_CASE_(ATANH, atanh) EMI_NV_CASE_(ERF, erf) EMI_NV_CASE_(ERFC, erfc)
+#undef EMI_NV_CASE_
     default: abort();
     }
 }
