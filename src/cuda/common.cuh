@@ -395,32 +395,14 @@ __global__ void map2_flat(int64_t n, typename F::D *d, const typename F::S *a, i
     for (int64_t i = nv * V + tid; i < n; i += step) d[i] = F::apply(a[sa ? i : 0], b[sb ? i : 0]);
 }
 
-// Any strides: each element's offsets from its index, in I (32 bits where
-// every offset fits: a 64-bit division per axis costs several times a
-// 32-bit one, and broadcast layouts are bound by it, not by memory).
-template <typename F, typename I>
+template <typename F>
 __global__ void map2_kernel(Layout<3> L, typename F::D *d, const typename F::S *a,
                             const typename F::S *b) {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < L.total;
          i += (int64_t)gridDim.x * blockDim.x) {
-        I off[3];
-        layout_offsets<3, I>(L, (I)i, off);
+        int64_t off[3];
+        layout_offsets<3, int64_t>(L, i, off);
         d[off[0]] = F::apply(a[off[1]], b[off[2]]);
-    }
-}
-
-// Two axes (a matrix with a broadcast row or column: a bias add, a row
-// statistic applied to its row): rows on the grid's y, columns on its x,
-// no index division at all.
-template <typename F>
-__global__ void map2_rows(Layout<3> L, typename F::D *d, const typename F::S *a, const typename F::S *b) {
-    const int64_t rows = L.shape[0], cols = L.shape[1];
-    for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
-        typename F::D *dr = d + r * L.stride[0][0];
-        const typename F::S *ar = a + r * L.stride[1][0], *br = b + r * L.stride[2][0];
-        for (int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; c < cols;
-             c += (int64_t)gridDim.x * blockDim.x)
-            dr[c * L.stride[0][1]] = F::apply(ar[c * L.stride[1][1]], br[c * L.stride[2][1]]);
     }
 }
 
@@ -446,13 +428,8 @@ emily_status map2(const emily_cuda_ctx &ctx, emily_tensor *dst, const emily_tens
                      (sb == 0 || aligned16(y))))) {
             map2_flat<F><<<flat_grid(L.total, V * flat_unroll<S, D>()), BLOCK, 0, ctx.stream>>>(
                 L.total, d, x, (int)sa, y, (int)sb);
-        } else if (L.rank == 2 && L.shape[1] >= 32) {
-            int64_t gx = (L.shape[1] + BLOCK - 1) / BLOCK, gy = L.shape[0] < 65535 ? L.shape[0] : 65535;
-            map2_rows<F><<<dim3((unsigned)(gx < 1024 ? gx : 1024), (unsigned)gy), BLOCK, 0, ctx.stream>>>(L, d, x, y);
-        } else if (layout_fits32(L)) {
-            map2_kernel<F, int32_t><<<grid_for(ctx.device, L.total), BLOCK, 0, ctx.stream>>>(L, d, x, y);
         } else {
-            map2_kernel<F, int64_t><<<grid_for(ctx.device, L.total), BLOCK, 0, ctx.stream>>>(L, d, x, y);
+            map2_kernel<F><<<grid_for(ctx.device, L.total), BLOCK, 0, ctx.stream>>>(L, d, x, y);
         }
         return emi_cuda_launched(&ctx);
     });
