@@ -69,7 +69,7 @@ def main():
     table = []
 
     shapes = sorted({k[1] for k in lanes if k[0] == "all-MiniLM-L6-v2"},
-                    key=lambda s: [int(x) for x in s.split("x")])
+                    key=lambda s: ([int(x) for x in s.split("-")[0].split("x")], s))  # "256x128-bf16" too
     for shape in shapes:
         g = lambda lane: lanes.get(("all-MiniLM-L6-v2", shape, lane))
         c, e, t = g("compiler"), g("eager"), g("torch")
