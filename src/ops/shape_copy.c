@@ -60,14 +60,17 @@ emily_status emily_pad(const emily_tensor *t, const emily_tensor *value, const i
         }
         if (lo[i] > 0 || hi[i] > 0 || in > 0) plain = false;
         /* input element k lands at output position k * (in + 1) + lo */
+        /* (in 128 bits: with a padding near the int64 limits and a size
+         * that still fits, these differences do not) */
         int64_t step = in + 1;
-        int64_t k0 = lo[i] >= 0 ? 0 : (-lo[i] + step - 1) / step;
-        int64_t k1 = d - 1; /* last k with k * step + lo <= oshape - 1 */
-        if (d > 0 && (d - 1) * step + lo[i] > oshape[i] - 1) k1 = (oshape[i] - 1 - lo[i]) / step;
-        if (oshape[i] - 1 - lo[i] < 0) k1 = -1;
-        kmin[i] = k0;
-        cnt[i] = d > 0 && k1 >= k0 ? k1 - k0 + 1 : 0;
-        o0[i] = k0 * step + lo[i];
+        __int128 lim = (__int128)oshape[i] - 1 - lo[i]; /* k * step + lo <= oshape - 1 */
+        __int128 k0 = lo[i] >= 0 ? 0 : (-(__int128)lo[i] + step - 1) / step;
+        __int128 k1 = d - 1;
+        if (lim < 0) k1 = -1;
+        else if (d > 0 && (__int128)(d - 1) * step > lim) k1 = lim / step;
+        kmin[i] = k0 < d ? (int64_t)k0 : d;
+        cnt[i] = d > 0 && k1 >= k0 ? (int64_t)(k1 - k0 + 1) : 0;
+        o0[i] = cnt[i] ? (int64_t)(k0 * step + lo[i]) : 0;
         size *= cnt[i];
     }
     emily_dtype dt = emily_type_merge(t->dtype, value->dtype);
