@@ -182,6 +182,16 @@ template <typename F> emily_status dispatch_storage(emily_dtype t, F &&f) {
 }
 
 inline int dev_of(const emily_tensor *t) { return t->buffer->device.index; }
+
+// Waits for ctx's stream and copies n bytes of device memory to the host;
+// refused while the thread records a graph (nothing has run yet: replay.c).
+inline emily_status read_back(const emily_cuda_ctx &ctx, void *host, const void *dev, size_t n) {
+    if (emi_cuda_capturing(ctx.device))
+        return emily_error(EMILY_ERR_UNSUPPORTED, "cuda: %s: not possible while recording a graph", ctx.op);
+    cudaError_t err = cudaMemcpyAsync(host, dev, n, cudaMemcpyDeviceToHost, ctx.stream);
+    if (err == cudaSuccess) err = cudaStreamSynchronize(ctx.stream);
+    return emi_cuda_error(ctx.op, err);
+}
 inline char *base_of(const emily_tensor *t) { return (char *)t->buffer->data; }
 
 // for_layout over a destination and one source, with each run's first

@@ -145,14 +145,6 @@ struct ErrInfo {
     int axis;
 };
 
-emily_status read_back(const emily_cuda_ctx &ctx, void *host, const void *dev, size_t n) {
-    if (emi_cuda_capturing(ctx.device)) // nothing has run yet (replay.c)
-        return emily_error(EMILY_ERR_UNSUPPORTED, "cuda: %s: not possible while recording a graph", ctx.op);
-    cudaError_t err = cudaMemcpyAsync(host, dev, n, cudaMemcpyDeviceToHost, ctx.stream);
-    if (err == cudaSuccess) err = cudaStreamSynchronize(ctx.stream);
-    return emi_cuda_error(ctx.op, err);
-}
-
 // The CPU's message for the index at row-major position `bad` of idx.
 emily_status index_error(const emily_cuda_ctx &ctx, const emily_tensor *idx, uint64_t bad,
                          const ErrInfo &e) {

@@ -213,13 +213,6 @@ inline emily_status check_int(const char *op, int64_t v, const char *what) {
     return EMILY_OK;
 }
 
-// Waits for the stream and copies n bytes of device memory to the host.
-inline emily_status read_back(const emily_cuda_ctx &ctx, void *host, const void *dev, size_t n) {
-    cudaError_t err = cudaMemcpyAsync(host, dev, n, cudaMemcpyDeviceToHost, ctx.stream);
-    if (err == cudaSuccess) err = cudaStreamSynchronize(ctx.stream);
-    return emi_cuda_error(ctx.op, err);
-}
-
 // ---- scratch ------------------------------------------------------------------
 
 // The op's temporary device buffers, freed (in stream order) when it returns.
