@@ -90,7 +90,17 @@ NVFLAGS := -std=c++20 -O3 -lineinfo --fmad=false -Xcompiler -fPIC,-fvisibility=h
            -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 \
            -Werror all-warnings -MMD -MP
 CU_OBJ := $(CU_SRC:%.cu=$(BUILD)/obj/%.o)
-LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcusolver -lcudnn -lcufft -lcublasLt -lcublas -lcudart -lstdc++
+# The headers the fused kernels are compiled from at run time (NVRTC,
+# src/cuda/fused.c), embedded in the library: the closure of what
+# cuda/unary_fns.cuh, cuda/binary_fns.cuh and core/convert_rules.h include
+# (a missing one fails tests/unit/test_cuda_fused's compilations).
+FUSED_HEADERS := $(wildcard include/emily/*.h) src/core/binary_kernels.h src/core/convert_rules.h \
+    src/core/dtype_list.h src/core/host_device.h src/core/op_rules.h src/core/scalar_binary.h \
+    src/core/scalar_complex.h src/core/scalar_convert.h src/core/scalar_unary.h src/core/unary_kernels.h \
+    src/cuda/binary_fns.cuh src/cuda/correctly_rounded.cuh src/cuda/correctly_rounded_trig.cuh \
+    src/cuda/element_fn.cuh src/cuda/unary_f64.cuh src/cuda/unary_fns.cuh
+CU_OBJ += $(BUILD)/obj/gen/fused_headers.o
+LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcusolver -lcudnn -lcufft -lcublasLt -lcublas -lnvrtc -lcudart -lstdc++
 CFLAGS += -DEMILY_WITH_CUDA -I$(CUDA_HOME)/include
 ifneq ($(wildcard src/cuda/dot.cu),)
 CFLAGS += -DEMILY_CUDA_HAVE_DOT
@@ -166,6 +176,14 @@ $(BUILD)/obj/%.o: %.c
 $(BUILD)/obj/%.o: %.cu
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVFLAGS) -c $< -o $@
+
+$(BUILD)/gen/fused_headers.c: $(FUSED_HEADERS) tools/embed_headers.sh
+	@mkdir -p $(dir $@)
+	sh tools/embed_headers.sh $(FUSED_HEADERS) > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/obj/gen/fused_headers.o: $(BUILD)/gen/fused_headers.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
 
 # The fast FFT's cuFFT store callbacks (src/cuda/lto): LTO-IR that cuFFT
 # links into its own kernels at plan time, embedded in the library as a

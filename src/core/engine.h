@@ -44,6 +44,50 @@ struct emily_replay_ops {
     void (*free)(int device, void *rec);
 };
 
+/* A fused element-wise program (optional: NULL where the device runs a
+ * graph's fused groups call by call or, as the CPU, slab by slab).
+ * src/graph/fuse_lower.c lowers a group of a compiled graph's element-wise
+ * calls to one, with the op layer's own choices of compute types, so
+ * that each element goes through exactly the kernels, conversions and
+ * roundings the unfused calls would apply, and the device runs it as
+ * one kernel over the group's shape. Slots: the inputs are slots
+ * 0..ninputs-1, instruction k writes slot ninputs + k. */
+typedef enum emi_fused_kind {
+    EMI_FUSED_UNARY,   /* op: emily_unary_op; a of dtype `in` -> `out` */
+    EMI_FUSED_BINARY,  /* op: emily_binary_op; a, b of dtype `in` -> `out` */
+    EMI_FUSED_SELECT,  /* a: the predicate (dtype `pred`, real), b, c of dtype `out` */
+    EMI_FUSED_CONVERT, /* as_type of a from `in` to `out` */
+} emi_fused_kind;
+
+typedef struct emi_fused_instr {
+    emi_fused_kind kind;
+    int op;
+    emily_dtype in, out, pred;
+    int32_t a, b, c;
+} emi_fused_instr;
+
+#define EMI_FUSED_MAX_INPUTS 16
+#define EMI_FUSED_MAX_EXITS 16
+
+typedef struct emi_fused_program {
+    int rank;
+    const int64_t *shape;            /* the iteration shape S (size > 0) */
+    int ninputs;                     /* each broadcasts to S right-aligned */
+    const emily_tensor *inputs[EMI_FUSED_MAX_INPUTS];
+    int ninstr;
+    const emi_fused_instr *instr;
+    int nexits;                      /* fresh row-major tensors of shape S */
+    int32_t exit_slot[EMI_FUSED_MAX_EXITS];
+    emily_tensor *exits[EMI_FUSED_MAX_EXITS];
+} emi_fused_program;
+
+/* run: computes the exits; EMILY_ERR_UNSUPPORTED (no message needed)
+ * when the device cannot run this program now (the caller runs the
+ * calls one by one instead). */
+struct emily_fused_ops {
+    emily_status (*run)(const emi_fused_program *p);
+};
+
 struct emily_engine {
     const char *name;
     /* devices present (0 if none) */
@@ -90,6 +134,7 @@ struct emily_engine {
     const struct emily_conv_kernels *conv; /* optional: see kernels.h */
     const struct emily_fast_kernels *fast;
     const struct emily_replay_ops *replay; /* optional: see above */
+    const struct emily_fused_ops *fused;   /* optional: see above */
 
     /* True if the device runs kernel k for op `op` (the family's op enum:
      * emily_unary_op for EMI_KERNEL_UNARY, ...; 0 where it has none) on

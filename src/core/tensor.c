@@ -83,6 +83,19 @@ emily_status emi_buffer_alloc(emily_device device, size_t nbytes, emily_buffer *
     return EMILY_OK;
 }
 
+void emi_buffer_mirror(emily_buffer *b, const void *bytes, size_t nbytes) {
+    const emily_engine *e = emi_engine_for(b->device.type);
+    if (!e || e->host_addressable || nbytes != b->nbytes || nbytes > sizeof b->mirror) return;
+    memcpy(b->mirror, bytes, nbytes);
+    b->mirror_bytes = (uint8_t)nbytes;
+}
+
+const void *emi_tensor_mirrored(const emily_tensor *t) {
+    size_t es = emily_dtype_size(t->dtype);
+    if (t->size != 1 || t->offset < 0 || (size_t)t->offset * es + es > t->buffer->mirror_bytes) return NULL;
+    return t->buffer->mirror + (size_t)t->offset * es;
+}
+
 void emi_buffer_release(emily_buffer *b) {
     if (!b || atomic_fetch_sub(&b->refcount, 1) != 1) return;
     if (b->data) {
@@ -189,6 +202,7 @@ emily_status emily_from_binary(emily_device device, emily_dtype dtype, int rank,
     if (want) {
         s = emi_engine_for(device.type)->upload(device.index, t->buffer->data, data, want);
         if (s) { emily_tensor_release(t); return s; }
+        emi_buffer_mirror(t->buffer, data, want);
     }
     *out = t;
     return EMILY_OK;
@@ -255,6 +269,7 @@ emily_status emily_to_device(const emily_tensor *t, emily_device device, emily_t
         if (ef->host_addressable) {
             s = ef->synchronize(from.index);
             if (!s) s = et->upload(device.index, r->buffer->data, emily_tensor_base(c), n);
+            if (!s) emi_buffer_mirror(r->buffer, emily_tensor_base(c), n);
         } else if (et->host_addressable) {
             s = ef->download(from.index, r->buffer->data, emily_tensor_base(c), n);
         } else { /* device to device through host memory */
@@ -263,6 +278,7 @@ emily_status emily_to_device(const emily_tensor *t, emily_device device, emily_t
             else {
                 s = ef->download(from.index, tmp, emily_tensor_base(c), n);
                 if (!s) s = et->upload(device.index, r->buffer->data, tmp, n);
+                if (!s) emi_buffer_mirror(r->buffer, tmp, n);
                 free(tmp);
             }
         }

@@ -11,6 +11,13 @@ typedef struct emily_buffer {
     void *data;    /* device pointer (host pointer for the CPU) */
     size_t nbytes;
     void *engine_state; /* owned by the engine (e.g. a CUDA event) */
+    /* A small buffer of a device without host-addressable memory, filled
+     * from host bytes (from_binary, to_device): those bytes, so that the
+     * op layer can read a scalar operand's value (ops/binary.c's choice
+     * of compute type) without a device round trip. Buffers are never
+     * written after they are filled, so the copy stays true. */
+    unsigned char mirror[16];
+    uint8_t mirror_bytes; /* 0: no copy */
 } emily_buffer;
 
 struct emily_tensor {
@@ -36,6 +43,11 @@ emily_status emi_tensor_view(const emily_tensor *t, int rank,
                                int64_t offset, emily_tensor **out);
 emily_status emi_buffer_alloc(emily_device device, size_t nbytes,
                                 emily_buffer **out);
+/* Records host bytes just copied into t's (whole, small) buffer as its
+ * mirror; a no-op for host-addressable devices and larger buffers. */
+void emi_buffer_mirror(emily_buffer *b, const void *bytes, size_t nbytes);
+/* The bytes of t's single element from its buffer's mirror, or NULL. */
+const void *emi_tensor_mirrored(const emily_tensor *t);
 void emi_buffer_release(emily_buffer *b);
 
 /* Row-major element pointer base (host devices only). NULL for a

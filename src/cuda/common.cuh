@@ -21,6 +21,7 @@
 #include "cuda/kernels.h"
 #include "cuda/dtype_dispatch.cuh"
 #include "core/scalar_convert.h"
+#include "cuda/element_fn.cuh"
 
 namespace emily_cuda {
 
@@ -270,23 +271,7 @@ emily_status for_lines(const char *op, const emily_tensor *const *views, F &&f) 
 
 // ---- element-wise maps ------------------------------------------------------
 //
-// An element function is a struct F with member types S (input storage)
-// and D (output storage) and `static __device__ D apply(S)` (one input) or
-// `static __device__ D apply(S, S)` (two inputs). EMILY_CUDA_FN1/FN2
-// define one from an expression of `v` (or `a`, `b`).
-
-#define EMILY_CUDA_FN1(NAME, ST, DT, EXPR)                                              \
-    struct NAME {                                                                       \
-        typedef ST S;                                                                   \
-        typedef DT D;                                                                   \
-        static __device__ __forceinline__ DT apply(ST v) { return (EXPR); }             \
-    };
-#define EMILY_CUDA_FN2(NAME, ST, DT, EXPR)                                              \
-    struct NAME {                                                                       \
-        typedef ST S;                                                                   \
-        typedef DT D;                                                                   \
-        static __device__ __forceinline__ DT apply(ST a, ST b) { return (EXPR); }       \
-    };
+// Over the element functions of cuda/element_fn.cuh.
 
 template <typename F>
 __global__ void map1_kernel(Layout<2> L, typename F::D *d, const typename F::S *s) {

@@ -3,6 +3,7 @@
  * A build with the engine still runs CPU work on a machine without a GPU
  * or driver: the device count is then 0 and every CUDA entry point fails
  * with EMILY_ERR_DEVICE before it touches the GPU. */
+#include "cuda/fused.h"
 #include "cuda/runtime.h"
 #include "cuda/kernels.h"
 
@@ -46,6 +47,7 @@ static const emily_engine cuda_engine = {
     .linalg = &emi_cuda_linalg_kernels,
     .fast = &emi_cuda_fast_kernels,
     .replay = &emi_cuda_replay_ops,
+    .fused = &emi_cuda_fused_ops,
     /* the kernels it has run every op and dtype they are handed; the
      * families it lacks (NULL) are "not available on the cuda device" */
     .supports = emi_engine_has_kernel,

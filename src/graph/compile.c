@@ -153,6 +153,18 @@ static void mark_needed(emily_graph *g) {
     }
 }
 
+/* A folded one-element constant on a device: its bytes read back now
+ * (compile time), so that the op layer sees its value as it sees that
+ * of a constant made from host bytes (emi_buffer_mirror). */
+static void mirror_scalar(emily_tensor *t) {
+    unsigned char bytes[16];
+    size_t n = emily_tensor_nbytes(t);
+    if (!t || t->size != 1 || t->offset != 0 || n > sizeof bytes || t->buffer->nbytes != n ||
+        emi_engine_for(t->buffer->device.type)->host_addressable)
+        return;
+    if (!emily_to_binary(t, bytes, n)) emi_buffer_mirror(t->buffer, bytes, n);
+}
+
 static emily_status fold_constants(emily_graph *g) {
     emily_tensor **vals = calloc((size_t)g->nvalues + 1, sizeof *vals);
     if (!vals) return emily_error(EMILY_ERR_MEMORY, "graph_compile: out of host memory");
@@ -178,6 +190,7 @@ static emily_status fold_constants(emily_graph *g) {
             v->kind = GV_CONST;
             v->folded = true;
             v->tensor = vals[c->first + k];
+            mirror_scalar(v->tensor);
         }
     }
     free(vals);

@@ -1,4 +1,9 @@
-/* Engine graphs: fusion of elementwise chains (CPU graphs).
+/* Engine graphs: fusion of elementwise chains.
+ *
+ * On a device whose engine runs fused programs (engine.h, `fused`: the
+ * CUDA engine compiles each to one kernel), a group holds element-wise
+ * calls only and runs as that program (fuse_lower.c); the slabs below
+ * are the CPU's way.
  *
  * A fused group is a set of elementwise calls (unary, binary, select,
  * as_type) with one output shape S, joined through values that only the
@@ -38,19 +43,6 @@
  * MAX_GROUP calls. */
 #define FUSE_MAX_ARGS 4
 #define MAX_GROUP 64
-
-struct fused_group {
-    int32_t *calls;   /* member calls, in order */
-    int ncalls;
-    int32_t *inputs;  /* values read from outside the group */
-    int ninputs;
-    int32_t *exits;   /* member values used outside the group */
-    int nexits;
-    int rank, axis;   /* S's rank and the axis cut into slabs */
-    const int64_t *shape;
-    int64_t rows_per_slab, slabs;
-    bool parallel;
-};
 
 /* Fusible calls: every element-wise op of emily/op_list.h, select and
  * as_type, except the ones below. phase was never in the fusible set
@@ -123,9 +115,9 @@ static bool broadcasts_to(int r, const int64_t *dims, int R, const int64_t *S) {
     return true;
 }
 
-static bool fusible_call(const emily_graph *g, const graph_call *c) {
+static bool fusible_call(const emily_graph *g, const graph_call *c, bool slabs) {
     if (c->folded || c->dropped || c->nout != 1 || c->nargs > FUSE_MAX_ARGS) return false;
-    if (is_reduction(c) ? !slab_local_reduction(g, c) : !fusible_name(c->callback)) return false;
+    if (is_reduction(c) ? !slabs || !slab_local_reduction(g, c) : !fusible_name(c->callback)) return false;
     const graph_value *out = iter_value(g, c);
     int64_t n;
     if (out->rank < 1 || !emi_shape_size(out->rank, out->shape, &n) || n == 0) return false;
@@ -229,7 +221,11 @@ static fused_group *make_group(const emily_graph *g, const int32_t *member_calls
 }
 
 emily_status emi_graph_fuse(emily_graph *g) {
-    if (g->device.type != EMILY_DEVICE_CPU || g->nsteps < 2) return EMILY_OK;
+    const emily_engine *eng = emi_engine_for(g->device.type);
+    /* slabs: the CPU's way of running a group; else the engine's fused
+     * programs, element-wise calls only */
+    bool slabs = g->device.type == EMILY_DEVICE_CPU;
+    if ((!slabs && !(eng && eng->fused)) || g->nsteps < 2) return EMILY_OK;
     int32_t ns = g->nsteps, nv = g->nvalues;
     bool *fus = calloc((size_t)ns + 1, sizeof *fus);
     int32_t *parent = malloc(((size_t)ns + 1) * sizeof *parent);
@@ -252,7 +248,7 @@ emily_status emi_graph_fuse(emily_graph *g) {
     for (int32_t st = 0; st < ns; st++) {
         call_of_step[st] = g->steps[st].call;
         step_of_call[g->steps[st].call] = st;
-        fus[st] = fusible_call(g, &g->calls[g->steps[st].call]);
+        fus[st] = fusible_call(g, &g->calls[g->steps[st].call], slabs);
         parent[st] = st;
     }
     for (int32_t v = 0; v < nv; v++) {
@@ -330,6 +326,13 @@ emily_status emi_graph_fuse(emily_graph *g) {
         for (int32_t m = 0; m <= st; m++)
             if (run_of[m] == run) members[n++] = call_of_step[m];
         fused_group *fg = make_group(g, members, n, run, run_of);
+        if (fg && !slabs && (fg->ninputs > EMI_FUSED_MAX_INPUTS || fg->nexits > EMI_FUSED_MAX_EXITS)) {
+            /* more than a fused program takes: the calls run alone */
+            emi_fused_group_free(fg);
+            for (int32_t m = 0; m <= st; m++)
+                if (run_of[m] == run) steps[kept++] = (graph_step){.call = call_of_step[m]};
+            continue;
+        }
         if (!fg) {
             s = emily_error(EMILY_ERR_MEMORY, "graph_compile: out of host memory");
             goto done;
@@ -449,6 +452,7 @@ static void slab_task(void *ctx, int64_t slab) {
 }
 
 emily_status emi_fused_group_run(emily_graph *g, const fused_group *fg, emily_tensor **vals) {
+    if (g->device.type != EMILY_DEVICE_CPU) return emi_fused_group_run_program(g, fg, vals);
     emily_status s = EMILY_OK;
     for (int x = 0; x < fg->nexits && !s; x++) {
         const graph_value *v = &g->values[fg->exits[x]];

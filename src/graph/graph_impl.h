@@ -126,11 +126,25 @@ void emi_graph_replay_free(emily_graph *g);
 
 /* fusion (fuse.c): plans fused groups over the compiled graph's steps,
  * and runs one. */
-typedef struct fused_group fused_group;
+typedef struct fused_group {
+    int32_t *calls;   /* member calls, in order */
+    int ncalls;
+    int32_t *inputs;  /* values read from outside the group */
+    int ninputs;
+    int32_t *exits;   /* member values used outside the group */
+    int nexits;
+    int rank, axis;   /* S's rank and the axis cut into slabs */
+    const int64_t *shape;
+    int64_t rows_per_slab, slabs;
+    bool parallel;
+} fused_group;
 emily_status emi_graph_fuse(emily_graph *g);
 emily_status emi_fused_group_run(emily_graph *g, const fused_group *fg, emily_tensor **vals);
 void emi_fused_group_free(fused_group *fg);
 /* The values a group reads (0 for NULL). */
 int emi_fused_group_inputs(const fused_group *fg, const int32_t **values);
+/* A group run as the device engine's fused program (fuse_lower.c), or
+ * call by call where the program cannot be made or run. */
+emily_status emi_fused_group_run_program(emily_graph *g, const fused_group *fg, emily_tensor **vals);
 
 #endif

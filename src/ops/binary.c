@@ -124,9 +124,11 @@ static double half_round_trip(emily_dtype half, double d) {
 
 /* Whether a one-element tensor's value is exactly a value of the float
  * or complex type `to` (Nx's number operands arrive as s32/f32 scalars:
- * `x * 2` on f32 can then compute in f32). Only read where the engine's
- * memory is host memory (the CPU runs synchronously, so the value is
- * there); elsewhere the answer is a conservative false. */
+ * `x * 2` on f32 can then compute in f32). Read from host memory: the
+ * CPU's (it runs synchronously, so the value is there), or a device
+ * buffer's mirror of the host bytes it was made from (core/tensor_impl.h);
+ * a device scalar that a kernel computed has none, and the answer is a
+ * conservative false. */
 static bool real_fits(double d, emily_dtype to) {
     if (d != d || d - d != 0) return true; /* NaN and the infinities are in every float type */
     emily_dtype part = emily_type_to_real(to);
@@ -143,8 +145,10 @@ static bool int_fits(bool neg, uint64_t mag, emily_dtype to) {
 }
 
 static bool value_fits(const emily_engine *e, const emily_tensor *t, emily_dtype to) {
-    if (t->size != 1 || !e->host_addressable || emily_dtype_is_integer(to)) return false;
-    const void *p = emily_tensor_base(t);
+    if (t->size != 1 || emily_dtype_is_integer(to)) return false;
+    /* a device's scalar: the host copy of the bytes it was made from */
+    const void *p = e->host_addressable ? emily_tensor_base(t) : emi_tensor_mirrored(t);
+    if (!p) return false;
 #define UNSIGNED_FITS(E, s, T) \
     case EMILY_##E: return int_fits(false, *(const T *)p, to);
 #define SIGNED_FITS(E, s, T)                                                           \
@@ -345,6 +349,23 @@ static emily_status atan2_complex(const emily_tensor *a, const emily_tensor *b, 
     return s;
 }
 
+static bool fits(const emily_engine *e, emily_dtype t_dtype, const emily_tensor *t, emily_dtype to) {
+    return t ? emi_binary_fits(e, t, to) : emily_binary_exact_into(t_dtype, to);
+}
+
+bool emi_binary_compute_type(const emily_engine *e, emily_binary_op op, emily_dtype at, const emily_tensor *a,
+                             emily_dtype bt, const emily_tensor *b, emily_dtype o, emily_dtype *c) {
+    if (is_predicate(op)) {
+        emily_dtype m = emily_type_merge(at, bt);
+        *c = (emily_dtype_is_integer(m) || (fits(e, at, a, m) && fits(e, bt, b, m))) ? m : wide_of(m);
+    } else if (emily_dtype_is_integer(o)) {
+        *c = o;
+    } else {
+        *c = fits(e, at, a, o) && fits(e, bt, b, o) ? o : wide_of(o);
+    }
+    return !(op == EMILY_ATAN2 && emily_dtype_is_complex(o)) && !needs_mixed_u64(op, at, bt, *c);
+}
+
 /* emily_binary after validation: output type o, broadcast shape. */
 static emily_status binary_with(const emily_engine *e, emily_binary_op op, const emily_tensor *a,
                                 const emily_tensor *b, emily_dtype o, int rank,
@@ -353,16 +374,8 @@ static emily_status binary_with(const emily_engine *e, emily_binary_op op, const
     emily_status s;
     if (op == EMILY_ATAN2 && emily_dtype_is_complex(o)) return atan2_complex(a, b, o, out);
 
-    /* the compute type */
     emily_dtype c;
-    if (pred) {
-        emily_dtype m = emily_type_merge(a->dtype, b->dtype);
-        c = (emily_dtype_is_integer(m) || (emi_binary_fits(e, a, m) && emi_binary_fits(e, b, m))) ? m : wide_of(m);
-    } else if (emily_dtype_is_integer(o)) {
-        c = o;
-    } else {
-        c = emi_binary_fits(e, a, o) && emi_binary_fits(e, b, o) ? o : wide_of(o);
-    }
+    emi_binary_compute_type(e, op, a->dtype, a, b->dtype, b, o, &c);
     if (needs_mixed_u64(op, a->dtype, b->dtype, c)) {
         emily_tensor *r = NULL;
         s = mixed_u64(op, a, b, rank, shape, &r);

@@ -1,5 +1,7 @@
 /* Creation: constant, iota, eye. */
 #include "ops/common.h"
+#include "core/scalar_element.h"
+#include "core/tensor_impl.h"
 
 /* Checks the dtype and shape of a new tensor and gets the device's engine. */
 static emily_status check_new(const char *op, emily_device device, emily_dtype dtype, int rank,
@@ -35,7 +37,13 @@ emily_status emily_constant(emily_device device, emily_dtype dtype, int rank,
     if (!emi_engine_supports(e, EMI_KERNEL_FILL, 0, dtype)) return unsupported("constant", device);
     emily_tensor *t;
     if ((s = emily_empty(device, dtype, rank, shape, &t))) return s;
-    return emi_hand_out(e->creation->fill(t, &value), t, out);
+    s = e->creation->fill(t, &value);
+    if (!s && t->size == 1) { /* its bytes known here: a device scalar's mirror */
+        unsigned char bytes[16];
+        emi_scalar_element(dtype, &value, bytes);
+        emi_buffer_mirror(t->buffer, bytes, emily_dtype_size(dtype));
+    }
+    return emi_hand_out(s, t, out);
 }
 
 emily_status emily_iota(emily_device device, emily_dtype dtype, int rank, const int64_t *shape,
