@@ -44,6 +44,12 @@
 #ifndef EMI_UNARY_CPLX
 #define EMI_UNARY_CPLX(ENUM, n, z) emily_cd_##n(z)
 #endif
+/* EMI_UNARY_HALF(ENUM, n, s, v): the f16/bf16 kernel's element (v the
+ * storage bits): the f64 rule rounded to the type; a device may reach the
+ * same bits faster (cuda/unary_fns.cuh). */
+#ifndef EMI_UNARY_HALF
+#define EMI_UNARY_HALF(ENUM, n, s, v) emily_sc_f64_to_##s(EMI_UNARY_REAL(ENUM, n, emily_sc_##s##_to_f64(v)))
+#endif
 #ifndef EMI_UNARY_REAL_F64
 #define EMI_UNARY_REAL_F64(ENUM, n, x) EMI_UNARY_REAL(ENUM, n, x)
 #endif
@@ -68,8 +74,7 @@ EMI_COMPLEX_PARTS_WITH(EMI_UK_CD_IO_, ~)
 /* Real floats, same type in and out: f16/bf16 through double, f32 and
  * f64 computed in double; and f64 in, f32 out (an integer input the op
  * layer widened to f64). */
-#define EMI_UK_HALF_(E, s, T, K, OP, n)                                                \
-    K(uk_##n##_##s##_##s, T, T, E, E, emily_sc_f64_to_##s(EMI_UNARY_REAL(OP, n, emily_sc_##s##_to_f64(v))))
+#define EMI_UK_HALF_(E, s, T, K, OP, n) K(uk_##n##_##s##_##s, T, T, E, E, EMI_UNARY_HALF(OP, n, s, v))
 #define EMI_UK_NATIVE_(E, s, T, K, OP, n) K(uk_##n##_##s##_##s, T, T, E, E, (T)EMI_UK_REAL_AT_##E(OP, n, (double)v))
 #define EMI_UK_ON_FLOAT_(K, OP, n)                                                     \
     EMI_DTYPES_HALF_WITH(EMI_UK_HALF_, K, OP, n)                                       \

@@ -35,7 +35,7 @@ extern const int emi_fused_header_count;
 /* NVRTC has no C library headers: what the engine's headers take from
  * them (math.h's constants are the bit patterns nvcc's give). */
 static const char *const stub_names[] = {"stdint.h", "stddef.h", "stdbool.h", "math.h", "string.h", "stdlib.h"};
-static const char *const stub_sources[] = {
+static const char stub_stdint[] =
     "#pragma once\n"
     "typedef signed char int8_t; typedef short int16_t; typedef int int32_t; typedef long long int64_t;\n"
     "typedef unsigned char uint8_t; typedef unsigned short uint16_t; typedef unsigned int uint32_t;\n"
@@ -44,14 +44,13 @@ static const char *const stub_sources[] = {
     "#define INT32_MIN (-2147483647 - 1)\n#define INT32_MAX 2147483647\n"
     "#define INT64_MIN (-9223372036854775807LL - 1)\n#define INT64_MAX 9223372036854775807LL\n"
     "#define UINT8_MAX 255\n#define UINT16_MAX 65535\n#define UINT32_MAX 4294967295U\n"
-    "#define UINT64_MAX 18446744073709551615ULL\n",
-    "#pragma once\ntypedef unsigned long size_t;\ntypedef long ptrdiff_t;\n#define NULL 0\n",
-    "#pragma once\n",
-    "#pragma once\n#define INFINITY __int_as_float(0x7f800000)\n#define NAN __int_as_float(0x7fc00000)\n"
-    "#define HUGE_VAL __longlong_as_double(0x7ff0000000000000LL)\n",
-    "#pragma once\n",
-    "#pragma once\n",
-};
+    "#define UINT64_MAX 18446744073709551615ULL\n";
+static const char stub_stddef[] = "#pragma once\ntypedef unsigned long size_t;\ntypedef long ptrdiff_t;\n#define NULL 0\n";
+static const char stub_math[] = "#pragma once\n#define INFINITY __int_as_float(0x7f800000)\n"
+                                "#define NAN __int_as_float(0x7fc00000)\n"
+                                "#define HUGE_VAL __longlong_as_double(0x7ff0000000000000LL)\n";
+static const char stub_empty[] = "#pragma once\n";
+static const char *const stub_sources[] = {stub_stdint, stub_stddef, stub_empty, stub_math, stub_empty, stub_empty};
 #define NSTUBS ((int)(sizeof stub_names / sizeof stub_names[0]))
 
 /* ---- names of the element functions and types --------------------------- */
@@ -214,11 +213,25 @@ static bool put_instr(text *t, const emi_fused_program *p, const emi_fused_instr
     return false;
 }
 
+/* Elements a thread loads before it computes any: enough bytes in
+ * flight per thread to keep the memory busy (16 for the narrowest type). */
+static int elements_per_thread(const emi_fused_program *p) {
+    size_t narrow = 16;
+    for (int k = 0; k < p->ninputs; k++)
+        if (emily_dtype_size(p->inputs[k]->dtype) < narrow) narrow = emily_dtype_size(p->inputs[k]->dtype);
+    for (int x = 0; x < p->nexits; x++)
+        if (emily_dtype_size(p->exits[x]->dtype) < narrow) narrow = emily_dtype_size(p->exits[x]->dtype);
+    return narrow <= 2 ? 8 : narrow == 4 ? 4 : 2;
+}
+
 /* The kernel's source, or NULL (no element function for an instruction,
- * or out of memory). Caller frees. */
+ * or out of memory). Caller frees. Each thread takes U elements a grid
+ * stride apart (neighbouring threads, neighbouring elements): it loads
+ * the inputs of all U, then computes and stores each. */
 static char *program_source(const emi_fused_program *p, const layout *L) {
     text t = {0};
     const char *I = L->wide ? "long long" : "int";
+    int U = elements_per_thread(p);
     put(&t,
         "#include \"cuda/unary_fns.cuh\"\n"
         "#include \"cuda/binary_fns.cuh\"\n"
@@ -226,22 +239,42 @@ static char *program_source(const emi_fused_program *p, const layout *L) {
         "using namespace emily_cuda;\n"
         "struct fused_args { const void *in[%d]; void *out[%d]; };\n"
         "extern \"C\" __global__ void __launch_bounds__(%d) emily_fused(fused_args p, long long total) {\n"
-        "    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;\n"
-        "         i += (long long)gridDim.x * blockDim.x) {\n"
-        "        %s q = (%s)i;\n",
-        EMI_FUSED_MAX_INPUTS, EMI_FUSED_MAX_EXITS, EMI_CUDA_FUSED_BLOCK, I, I);
-    for (int r = L->rank - 1; r >= 1; r--)
-        put(&t, "        const %s c%d = q %% %lld; q /= %lld;\n", I, r, (long long)L->dim[r], (long long)L->dim[r]);
-    if (L->rank >= 1) put(&t, "        const %s c0 = q;\n", I);
-    else put(&t, "        (void)q;\n");
+        "    const long long step = (long long)gridDim.x * blockDim.x;\n"
+        "    for (long long b = blockIdx.x * (long long)blockDim.x + threadIdx.x; b < total; b += %d * step) {\n",
+        EMI_FUSED_MAX_INPUTS, EMI_FUSED_MAX_EXITS, EMI_CUDA_FUSED_BLOCK, U);
     for (int k = 0; k < p->ninputs; k++) {
         const char *ty = storage_name(p->inputs[k]->dtype);
         if (!ty) { free(t.s); return NULL; }
-        put(&t, "        const %s v%d = ((const %s *)p.in[%d])[0", ty, k, ty, k);
+        put(&t, "        %s in%d[%d];\n", ty, k, U);
+    }
+    put(&t,
+        "#pragma unroll\n"
+        "        for (int u = 0; u < %d; u++) {\n"
+        "            const long long i = b + u * step;\n"
+        "            if (i >= total) break;\n"
+        "            %s q = (%s)i;\n",
+        U, I, I);
+    for (int r = L->rank - 1; r >= 1; r--)
+        put(&t, "            const %s c%d = q %% %lld; q /= %lld;\n", I, r, (long long)L->dim[r],
+            (long long)L->dim[r]);
+    if (L->rank >= 1) put(&t, "            const %s c0 = q;\n", I);
+    else put(&t, "            (void)q;\n");
+    for (int k = 0; k < p->ninputs; k++) {
+        const char *ty = storage_name(p->inputs[k]->dtype);
+        put(&t, "            in%d[u] = ((const %s *)p.in[%d])[0", k, ty, k);
         for (int r = 0; r < L->rank; r++)
             if (L->stride[k][r]) put(&t, " + c%d * (%s)%lld", r, I, (long long)L->stride[k][r]);
         put(&t, "];\n");
     }
+    put(&t,
+        "        }\n"
+        "#pragma unroll\n"
+        "        for (int u = 0; u < %d; u++) {\n"
+        "            const long long i = b + u * step;\n"
+        "            if (i >= total) break;\n",
+        U);
+    for (int k = 0; k < p->ninputs; k++)
+        put(&t, "        const %s v%d = in%d[u];\n", storage_name(p->inputs[k]->dtype), k, k);
     for (int j = 0; j < p->ninstr; j++)
         if (!put_instr(&t, p, &p->instr[j], (int32_t)(p->ninputs + j))) {
             free(t.s);
@@ -252,7 +285,7 @@ static char *program_source(const emi_fused_program *p, const layout *L) {
         if (!ty) { free(t.s); return NULL; }
         put(&t, "        ((%s *)p.out[%d])[i] = v%d;\n", ty, x, (int)p->exit_slot[x]);
     }
-    put(&t, "    }\n}\n");
+    put(&t, "        }\n    }\n}\n");
     if (t.failed) {
         free(t.s);
         return NULL;
@@ -435,7 +468,8 @@ static emily_status fused_run(const emi_fused_program *p) {
     emily_status s = emi_cuda_begin("fused", device, n, ts, &ctx);
     if (s) return s;
     long long total = (long long)p->exits[0]->size;
-    long long blocks = (total + EMI_CUDA_FUSED_BLOCK - 1) / EMI_CUDA_FUSED_BLOCK,
+    long long per_block = (long long)EMI_CUDA_FUSED_BLOCK * elements_per_thread(p);
+    long long blocks = (total + per_block - 1) / per_block,
               most = (long long)emi_cuda_sm_count(device) * 16;
     if (most > 0 && blocks > most) blocks = most;
     dim3 grid = {(unsigned)blocks, 1, 1}, block = {EMI_CUDA_FUSED_BLOCK, 1, 1};

@@ -13,7 +13,8 @@
 //    reduced dim of stride 1) is folded a warp per output, or per part of
 //    one, with 16-byte loads and shuffles only (reduce_rows_warp); other
 //    reduced strides a block per output or part (reduce_rows), combining
-//    its threads' partial folds;
+//    its threads' partial folds; runs of at most 16 packs take 4, 8 or 16
+//    lanes each, several to a warp (reduce_rows_group);
 //  - cols: the smallest stride is a kept dim. A thread folds one output,
 //    so a warp reads 32 neighbouring outputs at once.
 // When there are too few outputs to fill the device, each output's range
@@ -207,6 +208,33 @@ __global__ void __launch_bounds__(BLOCK) reduce_rows_warp(RedGeom g, Red red, co
             if (parts == 1) dst[dof] = red.store(acc);
             else part_out[it] = acc; // [o][p]
         }
+    }
+}
+
+// Short contiguous runs (at most 16 packs): G lanes fold a run, so a warp
+// folds 32 / G outputs at once (a warp to a 128-element bf16 run left half
+// its lanes idle, and each run's load waited alone). The same folds as
+// reduce_rows_warp's, cut among G threads instead of 32 (every combine is
+// commutative; ties go by index).
+template <class Red, int G>
+__global__ void __launch_bounds__(BLOCK) reduce_rows_group(RedGeom g, Red red, const typename Red::S *src,
+                                                           typename Red::D *dst) {
+    typedef typename Red::Acc Acc;
+    constexpr int PER_WARP = 32 / G;
+    int lane = (int)(threadIdx.x & 31), gl = lane % G;
+    int64_t warp = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) >> 5;
+    int64_t nwarps = ((int64_t)gridDim.x * blockDim.x) >> 5;
+    // every lane runs every turn: the shuffles need the whole warp
+    for (int64_t base = warp * PER_WARP; base < g.K; base += nwarps * PER_WARP) {
+        int64_t o = base + lane / G, so = 0, dof = 0;
+        Acc acc = red.init();
+        if (o < g.K) {
+            kept_off(g, o, so, dof);
+            acc = fold_contig(red, src + so, 0, g.R, gl, G);
+        }
+#pragma unroll
+        for (int off = G / 2; off > 0; off >>= 1) acc = red.combine(acc, shfl_down_any(acc, off));
+        if (gl == 0 && o < g.K) dst[dof] = red.store(acc);
     }
 }
 
@@ -408,7 +436,19 @@ emily_status run_reduce(const emily_cuda_ctx &ctx, const RedGeom &g, bool rows_i
         if (s) return s;
     }
     int64_t items = g.K * parts;
-    if (by_warp) {
+    // packs (16 bytes) of one run, for the short-run kernel
+    int64_t packs = (g.R * (int64_t)sizeof(S) + 15) / 16;
+    if (by_warp && parts == 1 && packs <= 16) {
+        int G = packs <= 4 ? 4 : packs <= 8 ? 8 : 16;
+        int64_t per_block = (BLOCK / 32) * (32 / G), blocks = (g.K + per_block - 1) / per_block;
+        int64_t cap = (G == 4    ? resident_blocks(reduce_rows_group<Red, 4>, sms)
+                       : G == 8 ? resident_blocks(reduce_rows_group<Red, 8>, sms)
+                                : resident_blocks(reduce_rows_group<Red, 16>, sms));
+        if (blocks > cap) blocks = cap;
+        if (G == 4) reduce_rows_group<Red, 4><<<(unsigned)blocks, BLOCK, 0, ctx.stream>>>(g, red, sp, dp);
+        else if (G == 8) reduce_rows_group<Red, 8><<<(unsigned)blocks, BLOCK, 0, ctx.stream>>>(g, red, sp, dp);
+        else reduce_rows_group<Red, 16><<<(unsigned)blocks, BLOCK, 0, ctx.stream>>>(g, red, sp, dp);
+    } else if (by_warp) {
         int64_t warps_per_block = BLOCK / 32, cap = resident_blocks(reduce_rows_warp<Red>, sms);
         int64_t blocks = (items + warps_per_block - 1) / warps_per_block;
         if (blocks > cap) blocks = cap;

@@ -106,6 +106,67 @@ EMI_CUDA_F64_OPS(EMI_CUDA_F64_RULE_)
 } // namespace
 } // namespace emily_cuda
 
+// f16/bf16 through an f32 function (the device's, with the documented
+// bound on its error in ulps: CUDA C Programming Guide, "Mathematical
+// Functions", single precision, IEEE flags): y = f(x) in f32; when every
+// f32 value within bound + 2 ulps of y rounds (the type's store of a
+// double) to the same 16-bit value, so does the f64 rule's result, which
+// lies within 1 ulp of the exact value and so inside that interval: that
+// value is the answer, bit for bit. Otherwise (near a rounding boundary,
+// zero, subnormal, infinite or NaN results) the f64 rule runs. For the
+// ops whose Nx definition is the plain function (expm1, log1p and sigmoid
+// are formulas with cancellations: they keep the f64 rule).
+namespace emily_cuda {
+namespace {
+
+template <emily_unary_op OP> struct f32_fn {
+    static constexpr int ulps = -1;
+    static __device__ float f(float x) { return x; }
+};
+#define EMI_CUDA_F32_FN_(OP, FN, ULPS)                                                 \
+    template <> struct f32_fn<EMILY_##OP> {                                            \
+        static constexpr int ulps = ULPS;                                              \
+        static __device__ float f(float x) { return FN(x); }                           \
+    };
+EMI_CUDA_F32_FN_(EXP, expf, 2)
+EMI_CUDA_F32_FN_(LOG, logf, 1)
+EMI_CUDA_F32_FN_(SIN, sinf, 2)
+EMI_CUDA_F32_FN_(COS, cosf, 2)
+EMI_CUDA_F32_FN_(TANH, tanhf, 2)
+EMI_CUDA_F32_FN_(ERF, erff, 2)
+EMI_CUDA_F32_FN_(SQRT, sqrtf, 0)
+EMI_CUDA_F32_FN_(RSQRT, rsqrtf, 2)
+#undef EMI_CUDA_F32_FN_
+
+template <emily_unary_op OP, typename Exact, typename ToF32, typename Store>
+__device__ __forceinline__ uint16_t half_unary(uint16_t h, Exact exact, ToF32 to_f32, Store store) {
+    if constexpr (f32_fn<OP>::ulps >= 0) {
+        float x = to_f32(h), y = f32_fn<OP>::f(x);
+        // a finite input (the f64 rule has cases of its own for the
+        // infinities: f16 tanh(inf) is NaN there) and a finite, normal y
+        if (isfinite(x) && isfinite(y) && fabsf(y) >= 1.17549435e-38f) {
+            // the bound in ulps of the exact value's binade: twice as many
+            // steps of y's bits where y lies in the binade below; one more
+            // (twice) for the f64 result's own rounding to f32
+            const unsigned m = 2 * f32_fn<OP>::ulps + 2;
+            unsigned b = __float_as_uint(y);
+            float lo = __uint_as_float(b - m), hi = __uint_as_float(b + m);
+            if (isfinite(lo) && isfinite(hi)) {
+                uint16_t a = store((double)lo);
+                if (a == store((double)hi)) return a;
+            }
+        }
+    }
+    return exact(h);
+}
+
+} // namespace
+} // namespace emily_cuda
+
+#define EMI_UNARY_HALF(ENUM, n, s, v)                                                  \
+    emily_cuda::half_unary<EMILY_##ENUM>(                                              \
+        v, [](uint16_t h_) { return emily_sc_f64_to_##s(EMI_UNARY_REAL(ENUM, n, emily_sc_##s##_to_f64(h_))); }, \
+        emily_sc_##s##_to_f32, emily_sc_f64_to_##s)
 #define EMI_UNARY_REAL(ENUM, n, x)                                                     \
     (emily_cuda::real_rule<EMILY_##ENUM>::own ? emily_cuda::real_rule<EMILY_##ENUM>::f(x) : emily_sc_##n(x))
 #define EMI_UNARY_REAL_F64(ENUM, n, x)                                                 \

@@ -143,6 +143,19 @@ static bool same_shape(const graph_value *a, const graph_value *b) {
     return true;
 }
 
+/* A call reading a tensor that broadcasts along some axis (not a scalar):
+ * alone, it still runs best as a fused program, whose kernel steps
+ * through its strides with constant divisors. */
+static bool broadcast_input(const emily_graph *g, const graph_call *c) {
+    const graph_value *out = iter_value(g, c);
+    for (int r = 0; r < c->nrefs; r++) {
+        const graph_value *in = &g->values[c->refs[r]->i];
+        int64_t n;
+        if (!same_shape(in, out) && emi_shape_size(in->rank, in->shape, &n) && n > 1) return true;
+    }
+    return false;
+}
+
 static int32_t find(int32_t *parent, int32_t x) {
     while (parent[x] != x) x = parent[x] = parent[parent[x]];
     return x;
@@ -316,7 +329,7 @@ emily_status emi_graph_fuse(emily_graph *g) {
     graph_step *steps = g->steps;
     for (int32_t st = 0; st < ns; st++) {
         int32_t run = run_of[st];
-        if (run < 0 || size[run] < 2) {
+        if (run < 0 || (size[run] < 2 && (slabs || !broadcast_input(g, &g->calls[call_of_step[st]])))) {
             steps[kept++] = steps[st];
             continue;
         }

@@ -73,8 +73,8 @@ static bool replay_env_off(void) {
     return v && strcmp(v, "0") == 0;
 }
 
-/* Whether the graph's steps are all calls the device queues (no while or
- * cond, which decide on the host). */
+/* Whether the graph's steps are all work the device queues: calls and
+ * fused programs, no while or cond (they decide on the host). */
 static bool steps_recordable(const emily_graph *g, char *why, size_t n) {
     for (int32_t st = 0; st < g->nsteps; st++) {
         const graph_call *c = &g->calls[g->steps[st].call];
@@ -82,7 +82,7 @@ static bool steps_recordable(const emily_graph *g, char *why, size_t n) {
             snprintf(why, n, "a %s decides on the host", c->cond ? "while loop" : "cond");
             return false;
         }
-        if (g->steps[st].group) {
+        if (g->steps[st].group && g->device.type == EMILY_DEVICE_CPU) {
             snprintf(why, n, "fused groups run on the host's pool");
             return false;
         }
