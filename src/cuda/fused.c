@@ -394,10 +394,13 @@ static int device_arch(int device) {
  * cannot be compiled or loaded (not while recording a graph: then only
  * kernels compiled before are used). */
 static cudaKernel_t kernel_for(const char *source, int device) {
-    int arch = device_arch(device);
-    if (!arch) return NULL;
-    uint64_t h = fnv1a(source, arch);
     pthread_mutex_lock(&cache_lock);
+    int arch = device_arch(device); /* (its table is the lock's too) */
+    if (!arch) {
+        pthread_mutex_unlock(&cache_lock);
+        return NULL;
+    }
+    uint64_t h = fnv1a(source, arch);
     kernel_entry *e = find(h, arch, source);
     if (e || emi_cuda_capturing(device)) {
         pthread_mutex_unlock(&cache_lock);

@@ -792,8 +792,9 @@ if Code.ensure_loaded?(Nx.Backend) do
       if Map.get(@blocks, module) in @linalg_blocks and nx_algorithm_on_device?(args) do
         # `linalg: :reference` off the CPU: the engine's ports of Nx's
         # algorithms run on the CPU only, so Nx's own algorithm (the
-        # block's function) runs, op by op, on the tensors' device
-        apply(fun, [struct | args])
+        # block's function) runs, op by op, on the tensors' device, its
+        # dots at HIGHEST as the ports run theirs (Nx's bits)
+        Emily.with_dot_precision(:highest, fn -> apply(fun, [struct | args]) end)
       else
         known_block(struct, out, args, fun)
       end
