@@ -9,7 +9,8 @@
  * function its unfused kernel maps, with the same flags (--fmad=false):
  * an element of a fused run has the bits of the unfused calls. An
  * intermediate is held in its storage type (a bf16 result is a 16-bit
- * pattern), as the unfused call writes it to memory.
+ * pattern), as the unfused call writes it to memory. Compiled code is
+ * also kept on disk for later processes (fused_disk.c).
  *
  * The shapes and strides are constants of the source, with the size-1
  * axes dropped and the axes contiguous for every input merged, so a
@@ -420,7 +421,8 @@ static cudaKernel_t kernel_for(const char *source, int device) {
     void *cubin = NULL;
     size_t size = 0;
     char *log = NULL;
-    if (emi_cuda_fused_compile(source, arch, &cubin, &size, &log) == EMILY_OK &&
+    bool from_disk;
+    if (emi_cuda_fused_cubin(source, arch, &cubin, &size, &log, &from_disk) == EMILY_OK &&
         cudaLibraryLoadData(&e->library, cubin, NULL, NULL, 0, NULL, NULL, 0) == cudaSuccess &&
         cudaLibraryGetKernel(&e->kernel, e->library, "emily_fused") != cudaSuccess)
         e->kernel = NULL;

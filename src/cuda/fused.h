@@ -19,4 +19,9 @@ char *emi_cuda_fused_source(const emi_fused_program *p);
  * error, with NVRTC's log in *log when log is not NULL (caller frees). */
 emily_status emi_cuda_fused_compile(const char *source, int arch, void **cubin, size_t *size, char **log);
 
+/* The cubin of source for sm_<arch>: from the disk cache (fused_disk.c;
+ * *from_disk true) or compiled and stored there. Caller frees *cubin. */
+emily_status emi_cuda_fused_cubin(const char *source, int arch, void **cubin, size_t *size, char **log,
+                                  bool *from_disk);
+
 #endif

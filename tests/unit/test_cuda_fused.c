@@ -159,6 +159,58 @@ TEST(bad_programs_have_no_source) {
 #endif
 }
 
+/* Compiled kernels are kept on disk (src/cuda/fused_disk.c): the second
+ * request reads the first one's cubin; a damaged file is compiled again
+ * and replaced; EMILY_KERNEL_CACHE=off keeps nothing. */
+TEST(compiled_kernels_are_kept_on_disk) {
+#if defined(EMILY_WITH_CUDA) && !defined(__SANITIZE_ADDRESS__)
+    char dir[] = "/tmp/emily-kernel-cache-XXXXXX", before[4096] = "";
+    const char *was = getenv("EMILY_KERNEL_CACHE");
+    if (was) snprintf(before, sizeof before, "%s", was);
+    CHECK(mkdtemp(dir) != NULL);
+    setenv("EMILY_KERNEL_CACHE", dir, 1);
+    prog q;
+    prog_init(&q, EMILY_F32, 1);
+    add(&q, EMI_FUSED_UNARY, EMILY_EXP, EMILY_F32, EMILY_F32, 0, 0, -1, -1);
+    q.p.nexits = 1;
+    q.p.exit_slot[0] = 1;
+    q.p.exits[0] = spec(&q, EMILY_F32);
+    char *src = emi_cuda_fused_source(&q.p);
+    void *a = NULL, *b = NULL;
+    size_t na = 0, nb = 0;
+    bool disk = true;
+    CHECK(src && emi_cuda_fused_cubin(src, ARCH, &a, &na, NULL, &disk) == EMILY_OK && !disk);
+    CHECK(src && emi_cuda_fused_cubin(src, ARCH, &b, &nb, NULL, &disk) == EMILY_OK && disk);
+    CHECK(a && b && na == nb && memcmp(a, b, na) == 0);
+    free(b);
+    b = NULL;
+    /* damage the one file: cut it short */
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "for f in %s/*.cubin; do truncate -s 100 \"$f\"; done", dir);
+    CHECK(system(cmd) == 0);
+    CHECK(src && emi_cuda_fused_cubin(src, ARCH, &b, &nb, NULL, &disk) == EMILY_OK && !disk);
+    CHECK(b && nb == na && memcmp(a, b, na) == 0);
+    free(b);
+    b = NULL;
+    CHECK(src && emi_cuda_fused_cubin(src, ARCH, &b, &nb, NULL, &disk) == EMILY_OK && disk);
+    free(b);
+    b = NULL;
+    /* off: compiled every time */
+    setenv("EMILY_KERNEL_CACHE", "off", 1);
+    CHECK(src && emi_cuda_fused_cubin(src, ARCH, &b, &nb, NULL, &disk) == EMILY_OK && !disk);
+    if (was) setenv("EMILY_KERNEL_CACHE", before, 1); /* the caller's setting back */
+    else unsetenv("EMILY_KERNEL_CACHE");
+    free(a);
+    free(b);
+    free(src);
+    for (int i = 0; i < q.nheld; i++) emily_tensor_release(q.held[i]);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(system(cmd) == 0);
+#else
+    puts("  SKIPPED: no NVRTC here (a build without CUDA, or under AddressSanitizer)");
+#endif
+}
+
 /* ---- on the GPU: fused graphs against the same graphs unfused ----------- */
 
 enum { R = 48, C = 80, NOUT = 7 };
@@ -276,7 +328,8 @@ TEST(gpu_fused_chains_give_the_calls_bits) {
 int main(int argc, char **argv) {
     if (!harness_args(argc, argv)) return 2;
     static const harness_case always[] = {CASE(every_element_function_compiles_with_nvrtc),
-                                          CASE(bad_programs_have_no_source), {NULL, NULL}};
+                                          CASE(bad_programs_have_no_source), CASE(compiled_kernels_are_kept_on_disk),
+                                          {NULL, NULL}};
     static const harness_case gpu[] = {CASE(gpu_fused_chains_give_the_calls_bits), {NULL, NULL}};
     int rc = harness_run("cuda_fused (without a GPU too)", always);
     static const harness_gpu_cases g = {"cuda_fused", gpu, gpu, "cuda_fused (cpu against cpu)", &tc_device, NULL,
