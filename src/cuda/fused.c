@@ -132,7 +132,41 @@ typedef struct layout {
     int64_t stride[EMI_FUSED_MAX_INPUTS][EMILY_MAX_RANK];
     int64_t total;
     bool wide; /* 64-bit index arithmetic */
+    int vec;   /* elements a thread reads as one pack (1: element by element) */
 } layout;
+
+static bool aligned_to(const void *ptr, size_t bytes) { return ((uintptr_t)ptr % bytes) == 0; }
+
+static const void *first_element(const emily_tensor *t) {
+    return (const char *)t->buffer->data + (size_t)t->offset * emily_dtype_size(t->dtype);
+}
+
+/* Packs: V elements of the innermost axis a thread, read and written 16
+ * bytes at a time for the widest type. Where every input steps by 1 along
+ * that axis (or 0: a broadcast value) and by multiples of V along the
+ * others, V divides the axis, and every contiguous input and every exit
+ * starts on a pack boundary; else 1. */
+static int pack_width(const emi_fused_program *p, const layout *L) {
+    size_t widest = 1;
+    for (int k = 0; k < p->ninputs; k++)
+        if (emily_dtype_size(p->inputs[k]->dtype) > widest) widest = emily_dtype_size(p->inputs[k]->dtype);
+    for (int x = 0; x < p->nexits; x++)
+        if (emily_dtype_size(p->exits[x]->dtype) > widest) widest = emily_dtype_size(p->exits[x]->dtype);
+    int r = L->rank - 1;
+    int V = (int)(16 / widest);
+    if (r < 0 || V < 2 || L->dim[r] % V) return 1;
+    for (int k = 0; k < p->ninputs; k++) {
+        int64_t s = L->stride[k][r];
+        if (s != 0 && s != 1) return 1;
+        if (s == 0) continue;
+        for (int q = 0; q < r; q++)
+            if (L->stride[k][q] % V) return 1;
+        if (!aligned_to(first_element(p->inputs[k]), (size_t)V * emily_dtype_size(p->inputs[k]->dtype))) return 1;
+    }
+    for (int x = 0; x < p->nexits; x++)
+        if (!aligned_to(p->exits[x]->buffer->data, (size_t)V * emily_dtype_size(p->exits[x]->dtype))) return 1;
+    return V;
+}
 
 static void make_layout(const emi_fused_program *p, layout *L) {
     L->rank = 0;
@@ -168,6 +202,7 @@ static void make_layout(const emi_fused_program *p, layout *L) {
             if (reach > INT32_MAX) L->wide = true;
         }
     }
+    L->vec = pack_width(p, L);
 }
 
 /* An instruction's right-hand side; false where no element function
@@ -229,7 +264,10 @@ static int elements_per_thread(const emi_fused_program *p) {
  * or out of memory). Caller frees. Each thread takes U elements a grid
  * stride apart (neighbouring threads, neighbouring elements): it loads
  * the inputs of all U, then computes and stores each. */
+static char *packed_source(const emi_fused_program *p, const layout *L);
+
 static char *program_source(const emi_fused_program *p, const layout *L) {
+    if (L->vec > 1) return packed_source(p, L);
     text t = {0};
     const char *I = L->wide ? "long long" : "int";
     int U = elements_per_thread(p);
@@ -343,6 +381,70 @@ emily_status emi_cuda_fused_compile(const char *source, int arch, void **cubin, 
     return s;
 }
 
+/* The packed form (L->vec = V > 1): a thread takes V neighbours of the
+ * innermost axis, reads each contiguous input's V elements as one pack
+ * and a broadcast input's one element, computes the V elements and
+ * writes each exit's V as one pack. */
+static char *packed_source(const emi_fused_program *p, const layout *L) {
+    text t = {0};
+    const char *I = L->wide ? "long long" : "int";
+    int V = L->vec, r = L->rank - 1;
+    put(&t,
+        "#include \"cuda/unary_fns.cuh\"\n"
+        "#include \"cuda/binary_fns.cuh\"\n"
+        "#include \"core/convert_rules.h\"\n"
+        "using namespace emily_cuda;\n"
+        "struct fused_args { const void *in[%d]; void *out[%d]; };\n",
+        EMI_FUSED_MAX_INPUTS, EMI_FUSED_MAX_EXITS);
+    for (int k = 0; k < p->ninputs; k++)
+        if (L->stride[k][r])
+            put(&t, "struct __align__(%d) pin%d { %s v[%d]; };\n",
+                (int)(V * emily_dtype_size(p->inputs[k]->dtype)), k, storage_name(p->inputs[k]->dtype), V);
+    for (int x = 0; x < p->nexits; x++)
+        put(&t, "struct __align__(%d) pout%d { %s v[%d]; };\n",
+            (int)(V * emily_dtype_size(p->exits[x]->dtype)), x, storage_name(p->exits[x]->dtype), V);
+    put(&t,
+        "extern \"C\" __global__ void __launch_bounds__(%d) emily_fused(fused_args p, long long total) {\n"
+        "    const long long step = (long long)gridDim.x * blockDim.x;\n"
+        "    for (long long j = blockIdx.x * (long long)blockDim.x + threadIdx.x; j < total / %d; j += step) {\n"
+        "        %s q = (%s)(j * %d);\n",
+        EMI_CUDA_FUSED_BLOCK, V, I, I, V);
+    for (int d = r; d >= 1; d--)
+        put(&t, "        const %s c%d = q %% %lld; q /= %lld;\n", I, d, (long long)L->dim[d], (long long)L->dim[d]);
+    put(&t, "        const %s c0 = q;\n", I);
+    for (int k = 0; k < p->ninputs; k++) {
+        const char *ty = storage_name(p->inputs[k]->dtype);
+        if (!ty) { free(t.s); return NULL; }
+        if (L->stride[k][r]) put(&t, "        const pin%d x%d = *(const pin%d *)&((const %s *)p.in[%d])[0", k, k, k, ty, k);
+        else put(&t, "        const %s x%d = ((const %s *)p.in[%d])[0", ty, k, ty, k);
+        for (int d = 0; d < L->rank; d++)
+            if (L->stride[k][d]) put(&t, " + c%d * (%s)%lld", d, I, (long long)L->stride[k][d]);
+        put(&t, "];\n");
+    }
+    for (int x = 0; x < p->nexits; x++) put(&t, "        pout%d y%d;\n", x, x);
+    put(&t, "#pragma unroll\n        for (int e = 0; e < %d; e++) {\n", V);
+    for (int k = 0; k < p->ninputs; k++)
+        put(&t, "        const %s v%d = x%d%s;\n", storage_name(p->inputs[k]->dtype), k, k, L->stride[k][r] ? ".v[e]" : "");
+    for (int j = 0; j < p->ninstr; j++)
+        if (!put_instr(&t, p, &p->instr[j], (int32_t)(p->ninputs + j))) {
+            free(t.s);
+            return NULL;
+        }
+    for (int x = 0; x < p->nexits; x++) {
+        if (!storage_name(p->exits[x]->dtype)) { free(t.s); return NULL; }
+        put(&t, "        y%d.v[e] = v%d;\n", x, (int)p->exit_slot[x]);
+    }
+    put(&t, "        }\n");
+    for (int x = 0; x < p->nexits; x++)
+        put(&t, "        *(pout%d *)&((%s *)p.out[%d])[j * %d] = y%d;\n", x, storage_name(p->exits[x]->dtype), x, V, x);
+    put(&t, "    }\n}\n");
+    if (t.failed) {
+        free(t.s);
+        return NULL;
+    }
+    return t.s;
+}
+
 char *emi_cuda_fused_source(const emi_fused_program *p) {
     layout L;
     make_layout(p, &L);
@@ -452,7 +554,9 @@ static emily_status fused_run(const emi_fused_program *p) {
     if (p->nexits < 1 || p->ninputs > EMI_FUSED_MAX_INPUTS || p->nexits > EMI_FUSED_MAX_EXITS)
         return EMILY_ERR_UNSUPPORTED;
     int device = p->exits[0]->buffer->device.index;
-    char *source = emi_cuda_fused_source(p);
+    layout L;
+    make_layout(p, &L);
+    char *source = program_source(p, &L);
     cudaKernel_t k = source ? kernel_for(source, device) : NULL;
     free(source);
     if (!k) return EMILY_ERR_UNSUPPORTED; /* the caller runs the calls one by one */
@@ -467,13 +571,13 @@ static emily_status fused_run(const emi_fused_program *p) {
     for (int i = 0; i < p->ninputs; i++) {
         const emily_tensor *t = p->inputs[i];
         ts[n++] = t;
-        args.in[i] = (const char *)t->buffer->data + (size_t)t->offset * emily_dtype_size(t->dtype);
+        args.in[i] = first_element(t);
     }
     emily_cuda_ctx ctx;
     emily_status s = emi_cuda_begin("fused", device, n, ts, &ctx);
     if (s) return s;
     long long total = (long long)p->exits[0]->size;
-    long long per_block = (long long)EMI_CUDA_FUSED_BLOCK * elements_per_thread(p);
+    long long per_block = (long long)EMI_CUDA_FUSED_BLOCK * (L.vec > 1 ? L.vec : elements_per_thread(p));
     long long blocks = (total + per_block - 1) / per_block,
               most = (long long)emi_cuda_sm_count(device) * 16;
     if (most > 0 && blocks > most) blocks = most;

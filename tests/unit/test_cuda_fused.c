@@ -130,6 +130,53 @@ TEST(every_element_function_compiles_with_nvrtc) {
 #endif
 }
 
+/* The packed form (16-byte loads along a contiguous innermost axis that
+ * the pack width divides): a bf16 input, an f32 row broadcast down the
+ * columns and an f32 scalar; the source reads packs and compiles. */
+TEST(packed_programs_compile) {
+#if defined(EMILY_WITH_CUDA) && !defined(__SANITIZE_ADDRESS__)
+    static const int64_t S[2] = {4, 16}, COL[2] = {4, 1};
+    prog q;
+    memset(&q, 0, sizeof q);
+    emily_tensor *x = NULL, *col = NULL, *one = NULL, *out = NULL;
+    CHECK_OK(emily_empty(EMILY_CPU, EMILY_BF16, 2, S, &x));
+    CHECK_OK(emily_empty(EMILY_CPU, EMILY_F32, 2, COL, &col));
+    CHECK_OK(emily_empty(EMILY_CPU, EMILY_F32, 0, NULL, &one));
+    CHECK_OK(emily_empty(EMILY_CPU, EMILY_F32, 2, S, &out));
+    q.p.rank = 2;
+    q.p.shape = S;
+    q.p.ninputs = 3;
+    q.p.inputs[0] = x;
+    q.p.inputs[1] = col;
+    q.p.inputs[2] = one;
+    q.p.instr = q.instr;
+    add(&q, EMI_FUSED_CONVERT, 0, EMILY_BF16, EMILY_F32, 0, 0, -1, -1);            /* 3 */
+    add(&q, EMI_FUSED_BINARY, EMILY_ADD, EMILY_F32, EMILY_F32, 0, 3, 1, -1);       /* 4 */
+    add(&q, EMI_FUSED_BINARY, EMILY_GREATER, EMILY_F32, EMILY_U8, 0, 4, 2, -1);    /* 5 */
+    add(&q, EMI_FUSED_SELECT, 0, EMILY_F32, EMILY_F32, EMILY_U8, 5, 4, 2);         /* 6 */
+    q.p.nexits = 1;
+    q.p.exit_slot[0] = 6;
+    q.p.exits[0] = out;
+    char *src = emi_cuda_fused_source(&q.p);
+    CHECK(src && strstr(src, "struct __align__(8) pin0") && strstr(src, "struct __align__(16) pout0"));
+    void *cubin = NULL;
+    size_t size = 0;
+    char *log = NULL;
+    emily_status st = src ? emi_cuda_fused_compile(src, ARCH, &cubin, &size, &log) : EMILY_ERR_INTERNAL;
+    if (st) fprintf(stderr, "  packed: %s\n%s\n%s\n", emily_last_error(), log ? log : "", src ? src : "");
+    CHECK(st == EMILY_OK && cubin);
+    free(cubin);
+    free(log);
+    free(src);
+    emily_tensor_release(x);
+    emily_tensor_release(col);
+    emily_tensor_release(one);
+    emily_tensor_release(out);
+#else
+    puts("  SKIPPED: no NVRTC here (a build without CUDA, or under AddressSanitizer)");
+#endif
+}
+
 /* A program that names no element function (an as_type to a dtype that
  * is none) has no source; the engine then runs the calls one by one. */
 TEST(bad_programs_have_no_source) {
@@ -328,8 +375,8 @@ TEST(gpu_fused_chains_give_the_calls_bits) {
 int main(int argc, char **argv) {
     if (!harness_args(argc, argv)) return 2;
     static const harness_case always[] = {CASE(every_element_function_compiles_with_nvrtc),
-                                          CASE(bad_programs_have_no_source), CASE(compiled_kernels_are_kept_on_disk),
-                                          {NULL, NULL}};
+                                          CASE(packed_programs_compile), CASE(bad_programs_have_no_source),
+                                          CASE(compiled_kernels_are_kept_on_disk), {NULL, NULL}};
     static const harness_case gpu[] = {CASE(gpu_fused_chains_give_the_calls_bits), {NULL, NULL}};
     int rc = harness_run("cuda_fused (without a GPU too)", always);
     static const harness_gpu_cases g = {"cuda_fused", gpu, gpu, "cuda_fused (cpu against cpu)", &tc_device, NULL,
