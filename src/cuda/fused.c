@@ -89,15 +89,9 @@ static const char *storage_name(emily_dtype dt) {
 #undef NAME_T
 }
 
-static const char *dtype_sfx(emily_dtype dt) {
-#define NAME_S(E, s, T) \
-    case EMILY_##E: return #s;
-    switch (dt) {
-        EMI_DTYPES(NAME_S)
-    default: return NULL;
-    }
-#undef NAME_S
-}
+/* The dtype list's suffix of a type (convert_rules.h's function names)
+ * is its name. */
+static const char *dtype_sfx(emily_dtype dt) { return emily_dtype_valid(dt) ? emily_dtype_name(dt) : NULL; }
 
 /* ---- the source ------------------------------------------------------------ */
 

@@ -105,6 +105,14 @@ static inline emily_tensor *tc_tensor(emily_dtype dt, int rank, const int64_t *s
     return t;
 }
 
+/* A copy of t on tc_device (t, a CPU tensor, released). */
+static inline emily_tensor *tc_on_device(emily_tensor *t) {
+    emily_tensor *d = NULL;
+    CHECK_OK(emily_to_device(t, tc_device, &d));
+    emily_tensor_release(t);
+    return d;
+}
+
 static inline bool tc_part_nan(emily_dtype part, const unsigned char *p) {
     switch (part) {
     case EMILY_F16: { uint16_t b; memcpy(&b, p, 2); return (b & 0x7fffu) > 0x7c00u; }

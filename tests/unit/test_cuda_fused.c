@@ -336,13 +336,6 @@ static emily_graph *chains(bool fused) {
     return g;
 }
 
-static emily_tensor *dev(emily_tensor *t) {
-    emily_tensor *d = NULL;
-    CHECK_OK(emily_to_device(t, tc_device, &d));
-    emily_tensor_release(t);
-    return d;
-}
-
 TEST(gpu_fused_chains_give_the_calls_bits) {
     emily_graph *f = chains(true), *u = chains(false);
     emily_graph_stats st;
@@ -350,10 +343,10 @@ TEST(gpu_fused_chains_give_the_calls_bits) {
     if (tc_device.type == EMILY_DEVICE_CUDA) CHECK(st.fused_groups >= 5 && st.fused_calls >= 17);
     for (int run = 0; run < 4; run++) {
         emily_tensor *in[7] = {
-            dev(tc_tensor(EMILY_BF16, 2, RC, TC_GENERAL)), dev(tc_tensor(EMILY_BF16, 1, CC, TC_GENERAL)),
-            dev(tc_tensor(EMILY_F32, 2, RC, TC_GENERAL)),  dev(tc_tensor(EMILY_F32, 2, R1, TC_GENERAL)),
-            dev(tc_tensor(EMILY_F32, 2, CR, TC_GENERAL)),  dev(tc_tensor(EMILY_S32, 2, RC, TC_BITS)),
-            dev(tc_tensor(EMILY_C64, 2, RC, TC_NEAR_ONE))};
+            tc_on_device(tc_tensor(EMILY_BF16, 2, RC, TC_GENERAL)), tc_on_device(tc_tensor(EMILY_BF16, 1, CC, TC_GENERAL)),
+            tc_on_device(tc_tensor(EMILY_F32, 2, RC, TC_GENERAL)),  tc_on_device(tc_tensor(EMILY_F32, 2, R1, TC_GENERAL)),
+            tc_on_device(tc_tensor(EMILY_F32, 2, CR, TC_GENERAL)),  tc_on_device(tc_tensor(EMILY_S32, 2, RC, TC_BITS)),
+            tc_on_device(tc_tensor(EMILY_C64, 2, RC, TC_NEAR_ONE))};
         emily_tensor *a[NOUT] = {NULL}, *b[NOUT] = {NULL};
         CHECK_OK(emily_graph_run(f, in, 7, a, NOUT));
         CHECK_OK(emily_graph_run(u, in, 7, b, NOUT));

@@ -44,21 +44,13 @@ static emily_graph *model_graph(int no_replay) {
     return g;
 }
 
-/* A device copy of a CPU tensor (the CPU one released). */
-static emily_tensor *on_device(emily_tensor *t) {
-    emily_tensor *d = NULL;
-    CHECK_OK(emily_to_device(t, tc_device, &d));
-    emily_tensor_release(t);
-    return d;
-}
-
 /* Indices PICK of them, each (seed * 7 + i * 5) % ROWS, or one out of
  * range at position 3 (bad). */
 static emily_tensor *indices(int seed, bool bad) {
     int64_t v[PICK];
     for (int i = 0; i < PICK; i++) v[i] = (seed * 7 + i * 5) % ROWS;
     if (bad) v[3] = ROWS;
-    return on_device(t_from(EMILY_S64, 1, IS, v));
+    return tc_on_device(t_from(EMILY_S64, 1, IS, v));
 }
 
 typedef struct params {
@@ -67,9 +59,9 @@ typedef struct params {
 
 static params new_params(int seed) {
     params p;
-    p.t[0] = on_device(tc_tensor(EMILY_F32, 2, XS, TC_NEAR_ONE));
-    p.t[1] = on_device(tc_tensor(EMILY_F32, 2, WS, TC_GENERAL));
-    p.t[2] = on_device(tc_tensor(EMILY_F32, 2, YS, TC_GENERAL));
+    p.t[0] = tc_on_device(tc_tensor(EMILY_F32, 2, XS, TC_NEAR_ONE));
+    p.t[1] = tc_on_device(tc_tensor(EMILY_F32, 2, WS, TC_GENERAL));
+    p.t[2] = tc_on_device(tc_tensor(EMILY_F32, 2, YS, TC_GENERAL));
     p.t[3] = indices(seed, false);
     return p;
 }
@@ -171,9 +163,9 @@ TEST(gpu_graphs_that_read_back_run_the_calls) {
     int32_t e = GRAPH_CALL(g, "exp", &out, v_ref(sl));
     CHECK_OK(emily_graph_set_outputs(g, 1, &e));
     CHECK_OK(emily_graph_compile(g, tc_device, NULL));
-    emily_tensor *xt = on_device(tc_tensor(EMILY_F32, 2, YS, TC_GENERAL));
+    emily_tensor *xt = tc_on_device(tc_tensor(EMILY_F32, 2, YS, TC_GENERAL));
     for (int run = 0; run < 4; run++) {
-        emily_tensor *it = on_device(SCALAR(EMILY_S64, int64_t, run * 3));
+        emily_tensor *it = tc_on_device(SCALAR(EMILY_S64, int64_t, run * 3));
         emily_tensor *in[2] = {xt, it}, *r = NULL, *want = NULL, *part = NULL;
         CHECK_OK(emily_graph_run(g, in, 2, &r, 1));
         CHECK_OK(emily_slice(xt, (int64_t[]){run * 3, 0}, two, (int64_t[]){1, 1}, &part));
