@@ -56,13 +56,19 @@ EMILY_API emily_scalar emily_scalar_complex(double re, double im);
 /* Uninitialized contiguous tensor. */
 EMILY_API emily_status emily_empty(emily_device device, emily_dtype dtype, int rank,
                          const int64_t *shape, emily_tensor **out);
-/* Copies `nbytes` (must equal the tensor's byte size) of row-major,
- * little-endian data into a new tensor on `device`. */
+/* Copies `nbytes` of row-major, little-endian data in Nx's binary form
+ * into a new tensor on `device`. `nbytes` must be
+ * emily_dtype_binary_size(dtype, elements): the tensor's byte size, but
+ * for s2, s4, u2 and u4, whose elements come packed as in Nx's
+ * bitstrings (first element in the most significant bits, the last byte
+ * padded with zero bits). */
 EMILY_API emily_status emily_from_binary(emily_device device, emily_dtype dtype, int rank,
                                const int64_t *shape, const void *data,
                                size_t nbytes, emily_tensor **out);
-/* Writes the tensor's elements, row-major, into `dst` (`nbytes` must
- * equal the tensor's byte size). Waits for pending work. */
+/* Writes the tensor's elements, row-major, into `dst` in Nx's binary
+ * form (`nbytes` must be emily_dtype_binary_size of the type and the
+ * element count; sub-byte elements packed as emily_from_binary reads
+ * them). Waits for pending work. */
 EMILY_API emily_status emily_to_binary(const emily_tensor *t, void *dst, size_t nbytes);
 /* If the tensor is contiguous and lives in host memory, stores a pointer
  * to its bytes (valid while the tensor lives) after waiting for pending

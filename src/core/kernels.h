@@ -31,6 +31,10 @@ struct emily_copy_kernels {
     emily_status (*copy)(emily_tensor *dst, const emily_tensor *src);
     /* dst <- src converted with Nx's as_type rules (types may differ) */
     emily_status (*convert)(emily_tensor *dst, const emily_tensor *src);
+    /* the same where one side is a narrow type and the other its hub
+     * (core/narrow_rules.h): narrow -> f64, narrow integer -> s64,
+     * f64 -> narrow, s64 -> narrow integer */
+    emily_status (*convert_narrow)(emily_tensor *dst, const emily_tensor *src);
 };
 
 /* ---- creation ---- */
@@ -518,6 +522,7 @@ struct emily_fast_kernels {
 /* clang-format off */
 #define EMI_KERNELS(X)                                                              \
     X(COPY, copy, copy) X(CONVERT, copy, convert)                                   \
+    X(CONVERT_NARROW, copy, convert_narrow)                                         \
     X(FILL, creation, fill) X(IOTA, creation, iota) X(EYE, creation, eye)           \
     X(UNARY, elementwise, unary) X(BINARY, elementwise, binary)                     \
     X(SELECT, elementwise, select)                                                  \

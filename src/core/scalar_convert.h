@@ -174,6 +174,68 @@ EMILY_HD int64_t emily_sc_f64_to_s64(double x) {
     return (int64_t)emily_sc_f2i_bits(x, 0x7fffffffffffffffull, 0x8000000000000000ull);
 }
 
+/* ---- the narrow types (Nx 0.9-0.11) --------------------------------------- */
+
+/* f8 (E5M2) is f16's top byte: decoding is exact. (Nx.BinaryBackend's
+ * reader decodes the 3 subnormal magnitudes 0x01-0x03 as normals,
+ * 2^-15 * (1 + m/4); its own writer does not round-trip them. Emily
+ * reads them as the format defines them, m * 2^-16: docs/semantics.md.) */
+EMILY_HD double emily_sc_f8e5m2_to_f64(uint8_t v) { return emily_sc_f16_to_f64((uint16_t)((uint16_t)v << 8)); }
+/* Nx writes f8 as the top byte of the f16 the value rounds to (nearest
+ * even from the double, overflow to infinity): truncation after one
+ * rounding, NaN 0x7e. */
+EMILY_HD uint8_t emily_sc_f64_to_f8e5m2(double x) { return (uint8_t)(emily_sc_f64_to_f16(x) >> 8); }
+
+/* f8_e4m3fn: 4 exponent bits (bias 7), 3 fraction bits, no infinity,
+ * S.1111.111 the only NaN; decoding is exact. */
+EMILY_HD double emily_sc_f8e4m3_to_f64(uint8_t v) {
+    int e = (v >> 3) & 0xf, m = v & 7;
+    if (e == 15 && m == 7) return NAN;
+    double mag = e ? ldexp(1.0 + m / 8.0, e - 7) : ldexp(m / 8.0, -6);
+    return (v & 0x80) ? -mag : mag;
+}
+/* Nx.Floating.dump_f8_e4m3fn, step by step: NaN -> 0x7f; +-inf
+ * saturate to +-448 (0x7e/0xfe); a zero keeps its sign; otherwise the
+ * value clamped to [-448, 448], its exponent floor(log2|x|), and the
+ * fraction rounded half away from zero (Elixir's round/1) and clamped to
+ * 0..7: a fraction that rounds up to 8 stays 7 (no carry into the
+ * exponent), and at exponent 15 a 7 becomes 6 (448, the largest). Below
+ * 2^-6 the value is a subnormal m/8 * 2^-6 with m clamped the same way. */
+EMILY_HD uint8_t emily_sc_f64_to_f8e4m3(double x) {
+    if (x != x) return 0x7f;
+    uint8_t sign = signbit(x) ? 0x80 : 0;
+    if (x == 0) return sign;
+    double a = fabs(x);
+    if (a > 448.0) a = 448.0;
+    int e = (int)floor(log2(a)) + 7;
+    if (e <= 0) {
+        double m = round(a * 512.0); /* a / 2^-6 * 8 */
+        return (uint8_t)(sign | (m > 7 ? 7 : (int)m));
+    }
+    if (e > 15) return (uint8_t)(sign | 0x7e);
+    double m = round((a / ldexp(1.0, e - 7) - 1.0) * 8.0);
+    int mi = m < 0 ? 0 : m > 7 ? 7 : (int)m;
+    if (e == 15 && mi == 7) mi = 6;
+    return (uint8_t)(sign | (e << 3) | mi);
+}
+
+/* Sub-byte integers hold their value sign- (s2, s4) or zero-extended
+ * (u2, u4) in a byte. Writing one keeps the low bits, as for the other
+ * integer types; from a float, Nx's truncation with NaN -> 0 and +-inf
+ * -> the type's extremes (emily_sc_f2i_bits). */
+EMILY_HD int8_t emily_sc_wrap_s(uint64_t bits, int nbits) {
+    uint8_t low = (uint8_t)(bits & ((1u << nbits) - 1u));
+    return (int8_t)(low & (1u << (nbits - 1)) ? low - (1 << nbits) : low);
+}
+EMILY_HD uint8_t emily_sc_wrap_u(uint64_t bits, int nbits) { return (uint8_t)(bits & ((1u << nbits) - 1u)); }
+EMILY_HD int8_t emily_sc_f64_to_s_narrow(double x, int nbits) {
+    uint64_t hi = (1u << (nbits - 1)) - 1u, lo = (uint64_t)0 - (1u << (nbits - 1));
+    return emily_sc_wrap_s(emily_sc_f2i_bits(x, hi, lo), nbits);
+}
+EMILY_HD uint8_t emily_sc_f64_to_u_narrow(double x, int nbits) {
+    return emily_sc_wrap_u(emily_sc_f2i_bits(x, (1u << nbits) - 1u, 0), nbits);
+}
+
 /* ---- scalars of any kind -> one element ---------------------------------- */
 
 /* Type codes as in emily/dtype.h (kept as ints so this header needs no

@@ -143,7 +143,7 @@ emily_status emily_empty(emily_device device, emily_dtype dtype, int rank,
                          const int64_t *shape, emily_tensor **out) {
     if (!out) return emily_error(EMILY_ERR_ARGUMENT, "empty: NULL output");
     *out = NULL;
-    if (!emily_dtype_valid(dtype)) return emily_error(EMILY_ERR_TYPE, "empty: invalid dtype %d", (int)dtype);
+    if (!emily_dtype_known(dtype)) return emily_error(EMILY_ERR_TYPE, "empty: invalid dtype %d", (int)dtype);
     int64_t size;
     emily_status s = check_shape("empty", rank, shape, &size);
     if (s) return s;
@@ -179,6 +179,33 @@ bool emily_tensor_is_contiguous(const emily_tensor *t) {
     return t && emi_strides_contiguous(t->rank, t->shape, t->strides);
 }
 
+/* Sub-byte elements in Nx's binary form: element i is bits [i*b, i*b+b)
+ * of the byte stream, most significant bit first (Nx's bitstrings:
+ * s4 [1, -2, 3] is <<0x1e, 0x3::4>>, padded here with zero bits to a
+ * whole byte). In memory each element has a byte, sign- or
+ * zero-extended. */
+static void unpack_sub_byte(emily_dtype dtype, const uint8_t *packed, uint8_t *bytes, int64_t n) {
+    int b = emily_dtype_bits(dtype);
+    bool is_signed = emily_dtype_kind_of(dtype) == EMILY_KIND_SIGNED;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t bit = i * b;
+        unsigned v = (packed[bit / 8] >> (8 - b - (int)(bit % 8))) & ((1u << b) - 1u);
+        if (is_signed && (v >> (b - 1))) v |= ~((1u << b) - 1u); /* sign-extend */
+        bytes[i] = (uint8_t)v;
+    }
+}
+
+static void pack_sub_byte(emily_dtype dtype, const uint8_t *bytes, uint8_t *packed, int64_t n) {
+    int b = emily_dtype_bits(dtype);
+    memset(packed, 0, emily_dtype_binary_size(dtype, n));
+    for (int64_t i = 0; i < n; i++) {
+        int64_t bit = i * b;
+        packed[bit / 8] |= (uint8_t)((bytes[i] & ((1u << b) - 1u)) << (8 - b - (int)(bit % 8)));
+    }
+}
+
+static bool is_sub_byte(emily_dtype dtype) { return emily_dtype_bits(dtype) < 8; }
+
 emily_status emily_from_binary(emily_device device, emily_dtype dtype, int rank,
                                const int64_t *shape, const void *data, size_t nbytes,
                                emily_tensor **out) {
@@ -187,7 +214,7 @@ emily_status emily_from_binary(emily_device device, emily_dtype dtype, int rank,
     emily_tensor *t;
     emily_status s = emily_empty(device, dtype, rank, shape, &t);
     if (s) return s;
-    size_t want = emily_tensor_nbytes(t);
+    size_t want = emily_dtype_binary_size(dtype, t->size), stored = emily_tensor_nbytes(t);
     if (nbytes != want) {
         long long count = (long long)emily_tensor_size(t);
         emily_tensor_release(t);
@@ -200,9 +227,19 @@ emily_status emily_from_binary(emily_device device, emily_dtype dtype, int rank,
         return emily_error(EMILY_ERR_ARGUMENT, "from_binary: NULL data");
     }
     if (want) {
-        s = emi_engine_for(device.type)->upload(device.index, t->buffer->data, data, want);
+        uint8_t *unpacked = NULL;
+        if (is_sub_byte(dtype)) {
+            if (!(unpacked = malloc(stored))) {
+                emily_tensor_release(t);
+                return emily_error(EMILY_ERR_MEMORY, "from_binary: out of host memory");
+            }
+            unpack_sub_byte(dtype, data, unpacked, t->size);
+            data = unpacked;
+        }
+        s = emi_engine_for(device.type)->upload(device.index, t->buffer->data, data, stored);
+        if (!s) emi_buffer_mirror(t->buffer, data, stored);
+        free(unpacked);
         if (s) { emily_tensor_release(t); return s; }
-        emi_buffer_mirror(t->buffer, data, want);
     }
     *out = t;
     return EMILY_OK;
@@ -228,7 +265,7 @@ emily_status emily_contiguous(const emily_tensor *t, emily_tensor **out) {
 
 emily_status emily_to_binary(const emily_tensor *t, void *dst, size_t nbytes) {
     if (!t) return emily_error(EMILY_ERR_ARGUMENT, "to_binary: NULL tensor");
-    size_t want = emily_tensor_nbytes(t);
+    size_t want = emily_dtype_binary_size(t->dtype, t->size), stored = emily_tensor_nbytes(t);
     if (nbytes != want)
         return emily_error(EMILY_ERR_ARGUMENT, "to_binary: buffer of %zu bytes, tensor has %zu", nbytes, want);
     if (want == 0) return EMILY_OK;
@@ -237,7 +274,11 @@ emily_status emily_to_binary(const emily_tensor *t, void *dst, size_t nbytes) {
     emily_status s = emily_contiguous(t, &c);
     if (s) return s;
     const emily_engine *e = emi_engine_for(c->buffer->device.type);
-    s = e->download(c->buffer->device.index, dst, emily_tensor_base(c), want);
+    uint8_t *bytes = is_sub_byte(t->dtype) ? malloc(stored) : dst;
+    if (!bytes) s = emily_error(EMILY_ERR_MEMORY, "to_binary: out of host memory");
+    else s = e->download(c->buffer->device.index, bytes, emily_tensor_base(c), stored);
+    if (!s && bytes != dst) pack_sub_byte(t->dtype, bytes, dst, t->size);
+    if (bytes != dst) free(bytes);
     emily_tensor_release(c);
     return s;
 }

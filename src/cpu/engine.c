@@ -97,7 +97,8 @@ static emily_status cpu_stream_noop(int device, void *handle) {
 }
 
 /* The families whose kernels are single functions of their own files. */
-static const struct emily_copy_kernels cpu_copy = {.copy = emi_cpu_copy, .convert = emi_cpu_convert};
+static const struct emily_copy_kernels cpu_copy = {.copy = emi_cpu_copy, .convert = emi_cpu_convert,
+    .convert_narrow = emi_cpu_convert_narrow};
 static const struct emily_creation_kernels cpu_creation = {
     .fill = emi_cpu_fill, .iota = emi_cpu_iota, .eye = emi_cpu_eye};
 static const struct emily_elementwise_kernels cpu_elementwise = {

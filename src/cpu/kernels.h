@@ -7,6 +7,7 @@
 
 emily_status emi_cpu_copy(emily_tensor *dst, const emily_tensor *src);
 emily_status emi_cpu_convert(emily_tensor *dst, const emily_tensor *src);
+emily_status emi_cpu_convert_narrow(emily_tensor *dst, const emily_tensor *src);
 emily_status emi_cpu_fill(emily_tensor *dst, const emily_scalar *value);
 emily_status emi_cpu_iota(emily_tensor *dst, int axis);
 emily_status emi_cpu_eye(emily_tensor *dst);

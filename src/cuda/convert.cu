@@ -3,6 +3,7 @@
 // core/convert_rules.h (over core/scalar_convert.h, as the CPU's).
 #include "cuda/common.cuh"
 #include "core/iota_layout.h"
+#include "core/narrow_rules.h"
 
 using namespace emily_cuda;
 
@@ -35,6 +36,40 @@ extern "C" emily_status emi_cuda_convert(emily_tensor *dst, const emily_tensor *
             return map1<Cv<SD, DD>>(ctx, dst, src);
         });
     });
+}
+
+// A narrow type to or from its hub (core/narrow_rules.h): element
+// functions of the list's rules, picked like the CPU's.
+#define NARROW_FUNCTORS(E, sfx, T, TO_F64, FROM_F64, FROM_S64)                               \
+    struct Nr_##sfx##_to_f64 { typedef T S; typedef double D;                                \
+        static __device__ __forceinline__ D apply(S v) { return TO_F64; } };                 \
+    struct Nr_##sfx##_to_s64 { typedef T S; typedef int64_t D;                               \
+        static __device__ __forceinline__ D apply(S v) { return (int64_t)(TO_F64); } };      \
+    struct Nr_f64_to_##sfx { typedef double S; typedef T D;                                  \
+        static __device__ __forceinline__ D apply(S x) { return (T)(FROM_F64); } };          \
+    struct Nr_s64_to_##sfx { typedef int64_t S; typedef T D;                                 \
+        static __device__ __forceinline__ D apply(S v) { uint64_t b = (uint64_t)v; return (T)(FROM_S64); } };
+EMI_NARROW_TYPES(NARROW_FUNCTORS)
+#undef NARROW_FUNCTORS
+
+extern "C" emily_status emi_cuda_convert_narrow(emily_tensor *dst, const emily_tensor *src) {
+    if (dst->size == 0) return EMILY_OK;
+    emily_cuda_ctx ctx;
+    const emily_tensor *ts[2] = {dst, src};
+    emily_status s = emi_cuda_begin("as_type", dev_of(dst), 2, ts, &ctx);
+    if (s) return s;
+    emily_dtype sd = src->dtype, dd = dst->dtype;
+#define PICK(E, sfx, T, TO_F64, FROM_F64, FROM_S64)                                              \
+    if (sd == EMILY_##E && dd == EMILY_F64) return map1<Nr_##sfx##_to_f64>(ctx, dst, src);       \
+    if (sd == EMILY_##E && dd == EMILY_S64 && emily_dtype_is_integer(sd))                        \
+        return map1<Nr_##sfx##_to_s64>(ctx, dst, src);                                            \
+    if (sd == EMILY_F64 && dd == EMILY_##E) return map1<Nr_f64_to_##sfx>(ctx, dst, src);         \
+    if (sd == EMILY_S64 && dd == EMILY_##E && emily_dtype_is_integer(dd))                        \
+        return map1<Nr_s64_to_##sfx>(ctx, dst, src);
+    EMI_NARROW_TYPES(PICK)
+#undef PICK
+    return emily_error(EMILY_ERR_INTERNAL, "as_type: no narrow conversion from %s to %s",
+                       emily_dtype_name(sd), emily_dtype_name(dd));
 }
 
 // iota: the k-th counter value (k itself, or its index along the axis:

@@ -12,6 +12,7 @@ extern "C" {
 
 emily_status emi_cuda_copy(emily_tensor *dst, const emily_tensor *src);
 emily_status emi_cuda_convert(emily_tensor *dst, const emily_tensor *src);
+emily_status emi_cuda_convert_narrow(emily_tensor *dst, const emily_tensor *src);
 emily_status emi_cuda_fill(emily_tensor *dst, const emily_scalar *value);
 emily_status emi_cuda_iota(emily_tensor *dst, int axis);
 emily_status emi_cuda_eye(emily_tensor *dst);

@@ -144,7 +144,7 @@ emily_status emily_graph_add_param(emily_graph *g, emily_dtype dtype, int rank, 
     emily_status s;
     if ((s = check_building(g, "graph_add_param"))) return s;
     if (!value) return emily_error(EMILY_ERR_ARGUMENT, "graph_add_param: NULL output");
-    if (!emily_dtype_valid(dtype)) return emily_error(EMILY_ERR_TYPE, "graph_add_param: unknown type %d", (int)dtype);
+    if (!emily_dtype_known(dtype)) return emily_error(EMILY_ERR_TYPE, "graph_add_param: unknown type %d", (int)dtype);
     graph_value v = {.kind = GV_PARAM, .dtype = dtype, .rank = rank};
     if ((s = copy_shape(g, "graph_add_param", rank, shape, &v.shape))) return s;
     int32_t *np = room_for_one(g->params, g->nparams, &g->params_cap, sizeof *np, 16, "parameters", &s);
@@ -188,7 +188,7 @@ static emily_status copy_tree(emily_graph *g, const emily_value *src, emily_valu
         dst->str = emi_graph_strdup(g, src->str ? src->str : "", src->len);
         return dst->str ? EMILY_OK : EMILY_ERR_MEMORY;
     case EMILY_V_TEMPLATE:
-        if (!emily_dtype_valid(src->dtype)) return emily_error(EMILY_ERR_TYPE, "%s: a template has an unknown type", where);
+        if (!emily_dtype_known(src->dtype)) return emily_error(EMILY_ERR_TYPE, "%s: a template has an unknown type", where);
         return copy_shape(g, where, src->rank, src->shape, &dst->shape);
     case EMILY_V_REF:
         if (src->i < 0 || src->i >= limit)

@@ -159,7 +159,8 @@ static void mark_needed(emily_graph *g) {
 static void mirror_scalar(emily_tensor *t) {
     unsigned char bytes[16];
     size_t n = emily_tensor_nbytes(t);
-    if (!t || t->size != 1 || t->offset != 0 || n > sizeof bytes || t->buffer->nbytes != n ||
+    /* (a sub-byte type's binary form is not its bytes in memory) */
+    if (!t || emily_dtype_bits(t->dtype) < 8 || t->size != 1 || t->offset != 0 || n > sizeof bytes || t->buffer->nbytes != n ||
         emi_engine_for(t->buffer->device.type)->host_addressable)
         return;
     if (!emily_to_binary(t, bytes, n)) emi_buffer_mirror(t->buffer, bytes, n);

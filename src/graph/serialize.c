@@ -129,7 +129,7 @@ emily_status emily_graph_save_buffer(const emily_graph *g, void **bytes, size_t 
             put_u8(&w, 'P');
             put_spec(&w, v->dtype, v->rank, v->shape);
         } else if (v->kind == GV_CONST && !v->folded) {
-            size_t nb = emily_tensor_nbytes(v->tensor);
+            size_t nb = emily_dtype_binary_size(emily_tensor_dtype(v->tensor), emily_tensor_size(v->tensor));
             void *host = malloc(nb ? nb : 1);
             if (!host) {
                 s = emily_error(EMILY_ERR_MEMORY, "graph_save: out of host memory");
@@ -228,7 +228,7 @@ static emily_status get_spec(reader *r, emily_dtype *dt, int *rank, int64_t **sh
     uint32_t rk = 0;
     emily_status s;
     if ((s = get(r, &d, 1)) || (s = get(r, &rk, 4))) return s;
-    if (!emily_dtype_valid((emily_dtype)d))
+    if (!emily_dtype_known((emily_dtype)d))
         return emily_error(EMILY_ERR_ARGUMENT, "graph_load: unknown type %u at byte %zu", d, r->pos);
     if (rk > EMILY_MAX_RANK)
         return emily_error(EMILY_ERR_ARGUMENT, "graph_load: rank %u at byte %zu is out of range", rk, r->pos);

@@ -268,7 +268,7 @@ static const emily_value *template_at(const emily_value *out, int k) {
 emily_status emi_call_template(emily_call *c, int k, emily_dtype *dtype, int *rank, const int64_t **shape) {
     const emily_value *t = template_at(c->out, k);
     if (!t) return emi_call_fail(c, EMILY_ERR_ARGUMENT, "output template %d is missing", k);
-    if (!emily_dtype_valid(t->dtype)) return emi_call_fail(c, EMILY_ERR_TYPE, "output template %d has an invalid type", k);
+    if (!emily_dtype_known(t->dtype)) return emi_call_fail(c, EMILY_ERR_TYPE, "output template %d has an invalid type", k);
     if (dtype) *dtype = t->dtype;
     if (rank) *rank = t->rank;
     if (shape) *shape = t->shape;

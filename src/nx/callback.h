@@ -52,6 +52,14 @@ emily_status emi_dispatch_entry(const emily_callback_entry *entry, emily_device 
                                 const emily_value *out, const emily_value *args, size_t nargs,
                                 emily_dispatch_mode mode, emily_dispatch_result *result);
 
+/* A call with a narrow type (emily/dtype.h) among its tensors or output
+ * templates, and emi_dispatch_entry for it: run in the compute types
+ * and converted back (src/nx/narrow.c). */
+bool emi_call_has_narrow(const emily_value *out, const emily_value *args, size_t nargs);
+emily_status emi_dispatch_narrow(const emily_callback_entry *entry, emily_device device,
+                                 const emily_value *out, const emily_value *args, size_t nargs,
+                                 emily_dispatch_mode mode, emily_dispatch_result *result);
+
 /* Scratch memory freed when the dispatch ends (NULL + error on OOM). */
 void *emi_call_alloc(emily_call *c, size_t nbytes);
 void emi_call_arena_free(emily_call *c);

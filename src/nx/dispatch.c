@@ -75,16 +75,20 @@ const char *const *emily_dispatch_callbacks(void) {
 
 /* Each class as a mask of dtypes (bit EMILY_<T>), from the dtype list. */
 #define DTYPE_BIT(ENUM, sfx, T) | (1u << EMILY_##ENUM)
+/* the narrow types (computed wider, src/nx/narrow.c) */
+#define NARROW_INTEGERS ((1u << EMILY_S2) | (1u << EMILY_S4) | (1u << EMILY_U2) | (1u << EMILY_U4))
+#define NARROW_FLOATS ((1u << EMILY_F8_E5M2) | (1u << EMILY_F8_E4M3FN))
 static const unsigned class_masks[] = {
-    [EMILY_DTYPES_ANY] = 0 EMI_DTYPES(DTYPE_BIT),
-    [EMILY_DTYPES_REAL] = 0 EMI_DTYPES_REAL(DTYPE_BIT),
-    [EMILY_DTYPES_INTEGER] = 0 EMI_DTYPES_INTEGER(DTYPE_BIT),
-    [EMILY_DTYPES_FLOAT] = 0 EMI_DTYPES_FLOAT(DTYPE_BIT),
+    [EMILY_DTYPES_ANY] = 0 EMI_DTYPES(DTYPE_BIT) | NARROW_INTEGERS | NARROW_FLOATS,
+    [EMILY_DTYPES_REAL] = 0 EMI_DTYPES_REAL(DTYPE_BIT) | NARROW_INTEGERS | NARROW_FLOATS,
+    [EMILY_DTYPES_INTEGER] = 0 EMI_DTYPES_INTEGER(DTYPE_BIT) | NARROW_INTEGERS,
+    [EMILY_DTYPES_FLOAT] = 0 EMI_DTYPES_FLOAT(DTYPE_BIT) | NARROW_FLOATS,
 };
+_Static_assert(EMILY_DTYPE_ALL_COUNT <= 32, "a class mask has a bit per type");
 #undef DTYPE_BIT
 
 bool emily_dtype_class_has(emily_dtype_class c, emily_dtype dtype) {
-    if ((unsigned)c >= sizeof class_masks / sizeof *class_masks || !emily_dtype_valid(dtype)) return false;
+    if ((unsigned)c >= sizeof class_masks / sizeof *class_masks || !emily_dtype_known(dtype)) return false;
     return (class_masks[c] >> (unsigned)dtype) & 1u;
 }
 
@@ -143,6 +147,10 @@ emily_status emi_dispatch_entry(const emily_callback_entry *entry, emily_device 
     if (!out || (out->kind != EMILY_V_TEMPLATE && out->kind != EMILY_V_LIST && out->kind != EMILY_V_TUPLE))
         return emily_error(EMILY_ERR_ARGUMENT, "%s: the output template is missing", callback);
     if (nargs && !args) return emily_error(EMILY_ERR_ARGUMENT, "%s: NULL arguments", callback);
+    /* narrow types run in their compute types (src/nx/narrow.c), except
+     * in the two callbacks that convert and reinterpret them */
+    if (entry->fn != emi_cb_as_type && entry->fn != emi_cb_bitcast && emi_call_has_narrow(out, args, nargs))
+        return emi_dispatch_narrow(entry, device, out, args, nargs, mode, result);
     emily_call c = {.name = callback, .op = entry->op, .device = device, .out = out, .args = args,
                     .nargs = nargs, .mode = mode, .result = result, .arena = NULL};
     emily_status s = entry->fn(&c);

@@ -13,6 +13,12 @@ const char *emi_shape_str(int rank, const int64_t *shape, char *buf, size_t size
 
 emily_status emi_check_tensor(const char *op, const char *arg, const emily_tensor *t) {
     if (!t) return emily_error(EMILY_ERR_ARGUMENT, "%s: %s is NULL", op, arg);
+    if (emily_dtype_is_narrow(t->dtype))
+        return emily_error(EMILY_ERR_TYPE,
+                           "%s: %s is %s, a type the typed ops do not compute in: run the op through "
+                           "emily_dispatch (which computes it in %s), or emily_as_type it first",
+                           op, arg, emily_dtype_name(t->dtype),
+                           emily_dtype_name(emily_dtype_compute_type(t->dtype)));
     return EMILY_OK;
 }
 

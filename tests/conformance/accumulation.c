@@ -126,8 +126,10 @@ static double part_value(emily_dtype part, const unsigned char *p) {
 
 /* The spacing of floats of `part` at v (one ULP). */
 static double ulp_at(emily_dtype part, double v) {
-    int mant = part == EMILY_F16 ? 11 : part == EMILY_BF16 ? 8 : part == EMILY_F32 ? 24 : 53;
-    int min_exp = part == EMILY_F16 ? -14 : part == EMILY_BF16 || part == EMILY_F32 ? -126 : -1022;
+    int mant = part == EMILY_F16 ? 11 : part == EMILY_BF16 ? 8 : part == EMILY_F32 ? 24
+             : part == EMILY_F8_E5M2 ? 3 : part == EMILY_F8_E4M3FN ? 4 : 53;
+    int min_exp = part == EMILY_F16 || part == EMILY_F8_E5M2 ? -14 : part == EMILY_F8_E4M3FN ? -6
+                : part == EMILY_BF16 || part == EMILY_F32 ? -126 : -1022;
     int e;
     frexp(fabs(v), &e); /* v = f * 2^e, f in [0.5, 1) */
     if (e - 1 < min_exp) e = min_exp + 1;

@@ -26,7 +26,7 @@ bool compare_is_exact_op(const char *op) {
  * we may round twice or use a different libm), one ULP of the output
  * type for f16/bf16. */
 int compare_max_ulp(emily_dtype dtype) {
-    return (dtype == EMILY_F16 || dtype == EMILY_BF16) ? 1 : 4;
+    return (dtype == EMILY_F16 || dtype == EMILY_BF16 || dtype == EMILY_F8_E5M2 || dtype == EMILY_F8_E4M3FN) ? 1 : 4;
 }
 
 static bool float_close(emily_dtype dt, const unsigned char *g, const unsigned char *w, bool exact) {
@@ -45,6 +45,17 @@ bool compare_data(const char *op, emily_dtype dtype, const void *got, const void
                   char *msg, size_t msgsize) {
     size_t es = emily_dtype_size(dtype);
     const unsigned char *g = got, *w = want;
+    if (emily_dtype_bits(dtype) < 8) { /* packed sub-byte integers: bit for bit */
+        int b = emily_dtype_bits(dtype);
+        for (size_t i = 0; i < n; i++) {
+            unsigned shift = 8 - (unsigned)b - (unsigned)(i * (size_t)b % 8), mask = (1u << b) - 1u;
+            if (((g[i * b / 8] >> shift) & mask) != ((w[i * b / 8] >> shift) & mask)) {
+                snprintf(msg, msgsize, "element %zu differs", i);
+                return false;
+            }
+        }
+        return true;
+    }
     if (emily_dtype_is_integer(dtype)) {
         for (size_t i = 0; i < n; i++)
             if (memcmp(g + i * es, w + i * es, es) != 0) {

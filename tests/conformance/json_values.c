@@ -211,7 +211,7 @@ int jv_decode(jv_tree *tree, const json_t *json, emily_device device, bool as_te
 }
 
 json_t *jv_encode_tensor(const emily_tensor *t) {
-    size_t nb = emily_tensor_nbytes(t);
+    size_t nb = emily_dtype_binary_size(emily_tensor_dtype(t), emily_tensor_size(t));
     unsigned char *bytes = malloc(nb ? nb : 1);
     if (!bytes) return NULL;
     if (emily_to_binary(t, bytes, nb)) { free(bytes); return NULL; }

@@ -83,7 +83,7 @@ static bool check_result(const char *op, const json_t *result, const emily_dispa
         }
         size_t wn;
         unsigned char *want = b64_decode(json_string_value(json_object_get(r, "data")), &wn);
-        size_t gn = emily_tensor_nbytes(t);
+        size_t gn = emily_dtype_binary_size(emily_tensor_dtype(t), emily_tensor_size(t));
         unsigned char *gotb = malloc(gn ? gn : 1);
         bool ok = want && gotb && gn == wn && !emily_to_binary(t, gotb, gn);
         if (!ok) snprintf(msg, ms, "output %zu has %zu bytes, want %zu", k, gn, wn);
@@ -128,7 +128,7 @@ static bool identical_result(const json_t *result, const emily_dispatch_result *
         const emily_tensor *t = got->tensors[k];
         if (emily_tensor_dtype(t) != emily_dtype_from_name(json_string_value(json_object_get(r, "type"))))
             return false;
-        size_t wn, gn = emily_tensor_nbytes(t);
+        size_t wn, gn = emily_dtype_binary_size(emily_tensor_dtype(t), emily_tensor_size(t));
         unsigned char *want = b64_decode(json_string_value(json_object_get(r, "data")), &wn);
         unsigned char *gotb = malloc(gn ? gn : 1);
         same = want && gotb && gn == wn && !emily_to_binary(t, gotb, gn) && memcmp(gotb, want, gn) == 0;

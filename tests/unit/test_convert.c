@@ -259,7 +259,7 @@ TEST(as_type_bad_input) {
     emily_tensor *t = t_from(EMILY_F32, 0, NULL, &x), *r = NULL;
     CHECK_ERR(emily_as_type(NULL, EMILY_F32, &r), EMILY_ERR_ARGUMENT, "as_type: tensor is NULL");
     CHECK_ERR(emily_as_type(t, EMILY_F32, NULL), EMILY_ERR_ARGUMENT, "as_type: output pointer is NULL");
-    CHECK_ERR(emily_as_type(t, (emily_dtype)14, &r), EMILY_ERR_TYPE, "as_type: invalid target type 14");
+    CHECK_ERR(emily_as_type(t, (emily_dtype)EMILY_DTYPE_ALL_COUNT, &r), EMILY_ERR_TYPE, "as_type: invalid target type 20");
     CHECK_ERR(emily_as_type(t, EMILY_DTYPE_AUTO, &r), EMILY_ERR_TYPE, "invalid target type");
     CHECK(r == NULL);
     emily_tensor_release(t);
