@@ -52,7 +52,7 @@ extern ErlNifResourceType *nif_stream_rt;
 typedef struct nif_atoms {
     ERL_NIF_TERM ok, error, nil, true_, false_, foreign_tensor, already_deallocated;
     ERL_NIF_TERM cpu, cuda;
-    ERL_NIF_TERM s, u, f, bf, c;
+    ERL_NIF_TERM s, u, f, bf, c, f8_e4m3fn;
     ERL_NIF_TERM struct_, data, ref, bytes, state, type, shape, re, im;
     ERL_NIF_TERM nx_tensor, nx_binary_backend, complex, emily_backend;
     ERL_NIF_TERM active, peak, cached, graph;

@@ -149,6 +149,11 @@ ERL_NIF_TERM nif_to_pointer(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
     ERL_NIF_TERM bad;
     if (!nif_tensor_arg(env, argv[0], "to_pointer", &r, &t, &bad)) return bad;
     const void *data;
+    if (emily_dtype_bits(emily_tensor_dtype(t)) < 8) {
+        emily_tensor_release(t);
+        return nif_make_error(env, "to_pointer: sub-byte types (s2, s4, u2, u4) cannot be shared "
+                                   "through pointers; use Nx.to_binary/from_binary");
+    }
     if (emily_host_data(t, &data)) {
         emily_tensor_release(t);
         return nif_engine_error(env, "to_pointer");
@@ -196,6 +201,11 @@ ERL_NIF_TERM nif_from_pointer(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[
     if (!enif_get_uint64(env, argv[1], &address))
         return nif_make_error(env, "from_pointer: the address must be a non-negative integer");
     if (!nif_type_arg(env, argv[2], &dt, &err)) return err;
+    /* Nx's pointers hold its binary form, which for s2/s4/u2/u4 is packed
+     * and is not what the engine's memory holds (a byte an element) */
+    if (emily_dtype_bits(dt) < 8)
+        return nif_make_error(env, "from_pointer: sub-byte types (s2, s4, u2, u4) cannot be shared "
+                                   "through pointers; use Nx.to_binary/from_binary");
     decoder d;
     nif_decoder_init(&d, env);
     int rank;

@@ -89,6 +89,13 @@ static bool data_term(ErlNifEnv *env, tensor_res *r, emily_tensor *t, ERL_NIF_TE
     const void *host = NULL;
     if (nbytes == 0 && emily_tensor_device(t).type == EMILY_DEVICE_CPU) {
         enif_make_new_binary(env, 0, &bytes);
+    } else if (emily_dtype_bits(emily_tensor_dtype(t)) < 8) {
+        /* sub-byte elements: their binary form is packed, a copy */
+        if (emily_tensor_device(t).type == EMILY_DEVICE_CPU) {
+            size_t n = emily_dtype_binary_size(emily_tensor_dtype(t), emily_tensor_size(t));
+            unsigned char *p = enif_make_new_binary(env, n, &bytes);
+            if (!p || emily_to_binary(t, p, n)) bytes = nif_atom.nil;
+        }
     } else if ((host = cpu_bytes(t))) {
         nif_res_lock(r);
         if (!r->pin) {
@@ -197,6 +204,18 @@ static ERL_NIF_TERM to_binary_run(ErlNifEnv *env, const ERL_NIF_TERM argv[]) {
     size_t size = (size_t)emily_tensor_size(t);
     ErlNifSInt64 limit;
     if (enif_get_int64(env, argv[1], &limit) && limit >= 0 && (size_t)limit < size) size = (size_t)limit;
+    emily_dtype dt = emily_tensor_dtype(t);
+    if (emily_dtype_bits(dt) < 8) {
+        /* packed, as Nx's bitstrings (the last byte padded with zero
+         * bits; Emily.Backend cuts the bitstring to its length) */
+        ERL_NIF_TERM bin;
+        size_t n = emily_dtype_binary_size(dt, emily_tensor_size(t));
+        unsigned char *p = enif_make_new_binary(env, n, &bin);
+        emily_status s = p ? emily_to_binary(t, p, n) : emily_error(EMILY_ERR_MEMORY, "out of memory");
+        emily_tensor_release(t);
+        if (s) return nif_engine_error(env, "to_binary");
+        return enif_make_sub_binary(env, bin, 0, emily_dtype_binary_size(dt, (int64_t)size));
+    }
     const void *data;
     emily_tensor *host = t;
     if (emily_host_data(t, &data) != EMILY_OK) {

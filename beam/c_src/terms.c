@@ -65,6 +65,7 @@ void nif_atoms_init(ErlNifEnv *env) {
     ATOM(f, "f");
     ATOM(bf, "bf");
     ATOM(c, "c");
+    ATOM(f8_e4m3fn, "f8_e4m3fn");
     ATOM(struct_, "__struct__");
     ATOM(data, "data");
     ATOM(ref, "ref");
@@ -255,7 +256,8 @@ bool nif_term_to_dtype(ErlNifEnv *env, ERL_NIF_TERM t, emily_dtype *out, char *e
     else if (enif_is_identical(el[0], nif_atom.f)) dt = emily_dtype_make(EMILY_KIND_FLOAT, bits);
     else if (enif_is_identical(el[0], nif_atom.bf)) dt = emily_dtype_make(EMILY_KIND_BFLOAT, bits);
     else if (enif_is_identical(el[0], nif_atom.c)) dt = emily_dtype_make(EMILY_KIND_COMPLEX, bits);
-    if (dt == EMILY_DTYPE_AUTO || !emily_dtype_valid(dt)) {
+    else if (enif_is_identical(el[0], nif_atom.f8_e4m3fn)) dt = emily_dtype_make(EMILY_KIND_FLOAT8_E4M3FN, bits);
+    if (dt == EMILY_DTYPE_AUTO || !emily_dtype_known(dt)) {
         char name[32] = "?";
         enif_get_atom(env, el[0], name, sizeof name, ERL_NIF_LATIN1);
         snprintf(err, es, "type {:%s, %d} is not supported by Emily", name, bits);
@@ -272,6 +274,7 @@ ERL_NIF_TERM nif_dtype_to_term(ErlNifEnv *env, emily_dtype t) {
     case EMILY_KIND_SIGNED: kind = nif_atom.s; break;
     case EMILY_KIND_BFLOAT: kind = nif_atom.bf; break;
     case EMILY_KIND_FLOAT: kind = nif_atom.f; break;
+    case EMILY_KIND_FLOAT8_E4M3FN: kind = nif_atom.f8_e4m3fn; break;
     default: kind = nif_atom.c; break;
     }
     return enif_make_tuple2(env, kind, enif_make_int(env, emily_dtype_bits(t)));

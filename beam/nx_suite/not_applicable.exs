@@ -46,10 +46,7 @@ reasons = %{
   nx07_argmax_nan:
     "Nx 0.7's argmax/argmin compare with > and so skip a NaN after the first element; " <>
       "Nx 0.8+ returns the NaN's index (Nx 0.13's test of the same input expects " <>
-      "[1, 1, 2, 2, 0, 1, ...]); Emily follows Nx 0.13, the corpus's semantics",
-  new_dtypes:
-    "PENDING, not inapplicable: the f8, f8_e4m3fn, s2/s4/u2/u4 types Nx 0.9-0.11 added " <>
-      "are not in the engine yet (issue 17)"
+      "[1, 1, 2, 2, 0, 1, ...]); Emily follows Nx 0.13, the corpus's semantics"
 }
 
 tests =
@@ -127,36 +124,10 @@ tests =
       {">= 0.13.0", "test decompositions qr", :qr_tie},
       {">= 0.13.0", "test svd finds the singular values of tall matrices", :svd_null_space},
       {">= 0.13.0", "test bf16 pretty printing", :otp25},
-      {">= 0.13.0", "test f8_e4m3fn dump_f8_e4m3fn/1", :otp25}
+      {">= 0.13.0", "test f8_e4m3fn dump_f8_e4m3fn/1", :otp25},
+      {">= 0.13.0", "test f8 pretty printing", :otp25}
     ]
 
-tests =
-  tests ++
-    for name <- [
-          "doctest Nx.Constants.e/2 (51)",
-          "doctest Nx.Constants.epsilon/2 (39)",
-          "doctest Nx.Constants.euler_gamma/2 (57)",
-          "doctest Nx.Constants.infinity/2 (6)",
-          "doctest Nx.Constants.nan/2 (1)",
-          "doctest Nx.Constants.neg_infinity/2 (11)",
-          "doctest Nx.Constants.pi/2 (45)",
-          "doctest Nx.Constants.smallest_positive_normal/2 (33)",
-          "doctest Nx.bit_size/1 (254)",
-          "doctest Nx.tensor/2 (42)",
-          "doctest Nx.tensor/2 (43)",
-          "doctest Nx.tensor/2 (44)",
-          "test constants Defines imaginary constant as Complex.new(0, 1) when used with arity 0 inside defn",
-          "test constants Defines real constants as numerical when used with arity 0 inside defn",
-          "test f8 pretty printing",
-          "test f8_e4m3fn pretty printing",
-          "test indexed_add/3 works with all integer types in indices",
-          "test quantized types s2",
-          "test quantized types s4",
-          "test quantized types u2",
-          "test quantized types u4",
-          "test types f8_e4m3fn"
-        ],
-        do: {">= 0.13.0", name, :new_dtypes}
 
 # ExUnit excludes by test name alone, and these modules have tests named
 # like excluded tests of other modules (Nx.ComplexTest's aggregate

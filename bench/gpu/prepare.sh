@@ -9,7 +9,7 @@
 #            that are not part of the C/C++ runtime or the CUDA toolkit
 #   bin/     conformance, the unit tests with CUDA cases (test_cuda*,
 #            test_dot), emily_bench, chain; launch_floor
-#   corpus/  the conformance corpus (doctests.jsonl, sweep.jsonl)
+#   corpus/  the conformance corpus (doctests.jsonl, sweep.jsonl, narrow.jsonl)
 #
 # The engine is built once, with `make EXPORT_ALL=1` (build-export/): every
 # internal emi_ function is exported from that libemily.so, so the tests
@@ -82,6 +82,8 @@ for f in doctests sweep; do
     if [ -f "$CORPUS/$f.jsonl" ]; then cp "$CORPUS/$f.jsonl" "$P/corpus/"
     else gzip -dc "$CORPUS/$f.jsonl.gz" > "$P/corpus/$f.jsonl"; fi
 done
+# the narrow types' corpus is ours, always in tests/corpus (NARROW.md)
+gzip -dc tests/corpus/narrow.jsonl.gz > "$P/corpus/narrow.jsonl"
 
 echo "== check here (no GPU: CPU parts only)"
 # the programs find the packed engine through their rpath

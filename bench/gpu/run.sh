@@ -128,7 +128,7 @@ step_engine() {
 
     echo "== conformance corpus on cuda:0"
     : > "$L/conformance.log"
-    for f in doctests sweep; do
+    for f in doctests sweep narrow; do
         echo "### $f" >> "$L/conformance.log"
         timeout "$(limit 150)" "$W/bin/conformance" --device cuda:0 "$W/corpus/$f.jsonl" >> "$L/conformance.log" 2>&1
         rc=$?

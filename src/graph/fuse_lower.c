@@ -35,7 +35,7 @@ typedef struct lowering {
 /* Appends an instruction writing a new slot of dtype out; -1 when full. */
 static int32_t emit(lowering *L, emi_fused_kind kind, int op, emily_dtype in, emily_dtype out, emily_dtype pred,
                     int32_t a, int32_t b, int32_t c) {
-    if (L->p.ninstr >= MAX_INSTR) return -1;
+    if (L->p.ninstr >= MAX_INSTR || emily_dtype_is_narrow(out) || emily_dtype_is_narrow(in)) return -1;
     L->instr[L->p.ninstr++] = (emi_fused_instr){kind, op, in, out, pred, a, b, c};
     int32_t slot = L->nslots++;
     L->slot_dtype[slot] = out;
@@ -105,6 +105,8 @@ static int32_t slot_of(lowering *L, const emily_graph *g, const fused_group *fg,
     for (int i = 0; i < L->p.ninputs; i++)
         if (L->p.inputs[i] == vals[v]) return i;
     if (L->p.ninputs >= EMI_FUSED_MAX_INPUTS || !vals[v]) return -1;
+    /* narrow types run through the dispatcher (src/nx/narrow.c) */
+    if (emily_dtype_is_narrow(emily_tensor_dtype(vals[v]))) return -1;
     /* inputs take the first slots: every instruction's slot is renumbered
      * when an input arrives after it (inputs are few; done at the end) */
     int i = L->p.ninputs++;
@@ -116,7 +118,7 @@ static int32_t slot_of(lowering *L, const emily_graph *g, const fused_group *fg,
 static bool lower(lowering *L, emily_graph *g, const fused_group *fg, emily_tensor **vals) {
     /* Two passes: the inputs first (their slots come first), then the
      * instructions. */
-    int32_t member_slot[MAX_INSTR];
+    int32_t member_slot[MAX_INSTR] = {0};
     if (fg->ncalls > MAX_INSTR) return false;
     for (int k = 0; k < fg->ncalls; k++) {
         const graph_call *c = &g->calls[fg->calls[k]];

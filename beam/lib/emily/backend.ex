@@ -336,7 +336,7 @@ if Code.ensure_loaded?(Nx.Backend) do
     @impl true
     def from_binary(%T{type: type, shape: shape} = out, binary, opts) do
       binary = if is_list(binary), do: IO.iodata_to_binary(binary), else: binary
-      ref = Native.from_binary!(device_opt(opts), type, shape, binary)
+      ref = Native.from_binary!(device_opt(opts), type, shape, pad_to_bytes(binary))
       %{out | data: data!(ref)}
     end
 
@@ -410,15 +410,32 @@ if Code.ensure_loaded?(Nx.Backend) do
             end
 
           binary ->
-            binary
+            sub_byte_bits(binary, t.type, limit || Nx.size(t.shape))
         end
       end)
     end
 
-    defp bytes_prefix(bytes, _type, nil), do: bytes
+    defp bytes_prefix(bytes, type, nil), do: sub_byte_bits(bytes, type, nil)
 
-    defp bytes_prefix(bytes, {_, bits}, limit),
-      do: binary_part(bytes, 0, min(byte_size(bytes), div(limit * bits, 8)))
+    defp bytes_prefix(bytes, {_, bits} = type, limit),
+      do: binary_part(bytes, 0, min(byte_size(bytes), div(limit * bits + 7, 8))) |> sub_byte_bits(type, limit)
+
+    # s2, s4, u2 and u4 come from the engine packed as Nx's bitstrings, the
+    # last byte padded with zero bits: the bitstring is its first
+    # count * bits bits (all of them for count nil).
+    defp sub_byte_bits(bytes, {_, bits}, count) when bits < 8 do
+      count = count || div(bit_size(bytes), bits)
+      <<value::bitstring-size(count * bits), _::bitstring>> = bytes
+      value
+    end
+
+    defp sub_byte_bits(bytes, _type, _count), do: bytes
+
+    # Nx's sub-byte binaries are bitstrings; the engine reads whole bytes.
+    defp pad_to_bytes(bits) when is_binary(bits), do: bits
+
+    defp pad_to_bytes(bits) when is_bitstring(bits),
+      do: <<bits::bitstring, 0::size(8 - rem(bit_size(bits), 8))>>
 
     @impl true
     def backend_deallocate(%T{data: %__MODULE__{ref: ref}} = t) do

@@ -296,7 +296,7 @@ defmodule Emily.NativeTest do
       assert_error(Native.synchronize(:nope), "device")
       assert_error(Native.memory_stats({:cuda, 99}), "")
       assert_error(Native.stream_new({:cuda, 99}), "")
-      assert_error(Native.from_binary(:cpu, {:f, 8}, {1}, <<0>>), "not supported")
+      assert_error(Native.from_binary(:cpu, {:f, 12}, {1}, <<0>>), "not supported")
       assert_error(Native.from_binary(:cpu, {:f, 32}, {1}, :nope), "binary")
     end
 
