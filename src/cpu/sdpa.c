@@ -24,6 +24,7 @@
 #include "cpu/dtype_scalars.h"
 #include "cpu/kernels.h"
 #include "cpu/parallel.h"
+#include "cpu/unary_simd.h"
 
 /* Scores held per job (elements of W): about 1 MB of f32. */
 #define SCORES_PER_JOB 262144
@@ -38,6 +39,7 @@ typedef struct sdpa_job {
     int64_t ms[4];         /* its strides in elements */
     bool mask_bool;        /* u8 (keep) rather than W (additive) */
     const void *sinks;     /* {Hq} in W, or NULL */
+    emily_vec_fn vexp;     /* the SIMD f32 exp, or NULL */
     int64_t rows;          /* query rows per job */
     int64_t blocks;        /* blocks per (batch, head) */
     atomic_bool out_of_memory;
@@ -66,6 +68,21 @@ static float round_p_f32(emily_dtype t, float p) {
     return p;
 }
 
+/* exp of n values in place: f32 by the engine's SIMD exp when this CPU
+ * has one (the same function as the exp op's, within an ULP of exp in
+ * double rounded once), else exp in double rounded once; f64 by libm. */
+static void exp_f32(const sdpa_job *j, float *x, int64_t n) {
+    if (j->vexp) {
+        j->vexp(x, x, n);
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) x[i] = (float)exp((double)x[i]);
+}
+static void exp_f64(const sdpa_job *j, double *x, int64_t n) {
+    (void)j;
+    for (int64_t i = 0; i < n; i++) x[i] = exp(x[i]);
+}
+
 /* The two W variants share one body (sdpa_body.h): f32 for f16, bf16 and
  * f32, f64 for f64. */
 #define W float
@@ -73,7 +90,9 @@ static float round_p_f32(emily_dtype t, float p) {
 #define GEMM cblas_sgemm
 #define ROUND_P(t, x) round_p_f32(t, x)
 #define STORE(t, o, dst, n) store_f32(t, o, dst, n)
+#define EXP_ROW(j, x, n) exp_f32(j, x, n)
 #include "cpu/sdpa_body.h"
+#undef EXP_ROW
 #undef W
 #undef SFX
 #undef GEMM
@@ -85,7 +104,9 @@ static float round_p_f32(emily_dtype t, float p) {
 #define GEMM cblas_dgemm
 #define ROUND_P(t, x) (x)
 #define STORE(t, o, dst, n) memcpy(dst, o, (size_t)(n) * sizeof(double))
+#define EXP_ROW(j, x, n) exp_f64(j, x, n)
 #include "cpu/sdpa_body.h"
+#undef EXP_ROW
 #undef W
 #undef SFX
 #undef GEMM
@@ -136,6 +157,7 @@ emily_status emi_cpu_sdpa(emily_tensor *dst, const emily_tensor *q, const emily_
         j.mask_bool = p->mask->dtype == EMILY_U8;
     }
     if (p->sinks) j.sinks = emily_tensor_base(p->sinks);
+    if (q->dtype != EMILY_F64) j.vexp = emi_unary_simd(EMILY_EXP, EMILY_F32, EMILY_F32);
     int64_t skv = p->Skv > 0 ? p->Skv : 1;
     j.rows = SCORES_PER_JOB / skv;
     if (j.rows > MAX_ROWS) j.rows = MAX_ROWS;

@@ -4,12 +4,14 @@
  *   SFX                 f32 or f64 (the function's suffix)
  *   GEMM                cblas_sgemm or cblas_dgemm
  *   ROUND_P(t, x)       a probability rounded to T and read back as W
+ *   EXP_ROW(j, x, n)    x[i] = W(exp(x[i])) for n values, in place
  *   STORE(t, o, dst, n) n output values (W) written as T
  * The steps and their roundings are emily/ops_fast.h's expression. */
 #define SDPA_CAT2(a, b) a##_##b
 #define SDPA_CAT(a, b) SDPA_CAT2(a, b)
 #define BLOCK_FN SDPA_CAT(block, SFX)
 #define ROW_FN SDPA_CAT(softmax_row, SFX)
+#define PRAGMA(x) _Pragma(#x)
 
 /* Row i's logits (scores[0, nk)) turned into T-rounded probabilities in
  * place; keys from nvis on are masked (causal). Returns false when the
@@ -22,20 +24,25 @@ static bool ROW_FN(const sdpa_job *j, W *row, int64_t nk, int64_t nvis, int64_t 
     const char *mrow = j->mask ? j->mask + (size_t)(b * j->ms[0] + h * j->ms[1] + i * j->ms[2]) *
                                                (j->mask_bool ? 1 : sizeof(W))
                                : NULL;
-    /* the logits and their max (a NaN is the max, as in Nx.reduce_max) */
-    W m = neg_inf;
-    for (int64_t c = 0; c < nvis; c++) {
-        W a = row[c] * s;
-        if (mrow) {
-            if (j->mask_bool) {
-                if (!mrow[c * j->ms[3]]) a = neg_inf;
-            } else {
-                a = a + ((const W *)mrow)[c * j->ms[3]];
-            }
-        }
-        row[c] = a;
-        if (a > m || a != a) m = m != m ? m : a;
+    /* the logits, then their max (a NaN is the max, as in Nx.reduce_max);
+     * plain loops the compiler vectorizes where there is no mask */
+    if (!mrow) {
+        PRAGMA(omp simd)
+        for (int64_t c = 0; c < nvis; c++) row[c] = row[c] * s;
+    } else if (j->mask_bool) {
+        for (int64_t c = 0; c < nvis; c++) row[c] = mrow[c * j->ms[3]] ? row[c] * s : neg_inf;
+    } else {
+        const W *add = (const W *)mrow;
+        for (int64_t c = 0; c < nvis; c++) row[c] = row[c] * s + add[c * j->ms[3]];
     }
+    W m = neg_inf;
+    int nan = 0;
+    PRAGMA(omp simd reduction(max : m) reduction(| : nan))
+    for (int64_t c = 0; c < nvis; c++) {
+        m = row[c] > m ? row[c] : m;
+        nan |= row[c] != row[c];
+    }
+    if (nan) m = (W)NAN;
     /* keys past nvis (causal) take no part: probability 0 for the product */
     for (int64_t c = nvis; c < nk; c++) row[c] = 0;
     /* every key masked: the row is 0 even with a sink (which takes all
@@ -44,27 +51,29 @@ static bool ROW_FN(const sdpa_job *j, W *row, int64_t nk, int64_t nvis, int64_t 
     W sink = j->sinks ? ((const W *)j->sinks)[h] : neg_inf;
     if (j->sinks && (sink > m || sink != sink)) m = m != m ? m : sink;
     W mp = m == neg_inf ? (W)0 : m;
-    /* E_ij = W(exp(W(L_ij - m'))), summed in double (f64: in f64) */
+    /* E_ij = W(exp(W(L_ij - m'))), summed in double (f64: in f64); f32
+     * through the engine's own vectorized exp where the CPU has one
+     * (within an ULP of exp in double rounded once) */
+    PRAGMA(omp simd)
+    for (int64_t c = 0; c < nvis; c++) row[c] = row[c] - mp;
+    EXP_ROW(j, row, nvis);
     double z = 0;
-    for (int64_t c = 0; c < nvis; c++) {
-        W d = row[c] - mp;
-        W e = (W)exp((double)d);
-        row[c] = e;
-        z += (double)e;
-    }
+    PRAGMA(omp simd reduction(+ : z))
+    for (int64_t c = 0; c < nvis; c++) z += (double)row[c];
     if (j->sinks) {
         W d = sink - mp;
-        z += (double)(W)exp((double)d);
+        EXP_ROW(j, &d, 1);
+        z += (double)d;
     }
     W zw = (W)z;
     if (!keys || zw == 0) {
         for (int64_t c = 0; c < nvis; c++) row[c] = 0;
         return false;
     }
-    for (int64_t c = 0; c < nvis; c++) {
-        W pr = row[c] / zw;
-        row[c] = ROUND_P(j->t, pr);
-    }
+    PRAGMA(omp simd)
+    for (int64_t c = 0; c < nvis; c++) row[c] = row[c] / zw;
+    if (j->t == EMILY_F16 || j->t == EMILY_BF16)
+        for (int64_t c = 0; c < nvis; c++) row[c] = ROUND_P(j->t, row[c]);
     return true;
 }
 
@@ -131,5 +140,6 @@ static void BLOCK_FN(sdpa_job *j, int64_t job) {
 
 #undef BLOCK_FN
 #undef ROW_FN
+#undef PRAGMA
 #undef SDPA_CAT
 #undef SDPA_CAT2
