@@ -145,9 +145,11 @@ EMILY_API emily_status emily_rms_norm(const emily_tensor *x, const emily_tensor 
  * Accumulation and devices. The CPU engine computes the expression in
  * this order, each query block's scores at once (two passes over stored
  * scores, not an online softmax), with the two dots by BLAS in W (f32
- * products summed in f32, in BLAS's order), Z summed in double, and exp in
- * double rounded to W: it differs from the composed form on
- * Nx.BinaryBackend (whose dots sum in f64) only by the dots' order. The
+ * products summed in f32, in BLAS's order), Z summed in double (f64: in
+ * f64) in lanes, and exp as the engine's exp op computes it (f32: SIMD,
+ * within an ULP of exp in double rounded once): it differs from the
+ * composed form on Nx.BinaryBackend (whose dots sum in f64) by the dots'
+ * order and that ULP. The
  * CUDA engine runs flash attention: key tiles streamed with an online
  * softmax (a running max, the partial sums rescaled when it grows),
  * exp as exp2 of a scaled argument, the unnormalized E_ij rounded to T
