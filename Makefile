@@ -224,6 +224,10 @@ $(BUILD)/tests/test_embed: $(BUILD)/obj/tests/unit/test_embed.o $(BUILD)/obj/tes
 # part of `all`; bench/fast_norm.c says how to run it).
 $(BUILD)/bench_fast_norm: $(BUILD)/obj/bench/fast_norm.o $(ENGINE_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+# bench/sdpa.c: the fused attention against its composed eager ops (the
+# same: not part of `all`, bench/sdpa.c says how to run it).
+$(BUILD)/bench_sdpa: $(BUILD)/obj/bench/sdpa.o $(ENGINE_LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/emily_run: $(BUILD)/obj/tools/emily_run.o $(ENGINE_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)

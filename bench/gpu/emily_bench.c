@@ -867,6 +867,70 @@ static void bench_linalg(int quick, emily_tensor *a, const float *ha, emily_tens
     }
 }
 
+/* Fused attention (emily_sdpa, issue 16): bf16 q, k, v {B, H, S, D} with
+ * the default scale, causal and not, against
+ * torch.nn.functional.scaled_dot_product_attention in peers.py (same
+ * shapes; PyTorch picks its cuDNN/flash kernel). TFLOP/s count the two
+ * products, 4 B H S^2 D, halved for causal. Checked: two rows of head 0
+ * against a host reference in double within bf16's rounding of the
+ * probabilities and the output. */
+static emily_status op_sdpa(emily_tensor *const *in, emily_tensor **out, const void *arg) {
+    return emily_sdpa(in[0], in[1], in[2], arg, out);
+}
+
+static void bench_sdpa(int quick, const float *ha, const float *hb) {
+    const int64_t B = quick ? 1 : 8, H = quick ? 2 : 16, S = quick ? 256 : 4096, D = 128;
+    int64_t shape[4] = {B, H, S, D}, n = B * H * S * D;
+    emily_tensor *f[3] = {NULL, NULL, NULL}, *in[3] = {NULL, NULL, NULL};
+    const float *src[3] = {ha, hb, ha + n};
+    for (int i = 0; i < 3; i++)
+        if (emily_from_binary(dev, EMILY_F32, 4, shape, src[i], sizeof(float) * (size_t)n, &f[i]) ||
+            emily_as_type(f[i], EMILY_BF16, &in[i])) {
+            fail("sdpa inputs");
+            goto done;
+        }
+    for (int causal = 1; causal >= 0; causal--) {
+        char name[64];
+        snprintf(name, sizeof name, "sdpa_bf16_%lldx%lldx%lldx%lld%s", (long long)B, (long long)H,
+                 (long long)S, (long long)D, causal ? "_causal" : "");
+        if (!want(name)) continue;
+        emily_sdpa_options o = {.scale = 1.0 / sqrt((double)D), .causal = causal};
+        double ms;
+        emily_tensor *out = NULL;
+        if (time_op(op_sdpa, in, &o, &ms, &out)) continue;
+        int ok = 1;
+        int64_t rows[2] = {0, S - 1};
+        double *p = malloc(sizeof(double) * (size_t)S);
+        for (int r = 0; p && r < 2; r++) {
+            int64_t i = rows[r], nk = causal ? i + 1 : S;
+            double m = -INFINITY, z = 0;
+            for (int64_t j = 0; j < nk; j++) {
+                double dot = 0;
+                for (int64_t d = 0; d < D; d++)
+                    dot += rounded(EMILY_BF16, src[0][i * D + d]) * rounded(EMILY_BF16, src[1][j * D + d]);
+                p[j] = dot * o.scale;
+                m = p[j] > m ? p[j] : m;
+            }
+            for (int64_t j = 0; j < nk; j++) z += (p[j] = exp(p[j] - m));
+            for (int64_t d = 0; d < D; d += 17) {
+                double ref = 0;
+                for (int64_t j = 0; j < nk; j++) ref += p[j] / z * rounded(EMILY_BF16, src[2][j * D + d]);
+                ok &= fabs(elem(out, i * D + d) - ref) <= 1.0 / 64;
+            }
+        }
+        if (!p) ok = 0;
+        free(p);
+        double flops = 4.0 * (double)B * (double)H * (double)S * (double)S * (double)D * (causal ? 0.5 : 1);
+        report(name, ms, "TFLOP/s", flops / (ms * 1e9), ok, "flash attention, bf16 mma, f32 softmax");
+        emily_tensor_release(out);
+    }
+done:
+    for (int i = 0; i < 3; i++) {
+        emily_tensor_release(f[i]);
+        emily_tensor_release(in[i]);
+    }
+}
+
 /* Every family case, in the order of the report. a and b: the run's two
  * f32 vectors of n elements (on the device) and their host copies. */
 static void bench_families(int quick, emily_tensor *a, const float *ha, emily_tensor *b,
@@ -880,6 +944,7 @@ static void bench_families(int quick, emily_tensor *a, const float *ha, emily_te
     bench_max_pool(quick, a, ha);
     bench_conv2d(quick, a, ha, b, hb);
     bench_linalg(quick, a, ha, b, hb);
+    if (n >= 3 * (int64_t)(quick ? 1 * 2 * 256 * 128 : 8 * 16 * 4096 * 128)) bench_sdpa(quick, ha, hb);
     row = NULL;
 }
 

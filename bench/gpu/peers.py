@@ -223,6 +223,22 @@ def torch_families(torch, quick, a, b, timed, dev, g):
         run(f"solve_batched_f32_{bsz}x4x4", lambda: torch.linalg.solve(A, rhs), "Msolves/s",
             lambda ms: bsz / (ms * 1e3), "torch.linalg.solve batched")
         del A, rhs
+    # fused attention (emily_bench.c's bench_sdpa): bf16 {B, H, S, D}, the
+    # default scale, causal and not; PyTorch dispatches to its cuDNN or
+    # flash kernel
+    sb, sh, ss, sd = (1, 2, 256, 128) if quick else (8, 16, 4096, 128)
+    sn = sb * sh * ss * sd
+    for causal in (True, False):
+        name = f"sdpa_bf16_{sb}x{sh}x{ss}x{sd}" + ("_causal" if causal else "")
+        if not want(name) or a.numel() < 2 * sn or b.numel() < sn:
+            continue
+        q = a[:sn].view(sb, sh, ss, sd).to(torch.bfloat16)
+        k = b[:sn].view(sb, sh, ss, sd).to(torch.bfloat16)
+        v = a[sn:2 * sn].view(sb, sh, ss, sd).to(torch.bfloat16)
+        flops = 4.0 * sb * sh * ss * ss * sd * (0.5 if causal else 1.0)
+        run(name, lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal), "TFLOP/s",
+            lambda ms, flops=flops: flops / (ms * 1e9), "torch.nn.functional.scaled_dot_product_attention")
+        del q, k, v
 
 
 def run_jax(quick, runs):

@@ -77,6 +77,105 @@ EMILY_API emily_status emily_layer_norm(const emily_tensor *x, const emily_tenso
 EMILY_API emily_status emily_rms_norm(const emily_tensor *x, const emily_tensor *gamma, double eps,
                                       emily_tensor **out);
 
+/* ---- scaled dot-product attention ----------------------------------------
+ *
+ * emily_sdpa: softmax(q k^T * scale + mask) v per batch and head, as
+ * Bumblebee's attention (Bumblebee.Layers.attention_weights_impl and
+ * attention_output_impl) computes it, with the scores and the softmax
+ * upcast to the working type W and the probabilities rounded back to the
+ * value type before the product with v.
+ *
+ * Shapes: q {B, Hq, Sq, D}, k {B, Hkv, Skv, D}, v {B, Hkv, Skv, Dv}; Hq a
+ * multiple of Hkv (grouped-query attention: query head h reads kv head
+ * h / (Hq / Hkv); Hkv = Hq is plain multi-head attention, Hkv = 1
+ * multi-query). The output is {B, Hq, Sq, Dv}, of q's type T. q, k and v
+ * have one type T: f16, bf16, f32 or f64. W is f64 for f64, else f32.
+ *
+ * Options (p may be NULL: scale 1, nothing else):
+ *   scale   a double, rounded to W once (s = W(scale)); callers wanting
+ *           the usual 1/sqrt(D) pass it (Emily.Fast does by default);
+ *   causal  query i sees key j iff j <= i + (Skv - Sq): the diagonal is
+ *           aligned to the bottom-right corner, so that the last query
+ *           row sees every key, as in decoding with a KV cache (Sq new
+ *           tokens after Skv - Sq cached ones). With Sq = Skv it is the
+ *           usual lower triangle; with Sq > Skv the first Sq - Skv rows
+ *           see no key (see "fully masked rows");
+ *   mask    NULL, or a tensor broadcastable (Nx's right-aligned rule) to
+ *           {B, Hq, Sq, Skv}: u8 is a boolean mask (nonzero = keep, 0 =
+ *           masked), a float type an additive mask (added to the scaled
+ *           scores after rounding to W; -inf masks);
+ *   sinks   NULL, or {Hq}, any float type: one extra logit per query head
+ *           (gpt-oss's attention sinks) that joins the softmax's
+ *           denominator and contributes no value.
+ *
+ * The expression (the op's contract; Emily.Fast's fallback composes it
+ * of Nx ops). W(v) is v rounded to W, T(v) rounded by Nx's conversion
+ * rules (bf16: through f32, then truncated); i a query row, j a key, d a
+ * column; q, k, v are read exactly into W:
+ *   S_ij  = W(sum_d q_id * k_jd)          a dot in W (accumulation order
+ *                                         unspecified: see below)
+ *   A_ij  = W(S_ij * s)                   scaled
+ *   A_ij  = W(A_ij + W(mask_ij))          additive mask only
+ *   L_ij  = keep_ij ? A_ij : -inf         boolean mask 0, or causal j > i + Skv - Sq
+ *   m_i   = max(max_j L_ij, W(sink_h))    (no sink: max_j L_ij; -inf when empty)
+ *   m'_i  = m_i == -inf ? 0 : m_i         every logit -inf: no -inf - -inf
+ *   E_ij  = W(exp(L_ij - m'_i))
+ *   Z_i   = W(sum_j E_ij + W(exp(W(sink_h) - m'_i)))   (no sink: sum_j E_ij)
+ *   P_ij  = T(W(E_ij / Z_i)), or 0 when Z_i = 0
+ *   O_id  = T(W(sum_j W(P_ij) * v_jd))    a dot in W
+ * The max and the subtraction are Axon's softmax (exp(x - max) / sum);
+ * Bumblebee computes every step in q's type, this computes them in W and
+ * rounds the probabilities to T once, as its dot with v (in T) needs.
+ *
+ * Fully masked rows: a row whose every logit is -inf (all keys masked by
+ * the mask or by causal, or Skv = 0) and that has no sink has Z_i = 0 and
+ * gives 0, not NaN (PyTorch's and FlashAttention's choice: a NaN in a
+ * padding row would reach other rows through the next layer's 0 * NaN).
+ * Bumblebee masks with the type's most negative finite value instead of
+ * -inf, which gives such a row the mean of all v rows; rows with at least
+ * one key kept are the same either way (exp(min_finite - m) is 0). With a
+ * sink a fully masked row is 0 too (the sink takes all the weight).
+ *
+ * Edge values follow the expression: a NaN in q, k, a kept logit or a
+ * sink makes its row NaN; an infinite kept logit gives NaN (inf - inf).
+ * Where P_ij is 0 because key j is masked, the kernels may skip the key
+ * altogether, so an infinity or NaN of v at a masked key may or may not
+ * reach the output (the composed 0 * inf is NaN).
+ *
+ * Accumulation and devices. The CPU engine computes the expression in
+ * this order, each query block's scores at once (two passes over stored
+ * scores, not an online softmax), with the two dots by BLAS in W (f32
+ * products summed in f32, in BLAS's order), Z summed in double (f64: in
+ * f64) in lanes, and exp as the engine's exp op computes it (f32: SIMD,
+ * within an ULP of exp in double rounded once): it differs from the
+ * composed form on Nx.BinaryBackend (whose dots sum in f64) by the dots'
+ * order and that ULP. The
+ * CUDA engine runs flash attention: key tiles streamed with an online
+ * softmax (a running max, the partial sums rescaled when it grows),
+ * exp as exp2 of a scaled argument, the unnormalized E_ij rounded to T
+ * for the tensor-core product with v, and the division by Z at the end;
+ * its results are within the rounding of those reorderings (see
+ * tests/unit/test_cuda_sdpa.c), not bit for bit the CPU's.
+ *
+ * Empty shapes (B, Hq, Sq or Dv of 0) give an empty output; Skv = 0 gives
+ * zeros (every row fully masked); D = 0 gives scores of 0.
+ *
+ * Errors: NULL q, k, v or out; ranks other than 4; k or v not of q's type,
+ * or a type other than f16, bf16, f32, f64; mismatched B, D, Hkv or Skv;
+ * Hq not a multiple of Hkv; a mask that does not broadcast to {B, Hq, Sq,
+ * Skv} or is neither u8 nor float; sinks not of shape {Hq} or not float;
+ * inputs on different devices. */
+typedef struct emily_sdpa_options {
+    double scale;              /* the scores' factor (1/sqrt(D) is the usual one) */
+    bool causal;               /* bottom-right aligned causal mask */
+    const emily_tensor *mask;  /* NULL, u8 (boolean, keep) or float (additive) */
+    const emily_tensor *sinks; /* NULL or {Hq} float */
+} emily_sdpa_options;
+
+EMILY_API emily_status emily_sdpa(const emily_tensor *q, const emily_tensor *k,
+                                  const emily_tensor *v, const emily_sdpa_options *options,
+                                  emily_tensor **out);
+
 #ifdef __cplusplus
 }
 #endif

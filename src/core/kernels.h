@@ -510,10 +510,25 @@ int64_t emi_conv_device_count(void);
  * (n >= 1, at least one row); gamma and beta of shape {n} in the affine
  * type (f32, or f64 when dst is f64); beta NULL for no bias; dst fresh,
  * x's shape, in the output type. */
+/* sdpa (emily_sdpa's expression): the op layer (src/ops/fast_sdpa.c)
+ * has checked everything and hands contiguous q, k, v of one float type
+ * T, a fresh dst {B, Hq, Sq, Dv} of T with at least one element, and: */
+typedef struct emily_sdpa_params {
+    int64_t B, Hq, Hkv, Sq, Skv, D, Dv;
+    double scale;
+    bool causal;
+    /* NULL, or a view of shape {B, Hq, Sq, Skv} (zero strides where it
+     * broadcasts) of type u8 (boolean: nonzero keeps) or W (additive) */
+    const emily_tensor *mask;
+    const emily_tensor *sinks; /* NULL, or {Hq} contiguous in W */
+} emily_sdpa_params;
+
 struct emily_fast_kernels {
     emily_status (*layer_norm)(emily_tensor *dst, const emily_tensor *x, const emily_tensor *gamma,
                                const emily_tensor *beta, double eps);
     emily_status (*rms_norm)(emily_tensor *dst, const emily_tensor *x, const emily_tensor *gamma, double eps);
+    emily_status (*sdpa)(emily_tensor *dst, const emily_tensor *q, const emily_tensor *k,
+                         const emily_tensor *v, const emily_sdpa_params *p);
 };
 
 /* Every kernel of every family, for the engine's supports() query:
@@ -542,7 +557,7 @@ struct emily_fast_kernels {
     X(EIGH_LAPACK, linalg, eigh_lapack) X(LU_NX07, linalg, lu_nx07)                 \
     X(QR_NX07, linalg, qr_nx07) X(DETERMINANT_NX07, linalg, determinant_nx07)       \
     X(EIGH_NX07, linalg, eigh_nx07) X(SVD_NX07, linalg, svd_nx07)                   \
-    X(LAYER_NORM, fast, layer_norm) X(RMS_NORM, fast, rms_norm)
+    X(LAYER_NORM, fast, layer_norm) X(RMS_NORM, fast, rms_norm) X(SDPA, fast, sdpa)
 /* clang-format on */
 
 #define EMI_KERNEL_ID(ID, family, entry) EMI_KERNEL_##ID,

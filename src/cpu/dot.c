@@ -447,10 +447,14 @@ static void blas_task(void *ctx, int64_t t) {
     blas_gemm(j->ct, j->a, j->b, j->c, bi, (int)j->m, (int)j->n, (int)j->k, (int)r0, (int)r1, (int)c0, (int)c1);
 }
 
-static void blas_on_pool(ctype ct, const operand *a, const operand *b, void *c, int64_t nb, int64_t m, int64_t n,
-                         int64_t k) {
+void emi_cpu_blas_one_thread(void) {
     static atomic_int single = 0;
     if (!atomic_exchange(&single, 1)) openblas_set_num_threads(1);
+}
+
+static void blas_on_pool(ctype ct, const operand *a, const operand *b, void *c, int64_t nb, int64_t m, int64_t n,
+                         int64_t k) {
+    emi_cpu_blas_one_thread();
     int64_t threads = omp_get_max_threads();
     blas_job j = {ct, a, b, c, nb, m, n, k, 1, 1, m, n};
     int64_t work = m * n * k;

@@ -280,5 +280,5 @@ static emily_status cpu_rms_norm(emily_tensor *dst, const emily_tensor *x,
     return run("rms_norm", true, dst, x, gamma, NULL, eps);
 }
 
-const struct emily_fast_kernels emi_cpu_fast_kernels = {.layer_norm = cpu_layer_norm,
-                                                        .rms_norm = cpu_rms_norm};
+const struct emily_fast_kernels emi_cpu_fast_kernels = {
+    .layer_norm = cpu_layer_norm, .rms_norm = cpu_rms_norm, .sdpa = emi_cpu_sdpa};

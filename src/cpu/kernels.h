@@ -24,6 +24,15 @@ emily_status emi_cpu_all_close(emily_tensor *dst, const emily_tensor *a,
                                  const emily_tensor *b, double rtol, double atol,
                                  bool equal_nan);
 
+/* OpenBLAS on one thread from now on (once per process): the engine's
+ * pool runs the products in parallel (src/cpu/dot.c says why). Every
+ * kernel that calls BLAS calls it first. */
+void emi_cpu_blas_one_thread(void);
+
+/* emily_sdpa's kernel (src/cpu/sdpa.c), in the fast family's table. */
+emily_status emi_cpu_sdpa(emily_tensor *dst, const emily_tensor *q, const emily_tensor *k,
+                          const emily_tensor *v, const emily_sdpa_params *p);
+
 /* Family tables defined by the family's file (the engine table takes
  * their addresses, constants its initializer can use). */
 extern const struct emily_dot_kernels emi_cpu_dot_kernels;

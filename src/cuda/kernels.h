@@ -29,6 +29,10 @@ emily_status emi_cuda_all_close(emily_tensor *dst, const emily_tensor *a,
                                   const emily_tensor *b, double rtol, double atol,
                                   bool equal_nan);
 
+/* emily_sdpa's kernels (src/cuda/attention.cu), in the fast family's table. */
+emily_status emi_cuda_sdpa(emily_tensor *dst, const emily_tensor *q, const emily_tensor *k,
+                           const emily_tensor *v, const emily_sdpa_params *p);
+
 /* Family tables defined by the family's .cu file. */
 extern const struct emily_dot_kernels emi_cuda_dot_kernels;
 extern const struct emily_window_kernels emi_cuda_window_kernels;

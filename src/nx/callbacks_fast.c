@@ -6,9 +6,13 @@
  *
  *   layer_norm(out, x, gamma, [beta,] opts)   opts: epsilon (default 1.0e-5, Axon's)
  *   rms_norm(out, x, gamma, opts)             opts: epsilon (default 1.0e-6, Bumblebee's)
+ *   sdpa(out, q, k, v, [mask,] [sinks,] opts)  opts: scale (default 1/sqrt(D)),
+ *        causal (false), mask and sinks (booleans: whether that tensor is
+ *        among the arguments; both false by default)
  *
  * The output type is inferred (the merge of the inputs' types) in both
  * modes; the dispatcher checks it against Nx's template in RUN mode. */
+#include <math.h>
 #include "nx/callback.h"
 
 /* (x, gamma, [beta,] [opts]): the leading tensors (2 to max_tensors of
@@ -44,5 +48,43 @@ emily_status emi_cb_rms_norm(emily_call *c) {
     double eps = 1.0e-6;
     emily_status s = norm_args(c, 2, ts, &eps);
     if (s || (s = emily_rms_norm(ts[0], ts[1], eps, &r))) return s;
+    return emi_call_return(c, r);
+}
+
+/* sdpa: q, k, v, then the mask and the sinks where the options say they
+ * are there (a mask and sinks are both tensors: position alone cannot
+ * tell one from the other). */
+emily_status emi_cb_sdpa(emily_call *c) {
+    emily_status s = emi_call_arity(c, 3, 6);
+    if (s) return s;
+    const emily_value *opts = NULL;
+    size_t ntensors = c->nargs;
+    if (c->args[c->nargs - 1].kind == EMILY_V_OPTS) {
+        ntensors--;
+        if ((s = emi_call_opts(c, ntensors, &opts))) return s;
+    }
+    bool causal = false, has_mask = false, has_sinks = false;
+    if ((s = emi_opt_bool(c, opts, "causal", NULL, &causal)) ||
+        (s = emi_opt_bool(c, opts, "mask", NULL, &has_mask)) ||
+        (s = emi_opt_bool(c, opts, "sinks", NULL, &has_sinks)))
+        return s;
+    size_t want = 3 + (has_mask ? 1 : 0) + (has_sinks ? 1 : 0);
+    if (ntensors != want)
+        return emi_call_fail(c, EMILY_ERR_ARGUMENT,
+                             "expected %zu tensors (q, k, v%s%s) before the options, got %zu",
+                             want, has_mask ? ", mask" : "", has_sinks ? ", sinks" : "",
+                             ntensors);
+    emily_tensor *ts[5] = {NULL, NULL, NULL, NULL, NULL}, *r;
+    for (size_t i = 0; i < ntensors; i++)
+        if ((s = emi_call_tensor(c, i, &ts[i]))) return s;
+    emily_sdpa_options o = {.causal = causal,
+                            .mask = has_mask ? ts[3] : NULL,
+                            .sinks = has_sinks ? ts[has_mask ? 4 : 3] : NULL};
+    /* the default scale, 1/sqrt(D), as Bumblebee's default (computed in
+     * double here; Emily.Fast always passes its scale) */
+    int64_t d = emily_tensor_rank(ts[0]) == 4 ? emily_tensor_shape(ts[0])[3] : 0;
+    o.scale = d > 0 ? 1.0 / sqrt((double)d) : 1.0;
+    if ((s = emi_opt_float(c, opts, "scale", NULL, &o.scale))) return s;
+    if ((s = emily_sdpa(ts[0], ts[1], ts[2], &o, &r))) return s;
     return emi_call_return(c, r);
 }

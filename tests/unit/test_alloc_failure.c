@@ -233,6 +233,22 @@ static emily_status rms_norm_rows(const emily_tensor *x, emily_tensor **out) {
     return s;
 }
 
+/* sdpa of x as bf16 q = k = v {1, 2, 32, 3}, causal, with an additive
+ * key mask and sinks: the widened copies, two jobs on the pool, each
+ * with its scratch. */
+static emily_status sdpa_causal(const emily_tensor *x, emily_tensor **out) {
+    emily_tensor *xb = NULL, *q = NULL, *m = NULL, *sk = NULL;
+    int64_t shape[4] = {1, 2, 32, 3}, keys = 32, heads = 2;
+    emily_status s = emily_as_type(x, EMILY_BF16, &xb);
+    if (!s) s = emily_reshape(xb, 4, shape, &q);
+    if (!s) s = emily_iota(EMILY_CPU, EMILY_F32, 1, &keys, 0, &m);
+    if (!s) s = emily_iota(EMILY_CPU, EMILY_F32, 1, &heads, 0, &sk);
+    emily_sdpa_options o = {.scale = 0.01, .causal = true, .mask = m, .sinks = sk};
+    if (!s) s = emily_sdpa(q, q, q, &o, out);
+    RELEASE(xb, q, m, sk);
+    return s;
+}
+
 /* Bytes of t, or NULL (the caller frees). */
 static unsigned char *bytes_of(const emily_tensor *t, size_t *n) {
     *n = emily_tensor_nbytes(t);
@@ -342,6 +358,7 @@ TEST(other_ops_fail_cleanly) {
     CHECK(sweep("pad", pad_interior) > 1);
     CHECK(sweep("layer_norm", layer_norm_views) > 1);
     CHECK(sweep("rms_norm", rms_norm_rows) > 1);
+    CHECK(sweep("sdpa", sdpa_causal) > 1);
 }
 
 RUN_TESTS("alloc_failure", CASE(reduce_max_min_over_axis_0_fail_cleanly), CASE(reduce_max_axis_0_values),

@@ -796,7 +796,8 @@ if Code.ensure_loaded?(Nx.Backend) do
       Nx.Block.IRFFT => :irfft,
       # Emily's own blocks (Emily.Fast): the engine's fused kernels
       Emily.Fast.LayerNorm => :layer_norm,
-      Emily.Fast.RMSNorm => :rms_norm
+      Emily.Fast.RMSNorm => :rms_norm,
+      Emily.Fast.SDPA => :sdpa
     }
 
     @doc false

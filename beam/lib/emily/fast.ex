@@ -46,7 +46,18 @@ if Code.ensure_loaded?(Nx) do
     Options: `:epsilon` (default `1.0e-5` for `layer_norm`, Axon's;
     `1.0e-6` for `rms_norm`, Bumblebee's). `beta` may be `nil` (no bias).
     Vectorized `x` is normalized per entry; `gamma` and `beta` must not be
-    vectorized. See docs/fast.md.
+    vectorized.
+
+    `scaled_dot_product_attention/4` is `softmax(q k^T * scale + mask) v`
+    per batch and head, with `q` `{B, Hq, Sq, D}`, `k` `{B, Hkv, Skv, D}`,
+    `v` `{B, Hkv, Skv, Dv}` (heads before positions, as PyTorch and MLX
+    lay them out; Bumblebee's `{B, S, H, D}` needs a transpose), grouped
+    query heads (`Hq` a multiple of `Hkv`), a bottom-right aligned causal
+    mask, a boolean (`u8`) or additive mask and per-head sinks. Scores and
+    softmax are computed in f32 (f64 for f64) and the probabilities are
+    rounded to `v`'s type before the product, as Bumblebee's attention
+    computes them with an upcast softmax. See docs/fast.md for the exact
+    expression.
     """
 
     defmodule LayerNorm do
@@ -57,6 +68,14 @@ if Code.ensure_loaded?(Nx) do
     defmodule RMSNorm do
       @moduledoc "The `Nx.block/4` struct of `Emily.Fast.rms_norm/3`."
       defstruct epsilon: 1.0e-6
+    end
+
+    defmodule SDPA do
+      @moduledoc """
+      The `Nx.block/4` struct of `Emily.Fast.scaled_dot_product_attention/4`:
+      `mask` and `sinks` say whether those tensors follow `q`, `k`, `v`.
+      """
+      defstruct scale: 1.0, causal: false, mask: false, sinks: false
     end
 
     # Nx 0.12+ has Nx.block/4; Nx 0.7 runs the fallback directly
@@ -83,6 +102,136 @@ if Code.ensure_loaded?(Nx) do
       opts = Keyword.validate!(opts, epsilon: 1.0e-6)
       eps = epsilon!(:rms_norm, opts[:epsilon])
       run(:rms_norm, %RMSNorm{epsilon: eps}, [x, gamma])
+    end
+
+    @doc """
+    Scaled dot-product attention: `softmax(q k^T * scale + mask) v`.
+
+    `q` is `{B, Hq, Sq, D}`, `k` `{B, Hkv, Skv, D}`, `v` `{B, Hkv, Skv, Dv}`,
+    all of one float type; `Hq` must be a multiple of `Hkv` (query head `h`
+    reads kv head `div(h, div(Hq, Hkv))`). The result is `{B, Hq, Sq, Dv}`
+    of `q`'s type.
+
+    Options:
+
+      * `:scale` - the scores' factor, default `1 / sqrt(D)`;
+      * `:causal` - query `i` sees key `j` only when `j <= i + Skv - Sq`
+        (aligned to the bottom-right corner: with a KV cache, the `Sq` new
+        queries follow `Skv - Sq` cached keys), default `false`;
+      * `:mask` - a tensor broadcastable to `{B, Hq, Sq, Skv}`: `u8` keeps
+        the keys where it is nonzero, a float type is added to the scaled
+        scores; default `nil`;
+      * `:sinks` - `{Hq}` floats, one extra logit per head that joins the
+        softmax's denominator and adds no value (gpt-oss), default `nil`.
+
+    A row whose every key is masked gives zeros (not NaN). See
+    docs/fast.md for the expression, step by step.
+    """
+    def scaled_dot_product_attention(q, k, v, opts \\ []) do
+      opts = Keyword.validate!(opts, scale: nil, causal: false, mask: nil, sinks: nil)
+      [q, k, v] = Enum.map([q, k, v], &Nx.to_tensor/1)
+      mask = opts[:mask] && Nx.to_tensor(opts[:mask])
+      sinks = opts[:sinks] && Nx.to_tensor(opts[:sinks])
+      sdpa_check!(q, k, v, mask, sinks)
+
+      unless is_boolean(opts[:causal]) do
+        raise ArgumentError,
+              "Emily.Fast.scaled_dot_product_attention: :causal must be a boolean, " <>
+                "got: #{inspect(opts[:causal])}"
+      end
+
+      {b, hq, sq, d} = q.shape
+      dv = elem(v.shape, 3)
+      scale = sdpa_scale!(opts[:scale], d)
+
+      struct = %SDPA{
+        scale: scale,
+        causal: opts[:causal],
+        mask: mask != nil,
+        sinks: sinks != nil
+      }
+
+      args = Enum.reject([q, k, v, mask, sinks], &is_nil/1)
+      out = Nx.template({b, hq, sq, dv}, q.type)
+      block(struct, args, out)
+    end
+
+    defp sdpa_scale!(nil, d), do: 1.0 / :math.sqrt(max(d, 1))
+    defp sdpa_scale!(s, _d) when is_number(s), do: s * 1.0
+
+    defp sdpa_scale!(s, _d) do
+      raise ArgumentError,
+            "Emily.Fast.scaled_dot_product_attention: :scale must be a number, got: #{inspect(s)}"
+    end
+
+    defp sdpa_check!(q, k, v, mask, sinks) do
+      name = "Emily.Fast.scaled_dot_product_attention"
+      named = [q: q, k: k, v: v, mask: mask, sinks: sinks] |> Enum.reject(&(elem(&1, 1) == nil))
+
+      for {arg, t} <- named, t.vectorized_axes != [] do
+        raise ArgumentError, "#{name}: #{arg} must not be vectorized"
+      end
+
+      unless float?(q.type) do
+        raise ArgumentError,
+              "#{name}: q must be a float tensor (f16, bf16, f32 or f64), " <>
+                "got #{Nx.Type.to_string(q.type)}"
+      end
+
+      for {arg, t} <- [k: k, v: v], t.type != q.type do
+        raise ArgumentError,
+              "#{name}: #{arg} must have q's type #{Nx.Type.to_string(q.type)}, " <>
+                "got #{Nx.Type.to_string(t.type)}"
+      end
+
+      for {arg, t, layout} <- [
+            {:q, q, "B, Hq, Sq, D"},
+            {:k, k, "B, Hkv, Skv, D"},
+            {:v, v, "B, Hkv, Skv, Dv"}
+          ],
+          tuple_size(t.shape) != 4 do
+        raise ArgumentError,
+              "#{name}: #{arg} must have rank 4 (#{layout}), got #{inspect(t.shape)}"
+      end
+
+      {b, hq, sq, d} = q.shape
+      {kb, hkv, skv, kd} = k.shape
+      {vb, vh, vs, _} = v.shape
+
+      if kb != b or vb != b or kd != d or vh != hkv or vs != skv or rem(hq, hkv) != 0 do
+        raise ArgumentError,
+              "#{name}: expected k {B, Hkv, Skv, D} and v {B, Hkv, Skv, Dv} for q " <>
+                "{B, Hq, Sq, D} with Hq a multiple of Hkv, got q #{inspect(q.shape)}, " <>
+                "k #{inspect(k.shape)}, v #{inspect(v.shape)}"
+      end
+
+      if mask do
+        unless mask.type == {:u, 8} or float?(mask.type) do
+          raise ArgumentError,
+                "#{name}: mask must be u8 (a boolean mask) or a float type (an additive " <>
+                  "mask), got #{Nx.Type.to_string(mask.type)}"
+        end
+
+        full = {b, hq, sq, skv}
+        ms = Tuple.to_list(mask.shape)
+        tail = full |> Tuple.to_list() |> Enum.take(-length(ms))
+
+        unless length(ms) <= 4 and Enum.all?(Enum.zip(ms, tail), fn {m, f} -> m in [1, f] end) do
+          raise ArgumentError,
+                "#{name}: mask of shape #{inspect(mask.shape)} does not broadcast to " <>
+                  "{B, Hq, Sq, Skv} = #{inspect(full)}"
+        end
+      end
+
+      if sinks do
+        unless float?(sinks.type) and sinks.shape == {hq} do
+          raise ArgumentError,
+                "#{name}: sinks must be a float tensor of shape {#{hq}} (Hq), got " <>
+                  "#{Nx.Type.to_string(sinks.type)} #{inspect(sinks.shape)}"
+        end
+      end
+
+      :ok
     end
 
     defp epsilon!(_name, eps) when is_float(eps), do: eps
@@ -112,6 +261,8 @@ if Code.ensure_loaded?(Nx) do
       # Nx.block/4 calls its fallback with the struct and each argument
       defp spread(fun, [_, _]), do: fn s, x, g -> fun.(s, [x, g]) end
       defp spread(fun, [_, _, _]), do: fn s, x, g, b -> fun.(s, [x, g, b]) end
+      defp spread(fun, [_, _, _, _]), do: fn s, a, b, c, d -> fun.(s, [a, b, c, d]) end
+      defp spread(fun, [_, _, _, _, _]), do: fn s, a, b, c, d, e -> fun.(s, [a, b, c, d, e]) end
     else
       defp block(struct, args, _out), do: fallback(struct, args)
     end
@@ -152,6 +303,94 @@ if Code.ensure_loaded?(Nx) do
       ms = Nx.mean(Nx.multiply(xw, xw), axes: [-1], keep_axes: true)
       z = xw |> Nx.multiply(Nx.rsqrt(Nx.add(ms, epsilon_tensor(eps, w)))) |> Nx.as_type(x.type)
       Nx.as_type(z, a) |> Nx.multiply(Nx.as_type(gamma, a)) |> Nx.as_type(out_type)
+    end
+
+    # Scaled dot-product attention, step by step as emily/ops_fast.h writes
+    # it (W the work type, T q's type): Bumblebee's attention_weights_impl
+    # and attention_output_impl with the scores and the softmax in W, a
+    # bottom-right aligned causal mask, -inf for masked keys, sinks as one
+    # more column of logits, and fully masked rows set to 0.
+    def fallback(%SDPA{} = s, [q, k, v | rest]) do
+      {mask, sinks} =
+        case {s.mask, s.sinks, rest} do
+          {false, false, []} -> {nil, nil}
+          {true, false, [m]} -> {m, nil}
+          {false, true, [sk]} -> {nil, sk}
+          {true, true, [m, sk]} -> {m, sk}
+        end
+
+      t = q.type
+      w = stat_type(q)
+      {b, hq, sq, _d} = q.shape
+      {_, hkv, skv, _} = k.shape
+      group = div(hq, hkv)
+      neg_inf = Nx.Constants.neg_infinity(w, backend: Nx.BinaryBackend)
+
+      qw = Nx.as_type(q, w)
+      kw = k |> repeat_heads(group) |> Nx.as_type(w)
+      vw = v |> repeat_heads(group) |> Nx.as_type(w)
+
+      scores = Nx.dot(qw, [3], [0, 1], kw, [3], [0, 1])
+      a = Nx.multiply(scores, Nx.tensor(s.scale, type: w, backend: Nx.BinaryBackend))
+
+      a =
+        if mask != nil and mask.type != {:u, 8},
+          do: Nx.add(a, Nx.as_type(mask, w)),
+          else: a
+
+      keep =
+        [
+          s.causal &&
+            Nx.greater_equal(
+              Nx.add(Nx.iota({sq, 1}), skv - sq),
+              Nx.iota({1, skv})
+            ),
+          (mask != nil and mask.type == {:u, 8}) && Nx.not_equal(mask, 0)
+        ]
+        |> Enum.filter(& &1)
+        |> Enum.reduce(nil, fn m, acc -> if acc == nil, do: m, else: Nx.logical_and(acc, m) end)
+
+      # (Nx.select takes its result's shape from the predicate)
+      logits = if keep == nil, do: a, else: Nx.select(Nx.broadcast(keep, a.shape), a, neg_inf)
+
+      extended =
+        if sinks == nil do
+          logits
+        else
+          column =
+            sinks |> Nx.as_type(w) |> Nx.reshape({1, hq, 1, 1}) |> Nx.broadcast({b, hq, sq, 1})
+
+          Nx.concatenate([logits, column], axis: 3)
+        end
+
+      m = Nx.reduce_max(extended, axes: [3], keep_axes: true)
+      m = Nx.select(Nx.equal(m, neg_inf), Nx.tensor(0, type: w, backend: Nx.BinaryBackend), m)
+      e = Nx.exp(Nx.subtract(extended, m))
+      z = Nx.sum(e, axes: [3], keep_axes: true)
+      z = Nx.select(Nx.equal(z, 0), Nx.tensor(1, type: w, backend: Nx.BinaryBackend), z)
+      p = Nx.divide(e, z)
+      p = if sinks == nil, do: p, else: Nx.slice_along_axis(p, 0, skv, axis: 3)
+
+      # every key masked: 0, with or without a sink
+      live = Nx.not_equal(Nx.reduce_max(logits, axes: [3], keep_axes: true), neg_inf)
+
+      p =
+        Nx.select(Nx.broadcast(live, p.shape), p, Nx.tensor(0, type: w, backend: Nx.BinaryBackend))
+
+      p = p |> Nx.as_type(t) |> Nx.as_type(w)
+      Nx.dot(p, [3], [0, 1], vw, [2], [0, 1]) |> Nx.as_type(t)
+    end
+
+    # {B, Hkv, S, D} -> {B, Hkv * group, S, D}, head h from kv head div(h, group)
+    defp repeat_heads(t, 1), do: t
+
+    defp repeat_heads(t, group) do
+      {b, h, s, d} = t.shape
+
+      t
+      |> Nx.new_axis(2)
+      |> Nx.broadcast({b, h, group, s, d})
+      |> Nx.reshape({b, h * group, s, d})
     end
 
     # eps as a W scalar. Not the number itself: eagerly Nx makes a float
