@@ -298,7 +298,7 @@ if Code.ensure_loaded?(Nx) do
       assert_raise ArgumentError,
                    "#{name}: q must be a float tensor (f16, bf16, f32 or f64), got s32",
                    fn ->
-                     sdpa.(Nx.iota({1, 2, 3, 4}), k, k, [])
+                     sdpa.(Nx.iota({1, 2, 3, 4}, type: :s32), k, k, [])
                    end
 
       assert_raise ArgumentError, "#{name}: k must have q's type f32, got bf16", fn ->
