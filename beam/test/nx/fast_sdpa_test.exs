@@ -318,7 +318,7 @@ if Code.ensure_loaded?(Nx) do
       end
 
       assert_raise ArgumentError, ~r/mask must be u8.*got s32/, fn ->
-        sdpa.(q, k, k, mask: Nx.iota({3, 5}))
+        sdpa.(q, k, k, mask: Nx.iota({3, 5}, type: :s32))
       end
 
       assert_raise ArgumentError, ~r/sinks must be a float tensor of shape \{2\}/, fn ->
