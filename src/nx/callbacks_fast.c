@@ -6,6 +6,9 @@
  *
  *   layer_norm(out, x, gamma, [beta,] opts)   opts: epsilon (default 1.0e-5, Axon's)
  *   rms_norm(out, x, gamma, opts)             opts: epsilon (default 1.0e-6, Bumblebee's)
+ *   softmax(out, x)                           over the last axis (what the engine
+ *                                             graph's pattern pass substitutes,
+ *                                             src/graph/patterns.c)
  *
  * The output type is inferred (the merge of the inputs' types) in both
  * modes; the dispatcher checks it against Nx's template in RUN mode. */
@@ -44,5 +47,12 @@ emily_status emi_cb_rms_norm(emily_call *c) {
     double eps = 1.0e-6;
     emily_status s = norm_args(c, 2, ts, &eps);
     if (s || (s = emily_rms_norm(ts[0], ts[1], eps, &r))) return s;
+    return emi_call_return(c, r);
+}
+
+emily_status emi_cb_softmax(emily_call *c) {
+    emily_tensor *x, *r;
+    emily_status s = emi_call_arity(c, 1, 1);
+    if (s || (s = emi_call_tensor(c, 0, &x)) || (s = emily_softmax(x, &r))) return s;
     return emi_call_return(c, r);
 }
