@@ -183,4 +183,5 @@ emily_status cuda_rms_norm(emily_tensor *dst, const emily_tensor *x, const emily
 
 } // namespace
 
-extern "C" const struct emily_fast_kernels emi_cuda_fast_kernels = {cuda_layer_norm, cuda_rms_norm};
+extern "C" const struct emily_fast_kernels emi_cuda_fast_kernels = {cuda_layer_norm, cuda_rms_norm,
+                                                                     emi_cuda_softmax};

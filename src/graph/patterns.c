@@ -234,6 +234,7 @@ static bool layer_norm_body(matcher *m, int32_t c1, int32_t sc, const graph_valu
     if (!row_mean(m, var, t, &sq) || !square(m, sq, t, &c2) || !same_shape(val(m, sq), out) ||
         !binary(m, c2, "subtract", t, &src, &mean2) || src != r->x || !row_mean(m, mean2, t, &src) || src != r->x)
         return false;
+    r->eps = e1v; /* the constant's value: the kernel's W(eps) is exactly it */
     r->gamma = row_vector(m, gv, xv);
     return r->gamma >= 0 && val(m, r->gamma)->dtype == t;
 }
@@ -254,7 +255,6 @@ static bool match_layer_norm(matcher *m, const graph_call *root, match *r) {
             if (!layer_norm_body(m, inner ? q : p, inner ? p : q, out, t, r)) continue;
             r->beta = row_vector(m, b, val(m, r->x));
             if (r->beta < 0 || val(m, r->beta)->dtype != t || !closed(m, root)) continue;
-            /* the eps constant's value, which the kernel rounds to W again: exact */
             return true;
         }
     }
@@ -425,8 +425,8 @@ emily_status emi_graph_patterns(emily_graph *g, const emily_graph_options *opts)
         (*count)++;
         g->stats.patterns++;
         if (trace)
-            fprintf(stderr, "emily graph: %s substituted for %d calls ending at value %d\n", name, m.ninner + 1,
-                    (int)c->first);
+            fprintf(stderr, "emily graph: %s substituted for %d calls ending at value %d (x %d, gamma %d, beta %d, eps %g)\n",
+                    name, m.ninner + 1, (int)c->first, (int)r.x, (int)r.gamma, (int)r.beta, r.eps);
     }
     free(uses);
     return s;
