@@ -17,8 +17,10 @@
 #include "core/binary_kernels.h"
 #include "core/norm_rules.h"
 
-using namespace emily_cuda;
-
+// In emily_cuda's own unnamed namespace, as the unary kernels are: a
+// second unnamed namespace beside theirs makes the kernel's launch stub
+// ambiguous.
+namespace emily_cuda {
 namespace {
 
 constexpr int WARP = 32;
@@ -116,5 +118,8 @@ emily_status cuda_softmax(emily_tensor *dst, const emily_tensor *x) {
 }
 
 } // namespace
+} // namespace emily_cuda
 
-extern "C" emily_status emi_cuda_softmax(emily_tensor *dst, const emily_tensor *x) { return cuda_softmax(dst, x); }
+extern "C" emily_status emi_cuda_softmax(emily_tensor *dst, const emily_tensor *x) {
+    return emily_cuda::cuda_softmax(dst, x);
+}
