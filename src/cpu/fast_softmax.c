@@ -22,6 +22,15 @@
 #include "cpu/unary_simd.h"
 
 #define LANES EMI_NORM_LANES
+#define PRAGMA(x) _Pragma(#x)
+
+/* The row loops built again for AVX2 and AVX-512 (picked at run time),
+ * as fast_norm.c's are: plain loops the compiler vectorizes. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_ADDRESS__)
+#define HOT __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define HOT
+#endif
 
 typedef struct softmax_job {
     emily_dtype t;
@@ -67,26 +76,40 @@ static void exp_row(const softmax_job *j, char *y, int64_t n) {
  * exactly as a double for the sum, SUM_ST rounds the double sum to T as
  * emily_sum stores it. */
 #define SOFTMAX_ROW(sfx, T, C, SUM_ST)                                                 \
-    static void row_##sfx(const softmax_job *j, const T *restrict x, T *restrict y) {  \
-        int64_t n = j->n;                                                              \
+    HOT static C row_max_##sfx(const T *restrict x, int64_t n) {                       \
         C m = (C)-INFINITY;                                                            \
         int nan = 0;                                                                   \
+        PRAGMA(omp simd reduction(max : m) reduction(| : nan))                         \
         for (int64_t k = 0; k < n; k++) {                                              \
             C v = emi_bk_ld_##sfx(x[k]);                                               \
             nan |= v != v;                                                             \
             m = v > m ? v : m;                                                         \
         }                                                                              \
-        if (nan) m = (C)NAN;                                                           \
+        return nan ? (C)NAN : m;                                                       \
+    }                                                                                  \
+    HOT static void row_shift_##sfx(const T *restrict x, T *restrict y, int64_t n, C m) { \
+        PRAGMA(omp simd)                                                               \
         for (int64_t k = 0; k < n; k++) y[k] = emi_bk_st_##sfx(emi_bk_ld_##sfx(x[k]) - m); \
-        exp_row(j, (char *)y, n);                                                      \
+    }                                                                                  \
+    HOT static double row_sum_##sfx(const T *restrict y, int64_t n) {                  \
         double l[LANES] = {0};                                                         \
         int64_t k0 = 0;                                                                \
         for (; k0 + LANES <= n; k0 += LANES)                                           \
+            PRAGMA(GCC unroll 32)                                                      \
             for (int q = 0; q < LANES; q++) l[q] += (double)emi_bk_ld_##sfx(y[k0 + q]); \
         for (int q = 0; k0 + q < n; q++) l[q] += (double)emi_bk_ld_##sfx(y[k0 + q]);   \
-        C s = emi_bk_ld_##sfx(SUM_ST(emi_norm_combine(l)));                            \
-        C r = emi_bk_ld_##sfx(emi_bk_st_##sfx((C)1 / s));                              \
+        return emi_norm_combine(l);                                                    \
+    }                                                                                  \
+    HOT static void row_scale_##sfx(T *restrict y, int64_t n, C r) {                   \
+        PRAGMA(omp simd)                                                               \
         for (int64_t k = 0; k < n; k++) y[k] = emi_bk_st_##sfx(r * emi_bk_ld_##sfx(y[k])); \
+    }                                                                                  \
+    static void row_##sfx(const softmax_job *j, const T *restrict x, T *restrict y) {  \
+        int64_t n = j->n;                                                              \
+        row_shift_##sfx(x, y, n, row_max_##sfx(x, n));                                 \
+        exp_row(j, (char *)y, n);                                                      \
+        C s = emi_bk_ld_##sfx(SUM_ST(row_sum_##sfx(y, n)));                            \
+        row_scale_##sfx(y, n, emi_bk_ld_##sfx(emi_bk_st_##sfx((C)1 / s)));             \
     }
 #define AS_F32(v) ((float)(v))
 #define AS_F64(v) (v)
