@@ -292,7 +292,7 @@ ERL_NIF_TERM nif_graph_outputs(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv
     return s ? engine_error_of(env, "graph_outputs") : nif_atom.ok;
 }
 
-/* graph_compile(graph, device, optimize?) -> :ok (dirty: folding runs calls) */
+/* graph_compile(graph, device, optimize?, patterns?) -> :ok (dirty: folding runs calls) */
 ERL_NIF_TERM nif_graph_compile(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
     (void)argc;
     emily_graph *g;
@@ -300,7 +300,8 @@ ERL_NIF_TERM nif_graph_compile(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv
     emily_device dev;
     char msg[256];
     if (!nif_term_to_device(env, argv[1], &dev, msg, sizeof msg)) return nif_make_error(env, msg);
-    emily_graph_options o = {.no_optimize = enif_is_identical(argv[2], nif_atom.false_)};
+    emily_graph_options o = {.no_optimize = enif_is_identical(argv[2], nif_atom.false_),
+                             .no_patterns = enif_is_identical(argv[3], nif_atom.false_)};
     return emily_graph_compile(g, dev, &o) ? engine_error_of(env, "graph_compile") : nif_atom.ok;
 }
 
@@ -378,10 +379,12 @@ ERL_NIF_TERM nif_graph_stats(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]
     emily_graph_stats st;
     emily_graph_get_stats(g, &st);
     const char *names[] = {"params", "constants", "calls", "folded", "dropped", "rewritten", "fused_calls",
-                           "fused_groups", "steps", "outputs", "peak_bytes", "replays", "replay_bytes"};
+                           "fused_groups", "steps", "outputs", "peak_bytes", "replays", "replay_bytes",
+                           "patterns", "pattern_layer_norm", "pattern_rms_norm", "pattern_softmax"};
     int64_t values[] = {st.params, st.constants, st.calls, st.folded, st.dropped, st.rewritten,
                         st.fused_calls, st.fused_groups, st.steps, st.outputs, st.peak_bytes,
-                        st.replays, st.replay_bytes};
+                        st.replays, st.replay_bytes, st.patterns, st.pattern_layer_norm,
+                        st.pattern_rms_norm, st.pattern_softmax};
     enum { NSTATS = sizeof values / sizeof *values };
     ERL_NIF_TERM keys[NSTATS], vs[NSTATS], map;
     for (int i = 0; i < NSTATS; i++) {

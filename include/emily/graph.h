@@ -94,6 +94,12 @@ typedef struct emily_graph_options {
      * the calls' work and later runs replay it in one launch (docs/graph.md);
      * 1: every run runs the calls. EMILY_GRAPH_REPLAY=0 does the same. */
     int no_replay;
+    /* 0: the composed forms of layer_norm, rms_norm and softmax (as Axon
+     * and Bumblebee write them) become the fused ops (emily/ops_fast.h),
+     * where the types and shapes are the fused op's contract exactly
+     * (docs/graph.md: what that changes in rounding); 1: they stay.
+     * EMILY_GRAPH_PATTERNS=0 does the same. */
+    int no_patterns;
 } emily_graph_options;
 
 /* Checks and optimizes the graph for `device` (opts may be NULL). A
@@ -118,6 +124,11 @@ typedef struct emily_graph_stats {
     int64_t peak_bytes;                 /* intermediates alive at once, at most (last run) */
     int64_t replays;                    /* runs that replayed a recording */
     int64_t replay_bytes;               /* the recording's device memory (0: none) */
+    /* composed subgraphs replaced by one fused call (emily_graph_options.no_patterns),
+     * in all and by pattern; a graph counts those of the loop bodies and
+     * branches it holds too */
+    int64_t patterns;
+    int64_t pattern_layer_norm, pattern_rms_norm, pattern_softmax;
 } emily_graph_stats;
 EMILY_API emily_status emily_graph_get_stats(const emily_graph *g, emily_graph_stats *stats);
 

@@ -176,6 +176,35 @@ EMILY_API emily_status emily_sdpa(const emily_tensor *q, const emily_tensor *k,
                                   const emily_tensor *v, const emily_sdpa_options *options,
                                   emily_tensor **out);
 
+/* softmax over the last axis (Axon.Activations.softmax with axis -1:
+ * x - stop_grad(reduce_max(x)), exp, and the reciprocal of the sum times
+ * the exponentials), every step in x's own type X as the composed
+ * expression computes it (the output has x's type and shape; x is f16,
+ * bf16, f32 or f64, rank >= 1; n = the last axis' size). Per row:
+ *   m   = max_j x_j                       (NaN if any x_j is NaN; -inf for
+ *                                          a row of -inf)
+ *   d_j = X(x_j - m)
+ *   e_j = X(exp(d_j))                     the device's exp kernel for X,
+ *                                          the one emily_unary(EMILY_EXP)
+ *                                          runs on a contiguous tensor
+ *   s   = X(sum_j e_j)                    summed wide, rounded once
+ *   r   = X(1 / s)
+ *   y_j = X(r * e_j)
+ * X(v) of an arithmetic step is emily_binary's rounding: f32 and f64
+ * compute in their type, f16 and bf16 in f32 and round once by Nx's rules
+ * (bf16: truncated from the f32). The sum is accumulated in double (f64:
+ * in f64) in the order "Sums" describes above and rounded once to X, as
+ * emily_sum rounds its double sum; the two orders give the same X value
+ * except where the double sums straddle a rounding boundary of X. So the
+ * result is the composed calls' (reduce_max, subtract, exp, sum, divide,
+ * multiply on this device) bit for bit but for that. Edge values follow
+ * the expression: a NaN or a +inf in a row makes the row NaN (inf - inf),
+ * a -inf element gives 0 (a row of -inf only is NaN). An x with no rows
+ * or rows of length 0 gives an empty output.
+ *
+ * Errors: NULL arguments, x of rank 0, non-float types. */
+EMILY_API emily_status emily_softmax(const emily_tensor *x, emily_tensor **out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -529,6 +529,9 @@ struct emily_fast_kernels {
     emily_status (*rms_norm)(emily_tensor *dst, const emily_tensor *x, const emily_tensor *gamma, double eps);
     emily_status (*sdpa)(emily_tensor *dst, const emily_tensor *q, const emily_tensor *k,
                          const emily_tensor *v, const emily_sdpa_params *p);
+    /* softmax over the last axis: x contiguous (f16, bf16, f32 or f64),
+     * dst fresh with x's type and shape. */
+    emily_status (*softmax)(emily_tensor *dst, const emily_tensor *x);
 };
 
 /* Every kernel of every family, for the engine's supports() query:
@@ -557,7 +560,8 @@ struct emily_fast_kernels {
     X(EIGH_LAPACK, linalg, eigh_lapack) X(LU_NX07, linalg, lu_nx07)                 \
     X(QR_NX07, linalg, qr_nx07) X(DETERMINANT_NX07, linalg, determinant_nx07)       \
     X(EIGH_NX07, linalg, eigh_nx07) X(SVD_NX07, linalg, svd_nx07)                   \
-    X(LAYER_NORM, fast, layer_norm) X(RMS_NORM, fast, rms_norm) X(SDPA, fast, sdpa)
+    X(LAYER_NORM, fast, layer_norm) X(RMS_NORM, fast, rms_norm) X(SDPA, fast, sdpa)   \
+    X(SOFTMAX, fast, softmax)
 /* clang-format on */
 
 #define EMI_KERNEL_ID(ID, family, entry) EMI_KERNEL_##ID,

@@ -284,6 +284,14 @@ static emily_status plan_releases(emily_graph *g) {
     return s;
 }
 
+static void add_pattern_stats(emily_graph_stats *to, const emily_graph *from) {
+    if (!from) return;
+    to->patterns += from->stats.patterns;
+    to->pattern_layer_norm += from->stats.pattern_layer_norm;
+    to->pattern_rms_norm += from->stats.pattern_rms_norm;
+    to->pattern_softmax += from->stats.pattern_softmax;
+}
+
 emily_status emily_graph_compile(emily_graph *g, emily_device device, const emily_graph_options *opts) {
     if (!g) return emily_error(EMILY_ERR_ARGUMENT, "graph_compile: NULL graph");
     if (g->compiled) return emily_error(EMILY_ERR_ARGUMENT, "graph_compile: the graph is already compiled");
@@ -317,7 +325,14 @@ emily_status emily_graph_compile(emily_graph *g, emily_device device, const emil
     g->stats.params = g->nparams;
     g->stats.calls = g->ncalls;
     g->stats.outputs = g->noutputs;
-    if (optimize && ((s = fold_constants(g)) || (s = simplify(g)))) return s;
+    if (optimize && ((s = fold_constants(g)) || (s = simplify(g)) || (s = emi_graph_patterns(g, opts)))) return s;
+    /* the substitutions in the loop bodies and branches count here too */
+    for (int32_t ci = 0; ci < g->ncalls; ci++) {
+        const graph_call *c = &g->calls[ci];
+        add_pattern_stats(&g->stats, c->cond);
+        add_pattern_stats(&g->stats, c->body);
+        for (int b = 0; c->branches && b <= c->nclauses; b++) add_pattern_stats(&g->stats, c->branches[b]);
+    }
     mark_needed(g);
     g->steps = calloc((size_t)g->ncalls + 1, sizeof *g->steps);
     if (!g->steps) return emily_error(EMILY_ERR_MEMORY, "graph_compile: out of host memory");

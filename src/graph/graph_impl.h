@@ -124,6 +124,11 @@ emily_status emi_graph_replay_run(emily_graph *g, emily_tensor *const *params, e
                                   bool *done);
 void emi_graph_replay_free(emily_graph *g);
 
+/* pattern fusion (patterns.c): composed layer norms, rms norms and
+ * softmaxes replaced by the fused ops' calls, after folding and before
+ * dead calls are dropped. */
+emily_status emi_graph_patterns(emily_graph *g, const emily_graph_options *opts);
+
 /* fusion (fuse.c): plans fused groups over the compiled graph's steps,
  * and runs one. */
 typedef struct fused_group {

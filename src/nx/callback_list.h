@@ -149,7 +149,8 @@
     /* fused transformer kernels (Emily.Fast): src/nx/callbacks_fast.c */           \
     EMI_CALLBACK(layer_norm, layer_norm, 0, INLINE, FLOAT)                           \
     EMI_CALLBACK(rms_norm, rms_norm, 0, INLINE, FLOAT)                               \
-    EMI_CALLBACK(sdpa, sdpa, 0, DIRTY, REAL)
+    EMI_CALLBACK(sdpa, sdpa, 0, DIRTY, REAL)                                         \
+    EMI_CALLBACK(softmax, softmax, 0, INLINE, FLOAT)
 /* clang-format on */
 
 #endif

@@ -9,6 +9,9 @@
  *   sdpa(out, q, k, v, [mask,] [sinks,] opts)  opts: scale (default 1/sqrt(D)),
  *        causal (false), mask and sinks (booleans: whether that tensor is
  *        among the arguments; both false by default)
+ *   softmax(out, x)                           over the last axis (what the engine
+ *                                             graph's pattern pass substitutes,
+ *                                             src/graph/patterns.c)
  *
  * The output type is inferred (the merge of the inputs' types) in both
  * modes; the dispatcher checks it against Nx's template in RUN mode. */
@@ -86,5 +89,12 @@ emily_status emi_cb_sdpa(emily_call *c) {
     o.scale = d > 0 ? 1.0 / sqrt((double)d) : 1.0;
     if ((s = emi_opt_float(c, opts, "scale", NULL, &o.scale))) return s;
     if ((s = emily_sdpa(ts[0], ts[1], ts[2], &o, &r))) return s;
+    return emi_call_return(c, r);
+}
+
+emily_status emi_cb_softmax(emily_call *c) {
+    emily_tensor *x, *r;
+    emily_status s = emi_call_arity(c, 1, 1);
+    if (s || (s = emi_call_tensor(c, 0, &x)) || (s = emily_softmax(x, &r))) return s;
     return emi_call_return(c, r);
 }

@@ -36,6 +36,15 @@ if Code.ensure_loaded?(Nx.Defn.Compiler) do
         `:raise` raises `ArgumentError`.
       * `:optimize` - `false` runs every recorded call one by one
         (default `true`).
+      * `:patterns` - `false` keeps the composed forms of layer norm, RMS
+        norm and softmax as they are; by default (`true`) the engine
+        replaces each one whose types and shapes are exactly those of a
+        fused kernel (`Emily.Fast`'s, and a softmax) with that kernel's
+        call, and emits a `[:emily, :compiler, :pattern]` telemetry event
+        per pattern found in the graph, with measurements `%{count: n}`
+        and metadata `%{pattern: :layer_norm | :rms_norm | :softmax}`
+        (docs/graph.md says what each changes in rounding). The
+        environment variable `EMILY_GRAPH_PATTERNS=0` turns it off too.
       * `:save_graph` - a path: the compiled graph is also saved there, to
         be run from C (`emily_graph_load`, `build/emily_run`). The
         environment variable `EMILY_SAVE_GRAPH_DIR` saves every graph
@@ -51,7 +60,14 @@ if Code.ensure_loaded?(Nx.Defn.Compiler) do
 
     alias Nx.Defn.{Composite, Expr, Tree}
 
-    @compiler_keys [:device, :dot_precision, :compiler_fallback, :optimize, :save_graph]
+    @compiler_keys [:device, :dot_precision, :compiler_fallback, :optimize, :patterns, :save_graph]
+
+    # the engine's pattern counts (emily_graph_stats) by telemetry name
+    @patterns [
+      layer_norm: :pattern_layer_norm,
+      rms_norm: :pattern_rms_norm,
+      softmax: :pattern_softmax
+    ]
 
     # Expressions the graph does not hold: side effects and Elixir
     # functions.
@@ -171,7 +187,12 @@ if Code.ensure_loaded?(Nx.Defn.Compiler) do
         {:ok, graph, outputs} ->
           :ok =
             Emily.Native.ok!(
-              Emily.Native.graph_compile(graph, device, Keyword.get(opts, :optimize, true))
+              Emily.Native.graph_compile(
+                graph,
+                device,
+                Keyword.get(opts, :optimize, true),
+                Keyword.get(opts, :patterns, true)
+              )
             )
 
           stats = Emily.Native.graph_stats(graph)
@@ -181,6 +202,10 @@ if Code.ensure_loaded?(Nx.Defn.Compiler) do
             %{calls: stats.calls, steps: stats.steps},
             stats
           )
+
+          for {pattern, key} <- @patterns, (count = Map.fetch!(stats, key)) > 0 do
+            :telemetry.execute([:emily, :compiler, :pattern], %{count: count}, %{pattern: pattern})
+          end
 
           if path = opts[:save_graph] || env_graph_path(stats),
             do: Emily.Native.ok!(Emily.Native.graph_save(graph, path))

@@ -169,7 +169,7 @@ defmodule Emily.Native do
   def graph_outputs(_graph, _ids), do: nif!()
 
   @doc "Compiles (and optimizes unless `optimize?` is false) for a device."
-  def graph_compile(_graph, _device, _optimize?), do: nif!()
+  def graph_compile(_graph, _device, _optimize?, _patterns?), do: nif!()
 
   @doc "Runs a compiled graph: `{:ok, [%Emily.Backend{}]}` or `{:error, msg}`."
   def graph_run(_graph, _params), do: nif!()
