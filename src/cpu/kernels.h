@@ -34,5 +34,6 @@ extern const struct emily_cumulative_kernels emi_cpu_cumulative_kernels;
 extern const struct emily_fft_kernels emi_cpu_fft_kernels;
 extern const struct emily_linalg_kernels emi_cpu_linalg_kernels;
 extern const struct emily_fast_kernels emi_cpu_fast_kernels;
+extern const struct emily_quant_kernels emi_cpu_quant_kernels;
 
 #endif
