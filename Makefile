@@ -225,6 +225,11 @@ $(BUILD)/tests/test_embed: $(BUILD)/obj/tests/unit/test_embed.o $(BUILD)/obj/tes
 $(BUILD)/bench_fast_norm: $(BUILD)/obj/bench/fast_norm.o $(ENGINE_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+# bench/quant.c: the fused quantized matmul against the f32 dot (not part
+# of `all`; bench/quant.c says how to run it).
+$(BUILD)/bench_quant: $(BUILD)/obj/bench/quant.o $(ENGINE_LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
 $(BUILD)/emily_run: $(BUILD)/obj/tools/emily_run.o $(ENGINE_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 

@@ -42,15 +42,19 @@ static emily_tensor *rnd(emily_dtype dt, int rank, const int64_t *shape, double 
     return t;
 }
 
-/* Every element of t as a double (malloc'd). */
+/* Every element of t as a double (malloc'd; NULL for a NULL t or on
+ * failure, counted). One conversion and one copy: t_get per element
+ * copies the whole tensor each time. */
 static double *vals(const emily_tensor *t) {
     int64_t n = t ? emily_tensor_size(t) : 0;
     double *v = malloc((size_t)(n ? n : 1) * sizeof *v);
-    if (!v) {
+    emily_tensor *d = NULL;
+    if (!t || !v || emily_as_type(t, EMILY_F64, &d) || emily_to_binary(d, v, (size_t)n * sizeof *v)) {
         harness_failures++;
-        return NULL;
+        free(v);
+        v = NULL;
     }
-    for (int64_t i = 0; i < n; i++) v[i] = t_get(t, i);
+    emily_tensor_release(d);
     return v;
 }
 
