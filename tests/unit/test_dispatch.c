@@ -51,9 +51,10 @@ TEST(every_name_is_found) {
     size_t n = count_callbacks();
     /* 3 creation, 39 unary + as_type and bitcast, 24 binary + select and
      * clip, 10 shape, 9 reductions, 2 products, 6 windows, 5 indexing, 3
-     * sorts, 4 scans, 6 transforms, 8 linear algebra, 2 fused norms */
-    CHECK(n == 125);
-    CHECK(n == (size_t)EMILY_UNARY_OP_COUNT + EMILY_BINARY_OP_COUNT + 62);
+     * sorts, 4 scans, 6 transforms, 8 linear algebra, 2 fused norms, 3
+     * quantization */
+    CHECK(n == 128);
+    CHECK(n == (size_t)EMILY_UNARY_OP_COUNT + EMILY_BINARY_OP_COUNT + 65);
     for (size_t i = 0; i < n; i++) {
         const emily_callback *cb = emily_dispatch_find(names[i]);
         CHECK(cb && strcmp(cb->name, names[i]) == 0);
@@ -67,7 +68,8 @@ TEST(every_name_is_found) {
         CHECK(emily_dispatch_find(emily_binary_op_name((emily_binary_op)op)) != NULL);
     /* the list order is kept (the fuzz seeds index it) */
     CHECK(strcmp(names[0], "constant") == 0 && strcmp(names[3], "exp") == 0);
-    CHECK(strcmp(names[n - 3], "determinant") == 0 && strcmp(names[n - 1], "rms_norm") == 0);
+    CHECK(strcmp(names[n - 6], "determinant") == 0 && strcmp(names[n - 4], "rms_norm") == 0);
+    CHECK(strcmp(names[n - 1], "quantized_matmul") == 0);
 }
 
 /* A broken index finds names that are not there: ask for each name with
@@ -132,7 +134,7 @@ static const char *const was_heavy[] = {
     "take_along_axis", "indexed_add", "indexed_put", "fft", "ifft", "fft2", "ifft2", "rfft",
     "irfft", "lu", "qr", "svd", "eigh", "cholesky", "solve", "determinant",
     "triangular_solve", "cumulative_sum", "cumulative_product", "cumulative_min",
-    "cumulative_max", NULL};
+    "cumulative_max", "quantize", "dequantize", "quantized_matmul", NULL};
 /* clang-format on */
 
 TEST(cost_classes) {
@@ -144,7 +146,7 @@ TEST(cost_classes) {
         CHECK(cb->cost == (heavy ? EMILY_COST_DIRTY : EMILY_COST_INLINE));
         if (cb->cost != EMILY_COST_INLINE) dirty++;
     }
-    CHECK(dirty == 34);
+    CHECK(dirty == 37);
     CHECK(emily_dispatch_find("add")->cost == EMILY_COST_INLINE);
     CHECK(emily_dispatch_find("reshape")->cost == EMILY_COST_INLINE);
     CHECK(emily_dispatch_find("sum")->cost == EMILY_COST_INLINE);

@@ -346,6 +346,47 @@ TEST(matmul_views_and_empty) {
     RELEASE(w2, x2, oz, q, s, b);
 }
 
+/* ---- the dispatcher ---------------------------------------------------------- */
+
+/* quantize (three outputs), dequantize and quantized_matmul by name, with
+ * Nx's templates and options, give the typed API's bits. */
+TEST(dispatcher_callbacks) {
+    int64_t ws[2] = {6, 128}, qs[2] = {6, 64}, gs[2] = {6, 2}, xs[2] = {3, 128}, os[2] = {3, 6};
+    emily_tensor *w = rnd(EMILY_F32, 2, ws, -1, 2), *x = rnd(EMILY_F32, 2, xs, -1, 2);
+    emily_tensor *q = NULL, *s = NULL, *b = NULL, *deq = NULL, *mm = NULL;
+    CHECK_OK(emily_quantize(w, 4, 64, &q, &s, &b));
+    CHECK_OK(emily_dequantize(q, s, b, 4, 64, &deq));
+    CHECK_OK(emily_quantized_matmul(x, q, s, b, 4, 64, true, &mm));
+    const char *keys[3] = {"bits", "group_size", "transpose"};
+    emily_value opts_items[3] = {v_int(4), v_int(64), v_bool(true)};
+    emily_value opts = v_opts(keys, opts_items, 3), two = v_opts(keys, opts_items, 2);
+
+    emily_value touts[3] = {v_tmpl(EMILY_U8, 2, qs), v_tmpl(EMILY_F32, 2, gs), v_tmpl(EMILY_F32, 2, gs)};
+    emily_value qout = v_list(touts, 3);
+    emily_value qargs[2] = {v_tensor(w), two};
+    emily_dispatch_result r = {0};
+    CHECK_OK(emily_dispatch("quantize", EMILY_CPU, &qout, qargs, 2, EMILY_DISPATCH_RUN, &r));
+    CHECK(r.n == 3 && t_same_bytes(r.tensors[0], q) && t_same_bytes(r.tensors[1], s) &&
+          t_same_bytes(r.tensors[2], b));
+    emily_dispatch_result_release(&r);
+
+    emily_value dout = v_tmpl(EMILY_F32, 2, ws);
+    emily_value dargs[4] = {v_tensor(q), v_tensor(s), v_tensor(b), two};
+    CHECK_OK(emily_dispatch("dequantize", EMILY_CPU, &dout, dargs, 4, EMILY_DISPATCH_RUN, &r));
+    CHECK(r.n == 1 && t_same_bytes(r.tensors[0], deq));
+    emily_dispatch_result_release(&r);
+
+    emily_value mout = v_tmpl(EMILY_F32, 2, os);
+    emily_value margs[5] = {v_tensor(x), v_tensor(q), v_tensor(s), v_tensor(b), opts};
+    CHECK_OK(emily_dispatch("quantized_matmul", EMILY_CPU, &mout, margs, 5, EMILY_DISPATCH_RUN, &r));
+    CHECK(r.n == 1 && t_same_bytes(r.tensors[0], mm));
+    emily_dispatch_result_release(&r);
+    opts_items[0] = v_int(3);
+    CHECK_ERR(emily_dispatch("quantized_matmul", EMILY_CPU, &mout, margs, 5, EMILY_DISPATCH_RUN, &r),
+              EMILY_ERR_ARGUMENT, "bits must be 2, 4 or 8, got 3");
+    RELEASE(w, x, q, s, b, deq, mm);
+}
+
 /* ---- errors ----------------------------------------------------------------- */
 
 TEST(bad_arguments) {
@@ -398,4 +439,4 @@ TEST(bad_arguments) {
 RUN_TESTS("quant", CASE(packed_layout_by_hand), CASE(codes_follow_the_formula),
           CASE(round_trip_bounds), CASE(zero_range_groups), CASE(matmul_every_width_and_group),
           CASE(matmul_types), CASE(matmul_tiles_and_threads), CASE(matmul_views_and_empty),
-          CASE(bad_arguments))
+          CASE(dispatcher_callbacks), CASE(bad_arguments))
