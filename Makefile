@@ -229,6 +229,11 @@ $(BUILD)/bench_fast_norm: $(BUILD)/obj/bench/fast_norm.o $(ENGINE_LIB)
 $(BUILD)/bench_sdpa: $(BUILD)/obj/bench/sdpa.o $(ENGINE_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+# bench/quant.c: the fused quantized matmul against the f32 dot (not part
+# of `all`; bench/quant.c says how to run it).
+$(BUILD)/bench_quant: $(BUILD)/obj/bench/quant.o $(ENGINE_LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
 $(BUILD)/emily_run: $(BUILD)/obj/tools/emily_run.o $(ENGINE_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 

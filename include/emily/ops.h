@@ -136,7 +136,7 @@ EMILY_API emily_status emily_all_close(const emily_tensor *a, const emily_tensor
 #endif
 
 /* The remaining families (dot, conv, windows, indexing, sort, cumulative,
- * FFT, linear algebra, fused transformer kernels) each have a header of
+ * FFT, linear algebra, fused transformer kernels, quantization) each have a header of
  * their own. */
 #include "emily/ops_dot.h"
 #include "emily/ops_window.h"
@@ -146,5 +146,6 @@ EMILY_API emily_status emily_all_close(const emily_tensor *a, const emily_tensor
 #include "emily/ops_fft.h"
 #include "emily/ops_linalg.h"
 #include "emily/ops_fast.h"
+#include "emily/ops_quant.h"
 
 #endif

@@ -133,6 +133,7 @@ struct emily_engine {
     const struct emily_linalg_kernels *linalg;
     const struct emily_conv_kernels *conv; /* optional: see kernels.h */
     const struct emily_fast_kernels *fast;
+    const struct emily_quant_kernels *quant;
     const struct emily_replay_ops *replay; /* optional: see above */
     const struct emily_fused_ops *fused;   /* optional: see above */
 

@@ -534,6 +534,34 @@ struct emily_fast_kernels {
     emily_status (*softmax)(emily_tensor *dst, const emily_tensor *x);
 };
 
+/* ---- quantization (emily/ops_quant.h) ----
+ *
+ * The op layer (src/ops/quant.c) has checked bits (2, 4, 8), group_size
+ * (32, 64, 128), types and shapes, and hands the kernels contiguous
+ * tensors whose float operands all have one compute type W, f32 or f64
+ * (it converts before and after), with core/quant_rules.h's steps for
+ * every scalar. Rows are matrices [rows, cols], cols a multiple of
+ * group_size; q is u8 [rows, cols * bits / 8]; scales and biases are
+ * [rows, cols / group_size]; every dst is fresh. */
+struct emily_quant_kernels {
+    /* scales, biases (W) <- each group's emi_quant_scale / emi_quant_bias
+     * of w [rows, cols] (W), not yet rounded to the stored type */
+    emily_status (*ranges)(emily_tensor *scales, emily_tensor *biases, const emily_tensor *w,
+                           int bits, int64_t group_size);
+    /* q <- the packed codes of w for the stored scales and biases (W) */
+    emily_status (*quantize)(emily_tensor *q, const emily_tensor *w, const emily_tensor *scales,
+                             const emily_tensor *biases, int bits, int64_t group_size);
+    /* dst [rows, cols] (W) <- emi_quant_decode of every code */
+    emily_status (*dequantize)(emily_tensor *dst, const emily_tensor *q, const emily_tensor *scales,
+                               const emily_tensor *biases, int bits, int64_t group_size);
+    /* dst [M, N] (W, the accumulation type) <- x [M, K] (W) times the
+     * decoded weights: transpose, q's rows are N (W {N, K}); otherwise
+     * its rows are K (W {K, N}). Sums in W, any order. */
+    emily_status (*matmul)(emily_tensor *dst, const emily_tensor *x, const emily_tensor *q,
+                           const emily_tensor *scales, const emily_tensor *biases, int bits,
+                           int64_t group_size, bool transpose);
+};
+
 /* Every kernel of every family, for the engine's supports() query:
  * X(ID, family, entry) is the kernel EMI_KERNEL_<ID>, the entry `entry`
  * of the engine's table `family`. */
@@ -561,7 +589,9 @@ struct emily_fast_kernels {
     X(QR_NX07, linalg, qr_nx07) X(DETERMINANT_NX07, linalg, determinant_nx07)       \
     X(EIGH_NX07, linalg, eigh_nx07) X(SVD_NX07, linalg, svd_nx07)                   \
     X(LAYER_NORM, fast, layer_norm) X(RMS_NORM, fast, rms_norm) X(SDPA, fast, sdpa)   \
-    X(SOFTMAX, fast, softmax)
+    X(SOFTMAX, fast, softmax)                                                       \
+    X(QUANT_RANGES, quant, ranges) X(QUANTIZE, quant, quantize)                     \
+    X(DEQUANTIZE, quant, dequantize) X(QUANT_MATMUL, quant, matmul)
 /* clang-format on */
 
 #define EMI_KERNEL_ID(ID, family, entry) EMI_KERNEL_##ID,

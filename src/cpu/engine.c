@@ -133,6 +133,7 @@ static const emily_engine cpu_engine = {
     .fft = &emi_cpu_fft_kernels,
     .linalg = &emi_cpu_linalg_kernels,
     .fast = &emi_cpu_fast_kernels,
+    .quant = &emi_cpu_quant_kernels,
     /* every kernel of the table runs every op and dtype it is handed */
     .supports = emi_engine_has_kernel,
 };

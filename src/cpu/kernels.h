@@ -45,5 +45,6 @@ extern const struct emily_linalg_kernels emi_cpu_linalg_kernels;
 extern const struct emily_fast_kernels emi_cpu_fast_kernels;
 /* The fast family's softmax (src/cpu/fast_softmax.c; in the table above). */
 emily_status emi_cpu_softmax(emily_tensor *dst, const emily_tensor *x);
+extern const struct emily_quant_kernels emi_cpu_quant_kernels;
 
 #endif

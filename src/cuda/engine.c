@@ -47,6 +47,7 @@ static const emily_engine cuda_engine = {
     .fft = &emi_cuda_fft_kernels,
     .linalg = &emi_cuda_linalg_kernels,
     .fast = &emi_cuda_fast_kernels,
+    .quant = &emi_cuda_quant_kernels,
     .replay = &emi_cuda_replay_ops,
     .fused = &emi_cuda_fused_ops,
     /* the kernels it has run every op and dtype they are handed; the

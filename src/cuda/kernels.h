@@ -43,6 +43,7 @@ extern const struct emily_cumulative_kernels emi_cuda_cumulative_kernels;
 extern const struct emily_fft_kernels emi_cuda_fft_kernels;
 extern const struct emily_linalg_kernels emi_cuda_linalg_kernels;
 extern const struct emily_fast_kernels emi_cuda_fast_kernels;
+extern const struct emily_quant_kernels emi_cuda_quant_kernels;
 extern const struct emily_replay_ops emi_cuda_replay_ops; /* replay.c */
 /* The fast family's softmax (fast_softmax.cu; in emi_cuda_fast_kernels). */
 emily_status emi_cuda_softmax(emily_tensor *dst, const emily_tensor *x);

@@ -150,7 +150,11 @@
     EMI_CALLBACK(layer_norm, layer_norm, 0, INLINE, FLOAT)                           \
     EMI_CALLBACK(rms_norm, rms_norm, 0, INLINE, FLOAT)                               \
     EMI_CALLBACK(sdpa, sdpa, 0, DIRTY, REAL)                                         \
-    EMI_CALLBACK(softmax, softmax, 0, INLINE, FLOAT)
+    EMI_CALLBACK(softmax, softmax, 0, INLINE, FLOAT)                                 \
+    /* affine quantization (Emily.Quantization): src/nx/callbacks_quant.c */        \
+    EMI_CALLBACK(quantize, quantize, 0, DIRTY, ANY)                                  \
+    EMI_CALLBACK(dequantize, dequantize, 0, DIRTY, ANY)                              \
+    EMI_CALLBACK(quantized_matmul, quantized_matmul, 0, DIRTY, ANY)
 /* clang-format on */
 
 #endif

@@ -19,7 +19,7 @@ static const emily_callback_entry registry[] = {EMI_CALLBACK_LIST};
 #undef EMI_CALLBACK
 #define NCALLBACKS (sizeof registry / sizeof *registry)
 
-#define SLOT_BITS 8
+#define SLOT_BITS 9
 #define NSLOTS ((size_t)1 << SLOT_BITS)
 _Static_assert(2 * NCALLBACKS <= NSLOTS, "the callback hash table must stay at most half full");
 

@@ -418,7 +418,9 @@ if Code.ensure_loaded?(Nx.Backend) do
     defp bytes_prefix(bytes, type, nil), do: sub_byte_bits(bytes, type, nil)
 
     defp bytes_prefix(bytes, {_, bits} = type, limit),
-      do: binary_part(bytes, 0, min(byte_size(bytes), div(limit * bits + 7, 8))) |> sub_byte_bits(type, limit)
+      do:
+        binary_part(bytes, 0, min(byte_size(bytes), div(limit * bits + 7, 8)))
+        |> sub_byte_bits(type, limit)
 
     # s2, s4, u2 and u4 come from the engine packed as Nx's bitstrings, the
     # last byte padded with zero bits: the bitstring is its first
@@ -797,7 +799,11 @@ if Code.ensure_loaded?(Nx.Backend) do
       # Emily's own blocks (Emily.Fast): the engine's fused kernels
       Emily.Fast.LayerNorm => :layer_norm,
       Emily.Fast.RMSNorm => :rms_norm,
-      Emily.Fast.SDPA => :sdpa
+      Emily.Fast.SDPA => :sdpa,
+      # Emily.Quantization: the engine's quantization kernels
+      Emily.Quantization.Quantize => :quantize,
+      Emily.Quantization.Dequantize => :dequantize,
+      Emily.Quantization.Matmul => :quantized_matmul
     }
 
     @doc false

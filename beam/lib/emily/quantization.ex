@@ -1,0 +1,280 @@
+if Code.ensure_loaded?(Nx) do
+  defmodule Emily.Quantization do
+    @moduledoc """
+    Affine weight quantization (2, 4 or 8 bits, groups of 32, 64 or 128)
+    and a fused quantized matmul, callable from `defn` and on any backend.
+
+        qw = Emily.Quantization.quantize(w, bits: 4, group_size: 64)  # w {n, k}
+        y = Emily.Quantization.dot(x, qw)                              # x . w^T: {..., n}
+        y = Emily.Quantization.dense(x, qw, bias)
+
+    A weight matrix `w` of shape `{n, k}` (`k` a multiple of the group
+    size) is cut along `k` into groups; each group keeps a scale and a bias
+    in `w`'s type and one code of `bits` bits per element:
+    `w ~ code * scale + bias`, codes packed into a `{n, k * bits / 8}` u8
+    tensor, low bits first. `dot/2` multiplies by the dequantized matrix
+    transposed, as a dense layer does, without materializing it on Emily.
+
+    Each function is one `Nx.block/4` with a struct of this module and a
+    composed fallback of ordinary Nx operations: `Emily.Backend` (eager)
+    and `Emily.Compiler` (in a graph) run the engine's kernels
+    (`include/emily/ops_quant.h`, which states the exact rounding);
+    every other backend runs the fallback. The fallback's codes, scales,
+    biases and dequantized weights are the engine's bits for finite
+    weights; `dot/2`'s result is within the bound of a reordered sum of
+    it (the fallback is a dot of `x` and the dequantized weights, both in
+    f32 (f64 when `x` or the scales are f64)). See docs/quantization.md.
+    """
+
+    defmodule Weight do
+      @moduledoc """
+      A quantized weight matrix (`Emily.Quantization.quantize/2`): `packed`
+      (u8 codes, `{n, k * bits / 8}`), `scales` and `biases` (`{n, k /
+      group_size}`, the original type), `bits`, `group_size` and the
+      original `shape` `{n, k}`. An `Nx.Container`: it passes through
+      `defn` and `Nx.backend_transfer/2` like a tuple of its tensors.
+      """
+      @derive {Nx.Container,
+               containers: [:packed, :scales, :biases], keep: [:bits, :group_size, :shape]}
+      defstruct [:packed, :scales, :biases, :bits, :group_size, :shape]
+    end
+
+    defmodule Quantize do
+      @moduledoc "The `Nx.block/4` struct of `Emily.Quantization.quantize/2`."
+      defstruct bits: 4, group_size: 64
+    end
+
+    defmodule Dequantize do
+      @moduledoc "The `Nx.block/4` struct of `Emily.Quantization.dequantize/1`."
+      defstruct bits: 4, group_size: 64
+    end
+
+    defmodule Matmul do
+      @moduledoc "The `Nx.block/4` struct of `Emily.Quantization.dot/2`."
+      defstruct bits: 4, group_size: 64, transpose: true
+    end
+
+    @block? function_exported?(Nx, :block, 4)
+
+    @doc """
+    Quantizes a float matrix `{n, k}` along its last axis. Options:
+    `:bits` (2, 4 or 8; default 4), `:group_size` (32, 64 or 128; default
+    64).
+    """
+    def quantize(tensor, opts \\ []) do
+      opts = Keyword.validate!(opts, bits: 4, group_size: 64)
+      {bits, gs} = {opts[:bits], opts[:group_size]}
+      check_options!(bits, gs)
+      w = Nx.to_tensor(tensor)
+
+      unless float?(w.type) do
+        raise ArgumentError,
+              "Emily.Quantization.quantize: the tensor must be a float tensor (f16, bf16, f32 " <>
+                "or f64), got #{Nx.Type.to_string(w.type)}"
+      end
+
+      case w.shape do
+        {n, k} when rem(k, gs) == 0 ->
+          out =
+            {Nx.template({n, div(k * bits, 8)}, {:u, 8}), Nx.template({n, div(k, gs)}, w.type),
+             Nx.template({n, div(k, gs)}, w.type)}
+
+          {packed, scales, biases} =
+            block(%Quantize{bits: bits, group_size: gs}, [w], out, &fallback/2)
+
+          %Weight{
+            packed: packed,
+            scales: scales,
+            biases: biases,
+            bits: bits,
+            group_size: gs,
+            shape: w.shape
+          }
+
+        shape ->
+          raise ArgumentError,
+                "Emily.Quantization.quantize: the tensor must be a matrix {n, k} with k a " <>
+                  "multiple of the group size #{gs}, got shape #{inspect(shape)}"
+      end
+    end
+
+    @doc "The dequantized matrix (the original's shape and type)."
+    def dequantize(%Weight{} = qw) do
+      out = Nx.template(qw.shape, qw.scales.type)
+
+      block(
+        %Dequantize{bits: qw.bits, group_size: qw.group_size},
+        [qw.packed, qw.scales, qw.biases],
+        out,
+        &fallback/2
+      )
+    end
+
+    @doc """
+    `x . w^T` for the quantized `w` `{n, k}`: `x` is `{..., k}`, the result
+    `{..., n}` of type `Nx.Type.merge(x.type, w.type)`.
+    """
+    def dot(x, %Weight{shape: {n, k}} = qw) do
+      x = Nx.to_tensor(x)
+
+      unless float?(x.type) do
+        raise ArgumentError,
+              "Emily.Quantization.dot: x must be a float tensor (f16, bf16, f32 or f64), got " <>
+                Nx.Type.to_string(x.type)
+      end
+
+      if x.shape == {} or elem(x.shape, tuple_size(x.shape) - 1) != k do
+        raise ArgumentError,
+              "Emily.Quantization.dot: x's last axis must be #{k} (the weights are " <>
+                "#{inspect({n, k})}, used transposed), got shape #{inspect(x.shape)}"
+      end
+
+      out_shape = put_elem(x.shape, tuple_size(x.shape) - 1, n)
+      out = Nx.template(out_shape, Nx.Type.merge(x.type, qw.scales.type))
+      struct = %Matmul{bits: qw.bits, group_size: qw.group_size, transpose: true}
+      block(struct, [x, qw.packed, qw.scales, qw.biases], out, &fallback/2)
+    end
+
+    @doc "A dense layer on quantized weights: `dot(x, qw) + bias` (`bias` may be nil)."
+    def dense(x, qw, bias \\ nil)
+    def dense(x, %Weight{} = qw, nil), do: dot(x, qw)
+    def dense(x, %Weight{} = qw, bias), do: Nx.add(dot(x, qw), bias)
+
+    @doc """
+    Replaces the dense kernels of a model's parameters (a map of layer
+    names to maps of parameter names to tensors, as Axon and Bumblebee
+    keep them) by quantized weights. An Axon dense kernel is `{in, out}`:
+    its transpose `{out, in}` is quantized, so that `dense(x, qw, bias)`
+    computes the layer's `x . kernel + bias`. Kernels whose `in` is not a
+    multiple of the group size, and every other parameter, are kept.
+
+    Options: `:bits`, `:group_size` (as `quantize/2`), `:only` (a function
+    of the layer's name returning whether to quantize it; default: every
+    layer with a rank-2 "kernel").
+    """
+    def quantize_params(params, opts \\ []) do
+      {only, opts} = Keyword.pop(opts, :only, fn _ -> true end)
+      opts = Keyword.validate!(opts, bits: 4, group_size: 64)
+
+      case params do
+        # Axon 0.7's %Axon.ModelState{}: its parameters are under :data
+        %{__struct__: _, data: data} -> %{params | data: quantize_layers(data, only, opts)}
+        %{} -> quantize_layers(params, only, opts)
+      end
+    end
+
+    defp quantize_layers(params, only, opts) do
+      gs = opts[:group_size]
+
+      Map.new(params, fn
+        {layer, %{"kernel" => %Nx.Tensor{shape: {i, _}} = kernel} = layer_params}
+        when rem(i, gs) == 0 ->
+          if only.(layer) do
+            {layer, Map.put(layer_params, "kernel", quantize(Nx.transpose(kernel), opts))}
+          else
+            {layer, layer_params}
+          end
+
+        other ->
+          other
+      end)
+    end
+
+    defp block(struct, args, out, fallback) do
+      if @block? do
+        Nx.block(struct, args, out, spread(fallback, length(args)))
+      else
+        fallback.(struct, args)
+      end
+    end
+
+    # Nx.block/4 calls its fallback with the struct and each argument
+    defp spread(fun, 1), do: fn s, a -> fun.(s, [a]) end
+    defp spread(fun, 3), do: fn s, a, b, c -> fun.(s, [a, b, c]) end
+    defp spread(fun, 4), do: fn s, a, b, c, d -> fun.(s, [a, b, c, d]) end
+
+    @doc false
+    # The composed forms (defn-able: only Nx operations), what every other
+    # backend runs, and what gradients follow.
+    def fallback(%Quantize{bits: bits, group_size: gs}, [w]) do
+      {n, k} = w.shape
+      work = work_type(w.type)
+      levels = Integer.pow(2, bits) - 1
+      wg = w |> Nx.as_type(work) |> Nx.reshape({n, div(k, gs), gs})
+      lo = Nx.reduce_min(wg, axes: [2], keep_axes: true)
+      hi = Nx.reduce_max(wg, axes: [2], keep_axes: true)
+      scales = Nx.subtract(hi, lo) |> Nx.divide(levels) |> Nx.as_type(w.type)
+      biases = Nx.as_type(lo, w.type)
+      {s, b} = {Nx.as_type(scales, work), Nx.as_type(biases, work)}
+      v = Nx.divide(Nx.subtract(wg, b), s)
+      zero = Nx.logical_or(Nx.equal(s, 0), Nx.is_nan(v))
+      codes = v |> Nx.round() |> Nx.clip(0, levels)
+      codes = Nx.select(zero, 0, codes) |> Nx.as_type({:u, 8})
+      per = div(8, bits)
+      shifts = Nx.multiply(Nx.iota({per}, type: {:u, 8}), bits)
+
+      packed =
+        codes
+        |> Nx.reshape({n, div(k, per), per})
+        |> Nx.left_shift(shifts)
+        |> Nx.sum(axes: [2])
+        |> Nx.as_type({:u, 8})
+
+      {packed, Nx.reshape(scales, {n, div(k, gs)}), Nx.reshape(biases, {n, div(k, gs)})}
+    end
+
+    def fallback(%Dequantize{bits: bits, group_size: gs}, [packed, scales, biases]) do
+      work = work_type(scales.type)
+      packed |> decoded(scales, biases, bits, gs, work) |> Nx.as_type(scales.type)
+    end
+
+    def fallback(%Matmul{bits: bits, group_size: gs, transpose: transpose}, [x, q, s, b]) do
+      acc = if work_type(x.type) == {:f, 64}, do: {:f, 64}, else: work_type(s.type)
+      w = decoded(q, s, b, bits, gs, acc)
+      contract = if transpose, do: 1, else: 0
+
+      x
+      |> Nx.as_type(acc)
+      |> Nx.dot([Nx.rank(x) - 1], w, [contract])
+      |> Nx.as_type(Nx.Type.merge(x.type, s.type))
+    end
+
+    # The weights, w = q * s + b in `work`, as a {rows, cols} matrix.
+    defp decoded(packed, scales, biases, bits, gs, work) do
+      {rows, nbytes} = packed.shape
+      per = div(8, bits)
+      cols = nbytes * per
+      shifts = Nx.multiply(Nx.iota({per}, type: {:u, 8}), bits)
+
+      codes =
+        packed
+        |> Nx.new_axis(-1)
+        |> Nx.right_shift(shifts)
+        |> Nx.bitwise_and(Integer.pow(2, bits) - 1)
+        |> Nx.reshape({rows, div(cols, gs), gs})
+        |> Nx.as_type(work)
+
+      s = scales |> Nx.as_type(work) |> Nx.new_axis(-1)
+      b = biases |> Nx.as_type(work) |> Nx.new_axis(-1)
+      codes |> Nx.multiply(s) |> Nx.add(b) |> Nx.reshape({rows, cols})
+    end
+
+    defp work_type({:f, 64}), do: {:f, 64}
+    defp work_type(_), do: {:f, 32}
+
+    defp check_options!(bits, gs) do
+      unless bits in [2, 4, 8] do
+        raise ArgumentError, "Emily.Quantization: :bits must be 2, 4 or 8, got: #{inspect(bits)}"
+      end
+
+      unless gs in [32, 64, 128] do
+        raise ArgumentError,
+              "Emily.Quantization: :group_size must be 32, 64 or 128, got: #{inspect(gs)}"
+      end
+    end
+
+    defp float?({:f, bits}) when bits in [16, 32, 64], do: true
+    defp float?({:bf, 16}), do: true
+    defp float?(_), do: false
+  end
+end

@@ -1,0 +1,99 @@
+/* The fused quantized matmul (emily/ops_quant.h) against the f32 dot of
+ * the same product, at SmolLM2-135M's dense sizes for one decoded token:
+ * x {1, 576} . W^T with W {1536, 576} (the MLP's up projection) and
+ * {49152, 576} (the tied embedding head), 4 and 8 bits in groups of 64,
+ * f32 x and weights. The f32 dot is emily_dot (OpenBLAS sgemv, FAST). Each
+ * time is the median of 15 samples, each sample enough calls to last
+ * >= 20 ms; every call makes and frees its output.
+ *
+ *     make CUDA=0 BUILD=build-c build-c/bench_quant
+ *     build-c/bench_quant                      # the pool's threads
+ *     OMP_NUM_THREADS=1 build-c/bench_quant    # one thread
+ *     build-c/bench_quant 1x576x1536 ...       # other shapes (MxKxN)
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include "timing_common.h"
+
+static emily_tensor *x, *w, *q, *s, *b;
+static int bits_;
+
+static void die(emily_status st, const char *what) {
+    if (st) {
+        fprintf(stderr, "%s: %s: %s\n", what, emily_status_name(st), emily_last_error());
+        exit(1);
+    }
+}
+
+static void run_dot(void) {
+    emily_tensor *r;
+    int ca = 1, cb = 1;
+    die(emily_dot(x, 1, &ca, 0, NULL, w, 1, &cb, 0, NULL, EMILY_DTYPE_AUTO, &r), "dot");
+    emily_tensor_release(r);
+}
+
+static void run_quant(void) {
+    emily_tensor *r;
+    die(emily_quantized_matmul(x, q, s, b, bits_, 64, true, &r), "quantized_matmul");
+    emily_tensor_release(r);
+}
+
+static double time_us(void (*fn)(void)) {
+    double samples[15];
+    int64_t reps = 1;
+    fn();
+    for (;;) {
+        double t0 = now_ns();
+        for (int64_t i = 0; i < reps; i++) fn();
+        if (now_ns() - t0 >= 20e6 || reps >= (1 << 20)) break;
+        reps *= 2;
+    }
+    for (int k = 0; k < 15; k++) {
+        double t0 = now_ns();
+        for (int64_t i = 0; i < reps; i++) fn();
+        samples[k] = (now_ns() - t0) / (double)reps / 1e3;
+    }
+    return median_of(samples, 15);
+}
+
+static emily_tensor *random_f32(int64_t rows, int64_t cols) {
+    int64_t shape[2] = {rows, cols}, n = rows * cols;
+    float *v = malloc((size_t)n * sizeof *v);
+    if (!v) die(EMILY_ERR_MEMORY, "malloc");
+    uint64_t st = 0x9e3779b97f4a7c15ull;
+    for (int64_t i = 0; i < n; i++) {
+        st ^= st << 13, st ^= st >> 7, st ^= st << 17;
+        v[i] = (float)((double)(st >> 11) / 9007199254740992.0 - 0.5);
+    }
+    emily_tensor *t;
+    die(emily_from_binary(EMILY_CPU, EMILY_F32, 2, shape, v, (size_t)n * sizeof *v, &t), "tensor");
+    free(v);
+    return t;
+}
+
+int main(int argc, char **argv) {
+    static const char *defaults[] = {"1x576x1536", "1x576x49152"};
+    int nshapes = argc > 1 ? argc - 1 : 2;
+    printf("%-14s %5s %12s %12s %8s\n", "MxKxN", "bits", "f32 dot us", "fused us", "ratio");
+    for (int i = 0; i < nshapes; i++) {
+        const char *spec = argc > 1 ? argv[i + 1] : defaults[i];
+        long long m, k, n;
+        if (sscanf(spec, "%lldx%lldx%lld", &m, &k, &n) != 3) {
+            fprintf(stderr, "shape %s: expected MxKxN\n", spec);
+            return 2;
+        }
+        x = random_f32(m, k);
+        w = random_f32(n, k);
+        double dense = time_us(run_dot);
+        for (int bi = 0; bi < 2; bi++) {
+            bits_ = bi == 0 ? 4 : 8;
+            die(emily_quantize(w, bits_, 64, &q, &s, &b), "quantize");
+            double fused = time_us(run_quant);
+            printf("%-14s %5d %12.1f %12.1f %8.2f\n", spec, bits_, dense, fused, fused / dense);
+            emily_tensor_release(q), emily_tensor_release(s), emily_tensor_release(b);
+        }
+        emily_tensor_release(x), emily_tensor_release(w);
+    }
+    return 0;
+}
