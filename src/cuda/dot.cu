@@ -25,7 +25,7 @@
 #include <cublas_v2.h>
 #include "cuda/dtype_dispatch.cuh"
 #include "core/kernels.h"
-#include "cuda/kernels.h"
+#include "cuda/dot_fp8.h"
 
 using namespace emily_cuda;
 

@@ -39,7 +39,7 @@
 #include <cuda_runtime.h>
 #include <cublasLt.h>
 #include "cuda/cuda_context.h"
-#include "cuda/kernels.h"
+#include "cuda/dot_fp8.h"
 #include "core/kernels.h"
 
 namespace {

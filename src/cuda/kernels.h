@@ -29,9 +29,6 @@ emily_status emi_cuda_all_close(emily_tensor *dst, const emily_tensor *a,
                                   const emily_tensor *b, double rtol, double atol,
                                   bool equal_nan);
 
-/* The dot family's FP8 tensor-core product (dot_fp8.cu, cuBLASLt). */
-emily_status emi_cuda_gemm_fp8(emily_tensor *dst, const emily_tensor *a, const emily_tensor *bm, float alpha);
-
 /* Family tables defined by the family's .cu file. */
 extern const struct emily_dot_kernels emi_cuda_dot_kernels;
 extern const struct emily_window_kernels emi_cuda_window_kernels;

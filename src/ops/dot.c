@@ -208,6 +208,30 @@ void emi_dot_views_release(emi_dot_views *v) {
     v->a3 = v->b3 = v->d3 = NULL;
 }
 
+emily_status emi_dot_check_axes(const char *op, const emily_tensor *a, int nc, const int *contract_a, int nb,
+                                const int *batch_a, const emily_tensor *b, const int *contract_b,
+                                const int *batch_b) {
+    int ra = a->rank, rb = b->rank;
+    if (nc + nb > ra || nc + nb > rb)
+        return emily_error(EMILY_ERR_AXIS, "%s: %d contract and %d batch axes given for shapes %s and %s",
+                           op, nc, nb, EMILY_SHAPE_STR(a), EMILY_SHAPE_STR(b));
+    int *ints = malloc((2 * ((size_t)nc + nb) + 1) * sizeof(int));
+    char *role = malloc((size_t)ra + rb + 2);
+    emily_status s;
+    if (!ints || !role) {
+        s = emily_error(EMILY_ERR_MEMORY, "%s: out of host memory", op);
+    } else {
+        int *ca = ints, *cb = ca + nc, *ba = cb + nc, *bb = ba + nb;
+        if (!(s = norm_operand_axes(op, "left", a, nc, contract_a, nb, batch_a, ca, ba, role)) &&
+            !(s = norm_operand_axes(op, "right", b, nc, contract_b, nb, batch_b, cb, bb, role + ra + 1)) &&
+            !(s = check_pairs(op, "contract", a, b, nc, ca, cb)))
+            s = check_pairs(op, "batch", a, b, nb, ba, bb);
+    }
+    free(ints);
+    free(role);
+    return s;
+}
+
 emily_status emi_dot_views_make(const char *op, const emily_tensor *a, int nc, const int *contract_a,
                                 int nb, const int *batch_a, const emily_tensor *b, const int *contract_b,
                                 const int *batch_b, emily_dtype dt, emi_dot_views *v) {

@@ -119,6 +119,11 @@ emily_status emi_dot_fp8_run(const emily_tensor *a, int ncontract_a, const int *
     if ((s = emi_dot_check("dot_fp8", a, ncontract_a, contract_a, nbatch_a, batch_a, b, ncontract_b,
                            contract_b, nbatch_b, batch_b, &e)))
         return s;
+    /* the axes are checked here, not by whichever path runs it, so that
+     * the messages are dot_fp8's on every device */
+    if ((s = emi_dot_check_axes("dot_fp8", a, ncontract_a, contract_a, nbatch_a, batch_a, b,
+                                contract_b, batch_b)))
+        return s;
     emily_dtype dt;
     if ((s = check_out_type(a, b, out_type, &dt))) return s;
     /* one factor, rounded to f32 once, as cuBLASLt forms it */

@@ -13,6 +13,13 @@ emily_status emi_dot_check(const char *op, const emily_tensor *a, int ncontract_
                            const emily_tensor *b, int ncontract_b, const int *contract_b,
                            int nbatch_b, const int *batch_b, const emily_engine **e);
 
+/* The axes themselves: in range, none twice, paired sizes equal (what
+ * emi_dot_views_make checks first), for a caller that may not make the
+ * views. */
+emily_status emi_dot_check_axes(const char *op, const emily_tensor *a, int ncontract,
+                                const int *contract_a, int nbatch, const int *batch_a,
+                                const emily_tensor *b, const int *contract_b, const int *batch_b);
+
 /* res: the fresh output (dtype dt, Nx's shape) on the inputs' device;
  * unless it is empty, a3 [B, M, K] and b3 [B, K, N] (views, or copies
  * where no BLAS-readable view exists) and d3, res seen as [B, M, N].

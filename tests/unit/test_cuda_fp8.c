@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include "harness.h"
 #include "emily/emily.h"
+#include "core/tensor_impl.h"
 #include "ops/dot_fp8.h"
 
 static emily_device dev = {EMILY_DEVICE_CUDA, 0};
@@ -45,11 +46,25 @@ static uint64_t rnd(void) {
     return s;
 }
 
-/* A random 8-bit float of magnitude 1/8 .. 7.5 (one in 16 a zero). */
+/* Whether f8_tensor draws from the whole finite range of the type. */
+static bool wide_values;
+
+/* A random 8-bit float of magnitude 1/8 .. 7.5 (one in 16 a zero): short
+ * sums of such products are exact in f32, long ones are not; with
+ * wide_values any finite value, subnormals included, so that f32 sums
+ * round at every length. */
 static uint8_t random_f8(emily_dtype t) {
     uint64_t r = rnd();
     if (r % 16 == 0) return (uint8_t)((r >> 8) & 1 ? 0x80 : 0x00);
     uint8_t sign = (uint8_t)(((r >> 4) & 1) << 7);
+    if (wide_values && t == EMILY_F8_E4M3FN) {
+        uint8_t v = (uint8_t)((r >> 12) & 0x7f);
+        return (uint8_t)(sign | (v == 0x7f ? 0x7e : v)); /* 0x7f is NaN */
+    }
+    if (wide_values) {
+        uint8_t v = (uint8_t)((r >> 12) & 0x7f);
+        return (uint8_t)(sign | (v >= 0x7c ? v - 0x04 : v)); /* exponent 31: inf and NaN */
+    }
     unsigned e = (unsigned)((r >> 5) % 6); /* 2^-3 .. 2^2 */
     if (t == EMILY_F8_E4M3FN)
         return (uint8_t)(sign | ((e + 4) << 3) | ((r >> 12) & 7)); /* bias 7 */
@@ -66,6 +81,18 @@ static emily_tensor *f8_tensor(emily_dtype t, int rank, const int64_t *shape) {
     CHECK_OK(emily_from_binary(EMILY_CPU, t, rank, shape, bytes, (size_t)n, &x));
     free(bytes);
     return x;
+}
+
+/* f8_tensor, released once in the pool of tensors a case frees at its end. */
+static emily_tensor *pool[8];
+static int npool;
+static emily_tensor *f8_tensor_once(emily_dtype t, int rank, const int64_t *shape) {
+    emily_tensor *x = f8_tensor(t, rank, shape);
+    if (npool < 8) pool[npool++] = x;
+    return x;
+}
+static void pool_release(void) {
+    while (npool > 0) emily_tensor_release(pool[--npool]);
 }
 
 /* The n elements of t as doubles (malloc'd; NULL, counted, on failure). */
@@ -110,6 +137,7 @@ typedef struct fp8_case {
     bool b_broadcast;       /* b one matrix broadcast over the batch (a zero batch stride) */
     float a_scale, b_scale;
     int tensor_cores; /* on a GPU: 1 must run there, 0 must be widened, -1 either (printed) */
+    bool wide;        /* values from the types' whole finite range */
 } fp8_case;
 
 typedef struct operands {
@@ -129,15 +157,20 @@ static bool make_operands(const fp8_case *c, operands *o) {
     sb[r + 1] = c->b_nk ? c->k : c->n;
     o->ca = c->a_km ? r : r + 1;
     o->cb = c->b_nk ? r + 1 : r;
+    wide_values = c->wide;
     o->a = f8_tensor(c->ta, r + 2, sa);
     if (c->b_broadcast && c->batch > 0) {
+        /* the typed view ops refuse 8-bit types (the dispatcher copies):
+         * an internal view, to reach the kernel's packing of a zero batch
+         * stride */
         emily_tensor *one = f8_tensor(c->tb, 2, sb + 1);
         o->b = NULL;
-        if (one) CHECK_OK(emily_broadcast(one, 3, sb, (const int[]){1, 2}, &o->b));
+        if (one) CHECK_OK(emi_tensor_view(one, 3, sb, (const int64_t[]){0, sb[2], 1}, 0, &o->b));
         emily_tensor_release(one);
     } else {
         o->b = f8_tensor(c->tb, r + 2, sb);
     }
+    wide_values = false;
     return o->a && o->b;
 }
 
@@ -228,7 +261,7 @@ static void check_case(const fp8_case *c) {
                   emily_tensor_dtype(got_t) == emily_tensor_dtype(want_t) &&
                   within(what, c->out, n, c->k, c->a_scale * c->b_scale, got, want, sums, &worst);
         if (!ok) harness_failures++;
-        printf("  %s %s: %s, worst error %.2f of the bound\n", ok ? "ok  " : "FAIL", what, path,
+        printf("  %s %s: %s, worst error %.3g of the bound\n", ok ? "ok  " : "FAIL", what, path,
                worst);
         free(got);
         free(want);
@@ -252,16 +285,24 @@ static const emily_dtype E4 = EMILY_F8_E4M3FN, E5 = EMILY_F8_E5M2;
  * padded matrix) and degenerate ones (M, N or K of 1). */
 TEST(gpu_fp8_shapes) {
     static const fp8_case cases[] = {
-        {"aligned, b packed", E4, E4, EMILY_F32, 0, 64, 64, 64, false, false, false, 1, 1, 1},
+        {"aligned, b packed", E4, E4, EMILY_F32, 0, 64, 64, 64, false, false, false, 1, 1, 1,
+         false},
         {"linear layer (TN, in place)", E4, E4, EMILY_F32, 0, 128, 256, 96, false, true, false, 1,
-         1, 1},
-        {"a transposed", E4, E4, EMILY_F32, 0, 48, 80, 32, true, true, false, 1, 1, 1},
-        {"long contraction", E4, E4, EMILY_F32, 0, 256, 4096, 128, false, true, false, 1, 1, 1},
-        {"K 17, N 5 (padding)", E4, E4, EMILY_F32, 0, 33, 17, 5, false, false, false, 1, 1, -1},
-        {"M 1", E4, E4, EMILY_F32, 0, 1, 64, 128, false, true, false, 1, 1, -1},
-        {"N 1", E4, E4, EMILY_F32, 0, 64, 48, 1, false, false, false, 1, 1, -1},
-        {"K 1", E4, E4, EMILY_F32, 0, 8, 1, 8, false, false, false, 1, 1, -1},
-        {"odd everything", E4, E4, EMILY_F32, 0, 7, 3, 9, true, false, false, 1, 1, -1},
+         1, 1, false},
+        {"a transposed", E4, E4, EMILY_F32, 0, 48, 80, 32, true, true, false, 1, 1, 1, false},
+        {"long contraction", E4, E4, EMILY_F32, 0, 256, 4096, 128, false, true, false, 1, 1, 1,
+         false},
+        {"K 17, N 5 (padding)", E4, E4, EMILY_F32, 0, 33, 17, 5, false, false, false, 1, 1, -1,
+         false},
+        {"M 1", E4, E4, EMILY_F32, 0, 1, 64, 128, false, true, false, 1, 1, -1, false},
+        {"N 1", E4, E4, EMILY_F32, 0, 64, 48, 1, false, false, false, 1, 1, -1, false},
+        {"K 1", E4, E4, EMILY_F32, 0, 8, 1, 8, false, false, false, 1, 1, -1, false},
+        {"odd everything", E4, E4, EMILY_F32, 0, 7, 3, 9, true, false, false, 1, 1, -1, false},
+        {"whole range", E4, E4, EMILY_F32, 0, 64, 2048, 64, false, true, false, 1, 1, 1, true},
+        {"whole range, e5m2", E5, E4, EMILY_F32, 0, 64, 2048, 64, false, true, false, 1, 1, 1,
+         true},
+        {"whole range, bf16", E4, E5, EMILY_BF16, 2, 32, 512, 48, false, false, false, 1, 1, 1,
+         true},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) check_case(&cases[i]);
 }
@@ -270,15 +311,17 @@ TEST(gpu_fp8_shapes) {
  * output types (f32, bf16, f16 from the tensor cores; 8-bit from f32). */
 TEST(gpu_fp8_types) {
     static const fp8_case cases[] = {
-        {"e4m3 x e5m2", E4, E5, EMILY_F32, 0, 64, 128, 64, false, true, false, 1, 1, 1},
-        {"e5m2 x e4m3", E5, E4, EMILY_F32, 0, 64, 128, 64, false, true, false, 1, 1, 1},
-        {"e5m2 x e5m2 (widened)", E5, E5, EMILY_F32, 0, 64, 128, 64, false, true, false, 1, 1, 0},
-        {"bf16 out", E4, E4, EMILY_BF16, 0, 64, 128, 64, false, true, false, 1, 1, 1},
-        {"f16 out", E4, E4, EMILY_F16, 0, 64, 128, 64, false, true, false, 1, 1, 1},
-        {"e4m3 out", E4, E4, EMILY_F8_E4M3FN, 0, 32, 32, 32, false, true, false, 0.0625f, 0.125f,
-         1},
-        {"e5m2 out", E4, E5, EMILY_F8_E5M2, 0, 32, 32, 32, false, false, false, 0.0625f, 1, 1},
-        {"bf16 out, N 3", E4, E4, EMILY_BF16, 0, 16, 32, 3, false, false, false, 1, 1, -1},
+        {"e4m3 x e5m2", E4, E5, EMILY_F32, 0, 64, 128, 64, false, true, false, 1, 1, 1, false},
+        {"e5m2 x e4m3", E5, E4, EMILY_F32, 0, 64, 128, 64, false, true, false, 1, 1, 1, false},
+        {"e5m2 x e5m2 (widened)", E5, E5, EMILY_F32, 0, 64, 128, 64, false, true, false, 1, 1, 0,
+         false},
+        {"bf16 out", E4, E4, EMILY_BF16, 0, 64, 128, 64, false, true, false, 1, 1, 1, false},
+        {"f16 out", E4, E4, EMILY_F16, 0, 64, 128, 64, false, true, false, 1, 1, 1, false},
+        {"e4m3 out", E4, E4, EMILY_F8_E4M3FN, 0, 32, 32, 32, false, true, false, 0.0625f, 0.125f, 1,
+         false},
+        {"e5m2 out", E4, E5, EMILY_F8_E5M2, 0, 32, 32, 32, false, false, false, 0.0625f, 1, 1,
+         false},
+        {"bf16 out, N 3", E4, E4, EMILY_BF16, 0, 16, 32, 3, false, false, false, 1, 1, -1, false},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) check_case(&cases[i]);
 }
@@ -287,13 +330,15 @@ TEST(gpu_fp8_types) {
  * batches: strided, packed, broadcast. */
 TEST(gpu_fp8_scales_and_batches) {
     static const fp8_case cases[] = {
-        {"scales", E4, E4, EMILY_F32, 0, 64, 64, 64, false, true, false, 0.5f, 3.0f, 1},
+        {"scales", E4, E4, EMILY_F32, 0, 64, 64, 64, false, true, false, 0.5f, 3.0f, 1, false},
         {"quantized scales", E4, E4, EMILY_BF16, 0, 64, 96, 32, false, true, false, 1.0f / 448,
-         2.5f / 448, 1},
-        {"batched, in place", E4, E4, EMILY_F32, 4, 32, 64, 48, false, true, false, 1, 1, 1},
-        {"batched, b packed", E4, E5, EMILY_F32, 3, 40, 32, 24, false, false, false, 1, 1, 1},
-        {"batched, b broadcast", E4, E4, EMILY_F32, 5, 16, 32, 16, false, true, true, 2, 0.5f, 1},
-        {"batched, odd", E5, E4, EMILY_F32, 2, 9, 7, 5, true, false, false, 1, 1, -1},
+         2.5f / 448, 1, false},
+        {"batched, in place", E4, E4, EMILY_F32, 4, 32, 64, 48, false, true, false, 1, 1, 1, false},
+        {"batched, b packed", E4, E5, EMILY_F32, 3, 40, 32, 24, false, false, false, 1, 1, 1,
+         false},
+        {"batched, b broadcast", E4, E4, EMILY_F32, 5, 16, 32, 16, false, true, true, 2, 0.5f, 1,
+         false},
+        {"batched, odd", E5, E4, EMILY_F32, 2, 9, 7, 5, true, false, false, 1, 1, -1, false},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) check_case(&cases[i]);
 }
@@ -333,7 +378,8 @@ TEST(gpu_fp8_nx_dot) {
     for (size_t i = 0; i < sizeof runs / sizeof *runs; i++) {
         emily_dtype ta = runs[i].t, tb = runs[i].tb;
         fp8_case c = {"nx dot", ta,    tb,   ta,    0, m, k,
-                      n,        false, true, false, 1, 1, runs[i].tensor_cores};
+                      n,        false, true, false, 1, 1, runs[i].tensor_cores,
+                      false};
         operands o;
         if (!make_operands(&c, &o)) {
             RELEASE(o.a, o.b);
@@ -357,7 +403,7 @@ TEST(gpu_fp8_nx_dot) {
             bool ok = got && want && sums && emily_tensor_dtype(got_t) == ta &&
                       within(what, ta, m * n, k, 1.0f, got, want, sums, &worst);
             if (!ok) harness_failures++;
-            printf("  %s %s: %s, worst error %.2f of the bound\n", ok ? "ok  " : "FAIL", what,
+            printf("  %s %s: %s, worst error %.3g of the bound\n", ok ? "ok  " : "FAIL", what,
                    on_cpu                   ? "widened (cpu)"
                    : strcmp(path, "?") == 0 ? "widened"
                                             : path,
@@ -409,15 +455,15 @@ static void expect_errors(emily_device d) {
         EMILY_ERR_AXIS, "dot_fp8: contract axis 2 of the left tensor is out of range");
     CHECK_ERR(emily_dot_fp8(NULL, 1, &one, 0, NULL, 1, okb, 1, &zero, 0, NULL, 1, EMILY_F32, &r),
               EMILY_ERR_ARGUMENT, "dot_fp8: the left tensor is NULL");
-    emily_tensor *v = NULL, *b3 = NULL;
-    CHECK_OK(emily_reshape(okb, 3, (const int64_t[]){1, 16, 4}, &b3));
+    emily_tensor *v = t_on(f8_tensor_once(E4, 1, (const int64_t[]){64}), d),
+                 *b3 = t_on(f8_tensor_once(E4, 3, (const int64_t[]){1, 16, 4}), d);
     CHECK_ERR(emily_matmul_fp8(a, 1, b3, 1, EMILY_F32, &r), EMILY_ERR_SHAPE,
               "matmul_fp8: the operands must be matrices or batches of them of one rank");
-    CHECK_OK(emily_reshape(a, 1, (const int64_t[]){64}, &v));
     CHECK_ERR(emily_matmul_fp8(v, 1, okb, 1, EMILY_F32, &r), EMILY_ERR_SHAPE,
               "matmul_fp8: the operands must be matrices");
     CHECK(r == NULL);
     RELEASE(ca, cb, cc, a, b, okb, f, v, b3);
+    pool_release();
 }
 
 TEST(gpu_fp8_errors) {
