@@ -11,7 +11,8 @@
  * Cases: add f32 2^28 (bandwidth), sum of 2^28 f32, row sums of a
  * 65536x4096 f32 matrix, 8192^3 matmul in bf16, f16 and f32 (f32 without
  * TF32), at dot precision FAST (each type in its own precision, like the
- * peers) and HIGHEST (Emily's default: f64 accumulation); then the
+ * peers) and HIGHEST (Emily's default: f64 accumulation), 8192^3 FP8
+ * dots (f8_e4m3fn operands on the tensor cores: bench_fp8); then the
  * families of issue 19 (bench_families below: sort, argsort, top_k, take,
  * indexed_add, cumsum, fft, max-pool, conv2d, solve, cholesky, qr, svd,
  * batched small solves), at dot precision FAST. --quick shrinks every
@@ -948,6 +949,72 @@ static void bench_families(int quick, emily_tensor *a, const float *ha, emily_te
     row = NULL;
 }
 
+/* FP8 dots (emily_dot_fp8, issue 17): arg is the output type and the
+ * contract axis of in[1] (1: in[1] is [N, K], a linear layer's weights,
+ * which the tensor cores read in place; 0: [K, N], packed k-major by the
+ * engine on every call). */
+typedef struct fp8_arg {
+    emily_dtype out;
+    int cb;
+} fp8_arg;
+static emily_status op_dot_fp8(emily_tensor *const *in, emily_tensor **out, const void *arg) {
+    const fp8_arg *f = arg;
+    int ca = 1;
+    return emily_dot_fp8(in[0], 1, &ca, 0, NULL, 1.0f, in[1], 1, &f->cb, 0, NULL, 1.0f, f->out,
+                         out);
+}
+
+/* "dot fp8 e4m3 MxMxM": f8_e4m3fn operands (a [M, M] and b, Nx's rounding
+ * of the f32 inputs), unit scales, f32 and bf16 outputs, against
+ * torch._scaled_mm with float8_e4m3fn inputs in peers.py (b given
+ * column-major there, as _scaled_mm wants: our [N, K] b). Emily's bf16
+ * dot of the same size is the matmul_bf16 row. Probes against the sum in
+ * double of the e4m3 products: f32 accumulation of M terms (and one bf16
+ * rounding for the bf16 output). */
+static void bench_fp8(int64_t M, emily_tensor *ma, emily_tensor *mb, const float *ha,
+                      const float *hb) {
+    emily_tensor *x = NULL, *y = NULL, *out = NULL;
+    if (emily_as_type(ma, EMILY_F8_E4M3FN, &x) || emily_as_type(mb, EMILY_F8_E4M3FN, &y)) {
+        fail("fp8 inputs");
+        emily_tensor_release(x);
+        emily_tensor_release(y);
+        return;
+    }
+    emily_tensor *xy[2] = {x, y};
+    const fp8_arg args[3] = {{EMILY_F32, 1}, {EMILY_BF16, 1}, {EMILY_BF16, 0}};
+    const char *suffix[3] = {"f32", "bf16", "bf16_b_kn"};
+    for (int v = 0; v < 3; v++) {
+        char name[64];
+        double ms;
+        snprintf(name, sizeof name, "dot_fp8_e4m3_%lld_%s", (long long)M, suffix[v]);
+        if (!want(name) || time_op(op_dot_fp8, xy, &args[v], &ms, &out)) continue;
+        int ok = 1;
+        int64_t probes[3][2] = {{0, 0}, {M - 1, M - 1}, {123 % M, 4567 % M}};
+        for (int p = 0; p < 3; p++) {
+            int64_t r = probes[p][0], c = probes[p][1];
+            double ref = 0, mag = 0;
+            for (int64_t q = 0; q < M; q++) {
+                /* b[c][q] for [N, K], b[q][c] for [K, N] */
+                float bv = args[v].cb == 1 ? hb[c * M + q] : hb[q * M + c];
+                double t = emily_f8_e4m3fn_to_f64(emily_f64_to_f8_e4m3fn(ha[r * M + q])) *
+                           emily_f8_e4m3fn_to_f64(emily_f64_to_f8_e4m3fn(bv));
+                ref += t;
+                mag += fabs(t);
+            }
+            double tol = (double)M * ldexp(1.0, -24) * mag +
+                         (args[v].out == EMILY_BF16 ? fabs(ref) / 128 : 0) + 1e-6;
+            ok &= fabs(elem(out, r * M + c) - ref) <= tol;
+        }
+        report(name, ms, "TFLOP/s", 2.0 * (double)M * (double)M * (double)M / (ms * 1e9), ok,
+               v == 2 ? "f8_e4m3fn inputs, b [K, N] packed k-major per call, bf16 output"
+                      : "f8_e4m3fn inputs, unit scales, f32 accumulation");
+        emily_tensor_release(out);
+        out = NULL;
+    }
+    emily_tensor_release(x);
+    emily_tensor_release(y);
+}
+
 int main(int argc, char **argv) {
     int quick = 0, no_matmul = 0;
     for (int i = 1; i < argc; i++) {
@@ -1078,6 +1145,11 @@ int main(int argc, char **argv) {
             emily_tensor_release(y);
         }
         runs = saved_runs;
+    }
+    if (!no_matmul) {
+        if (emily_dot_set_precision(EMILY_DOT_PRECISION_FAST)) return fail("dot precision");
+        bench_fp8(M, ma, mb, ha, hb);
+        row = NULL;
     }
     emily_tensor_release(ma);
     emily_tensor_release(mb);

@@ -13,7 +13,8 @@ f32 matmuls run without TF32 in both (torch.backends.cuda.matmul.allow_tf32
 = False; jax precision HIGHEST for f32 only). The chain case is 10,000
 dependent eager adds of 1-element tensors: host time per op.
 
-torch also runs the family cases of issue 19 (torch_families: sort,
+torch also runs the FP8 dots of issue 17 (torch_fp8: torch._scaled_mm
+against emily_dot_fp8) and the family cases of issue 19 (torch_families: sort,
 argsort, top_k, take, indexed_add, cumsum, fft, max-pool, conv2d, solve,
 cholesky, qr, svd, batched small solves) with emily_bench.c's shapes and
 names; jax runs the first group only.
@@ -97,6 +98,7 @@ def run_torch(quick, runs):
         emit(f"matmul_{name}_{m}", ms, "TFLOP/s", 2.0 * m ** 3 / (ms * 1e9),
              "no TF32" if name == "f32" else "")
         del x, y
+    torch_fp8(torch, m, a, b, timed, dev)
     torch_families(torch, quick, a, b, timed, dev, g)
     # the chain of tiny eager adds
     if not want("chain_add_1elem"):
@@ -117,6 +119,29 @@ def run_torch(quick, runs):
             res.append((t1 - t0, t2 - t0))
     res.sort()
     chain_emit("torch", res[len(res) // 2][0], statistics.median(r[1] for r in res), count)
+
+
+def torch_fp8(torch, m, a, b, timed, dev):
+    """emily_bench.c's bench_fp8: an m^3 product of float8_e4m3fn operands
+    through torch._scaled_mm (cuBLASLt), unit scales, f32 and bf16 output.
+    _scaled_mm wants its second operand column-major: the transpose of an
+    [N, K] row-major matrix, Emily's b contracted on its axis 1."""
+    rows = [(f"dot_fp8_e4m3_{m}_{suffix}", dt) for suffix, dt in (("f32", torch.float32), ("bf16", torch.bfloat16))]
+    if not any(want(name) for name, _ in rows):
+        return
+    x = a[: m * m].view(m, m).to(torch.float8_e4m3fn)
+    w = b[: m * m].view(m, m).to(torch.float8_e4m3fn)  # [N, K]
+    one = torch.ones((), device=dev, dtype=torch.float32)
+    for name, dt in rows:
+        if not want(name):
+            continue
+        try:
+            ms = timed(lambda: torch._scaled_mm(x, w.t(), scale_a=one, scale_b=one, out_dtype=dt))
+        except (RuntimeError, TypeError) as err:  # an older torch, or no FP8 on this GPU
+            print(f"peers.py: {name}: torch._scaled_mm failed: {err}", file=sys.stderr)
+            continue
+        emit(name, ms, "TFLOP/s", 2.0 * m ** 3 / (ms * 1e9), "torch._scaled_mm, float8_e4m3fn, unit scales")
+    del x, w
 
 
 def torch_families(torch, quick, a, b, timed, dev, g):

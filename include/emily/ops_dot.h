@@ -27,6 +27,43 @@ EMILY_API emily_status emily_dot(const emily_tensor *a, int ncontract_a, const i
                        int nbatch_b, const int *batch_b,
                        emily_dtype out_type, emily_tensor **out);
 
+/* A dot of two 8-bit float tensors (f8_e4m3fn or f8 = E5M2, in any
+ * mix), for quantized models: the result is
+ *
+ *     (a_scale * b_scale) * sum_k a[.., k] * b[.., k]
+ *
+ * that is (a * a_scale) . (b * b_scale), each product exact and the
+ * products summed in f32, then scaled (a_scale * b_scale, rounded to
+ * f32) and rounded once to out_type. Axes as for emily_dot.
+ *
+ * On a CUDA device with FP8 tensor cores (compute capability 8.9 and
+ * up) it runs as one cuBLASLt FP8 matrix product (e4m3 x e4m3, e4m3 x
+ * e5m2, e5m2 x e4m3), packing operands into the layout the tensor cores
+ * read where they are not in it already; f32, bf16 and f16 outputs come
+ * straight from the tensor cores (bf16 and f16 rounded to nearest even,
+ * as PyTorch's torch._scaled_mm). Everywhere else (the CPU, e5m2 x
+ * e5m2, a product cuBLASLt refuses) both operands are converted to f32
+ * exactly and multiplied by emily_dot at the thread's precision, then
+ * scaled; outputs other than f32 are then converted with Nx's rules
+ * (emily_as_type). Sums are within f32's accumulation bound either way
+ * (docs/semantics.md, "FP8 matrix products").
+ *
+ * out_type: EMILY_F32, EMILY_BF16, EMILY_F16, EMILY_F8_E4M3FN or
+ * EMILY_F8_E5M2 (the 8-bit ones: the f32 result converted with Nx's
+ * write rules); EMILY_DTYPE_AUTO is Nx.Type.merge of the two input types
+ * (what Nx's template says for such a dot). Other operand or output types
+ * fail with EMILY_ERR_TYPE. */
+EMILY_API emily_status emily_dot_fp8(const emily_tensor *a, int ncontract_a, const int *contract_a,
+                                     int nbatch_a, const int *batch_a, float a_scale,
+                                     const emily_tensor *b, int ncontract_b, const int *contract_b,
+                                     int nbatch_b, const int *batch_b, float b_scale,
+                                     emily_dtype out_type, emily_tensor **out);
+
+/* emily_dot_fp8 of matrices: a [..., M, K] times b [..., K, N], the
+ * leading axes (equal sizes, both ranks equal, >= 2) batched. */
+EMILY_API emily_status emily_matmul_fp8(const emily_tensor *a, float a_scale, const emily_tensor *b,
+                                        float b_scale, emily_dtype out_type, emily_tensor **out);
+
 /* Nx.dot/2: rank-0 operands are not handled here (Nx multiplies them);
  * vector.vector, matrix.vector, vector.matrix, and for rank >= 2 the last
  * axis of `a` against the second-to-last of `b`. */

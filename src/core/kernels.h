@@ -101,6 +101,15 @@ struct emily_reduce_kernels {
 struct emily_dot_kernels {
     emily_status (*gemm)(emily_tensor *dst, const emily_tensor *a, const emily_tensor *bm,
                          emily_dot_precision precision);
+    /* Optional (NULL: the op layer widens both operands to f32 and calls
+     * gemm, src/ops/dot_fp8.c): dst = alpha * (a x bm) for 8-bit float
+     * operands (f8_e4m3fn or f8 = E5M2, any mix but two E5M2), the
+     * products exact and summed in f32 on the tensor cores, rounded once
+     * to dst's dtype (f32, bf16 or f16: nearest even). The views are as
+     * for gemm. EMILY_ERR_UNSUPPORTED with no message where the device
+     * cannot run this product (a shape or type its library refuses):
+     * the op layer then computes it widened. */
+    emily_status (*gemm_fp8)(emily_tensor *dst, const emily_tensor *a, const emily_tensor *bm, float alpha);
 };
 
 /* How BLAS reads one rows x cols matrix with strides (srow, scol):
@@ -574,7 +583,7 @@ struct emily_quant_kernels {
     X(SELECT, elementwise, select)                                                  \
     X(REDUCE, reduce, reduce) X(ARGREDUCE, reduce, argreduce)                       \
     X(ALL_CLOSE, reduce, all_close)                                                 \
-    X(GEMM, dot, gemm)                                                              \
+    X(GEMM, dot, gemm) X(GEMM_FP8, dot, gemm_fp8)                                   \
     X(WINDOW_REDUCE, window, reduce) X(WINDOW_SCATTER, window, scatter)             \
     X(TAKE, index, take) X(TAKE_ALONG_AXIS, index, take_along_axis)                 \
     X(GATHER, index, gather) X(INDEXED, index, indexed)                             \

@@ -547,6 +547,7 @@ static emily_status cpu_gemm(emily_tensor *dst, const emily_tensor *a, const emi
     }
 }
 
+/* no gemm_fp8: the op layer widens 8-bit floats to f32 (src/ops/dot_fp8.c) */
 const struct emily_dot_kernels emi_cpu_dot_kernels = {
     .gemm = cpu_gemm,
 };

@@ -25,6 +25,7 @@
 #include <cublas_v2.h>
 #include "cuda/dtype_dispatch.cuh"
 #include "core/kernels.h"
+#include "cuda/dot_fp8.h"
 
 using namespace emily_cuda;
 
@@ -558,4 +559,5 @@ emily_status cuda_gemm(emily_tensor *dst, const emily_tensor *a, const emily_ten
 
 } // namespace
 
-extern "C" const struct emily_dot_kernels emi_cuda_dot_kernels = {cuda_gemm};
+// gemm_fp8: the FP8 tensor-core product (dot_fp8.cu)
+extern "C" const struct emily_dot_kernels emi_cuda_dot_kernels = {cuda_gemm, emi_cuda_gemm_fp8};

@@ -3,10 +3,16 @@
  * dot(out, left, contract_axes1, batch_axes1, right, contract_axes2,
  *     batch_axes2): the output type is Nx.Type.merge of the inputs, which
  * Nx decides from the inputs alone; the template's type is passed in RUN
- * mode (emi_call_out_type) and inferred in INFER mode. */
+ * mode (emi_call_out_type) and inferred in INFER mode. Two 8-bit float
+ * operands reach it only through src/nx/dot_fp8.c (the dispatcher
+ * widens them otherwise): they run as emily_dot_fp8, on the tensor cores
+ * at FAST precision, widened to f32 at HIGHEST (Nx's f64 sums, rounded
+ * once, as before). */
 #include <string.h>
 #include "nx/callback.h"
 #include "ops/conv.h"
+#include "ops/dot_fp8.h"
+#include "nx/dot_fp8.h"
 
 /* The per-call `precision: :highest | :fast` option (absent or nil: the
  * process setting, emily_dot_get_precision) as a thread override. */
@@ -56,7 +62,11 @@ emily_status emi_cb_dot(emily_call *c) {
     emily_tensor *out;
     emily_dot_precision saved;
     precision_enter(precision, &saved);
-    s = emily_dot(a, nca, ca, nba, ba, b, ncb, cb, nbb, bb, emi_call_out_type(c), &out);
+    if (emi_dot_fp8_operands(a, b)) /* from src/nx/dot_fp8.c only: the FP8 path, FAST */
+        s = emi_dot_fp8_run(a, nca, ca, nba, ba, 1.0f, b, ncb, cb, nbb, bb, 1.0f, emi_call_out_type(c),
+                            emily_dot_get_precision() == EMILY_DOT_PRECISION_FAST, &out);
+    else
+        s = emily_dot(a, nca, ca, nba, ba, b, ncb, cb, nbb, bb, emi_call_out_type(c), &out);
     precision_leave(precision, saved);
     if (s) return s;
     return emi_call_return(c, out);

@@ -23,9 +23,11 @@
  *    differ from Nx where the f32 rounding lands on a rounding boundary
  *    of the 8-bit type (docs/semantics.md, "Narrow types").
  * as_type and bitcast convert or reinterpret themselves (ops/convert.c)
- * and never come here. */
+ * and never come here. A dot of two 8-bit floats on a device with an FP8
+ * kernel keeps its operands for the tensor cores (src/nx/dot_fp8.c). */
 #include <stdlib.h>
 #include "nx/callback.h"
+#include "nx/dot_fp8.h"
 #include "ops/common.h"
 
 static bool value_has_narrow(const emily_value *v) {
@@ -168,6 +170,9 @@ emily_status emi_dispatch_narrow(const emily_callback_entry *entry, emily_device
                                  const emily_value *out, const emily_value *args, size_t nargs,
                                  emily_dispatch_mode mode, emily_dispatch_result *result) {
     const char *callback = entry->info.name;
+    /* a dot of two 8-bit floats keeps them for the tensor cores */
+    if (emi_dot_fp8_routes(entry, device, out, args, nargs, mode))
+        return emi_dispatch_dot_fp8(entry, device, out, args, nargs, result);
     bool counts = entry->fn == emi_cb_unary &&
                   (entry->op == EMILY_COUNT_LEADING_ZEROS || entry->op == EMILY_POPULATION_COUNT);
     /* the counts read the bits of the narrow type: its unsigned twin,

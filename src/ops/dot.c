@@ -14,6 +14,7 @@
 #include <string.h>
 #include "ops/common.h"
 #include "core/kernels.h"
+#include "ops/dot_plan.h"
 
 /* ---- precision setting ------------------------------------------------- */
 
@@ -57,7 +58,7 @@ emily_status emily_dot_set_thread_precision(emily_dot_precision p, emily_dot_pre
 
 /* Normalizes one operand's contract and batch axes; marks them in `role`
  * (0 free, 1 contract, 2 batch) and fails on repeats or overlaps. */
-static emily_status norm_operand_axes(const char *side, const emily_tensor *t, int nc,
+static emily_status norm_operand_axes(const char *op, const char *side, const emily_tensor *t, int nc,
                                       const int *c, int nb, const int *bt, int *cn, int *bn,
                                       char *role) {
     memset(role, 0, (size_t)t->rank + 1);
@@ -67,12 +68,12 @@ static emily_status norm_operand_axes(const char *side, const emily_tensor *t, i
         int a = ax < 0 ? ax + t->rank : ax;
         if (a < 0 || a >= t->rank)
             return emily_error(EMILY_ERR_AXIS,
-                               "dot: %s axis %d of the %s tensor is out of range for shape %s",
-                               is_c ? "contract" : "batch", ax, side, EMILY_SHAPE_STR(t));
+                               "%s: %s axis %d of the %s tensor is out of range for shape %s",
+                               op, is_c ? "contract" : "batch", ax, side, EMILY_SHAPE_STR(t));
         if (role[a])
-            return emily_error(EMILY_ERR_AXIS, "dot: axis %d of the %s tensor (shape %s) is given "
+            return emily_error(EMILY_ERR_AXIS, "%s: axis %d of the %s tensor (shape %s) is given "
                                "more than once among its contract and batch axes",
-                               ax, side, EMILY_SHAPE_STR(t));
+                               op, ax, side, EMILY_SHAPE_STR(t));
         role[a] = is_c ? 1 : 2;
         if (is_c) cn[i] = a;
         else bn[i - nc] = a;
@@ -82,13 +83,13 @@ static emily_status norm_operand_axes(const char *side, const emily_tensor *t, i
 
 /* Paired axes (contract or batch: `what`) of a and b must have equal
  * sizes. */
-static emily_status check_pairs(const char *what, const emily_tensor *a, const emily_tensor *b, int n,
+static emily_status check_pairs(const char *op, const char *what, const emily_tensor *a, const emily_tensor *b, int n,
                                 const int *xa, const int *xb) {
     for (int i = 0; i < n; i++)
         if (a->shape[xa[i]] != b->shape[xb[i]])
-            return emily_error(EMILY_ERR_SHAPE, "dot: %s axis %d of the left tensor (size %lld) does "
+            return emily_error(EMILY_ERR_SHAPE, "%s: %s axis %d of the left tensor (size %lld) does "
                                "not match axis %d of the right tensor (size %lld); shapes %s and %s",
-                               what, xa[i], (long long)a->shape[xa[i]], xb[i], (long long)b->shape[xb[i]],
+                               op, what, xa[i], (long long)a->shape[xa[i]], xb[i], (long long)b->shape[xb[i]],
                                EMILY_SHAPE_STR(a), EMILY_SHAPE_STR(b));
     return EMILY_OK;
 }
@@ -178,55 +179,82 @@ static emily_status gemm_view(const emily_tensor *t, const int *order, int n0, i
     return s;
 }
 
-/* ---- emily_dot --------------------------------------------------------- */
+/* ---- the views of a dot (ops/dot_plan.h) ------------------------------- */
 
-emily_status emily_dot(const emily_tensor *a, int ncontract_a, const int *contract_a,
-                       int nbatch_a, const int *batch_a,
-                       const emily_tensor *b, int ncontract_b, const int *contract_b,
-                       int nbatch_b, const int *batch_b,
-                       emily_dtype out_type, emily_tensor **out) {
-    emily_status s;
-    if ((s = emi_check_out("dot", out))) return s;
-    if ((s = emi_check_tensor("dot", "left tensor", a))) return s;
-    if ((s = emi_check_tensor("dot", "right tensor", b))) return s;
+emily_status emi_dot_check(const char *op, const emily_tensor *a, int ncontract_a, const int *contract_a,
+                           int nbatch_a, const int *batch_a, const emily_tensor *b, int ncontract_b,
+                           const int *contract_b, int nbatch_b, const int *batch_b, const emily_engine **e) {
     if (ncontract_a < 0 || ncontract_b < 0 || nbatch_a < 0 || nbatch_b < 0)
-        return emily_error(EMILY_ERR_ARGUMENT, "dot: negative axis count");
+        return emily_error(EMILY_ERR_ARGUMENT, "%s: negative axis count", op);
     if ((ncontract_a && !contract_a) || (ncontract_b && !contract_b) || (nbatch_a && !batch_a) ||
         (nbatch_b && !batch_b))
-        return emily_error(EMILY_ERR_ARGUMENT, "dot: NULL axis list with a nonzero count");
+        return emily_error(EMILY_ERR_ARGUMENT, "%s: NULL axis list with a nonzero count", op);
     if (ncontract_a != ncontract_b)
-        return emily_error(EMILY_ERR_AXIS, "dot: %d contract axes for the left tensor but %d for the "
-                           "right tensor (shapes %s and %s)", ncontract_a, ncontract_b,
+        return emily_error(EMILY_ERR_AXIS, "%s: %d contract axes for the left tensor but %d for the "
+                           "right tensor (shapes %s and %s)", op, ncontract_a, ncontract_b,
                            EMILY_SHAPE_STR(a), EMILY_SHAPE_STR(b));
     if (nbatch_a != nbatch_b)
-        return emily_error(EMILY_ERR_AXIS, "dot: %d batch axes for the left tensor but %d for the "
+        return emily_error(EMILY_ERR_AXIS, "%s: %d batch axes for the left tensor but %d for the "
                            "right tensor (shapes %s and %s); both or neither must be batched",
-                           nbatch_a, nbatch_b, EMILY_SHAPE_STR(a), EMILY_SHAPE_STR(b));
+                           op, nbatch_a, nbatch_b, EMILY_SHAPE_STR(a), EMILY_SHAPE_STR(b));
     const emily_tensor *both[2] = {a, b};
-    const emily_engine *e;
-    if ((s = emi_check_same_device("dot", 2, both, &e))) return s;
-    emily_dtype dt = EMILY_DTYPE_AUTO;
-    if ((s = check_out_type(a, b, out_type, &dt))) return s;
+    return emi_check_same_device(op, 2, both, e);
+}
 
-    int ra = a->rank, rb = b->rank, nc = ncontract_a, nb = nbatch_a;
+void emi_dot_views_release(emi_dot_views *v) {
+    emily_tensor_release(v->a3);
+    emily_tensor_release(v->b3);
+    emily_tensor_release(v->d3);
+    v->a3 = v->b3 = v->d3 = NULL;
+}
+
+emily_status emi_dot_check_axes(const char *op, const emily_tensor *a, int nc, const int *contract_a, int nb,
+                                const int *batch_a, const emily_tensor *b, const int *contract_b,
+                                const int *batch_b) {
+    int ra = a->rank, rb = b->rank;
     if (nc + nb > ra || nc + nb > rb)
-        return emily_error(EMILY_ERR_AXIS, "dot: %d contract and %d batch axes given for shapes %s and %s",
-                           nc, nb, EMILY_SHAPE_STR(a), EMILY_SHAPE_STR(b));
+        return emily_error(EMILY_ERR_AXIS, "%s: %d contract and %d batch axes given for shapes %s and %s",
+                           op, nc, nb, EMILY_SHAPE_STR(a), EMILY_SHAPE_STR(b));
+    int *ints = malloc((2 * ((size_t)nc + nb) + 1) * sizeof(int));
+    char *role = malloc((size_t)ra + rb + 2);
+    emily_status s;
+    if (!ints || !role) {
+        s = emily_error(EMILY_ERR_MEMORY, "%s: out of host memory", op);
+    } else {
+        int *ca = ints, *cb = ca + nc, *ba = cb + nc, *bb = ba + nb;
+        if (!(s = norm_operand_axes(op, "left", a, nc, contract_a, nb, batch_a, ca, ba, role)) &&
+            !(s = norm_operand_axes(op, "right", b, nc, contract_b, nb, batch_b, cb, bb, role + ra + 1)) &&
+            !(s = check_pairs(op, "contract", a, b, nc, ca, cb)))
+            s = check_pairs(op, "batch", a, b, nb, ba, bb);
+    }
+    free(ints);
+    free(role);
+    return s;
+}
+
+emily_status emi_dot_views_make(const char *op, const emily_tensor *a, int nc, const int *contract_a,
+                                int nb, const int *batch_a, const emily_tensor *b, const int *contract_b,
+                                const int *batch_b, emily_dtype dt, emi_dot_views *v) {
+    emily_status s;
+    v->res = v->a3 = v->b3 = v->d3 = NULL;
+    int ra = a->rank, rb = b->rank;
+    if (nc + nb > ra || nc + nb > rb)
+        return emily_error(EMILY_ERR_AXIS, "%s: %d contract and %d batch axes given for shapes %s and %s",
+                           op, nc, nb, EMILY_SHAPE_STR(a), EMILY_SHAPE_STR(b));
     /* scratch: normalized axes, roles, orders, output shape */
     size_t nints = 2 * ((size_t)nc + nb) + (size_t)ra + rb + 4;
     int *ints = malloc(nints * sizeof(int));
     char *role = malloc((size_t)ra + rb + 2);
     int64_t *oshape = malloc(((size_t)ra + rb + 1) * sizeof(int64_t));
-    emily_tensor *a3 = NULL, *b3 = NULL, *res = NULL, *d3 = NULL;
     if (!ints || !role || !oshape) {
-        s = emily_error(EMILY_ERR_MEMORY, "dot: out of host memory");
+        s = emily_error(EMILY_ERR_MEMORY, "%s: out of host memory", op);
         goto done;
     }
     int *ca = ints, *cb = ca + nc, *ba = cb + nc, *bb = ba + nb, *oa = bb + nb, *ob = oa + ra;
     char *role_a = role, *role_b = role + ra + 1;
-    if ((s = norm_operand_axes("left", a, nc, contract_a, nb, batch_a, ca, ba, role_a))) goto done;
-    if ((s = norm_operand_axes("right", b, nc, contract_b, nb, batch_b, cb, bb, role_b))) goto done;
-    if ((s = check_pairs("contract", a, b, nc, ca, cb)) || (s = check_pairs("batch", a, b, nb, ba, bb)))
+    if ((s = norm_operand_axes(op, "left", a, nc, contract_a, nb, batch_a, ca, ba, role_a))) goto done;
+    if ((s = norm_operand_axes(op, "right", b, nc, contract_b, nb, batch_b, cb, bb, role_b))) goto done;
+    if ((s = check_pairs(op, "contract", a, b, nc, ca, cb)) || (s = check_pairs(op, "batch", a, b, nb, ba, bb)))
         goto done;
 
     /* a: [batch, free_a, contract]; b: [batch, contract, free_b]; the
@@ -243,27 +271,54 @@ emily_status emily_dot(const emily_tensor *a, int ncontract_a, const int *contra
         if (!role_b[i]) { ob[k++] = i; oshape[orank++] = b->shape[i]; }
     int nfree_a = ra - nc - nb, nfree_b = rb - nc - nb;
 
-    if ((s = emi_empty_like_device(a, dt, orank, oshape, &res))) goto done;
-    if (res->size == 0) goto done; /* nothing to compute */
+    if ((s = emi_empty_like_device(a, dt, orank, oshape, &v->res))) goto done;
+    if (v->res->size == 0) goto done; /* nothing to compute */
 
-    if ((s = gemm_view(a, oa, nb, nfree_a, nc, &a3))) goto done;
-    if ((s = gemm_view(b, ob, nb, nc, nfree_b, &b3))) goto done;
-    int64_t dshape[3] = {a3->shape[0], a3->shape[1], b3->shape[2]};
-    if ((s = emi_tensor_view(res, 3, dshape, NULL, 0, &d3))) goto done;
-    if (!e->supports(e, EMI_KERNEL_GEMM, 0, (const emily_dtype[]){dt, a->dtype, b->dtype}, 3)) {
-        s = emily_error(EMILY_ERR_UNSUPPORTED, "dot: not available on the %s device", e->name);
-        goto done;
-    }
-    s = e->dot->gemm(d3, a3, b3, emily_dot_get_precision());
+    if ((s = gemm_view(a, oa, nb, nfree_a, nc, &v->a3))) goto done;
+    if ((s = gemm_view(b, ob, nb, nc, nfree_b, &v->b3))) goto done;
+    int64_t dshape[3] = {v->a3->shape[0], v->a3->shape[1], v->b3->shape[2]};
+    s = emi_tensor_view(v->res, 3, dshape, NULL, 0, &v->d3);
 
 done:
-    emily_tensor_release(a3);
-    emily_tensor_release(b3);
-    emily_tensor_release(d3);
     free(ints);
     free(role);
     free(oshape);
-    return emi_hand_out(s, res, out);
+    if (s) {
+        emi_dot_views_release(v);
+        emily_tensor_release(v->res);
+        v->res = NULL;
+    }
+    return s;
+}
+
+/* ---- emily_dot --------------------------------------------------------- */
+
+emily_status emily_dot(const emily_tensor *a, int ncontract_a, const int *contract_a,
+                       int nbatch_a, const int *batch_a,
+                       const emily_tensor *b, int ncontract_b, const int *contract_b,
+                       int nbatch_b, const int *batch_b,
+                       emily_dtype out_type, emily_tensor **out) {
+    emily_status s;
+    if ((s = emi_check_out("dot", out))) return s;
+    if ((s = emi_check_tensor("dot", "left tensor", a))) return s;
+    if ((s = emi_check_tensor("dot", "right tensor", b))) return s;
+    const emily_engine *e;
+    if ((s = emi_dot_check("dot", a, ncontract_a, contract_a, nbatch_a, batch_a, b, ncontract_b, contract_b,
+                           nbatch_b, batch_b, &e)))
+        return s;
+    emily_dtype dt = EMILY_DTYPE_AUTO;
+    if ((s = check_out_type(a, b, out_type, &dt))) return s;
+    emi_dot_views v;
+    if ((s = emi_dot_views_make("dot", a, ncontract_a, contract_a, nbatch_a, batch_a, b, contract_b, batch_b, dt,
+                                &v)))
+        return s;
+    if (v.res->size == 0) return emi_hand_out(EMILY_OK, v.res, out);
+    if (!e->supports(e, EMI_KERNEL_GEMM, 0, (const emily_dtype[]){dt, a->dtype, b->dtype}, 3))
+        s = emily_error(EMILY_ERR_UNSUPPORTED, "dot: not available on the %s device", e->name);
+    else
+        s = e->dot->gemm(v.d3, v.a3, v.b3, emily_dot_get_precision());
+    emi_dot_views_release(&v);
+    return emi_hand_out(s, v.res, out);
 }
 
 emily_status emily_matmul(const emily_tensor *a, const emily_tensor *b, emily_tensor **out) {
