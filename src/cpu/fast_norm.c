@@ -22,11 +22,8 @@
 #include "cpu/parallel.h"
 #include "cpu/strided.h"
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_ADDRESS__)
-#define HOT __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define HOT
-#endif
+#include "cpu/hot_clones.h"
+#define HOT EMI_CPU_HOT
 
 #define LANES EMI_NORM_LANES
 #define PRAGMA(x) _Pragma(#x)

@@ -26,11 +26,8 @@
 
 /* The row loops built again for AVX2 and AVX-512 (picked at run time),
  * as fast_norm.c's are: plain loops the compiler vectorizes. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_ADDRESS__)
-#define HOT __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define HOT
-#endif
+#include "cpu/hot_clones.h"
+#define HOT EMI_CPU_HOT
 
 typedef struct softmax_job {
     emily_dtype t;

@@ -10,11 +10,8 @@
 #include <stdint.h>
 #include "core/quant_rules.h"
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_ADDRESS__)
-#define EMI_QUANT_HOT __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define EMI_QUANT_HOT
-#endif
+#include "cpu/hot_clones.h"
+#define EMI_QUANT_HOT EMI_CPU_HOT
 
 /* n codes (a multiple of 8 / BITS) from packed bytes p into out, decoded
  * with one scale and bias. */
