@@ -128,7 +128,6 @@ tests =
       {">= 0.13.0", "test f8 pretty printing", :otp25}
     ]
 
-
 # ExUnit excludes by test name alone, and these modules have tests named
 # like excluded tests of other modules (Nx.ComplexTest's aggregate
 # operations, Nx.LazyOnlyTest's backend_copy) while none of their own is

@@ -345,7 +345,7 @@ if Code.ensure_loaded?(Nx) do
               Nx.add(Nx.iota({sq, 1}), skv - sq),
               Nx.iota({1, skv})
             ),
-          (mask != nil and mask.type == {:u, 8}) && Nx.not_equal(mask, 0)
+          mask != nil and mask.type == {:u, 8} && Nx.not_equal(mask, 0)
         ]
         |> Enum.filter(& &1)
         |> Enum.reduce(nil, fn m, acc -> if acc == nil, do: m, else: Nx.logical_and(acc, m) end)

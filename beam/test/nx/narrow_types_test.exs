@@ -67,21 +67,33 @@ if Code.ensure_loaded?(Nx) and Version.match?(nx_version, ">= 0.10.0") do
           assert_same(Nx.exp(e), Nx.exp(b), "#{inspect(type)} exp")
           assert_same(Nx.divide(e, 3), Nx.divide(b, 3), "#{inspect(type)} divide")
         else
-          assert_same(Nx.population_count(e), Nx.population_count(b), "#{inspect(type)} population_count")
+          assert_same(
+            Nx.population_count(e),
+            Nx.population_count(b),
+            "#{inspect(type)} population_count"
+          )
+
           assert_same(Nx.bitwise_not(e), Nx.bitwise_not(b), "#{inspect(type)} bitwise_not")
         end
       end
     end
 
     test "conversions to and from every narrow type follow Nx's write rules" do
-      src = Nx.tensor([-600.0, -3.7, -1.5, 0.49, 2.5, 7.9, 17.0, 100.0, 1.0e6, :nan, :infinity], backend: Emily.Backend)
+      src =
+        Nx.tensor([-600.0, -3.7, -1.5, 0.49, 2.5, 7.9, 17.0, 100.0, 1.0e6, :nan, :infinity],
+          backend: Emily.Backend
+        )
 
       for type <- @types do
         assert_same(Nx.as_type(src, type), Nx.as_type(binary(src), type), "f32 -> #{inspect(type)}")
         narrow = Nx.tensor(values(type), type: type, backend: Emily.Backend)
 
         for to <- @types ++ [{:s, 64}, {:f, 16}, {:bf, 16}], to != type do
-          assert_same(Nx.as_type(narrow, to), Nx.as_type(binary(narrow), to), "#{inspect(type)} -> #{inspect(to)}")
+          assert_same(
+            Nx.as_type(narrow, to),
+            Nx.as_type(binary(narrow), to),
+            "#{inspect(type)} -> #{inspect(to)}"
+          )
         end
       end
     end
@@ -112,5 +124,7 @@ if Code.ensure_loaded?(Nx) and Version.match?(nx_version, ">= 0.10.0") do
     end
   end
 else
-  IO.puts("narrow_types_test: not run: Nx #{nx_version} has no f8/s4 types (they came in Nx 0.9-0.11)")
+  IO.puts(
+    "narrow_types_test: not run: Nx #{nx_version} has no f8/s4 types (they came in Nx 0.9-0.11)"
+  )
 end
