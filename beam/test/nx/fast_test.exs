@@ -148,7 +148,12 @@ if Code.ensure_loaded?(Nx) do
     @types [{:f, 32}, {:f, 64}, {:f, 16}, {:bf, 16}]
     @shapes [{1, 1}, {4, 16}, {2, 3, 100}, {7, 384}, {3, 1000}]
 
-    defp jit(fun), do: Nx.Defn.jit(fun, compiler: Emily.Compiler)
+    # Without Nx.block (Nx 0.7) the compiled function is the composed
+    # fallback, which these tests compare with the same composition run
+    # eagerly, bit for bit: pattern fusion, which would swap in the fused
+    # kernels (their own rounding, docs/graph.md), is off there; it has
+    # tests of its own (compiler_patterns_test.exs).
+    defp jit(fun), do: Nx.Defn.jit(fun, compiler: Emily.Compiler, patterns: @block?)
 
     ## Against the fallback on Nx.BinaryBackend
 
