@@ -34,7 +34,8 @@ static void read_back(const emily_dispatch_result *r) {
     for (int k = 0; k < r->n; k++) {
         const emily_tensor *t = r->tensors[k];
         if (!t) abort();
-        size_t nb = emily_tensor_nbytes(t);
+        /* Nx's binary form: sub-byte types packed */
+        size_t nb = emily_dtype_binary_size(emily_tensor_dtype(t), emily_tensor_size(t));
         if (nb > ((size_t)64 << 20)) continue;
         void *buf = malloc(nb ? nb : 1);
         if (!buf) continue;

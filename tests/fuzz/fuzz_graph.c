@@ -85,8 +85,9 @@ static bool graph_ok(const emily_graph *g, int depth, int64_t *total) {
 
 static bool same_values(const emily_tensor *a, const emily_tensor *b) {
     emily_dtype dt = emily_tensor_dtype(a);
-    size_t nb = emily_tensor_nbytes(a);
-    if (dt != emily_tensor_dtype(b) || nb != emily_tensor_nbytes(b) ||
+    /* Nx's binary form (sub-byte types packed), what emily_to_binary writes */
+    size_t nb = emily_dtype_binary_size(dt, emily_tensor_size(a));
+    if (dt != emily_tensor_dtype(b) || emily_tensor_size(a) != emily_tensor_size(b) ||
         emily_tensor_rank(a) != emily_tensor_rank(b))
         return false;
     for (int i = 0; i < emily_tensor_rank(a); i++)

@@ -29,7 +29,8 @@ static void check(bool ok, const char *what) {
 }
 
 static unsigned char *tensor_bytes(const emily_tensor *t, size_t *nb) {
-    *nb = emily_tensor_nbytes(t);
+    /* Nx's binary form: sub-byte types packed */
+    *nb = emily_dtype_binary_size(emily_tensor_dtype(t), emily_tensor_size(t));
     unsigned char *b = malloc(*nb ? *nb : 1);
     check(b != NULL, "out of memory reading a tensor");
     check(emily_to_binary(t, b, *nb) == EMILY_OK, "to_binary of a decoded tensor failed");
