@@ -281,3 +281,16 @@ double c_max_diff(const double complex *a, const double complex *b, int64_t n) {
         if (cabs(a[i] - b[i]) > m) m = cabs(a[i] - b[i]);
     return m;
 }
+
+double *harness_doubles(const emily_tensor *t) {
+    int64_t n = t ? emily_tensor_size(t) : 0;
+    double *v = malloc((size_t)(n ? n : 1) * sizeof *v);
+    emily_tensor *d = NULL;
+    if (!t || !v || emily_as_type(t, EMILY_F64, &d) || emily_to_binary(d, v, (size_t)n * sizeof *v)) {
+        harness_failures++;
+        free(v);
+        v = NULL;
+    }
+    emily_tensor_release(d);
+    return v;
+}

@@ -69,6 +69,11 @@ bool harness_args(int argc, char **argv);
  * the exit code for this suite. */
 int harness_run(const char *suite, const harness_case *cases);
 
+/* Every element of t as a double (malloc'd; NULL for a NULL t or on
+ * failure, counted). One conversion and one copy: t_get per element
+ * copies the whole tensor each time. */
+double *harness_doubles(const emily_tensor *t);
+
 /* The process's exit code: rc, or 1 if --only was given and no case of
  * any suite run matched it. */
 int harness_finish(int rc);

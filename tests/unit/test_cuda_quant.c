@@ -77,22 +77,6 @@ static emily_status run_mm(emily_tensor *const *in, emily_tensor **out, const vo
     return emily_quantized_matmul(in[0], in[1], in[2], in[3], a->bits, a->gs, a->transpose, out);
 }
 
-/* Every element of t as a double (malloc'd; NULL for a NULL t or on
- * failure, counted). One conversion and one copy: t_get per element
- * copies the whole tensor each time. */
-static double *f64s(const emily_tensor *t) {
-    int64_t n = t ? emily_tensor_size(t) : 0;
-    double *v = malloc((size_t)(n ? n : 1) * sizeof *v);
-    emily_tensor *d = NULL;
-    if (!t || !v || emily_as_type(t, EMILY_F64, &d) || emily_to_binary(d, v, (size_t)n * sizeof *v)) {
-        harness_failures++;
-        free(v);
-        v = NULL;
-    }
-    emily_tensor_release(d);
-    return v;
-}
-
 /* The bound of the case being compared: 2 K u_A |x| . |w| per element. */
 static emily_tensor *mm_mag;
 static double mm_scale;
@@ -112,7 +96,7 @@ static bool mm_close(const char *what, const emily_tensor *c, const emily_tensor
         return false;
     }
     int bad = 0;
-    double *cv = f64s(c), *gv = f64s(g), *mv = f64s(mm_mag);
+    double *cv = harness_doubles(c), *gv = harness_doubles(g), *mv = harness_doubles(mm_mag);
     for (int64_t i = 0; cv && gv && mv && i < emily_tensor_size(c); i++) {
         double x = cv[i], y = gv[i];
         double bound = mm_scale * mv[i] + out_ulp(mm_out, x);

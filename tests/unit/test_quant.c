@@ -42,22 +42,6 @@ static emily_tensor *rnd(emily_dtype dt, int rank, const int64_t *shape, double 
     return t;
 }
 
-/* Every element of t as a double (malloc'd; NULL for a NULL t or on
- * failure, counted). One conversion and one copy: t_get per element
- * copies the whole tensor each time. */
-static double *vals(const emily_tensor *t) {
-    int64_t n = t ? emily_tensor_size(t) : 0;
-    double *v = malloc((size_t)(n ? n : 1) * sizeof *v);
-    emily_tensor *d = NULL;
-    if (!t || !v || emily_as_type(t, EMILY_F64, &d) || emily_to_binary(d, v, (size_t)n * sizeof *v)) {
-        harness_failures++;
-        free(v);
-        v = NULL;
-    }
-    emily_tensor_release(d);
-    return v;
-}
-
 static double unit_roundoff(emily_dtype dt) {
     return dt == EMILY_F64 ? 0x1p-53 : dt == EMILY_F32 ? 0x1p-24 : dt == EMILY_F16 ? 0x1p-11 : 0x1p-8;
 }
@@ -126,7 +110,7 @@ TEST(codes_follow_the_formula) {
             int64_t g = group_sizes[gi];
             emily_tensor *w = rnd(EMILY_F32, 2, shape, -1.5, 4.0), *q = NULL, *s = NULL, *b = NULL;
             CHECK_OK(emily_quantize(w, bits, g, &q, &s, &b));
-            double *wv = vals(w), *sv = vals(s), *bv = vals(b), *qv = vals(q);
+            double *wv = harness_doubles(w), *sv = harness_doubles(s), *bv = harness_doubles(b), *qv = harness_doubles(q);
             int bad = 0;
             for (int64_t r = 0; wv && sv && bv && qv && r < n; r++)
                 for (int64_t gi2 = 0; gi2 < k / g; gi2++) {
@@ -172,7 +156,7 @@ TEST(round_trip_bounds) {
                 CHECK_OK(emily_quantize(w, bits, g, &q, &s, &b));
                 CHECK_OK(emily_dequantize(q, s, b, bits, g, &back));
                 CHECK(back && emily_tensor_dtype(back) == t && t_shape_is(back, 2, shape));
-                double *wv = vals(w), *bk = vals(back), *sv = vals(s), *bv = vals(b);
+                double *wv = harness_doubles(w), *bk = harness_doubles(back), *sv = harness_doubles(s), *bv = harness_doubles(b);
                 double worst = 0;
                 for (int64_t r = 0; wv && bk && sv && bv && r < n; r++)
                     for (int64_t i = 0; i < k; i++) {
@@ -253,7 +237,7 @@ static void check_matmul(const char *what, const emily_tensor *x, int bits, int6
         harness_failures++;
     } else {
         int64_t n = emily_tensor_size(out);
-        double *o = vals(out), *r = vals(ref), *m = vals(mag);
+        double *o = harness_doubles(out), *r = harness_doubles(ref), *m = harness_doubles(mag);
         int bad = 0;
         for (int64_t i = 0; o && r && m && i < n; i++) {
             double bound = (double)kdim * unit_roundoff(acc) * m[i] * 1.01 + ulp_of(ot, r[i]);
