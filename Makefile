@@ -211,10 +211,15 @@ $(BUILD)/emily_demo: $(BUILD)/obj/demo/demo.o $(ENGINE_LIB)
 
 # examples/embed: sentence embeddings with all-MiniLM-L6-v2 from C (the
 # README's first command); test_embed links the same pieces.
-EMBED_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(filter-out examples/embed/main.c,$(wildcard examples/embed/*.c)))
+# examples/common: what every model example shares (the mapped safetensors
+# reader, chains of engine calls, Unicode tables).
+EXAMPLES_COMMON_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard examples/common/*.c))
+$(BUILD)/obj/examples/%.o: CFLAGS += -Iexamples/common
+EMBED_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(filter-out examples/embed/main.c,$(wildcard examples/embed/*.c))) \
+             $(EXAMPLES_COMMON_OBJ)
 $(BUILD)/emily_embed: $(BUILD)/obj/examples/embed/main.o $(EMBED_OBJ) $(ENGINE_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
-$(BUILD)/obj/tests/unit/test_embed.o $(BUILD)/obj/tests/unit/embed_synthetic.o: CFLAGS += -Iexamples/embed
+$(BUILD)/obj/tests/unit/test_embed.o $(BUILD)/obj/tests/unit/embed_synthetic.o: CFLAGS += -Iexamples/embed -Iexamples/common
 $(BUILD)/tests/test_embed: $(BUILD)/obj/tests/unit/test_embed.o $(BUILD)/obj/tests/unit/embed_synthetic.o \
                            $(BUILD)/obj/tests/unit/harness.o $(EMBED_OBJ) $(ENGINE_LIB)
 	@mkdir -p $(dir $@)
