@@ -76,7 +76,7 @@ endif
 
 # src/cpu keeps families with several files in folders of their own
 # (src/cpu/reduce, src/cpu/sort, src/cpu/linalg and its nx07 folder).
-LIB_SRC := $(wildcard src/core/*.c src/ops/*.c src/cpu/*.c src/cpu/*/*.c src/cpu/*/*/*.c src/nx/*.c src/graph/*.c)
+LIB_SRC := $(wildcard src/core/*.c src/ops/*.c src/cpu/*.c src/cpu/*/*.c src/cpu/*/*/*.c src/nx/*.c src/graph/*.c src/io/*.c)
 # CUDA engine (src/cuda): .cu kernels compiled by nvcc for sm_90 plus PTX,
 # the engine's runtime (allocator, streams, transfers) in src/cuda/*.c.
 # The library still runs CPU work where no GPU or driver is present.
