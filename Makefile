@@ -167,7 +167,7 @@ CHECK_ENV := OMP_TOOL_LIBRARIES=$(ARCHER) TSAN_OPTIONS="halt_on_error=1 second_d
 endif
 # ---- end tooling ----------------------------------------------------------
 
-all: $(BUILD)/libemily.a $(BUILD)/libemily.so $(BUILD)/emily_demo $(BUILD)/emily_embed $(BUILD)/emily_run $(BUILD)/conformance $(TESTS)
+all: $(BUILD)/libemily.a $(BUILD)/libemily.so $(BUILD)/emily_demo $(BUILD)/emily_embed $(BUILD)/emily_generate $(BUILD)/emily_run $(BUILD)/conformance $(TESTS)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -222,6 +222,19 @@ $(BUILD)/emily_embed: $(BUILD)/obj/examples/embed/main.o $(EMBED_OBJ) $(ENGINE_L
 $(BUILD)/obj/tests/unit/test_embed.o $(BUILD)/obj/tests/unit/embed_synthetic.o: CFLAGS += -Iexamples/embed -Iexamples/common
 $(BUILD)/tests/test_embed: $(BUILD)/obj/tests/unit/test_embed.o $(BUILD)/obj/tests/unit/embed_synthetic.o \
                            $(BUILD)/obj/tests/unit/harness.o $(EMBED_OBJ) $(ENGINE_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# examples/generate: text generation with SmolLM2-135M-Instruct (GGUF)
+# from C; test_generate links the same pieces.
+GENERATE_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(filter-out examples/generate/main.c,$(wildcard examples/generate/*.c))) \
+                $(EXAMPLES_COMMON_OBJ)
+$(BUILD)/emily_generate: $(BUILD)/obj/examples/generate/main.o $(GENERATE_OBJ) $(ENGINE_LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/obj/tests/unit/test_generate.o: CFLAGS += -Iexamples/generate -Iexamples/common
+$(BUILD)/tests/test_generate: $(BUILD)/obj/tests/unit/test_generate.o $(BUILD)/obj/tests/unit/harness.o \
+                              $(GENERATE_OBJ) $(ENGINE_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
