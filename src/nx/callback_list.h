@@ -151,6 +151,7 @@
     EMI_CALLBACK(rms_norm, rms_norm, 0, INLINE, FLOAT)                               \
     EMI_CALLBACK(sdpa, sdpa, 0, DIRTY, REAL)                                         \
     EMI_CALLBACK(softmax, softmax, 0, INLINE, FLOAT)                                 \
+    EMI_CALLBACK(rope, rope, 0, INLINE, REAL)                                        \
     /* affine quantization (Emily.Quantization): src/nx/callbacks_quant.c */        \
     EMI_CALLBACK(quantize, quantize, 0, DIRTY, ANY)                                  \
     EMI_CALLBACK(dequantize, dequantize, 0, DIRTY, ANY)                              \
