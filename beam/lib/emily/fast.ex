@@ -58,6 +58,11 @@ if Code.ensure_loaded?(Nx) do
     rounded to `v`'s type before the product, as Bumblebee's attention
     computes them with an upcast softmax. See docs/fast.md for the exact
     expression.
+
+    `rope/3` rotates the features of `x` `{B, S, H, D}` by angles of each
+    token's position (Bumblebee's and Hugging Face's rotary embedding,
+    interleaved pairs with `traditional: true`, linear, dynamic and llama3
+    scaling, explicit tables); see its documentation and docs/fast.md.
     """
 
     defmodule LayerNorm do
