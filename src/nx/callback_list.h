@@ -151,11 +151,12 @@
     EMI_CALLBACK(rms_norm, rms_norm, 0, INLINE, FLOAT)                               \
     EMI_CALLBACK(sdpa, sdpa, 0, DIRTY, REAL)                                         \
     EMI_CALLBACK(softmax, softmax, 0, INLINE, FLOAT)                                 \
-    EMI_CALLBACK(rope, rope, 0, INLINE, REAL)                                        \
     /* affine quantization (Emily.Quantization): src/nx/callbacks_quant.c */        \
     EMI_CALLBACK(quantize, quantize, 0, DIRTY, ANY)                                  \
     EMI_CALLBACK(dequantize, dequantize, 0, DIRTY, ANY)                              \
-    EMI_CALLBACK(quantized_matmul, quantized_matmul, 0, DIRTY, ANY)
+    EMI_CALLBACK(quantized_matmul, quantized_matmul, 0, DIRTY, ANY)                  \
+    /* rope (Emily.Fast, callbacks_fast.c): last, as fuzz seeds index this list */ \
+    EMI_CALLBACK(rope, rope, 0, INLINE, REAL)
 /* clang-format on */
 
 #endif
