@@ -87,6 +87,7 @@ emily_status cuda_rope(emily_tensor *dst, const emily_tensor *x, const emily_ten
     const unsigned grid = (unsigned)(tokens < cap ? tokens : cap);
     const int64_t h = p->dims / 2, rest = p->D - p->dims, wide = h > rest ? h : rest;
     const int threads = wide >= ROPE_THREADS ? ROPE_THREADS : (int)((wide + 31) / 32 * 32);
+    const int block = threads > 0 ? threads : 32;
     auto at = [](const emily_tensor *t) {
         return base_of(t) + (size_t)t->offset * emily_dtype_size(t->dtype);
     };
@@ -98,8 +99,8 @@ emily_status cuda_rope(emily_tensor *dst, const emily_tensor *x, const emily_ten
         if constexpr (!is_float(X)) {
             return emily_error(EMILY_ERR_TYPE, "cuda: rope: x must be a real float tensor");
         } else {
-            rope_kernel<X> < < <grid, threads> 0 ? threads : 32, 0,
-                ctx.stream >>> ((const storage_t<X> *)xp, (storage_t<X> *)yp, pp, ip, *p, tokens);
+            rope_kernel<X><<<grid, block, 0, ctx.stream>>>((const storage_t<X> *)xp,
+                                                           (storage_t<X> *)yp, pp, ip, *p, tokens);
             return EMILY_OK;
         }
     });
