@@ -46,7 +46,7 @@ static emily_tensor *embed_rows(ts_scope *parent, const llama_matrix *e, const e
  * layer's cache first, then attends over everything cached. */
 static emily_tensor *attention(ts_scope *parent, const llama_model *m, const llama_layer *y,
                                emily_tensor *k_cache, emily_tensor *v_cache,
-                               const llama_rope_table *rope, const emily_tensor *x, int64_t pos) {
+                               const llama_rope *rope, const emily_tensor *x, int64_t pos) {
     if (parent->status) return NULL;
     ts_scope s = TS_SCOPE;
     const llama_config *c = &m->cfg;
@@ -85,7 +85,7 @@ static emily_tensor *feed_forward(ts_scope *parent, const llama_layer *y, const 
 }
 
 static emily_tensor *decoder_layer(ts_scope *parent, const llama_model *m, int i, llama_cache *cache,
-                                   const llama_rope_table *rope, const emily_tensor *x) {
+                                   const llama_rope *rope, const emily_tensor *x) {
     if (parent->status) return NULL;
     ts_scope s = TS_SCOPE;
     const llama_layer *y = &m->layer[i];
@@ -119,8 +119,8 @@ emily_status llama_forward(const llama_model *m, llama_cache *cache, const int32
     emily_status made = emily_from_binary(m->device, EMILY_S32, 1, shape1, tokens,
                                           sizeof *tokens * (size_t)n, &ids);
     ts_hold(&s, made, ids);
-    llama_rope_table rope;
-    ts_record(&s, llama_rope_table_make(&rope, c, m->device, cache->length, n));
+    llama_rope rope;
+    ts_record(&s, llama_rope_make(&rope, c, m->device, cache->length, n));
     int64_t xs[3] = {1, n, c->hidden};
     emily_tensor *x = ts_reshape(&s, embed_rows(&s, &m->embed, ids), 3, xs);
     for (int i = 0; i < c->layers && !s.status; i++) {
@@ -128,7 +128,7 @@ emily_status llama_forward(const llama_model *m, llama_cache *cache, const int32
         ts_drop(&s, x);
         x = next;
     }
-    llama_rope_table_free(&rope);
+    llama_rope_free(&rope);
     int64_t last[3] = {0, n - 1, 0}, one[3] = {1, 1, c->hidden}, flat[1] = {c->vocab};
     emily_tensor *h = ts_rms_norm(&s, ts_slice(&s, x, last, one), m->out_norm, c->norm_eps);
     const llama_matrix *out = c->tied_output ? &m->embed : &m->output;
