@@ -307,7 +307,7 @@ TEST(dense_types) {
     static const uint32_t ranks[8] = {1, 2, 3, 4, 2, 1, 3, 2};
     static const uint64_t nes[8][4] = {{7}, {3, 2}, {2, 3, 1}, {1, 2, 1, 2}, {5, 0}, {1}, {2, 2, 2}, {4, 3}};
     static const char *names[8] = {"f32", "f16", "bf16", "f64", "i8", "i16", "i32", "i64"};
-    unsigned char bytes[8][64];
+    unsigned char bytes[8][128];
     gw_tensor ts[8];
     for (int i = 0; i < 8; i++) {
         uint64_t count = 1;
