@@ -181,6 +181,24 @@ TEST(block_types_dequantize_exactly) {
     }
 }
 
+/* A block tensor with K = 0 and a huge N holds no elements: it loads at
+ * once as {N, 0} codes (fuzz_gguf found the loader walking its rows). */
+TEST(empty_block_tensors) {
+    gw kvs = {0};
+    gw_tensor ts[2] = {{"wide", 2, {0, (uint64_t)1 << 58}, EMILY_GGML_Q4_K, NULL, 0},
+                       {"none", 2, {64, 0}, EMILY_GGML_Q8_0, NULL, 0}};
+    emily_gguf *g = write_open("empty.gguf", &kvs, 0, ts, 2);
+    emily_gguf_tensor t;
+    CHECK_OK(emily_gguf_load(g, "wide", EMILY_CPU, EMILY_F32, &t));
+    CHECK(t_shape_is(t.q, 2, (int64_t[]){(int64_t)1 << 58, 0}) &&
+          t_shape_is(t.scales, 2, (int64_t[]){(int64_t)1 << 58, 0}));
+    emily_gguf_tensor_release(&t);
+    CHECK_OK(emily_gguf_load(g, "none", EMILY_CPU, EMILY_BF16, &t));
+    CHECK(t_shape_is(t.q, 2, (int64_t[]){0, 64}) && t_shape_is(t.biases, 2, (int64_t[]){0, 2}));
+    emily_gguf_tensor_release(&t);
+    emily_gguf_close(g);
+}
+
 /* The codes themselves: Q4_1's nibbles repacked to Emily's order, Q8_0's
  * shifted by 128, scales and biases as emily/gguf.h lists them. */
 TEST(triple_by_hand) {
@@ -796,14 +814,14 @@ static void setup(void) {
 static void teardown(void) {
     static const char *files[] = {"blocks.gguf", "hand.gguf", "narrow.gguf", "matmul.gguf", "dense.gguf",
                                   "meta.gguf",   "bad.gguf",  "small.gguf",  "cut.gguf",    "ok.gguf",
-                                  "zero.gguf",   "q6k.gguf"};
+                                  "zero.gguf",   "q6k.gguf",    "empty.gguf"};
     for (size_t i = 0; i < sizeof files / sizeof *files; i++) unlink(path_of(files[i]));
     rmdir(dir);
 }
 
 int main(int argc, char **argv) {
     static const harness_case cases[] = {
-        CASE(block_types_dequantize_exactly), CASE(triple_by_hand), CASE(narrow_scale_types),
+        CASE(block_types_dequantize_exactly), CASE(empty_block_tensors), CASE(triple_by_hand), CASE(narrow_scale_types),
         CASE(quantized_matmul_on_loaded_weights), CASE(dense_types), CASE(metadata_values),
         CASE(truncated_at_every_byte), CASE(malformed_headers), CASE(malformed_tensors),
         CASE(load_errors), {NULL, NULL}};
