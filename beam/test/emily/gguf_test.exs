@@ -64,8 +64,14 @@ defmodule Emily.GGUFTest do
     File.write!(path, [pad(header, 32) | body])
   end
 
-  @tag :tmp_dir
-  test "metadata, dense tensors and weights usable by dot/2", %{tmp_dir: dir} do
+  setup do
+    dir = Path.join(System.tmp_dir!(), "emily_gguf_test_#{System.unique_integer([:positive])}")
+    File.mkdir_p!(dir)
+    on_exit(fn -> File.rm_rf!(dir) end)
+    %{dir: dir}
+  end
+
+  test "metadata, dense tensors and weights usable by dot/2", %{dir: dir} do
     path = Path.join(dir, "t.gguf")
     write_file(path)
     %{metadata: meta, tensors: ts} = Quantization.load_gguf(path)
@@ -98,8 +104,7 @@ defmodule Emily.GGUFTest do
     assert Nx.to_flat_list(Quantization.dequantize(only["q8"])) == want8
   end
 
-  @tag :tmp_dir
-  test "errors carry the reader's message", %{tmp_dir: dir} do
+  test "errors carry the reader's message", %{dir: dir} do
     path = Path.join(dir, "t.gguf")
     write_file(path)
 
