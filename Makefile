@@ -238,6 +238,12 @@ $(BUILD)/tests/test_generate: $(BUILD)/obj/tests/unit/test_generate.o $(BUILD)/o
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+# test_gguf writes its GGUF files with its own writer (tests/unit/gguf_writer.c).
+$(BUILD)/tests/test_gguf: $(BUILD)/obj/tests/unit/test_gguf.o $(BUILD)/obj/tests/unit/gguf_writer.o \
+                          $(BUILD)/obj/tests/unit/harness.o $(ENGINE_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
 # bench/fast_norm.c: the fused norms against their composed eager ops (not
 # part of `all`; bench/fast_norm.c says how to run it).
 $(BUILD)/bench_fast_norm: $(BUILD)/obj/bench/fast_norm.o $(ENGINE_LIB)

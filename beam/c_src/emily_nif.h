@@ -90,7 +90,9 @@ extern const char nif_not_carried_msg[];
     X(graph_new, 0, 0) X(graph_param, 3, 0) X(graph_call, 4, 0) X(graph_const, 2, 0)      \
     X(graph_while, 4, 0) X(graph_cond, 5, 0) X(graph_outputs, 2, 0)                       \
     X(graph_compile, 4, NIF_DIRTY) X(graph_run, 2, NIF_DIRTY) X(graph_save, 2, NIF_DIRTY) \
-    X(graph_stats, 1, 0)
+    X(graph_stats, 1, 0)                                                                  \
+    /* gguf_nif.c */                                                                      \
+    X(gguf_load, 4, NIF_DIRTY)
 /* clang-format on */
 
 #define NIF_DECLARE(name, arity, flags) \

@@ -146,7 +146,8 @@ emily_status gguf_load_blocks(const emily_gguf *g, const gguf_tensor *t, emily_d
         s = emily_error(EMILY_ERR_MEMORY, "gguf_load: out of memory for tensor %.*s", (int)t->name_len, t->name);
     } else {
         const unsigned char *data = g->map + t->offset;
-        for (int64_t r = 0; r < rows; r++)
+        /* (no rows to convert when K is 0: N alone may be huge, 2^58) */
+        for (int64_t r = 0; k && r < rows; r++)
             convert_row(t->type, data + r * blocks * block_bytes, blocks, codes + r * row_codes,
                         scales + r * groups, biases + r * groups);
         int64_t qshape[2] = {rows, row_codes}, sshape[2] = {rows, groups};

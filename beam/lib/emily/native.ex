@@ -180,6 +180,15 @@ defmodule Emily.Native do
   @doc "What compiling did: params, calls, folded, dropped, fused calls, steps, peak bytes."
   def graph_stats(_graph), do: nif!()
 
+  @doc """
+  A GGUF file's metadata and tensors (`include/emily/gguf.h`):
+  `{:ok, [{key, value}], [{name, {:dense, data}} | {name, {:quant, q, scales,
+  biases, bits, group_size}}]}` with `%Emily.Backend{}` data, or `{:error,
+  message}`. `only` is nil (every tensor) or a list of names.
+  `Emily.Quantization.load_gguf/2` wraps it.
+  """
+  def gguf_load(_path, _scale_type, _only, _device), do: nif!()
+
   # Present only in a NIF built by `mix test` (c_src/test_hooks.c): the C
   # conformance runner's property checks for decompositions, and a count
   # of to_pointer's export-table entries.

@@ -180,6 +180,62 @@ if Code.ensure_loaded?(Nx) do
       end)
     end
 
+    @doc """
+    Reads a GGUF file (llama.cpp's format; `docs/gguf.md`): returns
+    `%{metadata: %{key => value}, tensors: %{name => tensor_or_weight}}`.
+
+    Plain tensors (F32, F16, BF16, F64, I8..I64) come back as Emily
+    tensors of their Nx shape (the file's dimensions reversed). Q8_0,
+    Q4_0, Q4_1 and Q4_K tensors come back as `%Weight{}` without being
+    dequantized (bits 8 or 4, group size 32, shape `{n, k}` with `n` the
+    product of the leading dimensions), ready for `dot/2` and `dense/3`
+    (`x . w^T`); `dequantize/1` gives ggml's values exactly with f32
+    scales. Metadata values are integers, floats, binaries, booleans and
+    lists.
+
+    Options: `:scale_type` (`{:f, 32}` default, exact; `{:f, 16}` or
+    `{:bf, 16}`, rounded where not exact), `:only` (a list of tensor
+    names to load; default all), `:device` (`:cpu` default).
+    Raises `ArgumentError` with the reader's message for a malformed
+    file, an unknown name or a tensor type Emily does not load (Q6_K, ...).
+    """
+    def load_gguf(path, opts \\ []) do
+      opts = Keyword.validate!(opts, scale_type: {:f, 32}, only: nil, device: :cpu)
+      only = if opts[:only], do: Enum.map(opts[:only], &to_string/1)
+      device = Emily.normalize_device(opts[:device])
+      scale_type = Nx.Type.normalize!(opts[:scale_type])
+
+      {:ok, meta, tensors} =
+        Emily.Native.ok!(Emily.Native.gguf_load(to_string(path), scale_type, only, device))
+
+      tensors =
+        Map.new(tensors, fn
+          {name, {:dense, data}} ->
+            {name, gguf_tensor(data)}
+
+          {name, {:quant, q, s, b, bits, gs}} ->
+            packed = gguf_tensor(q)
+            {n, _} = packed.shape
+            k = div(elem(packed.shape, 1) * 8, bits)
+            scales = gguf_tensor(s)
+            weight = %Weight{packed: packed, scales: scales, biases: gguf_tensor(b)}
+            {name, %{weight | bits: bits, group_size: gs, shape: {n, k}}}
+        end)
+
+      %{metadata: Map.new(meta), tensors: tensors}
+    end
+
+    defp gguf_tensor(%{ref: ref} = data) do
+      {type, shape, _device} = Emily.Native.ok!(Emily.Native.tensor_info(ref))
+
+      %Nx.Tensor{
+        data: data,
+        type: type,
+        shape: shape,
+        names: List.duplicate(nil, tuple_size(shape))
+      }
+    end
+
     defp block(struct, args, out, fallback) do
       if @block? do
         Nx.block(struct, args, out, spread(fallback, length(args)))
