@@ -224,6 +224,15 @@ $(BUILD)/tests/test_embed: $(BUILD)/obj/tests/unit/test_embed.o $(BUILD)/obj/tes
                            $(BUILD)/obj/tests/unit/harness.o $(EMBED_OBJ) $(ENGINE_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+# examples/generate: text generation with SmolLM2 from C; test_bpe links
+# its byte-level BPE tokenizer (and the rest of the example's pieces).
+GENERATE_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(filter-out examples/generate/main.c,$(wildcard examples/generate/*.c))) \
+                $(EXAMPLES_COMMON_OBJ)
+$(BUILD)/obj/tests/unit/test_bpe.o: CFLAGS += -Iexamples/generate -Iexamples/common
+$(BUILD)/tests/test_bpe: $(BUILD)/obj/tests/unit/test_bpe.o $(BUILD)/obj/tests/unit/harness.o \
+                         $(GENERATE_OBJ) $(ENGINE_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # bench/fast_norm.c: the fused norms against their composed eager ops (not
 # part of `all`; bench/fast_norm.c says how to run it).
