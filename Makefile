@@ -76,7 +76,7 @@ endif
 
 # src/cpu keeps families with several files in folders of their own
 # (src/cpu/reduce, src/cpu/sort, src/cpu/linalg and its nx07 folder).
-LIB_SRC := $(wildcard src/core/*.c src/ops/*.c src/cpu/*.c src/cpu/*/*.c src/cpu/*/*/*.c src/nx/*.c src/graph/*.c)
+LIB_SRC := $(wildcard src/core/*.c src/ops/*.c src/cpu/*.c src/cpu/*/*.c src/cpu/*/*/*.c src/nx/*.c src/graph/*.c src/io/*.c)
 # CUDA engine (src/cuda): .cu kernels compiled by nvcc for sm_90 plus PTX,
 # the engine's runtime (allocator, streams, transfers) in src/cuda/*.c.
 # The library still runs CPU work where no GPU or driver is present.
@@ -231,6 +231,12 @@ GENERATE_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(filter-out examples/generate/m
 $(BUILD)/obj/tests/unit/test_bpe.o: CFLAGS += -Iexamples/generate -Iexamples/common
 $(BUILD)/tests/test_bpe: $(BUILD)/obj/tests/unit/test_bpe.o $(BUILD)/obj/tests/unit/harness.o \
                          $(GENERATE_OBJ) $(ENGINE_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# test_gguf writes its GGUF files with its own writer (tests/unit/gguf_writer.c).
+$(BUILD)/tests/test_gguf: $(BUILD)/obj/tests/unit/test_gguf.o $(BUILD)/obj/tests/unit/gguf_writer.o \
+                          $(BUILD)/obj/tests/unit/harness.o $(ENGINE_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 

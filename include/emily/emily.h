@@ -9,6 +9,7 @@
 #include "emily/ops.h"
 #include "emily/dispatch.h"
 #include "emily/graph.h"
+#include "emily/gguf.h"
 
 #define EMILY_VERSION "0.1.0"
 EMILY_API const char *emily_version(void);
