@@ -35,18 +35,17 @@ static emily_status on_piece(void *ctx, const char *piece, size_t len) {
  * *copy when it is well-formed already. */
 static emily_status lossy_copy(const char *text, size_t n, char **copy, size_t *len) {
     *copy = NULL;
-    size_t pos = 0;
-    while (pos < n) {
+    bool ill_formed = false;
+    for (size_t pos = 0; pos < n && !ill_formed;) {
         size_t at = pos;
-        if (uc_utf8_next_lossy(text, n, &pos) == 0xFFFD &&
-            !(pos - at == 3 && memcmp(text + at, "\xEF\xBF\xBD", 3) == 0))
-            break;
+        ill_formed = uc_utf8_next_lossy(text, n, &pos) == 0xFFFD &&
+                     !(pos - at == 3 && memcmp(text + at, "\xEF\xBF\xBD", 3) == 0);
     }
-    if (pos >= n) return EMILY_OK;
+    if (!ill_formed) return EMILY_OK;
     char *out = malloc(3 * n); /* each ill-formed byte at most 3 */
     if (!out) return emily_error(EMILY_ERR_MEMORY, "bpe: out of memory for %zu bytes", n);
     size_t k = 0;
-    for (pos = 0; pos < n;) k += (size_t)uc_utf8_put(uc_utf8_next_lossy(text, n, &pos), out + k);
+    for (size_t pos = 0; pos < n;) k += (size_t)uc_utf8_put(uc_utf8_next_lossy(text, n, &pos), out + k);
     *copy = out;
     *len = k;
     return EMILY_OK;

@@ -13,11 +13,16 @@ splits off every digit: Sequence[Digits(individual_digits=True),
 ByteLevel(add_prefix_space=False, use_regex=True)]. That pipeline is set
 here; each case also records whether transformers' conversion as it is
 gives the same ids ("as_converted_agrees": it does not for e.g. "a  1",
-" ½"). Texts are stored as hex bytes (some are not UTF-8: those are read
+" ½"). Besides the named texts, 400 seeded random ones (random_*) mix the
+character classes, special tokens and ill-formed bytes. Texts are stored
+as hex bytes, with the decoded text ("decoded_hex") where it is not the
+text itself and the text decoded without special tokens
+("decoded_skip_special_hex") where that is not the decoded text (some are not UTF-8: those are read
 as bytes.decode("utf-8", "replace"), as the C tokenizer reads them).
 """
 import json
 import os
+import random
 import sys
 
 import tokenizers
@@ -57,8 +62,32 @@ TEXTS = [
     ("control_chars", "a\x00b\x01c\x1fd\x7fe\u00a0f\u2003g\u200bh\u3000i".encode()),
     ("unicode16_letters", "a\u1c89b \U00011de0x \U00010d40y".encode()),
     ("mixed_script", "Привет, мир! Γειά σου κόσμε. שלום עולם".encode()),
+    ("invalid_utf8_end", b"end \xff"),
     ("invalid_utf8", b"ok \xff\xfe bad \xe2\x82 cut \xc3( lone \x80 end \xed\xa0\x80 sur \xf0\x9f\x98"),
 ]
+
+# Random texts over the classes the pre-tokenizer tells apart (seeded, so
+# that the fixture is remade the same): the random_* cases.
+ALPHABET = list("abcxyzABCXYZ0123456789'   \t\n\r.,;:!?-_()[]{}<>|/\\\"@#$%^&*+=~`") + [
+    "é", "ü", "ñ", "日", "本", "한", "ي", "न", "्", "😀", "👍", "🏽", "\u200d", "½", "①", "Ⅻ", "²",
+    "\u00a0", "\u3000", "\u2003", "\x00", "\x1c", "\x7f", "\u0301", "\u1c89", "\U00011de0",
+    "\U00010d40", "٣", "३", "<|im_start|>", "<|im_end|>", "<|endoftext|>", "<|im", "'s", "'ll", " 't",
+    "\ufffd", "\U0001d7d9"]
+WORDS = ["the", "and", "Hello", "world", "function", "return", "2026", "3.14", "don't", "I'm"]
+BYTES = [0x61, 0x20, 0xE2, 0x82, 0xAC, 0xF0, 0x9F, 0x98, 0x80, 0xC3, 0xA9, 0xFF, 0xED, 0xA0, 0x31, 0x27]
+
+
+def random_texts(count, ill_formed):
+    rng = random.Random(2026)
+    out = []
+    for i in range(count):
+        parts = [rng.choice(ALPHABET) if rng.random() < 0.7 else rng.choice(WORDS) + rng.choice(["", " "])
+                 for _ in range(rng.randint(0, 30))]
+        out.append((f"random_{i}", "".join(parts).encode()))
+    for i in range(ill_formed):
+        out.append((f"random_bytes_{i}", bytes(rng.choice(BYTES) for _ in range(rng.randint(1, 16)))))
+    return out
+
 
 CHATS = [
     ("chat_user", [{"role": "user", "content": "What is the capital of France?"}]),
@@ -81,20 +110,20 @@ def main():
         pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True),
     ])
     cases = []
-    for name, raw in TEXTS:
+    for name, raw in TEXTS + random_texts(300, 100):
         text = raw.decode("utf-8", "replace")
         ids = tok.encode(text, add_special_tokens=False)
         decoded = tok.decode(ids, skip_special_tokens=False, clean_up_tokenization_spaces=False)
         assert decoded == text, name
-        cases.append({
-            "name": name,
-            "text_hex": raw.hex(),
-            "ids": ids,
-            "decoded_hex": decoded.encode().hex(),
-            "decoded_skip_special_hex":
-                tok.decode(ids, skip_special_tokens=True, clean_up_tokenization_spaces=False).encode().hex(),
-            "as_converted_agrees": as_converted.encode(text, add_special_tokens=False) == ids,
-        })
+        skipped = tok.decode(ids, skip_special_tokens=True, clean_up_tokenization_spaces=False)
+        case = {"name": name, "text_hex": raw.hex(), "ids": ids,
+                "as_converted_agrees": as_converted.encode(text, add_special_tokens=False) == ids}
+        # decode(ids), and without the special tokens, where not the bytes given
+        if decoded.encode() != raw:
+            case["decoded_hex"] = decoded.encode().hex()
+        if skipped != decoded:
+            case["decoded_skip_special_hex"] = skipped.encode().hex()
+        cases.append(case)
     chats = []
     for name, messages in CHATS:
         rendered = tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
@@ -114,10 +143,16 @@ def main():
         "chats": chats,
     }
     dest = os.path.join(os.path.dirname(os.path.abspath(__file__)), "smollm2_tokenizer_reference.json")
-    with open(dest, "w") as f:
-        json.dump(out, f, indent=1, ensure_ascii=True)
-        f.write("\n")
-    disagree = [c["name"] for c in cases if not c["as_converted_agrees"]]
+    with open(dest, "w") as f:  # one case a line
+        head = {k: v for k, v in out.items() if k not in ("cases", "chats")}
+        f.write(json.dumps(head, ensure_ascii=True)[:-1])
+        for key in ("cases", "chats"):
+            rows = ",\n".join(json.dumps(c, ensure_ascii=True) for c in out[key])
+            f.write(f', "{key}": [\n{rows}\n]')
+        f.write("}\n")
+    disagree = [c["name"] for c in cases if not c["as_converted_agrees"] and not c["name"].startswith("random")]
+    print(f"{len(cases)} texts ({sum(not c['as_converted_agrees'] for c in cases)} where transformers' "
+          "conversion differs)", file=sys.stderr)
     print(f"{len(cases)} texts, {len(chats)} chats -> {dest}; transformers' conversion as it is "
           f"differs on {disagree}", file=sys.stderr)
 
