@@ -225,12 +225,13 @@ $(BUILD)/tests/test_embed: $(BUILD)/obj/tests/unit/test_embed.o $(BUILD)/obj/tes
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 # examples/generate: text generation with SmolLM2 from C; test_bpe links
-# its byte-level BPE tokenizer (and the rest of the example's pieces).
+# its byte-level BPE tokenizer (and the rest of the example's pieces), and
+# writes small GGUF files with tests/unit/gguf_writer.c.
 GENERATE_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(filter-out examples/generate/main.c,$(wildcard examples/generate/*.c))) \
                 $(EXAMPLES_COMMON_OBJ)
 $(BUILD)/obj/tests/unit/test_bpe.o: CFLAGS += -Iexamples/generate -Iexamples/common
 $(BUILD)/tests/test_bpe: $(BUILD)/obj/tests/unit/test_bpe.o $(BUILD)/obj/tests/unit/harness.o \
-                         $(GENERATE_OBJ) $(ENGINE_LIB)
+                         $(BUILD)/obj/tests/unit/gguf_writer.o $(GENERATE_OBJ) $(ENGINE_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 

@@ -17,6 +17,7 @@
 #include <unistd.h>
 #include "bpe_gguf.h"
 #include "bpe_impl.h"
+#include "gguf_writer.h"
 #include "harness.h"
 #include "unicode_data.h"
 
@@ -556,6 +557,112 @@ TEST(calls_refuse_null_arguments) {
     CHECK(t == NULL);
 }
 
+/* ---- the GGUF glue -------------------------------------------------------------------- */
+
+enum { GGUF_U32 = 4, GGUF_I32 = 5, GGUF_BOOL = 7, GGUF_STRING = 8, GGUF_ARRAY = 9 };
+
+/* What to change in the small vocabulary's GGUF file. */
+typedef struct gguf_variant {
+    const char *model, *pre; /* pre NULL: no key */
+    bool no_merges, short_types, int_tokens, bad_merge;
+} gguf_variant;
+
+/* The small vocabulary as a GGUF file's metadata, opened (NULL on failure,
+ * counted). */
+static emily_gguf *small_gguf(const gguf_variant *var, char *path, size_t path_size) {
+    small_vocab v;
+    make_small_vocab(&v);
+    gw kv = {0};
+    uint64_t count = 0;
+    gw_key(&kv, "tokenizer.ggml.model", GGUF_STRING), gw_str(&kv, var->model), count++;
+    if (var->pre) gw_key(&kv, "tokenizer.ggml.pre", GGUF_STRING), gw_str(&kv, var->pre), count++;
+    gw_key(&kv, "tokenizer.ggml.tokens", GGUF_ARRAY), count++;
+    if (var->int_tokens) {
+        gw_array(&kv, GGUF_I32, v.n);
+        for (size_t i = 0; i < v.n; i++) gw_u32(&kv, (uint32_t)i);
+    } else {
+        gw_array(&kv, GGUF_STRING, v.n);
+        for (size_t i = 0; i < v.n; i++) {
+            gw_u64(&kv, v.lens[i]);
+            gw_bytes(&kv, v.tokens[i], v.lens[i]);
+        }
+    }
+    size_t n_types = var->short_types ? v.n - 1 : v.n;
+    gw_key(&kv, "tokenizer.ggml.token_type", GGUF_ARRAY), count++;
+    gw_array(&kv, GGUF_I32, n_types);
+    for (size_t i = 0; i < n_types; i++) gw_u32(&kv, (uint32_t)v.types[i]);
+    if (!var->no_merges) {
+        gw_key(&kv, "tokenizer.ggml.merges", GGUF_ARRAY), count++;
+        gw_array(&kv, GGUF_STRING, N_MERGES);
+        for (int m = 0; m < N_MERGES; m++) gw_str(&kv, var->bad_merge && m == 3 ? "aa" : MERGES[m]);
+    }
+    gw_key(&kv, "tokenizer.ggml.bos_token_id", GGUF_U32), gw_u32(&kv, 1), count++;
+    gw_key(&kv, "tokenizer.ggml.eos_token_id", GGUF_U32), gw_u32(&kv, 0), count++;
+    gw_key(&kv, "tokenizer.ggml.add_bos_token", GGUF_BOOL), gw_u8(&kv, 0), count++;
+    gw f = {0};
+    gw_file(&f, 3, &kv, count, NULL, 0, 32);
+    const char *base = getenv("TMPDIR");
+    snprintf(path, path_size, "%s/emily_test_bpe_XXXXXX", base && *base ? base : "/tmp");
+    int fd = mkstemp(path);
+    emily_gguf *g = NULL;
+    CHECK(fd >= 0 && !kv.failed && !f.failed);
+    if (fd >= 0) {
+        close(fd);
+        CHECK(gw_save(&f, path));
+        CHECK_OK(emily_gguf_open(path, &g));
+    }
+    gw_free(&kv);
+    gw_free(&f);
+    return g;
+}
+
+static emily_status from_variant(const gguf_variant *var, bpe_tokenizer **t, char *err,
+                                 size_t errlen) {
+    char path[256];
+    emily_gguf *g = small_gguf(var, path, sizeof path);
+    emily_status s = g ? bpe_from_gguf(g, t, err, errlen) : EMILY_ERR_INTERNAL;
+    emily_gguf_close(g);
+    unlink(path);
+    return s;
+}
+
+TEST(from_gguf_reads_and_refuses) {
+    bpe_tokenizer *t = NULL;
+    char err[256];
+    CHECK_OK(from_variant(&(gguf_variant){.model = "gpt2", .pre = "smollm"}, &t, err, sizeof err));
+    if (t) {
+        bpe_options o = bpe_tokenizer_options(t);
+        CHECK(o.pre == BPE_PRE_SMOLLM && o.bos_id == 1 && o.eos_id == 0 && o.unk_id == -1 &&
+              !o.add_bos);
+        CHECK(bpe_token_type(t, 0) == BPE_TOKEN_CONTROL && bpe_vocab_size(t) == 254 + 4 + N_MERGES);
+        IDS(t, " the<|end|>12", id_of("\xC4\xA0the"), 0, id_of("1"), id_of("2"));
+        bpe_tokenizer_free(t);
+    }
+    CHECK_OK(from_variant(&(gguf_variant){.model = "gpt2"}, &t, err, sizeof err));
+    if (t) {
+        CHECK(bpe_tokenizer_options(t).pre == BPE_PRE_GPT2); /* no pre key: GPT-2's */
+        bpe_tokenizer_free(t);
+    }
+    CHECK_ERR(from_variant(&(gguf_variant){.model = "llama", .pre = "smollm"}, &t, err, sizeof err),
+              EMILY_ERR_UNSUPPORTED, "tokenizer.ggml.model is \"llama\"");
+    CHECK(t == NULL);
+    CHECK_ERR(from_variant(&(gguf_variant){.model = "gpt2", .pre = "qwen2"}, &t, err, sizeof err),
+              EMILY_ERR_UNSUPPORTED, "pre-tokenizer \"qwen2\"");
+    CHECK_ERR(from_variant(&(gguf_variant){.model = "gpt2", .pre = "smollm", .no_merges = true}, &t,
+                           err, sizeof err),
+              EMILY_ERR_ARGUMENT, "tokenizer.ggml.merges");
+    CHECK_ERR(from_variant(&(gguf_variant){.model = "gpt2", .pre = "smollm", .short_types = true}, &t,
+                           err, sizeof err),
+              EMILY_ERR_ARGUMENT, "token types for");
+    CHECK_ERR(from_variant(&(gguf_variant){.model = "gpt2", .pre = "smollm", .int_tokens = true}, &t,
+                           err, sizeof err),
+              EMILY_ERR_TYPE, "tokenizer.ggml.tokens is not an array of strings");
+    CHECK_ERR(from_variant(&(gguf_variant){.model = "gpt2", .pre = "smollm", .bad_merge = true}, &t,
+                           err, sizeof err),
+              EMILY_ERR_ARGUMENT, "merge 3 \"aa\" is not \"left right\"");
+    CHECK(strstr(err, "merge 3") != NULL && t == NULL);
+}
+
 /* ---- SmolLM2's vocabulary --------------------------------------------------------------- */
 
 static unsigned char *from_hex(const char *hex, size_t *n) {
@@ -717,6 +824,7 @@ int main(int argc, char **argv) {
                                           CASE(chat_template_renders_smollm2s),
                                           CASE(create_refuses_bad_vocabularies),
                                           CASE(calls_refuse_null_arguments),
+                                          CASE(from_gguf_reads_and_refuses),
                                           {NULL, NULL}};
     static const harness_case with_model[] = {CASE(smollm2_matches_hugging_face), {NULL, NULL}};
     const char *env = getenv("EMILY_SMOLLM2_GGUF");
