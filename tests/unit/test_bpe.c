@@ -307,6 +307,25 @@ TEST(small_vocab_special_tokens_in_text) {
     if (!t2) return;
     IDS(t2, "<|end|>xy<|end|>", (int32_t)v.n - 1, id_of("y"), 0);
     bpe_tokenizer_free(t2);
+    /* a control token written outside the byte alphabet (a space) is
+     * taken as mislabelled and not looked for, as transformers does; a
+     * user-defined one is; both decode to their own UTF-8 */
+    make_small_vocab(&v);
+    add_token(&v, "<a b>", 5, BPE_TOKEN_CONTROL);
+    add_token(&v, "<c d>", 5, BPE_TOKEN_USER_DEFINED);
+    t2 = NULL;
+    CHECK_OK(bpe_tokenizer_create(v.tokens, v.lens, v.types, v.n, MERGES, v.merge_lens, N_MERGES,
+                                  NULL, &t2, NULL, 0));
+    if (!t2) return;
+    IDS(t2, "<a b><c d>", id_of("<"), id_of("a"), id_of(" "), id_of("b"), id_of(">"),
+        (int32_t)v.n - 1);
+    char *text = NULL;
+    size_t len = 0;
+    CHECK_OK(bpe_decode(t2, (const int32_t[]){(int32_t)v.n - 2, (int32_t)v.n - 1}, 2, false, &text,
+                        &len));
+    CHECK(text && strcmp(text, "<a b><c d>") == 0);
+    free(text);
+    bpe_tokenizer_free(t2);
 }
 
 TEST(small_vocab_ill_formed_utf8) {
