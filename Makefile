@@ -167,7 +167,7 @@ CHECK_ENV := OMP_TOOL_LIBRARIES=$(ARCHER) TSAN_OPTIONS="halt_on_error=1 second_d
 endif
 # ---- end tooling ----------------------------------------------------------
 
-all: $(BUILD)/libemily.a $(BUILD)/libemily.so $(BUILD)/emily_demo $(BUILD)/emily_embed $(BUILD)/emily_run $(BUILD)/conformance $(TESTS)
+all: $(BUILD)/libemily.a $(BUILD)/libemily.so $(BUILD)/emily_demo $(BUILD)/emily_embed $(BUILD)/emily_generate $(BUILD)/emily_run $(BUILD)/conformance $(TESTS)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -238,6 +238,19 @@ $(BUILD)/tests/test_bpe: $(BUILD)/obj/tests/unit/test_bpe.o $(BUILD)/obj/tests/u
 # test_gguf writes its GGUF files with its own writer (tests/unit/gguf_writer.c).
 $(BUILD)/tests/test_gguf: $(BUILD)/obj/tests/unit/test_gguf.o $(BUILD)/obj/tests/unit/gguf_writer.o \
                           $(BUILD)/obj/tests/unit/harness.o $(ENGINE_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# examples/generate: text generation with SmolLM2-135M-Instruct (GGUF)
+# from C; test_generate links the same pieces.
+GENERATE_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(filter-out examples/generate/main.c,$(wildcard examples/generate/*.c))) \
+                $(EXAMPLES_COMMON_OBJ)
+$(BUILD)/emily_generate: $(BUILD)/obj/examples/generate/main.o $(GENERATE_OBJ) $(ENGINE_LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/obj/tests/unit/test_generate.o: CFLAGS += -Iexamples/generate -Iexamples/common
+$(BUILD)/tests/test_generate: $(BUILD)/obj/tests/unit/test_generate.o $(BUILD)/obj/tests/unit/harness.o \
+                              $(GENERATE_OBJ) $(ENGINE_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 

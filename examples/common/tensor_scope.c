@@ -125,3 +125,35 @@ emily_tensor *ts_scalar(ts_scope *s, emily_device device, double value) {
     emily_status st = emily_constant(device, EMILY_F32, 0, NULL, emily_scalar_float(value), &t);
     return ts_hold(s, st, t);
 }
+
+emily_tensor *ts_rms_norm(ts_scope *s, const emily_tensor *x, const emily_tensor *gamma, double eps) {
+    emily_tensor *t = NULL;
+    if (s->status) return NULL;
+    emily_status st = emily_rms_norm(x, gamma, eps, &t);
+    return ts_hold(s, st, t);
+}
+
+emily_tensor *ts_sdpa(ts_scope *s, const emily_tensor *q, const emily_tensor *k,
+                      const emily_tensor *v, const emily_sdpa_options *options) {
+    emily_tensor *t = NULL;
+    if (s->status) return NULL;
+    emily_status st = emily_sdpa(q, k, v, options, &t);
+    return ts_hold(s, st, t);
+}
+
+emily_tensor *ts_quantized_linear(ts_scope *s, const emily_tensor *x, const emily_tensor *q,
+                                  const emily_tensor *scales, const emily_tensor *biases, int bits,
+                                  int64_t group_size) {
+    emily_tensor *t = NULL;
+    if (s->status) return NULL;
+    emily_status st = emily_quantized_matmul(x, q, scales, biases, bits, group_size, true, &t);
+    return ts_hold(s, st, t);
+}
+
+emily_tensor *ts_dequantize(ts_scope *s, const emily_tensor *q, const emily_tensor *scales,
+                            const emily_tensor *biases, int bits, int64_t group_size) {
+    emily_tensor *t = NULL;
+    if (s->status) return NULL;
+    emily_status st = emily_dequantize(q, scales, biases, bits, group_size, &t);
+    return ts_hold(s, st, t);
+}

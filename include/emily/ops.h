@@ -107,6 +107,17 @@ EMILY_API emily_status emily_slice(const emily_tensor *t, const int64_t *starts,
 EMILY_API emily_status emily_put_slice(const emily_tensor *t, const int64_t *starts,
                              const emily_tensor *update, emily_dtype out_type,
                              emily_tensor **out);
+/* In place: writes update into target at starts (no new tensor; every view
+ * of target's buffer sees the write). For state that grows step by step,
+ * such as a decoder's key/value cache, where put_slice would copy the
+ * whole target each step. update has target's rank and dtype; starts are
+ * not clamped (unlike put_slice): an update that does not fit at starts
+ * is an error, and so is a target axis of stride 0 (broadcast) that would
+ * take more than one row. The write is ordered on the device like any op
+ * (a CUDA stream's later ops see it). Do not write into a tensor another
+ * thread reads, or that a compiled graph holds as a constant. */
+EMILY_API emily_status emily_write_slice(emily_tensor *target, const int64_t *starts,
+                                         const emily_tensor *update);
 
 /* ---- reductions -------------------------------------------------------- */
 typedef enum emily_reduce_op {

@@ -205,6 +205,111 @@ EMILY_API emily_status emily_sdpa(const emily_tensor *q, const emily_tensor *k,
  * Errors: NULL arguments, x of rank 0, non-float types. */
 EMILY_API emily_status emily_softmax(const emily_tensor *x, emily_tensor **out);
 
+/* ---- rotary position embedding -------------------------------------------
+ *
+ * emily_rope: rotates pairs of features of x by angles proportional to each
+ * token's position, as Hugging Face's and Bumblebee's Llama apply rotary
+ * embeddings to queries and keys (before attention's transpose).
+ *
+ * Shapes: x {B, S, H, D} (batch, sequence, heads, head_dim), f16, bf16,
+ * f32 or f64; positions {S} (every batch entry at the same positions) or
+ * {B, S}, any integer type (values converted to s64; decoding with a KV
+ * cache passes the cached length as offset). The output has x's type T
+ * and shape. The first `dims` features of head_dim are rotated (dims even,
+ * 0 < dims <= D; 0 in the options means D); features dims..D-1 pass
+ * through unchanged. h = dims / 2 pairs, pair i with angle index i:
+ *   rotate_half (default, Hugging Face's and Bumblebee's): (i, i + h)
+ *   traditional (interleaved, GPT-J / llama.cpp / MLX traditional):
+ *                (2i, 2i + 1)
+ *
+ * The frequency table inv_i, i < h, f32 (Hugging Face's inv_freq: the
+ * angle is position * inv_i; MLX's `freqs` are its reciprocals). f32(v) is
+ * v rounded to f32 (round to nearest even), pow, cos and sin are the host
+ * C library's in double (correctly rounded but for rare inputs), every
+ * other operation is written in the type it rounds to:
+ *   e_i   = f32(2i / dims)
+ *   b     = f32(base')                base' = base, or dynamic's below
+ *   inv_i = f32(1 / f32(pow(b, e_i)))
+ * which is Bumblebee's table (Nx.BinaryBackend computes the power in
+ * double); Hugging Face computes the same expression with PyTorch's f32
+ * pow, which differs by an ULP on about 1% of entries: pass its inv_freq
+ * buffer as the explicit table to get its bits. Scalings (`scaling`):
+ *   NONE     the table above;
+ *   LINEAR   the positions are divided instead: p' = f32(p / f32(factor))
+ *            (Bumblebee's order; Hugging Face divides the table,
+ *            f32(inv_i / factor), the same bits for a power-of-two factor);
+ *   DYNAMIC  (Hugging Face's dynamic NTK) with L = sequence_length (0: S)
+ *            and O = original_max_positions: when L > O,
+ *            base' = base * (factor * L / O - (factor - 1))^(dims / (dims - 2))
+ *            in double, else base' = base; dims must be > 2. (Bumblebee
+ *            raises base * (...) as a whole to the power: another table.)
+ *   LLAMA3   (Hugging Face's _compute_llama3_parameters, Bumblebee's
+ *            llama3 strategy) every step in f32, F = f32(factor), lo =
+ *            f32(low_frequency_factor), hi = f32(high_frequency_factor),
+ *            O = f32(original_max_positions):
+ *              w    = f32(f32(2 pi) / inv_i)
+ *              w < f32(O / hi)     -> inv_i
+ *              w > f32(O / lo)     -> f32(inv_i / F)
+ *              else  s = f32(f32(f32(O / w) - lo) / f32(hi - lo))
+ *                    f32(f32(f32(f32(1 - s) * inv_i) / F) + f32(s * inv_i))
+ * or an explicit table `inv_freq` ({h}, any float type, converted to f32;
+ * scaling must then be NONE: the table already holds any scaling).
+ *
+ * Per token (b, s) with position p and pair i, the pair (u, v):
+ *   a   = f32(p * inv_i)          p' instead of p for LINEAR; the product
+ *                                 in double (exact for |p| < 2^29)
+ *   c   = T(f32(cos(a)))          cos and sin in double, rounded to f32,
+ *   s   = T(f32(sin(a)))          then to T (exact for f32 and f64)
+ *   u'  = T(T(u * c) - T(v * s))
+ *   v'  = T(T(v * c) + T(u * s))
+ * T(v) rounds by Nx's conversion rules (bf16: through f32, then
+ * truncated); products and sums of f16/bf16 operands are computed in f32
+ * (exact products; one rounding to T). This is Bumblebee's
+ * `x * cos + rotate_half(x) * sin` with its f32 cos/sin table cast to x's
+ * type, on Nx.BinaryBackend, bit for bit (its dynamic scaling aside); an
+ * f64 x uses the f32 angles and cos/sin, as Bumblebee and Hugging Face do.
+ *
+ * Devices: the table is computed once on the host and copied to x's
+ * device; the CUDA kernel computes cos and sin with the engine's nearly
+ * correctly rounded double-double sin/cos (cuda/correctly_rounded.cuh),
+ * the CPU with the C library's, so both give the same f32 values but for
+ * a double result within an ULP or two of an f32 rounding boundary
+ * (about one angle in 2^28); tests/unit/test_cuda_rope.c checks bits.
+ *
+ * Empty x gives an empty output. Edge values follow the expression (NaN
+ * and infinities in x propagate through the products).
+ *
+ * Errors: NULL x, positions or out; x not of rank 4 or not a real float;
+ * positions not {S} or {B, S} or not an integer type; dims odd, negative
+ * or above D; a non-positive or non-finite base, factor, low/high
+ * frequency factor, or original_max_positions (llama3 also needs
+ * low < high); a negative sequence_length; dynamic with dims <= 2; an
+ * inv_freq not a float {dims / 2} or given with a scaling; an unknown
+ * scaling; inputs on different devices. */
+typedef enum emily_rope_scaling {
+    EMILY_ROPE_NONE = 0,
+    EMILY_ROPE_LINEAR,
+    EMILY_ROPE_DYNAMIC,
+    EMILY_ROPE_LLAMA3
+} emily_rope_scaling;
+
+typedef struct emily_rope_options {
+    int64_t dims;                   /* features rotated; 0: all of D */
+    double base;                    /* the table's base (Llama: 10000, 500000, ...) */
+    bool traditional;               /* interleaved pairs (2i, 2i + 1) */
+    emily_rope_scaling scaling;     /* NONE, LINEAR, DYNAMIC, LLAMA3 */
+    double factor;                  /* LINEAR, DYNAMIC, LLAMA3 */
+    double low_frequency_factor;    /* LLAMA3 */
+    double high_frequency_factor;   /* LLAMA3 */
+    int64_t original_max_positions; /* DYNAMIC, LLAMA3 */
+    int64_t sequence_length;        /* DYNAMIC: the length the base adapts to; 0: S */
+    const emily_tensor *inv_freq;   /* NULL, or the explicit table {dims / 2} */
+} emily_rope_options;
+
+/* options NULL: dims D, base 10000, rotate_half, no scaling. */
+EMILY_API emily_status emily_rope(const emily_tensor *x, const emily_tensor *positions,
+                                  const emily_rope_options *options, emily_tensor **out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -532,6 +532,19 @@ typedef struct emily_sdpa_params {
     const emily_tensor *sinks; /* NULL, or {Hq} contiguous in W */
 } emily_sdpa_params;
 
+/* rope (emily_rope's expression): the op layer (src/ops/fast_rope.c)
+ * hands a contiguous x {B, S, H, D} (f16, bf16, f32 or f64) with at least
+ * one element, a fresh dst of x's type and shape, contiguous s64
+ * positions ({B, S}, or {S} shared by the batch) and the contiguous f32
+ * table inv_freq {dims / 2} (any scaling but linear already applied). */
+typedef struct emily_rope_params {
+    int64_t B, S, H, D, dims;
+    bool traditional;       /* pairs (2i, 2i + 1); else (i, i + dims / 2) */
+    bool batched_positions; /* positions {B, S}; else {S} */
+    bool linear;            /* positions divided by linear_factor first */
+    float linear_factor;    /* f32(factor) */
+} emily_rope_params;
+
 struct emily_fast_kernels {
     emily_status (*layer_norm)(emily_tensor *dst, const emily_tensor *x, const emily_tensor *gamma,
                                const emily_tensor *beta, double eps);
@@ -541,6 +554,8 @@ struct emily_fast_kernels {
     /* softmax over the last axis: x contiguous (f16, bf16, f32 or f64),
      * dst fresh with x's type and shape. */
     emily_status (*softmax)(emily_tensor *dst, const emily_tensor *x);
+    emily_status (*rope)(emily_tensor *dst, const emily_tensor *x, const emily_tensor *positions,
+                         const emily_tensor *inv_freq, const emily_rope_params *p);
 };
 
 /* ---- quantization (emily/ops_quant.h) ----
@@ -598,7 +613,7 @@ struct emily_quant_kernels {
     X(QR_NX07, linalg, qr_nx07) X(DETERMINANT_NX07, linalg, determinant_nx07)       \
     X(EIGH_NX07, linalg, eigh_nx07) X(SVD_NX07, linalg, svd_nx07)                   \
     X(LAYER_NORM, fast, layer_norm) X(RMS_NORM, fast, rms_norm) X(SDPA, fast, sdpa)   \
-    X(SOFTMAX, fast, softmax)                                                       \
+    X(SOFTMAX, fast, softmax) X(ROPE, fast, rope)                                   \
     X(QUANT_RANGES, quant, ranges) X(QUANTIZE, quant, quantize)                     \
     X(DEQUANTIZE, quant, dequantize) X(QUANT_MATMUL, quant, matmul)
 /* clang-format on */

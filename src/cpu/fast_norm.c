@@ -278,4 +278,5 @@ static emily_status cpu_rms_norm(emily_tensor *dst, const emily_tensor *x,
 }
 
 const struct emily_fast_kernels emi_cpu_fast_kernels = {
-    .layer_norm = cpu_layer_norm, .rms_norm = cpu_rms_norm, .sdpa = emi_cpu_sdpa, .softmax = emi_cpu_softmax};
+    .layer_norm = cpu_layer_norm, .rms_norm = cpu_rms_norm, .sdpa = emi_cpu_sdpa, .softmax = emi_cpu_softmax,
+    .rope = emi_cpu_rope};

@@ -45,6 +45,9 @@ extern const struct emily_linalg_kernels emi_cpu_linalg_kernels;
 extern const struct emily_fast_kernels emi_cpu_fast_kernels;
 /* The fast family's softmax (src/cpu/fast_softmax.c; in the table above). */
 emily_status emi_cpu_softmax(emily_tensor *dst, const emily_tensor *x);
+/* The fast family's rope (src/cpu/fast_rope.c; in the table above). */
+emily_status emi_cpu_rope(emily_tensor *dst, const emily_tensor *x, const emily_tensor *positions,
+                          const emily_tensor *inv_freq, const emily_rope_params *p);
 extern const struct emily_quant_kernels emi_cpu_quant_kernels;
 
 #endif

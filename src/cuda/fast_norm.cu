@@ -185,4 +185,5 @@ emily_status cuda_rms_norm(emily_tensor *dst, const emily_tensor *x, const emily
 
 // sdpa: src/cuda/attention.cu; softmax: src/cuda/fast_softmax.cu
 extern "C" const struct emily_fast_kernels emi_cuda_fast_kernels = {cuda_layer_norm, cuda_rms_norm,
-                                                                    emi_cuda_sdpa, emi_cuda_softmax};
+                                                                    emi_cuda_sdpa, emi_cuda_softmax,
+                                                                    emi_cuda_rope};

@@ -47,6 +47,9 @@ extern const struct emily_quant_kernels emi_cuda_quant_kernels;
 extern const struct emily_replay_ops emi_cuda_replay_ops; /* replay.c */
 /* The fast family's softmax (fast_softmax.cu; in emi_cuda_fast_kernels). */
 emily_status emi_cuda_softmax(emily_tensor *dst, const emily_tensor *x);
+/* The fast family's rope (fast_rope.cu; in emi_cuda_fast_kernels). */
+emily_status emi_cuda_rope(emily_tensor *dst, const emily_tensor *x, const emily_tensor *positions,
+                           const emily_tensor *inv_freq, const emily_rope_params *p);
 
 #ifdef __cplusplus
 }

@@ -154,7 +154,9 @@
     /* affine quantization (Emily.Quantization): src/nx/callbacks_quant.c */        \
     EMI_CALLBACK(quantize, quantize, 0, DIRTY, ANY)                                  \
     EMI_CALLBACK(dequantize, dequantize, 0, DIRTY, ANY)                              \
-    EMI_CALLBACK(quantized_matmul, quantized_matmul, 0, DIRTY, ANY)
+    EMI_CALLBACK(quantized_matmul, quantized_matmul, 0, DIRTY, ANY)                  \
+    /* rope (Emily.Fast, callbacks_fast.c): last, as fuzz seeds index this list */ \
+    EMI_CALLBACK(rope, rope, 0, INLINE, REAL)
 /* clang-format on */
 
 #endif

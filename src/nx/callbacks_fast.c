@@ -9,6 +9,11 @@
  *   sdpa(out, q, k, v, [mask,] [sinks,] opts)  opts: scale (default 1/sqrt(D)),
  *        causal (false), mask and sinks (booleans: whether that tensor is
  *        among the arguments; both false by default)
+ *   rope(out, x, positions, [inv_freq,] opts)  opts: dims (nil or 0: D), base
+ *        (10000), traditional (false), scaling (nil/:none, :linear, :dynamic,
+ *        :llama3), factor, low_frequency_factor, high_frequency_factor,
+ *        original_max_positions, sequence_length, and inv_frequency (a
+ *        boolean: whether the explicit table follows positions)
  *   softmax(out, x)                           over the last axis (what the engine
  *                                             graph's pattern pass substitutes,
  *                                             src/graph/patterns.c)
@@ -16,6 +21,7 @@
  * The output type is inferred (the merge of the inputs' types) in both
  * modes; the dispatcher checks it against Nx's template in RUN mode. */
 #include <math.h>
+#include <string.h>
 #include "nx/callback.h"
 
 /* (x, gamma, [beta,] [opts]): the leading tensors (2 to max_tensors of
@@ -96,5 +102,58 @@ emily_status emi_cb_softmax(emily_call *c) {
     emily_tensor *x, *r;
     emily_status s = emi_call_arity(c, 1, 1);
     if (s || (s = emi_call_tensor(c, 0, &x)) || (s = emily_softmax(x, &r))) return s;
+    return emi_call_return(c, r);
+}
+
+/* rope's :scaling option: an atom (nil or absent: none). */
+static emily_status rope_scaling(emily_call *c, const emily_value *opts, emily_rope_scaling *out) {
+    static const char *const names[4] = {"none", "linear", "dynamic", "llama3"};
+    const emily_value *v = emi_opt_get(opts, "scaling");
+    const char *name = NULL;
+    emily_status s;
+    if (v && (s = emi_value_atom(c, v, "option :scaling", true, &name))) return s;
+    if (!name) return EMILY_OK;
+    for (int k = 0; k < 4; k++)
+        if (strcmp(name, names[k]) == 0) {
+            *out = (emily_rope_scaling)k;
+            return EMILY_OK;
+        }
+    return emi_call_fail(c, EMILY_ERR_ARGUMENT,
+                         "option :scaling must be :none, :linear, :dynamic or :llama3, got :%s",
+                         name);
+}
+
+emily_status emi_cb_rope(emily_call *c) {
+    emily_status s = emi_call_arity(c, 2, 4);
+    if (s) return s;
+    const emily_value *opts = NULL;
+    size_t ntensors = c->nargs;
+    if (c->args[c->nargs - 1].kind == EMILY_V_OPTS) {
+        ntensors--;
+        if ((s = emi_call_opts(c, ntensors, &opts))) return s;
+    }
+    emily_rope_options o = {.base = 10000.0};
+    bool has_table = false;
+    if ((s = emi_opt_int(c, opts, "dims", NULL, &o.dims)) ||
+        (s = emi_opt_float(c, opts, "base", NULL, &o.base)) ||
+        (s = emi_opt_bool(c, opts, "traditional", NULL, &o.traditional)) ||
+        (s = rope_scaling(c, opts, &o.scaling)) ||
+        (s = emi_opt_float(c, opts, "factor", NULL, &o.factor)) ||
+        (s = emi_opt_float(c, opts, "low_frequency_factor", NULL, &o.low_frequency_factor)) ||
+        (s = emi_opt_float(c, opts, "high_frequency_factor", NULL, &o.high_frequency_factor)) ||
+        (s = emi_opt_int(c, opts, "original_max_positions", NULL, &o.original_max_positions)) ||
+        (s = emi_opt_int(c, opts, "sequence_length", NULL, &o.sequence_length)) ||
+        (s = emi_opt_bool(c, opts, "inv_frequency", NULL, &has_table)))
+        return s;
+    size_t want = has_table ? 3 : 2;
+    if (ntensors != want)
+        return emi_call_fail(c, EMILY_ERR_ARGUMENT,
+                             "expected %zu tensors (x, positions%s) before the options, got %zu",
+                             want, has_table ? ", inv_freq" : "", ntensors);
+    emily_tensor *ts[3] = {NULL, NULL, NULL}, *r;
+    for (size_t i = 0; i < ntensors; i++)
+        if ((s = emi_call_tensor(c, i, &ts[i]))) return s;
+    o.inv_freq = ts[2];
+    if ((s = emily_rope(ts[0], ts[1], &o, &r))) return s;
     return emi_call_return(c, r);
 }

@@ -249,6 +249,27 @@ static emily_status sdpa_causal(const emily_tensor *x, emily_tensor **out) {
     return s;
 }
 
+/* rope of x as bf16 {2, 16, 3, 2} (a transposed view: a contiguous copy),
+ * shared positions {16} (the CPU's table) and llama3 scaling (the host's
+ * table), then with positions per entry (per-job buffers). */
+static emily_status rope_llama3(const emily_tensor *x, emily_tensor **out) {
+    emily_tensor *xb = NULL, *t = NULL, *x4 = NULL, *pos = NULL, *pb = NULL, *first = NULL;
+    _Static_assert(ROWS * COLS == 192, "x is seen as {2, 16, 3, 2}");
+    int64_t shape[4] = {2, 3, 16, 2}, seq = 16, pshape[2] = {2, 16};
+    emily_rope_options o = {.base = 500000, .scaling = EMILY_ROPE_LLAMA3, .factor = 8,
+                            .low_frequency_factor = 1, .high_frequency_factor = 4,
+                            .original_max_positions = 4};
+    emily_status s = emily_as_type(x, EMILY_BF16, &xb);
+    if (!s) s = emily_reshape(xb, 4, shape, &t);
+    if (!s) s = emily_transpose(t, (int[]){0, 2, 1, 3}, &x4);
+    if (!s) s = emily_iota(EMILY_CPU, EMILY_S32, 1, &seq, 0, &pos);
+    if (!s) s = emily_iota(EMILY_CPU, EMILY_S64, 2, pshape, 1, &pb);
+    if (!s) s = emily_rope(x4, pos, &o, &first);
+    if (!s) s = emily_rope(first, pb, &o, out);
+    RELEASE(xb, t, x4, pos, pb, first);
+    return s;
+}
+
 /* Bytes of t, or NULL (the caller frees). */
 static unsigned char *bytes_of(const emily_tensor *t, size_t *n) {
     *n = emily_tensor_nbytes(t);
@@ -359,6 +380,7 @@ TEST(other_ops_fail_cleanly) {
     CHECK(sweep("layer_norm", layer_norm_views) > 1);
     CHECK(sweep("rms_norm", rms_norm_rows) > 1);
     CHECK(sweep("sdpa", sdpa_causal) > 1);
+    CHECK(sweep("rope", rope_llama3) > 1);
 }
 
 RUN_TESTS("alloc_failure", CASE(reduce_max_min_over_axis_0_fail_cleanly), CASE(reduce_max_axis_0_values),

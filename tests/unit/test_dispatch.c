@@ -52,9 +52,9 @@ TEST(every_name_is_found) {
     /* 3 creation, 39 unary + as_type and bitcast, 24 binary + select and
      * clip, 10 shape, 9 reductions, 2 products, 6 windows, 5 indexing, 3
      * sorts, 4 scans, 6 transforms, 8 linear algebra, 2 fused norms, sdpa,
-     * softmax, 3 quantization */
-    CHECK(n == 130);
-    CHECK(n == (size_t)EMILY_UNARY_OP_COUNT + EMILY_BINARY_OP_COUNT + 67);
+     * softmax, rope, 3 quantization */
+    CHECK(n == 131);
+    CHECK(n == (size_t)EMILY_UNARY_OP_COUNT + EMILY_BINARY_OP_COUNT + 68);
     for (size_t i = 0; i < n; i++) {
         const emily_callback *cb = emily_dispatch_find(names[i]);
         CHECK(cb && strcmp(cb->name, names[i]) == 0);
@@ -68,9 +68,9 @@ TEST(every_name_is_found) {
         CHECK(emily_dispatch_find(emily_binary_op_name((emily_binary_op)op)) != NULL);
     /* the list order is kept (the fuzz seeds index it) */
     CHECK(strcmp(names[0], "constant") == 0 && strcmp(names[3], "exp") == 0);
-    CHECK(strcmp(names[n - 8], "determinant") == 0 && strcmp(names[n - 6], "rms_norm") == 0);
-    CHECK(strcmp(names[n - 5], "sdpa") == 0 && strcmp(names[n - 4], "softmax") == 0);
-    CHECK(strcmp(names[n - 1], "quantized_matmul") == 0);
+    CHECK(strcmp(names[n - 9], "determinant") == 0 && strcmp(names[n - 7], "rms_norm") == 0);
+    CHECK(strcmp(names[n - 6], "sdpa") == 0 && strcmp(names[n - 5], "softmax") == 0);
+    CHECK(strcmp(names[n - 2], "quantized_matmul") == 0 && strcmp(names[n - 1], "rope") == 0);
 }
 
 /* A broken index finds names that are not there: ask for each name with

@@ -357,6 +357,53 @@ TEST(put_slice_clamps) {
     RELEASE(big, u, t);
 }
 
+TEST(write_slice_in_place) {
+    /* a cache of 2 x 4 rows written a row at a time, seen through a view */
+    int64_t s2x4[2] = {2, 4}, s1x4[2] = {1, 4}, s2x2[2] = {2, 2}, s4x2[2] = {4, 2};
+    emily_tensor *cache = NULL, *view = NULL;
+    CHECK_OK(emily_constant(EMILY_CPU, EMILY_F32, 2, s2x4, emily_scalar_float(0), &cache));
+    int64_t v0[2] = {1, 0}, vl[2] = {1, 4};
+    CHECK_OK(emily_slice(cache, v0, vl, NULL, &view)); /* row 1, before the writes */
+    float r0[4] = {1, 2, 3, 4}, r1[4] = {5, 6, 7, 8};
+    emily_tensor *u0 = t_from(EMILY_F32, 2, s1x4, r0), *u1 = t_from(EMILY_F32, 2, s1x4, r1);
+    int64_t at0[2] = {0, 0}, at1[2] = {1, 0};
+    CHECK_OK(emily_write_slice(cache, at0, u0));
+    CHECK_OK(emily_write_slice(cache, at1, u1));
+    double want[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    CHECK(t_equals(cache, 8, want));
+    CHECK(t_equals(view, 4, want + 4));
+    /* into a strided view: the transposed cache's block of columns 1..2 */
+    emily_tensor *tr = NULL, *blk = t_iota(EMILY_F32, 2, s2x2);
+    CHECK_OK(emily_transpose(cache, NULL, &tr)); /* {4, 2}, strides {1, 4} */
+    CHECK(emily_tensor_shape(tr)[0] == s4x2[0]);
+    int64_t at[2] = {1, 0};
+    CHECK_OK(emily_write_slice(tr, at, blk)); /* tr[1..2][0..1] = {{0, 1}, {2, 3}} */
+    double want2[8] = {1, 0, 2, 4, 5, 1, 3, 8};
+    CHECK(t_equals(cache, 8, want2));
+    /* an empty update writes nothing; a fitting one at the far edge works */
+    int64_t s0x4[2] = {0, 4}, at_end[2] = {2, 0};
+    emily_tensor *empty = t_iota(EMILY_F32, 2, s0x4);
+    CHECK_OK(emily_write_slice(cache, at_end, empty));
+    CHECK(t_equals(cache, 8, want2));
+    /* errors: not clamped, type, rank, NULLs, broadcast target */
+    CHECK_ERR(emily_write_slice(cache, at_end, u0), EMILY_ERR_SHAPE, "does not fit");
+    int64_t neg[2] = {-1, 0};
+    CHECK_ERR(emily_write_slice(cache, neg, u0), EMILY_ERR_SHAPE, "does not fit");
+    int32_t ints[4] = {1, 2, 3, 4};
+    emily_tensor *ui = t_from(EMILY_S32, 2, s1x4, ints), *flat = NULL;
+    CHECK_ERR(emily_write_slice(cache, at0, ui), EMILY_ERR_TYPE, "convert it first");
+    CHECK_OK(emily_reshape(u0, 1, (int64_t[]){4}, &flat));
+    CHECK_ERR(emily_write_slice(cache, at0, flat), EMILY_ERR_SHAPE, "ranks differ");
+    CHECK_ERR(emily_write_slice(NULL, at0, u0), EMILY_ERR_ARGUMENT, "target is NULL");
+    CHECK_ERR(emily_write_slice(cache, at0, NULL), EMILY_ERR_ARGUMENT, "update is NULL");
+    CHECK_ERR(emily_write_slice(cache, NULL, u0), EMILY_ERR_ARGUMENT, "NULL");
+    emily_tensor *one = NULL, *wide = NULL;
+    CHECK_OK(emily_constant(EMILY_CPU, EMILY_F32, 2, s1x4, emily_scalar_float(0), &one));
+    CHECK_OK(emily_broadcast(one, 2, s2x4, NULL, &wide));
+    CHECK_ERR(emily_write_slice(wide, at0, blk), EMILY_ERR_SHAPE, "broadcast");
+    RELEASE(wide, one, flat, ui, empty, tr, blk, u1, u0, view, cache);
+}
+
 TEST(copies_keep_bits) {
     /* NaN payloads, -0.0 and integer extremes survive every copying op */
     uint32_t bits[4] = {0x7fc00001u, 0x80000000u, 0xff800000u, 0x7f7fffffu};
@@ -389,4 +436,4 @@ RUN_TESTS("shape", CASE(reshape_is_a_view_when_possible), CASE(reshape_scalars_a
           CASE(reshape_errors), CASE(squeeze_axes), CASE(broadcast_views), CASE(transpose_views),
           CASE(transpose_copy_large), CASE(reverse_views), CASE(slice_clamps_and_strides),
           CASE(pad_edges_interior_negative), CASE(pad_types_and_views), CASE(concatenate_and_stack),
-          CASE(put_slice_clamps), CASE(copies_keep_bits))
+          CASE(put_slice_clamps), CASE(write_slice_in_place), CASE(copies_keep_bits))

@@ -800,6 +800,7 @@ if Code.ensure_loaded?(Nx.Backend) do
       Emily.Fast.LayerNorm => :layer_norm,
       Emily.Fast.RMSNorm => :rms_norm,
       Emily.Fast.SDPA => :sdpa,
+      Emily.Fast.Rope => :rope,
       # Emily.Quantization: the engine's quantization kernels
       Emily.Quantization.Quantize => :quantize,
       Emily.Quantization.Dequantize => :dequantize,

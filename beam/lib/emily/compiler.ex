@@ -151,11 +151,19 @@ if Code.ensure_loaded?(Nx.Defn.Compiler) do
       end
     end
 
+    # The arguments as the cache sees them: each tensor's type, shape,
+    # names and vectorized axes, inside its container's structure, so that
+    # containers whose `keep` fields differ (compile-time values the traced
+    # function reads, Emily.MixedPrecision.LossScale's options for one)
+    # get graphs of their own.
     defp templates(vars) do
-      vars
-      |> Composite.flatten_list()
-      |> Enum.map(fn t -> {t.type, t.shape, t.names, Map.get(t, :vectorized_axes, [])} end)
+      Enum.map(vars, fn var -> Composite.traverse(var, &template_key/1) end)
     end
+
+    defp template_key(%Nx.Tensor{} = t),
+      do: {t.type, t.shape, t.names, Map.get(t, :vectorized_axes, [])}
+
+    defp template_key(other), do: other
 
     defp evaluator_opts(opts), do: Keyword.drop(opts, @compiler_keys)
 

@@ -58,6 +58,11 @@ if Code.ensure_loaded?(Nx) do
     rounded to `v`'s type before the product, as Bumblebee's attention
     computes them with an upcast softmax. See docs/fast.md for the exact
     expression.
+
+    `rope/3` rotates the features of `x` `{B, S, H, D}` by angles of each
+    token's position (Bumblebee's and Hugging Face's rotary embedding,
+    interleaved pairs with `traditional: true`, linear, dynamic and llama3
+    scaling, explicit tables); see its documentation and docs/fast.md.
     """
 
     defmodule LayerNorm do
@@ -68,6 +73,25 @@ if Code.ensure_loaded?(Nx) do
     defmodule RMSNorm do
       @moduledoc "The `Nx.block/4` struct of `Emily.Fast.rms_norm/3`."
       defstruct epsilon: 1.0e-6
+    end
+
+    defmodule Rope do
+      @moduledoc """
+      The `Nx.block/4` struct of `Emily.Fast.rope/3`: the options as the
+      engine's rope callback reads them (`scaling` an atom, its parameters
+      flat; `inv_frequency` says whether the explicit table follows `x` and
+      `positions`).
+      """
+      defstruct dims: nil,
+                base: 10_000.0,
+                traditional: false,
+                scaling: nil,
+                factor: nil,
+                low_frequency_factor: nil,
+                high_frequency_factor: nil,
+                original_max_positions: nil,
+                sequence_length: nil,
+                inv_frequency: false
     end
 
     defmodule SDPA do
@@ -154,6 +178,186 @@ if Code.ensure_loaded?(Nx) do
       args = Enum.reject([q, k, v, mask, sinks], &is_nil/1)
       out = Nx.template({b, hq, sq, dv}, q.type)
       block(struct, args, out)
+    end
+
+    @doc """
+    Rotary position embedding of `x` `{B, S, H, D}` (batch, sequence,
+    heads, head size: the layout Bumblebee and Hugging Face rotate queries
+    and keys in, before attention's transpose) at `positions`, an integer
+    tensor `{S}` (shared by the batch) or `{B, S}` (decoding with a KV
+    cache passes the cached length as offset). The result has `x`'s shape
+    and type (f16, bf16, f32 or f64).
+
+    Options:
+
+      * `:dims` - how many leading features of each head are rotated (even,
+        at most `D`), default `D`; the others pass through;
+      * `:base` - the frequency table's base, default `10_000`;
+      * `:traditional` - `true` rotates interleaved pairs `(2i, 2i + 1)`
+        (GPT-J, llama.cpp, MLX's `traditional`), `false` (default) Hugging
+        Face's and Bumblebee's `rotate_half` pairs `(i, i + dims / 2)`;
+      * `:scaling` - `nil`, or Bumblebee's `scaling_strategy` maps:
+        `%{type: :linear, factor: f}`, `%{type: :dynamic, factor: f,
+        original_max_positions: n}` (Hugging Face's dynamic NTK) or
+        `%{type: :llama3, factor: f, low_frequency_factor: l,
+        high_frequency_factor: h, original_max_positions: n}`;
+      * `:sequence_length` - for `:dynamic`, the length the base adapts to,
+        default `S` (pass the total length when decoding);
+      * `:inv_frequency` - an explicit table `{dims / 2}` of floats (used as
+        f32): the angle of pair `i` is `position * inv_frequency[i]`, as in
+        Hugging Face's `inv_freq` buffer (MLX's `freqs` are the
+        reciprocals); it takes no `:scaling` and no `:base`.
+
+    Computed as Bumblebee's `x * cos + rotate_half(x) * sin`: an f32 table
+    `1 / base ** (2i / dims)`, f32 angles, cos and sin in double rounded to
+    f32 and then to `x`'s type, products and sums rounded to `x`'s type.
+    See docs/fast.md for the exact expression.
+    """
+    def rope(x, positions, opts \\ []) do
+      opts =
+        Keyword.validate!(opts,
+          dims: nil,
+          base: 10_000,
+          traditional: false,
+          scaling: nil,
+          sequence_length: nil,
+          inv_frequency: nil
+        )
+
+      [x, positions] = Enum.map([x, positions], &Nx.to_tensor/1)
+      table = opts[:inv_frequency] && Nx.to_tensor(opts[:inv_frequency])
+      struct = rope_struct!(x, positions, table, opts)
+      args = Enum.reject([x, positions, table], &is_nil/1)
+      block(struct, args, Nx.template(x.shape, x.type, names: x.names))
+    end
+
+    @rope "Emily.Fast.rope"
+
+    defp rope_struct!(x, positions, table, opts) do
+      for {arg, t} <- [x: x, positions: positions, inv_frequency: table],
+          t != nil and t.vectorized_axes != [] do
+        raise ArgumentError, "#{@rope}: #{arg} must not be vectorized"
+      end
+
+      unless float?(x.type) do
+        raise ArgumentError,
+              "#{@rope}: x must be a float tensor (f16, bf16, f32 or f64), " <>
+                "got #{Nx.Type.to_string(x.type)}"
+      end
+
+      unless tuple_size(x.shape) == 4 do
+        raise ArgumentError, "#{@rope}: x must have rank 4 (B, S, H, D), got #{inspect(x.shape)}"
+      end
+
+      {b, s, _h, d} = x.shape
+
+      unless elem(positions.type, 0) in [:s, :u] do
+        raise ArgumentError,
+              "#{@rope}: positions must be an integer tensor, got " <>
+                Nx.Type.to_string(positions.type)
+      end
+
+      unless positions.shape in [{s}, {b, s}] do
+        raise ArgumentError,
+              "#{@rope}: positions must have shape {#{s}} or {#{b}, #{s}} (S or B, S of x " <>
+                "#{inspect(x.shape)}), got #{inspect(positions.shape)}"
+      end
+
+      dims = opts[:dims] || d
+
+      unless is_integer(dims) and dims > 0 and dims <= d and rem(dims, 2) == 0 do
+        raise ArgumentError,
+              "#{@rope}: :dims must be an even integer from 2 to the head size D (#{d}), " <>
+                "got #{inspect(opts[:dims] || d)}"
+      end
+
+      unless is_boolean(opts[:traditional]) do
+        raise ArgumentError,
+              "#{@rope}: :traditional must be a boolean, got #{inspect(opts[:traditional])}"
+      end
+
+      struct = %Rope{dims: dims, traditional: opts[:traditional]}
+
+      if table do
+        unless float?(table.type) and table.shape == {div(dims, 2)} do
+          raise ArgumentError,
+                "#{@rope}: :inv_frequency must be a float tensor of shape {#{div(dims, 2)}} " <>
+                  "(dims / 2), got #{Nx.Type.to_string(table.type)} #{inspect(table.shape)}"
+        end
+
+        if opts[:scaling] != nil do
+          raise ArgumentError,
+                "#{@rope}: :inv_frequency takes no :scaling (the table holds any scaling)"
+        end
+
+        %{struct | base: nil, inv_frequency: true}
+      else
+        base = positive!(:base, opts[:base])
+        rope_scaling!(%{struct | base: base}, opts[:scaling], opts[:sequence_length], dims)
+      end
+    end
+
+    defp rope_scaling!(struct, nil, _length, _dims), do: struct
+
+    defp rope_scaling!(struct, %{type: :linear} = m, _length, _dims) do
+      %{struct | scaling: :linear, factor: positive!(:factor, m[:factor])}
+    end
+
+    defp rope_scaling!(struct, %{type: :dynamic} = m, length, dims) do
+      if dims <= 2 do
+        raise ArgumentError, "#{@rope}: :dynamic scaling needs :dims above 2, got #{dims}"
+      end
+
+      unless length == nil or (is_integer(length) and length >= 0) do
+        raise ArgumentError,
+              "#{@rope}: :sequence_length must be a non-negative integer, got #{inspect(length)}"
+      end
+
+      %{
+        struct
+        | scaling: :dynamic,
+          factor: positive!(:factor, m[:factor]),
+          original_max_positions: positive_integer!(m[:original_max_positions]),
+          sequence_length: length
+      }
+    end
+
+    defp rope_scaling!(struct, %{type: :llama3} = m, _length, _dims) do
+      lo = positive!(:low_frequency_factor, m[:low_frequency_factor])
+      hi = positive!(:high_frequency_factor, m[:high_frequency_factor])
+
+      unless lo < hi do
+        raise ArgumentError,
+              "#{@rope}: :low_frequency_factor (#{lo}) must be below :high_frequency_factor (#{hi})"
+      end
+
+      %{
+        struct
+        | scaling: :llama3,
+          factor: positive!(:factor, m[:factor]),
+          low_frequency_factor: lo,
+          high_frequency_factor: hi,
+          original_max_positions: positive_integer!(m[:original_max_positions])
+      }
+    end
+
+    defp rope_scaling!(_struct, other, _length, _dims) do
+      raise ArgumentError,
+            "#{@rope}: :scaling must be nil or a map with :type :linear, :dynamic or :llama3, " <>
+              "got #{inspect(other)}"
+    end
+
+    defp positive!(_name, v) when is_number(v) and v > 0, do: v * 1.0
+
+    defp positive!(name, v) do
+      raise ArgumentError, "#{@rope}: :#{name} must be a number above 0, got #{inspect(v)}"
+    end
+
+    defp positive_integer!(v) when is_integer(v) and v > 0, do: v
+
+    defp positive_integer!(v) do
+      raise ArgumentError,
+            "#{@rope}: :original_max_positions must be a positive integer, got #{inspect(v)}"
     end
 
     defp sdpa_scale!(nil, d), do: 1.0 / :math.sqrt(max(d, 1))
@@ -379,6 +583,128 @@ if Code.ensure_loaded?(Nx) do
 
       p = p |> Nx.as_type(t) |> Nx.as_type(w)
       Nx.dot(p, [3], [0, 1], vw, [2], [0, 1]) |> Nx.as_type(t)
+    end
+
+    # Rotary embedding, step by step as emily/ops_fast.h writes it: the
+    # frequency table, the angles and cos/sin (in f64, rounded to f32) and
+    # Bumblebee's x * cos + rotate_half(x) * sin in x's type T. Every
+    # rounding is an explicit Nx.as_type, so that any backend computing
+    # f64 cos/pow well gives the engine's bits.
+    def fallback(%Rope{} = r, [x, positions | table]) do
+      t = x.type
+      {_, s, _, d} = x.shape
+      half = div(r.dims, 2)
+
+      inv =
+        case table do
+          [tbl] -> Nx.as_type(tbl, :f32)
+          [] -> rope_table(r, s)
+        end
+
+      p = Nx.as_type(positions, :f64)
+
+      p =
+        if r.scaling == :linear,
+          do: p |> Nx.divide(f32_const(r.factor, :f64)) |> Nx.as_type(:f32) |> Nx.as_type(:f64),
+          else: p
+
+      # {S, half} or {B, S, half}, then {1 or B, S, 1, half}
+      angle =
+        p
+        |> Nx.new_axis(-1)
+        |> Nx.multiply(Nx.as_type(inv, :f64))
+        |> Nx.as_type(:f32)
+        |> Nx.as_type(:f64)
+
+      angle = if tuple_size(positions.shape) == 1, do: Nx.new_axis(angle, 0), else: angle
+      angle = Nx.new_axis(angle, 2)
+      c = angle |> Nx.cos() |> Nx.as_type(:f32) |> Nx.as_type(t)
+      sn = angle |> Nx.sin() |> Nx.as_type(:f32) |> Nx.as_type(t)
+
+      rot = Nx.slice_along_axis(x, 0, r.dims, axis: 3)
+
+      {u, v} =
+        if r.traditional do
+          {b, s, h, _} = x.shape
+          pairs = Nx.reshape(rot, {b, s, h, half, 2})
+          {pairs[[.., .., .., .., 0]], pairs[[.., .., .., .., 1]]}
+        else
+          {Nx.slice_along_axis(rot, 0, half, axis: 3),
+           Nx.slice_along_axis(rot, half, half, axis: 3)}
+        end
+
+      u2 = Nx.subtract(Nx.multiply(u, c), Nx.multiply(v, sn))
+      v2 = Nx.add(Nx.multiply(v, c), Nx.multiply(u, sn))
+
+      rotated =
+        if r.traditional do
+          Nx.stack([u2, v2], axis: 4) |> Nx.reshape(put_elem(x.shape, 3, r.dims))
+        else
+          Nx.concatenate([u2, v2], axis: 3)
+        end
+
+      if r.dims == d,
+        do: rotated,
+        else:
+          Nx.concatenate([rotated, Nx.slice_along_axis(x, r.dims, d - r.dims, axis: 3)], axis: 3)
+    end
+
+    # The f32 table inv_i = f32(1 / f32(pow(f32(base'), f32(2i / dims)))),
+    # then llama3's bands in f32.
+    defp rope_table(r, s) do
+      half = div(r.dims, 2)
+      base = rope_base(r, s)
+
+      e =
+        Nx.iota({half}, type: :f64, backend: Nx.BinaryBackend)
+        |> Nx.multiply(2)
+        |> Nx.divide(r.dims)
+        |> Nx.as_type(:f32)
+        |> Nx.as_type(:f64)
+
+      inv =
+        f32_const(base, :f64)
+        |> Nx.pow(e)
+        |> Nx.as_type(:f32)
+        |> Nx.as_type(:f64)
+        |> then(&Nx.divide(Nx.tensor(1.0, type: :f64, backend: Nx.BinaryBackend), &1))
+        |> Nx.as_type(:f32)
+
+      if r.scaling == :llama3, do: llama3_table(r, inv), else: inv
+    end
+
+    defp rope_base(%Rope{scaling: :dynamic} = r, s) do
+      len = r.sequence_length || s
+      {f, o} = {r.factor, r.original_max_positions}
+
+      if len > o,
+        do: r.base * :math.pow(f * len / o - (f - 1), r.dims / (r.dims - 2)),
+        else: r.base
+    end
+
+    defp rope_base(r, _s), do: r.base
+
+    # Hugging Face's _compute_llama3_parameters (Bumblebee's llama3 strategy),
+    # every step in f32
+    defp llama3_table(r, inv) do
+      o = r.original_max_positions
+      c = &f32_const(&1, :f32)
+      w = Nx.divide(c.(2 * :math.pi()), inv)
+      smooth = w |> then(&Nx.divide(c.(o), &1)) |> Nx.subtract(c.(r.low_frequency_factor))
+      band = Nx.subtract(c.(r.high_frequency_factor), c.(r.low_frequency_factor))
+      smooth = Nx.divide(smooth, band)
+      low = Nx.subtract(c.(1.0), smooth) |> Nx.multiply(inv) |> Nx.divide(c.(r.factor))
+      mid = Nx.add(low, Nx.multiply(smooth, inv))
+
+      scaled =
+        Nx.select(Nx.greater(w, c.(o / r.low_frequency_factor)), Nx.divide(inv, c.(r.factor)), mid)
+
+      Nx.select(Nx.less(w, c.(o / r.high_frequency_factor)), inv, scaled)
+    end
+
+    # v rounded to f32, as a scalar of type (f32 or f64, then exact)
+    defp f32_const(v, type) do
+      Nx.tensor(v * 1.0, type: :f32, backend: Nx.BinaryBackend) |> Nx.as_type(type)
     end
 
     # {B, Hkv, S, D} -> {B, Hkv * group, S, D}, head h from kv head div(h, group)

@@ -206,6 +206,25 @@ if Code.ensure_loaded?(Nx) do
       assert_received :traced
     end
 
+    test "compiled again when a container's keep fields differ" do
+      test_pid = self()
+      alias Emily.Test.KeepContainer, as: Scaled
+
+      fun = fn %Scaled{x: x, factor: factor} ->
+        send(test_pid, :traced)
+        Nx.multiply(x, factor)
+      end
+
+      f = jit(fun)
+      x = Nx.tensor([1.0, 2.0])
+      assert Nx.to_flat_list(f.(%Scaled{x: x, factor: 2})) == [2.0, 4.0]
+      assert_received :traced
+      assert Nx.to_flat_list(f.(%Scaled{x: x, factor: 3})) == [3.0, 6.0]
+      assert_received :traced
+      assert Nx.to_flat_list(f.(%Scaled{x: x, factor: 2})) == [2.0, 4.0]
+      refute_received :traced
+    end
+
     test "while loops are loops of the graph" do
       x = Nx.tensor([1.0, -3.0])
       assert_same(jit(&Fns.with_while/1).(x), eval(&Fns.with_while/1).(x))

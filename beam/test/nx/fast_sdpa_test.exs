@@ -36,38 +36,10 @@ if Code.ensure_loaded?(Nx) do
     defp on_emily(nil), do: nil
     defp on_emily(t), do: Nx.backend_copy(t, Emily.Backend)
 
-    # fun on copies of inputs in a process whose default backend is
-    # Nx.BinaryBackend, where no Emily callback may run
-    defp reference(inputs, fun) do
-      wire = Enum.map(inputs, fn t -> t && {t.type, t.shape, Nx.to_binary(t)} end)
-
-      Task.async(fn ->
-        Nx.default_backend(Nx.BinaryBackend)
-        me = self()
-        id = {__MODULE__, make_ref()}
-        :telemetry.attach(id, [:emily, :eval, :start], &__MODULE__.handle_eval/4, me)
-
-        try do
-          args =
-            Enum.map(wire, fn
-              nil -> nil
-              {type, shape, bin} -> bin |> Nx.from_binary(type) |> Nx.reshape(shape)
-            end)
-
-          result = apply(fun, args)
-          assert %Nx.BinaryBackend{} = result.data
-          refute_received {:emily_ran, _}
-          result |> Nx.to_binary() |> Nx.from_binary(result.type) |> Nx.reshape(result.shape)
-        after
-          :telemetry.detach(id)
-        end
-      end)
-      |> Task.await(120_000)
-    end
-
-    @doc false
-    def handle_eval(_event, _measurements, meta, pid),
-      do: if(self() == pid, do: send(pid, {:emily_ran, meta.op}))
+    # fun on copies of inputs on Nx.BinaryBackend in a process of its own
+    # (test/support/fast_reference.ex)
+    defp reference(inputs, fun),
+      do: inputs |> Emily.Test.FastReference.run(fun) |> Emily.Test.FastReference.from_wire()
 
     # The engine's two dots sum in the work type in BLAS's order, the
     # reference's in f64: scores differ by ~D * 2^-24 relatively, which

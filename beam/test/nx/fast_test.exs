@@ -33,44 +33,11 @@ if Code.ensure_loaded?(Nx) do
 
     defp on_emily(t), do: Nx.backend_copy(t, Emily.Backend)
 
-    # Runs fun on copies of `inputs` in a new process whose default backend
-    # is Nx.BinaryBackend, with a telemetry handler that counts every
-    # callback Emily's engine runs there (there must be none); the result
-    # comes back as {type, shape, bytes}.
-    defp reference(inputs, fun) do
-      wire = Enum.map(inputs, fn t -> t && {t.type, t.shape, Nx.to_binary(t)} end)
+    # The composed form on Nx.BinaryBackend in a process of its own
+    # (test/support/fast_reference.ex); {type, shape, bytes}.
+    defp reference(inputs, fun), do: Emily.Test.FastReference.run(inputs, fun, 60_000)
 
-      Task.async(fn ->
-        Nx.default_backend(Nx.BinaryBackend)
-        me = self()
-        id = {__MODULE__, make_ref()}
-
-        :telemetry.attach(id, [:emily, :eval, :start], &__MODULE__.handle_eval/4, me)
-
-        try do
-          args =
-            Enum.map(wire, fn
-              nil -> nil
-              {type, shape, bin} -> bin |> Nx.from_binary(type) |> Nx.reshape(shape)
-            end)
-
-          result = apply(fun, args)
-          assert %Nx.BinaryBackend{} = result.data
-          refute_received {:emily_ran, _}
-          {result.type, result.shape, Nx.to_binary(result)}
-        after
-          :telemetry.detach(id)
-        end
-      end)
-      |> Task.await(60_000)
-    end
-
-    @doc false
-    def handle_eval(_event, _measurements, meta, pid),
-      do: if(self() == pid, do: send(pid, {:emily_ran, meta.op}))
-
-    defp from_wire({type, shape, bin}),
-      do: bin |> Nx.from_binary(type, backend: Nx.BinaryBackend) |> Nx.reshape(shape)
+    defp from_wire(wire), do: Emily.Test.FastReference.from_wire(wire)
 
     # Element by element within `ulps` of the result type (NaN matches NaN)
     # plus `atol`; returns how many elements differ in their bits (NaNs

@@ -1,0 +1,69 @@
+/* A Llama-architecture decoder (SmolLM2, Llama 2/3 and their kin) from a
+ * GGUF file, on the engine's public C API: the sizes and settings from
+ * the file's `llama.*` metadata, the weights as the file stores them
+ * (quantized matrices stay quantized: every product is the engine's fused
+ * quantized matmul), a key/value cache that grows one step at a time, and
+ * the forward pass that turns token ids into the next token's logits. */
+#ifndef GENERATE_LLAMA_MODEL_H
+#define GENERATE_LLAMA_MODEL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "emily/emily.h"
+#include "emily/gguf.h"
+
+typedef struct llama_config {
+    int layers, hidden, heads, kv_heads, head_dim, ffn, vocab, context;
+    int rope_dims;       /* leading features of each head that rotate */
+    double rope_base;    /* llama.rope.freq_base */
+    double norm_eps;     /* llama.attention.layer_norm_rms_epsilon */
+    bool tied_output;    /* no output.weight: the embeddings' transpose */
+} llama_config;
+
+/* A matrix {out, in} applied as x . w^T: dense, or Emily's affine codes
+ * (q, scales, biases, bits, group) as emily_gguf_load makes them. */
+typedef struct llama_matrix {
+    emily_gguf_tensor t;
+    int64_t rows, cols;
+} llama_matrix;
+
+typedef struct llama_layer {
+    emily_tensor *attn_norm, *ffn_norm; /* {hidden} */
+    llama_matrix q, k, v, o, gate, up, down;
+} llama_layer;
+
+typedef struct llama_model {
+    llama_config cfg;
+    emily_device device;
+    llama_matrix embed;  /* {vocab, hidden} */
+    llama_matrix output; /* {vocab, hidden}; the embeddings when tied (not owned) */
+    emily_tensor *out_norm;
+    llama_layer *layer;
+} llama_model;
+
+/* The keys and values of every layer for one sequence: {1, kv_heads,
+ * capacity, head_dim} f32 each, filled up to `length` positions. */
+typedef struct llama_cache {
+    emily_tensor **k, **v;
+    int layers;
+    int64_t capacity, length;
+} llama_cache;
+
+/* Reads the config from the file's metadata; refuses what this code does
+ * not compute (another architecture, rope scaling, missing sizes). */
+emily_status llama_config_read(const emily_gguf *g, llama_config *cfg);
+
+/* Loads every weight onto `device` (quantized ones with f32 scales). */
+emily_status llama_model_load(const emily_gguf *g, emily_device device, llama_model *m);
+void llama_model_free(llama_model *m);
+
+emily_status llama_cache_new(const llama_model *m, int64_t capacity, llama_cache *c);
+void llama_cache_free(llama_cache *c);
+
+/* Runs n tokens at positions cache->length ... + n - 1, appends their keys
+ * and values to the cache, and returns the logits of the last one:
+ * {vocab} f32 on the model's device. */
+emily_status llama_forward(const llama_model *m, llama_cache *cache, const int32_t *tokens, int n,
+                           emily_tensor **logits);
+
+#endif

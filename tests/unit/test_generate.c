@@ -1,0 +1,355 @@
+/* examples/generate (build/emily_generate): the sampler, and the llama
+ * forward pass with its key/value cache on SmolLM2-135M-Instruct.
+ *
+ * Always run: the sampler's units (greedy ties and NaNs, seeded sampling
+ * and its distribution, top-k / top-p cuts, bad options).
+ * With the model installed (scripts/setup; EMILY_SMOLLM2_GGUF, else
+ * models/SmolLM2-135M-Instruct/SmolLM2-135M-Instruct.Q4_1.gguf): greedy
+ * ids identical to PyTorch's on every prompt of
+ * tests/models/smollm2_reference.json (made by
+ * tests/models/smollm2_reference.py: transformers runs the same GGUF
+ * weights, dequantized to f32) and the first step's ten largest logits
+ * within LOGIT_TOL of its; the prompt fed one token at a time through the
+ * cache gives the logits of the whole prompt at once; bad calls fail
+ * clearly. Without the model those cases print SKIPPED and do not count.
+ * With a CUDA device: the model on the GPU against the CPU engine. */
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <unistd.h>
+#include "generate.h"
+#include "harness.h"
+#include "llama_model.h"
+#include "sampler.h"
+
+/* Logits of the first generated position against PyTorch's: both compute
+ * in f32 from identical weights, in different orders of the sums (BLAS
+ * blocks, the quantized kernel's groups, 30 layers deep). Measured on the
+ * CPU: at most 1.5e-5 on logits near 25 (the case prints it), about 6e-7
+ * relative; the bound, 1e-5 relative to the largest logit, is the f32
+ * reordering error of the deepest sums (K = 1536 terms, u = 6e-8) kept
+ * well under the smallest gap between the two best logits the reference
+ * records (0.0118), so a pass means greedy decoding cannot flip. */
+#define LOGIT_REL_TOL 1e-5
+
+static const emily_device CUDA0 = {EMILY_DEVICE_CUDA, 0};
+static const char *model_path, *reference_path;
+
+/* ---- sampler ------------------------------------------------------------- */
+
+TEST(sampler_greedy_ties_and_nans) {
+    sampler s;
+    char err[256];
+    sampler_options greedy = {.temperature = 0, .top_p = 1};
+    CHECK(sampler_init(&s, &greedy, 5, err, sizeof err) == 0);
+    float a[5] = {1, 3, 3, -INFINITY, 2};
+    CHECK(sampler_next(&s, a) == 1); /* the lower id of a tie, as torch.argmax */
+    float b[5] = {NAN, 0, NAN, 5, 4};
+    CHECK(sampler_next(&s, b) == 3); /* NaN is never the largest */
+    float c[5] = {NAN, NAN, NAN, NAN, NAN};
+    CHECK(sampler_next(&s, c) == 0);
+    sampler_free(&s);
+}
+
+TEST(sampler_seeded_distribution) {
+    /* logits log 3 and 0: p = 3/4 and 1/4; over N draws the count of the
+     * first is N * 3/4 within 5 standard deviations (sqrt(N * 3/16)) */
+    char err[256];
+    sampler_options o = {.temperature = 1, .top_p = 1, .seed = 42};
+    sampler s, t;
+    CHECK(sampler_init(&s, &o, 2, err, sizeof err) == 0);
+    CHECK(sampler_init(&t, &o, 2, err, sizeof err) == 0);
+    float l[2] = {(float)log(3.0), 0};
+    const int n = 20000;
+    int first = 0, same = 0;
+    for (int i = 0; i < n; i++) {
+        int32_t x = sampler_next(&s, l), y = sampler_next(&t, l);
+        first += x == 0;
+        same += x == y;
+    }
+    CHECK(same == n); /* one seed, one sequence */
+    double sd = sqrt(n * 3.0 / 16.0);
+    CHECK(fabs(first - n * 0.75) < 5 * sd);
+    sampler_free(&s);
+    sampler_free(&t);
+    /* temperature 0.25 sharpens to p = 81/82 */
+    o.temperature = 0.25;
+    CHECK(sampler_init(&s, &o, 2, err, sizeof err) == 0);
+    first = 0;
+    for (int i = 0; i < n; i++) first += sampler_next(&s, l) == 0;
+    double p = 81.0 / 82.0;
+    CHECK(fabs(first - n * p) < 5 * sqrt(n * p * (1 - p)));
+    sampler_free(&s);
+}
+
+TEST(sampler_top_k_and_top_p) {
+    char err[256];
+    float l[4] = {0, 2, 1, 1.5f};
+    sampler s;
+    /* top-k 1 and a tiny top-p are greedy whatever the seed */
+    sampler_options k1 = {.temperature = 1, .top_k = 1, .top_p = 1, .seed = 7};
+    sampler_options p0 = {.temperature = 1, .top_p = 1e-9, .seed = 7};
+    for (int v = 0; v < 2; v++) {
+        CHECK(sampler_init(&s, v ? &p0 : &k1, 4, err, sizeof err) == 0);
+        for (int i = 0; i < 200; i++) CHECK(sampler_next(&s, l) == 1);
+        sampler_free(&s);
+    }
+    /* top-k 2 draws only ids 1 and 3; -inf and NaN never */
+    float m[5] = {0, 2, -INFINITY, 1.5f, NAN};
+    sampler_options k2 = {.temperature = 2, .top_k = 2, .top_p = 1, .seed = 9};
+    CHECK(sampler_init(&s, &k2, 5, err, sizeof err) == 0);
+    int seen[5] = {0};
+    for (int i = 0; i < 2000; i++) seen[sampler_next(&s, m)]++;
+    CHECK(seen[0] == 0 && seen[2] == 0 && seen[4] == 0 && seen[1] > 0 && seen[3] > 0);
+    sampler_free(&s);
+}
+
+TEST(sampler_bad_options) {
+    char err[256];
+    sampler s;
+    sampler_options bad[] = {{.temperature = -1, .top_p = 1}, {.temperature = NAN, .top_p = 1},
+                             {.temperature = 1, .top_k = -1, .top_p = 1},
+                             {.temperature = 1, .top_p = 0}, {.temperature = 1, .top_p = 1.5}};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        err[0] = 0;
+        CHECK(sampler_init(&s, &bad[i], 4, err, sizeof err) == -1);
+        CHECK(strstr(err, "top-p") != NULL);
+    }
+    sampler_options ok = {.temperature = 1, .top_p = 1};
+    CHECK(sampler_init(&s, &ok, 0, err, sizeof err) == -1);
+}
+
+/* ---- the model ------------------------------------------------------------- */
+
+typedef struct ref_case {
+    int32_t *prompt, *greedy;
+    int n_prompt, n_greedy;
+    int32_t top_ids[10];
+    double top_logits[10], min_gap;
+} ref_case;
+
+static int load_reference(ref_case **out) {
+    json_error_t jerr;
+    json_t *root = json_load_file(reference_path, 0, &jerr);
+    if (!root) {
+        fprintf(stderr, "  FAIL: %s: %s\n", reference_path, jerr.text);
+        harness_failures++;
+        return 0;
+    }
+    const json_t *cases = json_object_get(root, "cases");
+    int n = (int)json_array_size(cases);
+    ref_case *r = calloc((size_t)n, sizeof *r);
+    for (int i = 0; r && i < n; i++) {
+        const json_t *c = json_array_get(cases, (size_t)i);
+        const json_t *p = json_object_get(c, "prompt_ids"), *g = json_object_get(c, "greedy_ids");
+        r[i].n_prompt = (int)json_array_size(p);
+        r[i].n_greedy = (int)json_array_size(g);
+        r[i].prompt = malloc(sizeof(int32_t) * (size_t)r[i].n_prompt);
+        r[i].greedy = malloc(sizeof(int32_t) * (size_t)r[i].n_greedy);
+        for (int j = 0; j < r[i].n_prompt; j++)
+            r[i].prompt[j] = (int32_t)json_integer_value(json_array_get(p, (size_t)j));
+        for (int j = 0; j < r[i].n_greedy; j++)
+            r[i].greedy[j] = (int32_t)json_integer_value(json_array_get(g, (size_t)j));
+        for (int j = 0; j < 10; j++) {
+            r[i].top_ids[j] = (int32_t)json_integer_value(
+                json_array_get(json_object_get(c, "first_top_ids"), (size_t)j));
+            r[i].top_logits[j] =
+                json_number_value(json_array_get(json_object_get(c, "first_top_logits"), (size_t)j));
+        }
+        r[i].min_gap = json_number_value(json_object_get(c, "min_top2_gap"));
+    }
+    json_decref(root);
+    *out = r;
+    return r ? n : 0;
+}
+
+static void free_reference(ref_case *r, int n) {
+    for (int i = 0; r && i < n; i++) free(r[i].prompt), free(r[i].greedy);
+    free(r);
+}
+
+static float *host_logits(const emily_tensor *t, int vocab) {
+    float *h = malloc(sizeof *h * (size_t)vocab);
+    if (h && emily_to_binary(t, h, sizeof *h * (size_t)vocab)) {
+        fprintf(stderr, "  FAIL: reading logits: %s\n", emily_last_error());
+        harness_failures++;
+        free(h);
+        return NULL;
+    }
+    return h;
+}
+
+/* Greedy ids and first logits of every reference prompt on `device`. */
+static void check_reference_on(emily_device device) {
+    ref_case *ref = NULL;
+    int n = load_reference(&ref);
+    CHECK(n >= 5);
+    generator *g = NULL;
+    char err[512];
+    if (generator_open(model_path, device, &g, err, sizeof err)) {
+        fprintf(stderr, "  FAIL: %s\n", err);
+        harness_failures++;
+        free_reference(ref, n);
+        return;
+    }
+    double worst = 0;
+    for (int i = 0; i < n; i++) {
+        generate_options o = {.max_new = ref[i].n_greedy, .sampling = {.top_p = 1}};
+        generate_result res;
+        CHECK(generator_run(g, ref[i].prompt, ref[i].n_prompt, &o, &res, err, sizeof err) == 0);
+        bool same = res.n == ref[i].n_greedy &&
+                    memcmp(res.ids, ref[i].greedy, sizeof(int32_t) * (size_t)res.n) == 0;
+        if (!same) {
+            fprintf(stderr, "  FAIL: prompt %d: %d ids, want %d; first difference at", i, res.n,
+                    ref[i].n_greedy);
+            for (int j = 0; j < res.n && j < ref[i].n_greedy; j++)
+                if (res.ids[j] != ref[i].greedy[j]) {
+                    fprintf(stderr, " %d (%d vs %d)", j, res.ids[j], ref[i].greedy[j]);
+                    break;
+                }
+            fprintf(stderr, "\n");
+            harness_failures++;
+        }
+        generate_result_free(&res);
+        /* the first step's logits */
+        llama_cache cache;
+        emily_tensor *logits = NULL;
+        CHECK_OK(llama_cache_new(generator_model(g), ref[i].n_prompt, &cache));
+        CHECK_OK(llama_forward(generator_model(g), &cache, ref[i].prompt, ref[i].n_prompt, &logits));
+        float *h = logits ? host_logits(logits, generator_model(g)->cfg.vocab) : NULL;
+        for (int j = 0; h && j < 10; j++) {
+            double d = fabs(h[ref[i].top_ids[j]] - ref[i].top_logits[j]);
+            worst = fmax(worst, d);
+            CHECK(d <= LOGIT_REL_TOL * fabs(ref[i].top_logits[0]));
+        }
+        free(h);
+        emily_tensor_release(logits);
+        llama_cache_free(&cache);
+    }
+    printf("  %d prompts: greedy ids compared; largest first-step logit difference %.2e\n", n, worst);
+    generator_close(g);
+    free_reference(ref, n);
+}
+
+TEST(smollm2_matches_pytorch) { check_reference_on(EMILY_CPU); }
+
+/* The prompt one token at a time through the cache gives the logits of
+ * the whole prompt at once (the same arithmetic, other matrix shapes:
+ * within the same relative bound). */
+TEST(smollm2_cache_steps_match_prefill) {
+    generator *g = NULL;
+    char err[512];
+    if (generator_open(model_path, EMILY_CPU, &g, err, sizeof err)) {
+        fprintf(stderr, "  FAIL: %s\n", err);
+        harness_failures++;
+        return;
+    }
+    const llama_model *m = generator_model(g);
+    const int32_t prompt[6] = {1, 4093, 198, 504, 3575, 282};
+    llama_cache whole, steps;
+    emily_tensor *a = NULL, *b = NULL;
+    CHECK_OK(llama_cache_new(m, 8, &whole));
+    CHECK_OK(llama_cache_new(m, 8, &steps));
+    CHECK_OK(llama_forward(m, &whole, prompt, 6, &a));
+    for (int i = 0; i < 6; i++) {
+        emily_tensor_release(b);
+        b = NULL;
+        CHECK_OK(llama_forward(m, &steps, prompt + i, 1, &b));
+    }
+    CHECK(whole.length == 6 && steps.length == 6);
+    float *x = a ? host_logits(a, m->cfg.vocab) : NULL, *y = b ? host_logits(b, m->cfg.vocab) : NULL;
+    double worst = 0, top = 0;
+    for (int i = 0; x && y && i < m->cfg.vocab; i++) {
+        worst = fmax(worst, fabs(x[i] - y[i]));
+        top = fmax(top, fabs(x[i]));
+    }
+    CHECK(x && y && worst <= LOGIT_REL_TOL * top);
+    printf("  cache steps vs prefill: largest logit difference %.2e (largest logit %.1f)\n", worst, top);
+    free(x);
+    free(y);
+    RELEASE(a, b);
+    llama_cache_free(&whole);
+    llama_cache_free(&steps);
+    generator_close(g);
+}
+
+TEST(smollm2_bad_calls) {
+    generator *g = NULL;
+    char err[512];
+    CHECK(generator_open("/nonexistent/model.gguf", EMILY_CPU, &g, err, sizeof err) == -1);
+    CHECK(g == NULL && strstr(err, "nonexistent") != NULL);
+    if (generator_open(model_path, EMILY_CPU, &g, err, sizeof err)) {
+        fprintf(stderr, "  FAIL: %s\n", err);
+        harness_failures++;
+        return;
+    }
+    const llama_model *m = generator_model(g);
+    llama_cache c;
+    emily_tensor *out = NULL;
+    CHECK_ERR(llama_cache_new(m, 0, &c), EMILY_ERR_ARGUMENT, "positions");
+    CHECK_ERR(llama_cache_new(m, m->cfg.context + 1, &c), EMILY_ERR_ARGUMENT, "positions");
+    CHECK_OK(llama_cache_new(m, 2, &c));
+    const int32_t three[3] = {1, 2, 3}, bad[1] = {49152}, neg[1] = {-1};
+    CHECK_ERR(llama_forward(m, &c, three, 3, &out), EMILY_ERR_SHAPE, "do not fit");
+    CHECK_ERR(llama_forward(m, &c, bad, 1, &out), EMILY_ERR_ARGUMENT, "not in 0..49151");
+    CHECK_ERR(llama_forward(m, &c, neg, 1, &out), EMILY_ERR_ARGUMENT, "not in 0..49151");
+    CHECK_ERR(llama_forward(m, &c, NULL, 1, &out), EMILY_ERR_ARGUMENT, "NULL");
+    CHECK_ERR(llama_forward(m, &c, three, 0, &out), EMILY_ERR_SHAPE, "do not fit");
+    CHECK(c.length == 0 && out == NULL);
+    llama_cache_free(&c);
+    generate_options o = {.max_new = 4, .context = 3, .sampling = {.top_p = 1}};
+    generate_result res;
+    CHECK(generator_run(g, three, 3, &o, &res, err, sizeof err) == -1);
+    CHECK(strstr(err, "no room") != NULL);
+    o.sampling.top_p = 2;
+    o.context = 0;
+    CHECK(generator_run(g, three, 3, &o, &res, err, sizeof err) == -1);
+    CHECK(strstr(err, "top-p") != NULL);
+    generator_close(g);
+}
+
+/* ---- GPU ---------------------------------------------------------------------- */
+
+TEST(gpu_smollm2_matches_pytorch) { check_reference_on(CUDA0); }
+
+static int count_cases(const harness_case *c) {
+    int n = 0;
+    while (c[n].name) n++;
+    return n;
+}
+
+int main(int argc, char **argv) {
+    if (!harness_args(argc, argv)) return 2;
+    static const harness_case always[] = {CASE(sampler_greedy_ties_and_nans),
+                                          CASE(sampler_seeded_distribution),
+                                          CASE(sampler_top_k_and_top_p), CASE(sampler_bad_options),
+                                          {NULL, NULL}};
+    static const harness_case with_model[] = {CASE(smollm2_matches_pytorch),
+                                              CASE(smollm2_cache_steps_match_prefill),
+                                              CASE(smollm2_bad_calls), {NULL, NULL}};
+    static const harness_case on_gpu_with_model[] = {CASE(gpu_smollm2_matches_pytorch), {NULL, NULL}};
+    const char *env = getenv("EMILY_SMOLLM2_GGUF");
+    model_path = env && *env ? env : "models/SmolLM2-135M-Instruct/SmolLM2-135M-Instruct.Q4_1.gguf";
+    env = getenv("EMILY_SMOLLM2_REFERENCE");
+    reference_path = env && *env ? env : "tests/models/smollm2_reference.json";
+    bool have_model = access(model_path, R_OK) == 0 && access(reference_path, R_OK) == 0;
+    bool have_gpu = emily_device_count(EMILY_DEVICE_CUDA) > 0;
+    char why_model[1200];
+    snprintf(why_model, sizeof why_model,
+             "%s not found (scripts/setup installs the model; EMILY_SMOLLM2_GGUF names it)",
+             access(reference_path, R_OK) != 0 ? reference_path : model_path);
+    int rc = harness_run("generate", always);
+    bool skipped = false;
+    if (have_model) rc = harness_run("generate (SmolLM2-135M-Instruct)", with_model) || rc;
+    else
+        printf("generate: SKIPPED %d model cases: %s\n", count_cases(with_model), why_model),
+            skipped = true;
+    if (have_gpu && have_model) rc = harness_run("generate (GPU, SmolLM2)", on_gpu_with_model) || rc;
+    else
+        printf("generate: SKIPPED %d GPU model case: %s\n", count_cases(on_gpu_with_model),
+               have_gpu ? why_model
+                        : "no CUDA device usable here (no GPU, no driver, or a build without the CUDA engine)"),
+            skipped = true;
+    /* not harness_finish when something was skipped: --only may name a skipped case */
+    return skipped ? rc : harness_finish(rc);
+}
