@@ -224,16 +224,6 @@ $(BUILD)/tests/test_embed: $(BUILD)/obj/tests/unit/test_embed.o $(BUILD)/obj/tes
                            $(BUILD)/obj/tests/unit/harness.o $(EMBED_OBJ) $(ENGINE_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
-# examples/generate: text generation with SmolLM2 from C; test_bpe links
-# its byte-level BPE tokenizer (and the rest of the example's pieces), and
-# writes small GGUF files with tests/unit/gguf_writer.c.
-GENERATE_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(filter-out examples/generate/main.c,$(wildcard examples/generate/*.c))) \
-                $(EXAMPLES_COMMON_OBJ)
-$(BUILD)/obj/tests/unit/test_bpe.o: CFLAGS += -Iexamples/generate -Iexamples/common
-$(BUILD)/tests/test_bpe: $(BUILD)/obj/tests/unit/test_bpe.o $(BUILD)/obj/tests/unit/harness.o \
-                         $(BUILD)/obj/tests/unit/gguf_writer.o $(GENERATE_OBJ) $(ENGINE_LIB)
-	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # test_gguf writes its GGUF files with its own writer (tests/unit/gguf_writer.c).
 $(BUILD)/tests/test_gguf: $(BUILD)/obj/tests/unit/test_gguf.o $(BUILD)/obj/tests/unit/gguf_writer.o \
@@ -251,6 +241,13 @@ $(BUILD)/emily_generate: $(BUILD)/obj/examples/generate/main.o $(GENERATE_OBJ) $
 $(BUILD)/obj/tests/unit/test_generate.o: CFLAGS += -Iexamples/generate -Iexamples/common
 $(BUILD)/tests/test_generate: $(BUILD)/obj/tests/unit/test_generate.o $(BUILD)/obj/tests/unit/harness.o \
                               $(GENERATE_OBJ) $(ENGINE_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+# test_bpe: the example's byte-level BPE tokenizer (bpe_*.c), with small
+# GGUF files written by tests/unit/gguf_writer.c.
+$(BUILD)/obj/tests/unit/test_bpe.o: CFLAGS += -Iexamples/generate -Iexamples/common
+$(BUILD)/tests/test_bpe: $(BUILD)/obj/tests/unit/test_bpe.o $(BUILD)/obj/tests/unit/harness.o \
+                         $(BUILD)/obj/tests/unit/gguf_writer.o $(GENERATE_OBJ) $(ENGINE_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
