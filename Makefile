@@ -244,6 +244,14 @@ $(BUILD)/tests/test_gguf: $(BUILD)/obj/tests/unit/test_gguf.o $(BUILD)/obj/tests
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+# test_bpe: the example's byte-level BPE tokenizer (bpe_*.c), with small
+# GGUF files written by tests/unit/gguf_writer.c.
+$(BUILD)/obj/tests/unit/test_bpe.o: CFLAGS += -Iexamples/generate -Iexamples/common
+$(BUILD)/tests/test_bpe: $(BUILD)/obj/tests/unit/test_bpe.o $(BUILD)/obj/tests/unit/harness.o \
+                         $(BUILD)/obj/tests/unit/gguf_writer.o $(GENERATE_OBJ) $(ENGINE_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
 # bench/fast_norm.c: the fused norms against their composed eager ops (not
 # part of `all`; bench/fast_norm.c says how to run it).
 $(BUILD)/bench_fast_norm: $(BUILD)/obj/bench/fast_norm.o $(ENGINE_LIB)

@@ -46,6 +46,10 @@ bool uc_is_whitespace(uint32_t cp) {
     }
 }
 
+bool uc_is_letter(uint32_t cp) { return (uc_class(cp) & UC_LETTER) != 0; }
+bool uc_is_number(uint32_t cp) { return (uc_class(cp) & UC_NUMBER) != 0; }
+bool uc_is_split_digit(uint32_t cp) { return (uc_class(cp) & UC_DIGIT_SPLIT) != 0; }
+
 bool uc_is_cjk(uint32_t cp) {
     return (cp >= 0x4E00 && cp <= 0x9FFF) || (cp >= 0x3400 && cp <= 0x4DBF) ||
            (cp >= 0x20000 && cp <= 0x2A6DF) || (cp >= 0x2A700 && cp <= 0x2B73F) ||
@@ -170,4 +174,50 @@ int uc_utf8_put(uint32_t cp, char out[4]) {
     out[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
     out[3] = (char)(0x80 | (cp & 0x3F));
     return 4;
+}
+
+/* The well-formed start of a UTF-8 sequence at s[0, avail): how many of
+ * its bytes are there (0 when s[0] starts none; else 1 to *need), and
+ * in *need how many it takes. The second byte's range depends on the
+ * first (Unicode's table 3-7: no overlong forms, surrogates or code
+ * points past U+10FFFF). */
+static size_t utf8_prefix(const unsigned char *s, size_t avail, size_t *need) {
+    unsigned char b = s[0], lo = 0x80, hi = 0xBF;
+    if (b >= 0xC2 && b <= 0xDF) *need = 2;
+    else if (b >= 0xE0 && b <= 0xEF) *need = 3;
+    else if (b >= 0xF0 && b <= 0xF4) *need = 4;
+    else return 0;
+    if (b == 0xE0) lo = 0xA0;
+    else if (b == 0xED) hi = 0x9F;
+    else if (b == 0xF0) lo = 0x90;
+    else if (b == 0xF4) hi = 0x8F;
+    size_t k = 1;
+    for (; k < *need && k < avail; k++) {
+        if (s[k] < lo || s[k] > hi) break;
+        lo = 0x80, hi = 0xBF;
+    }
+    return k;
+}
+
+uint32_t uc_utf8_next_lossy(const char *text, size_t n, size_t *pos) {
+    const unsigned char *s = (const unsigned char *)text + *pos;
+    if (s[0] < 0x80) {
+        *pos += 1;
+        return s[0];
+    }
+    size_t need = 0, have = utf8_prefix(s, n - *pos, &need);
+    if (have == need) return uc_utf8_next(text, n, pos); /* well-formed */
+    *pos += have ? have : 1;
+    return 0xFFFD;
+}
+
+size_t uc_utf8_incomplete_tail(const char *text, size_t n) {
+    const unsigned char *s = (const unsigned char *)text;
+    /* Back over continuation bytes to the last byte that is not one. */
+    for (size_t k = 1; k <= 3 && k <= n; k++) {
+        if ((s[n - k] & 0xC0) == 0x80) continue;
+        size_t need = 0, have = utf8_prefix(s + n - k, k, &need);
+        return have == k && need > k ? k : 0;
+    }
+    return 0;
 }
