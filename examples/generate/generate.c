@@ -3,12 +3,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "bpe_gguf.h"
 #include "generate.h"
 #include "llama_model.h"
 
 struct generator {
     emily_gguf *file;
     llama_model model;
+    bpe_tokenizer *tokenizer;
     int32_t eos;
 };
 
@@ -35,6 +37,10 @@ int generator_open(const char *path, emily_device device, generator **out, char 
         generator_close(g);
         return -1;
     }
+    if (bpe_from_gguf(g->file, &g->tokenizer, err, errlen)) {
+        generator_close(g);
+        return -1;
+    }
     g->eos = (int32_t)eos;
     *out = g;
     return 0;
@@ -43,6 +49,7 @@ int generator_open(const char *path, emily_device device, generator **out, char 
 void generator_close(generator *g) {
     if (!g) return;
     llama_model_free(&g->model);
+    bpe_tokenizer_free(g->tokenizer);
     emily_gguf_close(g->file);
     free(g);
 }
@@ -51,11 +58,29 @@ const llama_model *generator_model(const generator *g) { return &g->model; }
 
 int generator_prompt(generator *g, const char *text, const char *system, bool chat, int32_t **ids,
                      int *n, char *err, size_t errlen) {
-    (void)g, (void)text, (void)system, (void)chat;
     *ids = NULL;
     *n = 0;
-    snprintf(err, errlen, "text prompts need the tokenizer (not yet built): use --prompt-ids");
-    return -1;
+    size_t count = 0;
+    emily_status s;
+    if (chat) {
+        bpe_chat_message user = {"user", text};
+        s = bpe_apply_chat(g->tokenizer, &user, 1, system, true, ids, &count);
+    } else {
+        s = bpe_encode(g->tokenizer, text, strlen(text), ids, &count);
+    }
+    if (!s && count > (size_t)g->model.cfg.context) {
+        free(*ids);
+        *ids = NULL;
+        snprintf(err, errlen, "the prompt has %zu tokens; the model takes %d", count,
+                 g->model.cfg.context);
+        return -1;
+    }
+    if (s) {
+        snprintf(err, errlen, "%s", emily_last_error());
+        return -1;
+    }
+    *n = (int)count;
+    return 0;
 }
 
 /* The logits of the last forward pass, on the host. */
@@ -80,11 +105,13 @@ int generator_run(generator *g, const int32_t *prompt, int n_prompt, const gener
     }
     sampler smp;
     if (sampler_init(&smp, &o->sampling, c->vocab, err, errlen)) return -1;
-    llama_cache cache;
+    llama_cache cache = {0};
     float *logits_host = malloc(sizeof *logits_host * (size_t)c->vocab);
     res->ids = malloc(sizeof *res->ids * (size_t)o->max_new);
     emily_status s = logits_host && res->ids ? llama_cache_new(&g->model, capacity, &cache)
                                              : emily_error(EMILY_ERR_MEMORY, "generate: out of memory");
+    bpe_decoder *text = NULL;
+    if (!s && o->on_text) s = bpe_decoder_create(g->tokenizer, true, &text);
     double t0 = now_ms();
     int32_t token = 0;
     const int32_t *input = prompt;
@@ -97,18 +124,33 @@ int generator_run(generator *g, const int32_t *prompt, int n_prompt, const gener
         if (s) break;
         token = sampler_next(&smp, logits_host);
         res->ids[res->n++] = token;
+        if (text) {
+            const char *piece;
+            size_t len;
+            s = bpe_decoder_push(text, token, &piece, &len);
+            if (s) break;
+            if (len) o->on_text(o->ctx, piece, len);
+        }
         double t = now_ms();
         if (res->n == 1) res->prefill_ms = t - t0;
         else res->decode_ms = t - t0 - res->prefill_ms;
-        if (token == g->eos) {
+        if (token == g->eos && !o->ignore_eos) {
             res->stopped = true;
             break;
         }
         input = &res->ids[res->n - 1];
         n_input = 1;
     }
+    if (!s && text) {
+        const char *piece;
+        size_t len;
+        s = bpe_decoder_flush(text, &piece, &len);
+        if (!s && len) o->on_text(o->ctx, piece, len);
+    }
+    bpe_decoder_free(text);
     if (s) snprintf(err, errlen, "%s", emily_last_error());
-    if (!s || cache.k) llama_cache_free(&cache);
+    llama_cache_free(&cache);
+    if (s) generate_result_free(res);
     sampler_free(&smp);
     free(logits_host);
     return s ? -1 : 0;

@@ -35,7 +35,8 @@ typedef struct generate_options {
      * (control tokens such as the end token are not text); may be NULL */
     void (*on_text)(void *ctx, const char *text, size_t len);
     void *ctx;
-    bool verbose; /* loading and timing lines on stderr */
+    bool verbose;    /* loading and timing lines on stderr */
+    bool ignore_eos; /* go on after the end token (benchmarks: a fixed count) */
 } generate_options;
 
 typedef struct generate_result {
@@ -46,6 +47,8 @@ typedef struct generate_result {
     double decode_ms;  /* every later token */
 } generate_result;
 
+/* 0 on success (free res with generate_result_free); -1 and a message in
+ * err on failure (res then holds nothing). */
 int generator_run(generator *g, const int32_t *prompt, int n_prompt, const generate_options *o,
                   generate_result *res, char *err, size_t errlen);
 void generate_result_free(generate_result *r);

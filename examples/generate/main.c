@@ -19,7 +19,7 @@
 typedef struct args {
     const char *device, *model, *system, *prompt, *ids;
     int max_new, context;
-    bool raw, show_ids, quiet;
+    bool raw, show_ids, quiet, ignore_eos;
     sampler_options sampling;
 } args;
 
@@ -39,6 +39,7 @@ static void usage(FILE *f) {
                "  --raw               the prompt as it is, no chat template\n"
                "  --prompt-ids LIST   the prompt as token ids (comma-separated) instead of text\n"
                "  --context N         positions in the key/value cache (default: prompt + new)\n"
+               "  --ignore-eos        do not stop at the end token (exactly N new tokens)\n"
                "  --ids               print the generated token ids on stderr at the end\n"
                "  --quiet             no progress or timing on stderr\n");
 }
@@ -76,6 +77,7 @@ static int parse_args(int argc, char **argv, args *a) {
         else if (!strcmp(o, "--raw")) a->raw = true, takes = false;
         else if (!strcmp(o, "--ids")) a->show_ids = true, takes = false;
         else if (!strcmp(o, "--quiet")) a->quiet = true, takes = false;
+        else if (!strcmp(o, "--ignore-eos")) a->ignore_eos = true, takes = false;
         else if (o[0] != '-' || !strcmp(o, "-")) {
             if (a->prompt) {
                 fprintf(stderr, "emily_generate: one prompt only (quote it): \"%s\"\n", o);
@@ -177,6 +179,9 @@ int main(int argc, char **argv) {
     if (!path) return 1;
     generator *gen = NULL;
     char err[512];
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    if (!a.quiet) fprintf(stderr, "loading %s on %s ...\n", path, a.device);
     if (generator_open(path, device, &gen, err, sizeof err)) {
         fprintf(stderr, "emily_generate: %s\n", err);
         if (access(path, F_OK) != 0)
@@ -187,6 +192,10 @@ int main(int argc, char **argv) {
         return 1;
     }
     free(path);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    if (!a.quiet)
+        fprintf(stderr, "loaded in %.0f ms\n",
+                (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6);
     int32_t *prompt = NULL;
     int n_prompt = 0;
     if (a.ids) {
@@ -202,10 +211,11 @@ int main(int argc, char **argv) {
         return 1;
     }
     generate_options go = {.max_new = a.max_new, .context = a.context, .sampling = a.sampling,
-                           .on_text = print_piece, .verbose = !a.quiet};
+                           .on_text = print_piece, .verbose = !a.quiet, .ignore_eos = a.ignore_eos};
     generate_result res;
     rc = generator_run(gen, prompt, n_prompt, &go, &res, err, sizeof err);
     putchar('\n');
+    fflush(stdout);
     if (rc) fprintf(stderr, "emily_generate: %s\n", err);
     else {
         if (a.show_ids) {

@@ -4,7 +4,9 @@
  * Always run: the sampler's units (greedy ties and NaNs, seeded sampling
  * and its distribution, top-k / top-p cuts, bad options).
  * With the model installed (scripts/setup; EMILY_SMOLLM2_GGUF, else
- * models/SmolLM2-135M-Instruct/SmolLM2-135M-Instruct.Q4_1.gguf): greedy
+ * models/SmolLM2-135M-Instruct/SmolLM2-135M-Instruct.Q4_1.gguf): each
+ * prompt's text through the tokenizer and chat template gives the
+ * reference's prompt ids; greedy
  * ids identical to PyTorch's on every prompt of
  * tests/models/smollm2_reference.json (made by
  * tests/models/smollm2_reference.py: transformers runs the same GGUF
@@ -15,6 +17,7 @@
  * With a CUDA device: the model on the GPU against the CPU engine. */
 #include <jansson.h>
 #include <math.h>
+#include <string.h>
 #include <stdlib.h>
 #include <unistd.h>
 #include "generate.h"
@@ -135,6 +138,8 @@ TEST(sampler_bad_options) {
 /* ---- the model ------------------------------------------------------------- */
 
 typedef struct ref_case {
+    char *text;
+    bool chat;
     int32_t *prompt, *greedy;
     int n_prompt, n_greedy;
     int32_t top_ids[10];
@@ -155,6 +160,8 @@ static int load_reference(ref_case **out) {
     for (int i = 0; r && i < n; i++) {
         const json_t *c = json_array_get(cases, (size_t)i);
         const json_t *p = json_object_get(c, "prompt_ids"), *g = json_object_get(c, "greedy_ids");
+        r[i].text = strdup(json_string_value(json_object_get(c, "text")));
+        r[i].chat = json_is_true(json_object_get(c, "chat"));
         r[i].n_prompt = (int)json_array_size(p);
         r[i].n_greedy = (int)json_array_size(g);
         r[i].prompt = malloc(sizeof(int32_t) * (size_t)r[i].n_prompt);
@@ -177,7 +184,7 @@ static int load_reference(ref_case **out) {
 }
 
 static void free_reference(ref_case *r, int n) {
-    for (int i = 0; r && i < n; i++) free(r[i].prompt), free(r[i].greedy);
+    for (int i = 0; r && i < n; i++) free(r[i].text), free(r[i].prompt), free(r[i].greedy);
     free(r);
 }
 
@@ -211,6 +218,13 @@ static void check_reference_on(emily_device device) {
     }
     double worst = 0;
     for (int i = 0; i < n; i++) {
+        /* the text through the tokenizer (and the chat template) gives the prompt's ids */
+        int32_t *ids = NULL;
+        int n_ids = 0;
+        CHECK(generator_prompt(g, ref[i].text, NULL, ref[i].chat, &ids, &n_ids, err, sizeof err) == 0);
+        CHECK(n_ids == ref[i].n_prompt &&
+              memcmp(ids, ref[i].prompt, sizeof(int32_t) * (size_t)n_ids) == 0);
+        free(ids);
         generate_options o = {.max_new = ref[i].n_greedy, .sampling = {.top_p = 1}};
         generate_result res;
         CHECK(generator_run(g, ref[i].prompt, ref[i].n_prompt, &o, &res, err, sizeof err) == 0);
