@@ -55,9 +55,9 @@ if Code.ensure_loaded?(Nx.Defn.Compiler) do
     stay quantized in the graph: their packed codes, scales and biases are
     parameters of the graph, each `Nx.dot` of one (with no batch axes) is
     one `quantized_matmul` call, and every other use reads the matrix
-    dequantized in the graph. Functions compiled ahead of time from
-    templates (`Nx.Defn.compile/3`) cannot know it: there a quantized
-    argument is dequantized when the function runs.
+    dequantized in the graph. A function compiled ahead of time from
+    templates (`Nx.Defn.compile/3`, `Nx.Serving`) compiles another graph
+    at its first run with quantized arguments.
 
     Compiled graphs are cached by the function, the input types and shapes
     (and which inputs are quantized, how) and these options
@@ -140,8 +140,28 @@ if Code.ensure_loaded?(Nx.Defn.Compiler) do
       end
     end
 
+    # Compiled from templates (Nx.Defn.compile/3, Nx.Serving), which cannot
+    # say whether an argument will be quantized: the graph for plain
+    # arguments now; the first run with quantized ones compiles (and
+    # caches) a graph for them.
     @impl true
-    def __compile__(key, vars, fun, opts), do: compile(key, vars, fun, opts, %{})
+    def __compile__(key, vars, fun, opts) do
+      plain = compile(key, vars, fun, opts, %{})
+
+      fn args_list ->
+        args_list = Enum.map(args_list, fn args -> Enum.map(args, &eager(&1.())) end)
+
+        layouts =
+          case args_list do
+            [first | _] -> quantized_layouts(first)
+            [] -> %{}
+          end
+
+        if layouts == %{},
+          do: plain.(args_list),
+          else: compile(key, vars, fun, opts, layouts).(args_list)
+      end
+    end
 
     defp compile(key, vars, fun, opts, layouts) do
       {copts, _} = Keyword.split(opts, [:hooks | @compiler_keys])

@@ -367,9 +367,15 @@ if Code.ensure_loaded?(Nx) do
         assert {:graph, %{params: 2}} = Emily.Compiler.last_run()
         refute Nx.to_binary(Nx.dot(x, q4)) == Nx.to_binary(Nx.dot(x, q8))
 
-        # compiled from templates: a quantized argument is dequantized
+        # compiled from templates: a graph for quantized arguments at the
+        # first run with them
         compiled = Nx.Defn.compile(&Nx.dot/2, [x, w], compiler: Emily.Compiler)
-        bits!(compiled.(x, q4), Nx.dot(x, Q.dequantize_tensor(q4)))
+        bits!(compiled.(x, w), Nx.dot(x, w))
+        assert {:graph, %{params: 2}} = Emily.Compiler.last_run()
+        bits!(compiled.(x, q4), Nx.dot(x, q4))
+        assert {:graph, %{params: 4, calls: 1}} = Emily.Compiler.last_run()
+        bits!(compiled.(x, w), Nx.dot(x, w))
+        assert {:graph, %{params: 2}} = Emily.Compiler.last_run()
       end
     end
 
