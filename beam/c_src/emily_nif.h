@@ -55,7 +55,7 @@ typedef struct nif_atoms {
     ERL_NIF_TERM s, u, f, bf, c, f8_e4m3fn;
     ERL_NIF_TERM struct_, data, ref, bytes, state, type, shape, re, im;
     ERL_NIF_TERM nx_tensor, nx_binary_backend, complex, emily_backend;
-    ERL_NIF_TERM active, peak, cached, graph;
+    ERL_NIF_TERM active, peak, cached, graph, quantized;
 } nif_atoms;
 extern nif_atoms nif_atom;
 /* Makes the atoms of nif_atom (terms.c). */

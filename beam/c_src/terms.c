@@ -9,7 +9,10 @@
  * is imported on the call's device. An %Emily.Backend{} whose resource is
  * not of this VM (it came from another node) is imported from its :bytes
  * the same way. Tensors of other backends set `foreign` so that Elixir
- * can move them and retry. */
+ * can move them and retry; so does a quantized matrix
+ * (%Emily.Backend{ref: {:quantized, ...}}, Emily.Quantization), which
+ * Elixir dequantizes for every callback but the dots it runs as
+ * quantized_matmul. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdarg.h>
@@ -58,6 +61,7 @@ void nif_atoms_init(ErlNifEnv *env) {
     ATOM(foreign_tensor, "foreign_tensor");
     ATOM(already_deallocated, "already_deallocated");
     ATOM(graph, "graph");
+    ATOM(quantized, "quantized");
     ATOM(cpu, "cpu");
     ATOM(cuda, "cuda");
     ATOM(s, "s");
@@ -487,6 +491,13 @@ static bool decode_tensor_struct(decoder *d, ERL_NIF_TERM map, emily_value *v) {
             v->dtype = spec.dtype;
             v->rank = spec.rank;
             v->shape = dims;
+            return true;
+        }
+        if (enif_get_tuple(d->env, inner, &arity, &el) && arity >= 1 &&
+            enif_is_identical(el[0], nif_atom.quantized)) {
+            /* a quantized matrix: Elixir dequantizes it and retries */
+            d->foreign = true;
+            v->kind = EMILY_V_NIL;
             return true;
         }
         if (enif_get_resource(d->env, inner, nif_tensor_rt, (void **)&r))

@@ -22,7 +22,9 @@
 # Env: SMOLLM2_RUNS (3 timed generations per lane after a warm-up; the
 # generate_ lanes time one), SMOLLM2_NEW (32), SMOLLM2_LANES
 # ("compiler,eager,generate_eager,generate_compiler"), EMILY_MODELS_OUT,
-# EMILY_MODELS_DATA. Writes
+# EMILY_MODELS_DATA, SMOLLM2_QUANT ("BITS/GROUP", e.g. "4/64": the dense
+# kernels quantized by Emily.Quantization.quantize_model/2, the lanes'
+# names suffixed "_q4g64"; the model code is unchanged). Writes
 # OUT/smollm2_<lane>.json ({"tokens": [...]}) and lines in OUT/results.jsonl.
 Code.require_file("common.exs", __DIR__)
 alias EmilyModels.Bench
@@ -45,8 +47,18 @@ max_length = prompt_len + new_tokens
 {load_ms, {:ok, %{model: model, params: params, spec: spec}}} =
   Bench.wall_ms(fn -> Bumblebee.load_model({:local, dir}) end)
 
+{params, quant_tag} =
+  case System.get_env("SMOLLM2_QUANT") do
+    q when q in [nil, ""] ->
+      {params, ""}
+
+    q ->
+      [bits, gs] = q |> String.split("/") |> Enum.map(&String.to_integer/1)
+      {Emily.Quantization.quantize_model(params, bits: bits, group_size: gs), "_q#{bits}g#{gs}"}
+  end
+
 IO.puts(
-  "SmolLM2: #{inspect(spec.__struct__)} #{spec.architecture}, loaded in #{round(load_ms)} ms; " <>
+  "SmolLM2: #{inspect(spec.__struct__)} #{spec.architecture}#{quant_tag}, loaded in #{round(load_ms)} ms; " <>
     "prompt #{prompt_len} ids, #{new_tokens} new tokens"
 )
 
@@ -103,6 +115,7 @@ report = fn lane, tokens, first_ms, gens, how, detail ->
   steps = Enum.flat_map(gens, &elem(&1, 1))
   totals = Enum.map(gens, fn {p, s} -> p + Enum.sum(s) end)
 
+  lane = lane <> quant_tag
   File.write!(Path.join(out, "smollm2_#{lane}.json"), Jason.encode!(%{tokens: tokens}))
 
   Bench.record(%{
@@ -168,7 +181,8 @@ if gen_lanes != [] do
       {first_ms, tokens} = Bench.wall_ms(run)
       {how, detail} = if lane == "generate_compiler", do: Bench.compiler_status(), else: {"eager", nil}
       {ms, ^tokens} = Bench.wall_ms(run)
-      File.write!(Path.join(out, "smollm2_#{lane}.json"), Jason.encode!(%{tokens: tokens}))
+      lane = lane <> quant_tag
+  File.write!(Path.join(out, "smollm2_#{lane}.json"), Jason.encode!(%{tokens: tokens}))
 
       # one defn, no per-step split: per token = total / new tokens
       Bench.record(%{

@@ -160,7 +160,8 @@ emily_status emily_graph_add_const(emily_graph *g, emily_tensor *t, int32_t *val
     emily_status s;
     if ((s = check_building(g, "graph_add_const"))) return s;
     if (!value) return emily_error(EMILY_ERR_ARGUMENT, "graph_add_const: NULL output");
-    if ((s = emi_check_tensor("graph_add_const", "tensor", t))) return s;
+    /* any type: narrow ones too, as parameters (emily_graph_run) */
+    if (!t) return emily_error(EMILY_ERR_ARGUMENT, "graph_add_const: the tensor is NULL");
     graph_value v = {.kind = GV_CONST, .node = -1, .tensor = t, .dtype = t->dtype, .rank = t->rank,
                      .shape = t->shape};
     if ((s = emi_graph_push_value(g, v, value))) return s;

@@ -433,8 +433,11 @@ emily_status emily_graph_run(emily_graph *g, emily_tensor *const *params, size_t
     for (size_t i = 0; i < nparams; i++) {
         const graph_value *v = &g->values[g->params[i]];
         const emily_tensor *t = params[i];
-        emily_status s = emi_check_tensor("graph_run", "parameter", t);
-        if (s) return s;
+        /* narrow types (f8, s4, ...) are welcome: every call runs through
+         * the dispatcher, which computes them in their compute types (or,
+         * for a dot of two 8-bit floats, in emily_dot_fp8), and fused
+         * groups leave them out (fuse_lower.c) */
+        if (!t) return emily_error(EMILY_ERR_ARGUMENT, "graph_run: parameter %zu is NULL", i);
         bool same = t->dtype == v->dtype && t->rank == v->rank;
         for (int d = 0; same && d < v->rank; d++) same = t->shape[d] == v->shape[d];
         if (!same) {

@@ -2,6 +2,7 @@
  * and loading, and the errors for bad graphs. */
 #include <stdlib.h>
 #include "harness.h"
+#include "ops/dot_fp8.h"
 
 static const int64_t S3[1] = {3};
 
@@ -688,6 +689,47 @@ static void softmax_fused(emily_dtype dt, int rank, const int64_t *S) {
     emily_tensor_release(x);
 }
 
+/* A graph takes 8-bit float parameters (Emily.Compiler's f8 arguments)
+ * and a dot of two of them takes the eager dispatch's route (the graph's
+ * calls go through the same dispatcher entry): emily_dot_fp8 on an
+ * engine with an FP8 GEMM (CUDA, compute capability 8.9+: one count of
+ * emi_dot_fp8_counts per run), both operands widened to f32 elsewhere
+ * (the CPU: no count either way). Same bytes as the eager call, for an
+ * 8-bit template (Nx's merge of the two types) and an f32 one. */
+TEST(fp8_dot_runs_emily_dot_fp8) {
+    static const int64_t AS[2] = {4, 32}, BS[2] = {32, 8}, YS[2] = {4, 8};
+    emily_tensor *a = random_input(EMILY_F8_E4M3FN, 2, AS, 1), *b = random_input(EMILY_F8_E4M3FN, 2, BS, 1);
+    emily_dtype outs[2] = {EMILY_F8_E4M3FN, EMILY_F32};
+    for (int i = 0; i < 2; i++) {
+        emily_value y = v_tmpl(outs[i], 2, YS), one = v_int(1), zero = v_int(0);
+        emily_value args[6] = {v_tensor(a), v_list(&one, 1), v_list(NULL, 0),
+                               v_tensor(b), v_list(&zero, 1), v_list(NULL, 0)};
+        emily_dispatch_result eager = {0};
+        long long tc0, w0, tc1, w1;
+        emi_dot_fp8_counts(&tc0, &w0);
+        CHECK_OK(emily_dispatch("dot", EMILY_CPU, &y, args, 6, EMILY_DISPATCH_RUN, &eager));
+        emi_dot_fp8_counts(&tc1, &w1);
+        long long eager_fp8 = tc1 + w1 - tc0 - w0;
+        int32_t pa, pb;
+        emily_graph *g = graph_with_param(EMILY_F8_E4M3FN, 2, AS, &pa);
+        CHECK_OK(emily_graph_add_param(g, EMILY_F8_E4M3FN, 2, BS, &pb));
+        int32_t d = GRAPH_CALL(g, "dot", &y, v_ref(pa), v_list(&one, 1), v_list(NULL, 0), v_ref(pb),
+                               v_list(&zero, 1), v_list(NULL, 0));
+        CHECK_OK(emily_graph_set_outputs(g, 1, &d));
+        emily_tensor *r = NULL;
+        emily_graph_stats st;
+        emi_dot_fp8_counts(&tc0, &w0);
+        compile_and_run(g, 1, (emily_tensor *[]){a, b}, 2, &r, 1, &st);
+        emi_dot_fp8_counts(&tc1, &w1);
+        CHECK(tc1 + w1 - tc0 - w0 == eager_fp8);
+        CHECK(eager.n == 1 && r && t_same_bytes(r, eager.tensors[0]));
+        CHECK(r && emily_tensor_dtype(r) == outs[i]);
+        emily_tensor_release(r);
+        emily_dispatch_result_release(&eager);
+    }
+    RELEASE(a, b);
+}
+
 TEST(softmax_is_one_group) {
     softmax_fused(EMILY_F32, 3, (int64_t[]){37, 5, 300});
     softmax_fused(EMILY_BF16, 3, (int64_t[]){37, 5, 300});
@@ -695,6 +737,6 @@ TEST(softmax_is_one_group) {
     softmax_fused(EMILY_F64, 4, (int64_t[]){1, 6, 8, 129});
 }
 
-RUN_TESTS("graph", CASE(softmax_is_one_group), CASE(cond_picks_one_branch), CASE(while_loops), CASE(many_groups_between_reductions), CASE(fused_chains_give_the_unfused_bits), CASE(groups_read_early_are_not_fused), CASE(pow_two_is_rewritten_with_the_same_bits), CASE(runs_like_the_calls_one_by_one), CASE(constants_fold_and_outputs_may_repeat),
+RUN_TESTS("graph", CASE(fp8_dot_runs_emily_dot_fp8), CASE(softmax_is_one_group), CASE(cond_picks_one_branch), CASE(while_loops), CASE(many_groups_between_reductions), CASE(fused_chains_give_the_unfused_bits), CASE(groups_read_early_are_not_fused), CASE(pow_two_is_rewritten_with_the_same_bits), CASE(runs_like_the_calls_one_by_one), CASE(constants_fold_and_outputs_may_repeat),
           CASE(multi_output_calls), CASE(bad_graphs_fail_clearly), CASE(a_failing_call_reports_and_leaks_nothing),
           CASE(save_and_load_round_trip))

@@ -62,6 +62,18 @@ if Code.ensure_loaded?(Nx.Backend) do
     solve. `lu`, `solve` and `determinant` compute Nx 0.13's LU otherwise.
     See docs/semantics.md.
 
+    ## Quantized matrices
+
+    `Emily.Quantization.quantize_tensor/2` makes a tensor whose data is
+    `%Emily.Backend{ref: {:quantized, weight, transposed?}}`: the packed
+    codes, scales and biases of an `%Emily.Quantization.Weight{}` (Emily
+    tensors) standing for a float matrix, the weight itself or (when
+    `transposed?`) its transpose. `dot` with such an operand and no batch
+    axes runs the engine's `quantized_matmul`; every other callback
+    dequantizes it first (the engine refuses it as it does another
+    backend's tensor, and `run/5` retries with the dequantized matrix).
+    See docs/quantization.md.
+
     ## Across nodes
 
     A tensor's data is `%Emily.Backend{ref: ref, bytes: bytes}`: `ref` is
@@ -172,6 +184,8 @@ if Code.ensure_loaded?(Nx.Backend) do
     The device of an Emily tensor (`:cpu` for one that came from another
     node with its bytes).
     """
+    def device(%T{data: %__MODULE__{ref: {:quantized, weight, _}}}), do: device(weight.packed)
+
     def device(%T{} = t) do
       case local!(t) do
         {:ref, ref} ->
@@ -211,6 +225,68 @@ if Code.ensure_loaded?(Nx.Backend) do
 
     # the %Emily.Backend{} of a tensor reference made here
     defp data!(ref), do: by_value(Native.ok!(Native.backend_data(ref)))
+
+    ## Quantized matrices (see the moduledoc)
+
+    @doc false
+    # The float matrix a quantized tensor stands for, as an Emily tensor
+    # (or, while Emily.Compiler traces, a graph value): the engine's
+    # dequantize of the stored weight, transposed where the tensor is its
+    # transpose.
+    def dequantized(%T{data: %__MODULE__{ref: {:quantized, w, transposed?}}} = t) do
+      stored = %{t | shape: w.shape, names: [nil, nil], data: nil}
+      opts = [bits: w.bits, group_size: w.group_size]
+      m = call(:dequantize, stored, [w.packed, w.scales, w.biases, opts])
+
+      if transposed?,
+        do: call(:transpose, %{t | data: nil}, [m, [1, 0]]),
+        else: %{m | names: t.names}
+    end
+
+    # Nx.dot of a quantized matrix `q` (the operand on side `side`, :left
+    # or :right) contracting its axis `qc` with axis `xc` of the float `x`:
+    # one quantized_matmul of x (its contracted axis moved last) by the
+    # stored weight, transposed or not as the contracted axis is the
+    # grouped one or the other; the result's axes are then put in Nx's
+    # order (the left operand's free axes first).
+    defp quantized_dot(out, side, q, qc, x, xc) do
+      %T{data: %__MODULE__{ref: {:quantized, w, transposed?}}} = q
+      # the axis of q that the groups run along
+      grouped = if transposed?, do: 0, else: 1
+      rank = tuple_size(x.shape)
+      perm = Enum.to_list(0..(rank - 1)//1) |> List.delete(xc) |> Kernel.++([xc])
+
+      x =
+        if xc == rank - 1,
+          do: x,
+          else: call(:transpose, %{x | shape: permuted(x.shape, perm), data: nil}, [x, perm])
+
+      free = elem(q.shape, 1 - qc)
+      x_free = x.shape |> Tuple.delete_at(rank - 1)
+      y_shape = Tuple.insert_at(x_free, rank - 1, free)
+      y_out = %{out | shape: y_shape, names: List.duplicate(nil, rank)}
+      opts = [bits: w.bits, group_size: w.group_size, transpose: qc == grouped]
+      y = call(:quantized_matmul, y_out, [x, w.packed, w.scales, w.biases, opts])
+
+      case side do
+        _ when rank == 1 ->
+          %{y | names: out.names}
+
+        :right ->
+          %{y | names: out.names}
+
+        :left ->
+          # q's free axis first, then x's
+          back = [rank - 1 | Enum.to_list(0..(rank - 2)//1)]
+          call(:transpose, out, [y, back])
+      end
+    end
+
+    defp permuted(shape, perm), do: perm |> Enum.map(&elem(shape, &1)) |> List.to_tuple()
+
+    defp quantized_float?({:f, bits}) when bits in [16, 32, 64], do: true
+    defp quantized_float?({:bf, 16}), do: true
+    defp quantized_float?(_), do: false
 
     ## The dispatch
 
@@ -309,7 +385,11 @@ if Code.ensure_loaded?(Nx.Backend) do
       end)
     end
 
-    # Tensors of backends the NIF cannot read move to Emily first.
+    # Tensors of backends the NIF cannot read move to Emily first;
+    # quantized matrices are dequantized (on their own device).
+    defp import_foreign(%T{data: %__MODULE__{ref: {:quantized, _, _}}} = t, _device),
+      do: dequantized(t)
+
     defp import_foreign(%T{data: %__MODULE__{}} = t, _device), do: t
     defp import_foreign(%T{data: %Nx.BinaryBackend{}} = t, _device), do: t
 
@@ -364,6 +444,12 @@ if Code.ensure_loaded?(Nx.Backend) do
     end
 
     @impl {:to_pointer, 2} in @callbacks
+    def to_pointer(%T{data: %__MODULE__{ref: {:quantized, _, _}}}, _opts) do
+      raise ArgumentError,
+            "to_pointer: a quantized tensor has no buffer of its values; take the pointer of " <>
+              "Emily.Quantization.dequantize_tensor(t)"
+    end
+
     def to_pointer(%T{} = t, opts) do
       case Keyword.get(opts, :mode, :local) do
         :local ->
@@ -397,6 +483,9 @@ if Code.ensure_loaded?(Nx.Backend) do
     ## Reading, moving, inspecting
 
     @impl true
+    def to_binary(%T{data: %__MODULE__{ref: {:quantized, _, _}}} = t, limit),
+      do: to_binary(dequantized(t), limit)
+
     def to_binary(%T{data: %__MODULE__{ref: ref}} = t, limit) do
       meta = fn -> %{op: :to_binary, shapes: [t.shape], types: [t.type]} end
 
@@ -440,6 +529,11 @@ if Code.ensure_loaded?(Nx.Backend) do
       do: <<bits::bitstring, 0::size(8 - rem(bit_size(bits), 8))>>
 
     @impl true
+    def backend_deallocate(%T{data: %__MODULE__{ref: {:quantized, w, _}}}) do
+      results = Enum.map([w.packed, w.scales, w.biases], &backend_deallocate/1)
+      if Enum.all?(results, &(&1 == :already_deallocated)), do: :already_deallocated, else: :ok
+    end
+
     def backend_deallocate(%T{data: %__MODULE__{ref: ref}} = t) do
       case Native.deallocate(ref) do
         :ok ->
@@ -461,6 +555,11 @@ if Code.ensure_loaded?(Nx.Backend) do
     @impl true
     def backend_copy(%T{} = tensor, Nx.Tensor, _opts), do: tensor
 
+    # a quantized tensor stays quantized on Emily (its parts move); other
+    # backends get its dequantized values (to_binary/2)
+    def backend_copy(%T{data: %__MODULE__{ref: {:quantized, _, _}}} = q, __MODULE__, opts),
+      do: map_parts(q, &backend_copy(&1, __MODULE__, opts))
+
     def backend_copy(%T{} = tensor, __MODULE__, opts) do
       %{tensor | data: data!(copy_to(tensor, device_opt(opts)))}
     end
@@ -471,6 +570,9 @@ if Code.ensure_loaded?(Nx.Backend) do
 
     @impl true
     def backend_transfer(%T{} = tensor, Nx.Tensor, _opts), do: tensor
+
+    def backend_transfer(%T{data: %__MODULE__{ref: {:quantized, _, _}}} = q, __MODULE__, opts),
+      do: map_parts(q, &backend_transfer(&1, __MODULE__, opts))
 
     def backend_transfer(%T{} = tensor, __MODULE__, opts) do
       target = device_opt(opts)
@@ -499,6 +601,11 @@ if Code.ensure_loaded?(Nx.Backend) do
       copy
     end
 
+    defp map_parts(%T{data: %__MODULE__{ref: {:quantized, w, transposed?}}} = q, fun) do
+      w = %{w | packed: fun.(w.packed), scales: fun.(w.scales), biases: fun.(w.biases)}
+      %{q | data: %__MODULE__{ref: {:quantized, w, transposed?}}}
+    end
+
     # a new engine tensor on `device` with the tensor's values
     defp copy_to(%T{type: type, shape: shape} = tensor, device) do
       case local!(tensor) do
@@ -508,6 +615,12 @@ if Code.ensure_loaded?(Nx.Backend) do
     end
 
     @impl true
+    def inspect(%T{data: %__MODULE__{ref: {:quantized, w, transposed?}}} = q, inspect_opts) do
+      axis = if transposed?, do: 0, else: 1
+      about = "quantized: #{w.bits} bits, groups of #{w.group_size} along axis #{axis}"
+      inspect_values(q, inspect_opts, [about, Inspect.Algebra.line()])
+    end
+
     def inspect(%T{} = tensor, inspect_opts) do
       case locate(tensor) do
         {:error, _} ->
@@ -524,12 +637,13 @@ if Code.ensure_loaded?(Nx.Backend) do
       end
     end
 
-    defp inspect_values(tensor, inspect_opts) do
+    # (`about`: lines to print above the values)
+    defp inspect_values(tensor, inspect_opts, about \\ []) do
       limit = if inspect_opts.limit == :infinity, do: Nx.size(tensor), else: inspect_opts.limit + 1
       binary = to_binary(tensor, min(limit, Nx.size(tensor)))
+      doc = Nx.Backend.inspect(tensor, binary, inspect_opts)
 
-      tensor
-      |> Nx.Backend.inspect(binary, inspect_opts)
+      Inspect.Algebra.concat(about ++ [doc])
       |> maybe_add_signature(tensor)
     end
 
@@ -598,7 +712,25 @@ if Code.ensure_loaded?(Nx.Backend) do
     def reverse(out, t, axes), do: call(:reverse, out, [t, axes])
 
     @impl true
-    def dot(out, a, ca, ba, b, cb, bb) do
+    def dot(out, a, [ac], [], %T{data: %__MODULE__{ref: {:quantized, _, _}}} = b, [bc], []) do
+      if quantized_float?(a.type) and not quantized?(a),
+        do: quantized_dot(out, :right, b, bc, a, ac),
+        else: plain_dot(out, a, [ac], [], b, [bc], [])
+    end
+
+    def dot(out, %T{data: %__MODULE__{ref: {:quantized, _, _}}} = a, [ac], [], b, [bc], []) do
+      if quantized_float?(b.type) and not quantized?(b),
+        do: quantized_dot(out, :left, a, ac, b, bc),
+        else: plain_dot(out, a, [ac], [], b, [bc], [])
+    end
+
+    def dot(out, a, ca, ba, b, cb, bb), do: plain_dot(out, a, ca, ba, b, cb, bb)
+
+    defp quantized?(%T{data: %__MODULE__{ref: {:quantized, _, _}}}), do: true
+    defp quantized?(_), do: false
+
+    # (a quantized operand is dequantized by run/5's retry)
+    defp plain_dot(out, a, ca, ba, b, cb, bb) do
       case precision_opts() do
         [] -> call(:dot, out, [a, ca, ba, b, cb, bb])
         p -> call(:dot, out, [a, ca, ba, b, cb, bb, p])

@@ -50,8 +50,18 @@ if Code.ensure_loaded?(Nx.Defn.Compiler) do
         environment variable `EMILY_SAVE_GRAPH_DIR` saves every graph
         compiled into that folder.
 
+    Quantized matrices (`Emily.Quantization.quantize_tensor/2`) given to a
+    jitted function (`Nx.Defn.jit/2`, Axon's and Bumblebee's parameters)
+    stay quantized in the graph: their packed codes, scales and biases are
+    parameters of the graph, each `Nx.dot` of one (with no batch axes) is
+    one `quantized_matmul` call, and every other use reads the matrix
+    dequantized in the graph. A function compiled ahead of time from
+    templates (`Nx.Defn.compile/3`, `Nx.Serving`) compiles another graph
+    at its first run with quantized arguments.
+
     Compiled graphs are cached by the function, the input types and shapes
-    and these options (`clear_cache/0` empties the cache). Runs of one
+    (and which inputs are quantized, how) and these options
+    (`clear_cache/0` empties the cache). Runs of one
     compiled graph are serialized; concurrent callers of the same function
     wait for each other (`Nx.Serving` partitions each compile their own).
     """
@@ -85,8 +95,33 @@ if Code.ensure_loaded?(Nx.Defn.Compiler) do
 
     @impl true
     def __jit__(key, vars, fun, args_list, opts) do
-      __compile__(key, vars, fun, opts).(args_list)
+      # the arguments are read once here, to see which are quantized
+      args_list = Enum.map(args_list, fn args -> Enum.map(args, &eager(&1.())) end)
+
+      layouts =
+        case args_list do
+          [first | _] -> quantized_layouts(first)
+          [] -> %{}
+        end
+
+      compile(key, vars, fun, opts, layouts).(args_list)
     end
+
+    defp eager(value), do: fn -> value end
+
+    # %{flat parameter index => {bits, group_size, transposed?}} for the
+    # quantized matrices among the (flattened) arguments
+    defp quantized_layouts(args) do
+      for {arg, i} <- Enum.with_index(args),
+          layout = quantized_layout(arg.()),
+          into: %{},
+          do: {i, layout}
+    end
+
+    defp quantized_layout(%Nx.Tensor{data: %Emily.Backend{ref: {:quantized, w, transposed?}}}),
+      do: {w.bits, w.group_size, transposed?}
+
+    defp quantized_layout(_), do: nil
 
     # Nx 0.7's streams (a callback that Nx 0.13 no longer has) run
     # through the evaluator
@@ -105,14 +140,36 @@ if Code.ensure_loaded?(Nx.Defn.Compiler) do
       end
     end
 
+    # Compiled from templates (Nx.Defn.compile/3, Nx.Serving), which cannot
+    # say whether an argument will be quantized: the graph for plain
+    # arguments now; the first run with quantized ones compiles (and
+    # caches) a graph for them.
     @impl true
     def __compile__(key, vars, fun, opts) do
+      plain = compile(key, vars, fun, opts, %{})
+
+      fn args_list ->
+        args_list = Enum.map(args_list, fn args -> Enum.map(args, &eager(&1.())) end)
+
+        layouts =
+          case args_list do
+            [first | _] -> quantized_layouts(first)
+            [] -> %{}
+          end
+
+        if layouts == %{},
+          do: plain.(args_list),
+          else: compile(key, vars, fun, opts, layouts).(args_list)
+      end
+    end
+
+    defp compile(key, vars, fun, opts, layouts) do
       {copts, _} = Keyword.split(opts, [:hooks | @compiler_keys])
-      cache_key = {__MODULE__, key, templates(vars), copts}
+      cache_key = {__MODULE__, key, templates(vars), copts, layouts}
 
       case :persistent_term.get(cache_key, nil) do
         nil ->
-          runner = build(key, vars, fun, opts)
+          runner = build(key, vars, fun, opts, layouts)
           :persistent_term.put(cache_key, runner)
           runner
 
@@ -123,7 +180,7 @@ if Code.ensure_loaded?(Nx.Defn.Compiler) do
 
     @doc "Empties the cache of compiled graphs."
     def clear_cache do
-      for {{__MODULE__, _, _, _} = key, _} <- :persistent_term.get(),
+      for {{__MODULE__, _, _, _, _} = key, _} <- :persistent_term.get(),
           do: :persistent_term.erase(key)
 
       :ok
@@ -169,7 +226,7 @@ if Code.ensure_loaded?(Nx.Defn.Compiler) do
 
     ## Building
 
-    defp build(key, vars, fun, opts) do
+    defp build(key, vars, fun, opts, layouts) do
       fallback = Keyword.get(opts, :compiler_fallback, :eval)
 
       unless fallback in [:eval, :raise] do
@@ -184,7 +241,7 @@ if Code.ensure_loaded?(Nx.Defn.Compiler) do
 
       traced =
         try do
-          trace(key, vars, fun, device, precision)
+          trace(key, vars, fun, device, precision, layouts)
         after
           if previous_hooks,
             do: Process.put(Emily.Compiler.Hooks, previous_hooks),
@@ -218,7 +275,7 @@ if Code.ensure_loaded?(Nx.Defn.Compiler) do
           if path = opts[:save_graph] || env_graph_path(stats),
             do: Emily.Native.ok!(Emily.Native.graph_save(graph, path))
 
-          graph_runner(graph, outputs, device)
+          graph_runner(graph, outputs, device, layouts)
 
         {:fallback, reason} ->
           if fallback == :raise do
@@ -236,10 +293,13 @@ if Code.ensure_loaded?(Nx.Defn.Compiler) do
       end
     end
 
-    defp graph_runner(graph, {result_template, output_specs}, device) do
+    defp graph_runner(graph, {result_template, output_specs}, device, layouts) do
       fn args_list ->
         for params <- args_list do
-          tensors = Enum.map(params, &to_emily(&1.(), device))
+          tensors =
+            params
+            |> Enum.with_index()
+            |> Enum.flat_map(fn {param, i} -> graph_inputs(param.(), layouts[i], device) end)
 
           datas =
             case Emily.Native.graph_run(graph, tensors) do
@@ -261,6 +321,33 @@ if Code.ensure_loaded?(Nx.Defn.Compiler) do
         _ -> :cpu
       end
     end
+
+    # The graph's parameters for one argument: a quantized matrix compiled
+    # as one is its packed codes, scales and biases; everything else is
+    # one tensor (a quantized matrix dequantized)
+    defp graph_inputs(value, nil, device), do: [to_emily(value, device)]
+
+    defp graph_inputs(value, layout, device) do
+      case value do
+        %Nx.Tensor{data: %Emily.Backend{ref: {:quantized, w, _}}} = q ->
+          if quantized_layout(q) != layout do
+            raise ArgumentError,
+                  "Emily.Compiler: this function was compiled for a quantized argument " <>
+                    "#{inspect(layout)} ({bits, group_size, transposed?}), got one quantized " <>
+                    inspect(quantized_layout(q))
+          end
+
+          Enum.map([w.packed, w.scales, w.biases], &to_emily(&1, device))
+
+        other ->
+          raise ArgumentError,
+                "Emily.Compiler: this function was compiled for a quantized argument, got " <>
+                  inspect(Nx.to_template(other))
+      end
+    end
+
+    defp to_emily(%Nx.Tensor{data: %Emily.Backend{ref: {:quantized, _, _}}} = q, device),
+      do: q |> Emily.Backend.dequantized() |> to_emily(device)
 
     defp to_emily(%Nx.Tensor{data: %Emily.Backend{}} = t, device) do
       t = Nx.devectorize(t)
@@ -297,12 +384,12 @@ if Code.ensure_loaded?(Nx.Defn.Compiler) do
 
     ## Tracing
 
-    defp trace(key, vars, fun, device, precision) do
+    defp trace(key, vars, fun, device, precision, layouts) do
       expr = fun.(vars)
 
       with :ok <- check_vars(vars),
            :ok <- check_expr(expr) do
-        record(key, vars, expr, device, precision)
+        record(key, vars, expr, device, precision, layouts)
       end
     end
 
@@ -329,17 +416,14 @@ if Code.ensure_loaded?(Nx.Defn.Compiler) do
 
     defp scan(other, seen), do: {other, seen}
 
-    defp record(_key, vars, expr, device, precision) do
+    defp record(_key, vars, expr, device, precision, layouts) do
       {:ok, graph} = Emily.Native.graph_new()
 
       params =
         vars
         |> Composite.flatten_list()
-        |> Enum.map(fn var ->
-          var = Nx.devectorize(var)
-          {:ok, id} = Emily.Native.graph_param(graph, var.type, var.shape)
-          %{var | data: %Emily.Backend{ref: {:graph, id}}}
-        end)
+        |> Enum.with_index()
+        |> Enum.map(fn {var, i} -> graph_param(graph, Nx.devectorize(var), layouts[i]) end)
         |> List.to_tuple()
 
       # the outputs as the evaluator returns them: devectorized values put
@@ -360,6 +444,39 @@ if Code.ensure_loaded?(Nx.Defn.Compiler) do
       catch
         {:unsupported, op} -> {:fallback, "the expression has #{inspect(op)}"}
       end
+    end
+
+    defp graph_param(graph, var, nil) do
+      {:ok, id} = Emily.Native.graph_param(graph, var.type, var.shape)
+      %{var | data: %Emily.Backend{ref: {:graph, id}}}
+    end
+
+    # a quantized matrix: its parts are three parameters of the graph
+    defp graph_param(graph, %Nx.Tensor{shape: {r, c}} = var, {bits, gs, transposed?}) do
+      {n, k} = if transposed?, do: {c, r}, else: {r, c}
+      groups = div(k, gs)
+
+      part = fn type, shape ->
+        {:ok, id} = Emily.Native.graph_param(graph, type, shape)
+
+        %Nx.Tensor{
+          type: type,
+          shape: shape,
+          names: [nil, nil],
+          data: %Emily.Backend{ref: {:graph, id}}
+        }
+      end
+
+      weight = %Emily.Quantization.Weight{
+        packed: part.({:u, 8}, {n, div(k * bits, 8)}),
+        scales: part.(var.type, {n, groups}),
+        biases: part.(var.type, {n, groups}),
+        bits: bits,
+        group_size: gs,
+        shape: {n, k}
+      }
+
+      %{var | data: %Emily.Backend{ref: {:quantized, weight, transposed?}}}
     end
 
     defp output_specs(_graph, result) do
@@ -403,13 +520,19 @@ if Code.ensure_loaded?(Nx.Defn.Compiler) do
       try do
         state = %{params: params, cache: %{}, device: device, graph: graph, parent: nil}
         {result, _} = composite_eval(expr, state)
-        result
+        # a quantized argument returned as it is: its matrix, dequantized
+        Composite.traverse(result, &plain/1)
       after
         if previous, do: Process.put(__MODULE__, previous), else: Process.delete(__MODULE__)
       end
     end
 
     defp composite_eval(composite, state), do: Composite.traverse(composite, state, &eval/2)
+
+    defp plain(%Nx.Tensor{data: %Emily.Backend{ref: {:quantized, _, _}}} = q),
+      do: Emily.Backend.dequantized(q)
+
+    defp plain(other), do: other
 
     defp eval(%Nx.Tensor{data: %Expr{op: :tensor, args: [t]}}, state), do: {t, state}
 
@@ -610,19 +733,27 @@ if Code.ensure_loaded?(Nx.Defn.Compiler) do
     defp capture(key, memo_key, outer) do
       {sub, captured, memo} = Process.get(key)
 
-      {inner, captured} =
-        Composite.traverse(outer, captured, fn
-          %Nx.Tensor{data: %Emily.Backend{ref: {:graph, id}}} = t, captured ->
-            {:ok, pid} = Native.graph_param(sub, t.type, t.shape)
-            {%{t | data: %Emily.Backend{ref: {:graph, pid}}}, [id | captured]}
-
-          other, captured ->
-            {other, captured}
-        end)
+      {inner, captured} = Composite.traverse(outer, captured, &capture_value(sub, &1, &2))
 
       Process.put(key, {sub, captured, Map.put(memo, memo_key, inner)})
       inner
     end
+
+    defp capture_value(sub, %Nx.Tensor{data: %Emily.Backend{ref: {:graph, id}}} = t, captured) do
+      {:ok, pid} = Native.graph_param(sub, t.type, t.shape)
+      {%{t | data: %Emily.Backend{ref: {:graph, pid}}}, [id | captured]}
+    end
+
+    # a quantized matrix: each of its parts
+    defp capture_value(sub, %Nx.Tensor{data: %Emily.Backend{ref: {:quantized, w, tr}}} = q, acc) do
+      {[p, s, b], acc} =
+        Enum.map_reduce([w.packed, w.scales, w.biases], acc, &capture_value(sub, &1, &2))
+
+      w = %{w | packed: p, scales: s, biases: b}
+      {%{q | data: %Emily.Backend{ref: {:quantized, w, tr}}}, acc}
+    end
+
+    defp capture_value(_sub, other, captured), do: {other, captured}
 
     defp hook_fun({:fn, fun}, _hooks), do: fun
     defp hook_fun({:named, name, callback}, hooks), do: hooks[name] || callback
@@ -652,6 +783,10 @@ if Code.ensure_loaded?(Nx.Defn.Compiler) do
     end
 
     defp value_id(_graph, %Nx.Tensor{data: %Emily.Backend{ref: {:graph, id}}}), do: id
+
+    # a quantized matrix in a loop's state: its dequantized matrix
+    defp value_id(graph, %Nx.Tensor{data: %Emily.Backend{ref: {:quantized, _, _}}} = q),
+      do: value_id(graph, Emily.Backend.dequantized(q))
 
     defp value_id(graph, %Nx.Tensor{} = t) do
       t =
@@ -684,6 +819,11 @@ if Code.ensure_loaded?(Nx.Defn.Compiler) do
           raise ArgumentError, "#{name}: #{message}"
       end
     end
+
+    # a quantized matrix where the graph needs plain values: its
+    # dequantize, recorded in the graph
+    defp import_foreign(%Nx.Tensor{data: %Emily.Backend{ref: {:quantized, _, _}}} = q),
+      do: Emily.Backend.dequantized(q)
 
     defp import_foreign(%Nx.Tensor{data: %Emily.Backend{}} = t), do: t
     defp import_foreign(%Nx.Tensor{data: %Nx.BinaryBackend{}} = t), do: t

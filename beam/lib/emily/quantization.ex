@@ -15,7 +15,17 @@ if Code.ensure_loaded?(Nx) do
     tensor, low bits first. `dot/2` multiplies by the dequantized matrix
     transposed, as a dense layer does, without materializing it on Emily.
 
-    Each function is one `Nx.block/4` with a struct of this module and a
+    `quantize_tensor/2` makes a quantized matrix that is an `Nx.Tensor`
+    (on `Emily.Backend`), which `Nx.dot` (eagerly, and in functions
+    compiled by `Emily.Compiler`) multiplies by without dequantizing, and
+    every other operation reads as its dequantized matrix; with it a
+    model's unchanged code runs on quantized weights
+    (`quantize_model/2`):
+
+        kernel = Emily.Quantization.quantize_tensor(kernel, bits: 4)   # {in, out}
+        Nx.dot(x, kernel)                                              # quantized_matmul
+
+    Each of quantize/2, dequantize/1 and dot/2 is one `Nx.block/4` with a struct of this module and a
     composed fallback of ordinary Nx operations: `Emily.Backend` (eager)
     and `Emily.Compiler` (in a graph) run the engine's kernels
     (`include/emily/ops_quant.h`, which states the exact rounding);
@@ -135,6 +145,110 @@ if Code.ensure_loaded?(Nx) do
       block(struct, [x, qw.packed, qw.scales, qw.biases], out, &fallback/2)
     end
 
+    @doc """
+    Quantizes a float matrix into a tensor of the same shape, type and
+    names whose data is the quantized form (`Emily.Backend`). Options:
+
+      * `:bits` (2, 4 or 8; default 4), `:group_size` (32, 64 or 128;
+        default 64), as `quantize/2`;
+      * `:axis` - the axis the groups run along, which must be the axis
+        that dots contract: `0` (default) for a `{in, out}` kernel used as
+        `Nx.dot(x, kernel)` (Axon's and Bumblebee's dense layers), `1` for
+        a `{out, in}` weight used as `Nx.dot(x, [-1], w, [1])` (PyTorch's
+        layout). Its size must be a multiple of the group size.
+
+    The values are those of `quantize/2` (of the matrix, or of its
+    transpose for axis 0): exactly `dequantize_tensor/1`'s. `Nx.dot` of
+    such a tensor and a float tensor (either operand order, one contracted
+    axis, no batch axes) runs the engine's `quantized_matmul` on the packed
+    codes, bit for bit `dot/2`'s result; every other operation (and a dot
+    of another form) reads the dequantized matrix. `Nx.to_binary/1` and
+    copies to other backends give the dequantized values; copies and
+    transfers to `Emily.Backend` (another device) keep it quantized.
+
+    The tensor is copied to `Emily.Backend` (the CPU) first unless it is
+    an Emily tensor already (then its device is kept). Not callable inside
+    `defn` (quantize before, and pass the result as an argument).
+    """
+    def quantize_tensor(tensor, opts \\ []) do
+      opts = Keyword.validate!(opts, bits: 4, group_size: 64, axis: 0)
+      {bits, gs} = {opts[:bits], opts[:group_size]}
+      check_options!(bits, gs)
+      t = Nx.to_tensor(tensor)
+
+      case t.data do
+        %Nx.Defn.Expr{} ->
+          raise ArgumentError,
+                "Emily.Quantization.quantize_tensor: not callable inside defn (quantize the " <>
+                  "weights before and pass the quantized tensors as arguments)"
+
+        %Emily.Backend{ref: {:quantized, _, _}} ->
+          raise ArgumentError, "Emily.Quantization.quantize_tensor: the tensor is quantized already"
+
+        _ ->
+          :ok
+      end
+
+      unless float?(t.type) do
+        raise ArgumentError,
+              "Emily.Quantization.quantize_tensor: the tensor must be a float tensor (f16, bf16, " <>
+                "f32 or f64), got #{Nx.Type.to_string(t.type)}"
+      end
+
+      axis =
+        case {opts[:axis], t.shape} do
+          {a, {_, _}} when a in [0, -2] ->
+            0
+
+          {a, {_, _}} when a in [1, -1] ->
+            1
+
+          {a, {_, _}} ->
+            raise ArgumentError,
+                  "Emily.Quantization.quantize_tensor: :axis must be 0 or 1, got: #{inspect(a)}"
+
+          {_, shape} ->
+            raise ArgumentError,
+                  "Emily.Quantization.quantize_tensor: the tensor must be a matrix, got shape #{inspect(shape)}"
+        end
+
+      if rem(elem(t.shape, axis), gs) != 0 do
+        raise ArgumentError,
+              "Emily.Quantization.quantize_tensor: axis #{axis} (the grouped axis) must be a " <>
+                "multiple of the group size #{gs}, got shape #{inspect(t.shape)}"
+      end
+
+      t = if match?(%Emily.Backend{}, t.data), do: t, else: Nx.backend_copy(t, Emily.Backend)
+      stored = if axis == 0, do: Nx.transpose(t), else: t
+      weight = quantize(stored, bits: bits, group_size: gs)
+      %{t | data: %Emily.Backend{ref: {:quantized, weight, axis == 0}}}
+    end
+
+    @doc "Whether `tensor` is a quantized matrix of `quantize_tensor/2`."
+    def quantized?(%Nx.Tensor{data: %Emily.Backend{ref: {:quantized, _, _}}}), do: true
+    def quantized?(_), do: false
+
+    @doc """
+    The float matrix a quantized tensor stands for (an Emily tensor of
+    its shape and type); other tensors are returned as they are.
+    """
+    def dequantize_tensor(%Nx.Tensor{data: %Emily.Backend{ref: {:quantized, _, _}}} = q),
+      do: Emily.Backend.dequantized(q)
+
+    def dequantize_tensor(%Nx.Tensor{} = t), do: t
+
+    @doc """
+    The `%Weight{}` a quantized tensor holds and whether the tensor is its
+    transpose (`{weight, true}` for a tensor quantized along axis 0).
+    """
+    def weight(%Nx.Tensor{data: %Emily.Backend{ref: {:quantized, weight, transposed?}}}),
+      do: {weight, transposed?}
+
+    def weight(other) do
+      raise ArgumentError,
+            "Emily.Quantization.weight: not a quantized tensor: #{inspect(Nx.to_template(other))}"
+    end
+
     @doc "A dense layer on quantized weights: `dot(x, qw) + bias` (`bias` may be nil)."
     def dense(x, qw, bias \\ nil)
     def dense(x, %Weight{} = qw, nil), do: dot(x, qw)
@@ -162,6 +276,84 @@ if Code.ensure_loaded?(Nx) do
         %{} -> quantize_layers(params, only, opts)
       end
     end
+
+    @doc """
+    Quantizes the dense kernels of a model's parameters in place: each
+    selected kernel becomes `quantize_tensor(kernel, axis: 0, ...)`, so the
+    model's own `Nx.dot(x, kernel)` runs quantized, with no change to its
+    code. `params` is a map of maps of tensors (any depth; Axon's and
+    Bumblebee's `%{"layer name" => %{"kernel" => t, "bias" => t}}`) or an
+    `%Axon.ModelState{}` (its `data` is quantized).
+
+    A kernel is a rank-2 float tensor under the key `"kernel"` whose first
+    axis (`in`) is a multiple of the group size; the others, and every
+    other parameter (biases, norms), are kept. By default every kernel is
+    quantized except those of layers whose name contains `"embed"`
+    (embedding tables are `"kernel"`s too, read by `Nx.take`, which
+    would dequantize the whole table).
+
+    Options: `:bits`, `:group_size` (as `quantize/2`) and `:filter`, a
+    function of the layer's name (the keys leading to the kernel's map,
+    joined with `"."`) and the kernel tensor returning whether to quantize
+    it (it replaces the default choice; kernels whose `in` is not a
+    multiple of the group size are kept whatever it says).
+    """
+    def quantize_model(params, opts \\ []) do
+      {filter, opts} = Keyword.pop(opts, :filter, &default_filter/2)
+      opts = Keyword.validate!(opts, bits: 4, group_size: 64)
+      check_options!(opts[:bits], opts[:group_size])
+
+      unless is_function(filter, 2) do
+        raise ArgumentError,
+              "Emily.Quantization.quantize_model: :filter must be a function of 2 arguments " <>
+                "(the layer's name and its kernel), got: #{inspect(filter)}"
+      end
+
+      case params do
+        # Axon 0.7's %Axon.ModelState{}: its parameters are under :data
+        %{__struct__: Axon.ModelState, data: data} ->
+          %{params | data: quantize_kernels(data, nil, filter, opts)}
+
+        %{__struct__: _} ->
+          raise ArgumentError,
+                "Emily.Quantization.quantize_model: expected a map of parameters or an " <>
+                  "%Axon.ModelState{}, got: #{inspect(params, limit: 3)}"
+
+        %{} ->
+          quantize_kernels(params, nil, filter, opts)
+
+        other ->
+          raise ArgumentError,
+                "Emily.Quantization.quantize_model: expected a map of parameters or an " <>
+                  "%Axon.ModelState{}, got: #{inspect(other, limit: 3)}"
+      end
+    end
+
+    defp default_filter(layer, _kernel),
+      do: not String.contains?(String.downcase(layer || ""), "embed")
+
+    defp quantize_kernels(map, path, filter, opts) do
+      gs = opts[:group_size]
+
+      Map.new(map, fn
+        {"kernel", %Nx.Tensor{shape: {i, _}, type: type} = kernel} = kept ->
+          if rem(i, gs) == 0 and float?(type) and not quantized?(kernel) and
+               filter.(path, kernel) do
+            {"kernel", quantize_tensor(kernel, Keyword.put(opts, :axis, 0))}
+          else
+            kept
+          end
+
+        {key, %{} = inner} when not is_struct(inner) ->
+          {key, quantize_kernels(inner, join(path, key), filter, opts)}
+
+        other ->
+          other
+      end)
+    end
+
+    defp join(nil, key), do: to_string(key)
+    defp join(path, key), do: "#{path}.#{key}"
 
     defp quantize_layers(params, only, opts) do
       gs = opts[:group_size]

@@ -118,6 +118,32 @@ if Code.ensure_loaded?(Nx) and Version.match?(nx_version, ">= 0.10.0") do
       assert Nx.to_binary(Nx.backend_transfer(e, Nx.BinaryBackend)) == <<30, 3::4>>
     end
 
+    test "Emily.Compiler takes them as arguments: f8 dots (emily_dot_fp8's route) as eagerly" do
+      on = fn list, shape, type ->
+        Nx.tensor(list, type: :f32, backend: Emily.Backend) |> Nx.reshape(shape) |> Nx.as_type(type)
+      end
+
+      a = on.(Enum.map(0..127, &((&1 - 60) / 16)), {4, 32}, :f8_e4m3fn)
+      b = on.(Enum.map(0..255, &((&1 - 100) / -40)), {32, 8}, :f8_e4m3fn)
+      b5 = Nx.as_type(b, :f8)
+      x = on.(Enum.map(0..127, &(&1 / 10)), {4, 32}, :f32)
+      dot = Nx.Defn.jit(&Nx.dot/2, compiler: Emily.Compiler)
+
+      for {l, r, what} <- [{a, b, "e4m3 . e4m3"}, {a, b5, "e4m3 . e5m2"}, {x, b, "f32 . e4m3"}] do
+        got = dot.(l, r)
+        assert {:graph, _} = Emily.Compiler.last_run()
+        want = Nx.dot(l, r)
+
+        assert {got.type, got.shape, Nx.to_binary(got)} ==
+                 {want.type, want.shape, Nx.to_binary(want)},
+               what
+      end
+
+      s = Nx.tensor([7, -8, 3], type: :s4, backend: Emily.Backend)
+      got = Nx.Defn.jit(&Nx.add(&1, 1), compiler: Emily.Compiler).(s)
+      assert_same(got, Nx.add(binary(s), 1), "compiled s4 + 1")
+    end
+
     test "sub-byte tensors are not shared through pointers" do
       t = Nx.tensor([1, 2], type: :u4, backend: Emily.Backend)
       assert_raise ArgumentError, ~r/sub-byte types/, fn -> Nx.to_pointer(t, mode: :local) end
