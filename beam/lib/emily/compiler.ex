@@ -76,7 +76,8 @@ if Code.ensure_loaded?(Nx.Defn.Compiler) do
     @patterns [
       layer_norm: :pattern_layer_norm,
       rms_norm: :pattern_rms_norm,
-      softmax: :pattern_softmax
+      softmax: :pattern_softmax,
+      attention: :pattern_attention
     ]
 
     # Expressions the graph does not hold: side effects and Elixir
