@@ -13,7 +13,8 @@
  *               upcast to f32, or f32), mean(x * x) + eps, rsqrt, x times it,
  *               back to x's type, times the weight;
  *   softmax     Axon.Activations.softmax over the last axis: x - reduce_max,
- *               exp, 1 / sum times the exponentials, in any float type.
+ *               exp, 1 / sum times the exponentials, in any float type;
+ *   attention   Bumblebee's attention as one sdpa call (patterns_attention.c).
  *
  * A match is substituted only when it is the contract exactly: the types
  * of every intermediate are the contract's, reductions are over the last
@@ -26,8 +27,13 @@
  *
  * Runs after constant folding and the pow rewrite (so eps and n are
  * constants, and x^2 is x * x), before dead calls are dropped.
+ * Calls are visited in order, so a softmax is substituted before the
+ * attention holding it is seen (which then takes the softmax call in);
+ * uses[] follows each substitution, so that the calls it left dead are
+ * neither roots nor count as readers.
  * emily_graph_options.no_patterns or EMILY_GRAPH_PATTERNS=0 turns it off;
- * EMILY_GRAPH_TRACE=1 prints each substitution. */
+ * EMILY_GRAPH_TRACE=1 prints each substitution, EMILY_GRAPH_DUMP=1 the
+ * graph's calls before the pass. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
