@@ -380,11 +380,11 @@ ERL_NIF_TERM nif_graph_stats(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]
     emily_graph_get_stats(g, &st);
     const char *names[] = {"params", "constants", "calls", "folded", "dropped", "rewritten", "fused_calls",
                            "fused_groups", "steps", "outputs", "peak_bytes", "replays", "replay_bytes",
-                           "patterns", "pattern_layer_norm", "pattern_rms_norm", "pattern_softmax"};
+                           "patterns", "pattern_layer_norm", "pattern_rms_norm", "pattern_softmax", "pattern_attention"};
     int64_t values[] = {st.params, st.constants, st.calls, st.folded, st.dropped, st.rewritten,
                         st.fused_calls, st.fused_groups, st.steps, st.outputs, st.peak_bytes,
                         st.replays, st.replay_bytes, st.patterns, st.pattern_layer_norm,
-                        st.pattern_rms_norm, st.pattern_softmax};
+                        st.pattern_rms_norm, st.pattern_softmax, st.pattern_attention};
     enum { NSTATS = sizeof values / sizeof *values };
     ERL_NIF_TERM keys[NSTATS], vs[NSTATS], map;
     for (int i = 0; i < NSTATS; i++) {

@@ -129,6 +129,7 @@ typedef struct emily_graph_stats {
      * branches it holds too */
     int64_t patterns;
     int64_t pattern_layer_norm, pattern_rms_norm, pattern_softmax;
+    int64_t pattern_attention; /* Bumblebee's attention as one sdpa call */
 } emily_graph_stats;
 EMILY_API emily_status emily_graph_get_stats(const emily_graph *g, emily_graph_stats *stats);
 

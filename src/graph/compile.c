@@ -290,6 +290,7 @@ static void add_pattern_stats(emily_graph_stats *to, const emily_graph *from) {
     to->pattern_layer_norm += from->stats.pattern_layer_norm;
     to->pattern_rms_norm += from->stats.pattern_rms_norm;
     to->pattern_softmax += from->stats.pattern_softmax;
+    to->pattern_attention += from->stats.pattern_attention;
 }
 
 emily_status emily_graph_compile(emily_graph *g, emily_device device, const emily_graph_options *opts) {

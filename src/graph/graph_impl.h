@@ -4,6 +4,7 @@
 #define EMILY_GRAPH_IMPL_H
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdbool.h>
 #include "emily/emily.h"
 #include "emily/graph.h"
@@ -124,10 +125,13 @@ emily_status emi_graph_replay_run(emily_graph *g, emily_tensor *const *params, e
                                   bool *done);
 void emi_graph_replay_free(emily_graph *g);
 
-/* pattern fusion (patterns.c): composed layer norms, rms norms and
- * softmaxes replaced by the fused ops' calls, after folding and before
- * dead calls are dropped. */
+/* pattern fusion (patterns.c, patterns_attention.c): composed layer
+ * norms, rms norms, softmaxes and attentions replaced by the fused ops'
+ * calls, after folding and before dead calls are dropped. */
 emily_status emi_graph_patterns(emily_graph *g, const emily_graph_options *opts);
+/* A text listing of g's live calls (dump.c; EMILY_GRAPH_DUMP=1 prints
+ * each graph the pattern pass sees). */
+void emi_graph_dump(const emily_graph *g, FILE *f);
 
 /* fusion (fuse.c): plans fused groups over the compiled graph's steps,
  * and runs one. */

@@ -8,7 +8,8 @@
  *   rms_norm(out, x, gamma, opts)             opts: epsilon (default 1.0e-6, Bumblebee's)
  *   sdpa(out, q, k, v, [mask,] [sinks,] opts)  opts: scale (default 1/sqrt(D)),
  *        causal (false), mask and sinks (booleans: whether that tensor is
- *        among the arguments; both false by default)
+ *        among the arguments; both false by default); the engine graph's
+ *        pattern pass substitutes it for Bumblebee's attention
  *   rope(out, x, positions, [inv_freq,] opts)  opts: dims (nil or 0: D), base
  *        (10000), traditional (false), scaling (nil/:none, :linear, :dynamic,
  *        :llama3), factor, low_frequency_factor, high_frequency_factor,

@@ -3,8 +3,10 @@
  * exactly as Emily.Compiler records them get the fused call, with results
  * within the bound docs/graph.md states of the same graph compiled with
  * no_patterns; near misses keep their calls; the switches turn it off. */
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 #include "harness.h"
 
 /* Deterministic pseudo-random values in [lo, lo + span). */
@@ -204,6 +206,175 @@ static emily_graph *softmax_graph(emily_dtype dt, const int64_t *shape, int vari
     }
     int32_t outs[2] = {y, e};
     CHECK_OK(emily_graph_set_outputs(g, variant == SM_EXP_READ_TWICE ? 2 : 1, outs));
+    release_constants();
+    return g;
+}
+
+/* ---- attention ------------------------------------------------------ */
+
+enum {
+    ATT_AS_BUMBLEBEE,     /* BERT: padding mask, multi-head */
+    ATT_CAUSAL_GROUPED,   /* Llama without a cache: causal and key mask, kv heads repeated */
+    ATT_NO_BIAS,          /* no bias added, no scale multiply (scale 1) */
+    ATT_GROUPED_REPEAT_READ, /* the repeated k also a graph output: no regrouping */
+    ATT_DIVIDED_SCALE,    /* scores / sqrt(D) instead of * (1 / sqrt(D)) */
+    ATT_HEAD_SCALE,       /* the scale a {1, H, 1, 1} tensor, not one number */
+    ATT_WEIGHTS_OUTPUT,   /* the probabilities also a graph output */
+    ATT_SCORES_READ_TWICE, /* the scaled scores read by another call */
+    ATT_F64_BIAS,         /* an f64 bias: the logits widen to f64 */
+    ATT_INT_BIAS,         /* an s32 bias: not an additive float mask */
+    ATT_KEYS_CONTRACTED_ON_2, /* k transposed to {B, H, D, S}, contracted on axis 2 */
+    ATT_HIGHEST_DOTS,     /* the dots ask for precision :highest */
+};
+
+/* Dimensions of the attention graphs. */
+enum { AB = 3, AS = 24, AH = 4, AD = 16 };
+
+static emily_value axes_list(emily_value *items, const int64_t *xs, size_t n) {
+    for (size_t i = 0; i < n; i++) items[i] = v_int(xs[i]);
+    return v_list(items, n);
+}
+
+/* transpose(x, [0, 2, 1, 3]) of a rank-4 x of shape s (type dt) */
+static int32_t swap12(emily_graph *g, int32_t x, emily_dtype dt, const int64_t *s) {
+    static const int64_t perm[4] = {0, 2, 1, 3};
+    int64_t t[4] = {s[0], s[2], s[1], s[3]}; /* the graph copies the template */
+    emily_value items[4], out = v_tmpl(dt, 4, t);
+    return GRAPH_CALL(g, "transpose", &out, v_ref(x), axes_list(items, perm, 4));
+}
+
+/* dot(a, [ca], [0, 1], b, [cb], [0, 1]) of type dt and shape s, with
+ * [precision: :highest] when highest */
+static int32_t batched_dot_call(emily_graph *g, int32_t a, int64_t ca, int32_t b, int64_t cb, emily_dtype dt,
+                                const int64_t *s, bool highest) {
+    static const int64_t batch[2] = {0, 1};
+    emily_value i1[1], i2[2], i3[1], i4[2], out = v_tmpl(dt, 4, s), pitems[1] = {v_atom("highest")};
+    pitems[0].len = strlen("highest");
+    const char *pkeys[1] = {"precision"};
+    if (highest)
+        return GRAPH_CALL(g, "dot", &out, v_ref(a), axes_list(i1, &ca, 1), axes_list(i2, batch, 2), v_ref(b),
+                          axes_list(i3, &cb, 1), axes_list(i4, batch, 2), v_opts(pkeys, pitems, 1));
+    return GRAPH_CALL(g, "dot", &out, v_ref(a), axes_list(i1, &ca, 1), axes_list(i2, batch, 2), v_ref(b),
+                      axes_list(i3, &cb, 1), axes_list(i4, batch, 2));
+}
+
+/* Bumblebee.Utils.Nx.repeat_interleave(x, g, axis: 2) of x {B, S, Hkv, D}
+ * as Nx records it: new axis, tile (a rank-10 reshape, the broadcast of
+ * the repeated axis, a reshape back), flatten. */
+static int32_t repeat_heads(emily_graph *g, int32_t x, emily_dtype dt, int64_t hkv, int64_t groups) {
+    static int64_t s5[5], s10[10], b10[10], r5[5], s4[4];
+    int64_t s5v[5] = {AB, AS, hkv, 1, AD}, s10v[10] = {1, AB, 1, AS, 1, hkv, 1, 1, 1, AD},
+            r5v[5] = {AB, AS, hkv, groups, AD}, s4v[4] = {AB, AS, hkv * groups, AD};
+    memcpy(s5, s5v, sizeof s5);
+    memcpy(s10, s10v, sizeof s10);
+    memcpy(b10, s10v, sizeof b10);
+    b10[6] = groups;
+    memcpy(r5, r5v, sizeof r5);
+    memcpy(s4, s4v, sizeof s4);
+    static const int64_t ident[10] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
+    emily_value o5 = v_tmpl(dt, 5, s5), o10 = v_tmpl(dt, 10, s10), ob = v_tmpl(dt, 10, b10), or5 = v_tmpl(dt, 5, r5),
+                o4 = v_tmpl(dt, 4, s4), shape_items[10], axis_items[10];
+    int32_t a = GRAPH_CALL(g, "reshape", &o5, v_ref(x));
+    int32_t b = GRAPH_CALL(g, "reshape", &o10, v_ref(a));
+    int32_t c = GRAPH_CALL(g, "broadcast", &ob, v_ref(b), axes_list(shape_items, b10, 10), axes_list(axis_items, ident, 10));
+    int32_t d = GRAPH_CALL(g, "reshape", &or5, v_ref(c));
+    return GRAPH_CALL(g, "reshape", &o4, v_ref(d));
+}
+
+/* Bumblebee's attention (attention_weights_impl, attention_output_impl)
+ * over q {B, S, H, D}, k and v {B, S, Hkv, D} of type dt and a key mask
+ * u32 {B, S}: the padding mask (and the causal one) as the bias
+ * select(mask, 0, min_finite), Axon's softmax composed, the output
+ * transposed back to {B, S, H, D}. Parameters q, k, v, key mask. */
+static emily_graph *attention_graph(emily_dtype dt, int variant) {
+    bool grouped = variant == ATT_CAUSAL_GROUPED || variant == ATT_GROUPED_REPEAT_READ;
+    int64_t hkv = grouped ? AH / 2 : AH;
+    emily_graph *g = NULL;
+    CHECK_OK(emily_graph_create(&g));
+    int32_t q, kp, vp, km;
+    static const int64_t qs[4] = {AB, AS, AH, AD}, ms[2] = {AB, AS}, hs[4] = {AB, AH, AS, AD}, ss[4] = {AB, AH, AS, AS},
+                         st[4] = {AB, AH, AS, 1}, m3[3] = {AB, 1, AS}, m4[4] = {AB, 1, 1, AS}, mc[4] = {AB, 1, AS, AS},
+                         kts[4] = {AB, AH, AD, AS}, hsc[4] = {1, AH, 1, 1};
+    int64_t kvs[4] = {AB, AS, hkv, AD};
+    CHECK_OK(emily_graph_add_param(g, dt, 4, qs, &q));
+    CHECK_OK(emily_graph_add_param(g, dt, 4, kvs, &kp));
+    CHECK_OK(emily_graph_add_param(g, dt, 4, kvs, &vp));
+    CHECK_OK(emily_graph_add_param(g, EMILY_U32, 2, ms, &km));
+    bool highest = variant == ATT_HIGHEST_DOTS;
+    int32_t kr = grouped ? repeat_heads(g, kp, dt, hkv, AH / hkv) : kp;
+    int32_t vr = grouped ? repeat_heads(g, vp, dt, hkv, AH / hkv) : vp;
+    int32_t qt = swap12(g, q, dt, qs), s;
+    if (variant == ATT_KEYS_CONTRACTED_ON_2) {
+        static const int64_t perm[4] = {0, 2, 3, 1};
+        emily_value items[4], out = v_tmpl(dt, 4, kts);
+        int32_t kt2 = GRAPH_CALL(g, "transpose", &out, v_ref(kr), axes_list(items, perm, 4));
+        s = batched_dot_call(g, qt, 3, kt2, 2, dt, ss, false);
+    } else {
+        s = batched_dot_call(g, qt, 3, swap12(g, kr, dt, qs), 3, dt, ss, highest);
+    }
+    emily_value full = v_tmpl(dt, 4, ss);
+    /* Bumblebee's scale: 1 / as_type(sqrt(D)), a constant of q's type */
+    double scale = dt == EMILY_F64 ? 1 / sqrt((double)AD) : (double)(float)(1 / (float)sqrt((double)AD));
+    int32_t a = s;
+    if (variant == ATT_DIVIDED_SCALE) {
+        a = GRAPH_CALL(g, "divide", &full, v_ref(s), kept(k(dt, sqrt((double)AD))));
+    } else if (variant == ATT_HEAD_SCALE) {
+        double per_head[AH] = {0.25, 0.125, 0.5, 0.25}; /* the same in both builds */
+        emily_tensor *h64 = t_from(EMILY_F64, 4, hsc, per_head), *hsv = NULL;
+        CHECK_OK(emily_as_type(h64, dt, &hsv));
+        emily_tensor_release(h64);
+        a = GRAPH_CALL(g, "multiply", &full, kept(v_tensor(hsv)), v_ref(s));
+    } else if (variant != ATT_NO_BIAS) {
+        a = GRAPH_CALL(g, "multiply", &full, kept(k(dt, scale)), v_ref(s));
+    }
+    int32_t l = a;
+    emily_dtype lt = dt; /* the logits' type */
+    if (variant != ATT_NO_BIAS) {
+        emily_value o3 = v_tmpl(EMILY_U32, 3, m3), o4 = v_tmpl(EMILY_U32, 4, m4);
+        int32_t r3 = GRAPH_CALL(g, "reshape", &o3, v_ref(km));
+        int32_t r4 = GRAPH_CALL(g, "reshape", &o4, v_ref(r3));
+        int32_t both;
+        bool causal = variant == ATT_CAUSAL_GROUPED || variant == ATT_GROUPED_REPEAT_READ;
+        if (causal) {
+            /* Bumblebee's causal mask iota({S, 1}) >= iota({1, S}), folded */
+            static const int64_t cs[4] = {1, 1, AS, AS};
+            uint8_t tri[AS * AS];
+            for (int i = 0; i < AS; i++)
+                for (int j = 0; j < AS; j++) tri[i * AS + j] = j <= i;
+            emily_tensor *ct = t_from(EMILY_U8, 4, cs, tri);
+            emily_value ob = v_tmpl(EMILY_U8, 4, mc);
+            both = GRAPH_CALL(g, "logical_and", &ob, v_ref(r4), kept(v_tensor(ct)));
+        } else {
+            emily_value ob = v_tmpl(EMILY_U8, 4, m4);
+            both = GRAPH_CALL(g, "logical_and", &ob, v_ref(r4), kept(k(EMILY_S32, 1)));
+        }
+        emily_dtype bt = variant == ATT_F64_BIAS ? EMILY_F64 : variant == ATT_INT_BIAS ? EMILY_S32 : dt;
+        double lowest = bt == EMILY_F64 ? -DBL_MAX : bt == EMILY_S32 ? -2147483647.0 - 1 : -(double)FLT_MAX;
+        if (dt == EMILY_BF16 && bt == dt) lowest = -0x1.fep127;
+        lt = emily_type_merge(dt, bt);
+        emily_value bo = v_tmpl(bt, 4, causal ? mc : m4), lo = v_tmpl(lt, 4, ss);
+        int32_t bias = GRAPH_CALL(g, "select", &bo, v_ref(both), kept(k(bt, 0)), kept(k(bt, lowest)));
+        l = GRAPH_CALL(g, "add", &lo, v_ref(a), v_ref(bias));
+    }
+    emily_value lfull = v_tmpl(lt, 4, ss), lstat = v_tmpl(lt, 4, st);
+    int32_t mx = reduce_rows(g, "reduce_max", l, lt, 4, ss, 3);
+    int32_t d = GRAPH_CALL(g, "subtract", &lfull, v_ref(l), v_ref(mx));
+    int32_t e = GRAPH_CALL(g, "exp", &lfull, v_ref(d));
+    int32_t sm = reduce_rows(g, "sum", e, lt, 4, ss, 3);
+    int32_t r = GRAPH_CALL(g, "divide", &lstat, kept(k(EMILY_S32, 1)), v_ref(sm));
+    int32_t p = GRAPH_CALL(g, "multiply", &lfull, v_ref(r), v_ref(e));
+    if (lt != dt) {
+        emily_value back = v_tmpl(dt, 4, ss);
+        p = GRAPH_CALL(g, "as_type", &back, v_ref(p));
+    }
+    int32_t o = batched_dot_call(g, p, 3, swap12(g, vr, dt, qs), 2, dt, hs, highest);
+    int32_t y = swap12(g, o, dt, hs);
+    int32_t outs[2] = {y, -1};
+    size_t nout = 1;
+    if (variant == ATT_WEIGHTS_OUTPUT) outs[nout++] = p;
+    if (variant == ATT_SCORES_READ_TWICE) outs[nout++] = GRAPH_CALL(g, "exp", &full, v_ref(a));
+    if (variant == ATT_GROUPED_REPEAT_READ) outs[nout++] = kr;
+    CHECK_OK(emily_graph_set_outputs(g, nout, outs));
     release_constants();
     return g;
 }
@@ -452,6 +623,96 @@ TEST(saved_after_substitution) {
     RELEASE(x, a, b);
 }
 
+/* Attention's inputs: q, k, v (kv heads hkv) in [-2, 2) of type dt, and
+ * the key mask: batch 0 keeps every key, batch 1 the first 17, batch 2
+ * none (Bumblebee's min_finite bias then weighs every key alike). */
+static void attention_inputs(emily_dtype dt, int64_t hkv, emily_tensor **in) {
+    static const int64_t qs[4] = {AB, AS, AH, AD}, ms[2] = {AB, AS};
+    int64_t kvs[4] = {AB, AS, hkv, AD};
+    uint32_t mask[AB * AS];
+    for (int b = 0; b < AB; b++)
+        for (int j = 0; j < AS; j++) mask[b * AS + j] = b == 0 || (b == 1 && j < 17);
+    in[0] = random_tensor(dt, 4, qs, -2, 4);
+    in[1] = random_tensor(dt, 4, kvs, -2, 4);
+    in[2] = random_tensor(dt, 4, kvs, -2, 4);
+    in[3] = t_from(EMILY_U32, 2, ms, mask);
+}
+
+/* Compiles attention_graph(dt, variant) with and without patterns and
+ * checks the counts (attention, softmax), the calls the substitution
+ * dropped (dropped_more: the attention's 9, plus the 10 calls of the
+ * repeats of k and v where sdpa reads the kv heads itself) and that the
+ * outputs agree within tol ((|a - b| / (1 + |b|); 0: byte for byte). */
+static void check_attention(emily_dtype dt, int variant, int64_t want_att, int64_t want_sm, int64_t dropped_more,
+                            size_t nout, double tol) {
+    bool grouped = variant == ATT_CAUSAL_GROUPED || variant == ATT_GROUPED_REPEAT_READ;
+    emily_tensor *in[4], *on[2] = {NULL, NULL}, *off[2] = {NULL, NULL};
+    attention_inputs(dt, grouped ? AH / 2 : AH, in);
+    emily_graph_stats s_on, s_off;
+    run_graph(attention_graph(dt, variant), false, in, 4, on, nout, &s_on);
+    run_graph(attention_graph(dt, variant), true, in, 4, off, nout, &s_off);
+    CHECK(s_on.pattern_attention == want_att && s_on.pattern_softmax == want_sm &&
+          s_on.patterns == want_att + want_sm && s_off.patterns == 0);
+    if (want_att) CHECK(s_on.dropped - s_off.dropped == dropped_more);
+    for (size_t i = 0; i < nout; i++) {
+        CHECK(on[i] && off[i] && emily_tensor_dtype(on[i]) == emily_tensor_dtype(off[i]));
+        double d = tol == 0 ? (t_same_bytes(on[i], off[i]) ? 0 : 1) : max_rel_diff(on[i], off[i]);
+        if (!(d <= tol))
+            fprintf(stderr, "  variant %d output %zu: %g > %g (%g)\n", variant, i, d, tol, max_rel_diff(on[i], off[i]));
+        CHECK(d <= tol);
+        if (getenv("ATT_MEASURE")) fprintf(stderr, "measure variant %d dt %d: %g\n", variant, (int)dt, max_rel_diff(on[i], off[i]));
+    }
+    RELEASE(in[0], in[1], in[2], in[3], on[0], on[1], off[0], off[1]);
+}
+
+/* f32: the dots are BLAS's in both (another blocking: another order of
+ * the 16- and 24-term sums), the probabilities E / Z where Axon takes
+ * (1 / Z) * E (an ulp each), so outputs agree within a few ulp of the
+ * values (|v| < 2): 9.5e-8 measured, about 1.6 ulp; f64 3.0e-16. */
+TEST(attention_substituted) {
+    double f32_tol = 4 * 0x1p-24, f64_tol = 8 * 0x1p-53;
+    check_attention(EMILY_F32, ATT_AS_BUMBLEBEE, 1, 0, 9, 1, f32_tol);
+    check_attention(EMILY_F64, ATT_AS_BUMBLEBEE, 1, 0, 9, 1, f64_tol);
+    check_attention(EMILY_F32, ATT_CAUSAL_GROUPED, 1, 0, 19, 1, f32_tol);
+    check_attention(EMILY_F64, ATT_CAUSAL_GROUPED, 1, 0, 19, 1, f64_tol);
+    /* no bias and no scale: sdpa(q, k, v, scale: 1); 7 calls */
+    check_attention(EMILY_F32, ATT_NO_BIAS, 1, 0, 7, 1, f32_tol);
+    /* the repeat read elsewhere: the repeated heads go to sdpa as they are */
+    check_attention(EMILY_F32, ATT_GROUPED_REPEAT_READ, 1, 0, 9, 2, f32_tol);
+    /* the softmax pattern off: attention takes Axon's composed softmax */
+    setenv("EMILY_GRAPH_PATTERNS", "attention", 1);
+    check_attention(EMILY_F32, ATT_AS_BUMBLEBEE, 1, 0, 9, 1, f32_tol);
+    check_attention(EMILY_F32, ATT_CAUSAL_GROUPED, 1, 0, 19, 1, f32_tol);
+    /* attention off: the softmax alone */
+    setenv("EMILY_GRAPH_PATTERNS", "softmax", 1);
+    check_attention(EMILY_F32, ATT_AS_BUMBLEBEE, 0, 1, 0, 1, 0);
+    unsetenv("EMILY_GRAPH_PATTERNS");
+}
+
+/* Near misses keep the attention's calls (the softmax inside is still
+ * substituted where it is Axon's): the outputs are the composed ones. */
+TEST(attention_near_misses_kept) {
+    check_attention(EMILY_F32, ATT_DIVIDED_SCALE, 0, 1, 0, 1, 0);
+    check_attention(EMILY_F32, ATT_HEAD_SCALE, 0, 1, 0, 1, 0);
+    check_attention(EMILY_F32, ATT_WEIGHTS_OUTPUT, 0, 1, 0, 2, 0);
+    check_attention(EMILY_F32, ATT_SCORES_READ_TWICE, 0, 1, 0, 2, 0);
+    check_attention(EMILY_F32, ATT_KEYS_CONTRACTED_ON_2, 0, 1, 0, 1, 0);
+    check_attention(EMILY_F32, ATT_HIGHEST_DOTS, 0, 1, 0, 1, 0);
+    /* an f64 bias widens the logits to f64 (the softmax is f64's) */
+    check_attention(EMILY_F32, ATT_F64_BIAS, 0, 1, 0, 1, 0);
+    /* an integer bias: sdpa would read a u8 mask as keep/drop */
+    check_attention(EMILY_F32, ATT_INT_BIAS, 0, 1, 0, 1, 0);
+    /* f16/bf16: Bumblebee rounds the scores and the softmax to the type,
+     * the contract computes them in f32 */
+    check_attention(EMILY_BF16, ATT_AS_BUMBLEBEE, 0, 1, 0, 1, 0);
+    check_attention(EMILY_F16, ATT_CAUSAL_GROUPED, 0, 1, 0, 1, 0);
+    /* the process asks for Nx's f64 dot sums */
+    emily_dot_precision saved = emily_dot_get_precision();
+    emily_dot_set_precision(EMILY_DOT_PRECISION_HIGHEST);
+    check_attention(EMILY_F32, ATT_AS_BUMBLEBEE, 0, 1, 0, 1, 0);
+    emily_dot_set_precision(saved);
+}
+
 /* The op itself, eagerly: the composed ops' bytes on f32 and bf16 rows,
  * and its errors. */
 TEST(softmax_op) {
@@ -478,4 +739,4 @@ TEST(softmax_op) {
 RUN_TESTS("graph_patterns", CASE(layer_norm_substituted), CASE(layer_norm_near_misses_kept),
           CASE(rms_norm_substituted), CASE(rms_norm_near_misses_kept), CASE(softmax_substituted),
           CASE(softmax_near_misses_kept), CASE(softmax_edge_values), CASE(switches), CASE(saved_after_substitution),
-          CASE(softmax_op))
+          CASE(softmax_op), CASE(attention_substituted), CASE(attention_near_misses_kept))

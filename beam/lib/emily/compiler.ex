@@ -37,13 +37,15 @@ if Code.ensure_loaded?(Nx.Defn.Compiler) do
       * `:optimize` - `false` runs every recorded call one by one
         (default `true`).
       * `:patterns` - `false` keeps the composed forms of layer norm, RMS
-        norm and softmax as they are; by default (`true`) the engine
-        replaces each one whose types and shapes are exactly those of a
-        fused kernel (`Emily.Fast`'s, and a softmax) with that kernel's
-        call, and emits a `[:emily, :compiler, :pattern]` telemetry event
-        per pattern found in the graph, with measurements `%{count: n}`
-        and metadata `%{pattern: :layer_norm | :rms_norm | :softmax}`
-        (docs/graph.md says what each changes in rounding). The
+        norm, softmax and Bumblebee's attention as they are; by default
+        (`true`) the engine replaces each one whose types and shapes are
+        exactly those of a fused kernel (`Emily.Fast`'s, and a softmax)
+        with that kernel's call, and emits a `[:emily, :compiler, :pattern]`
+        telemetry event per pattern found in the graph, with measurements
+        `%{count: n}` and metadata
+        `%{pattern: :layer_norm | :rms_norm | :softmax | :attention}`
+        (docs/graph.md says what each changes in rounding; an attention
+        counts its softmax). The
         environment variable `EMILY_GRAPH_PATTERNS=0` turns it off too.
       * `:save_graph` - a path: the compiled graph is also saved there, to
         be run from C (`emily_graph_load`, `build/emily_run`). The
@@ -76,7 +78,8 @@ if Code.ensure_loaded?(Nx.Defn.Compiler) do
     @patterns [
       layer_norm: :pattern_layer_norm,
       rms_norm: :pattern_rms_norm,
-      softmax: :pattern_softmax
+      softmax: :pattern_softmax,
+      attention: :pattern_attention
     ]
 
     # Expressions the graph does not hold: side effects and Elixir

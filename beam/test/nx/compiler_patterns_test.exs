@@ -35,6 +35,61 @@ if Code.ensure_loaded?(Nx) do
       normalized * (0.0 + weight)
     end
 
+    # Bumblebee.Layers.attention_weights_impl and attention_output_impl
+    # (no head mask, no bias input, dropout 0: inference), with the key
+    # and value heads repeated as Bumblebee's transformer does for
+    # grouped-query attention (Bumblebee.Utils.Nx.repeat_interleave)
+    defn bumblebee_attention(query, key, value, key_mask, opts \\ []) do
+      opts = keyword!(opts, causal: false, groups: 1)
+      key = repeat_heads(key, opts[:groups])
+      value = repeat_heads(value, opts[:groups])
+      query = Nx.transpose(query, axes: [0, 2, 1, 3])
+      key = Nx.transpose(key, axes: [0, 2, 1, 3])
+      weights = Nx.dot(query, [3], [0, 1], key, [3], [0, 1])
+      depth = Nx.axis_size(query, -1)
+      weights = weights * (1 / Nx.as_type(Nx.sqrt(depth), Nx.type(query)))
+      key_mask = key_mask |> Nx.new_axis(1) |> Nx.new_axis(1)
+
+      causal_mask =
+        case opts[:causal] do
+          false ->
+            Nx.broadcast(1, {1, 1})
+
+          true ->
+            Nx.greater_equal(
+              Nx.iota({Nx.axis_size(query, 2), 1}),
+              Nx.iota({1, Nx.axis_size(key, 2)})
+            )
+        end
+        |> Nx.new_axis(0)
+        |> Nx.new_axis(0)
+
+      mask = key_mask and causal_mask
+
+      bias =
+        Nx.select(
+          mask,
+          Nx.tensor(0.0, type: Nx.type(query)),
+          Nx.Constants.min_finite(Nx.type(query))
+        )
+
+      weights = axon_softmax(weights + bias)
+      value = Nx.transpose(value, axes: [0, 2, 1, 3])
+      out = Nx.dot(weights, [3], [0, 1], value, [2], [0, 1])
+      Nx.transpose(out, axes: [0, 2, 1, 3])
+    end
+
+    deftransformp repeat_heads(tensor, times) do
+      if times == 1 do
+        tensor
+      else
+        tensor
+        |> Nx.new_axis(3)
+        |> Nx.tile([1, 1, 1, times, 1])
+        |> Nx.flatten(axes: [2, 3])
+      end
+    end
+
     # a near miss: the exponentials are a second result
     defn softmax_and_exp(x) do
       e = Nx.exp(x - Nx.reduce_max(x, axes: [-1], keep_axes: true))
@@ -146,6 +201,69 @@ if Code.ensure_loaded?(Nx) do
         refute_received {:pattern, _, _}
         assert %{patterns: 0, pattern_layer_norm: 0} = stats()
         assert_close(y, eval(&Fns.axon_layer_norm/3).(x, g, g), 0)
+      end)
+    end
+
+    # the dots' order (BLAS in both, another blocking) and the
+    # probabilities as E / Z where Axon takes (1 / Z) * E: a few ulp
+    # (docs/graph.md; 1.6 ulp measured in tests/unit/test_graph_patterns.c).
+    # The kernel's dots are BLAS's: the dots must be :fast (this suite
+    # runs at :highest, see test_helper.exs).
+    test "Bumblebee's attention becomes one sdpa call" do
+      q = uniform({2, 12, 4, 16}, :f32, -2.0, 2.0)
+      # batch 1 pads its last 5 keys
+      mask =
+        Nx.tensor([List.duplicate(1, 12), List.duplicate(1, 7) ++ List.duplicate(0, 5)],
+          type: :u32
+        )
+
+      for {opts, kv_heads} <- [{[], 4}, {[causal: true, groups: 2], 2}] do
+        k = uniform({2, 12, kv_heads, 16}, :f32, -2.0, 2.0)
+        v = uniform({2, 12, kv_heads, 16}, :f32, -1.0, 3.0)
+        fun = &Fns.bumblebee_attention(&1, &2, &3, &4, opts)
+
+        with_patterns_seen(fn ->
+          y = jit(fun, dot_precision: :fast).(q, k, v, mask)
+          assert_received {:pattern, :attention, 1}
+          # the softmax it holds counts as the attention
+          refute_received {:pattern, :softmax, _}
+          assert %{pattern_attention: 1, pattern_softmax: 0, patterns: 1} = stats()
+          off = jit(fun, dot_precision: :fast, patterns: false).(q, k, v, mask)
+          refute_received {:pattern, _, _}
+          assert %{patterns: 0} = stats()
+          assert_close(y, off, 4 * 2.0 ** -24)
+          evaluated = Emily.with_dot_precision(:fast, fn -> eval(fun).(q, k, v, mask) end)
+          assert_close(y, evaluated, 4 * 2.0 ** -24)
+        end)
+      end
+    end
+
+    test "attention with :highest dots stays composed (the kernel's dots are BLAS's)" do
+      q = uniform({1, 8, 2, 16}, :f32, -2.0, 2.0)
+      mask = Nx.broadcast(Nx.tensor(1, type: :u32), {1, 8})
+
+      with_patterns_seen(fn ->
+        y = jit(&Fns.bumblebee_attention/4, dot_precision: :highest).(q, q, q, mask)
+        refute_received {:pattern, :attention, _}
+        assert %{pattern_attention: 0, pattern_softmax: 1} = stats()
+
+        evaluated =
+          Emily.with_dot_precision(:highest, fn ->
+            eval(&Fns.bumblebee_attention/4).(q, q, q, mask)
+          end)
+
+        assert_close(y, evaluated, 0)
+      end)
+    end
+
+    test "bf16 attention stays composed (Bumblebee rounds the scores to bf16)" do
+      q = uniform({1, 8, 2, 16}, :bf16, -2.0, 2.0)
+      mask = Nx.broadcast(Nx.tensor(1, type: :u32), {1, 8})
+
+      with_patterns_seen(fn ->
+        jit(&Fns.bumblebee_attention/4, dot_precision: :fast).(q, q, q, mask)
+        refute_received {:pattern, :attention, _}
+        assert %{pattern_attention: 0, pattern_softmax: 1} = stats()
       end)
     end
 
