@@ -284,6 +284,10 @@ clean:
 	rm -rf build build-san build-tsan
 
 .PHONY: all check clean
+# Object files reached only through pattern rules (the tests') are
+# intermediates to make, which deletes them after each build and so
+# rebuilds them every time: keep them.
+.SECONDARY:
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
 
 # test_alloc_failure makes the N-th allocation fail: the linker's --wrap
