@@ -387,12 +387,25 @@ if Code.ensure_loaded?(Nx) do
 
     Options: `:scale_type` (`{:f, 32}` default, exact; `{:f, 16}` or
     `{:bf, 16}`, rounded where not exact), `:only` (a list of tensor
-    names to load; default all), `:device` (`:cpu` default).
+    names to load; default all), `:device` (`:cpu` default), `:as`
+    (`:weights`, the default: block-format tensors as `%Weight{}`;
+    `:tensors`: as quantized `Nx.Tensor`s like `quantize_tensor/2`'s,
+    of shape `{n, k}` and the scales' type, grouped along their last axis
+    (`axis: 1`), so that `Nx.dot(x, [-1], w, [1])` (`x . w^T`, the file's
+    `{out, in}` layout) is the fused quantized matmul, eagerly and under
+    `Emily.Compiler`, and every other use reads the dequantized values).
     Raises `ArgumentError` with the reader's message for a malformed
     file, an unknown name or a tensor type Emily does not load (Q6_K, ...).
     """
     def load_gguf(path, opts \\ []) do
-      opts = Keyword.validate!(opts, scale_type: {:f, 32}, only: nil, device: :cpu)
+      opts = Keyword.validate!(opts, scale_type: {:f, 32}, only: nil, device: :cpu, as: :weights)
+
+      unless opts[:as] in [:weights, :tensors] do
+        raise ArgumentError,
+              "Emily.Quantization.load_gguf: :as must be :weights or :tensors, got: " <>
+                inspect(opts[:as])
+      end
+
       only = if opts[:only], do: Enum.map(opts[:only], &to_string/1)
       device = Emily.normalize_device(opts[:device])
       scale_type = Nx.Type.normalize!(opts[:scale_type])
@@ -411,10 +424,22 @@ if Code.ensure_loaded?(Nx) do
             k = div(elem(packed.shape, 1) * 8, bits)
             scales = gguf_tensor(s)
             weight = %Weight{packed: packed, scales: scales, biases: gguf_tensor(b)}
-            {name, %{weight | bits: bits, group_size: gs, shape: {n, k}}}
+            weight = %{weight | bits: bits, group_size: gs, shape: {n, k}}
+            {name, if(opts[:as] == :tensors, do: gguf_quantized(weight), else: weight)}
         end)
 
       %{metadata: Map.new(meta), tensors: tensors}
+    end
+
+    # a %Weight{} of the file's {out, in} layout as quantize_tensor/2's
+    # tensor grouped along axis 1 (not transposed)
+    defp gguf_quantized(%Weight{shape: shape, scales: scales} = weight) do
+      %Nx.Tensor{
+        data: %Emily.Backend{ref: {:quantized, weight, false}},
+        type: scales.type,
+        shape: shape,
+        names: [nil, nil]
+      }
     end
 
     defp gguf_tensor(%{ref: ref} = data) do

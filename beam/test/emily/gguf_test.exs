@@ -104,6 +104,31 @@ defmodule Emily.GGUFTest do
     assert Nx.to_flat_list(Quantization.dequantize(only["q8"])) == want8
   end
 
+  test "as: :tensors gives quantized Nx tensors that Nx.dot multiplies fused", %{dir: dir} do
+    path = Path.join(dir, "t.gguf")
+    write_file(path)
+    %{tensors: ws} = Quantization.load_gguf(path)
+    %{tensors: ts} = Quantization.load_gguf(path, as: :tensors)
+
+    assert Nx.to_flat_list(ts["x"]) == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+    q41 = ts["q41"]
+    assert Quantization.quantized?(q41)
+    assert {q41.shape, q41.type} == {{1, 32}, {:f, 32}}
+    assert {%Weight{bits: 4, group_size: 32}, false} = Quantization.weight(q41)
+
+    # the values are the dequantized ones; the dot is the fused kernel's
+    assert Nx.to_flat_list(q41) == Nx.to_flat_list(Quantization.dequantize(ws["q41"]))
+    x = Nx.iota({3, 32}, type: :f32) |> Nx.divide(64)
+    fused = Quantization.dot(x, ws["q8"])
+    assert Nx.to_binary(Nx.dot(x, [1], ts["q8"], [1])) == Nx.to_binary(fused)
+    jitted = Nx.Defn.jit(fn x, w -> Nx.dot(x, [1], w, [1]) end, compiler: Emily.Compiler)
+    assert Nx.to_binary(jitted.(x, ts["q8"])) == Nx.to_binary(fused)
+
+    assert_raise ArgumentError, ~r/:as must be :weights or :tensors/, fn ->
+      Quantization.load_gguf(path, as: :dense)
+    end
+  end
+
   test "errors carry the reader's message", %{dir: dir} do
     path = Path.join(dir, "t.gguf")
     write_file(path)
