@@ -1,15 +1,17 @@
 /* The fused quantized matmul (emily/ops_quant.h) against the f32 dot of
- * the same product, at SmolLM2-135M's dense sizes for one decoded token:
- * x {1, 576} . W^T with W {1536, 576} (the MLP's up projection) and
- * {49152, 576} (the tied embedding head), 4 and 8 bits in groups of 64,
- * f32 x and weights. The f32 dot is emily_dot (OpenBLAS sgemv, FAST). Each
- * time is the median of 15 samples, each sample enough calls to last
- * >= 20 ms; every call makes and frees its output.
+ * the same product (x . W^T, W {N, K} dense), f32 x and weights, 4 and 8
+ * bits. Default shapes, groups of 64: SmolLM2-135M's for one decoded
+ * token (x {1, 576} by W {1536, 576}, the MLP's up projection; {49152,
+ * 576}, the tied embedding head; {576, 1536}, the down projection) and
+ * for a 37-token prompt, and MiniLM's FFN over 1024 tokens (1024 x 384
+ * by 1536 x 384). The f32 dot is emily_dot (OpenBLAS, FAST). Each time is
+ * the median of 15 samples, each sample enough calls to last >= 20 ms;
+ * every call makes and frees its output.
  *
  *     make CUDA=0 BUILD=build-c build-c/bench_quant
  *     build-c/bench_quant                      # the pool's threads
  *     OMP_NUM_THREADS=1 build-c/bench_quant    # one thread
- *     build-c/bench_quant 1x576x1536 ...       # other shapes (MxKxN)
+ *     build-c/bench_quant 1x576x1536:32 ...    # other shapes (MxKxN[:group])
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -18,6 +20,7 @@
 
 static emily_tensor *x, *w, *q, *s, *b;
 static int bits_;
+static long long group_;
 
 static void die(emily_status st, const char *what) {
     if (st) {
@@ -35,7 +38,7 @@ static void run_dot(void) {
 
 static void run_quant(void) {
     emily_tensor *r;
-    die(emily_quantized_matmul(x, q, s, b, bits_, 64, true, &r), "quantized_matmul");
+    die(emily_quantized_matmul(x, q, s, b, bits_, group_, true, &r), "quantized_matmul");
     emily_tensor_release(r);
 }
 
@@ -73,14 +76,18 @@ static emily_tensor *random_f32(int64_t rows, int64_t cols) {
 }
 
 int main(int argc, char **argv) {
-    static const char *defaults[] = {"1x576x1536", "1x576x49152"};
-    int nshapes = argc > 1 ? argc - 1 : 2;
-    printf("%-14s %5s %12s %12s %8s\n", "MxKxN", "bits", "f32 dot us", "fused us", "ratio");
+    static const char *defaults[] = {"1x576x1536",  "1x576x49152",  "1x1536x576",
+                                     "37x576x1536", "37x576x49152", "1024x384x1536"};
+    int ndefaults = (int)(sizeof defaults / sizeof *defaults);
+    int nshapes = argc > 1 ? argc - 1 : ndefaults;
+    printf("%-18s %5s %12s %12s %8s\n", "MxKxN:group", "bits", "f32 dot us", "fused us", "ratio");
     for (int i = 0; i < nshapes; i++) {
         const char *spec = argc > 1 ? argv[i + 1] : defaults[i];
         long long m, k, n;
-        if (sscanf(spec, "%lldx%lldx%lld", &m, &k, &n) != 3) {
-            fprintf(stderr, "shape %s: expected MxKxN\n", spec);
+        group_ = 64;
+        int fields = sscanf(spec, "%lldx%lldx%lld:%lld", &m, &k, &n, &group_);
+        if (fields < 3) {
+            fprintf(stderr, "shape %s: expected MxKxN or MxKxN:group\n", spec);
             return 2;
         }
         x = random_f32(m, k);
@@ -88,9 +95,11 @@ int main(int argc, char **argv) {
         double dense = time_us(run_dot);
         for (int bi = 0; bi < 2; bi++) {
             bits_ = bi == 0 ? 4 : 8;
-            die(emily_quantize(w, bits_, 64, &q, &s, &b), "quantize");
+            die(emily_quantize(w, bits_, group_, &q, &s, &b), "quantize");
             double fused = time_us(run_quant);
-            printf("%-14s %5d %12.1f %12.1f %8.2f\n", spec, bits_, dense, fused, fused / dense);
+            char label[64];
+            snprintf(label, sizeof label, "%lldx%lldx%lld:%lld", m, k, n, group_);
+            printf("%-18s %5d %12.1f %12.1f %8.2f\n", label, bits_, dense, fused, fused / dense);
             emily_tensor_release(q), emily_tensor_release(s), emily_tensor_release(b);
         }
         emily_tensor_release(x), emily_tensor_release(w);
