@@ -12,11 +12,19 @@
         int64_t kp = qmm_padded_k(VL_##sfx, j->bits, j->k);                                   \
         W *xp = calloc((size_t)(j->m * kp), sizeof(W));                                       \
         if (!xp) return NULL;                                                                 \
-        for (int64_t m = 0; m < j->m; m++)                                                    \
-            for (int64_t c = 0; c < j->k; c += chunk)                                         \
-                for (int64_t i = 0; i < VL_##sfx; i++)                                        \
-                    for (int64_t e = 0; e < fields && c + i * fields + e < j->k; e++)         \
-                        xp[m * kp + c + e * VL_##sfx + i] = x[m * j->k + c + i * fields + e]; \
+        for (int64_t m = 0; m < j->m; m++) {                                                  \
+            const W *xr = x + m * j->k;                                                       \
+            W *out = xp + m * kp;                                                             \
+            int64_t c = 0;                                                                    \
+            for (; c + chunk <= j->k; c += chunk)                                             \
+                for (int64_t e = 0; e < fields; e++)                                          \
+                    for (int64_t i = 0; i < VL_##sfx; i++)                                    \
+                        out[c + e * VL_##sfx + i] = xr[c + i * fields + e];                   \
+            /* the last, partial chunk; the rest of it stays 0 */                             \
+            for (int64_t i = 0; i < VL_##sfx; i++)                                            \
+                for (int64_t e = 0; e < fields && c + i * fields + e < j->k; e++)             \
+                    out[c + e * VL_##sfx + i] = xr[c + i * fields + e];                       \
+        }                                                                                     \
         return xp;                                                                            \
     }
 

@@ -14,6 +14,7 @@
  * COL_BLOCK; for each row k of W the block is decoded once and added,
  * times x[m, k], into every output row (an axpy per row of x). */
 #include <limits.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 #include "cpu/kernels.h"
@@ -28,9 +29,15 @@
 /* Rows of x from which the BLAS path is taken (measured: bench/quant.c,
  * bench/RESULTS-quant.md). */
 #define QMM_BLAS_MIN_ROWS 8
-/* Values of W decoded per block of the BLAS path (rows x K, about
- * 256 KB in f32: the block stays in L2 while gemm reads it). */
-#define QMM_BLAS_BLOCK ((int64_t)1 << 16)
+/* The BLAS path's blocks of W's rows: each gemm call packs all of x
+ * again, a cost per block that matters for large M, while a small
+ * block stays in L2 for gemm's own packing. So a block holds about
+ * max(64K, 256 M) decoded values, at most QMM_BLAS_ROWS rows and
+ * QMM_BLAS_VALUES values (4 MB in f32), and fewer rows when that would
+ * leave some of the pool's threads without a block (measured:
+ * bench/RESULTS-quant.md). */
+#define QMM_BLAS_ROWS 512
+#define QMM_BLAS_VALUES ((int64_t)1 << 20)
 
 #define QMM(W, sfx)                                                                          \
     /* Column blocks [c0, c1) of COL_BLOCK: W {K, N} quantized along N. */                   \
@@ -63,16 +70,22 @@ static const void *at(const emily_tensor *t) {
     return (const char *)emily_tensor_base(t) + t->offset * (int64_t)emily_dtype_size(t->dtype);
 }
 
-static int64_t env_int(const char *name, int64_t fallback) {
-    const char *v = getenv(name);
-    return v && *v ? strtoll(v, NULL, 10) : fallback;
+static int64_t blas_rows(int64_t m, int64_t n, int64_t kp) {
+    int64_t threads = omp_get_max_threads();
+    int64_t rows = (n + 2 * threads - 1) / (2 * threads);
+    int64_t values = m * 256 > (1 << 16) ? m * 256 : (1 << 16);
+    values = values < QMM_BLAS_VALUES ? values : QMM_BLAS_VALUES;
+    int64_t most = values / kp < QMM_BLAS_ROWS ? values / kp : QMM_BLAS_ROWS;
+    rows = rows < most ? rows : most;
+    rows = (rows + 15) / 16 * 16;
+    return rows < n ? rows : n;
 }
 
 /* W {N, K}: the few-rows or the BLAS path, both reading x re-laid out
  * for the lane decoder. */
 static emily_status transposed(qmm_job *j, bool parallel) {
     int64_t kp = emi_qmm_lanes_padded_k(j);
-    bool blas = j->m >= env_int("EMI_QMM_BLAS_MIN", QMM_BLAS_MIN_ROWS) && j->m <= INT_MAX &&
+    bool blas = j->m >= QMM_BLAS_MIN_ROWS && j->m <= INT_MAX &&
                 j->n <= INT_MAX && kp <= INT_MAX;
     void *xp = emi_qmm_lanes_layout(j);
     if (!xp)
@@ -81,9 +94,7 @@ static emily_status transposed(qmm_job *j, bool parallel) {
                            (long long)j->m, (long long)kp);
     j->xp = xp;
     if (blas) {
-        int64_t rows = env_int("EMI_QMM_BLOCK", QMM_BLAS_BLOCK) / kp;
-        rows = rows < 16 ? 16 : rows / 16 * 16;
-        j->rows = rows < j->n ? rows : j->n;
+        j->rows = blas_rows(j->m, j->n, kp);
         emi_cpu_blas_one_thread();
         emi_cpu_parallel_ranges((j->n + j->rows - 1) / j->rows, 1, parallel, emi_qmm_blas_blocks,
                                 j);
