@@ -17,20 +17,15 @@
  * conversion of the (exact, < 256) code, one multiply and one add, no
  * fused multiply-add (-ffp-contract=off). GCC vector extensions, always
  * inlined into EMI_QUANT_HOT functions, so that each target clone
- * (AVX2, AVX-512, baseline) gets its ISA's instructions. */
+ * (AVX2, AVX-512, baseline) gets its ISA's instructions; vectors pass
+ * through pointers (a vector argument or result by value has an ABI
+ * that depends on the ISA, which GCC and clang warn about). */
 #ifndef EMILY_CPU_QUANT_LANES_H
 #define EMILY_CPU_QUANT_LANES_H
 
 #include <stdint.h>
 #include <string.h>
 #include "cpu/quant_decode.h"
-
-/* The vectors pass between always-inlined functions of one clone: no
- * call between code built for different ISAs, whatever GCC's ABI note
- * says about vector arguments without AVX. */
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wpsabi"
-#endif
 
 /* Elements of one chunk. */
 #define QMM_CHUNK(VL, bits) ((int64_t)(VL) * 32 / (bits))
@@ -60,11 +55,12 @@ QMM_LANE_CHUNK(f64)
      * (lane i in group i * GPC / VL; GPC > 1 for groups smaller than a \
      * chunk): broadcasts blended by lane masks, as GCC builds a vector \
      * from scalars through the stack. */                               \
-    EMI_QUANT_INLINE v_##sfx qmm_spread_##sfx(const W *v, int gpc) {                          \
-        v_##sfx r = {0};                                                                      \
+    EMI_QUANT_INLINE void qmm_spread_##sfx(v_##sfx *out, const W *v, int gpc) {               \
         if (gpc == 1) {                                                                       \
+            v_##sfx r = {0};                                                                  \
             for (int i = 0; i < VL_##sfx; i++) r[i] = v[0];                                   \
-            return r;                                                                         \
+            *out = r;                                                                         \
+            return;                                                                           \
         }                                                                                     \
         vm_##sfx acc = {0};                                                                   \
         for (int g = 0; g < gpc; g++) {                                                       \
@@ -74,44 +70,43 @@ QMM_LANE_CHUNK(f64)
                 mask[i] = i * gpc / VL_##sfx == g ? -1 : 0, one[i] = v[g];                    \
             acc |= (vm_##sfx)one & mask;                                                      \
         }                                                                                     \
-        return (v_##sfx)acc;                                                                  \
+        *out = (v_##sfx)acc;                                                                  \
     }                                                                                         \
     /* Whole chunk c of a row (q, s, b: its codes, scales, biases; groups \
      * of 1 << gshift), gpc (1, 2 or 4) a constant in each branch. */   \
-    EMI_QUANT_INLINE chunk_##sfx qmm_chunk_##sfx(const uint8_t *q, const W *s, const W *b,    \
-                                                 int64_t c, int gshift, int bits, int gpc) {  \
-        chunk_##sfx ch;                                                                       \
+    EMI_QUANT_INLINE void qmm_chunk_##sfx(chunk_##sfx *ch, const uint8_t *q, const W *s,      \
+                                          const W *b, int64_t c, int gshift, int bits,        \
+                                          int gpc) {                                          \
         int64_t g = (c * QMM_CHUNK(VL_##sfx, bits)) >> gshift;                                \
-        memcpy(&ch.raw, q + c * 4 * VL_##sfx, sizeof ch.raw);                                 \
-        if (gpc == 1) ch.s = qmm_spread_##sfx(s + g, 1), ch.b = qmm_spread_##sfx(b + g, 1);   \
-        else if (gpc == 2) ch.s = qmm_spread_##sfx(s + g, 2), ch.b = qmm_spread_##sfx(b + g, 2); \
-        else ch.s = qmm_spread_##sfx(s + g, 4), ch.b = qmm_spread_##sfx(b + g, 4);            \
-        return ch;                                                                            \
+        memcpy(&ch->raw, q + c * 4 * VL_##sfx, sizeof ch->raw);                               \
+        if (gpc == 1) qmm_spread_##sfx(&ch->s, s + g, 1), qmm_spread_##sfx(&ch->b, b + g, 1); \
+        else if (gpc == 2)                                                                    \
+            qmm_spread_##sfx(&ch->s, s + g, 2), qmm_spread_##sfx(&ch->b, b + g, 2);           \
+        else qmm_spread_##sfx(&ch->s, s + g, 4), qmm_spread_##sfx(&ch->b, b + g, 4);          \
     }                                                                                         \
     /* The last, partial chunk c (K not a multiple of a chunk's            \
      * elements): a zero-padded copy of its codes, scale and bias 0 past K \
      * (weights exactly 0, against x's zero padding). */                   \
-    static inline chunk_##sfx qmm_chunk_tail_##sfx(const uint8_t *q, const W *s, const W *b,  \
-                                                   int64_t c, int64_t k, int gshift,          \
-                                                   int bits) {                                \
-        chunk_##sfx ch;                                                                       \
+    static inline void qmm_chunk_tail_##sfx(chunk_##sfx *ch, const uint8_t *q, const W *s,    \
+                                            const W *b, int64_t c, int64_t k, int gshift,     \
+                                            int bits) {                                       \
         int64_t e0 = c * QMM_CHUNK(VL_##sfx, bits);                                           \
         uint8_t pad[4 * VL_##sfx] = {0};                                                      \
         memcpy(pad, q + c * 4 * VL_##sfx, (size_t)((k - e0) * bits / 8));                     \
-        memcpy(&ch.raw, pad, sizeof ch.raw);                                                  \
+        memcpy(&ch->raw, pad, sizeof ch->raw);                                                \
         for (int i = 0; i < VL_##sfx; i++) {                                                  \
             /* lane i: elements e0 + i * 32 / bits ..., in one group */                       \
             int64_t el = e0 + (int64_t)i * (32 / bits);                                       \
-            ch.s[i] = el < k ? s[el >> gshift] : 0;                                           \
-            ch.b[i] = el < k ? b[el >> gshift] : 0;                                           \
+            ch->s[i] = el < k ? s[el >> gshift] : 0;                                          \
+            ch->b[i] = el < k ? b[el >> gshift] : 0;                                          \
         }                                                                                     \
-        return ch;                                                                            \
     }                                                                                         \
     /* Field e of a chunk's lanes, decoded: W(W(q * s) + b). */                               \
-    EMI_QUANT_INLINE v_##sfx qmm_field_##sfx(const chunk_##sfx *ch, int e, int bits) {        \
+    EMI_QUANT_INLINE void qmm_field_##sfx(v_##sfx *out, const chunk_##sfx *ch, int e,        \
+                                          int bits) {                                         \
         vi_##sfx code = (vi_##sfx)((ch->raw >> (unsigned)(e * bits)) & ((1u << bits) - 1u));  \
         v_##sfx w = __builtin_convertvector(code, v_##sfx) * ch->s;                           \
-        return w + ch->b;                                                                     \
+        *out = w + ch->b;                                                                     \
     }
 
 QMM_LANES(float, f32)

@@ -27,11 +27,12 @@
             const W *s = (const W *)j->s + (n0 + r) * groups,                                 \
                     *b = (const W *)j->b + (n0 + r) * groups;                                 \
             for (int64_t c = 0; c * chunk < kp; c++) {                                        \
-                chunk_##sfx ch = c < whole                                                    \
-                                     ? qmm_chunk_##sfx(q, s, b, c, gshift, BITS, gpc)         \
-                                     : qmm_chunk_tail_##sfx(q, s, b, c, j->k, gshift, BITS);  \
+                chunk_##sfx ch;                                                               \
+                if (c < whole) qmm_chunk_##sfx(&ch, q, s, b, c, gshift, BITS, gpc);           \
+                else qmm_chunk_tail_##sfx(&ch, q, s, b, c, j->k, gshift, BITS);               \
                 _Pragma("GCC unroll 16") for (int e = 0; e < 32 / (BITS); e++) {              \
-                    v_##sfx w = qmm_field_##sfx(&ch, e, BITS);                                \
+                    v_##sfx w;                                                                \
+                    qmm_field_##sfx(&w, &ch, e, BITS);                                        \
                     memcpy(out + r * kp + c * chunk + e * VL_##sfx, &w, sizeof w);            \
                 }                                                                             \
             }                                                                                 \

@@ -24,10 +24,12 @@
         const W *const *sr, const W *const *br, int gshift, int gpc, bool tail, int64_t k) {  \
         enum { VL = VL_##sfx, FIELDS = 32 / (BITS) };                                         \
         _Pragma("GCC unroll 4") for (int r = 0; r < (R); r++) {                               \
-            chunk_##sfx ch = tail ? qmm_chunk_tail_##sfx(qr[r], sr[r], br[r], c, k, gshift, BITS) \
-                                  : qmm_chunk_##sfx(qr[r], sr[r], br[r], c, gshift, BITS, gpc); \
+            chunk_##sfx ch;                                                                   \
+            if (tail) qmm_chunk_tail_##sfx(&ch, qr[r], sr[r], br[r], c, k, gshift, BITS);     \
+            else qmm_chunk_##sfx(&ch, qr[r], sr[r], br[r], c, gshift, BITS, gpc);             \
             _Pragma("GCC unroll 16") for (int e = 0; e < FIELDS; e++) {                       \
-                v_##sfx w = qmm_field_##sfx(&ch, e, BITS);                                    \
+                v_##sfx w;                                                                    \
+                qmm_field_##sfx(&w, &ch, e, BITS);                                            \
                 _Pragma("GCC unroll 4") for (int m = 0; m < (MR); m++) {                      \
                     v_##sfx xv;                                                               \
                     memcpy(&xv, xr[m] + c * QMM_CHUNK(VL, BITS) + e * VL, sizeof xv);         \
