@@ -4,15 +4,18 @@
  * token (x {1, 576} by W {1536, 576}, the MLP's up projection; {49152,
  * 576}, the tied embedding head; {576, 1536}, the down projection) and
  * for a 37-token prompt, and MiniLM's FFN over 1024 tokens (1024 x 384
- * by 1536 x 384). The f32 dot is emily_dot (OpenBLAS, FAST). Each time is
- * the median of 15 samples, each sample enough calls to last >= 20 ms;
- * every call makes and frees its output.
+ * by 1536 x 384). The f32 dot is emily_dot (OpenBLAS, FAST: sgemm, also
+ * for one row); for one row of x, cblas_sgemv on the same arrays is
+ * timed too. ratio = fused / f32 dot. Each time is the median of 15
+ * samples, each sample enough calls to last >= 20 ms; every emily call
+ * makes and frees its output.
  *
  *     make CUDA=0 BUILD=build-c build-c/bench_quant
  *     build-c/bench_quant                      # the pool's threads
  *     OMP_NUM_THREADS=1 build-c/bench_quant    # one thread
  *     build-c/bench_quant 1x576x1536:32 ...    # other shapes (MxKxN[:group])
  */
+#include <cblas.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +24,9 @@
 static emily_tensor *x, *w, *q, *s, *b;
 static int bits_;
 static long long group_;
+/* x, W and y as plain arrays for cblas_sgemv (one row of x) */
+static float *xv, *wv, *yv;
+static long long kk_, nn_;
 
 static void die(emily_status st, const char *what) {
     if (st) {
@@ -34,6 +40,10 @@ static void run_dot(void) {
     int ca = 1, cb = 1;
     die(emily_dot(x, 1, &ca, 0, NULL, w, 1, &cb, 0, NULL, EMILY_DTYPE_AUTO, &r), "dot");
     emily_tensor_release(r);
+}
+
+static void run_sgemv(void) {
+    cblas_sgemv(CblasRowMajor, CblasNoTrans, (int)nn_, (int)kk_, 1.0f, wv, (int)kk_, xv, 1, 0.0f, yv, 1);
 }
 
 static void run_quant(void) {
@@ -80,7 +90,8 @@ int main(int argc, char **argv) {
                                      "37x576x1536", "37x576x49152", "1024x384x1536"};
     int ndefaults = (int)(sizeof defaults / sizeof *defaults);
     int nshapes = argc > 1 ? argc - 1 : ndefaults;
-    printf("%-18s %5s %12s %12s %8s\n", "MxKxN:group", "bits", "f32 dot us", "fused us", "ratio");
+    printf("%-18s %5s %12s %12s %12s %8s\n", "MxKxN:group", "bits", "f32 dot us", "sgemv us",
+           "fused us", "ratio");
     for (int i = 0; i < nshapes; i++) {
         const char *spec = argc > 1 ? argv[i + 1] : defaults[i];
         long long m, k, n;
@@ -92,14 +103,29 @@ int main(int argc, char **argv) {
         }
         x = random_f32(m, k);
         w = random_f32(n, k);
-        double dense = time_us(run_dot);
+        double dense = time_us(run_dot), gemv = 0;
+        if (m == 1) {
+            /* OpenBLAS's matrix-vector product itself (emily_dot runs
+             * sgemm, which packs W): one thread, as the engine runs BLAS */
+            kk_ = k, nn_ = n;
+            xv = malloc(sizeof *xv * (size_t)k), wv = malloc(sizeof *wv * (size_t)(n * k));
+            yv = malloc(sizeof *yv * (size_t)n);
+            if (!xv || !wv || !yv) die(EMILY_ERR_MEMORY, "malloc");
+            die(emily_to_binary(x, xv, sizeof *xv * (size_t)k), "x");
+            die(emily_to_binary(w, wv, sizeof *wv * (size_t)(n * k)), "w");
+            gemv = time_us(run_sgemv);
+            free(xv), free(wv), free(yv);
+        }
         for (int bi = 0; bi < 2; bi++) {
             bits_ = bi == 0 ? 4 : 8;
             die(emily_quantize(w, bits_, group_, &q, &s, &b), "quantize");
             double fused = time_us(run_quant);
             char label[64];
             snprintf(label, sizeof label, "%lldx%lldx%lld:%lld", m, k, n, group_);
-            printf("%-18s %5d %12.1f %12.1f %8.2f\n", label, bits_, dense, fused, fused / dense);
+            char gv[32] = "-";
+            if (m == 1) snprintf(gv, sizeof gv, "%.1f", gemv);
+            printf("%-18s %5d %12.1f %12s %12.1f %8.2f\n", label, bits_, dense, gv, fused,
+                   fused / dense);
             emily_tensor_release(q), emily_tensor_release(s), emily_tensor_release(b);
         }
         emily_tensor_release(x), emily_tensor_release(w);

@@ -30,15 +30,42 @@
 /* Elements of one chunk. */
 #define QMM_CHUNK(VL, bits) ((int64_t)(VL) * 32 / (bits))
 
-#define QMM_LANE_TYPES(W, sfx, VLANES, MASK)                                                  \
+#define QMM_LANE_TYPES(W, sfx, VLANES)                                                        \
     enum { VL_##sfx = VLANES };                                                               \
     typedef W v_##sfx __attribute__((vector_size(VLANES * sizeof(W))));                      \
     typedef int32_t vi_##sfx __attribute__((vector_size(VLANES * 4)));                        \
-    typedef uint32_t vu_##sfx __attribute__((vector_size(VLANES * 4)));                      \
-    typedef MASK vm_##sfx __attribute__((vector_size(VLANES * sizeof(W))));
+    typedef uint32_t vu_##sfx __attribute__((vector_size(VLANES * 4)));
 
-QMM_LANE_TYPES(float, f32, 8, int32_t)
-QMM_LANE_TYPES(double, f64, 4, int64_t)
+QMM_LANE_TYPES(float, f32, 8)
+QMM_LANE_TYPES(double, f64, 4)
+
+/* Several groups' values across a vector's lanes (GCC builds a vector
+ * from scalars through the stack; these are broadcasts and shuffles):
+ * f32, 2 groups: lanes 0-3 and 4-7; 4 groups: pairs of lanes. f64, 2
+ * groups: pairs of lanes; 4: one each. */
+typedef float v4_f32 __attribute__((vector_size(16)));
+typedef double v2_f64 __attribute__((vector_size(16)));
+#define QMM_SPREAD_f32(out, v, gpc)                                                           \
+    do {                                                                                      \
+        if ((gpc) == 2) {                                                                     \
+            v4_f32 lo = {(v)[0], (v)[0], (v)[0], (v)[0]}, hi = {(v)[1], (v)[1], (v)[1], (v)[1]}; \
+            *(out) = __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7);                 \
+        } else {                                                                              \
+            v4_f32 four;                                                                      \
+            memcpy(&four, (v), sizeof four);                                                  \
+            *(out) = __builtin_shufflevector(four, four, 0, 0, 1, 1, 2, 2, 3, 3);             \
+        }                                                                                     \
+    } while (0)
+#define QMM_SPREAD_f64(out, v, gpc)                                                           \
+    do {                                                                                      \
+        if ((gpc) == 2) {                                                                     \
+            v2_f64 two;                                                                       \
+            memcpy(&two, (v), sizeof two);                                                    \
+            *(out) = __builtin_shufflevector(two, two, 0, 0, 1, 1);                           \
+        } else {                                                                              \
+            memcpy((out), (v), sizeof *(out));                                                \
+        }                                                                                     \
+    } while (0)
 
 /* One chunk of a row: its codes, and each lane's scale and bias. */
 #define QMM_LANE_CHUNK(sfx)                                                                   \
@@ -53,24 +80,15 @@ QMM_LANE_CHUNK(f64)
 #define QMM_LANES(W, sfx)                                                                     \
     /* A group's value for every lane, GPC whole groups in the chunk    \
      * (lane i in group i * GPC / VL; GPC > 1 for groups smaller than a \
-     * chunk): broadcasts blended by lane masks, as GCC builds a vector \
-     * from scalars through the stack. */                               \
+     * chunk), from broadcasts and shuffles of the GPC values. */         \
     EMI_QUANT_INLINE void qmm_spread_##sfx(v_##sfx *out, const W *v, int gpc) {               \
         if (gpc == 1) {                                                                       \
             v_##sfx r = {0};                                                                  \
             for (int i = 0; i < VL_##sfx; i++) r[i] = v[0];                                   \
             *out = r;                                                                         \
-            return;                                                                           \
+        } else {                                                                              \
+            QMM_SPREAD_##sfx(out, v, gpc);                                                    \
         }                                                                                     \
-        vm_##sfx acc = {0};                                                                   \
-        for (int g = 0; g < gpc; g++) {                                                       \
-            vm_##sfx mask = {0};                                                              \
-            v_##sfx one = {0};                                                                \
-            for (int i = 0; i < VL_##sfx; i++)                                                \
-                mask[i] = i * gpc / VL_##sfx == g ? -1 : 0, one[i] = v[g];                    \
-            acc |= (vm_##sfx)one & mask;                                                      \
-        }                                                                                     \
-        *out = (v_##sfx)acc;                                                                  \
     }                                                                                         \
     /* Whole chunk c of a row (q, s, b: its codes, scales, biases; groups \
      * of 1 << gshift), gpc (1, 2 or 4) a constant in each branch. */   \
