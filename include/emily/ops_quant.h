@@ -62,7 +62,10 @@
  * T). The result is therefore that of x . dequantize(...)^T (dequantized
  * in A) within the bound of a reordered sum in A: |out - exact| <=
  * K * u_A * sum_k |x[m, k] * w[k, n]| (u_A: 2^-24 or 2^-53) plus the final
- * rounding to O. An x with no rows gives an empty output; K = 0 zeros.
+ * rounding to O (so a row's result may differ within that bound with the
+ * number of rows of x, which picks the path, and with the thread count,
+ * which cuts the BLAS path's blocks). An x with no rows gives an empty
+ * output; K = 0 zeros.
  *
  * Errors: EMILY_ERR_MEMORY when the scratch above cannot be allocated;
  * EMILY_ERR_ARGUMENT for NULLs and bits or group_size not in the
