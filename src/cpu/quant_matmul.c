@@ -95,9 +95,14 @@ static emily_status transposed(qmm_job *j, bool parallel) {
     j->xp = xp;
     if (blas) {
         j->rows = blas_rows(j->m, j->n, kp);
+        /* few blocks of W (a narrow N): x's rows cut too, at least 64 a job */
+        int64_t blocks = (j->n + j->rows - 1) / j->rows, want = 2 * omp_get_max_threads();
+        int64_t xblocks = blocks < want ? (want + blocks - 1) / blocks : 1;
+        xblocks = xblocks < j->m / 64 ? xblocks : j->m / 64 > 1 ? j->m / 64 : 1;
+        j->xrows = (j->m + xblocks - 1) / xblocks;
         emi_cpu_blas_one_thread();
-        emi_cpu_parallel_ranges((j->n + j->rows - 1) / j->rows, 1, parallel, emi_qmm_blas_blocks,
-                                j);
+        emi_cpu_parallel_ranges(blocks * ((j->m + j->xrows - 1) / j->xrows), 1, parallel,
+                                emi_qmm_blas_blocks, j);
     } else {
         int64_t tiles = (j->n + QMM_VEC_ROWS - 1) / QMM_VEC_ROWS;
         /* about 64K weights a job */

@@ -5,8 +5,10 @@
  * order, K padded to whole chunks with zero weights) and multiplied by
  * BLAS's gemm with all of x (re-laid out in the same order, padded with
  * zeros), x {M, Kp} times the block transposed into the block's columns
- * of out. Each code is decoded once per call, whatever M is, and the
- * product runs at BLAS's speed. The blocks are jobs on the engine's
+ * of out. Each code is decoded once per call, whatever M is (once per
+ * block of x's rows when a few blocks of W's rows are cut by x's rows as
+ * well, to give every thread work), and the product runs at BLAS's
+ * speed. The blocks are jobs on the engine's
  * pool, BLAS on one thread in each (as src/cpu/dot.c runs it). A job's
  * scratch is its own, taken per job: at most (threads) x rows x Kp
  * values exist at once, never the whole of W. */
@@ -49,18 +51,22 @@
         else if (j->bits == 8) decode_##sfx##_8(j, out, kp, n0, rows);                        \
         else decode_##sfx##_2(j, out, kp, n0, rows);                                          \
     }                                                                                         \
-    static void blocks_##sfx(qmm_job *j, int64_t b0, int64_t b1) {                            \
-        int64_t kp = emi_qmm_lanes_padded_k(j);                                               \
+    static void blocks_##sfx(qmm_job *j, int64_t t0, int64_t t1) {                            \
+        int64_t kp = emi_qmm_lanes_padded_k(j), xblocks = (j->m + j->xrows - 1) / j->xrows;   \
         W *tile = malloc(sizeof(W) * (size_t)(j->rows * kp));                                 \
         if (!tile) {                                                                          \
             atomic_store(&j->failed, true);                                                   \
             return;                                                                           \
         }                                                                                     \
-        for (int64_t blk = b0; blk < b1; blk++) {                                             \
+        int64_t decoded = -1;                                                                 \
+        for (int64_t t = t0; t < t1; t++) {                                                   \
+            int64_t blk = t / xblocks, m0 = (t % xblocks) * j->xrows;                         \
             int64_t n0 = blk * j->rows, rows = j->n - n0 < j->rows ? j->n - n0 : j->rows;     \
-            decode_rows_##sfx(j, tile, kp, n0, rows);                                         \
-            GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, (int)j->m, (int)rows, (int)kp, 1,   \
-                 j->xp, (int)kp, tile, (int)kp, 0, (W *)j->dst + n0, (int)j->n);              \
+            int64_t ms = j->m - m0 < j->xrows ? j->m - m0 : j->xrows;                         \
+            if (blk != decoded) decode_rows_##sfx(j, tile, kp, n0, rows), decoded = blk;      \
+            GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, (int)ms, (int)rows, (int)kp, 1,     \
+                 (const W *)j->xp + m0 * kp, (int)kp, tile, (int)kp, 0,                       \
+                 (W *)j->dst + m0 * j->n + n0, (int)j->n);                                    \
         }                                                                                     \
         free(tile);                                                                           \
     }

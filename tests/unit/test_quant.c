@@ -315,8 +315,9 @@ TEST(matmul_tiles_and_threads) {
  * blocks from 8; each width, group size and accumulation type, with K
  * not a multiple of the decoder's chunk (4 * lanes bytes: 64 elements
  * at 4 bits in f32, 128 at 2 bits, 32 at 8 bits; half that in f64),
- * groups smaller than a chunk (1, 2 or 4 groups a chunk), and N not a
- * multiple of the 4-row tiles or of the BLAS blocks. */
+ * groups smaller than a chunk (1, 2 or 4 groups a chunk), N not a
+ * multiple of the 4-row tiles or of the BLAS blocks, and N too narrow
+ * for one block a thread (x's rows cut too). */
 TEST(matmul_paths) {
     static const int64_t rows[7] = {1, 2, 3, 5, 7, 8, 9};
     static const int64_t ks[3] = {0, 1, 3}; /* extra groups past whole chunks of 128 */
@@ -339,6 +340,10 @@ TEST(matmul_paths) {
     matmul_case(EMILY_F32, EMILY_F32, 2, 32, true, 2, m8, 301, 160);
     matmul_case(EMILY_F64, EMILY_F64, 8, 64, true, 2, m37, 299, 192);
     matmul_case(EMILY_F32, EMILY_BF16, 4, 32, true, 2, m37, 130, 576);
+    /* narrow N, many rows of x: x's rows cut into blocks as well */
+    static const int64_t m300[1] = {300}, m200[1] = {200};
+    matmul_case(EMILY_F32, EMILY_F32, 4, 32, true, 2, m300, 20, 96);
+    matmul_case(EMILY_F64, EMILY_F64, 2, 64, true, 2, m200, 5, 192);
     /* K = one group, less than a chunk: only the partial chunk */
     static const int64_t m1[1] = {1};
     matmul_case(EMILY_F32, EMILY_F32, 2, 32, true, 2, m1, 7, 32);
