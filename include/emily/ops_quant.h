@@ -44,19 +44,31 @@
  *   transpose false (x . W): W is {K, N}, quantized along N (q {K, N *
  *                   bits / 8}, scales {K, N / group_size}); x is
  *                   {..., K}; out is {..., N}.
- * computed without materializing W: tiles of codes are decoded as they
- * are used. The accumulation type A is f64 when x or the scales are f64,
- * else f32; each weight is decoded in A as A(A(q * s) + b) (s, b read
- * exactly into A: for f32-or-narrower scales this is dequantize's value),
- * x is read exactly into A, and
+ * computed without materializing W. On the CPU, transposed: for x of
+ * fewer than 8 rows (a decode step) the codes are decoded in vector
+ * registers straight into the dots, nothing stored; from 8 rows (a
+ * prompt, a batch) blocks of W's rows are decoded into scratch and
+ * multiplied by BLAS's gemm, each block at most 512 rows and 2^20
+ * values of A (4 MB in f32, 8 MB in f64), one block per worker thread
+ * at a time; both paths also copy x once (M x K values of A, K rounded
+ * up to whole 32-byte, f64: 16-byte, chunks of codes). Not transposed:
+ * one row of a column block at a time. The accumulation type A is f64
+ * when x or the scales are f64, else f32; each weight is decoded in A as
+ * A(A(q * s) + b) (s, b read exactly into A: for f32-or-narrower scales
+ * this is dequantize's value), x is read exactly into A, and
  *   out[m, n] = O(sum over k of x[m, k] * w[k, n])   summed in A
- * in an order the device chooses, O = Nx.Type.merge(x's type, T). The
- * result is therefore that of x . dequantize(...)^T (dequantized in A)
- * within the bound of a reordered sum in A: |out - exact| <=
+ * in an order the device chooses, each product rounded to A or fused
+ * into its addition (BLAS's multiply-adds), O = Nx.Type.merge(x's type,
+ * T). The result is therefore that of x . dequantize(...)^T (dequantized
+ * in A) within the bound of a reordered sum in A: |out - exact| <=
  * K * u_A * sum_k |x[m, k] * w[k, n]| (u_A: 2^-24 or 2^-53) plus the final
- * rounding to O. An x with no rows gives an empty output; K = 0 zeros.
+ * rounding to O (so a row's result may differ within that bound with the
+ * number of rows of x, which picks the path, and with the thread count,
+ * which cuts the BLAS path's blocks). An x with no rows gives an empty
+ * output; K = 0 zeros.
  *
- * Errors: EMILY_ERR_ARGUMENT for NULLs and bits or group_size not in the
+ * Errors: EMILY_ERR_MEMORY when the scratch above cannot be allocated;
+ * EMILY_ERR_ARGUMENT for NULLs and bits or group_size not in the
  * lists above; EMILY_ERR_TYPE for a w, x or scales that is not a real
  * float, biases not of the scales' type, q not u8; EMILY_ERR_SHAPE for w
  * or q not a matrix, the grouped axis not a multiple of group_size, and

@@ -5,7 +5,9 @@
  * x . dequantize(q)^T computed by the engine's own dot at HIGHEST
  * precision (within the header's reordered-sum bound) for both
  * orientations, batched and strided x, f16/bf16/f64 inputs, sizes that
- * cut tiles and use the thread pool, empty operands, the dispatcher's
+ * cut tiles and use the thread pool, both CPU paths of the transposed
+ * product around their threshold and their partial chunks and blocks,
+ * an infinite bias next to a chunk's padding, empty operands, the dispatcher's
  * callbacks, and every bad argument. */
 #include <stdlib.h>
 #include "harness.h"
@@ -308,6 +310,77 @@ TEST(matmul_tiles_and_threads) {
     matmul_case(EMILY_F64, EMILY_F64, 2, 128, true, 2, m64, 77, 1024);
 }
 
+/* The transposed product's two CPU paths (src/cpu/quant_matmul.c):
+ * registers for M below 8 rows of x (1, 2, 3 and 4 rows at a time), BLAS
+ * blocks from 8; each width, group size and accumulation type, with K
+ * not a multiple of the decoder's chunk (4 * lanes bytes: 64 elements
+ * at 4 bits in f32, 128 at 2 bits, 32 at 8 bits; half that in f64),
+ * groups smaller than a chunk (1, 2 or 4 groups a chunk), N not a
+ * multiple of the 4-row tiles or of the BLAS blocks, and N too narrow
+ * for one block a thread (x's rows cut too). */
+TEST(matmul_paths) {
+    static const int64_t rows[7] = {1, 2, 3, 5, 7, 8, 9};
+    static const int64_t ks[3] = {0, 1, 3}; /* extra groups past whole chunks of 128 */
+    for (int wi = 0; wi < 3; wi++)
+        for (int gi = 0; gi < 3; gi++)
+            for (int ti = 0; ti < 2; ti++) {
+                int bits = widths[wi];
+                int64_t g = group_sizes[gi];
+                emily_dtype t = ti == 0 ? EMILY_F32 : EMILY_F64;
+                for (int mi = 0; mi < 7; mi++) {
+                    /* K: 4 whole groups of 128 or 2 groups, then g * ks more */
+                    int64_t kdim = (mi % 2 ? 256 : 512) + g * ks[mi % 3];
+                    int64_t lead[1] = {rows[mi]}, nout = mi % 2 ? 13 : 30;
+                    matmul_case(t, t, bits, g, true, 2, lead, nout, kdim);
+                }
+            }
+    /* many blocks: N = 300 rows of W cut into blocks by M and the threads */
+    static const int64_t m37[1] = {37}, m8[1] = {8};
+    matmul_case(EMILY_F32, EMILY_F32, 4, 32, true, 2, m37, 300, 96);
+    matmul_case(EMILY_F32, EMILY_F32, 2, 32, true, 2, m8, 301, 160);
+    matmul_case(EMILY_F64, EMILY_F64, 8, 64, true, 2, m37, 299, 192);
+    matmul_case(EMILY_F32, EMILY_BF16, 4, 32, true, 2, m37, 130, 576);
+    /* narrow N, many rows of x: x's rows cut into blocks as well */
+    static const int64_t m300[1] = {300}, m200[1] = {200};
+    matmul_case(EMILY_F32, EMILY_F32, 4, 32, true, 2, m300, 20, 96);
+    matmul_case(EMILY_F64, EMILY_F64, 2, 64, true, 2, m200, 5, 192);
+    /* K = one group, less than a chunk: only the partial chunk */
+    static const int64_t m1[1] = {1};
+    matmul_case(EMILY_F32, EMILY_F32, 2, 32, true, 2, m1, 7, 32);
+    matmul_case(EMILY_F32, EMILY_F32, 2, 32, true, 2, m8, 7, 32);
+    matmul_case(EMILY_F64, EMILY_F64, 4, 32, true, 2, m1, 3, 32);
+}
+
+/* A bias of +inf in the group that ends in a partial chunk (K = 96 at 4
+ * bits: the last 32 elements; the chunk's other lanes are padding):
+ * that row's outputs are +inf (x > 0), not NaN (the padding's weights
+ * are exact zeros, not the group's bias), on both paths. */
+TEST(matmul_infinite_bias_in_partial_chunk) {
+    int64_t ws[2] = {5, 96}, gshape[2] = {5, 3};
+    emily_tensor *w = rnd(EMILY_F32, 2, ws, -1.0, 2.0), *q = NULL, *s = NULL, *b = NULL;
+    CHECK_OK(emily_quantize(w, 4, 32, &q, &s, &b));
+    double *bv = harness_doubles(b);
+    if (bv) {
+        bv[2] = INFINITY; /* row 0, group 2 (elements 64..95) */
+        emily_tensor *binf = as(t_from(EMILY_F64, 2, gshape, bv), EMILY_F32);
+        for (int mi = 0; mi < 2; mi++) {
+            int64_t xs[2] = {mi == 0 ? 1 : 9, 96};
+            emily_tensor *x = rnd(EMILY_F32, 2, xs, 0.5, 1.0), *out = NULL;
+            CHECK_OK(emily_quantized_matmul(x, q, s, binf, 4, 32, true, &out));
+            double *o = harness_doubles(out);
+            for (int64_t m = 0; o && m < xs[0]; m++) {
+                CHECK(isinf(o[m * 5]) && o[m * 5] > 0);
+                for (int n = 1; n < 5; n++) CHECK(isfinite(o[m * 5 + n]));
+            }
+            free(o);
+            RELEASE(x, out);
+        }
+        RELEASE(binf);
+    }
+    free(bv);
+    RELEASE(w, q, s, b);
+}
+
 /* A strided (transposed) x; an x with no rows; K = 0 (zeros). */
 TEST(matmul_views_and_empty) {
     int64_t xs[2] = {64, 6}, ws[2] = {10, 64};
@@ -422,5 +495,6 @@ TEST(bad_arguments) {
 
 RUN_TESTS("quant", CASE(packed_layout_by_hand), CASE(codes_follow_the_formula),
           CASE(round_trip_bounds), CASE(zero_range_groups), CASE(matmul_every_width_and_group),
-          CASE(matmul_types), CASE(matmul_tiles_and_threads), CASE(matmul_views_and_empty),
+          CASE(matmul_types), CASE(matmul_tiles_and_threads), CASE(matmul_paths),
+          CASE(matmul_infinite_bias_in_partial_chunk), CASE(matmul_views_and_empty),
           CASE(dispatcher_callbacks), CASE(bad_arguments))
