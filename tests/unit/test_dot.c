@@ -565,7 +565,8 @@ TEST(fast_precision_mode) {
  * the BLAS lacks AVX-512 kernels, else sgemm) stay within the f32 error
  * bound of the reference: |fast - exact| <= (K + 2) 2^-23 sum |a||b|
  * (f16/bf16 outputs: plus half an output ULP). */
-static void check_fast(emily_dtype dt, int64_t nbat, int64_t m, int64_t k, int64_t n, bool trans_a) {
+static void check_fast(emily_dtype dt, int64_t nbat, int64_t m, int64_t k, int64_t n, bool trans_a,
+                       bool trans_b) {
     int64_t sa[3] = {nbat, m, k}, sb[3] = {nbat, k, n};
     int64_t na = nbat * m * k, nbn = nbat * k * n;
     double *da = malloc(sizeof(double) * (size_t)na), *db = malloc(sizeof(double) * (size_t)nbn);
@@ -585,11 +586,19 @@ static void check_fast(emily_dtype dt, int64_t nbat, int64_t m, int64_t k, int64
         emily_tensor_release(t1);
         emily_tensor_release(t2);
     }
+    emily_tensor *vb = tb;
+    if (trans_b && tb) { /* b laid out [nbat, n, k] (a weight's {out, in}), read transposed */
+        emily_tensor *t1 = permuted(tb, (int[]){0, 2, 1}), *t2 = NULL;
+        CHECK_OK(emily_contiguous(t1, &t2));
+        vb = permuted(t2, (int[]){0, 2, 1});
+        emily_tensor_release(t1);
+        emily_tensor_release(t2);
+    }
     int ca[1] = {2}, cb[1] = {1}, bt[1] = {0};
     emily_tensor *cf = NULL, *ce = NULL, *cabs = NULL;
     emily_dot_precision before = emily_dot_get_precision();
     CHECK_OK(emily_dot_set_precision(EMILY_DOT_PRECISION_FAST));
-    cf = dot(va, 1, ca, 1, bt, tb, cb, bt);
+    cf = dot(va, 1, ca, 1, bt, vb, cb, bt);
     CHECK_OK(emily_dot_set_precision(EMILY_DOT_PRECISION_HIGHEST));
     ce = dot(ta, 1, ca, 1, bt, tb, cb, bt);
     cabs = dot(aa, 1, ca, 1, bt, ab, cb, bt);
@@ -625,20 +634,28 @@ static void check_fast(emily_dtype dt, int64_t nbat, int64_t m, int64_t k, int64
     }
     RELEASE(cf, ce, cabs);
     if (va != ta) emily_tensor_release(va);
+    if (vb != tb) emily_tensor_release(vb);
     RELEASE(ta, tb, aa, ab, a64, b64);
     free(da);
     free(db);
 }
 
 TEST(fast_real_products_within_f32_error) {
-    check_fast(EMILY_F32, 1, 1, 1, 1, false);
-    check_fast(EMILY_F32, 1, 7, 5, 33, false);       /* partial tiles */
-    check_fast(EMILY_F32, 1, 530, 300, 70, true);    /* items down, K past a slice, strided a */
-    check_fast(EMILY_F32, 1, 60, 257, 600, false);   /* items across */
-    check_fast(EMILY_F32, 64, 32, 32, 32, false);    /* batches on threads */
-    check_fast(EMILY_F16, 2, 40, 50, 45, false);
-    check_fast(EMILY_BF16, 2, 40, 50, 45, true);
-    check_fast(EMILY_F64, 1, 100, 300, 90, true);     /* FAST f64 */
+    check_fast(EMILY_F32, 1, 1, 1, 1, false, false);
+    check_fast(EMILY_F32, 1, 7, 5, 33, false, false);       /* partial tiles */
+    check_fast(EMILY_F32, 1, 530, 300, 70, true, false);    /* items down, K past a slice, strided a */
+    check_fast(EMILY_F32, 1, 60, 257, 600, false, false);   /* items across */
+    check_fast(EMILY_F32, 64, 32, 32, 32, false, false);    /* batches on threads */
+    check_fast(EMILY_F16, 2, 40, 50, 45, false, false);
+    check_fast(EMILY_BF16, 2, 40, 50, 45, true, false);
+    check_fast(EMILY_F64, 1, 100, 300, 90, true, false);     /* FAST f64 */
+    /* one row (BLAS's gemv where the blocked kernel does not take it):
+     * b {k, n} and b read as the transpose of {n, k}, a row strided */
+    check_fast(EMILY_F32, 1, 1, 576, 1536, false, false);
+    check_fast(EMILY_F32, 1, 1, 576, 1536, false, true);
+    check_fast(EMILY_F32, 3, 1, 70, 300, true, true);
+    check_fast(EMILY_F64, 1, 1, 300, 4100, false, true);
+    check_fast(EMILY_F64, 2, 1, 300, 90, true, false);
 }
 
 /* FAST products through BLAS are cut into row or column blocks run on
