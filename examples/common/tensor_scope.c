@@ -133,6 +133,14 @@ emily_tensor *ts_rms_norm(ts_scope *s, const emily_tensor *x, const emily_tensor
     return ts_hold(s, st, t);
 }
 
+emily_tensor *ts_layer_norm(ts_scope *s, const emily_tensor *x, const emily_tensor *gamma,
+                            const emily_tensor *beta, double eps) {
+    emily_tensor *t = NULL;
+    if (s->status) return NULL;
+    emily_status st = emily_layer_norm(x, gamma, beta, eps, &t);
+    return ts_hold(s, st, t);
+}
+
 emily_tensor *ts_sdpa(ts_scope *s, const emily_tensor *q, const emily_tensor *k,
                       const emily_tensor *v, const emily_sdpa_options *options) {
     emily_tensor *t = NULL;

@@ -53,6 +53,8 @@ emily_tensor *ts_take(ts_scope *s, const emily_tensor *a, const emily_tensor *in
 emily_tensor *ts_scalar(ts_scope *s, emily_device device, double value); /* f32, rank 0 */
 /* The fused kernels (emily/ops_fast.h, emily/ops_quant.h). */
 emily_tensor *ts_rms_norm(ts_scope *s, const emily_tensor *x, const emily_tensor *gamma, double eps);
+emily_tensor *ts_layer_norm(ts_scope *s, const emily_tensor *x, const emily_tensor *gamma,
+                            const emily_tensor *beta, double eps);
 emily_tensor *ts_sdpa(ts_scope *s, const emily_tensor *q, const emily_tensor *k,
                       const emily_tensor *v, const emily_sdpa_options *options);
 /* x . W^T of a quantized W {n, k} (transpose true of emily_quantized_matmul). */

@@ -10,9 +10,6 @@
 
 /* Scalars the blocks use, made once per forward pass on the device. */
 typedef struct consts {
-    emily_tensor *hidden;       /* hidden size, to divide sums into means */
-    emily_tensor *eps;          /* layer norm's epsilon */
-    emily_tensor *q_scale;      /* 1 / sqrt(head size) */
     emily_tensor *rsqrt2;       /* GELU: 1 / sqrt 2 */
     emily_tensor *one, *lowest; /* the mask's bias for padding: the f32 lowest, like transformers */
 } consts;
@@ -25,29 +22,19 @@ static emily_tensor *finish(ts_scope *parent, ts_scope *s, emily_tensor *result)
 }
 
 /* torch.nn.LayerNorm over the last axis: (x - mean) / sqrt(var + eps) *
- * g + b with the biased variance. */
-static emily_tensor *layer_norm(ts_scope *parent, const consts *k, const emily_tensor *x,
+ * g + b with the biased variance, as one fused kernel (emily_layer_norm:
+ * the statistics in f32 from double row sums, ops_fast.h). */
+static emily_tensor *layer_norm(ts_scope *parent, const bert_model *m, const emily_tensor *x,
                                 const emily_tensor *g, const emily_tensor *b) {
-    if (parent->status) return NULL;
-    ts_scope s = TS_SCOPE;
-    emily_tensor *mean = ts_binary(&s, EMILY_DIVIDE, ts_reduce(&s, EMILY_REDUCE_SUM, x, -1, true),
-                                   k->hidden);
-    emily_tensor *xc = ts_binary(&s, EMILY_SUBTRACT, x, mean);
-    emily_tensor *sq = ts_binary(&s, EMILY_MULTIPLY, xc, xc);
-    emily_tensor *var = ts_binary(&s, EMILY_DIVIDE, ts_reduce(&s, EMILY_REDUCE_SUM, sq, -1, true),
-                                  k->hidden);
-    ts_drop(&s, sq);
-    emily_tensor *inv = ts_unary(&s, EMILY_RSQRT, ts_binary(&s, EMILY_ADD, var, k->eps));
-    emily_tensor *y = ts_binary(&s, EMILY_MULTIPLY, xc, inv);
-    ts_drop(&s, xc);
-    return finish(parent, &s, ts_binary(&s, EMILY_ADD, ts_binary(&s, EMILY_MULTIPLY, y, g), b));
+    return ts_layer_norm(parent, x, g, b, m->cfg.layer_norm_eps);
 }
 
 /* Multi-head self-attention with the mask's bias [batch, 1, 1, seq] (NULL
  * when nothing is padded), through the output projection: [batch, seq,
- * hidden] in and out. */
+ * hidden] in and out. The scores, their softmax and the product with v
+ * are one fused call (emily_sdpa, the bias as its additive mask). */
 static emily_tensor *attention(ts_scope *parent, const bert_model *m, const bert_layer *y,
-                               const consts *k, const emily_tensor *x, const emily_tensor *bias) {
+                               const emily_tensor *x, const emily_tensor *bias) {
     if (parent->status) return NULL;
     ts_scope s = TS_SCOPE;
     const int64_t *xs = emily_tensor_shape(x);
@@ -57,31 +44,13 @@ static emily_tensor *attention(ts_scope *parent, const bert_model *m, const bert
     emily_tensor *qkv = ts_reshape(&s, ts_linear(&s, x, y->qkv_w, y->qkv_b), 5, split);
     emily_tensor *part[3];
     int64_t len[5] = {batch, seq, 1, heads, d}, four[4] = {batch, seq, heads, d};
+    int perm[4] = {0, 2, 1, 3}; /* [batch, seq, heads, d] <-> [batch, heads, seq, d] */
     for (int p = 0; p < 3; p++) {
         int64_t start[5] = {0, 0, p, 0, 0};
-        part[p] = ts_reshape(&s, ts_slice(&s, qkv, start, len), 4, four);
+        part[p] = ts_transpose(&s, ts_reshape(&s, ts_slice(&s, qkv, start, len), 4, four), perm);
     }
-    /* scores[b, h, i, j] = q[b, i, h] . k[b, j, h] / sqrt(d) (+ bias[b, j]) */
-    emily_tensor *q = ts_binary(&s, EMILY_MULTIPLY, part[0], k->q_scale);
-    int batch_axes[2] = {0, 2};
-    emily_tensor *scores = ts_dot(&s, q, 3, 2, batch_axes, part[1], 3, batch_axes);
-    if (bias) {
-        emily_tensor *masked = ts_binary(&s, EMILY_ADD, scores, bias);
-        ts_drop(&s, scores);
-        scores = masked;
-    }
-    /* softmax over j, shifted by the row's largest score; its division
-     * waits for the product with v, which is head-size wide, not seq */
-    emily_tensor *shifted = ts_binary(&s, EMILY_SUBTRACT, scores,
-                                      ts_reduce(&s, EMILY_REDUCE_MAX, scores, -1, true));
-    ts_drop(&s, scores);
-    emily_tensor *e = ts_unary(&s, EMILY_EXP, shifted);
-    ts_drop(&s, shifted);
-    emily_tensor *z = ts_reduce(&s, EMILY_REDUCE_SUM, e, -1, true);
-    /* context[b, h, i] = sum_j e[b, h, i, j] v[b, j, h] / z[b, h, i], then [batch, seq, hidden] */
-    int eb[2] = {0, 1}, vb[2] = {0, 2}, perm[4] = {0, 2, 1, 3};
-    emily_tensor *ctx = ts_binary(&s, EMILY_DIVIDE, ts_dot(&s, e, 3, 2, eb, part[2], 1, vb), z);
-    ts_drop(&s, e);
+    emily_sdpa_options o = {.scale = 1.0 / sqrt((double)d), .mask = bias};
+    emily_tensor *ctx = ts_sdpa(&s, part[0], part[1], part[2], &o);
     int64_t merged[3] = {batch, seq, m->cfg.hidden};
     emily_tensor *joined = ts_reshape(&s, ts_transpose(&s, ctx, perm), 3, merged);
     return finish(parent, &s, ts_linear(&s, joined, y->attn_out_w, y->attn_out_b));
@@ -111,17 +80,16 @@ static emily_tensor *encoder_layer(ts_scope *parent, const bert_model *m, const 
                                    const emily_tensor *bias) {
     if (parent->status) return NULL;
     ts_scope s = TS_SCOPE;
-    emily_tensor *a = attention(&s, m, y, k, x, bias);
-    emily_tensor *x1 = layer_norm(&s, k, ts_binary(&s, EMILY_ADD, a, x), y->attn_ln_g,
+    emily_tensor *a = attention(&s, m, y, x, bias);
+    emily_tensor *x1 = layer_norm(&s, m, ts_binary(&s, EMILY_ADD, a, x), y->attn_ln_g,
                                   y->attn_ln_b);
     emily_tensor *f = feed_forward(&s, y, k, x1);
     return finish(parent, &s,
-                  layer_norm(&s, k, ts_binary(&s, EMILY_ADD, f, x1), y->out_ln_g, y->out_ln_b));
+                  layer_norm(&s, m, ts_binary(&s, EMILY_ADD, f, x1), y->out_ln_g, y->out_ln_b));
 }
 
 /* Word + position + token type (0) embeddings, layer-normed. */
-static emily_tensor *embeddings(ts_scope *parent, const bert_model *m, const consts *k,
-                                const emily_tensor *ids) {
+static emily_tensor *embeddings(ts_scope *parent, const bert_model *m, const emily_tensor *ids) {
     if (parent->status) return NULL;
     ts_scope s = TS_SCOPE;
     int64_t seq = emily_tensor_shape(ids)[1], zero[2] = {0, 0};
@@ -130,15 +98,11 @@ static emily_tensor *embeddings(ts_scope *parent, const bert_model *m, const con
     emily_tensor *pos = ts_slice(&s, m->pos_emb, zero, pos_len);
     emily_tensor *type = ts_slice(&s, m->type_emb, zero, type_len);
     emily_tensor *sum = ts_binary(&s, EMILY_ADD, ts_binary(&s, EMILY_ADD, words, type), pos);
-    return finish(parent, &s, layer_norm(&s, k, sum, m->emb_ln_g, m->emb_ln_b));
+    return finish(parent, &s, layer_norm(&s, m, sum, m->emb_ln_g, m->emb_ln_b));
 }
 
 static void make_consts(ts_scope *s, const bert_model *m, consts *k) {
     emily_device d = m->device;
-    k->hidden = ts_scalar(s, d, m->cfg.hidden);
-    k->eps = ts_scalar(s, d, m->cfg.layer_norm_eps);
-    int head_size = m->cfg.hidden / m->cfg.heads; /* the config checked that heads divide hidden */
-    k->q_scale = ts_scalar(s, d, 1.0 / sqrt((double)head_size));
     k->rsqrt2 = ts_scalar(s, d, M_SQRT1_2);
     k->one = ts_scalar(s, d, 1.0);
     k->lowest = ts_scalar(s, d, -FLT_MAX);
@@ -168,7 +132,7 @@ emily_status bert_forward(const bert_model *m, const emily_tensor *ids, const em
         emily_tensor *pad = ts_binary(&s, EMILY_SUBTRACT, k.one, mask);
         bias = ts_reshape(&s, ts_binary(&s, EMILY_MULTIPLY, pad, k.lowest), 4, bias_shape);
     }
-    emily_tensor *x = embeddings(&s, m, &k, ids);
+    emily_tensor *x = embeddings(&s, m, ids);
     for (int i = 0; i < m->cfg.layers && !s.status; i++) {
         emily_tensor *next = encoder_layer(&s, m, &m->layer[i], &k, x, bias);
         ts_drop(&s, x);
