@@ -48,6 +48,12 @@ static bool selected(const char *name) {
     return false;
 }
 
+int harness_count_cases(const harness_case *cases) {
+    int n = 0;
+    while (cases[n].name) n++;
+    return n;
+}
+
 int harness_run(const char *suite, const harness_case *cases) {
     int total = 0, skipped = 0;
     for (const harness_case *c = cases; c->name; c++) {

@@ -68,6 +68,8 @@ bool harness_args(int argc, char **argv);
 /* Runs the cases that the command line selects (all by default); returns
  * the exit code for this suite. */
 int harness_run(const char *suite, const harness_case *cases);
+/* The number of cases in a {NULL, NULL}-terminated table (for SKIPPED lines). */
+int harness_count_cases(const harness_case *cases);
 
 /* Every element of t as a double (malloc'd; NULL for a NULL t or on
  * failure, counted). One conversion and one copy: t_get per element

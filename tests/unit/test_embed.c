@@ -697,12 +697,6 @@ TEST(gpu_minilm_matches_cpu) {
 
 /* ---- main: what runs here, and what is skipped and why ------------------------- */
 
-static int count_cases(const harness_case *c) {
-    int n = 0;
-    while (c[n].name) n++;
-    return n;
-}
-
 int main(int argc, char **argv) {
     if (!harness_args(argc, argv)) return 2;
     static const harness_case always[] = {CASE(utf8_decoding),
@@ -740,14 +734,14 @@ int main(int argc, char **argv) {
     bool skipped = false;
     if (have_model) rc = harness_run("embed (all-MiniLM-L6-v2)", with_model) || rc;
     else
-        printf("embed: SKIPPED %d model cases: %s\n", count_cases(with_model), why_model),
+        printf("embed: SKIPPED %d model cases: %s\n", harness_count_cases(with_model), why_model),
             skipped = true;
     if (have_gpu) rc = harness_run("embed (GPU)", on_gpu) || rc;
-    else printf("embed: SKIPPED %d GPU cases: %s\n", count_cases(on_gpu), why_gpu), skipped = true;
+    else printf("embed: SKIPPED %d GPU cases: %s\n", harness_count_cases(on_gpu), why_gpu), skipped = true;
     if (have_gpu && have_model)
         rc = harness_run("embed (GPU, all-MiniLM-L6-v2)", on_gpu_with_model) || rc;
     else
-        printf("embed: SKIPPED %d GPU model case: %s\n", count_cases(on_gpu_with_model),
+        printf("embed: SKIPPED %d GPU model case: %s\n", harness_count_cases(on_gpu_with_model),
                have_gpu ? why_model : why_gpu),
             skipped = true;
     /* not harness_finish when something was skipped: --only may name a skipped case */

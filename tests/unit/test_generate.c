@@ -345,12 +345,6 @@ TEST(smollm2_bad_calls) {
 
 TEST(gpu_smollm2_matches_pytorch) { check_reference_on(CUDA0); }
 
-static int count_cases(const harness_case *c) {
-    int n = 0;
-    while (c[n].name) n++;
-    return n;
-}
-
 int main(int argc, char **argv) {
     if (!harness_args(argc, argv)) return 2;
     static const harness_case always[] = {CASE(sampler_greedy_ties_and_nans),
@@ -375,11 +369,11 @@ int main(int argc, char **argv) {
     bool skipped = false;
     if (have_model) rc = harness_run("generate (SmolLM2-135M-Instruct)", with_model) || rc;
     else
-        printf("generate: SKIPPED %d model cases: %s\n", count_cases(with_model), why_model),
+        printf("generate: SKIPPED %d model cases: %s\n", harness_count_cases(with_model), why_model),
             skipped = true;
     if (have_gpu && have_model) rc = harness_run("generate (GPU, SmolLM2)", on_gpu_with_model) || rc;
     else
-        printf("generate: SKIPPED %d GPU model case: %s\n", count_cases(on_gpu_with_model),
+        printf("generate: SKIPPED %d GPU model case: %s\n", harness_count_cases(on_gpu_with_model),
                have_gpu ? why_model
                         : "no CUDA device usable here (no GPU, no driver, or a build without the CUDA engine)"),
             skipped = true;
