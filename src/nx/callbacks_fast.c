@@ -61,6 +61,15 @@ emily_status emi_cb_rms_norm(emily_call *c) {
     return emi_call_return(c, r);
 }
 
+/* The call's tensor count, and its trailing options where the last
+ * argument is an options list (else *opts stays NULL). */
+static emily_status tensors_then_opts(emily_call *c, size_t *ntensors, const emily_value **opts) {
+    *ntensors = c->nargs;
+    if (c->args[c->nargs - 1].kind != EMILY_V_OPTS) return EMILY_OK;
+    *ntensors = c->nargs - 1;
+    return emi_call_opts(c, *ntensors, opts);
+}
+
 /* sdpa: q, k, v, then the mask and the sinks where the options say they
  * are there (a mask and sinks are both tensors: position alone cannot
  * tell one from the other). */
@@ -68,11 +77,8 @@ emily_status emi_cb_sdpa(emily_call *c) {
     emily_status s = emi_call_arity(c, 3, 6);
     if (s) return s;
     const emily_value *opts = NULL;
-    size_t ntensors = c->nargs;
-    if (c->args[c->nargs - 1].kind == EMILY_V_OPTS) {
-        ntensors--;
-        if ((s = emi_call_opts(c, ntensors, &opts))) return s;
-    }
+    size_t ntensors;
+    if ((s = tensors_then_opts(c, &ntensors, &opts))) return s;
     bool causal = false, has_mask = false, has_sinks = false;
     if ((s = emi_opt_bool(c, opts, "causal", NULL, &causal)) ||
         (s = emi_opt_bool(c, opts, "mask", NULL, &has_mask)) ||
@@ -128,11 +134,8 @@ emily_status emi_cb_rope(emily_call *c) {
     emily_status s = emi_call_arity(c, 2, 4);
     if (s) return s;
     const emily_value *opts = NULL;
-    size_t ntensors = c->nargs;
-    if (c->args[c->nargs - 1].kind == EMILY_V_OPTS) {
-        ntensors--;
-        if ((s = emi_call_opts(c, ntensors, &opts))) return s;
-    }
+    size_t ntensors;
+    if ((s = tensors_then_opts(c, &ntensors, &opts))) return s;
     emily_rope_options o = {.base = 10000.0};
     bool has_table = false;
     if ((s = emi_opt_int(c, opts, "dims", NULL, &o.dims)) ||
