@@ -15,7 +15,8 @@
  * dots (f8_e4m3fn operands on the tensor cores: bench_fp8); then the
  * families of issue 19 (bench_families below: sort, argsort, top_k, take,
  * indexed_add, cumsum, fft, max-pool, conv2d, solve, cholesky, qr, svd,
- * batched small solves), at dot precision FAST. --quick shrinks every
+ * batched small solves, fused attention, the fused norms and the copy
+ * they are judged by), at dot precision FAST. --quick shrinks every
  * size for a smoke test; --only runs the cases whose names start with
  * one of the given prefixes (e.g. --only sort,conv2d).
  *
@@ -932,6 +933,88 @@ done:
     }
 }
 
+/* Fused norms (emily_rms_norm, emily_layer_norm with bias; issue 16):
+ * bf16 x {R, C} with bf16 gain (and bias), eps 1e-5, against
+ * torch.nn.functional.rms_norm / layer_norm in peers.py, and the copy
+ * bandwidth both are judged by: a negate of the same x (one read, one
+ * write, like a norm; PyTorch's row is x.clone()). GB/s count x read and
+ * y written. Checked: rows 0 and R - 1 against a host reference in double
+ * within bf16's rounding of the output (2^-8 relative) plus the f32
+ * statistics' error. */
+typedef struct norm_arg {
+    int layer;
+    emily_tensor *gamma, *beta;
+} norm_arg;
+static emily_status op_norm(emily_tensor *const *in, emily_tensor **out, const void *arg) {
+    const norm_arg *a = arg;
+    return a->layer ? emily_layer_norm(in[0], a->gamma, a->beta, 1e-5, out)
+                    : emily_rms_norm(in[0], a->gamma, 1e-5, out);
+}
+static emily_status op_negate(emily_tensor *const *in, emily_tensor **out, const void *arg) {
+    (void)arg;
+    return emily_unary(EMILY_NEGATE, in[0], out);
+}
+
+static void bench_norms(int quick, const float *ha, const float *hb) {
+    const int64_t R = quick ? 1024 : 16384, C = quick ? 1024 : 4096;
+    int64_t shape[2] = {R, C}, vshape[1] = {C};
+    emily_tensor *xf = NULL, *x = NULL, *gf = NULL, *g = NULL, *bf = NULL, *b = NULL, *out = NULL;
+    if (emily_from_binary(dev, EMILY_F32, 2, shape, ha, sizeof(float) * (size_t)(R * C), &xf) ||
+        emily_as_type(xf, EMILY_BF16, &x) ||
+        emily_from_binary(dev, EMILY_F32, 1, vshape, hb, sizeof(float) * (size_t)C, &gf) ||
+        emily_as_type(gf, EMILY_BF16, &g) ||
+        emily_from_binary(dev, EMILY_F32, 1, vshape, hb + C, sizeof(float) * (size_t)C, &bf) ||
+        emily_as_type(bf, EMILY_BF16, &b)) {
+        fail("norm inputs");
+        goto done;
+    }
+    char name[64];
+    double ms, bytes = 2.0 * 2.0 * (double)R * (double)C;
+    snprintf(name, sizeof name, "copy_bf16_%lldx%lld", (long long)R, (long long)C);
+    if (want(name) && !time_op(op_negate, &x, NULL, &ms, &out)) {
+        int ok = elem(out, 0) == -rounded(EMILY_BF16, ha[0]) &&
+                 elem(out, R * C - 1) == -rounded(EMILY_BF16, ha[R * C - 1]);
+        report(name, ms, "GB/s", bytes / (ms * 1e6), ok, "negate: one read, one write (torch: clone)");
+    }
+    emily_tensor_release(out);
+    out = NULL;
+    for (int layer = 0; layer < 2; layer++) {
+        snprintf(name, sizeof name, "%s_bf16_%lldx%lld", layer ? "layer_norm" : "rms_norm", (long long)R,
+                 (long long)C);
+        norm_arg arg = {layer, g, layer ? b : NULL};
+        if (!want(name) || time_op(op_norm, &x, &arg, &ms, &out)) continue;
+        int ok = 1;
+        int64_t rows[2] = {0, R - 1};
+        for (int r = 0; r < 2; r++) {
+            const float *xr = ha + rows[r] * C;
+            double mean = 0, var = 0;
+            for (int64_t j = 0; j < C; j++) mean += layer ? rounded(EMILY_BF16, xr[j]) : 0;
+            mean /= (double)C;
+            for (int64_t j = 0; j < C; j++) {
+                double d = rounded(EMILY_BF16, xr[j]) - mean;
+                var += d * d;
+            }
+            double inv = 1.0 / sqrt(var / (double)C + 1e-5);
+            for (int64_t j = 0; j < C; j += 61) {
+                double ref = (rounded(EMILY_BF16, xr[j]) - mean) * inv * rounded(EMILY_BF16, hb[j]) +
+                             (layer ? rounded(EMILY_BF16, hb[C + j]) : 0);
+                ok &= fabs(elem(out, rows[r] * C + j) - ref) <= fabs(ref) / 128 + 1e-3;
+            }
+        }
+        report(name, ms, "GB/s", bytes / (ms * 1e6), ok,
+               layer ? "fused layer norm with bias, f32 statistics" : "fused rms norm, f32 statistics");
+        emily_tensor_release(out);
+        out = NULL;
+    }
+done:
+    emily_tensor_release(xf);
+    emily_tensor_release(x);
+    emily_tensor_release(gf);
+    emily_tensor_release(g);
+    emily_tensor_release(bf);
+    emily_tensor_release(b);
+}
+
 /* Every family case, in the order of the report. a and b: the run's two
  * f32 vectors of n elements (on the device) and their host copies. */
 static void bench_families(int quick, emily_tensor *a, const float *ha, emily_tensor *b,
@@ -946,6 +1029,7 @@ static void bench_families(int quick, emily_tensor *a, const float *ha, emily_te
     bench_conv2d(quick, a, ha, b, hb);
     bench_linalg(quick, a, ha, b, hb);
     if (n >= 3 * (int64_t)(quick ? 1 * 2 * 256 * 128 : 8 * 16 * 4096 * 128)) bench_sdpa(quick, ha, hb);
+    bench_norms(quick, ha, hb);
     row = NULL;
 }
 

@@ -265,6 +265,21 @@ def torch_families(torch, quick, a, b, timed, dev, g):
             lambda ms, flops=flops: flops / (ms * 1e9), "torch.nn.functional.scaled_dot_product_attention")
         del q, k, v
 
+    # fused norms (emily_bench.c's bench_norms): bf16 {R, C}, eps 1e-5,
+    # and the copy bandwidth they are judged by
+    nr, nc = (1024, 1024) if quick else (16384, 4096)
+    x = a[: nr * nc].view(nr, nc).to(torch.bfloat16)
+    gw = b[:nc].to(torch.bfloat16)
+    bw = b[nc: 2 * nc].to(torch.bfloat16)
+    nbytes = 2.0 * 2.0 * nr * nc
+    run(f"copy_bf16_{nr}x{nc}", lambda: x.clone(), "GB/s", lambda ms: nbytes / (ms * 1e6),
+        "x.clone(): one read, one write")
+    run(f"rms_norm_bf16_{nr}x{nc}", lambda: F.rms_norm(x, (nc,), gw, 1e-5), "GB/s",
+        lambda ms: nbytes / (ms * 1e6), "torch.nn.functional.rms_norm")
+    run(f"layer_norm_bf16_{nr}x{nc}", lambda: F.layer_norm(x, (nc,), gw, bw, 1e-5), "GB/s",
+        lambda ms: nbytes / (ms * 1e6), "torch.nn.functional.layer_norm")
+    del x, gw, bw
+
 
 def run_jax(quick, runs):
     import jax

@@ -8,7 +8,12 @@
 #   lib/     libemily.so (CUDA engine, sm_90) and the libraries it needs
 #            that are not part of the C/C++ runtime or the CUDA toolkit
 #   bin/     conformance, the unit tests with CUDA cases (test_cuda*,
-#            test_dot), emily_bench, chain; launch_floor
+#            test_dot), emily_bench, chain; launch_floor; the SmolLM2
+#            example and its test (emily_generate, test_generate: run.sh's
+#            generate step, with the GGUF from pack_smollm2.sh)
+#   python/  the `gguf` package transformers needs to read a GGUF (pure
+#            Python; the GPU machine's Python lacks it), from
+#            $EMILY_MODELS_VENV when it has one
 #   corpus/  the conformance corpus (doctests.jsonl, sweep.jsonl, narrow.jsonl)
 #
 # The engine is built once, with `make EXPORT_ALL=1` (build-export/): every
@@ -38,7 +43,8 @@ done
 TESTS="test_dot $(cd tests/unit && ls test_cuda*.c | sed 's/\.c$//' | tr '\n' ' ')"
 echo "== build ($BUILD, CUDA=1, EXPORT_ALL=1): libemily.so, conformance, $TESTS"
 MK=(make -s BUILD="$BUILD" CUDA=1 EXPORT_ALL=1)
-"${MK[@]}" -j"$JOBS" "$BUILD/libemily.so" "$BUILD/conformance" $(for t in $TESTS; do echo "$BUILD/tests/$t"; done)
+"${MK[@]}" -j"$JOBS" "$BUILD/libemily.so" "$BUILD/conformance" $(for t in $TESTS; do echo "$BUILD/tests/$t"; done) \
+    "$BUILD/emily_generate" "$BUILD/tests/test_generate"
 
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
@@ -50,6 +56,16 @@ echo "== link the programs against lib/libemily.so"
 # (the Makefile's programs carry rpath $ORIGIN/../lib in this build)
 cp "$BUILD/conformance" "$P/bin/"
 for t in $TESTS; do cp "$BUILD/tests/$t" "$P/bin/"; done
+cp "$BUILD/emily_generate" "$BUILD/tests/test_generate" "$P/bin/"
+VENV=${EMILY_MODELS_VENV:-/work/deps/models_venv}
+gguf_py=$(ls -d "$VENV"/lib/python3*/site-packages/gguf 2>/dev/null | head -n 1 || true)
+if [ -n "$gguf_py" ]; then
+    mkdir -p "$P/python"
+    cp -r "$gguf_py" "$P/python/"
+    find "$P/python" -name __pycache__ -prune -exec rm -rf {} +
+else
+    echo "prepare: no gguf package in $VENV: the generate step's PyTorch peer will not load the GGUF"
+fi
 LINK="-L$BUILD -lemily $("${MK[@]}" --no-print-directory --eval 'emily-link-flags: ; @echo $(LDFLAGS) $(LDLIBS)' emily-link-flags)"
 RPATH="-Wl,-rpath,\$ORIGIN/../lib"
 CF="-std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror -Iinclude -Isrc -I$CUDA_HOME/include"
@@ -92,6 +108,7 @@ found=$(ldd "$P/bin/conformance" | awk '$1 == "libemily.so" {print $3}')
     { echo "prepare: bin/conformance does not find lib/libemily.so by its rpath (found '$found')" >&2; exit 1; }
 export LD_LIBRARY_PATH="$P/lib"
 for t in $TESTS; do "$P/bin/$t" | tail -n 1; done
+EMILY_SMOLLM2_GGUF=/nonexistent "$P/bin/test_generate" | tail -n 2 # the model cases run on the GPU machine
 "$P/bin/conformance" --ops add,sum,as_type "$P/corpus/doctests.jsonl" | tail -n 1
 "$P/bin/chain" --device cpu --n 1000 --reps 1 >/dev/null
 "$P/bin/emily_bench" --device cpu --quick --runs 1 >/dev/null

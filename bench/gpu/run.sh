@@ -3,9 +3,9 @@
 # python with torch, sentence-transformers and jax; no Erlang, no network),
 # from the repository root:
 #
-#   bash bench/gpu/run.sh [--quick] [STEP...]      STEP: engine beam minilm bench
+#   bash bench/gpu/run.sh [--quick] [STEP...]  STEP: engine beam minilm bench generate
 #
-# No STEP: all four. The packs come from this machine's bench/gpu/carry
+# No STEP: all five. The packs come from this machine's bench/gpu/carry
 # (made by bench/gpu/prepare.sh and bench/gpu/pack_beam.sh, sent with the
 # device calls' `carry`; docs/GPU.md lists the calls):
 #   engine  emily-gpu.tar.xz: the unit tests with CUDA cases (test_cuda*,
@@ -21,7 +21,14 @@
 #           PyTorch and sentence-transformers on the GPU on the same token
 #           ids (bench/models/minilm_torch.py): max abs difference and
 #           smallest cosine of the embeddings, and times;
-#   bench   Emily (emily_bench, chain) against PyTorch and JAX, ratio table.
+#   bench   Emily (emily_bench, chain) against PyTorch and JAX, ratio table;
+#   generate smollm2.gguf.NN and smollm2.sha256 too (bench/gpu/pack_smollm2.sh,
+#           one part per call: every call stashes the parts it carries):
+#           SmolLM2-135M-Instruct from C on the GPU: test_generate (greedy
+#           ids and logits against PyTorch's reference, the GPU against
+#           the CPU engine), then emily_generate --device cuda:0 timed
+#           against PyTorch's generate() on the GPU (f32 and bf16) on the
+#           same prompt ids.
 #
 # Steps may be spread over several device calls (the machine keeps /tmp
 # and the repository's ignored files while it stays warm): the state,
@@ -37,11 +44,11 @@ STEPS=()
 for a in "$@"; do
     case "$a" in
         --quick) QUICK="--quick" ;;
-        engine|beam|minilm|bench) STEPS+=("$a") ;;
-        *) echo "run.sh: unknown argument $a (steps: engine beam minilm bench; --quick)" >&2; exit 2 ;;
+        engine|beam|minilm|bench|generate) STEPS+=("$a") ;;
+        *) echo "run.sh: unknown argument $a (steps: engine beam minilm bench generate; --quick)" >&2; exit 2 ;;
     esac
 done
-[ ${#STEPS[@]} -eq 0 ] && STEPS=(engine beam minilm bench)
+[ ${#STEPS[@]} -eq 0 ] && STEPS=(engine beam minilm bench generate)
 OUT=${OUT:-/tmp/emily-gpu-out}
 STATE=${STATE:-/tmp/emily-gpu-state}
 CARRY=bench/gpu/carry
@@ -116,7 +123,7 @@ step_engine() {
     nproc | sed 's/^/cpus: /' | tee -a "$L/machine.txt"
 
     echo "== unit tests on the GPU"
-    for t in "$W"/bin/test_*; do
+    for t in "$W"/bin/test_dot "$W"/bin/test_cuda*; do
         t=$(basename "$t")
         timeout "$(limit 150)" "$W/bin/$t" > "$L/$t.log" 2>&1
         rc=$?
@@ -285,7 +292,78 @@ step_bench() {
     note "benchmark table: bench/report.txt"
 }
 
+# SmolLM2's parts come one a call: each call keeps the ones it carries
+stash_smollm2_parts() {
+    local f
+    mkdir -p "$STATE/smollm2-parts"
+    for f in "$CARRY"/smollm2.gguf.* "$CARRY"/smollm2.sha256; do
+        [ -f "$f" ] && cp "$f" "$STATE/smollm2-parts/"
+    done
+    return 0
+}
+
+step_generate() {
+    local L=$STATE/logs/generate G=$STATE/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf P=$STATE/smollm2-parts
+    rm -rf "$L"; mkdir -p "$L" "$STATE/smollm2"
+    if [ ! -f "$G" ]; then
+        [ -f "$P/smollm2.sha256" ] || { fail "SmolLM2: no smollm2.sha256 carried yet"; return 1; }
+        cat "$P"/smollm2.gguf.* > "$G.tmp"
+        if [ "$(sha256sum "$G.tmp" | cut -d' ' -f1)" != "$(cat "$P/smollm2.sha256")" ]; then
+            fail "SmolLM2: the parts here ($(cd "$P" && ls smollm2.gguf.* | tr '\n' ' ')) do not make the file: one is missing"
+            rm -f "$G.tmp"
+            return 1
+        fi
+        mv "$G.tmp" "$G"
+    fi
+    echo "== test_generate (the CPU engine and the GPU)"
+    EMILY_SMOLLM2_GGUF=$G timeout "$(limit 200)" "$W/bin/test_generate" > "$L/test_generate.log" 2>&1
+    local rc=$?
+    tail -n 20 "$L/test_generate.log"
+    note "test_generate: rc=$rc, $(grep -E 'tests, [0-9]+ failed' "$L/test_generate.log" | tr '\n' ' ')"
+    [ $rc -eq 0 ] || fail "test_generate (rc=$rc, log generate/test_generate.log)"
+    grep -q SKIPPED "$L/test_generate.log" && fail "test_generate skipped cases (above)"
+    local ids new=${GENERATE_NEW:-128} runs=${GENERATE_RUNS:-5} modes=quantized m i
+    ids=$(python3 -c "import json; print(','.join(map(str, json.load(open('bench/models/smollm2_prompt.json'))['ids'])))")
+    [ -n "$QUICK" ] && { new=16; runs=2; }
+    "$W/bin/emily_generate" --help 2>&1 | grep -q -- --weights && modes="quantized bf16 f32"
+    for m in $modes; do
+        echo "== emily_generate --device cuda:0 --weights $m: $new new tokens, $runs runs after a warm-up"
+        local wopt=()
+        [ "$modes" = quantized ] || wopt=(--weights "$m")
+        : > "$L/emily_$m.times"
+        for i in $(seq 0 "$runs"); do
+            timeout "$(limit 60)" "$W/bin/emily_generate" --device cuda:0 --model "$G" "${wopt[@]}" --prompt-ids "$ids" \
+                --max-new-tokens "$new" --ignore-eos --ids > /dev/null 2> "$L/emily_$m.log" ||
+                { cat "$L/emily_$m.log"; fail "emily_generate --weights $m (log generate/emily_$m.log)"; break; }
+            [ "$i" -gt 0 ] && grep '^prompt:' "$L/emily_$m.log" >> "$L/emily_$m.times"
+        done
+        grep '^ids:' "$L/emily_$m.log" | sed 's/^ids: //' > "$L/emily_$m.ids"
+        python3 - "$L/emily_$m.times" "$m" <<'PY' | while read -r line; do note "$line"; done
+import re, statistics, sys
+pre, per = [], []
+for line in open(sys.argv[1]):
+    m = re.search(r"tokens in ([0-9.]+) ms .*\(([0-9.]+) tokens/s, ([0-9.]+) ms/token\)", line)
+    if m:
+        pre.append(float(m.group(1))); per.append(float(m.group(3)))
+if per:
+    p, t = statistics.median(pre), statistics.median(per)
+    print(f"SmolLM2 Emily cuda weights={sys.argv[2]}: prompt + first {p:.2f} ms, per later token {t:.3f} ms "
+          f"({1e3 / t:.0f} tokens/s), median of {len(per)}")
+PY
+    done
+    for m in f32 bf16; do
+        echo "== PyTorch generate() on cuda, $m"
+        PYTHONPATH="$W/python${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 timeout "$(limit 150)" \
+            python3 bench/models/generate_torch.py --gguf "$G" --prompt-ids "$ids" --new "$new" --runs "$runs" \
+            --device cuda --dtype "$m" --compare "$L/emily_quantized.ids" > "$L/torch_$m.log" 2>&1 ||
+            { tail -n 20 "$L/torch_$m.log"; fail "generate_torch.py $m (log generate/torch_$m.log)"; continue; }
+        cat "$L/torch_$m.log"
+        grep -E '^(torch|ids):' "$L/torch_$m.log" | while read -r line; do note "PyTorch $m: $line"; done
+    done
+}
+
 step=setup
+stash_smollm2_parts
 engine_env || { fail "the engine pack could not be used"; STEPS=(); }
 for step in "${STEPS[@]}"; do
     echo
