@@ -13,7 +13,11 @@
  * weights, dequantized to f32) and the first step's ten largest logits
  * within LOGIT_TOL of its; the prompt fed one token at a time through the
  * cache gives the logits of the whole prompt at once; bad calls fail
- * clearly. Without the model those cases print SKIPPED and do not count.
+ * clearly. The reference checks also run with the matrices dequantized
+ * at load (--weights f32: the same bounds; --weights bf16: a bf16 bound,
+ * agreement of the greedy ids printed). Without the model those cases
+ * print SKIPPED and do not count. Always: the weights modes' names and
+ * the generator's refusal of an unknown one.
  * With a CUDA device: the model on the GPU against the CPU engine. */
 #include <jansson.h>
 #include <math.h>
@@ -28,8 +32,8 @@
 /* Logits of the first generated position against PyTorch's: both compute
  * in f32 from identical weights, in different orders of the sums (BLAS
  * blocks, the quantized kernel's groups, 30 layers deep). Measured on the
- * CPU: at most 3.4e-5 on logits near 25 (the case prints it), about 1.4e-6
- * relative; the bound, 1e-5 relative to the largest logit, is the f32
+ * CPU: at most 3.4e-5 on logits near 25, about 1.4e-6 relative (the case
+ * prints it; with the weights dequantized to f32 also 1.4e-6); the bound, 1e-5 relative to the largest logit, is the f32
  * reordering error of the deepest sums (K = 1536 terms, u = 6e-8) kept
  * well under the smallest gap between the two best logits the reference
  * records (0.0118), so a pass means greedy decoding cannot flip. */
