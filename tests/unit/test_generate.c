@@ -260,7 +260,7 @@ static const lane F32 = {"f32", LOGIT_REL_TOL, true, REF_TOKENS};
  * reference's first-step gap between its two best exceeds twice the
  * bound (the two logits cannot then swap). */
 /* On the CPU a bf16 product converts its whole weight matrix to f32 each
- * time (the engine's BLAS path), about 4x the f32 lane's time: the first
+ * time (the engine's BLAS path), 4-6x the f32 lane's time: the first
  * 8 ids of each prompt (prompt 3 leaves the reference at its 5th). */
 static const lane BF16 = {"bf16", BF16_LOGIT_REL_TOL, false, 8};
 
