@@ -38,8 +38,11 @@ void ts_drop(ts_scope *s, emily_tensor *t) {
 
 emily_status ts_close(ts_scope *s, emily_tensor *result, emily_tensor **out) {
     if (out) *out = NULL;
+    /* a tensor held twice (a call that returned its input retained, as
+     * emily_as_type to the same type does) holds two references: one
+     * moves out, the other is released */
     for (int i = 0; i < s->count; i++) {
-        if (s->held[i] == result && out && !s->status) *out = result;
+        if (s->held[i] == result && out && !s->status && !*out) *out = result;
         else emily_tensor_release(s->held[i]);
     }
     free(s->held);
@@ -75,9 +78,21 @@ emily_tensor *ts_reduce(ts_scope *s, emily_reduce_op op, const emily_tensor *a, 
 
 emily_tensor *ts_dot(ts_scope *s, const emily_tensor *a, int ca, int nbatch, const int *ba,
                      const emily_tensor *b, int cb, const int *bb) {
+    return ts_dot_as(s, a, ca, nbatch, ba, b, cb, bb, EMILY_DTYPE_AUTO);
+}
+
+emily_tensor *ts_dot_as(ts_scope *s, const emily_tensor *a, int ca, int nbatch, const int *ba,
+                        const emily_tensor *b, int cb, const int *bb, emily_dtype out_type) {
     emily_tensor *t = NULL;
     if (s->status) return NULL;
-    emily_status st = emily_dot(a, 1, &ca, nbatch, ba, b, 1, &cb, nbatch, bb, EMILY_DTYPE_AUTO, &t);
+    emily_status st = emily_dot(a, 1, &ca, nbatch, ba, b, 1, &cb, nbatch, bb, out_type, &t);
+    return ts_hold(s, st, t);
+}
+
+emily_tensor *ts_as_type(ts_scope *s, const emily_tensor *a, emily_dtype type) {
+    emily_tensor *t = NULL;
+    if (s->status) return NULL;
+    emily_status st = emily_as_type(a, type, &t);
     return ts_hold(s, st, t);
 }
 

@@ -28,7 +28,8 @@ void ts_record(ts_scope *s, emily_status st);
 void ts_drop(ts_scope *s, emily_tensor *t);
 
 /* Releases every held tensor except `result`, which moves to *out (when
- * the scope has not failed; out may be NULL). Returns the scope's status. */
+ * the scope has not failed; out may be NULL; a tensor held twice moves
+ * one reference). Returns the scope's status. */
 emily_status ts_close(ts_scope *s, emily_tensor *result, emily_tensor **out);
 
 /* The engine's calls, on the scope. Axis arguments count from the end
@@ -44,6 +45,10 @@ emily_tensor *ts_linear(ts_scope *s, const emily_tensor *a, const emily_tensor *
                         const emily_tensor *bias);
 emily_tensor *ts_dot(ts_scope *s, const emily_tensor *a, int ca, int nbatch, const int *ba,
                      const emily_tensor *b, int cb, const int *bb);
+/* ts_dot with an output type (EMILY_DTYPE_AUTO: Nx.Type.merge, as ts_dot). */
+emily_tensor *ts_dot_as(ts_scope *s, const emily_tensor *a, int ca, int nbatch, const int *ba,
+                        const emily_tensor *b, int cb, const int *bb, emily_dtype out_type);
+emily_tensor *ts_as_type(ts_scope *s, const emily_tensor *a, emily_dtype type);
 emily_tensor *ts_reshape(ts_scope *s, const emily_tensor *a, int rank, const int64_t *shape);
 emily_tensor *ts_transpose(ts_scope *s, const emily_tensor *a, const int *perm);
 /* rank(a) starts and lengths, unit steps (a view). */

@@ -22,7 +22,17 @@ static double now_ms(void) {
 
 int generator_open(const char *path, emily_device device, generator **out, char *err,
                    size_t errlen) {
+    return generator_open_weights(path, device, NULL, out, err, errlen);
+}
+
+int generator_open_weights(const char *path, emily_device device, const char *weights,
+                           generator **out, char *err, size_t errlen) {
     *out = NULL;
+    llama_weights mode = LLAMA_WEIGHTS_QUANTIZED;
+    if (weights && llama_weights_parse(weights, &mode)) {
+        snprintf(err, errlen, "%s", emily_last_error());
+        return -1;
+    }
     generator *g = calloc(1, sizeof *g);
     if (!g) {
         snprintf(err, errlen, "out of memory");
@@ -30,7 +40,7 @@ int generator_open(const char *path, emily_device device, generator **out, char 
     }
     int64_t eos = -1;
     emily_status s = emily_gguf_open(path, &g->file);
-    if (!s) s = llama_model_load(g->file, device, &g->model);
+    if (!s) s = llama_model_load(g->file, device, mode, &g->model);
     if (!s) s = emily_gguf_get_int(g->file, "tokenizer.ggml.eos_token_id", &eos);
     if (s) {
         snprintf(err, errlen, "%s", emily_last_error());

@@ -13,9 +13,15 @@
 
 typedef struct generator generator;
 
-/* 0 on success; on failure -1 and a message in err. */
+/* 0 on success; on failure -1 and a message in err. The weight matrices
+ * as the file stores them (block-quantized ones stay quantized). */
 int generator_open(const char *gguf_path, emily_device device, generator **out, char *err,
                    size_t errlen);
+/* The same with the weights mode by name (llama_model.h, llama_weights):
+ * "quantized" (NULL: the same), "f32" or "bf16"; any other name fails
+ * before the file is read, with a message that lists the modes. */
+int generator_open_weights(const char *gguf_path, emily_device device, const char *weights,
+                           generator **out, char *err, size_t errlen);
 void generator_close(generator *g);
 
 /* The model inside (for programs that run llama_forward themselves). */

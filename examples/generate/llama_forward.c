@@ -18,16 +18,26 @@ static emily_tensor *finish(ts_scope *parent, ts_scope *s, emily_tensor *result)
     return ts_hold(parent, st, out);
 }
 
-/* x . W^T for x {..., cols}: the fused quantized product, or a dot. */
+/* x . W^T for x {..., cols} (f32), f32 out: the one place that picks the
+ * product for the model's weights mode (llama_weights). Quantized: the
+ * fused quantized product; f32: a dot; bf16: x rounded to bf16 (as the
+ * weights were), the bf16 products summed in f32 and returned in f32
+ * (no rounding of the result to bf16: the forward stays f32). */
 static emily_tensor *apply(ts_scope *s, const emily_tensor *x, const llama_matrix *w) {
     const emily_gguf_tensor *t = &w->t;
+    int last = emily_tensor_rank(x) - 1;
     if (t->q) return ts_quantized_linear(s, x, t->q, t->scales, t->biases, t->bits, t->group_size);
-    return ts_dot(s, x, emily_tensor_rank(x) - 1, 0, NULL, t->dense, 1, NULL);
+    emily_dtype wt = emily_tensor_dtype(t->dense);
+    if (wt == EMILY_F32) return ts_dot(s, x, last, 0, NULL, t->dense, 1, NULL);
+    emily_tensor *xw = ts_as_type(s, x, wt);
+    emily_tensor *y = ts_dot_as(s, xw, last, 0, NULL, t->dense, 1, NULL, EMILY_F32);
+    ts_drop(s, xw);
+    return y;
 }
 
-/* Rows `ids` {n} of the embedding matrix, {n, hidden}: a quantized matrix
- * gives the rows' codes, scales and biases, dequantized (n rows, not the
- * whole vocabulary). */
+/* Rows `ids` {n} of the embedding matrix, {n, hidden} f32: a quantized
+ * matrix gives the rows' codes, scales and biases, dequantized (n rows,
+ * not the whole vocabulary); a bf16 one its rows widened (exactly). */
 static emily_tensor *embed_rows(ts_scope *parent, const llama_matrix *e, const emily_tensor *ids) {
     if (parent->status) return NULL;
     ts_scope s = TS_SCOPE;
@@ -37,7 +47,7 @@ static emily_tensor *embed_rows(ts_scope *parent, const llama_matrix *e, const e
         rows = ts_dequantize(&s, ts_take(&s, t->q, ids, 0), ts_take(&s, t->scales, ids, 0),
                              ts_take(&s, t->biases, ids, 0), t->bits, t->group_size);
     else
-        rows = ts_take(&s, t->dense, ids, 0);
+        rows = ts_as_type(&s, ts_take(&s, t->dense, ids, 0), EMILY_F32);
     return finish(parent, &s, rows);
 }
 

@@ -13,11 +13,12 @@
 #include <time.h>
 #include <unistd.h>
 #include "generate.h"
+#include "llama_model.h"
 
 #define MODEL_FILE "models/SmolLM2-135M-Instruct/SmolLM2-135M-Instruct.Q4_1.gguf"
 
 typedef struct args {
-    const char *device, *model, *system, *prompt, *ids;
+    const char *device, *model, *system, *prompt, *ids, *weights;
     int max_new, context;
     bool raw, show_ids, quiet, ignore_eos;
     sampler_options sampling;
@@ -27,6 +28,10 @@ static void usage(FILE *f) {
     fprintf(f, "usage: emily_generate [options] PROMPT\n"
                "Text generation with a llama-architecture GGUF model (SmolLM2-135M-Instruct) on Emily.\n"
                "  --device D          cpu (default), cuda or cuda:N\n"
+               "  --weights W         quantized (default): the matrices as the file stores them,\n"
+               "                      multiplied by the fused quantized product; f32 or bf16:\n"
+               "                      dequantized once at load and multiplied by dot (more\n"
+               "                      memory: to compare against; examples/generate/README.md)\n"
                "  --model FILE        the GGUF file (default $EMILY_SMOLLM2_GGUF, else\n"
                "                      " MODEL_FILE "\n"
                "                      beside the build folder: scripts/setup puts it there)\n"
@@ -66,6 +71,7 @@ static bool parse_double(const char *s, double *out) {
 static int parse_args(int argc, char **argv, args *a) {
     memset(a, 0, sizeof *a);
     a->device = "cpu";
+    a->weights = "quantized";
     a->max_new = 128;
     a->sampling.top_p = 1.0;
     for (int i = 1; i < argc; i++) {
@@ -90,6 +96,14 @@ static int parse_args(int argc, char **argv, args *a) {
             return 1;
         } else if (!strcmp(o, "--device")) a->device = v;
         else if (!strcmp(o, "--model")) a->model = v;
+        else if (!strcmp(o, "--weights")) {
+            llama_weights w;
+            if (llama_weights_parse(v, &w)) {
+                fprintf(stderr, "emily_generate: bad value for --weights: \"%s\" (quantized, f32 or bf16)\n", v);
+                return 1;
+            }
+            a->weights = v;
+        }
         else if (!strcmp(o, "--system")) a->system = v;
         else if (!strcmp(o, "--prompt-ids")) a->ids = v;
         else if (!strcmp(o, "--max-new-tokens")) ok = parse_int(v, 1, 1 << 20, &n), a->max_new = (int)n;
@@ -181,8 +195,8 @@ int main(int argc, char **argv) {
     char err[512];
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    if (!a.quiet) fprintf(stderr, "loading %s on %s ...\n", path, a.device);
-    if (generator_open(path, device, &gen, err, sizeof err)) {
+    if (!a.quiet) fprintf(stderr, "loading %s on %s (%s weights) ...\n", path, a.device, a.weights);
+    if (generator_open_weights(path, device, a.weights, &gen, err, sizeof err)) {
         fprintf(stderr, "emily_generate: %s\n", err);
         if (access(path, F_OK) != 0)
             fprintf(stderr, "emily_generate: %s does not exist: run scripts/install_smollm2 "
