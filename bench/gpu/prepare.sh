@@ -62,6 +62,8 @@ gguf_py=$(ls -d "$VENV"/lib/python3*/site-packages/gguf 2>/dev/null | head -n 1 
 if [ -n "$gguf_py" ]; then
     mkdir -p "$P/python"
     cp -r "$gguf_py" "$P/python/"
+    # its metadata too: transformers reads the package's version from it
+    cp -r "$(dirname "$gguf_py")"/gguf-*.dist-info "$P/python/"
     find "$P/python" -name __pycache__ -prune -exec rm -rf {} +
 else
     echo "prepare: no gguf package in $VENV: the generate step's PyTorch peer will not load the GGUF"

@@ -207,7 +207,11 @@ EMILY_HD uint8_t emily_sc_f64_to_f8e4m3(double x) {
     if (x == 0) return sign;
     double a = fabs(x);
     if (a > 448.0) a = 448.0;
-    int e = (int)floor(log2(a)) + 7;
+    /* the exponent floor(log2 a), exactly: frexp is exact everywhere,
+     * while CUDA's device log2 missed it at 8.0 (2.99...: 7.5 came out) */
+    int ex;
+    (void)frexp(a, &ex);
+    int e = ex - 1 + 7;
     if (e <= 0) {
         double m = round(a * 512.0); /* a / 2^-6 * 8 */
         return (uint8_t)(sign | (m > 7 ? 7 : (int)m));

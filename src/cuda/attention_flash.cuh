@@ -301,9 +301,12 @@ __global__ void __launch_bounds__(NWARPS * 32) flash_kernel(const FlashArgs a) {
         float sum = l[r];
         sum += __shfl_xor_sync(0xffffffffu, sum, 1);
         sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-        bool any = seen[r];
-        any = any || __shfl_xor_sync(0xffffffffu, any, 1);
-        any = any || __shfl_xor_sync(0xffffffffu, any, 2);
+        // every lane of the warp must reach each shuffle (a short-circuit
+        // `any || shfl` skipped it where `any` was true: undefined, and it
+        // zeroed or garbled rows whose keys only some lanes of the quad saw)
+        int any = seen[r] ? 1 : 0;
+        any |= __shfl_xor_sync(0xffffffffu, any, 1);
+        any |= __shfl_xor_sync(0xffffffffu, any, 2);
         if (a.sinks) {
             float safe = m[r] == -INFINITY ? 0.f : m[r];
             sum += exp2f((sink - safe) * LOG2E);
