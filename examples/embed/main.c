@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include "cli.h"
 #include "sentence_embed.h"
 
 #define MODEL_SUBDIR "models/all-MiniLM-L6-v2"
@@ -45,15 +46,6 @@ static void usage(FILE *f) {
                "                   one row of the model's hidden size per sentence\n"
                "  --ids            print each sentence's token ids\n"
                "  --quiet          no progress or timing on stderr\n");
-}
-
-static bool parse_int(const char *s, int lo, int hi, int *out) {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi) return false;
-    *out = (int)v;
-    return true;
 }
 
 static bool add_text(args *a, char *text) {
@@ -103,12 +95,12 @@ static int parse_args(int argc, char **argv, args *a) {
         else if (strcmp(o, "--model") == 0 && v) a->model = v;
         else if (strcmp(o, "--file") == 0 && v) a->file = v;
         else if (strcmp(o, "--out") == 0 && v) a->out = v;
-        else if (strcmp(o, "--max-length") == 0 && v) ok = parse_int(v, 2, 1 << 20, &a->max_length);
-        else if (strcmp(o, "--batch-size") == 0 && v) ok = parse_int(v, 1, 1 << 20, &a->batch_size);
+        else if (strcmp(o, "--max-length") == 0 && v) ok = cli_parse_int(v, 2, 1 << 20, &a->max_length);
+        else if (strcmp(o, "--batch-size") == 0 && v) ok = cli_parse_int(v, 1, 1 << 20, &a->batch_size);
         else if (strcmp(o, "--batch-tokens") == 0 && v)
-            ok = parse_int(v, 0, 1 << 30, &a->batch_tokens);
-        else if (strcmp(o, "--runs") == 0 && v) ok = parse_int(v, 1, 1 << 20, &a->runs);
-        else if (strcmp(o, "--values") == 0 && v) ok = parse_int(v, 0, 1 << 20, &a->values);
+            ok = cli_parse_int(v, 0, 1 << 30, &a->batch_tokens);
+        else if (strcmp(o, "--runs") == 0 && v) ok = cli_parse_int(v, 1, 1 << 20, &a->runs);
+        else if (strcmp(o, "--values") == 0 && v) ok = cli_parse_int(v, 0, 1 << 20, &a->values);
         else {
             takes = false;
             if (strcmp(o, "--ids") == 0) a->ids = true;

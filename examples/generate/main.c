@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include "cli.h"
 #include "generate.h"
 #include "llama_model.h"
 
@@ -47,24 +48,6 @@ static void usage(FILE *f) {
                "  --ignore-eos        do not stop at the end token (exactly N new tokens)\n"
                "  --ids               print the generated token ids on stderr at the end\n"
                "  --quiet             no progress or timing on stderr\n");
-}
-
-static bool parse_int(const char *s, long lo, long hi, long *out) {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi) return false;
-    *out = v;
-    return true;
-}
-
-static bool parse_double(const char *s, double *out) {
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end) return false;
-    *out = v;
-    return true;
 }
 
 /* 0 on success, 1 on a usage error (message printed), 2 for --help */
@@ -106,12 +89,12 @@ static int parse_args(int argc, char **argv, args *a) {
         }
         else if (!strcmp(o, "--system")) a->system = v;
         else if (!strcmp(o, "--prompt-ids")) a->ids = v;
-        else if (!strcmp(o, "--max-new-tokens")) ok = parse_int(v, 1, 1 << 20, &n), a->max_new = (int)n;
-        else if (!strcmp(o, "--context")) ok = parse_int(v, 1, 1 << 24, &n), a->context = (int)n;
-        else if (!strcmp(o, "--top-k")) ok = parse_int(v, 0, INT_MAX, &n), a->sampling.top_k = (int)n;
-        else if (!strcmp(o, "--seed")) ok = parse_int(v, 0, LONG_MAX, &n), a->sampling.seed = (uint64_t)n;
-        else if (!strcmp(o, "--temperature")) ok = parse_double(v, &a->sampling.temperature);
-        else if (!strcmp(o, "--top-p")) ok = parse_double(v, &a->sampling.top_p);
+        else if (!strcmp(o, "--max-new-tokens")) ok = cli_parse_long(v, 1, 1 << 20, &n), a->max_new = (int)n;
+        else if (!strcmp(o, "--context")) ok = cli_parse_long(v, 1, 1 << 24, &n), a->context = (int)n;
+        else if (!strcmp(o, "--top-k")) ok = cli_parse_long(v, 0, INT_MAX, &n), a->sampling.top_k = (int)n;
+        else if (!strcmp(o, "--seed")) ok = cli_parse_long(v, 0, LONG_MAX, &n), a->sampling.seed = (uint64_t)n;
+        else if (!strcmp(o, "--temperature")) ok = cli_parse_double(v, &a->sampling.temperature);
+        else if (!strcmp(o, "--top-p")) ok = cli_parse_double(v, &a->sampling.top_p);
         else {
             fprintf(stderr, "emily_generate: unknown option %s (--help lists them)\n", o);
             return 1;
