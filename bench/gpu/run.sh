@@ -3,9 +3,9 @@
 # python with torch, sentence-transformers and jax; no Erlang, no network),
 # from the repository root:
 #
-#   bash bench/gpu/run.sh [--quick] [STEP...]  STEP: engine beam minilm bench generate
+#   bash bench/gpu/run.sh [--quick] [STEP...]  STEP: engine beam minilm bench generate sanitize
 #
-# No STEP: all five. The packs come from this machine's bench/gpu/carry
+# No STEP: the first five (sanitize is asked for by name). The packs come from this machine's bench/gpu/carry
 # (made by bench/gpu/prepare.sh and bench/gpu/pack_beam.sh, sent with the
 # device calls' `carry`; docs/GPU.md lists the calls):
 #   engine  emily-gpu.tar.xz: the unit tests with CUDA cases (test_cuda*,
@@ -28,7 +28,11 @@
 #           ids and logits against PyTorch's reference, the GPU against
 #           the CPU engine), then emily_generate --device cuda:0 timed
 #           against PyTorch's generate() on the GPU (f32 and bf16) on the
-#           same prompt ids.
+#           same prompt ids;
+#   sanitize the unit tests with CUDA cases under compute-sanitizer
+#           (memcheck, then racecheck and synccheck on the kernels with
+#           shared memory: SANITIZE_TESTS names others), each within
+#           SANITIZE_SECONDS (120); a report or a failed check fails it.
 #
 # Steps may be spread over several device calls (the machine keeps /tmp
 # and the repository's ignored files while it stays warm): the state,
@@ -44,8 +48,8 @@ STEPS=()
 for a in "$@"; do
     case "$a" in
         --quick) QUICK="--quick" ;;
-        engine|beam|minilm|bench|generate) STEPS+=("$a") ;;
-        *) echo "run.sh: unknown argument $a (steps: engine beam minilm bench generate; --quick)" >&2; exit 2 ;;
+        engine|beam|minilm|bench|generate|sanitize) STEPS+=("$a") ;;
+        *) echo "run.sh: unknown argument $a (steps: engine beam minilm bench generate sanitize; --quick)" >&2; exit 2 ;;
     esac
 done
 [ ${#STEPS[@]} -eq 0 ] && STEPS=(engine beam minilm bench generate)
@@ -290,6 +294,28 @@ step_bench() {
         > "$L/jax.jsonl" 2>> "$L/report.txt" || note "jax peer failed (bench/report.txt)"
     python3 bench/gpu/peers.py report "$L/emily.jsonl" "$L/torch.jsonl" "$L/jax.jsonl" | tee -a "$L/report.txt"
     note "benchmark table: bench/report.txt"
+}
+
+step_sanitize() {
+    local L=$STATE/logs/sanitize t tool rc cs
+    rm -rf "$L"; mkdir -p "$L"
+    cs=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -n 1)
+    [ -n "$cs" ] || { fail "no compute-sanitizer on this machine"; return 1; }
+    local tests=${SANITIZE_TESTS:-test_cuda_sdpa test_cuda_fast_norm test_cuda_rope test_cuda_softmax test_cuda_quant test_cuda_fp8}
+    for t in $tests; do
+        # test_cuda_sdpa's timing case (8 x 16 x 4096 x 128, many runs) would
+        # take hours under the tools: every other case of it
+        local only=()
+        [ "$t" = test_cuda_sdpa ] && only=(--only gpu_sdpa_shapes --only gpu_sdpa_causal --only gpu_sdpa_masks
+                                           --only gpu_sdpa_fully --only gpu_sdpa_views)
+        for tool in memcheck racecheck synccheck; do
+            timeout "$(limit ${SANITIZE_SECONDS:-120})" "$cs" --tool "$tool" --error-exitcode 99 \
+                "$W/bin/$t" "${only[@]}" > "$L/$t.$tool.log" 2>&1
+            rc=$?
+            note "compute-sanitizer $tool $t: rc=$rc, $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$L/$t.$tool.log" | tail -n 1)"
+            [ $rc -eq 0 ] || { grep -E '=========' "$L/$t.$tool.log" | head -n 12; fail "$tool $t (rc=$rc, log sanitize/$t.$tool.log)"; }
+        done
+    done
 }
 
 # SmolLM2's parts come one a call: each call keeps the ones it carries
