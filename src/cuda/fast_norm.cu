@@ -11,16 +11,14 @@
 // through norm_rules.h's shared helpers; the build's --fmad=false keeps
 // products and sums separately rounded as on the CPU.
 //
-// Rows whose bytes are whole 16-byte vectors (and aligned buffers) take
-// the staged kernel: the warp copies its row into shared memory with
-// 16-byte loads, runs the sums over that copy in the same lane order, and
-// computes and writes the outputs 16 bytes at a time (the elementwise step
-// has no order to keep). Other rows take the plain kernel: a row is read
-// twice (rms_norm) or three times (layer_norm), 2-8 bytes a lane, from
-// L1/L2 after the first pass. Measured on the H200, bf16 16384 x 4096
-// (bench/gpu): the plain kernel ran at 0.54 (rms) and 0.42 (layer) of the
-// copy bandwidth. Blocks hold 8 warps and stride over the rows when there
-// are more rows than the grid has warps.
+// A row is read twice (rms_norm) or three times (layer_norm), from L1/L2
+// after the first pass; blocks hold 8 warps and stride over the rows when
+// there are more rows than the grid has warps. On the H200 (bf16 16384 x
+// 4096, bench/gpu) this runs at 0.54 (rms) and 0.42 (layer) of the copy
+// bandwidth. A staged version (each warp's row copied into shared memory
+// with 16-byte loads, the same sums over that copy, 16-byte stores) was
+// slower still (0.48 and 0.30: 64 KB of shared memory a block left 24 warps
+// an SM, each row's phases in series) and was not kept.
 #include "cuda/common.cuh"
 #include "core/norm_rules.h"
 
@@ -124,79 +122,6 @@ __global__ void __launch_bounds__(BLOCK)
     }
 }
 
-// Rows held in shared memory: at most this many bytes of x per row (8 rows
-// a block: 128 KB at most; 4096 bf16 columns take 64 KB).
-constexpr int64_t STAGED_ROW_BYTES = 16384;
-
-// 16 bytes of element type T as VEC values.
-template <typename T> struct vec16 {
-    static constexpr int N = 16 / sizeof(T);
-    T v[N];
-};
-
-// One row per warp, staged in shared memory (see the top of the file):
-// the same sums in the same order as norm_kernel, so the same bits.
-template <emily_dtype X, emily_dtype O, bool RMS>
-__global__ void __launch_bounds__(BLOCK)
-    staged_norm_kernel(const storage_t<X> *__restrict__ x, storage_t<O> *__restrict__ y,
-                       const affine_t<O> *__restrict__ g, const affine_t<O> *__restrict__ b,
-                       int64_t rows, int64_t n, stat_t<X> e) {
-    typedef stat_t<X> W;
-    typedef affine_t<O> A;
-    typedef storage_t<X> SX;
-    typedef storage_t<O> SO;
-    constexpr int VX = 16 / sizeof(SX); // x elements per 16 bytes
-    extern __shared__ __align__(16) unsigned char staged_smem[];
-    const int lane = (int)(threadIdx.x % WARP);
-    SX *sx = (SX *)staged_smem + (int64_t)(threadIdx.x / WARP) * n;
-    const int64_t nwarps = (int64_t)gridDim.x * ROWS_PER_BLOCK, nv = n / VX;
-    for (int64_t row = (int64_t)blockIdx.x * ROWS_PER_BLOCK + threadIdx.x / WARP; row < rows;
-         row += nwarps) {
-        const uint4 *src = (const uint4 *)(x + row * n);
-        for (int64_t i = lane; i < nv; i += WARP) ((uint4 *)sx)[i] = __ldcs(src + i);
-        __syncwarp();
-        W m = 0, r;
-        if constexpr (!RMS) {
-            double acc = 0.0;
-            for (int64_t j = lane; j < n; j += WARP) acc += (double)load<X>(sx[j]);
-            m = mean_of<W>(warp_sum(acc), n);
-        }
-        W ms = mean_square<X, W>(sx, n, lane, m);
-        if constexpr (RMS) {
-            if constexpr (sizeof(W) == sizeof(double)) r = emi_rms_norm_r_f64(ms, e);
-            else r = emi_rms_norm_r_f32(ms, e);
-        } else {
-            if constexpr (sizeof(W) == sizeof(double)) r = emi_layer_norm_r_f64(ms, e);
-            else r = emi_layer_norm_r_f32(ms, e);
-        }
-        // the outputs, VX at a time: x from shared memory, 16-byte stores
-        // (or 16-byte groups of them for a wider O)
-        SO *yr = y + row * n;
-        for (int64_t i = lane; i < nv; i += WARP) {
-            const vec16<SX> xv = ((const vec16<SX> *)sx)[i];
-            alignas(16) SO out[VX];
-#pragma unroll
-            for (int t = 0; t < VX; t++) {
-                const int64_t j = i * VX + t;
-                if constexpr (RMS) {
-                    W z = round_to_x<X>(load<X>(xv.v[t]) * r);
-                    out[t] = store<O>((A)z * g[j]);
-                } else {
-                    W c = load<X>(xv.v[t]) - m;
-                    A s2 = g[j] * (A)r;
-                    A p = s2 * (A)c;
-                    out[t] = store<O>(b ? p + b[j] : p);
-                }
-            }
-            constexpr int STORES = (int)(VX * sizeof(SO) / 16);
-#pragma unroll
-            for (int q = 0; q < STORES; q++)
-                __stcs((uint4 *)(yr + i * VX) + q, ((const uint4 *)out)[q]);
-        }
-        __syncwarp(); // the next row overwrites sx
-    }
-}
-
 emily_status cuda_norm(const char *op, bool rms, emily_tensor *dst, const emily_tensor *x,
                        const emily_tensor *g, const emily_tensor *b, double eps) {
     if (x->size == 0) return EMILY_OK;
@@ -236,24 +161,6 @@ emily_status cuda_norm(const char *op, bool rms, emily_tensor *dst, const emily_
                     auto xs = (const storage_t<X> *)xp;
                     auto ys = (storage_t<O> *)yp;
                     auto e = (stat_t<X>)eps;
-                    // the staged kernel: whole 16-byte vectors of x and y
-                    // per row, 16-byte aligned buffers, a row that fits
-                    int64_t rowx = n * (int64_t)sizeof(storage_t<X>),
-                            rowy = n * (int64_t)sizeof(storage_t<O>);
-                    bool staged = rowx % 16 == 0 && rowy % 16 == 0 && rowx <= STAGED_ROW_BYTES &&
-                                  aligned16(xp) && aligned16(yp) && aligned16(gp) &&
-                                  (!bp || aligned16(bp));
-                    if (staged) {
-                        size_t smem = (size_t)(ROWS_PER_BLOCK * rowx);
-                        auto kernel = rms ? staged_norm_kernel<X, O, true> : staged_norm_kernel<X, O, false>;
-                        cudaError_t err = cudaFuncSetAttribute(
-                            kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-                        if (err != cudaSuccess) return emi_cuda_error(op, err);
-                        kernel<<<grid, BLOCK, smem, ctx.stream>>>(xs, ys, (const A *)gp,
-                                                                  rms ? nullptr : (const A *)bp, rows,
-                                                                  n, e);
-                        return EMILY_OK;
-                    }
                     if (rms)
                         norm_kernel<X, O, true><<<grid, BLOCK, 0, ctx.stream>>>(
                             xs, ys, (const A *)gp, nullptr, rows, n, e);
