@@ -14,7 +14,10 @@
  *    at FAST each type in its own precision (f16/bf16 in f32), except
  *    that where the CPU has AVX-512 and the BLAS only AVX2 kernels, FAST
  *    f64 takes the exact kernel and FAST f32/f16/bf16 dot_blocked.c's
- *    f32 FMA kernel (see blas_lacks_avx512).
+ *    f32 FMA kernel (see blas_lacks_avx512); and one to four rows by a
+ *    bf16 matrix stored with the contraction innermost (a bf16 linear
+ *    layer in a decode step) are read in place by dot_bf16_rows.c, not
+ *    converted to f32 as a whole first.
  * Operands BLAS can read in place are passed as they are; any other is
  * packed once into the compute type, converting values as Nx does. */
 #include <cblas.h>
@@ -23,6 +26,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include "cpu/dot_bf16_rows.h"
 #include "cpu/dot_blocked.h"
 #include "cpu/dot_load.h"
 #include "cpu/dtype_scalars.h"
@@ -539,6 +543,23 @@ static bool blas_lacks_avx512(void) {
     return st != 0;
 }
 
+/* FAST rows by a bf16 matrix read in place (src/cpu/dot_bf16_rows.c):
+ * into dst when it is f32, else into f32 sums rounded into it as BLAS's
+ * would be. *done false: not taken. */
+static emily_status bf16_rows(emily_tensor *dst, const emily_tensor *a, const emily_tensor *b, bool *done) {
+    *done = false;
+    if (!emi_cpu_fast_bf16_rows_applies(a, b)) return EMILY_OK;
+    float *tmp = NULL, *c = emily_tensor_base(dst);
+    if (dst->dtype != EMILY_F32) {
+        if (!(tmp = alloc_elems(dst->size, sizeof(float), false))) return oom("the result");
+        c = tmp;
+    }
+    emily_status s = emi_cpu_fast_bf16_rows(a, b, c, done);
+    if (!s && *done && tmp) store_results(dst, tmp, CT_F32);
+    free(tmp);
+    return s;
+}
+
 static emily_status cpu_gemm(emily_tensor *dst, const emily_tensor *a, const emily_tensor *b,
                              emily_dot_precision precision) {
     if (dst->size == 0) return EMILY_OK;
@@ -556,6 +577,9 @@ static emily_status cpu_gemm(emily_tensor *dst, const emily_tensor *a, const emi
     case EMILY_C64: return blas_path(dst, a, b, fast ? CT_C64 : CT_C128);
     default: /* f32, f16 and bf16: f32 products at FAST */
         if (!fast) return emi_cpu_exact_real_gemm(dst, a, b);
+        bool done;
+        emily_status s = bf16_rows(dst, a, b, &done);
+        if (s || done) return s;
         /* one to four rows: a stream over b, whatever the BLAS */
         if (emi_cpu_fast_f32_gemv(dst, a, b)) return EMILY_OK;
         return blas_lacks_avx512() ? emi_cpu_fast_f32_gemm(dst, a, b) : blas_path(dst, a, b, CT_F32);
