@@ -34,9 +34,6 @@
 #include "cpu/parallel.h"
 #include "core/kernels.h"
 
-/* Multiply-adds below which a product runs on one thread: a thread team
- * costs more than it saves under about a millisecond of work. */
-#define GEMM_PARALLEL_MIN ((int64_t)1 << 20)
 
 static bool ct_matches(ctype ct, emily_dtype t) {
     return (ct == CT_F32 && t == EMILY_F32) || (ct == CT_F64 && t == EMILY_F64) ||
@@ -88,7 +85,7 @@ static emily_status pack(const emily_tensor *t, ctype ct, void **out) {
     pack_job j = {t, ct, buf, es, emi_dot_loaders[t->dtype], nr, nc};
     /* rows on the engine's pool, about 16K elements a job */
     int64_t rows = nb * nr;
-    emi_cpu_parallel_ranges(rows, nc > 0 && nc < 16384 ? 16384 / nc : 1, rows * nc >= GEMM_PARALLEL_MIN / 4,
+    emi_cpu_parallel_ranges(rows, nc > 0 && nc < 16384 ? 16384 / nc : 1, rows * nc >= EMI_CPU_MACS_PARALLEL_MIN / 4,
                               pack_rows, &j);
     *out = buf;
     return EMILY_OK;
@@ -112,11 +109,11 @@ static emily_status pack(const emily_tensor *t, ctype ct, void **out) {
         T *o = d;                                                                      \
         if (ct == CT_F32) {                                                            \
             const float *s = src;                                                      \
-            _Pragma("omp parallel for if (n >= GEMM_PARALLEL_MIN / 4) schedule(static)") \
+            _Pragma("omp parallel for if (n >= EMI_CPU_MACS_PARALLEL_MIN / 4) schedule(static)") \
             for (int64_t i = 0; i < n; i++) o[i] = emi_from_f64_##sfx(s[i]);          \
         } else {                                                                       \
             const double *s = src;                                                     \
-            _Pragma("omp parallel for if (n >= GEMM_PARALLEL_MIN / 4) schedule(static)") \
+            _Pragma("omp parallel for if (n >= EMI_CPU_MACS_PARALLEL_MIN / 4) schedule(static)") \
             for (int64_t i = 0; i < n; i++) o[i] = emi_from_f64_##sfx(s[i]);          \
         }                                                                              \
         break;                                                                         \
@@ -184,7 +181,7 @@ static emily_status int_gemm(emily_tensor *dst, const emily_tensor *a, const emi
         c = tmp;
     }
     int64_t rows = nb * m;
-#pragma omp parallel for if (rows > 1 && rows * n * k >= GEMM_PARALLEL_MIN / 4) schedule(static)
+#pragma omp parallel for if (rows > 1 && rows * n * k >= EMI_CPU_MACS_PARALLEL_MIN / 4) schedule(static)
     for (int64_t r = 0; r < rows; r++) {
         int64_t bi = r / m;
         if (wide)
@@ -299,7 +296,7 @@ static emily_status pack_panels(const emily_tensor *t, bool as_b, int width, boo
     if (!as_b) {
         /* row r of batch bi: its K values go down the panel at stride w*MR */
         int64_t rows = nb * outer;
-#pragma omp parallel for if (rows * k >= GEMM_PARALLEL_MIN / 4) schedule(static)
+#pragma omp parallel for if (rows * k >= EMI_CPU_MACS_PARALLEL_MIN / 4) schedule(static)
         for (int64_t rr = 0; rr < rows; rr++) {
             int64_t bi = rr / outer, r = rr % outer;
             double *d = buf + (size_t)(bi * np + r / width) * panel + r % width;
@@ -309,7 +306,7 @@ static emily_status pack_panels(const emily_tensor *t, bool as_b, int width, boo
         /* row p (a contraction index) of batch bi: its N values split
          * across panels, contiguous within each */
         int64_t rows = nb * k;
-#pragma omp parallel for if (rows * outer >= GEMM_PARALLEL_MIN / 4) schedule(static)
+#pragma omp parallel for if (rows * outer >= EMI_CPU_MACS_PARALLEL_MIN / 4) schedule(static)
         for (int64_t rr = 0; rr < rows; rr++) {
             int64_t bi = rr / k, p = rr % k;
             const char *src = row_ptr(t, bi, p);
@@ -337,7 +334,7 @@ static emily_status cplx_gemm(emily_tensor *dst, const emily_tensor *a, const em
     /* work items: (batch, column panel, group of row panels) */
     enum { ROW_GROUP = 8 };
     int64_t groups = (mp + ROW_GROUP - 1) / ROW_GROUP, items = nb * np * groups;
-#pragma omp parallel for if (items > 1 && m * n * k * nb >= GEMM_PARALLEL_MIN) schedule(dynamic)
+#pragma omp parallel for if (items > 1 && m * n * k * nb >= EMI_CPU_MACS_PARALLEL_MIN) schedule(dynamic)
     for (int64_t it = 0; it < items; it++) {
         int64_t bi = it / (np * groups), rest = it % (np * groups);
         int64_t jp = rest / groups, g = rest % groups;
@@ -477,7 +474,7 @@ static void blas_on_pool(ctype ct, const operand *a, const operand *b, void *c, 
     int64_t threads = omp_get_max_threads();
     blas_job j = {ct, a, b, c, nb, m, n, k, 1, 1, m, n};
     int64_t work = m * n * k;
-    if (threads > 1 && work * nb >= GEMM_PARALLEL_MIN && nb < 2 * threads) {
+    if (threads > 1 && work * nb >= EMI_CPU_MACS_PARALLEL_MIN && nb < 2 * threads) {
         int64_t want = (2 * threads + nb - 1) / nb; /* blocks per product */
         if (m >= n) {
             j.rows = (m + want - 1) / want;
@@ -491,7 +488,7 @@ static void blas_on_pool(ctype ct, const operand *a, const operand *b, void *c, 
         }
     }
     int64_t tasks = nb * j.rb * j.cb;
-    if (threads > 1 && work * nb >= GEMM_PARALLEL_MIN) emi_cpu_parallel(tasks, blas_task, &j);
+    if (threads > 1 && work * nb >= EMI_CPU_MACS_PARALLEL_MIN) emi_cpu_parallel(tasks, blas_task, &j);
     else
         for (int64_t t = 0; t < tasks; t++) blas_task(&j, t);
 }
@@ -543,21 +540,16 @@ static bool blas_lacks_avx512(void) {
     return st != 0;
 }
 
-/* FAST rows by a bf16 matrix read in place (src/cpu/dot_bf16_rows.c):
- * into dst when it is f32, else into f32 sums rounded into it as BLAS's
- * would be. *done false: not taken. */
-static emily_status bf16_rows(emily_tensor *dst, const emily_tensor *a, const emily_tensor *b, bool *done) {
-    *done = false;
-    if (!emi_cpu_fast_bf16_rows_applies(a, b)) return EMILY_OK;
+/* FAST rows by a bf16 matrix read in place (src/cpu/dot_bf16_rows.c,
+ * where it applies): into dst when it is f32, else into f32 sums rounded
+ * into it as BLAS's would be. */
+static emily_status bf16_rows(emily_tensor *dst, const emily_tensor *a, const emily_tensor *b) {
     float *tmp = NULL, *c = emily_tensor_base(dst);
     if (dst->dtype != EMILY_F32) {
         if (!(tmp = alloc_elems(dst->size, sizeof(float), false))) return oom("the result");
         c = tmp;
     }
-    emily_status s = emi_cpu_fast_bf16_rows(a, b, c, done);
-    if (!s && *done && tmp) store_results(dst, tmp, CT_F32);
-    free(tmp);
-    return s;
+    return finish(dst, CT_F32, tmp, NULL, NULL, emi_cpu_fast_bf16_rows(a, b, c));
 }
 
 static emily_status cpu_gemm(emily_tensor *dst, const emily_tensor *a, const emily_tensor *b,
@@ -577,9 +569,7 @@ static emily_status cpu_gemm(emily_tensor *dst, const emily_tensor *a, const emi
     case EMILY_C64: return blas_path(dst, a, b, fast ? CT_C64 : CT_C128);
     default: /* f32, f16 and bf16: f32 products at FAST */
         if (!fast) return emi_cpu_exact_real_gemm(dst, a, b);
-        bool done;
-        emily_status s = bf16_rows(dst, a, b, &done);
-        if (s || done) return s;
+        if (emi_cpu_fast_bf16_rows_applies(a, b)) return bf16_rows(dst, a, b);
         /* one to four rows: a stream over b, whatever the BLAS */
         if (emi_cpu_fast_f32_gemv(dst, a, b)) return EMILY_OK;
         return blas_lacks_avx512() ? emi_cpu_fast_f32_gemm(dst, a, b) : blas_path(dst, a, b, CT_F32);

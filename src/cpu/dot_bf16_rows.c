@@ -15,6 +15,7 @@
  * last K mod 16 products fused in order. */
 #include <stdlib.h>
 #include <string.h>
+#include "core/scalar_convert.h"
 #include "cpu/dot_bf16_rows.h"
 #include "cpu/parallel.h"
 
@@ -22,15 +23,6 @@
 #define COLS_PER_JOB 64
 /* a's rows widened to f32 at most this many elements (decode: 576) */
 #define MAX_A_ELEMS ((int64_t)1 << 22)
-/* multiply-adds below which one thread does it all */
-#define PARALLEL_MIN ((int64_t)1 << 18)
-
-static inline float bf16_to_f32(uint16_t h) {
-    uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
 
 bool emi_cpu_fast_bf16_rows_applies(const emily_tensor *a, const emily_tensor *bm) {
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -91,15 +83,13 @@ __attribute__((target("avx2,fma"))) static void rows_block(void *ctx, int64_t t)
         }
         for (int64_t r = 0; r < m; r++) {
             float s = lanes_sum(_mm256_add_ps(acc0[r], acc1[r]));
-            for (int64_t p = k16; p < k; p++) s = __builtin_fmaf(a[r * k + p], bf16_to_f32(w[p]), s);
+            for (int64_t p = k16; p < k; p++) s = __builtin_fmaf(a[r * k + p], emily_sc_bf16_to_f32(w[p]), s);
             c[r * j->n + col] = s;
         }
     }
 }
 
-emily_status emi_cpu_fast_bf16_rows(const emily_tensor *a, const emily_tensor *bm, float *c, bool *done) {
-    *done = false;
-    if (!emi_cpu_fast_bf16_rows_applies(a, bm)) return EMILY_OK;
+emily_status emi_cpu_fast_bf16_rows(const emily_tensor *a, const emily_tensor *bm, float *c) {
     int64_t nb = bm->shape[0], m = a->shape[1], k = a->shape[2], n = bm->shape[2];
     /* a's rows widened once (a broadcast batch once for all) */
     int64_t a_batches = a->strides[0] == 0 ? 1 : a->shape[0];
@@ -115,24 +105,23 @@ emily_status emi_cpu_fast_bf16_rows(const emily_tensor *a, const emily_tensor *b
                 else {
                     uint16_t h;
                     memcpy(&h, abase + off * 2, 2);
-                    v = bf16_to_f32(h);
+                    v = emily_sc_bf16_to_f32(h);
                 }
                 aw[(bi * m + r) * k + p] = v;
             }
     rows_job j = {aw, (const uint16_t *)emily_tensor_base(bm), bm->strides[0], bm->strides[2], a_batches,
                   c, m, n, k, (n + COLS_PER_JOB - 1) / COLS_PER_JOB};
     int64_t tasks = nb * j.blocks;
-    if (nb * m * n * k >= PARALLEL_MIN && tasks > 1) emi_cpu_parallel(tasks, rows_block, &j);
+    /* a stream over bm: a quarter of a product's threshold */
+    if (nb * m * n * k >= EMI_CPU_MACS_PARALLEL_MIN / 4 && tasks > 1) emi_cpu_parallel(tasks, rows_block, &j);
     else
         for (int64_t t = 0; t < tasks; t++) rows_block(&j, t);
     free(aw);
-    *done = true;
     return EMILY_OK;
 }
 #else
-emily_status emi_cpu_fast_bf16_rows(const emily_tensor *a, const emily_tensor *bm, float *c, bool *done) {
+emily_status emi_cpu_fast_bf16_rows(const emily_tensor *a, const emily_tensor *bm, float *c) {
     (void)a, (void)bm, (void)c;
-    *done = false;
-    return EMILY_OK;
+    return emily_error(EMILY_ERR_INTERNAL, "dot: the bf16 rows path is not built for this CPU");
 }
 #endif

@@ -69,9 +69,6 @@ enum {
     TILE_BYTES = MR_MAX * NR_MAX * 8, /* room for the largest tile of either type */
 };
 
-/* Multiply-adds below which a product runs on the calling thread: a
- * team's start and join cost more than they save. */
-#define BLOCKED_PARALLEL_MIN ((int64_t)1 << 20)
 
 /* kc steps of one MR x NR tile: c (row stride ldc elements) =
  * (load ? c : 0) + sum over p of a[p][r] * b[p][j], in p order. */
@@ -411,7 +408,7 @@ static emily_status blocked_gemm(emily_tensor *dst, const emily_tensor *a, const
     j.k = a->shape[2];
     int mr = j.ker->mr, nr = j.ker->nr;
     int T = omp_get_max_threads();
-    if (j.m * j.n * j.k * j.nb < BLOCKED_PARALLEL_MIN) T = 1;
+    if (j.m * j.n * j.k * j.nb < EMI_CPU_MACS_PARALLEL_MIN) T = 1;
     /* items as large as ITEM_M x ITEM_N, halved (the longer side first) until
      * there are two a thread: each split repacks the operands once more
      * (at 256^2 two items a thread took 0.21 ms on two cores, four 0.25) */
@@ -516,7 +513,7 @@ bool emi_cpu_fast_f32_gemv(emily_tensor *dst, const emily_tensor *a, const emily
     gemv_job jb = {emily_tensor_base(a), emily_tensor_base(bm), emily_tensor_base(dst), m, n, k,
                    a->strides[1], bm->strides[1], a->strides[0], bm->strides[0], (n + GEMV_COLS - 1) / GEMV_COLS};
     int64_t tasks = dst->shape[0] * jb.blocks;
-    if (m * n * k * dst->shape[0] >= BLOCKED_PARALLEL_MIN / 4) emi_cpu_parallel(tasks, gemv_block, &jb);
+    if (m * n * k * dst->shape[0] >= EMI_CPU_MACS_PARALLEL_MIN / 4) emi_cpu_parallel(tasks, gemv_block, &jb);
     else
         for (int64_t t = 0; t < tasks; t++) gemv_block(&jb, t);
     return true;

@@ -17,6 +17,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* Multiply-adds below which a product (dot, attention) runs on the
+ * calling thread: the pool's wake-up and join cost more than they save
+ * under about a millisecond of work (a stream over one matrix, which
+ * does a quarter of a product's work per byte, uses a quarter of it). */
+#define EMI_CPU_MACS_PARALLEL_MIN ((int64_t)1 << 20)
+
 /* Runs fn(ctx, c) for every c in [0, nchunks), on several threads when
  * nchunks > 1 and helpers are available (each chunk exactly once; fn
  * must not call emi_cpu_parallel itself - nested calls run serially). */

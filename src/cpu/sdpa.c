@@ -29,13 +29,6 @@
 /* Scores held per job (elements of W): about 1 MB of f32. */
 #define SCORES_PER_JOB 262144
 #define MAX_ROWS 64
-/* Below this many multiply-adds (both products, every head) the call runs
- * on the calling thread: a decode step's attention (SmolLM2: 9 heads, one
- * query row, 40 keys, 46k multiply-adds) takes ~14 us alone and 25-140 us
- * when its 9 jobs wake the pool (measured on 2 cores, the upper figure
- * under load), as the dense products' 2^20 threshold (src/cpu/dot.c)
- * found for theirs. */
-#define SDPA_PARALLEL_MIN ((int64_t)1 << 20)
 
 typedef struct sdpa_job {
     const emily_sdpa_params *p;
@@ -187,8 +180,12 @@ emily_status emi_cpu_sdpa(emily_tensor *dst, const emily_tensor *q, const emily_
     }
     emi_cpu_blas_one_thread();
     int64_t jobs = p->B * p->Hq * j.blocks;
+    /* both products' multiply-adds, every head: below the products'
+     * threshold on this thread (a decode step's attention, SmolLM2's 9
+     * heads by one query row and 40 keys, takes ~14 us alone and 25-140
+     * us when its 9 jobs wake the pool, measured on 2 cores under load) */
     int64_t work = p->B * p->Hq * p->Sq * p->Skv * (p->D + p->Dv);
-    if (jobs > 1 && work >= SDPA_PARALLEL_MIN) emi_cpu_parallel(jobs, run_job, &j);
+    if (jobs > 1 && work >= EMI_CPU_MACS_PARALLEL_MIN) emi_cpu_parallel(jobs, run_job, &j);
     else
         for (int64_t i = 0; i < jobs; i++) run_job(&j, i);
     for (int i = 0; i < 3; i++) free(wide[i]);
