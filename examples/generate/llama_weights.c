@@ -24,7 +24,7 @@ static emily_status tensor_shape(const emily_gguf *g, const char *name, int *ran
 static const char *const mode_names[] = {"quantized", "f32", "bf16"};
 
 emily_status llama_weights_parse(const char *name, llama_weights *out) {
-    for (int i = 0; name && i < 3; i++)
+    for (int i = 0; name && i < (int)(sizeof mode_names / sizeof *mode_names); i++)
         if (!strcmp(name, mode_names[i])) {
             *out = (llama_weights)i;
             return EMILY_OK;

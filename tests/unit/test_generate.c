@@ -259,9 +259,10 @@ static const lane F32 = {"f32", LOGIT_REL_TOL, true, REF_TOKENS};
  * required, except the first: it must be the reference's wherever the
  * reference's first-step gap between its two best exceeds twice the
  * bound (the two logits cannot then swap). */
-/* On the CPU a bf16 product converts its whole weight matrix to f32 each
- * time (the engine's BLAS path), 4-6x the f32 lane's time: the first
- * 8 ids of each prompt (prompt 3 leaves the reference at its 5th). */
+/* The first 8 ids of each prompt: past them the counts say nothing more
+ * (prompt 3 leaves the reference at its 5th), and the prompt's rows (a
+ * prefill of more than 4) still convert each bf16 matrix to f32 on the
+ * CPU. */
 static const lane BF16 = {"bf16", BF16_LOGIT_REL_TOL, false, 8};
 
 /* Greedy ids and first logits of every reference prompt on `device`. */
