@@ -26,9 +26,9 @@
 #           one part per call: every call stashes the parts it carries):
 #           SmolLM2-135M-Instruct from C on the GPU: test_generate (greedy
 #           ids and logits against PyTorch's reference, the GPU against
-#           the CPU engine), then emily_generate --device cuda:0 timed
-#           against PyTorch's generate() on the GPU (f32 and bf16) on the
-#           same prompt ids;
+#           the CPU engine), then bench/models/generate for each weights
+#           mode: emily_generate on the GPU (GENERATE_DEVICE) against
+#           PyTorch's generate() there on the same prompt ids;
 #   sanitize the unit tests with CUDA cases under compute-sanitizer
 #           (memcheck, then racecheck and synccheck on the kernels with
 #           shared memory: SANITIZE_TESTS names others), each within
@@ -348,43 +348,20 @@ step_generate() {
     note "test_generate: rc=$rc, $(grep -E 'tests, [0-9]+ failed' "$L/test_generate.log" | tr '\n' ' ')"
     [ $rc -eq 0 ] || fail "test_generate (rc=$rc, log generate/test_generate.log)"
     grep -q SKIPPED "$L/test_generate.log" && fail "test_generate skipped cases (above)"
-    local ids new=${GENERATE_NEW:-128} runs=${GENERATE_RUNS:-5} modes=quantized m i
-    ids=$(python3 -c "import json; print(','.join(map(str, json.load(open('bench/models/smollm2_prompt.json'))['ids'])))")
+    # each weights mode timed by bench/models/generate (the built program,
+    # this machine's Python; its PyTorch peer in f32, bf16 for bf16)
+    local new=${GENERATE_NEW:-128} runs=${GENERATE_RUNS:-5} m log
     [ -n "$QUICK" ] && { new=16; runs=2; }
-    "$W/bin/emily_generate" --help 2>&1 | grep -q -- --weights && modes="quantized bf16 f32"
-    for m in $modes; do
-        echo "== emily_generate --device cuda:0 --weights $m: $new new tokens, $runs runs after a warm-up"
-        local wopt=()
-        [ "$modes" = quantized ] || wopt=(--weights "$m")
-        : > "$L/emily_$m.times"
-        for i in $(seq 0 "$runs"); do
-            timeout "$(limit 60)" "$W/bin/emily_generate" --device cuda:0 --model "$G" "${wopt[@]}" --prompt-ids "$ids" \
-                --max-new-tokens "$new" --ignore-eos --ids > /dev/null 2> "$L/emily_$m.log" ||
-                { cat "$L/emily_$m.log"; fail "emily_generate --weights $m (log generate/emily_$m.log)"; break; }
-            [ "$i" -gt 0 ] && grep '^prompt:' "$L/emily_$m.log" >> "$L/emily_$m.times"
-        done
-        grep '^ids:' "$L/emily_$m.log" | sed 's/^ids: //' > "$L/emily_$m.ids"
-        python3 - "$L/emily_$m.times" "$m" <<'PY' | while read -r line; do note "$line"; done
-import re, statistics, sys
-pre, per = [], []
-for line in open(sys.argv[1]):
-    m = re.search(r"tokens in ([0-9.]+) ms .*\(([0-9.]+) tokens/s, ([0-9.]+) ms/token\)", line)
-    if m:
-        pre.append(float(m.group(1))); per.append(float(m.group(3)))
-if per:
-    p, t = statistics.median(pre), statistics.median(per)
-    print(f"SmolLM2 Emily cuda weights={sys.argv[2]}: prompt + first {p:.2f} ms, per later token {t:.3f} ms "
-          f"({1e3 / t:.0f} tokens/s), median of {len(per)}")
-PY
-    done
-    for m in f32 bf16; do
-        echo "== PyTorch generate() on cuda, $m"
-        PYTHONPATH="$W/python${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 timeout "$(limit 150)" \
-            python3 bench/models/generate_torch.py --gguf "$G" --prompt-ids "$ids" --new "$new" --runs "$runs" \
-            --device cuda --dtype "$m" --compare "$L/emily_quantized.ids" > "$L/torch_$m.log" 2>&1 ||
-            { tail -n 20 "$L/torch_$m.log"; fail "generate_torch.py $m (log generate/torch_$m.log)"; continue; }
-        cat "$L/torch_$m.log"
-        grep -E '^(torch|ids):' "$L/torch_$m.log" | while read -r line; do note "PyTorch $m: $line"; done
+    for m in quantized bf16 f32; do
+        log=$L/generate_$m.log
+        echo "== bench/models/generate, $m weights on ${GENERATE_DEVICE:-cuda}: $new new tokens, $runs runs after a warm-up"
+        EMILY_GENERATE=$W/bin/emily_generate PYTHON=python3 EMILY_SMOLLM2_GGUF=$G WEIGHTS=$m \
+            DEVICE=${GENERATE_DEVICE:-cuda} NEW=$new RUNS=$runs THREADS=$(nproc) \
+            PYTHONPATH="$W/python${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 \
+            timeout "$(limit 200)" bash bench/models/generate > "$log" 2>&1 ||
+            { tail -n 20 "$log"; fail "bench/models/generate $m (log generate/generate_$m.log)"; continue; }
+        cat "$log"
+        grep -E '^(emily \(|torch |ids:)' "$log" | while read -r line; do note "SmolLM2 $m: $line"; done
     done
 }
 
