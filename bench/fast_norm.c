@@ -71,8 +71,7 @@ static emily_tensor *composed_layer_norm(void) {
 
 /* Bumblebee's rms_norm (upcast: :normalization; f32 needs no casts). */
 static emily_tensor *composed_rms_norm(void) {
-    emily_tensor *two = scalar(2), *sq = bin(EMILY_POW, x, two), *ms = mean_last(sq),
-                 *eps = scalar(1.0e-6);
+    emily_tensor *two = scalar(2), *sq = bin(EMILY_POW, x, two), *ms = mean_last(sq), *eps = scalar(1.0e-6);
     emily_tensor *v = bin(EMILY_ADD, ms, eps), *r = rsqrt(v), *z = bin(EMILY_MULTIPLY, x, r);
     emily_tensor *zero = scalar(0.0), *w = bin(EMILY_ADD, zero, g), *y = bin(EMILY_MULTIPLY, z, w);
     emily_tensor *all[] = {two, sq, ms, eps, v, r, z, zero, w};
@@ -120,8 +119,7 @@ static emily_tensor *uniform(int rank, const int64_t *shape, uint64_t seed) {
         v[i] = (float)((double)(seed >> 11) / 9007199254740992.0 * 8.0 - 4.0);
     }
     emily_tensor *t;
-    die(emily_from_binary(EMILY_CPU, EMILY_F32, rank, shape, v, (size_t)n * sizeof *v, &t),
-        "input");
+    die(emily_from_binary(EMILY_CPU, EMILY_F32, rank, shape, v, (size_t)n * sizeof *v, &t), "input");
     free(v);
     return t;
 }
@@ -157,10 +155,10 @@ static void run_shape(int64_t rows, int64_t n) {
     emily_tensor_release(c);
     double lf = time_us(fused_layer_norm), lc = time_us(composed_layer_norm);
     double rf = time_us(fused_rms_norm), rc = time_us(composed_rms_norm);
-    printf("| {%lld, %lld} f32 | layer_norm | %.1f | %.1f | %.1fx | %.2g |\n", (long long)rows,
-           (long long)n, lf, lc, lc / lf, dl);
-    printf("| {%lld, %lld} f32 | rms_norm | %.1f | %.1f | %.1fx | %.2g |\n", (long long)rows,
-           (long long)n, rf, rc, rc / rf, dr);
+    printf("| {%lld, %lld} f32 | layer_norm | %.1f | %.1f | %.1fx | %.2g |\n", (long long)rows, (long long)n, lf, lc,
+           lc / lf, dl);
+    printf("| {%lld, %lld} f32 | rms_norm | %.1f | %.1f | %.1fx | %.2g |\n", (long long)rows, (long long)n, rf, rc,
+           rc / rf, dr);
     emily_tensor_release(x);
     emily_tensor_release(g);
     emily_tensor_release(b);
@@ -169,8 +167,7 @@ static void run_shape(int64_t rows, int64_t n) {
 int main(int argc, char **argv) {
     const char *threads = getenv("OMP_NUM_THREADS");
     printf("threads: %s\n\n", threads ? threads : "the pool's default (one per CPU)");
-    printf(
-        "| shape | op | fused us | composed us | speedup | max abs diff |\n|---|---|---|---|---|---|\n");
+    printf("| shape | op | fused us | composed us | speedup | max abs diff |\n|---|---|---|---|---|---|\n");
     if (argc > 1) {
         for (int i = 1; i < argc; i++) {
             long long r, n;

@@ -90,8 +90,7 @@ int main(int argc, char **argv) {
                                      "37x576x1536", "37x576x49152", "1024x384x1536"};
     int ndefaults = (int)(sizeof defaults / sizeof *defaults);
     int nshapes = argc > 1 ? argc - 1 : ndefaults;
-    printf("%-18s %5s %12s %12s %12s %8s\n", "MxKxN:group", "bits", "f32 dot us", "sgemv us",
-           "fused us", "ratio");
+    printf("%-18s %5s %12s %12s %12s %8s\n", "MxKxN:group", "bits", "f32 dot us", "sgemv us", "fused us", "ratio");
     for (int i = 0; i < nshapes; i++) {
         const char *spec = argc > 1 ? argv[i + 1] : defaults[i];
         long long m, k, n;
@@ -124,8 +123,7 @@ int main(int argc, char **argv) {
             snprintf(label, sizeof label, "%lldx%lldx%lld:%lld", m, k, n, group_);
             char gv[32] = "-";
             if (m == 1) snprintf(gv, sizeof gv, "%.1f", gemv);
-            printf("%-18s %5d %12.1f %12s %12.1f %8.2f\n", label, bits_, dense, gv, fused,
-                   fused / dense);
+            printf("%-18s %5d %12.1f %12s %12.1f %8.2f\n", label, bits_, dense, gv, fused, fused / dense);
             emily_tensor_release(q), emily_tensor_release(s), emily_tensor_release(b);
         }
         emily_tensor_release(x), emily_tensor_release(w);

@@ -46,13 +46,10 @@ static emily_tensor *composed(void) {
     int ca[1] = {3}, ba[2] = {0, 1}, cv[1] = {2};
     emily_tensor *s, *scale, *ninf, *m, *e, *z, *o;
     die(emily_dot(q, 1, ca, 2, ba, k, 1, ca, 2, ba, EMILY_DTYPE_AUTO, &s), "dot");
-    die(emily_constant(EMILY_CPU, EMILY_F32, 0, NULL, emily_scalar_float(1.0 / sqrt((double)D_)),
-                       &scale),
-        "constant");
+    die(emily_constant(EMILY_CPU, EMILY_F32, 0, NULL, emily_scalar_float(1.0 / sqrt((double)D_)), &scale), "constant");
     emily_tensor *a = bin(EMILY_MULTIPLY, s, scale), *l = a;
     if (causal_) {
-        die(emily_constant(EMILY_CPU, EMILY_F32, 0, NULL, emily_scalar_float(-INFINITY), &ninf),
-            "constant");
+        die(emily_constant(EMILY_CPU, EMILY_F32, 0, NULL, emily_scalar_float(-INFINITY), &ninf), "constant");
         die(emily_select(keep, a, ninf, EMILY_DTYPE_AUTO, &l), "select");
         emily_tensor_release(ninf);
     }
@@ -138,8 +135,8 @@ static void run_shape(int64_t B, int64_t H, int64_t S, int64_t D) {
         emily_tensor_release(f);
         emily_tensor_release(g);
         double tf = time_ms(fused), tc = time_ms(composed);
-        printf("| {%lld, %lld, %lld, %lld} f32%s | %.2f | %.2f | %.1fx | %.2g |\n", (long long)B,
-               (long long)H, (long long)S, (long long)D, c ? " causal" : "", tf, tc, tc / tf, diff);
+        printf("| {%lld, %lld, %lld, %lld} f32%s | %.2f | %.2f | %.1fx | %.2g |\n", (long long)B, (long long)H,
+               (long long)S, (long long)D, c ? " causal" : "", tf, tc, tc / tf, diff);
     }
     emily_tensor *all[] = {q, k, v, keep, ri, ci};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++) emily_tensor_release(all[i]);
@@ -152,8 +149,7 @@ int main(int argc, char **argv) {
     if (argc > 1) {
         for (int i = 1; i < argc; i++) {
             long long b, h, s, d;
-            if (sscanf(argv[i], "%lldx%lldx%lldx%lld", &b, &h, &s, &d) != 4 || b < 1 || h < 1 ||
-                s < 1 || d < 1) {
+            if (sscanf(argv[i], "%lldx%lldx%lldx%lld", &b, &h, &s, &d) != 4 || b < 1 || h < 1 || s < 1 || d < 1) {
                 fprintf(stderr, "shape %s: expected BxHxSxD\n", argv[i]);
                 return 2;
             }

@@ -70,43 +70,38 @@ static op_kind lookup(const char *name, int *inputs) {
 /* Is the public function this op needs present in the loaded library? */
 static const char *missing_symbol(op_kind k) {
     switch (k) {
-    case OP_ADD: case OP_MULTIPLY:
-        return emily_binary ? NULL : "emily_binary";
-    case OP_EXP: case OP_TANH:
-        return emily_unary ? NULL : "emily_unary";
-    case OP_SUM_ALL: case OP_SUM_LAST: case OP_MAX_ALL:
-        return emily_reduce ? NULL : "emily_reduce";
-    case OP_ARGMAX:
-        return emily_argreduce ? NULL : "emily_argreduce";
-    case OP_AS_BF16: case OP_AS_F16:
-        return emily_as_type ? NULL : "emily_as_type";
+    case OP_ADD:
+    case OP_MULTIPLY: return emily_binary ? NULL : "emily_binary";
+    case OP_EXP:
+    case OP_TANH: return emily_unary ? NULL : "emily_unary";
+    case OP_SUM_ALL:
+    case OP_SUM_LAST:
+    case OP_MAX_ALL: return emily_reduce ? NULL : "emily_reduce";
+    case OP_ARGMAX: return emily_argreduce ? NULL : "emily_argreduce";
+    case OP_AS_BF16:
+    case OP_AS_F16: return emily_as_type ? NULL : "emily_as_type";
     case OP_TRANSPOSE:
         if (!emily_transpose) return "emily_transpose";
         return emily_contiguous ? NULL : "emily_contiguous";
-    default:
-        return "?";
+    default: return "?";
     }
 }
 
 /* One call of the op, as a user writes it. */
-static emily_status run_once(op_kind k, const emily_tensor *a, const emily_tensor *b,
-                             emily_tensor **out) {
+static emily_status run_once(op_kind k, const emily_tensor *a, const emily_tensor *b, emily_tensor **out) {
     *out = NULL;
     switch (k) {
     case OP_ADD: return emily_binary(EMILY_ADD, a, b, EMILY_DTYPE_AUTO, out);
     case OP_MULTIPLY: return emily_binary(EMILY_MULTIPLY, a, b, EMILY_DTYPE_AUTO, out);
     case OP_EXP: return emily_unary(EMILY_EXP, a, out);
     case OP_TANH: return emily_unary(EMILY_TANH, a, out);
-    case OP_SUM_ALL:
-        return emily_reduce(EMILY_REDUCE_SUM, a, 0, NULL, false, EMILY_DTYPE_AUTO, out);
+    case OP_SUM_ALL: return emily_reduce(EMILY_REDUCE_SUM, a, 0, NULL, false, EMILY_DTYPE_AUTO, out);
     case OP_SUM_LAST: {
         int axis = emily_tensor_rank(a) - 1;
         return emily_reduce(EMILY_REDUCE_SUM, a, 1, &axis, false, EMILY_DTYPE_AUTO, out);
     }
-    case OP_MAX_ALL:
-        return emily_reduce(EMILY_REDUCE_MAX, a, 0, NULL, false, EMILY_DTYPE_AUTO, out);
-    case OP_ARGMAX:
-        return emily_argreduce(EMILY_ARGMAX, a, -1, false, false, EMILY_DTYPE_AUTO, out);
+    case OP_MAX_ALL: return emily_reduce(EMILY_REDUCE_MAX, a, 0, NULL, false, EMILY_DTYPE_AUTO, out);
+    case OP_ARGMAX: return emily_argreduce(EMILY_ARGMAX, a, -1, false, false, EMILY_DTYPE_AUTO, out);
     case OP_AS_BF16: return emily_as_type(a, EMILY_BF16, out);
     case OP_AS_F16: return emily_as_type(a, EMILY_F16, out);
     case OP_TRANSPOSE: {
@@ -132,25 +127,21 @@ static emily_status run_once(op_kind k, const emily_tensor *a, const emily_tenso
  * per call, in the order taken. The last
  * result's bytes go to `result` (result_bytes must equal its size); its
  * dtype and shape to out_dtype/out_rank/out_shape (room for 8 dims). */
-int bench_time(const char *op, int dtype, int rank, const int64_t *shape,
-               const void *in0, const void *in1, int warmup, int inner, int reps,
-               double *median_ns, double *samples_out, void *result, size_t result_bytes,
+int bench_time(const char *op, int dtype, int rank, const int64_t *shape, const void *in0, const void *in1, int warmup,
+               int inner, int reps, double *median_ns, double *samples_out, void *result, size_t result_bytes,
                int *out_dtype, int *out_rank, int64_t *out_shape) {
     g_err[0] = '\0';
     if (!op || !shape || !in0 || !median_ns || !out_dtype || !out_rank || !out_shape)
         return fail(TIMING_ERROR, "bench_time: NULL argument");
-    if (inner < 1 || reps < 1 || warmup < 0)
-        return fail(TIMING_ERROR, "bench_time: bad iteration counts");
+    if (inner < 1 || reps < 1 || warmup < 0) return fail(TIMING_ERROR, "bench_time: bad iteration counts");
     if (rank < 0 || rank > 8) return fail(TIMING_ERROR, "bench_time: bad rank %d", rank);
     int ninputs = 0;
     op_kind k = lookup(op, &ninputs);
     if (k == OP_UNKNOWN) return fail(TIMING_ERROR, "bench_time: unknown op '%s'", op);
     if (ninputs == 2 && !in1) return fail(TIMING_ERROR, "bench_time: %s needs 2 inputs", op);
     const char *miss = missing_symbol(k);
-    if (miss)
-        return fail(TIMING_NOT_IMPLEMENTED, "%s: not implemented (libemily has no %s)", op, miss);
-    if (!emily_dtype_valid((emily_dtype)dtype))
-        return fail(TIMING_ERROR, "bench_time: bad dtype %d", dtype);
+    if (miss) return fail(TIMING_NOT_IMPLEMENTED, "%s: not implemented (libemily has no %s)", op, miss);
+    if (!emily_dtype_valid((emily_dtype)dtype)) return fail(TIMING_ERROR, "bench_time: bad dtype %d", dtype);
 
     int64_t live_before = emily_live_tensors();
     size_t n = 1;
@@ -161,19 +152,31 @@ int bench_time(const char *op, int dtype, int rank, const int64_t *shape,
     double *samples = NULL;
     int rc = TIMING_OK;
     emily_status s = emily_from_binary(EMILY_CPU, (emily_dtype)dtype, rank, shape, in0, nbytes, &a);
-    if (s != EMILY_OK) { rc = from_status(s, "from_binary"); goto done; }
+    if (s != EMILY_OK) {
+        rc = from_status(s, "from_binary");
+        goto done;
+    }
     if (ninputs == 2) {
         s = emily_from_binary(EMILY_CPU, (emily_dtype)dtype, rank, shape, in1, nbytes, &b);
-        if (s != EMILY_OK) { rc = from_status(s, "from_binary"); goto done; }
+        if (s != EMILY_OK) {
+            rc = from_status(s, "from_binary");
+            goto done;
+        }
     }
     samples = malloc(sizeof(double) * (size_t)reps);
-    if (!samples) { rc = fail(TIMING_ERROR, "bench_time: out of memory"); goto done; }
+    if (!samples) {
+        rc = fail(TIMING_ERROR, "bench_time: out of memory");
+        goto done;
+    }
 
     /* One call more than the warmup: the first also checks the op works
      * at all. */
     for (int w = 0; w <= warmup; w++) {
         s = run_once(k, a, b, &out);
-        if (s != EMILY_OK) { rc = from_status(s, op); goto done; }
+        if (s != EMILY_OK) {
+            rc = from_status(s, op);
+            goto done;
+        }
         emily_tensor_release(out);
         out = NULL;
     }
@@ -182,7 +185,10 @@ int bench_time(const char *op, int dtype, int rank, const int64_t *shape,
         double t0 = now_ns();
         for (int i = 0; i < inner; i++) {
             s = run_once(k, a, b, &out);
-            if (s != EMILY_OK) { rc = from_status(s, op); goto done; }
+            if (s != EMILY_OK) {
+                rc = from_status(s, op);
+                goto done;
+            }
             bool last = (r == reps - 1 && i == inner - 1);
             if (!last) {
                 emily_tensor_release(out);
@@ -192,7 +198,10 @@ int bench_time(const char *op, int dtype, int rank, const int64_t *shape,
         /* CPU ops are synchronous today; should that change, the time
          * still covers the work. */
         s = emily_synchronize(EMILY_CPU);
-        if (s != EMILY_OK) { rc = from_status(s, "synchronize"); goto done; }
+        if (s != EMILY_OK) {
+            rc = from_status(s, "synchronize");
+            goto done;
+        }
         samples[r] = (now_ns() - t0) / inner;
     }
     if (samples_out) memcpy(samples_out, samples, sizeof(double) * (size_t)reps);
@@ -201,18 +210,26 @@ int bench_time(const char *op, int dtype, int rank, const int64_t *shape,
     /* The last result: its type, shape and bytes. */
     *out_dtype = (int)emily_tensor_dtype(out);
     *out_rank = emily_tensor_rank(out);
-    if (*out_rank > 8) { rc = fail(TIMING_ERROR, "%s: result rank %d > 8", op, *out_rank); goto done; }
+    if (*out_rank > 8) {
+        rc = fail(TIMING_ERROR, "%s: result rank %d > 8", op, *out_rank);
+        goto done;
+    }
     for (int i = 0; i < *out_rank; i++) out_shape[i] = emily_tensor_shape(out)[i];
     if (emily_tensor_nbytes(out) != result_bytes) {
-        rc = fail(TIMING_ERROR, "%s: result has %zu bytes (%s), expected %zu", op,
-                  emily_tensor_nbytes(out), emily_dtype_name(emily_tensor_dtype(out)),
-                  result_bytes);
+        rc = fail(TIMING_ERROR, "%s: result has %zu bytes (%s), expected %zu", op, emily_tensor_nbytes(out),
+                  emily_dtype_name(emily_tensor_dtype(out)), result_bytes);
         goto done;
     }
     if (result_bytes > 0) {
-        if (!result) { rc = fail(TIMING_ERROR, "bench_time: NULL result buffer"); goto done; }
+        if (!result) {
+            rc = fail(TIMING_ERROR, "bench_time: NULL result buffer");
+            goto done;
+        }
         s = emily_to_binary(out, result, result_bytes);
-        if (s != EMILY_OK) { rc = from_status(s, "to_binary"); goto done; }
+        if (s != EMILY_OK) {
+            rc = from_status(s, "to_binary");
+            goto done;
+        }
     }
 
 done:

@@ -72,24 +72,23 @@ void fam_clear(void) {
 /* 0 = HIGHEST, 1 = FAST. */
 int fam_set_precision(int p) {
     if (!emily_dot_set_precision) return fail(TIMING_NOT_IMPLEMENTED, "no emily_dot_set_precision");
-    emily_status s = emily_dot_set_precision(p ? EMILY_DOT_PRECISION_FAST
-                                               : EMILY_DOT_PRECISION_HIGHEST);
+    emily_status s = emily_dot_set_precision(p ? EMILY_DOT_PRECISION_FAST : EMILY_DOT_PRECISION_HIGHEST);
     return s == EMILY_OK ? TIMING_OK : from_status(s, "dot_set_precision");
 }
 
-int fam_input(int i, int dtype, int rank, const int64_t *shape, const void *data,
-              size_t nbytes) {
+int fam_input(int i, int dtype, int rank, const int64_t *shape, const void *data, size_t nbytes) {
     if (i < 0 || i >= MAX_IO) return fail(TIMING_ERROR, "fam_input: bad slot %d", i);
     if (!emily_dtype_valid((emily_dtype)dtype)) return fail(TIMING_ERROR, "bad dtype %d", dtype);
     emily_tensor_release(g_in[i]);
     g_in[i] = NULL;
-    emily_status s = emily_from_binary(EMILY_CPU, (emily_dtype)dtype, rank, shape, data,
-                                       nbytes, &g_in[i]);
+    emily_status s = emily_from_binary(EMILY_CPU, (emily_dtype)dtype, rank, shape, data, nbytes, &g_in[i]);
     return s == EMILY_OK ? TIMING_OK : from_status(s, "from_binary");
 }
 
-#define NEED(fn) \
-    do { if (!(fn)) return emily_error(EMILY_ERR_UNSUPPORTED, "libemily has no " #fn); } while (0)
+#define NEED(fn)                                                                      \
+    do {                                                                              \
+        if (!(fn)) return emily_error(EMILY_ERR_UNSUPPORTED, "libemily has no " #fn); \
+    } while (0)
 
 /* One call of the op, as a user writes it. p: op parameters. */
 static emily_status run_once(const char *op, const int64_t *p, int np, emily_tensor **o) {
@@ -104,8 +103,7 @@ static emily_status run_once(const char *op, const int64_t *p, int np, emily_ten
         int batch[8];
         if (nb < 0 || nb > 8) return emily_error(EMILY_ERR_ARGUMENT, "bench: bad batch");
         for (int i = 0; i < nb; i++) batch[i] = i;
-        return emily_dot(in[0], 1, &ca, nb, batch, in[1], 1, &cb, nb, batch,
-                         EMILY_DTYPE_AUTO, &o[0]);
+        return emily_dot(in[0], 1, &ca, nb, batch, in[1], 1, &cb, nb, batch, EMILY_DTYPE_AUTO, &o[0]);
     }
     if (strcmp(op, "conv") == 0) {
         NEED(emily_conv);
@@ -190,9 +188,8 @@ int fam_out_copy(int i, void *dst, size_t nbytes) {
  * time per call goes to *median_ns, every measurement to samples_out (room
  * for reps, may be NULL). Stops early (after at least 3 measurements) once
  * the measurements have taken max_seconds; *reps_done tells how many. */
-int fam_time(const char *op, const int64_t *params, int nparams, int warmup, int inner,
-             int reps, double max_seconds, double *median_ns, double *samples_out,
-             int *reps_done) {
+int fam_time(const char *op, const int64_t *params, int nparams, int warmup, int inner, int reps, double max_seconds,
+             double *median_ns, double *samples_out, int *reps_done) {
     g_err[0] = '\0';
     if (!op || !median_ns || !reps_done || !g_in[0]) return fail(TIMING_ERROR, "fam_time: NULL");
     if (inner < 1 || reps < 1 || warmup < 0) return fail(TIMING_ERROR, "fam_time: bad counts");
@@ -203,7 +200,10 @@ int fam_time(const char *op, const int64_t *params, int nparams, int warmup, int
     for (int w = 0; w < warmup; w++) {
         emily_status s = run_once(op, params, nparams, o);
         release_outs(o);
-        if (s != EMILY_OK) { rc = from_status(s, op); goto out; }
+        if (s != EMILY_OK) {
+            rc = from_status(s, op);
+            goto out;
+        }
     }
     double start = now_ns();
     for (int r = 0; r < reps; r++) {
@@ -211,10 +211,16 @@ int fam_time(const char *op, const int64_t *params, int nparams, int warmup, int
         for (int i = 0; i < inner; i++) {
             emily_status s = run_once(op, params, nparams, o);
             release_outs(o);
-            if (s != EMILY_OK) { rc = from_status(s, op); goto out; }
+            if (s != EMILY_OK) {
+                rc = from_status(s, op);
+                goto out;
+            }
         }
         emily_status s = emily_synchronize(EMILY_CPU);
-        if (s != EMILY_OK) { rc = from_status(s, "synchronize"); goto out; }
+        if (s != EMILY_OK) {
+            rc = from_status(s, "synchronize");
+            goto out;
+        }
         double t1 = now_ns();
         samples[done++] = (t1 - t0) / inner;
         if (done >= 3 && (t1 - start) * 1e-9 > max_seconds) break;

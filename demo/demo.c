@@ -5,12 +5,12 @@
 #include <stdlib.h>
 #include "emily/emily.h"
 
-#define TRY(call)                                                          \
-    do {                                                                   \
-        if ((call) != EMILY_OK) {                                          \
+#define TRY(call)                                                                \
+    do {                                                                         \
+        if ((call) != EMILY_OK) {                                                \
             fprintf(stderr, "demo: %s failed: %s\n", #call, emily_last_error()); \
-            exit(1);                                                       \
-        }                                                                  \
+            exit(1);                                                             \
+        }                                                                        \
     } while (0)
 
 static void show(const char *label, const emily_tensor *t) {
@@ -21,8 +21,7 @@ static void show(const char *label, const emily_tensor *t) {
     if (!v) exit(1);
     TRY(emily_to_binary(f, v, sizeof(double) * (size_t)n));
     printf("%-34s %s{", label, emily_dtype_name(emily_tensor_dtype(t)));
-    for (int i = 0; i < emily_tensor_rank(t); i++)
-        printf(i ? ", %lld" : "%lld", (long long)emily_tensor_shape(t)[i]);
+    for (int i = 0; i < emily_tensor_rank(t); i++) printf(i ? ", %lld" : "%lld", (long long)emily_tensor_shape(t)[i]);
     printf("} [");
     for (int64_t i = 0; i < n && i < 8; i++) printf(i ? ", %g" : "%g", v[i]);
     printf(n > 8 ? ", ...]\n" : "]\n");
@@ -31,8 +30,8 @@ static void show(const char *label, const emily_tensor *t) {
 }
 
 int main(void) {
-    printf("libemily %s: devices cpu=%d cuda=%d\n\n", emily_version(),
-           emily_device_count(EMILY_DEVICE_CPU), emily_device_count(EMILY_DEVICE_CUDA));
+    printf("libemily %s: devices cpu=%d cuda=%d\n\n", emily_version(), emily_device_count(EMILY_DEVICE_CPU),
+           emily_device_count(EMILY_DEVICE_CUDA));
 
     int64_t s23[2] = {2, 3};
     emily_tensor *a, *b, *c, *d, *e, *f, *g, *h, *m;

@@ -14,12 +14,45 @@
  * double, with its bits and their width. */
 static inline double fp_part(emily_dtype dt, const unsigned char *p, uint64_t *bits, int *width) {
     switch (dt) {
-    case EMILY_F16: { uint16_t h; memcpy(&h, p, 2); *bits = h; *width = 16; return emily_f16_to_f32(h); }
-    case EMILY_BF16: { uint16_t h; memcpy(&h, p, 2); *bits = h; *width = 16; return emily_bf16_to_f32(h); }
-    case EMILY_F8_E5M2: *bits = p[0]; *width = 8; return emily_f8_e5m2_to_f64(p[0]);
-    case EMILY_F8_E4M3FN: *bits = p[0]; *width = 8; return emily_f8_e4m3fn_to_f64(p[0]);
-    case EMILY_F32: case EMILY_C64: { float f; uint32_t u; memcpy(&f, p, 4); memcpy(&u, p, 4); *bits = u; *width = 32; return f; }
-    default: { double f; memcpy(&f, p, 8); memcpy(bits, p, 8); *width = 64; return f; }
+    case EMILY_F16: {
+        uint16_t h;
+        memcpy(&h, p, 2);
+        *bits = h;
+        *width = 16;
+        return emily_f16_to_f32(h);
+    }
+    case EMILY_BF16: {
+        uint16_t h;
+        memcpy(&h, p, 2);
+        *bits = h;
+        *width = 16;
+        return emily_bf16_to_f32(h);
+    }
+    case EMILY_F8_E5M2:
+        *bits = p[0];
+        *width = 8;
+        return emily_f8_e5m2_to_f64(p[0]);
+    case EMILY_F8_E4M3FN:
+        *bits = p[0];
+        *width = 8;
+        return emily_f8_e4m3fn_to_f64(p[0]);
+    case EMILY_F32:
+    case EMILY_C64: {
+        float f;
+        uint32_t u;
+        memcpy(&f, p, 4);
+        memcpy(&u, p, 4);
+        *bits = u;
+        *width = 32;
+        return f;
+    }
+    default: {
+        double f;
+        memcpy(&f, p, 8);
+        memcpy(bits, p, 8);
+        *width = 64;
+        return f;
+    }
     }
 }
 

@@ -38,8 +38,8 @@ static uint64_t rng(void) {
 }
 
 /* A host tensor of the spec holding the pattern, then moved to dev. */
-static emily_status make_input(emily_dtype dt, int rank, const int64_t *shape, emily_device dev,
-                               const char *dir, size_t index, emily_tensor **out) {
+static emily_status make_input(emily_dtype dt, int rank, const int64_t *shape, emily_device dev, const char *dir,
+                               size_t index, emily_tensor **out) {
     int64_t n = 1;
     for (int i = 0; i < rank; i++) n *= shape[i];
     emily_status s;
@@ -145,8 +145,7 @@ int main(int argc, char **argv) {
         emily_dtype dt;
         int rank;
         const int64_t *shape;
-        if (emily_graph_param_spec(g, i, &dt, &rank, &shape) ||
-            make_input(dt, rank, shape, dev, dir, i, &params[i])) {
+        if (emily_graph_param_spec(g, i, &dt, &rank, &shape) || make_input(dt, rank, shape, dev, dir, i, &params[i])) {
             fprintf(stderr, "emily_run: parameter %zu: %s\n", i, emily_last_error());
             rc = 1;
         }

@@ -94,8 +94,7 @@ static void call_dtor(ErlNifEnv *env, void *obj) {
  * a C string, which ends at its first NUL: "add\0x" would run add, so a
  * name with a NUL byte is refused here, and so is one longer than any
  * callback's (without copying it, however long). */
-static bool callback_name(ErlNifEnv *env, ERL_NIF_TERM term, char name[CALLBACK_NAME_SIZE],
-                          ERL_NIF_TERM *err) {
+static bool callback_name(ErlNifEnv *env, ERL_NIF_TERM term, char name[CALLBACK_NAME_SIZE], ERL_NIF_TERM *err) {
     char msg[160];
     size_t n;
     unsigned len;
@@ -114,8 +113,7 @@ static bool callback_name(ErlNifEnv *env, ERL_NIF_TERM term, char name[CALLBACK_
         return false;
     }
     if (n > longest_callback) {
-        snprintf(msg, sizeof msg,
-                 "dispatch: unknown callback (a name of %zu bytes; the longest callback's has %zu)", n,
+        snprintf(msg, sizeof msg, "dispatch: unknown callback (a name of %zu bytes; the longest callback's has %zu)", n,
                  longest_callback);
         *err = nif_make_error(env, msg);
         return false;
@@ -184,8 +182,7 @@ static bool call_decode(ErlNifEnv *env, const ERL_NIF_TERM argv[], dispatch_call
     }
     c->args = nif_arena_alloc(d, sizeof(emily_value) * (c->nargs + 1));
     c->out = c->args ? nif_arena_alloc(d, sizeof(emily_value)) : NULL;
-    if (!c->out || !nif_decode_template(d, argv[1], c->out) ||
-        !nif_decode_args(d, argv[2], c->nargs, c->args)) {
+    if (!c->out || !nif_decode_template(d, argv[1], c->out) || !nif_decode_args(d, argv[2], c->nargs, c->args)) {
         *reply = decode_error(env, c);
         return false;
     }
@@ -194,8 +191,7 @@ static bool call_decode(ErlNifEnv *env, const ERL_NIF_TERM argv[], dispatch_call
         return false;
     }
     c->device = d->have_device ? d->device : EMILY_CPU;
-    if (!enif_is_identical(argv[3], nif_atom.nil) && !nif_get_device(env, argv[3], &c->device, reply))
-        return false;
+    if (!enif_is_identical(argv[3], nif_atom.nil) && !nif_get_device(env, argv[3], &c->device, reply)) return false;
     return true;
 }
 
@@ -214,9 +210,8 @@ static ERL_NIF_TERM call_run(ErlNifEnv *env, const ERL_NIF_TERM argv[], dispatch
     }
     char msg[1024];
     emily_dispatch_result res = {0};
-    emily_status s =
-        c->cb ? emily_dispatch_callback(c->cb, c->device, c->out, c->args, c->nargs, c->mode, &res)
-              : emily_dispatch(c->name, c->device, c->out, c->args, c->nargs, c->mode, &res);
+    emily_status s = c->cb ? emily_dispatch_callback(c->cb, c->device, c->out, c->args, c->nargs, c->mode, &res)
+                           : emily_dispatch(c->name, c->device, c->out, c->args, c->nargs, c->mode, &res);
     if (s) snprintf(msg, sizeof msg, "%s", emily_last_error());
     if (st) emily_stream_set_current(c->device, NULL);
     if (s) return nif_make_error(env, msg);
@@ -273,8 +268,7 @@ ERL_NIF_TERM nif_dispatch(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
         decoder_give(c.d);
         return result;
     }
-    if (c.device.type != EMILY_DEVICE_CPU || c.d->elements > atomic_load(&inline_limit))
-        return to_dirty(env, argv, &c);
+    if (c.device.type != EMILY_DEVICE_CPU || c.d->elements > atomic_load(&inline_limit)) return to_dirty(env, argv, &c);
     result = call_run(env, argv, &c);
     decoder_give(c.d);
     return result;

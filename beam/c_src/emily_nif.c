@@ -78,8 +78,7 @@ ERL_NIF_TERM nif_decode_error(ErlNifEnv *env, const decoder *d, const char *name
 
 /* f(device) for a device argument: :ok, or the engine's error after
  * "<what>: " (nothing before it for NULL). */
-static ERL_NIF_TERM on_device(ErlNifEnv *env, ERL_NIF_TERM arg, emily_status (*f)(emily_device),
-                              const char *what) {
+static ERL_NIF_TERM on_device(ErlNifEnv *env, ERL_NIF_TERM arg, emily_status (*f)(emily_device), const char *what) {
     emily_device dev;
     ERL_NIF_TERM err;
     if (!nif_get_device(env, arg, &dev, &err)) return err;

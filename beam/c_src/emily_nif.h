@@ -33,12 +33,9 @@ typedef struct tensor_res {
 } tensor_res;
 
 static inline void nif_res_lock(tensor_res *r) {
-    while (atomic_flag_test_and_set_explicit(&r->lock, memory_order_acquire)) {
-    }
+    while (atomic_flag_test_and_set_explicit(&r->lock, memory_order_acquire)) {}
 }
-static inline void nif_res_unlock(tensor_res *r) {
-    atomic_flag_clear_explicit(&r->lock, memory_order_release);
-}
+static inline void nif_res_unlock(tensor_res *r) { atomic_flag_clear_explicit(&r->lock, memory_order_release); }
 
 /* A stream resource (Emily.Stream): freed, after its work, on GC. */
 typedef struct stream_res {
@@ -95,8 +92,7 @@ extern const char nif_not_carried_msg[];
     X(gguf_load, 4, NIF_DIRTY)
 /* clang-format on */
 
-#define NIF_DECLARE(name, arity, flags) \
-    ERL_NIF_TERM nif_##name(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]);
+#define NIF_DECLARE(name, arity, flags) ERL_NIF_TERM nif_##name(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]);
 NIF_FUNCTIONS(NIF_DECLARE)
 
 /* ---- emily_nif.c: helpers ---- */
@@ -175,14 +171,14 @@ typedef struct decoder {
     /* Nx.BinaryBackend tensors, imported once the device is known */
     pending_import *pend;
     size_t npend, pend_cap;
-    bool have_device;  /* device of the first Emily tensor seen */
+    bool have_device; /* device of the first Emily tensor seen */
     emily_device device;
-    bool foreign;      /* a tensor of another backend (not decodable here) */
-    bool graph_refs;   /* %Emily.Backend{ref: {:graph, id}} data decodes as EMILY_V_REF */
+    bool foreign;    /* a tensor of another backend (not decodable here) */
+    bool graph_refs; /* %Emily.Backend{ref: {:graph, id}} data decodes as EMILY_V_REF */
     int depth;
     path_item path[16]; /* where decoding is, for messages */
     int npath;
-    int64_t elements;  /* elements of all tensors and templates seen */
+    int64_t elements; /* elements of all tensors and templates seen */
     char err[640];
 } decoder;
 

@@ -66,8 +66,7 @@ static bool exports_rehash(unsigned bits) {
 
 /* Adds owner's entry, with a new reference to t; false when out of memory. */
 static bool exports_add(uintptr_t address, size_t nbytes, const tensor_res *owner, emily_tensor *t) {
-    if ((nexports + 1) * 2 > exports_cap &&
-        !exports_rehash(exports_cap ? exports_bits + 1 : EXPORTS_MIN_BITS))
+    if ((nexports + 1) * 2 > exports_cap && !exports_rehash(exports_cap ? exports_bits + 1 : EXPORTS_MIN_BITS))
         return false;
     emily_tensor_retain(t);
     exports_place(exports, exports_bits, (export_entry){address, nbytes, owner, t});
@@ -100,8 +99,7 @@ static emily_tensor *exports_remove(uintptr_t address, const tensor_res *owner) 
     nexports--;
     /* a table that has mostly emptied shrinks (if that fails, it only
      * stays large) */
-    if (exports_bits > EXPORTS_MIN_BITS && nexports * 8 < exports_cap)
-        (void)exports_rehash(exports_bits - 1);
+    if (exports_bits > EXPORTS_MIN_BITS && nexports * 8 < exports_cap) (void)exports_rehash(exports_bits - 1);
     return t;
 }
 
@@ -111,8 +109,7 @@ static const export_entry *exports_find(uintptr_t address) {
     const export_entry *best = NULL;
     size_t mask = exports_cap - 1;
     for (size_t i = export_home(address, exports_bits); exports[i].owner; i = (i + 1) & mask)
-        if (exports[i].address == address && (!best || exports[i].nbytes > best->nbytes))
-            best = &exports[i];
+        if (exports[i].address == address && (!best || exports[i].nbytes > best->nbytes)) best = &exports[i];
     return best;
 }
 
@@ -135,9 +132,7 @@ size_t nif_export_count(const tensor_res *owner) {
 }
 #endif
 
-bool nif_exports_load(void) {
-    return exports_lock || (exports_lock = enif_mutex_create("emily_exports"));
-}
+bool nif_exports_load(void) { return exports_lock || (exports_lock = enif_mutex_create("emily_exports")); }
 
 /* to_pointer(ref): {address, bytes} of a contiguous host tensor, valid
  * while the tensor lives; the address is registered for from_pointer
@@ -184,8 +179,7 @@ ERL_NIF_TERM nif_to_pointer(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
     enif_mutex_unlock(exports_lock);
     emily_tensor_release(t);
     if (err) return nif_make_error(env, err);
-    return enif_make_tuple2(env, enif_make_uint64(env, (ErlNifUInt64)(uintptr_t)data),
-                            enif_make_uint64(env, nbytes));
+    return enif_make_tuple2(env, enif_make_uint64(env, (ErlNifUInt64)(uintptr_t)data), enif_make_uint64(env, nbytes));
 }
 
 /* from_pointer(device, address, type, shape): a copy of the bytes at an
@@ -228,17 +222,15 @@ ERL_NIF_TERM nif_from_pointer(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[
     enif_mutex_unlock(exports_lock);
     if (!found) {
         result = nif_make_error(env, "from_pointer: the address was not handed out by Emily's "
-                                 "to_pointer (or its tensor is gone); Emily reads no other memory");
+                                     "to_pointer (or its tensor is gone); Emily reads no other memory");
     } else if (!src) {
-        snprintf(msg, sizeof msg, "from_pointer: %zu bytes asked for, the exported tensor has %zu",
-                 nbytes, have);
+        snprintf(msg, sizeof msg, "from_pointer: %zu bytes asked for, the exported tensor has %zu", nbytes, have);
         result = nif_make_error(env, msg);
     } else {
         emily_tensor *t;
         if (emily_from_binary(dev, dt, rank, shape, (const void *)(uintptr_t)address, nbytes, &t))
             result = nif_engine_error(env, "from_pointer");
-        else
-            result = nif_make_tensor_term(env, t);
+        else result = nif_make_tensor_term(env, t);
         emily_tensor_release(src);
     }
     nif_decoder_free(&d);

@@ -16,8 +16,8 @@
 #include "emily_nif.h"
 
 /* One value of a scalar type (or element i of an array of it). */
-static ERL_NIF_TERM number_term(ErlNifEnv *env, const emily_gguf *g, const char *key, bool in_array,
-                                size_t i, emily_gguf_value_type t) {
+static ERL_NIF_TERM number_term(ErlNifEnv *env, const emily_gguf *g, const char *key, bool in_array, size_t i,
+                                emily_gguf_value_type t) {
     if (t == EMILY_GGUF_FLOAT32 || t == EMILY_GGUF_FLOAT64) {
         double v = 0;
         if (in_array) emily_gguf_get_array_float(g, key, i, &v);
@@ -43,8 +43,7 @@ static ERL_NIF_TERM bytes_term(ErlNifEnv *env, const char *s, size_t n) {
     return t;
 }
 
-static ERL_NIF_TERM value_term(ErlNifEnv *env, const emily_gguf *g, const char *key,
-                               emily_gguf_value_type t) {
+static ERL_NIF_TERM value_term(ErlNifEnv *env, const emily_gguf *g, const char *key, emily_gguf_value_type t) {
     if (t == EMILY_GGUF_STRING) {
         const char *s;
         size_t n;
@@ -93,8 +92,8 @@ static ERL_NIF_TERM metadata(ErlNifEnv *env, const emily_gguf *g, ERL_NIF_TERM *
 }
 
 /* Loads tensor `name` into {name, {:dense, data}} or {name, {:quant, ...}}. */
-static bool tensor_entry(ErlNifEnv *env, const emily_gguf *g, const char *name, emily_device dev,
-                         emily_dtype st, ERL_NIF_TERM *out, ERL_NIF_TERM *err) {
+static bool tensor_entry(ErlNifEnv *env, const emily_gguf *g, const char *name, emily_device dev, emily_dtype st,
+                         ERL_NIF_TERM *out, ERL_NIF_TERM *err) {
     emily_gguf_tensor t;
     if (emily_gguf_load(g, name, dev, st, &t)) {
         *err = nif_engine_error(env, NULL);
@@ -132,8 +131,8 @@ static bool term_name(ErlNifEnv *env, ERL_NIF_TERM term, char *buf, size_t size)
     return true;
 }
 
-static ERL_NIF_TERM tensors(ErlNifEnv *env, const emily_gguf *g, ERL_NIF_TERM only, emily_device dev,
-                            emily_dtype st, ERL_NIF_TERM *err) {
+static ERL_NIF_TERM tensors(ErlNifEnv *env, const emily_gguf *g, ERL_NIF_TERM only, emily_device dev, emily_dtype st,
+                            ERL_NIF_TERM *err) {
     ERL_NIF_TERM list = enif_make_list(env, 0), entry;
     char name[1024];
     if (enif_is_identical(only, nif_atom.nil)) {

@@ -97,8 +97,8 @@ static emily_status fit_refs(emily_graph *g, emily_value *v) {
     emily_status s = emily_graph_value_spec(g, (int32_t)v->i, &dt, &rank, &shape);
     if (s || same_spec(dt, rank, shape, v)) return s;
     if (dt != v->dtype)
-        return emily_error(EMILY_ERR_ARGUMENT, "graph value %lld is %s but its tensor struct says %s",
-                           (long long)v->i, emily_dtype_name(dt), emily_dtype_name(v->dtype));
+        return emily_error(EMILY_ERR_ARGUMENT, "graph value %lld is %s but its tensor struct says %s", (long long)v->i,
+                           emily_dtype_name(dt), emily_dtype_name(v->dtype));
     emily_value out = {.kind = EMILY_V_TEMPLATE, .dtype = v->dtype, .rank = v->rank, .shape = v->shape};
     emily_value arg = {.kind = EMILY_V_REF, .i = v->i, .rank = -1};
     int32_t id;
@@ -246,7 +246,7 @@ ERL_NIF_TERM nif_graph_cond(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
     }
     if (!ok || total != ncap) {
         result = nif_make_error(env, "graph_cond: expected one more branch graph than predicates, distinct, with their "
-                                 "captured counts adding up");
+                                     "captured counts adding up");
     } else {
         for (unsigned b = 0; b < nb; b++) res[b]->g = NULL; /* taken, also on failure */
         int32_t first;
@@ -311,7 +311,8 @@ ERL_NIF_TERM nif_graph_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) 
     emily_graph *g;
     if (!get_graph(env, argv[0], &g)) return nif_make_error(env, "graph_run: expected an Emily graph");
     unsigned np;
-    if (!enif_get_list_length(env, argv[1], &np)) return nif_make_error(env, "graph_run: the parameters must be a list");
+    if (!enif_get_list_length(env, argv[1], &np))
+        return nif_make_error(env, "graph_run: the parameters must be a list");
     decoder dec, *d = &dec;
     nif_decoder_init(d, env);
     ERL_NIF_TERM result;
@@ -378,12 +379,17 @@ ERL_NIF_TERM nif_graph_stats(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]
     if (!get_graph(env, argv[0], &g)) return nif_make_error(env, "graph_stats: expected an Emily graph");
     emily_graph_stats st;
     emily_graph_get_stats(g, &st);
-    const char *names[] = {"params", "constants", "calls", "folded", "dropped", "rewritten", "fused_calls",
-                           "fused_groups", "steps", "outputs", "peak_bytes", "replays", "replay_bytes",
-                           "patterns", "pattern_layer_norm", "pattern_rms_norm", "pattern_softmax", "pattern_attention"};
-    int64_t values[] = {st.params, st.constants, st.calls, st.folded, st.dropped, st.rewritten,
-                        st.fused_calls, st.fused_groups, st.steps, st.outputs, st.peak_bytes,
-                        st.replays, st.replay_bytes, st.patterns, st.pattern_layer_norm,
+    const char *names[] = {"params",           "constants",       "calls",
+                           "folded",           "dropped",         "rewritten",
+                           "fused_calls",      "fused_groups",    "steps",
+                           "outputs",          "peak_bytes",      "replays",
+                           "replay_bytes",     "patterns",        "pattern_layer_norm",
+                           "pattern_rms_norm", "pattern_softmax", "pattern_attention"};
+    int64_t values[] = {st.params,           st.constants,       st.calls,
+                        st.folded,           st.dropped,         st.rewritten,
+                        st.fused_calls,      st.fused_groups,    st.steps,
+                        st.outputs,          st.peak_bytes,      st.replays,
+                        st.replay_bytes,     st.patterns,        st.pattern_layer_norm,
                         st.pattern_rms_norm, st.pattern_softmax, st.pattern_attention};
     enum { NSTATS = sizeof values / sizeof *values };
     ERL_NIF_TERM keys[NSTATS], vs[NSTATS], map;

@@ -24,14 +24,11 @@ bool nif_tensor_arg(ErlNifEnv *env, ERL_NIF_TERM term, const char *name, tensor_
     *t = NULL;
     if (!enif_get_resource(env, term, nif_tensor_rt, (void **)r))
         snprintf(msg, sizeof msg, "%s: expected an Emily tensor reference", name);
-    else if (!(*t = nif_tensor_res_acquire(*r)))
-        snprintf(msg, sizeof msg, "%s: the tensor was deallocated", name);
-    else
-        return true;
+    else if (!(*t = nif_tensor_res_acquire(*r))) snprintf(msg, sizeof msg, "%s: the tensor was deallocated", name);
+    else return true;
     *err = nif_make_error(env, msg);
     return false;
 }
-
 
 void nif_tensor_dtor(ErlNifEnv *env, void *obj) {
     (void)env;
@@ -140,7 +137,6 @@ static bool get_tensor(ErlNifEnv *env, ERL_NIF_TERM term, emily_tensor **t, ERL_
     return true;
 }
 
-
 /* ---- creation and reading ---- */
 
 static ERL_NIF_TERM from_binary_run(ErlNifEnv *env, const ERL_NIF_TERM argv[]) {
@@ -171,8 +167,7 @@ static ERL_NIF_TERM from_binary_dirty(ErlNifEnv *env, int argc, const ERL_NIF_TE
 /* from_binary(device, type, shape, binary) */
 ERL_NIF_TERM nif_from_binary(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
     ErlNifBinary bin;
-    if (enif_inspect_binary(env, argv[3], &bin) &&
-        (bin.size > 256 * 1024 || !enif_is_identical(argv[0], nif_atom.cpu)))
+    if (enif_inspect_binary(env, argv[3], &bin) && (bin.size > 256 * 1024 || !enif_is_identical(argv[0], nif_atom.cpu)))
         return enif_schedule_nif(env, "from_binary", ERL_NIF_DIRTY_JOB_CPU_BOUND, from_binary_dirty, argc, argv);
     return from_binary_run(env, argv);
 }
@@ -220,9 +215,8 @@ static ERL_NIF_TERM to_binary_run(ErlNifEnv *env, const ERL_NIF_TERM argv[]) {
     emily_tensor *host = t;
     if (emily_host_data(t, &data) != EMILY_OK) {
         /* not contiguous, or not in host memory: one copy */
-        emily_status s = emily_tensor_device(t).type == EMILY_DEVICE_CPU
-                             ? emily_contiguous(t, &host)
-                             : emily_to_device(t, EMILY_CPU, &host);
+        emily_status s = emily_tensor_device(t).type == EMILY_DEVICE_CPU ? emily_contiguous(t, &host)
+                                                                         : emily_to_device(t, EMILY_CPU, &host);
         emily_tensor_release(t);
         if (s) return nif_engine_error(env, "to_binary");
     }

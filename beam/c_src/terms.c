@@ -126,16 +126,14 @@ void nif_decoder_free(decoder *d) {
 /* Where the decoder is, for messages: "argument 2[1] option :axes". It
  * is kept as a stack of small items and formatted only on failure. */
 static void path_push(decoder *d, char kind, unsigned index, const char *key) {
-    if (d->npath < (int)(sizeof d->path / sizeof *d->path))
-        d->path[d->npath] = (path_item){kind, index, key};
+    if (d->npath < (int)(sizeof d->path / sizeof *d->path)) d->path[d->npath] = (path_item){kind, index, key};
     d->npath++;
 }
 static void path_pop(decoder *d) { d->npath--; }
 
 static size_t path_str(const decoder *d, char *buf, size_t size) {
     size_t n = 0;
-    int depth = d->npath < (int)(sizeof d->path / sizeof *d->path) ? d->npath
-                                                                     : (int)(sizeof d->path / sizeof *d->path);
+    int depth = d->npath < (int)(sizeof d->path / sizeof *d->path) ? d->npath : (int)(sizeof d->path / sizeof *d->path);
     buf[0] = 0;
     for (int i = 0; i < depth && n < size; i++) {
         const path_item *p = &d->path[i];
@@ -238,8 +236,7 @@ static bool hold(decoder *d, emily_tensor *t) {
 
 const char *nif_spec_str(emily_dtype t, int rank, const int64_t *shape, char *buf, size_t size) {
     size_t n = (size_t)snprintf(buf, size, "%s", emily_dtype_name(t));
-    for (int i = 0; i < rank && n < size; i++)
-        n += (size_t)snprintf(buf + n, size - n, "[%lld]", (long long)shape[i]);
+    for (int i = 0; i < rank && n < size; i++) n += (size_t)snprintf(buf + n, size - n, "[%lld]", (long long)shape[i]);
     return buf;
 }
 
@@ -301,8 +298,7 @@ bool nif_term_to_shape(ErlNifEnv *env, ERL_NIF_TERM t, int *rank, int64_t **shap
     for (int i = 0; i < arity; i++) {
         ErlNifSInt64 v;
         if (!enif_get_int64(env, el[i], &v) || v < 0) {
-            snprintf(d->err, sizeof d->err,
-                     "expected a shape tuple of non-negative integers (dimension %d)", i);
+            snprintf(d->err, sizeof d->err, "expected a shape tuple of non-negative integers (dimension %d)", i);
             return false;
         }
         s[i] = (int64_t)v;
@@ -331,14 +327,25 @@ ERL_NIF_TERM nif_shape_to_term(ErlNifEnv *env, int rank, const int64_t *shape) {
 }
 
 bool nif_term_to_device(ErlNifEnv *env, ERL_NIF_TERM t, emily_device *out, char *err, size_t es) {
-    if (enif_is_identical(t, nif_atom.cpu)) { *out = EMILY_CPU; return true; }
-    if (enif_is_identical(t, nif_atom.cuda)) { *out = (emily_device){EMILY_DEVICE_CUDA, 0}; return true; }
+    if (enif_is_identical(t, nif_atom.cpu)) {
+        *out = EMILY_CPU;
+        return true;
+    }
+    if (enif_is_identical(t, nif_atom.cuda)) {
+        *out = (emily_device){EMILY_DEVICE_CUDA, 0};
+        return true;
+    }
     const ERL_NIF_TERM *el;
     int arity, idx;
-    if (enif_get_tuple(env, t, &arity, &el) && arity == 2 && enif_get_int(env, el[1], &idx) &&
-        idx >= 0) {
-        if (enif_is_identical(el[0], nif_atom.cuda)) { *out = (emily_device){EMILY_DEVICE_CUDA, idx}; return true; }
-        if (enif_is_identical(el[0], nif_atom.cpu) && idx == 0) { *out = EMILY_CPU; return true; }
+    if (enif_get_tuple(env, t, &arity, &el) && arity == 2 && enif_get_int(env, el[1], &idx) && idx >= 0) {
+        if (enif_is_identical(el[0], nif_atom.cuda)) {
+            *out = (emily_device){EMILY_DEVICE_CUDA, idx};
+            return true;
+        }
+        if (enif_is_identical(el[0], nif_atom.cpu) && idx == 0) {
+            *out = EMILY_CPU;
+            return true;
+        }
     }
     snprintf(err, es, "expected a device: :cpu, :cuda or {:cuda, index}");
     return false;
@@ -360,11 +367,23 @@ static bool number_part(ErlNifEnv *env, ERL_NIF_TERM t, double *out) {
     ErlNifSInt64 i;
     char name[16];
     if (enif_get_double(env, t, out)) return true;
-    if (enif_get_int64(env, t, &i)) { *out = (double)i; return true; }
+    if (enif_get_int64(env, t, &i)) {
+        *out = (double)i;
+        return true;
+    }
     if (enif_get_atom(env, t, name, sizeof name, ERL_NIF_LATIN1)) {
-        if (strcmp(name, "nan") == 0) { *out = __builtin_nan(""); return true; }
-        if (strcmp(name, "infinity") == 0) { *out = __builtin_inf(); return true; }
-        if (strcmp(name, "neg_infinity") == 0) { *out = -__builtin_inf(); return true; }
+        if (strcmp(name, "nan") == 0) {
+            *out = __builtin_nan("");
+            return true;
+        }
+        if (strcmp(name, "infinity") == 0) {
+            *out = __builtin_inf();
+            return true;
+        }
+        if (strcmp(name, "neg_infinity") == 0) {
+            *out = -__builtin_inf();
+            return true;
+        }
     }
     return false;
 }
@@ -411,8 +430,7 @@ static bool tensor_from_res(decoder *d, tensor_res *r, const emily_value *spec, 
     return true;
 }
 
-static bool tensor_from_resource(decoder *d, ERL_NIF_TERM ref, const emily_value *spec,
-                                 emily_value *v) {
+static bool tensor_from_resource(decoder *d, ERL_NIF_TERM ref, const emily_value *spec, emily_value *v) {
     tensor_res *r;
     if (!enif_get_resource(d->env, ref, nif_tensor_rt, (void **)&r)) {
         fail(d, "the reference is not an Emily tensor");
@@ -422,8 +440,8 @@ static bool tensor_from_resource(decoder *d, ERL_NIF_TERM ref, const emily_value
 }
 
 /* Host bytes to import on the call's device once it is known (nif_decoder_finish). */
-static bool pend_import(decoder *d, emily_value *v, const ErlNifBinary *bin, const emily_value *spec,
-                        int64_t *dims, int64_t count, const char *what) {
+static bool pend_import(decoder *d, emily_value *v, const ErlNifBinary *bin, const emily_value *spec, int64_t *dims,
+                        int64_t count, const char *what) {
     if (d->npend == d->pend_cap) {
         size_t cap = d->pend_cap ? d->pend_cap * 2 : 4;
         pending_import *p = realloc(d->pend, cap * sizeof *p);
@@ -493,23 +511,20 @@ static bool decode_tensor_struct(decoder *d, ERL_NIF_TERM map, emily_value *v) {
             v->shape = dims;
             return true;
         }
-        if (enif_get_tuple(d->env, inner, &arity, &el) && arity >= 1 &&
-            enif_is_identical(el[0], nif_atom.quantized)) {
+        if (enif_get_tuple(d->env, inner, &arity, &el) && arity >= 1 && enif_is_identical(el[0], nif_atom.quantized)) {
             /* a quantized matrix: Elixir dequantizes it and retries */
             d->foreign = true;
             v->kind = EMILY_V_NIL;
             return true;
         }
-        if (enif_get_resource(d->env, inner, nif_tensor_rt, (void **)&r))
-            return tensor_from_res(d, r, &spec, v);
+        if (enif_get_resource(d->env, inner, nif_tensor_rt, (void **)&r)) return tensor_from_res(d, r, &spec, v);
         /* not a tensor of this VM: sent from another node, or through
          * binary_to_term after its tensor was freed. A CPU tensor's struct
          * carries its bytes (an alias of the engine's buffer where it was
          * made, copied by the distribution), read here like
          * Nx.BinaryBackend's. */
         if (get_map(d->env, data, nif_atom.bytes, &inner) && enif_inspect_binary(d->env, inner, &bin))
-            return pend_import(d, v, &bin, &spec, dims, count,
-                               "an Emily tensor from the bytes it carried");
+            return pend_import(d, v, &bin, &spec, dims, count, "an Emily tensor from the bytes it carried");
         fail(d, "%s", nif_not_carried_msg);
         return false;
     }
@@ -579,9 +594,20 @@ bool nif_decode_value(decoder *d, ERL_NIF_TERM term, emily_value *v) {
     ErlNifEnv *env = d->env;
     memset(v, 0, sizeof *v);
     if (enif_is_atom(env, term)) {
-        if (enif_is_identical(term, nif_atom.nil)) { v->kind = EMILY_V_NIL; return true; }
-        if (enif_is_identical(term, nif_atom.true_)) { v->kind = EMILY_V_BOOL; v->b = true; return true; }
-        if (enif_is_identical(term, nif_atom.false_)) { v->kind = EMILY_V_BOOL; v->b = false; return true; }
+        if (enif_is_identical(term, nif_atom.nil)) {
+            v->kind = EMILY_V_NIL;
+            return true;
+        }
+        if (enif_is_identical(term, nif_atom.true_)) {
+            v->kind = EMILY_V_BOOL;
+            v->b = true;
+            return true;
+        }
+        if (enif_is_identical(term, nif_atom.false_)) {
+            v->kind = EMILY_V_BOOL;
+            v->b = false;
+            return true;
+        }
         unsigned len;
         if (!enif_get_atom_length(env, term, &len, ERL_NIF_LATIN1)) {
             fail(d, "an atom that is not latin-1");
@@ -599,8 +625,16 @@ bool nif_decode_value(decoder *d, ERL_NIF_TERM term, emily_value *v) {
     case ERL_NIF_TERM_TYPE_INTEGER: {
         ErlNifSInt64 i;
         ErlNifUInt64 u;
-        if (enif_get_int64(env, term, &i)) { v->kind = EMILY_V_INT; v->i = (int64_t)i; return true; }
-        if (enif_get_uint64(env, term, &u)) { v->kind = EMILY_V_UINT; v->u = (uint64_t)u; return true; }
+        if (enif_get_int64(env, term, &i)) {
+            v->kind = EMILY_V_INT;
+            v->i = (int64_t)i;
+            return true;
+        }
+        if (enif_get_uint64(env, term, &u)) {
+            v->kind = EMILY_V_UINT;
+            v->u = (uint64_t)u;
+            return true;
+        }
         fail(d, "an integer outside the 64-bit range");
         return false;
     }
@@ -620,15 +654,11 @@ bool nif_decode_value(decoder *d, ERL_NIF_TERM term, emily_value *v) {
         v->len = bin.size;
         return true;
     }
-    case ERL_NIF_TERM_TYPE_REFERENCE:
-        return tensor_from_resource(d, term, NULL, v);
+    case ERL_NIF_TERM_TYPE_REFERENCE: return tensor_from_resource(d, term, NULL, v);
     case ERL_NIF_TERM_TYPE_TUPLE:
     case ERL_NIF_TERM_TYPE_LIST:
-    case ERL_NIF_TERM_TYPE_MAP:
-        break;
-    default:
-        fail(d, "unsupported term (a pid, port or function)");
-        return false;
+    case ERL_NIF_TERM_TYPE_MAP: break;
+    default: fail(d, "unsupported term (a pid, port or function)"); return false;
     }
     if (++d->depth > MAX_DEPTH) {
         fail(d, "term nested too deeply");

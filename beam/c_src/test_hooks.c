@@ -76,8 +76,7 @@ ERL_NIF_TERM nif_test_property_check(ErlNifEnv *env, int argc, const ERL_NIF_TER
     }
     if (property_check_expected(op, args, nargs, &got, json_object_get(json, "result"), msg, sizeof msg))
         result = nif_atom.ok;
-    else
-        result = nif_make_error(env, msg);
+    else result = nif_make_error(env, msg);
 done:
     json_decref(json);
     emily_dispatch_result_release(&got);

@@ -38,8 +38,7 @@ static const char *only = NULL; /* --only: comma-separated name prefixes */
 static const char *row = NULL;  /* the case being run, for failure reports */
 
 static int fail(const char *what) {
-    fprintf(stderr, "emily_bench: %s%s%s: %s\n", row ? row : "", row ? ": " : "", what,
-            emily_last_error());
+    fprintf(stderr, "emily_bench: %s%s%s: %s\n", row ? row : "", row ? ": " : "", what, emily_last_error());
     failures++;
     return 1;
 }
@@ -64,8 +63,7 @@ static void report_failed(const char *name, const char *error) {
     snprintf(msg, sizeof msg, "%s", error);
     for (char *c = msg; *c; c++)
         if (*c == '"' || *c == '\\' || (unsigned char)*c < 32) *c = '\'';
-    printf("{\"case\": \"%s\", \"ms\": null, \"check\": \"FAILED\", \"note\": \"%s\"}\n", name,
-           msg);
+    printf("{\"case\": \"%s\", \"ms\": null, \"check\": \"FAILED\", \"note\": \"%s\"}\n", name, msg);
     fflush(stdout);
 }
 
@@ -176,8 +174,8 @@ static double elem(const emily_tensor *t, int64_t i) {
 }
 
 static void report(const char *name, double ms, const char *unit, double rate, int ok, const char *note) {
-    printf("{\"case\": \"%s\", \"ms\": %.4f, \"%s\": %.2f, \"check\": \"%s\", \"note\": \"%s\"}\n", name, ms,
-           unit, rate, ok ? "ok" : "WRONG", note);
+    printf("{\"case\": \"%s\", \"ms\": %.4f, \"%s\": %.2f, \"check\": \"%s\", \"note\": \"%s\"}\n", name, ms, unit,
+           rate, ok ? "ok" : "WRONG", note);
     fflush(stdout);
     if (!ok) failures++;
 }
@@ -235,8 +233,7 @@ static emily_tensor *upload(emily_dtype dt, int rank, const int64_t *shape, cons
     int64_t n = 1;
     for (int i = 0; i < rank; i++) n *= shape[i];
     emily_tensor *t = NULL;
-    if (emily_from_binary(dev, dt, rank, shape, data, (size_t)n * emily_dtype_size(dt), &t))
-        fail("upload");
+    if (emily_from_binary(dev, dt, rank, shape, data, (size_t)n * emily_dtype_size(dt), &t)) fail("upload");
     return t;
 }
 
@@ -328,8 +325,7 @@ static void bench_sort(emily_tensor *a, const float *ha, int64_t n) {
         float *got = download(out);
         int ok = got != NULL;
         for (int64_t i = 0; ok && i < n; i++) ok = bits_of(got[i]) == unkey(ref[i]);
-        report(sname, ms, "Gkeys/s", (double)n / (ms * 1e6), ok,
-               "ascending, stable (torch.sort stable=True)");
+        report(sname, ms, "Gkeys/s", (double)n / (ms * 1e6), ok, "ascending, stable (torch.sort stable=True)");
         free(got);
     }
     emily_tensor_release(out);
@@ -339,8 +335,7 @@ static void bench_sort(emily_tensor *a, const float *ha, int64_t n) {
         int32_t *got = download(out);
         int ok = got != NULL;
         for (int64_t i = 0; ok && i < n; i++) ok = (uint32_t)got[i] == (uint32_t)ref[i];
-        report(aname, ms, "Gkeys/s", (double)n / (ms * 1e6), ok,
-               "ascending, stable, s32 positions");
+        report(aname, ms, "Gkeys/s", (double)n / (ms * 1e6), ok, "ascending, stable, s32 positions");
         free(got);
     }
 done:
@@ -367,8 +362,7 @@ static void bench_top_k(emily_tensor *a, const float *ha) {
     const int64_t rows = 32, cols = 50000, shape[2] = {rows, cols};
     int64_t k = 50;
     char name[64];
-    snprintf(name, sizeof name, "top_k_f32_%lldx%lld_k%lld", (long long)rows, (long long)cols,
-             (long long)k);
+    snprintf(name, sizeof name, "top_k_f32_%lldx%lld_k%lld", (long long)rows, (long long)cols, (long long)k);
     if (!want(name)) return;
     emily_tensor *x = prefix(a, 2, shape), *out = NULL;
     double ms;
@@ -382,8 +376,7 @@ static void bench_top_k(emily_tensor *a, const float *ha) {
             for (int32_t j = 0; j < cols; j++) order[j] = j;
             qsort(order, (size_t)cols, sizeof(int32_t), by_value_desc);
             for (int64_t j = 0; ok && j < k; j++)
-                ok = idx[r * k + j] == order[j] &&
-                     bits_of(vals[r * k + j]) == bits_of(topk_row[order[j]]);
+                ok = idx[r * k + j] == order[j] && bits_of(vals[r * k + j]) == bits_of(topk_row[order[j]]);
         }
         report(name, ms, "Gelem/s", (double)(rows * cols) / (ms * 1e6), ok,
                "values and s32 indices, descending, ties by position");
@@ -406,8 +399,7 @@ static emily_status op_take(emily_tensor *const *in, emily_tensor **out, const v
 static void bench_take(int quick) {
     const int64_t V = quick ? 16384 : 1 << 20, D = 768, Q = quick ? 4096 : 65536;
     char name[64];
-    snprintf(name, sizeof name, "take_bf16_%lldx%lld_by_%lld", (long long)V, (long long)D,
-             (long long)Q);
+    snprintf(name, sizeof name, "take_bf16_%lldx%lld_by_%lld", (long long)V, (long long)D, (long long)Q);
     if (!want(name)) return;
     uint16_t *table = malloc(sizeof(uint16_t) * (size_t)(V * D));
     int32_t *idx = malloc(sizeof(int32_t) * (size_t)Q);
@@ -417,8 +409,7 @@ static void bench_take(int quick) {
     /* bf16 values +-[1, 2): a sign and 7 random mantissa bits */
     for (int64_t i = 0; i < V * D; i += 4) {
         uint64_t r = urand();
-        for (int j = 0; j < 4 && i + j < V * D; j++)
-            table[i + j] = (uint16_t)(0x3F80u | ((r >> (16 * j)) & 0x807Fu));
+        for (int j = 0; j < 4 && i + j < V * D; j++) table[i + j] = (uint16_t)(0x3F80u | ((r >> (16 * j)) & 0x807Fu));
     }
     for (int64_t i = 0; i < Q; i++) idx[i] = (int32_t)(urand() % (uint64_t)V);
     in[0] = upload(EMILY_BF16, 2, (int64_t[]){V, D}, table);
@@ -427,8 +418,7 @@ static void bench_take(int quick) {
         uint16_t *got = download(out);
         int ok = got != NULL;
         for (int64_t q = 0; ok && q < Q; q++)
-            ok = memcmp(got + q * D, table + (int64_t)idx[q] * D, sizeof(uint16_t) * (size_t)D) ==
-                 0;
+            ok = memcmp(got + q * D, table + (int64_t)idx[q] * D, sizeof(uint16_t) * (size_t)D) == 0;
         report(name, ms, "GB/s", 2.0 * 2.0 * (double)(Q * D) / (ms * 1e6), ok,
                "rows gathered by s32 indices; bytes read + written");
         free(got);
@@ -455,8 +445,7 @@ static emily_status op_indexed_add(emily_tensor *const *in, emily_tensor **out, 
 static void bench_indexed_add(int quick, emily_tensor *a, const float *ha) {
     const int64_t V = quick ? 1000 : 50257, D = 768, Q = quick ? 4096 : 65536;
     char name[64];
-    snprintf(name, sizeof name, "indexed_add_f32_%lldx%lld_by_%lld", (long long)V, (long long)D,
-             (long long)Q);
+    snprintf(name, sizeof name, "indexed_add_f32_%lldx%lld_by_%lld", (long long)V, (long long)D, (long long)Q);
     if (!want(name)) return;
     int32_t *idx = malloc(sizeof(int32_t) * (size_t)Q);
     double *acc = calloc((size_t)(V * D), sizeof(double));
@@ -464,8 +453,7 @@ static void bench_indexed_add(int quick, emily_tensor *a, const float *ha) {
     double ms;
     if (!idx || !acc) goto done;
     for (int64_t i = 0; i < Q; i++) idx[i] = (int32_t)(urand() % (uint64_t)V);
-    if (emily_constant(dev, EMILY_F32, 2, (int64_t[]){V, D}, emily_scalar_float(0.0), &in[0]))
-        fail("zeros");
+    if (emily_constant(dev, EMILY_F32, 2, (int64_t[]){V, D}, emily_scalar_float(0.0), &in[0])) fail("zeros");
     in[1] = upload(EMILY_S32, 2, (int64_t[]){Q, 1}, idx);
     in[2] = prefix(a, 2, (int64_t[]){Q, D});
     if (in[0] && in[1] && in[2] && !time_op(op_indexed_add, in, NULL, &ms, &out)) {
@@ -476,9 +464,8 @@ static void bench_indexed_add(int quick, emily_tensor *a, const float *ha) {
         float *got = download(out);
         int ok = got != NULL;
         for (int64_t i = 0; ok && i < V * D; i++) ok = bits_of(got[i]) == bits_of((float)acc[i]);
-        report(
-            name, ms, "GB/s", 4.0 * (double)(Q * D + 2 * V * D) / (ms * 1e6), ok,
-            "out of place into zeros (GPT-2 vocabulary); bytes of updates + target read/written");
+        report(name, ms, "GB/s", 4.0 * (double)(Q * D + 2 * V * D) / (ms * 1e6), ok,
+               "out of place into zeros (GPT-2 vocabulary); bytes of updates + target read/written");
         free(got);
     }
 done:
@@ -512,8 +499,7 @@ static void bench_cumsum(emily_tensor *a, const float *ha, int64_t n) {
             sum += ha[i];
             ok = bits_of(got[i]) == bits_of((float)sum);
         }
-        report(name, ms, "GB/s", 8.0 * (double)n / (ms * 1e6), ok,
-               "f64 accumulation; bytes read + written");
+        report(name, ms, "GB/s", 8.0 * (double)n / (ms * 1e6), ok, "f64 accumulation; bytes read + written");
         free(got);
     }
     emily_tensor_release(out);
@@ -547,7 +533,7 @@ static void bench_fft(int quick, const float *ha) {
         for (int b = 0; ok && b < 5; b++) {
             double re = 0, im = 0;
             for (int64_t j = 0, m = 0; j < n; j++, m = (m + bins[b]) % n) { /* m = j * bin mod n */
-                double c = tw[m], s = tw[(m + 3 * n / 4) % n]; /* cos, and sin(t) = cos(t - pi/2) */
+                double c = tw[m], s = tw[(m + 3 * n / 4) % n];              /* cos, and sin(t) = cos(t - pi/2) */
                 double xr = ha[2 * j], xi = ha[2 * j + 1];
                 re += xr * c + xi * s; /* x * e^(-i t) */
                 im += xi * c - xr * s;
@@ -577,8 +563,8 @@ static emily_status op_max_pool(emily_tensor *const *in, emily_tensor **out, con
 static void bench_max_pool(int quick, emily_tensor *a, const float *ha) {
     const int64_t B = quick ? 4 : 64, C = quick ? 16 : 256, H = 56, W = 56, OH = 28, OW = 28;
     char name[64];
-    snprintf(name, sizeof name, "max_pool_3x3_s2_f32_%lldx%lldx%lldx%lld", (long long)B,
-             (long long)C, (long long)H, (long long)W);
+    snprintf(name, sizeof name, "max_pool_3x3_s2_f32_%lldx%lldx%lldx%lld", (long long)B, (long long)C, (long long)H,
+             (long long)W);
     if (!want(name)) return;
     emily_tensor *x = prefix(a, 4, (int64_t[]){B, C, H, W}), *out = NULL;
     double ms;
@@ -613,21 +599,18 @@ static emily_status op_conv(emily_tensor *const *in, emily_tensor **out, const v
 
 /* A ResNet stage-3 convolution: 3x3, 256 -> 256 channels, padding 1,
  * batch 32 of 56x56, bf16 (NCHW, Nx's default layout). */
-static void bench_conv2d(int quick, emily_tensor *a, const float *ha, emily_tensor *b,
-                         const float *hb) {
+static void bench_conv2d(int quick, emily_tensor *a, const float *ha, emily_tensor *b, const float *hb) {
     const int64_t N = quick ? 2 : 32, C = quick ? 32 : 256, H = quick ? 28 : 56, W = H, O = C;
     char name[64];
-    snprintf(name, sizeof name, "conv2d_3x3_bf16_%lldx%lldx%lldx%lld", (long long)N, (long long)C,
-             (long long)H, (long long)W);
+    snprintf(name, sizeof name, "conv2d_3x3_bf16_%lldx%lldx%lldx%lld", (long long)N, (long long)C, (long long)H,
+             (long long)W);
     if (!want(name)) return;
-    emily_tensor *xf = prefix(a, 4, (int64_t[]){N, C, H, W}),
-                 *wf = prefix(b, 4, (int64_t[]){O, C, 3, 3});
+    emily_tensor *xf = prefix(a, 4, (int64_t[]){N, C, H, W}), *wf = prefix(b, 4, (int64_t[]){O, C, 3, 3});
     emily_tensor *in[2] = {NULL, NULL}, *out = NULL;
     int64_t pad[2] = {1, 1};
     emily_conv_opts o = {.padding_lo = pad, .padding_hi = pad};
     double ms;
-    if (!xf || !wf || emily_as_type(xf, EMILY_BF16, &in[0]) ||
-        emily_as_type(wf, EMILY_BF16, &in[1])) {
+    if (!xf || !wf || emily_as_type(xf, EMILY_BF16, &in[0]) || emily_as_type(wf, EMILY_BF16, &in[1])) {
         fail("conv inputs");
         goto done;
     }
@@ -712,8 +695,7 @@ static double backward_error(const float *a, const float *x, const float *b, int
     return r / (an * xn + bn);
 }
 
-static void bench_linalg(int quick, emily_tensor *a, const float *ha, emily_tensor *b,
-                         const float *hb) {
+static void bench_linalg(int quick, emily_tensor *a, const float *ha, emily_tensor *b, const float *hb) {
     const int64_t n = quick ? 256 : 4096, m = quick ? 128 : 2048;
     char name[64];
     double ms;
@@ -728,10 +710,8 @@ static void bench_linalg(int quick, emily_tensor *a, const float *ha, emily_tens
         if (in[0] && in[1] && !time_op(op_solve, in, NULL, &ms, &out)) {
             float *x = download(out);
             double err = x ? backward_error(ha, x, hb, n) : 1;
-            report(
-                name, ms, "GFLOP/s", (2.0 / 3.0 * n * n * n + 2.0 * n * n) / (ms * 1e6),
-                err <= 1e-4,
-                "LU with partial pivoting, one right-hand side; checked: backward error <= 1e-4");
+            report(name, ms, "GFLOP/s", (2.0 / 3.0 * n * n * n + 2.0 * n * n) / (ms * 1e6), err <= 1e-4,
+                   "LU with partial pivoting, one right-hand side; checked: backward error <= 1e-4");
             free(x);
         }
         emily_tensor_release(out);
@@ -748,8 +728,7 @@ static void bench_linalg(int quick, emily_tensor *a, const float *ha, emily_tens
         if (s) {
             for (int64_t i = 0; i < n; i++)
                 for (int64_t j = 0; j < n; j++)
-                    s[i * n + j] = 0.5f * (hb[i * n + j] + hb[j * n + i]) +
-                                   (i == j ? (float)n : 0.0f);
+                    s[i * n + j] = 0.5f * (hb[i * n + j] + hb[j * n + i]) + (i == j ? (float)n : 0.0f);
             in = upload(EMILY_F32, 2, (int64_t[]){n, n}, s);
         }
         if (in && !time_op(op_cholesky, &in, NULL, &ms, &out)) {
@@ -767,8 +746,7 @@ static void bench_linalg(int quick, emily_tensor *a, const float *ha, emily_tens
                     sum += (double)l[i * n + k] * l[j * n + k];
                     mag += fabs((double)l[i * n + k] * l[j * n + k]);
                 }
-                ok = fabs(sum - s[i * n + j]) <= 1e-4 * mag + 1e-6 &&
-                     (i == j || l[j * n + i] == 0.0f);
+                ok = fabs(sum - s[i * n + j]) <= 1e-4 * mag + 1e-6 && (i == j || l[j * n + i] == 0.0f);
             }
             report(name, ms, "GFLOP/s", (double)n * n * n / 3.0 / (ms * 1e6), ok,
                    "checked: (l l^T)_ij at 64 entries, upper triangle zero");
@@ -826,8 +804,7 @@ static void bench_linalg(int quick, emily_tensor *a, const float *ha, emily_tens
                     mag += fabs((double)u[i * m + k] * s[k] * vt[k * m + j]);
                     uu += (double)u[k * m + i] * u[k * m + j];
                 }
-                ok = fabs(rec - hb[i * m + j]) <= 1e-4 * mag + 1e-5 * s[0] &&
-                     fabs(uu - (i == j)) <= 5e-4;
+                ok = fabs(rec - hb[i * m + j]) <= 1e-4 * mag + 1e-5 * s[0] && fabs(uu - (i == j)) <= 5e-4;
             }
             report(name, ms, "calls/s", 1000.0 / ms, ok,
                    "thin; checked: s descending, u s vt = a and u^T u = I at 32 entries");
@@ -856,10 +833,8 @@ static void bench_linalg(int quick, emily_tensor *a, const float *ha, emily_tens
         if (in[0] && in[1] && !time_op(op_solve, in, NULL, &ms, &out)) {
             float *x = download(out);
             int ok = x != NULL;
-            for (int64_t k = 0; ok && k < B; k++)
-                ok = backward_error(ma + 16 * k, x + 4 * k, hb + 4 * k, 4) <= 1e-5;
-            report(name, ms, "Msolves/s", (double)B / (ms * 1e3), ok,
-                   "checked: every backward error <= 1e-5");
+            for (int64_t k = 0; ok && k < B; k++) ok = backward_error(ma + 16 * k, x + 4 * k, hb + 4 * k, 4) <= 1e-5;
+            report(name, ms, "Msolves/s", (double)B / (ms * 1e3), ok, "checked: every backward error <= 1e-5");
             free(x);
         }
         emily_tensor_release(out);
@@ -893,8 +868,8 @@ static void bench_sdpa(int quick, const float *ha, const float *hb) {
         }
     for (int causal = 1; causal >= 0; causal--) {
         char name[64];
-        snprintf(name, sizeof name, "sdpa_bf16_%lldx%lldx%lldx%lld%s", (long long)B, (long long)H,
-                 (long long)S, (long long)D, causal ? "_causal" : "");
+        snprintf(name, sizeof name, "sdpa_bf16_%lldx%lldx%lldx%lld%s", (long long)B, (long long)H, (long long)S,
+                 (long long)D, causal ? "_causal" : "");
         if (!want(name)) continue;
         emily_sdpa_options o = {.scale = 1.0 / sqrt((double)D), .causal = causal};
         double ms;
@@ -981,8 +956,7 @@ static void bench_norms(int quick, const float *ha, const float *hb) {
     emily_tensor_release(out);
     out = NULL;
     for (int layer = 0; layer < 2; layer++) {
-        snprintf(name, sizeof name, "%s_bf16_%lldx%lld", layer ? "layer_norm" : "rms_norm", (long long)R,
-                 (long long)C);
+        snprintf(name, sizeof name, "%s_bf16_%lldx%lld", layer ? "layer_norm" : "rms_norm", (long long)R, (long long)C);
         norm_arg arg = {layer, g, layer ? b : NULL};
         if (!want(name) || time_op(op_norm, &x, &arg, &ms, &out)) continue;
         int ok = 1;
@@ -1019,8 +993,7 @@ done:
 
 /* Every family case, in the order of the report. a and b: the run's two
  * f32 vectors of n elements (on the device) and their host copies. */
-static void bench_families(int quick, emily_tensor *a, const float *ha, emily_tensor *b,
-                           const float *hb, int64_t n) {
+static void bench_families(int quick, emily_tensor *a, const float *ha, emily_tensor *b, const float *hb, int64_t n) {
     bench_sort(a, ha, quick ? (int64_t)1 << 20 : (int64_t)1 << 26);
     bench_top_k(a, ha);
     bench_take(quick);
@@ -1046,8 +1019,7 @@ typedef struct fp8_arg {
 static emily_status op_dot_fp8(emily_tensor *const *in, emily_tensor **out, const void *arg) {
     const fp8_arg *f = arg;
     int ca = 1;
-    return emily_dot_fp8(in[0], 1, &ca, 0, NULL, 1.0f, in[1], 1, &f->cb, 0, NULL, 1.0f, f->out,
-                         out);
+    return emily_dot_fp8(in[0], 1, &ca, 0, NULL, 1.0f, in[1], 1, &f->cb, 0, NULL, 1.0f, f->out, out);
 }
 
 /* "dot fp8 e4m3 MxMxM": f8_e4m3fn operands (a [M, M] and b, Nx's rounding
@@ -1057,8 +1029,7 @@ static emily_status op_dot_fp8(emily_tensor *const *in, emily_tensor **out, cons
  * dot of the same size is the matmul_bf16 row. Probes against the sum in
  * double of the e4m3 products: f32 accumulation of M terms (and one bf16
  * rounding for the bf16 output). */
-static void bench_fp8(int64_t M, emily_tensor *ma, emily_tensor *mb, const float *ha,
-                      const float *hb) {
+static void bench_fp8(int64_t M, emily_tensor *ma, emily_tensor *mb, const float *ha, const float *hb) {
     emily_tensor *x = NULL, *y = NULL, *out = NULL;
     if (emily_as_type(ma, EMILY_F8_E4M3FN, &x) || emily_as_type(mb, EMILY_F8_E4M3FN, &y)) {
         fail("fp8 inputs");
@@ -1087,8 +1058,7 @@ static void bench_fp8(int64_t M, emily_tensor *ma, emily_tensor *mb, const float
                 ref += t;
                 mag += fabs(t);
             }
-            double tol = (double)M * ldexp(1.0, -24) * mag +
-                         (args[v].out == EMILY_BF16 ? fabs(ref) / 128 : 0) + 1e-6;
+            double tol = (double)M * ldexp(1.0, -24) * mag + (args[v].out == EMILY_BF16 ? fabs(ref) / 128 : 0) + 1e-6;
             ok &= fabs(elem(out, r * M + c) - ref) <= tol;
         }
         report(name, ms, "TFLOP/s", 2.0 * (double)M * (double)M * (double)M / (ms * 1e9), ok,
@@ -1111,9 +1081,8 @@ int main(int argc, char **argv) {
         else if (strcmp(argv[i], "--no-matmul") == 0) no_matmul = 1;
         else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) only = argv[++i];
         else {
-            fprintf(stderr,
-                    "usage: emily_bench [--device cuda:0] [--runs 20] [--quick] [--no-matmul] "
-                    "[--only NAME,...]\n");
+            fprintf(stderr, "usage: emily_bench [--device cuda:0] [--runs 20] [--quick] [--no-matmul] "
+                            "[--only NAME,...]\n");
             return 2;
         }
     }
@@ -1142,8 +1111,7 @@ int main(int argc, char **argv) {
     if (want(name) && !time_op(op_add, ab, NULL, &ms, &out)) {
         int64_t probe[3] = {0, 12345 % N, N - 1};
         int ok = 1;
-        for (int k = 0; k < 3; k++)
-            ok &= elem(out, probe[k]) == (double)(ha[probe[k]] + hb[probe[k]]);
+        for (int k = 0; k < 3; k++) ok &= elem(out, probe[k]) == (double)(ha[probe[k]] + hb[probe[k]]);
         report(name, ms, "GB/s", 3.0 * 4.0 * (double)N / (ms * 1e6), ok, "bytes read + written");
     }
     emily_tensor_release(out);
@@ -1183,8 +1151,8 @@ int main(int argc, char **argv) {
     /* matmul M x M x M */
     int64_t start[1] = {0}, len[1] = {M * M}, st[1] = {1}, sq[2] = {M, M};
     emily_tensor *fa = NULL, *fb = NULL, *ma = NULL, *mb = NULL;
-    if (emily_slice(a, start, len, st, &fa) || emily_slice(b, start, len, st, &fb) ||
-        emily_reshape(fa, 2, sq, &ma) || emily_reshape(fb, 2, sq, &mb))
+    if (emily_slice(a, start, len, st, &fa) || emily_slice(b, start, len, st, &fb) || emily_reshape(fa, 2, sq, &ma) ||
+        emily_reshape(fb, 2, sq, &mb))
         return fail("matmul inputs");
     const emily_dtype types[3] = {EMILY_BF16, EMILY_F16, EMILY_F32};
     /* FAST: each type in its own precision (f32 accumulation, no TF32), as
@@ -1204,8 +1172,8 @@ int main(int argc, char **argv) {
                 continue;
             }
             emily_tensor *xy[2] = {x, y};
-            snprintf(name, sizeof name, "matmul_%s_%lld%s", emily_dtype_name(types[k]),
-                     (long long)M, P == EMILY_DOT_PRECISION_FAST ? "" : "_highest");
+            snprintf(name, sizeof name, "matmul_%s_%lld%s", emily_dtype_name(types[k]), (long long)M,
+                     P == EMILY_DOT_PRECISION_FAST ? "" : "_highest");
             row = name;
             if (!time_op(op_matmul, xy, NULL, &ms, &out)) {
                 int ok = 1;
@@ -1224,7 +1192,8 @@ int main(int argc, char **argv) {
                 }
                 report(name, ms, "TFLOP/s", 2.0 * (double)M * (double)M * (double)M / (ms * 1e9), ok,
                        P == EMILY_DOT_PRECISION_HIGHEST ? "precision highest: f64 accumulation"
-                       : types[k] == EMILY_F32 ? "f32 multiply/accumulate, no TF32" : "f32 accumulation");
+                       : types[k] == EMILY_F32          ? "f32 multiply/accumulate, no TF32"
+                                                        : "f32 accumulation");
             }
             emily_tensor_release(out);
             emily_tensor_release(x);

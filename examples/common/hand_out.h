@@ -9,7 +9,6 @@
 /* On success hands obj to *out and gives EMILY_OK; on failure frees the
  * partly built obj with free_fn (which takes one) and gives s. A macro so
  * that it keeps each loader's own types (s is read twice). */
-#define EMBED_HAND_OUT(s, obj, free_fn, out) \
-    ((s) ? (free_fn(obj), (s)) : (*(out) = (obj), EMILY_OK))
+#define EMBED_HAND_OUT(s, obj, free_fn, out) ((s) ? (free_fn(obj), (s)) : (*(out) = (obj), EMILY_OK))
 
 #endif

@@ -36,8 +36,8 @@ static emily_status parse_header(st_file *f) {
     json_error_t err;
     f->header = json_loadb((const char *)f->map + 8, (size_t)n, 0, &err);
     if (!f->header || !json_is_object(f->header))
-        return emily_error(EMILY_ERR_ARGUMENT, "safetensors: %s: header is not a JSON object: %s",
-                           f->path, f->header ? "" : err.text);
+        return emily_error(EMILY_ERR_ARGUMENT, "safetensors: %s: header is not a JSON object: %s", f->path,
+                           f->header ? "" : err.text);
     f->data = f->map + 8 + n;
     f->data_size = f->size - 8 - (size_t)n;
     return EMILY_OK;
@@ -82,10 +82,9 @@ static bool dtype_of(const char *name, emily_dtype *out) {
     static const struct {
         const char *name;
         emily_dtype dtype;
-    } known[] = {{"F64", EMILY_F64}, {"F32", EMILY_F32}, {"F16", EMILY_F16}, {"BF16", EMILY_BF16},
-                 {"I64", EMILY_S64}, {"I32", EMILY_S32}, {"I16", EMILY_S16}, {"I8", EMILY_S8},
-                 {"U64", EMILY_U64}, {"U32", EMILY_U32}, {"U16", EMILY_U16}, {"U8", EMILY_U8},
-                 {"BOOL", EMILY_U8}};
+    } known[] = {{"F64", EMILY_F64}, {"F32", EMILY_F32}, {"F16", EMILY_F16}, {"BF16", EMILY_BF16}, {"I64", EMILY_S64},
+                 {"I32", EMILY_S32}, {"I16", EMILY_S16}, {"I8", EMILY_S8},   {"U64", EMILY_U64},   {"U32", EMILY_U32},
+                 {"U16", EMILY_U16}, {"U8", EMILY_U8},   {"BOOL", EMILY_U8}};
     for (size_t i = 0; name && i < sizeof known / sizeof *known; i++) {
         if (strcmp(name, known[i].name) == 0) {
             *out = known[i].dtype;
@@ -107,8 +106,8 @@ emily_status st_get(const st_file *f, const char *name, st_tensor *out) {
     const json_t *shape = json_object_get(e, "shape");
     const json_t *offs = json_object_get(e, "data_offsets");
     if (!dtype_of(dt, &out->dtype))
-        return emily_error(EMILY_ERR_TYPE, "safetensors: %s: tensor %s: dtype %s is not supported",
-                           f->path, name, dt ? dt : "(missing)");
+        return emily_error(EMILY_ERR_TYPE, "safetensors: %s: tensor %s: dtype %s is not supported", f->path, name,
+                           dt ? dt : "(missing)");
     if (!json_is_array(shape) || json_array_size(shape) > ST_MAX_RANK)
         return bad_entry(f, name, "shape missing or of rank above 8");
     out->rank = (int)json_array_size(shape);
@@ -123,8 +122,7 @@ emily_status st_get(const st_file *f, const char *name, st_tensor *out) {
         count *= (uint64_t)out->shape[i];
     }
     const json_t *b = json_array_get(offs, 0), *en = json_array_get(offs, 1);
-    if (!json_is_array(offs) || json_array_size(offs) != 2 || !json_is_integer(b) ||
-        !json_is_integer(en))
+    if (!json_is_array(offs) || json_array_size(offs) != 2 || !json_is_integer(b) || !json_is_integer(en))
         return bad_entry(f, name, "data_offsets is not [begin, end]");
     json_int_t begin = json_integer_value(b), end = json_integer_value(en);
     if (begin < 0 || end < begin || (uint64_t)end > f->data_size)
@@ -136,8 +134,7 @@ emily_status st_get(const st_file *f, const char *name, st_tensor *out) {
     return EMILY_OK;
 }
 
-emily_status st_load_f32(const st_file *f, const char *name, emily_device device,
-                         emily_tensor **out) {
+emily_status st_load_f32(const st_file *f, const char *name, emily_device device, emily_tensor **out) {
     *out = NULL;
     st_tensor t;
     emily_status s = st_get(f, name, &t);

@@ -37,7 +37,6 @@ emily_status st_get(const st_file *f, const char *name, st_tensor *out);
 
 /* st_get, then the tensor on `device` as f32 (converted by the engine
  * from f16, bf16 or any other type). */
-emily_status st_load_f32(const st_file *f, const char *name, emily_device device,
-                         emily_tensor **out);
+emily_status st_load_f32(const st_file *f, const char *name, emily_device device, emily_tensor **out);
 
 #endif

@@ -53,8 +53,7 @@ emily_status ts_close(ts_scope *s, emily_tensor *result, emily_tensor **out) {
 
 /* Each wrapper: nothing once the scope has failed; the call, then its
  * result held (two statements: the call must write t before it is read). */
-emily_tensor *ts_binary(ts_scope *s, emily_binary_op op, const emily_tensor *a,
-                        const emily_tensor *b) {
+emily_tensor *ts_binary(ts_scope *s, emily_binary_op op, const emily_tensor *a, const emily_tensor *b) {
     emily_tensor *t = NULL;
     if (s->status) return NULL;
     emily_status st = emily_binary(op, a, b, EMILY_DTYPE_AUTO, &t);
@@ -68,21 +67,20 @@ emily_tensor *ts_unary(ts_scope *s, emily_unary_op op, const emily_tensor *a) {
     return ts_hold(s, st, t);
 }
 
-emily_tensor *ts_reduce(ts_scope *s, emily_reduce_op op, const emily_tensor *a, int axis,
-                        bool keep) {
+emily_tensor *ts_reduce(ts_scope *s, emily_reduce_op op, const emily_tensor *a, int axis, bool keep) {
     emily_tensor *t = NULL;
     if (s->status) return NULL;
     emily_status st = emily_reduce(op, a, 1, &axis, keep, EMILY_DTYPE_AUTO, &t);
     return ts_hold(s, st, t);
 }
 
-emily_tensor *ts_dot(ts_scope *s, const emily_tensor *a, int ca, int nbatch, const int *ba,
-                     const emily_tensor *b, int cb, const int *bb) {
+emily_tensor *ts_dot(ts_scope *s, const emily_tensor *a, int ca, int nbatch, const int *ba, const emily_tensor *b,
+                     int cb, const int *bb) {
     return ts_dot_as(s, a, ca, nbatch, ba, b, cb, bb, EMILY_DTYPE_AUTO);
 }
 
-emily_tensor *ts_dot_as(ts_scope *s, const emily_tensor *a, int ca, int nbatch, const int *ba,
-                        const emily_tensor *b, int cb, const int *bb, emily_dtype out_type) {
+emily_tensor *ts_dot_as(ts_scope *s, const emily_tensor *a, int ca, int nbatch, const int *ba, const emily_tensor *b,
+                        int cb, const int *bb, emily_dtype out_type) {
     emily_tensor *t = NULL;
     if (s->status) return NULL;
     emily_status st = emily_dot(a, 1, &ca, nbatch, ba, b, 1, &cb, nbatch, bb, out_type, &t);
@@ -96,8 +94,7 @@ emily_tensor *ts_as_type(ts_scope *s, const emily_tensor *a, emily_dtype type) {
     return ts_hold(s, st, t);
 }
 
-emily_tensor *ts_linear(ts_scope *s, const emily_tensor *a, const emily_tensor *w,
-                        const emily_tensor *bias) {
+emily_tensor *ts_linear(ts_scope *s, const emily_tensor *a, const emily_tensor *w, const emily_tensor *bias) {
     if (s->status) return NULL;
     emily_tensor *y = ts_dot(s, a, emily_tensor_rank(a) - 1, 0, NULL, w, 1, NULL);
     emily_tensor *out = ts_binary(s, EMILY_ADD, y, bias);
@@ -119,8 +116,7 @@ emily_tensor *ts_transpose(ts_scope *s, const emily_tensor *a, const int *perm) 
     return ts_hold(s, st, t);
 }
 
-emily_tensor *ts_slice(ts_scope *s, const emily_tensor *a, const int64_t *starts,
-                       const int64_t *lengths) {
+emily_tensor *ts_slice(ts_scope *s, const emily_tensor *a, const int64_t *starts, const int64_t *lengths) {
     emily_tensor *t = NULL;
     if (s->status) return NULL;
     emily_status st = emily_slice(a, starts, lengths, NULL, &t);
@@ -148,33 +144,32 @@ emily_tensor *ts_rms_norm(ts_scope *s, const emily_tensor *x, const emily_tensor
     return ts_hold(s, st, t);
 }
 
-emily_tensor *ts_layer_norm(ts_scope *s, const emily_tensor *x, const emily_tensor *gamma,
-                            const emily_tensor *beta, double eps) {
+emily_tensor *ts_layer_norm(ts_scope *s, const emily_tensor *x, const emily_tensor *gamma, const emily_tensor *beta,
+                            double eps) {
     emily_tensor *t = NULL;
     if (s->status) return NULL;
     emily_status st = emily_layer_norm(x, gamma, beta, eps, &t);
     return ts_hold(s, st, t);
 }
 
-emily_tensor *ts_sdpa(ts_scope *s, const emily_tensor *q, const emily_tensor *k,
-                      const emily_tensor *v, const emily_sdpa_options *options) {
+emily_tensor *ts_sdpa(ts_scope *s, const emily_tensor *q, const emily_tensor *k, const emily_tensor *v,
+                      const emily_sdpa_options *options) {
     emily_tensor *t = NULL;
     if (s->status) return NULL;
     emily_status st = emily_sdpa(q, k, v, options, &t);
     return ts_hold(s, st, t);
 }
 
-emily_tensor *ts_quantized_linear(ts_scope *s, const emily_tensor *x, const emily_tensor *q,
-                                  const emily_tensor *scales, const emily_tensor *biases, int bits,
-                                  int64_t group_size) {
+emily_tensor *ts_quantized_linear(ts_scope *s, const emily_tensor *x, const emily_tensor *q, const emily_tensor *scales,
+                                  const emily_tensor *biases, int bits, int64_t group_size) {
     emily_tensor *t = NULL;
     if (s->status) return NULL;
     emily_status st = emily_quantized_matmul(x, q, scales, biases, bits, group_size, true, &t);
     return ts_hold(s, st, t);
 }
 
-emily_tensor *ts_dequantize(ts_scope *s, const emily_tensor *q, const emily_tensor *scales,
-                            const emily_tensor *biases, int bits, int64_t group_size) {
+emily_tensor *ts_dequantize(ts_scope *s, const emily_tensor *q, const emily_tensor *scales, const emily_tensor *biases,
+                            int bits, int64_t group_size) {
     emily_tensor *t = NULL;
     if (s->status) return NULL;
     emily_status st = emily_dequantize(q, scales, biases, bits, group_size, &t);

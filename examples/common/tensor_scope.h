@@ -34,39 +34,34 @@ emily_status ts_close(ts_scope *s, emily_tensor *result, emily_tensor **out);
 
 /* The engine's calls, on the scope. Axis arguments count from the end
  * when negative, as in the engine. */
-emily_tensor *ts_binary(ts_scope *s, emily_binary_op op, const emily_tensor *a,
-                        const emily_tensor *b);
+emily_tensor *ts_binary(ts_scope *s, emily_binary_op op, const emily_tensor *a, const emily_tensor *b);
 emily_tensor *ts_unary(ts_scope *s, emily_unary_op op, const emily_tensor *a);
-emily_tensor *ts_reduce(ts_scope *s, emily_reduce_op op, const emily_tensor *a, int axis,
-                        bool keep);
+emily_tensor *ts_reduce(ts_scope *s, emily_reduce_op op, const emily_tensor *a, int axis, bool keep);
 /* a x b^T over the last axis of each ([..., k] x [n, k] -> [..., n]):
  * a linear layer's product with PyTorch's weight layout. */
-emily_tensor *ts_linear(ts_scope *s, const emily_tensor *a, const emily_tensor *w,
-                        const emily_tensor *bias);
-emily_tensor *ts_dot(ts_scope *s, const emily_tensor *a, int ca, int nbatch, const int *ba,
-                     const emily_tensor *b, int cb, const int *bb);
+emily_tensor *ts_linear(ts_scope *s, const emily_tensor *a, const emily_tensor *w, const emily_tensor *bias);
+emily_tensor *ts_dot(ts_scope *s, const emily_tensor *a, int ca, int nbatch, const int *ba, const emily_tensor *b,
+                     int cb, const int *bb);
 /* ts_dot with an output type (EMILY_DTYPE_AUTO: Nx.Type.merge, as ts_dot). */
-emily_tensor *ts_dot_as(ts_scope *s, const emily_tensor *a, int ca, int nbatch, const int *ba,
-                        const emily_tensor *b, int cb, const int *bb, emily_dtype out_type);
+emily_tensor *ts_dot_as(ts_scope *s, const emily_tensor *a, int ca, int nbatch, const int *ba, const emily_tensor *b,
+                        int cb, const int *bb, emily_dtype out_type);
 emily_tensor *ts_as_type(ts_scope *s, const emily_tensor *a, emily_dtype type);
 emily_tensor *ts_reshape(ts_scope *s, const emily_tensor *a, int rank, const int64_t *shape);
 emily_tensor *ts_transpose(ts_scope *s, const emily_tensor *a, const int *perm);
 /* rank(a) starts and lengths, unit steps (a view). */
-emily_tensor *ts_slice(ts_scope *s, const emily_tensor *a, const int64_t *starts,
-                       const int64_t *lengths);
+emily_tensor *ts_slice(ts_scope *s, const emily_tensor *a, const int64_t *starts, const int64_t *lengths);
 emily_tensor *ts_take(ts_scope *s, const emily_tensor *a, const emily_tensor *indices, int axis);
 emily_tensor *ts_scalar(ts_scope *s, emily_device device, double value); /* f32, rank 0 */
 /* The fused kernels (emily/ops_fast.h, emily/ops_quant.h). */
 emily_tensor *ts_rms_norm(ts_scope *s, const emily_tensor *x, const emily_tensor *gamma, double eps);
-emily_tensor *ts_layer_norm(ts_scope *s, const emily_tensor *x, const emily_tensor *gamma,
-                            const emily_tensor *beta, double eps);
-emily_tensor *ts_sdpa(ts_scope *s, const emily_tensor *q, const emily_tensor *k,
-                      const emily_tensor *v, const emily_sdpa_options *options);
+emily_tensor *ts_layer_norm(ts_scope *s, const emily_tensor *x, const emily_tensor *gamma, const emily_tensor *beta,
+                            double eps);
+emily_tensor *ts_sdpa(ts_scope *s, const emily_tensor *q, const emily_tensor *k, const emily_tensor *v,
+                      const emily_sdpa_options *options);
 /* x . W^T of a quantized W {n, k} (transpose true of emily_quantized_matmul). */
-emily_tensor *ts_quantized_linear(ts_scope *s, const emily_tensor *x, const emily_tensor *q,
-                                  const emily_tensor *scales, const emily_tensor *biases, int bits,
-                                  int64_t group_size);
-emily_tensor *ts_dequantize(ts_scope *s, const emily_tensor *q, const emily_tensor *scales,
-                            const emily_tensor *biases, int bits, int64_t group_size);
+emily_tensor *ts_quantized_linear(ts_scope *s, const emily_tensor *x, const emily_tensor *q, const emily_tensor *scales,
+                                  const emily_tensor *biases, int bits, int64_t group_size);
+emily_tensor *ts_dequantize(ts_scope *s, const emily_tensor *q, const emily_tensor *scales, const emily_tensor *biases,
+                            int bits, int64_t group_size);
 
 #endif

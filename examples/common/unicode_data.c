@@ -8,8 +8,7 @@ static int find_entry(const void *table, int count, size_t stride, uint32_t cp) 
     int lo = 0, hi = count - 1;
     while (lo <= hi) {
         int mid = lo + (hi - lo) / 2;
-        uint32_t key = *(const uint32_t *)(const void *)((const char *)table +
-                                                         (size_t)mid * stride);
+        uint32_t key = *(const uint32_t *)(const void *)((const char *)table + (size_t)mid * stride);
         if (key == cp) return mid;
         if (key < cp) lo = mid + 1;
         else hi = mid - 1;
@@ -39,10 +38,8 @@ bool uc_is_whitespace(uint32_t cp) {
     case 0x2029:
     case 0x202F:
     case 0x205F:
-    case 0x3000:
-        return true;
-    default:
-        return cp >= 0x2000 && cp <= 0x200A;
+    case 0x3000: return true;
+    default: return cp >= 0x2000 && cp <= 0x200A;
     }
 }
 
@@ -51,16 +48,15 @@ bool uc_is_number(uint32_t cp) { return (uc_class(cp) & UC_NUMBER) != 0; }
 bool uc_is_split_digit(uint32_t cp) { return (uc_class(cp) & UC_DIGIT_SPLIT) != 0; }
 
 bool uc_is_cjk(uint32_t cp) {
-    return (cp >= 0x4E00 && cp <= 0x9FFF) || (cp >= 0x3400 && cp <= 0x4DBF) ||
-           (cp >= 0x20000 && cp <= 0x2A6DF) || (cp >= 0x2A700 && cp <= 0x2B73F) ||
-           (cp >= 0x2B740 && cp <= 0x2B81F) || (cp >= 0x2B920 && cp <= 0x2CEAF) ||
+    return (cp >= 0x4E00 && cp <= 0x9FFF) || (cp >= 0x3400 && cp <= 0x4DBF) || (cp >= 0x20000 && cp <= 0x2A6DF) ||
+           (cp >= 0x2A700 && cp <= 0x2B73F) || (cp >= 0x2B740 && cp <= 0x2B81F) || (cp >= 0x2B920 && cp <= 0x2CEAF) ||
            (cp >= 0xF900 && cp <= 0xFAFF) || (cp >= 0x2F800 && cp <= 0x2FA1F);
 }
 
 bool uc_is_punctuation(uint32_t cp) {
     if (cp < 0x80)
-        return (cp >= 0x21 && cp <= 0x2F) || (cp >= 0x3A && cp <= 0x40) ||
-               (cp >= 0x5B && cp <= 0x60) || (cp >= 0x7B && cp <= 0x7E);
+        return (cp >= 0x21 && cp <= 0x2F) || (cp >= 0x3A && cp <= 0x40) || (cp >= 0x5B && cp <= 0x60) ||
+               (cp >= 0x7B && cp <= 0x7E);
     return (uc_class(cp) & UC_PUNCT) != 0;
 }
 

@@ -14,14 +14,7 @@
  * UC_LETTER and UC_NUMBER what its regex engine matches with \p{L} and
  * \p{N}, UC_DIGIT_SPLIT what its Digits pre-tokenizer isolates (Rust's
  * char::is_numeric). */
-enum {
-    UC_OTHER = 1,
-    UC_PUNCT = 2,
-    UC_NONSPACING_MARK = 4,
-    UC_LETTER = 8,
-    UC_NUMBER = 16,
-    UC_DIGIT_SPLIT = 32
-};
+enum { UC_OTHER = 1, UC_PUNCT = 2, UC_NONSPACING_MARK = 4, UC_LETTER = 8, UC_NUMBER = 16, UC_DIGIT_SPLIT = 32 };
 
 typedef struct uc_class_range {
     uint32_t first, last;

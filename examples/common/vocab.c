@@ -66,8 +66,7 @@ void vocab_free(vocab *v) {
 
 static bool same_token(const vocab_token_entry *t, const char *prefix, const char *text, size_t n) {
     size_t p = prefix ? strlen(prefix) : 0;
-    return t->len == p + n && memcmp(t->text, prefix ? prefix : "", p) == 0 &&
-           memcmp(t->text + p, text, n) == 0;
+    return t->len == p + n && memcmp(t->text, prefix ? prefix : "", p) == 0 && memcmp(t->text + p, text, n) == 0;
 }
 
 /* The slot holding prefix + text, or the empty slot where it would go. */
@@ -108,8 +107,7 @@ static emily_status map_id(vocab *v, int32_t id, int32_t token) {
         v->by_id_cap = cap;
     }
     if (v->by_id[id] >= 0)
-        return emily_error(EMILY_ERR_ARGUMENT,
-                           "vocab: id %d is given to both \"%s\" and another token", (int)id,
+        return emily_error(EMILY_ERR_ARGUMENT, "vocab: id %d is given to both \"%s\" and another token", (int)id,
                            v->tokens[v->by_id[id]].text);
     v->by_id[id] = token;
     if (id >= v->id_limit) v->id_limit = id + 1;
@@ -118,10 +116,8 @@ static emily_status map_id(vocab *v, int32_t id, int32_t token) {
 
 emily_status vocab_add(vocab *v, const char *text, size_t n, int32_t id) {
     if (id < 0 || id > VOCAB_MAX_ID)
-        return emily_error(EMILY_ERR_ARGUMENT, "vocab: token id %d is outside [0, %d]", (int)id,
-                           VOCAB_MAX_ID);
-    if (v->count >= (size_t)INT32_MAX - 1)
-        return emily_error(EMILY_ERR_ARGUMENT, "vocab: too many tokens");
+        return emily_error(EMILY_ERR_ARGUMENT, "vocab: token id %d is outside [0, %d]", (int)id, VOCAB_MAX_ID);
+    if (v->count >= (size_t)INT32_MAX - 1) return emily_error(EMILY_ERR_ARGUMENT, "vocab: too many tokens");
     uint64_t h = hash_token(NULL, text, n);
     size_t slot = probe(v, h, NULL, text, n);
     if (v->slots[slot] >= 0) return EMILY_OK; /* a repeated token keeps its first id */

@@ -10,8 +10,7 @@ static emily_status config_error(const char *path, const char *key, const char *
 }
 
 /* An integer in [1, limit]. */
-static emily_status get_int(const json_t *root, const char *path, const char *key, int limit,
-                            int *out) {
+static emily_status get_int(const json_t *root, const char *path, const char *key, int limit, int *out) {
     const json_t *v = json_object_get(root, key);
     if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > limit)
         return config_error(path, key, "is missing or not a positive integer in range");
@@ -20,8 +19,7 @@ static emily_status get_int(const json_t *root, const char *path, const char *ke
 }
 
 /* A string key that must be absent or equal to `want`. */
-static emily_status check_string(const json_t *root, const char *path, const char *key,
-                                 const char *want) {
+static emily_status check_string(const json_t *root, const char *path, const char *key, const char *want) {
     const char *v = json_string_value(json_object_get(root, key));
     if (v && strcmp(v, want) != 0) {
         char what[96];
@@ -38,9 +36,7 @@ emily_status bert_config_load(const char *dir, bert_config *out) {
         return emily_error(EMILY_ERR_ARGUMENT, "bert: model path too long");
     json_error_t err;
     json_t *root = json_load_file(path, 0, &err);
-    if (!root)
-        return emily_error(EMILY_ERR_ARGUMENT, "bert: %s: %s (is this a model folder?)", path,
-                           err.text);
+    if (!root) return emily_error(EMILY_ERR_ARGUMENT, "bert: %s: %s (is this a model folder?)", path, err.text);
     emily_status s = EMILY_OK;
     if (!json_is_object(root)) s = config_error(path, "the file", "is not a JSON object");
     if (!s) s = check_string(root, path, "model_type", "bert");
@@ -59,8 +55,7 @@ emily_status bert_config_load(const char *dir, bert_config *out) {
     out->layer_norm_eps = json_is_number(eps) ? json_number_value(eps) : 1e-12;
     if (!s && out->hidden % out->heads != 0)
         s = config_error(path, "hidden_size", "is not a multiple of num_attention_heads");
-    if (!s && !(out->layer_norm_eps > 0))
-        s = config_error(path, "layer_norm_eps", "is not positive");
+    if (!s && !(out->layer_norm_eps > 0)) s = config_error(path, "layer_norm_eps", "is not positive");
     json_decref(root);
     return s;
 }

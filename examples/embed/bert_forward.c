@@ -24,8 +24,8 @@ static emily_tensor *finish(ts_scope *parent, ts_scope *s, emily_tensor *result)
 /* torch.nn.LayerNorm over the last axis: (x - mean) / sqrt(var + eps) *
  * g + b with the biased variance, as one fused kernel (emily_layer_norm:
  * the statistics in f32 from double row sums, ops_fast.h). */
-static emily_tensor *layer_norm(ts_scope *parent, const bert_model *m, const emily_tensor *x,
-                                const emily_tensor *g, const emily_tensor *b) {
+static emily_tensor *layer_norm(ts_scope *parent, const bert_model *m, const emily_tensor *x, const emily_tensor *g,
+                                const emily_tensor *b) {
     return ts_layer_norm(parent, x, g, b, m->cfg.layer_norm_eps);
 }
 
@@ -33,8 +33,8 @@ static emily_tensor *layer_norm(ts_scope *parent, const bert_model *m, const emi
  * when nothing is padded), through the output projection: [batch, seq,
  * hidden] in and out. The scores, their softmax and the product with v
  * are one fused call (emily_sdpa, the bias as its additive mask). */
-static emily_tensor *attention(ts_scope *parent, const bert_model *m, const bert_layer *y,
-                               const emily_tensor *x, const emily_tensor *bias) {
+static emily_tensor *attention(ts_scope *parent, const bert_model *m, const bert_layer *y, const emily_tensor *x,
+                               const emily_tensor *bias) {
     if (parent->status) return NULL;
     ts_scope s = TS_SCOPE;
     const int64_t *xs = emily_tensor_shape(x);
@@ -61,8 +61,7 @@ static emily_tensor *attention(ts_scope *parent, const bert_model *m, const bert
  * weights (bert_weights.c halves them, exactly), which saves a pass over
  * the wide intermediate. (erfc(-h / sqrt 2) would save another, but
  * SLEEF's erfc costs more than that pass.) */
-static emily_tensor *feed_forward(ts_scope *parent, const bert_layer *y, const consts *k,
-                                  const emily_tensor *x) {
+static emily_tensor *feed_forward(ts_scope *parent, const bert_layer *y, const consts *k, const emily_tensor *x) {
     if (parent->status) return NULL;
     ts_scope s = TS_SCOPE;
     emily_tensor *h = ts_linear(&s, x, y->inter_w, y->inter_b);
@@ -75,17 +74,14 @@ static emily_tensor *feed_forward(ts_scope *parent, const bert_layer *y, const c
     return finish(parent, &s, ts_linear(&s, g2, y->out_w_half, y->out_b));
 }
 
-static emily_tensor *encoder_layer(ts_scope *parent, const bert_model *m, const bert_layer *y,
-                                   const consts *k, const emily_tensor *x,
-                                   const emily_tensor *bias) {
+static emily_tensor *encoder_layer(ts_scope *parent, const bert_model *m, const bert_layer *y, const consts *k,
+                                   const emily_tensor *x, const emily_tensor *bias) {
     if (parent->status) return NULL;
     ts_scope s = TS_SCOPE;
     emily_tensor *a = attention(&s, m, y, x, bias);
-    emily_tensor *x1 = layer_norm(&s, m, ts_binary(&s, EMILY_ADD, a, x), y->attn_ln_g,
-                                  y->attn_ln_b);
+    emily_tensor *x1 = layer_norm(&s, m, ts_binary(&s, EMILY_ADD, a, x), y->attn_ln_g, y->attn_ln_b);
     emily_tensor *f = feed_forward(&s, y, k, x1);
-    return finish(parent, &s,
-                  layer_norm(&s, m, ts_binary(&s, EMILY_ADD, f, x1), y->out_ln_g, y->out_ln_b));
+    return finish(parent, &s, layer_norm(&s, m, ts_binary(&s, EMILY_ADD, f, x1), y->out_ln_g, y->out_ln_b));
 }
 
 /* Word + position + token type (0) embeddings, layer-normed. */
@@ -113,13 +109,12 @@ emily_status bert_forward(const bert_model *m, const emily_tensor *ids, const em
     *hidden = NULL;
     if (!m || !ids) return emily_error(EMILY_ERR_ARGUMENT, "bert_forward: NULL argument");
     const int64_t *is = emily_tensor_shape(ids), *ms = mask ? emily_tensor_shape(mask) : is;
-    if (emily_tensor_rank(ids) != 2 || (mask && emily_tensor_rank(mask) != 2) || is[0] != ms[0] ||
-        is[1] != ms[1] || is[0] < 1 || is[1] < 1)
-        return emily_error(EMILY_ERR_SHAPE,
-                           "bert_forward: ids and mask must both be [batch, seq], not empty");
+    if (emily_tensor_rank(ids) != 2 || (mask && emily_tensor_rank(mask) != 2) || is[0] != ms[0] || is[1] != ms[1] ||
+        is[0] < 1 || is[1] < 1)
+        return emily_error(EMILY_ERR_SHAPE, "bert_forward: ids and mask must both be [batch, seq], not empty");
     if (is[1] > m->cfg.max_positions)
-        return emily_error(EMILY_ERR_SHAPE, "bert_forward: %lld tokens, the model has %d positions",
-                           (long long)is[1], m->cfg.max_positions);
+        return emily_error(EMILY_ERR_SHAPE, "bert_forward: %lld tokens, the model has %d positions", (long long)is[1],
+                           m->cfg.max_positions);
     if (mask && emily_tensor_dtype(mask) != EMILY_F32)
         return emily_error(EMILY_ERR_TYPE, "bert_forward: the mask must be f32");
     ts_scope s = TS_SCOPE;

@@ -19,11 +19,9 @@ void cp_buf_free(cp_buf *b) {
 static emily_status push(cp_buf *b, uint32_t cp) {
     if (b->len == b->cap) {
         size_t cap = b->cap ? b->cap * 2 : 64;
-        if (cap > SIZE_MAX / sizeof *b->v)
-            return emily_error(EMILY_ERR_MEMORY, "tokenizer: text too long");
+        if (cap > SIZE_MAX / sizeof *b->v) return emily_error(EMILY_ERR_MEMORY, "tokenizer: text too long");
         uint32_t *v = realloc(b->v, cap * sizeof *v);
-        if (!v)
-            return emily_error(EMILY_ERR_MEMORY, "tokenizer: out of memory (%zu characters)", cap);
+        if (!v) return emily_error(EMILY_ERR_MEMORY, "tokenizer: out of memory (%zu characters)", cap);
         b->v = v;
         b->cap = cap;
     }

@@ -21,8 +21,7 @@ static void format_shape(int rank, const int64_t *shape, char *buf, size_t size)
 }
 
 /* prefix + name, of shape {d0} (d1 < 0) or {d0, d1}. */
-static emily_status load(const loader *l, const char *name, int64_t d0, int64_t d1,
-                         emily_tensor **out) {
+static emily_status load(const loader *l, const char *name, int64_t d0, int64_t d1, emily_tensor **out) {
     char full[256];
     snprintf(full, sizeof full, "%s%s", l->prefix, name);
     st_tensor info;
@@ -34,15 +33,14 @@ static emily_status load(const loader *l, const char *name, int64_t d0, int64_t 
         char have_s[128], want_s[64];
         format_shape(info.rank, info.shape, have_s, sizeof have_s);
         format_shape(rank, want, want_s, sizeof want_s);
-        return emily_error(EMILY_ERR_SHAPE, "bert: tensor %s has shape %s; config.json asks for %s",
-                           full, have_s, want_s);
+        return emily_error(EMILY_ERR_SHAPE, "bert: tensor %s has shape %s; config.json asks for %s", full, have_s,
+                           want_s);
     }
     return st_load_f32(l->file, full, l->device, out);
 }
 
 /* encoder.layer.<i>.<name> */
-static emily_status load_layer(const loader *l, int i, const char *name, int64_t d0, int64_t d1,
-                               emily_tensor **out) {
+static emily_status load_layer(const loader *l, int i, const char *name, int64_t d0, int64_t d1, emily_tensor **out) {
     char full[160];
     snprintf(full, sizeof full, "encoder.layer.%d.%s", i, name);
     return load(l, full, d0, d1, out);
@@ -50,8 +48,7 @@ static emily_status load_layer(const loader *l, int i, const char *name, int64_t
 
 /* A weight times 0.5 (exact: a power of two; the weights are far from
  * f32's subnormals). */
-static emily_status load_halved(const loader *l, int i, const char *name, int64_t d0, int64_t d1,
-                                emily_tensor **out) {
+static emily_status load_halved(const loader *l, int i, const char *name, int64_t d0, int64_t d1, emily_tensor **out) {
     emily_tensor *w = NULL, *half = NULL;
     emily_status s = load_layer(l, i, name, d0, d1, &w);
     if (!s) s = emily_constant(l->device, EMILY_F32, 0, NULL, emily_scalar_float(0.5), &half);
@@ -62,8 +59,7 @@ static emily_status load_halved(const loader *l, int i, const char *name, int64_
 }
 
 /* query, key and value weights (or biases) joined along axis 0. */
-static emily_status load_qkv(const loader *l, int i, const char *what, int64_t h, int64_t d1,
-                             emily_tensor **out) {
+static emily_status load_qkv(const loader *l, int i, const char *what, int64_t h, int64_t d1, emily_tensor **out) {
     static const char *const parts[3] = {"query", "key", "value"};
     emily_tensor *t[3] = {NULL, NULL, NULL};
     emily_status s = EMILY_OK;
@@ -114,15 +110,10 @@ emily_status bert_load(const char *dir, emily_device device, bert_model **out) {
     if (!s) s = st_open(path, &file);
     if (!s) {
         const bert_config *c = &m->cfg;
-        loader l = {file, st_has(file, "bert.embeddings.word_embeddings.weight") ? "bert." : "",
-                    device};
+        loader l = {file, st_has(file, "bert.embeddings.word_embeddings.weight") ? "bert." : "", device};
         s = load(&l, "embeddings.word_embeddings.weight", c->vocab_size, c->hidden, &m->word_emb);
-        if (!s)
-            s = load(&l, "embeddings.position_embeddings.weight", c->max_positions, c->hidden,
-                     &m->pos_emb);
-        if (!s)
-            s = load(&l, "embeddings.token_type_embeddings.weight", c->type_vocab, c->hidden,
-                     &m->type_emb);
+        if (!s) s = load(&l, "embeddings.position_embeddings.weight", c->max_positions, c->hidden, &m->pos_emb);
+        if (!s) s = load(&l, "embeddings.token_type_embeddings.weight", c->type_vocab, c->hidden, &m->type_emb);
         if (!s) s = load(&l, "embeddings.LayerNorm.weight", c->hidden, -1, &m->emb_ln_g);
         if (!s) s = load(&l, "embeddings.LayerNorm.bias", c->hidden, -1, &m->emb_ln_b);
         if (!s) s = load_layers(&l, c, m->layer);
@@ -137,9 +128,8 @@ void bert_free(bert_model *m) {
     for (size_t i = 0; i < sizeof top / sizeof *top; i++) emily_tensor_release(top[i]);
     for (int i = 0; m->layer && i < m->cfg.layers; i++) {
         bert_layer *y = &m->layer[i];
-        emily_tensor *all[] = {y->qkv_w,      y->qkv_b,     y->attn_out_w, y->attn_out_b,
-                               y->attn_ln_g,  y->attn_ln_b, y->inter_w,    y->inter_b,
-                               y->out_w_half, y->out_b,     y->out_ln_g,   y->out_ln_b};
+        emily_tensor *all[] = {y->qkv_w,   y->qkv_b,   y->attn_out_w, y->attn_out_b, y->attn_ln_g, y->attn_ln_b,
+                               y->inter_w, y->inter_b, y->out_w_half, y->out_b,      y->out_ln_g,  y->out_ln_b};
         for (size_t k = 0; k < sizeof all / sizeof *all; k++) emily_tensor_release(all[k]);
     }
     free(m->layer);

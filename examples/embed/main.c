@@ -31,8 +31,7 @@ static void usage(FILE *f) {
                "Sentence embeddings with all-MiniLM-L6-v2 (mean pooling, unit length) on Emily.\n"
                "  --device D       cpu (default), cuda or cuda:N\n"
                "  --model DIR      the model folder (default $EMILY_MINILM_DIR, else\n"
-               "                   " MODEL_SUBDIR
-               " beside the build folder: scripts/setup puts it there)\n"
+               "                   " MODEL_SUBDIR " beside the build folder: scripts/setup puts it there)\n"
                "  --file PATH      also embed each line of PATH (after the SENTENCEs)\n"
                "  --max-length N   tokens per sentence with [CLS] and [SEP] (default 256)\n"
                "  --batch-size N   sentences per batch, padded to its longest (default 32)\n"
@@ -97,8 +96,7 @@ static int parse_args(int argc, char **argv, args *a) {
         else if (strcmp(o, "--out") == 0 && v) a->out = v;
         else if (strcmp(o, "--max-length") == 0 && v) ok = cli_parse_int(v, 2, 1 << 20, &a->max_length);
         else if (strcmp(o, "--batch-size") == 0 && v) ok = cli_parse_int(v, 1, 1 << 20, &a->batch_size);
-        else if (strcmp(o, "--batch-tokens") == 0 && v)
-            ok = cli_parse_int(v, 0, 1 << 30, &a->batch_tokens);
+        else if (strcmp(o, "--batch-tokens") == 0 && v) ok = cli_parse_int(v, 0, 1 << 30, &a->batch_tokens);
         else if (strcmp(o, "--runs") == 0 && v) ok = cli_parse_int(v, 1, 1 << 20, &a->runs);
         else if (strcmp(o, "--values") == 0 && v) ok = cli_parse_int(v, 0, 1 << 20, &a->values);
         else {
@@ -158,8 +156,7 @@ static double now_s(void) { return clock_s(CLOCK_MONOTONIC); }
 static void progress(void *ctx, int done, int total, int seq) {
     const args *a = ctx;
     if (a->show_batches)
-        fprintf(stderr, "emily_embed:   %d/%d sentences (batch padded to %d tokens)\n", done, total,
-                seq);
+        fprintf(stderr, "emily_embed:   %d/%d sentences (batch padded to %d tokens)\n", done, total, seq);
 }
 
 static int cmp_double(const void *x, const void *y) {
@@ -173,24 +170,19 @@ static double median(double *v, int n) {
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-static void print_results(const args *a, const bert_tokenizer *tok, int hidden, const float *emb,
-                          const int *counts) {
+static void print_results(const args *a, const bert_tokenizer *tok, int hidden, const float *emb, const int *counts) {
     for (int i = 0; i < a->n; i++) {
         /* the first 60 bytes or so, not cutting a UTF-8 character */
         size_t len = strlen(a->texts[i]), shown = len;
         if (len > 60)
-            for (shown = 60; shown > 0 && ((unsigned char)a->texts[i][shown] & 0xC0) == 0x80;)
-                shown--;
-        printf("[%d] %d tokens, \"%.*s%s\"\n    [", i, counts[i], (int)shown, a->texts[i],
-               shown < len ? "..." : "");
-        for (int j = 0; j < a->values && j < hidden; j++)
-            printf(j ? ", %.6f" : "%.6f", emb[(size_t)i * hidden + j]);
+            for (shown = 60; shown > 0 && ((unsigned char)a->texts[i][shown] & 0xC0) == 0x80;) shown--;
+        printf("[%d] %d tokens, \"%.*s%s\"\n    [", i, counts[i], (int)shown, a->texts[i], shown < len ? "..." : "");
+        for (int j = 0; j < a->values && j < hidden; j++) printf(j ? ", %.6f" : "%.6f", emb[(size_t)i * hidden + j]);
         printf(a->values < hidden ? ", ...] (%d values)\n" : "] (%d values)\n", hidden);
         if (a->ids) {
             int32_t *ids;
             int n;
-            if (tokenizer_encode(tok, a->texts[i], strlen(a->texts[i]), a->max_length, &ids, &n) ==
-                EMILY_OK) {
+            if (tokenizer_encode(tok, a->texts[i], strlen(a->texts[i]), a->max_length, &ids, &n) == EMILY_OK) {
                 printf("    ids:");
                 for (int j = 0; j < n; j++) printf(" %d", (int)ids[j]);
                 printf("\n");
@@ -216,8 +208,7 @@ static emily_status write_floats(const char *path, const float *v, size_t n) {
     FILE *f = fopen(path, "wb");
     bool ok = f && fwrite(v, sizeof *v, n, f) == n;
     if (f && fclose(f) != 0) ok = false;
-    return ok ? EMILY_OK
-              : emily_error(EMILY_ERR_ARGUMENT, "cannot write %s: %s", path, strerror(errno));
+    return ok ? EMILY_OK : emily_error(EMILY_ERR_ARGUMENT, "cannot write %s: %s", path, strerror(errno));
 }
 
 static int run(args *a) {
@@ -247,9 +238,8 @@ static int run(args *a) {
     if (!s) s = bert_load(dir, device, &m);
     if (!s) s = emily_synchronize(device);
     if (!s && !a->quiet)
-        fprintf(stderr,
-                "emily_embed: %s loaded on %s in %.0f ms (%d layers, hidden %d, %d heads)\n", dir,
-                a->device, 1e3 * (now_s() - t0), m->cfg.layers, m->cfg.hidden, m->cfg.heads);
+        fprintf(stderr, "emily_embed: %s loaded on %s in %.0f ms (%d layers, hidden %d, %d heads)\n", dir, a->device,
+                1e3 * (now_s() - t0), m->cfg.layers, m->cfg.hidden, m->cfg.heads);
     float *emb = NULL;
     int *counts = NULL;
     /* per run: wall time, and the process's CPU time (all threads) */
@@ -257,12 +247,9 @@ static int run(args *a) {
     if (!s) {
         emb = malloc((size_t)a->n * (size_t)m->cfg.hidden * sizeof *emb);
         counts = malloc((size_t)a->n * sizeof *counts);
-        if (!emb || !counts || !times)
-            s = emily_error(EMILY_ERR_MEMORY, "emily_embed: out of memory");
+        if (!emb || !counts || !times) s = emily_error(EMILY_ERR_MEMORY, "emily_embed: out of memory");
     }
-    int batch_tokens = a->batch_tokens >= 0              ? a->batch_tokens
-                       : device.type == EMILY_DEVICE_CPU ? 512
-                                                         : 0;
+    int batch_tokens = a->batch_tokens >= 0 ? a->batch_tokens : device.type == EMILY_DEVICE_CPU ? 512 : 0;
     embed_options opt = {a->max_length, a->batch_size, batch_tokens, progress, a};
     /* with --runs N > 1: a warm-up (r = -1), then N timed runs */
     for (int r = a->runs > 1 ? -1 : 0; r < a->runs && !s; r++) {
@@ -275,11 +262,10 @@ static int run(args *a) {
             cpu[r] = clock_s(CLOCK_PROCESS_CPUTIME_ID) - cpu0;
         }
         if (!s && a->show_batches)
-            fprintf(
-                stderr,
-                "emily_embed: %d sentences, %lld tokens (%lld positions with padding): tokenized in %.1f ms, "
-                "embedded in %.1f ms (%d batches)\n",
-                a->n, st.tokens, st.padded, 1e3 * st.tokenize_s, 1e3 * st.model_s, st.batches);
+            fprintf(stderr,
+                    "emily_embed: %d sentences, %lld tokens (%lld positions with padding): tokenized in %.1f ms, "
+                    "embedded in %.1f ms (%d batches)\n",
+                    a->n, st.tokens, st.padded, 1e3 * st.tokenize_s, 1e3 * st.model_s, st.batches);
     }
     if (!s && a->runs > 1) { /* asked for, so printed even with --quiet */
         double best = times[0];
@@ -287,8 +273,7 @@ static int run(args *a) {
         fprintf(stderr,
                 "emily_embed: %d runs: median %.1f ms, best %.1f ms, median CPU time %.1f ms "
                 "(tokenizing and embedding %d sentences)\n",
-                a->runs, 1e3 * median(times, a->runs), 1e3 * best, 1e3 * median(cpu, a->runs),
-                a->n);
+                a->runs, 1e3 * median(times, a->runs), 1e3 * best, 1e3 * median(cpu, a->runs), a->n);
     }
     if (!s && a->out) s = write_floats(a->out, emb, (size_t)a->n * (size_t)m->cfg.hidden);
     if (!s) print_results(a, tok, m->cfg.hidden, emb, counts);
@@ -303,12 +288,7 @@ static int run(args *a) {
 }
 
 int main(int argc, char **argv) {
-    args a = {.device = "cpu",
-              .max_length = 256,
-              .batch_size = 32,
-              .batch_tokens = -1,
-              .runs = 1,
-              .values = 6};
+    args a = {.device = "cpu", .max_length = 256, .batch_size = 32, .batch_tokens = -1, .runs = 1, .values = 6};
     char **owned = NULL;
     int nowned = 0, rc = parse_args(argc, argv, &a);
     if (!rc && a.file && !read_lines(&a, a.file, &owned, &nowned)) rc = 1;

@@ -33,14 +33,13 @@ typedef struct embed_stats {
 /* out[i * hidden + j]: the unit-length embedding of texts[i];
  * token_counts[i] (may be NULL): its ids, [CLS] and [SEP] included.
  * stats may be NULL. */
-emily_status embed_texts(const bert_tokenizer *tok, const bert_model *m, int n,
-                         const char *const *texts, const embed_options *opt, float *out,
-                         int *token_counts, embed_stats *stats);
+emily_status embed_texts(const bert_tokenizer *tok, const bert_model *m, int n, const char *const *texts,
+                         const embed_options *opt, float *out, int *token_counts, embed_stats *stats);
 
 /* The same from token ids: ids[i] holds counts[i] ids (at most
  * max_positions), in forward passes of batch_size sentences each padded
  * to its longest; *positions (may be NULL) grows by the positions run. */
-emily_status embed_ids(const bert_model *m, int n, const int32_t *const *ids, const int *counts,
-                       int32_t pad_id, int batch_size, float *out, long long *positions);
+emily_status embed_ids(const bert_model *m, int n, const int32_t *const *ids, const int *counts, int32_t pad_id,
+                       int batch_size, float *out, long long *positions);
 
 #endif

@@ -86,8 +86,7 @@ static emily_status encode_plain(encoder *e, const char *text, size_t n) {
 
 /* The added token that occurs first in text[0, n) (the longest of those
  * starting there), or NULL. */
-static const tokenizer_added *next_added(const bert_tokenizer *t, const char *text, size_t n,
-                                         size_t *at) {
+static const tokenizer_added *next_added(const bert_tokenizer *t, const char *text, size_t n, size_t *at) {
     const tokenizer_added *best = NULL;
     for (int i = 0; i < t->nadded; i++) {
         const tokenizer_added *a = &t->added[i];
@@ -105,13 +104,12 @@ static const tokenizer_added *next_added(const bert_tokenizer *t, const char *te
     return best;
 }
 
-emily_status tokenizer_encode(const bert_tokenizer *t, const char *text, size_t n, int max_length,
-                              int32_t **ids, int *count) {
+emily_status tokenizer_encode(const bert_tokenizer *t, const char *text, size_t n, int max_length, int32_t **ids,
+                              int *count) {
     *ids = NULL;
     *count = 0;
     if (max_length < 2)
-        return emily_error(EMILY_ERR_ARGUMENT,
-                           "tokenizer: max_length %d leaves no room for [CLS] and [SEP]",
+        return emily_error(EMILY_ERR_ARGUMENT, "tokenizer: max_length %d leaves no room for [CLS] and [SEP]",
                            max_length);
     if (!text && n) return emily_error(EMILY_ERR_ARGUMENT, "tokenizer: NULL text");
     encoder e = {.t = t, .limit = max_length - 2};
@@ -138,7 +136,5 @@ emily_status tokenizer_encode(const bert_tokenizer *t, const char *text, size_t 
 }
 
 int32_t tokenizer_pad_id(const bert_tokenizer *t) { return t->pad_id; }
-const char *tokenizer_token(const bert_tokenizer *t, int32_t id) {
-    return vocab_token(t->vocab, id);
-}
+const char *tokenizer_token(const bert_tokenizer *t, int32_t id) { return vocab_token(t->vocab, id); }
 int32_t tokenizer_id_limit(const bert_tokenizer *t) { return vocab_id_limit(t->vocab); }

@@ -19,8 +19,8 @@ void tokenizer_free(bert_tokenizer *t);
  * max_length - 2, [SEP]. *ids is malloc'd (free it); *count ids. Special
  * tokens written in the text ("[MASK]") become their own ids, as in
  * Hugging Face's tokenizers. max_length must be at least 2. */
-emily_status tokenizer_encode(const bert_tokenizer *t, const char *text, size_t n, int max_length,
-                              int32_t **ids, int *count);
+emily_status tokenizer_encode(const bert_tokenizer *t, const char *text, size_t n, int max_length, int32_t **ids,
+                              int *count);
 
 /* The id that pads a batch ([PAD]), and the text of an id (NULL if none). */
 int32_t tokenizer_pad_id(const bert_tokenizer *t);

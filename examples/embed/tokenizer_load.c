@@ -22,8 +22,7 @@ static bool json_flag(const json_t *obj, const char *key, bool fallback) {
 
 static emily_status add_special(bert_tokenizer *t, const char *text, int32_t id) {
     if (t->nadded == TOKENIZER_MAX_ADDED)
-        return emily_error(EMILY_ERR_ARGUMENT, "tokenizer: more than %d added tokens",
-                           TOKENIZER_MAX_ADDED);
+        return emily_error(EMILY_ERR_ARGUMENT, "tokenizer: more than %d added tokens", TOKENIZER_MAX_ADDED);
     size_t n = strlen(text);
     if (n == 0) return EMILY_OK; /* an empty token never matches */
     char *copy = malloc(n + 1);
@@ -48,9 +47,7 @@ static emily_status find_specials(bert_tokenizer *t, const char *path, const cha
 static emily_status load_json(bert_tokenizer *t, const char *path) {
     json_error_t err;
     json_t *root = json_load_file(path, 0, &err);
-    if (!root)
-        return emily_error(EMILY_ERR_ARGUMENT, "tokenizer: %s: line %d: %s", path, err.line,
-                           err.text);
+    if (!root) return emily_error(EMILY_ERR_ARGUMENT, "tokenizer: %s: line %d: %s", path, err.line, err.text);
     emily_status s = EMILY_OK;
     const json_t *model = json_object_get(root, "model");
     const json_t *vocab_obj = json_object_get(model, "vocab");
@@ -89,8 +86,7 @@ static emily_status load_json(bert_tokenizer *t, const char *path) {
     const json_t *value;
     json_object_foreach((json_t *)vocab_obj, key, value) {
         if (s) break;
-        if (!json_is_integer(value) || json_integer_value(value) < 0 ||
-            json_integer_value(value) > VOCAB_MAX_ID)
+        if (!json_is_integer(value) || json_integer_value(value) < 0 || json_integer_value(value) > VOCAB_MAX_ID)
             s = bad_file(path, "a vocabulary id is not an integer in range");
         else s = vocab_add(t->vocab, key, strlen(key), (int32_t)json_integer_value(value));
     }
@@ -99,8 +95,7 @@ static emily_status load_json(bert_tokenizer *t, const char *path) {
         const char *content = json_string_value(json_object_get(value, "content"));
         const json_t *id = json_object_get(value, "id");
         if (s) break;
-        if (!content || !json_is_integer(id) || json_integer_value(id) < 0 ||
-            json_integer_value(id) > VOCAB_MAX_ID)
+        if (!content || !json_is_integer(id) || json_integer_value(id) < 0 || json_integer_value(id) > VOCAB_MAX_ID)
             s = bad_file(path, "an added token lacks its content or id");
         else s = add_special(t, content, (int32_t)json_integer_value(id));
     }
@@ -168,8 +163,7 @@ emily_status tokenizer_load(const char *model_dir, bert_tokenizer **out) {
             fclose(probe);
             s = load_vocab_txt(t, txt_path, config_path);
         } else {
-            s = emily_error(EMILY_ERR_ARGUMENT,
-                            "tokenizer: %s has neither tokenizer.json nor vocab.txt", model_dir);
+            s = emily_error(EMILY_ERR_ARGUMENT, "tokenizer: %s has neither tokenizer.json nor vocab.txt", model_dir);
         }
     }
     free(json_path);

@@ -34,9 +34,8 @@ static emily_status put_turn(text_buf *b, const char *role, const char *content)
     return s;
 }
 
-emily_status bpe_render_chat(const bpe_chat_message *messages, size_t n_messages,
-                             const char *default_system, bool add_generation_prompt, char **text,
-                             size_t *len) {
+emily_status bpe_render_chat(const bpe_chat_message *messages, size_t n_messages, const char *default_system,
+                             bool add_generation_prompt, char **text, size_t *len) {
     if (!text || !len) return emily_error(EMILY_ERR_ARGUMENT, "bpe_render_chat: NULL text or len");
     *text = NULL;
     *len = 0;
@@ -61,17 +60,15 @@ emily_status bpe_render_chat(const bpe_chat_message *messages, size_t n_messages
     return EMILY_OK;
 }
 
-emily_status bpe_apply_chat(const bpe_tokenizer *t, const bpe_chat_message *messages,
-                            size_t n_messages, const char *default_system,
-                            bool add_generation_prompt, int32_t **ids, size_t *n) {
+emily_status bpe_apply_chat(const bpe_tokenizer *t, const bpe_chat_message *messages, size_t n_messages,
+                            const char *default_system, bool add_generation_prompt, int32_t **ids, size_t *n) {
     if (!ids || !n) return emily_error(EMILY_ERR_ARGUMENT, "bpe_apply_chat: NULL ids or n");
     *ids = NULL;
     *n = 0;
     if (!t) return emily_error(EMILY_ERR_ARGUMENT, "bpe_apply_chat: NULL tokenizer");
     char *text = NULL;
     size_t len = 0;
-    emily_status s = bpe_render_chat(messages, n_messages, default_system, add_generation_prompt,
-                                     &text, &len);
+    emily_status s = bpe_render_chat(messages, n_messages, default_system, add_generation_prompt, &text, &len);
     if (!s) s = bpe_encode(t, text, len, ids, n);
     free(text);
     return s;

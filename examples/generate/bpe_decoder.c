@@ -19,8 +19,8 @@ struct bpe_decoder {
 
 static emily_status check_id(const bpe_tokenizer *t, int32_t id) {
     if (id < 0 || (size_t)id >= t->n_tokens)
-        return emily_error(EMILY_ERR_INDEX, "bpe: token id %d is outside the vocabulary (%zu tokens)",
-                           (int)id, t->n_tokens);
+        return emily_error(EMILY_ERR_INDEX, "bpe: token id %d is outside the vocabulary (%zu tokens)", (int)id,
+                           t->n_tokens);
     return EMILY_OK;
 }
 
@@ -37,8 +37,8 @@ static size_t lossy(const char *bytes, size_t n, char *out) {
     return k;
 }
 
-emily_status bpe_decode(const bpe_tokenizer *t, const int32_t *ids, size_t n, bool skip_control,
-                        char **text, size_t *len) {
+emily_status bpe_decode(const bpe_tokenizer *t, const int32_t *ids, size_t n, bool skip_control, char **text,
+                        size_t *len) {
     if (!text || !len) return emily_error(EMILY_ERR_ARGUMENT, "bpe_decode: NULL text or len");
     *text = NULL;
     *len = 0;
@@ -48,8 +48,7 @@ emily_status bpe_decode(const bpe_tokenizer *t, const int32_t *ids, size_t n, bo
     for (size_t i = 0; i < n; i++) {
         emily_status s = check_id(t, ids[i]);
         if (s) return s;
-        if (!skipped(t, skip_control, ids[i]))
-            total += t->byte_offsets[ids[i] + 1] - t->byte_offsets[ids[i]];
+        if (!skipped(t, skip_control, ids[i])) total += t->byte_offsets[ids[i] + 1] - t->byte_offsets[ids[i]];
     }
     char *bytes = malloc(total ? total : 1), *out = malloc(3 * total + 1);
     if (!bytes || !out) {
@@ -90,8 +89,7 @@ void bpe_decoder_free(bpe_decoder *d) {
 
 /* Gives the held bytes plus bytes[0, n), all but an unfinished tail
  * unless `flush`. */
-static emily_status give(bpe_decoder *d, const char *bytes, size_t n, bool flush, const char **text,
-                         size_t *len) {
+static emily_status give(bpe_decoder *d, const char *bytes, size_t n, bool flush, const char **text, size_t *len) {
     size_t total = d->n_held + n;
     char *joined = malloc(total ? total : 1);
     if (!joined) return emily_error(EMILY_ERR_MEMORY, "bpe_decoder: out of memory");

@@ -71,8 +71,7 @@ static const bpe_special *special_at(const bpe_tokenizer *t, const char *text, s
     return NULL;
 }
 
-emily_status bpe_encode(const bpe_tokenizer *t, const char *text, size_t len, int32_t **ids,
-                        size_t *n) {
+emily_status bpe_encode(const bpe_tokenizer *t, const char *text, size_t len, int32_t **ids, size_t *n) {
     if (!ids || !n) return emily_error(EMILY_ERR_ARGUMENT, "bpe_encode: NULL ids or n");
     *ids = NULL;
     *n = 0;

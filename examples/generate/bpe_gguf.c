@@ -6,13 +6,11 @@
 #include <string.h>
 #include "bpe_gguf.h"
 
-static bool is(const char *s, size_t len, const char *want) {
-    return len == strlen(want) && memcmp(s, want, len) == 0;
-}
+static bool is(const char *s, size_t len, const char *want) { return len == strlen(want) && memcmp(s, want, len) == 0; }
 
 /* The strings of array `key` (pointers into the mapping). */
-static emily_status string_array(const emily_gguf *g, const char *key, const char ***strs,
-                                 size_t **lens, size_t *count) {
+static emily_status string_array(const emily_gguf *g, const char *key, const char ***strs, size_t **lens,
+                                 size_t *count) {
     emily_gguf_value_type elem;
     emily_status s = emily_gguf_get_array(g, key, &elem, count);
     if (s) return s;
@@ -21,8 +19,7 @@ static emily_status string_array(const emily_gguf *g, const char *key, const cha
     *strs = malloc((*count ? *count : 1) * sizeof **strs);
     *lens = malloc((*count ? *count : 1) * sizeof **lens);
     if (!*strs || !*lens) return emily_error(EMILY_ERR_MEMORY, "bpe_from_gguf: out of memory");
-    for (size_t i = 0; i < *count && !s; i++)
-        s = emily_gguf_get_array_string(g, key, i, &(*strs)[i], &(*lens)[i]);
+    for (size_t i = 0; i < *count && !s; i++) s = emily_gguf_get_array_string(g, key, i, &(*strs)[i], &(*lens)[i]);
     return s;
 }
 
@@ -33,8 +30,7 @@ static emily_status optional_id(const emily_gguf *g, const char *key, int32_t *i
     int64_t v = 0;
     emily_status s = emily_gguf_get_int(g, key, &v);
     if (s) return s;
-    if (v < 0 || v > INT32_MAX)
-        return emily_error(EMILY_ERR_ARGUMENT, "bpe_from_gguf: %s is %lld", key, (long long)v);
+    if (v < 0 || v > INT32_MAX) return emily_error(EMILY_ERR_ARGUMENT, "bpe_from_gguf: %s is %lld", key, (long long)v);
     *id = (int32_t)v;
     return EMILY_OK;
 }
@@ -91,8 +87,7 @@ emily_status bpe_from_gguf(const emily_gguf *g, bpe_tokenizer **out, char *err, 
         emily_gguf_value_type elem;
         s = emily_gguf_get_array(g, "tokenizer.ggml.token_type", &elem, &n_types);
         if (!s && n_types != n_tokens)
-            s = emily_error(EMILY_ERR_ARGUMENT,
-                            "bpe_from_gguf: %zu token types for %zu tokens", n_types, n_tokens);
+            s = emily_error(EMILY_ERR_ARGUMENT, "bpe_from_gguf: %zu token types for %zu tokens", n_types, n_tokens);
         if (!s && !(types = malloc((n_types ? n_types : 1) * sizeof *types)))
             s = emily_error(EMILY_ERR_MEMORY, "bpe_from_gguf: out of memory");
         for (size_t i = 0; i < n_types && !s; i++) {
@@ -102,9 +97,8 @@ emily_status bpe_from_gguf(const emily_gguf *g, bpe_tokenizer **out, char *err, 
         }
     }
     if (!s)
-        s = bpe_tokenizer_create((const char *const *)tokens, token_lens, types, n_tokens,
-                                 (const char *const *)merges, merge_lens, n_merges, &o, out, err,
-                                 errlen);
+        s = bpe_tokenizer_create((const char *const *)tokens, token_lens, types, n_tokens, (const char *const *)merges,
+                                 merge_lens, n_merges, &o, out, err, errlen);
     if (s && err && errlen && !err[0]) snprintf(err, errlen, "%s", emily_last_error());
     free(tokens);
     free(token_lens);

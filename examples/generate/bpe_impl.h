@@ -21,8 +21,7 @@ typedef struct bpe_merge_table bpe_merge_table;
 emily_status bpe_merges_new(size_t expected, bpe_merge_table **out);
 void bpe_merges_free(bpe_merge_table *m);
 /* Adds a pair; false (nothing added) if the pair is there already. */
-emily_status bpe_merges_add(bpe_merge_table *m, int32_t left, int32_t right, int32_t rank,
-                            int32_t merged, bool *added);
+emily_status bpe_merges_add(bpe_merge_table *m, int32_t left, int32_t right, int32_t rank, int32_t merged, bool *added);
 /* The rank of left+right (-1 when they do not merge) and its token. */
 int32_t bpe_merges_find(const bpe_merge_table *m, int32_t left, int32_t right, int32_t *merged);
 
@@ -31,8 +30,7 @@ int32_t bpe_merges_find(const bpe_merge_table *m, int32_t left, int32_t right, i
 /* Called with each piece, in order: text[0, len), len > 0. */
 typedef emily_status (*bpe_piece_fn)(void *ctx, const char *piece, size_t len);
 /* Splits well-formed UTF-8 text[0, n) into pieces. */
-emily_status bpe_pretokenize(bpe_pre_type pre, const char *text, size_t n, bpe_piece_fn fn,
-                             void *ctx);
+emily_status bpe_pretokenize(bpe_pre_type pre, const char *text, size_t n, bpe_piece_fn fn, void *ctx);
 
 /* ---- ids being built ------------------------------------------------------- */
 
@@ -52,8 +50,7 @@ typedef struct bpe_word_scratch {
 } bpe_word_scratch;
 void bpe_word_scratch_free(bpe_word_scratch *s);
 /* Appends the tokens of piece[0, len) to out. */
-emily_status bpe_word(const bpe_tokenizer *t, const char *piece, size_t len, bpe_word_scratch *s,
-                      bpe_ids *out);
+emily_status bpe_word(const bpe_tokenizer *t, const char *piece, size_t len, bpe_word_scratch *s, bpe_ids *out);
 
 /* ---- the tokenizer --------------------------------------------------------- */
 
@@ -74,9 +71,9 @@ struct bpe_tokenizer {
     uint8_t *types;
     int32_t byte_token[256]; /* the token of each lone byte, or -1 */
     bpe_merge_table *merges;
-    bpe_special *specials;    /* longest first */
+    bpe_special *specials; /* longest first */
     size_t n_specials;
-    bool special_start[256];  /* some special token starts with this byte */
+    bool special_start[256]; /* some special token starts with this byte */
     bpe_options opts;
 };
 

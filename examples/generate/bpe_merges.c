@@ -53,8 +53,7 @@ void bpe_merges_free(bpe_merge_table *m) {
 
 static size_t probe(const bpe_merge_table *m, int32_t left, int32_t right) {
     size_t i = pair_hash(left, right) & m->mask;
-    while (m->slots[i].left >= 0 && (m->slots[i].left != left || m->slots[i].right != right))
-        i = (i + 1) & m->mask;
+    while (m->slots[i].left >= 0 && (m->slots[i].left != left || m->slots[i].right != right)) i = (i + 1) & m->mask;
     return i;
 }
 
@@ -73,8 +72,8 @@ static emily_status grow(bpe_merge_table *m) {
     return EMILY_OK;
 }
 
-emily_status bpe_merges_add(bpe_merge_table *m, int32_t left, int32_t right, int32_t rank,
-                            int32_t merged, bool *added) {
+emily_status bpe_merges_add(bpe_merge_table *m, int32_t left, int32_t right, int32_t rank, int32_t merged,
+                            bool *added) {
     *added = false;
     if (left < 0 || right < 0) return emily_error(EMILY_ERR_ARGUMENT, "bpe: negative merge id");
     size_t i = probe(m, left, right);

@@ -78,8 +78,7 @@ static emily_status cut_part(const cut *c, size_t from, size_t to) {
     return EMILY_OK;
 }
 
-emily_status bpe_pretokenize(bpe_pre_type pre, const char *text, size_t n, bpe_piece_fn fn,
-                             void *ctx) {
+emily_status bpe_pretokenize(bpe_pre_type pre, const char *text, size_t n, bpe_piece_fn fn, void *ctx) {
     if (n == 0) return EMILY_OK;
     uint32_t *cp = malloc(n * sizeof *cp);
     size_t *offsets = malloc((n + 1) * sizeof *offsets);

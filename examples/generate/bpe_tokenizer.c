@@ -45,8 +45,7 @@ static bool well_formed(const char *s, size_t n) {
     for (size_t pos = 0; pos < n;) {
         size_t at = pos;
         uint32_t cp = uc_utf8_next(s, n, &pos);
-        if (cp == 0xFFFD && !(pos - at == 3 && memcmp(s + at, "\xEF\xBF\xBD", 3) == 0))
-            return false;
+        if (cp == 0xFFFD && !(pos - at == 3 && memcmp(s + at, "\xEF\xBF\xBD", 3) == 0)) return false;
     }
     return true;
 }
@@ -76,18 +75,15 @@ static int by_length_desc(const void *a, const void *b) {
     return x->id < y->id ? -1 : x->id > y->id;
 }
 
-static emily_status add_tokens(bpe_tokenizer *t, const char *const *tokens,
-                               const size_t *token_lens, const int32_t *token_types, char *err,
-                               size_t errlen) {
+static emily_status add_tokens(bpe_tokenizer *t, const char *const *tokens, const size_t *token_lens,
+                               const int32_t *token_types, char *err, size_t errlen) {
     size_t n = t->n_tokens, total = 0;
     for (size_t i = 0; i < n; i++) {
         if (!tokens[i] || token_lens[i] == 0)
             return FAIL(EMILY_ERR_ARGUMENT, "bpe: token %zu is %s", i, tokens[i] ? "empty" : "NULL");
-        if (!well_formed(tokens[i], token_lens[i]))
-            return FAIL(EMILY_ERR_ARGUMENT, "bpe: token %zu is not UTF-8", i);
+        if (!well_formed(tokens[i], token_lens[i])) return FAIL(EMILY_ERR_ARGUMENT, "bpe: token %zu is not UTF-8", i);
         if (token_types && (token_types[i] < 0 || token_types[i] > BPE_TOKEN_BYTE))
-            return FAIL(EMILY_ERR_ARGUMENT, "bpe: token %zu has type %d (0..6 expected)", i,
-                        (int)token_types[i]);
+            return FAIL(EMILY_ERR_ARGUMENT, "bpe: token %zu has type %d (0..6 expected)", i, (int)token_types[i]);
         if (token_lens[i] > ((size_t)1 << 20))
             return FAIL(EMILY_ERR_ARGUMENT, "bpe: token %zu is %zu bytes long", i, token_lens[i]);
         total += token_lens[i] + 1;
@@ -98,8 +94,7 @@ static emily_status add_tokens(bpe_tokenizer *t, const char *const *tokens,
     t->byte_offsets = malloc((n + 1) * sizeof *t->byte_offsets);
     t->types = malloc(n);
     t->specials = malloc(n * sizeof *t->specials);
-    if (!t->texts || !t->bytes || !t->text_offsets || !t->byte_offsets || !t->types ||
-        !t->specials)
+    if (!t->texts || !t->bytes || !t->text_offsets || !t->byte_offsets || !t->types || !t->specials)
         return FAIL(EMILY_ERR_MEMORY, "bpe: out of memory for %zu tokens", n);
     emily_status s = vocab_new(n, &t->by_text);
     if (s) return s;
@@ -110,8 +105,8 @@ static emily_status add_tokens(bpe_tokenizer *t, const char *const *tokens,
         size_t len = token_lens[i];
         int32_t seen = vocab_find(t->by_text, NULL, tok, len);
         if (seen >= 0)
-            return FAIL(EMILY_ERR_ARGUMENT, "bpe: token %zu \"%.*s\" repeats token %d", i,
-                        (int)(len < 64 ? len : 64), tok, (int)seen);
+            return FAIL(EMILY_ERR_ARGUMENT, "bpe: token %zu \"%.*s\" repeats token %d", i, (int)(len < 64 ? len : 64),
+                        tok, (int)seen);
         s = vocab_add(t->by_text, tok, len, (int32_t)i);
         if (s) return s;
         t->text_offsets[i] = text_at;
@@ -138,9 +133,8 @@ static emily_status add_tokens(bpe_tokenizer *t, const char *const *tokens,
     return EMILY_OK;
 }
 
-static emily_status add_merges(bpe_tokenizer *t, const char *const *merges,
-                               const size_t *merge_lens, size_t n_merges, char *err,
-                               size_t errlen) {
+static emily_status add_merges(bpe_tokenizer *t, const char *const *merges, const size_t *merge_lens, size_t n_merges,
+                               char *err, size_t errlen) {
     if (n_merges > INT32_MAX) return FAIL(EMILY_ERR_ARGUMENT, "bpe: %zu merges", n_merges);
     emily_status s = bpe_merges_new(n_merges, &t->merges);
     if (s) return s;
@@ -155,8 +149,7 @@ static emily_status add_merges(bpe_tokenizer *t, const char *const *merges,
         }
         const char *space = memchr(m, ' ', len);
         int shown = (int)(len < 64 ? len : 64);
-        if (!space || space == m || space == m + len - 1 ||
-            memchr(space + 1, ' ', len - (size_t)(space - m) - 1)) {
+        if (!space || space == m || space == m + len - 1 || memchr(space + 1, ' ', len - (size_t)(space - m) - 1)) {
             s = FAIL(EMILY_ERR_ARGUMENT, "bpe: merge %zu \"%.*s\" is not \"left right\"", r, shown, m);
             break;
         }
@@ -164,8 +157,7 @@ static emily_status add_merges(bpe_tokenizer *t, const char *const *merges,
         int32_t left = vocab_find(t->by_text, NULL, m, llen);
         int32_t right = vocab_find(t->by_text, NULL, space + 1, rlen);
         if (left < 0 || right < 0) {
-            s = FAIL(EMILY_ERR_ARGUMENT, "bpe: merge %zu \"%.*s\" names a token not in the vocabulary",
-                     r, shown, m);
+            s = FAIL(EMILY_ERR_ARGUMENT, "bpe: merge %zu \"%.*s\" names a token not in the vocabulary", r, shown, m);
             break;
         }
         if (llen + rlen > joined_cap) {
@@ -181,14 +173,12 @@ static emily_status add_merges(bpe_tokenizer *t, const char *const *merges,
         memcpy(joined + llen, space + 1, rlen);
         int32_t merged = vocab_find(t->by_text, NULL, joined, llen + rlen);
         if (merged < 0) {
-            s = FAIL(EMILY_ERR_ARGUMENT, "bpe: merge %zu \"%.*s\" makes a token not in the vocabulary",
-                     r, shown, m);
+            s = FAIL(EMILY_ERR_ARGUMENT, "bpe: merge %zu \"%.*s\" makes a token not in the vocabulary", r, shown, m);
             break;
         }
         bool added = false;
         s = bpe_merges_add(t->merges, left, right, (int32_t)r, merged, &added);
-        if (!s && !added)
-            s = FAIL(EMILY_ERR_ARGUMENT, "bpe: merge %zu \"%.*s\" repeats an earlier one", r, shown, m);
+        if (!s && !added) s = FAIL(EMILY_ERR_ARGUMENT, "bpe: merge %zu \"%.*s\" repeats an earlier one", r, shown, m);
     }
     free(joined);
     return s;
@@ -196,22 +186,19 @@ static emily_status add_merges(bpe_tokenizer *t, const char *const *merges,
 
 static emily_status check_id(int32_t id, size_t n, const char *name, char *err, size_t errlen) {
     if (id < -1 || (id >= 0 && (size_t)id >= n))
-        return FAIL(EMILY_ERR_ARGUMENT, "bpe: %s id %d is outside the vocabulary (%zu tokens; -1: none)",
-                    name, (int)id, n);
+        return FAIL(EMILY_ERR_ARGUMENT, "bpe: %s id %d is outside the vocabulary (%zu tokens; -1: none)", name, (int)id,
+                    n);
     return EMILY_OK;
 }
 
-emily_status bpe_tokenizer_create(const char *const *tokens, const size_t *token_lens,
-                                  const int32_t *token_types, size_t n_tokens,
-                                  const char *const *merges, const size_t *merge_lens,
-                                  size_t n_merges, const bpe_options *opts, bpe_tokenizer **out,
-                                  char *err, size_t errlen) {
+emily_status bpe_tokenizer_create(const char *const *tokens, const size_t *token_lens, const int32_t *token_types,
+                                  size_t n_tokens, const char *const *merges, const size_t *merge_lens, size_t n_merges,
+                                  const bpe_options *opts, bpe_tokenizer **out, char *err, size_t errlen) {
     if (err && errlen) err[0] = '\0';
     if (!out) return FAIL(EMILY_ERR_ARGUMENT, "bpe: NULL out");
     *out = NULL;
     if (!tokens || !token_lens) return FAIL(EMILY_ERR_ARGUMENT, "bpe: NULL tokens or token_lens");
-    if (n_merges && (!merges || !merge_lens))
-        return FAIL(EMILY_ERR_ARGUMENT, "bpe: NULL merges or merge_lens");
+    if (n_merges && (!merges || !merge_lens)) return FAIL(EMILY_ERR_ARGUMENT, "bpe: NULL merges or merge_lens");
     if (n_tokens == 0) return FAIL(EMILY_ERR_ARGUMENT, "bpe: no tokens");
     if (n_tokens > VOCAB_MAX_ID)
         return FAIL(EMILY_ERR_ARGUMENT, "bpe: %zu tokens (at most %d)", n_tokens, VOCAB_MAX_ID);
@@ -251,6 +238,4 @@ int bpe_token_type(const bpe_tokenizer *t, int32_t id) {
     return t && id >= 0 && (size_t)id < t->n_tokens ? t->types[id] : -1;
 }
 
-bpe_options bpe_tokenizer_options(const bpe_tokenizer *t) {
-    return t ? t->opts : bpe_default_options();
-}
+bpe_options bpe_tokenizer_options(const bpe_tokenizer *t) { return t ? t->opts : bpe_default_options(); }

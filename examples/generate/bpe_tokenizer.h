@@ -76,24 +76,21 @@ bpe_options bpe_default_options(void);
  * outside 0..6, a merge without exactly one space, naming a token that
  * does not exist or whose joined text is not a token, a merge given
  * twice, bos/eos/unk outside the vocabulary. */
-emily_status bpe_tokenizer_create(const char *const *tokens, const size_t *token_lens,
-                                  const int32_t *token_types, size_t n_tokens,
-                                  const char *const *merges, const size_t *merge_lens,
-                                  size_t n_merges, const bpe_options *opts, bpe_tokenizer **out,
-                                  char *err, size_t errlen);
+emily_status bpe_tokenizer_create(const char *const *tokens, const size_t *token_lens, const int32_t *token_types,
+                                  size_t n_tokens, const char *const *merges, const size_t *merge_lens, size_t n_merges,
+                                  const bpe_options *opts, bpe_tokenizer **out, char *err, size_t errlen);
 void bpe_tokenizer_free(bpe_tokenizer *t);
 
 /* The ids of text[0, len) (text may be NULL when len is 0): *ids is
  * malloc'd (free it; NULL when *n is 0). */
-emily_status bpe_encode(const bpe_tokenizer *t, const char *text, size_t len, int32_t **ids,
-                        size_t *n);
+emily_status bpe_encode(const bpe_tokenizer *t, const char *text, size_t len, int32_t **ids, size_t *n);
 
 /* The text of ids[0, n) as one malloc'd, NUL-terminated string (*len
  * bytes before the NUL). skip_control leaves control tokens out (Hugging
  * Face's skip_special_tokens). An id outside the vocabulary is an
  * EMILY_ERR_INDEX. */
-emily_status bpe_decode(const bpe_tokenizer *t, const int32_t *ids, size_t n, bool skip_control,
-                        char **text, size_t *len);
+emily_status bpe_decode(const bpe_tokenizer *t, const int32_t *ids, size_t n, bool skip_control, char **text,
+                        size_t *len);
 
 /* Streaming decoding, one id at a time. Each call gives the complete
  * UTF-8 text that the ids so far add (*text, *len; possibly empty,
@@ -120,12 +117,10 @@ void bpe_decoder_free(bpe_decoder *d);
 typedef struct bpe_chat_message {
     const char *role, *content; /* NUL-terminated */
 } bpe_chat_message;
-emily_status bpe_render_chat(const bpe_chat_message *messages, size_t n_messages,
-                             const char *default_system, bool add_generation_prompt, char **text,
-                             size_t *len);
-emily_status bpe_apply_chat(const bpe_tokenizer *t, const bpe_chat_message *messages,
-                            size_t n_messages, const char *default_system,
-                            bool add_generation_prompt, int32_t **ids, size_t *n);
+emily_status bpe_render_chat(const bpe_chat_message *messages, size_t n_messages, const char *default_system,
+                             bool add_generation_prompt, char **text, size_t *len);
+emily_status bpe_apply_chat(const bpe_tokenizer *t, const bpe_chat_message *messages, size_t n_messages,
+                            const char *default_system, bool add_generation_prompt, int32_t **ids, size_t *n);
 
 /* The vocabulary: its size, a token's text as given (NULL outside it),
  * type (-1 outside it), and the options it was made with. */

@@ -52,8 +52,7 @@ static bpe_candidate heap_pop(bpe_word_scratch *s, size_t *count) {
 }
 
 /* Pushes the pair that starts at symbol `left`, if it merges. */
-static emily_status consider(const bpe_tokenizer *t, bpe_word_scratch *s, size_t *count,
-                             int32_t left) {
+static emily_status consider(const bpe_tokenizer *t, bpe_word_scratch *s, size_t *count, int32_t left) {
     int32_t right = left >= 0 ? s->next[left] : -1;
     if (right < 0) return EMILY_OK;
     int32_t merged = -1, rank = bpe_merges_find(t->merges, s->sym[left], s->sym[right], &merged);
@@ -69,8 +68,7 @@ void bpe_word_scratch_free(bpe_word_scratch *s) {
     *s = (bpe_word_scratch){0};
 }
 
-emily_status bpe_word(const bpe_tokenizer *t, const char *piece, size_t len, bpe_word_scratch *s,
-                      bpe_ids *out) {
+emily_status bpe_word(const bpe_tokenizer *t, const char *piece, size_t len, bpe_word_scratch *s, bpe_ids *out) {
     if (len > INT32_MAX) return emily_error(EMILY_ERR_ARGUMENT, "bpe: a piece of %zu bytes", len);
     if (len > s->cap) {
         int32_t *sym = realloc(s->sym, len * sizeof *sym);
@@ -106,9 +104,7 @@ emily_status bpe_word(const bpe_tokenizer *t, const char *piece, size_t len, bpe
          * (sym -1), or either side changed since the pair was pushed. */
         if (s->sym[left] < 0 || right < 0) continue;
         int32_t merged = -1;
-        if (bpe_merges_find(t->merges, s->sym[left], s->sym[right], &merged) != c.rank ||
-            merged != c.merged)
-            continue;
+        if (bpe_merges_find(t->merges, s->sym[left], s->sym[right], &merged) != c.rank || merged != c.merged) continue;
         s->sym[left] = merged;
         s->sym[right] = -1;
         s->next[left] = s->next[right];

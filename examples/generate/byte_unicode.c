@@ -12,7 +12,7 @@ static bool prints_as_itself(unsigned b) {
 
 /* How many of the bytes below b do not print as themselves. */
 static unsigned shifted_below(unsigned b) {
-    unsigned n = b < 0x21 ? b : 0x21; /* 0x00..0x20 */
+    unsigned n = b < 0x21 ? b : 0x21;                /* 0x00..0x20 */
     if (b > 0x7F) n += (b < 0xA1 ? b : 0xA1) - 0x7F; /* 0x7F..0xA0 */
     if (b > 0xAD) n += 1;                            /* 0xAD */
     return n;

@@ -20,13 +20,12 @@ static double now_ms(void) {
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-int generator_open(const char *path, emily_device device, generator **out, char *err,
-                   size_t errlen) {
+int generator_open(const char *path, emily_device device, generator **out, char *err, size_t errlen) {
     return generator_open_weights(path, device, NULL, out, err, errlen);
 }
 
-int generator_open_weights(const char *path, emily_device device, const char *weights,
-                           generator **out, char *err, size_t errlen) {
+int generator_open_weights(const char *path, emily_device device, const char *weights, generator **out, char *err,
+                           size_t errlen) {
     *out = NULL;
     llama_weights mode = LLAMA_WEIGHTS_QUANTIZED;
     if (weights && llama_weights_parse(weights, &mode)) {
@@ -66,8 +65,8 @@ void generator_close(generator *g) {
 
 const llama_model *generator_model(const generator *g) { return &g->model; }
 
-int generator_prompt(generator *g, const char *text, const char *system, bool chat, int32_t **ids,
-                     int *n, char *err, size_t errlen) {
+int generator_prompt(generator *g, const char *text, const char *system, bool chat, int32_t **ids, int *n, char *err,
+                     size_t errlen) {
     *ids = NULL;
     *n = 0;
     size_t count = 0;
@@ -81,8 +80,7 @@ int generator_prompt(generator *g, const char *text, const char *system, bool ch
     if (!s && count > (size_t)g->model.cfg.context) {
         free(*ids);
         *ids = NULL;
-        snprintf(err, errlen, "the prompt has %zu tokens; the model takes %d", count,
-                 g->model.cfg.context);
+        snprintf(err, errlen, "the prompt has %zu tokens; the model takes %d", count, g->model.cfg.context);
         return -1;
     }
     if (s) {
@@ -98,8 +96,8 @@ static emily_status read_logits(const emily_tensor *logits, float *host, int voc
     return emily_to_binary(logits, host, sizeof *host * (size_t)vocab);
 }
 
-int generator_run(generator *g, const int32_t *prompt, int n_prompt, const generate_options *o,
-                  generate_result *res, char *err, size_t errlen) {
+int generator_run(generator *g, const int32_t *prompt, int n_prompt, const generate_options *o, generate_result *res,
+                  char *err, size_t errlen) {
     memset(res, 0, sizeof *res);
     const llama_config *c = &g->model.cfg;
     if (n_prompt < 1 || o->max_new < 1) {
@@ -109,8 +107,8 @@ int generator_run(generator *g, const int32_t *prompt, int n_prompt, const gener
     int64_t capacity = o->context ? o->context : (int64_t)n_prompt + o->max_new;
     if (capacity > c->context) capacity = c->context;
     if (n_prompt >= capacity) {
-        snprintf(err, errlen, "generate: a prompt of %d tokens leaves no room in %lld positions",
-                 n_prompt, (long long)capacity);
+        snprintf(err, errlen, "generate: a prompt of %d tokens leaves no room in %lld positions", n_prompt,
+                 (long long)capacity);
         return -1;
     }
     sampler smp;

@@ -10,8 +10,7 @@ emily_status llama_cache_new(const llama_model *m, int64_t capacity, llama_cache
     memset(c, 0, sizeof *c);
     if (!m) return emily_error(EMILY_ERR_ARGUMENT, "llama_cache_new: NULL model");
     if (capacity < 1 || capacity > m->cfg.context)
-        return emily_error(EMILY_ERR_ARGUMENT,
-                           "llama_cache_new: %lld positions; the model takes 1..%d",
+        return emily_error(EMILY_ERR_ARGUMENT, "llama_cache_new: %lld positions; the model takes 1..%d",
                            (long long)capacity, m->cfg.context);
     int layers = m->cfg.layers;
     c->k = calloc((size_t)layers, sizeof *c->k);

@@ -10,8 +10,7 @@ static emily_status need_int(const emily_gguf *g, const char *key, int lo, int h
     emily_status s = emily_gguf_get_int(g, key, &v);
     if (s) return s;
     if (v < lo || v > hi)
-        return emily_error(EMILY_ERR_ARGUMENT, "llama: %s is %lld, expected %d..%d", key,
-                           (long long)v, lo, hi);
+        return emily_error(EMILY_ERR_ARGUMENT, "llama: %s is %lld, expected %d..%d", key, (long long)v, lo, hi);
     *out = (int)v;
     return EMILY_OK;
 }
@@ -52,23 +51,21 @@ emily_status llama_config_read(const emily_gguf *g, llama_config *cfg) {
     cfg->rope_dims = cfg->head_dim;
     if ((s = opt_int(g, "llama.rope.dimension_count", 2, cfg->head_dim, &cfg->rope_dims))) return s;
     if (cfg->rope_dims % 2)
-        return emily_error(EMILY_ERR_ARGUMENT, "llama: rope rotates %d features, an odd number",
-                           cfg->rope_dims);
+        return emily_error(EMILY_ERR_ARGUMENT, "llama: rope rotates %d features, an odd number", cfg->rope_dims);
     cfg->rope_base = 10000.0;
     cfg->norm_eps = 1e-5;
     if ((s = opt_float(g, "llama.rope.freq_base", &cfg->rope_base)) ||
         (s = opt_float(g, "llama.attention.layer_norm_rms_epsilon", &cfg->norm_eps)))
         return s;
     if (!(cfg->rope_base > 1.0) || !(cfg->norm_eps >= 0.0))
-        return emily_error(EMILY_ERR_ARGUMENT, "llama: rope base %g or norm epsilon %g out of range",
-                           cfg->rope_base, cfg->norm_eps);
+        return emily_error(EMILY_ERR_ARGUMENT, "llama: rope base %g or norm epsilon %g out of range", cfg->rope_base,
+                           cfg->norm_eps);
     if (emily_gguf_has_key(g, "llama.rope.scaling.type")) {
         const char *t;
         size_t n;
         if ((s = emily_gguf_get_string(g, "llama.rope.scaling.type", &t, &n))) return s;
         if (!(n == 4 && memcmp(t, "none", 4) == 0))
-            return emily_error(EMILY_ERR_UNSUPPORTED,
-                               "llama: rope scaling \"%.*s\" is not implemented here",
+            return emily_error(EMILY_ERR_UNSUPPORTED, "llama: rope scaling \"%.*s\" is not implemented here",
                                (int)(n > 64 ? 64 : n), t);
     }
     if (emily_gguf_has_key(g, "llama.vocab_size")) {

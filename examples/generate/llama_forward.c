@@ -46,17 +46,15 @@ static emily_tensor *embed_rows(ts_scope *parent, const llama_matrix *e, const e
     if (t->q)
         rows = ts_dequantize(&s, ts_take(&s, t->q, ids, 0), ts_take(&s, t->scales, ids, 0),
                              ts_take(&s, t->biases, ids, 0), t->bits, t->group_size);
-    else
-        rows = ts_as_type(&s, ts_take(&s, t->dense, ids, 0), EMILY_F32);
+    else rows = ts_as_type(&s, ts_take(&s, t->dense, ids, 0), EMILY_F32);
     return finish(parent, &s, rows);
 }
 
 /* Self-attention of x {1, n, hidden} at positions pos ... pos + n - 1,
  * through the output matrix; appends the n keys and values to the
  * layer's cache first, then attends over everything cached. */
-static emily_tensor *attention(ts_scope *parent, const llama_model *m, const llama_layer *y,
-                               emily_tensor *k_cache, emily_tensor *v_cache,
-                               const llama_rope *rope, const emily_tensor *x, int64_t pos) {
+static emily_tensor *attention(ts_scope *parent, const llama_model *m, const llama_layer *y, emily_tensor *k_cache,
+                               emily_tensor *v_cache, const llama_rope *rope, const emily_tensor *x, int64_t pos) {
     if (parent->status) return NULL;
     ts_scope s = TS_SCOPE;
     const llama_config *c = &m->cfg;
@@ -100,8 +98,8 @@ static emily_tensor *decoder_layer(ts_scope *parent, const llama_model *m, int i
     ts_scope s = TS_SCOPE;
     const llama_layer *y = &m->layer[i];
     double eps = m->cfg.norm_eps;
-    emily_tensor *a = attention(&s, m, y, cache->k[i], cache->v[i], rope,
-                                ts_rms_norm(&s, x, y->attn_norm, eps), cache->length);
+    emily_tensor *a = attention(&s, m, y, cache->k[i], cache->v[i], rope, ts_rms_norm(&s, x, y->attn_norm, eps),
+                                cache->length);
     emily_tensor *h = ts_binary(&s, EMILY_ADD, x, a);
     ts_drop(&s, a);
     emily_tensor *f = feed_forward(&s, y, ts_rms_norm(&s, h, y->ffn_norm, eps));
@@ -111,8 +109,7 @@ static emily_tensor *decoder_layer(ts_scope *parent, const llama_model *m, int i
 emily_status llama_forward(const llama_model *m, llama_cache *cache, const int32_t *tokens, int n,
                            emily_tensor **logits) {
     if (logits) *logits = NULL;
-    if (!m || !cache || !tokens || !logits)
-        return emily_error(EMILY_ERR_ARGUMENT, "llama_forward: NULL argument");
+    if (!m || !cache || !tokens || !logits) return emily_error(EMILY_ERR_ARGUMENT, "llama_forward: NULL argument");
     const llama_config *c = &m->cfg;
     if (n < 1 || cache->length + n > cache->capacity)
         return emily_error(EMILY_ERR_SHAPE,
@@ -121,13 +118,11 @@ emily_status llama_forward(const llama_model *m, llama_cache *cache, const int32
                            n, (long long)cache->length, (long long)cache->capacity);
     for (int i = 0; i < n; i++)
         if (tokens[i] < 0 || tokens[i] >= c->vocab)
-            return emily_error(EMILY_ERR_ARGUMENT, "llama_forward: token %d is not in 0..%d",
-                               tokens[i], c->vocab - 1);
+            return emily_error(EMILY_ERR_ARGUMENT, "llama_forward: token %d is not in 0..%d", tokens[i], c->vocab - 1);
     ts_scope s = TS_SCOPE;
     int64_t shape1[1] = {n};
     emily_tensor *ids = NULL;
-    emily_status made = emily_from_binary(m->device, EMILY_S32, 1, shape1, tokens,
-                                          sizeof *tokens * (size_t)n, &ids);
+    emily_status made = emily_from_binary(m->device, EMILY_S32, 1, shape1, tokens, sizeof *tokens * (size_t)n, &ids);
     ts_hold(&s, made, ids);
     llama_rope rope;
     ts_record(&s, llama_rope_make(&rope, c, m->device, cache->length, n));

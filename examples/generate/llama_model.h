@@ -15,10 +15,10 @@
 
 typedef struct llama_config {
     int layers, hidden, heads, kv_heads, head_dim, ffn, vocab, context;
-    int rope_dims;       /* leading features of each head that rotate */
-    double rope_base;    /* llama.rope.freq_base */
-    double norm_eps;     /* llama.attention.layer_norm_rms_epsilon */
-    bool tied_output;    /* no output.weight: the embeddings' transpose */
+    int rope_dims;    /* leading features of each head that rotate */
+    double rope_base; /* llama.rope.freq_base */
+    double norm_eps;  /* llama.attention.layer_norm_rms_epsilon */
+    bool tied_output; /* no output.weight: the embeddings' transpose */
 } llama_config;
 
 /* How the weight matrices are held and multiplied (the norms' gains are
@@ -86,8 +86,7 @@ emily_status llama_config_read(const emily_gguf *g, llama_config *cfg);
 /* Loads every weight onto `device`, the matrices as `weights` says
  * (quantized ones with f32 scales, or dequantized on the device); a value
  * that is not a mode is EMILY_ERR_ARGUMENT. */
-emily_status llama_model_load(const emily_gguf *g, emily_device device, llama_weights weights,
-                              llama_model *m);
+emily_status llama_model_load(const emily_gguf *g, emily_device device, llama_weights weights, llama_model *m);
 void llama_model_free(llama_model *m);
 
 emily_status llama_cache_new(const llama_model *m, int64_t capacity, llama_cache *c);

@@ -16,8 +16,7 @@ typedef struct llama_rope {
     emily_rope_options options;
 } llama_rope;
 
-emily_status llama_rope_make(llama_rope *r, const llama_config *c, emily_device device, int64_t pos,
-                             int64_t n);
+emily_status llama_rope_make(llama_rope *r, const llama_config *c, emily_device device, int64_t pos, int64_t n);
 void llama_rope_free(llama_rope *r);
 
 /* x {1, n, heads, head_dim} rotated at the positions (emily_rope). */

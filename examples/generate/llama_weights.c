@@ -59,15 +59,15 @@ static emily_status dequantize(emily_gguf_tensor *t) {
     return EMILY_OK;
 }
 
-static emily_status load_matrix(const emily_gguf *g, emily_device d, llama_weights mode,
-                                const char *name, int64_t rows, int64_t cols, llama_matrix *m) {
+static emily_status load_matrix(const emily_gguf *g, emily_device d, llama_weights mode, const char *name, int64_t rows,
+                                int64_t cols, llama_matrix *m) {
     int rank;
     int64_t shape[4];
     emily_status s = tensor_shape(g, name, &rank, shape);
     if (s) return s;
     if (rank != 2 || shape[0] != rows || shape[1] != cols)
-        return emily_error(EMILY_ERR_SHAPE, "llama: %s is not {%lld, %lld} (the config's sizes)",
-                           name, (long long)rows, (long long)cols);
+        return emily_error(EMILY_ERR_SHAPE, "llama: %s is not {%lld, %lld} (the config's sizes)", name, (long long)rows,
+                           (long long)cols);
     s = emily_gguf_load(g, name, d, EMILY_F32, &m->t);
     if (!s && m->t.q && mode != LLAMA_WEIGHTS_QUANTIZED) s = dequantize(&m->t);
     if (!s && m->t.dense) s = to_type(&m->t.dense, mode == LLAMA_WEIGHTS_BF16 ? EMILY_BF16 : EMILY_F32);
@@ -76,32 +76,27 @@ static emily_status load_matrix(const emily_gguf *g, emily_device d, llama_weigh
     return s;
 }
 
-static emily_status load_vector(const emily_gguf *g, emily_device d, const char *name, int64_t n,
-                                emily_tensor **out) {
+static emily_status load_vector(const emily_gguf *g, emily_device d, const char *name, int64_t n, emily_tensor **out) {
     int rank;
     int64_t shape[4];
     emily_status s = tensor_shape(g, name, &rank, shape);
     if (s) return s;
-    if (rank != 1 || shape[0] != n)
-        return emily_error(EMILY_ERR_SHAPE, "llama: %s is not {%lld}", name, (long long)n);
+    if (rank != 1 || shape[0] != n) return emily_error(EMILY_ERR_SHAPE, "llama: %s is not {%lld}", name, (long long)n);
     emily_gguf_tensor t;
     s = emily_gguf_load(g, name, d, EMILY_F32, &t);
     if (s) return s;
     if (!t.dense) {
         emily_gguf_tensor_release(&t);
-        return emily_error(EMILY_ERR_UNSUPPORTED, "llama: %s is quantized; a norm's gain must be dense",
-                           name);
+        return emily_error(EMILY_ERR_UNSUPPORTED, "llama: %s is quantized; a norm's gain must be dense", name);
     }
     *out = t.dense;
     return to_type(out, EMILY_F32);
 }
 
-emily_status llama_model_load(const emily_gguf *g, emily_device device, llama_weights weights,
-                              llama_model *m) {
+emily_status llama_model_load(const emily_gguf *g, emily_device device, llama_weights weights, llama_model *m) {
     memset(m, 0, sizeof *m);
     if (!llama_weights_name(weights))
-        return emily_error(EMILY_ERR_ARGUMENT, "llama: %d is not a weights mode (llama_weights)",
-                           (int)weights);
+        return emily_error(EMILY_ERR_ARGUMENT, "llama: %d is not a weights mode (llama_weights)", (int)weights);
     m->device = device;
     m->weights = weights;
     emily_status s = llama_config_read(g, &m->cfg);

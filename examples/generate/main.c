@@ -86,8 +86,7 @@ static int parse_args(int argc, char **argv, args *a) {
                 return 1;
             }
             a->weights = v;
-        }
-        else if (!strcmp(o, "--system")) a->system = v;
+        } else if (!strcmp(o, "--system")) a->system = v;
         else if (!strcmp(o, "--prompt-ids")) a->ids = v;
         else if (!strcmp(o, "--max-new-tokens")) ok = cli_parse_long(v, 1, 1 << 20, &n), a->max_new = (int)n;
         else if (!strcmp(o, "--context")) ok = cli_parse_long(v, 1, 1 << 24, &n), a->context = (int)n;
@@ -182,8 +181,9 @@ int main(int argc, char **argv) {
     if (generator_open_weights(path, device, a.weights, &gen, err, sizeof err)) {
         fprintf(stderr, "emily_generate: %s\n", err);
         if (access(path, F_OK) != 0)
-            fprintf(stderr, "emily_generate: %s does not exist: run scripts/install_smollm2 "
-                            "(scripts/setup does), or pass --model FILE\n",
+            fprintf(stderr,
+                    "emily_generate: %s does not exist: run scripts/install_smollm2 "
+                    "(scripts/setup does), or pass --model FILE\n",
                     path);
         free(path);
         return 1;
@@ -191,8 +191,7 @@ int main(int argc, char **argv) {
     free(path);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     if (!a.quiet)
-        fprintf(stderr, "loaded in %.0f ms\n",
-                (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6);
+        fprintf(stderr, "loaded in %.0f ms\n", (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6);
     int32_t *prompt = NULL;
     int n_prompt = 0;
     if (a.ids) {
@@ -207,8 +206,12 @@ int main(int argc, char **argv) {
         generator_close(gen);
         return 1;
     }
-    generate_options go = {.max_new = a.max_new, .context = a.context, .sampling = a.sampling,
-                           .on_text = print_piece, .verbose = !a.quiet, .ignore_eos = a.ignore_eos};
+    generate_options go = {.max_new = a.max_new,
+                           .context = a.context,
+                           .sampling = a.sampling,
+                           .on_text = print_piece,
+                           .verbose = !a.quiet,
+                           .ignore_eos = a.ignore_eos};
     generate_result res;
     rc = generator_run(gen, prompt, n_prompt, &go, &res, err, sizeof err);
     putchar('\n');

@@ -65,8 +65,7 @@ int32_t sampler_next(sampler *s, const float *logits) {
     if (s->opt.temperature == 0) return argmax(logits, s->n);
     int m = 0;
     for (int32_t i = 0; i < s->n; i++)
-        if (!isnan(logits[i]) && logits[i] > -INFINITY)
-            s->cand[m++] = (sampler_candidate){logits[i], i};
+        if (!isnan(logits[i]) && logits[i] > -INFINITY) s->cand[m++] = (sampler_candidate){logits[i], i};
     if (m == 0) return argmax(logits, s->n);
     qsort(s->cand, (size_t)m, sizeof *s->cand, by_logit_desc);
     if (s->opt.top_k > 0 && s->opt.top_k < m) m = s->opt.top_k;

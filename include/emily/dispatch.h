@@ -75,10 +75,9 @@ typedef struct emily_dispatch_result {
 /* `out` is a EMILY_V_TEMPLATE or an EMILY_V_LIST/TUPLE of templates.
  * Tensors in args must all be on `device` (creation callbacks, which
  * have no tensor input, create there). */
-EMILY_API emily_status emily_dispatch(const char *callback, emily_device device,
-                            const emily_value *out, const emily_value *args,
-                            size_t nargs, emily_dispatch_mode mode,
-                            emily_dispatch_result *result);
+EMILY_API emily_status emily_dispatch(const char *callback, emily_device device, const emily_value *out,
+                                      const emily_value *args, size_t nargs, emily_dispatch_mode mode,
+                                      emily_dispatch_result *result);
 EMILY_API void emily_dispatch_result_release(emily_dispatch_result *r);
 
 /* True if the dispatcher knows the callback name. */
@@ -128,9 +127,8 @@ typedef struct emily_callback {
 EMILY_API const emily_callback *emily_dispatch_find(const char *callback);
 /* emily_dispatch of a callback emily_dispatch_find returned (a caller
  * that reads its cost first looks it up once). */
-EMILY_API emily_status emily_dispatch_callback(const emily_callback *cb, emily_device device,
-                                               const emily_value *out, const emily_value *args,
-                                               size_t nargs, emily_dispatch_mode mode,
+EMILY_API emily_status emily_dispatch_callback(const emily_callback *cb, emily_device device, const emily_value *out,
+                                               const emily_value *args, size_t nargs, emily_dispatch_mode mode,
                                                emily_dispatch_result *result);
 
 #ifdef __cplusplus

@@ -37,7 +37,7 @@ typedef enum emily_dtype {
     EMILY_F64,
     EMILY_C64,
     EMILY_C128,
-    EMILY_DTYPE_COUNT, /* the computed types above; the narrow ones follow */
+    EMILY_DTYPE_COUNT,                 /* the computed types above; the narrow ones follow */
     EMILY_F8_E5M2 = EMILY_DTYPE_COUNT, /* Nx's {:f, 8} */
     EMILY_F8_E4M3FN,                   /* Nx's {:f8_e4m3fn, 8} */
     EMILY_S2,
@@ -70,8 +70,8 @@ EMILY_API bool emily_dtype_is_narrow(emily_dtype t);
 /* The computed type an op on a narrow type runs in (s2/s4 -> s8, u2/u4
  * -> u8, f8/f8_e4m3fn -> f32); t itself for the others. */
 EMILY_API emily_dtype emily_dtype_compute_type(emily_dtype t);
-EMILY_API size_t emily_dtype_size(emily_dtype t);      /* bytes per element in memory */
-EMILY_API int emily_dtype_bits(emily_dtype t);         /* Nx's size: 2..128 */
+EMILY_API size_t emily_dtype_size(emily_dtype t); /* bytes per element in memory */
+EMILY_API int emily_dtype_bits(emily_dtype t);    /* Nx's size: 2..128 */
 /* Bytes of n elements in Nx's binary form (sub-byte elements packed,
  * the last byte padded with zero bits); 0 for an unknown type. */
 EMILY_API size_t emily_dtype_binary_size(emily_dtype t, int64_t n);

@@ -84,27 +84,24 @@ EMILY_API void emily_gguf_close(emily_gguf *g);
 EMILY_API bool emily_gguf_has_key(const emily_gguf *g, const char *key);
 /* The number of key-value pairs, and the key of pair i (file order). */
 EMILY_API size_t emily_gguf_key_count(const emily_gguf *g);
-EMILY_API emily_status emily_gguf_key_at(const emily_gguf *g, size_t i, const char **key,
-                                         size_t *len, emily_gguf_value_type *type);
+EMILY_API emily_status emily_gguf_key_at(const emily_gguf *g, size_t i, const char **key, size_t *len,
+                                         emily_gguf_value_type *type);
 /* Any integer type or bool (false 0, true 1); a u64 above INT64_MAX is
  * EMILY_ERR_TYPE (it does not fit). */
 EMILY_API emily_status emily_gguf_get_int(const emily_gguf *g, const char *key, int64_t *out);
 /* f32 or f64 (an f32 exactly), or any integer type (converted to the
  * nearest double). */
 EMILY_API emily_status emily_gguf_get_float(const emily_gguf *g, const char *key, double *out);
-EMILY_API emily_status emily_gguf_get_string(const emily_gguf *g, const char *key,
-                                             const char **s, size_t *len);
+EMILY_API emily_status emily_gguf_get_string(const emily_gguf *g, const char *key, const char **s, size_t *len);
 /* An array's element type and element count. */
-EMILY_API emily_status emily_gguf_get_array(const emily_gguf *g, const char *key,
-                                            emily_gguf_value_type *elem, size_t *count);
+EMILY_API emily_status emily_gguf_get_array(const emily_gguf *g, const char *key, emily_gguf_value_type *elem,
+                                            size_t *count);
 /* Element i of an array of strings, of integers or bools (the rules of
  * get_int), of floats or integers (the rules of get_float). */
-EMILY_API emily_status emily_gguf_get_array_string(const emily_gguf *g, const char *key, size_t i,
-                                                   const char **s, size_t *len);
-EMILY_API emily_status emily_gguf_get_array_int(const emily_gguf *g, const char *key, size_t i,
-                                                int64_t *out);
-EMILY_API emily_status emily_gguf_get_array_float(const emily_gguf *g, const char *key, size_t i,
-                                                  double *out);
+EMILY_API emily_status emily_gguf_get_array_string(const emily_gguf *g, const char *key, size_t i, const char **s,
+                                                   size_t *len);
+EMILY_API emily_status emily_gguf_get_array_int(const emily_gguf *g, const char *key, size_t i, int64_t *out);
+EMILY_API emily_status emily_gguf_get_array_float(const emily_gguf *g, const char *key, size_t i, double *out);
 
 /* ---- tensors ----------------------------------------------------------------- */
 
@@ -119,10 +116,8 @@ typedef struct emily_gguf_tensor_info {
 } emily_gguf_tensor_info;
 
 EMILY_API size_t emily_gguf_tensor_count(const emily_gguf *g);
-EMILY_API emily_status emily_gguf_tensor_info_at(const emily_gguf *g, size_t i,
-                                                 emily_gguf_tensor_info *out);
-EMILY_API emily_status emily_gguf_find_tensor(const emily_gguf *g, const char *name,
-                                              size_t *index);
+EMILY_API emily_status emily_gguf_tensor_info_at(const emily_gguf *g, size_t i, emily_gguf_tensor_info *out);
+EMILY_API emily_status emily_gguf_find_tensor(const emily_gguf *g, const char *name, size_t *index);
 /* The ggml name of a type number ("Q4_K"), or NULL for one not known. */
 EMILY_API const char *emily_gguf_type_name(int ggml_type);
 

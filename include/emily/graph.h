@@ -49,7 +49,7 @@ EMILY_API void emily_graph_free(emily_graph *g);
 /* A parameter: the next tensor of emily_graph_run's params, which must
  * have this type and shape. *value receives its value id. */
 EMILY_API emily_status emily_graph_add_param(emily_graph *g, emily_dtype dtype, int rank, const int64_t *shape,
-                                   int32_t *value);
+                                             int32_t *value);
 /* A constant: the graph retains t. */
 EMILY_API emily_status emily_graph_add_const(emily_graph *g, emily_tensor *t, int32_t *value);
 /* A call of dispatcher callback `callback` (emily_dispatch_supports)
@@ -59,7 +59,7 @@ EMILY_API emily_status emily_graph_add_const(emily_graph *g, emily_tensor *t, in
  * retained as constants. Everything is copied. *first receives the value
  * id of output 0; output k of a multi-output call is *first + k. */
 EMILY_API emily_status emily_graph_add_call(emily_graph *g, const char *callback, const emily_value *out,
-                                  const emily_value *args, size_t nargs, int32_t *first);
+                                            const emily_value *args, size_t nargs, int32_t *first);
 /* A loop (Nx's while): the state starts as the n values `initial`;
  * while `cond` (a graph of n parameters, the state, and one rank-0
  * output) gives a non-zero value, `body` (n parameters, n outputs of the
@@ -69,7 +69,7 @@ EMILY_API emily_status emily_graph_add_call(emily_graph *g, const char *callback
  * failure here except being given the same graph twice, which takes
  * nothing); they must not be compiled or used elsewhere. */
 EMILY_API emily_status emily_graph_add_while(emily_graph *g, emily_graph *cond, emily_graph *body, size_t n,
-                                   const int32_t *initial, int32_t *first);
+                                             const int32_t *initial, int32_t *first);
 /* A conditional (Nx's cond): the first of the nclauses rank-0 values
  * `preds` that is not zero picks its branch, none picks the last one
  * (branches has nclauses + 1 graphs). Branch b takes ncaptured[b]
@@ -80,8 +80,9 @@ EMILY_API emily_status emily_graph_add_while(emily_graph *g, emily_graph *cond, 
  * except for NULL arguments, a clause count out of range (1 to 1024), a
  * branch given twice or the graph itself as a branch, which take
  * nothing. */
-EMILY_API emily_status emily_graph_add_cond(emily_graph *g, size_t nclauses, const int32_t *preds, emily_graph **branches,
-                                  const size_t *ncaptured, const int32_t *captured, int32_t *first);
+EMILY_API emily_status emily_graph_add_cond(emily_graph *g, size_t nclauses, const int32_t *preds,
+                                            emily_graph **branches, const size_t *ncaptured, const int32_t *captured,
+                                            int32_t *first);
 
 /* The values emily_graph_run returns, in order (repeats allowed). */
 EMILY_API emily_status emily_graph_set_outputs(emily_graph *g, size_t n, const int32_t *values);
@@ -111,19 +112,19 @@ EMILY_API emily_status emily_graph_compile(emily_graph *g, emily_device device, 
  * the caller releases. Runs of one graph from several threads are
  * serialized. */
 EMILY_API emily_status emily_graph_run(emily_graph *g, emily_tensor *const *params, size_t nparams,
-                             emily_tensor **outputs, size_t noutputs);
+                                       emily_tensor **outputs, size_t noutputs);
 
 typedef struct emily_graph_stats {
-    int64_t params, constants, calls;   /* as built */
-    int64_t folded;                     /* calls computed at compile time */
-    int64_t dropped;                    /* calls no output needs */
-    int64_t rewritten;                  /* calls replaced by cheaper ones with the same bits */
-    int64_t fused_calls, fused_groups;  /* elementwise calls run inside fused groups */
-    int64_t steps;                      /* what one run executes */
+    int64_t params, constants, calls;  /* as built */
+    int64_t folded;                    /* calls computed at compile time */
+    int64_t dropped;                   /* calls no output needs */
+    int64_t rewritten;                 /* calls replaced by cheaper ones with the same bits */
+    int64_t fused_calls, fused_groups; /* elementwise calls run inside fused groups */
+    int64_t steps;                     /* what one run executes */
     int64_t outputs;
-    int64_t peak_bytes;                 /* intermediates alive at once, at most (last run) */
-    int64_t replays;                    /* runs that replayed a recording */
-    int64_t replay_bytes;               /* the recording's device memory (0: none) */
+    int64_t peak_bytes;   /* intermediates alive at once, at most (last run) */
+    int64_t replays;      /* runs that replayed a recording */
+    int64_t replay_bytes; /* the recording's device memory (0: none) */
     /* composed subgraphs replaced by one fused call (emily_graph_options.no_patterns),
      * in all and by pattern; a graph counts those of the loop bodies and
      * branches it holds too */
@@ -137,12 +138,12 @@ EMILY_API emily_status emily_graph_get_stats(const emily_graph *g, emily_graph_s
 EMILY_API size_t emily_graph_num_params(const emily_graph *g);
 EMILY_API size_t emily_graph_num_outputs(const emily_graph *g);
 EMILY_API emily_status emily_graph_param_spec(const emily_graph *g, size_t i, emily_dtype *dtype, int *rank,
-                                    const int64_t **shape);
+                                              const int64_t **shape);
 
 /* The type and shape of value `value` (a parameter, constant or call
  * output). */
 EMILY_API emily_status emily_graph_value_spec(const emily_graph *g, int32_t value, emily_dtype *dtype, int *rank,
-                                    const int64_t **shape);
+                                              const int64_t **shape);
 
 /* Saves a graph (compiled or not; constants are written with their
  * bytes) and loads one (not compiled). Loading checks everything: a

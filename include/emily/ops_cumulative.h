@@ -29,16 +29,12 @@ typedef enum emily_cumulative_op {
     EMILY_CUMULATIVE_MIN
 } emily_cumulative_op;
 
-EMILY_API emily_status emily_cumulative(emily_cumulative_op op, const emily_tensor *t, int axis,
-                              bool reverse, emily_tensor **out);
-EMILY_API emily_status emily_cumulative_sum(const emily_tensor *t, int axis, bool reverse,
-                                  emily_tensor **out);
-EMILY_API emily_status emily_cumulative_product(const emily_tensor *t, int axis, bool reverse,
-                                      emily_tensor **out);
-EMILY_API emily_status emily_cumulative_max(const emily_tensor *t, int axis, bool reverse,
-                                  emily_tensor **out);
-EMILY_API emily_status emily_cumulative_min(const emily_tensor *t, int axis, bool reverse,
-                                  emily_tensor **out);
+EMILY_API emily_status emily_cumulative(emily_cumulative_op op, const emily_tensor *t, int axis, bool reverse,
+                                        emily_tensor **out);
+EMILY_API emily_status emily_cumulative_sum(const emily_tensor *t, int axis, bool reverse, emily_tensor **out);
+EMILY_API emily_status emily_cumulative_product(const emily_tensor *t, int axis, bool reverse, emily_tensor **out);
+EMILY_API emily_status emily_cumulative_max(const emily_tensor *t, int axis, bool reverse, emily_tensor **out);
+EMILY_API emily_status emily_cumulative_min(const emily_tensor *t, int axis, bool reverse, emily_tensor **out);
 
 #ifdef __cplusplus
 }

@@ -21,11 +21,9 @@ extern "C" {
  * are converted to the output's domain as Nx.BinaryBackend does (an
  * integer operand of a float dot is read exactly, not first rounded to
  * the output float type); integer dots wrap in the output's width. */
-EMILY_API emily_status emily_dot(const emily_tensor *a, int ncontract_a, const int *contract_a,
-                       int nbatch_a, const int *batch_a,
-                       const emily_tensor *b, int ncontract_b, const int *contract_b,
-                       int nbatch_b, const int *batch_b,
-                       emily_dtype out_type, emily_tensor **out);
+EMILY_API emily_status emily_dot(const emily_tensor *a, int ncontract_a, const int *contract_a, int nbatch_a,
+                                 const int *batch_a, const emily_tensor *b, int ncontract_b, const int *contract_b,
+                                 int nbatch_b, const int *batch_b, emily_dtype out_type, emily_tensor **out);
 
 /* A dot of two 8-bit float tensors (f8_e4m3fn or f8 = E5M2, in any
  * mix), for quantized models: the result is
@@ -53,16 +51,15 @@ EMILY_API emily_status emily_dot(const emily_tensor *a, int ncontract_a, const i
  * write rules); EMILY_DTYPE_AUTO is Nx.Type.merge of the two input types
  * (what Nx's template says for such a dot). Other operand or output types
  * fail with EMILY_ERR_TYPE. */
-EMILY_API emily_status emily_dot_fp8(const emily_tensor *a, int ncontract_a, const int *contract_a,
-                                     int nbatch_a, const int *batch_a, float a_scale,
-                                     const emily_tensor *b, int ncontract_b, const int *contract_b,
-                                     int nbatch_b, const int *batch_b, float b_scale,
+EMILY_API emily_status emily_dot_fp8(const emily_tensor *a, int ncontract_a, const int *contract_a, int nbatch_a,
+                                     const int *batch_a, float a_scale, const emily_tensor *b, int ncontract_b,
+                                     const int *contract_b, int nbatch_b, const int *batch_b, float b_scale,
                                      emily_dtype out_type, emily_tensor **out);
 
 /* emily_dot_fp8 of matrices: a [..., M, K] times b [..., K, N], the
  * leading axes (equal sizes, both ranks equal, >= 2) batched. */
-EMILY_API emily_status emily_matmul_fp8(const emily_tensor *a, float a_scale, const emily_tensor *b,
-                                        float b_scale, emily_dtype out_type, emily_tensor **out);
+EMILY_API emily_status emily_matmul_fp8(const emily_tensor *a, float a_scale, const emily_tensor *b, float b_scale,
+                                        emily_dtype out_type, emily_tensor **out);
 
 /* Nx.dot/2: rank-0 operands are not handled here (Nx multiplies them);
  * vector.vector, matrix.vector, vector.matrix, and for rank >= 2 the last
@@ -95,8 +92,8 @@ typedef struct emily_conv_opts {
 /* Nx.conv with Nx's semantics (no kernel flip, no conjugation; products
  * summed per input channel over the window, then over the channels).
  * out_type EMILY_DTYPE_AUTO: Nx.Type.to_floating(merge(input, kernel)). */
-EMILY_API emily_status emily_conv(const emily_tensor *input, const emily_tensor *kernel,
-                        const emily_conv_opts *opts, emily_dtype out_type, emily_tensor **out);
+EMILY_API emily_status emily_conv(const emily_tensor *input, const emily_tensor *kernel, const emily_conv_opts *opts,
+                                  emily_dtype out_type, emily_tensor **out);
 
 /* How floating-point dots multiply and accumulate.
  *

@@ -71,11 +71,10 @@ extern "C" {
 #endif
 
 /* beta may be NULL (layer norm without bias). */
-EMILY_API emily_status emily_layer_norm(const emily_tensor *x, const emily_tensor *gamma,
-                                        const emily_tensor *beta, double eps, emily_tensor **out);
+EMILY_API emily_status emily_layer_norm(const emily_tensor *x, const emily_tensor *gamma, const emily_tensor *beta,
+                                        double eps, emily_tensor **out);
 
-EMILY_API emily_status emily_rms_norm(const emily_tensor *x, const emily_tensor *gamma, double eps,
-                                      emily_tensor **out);
+EMILY_API emily_status emily_rms_norm(const emily_tensor *x, const emily_tensor *gamma, double eps, emily_tensor **out);
 
 /* ---- scaled dot-product attention ----------------------------------------
  *
@@ -172,9 +171,8 @@ typedef struct emily_sdpa_options {
     const emily_tensor *sinks; /* NULL or {Hq} float */
 } emily_sdpa_options;
 
-EMILY_API emily_status emily_sdpa(const emily_tensor *q, const emily_tensor *k,
-                                  const emily_tensor *v, const emily_sdpa_options *options,
-                                  emily_tensor **out);
+EMILY_API emily_status emily_sdpa(const emily_tensor *q, const emily_tensor *k, const emily_tensor *v,
+                                  const emily_sdpa_options *options, emily_tensor **out);
 
 /* softmax over the last axis (Axon.Activations.softmax with axis -1:
  * x - stop_grad(reduce_max(x)), exp, and the reciprocal of the sum times

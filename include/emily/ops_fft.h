@@ -30,25 +30,21 @@
 extern "C" {
 #endif
 
-EMILY_API emily_status emily_fft(const emily_tensor *t, int64_t length, int axis, double eps,
-                       emily_tensor **out);
-EMILY_API emily_status emily_ifft(const emily_tensor *t, int64_t length, int axis, double eps,
-                        emily_tensor **out);
+EMILY_API emily_status emily_fft(const emily_tensor *t, int64_t length, int axis, double eps, emily_tensor **out);
+EMILY_API emily_status emily_ifft(const emily_tensor *t, int64_t length, int axis, double eps, emily_tensor **out);
 
 /* Over two distinct axes: along axes[1] first, then axes[0], rounding to
  * the output type in between (as Nx's fft2 does). */
-EMILY_API emily_status emily_fft2(const emily_tensor *t, const int64_t lengths[2], const int axes[2],
-                        double eps, emily_tensor **out);
-EMILY_API emily_status emily_ifft2(const emily_tensor *t, const int64_t lengths[2], const int axes[2],
-                         double eps, emily_tensor **out);
+EMILY_API emily_status emily_fft2(const emily_tensor *t, const int64_t lengths[2], const int axes[2], double eps,
+                                  emily_tensor **out);
+EMILY_API emily_status emily_ifft2(const emily_tensor *t, const int64_t lengths[2], const int axes[2], double eps,
+                                   emily_tensor **out);
 
 /* Real input only: the first length / 2 + 1 points of the fft. */
-EMILY_API emily_status emily_rfft(const emily_tensor *t, int64_t length, int axis, double eps,
-                        emily_tensor **out);
+EMILY_API emily_status emily_rfft(const emily_tensor *t, int64_t length, int axis, double eps, emily_tensor **out);
 /* The real signal of `length` points whose half spectrum is t (cut or
  * zero-padded to length / 2 + 1 points, extended by conjugate symmetry). */
-EMILY_API emily_status emily_irfft(const emily_tensor *t, int64_t length, int axis, double eps,
-                         emily_tensor **out);
+EMILY_API emily_status emily_irfft(const emily_tensor *t, int64_t length, int axis, double eps, emily_tensor **out);
 
 #ifdef __cplusplus
 }

@@ -19,22 +19,21 @@ extern "C" {
 /* Nx.take: the slices of `t` along `axis` picked by `indices` (any
  * shape). The output's shape is t's with that axis replaced by indices'
  * shape; its type is t's. */
-EMILY_API emily_status emily_take(const emily_tensor *t, const emily_tensor *indices, int axis,
-                        emily_tensor **out);
+EMILY_API emily_status emily_take(const emily_tensor *t, const emily_tensor *indices, int axis, emily_tensor **out);
 
 /* Nx.take_along_axis: out[..., j, ...] = t[..., indices[..., j, ...], ...]
  * along `axis`; indices has t's rank and t's sizes on every other axis.
  * The output has indices' shape and t's type. */
 EMILY_API emily_status emily_take_along_axis(const emily_tensor *t, const emily_tensor *indices, int axis,
-                                   emily_tensor **out);
+                                             emily_tensor **out);
 
 /* Nx.gather: each row of the last dimension of `indices` (rank >= 1)
  * gives the positions on `axes` (an increasing list of naxes distinct
  * axes, as many as that last dimension; axes NULL: the leading axes);
  * the other axes of t are taken whole. The output's shape is indices'
  * shape without its last dimension, followed by t's non-indexed axes. */
-EMILY_API emily_status emily_gather(const emily_tensor *t, const emily_tensor *indices, int naxes,
-                          const int *axes, emily_tensor **out);
+EMILY_API emily_status emily_gather(const emily_tensor *t, const emily_tensor *indices, int naxes, const int *axes,
+                                    emily_tensor **out);
 
 /* Nx.indexed_add / Nx.indexed_put. indices is {n, i} (i = naxes, or
  * t's rank when axes is NULL: the leading axes); updates is {n, ...}
@@ -48,11 +47,11 @@ EMILY_API emily_status emily_gather(const emily_tensor *t, const emily_tensor *i
  * floats in double precision rounded once to the output type, integers
  * wrapping. indexed_put keeps the last update of a repeated position. */
 EMILY_API emily_status emily_indexed_add(const emily_tensor *target, const emily_tensor *indices,
-                               const emily_tensor *updates, int naxes, const int *axes,
-                               emily_dtype out_type, emily_tensor **out);
+                                         const emily_tensor *updates, int naxes, const int *axes, emily_dtype out_type,
+                                         emily_tensor **out);
 EMILY_API emily_status emily_indexed_put(const emily_tensor *target, const emily_tensor *indices,
-                               const emily_tensor *updates, int naxes, const int *axes,
-                               emily_dtype out_type, emily_tensor **out);
+                                         const emily_tensor *updates, int naxes, const int *axes, emily_dtype out_type,
+                                         emily_tensor **out);
 
 #ifdef __cplusplus
 }

@@ -80,18 +80,17 @@ typedef enum emily_linalg_method {
  * or [..., m, n] (right), with a's batch dims. The output has b's shape
  * and the float type of merge(a, b). A zero on the diagonal fails with
  * EMILY_ERR_ARGUMENT ("can't solve for singular matrix"), as Nx raises. */
-EMILY_API emily_status emily_triangular_solve(const emily_tensor *a, const emily_tensor *b,
-                                    bool left_side, bool lower, emily_transform_a transform,
-                                    emily_tensor **out);
+EMILY_API emily_status emily_triangular_solve(const emily_tensor *a, const emily_tensor *b, bool left_side, bool lower,
+                                              emily_transform_a transform, emily_tensor **out);
 /* As emily_triangular_solve, with a method. On the CPU every method is
  * Nx's substitution in double, the reference's bits. On CUDA,
  * EMILY_LINALG_LAPACK (emily_triangular_solve's) is cuBLAS's trsm in the
  * input's own precision (f16, bf16 and integers in f32), and
  * EMILY_LINALG_REFERENCE (or _NX07: Nx 0.7 solved the same way) is Nx's
  * substitution in double on the GPU, with the CPU's bits. */
-EMILY_API emily_status emily_triangular_solve_opts(const emily_tensor *a, const emily_tensor *b,
-                                         bool left_side, bool lower, emily_transform_a transform,
-                                         emily_linalg_method method, emily_tensor **out);
+EMILY_API emily_status emily_triangular_solve_opts(const emily_tensor *a, const emily_tensor *b, bool left_side,
+                                                   bool lower, emily_transform_a transform, emily_linalg_method method,
+                                                   emily_tensor **out);
 
 /* Nx.LinAlg.lu: a = p . l . u with partial pivoting (square matrices).
  * p has a's type (0/1 entries); l (unit lower) and u (upper) the float
@@ -100,8 +99,8 @@ EMILY_API emily_status emily_lu(const emily_tensor *a, emily_tensor **p, emily_t
 /* As emily_lu, with a method: EMILY_LINALG_REFERENCE_NX07 is Nx 0.7's lu
  * (its :eps, 1.0e-10 by default, zeroes small entries); the other methods
  * are emily_lu and ignore eps. */
-EMILY_API emily_status emily_lu_opts(const emily_tensor *a, double eps, emily_linalg_method method,
-                           emily_tensor **p, emily_tensor **l, emily_tensor **u);
+EMILY_API emily_status emily_lu_opts(const emily_tensor *a, double eps, emily_linalg_method method, emily_tensor **p,
+                                     emily_tensor **l, emily_tensor **u);
 
 /* Nx.LinAlg.cholesky: the lower factor l of a = l . l^H (only the lower
  * triangle of a is read). Like Nx, no positive-definiteness check:
@@ -114,15 +113,14 @@ EMILY_API emily_status emily_cholesky(const emily_tensor *a, emily_tensor **out)
 EMILY_API emily_status emily_solve(const emily_tensor *a, const emily_tensor *b, emily_tensor **out);
 /* As emily_solve; EMILY_LINALG_REFERENCE_NX07 is Nx 0.7's solve, qr(a)
  * and triangular_solve(r, adjoint(q) . b) with Nx 0.7's qr. */
-EMILY_API emily_status emily_solve_opts(const emily_tensor *a, const emily_tensor *b,
-                              emily_linalg_method method, emily_tensor **out);
+EMILY_API emily_status emily_solve_opts(const emily_tensor *a, const emily_tensor *b, emily_linalg_method method,
+                                        emily_tensor **out);
 
 /* Nx.LinAlg.determinant: [..., n, n] -> [...]. */
 EMILY_API emily_status emily_determinant(const emily_tensor *a, emily_tensor **out);
 /* As emily_determinant; EMILY_LINALG_REFERENCE_NX07 uses Nx 0.7's lu for
  * matrices of 4x4 and larger (as Nx 0.7 does). */
-EMILY_API emily_status emily_determinant_opts(const emily_tensor *a, emily_linalg_method method,
-                                    emily_tensor **out);
+EMILY_API emily_status emily_determinant_opts(const emily_tensor *a, emily_linalg_method method, emily_tensor **out);
 
 typedef enum emily_qr_mode { EMILY_QR_REDUCED = 0, EMILY_QR_COMPLETE } emily_qr_mode;
 
@@ -134,9 +132,9 @@ typedef enum emily_qr_mode { EMILY_QR_REDUCED = 0, EMILY_QR_COMPLETE } emily_qr_
  * is real and non-negative, the reference's keeps the phase Nx's complex
  * reflector gives it. emily_qr uses EMILY_LINALG_LAPACK. */
 EMILY_API emily_status emily_qr(const emily_tensor *a, emily_qr_mode mode, double eps, emily_tensor **q,
-                      emily_tensor **r);
-EMILY_API emily_status emily_qr_opts(const emily_tensor *a, emily_qr_mode mode, double eps,
-                           emily_linalg_method method, emily_tensor **q, emily_tensor **r);
+                                emily_tensor **r);
+EMILY_API emily_status emily_qr_opts(const emily_tensor *a, emily_qr_mode mode, double eps, emily_linalg_method method,
+                                     emily_tensor **q, emily_tensor **r);
 
 /* Nx.LinAlg.svd of real [..., m, n] (Nx rejects complex input): u, s
  * (descending) and vt. full_matrices: u [..., m, m], vt [..., n, n];
@@ -145,11 +143,11 @@ EMILY_API emily_status emily_qr_opts(const emily_tensor *a, emily_qr_mode mode, 
  * Gram matrix A^T A, with them QDWH and eigh of the polar factor
  * (:max_iter bounds both iterations). emily_svd uses EMILY_LINALG_LAPACK
  * (and max_iter 100, Nx's default, were it the reference). */
-EMILY_API emily_status emily_svd(const emily_tensor *a, bool full_matrices, emily_tensor **u,
-                       emily_tensor **s, emily_tensor **vt);
+EMILY_API emily_status emily_svd(const emily_tensor *a, bool full_matrices, emily_tensor **u, emily_tensor **s,
+                                 emily_tensor **vt);
 EMILY_API emily_status emily_svd_opts(const emily_tensor *a, bool full_matrices, int64_t max_iter,
-                            emily_linalg_method method, emily_tensor **u, emily_tensor **s,
-                            emily_tensor **vt);
+                                      emily_linalg_method method, emily_tensor **u, emily_tensor **s,
+                                      emily_tensor **vt);
 
 /* Nx.LinAlg.eigh of Hermitian [..., n, n]: eigenvalues [..., n] ordered
  * by decreasing magnitude, as Nx orders them, and the eigenvectors as the
@@ -161,11 +159,9 @@ EMILY_API emily_status emily_svd_opts(const emily_tensor *a, bool full_matrices,
  * with |x| <= eps (complex eigenvalues keep the imaginary parts Nx's
  * rotations leave). emily_eigh uses EMILY_LINALG_LAPACK (and Nx's
  * defaults eps 1.0e-4, max_iter 1000, were it the reference). */
-EMILY_API emily_status emily_eigh(const emily_tensor *a, emily_tensor **eigenvalues,
-                        emily_tensor **eigenvectors);
-EMILY_API emily_status emily_eigh_opts(const emily_tensor *a, double eps, int64_t max_iter,
-                             emily_linalg_method method, emily_tensor **eigenvalues,
-                             emily_tensor **eigenvectors);
+EMILY_API emily_status emily_eigh(const emily_tensor *a, emily_tensor **eigenvalues, emily_tensor **eigenvectors);
+EMILY_API emily_status emily_eigh_opts(const emily_tensor *a, double eps, int64_t max_iter, emily_linalg_method method,
+                                       emily_tensor **eigenvalues, emily_tensor **eigenvectors);
 
 #ifdef __cplusplus
 }

@@ -85,18 +85,14 @@
 extern "C" {
 #endif
 
-EMILY_API emily_status emily_quantize(const emily_tensor *w, int bits, int64_t group_size,
-                                      emily_tensor **q, emily_tensor **scales,
-                                      emily_tensor **biases);
+EMILY_API emily_status emily_quantize(const emily_tensor *w, int bits, int64_t group_size, emily_tensor **q,
+                                      emily_tensor **scales, emily_tensor **biases);
 
-EMILY_API emily_status emily_dequantize(const emily_tensor *q, const emily_tensor *scales,
-                                        const emily_tensor *biases, int bits,
-                                        int64_t group_size, emily_tensor **w);
+EMILY_API emily_status emily_dequantize(const emily_tensor *q, const emily_tensor *scales, const emily_tensor *biases,
+                                        int bits, int64_t group_size, emily_tensor **w);
 
-EMILY_API emily_status emily_quantized_matmul(const emily_tensor *x, const emily_tensor *q,
-                                              const emily_tensor *scales,
-                                              const emily_tensor *biases, int bits,
-                                              int64_t group_size, bool transpose,
+EMILY_API emily_status emily_quantized_matmul(const emily_tensor *x, const emily_tensor *q, const emily_tensor *scales,
+                                              const emily_tensor *biases, int bits, int64_t group_size, bool transpose,
                                               emily_tensor **out);
 
 #ifdef __cplusplus

@@ -35,20 +35,17 @@ typedef enum emily_window_op {
     EMILY_WINDOW_MIN
 } emily_window_op;
 
-EMILY_API emily_status emily_window_reduce(emily_window_op op, const emily_tensor *t, int rank,
-                                 const int64_t *window, const int64_t *strides,
-                                 const int64_t *pad_lo, const int64_t *pad_hi,
-                                 const int64_t *dilations, emily_tensor **out);
+EMILY_API emily_status emily_window_reduce(emily_window_op op, const emily_tensor *t, int rank, const int64_t *window,
+                                           const int64_t *strides, const int64_t *pad_lo, const int64_t *pad_hi,
+                                           const int64_t *dilations, emily_tensor **out);
 
 /* Nx.window_sum, window_product, window_max and window_min: emily_window_reduce
  * with the op fixed. The four share one signature, declared once as a
  * function type. */
 typedef emily_status emily_window_reduce_fn(const emily_tensor *t, int rank, const int64_t *window,
-                                            const int64_t *strides, const int64_t *pad_lo,
-                                            const int64_t *pad_hi, const int64_t *dilations,
-                                            emily_tensor **out);
-EMILY_API emily_window_reduce_fn emily_window_sum, emily_window_product, emily_window_max,
-    emily_window_min;
+                                            const int64_t *strides, const int64_t *pad_lo, const int64_t *pad_hi,
+                                            const int64_t *dilations, emily_tensor **out);
+EMILY_API emily_window_reduce_fn emily_window_sum, emily_window_product, emily_window_max, emily_window_min;
 
 /* Nx.window_scatter_max / window_scatter_min (select and scatter).
  *
@@ -63,9 +60,8 @@ EMILY_API emily_window_reduce_fn emily_window_sum, emily_window_product, emily_w
  * every position starts at init_value (a rank-0 tensor) and sums what
  * it receives. Complex types are rejected. */
 typedef emily_status emily_window_scatter_fn(const emily_tensor *t, const emily_tensor *source,
-                                             const emily_tensor *init_value, int rank,
-                                             const int64_t *window, const int64_t *strides,
-                                             const int64_t *pad_lo, const int64_t *pad_hi,
+                                             const emily_tensor *init_value, int rank, const int64_t *window,
+                                             const int64_t *strides, const int64_t *pad_lo, const int64_t *pad_hi,
                                              emily_tensor **out);
 EMILY_API emily_window_scatter_fn emily_window_scatter_max, emily_window_scatter_min;
 

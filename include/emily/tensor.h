@@ -36,9 +36,9 @@ typedef struct emily_tensor emily_tensor;
 /* A scalar value as Nx passes it: an integer, a float (NaN and
  * infinities included) or a complex number. */
 typedef enum emily_scalar_kind {
-    EMILY_SCALAR_INT,   /* value.i */
-    EMILY_SCALAR_UINT,  /* value.u, for integers above INT64_MAX */
-    EMILY_SCALAR_FLOAT, /* value.re */
+    EMILY_SCALAR_INT,    /* value.i */
+    EMILY_SCALAR_UINT,   /* value.u, for integers above INT64_MAX */
+    EMILY_SCALAR_FLOAT,  /* value.re */
     EMILY_SCALAR_COMPLEX /* value.re, value.im */
 } emily_scalar_kind;
 
@@ -54,17 +54,16 @@ EMILY_API emily_scalar emily_scalar_float(double v);
 EMILY_API emily_scalar emily_scalar_complex(double re, double im);
 
 /* Uninitialized contiguous tensor. */
-EMILY_API emily_status emily_empty(emily_device device, emily_dtype dtype, int rank,
-                         const int64_t *shape, emily_tensor **out);
+EMILY_API emily_status emily_empty(emily_device device, emily_dtype dtype, int rank, const int64_t *shape,
+                                   emily_tensor **out);
 /* Copies `nbytes` of row-major, little-endian data in Nx's binary form
  * into a new tensor on `device`. `nbytes` must be
  * emily_dtype_binary_size(dtype, elements): the tensor's byte size, but
  * for s2, s4, u2 and u4, whose elements come packed as in Nx's
  * bitstrings (first element in the most significant bits, the last byte
  * padded with zero bits). */
-EMILY_API emily_status emily_from_binary(emily_device device, emily_dtype dtype, int rank,
-                               const int64_t *shape, const void *data,
-                               size_t nbytes, emily_tensor **out);
+EMILY_API emily_status emily_from_binary(emily_device device, emily_dtype dtype, int rank, const int64_t *shape,
+                                         const void *data, size_t nbytes, emily_tensor **out);
 /* Writes the tensor's elements, row-major, into `dst` in Nx's binary
  * form (`nbytes` must be emily_dtype_binary_size of the type and the
  * element count; sub-byte elements packed as emily_from_binary reads
@@ -75,8 +74,7 @@ EMILY_API emily_status emily_to_binary(const emily_tensor *t, void *dst, size_t 
  * work; otherwise fails with EMILY_ERR_ARGUMENT. For zero-copy reads. */
 EMILY_API emily_status emily_host_data(const emily_tensor *t, const void **data);
 /* Explicit transfer between devices (a new tensor; contiguous). */
-EMILY_API emily_status emily_to_device(const emily_tensor *t, emily_device device,
-                             emily_tensor **out);
+EMILY_API emily_status emily_to_device(const emily_tensor *t, emily_device device, emily_tensor **out);
 /* A contiguous copy on the same device (a new reference to `t` itself
  * when it is already contiguous and starts at offset 0). */
 EMILY_API emily_status emily_contiguous(const emily_tensor *t, emily_tensor **out);

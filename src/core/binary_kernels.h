@@ -68,23 +68,23 @@ static inline emily_status emi_select_kernel_operands(emily_dtype dst, emily_dty
 /* emi_bk_ld_<t>/emi_bk_st_<t>: to and from the compute type of the simple
  * ops (f32 for f16 and bf16: exact widening, one rounding back);
  * emi_bk_ldd_<t>/emi_bk_std_<t>: to and from f64. */
-#define EMI_BK_HALF_IO_(E, s, T, unused)                                               \
-    EMILY_HD float emi_bk_ld_##s(T x) { return emily_sc_##s##_to_f32(x); }             \
-    EMILY_HD T emi_bk_st_##s(float x) { return emily_sc_f64_to_##s((double)x); }       \
-    EMILY_HD double emi_bk_ldd_##s(T x) { return emily_sc_##s##_to_f64(x); }           \
+#define EMI_BK_HALF_IO_(E, s, T, unused)                                         \
+    EMILY_HD float emi_bk_ld_##s(T x) { return emily_sc_##s##_to_f32(x); }       \
+    EMILY_HD T emi_bk_st_##s(float x) { return emily_sc_f64_to_##s((double)x); } \
+    EMILY_HD double emi_bk_ldd_##s(T x) { return emily_sc_##s##_to_f64(x); }     \
     EMILY_HD T emi_bk_std_##s(double x) { return emily_sc_f64_to_##s(x); }
-#define EMI_BK_NATIVE_IO_(E, s, T, unused)                                             \
-    EMILY_HD T emi_bk_ld_##s(T x) { return x; }                                        \
-    EMILY_HD T emi_bk_st_##s(T x) { return x; }                                        \
-    EMILY_HD double emi_bk_ldd_##s(T x) { return (double)x; }                          \
+#define EMI_BK_NATIVE_IO_(E, s, T, unused)                    \
+    EMILY_HD T emi_bk_ld_##s(T x) { return x; }               \
+    EMILY_HD T emi_bk_st_##s(T x) { return x; }               \
+    EMILY_HD double emi_bk_ldd_##s(T x) { return (double)x; } \
     EMILY_HD T emi_bk_std_##s(double x) { return (T)x; }
-#define EMI_BK_COMPLEX_IO_(E, s, T, PE, ps, PT, unused)                                \
+#define EMI_BK_COMPLEX_IO_(E, s, T, PE, ps, PT, unused)                                 \
     EMILY_HD emily_sb_complex emi_bk_ld_##s(T z) { return emily_sb_cmake(z.re, z.im); } \
-    EMILY_HD T emi_bk_st_##s(emily_sb_complex z) {                                     \
-        T r;                                                                           \
-        r.re = (PT)z.re;                                                               \
-        r.im = (PT)z.im;                                                               \
-        return r;                                                                      \
+    EMILY_HD T emi_bk_st_##s(emily_sb_complex z) {                                      \
+        T r;                                                                            \
+        r.re = (PT)z.re;                                                                \
+        r.im = (PT)z.im;                                                                \
+        return r;                                                                       \
     }
 EMI_DTYPES_HALF_WITH(EMI_BK_HALF_IO_, ~)
 EMI_DTYPES_NATIVE_FLOAT_WITH(EMI_BK_NATIVE_IO_, ~)
@@ -96,45 +96,47 @@ EMI_COMPLEX_PARTS_WITH(EMI_BK_COMPLEX_IO_, ~)
 /* ---- the kernels of one type class, for op (OP, n) ------------------------ */
 
 /* Integers in their own type; LOOP as the rule says. */
-#define EMI_BK_INT_(E, s, T, K, OP, n, LOOP) K(bk_##n##_##s, OP, E, T, T, T, EMI_BK_ID, emily_sb_##n##_##s, EMI_BK_ID, LOOP)
+#define EMI_BK_INT_(E, s, T, K, OP, n, LOOP) \
+    K(bk_##n##_##s, OP, E, T, T, T, EMI_BK_ID, emily_sb_##n##_##s, EMI_BK_ID, LOOP)
 #define EMI_BK_ON_INT_(K, OP, n, LOOP) EMI_DTYPES_INTEGER_WITH(EMI_BK_INT_, K, OP, n, LOOP)
 
 /* Floats in f32 (f16, bf16, f32) or f64. */
-#define EMI_BK_HALF_(E, s, T, K, OP, n)                                                \
+#define EMI_BK_HALF_(E, s, T, K, OP, n) \
     K(bk_##n##_##s, OP, E, T, T, float, emi_bk_ld_##s, emily_sb_##n##_f32, emi_bk_st_##s, SCALAR)
-#define EMI_BK_NATIVE_(E, s, T, K, OP, n)                                              \
+#define EMI_BK_NATIVE_(E, s, T, K, OP, n) \
     K(bk_##n##_##s, OP, E, T, T, T, emi_bk_ld_##s, emily_sb_##n##_##s, emi_bk_st_##s, VEC)
-#define EMI_BK_ON_FLOAT_(K, OP, n)                                                     \
+#define EMI_BK_ON_FLOAT_(K, OP, n) \
     EMI_DTYPES_HALF_WITH(EMI_BK_HALF_, K, OP, n) EMI_DTYPES_NATIVE_FLOAT_WITH(EMI_BK_NATIVE_, K, OP, n)
 
 /* Floats all in f64, rounded once. */
-#define EMI_BK_WIDE_(E, s, T, K, OP, n)                                                \
+#define EMI_BK_WIDE_(E, s, T, K, OP, n) \
     K(bk_##n##_##s, OP, E, T, T, double, emi_bk_ldd_##s, emily_sb_##n##_f64, emi_bk_std_##s, SCALAR)
 #define EMI_BK_ON_FLOAT_F64_(K, OP, n) EMI_DTYPES_FLOAT_WITH(EMI_BK_WIDE_, K, OP, n)
 
 /* Complex in f64 parts. */
-#define EMI_BK_CPLX_(E, s, T, K, OP, n)                                                \
+#define EMI_BK_CPLX_(E, s, T, K, OP, n) \
     K(bk_##n##_##s, OP, E, T, T, emily_sb_complex, emi_bk_ld_##s, emily_sb_c##n, emi_bk_st_##s, SCALAR)
 #define EMI_BK_ON_CPLX_(K, OP, n) EMI_DTYPES_COMPLEX_WITH(EMI_BK_CPLX_, K, OP, n)
 
 /* Comparisons and logical ops: the same compute types, u8 out. */
-#define EMI_BK_TEST_INT_(E, s, T, K, OP, n) K(bk_##n##_##s, OP, E, T, uint8_t, T, EMI_BK_ID, emily_sb_##n##_##s, EMI_BK_U8, VEC)
-#define EMI_BK_TEST_HALF_(E, s, T, K, OP, n)                                           \
+#define EMI_BK_TEST_INT_(E, s, T, K, OP, n) \
+    K(bk_##n##_##s, OP, E, T, uint8_t, T, EMI_BK_ID, emily_sb_##n##_##s, EMI_BK_U8, VEC)
+#define EMI_BK_TEST_HALF_(E, s, T, K, OP, n) \
     K(bk_##n##_##s, OP, E, T, uint8_t, float, emi_bk_ld_##s, emily_sb_##n##_f32, EMI_BK_U8, SCALAR)
-#define EMI_BK_TEST_NATIVE_(E, s, T, K, OP, n)                                         \
+#define EMI_BK_TEST_NATIVE_(E, s, T, K, OP, n) \
     K(bk_##n##_##s, OP, E, T, uint8_t, T, emi_bk_ld_##s, emily_sb_##n##_##s, EMI_BK_U8, VEC)
-#define EMI_BK_TEST_CPLX_(E, s, T, K, OP, n)                                           \
+#define EMI_BK_TEST_CPLX_(E, s, T, K, OP, n) \
     K(bk_##n##_##s, OP, E, T, uint8_t, emily_sb_complex, emi_bk_ld_##s, emily_sb_c##n, EMI_BK_U8, SCALAR)
-#define EMI_BK_TEST_REAL_(K, OP, n)                                                    \
-    EMI_DTYPES_INTEGER_WITH(EMI_BK_TEST_INT_, K, OP, n)                                \
-    EMI_DTYPES_HALF_WITH(EMI_BK_TEST_HALF_, K, OP, n)                                  \
+#define EMI_BK_TEST_REAL_(K, OP, n)                     \
+    EMI_DTYPES_INTEGER_WITH(EMI_BK_TEST_INT_, K, OP, n) \
+    EMI_DTYPES_HALF_WITH(EMI_BK_TEST_HALF_, K, OP, n)   \
     EMI_DTYPES_NATIVE_FLOAT_WITH(EMI_BK_TEST_NATIVE_, K, OP, n)
 
 /* ---- the kernels of each rule ---------------------------------------------- */
 
 #define EMI_BINARY_KERNELS(rule) EMI_BK_##rule
 #define EMI_BK_ARITH(K, OP, n) EMI_BK_ON_INT_(K, OP, n, VEC) EMI_BK_ON_FLOAT_(K, OP, n) EMI_BK_ON_CPLX_(K, OP, n)
-#define EMI_BK_ARITH_SCALAR(K, OP, n)                                                  \
+#define EMI_BK_ARITH_SCALAR(K, OP, n) \
     EMI_BK_ON_INT_(K, OP, n, SCALAR) EMI_BK_ON_FLOAT_F64_(K, OP, n) EMI_BK_ON_CPLX_(K, OP, n)
 #define EMI_BK_REAL(K, OP, n) EMI_BK_ON_INT_(K, OP, n, VEC) EMI_BK_ON_FLOAT_(K, OP, n)
 #define EMI_BK_REAL_SCALAR(K, OP, n) EMI_BK_ON_INT_(K, OP, n, SCALAR) EMI_BK_ON_FLOAT_F64_(K, OP, n)

@@ -21,11 +21,11 @@
 
 /* ---- parts of a source element ------------------------------------------ */
 
-#define EMI_CV_PARTS_REAL_(E, sfx, T)                                   \
-    EMILY_HD double emi_cv_re_##sfx(T v) { return (double)v; }          \
-    EMILY_HD double emi_cv_im_##sfx(T v) {                              \
-        (void)v;                                                        \
-        return 0.0;                                                     \
+#define EMI_CV_PARTS_REAL_(E, sfx, T)                          \
+    EMILY_HD double emi_cv_re_##sfx(T v) { return (double)v; } \
+    EMILY_HD double emi_cv_im_##sfx(T v) {                     \
+        (void)v;                                               \
+        return 0.0;                                            \
     }
 EMI_DTYPES_INTEGER(EMI_CV_PARTS_REAL_)
 EMI_DTYPES_NATIVE_FLOAT(EMI_CV_PARTS_REAL_)
@@ -49,10 +49,10 @@ EMILY_HD double emi_cv_im_c128(emily_c128 v) { return v.im; }
 /* ---- a target element from (re, im) ---------------------------------------- */
 
 /* Integers and the 16-bit floats: scalar_convert.h's emily_sc_f64_to_<sfx>. */
-#define EMI_CV_FROM_F64_(E, sfx, T)                                     \
-    EMILY_HD T emi_cv_from_f64_##sfx(double re, double im) {            \
-        (void)im;                                                       \
-        return emily_sc_f64_to_##sfx(re);                               \
+#define EMI_CV_FROM_F64_(E, sfx, T)                          \
+    EMILY_HD T emi_cv_from_f64_##sfx(double re, double im) { \
+        (void)im;                                            \
+        return emily_sc_f64_to_##sfx(re);                    \
     }
 EMI_DTYPES_INTEGER(EMI_CV_FROM_F64_)
 EMI_DTYPES_HALF(EMI_CV_FROM_F64_)

@@ -39,11 +39,14 @@ bool emily_dtype_is_narrow(emily_dtype t) { return t >= EMILY_DTYPE_COUNT && t <
 
 emily_dtype emily_dtype_compute_type(emily_dtype t) {
     switch (t) {
-    case EMILY_S2: case EMILY_S4: return EMILY_S8;
-    case EMILY_U2: case EMILY_U4: return EMILY_U8;
+    case EMILY_S2:
+    case EMILY_S4: return EMILY_S8;
+    case EMILY_U2:
+    case EMILY_U4: return EMILY_U8;
     /* f32 holds every f8 value and every sum, difference and product of
      * two exactly, so + - * round once, as Nx's f64 arithmetic does */
-    case EMILY_F8_E5M2: case EMILY_F8_E4M3FN: return EMILY_F32;
+    case EMILY_F8_E5M2:
+    case EMILY_F8_E4M3FN: return EMILY_F32;
     default: return t;
     }
 }
@@ -74,16 +77,12 @@ emily_dtype emily_dtype_make(emily_dtype_kind kind, int bits) {
     return EMILY_DTYPE_AUTO;
 }
 
-bool emily_dtype_is_integer(emily_dtype t) {
-    return emily_dtype_known(t) && info[t].kind <= EMILY_KIND_SIGNED;
-}
+bool emily_dtype_is_integer(emily_dtype t) { return emily_dtype_known(t) && info[t].kind <= EMILY_KIND_SIGNED; }
 bool emily_dtype_is_float(emily_dtype t) {
     return emily_dtype_known(t) && (info[t].kind == EMILY_KIND_FLOAT || info[t].kind == EMILY_KIND_BFLOAT ||
                                     info[t].kind == EMILY_KIND_FLOAT8_E4M3FN);
 }
-bool emily_dtype_is_complex(emily_dtype t) {
-    return emily_dtype_known(t) && info[t].kind == EMILY_KIND_COMPLEX;
-}
+bool emily_dtype_is_complex(emily_dtype t) { return emily_dtype_known(t) && info[t].kind == EMILY_KIND_COMPLEX; }
 
 static int imax(int a, int b) { return a > b ? a : b; }
 static int imin(int a, int b) { return a < b ? a : b; }
@@ -103,8 +102,7 @@ emily_dtype emily_type_merge(emily_dtype a, emily_dtype b) {
     emily_dtype lo = a_lower ? a : b, hi = a_lower ? b : a;
     emily_dtype_kind klo = info[lo].kind, khi = info[hi].kind;
     if (klo == EMILY_KIND_UNSIGNED && khi == EMILY_KIND_SIGNED)
-        return emily_dtype_make(EMILY_KIND_SIGNED,
-                                imax(imin(info[lo].bits * 2, 64), info[hi].bits));
+        return emily_dtype_make(EMILY_KIND_SIGNED, imax(imin(info[lo].bits * 2, 64), info[hi].bits));
     if (klo == EMILY_KIND_FLOAT && khi == EMILY_KIND_COMPLEX)
         return emily_dtype_make(EMILY_KIND_COMPLEX, imax(info[lo].bits * 2, info[hi].bits));
     return hi;
@@ -142,10 +140,8 @@ emily_dtype emily_type_merge_int(emily_dtype t, int64_t v) {
     case EMILY_KIND_UNSIGNED:
         if (v >= 0) return emily_dtype_make(EMILY_KIND_UNSIGNED, imax(unsigned_bits((uint64_t)v), info[t].bits));
         return emily_type_merge_int(emily_dtype_make(EMILY_KIND_SIGNED, imin(info[t].bits * 2, 64)), v);
-    case EMILY_KIND_SIGNED:
-        return emily_dtype_make(EMILY_KIND_SIGNED, imax(signed_bits(v), info[t].bits));
-    default:
-        return number_merge_other(t);
+    case EMILY_KIND_SIGNED: return emily_dtype_make(EMILY_KIND_SIGNED, imax(signed_bits(v), info[t].bits));
+    default: return number_merge_other(t);
     }
 }
 

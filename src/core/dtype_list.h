@@ -72,10 +72,12 @@
  * `switch (dtype)`, `EMI_DTYPES_REAL(EMI_CASE_RETURN_FN)` with
  * `#define EMI_FN_PREFIX sum_` before it returns sum_f32 for EMILY_F32,
  * and so on. */
+// clang-format off
 #define EMI_PASTE_(a, b) a##b
 #define EMI_PASTE(a, b) EMI_PASTE_(a, b)
 #define EMI_CASE_RETURN_FN(ENUM, sfx, T) \
     case EMILY_##ENUM:                   \
         return EMI_PASTE(EMI_FN_PREFIX, sfx);
+// clang-format on
 
 #endif

@@ -71,12 +71,12 @@ typedef struct emi_fused_instr {
 
 typedef struct emi_fused_program {
     int rank;
-    const int64_t *shape;            /* the iteration shape S (size > 0) */
-    int ninputs;                     /* each broadcasts to S right-aligned */
+    const int64_t *shape; /* the iteration shape S (size > 0) */
+    int ninputs;          /* each broadcasts to S right-aligned */
     const emily_tensor *inputs[EMI_FUSED_MAX_INPUTS];
     int ninstr;
     const emi_fused_instr *instr;
-    int nexits;                      /* fresh row-major tensors of shape S */
+    int nexits; /* fresh row-major tensors of shape S */
     int32_t exit_slot[EMI_FUSED_MAX_EXITS];
     emily_tensor *exits[EMI_FUSED_MAX_EXITS];
 } emi_fused_program;

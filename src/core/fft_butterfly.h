@@ -8,8 +8,7 @@
 
 /* t = (c + i s) * odd; even + t; even - t, in place: (er, ei) is the even
  * point, (or_, oi) the odd one. */
-EMILY_HD void emi_fft_butterfly(double c, double s, double *er, double *ei, double *or_,
-                                double *oi) {
+EMILY_HD void emi_fft_butterfly(double c, double s, double *er, double *ei, double *or_, double *oi) {
     double xr = *or_, xi = *oi;
     double tr = c * xr - s * xi, ti = s * xr + c * xi;
     double ur = *er, ui = *ei;

@@ -10,8 +10,7 @@
  * length of the axis counted along and inner the number of elements after
  * it (both 1 for axis < 0: one count over all elements). */
 static inline emily_status emi_iota_layout(const emily_tensor *dst, int axis, int64_t *dim, int64_t *inner) {
-    if (!emily_tensor_is_contiguous(dst))
-        return emily_error(EMILY_ERR_INTERNAL, "iota: the output must be contiguous");
+    if (!emily_tensor_is_contiguous(dst)) return emily_error(EMILY_ERR_INTERNAL, "iota: the output must be contiguous");
     if (axis >= dst->rank)
         return emily_error(EMILY_ERR_AXIS, "iota: axis %d out of range for rank %d", axis, dst->rank);
     *dim = 1;

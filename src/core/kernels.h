@@ -53,27 +53,24 @@ struct emily_elementwise_kernels {
     /* a and b have the same (compute) dtype and dst's shape (broadcast
      * views); dst has a's dtype, or u8 for comparisons/logical ops (the op
      * layer converts to the output type afterwards) */
-    emily_status (*binary)(emily_binary_op op, emily_tensor *dst,
-                           const emily_tensor *a, const emily_tensor *b);
+    emily_status (*binary)(emily_binary_op op, emily_tensor *dst, const emily_tensor *a, const emily_tensor *b);
     /* pred is u8-compatible integer/float (nonzero = true) in dst's shape;
      * on_true/on_false have dst's dtype and shape (broadcast views) */
-    emily_status (*select)(emily_tensor *dst, const emily_tensor *pred,
-                           const emily_tensor *on_true, const emily_tensor *on_false);
+    emily_status (*select)(emily_tensor *dst, const emily_tensor *pred, const emily_tensor *on_true,
+                           const emily_tensor *on_false);
 };
 
 /* ---- reductions ---- */
 struct emily_reduce_kernels {
     /* dst has src's rank with reduced axes of size 1 (reduced[i] true);
      * src has dst's dtype except for ALL/ANY (dst u8) */
-    emily_status (*reduce)(emily_reduce_op op, emily_tensor *dst,
-                           const emily_tensor *src, const bool *reduced);
+    emily_status (*reduce)(emily_reduce_op op, emily_tensor *dst, const emily_tensor *src, const bool *reduced);
     /* axis < 0: flattened. dst holds indices in its integer dtype, with
      * src's rank and axis of size 1 (or rank 0 when flattened) */
-    emily_status (*argreduce)(emily_arg_op op, emily_tensor *dst,
-                              const emily_tensor *src, int axis, bool tie_break_high);
+    emily_status (*argreduce)(emily_arg_op op, emily_tensor *dst, const emily_tensor *src, int axis,
+                              bool tie_break_high);
     /* a, b same dtype and shape; dst u8 scalar */
-    emily_status (*all_close)(emily_tensor *dst, const emily_tensor *a,
-                              const emily_tensor *b, double rtol, double atol,
+    emily_status (*all_close)(emily_tensor *dst, const emily_tensor *a, const emily_tensor *b, double rtol, double atol,
                               bool equal_nan);
 };
 
@@ -151,17 +148,15 @@ struct emily_window_kernels {
      * entries crop). Window position i of axis d starts at padded index
      * i * strides[d]; its elements are dilations[d] apart. See
      * emily/ops_window.h for the arithmetic. */
-    emily_status (*reduce)(emily_window_op op, emily_tensor *dst, const emily_tensor *src,
-                           const int64_t *window, const int64_t *strides,
-                           const int64_t *dilations, const int64_t *pad_lo);
+    emily_status (*reduce)(emily_window_op op, emily_tensor *dst, const emily_tensor *src, const int64_t *window,
+                           const int64_t *strides, const int64_t *dilations, const int64_t *pad_lo);
 
     /* dst (src's shape, the output type) <- select and scatter: for each
      * window position (source's shape, no dilation) of src padded with
      * init (rank 0, any real dtype), the selected element (see
      * emily/ops_window.h) receives source's value; dst starts at init. */
-    emily_status (*scatter)(bool is_max, emily_tensor *dst, const emily_tensor *src,
-                            const emily_tensor *source, const emily_tensor *init,
-                            const int64_t *window, const int64_t *strides,
+    emily_status (*scatter)(bool is_max, emily_tensor *dst, const emily_tensor *src, const emily_tensor *source,
+                            const emily_tensor *init, const int64_t *window, const int64_t *strides,
                             const int64_t *pad_lo);
 };
 
@@ -177,17 +172,14 @@ struct emily_window_kernels {
  * axis and shape of its gather, see src/cpu/index.c) before it reads or
  * writes anything out of bounds. A kernel
  * that fails may leave dst partly written; the op layer releases it. */
-typedef enum emily_indexed_op {
-    EMILY_INDEXED_ADD = 0,
-    EMILY_INDEXED_PUT = 1
-} emily_indexed_op;
+typedef enum emily_indexed_op { EMILY_INDEXED_ADD = 0, EMILY_INDEXED_PUT = 1 } emily_indexed_op;
 
 /* The error an index kernel returns for the bad index at row-major
  * position `bad` of its index tensor (dtype dt, rows of ncols), whose
  * bytes the caller has read to host memory at `elem`: the reference's
  * exact message (src/ops/index.c). */
-emily_status emi_index_error(const char *op, const void *elem, emily_dtype dt, int64_t bad, int ncols,
-                             const int *axes, int axis, const emily_tensor *t);
+emily_status emi_index_error(const char *op, const void *elem, emily_dtype dt, int64_t bad, int ncols, const int *axes,
+                             int axis, const emily_tensor *t);
 
 struct emily_index_kernels {
     /* src viewed as [outer, n, inner], idx as [m] (flat, any shape),
@@ -195,20 +187,19 @@ struct emily_index_kernels {
      *   dst[o, j, r] = src[o, idx[j], r]
      * n is src's size on the taken axis, `axis` its number (for
      * messages). */
-    emily_status (*take)(emily_tensor *dst, const emily_tensor *src, const emily_tensor *idx,
-                         int axis, int64_t outer, int64_t n, int64_t inner);
+    emily_status (*take)(emily_tensor *dst, const emily_tensor *src, const emily_tensor *idx, int axis, int64_t outer,
+                         int64_t n, int64_t inner);
 
     /* src viewed as [outer, n, inner], idx and dst as [outer, m, inner]:
      *   dst[o, j, r] = src[o, idx[o, j, r], r] */
-    emily_status (*take_along_axis)(emily_tensor *dst, const emily_tensor *src,
-                                    const emily_tensor *idx, int axis, int64_t outer, int64_t n,
-                                    int64_t inner);
+    emily_status (*take_along_axis)(emily_tensor *dst, const emily_tensor *src, const emily_tensor *idx, int axis,
+                                    int64_t outer, int64_t n, int64_t inner);
 
     /* idx is [rows, naxes] (flat), axes increasing and distinct; dst is
      * [rows, rest...] where rest are src's axes not in `axes`, in order:
      *   dst[r, p...] = src[axes <- idx[r, :], others <- p...] */
-    emily_status (*gather)(emily_tensor *dst, const emily_tensor *src, const emily_tensor *idx,
-                           int naxes, const int *axes);
+    emily_status (*gather)(emily_tensor *dst, const emily_tensor *src, const emily_tensor *idx, int naxes,
+                           const int *axes);
 
     /* dst (dst's dtype, target's shape) already holds target converted
      * to dst's dtype. idx is [n, naxes] (axes increasing), updates is
@@ -222,9 +213,8 @@ struct emily_index_kernels {
      *        dst's width, floats and complex numbers are summed in double
      *        precision and rounded once to dst's dtype. target is read in
      *        its own dtype. */
-    emily_status (*indexed)(emily_indexed_op op, emily_tensor *dst, const emily_tensor *target,
-                            const emily_tensor *idx, const emily_tensor *updates, int naxes,
-                            const int *axes);
+    emily_status (*indexed)(emily_indexed_op op, emily_tensor *dst, const emily_tensor *target, const emily_tensor *idx,
+                            const emily_tensor *updates, int naxes, const int *axes);
 };
 
 /* ---- sorting ----
@@ -242,15 +232,13 @@ struct emily_sort_kernels {
 
     /* dst (src's shape, any real dtype) <- the positions along axis of
      * src's elements in sorted order, converted to dst's dtype. */
-    emily_status (*argsort)(emily_tensor *dst, const emily_tensor *src, int axis,
-                            bool descending);
+    emily_status (*argsort)(emily_tensor *dst, const emily_tensor *src, int axis, bool descending);
 
     /* Along the last axis: values (src's dtype) and indices (any real
      * dtype) get the first k entries of the descending order, with
      * values' exact bits. values and indices have src's shape with the
      * last axis k (1 <= k <= its size). */
-    emily_status (*top_k)(emily_tensor *values, emily_tensor *indices, const emily_tensor *src,
-                          int64_t k);
+    emily_status (*top_k)(emily_tensor *values, emily_tensor *indices, const emily_tensor *src, int64_t k);
 };
 
 /* ---- scans ----
@@ -259,8 +247,8 @@ struct emily_sort_kernels {
  * src is contiguous and viewed as [outer, n, inner] around the scanned
  * axis (n >= 1); dst is fresh, contiguous, with src's dtype and shape. */
 struct emily_cumulative_kernels {
-    emily_status (*scan)(emily_cumulative_op op, emily_tensor *dst, const emily_tensor *src,
-                         int64_t outer, int64_t n, int64_t inner, bool reverse);
+    emily_status (*scan)(emily_cumulative_op op, emily_tensor *dst, const emily_tensor *src, int64_t outer, int64_t n,
+                         int64_t inner, bool reverse);
 };
 
 /* ---- transforms ----
@@ -291,8 +279,8 @@ struct emily_fft_kernels {
      * its algorithm and operation order), its bits. FAST: the device's
      * own FFT may work in dst's precision instead (c64 in single; the CPU
      * computes as at HIGHEST). */
-    emily_status (*fft)(emily_tensor *dst, const emily_tensor *src, int axis, int64_t n,
-                        emily_fft_mode mode, double eps, emily_dot_precision precision);
+    emily_status (*fft)(emily_tensor *dst, const emily_tensor *src, int axis, int64_t n, emily_fft_mode mode,
+                        double eps, emily_dot_precision precision);
 };
 
 /* The reference's tables for a length-n transform, built on the host by
@@ -340,8 +328,7 @@ void emi_fft_tables_put(emi_fft_tables *t);
 struct emily_linalg_kernels {
     /* a: [..., n, n] wide, values already of type `work`. p (0/1 entries),
      * l, u: [..., n, n] wide. Nx.LinAlg.LU's algorithm. */
-    emily_status (*lu)(emily_tensor *p, emily_tensor *l, emily_tensor *u, const emily_tensor *a,
-                       emily_dtype work);
+    emily_status (*lu)(emily_tensor *p, emily_tensor *l, emily_tensor *u, const emily_tensor *a, emily_dtype work);
     /* a: [..., n, n] wide, values of type `work`; l: [..., n, n] wide.
      * Nx.LinAlg.Cholesky's algorithm with its eps (1e-10). */
     emily_status (*cholesky)(emily_tensor *l, const emily_tensor *a, emily_dtype work);
@@ -349,9 +336,8 @@ struct emily_linalg_kernels {
      * (left_side) or [B..., m, n]; both wide; x: b's shape, wide.
      * Computed in double as Nx.BinaryBackend.Matrix.ts does; a zero on
      * the diagonal fails with EMILY_ERR_ARGUMENT. */
-    emily_status (*triangular_solve)(emily_tensor *x, const emily_tensor *a, const emily_tensor *b,
-                                     bool b_vector, bool left_side, bool lower,
-                                     emily_transform_a transform);
+    emily_status (*triangular_solve)(emily_tensor *x, const emily_tensor *a, const emily_tensor *b, bool b_vector,
+                                     bool left_side, bool lower, emily_transform_a transform);
     /* a: [..., n, n] in its own (any) type, contiguous; det: [...] wide.
      * Nx.LinAlg.determinant's algorithm: explicit products for 2x2 and
      * 3x3 (integer inputs wrap in their type), LU otherwise, with
@@ -362,42 +348,40 @@ struct emily_linalg_kernels {
      * both contiguous; x: b's shape, f64. Nx.LinAlg.solve's composition
      * with the exact (HIGHEST) f64 dot, with the same bits; an exact zero
      * on u's diagonal fails as triangular_solve does. */
-    emily_status (*solve)(emily_tensor *x, const emily_tensor *a, const emily_tensor *b,
-                          bool b_vector);
+    emily_status (*solve)(emily_tensor *x, const emily_tensor *a, const emily_tensor *b, bool b_vector);
     /* a: [..., m, n] wide (any type's values); q: [..., m, m] if complete
      * else [..., m, k]; r: [..., m, n] if complete else [..., k, n] (a wide
      * input, m < n, gives q [..., m, m] and r [..., m, n] either way).
      * Nx.LinAlg.QR's Householder algorithm in `work` (complex inputs: its
      * complex reflector); entries with |x| <= f32(eps) are written as 0
      * (Nx's :eps). */
-    emily_status (*qr)(emily_tensor *q, emily_tensor *r, const emily_tensor *a, bool complete,
-                       double eps, emily_dtype work);
+    emily_status (*qr)(emily_tensor *q, emily_tensor *r, const emily_tensor *a, bool complete, double eps,
+                       emily_dtype work);
     /* a: real [..., m, n] wide (values of a's type; `integer_input` when
      * that is an integer type); u: [..., m, m|k], s: [..., k] (f64,
      * descending), vt: [..., n|k, n]. Nx.LinAlg.SVD in `work` with
      * :max_iter: without full matrices its Gram-matrix path, with them
      * QDWH. */
-    emily_status (*svd)(emily_tensor *u, emily_tensor *s, emily_tensor *vt, const emily_tensor *a,
-                        bool full_matrices, int64_t max_iter, emily_dtype work, bool integer_input);
+    emily_status (*svd)(emily_tensor *u, emily_tensor *s, emily_tensor *vt, const emily_tensor *a, bool full_matrices,
+                        int64_t max_iter, emily_dtype work, bool integer_input);
     /* a: [..., n, n] Hermitian, wide; w: [..., n] wide (complex for
      * complex input, as Nx types it) in Nx's order: by decreasing
      * magnitude, ties in index order; v: [..., n, n] wide, the eigenvectors
      * as columns in w's order. Nx.LinAlg.BlockEigh (Jacobi, the whole
      * matrix read) in `work` with Nx's :eps and :max_iter. */
-    emily_status (*eigh)(emily_tensor *w, emily_tensor *v, const emily_tensor *a, double eps,
-                         int64_t max_iter, emily_dtype work);
+    emily_status (*eigh)(emily_tensor *w, emily_tensor *v, const emily_tensor *a, double eps, int64_t max_iter,
+                         emily_dtype work);
     /* EMILY_LINALG_LAPACK's kernels: the same arguments and outputs as
      * qr, svd and eigh above (eigh's eps and max_iter, svd's max_iter,
      * `work` and `integer_input` unused), computed in the wide type on
      * finite input, factors in Nx's sign conventions (emily/ops_linalg.h).
      * NULL: the device has no such library and the reference runs. */
-    emily_status (*qr_lapack)(emily_tensor *q, emily_tensor *r, const emily_tensor *a,
-                              bool complete, double eps, emily_dtype work);
-    emily_status (*svd_lapack)(emily_tensor *u, emily_tensor *s, emily_tensor *vt,
-                               const emily_tensor *a, bool full_matrices, int64_t max_iter,
-                               emily_dtype work, bool integer_input);
-    emily_status (*eigh_lapack)(emily_tensor *w, emily_tensor *v, const emily_tensor *a,
-                                double eps, int64_t max_iter, emily_dtype work);
+    emily_status (*qr_lapack)(emily_tensor *q, emily_tensor *r, const emily_tensor *a, bool complete, double eps,
+                              emily_dtype work);
+    emily_status (*svd_lapack)(emily_tensor *u, emily_tensor *s, emily_tensor *vt, const emily_tensor *a,
+                               bool full_matrices, int64_t max_iter, emily_dtype work, bool integer_input);
+    emily_status (*eigh_lapack)(emily_tensor *w, emily_tensor *v, const emily_tensor *a, double eps, int64_t max_iter,
+                                emily_dtype work);
     /* EMILY_LINALG_REFERENCE_NX07's kernels, Nx 0.7's algorithms
      * (emily/ops_linalg.h); NULL where the device has none. lu_nx07 and
      * eigh_nx07 read a wide a holding the input's own values (Nx 0.7's
@@ -410,16 +394,13 @@ struct emily_linalg_kernels {
      * multiplied in (Nx 0.7's Nx.LinAlg.QR). svd_nx07: as svd, Nx 0.7's
      * Nx.LinAlg.SVD (QDWH with and without full matrices) on eigh_nx07
      * and qr_nx07. */
-    emily_status (*lu_nx07)(emily_tensor *p, emily_tensor *l, emily_tensor *u, const emily_tensor *a,
-                            double eps);
-    emily_status (*qr_nx07)(emily_tensor *q, emily_tensor *r, const emily_tensor *a, bool complete,
-                            double eps, emily_dtype work);
+    emily_status (*lu_nx07)(emily_tensor *p, emily_tensor *l, emily_tensor *u, const emily_tensor *a, double eps);
+    emily_status (*qr_nx07)(emily_tensor *q, emily_tensor *r, const emily_tensor *a, bool complete, double eps,
+                            emily_dtype work);
     emily_status (*determinant_nx07)(emily_tensor *det, const emily_tensor *a, emily_dtype work);
-    emily_status (*eigh_nx07)(emily_tensor *w, emily_tensor *v, const emily_tensor *a, double eps,
-                              int64_t max_iter);
+    emily_status (*eigh_nx07)(emily_tensor *w, emily_tensor *v, const emily_tensor *a, double eps, int64_t max_iter);
     emily_status (*svd_nx07)(emily_tensor *u, emily_tensor *s, emily_tensor *vt, const emily_tensor *a,
-                             bool full_matrices, int64_t max_iter, emily_dtype work,
-                             bool integer_input);
+                             bool full_matrices, int64_t max_iter, emily_dtype work, bool integer_input);
     /* EMILY_LINALG_LAPACK on a device whose solver library computes in
      * the input's own precision (CUDA: cuSOLVER and cuBLAS); NULL where
      * the device has none (the CPU: its default is the kernels above).
@@ -451,16 +432,13 @@ struct emily_linalg_kernels {
      * the op layer reads the pointers: NULL is "use the entries above". */
     emily_status (*lu_native)(emily_tensor *p, emily_tensor *l, emily_tensor *u, const emily_tensor *a);
     emily_status (*cholesky_native)(emily_tensor *l, const emily_tensor *a);
-    emily_status (*triangular_solve_native)(emily_tensor *x, const emily_tensor *a,
-                                            const emily_tensor *b, bool b_vector, bool left_side,
-                                            bool lower, emily_transform_a transform);
-    emily_status (*solve_native)(emily_tensor *x, const emily_tensor *a, const emily_tensor *b,
-                                 bool b_vector);
+    emily_status (*triangular_solve_native)(emily_tensor *x, const emily_tensor *a, const emily_tensor *b,
+                                            bool b_vector, bool left_side, bool lower, emily_transform_a transform);
+    emily_status (*solve_native)(emily_tensor *x, const emily_tensor *a, const emily_tensor *b, bool b_vector);
     emily_status (*determinant_native)(emily_tensor *det, const emily_tensor *a);
-    emily_status (*qr_native)(emily_tensor *q, emily_tensor *r, const emily_tensor *a, bool complete,
-                              double eps);
-    emily_status (*svd_native)(emily_tensor *u, emily_tensor *s, emily_tensor *vt,
-                               const emily_tensor *a, bool full_matrices);
+    emily_status (*qr_native)(emily_tensor *q, emily_tensor *r, const emily_tensor *a, bool complete, double eps);
+    emily_status (*svd_native)(emily_tensor *u, emily_tensor *s, emily_tensor *vt, const emily_tensor *a,
+                               bool full_matrices);
     emily_status (*eigh_native)(emily_tensor *w, emily_tensor *v, const emily_tensor *a);
 };
 
@@ -549,8 +527,8 @@ struct emily_fast_kernels {
     emily_status (*layer_norm)(emily_tensor *dst, const emily_tensor *x, const emily_tensor *gamma,
                                const emily_tensor *beta, double eps);
     emily_status (*rms_norm)(emily_tensor *dst, const emily_tensor *x, const emily_tensor *gamma, double eps);
-    emily_status (*sdpa)(emily_tensor *dst, const emily_tensor *q, const emily_tensor *k,
-                         const emily_tensor *v, const emily_sdpa_params *p);
+    emily_status (*sdpa)(emily_tensor *dst, const emily_tensor *q, const emily_tensor *k, const emily_tensor *v,
+                         const emily_sdpa_params *p);
     /* softmax over the last axis: x contiguous (f16, bf16, f32 or f64),
      * dst fresh with x's type and shape. */
     emily_status (*softmax)(emily_tensor *dst, const emily_tensor *x);
@@ -570,8 +548,8 @@ struct emily_fast_kernels {
 struct emily_quant_kernels {
     /* scales, biases (W) <- each group's emi_quant_scale / emi_quant_bias
      * of w [rows, cols] (W), not yet rounded to the stored type */
-    emily_status (*ranges)(emily_tensor *scales, emily_tensor *biases, const emily_tensor *w,
-                           int bits, int64_t group_size);
+    emily_status (*ranges)(emily_tensor *scales, emily_tensor *biases, const emily_tensor *w, int bits,
+                           int64_t group_size);
     /* q <- the packed codes of w for the stored scales and biases (W) */
     emily_status (*quantize)(emily_tensor *q, const emily_tensor *w, const emily_tensor *scales,
                              const emily_tensor *biases, int bits, int64_t group_size);
@@ -581,9 +559,8 @@ struct emily_quant_kernels {
     /* dst [M, N] (W, the accumulation type) <- x [M, K] (W) times the
      * decoded weights: transpose, q's rows are N (W {N, K}); otherwise
      * its rows are K (W {K, N}). Sums in W, any order. */
-    emily_status (*matmul)(emily_tensor *dst, const emily_tensor *x, const emily_tensor *q,
-                           const emily_tensor *scales, const emily_tensor *biases, int bits,
-                           int64_t group_size, bool transpose);
+    emily_status (*matmul)(emily_tensor *dst, const emily_tensor *x, const emily_tensor *q, const emily_tensor *scales,
+                           const emily_tensor *biases, int bits, int64_t group_size, bool transpose);
 };
 
 /* Every kernel of every family, for the engine's supports() query:

@@ -29,9 +29,7 @@ EMILY_HD double emi_norm_combine(double *l) {
 /* Nx.mean: the sum rounded to the statistics type, then divided by n
  * (Nx.BinaryBackend divides in double and rounds once; for f32 operands
  * that is the f32 quotient, and n need not be exact in f32). */
-EMILY_HD float emi_norm_mean_f32(double sum, int64_t n) {
-    return (float)((double)(float)sum / (double)n);
-}
+EMILY_HD float emi_norm_mean_f32(double sum, int64_t n) { return (float)((double)(float)sum / (double)n); }
 EMILY_HD double emi_norm_mean_f64(double sum, int64_t n) { return sum / (double)n; }
 
 /* Nx.rsqrt as Nx.BinaryBackend computes it: 1 / sqrt in double, rounded

@@ -26,6 +26,7 @@ typedef enum emi_binary_rule { EMI_BINARY_RULES(EMI_BINARY_RULE_ENUM_) } emi_bin
 #undef EMI_BINARY_RULE_ENUM_
 
 /* emi_unary_rule_of(op), emi_binary_rule_of(op): the rule of a valid op. */
+// clang-format off
 #define EMI_UNARY_RULE_CASE_(ENUM, name, rule) \
     case EMILY_##ENUM: return EMI_UNARY_RULE_##rule;
 #define EMI_BINARY_RULE_CASE_(ENUM, name, rule) \
@@ -37,6 +38,7 @@ typedef enum emi_binary_rule { EMI_BINARY_RULES(EMI_BINARY_RULE_ENUM_) } emi_bin
         default: return (emi_##kind##_rule)0;                                          \
         }                                                                              \
     }
+// clang-format on
 EMI_RULE_OF_(unary, UNARY)
 EMI_RULE_OF_(binary, BINARY)
 #undef EMI_RULE_OF_

@@ -21,27 +21,27 @@ EMILY_HD unsigned emi_quant_unpack(const uint8_t *row, int64_t k, int bits) {
 
 /* A group's scale before its rounding to T: W(W(hi - lo) / L). lo > hi
  * (no number in the group: every element NaN) counts as lo = hi = 0. */
-#define EMI_QUANT_SCALAR_RULES(W, sfx, ROUND)                                            \
-    EMILY_HD W emi_quant_scale_##sfx(W lo, W hi, int bits) {                             \
-        if (lo > hi) return (W)0;                                                        \
-        W range = hi - lo;                                                               \
-        return range / (W)emi_quant_levels(bits);                                        \
-    }                                                                                    \
-    EMILY_HD W emi_quant_bias_##sfx(W lo, W hi) { return lo > hi ? (W)0 : lo; }          \
-    /* The code of w for the stored scale s and bias b (both read into W). */            \
-    EMILY_HD unsigned emi_quant_code_##sfx(W w, W s, W b, int bits) {                    \
-        if (s == (W)0) return 0;                                                         \
-        W d = w - b;                                                                     \
-        W v = d / s;                                                                     \
-        W top = (W)emi_quant_levels(bits);                                               \
-        if (!(v > (W)0)) return 0; /* also NaN */                                        \
-        if (v >= top) return (unsigned)emi_quant_levels(bits);                           \
-        return (unsigned)ROUND(v); /* ties away from zero */                             \
-    }                                                                                    \
-    /* The weight a code stands for: W(W(q * s) + b). */                                 \
-    EMILY_HD W emi_quant_decode_##sfx(unsigned q, W s, W b) {                            \
-        W p = (W)q * s;                                                                  \
-        return p + b;                                                                    \
+#define EMI_QUANT_SCALAR_RULES(W, sfx, ROUND)                                   \
+    EMILY_HD W emi_quant_scale_##sfx(W lo, W hi, int bits) {                    \
+        if (lo > hi) return (W)0;                                               \
+        W range = hi - lo;                                                      \
+        return range / (W)emi_quant_levels(bits);                               \
+    }                                                                           \
+    EMILY_HD W emi_quant_bias_##sfx(W lo, W hi) { return lo > hi ? (W)0 : lo; } \
+    /* The code of w for the stored scale s and bias b (both read into W). */   \
+    EMILY_HD unsigned emi_quant_code_##sfx(W w, W s, W b, int bits) {           \
+        if (s == (W)0) return 0;                                                \
+        W d = w - b;                                                            \
+        W v = d / s;                                                            \
+        W top = (W)emi_quant_levels(bits);                                      \
+        if (!(v > (W)0)) return 0; /* also NaN */                               \
+        if (v >= top) return (unsigned)emi_quant_levels(bits);                  \
+        return (unsigned)ROUND(v); /* ties away from zero */                    \
+    }                                                                           \
+    /* The weight a code stands for: W(W(q * s) + b). */                        \
+    EMILY_HD W emi_quant_decode_##sfx(unsigned q, W s, W b) {                   \
+        W p = (W)q * s;                                                         \
+        return p + b;                                                           \
     }
 
 EMI_QUANT_SCALAR_RULES(float, f32, roundf)

@@ -42,64 +42,60 @@
  * unsigned type arithmetic is done in (at least 32 bits wide, so that
  * narrow operands are not promoted to a signed int that could overflow). */
 
-#define EMILY_SB_INT_COMMON(N, T, UT, BITS)                                             \
-    EMILY_HD T emily_sb_add_##N(T a, T b) { return (T)((UT)a + (UT)b); }              \
-    EMILY_HD T emily_sb_subtract_##N(T a, T b) { return (T)((UT)a - (UT)b); }         \
-    EMILY_HD T emily_sb_multiply_##N(T a, T b) { return (T)((UT)a * (UT)b); }         \
-    EMILY_HD T emily_sb_bitwise_and_##N(T a, T b) { return (T)(a & b); }             \
-    EMILY_HD T emily_sb_bitwise_or_##N(T a, T b) { return (T)(a | b); }              \
-    EMILY_HD T emily_sb_bitwise_xor_##N(T a, T b) { return (T)(a ^ b); }             \
-    EMILY_HD T emily_sb_min_##N(T a, T b) { return a <= b ? a : b; }                  \
-    EMILY_HD T emily_sb_max_##N(T a, T b) { return a >= b ? a : b; }                  \
+#define EMILY_SB_INT_COMMON(N, T, UT, BITS)                                                                   \
+    EMILY_HD T emily_sb_add_##N(T a, T b) { return (T)((UT)a + (UT)b); }                                      \
+    EMILY_HD T emily_sb_subtract_##N(T a, T b) { return (T)((UT)a - (UT)b); }                                 \
+    EMILY_HD T emily_sb_multiply_##N(T a, T b) { return (T)((UT)a * (UT)b); }                                 \
+    EMILY_HD T emily_sb_bitwise_and_##N(T a, T b) { return (T)(a & b); }                                      \
+    EMILY_HD T emily_sb_bitwise_or_##N(T a, T b) { return (T)(a | b); }                                       \
+    EMILY_HD T emily_sb_bitwise_xor_##N(T a, T b) { return (T)(a ^ b); }                                      \
+    EMILY_HD T emily_sb_min_##N(T a, T b) { return a <= b ? a : b; }                                          \
+    EMILY_HD T emily_sb_max_##N(T a, T b) { return a >= b ? a : b; }                                          \
     /* Shifts by an amount outside [0, BITS) (negative ones included: they    \
-     * are huge as UT) shift every bit out. */                                        \
-    EMILY_HD T emily_sb_left_shift_##N(T a, T b) {                                    \
-        return (UT)b >= (UT)(BITS) ? (T)0 : (T)((UT)a << (UT)b);                      \
-    }                                                                                 \
-    /* Exponentiation by squaring, wrapping; b is taken as non-negative. */          \
-    EMILY_HD T emily_sb_upow_##N(T a, UT e) {                                         \
-        UT r = 1, x = (UT)a;                                                          \
-        while (e) {                                                                   \
-            if (e & 1u) r = (UT)(r * x);                                              \
-            x = (UT)(x * x);                                                          \
-            e >>= 1;                                                                  \
-        }                                                                             \
-        return (T)r;                                                                  \
+     * are huge as UT) shift every bit out. */                               \
+    EMILY_HD T emily_sb_left_shift_##N(T a, T b) { return (UT)b >= (UT)(BITS) ? (T)0 : (T)((UT)a << (UT)b); } \
+    /* Exponentiation by squaring, wrapping; b is taken as non-negative. */                                   \
+    EMILY_HD T emily_sb_upow_##N(T a, UT e) {                                                                 \
+        UT r = 1, x = (UT)a;                                                                                  \
+        while (e) {                                                                                           \
+            if (e & 1u) r = (UT)(r * x);                                                                      \
+            x = (UT)(x * x);                                                                                  \
+            e >>= 1;                                                                                          \
+        }                                                                                                     \
+        return (T)r;                                                                                          \
     }
 
 /* Quotient truncates toward zero; by zero it is -1 (all bits set) and
  * remainder by zero is the dividend, as XLA defines them (Nx raises). */
-#define EMILY_SB_SIGNED(N, T, UT, BITS)                                                 \
-    EMILY_SB_INT_COMMON(N, T, UT, BITS)                                                 \
-    EMILY_HD T emily_sb_quotient_##N(T a, T b) {                                      \
-        if (b == 0) return (T)-1;                                                     \
-        if (b == -1) return (T)(0u - (UT)a); /* MIN / -1 wraps to MIN */              \
-        return (T)(a / b);                                                            \
-    }                                                                                 \
-    EMILY_HD T emily_sb_remainder_##N(T a, T b) {                                     \
-        if (b == 0) return a;                                                         \
-        if (b == -1) return 0;                                                        \
-        return (T)(a % b);                                                            \
-    }                                                                                 \
-    /* Arithmetic shift written without shifting a negative value. */               \
-    EMILY_HD T emily_sb_right_shift_##N(T a, T b) {                                   \
-        if ((UT)b >= (UT)(BITS)) return a < 0 ? (T)-1 : (T)0;                         \
-        return a < 0 ? (T)~(T)((T)~a >> b) : (T)(a >> b);                             \
-    }                                                                                 \
+#define EMILY_SB_SIGNED(N, T, UT, BITS)                                              \
+    EMILY_SB_INT_COMMON(N, T, UT, BITS)                                              \
+    EMILY_HD T emily_sb_quotient_##N(T a, T b) {                                     \
+        if (b == 0) return (T)-1;                                                    \
+        if (b == -1) return (T)(0u - (UT)a); /* MIN / -1 wraps to MIN */             \
+        return (T)(a / b);                                                           \
+    }                                                                                \
+    EMILY_HD T emily_sb_remainder_##N(T a, T b) {                                    \
+        if (b == 0) return a;                                                        \
+        if (b == -1) return 0;                                                       \
+        return (T)(a % b);                                                           \
+    }                                                                                \
+    /* Arithmetic shift written without shifting a negative value. */                \
+    EMILY_HD T emily_sb_right_shift_##N(T a, T b) {                                  \
+        if ((UT)b >= (UT)(BITS)) return a < 0 ? (T)-1 : (T)0;                        \
+        return a < 0 ? (T) ~(T)((T)~a >> b) : (T)(a >> b);                           \
+    }                                                                                \
     /* Negative exponents: 1/a^n truncated (1 for a == 1, +-1 for a == -1,   \
-     * else 0; 0 for a == 0 too). */                                                  \
-    EMILY_HD T emily_sb_pow_##N(T a, T b) {                                           \
-        if (b < 0) return a == 1 ? (T)1 : a == -1 ? ((b & 1) ? (T)-1 : (T)1) : (T)0;  \
-        return emily_sb_upow_##N(a, (UT)b);                                           \
+     * else 0; 0 for a == 0 too). */       \
+    EMILY_HD T emily_sb_pow_##N(T a, T b) {                                          \
+        if (b < 0) return a == 1 ? (T)1 : a == -1 ? ((b & 1) ? (T)-1 : (T)1) : (T)0; \
+        return emily_sb_upow_##N(a, (UT)b);                                          \
     }
 
-#define EMILY_SB_UNSIGNED(N, T, UT, BITS)                                               \
-    EMILY_SB_INT_COMMON(N, T, UT, BITS)                                                 \
-    EMILY_HD T emily_sb_quotient_##N(T a, T b) { return b == 0 ? (T)~(T)0 : (T)(a / b); } \
-    EMILY_HD T emily_sb_remainder_##N(T a, T b) { return b == 0 ? a : (T)(a % b); }   \
-    EMILY_HD T emily_sb_right_shift_##N(T a, T b) {                                   \
-        return (UT)b >= (UT)(BITS) ? (T)0 : (T)(a >> b);                              \
-    }                                                                                 \
+#define EMILY_SB_UNSIGNED(N, T, UT, BITS)                                                              \
+    EMILY_SB_INT_COMMON(N, T, UT, BITS)                                                                \
+    EMILY_HD T emily_sb_quotient_##N(T a, T b) { return b == 0 ? (T) ~(T)0 : (T)(a / b); }             \
+    EMILY_HD T emily_sb_remainder_##N(T a, T b) { return b == 0 ? a : (T)(a % b); }                    \
+    EMILY_HD T emily_sb_right_shift_##N(T a, T b) { return (UT)b >= (UT)(BITS) ? (T)0 : (T)(a >> b); } \
     EMILY_HD T emily_sb_pow_##N(T a, T b) { return emily_sb_upow_##N(a, (UT)b); }
 
 EMILY_SB_UNSIGNED(u8, uint8_t, uint32_t, 8)
@@ -115,15 +111,15 @@ EMILY_SB_SIGNED(s64, int64_t, uint64_t, 64)
  * A truth value (the op writes it as u8): IEEE comparisons (NaN is
  * unequal to everything, nonzero for the logical ops). One function per
  * op and type; f16 and bf16 compare as f32. */
-#define EMILY_SB_PREDICATES_(E, s, T)                                                   \
-    EMILY_HD int emily_sb_equal_##s(T a, T b) { return a == b; }                      \
-    EMILY_HD int emily_sb_not_equal_##s(T a, T b) { return a != b; }                  \
-    EMILY_HD int emily_sb_greater_##s(T a, T b) { return a > b; }                     \
-    EMILY_HD int emily_sb_less_##s(T a, T b) { return a < b; }                        \
-    EMILY_HD int emily_sb_greater_equal_##s(T a, T b) { return a >= b; }              \
-    EMILY_HD int emily_sb_less_equal_##s(T a, T b) { return a <= b; }                 \
-    EMILY_HD int emily_sb_logical_and_##s(T a, T b) { return (a != 0) & (b != 0); }   \
-    EMILY_HD int emily_sb_logical_or_##s(T a, T b) { return (a != 0) | (b != 0); }    \
+#define EMILY_SB_PREDICATES_(E, s, T)                                               \
+    EMILY_HD int emily_sb_equal_##s(T a, T b) { return a == b; }                    \
+    EMILY_HD int emily_sb_not_equal_##s(T a, T b) { return a != b; }                \
+    EMILY_HD int emily_sb_greater_##s(T a, T b) { return a > b; }                   \
+    EMILY_HD int emily_sb_less_##s(T a, T b) { return a < b; }                      \
+    EMILY_HD int emily_sb_greater_equal_##s(T a, T b) { return a >= b; }            \
+    EMILY_HD int emily_sb_less_equal_##s(T a, T b) { return a <= b; }               \
+    EMILY_HD int emily_sb_logical_and_##s(T a, T b) { return (a != 0) & (b != 0); } \
+    EMILY_HD int emily_sb_logical_or_##s(T a, T b) { return (a != 0) | (b != 0); }  \
     EMILY_HD int emily_sb_logical_xor_##s(T a, T b) { return (a != 0) ^ (b != 0); }
 EMI_DTYPES_INTEGER(EMILY_SB_PREDICATES_)
 EMI_DTYPES_NATIVE_FLOAT(EMILY_SB_PREDICATES_)
@@ -138,33 +134,25 @@ EMI_DTYPES_NATIVE_FLOAT(EMILY_SB_PREDICATES_)
  * number over an infinity is the integer 0 (+0.0, where IEEE gives a
  * signed zero), and an infinity over y >= 0 is itself, which -0.0
  * passes (IEEE: inf / -0.0 is -inf). */
-#define EMILY_SB_FLOAT_ARITH_(E, s, T)                                                  \
-    EMILY_HD T emily_sb_add_##s(T a, T b) { return a + b; }                           \
-    EMILY_HD T emily_sb_subtract_##s(T a, T b) { return a - b; }                      \
-    EMILY_HD T emily_sb_multiply_##s(T a, T b) { return a * b; }                      \
-    EMILY_HD T emily_sb_divide_##s(T a, T b) {                                        \
-        T q = a / b;                                                                  \
-        if (q == 0 && (b == (T)INFINITY || b == (T)-INFINITY)) return (T)0;           \
-        if (b == 0 && (a == (T)INFINITY || a == (T)-INFINITY)) return a;              \
-        return q;                                                                     \
+#define EMILY_SB_FLOAT_ARITH_(E, s, T)                                      \
+    EMILY_HD T emily_sb_add_##s(T a, T b) { return a + b; }                 \
+    EMILY_HD T emily_sb_subtract_##s(T a, T b) { return a - b; }            \
+    EMILY_HD T emily_sb_multiply_##s(T a, T b) { return a * b; }            \
+    EMILY_HD T emily_sb_divide_##s(T a, T b) {                              \
+        T q = a / b;                                                        \
+        if (q == 0 && (b == (T)INFINITY || b == (T)-INFINITY)) return (T)0; \
+        if (b == 0 && (a == (T)INFINITY || a == (T)-INFINITY)) return a;    \
+        return q;                                                           \
     }
 EMI_DTYPES_NATIVE_FLOAT(EMILY_SB_FLOAT_ARITH_)
 #undef EMILY_SB_FLOAT_ARITH_
 
 /* Erlang's max/min after Nx's NaN clauses: NaN wins, then the first
  * operand unless the second is strictly larger (smaller). */
-EMILY_HD double emily_sb_max_f64(double a, double b) {
-    return a != a ? a : b != b ? b : a >= b ? a : b;
-}
-EMILY_HD double emily_sb_min_f64(double a, double b) {
-    return a != a ? a : b != b ? b : a <= b ? a : b;
-}
-EMILY_HD float emily_sb_max_f32(float a, float b) {
-    return a != a ? a : b != b ? b : a >= b ? a : b;
-}
-EMILY_HD float emily_sb_min_f32(float a, float b) {
-    return a != a ? a : b != b ? b : a <= b ? a : b;
-}
+EMILY_HD double emily_sb_max_f64(double a, double b) { return a != a ? a : b != b ? b : a >= b ? a : b; }
+EMILY_HD double emily_sb_min_f64(double a, double b) { return a != a ? a : b != b ? b : a <= b ? a : b; }
+EMILY_HD float emily_sb_max_f32(float a, float b) { return a != a ? a : b != b ? b : a >= b ? a : b; }
+EMILY_HD float emily_sb_min_f32(float a, float b) { return a != a ? a : b != b ? b : a <= b ? a : b; }
 
 EMILY_HD double emily_sb_remainder_f64(double a, double b) { return fmod(a, b); }
 
@@ -216,8 +204,7 @@ EMILY_HD emily_sb_complex emily_sb_cmultiply(emily_sb_complex a, emily_sb_comple
 /* A finite value over a real infinity is 0; otherwise the textbook
  * formula over |b|^2. */
 EMILY_HD emily_sb_complex emily_sb_cdivide(emily_sb_complex a, emily_sb_complex b) {
-    if (b.im == 0 && !emily_sb_finite(b.re) && b.re == b.re && emily_sb_finite(a.re) &&
-        emily_sb_finite(a.im))
+    if (b.im == 0 && !emily_sb_finite(b.re) && b.re == b.re && emily_sb_finite(a.re) && emily_sb_finite(a.im))
         return emily_sb_cmake(0.0, 0.0);
     double den = b.re * b.re + b.im * b.im;
     return emily_sb_cmake((a.re * b.re + a.im * b.im) / den, (a.im * b.re - a.re * b.im) / den);
@@ -238,8 +225,7 @@ EMILY_HD double emily_sb_cabs(emily_sb_complex z) {
 EMILY_HD emily_sb_complex emily_sb_cpow(emily_sb_complex z, emily_sb_complex w) {
     int zero = z.re == 0 && z.im == 0;
     if (zero && w.re == INFINITY && w.im == 0) return emily_sb_cmake(0.0, 0.0);
-    if (!emily_sb_finite(z.re) || !emily_sb_finite(z.im) || !emily_sb_finite(w.re) ||
-        !emily_sb_finite(w.im))
+    if (!emily_sb_finite(z.re) || !emily_sb_finite(z.im) || !emily_sb_finite(w.re) || !emily_sb_finite(w.im))
         return emily_sb_cmake(NAN, NAN);
     if (zero) return (w.re == 0 && w.im == 0) ? emily_sb_cmake(1.0, 0.0) : emily_sb_cmake(0.0, 0.0);
     if (w.re == 1 && w.im == 0) return z;
@@ -253,9 +239,7 @@ EMILY_HD emily_sb_complex emily_sb_cpow(emily_sb_complex z, emily_sb_complex w) 
 /* Complex equality is IEEE on both parts (a NaN part is unequal). Nx
  * compares Complex structs with ==, under which two NaN atoms are equal;
  * docs/semantics.md explains why Emily keeps IEEE here. */
-EMILY_HD int emily_sb_cequal(emily_sb_complex a, emily_sb_complex b) {
-    return a.re == b.re && a.im == b.im;
-}
+EMILY_HD int emily_sb_cequal(emily_sb_complex a, emily_sb_complex b) { return a.re == b.re && a.im == b.im; }
 
 EMILY_HD int emily_sb_cnonzero(emily_sb_complex a) { return a.re != 0 || a.im != 0; }
 EMILY_HD int emily_sb_cnot_equal(emily_sb_complex a, emily_sb_complex b) { return !emily_sb_cequal(a, b); }

@@ -83,7 +83,7 @@ EMILY_HD uint16_t emily_sc_f64_to_f16(double x) {
     int exp = (int)((b >> 52) & 0x7ff);
     uint64_t man = b & 0xfffffffffffffull;
     if (exp == 0x7ff) return man ? (uint16_t)0x7e00u : (uint16_t)(sign | 0x7c00u); /* Nx's one NaN */
-    int e = exp - 1023; /* unbiased */
+    int e = exp - 1023;                                                            /* unbiased */
     if (e > 15) return (uint16_t)(sign | 0x7c00u);
     uint64_t full = man | (exp ? (1ull << 52) : 0); /* 53-bit significand */
     int shift;
@@ -155,18 +155,12 @@ EMILY_HD uint64_t emily_sc_f2i_bits(double x, uint64_t hi, uint64_t lo) {
 
 EMILY_HD uint8_t emily_sc_f64_to_u8(double x) { return (uint8_t)emily_sc_f2i_bits(x, 0xffu, 0); }
 EMILY_HD uint16_t emily_sc_f64_to_u16(double x) { return (uint16_t)emily_sc_f2i_bits(x, 0xffffu, 0); }
-EMILY_HD uint32_t emily_sc_f64_to_u32(double x) {
-    return (uint32_t)emily_sc_f2i_bits(x, 0xffffffffu, 0);
-}
+EMILY_HD uint32_t emily_sc_f64_to_u32(double x) { return (uint32_t)emily_sc_f2i_bits(x, 0xffffffffu, 0); }
 EMILY_HD uint64_t emily_sc_f64_to_u64(double x) { return emily_sc_f2i_bits(x, UINT64_MAX, 0); }
 /* Signed targets: the low bits reinterpreted (GCC and nvcc define the
  * narrowing conversion as modular). */
-EMILY_HD int8_t emily_sc_f64_to_s8(double x) {
-    return (int8_t)(uint8_t)emily_sc_f2i_bits(x, 0x7fu, 0x80u);
-}
-EMILY_HD int16_t emily_sc_f64_to_s16(double x) {
-    return (int16_t)(uint16_t)emily_sc_f2i_bits(x, 0x7fffu, 0x8000u);
-}
+EMILY_HD int8_t emily_sc_f64_to_s8(double x) { return (int8_t)(uint8_t)emily_sc_f2i_bits(x, 0x7fu, 0x80u); }
+EMILY_HD int16_t emily_sc_f64_to_s16(double x) { return (int16_t)(uint16_t)emily_sc_f2i_bits(x, 0x7fffu, 0x8000u); }
 EMILY_HD int32_t emily_sc_f64_to_s32(double x) {
     return (int32_t)(uint32_t)emily_sc_f2i_bits(x, 0x7fffffffu, 0x80000000u);
 }
@@ -245,10 +239,20 @@ EMILY_HD uint8_t emily_sc_f64_to_u_narrow(double x, int nbits) {
 /* Type codes as in emily/dtype.h (kept as ints so this header needs no
  * other include). */
 enum {
-    EMILY_SC_U8 = 0, EMILY_SC_U16, EMILY_SC_U32, EMILY_SC_U64,
-    EMILY_SC_S8, EMILY_SC_S16, EMILY_SC_S32, EMILY_SC_S64,
-    EMILY_SC_F16, EMILY_SC_BF16, EMILY_SC_F32, EMILY_SC_F64,
-    EMILY_SC_C64, EMILY_SC_C128
+    EMILY_SC_U8 = 0,
+    EMILY_SC_U16,
+    EMILY_SC_U32,
+    EMILY_SC_U64,
+    EMILY_SC_S8,
+    EMILY_SC_S16,
+    EMILY_SC_S32,
+    EMILY_SC_S64,
+    EMILY_SC_F16,
+    EMILY_SC_BF16,
+    EMILY_SC_F32,
+    EMILY_SC_F64,
+    EMILY_SC_C64,
+    EMILY_SC_C128
 };
 
 /* Writes an integer (given as its 64-bit pattern and whether it is
@@ -256,16 +260,52 @@ enum {
 EMILY_HD void emily_sc_store_int(int dtype, uint64_t bits, int is_unsigned, void *out) {
     double d = is_unsigned ? (double)bits : (double)(int64_t)bits;
     switch (dtype) {
-    case EMILY_SC_U8: case EMILY_SC_S8: { uint8_t v = (uint8_t)bits; memcpy(out, &v, 1); break; }
-    case EMILY_SC_U16: case EMILY_SC_S16: { uint16_t v = (uint16_t)bits; memcpy(out, &v, 2); break; }
-    case EMILY_SC_U32: case EMILY_SC_S32: { uint32_t v = (uint32_t)bits; memcpy(out, &v, 4); break; }
-    case EMILY_SC_U64: case EMILY_SC_S64: memcpy(out, &bits, 8); break;
-    case EMILY_SC_F16: { uint16_t v = emily_sc_f64_to_f16(d); memcpy(out, &v, 2); break; }
-    case EMILY_SC_BF16: { uint16_t v = emily_sc_f64_to_bf16(d); memcpy(out, &v, 2); break; }
-    case EMILY_SC_F32: { float v = (float)d; memcpy(out, &v, 4); break; }
+    case EMILY_SC_U8:
+    case EMILY_SC_S8: {
+        uint8_t v = (uint8_t)bits;
+        memcpy(out, &v, 1);
+        break;
+    }
+    case EMILY_SC_U16:
+    case EMILY_SC_S16: {
+        uint16_t v = (uint16_t)bits;
+        memcpy(out, &v, 2);
+        break;
+    }
+    case EMILY_SC_U32:
+    case EMILY_SC_S32: {
+        uint32_t v = (uint32_t)bits;
+        memcpy(out, &v, 4);
+        break;
+    }
+    case EMILY_SC_U64:
+    case EMILY_SC_S64: memcpy(out, &bits, 8); break;
+    case EMILY_SC_F16: {
+        uint16_t v = emily_sc_f64_to_f16(d);
+        memcpy(out, &v, 2);
+        break;
+    }
+    case EMILY_SC_BF16: {
+        uint16_t v = emily_sc_f64_to_bf16(d);
+        memcpy(out, &v, 2);
+        break;
+    }
+    case EMILY_SC_F32: {
+        float v = (float)d;
+        memcpy(out, &v, 4);
+        break;
+    }
     case EMILY_SC_F64: memcpy(out, &d, 8); break;
-    case EMILY_SC_C64: { float v[2] = {(float)d, 0.0f}; memcpy(out, v, 8); break; }
-    case EMILY_SC_C128: { double v[2] = {d, 0.0}; memcpy(out, v, 16); break; }
+    case EMILY_SC_C64: {
+        float v[2] = {(float)d, 0.0f};
+        memcpy(out, v, 8);
+        break;
+    }
+    case EMILY_SC_C128: {
+        double v[2] = {d, 0.0};
+        memcpy(out, v, 16);
+        break;
+    }
     default: break;
     }
 }
@@ -274,20 +314,72 @@ EMILY_HD void emily_sc_store_int(int dtype, uint64_t bits, int is_unsigned, void
  * real part like as_type does) into one element of `dtype`. */
 EMILY_HD void emily_sc_store_complex(int dtype, double re, double im, void *out) {
     switch (dtype) {
-    case EMILY_SC_U8: { uint8_t v = emily_sc_f64_to_u8(re); memcpy(out, &v, 1); break; }
-    case EMILY_SC_U16: { uint16_t v = emily_sc_f64_to_u16(re); memcpy(out, &v, 2); break; }
-    case EMILY_SC_U32: { uint32_t v = emily_sc_f64_to_u32(re); memcpy(out, &v, 4); break; }
-    case EMILY_SC_U64: { uint64_t v = emily_sc_f64_to_u64(re); memcpy(out, &v, 8); break; }
-    case EMILY_SC_S8: { int8_t v = emily_sc_f64_to_s8(re); memcpy(out, &v, 1); break; }
-    case EMILY_SC_S16: { int16_t v = emily_sc_f64_to_s16(re); memcpy(out, &v, 2); break; }
-    case EMILY_SC_S32: { int32_t v = emily_sc_f64_to_s32(re); memcpy(out, &v, 4); break; }
-    case EMILY_SC_S64: { int64_t v = emily_sc_f64_to_s64(re); memcpy(out, &v, 8); break; }
-    case EMILY_SC_F16: { uint16_t v = emily_sc_f64_to_f16(re); memcpy(out, &v, 2); break; }
-    case EMILY_SC_BF16: { uint16_t v = emily_sc_f64_to_bf16(re); memcpy(out, &v, 2); break; }
-    case EMILY_SC_F32: { float v = (float)re; memcpy(out, &v, 4); break; }
+    case EMILY_SC_U8: {
+        uint8_t v = emily_sc_f64_to_u8(re);
+        memcpy(out, &v, 1);
+        break;
+    }
+    case EMILY_SC_U16: {
+        uint16_t v = emily_sc_f64_to_u16(re);
+        memcpy(out, &v, 2);
+        break;
+    }
+    case EMILY_SC_U32: {
+        uint32_t v = emily_sc_f64_to_u32(re);
+        memcpy(out, &v, 4);
+        break;
+    }
+    case EMILY_SC_U64: {
+        uint64_t v = emily_sc_f64_to_u64(re);
+        memcpy(out, &v, 8);
+        break;
+    }
+    case EMILY_SC_S8: {
+        int8_t v = emily_sc_f64_to_s8(re);
+        memcpy(out, &v, 1);
+        break;
+    }
+    case EMILY_SC_S16: {
+        int16_t v = emily_sc_f64_to_s16(re);
+        memcpy(out, &v, 2);
+        break;
+    }
+    case EMILY_SC_S32: {
+        int32_t v = emily_sc_f64_to_s32(re);
+        memcpy(out, &v, 4);
+        break;
+    }
+    case EMILY_SC_S64: {
+        int64_t v = emily_sc_f64_to_s64(re);
+        memcpy(out, &v, 8);
+        break;
+    }
+    case EMILY_SC_F16: {
+        uint16_t v = emily_sc_f64_to_f16(re);
+        memcpy(out, &v, 2);
+        break;
+    }
+    case EMILY_SC_BF16: {
+        uint16_t v = emily_sc_f64_to_bf16(re);
+        memcpy(out, &v, 2);
+        break;
+    }
+    case EMILY_SC_F32: {
+        float v = (float)re;
+        memcpy(out, &v, 4);
+        break;
+    }
     case EMILY_SC_F64: memcpy(out, &re, 8); break;
-    case EMILY_SC_C64: { float v[2] = {(float)re, (float)im}; memcpy(out, v, 8); break; }
-    case EMILY_SC_C128: { double v[2] = {re, im}; memcpy(out, v, 16); break; }
+    case EMILY_SC_C64: {
+        float v[2] = {(float)re, (float)im};
+        memcpy(out, v, 8);
+        break;
+    }
+    case EMILY_SC_C128: {
+        double v[2] = {re, im};
+        memcpy(out, v, 16);
+        break;
+    }
     default: break;
     }
 }

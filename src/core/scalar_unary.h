@@ -53,7 +53,7 @@
 /* Nx's formulas for expm1, log1p and sigmoid, over an exp or a log: the
  * host's here, the CUDA engine's double-double ones in its f64 forms
  * (cuda/unary_f64.cuh). */
-#define EMI_NX_EXPM1(exp_fn, x) ((exp_fn)(x) - 1.0)
+#define EMI_NX_EXPM1(exp_fn, x) ((exp_fn)(x)-1.0)
 #define EMI_NX_LOG1P(log_fn, x) ((log_fn)((x) + 1.0))
 #define EMI_NX_SIGMOID(exp_fn, x) (1.0 / (1.0 + (exp_fn)(-(x))))
 
@@ -162,23 +162,21 @@ EMILY_HD int emily_sc_popcount(uint64_t v) {
  * type in and out. Negation wraps: it is computed in uint64_t, whose low
  * bits are the result (the most negative value is its own negation and
  * its own abs). Leading zeros and set bits count the type's own bits. */
-#define EMILY_SI_INTEGER_(E, s, T)                                                     \
-    EMILY_HD T emily_si_negate_##s(T v) { return (T)(0 - (uint64_t)v); }              \
-    EMILY_HD T emily_si_bitwise_not_##s(T v) { return (T)~v; }                        \
-    EMILY_HD T emily_si_count_leading_zeros_##s(T v) {                                \
-        return (T)emily_sc_clz((uint64_t)v, 8 * (int)sizeof(T));                      \
-    }                                                                                 \
-    EMILY_HD T emily_si_population_count_##s(T v) {                                   \
-        return (T)emily_sc_popcount((uint64_t)v & (~(uint64_t)0 >> (64 - 8 * sizeof(T)))); \
-    }                                                                                 \
+#define EMILY_SI_INTEGER_(E, s, T)                                                                                \
+    EMILY_HD T emily_si_negate_##s(T v) { return (T)(0 - (uint64_t)v); }                                          \
+    EMILY_HD T emily_si_bitwise_not_##s(T v) { return (T)~v; }                                                    \
+    EMILY_HD T emily_si_count_leading_zeros_##s(T v) { return (T)emily_sc_clz((uint64_t)v, 8 * (int)sizeof(T)); } \
+    EMILY_HD T emily_si_population_count_##s(T v) {                                                               \
+        return (T)emily_sc_popcount((uint64_t)v & (~(uint64_t)0 >> (64 - 8 * sizeof(T))));                        \
+    }                                                                                                             \
     EMILY_HD int emily_si_logical_not_##s(T v) { return v == 0; }
-#define EMILY_SI_SIGNED_(E, s, T)                                                      \
-    EMILY_SI_INTEGER_(E, s, T)                                                         \
-    EMILY_HD T emily_si_abs_##s(T v) { return v < 0 ? emily_si_negate_##s(v) : v; }   \
+#define EMILY_SI_SIGNED_(E, s, T)                                                   \
+    EMILY_SI_INTEGER_(E, s, T)                                                      \
+    EMILY_HD T emily_si_abs_##s(T v) { return v < 0 ? emily_si_negate_##s(v) : v; } \
     EMILY_HD T emily_si_sign_##s(T v) { return (T)((v > 0) - (v < 0)); }
-#define EMILY_SI_UNSIGNED_(E, s, T)                                                    \
-    EMILY_SI_INTEGER_(E, s, T)                                                         \
-    EMILY_HD T emily_si_abs_##s(T v) { return v; }                                    \
+#define EMILY_SI_UNSIGNED_(E, s, T)                \
+    EMILY_SI_INTEGER_(E, s, T)                     \
+    EMILY_HD T emily_si_abs_##s(T v) { return v; } \
     EMILY_HD T emily_si_sign_##s(T v) { return (T)(v != 0); }
 EMI_DTYPES_SIGNED(EMILY_SI_SIGNED_)
 EMI_DTYPES_UNSIGNED(EMILY_SI_UNSIGNED_)
@@ -258,17 +256,14 @@ EMILY_HD emily_cd emily_cd_exp(emily_cd z) {
         if (z.im != z.im) return emily_cd_make(INFINITY, NAN);
         if (isinf(z.im)) return emily_cd_make(NAN, NAN);
         double c = cos(z.im), s = sin(z.im);
-        return emily_cd_make(c > 0 ? INFINITY : c < 0 ? -INFINITY : NAN,
-                             s > 0 ? INFINITY : s < 0 ? -INFINITY : NAN);
+        return emily_cd_make(c > 0 ? INFINITY : c < 0 ? -INFINITY : NAN, s > 0 ? INFINITY : s < 0 ? -INFINITY : NAN);
     }
     if (isinf(z.im) || z.re != z.re || z.im != z.im) return emily_cd_make(NAN, NAN);
     double rho = exp(z.re);
     return emily_cd_make(EMILY_MUL(rho, cos(z.im)), EMILY_MUL(rho, sin(z.im)));
 }
 
-EMILY_HD emily_cd emily_cd_log(emily_cd z) {
-    return emily_cd_make(log(emily_cd_abs(z)), atan2(z.im, z.re));
-}
+EMILY_HD emily_cd emily_cd_log(emily_cd z) { return emily_cd_make(log(emily_cd_abs(z)), atan2(z.im, z.re)); }
 
 EMILY_HD emily_cd emily_cd_sin(emily_cd z) {
     if (!isfinite(z.re) || z.im != z.im) return emily_cd_make(NAN, NAN);
@@ -291,9 +286,7 @@ EMILY_HD emily_cd emily_cd_expm1(emily_cd z) {
     emily_cd e = emily_cd_exp(z);
     return emily_cd_make(e.re - 1.0, e.im - 0.0);
 }
-EMILY_HD emily_cd emily_cd_log1p(emily_cd z) {
-    return emily_cd_log(emily_cd_make(z.re + 1.0, z.im + 0.0));
-}
+EMILY_HD emily_cd emily_cd_log1p(emily_cd z) { return emily_cd_log(emily_cd_make(z.re + 1.0, z.im + 0.0)); }
 EMILY_HD emily_cd emily_cd_sigmoid(emily_cd z) {
     emily_cd e = emily_cd_exp(emily_cd_neg(z));
     return emily_cd_div(emily_cd_make(1.0, 0.0), emily_cd_make(e.re + 1.0, e.im + 0.0));
@@ -307,9 +300,7 @@ EMILY_HD emily_cd emily_cd_sinh(emily_cd z) {
     emily_cd s = emily_cd_sub(emily_cd_exp(z), emily_cd_exp(emily_cd_neg(z)));
     return emily_cd_make(s.re / 2.0, s.im / 2.0);
 }
-EMILY_HD emily_cd emily_cd_tanh(emily_cd z) {
-    return emily_cd_div(emily_cd_sinh(z), emily_cd_cosh(z));
-}
+EMILY_HD emily_cd emily_cd_tanh(emily_cd z) { return emily_cd_div(emily_cd_sinh(z), emily_cd_cosh(z)); }
 /* -i * log(z + sqrt(z*z - 1)) */
 EMILY_HD emily_cd emily_cd_acos(emily_cd z) {
     if (!isfinite(z.re) || !isfinite(z.im)) return emily_cd_make(NAN, NAN);

@@ -12,10 +12,8 @@ struct emily_stream {
 static emily_status stream_engine(const char *op, emily_device d, const emily_engine **e) {
     emily_status s = emi_engine_get(d, e);
     if (s) return s;
-    if (!(*e)->stream_new || !(*e)->stream_free || !(*e)->stream_synchronize ||
-        !(*e)->stream_set_current)
-        return emily_error(EMILY_ERR_UNSUPPORTED, "%s: the %s engine has no streams", op,
-                           (*e)->name);
+    if (!(*e)->stream_new || !(*e)->stream_free || !(*e)->stream_synchronize || !(*e)->stream_set_current)
+        return emily_error(EMILY_ERR_UNSUPPORTED, "%s: the %s engine has no streams", op, (*e)->name);
     return EMILY_OK;
 }
 
@@ -30,7 +28,10 @@ emily_status emily_stream_new(emily_device d, emily_stream **out) {
     st->device = d;
     st->handle = NULL;
     s = e->stream_new(d.index, &st->handle);
-    if (s) { free(st); return s; }
+    if (s) {
+        free(st);
+        return s;
+    }
     *out = st;
     return EMILY_OK;
 }
@@ -61,8 +62,7 @@ emily_status emily_stream_set_current(emily_device d, emily_stream *st) {
         char a[32], b[32];
         emily_device_format(st->device, a, sizeof a);
         emily_device_format(d, b, sizeof b);
-        return emily_error(EMILY_ERR_DEVICE,
-                           "stream_set_current: the stream belongs to %s, not to %s", a, b);
+        return emily_error(EMILY_ERR_DEVICE, "stream_set_current: the stream belongs to %s, not to %s", a, b);
     }
     return e->stream_set_current(d.index, st ? st->handle : NULL);
 }

@@ -36,14 +36,13 @@ bool emi_shape_size(int rank, const int64_t *shape, int64_t *size) {
  * limits), with `op`'s name in the message. */
 static emily_status check_shape(const char *op, int rank, const int64_t *shape, int64_t *size) {
     if (rank < 0 || rank > EMILY_MAX_RANK)
-        return emily_error(EMILY_ERR_SHAPE, "%s: rank %d is outside 0..%d (EMILY_MAX_RANK)", op, rank,
-                           EMILY_MAX_RANK);
+        return emily_error(EMILY_ERR_SHAPE, "%s: rank %d is outside 0..%d (EMILY_MAX_RANK)", op, rank, EMILY_MAX_RANK);
     if (rank > 0 && !shape) return emily_error(EMILY_ERR_SHAPE, "%s: NULL shape", op);
     if (!emi_shape_size(rank, shape, size))
         return emily_error(EMILY_ERR_SHAPE,
                            "%s: invalid shape (a negative dimension, or too many elements: the "
-                           "non-zero dimensions multiply to more than %lld)", op,
-                           (long long)EMILY_MAX_ELEMENTS);
+                           "non-zero dimensions multiply to more than %lld)",
+                           op, (long long)EMILY_MAX_ELEMENTS);
     return EMILY_OK;
 }
 
@@ -73,7 +72,10 @@ emily_status emi_buffer_alloc(emily_device device, size_t nbytes, emily_buffer *
     if (!b) return emily_error(EMILY_ERR_MEMORY, "buffer: out of host memory");
     if (nbytes > 0) {
         s = e->alloc(device.index, nbytes, &b->data);
-        if (s) { free(b); return s; }
+        if (s) {
+            free(b);
+            return s;
+        }
     }
     atomic_init(&b->refcount, 1);
     b->device = device;
@@ -106,9 +108,8 @@ void emi_buffer_release(emily_buffer *b) {
     free(b);
 }
 
-emily_status emi_tensor_wrap(emily_buffer *buffer, emily_dtype dtype, int rank,
-                               const int64_t *shape, const int64_t *strides,
-                               int64_t offset, emily_tensor **out) {
+emily_status emi_tensor_wrap(emily_buffer *buffer, emily_dtype dtype, int rank, const int64_t *shape,
+                             const int64_t *strides, int64_t offset, emily_tensor **out) {
     int64_t size;
     emily_status s = check_shape("tensor", rank, shape, &size);
     if (s) return s;
@@ -134,13 +135,12 @@ emily_status emi_tensor_wrap(emily_buffer *buffer, emily_dtype dtype, int rank,
     return EMILY_OK;
 }
 
-emily_status emi_tensor_view(const emily_tensor *t, int rank, const int64_t *shape,
-                               const int64_t *strides, int64_t offset, emily_tensor **out) {
+emily_status emi_tensor_view(const emily_tensor *t, int rank, const int64_t *shape, const int64_t *strides,
+                             int64_t offset, emily_tensor **out) {
     return emi_tensor_wrap(t->buffer, t->dtype, rank, shape, strides, offset, out);
 }
 
-emily_status emily_empty(emily_device device, emily_dtype dtype, int rank,
-                         const int64_t *shape, emily_tensor **out) {
+emily_status emily_empty(emily_device device, emily_dtype dtype, int rank, const int64_t *shape, emily_tensor **out) {
     if (!out) return emily_error(EMILY_ERR_ARGUMENT, "empty: NULL output");
     *out = NULL;
     if (!emily_dtype_known(dtype)) return emily_error(EMILY_ERR_TYPE, "empty: invalid dtype %d", (int)dtype);
@@ -171,9 +171,7 @@ int emily_tensor_rank(const emily_tensor *t) { return t ? t->rank : -1; }
 const int64_t *emily_tensor_shape(const emily_tensor *t) { return t ? t->shape : NULL; }
 const int64_t *emily_tensor_strides(const emily_tensor *t) { return t ? t->strides : NULL; }
 int64_t emily_tensor_size(const emily_tensor *t) { return t ? t->size : 0; }
-size_t emily_tensor_nbytes(const emily_tensor *t) {
-    return t ? (size_t)t->size * emily_dtype_size(t->dtype) : 0;
-}
+size_t emily_tensor_nbytes(const emily_tensor *t) { return t ? (size_t)t->size * emily_dtype_size(t->dtype) : 0; }
 emily_device emily_tensor_device(const emily_tensor *t) { return t ? t->buffer->device : EMILY_CPU; }
 bool emily_tensor_is_contiguous(const emily_tensor *t) {
     return t && emi_strides_contiguous(t->rank, t->shape, t->strides);
@@ -206,9 +204,8 @@ static void pack_sub_byte(emily_dtype dtype, const uint8_t *bytes, uint8_t *pack
 
 static bool is_sub_byte(emily_dtype dtype) { return emily_dtype_bits(dtype) < 8; }
 
-emily_status emily_from_binary(emily_device device, emily_dtype dtype, int rank,
-                               const int64_t *shape, const void *data, size_t nbytes,
-                               emily_tensor **out) {
+emily_status emily_from_binary(emily_device device, emily_dtype dtype, int rank, const int64_t *shape, const void *data,
+                               size_t nbytes, emily_tensor **out) {
     if (!out) return emily_error(EMILY_ERR_ARGUMENT, "from_binary: NULL output");
     *out = NULL;
     emily_tensor *t;
@@ -218,8 +215,7 @@ emily_status emily_from_binary(emily_device device, emily_dtype dtype, int rank,
     if (nbytes != want) {
         long long count = (long long)emily_tensor_size(t);
         emily_tensor_release(t);
-        return emily_error(EMILY_ERR_ARGUMENT,
-                           "from_binary: %zu bytes given, a %s tensor of %lld elements needs %zu",
+        return emily_error(EMILY_ERR_ARGUMENT, "from_binary: %zu bytes given, a %s tensor of %lld elements needs %zu",
                            nbytes, emily_dtype_name(dtype), count, want);
     }
     if (want && !data) {
@@ -239,7 +235,10 @@ emily_status emily_from_binary(emily_device device, emily_dtype dtype, int rank,
         s = emi_engine_for(device.type)->upload(device.index, t->buffer->data, data, stored);
         if (!s) emi_buffer_mirror(t->buffer, data, stored);
         free(unpacked);
-        if (s) { emily_tensor_release(t); return s; }
+        if (s) {
+            emily_tensor_release(t);
+            return s;
+        }
     }
     *out = t;
     return EMILY_OK;
@@ -257,7 +256,10 @@ emily_status emily_contiguous(const emily_tensor *t, emily_tensor **out) {
     if (s) return s;
     if (c->size) {
         s = emi_engine_for(t->buffer->device.type)->copy->copy(c, t);
-        if (s) { emily_tensor_release(c); return s; }
+        if (s) {
+            emily_tensor_release(c);
+            return s;
+        }
     }
     *out = c;
     return EMILY_OK;
@@ -303,7 +305,10 @@ emily_status emily_to_device(const emily_tensor *t, emily_device device, emily_t
     emily_status s = emily_contiguous(t, &c);
     if (s) return s;
     s = emily_empty(device, t->dtype, t->rank, t->shape, &r);
-    if (s) { emily_tensor_release(c); return s; }
+    if (s) {
+        emily_tensor_release(c);
+        return s;
+    }
     size_t n = emily_tensor_nbytes(c);
     if (n) {
         const emily_engine *ef = emi_engine_for(from.type), *et = emi_engine_for(device.type);

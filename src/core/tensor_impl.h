@@ -8,7 +8,7 @@
 typedef struct emily_buffer {
     atomic_long refcount;
     emily_device device;
-    void *data;    /* device pointer (host pointer for the CPU) */
+    void *data; /* device pointer (host pointer for the CPU) */
     size_t nbytes;
     void *engine_state; /* owned by the engine (e.g. a CUDA event) */
     /* A small buffer of a device without host-addressable memory, filled
@@ -34,15 +34,12 @@ struct emily_tensor {
 
 /* New tensor header over `buffer` (takes a reference to it), with the
  * given shape and strides (NULL strides: row-major contiguous). */
-emily_status emi_tensor_wrap(emily_buffer *buffer, emily_dtype dtype, int rank,
-                               const int64_t *shape, const int64_t *strides,
-                               int64_t offset, emily_tensor **out);
+emily_status emi_tensor_wrap(emily_buffer *buffer, emily_dtype dtype, int rank, const int64_t *shape,
+                             const int64_t *strides, int64_t offset, emily_tensor **out);
 /* A view of t with new shape/strides/offset (shares the buffer). */
-emily_status emi_tensor_view(const emily_tensor *t, int rank,
-                               const int64_t *shape, const int64_t *strides,
-                               int64_t offset, emily_tensor **out);
-emily_status emi_buffer_alloc(emily_device device, size_t nbytes,
-                                emily_buffer **out);
+emily_status emi_tensor_view(const emily_tensor *t, int rank, const int64_t *shape, const int64_t *strides,
+                             int64_t offset, emily_tensor **out);
+emily_status emi_buffer_alloc(emily_device device, size_t nbytes, emily_buffer **out);
 /* Records host bytes just copied into t's (whole, small) buffer as its
  * mirror; a no-op for host-addressable devices and larger buffers. */
 void emi_buffer_mirror(emily_buffer *b, const void *bytes, size_t nbytes);

@@ -33,8 +33,8 @@ typedef struct emi_ts_plan {
 } emi_ts_plan;
 
 /* b_rows, b_cols: b's last two dims (ignored for a vector b). */
-EMILY_HD emi_ts_plan emi_ts_plan_make(int64_t n, bool b_vector, int64_t b_rows, int64_t b_cols,
-                                      bool left_side, bool lower, emily_transform_a transform) {
+EMILY_HD emi_ts_plan emi_ts_plan_make(int64_t n, bool b_vector, int64_t b_rows, int64_t b_cols, bool left_side,
+                                      bool lower, emily_transform_a transform) {
     bool opt_t = transform == EMILY_TRANSFORM_TRANSPOSE;
     emi_ts_plan p;
     p.n = n;

@@ -58,13 +58,13 @@
 #define EMI_UK_REAL_AT_F64(ENUM, n, x) EMI_UNARY_REAL_F64(ENUM, n, x)
 
 /* A complex element as emily_cd and back (emi_cd_of_c64, emi_c64_of_cd). */
-#define EMI_UK_CD_IO_(E, s, T, PE, ps, PT, unused)                                     \
+#define EMI_UK_CD_IO_(E, s, T, PE, ps, PT, unused)                                             \
     EMILY_HD emily_cd emi_cd_of_##s(T v) { return emily_cd_make((double)v.re, (double)v.im); } \
-    EMILY_HD T emi_##s##_of_cd(emily_cd z) {                                           \
-        T r;                                                                           \
-        r.re = (PT)z.re;                                                               \
-        r.im = (PT)z.im;                                                               \
-        return r;                                                                      \
+    EMILY_HD T emi_##s##_of_cd(emily_cd z) {                                                   \
+        T r;                                                                                   \
+        r.re = (PT)z.re;                                                                       \
+        r.im = (PT)z.im;                                                                       \
+        return r;                                                                              \
     }
 EMI_COMPLEX_PARTS_WITH(EMI_UK_CD_IO_, ~)
 #undef EMI_UK_CD_IO_
@@ -76,23 +76,23 @@ EMI_COMPLEX_PARTS_WITH(EMI_UK_CD_IO_, ~)
  * layer widened to f64). */
 #define EMI_UK_HALF_(E, s, T, K, OP, n) K(uk_##n##_##s##_##s, T, T, E, E, EMI_UNARY_HALF(OP, n, s, v))
 #define EMI_UK_NATIVE_(E, s, T, K, OP, n) K(uk_##n##_##s##_##s, T, T, E, E, (T)EMI_UK_REAL_AT_##E(OP, n, (double)v))
-#define EMI_UK_ON_FLOAT_(K, OP, n)                                                     \
-    EMI_DTYPES_HALF_WITH(EMI_UK_HALF_, K, OP, n)                                       \
-    EMI_DTYPES_NATIVE_FLOAT_WITH(EMI_UK_NATIVE_, K, OP, n)                             \
+#define EMI_UK_ON_FLOAT_(K, OP, n)                         \
+    EMI_DTYPES_HALF_WITH(EMI_UK_HALF_, K, OP, n)           \
+    EMI_DTYPES_NATIVE_FLOAT_WITH(EMI_UK_NATIVE_, K, OP, n) \
     K(uk_##n##_f64_f32, double, float, F64, F32, (float)EMI_UNARY_REAL(OP, n, v))
 
 /* Complex, same type in and out, computed in emily_cd. */
-#define EMI_UK_CPLX_(E, s, T, K, OP, n)                                                \
+#define EMI_UK_CPLX_(E, s, T, K, OP, n) \
     K(uk_##n##_##s##_##s, T, T, E, E, emi_##s##_of_cd(EMI_UNARY_CPLX(OP, n, emi_cd_of_##s(v))))
 #define EMI_UK_ON_CPLX_(K, OP, n) EMI_DTYPES_COMPLEX_WITH(EMI_UK_CPLX_, K, OP, n)
 
 /* Complex in, its part type out. */
-#define EMI_UK_C2R_(E, s, T, PE, ps, PT, K, OP, n)                                     \
+#define EMI_UK_C2R_(E, s, T, PE, ps, PT, K, OP, n) \
     K(uk_##n##_##s##_##ps, T, PT, E, PE, (PT)emily_cd_##n(emi_cd_of_##s(v)))
 #define EMI_UK_TO_PART_(K, OP, n) EMI_COMPLEX_PARTS_WITH(EMI_UK_C2R_, K, OP, n)
 
 /* A part type in, complex out. */
-#define EMI_UK_R2C_(E, s, T, PE, ps, PT, K, OP, n)                                     \
+#define EMI_UK_R2C_(E, s, T, PE, ps, PT, K, OP, n) \
     K(uk_##n##_##ps##_##s, PT, T, PE, E, emi_##s##_of_cd(emily_cd_##n##_real((double)v)))
 #define EMI_UK_FROM_PART_(K, OP, n) EMI_COMPLEX_PARTS_WITH(EMI_UK_R2C_, K, OP, n)
 
@@ -102,14 +102,14 @@ EMI_COMPLEX_PARTS_WITH(EMI_UK_CD_IO_, ~)
 
 /* Predicates: any class in, u8 out. */
 #define EMI_UK_TEST_INT_(E, s, T, K, OP, n) K(uk_##n##_##s##_u8, T, uint8_t, E, U8, (uint8_t)emily_si_##n##_##s(v))
-#define EMI_UK_TEST_HALF_(E, s, T, K, OP, n)                                           \
+#define EMI_UK_TEST_HALF_(E, s, T, K, OP, n) \
     K(uk_##n##_##s##_u8, T, uint8_t, E, U8, (uint8_t)emily_sc_##n(emily_sc_##s##_to_f64(v)))
 #define EMI_UK_TEST_NATIVE_(E, s, T, K, OP, n) K(uk_##n##_##s##_u8, T, uint8_t, E, U8, (uint8_t)emily_sc_##n((double)v))
-#define EMI_UK_TEST_CPLX_(E, s, T, K, OP, n)                                           \
+#define EMI_UK_TEST_CPLX_(E, s, T, K, OP, n) \
     K(uk_##n##_##s##_u8, T, uint8_t, E, U8, (uint8_t)emily_cd_##n(emi_cd_of_##s(v)))
-#define EMI_UK_TEST_INEXACT_(K, OP, n)                                                 \
-    EMI_DTYPES_HALF_WITH(EMI_UK_TEST_HALF_, K, OP, n)                                  \
-    EMI_DTYPES_NATIVE_FLOAT_WITH(EMI_UK_TEST_NATIVE_, K, OP, n)                        \
+#define EMI_UK_TEST_INEXACT_(K, OP, n)                          \
+    EMI_DTYPES_HALF_WITH(EMI_UK_TEST_HALF_, K, OP, n)           \
+    EMI_DTYPES_NATIVE_FLOAT_WITH(EMI_UK_TEST_NATIVE_, K, OP, n) \
     EMI_DTYPES_COMPLEX_WITH(EMI_UK_TEST_CPLX_, K, OP, n)
 
 /* ---- the kernels of each rule ---------------------------------------------- */

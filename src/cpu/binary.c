@@ -17,37 +17,39 @@
 #include "cpu/parallel.h"
 #include "core/scalar_binary.h"
 
-typedef void (*bin_run)(int64_t n, void *d, int64_t sd, const void *a, int64_t sa,
-                        const void *b, int64_t sb);
+typedef void (*bin_run)(int64_t n, void *d, int64_t sd, const void *a, int64_t sa, const void *b, int64_t sb);
 
 /* One run: n elements, element strides sd/sa/sb. TS storage type of a
  * and b, TD of dst, TC compute type. */
-#define RUN_BODY(TS, TD, TC, LD, F, ST, PRAGMA)                                       \
-    TD *restrict d = dv;                                                              \
-    const TS *restrict x = av;                                                        \
-    const TS *restrict y = bv;                                                        \
-    if (sd == 1 && sa == 1 && sb == 1) {                                              \
-        PRAGMA for (int64_t i = 0; i < n; i++) {                                      \
-            TC a_ = LD(x[i]), b_ = LD(y[i]);                                          \
-            d[i] = ST(F(a_, b_));                                                     \
-        }                                                                             \
-    } else if (sd == 1 && sa == 1 && sb == 0) {                                       \
-        TC b_ = LD(y[0]);                                                             \
-        PRAGMA for (int64_t i = 0; i < n; i++) {                                      \
-            TC a_ = LD(x[i]);                                                         \
-            d[i] = ST(F(a_, b_));                                                     \
-        }                                                                             \
-    } else if (sd == 1 && sa == 0 && sb == 1) {                                       \
-        TC a_ = LD(x[0]);                                                             \
-        PRAGMA for (int64_t i = 0; i < n; i++) {                                      \
-            TC b_ = LD(y[i]);                                                         \
-            d[i] = ST(F(a_, b_));                                                     \
-        }                                                                             \
-    } else {                                                                          \
-        for (int64_t i = 0; i < n; i++) {                                             \
-            TC a_ = LD(x[i * sa]), b_ = LD(y[i * sb]);                                \
-            d[i * sd] = ST(F(a_, b_));                                                \
-        }                                                                             \
+#define RUN_BODY(TS, TD, TC, LD, F, ST, PRAGMA)        \
+    TD *restrict d = dv;                               \
+    const TS *restrict x = av;                         \
+    const TS *restrict y = bv;                         \
+    if (sd == 1 && sa == 1 && sb == 1) {               \
+        PRAGMA                                         \
+        for (int64_t i = 0; i < n; i++) {              \
+            TC a_ = LD(x[i]), b_ = LD(y[i]);           \
+            d[i] = ST(F(a_, b_));                      \
+        }                                              \
+    } else if (sd == 1 && sa == 1 && sb == 0) {        \
+        TC b_ = LD(y[0]);                              \
+        PRAGMA                                         \
+        for (int64_t i = 0; i < n; i++) {              \
+            TC a_ = LD(x[i]);                          \
+            d[i] = ST(F(a_, b_));                      \
+        }                                              \
+    } else if (sd == 1 && sa == 0 && sb == 1) {        \
+        TC a_ = LD(x[0]);                              \
+        PRAGMA                                         \
+        for (int64_t i = 0; i < n; i++) {              \
+            TC b_ = LD(y[i]);                          \
+            d[i] = ST(F(a_, b_));                      \
+        }                                              \
+    } else {                                           \
+        for (int64_t i = 0; i < n; i++) {              \
+            TC a_ = LD(x[i * sa]), b_ = LD(y[i * sb]); \
+            d[i * sd] = ST(F(a_, b_));                 \
+        }                                              \
     }
 
 /* The kernels' loops: VEC ones are vectorized (-O2 alone would not),
@@ -55,10 +57,9 @@ typedef void (*bin_run)(int64_t n, void *d, int64_t sd, const void *a, int64_t s
 #define LOOP_VEC _Pragma("omp simd")
 #define LOOP_SCALAR
 
-#define DEF_KERNEL(NAME, OP, DT, TS, TD, TC, LD, F, ST, LOOP)                           \
-    static void NAME(int64_t n, void *dv, int64_t sd, const void *av, int64_t sa,     \
-                     const void *bv, int64_t sb) {                                    \
-        RUN_BODY(TS, TD, TC, LD, F, ST, LOOP_##LOOP)                                  \
+#define DEF_KERNEL(NAME, OP, DT, TS, TD, TC, LD, F, ST, LOOP)                                                   \
+    static void NAME(int64_t n, void *dv, int64_t sd, const void *av, int64_t sa, const void *bv, int64_t sb) { \
+        RUN_BODY(TS, TD, TC, LD, F, ST, LOOP_##LOOP)                                                            \
     }
 #define DEF_OP(ENUM, name, rule) EMI_BINARY_KERNELS(rule)(DEF_KERNEL, ENUM, name)
 EMILY_BINARY_OPS(DEF_OP)
@@ -90,8 +91,10 @@ typedef struct task_grid {
 /* The size of an element of a valid dtype (inline: small ops are mostly
  * this set-up). */
 static inline int64_t element_size(emily_dtype t) {
+// clang-format off
 #define ELEMENT_SIZE(E, s, T) \
     case EMILY_##E: return (int64_t)sizeof(T);
+    // clang-format on
     switch (t) {
         EMI_DTYPES(ELEMENT_SIZE)
     default: return 0;
@@ -160,15 +163,13 @@ static emily_status drive(emily_tensor *dst, const emily_tensor *a, const emily_
     return s;
 }
 
-emily_status emi_cpu_binary(emily_binary_op op, emily_tensor *dst, const emily_tensor *a,
-                              const emily_tensor *b) {
+emily_status emi_cpu_binary(emily_binary_op op, emily_tensor *dst, const emily_tensor *a, const emily_tensor *b) {
     emily_status s = emi_binary_kernel_operands(op, a->dtype, b->dtype);
     if (s) return s;
     bin_run fn = runs[op][a->dtype];
     if (!fn || dst->dtype != emi_binary_kernel_output(op, a->dtype))
         return emily_error(EMILY_ERR_TYPE, "%s: no cpu kernel for %s operands with a %s output",
-                           emily_binary_op_name(op), emily_dtype_name(a->dtype),
-                           emily_dtype_name(dst->dtype));
+                           emily_binary_op_name(op), emily_dtype_name(a->dtype), emily_dtype_name(dst->dtype));
     if (dst->size == 0) return EMILY_OK;
     return drive(dst, a, b, fn);
 }
@@ -178,10 +179,12 @@ emily_status emi_cpu_binary(emily_binary_op op, emily_tensor *dst, const emily_t
  * float: NaN is true, -0.0 false); the branches are moved bit for bit. */
 
 static inline bool pred_at(emily_dtype pt, const char *p, int64_t i) {
+// clang-format off
 #define TRUTH_NUMBER(E, s, T) \
     case EMILY_##E: return ((const T *)p)[i] != 0;
 #define TRUTH_HALF(E, s, T) \
     case EMILY_##E: return (((const T *)p)[i] & 0x7fffu) != 0; /* any bit but the sign */
+    // clang-format on
     switch (pt) {
         EMI_DTYPES_INTEGER(TRUTH_NUMBER)
         EMI_DTYPES_HALF(TRUTH_HALF)
@@ -190,22 +193,23 @@ static inline bool pred_at(emily_dtype pt, const char *p, int64_t i) {
     }
 }
 
-typedef struct { uint64_t lo, hi; } sel_u128;
+typedef struct {
+    uint64_t lo, hi;
+} sel_u128;
 
-#define SELECT_RUN(T)                                                                   \
-    {                                                                                   \
-        T *d = (T *)dp;                                                                 \
-        const T *x = (const T *)xp, *y = (const T *)yp;                                 \
-        if (pt == EMILY_U8 && sd == 1 && sp == 1 && sx == 1 && sy == 1) {              \
-            const uint8_t *pp = (const uint8_t *)pr;                                    \
-            for (int64_t i = 0; i < n; i++) d[i] = pp[i] ? x[i] : y[i];                 \
-        } else if (pt == EMILY_U8 && sd == 1 && sp == 1) {                              \
-            const uint8_t *pp = (const uint8_t *)pr;                                    \
-            for (int64_t i = 0; i < n; i++) d[i] = pp[i] ? x[i * sx] : y[i * sy];       \
-        } else {                                                                        \
-            for (int64_t i = 0; i < n; i++)                                             \
-                d[i * sd] = pred_at(pt, pr, i * sp) ? x[i * sx] : y[i * sy];            \
-        }                                                                               \
+#define SELECT_RUN(T)                                                                                    \
+    {                                                                                                    \
+        T *d = (T *)dp;                                                                                  \
+        const T *x = (const T *)xp, *y = (const T *)yp;                                                  \
+        if (pt == EMILY_U8 && sd == 1 && sp == 1 && sx == 1 && sy == 1) {                                \
+            const uint8_t *pp = (const uint8_t *)pr;                                                     \
+            for (int64_t i = 0; i < n; i++) d[i] = pp[i] ? x[i] : y[i];                                  \
+        } else if (pt == EMILY_U8 && sd == 1 && sp == 1) {                                               \
+            const uint8_t *pp = (const uint8_t *)pr;                                                     \
+            for (int64_t i = 0; i < n; i++) d[i] = pp[i] ? x[i * sx] : y[i * sy];                        \
+        } else {                                                                                         \
+            for (int64_t i = 0; i < n; i++) d[i * sd] = pred_at(pt, pr, i * sp) ? x[i * sx] : y[i * sy]; \
+        }                                                                                                \
     }
 
 typedef struct sel_job {
@@ -233,8 +237,8 @@ static void sel_tasks(void *ctx, int64_t lo, int64_t hi) {
     }
 }
 
-emily_status emi_cpu_select(emily_tensor *dst, const emily_tensor *pred,
-                              const emily_tensor *on_true, const emily_tensor *on_false) {
+emily_status emi_cpu_select(emily_tensor *dst, const emily_tensor *pred, const emily_tensor *on_true,
+                            const emily_tensor *on_false) {
     emily_dtype pt = pred->dtype;
     emily_status s = emi_select_kernel_operands(dst->dtype, pt, on_true->dtype, on_false->dtype);
     if (s || dst->size == 0) return s;

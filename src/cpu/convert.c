@@ -7,16 +7,15 @@
 #include "cpu/kernels.h"
 #include "cpu/unary_simd.h"
 
-_Static_assert(EMILY_SC_U8 == (int)EMILY_U8 && EMILY_SC_S8 == (int)EMILY_S8 &&
-                   EMILY_SC_F16 == (int)EMILY_F16 && EMILY_SC_BF16 == (int)EMILY_BF16 &&
-                   EMILY_SC_C128 == (int)EMILY_C128,
+_Static_assert(EMILY_SC_U8 == (int)EMILY_U8 && EMILY_SC_S8 == (int)EMILY_S8 && EMILY_SC_F16 == (int)EMILY_F16 &&
+                   EMILY_SC_BF16 == (int)EMILY_BF16 && EMILY_SC_C128 == (int)EMILY_C128,
                "scalar_convert.h type codes must follow emily_dtype");
 
 /* A complex element from the double values of its parts. */
-#define MAKE_COMPLEX(E, s, T, PE, ps, PT, unused)                                      \
-    static inline T make_##s(double re, double im) {                                   \
-        T z = {(PT)re, (PT)im};                                                        \
-        return z;                                                                      \
+#define MAKE_COMPLEX(E, s, T, PE, ps, PT, unused)    \
+    static inline T make_##s(double re, double im) { \
+        T z = {(PT)re, (PT)im};                      \
+        return z;                                    \
     }
 EMI_COMPLEX_PARTS_WITH(MAKE_COMPLEX, ~)
 
@@ -30,9 +29,9 @@ EMI_COMPLEX_PARTS_WITH(MAKE_COMPLEX, ~)
 #define CV_COMPLEX(DE, ds, DT, ss, ST, RE, IM) EMILY_RUN_FN(cv_##ss##_##ds, ST, DT, make_##ds((RE), (IM)))
 
 /* From a source to every float and complex destination. */
-#define TO_INEXACT(ss, ST, RE, IM)                                                     \
-    EMI_DTYPES_HALF_WITH(CV_ROUNDED, ss, ST, RE, IM)                                   \
-    EMI_DTYPES_NATIVE_FLOAT_WITH(CV_CAST, ss, ST, RE, IM)                              \
+#define TO_INEXACT(ss, ST, RE, IM)                        \
+    EMI_DTYPES_HALF_WITH(CV_ROUNDED, ss, ST, RE, IM)      \
+    EMI_DTYPES_NATIVE_FLOAT_WITH(CV_CAST, ss, ST, RE, IM) \
     EMI_DTYPES_COMPLEX_WITH(CV_COMPLEX, ss, ST, RE, IM)
 #define FROM_INT(SE, ss, ST) EMI_DTYPES_INTEGER_WITH(CV_WRAP, ss, ST, ~, ~) TO_INEXACT(ss, ST, (double)v, 0.0)
 #define FROM_VALUE(ss, ST, RE, IM) EMI_DTYPES_INTEGER_WITH(CV_ROUNDED, ss, ST, RE, IM) TO_INEXACT(ss, ST, RE, IM)
@@ -51,8 +50,7 @@ static const emily_run_fn convert_table[EMILY_DTYPE_COUNT][EMILY_DTYPE_COUNT] = 
 
 emily_status emi_cpu_convert(emily_tensor *dst, const emily_tensor *src) {
     if (!emily_dtype_valid(dst->dtype) || !emily_dtype_valid(src->dtype))
-        return emily_error(EMILY_ERR_TYPE, "as_type: invalid dtype (%d to %d)", (int)src->dtype,
-                           (int)dst->dtype);
+        return emily_error(EMILY_ERR_TYPE, "as_type: invalid dtype (%d to %d)", (int)src->dtype, (int)dst->dtype);
     if (dst->dtype == src->dtype) return emi_cpu_copy(dst, src);
     if (dst->size > 0 && emily_tensor_is_contiguous(src) && emily_tensor_is_contiguous(dst)) {
         emily_vec_fn vf = emi_convert_simd(src->dtype, dst->dtype);

@@ -22,8 +22,7 @@
 
 /* 8 x 8 block of 4-byte elements: src rows (stride ss) become dst
  * columns (dst rows of stride ds). Moves bits only. */
-__attribute__((target("avx2"))) static inline void tr8x8_32(const uint32_t *s, int64_t ss, uint32_t *d,
-                                                             int64_t ds) {
+__attribute__((target("avx2"))) static inline void tr8x8_32(const uint32_t *s, int64_t ss, uint32_t *d, int64_t ds) {
     __m256 r0 = _mm256_loadu_ps((const float *)(s + 0 * ss)), r1 = _mm256_loadu_ps((const float *)(s + 1 * ss));
     __m256 r2 = _mm256_loadu_ps((const float *)(s + 2 * ss)), r3 = _mm256_loadu_ps((const float *)(s + 3 * ss));
     __m256 r4 = _mm256_loadu_ps((const float *)(s + 4 * ss)), r5 = _mm256_loadu_ps((const float *)(s + 5 * ss));
@@ -51,8 +50,7 @@ __attribute__((target("avx2"))) static inline void tr8x8_32(const uint32_t *s, i
 }
 
 /* 4 x 4 block of 8-byte elements. */
-__attribute__((target("avx2"))) static inline void tr4x4_64(const uint64_t *s, int64_t ss, uint64_t *d,
-                                                             int64_t ds) {
+__attribute__((target("avx2"))) static inline void tr4x4_64(const uint64_t *s, int64_t ss, uint64_t *d, int64_t ds) {
     __m256d r0 = _mm256_loadu_pd((const double *)(s + 0 * ss)), r1 = _mm256_loadu_pd((const double *)(s + 1 * ss));
     __m256d r2 = _mm256_loadu_pd((const double *)(s + 2 * ss)), r3 = _mm256_loadu_pd((const double *)(s + 3 * ss));
     __m256d t0 = _mm256_unpacklo_pd(r0, r1), t1 = _mm256_unpackhi_pd(r0, r1);
@@ -65,14 +63,14 @@ __attribute__((target("avx2"))) static inline void tr4x4_64(const uint64_t *s, i
 
 /* One tile [j0, j1) x [i0, i1) of d[j * dj + i] = s[j + i * si], by
  * B x B blocks, the ragged edges element by element. */
-#define TILE_SIMD(NAME, T, B, BLOCKFN)                                                  \
-    __attribute__((target("avx2"))) static void NAME(T *d, int64_t dj, const T *s, int64_t si, \
-                                                      int64_t j0, int64_t j1, int64_t i0, int64_t i1) { \
-        int64_t jb = j0 + (j1 - j0) / (B) * (B), ib = i0 + (i1 - i0) / (B) * (B);      \
-        for (int64_t i = i0; i < ib; i += (B))                                          \
-            for (int64_t j = j0; j < jb; j += (B)) BLOCKFN(s + j + i * si, si, d + j * dj + i, dj); \
-        for (int64_t j = j0; j < j1; j++)                                               \
-            for (int64_t i = (j < jb ? ib : i0); i < i1; i++) d[j * dj + i] = s[j + i * si]; \
+#define TILE_SIMD(NAME, T, B, BLOCKFN)                                                                                 \
+    __attribute__((target("avx2"))) static void NAME(T *d, int64_t dj, const T *s, int64_t si, int64_t j0, int64_t j1, \
+                                                     int64_t i0, int64_t i1) {                                         \
+        int64_t jb = j0 + (j1 - j0) / (B) * (B), ib = i0 + (i1 - i0) / (B) * (B);                                      \
+        for (int64_t i = i0; i < ib; i += (B))                                                                         \
+            for (int64_t j = j0; j < jb; j += (B)) BLOCKFN(s + j + i * si, si, d + j * dj + i, dj);                    \
+        for (int64_t j = j0; j < j1; j++)                                                                              \
+            for (int64_t i = (j < jb ? ib : i0); i < i1; i++) d[j * dj + i] = s[j + i * si];                           \
     }
 TILE_SIMD(tile_32, uint32_t, 8, tr8x8_32)
 TILE_SIMD(tile_64, uint64_t, 4, tr4x4_64)
@@ -90,6 +88,7 @@ typedef struct copy_job {
 } copy_job;
 
 /* One case of copy_runs per element size. */
+// clang-format off
 #define COPY_RUN(BYTES, T)                                                                \
     case BYTES: {                                                                         \
         T *d = (T *)j->dbase + off[0];                                                    \
@@ -97,6 +96,7 @@ typedef struct copy_job {
         for (int64_t i = 0; i < n; i++) d[i * ds] = s[i * ss];                            \
         break;                                                                            \
     }
+// clang-format on
 
 static void copy_runs(void *ctx, int64_t p0, int64_t p1) {
     const copy_job *j = ctx;
@@ -118,6 +118,7 @@ static void copy_runs(void *ctx, int64_t p0, int64_t p1) {
 /* Tiled transposing copy. Dim `td` of the iterator's outer dims and the
  * inner dim form the tile plane; the other outer dims are walked as
  * "planes". One case per element size; tiles of TB x TB elements. */
+// clang-format off
 #define TILE_LOOP(BYTES, T)                                                     \
     case BYTES:                                                                 \
         TILE_LOOP_TB(T, (BYTES <= 4 ? 64 : 32))                                 \
@@ -135,6 +136,7 @@ static void copy_runs(void *ctx, int64_t p0, int64_t p1) {
         for (int64_t j = j0; j < j1; j++)                                       \
             for (int64_t i = i0; i < i1; i++) d[j * dj + i * di] = s[j * sj + i * si]; \
     });
+// clang-format on
 
 /* Offsets of plane q: position q over the outer dims other than td. */
 static void plane_offsets(const emily_iter *it, int td, int64_t q, int64_t *off) {
@@ -169,8 +171,7 @@ static void tile_unit(void *ctx, int64_t u) {
     plane_offsets(j->it, j->td, q, off);
     if (j->es == 4)
         tile_32((uint32_t *)j->dbase + off[0], j->dj, (const uint32_t *)j->sbase + off[1], j->si, j0, j1, i0, i1);
-    else
-        tile_64((uint64_t *)j->dbase + off[0], j->dj, (const uint64_t *)j->sbase + off[1], j->si, j0, j1, i0, i1);
+    else tile_64((uint64_t *)j->dbase + off[0], j->dj, (const uint64_t *)j->sbase + off[1], j->si, j0, j1, i0, i1);
 }
 #endif
 
@@ -192,7 +193,10 @@ emily_status emi_cpu_copy(emily_tensor *dst, const emily_tensor *src) {
         int64_t best = iabs64(it.inner_stride[1]);
         for (int d = 0; d < it.rank; d++) {
             int64_t st = iabs64(it.strides[d * 2 + 1]);
-            if (st != 0 && st < best && it.shape[d] >= 8) { best = st; td = d; }
+            if (st != 0 && st < best && it.shape[d] >= 8) {
+                best = st;
+                td = d;
+            }
         }
     }
     if (td >= 0) {

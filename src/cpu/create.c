@@ -12,17 +12,16 @@
 
 /* Fill run functions, one per element size (fill_1 .. fill_16): write
  * the element held by ctx, ignore the input. */
-#define FILL_RUN(BYTES, T)                                                             \
-    static void fill_##BYTES(char *d_, int64_t ds, const char *s_, int64_t ss, int64_t n, \
-                             const void *ctx) {                                        \
-        (void)s_;                                                                      \
-        (void)ss;                                                                      \
-        T v, *d = (T *)d_;                                                             \
-        memcpy(&v, ctx, sizeof v);                                                     \
-        if (ds == 1)                                                                   \
-            for (int64_t i = 0; i < n; i++) d[i] = v;                                  \
-        else                                                                           \
-            for (int64_t i = 0; i < n; i++) d[i * ds] = v;                             \
+#define FILL_RUN(BYTES, T)                                                                                   \
+    static void fill_##BYTES(char *d_, int64_t ds, const char *s_, int64_t ss, int64_t n, const void *ctx) { \
+        (void)s_;                                                                                            \
+        (void)ss;                                                                                            \
+        T v, *d = (T *)d_;                                                                                   \
+        memcpy(&v, ctx, sizeof v);                                                                           \
+        if (ds == 1)                                                                                         \
+            for (int64_t i = 0; i < n; i++) d[i] = v;                                                        \
+        else                                                                                                 \
+            for (int64_t i = 0; i < n; i++) d[i * ds] = v;                                                   \
     }
 EMI_ELEMENT_SIZES(FILL_RUN)
 
@@ -57,8 +56,10 @@ emily_status emi_cpu_fill(emily_tensor *dst, const emily_scalar *value) {
         return EMILY_OK;
     }
     switch (es) {
+// clang-format off
 #define FILL_CASE(BYTES, T) \
     case BYTES: return emi_cpu_map(dst, dst, fill_##BYTES, bytes);
+        // clang-format on
         EMI_ELEMENT_SIZES(FILL_CASE)
 #undef FILL_CASE
     default: return emily_error(EMILY_ERR_INTERNAL, "constant: bad element size %zu", es);
@@ -76,13 +77,13 @@ typedef struct {
  * index along the axis: (k / inner) % dim), one function per dtype:
  * integers take the int64 value's low bits, the other types the value
  * through a double, as Nx writes an integer into a float tensor. */
-#define IOTA_LOOP(sfx, T, EXPR)                                                        \
-    static void iota_##sfx(const iota_job *j, int64_t k0, int64_t k1) {                \
-        T *d = (T *)j->base;                                                           \
-        for (int64_t k = k0; k < k1; k++) {                                            \
-            int64_t v = j->axis < 0 ? k : (k / j->inner) % j->dim;                     \
-            d[k] = (EXPR);                                                             \
-        }                                                                              \
+#define IOTA_LOOP(sfx, T, EXPR)                                         \
+    static void iota_##sfx(const iota_job *j, int64_t k0, int64_t k1) { \
+        T *d = (T *)j->base;                                            \
+        for (int64_t k = k0; k < k1; k++) {                             \
+            int64_t v = j->axis < 0 ? k : (k / j->inner) % j->dim;      \
+            d[k] = (EXPR);                                              \
+        }                                                               \
     }
 #define IOTA_INTEGER(ENUM, sfx, T) IOTA_LOOP(sfx, T, (T)v)
 #define IOTA_INEXACT(ENUM, sfx, T) IOTA_LOOP(sfx, T, emi_from_f64_##sfx((double)v))
@@ -93,8 +94,10 @@ static void iota_chunk(void *p, int64_t c) {
     const iota_job *j = p;
     int64_t k0 = c * EMILY_MAP_CHUNK, k1 = j->total - k0 < EMILY_MAP_CHUNK ? j->total : k0 + EMILY_MAP_CHUNK;
     switch (j->dtype) {
+// clang-format off
 #define IOTA_CASE(ENUM, sfx, T) \
     case EMILY_##ENUM: iota_##sfx(j, k0, k1); break;
+        // clang-format on
         EMI_DTYPES(IOTA_CASE)
 #undef IOTA_CASE
     default: break;
@@ -106,8 +109,7 @@ emily_status emi_cpu_iota(emily_tensor *dst, int axis) {
     iota_job j = {emily_tensor_base(dst), dst->dtype, axis < 0 ? -1 : axis, 1, 1, dst->size};
     emily_status s = emi_iota_layout(dst, axis, &j.dim, &j.inner);
     if (s) return s;
-    if (!emily_dtype_valid(dst->dtype))
-        return emily_error(EMILY_ERR_TYPE, "iota: invalid dtype %d", (int)dst->dtype);
+    if (!emily_dtype_valid(dst->dtype)) return emily_error(EMILY_ERR_TYPE, "iota: invalid dtype %d", (int)dst->dtype);
     int64_t chunks = (j.total + EMILY_MAP_CHUNK - 1) / EMILY_MAP_CHUNK;
     if (j.total < EMILY_PARALLEL_MIN) {
         for (int64_t c = 0; c < chunks; c++) iota_chunk(&j, c);
@@ -118,10 +120,8 @@ emily_status emi_cpu_iota(emily_tensor *dst, int axis) {
 }
 
 emily_status emi_cpu_eye(emily_tensor *dst) {
-    if (dst->rank < 2)
-        return emily_error(EMILY_ERR_SHAPE, "eye: the output needs rank >= 2, got %d", dst->rank);
-    if (!emily_tensor_is_contiguous(dst))
-        return emily_error(EMILY_ERR_INTERNAL, "eye: the output must be contiguous");
+    if (dst->rank < 2) return emily_error(EMILY_ERR_SHAPE, "eye: the output needs rank >= 2, got %d", dst->rank);
+    if (!emily_tensor_is_contiguous(dst)) return emily_error(EMILY_ERR_INTERNAL, "eye: the output must be contiguous");
     if (dst->size == 0) return EMILY_OK;
     /* zero is all-zero bytes in every dtype; then ones on each diagonal */
     emily_scalar zero = emily_scalar_int(0);
@@ -134,7 +134,6 @@ emily_status emi_cpu_eye(emily_tensor *dst) {
     int64_t batches = dst->size / (m * n), diag = m < n ? m : n;
     char *base = emily_tensor_base(dst);
     for (int64_t b = 0; b < batches; b++)
-        for (int64_t i = 0; i < diag; i++)
-            memcpy(base + (size_t)(b * m * n + i * n + i) * es, one, es);
+        for (int64_t i = 0; i < diag; i++) memcpy(base + (size_t)(b * m * n + i * n + i) * es, one, es);
     return EMILY_OK;
 }

@@ -18,93 +18,90 @@
 #include "core/kernels.h"
 #include "core/ordered_fold.h"
 
-#define CUM_BLOCK 256               /* inner positions per task of the generic path */
-#define CUM_CHUNK EMI_CUMSUM_CHUNK   /* elements per chunk of a long row */
+#define CUM_BLOCK 256              /* inner positions per task of the generic path */
+#define CUM_CHUNK EMI_CUMSUM_CHUNK /* elements per chunk of a long row */
 
 /* ---- fast paths: f32 / f64 sums ---------------------------------------
  * Accumulators start at -0.0, the exact identity of IEEE addition: the
  * reference's scan starts from the first element, so a run of -0.0
  * stays -0.0 (starting from +0.0 would give +0.0). */
 
-#define DEFINE_ROW_SUM(NAME, T)                                                            \
-    static double NAME##_total(const T *x, int64_t n) {                                    \
-        double a0 = -0.0, a1 = -0.0, a2 = -0.0, a3 = -0.0;                                 \
-        int64_t i = 0;                                                                     \
-        for (; i + 4 <= n; i += 4) {                                                       \
-            a0 += x[i];                                                                    \
-            a1 += x[i + 1];                                                                \
-            a2 += x[i + 2];                                                                \
-            a3 += x[i + 3];                                                                \
-        }                                                                                  \
-        for (; i < n; i++) a0 += x[i];                                                     \
-        return (a0 + a1) + (a2 + a3);                                                      \
-    }                                                                                      \
-    /* forward (step 1) or reverse (step -1) running sum from acc */                       \
-    static void NAME##_run(const T *x, T *y, int64_t n, double acc, int rev) {             \
-        if (!rev)                                                                          \
-            for (int64_t i = 0; i < n; i++) {                                              \
-                acc += x[i];                                                               \
-                y[i] = (T)acc;                                                             \
-            }                                                                              \
-        else                                                                               \
-            for (int64_t i = n - 1; i >= 0; i--) {                                         \
-                acc += x[i];                                                               \
-                y[i] = (T)acc;                                                             \
-            }                                                                              \
-    }                                                                                      \
-    static emily_status NAME(T *dst, const T *src, int64_t outer, int64_t n, int64_t inner, \
-                             bool rev) {                                                   \
-        if (inner == 1 && n >= 2 * CUM_CHUNK) {                                            \
-            int64_t nch = (n + CUM_CHUNK - 1) / CUM_CHUNK;                                 \
-            double *tot = malloc(sizeof(double) * (size_t)nch);                            \
-            if (!tot) return emily_error(EMILY_ERR_MEMORY, "cumulative_sum: out of host memory"); \
-            for (int64_t r = 0; r < outer; r++) {                                          \
-                const T *x = src + r * n;                                                  \
-                T *y = dst + r * n;                                                        \
-                _Pragma("omp parallel for schedule(static)")                               \
-                for (int64_t c = 0; c < nch; c++) {                                        \
-                    int64_t b = c * CUM_CHUNK, e = b + CUM_CHUNK < n ? b + CUM_CHUNK : n;  \
-                    tot[c] = NAME##_total(x + b, e - b);                                   \
-                }                                                                          \
-                /* exclusive prefix in the scan's direction */                             \
-                double run = -0.0;                                                         \
-                for (int64_t k = 0; k < nch; k++) {                                        \
-                    int64_t c = rev ? nch - 1 - k : k;                                     \
-                    double t = tot[c];                                                     \
-                    tot[c] = run;                                                          \
-                    run += t;                                                              \
-                }                                                                          \
-                _Pragma("omp parallel for schedule(static)")                               \
-                for (int64_t c = 0; c < nch; c++) {                                        \
-                    int64_t b = c * CUM_CHUNK, e = b + CUM_CHUNK < n ? b + CUM_CHUNK : n;  \
-                    NAME##_run(x + b, y + b, e - b, tot[c], rev);                          \
-                }                                                                          \
-            }                                                                              \
-            free(tot);                                                                     \
-            return EMILY_OK;                                                               \
-        }                                                                                  \
-        if (inner == 1) {                                                                  \
-            EMILY_PAR_FOR(outer * n >= EMILY_PARALLEL_MIN && outer > 1, r, outer,          \
-                          { NAME##_run(src + r * n, dst + r * n, n, -0.0, rev); });         \
-            return EMILY_OK;                                                               \
-        }                                                                                  \
-        int64_t nb = (inner + CUM_BLOCK - 1) / CUM_BLOCK;                                  \
-        EMILY_PAR_FOR(outer * n * inner >= EMILY_PARALLEL_MIN && outer * nb > 1, task, outer * nb, { \
-            int64_t r = task / nb, j0 = (task % nb) * CUM_BLOCK;                           \
-            int64_t m = inner - j0 < CUM_BLOCK ? inner - j0 : CUM_BLOCK;                   \
-            double acc[CUM_BLOCK];                                                         \
-            for (int64_t j = 0; j < m; j++) acc[j] = -0.0;                                 \
-            for (int64_t k = 0; k < n; k++) {                                              \
-                int64_t kk = rev ? n - 1 - k : k;                                          \
-                const T *x = src + (r * n + kk) * inner + j0;                              \
-                T *y = dst + (r * n + kk) * inner + j0;                                    \
-                for (int64_t j = 0; j < m; j++) {                                          \
-                    acc[j] += x[j];                                                        \
-                    y[j] = (T)acc[j];                                                      \
-                }                                                                          \
-            }                                                                              \
-        });                                                                                \
-        return EMILY_OK;                                                                   \
+#define DEFINE_ROW_SUM(NAME, T)                                                                         \
+    static double NAME##_total(const T *x, int64_t n) {                                                 \
+        double a0 = -0.0, a1 = -0.0, a2 = -0.0, a3 = -0.0;                                              \
+        int64_t i = 0;                                                                                  \
+        for (; i + 4 <= n; i += 4) {                                                                    \
+            a0 += x[i];                                                                                 \
+            a1 += x[i + 1];                                                                             \
+            a2 += x[i + 2];                                                                             \
+            a3 += x[i + 3];                                                                             \
+        }                                                                                               \
+        for (; i < n; i++) a0 += x[i];                                                                  \
+        return (a0 + a1) + (a2 + a3);                                                                   \
+    }                                                                                                   \
+    /* forward (step 1) or reverse (step -1) running sum from acc */                                    \
+    static void NAME##_run(const T *x, T *y, int64_t n, double acc, int rev) {                          \
+        if (!rev)                                                                                       \
+            for (int64_t i = 0; i < n; i++) {                                                           \
+                acc += x[i];                                                                            \
+                y[i] = (T)acc;                                                                          \
+            }                                                                                           \
+        else                                                                                            \
+            for (int64_t i = n - 1; i >= 0; i--) {                                                      \
+                acc += x[i];                                                                            \
+                y[i] = (T)acc;                                                                          \
+            }                                                                                           \
+    }                                                                                                   \
+    static emily_status NAME(T *dst, const T *src, int64_t outer, int64_t n, int64_t inner, bool rev) { \
+        if (inner == 1 && n >= 2 * CUM_CHUNK) {                                                         \
+            int64_t nch = (n + CUM_CHUNK - 1) / CUM_CHUNK;                                              \
+            double *tot = malloc(sizeof(double) * (size_t)nch);                                         \
+            if (!tot) return emily_error(EMILY_ERR_MEMORY, "cumulative_sum: out of host memory");       \
+            for (int64_t r = 0; r < outer; r++) {                                                       \
+                const T *x = src + r * n;                                                               \
+                T *y = dst + r * n;                                                                     \
+                _Pragma("omp parallel for schedule(static)") for (int64_t c = 0; c < nch; c++) {        \
+                    int64_t b = c * CUM_CHUNK, e = b + CUM_CHUNK < n ? b + CUM_CHUNK : n;               \
+                    tot[c] = NAME##_total(x + b, e - b);                                                \
+                }                                                                                       \
+                /* exclusive prefix in the scan's direction */                                          \
+                double run = -0.0;                                                                      \
+                for (int64_t k = 0; k < nch; k++) {                                                     \
+                    int64_t c = rev ? nch - 1 - k : k;                                                  \
+                    double t = tot[c];                                                                  \
+                    tot[c] = run;                                                                       \
+                    run += t;                                                                           \
+                }                                                                                       \
+                _Pragma("omp parallel for schedule(static)") for (int64_t c = 0; c < nch; c++) {        \
+                    int64_t b = c * CUM_CHUNK, e = b + CUM_CHUNK < n ? b + CUM_CHUNK : n;               \
+                    NAME##_run(x + b, y + b, e - b, tot[c], rev);                                       \
+                }                                                                                       \
+            }                                                                                           \
+            free(tot);                                                                                  \
+            return EMILY_OK;                                                                            \
+        }                                                                                               \
+        if (inner == 1) {                                                                               \
+            EMILY_PAR_FOR(outer *n >= EMILY_PARALLEL_MIN && outer > 1, r, outer,                        \
+                          { NAME##_run(src + r * n, dst + r * n, n, -0.0, rev); });                     \
+            return EMILY_OK;                                                                            \
+        }                                                                                               \
+        int64_t nb = (inner + CUM_BLOCK - 1) / CUM_BLOCK;                                               \
+        EMILY_PAR_FOR(outer *n *inner >= EMILY_PARALLEL_MIN && outer * nb > 1, task, outer * nb, {      \
+            int64_t r = task / nb, j0 = (task % nb) * CUM_BLOCK;                                        \
+            int64_t m = inner - j0 < CUM_BLOCK ? inner - j0 : CUM_BLOCK;                                \
+            double acc[CUM_BLOCK];                                                                      \
+            for (int64_t j = 0; j < m; j++) acc[j] = -0.0;                                              \
+            for (int64_t k = 0; k < n; k++) {                                                           \
+                int64_t kk = rev ? n - 1 - k : k;                                                       \
+                const T *x = src + (r * n + kk) * inner + j0;                                           \
+                T *y = dst + (r * n + kk) * inner + j0;                                                 \
+                for (int64_t j = 0; j < m; j++) {                                                       \
+                    acc[j] += x[j];                                                                     \
+                    y[j] = (T)acc[j];                                                                   \
+                }                                                                                       \
+            }                                                                                           \
+        });                                                                                             \
+        return EMILY_OK;                                                                                \
     }
 
 #define ROW_SUM(ENUM, sfx, T) DEFINE_ROW_SUM(sum_##sfx, T)
@@ -181,14 +178,16 @@ static cv pmul(cv a, cv b, emily_dtype dt) {
     return round_to(r, dt);
 }
 
-static emily_status tree_rows(emily_cumulative_op op, emily_tensor *dst, const emily_tensor *src,
-                              int64_t outer, int64_t n, int64_t inner, bool rev) {
+static emily_status tree_rows(emily_cumulative_op op, emily_tensor *dst, const emily_tensor *src, int64_t outer,
+                              int64_t n, int64_t inner, bool rev) {
     emily_dtype dt = src->dtype;
     size_t es = emily_dtype_size(dt);
     const char *sb = emily_tensor_base(src);
     char *db = emily_tensor_base(dst);
-    pair_fn f = op == EMILY_CUMULATIVE_MAX ? pmax : op == EMILY_CUMULATIVE_MIN ? pmin
-              : op == EMILY_CUMULATIVE_SUM ? padd : pmul;
+    pair_fn f = op == EMILY_CUMULATIVE_MAX   ? pmax
+                : op == EMILY_CUMULATIVE_MIN ? pmin
+                : op == EMILY_CUMULATIVE_SUM ? padd
+                                             : pmul;
     int64_t rows = outer * inner;
     bool par = rows > 1 && rows * n >= EMILY_PARALLEL_MIN;
     int failed = 0;
@@ -212,16 +211,14 @@ static emily_status tree_rows(emily_cumulative_op op, emily_tensor *dst, const e
             free(buf);
         }
     });
-    if (failed)
-        return emily_error(EMILY_ERR_MEMORY, "cumulative: out of host memory for a row of %lld",
-                           (long long)n);
+    if (failed) return emily_error(EMILY_ERR_MEMORY, "cumulative: out of host memory for a row of %lld", (long long)n);
     return EMILY_OK;
 }
 
 /* ---- generic path -------------------------------------------------------- */
 
-static emily_status generic_scan(emily_cumulative_op op, emily_tensor *dst, const emily_tensor *src,
-                                 int64_t outer, int64_t n, int64_t inner, bool rev) {
+static emily_status generic_scan(emily_cumulative_op op, emily_tensor *dst, const emily_tensor *src, int64_t outer,
+                                 int64_t n, int64_t inner, bool rev) {
     emily_dtype dt = src->dtype;
     int cls = we_class(dt);
     bool uns = we_unsigned(dt);
@@ -284,7 +281,9 @@ static emily_status generic_scan(emily_cumulative_op op, emily_tensor *dst, cons
  * order, -0+0i from left to right). */
 static bool follows_tree_order(emily_cumulative_op op, emily_dtype dt) {
     switch (dt) {
+// clang-format off
 #define HALF_CASE(ENUM, sfx, T) case EMILY_##ENUM:
+        // clang-format on
         EMI_DTYPES_HALF(HALF_CASE)
 #undef HALF_CASE
     case EMILY_C64: return true;
@@ -293,14 +292,16 @@ static bool follows_tree_order(emily_cumulative_op op, emily_dtype dt) {
     }
 }
 
-static emily_status cpu_scan(emily_cumulative_op op, emily_tensor *dst, const emily_tensor *src,
-                             int64_t outer, int64_t n, int64_t inner, bool rev) {
+static emily_status cpu_scan(emily_cumulative_op op, emily_tensor *dst, const emily_tensor *src, int64_t outer,
+                             int64_t n, int64_t inner, bool rev) {
     emily_dtype dt = src->dtype;
     /* f32 and f64 sums: the fast paths */
     if (op == EMILY_CUMULATIVE_SUM) {
         switch (dt) {
+// clang-format off
 #define ROW_SUM_CASE(ENUM, sfx, T) \
     case EMILY_##ENUM: return sum_##sfx(emily_tensor_base(dst), emily_tensor_base(src), outer, n, inner, rev);
+            // clang-format on
             EMI_DTYPES_NATIVE_FLOAT(ROW_SUM_CASE)
 #undef ROW_SUM_CASE
         default: break;

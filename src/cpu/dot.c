@@ -34,10 +34,9 @@
 #include "cpu/parallel.h"
 #include "core/kernels.h"
 
-
 static bool ct_matches(ctype ct, emily_dtype t) {
-    return (ct == CT_F32 && t == EMILY_F32) || (ct == CT_F64 && t == EMILY_F64) ||
-           (ct == CT_C64 && t == EMILY_C64) || (ct == CT_C128 && t == EMILY_C128);
+    return (ct == CT_F32 && t == EMILY_F32) || (ct == CT_F64 && t == EMILY_F64) || (ct == CT_C64 && t == EMILY_C64) ||
+           (ct == CT_C128 && t == EMILY_C128);
 }
 
 static emily_status oom(const char *what) {
@@ -86,7 +85,7 @@ static emily_status pack(const emily_tensor *t, ctype ct, void **out) {
     /* rows on the engine's pool, about 16K elements a job */
     int64_t rows = nb * nr;
     emi_cpu_parallel_ranges(rows, nc > 0 && nc < 16384 ? 16384 / nc : 1, rows * nc >= EMI_CPU_MACS_PARALLEL_MIN / 4,
-                              pack_rows, &j);
+                            pack_rows, &j);
     *out = buf;
     return EMILY_OK;
 }
@@ -97,6 +96,7 @@ static emily_status pack(const emily_tensor *t, ctype ct, void **out) {
  * rules (bf16: to f32, then the top 16 bits), complex parts from c128
  * sums, integers the low bits of the 32- or 64-bit wrapping sums. */
 
+// clang-format off
 #define STORE_INTEGER(ENUM, sfx, T)                                                    \
     case EMILY_##ENUM: {                                                               \
         T *o = d;                                                                      \
@@ -128,6 +128,7 @@ static emily_status pack(const emily_tensor *t, ctype ct, void **out) {
         }                                                                              \
         break;                                                                         \
     }
+// clang-format on
 
 static void store_results(emily_tensor *dst, const void *src, ctype ct) {
     int64_t n = dst->size;
@@ -154,15 +155,15 @@ static emily_status finish(emily_tensor *dst, ctype ct, void *tmp, void *pa, voi
 /* ---- integers ----------------------------------------------------------- */
 
 /* One output row: c[N] = a[K] x b[K, N], all contiguous, wrapping. */
-#define INT_ROW(T)                                                                     \
-    static void int_row_##T(const T *a, const T *b, T *c, int64_t n, int64_t k) {      \
-        for (int64_t j = 0; j < n; j++) c[j] = 0;                                       \
-        for (int64_t p = 0; p < k; p++) {                                               \
-            T ap = a[p];                                                                \
-            if (ap == 0) continue;                                                      \
-            const T *bp = b + p * n;                                                    \
-            for (int64_t j = 0; j < n; j++) c[j] += ap * bp[j];                         \
-        }                                                                               \
+#define INT_ROW(T)                                                                \
+    static void int_row_##T(const T *a, const T *b, T *c, int64_t n, int64_t k) { \
+        for (int64_t j = 0; j < n; j++) c[j] = 0;                                 \
+        for (int64_t p = 0; p < k; p++) {                                         \
+            T ap = a[p];                                                          \
+            if (ap == 0) continue;                                                \
+            const T *bp = b + p * n;                                              \
+            for (int64_t j = 0; j < n; j++) c[j] += ap * bp[j];                   \
+        }                                                                         \
     }
 INT_ROW(uint32_t)
 INT_ROW(uint64_t)
@@ -177,7 +178,10 @@ static emily_status int_gemm(emily_tensor *dst, const emily_tensor *a, const emi
     if ((s = pack(b, ct, &pb))) goto done;
     void *c = emily_tensor_base(dst);
     if (emily_dtype_size(dst->dtype) < 4) {
-        if (!(tmp = alloc_elems(dst->size, 4, false))) { s = oom("the result"); goto done; }
+        if (!(tmp = alloc_elems(dst->size, 4, false))) {
+            s = oom("the result");
+            goto done;
+        }
         c = tmp;
     }
     int64_t rows = nb * m;
@@ -185,11 +189,11 @@ static emily_status int_gemm(emily_tensor *dst, const emily_tensor *a, const emi
     for (int64_t r = 0; r < rows; r++) {
         int64_t bi = r / m;
         if (wide)
-            int_row_uint64_t((const uint64_t *)pa + r * k, (const uint64_t *)pb + bi * k * n,
-                             (uint64_t *)c + r * n, n, k);
+            int_row_uint64_t((const uint64_t *)pa + r * k, (const uint64_t *)pb + bi * k * n, (uint64_t *)c + r * n, n,
+                             k);
         else
-            int_row_uint32_t((const uint32_t *)pa + r * k, (const uint32_t *)pb + bi * k * n,
-                             (uint32_t *)c + r * n, n, k);
+            int_row_uint32_t((const uint32_t *)pa + r * k, (const uint32_t *)pb + bi * k * n, (uint32_t *)c + r * n, n,
+                             k);
     }
 done:
     return finish(dst, ct, tmp, pa, pb, s);
@@ -213,51 +217,49 @@ typedef struct cplx_kernel {
     int mr, nr;
     /* c: the tile's top-left element (interleaved), ldc in elements;
      * mv x nv of the tile are valid; load: continue from c */
-    void (*fn)(int64_t kc, const double *a, const double *b, double *c, int64_t ldc, int mv,
-               int nv, bool load);
+    void (*fn)(int64_t kc, const double *a, const double *b, double *c, int64_t ldc, int mv, int nv, bool load);
 } cplx_kernel;
 
 /* NR = VL columns; per k the panel holds MR real parts then MR imaginary
  * parts (A), or VL real then VL imaginary parts (B) */
-#define DEFINE_CPLX_KERNEL(SUFFIX, ATTR, VL, CMR)                                        \
-    typedef double vd_##SUFFIX __attribute__((vector_size(VL * 8)));                    \
-    ATTR static void exact_cplx_##SUFFIX(int64_t kc, const double *a, const double *b,   \
-                                         double *c, int64_t ldc, int mv, int nv, bool load) { \
-        double tre[CMR][VL], tim[CMR][VL];                                               \
-        vd_##SUFFIX accr[CMR], acci[CMR];                                                \
-        for (int r = 0; r < CMR; r++)                                                    \
-            for (int j = 0; j < VL; j++) {                                               \
-                bool in = load && r < mv && j < nv;                                      \
-                tre[r][j] = in ? c[2 * (r * ldc + j)] : 0.0;                             \
-                tim[r][j] = in ? c[2 * (r * ldc + j) + 1] : 0.0;                         \
-            }                                                                            \
-        for (int r = 0; r < CMR; r++) {                                                  \
-            memcpy(&accr[r], tre[r], sizeof accr[r]);                                    \
-            memcpy(&acci[r], tim[r], sizeof acci[r]);                                    \
-        }                                                                                \
-        for (int64_t p = 0; p < kc; p++) {                                               \
-            vd_##SUFFIX br, bi;                                                          \
-            memcpy(&br, b + p * 2 * VL, sizeof br);                                      \
-            memcpy(&bi, b + p * 2 * VL + VL, sizeof bi);                                 \
-            _Pragma("GCC unroll 8")                                                      \
-            for (int r = 0; r < CMR; r++) {                                              \
-                double ar = a[p * 2 * CMR + r], ai = a[p * 2 * CMR + CMR + r];           \
-                /* Complex.multiply: (ar*br - ai*bi, ai*br + ar*bi) */                   \
-                vd_##SUFFIX rr = ar * br, ii = ai * bi, ir = ai * br, ri = ar * bi;      \
-                vd_##SUFFIX pre = rr - ii, pim = ir + ri;                                \
-                accr[r] = accr[r] + pre;                                                 \
-                acci[r] = acci[r] + pim;                                                 \
-            }                                                                            \
-        }                                                                                \
-        for (int r = 0; r < CMR; r++) {                                                  \
-            memcpy(tre[r], &accr[r], sizeof accr[r]);                                    \
-            memcpy(tim[r], &acci[r], sizeof acci[r]);                                    \
-        }                                                                                \
-        for (int r = 0; r < mv; r++)                                                     \
-            for (int j = 0; j < nv; j++) {                                               \
-                c[2 * (r * ldc + j)] = tre[r][j];                                        \
-                c[2 * (r * ldc + j) + 1] = tim[r][j];                                    \
-            }                                                                            \
+#define DEFINE_CPLX_KERNEL(SUFFIX, ATTR, VL, CMR)                                                                      \
+    typedef double vd_##SUFFIX __attribute__((vector_size(VL * 8)));                                                   \
+    ATTR static void exact_cplx_##SUFFIX(int64_t kc, const double *a, const double *b, double *c, int64_t ldc, int mv, \
+                                         int nv, bool load) {                                                          \
+        double tre[CMR][VL], tim[CMR][VL];                                                                             \
+        vd_##SUFFIX accr[CMR], acci[CMR];                                                                              \
+        for (int r = 0; r < CMR; r++)                                                                                  \
+            for (int j = 0; j < VL; j++) {                                                                             \
+                bool in = load && r < mv && j < nv;                                                                    \
+                tre[r][j] = in ? c[2 * (r * ldc + j)] : 0.0;                                                           \
+                tim[r][j] = in ? c[2 * (r * ldc + j) + 1] : 0.0;                                                       \
+            }                                                                                                          \
+        for (int r = 0; r < CMR; r++) {                                                                                \
+            memcpy(&accr[r], tre[r], sizeof accr[r]);                                                                  \
+            memcpy(&acci[r], tim[r], sizeof acci[r]);                                                                  \
+        }                                                                                                              \
+        for (int64_t p = 0; p < kc; p++) {                                                                             \
+            vd_##SUFFIX br, bi;                                                                                        \
+            memcpy(&br, b + p * 2 * VL, sizeof br);                                                                    \
+            memcpy(&bi, b + p * 2 * VL + VL, sizeof bi);                                                               \
+            _Pragma("GCC unroll 8") for (int r = 0; r < CMR; r++) {                                                    \
+                double ar = a[p * 2 * CMR + r], ai = a[p * 2 * CMR + CMR + r];                                         \
+                /* Complex.multiply: (ar*br - ai*bi, ai*br + ar*bi) */                                                 \
+                vd_##SUFFIX rr = ar * br, ii = ai * bi, ir = ai * br, ri = ar * bi;                                    \
+                vd_##SUFFIX pre = rr - ii, pim = ir + ri;                                                              \
+                accr[r] = accr[r] + pre;                                                                               \
+                acci[r] = acci[r] + pim;                                                                               \
+            }                                                                                                          \
+        }                                                                                                              \
+        for (int r = 0; r < CMR; r++) {                                                                                \
+            memcpy(tre[r], &accr[r], sizeof accr[r]);                                                                  \
+            memcpy(tim[r], &acci[r], sizeof acci[r]);                                                                  \
+        }                                                                                                              \
+        for (int r = 0; r < mv; r++)                                                                                   \
+            for (int j = 0; j < nv; j++) {                                                                             \
+                c[2 * (r * ldc + j)] = tre[r][j];                                                                      \
+                c[2 * (r * ldc + j) + 1] = tim[r][j];                                                                  \
+            }                                                                                                          \
     }
 
 /* (suffix, target, doubles per vector, tile rows) */
@@ -281,8 +283,7 @@ static const cplx_kernel *cplx_kernel_pick(void) {
 /* Packs a rank-3 view into zero-padded panels: as A ([B][M/MR][K][w*MR],
  * rows across the panel) when !as_b, or as B ([B][N/NR][K][w*NR],
  * columns across), w = 2 for complex (real block then imaginary block). */
-static emily_status pack_panels(const emily_tensor *t, bool as_b, int width, bool cplx,
-                                double **out) {
+static emily_status pack_panels(const emily_tensor *t, bool as_b, int width, bool cplx, double **out) {
     int64_t nb = t->shape[0];
     int64_t outer = as_b ? t->shape[2] : t->shape[1]; /* across panels */
     int64_t k = as_b ? t->shape[1] : t->shape[2];
@@ -387,8 +388,8 @@ static emily_status prepare(const emily_tensor *t, ctype ct, operand *op, void *
 }
 
 /* Rows [r0, r1) x columns [c0, c1) of batch bi's m x n product. */
-static void blas_gemm(ctype ct, const operand *a, const operand *b, void *c, int64_t bi,
-                      int m, int n, int k, int r0, int r1, int c0, int c1) {
+static void blas_gemm(ctype ct, const operand *a, const operand *b, void *c, int64_t bi, int m, int n, int k, int r0,
+                      int r1, int c0, int c1) {
     size_t es = ct_size(ct);
     /* row r of a (m x k): at r * ld when row-major, r when column-major;
      * column j of b (k x n): j when row-major, j * ld when column-major */
@@ -411,19 +412,13 @@ static void blas_gemm(ctype ct, const operand *a, const operand *b, void *c, int
         /* b row-major (k x n): y = b^T x; column-major (n x k rows): y = b x */
         enum CBLAS_TRANSPOSE tv = b->lay.column_major ? CblasNoTrans : CblasTrans;
         int rows = b->lay.column_major ? n : k, cols = b->lay.column_major ? k : n;
-        if (ct == CT_F32)
-            cblas_sgemv(CblasRowMajor, tv, rows, cols, 1.0f, pb, ldb, pa, incx, 0.0f, pc, 1);
-        else
-            cblas_dgemv(CblasRowMajor, tv, rows, cols, 1.0, pb, ldb, pa, incx, 0.0, pc, 1);
+        if (ct == CT_F32) cblas_sgemv(CblasRowMajor, tv, rows, cols, 1.0f, pb, ldb, pa, incx, 0.0f, pc, 1);
+        else cblas_dgemv(CblasRowMajor, tv, rows, cols, 1.0, pb, ldb, pa, incx, 0.0, pc, 1);
         return;
     }
     switch (ct) {
-    case CT_F32:
-        cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, 1.0f, pa, lda, pb, ldb, 0.0f, pc, ldc);
-        break;
-    case CT_F64:
-        cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, 1.0, pa, lda, pb, ldb, 0.0, pc, ldc);
-        break;
+    case CT_F32: cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, 1.0f, pa, lda, pb, ldb, 0.0f, pc, ldc); break;
+    case CT_F64: cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, 1.0, pa, lda, pb, ldb, 0.0, pc, ldc); break;
     case CT_C64: {
         const float one[2] = {1, 0}, zero[2] = {0, 0};
         cblas_cgemm(CblasRowMajor, ta, tb, m, n, k, one, pa, lda, pb, ldb, zero, pc, ldc);
@@ -493,13 +488,12 @@ static void blas_on_pool(ctype ct, const operand *a, const operand *b, void *c, 
         for (int64_t t = 0; t < tasks; t++) blas_task(&j, t);
 }
 
-static emily_status blas_path(emily_tensor *dst, const emily_tensor *a, const emily_tensor *b,
-                              ctype ct) {
+static emily_status blas_path(emily_tensor *dst, const emily_tensor *a, const emily_tensor *b, ctype ct) {
     int64_t nb = dst->shape[0], m = dst->shape[1], n = dst->shape[2], k = a->shape[2];
     if (!fits_int(m) || !fits_int(n) || !fits_int(k))
         return emily_error(EMILY_ERR_UNSUPPORTED,
-                           "dot: a %lld x %lld by %lld x %lld product exceeds BLAS's 32-bit sizes",
-                           (long long)m, (long long)k, (long long)k, (long long)n);
+                           "dot: a %lld x %lld by %lld x %lld product exceeds BLAS's 32-bit sizes", (long long)m,
+                           (long long)k, (long long)k, (long long)n);
     operand oa, ob;
     void *pa = NULL, *pb = NULL, *tmp = NULL;
     emily_status s;
@@ -507,7 +501,10 @@ static emily_status blas_path(emily_tensor *dst, const emily_tensor *a, const em
     if ((s = prepare(b, ct, &ob, &pb))) goto done;
     void *c = emily_tensor_base(dst);
     if (!ct_matches(ct, dst->dtype)) {
-        if (!(tmp = alloc_elems(dst->size, ct_size(ct), false))) { s = oom("the result"); goto done; }
+        if (!(tmp = alloc_elems(dst->size, ct_size(ct), false))) {
+            s = oom("the result");
+            goto done;
+        }
         c = tmp;
     }
     blas_on_pool(ct, &oa, &ob, c, nb, m, n, k);
@@ -563,8 +560,7 @@ static emily_status cpu_gemm(emily_tensor *dst, const emily_tensor *a, const emi
     if (emily_dtype_is_integer(dst->dtype)) return int_gemm(dst, a, b);
     switch (dst->dtype) {
     case EMILY_F64:
-        return fast && !blas_lacks_avx512() ? blas_path(dst, a, b, CT_F64)
-                                            : emi_cpu_exact_real_gemm(dst, a, b);
+        return fast && !blas_lacks_avx512() ? blas_path(dst, a, b, CT_F64) : emi_cpu_exact_real_gemm(dst, a, b);
     case EMILY_C128: return fast ? blas_path(dst, a, b, CT_C128) : cplx_gemm(dst, a, b);
     case EMILY_C64: return blas_path(dst, a, b, fast ? CT_C64 : CT_C128);
     default: /* f32, f16 and bf16: f32 products at FAST */

@@ -41,10 +41,10 @@ bool emi_cpu_fast_bf16_rows_applies(const emily_tensor *a, const emily_tensor *b
 #include <immintrin.h>
 
 typedef struct rows_job {
-    const float *a;        /* [B, M, K] widened, contiguous */
-    const uint16_t *b;     /* bm's element (0, 0, 0) */
-    int64_t sb0, sb2;      /* bm's batch and column strides */
-    int64_t a_batches;     /* 1 when a is broadcast over the batch */
+    const float *a;    /* [B, M, K] widened, contiguous */
+    const uint16_t *b; /* bm's element (0, 0, 0) */
+    int64_t sb0, sb2;  /* bm's batch and column strides */
+    int64_t a_batches; /* 1 when a is broadcast over the batch */
     float *c;
     int64_t m, n, k, blocks;
 } rows_job;
@@ -57,7 +57,7 @@ __attribute__((target("avx2,fma"))) static inline __m256 widen8(const uint16_t *
 
 __attribute__((target("avx2,fma"))) static float lanes_sum(__m256 v) {
     __m128 lo = _mm256_castps256_ps128(v), hi = _mm256_extractf128_ps(v, 1);
-    __m128 s4 = _mm_add_ps(lo, hi);                     /* l + (l + 4) */
+    __m128 s4 = _mm_add_ps(lo, hi);                    /* l + (l + 4) */
     __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4)); /* + 2 */
     __m128 s1 = _mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1));
     return _mm_cvtss_f32(s1);
@@ -109,8 +109,8 @@ emily_status emi_cpu_fast_bf16_rows(const emily_tensor *a, const emily_tensor *b
                 }
                 aw[(bi * m + r) * k + p] = v;
             }
-    rows_job j = {aw, (const uint16_t *)emily_tensor_base(bm), bm->strides[0], bm->strides[2], a_batches,
-                  c, m, n, k, (n + COLS_PER_JOB - 1) / COLS_PER_JOB};
+    rows_job j = {aw, (const uint16_t *)emily_tensor_base(bm), bm->strides[0], bm->strides[2], a_batches, c, m, n,
+                  k,  (n + COLS_PER_JOB - 1) / COLS_PER_JOB};
     int64_t tasks = nb * j.blocks;
     /* a stream over bm: a quarter of a product's threshold */
     if (nb * m * n * k >= EMI_CPU_MACS_PARALLEL_MIN / 4 && tasks > 1) emi_cpu_parallel(tasks, rows_block, &j);

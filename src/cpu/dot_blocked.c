@@ -69,7 +69,6 @@ enum {
     TILE_BYTES = MR_MAX * NR_MAX * 8, /* room for the largest tile of either type */
 };
 
-
 /* kc steps of one MR x NR tile: c (row stride ldc elements) =
  * (load ? c : 0) + sum over p of a[p][r] * b[p][j], in p order. */
 typedef void (*tile_fn)(int64_t kc, const void *a, const void *b, void *c, int64_t ldc, bool load);
@@ -84,31 +83,27 @@ typedef struct tile_kernel {
 /* T: element type; VL: elements per vector; MR x (NV VL) tile; MADD(acc,
  * a, b): acc + a * b for a scalar a and a vector b (unfused for exact
  * tiles). */
-#define DEFINE_TILE(NAME, ATTR, T, VL, MR, NV, MADD)                                       \
-    typedef T NAME##_v __attribute__((vector_size(VL * sizeof(T))));                       \
-    ATTR static void NAME(int64_t kc, const void *av_, const void *bv_, void *cv_,        \
-                          int64_t ldc, bool load) {                                        \
-        const T *a = av_, *b = bv_;                                                        \
-        T *c = cv_;                                                                        \
-        NAME##_v acc[MR][NV];                                                              \
-        _Pragma("GCC unroll 8") for (int r = 0; r < MR; r++)                               \
-            _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) {                         \
-                if (load) memcpy(&acc[r][v], c + r * ldc + v * VL, sizeof acc[r][v]);      \
-                else memset(&acc[r][v], 0, sizeof acc[r][v]);                              \
-            }                                                                              \
-        for (int64_t p = 0; p < kc; p++) {                                                 \
-            NAME##_v bv[NV];                                                               \
-            _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)                           \
-                memcpy(&bv[v], b + p * (VL * NV) + v * VL, sizeof bv[v]);                  \
-            _Pragma("GCC unroll 8") for (int r = 0; r < MR; r++) {                         \
-                T ar = a[p * MR + r]; /* broadcast into each vector product */            \
-                _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)                       \
-                    acc[r][v] = MADD(acc[r][v], ar, bv[v]);                                \
-            }                                                                              \
-        }                                                                                  \
-        _Pragma("GCC unroll 8") for (int r = 0; r < MR; r++)                               \
-            _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)                           \
-                memcpy(c + r * ldc + v * VL, &acc[r][v], sizeof acc[r][v]);                \
+#define DEFINE_TILE(NAME, ATTR, T, VL, MR, NV, MADD)                                                                \
+    typedef T NAME##_v __attribute__((vector_size(VL * sizeof(T))));                                                \
+    ATTR static void NAME(int64_t kc, const void *av_, const void *bv_, void *cv_, int64_t ldc, bool load) {        \
+        const T *a = av_, *b = bv_;                                                                                 \
+        T *c = cv_;                                                                                                 \
+        NAME##_v acc[MR][NV];                                                                                       \
+        _Pragma("GCC unroll 8") for (int r = 0; r < MR; r++) _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) { \
+            if (load) memcpy(&acc[r][v], c + r * ldc + v * VL, sizeof acc[r][v]);                                   \
+            else memset(&acc[r][v], 0, sizeof acc[r][v]);                                                           \
+        }                                                                                                           \
+        for (int64_t p = 0; p < kc; p++) {                                                                          \
+            NAME##_v bv[NV];                                                                                        \
+            _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)                                                    \
+                memcpy(&bv[v], b + p * (VL * NV) + v * VL, sizeof bv[v]);                                           \
+            _Pragma("GCC unroll 8") for (int r = 0; r < MR; r++) {                                                  \
+                T ar = a[p * MR + r]; /* broadcast into each vector product */                                      \
+                _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) acc[r][v] = MADD(acc[r][v], ar, bv[v]);        \
+            }                                                                                                       \
+        }                                                                                                           \
+        _Pragma("GCC unroll 8") for (int r = 0; r < MR; r++) _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)   \
+            memcpy(c + r * ldc + v * VL, &acc[r][v], sizeof acc[r][v]);                                             \
     }
 
 /* product rounded, then added */
@@ -135,8 +130,7 @@ static const tile_kernel *tile_pick(bool fast) {
     static const tile_kernel f2 = {6, 16, fast_avx2, CT_F32, EMILY_F32};
     static const tile_kernel f5 = {8, 32, fast_avx512, CT_F32, EMILY_F32};
     if (__builtin_cpu_supports("avx512f")) return fast ? &f5 : &e5;
-    if (__builtin_cpu_supports("avx2") && (!fast || __builtin_cpu_supports("fma")))
-        return fast ? &f2 : &e2;
+    if (__builtin_cpu_supports("avx2") && (!fast || __builtin_cpu_supports("fma"))) return fast ? &f2 : &e2;
 #endif
     return fast ? &fg : &eg;
 }
@@ -178,23 +172,20 @@ static bool ws_init(workspace *w, const job *j) {
 
 /* Byte address of element (b, r, c) of operand t (base: its data, es:
  * its element size, looked up once per product). */
-static const char *elem_ptr(const emily_tensor *t, const char *base, int64_t es, int64_t b,
-                            int64_t r, int64_t c) {
+static const char *elem_ptr(const emily_tensor *t, const char *base, int64_t es, int64_t b, int64_t r, int64_t c) {
     return base + (b * t->strides[0] + r * t->strides[1] + c * t->strides[2]) * es;
 }
 
 /* B rows [p0, p0 + kc), columns [j0, j0 + cols) of batch bi into panels
  * dst[jp][p][j], zero-padded to whole panels. */
-static void pack_b(const job *jb, int64_t bi, int64_t p0, int64_t kc, int64_t j0, int64_t cols,
-                   workspace *w) {
+static void pack_b(const job *jb, int64_t bi, int64_t p0, int64_t kc, int64_t j0, int64_t cols, workspace *w) {
     const emily_tensor *b = jb->b;
     int nr = jb->ker->nr;
     ctype ct = jb->ker->ct;
     int64_t np = ceil_div(cols, nr), tail = cols - (np - 1) * nr;
     load_fn load = emi_dot_loaders[b->dtype];
     /* contiguous f64 rows into f64 panels, f32 rows into either */
-    bool direct = b->strides[2] == 1 &&
-                  (b->dtype == EMILY_F32 || (b->dtype == EMILY_F64 && ct == CT_F64));
+    bool direct = b->strides[2] == 1 && (b->dtype == EMILY_F32 || (b->dtype == EMILY_F64 && ct == CT_F64));
     if (direct) {
         /* panel by panel: each panel's writes are one contiguous run (p
          * outer scattered them over every panel at once) */
@@ -203,18 +194,18 @@ static void pack_b(const job *jb, int64_t bi, int64_t p0, int64_t kc, int64_t j0
         for (int64_t jp = 0; jp < np; jp++) {
             int64_t cnt = jp == np - 1 ? tail : nr;
             const char *sp = src0 + (size_t)(jp * nr) * (size_t)jb->bes;
-#define PACK_B_PANEL(ST, DT)                                                           \
-    {                                                                                  \
-        DT *d = (DT *)w->bpack + jp * kc * nr;                                         \
-        for (int64_t p = 0; p < kc; p++, d += nr, sp += rs) {                          \
-            const ST *sr = (const ST *)sp;                                             \
-            if (cnt == nr) {                                                           \
-                for (int64_t j = 0; j < nr; j++) d[j] = (DT)sr[j];                     \
-            } else {                                                                   \
-                for (int64_t j = 0; j < cnt; j++) d[j] = (DT)sr[j];                    \
-                for (int64_t j = cnt; j < nr; j++) d[j] = 0;                           \
-            }                                                                          \
-        }                                                                              \
+#define PACK_B_PANEL(ST, DT)                                        \
+    {                                                               \
+        DT *d = (DT *)w->bpack + jp * kc * nr;                      \
+        for (int64_t p = 0; p < kc; p++, d += nr, sp += rs) {       \
+            const ST *sr = (const ST *)sp;                          \
+            if (cnt == nr) {                                        \
+                for (int64_t j = 0; j < nr; j++) d[j] = (DT)sr[j];  \
+            } else {                                                \
+                for (int64_t j = 0; j < cnt; j++) d[j] = (DT)sr[j]; \
+                for (int64_t j = cnt; j < nr; j++) d[j] = 0;        \
+            }                                                       \
+        }                                                           \
     }
             if (b->dtype == EMILY_F64) PACK_B_PANEL(double, double)
             else if (ct == CT_F64) PACK_B_PANEL(float, double)
@@ -228,32 +219,33 @@ static void pack_b(const job *jb, int64_t bi, int64_t p0, int64_t kc, int64_t j0
         load(elem_ptr(b, jb->bbase, jb->bes, bi, p0 + p, j0), b->strides[2], cols, ct, w->row, 1, 1);
         /* typed copies (a memcpy call per 16-value panel row cost 7% of
          * a large product) */
-#define PACK_B_ROW(T)                                                                  \
-    for (int64_t jp = 0; jp < np; jp++) {                                              \
-        T *d = (T *)w->bpack + (jp * kc + p) * nr;                                     \
-        const T *sr = (const T *)row + jp * nr;                                        \
-        int64_t cnt = jp == np - 1 ? tail : nr;                                        \
-        for (int64_t j = 0; j < cnt; j++) d[j] = sr[j];                                \
-        for (int64_t j = cnt; j < nr; j++) d[j] = 0;                                   \
+#define PACK_B_ROW(T)                                   \
+    for (int64_t jp = 0; jp < np; jp++) {               \
+        T *d = (T *)w->bpack + (jp * kc + p) * nr;      \
+        const T *sr = (const T *)row + jp * nr;         \
+        int64_t cnt = jp == np - 1 ? tail : nr;         \
+        for (int64_t j = 0; j < cnt; j++) d[j] = sr[j]; \
+        for (int64_t j = cnt; j < nr; j++) d[j] = 0;    \
     }
-        if (ct == CT_F64) { PACK_B_ROW(double) }
-        else { PACK_B_ROW(float) }
+        if (ct == CT_F64) {
+            PACK_B_ROW(double)
+        } else {
+            PACK_B_ROW(float)
+        }
 #undef PACK_B_ROW
     }
 }
 
 /* A rows [i0, i0 + mc), columns [p0, p0 + kc) of batch bi into panels
  * dst[ip][p][r], zero-padded to whole panels. */
-static void pack_a(const job *jb, int64_t bi, int64_t i0, int64_t mc, int64_t p0, int64_t kc,
-                   workspace *w) {
+static void pack_a(const job *jb, int64_t bi, int64_t i0, int64_t mc, int64_t p0, int64_t kc, workspace *w) {
     const emily_tensor *a = jb->a;
     int mr = jb->ker->mr;
     ctype ct = jb->ker->ct;
     size_t es = ct_size(ct);
     load_fn load = emi_dot_loaders[a->dtype];
     int64_t rows = round_up(mc, mr);
-    if (a->strides[2] == 1 && (a->dtype == EMILY_F32 || (a->dtype == EMILY_F64 && ct == CT_F64)) &&
-        mc == rows) {
+    if (a->strides[2] == 1 && (a->dtype == EMILY_F32 || (a->dtype == EMILY_F64 && ct == CT_F64)) && mc == rows) {
         /* the common case, by whole panels: p outer, so the stores run
          * contiguously and the mr rows are read as mr sequential streams
          * (the loader writes one row at stride mr instead) */
@@ -261,16 +253,20 @@ static void pack_a(const job *jb, int64_t bi, int64_t i0, int64_t mc, int64_t p0
             const char *src[MR_MAX];
             for (int r = 0; r < mr; r++) src[r] = elem_ptr(a, jb->abase, jb->aes, bi, i0 + ip * mr + r, p0);
             char *d = w->apack + (size_t)(ip * kc * mr) * es;
-#define PACK_A_LOOP(ST, DT)                                                            \
-    if (mr == 8) /* the AVX-512 tiles' height, unrolled */                             \
-        for (int64_t p = 0; p < kc; p++)                                               \
+#define PACK_A_LOOP(ST, DT)                                                                 \
+    if (mr == 8) /* the AVX-512 tiles' height, unrolled */                                  \
+        for (int64_t p = 0; p < kc; p++)                                                    \
             for (int r = 0; r < 8; r++) ((DT *)d)[p * 8 + r] = (DT)((const ST *)src[r])[p]; \
-    else                                                                               \
-        for (int64_t p = 0; p < kc; p++)                                               \
+    else                                                                                    \
+        for (int64_t p = 0; p < kc; p++)                                                    \
             for (int r = 0; r < mr; r++) ((DT *)d)[p * mr + r] = (DT)((const ST *)src[r])[p];
-            if (a->dtype == EMILY_F64) { PACK_A_LOOP(double, double) }
-            else if (ct == CT_F64) { PACK_A_LOOP(float, double) }
-            else { PACK_A_LOOP(float, float) }
+            if (a->dtype == EMILY_F64) {
+                PACK_A_LOOP(double, double)
+            } else if (ct == CT_F64) {
+                PACK_A_LOOP(float, double)
+            } else {
+                PACK_A_LOOP(float, float)
+            }
 #undef PACK_A_LOOP
         }
         return;
@@ -289,6 +285,7 @@ static void pack_a(const job *jb, int64_t bi, int64_t i0, int64_t mc, int64_t p0
  * ldc) into dst (f32, f16 or bf16), one loop per case so that each
  * vectorizes: f64 sums (exact), or f32 sums, which widen exactly, so one
  * rounding either way (bf16, Nx's way: to f32, then the top 16 bits). */
+// clang-format off
 #define STORE_ITEM(ENUM, sfx, T)                                                       \
     case EMILY_##ENUM:                                                                 \
         for (int64_t r = 0; r < rows; r++) {                                           \
@@ -302,9 +299,10 @@ static void pack_a(const job *jb, int64_t bi, int64_t i0, int64_t mc, int64_t p0
             }                                                                          \
         }                                                                              \
         break;
+// clang-format on
 
-static void store_item(emily_tensor *dst, ctype ct, const void *c, int64_t ldc, int64_t off,
-                       int64_t rows, int64_t cols) {
+static void store_item(emily_tensor *dst, ctype ct, const void *c, int64_t ldc, int64_t off, int64_t rows,
+                       int64_t cols) {
     int64_t n = dst->shape[2];
     void *base = emily_tensor_base(dst);
     switch (dst->dtype) {
@@ -395,8 +393,7 @@ static void run_item_on_pool(void *ctx, int64_t it) {
     run_item(ij->j, it, &w);
 }
 
-static emily_status blocked_gemm(emily_tensor *dst, const emily_tensor *a, const emily_tensor *bm,
-                                 bool fast) {
+static emily_status blocked_gemm(emily_tensor *dst, const emily_tensor *a, const emily_tensor *bm, bool fast) {
     job j = {.a = a, .b = bm, .dst = dst, .ker = tile_pick(fast)};
     j.abase = emily_tensor_base(a);
     j.bbase = emily_tensor_base(bm);
@@ -442,8 +439,7 @@ static emily_status blocked_gemm(emily_tensor *dst, const emily_tensor *a, const
     return EMILY_OK;
 }
 
-emily_status emi_cpu_exact_real_gemm(emily_tensor *dst, const emily_tensor *a,
-                                       const emily_tensor *bm) {
+emily_status emi_cpu_exact_real_gemm(emily_tensor *dst, const emily_tensor *a, const emily_tensor *bm) {
     return blocked_gemm(dst, a, bm, false);
 }
 
@@ -498,9 +494,9 @@ __attribute__((target("avx512f"))) static void gemv_block(void *ctx, int64_t t) 
             for (; j < full; j += 16)
                 _mm512_storeu_ps(cr + j, _mm512_fmadd_ps(av, _mm512_loadu_ps(bp + j), _mm512_loadu_ps(cr + j)));
             if (tail)
-                _mm512_mask_storeu_ps(cr + j, tail,
-                                      _mm512_fmadd_ps(av, _mm512_maskz_loadu_ps(tail, bp + j),
-                                                      _mm512_maskz_loadu_ps(tail, cr + j)));
+                _mm512_mask_storeu_ps(
+                    cr + j, tail,
+                    _mm512_fmadd_ps(av, _mm512_maskz_loadu_ps(tail, bp + j), _mm512_maskz_loadu_ps(tail, cr + j)));
         }
     }
 }
@@ -510,8 +506,17 @@ bool emi_cpu_fast_f32_gemv(emily_tensor *dst, const emily_tensor *a, const emily
     if (m > 4 || dst->dtype != EMILY_F32 || a->dtype != EMILY_F32 || bm->dtype != EMILY_F32 ||
         !__builtin_cpu_supports("avx512f") || bm->strides[2] != 1 || a->strides[2] != 1 || n < 16 || k < 1)
         return false;
-    gemv_job jb = {emily_tensor_base(a), emily_tensor_base(bm), emily_tensor_base(dst), m, n, k,
-                   a->strides[1], bm->strides[1], a->strides[0], bm->strides[0], (n + GEMV_COLS - 1) / GEMV_COLS};
+    gemv_job jb = {emily_tensor_base(a),
+                   emily_tensor_base(bm),
+                   emily_tensor_base(dst),
+                   m,
+                   n,
+                   k,
+                   a->strides[1],
+                   bm->strides[1],
+                   a->strides[0],
+                   bm->strides[0],
+                   (n + GEMV_COLS - 1) / GEMV_COLS};
     int64_t tasks = dst->shape[0] * jb.blocks;
     if (m * n * k * dst->shape[0] >= EMI_CPU_MACS_PARALLEL_MIN / 4) emi_cpu_parallel(tasks, gemv_block, &jb);
     else
@@ -527,8 +532,7 @@ bool emi_cpu_fast_f32_gemv(emily_tensor *dst, const emily_tensor *a, const emily
 }
 #endif
 
-emily_status emi_cpu_fast_f32_gemm(emily_tensor *dst, const emily_tensor *a,
-                                     const emily_tensor *bm) {
+emily_status emi_cpu_fast_f32_gemm(emily_tensor *dst, const emily_tensor *a, const emily_tensor *bm) {
     if (emi_cpu_fast_f32_gemv(dst, a, bm)) return EMILY_OK;
     return blocked_gemm(dst, a, bm, true);
 }

@@ -18,10 +18,8 @@
 
 #include "core/engine.h"
 
-emily_status emi_cpu_exact_real_gemm(emily_tensor *dst, const emily_tensor *a,
-                                       const emily_tensor *bm);
-emily_status emi_cpu_fast_f32_gemm(emily_tensor *dst, const emily_tensor *a,
-                                     const emily_tensor *bm);
+emily_status emi_cpu_exact_real_gemm(emily_tensor *dst, const emily_tensor *a, const emily_tensor *bm);
+emily_status emi_cpu_fast_f32_gemm(emily_tensor *dst, const emily_tensor *a, const emily_tensor *bm);
 
 /* FAST f32 products of 1 to 4 rows (dst, a, bm all f32, bm's and a's
  * innermost strides 1) as streams over bm: f32 fused multiply-adds in

@@ -16,6 +16,7 @@
 #define U64_INT(x) ((uint64_t)(x))
 #define U64_NONE(x) ((void)(x), (uint64_t)0) /* floats never reach integer dots */
 
+// clang-format off
 #define DEFINE_LOAD(NAME, ST, RE, IM, U64)                                             \
     static void NAME(const void *src, int64_t ss, int64_t n, ctype ct, void *dst,      \
                      int64_t ds, int64_t imoff) {                                       \
@@ -43,6 +44,7 @@
         case CT_U64: { uint64_t *d = dst; for (int64_t i = 0; i < n; i++) d[i * ds] = U64(s[i * ss]); break; } \
         }                                                                               \
     }
+// clang-format on
 
 /* load_<sfx> for every dtype */
 #define LOAD_INTEGER(ENUM, sfx, T) DEFINE_LOAD(load_##sfx, T, RE_OF(sfx), IM_OF(sfx), U64_INT)

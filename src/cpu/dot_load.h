@@ -21,8 +21,7 @@ static inline size_t ct_size(ctype ct) {
  * integers exactly (signed ones sign-extended), f16/bf16 through f32,
  * floats and complex numbers at the compute type's precision. One
  * function per source dtype, indexed by emily_dtype. */
-typedef void (*load_fn)(const void *src, int64_t ss, int64_t n, ctype ct, void *dst, int64_t ds,
-                        int64_t imoff);
+typedef void (*load_fn)(const void *src, int64_t ss, int64_t n, ctype ct, void *dst, int64_t ds, int64_t imoff);
 extern const load_fn emi_dot_loaders[EMILY_DTYPE_COUNT];
 
 #endif

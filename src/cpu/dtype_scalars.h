@@ -61,8 +61,7 @@
     _Static_assert(sizeof(EMI_BITS(sfx)) == sizeof(T), "EMI_WIDTH_" #sfx " is not " #T "'s width");
 EMI_DTYPES_REAL(EMI_CHECK_WIDTH_)
 #undef EMI_CHECK_WIDTH_
-#define EMI_CHECK_INF_(ENUM, sfx, T) \
-    _Static_assert(EMI_INF_BITS(sfx) > 0, "EMI_INF_BITS_" #sfx " is missing");
+#define EMI_CHECK_INF_(ENUM, sfx, T) _Static_assert(EMI_INF_BITS(sfx) > 0, "EMI_INF_BITS_" #sfx " is missing");
 EMI_DTYPES_FLOAT(EMI_CHECK_INF_)
 #undef EMI_CHECK_INF_
 
@@ -76,11 +75,11 @@ typedef struct emi_bits128 {
 
 /* ---- reading: emi_to_f64_<sfx>, emi_im_of_<sfx> ------------------------- */
 
-#define EMI_READ_PLAIN_(ENUM, sfx, T)                                     \
-    static inline double emi_to_f64_##sfx(T x) { return (double)x; }      \
-    static inline double emi_im_of_##sfx(T x) {                           \
-        (void)x;                                                          \
-        return 0.0;                                                       \
+#define EMI_READ_PLAIN_(ENUM, sfx, T)                                \
+    static inline double emi_to_f64_##sfx(T x) { return (double)x; } \
+    static inline double emi_im_of_##sfx(T x) {                      \
+        (void)x;                                                     \
+        return 0.0;                                                  \
     }
 #define EMI_READ_HALF_(ENUM, sfx, T)                                                  \
     static inline double emi_to_f64_##sfx(T x) { return emily_sc_##sfx##_to_f64(x); } \
@@ -88,7 +87,7 @@ typedef struct emi_bits128 {
         (void)x;                                                                      \
         return 0.0;                                                                   \
     }
-#define EMI_READ_COMPLEX_(ENUM, sfx, T)                                \
+#define EMI_READ_COMPLEX_(ENUM, sfx, T)                                 \
     static inline double emi_to_f64_##sfx(T x) { return (double)x.re; } \
     static inline double emi_im_of_##sfx(T x) { return (double)x.im; }
 EMI_DTYPES_INTEGER(EMI_READ_PLAIN_)
@@ -107,11 +106,11 @@ EMI_DTYPES_COMPLEX(EMI_READ_COMPLEX_)
 #define EMI_WRITE_NATIVE_(ENUM, sfx, T) \
     static inline T emi_from_f64_##sfx(double x) { return (T)x; }
 /* each part rounded to the part type, as a C conversion does */
-#define EMI_WRITE_COMPLEX_(ENUM, sfx, T)             \
-    static inline T emi_from_f64_##sfx(double x) {   \
-        T z = {0, 0};                                \
-        z.re = x;                                    \
-        return z;                                    \
+#define EMI_WRITE_COMPLEX_(ENUM, sfx, T)           \
+    static inline T emi_from_f64_##sfx(double x) { \
+        T z = {0, 0};                              \
+        z.re = x;                                  \
+        return z;                                  \
     }
 EMI_DTYPES_INTEGER(EMI_WRITE_RULE_)
 EMI_DTYPES_HALF(EMI_WRITE_RULE_)

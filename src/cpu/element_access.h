@@ -15,11 +15,10 @@
 #include "emily/dtype.h"
 
 /* 0 integer, 1 real float, 2 complex */
-static inline int we_class(emily_dtype t) {
-    return emily_dtype_is_complex(t) ? 2 : emily_dtype_is_float(t) ? 1 : 0;
-}
+static inline int we_class(emily_dtype t) { return emily_dtype_is_complex(t) ? 2 : emily_dtype_is_float(t) ? 1 : 0; }
 
 /* One case of the readers below: the element as a T in v, then EXPR. */
+// clang-format off
 #define WE_LOAD_CASE(ENUM, T, EXPR) \
     case EMILY_##ENUM: {            \
         T v;                        \
@@ -29,6 +28,7 @@ static inline int we_class(emily_dtype t) {
 #define WE_LOAD_INT_(ENUM, sfx, T) WE_LOAD_CASE(ENUM, T, (uint64_t)v)
 #define WE_LOAD_F_(ENUM, sfx, T) WE_LOAD_CASE(ENUM, T, emi_to_f64_##sfx(v))
 #define WE_LOAD_IM_(ENUM, sfx, T) WE_LOAD_CASE(ENUM, T, emi_im_of_##sfx(v))
+// clang-format on
 
 /* An integer's bits; a signed value's conversion to uint64_t is its
  * sign extension. 0 for other types. */
@@ -62,7 +62,9 @@ static inline double we_load_im(emily_dtype t, const char *p) {
 
 static inline bool we_unsigned(emily_dtype t) {
     switch (t) {
+// clang-format off
 #define WE_UNSIGNED_(ENUM, sfx, T) case EMILY_##ENUM:
+        // clang-format on
         EMI_DTYPES_UNSIGNED(WE_UNSIGNED_)
 #undef WE_UNSIGNED_
         return true;
@@ -82,8 +84,10 @@ static inline void we_store_f(emily_dtype t, double re, double im, char *p) {
  * unchanged for other types. */
 static inline double we_round(emily_dtype t, double x) {
     switch (t) {
+// clang-format off
 #define WE_ROUND_(ENUM, sfx, T) \
     case EMILY_##ENUM: return emi_round_##sfx(x);
+        // clang-format on
         EMI_DTYPES_INEXACT(WE_ROUND_)
 #undef WE_ROUND_
     default: return x;

@@ -23,12 +23,10 @@ static void map_block(void *p, int64_t b) {
     int64_t i0 = c * EMILY_MAP_CHUNK;
     int64_t n = j->it.inner_n - i0 < EMILY_MAP_CHUNK ? j->it.inner_n - i0 : EMILY_MAP_CHUNK;
     int64_t ds = j->it.inner_stride[0], ss = j->it.inner_stride[1];
-    j->fn(j->dbase + (off[0] + i0 * ds) * j->dsize, ds, j->sbase + (off[1] + i0 * ss) * j->ssize, ss, n,
-          j->ctx);
+    j->fn(j->dbase + (off[0] + i0 * ds) * j->dsize, ds, j->sbase + (off[1] + i0 * ss) * j->ssize, ss, n, j->ctx);
 }
 
-emily_status emi_cpu_map(emily_tensor *dst, const emily_tensor *src, emily_run_fn fn,
-                           const void *ctx) {
+emily_status emi_cpu_map(emily_tensor *dst, const emily_tensor *src, emily_run_fn fn, const void *ctx) {
     if (dst->size == 0) return EMILY_OK;
     const emily_tensor *ts[2] = {dst, src};
     map_job j = {.fn = fn, .ctx = ctx};
@@ -72,7 +70,11 @@ void emi_cpu_map_contiguous(emily_tensor *dst, const emily_tensor *src, emily_ve
         fn(emily_tensor_base(dst), emily_tensor_base(src), total);
         return;
     }
-    vec_job j = {emily_tensor_base(dst), emily_tensor_base(src), (int64_t)emily_dtype_size(dst->dtype),
-                 (int64_t)emily_dtype_size(src->dtype), total, fn};
+    vec_job j = {emily_tensor_base(dst),
+                 emily_tensor_base(src),
+                 (int64_t)emily_dtype_size(dst->dtype),
+                 (int64_t)emily_dtype_size(src->dtype),
+                 total,
+                 fn};
     emi_cpu_parallel((total + EMILY_MAP_CHUNK - 1) / EMILY_MAP_CHUNK, vec_chunk, &j);
 }

@@ -15,14 +15,12 @@
 /* Strides are in elements of each side's dtype; ds == ss == 1 is the
  * contiguous fast path every run function should special-case. ctx is
  * the pointer given to emi_cpu_map (most run functions ignore it). */
-typedef void (*emily_run_fn)(char *dst, int64_t ds, const char *src, int64_t ss, int64_t n,
-                             const void *ctx);
+typedef void (*emily_run_fn)(char *dst, int64_t ds, const char *src, int64_t ss, int64_t n, const void *ctx);
 
 /* dst and src must have the same shape (dtypes may differ); src may be
  * dst itself for run functions that ignore their input. Threaded above
  * EMILY_PARALLEL_MIN elements. */
-emily_status emi_cpu_map(emily_tensor *dst, const emily_tensor *src, emily_run_fn fn,
-                           const void *ctx);
+emily_status emi_cpu_map(emily_tensor *dst, const emily_tensor *src, emily_run_fn fn, const void *ctx);
 
 /* n contiguous elements of src's dtype -> n of dst's dtype. */
 typedef void (*emily_vec_fn)(void *dst, const void *src, int64_t n);
@@ -33,23 +31,22 @@ void emi_cpu_map_contiguous(emily_tensor *dst, const emily_tensor *src, emily_ve
 
 /* Defines a static run function NAME from ST elements to DT elements;
  * EXPR computes one output from the input element `v`. */
-#define EMILY_RUN_FN(NAME, ST, DT, EXPR)                                               \
-    static void NAME(char *d_, int64_t ds, const char *s_, int64_t ss, int64_t n,      \
-                     const void *ctx_) {                                               \
-        (void)ctx_;                                                                    \
-        DT *d = (DT *)d_;                                                              \
-        const ST *s = (const ST *)s_;                                                  \
-        if (ds == 1 && ss == 1) {                                                      \
-            for (int64_t i = 0; i < n; i++) {                                          \
-                ST v = s[i];                                                           \
-                d[i] = (EXPR);                                                         \
-            }                                                                          \
-        } else {                                                                       \
-            for (int64_t i = 0; i < n; i++) {                                          \
-                ST v = s[i * ss];                                                      \
-                d[i * ds] = (EXPR);                                                    \
-            }                                                                          \
-        }                                                                              \
+#define EMILY_RUN_FN(NAME, ST, DT, EXPR)                                                              \
+    static void NAME(char *d_, int64_t ds, const char *s_, int64_t ss, int64_t n, const void *ctx_) { \
+        (void)ctx_;                                                                                   \
+        DT *d = (DT *)d_;                                                                             \
+        const ST *s = (const ST *)s_;                                                                 \
+        if (ds == 1 && ss == 1) {                                                                     \
+            for (int64_t i = 0; i < n; i++) {                                                         \
+                ST v = s[i];                                                                          \
+                d[i] = (EXPR);                                                                        \
+            }                                                                                         \
+        } else {                                                                                      \
+            for (int64_t i = 0; i < n; i++) {                                                         \
+                ST v = s[i * ss];                                                                     \
+                d[i * ds] = (EXPR);                                                                   \
+            }                                                                                         \
+        }                                                                                             \
     }
 
 /* Elements per chunk handed to one run call. */

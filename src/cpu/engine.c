@@ -25,8 +25,7 @@ static size_t block_size(size_t nbytes) {
 
 static emily_status cpu_alloc(int device, size_t nbytes, void **ptr) {
     (void)device;
-    if (nbytes > SIZE_MAX - 2 * HEADER)
-        return emily_error(EMILY_ERR_MEMORY, "cpu: cannot allocate %zu bytes", nbytes);
+    if (nbytes > SIZE_MAX - 2 * HEADER) return emily_error(EMILY_ERR_MEMORY, "cpu: cannot allocate %zu bytes", nbytes);
     size_t total = block_size(nbytes);
     /* Large buffers start on a 2 MiB boundary and ask for transparent huge
      * pages: a fresh 40 MB output otherwise costs ~10k page faults on first
@@ -65,7 +64,10 @@ static emily_status cpu_memcpy(int device, void *dst, const void *src, size_t n)
     return EMILY_OK;
 }
 
-static emily_status cpu_synchronize(int device) { (void)device; return EMILY_OK; }
+static emily_status cpu_synchronize(int device) {
+    (void)device;
+    return EMILY_OK;
+}
 
 static emily_status cpu_memory_stats(int device, emily_memory_stats *out) {
     (void)device;
@@ -92,13 +94,14 @@ static emily_status cpu_stream_new(int device, void **handle) {
     return EMILY_OK;
 }
 static emily_status cpu_stream_noop(int device, void *handle) {
-    (void)device; (void)handle;
+    (void)device;
+    (void)handle;
     return EMILY_OK;
 }
 
 /* The families whose kernels are single functions of their own files. */
-static const struct emily_copy_kernels cpu_copy = {.copy = emi_cpu_copy, .convert = emi_cpu_convert,
-    .convert_narrow = emi_cpu_convert_narrow};
+static const struct emily_copy_kernels cpu_copy = {
+    .copy = emi_cpu_copy, .convert = emi_cpu_convert, .convert_narrow = emi_cpu_convert_narrow};
 static const struct emily_creation_kernels cpu_creation = {
     .fill = emi_cpu_fill, .iota = emi_cpu_iota, .eye = emi_cpu_eye};
 static const struct emily_elementwise_kernels cpu_elementwise = {

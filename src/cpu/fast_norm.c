@@ -37,21 +37,19 @@
     HOT static double sum_##sfx(const T *restrict x, int64_t n) {                      \
         double l[LANES] = {0};                                                         \
         int64_t j = 0;                                                                 \
-        for (; j + LANES <= n; j += LANES)                                             \
-            PRAGMA(GCC unroll 32)                                                      \
-            for (int k = 0; k < LANES; k++) l[k] += (double)x[j + k];                  \
+        for (; j + LANES <= n; j += LANES) PRAGMA(GCC unroll 32)                       \
+        for (int k = 0; k < LANES; k++) l[k] += (double)x[j + k];                      \
         for (int k = 0; j + k < n; k++) l[k] += (double)x[j + k];                      \
         return emi_norm_combine(l);                                                    \
     }                                                                                  \
     HOT static double sum_squares_##sfx(const T *restrict x, int64_t n) {              \
         double l[LANES] = {0};                                                         \
         int64_t j = 0;                                                                 \
-        for (; j + LANES <= n; j += LANES)                                             \
-            PRAGMA(GCC unroll 32)                                                      \
-            for (int k = 0; k < LANES; k++) {                                          \
-                T v = x[j + k] * x[j + k];                                             \
-                l[k] += (double)v;                                                     \
-            }                                                                          \
+        for (; j + LANES <= n; j += LANES) PRAGMA(GCC unroll 32)                       \
+        for (int k = 0; k < LANES; k++) {                                              \
+            T v = x[j + k] * x[j + k];                                                 \
+            l[k] += (double)v;                                                         \
+        }                                                                              \
         for (int k = 0; j + k < n; k++) {                                              \
             T v = x[j + k] * x[j + k];                                                 \
             l[k] += (double)v;                                                         \
@@ -61,13 +59,12 @@
     HOT static double sum_centred_squares_##sfx(const T *restrict x, int64_t n, T m) { \
         double l[LANES] = {0};                                                         \
         int64_t j = 0;                                                                 \
-        for (; j + LANES <= n; j += LANES)                                             \
-            PRAGMA(GCC unroll 32)                                                      \
-            for (int k = 0; k < LANES; k++) {                                          \
-                T c = x[j + k] - m;                                                    \
-                T v = c * c;                                                           \
-                l[k] += (double)v;                                                     \
-            }                                                                          \
+        for (; j + LANES <= n; j += LANES) PRAGMA(GCC unroll 32)                       \
+        for (int k = 0; k < LANES; k++) {                                              \
+            T c = x[j + k] - m;                                                        \
+            T v = c * c;                                                               \
+            l[k] += (double)v;                                                         \
+        }                                                                              \
         for (int k = 0; j + k < n; k++) {                                              \
             T c = x[j + k] - m;                                                        \
             T v = c * c;                                                               \
@@ -83,25 +80,25 @@ ROW_SUMS(f64, double)
 
 /* layer_norm's output y_j = A(A(A(g_j * r) * c_j) + b_j), c_j = W(x_j - m),
  * for (W, A) = (f32, f32), (f32, f64), (f64, f64); b NULL: no bias. */
-#define LN_OUT(NAME, W, A)                                                              \
-    HOT static void NAME(const W *restrict x, int64_t n, W m, W r, const A *restrict g, \
-                         const A *restrict b, A *restrict y) {                          \
-        if (b) {                                                                        \
-            PRAGMA(omp simd)                                                            \
-            for (int64_t j = 0; j < n; j++) {                                           \
-                W c = x[j] - m;                                                         \
-                A s = g[j] * (A)r;                                                      \
-                A p = s * (A)c;                                                         \
-                y[j] = p + b[j];                                                        \
-            }                                                                           \
-        } else {                                                                        \
-            PRAGMA(omp simd)                                                            \
-            for (int64_t j = 0; j < n; j++) {                                           \
-                W c = x[j] - m;                                                         \
-                A s = g[j] * (A)r;                                                      \
-                y[j] = s * (A)c;                                                        \
-            }                                                                           \
-        }                                                                               \
+#define LN_OUT(NAME, W, A)                                                                                   \
+    HOT static void NAME(const W *restrict x, int64_t n, W m, W r, const A *restrict g, const A *restrict b, \
+                         A *restrict y) {                                                                    \
+        if (b) {                                                                                             \
+            PRAGMA(omp simd)                                                                                 \
+            for (int64_t j = 0; j < n; j++) {                                                                \
+                W c = x[j] - m;                                                                              \
+                A s = g[j] * (A)r;                                                                           \
+                A p = s * (A)c;                                                                              \
+                y[j] = p + b[j];                                                                             \
+            }                                                                                                \
+        } else {                                                                                             \
+            PRAGMA(omp simd)                                                                                 \
+            for (int64_t j = 0; j < n; j++) {                                                                \
+                W c = x[j] - m;                                                                              \
+                A s = g[j] * (A)r;                                                                           \
+                y[j] = s * (A)c;                                                                             \
+            }                                                                                                \
+        }                                                                                                    \
     }
 LN_OUT(ln_out_ff, float, float)
 LN_OUT(ln_out_fd, float, double)
@@ -111,15 +108,14 @@ LN_OUT(ln_out_dd, double, double)
 /* rms_norm's output y_j = A(z_j * g_j), z_j = X(W(x_j * r)): X, x's own
  * type, rounds only for f16/bf16 (ROUND: emi_round_<sfx> of the double, or
  * nothing). */
-#define RMS_OUT(NAME, W, A, ROUND)                                                 \
-    HOT static void NAME(const W *restrict x, int64_t n, W r, const A *restrict g, \
-                         A *restrict y) {                                          \
-        PRAGMA(omp simd)                                                           \
-        for (int64_t j = 0; j < n; j++) {                                          \
-            W z = x[j] * r;                                                        \
-            z = (W)ROUND(z);                                                       \
-            y[j] = (A)z * g[j];                                                    \
-        }                                                                          \
+#define RMS_OUT(NAME, W, A, ROUND)                                                                  \
+    HOT static void NAME(const W *restrict x, int64_t n, W r, const A *restrict g, A *restrict y) { \
+        PRAGMA(omp simd)                                                                            \
+        for (int64_t j = 0; j < n; j++) {                                                           \
+            W z = x[j] * r;                                                                         \
+            z = (W)ROUND(z);                                                                        \
+            y[j] = (A)z * g[j];                                                                     \
+        }                                                                                           \
     }
 #define AS_IS(v) (v)
 RMS_OUT(rms_out_ff, float, float, AS_IS)
@@ -150,15 +146,12 @@ typedef struct norm_job {
 static const void *wide_row(const norm_job *j, const char *x, float *wide) {
     switch (j->xt) {
     case EMILY_F16:
-        for (int64_t k = 0; k < j->n; k++)
-            wide[k] = (float)emi_to_f64_f16(((const uint16_t *)x)[k]);
+        for (int64_t k = 0; k < j->n; k++) wide[k] = (float)emi_to_f64_f16(((const uint16_t *)x)[k]);
         return wide;
     case EMILY_BF16:
-        for (int64_t k = 0; k < j->n; k++)
-            wide[k] = (float)emi_to_f64_bf16(((const uint16_t *)x)[k]);
+        for (int64_t k = 0; k < j->n; k++) wide[k] = (float)emi_to_f64_bf16(((const uint16_t *)x)[k]);
         return wide;
-    default:
-        return x;
+    default: return x;
     }
 }
 
@@ -190,8 +183,7 @@ static void row_f32(const norm_job *j, const float *x, float *ya, char *y) {
         else rms_out_ff(x, n, r, j->g, ya);
     } else {
         float m = emi_norm_mean_f32(sum_f32(x, n), n);
-        float var = emi_norm_mean_f32(sum_centred_squares_f32(x, n, m), n),
-              r = emi_layer_norm_r_f32(var, e);
+        float var = emi_norm_mean_f32(sum_centred_squares_f32(x, n, m), n), r = emi_layer_norm_r_f32(var, e);
         if (wide_out) {
             ln_out_fd(x, n, m, r, j->g, j->b, (double *)y);
             return;
@@ -245,8 +237,8 @@ static void rows(void *ctx, int64_t r0, int64_t r1) {
  * in cache and short rows do not pay the pool per row. */
 #define ELEMENTS_PER_JOB 16384
 
-static emily_status run(const char *op, bool rms, emily_tensor *dst, const emily_tensor *x,
-                        const emily_tensor *gamma, const emily_tensor *beta, double eps) {
+static emily_status run(const char *op, bool rms, emily_tensor *dst, const emily_tensor *x, const emily_tensor *gamma,
+                        const emily_tensor *beta, double eps) {
     int64_t n = x->shape[x->rank - 1];
     if (x->size == 0) return EMILY_OK;
     norm_job j = {.rms = rms,
@@ -261,22 +253,21 @@ static emily_status run(const char *op, bool rms, emily_tensor *dst, const emily
     atomic_init(&j.out_of_memory, false);
     int64_t nrows = x->size / n, per = ELEMENTS_PER_JOB / n;
     emi_cpu_parallel_ranges(nrows, per > 0 ? per : 1, x->size >= EMILY_PARALLEL_MIN, rows, &j);
-    if (atomic_load(&j.out_of_memory))
-        return emily_error(EMILY_ERR_MEMORY, "%s: out of host memory", op);
+    if (atomic_load(&j.out_of_memory)) return emily_error(EMILY_ERR_MEMORY, "%s: out of host memory", op);
     return EMILY_OK;
 }
 
-static emily_status cpu_layer_norm(emily_tensor *dst, const emily_tensor *x,
-                                   const emily_tensor *gamma, const emily_tensor *beta,
-                                   double eps) {
+static emily_status cpu_layer_norm(emily_tensor *dst, const emily_tensor *x, const emily_tensor *gamma,
+                                   const emily_tensor *beta, double eps) {
     return run("layer_norm", false, dst, x, gamma, beta, eps);
 }
 
-static emily_status cpu_rms_norm(emily_tensor *dst, const emily_tensor *x,
-                                 const emily_tensor *gamma, double eps) {
+static emily_status cpu_rms_norm(emily_tensor *dst, const emily_tensor *x, const emily_tensor *gamma, double eps) {
     return run("rms_norm", true, dst, x, gamma, NULL, eps);
 }
 
-const struct emily_fast_kernels emi_cpu_fast_kernels = {
-    .layer_norm = cpu_layer_norm, .rms_norm = cpu_rms_norm, .sdpa = emi_cpu_sdpa, .softmax = emi_cpu_softmax,
-    .rope = emi_cpu_rope};
+const struct emily_fast_kernels emi_cpu_fast_kernels = {.layer_norm = cpu_layer_norm,
+                                                        .rms_norm = cpu_rms_norm,
+                                                        .sdpa = emi_cpu_sdpa,
+                                                        .softmax = emi_cpu_softmax,
+                                                        .rope = emi_cpu_rope};

@@ -38,18 +38,17 @@ static void token_cos_sin(const emily_rope_params *p, const float *inv, int64_t 
 
 /* One head's row of D elements of storage type T: pairs rotated, the
  * rest copied. */
-#define ROPE_ROW_(E, sfx, T, C)                                                               \
-    static void row_##sfx(const emily_rope_params *p, const float *cs, const T *x, T *y) {    \
-        int64_t h = p->dims / 2;                                                              \
-        for (int64_t i = 0; i < h; i++) {                                                     \
-            int64_t iu = p->traditional ? 2 * i : i, iv = p->traditional ? 2 * i + 1 : i + h; \
-            T u = x[iu], v = x[iv];                                                           \
-            emi_rope_pair_##sfx(&u, &v, cs[2 * i], cs[2 * i + 1]);                            \
-            y[iu] = u;                                                                        \
-            y[iv] = v;                                                                        \
-        }                                                                                     \
-        if (p->D > p->dims)                                                                   \
-            memcpy(y + p->dims, x + p->dims, (size_t)(p->D - p->dims) * sizeof(T));           \
+#define ROPE_ROW_(E, sfx, T, C)                                                                     \
+    static void row_##sfx(const emily_rope_params *p, const float *cs, const T *x, T *y) {          \
+        int64_t h = p->dims / 2;                                                                    \
+        for (int64_t i = 0; i < h; i++) {                                                           \
+            int64_t iu = p->traditional ? 2 * i : i, iv = p->traditional ? 2 * i + 1 : i + h;       \
+            T u = x[iu], v = x[iv];                                                                 \
+            emi_rope_pair_##sfx(&u, &v, cs[2 * i], cs[2 * i + 1]);                                  \
+            y[iu] = u;                                                                              \
+            y[iv] = v;                                                                              \
+        }                                                                                           \
+        if (p->D > p->dims) memcpy(y + p->dims, x + p->dims, (size_t)(p->D - p->dims) * sizeof(T)); \
     }
 ROPE_ROW_(F16, f16, uint16_t, float)
 ROPE_ROW_(BF16, bf16, uint16_t, float)
@@ -65,18 +64,10 @@ static void head_rows(const rope_job *j, const float *cs, int64_t token) {
         const void *x = j->x + off;
         void *y = j->y + off;
         switch (j->t) {
-        case EMILY_F16:
-            row_f16(p, cs, x, y);
-            break;
-        case EMILY_BF16:
-            row_bf16(p, cs, x, y);
-            break;
-        case EMILY_F32:
-            row_f32(p, cs, x, y);
-            break;
-        default:
-            row_f64(p, cs, x, y);
-            break;
+        case EMILY_F16: row_f16(p, cs, x, y); break;
+        case EMILY_BF16: row_bf16(p, cs, x, y); break;
+        case EMILY_F32: row_f32(p, cs, x, y); break;
+        default: row_f64(p, cs, x, y); break;
         }
     }
 }
@@ -110,8 +101,7 @@ static void tokens(void *ctx, int64_t lo, int64_t hi) {
 static void table_rows(void *ctx, int64_t lo, int64_t hi) {
     rope_job *j = ctx;
     float *table = (float *)j->table;
-    for (int64_t s = lo; s < hi; s++)
-        token_cos_sin(j->p, j->inv, j->pos[s], table + s * j->p->dims);
+    for (int64_t s = lo; s < hi; s++) token_cos_sin(j->p, j->inv, j->pos[s], table + s * j->p->dims);
 }
 
 /* Tokens per job: about 16K elements of x. */
@@ -139,7 +129,6 @@ emily_status emi_cpu_rope(emily_tensor *dst, const emily_tensor *x, const emily_
     int64_t row = p->H * p->D, per = row > 0 ? ELEMENTS_PER_JOB / row : 1;
     emi_cpu_parallel_ranges(p->B * p->S, per > 0 ? per : 1, parallel, tokens, &j);
     free(table);
-    if (atomic_load(&j.out_of_memory))
-        return emily_error(EMILY_ERR_MEMORY, "rope: out of host memory");
+    if (atomic_load(&j.out_of_memory)) return emily_error(EMILY_ERR_MEMORY, "rope: out of host memory");
     return EMILY_OK;
 }

@@ -58,8 +58,7 @@ static void exp_row(const softmax_job *j, char *y, int64_t n) {
         }
         break;
     case EMILY_F32:
-        for (int64_t k = 0; k < n; k++)
-            ((float *)y)[k] = (float)EMI_UNARY_REAL(EXP, exp, (double)((float *)y)[k]);
+        for (int64_t k = 0; k < n; k++) ((float *)y)[k] = (float)EMI_UNARY_REAL(EXP, exp, (double)((float *)y)[k]);
         break;
     default:
         for (int64_t k = 0; k < n; k++) ((double *)y)[k] = EMI_UNARY_REAL_F64(EXP, exp, ((double *)y)[k]);
@@ -72,41 +71,40 @@ static void exp_row(const softmax_job *j, char *y, int64_t n) {
  * binary kernels' emi_bk_ld_/emi_bk_st_), WIDE reads a stored element
  * exactly as a double for the sum, SUM_ST rounds the double sum to T as
  * emily_sum stores it. */
-#define SOFTMAX_ROW(sfx, T, C, SUM_ST)                                                 \
-    HOT static C row_max_##sfx(const T *restrict x, int64_t n) {                       \
-        C m = (C)-INFINITY;                                                            \
-        int nan = 0;                                                                   \
-        PRAGMA(omp simd reduction(max : m) reduction(| : nan))                         \
-        for (int64_t k = 0; k < n; k++) {                                              \
-            C v = emi_bk_ld_##sfx(x[k]);                                               \
-            nan |= v != v;                                                             \
-            m = v > m ? v : m;                                                         \
-        }                                                                              \
-        return nan ? (C)NAN : m;                                                       \
-    }                                                                                  \
-    HOT static void row_shift_##sfx(const T *restrict x, T *restrict y, int64_t n, C m) { \
-        PRAGMA(omp simd)                                                               \
+#define SOFTMAX_ROW(sfx, T, C, SUM_ST)                                                     \
+    HOT static C row_max_##sfx(const T *restrict x, int64_t n) {                           \
+        C m = (C)-INFINITY;                                                                \
+        int nan = 0;                                                                       \
+        PRAGMA(omp simd reduction(max : m) reduction(| : nan))                             \
+        for (int64_t k = 0; k < n; k++) {                                                  \
+            C v = emi_bk_ld_##sfx(x[k]);                                                   \
+            nan |= v != v;                                                                 \
+            m = v > m ? v : m;                                                             \
+        }                                                                                  \
+        return nan ? (C)NAN : m;                                                           \
+    }                                                                                      \
+    HOT static void row_shift_##sfx(const T *restrict x, T *restrict y, int64_t n, C m) {  \
+        PRAGMA(omp simd)                                                                   \
         for (int64_t k = 0; k < n; k++) y[k] = emi_bk_st_##sfx(emi_bk_ld_##sfx(x[k]) - m); \
-    }                                                                                  \
-    HOT static double row_sum_##sfx(const T *restrict y, int64_t n) {                  \
-        double l[LANES] = {0};                                                         \
-        int64_t k0 = 0;                                                                \
-        for (; k0 + LANES <= n; k0 += LANES)                                           \
-            PRAGMA(GCC unroll 32)                                                      \
-            for (int q = 0; q < LANES; q++) l[q] += (double)emi_bk_ld_##sfx(y[k0 + q]); \
-        for (int q = 0; k0 + q < n; q++) l[q] += (double)emi_bk_ld_##sfx(y[k0 + q]);   \
-        return emi_norm_combine(l);                                                    \
-    }                                                                                  \
-    HOT static void row_scale_##sfx(T *restrict y, int64_t n, C r) {                   \
-        PRAGMA(omp simd)                                                               \
+    }                                                                                      \
+    HOT static double row_sum_##sfx(const T *restrict y, int64_t n) {                      \
+        double l[LANES] = {0};                                                             \
+        int64_t k0 = 0;                                                                    \
+        for (; k0 + LANES <= n; k0 += LANES) PRAGMA(GCC unroll 32)                         \
+        for (int q = 0; q < LANES; q++) l[q] += (double)emi_bk_ld_##sfx(y[k0 + q]);        \
+        for (int q = 0; k0 + q < n; q++) l[q] += (double)emi_bk_ld_##sfx(y[k0 + q]);       \
+        return emi_norm_combine(l);                                                        \
+    }                                                                                      \
+    HOT static void row_scale_##sfx(T *restrict y, int64_t n, C r) {                       \
+        PRAGMA(omp simd)                                                                   \
         for (int64_t k = 0; k < n; k++) y[k] = emi_bk_st_##sfx(r * emi_bk_ld_##sfx(y[k])); \
-    }                                                                                  \
-    static void row_##sfx(const softmax_job *j, const T *restrict x, T *restrict y) {  \
-        int64_t n = j->n;                                                              \
-        row_shift_##sfx(x, y, n, row_max_##sfx(x, n));                                 \
-        exp_row(j, (char *)y, n);                                                      \
-        C s = emi_bk_ld_##sfx(SUM_ST(row_sum_##sfx(y, n)));                            \
-        row_scale_##sfx(y, n, emi_bk_ld_##sfx(emi_bk_st_##sfx((C)1 / s)));             \
+    }                                                                                      \
+    static void row_##sfx(const softmax_job *j, const T *restrict x, T *restrict y) {      \
+        int64_t n = j->n;                                                                  \
+        row_shift_##sfx(x, y, n, row_max_##sfx(x, n));                                     \
+        exp_row(j, (char *)y, n);                                                          \
+        C s = emi_bk_ld_##sfx(SUM_ST(row_sum_##sfx(y, n)));                                \
+        row_scale_##sfx(y, n, emi_bk_ld_##sfx(emi_bk_st_##sfx((C)1 / s)));                 \
     }
 #define AS_F32(v) ((float)(v))
 #define AS_F64(v) (v)

@@ -42,16 +42,16 @@ struct fft_plan {
     bool bluestein;
     /* direct path: n = q * 2^s, q odd; leaf r holds x[rev(r) + 2^s i] */
     int64_t q;
-    int s, slo;            /* s-bit reversal = (slo low bits, s - slo high bits) swapped */
+    int s, slo; /* s-bit reversal = (slo low bits, s - slo high bits) swapped */
     int64_t *rev_lo, *rev_hi;
-    double *tw_re, *tw_im; /* stage twiddles, stage t (L = q 2^t) at offset q (2^(t-1) - 1) */
+    double *tw_re, *tw_im;     /* stage twiddles, stage t (L = q 2^t) at offset q (2^(t-1) - 1) */
     double *leaf_re, *leaf_im; /* q x q direct-DFT twiddles at [i q + k], NULL when q == 1 */
-    size_t bytes;          /* memory held (for the cache budget) */
+    size_t bytes;              /* memory held (for the cache budget) */
     /* Bluestein path */
     int64_t m;
-    fft_plan *sub;         /* the length-m power-of-two plan */
-    double *w_re, *w_im;   /* chirp, n entries */
-    double *b_re, *b_im;   /* FFT of the chirp filter, m entries */
+    fft_plan *sub;       /* the length-m power-of-two plan */
+    double *w_re, *w_im; /* chirp, n entries */
+    double *b_re, *b_im; /* FFT of the chirp filter, m entries */
 };
 
 static void plan_free(fft_plan *p) {
@@ -91,7 +91,10 @@ static fft_plan *plan_build_direct(int64_t n) {
     p->n = n;
     int64_t q = n;
     int s = 0;
-    while (q > 1 && q % 2 == 0) { q /= 2; s++; }
+    while (q > 1 && q % 2 == 0) {
+        q /= 2;
+        s++;
+    }
     p->q = q;
     p->s = s;
     p->slo = s / 2;
@@ -99,7 +102,10 @@ static fft_plan *plan_build_direct(int64_t n) {
     p->rev_hi = bit_reversal(s - p->slo);
     p->tw_re = malloc((size_t)(n > 1 ? n : 1) * sizeof(double));
     p->tw_im = malloc((size_t)(n > 1 ? n : 1) * sizeof(double));
-    if (!p->rev_lo || !p->rev_hi || !p->tw_re || !p->tw_im) { plan_free(p); return NULL; }
+    if (!p->rev_lo || !p->rev_hi || !p->tw_re || !p->tw_im) {
+        plan_free(p);
+        return NULL;
+    }
     /* Stage twiddles: exp(i * (-2 * pi * k / L)), as Complex.exp computes it. */
     for (int t = 1; t <= s; t++) {
         int64_t L = q << t, h = L / 2, off = q * (((int64_t)1 << (t - 1)) - 1);
@@ -113,7 +119,10 @@ static fft_plan *plan_build_direct(int64_t n) {
     if (q > 1) {
         p->leaf_re = malloc((size_t)(q * q) * sizeof(double));
         p->leaf_im = malloc((size_t)(q * q) * sizeof(double));
-        if (!p->leaf_re || !p->leaf_im) { plan_free(p); return NULL; }
+        if (!p->leaf_re || !p->leaf_im) {
+            plan_free(p);
+            return NULL;
+        }
         double base = -2.0 * M_PI / (double)q;
         for (int64_t k = 0; k < q; k++) {
             double tp = base * (double)k;
@@ -164,8 +173,13 @@ static fft_plan *plan_build_bluestein(int64_t n) {
     /* b = conj(w) ++ zeros ++ reverse(conj(w)[1..n-1]) */
     for (int64_t j = 0; j < m; j++) {
         double br = 0, bi = 0;
-        if (j < n) { br = p->w_re[j]; bi = -p->w_im[j]; }
-        else if (j > m - n) { br = p->w_re[m - j]; bi = -p->w_im[m - j]; }
+        if (j < n) {
+            br = p->w_re[j];
+            bi = -p->w_im[j];
+        } else if (j > m - n) {
+            br = p->w_re[m - j];
+            bi = -p->w_im[m - j];
+        }
         p->b_re[j] = br;
         p->b_im[j] = bi;
     }
@@ -225,7 +239,10 @@ static fft_plan *plan_get(int64_t n) {
         for (;;) {
             int free_slot = -1, lru = -1;
             for (int i = 0; i < PLAN_CACHE; i++) {
-                if (!plan_cache[i]) { if (free_slot < 0) free_slot = i; continue; }
+                if (!plan_cache[i]) {
+                    if (free_slot < 0) free_slot = i;
+                    continue;
+                }
                 if (lru < 0 || plan_cache[i]->used < plan_cache[lru]->used) lru = i;
             }
             if (free_slot >= 0 && plan_cached_bytes + p->bytes <= PLAN_BUDGET) {
@@ -271,14 +288,15 @@ static void leaf_dft(const fft_plan *p, const double *xr, const double *xi, doub
         }
     }
     double sr = xr[0], si = xi[0];
-    for (int64_t i = 1; i < q; i++) { sr = xr[i] + sr; si = xi[i] + si; }
+    for (int64_t i = 1; i < q; i++) {
+        sr = xr[i] + sr;
+        si = xi[i] + si;
+    }
     yr[0] = sr;
     yi[0] = si;
 }
 
-static inline int64_t tw_offset(const fft_plan *p, int t) {
-    return p->q * (((int64_t)1 << (t - 1)) - 1);
-}
+static inline int64_t tw_offset(const fft_plan *p, int t) { return p->q * (((int64_t)1 << (t - 1)) - 1); }
 
 /* One radix-2 stage (group length L = q 2^t) over [lo, hi):
  * t = tw * odd; even + t; even - t, as the reference combines. */
@@ -288,8 +306,7 @@ static void stage1(const fft_plan *p, int t, double *re, double *im, int64_t lo,
     for (int64_t g = lo; g < hi; g += L) {
         double *er = re + g, *ei = im + g, *or_ = re + g + h, *oi = im + g + h;
 #pragma omp simd
-        for (int64_t k = 0; k < h; k++)
-            emi_fft_butterfly(wr[k], wi[k], er + k, ei + k, or_ + k, oi + k);
+        for (int64_t k = 0; k < h; k++) emi_fft_butterfly(wr[k], wi[k], er + k, ei + k, or_ + k, oi + k);
     }
 }
 
@@ -327,8 +344,7 @@ static void stage2(const fft_plan *p, int t, double *re, double *im, int64_t lo,
 }
 
 /* Stages first..last over [lo, hi), two at a time. */
-static void stages(const fft_plan *p, int first, int last, double *re, double *im, int64_t lo,
-                   int64_t hi) {
+static void stages(const fft_plan *p, int first, int last, double *re, double *im, int64_t lo, int64_t hi) {
     int t = first;
     for (; t + 1 <= last; t += 2) stage2(p, t, re, im, lo, hi);
     if (t == last) stage1(p, t, re, im, lo, hi);
@@ -361,8 +377,7 @@ static void fft_stages(const fft_plan *p, double *re, double *im, double *tre, d
  * r = hi 2^slo + lo, rev(r) = rev_lo(lo) 2^(s-slo) + rev_hi(hi), so for
  * each h2 = rev_hi(hi) the reads x[rev_lo(lo) H + h2] touch the same 2^slo
  * cache lines as for h2 - 1, and the writes are a contiguous row. */
-static void to_leaf_order(const fft_plan *p, const double *xr, const double *xi, double *re,
-                          double *im) {
+static void to_leaf_order(const fft_plan *p, const double *xr, const double *xi, double *re, double *im) {
     int64_t q = p->q, H = (int64_t)1 << (p->s - p->slo), B = (int64_t)1 << p->slo;
     if (q == 1) {
         for (int64_t h2 = 0; h2 < H; h2++) {
@@ -399,8 +414,8 @@ static void fft_natural(const fft_plan *p, double *re, double *im, double *tre, 
 static int64_t bluestein_scratch(const fft_plan *p) { return 6 * p->m; }
 
 /* Bluestein's transform of natural-order (xr, xi) (n points) into (yr, yi). */
-static void bluestein_line(const fft_plan *p, const double *xr, const double *xi, double *yr,
-                           double *yi, double *scratch) {
+static void bluestein_line(const fft_plan *p, const double *xr, const double *xi, double *yr, double *yi,
+                           double *scratch) {
     int64_t n = p->n, m = p->m;
     const fft_plan *sp = p->sub;
     double *ar = scratch, *ai = scratch + m, *cr = scratch + 2 * m, *ci = scratch + 3 * m;
@@ -466,9 +481,10 @@ static int64_t src_line_offset(const line_geom *g, int64_t li) {
 
 /* Reads up to `count` points of the line at `base` (stride in elements)
  * into (xr, xi), zero-filling up to `total`. */
-static void gather(emily_dtype dt, const void *base, int64_t stride, int64_t count, int64_t total,
-                   double *xr, double *xi) {
+static void gather(emily_dtype dt, const void *base, int64_t stride, int64_t count, int64_t total, double *xr,
+                   double *xi) {
     switch (dt) {
+// clang-format off
 #define GATHER(ENUM, sfx, T)                                                           \
     case EMILY_##ENUM: {                                                               \
         const T *x = base;                                                             \
@@ -478,11 +494,15 @@ static void gather(emily_dtype dt, const void *base, int64_t stride, int64_t cou
         }                                                                              \
         break;                                                                         \
     }
+        // clang-format on
         FFT_TYPES(GATHER)
 #undef GATHER
     default: break;
     }
-    for (int64_t i = count; i < total; i++) { xr[i] = 0; xi[i] = 0; }
+    for (int64_t i = count; i < total; i++) {
+        xr[i] = 0;
+        xi[i] = 0;
+    }
 }
 
 static inline double clean(double x, double eps) { return fabs(x) <= eps ? 0.0 : x; }
@@ -490,9 +510,10 @@ static inline double clean(double x, double eps) { return fabs(x) <= eps ? 0.0 :
 /* Writes `count` points (yr, yi), |x| <= eps written as 0, to the line
  * at `base`: real types take the real parts, complex parts are rounded
  * to the part type. */
-static void scatter(emily_dtype dt, void *base, int64_t stride, int64_t count, const double *yr,
-                    const double *yi, double eps) {
+static void scatter(emily_dtype dt, void *base, int64_t stride, int64_t count, const double *yr, const double *yi,
+                    double eps) {
     switch (dt) {
+// clang-format off
 #define SCATTER_REAL(ENUM, sfx, T)                                                     \
     case EMILY_##ENUM: {                                                               \
         T *y = base;                                                                   \
@@ -508,6 +529,7 @@ static void scatter(emily_dtype dt, void *base, int64_t stride, int64_t count, c
         }                                                                              \
         break;                                                                         \
     }
+        // clang-format on
         EMI_DTYPES_NATIVE_FLOAT(SCATTER_REAL)
         EMI_DTYPES_COMPLEX(SCATTER_COMPLEX)
 #undef SCATTER_REAL
@@ -519,6 +541,7 @@ static void scatter(emily_dtype dt, void *base, int64_t stride, int64_t count, c
 /* Element `idx` of a line (f32/f64 real, c64/c128 complex). */
 static inline void read_point(emily_dtype dt, const void *base, int64_t off, double *r, double *i) {
     switch (dt) {
+// clang-format off
 #define READ_POINT(ENUM, sfx, T)                                                       \
     case EMILY_##ENUM: {                                                               \
         T x = ((const T *)base)[off];                                                  \
@@ -526,6 +549,7 @@ static inline void read_point(emily_dtype dt, const void *base, int64_t off, dou
         *i = emi_im_of_##sfx(x);                                                       \
         break;                                                                         \
     }
+        // clang-format on
         FFT_TYPES(READ_POINT)
 #undef READ_POINT
     default: break;
@@ -534,8 +558,8 @@ static inline void read_point(emily_dtype dt, const void *base, int64_t off, dou
 
 /* Gathers a line straight into a direct plan's leaf order: point j is
  * src[j] for j < take and 0 after; conjugated when `conj`. */
-static void gather_leaf(const fft_plan *p, emily_dtype dt, const void *base, int64_t stride,
-                        int64_t take, bool conj, double *re, double *im) {
+static void gather_leaf(const fft_plan *p, emily_dtype dt, const void *base, int64_t stride, int64_t take, bool conj,
+                        double *re, double *im) {
     int64_t q = p->q, H = (int64_t)1 << (p->s - p->slo), B = (int64_t)1 << p->slo, P = H * B;
     double sign = conj ? -1.0 : 1.0;
     for (int64_t hi = 0; hi < H; hi++) {
@@ -555,18 +579,23 @@ static void gather_leaf(const fft_plan *p, emily_dtype dt, const void *base, int
 }
 
 /* (Both precisions: the CPU's transform is the reference's.) */
-static emily_status cpu_fft(emily_tensor *dst, const emily_tensor *src, int axis, int64_t n,
-                            emily_fft_mode mode, double eps, emily_dot_precision precision) {
+static emily_status cpu_fft(emily_tensor *dst, const emily_tensor *src, int axis, int64_t n, emily_fft_mode mode,
+                            double eps, emily_dot_precision precision) {
     (void)precision;
     if (n < 1) return emily_error(EMILY_ERR_ARGUMENT, "fft: length must be positive, got %lld", (long long)n);
     int64_t len_in = src->shape[axis];
-    line_geom g = {.rank = src->rank, .axis = axis, .shape = src->shape, .sstrides = src->strides,
-                   .inner = 1, .keep = dst->shape[axis]};
+    line_geom g = {.rank = src->rank,
+                   .axis = axis,
+                   .shape = src->shape,
+                   .sstrides = src->strides,
+                   .inner = 1,
+                   .keep = dst->shape[axis]};
     for (int d = axis + 1; d < dst->rank; d++) g.inner *= dst->shape[d];
     int64_t lines = g.keep ? dst->size / g.keep : 0;
     if (lines == 0 || g.keep == 0) return EMILY_OK;
     fft_plan *p = plan_get(n);
-    if (!p) return emily_error(EMILY_ERR_MEMORY, "fft: out of host memory planning a length-%lld transform", (long long)n);
+    if (!p)
+        return emily_error(EMILY_ERR_MEMORY, "fft: out of host memory planning a length-%lld transform", (long long)n);
     bool inverse = mode != EMILY_FFT_FORWARD, hermitian = mode == EMILY_FFT_INVERSE_REAL;
     /* hermitian: the half spectrum has h points; the full line is built */
     int64_t h = n / 2 + 1, take = hermitian ? (len_in < h ? len_in : h) : (len_in < n ? len_in : n);
@@ -575,8 +604,7 @@ static emily_status cpu_fft(emily_tensor *dst, const emily_tensor *src, int axis
     const char *sbase = emily_tensor_base(src);
     char *dbase = emily_tensor_base(dst);
     int64_t sstride = src->strides[axis];
-    int64_t per_line = 2 * n + (natural ? 2 * n : 0) +
-                       (p->bluestein ? bluestein_scratch(p) : 2 * p->q);
+    int64_t per_line = 2 * n + (natural ? 2 * n : 0) + (p->bluestein ? bluestein_scratch(p) : 2 * p->q);
     bool line_parallel = lines > 1 && (double)lines * (double)n >= 32768;
     int failed = 0;
 #pragma omp parallel if (line_parallel) reduction(| : failed)
@@ -633,12 +661,24 @@ static emily_status cpu_fft(emily_tensor *dst, const emily_tensor *src, int axis
 emily_status emi_fft_tables_get(int64_t n, emi_fft_tables *out) {
     if (n < 1) return emily_error(EMILY_ERR_ARGUMENT, "fft: length must be positive, got %lld", (long long)n);
     fft_plan *p = plan_get(n);
-    if (!p) return emily_error(EMILY_ERR_MEMORY, "fft: out of host memory planning a length-%lld transform", (long long)n);
+    if (!p)
+        return emily_error(EMILY_ERR_MEMORY, "fft: out of host memory planning a length-%lld transform", (long long)n);
     const fft_plan *d = p->bluestein ? p->sub : p;
-    *out = (emi_fft_tables){.n = n, .bluestein = p->bluestein, .len = d->n, .q = d->q, .s = d->s,
-                            .tw_re = d->tw_re, .tw_im = d->tw_im, .leaf_re = d->leaf_re,
-                            .leaf_im = d->leaf_im, .m = p->m, .w_re = p->w_re, .w_im = p->w_im,
-                            .b_re = p->b_re, .b_im = p->b_im, .plan = p};
+    *out = (emi_fft_tables){.n = n,
+                            .bluestein = p->bluestein,
+                            .len = d->n,
+                            .q = d->q,
+                            .s = d->s,
+                            .tw_re = d->tw_re,
+                            .tw_im = d->tw_im,
+                            .leaf_re = d->leaf_re,
+                            .leaf_im = d->leaf_im,
+                            .m = p->m,
+                            .w_re = p->w_re,
+                            .w_im = p->w_im,
+                            .b_re = p->b_re,
+                            .b_im = p->b_im,
+                            .plan = p};
     return EMILY_OK;
 }
 

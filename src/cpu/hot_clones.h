@@ -13,8 +13,8 @@
 #endif
 #endif
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_ADDRESS__) && \
-    !defined(__SANITIZE_THREAD__) && !defined(EMI_CPU_NO_CLONES)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__) && \
+    !defined(EMI_CPU_NO_CLONES)
 #define EMI_CPU_HOT __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define EMI_CPU_HOT

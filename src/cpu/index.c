@@ -35,26 +35,26 @@ static inline int64_t read_index(const void *base, emily_dtype dt, int64_t i, bo
         return (int64_t)v;
     }
     switch (dt) {
+// clang-format off
 #define READ_INDEX(ENUM, sfx, T) \
     case EMILY_##ENUM: return (int64_t)((const T *)base)[i];
+        // clang-format on
         EMI_DTYPES_INTEGER(READ_INDEX)
 #undef READ_INDEX
     default: return 0;
     }
 }
 
-
 /* Reads `count` indices (rows of `ncols`; column c must lie in
  * [0, bounds[c])) into a new int64 table. The first bad index in
  * row-major order (where the reference stops) fails with EMILY_ERR_INDEX
  * and the reference's message (index_error). */
 static emily_status load_indices(const char *op, const emily_tensor *idx, int64_t count, int ncols,
-                                 const int64_t *bounds, const int *axes, int axis,
-                                 const emily_tensor *t, int64_t **out) {
+                                 const int64_t *bounds, const int *axes, int axis, const emily_tensor *t,
+                                 int64_t **out) {
     *out = NULL;
     int64_t *tab = malloc(sizeof(int64_t) * (size_t)(count > 0 ? count : 1));
-    if (!tab) return emily_error(EMILY_ERR_MEMORY, "%s: out of host memory for %lld indices", op,
-                                 (long long)count);
+    if (!tab) return emily_error(EMILY_ERR_MEMORY, "%s: out of host memory for %lld indices", op, (long long)count);
     const void *base = emily_tensor_base(idx);
     emily_dtype dt = idx->dtype;
     int64_t bad = -1;
@@ -75,8 +75,8 @@ static emily_status load_indices(const char *op, const emily_tensor *idx, int64_
     }
     if (bad >= 0) {
         free(tab);
-        return emi_index_error(op, (const char *)base + (size_t)bad * emily_dtype_size(dt), dt, bad, ncols,
-                               axes, axis, t);
+        return emi_index_error(op, (const char *)base + (size_t)bad * emily_dtype_size(dt), dt, bad, ncols, axes, axis,
+                               t);
     }
     *out = tab;
     return EMILY_OK;
@@ -85,9 +85,9 @@ static emily_status load_indices(const char *op, const emily_tensor *idx, int64_
 /* ---- element moves ------------------------------------------------------- */
 
 /* dst[k] = src[tab[k] * stride] for k < n, elements of size es. */
-static inline void gather_elems(char *d, const char *s, const int64_t *tab, int64_t n,
-                                int64_t stride, size_t es) {
+static inline void gather_elems(char *d, const char *s, const int64_t *tab, int64_t n, int64_t stride, size_t es) {
     switch (es) {
+// clang-format off
 #define GATHER_ELEMS(BYTES, T)                                                  \
     case BYTES: {                                                               \
         T *d_ = (T *)d;                                                         \
@@ -95,6 +95,7 @@ static inline void gather_elems(char *d, const char *s, const int64_t *tab, int6
         for (int64_t k = 0; k < n; k++) memcpy(&d_[k], &s_[tab[k] * stride], sizeof(T)); \
         break;                                                                  \
     }
+        // clang-format on
         EMI_ELEMENT_SIZES(GATHER_ELEMS)
 #undef GATHER_ELEMS
     default: break;
@@ -103,8 +104,8 @@ static inline void gather_elems(char *d, const char *s, const int64_t *tab, int6
 
 /* ---- take ---------------------------------------------------------------- */
 
-static emily_status cpu_take(emily_tensor *dst, const emily_tensor *src, const emily_tensor *idx,
-                             int axis, int64_t outer, int64_t n, int64_t inner) {
+static emily_status cpu_take(emily_tensor *dst, const emily_tensor *src, const emily_tensor *idx, int axis,
+                             int64_t outer, int64_t n, int64_t inner) {
     int64_t m = idx->size;
     int64_t *tab;
     emily_status s = load_indices("take", idx, m, 1, &n, &axis, axis, src, &tab);
@@ -125,9 +126,8 @@ static emily_status cpu_take(emily_tensor *dst, const emily_tensor *src, const e
             gather_elems(db + (size_t)lo * es, sb, tab + lo, hi - lo, 1, es);
         });
     } else if (inner == 1) {
-        EMILY_PAR_FOR(par, o, outer, {
-            gather_elems(db + (size_t)(o * m) * es, sb + (size_t)(o * n) * es, tab, m, 1, es);
-        });
+        EMILY_PAR_FOR(par, o, outer,
+                      { gather_elems(db + (size_t)(o * m) * es, sb + (size_t)(o * n) * es, tab, m, 1, es); });
     } else {
         size_t run = (size_t)inner * es;
         EMILY_PAR_FOR(par, u, outer * m, {
@@ -144,6 +144,7 @@ static emily_status cpu_take(emily_tensor *dst, const emily_tensor *src, const e
 /* take_along_axis reading s32/s64 indices in place: each index is
  * checked as it is used (a bad one stops the copy; the error is then
  * reported through load_indices, which finds the first bad index). */
+// clang-format off
 #define ALONG_DIRECT(IT, BYTES, T)                                                      \
     case BYTES:                                                                         \
     EMILY_PAR_FOR(par, u, outer * m, {                                                  \
@@ -166,18 +167,20 @@ static emily_status cpu_take(emily_tensor *dst, const emily_tensor *src, const e
     break;
 #define ALONG_DIRECT_S32(BYTES, T) ALONG_DIRECT(int32_t, BYTES, T)
 #define ALONG_DIRECT_S64(BYTES, T) ALONG_DIRECT(int64_t, BYTES, T)
+// clang-format on
 
 /* take_along_axis through the checked int64 table: one case per element
  * size. */
+// clang-format off
 #define ALONG_TABLE(BYTES, T)                                                           \
     case BYTES:                                                                         \
         for (int64_t r = 0; r < inner; r++)                                             \
             memcpy(d + r * BYTES, sr + (t[r] * inner + r) * BYTES, BYTES);              \
         break;
+// clang-format on
 
-static emily_status cpu_take_along_axis(emily_tensor *dst, const emily_tensor *src,
-                                        const emily_tensor *idx, int axis, int64_t outer,
-                                        int64_t n, int64_t inner) {
+static emily_status cpu_take_along_axis(emily_tensor *dst, const emily_tensor *src, const emily_tensor *idx, int axis,
+                                        int64_t outer, int64_t n, int64_t inner) {
     int64_t total = idx->size;
     int64_t m = total / (outer * inner);
     size_t es = emily_dtype_size(src->dtype);
@@ -232,8 +235,8 @@ typedef struct rest_layout {
     int64_t *pre_shape, *pre_stride; /* npre entries */
     int64_t pre_count;               /* product of pre_shape */
     int64_t tail;
-    int64_t *axis_stride;            /* stride of each indexed axis */
-    int64_t *bounds;                 /* size of each indexed axis */
+    int64_t *axis_stride; /* stride of each indexed axis */
+    int64_t *bounds;      /* size of each indexed axis */
 } rest_layout;
 
 static void rest_free(rest_layout *l) {
@@ -243,8 +246,7 @@ static void rest_free(rest_layout *l) {
     free(l->bounds);
 }
 
-static emily_status rest_init(const char *op, const emily_tensor *t, int naxes, const int *axes,
-                              rest_layout *l) {
+static emily_status rest_init(const char *op, const emily_tensor *t, int naxes, const int *axes, rest_layout *l) {
     memset(l, 0, sizeof *l);
     int r = t->rank;
     l->pre_shape = malloc(sizeof(int64_t) * ((size_t)r + 1));
@@ -308,8 +310,8 @@ static inline int64_t pre_offset(const rest_layout *l, int64_t q) {
 
 /* ---- gather -------------------------------------------------------------- */
 
-static emily_status cpu_gather(emily_tensor *dst, const emily_tensor *src, const emily_tensor *idx,
-                               int naxes, const int *axes) {
+static emily_status cpu_gather(emily_tensor *dst, const emily_tensor *src, const emily_tensor *idx, int naxes,
+                               const int *axes) {
     const char *op = "gather";
     rest_layout l;
     emily_status s = rest_init(op, src, naxes, axes, &l);
@@ -358,6 +360,7 @@ typedef struct sval {
 /* One case of load_value per dtype: the element read into x, then
  * `SET` stores it (a signed integer's conversion to uint64_t is its sign
  * extension). */
+// clang-format off
 #define LOAD_VALUE(ENUM, T, SET)     \
     case EMILY_##ENUM: {             \
         T x;                         \
@@ -370,6 +373,7 @@ typedef struct sval {
 #define LOAD_FLOAT(ENUM, sfx, T) LOAD_VALUE(ENUM, T, v.kind = 1; v.re = emi_to_f64_##sfx(x))
 #define LOAD_COMPLEX(ENUM, sfx, T) \
     LOAD_VALUE(ENUM, T, v.kind = 2; v.re = emi_to_f64_##sfx(x); v.im = emi_im_of_##sfx(x))
+// clang-format on
 
 static inline sval load_value(const char *p, emily_dtype dt) {
     sval v = {0, false, 0, 0.0, 0.0};
@@ -397,9 +401,8 @@ static inline void store_value(char *p, emily_dtype dt, const sval *v) {
 /* Offsets (in target elements) of every element of one update block,
  * relative to the block's indexed position: the block has the update's
  * trailing shape on the target's non-indexed axes. */
-static emily_status block_offsets(const char *op, const emily_tensor *target,
-                                  const emily_tensor *updates, int naxes, const int *axes,
-                                  int64_t bsize, int64_t **out) {
+static emily_status block_offsets(const char *op, const emily_tensor *target, const emily_tensor *updates, int naxes,
+                                  const int *axes, int64_t bsize, int64_t **out) {
     int r = target->rank;
     int64_t *offs = malloc(sizeof(int64_t) * (size_t)(bsize > 0 ? bsize : 1));
     int64_t *strides = malloc(sizeof(int64_t) * ((size_t)r + 1));
@@ -453,8 +456,7 @@ typedef struct acc_slot {
 } acc_slot;
 
 static emily_status cpu_indexed(emily_indexed_op iop, emily_tensor *dst, const emily_tensor *target,
-                                const emily_tensor *idx, const emily_tensor *updates, int naxes,
-                                const int *axes) {
+                                const emily_tensor *idx, const emily_tensor *updates, int naxes, const int *axes) {
     const char *op = iop == EMILY_INDEXED_ADD ? "indexed_add" : "indexed_put";
     int64_t n = updates->shape[0];
     int64_t bsize = n > 0 ? updates->size / n : 0;
@@ -464,9 +466,7 @@ static emily_status cpu_indexed(emily_indexed_op iop, emily_tensor *dst, const e
     int64_t *tab = NULL, *offs = NULL;
     acc_slot *acc = NULL;
     int64_t *order = NULL;
-    if (n * naxes > 0 &&
-        (s = load_indices(op, idx, n * naxes, naxes, l.bounds, axes, 0, target, &tab)))
-        goto done;
+    if (n * naxes > 0 && (s = load_indices(op, idx, n * naxes, naxes, l.bounds, axes, 0, target, &tab))) goto done;
     if ((s = block_offsets(op, target, updates, naxes, axes, bsize, &offs))) goto done;
 
     emily_dtype dt = dst->dtype, ut = updates->dtype, tt = target->dtype;
@@ -529,8 +529,7 @@ static emily_status cpu_indexed(emily_indexed_op iop, emily_tensor *dst, const e
     if (!acc || !order || !map || (!dense && !keys)) {
         free(map);
         free(keys);
-        s = emily_error(EMILY_ERR_MEMORY, "%s: out of host memory for the sums of %lld updates", op,
-                        (long long)m);
+        s = emily_error(EMILY_ERR_MEMORY, "%s: out of host memory for the sums of %lld updates", op, (long long)m);
         goto done;
     }
     memset(map, 0xff, sizeof(int64_t) * (size_t)nmap); /* -1: no accumulator yet */

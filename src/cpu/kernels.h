@@ -12,17 +12,14 @@ emily_status emi_cpu_fill(emily_tensor *dst, const emily_scalar *value);
 emily_status emi_cpu_iota(emily_tensor *dst, int axis);
 emily_status emi_cpu_eye(emily_tensor *dst);
 emily_status emi_cpu_unary(emily_unary_op op, emily_tensor *dst, const emily_tensor *src);
-emily_status emi_cpu_binary(emily_binary_op op, emily_tensor *dst,
-                              const emily_tensor *a, const emily_tensor *b);
-emily_status emi_cpu_select(emily_tensor *dst, const emily_tensor *pred,
-                              const emily_tensor *on_true, const emily_tensor *on_false);
-emily_status emi_cpu_reduce(emily_reduce_op op, emily_tensor *dst,
-                              const emily_tensor *src, const bool *reduced);
-emily_status emi_cpu_argreduce(emily_arg_op op, emily_tensor *dst,
-                                 const emily_tensor *src, int axis, bool tie_break_high);
-emily_status emi_cpu_all_close(emily_tensor *dst, const emily_tensor *a,
-                                 const emily_tensor *b, double rtol, double atol,
-                                 bool equal_nan);
+emily_status emi_cpu_binary(emily_binary_op op, emily_tensor *dst, const emily_tensor *a, const emily_tensor *b);
+emily_status emi_cpu_select(emily_tensor *dst, const emily_tensor *pred, const emily_tensor *on_true,
+                            const emily_tensor *on_false);
+emily_status emi_cpu_reduce(emily_reduce_op op, emily_tensor *dst, const emily_tensor *src, const bool *reduced);
+emily_status emi_cpu_argreduce(emily_arg_op op, emily_tensor *dst, const emily_tensor *src, int axis,
+                               bool tie_break_high);
+emily_status emi_cpu_all_close(emily_tensor *dst, const emily_tensor *a, const emily_tensor *b, double rtol,
+                               double atol, bool equal_nan);
 
 /* OpenBLAS on one thread from now on (once per process): the engine's
  * pool runs the products in parallel (src/cpu/dot.c says why). Every
@@ -30,8 +27,8 @@ emily_status emi_cpu_all_close(emily_tensor *dst, const emily_tensor *a,
 void emi_cpu_blas_one_thread(void);
 
 /* emily_sdpa's kernel (src/cpu/sdpa.c), in the fast family's table. */
-emily_status emi_cpu_sdpa(emily_tensor *dst, const emily_tensor *q, const emily_tensor *k,
-                          const emily_tensor *v, const emily_sdpa_params *p);
+emily_status emi_cpu_sdpa(emily_tensor *dst, const emily_tensor *q, const emily_tensor *k, const emily_tensor *v,
+                          const emily_sdpa_params *p);
 
 /* Family tables defined by the family's file (the engine table takes
  * their addresses, constants its initializer can use). */

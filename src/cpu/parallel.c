@@ -28,7 +28,7 @@ static struct {
     pthread_mutex_t job_lock;
     pthread_mutex_t wake_lock;
     pthread_cond_t wake;
-    atomic_uint_fast64_t seq;  /* even: a job's fields are complete */
+    atomic_uint_fast64_t seq;   /* even: a job's fields are complete */
     _Atomic(emily_chunk_fn) fn; /* job fields, written under odd seq */
     _Atomic(void *) ctx;
     atomic_int_fast64_t n;
@@ -57,8 +57,7 @@ static void help(uint64_t g, emily_chunk_fn fn, void *ctx, int64_t n) {
     uint64_t v = atomic_load_explicit(&pool.next, memory_order_acquire);
     for (;;) {
         if ((v >> 32) != g || (int64_t)(v & 0xffffffffu) >= n) return;
-        if (atomic_compare_exchange_weak_explicit(&pool.next, &v, v + 1, memory_order_acq_rel,
-                                                  memory_order_acquire)) {
+        if (atomic_compare_exchange_weak_explicit(&pool.next, &v, v + 1, memory_order_acq_rel, memory_order_acquire)) {
             fn(ctx, (int64_t)(v & 0xffffffffu));
             atomic_fetch_add_explicit(&pool.done, 1, memory_order_release);
             v = atomic_load_explicit(&pool.next, memory_order_acquire);
@@ -78,8 +77,7 @@ static void *helper_main(void *arg) {
         if (s == seen || (s & 1)) {
             pthread_mutex_lock(&pool.wake_lock);
             atomic_fetch_add(&pool.sleeping, 1);
-            while ((s = atomic_load(&pool.seq)) == seen || (s & 1))
-                pthread_cond_wait(&pool.wake, &pool.wake_lock);
+            while ((s = atomic_load(&pool.seq)) == seen || (s & 1)) pthread_cond_wait(&pool.wake, &pool.wake_lock);
             atomic_fetch_sub(&pool.sleeping, 1);
             pthread_mutex_unlock(&pool.wake_lock);
         }
@@ -143,8 +141,7 @@ static int pool_helpers(void) {
 
 void emi_cpu_parallel(int64_t nchunks, emily_chunk_fn fn, void *ctx) {
     if (nchunks <= 0) return;
-    if (nchunks == 1 || nchunks > 0xffffffffll || pool_helpers() == 0 ||
-        pthread_mutex_trylock(&pool.job_lock) != 0) {
+    if (nchunks == 1 || nchunks > 0xffffffffll || pool_helpers() == 0 || pthread_mutex_trylock(&pool.job_lock) != 0) {
         for (int64_t c = 0; c < nchunks; c++) fn(ctx, c);
         return;
     }

@@ -14,11 +14,11 @@
 #define QUANT_PARALLEL_MIN ((int64_t)1 << 16)
 
 typedef struct quant_job {
-    const void *w;       /* [rows, cols] W (ranges, quantize) */
-    const uint8_t *q;    /* packed codes (dequantize) */
-    uint8_t *qout;       /* packed codes (quantize) */
-    void *s, *b;         /* [rows, groups] W */
-    void *out;           /* [rows, cols] W (dequantize) */
+    const void *w;    /* [rows, cols] W (ranges, quantize) */
+    const uint8_t *q; /* packed codes (dequantize) */
+    uint8_t *qout;    /* packed codes (quantize) */
+    void *s, *b;      /* [rows, groups] W */
+    void *out;        /* [rows, cols] W (dequantize) */
     int64_t cols, gs;
     int bits;
 } quant_job;
@@ -28,47 +28,45 @@ static const void *at(const emily_tensor *t) {
 }
 
 /* Rows [r0, r1): one job's share of each kernel, per compute type. */
-#define QUANT_ROWS(W, sfx)                                                                 \
-    static void ranges_##sfx(void *ctx, int64_t r0, int64_t r1) {                          \
-        const quant_job *j = ctx;                                                          \
-        int64_t groups = j->cols / j->gs;                                                  \
-        for (int64_t r = r0; r < r1; r++)                                                  \
-            for (int64_t g = 0; g < groups; g++) {                                         \
-                const W *v = (const W *)j->w + r * j->cols + g * j->gs;                    \
-                W lo = (W)INFINITY, hi = (W)-INFINITY;                                     \
-                for (int64_t i = 0; i < j->gs; i++) { /* NaNs compare false: skipped */    \
-                    if (v[i] < lo) lo = v[i];                                              \
-                    if (v[i] > hi) hi = v[i];                                              \
-                }                                                                          \
-                ((W *)j->s)[r * groups + g] = emi_quant_scale_##sfx(lo, hi, j->bits);      \
-                ((W *)j->b)[r * groups + g] = emi_quant_bias_##sfx(lo, hi);                \
-            }                                                                              \
-    }                                                                                      \
-    static void codes_##sfx(void *ctx, int64_t r0, int64_t r1) {                           \
-        const quant_job *j = ctx;                                                          \
-        int64_t groups = j->cols / j->gs, per = 8 / j->bits, nbytes = j->cols / per;       \
-        for (int64_t r = r0; r < r1; r++) {                                                \
-            const W *v = (const W *)j->w + r * j->cols;                                    \
-            const W *s = (const W *)j->s + r * groups, *b = (const W *)j->b + r * groups;  \
-            uint8_t *o = j->qout + r * nbytes;                                             \
-            for (int64_t i = 0; i < nbytes; i++) {                                         \
-                unsigned byte = 0;                                                         \
-                for (int e = 0; e < per; e++) {                                            \
-                    int64_t k = i * per + e, g = k / j->gs;                                \
-                    byte |= emi_quant_code_##sfx(v[k], s[g], b[g], j->bits) << (e * j->bits); \
-                }                                                                          \
-                o[i] = (uint8_t)byte;                                                      \
-            }                                                                              \
-        }                                                                                  \
-    }                                                                                      \
-    static void decode_##sfx(void *ctx, int64_t r0, int64_t r1) {                          \
-        const quant_job *j = ctx;                                                          \
-        int64_t groups = j->cols / j->gs, nbytes = j->cols * j->bits / 8;                  \
-        for (int64_t r = r0; r < r1; r++)                                                  \
-            emi_quant_decode_span_##sfx((W *)j->out + r * j->cols, j->q + r * nbytes,      \
-                                        (const W *)j->s + r * groups,                      \
-                                        (const W *)j->b + r * groups, 0, j->cols, j->bits, \
-                                        j->gs);                                            \
+#define QUANT_ROWS(W, sfx)                                                                                          \
+    static void ranges_##sfx(void *ctx, int64_t r0, int64_t r1) {                                                   \
+        const quant_job *j = ctx;                                                                                   \
+        int64_t groups = j->cols / j->gs;                                                                           \
+        for (int64_t r = r0; r < r1; r++)                                                                           \
+            for (int64_t g = 0; g < groups; g++) {                                                                  \
+                const W *v = (const W *)j->w + r * j->cols + g * j->gs;                                             \
+                W lo = (W)INFINITY, hi = (W)-INFINITY;                                                              \
+                for (int64_t i = 0; i < j->gs; i++) { /* NaNs compare false: skipped */                             \
+                    if (v[i] < lo) lo = v[i];                                                                       \
+                    if (v[i] > hi) hi = v[i];                                                                       \
+                }                                                                                                   \
+                ((W *)j->s)[r * groups + g] = emi_quant_scale_##sfx(lo, hi, j->bits);                               \
+                ((W *)j->b)[r * groups + g] = emi_quant_bias_##sfx(lo, hi);                                         \
+            }                                                                                                       \
+    }                                                                                                               \
+    static void codes_##sfx(void *ctx, int64_t r0, int64_t r1) {                                                    \
+        const quant_job *j = ctx;                                                                                   \
+        int64_t groups = j->cols / j->gs, per = 8 / j->bits, nbytes = j->cols / per;                                \
+        for (int64_t r = r0; r < r1; r++) {                                                                         \
+            const W *v = (const W *)j->w + r * j->cols;                                                             \
+            const W *s = (const W *)j->s + r * groups, *b = (const W *)j->b + r * groups;                           \
+            uint8_t *o = j->qout + r * nbytes;                                                                      \
+            for (int64_t i = 0; i < nbytes; i++) {                                                                  \
+                unsigned byte = 0;                                                                                  \
+                for (int e = 0; e < per; e++) {                                                                     \
+                    int64_t k = i * per + e, g = k / j->gs;                                                         \
+                    byte |= emi_quant_code_##sfx(v[k], s[g], b[g], j->bits) << (e * j->bits);                       \
+                }                                                                                                   \
+                o[i] = (uint8_t)byte;                                                                               \
+            }                                                                                                       \
+        }                                                                                                           \
+    }                                                                                                               \
+    static void decode_##sfx(void *ctx, int64_t r0, int64_t r1) {                                                   \
+        const quant_job *j = ctx;                                                                                   \
+        int64_t groups = j->cols / j->gs, nbytes = j->cols * j->bits / 8;                                           \
+        for (int64_t r = r0; r < r1; r++)                                                                           \
+            emi_quant_decode_span_##sfx((W *)j->out + r * j->cols, j->q + r * nbytes, (const W *)j->s + r * groups, \
+                                        (const W *)j->b + r * groups, 0, j->cols, j->bits, j->gs);                  \
     }
 
 QUANT_ROWS(float, f32)
@@ -80,27 +78,40 @@ static void run_rows(const emily_tensor *shape_of, emily_range_fn fn, quant_job 
     emi_cpu_parallel_ranges(rows, per_job > 0 ? per_job : 1, rows * cols >= QUANT_PARALLEL_MIN, fn, j);
 }
 
-static emily_status cpu_ranges(emily_tensor *scales, emily_tensor *biases, const emily_tensor *w,
-                               int bits, int64_t group_size) {
-    quant_job j = {.w = at(w), .s = (void *)at(scales), .b = (void *)at(biases),
-                   .cols = w->shape[1], .gs = group_size, .bits = bits};
+static emily_status cpu_ranges(emily_tensor *scales, emily_tensor *biases, const emily_tensor *w, int bits,
+                               int64_t group_size) {
+    quant_job j = {.w = at(w),
+                   .s = (void *)at(scales),
+                   .b = (void *)at(biases),
+                   .cols = w->shape[1],
+                   .gs = group_size,
+                   .bits = bits};
     run_rows(w, w->dtype == EMILY_F64 ? ranges_f64 : ranges_f32, &j);
     return EMILY_OK;
 }
 
 static emily_status cpu_quantize(emily_tensor *q, const emily_tensor *w, const emily_tensor *scales,
                                  const emily_tensor *biases, int bits, int64_t group_size) {
-    quant_job j = {.w = at(w), .qout = (uint8_t *)at(q), .s = (void *)at(scales),
-                   .b = (void *)at(biases), .cols = w->shape[1], .gs = group_size, .bits = bits};
+    quant_job j = {.w = at(w),
+                   .qout = (uint8_t *)at(q),
+                   .s = (void *)at(scales),
+                   .b = (void *)at(biases),
+                   .cols = w->shape[1],
+                   .gs = group_size,
+                   .bits = bits};
     run_rows(w, w->dtype == EMILY_F64 ? codes_f64 : codes_f32, &j);
     return EMILY_OK;
 }
 
-static emily_status cpu_dequantize(emily_tensor *dst, const emily_tensor *q,
-                                   const emily_tensor *scales, const emily_tensor *biases, int bits,
-                                   int64_t group_size) {
-    quant_job j = {.q = at(q), .out = (void *)at(dst), .s = (void *)at(scales),
-                   .b = (void *)at(biases), .cols = dst->shape[1], .gs = group_size, .bits = bits};
+static emily_status cpu_dequantize(emily_tensor *dst, const emily_tensor *q, const emily_tensor *scales,
+                                   const emily_tensor *biases, int bits, int64_t group_size) {
+    quant_job j = {.q = at(q),
+                   .out = (void *)at(dst),
+                   .s = (void *)at(scales),
+                   .b = (void *)at(biases),
+                   .cols = dst->shape[1],
+                   .gs = group_size,
+                   .bits = bits};
     run_rows(dst, dst->dtype == EMILY_F64 ? decode_f64 : decode_f32, &j);
     return EMILY_OK;
 }

@@ -39,28 +39,26 @@
 #define QMM_BLAS_ROWS 512
 #define QMM_BLAS_VALUES ((int64_t)1 << 20)
 
-#define QMM(W, sfx)                                                                          \
-    /* Column blocks [c0, c1) of COL_BLOCK: W {K, N} quantized along N. */                   \
-    EMI_QUANT_HOT static void cols_##sfx(void *ctx, int64_t c0, int64_t c1) {                \
-        const qmm_job *j = ctx;                                                              \
-        W row[COL_BLOCK];                                                                    \
-        const W *x = j->x;                                                                   \
-        W *d = j->dst;                                                                       \
-        int64_t groups = j->n / j->gs, nbytes = j->n * j->bits / 8;                          \
-        for (int64_t c = c0; c < c1; c++) {                                                  \
-            int64_t n0 = c * COL_BLOCK, nl = j->n - n0 < COL_BLOCK ? j->n - n0 : COL_BLOCK;  \
+#define QMM(W, sfx)                                                                                      \
+    /* Column blocks [c0, c1) of COL_BLOCK: W {K, N} quantized along N. */                               \
+    EMI_QUANT_HOT static void cols_##sfx(void *ctx, int64_t c0, int64_t c1) {                            \
+        const qmm_job *j = ctx;                                                                          \
+        W row[COL_BLOCK];                                                                                \
+        const W *x = j->x;                                                                               \
+        W *d = j->dst;                                                                                   \
+        int64_t groups = j->n / j->gs, nbytes = j->n * j->bits / 8;                                      \
+        for (int64_t c = c0; c < c1; c++) {                                                              \
+            int64_t n0 = c * COL_BLOCK, nl = j->n - n0 < COL_BLOCK ? j->n - n0 : COL_BLOCK;              \
             for (int64_t mi = 0; mi < j->m; mi++) memset(d + mi * j->n + n0, 0, sizeof(W) * (size_t)nl); \
-            for (int64_t kk = 0; kk < j->k; kk++) {                                          \
-                emi_quant_decode_span_##sfx(row, j->q + kk * nbytes,                         \
-                                            (const W *)j->s + kk * groups,                   \
-                                            (const W *)j->b + kk * groups, n0, nl, j->bits,  \
-                                            j->gs);                                          \
-                for (int64_t mi = 0; mi < j->m; mi++) {                                      \
-                    W xv = x[mi * j->k + kk], *restrict dr = d + mi * j->n + n0;             \
-                    _Pragma("omp simd") for (int64_t i = 0; i < nl; i++) dr[i] += xv * row[i]; \
-                }                                                                            \
-            }                                                                                \
-        }                                                                                    \
+            for (int64_t kk = 0; kk < j->k; kk++) {                                                      \
+                emi_quant_decode_span_##sfx(row, j->q + kk * nbytes, (const W *)j->s + kk * groups,      \
+                                            (const W *)j->b + kk * groups, n0, nl, j->bits, j->gs);      \
+                for (int64_t mi = 0; mi < j->m; mi++) {                                                  \
+                    W xv = x[mi * j->k + kk], *restrict dr = d + mi * j->n + n0;                         \
+                    _Pragma("omp simd") for (int64_t i = 0; i < nl; i++) dr[i] += xv * row[i];           \
+                }                                                                                        \
+            }                                                                                            \
+        }                                                                                                \
     }
 
 QMM(float, f32)
@@ -85,12 +83,10 @@ static int64_t blas_rows(int64_t m, int64_t n, int64_t kp) {
  * for the lane decoder. */
 static emily_status transposed(qmm_job *j, bool parallel) {
     int64_t kp = emi_qmm_lanes_padded_k(j);
-    bool blas = j->m >= QMM_BLAS_MIN_ROWS && j->m <= INT_MAX &&
-                j->n <= INT_MAX && kp <= INT_MAX;
+    bool blas = j->m >= QMM_BLAS_MIN_ROWS && j->m <= INT_MAX && j->n <= INT_MAX && kp <= INT_MAX;
     void *xp = emi_qmm_lanes_layout(j);
     if (!xp)
-        return emily_error(EMILY_ERR_MEMORY,
-                           "quantized_matmul: out of host memory for x's %lld x %lld copy",
+        return emily_error(EMILY_ERR_MEMORY, "quantized_matmul: out of host memory for x's %lld x %lld copy",
                            (long long)j->m, (long long)kp);
     j->xp = xp;
     if (blas) {
@@ -101,8 +97,7 @@ static emily_status transposed(qmm_job *j, bool parallel) {
         xblocks = xblocks < j->m / 64 ? xblocks : j->m / 64 > 1 ? j->m / 64 : 1;
         j->xrows = (j->m + xblocks - 1) / xblocks;
         emi_cpu_blas_one_thread();
-        emi_cpu_parallel_ranges(blocks * ((j->m + j->xrows - 1) / j->xrows), 1, parallel,
-                                emi_qmm_blas_blocks, j);
+        emi_cpu_parallel_ranges(blocks * ((j->m + j->xrows - 1) / j->xrows), 1, parallel, emi_qmm_blas_blocks, j);
     } else {
         int64_t tiles = (j->n + QMM_VEC_ROWS - 1) / QMM_VEC_ROWS;
         /* about 64K weights a job */
@@ -119,11 +114,19 @@ static emily_status transposed(qmm_job *j, bool parallel) {
 }
 
 emily_status emi_cpu_quant_matmul(emily_tensor *dst, const emily_tensor *x, const emily_tensor *q,
-                                  const emily_tensor *scales, const emily_tensor *biases, int bits,
-                                  int64_t group_size, bool transpose) {
-    qmm_job j = {.x = at(x), .s = at(scales), .b = at(biases), .q = at(q), .dst = (void *)at(dst),
-                 .m = dst->shape[0], .n = dst->shape[1], .k = x->shape[1], .gs = group_size,
-                 .bits = bits, .f64 = dst->dtype == EMILY_F64};
+                                  const emily_tensor *scales, const emily_tensor *biases, int bits, int64_t group_size,
+                                  bool transpose) {
+    qmm_job j = {.x = at(x),
+                 .s = at(scales),
+                 .b = at(biases),
+                 .q = at(q),
+                 .dst = (void *)at(dst),
+                 .m = dst->shape[0],
+                 .n = dst->shape[1],
+                 .k = x->shape[1],
+                 .gs = group_size,
+                 .bits = bits,
+                 .f64 = dst->dtype == EMILY_F64};
     atomic_init(&j.failed, false);
     if (j.m == 0 || j.n == 0) return EMILY_OK;
     if (j.k == 0) {

@@ -54,9 +54,7 @@ static void store_f32(emily_dtype t, const float *o, char *dst, int64_t n) {
     case EMILY_BF16:
         for (int64_t d = 0; d < n; d++) ((uint16_t *)dst)[d] = emi_from_f64_bf16((double)o[d]);
         break;
-    default:
-        memcpy(dst, o, (size_t)n * sizeof(float));
-        break;
+    default: memcpy(dst, o, (size_t)n * sizeof(float)); break;
     }
 }
 
@@ -147,8 +145,8 @@ static void run_job(void *ctx, int64_t job) {
     else block_f32(j, job);
 }
 
-emily_status emi_cpu_sdpa(emily_tensor *dst, const emily_tensor *q, const emily_tensor *k,
-                          const emily_tensor *v, const emily_sdpa_params *p) {
+emily_status emi_cpu_sdpa(emily_tensor *dst, const emily_tensor *q, const emily_tensor *k, const emily_tensor *v,
+                          const emily_sdpa_params *p) {
     sdpa_job j = {.p = p, .t = q->dtype, .out = emily_tensor_base(dst), .sinks = NULL};
     atomic_init(&j.out_of_memory, false);
     if (p->mask) {
@@ -189,7 +187,6 @@ emily_status emi_cpu_sdpa(emily_tensor *dst, const emily_tensor *q, const emily_
     else
         for (int64_t i = 0; i < jobs; i++) run_job(&j, i);
     for (int i = 0; i < 3; i++) free(wide[i]);
-    if (atomic_load(&j.out_of_memory))
-        return emily_error(EMILY_ERR_MEMORY, "sdpa: out of host memory");
+    if (atomic_load(&j.out_of_memory)) return emily_error(EMILY_ERR_MEMORY, "sdpa: out of host memory");
     return EMILY_OK;
 }

@@ -17,8 +17,7 @@
  * place; keys from nvis on are masked (causal). Returns false when the
  * row is fully masked (every key's logit -inf, or Z = 0): its output row
  * is 0. */
-static bool ROW_FN(const sdpa_job *j, W *row, int64_t nk, int64_t nvis, int64_t b, int64_t h,
-                   int64_t i) {
+static bool ROW_FN(const sdpa_job *j, W *row, int64_t nk, int64_t nvis, int64_t b, int64_t h, int64_t i) {
     const emily_sdpa_params *p = j->p;
     const W s = (W)p->scale, neg_inf = (W)-INFINITY;
     const char *mrow = j->mask ? j->mask + (size_t)(b * j->ms[0] + h * j->ms[1] + i * j->ms[2]) *
@@ -108,8 +107,8 @@ static void BLOCK_FN(sdpa_job *j, int64_t job) {
         const W *vb = (const W *)j->v + (b * p->Hkv + hk) * p->Skv * p->Dv;
         int ld = (int)(p->D > 0 ? p->D : 1);
         if (p->D > 0)
-            GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, (int)n, (int)nk, (int)p->D, (W)1, qb, ld,
-                 kb, ld, (W)0, scores, (int)nk);
+            GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, (int)n, (int)nk, (int)p->D, (W)1, qb, ld, kb, ld, (W)0,
+                 scores, (int)nk);
         else memset(scores, 0, (size_t)(n * nk) * sizeof(W));
         bool any = false;
         for (int64_t r = 0; r < n; r++) {
@@ -122,8 +121,8 @@ static void BLOCK_FN(sdpa_job *j, int64_t job) {
             any = any || live[r];
         }
         if (any)
-            GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)p->Dv, (int)nk, (W)1,
-                 scores, (int)nk, vb, (int)p->Dv, (W)0, o, (int)p->Dv);
+            GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)p->Dv, (int)nk, (W)1, scores, (int)nk, vb,
+                 (int)p->Dv, (W)0, o, (int)p->Dv);
         for (int64_t r = 0; r < n; r++)
             if (!any || !live[r]) memset(o + r * p->Dv, 0, (size_t)p->Dv * sizeof(W));
     } else {
@@ -133,8 +132,7 @@ static void BLOCK_FN(sdpa_job *j, int64_t job) {
             return;
         }
     }
-    for (int64_t r = 0; r < n; r++)
-        STORE(j->t, o + r * p->Dv, out + (size_t)(r * p->Dv) * tsize, p->Dv);
+    for (int64_t r = 0; r < n; r++) STORE(j->t, o + r * p->Dv, out + (size_t)(r * p->Dv) * tsize, p->Dv);
     free(scores), free(o), free(live);
 }
 

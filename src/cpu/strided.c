@@ -3,22 +3,24 @@
 #include <string.h>
 #include "cpu/strided.h"
 
-emily_status emi_iter_init(emily_iter *it, int nops, int rank, const int64_t *shape,
-                             const int64_t *const *strides) {
+emily_status emi_iter_init(emily_iter *it, int nops, int rank, const int64_t *shape, const int64_t *const *strides) {
     memset(it, 0, sizeof *it);
     it->nops = nops;
     if (nops > EMILY_ITER_MAX_OPS) return emily_error(EMILY_ERR_INTERNAL, "iter: too many operands");
     int64_t *dims = malloc(sizeof(int64_t) * (size_t)(rank + 1) * (size_t)(nops + 1));
     if (!dims) return emily_error(EMILY_ERR_MEMORY, "iter: out of host memory");
     int64_t *dstr = dims + (rank + 1); /* (rank+1) * nops */
-    int n = 0; /* kept dims, outermost first */
+    int n = 0;                         /* kept dims, outermost first */
     for (int d = 0; d < rank; d++) {
         if (shape[d] == 1) continue;
         if (n > 0) {
             /* merge with the previous kept dim if contiguous for all operands */
             bool merge = true;
             for (int k = 0; k < nops; k++)
-                if (dstr[(n - 1) * nops + k] != strides[k][d] * shape[d]) { merge = false; break; }
+                if (dstr[(n - 1) * nops + k] != strides[k][d] * shape[d]) {
+                    merge = false;
+                    break;
+                }
             if (merge) {
                 dims[n - 1] *= shape[d];
                 for (int k = 0; k < nops; k++) dstr[(n - 1) * nops + k] = strides[k][d];
@@ -41,7 +43,10 @@ emily_status emi_iter_init(emily_iter *it, int nops, int rank, const int64_t *sh
     it->outer_n = 1;
     for (int d = 0; d < it->rank; d++) it->outer_n *= dims[d];
     for (int d = 0; d < rank; d++)
-        if (shape[d] == 0) { it->outer_n = 0; it->inner_n = 0; }
+        if (shape[d] == 0) {
+            it->outer_n = 0;
+            it->inner_n = 0;
+        }
     /* repack: shape then strides, contiguous in the same allocation */
     it->shape = dims;
     int64_t *packed = dims + it->rank;

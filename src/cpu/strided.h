@@ -17,17 +17,16 @@
 
 typedef struct emily_iter {
     int nops;
-    int rank;            /* outer dimensions, after merging */
-    int64_t inner_n;     /* innermost run length (1 for a scalar) */
-    int64_t outer_n;     /* number of inner runs */
+    int rank;        /* outer dimensions, after merging */
+    int64_t inner_n; /* innermost run length (1 for a scalar) */
+    int64_t outer_n; /* number of inner runs */
     int64_t inner_stride[EMILY_ITER_MAX_OPS];
-    int64_t *shape;      /* rank outer dims */
-    int64_t *strides;    /* rank * nops, strides[d * nops + k] */
+    int64_t *shape;   /* rank outer dims */
+    int64_t *strides; /* rank * nops, strides[d * nops + k] */
 } emily_iter;
 
 /* shape has `rank` dims; strides[k] the k-th operand's strides. */
-emily_status emi_iter_init(emily_iter *it, int nops, int rank, const int64_t *shape,
-                             const int64_t *const *strides);
+emily_status emi_iter_init(emily_iter *it, int nops, int rank, const int64_t *shape, const int64_t *const *strides);
 void emi_iter_free(emily_iter *it);
 /* Element offsets (relative to each operand's base) of outer run `pos`. */
 void emi_iter_offsets(const emily_iter *it, int64_t pos, int64_t *offsets);
@@ -44,15 +43,14 @@ int emi_cpu_isa(void);
  * OpenMP threads when PAR is true. The serial case runs without entering
  * OpenMP at all: a `parallel for if(false)` still builds a team of one,
  * which costs about a microsecond, more than a small kernel. */
-#define EMILY_PAR_FOR(PAR, VAR, COUNT, ...)                                   \
-    do {                                                                      \
-        int64_t emily_n_ = (COUNT);                                           \
-        if (PAR) {                                                            \
-            _Pragma("omp parallel for schedule(static)")                      \
-            for (int64_t VAR = 0; VAR < emily_n_; VAR++) { __VA_ARGS__ }      \
-        } else {                                                              \
-            for (int64_t VAR = 0; VAR < emily_n_; VAR++) { __VA_ARGS__ }      \
-        }                                                                     \
+#define EMILY_PAR_FOR(PAR, VAR, COUNT, ...)                                                                           \
+    do {                                                                                                              \
+        int64_t emily_n_ = (COUNT);                                                                                   \
+        if (PAR) {                                                                                                    \
+            _Pragma("omp parallel for schedule(static)") for (int64_t VAR = 0; VAR < emily_n_; VAR++) { __VA_ARGS__ } \
+        } else {                                                                                                      \
+            for (int64_t VAR = 0; VAR < emily_n_; VAR++) { __VA_ARGS__ }                                              \
+        }                                                                                                             \
     } while (0)
 
 /* Splits [0, n) work into chunks worth running on several threads:

@@ -18,10 +18,12 @@
 EMILY_UNARY_OPS(DEF_OP)
 
 static emily_run_fn pick_run(emily_unary_op op, emily_dtype sd, emily_dtype dd) {
+// clang-format off
 #define PICK_KERNEL(NAME, ST, DT, SRC, DST, EXPR) \
     if (sd == EMILY_##SRC && dd == EMILY_##DST) return NAME;
 #define PICK_OP(ENUM, name, rule) \
     case EMILY_##ENUM: EMI_UNARY_KERNELS(rule)(PICK_KERNEL, ENUM, name) break;
+    // clang-format on
     switch (op) {
         EMILY_UNARY_OPS(PICK_OP)
     default: break;

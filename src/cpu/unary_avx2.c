@@ -38,8 +38,8 @@ typedef __m128i vh;
 #define VF_FROM_PH(h) _mm256_cvtph_ps(h)
 /* two vectors' top halves; packus interleaves 128-bit lanes
  * (a0 b0 a1 b1), the permute puts them back in order */
-#define BF16_OF_16(p, KEEP)                                                            \
-    _mm256_permute4x64_epi64(_mm256_packus_epi32(_mm256_srli_epi32(VF_BITS(KEEP(_mm256_loadu_ps(p))), 16), \
+#define BF16_OF_16(p, KEEP)                                                                                       \
+    _mm256_permute4x64_epi64(_mm256_packus_epi32(_mm256_srli_epi32(VF_BITS(KEEP(_mm256_loadu_ps(p))), 16),        \
                                                  _mm256_srli_epi32(VF_BITS(KEEP(_mm256_loadu_ps((p) + 8))), 16)), \
                              0xd8)
 #define SLEEF_F(fn, ulp) Sleef_##fn##f8_##ulp##avx2
@@ -47,16 +47,16 @@ typedef __m128i vh;
 
 /* Tails through a zero-padded copy (AVX2 has no masked moves of floats
  * and doubles that are cheaper). */
-#define PARTS(VT, T, NV, SFX)                                                          \
-    static inline VT VT##_load_part(const T *p, int64_t k) {                           \
-        T buf[NV] = {0};                                                               \
-        memcpy(buf, p, (size_t)k * sizeof *p);                                         \
-        return _mm256_loadu_##SFX(buf);                                                \
-    }                                                                                  \
-    static inline void VT##_store_part(T *p, int64_t k, VT v) {                        \
-        T buf[NV];                                                                     \
-        _mm256_storeu_##SFX(buf, v);                                                   \
-        memcpy(p, buf, (size_t)k * sizeof *p);                                         \
+#define PARTS(VT, T, NV, SFX)                                   \
+    static inline VT VT##_load_part(const T *p, int64_t k) {    \
+        T buf[NV] = {0};                                        \
+        memcpy(buf, p, (size_t)k * sizeof *p);                  \
+        return _mm256_loadu_##SFX(buf);                         \
+    }                                                           \
+    static inline void VT##_store_part(T *p, int64_t k, VT v) { \
+        T buf[NV];                                              \
+        _mm256_storeu_##SFX(buf, v);                            \
+        memcpy(p, buf, (size_t)k * sizeof *p);                  \
     }
 PARTS(vf, float, NF, ps)
 PARTS(vd, double, ND, pd)

@@ -40,10 +40,10 @@ typedef __m256i vh;
 #define SLEEF_D(fn, ulp) Sleef_##fn##d8_##ulp##avx512f
 
 /* Tails through masked loads and stores of the first k lanes. */
-#define PARTS(VT, T, MASK, SFX)                                                        \
-    static inline VT VT##_load_part(const T *p, int64_t k) {                           \
-        return _mm512_maskz_loadu_##SFX((MASK)((1u << k) - 1), p);                    \
-    }                                                                                  \
+#define PARTS(VT, T, MASK, SFX)                                    \
+    static inline VT VT##_load_part(const T *p, int64_t k) {       \
+        return _mm512_maskz_loadu_##SFX((MASK)((1u << k) - 1), p); \
+    }                                                              \
     static inline void VT##_store_part(T *p, int64_t k, VT v) { _mm512_mask_storeu_##SFX(p, (MASK)((1u << k) - 1), v); }
 PARTS(vf, float, __mmask16, ps)
 PARTS(vd, double, __mmask8, pd)

@@ -29,8 +29,7 @@ bool emi_cpu_has_avx2_set(void) {
 bool emi_cpu_has_avx512_set(void) {
 #if defined(__x86_64__) && defined(__GNUC__)
     __builtin_cpu_init();
-    return emi_cpu_has_avx2_set() && __builtin_cpu_supports("avx512f") &&
-           __builtin_cpu_supports("avx512dq");
+    return emi_cpu_has_avx2_set() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
 #else
     return false;
 #endif

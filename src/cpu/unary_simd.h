@@ -62,17 +62,17 @@ emily_vec_fn emi_convert_avx512(emily_dtype src, emily_dtype dst);
 
 /* The functions of an instruction set the compiler cannot target: no
  * SIMD path. */
-#define EMI_UNARY_SIMD_NONE(ISA)                                                       \
+#define EMI_UNARY_SIMD_NONE(ISA)                                                        \
     emily_vec_fn emi_unary_##ISA(emily_unary_op op, emily_dtype src, emily_dtype dst) { \
-        (void)op;                                                                      \
-        (void)src;                                                                     \
-        (void)dst;                                                                     \
-        return NULL;                                                                   \
-    }                                                                                  \
-    emily_vec_fn emi_convert_##ISA(emily_dtype src, emily_dtype dst) {                 \
-        (void)src;                                                                     \
-        (void)dst;                                                                     \
-        return NULL;                                                                   \
+        (void)op;                                                                       \
+        (void)src;                                                                      \
+        (void)dst;                                                                      \
+        return NULL;                                                                    \
+    }                                                                                   \
+    emily_vec_fn emi_convert_##ISA(emily_dtype src, emily_dtype dst) {                  \
+        (void)src;                                                                      \
+        (void)dst;                                                                      \
+        return NULL;                                                                    \
     }
 
 #endif

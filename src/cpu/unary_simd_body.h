@@ -39,12 +39,12 @@
  * vector VT (intrinsic suffix SFX); the tail goes through a partial
  * vector, so every element sees the same code. */
 #define MAP_LANES(NAME, F, T, VT, NV, SFX)                                             \
-    static void NAME(void *d_, const void *s_, int64_t n) {                           \
+    static void NAME(void *d_, const void *s_, int64_t n) {                            \
         T *d = d_;                                                                     \
         const T *s = s_;                                                               \
         int64_t i = 0;                                                                 \
         /* four independent vectors per step: long dependency chains then   \
-         * overlap, which matters most while fresh output pages fault in */  \
+         * overlap, which matters most while fresh output pages fault in */          \
         for (; i + 4 * NV <= n; i += 4 * NV) {                                         \
             VT a = V(loadu_##SFX)(s + i), b = V(loadu_##SFX)(s + i + NV);              \
             VT c = V(loadu_##SFX)(s + i + 2 * NV), e = V(loadu_##SFX)(s + i + 3 * NV); \
@@ -60,10 +60,10 @@
 #define MAP_PD(NAME, F) MAP_LANES(NAME, F, double, vd, ND, pd)
 /* An f32 op computed like the reference: widen to double, apply the
  * double function, round once. */
-#define F32_VIA_F64(NAME, DF)                                                          \
-    static inline vf NAME(vf x) {                                                      \
-        vd lo = VF_WIDEN_LO(x), hi = VF_WIDEN_HI(x);                                   \
-        return VF_NARROW_JOIN(DF(lo), DF(hi));                                         \
+#define F32_VIA_F64(NAME, DF)                        \
+    static inline vf NAME(vf x) {                    \
+        vd lo = VF_WIDEN_LO(x), hi = VF_WIDEN_HI(x); \
+        return VF_NARROW_JOIN(DF(lo), DF(hi));       \
     }
 
 /* |x| with the sign bit cleared, for the formulas below */
@@ -71,12 +71,8 @@ static inline vf f_mag(vf x) { return V(andnot_ps)(S(-0.0f), x); }
 static inline vd d_mag(vd x) { return V(andnot_pd)(D(-0.0), x); }
 /* the abs op: Erlang's abs negates only x < 0, so -0.0 (and NaN) pass
  * through unchanged, like emily_sc_abs */
-static inline vf f_abs(vf x) {
-    return VF_SELECT(VF_CMP(x, S(0.0f), _CMP_LT_OQ), V(xor_ps)(x, S(-0.0f)), x);
-}
-static inline vd d_abs(vd x) {
-    return VD_SELECT(VD_CMP(x, D(0.0), _CMP_LT_OQ), V(xor_pd)(x, D(-0.0)), x);
-}
+static inline vf f_abs(vf x) { return VF_SELECT(VF_CMP(x, S(0.0f), _CMP_LT_OQ), V(xor_ps)(x, S(-0.0f)), x); }
+static inline vd d_abs(vd x) { return VD_SELECT(VD_CMP(x, D(0.0), _CMP_LT_OQ), V(xor_pd)(x, D(-0.0)), x); }
 
 /* ---- double functions with Nx's formulas (core/scalar_unary.h) ---------- */
 
@@ -200,8 +196,10 @@ F64_OPS(DEF_F64)
 
 emily_vec_fn SIMD_PASTE(emi_unary_, SIMD_ISA)(emily_unary_op op, emily_dtype src, emily_dtype dst) {
     if (src != dst) return NULL;
+// clang-format off
 #define CASE32(OP, N) case EMILY_##OP: return run32_##N;
 #define CASE64(OP, N) case EMILY_##OP: return run64_##N;
+    // clang-format on
     if (src == EMILY_F32) {
         switch (op) {
             F32_VIA_F64_OPS(CASE32)

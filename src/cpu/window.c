@@ -16,10 +16,10 @@
 
 typedef struct win_plan {
     int rank;
-    int64_t count;   /* elements per window */
-    int64_t *pos;    /* count * rank: offset of each element along each axis */
-    int64_t *off;    /* count: element offset in src */
-    int64_t *span;   /* rank: (window - 1) * dilation */
+    int64_t count; /* elements per window */
+    int64_t *pos;  /* count * rank: offset of each element along each axis */
+    int64_t *off;  /* count: element offset in src */
+    int64_t *span; /* rank: (window - 1) * dilation */
 } win_plan;
 
 static void plan_free(win_plan *p) {
@@ -28,8 +28,7 @@ static void plan_free(win_plan *p) {
     free(p->span);
 }
 
-static emily_status plan_make(win_plan *p, const emily_tensor *src, const int64_t *window,
-                              const int64_t *dilations) {
+static emily_status plan_make(win_plan *p, const emily_tensor *src, const int64_t *window, const int64_t *dilations) {
     int r = src->rank;
     int64_t count = 1;
     for (int d = 0; d < r; d++) count *= window[d];
@@ -60,9 +59,8 @@ static emily_status plan_make(win_plan *p, const emily_tensor *src, const int64_
 
 /* The window start (per axis, in input coordinates) of output element o;
  * returns whether the whole window lies inside the input. */
-static bool window_start(const emily_tensor *dst, const emily_tensor *src, const win_plan *p,
-                         const int64_t *strides, const int64_t *pad_lo, int64_t o, int64_t *start,
-                         int64_t *base) {
+static bool window_start(const emily_tensor *dst, const emily_tensor *src, const win_plan *p, const int64_t *strides,
+                         const int64_t *pad_lo, int64_t o, int64_t *start, int64_t *base) {
     bool inside = true;
     int64_t off = 0;
     for (int d = p->rank - 1; d >= 0; d--) {
@@ -90,9 +88,8 @@ static bool elem_inside(const win_plan *p, const emily_tensor *src, const int64_
 static inline double fmax_new(double x, double acc) { return emily_sb_max_f64(x, acc); }
 static inline double fmin_new(double x, double acc) { return emily_sb_min_f64(x, acc); }
 
-static void reduce_one(emily_window_op op, emily_dtype dt, int cls, const char *sb, size_t es,
-                       const win_plan *p, const emily_tensor *src, bool inside, const int64_t *start,
-                       int64_t base, char *out) {
+static void reduce_one(emily_window_op op, emily_dtype dt, int cls, const char *sb, size_t es, const win_plan *p,
+                       const emily_tensor *src, bool inside, const int64_t *start, int64_t base, char *out) {
     bool uns = we_unsigned(dt);
     if (cls == 0) {
         uint64_t acc;
@@ -122,8 +119,10 @@ static void reduce_one(emily_window_op op, emily_dtype dt, int cls, const char *
         }
         we_store_int(dt, acc, out);
     } else if (cls == 1) {
-        double acc = op == EMILY_WINDOW_SUM ? 0.0 : op == EMILY_WINDOW_PRODUCT ? 1.0
-                     : op == EMILY_WINDOW_MAX ? -INFINITY : INFINITY;
+        double acc = op == EMILY_WINDOW_SUM       ? 0.0
+                     : op == EMILY_WINDOW_PRODUCT ? 1.0
+                     : op == EMILY_WINDOW_MAX     ? -INFINITY
+                                                  : INFINITY;
         for (int64_t k = 0; k < p->count; k++) {
             if (!inside && !elem_inside(p, src, start, k)) continue;
             double x = we_load_f(dt, sb + (base + p->off[k]) * (int64_t)es);
@@ -148,8 +147,8 @@ static void reduce_one(emily_window_op op, emily_dtype dt, int cls, const char *
 }
 
 static emily_status cpu_window_reduce(emily_window_op op, emily_tensor *dst, const emily_tensor *src,
-                                      const int64_t *window, const int64_t *strides,
-                                      const int64_t *dilations, const int64_t *pad_lo) {
+                                      const int64_t *window, const int64_t *strides, const int64_t *dilations,
+                                      const int64_t *pad_lo) {
     win_plan p;
     emily_status s = plan_make(&p, src, window, dilations);
     if (s) return s;
@@ -183,9 +182,8 @@ typedef struct key {
 } key;
 
 static emily_status cpu_window_scatter(bool is_max, emily_tensor *dst, const emily_tensor *src,
-                                       const emily_tensor *source, const emily_tensor *init,
-                                       const int64_t *window, const int64_t *strides,
-                                       const int64_t *pad_lo) {
+                                       const emily_tensor *source, const emily_tensor *init, const int64_t *window,
+                                       const int64_t *strides, const int64_t *pad_lo) {
     win_plan p;
     emily_status s = plan_make(&p, src, window, NULL);
     if (s) return s;

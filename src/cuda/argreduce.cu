@@ -43,20 +43,40 @@ template <class L, typename C, bool FLOAT, typename I> struct ArgRed {
 // The output's integer dtype only matters by its width (indices are
 // written as their low bits, like the CPU).
 template <class L, typename C, bool FLOAT>
-emily_status arg_out(const emily_cuda_ctx &ctx, bool is_min, bool high, emily_tensor *dst,
-                     const emily_tensor *src, const bool *m) {
+emily_status arg_out(const emily_cuda_ctx &ctx, bool is_min, bool high, emily_tensor *dst, const emily_tensor *src,
+                     const bool *m) {
     switch (emily_dtype_size(dst->dtype)) {
-    case 1: { ArgRed<L, C, FLOAT, uint8_t> r; r.is_min = is_min; r.high = high; return reduce_with(ctx, r, dst, src, m); }
-    case 2: { ArgRed<L, C, FLOAT, uint16_t> r; r.is_min = is_min; r.high = high; return reduce_with(ctx, r, dst, src, m); }
-    case 4: { ArgRed<L, C, FLOAT, uint32_t> r; r.is_min = is_min; r.high = high; return reduce_with(ctx, r, dst, src, m); }
-    default: { ArgRed<L, C, FLOAT, uint64_t> r; r.is_min = is_min; r.high = high; return reduce_with(ctx, r, dst, src, m); }
+    case 1: {
+        ArgRed<L, C, FLOAT, uint8_t> r;
+        r.is_min = is_min;
+        r.high = high;
+        return reduce_with(ctx, r, dst, src, m);
+    }
+    case 2: {
+        ArgRed<L, C, FLOAT, uint16_t> r;
+        r.is_min = is_min;
+        r.high = high;
+        return reduce_with(ctx, r, dst, src, m);
+    }
+    case 4: {
+        ArgRed<L, C, FLOAT, uint32_t> r;
+        r.is_min = is_min;
+        r.high = high;
+        return reduce_with(ctx, r, dst, src, m);
+    }
+    default: {
+        ArgRed<L, C, FLOAT, uint64_t> r;
+        r.is_min = is_min;
+        r.high = high;
+        return reduce_with(ctx, r, dst, src, m);
+    }
     }
 }
 
 } // namespace
 
-extern "C" emily_status emi_cuda_argreduce(emily_arg_op op, emily_tensor *dst, const emily_tensor *src,
-                                             int axis, bool tie_break_high) {
+extern "C" emily_status emi_cuda_argreduce(emily_arg_op op, emily_tensor *dst, const emily_tensor *src, int axis,
+                                           bool tie_break_high) {
     if (!emily_dtype_is_integer(dst->dtype))
         return emily_error(EMILY_ERR_INTERNAL, "argreduce kernel: the output must be an integer type");
     if (!emily_dtype_valid(src->dtype) || emily_dtype_is_complex(src->dtype))

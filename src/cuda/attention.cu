@@ -24,8 +24,7 @@ constexpr int ROWS_PER_BLOCK = 4;
 constexpr int DV_CHUNK = 256; // output columns per launch
 constexpr int PER_LANE = DV_CHUNK / 32;
 
-template <emily_dtype T>
-using work_t = typename std::conditional<T == EMILY_F64, double, float>::type;
+template <emily_dtype T> using work_t = typename std::conditional<T == EMILY_F64, double, float>::type;
 
 template <emily_dtype T> __device__ __forceinline__ work_t<T> load_w(storage_t<T> v) {
     if constexpr (T == EMILY_F16) return emily_sc_f16_to_f32(v);
@@ -70,8 +69,7 @@ struct PlainArgs {
     int64_t c0;        // the launch's first output column
 };
 
-template <emily_dtype T>
-__global__ void __launch_bounds__(ROWS_PER_BLOCK * 32) plain_kernel(const PlainArgs a) {
+template <emily_dtype T> __global__ void __launch_bounds__(ROWS_PER_BLOCK * 32) plain_kernel(const PlainArgs a) {
     typedef work_t<T> W;
     typedef storage_t<T> S;
     const int lane = threadIdx.x % 32;
@@ -133,13 +131,11 @@ __global__ void __launch_bounds__(ROWS_PER_BLOCK * 32) plain_kernel(const PlainA
 // ---- dispatch ------------------------------------------------------------------
 
 template <bool BF16, int D, bool CAUSAL, int MASK>
-emily_status launch_flash(const FlashArgs &fa, int64_t bh, int64_t sq, cudaStream_t stream,
-                          const char *op) {
+emily_status launch_flash(const FlashArgs &fa, int64_t bh, int64_t sq, cudaStream_t stream, const char *op) {
     constexpr int NWARPS = 8;
     constexpr size_t smem = flash_smem_bytes<D, NWARPS>();
     auto kernel = flash_kernel<BF16, D, NWARPS, CAUSAL, MASK>;
-    cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           (int)smem);
+    cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
     if (err != cudaSuccess) return emi_cuda_error(op, err);
     dim3 grid((unsigned)bh, (unsigned)((sq + 16 * NWARPS - 1) / (16 * NWARPS)));
     kernel<<<grid, NWARPS * 32, smem, stream>>>(fa);
@@ -147,12 +143,11 @@ emily_status launch_flash(const FlashArgs &fa, int64_t bh, int64_t sq, cudaStrea
 }
 
 template <bool BF16, int D>
-emily_status flash_for(const FlashArgs &fa, bool causal, int mask, int64_t bh, int64_t sq,
-                       cudaStream_t stream, const char *op) {
+emily_status flash_for(const FlashArgs &fa, bool causal, int mask, int64_t bh, int64_t sq, cudaStream_t stream,
+                       const char *op) {
     if (causal) {
         if (mask == MASK_ADD) return launch_flash<BF16, D, true, MASK_ADD>(fa, bh, sq, stream, op);
-        if (mask == MASK_BOOL)
-            return launch_flash<BF16, D, true, MASK_BOOL>(fa, bh, sq, stream, op);
+        if (mask == MASK_BOOL) return launch_flash<BF16, D, true, MASK_BOOL>(fa, bh, sq, stream, op);
         return launch_flash<BF16, D, true, MASK_NONE>(fa, bh, sq, stream, op);
     }
     if (mask == MASK_ADD) return launch_flash<BF16, D, false, MASK_ADD>(fa, bh, sq, stream, op);
@@ -161,29 +156,22 @@ emily_status flash_for(const FlashArgs &fa, bool causal, int mask, int64_t bh, i
 }
 
 template <bool BF16>
-emily_status flash_by_d(const FlashArgs &fa, int64_t d, bool causal, int mask, int64_t bh,
-                        int64_t sq, cudaStream_t stream, const char *op) {
+emily_status flash_by_d(const FlashArgs &fa, int64_t d, bool causal, int mask, int64_t bh, int64_t sq,
+                        cudaStream_t stream, const char *op) {
     switch (d) {
-    case 64:
-        return flash_for<BF16, 64>(fa, causal, mask, bh, sq, stream, op);
-    case 80:
-        return flash_for<BF16, 80>(fa, causal, mask, bh, sq, stream, op);
-    case 96:
-        return flash_for<BF16, 96>(fa, causal, mask, bh, sq, stream, op);
-    default:
-        return flash_for<BF16, 128>(fa, causal, mask, bh, sq, stream, op);
+    case 64: return flash_for<BF16, 64>(fa, causal, mask, bh, sq, stream, op);
+    case 80: return flash_for<BF16, 80>(fa, causal, mask, bh, sq, stream, op);
+    case 96: return flash_for<BF16, 96>(fa, causal, mask, bh, sq, stream, op);
+    default: return flash_for<BF16, 128>(fa, causal, mask, bh, sq, stream, op);
     }
 }
 
-const char *elem_ptr(const emily_tensor *t) {
-    return base_of(t) + (size_t)t->offset * emily_dtype_size(t->dtype);
-}
+const char *elem_ptr(const emily_tensor *t) { return base_of(t) + (size_t)t->offset * emily_dtype_size(t->dtype); }
 
 } // namespace
 
-extern "C" emily_status emi_cuda_sdpa(emily_tensor *dst, const emily_tensor *q,
-                                      const emily_tensor *k, const emily_tensor *v,
-                                      const emily_sdpa_params *p) {
+extern "C" emily_status emi_cuda_sdpa(emily_tensor *dst, const emily_tensor *q, const emily_tensor *k,
+                                      const emily_tensor *v, const emily_sdpa_params *p) {
     static const char *op = "sdpa";
     emily_cuda_ctx ctx;
     const emily_tensor *ts[6] = {dst, q, k, v, p->mask, p->sinks};
@@ -195,9 +183,9 @@ extern "C" emily_status emi_cuda_sdpa(emily_tensor *dst, const emily_tensor *q,
     const char *qp = elem_ptr(q), *kp = elem_ptr(k), *vp = elem_ptr(v);
     char *op_ = (char *)elem_ptr(dst);
     bool half = q->dtype == EMILY_F16 || q->dtype == EMILY_BF16;
-    bool flash = half && p->D == p->Dv && (p->D == 64 || p->D == 80 || p->D == 96 || p->D == 128) &&
-                 aligned16(qp) && aligned16(kp) && aligned16(vp) && aligned16(op_) &&
-                 p->Sq <= (int64_t)65535 * 128 && p->B * p->Hq <= INT32_MAX;
+    bool flash = half && p->D == p->Dv && (p->D == 64 || p->D == 80 || p->D == 96 || p->D == 128) && aligned16(qp) &&
+                 aligned16(kp) && aligned16(vp) && aligned16(op_) && p->Sq <= (int64_t)65535 * 128 &&
+                 p->B * p->Hq <= INT32_MAX;
     if (flash) {
         FlashArgs fa;
         fa.q = (const uint16_t *)qp, fa.k = (const uint16_t *)kp, fa.v = (const uint16_t *)vp;
@@ -208,16 +196,14 @@ extern "C" emily_status emi_cuda_sdpa(emily_tensor *dst, const emily_tensor *q,
         memcpy(fa.ms, ms, sizeof ms);
         fa.sinks = p->sinks ? (const float *)elem_ptr(p->sinks) : nullptr;
         int64_t bh = p->B * p->Hq;
-        s = q->dtype == EMILY_BF16
-                ? flash_by_d<true>(fa, p->D, p->causal, mask, bh, p->Sq, ctx.stream, op)
-                : flash_by_d<false>(fa, p->D, p->causal, mask, bh, p->Sq, ctx.stream, op);
+        s = q->dtype == EMILY_BF16 ? flash_by_d<true>(fa, p->D, p->causal, mask, bh, p->Sq, ctx.stream, op)
+                                   : flash_by_d<false>(fa, p->D, p->causal, mask, bh, p->Sq, ctx.stream, op);
         if (s) return s;
         return emi_cuda_launched(&ctx);
     }
     PlainArgs a;
     a.q = qp, a.k = kp, a.v = vp, a.o = op_;
-    a.B = p->B, a.Hq = p->Hq, a.Hkv = p->Hkv, a.Sq = p->Sq, a.Skv = p->Skv, a.D = p->D,
-    a.Dv = p->Dv;
+    a.B = p->B, a.Hq = p->Hq, a.Hkv = p->Hkv, a.Sq = p->Sq, a.Skv = p->Skv, a.D = p->D, a.Dv = p->Dv;
     a.scale = p->scale;
     a.causal = p->causal;
     a.mask_kind = mask;
@@ -226,8 +212,7 @@ extern "C" emily_status emi_cuda_sdpa(emily_tensor *dst, const emily_tensor *q,
     a.sinks = p->sinks ? elem_ptr(p->sinks) : nullptr;
     int64_t rows = p->B * p->Hq * p->Sq, blocks = (rows + ROWS_PER_BLOCK - 1) / ROWS_PER_BLOCK;
     if (blocks > INT32_MAX)
-        return emily_error(EMILY_ERR_UNSUPPORTED, "cuda: %s: %lld query rows exceed one launch", op,
-                           (long long)rows);
+        return emily_error(EMILY_ERR_UNSUPPORTED, "cuda: %s: %lld query rows exceed one launch", op, (long long)rows);
     s = with_dtype(q->dtype, op, [&]<emily_dtype T>() -> emily_status {
         if constexpr (!is_float(T)) {
             return emily_error(EMILY_ERR_TYPE, "cuda: %s: q must be a real float tensor", op);

@@ -49,9 +49,7 @@ struct FlashArgs {
 // Mask kinds (template argument).
 enum { MASK_NONE = 0, MASK_ADD = 1, MASK_BOOL = 2 };
 
-__device__ __forceinline__ uint32_t smem_addr(const void *p) {
-    return (uint32_t)__cvta_generic_to_shared(p);
-}
+__device__ __forceinline__ uint32_t smem_addr(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
 
 __device__ __forceinline__ void cp_async16(void *dst, const void *src, bool valid) {
     // src-size 0 fills the 16 bytes with zeros (rows past the end)
@@ -74,8 +72,7 @@ __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const void *
 
 // c += a (16x16, row) * b (16x8, col), f32 accumulators.
 template <bool BF16>
-__device__ __forceinline__ void mma16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0,
-                                         uint32_t b1) {
+__device__ __forceinline__ void mma16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
     if constexpr (BF16)
         asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, "
                      "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
@@ -117,8 +114,7 @@ template <int D, int NWARPS> constexpr size_t flash_smem_bytes() {
 // rows [r0, r0 + nrows) of a {S, D} matrix (row pitch D) into shared rows
 // of pitch D + 8; rows at or past `limit` are zero-filled.
 template <int D, int THREADS>
-__device__ __forceinline__ void load_rows(uint16_t *dst, const uint16_t *src, int64_t r0, int nrows,
-                                          int64_t limit) {
+__device__ __forceinline__ void load_rows(uint16_t *dst, const uint16_t *src, int64_t r0, int nrows, int64_t limit) {
     constexpr int CHUNKS = D / 8; // 16-byte chunks per row
     for (int c = threadIdx.x; c < nrows * CHUNKS; c += THREADS) {
         int r = c / CHUNKS, col = (c % CHUNKS) * 8;
@@ -177,8 +173,7 @@ __global__ void __launch_bounds__(NWARPS * 32) flash_kernel(const FlashArgs a) {
         cp_async_wait_all();
         __syncthreads();
         if (kt == 0) {
-            const uint16_t *base = sq + (warp * 16 + (lane % 8) + ((lane / 8) % 2) * 8) * P +
-                                   (lane / 16) * 8;
+            const uint16_t *base = sq + (warp * 16 + (lane % 8) + ((lane / 8) % 2) * 8) * P + (lane / 16) * 8;
 #pragma unroll
             for (int ks = 0; ks < KD; ks++) ldmatrix_x4(qf[ks], base + ks * 16);
         }
@@ -200,8 +195,7 @@ __global__ void __launch_bounds__(NWARPS * 32) flash_kernel(const FlashArgs a) {
 #pragma unroll
             for (int np = 0; np < NT / 2; np++) {
                 uint32_t kb[4];
-                const uint16_t *p = tk + (np * 16 + (lane % 8) + (lane / 16) * 8) * P + ks * 16 +
-                                    ((lane / 8) % 2) * 8;
+                const uint16_t *p = tk + (np * 16 + (lane % 8) + (lane / 16) * 8) * P + ks * 16 + ((lane / 8) % 2) * 8;
                 ldmatrix_x4(kb, p);
                 mma16816<BF16>(s[2 * np], qf[ks], kb[0], kb[1]);
                 mma16816<BF16>(s[2 * np + 1], qf[ks], kb[2], kb[3]);
@@ -209,8 +203,7 @@ __global__ void __launch_bounds__(NWARPS * 32) flash_kernel(const FlashArgs a) {
         }
 
         // scale, mask, and the tile's row maxima
-        const bool masked = MASK != MASK_NONE || k0 + BN > kend ||
-                            (CAUSAL && k0 + BN - 1 > q0 + shift);
+        const bool masked = MASK != MASK_NONE || k0 + BN > kend || (CAUSAL && k0 + BN - 1 > q0 + shift);
         float tmax[2] = {-INFINITY, -INFINITY};
         if (!masked) {
 #pragma unroll
@@ -275,15 +268,13 @@ __global__ void __launch_bounds__(NWARPS * 32) flash_kernel(const FlashArgs a) {
             // the A fragment of keys [16 kk, 16 kk + 16)
 #pragma unroll
         for (int kk = 0; kk < NT / 2; kk++) {
-            uint32_t pa[4] = {pack2<BF16>(s[2 * kk][0], s[2 * kk][1]),
-                              pack2<BF16>(s[2 * kk][2], s[2 * kk][3]),
+            uint32_t pa[4] = {pack2<BF16>(s[2 * kk][0], s[2 * kk][1]), pack2<BF16>(s[2 * kk][2], s[2 * kk][3]),
                               pack2<BF16>(s[2 * kk + 1][0], s[2 * kk + 1][1]),
                               pack2<BF16>(s[2 * kk + 1][2], s[2 * kk + 1][3])};
 #pragma unroll
             for (int dp = 0; dp < DT / 2; dp++) {
                 uint32_t vb[4];
-                const uint16_t *p = tv + (kk * 16 + (lane % 8) + ((lane / 8) % 2) * 8) * P +
-                                    dp * 16 + (lane / 16) * 8;
+                const uint16_t *p = tv + (kk * 16 + (lane % 8) + ((lane / 8) % 2) * 8) * P + dp * 16 + (lane / 16) * 8;
                 ldmatrix_x4_trans(vb, p);
                 mma16816<BF16>(o[2 * dp], pa, vb[0], vb[1]);
                 mma16816<BF16>(o[2 * dp + 1], pa, vb[2], vb[3]);

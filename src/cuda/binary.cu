@@ -10,8 +10,7 @@ using namespace emily_cuda::binary_fns;
 
 namespace {
 
-typedef emily_status (*binary_run)(const emily_cuda_ctx &, emily_tensor *, const emily_tensor *,
-                                   const emily_tensor *);
+typedef emily_status (*binary_run)(const emily_cuda_ctx &, emily_tensor *, const emily_tensor *, const emily_tensor *);
 
 #define TABLE_KERNEL(NAME, OP, DT, TS, TD, TC, LD, F, ST, LOOP) table[EMILY_##OP][EMILY_##DT] = map2<NAME>;
 #define TABLE_OP(ENUM, name, rule) EMI_BINARY_KERNELS(rule)(TABLE_KERNEL, ENUM, name)
@@ -24,14 +23,13 @@ const binary_table runs;
 } // namespace
 
 extern "C" emily_status emi_cuda_binary(emily_binary_op op, emily_tensor *dst, const emily_tensor *a,
-                                          const emily_tensor *b) {
+                                        const emily_tensor *b) {
     emily_status s = emi_binary_kernel_operands(op, a->dtype, b->dtype);
     if (s) return s;
     binary_run fn = runs.table[op][a->dtype];
     if (!fn || dst->dtype != emi_binary_kernel_output(op, a->dtype))
         return emily_error(EMILY_ERR_TYPE, "%s: no cuda kernel for %s operands with a %s output",
-                           emily_binary_op_name(op), emily_dtype_name(a->dtype),
-                           emily_dtype_name(dst->dtype));
+                           emily_binary_op_name(op), emily_dtype_name(a->dtype), emily_dtype_name(dst->dtype));
     if (dst->size == 0) return EMILY_OK;
     emily_cuda_ctx ctx;
     const emily_tensor *ts[3] = {dst, a, b};
@@ -44,7 +42,9 @@ extern "C" emily_status emi_cuda_binary(emily_binary_op op, emily_tensor *dst, c
 // float: NaN is true, -0.0 false); the branches are moved bit for bit.
 
 template <typename P> __device__ __forceinline__ bool truthy(P v) { return v != 0; }
-struct f16_bits { uint16_t v; };
+struct f16_bits {
+    uint16_t v;
+};
 
 template <typename P, typename T>
 __global__ void select_kernel(Layout<4> L, T *d, const P *p, const T *x, const T *y, bool half) {
@@ -67,8 +67,8 @@ static emily_status select_typed(const emily_cuda_ctx &ctx, emily_tensor *dst, c
     const T *x = (const T *)base_of(on_true), *y = (const T *)base_of(on_false);
     bool half = pred->dtype == EMILY_F16 || pred->dtype == EMILY_BF16;
     return for_layout<4>(ctx.op, ts, [&](const Layout<4> &L, const int64_t *off) -> emily_status {
-        select_kernel<P, T><<<grid_for(ctx.device, L.total), BLOCK, 0, ctx.stream>>>(
-            L, d + off[0], p + off[1], x + off[2], y + off[3], half);
+        select_kernel<P, T><<<grid_for(ctx.device, L.total), BLOCK, 0, ctx.stream>>>(L, d + off[0], p + off[1],
+                                                                                     x + off[2], y + off[3], half);
         return emi_cuda_launched(&ctx);
     });
 }
@@ -85,20 +85,22 @@ static emily_status select_pred(const emily_cuda_ctx &ctx, emily_tensor *dst, co
     }
 }
 
-extern "C" emily_status emi_cuda_select(emily_tensor *dst, const emily_tensor *pred,
-                                          const emily_tensor *on_true, const emily_tensor *on_false) {
+extern "C" emily_status emi_cuda_select(emily_tensor *dst, const emily_tensor *pred, const emily_tensor *on_true,
+                                        const emily_tensor *on_false) {
     emily_dtype pt = pred->dtype;
     emily_status s = emi_select_kernel_operands(dst->dtype, pt, on_true->dtype, on_false->dtype);
     if (s || dst->size == 0) return s;
     emily_cuda_ctx ctx;
     const emily_tensor *ts[4] = {dst, pred, on_true, on_false};
     if ((s = emi_cuda_begin("select", dev_of(dst), 4, ts, &ctx))) return s;
-    // integers read as their bits (the same truth), f16/bf16 as their bits
-    // with select_kernel's `half` test, f32 and f64 as themselves
+        // integers read as their bits (the same truth), f16/bf16 as their bits
+        // with select_kernel's `half` test, f32 and f64 as themselves
+// clang-format off
 #define SELECT_BITS(E, s, T) \
     case EMILY_##E: return select_pred<bits_of<sizeof(T)>::type>(ctx, dst, pred, on_true, on_false);
 #define SELECT_AS(E, s, T) \
     case EMILY_##E: return select_pred<T>(ctx, dst, pred, on_true, on_false);
+    // clang-format on
     switch (pt) {
         EMI_DTYPES_INTEGER(SELECT_BITS)
         EMI_DTYPES_HALF(SELECT_AS)

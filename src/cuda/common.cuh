@@ -36,8 +36,7 @@ template <int N> struct Layout {
 };
 
 // Per-operand element offsets of linear index i (row-major over shape).
-template <int N, typename I>
-__device__ __forceinline__ void layout_offsets(const Layout<N> &L, I i, I (&off)[N]) {
+template <int N, typename I> __device__ __forceinline__ void layout_offsets(const Layout<N> &L, I i, I (&off)[N]) {
 #pragma unroll
     for (int k = 0; k < N; k++) off[k] = 0;
 #pragma unroll
@@ -80,8 +79,7 @@ inline unsigned flat_grid(int64_t total, int per_thread) {
 
 // Merged dims of N tensors sharing one shape. Writes at most `rank` dims
 // (outermost first) into dims/strides (strides[k * cap + d]).
-inline int merge_dims(int N, const emily_tensor *const *ts, int cap, int64_t *dims,
-                      int64_t *strides) {
+inline int merge_dims(int N, const emily_tensor *const *ts, int cap, int64_t *dims, int64_t *strides) {
     const emily_tensor *t0 = ts[0];
     int n = 0;
     for (int d = 0; d < t0->rank; d++) {
@@ -111,7 +109,8 @@ template <int N> inline bool layout_fits32(const Layout<N> &L) {
     if (L.total >= ((int64_t)1 << 31)) return false;
     for (int k = 0; k < N; k++) {
         int64_t span = 0;
-        for (int d = 0; d < L.rank; d++) span += (L.stride[k][d] < 0 ? -L.stride[k][d] : L.stride[k][d]) * (L.shape[d] - 1);
+        for (int d = 0; d < L.rank; d++)
+            span += (L.stride[k][d] < 0 ? -L.stride[k][d] : L.stride[k][d]) * (L.shape[d] - 1);
         if (span >= ((int64_t)1 << 31)) return false;
     }
     return true;
@@ -120,8 +119,7 @@ template <int N> inline bool layout_fits32(const Layout<N> &L) {
 // Calls launch(layout, offsets) for the N tensors (same shape; element
 // offsets of each operand relative to its buffer start), once, or once per
 // leading index when the merged rank exceeds MAXD. Stops at the first error.
-template <int N, typename F>
-emily_status for_layout(const char *op, const emily_tensor *const *ts, F &&launch) {
+template <int N, typename F> emily_status for_layout(const char *op, const emily_tensor *const *ts, F &&launch) {
     const emily_tensor *t0 = ts[0];
     if (t0->size == 0) return EMILY_OK;
     int cap = t0->rank > 0 ? t0->rank : 1;
@@ -177,9 +175,8 @@ emily_status for_layout(const char *op, const emily_tensor *const *ts, F &&launc
 
 // Calls f.template operator()<T>() with T the storage type of dtype.
 template <typename F> emily_status dispatch_storage(emily_dtype t, F &&f) {
-    return with_dtype(t, "cuda", [&]<emily_dtype D>() -> emily_status {
-        return f.template operator()<storage_t<D>>();
-    });
+    return with_dtype(t, "cuda",
+                      [&]<emily_dtype D>() -> emily_status { return f.template operator()<storage_t<D>>(); });
 }
 
 inline int dev_of(const emily_tensor *t) { return t->buffer->device.index; }
@@ -259,8 +256,7 @@ inline emily_status views_without_axis(const char *op, int n, const emily_tensor
 
 // for_layout over line views, with the number of the launch's first line:
 // f(L, off, r0), lines counted in row order across launches.
-template <int N, typename F>
-emily_status for_lines(const char *op, const emily_tensor *const *views, F &&f) {
+template <int N, typename F> emily_status for_lines(const char *op, const emily_tensor *const *views, F &&f) {
     int64_t r0 = 0;
     return for_layout<N>(op, views, [&](const Layout<N> &L, const int64_t *off) -> emily_status {
         emily_status s = f(L, off, r0);
@@ -273,8 +269,7 @@ emily_status for_lines(const char *op, const emily_tensor *const *views, F &&f) 
 //
 // Over the element functions of cuda/element_fn.cuh.
 
-template <typename F>
-__global__ void map1_kernel(Layout<2> L, typename F::D *d, const typename F::S *s) {
+template <typename F> __global__ void map1_kernel(Layout<2> L, typename F::D *d, const typename F::S *s) {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < L.total;
          i += (int64_t)gridDim.x * blockDim.x) {
         int64_t off[2];
@@ -299,13 +294,11 @@ inline bool aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
 // Contiguous output and input: 16-byte loads, V elements a pack. (Not
 // unrolled: unary functions are often long, and one copy of each is
 // enough; the loads of neighbouring threads keep the bus busy.)
-template <typename F>
-__global__ void map1_flat(int64_t n, typename F::D *d, const typename F::S *s) {
+template <typename F> __global__ void map1_flat(int64_t n, typename F::D *d, const typename F::S *s) {
     typedef typename F::S S;
     typedef typename F::D D;
     constexpr int V = vec_of<S>();
-    int64_t nv = n / V, tid = blockIdx.x * (int64_t)blockDim.x + threadIdx.x,
-            step = (int64_t)gridDim.x * blockDim.x;
+    int64_t nv = n / V, tid = blockIdx.x * (int64_t)blockDim.x + threadIdx.x, step = (int64_t)gridDim.x * blockDim.x;
     const pack_t<S, V> *ps = (const pack_t<S, V> *)s;
     pack_t<D, V> *pd = (pack_t<D, V> *)d;
     for (int64_t j = tid; j < nv; j += step) {
@@ -319,20 +312,16 @@ __global__ void map1_flat(int64_t n, typename F::D *d, const typename F::S *s) {
 }
 
 // dst <- F(src) over any strides (same shape).
-template <typename F>
-emily_status map1(const emily_cuda_ctx &ctx, emily_tensor *dst, const emily_tensor *src) {
+template <typename F> emily_status map1(const emily_cuda_ctx &ctx, emily_tensor *dst, const emily_tensor *src) {
     typedef typename F::S S;
     typedef typename F::D D;
-    return for_layout_ds<D, S>(ctx.op, dst, src,
-                               [&](const Layout<2> &L, D *d, const S *x) -> emily_status {
+    return for_layout_ds<D, S>(ctx.op, dst, src, [&](const Layout<2> &L, D *d, const S *x) -> emily_status {
         constexpr int V = vec_of<S>();
         // one element, or both runs contiguous and pack-aligned
         bool flat = L.rank == 1 && (L.total == 1 || (L.stride[0][0] == 1 && L.stride[1][0] == 1 &&
                                                      ((uintptr_t)d % (sizeof(D) * V)) == 0 && aligned16(x)));
-        if (flat)
-            map1_flat<F><<<flat_grid(L.total, V), BLOCK, 0, ctx.stream>>>(L.total, d, x);
-        else
-            map1_kernel<F><<<grid_for(ctx.device, L.total), BLOCK, 0, ctx.stream>>>(L, d, x);
+        if (flat) map1_flat<F><<<flat_grid(L.total, V), BLOCK, 0, ctx.stream>>>(L.total, d, x);
+        else map1_kernel<F><<<grid_for(ctx.device, L.total), BLOCK, 0, ctx.stream>>>(L, d, x);
         return emi_cuda_launched(&ctx);
     });
 }
@@ -341,8 +330,8 @@ emily_status map1(const emily_cuda_ctx &ctx, emily_tensor *dst, const emily_tens
 // broadcast element (step 0): 16-byte loads and stores, V elements a pack,
 // flat_unroll packs a step.
 template <typename F>
-__device__ __forceinline__ void map2_pack(const typename F::S *a, int sa, typename F::S a0,
-                                          const typename F::S *b, int sb, typename F::S b0, int64_t j,
+__device__ __forceinline__ void map2_pack(const typename F::S *a, int sa, typename F::S a0, const typename F::S *b,
+                                          int sb, typename F::S b0, int64_t j,
                                           pack_t<typename F::S, vec_of<typename F::S>()> &pa,
                                           pack_t<typename F::S, vec_of<typename F::S>()> &pb) {
     typedef typename F::S S;
@@ -358,13 +347,12 @@ __device__ __forceinline__ void map2_pack(const typename F::S *a, int sa, typena
 }
 
 template <typename F>
-__global__ void map2_flat(int64_t n, typename F::D *d, const typename F::S *a, int sa,
-                          const typename F::S *b, int sb) {
+__global__ void map2_flat(int64_t n, typename F::D *d, const typename F::S *a, int sa, const typename F::S *b, int sb) {
     typedef typename F::S S;
     typedef typename F::D D;
     constexpr int V = vec_of<S>(), U = flat_unroll<S, D>();
-    int64_t nv = n / V, tid = blockIdx.x * (int64_t)blockDim.x + threadIdx.x,
-            step = (int64_t)gridDim.x * blockDim.x, j = tid;
+    int64_t nv = n / V, tid = blockIdx.x * (int64_t)blockDim.x + threadIdx.x, step = (int64_t)gridDim.x * blockDim.x,
+            j = tid;
     S a0 = a[0], b0 = b[0];
     pack_t<D, V> *pd = (pack_t<D, V> *)d;
     for (; j + (U - 1) * step < nv; j += U * step) {
@@ -391,8 +379,7 @@ __global__ void map2_flat(int64_t n, typename F::D *d, const typename F::S *a, i
 }
 
 template <typename F>
-__global__ void map2_kernel(Layout<3> L, typename F::D *d, const typename F::S *a,
-                            const typename F::S *b) {
+__global__ void map2_kernel(Layout<3> L, typename F::D *d, const typename F::S *a, const typename F::S *b) {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < L.total;
          i += (int64_t)gridDim.x * blockDim.x) {
         int64_t off[3];
@@ -403,8 +390,7 @@ __global__ void map2_kernel(Layout<3> L, typename F::D *d, const typename F::S *
 
 // dst <- F(a, b) over any strides (same shape; broadcast views welcome).
 template <typename F>
-emily_status map2(const emily_cuda_ctx &ctx, emily_tensor *dst, const emily_tensor *a,
-                  const emily_tensor *b) {
+emily_status map2(const emily_cuda_ctx &ctx, emily_tensor *dst, const emily_tensor *a, const emily_tensor *b) {
     typedef typename F::S S;
     typedef typename F::D D;
     const emily_tensor *ts[3] = {dst, a, b};
@@ -419,10 +405,10 @@ emily_status map2(const emily_cuda_ctx &ctx, emily_tensor *dst, const emily_tens
         // broadcast scalars, pack-aligned
         bool one = L.total == 1;
         if (L.rank == 1 && (one || sd == 1) && (sa == 0 || sa == 1) && (sb == 0 || sb == 1) &&
-            (one || (((uintptr_t)d % (sizeof(D) * V)) == 0 && (sa == 0 || aligned16(x)) &&
-                     (sb == 0 || aligned16(y))))) {
-            map2_flat<F><<<flat_grid(L.total, V * flat_unroll<S, D>()), BLOCK, 0, ctx.stream>>>(
-                L.total, d, x, (int)sa, y, (int)sb);
+            (one ||
+             (((uintptr_t)d % (sizeof(D) * V)) == 0 && (sa == 0 || aligned16(x)) && (sb == 0 || aligned16(y))))) {
+            map2_flat<F><<<flat_grid(L.total, V * flat_unroll<S, D>()), BLOCK, 0, ctx.stream>>>(L.total, d, x, (int)sa,
+                                                                                                y, (int)sb);
         } else {
             map2_kernel<F><<<grid_for(ctx.device, L.total), BLOCK, 0, ctx.stream>>>(L, d, x, y);
         }

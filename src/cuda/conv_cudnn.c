@@ -173,17 +173,10 @@ static emily_status packed_operand(const emily_tensor *t, bool channels_last, em
 
 static bool cudnn_type(emily_dtype t, cudnnDataType_t *out) {
     switch (t) {
-    case EMILY_F32:
-        *out = CUDNN_DATA_FLOAT;
-        return true;
-    case EMILY_F16:
-        *out = CUDNN_DATA_HALF;
-        return true;
-    case EMILY_BF16:
-        *out = CUDNN_DATA_BFLOAT16;
-        return true;
-    default:
-        return false;
+    case EMILY_F32: *out = CUDNN_DATA_FLOAT; return true;
+    case EMILY_F16: *out = CUDNN_DATA_HALF; return true;
+    case EMILY_BF16: *out = CUDNN_DATA_BFLOAT16; return true;
+    default: return false;
     }
 }
 
@@ -214,8 +207,7 @@ static int cudnn_dims(const emily_tensor *t, bool channels_last, int *dims, int 
 static bool fits_int(const emily_tensor *t) { return t->size <= INT_MAX; }
 
 static bool gemm_family(cudnnConvolutionFwdAlgo_t a) {
-    return a == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM ||
-           a == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM ||
+    return a == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM || a == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM ||
            a == CUDNN_CONVOLUTION_FWD_ALGO_GEMM;
 }
 
@@ -311,11 +303,9 @@ static bool describe(descs *d, const emily_tensor *x, const emily_tensor *w, con
     if (cudnnCreateTensorDescriptor(&d->x) || cudnnCreateTensorDescriptor(&d->y) ||
         cudnnCreateFilterDescriptor(&d->w) || cudnnCreateConvolutionDescriptor(&d->conv))
         return false;
-    if (cudnnSetTensorNdDescriptor(d->x, type, nb, xd, xs) ||
-        cudnnSetTensorNdDescriptor(d->y, type, nb, yd, ys) ||
+    if (cudnnSetTensorNdDescriptor(d->x, type, nb, xd, xs) || cudnnSetTensorNdDescriptor(d->y, type, nb, yd, ys) ||
         cudnnSetFilterNdDescriptor(d->w, type, fmt, nb, wd) ||
-        cudnnSetConvolutionNdDescriptor(d->conv, nb - 2, pad, stride, dil, CUDNN_CROSS_CORRELATION,
-                                        CUDNN_DATA_FLOAT) ||
+        cudnnSetConvolutionNdDescriptor(d->conv, nb - 2, pad, stride, dil, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT) ||
         cudnnSetConvolutionGroupCount(d->conv, (int)p->groups) ||
         cudnnGetConvolutionNdForwardOutputDim(d->conv, d->x, d->w, nb, out))
         return false;
@@ -339,18 +329,14 @@ static bool describe(descs *d, const emily_tensor *x, const emily_tensor *w, con
 /* EMILY_CUDA_CONV_TRACE=1: cuDNN's ranking and the algorithm taken, on
  * stderr, for the first conv of the process (to see which kernels a
  * shape gets). */
-static bool trace_choice(const cudnnConvolutionFwdAlgoPerf_t *perf, int n, int chosen,
-                         cudnnMathType_t math) {
+static bool trace_choice(const cudnnConvolutionFwdAlgoPerf_t *perf, int n, int chosen, cudnnMathType_t math) {
     static atomic_int done = 0;
     const char *e = getenv("EMILY_CUDA_CONV_TRACE");
     if (!e || e[0] != '1' || atomic_exchange(&done, 1)) return false;
     for (int i = 0; i < n; i++)
-        fprintf(
-            stderr,
-            "cudnn conv: rank %d algo %d status %d determinism %d math %d time %g ms memory %zu%s\n",
-            i, (int)perf[i].algo, (int)perf[i].status, (int)perf[i].determinism,
-            (int)perf[i].mathType, (double)perf[i].time, perf[i].memory,
-            i == chosen ? "  <- taken" : "");
+        fprintf(stderr, "cudnn conv: rank %d algo %d status %d determinism %d math %d time %g ms memory %zu%s\n", i,
+                (int)perf[i].algo, (int)perf[i].status, (int)perf[i].determinism, (int)perf[i].mathType,
+                (double)perf[i].time, perf[i].memory, i == chosen ? "  <- taken" : "");
     fprintf(stderr, "cudnn conv: taken with math type %d\n", (int)math);
     return true;
 }
@@ -360,13 +346,12 @@ static bool trace_choice(const cudnnConvolutionFwdAlgoPerf_t *perf, int n, int c
 static void trace_timings(cudnnHandle_t h, descs *d) {
     cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
     int n = 0;
-    cudnnStatus_t st = cudnnFindConvolutionForwardAlgorithm(
-        h, d->x, d->w, d->conv, d->y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf);
+    cudnnStatus_t st = cudnnFindConvolutionForwardAlgorithm(h, d->x, d->w, d->conv, d->y,
+                                                            CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf);
     if (st) fprintf(stderr, "cudnn conv: find failed (%s)\n", cudnnGetErrorString(st));
     for (int i = 0; i < n; i++)
-        fprintf(stderr, "cudnn conv: timed algo %d status %d determinism %d math %d: %.4f ms\n",
-                (int)perf[i].algo, (int)perf[i].status, (int)perf[i].determinism,
-                (int)perf[i].mathType, (double)perf[i].time);
+        fprintf(stderr, "cudnn conv: timed algo %d status %d determinism %d math %d: %.4f ms\n", (int)perf[i].algo,
+                (int)perf[i].status, (int)perf[i].determinism, (int)perf[i].mathType, (double)perf[i].time);
 }
 
 typedef enum { TRY_OK, TRY_NEXT, TRY_FAILED } try_result;
@@ -375,48 +360,39 @@ typedef enum { TRY_OK, TRY_NEXT, TRY_FAILED } try_result;
  * known), the launch. TRY_NEXT when cuDNN refuses it before launching
  * anything (cuDNN 9's codes come in categories of 1000) or its workspace
  * does not fit; TRY_FAILED with *err set otherwise. */
-static try_result try_algo(const emily_cuda_ctx *ctx, cudnnHandle_t h, descs *d,
-                           const emily_tensor *x, const emily_tensor *w, emily_tensor *y,
-                           cudnnConvolutionFwdAlgo_t algo, cudnnMathType_t m, bool known,
-                           size_t *bytes, emily_status *err) {
+static try_result try_algo(const emily_cuda_ctx *ctx, cudnnHandle_t h, descs *d, const emily_tensor *x,
+                           const emily_tensor *w, emily_tensor *y, cudnnConvolutionFwdAlgo_t algo, cudnnMathType_t m,
+                           bool known, size_t *bytes, emily_status *err) {
     if (cudnnSetConvolutionMathType(d->conv, m)) return TRY_NEXT;
-    if (!known &&
-        cudnnGetConvolutionForwardWorkspaceSize(h, d->x, d->w, d->conv, d->y, algo, bytes))
-        return TRY_NEXT;
+    if (!known && cudnnGetConvolutionForwardWorkspaceSize(h, d->x, d->w, d->conv, d->y, algo, bytes)) return TRY_NEXT;
     void *work = NULL;
-    if (*bytes && emi_cuda_scratch(ctx, *bytes, &work))
-        return TRY_NEXT; /* too large: the next one */
+    if (*bytes && emi_cuda_scratch(ctx, *bytes, &work)) return TRY_NEXT; /* too large: the next one */
     const float one = 1.0f, zero = 0.0f;
-    cudnnStatus_t st = cudnnConvolutionForward(h, &one, d->x, data_of(x), d->w, data_of(w), d->conv,
-                                               algo, work, *bytes, &zero, d->y, data_of(y));
+    cudnnStatus_t st = cudnnConvolutionForward(h, &one, d->x, data_of(x), d->w, data_of(w), d->conv, algo, work, *bytes,
+                                               &zero, d->y, data_of(y));
     if (work) emi_cuda_scratch_free(ctx, work);
     if (st == CUDNN_STATUS_SUCCESS) return TRY_OK;
-    if (CUDNN_STATUS_CATEGORY(st) == CUDNN_STATUS_NOT_SUPPORTED ||
-        CUDNN_STATUS_CATEGORY(st) == CUDNN_STATUS_BAD_PARAM)
+    if (CUDNN_STATUS_CATEGORY(st) == CUDNN_STATUS_NOT_SUPPORTED || CUDNN_STATUS_CATEGORY(st) == CUDNN_STATUS_BAD_PARAM)
         return TRY_NEXT;
-    *err = emily_error(out_of_memory(st) ? EMILY_ERR_MEMORY : EMILY_ERR_DEVICE,
-                       "cuda: conv: cuDNN failed (%s)", cudnnGetErrorString(st));
+    *err = emily_error(out_of_memory(st) ? EMILY_ERR_MEMORY : EMILY_ERR_DEVICE, "cuda: conv: cuDNN failed (%s)",
+                       cudnnGetErrorString(st));
     return TRY_FAILED;
 }
 
 /* Runs the conv with the algorithm this shape took before, or else the
  * first usable one in cuDNN's ranking (then kept for the shape).
  * EMILY_ERR_UNSUPPORTED (no message) when none takes it. */
-static emily_status run(const emily_cuda_ctx *ctx, cudnnHandle_t h, descs *d, emily_dtype dt,
-                        const emily_tensor *x, const emily_tensor *w, emily_tensor *y) {
+static emily_status run(const emily_cuda_ctx *ctx, cudnnHandle_t h, descs *d, emily_dtype dt, const emily_tensor *x,
+                        const emily_tensor *w, emily_tensor *y) {
     if (cudnnSetStream(h, ctx->stream)) return EMILY_ERR_UNSUPPORTED;
     d->key.device = ctx->device;
     emily_status err = EMILY_OK;
     algo_choice c;
     if (algo_lookup(&d->key, &c)) {
         switch (try_algo(ctx, h, d, x, w, y, c.algo, c.math, true, &c.bytes, &err)) {
-        case TRY_OK:
-            return emi_cuda_launched(ctx);
-        case TRY_FAILED:
-            return err;
-        case TRY_NEXT:
-            algo_store(&c, false);
-            break; /* refused now: rank again */
+        case TRY_OK: return emi_cuda_launched(ctx);
+        case TRY_FAILED: return err;
+        case TRY_NEXT: algo_store(&c, false); break; /* refused now: rank again */
         }
     }
     /* f32: FMA only (no TF32); f16/bf16: tensor cores */
@@ -424,8 +400,8 @@ static emily_status run(const emily_cuda_ctx *ctx, cudnnHandle_t h, descs *d, em
     cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
     int n = 0;
     if (cudnnSetConvolutionMathType(d->conv, math) ||
-        cudnnGetConvolutionForwardAlgorithm_v7(h, d->x, d->w, d->conv, d->y,
-                                               CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf))
+        cudnnGetConvolutionForwardAlgorithm_v7(h, d->x, d->w, d->conv, d->y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n,
+                                               perf))
         return EMILY_ERR_UNSUPPORTED;
     for (int i = 0; i < n; i++) {
         if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].determinism != CUDNN_DETERMINISTIC ||
@@ -459,21 +435,18 @@ static bool cudnn_declined_by_env(void) {
     return v == 1;
 }
 
-static emily_status cuda_conv(emily_tensor *dst, const emily_tensor *input,
-                              const emily_tensor *kernel, const emily_conv_params *p,
-                              emily_dot_precision precision) {
+static emily_status cuda_conv(emily_tensor *dst, const emily_tensor *input, const emily_tensor *kernel,
+                              const emily_conv_params *p, emily_dot_precision precision) {
     cudnnDataType_t type;
-    if (cudnn_declined_by_env() || precision != EMILY_DOT_PRECISION_FAST ||
-        input->dtype != dst->dtype || kernel->dtype != dst->dtype ||
-        !cudnn_type(dst->dtype, &type) || p->spatial < 1 || p->spatial > 3 ||
+    if (cudnn_declined_by_env() || precision != EMILY_DOT_PRECISION_FAST || input->dtype != dst->dtype ||
+        kernel->dtype != dst->dtype || !cudnn_type(dst->dtype, &type) || p->spatial < 1 || p->spatial > 3 ||
         input->rank != p->spatial + 2 || p->groups > INT_MAX)
         return EMILY_ERR_UNSUPPORTED;
-    if (dst->size == 0 || input->size == 0 || kernel->size == 0 || !fits_int(dst) ||
-        !fits_int(input) || !fits_int(kernel))
+    if (dst->size == 0 || input->size == 0 || kernel->size == 0 || !fits_int(dst) || !fits_int(input) ||
+        !fits_int(kernel))
         return EMILY_ERR_UNSUPPORTED;
     for (int i = 0; i < p->spatial; i++)
-        if (p->padding[i] < 0 || p->padding[i] > INT_MAX || p->strides[i] > INT_MAX ||
-            p->dilations[i] > INT_MAX)
+        if (p->padding[i] < 0 || p->padding[i] > INT_MAX || p->strides[i] > INT_MAX || p->dilations[i] > INT_MAX)
             return EMILY_ERR_UNSUPPORTED;
 
     emily_cuda_ctx ctx;

@@ -8,8 +8,7 @@
 
 using namespace emily_cuda;
 
-template <typename T, typename I>
-__global__ void copy_strided(Layout<2> L, T *dst, const T *src) {
+template <typename T, typename I> __global__ void copy_strided(Layout<2> L, T *dst, const T *src) {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < L.total;
          i += (int64_t)gridDim.x * blockDim.x) {
         I off[2];
@@ -24,8 +23,8 @@ __global__ void copy_strided(Layout<2> L, T *dst, const T *src) {
 // image): tiles of 32x32 through shared memory.
 constexpr int TILE = 32;
 template <typename T>
-__global__ void copy_transpose(int64_t batch, int64_t rows, int64_t cols, T *dst, int64_t db, int64_t ds,
-                               const T *src, int64_t sb, int64_t ss) {
+__global__ void copy_transpose(int64_t batch, int64_t rows, int64_t cols, T *dst, int64_t db, int64_t ds, const T *src,
+                               int64_t sb, int64_t ss) {
     __shared__ T tile[TILE][TILE + 1];
     int64_t r0 = (int64_t)blockIdx.y * TILE, c0 = (int64_t)blockIdx.x * TILE;
     for (int64_t b = blockIdx.z; b < batch; b += gridDim.z) {
@@ -47,18 +46,16 @@ __global__ void copy_transpose(int64_t batch, int64_t rows, int64_t cols, T *dst
 }
 
 template <typename T>
-static emily_status copy_typed(const emily_cuda_ctx &ctx, emily_tensor *dst,
-                               const emily_tensor *src) {
-    return for_layout_ds<T, T>(ctx.op, dst, src,
-                               [&](const Layout<2> &L, T *dp, const T *sp) -> emily_status {
+static emily_status copy_typed(const emily_cuda_ctx &ctx, emily_tensor *dst, const emily_tensor *src) {
+    return for_layout_ds<T, T>(ctx.op, dst, src, [&](const Layout<2> &L, T *dp, const T *sp) -> emily_status {
         if (L.rank == 1 && L.stride[0][0] == 1 && L.stride[1][0] == 1)
-            return emi_cuda_error(ctx.op, cudaMemcpyAsync(dp, sp, (size_t)L.total * sizeof(T),
-                                                            cudaMemcpyDeviceToDevice, ctx.stream));
+            return emi_cuda_error(
+                ctx.op, cudaMemcpyAsync(dp, sp, (size_t)L.total * sizeof(T), cudaMemcpyDeviceToDevice, ctx.stream));
         // a transpose of the last two axes, under at most one batch axis
         int a = L.rank - 2; // the rows' axis
-        if ((L.rank == 2 || L.rank == 3) && L.stride[0][a + 1] == 1 && L.stride[1][a] == 1 &&
-            L.stride[1][a + 1] != 1 && L.shape[a] >= TILE && L.shape[a + 1] >= TILE &&
-            (L.shape[a + 1] + TILE - 1) / TILE <= 0x7fffffff && (L.shape[a] + TILE - 1) / TILE <= 65535) {
+        if ((L.rank == 2 || L.rank == 3) && L.stride[0][a + 1] == 1 && L.stride[1][a] == 1 && L.stride[1][a + 1] != 1 &&
+            L.shape[a] >= TILE && L.shape[a + 1] >= TILE && (L.shape[a + 1] + TILE - 1) / TILE <= 0x7fffffff &&
+            (L.shape[a] + TILE - 1) / TILE <= 65535) {
             int64_t batch = L.rank == 3 ? L.shape[0] : 1;
             dim3 grid((unsigned)((L.shape[a + 1] + TILE - 1) / TILE), (unsigned)((L.shape[a] + TILE - 1) / TILE),
                       (unsigned)(batch < 65535 ? batch : 65535));
@@ -80,7 +77,6 @@ extern "C" emily_status emi_cuda_copy(emily_tensor *dst, const emily_tensor *src
     const emily_tensor *ts[2] = {dst, src};
     emily_status s = emi_cuda_begin("copy", dev_of(dst), 2, ts, &ctx);
     if (s) return s;
-    return with_element_bits(dst->dtype, "copy", [&]<typename B>() -> emily_status {
-        return copy_typed<B>(ctx, dst, src);
-    });
+    return with_element_bits(dst->dtype, "copy",
+                             [&]<typename B>() -> emily_status { return copy_typed<B>(ctx, dst, src); });
 }

@@ -23,7 +23,9 @@
 
 namespace emily_cr {
 
-struct dd { double hi, lo; };
+struct dd {
+    double hi, lo;
+};
 
 // The bits of a double and back (the libm algorithms below read and set
 // exponent fields directly).
@@ -162,10 +164,22 @@ EMILY_CR_HD bool cr_sincos_dd(double x, dd &sn, dd &cs) {
     int q = (int)(k - 4.0 * floor(k / 4.0));
     dd ns = dd{-s.hi, -s.lo}, nc = dd{-c.hi, -c.lo};
     switch (q) {
-    case 0: sn = s; cs = c; break;
-    case 1: sn = c; cs = ns; break;
-    case 2: sn = ns; cs = nc; break;
-    default: sn = nc; cs = s; break;
+    case 0:
+        sn = s;
+        cs = c;
+        break;
+    case 1:
+        sn = c;
+        cs = ns;
+        break;
+    case 2:
+        sn = ns;
+        cs = nc;
+        break;
+    default:
+        sn = nc;
+        cs = s;
+        break;
     }
     return true;
 }

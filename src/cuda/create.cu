@@ -33,11 +33,10 @@ static emily_status fill_bytes(const emily_cuda_ctx &ctx, emily_tensor *dst, con
     bool zero = true;
     for (size_t i = 0; i < es; i++) zero = zero && bytes[i] == 0;
     if (zero && emily_tensor_is_contiguous(dst))
-        return emi_cuda_error(ctx.op, cudaMemsetAsync(base_of(dst) + (size_t)dst->offset * es, 0,
-                                                        (size_t)dst->size * es, ctx.stream));
-    return with_element_bits(dst->dtype, ctx.op, [&]<typename B>() -> emily_status {
-        return fill_typed<B>(ctx, dst, bytes);
-    });
+        return emi_cuda_error(
+            ctx.op, cudaMemsetAsync(base_of(dst) + (size_t)dst->offset * es, 0, (size_t)dst->size * es, ctx.stream));
+    return with_element_bits(dst->dtype, ctx.op,
+                             [&]<typename B>() -> emily_status { return fill_typed<B>(ctx, dst, bytes); });
 }
 
 extern "C" emily_status emi_cuda_fill(emily_tensor *dst, const emily_scalar *value) {
@@ -51,11 +50,9 @@ extern "C" emily_status emi_cuda_fill(emily_tensor *dst, const emily_scalar *val
 }
 
 // Ones on the diagonal of each trailing m x n matrix (the rest is zero).
-template <typename T>
-__global__ void eye_diag(int64_t batches, int64_t m, int64_t n, int64_t diag, T *d, T one) {
+template <typename T> __global__ void eye_diag(int64_t batches, int64_t m, int64_t n, int64_t diag, T *d, T one) {
     int64_t total = batches * diag;
-    for (int64_t k = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; k < total;
-         k += (int64_t)gridDim.x * blockDim.x) {
+    for (int64_t k = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; k < total; k += (int64_t)gridDim.x * blockDim.x) {
         int64_t b = k / diag, i = k - b * diag;
         d[b * m * n + i * n + i] = one;
     }
@@ -67,16 +64,14 @@ static emily_status eye_typed(const emily_cuda_ctx &ctx, emily_tensor *dst, cons
     memcpy(&one, bytes, sizeof one);
     int64_t m = dst->shape[dst->rank - 2], n = dst->shape[dst->rank - 1];
     int64_t batches = dst->size / (m * n), diag = m < n ? m : n;
-    eye_diag<T><<<grid_for(ctx.device, batches * diag), BLOCK, 0, ctx.stream>>>(
-        batches, m, n, diag, (T *)base_of(dst) + dst->offset, one);
+    eye_diag<T><<<grid_for(ctx.device, batches * diag), BLOCK, 0, ctx.stream>>>(batches, m, n, diag,
+                                                                                (T *)base_of(dst) + dst->offset, one);
     return emi_cuda_launched(&ctx);
 }
 
 extern "C" emily_status emi_cuda_eye(emily_tensor *dst) {
-    if (dst->rank < 2)
-        return emily_error(EMILY_ERR_SHAPE, "eye: the output needs rank >= 2, got %d", dst->rank);
-    if (!emily_tensor_is_contiguous(dst))
-        return emily_error(EMILY_ERR_INTERNAL, "eye: the output must be contiguous");
+    if (dst->rank < 2) return emily_error(EMILY_ERR_SHAPE, "eye: the output needs rank >= 2, got %d", dst->rank);
+    if (!emily_tensor_is_contiguous(dst)) return emily_error(EMILY_ERR_INTERNAL, "eye: the output must be contiguous");
     if (dst->size == 0) return EMILY_OK;
     emily_cuda_ctx ctx;
     const emily_tensor *ts[1] = {dst};
@@ -86,7 +81,6 @@ extern "C" emily_status emi_cuda_eye(emily_tensor *dst) {
     s = fill_bytes(ctx, dst, zero);
     if (s) return s;
     emily_sc_store_int((int)dst->dtype, 1, 0, one);
-    return with_element_bits(dst->dtype, "eye", [&]<typename B>() -> emily_status {
-        return eye_typed<B>(ctx, dst, one);
-    });
+    return with_element_bits(dst->dtype, "eye",
+                             [&]<typename B>() -> emily_status { return eye_typed<B>(ctx, dst, one); });
 }

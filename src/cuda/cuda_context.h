@@ -48,8 +48,7 @@ typedef struct emily_cuda_ctx {
 
 /* Starts an op (see above). NULL entries of ts and empty tensors are
  * skipped; n may be 0. */
-emily_status emi_cuda_begin(const char *op, int device, int n,
-                              const emily_tensor *const *ts, emily_cuda_ctx *ctx);
+emily_status emi_cuda_begin(const char *op, int device, int n, const emily_tensor *const *ts, emily_cuda_ctx *ctx);
 /* Call after the launches of an op: reports a failed launch as
  * "cuda: <op>: <message>". */
 emily_status emi_cuda_launched(const emily_cuda_ctx *ctx);
@@ -80,8 +79,7 @@ emily_status emi_cuda_cublas(const emily_cuda_ctx *ctx, cublasHandle_t *out);
 
 /* A cuSOLVER dense handle bound to ctx's stream and a parameter object
  * for its 64-bit API (default algorithms), both created at first use. */
-emily_status emi_cuda_cusolver(const emily_cuda_ctx *ctx, cusolverDnHandle_t *handle,
-                               cusolverDnParams_t *params);
+emily_status emi_cuda_cusolver(const emily_cuda_ctx *ctx, cusolverDnHandle_t *handle, cusolverDnParams_t *params);
 
 /* Multiprocessors of a device (after emi_cuda_begin succeeded for it). */
 int emi_cuda_sm_count(int device);

@@ -19,8 +19,8 @@ namespace {
 // threads to fill the device, each reading neighbouring addresses.
 constexpr int64_t INT_THREAD_LINES = 16384;
 
-emily_status cuda_scan(emily_cumulative_op op, emily_tensor *dst, const emily_tensor *src, int64_t outer,
-                       int64_t n, int64_t inner, bool reverse) {
+emily_status cuda_scan(emily_cumulative_op op, emily_tensor *dst, const emily_tensor *src, int64_t outer, int64_t n,
+                       int64_t inner, bool reverse) {
     static const char *names[] = {"cumulative_sum", "cumulative_product", "cumulative_max", "cumulative_min"};
     if ((unsigned)op > (unsigned)EMILY_CUMULATIVE_MIN)
         return emily_error(EMILY_ERR_ARGUMENT, "cuda: cumulative: unknown op %d", (int)op);

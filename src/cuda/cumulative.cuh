@@ -46,15 +46,15 @@ struct ScanLines {
 // dst <- the scan of src (both of dtype dt, storage bits) in Nx's tree
 // order; any op, dtypes: integers, floats (max/min, and f16/bf16 sums and
 // products), c64 sums and products.
-emily_status scan_tree(const emily_cuda_ctx &ctx, emily_cumulative_op op, emily_dtype dt,
-                       const void *src, void *dst, const ScanLines &L);
+emily_status scan_tree(const emily_cuda_ctx &ctx, emily_cumulative_op op, emily_dtype dt, const void *src, void *dst,
+                       const ScanLines &L);
 
 // dst <- the running fold of each line in order (dtypes f32, f64, c128 and
 // integers). f32/f64 sums start from +0.0 and cut rows of at least twice
 // EMI_CUMSUM_CHUNK elements (inner == 1) into the CPU's chunks; every other
 // fold starts from the line's first element.
-emily_status scan_sequential(const emily_cuda_ctx &ctx, emily_cumulative_op op, emily_dtype dt,
-                             const void *src, void *dst, const ScanLines &L);
+emily_status scan_sequential(const emily_cuda_ctx &ctx, emily_cumulative_op op, emily_dtype dt, const void *src,
+                             void *dst, const ScanLines &L);
 
 } // namespace emily_cuda
 

@@ -107,15 +107,14 @@ struct RowLines {
 };
 
 enum RowMode {
-    ROW_SUM,     // running sum from the line's prefix (tot; -0.0 without)
-    ROW_FOLD,    // running fold from the line's first element
-    ROW_TOTALS   // the chunk total of four interleaved accumulators -> tot
+    ROW_SUM,   // running sum from the line's prefix (tot; -0.0 without)
+    ROW_FOLD,  // running fold from the line's first element
+    ROW_TOTALS // the chunk total of four interleaved accumulators -> tot
 };
 
 template <emily_dtype D, RowMode MODE>
 __global__ void __launch_bounds__(ROW_THREADS)
-row_kernel(int op, RowLines g, const storage_t<D> *__restrict__ src, storage_t<D> *__restrict__ dst,
-           double *tot) {
+    row_kernel(int op, RowLines g, const storage_t<D> *__restrict__ src, storage_t<D> *__restrict__ dst, double *tot) {
     typedef storage_t<D> S;
     constexpr int W = ROW_BYTES / (int)sizeof(S); // positions per line per step
     constexpr int PER = ROW_LANES * W / ROW_THREADS;
@@ -280,7 +279,7 @@ emily_status seq_run(const emily_cuda_ctx &ctx, int op, const ScanLines &L, cons
         s = emi_cuda_launched(&ctx);
         if (!s) {
             chunk_prefix_kernel<<<grid_for(ctx.device, L.count * 32), BLOCK, 0, ctx.stream>>>(tot, L.count, g.nch,
-                                                                                             L.rev);
+                                                                                              L.rev);
             s = emi_cuda_launched(&ctx);
         }
         if (!s) {
@@ -298,15 +297,13 @@ emily_status seq_run(const emily_cuda_ctx &ctx, int op, const ScanLines &L, cons
 
 namespace emily_cuda {
 
-emily_status scan_sequential(const emily_cuda_ctx &ctx, emily_cumulative_op op, emily_dtype dt,
-                             const void *src, void *dst, const ScanLines &L) {
+emily_status scan_sequential(const emily_cuda_ctx &ctx, emily_cumulative_op op, emily_dtype dt, const void *src,
+                             void *dst, const ScanLines &L) {
     return with_dtype(dt, ctx.op, [&]<emily_dtype D>() -> emily_status {
         typedef storage_t<D> S;
         if constexpr (is_integer(D) || D == EMILY_F32 || D == EMILY_F64 || D == EMILY_C128)
             return seq_run<D>(ctx, (int)op, L, (const S *)src, (S *)dst);
-        else
-            return emily_error(EMILY_ERR_INTERNAL, "cuda: %s: %s scans run as a tree", ctx.op,
-                               emily_dtype_name(dt));
+        else return emily_error(EMILY_ERR_INTERNAL, "cuda: %s: %s scans run as a tree", ctx.op, emily_dtype_name(dt));
     });
 }
 

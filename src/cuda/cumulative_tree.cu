@@ -125,8 +125,7 @@ __device__ __forceinline__ void slot_of(const TreeGeom &g, int spb, int e, int &
 
 template <emily_dtype D, TreePass PASS>
 __global__ void __launch_bounds__(TREE_THREADS)
-tree_kernel(int op, TreeGeom g, const storage_t<D> *src, storage_t<D> *dst,
-            storage_t<D> *aggs, bool final) {
+    tree_kernel(int op, TreeGeom g, const storage_t<D> *src, storage_t<D> *dst, storage_t<D> *aggs, bool final) {
     typedef storage_t<D> S;
     typedef TreePair<D> F;
     constexpr int T = TileOf<D>::SIZE;
@@ -206,8 +205,8 @@ tree_kernel(int op, TreeGeom g, const storage_t<D> *src, storage_t<D> *dst,
 }
 
 template <emily_dtype D>
-emily_status tree_run(const emily_cuda_ctx &ctx, int op, const ScanLines &L, const storage_t<D> *src,
-                      storage_t<D> *dst, bool final) {
+emily_status tree_run(const emily_cuda_ctx &ctx, int op, const ScanLines &L, const storage_t<D> *src, storage_t<D> *dst,
+                      bool final) {
     typedef storage_t<D> S;
     constexpr int T = TileOf<D>::SIZE, TLOG = TileOf<D>::LOG;
     TreeGeom g;
@@ -248,8 +247,8 @@ emily_status tree_run(const emily_cuda_ctx &ctx, int op, const ScanLines &L, con
 
 namespace emily_cuda {
 
-emily_status scan_tree(const emily_cuda_ctx &ctx, emily_cumulative_op op, emily_dtype dt,
-                       const void *src, void *dst, const ScanLines &L) {
+emily_status scan_tree(const emily_cuda_ctx &ctx, emily_cumulative_op op, emily_dtype dt, const void *src, void *dst,
+                       const ScanLines &L) {
     return with_dtype(dt, ctx.op, [&]<emily_dtype D>() -> emily_status {
         typedef storage_t<D> S;
         return tree_run<D>(ctx, (int)op, L, (const S *)src, (S *)dst, true);

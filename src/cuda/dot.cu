@@ -41,8 +41,8 @@ size_t ct_size(CT ct) {
 }
 
 bool ct_matches(CT ct, emily_dtype t) {
-    return (ct == CT_F32 && t == EMILY_F32) || (ct == CT_F64 && t == EMILY_F64) ||
-           (ct == CT_C64 && t == EMILY_C64) || (ct == CT_C128 && t == EMILY_C128);
+    return (ct == CT_F32 && t == EMILY_F32) || (ct == CT_F64 && t == EMILY_F64) || (ct == CT_C64 && t == EMILY_C64) ||
+           (ct == CT_C128 && t == EMILY_C128);
 }
 
 constexpr int BLOCK = 256;
@@ -73,8 +73,7 @@ __device__ inline float f16_to_f32(uint16_t h) { return __half2float(__ushort_as
 __device__ inline float bf16_to_f32(uint16_t h) { return __uint_as_float((uint32_t)h << 16); }
 
 // Reads element `off` of a dtype-D array as (re, im) and as exact integer bits.
-template <int D>
-__device__ inline void read_elem(const char *base, int64_t off, double &re, double &im, uint64_t &u) {
+template <int D> __device__ inline void read_elem(const char *base, int64_t off, double &re, double &im, uint64_t &u) {
     constexpr emily_dtype DT = (emily_dtype)D;
     typedef storage_t<DT> T;
     T x = ((const T *)base)[off];
@@ -98,10 +97,8 @@ __device__ inline void read_elem(const char *base, int64_t off, double &re, doub
 
 // dst is [B, R, C] contiguous, or [B, C, R] when `transposed`.
 template <int D>
-__global__ void pack_kernel(const char *base, View3 v, int ct, void *dst, int64_t total,
-                            bool transposed) {
-    for (int64_t o = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; o < total;
-         o += (int64_t)gridDim.x * blockDim.x) {
+__global__ void pack_kernel(const char *base, View3 v, int ct, void *dst, int64_t total, bool transposed) {
+    for (int64_t o = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; o < total; o += (int64_t)gridDim.x * blockDim.x) {
         int64_t b, r, c;
         if (transposed) {
             r = o % v.shape[1];
@@ -126,8 +123,14 @@ __global__ void pack_kernel(const char *base, View3 v, int ct, void *dst, int64_
         switch (ct) {
         case CT_F32: ((float *)dst)[i] = (float)re; break;
         case CT_F64: ((double *)dst)[i] = re; break;
-        case CT_C64: ((float *)dst)[2 * i] = (float)re; ((float *)dst)[2 * i + 1] = (float)im; break;
-        case CT_C128: ((double *)dst)[2 * i] = re; ((double *)dst)[2 * i + 1] = im; break;
+        case CT_C64:
+            ((float *)dst)[2 * i] = (float)re;
+            ((float *)dst)[2 * i + 1] = (float)im;
+            break;
+        case CT_C128:
+            ((double *)dst)[2 * i] = re;
+            ((double *)dst)[2 * i + 1] = im;
+            break;
         case CT_U32: ((uint32_t *)dst)[i] = (uint32_t)u; break;
         default: ((uint64_t *)dst)[i] = u; break;
         }
@@ -146,14 +149,13 @@ template <emily_dtype D> constexpr bool rounded_by_store() {
 }
 
 template <emily_dtype D> __global__ void store_kernel(const void *src, int ct, void *dst, int64_t n) {
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
-         i += (int64_t)gridDim.x * blockDim.x) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
         if constexpr (D == EMILY_F32) {
             ((float *)dst)[i] = __double2float_rn(((const double *)src)[i]);
         } else if constexpr (D == EMILY_F16) {
             double x = ct == CT_F32 ? (double)((const float *)src)[i] : ((const double *)src)[i];
             ((uint16_t *)dst)[i] = __half_as_ushort(__double2half(x)); // nearest even, once
-        } else if constexpr (D == EMILY_BF16) { // Nx: round to f32, keep the top 16 bits
+        } else if constexpr (D == EMILY_BF16) {                        // Nx: round to f32, keep the top 16 bits
             float f = ct == CT_F32 ? ((const float *)src)[i] : __double2float_rn(((const double *)src)[i]);
             ((uint16_t *)dst)[i] = (uint16_t)(__float_as_uint(f) >> 16);
         } else if constexpr (D == EMILY_C64) {
@@ -188,8 +190,8 @@ template <> __device__ inline double mul_add<double>(double acc, double a, doubl
 // (A packed transposed is one too), zero past its edges; the block's 256
 // threads share the loads.
 template <typename T, int W>
-__device__ __forceinline__ void load_slice(T (&slice)[TK][W], const T *src, int64_t width, int64_t c0,
-                                           int64_t p0, int64_t k, int tid) {
+__device__ __forceinline__ void load_slice(T (&slice)[TK][W], const T *src, int64_t width, int64_t c0, int64_t p0,
+                                           int64_t k, int tid) {
     for (int e = tid; e < TK * W; e += 256) {
         int kk = e / W, c = e % W;
         int64_t gc = c0 + c, gk = p0 + kk;
@@ -212,102 +214,108 @@ __device__ __forceinline__ void load_slice_c128(double (&re)[TK][W], double (&im
 
 // at: [B, K, M], b: [B, K, N], c: [B, M, N] (row-major).
 template <typename T, int R>
-__global__ void __launch_bounds__(256) tiled_real(const T *at, const T *b, T *c, int64_t nb,
-                                                  int64_t m, int64_t n, int64_t k) {
+__global__ void __launch_bounds__(256)
+    tiled_real(const T *at, const T *b, T *c, int64_t nb, int64_t m, int64_t n, int64_t k) {
     constexpr int TM = 16 * R, TN = 16 * R;
     __shared__ T as[TK][TM], bs[TK][TN];
     int tx = threadIdx.x, ty = threadIdx.y, tid = ty * 16 + tx;
     int64_t col0 = (int64_t)blockIdx.x * TN, row_tiles = (m + TM - 1) / TM;
     for (int64_t bi = blockIdx.z; bi < nb; bi += gridDim.z)
-    for (int64_t rt = blockIdx.y; rt < row_tiles; rt += gridDim.y) {
-        int64_t row0 = rt * TM;
-        const T *ab = at + bi * m * k, *bb = b + bi * k * n;
-        T acc[R][R];
+        for (int64_t rt = blockIdx.y; rt < row_tiles; rt += gridDim.y) {
+            int64_t row0 = rt * TM;
+            const T *ab = at + bi * m * k, *bb = b + bi * k * n;
+            T acc[R][R];
 #pragma unroll
-        for (int i = 0; i < R; i++)
+            for (int i = 0; i < R; i++)
 #pragma unroll
-            for (int j = 0; j < R; j++) acc[i][j] = T(0);
-        for (int64_t p0 = 0; p0 < k; p0 += TK) {
-            load_slice(as, ab, m, row0, p0, k, tid); // as[kk][r] = A[row0 + r][p0 + kk]
-            load_slice(bs, bb, n, col0, p0, k, tid); // bs[kk][cc] = B[p0 + kk][col0 + cc]
-            __syncthreads();
+                for (int j = 0; j < R; j++) acc[i][j] = T(0);
+            for (int64_t p0 = 0; p0 < k; p0 += TK) {
+                load_slice(as, ab, m, row0, p0, k, tid); // as[kk][r] = A[row0 + r][p0 + kk]
+                load_slice(bs, bb, n, col0, p0, k, tid); // bs[kk][cc] = B[p0 + kk][col0 + cc]
+                __syncthreads();
 #pragma unroll
-            for (int kk = 0; kk < TK; kk++) {
-                T av[R], bv[R];
+                for (int kk = 0; kk < TK; kk++) {
+                    T av[R], bv[R];
 #pragma unroll
-                for (int i = 0; i < R; i++) av[i] = as[kk][ty + 16 * i];
+                    for (int i = 0; i < R; i++) av[i] = as[kk][ty + 16 * i];
 #pragma unroll
-                for (int j = 0; j < R; j++) bv[j] = bs[kk][tx + 16 * j];
+                    for (int j = 0; j < R; j++) bv[j] = bs[kk][tx + 16 * j];
 #pragma unroll
-                for (int i = 0; i < R; i++)
+                    for (int i = 0; i < R; i++)
 #pragma unroll
-                    for (int j = 0; j < R; j++) acc[i][j] = mul_add<T>(acc[i][j], av[i], bv[j]);
+                        for (int j = 0; j < R; j++) acc[i][j] = mul_add<T>(acc[i][j], av[i], bv[j]);
+                }
+                __syncthreads();
             }
-            __syncthreads();
+            T *cb = c + bi * m * n;
+#pragma unroll
+            for (int i = 0; i < R; i++)
+#pragma unroll
+                for (int j = 0; j < R; j++) {
+                    int64_t gr = row0 + ty + 16 * i, gc = col0 + tx + 16 * j;
+                    if (gr < m && gc < n) cb[gr * n + gc] = acc[i][j];
+                }
         }
-        T *cb = c + bi * m * n;
-#pragma unroll
-        for (int i = 0; i < R; i++)
-#pragma unroll
-            for (int j = 0; j < R; j++) {
-                int64_t gr = row0 + ty + 16 * i, gc = col0 + tx + 16 * j;
-                if (gr < m && gc < n) cb[gr * n + gc] = acc[i][j];
-            }
-    }
 }
 
 // c128 as Complex.multiply then add: (ar*br - ai*bi, ai*br + ar*bi), each
 // operation rounded. Operands interleaved (re, im); at is [B, K, M].
 constexpr int CR = 4, CTM = 16 * CR, CTN = 16 * CR;
-__global__ void __launch_bounds__(256) tiled_c128(const double *at, const double *b, double *c,
-                                                  int64_t nb, int64_t m, int64_t n, int64_t k) {
+__global__ void __launch_bounds__(256)
+    tiled_c128(const double *at, const double *b, double *c, int64_t nb, int64_t m, int64_t n, int64_t k) {
     __shared__ double asr[TK][CTM], asi[TK][CTM], bsr[TK][CTN], bsi[TK][CTN];
     int tx = threadIdx.x, ty = threadIdx.y, tid = ty * 16 + tx;
     int64_t col0 = (int64_t)blockIdx.x * CTN, row_tiles = (m + CTM - 1) / CTM;
     for (int64_t bi = blockIdx.z; bi < nb; bi += gridDim.z)
-    for (int64_t rt = blockIdx.y; rt < row_tiles; rt += gridDim.y) {
-        int64_t row0 = rt * CTM;
-        const double *ab = at + 2 * bi * m * k, *bb = b + 2 * bi * k * n;
-        double accr[CR][CR], acci[CR][CR];
+        for (int64_t rt = blockIdx.y; rt < row_tiles; rt += gridDim.y) {
+            int64_t row0 = rt * CTM;
+            const double *ab = at + 2 * bi * m * k, *bb = b + 2 * bi * k * n;
+            double accr[CR][CR], acci[CR][CR];
 #pragma unroll
-        for (int i = 0; i < CR; i++)
+            for (int i = 0; i < CR; i++)
 #pragma unroll
-            for (int j = 0; j < CR; j++) accr[i][j] = acci[i][j] = 0.0;
-        for (int64_t p0 = 0; p0 < k; p0 += TK) {
-            load_slice_c128(asr, asi, ab, m, row0, p0, k, tid);
-            load_slice_c128(bsr, bsi, bb, n, col0, p0, k, tid);
-            __syncthreads();
+                for (int j = 0; j < CR; j++) accr[i][j] = acci[i][j] = 0.0;
+            for (int64_t p0 = 0; p0 < k; p0 += TK) {
+                load_slice_c128(asr, asi, ab, m, row0, p0, k, tid);
+                load_slice_c128(bsr, bsi, bb, n, col0, p0, k, tid);
+                __syncthreads();
 #pragma unroll 4
-            for (int kk = 0; kk < TK; kk++) {
-                double ar[CR], ai[CR], br[CR], bim[CR];
+                for (int kk = 0; kk < TK; kk++) {
+                    double ar[CR], ai[CR], br[CR], bim[CR];
 #pragma unroll
-                for (int i = 0; i < CR; i++) { ar[i] = asr[kk][ty + 16 * i]; ai[i] = asi[kk][ty + 16 * i]; }
-#pragma unroll
-                for (int j = 0; j < CR; j++) { br[j] = bsr[kk][tx + 16 * j]; bim[j] = bsi[kk][tx + 16 * j]; }
-#pragma unroll
-                for (int i = 0; i < CR; i++)
+                    for (int i = 0; i < CR; i++) {
+                        ar[i] = asr[kk][ty + 16 * i];
+                        ai[i] = asi[kk][ty + 16 * i];
+                    }
 #pragma unroll
                     for (int j = 0; j < CR; j++) {
-                        double pre = __dsub_rn(__dmul_rn(ar[i], br[j]), __dmul_rn(ai[i], bim[j]));
-                        double pim = __dadd_rn(__dmul_rn(ai[i], br[j]), __dmul_rn(ar[i], bim[j]));
-                        accr[i][j] = __dadd_rn(accr[i][j], pre);
-                        acci[i][j] = __dadd_rn(acci[i][j], pim);
+                        br[j] = bsr[kk][tx + 16 * j];
+                        bim[j] = bsi[kk][tx + 16 * j];
                     }
-            }
-            __syncthreads();
-        }
-        double *cb = c + 2 * bi * m * n;
 #pragma unroll
-        for (int i = 0; i < CR; i++)
+                    for (int i = 0; i < CR; i++)
 #pragma unroll
-            for (int j = 0; j < CR; j++) {
-                int64_t gr = row0 + ty + 16 * i, gc = col0 + tx + 16 * j;
-                if (gr < m && gc < n) {
-                    cb[2 * (gr * n + gc)] = accr[i][j];
-                    cb[2 * (gr * n + gc) + 1] = acci[i][j];
+                        for (int j = 0; j < CR; j++) {
+                            double pre = __dsub_rn(__dmul_rn(ar[i], br[j]), __dmul_rn(ai[i], bim[j]));
+                            double pim = __dadd_rn(__dmul_rn(ai[i], br[j]), __dmul_rn(ar[i], bim[j]));
+                            accr[i][j] = __dadd_rn(accr[i][j], pre);
+                            acci[i][j] = __dadd_rn(acci[i][j], pim);
+                        }
                 }
+                __syncthreads();
             }
-    }
+            double *cb = c + 2 * bi * m * n;
+#pragma unroll
+            for (int i = 0; i < CR; i++)
+#pragma unroll
+                for (int j = 0; j < CR; j++) {
+                    int64_t gr = row0 + ty + 16 * i, gc = col0 + tx + 16 * j;
+                    if (gr < m && gc < n) {
+                        cb[2 * (gr * n + gc)] = accr[i][j];
+                        cb[2 * (gr * n + gc) + 1] = acci[i][j];
+                    }
+                }
+        }
 }
 
 #ifndef EMILY_DOT_CUDA_R
@@ -326,8 +334,7 @@ struct Gemm {
     // elements than memory holds
     emily_status alloc(int64_t n, size_t es, void **p) {
         if (n < 0 || (uint64_t)n > (SIZE_MAX - 64) / es / 2)
-            return emily_error(EMILY_ERR_MEMORY, "cuda: dot: %lld elements do not fit in memory",
-                               (long long)n);
+            return emily_error(EMILY_ERR_MEMORY, "cuda: dot: %lld elements do not fit in memory", (long long)n);
         emily_status s = emi_cuda_scratch(&ctx, n ? (size_t)n * es : 1, p);
         if (!s) scratch[nscratch++] = *p;
         return s;
@@ -337,11 +344,10 @@ struct Gemm {
     }
 };
 
-template <int D>
-emily_status launch_pack(Gemm &g, const emily_tensor *t, CT ct, void *dst, bool transposed) {
+template <int D> emily_status launch_pack(Gemm &g, const emily_tensor *t, CT ct, void *dst, bool transposed) {
     int64_t total = t->shape[0] * t->shape[1] * t->shape[2];
-    pack_kernel<D><<<blocks_for(total), BLOCK, 0, g.ctx.stream>>>(
-        (const char *)t->buffer->data, view_of(t), (int)ct, dst, total, transposed);
+    pack_kernel<D><<<blocks_for(total), BLOCK, 0, g.ctx.stream>>>((const char *)t->buffer->data, view_of(t), (int)ct,
+                                                                  dst, total, transposed);
     return emi_cuda_launched(&g.ctx);
 }
 
@@ -351,9 +357,8 @@ emily_status pack(Gemm &g, const emily_tensor *t, CT ct, void **out, bool transp
     int64_t total = t->shape[0] * t->shape[1] * t->shape[2];
     emily_status s = g.alloc(total, ct_size(ct), out);
     if (s || total == 0) return s;
-    return with_dtype(t->dtype, "dot", [&]<emily_dtype D>() -> emily_status {
-        return launch_pack<D>(g, t, ct, *out, transposed);
-    });
+    return with_dtype(t->dtype, "dot",
+                      [&]<emily_dtype D>() -> emily_status { return launch_pack<D>(g, t, ct, *out, transposed); });
 }
 
 emily_status store(Gemm &g, const void *src, CT ct, emily_tensor *dst) {
@@ -385,13 +390,13 @@ dim3 tile_grid(int64_t nb, int64_t m, int64_t n, int tm, int tn) {
 emily_status tiled_path(Gemm &g, emily_tensor *dst, const emily_tensor *a, const emily_tensor *b) {
     int64_t nb = dst->shape[0], m = dst->shape[1], n = dst->shape[2], k = a->shape[2];
     if ((n + 63) / 64 > INT_MAX)
-        return emily_error(EMILY_ERR_UNSUPPORTED, "dot: %lld output columns exceed the cuda grid",
-                           (long long)n);
+        return emily_error(EMILY_ERR_UNSUPPORTED, "dot: %lld output columns exceed the cuda grid", (long long)n);
     CT ct;
     switch (dst->dtype) {
     case EMILY_F64: ct = CT_F64; break;
     case EMILY_C128: ct = CT_C128; break;
-    case EMILY_U64: case EMILY_S64: ct = CT_U64; break;
+    case EMILY_U64:
+    case EMILY_S64: ct = CT_U64; break;
     default: ct = CT_U32; break; // 8 to 32-bit integers wrap alike modulo 2^32
     }
     void *pa, *pb, *pc = dst_base(dst);
@@ -403,21 +408,20 @@ emily_status tiled_path(Gemm &g, emily_tensor *dst, const emily_tensor *a, const
     dim3 block(16, 16), grid = tile_grid(nb, m, n, RTM, RTN);
     switch (ct) {
     case CT_F64:
-        tiled_real<double, RR><<<grid, block, 0, g.ctx.stream>>>(
-            (const double *)pa, (const double *)pb, (double *)pc, nb, m, n, k);
+        tiled_real<double, RR>
+            <<<grid, block, 0, g.ctx.stream>>>((const double *)pa, (const double *)pb, (double *)pc, nb, m, n, k);
         break;
     case CT_C128:
         grid = tile_grid(nb, m, n, CTM, CTN);
-        tiled_c128<<<grid, block, 0, g.ctx.stream>>>((const double *)pa, (const double *)pb,
-                                                     (double *)pc, nb, m, n, k);
+        tiled_c128<<<grid, block, 0, g.ctx.stream>>>((const double *)pa, (const double *)pb, (double *)pc, nb, m, n, k);
         break;
     case CT_U64:
-        tiled_real<uint64_t, RR><<<grid, block, 0, g.ctx.stream>>>(
-            (const uint64_t *)pa, (const uint64_t *)pb, (uint64_t *)pc, nb, m, n, k);
+        tiled_real<uint64_t, RR>
+            <<<grid, block, 0, g.ctx.stream>>>((const uint64_t *)pa, (const uint64_t *)pb, (uint64_t *)pc, nb, m, n, k);
         break;
     default:
-        tiled_real<uint32_t, RR><<<grid, block, 0, g.ctx.stream>>>(
-            (const uint32_t *)pa, (const uint32_t *)pb, (uint32_t *)pc, nb, m, n, k);
+        tiled_real<uint32_t, RR>
+            <<<grid, block, 0, g.ctx.stream>>>((const uint32_t *)pa, (const uint32_t *)pb, (uint32_t *)pc, nb, m, n, k);
         break;
     }
     if ((s = emi_cuda_launched(&g.ctx))) return s;
@@ -449,8 +453,7 @@ cudaDataType_t data_type(CT ct) {
 emily_status prepare(Gemm &g, const emily_tensor *t, CT ct, bool half_ok, Operand *op) {
     bool same = ct_matches(ct, t->dtype);
     bool half = half_ok && is_half(t->dtype);
-    if ((same || half) &&
-        emily_gemm_layout_of(t->shape[1], t->shape[2], t->strides[1], t->strides[2], &op->lay) &&
+    if ((same || half) && emily_gemm_layout_of(t->shape[1], t->shape[2], t->strides[1], t->strides[2], &op->lay) &&
         fits_int(op->lay.ld)) {
         op->ptr = (const char *)t->buffer->data + (size_t)t->offset * emily_dtype_size(t->dtype);
         op->batch_stride = t->strides[0];
@@ -476,8 +479,7 @@ emily_status cublas_status(cublasStatus_t st) {
                        "cuda: dot: cuBLAS failed (%s)", cublasGetStatusString(st));
 }
 
-emily_status blas_path(Gemm &g, emily_tensor *dst, const emily_tensor *a, const emily_tensor *b,
-                       CT ct) {
+emily_status blas_path(Gemm &g, emily_tensor *dst, const emily_tensor *a, const emily_tensor *b, CT ct) {
     int64_t nb = dst->shape[0], m = dst->shape[1], n = dst->shape[2], k = a->shape[2];
     if (!fits_int(m) || !fits_int(n) || !fits_int(k) || !fits_int(nb))
         return emily_error(EMILY_ERR_UNSUPPORTED,
@@ -511,8 +513,7 @@ emily_status blas_path(Gemm &g, emily_tensor *dst, const emily_tensor *a, const 
     // PyTorch and JAX do), which saves writing and re-reading an f32 result.
     // At HIGHEST, and for any other mix, the store kernel applies Nx's
     // conversion rules (bf16 keeps the top 16 bits of the f32 value).
-    if (!direct && oa.type == ob.type && oa.type != data_type(ct) &&
-        dst->dtype == a->dtype && dst->dtype == b->dtype) {
+    if (!direct && oa.type == ob.type && oa.type != data_type(ct) && dst->dtype == a->dtype && dst->dtype == b->dtype) {
         direct = true;
         ctype = oa.type;
     }
@@ -530,24 +531,21 @@ emily_status blas_path(Gemm &g, emily_tensor *dst, const emily_tensor *a, const 
     const void *alpha = single ? (const void *)onef : (const void *)oned;
     const void *beta = single ? (const void *)zerof : (const void *)zerod;
     cublasStatus_t st = cublasGemmStridedBatchedEx(
-        h, tp, tq, (int)n, (int)m, (int)k, alpha, ob.ptr, ob.type, (int)ob.lay.ld, ob.batch_stride,
-        oa.ptr, oa.type, (int)oa.lay.ld, oa.batch_stride, beta, pc, ctype, ldc, strc, (int)nb,
-        compute, CUBLAS_GEMM_DEFAULT);
+        h, tp, tq, (int)n, (int)m, (int)k, alpha, ob.ptr, ob.type, (int)ob.lay.ld, ob.batch_stride, oa.ptr, oa.type,
+        (int)oa.lay.ld, oa.batch_stride, beta, pc, ctype, ldc, strc, (int)nb, compute, CUBLAS_GEMM_DEFAULT);
     if ((s = cublas_status(st))) return s;
     if ((s = emi_cuda_launched(&g.ctx))) return s;
     return direct ? EMILY_OK : store(g, pc, ct, dst);
 }
 
-emily_status cuda_gemm(emily_tensor *dst, const emily_tensor *a, const emily_tensor *b,
-                       emily_dot_precision precision) {
+emily_status cuda_gemm(emily_tensor *dst, const emily_tensor *a, const emily_tensor *b, emily_dot_precision precision) {
     if (dst->size == 0) return EMILY_OK;
     Gemm g;
     const emily_tensor *ts[3] = {dst, a, b};
     emily_status s = emi_cuda_begin("dot", dst->buffer->device.index, 3, ts, &g.ctx);
     if (s) return s;
     if (a->shape[2] == 0) // empty contraction: zeros
-        return emi_cuda_error("dot", cudaMemsetAsync(dst_base(dst), 0, emily_tensor_nbytes(dst),
-                                                       g.ctx.stream));
+        return emi_cuda_error("dot", cudaMemsetAsync(dst_base(dst), 0, emily_tensor_nbytes(dst), g.ctx.stream));
     bool fast = precision == EMILY_DOT_PRECISION_FAST;
     emily_dtype t = dst->dtype;
     if (t == EMILY_F64) return fast ? blas_path(g, dst, a, b, CT_F64) : tiled_path(g, dst, a, b);

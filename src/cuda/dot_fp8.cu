@@ -98,10 +98,8 @@ emily_status lt_handle(int device, cublasLtHandle_t *h, bool *capable) {
     emily_status s = EMILY_OK;
     if (!fp8_capable[device]) {
         int major = 0, minor = 0;
-        if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) !=
-                cudaSuccess ||
-            cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) !=
-                cudaSuccess)
+        if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
+            cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess)
             major = minor = 0;
         fp8_capable[device] = major > 8 || (major == 8 && minor >= 9) ? 1 : -1;
     }
@@ -121,16 +119,11 @@ emily_status lt_handle(int device, cublasLtHandle_t *h, bool *capable) {
 
 cudaDataType_t lt_type(emily_dtype t) {
     switch (t) {
-    case EMILY_F8_E4M3FN:
-        return CUDA_R_8F_E4M3;
-    case EMILY_F8_E5M2:
-        return CUDA_R_8F_E5M2;
-    case EMILY_BF16:
-        return CUDA_R_16BF;
-    case EMILY_F16:
-        return CUDA_R_16F;
-    default:
-        return CUDA_R_32F;
+    case EMILY_F8_E4M3FN: return CUDA_R_8F_E4M3;
+    case EMILY_F8_E5M2: return CUDA_R_8F_E5M2;
+    case EMILY_BF16: return CUDA_R_16BF;
+    case EMILY_F16: return CUDA_R_16F;
+    default: return CUDA_R_32F;
     }
 }
 
@@ -169,8 +162,8 @@ bool aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
 
 // Operand t viewed as [B, rows, K] with strides (sb, sr, sk) in elements
 // (bytes: f8), read in place when cuBLASLt can, else packed.
-emily_status operand(Lt &lt, const emily_tensor *t, int64_t rows, int64_t k, int64_t kp, int64_t sb,
-                     int64_t sr, int64_t sk, Operand *op) {
+emily_status operand(Lt &lt, const emily_tensor *t, int64_t rows, int64_t k, int64_t kp, int64_t sb, int64_t sr,
+                     int64_t sk, Operand *op) {
     int64_t nb = t->shape[0];
     const uint8_t *base = (const uint8_t *)t->buffer->data;
     const uint8_t *p = base + t->offset;
@@ -201,24 +194,22 @@ emily_status lt_fail(cublasStatus_t st, const char *what) {
 }
 
 // A column-major rows x cols layout of `type` with `batch` matrices.
-cublasStatus_t layout(cublasLtMatrixLayout_t *l, cudaDataType_t type, int64_t rows, int64_t cols,
-                      int64_t ld, int32_t batch, int64_t bstride) {
+cublasStatus_t layout(cublasLtMatrixLayout_t *l, cudaDataType_t type, int64_t rows, int64_t cols, int64_t ld,
+                      int32_t batch, int64_t bstride) {
     cublasStatus_t st = cublasLtMatrixLayoutCreate(l, type, (uint64_t)rows, (uint64_t)cols, ld);
     if (st == CUBLAS_STATUS_SUCCESS && batch > 1) {
-        st = cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch,
-                                              sizeof batch);
+        st = cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch, sizeof batch);
         if (st == CUBLAS_STATUS_SUCCESS)
-            st = cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
-                                                  &bstride, sizeof bstride);
+            st = cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &bstride,
+                                                  sizeof bstride);
     }
     return st;
 }
 
 // The layouts of one product of `batch` matrices (replacing earlier
 // ones) and cuBLASLt's best algorithm for them (*found false: none).
-emily_status plan(Lt &lt, cublasLtHandle_t h, cudaDataType_t ta, cudaDataType_t tb,
-                  cudaDataType_t tc, int64_t m, int64_t n, int64_t kp, const Operand &oa,
-                  const Operand &ob, int64_t ldd, int32_t batch,
+emily_status plan(Lt &lt, cublasLtHandle_t h, cudaDataType_t ta, cudaDataType_t tb, cudaDataType_t tc, int64_t m,
+                  int64_t n, int64_t kp, const Operand &oa, const Operand &ob, int64_t ldd, int32_t batch,
                   cublasLtMatmulHeuristicResult_t *best, bool *found) {
     cublasLtMatrixLayout_t *ls[3] = {&lt.la, &lt.lb, &lt.ld};
     for (cublasLtMatrixLayout_t *l : ls)
@@ -232,24 +223,21 @@ emily_status plan(Lt &lt, cublasLtHandle_t h, cudaDataType_t ta, cudaDataType_t 
         (st = layout(&lt.ld, tc, n, m, ldd, batch, m * ldd)))
         return lt_fail(st, "a matrix layout");
     int count = 0;
-    st = cublasLtMatmulAlgoGetHeuristic(h, lt.desc, lt.la, lt.lb, lt.ld, lt.ld, lt.pref, 1, best,
-                                        &count);
+    st = cublasLtMatmulAlgoGetHeuristic(h, lt.desc, lt.la, lt.lb, lt.ld, lt.ld, lt.pref, 1, best, &count);
     *found = st == CUBLAS_STATUS_SUCCESS && count > 0;
     return EMILY_OK;
 }
 
 constexpr size_t WORKSPACE = (size_t)32 << 20; // what cuBLAS asks for on Hopper
 
-emily_status gemm_fp8(emily_tensor *dst, const emily_tensor *a, const emily_tensor *bm,
-                      float alpha) {
+emily_status gemm_fp8(emily_tensor *dst, const emily_tensor *a, const emily_tensor *bm, float alpha) {
     if (dst->size == 0) return EMILY_OK;
     int64_t nb = dst->shape[0], m = dst->shape[1], n = dst->shape[2], k = a->shape[2];
     if (k == 0 || nb > INT32_MAX) return EMILY_ERR_UNSUPPORTED; // the widened path writes the zeros
     cudaDataType_t ta = lt_type(a->dtype), tb = lt_type(bm->dtype), tc = lt_type(dst->dtype);
     bool inputs_ok = (a->dtype == EMILY_F8_E4M3FN || a->dtype == EMILY_F8_E5M2) &&
                      (bm->dtype == EMILY_F8_E4M3FN || bm->dtype == EMILY_F8_E5M2) &&
-                     !(a->dtype == EMILY_F8_E5M2 &&
-                       bm->dtype == EMILY_F8_E5M2); // no e5m2 x e5m2 kernels
+                     !(a->dtype == EMILY_F8_E5M2 && bm->dtype == EMILY_F8_E5M2); // no e5m2 x e5m2 kernels
     bool out_ok = dst->dtype == EMILY_F32 || dst->dtype == EMILY_BF16 || dst->dtype == EMILY_F16;
     if (!inputs_ok || !out_ok) return EMILY_ERR_UNSUPPORTED;
 
@@ -266,8 +254,7 @@ emily_status gemm_fp8(emily_tensor *dst, const emily_tensor *a, const emily_tens
     Operand oa, ob;
     // a: [B, M, K] as rows of k; bm: [B, K, N] as its N columns of k
     if ((s = operand(lt, a, m, k, kp, a->strides[0], a->strides[1], a->strides[2], &oa))) return s;
-    if ((s = operand(lt, bm, n, k, kp, bm->strides[0], bm->strides[2], bm->strides[1], &ob)))
-        return s;
+    if ((s = operand(lt, bm, n, k, kp, bm->strides[0], bm->strides[2], bm->strides[1], &ob))) return s;
     // the result: column-major N x M per batch, ld a multiple of 16 bytes
     size_t es = emily_dtype_size(dst->dtype);
     int64_t align = 16 / (int64_t)es, ldd = (n + align - 1) / align * align;
@@ -280,15 +267,12 @@ emily_status gemm_fp8(emily_tensor *dst, const emily_tensor *a, const emily_tens
     cublasStatus_t st;
     cublasOperation_t opt = CUBLAS_OP_T, opn = CUBLAS_OP_N;
     if ((st = cublasLtMatmulDescCreate(&lt.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F)) ||
-        (st = cublasLtMatmulDescSetAttribute(lt.desc, CUBLASLT_MATMUL_DESC_TRANSA, &opt,
-                                             sizeof opt)) ||
-        (st = cublasLtMatmulDescSetAttribute(lt.desc, CUBLASLT_MATMUL_DESC_TRANSB, &opn,
-                                             sizeof opn)))
+        (st = cublasLtMatmulDescSetAttribute(lt.desc, CUBLASLT_MATMUL_DESC_TRANSA, &opt, sizeof opt)) ||
+        (st = cublasLtMatmulDescSetAttribute(lt.desc, CUBLASLT_MATMUL_DESC_TRANSB, &opn, sizeof opn)))
         return lt_fail(st, "the matmul descriptor");
     uint64_t ws = WORKSPACE;
     if ((st = cublasLtMatmulPreferenceCreate(&lt.pref)) ||
-        (st = cublasLtMatmulPreferenceSetAttribute(
-             lt.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws)))
+        (st = cublasLtMatmulPreferenceSetAttribute(lt.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws)))
         return lt_fail(st, "the matmul preference");
     // one strided-batched product; where cuBLASLt has none for the batch,
     // one product per matrix
@@ -306,8 +290,8 @@ emily_status gemm_fp8(emily_tensor *dst, const emily_tensor *a, const emily_tens
         const uint8_t *pa = (const uint8_t *)oa.ptr + (per_call == 1 ? i * oa.bstride : 0);
         const uint8_t *pb = (const uint8_t *)ob.ptr + (per_call == 1 ? i * ob.bstride : 0);
         char *pd = (char *)out + (per_call == 1 ? (size_t)(i * m * ldd) * es : 0);
-        st = cublasLtMatmul(h, lt.desc, &alpha, pb, lt.la, pa, lt.lb, &beta, pd, lt.ld, pd, lt.ld,
-                            &best.algo, workspace, WORKSPACE, lt.ctx.stream);
+        st = cublasLtMatmul(h, lt.desc, &alpha, pb, lt.la, pa, lt.lb, &beta, pd, lt.ld, pd, lt.ld, &best.algo,
+                            workspace, WORKSPACE, lt.ctx.stream);
         if (st == CUBLAS_STATUS_NOT_SUPPORTED && i == 0) return EMILY_ERR_UNSUPPORTED;
         if (st != CUBLAS_STATUS_SUCCESS) return lt_fail(st, "cublasLtMatmul");
     }
@@ -315,15 +299,14 @@ emily_status gemm_fp8(emily_tensor *dst, const emily_tensor *a, const emily_tens
     if (direct) return EMILY_OK;
     // the padded rows into dst: B * M rows of N elements
     size_t width = (size_t)n * es;
-    return emi_cuda_error("dot_fp8",
-                          cudaMemcpy2DAsync((char *)dst->buffer->data + (size_t)dst->offset * es,
-                                            width, out, (size_t)ldd * es, width, (size_t)(nb * m),
-                                            cudaMemcpyDeviceToDevice, lt.ctx.stream));
+    return emi_cuda_error("dot_fp8", cudaMemcpy2DAsync((char *)dst->buffer->data + (size_t)dst->offset * es, width, out,
+                                                       (size_t)ldd * es, width, (size_t)(nb * m),
+                                                       cudaMemcpyDeviceToDevice, lt.ctx.stream));
 }
 
 } // namespace
 
-extern "C" emily_status emi_cuda_gemm_fp8(emily_tensor *dst, const emily_tensor *a,
-                                          const emily_tensor *bm, float alpha) {
+extern "C" emily_status emi_cuda_gemm_fp8(emily_tensor *dst, const emily_tensor *a, const emily_tensor *bm,
+                                          float alpha) {
     return gemm_fp8(dst, a, bm, alpha);
 }

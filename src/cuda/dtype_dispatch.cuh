@@ -48,9 +48,11 @@ EMI_CUDA_CLASS_(is_complex, EMI_DTYPES_COMPLEX)
 // that is no dtype.
 template <typename F> emily_status with_dtype(emily_dtype t, const char *what, F &&f) {
     switch (t) {
+// clang-format off
 #define EMI_CUDA_CASE_(E, sfx, T) \
     case EMILY_##E:               \
         return f.template operator()<EMILY_##E>();
+        // clang-format on
         EMI_DTYPES(EMI_CUDA_CASE_)
 #undef EMI_CUDA_CASE_
     default: return emily_error(EMILY_ERR_TYPE, "%s: invalid dtype %d", what, (int)t);
@@ -63,13 +65,11 @@ template <typename F> emily_status with_dtype(emily_dtype t, const char *what, F
 // double (cumulative, window) read and write elements with them, as the
 // CPU's element_access.h does.
 template <emily_dtype D> struct cv_rules;
-#define EMI_CUDA_CV_RULES_(E, sfx, T)                                                  \
-    template <> struct cv_rules<EMILY_##E> {                                           \
-        static __device__ __forceinline__ double re(T v) { return emi_cv_re_##sfx(v); } \
-        static __device__ __forceinline__ double im(T v) { return emi_cv_im_##sfx(v); } \
-        static __device__ __forceinline__ T from_f64(double re, double im) {            \
-            return emi_cv_from_f64_##sfx(re, im);                                       \
-        }                                                                              \
+#define EMI_CUDA_CV_RULES_(E, sfx, T)                                                                                \
+    template <> struct cv_rules<EMILY_##E> {                                                                         \
+        static __device__ __forceinline__ double re(T v) { return emi_cv_re_##sfx(v); }                              \
+        static __device__ __forceinline__ double im(T v) { return emi_cv_im_##sfx(v); }                              \
+        static __device__ __forceinline__ T from_f64(double re, double im) { return emi_cv_from_f64_##sfx(re, im); } \
     };
 EMI_DTYPES(EMI_CUDA_CV_RULES_)
 #undef EMI_CUDA_CV_RULES_
@@ -80,8 +80,10 @@ EMI_DTYPES(EMI_CUDA_CV_RULES_)
 // pattern (signed types sign-extended; 0 for floats).
 __device__ __forceinline__ double rt_load_f(int dt, const void *p) {
     switch (dt) {
+// clang-format off
 #define EMI_CUDA_RT_F_(E, sfx, T) \
     case EMILY_##E: return cv_rules<EMILY_##E>::re(*(const T *)p);
+        // clang-format on
         EMI_DTYPES(EMI_CUDA_RT_F_)
 #undef EMI_CUDA_RT_F_
     default: return 0.0;
@@ -89,8 +91,10 @@ __device__ __forceinline__ double rt_load_f(int dt, const void *p) {
 }
 __device__ __forceinline__ uint64_t rt_load_int(int dt, const void *p) {
     switch (dt) {
+// clang-format off
 #define EMI_CUDA_RT_I_(E, sfx, T) \
     case EMILY_##E: return (uint64_t) * (const T *)p;
+        // clang-format on
         EMI_DTYPES_INTEGER(EMI_CUDA_RT_I_)
 #undef EMI_CUDA_RT_I_
     default: return 0;
@@ -98,7 +102,9 @@ __device__ __forceinline__ uint64_t rt_load_int(int dt, const void *p) {
 }
 
 // Elements moved as raw bits by their size (copies, fills).
-struct alignas(16) b128_t { uint64_t lo, hi; };
+struct alignas(16) b128_t {
+    uint64_t lo, hi;
+};
 template <size_t S> struct bits_of;
 template <> struct bits_of<1> { typedef uint8_t type; };
 template <> struct bits_of<2> { typedef uint16_t type; };

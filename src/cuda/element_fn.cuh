@@ -6,17 +6,17 @@
 #ifndef EMILY_CUDA_ELEMENT_FN_CUH
 #define EMILY_CUDA_ELEMENT_FN_CUH
 
-#define EMILY_CUDA_FN1(NAME, ST, DT, EXPR)                                              \
-    struct NAME {                                                                       \
-        typedef ST S;                                                                   \
-        typedef DT D;                                                                   \
-        static __device__ __forceinline__ DT apply(ST v) { return (EXPR); }             \
+#define EMILY_CUDA_FN1(NAME, ST, DT, EXPR)                                  \
+    struct NAME {                                                           \
+        typedef ST S;                                                       \
+        typedef DT D;                                                       \
+        static __device__ __forceinline__ DT apply(ST v) { return (EXPR); } \
     };
-#define EMILY_CUDA_FN2(NAME, ST, DT, EXPR)                                              \
-    struct NAME {                                                                       \
-        typedef ST S;                                                                   \
-        typedef DT D;                                                                   \
-        static __device__ __forceinline__ DT apply(ST a, ST b) { return (EXPR); }       \
+#define EMILY_CUDA_FN2(NAME, ST, DT, EXPR)                                        \
+    struct NAME {                                                                 \
+        typedef ST S;                                                             \
+        typedef DT D;                                                             \
+        static __device__ __forceinline__ DT apply(ST a, ST b) { return (EXPR); } \
     };
 
 #endif

@@ -8,8 +8,8 @@
 #include "cuda/kernels.h"
 
 /* The families whose kernels are single functions of their own files. */
-static const struct emily_copy_kernels cuda_copy = {.copy = emi_cuda_copy, .convert = emi_cuda_convert,
-    .convert_narrow = emi_cuda_convert_narrow};
+static const struct emily_copy_kernels cuda_copy = {
+    .copy = emi_cuda_copy, .convert = emi_cuda_convert, .convert_narrow = emi_cuda_convert_narrow};
 static const struct emily_creation_kernels cuda_creation = {
     .fill = emi_cuda_fill, .iota = emi_cuda_iota, .eye = emi_cuda_eye};
 static const struct emily_elementwise_kernels cuda_elementwise = {

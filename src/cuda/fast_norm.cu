@@ -31,10 +31,8 @@ constexpr int ROWS_PER_BLOCK = BLOCK / WARP;
 static_assert(EMI_NORM_LANES == WARP, "the row sums' partials are a warp's lanes");
 
 // W, the statistics type of x's dtype X; A, the affine type of the output O.
-template <emily_dtype X>
-using stat_t = typename std::conditional<X == EMILY_F64, double, float>::type;
-template <emily_dtype O>
-using affine_t = typename std::conditional<O == EMILY_F64, double, float>::type;
+template <emily_dtype X> using stat_t = typename std::conditional<X == EMILY_F64, double, float>::type;
+template <emily_dtype O> using affine_t = typename std::conditional<O == EMILY_F64, double, float>::type;
 
 // The warp's lanes summed in norm_rules.h's order (every lane gets it).
 __device__ __forceinline__ double warp_sum(double v) {
@@ -85,15 +83,13 @@ __device__ __forceinline__ W mean_square(const storage_t<X> *xr, int64_t n, int 
 
 template <emily_dtype X, emily_dtype O, bool RMS>
 __global__ void __launch_bounds__(BLOCK)
-    norm_kernel(const storage_t<X> *__restrict__ x, storage_t<O> *__restrict__ y,
-                const affine_t<O> *__restrict__ g, const affine_t<O> *__restrict__ b, int64_t rows,
-                int64_t n, stat_t<X> e) {
+    norm_kernel(const storage_t<X> *__restrict__ x, storage_t<O> *__restrict__ y, const affine_t<O> *__restrict__ g,
+                const affine_t<O> *__restrict__ b, int64_t rows, int64_t n, stat_t<X> e) {
     typedef stat_t<X> W;
     typedef affine_t<O> A;
     const int lane = (int)(threadIdx.x % WARP);
     const int64_t nwarps = (int64_t)gridDim.x * ROWS_PER_BLOCK;
-    for (int64_t row = (int64_t)blockIdx.x * ROWS_PER_BLOCK + threadIdx.x / WARP; row < rows;
-         row += nwarps) {
+    for (int64_t row = (int64_t)blockIdx.x * ROWS_PER_BLOCK + threadIdx.x / WARP; row < rows; row += nwarps) {
         const storage_t<X> *xr = x + row * n;
         storage_t<O> *yr = y + row * n;
         if constexpr (RMS) {
@@ -122,8 +118,8 @@ __global__ void __launch_bounds__(BLOCK)
     }
 }
 
-emily_status cuda_norm(const char *op, bool rms, emily_tensor *dst, const emily_tensor *x,
-                       const emily_tensor *g, const emily_tensor *b, double eps) {
+emily_status cuda_norm(const char *op, bool rms, emily_tensor *dst, const emily_tensor *x, const emily_tensor *g,
+                       const emily_tensor *b, double eps) {
     if (x->size == 0) return EMILY_OK;
     int64_t n = x->rank > 0 ? x->shape[x->rank - 1] : 0;
     emily_dtype atype = dst->dtype == EMILY_F64 ? EMILY_F64 : EMILY_F32;
@@ -132,15 +128,13 @@ emily_status cuda_norm(const char *op, bool rms, emily_tensor *dst, const emily_
               emily_tensor_is_contiguous(g) &&
               (!b || (b->size == n && b->dtype == atype && emily_tensor_is_contiguous(b)));
     if (!ok)
-        return emily_error(EMILY_ERR_INTERNAL,
-                           "cuda: %s: expects contiguous rows and vectors of the affine type", op);
+        return emily_error(EMILY_ERR_INTERNAL, "cuda: %s: expects contiguous rows and vectors of the affine type", op);
     int64_t rows = x->size / n;
     emily_cuda_ctx ctx;
     const emily_tensor *ts[4] = {dst, x, g, b};
     emily_status s = emi_cuda_begin(op, dev_of(dst), 4, ts, &ctx);
     if (s) return s;
-    int64_t blocks = (rows + ROWS_PER_BLOCK - 1) / ROWS_PER_BLOCK,
-            cap = (int64_t)emi_cuda_sm_count(ctx.device) * 32;
+    int64_t blocks = (rows + ROWS_PER_BLOCK - 1) / ROWS_PER_BLOCK, cap = (int64_t)emi_cuda_sm_count(ctx.device) * 32;
     unsigned grid = (unsigned)(blocks < cap ? blocks : cap);
     const char *xp = base_of(x) + (size_t)x->offset * emily_dtype_size(x->dtype);
     char *yp = base_of(dst) + (size_t)dst->offset * emily_dtype_size(dst->dtype);
@@ -153,8 +147,7 @@ emily_status cuda_norm(const char *op, bool rms, emily_tensor *dst, const emily_
             return with_dtype(dst->dtype, op, [&]<emily_dtype O>() -> emily_status {
                 // an f64 x makes an f64 output (the merge of the types)
                 if constexpr (!is_float(O) || (X == EMILY_F64 && O != EMILY_F64)) {
-                    return emily_error(EMILY_ERR_INTERNAL,
-                                       "cuda: %s: a %s x cannot give a %s output", op,
+                    return emily_error(EMILY_ERR_INTERNAL, "cuda: %s: a %s x cannot give a %s output", op,
                                        emily_dtype_name(X), emily_dtype_name(O));
                 } else {
                     typedef affine_t<O> A;
@@ -162,11 +155,11 @@ emily_status cuda_norm(const char *op, bool rms, emily_tensor *dst, const emily_
                     auto ys = (storage_t<O> *)yp;
                     auto e = (stat_t<X>)eps;
                     if (rms)
-                        norm_kernel<X, O, true><<<grid, BLOCK, 0, ctx.stream>>>(
-                            xs, ys, (const A *)gp, nullptr, rows, n, e);
+                        norm_kernel<X, O, true>
+                            <<<grid, BLOCK, 0, ctx.stream>>>(xs, ys, (const A *)gp, nullptr, rows, n, e);
                     else
-                        norm_kernel<X, O, false><<<grid, BLOCK, 0, ctx.stream>>>(
-                            xs, ys, (const A *)gp, (const A *)bp, rows, n, e);
+                        norm_kernel<X, O, false>
+                            <<<grid, BLOCK, 0, ctx.stream>>>(xs, ys, (const A *)gp, (const A *)bp, rows, n, e);
                     return EMILY_OK;
                 }
             });
@@ -181,14 +174,12 @@ emily_status cuda_layer_norm(emily_tensor *dst, const emily_tensor *x, const emi
     return cuda_norm("layer_norm", false, dst, x, gamma, beta, eps);
 }
 
-emily_status cuda_rms_norm(emily_tensor *dst, const emily_tensor *x, const emily_tensor *gamma,
-                           double eps) {
+emily_status cuda_rms_norm(emily_tensor *dst, const emily_tensor *x, const emily_tensor *gamma, double eps) {
     return cuda_norm("rms_norm", true, dst, x, gamma, nullptr, eps);
 }
 
 } // namespace
 
 // sdpa: src/cuda/attention.cu; softmax: src/cuda/fast_softmax.cu
-extern "C" const struct emily_fast_kernels emi_cuda_fast_kernels = {cuda_layer_norm, cuda_rms_norm,
-                                                                    emi_cuda_sdpa, emi_cuda_softmax,
-                                                                    emi_cuda_rope};
+extern "C" const struct emily_fast_kernels emi_cuda_fast_kernels = {cuda_layer_norm, cuda_rms_norm, emi_cuda_sdpa,
+                                                                    emi_cuda_softmax, emi_cuda_rope};

@@ -21,12 +21,10 @@ namespace {
 constexpr int ROPE_THREADS = 128;
 
 template <emily_dtype X> struct rope_type;
-#define EMI_ROPE_TYPE_(E, sfx)                                                      \
-    template <> struct rope_type<EMILY_##E> {                                       \
-        typedef storage_t<EMILY_##E> T;                                             \
-        static __device__ __forceinline__ void pair(T *u, T *v, float c, float s) { \
-            emi_rope_pair_##sfx(u, v, c, s);                                        \
-        }                                                                           \
+#define EMI_ROPE_TYPE_(E, sfx)                                                                                         \
+    template <> struct rope_type<EMILY_##E> {                                                                          \
+        typedef storage_t<EMILY_##E> T;                                                                                \
+        static __device__ __forceinline__ void pair(T *u, T *v, float c, float s) { emi_rope_pair_##sfx(u, v, c, s); } \
     };
 EMI_ROPE_TYPE_(F16, f16)
 EMI_ROPE_TYPE_(BF16, bf16)
@@ -36,15 +34,13 @@ EMI_ROPE_TYPE_(F64, f64)
 
 template <emily_dtype X>
 __global__ void __launch_bounds__(ROPE_THREADS)
-    rope_kernel(const storage_t<X> *__restrict__ x, storage_t<X> *__restrict__ y,
-                const int64_t *__restrict__ pos, const float *__restrict__ inv, emily_rope_params p,
-                int64_t tokens) {
+    rope_kernel(const storage_t<X> *__restrict__ x, storage_t<X> *__restrict__ y, const int64_t *__restrict__ pos,
+                const float *__restrict__ inv, emily_rope_params p, int64_t tokens) {
     typedef storage_t<X> T;
     const int64_t h = p.dims / 2;
     for (int64_t tok = blockIdx.x; tok < tokens; tok += gridDim.x) {
         const int64_t s = tok % p.S;
-        const double pf = emi_rope_position(pos[p.batched_positions ? tok : s], p.linear,
-                                            p.linear_factor);
+        const double pf = emi_rope_position(pos[p.batched_positions ? tok : s], p.linear, p.linear_factor);
         const T *xt = x + tok * p.H * p.D;
         T *yt = y + tok * p.H * p.D;
         for (int64_t i = threadIdx.x; i < h; i += blockDim.x) {
@@ -71,14 +67,12 @@ __global__ void __launch_bounds__(ROPE_THREADS)
 emily_status cuda_rope(emily_tensor *dst, const emily_tensor *x, const emily_tensor *positions,
                        const emily_tensor *inv_freq, const emily_rope_params *p) {
     if (x->size == 0) return EMILY_OK;
-    bool ok = x->rank == 4 && dst->size == x->size && dst->dtype == x->dtype &&
-              positions->dtype == EMILY_S64 && inv_freq->dtype == EMILY_F32 &&
-              emily_tensor_is_contiguous(x) && emily_tensor_is_contiguous(dst) &&
+    bool ok = x->rank == 4 && dst->size == x->size && dst->dtype == x->dtype && positions->dtype == EMILY_S64 &&
+              inv_freq->dtype == EMILY_F32 && emily_tensor_is_contiguous(x) && emily_tensor_is_contiguous(dst) &&
               emily_tensor_is_contiguous(positions) && emily_tensor_is_contiguous(inv_freq);
     if (!ok)
-        return emily_error(EMILY_ERR_INTERNAL,
-                           "cuda: rope: expects contiguous x, s64 positions, an f32 table and an "
-                           "output of x's type");
+        return emily_error(EMILY_ERR_INTERNAL, "cuda: rope: expects contiguous x, s64 positions, an f32 table and an "
+                                               "output of x's type");
     emily_cuda_ctx ctx;
     const emily_tensor *ts[4] = {dst, x, positions, inv_freq};
     emily_status s = emi_cuda_begin("rope", dev_of(dst), 4, ts, &ctx);
@@ -88,9 +82,7 @@ emily_status cuda_rope(emily_tensor *dst, const emily_tensor *x, const emily_ten
     const int64_t h = p->dims / 2, rest = p->D - p->dims, wide = h > rest ? h : rest;
     const int threads = wide >= ROPE_THREADS ? ROPE_THREADS : (int)((wide + 31) / 32 * 32);
     const int block = threads > 0 ? threads : 32;
-    auto at = [](const emily_tensor *t) {
-        return base_of(t) + (size_t)t->offset * emily_dtype_size(t->dtype);
-    };
+    auto at = [](const emily_tensor *t) { return base_of(t) + (size_t)t->offset * emily_dtype_size(t->dtype); };
     const int64_t *pp = (const int64_t *)at(positions);
     const float *ip = (const float *)at(inv_freq);
     const char *xp = at(x);
@@ -99,8 +91,8 @@ emily_status cuda_rope(emily_tensor *dst, const emily_tensor *x, const emily_ten
         if constexpr (!is_float(X)) {
             return emily_error(EMILY_ERR_TYPE, "cuda: rope: x must be a real float tensor");
         } else {
-            rope_kernel<X><<<grid, block, 0, ctx.stream>>>((const storage_t<X> *)xp,
-                                                           (storage_t<X> *)yp, pp, ip, *p, tokens);
+            rope_kernel<X>
+                <<<grid, block, 0, ctx.stream>>>((const storage_t<X> *)xp, (storage_t<X> *)yp, pp, ip, *p, tokens);
             return EMILY_OK;
         }
     });
@@ -111,8 +103,7 @@ emily_status cuda_rope(emily_tensor *dst, const emily_tensor *x, const emily_ten
 } // namespace
 } // namespace emily_cuda
 
-extern "C" emily_status emi_cuda_rope(emily_tensor *dst, const emily_tensor *x,
-                                      const emily_tensor *positions, const emily_tensor *inv_freq,
-                                      const emily_rope_params *p) {
+extern "C" emily_status emi_cuda_rope(emily_tensor *dst, const emily_tensor *x, const emily_tensor *positions,
+                                      const emily_tensor *inv_freq, const emily_rope_params *p) {
     return emily_cuda::cuda_rope(dst, x, positions, inv_freq, p);
 }

@@ -30,16 +30,14 @@ static_assert(EMI_NORM_LANES == WARP, "the row sums' partials are a warp's lanes
 // Per type: the storage, the compute type of the arithmetic (f32 for
 // f16/bf16), the exp element function, the loads and stores.
 template <emily_dtype X> struct sm;
-#define EMI_SOFTMAX_TYPE_(E, s, C, SUM_ST)                                             \
-    template <> struct sm<EMILY_##E> {                                                 \
-        typedef storage_t<EMILY_##E> T;                                                \
-        typedef C compute;                                                             \
-        static __device__ __forceinline__ C ld(T v) { return emi_bk_ld_##s(v); }       \
-        static __device__ __forceinline__ T st(C v) { return emi_bk_st_##s(v); }       \
-        static __device__ __forceinline__ T exp(T v) {                                 \
-            return unary_kernels::uk_exp_##s##_##s::apply(v);                          \
-        }                                                                              \
-        static __device__ __forceinline__ T sum_st(double v) { return SUM_ST(v); }     \
+#define EMI_SOFTMAX_TYPE_(E, s, C, SUM_ST)                                                                 \
+    template <> struct sm<EMILY_##E> {                                                                     \
+        typedef storage_t<EMILY_##E> T;                                                                    \
+        typedef C compute;                                                                                 \
+        static __device__ __forceinline__ C ld(T v) { return emi_bk_ld_##s(v); }                           \
+        static __device__ __forceinline__ T st(C v) { return emi_bk_st_##s(v); }                           \
+        static __device__ __forceinline__ T exp(T v) { return unary_kernels::uk_exp_##s##_##s::apply(v); } \
+        static __device__ __forceinline__ T sum_st(double v) { return SUM_ST(v); }                         \
     };
 #define EMI_SOFTMAX_AS_F32_(v) ((float)(v))
 #define EMI_SOFTMAX_AS_F64_(v) (v)

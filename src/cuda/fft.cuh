@@ -72,21 +72,15 @@ template <> struct FftPoint<emily_c128> {
 // source dtype (f32, f64, c64, c128; the entry point has checked it).
 template <typename F> emily_status with_fft_source(emily_dtype t, F &&f) {
     switch (t) {
-    case EMILY_F32:
-        return f.template operator()<float>();
-    case EMILY_F64:
-        return f.template operator()<double>();
-    case EMILY_C64:
-        return f.template operator()<emily_c64>();
-    default:
-        return f.template operator()<emily_c128>();
+    case EMILY_F32: return f.template operator()<float>();
+    case EMILY_F64: return f.template operator()<double>();
+    case EMILY_C64: return f.template operator()<emily_c64>();
+    default: return f.template operator()<emily_c128>();
     }
 }
 
 // A thread's share of a flat range: for (i = first; i < total; i += step).
-__device__ __forceinline__ int64_t flat_first() {
-    return blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
-}
+__device__ __forceinline__ int64_t flat_first() { return blockIdx.x * (int64_t)blockDim.x + threadIdx.x; }
 __device__ __forceinline__ int64_t flat_step() { return (int64_t)gridDim.x * blockDim.x; }
 
 } // namespace emily_cuda

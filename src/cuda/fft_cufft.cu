@@ -49,47 +49,30 @@ namespace {
 
 const char *cufft_message(cufftResult r) {
     switch (r) {
-    case CUFFT_INVALID_PLAN:
-        return "invalid plan";
-    case CUFFT_ALLOC_FAILED:
-        return "out of device memory";
-    case CUFFT_INVALID_TYPE:
-        return "invalid type";
-    case CUFFT_INVALID_VALUE:
-        return "invalid value";
-    case CUFFT_INTERNAL_ERROR:
-        return "internal error";
-    case CUFFT_EXEC_FAILED:
-        return "execution failed";
-    case CUFFT_SETUP_FAILED:
-        return "setup failed";
-    case CUFFT_INVALID_SIZE:
-        return "invalid size";
-    case CUFFT_UNALIGNED_DATA:
-        return "unaligned data";
-    case CUFFT_INVALID_DEVICE:
-        return "invalid device";
-    case CUFFT_NO_WORKSPACE:
-        return "no workspace";
-    case CUFFT_NOT_IMPLEMENTED:
-        return "not implemented";
-    case CUFFT_NOT_SUPPORTED:
-        return "not supported";
-    case CUFFT_MISSING_DEPENDENCY:
-        return "missing dependency";
-    case CUFFT_NVRTC_FAILURE:
-        return "NVRTC failure";
-    case CUFFT_NVJITLINK_FAILURE:
-        return "nvJitLink failure";
-    default:
-        return "unknown error";
+    case CUFFT_INVALID_PLAN: return "invalid plan";
+    case CUFFT_ALLOC_FAILED: return "out of device memory";
+    case CUFFT_INVALID_TYPE: return "invalid type";
+    case CUFFT_INVALID_VALUE: return "invalid value";
+    case CUFFT_INTERNAL_ERROR: return "internal error";
+    case CUFFT_EXEC_FAILED: return "execution failed";
+    case CUFFT_SETUP_FAILED: return "setup failed";
+    case CUFFT_INVALID_SIZE: return "invalid size";
+    case CUFFT_UNALIGNED_DATA: return "unaligned data";
+    case CUFFT_INVALID_DEVICE: return "invalid device";
+    case CUFFT_NO_WORKSPACE: return "no workspace";
+    case CUFFT_NOT_IMPLEMENTED: return "not implemented";
+    case CUFFT_NOT_SUPPORTED: return "not supported";
+    case CUFFT_MISSING_DEPENDENCY: return "missing dependency";
+    case CUFFT_NVRTC_FAILURE: return "NVRTC failure";
+    case CUFFT_NVJITLINK_FAILURE: return "nvJitLink failure";
+    default: return "unknown error";
     }
 }
 
 emily_status cufft_error(const char *what, cufftResult r) {
     if (r == CUFFT_SUCCESS) return EMILY_OK;
-    return emily_error(r == CUFFT_ALLOC_FAILED ? EMILY_ERR_MEMORY : EMILY_ERR_DEVICE,
-                       "cuda: fft: cuFFT %s: %s (%d)", what, cufft_message(r), (int)r);
+    return emily_error(r == CUFFT_ALLOC_FAILED ? EMILY_ERR_MEMORY : EMILY_ERR_DEVICE, "cuda: fft: cuFFT %s: %s (%d)",
+                       what, cufft_message(r), (int)r);
 }
 
 // ---- plans ----------------------------------------------------------------------
@@ -164,12 +147,9 @@ void plan_put(Plan *p) {
 
 cufftType cufft_type(const PlanKey &k) {
     switch (k.kind) {
-    case KIND_C2C:
-        return k.dbl ? CUFFT_Z2Z : CUFFT_C2C;
-    case KIND_R2C:
-        return k.dbl ? CUFFT_D2Z : CUFFT_R2C;
-    default:
-        return k.dbl ? CUFFT_Z2D : CUFFT_C2R;
+    case KIND_C2C: return k.dbl ? CUFFT_Z2Z : CUFFT_C2C;
+    case KIND_R2C: return k.dbl ? CUFFT_D2Z : CUFFT_R2C;
+    default: return k.dbl ? CUFFT_Z2D : CUFFT_C2R;
     }
 }
 
@@ -187,8 +167,8 @@ void callback_of(const PlanKey &k, const char **name, cufftXtCallbackType *type)
 
 // A handle planned for k, with the store callback when `callback` (and
 // `params` then holds its device parameters).
-cufftResult make_handle(const PlanKey &k, bool callback, const emi_fft_store_params &host_params,
-                        cufftHandle *out, size_t *work, emi_fft_store_params **params) {
+cufftResult make_handle(const PlanKey &k, bool callback, const emi_fft_store_params &host_params, cufftHandle *out,
+                        size_t *work, emi_fft_store_params **params) {
     *params = NULL;
     cufftHandle h;
     cufftResult r = cufftCreate(&h);
@@ -196,21 +176,19 @@ cufftResult make_handle(const PlanKey &k, bool callback, const emi_fft_store_par
     r = cufftSetAutoAllocation(h, 0);
     if (!r && callback) {
         if (cudaMalloc((void **)params, sizeof **params) != cudaSuccess ||
-            cudaMemcpy(*params, &host_params, sizeof host_params, cudaMemcpyHostToDevice) !=
-                cudaSuccess) {
+            cudaMemcpy(*params, &host_params, sizeof host_params, cudaMemcpyHostToDevice) != cudaSuccess) {
             r = CUFFT_ALLOC_FAILED;
         } else {
             const char *name;
             cufftXtCallbackType type;
             callback_of(k, &name, &type);
-            r = cufftXtSetJITCallback(h, name, emi_fft_store_lto, sizeof emi_fft_store_lto, type,
-                                      (void **)params);
+            r = cufftXtSetJITCallback(h, name, emi_fft_store_lto, sizeof emi_fft_store_lto, type, (void **)params);
         }
     }
     if (!r) {
         long long n = k.n, inembed = k.inembed, onembed = k.onembed;
-        r = cufftMakePlanMany64(h, 1, &n, &inembed, k.istride, k.idist, &onembed, k.ostride,
-                                k.odist, cufft_type(k), k.batch, work);
+        r = cufftMakePlanMany64(h, 1, &n, &inembed, k.istride, k.idist, &onembed, k.ostride, k.odist, cufft_type(k),
+                                k.batch, work);
     }
     if (r) {
         cufftDestroy(h);
@@ -264,8 +242,7 @@ Plan *plan_build(const PlanKey &k, const emi_fft_store_params &host_params, emil
         r = make_handle(k, false, host_params, &p->handle, &p->work, &p->params);
         if (r == CUFFT_SUCCESS && !k.callback) count_plain++;
     }
-    cudaError_t ev = r == CUFFT_SUCCESS ? cudaEventCreateWithFlags(&p->done, cudaEventDisableTiming)
-                                        : cudaSuccess;
+    cudaError_t ev = r == CUFFT_SUCCESS ? cudaEventCreateWithFlags(&p->done, cudaEventDisableTiming) : cudaSuccess;
     if (r != CUFFT_SUCCESS || ev != cudaSuccess) {
         *s = r != CUFFT_SUCCESS ? cufft_error("plan", r) : emi_cuda_error("fft", ev);
         if (r == CUFFT_SUCCESS) {
@@ -332,24 +309,12 @@ emily_status plan_exec(const emily_cuda_ctx &ctx, Plan *p, void *in, void *out, 
     if (!r) {
         const PlanKey &k = p->key;
         switch (cufft_type(k)) {
-        case CUFFT_C2C:
-            r = cufftExecC2C(p->handle, (cufftComplex *)in, (cufftComplex *)out, dir);
-            break;
-        case CUFFT_Z2Z:
-            r = cufftExecZ2Z(p->handle, (cufftDoubleComplex *)in, (cufftDoubleComplex *)out, dir);
-            break;
-        case CUFFT_R2C:
-            r = cufftExecR2C(p->handle, (cufftReal *)in, (cufftComplex *)out);
-            break;
-        case CUFFT_D2Z:
-            r = cufftExecD2Z(p->handle, (cufftDoubleReal *)in, (cufftDoubleComplex *)out);
-            break;
-        case CUFFT_C2R:
-            r = cufftExecC2R(p->handle, (cufftComplex *)in, (cufftReal *)out);
-            break;
-        default:
-            r = cufftExecZ2D(p->handle, (cufftDoubleComplex *)in, (cufftDoubleReal *)out);
-            break;
+        case CUFFT_C2C: r = cufftExecC2C(p->handle, (cufftComplex *)in, (cufftComplex *)out, dir); break;
+        case CUFFT_Z2Z: r = cufftExecZ2Z(p->handle, (cufftDoubleComplex *)in, (cufftDoubleComplex *)out, dir); break;
+        case CUFFT_R2C: r = cufftExecR2C(p->handle, (cufftReal *)in, (cufftComplex *)out); break;
+        case CUFFT_D2Z: r = cufftExecD2Z(p->handle, (cufftDoubleReal *)in, (cufftDoubleComplex *)out); break;
+        case CUFFT_C2R: r = cufftExecC2R(p->handle, (cufftComplex *)in, (cufftReal *)out); break;
+        default: r = cufftExecZ2D(p->handle, (cufftDoubleComplex *)in, (cufftDoubleReal *)out); break;
         }
     }
     cudaError_t ev = r ? cudaSuccess : cudaEventRecord(p->done, ctx.stream);
@@ -366,12 +331,8 @@ template <> struct Cplx<float> { typedef cufftComplex T; };
 template <> struct Cplx<double> { typedef cufftDoubleComplex T; };
 
 template <typename P> __device__ __forceinline__ void set(P *w, P re, P) { *w = re; }
-__device__ __forceinline__ void set(cufftComplex *w, float re, float im) {
-    *w = make_float2(re, im);
-}
-__device__ __forceinline__ void set(cufftDoubleComplex *w, double re, double im) {
-    *w = make_double2(re, im);
-}
+__device__ __forceinline__ void set(cufftComplex *w, float re, float im) { *w = make_float2(re, im); }
+__device__ __forceinline__ void set(cufftDoubleComplex *w, double re, double im) { *w = make_double2(re, im); }
 
 template <typename P> __device__ __forceinline__ void get(const P *w, P &re, P &im) {
     re = *w;
@@ -404,8 +365,8 @@ struct Lines {
 // Position x of a flat range over R lines of len points: j fastest when
 // the lines' points are contiguous, else r (neighbouring lines are then
 // neighbours in memory).
-__device__ __forceinline__ void line_point(int64_t x, int64_t R, int64_t len, bool points_fast,
-                                           int64_t &r, int64_t &j) {
+__device__ __forceinline__ void line_point(int64_t x, int64_t R, int64_t len, bool points_fast, int64_t &r,
+                                           int64_t &j) {
     if (points_fast) {
         r = x / len;
         j = x - r * len;
@@ -419,8 +380,8 @@ __device__ __forceinline__ void line_point(int64_t x, int64_t R, int64_t len, bo
 // work precision), else 0; `real_ends`: the imaginary parts of points 0
 // and n/2 (even n) are 0 (C2R's input).
 template <typename S, typename W, typename P>
-__global__ void pack(const S *src, const int64_t *soff, int64_t s_ax, int64_t take, int64_t R,
-                     int64_t len, Lines wl, W *w, bool real_ends, int64_t n) {
+__global__ void pack(const S *src, const int64_t *soff, int64_t s_ax, int64_t take, int64_t R, int64_t len, Lines wl,
+                     W *w, bool real_ends, int64_t n) {
     typedef typename FftPoint<S>::P SP;
     for (int64_t x = flat_first(); x < R * len; x += flat_step()) {
         int64_t r, j;
@@ -446,8 +407,8 @@ template <typename P> __device__ __forceinline__ P scale_clean(P v, P scale, P e
 // dst: at doff[r] + k * d_ax, or with doff NULL at dl's layout (in place
 // over a direct output).
 template <typename W, typename P, typename D>
-__global__ void finish(const W *w, Lines wl, int64_t R, int64_t keep, D *dst, const int64_t *doff,
-                       int64_t d_ax, Lines dl, P scale, P eps) {
+__global__ void finish(const W *w, Lines wl, int64_t R, int64_t keep, D *dst, const int64_t *doff, int64_t d_ax,
+                       Lines dl, P scale, P eps) {
     bool points_fast = doff ? d_ax == 1 : dl.stride == 1;
     for (int64_t x = flat_first(); x < R * keep; x += flat_step()) {
         int64_t r, k;
@@ -515,9 +476,7 @@ struct FastRun {
         if (plan) plan_put(plan);
     }
 
-    emily_status alloc(int i, size_t bytes) {
-        return emi_cuda_scratch(&job.ctx, bytes, &scratch[i]);
-    }
+    emily_status alloc(int i, size_t bytes) { return emi_cuda_scratch(&job.ctx, bytes, &scratch[i]); }
 
     template <typename S, typename P, typename D> emily_status run() {
         typedef typename Cplx<P>::T C;
@@ -531,16 +490,13 @@ struct FastRun {
         if (identity) kind = KIND_C2C;
         in_len = kind == KIND_C2R ? h : n;
         out_len = kind == KIND_R2C ? h : n;
-        size_t in_es = kind == KIND_R2C ? sizeof(P) : sizeof(C),
-               out_es = kind == KIND_C2R ? sizeof(P) : sizeof(C);
-        emily_dtype in_type = kind == KIND_R2C ? (dbl ? EMILY_F64 : EMILY_F32)
-                                               : (dbl ? EMILY_C128 : EMILY_C64);
+        size_t in_es = kind == KIND_R2C ? sizeof(P) : sizeof(C), out_es = kind == KIND_C2R ? sizeof(P) : sizeof(C);
+        emily_dtype in_type = kind == KIND_R2C ? (dbl ? EMILY_F64 : EMILY_F32) : (dbl ? EMILY_C128 : EMILY_C64);
         // the transform's input and output, in place where the layouts allow
         Lines il, ol;
-        bool in_direct = !identity && kind != KIND_C2R && job.len_in == n &&
-                         job.src->dtype == in_type && line_layout(job.src, job.axis, R, &il);
-        bool out_direct = !identity && job.keep == out_len &&
-                          line_layout(job.dst, job.axis, R, &ol);
+        bool in_direct = !identity && kind != KIND_C2R && job.len_in == n && job.src->dtype == in_type &&
+                         line_layout(job.src, job.axis, R, &il);
+        bool out_direct = !identity && job.keep == out_len && line_layout(job.dst, job.axis, R, &ol);
         emily_status s = EMILY_OK;
         int64_t *doff = NULL, *soff = NULL;
         if (!in_direct || !out_direct) {
@@ -561,11 +517,11 @@ struct FastRun {
             const S *sp = job.src->size ? (const S *)base_of(job.src) : NULL;
             unsigned g = grid_for(job.ctx.device, R * in_len);
             if (kind == KIND_R2C)
-                pack<S, P, P><<<g, BLOCK, 0, job.ctx.stream>>>(sp, soff, job.s_ax, job.take, R,
-                                                               in_len, il, (P *)in, false, n);
+                pack<S, P, P>
+                    <<<g, BLOCK, 0, job.ctx.stream>>>(sp, soff, job.s_ax, job.take, R, in_len, il, (P *)in, false, n);
             else
-                pack<S, C, P><<<g, BLOCK, 0, job.ctx.stream>>>(
-                    sp, soff, job.s_ax, job.take, R, in_len, il, (C *)in, kind == KIND_C2R, n);
+                pack<S, C, P><<<g, BLOCK, 0, job.ctx.stream>>>(sp, soff, job.s_ax, job.take, R, in_len, il, (C *)in,
+                                                               kind == KIND_C2R, n);
             if ((s = emi_cuda_launched(&job.ctx))) return s;
         }
         if (out_direct) {
@@ -601,8 +557,7 @@ struct FastRun {
                          want_cb ? (int64_t)bits_of(scale) : 0};
             if (!(plan = plan_get(k, params, &s))) return s;
             fused = plan->callback;
-            if ((s = plan_exec(job.ctx, plan, in, out, inverse ? CUFFT_INVERSE : CUFFT_FORWARD)))
-                return s;
+            if ((s = plan_exec(job.ctx, plan, in, out, inverse ? CUFFT_INVERSE : CUFFT_FORWARD))) return s;
         }
         if (fused) return EMILY_OK;
         // scaling, eps-zeroing, rounding: in place over a direct output, else to dst
@@ -612,12 +567,10 @@ struct FastRun {
         if (out_direct) dp += job.dst->offset;
         if (kind == KIND_C2R)
             finish<P, P, D><<<g, BLOCK, 0, job.ctx.stream>>>((const P *)out, ol, R, job.keep, dp,
-                                                             out_direct ? NULL : doff, job.d_ax, ol,
-                                                             sc, ep);
+                                                             out_direct ? NULL : doff, job.d_ax, ol, sc, ep);
         else
             finish<C, P, D><<<g, BLOCK, 0, job.ctx.stream>>>((const C *)out, ol, R, job.keep, dp,
-                                                             out_direct ? NULL : doff, job.d_ax, ol,
-                                                             sc, ep);
+                                                             out_direct ? NULL : doff, job.d_ax, ol, sc, ep);
         return emi_cuda_launched(&job.ctx);
     }
 };
@@ -640,14 +593,10 @@ emily_status fft_cufft(FftJob &job) {
     FastRun run(job);
     return with_fft_source(job.src->dtype, [&]<typename S>() -> emily_status {
         switch (job.dst->dtype) {
-        case EMILY_C64:
-            return run.run<S, float, emily_c64>();
-        case EMILY_C128:
-            return run.run<S, double, emily_c128>();
-        case EMILY_F32:
-            return run.run<S, float, float>();
-        default:
-            return run.run<S, double, double>();
+        case EMILY_C64: return run.run<S, float, emily_c64>();
+        case EMILY_C128: return run.run<S, double, emily_c128>();
+        case EMILY_F32: return run.run<S, float, float>();
+        default: return run.run<S, double, double>();
         }
     });
 }

@@ -40,8 +40,7 @@ struct LineIn {
 // src[j] for j < take, else 0; INVERSE_REAL: points from h on mirror the
 // half spectrum, conj(x[n - j]); the inverses then conjugate.
 template <typename S>
-__device__ __forceinline__ void input_at(const LineIn &in, int64_t line, int64_t j, double &xr,
-                                         double &xi) {
+__device__ __forceinline__ void input_at(const LineIn &in, int64_t line, int64_t j, double &xr, double &xi) {
     bool mirrored = in.hermitian && j >= in.h;
     int64_t t = mirrored ? in.n - j : j;
     double r = 0, i = 0;
@@ -59,8 +58,7 @@ __device__ __forceinline__ void input_at(const LineIn &in, int64_t line, int64_t
 // Lines [r0, r0 + R) into leaf order: slot p = rr q + i of a line holds
 // point rev_s(rr) + 2^s i.
 template <typename S>
-__global__ void gather_leaf(LineIn in, int64_t r0, int64_t R, int64_t len, int64_t q, int s,
-                            double *yr, double *yi) {
+__global__ void gather_leaf(LineIn in, int64_t r0, int64_t R, int64_t len, int64_t q, int s, double *yr, double *yi) {
     for (int64_t x = flat_first(); x < R * len; x += flat_step()) {
         int64_t r = x / len, p = x - r * len, rr = p / q, i = p - rr * q;
         input_at<S>(in, r0 + r, bit_reverse(rr, s) + ((int64_t)1 << s) * i, yr[x], yi[x]);
@@ -69,8 +67,8 @@ __global__ void gather_leaf(LineIn in, int64_t r0, int64_t R, int64_t len, int64
 
 // Direct DFT of each q-point leaf: X_0 the plain sum, X_k the sum of
 // x_i exp(i phi_ki) in increasing i, the first term as is.
-__global__ void leaf_dft(const double *xr, const double *xi, double *yr, double *yi, int64_t total,
-                         int64_t q, const double *lr, const double *li) {
+__global__ void leaf_dft(const double *xr, const double *xi, double *yr, double *yi, int64_t total, int64_t q,
+                         const double *lr, const double *li) {
     for (int64_t x = flat_first(); x < total; x += flat_step()) {
         int64_t k = x % q;
         const double *br = xr + (x - k), *bi = xi + (x - k);
@@ -100,8 +98,8 @@ __global__ void leaf_dft(const double *xr, const double *xi, double *yr, double 
 
 // One radix-2 stage over groups of 2h points (lines of len points):
 // t = w_k * odd; even + t; even - t.
-__global__ void stage(double *re, double *im, int64_t total_half, int64_t len, int64_t h,
-                      const double *wr, const double *wi) {
+__global__ void stage(double *re, double *im, int64_t total_half, int64_t len, int64_t h, const double *wr,
+                      const double *wi) {
     int64_t half = len / 2;
     for (int64_t x = flat_first(); x < total_half; x += flat_step()) {
         int64_t r = x / half, u = x - r * half, g = u / h, k = u - g * h;
@@ -112,8 +110,8 @@ __global__ void stage(double *re, double *im, int64_t total_half, int64_t len, i
 
 // Bluestein, step 1: a = w . x zero-padded to m points, in leaf order.
 template <typename S>
-__global__ void chirp(LineIn in, int64_t r0, int64_t R, int64_t m, int sm, const double *w_re,
-                      const double *w_im, double *ar, double *ai) {
+__global__ void chirp(LineIn in, int64_t r0, int64_t R, int64_t m, int sm, const double *w_re, const double *w_im,
+                      double *ar, double *ai) {
     for (int64_t x = flat_first(); x < R * m; x += flat_step()) {
         int64_t r = x / m, j = bit_reverse(x - r * m, sm);
         double tr = 0, ti = 0;
@@ -131,8 +129,8 @@ __global__ void chirp(LineIn in, int64_t r0, int64_t R, int64_t m, int sm, const
 
 // Bluestein, step 2: c = conj(A . B) (A transformed, natural order), in
 // leaf order for the second transform.
-__global__ void filter(const double *ar, const double *ai, const double *b_re, const double *b_im,
-                       double *cr, double *ci, int64_t total, int64_t m, int sm) {
+__global__ void filter(const double *ar, const double *ai, const double *b_re, const double *b_im, double *cr,
+                       double *ci, int64_t total, int64_t m, int sm) {
     for (int64_t x = flat_first(); x < total; x += flat_step()) {
         int64_t r = x / m, j = bit_reverse(x - r * m, sm);
         double xr = ar[r * m + j], xi = ai[r * m + j], br = b_re[j], bi = b_im[j];
@@ -167,8 +165,7 @@ struct LineOut {
 // The first `keep` points of lines [r0, r0 + R): Bluestein's last step
 // (r = conj(c) / m through Complex.divide, times w), the inverse's conj
 // and division by n, eps-zeroing, rounding to dst's type.
-template <typename D>
-__global__ void finish(LineOut o, int64_t r0, int64_t R, char *dst, const int64_t *doff) {
+template <typename D> __global__ void finish(LineOut o, int64_t r0, int64_t R, char *dst, const int64_t *doff) {
     for (int64_t x = flat_first(); x < R * o.keep; x += flat_step()) {
         int64_t r = x / o.keep, k = x - r * o.keep;
         double yr = o.yr[r * o.len + k], yi = o.yi[r * o.len + k];
@@ -214,15 +211,13 @@ struct ExactRun {
         int64_t total = 2 * (ntw + nleaf + nw + nb);
         size_t bytes = (size_t)(total > 0 ? total : 1) * sizeof(double);
         double *host = (double *)malloc(bytes);
-        if (!host)
-            return emily_error(EMILY_ERR_MEMORY, "cuda: fft: out of host memory for the tables");
+        if (!host) return emily_error(EMILY_ERR_MEMORY, "cuda: fft: out of host memory for the tables");
         struct {
             const double *from;
             int64_t count;
             const double **to;
-        } parts[8] = {{t.tw_re, ntw, &tw_re},       {t.tw_im, ntw, &tw_im},
-                      {t.leaf_re, nleaf, &leaf_re}, {t.leaf_im, nleaf, &leaf_im},
-                      {t.w_re, nw, &w_re},          {t.w_im, nw, &w_im},
+        } parts[8] = {{t.tw_re, ntw, &tw_re},       {t.tw_im, ntw, &tw_im}, {t.leaf_re, nleaf, &leaf_re},
+                      {t.leaf_im, nleaf, &leaf_im}, {t.w_re, nw, &w_re},    {t.w_im, nw, &w_im},
                       {t.b_re, nb, &b_re},          {t.b_im, nb, &b_im}};
         s = emi_cuda_scratch(&job.ctx, bytes, &tables);
         if (!s) {
@@ -244,8 +239,8 @@ struct ExactRun {
         for (int st = 1; st <= t.s; st++) {
             int64_t h = t.q << (st - 1), total_half = R * (t.len / 2);
             int64_t off = t.q * (((int64_t)1 << (st - 1)) - 1);
-            stage<<<grid(total_half), BLOCK, 0, job.ctx.stream>>>(re, im, total_half, t.len, h,
-                                                                  tw_re + off, tw_im + off);
+            stage<<<grid(total_half), BLOCK, 0, job.ctx.stream>>>(re, im, total_half, t.len, h, tw_re + off,
+                                                                  tw_im + off);
             emily_status s = emi_cuda_launched(&job.ctx);
             if (s) return s;
         }
@@ -266,12 +261,10 @@ struct ExactRun {
         if (chunk < 1) chunk = 1;
         if (chunk > job.lines) chunk = job.lines;
         int64_t seg = chunk * t.len;
-        if ((s = emi_cuda_scratch(&job.ctx, (size_t)(parts * seg) * sizeof(double), &work)))
-            return s;
+        if ((s = emi_cuda_scratch(&job.ctx, (size_t)(parts * seg) * sizeof(double), &work))) return s;
         double *yr = (double *)work, *yi = yr + seg, *zr = parts > 2 ? yr + 2 * seg : NULL,
                *zi = parts > 2 ? yr + 3 * seg : NULL;
-        bool hermitian = job.mode == EMILY_FFT_INVERSE_REAL,
-             inverse = job.mode != EMILY_FFT_FORWARD;
+        bool hermitian = job.mode == EMILY_FFT_INVERSE_REAL, inverse = job.mode != EMILY_FFT_FORWARD;
         LineIn in = {job.src->size ? (const char *)base_of(job.src) : NULL,
                      soff,
                      job.s_ax,
@@ -282,33 +275,28 @@ struct ExactRun {
                      inverse};
         for (int64_t r0 = 0; r0 < job.lines && !s; r0 += chunk) {
             int64_t R = job.lines - r0 < chunk ? job.lines - r0 : chunk;
-            LineOut o = {yr,    yi,       t.len,    t.bluestein, w_re,   w_im,
-                         job.n, job.keep, job.d_ax, inverse,     job.eps};
+            LineOut o = {yr, yi, t.len, t.bluestein, w_re, w_im, job.n, job.keep, job.d_ax, inverse, job.eps};
             if (t.bluestein) {
                 int64_t m = t.m;
-                chirp<S><<<grid(R * m), BLOCK, 0, job.ctx.stream>>>(in, r0, R, m, t.s, w_re, w_im,
-                                                                    yr, yi);
+                chirp<S><<<grid(R * m), BLOCK, 0, job.ctx.stream>>>(in, r0, R, m, t.s, w_re, w_im, yr, yi);
                 if ((s = emi_cuda_launched(&job.ctx)) || (s = stages(yr, yi, R))) break;
-                filter<<<grid(R * m), BLOCK, 0, job.ctx.stream>>>(yr, yi, b_re, b_im, zr, zi, R * m,
-                                                                  m, t.s);
+                filter<<<grid(R * m), BLOCK, 0, job.ctx.stream>>>(yr, yi, b_re, b_im, zr, zi, R * m, m, t.s);
                 if ((s = emi_cuda_launched(&job.ctx)) || (s = stages(zr, zi, R))) break;
                 o.yr = zr;
                 o.yi = zi;
             } else {
                 // with leaves, gather into z and let the leaf DFTs write y
                 double *gr = t.q > 1 ? zr : yr, *gi = t.q > 1 ? zi : yi;
-                gather_leaf<S><<<grid(R * t.len), BLOCK, 0, job.ctx.stream>>>(in, r0, R, t.len, t.q,
-                                                                              t.s, gr, gi);
+                gather_leaf<S><<<grid(R * t.len), BLOCK, 0, job.ctx.stream>>>(in, r0, R, t.len, t.q, t.s, gr, gi);
                 if ((s = emi_cuda_launched(&job.ctx))) break;
                 if (t.q > 1) {
-                    leaf_dft<<<grid(R * t.len), BLOCK, 0, job.ctx.stream>>>(
-                        zr, zi, yr, yi, R * t.len, t.q, leaf_re, leaf_im);
+                    leaf_dft<<<grid(R * t.len), BLOCK, 0, job.ctx.stream>>>(zr, zi, yr, yi, R * t.len, t.q, leaf_re,
+                                                                            leaf_im);
                     if ((s = emi_cuda_launched(&job.ctx))) break;
                 }
                 if ((s = stages(yr, yi, R))) break;
             }
-            finish<D><<<grid(R * job.keep), BLOCK, 0, job.ctx.stream>>>(o, r0, R, base_of(job.dst),
-                                                                        doff);
+            finish<D><<<grid(R * job.keep), BLOCK, 0, job.ctx.stream>>>(o, r0, R, base_of(job.dst), doff);
             s = emi_cuda_launched(&job.ctx);
         }
         return s;
@@ -323,14 +311,10 @@ emily_status fft_exact(FftJob &job) {
     ExactRun run(job);
     return with_fft_source(job.src->dtype, [&]<typename S>() -> emily_status {
         switch (job.dst->dtype) {
-        case EMILY_C64:
-            return run.run<S, emily_c64>();
-        case EMILY_C128:
-            return run.run<S, emily_c128>();
-        case EMILY_F32:
-            return run.run<S, float>();
-        default:
-            return run.run<S, double>();
+        case EMILY_C64: return run.run<S, emily_c64>();
+        case EMILY_C128: return run.run<S, emily_c128>();
+        case EMILY_F32: return run.run<S, float>();
+        default: return run.run<S, double>();
         }
     });
 }

@@ -46,7 +46,8 @@ static const char stub_stdint[] =
     "#define INT64_MIN (-9223372036854775807LL - 1)\n#define INT64_MAX 9223372036854775807LL\n"
     "#define UINT8_MAX 255\n#define UINT16_MAX 65535\n#define UINT32_MAX 4294967295U\n"
     "#define UINT64_MAX 18446744073709551615ULL\n";
-static const char stub_stddef[] = "#pragma once\ntypedef unsigned long size_t;\ntypedef long ptrdiff_t;\n#define NULL 0\n";
+static const char stub_stddef[] =
+    "#pragma once\ntypedef unsigned long size_t;\ntypedef long ptrdiff_t;\n#define NULL 0\n";
 static const char stub_math[] = "#pragma once\n#define INFINITY __int_as_float(0x7f800000)\n"
                                 "#define NAN __int_as_float(0x7fc00000)\n"
                                 "#define HUGE_VAL __longlong_as_double(0x7ff0000000000000LL)\n";
@@ -69,10 +70,8 @@ static const char *binary_fn(int op, emily_dtype dt) {
 static const char *unary_fn(int op, emily_dtype sd, emily_dtype dd) {
 #define NAME_K(NAME, ST, DT, SRC, DST, EXPR) \
     if (sd == EMILY_##SRC && dd == EMILY_##DST) return #NAME;
-#define NAME_OP(ENUM, name, rule)                                                      \
-    if (op == EMILY_##ENUM) {                                                          \
-        EMI_UNARY_KERNELS(rule)(NAME_K, ENUM, name)                                    \
-    }
+#define NAME_OP(ENUM, name, rule) \
+    if (op == EMILY_##ENUM) { EMI_UNARY_KERNELS(rule)(NAME_K, ENUM, name) }
     EMILY_UNARY_OPS(NAME_OP)
 #undef NAME_K
 #undef NAME_OP
@@ -80,8 +79,10 @@ static const char *unary_fn(int op, emily_dtype sd, emily_dtype dd) {
 }
 
 static const char *storage_name(emily_dtype dt) {
+// clang-format off
 #define NAME_T(E, s, T) \
     case EMILY_##E: return #T;
+    // clang-format on
     switch (dt) {
         EMI_DTYPES(NAME_T)
     default: return NULL;
@@ -108,11 +109,20 @@ static void put(text *t, const char *fmt, ...) {
         va_start(ap, fmt);
         int w = vsnprintf(t->s ? t->s + t->n : NULL, t->s ? t->cap - t->n : 0, fmt, ap);
         va_end(ap);
-        if (w < 0) { t->failed = true; return; }
-        if (t->s && t->n + (size_t)w < t->cap) { t->n += (size_t)w; return; }
+        if (w < 0) {
+            t->failed = true;
+            return;
+        }
+        if (t->s && t->n + (size_t)w < t->cap) {
+            t->n += (size_t)w;
+            return;
+        }
         size_t cap = (t->cap ? t->cap * 2 : 4096) + (size_t)w;
         char *s = realloc(t->s, cap);
-        if (!s) { t->failed = true; return; }
+        if (!s) {
+            t->failed = true;
+            return;
+        }
         t->s = s;
         t->cap = cap;
     }
@@ -175,8 +185,7 @@ static void make_layout(const emi_fused_program *p, layout *L) {
             L->stride[k][r] = id < 0 || t->shape[id] == 1 ? 0 : t->strides[id];
         }
         bool merge = r > 0;
-        for (int k = 0; merge && k < p->ninputs; k++)
-            merge = L->stride[k][r - 1] == L->stride[k][r] * p->shape[d];
+        for (int k = 0; merge && k < p->ninputs; k++) merge = L->stride[k][r - 1] == L->stride[k][r] * p->shape[d];
         if (merge) {
             L->dim[r - 1] *= p->shape[d];
             for (int k = 0; k < p->ninputs; k++) L->stride[k][r - 1] = L->stride[k][r];
@@ -222,11 +231,8 @@ static bool put_instr(text *t, const emi_fused_program *p, const emi_fused_instr
         const char *si = dtype_sfx(in->in), *so = dtype_sfx(in->out);
         if (!si || !so) return false;
         /* convert.cu's rules: integers wrap, the rest through f64 parts */
-        if (emily_dtype_is_integer(in->in) && emily_dtype_is_integer(in->out))
-            put(t, "(%s)v%d;\n", out_t, (int)in->a);
-        else
-            put(t, "emi_cv_from_f64_%s(emi_cv_re_%s(v%d), emi_cv_im_%s(v%d));\n", so, si, (int)in->a, si,
-                (int)in->a);
+        if (emily_dtype_is_integer(in->in) && emily_dtype_is_integer(in->out)) put(t, "(%s)v%d;\n", out_t, (int)in->a);
+        else put(t, "emi_cv_from_f64_%s(emi_cv_re_%s(v%d), emi_cv_im_%s(v%d));\n", so, si, (int)in->a, si, (int)in->a);
         return true;
     }
     case EMI_FUSED_SELECT:
@@ -235,8 +241,7 @@ static bool put_instr(text *t, const emi_fused_program *p, const emi_fused_instr
         if (emily_dtype_is_complex(in->pred) || !storage_name(in->pred)) return false;
         if (in->pred == EMILY_F16 || in->pred == EMILY_BF16)
             put(t, "(v%d & 0x7fffu) != 0 ? v%d : v%d;\n", (int)in->a, (int)in->b, (int)in->c);
-        else
-            put(t, "v%d != 0 ? v%d : v%d;\n", (int)in->a, (int)in->b, (int)in->c);
+        else put(t, "v%d != 0 ? v%d : v%d;\n", (int)in->a, (int)in->b, (int)in->c);
         return true;
     }
     (void)p;
@@ -277,7 +282,10 @@ static char *program_source(const emi_fused_program *p, const layout *L) {
         EMI_FUSED_MAX_INPUTS, EMI_FUSED_MAX_EXITS, EMI_CUDA_FUSED_BLOCK, U);
     for (int k = 0; k < p->ninputs; k++) {
         const char *ty = storage_name(p->inputs[k]->dtype);
-        if (!ty) { free(t.s); return NULL; }
+        if (!ty) {
+            free(t.s);
+            return NULL;
+        }
         put(&t, "        %s in%d[%d];\n", ty, k, U);
     }
     put(&t,
@@ -288,8 +296,7 @@ static char *program_source(const emi_fused_program *p, const layout *L) {
         "            %s q = (%s)i;\n",
         U, I, I);
     for (int r = L->rank - 1; r >= 1; r--)
-        put(&t, "            const %s c%d = q %% %lld; q /= %lld;\n", I, r, (long long)L->dim[r],
-            (long long)L->dim[r]);
+        put(&t, "            const %s c%d = q %% %lld; q /= %lld;\n", I, r, (long long)L->dim[r], (long long)L->dim[r]);
     if (L->rank >= 1) put(&t, "            const %s c0 = q;\n", I);
     else put(&t, "            (void)q;\n");
     for (int k = 0; k < p->ninputs; k++) {
@@ -315,7 +322,10 @@ static char *program_source(const emi_fused_program *p, const layout *L) {
         }
     for (int x = 0; x < p->nexits; x++) {
         const char *ty = storage_name(p->exits[x]->dtype);
-        if (!ty) { free(t.s); return NULL; }
+        if (!ty) {
+            free(t.s);
+            return NULL;
+        }
         put(&t, "        ((%s *)p.out[%d])[i] = v%d;\n", ty, x, (int)p->exit_slot[x]);
     }
     put(&t, "        }\n    }\n}\n");
@@ -351,8 +361,7 @@ emily_status emi_cuda_fused_compile(const char *source, int arch, void **cubin, 
     nvrtcResult r = nvrtcCreateProgram(&prog, source, "emily_fused.cu", nh, srcs, names);
     free(names);
     free(srcs);
-    if (r != NVRTC_SUCCESS)
-        return emily_error(EMILY_ERR_DEVICE, "fused kernel: nvrtc: %s", nvrtcGetErrorString(r));
+    if (r != NVRTC_SUCCESS) return emily_error(EMILY_ERR_DEVICE, "fused kernel: nvrtc: %s", nvrtcGetErrorString(r));
     char archopt[32];
     snprintf(archopt, sizeof archopt, "-arch=sm_%d", arch);
     /* the nvcc build's flags that decide an element's bits (Makefile) */
@@ -392,11 +401,11 @@ static char *packed_source(const emi_fused_program *p, const layout *L) {
         EMI_FUSED_MAX_INPUTS, EMI_FUSED_MAX_EXITS);
     for (int k = 0; k < p->ninputs; k++)
         if (L->stride[k][r])
-            put(&t, "struct __align__(%d) pin%d { %s v[%d]; };\n",
-                (int)(V * emily_dtype_size(p->inputs[k]->dtype)), k, storage_name(p->inputs[k]->dtype), V);
+            put(&t, "struct __align__(%d) pin%d { %s v[%d]; };\n", (int)(V * emily_dtype_size(p->inputs[k]->dtype)), k,
+                storage_name(p->inputs[k]->dtype), V);
     for (int x = 0; x < p->nexits; x++)
-        put(&t, "struct __align__(%d) pout%d { %s v[%d]; };\n",
-            (int)(V * emily_dtype_size(p->exits[x]->dtype)), x, storage_name(p->exits[x]->dtype), V);
+        put(&t, "struct __align__(%d) pout%d { %s v[%d]; };\n", (int)(V * emily_dtype_size(p->exits[x]->dtype)), x,
+            storage_name(p->exits[x]->dtype), V);
     put(&t,
         "extern \"C\" __global__ void __launch_bounds__(%d) emily_fused(fused_args p, long long total) {\n"
         "    const long long step = (long long)gridDim.x * blockDim.x;\n"
@@ -408,8 +417,12 @@ static char *packed_source(const emi_fused_program *p, const layout *L) {
     put(&t, "        const %s c0 = q;\n", I);
     for (int k = 0; k < p->ninputs; k++) {
         const char *ty = storage_name(p->inputs[k]->dtype);
-        if (!ty) { free(t.s); return NULL; }
-        if (L->stride[k][r]) put(&t, "        const pin%d x%d = *(const pin%d *)&((const %s *)p.in[%d])[0", k, k, k, ty, k);
+        if (!ty) {
+            free(t.s);
+            return NULL;
+        }
+        if (L->stride[k][r])
+            put(&t, "        const pin%d x%d = *(const pin%d *)&((const %s *)p.in[%d])[0", k, k, k, ty, k);
         else put(&t, "        const %s x%d = ((const %s *)p.in[%d])[0", ty, k, ty, k);
         for (int d = 0; d < L->rank; d++)
             if (L->stride[k][d]) put(&t, " + c%d * (%s)%lld", d, I, (long long)L->stride[k][d]);
@@ -418,14 +431,18 @@ static char *packed_source(const emi_fused_program *p, const layout *L) {
     for (int x = 0; x < p->nexits; x++) put(&t, "        pout%d y%d;\n", x, x);
     put(&t, "#pragma unroll\n        for (int e = 0; e < %d; e++) {\n", V);
     for (int k = 0; k < p->ninputs; k++)
-        put(&t, "        const %s v%d = x%d%s;\n", storage_name(p->inputs[k]->dtype), k, k, L->stride[k][r] ? ".v[e]" : "");
+        put(&t, "        const %s v%d = x%d%s;\n", storage_name(p->inputs[k]->dtype), k, k,
+            L->stride[k][r] ? ".v[e]" : "");
     for (int j = 0; j < p->ninstr; j++)
         if (!put_instr(&t, p, &p->instr[j], (int32_t)(p->ninputs + j))) {
             free(t.s);
             return NULL;
         }
     for (int x = 0; x < p->nexits; x++) {
-        if (!storage_name(p->exits[x]->dtype)) { free(t.s); return NULL; }
+        if (!storage_name(p->exits[x]->dtype)) {
+            free(t.s);
+            return NULL;
+        }
         put(&t, "        y%d.v[e] = v%d;\n", x, (int)p->exit_slot[x]);
     }
     put(&t, "        }\n");
@@ -572,8 +589,7 @@ static emily_status fused_run(const emi_fused_program *p) {
     if (s) return s;
     long long total = (long long)p->exits[0]->size;
     long long per_block = (long long)EMI_CUDA_FUSED_BLOCK * (L.vec > 1 ? L.vec : elements_per_thread(p));
-    long long blocks = (total + per_block - 1) / per_block,
-              most = (long long)emi_cuda_sm_count(device) * 16;
+    long long blocks = (total + per_block - 1) / per_block, most = (long long)emi_cuda_sm_count(device) * 16;
     if (most > 0 && blocks > most) blocks = most;
     dim3 grid = {(unsigned)blocks, 1, 1}, block = {EMI_CUDA_FUSED_BLOCK, 1, 1};
     void *params[] = {&args, &total};

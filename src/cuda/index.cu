@@ -146,8 +146,7 @@ struct ErrInfo {
 };
 
 // The CPU's message for the index at row-major position `bad` of idx.
-emily_status index_error(const emily_cuda_ctx &ctx, const emily_tensor *idx, uint64_t bad,
-                         const ErrInfo &e) {
+emily_status index_error(const emily_cuda_ctx &ctx, const emily_tensor *idx, uint64_t bad, const ErrInfo &e) {
     size_t es = emily_dtype_size(idx->dtype);
     unsigned char raw[8] = {0, 0, 0, 0, 0, 0, 0, 0};
     emily_status s = read_back(ctx, raw, elem_ptr(idx) + (size_t)bad * es, es);
@@ -162,9 +161,8 @@ emily_status index_error(const emily_cuda_ctx &ctx, const emily_tensor *idx, uin
 // it may only use what the check wrote (bases, iota: offsets in range
 // even for a bad index, whose row then stops at its in-range columns).
 template <int CAP, class Then>
-emily_status check_indices(const emily_cuda_ctx &ctx, const emily_tensor *idx, int64_t rows,
-                           const Dims<CAP> &cols, int64_t *bases, int64_t *iota,
-                           unsigned long long *flag, const ErrInfo &e, Then &&then) {
+emily_status check_indices(const emily_cuda_ctx &ctx, const emily_tensor *idx, int64_t rows, const Dims<CAP> &cols,
+                           int64_t *bases, int64_t *iota, unsigned long long *flag, const ErrInfo &e, Then &&then) {
     if (rows <= 0) return then();
     bool can_fail = cols.n > 0;
     if (!can_fail && !bases && !iota) return then();
@@ -180,8 +178,7 @@ emily_status check_indices(const emily_cuda_ctx &ctx, const emily_tensor *idx, i
         if (err != cudaSuccess) return emi_cuda_error(ctx.op, err);
     }
     const char *ip = can_fail ? elem_ptr(idx) : nullptr;
-    check_kernel<CAP><<<flat_grid(rows, 1), BLOCK, 0, ctx.stream>>>(ip, (int)idx->dtype, rows, cols,
-                                                                    bases, iota, flag);
+    check_kernel<CAP><<<flat_grid(rows, 1), BLOCK, 0, ctx.stream>>>(ip, (int)idx->dtype, rows, cols, bases, iota, flag);
     emily_status s = emi_cuda_launched(&ctx);
     if (!s) s = then();
     if (s || !can_fail || deferred) return s;
@@ -192,9 +189,8 @@ emily_status check_indices(const emily_cuda_ctx &ctx, const emily_tensor *idx, i
 }
 
 template <int CAP>
-emily_status check_indices(const emily_cuda_ctx &ctx, const emily_tensor *idx, int64_t rows,
-                           const Dims<CAP> &cols, int64_t *bases, int64_t *iota,
-                           unsigned long long *flag, const ErrInfo &e) {
+emily_status check_indices(const emily_cuda_ctx &ctx, const emily_tensor *idx, int64_t rows, const Dims<CAP> &cols,
+                           int64_t *bases, int64_t *iota, unsigned long long *flag, const ErrInfo &e) {
     return check_indices(ctx, idx, rows, cols, bases, iota, flag, e, [] { return EMILY_OK; });
 }
 
@@ -257,15 +253,15 @@ __global__ void copy_runs(char *__restrict__ dst, const char *__restrict__ src, 
 }
 
 template <int W, class Src>
-emily_status runs_w(const emily_cuda_ctx &ctx, char *dst, const char *src, int64_t runs,
-                    int64_t run_bytes, const Src &f) {
+emily_status runs_w(const emily_cuda_ctx &ctx, char *dst, const char *src, int64_t runs, int64_t run_bytes,
+                    const Src &f) {
     int64_t vpr = run_bytes / W, total = runs * vpr;
     if (total <= INT32_MAX) // i + step stays below 2^32
-        copy_runs<uint32_t, W, Src><<<flat_grid(total, 1), BLOCK, 0, ctx.stream>>>(
-            dst, src, (uint32_t)total, (uint32_t)vpr, f);
+        copy_runs<uint32_t, W, Src>
+            <<<flat_grid(total, 1), BLOCK, 0, ctx.stream>>>(dst, src, (uint32_t)total, (uint32_t)vpr, f);
     else
-        copy_runs<uint64_t, W, Src><<<flat_grid(total, 1), BLOCK, 0, ctx.stream>>>(
-            dst, src, (uint64_t)total, (uint64_t)vpr, f);
+        copy_runs<uint64_t, W, Src>
+            <<<flat_grid(total, 1), BLOCK, 0, ctx.stream>>>(dst, src, (uint64_t)total, (uint64_t)vpr, f);
     return emi_cuda_launched(&ctx);
 }
 
@@ -273,12 +269,11 @@ emily_status runs_w(const emily_cuda_ctx &ctx, char *dst, const char *src, int64
 // f(u); every f(u) is a multiple of run_bytes, so the widest vector that
 // divides run_bytes and both buffers' alignment serves every run.
 template <class Src>
-emily_status copy_all_runs(const emily_cuda_ctx &ctx, char *dst, const char *src, int64_t runs,
-                           int64_t run_bytes, const Src &f) {
+emily_status copy_all_runs(const emily_cuda_ctx &ctx, char *dst, const char *src, int64_t runs, int64_t run_bytes,
+                           const Src &f) {
     if (runs <= 0 || run_bytes <= 0) return EMILY_OK;
     int w = 16;
-    while (w > 1 && (run_bytes % w || (uintptr_t)dst % (uintptr_t)w || (uintptr_t)src % (uintptr_t)w))
-        w /= 2;
+    while (w > 1 && (run_bytes % w || (uintptr_t)dst % (uintptr_t)w || (uintptr_t)src % (uintptr_t)w)) w /= 2;
     switch (w) {
     case 16: return runs_w<16>(ctx, dst, src, runs, run_bytes, f);
     case 8: return runs_w<8>(ctx, dst, src, runs, run_bytes, f);
@@ -288,8 +283,8 @@ emily_status copy_all_runs(const emily_cuda_ctx &ctx, char *dst, const char *src
     }
 }
 
-emily_status cuda_take(emily_tensor *dst, const emily_tensor *src, const emily_tensor *idx, int axis,
-                       int64_t outer, int64_t n, int64_t inner) {
+emily_status cuda_take(emily_tensor *dst, const emily_tensor *src, const emily_tensor *idx, int axis, int64_t outer,
+                       int64_t n, int64_t inner) {
     emily_cuda_ctx ctx;
     const emily_tensor *ts[3] = {dst, src, idx};
     emily_status s = emi_cuda_begin("take", dev_of(src), 3, ts, &ctx);
@@ -315,9 +310,8 @@ emily_status cuda_take(emily_tensor *dst, const emily_tensor *src, const emily_t
 
 // dst[o, j, r] = src[o, idx[o, j, r], r] (indices checked), a thread an element.
 template <int ES>
-__global__ void along_kernel(char *__restrict__ dst, const char *__restrict__ src,
-                             const char *__restrict__ idx, int idt, int64_t total, int64_t m,
-                             int64_t n, int64_t inner) {
+__global__ void along_kernel(char *__restrict__ dst, const char *__restrict__ src, const char *__restrict__ idx,
+                             int idt, int64_t total, int64_t m, int64_t n, int64_t inner) {
     typedef typename bits_of<ES>::type T;
     int64_t step = (int64_t)gridDim.x * blockDim.x, slab = m * inner;
     for (int64_t u = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; u < total; u += step) {
@@ -327,8 +321,8 @@ __global__ void along_kernel(char *__restrict__ dst, const char *__restrict__ sr
     }
 }
 
-emily_status cuda_take_along_axis(emily_tensor *dst, const emily_tensor *src, const emily_tensor *idx,
-                                  int axis, int64_t outer, int64_t n, int64_t inner) {
+emily_status cuda_take_along_axis(emily_tensor *dst, const emily_tensor *src, const emily_tensor *idx, int axis,
+                                  int64_t outer, int64_t n, int64_t inner) {
     emily_cuda_ctx ctx;
     const emily_tensor *ts[3] = {dst, src, idx};
     emily_status s = emi_cuda_begin("take_along_axis", dev_of(src), 3, ts, &ctx);
@@ -341,8 +335,7 @@ emily_status cuda_take_along_axis(emily_tensor *dst, const emily_tensor *src, co
     int64_t one = 1;
     fill_dims(cols, 1, &n, &one);
     ErrInfo e = {src, 1, nullptr, axis};
-    if ((s = check_indices(ctx, idx, total, cols, nullptr, nullptr, (unsigned long long *)sc.base, e)))
-        return s;
+    if ((s = check_indices(ctx, idx, total, cols, nullptr, nullptr, (unsigned long long *)sc.base, e))) return s;
     int64_t m = total / (outer * inner);
     char *d = elem_ptr(dst);
     const char *sp = elem_ptr(src), *ip = elem_ptr(idx);
@@ -457,20 +450,52 @@ struct SVal {
 __device__ __forceinline__ SVal load_value(const char *p, int dt) {
     SVal v = {0, false, 0, 0.0, 0.0};
     switch (dt) {
-    case EMILY_U8: v.is_unsigned = true; v.bits = *(const uint8_t *)p; break;
-    case EMILY_U16: v.is_unsigned = true; v.bits = *(const uint16_t *)p; break;
-    case EMILY_U32: v.is_unsigned = true; v.bits = *(const uint32_t *)p; break;
-    case EMILY_U64: v.is_unsigned = true; v.bits = *(const uint64_t *)p; break;
+    case EMILY_U8:
+        v.is_unsigned = true;
+        v.bits = *(const uint8_t *)p;
+        break;
+    case EMILY_U16:
+        v.is_unsigned = true;
+        v.bits = *(const uint16_t *)p;
+        break;
+    case EMILY_U32:
+        v.is_unsigned = true;
+        v.bits = *(const uint32_t *)p;
+        break;
+    case EMILY_U64:
+        v.is_unsigned = true;
+        v.bits = *(const uint64_t *)p;
+        break;
     case EMILY_S8: v.bits = (uint64_t)(int64_t) * (const int8_t *)p; break;
     case EMILY_S16: v.bits = (uint64_t)(int64_t) * (const int16_t *)p; break;
     case EMILY_S32: v.bits = (uint64_t)(int64_t) * (const int32_t *)p; break;
     case EMILY_S64: v.bits = (uint64_t) * (const int64_t *)p; break;
-    case EMILY_F16: v.kind = 1; v.re = emily_sc_f16_to_f64(*(const uint16_t *)p); break;
-    case EMILY_BF16: v.kind = 1; v.re = emily_sc_bf16_to_f64(*(const uint16_t *)p); break;
-    case EMILY_F32: v.kind = 1; v.re = *(const float *)p; break;
-    case EMILY_F64: v.kind = 1; v.re = *(const double *)p; break;
-    case EMILY_C64: v.kind = 2; v.re = ((const float *)p)[0]; v.im = ((const float *)p)[1]; break;
-    default: v.kind = 2; v.re = ((const double *)p)[0]; v.im = ((const double *)p)[1]; break;
+    case EMILY_F16:
+        v.kind = 1;
+        v.re = emily_sc_f16_to_f64(*(const uint16_t *)p);
+        break;
+    case EMILY_BF16:
+        v.kind = 1;
+        v.re = emily_sc_bf16_to_f64(*(const uint16_t *)p);
+        break;
+    case EMILY_F32:
+        v.kind = 1;
+        v.re = *(const float *)p;
+        break;
+    case EMILY_F64:
+        v.kind = 1;
+        v.re = *(const double *)p;
+        break;
+    case EMILY_C64:
+        v.kind = 2;
+        v.re = ((const float *)p)[0];
+        v.im = ((const float *)p)[1];
+        break;
+    default:
+        v.kind = 2;
+        v.re = ((const double *)p)[0];
+        v.im = ((const double *)p)[1];
+        break;
     }
     return v;
 }
@@ -627,8 +652,8 @@ struct SortBufs {
 // indexed_add/put after the check: rows sorted by offset (stable), then
 // one thread per (first row of an offset, block element).
 emily_status sort_and_apply(emily_indexed_op iop, const emily_cuda_ctx &ctx, emily_tensor *dst,
-                            const emily_tensor *target, const emily_tensor *updates, int naxes,
-                            const int *axes, const SortBufs &w) {
+                            const emily_tensor *target, const emily_tensor *updates, int naxes, const int *axes,
+                            const SortBufs &w) {
     const char *op = ctx.op;
     int64_t n = w.n, bsize = w.bsize;
     uint64_t *keys_out = w.keys_out;
@@ -636,8 +661,7 @@ emily_status sort_and_apply(emily_indexed_op iop, const emily_cuda_ctx &ctx, emi
     size_t temp_bytes = w.temp_bytes; // (CUB takes it by reference)
     emily_status s;
     cudaError_t err = cub::DeviceRadixSort::SortPairs(w.temp, temp_bytes, (const uint64_t *)w.keys_in, keys_out,
-                                                      (const int64_t *)w.rows_in, rows_out, n, 0, w.bits,
-                                                      ctx.stream);
+                                                      (const int64_t *)w.rows_in, rows_out, n, 0, w.bits, ctx.stream);
     if (err != cudaSuccess) return emi_cuda_error(op, err);
     if ((s = emi_cuda_launched(&ctx))) return s;
 
@@ -693,9 +717,8 @@ emily_status sort_and_apply(emily_indexed_op iop, const emily_cuda_ctx &ctx, emi
     return s;
 }
 
-emily_status cuda_indexed(emily_indexed_op iop, emily_tensor *dst, const emily_tensor *target,
-                          const emily_tensor *idx, const emily_tensor *updates, int naxes,
-                          const int *axes) {
+emily_status cuda_indexed(emily_indexed_op iop, emily_tensor *dst, const emily_tensor *target, const emily_tensor *idx,
+                          const emily_tensor *updates, int naxes, const int *axes) {
     const char *op = iop == EMILY_INDEXED_ADD ? "indexed_add" : "indexed_put";
     emily_cuda_ctx ctx;
     const emily_tensor *ts[4] = {dst, target, idx, updates};
@@ -714,14 +737,20 @@ emily_status cuda_indexed(emily_indexed_op iop, emily_tensor *dst, const emily_t
     while (bits < 64 && ((uint64_t)(target->size - 1) >> bits) != 0) bits++;
     size_t arr = Scratch::up(sizeof(int64_t) * (size_t)n), temp_bytes = 0;
     cudaError_t err = cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, (const uint64_t *)nullptr,
-                                                      (uint64_t *)nullptr, (const int64_t *)nullptr,
-                                                      (int64_t *)nullptr, n, 0, bits, ctx.stream);
+                                                      (uint64_t *)nullptr, (const int64_t *)nullptr, (int64_t *)nullptr,
+                                                      n, 0, bits, ctx.stream);
     if (err != cudaSuccess) return emi_cuda_error(op, err);
     Scratch sc;
     if ((s = sc.alloc(ctx, 256 + 4 * arr + Scratch::up(temp_bytes)))) return s;
-    SortBufs w = {(uint64_t *)(sc.base + 256), (uint64_t *)(sc.base + 256 + arr),
-                  (int64_t *)(sc.base + 256 + 2 * arr), (int64_t *)(sc.base + 256 + 3 * arr),
-                  sc.base + 256 + 4 * arr, temp_bytes, bits, n, bsize};
+    SortBufs w = {(uint64_t *)(sc.base + 256),
+                  (uint64_t *)(sc.base + 256 + arr),
+                  (int64_t *)(sc.base + 256 + 2 * arr),
+                  (int64_t *)(sc.base + 256 + 3 * arr),
+                  sc.base + 256 + 4 * arr,
+                  temp_bytes,
+                  bits,
+                  n,
+                  bsize};
 
     ErrInfo e = {target, naxes, axes, 0};
     // the sort and the update, queued before the check's flag is read back
@@ -733,8 +762,8 @@ emily_status cuda_indexed(emily_indexed_op iop, emily_tensor *dst, const emily_t
     return with_cap(naxes, [&]<int CAP>() -> emily_status {
         Dims<CAP> cols;
         fill_dims(cols, naxes, l.bounds, l.axis_stride);
-        return check_indices(ctx, idx, n, cols, (int64_t *)w.keys_in, w.rows_in,
-                             (unsigned long long *)sc.base, e, apply);
+        return check_indices(ctx, idx, n, cols, (int64_t *)w.keys_in, w.rows_in, (unsigned long long *)sc.base, e,
+                             apply);
     });
 }
 

@@ -17,21 +17,18 @@ emily_status emi_cuda_fill(emily_tensor *dst, const emily_scalar *value);
 emily_status emi_cuda_iota(emily_tensor *dst, int axis);
 emily_status emi_cuda_eye(emily_tensor *dst);
 emily_status emi_cuda_unary(emily_unary_op op, emily_tensor *dst, const emily_tensor *src);
-emily_status emi_cuda_binary(emily_binary_op op, emily_tensor *dst,
-                               const emily_tensor *a, const emily_tensor *b);
-emily_status emi_cuda_select(emily_tensor *dst, const emily_tensor *pred,
-                               const emily_tensor *on_true, const emily_tensor *on_false);
-emily_status emi_cuda_reduce(emily_reduce_op op, emily_tensor *dst,
-                               const emily_tensor *src, const bool *reduced);
-emily_status emi_cuda_argreduce(emily_arg_op op, emily_tensor *dst,
-                                  const emily_tensor *src, int axis, bool tie_break_high);
-emily_status emi_cuda_all_close(emily_tensor *dst, const emily_tensor *a,
-                                  const emily_tensor *b, double rtol, double atol,
-                                  bool equal_nan);
+emily_status emi_cuda_binary(emily_binary_op op, emily_tensor *dst, const emily_tensor *a, const emily_tensor *b);
+emily_status emi_cuda_select(emily_tensor *dst, const emily_tensor *pred, const emily_tensor *on_true,
+                             const emily_tensor *on_false);
+emily_status emi_cuda_reduce(emily_reduce_op op, emily_tensor *dst, const emily_tensor *src, const bool *reduced);
+emily_status emi_cuda_argreduce(emily_arg_op op, emily_tensor *dst, const emily_tensor *src, int axis,
+                                bool tie_break_high);
+emily_status emi_cuda_all_close(emily_tensor *dst, const emily_tensor *a, const emily_tensor *b, double rtol,
+                                double atol, bool equal_nan);
 
 /* emily_sdpa's kernels (src/cuda/attention.cu), in the fast family's table. */
-emily_status emi_cuda_sdpa(emily_tensor *dst, const emily_tensor *q, const emily_tensor *k,
-                           const emily_tensor *v, const emily_sdpa_params *p);
+emily_status emi_cuda_sdpa(emily_tensor *dst, const emily_tensor *q, const emily_tensor *k, const emily_tensor *v,
+                           const emily_sdpa_params *p);
 
 /* Family tables defined by the family's .cu file. */
 extern const struct emily_dot_kernels emi_cuda_dot_kernels;

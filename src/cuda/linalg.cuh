@@ -98,9 +98,7 @@ template <typename F> emily_status with_solver_type(emily_dtype t, const char *o
     case EMILY_F64: return f.template operator()<double>();
     case EMILY_C64: return f.template operator()<cuFloatComplex>();
     case EMILY_C128: return f.template operator()<cuDoubleComplex>();
-    default:
-        return emily_error(EMILY_ERR_INTERNAL, "cuda: %s: no solver for type %s", op,
-                           emily_dtype_name(t));
+    default: return emily_error(EMILY_ERR_INTERNAL, "cuda: %s: no solver for type %s", op, emily_dtype_name(t));
     }
 }
 
@@ -108,13 +106,11 @@ template <typename F> emily_status with_solver_type(emily_dtype t, const char *o
 // tensors ts, then calls f.template operator()<T>(ctx) with T the element
 // type of a's dtype.
 template <size_t N, typename F>
-emily_status solver_entry(const char *op, const emily_tensor *a, const emily_tensor *const (&ts)[N],
-                          F &&f) {
+emily_status solver_entry(const char *op, const emily_tensor *a, const emily_tensor *const (&ts)[N], F &&f) {
     emily_cuda_ctx ctx;
     emily_status s = emi_cuda_begin(op, dev_of(a), (int)N, ts, &ctx);
     if (s) return s;
-    return with_solver_type(a->dtype, op,
-                            [&]<typename T>() { return f.template operator()<T>(ctx); });
+    return with_solver_type(a->dtype, op, [&]<typename T>() { return f.template operator()<T>(ctx); });
 }
 
 template <typename T> inline T *data_of(const emily_tensor *t) {
@@ -131,59 +127,51 @@ inline int64_t batch_of(const emily_tensor *t, int matrix_rank) {
 // ---- the libraries' typed entry points --------------------------------------
 
 template <typename T> struct Lib;
-#define EMI_LA_LIB(T, CT, RT, P, ORGQR, SYEVJ)                                                   \
-    template <> struct Lib<T> {                                                                \
-        static constexpr cudaDataType type = CT, real_type = RT;                              \
-        static cublasStatus_t trsm(cublasHandle_t h, cublasSideMode_t sd, cublasFillMode_t ul,  \
-                                   cublasOperation_t op, int m, int n, const T *a, int lda,    \
-                                   T *b, int ldb) {                                           \
-            T one = mk<T>(1);                                                                  \
-            return cublas##P##trsm(h, sd, ul, op, CUBLAS_DIAG_NON_UNIT, m, n, &one, a, lda, b, ldb); \
-        }                                                                                      \
-        static cublasStatus_t trsm_batched(cublasHandle_t h, cublasSideMode_t sd,              \
-                                           cublasFillMode_t ul, cublasOperation_t op, int m,   \
-                                           int n, T *const *a, int lda, T *const *b, int ldb,  \
-                                           int count) {                                       \
-            T one = mk<T>(1);                                                                  \
-            return cublas##P##trsmBatched(h, sd, ul, op, CUBLAS_DIAG_NON_UNIT, m, n, &one,    \
-                                          (const T *const *)a, lda, b, ldb, count);           \
-        }                                                                                      \
-        static cublasStatus_t getrf_batched(cublasHandle_t h, int n, T *const *a, int lda,     \
-                                            int *piv, int *info, int count) {                  \
-            return cublas##P##getrfBatched(h, n, a, lda, piv, info, count);                    \
-        }                                                                                      \
-        static cublasStatus_t getrs_batched(cublasHandle_t h, cublasOperation_t op, int n,     \
-                                            int nrhs, T *const *a, int lda, const int *piv,    \
-                                            T *const *b, int ldb, int *info, int count) {      \
-            return cublas##P##getrsBatched(h, op, n, nrhs, (const T *const *)a, lda, piv, b,   \
-                                           ldb, info, count);                                 \
-        }                                                                                      \
-        static cusolverStatus_t potrf_batched(cusolverDnHandle_t h, cublasFillMode_t ul, int n, \
-                                              T **a, int lda, int *info, int count) {          \
-            return cusolverDn##P##potrfBatched(h, ul, n, a, lda, info, count);                 \
-        }                                                                                      \
-        static cusolverStatus_t orgqr_size(cusolverDnHandle_t h, int m, int n, int k,          \
-                                           const T *a, int lda, const T *tau, int *lwork) {    \
-            return cusolverDn##P##ORGQR##_bufferSize(h, m, n, k, a, lda, tau, lwork);          \
-        }                                                                                      \
-        static cusolverStatus_t orgqr(cusolverDnHandle_t h, int m, int n, int k, T *a, int lda, \
-                                      const T *tau, T *work, int lwork, int *info) {           \
-            return cusolverDn##P##ORGQR(h, m, n, k, a, lda, tau, work, lwork, info);           \
-        }                                                                                      \
-        static cusolverStatus_t syevj_batched_size(cusolverDnHandle_t h, int n, const T *a,    \
-                                                   const real_t<T> *w, int *lwork,             \
-                                                   syevjInfo_t p, int count) {                 \
-            return cusolverDn##P##SYEVJ##Batched_bufferSize(h, CUSOLVER_EIG_MODE_VECTOR,       \
-                                                          CUBLAS_FILL_MODE_UPPER, n, a, n, w,  \
-                                                          lwork, p, count);                    \
-        }                                                                                      \
-        static cusolverStatus_t syevj_batched(cusolverDnHandle_t h, int n, T *a, real_t<T> *w, \
-                                              T *work, int lwork, int *info, syevjInfo_t p,    \
-                                              int count) {                                     \
-            return cusolverDn##P##SYEVJ##Batched(h, CUSOLVER_EIG_MODE_VECTOR,                  \
-                                               CUBLAS_FILL_MODE_UPPER, n, a, n, w, work, lwork, \
-                                               info, p, count);                                \
-        }                                                                                      \
+#define EMI_LA_LIB(T, CT, RT, P, ORGQR, SYEVJ)                                                                         \
+    template <> struct Lib<T> {                                                                                        \
+        static constexpr cudaDataType type = CT, real_type = RT;                                                       \
+        static cublasStatus_t trsm(cublasHandle_t h, cublasSideMode_t sd, cublasFillMode_t ul, cublasOperation_t op,   \
+                                   int m, int n, const T *a, int lda, T *b, int ldb) {                                 \
+            T one = mk<T>(1);                                                                                          \
+            return cublas##P##trsm(h, sd, ul, op, CUBLAS_DIAG_NON_UNIT, m, n, &one, a, lda, b, ldb);                   \
+        }                                                                                                              \
+        static cublasStatus_t trsm_batched(cublasHandle_t h, cublasSideMode_t sd, cublasFillMode_t ul,                 \
+                                           cublasOperation_t op, int m, int n, T *const *a, int lda, T *const *b,      \
+                                           int ldb, int count) {                                                       \
+            T one = mk<T>(1);                                                                                          \
+            return cublas##P##trsmBatched(h, sd, ul, op, CUBLAS_DIAG_NON_UNIT, m, n, &one, (const T *const *)a, lda,   \
+                                          b, ldb, count);                                                              \
+        }                                                                                                              \
+        static cublasStatus_t getrf_batched(cublasHandle_t h, int n, T *const *a, int lda, int *piv, int *info,        \
+                                            int count) {                                                               \
+            return cublas##P##getrfBatched(h, n, a, lda, piv, info, count);                                            \
+        }                                                                                                              \
+        static cublasStatus_t getrs_batched(cublasHandle_t h, cublasOperation_t op, int n, int nrhs, T *const *a,      \
+                                            int lda, const int *piv, T *const *b, int ldb, int *info, int count) {     \
+            return cublas##P##getrsBatched(h, op, n, nrhs, (const T *const *)a, lda, piv, b, ldb, info, count);        \
+        }                                                                                                              \
+        static cusolverStatus_t potrf_batched(cusolverDnHandle_t h, cublasFillMode_t ul, int n, T **a, int lda,        \
+                                              int *info, int count) {                                                  \
+            return cusolverDn##P##potrfBatched(h, ul, n, a, lda, info, count);                                         \
+        }                                                                                                              \
+        static cusolverStatus_t orgqr_size(cusolverDnHandle_t h, int m, int n, int k, const T *a, int lda,             \
+                                           const T *tau, int *lwork) {                                                 \
+            return cusolverDn##P##ORGQR##_bufferSize(h, m, n, k, a, lda, tau, lwork);                                  \
+        }                                                                                                              \
+        static cusolverStatus_t orgqr(cusolverDnHandle_t h, int m, int n, int k, T *a, int lda, const T *tau, T *work, \
+                                      int lwork, int *info) {                                                          \
+            return cusolverDn##P##ORGQR(h, m, n, k, a, lda, tau, work, lwork, info);                                   \
+        }                                                                                                              \
+        static cusolverStatus_t syevj_batched_size(cusolverDnHandle_t h, int n, const T *a, const real_t<T> *w,        \
+                                                   int *lwork, syevjInfo_t p, int count) {                             \
+            return cusolverDn##P##SYEVJ##Batched_bufferSize(h, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_UPPER, n, a, \
+                                                            n, w, lwork, p, count);                                    \
+        }                                                                                                              \
+        static cusolverStatus_t syevj_batched(cusolverDnHandle_t h, int n, T *a, real_t<T> *w, T *work, int lwork,     \
+                                              int *info, syevjInfo_t p, int count) {                                   \
+            return cusolverDn##P##SYEVJ##Batched(h, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_UPPER, n, a, n, w,      \
+                                                 work, lwork, info, p, count);                                         \
+        }                                                                                                              \
     };
 EMI_LA_LIB(float, CUDA_R_32F, CUDA_R_32F, S, orgqr, syevj)
 EMI_LA_LIB(double, CUDA_R_64F, CUDA_R_64F, D, orgqr, syevj)
@@ -208,8 +196,8 @@ inline emily_status blas_status(const char *op, const char *routine, cublasStatu
 // The libraries take int sizes (the 64-bit API aside).
 inline emily_status check_int(const char *op, int64_t v, const char *what) {
     if (v > INT32_MAX)
-        return emily_error(EMILY_ERR_SHAPE, "cuda: %s: %s %lld is too large for cuSOLVER/cuBLAS", op,
-                           what, (long long)v);
+        return emily_error(EMILY_ERR_SHAPE, "cuda: %s: %s %lld is too large for cuSOLVER/cuBLAS", op, what,
+                           (long long)v);
     return EMILY_OK;
 }
 
@@ -272,14 +260,12 @@ struct HostWork {
 
 // out[i] = base + i * stride, the pointer arrays of the batched routines.
 template <typename T> __global__ void fill_pointers(T **out, T *base, int64_t stride, int64_t count) {
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < count;
-         i += (int64_t)gridDim.x * blockDim.x)
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < count; i += (int64_t)gridDim.x * blockDim.x)
         out[i] = base + i * stride;
 }
 
 template <typename T>
-emily_status pointers(const emily_cuda_ctx &ctx, Pool &pool, T *base, int64_t stride, int64_t count,
-                      T ***out) {
+emily_status pointers(const emily_cuda_ctx &ctx, Pool &pool, T *base, int64_t stride, int64_t count, T ***out) {
     emily_status s = pool.get(count, out);
     if (s) return s;
     fill_pointers<T><<<grid_for(ctx.device, count), BLOCK, 0, ctx.stream>>>(*out, base, stride, count);
@@ -287,8 +273,7 @@ emily_status pointers(const emily_cuda_ctx &ctx, Pool &pool, T *base, int64_t st
 }
 
 template <typename T> __global__ void set_all(T *x, int64_t count, T v) {
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < count;
-         i += (int64_t)gridDim.x * blockDim.x)
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < count; i += (int64_t)gridDim.x * blockDim.x)
         x[i] = v;
 }
 
@@ -304,8 +289,8 @@ struct SameColumn {
 };
 
 template <typename T, typename F>
-__global__ void transpose_map(T *dst, const T *src, int64_t batch, int64_t rows, int64_t cols,
-                              int64_t ldd, int64_t lds, int64_t dst_step, int64_t src_step, F f) {
+__global__ void transpose_map(T *dst, const T *src, int64_t batch, int64_t rows, int64_t cols, int64_t ldd, int64_t lds,
+                              int64_t dst_step, int64_t src_step, F f) {
     __shared__ T tile[TILE][TILE + 1];
     int64_t r0 = (int64_t)blockIdx.x * TILE, c0 = (int64_t)blockIdx.y * TILE;
     for (int64_t b = blockIdx.z; b < batch; b += gridDim.z) {
@@ -326,16 +311,14 @@ __global__ void transpose_map(T *dst, const T *src, int64_t batch, int64_t rows,
 }
 
 template <typename T, typename F>
-emily_status launch_transpose(const emily_cuda_ctx &ctx, T *dst, const T *src, int64_t batch,
-                              int64_t rows, int64_t cols, int64_t ldd, int64_t lds, int64_t dst_step,
-                              int64_t src_step, F f) {
+emily_status launch_transpose(const emily_cuda_ctx &ctx, T *dst, const T *src, int64_t batch, int64_t rows,
+                              int64_t cols, int64_t ldd, int64_t lds, int64_t dst_step, int64_t src_step, F f) {
     if (batch <= 0 || rows <= 0 || cols <= 0) return EMILY_OK;
     int64_t gx = (rows + TILE - 1) / TILE, gy = (cols + TILE - 1) / TILE;
     if (gy > 65535) return emily_error(EMILY_ERR_SHAPE, "cuda: %s: %lld columns are too many", ctx.op, (long long)cols);
     int64_t gz = batch < 65535 ? batch : 65535;
     dim3 grid((unsigned)gx, (unsigned)gy, (unsigned)gz), block(TILE, 8);
-    transpose_map<T, F><<<grid, block, 0, ctx.stream>>>(dst, src, batch, rows, cols, ldd, lds,
-                                                        dst_step, src_step, f);
+    transpose_map<T, F><<<grid, block, 0, ctx.stream>>>(dst, src, batch, rows, cols, ldd, lds, dst_step, src_step, f);
     return emi_cuda_launched(&ctx);
 }
 
@@ -348,27 +331,21 @@ template <typename T> struct Plain : SameColumn {
 // NaN or an infinity, and then its copy in w is zeroed: the iterative
 // solvers (svd, eigh) run on finite data, and the op writes NaN for those
 // matrices afterwards (nan_where).
-template <typename T>
-__global__ void flag_nonfinite(const T *x, int64_t batch, int64_t per, int *flag) {
+template <typename T> __global__ void flag_nonfinite(const T *x, int64_t batch, int64_t per, int *flag) {
     int64_t total = batch * per;
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
-         i += (int64_t)gridDim.x * blockDim.x)
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total; i += (int64_t)gridDim.x * blockDim.x)
         if (!finite(x[i])) flag[i / per] = 1;
 }
 
-template <typename T>
-__global__ void nan_where(T *x, int64_t batch, int64_t per, const int *flag) {
+template <typename T> __global__ void nan_where(T *x, int64_t batch, int64_t per, const int *flag) {
     int64_t total = batch * per;
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
-         i += (int64_t)gridDim.x * blockDim.x)
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total; i += (int64_t)gridDim.x * blockDim.x)
         if (flag[i / per]) x[i] = mk<T>(NAN, is_cx<T>() ? NAN : 0);
 }
 
-template <typename T>
-__global__ void zero_where(T *x, int64_t batch, int64_t per, const int *flag) {
+template <typename T> __global__ void zero_where(T *x, int64_t batch, int64_t per, const int *flag) {
     int64_t total = batch * per;
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
-         i += (int64_t)gridDim.x * blockDim.x)
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total; i += (int64_t)gridDim.x * blockDim.x)
         if (flag[i / per]) x[i] = mk<T>(0);
 }
 
@@ -376,17 +353,15 @@ __global__ void zero_where(T *x, int64_t batch, int64_t per, const int *flag) {
 // the finite ones (flag 0): the iterative solvers' stragglers.
 template <typename I>
 __global__ void first_failed(const I *info, const int *flag, int64_t batch, unsigned long long *out) {
-    for (int64_t b = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; b < batch;
-         b += (int64_t)gridDim.x * blockDim.x)
+    for (int64_t b = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; b < batch; b += (int64_t)gridDim.x * blockDim.x)
         if (info[b] != 0 && !flag[b]) atomicMin(out, (unsigned long long)b);
 }
 
 // After a Jacobi solve of a batch: *b0, the first straggler (first_failed
 // into the device word `first`, which holds ~0 before), read back: ~0ull
 // when every finite matrix converged.
-inline emily_status first_straggler(const emily_cuda_ctx &ctx, const int *info, const int *flag,
-                                    int64_t batch, unsigned long long *first,
-                                    unsigned long long *b0) {
+inline emily_status first_straggler(const emily_cuda_ctx &ctx, const int *info, const int *flag, int64_t batch,
+                                    unsigned long long *first, unsigned long long *b0) {
     first_failed<int><<<grid_for(ctx.device, batch), BLOCK, 0, ctx.stream>>>(info, flag, batch, first);
     emily_status s = emi_cuda_launched(&ctx);
     *b0 = 0;
@@ -397,8 +372,8 @@ inline emily_status first_straggler(const emily_cuda_ctx &ctx, const int *info, 
 // Where there are stragglers: every matrix's info (*host [0, batch)) and
 // non-finite flag (*host [batch, 2 batch)) in host memory the caller
 // frees (NULL after a failure).
-inline emily_status straggler_infos(const emily_cuda_ctx &ctx, const int *info, const int *flag,
-                                    int64_t batch, int **host) {
+inline emily_status straggler_infos(const emily_cuda_ctx &ctx, const int *info, const int *flag, int64_t batch,
+                                    int **host) {
     int *h = (int *)malloc((size_t)batch * 2 * sizeof(int));
     *host = NULL;
     if (!h) return emily_error(EMILY_ERR_MEMORY, "cuda: %s: out of host memory", ctx.op);
@@ -413,15 +388,17 @@ inline emily_status straggler_infos(const emily_cuda_ctx &ctx, const int *info, 
 // of equals (NaN never wins), reduced by one block of LARGEST_THREADS.
 constexpr int LARGEST_THREADS = 256;
 
-template <typename T>
-__device__ int64_t block_largest(const T *x, int64_t count, int64_t stride) {
+template <typename T> __device__ int64_t block_largest(const T *x, int64_t count, int64_t stride) {
     __shared__ double mag[LARGEST_THREADS];
     __shared__ int64_t at[LARGEST_THREADS];
     double best = -1;
     int64_t where = INT64_MAX;
     for (int64_t i = threadIdx.x; i < count; i += blockDim.x) {
         double m = (double)absv(x[i * stride]);
-        if (m > best) { best = m; where = i; }
+        if (m > best) {
+            best = m;
+            where = i;
+        }
     }
     mag[threadIdx.x] = best;
     at[threadIdx.x] = where;
@@ -457,11 +434,9 @@ template <typename F> emily_status in_chunks(int64_t total, F &&f) {
 
 // The first exact zero on the diagonals of a (batch x n x n), by (matrix,
 // row), into *bad.
-template <typename T>
-__global__ void zero_diagonal(const T *a, int64_t batch, int64_t n, unsigned long long *bad) {
+template <typename T> __global__ void zero_diagonal(const T *a, int64_t batch, int64_t n, unsigned long long *bad) {
     int64_t total = batch * n;
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
-         i += (int64_t)gridDim.x * blockDim.x) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total; i += (int64_t)gridDim.x * blockDim.x) {
         int64_t b = i / n, r = i % n;
         if (is_zero(a[b * n * n + r * n + r])) atomicMin(bad, (unsigned long long)i);
     }
@@ -499,20 +474,16 @@ inline emily_status zero_pivot_error(const emily_cuda_ctx &ctx, const unsigned l
 // Nx.BinaryBackend's triangular_solve (linalg: :reference), the CPU
 // kernel's contract: wide (f64/c128) contiguous a, b and x.
 emily_status emi_cuda_triangular_solve_exact(emily_tensor *x, const emily_tensor *a, const emily_tensor *b,
-                                             bool b_vector, bool left_side, bool lower,
-                                             emily_transform_a transform);
+                                             bool b_vector, bool left_side, bool lower, emily_transform_a transform);
 emily_status emi_cuda_lu_native(emily_tensor *p, emily_tensor *l, emily_tensor *u, const emily_tensor *a);
-emily_status emi_cuda_solve_native(emily_tensor *x, const emily_tensor *a, const emily_tensor *b,
-                                   bool b_vector);
+emily_status emi_cuda_solve_native(emily_tensor *x, const emily_tensor *a, const emily_tensor *b, bool b_vector);
 emily_status emi_cuda_determinant_native(emily_tensor *det, const emily_tensor *a);
 emily_status emi_cuda_cholesky_native(emily_tensor *l, const emily_tensor *a);
-emily_status emi_cuda_triangular_solve_native(emily_tensor *x, const emily_tensor *a,
-                                              const emily_tensor *b, bool b_vector, bool left_side,
-                                              bool lower, emily_transform_a transform);
-emily_status emi_cuda_qr_native(emily_tensor *q, emily_tensor *r, const emily_tensor *a, bool complete,
-                                double eps);
-emily_status emi_cuda_svd_native(emily_tensor *u, emily_tensor *s, emily_tensor *vt,
-                                 const emily_tensor *a, bool full_matrices);
+emily_status emi_cuda_triangular_solve_native(emily_tensor *x, const emily_tensor *a, const emily_tensor *b,
+                                              bool b_vector, bool left_side, bool lower, emily_transform_a transform);
+emily_status emi_cuda_qr_native(emily_tensor *q, emily_tensor *r, const emily_tensor *a, bool complete, double eps);
+emily_status emi_cuda_svd_native(emily_tensor *u, emily_tensor *s, emily_tensor *vt, const emily_tensor *a,
+                                 bool full_matrices);
 emily_status emi_cuda_eigh_native(emily_tensor *w, emily_tensor *v, const emily_tensor *a);
 
 #endif

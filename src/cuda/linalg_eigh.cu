@@ -25,8 +25,7 @@ namespace {
 template <typename T, typename R>
 __global__ void eig_order(const R *vals, T *w, int64_t *ord, int64_t batch, int64_t n) {
     int64_t total = batch * n;
-    for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < total;
-         e += (int64_t)gridDim.x * blockDim.x) {
+    for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < total; e += (int64_t)gridDim.x * blockDim.x) {
         int64_t b = e / n, i = e % n;
         const R *vb = vals + b * n;
         R mi = fabs(vb[i]);
@@ -42,8 +41,7 @@ __global__ void eig_order(const R *vals, T *w, int64_t *ord, int64_t batch, int6
 
 // Per eigenvector (a column of e): the unit factor that makes its largest
 // entry, conjugated, real and positive, and that entry's row.
-template <typename T>
-__global__ void eig_phases(const T *e, T *f, int64_t *arg, int64_t batch, int64_t n) {
+template <typename T> __global__ void eig_phases(const T *e, T *f, int64_t *arg, int64_t batch, int64_t n) {
     for (int64_t blk = blockIdx.x; blk < batch * n; blk += gridDim.x) {
         const T *x = e + blk * n; // column i of matrix b: blk = b * n + i
         int64_t at = block_largest(x, n, 1);
@@ -101,9 +99,8 @@ emily_status eigh_typed(const emily_cuda_ctx &ctx, emily_tensor *w, emily_tensor
     HostWork hw;
     if ((s = solver_status(ctx.op, "syevd",
                            cusolverDnXsyevd_bufferSize(h.solver, h.params, CUSOLVER_EIG_MODE_VECTOR,
-                                                       CUBLAS_FILL_MODE_UPPER, n, Lib<T>::type, e, n,
-                                                       Lib<T>::real_type, vals, Lib<T>::type, &dev_bytes,
-                                                       &host_bytes))) ||
+                                                       CUBLAS_FILL_MODE_UPPER, n, Lib<T>::type, e, n, Lib<T>::real_type,
+                                                       vals, Lib<T>::type, &dev_bytes, &host_bytes))) ||
         (s = pool.get((int64_t)dev_bytes, &work)) || (s = hw.get(ctx.op, host_bytes)))
         return s;
     auto syevd = [&](int64_t b) -> emily_status {
@@ -140,7 +137,8 @@ emily_status eigh_typed(const emily_cuda_ctx &ctx, emily_tensor *w, emily_tensor
         for (int64_t b = (int64_t)b0; !s && b < batch; b++) {
             if (hinfo[b] == 0 || hinfo[batch + b]) continue;
             int again = 0;
-            err = cudaMemcpyAsync(e + b * nn, ad + b * nn, (size_t)nn * sizeof(T), cudaMemcpyDeviceToDevice, ctx.stream);
+            err = cudaMemcpyAsync(e + b * nn, ad + b * nn, (size_t)nn * sizeof(T), cudaMemcpyDeviceToDevice,
+                                  ctx.stream);
             if (err) s = emi_cuda_error(ctx.op, err);
             if (!s) s = syevd(b);
             if (!s) s = read_back(ctx, &again, info + b, sizeof again);
@@ -164,7 +162,6 @@ emily_status eigh_typed(const emily_cuda_ctx &ctx, emily_tensor *w, emily_tensor
 } // namespace
 
 emily_status emi_cuda_eigh_native(emily_tensor *w, emily_tensor *v, const emily_tensor *a) {
-    return solver_entry("eigh", a, {w, v, a}, [&]<typename T>(const emily_cuda_ctx &ctx) {
-        return eigh_typed<T>(ctx, w, v, a);
-    });
+    return solver_entry("eigh", a, {w, v, a},
+                        [&]<typename T>(const emily_cuda_ctx &ctx) { return eigh_typed<T>(ctx, w, v, a); });
 }

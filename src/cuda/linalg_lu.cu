@@ -32,8 +32,7 @@ constexpr int SMALL = 8;
 // place: a holds L below the diagonal (unit diagonal implied) and U on and
 // above it; perm[i] is the input row now at row i. Returns the first step
 // with an exact zero pivot, or -1; *odd is the parity of the row swaps.
-template <typename T, int N>
-__device__ int small_lu(const T *src, T (&a)[N][N], int (&perm)[N], bool *odd) {
+template <typename T, int N> __device__ int small_lu(const T *src, T (&a)[N][N], int (&perm)[N], bool *odd) {
 #pragma unroll
     for (int i = 0; i < N; i++) {
         perm[i] = i;
@@ -94,8 +93,7 @@ template <typename T, int N> struct SmallLu {
     __device__ explicit SmallLu(const T *src) { zero = small_lu<T, N>(src, f, perm, &odd); }
 };
 
-template <typename T, int N>
-__global__ void small_lu_kernel(const T *a, T *p, T *l, T *u, int64_t batch) {
+template <typename T, int N> __global__ void small_lu_kernel(const T *a, T *p, T *l, T *u, int64_t batch) {
     int64_t b = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
     if (b >= batch) return;
     SmallLu<T, N> lu(a + b * N * N);
@@ -127,8 +125,7 @@ template <typename T, int N> __global__ void small_det_kernel(const T *a, T *det
 // Solves every right-hand side (the m columns of b, row-major n x m) of
 // one matrix; records the first singular (matrix, step) in *bad.
 template <typename T, int N>
-__global__ void small_solve_kernel(const T *a, const T *bm, T *x, int64_t batch, int64_t m,
-                                   unsigned long long *bad) {
+__global__ void small_solve_kernel(const T *a, const T *bm, T *x, int64_t batch, int64_t m, unsigned long long *bad) {
     int64_t b = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
     if (b >= batch) return;
     SmallLu<T, N> lu(a + b * N * N);
@@ -174,9 +171,7 @@ template <typename F> emily_status with_small(int64_t n, F &&f) {
     }
 }
 
-inline unsigned blocks_for(int64_t count, int threads) {
-    return (unsigned)((count + threads - 1) / threads);
-}
+inline unsigned blocks_for(int64_t count, int threads) { return (unsigned)((count + threads - 1) / threads); }
 constexpr int SMALL_THREADS = 128;
 
 // ---- the library path -----------------------------------------------------------
@@ -195,8 +190,8 @@ template <typename T> struct Factored {
 inline bool use_batched(int64_t batch, int64_t n) { return batch > 8 && n < 512; }
 
 template <typename T>
-emily_status getrf_all(const emily_cuda_ctx &ctx, Pool &pool, Handles &h, T *w, int64_t batch,
-                       int64_t n, Factored<T> &f) {
+emily_status getrf_all(const emily_cuda_ctx &ctx, Pool &pool, Handles &h, T *w, int64_t batch, int64_t n,
+                       Factored<T> &f) {
     emily_status s;
     if ((s = pool.get(batch, &f.info))) return s;
     f.batched = use_batched(batch, n);
@@ -205,15 +200,16 @@ emily_status getrf_all(const emily_cuda_ctx &ctx, Pool &pool, Handles &h, T *w, 
             (s = pointers(ctx, pool, w, n * n, batch, &f.ptrs)))
             return s;
         return in_chunks(batch, [&](int64_t b0, int count) -> emily_status {
-            return blas_status(ctx.op, "getrfBatched",
-                               Lib<T>::getrf_batched(h.blas, (int)n, f.ptrs + b0, (int)n,
-                                                     f.piv32 + b0 * n, f.info + b0, count));
+            return blas_status(
+                ctx.op, "getrfBatched",
+                Lib<T>::getrf_batched(h.blas, (int)n, f.ptrs + b0, (int)n, f.piv32 + b0 * n, f.info + b0, count));
         });
     }
     if ((s = h.get_solver(ctx)) || (s = pool.get(batch * n, &f.piv64))) return s;
     size_t dev_bytes = 0, host_bytes = 0;
-    if ((s = solver_status(ctx.op, "getrf", cusolverDnXgetrf_bufferSize(h.solver, h.params, n, n, Lib<T>::type, w, n,
-                                                                        Lib<T>::type, &dev_bytes, &host_bytes))))
+    if ((s = solver_status(ctx.op, "getrf",
+                           cusolverDnXgetrf_bufferSize(h.solver, h.params, n, n, Lib<T>::type, w, n, Lib<T>::type,
+                                                       &dev_bytes, &host_bytes))))
         return s;
     char *work;
     HostWork hw;
@@ -221,8 +217,8 @@ emily_status getrf_all(const emily_cuda_ctx &ctx, Pool &pool, Handles &h, T *w, 
     for (int64_t b = 0; b < batch; b++)
         if ((s = solver_status(ctx.op, "getrf",
                                cusolverDnXgetrf(h.solver, h.params, n, n, Lib<T>::type, w + b * n * n, n,
-                                                f.piv64 + b * n, Lib<T>::type, work, dev_bytes, hw.p,
-                                                host_bytes, f.info + b))))
+                                                f.piv64 + b * n, Lib<T>::type, work, dev_bytes, hw.p, host_bytes,
+                                                f.info + b))))
             return s;
     return EMILY_OK;
 }
@@ -230,8 +226,8 @@ emily_status getrf_all(const emily_cuda_ctx &ctx, Pool &pool, Handles &h, T *w, 
 // getrf_all on a copy of a's memory (A^T, column-major): solve and
 // determinant factor the transposed matrix, which needs no transpose.
 template <typename T>
-emily_status factor_transposed(const emily_cuda_ctx &ctx, Pool &pool, Handles &h, const T *ad, int64_t batch,
-                               int64_t n, T **w, Factored<T> &f) {
+emily_status factor_transposed(const emily_cuda_ctx &ctx, Pool &pool, Handles &h, const T *ad, int64_t batch, int64_t n,
+                               T **w, Factored<T> &f) {
     emily_status s;
     if ((s = check_int(ctx.op, n, "matrix size")) || (s = pool.get(batch * n * n, w))) return s;
     cudaError_t err = cudaMemcpyAsync(*w, ad, (size_t)(batch * n * n) * sizeof(T), cudaMemcpyDeviceToDevice,
@@ -259,9 +255,7 @@ __global__ void perm_kernel(const I *piv, int64_t *perm, T *p, int64_t batch, in
 
 // l and u of lu from the column-major factors (transpose_map functors).
 template <typename T> struct UnitLower : SameColumn {
-    __device__ T operator()(int64_t, int64_t r, int64_t c, T v) const {
-        return r > c ? v : mk<T>(r == c ? 1 : 0);
-    }
+    __device__ T operator()(int64_t, int64_t r, int64_t c, T v) const { return r > c ? v : mk<T>(r == c ? 1 : 0); }
 };
 template <typename T> struct Upper : SameColumn {
     __device__ T operator()(int64_t, int64_t r, int64_t c, T v) const { return r <= c ? v : mk<T>(0); }
@@ -269,8 +263,7 @@ template <typename T> struct Upper : SameColumn {
 
 // One block a matrix: the product of the diagonal, the sign of the pivots'
 // permutation, 0 where a diagonal entry is exactly 0 (as the CPU's).
-template <typename T, typename I>
-__global__ void det_kernel(const T *w, const I *piv, T *det, int64_t n) {
+template <typename T, typename I> __global__ void det_kernel(const T *w, const I *piv, T *det, int64_t n) {
     __shared__ T prod[LARGEST_THREADS];
     __shared__ int swaps[LARGEST_THREADS], zero[LARGEST_THREADS];
     int64_t b = blockIdx.x;
@@ -295,14 +288,12 @@ __global__ void det_kernel(const T *w, const I *piv, T *det, int64_t n) {
         }
         __syncthreads();
     }
-    if (threadIdx.x == 0)
-        det[b] = zero[0] ? mk<T>(0) : mul(mk<T>(swaps[0] % 2 ? -1 : 1), prod[0]);
+    if (threadIdx.x == 0) det[b] = zero[0] ? mk<T>(0) : mul(mk<T>(swaps[0] % 2 ? -1 : 1), prod[0]);
 }
 
 // The first (matrix, step) whose getrf info reports an exact zero pivot.
 __global__ void singular_kernel(const int *info, int64_t batch, int64_t n, unsigned long long *bad) {
-    for (int64_t b = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; b < batch;
-         b += (int64_t)gridDim.x * blockDim.x)
+    for (int64_t b = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; b < batch; b += (int64_t)gridDim.x * blockDim.x)
         if (info[b] > 0) atomicMin(bad, (unsigned long long)(b * n + info[b] - 1));
 }
 
@@ -315,15 +306,16 @@ emily_status singular_error(const emily_cuda_ctx &ctx, const unsigned long long 
                        (long long)(v % (unsigned long long)n), (long long)(v / (unsigned long long)n));
 }
 
-template <typename T> emily_status lu_typed(const emily_cuda_ctx &ctx, emily_tensor *p, emily_tensor *l,
-                                            emily_tensor *u, const emily_tensor *a) {
+template <typename T>
+emily_status lu_typed(const emily_cuda_ctx &ctx, emily_tensor *p, emily_tensor *l, emily_tensor *u,
+                      const emily_tensor *a) {
     int64_t n = a->shape[a->rank - 1], batch = batch_of(a, 2);
     const T *ad = data_of<T>(a);
     T *pd = data_of<T>(p), *ld = data_of<T>(l), *ud = data_of<T>(u);
     if (n <= SMALL)
         return with_small(n, [&]<int N>() -> emily_status {
-            small_lu_kernel<T, N><<<blocks_for(batch, SMALL_THREADS), SMALL_THREADS, 0, ctx.stream>>>(
-                ad, pd, ld, ud, batch);
+            small_lu_kernel<T, N>
+                <<<blocks_for(batch, SMALL_THREADS), SMALL_THREADS, 0, ctx.stream>>>(ad, pd, ld, ud, batch);
             return emi_cuda_launched(&ctx);
         });
     emily_status s;
@@ -343,16 +335,15 @@ template <typename T> emily_status lu_typed(const emily_cuda_ctx &ctx, emily_ten
     cudaError_t err = cudaMemsetAsync(pd, 0, (size_t)(batch * n * n) * sizeof(T), ctx.stream);
     if (err) return emi_cuda_error(ctx.op, err);
     if (f.batched)
-        perm_kernel<T, int><<<blocks_for(batch, SMALL_THREADS), SMALL_THREADS, 0, ctx.stream>>>(f.piv32, perm, pd,
-                                                                                            batch, n);
+        perm_kernel<T, int>
+            <<<blocks_for(batch, SMALL_THREADS), SMALL_THREADS, 0, ctx.stream>>>(f.piv32, perm, pd, batch, n);
     else
-        perm_kernel<T, int64_t><<<blocks_for(batch, SMALL_THREADS), SMALL_THREADS, 0, ctx.stream>>>(
-            f.piv64, perm, pd, batch, n);
+        perm_kernel<T, int64_t>
+            <<<blocks_for(batch, SMALL_THREADS), SMALL_THREADS, 0, ctx.stream>>>(f.piv64, perm, pd, batch, n);
     return emi_cuda_launched(&ctx);
 }
 
-template <typename T>
-emily_status det_typed(const emily_cuda_ctx &ctx, emily_tensor *det, const emily_tensor *a) {
+template <typename T> emily_status det_typed(const emily_cuda_ctx &ctx, emily_tensor *det, const emily_tensor *a) {
     int64_t n = a->shape[a->rank - 1], batch = batch_of(a, 2);
     const T *ad = data_of<T>(a);
     T *dd = data_of<T>(det);
@@ -362,8 +353,7 @@ emily_status det_typed(const emily_cuda_ctx &ctx, emily_tensor *det, const emily
     }
     if (n <= SMALL)
         return with_small(n, [&]<int N>() -> emily_status {
-            small_det_kernel<T, N><<<blocks_for(batch, SMALL_THREADS), SMALL_THREADS, 0, ctx.stream>>>(ad, dd,
-                                                                                                      batch);
+            small_det_kernel<T, N><<<blocks_for(batch, SMALL_THREADS), SMALL_THREADS, 0, ctx.stream>>>(ad, dd, batch);
             return emi_cuda_launched(&ctx);
         });
     Pool pool(ctx);
@@ -373,16 +363,14 @@ emily_status det_typed(const emily_cuda_ctx &ctx, emily_tensor *det, const emily
     emily_status s = factor_transposed(ctx, pool, h, ad, batch, n, &w, f);
     if (s) return s;
     if (batch > INT32_MAX) return emily_error(EMILY_ERR_SHAPE, "cuda: determinant: too many matrices");
-    if (f.batched)
-        det_kernel<T, int><<<(unsigned)batch, LARGEST_THREADS, 0, ctx.stream>>>(w, f.piv32, dd, n);
-    else
-        det_kernel<T, int64_t><<<(unsigned)batch, LARGEST_THREADS, 0, ctx.stream>>>(w, f.piv64, dd, n);
+    if (f.batched) det_kernel<T, int><<<(unsigned)batch, LARGEST_THREADS, 0, ctx.stream>>>(w, f.piv32, dd, n);
+    else det_kernel<T, int64_t><<<(unsigned)batch, LARGEST_THREADS, 0, ctx.stream>>>(w, f.piv64, dd, n);
     return emi_cuda_launched(&ctx);
 }
 
 template <typename T>
-emily_status solve_typed(const emily_cuda_ctx &ctx, emily_tensor *x, const emily_tensor *a,
-                         const emily_tensor *b, bool b_vector) {
+emily_status solve_typed(const emily_cuda_ctx &ctx, emily_tensor *x, const emily_tensor *a, const emily_tensor *b,
+                         bool b_vector) {
     int64_t n = a->shape[a->rank - 1], batch = batch_of(a, 2);
     int64_t m = b_vector ? 1 : b->shape[b->rank - 1];
     const T *ad = data_of<T>(a), *bd = data_of<T>(b);
@@ -395,8 +383,8 @@ emily_status solve_typed(const emily_cuda_ctx &ctx, emily_tensor *x, const emily
     if (err) return emi_cuda_error(ctx.op, err);
     if (n <= SMALL) {
         s = with_small(n, [&]<int N>() -> emily_status {
-            small_solve_kernel<T, N><<<blocks_for(batch, SMALL_THREADS), SMALL_THREADS, 0, ctx.stream>>>(
-                ad, bd, xd, batch, m, bad);
+            small_solve_kernel<T, N>
+                <<<blocks_for(batch, SMALL_THREADS), SMALL_THREADS, 0, ctx.stream>>>(ad, bd, xd, batch, m, bad);
             return emi_cuda_launched(&ctx);
         });
         return s ? s : singular_error(ctx, bad, n);
@@ -412,8 +400,7 @@ emily_status solve_typed(const emily_cuda_ctx &ctx, emily_tensor *x, const emily
         if ((s = pool.get(batch * n * m, &bc)) ||
             (s = launch_transpose(ctx, bc, bd, batch, m, n, n, m, n * m, n * m, Plain<T>())))
             return s;
-    } else if ((err = cudaMemcpyAsync(xd, bd, (size_t)(batch * n) * sizeof(T), cudaMemcpyDeviceToDevice,
-                                      ctx.stream))) {
+    } else if ((err = cudaMemcpyAsync(xd, bd, (size_t)(batch * n) * sizeof(T), cudaMemcpyDeviceToDevice, ctx.stream))) {
         return emi_cuda_error(ctx.op, err);
     }
     // w holds A^T = P L U: A x = b is the transposed solve
@@ -432,9 +419,8 @@ emily_status solve_typed(const emily_cuda_ctx &ctx, emily_tensor *x, const emily
         if ((s = pool.get(1, &info2))) return s;
         for (int64_t i = 0; i < batch; i++)
             if ((s = solver_status(ctx.op, "getrs",
-                                   cusolverDnXgetrs(h.solver, h.params, CUBLAS_OP_T, n, m, Lib<T>::type,
-                                                    w + i * n * n, n, f.piv64 + i * n, Lib<T>::type,
-                                                    bc + i * n * m, n, info2))))
+                                   cusolverDnXgetrs(h.solver, h.params, CUBLAS_OP_T, n, m, Lib<T>::type, w + i * n * n,
+                                                    n, f.piv64 + i * n, Lib<T>::type, bc + i * n * m, n, info2))))
                 return s;
     }
     if (m > 1 && (s = launch_transpose(ctx, xd, bc, batch, n, m, m, n, n * m, n * m, Plain<T>()))) return s;
@@ -446,20 +432,16 @@ emily_status solve_typed(const emily_cuda_ctx &ctx, emily_tensor *x, const emily
 } // namespace
 
 emily_status emi_cuda_lu_native(emily_tensor *p, emily_tensor *l, emily_tensor *u, const emily_tensor *a) {
-    return solver_entry("lu", a, {p, l, u, a}, [&]<typename T>(const emily_cuda_ctx &ctx) {
-        return lu_typed<T>(ctx, p, l, u, a);
-    });
+    return solver_entry("lu", a, {p, l, u, a},
+                        [&]<typename T>(const emily_cuda_ctx &ctx) { return lu_typed<T>(ctx, p, l, u, a); });
 }
 
 emily_status emi_cuda_determinant_native(emily_tensor *det, const emily_tensor *a) {
-    return solver_entry("determinant", a, {det, a}, [&]<typename T>(const emily_cuda_ctx &ctx) {
-        return det_typed<T>(ctx, det, a);
-    });
+    return solver_entry("determinant", a, {det, a},
+                        [&]<typename T>(const emily_cuda_ctx &ctx) { return det_typed<T>(ctx, det, a); });
 }
 
-emily_status emi_cuda_solve_native(emily_tensor *x, const emily_tensor *a, const emily_tensor *b,
-                                   bool b_vector) {
-    return solver_entry("solve", a, {x, a, b}, [&]<typename T>(const emily_cuda_ctx &ctx) {
-        return solve_typed<T>(ctx, x, a, b, b_vector);
-    });
+emily_status emi_cuda_solve_native(emily_tensor *x, const emily_tensor *a, const emily_tensor *b, bool b_vector) {
+    return solver_entry("solve", a, {x, a, b},
+                        [&]<typename T>(const emily_cuda_ctx &ctx) { return solve_typed<T>(ctx, x, a, b, b_vector); });
 }

@@ -26,8 +26,8 @@ namespace {
 // One thread a matrix: the unit factor of each of R's k rows, from R's
 // diagonal and tau as geqrf left them (w column-major, ld m).
 template <typename T>
-__global__ void qr_signs(const T *w, const T *tau, T *f, int64_t batch, int64_t m, int64_t n,
-                         int64_t k, int64_t wstep) {
+__global__ void qr_signs(const T *w, const T *tau, T *f, int64_t batch, int64_t m, int64_t n, int64_t k,
+                         int64_t wstep) {
     int64_t b = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
     if (b >= batch) return;
     const T *wb = w + b * wstep;
@@ -37,14 +37,11 @@ __global__ void qr_signs(const T *w, const T *tau, T *f, int64_t batch, int64_t 
         for (int64_t i = 0; i < k; i++) fb[i] = unit_towards_real(wb[i * m + i]);
     } else {
         emi_qr_signs st = emi_qr_signs_start();
-        for (int64_t i = 0; i < k; i++)
-            fb[i] = (T)emi_qr_sign_step(&st, i, m, n, tb[i] != 0, wb[i * m + i] < 0);
+        for (int64_t i = 0; i < k; i++) fb[i] = (T)emi_qr_sign_step(&st, i, m, n, tb[i] != 0, wb[i * m + i] < 0);
     }
 }
 
-template <typename T> __device__ inline T zero_small(T v, double eps) {
-    return (double)absv(v) <= eps ? mk<T>(0) : v;
-}
+template <typename T> __device__ inline T zero_small(T v, double eps) { return (double)absv(v) <= eps ? mk<T>(0) : v; }
 
 // R (rrows x n) from w: the upper triangle of the first k rows, row i
 // times f_i (its diagonal exactly real for complex input).
@@ -71,8 +68,7 @@ template <typename T> struct TakeQ : SameColumn {
 };
 
 template <typename T>
-emily_status qr_typed(const emily_cuda_ctx &ctx, emily_tensor *q, emily_tensor *r, const emily_tensor *a,
-                      double eps) {
+emily_status qr_typed(const emily_cuda_ctx &ctx, emily_tensor *q, emily_tensor *r, const emily_tensor *a, double eps) {
     int64_t m = a->shape[a->rank - 2], n = a->shape[a->rank - 1], k = m < n ? m : n;
     int64_t qcols = q->shape[q->rank - 1], rrows = r->shape[r->rank - 2];
     int64_t batch = batch_of(a, 2);
@@ -101,10 +97,10 @@ emily_status qr_typed(const emily_cuda_ctx &ctx, emily_tensor *q, emily_tensor *
     size_t dev_bytes = 0, host_bytes = 0;
     int lwork = 0;
     if ((s = solver_status(ctx.op, "geqrf",
-                           cusolverDnXgeqrf_bufferSize(h.solver, h.params, m, n, Lib<T>::type, w, m, Lib<T>::type,
-                                                       tau, Lib<T>::type, &dev_bytes, &host_bytes))) ||
-        (s = solver_status(ctx.op, "orgqr", Lib<T>::orgqr_size(h.solver, (int)m, (int)qcols, (int)k, w, (int)m, tau,
-                                                               &lwork))))
+                           cusolverDnXgeqrf_bufferSize(h.solver, h.params, m, n, Lib<T>::type, w, m, Lib<T>::type, tau,
+                                                       Lib<T>::type, &dev_bytes, &host_bytes))) ||
+        (s = solver_status(ctx.op, "orgqr",
+                           Lib<T>::orgqr_size(h.solver, (int)m, (int)qcols, (int)k, w, (int)m, tau, &lwork))))
         return s;
     char *work;
     T *owork;
@@ -118,8 +114,7 @@ emily_status qr_typed(const emily_cuda_ctx &ctx, emily_tensor *q, emily_tensor *
             return s;
     qr_signs<T><<<grid_for(ctx.device, batch), BLOCK, 0, ctx.stream>>>(w, tau, f, batch, m, n, k, wstep);
     if ((s = emi_cuda_launched(&ctx))) return s;
-    if ((s = launch_transpose(ctx, rd, w, batch, rrows, n, n, m, rrows * n, wstep, TakeR<T>{{}, f, k, eps})))
-        return s;
+    if ((s = launch_transpose(ctx, rd, w, batch, rrows, n, n, m, rrows * n, wstep, TakeR<T>{{}, f, k, eps}))) return s;
     for (int64_t b = 0; b < batch; b++)
         if ((s = solver_status(ctx.op, "orgqr",
                                Lib<T>::orgqr(h.solver, (int)m, (int)qcols, (int)k, w + b * wstep, (int)m, tau + b * k,
@@ -130,10 +125,8 @@ emily_status qr_typed(const emily_cuda_ctx &ctx, emily_tensor *q, emily_tensor *
 
 } // namespace
 
-emily_status emi_cuda_qr_native(emily_tensor *q, emily_tensor *r, const emily_tensor *a, bool complete,
-                                double eps) {
+emily_status emi_cuda_qr_native(emily_tensor *q, emily_tensor *r, const emily_tensor *a, bool complete, double eps) {
     (void)complete; /* q's and r's shapes say it */
-    return solver_entry("qr", a, {q, r, a}, [&]<typename T>(const emily_cuda_ctx &ctx) {
-        return qr_typed<T>(ctx, q, r, a, eps);
-    });
+    return solver_entry("qr", a, {q, r, a},
+                        [&]<typename T>(const emily_cuda_ctx &ctx) { return qr_typed<T>(ctx, q, r, a, eps); });
 }

@@ -23,29 +23,28 @@ using namespace emily_cuda::la;
 namespace {
 
 template <typename T> struct Gesvdj;
-#define EMI_LA_GESVDJ(T, P)                                                                                 \
-    template <> struct Gesvdj<T> {                                                                          \
-        static cusolverStatus_t size(cusolverDnHandle_t h, int econ, int m, int n, const T *a, const T *s,  \
-                                     const T *u, const T *v, int *lwork, gesvdjInfo_t p) {                  \
-            return cusolverDn##P##gesvdj_bufferSize(h, CUSOLVER_EIG_MODE_VECTOR, econ, m, n, a, m, s, u, m, \
-                                                    v, n, lwork, p);                                         \
-        }                                                                                                   \
-        static cusolverStatus_t run(cusolverDnHandle_t h, int econ, int m, int n, T *a, T *s, T *u, T *v,   \
-                                    T *work, int lwork, int *info, gesvdjInfo_t p) {                        \
-            return cusolverDn##P##gesvdj(h, CUSOLVER_EIG_MODE_VECTOR, econ, m, n, a, m, s, u, m, v, n,      \
-                                         work, lwork, info, p);                                             \
-        }                                                                                                   \
-        static cusolverStatus_t batched_size(cusolverDnHandle_t h, int m, int n, const T *a, const T *s,    \
-                                             const T *u, const T *v, int *lwork, gesvdjInfo_t p,            \
-                                             int count) {                                                   \
-            return cusolverDn##P##gesvdjBatched_bufferSize(h, CUSOLVER_EIG_MODE_VECTOR, m, n, a, m, s, u, m, \
-                                                           v, n, lwork, p, count);                          \
-        }                                                                                                   \
-        static cusolverStatus_t batched(cusolverDnHandle_t h, int m, int n, T *a, T *s, T *u, T *v, T *work, \
-                                        int lwork, int *info, gesvdjInfo_t p, int count) {                  \
-            return cusolverDn##P##gesvdjBatched(h, CUSOLVER_EIG_MODE_VECTOR, m, n, a, m, s, u, m, v, n,      \
-                                                work, lwork, info, p, count);                               \
-        }                                                                                                   \
+#define EMI_LA_GESVDJ(T, P)                                                                                            \
+    template <> struct Gesvdj<T> {                                                                                     \
+        static cusolverStatus_t size(cusolverDnHandle_t h, int econ, int m, int n, const T *a, const T *s, const T *u, \
+                                     const T *v, int *lwork, gesvdjInfo_t p) {                                         \
+            return cusolverDn##P##gesvdj_bufferSize(h, CUSOLVER_EIG_MODE_VECTOR, econ, m, n, a, m, s, u, m, v, n,      \
+                                                    lwork, p);                                                         \
+        }                                                                                                              \
+        static cusolverStatus_t run(cusolverDnHandle_t h, int econ, int m, int n, T *a, T *s, T *u, T *v, T *work,     \
+                                    int lwork, int *info, gesvdjInfo_t p) {                                            \
+            return cusolverDn##P##gesvdj(h, CUSOLVER_EIG_MODE_VECTOR, econ, m, n, a, m, s, u, m, v, n, work, lwork,    \
+                                         info, p);                                                                     \
+        }                                                                                                              \
+        static cusolverStatus_t batched_size(cusolverDnHandle_t h, int m, int n, const T *a, const T *s, const T *u,   \
+                                             const T *v, int *lwork, gesvdjInfo_t p, int count) {                      \
+            return cusolverDn##P##gesvdjBatched_bufferSize(h, CUSOLVER_EIG_MODE_VECTOR, m, n, a, m, s, u, m, v, n,     \
+                                                           lwork, p, count);                                           \
+        }                                                                                                              \
+        static cusolverStatus_t batched(cusolverDnHandle_t h, int m, int n, T *a, T *s, T *u, T *v, T *work,           \
+                                        int lwork, int *info, gesvdjInfo_t p, int count) {                             \
+            return cusolverDn##P##gesvdjBatched(h, CUSOLVER_EIG_MODE_VECTOR, m, n, a, m, s, u, m, v, n, work, lwork,   \
+                                                info, p, count);                                                       \
+        }                                                                                                              \
     };
 EMI_LA_GESVDJ(float, S)
 EMI_LA_GESVDJ(double, D)
@@ -54,8 +53,8 @@ EMI_LA_GESVDJ(double, D)
 // sign[b][i]: +1, or -1 where the largest entry of vt's row i (U_C's
 // column i) or, past vt's rows, of u's column i (V_C's) is negative.
 template <typename T>
-__global__ void svd_signs(const T *uc, const T *vc, T *sign, int64_t batch, int64_t nsign, int64_t vrows,
-                          int64_t r, int64_t c, int64_t ustep, int64_t vstep) {
+__global__ void svd_signs(const T *uc, const T *vc, T *sign, int64_t batch, int64_t nsign, int64_t vrows, int64_t r,
+                          int64_t c, int64_t ustep, int64_t vstep) {
     for (int64_t blk = blockIdx.x; blk < batch * nsign; blk += gridDim.x) {
         int64_t b = blk / nsign, i = blk % nsign;
         const T *x = i < vrows ? uc + b * ustep + i * r : vc + b * vstep + i * c;
@@ -66,11 +65,10 @@ __global__ void svd_signs(const T *uc, const T *vc, T *sign, int64_t batch, int6
 
 // vt[b][i][j] = sign[b][i] * U_C[b](j, i)
 template <typename T>
-__global__ void take_vt(T *vt, const T *uc, const T *sign, int64_t batch, int64_t vrows, int64_t r,
-                        int64_t nsign, int64_t ustep) {
+__global__ void take_vt(T *vt, const T *uc, const T *sign, int64_t batch, int64_t vrows, int64_t r, int64_t nsign,
+                        int64_t ustep) {
     int64_t total = batch * vrows * r;
-    for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < total;
-         e += (int64_t)gridDim.x * blockDim.x) {
+    for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < total; e += (int64_t)gridDim.x * blockDim.x) {
         int64_t b = e / (vrows * r), ij = e % (vrows * r), i = ij / r;
         vt[e] = sign[b * nsign + i] * uc[b * ustep + ij];
     }
@@ -119,9 +117,9 @@ template <typename T> struct Fallback {
                                                              Lib<T>::type, sb, Lib<T>::type, uout, gm, Lib<T>::type,
                                                              tmp, k, Lib<T>::type, &dev_bytes, &host_bytes));
         return solver_status(ctx.op, "gesvd",
-                             cusolverDnXgesvd(h.solver, h.params, jobu, 'S', gm, gn, Lib<T>::type, g, gm,
-                                              Lib<T>::type, sb, Lib<T>::type, uout, gm, Lib<T>::type, tmp, k,
-                                              Lib<T>::type, work, dev_bytes, hw.p, host_bytes, info));
+                             cusolverDnXgesvd(h.solver, h.params, jobu, 'S', gm, gn, Lib<T>::type, g, gm, Lib<T>::type,
+                                              sb, Lib<T>::type, uout, gm, Lib<T>::type, tmp, k, Lib<T>::type, work,
+                                              dev_bytes, hw.p, host_bytes, info));
     }
 
     emily_status run(const T *ab, T *sb, T *ucb, T *vcb, int64_t b) {
@@ -190,13 +188,13 @@ emily_status svd_typed(const emily_cuda_ctx &ctx, emily_tensor *u, emily_tensor 
         T *work;
         if (batched) {
             if ((s = check_int(ctx.op, batch, "batch size")) ||
-                (s = solver_status(ctx.op, "gesvdjBatched",
-                                   Gesvdj<T>::batched_size(h.solver, (int)r, (int)c, w, sd, uc, vc, &lwork, gp.p,
-                                                           (int)batch))) ||
+                (s = solver_status(
+                     ctx.op, "gesvdjBatched",
+                     Gesvdj<T>::batched_size(h.solver, (int)r, (int)c, w, sd, uc, vc, &lwork, gp.p, (int)batch))) ||
                 (s = pool.get(lwork, &work)) ||
-                (s = solver_status(ctx.op, "gesvdjBatched",
-                                   Gesvdj<T>::batched(h.solver, (int)r, (int)c, w, sd, uc, vc, work, lwork, info,
-                                                      gp.p, (int)batch))))
+                (s = solver_status(
+                     ctx.op, "gesvdjBatched",
+                     Gesvdj<T>::batched(h.solver, (int)r, (int)c, w, sd, uc, vc, work, lwork, info, gp.p, (int)batch))))
                 return s;
         } else {
             int econ = full ? 0 : 1;

@@ -35,8 +35,7 @@ namespace {
 // Above the diagonal of l: 0; rows from a failed pivot on: NaN.
 template <typename T> __global__ void cholesky_finish(T *l, const int *info, int64_t batch, int64_t n) {
     int64_t total = batch * n * n;
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
-         i += (int64_t)gridDim.x * blockDim.x) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total; i += (int64_t)gridDim.x * blockDim.x) {
         int64_t b = i / (n * n), r = (i / n) % n, c = i % n;
         int bad = info[b];
         if (bad > 0 && r >= bad - 1) l[i] = mk<T>(NAN, is_cx<T>() ? NAN : 0);
@@ -44,8 +43,7 @@ template <typename T> __global__ void cholesky_finish(T *l, const int *info, int
     }
 }
 
-template <typename T>
-emily_status cholesky_typed(const emily_cuda_ctx &ctx, emily_tensor *l, const emily_tensor *a) {
+template <typename T> emily_status cholesky_typed(const emily_cuda_ctx &ctx, emily_tensor *l, const emily_tensor *a) {
     int64_t n = a->shape[a->rank - 1], batch = batch_of(a, 2);
     T *ld = data_of<T>(l);
     emily_status s = check_int(ctx.op, n, "matrix size");
@@ -54,24 +52,23 @@ emily_status cholesky_typed(const emily_cuda_ctx &ctx, emily_tensor *l, const em
     Handles h;
     int *info;
     if ((s = pool.get(batch, &info)) || (s = h.get_solver(ctx))) return s;
-    cudaError_t err = cudaMemcpyAsync(ld, data_of<T>(a), (size_t)(batch * n * n) * sizeof(T),
-                                      cudaMemcpyDeviceToDevice, ctx.stream);
+    cudaError_t err = cudaMemcpyAsync(ld, data_of<T>(a), (size_t)(batch * n * n) * sizeof(T), cudaMemcpyDeviceToDevice,
+                                      ctx.stream);
     if (err) return emi_cuda_error(ctx.op, err);
     if (batch > 1 && n <= 128) {
         T **ptrs;
         if ((s = pointers(ctx, pool, ld, n * n, batch, &ptrs))) return s;
         s = in_chunks(batch, [&](int64_t b0, int count) -> emily_status {
-            return solver_status(ctx.op, "potrfBatched",
-                                 Lib<T>::potrf_batched(h.solver, CUBLAS_FILL_MODE_UPPER, (int)n, ptrs + b0,
-                                                       (int)n, info + b0, count));
+            return solver_status(
+                ctx.op, "potrfBatched",
+                Lib<T>::potrf_batched(h.solver, CUBLAS_FILL_MODE_UPPER, (int)n, ptrs + b0, (int)n, info + b0, count));
         });
         if (s) return s;
     } else {
         size_t dev_bytes = 0, host_bytes = 0;
         if ((s = solver_status(ctx.op, "potrf",
-                               cusolverDnXpotrf_bufferSize(h.solver, h.params, CUBLAS_FILL_MODE_UPPER, n,
-                                                           Lib<T>::type, ld, n, Lib<T>::type, &dev_bytes,
-                                                           &host_bytes))))
+                               cusolverDnXpotrf_bufferSize(h.solver, h.params, CUBLAS_FILL_MODE_UPPER, n, Lib<T>::type,
+                                                           ld, n, Lib<T>::type, &dev_bytes, &host_bytes))))
             return s;
         char *work;
         HostWork hw;
@@ -79,8 +76,8 @@ emily_status cholesky_typed(const emily_cuda_ctx &ctx, emily_tensor *l, const em
         for (int64_t b = 0; b < batch; b++)
             if ((s = solver_status(ctx.op, "potrf",
                                    cusolverDnXpotrf(h.solver, h.params, CUBLAS_FILL_MODE_UPPER, n, Lib<T>::type,
-                                                    ld + b * n * n, n, Lib<T>::type, work, dev_bytes, hw.p,
-                                                    host_bytes, info + b))))
+                                                    ld + b * n * n, n, Lib<T>::type, work, dev_bytes, hw.p, host_bytes,
+                                                    info + b))))
                 return s;
     }
     cholesky_finish<T><<<grid_for(ctx.device, batch * n * n), BLOCK, 0, ctx.stream>>>(ld, info, batch, n);
@@ -88,15 +85,13 @@ emily_status cholesky_typed(const emily_cuda_ctx &ctx, emily_tensor *l, const em
 }
 
 template <typename T> __global__ void conj_copy(T *dst, const T *src, int64_t count) {
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < count;
-         i += (int64_t)gridDim.x * blockDim.x)
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < count; i += (int64_t)gridDim.x * blockDim.x)
         dst[i] = conj(src[i]);
 }
 
 template <typename T>
-emily_status triangular_typed(const emily_cuda_ctx &ctx, emily_tensor *x, const emily_tensor *a,
-                              const emily_tensor *b, bool b_vector, bool left_side, bool lower,
-                              emily_transform_a transform) {
+emily_status triangular_typed(const emily_cuda_ctx &ctx, emily_tensor *x, const emily_tensor *a, const emily_tensor *b,
+                              bool b_vector, bool left_side, bool lower, emily_transform_a transform) {
     int64_t n = a->shape[a->rank - 1], batch = batch_of(a, 2);
     // the other dimension of b's matrix (1 for a vector)
     int64_t m = b_vector ? 1 : left_side ? b->shape[b->rank - 1] : b->shape[b->rank - 2];
@@ -105,8 +100,7 @@ emily_status triangular_typed(const emily_cuda_ctx &ctx, emily_tensor *x, const 
     T *xd = data_of<T>(x);
     bool conjugate = transform == EMILY_TRANSFORM_CONJUGATE && is_cx<T>();
     emily_status s;
-    if ((s = check_int(ctx.op, n, "matrix size")) || (s = check_int(ctx.op, m, "right-hand side count")))
-        return s;
+    if ((s = check_int(ctx.op, n, "matrix size")) || (s = check_int(ctx.op, m, "right-hand side count"))) return s;
     Pool pool(ctx);
     Handles h;
     unsigned long long *bad;
@@ -116,8 +110,8 @@ emily_status triangular_typed(const emily_cuda_ctx &ctx, emily_tensor *x, const 
     if (conjugate) {
         conj_copy<T><<<grid_for(ctx.device, batch * per), BLOCK, 0, ctx.stream>>>(xd, data_of<T>(b), batch * per);
         if ((s = emi_cuda_launched(&ctx))) return s;
-    } else if ((err = cudaMemcpyAsync(xd, data_of<T>(b), (size_t)(batch * per) * sizeof(T),
-                                      cudaMemcpyDeviceToDevice, ctx.stream))) {
+    } else if ((err = cudaMemcpyAsync(xd, data_of<T>(b), (size_t)(batch * per) * sizeof(T), cudaMemcpyDeviceToDevice,
+                                      ctx.stream))) {
         return emi_cuda_error(ctx.op, err);
     }
     cublasSideMode_t side = left_side ? CUBLAS_SIDE_RIGHT : CUBLAS_SIDE_LEFT;
@@ -132,9 +126,9 @@ emily_status triangular_typed(const emily_cuda_ctx &ctx, emily_tensor *x, const 
         if ((s = pointers(ctx, pool, (T *)ad, n * n, batch, &ap)) || (s = pointers(ctx, pool, xd, per, batch, &xp)))
             return s;
         s = in_chunks(batch, [&](int64_t b0, int count) -> emily_status {
-            return blas_status(ctx.op, "trsmBatched",
-                               Lib<T>::trsm_batched(h.blas, side, uplo, op, rows, cols, ap + b0, (int)n, xp + b0,
-                                                    rows, count));
+            return blas_status(
+                ctx.op, "trsmBatched",
+                Lib<T>::trsm_batched(h.blas, side, uplo, op, rows, cols, ap + b0, (int)n, xp + b0, rows, count));
         });
     }
     if (s) return s;
@@ -148,16 +142,13 @@ emily_status triangular_typed(const emily_cuda_ctx &ctx, emily_tensor *x, const 
 } // namespace
 
 emily_status emi_cuda_cholesky_native(emily_tensor *l, const emily_tensor *a) {
-    return solver_entry("cholesky", a, {l, a}, [&]<typename T>(const emily_cuda_ctx &ctx) {
-        return cholesky_typed<T>(ctx, l, a);
-    });
+    return solver_entry("cholesky", a, {l, a},
+                        [&]<typename T>(const emily_cuda_ctx &ctx) { return cholesky_typed<T>(ctx, l, a); });
 }
 
 emily_status emi_cuda_triangular_solve_native(emily_tensor *x, const emily_tensor *a, const emily_tensor *b,
-                                              bool b_vector, bool left_side, bool lower,
-                                              emily_transform_a transform) {
-    return solver_entry(
-        "triangular_solve", a, {x, a, b}, [&]<typename T>(const emily_cuda_ctx &ctx) {
+                                              bool b_vector, bool left_side, bool lower, emily_transform_a transform) {
+    return solver_entry("triangular_solve", a, {x, a, b}, [&]<typename T>(const emily_cuda_ctx &ctx) {
         return triangular_typed<T>(ctx, x, a, b, b_vector, left_side, lower, transform);
     });
 }

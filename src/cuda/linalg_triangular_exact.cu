@@ -38,11 +38,9 @@ __device__ inline emily_cd ts_value(emily_cd ci, emily_cd acc, emily_cd mii, boo
 
 // A thread per (matrix, column of b): the CPU kernel's substitution, in
 // its order, for double or complex double.
-template <typename T>
-__global__ void ts_exact(const emi_ts_plan p, const T *a, const T *b, T *x, int64_t batch) {
+template <typename T> __global__ void ts_exact(const emi_ts_plan p, const T *a, const T *b, T *x, int64_t batch) {
     const int64_t n = p.n, nn = n * n, bsize = p.rows_b * p.cols_b, total = batch * p.ncols;
-    for (int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; t < total;
-         t += (int64_t)gridDim.x * blockDim.x) {
+    for (int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; t < total; t += (int64_t)gridDim.x * blockDim.x) {
         const int64_t bt = t / p.ncols, c = t % p.ncols;
         const T *am = a + bt * nn, *bm = b + bt * bsize;
         T *xm = x + bt * bsize;
@@ -59,8 +57,7 @@ __global__ void ts_exact(const emi_ts_plan p, const T *a, const T *b, T *x, int6
 } // namespace
 
 emily_status emi_cuda_triangular_solve_exact(emily_tensor *x, const emily_tensor *a, const emily_tensor *b,
-                                             bool b_vector, bool left_side, bool lower,
-                                             emily_transform_a transform) {
+                                             bool b_vector, bool left_side, bool lower, emily_transform_a transform) {
     emily_cuda_ctx ctx;
     const emily_tensor *ts[3] = {x, a, b};
     emily_status s = emi_cuda_begin("triangular_solve", dev_of(a), 3, ts, &ctx);
@@ -80,12 +77,12 @@ emily_status emi_cuda_triangular_solve_exact(emily_tensor *x, const emily_tensor
         const emily_cd *ad = data_of<emily_cd>(a);
         if ((s = queue_zero_diagonal(ctx, pool, (const cuDoubleComplex *)ad, batch, n, &bad))) return s;
         ts_exact<emily_cd><<<grid_for(ctx.device, threads), BLOCK, 0, ctx.stream>>>(p, ad, data_of<emily_cd>(b),
-                                                                                  data_of<emily_cd>(x), batch);
+                                                                                    data_of<emily_cd>(x), batch);
     } else {
         const double *ad = data_of<double>(a);
         if ((s = queue_zero_diagonal(ctx, pool, ad, batch, n, &bad))) return s;
         ts_exact<double><<<grid_for(ctx.device, threads), BLOCK, 0, ctx.stream>>>(p, ad, data_of<double>(b),
-                                                                                data_of<double>(x), batch);
+                                                                                  data_of<double>(x), batch);
     }
     if ((s = emi_cuda_launched(&ctx))) return s;
     return zero_pivot_error(ctx, bad, n);

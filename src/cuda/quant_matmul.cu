@@ -48,16 +48,12 @@ __device__ __forceinline__ unsigned quant_code(float w, float s, float b, int bi
 __device__ __forceinline__ unsigned quant_code(double w, double s, double b, int bits) {
     return emi_quant_code_f64(w, s, b, bits);
 }
-__device__ __forceinline__ float decode(unsigned q, float s, float b) {
-    return emi_quant_decode_f32(q, s, b);
-}
-__device__ __forceinline__ double decode(unsigned q, double s, double b) {
-    return emi_quant_decode_f64(q, s, b);
-}
+__device__ __forceinline__ float decode(unsigned q, float s, float b) { return emi_quant_decode_f32(q, s, b); }
+__device__ __forceinline__ double decode(unsigned q, double s, double b) { return emi_quant_decode_f64(q, s, b); }
 
 template <typename W>
-__global__ void ranges_kernel(const W *w, W *scales, W *biases, int64_t groups_total,
-                              int64_t cols, int64_t gs, int bits) {
+__global__ void ranges_kernel(const W *w, W *scales, W *biases, int64_t groups_total, int64_t cols, int64_t gs,
+                              int bits) {
     int64_t groups = cols / gs;
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < groups_total;
          i += (int64_t)gridDim.x * blockDim.x) {
@@ -73,8 +69,8 @@ __global__ void ranges_kernel(const W *w, W *scales, W *biases, int64_t groups_t
 }
 
 template <typename W>
-__global__ void codes_kernel(const W *w, const W *scales, const W *biases, uint8_t *q,
-                             int64_t nbytes_total, int64_t cols, int64_t gs, int bits) {
+__global__ void codes_kernel(const W *w, const W *scales, const W *biases, uint8_t *q, int64_t nbytes_total,
+                             int64_t cols, int64_t gs, int bits) {
     int per = 8 / bits;
     int64_t row_bytes = cols / per, groups = cols / gs;
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < nbytes_total;
@@ -90,11 +86,10 @@ __global__ void codes_kernel(const W *w, const W *scales, const W *biases, uint8
 }
 
 template <typename W>
-__global__ void decode_kernel(const uint8_t *q, const W *scales, const W *biases, W *out,
-                              int64_t total, int64_t cols, int64_t gs, int bits) {
+__global__ void decode_kernel(const uint8_t *q, const W *scales, const W *biases, W *out, int64_t total, int64_t cols,
+                              int64_t gs, int bits) {
     int64_t row_bytes = cols * bits / 8, groups = cols / gs;
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
-         i += (int64_t)gridDim.x * blockDim.x) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total; i += (int64_t)gridDim.x * blockDim.x) {
         int64_t r = i / cols, k = i % cols, g = r * groups + k / gs;
         out[i] = decode(emi_quant_unpack(q + r * row_bytes, k, bits), scales[g], biases[g]);
     }
@@ -103,8 +98,8 @@ __global__ void decode_kernel(const uint8_t *q, const W *scales, const W *biases
 // Transposed, few rows of x: a warp per output column n.
 template <typename W>
 __global__ void __launch_bounds__(GEMV_WARPS *WARP)
-    gemv_kernel(const W *x, const uint8_t *q, const W *scales, const W *biases, W *dst, int64_t m,
-                int64_t n, int64_t k, int64_t gs, int bits) {
+    gemv_kernel(const W *x, const uint8_t *q, const W *scales, const W *biases, W *dst, int64_t m, int64_t n, int64_t k,
+                int64_t gs, int bits) {
     int lane = threadIdx.x % WARP;
     int64_t col = blockIdx.x * (int64_t)GEMV_WARPS + threadIdx.x / WARP;
     if (col >= n) return;
@@ -141,8 +136,8 @@ __global__ void __launch_bounds__(GEMV_WARPS *WARP)
 // Transposed, many rows: 16 x 16 output tiles through shared memory.
 template <typename W>
 __global__ void __launch_bounds__(TILE *TILE)
-    tiled_kernel(const W *x, const uint8_t *q, const W *scales, const W *biases, W *dst, int64_t m,
-                 int64_t n, int64_t k, int64_t gs, int bits) {
+    tiled_kernel(const W *x, const uint8_t *q, const W *scales, const W *biases, W *dst, int64_t m, int64_t n,
+                 int64_t k, int64_t gs, int bits) {
     __shared__ W xs[TILE][TILE_K + 1];
     __shared__ W ws[TILE][TILE_K + 1];
     int tx = threadIdx.x, ty = threadIdx.y, t = ty * TILE + tx;
@@ -155,8 +150,8 @@ __global__ void __launch_bounds__(TILE *TILE)
             int r = e / TILE_K, c = e % TILE_K;
             int64_t gm = m0 + r, gn = n0 + r, gk = k0 + c;
             xs[r][c] = gm < m ? x[gm * k + gk] : (W)0;
-            ws[r][c] = gn < n ? decode(emi_quant_unpack(q + gn * row_bytes, gk, bits),
-                                       scales[gn * groups + gk / gs], biases[gn * groups + gk / gs])
+            ws[r][c] = gn < n ? decode(emi_quant_unpack(q + gn * row_bytes, gk, bits), scales[gn * groups + gk / gs],
+                                       biases[gn * groups + gk / gs])
                               : (W)0;
         }
         __syncthreads();
@@ -170,16 +165,15 @@ __global__ void __launch_bounds__(TILE *TILE)
 
 // Not transposed: W {K, N} quantized along N; a thread per output.
 template <typename W>
-__global__ void columns_kernel(const W *x, const uint8_t *q, const W *scales, const W *biases,
-                               W *dst, int64_t m, int64_t n, int64_t k, int64_t gs, int bits) {
+__global__ void columns_kernel(const W *x, const uint8_t *q, const W *scales, const W *biases, W *dst, int64_t m,
+                               int64_t n, int64_t k, int64_t gs, int bits) {
     int64_t row_bytes = n * bits / 8, groups = n / gs;
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < m * n;
-         i += (int64_t)gridDim.x * blockDim.x) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < m * n; i += (int64_t)gridDim.x * blockDim.x) {
         int64_t mi = i / n, c = i % n, g = c / gs;
         W acc = 0;
         for (int64_t kk = 0; kk < k; kk++)
-            acc += x[mi * k + kk] * decode(emi_quant_unpack(q + kk * row_bytes, c, bits),
-                                           scales[kk * groups + g], biases[kk * groups + g]);
+            acc += x[mi * k + kk] * decode(emi_quant_unpack(q + kk * row_bytes, c, bits), scales[kk * groups + g],
+                                           biases[kk * groups + g]);
         dst[i] = acc;
     }
 }
@@ -198,8 +192,7 @@ template <typename F> emily_status with_work(const char *op, const emily_tensor 
                        emily_dtype_name(t->dtype));
 }
 
-emily_status cuda_ranges(emily_tensor *scales, emily_tensor *biases, const emily_tensor *w,
-                         int bits, int64_t gs) {
+emily_status cuda_ranges(emily_tensor *scales, emily_tensor *biases, const emily_tensor *w, int bits, int64_t gs) {
     if (scales->size == 0) return EMILY_OK;
     emily_cuda_ctx ctx;
     const emily_tensor *ts[3] = {scales, biases, w};
@@ -222,8 +215,7 @@ emily_status cuda_quantize(emily_tensor *q, const emily_tensor *w, const emily_t
     if (s) return s;
     s = with_work("quantize", w, [&]<typename W>() -> emily_status {
         codes_kernel<W><<<grid_for(ctx.device, q->size), BLOCK, 0, ctx.stream>>>(
-            ptr<W>(w), ptr<W>(scales), ptr<W>(biases), ptr<uint8_t>(q), q->size, w->shape[1], gs,
-            bits);
+            ptr<W>(w), ptr<W>(scales), ptr<W>(biases), ptr<uint8_t>(q), q->size, w->shape[1], gs, bits);
         return EMILY_OK;
     });
     return s ? s : emi_cuda_launched(&ctx);
@@ -238,20 +230,17 @@ emily_status cuda_dequantize(emily_tensor *dst, const emily_tensor *q, const emi
     if (s) return s;
     s = with_work("dequantize", dst, [&]<typename W>() -> emily_status {
         decode_kernel<W><<<grid_for(ctx.device, dst->size), BLOCK, 0, ctx.stream>>>(
-            ptr<uint8_t>(q), ptr<W>(scales), ptr<W>(biases), ptr<W>(dst), dst->size,
-            dst->shape[1], gs, bits);
+            ptr<uint8_t>(q), ptr<W>(scales), ptr<W>(biases), ptr<W>(dst), dst->size, dst->shape[1], gs, bits);
         return EMILY_OK;
     });
     return s ? s : emi_cuda_launched(&ctx);
 }
 
-emily_status cuda_matmul(emily_tensor *dst, const emily_tensor *x, const emily_tensor *q,
-                         const emily_tensor *scales, const emily_tensor *biases, int bits,
-                         int64_t gs, bool transpose) {
+emily_status cuda_matmul(emily_tensor *dst, const emily_tensor *x, const emily_tensor *q, const emily_tensor *scales,
+                         const emily_tensor *biases, int bits, int64_t gs, bool transpose) {
     if (dst->size == 0) return EMILY_OK;
     if (!is_wide(dst) || x->dtype != dst->dtype || scales->dtype != dst->dtype)
-        return emily_error(EMILY_ERR_INTERNAL,
-                           "cuda: quantized_matmul: expects x, scales and dst of one type");
+        return emily_error(EMILY_ERR_INTERNAL, "cuda: quantized_matmul: expects x, scales and dst of one type");
     emily_cuda_ctx ctx;
     const emily_tensor *ts[5] = {dst, x, q, scales, biases};
     emily_status s = emi_cuda_begin("quantized_matmul", dev_of(dst), 5, ts, &ctx);
@@ -262,20 +251,19 @@ emily_status cuda_matmul(emily_tensor *dst, const emily_tensor *x, const emily_t
         const uint8_t *qp = ptr<uint8_t>(q);
         W *dp = ptr<W>(dst);
         if (!transpose) {
-            columns_kernel<W><<<grid_for(ctx.device, m * n), BLOCK, 0, ctx.stream>>>(
-                xp, qp, sp, bp, dp, m, n, k, gs, bits);
+            columns_kernel<W>
+                <<<grid_for(ctx.device, m * n), BLOCK, 0, ctx.stream>>>(xp, qp, sp, bp, dp, m, n, k, gs, bits);
         } else if (m <= 4 * GEMV_ROWS) {
             unsigned grid = (unsigned)((n + GEMV_WARPS - 1) / GEMV_WARPS);
-            gemv_kernel<W><<<grid, GEMV_WARPS * WARP, 0, ctx.stream>>>(xp, qp, sp, bp, dp, m, n, k,
-                                                                       gs, bits);
+            gemv_kernel<W><<<grid, GEMV_WARPS * WARP, 0, ctx.stream>>>(xp, qp, sp, bp, dp, m, n, k, gs, bits);
         } else {
             if ((m + TILE - 1) / TILE > 65535)
                 return emily_error(EMILY_ERR_UNSUPPORTED,
                                    "cuda: quantized_matmul: %lld rows of x exceed the tiled "
-                                   "kernel's grid", (long long)m);
+                                   "kernel's grid",
+                                   (long long)m);
             dim3 grid((unsigned)((n + TILE - 1) / TILE), (unsigned)((m + TILE - 1) / TILE));
-            tiled_kernel<W><<<grid, dim3(TILE, TILE), 0, ctx.stream>>>(xp, qp, sp, bp, dp, m, n, k,
-                                                                      gs, bits);
+            tiled_kernel<W><<<grid, dim3(TILE, TILE), 0, ctx.stream>>>(xp, qp, sp, bp, dp, m, n, k, gs, bits);
         }
         return EMILY_OK;
     });
@@ -284,5 +272,5 @@ emily_status cuda_matmul(emily_tensor *dst, const emily_tensor *x, const emily_t
 
 } // namespace
 
-extern "C" const struct emily_quant_kernels emi_cuda_quant_kernels = {cuda_ranges, cuda_quantize,
-                                                                      cuda_dequantize, cuda_matmul};
+extern "C" const struct emily_quant_kernels emi_cuda_quant_kernels = {cuda_ranges, cuda_quantize, cuda_dequantize,
+                                                                      cuda_matmul};

@@ -57,7 +57,9 @@ template <class L, bool SUM> struct FloatSumProd {
 struct F64Sum {
     typedef double S;
     typedef double D;
-    struct Acc { double s, c; };
+    struct Acc {
+        double s, c;
+    };
     __device__ Acc init() const { return Acc{0.0, 0.0}; }
     __device__ Acc load(double v, int64_t) const { return Acc{v, 0.0}; }
     __device__ Acc combine(Acc a, Acc b) const {
@@ -73,7 +75,11 @@ struct F64Sum {
 template <class L, typename C, bool MAX> struct FloatExtreme {
     typedef typename L::T S;
     typedef typename L::T D;
-    struct Acc { C v; int64_t idx; int nan; };
+    struct Acc {
+        C v;
+        int64_t idx;
+        int nan;
+    };
     __device__ Acc init() const { return Acc{MAX ? (C)-INFINITY : (C)INFINITY, INT64_MAX, 0}; }
     __device__ Acc load(S x, int64_t j) const {
         C v = (C)L::ld(x);
@@ -94,7 +100,9 @@ template <class L, typename C, bool MAX> struct FloatExtreme {
 template <typename T, typename P, bool SUM> struct ComplexSumProd {
     typedef T S;
     typedef T D;
-    struct Acc { double re, im; };
+    struct Acc {
+        double re, im;
+    };
     static constexpr bool sequential = true; // plain sums/products in the CPU's order
     __device__ Acc init() const { return Acc{SUM ? 0.0 : 1.0, 0.0}; }
     __device__ Acc load(T v, int64_t) const { return Acc{(double)v.re, (double)v.im}; }
@@ -128,8 +136,7 @@ template <typename T, bool ALL, bool HALF = false> struct Truth {
 };
 
 emily_status unsupported(emily_dtype t) {
-    return emily_error(EMILY_ERR_TYPE, "reduce: %s is not supported for this operation on cuda",
-                       emily_dtype_name(t));
+    return emily_error(EMILY_ERR_TYPE, "reduce: %s is not supported for this operation on cuda", emily_dtype_name(t));
 }
 
 // sum and product: integers wrap in (at least) 32 bits, f16/bf16/f32 fold
@@ -157,8 +164,7 @@ emily_status sum_product(const emily_cuda_ctx &ctx, bool sum, emily_tensor *dst,
 
 // reduce_max and reduce_min of real types.
 template <emily_dtype D>
-emily_status extreme(const emily_cuda_ctx &ctx, bool mx, emily_tensor *dst, const emily_tensor *src,
-                     const bool *m) {
+emily_status extreme(const emily_cuda_ctx &ctx, bool mx, emily_tensor *dst, const emily_tensor *src, const bool *m) {
     typedef storage_t<D> T;
     if constexpr (D == EMILY_U64) {
         return mx ? reduce_with(ctx, U64Extreme<true>(), dst, src, m)
@@ -177,20 +183,18 @@ emily_status extreme(const emily_cuda_ctx &ctx, bool mx, emily_tensor *dst, cons
 
 // all and any: f16/bf16 by their bits (one instantiation for both).
 template <emily_dtype D>
-emily_status truth(const emily_cuda_ctx &ctx, bool all, emily_tensor *dst, const emily_tensor *src,
-                   const bool *m) {
+emily_status truth(const emily_cuda_ctx &ctx, bool all, emily_tensor *dst, const emily_tensor *src, const bool *m) {
     if constexpr (is_half(D)) {
         return all ? reduce_with(ctx, Truth<uint16_t, true, true>(), dst, src, m)
                    : reduce_with(ctx, Truth<uint16_t, false, true>(), dst, src, m);
     } else {
         typedef storage_t<D> T;
-        return all ? reduce_with(ctx, Truth<T, true>(), dst, src, m)
-                   : reduce_with(ctx, Truth<T, false>(), dst, src, m);
+        return all ? reduce_with(ctx, Truth<T, true>(), dst, src, m) : reduce_with(ctx, Truth<T, false>(), dst, src, m);
     }
 }
 
-emily_status reduce_dispatch(const emily_cuda_ctx &ctx, emily_reduce_op op, emily_tensor *dst,
-                             const emily_tensor *src, const bool *m) {
+emily_status reduce_dispatch(const emily_cuda_ctx &ctx, emily_reduce_op op, emily_tensor *dst, const emily_tensor *src,
+                             const bool *m) {
     emily_dtype t = src->dtype;
     if (!emily_dtype_valid(t)) return unsupported(t);
     return with_dtype(t, "reduce", [&]<emily_dtype D>() -> emily_status {
@@ -209,7 +213,7 @@ emily_status reduce_dispatch(const emily_cuda_ctx &ctx, emily_reduce_op op, emil
 } // namespace
 
 extern "C" emily_status emi_cuda_reduce(emily_reduce_op op, emily_tensor *dst, const emily_tensor *src,
-                                          const bool *reduced) {
+                                        const bool *reduced) {
     static const char *const names[] = {"sum", "product", "reduce_max", "reduce_min", "all", "any"};
     if ((unsigned)op >= EMILY_REDUCE_OP_COUNT || !emily_dtype_valid(src->dtype))
         return emily_error(EMILY_ERR_INTERNAL, "reduce: bad op or dtype");
@@ -238,8 +242,7 @@ struct AcParams {
 
 template <class L> __device__ __forceinline__ double round_to(double v) { return (double)L::ld(L::st(v)); }
 
-template <class L>
-__device__ bool close_float(const AcParams &p, double x, double y) {
+template <class L> __device__ bool close_float(const AcParams &p, double x, double y) {
     bool ok;
     if (isinf(x) || isinf(y)) ok = x == y;
     else {
@@ -253,8 +256,7 @@ __device__ bool close_float(const AcParams &p, double x, double y) {
 
 __device__ __forceinline__ bool part_eq(double a, double b) { return (isnan(a) && isnan(b)) || a == b; }
 
-template <class L>
-__device__ bool close_complex(const AcParams &p, double xr, double xi, double yr, double yi) {
+template <class L> __device__ bool close_complex(const AcParams &p, double xr, double xi, double yr, double yi) {
     bool ok;
     if (isinf(xr) || isinf(xi) || isinf(yr) || isinf(yi)) {
         ok = part_eq(xr, yr) && part_eq(xi, yi);
@@ -312,8 +314,7 @@ template <typename T, class L> struct CloseComplex {
 
 // *bad becomes 1 when some element is not close.
 template <class C>
-__global__ void close_kernel(Layout<2> L, AcParams p, const typename C::S *a, const typename C::S *b,
-                             unsigned *bad) {
+__global__ void close_kernel(Layout<2> L, AcParams p, const typename C::S *a, const typename C::S *b, unsigned *bad) {
     bool fail = false;
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < L.total;
          i += (int64_t)gridDim.x * blockDim.x) {
@@ -327,21 +328,20 @@ __global__ void close_kernel(Layout<2> L, AcParams p, const typename C::S *a, co
 __global__ void close_result(const unsigned *bad, uint8_t *dst) { *dst = *bad ? 0 : 1; }
 
 template <class C>
-emily_status close_run(const emily_cuda_ctx &ctx, const AcParams &p, const emily_tensor *a,
-                       const emily_tensor *b, unsigned *bad) {
+emily_status close_run(const emily_cuda_ctx &ctx, const AcParams &p, const emily_tensor *a, const emily_tensor *b,
+                       unsigned *bad) {
     const emily_tensor *ts[2] = {a, b};
     const typename C::S *ap = (const typename C::S *)base_of(a), *bp = (const typename C::S *)base_of(b);
     return for_layout<2>(ctx.op, ts, [&](const Layout<2> &L, const int64_t *off) -> emily_status {
-        close_kernel<C><<<grid_for(ctx.device, L.total), BLOCK, 0, ctx.stream>>>(L, p, ap + off[0],
-                                                                                bp + off[1], bad);
+        close_kernel<C><<<grid_for(ctx.device, L.total), BLOCK, 0, ctx.stream>>>(L, p, ap + off[0], bp + off[1], bad);
         return emi_cuda_launched(&ctx);
     });
 }
 
 // Integers compare in their unsigned twin, floats round by their loader,
 // complex by the loader of their part type.
-emily_status close_dispatch(const emily_cuda_ctx &ctx, const AcParams &p, const emily_tensor *a,
-                            const emily_tensor *b, unsigned *bad) {
+emily_status close_dispatch(const emily_cuda_ctx &ctx, const AcParams &p, const emily_tensor *a, const emily_tensor *b,
+                            unsigned *bad) {
     return with_dtype(a->dtype, "all_close", [&]<emily_dtype D>() -> emily_status {
         typedef storage_t<D> T;
         if constexpr (is_integer(D))
@@ -354,8 +354,8 @@ emily_status close_dispatch(const emily_cuda_ctx &ctx, const AcParams &p, const 
 
 } // namespace
 
-extern "C" emily_status emi_cuda_all_close(emily_tensor *dst, const emily_tensor *a, const emily_tensor *b,
-                                             double rtol, double atol, bool equal_nan) {
+extern "C" emily_status emi_cuda_all_close(emily_tensor *dst, const emily_tensor *a, const emily_tensor *b, double rtol,
+                                           double atol, bool equal_nan) {
     if (a->dtype != b->dtype || dst->dtype != EMILY_U8 || dst->size != 1)
         return emily_error(EMILY_ERR_INTERNAL, "all_close kernel: bad operand types");
     emily_cuda_ctx ctx;

@@ -94,8 +94,7 @@ template <typename T> __device__ __forceinline__ T shfl_down_any(T v, int delta)
 // The combine of every thread's acc; valid in thread 0. blockDim.x is a
 // multiple of 32 and at most BLOCK.
 template <class Red>
-__device__ typename Red::Acc block_combine(const Red &red, typename Red::Acc acc,
-                                           typename Red::Acc *sh) {
+__device__ typename Red::Acc block_combine(const Red &red, typename Red::Acc acc, typename Red::Acc *sh) {
 #pragma unroll
     for (int off = 16; off > 0; off >>= 1) acc = red.combine(acc, shfl_down_any(acc, off));
     int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
@@ -119,8 +118,8 @@ __device__ typename Red::Acc block_combine(const Red &red, typename Red::Acc acc
 // single dependency chain of adds limits it; the accumulators are
 // combined at the end (every combine is commutative, ties go by index).
 template <class Red>
-__device__ __forceinline__ typename Red::Acc fold_contig(const Red &red, const typename Red::S *row,
-                                                         int64_t lo, int64_t hi, int t, int nt) {
+__device__ __forceinline__ typename Red::Acc fold_contig(const Red &red, const typename Red::S *row, int64_t lo,
+                                                         int64_t hi, int t, int nt) {
     typedef typename Red::S S;
     typedef typename Red::Acc Acc;
     constexpr int V = vec_of<S>();
@@ -160,8 +159,7 @@ __device__ __forceinline__ typename Red::Acc fold_contig(const Red &red, const t
 
 template <class Red>
 __global__ void __launch_bounds__(BLOCK) reduce_rows(RedGeom g, Red red, const typename Red::S *src,
-                                                     typename Red::D *dst, typename Red::Acc *part_out,
-                                                     int parts) {
+                                                     typename Red::D *dst, typename Red::Acc *part_out, int parts) {
     typedef typename Red::Acc Acc;
     __shared__ Acc sh[BLOCK / 32];
     int64_t items = g.K * parts;
@@ -187,9 +185,9 @@ __global__ void __launch_bounds__(BLOCK) reduce_rows(RedGeom g, Red red, const t
 // between one item and the next. Used for short rows (many outputs) and,
 // cut into parts, for long ones.
 template <class Red>
-__global__ void __launch_bounds__(BLOCK) reduce_rows_warp(RedGeom g, Red red, const typename Red::S *src,
-                                                          typename Red::D *dst, typename Red::Acc *part_out,
-                                                          int parts) {
+__global__ void __launch_bounds__(BLOCK)
+    reduce_rows_warp(RedGeom g, Red red, const typename Red::S *src, typename Red::D *dst, typename Red::Acc *part_out,
+                     int parts) {
     typedef typename Red::Acc Acc;
     int lane = (int)(threadIdx.x & 31);
     int64_t warp = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) >> 5;
@@ -217,8 +215,8 @@ __global__ void __launch_bounds__(BLOCK) reduce_rows_warp(RedGeom g, Red red, co
 // reduce_rows_warp's, cut among G threads instead of 32 (every combine is
 // commutative; ties go by index).
 template <class Red, int G>
-__global__ void __launch_bounds__(BLOCK) reduce_rows_group(RedGeom g, Red red, const typename Red::S *src,
-                                                           typename Red::D *dst) {
+__global__ void __launch_bounds__(BLOCK)
+    reduce_rows_group(RedGeom g, Red red, const typename Red::S *src, typename Red::D *dst) {
     typedef typename Red::Acc Acc;
     constexpr int PER_WARP = 32 / G;
     int lane = (int)(threadIdx.x & 31), gl = lane % G;
@@ -268,8 +266,8 @@ __global__ void reduce_cols(RedGeom g, Red red, const typename Red::S *src, type
 
 // Combines each output's parts (element (o, p) at o * so + p * sp).
 template <class Red>
-__global__ void __launch_bounds__(BLOCK) reduce_finish(RedGeom g, Red red, const typename Red::Acc *parts_in,
-                                                       int parts, int64_t so_, int64_t sp, typename Red::D *dst) {
+__global__ void __launch_bounds__(BLOCK) reduce_finish(RedGeom g, Red red, const typename Red::Acc *parts_in, int parts,
+                                                       int64_t so_, int64_t sp, typename Red::D *dst) {
     typedef typename Red::Acc Acc;
     __shared__ Acc sh[BLOCK / 32];
     constexpr int U = 8; // loads in flight per thread: parts can number thousands
@@ -312,8 +310,8 @@ __global__ void reduce_finish_seq(RedGeom g, Red red, const typename Red::Acc *p
 
 // Fills g from the input and the reduced mask; *rows tells which kernel
 // reads the input along its smallest stride. Fails past RMAXD dims.
-inline emily_status make_geom(const char *op, const emily_tensor *dst, const emily_tensor *src,
-                       const bool *reduced, RedGeom &g, bool &rows) {
+inline emily_status make_geom(const char *op, const emily_tensor *dst, const emily_tensor *src, const bool *reduced,
+                              RedGeom &g, bool &rows) {
     memset(&g, 0, sizeof g);
     g.K = g.R = 1;
     int64_t best = INT64_MAX;
@@ -441,7 +439,7 @@ emily_status run_reduce(const emily_cuda_ctx &ctx, const RedGeom &g, bool rows_i
     if (by_warp && parts == 1 && packs <= 16) {
         int G = packs <= 4 ? 4 : packs <= 8 ? 8 : 16;
         int64_t per_block = (BLOCK / 32) * (32 / G), blocks = (g.K + per_block - 1) / per_block;
-        int64_t cap = (G == 4    ? resident_blocks(reduce_rows_group<Red, 4>, sms)
+        int64_t cap = (G == 4   ? resident_blocks(reduce_rows_group<Red, 4>, sms)
                        : G == 8 ? resident_blocks(reduce_rows_group<Red, 8>, sms)
                                 : resident_blocks(reduce_rows_group<Red, 16>, sms));
         if (blocks > cap) blocks = cap;
@@ -518,8 +516,8 @@ template <> struct ld_of<EMILY_F64> { typedef LdF64 type; };
 template <emily_dtype D> using Ld = typename ld_of<D>::type;
 
 template <class Red>
-emily_status reduce_with(const emily_cuda_ctx &ctx, const Red &red, emily_tensor *dst,
-                         const emily_tensor *src, const bool *reduced) {
+emily_status reduce_with(const emily_cuda_ctx &ctx, const Red &red, emily_tensor *dst, const emily_tensor *src,
+                         const bool *reduced) {
     RedGeom g;
     bool rows;
     emily_status s = make_geom(ctx.op, dst, src, reduced, g, rows);

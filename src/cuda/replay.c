@@ -25,14 +25,14 @@
 typedef struct cuda_recording {
     int device;
     emi_cuda_arena *arena;
-    void *own_stream;           /* the recording's stream (engine handle) */
-    void *previous_stream;      /* the thread's current one before begin */
-    bool switched;              /* own_stream is the thread's current one */
-    cudaStream_t stream;        /* captured from */
+    void *own_stream;      /* the recording's stream (engine handle) */
+    void *previous_stream; /* the thread's current one before begin */
+    bool switched;         /* own_stream is the thread's current one */
+    cudaStream_t stream;   /* captured from */
     bool capturing;
     cudaGraph_t graph;
     cudaGraphExec_t exec;
-    cudaEvent_t finished;       /* after the last replay's readers */
+    cudaEvent_t finished; /* after the last replay's readers */
     bool have_finished;
     unsigned long long **flags; /* deferred checks' flags (arena memory) */
     int nflags, flags_cap;

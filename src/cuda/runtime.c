@@ -30,10 +30,10 @@ typedef struct cuda_block {
     void *ptr;
     size_t size;
     int cls;
-    emily_cuda_stream *last;     /* stream of the last use (NULL: none) */
-    unsigned long long last_gen; /* its generation then */
-    struct cuda_block *next;     /* hash chain while live, free list while cached */
-    struct emi_cuda_arena *arena; /* the arena owning it (NULL: the device's cache) */
+    emily_cuda_stream *last;       /* stream of the last use (NULL: none) */
+    unsigned long long last_gen;   /* its generation then */
+    struct cuda_block *next;       /* hash chain while live, free list while cached */
+    struct emi_cuda_arena *arena;  /* the arena owning it (NULL: the device's cache) */
     struct cuda_block *arena_next; /* the arena's list of every block it owns */
 } cuda_block;
 
@@ -42,8 +42,8 @@ typedef struct cuda_block {
  * so that work replayed later finds them as the recording left them. */
 struct emi_cuda_arena {
     int device;
-    cuda_block *owned;           /* every block, by arena_next */
-    cuda_block *free[NCLASSES];  /* the unused ones, by next */
+    cuda_block *owned;          /* every block, by arena_next */
+    cuda_block *free[NCLASSES]; /* the unused ones, by next */
     size_t bytes;
 };
 
@@ -65,15 +65,13 @@ static _Thread_local emi_cuda_arena *tls_arena[EMILY_CUDA_MAX_DEVICES];
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
 static atomic_ullong next_generation = 1;
 
-static unsigned long long new_generation(void) {
-    return atomic_fetch_add(&next_generation, 1);
-}
+static unsigned long long new_generation(void) { return atomic_fetch_add(&next_generation, 1); }
 
 emily_status emi_cuda_error(const char *op, cudaError_t err) {
     if (err == cudaSuccess) return EMILY_OK;
     (void)cudaGetLastError(); /* clear it so the next launch check does not see it */
-    return emily_error(err == cudaErrorMemoryAllocation ? EMILY_ERR_MEMORY : EMILY_ERR_DEVICE,
-                       "cuda: %s: %s", op, cudaGetErrorString(err));
+    return emily_error(err == cudaErrorMemoryAllocation ? EMILY_ERR_MEMORY : EMILY_ERR_DEVICE, "cuda: %s: %s", op,
+                       cudaGetErrorString(err));
 }
 
 /* ---- devices -------------------------------------------------------- */
@@ -113,10 +111,16 @@ static emily_status init_device(const char *op, int device) {
     pthread_mutex_lock(&init_lock);
     if (atomic_load_explicit(&dev->ready, memory_order_acquire)) goto done;
     cudaError_t err = cudaSetDevice(device);
-    if (err) { s = emi_cuda_error(op, err); goto done; }
+    if (err) {
+        s = emi_cuda_error(op, err);
+        goto done;
+    }
     emily_cuda_stream *ds = &dev->default_stream;
     err = cudaStreamCreateWithFlags(&ds->stream, cudaStreamNonBlocking);
-    if (err) { s = emi_cuda_error(op, err); goto done; }
+    if (err) {
+        s = emi_cuda_error(op, err);
+        goto done;
+    }
     err = cudaEventCreateWithFlags(&ds->event, cudaEventDisableTiming);
     if (err) {
         cudaStreamDestroy(ds->stream);
@@ -124,8 +128,7 @@ static emily_status init_device(const char *op, int device) {
         goto done;
     }
     int sms = 0;
-    if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess || sms < 1)
-        sms = 1;
+    if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess || sms < 1) sms = 1;
     (void)cudaGetLastError();
     dev->table_cap = 1024;
     dev->table = calloc(dev->table_cap, sizeof *dev->table);
@@ -147,8 +150,7 @@ done:
 emily_status emi_cuda_enter(const char *op, int device) {
     int n = emi_cuda_device_count();
     if (device < 0 || device >= n)
-        return emily_error(EMILY_ERR_DEVICE, "cuda: %s: device cuda:%d not found (%d present)", op,
-                           device, n);
+        return emily_error(EMILY_ERR_DEVICE, "cuda: %s: device cuda:%d not found (%d present)", op, device, n);
     if (!atomic_load_explicit(&devices[device].ready, memory_order_acquire)) {
         emily_status s = init_device(op, device);
         if (s) return s;
@@ -273,8 +275,7 @@ emily_status emi_cuda_stream_set_current(int device, void *handle) {
     if (s) return s;
     emily_cuda_stream *st = handle;
     if (st && st->device != device)
-        return emily_error(EMILY_ERR_DEVICE,
-                           "cuda: stream_set_current: the stream belongs to cuda:%d, not cuda:%d",
+        return emily_error(EMILY_ERR_DEVICE, "cuda: stream_set_current: the stream belongs to cuda:%d, not cuda:%d",
                            st->device, device);
     tls_current[device].s = st;
     tls_current[device].gen = st ? atomic_load(&st->gen) : 0;
@@ -357,8 +358,7 @@ static emily_status use_block(const char *op, cuda_block *b, emily_cuda_stream *
     return EMILY_OK;
 }
 
-emily_status emi_cuda_begin(const char *op, int device, int n, const emily_tensor *const *ts,
-                              emily_cuda_ctx *ctx) {
+emily_status emi_cuda_begin(const char *op, int device, int n, const emily_tensor *const *ts, emily_cuda_ctx *ctx) {
     emily_status s = emi_cuda_enter(op, device);
     if (s) return s;
     cuda_device *dev = &devices[device];
@@ -370,8 +370,8 @@ emily_status emi_cuda_begin(const char *op, int device, int n, const emily_tenso
         if (t->buffer->device.type != EMILY_DEVICE_CUDA || t->buffer->device.index != device) {
             char d[32];
             emily_device_format(t->buffer->device, d, sizeof d);
-            s = emily_error(EMILY_ERR_DEVICE, "cuda: %s: operand %d is on %s, the op runs on cuda:%d",
-                            op, i, d, device);
+            s = emily_error(EMILY_ERR_DEVICE, "cuda: %s: operand %d is on %s, the op runs on cuda:%d", op, i, d,
+                            device);
             break;
         }
         cuda_block *b = table_find(dev, t->buffer->data);
@@ -386,12 +386,9 @@ emily_status emi_cuda_begin(const char *op, int device, int n, const emily_tenso
     return EMILY_OK;
 }
 
-emily_status emi_cuda_launched(const emily_cuda_ctx *ctx) {
-    return emi_cuda_error(ctx->op, cudaGetLastError());
-}
+emily_status emi_cuda_launched(const emily_cuda_ctx *ctx) { return emi_cuda_error(ctx->op, cudaGetLastError()); }
 
-emily_status emi_cuda_order_ptr(const char *op, int device, const void *ptr,
-                                  cudaStream_t *stream, bool *known) {
+emily_status emi_cuda_order_ptr(const char *op, int device, const void *ptr, cudaStream_t *stream, bool *known) {
     cuda_device *dev = &devices[device];
     emily_status s = EMILY_OK;
     pthread_mutex_lock(&dev->lock);
@@ -427,10 +424,8 @@ emily_status emi_cuda_cublas(const emily_cuda_ctx *ctx, cublasHandle_t *out) {
     return s;
 }
 
-emily_status emi_cuda_cusolver(const emily_cuda_ctx *ctx, cusolverDnHandle_t *handle,
-                               cusolverDnParams_t *params) {
-    if (!ctx || !handle || !params)
-        return emily_error(EMILY_ERR_ARGUMENT, "cuda: cusolver: NULL argument");
+emily_status emi_cuda_cusolver(const emily_cuda_ctx *ctx, cusolverDnHandle_t *handle, cusolverDnParams_t *params) {
+    if (!ctx || !handle || !params) return emily_error(EMILY_ERR_ARGUMENT, "cuda: cusolver: NULL argument");
     cuda_device *dev = &devices[ctx->device];
     emily_cuda_stream *st = ctx->owner;
     emily_status s = EMILY_OK;
@@ -462,7 +457,11 @@ emily_status emi_cuda_cusolver(const emily_cuda_ctx *ctx, cusolverDnHandle_t *ha
 
 /* Size class of n bytes: 512 bytes, then four steps per power of two. */
 static bool size_class(size_t n, int *cls, size_t *size) {
-    if (n <= MIN_BLOCK) { *cls = 0; *size = MIN_BLOCK; return true; }
+    if (n <= MIN_BLOCK) {
+        *cls = 0;
+        *size = MIN_BLOCK;
+        return true;
+    }
     if (n > ((size_t)1 << 60)) return false;
     int k = 63 - __builtin_clzll((unsigned long long)(n - 1)); /* 2^k < n <= 2^(k+1) */
     size_t base = (size_t)1 << k, step = base >> 2;
@@ -525,8 +524,8 @@ static emily_status alloc_on(const char *op, int device, size_t nbytes, void **p
             free(b);
             (void)cudaGetLastError();
             return emily_error(err == cudaErrorMemoryAllocation ? EMILY_ERR_MEMORY : EMILY_ERR_DEVICE,
-                               "cuda: %s: %s allocating %zu bytes on cuda:%d (%zu bytes in use, %zu cached)",
-                               op, cudaGetErrorString(err), nbytes, device, active, cached);
+                               "cuda: %s: %s allocating %zu bytes on cuda:%d (%zu bytes in use, %zu cached)", op,
+                               cudaGetErrorString(err), nbytes, device, active, cached);
         }
         b->ptr = p;
         b->size = size;
@@ -554,9 +553,7 @@ static emily_status alloc_on(const char *op, int device, size_t nbytes, void **p
     return EMILY_OK;
 }
 
-emily_status emi_cuda_alloc(int device, size_t nbytes, void **ptr) {
-    return alloc_on("alloc", device, nbytes, ptr);
-}
+emily_status emi_cuda_alloc(int device, size_t nbytes, void **ptr) { return alloc_on("alloc", device, nbytes, ptr); }
 
 void emi_cuda_free(int device, void *ptr) {
     if (!ptr || device < 0 || device >= EMILY_CUDA_MAX_DEVICES) return;
@@ -593,9 +590,7 @@ void emi_cuda_arena_set_current(int device, emi_cuda_arena *a) {
     if (device >= 0 && device < EMILY_CUDA_MAX_DEVICES) tls_arena[device] = a;
 }
 
-size_t emi_cuda_arena_bytes(const emi_cuda_arena *a) {
-    return a ? a->bytes : 0;
-}
+size_t emi_cuda_arena_bytes(const emi_cuda_arena *a) { return a ? a->bytes : 0; }
 
 void emi_cuda_arena_free(emi_cuda_arena *a) {
     if (!a) return;
@@ -629,9 +624,7 @@ emily_status emi_cuda_scratch(const emily_cuda_ctx *ctx, size_t nbytes, void **p
     return alloc_on(ctx->op, ctx->device, nbytes ? nbytes : 1, ptr);
 }
 
-void emi_cuda_scratch_free(const emily_cuda_ctx *ctx, void *ptr) {
-    emi_cuda_free(ctx->device, ptr);
-}
+void emi_cuda_scratch_free(const emily_cuda_ctx *ctx, void *ptr) { emi_cuda_free(ctx->device, ptr); }
 
 emily_status emi_cuda_memory_stats(int device, emily_memory_stats *out) {
     emily_status s = emi_cuda_enter("memory_stats", device);

@@ -13,10 +13,10 @@
 struct emily_cuda_stream {
     int device;
     cudaStream_t stream;
-    cudaEvent_t event;       /* recorded when another stream must wait */
-    atomic_ullong gen;       /* unique while live; 0 once freed */
-    cublasHandle_t cublas;   /* created at first use */
-    cusolverDnHandle_t cusolver;          /* created at first use, with its params */
+    cudaEvent_t event;           /* recorded when another stream must wait */
+    atomic_ullong gen;           /* unique while live; 0 once freed */
+    cublasHandle_t cublas;       /* created at first use */
+    cusolverDnHandle_t cusolver; /* created at first use, with its params */
     cusolverDnParams_t cusolver_params;
     struct emily_cuda_stream *next_free;
 };
@@ -46,8 +46,7 @@ void *emi_cuda_stream_get_current(int device);
  * current stream, which is stored in *stream. *known is false when ptr is
  * not the start of a live allocation (the caller must then wait for the
  * whole device before reading it). */
-emily_status emi_cuda_order_ptr(const char *op, int device, const void *ptr,
-                                  cudaStream_t *stream, bool *known);
+emily_status emi_cuda_order_ptr(const char *op, int device, const void *ptr, cudaStream_t *stream, bool *known);
 
 /* Arenas: while an arena is the calling thread's current one for a
  * device, that thread's allocations there (outputs, scratch) come from

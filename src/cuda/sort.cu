@@ -67,7 +67,7 @@ template <typename U, int KIND, uint64_t INF> struct KeyMap {
             return (U)(b ^ SIGN);
         } else {
             // float: NaN largest, -0.0 as +0.0, then the usual mapping
-            if ((U)(b & (U)~SIGN) > (U)INF) return (U)~(U)0;
+            if ((U)(b & (U)~SIGN) > (U)INF) return (U) ~(U)0;
             if (b == SIGN) b = 0;
             return (b & SIGN) ? (U)~b : (U)(b | SIGN);
         }
@@ -78,11 +78,10 @@ template <typename U, int KIND, uint64_t INF> struct KeyMap {
 // g = row * n + j (j: position along the axis). With `seg`, the row
 // number sits above the key's bits (the host only asks when they fit KT).
 template <typename U, int KIND, uint64_t INF, typename KT>
-__global__ void make_keys(Layout<3> L, const U *src, int64_t n, int64_t s_ax, int64_t r0, U flip,
-                          bool seg, KT *keys, uint32_t *idx) {
+__global__ void make_keys(Layout<3> L, const U *src, int64_t n, int64_t s_ax, int64_t r0, U flip, bool seg, KT *keys,
+                          uint32_t *idx) {
     int64_t total = L.total * n;
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
-         i += (int64_t)gridDim.x * blockDim.x) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total; i += (int64_t)gridDim.x * blockDim.x) {
         int64_t r = i / n, j = i - r * n;
         int64_t off[3];
         layout_offsets<3, int64_t>(L, r, off);
@@ -99,8 +98,7 @@ __global__ void make_keys(Layout<3> L, const U *src, int64_t n, int64_t s_ax, in
 
 // Row numbers of sorted global indices (the second sort of the two-sort path).
 __global__ void row_keys(const uint32_t *idx, int64_t total, int64_t n, uint32_t *rows) {
-    for (int64_t m = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; m < total;
-         m += (int64_t)gridDim.x * blockDim.x)
+    for (int64_t m = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; m < total; m += (int64_t)gridDim.x * blockDim.x)
         rows[m] = (uint32_t)((int64_t)idx[m] / n);
 }
 
@@ -109,12 +107,11 @@ __global__ void row_keys(const uint32_t *idx, int64_t total, int64_t n, uint32_t
 // the axis, layout operand 1); IDX: write its position to ix (dtype idt of
 // ies bytes, stride i_ax, layout operand 2).
 template <typename B, bool VAL, bool IDX>
-__global__ void scatter_out(Layout<3> L, const B *src, int64_t n, int64_t kout, int64_t s_ax,
-                            int64_t r0, const uint32_t *sorted, B *vals, int64_t v_ax, char *ix,
-                            int idt, int64_t ies, int64_t i_ax) {
+__global__ void scatter_out(Layout<3> L, const B *src, int64_t n, int64_t kout, int64_t s_ax, int64_t r0,
+                            const uint32_t *sorted, B *vals, int64_t v_ax, char *ix, int idt, int64_t ies,
+                            int64_t i_ax) {
     int64_t total = L.total * kout;
-    for (int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; t < total;
-         t += (int64_t)gridDim.x * blockDim.x) {
+    for (int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; t < total; t += (int64_t)gridDim.x * blockDim.x) {
         int64_t r = t / kout, q = t - r * kout;
         int64_t off[3];
         layout_offsets<3, int64_t>(L, r, off);
@@ -147,8 +144,8 @@ constexpr int64_t TOPK_ROW_MAX = (int64_t)1 << 16;
 
 template <typename U, int KIND, uint64_t INF>
 __global__ void __launch_bounds__(TOPK_THREADS)
-topk_select(Layout<3> L, const U *src, int64_t n, int64_t s_ax, int64_t k, int pos_bits, U *vals,
-            int64_t v_ax, char *ix, int idt, int64_t ies, int64_t i_ax) {
+    topk_select(Layout<3> L, const U *src, int64_t n, int64_t s_ax, int64_t k, int pos_bits, U *vals, int64_t v_ax,
+                char *ix, int idt, int64_t ies, int64_t i_ax) {
     __shared__ unsigned hist[256];
     __shared__ uint64_t cand[TOPK_MAX];
     __shared__ uint64_t want_s, mask_s;
@@ -157,7 +154,7 @@ topk_select(Layout<3> L, const U *src, int64_t n, int64_t s_ax, int64_t k, int p
     int64_t off[3];
     layout_offsets<3, int64_t>(L, (int64_t)blockIdx.x, off);
     const U *row = src + off[0];
-    const U flip = (U)~(U)0; // descending
+    const U flip = (U) ~(U)0;                       // descending
     int total_bits = 8 * (int)sizeof(U) + pos_bits; // <= 64
     if (threadIdx.x == 0) {
         want_s = 0;
@@ -247,7 +244,7 @@ struct SortJob {
     emily_status launch_keys(KT *keys, uint32_t *idx, bool seg) {
         const U *base = (const U *)base_of(src);
         int64_t s_ax = src->strides[axis];
-        U flip = desc ? (U)~(U)0 : (U)0;
+        U flip = desc ? (U) ~(U)0 : (U)0;
         return for_rows([&](const Layout<3> &L, const int64_t *off, int64_t r0) -> emily_status {
             make_keys<U, KIND, INF, KT><<<grid_for(ctx.device, L.total * n), BLOCK, 0, ctx.stream>>>(
                 L, base + off[0], n, s_ax, r0, flip, seg, keys, idx);
@@ -276,15 +273,14 @@ struct SortJob {
             default: break;
             }
         }
-        return emily_error(EMILY_ERR_INTERNAL, "cuda: %s: no %d-bit keys for %s", ctx.op,
-                           (int)(8 * sizeof(KT)), emily_dtype_name(src->dtype));
+        return emily_error(EMILY_ERR_INTERNAL, "cuda: %s: no %d-bit keys for %s", ctx.op, (int)(8 * sizeof(KT)),
+                           emily_dtype_name(src->dtype));
     }
 
     // CUB's radix sort of `total` pairs on key bits [0, end_bit): with temp
     // NULL it only sets *bytes (the temporary storage it needs).
     template <typename KT>
-    emily_status radix(cub::DoubleBuffer<KT> &k, cub::DoubleBuffer<uint32_t> &v, int end_bit,
-                       size_t *bytes) {
+    emily_status radix(cub::DoubleBuffer<KT> &k, cub::DoubleBuffer<uint32_t> &v, int end_bit, size_t *bytes) {
         size_t b = *bytes;
         emily_status s = emi_cuda_error(
             ctx.op, cub::DeviceRadixSort::SortPairs(temp, b, k, v, (uint32_t)total, 0, end_bit, ctx.stream));
@@ -355,8 +351,7 @@ struct SortJob {
         char *ib = ix ? base_of(ix) : NULL;
         int idt = ix ? (int)ix->dtype : 0;
         int64_t ies = ix ? (int64_t)emily_dtype_size(ix->dtype) : 0;
-        int64_t s_ax = src->strides[axis], v_ax = vals ? vals->strides[axis] : 0,
-                i_ax = ix ? ix->strides[axis] : 0;
+        int64_t s_ax = src->strides[axis], v_ax = vals ? vals->strides[axis] : 0, i_ax = ix ? ix->strides[axis] : 0;
         return for_rows([&](const Layout<3> &L, const int64_t *off, int64_t r0) -> emily_status {
             scatter_out<B, VAL, IDX><<<grid_for(ctx.device, L.total * kout), BLOCK, 0, ctx.stream>>>(
                 L, sb + off[0], n, kout, s_ax, r0, sorted, VAL ? vb + off[1] : NULL, v_ax,
@@ -403,8 +398,7 @@ struct SortJob {
         case EMILY_BF16: return launch_select<uint16_t, KEY_FLOAT, 0x7f80u>(pos_bits);
         case EMILY_F32: return launch_select<uint32_t, KEY_FLOAT, 0x7f800000u>(pos_bits);
         default:
-            return emily_error(EMILY_ERR_INTERNAL, "cuda: top_k: no selection for %s",
-                               emily_dtype_name(src->dtype));
+            return emily_error(EMILY_ERR_INTERNAL, "cuda: top_k: no selection for %s", emily_dtype_name(src->dtype));
         }
     }
 
@@ -419,9 +413,8 @@ struct SortJob {
             return s ? s : select_top_k();
         }
         if ((uint64_t)total > UINT32_MAX)
-            return emily_error(EMILY_ERR_UNSUPPORTED,
-                               "cuda: %s: %lld elements: the CUDA sort takes fewer than 2^32", ctx.op,
-                               (long long)total);
+            return emily_error(EMILY_ERR_UNSUPPORTED, "cuda: %s: %lld elements: the CUDA sort takes fewer than 2^32",
+                               ctx.op, (long long)total);
         emily_status s = make_views();
         if (s) return s;
         int key_bits = (int)emily_dtype_size(src->dtype) * 8, row_bits = 0;
@@ -452,8 +445,8 @@ emily_status check_index(const char *op, const emily_tensor *ix) {
     return EMILY_OK;
 }
 
-emily_status run_job(const char *op, Job job, const emily_tensor *src, emily_tensor *vals,
-                     emily_tensor *ix, int axis, bool desc, int64_t kout) {
+emily_status run_job(const char *op, Job job, const emily_tensor *src, emily_tensor *vals, emily_tensor *ix, int axis,
+                     bool desc, int64_t kout) {
     emily_status s = check_real(op, src);
     if (!s && ix) s = check_index(op, ix);
     if (s) return s;

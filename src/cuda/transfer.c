@@ -100,8 +100,7 @@ static cudaError_t ring_acquire(slot_ring *r, int *idx) {
     return cudaSuccess;
 }
 
-static cudaError_t staged_upload(slot_ring *r, char *dst, const char *src, size_t n,
-                                 cudaStream_t stream) {
+static cudaError_t staged_upload(slot_ring *r, char *dst, const char *src, size_t n, cudaStream_t stream) {
     for (size_t off = 0; off < n; off += r->slot) {
         size_t len = n - off < r->slot ? n - off : r->slot;
         int i;
@@ -118,8 +117,7 @@ static cudaError_t staged_upload(slot_ring *r, char *dst, const char *src, size_
 }
 
 /* Chunks through the large slots; chunk k goes to slot (first + k) % n. */
-static cudaError_t staged_download(slot_ring *r, char *dst, const char *src, size_t n,
-                                   cudaStream_t stream) {
+static cudaError_t staged_download(slot_ring *r, char *dst, const char *src, size_t n, cudaStream_t stream) {
     size_t chunks = (n + r->slot - 1) / r->slot, issued = 0, done = 0;
     int slot_of[BIG_SLOTS];
     cudaError_t err = cudaSuccess;
@@ -128,8 +126,7 @@ static cudaError_t staged_download(slot_ring *r, char *dst, const char *src, siz
             size_t off = issued * r->slot, len = n - off < r->slot ? n - off : r->slot;
             int i;
             if ((err = ring_acquire(r, &i))) break;
-            err = cudaMemcpyAsync(r->base + (size_t)i * r->slot, src + off, len,
-                                  cudaMemcpyDeviceToHost, stream);
+            err = cudaMemcpyAsync(r->base + (size_t)i * r->slot, src + off, len, cudaMemcpyDeviceToHost, stream);
             if (!err) err = cudaEventRecord(r->ev[i], stream);
             if (err) break;
             r->pending[i] = true;
@@ -151,8 +148,7 @@ static cudaError_t staged_download(slot_ring *r, char *dst, const char *src, siz
  * (for everything when the pointer is not a buffer start), then copies
  * through the staging slots or, without them (and for small downloads),
  * directly followed by a wait. */
-static emily_status transfer(const char *op, int device, void *dst, const void *src, size_t nbytes,
-                             bool upload) {
+static emily_status transfer(const char *op, int device, void *dst, const void *src, size_t nbytes, bool upload) {
     emily_status s = emi_cuda_enter(op, device);
     if (s || nbytes == 0) return s;
     if (emi_cuda_capturing(device)) /* the data is not there yet (replay.c) */
@@ -167,15 +163,12 @@ static emily_status transfer(const char *op, int device, void *dst, const void *
     staging *st = direct ? NULL : get_staging(device);
     if (err) {
     } else if (!st) {
-        err = cudaMemcpyAsync(dst, src, nbytes,
-                              upload ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost, stream);
+        err = cudaMemcpyAsync(dst, src, nbytes, upload ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost, stream);
         if (!err) err = cudaStreamSynchronize(stream);
     } else {
         pthread_mutex_lock(&st->lock);
-        if (upload)
-            err = staged_upload(nbytes <= SMALL_SLOT ? &st->small : &st->big, dst, src, nbytes, stream);
-        else
-            err = staged_download(&st->big, dst, src, nbytes, stream);
+        if (upload) err = staged_upload(nbytes <= SMALL_SLOT ? &st->small : &st->big, dst, src, nbytes, stream);
+        else err = staged_download(&st->big, dst, src, nbytes, stream);
         pthread_mutex_unlock(&st->lock);
     }
     return emi_cuda_error(op, err);

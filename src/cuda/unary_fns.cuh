@@ -15,7 +15,6 @@
 
 namespace emily_cuda {
 
-
 // Everything below is private to the file that includes it (as the
 // kernels of one .cu file are).
 namespace {
@@ -36,22 +35,30 @@ __device__ inline emily_cd cr_csin(emily_cd z) {
     if (!isfinite(z.re) || z.im != z.im) return emily_cd_make(NAN, NAN);
     if (isinf(z.im)) return emily_cd_make(z.re * z.im, z.im);
     double s, c;
-    if (!emily_cr::cr_sincos(z.re, s, c)) { s = sin(z.re); c = cos(z.re); }
+    if (!emily_cr::cr_sincos(z.re, s, c)) {
+        s = sin(z.re);
+        c = cos(z.re);
+    }
     return emily_cd_make(__dmul_rn(s, emily_cr::cr_cosh(z.im)), __dmul_rn(c, emily_cr::cr_sinh(z.im)));
 }
 __device__ inline emily_cd cr_ccos(emily_cd z) {
     if (!isfinite(z.re) || z.im != z.im) return emily_cd_make(NAN, NAN);
     if (isinf(z.im)) return emily_cd_make(INFINITY, -1.0 * z.im * z.re);
     double s, c;
-    if (!emily_cr::cr_sincos(z.re, s, c)) { s = sin(z.re); c = cos(z.re); }
+    if (!emily_cr::cr_sincos(z.re, s, c)) {
+        s = sin(z.re);
+        c = cos(z.re);
+    }
     // 0 - sin(re), not -sin(re): as emily_cd_cos (core/scalar_unary.h)
     return emily_cd_make(__dmul_rn(c, emily_cr::cr_cosh(z.im)), __dmul_rn(__dsub_rn(0.0, s), emily_cr::cr_sinh(z.im)));
 }
 __device__ inline emily_cd cr_cexp(emily_cd z) {
-    if (z.re == -INFINITY || z.re == INFINITY || isinf(z.im) || z.re != z.re || z.im != z.im)
-        return emily_cd_exp(z);
+    if (z.re == -INFINITY || z.re == INFINITY || isinf(z.im) || z.re != z.re || z.im != z.im) return emily_cd_exp(z);
     double s, c;
-    if (!emily_cr::cr_sincos(z.im, s, c)) { s = sin(z.im); c = cos(z.im); }
+    if (!emily_cr::cr_sincos(z.im, s, c)) {
+        s = sin(z.im);
+        c = cos(z.im);
+    }
     double rho = emily_cr::cr_exp(z.re);
     return emily_cd_make(__dmul_rn(rho, c), __dmul_rn(rho, s));
 }
@@ -89,10 +96,10 @@ template <emily_unary_op OP> struct cplx_rule {
     static constexpr bool own = false;
     static __device__ emily_cd f(emily_cd z) { return z; }
 };
-#define EMI_CUDA_OWN_RULE_(KIND, OP, T, FN)                                            \
-    template <> struct KIND##_rule<EMILY_##OP> {                                       \
-        static constexpr bool own = true;                                              \
-        static __device__ T f(T x) { return FN(x); }                                   \
+#define EMI_CUDA_OWN_RULE_(KIND, OP, T, FN)          \
+    template <> struct KIND##_rule<EMILY_##OP> {     \
+        static constexpr bool own = true;            \
+        static __device__ T f(T x) { return FN(x); } \
     };
 EMI_CUDA_OWN_RULE_(real, EXPM1, double, nx_expm1)
 EMI_CUDA_OWN_RULE_(cplx, EXPM1, emily_cd, nx_cexpm1)
@@ -123,10 +130,10 @@ template <emily_unary_op OP> struct f32_fn {
     static constexpr int ulps = -1;
     static __device__ float f(float x) { return x; }
 };
-#define EMI_CUDA_F32_FN_(OP, FN, ULPS)                                                 \
-    template <> struct f32_fn<EMILY_##OP> {                                            \
-        static constexpr int ulps = ULPS;                                              \
-        static __device__ float f(float x) { return FN(x); }                           \
+#define EMI_CUDA_F32_FN_(OP, FN, ULPS)                       \
+    template <> struct f32_fn<EMILY_##OP> {                  \
+        static constexpr int ulps = ULPS;                    \
+        static __device__ float f(float x) { return FN(x); } \
     };
 EMI_CUDA_F32_FN_(EXP, expf, 2)
 EMI_CUDA_F32_FN_(LOG, logf, 1)
@@ -163,15 +170,15 @@ __device__ __forceinline__ uint16_t half_unary(uint16_t h, Exact exact, ToF32 to
 } // namespace
 } // namespace emily_cuda
 
-#define EMI_UNARY_HALF(ENUM, n, s, v)                                                  \
-    emily_cuda::half_unary<EMILY_##ENUM>(                                              \
+#define EMI_UNARY_HALF(ENUM, n, s, v)                                                                           \
+    emily_cuda::half_unary<EMILY_##ENUM>(                                                                       \
         v, [](uint16_t h_) { return emily_sc_f64_to_##s(EMI_UNARY_REAL(ENUM, n, emily_sc_##s##_to_f64(h_))); }, \
         emily_sc_##s##_to_f32, emily_sc_f64_to_##s)
-#define EMI_UNARY_REAL(ENUM, n, x)                                                     \
+#define EMI_UNARY_REAL(ENUM, n, x) \
     (emily_cuda::real_rule<EMILY_##ENUM>::own ? emily_cuda::real_rule<EMILY_##ENUM>::f(x) : emily_sc_##n(x))
-#define EMI_UNARY_REAL_F64(ENUM, n, x)                                                 \
+#define EMI_UNARY_REAL_F64(ENUM, n, x) \
     (emily_cuda::f64_rule<EMILY_##ENUM>::own ? emily_cuda::f64_rule<EMILY_##ENUM>::f(x) : EMI_UNARY_REAL(ENUM, n, x))
-#define EMI_UNARY_CPLX(ENUM, n, z)                                                     \
+#define EMI_UNARY_CPLX(ENUM, n, z) \
     (emily_cuda::cplx_rule<EMILY_##ENUM>::own ? emily_cuda::cplx_rule<EMILY_##ENUM>::f(z) : emily_cd_##n(z))
 #include "core/unary_kernels.h"
 

@@ -5,8 +5,6 @@
 
 namespace emily_cuda {
 
-unary_run unary_pick_math(emily_unary_op op, emily_dtype sd, emily_dtype dd) {
-    return pick_unary<true>(op, sd, dd);
-}
+unary_run unary_pick_math(emily_unary_op op, emily_dtype sd, emily_dtype dd) { return pick_unary<true>(op, sd, dd); }
 
 } // namespace emily_cuda

@@ -28,6 +28,7 @@ constexpr bool is_math_rule(emi_unary_rule r) {
 // is_math_rule() gives MATH (the others are NULL here), so that each
 // file instantiates its own half.
 template <bool MATH> unary_run pick_unary(emily_unary_op op, emily_dtype sd, emily_dtype dd) {
+// clang-format off
 #define EMI_CUDA_PICK_KERNEL_(NAME, ST, DT, SRC, DST, EXPR)                                \
     if (sd == EMILY_##SRC && dd == EMILY_##DST) return map1<unary_kernels::NAME>;
 #define EMI_CUDA_PICK_OP_(ENUM, name, rule)                                                \
@@ -36,6 +37,7 @@ template <bool MATH> unary_run pick_unary(emily_unary_op op, emily_dtype sd, emi
             EMI_UNARY_KERNELS(rule)(EMI_CUDA_PICK_KERNEL_, ENUM, name)                     \
         }                                                                                  \
         break;
+    // clang-format on
     switch (op) {
         EMILY_UNARY_OPS(EMI_CUDA_PICK_OP_)
     default: break;

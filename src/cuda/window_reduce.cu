@@ -31,8 +31,8 @@ template <emily_dtype D, int OP> struct WinFold {
     static constexpr bool F32_MINMAX = D == EMILY_F32 && OP >= EMILY_WINDOW_MAX;
     typedef typename std::conditional<
         is_complex(D), emily_sb_complex,
-        typename std::conditional<is_integer(D), S, typename std::conditional<F32_MINMAX, float, double>::type>::type>::type
-        A;
+        typename std::conditional<is_integer(D), S,
+                                  typename std::conditional<F32_MINMAX, float, double>::type>::type>::type A;
 
     static __device__ __forceinline__ A init() {
         if constexpr (is_complex(D)) {
@@ -41,14 +41,15 @@ template <emily_dtype D, int OP> struct WinFold {
             // max: the type's smallest value, min: its largest (what the
             // CPU writes for a window of padding only)
             typedef typename std::make_unsigned<S>::type U;
-            constexpr U ones = (U)~(U)0;
+            constexpr U ones = (U) ~(U)0;
             constexpr S hi = is_unsigned(D) ? (S)ones : (S)(ones >> 1);
             constexpr S lo = is_unsigned(D) ? (S)0 : (S)(-(S)(ones >> 1) - 1);
-            return OP == EMILY_WINDOW_SUM ? (S)0 : OP == EMILY_WINDOW_PRODUCT ? (S)1
-                   : OP == EMILY_WINDOW_MAX ? lo : hi;
+            return OP == EMILY_WINDOW_SUM ? (S)0 : OP == EMILY_WINDOW_PRODUCT ? (S)1 : OP == EMILY_WINDOW_MAX ? lo : hi;
         } else {
-            return OP == EMILY_WINDOW_SUM ? (A)0.0 : OP == EMILY_WINDOW_PRODUCT ? (A)1.0
-                   : OP == EMILY_WINDOW_MAX ? (A)-INFINITY : (A)INFINITY;
+            return OP == EMILY_WINDOW_SUM       ? (A)0.0
+                   : OP == EMILY_WINDOW_PRODUCT ? (A)1.0
+                   : OP == EMILY_WINDOW_MAX     ? (A)-INFINITY
+                                                : (A)INFINITY;
         }
     }
     static __device__ __forceinline__ A add(A acc, S x) {
@@ -91,8 +92,7 @@ __global__ void win_kernel(const __grid_constant__ WinAxes g, int64_t total, con
                            storage_t<D> *__restrict__ dst) {
     typedef WinFold<D, OP> F;
     int64_t c[CAP], w[CAP];
-    for (int64_t o = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; o < total;
-         o += (int64_t)gridDim.x * blockDim.x) {
+    for (int64_t o = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; o < total; o += (int64_t)gridDim.x * blockDim.x) {
         int64_t rem = o, off = 0;
         bool inside = true;
         for (int d = g.rank - 1; d >= 0; d--) {
@@ -143,7 +143,7 @@ struct Pool2 {
 
 template <emily_dtype D, int OP>
 __global__ void __launch_bounds__(BLOCK)
-pool2_kernel(Pool2 p, const storage_t<D> *__restrict__ src, storage_t<D> *__restrict__ dst) {
+    pool2_kernel(Pool2 p, const storage_t<D> *__restrict__ src, storage_t<D> *__restrict__ dst) {
     typedef storage_t<D> S;
     typedef WinFold<D, OP> F;
     const uint32_t plane = (uint32_t)(p.OH * p.OW * p.C), OW = (uint32_t)p.OW, C = (uint32_t)p.C;
@@ -234,9 +234,8 @@ bool as_pool2(const WinAxes &g, Pool2 &p) {
     return p.OH * p.OW * p.C <= INT32_MAX;
 }
 
-emily_status cuda_window_reduce(emily_window_op op, emily_tensor *dst, const emily_tensor *src,
-                                const int64_t *window, const int64_t *strides, const int64_t *dilations,
-                                const int64_t *pad_lo) {
+emily_status cuda_window_reduce(emily_window_op op, emily_tensor *dst, const emily_tensor *src, const int64_t *window,
+                                const int64_t *strides, const int64_t *dilations, const int64_t *pad_lo) {
     static const char *names[] = {"window_sum", "window_product", "window_max", "window_min"};
     if ((unsigned)op > (unsigned)EMILY_WINDOW_MIN)
         return emily_error(EMILY_ERR_ARGUMENT, "cuda: window_reduce: unknown op %d", (int)op);

@@ -27,9 +27,9 @@ using namespace emily_cuda;
 namespace {
 
 struct ScatterTypes {
-    int tt, st, it, ot;     // input, source, init, output dtypes
-    int64_t tes, ses, oes;  // their element sizes (init: one element)
-    bool fkeys, ukeys;      // float keys; else unsigned integer keys?
+    int tt, st, it, ot;    // input, source, init, output dtypes
+    int64_t tes, ses, oes; // their element sizes (init: one element)
+    bool fkeys, ukeys;     // float keys; else unsigned integer keys?
     bool tfloat, ofloat, sfloat, ifloat;
 };
 
@@ -69,8 +69,7 @@ __global__ void select_kernel(const __grid_constant__ WinAxes g, int64_t npos, c
                               const char *__restrict__ init, ScatterTypes t, bool is_max, int64_t *__restrict__ sel) {
     int64_t c[CAP], w[CAP];
     const Key pad = pad_key(t, init);
-    for (int64_t p = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; p < npos;
-         p += (int64_t)gridDim.x * blockDim.x) {
+    for (int64_t p = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; p < npos; p += (int64_t)gridDim.x * blockDim.x) {
         int64_t rem = p, off = 0, count = 1;
         bool inside = true;
         for (int d = g.rank - 1; d >= 0; d--) {
@@ -135,8 +134,7 @@ __global__ void gather_kernel(const __grid_constant__ WinAxes g, int64_t total, 
     int64_t lo[CAP], hi[CAP], i[CAP];
     const double init_d = t.ifloat ? (double)(float)rt_load_f(t.it, init) : rt_load_f(t.it, init);
     const uint64_t init_i = rt_load_int(t.it, init);
-    for (int64_t o = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; o < total;
-         o += (int64_t)gridDim.x * blockDim.x) {
+    for (int64_t o = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; o < total; o += (int64_t)gridDim.x * blockDim.x) {
         // the window positions covering o, per axis
         int64_t rem = o, wflat = 0, soff = 0;
         bool any = true;
@@ -234,12 +232,11 @@ emily_status window_scatter(bool is_max, emily_tensor *dst, const emily_tensor *
     int64_t *sel = NULL;
     if ((s = emi_cuda_scratch(&ctx, (size_t)source->size * sizeof(int64_t), (void **)&sel))) return s;
     auto launch = [&]<int CAP>() -> emily_status {
-        select_kernel<CAP><<<grid_for(ctx.device, source->size), BLOCK, 0, ctx.stream>>>(g, source->size, sp, ip,
-                                                                                      t, is_max, sel);
+        select_kernel<CAP>
+            <<<grid_for(ctx.device, source->size), BLOCK, 0, ctx.stream>>>(g, source->size, sp, ip, t, is_max, sel);
         emily_status e = emi_cuda_launched(&ctx);
         if (e) return e;
-        gather_kernel<CAP><<<grid_for(ctx.device, dst->size), BLOCK, 0, ctx.stream>>>(g, dst->size, sel, vp, ip, t,
-                                                                                   dp);
+        gather_kernel<CAP><<<grid_for(ctx.device, dst->size), BLOCK, 0, ctx.stream>>>(g, dst->size, sel, vp, ip, t, dp);
         return emi_cuda_launched(&ctx);
     };
     s = g.rank <= WIN_SMALL ? launch.template operator()<WIN_SMALL>() : launch.template operator()<WIN_CAP>();

@@ -122,8 +122,7 @@ emily_status emi_graph_push_value(emily_graph *g, graph_value v, int32_t *id) {
     return EMILY_OK;
 }
 
-static emily_status copy_shape(emily_graph *g, const char *op, int rank, const int64_t *shape,
-                               const int64_t **out) {
+static emily_status copy_shape(emily_graph *g, const char *op, int rank, const int64_t *shape, const int64_t **out) {
     if (rank < 0 || rank > EMILY_MAX_RANK)
         return emily_error(EMILY_ERR_SHAPE, "%s: rank %d is out of range (0 to %d)", op, rank, EMILY_MAX_RANK);
     if (rank && !shape) return emily_error(EMILY_ERR_ARGUMENT, "%s: NULL shape", op);
@@ -139,8 +138,7 @@ static emily_status copy_shape(emily_graph *g, const char *op, int rank, const i
     return EMILY_OK;
 }
 
-emily_status emily_graph_add_param(emily_graph *g, emily_dtype dtype, int rank, const int64_t *shape,
-                                   int32_t *value) {
+emily_status emily_graph_add_param(emily_graph *g, emily_dtype dtype, int rank, const int64_t *shape, int32_t *value) {
     emily_status s;
     if ((s = check_building(g, "graph_add_param"))) return s;
     if (!value) return emily_error(EMILY_ERR_ARGUMENT, "graph_add_param: NULL output");
@@ -162,8 +160,7 @@ emily_status emily_graph_add_const(emily_graph *g, emily_tensor *t, int32_t *val
     if (!value) return emily_error(EMILY_ERR_ARGUMENT, "graph_add_const: NULL output");
     /* any type: narrow ones too, as parameters (emily_graph_run) */
     if (!t) return emily_error(EMILY_ERR_ARGUMENT, "graph_add_const: the tensor is NULL");
-    graph_value v = {.kind = GV_CONST, .node = -1, .tensor = t, .dtype = t->dtype, .rank = t->rank,
-                     .shape = t->shape};
+    graph_value v = {.kind = GV_CONST, .node = -1, .tensor = t, .dtype = t->dtype, .rank = t->rank, .shape = t->shape};
     if ((s = emi_graph_push_value(g, v, value))) return s;
     emily_tensor_retain(t);
     return EMILY_OK;
@@ -181,15 +178,20 @@ static emily_status copy_tree(emily_graph *g, const emily_value *src, emily_valu
     dst->tensor = NULL;
     emily_status s;
     switch (src->kind) {
-    case EMILY_V_NIL: case EMILY_V_BOOL: case EMILY_V_INT: case EMILY_V_UINT: case EMILY_V_FLOAT:
-    case EMILY_V_COMPLEX:
-        return EMILY_OK;
-    case EMILY_V_ATOM: case EMILY_V_BINARY:
+    case EMILY_V_NIL:
+    case EMILY_V_BOOL:
+    case EMILY_V_INT:
+    case EMILY_V_UINT:
+    case EMILY_V_FLOAT:
+    case EMILY_V_COMPLEX: return EMILY_OK;
+    case EMILY_V_ATOM:
+    case EMILY_V_BINARY:
         if (src->len && !src->str) return emily_error(EMILY_ERR_ARGUMENT, "%s: NULL string", where);
         dst->str = emi_graph_strdup(g, src->str ? src->str : "", src->len);
         return dst->str ? EMILY_OK : EMILY_ERR_MEMORY;
     case EMILY_V_TEMPLATE:
-        if (!emily_dtype_known(src->dtype)) return emily_error(EMILY_ERR_TYPE, "%s: a template has an unknown type", where);
+        if (!emily_dtype_known(src->dtype))
+            return emily_error(EMILY_ERR_TYPE, "%s: a template has an unknown type", where);
         return copy_shape(g, where, src->rank, src->shape, &dst->shape);
     case EMILY_V_REF:
         if (src->i < 0 || src->i >= limit)
@@ -203,7 +205,9 @@ static emily_status copy_tree(emily_graph *g, const emily_value *src, emily_valu
         dst->i = id;
         return EMILY_OK;
     }
-    case EMILY_V_TUPLE: case EMILY_V_LIST: case EMILY_V_OPTS:
+    case EMILY_V_TUPLE:
+    case EMILY_V_LIST:
+    case EMILY_V_OPTS:
         if (src->n && !src->items) return emily_error(EMILY_ERR_ARGUMENT, "%s: NULL items", where);
         if (src->n > (size_t)1 << 24) return emily_error(EMILY_ERR_ARGUMENT, "%s: too many items", where);
         dst->items = emi_graph_alloc(g, sizeof(emily_value) * (src->n + 1));
@@ -226,7 +230,7 @@ static emily_status copy_tree(emily_graph *g, const emily_value *src, emily_valu
 }
 
 emily_status emi_graph_copy_value(emily_graph *g, const emily_value *src, emily_value *dst, int32_t limit,
-                              const char *where) {
+                                  const char *where) {
     return copy_tree(g, src, dst, limit, where, 0);
 }
 
@@ -249,9 +253,7 @@ emily_status emi_graph_collect_refs(emily_graph *g, graph_call *c) {
     return EMILY_OK;
 }
 
-int emi_graph_template_count(const emily_value *out) {
-    return out->kind == EMILY_V_TEMPLATE ? 1 : (int)out->n;
-}
+int emi_graph_template_count(const emily_value *out) { return out->kind == EMILY_V_TEMPLATE ? 1 : (int)out->n; }
 
 const emily_value *emi_graph_template_at(const emily_value *out, int k) {
     if (out->kind == EMILY_V_TEMPLATE) return k == 0 ? out : NULL;
@@ -265,8 +267,8 @@ static emily_status add_call_of(emily_graph *g, const char *callback, const emil
                                 const emily_value *out, const emily_value *args, size_t nargs, int32_t *first,
                                 int max_outputs);
 
-emily_status emily_graph_add_call(emily_graph *g, const char *callback, const emily_value *out,
-                                  const emily_value *args, size_t nargs, int32_t *first) {
+emily_status emily_graph_add_call(emily_graph *g, const char *callback, const emily_value *out, const emily_value *args,
+                                  size_t nargs, int32_t *first) {
     emily_status s;
     if ((s = check_building(g, "graph_add_call"))) return s;
     if (!first) return emily_error(EMILY_ERR_ARGUMENT, "graph_add_call: NULL output");
@@ -291,8 +293,7 @@ static emily_status add_call_of(emily_graph *g, const char *callback, const emil
         if (!emi_graph_template_at(out, k))
             return emily_error(EMILY_ERR_ARGUMENT, "graph_add_call: %s: output %d is not a template", callback, k);
     if (nout < 1 || nout > max_outputs)
-        return emily_error(EMILY_ERR_ARGUMENT, "graph_add_call: %s: %d outputs (1 to %d)", callback, nout,
-                           max_outputs);
+        return emily_error(EMILY_ERR_ARGUMENT, "graph_add_call: %s: %d outputs (1 to %d)", callback, nout, max_outputs);
     graph_call *nc = room_for_one(g->calls, g->ncalls, &g->calls_cap, sizeof *nc, 64, "calls", &s);
     if (!nc) return s;
     g->calls = nc;
@@ -303,7 +304,10 @@ static emily_status add_call_of(emily_graph *g, const char *callback, const emil
     int32_t values_before = g->nvalues;
     if (!(c.callback = emi_graph_strdup(g, callback, strlen(callback)))) return EMILY_ERR_MEMORY;
     if ((s = emi_graph_copy_value(g, out, &c.out, limit, where))) goto undo;
-    if (!(c.args = emi_graph_alloc(g, sizeof(emily_value) * (nargs + 1)))) { s = EMILY_ERR_MEMORY; goto undo; }
+    if (!(c.args = emi_graph_alloc(g, sizeof(emily_value) * (nargs + 1)))) {
+        s = EMILY_ERR_MEMORY;
+        goto undo;
+    }
     for (size_t i = 0; i < nargs; i++)
         if ((s = emi_graph_copy_value(g, &args[i], &c.args[i], limit, where))) goto undo;
     if ((s = emi_graph_collect_refs(g, &c))) goto undo;
@@ -311,8 +315,8 @@ static emily_status add_call_of(emily_graph *g, const char *callback, const emil
     c.first = g->nvalues;
     for (int k = 0; k < nout; k++) {
         const emily_value *t = emi_graph_template_at(&c.out, k);
-        graph_value v = {.kind = GV_CALL, .node = g->ncalls, .k = k, .dtype = t->dtype, .rank = t->rank,
-                         .shape = t->shape};
+        graph_value v = {
+            .kind = GV_CALL, .node = g->ncalls, .k = k, .dtype = t->dtype, .rank = t->rank, .shape = t->shape};
         int32_t id;
         if ((s = emi_graph_push_value(g, v, &id))) goto undo;
     }
@@ -405,13 +409,15 @@ emily_status emily_graph_add_while(emily_graph *g, emily_graph *cond, emily_grap
     /* the same graph twice: nothing is taken (freeing it once would leave
      * the caller's other pointer dangling) */
     if (cond && (cond == g || body == g || cond == body))
-        return emily_error(EMILY_ERR_ARGUMENT, "graph_add_while: the condition, the body and the graph must be three graphs");
+        return emily_error(EMILY_ERR_ARGUMENT,
+                           "graph_add_while: the condition, the body and the graph must be three graphs");
     emily_status s = check_building(g, "graph_add_while");
     if (!s && (!cond || !body || !first || (n && !initial)))
         s = emily_error(EMILY_ERR_ARGUMENT, "graph_add_while: NULL argument");
     if (!s && (cond->compiled || body->compiled))
         s = emily_error(EMILY_ERR_ARGUMENT, "graph_add_while: the condition and the body must not be compiled");
-    if (!s && (n == 0 || n > 4096)) s = emily_error(EMILY_ERR_ARGUMENT, "graph_add_while: %zu state values (1 to 4096)", n);
+    if (!s && (n == 0 || n > 4096))
+        s = emily_error(EMILY_ERR_ARGUMENT, "graph_add_while: %zu state values (1 to 4096)", n);
     if (!s && ((size_t)cond->nparams != n || (size_t)body->nparams != n))
         s = emily_error(EMILY_ERR_ARGUMENT,
                         "graph_add_while: the state has %zu values; the condition takes %d parameters, the body %d", n,
@@ -424,7 +430,8 @@ emily_status emily_graph_add_while(emily_graph *g, emily_graph *cond, emily_grap
         s = emily_error(EMILY_ERR_ARGUMENT, "graph_add_while: loops nest deeper than %d", GRAPH_MAX_NESTING);
     for (size_t i = 0; !s && i < n; i++) {
         if (initial[i] < 0 || initial[i] >= g->nvalues) {
-            s = emily_error(EMILY_ERR_ARGUMENT, "graph_add_while: state value %zu (%d) is not defined", i, (int)initial[i]);
+            s = emily_error(EMILY_ERR_ARGUMENT, "graph_add_while: state value %zu (%d) is not defined", i,
+                            (int)initial[i]);
             break;
         }
         const graph_value *v = &g->values[initial[i]], *cp = &cond->values[cond->params[i]],
@@ -500,8 +507,9 @@ emily_status emily_graph_add_cond(emily_graph *g, size_t nclauses, const int32_t
         const emily_graph *br = branches[b];
         if (br->compiled) s = emily_error(EMILY_ERR_ARGUMENT, "graph_add_cond: branch %zu is compiled", b);
         else if ((size_t)br->nparams != ncaptured[b])
-            s = emily_error(EMILY_ERR_ARGUMENT, "graph_add_cond: branch %zu takes %d parameters, %zu values are captured",
-                            b, (int)br->nparams, ncaptured[b]);
+            s = emily_error(EMILY_ERR_ARGUMENT,
+                            "graph_add_cond: branch %zu takes %d parameters, %zu values are captured", b,
+                            (int)br->nparams, ncaptured[b]);
         else if (br->noutputs < 1 || br->noutputs != branches[0]->noutputs)
             s = emily_error(EMILY_ERR_ARGUMENT, "graph_add_cond: branch %zu has %d outputs, branch 0 %d", b,
                             (int)br->noutputs, (int)branches[0]->noutputs);
@@ -541,8 +549,8 @@ emily_status emily_graph_add_cond(emily_graph *g, size_t nclauses, const int32_t
         for (int32_t k = 0; !s && k < br->noutputs; k++) {
             const graph_value *o = &br->values[br->outputs[k]], *o0 = &branches[0]->values[branches[0]->outputs[k]];
             if (!same_spec(o, o0->dtype, o0->rank, o0->shape))
-                s = emily_error(EMILY_ERR_SHAPE, "graph_add_cond: output %d of branch %zu differs from branch 0's", (int)k,
-                                b);
+                s = emily_error(EMILY_ERR_SHAPE, "graph_add_cond: output %d of branch %zu differs from branch 0's",
+                                (int)k, b);
         }
     }
     if (s) {

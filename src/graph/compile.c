@@ -33,8 +33,7 @@ static void unbind_refs(const graph_call *c) {
 emily_status emi_graph_run_call(emily_graph *g, const graph_call *c, emily_tensor **vals) {
     emily_dispatch_result res = {0};
     bind_refs(c, vals);
-    emily_status s = emi_dispatch_entry(c->entry, g->device, &c->out, c->args, c->nargs, EMILY_DISPATCH_RUN,
-                                       &res);
+    emily_status s = emi_dispatch_entry(c->entry, g->device, &c->out, c->args, c->nargs, EMILY_DISPATCH_RUN, &res);
     unbind_refs(c);
     if (s) return s;
     for (int k = 0; k < res.n; k++) vals[c->first + k] = res.tensors[k];
@@ -160,8 +159,8 @@ static void mirror_scalar(emily_tensor *t) {
     unsigned char bytes[16];
     size_t n = emily_tensor_nbytes(t);
     /* (a sub-byte type's binary form is not its bytes in memory) */
-    if (!t || emily_dtype_bits(t->dtype) < 8 || t->size != 1 || t->offset != 0 || n > sizeof bytes || t->buffer->nbytes != n ||
-        emi_engine_for(t->buffer->device.type)->host_addressable)
+    if (!t || emily_dtype_bits(t->dtype) < 8 || t->size != 1 || t->offset != 0 || n > sizeof bytes ||
+        t->buffer->nbytes != n || emi_engine_for(t->buffer->device.type)->host_addressable)
         return;
     if (!emily_to_binary(t, bytes, n)) emi_buffer_mirror(t->buffer, bytes, n);
 }
@@ -380,7 +379,7 @@ static int by_time(const void *a, const void *b) {
 
 static void print_profile(emily_graph *g, const double *step_s, bool by_shape) {
     profile_row *rows = calloc((size_t)g->nsteps + 1, sizeof *rows);
-    char (*names)[96] = calloc((size_t)g->nsteps + 1, sizeof *names);
+    char(*names)[96] = calloc((size_t)g->nsteps + 1, sizeof *names);
     if (!rows || !names) {
         free(rows);
         free(names);
@@ -418,8 +417,8 @@ static void print_profile(emily_graph *g, const double *step_s, bool by_shape) {
     free(names);
 }
 
-emily_status emily_graph_run(emily_graph *g, emily_tensor *const *params, size_t nparams,
-                             emily_tensor **outputs, size_t noutputs) {
+emily_status emily_graph_run(emily_graph *g, emily_tensor *const *params, size_t nparams, emily_tensor **outputs,
+                             size_t noutputs) {
     if (!g) return emily_error(EMILY_ERR_ARGUMENT, "graph_run: NULL graph");
     if (!g->compiled) return emily_error(EMILY_ERR_ARGUMENT, "graph_run: the graph is not compiled");
     if (nparams != (size_t)g->nparams)
@@ -468,8 +467,7 @@ emily_status emily_graph_run(emily_graph *g, emily_tensor *const *params, size_t
     return s;
 }
 
-emily_status emi_graph_run_calls(emily_graph *g, emily_tensor *const *params, emily_tensor **outputs,
-                                 double *step_s) {
+emily_status emi_graph_run_calls(emily_graph *g, emily_tensor *const *params, emily_tensor **outputs, double *step_s) {
     emily_tensor **vals = calloc((size_t)g->nvalues + 1, sizeof *vals);
     if (!vals) return emily_error(EMILY_ERR_MEMORY, "graph_run: out of host memory");
     for (int32_t i = 0; i < g->nvalues; i++)
@@ -484,10 +482,10 @@ emily_status emi_graph_run_calls(emily_graph *g, emily_tensor *const *params, em
         double t0 = 0;
         if (step_s) emily_synchronize(g->device); /* device work of earlier steps stays out */
         if (step_s) t0 = now_s();
-        s = step->group  ? emi_fused_group_run(g, step->group, vals)
-            : c->cond    ? emi_graph_run_while(g, c, vals)
+        s = step->group   ? emi_fused_group_run(g, step->group, vals)
+            : c->cond     ? emi_graph_run_while(g, c, vals)
             : c->branches ? emi_graph_run_cond(g, c, vals)
-                         : emi_graph_run_call(g, c, vals);
+                          : emi_graph_run_call(g, c, vals);
         if (step_s && !s) s = emily_synchronize(g->device); /* this step's device work */
         if (step_s) step_s[st] = now_s() - t0;
         if (s) break;

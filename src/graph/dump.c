@@ -28,8 +28,7 @@ static void dump_ref(FILE *f, const emily_graph *g, int32_t v) {
     if (emily_tensor_size(gv->tensor) == 1 && !emily_dtype_is_complex(gv->dtype) &&
         !emily_as_type(gv->tensor, EMILY_F64, &wide) && !emily_to_binary(wide, &x, sizeof x))
         fprintf(f, "k%.9g%s", x, emily_dtype_name(gv->dtype));
-    else
-        dump_shape(f, gv->dtype, gv->rank, gv->shape), fprintf(f, "@v%d", (int)v);
+    else dump_shape(f, gv->dtype, gv->rank, gv->shape), fprintf(f, "@v%d", (int)v);
     emily_tensor_release(wide);
 }
 

@@ -252,8 +252,7 @@ emily_status emi_graph_fuse(emily_graph *g) {
     int32_t *call_of_step = malloc(((size_t)ns + 1) * sizeof *call_of_step);
     int32_t *run_of = malloc(((size_t)ns + 1) * sizeof *run_of);
     emily_status s = EMILY_OK;
-    if (!fus || !parent || !step_of_call || !outside || !members || !size || !lastm ||
-        !call_of_step || !run_of) {
+    if (!fus || !parent || !step_of_call || !outside || !members || !size || !lastm || !call_of_step || !run_of) {
         s = emily_error(EMILY_ERR_MEMORY, "graph_compile: out of host memory");
         goto done;
     }
@@ -275,8 +274,7 @@ emily_status emi_graph_fuse(emily_graph *g) {
             int32_t v = (int32_t)c->refs[r]->i;
             const graph_value *gv = &g->values[v];
             int32_t pst = gv->kind == GV_CALL ? step_of_call[gv->node] : -1;
-            if (pst < 0 || !fus[pst] || !fus[st] ||
-                !same_shape(iter_value(g, &g->calls[gv->node]), iter_value(g, c)))
+            if (pst < 0 || !fus[pst] || !fus[st] || !same_shape(iter_value(g, &g->calls[gv->node]), iter_value(g, c)))
                 outside[v] = 1;
         }
     }
@@ -375,8 +373,8 @@ done:
 typedef struct slab_job {
     emily_graph *g;
     const fused_group *fg;
-    emily_tensor **vals;   /* the run's values (inputs read, exits set) */
-    atomic_int status;     /* the first failure's, and its message */
+    emily_tensor **vals; /* the run's values (inputs read, exits set) */
+    atomic_int status;   /* the first failure's, and its message */
     char msg[512];
 } slab_job;
 

@@ -75,10 +75,9 @@ static int32_t lower_unary(lowering *L, emily_unary_op op, int32_t x) {
 /* emily_binary's plain path (src/ops/binary.c), output type o. */
 static int32_t lower_binary(lowering *L, emily_binary_op op, int32_t x, int32_t y, emily_dtype o) {
     emily_dtype c;
-    if (!emi_binary_compute_type(L->e, op, L->slot_dtype[x], L->slot_tensor[x], L->slot_dtype[y],
-                                 L->slot_tensor[y], o, &c) ||
-        emi_binary_kernel_operands(op, c, c) != EMILY_OK ||
-        !emi_engine_supports(L->e, EMI_KERNEL_BINARY, op, c))
+    if (!emi_binary_compute_type(L->e, op, L->slot_dtype[x], L->slot_tensor[x], L->slot_dtype[y], L->slot_tensor[y], o,
+                                 &c) ||
+        emi_binary_kernel_operands(op, c, c) != EMILY_OK || !emi_engine_supports(L->e, EMI_KERNEL_BINARY, op, c))
         return -1;
     int32_t xc = convert(L, x, c), yc = convert(L, y, c);
     if (xc < 0 || yc < 0) return -1;
@@ -97,8 +96,8 @@ static int32_t lower_select(lowering *L, int32_t p, int32_t t, int32_t f, emily_
 }
 
 /* The slot holding value v: a member's result, or an input (added). */
-static int32_t slot_of(lowering *L, const emily_graph *g, const fused_group *fg, const int32_t *member_slot,
-                       int k, int32_t v, emily_tensor **vals) {
+static int32_t slot_of(lowering *L, const emily_graph *g, const fused_group *fg, const int32_t *member_slot, int k,
+                       int32_t v, emily_tensor **vals) {
     const graph_value *gv = &g->values[v];
     for (int q = 0; gv->kind == GV_CALL && q < k; q++)
         if (fg->calls[q] == gv->node) return member_slot[q];

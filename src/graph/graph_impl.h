@@ -18,24 +18,24 @@ typedef enum { GV_PARAM, GV_CONST, GV_CALL } graph_value_kind;
 
 typedef struct graph_value {
     graph_value_kind kind;
-    int32_t node;           /* GV_CALL: the call; GV_PARAM: parameter index */
-    int k;                  /* GV_CALL: output index of the call */
-    emily_tensor *tensor;   /* GV_CONST (owned) */
-    emily_dtype dtype;      /* GV_PARAM and GV_CALL: the spec */
+    int32_t node;         /* GV_CALL: the call; GV_PARAM: parameter index */
+    int k;                /* GV_CALL: output index of the call */
+    emily_tensor *tensor; /* GV_CONST (owned) */
+    emily_dtype dtype;    /* GV_PARAM and GV_CALL: the spec */
     int rank;
     const int64_t *shape;
     /* compile: the step after which a run releases it (-1: never) */
     int32_t last_use;
-    bool folded;            /* GV_CONST computed by compile from call `node` */
-    bool needed;            /* an output depends on it */
+    bool folded; /* GV_CONST computed by compile from call `node` */
+    bool needed; /* an output depends on it */
     bool is_output;
 } graph_value;
 
 typedef struct graph_call {
     const char *callback;
     const emily_callback_entry *entry; /* resolved by add_call */
-    emily_value out;        /* template tree */
-    emily_value *args;      /* argument trees, EMILY_V_REF for values */
+    emily_value out;                   /* template tree */
+    emily_value *args;                 /* argument trees, EMILY_V_REF for values */
     size_t nargs;
     int32_t first, nout;
     /* the EMILY_V_REF nodes of args, in tree order */
@@ -50,15 +50,15 @@ typedef struct graph_call {
     size_t *ncaptured;
     /* compile */
     bool folded, dropped;
-    int32_t fused_group;    /* -1: runs alone */
+    int32_t fused_group; /* -1: runs alone */
 } graph_call;
 
 /* One thing a run executes: a call, or a fused group of elementwise
  * calls (fuse.c) whose intermediates never exist as tensors. */
 typedef struct graph_step {
-    int32_t call;           /* the call, or the group's last call */
+    int32_t call; /* the call, or the group's last call */
     struct fused_group *group;
-    int32_t *release;       /* values freed after this step */
+    int32_t *release; /* values freed after this step */
     int nrelease;
 } graph_step;
 
@@ -68,7 +68,7 @@ struct emily_graph {
     int32_t nvalues, values_cap;
     graph_call *calls;
     int32_t ncalls, calls_cap;
-    int32_t *params;        /* value ids of the parameters, in order */
+    int32_t *params; /* value ids of the parameters, in order */
     int32_t nparams, params_cap;
     int32_t *outputs;
     int32_t noutputs;
@@ -89,7 +89,7 @@ char *emi_graph_strdup(emily_graph *g, const char *s, size_t len);
  * (retained) referenced by EMILY_V_REF; EMILY_V_REF ids must be below
  * `limit`. `where` names the copy in messages. */
 emily_status emi_graph_copy_value(emily_graph *g, const emily_value *src, emily_value *dst, int32_t limit,
-                              const char *where);
+                                  const char *where);
 /* Collects the EMILY_V_REF nodes of a call's arguments (call->refs). */
 emily_status emi_graph_collect_refs(emily_graph *g, graph_call *c);
 emily_status emi_graph_push_value(emily_graph *g, graph_value v, int32_t *id);
@@ -114,15 +114,13 @@ emily_status emi_graph_run_call(emily_graph *g, const graph_call *c, emily_tenso
 /* Runs the compiled graph's calls on params (compile.c): outputs[k]
  * receives a new reference; step_s, when not NULL, each step's seconds
  * (the device synchronized around each). */
-emily_status emi_graph_run_calls(emily_graph *g, emily_tensor *const *params, emily_tensor **outputs,
-                                 double *step_s);
+emily_status emi_graph_run_calls(emily_graph *g, emily_tensor *const *params, emily_tensor **outputs, double *step_s);
 
 /* replay (replay.c): setup at compile; a run tries a replay first (*done
  * false: run the calls); free with the graph. */
 typedef struct graph_replay graph_replay;
 emily_status emi_graph_replay_setup(emily_graph *g, const emily_graph_options *opts);
-emily_status emi_graph_replay_run(emily_graph *g, emily_tensor *const *params, emily_tensor **outputs,
-                                  bool *done);
+emily_status emi_graph_replay_run(emily_graph *g, emily_tensor *const *params, emily_tensor **outputs, bool *done);
 void emi_graph_replay_free(emily_graph *g);
 
 /* pattern fusion (patterns.c, patterns_attention.c): composed layer
@@ -136,13 +134,13 @@ void emi_graph_dump(const emily_graph *g, FILE *f);
 /* fusion (fuse.c): plans fused groups over the compiled graph's steps,
  * and runs one. */
 typedef struct fused_group {
-    int32_t *calls;   /* member calls, in order */
+    int32_t *calls; /* member calls, in order */
     int ncalls;
-    int32_t *inputs;  /* values read from outside the group */
+    int32_t *inputs; /* values read from outside the group */
     int ninputs;
-    int32_t *exits;   /* member values used outside the group */
+    int32_t *exits; /* member values used outside the group */
     int nexits;
-    int rank, axis;   /* S's rank and the axis cut into slabs */
+    int rank, axis; /* S's rank and the axis cut into slabs */
     const int64_t *shape;
     int64_t rows_per_slab, slabs;
     bool parallel;

@@ -85,8 +85,7 @@ static bool row_shape(const graph_value *v, const graph_value *x) {
 bool emi_pat_scalar_const(const matcher *m, int32_t v, emily_dtype *dtype, double *out) {
     if (v < 0) return false;
     const graph_value *gv = val(m, v);
-    if (gv->kind != GV_CONST || emily_tensor_size(gv->tensor) != 1 || emily_dtype_is_complex(gv->dtype))
-        return false;
+    if (gv->kind != GV_CONST || emily_tensor_size(gv->tensor) != 1 || emily_dtype_is_complex(gv->dtype)) return false;
     emily_tensor *wide = NULL;
     bool ok = !emily_as_type(gv->tensor, EMILY_F64, &wide) && !emily_to_binary(wide, out, sizeof *out);
     emily_tensor_release(wide);
@@ -143,7 +142,8 @@ static bool split_const(const matcher *m, int32_t a, int32_t b, int32_t *other, 
 static bool row_mean(matcher *m, int32_t v, emily_dtype t, int32_t *src) {
     int32_t s, n;
     double nv;
-    if (!emi_pat_binary(m, v, "divide", t, &s, &n) || !emi_pat_scalar_const(m, n, NULL, &nv) || !row_reduction(m, s, "sum", t, src))
+    if (!emi_pat_binary(m, v, "divide", t, &s, &n) || !emi_pat_scalar_const(m, n, NULL, &nv) ||
+        !row_reduction(m, s, "sum", t, src))
         return false;
     const graph_value *in = val(m, *src);
     return nv == (double)in->shape[in->rank - 1];
@@ -155,8 +155,10 @@ static bool square(matcher *m, int32_t v, emily_dtype t, int32_t *c) {
     int32_t a, b;
     emily_dtype kt;
     double two;
-    if (emi_pat_producer(m, v, "multiply")) return emi_pat_binary(m, v, "multiply", t, &a, &b) && a == b && (*c = a) >= 0;
-    return emi_pat_binary(m, v, "pow", t, c, &b) && emi_pat_scalar_const(m, b, &kt, &two) && two == 2.0 && val(m, *c)->dtype == t;
+    if (emi_pat_producer(m, v, "multiply"))
+        return emi_pat_binary(m, v, "multiply", t, &a, &b) && a == b && (*c = a) >= 0;
+    return emi_pat_binary(m, v, "pow", t, c, &b) && emi_pat_scalar_const(m, b, &kt, &two) && two == 2.0 &&
+           val(m, *c)->dtype == t;
 }
 
 /* A vector of the last axis of x: a value of shape {n}, or a reshape of
@@ -170,8 +172,7 @@ static int32_t row_vector(const matcher *m, int32_t v, const graph_value *x) {
     for (int i = 0; i < gv->rank - 1; i++)
         if (gv->shape[i] != 1) return -1;
     int32_t src = emi_pat_ref_arg(r, 0);
-    if (src < 0 || val(m, src)->rank != 1 || val(m, src)->shape[0] != n || val(m, src)->dtype != gv->dtype)
-        return -1;
+    if (src < 0 || val(m, src)->rank != 1 || val(m, src)->shape[0] != n || val(m, src)->dtype != gv->dtype) return -1;
     return src;
 }
 
@@ -211,8 +212,10 @@ static bool layer_norm_body(matcher *m, int32_t c1, int32_t sc, const graph_valu
     sel = a_is_sel ? a : b;
     gv = a_is_sel ? b : a;
     graph_call *sl = emi_pat_producer(m, sel, "select");
-    if (!sl || sl->nargs != 3 || val(m, sel)->dtype != t || !row_shape(val(m, sel), xv) || !emi_pat_take(m, sl)) return false;
-    int32_t pred = emi_pat_ref_arg(sl, 0), rs = emi_pat_ref_arg(sl, 1), rc = emi_pat_ref_arg(sl, 2), var, e1, ve, p, q, var2, sq, c2, mean2;
+    if (!sl || sl->nargs != 3 || val(m, sel)->dtype != t || !row_shape(val(m, sel), xv) || !emi_pat_take(m, sl))
+        return false;
+    int32_t pred = emi_pat_ref_arg(sl, 0), rs = emi_pat_ref_arg(sl, 1), rc = emi_pat_ref_arg(sl, 2), var, e1, ve, p, q,
+            var2, sq, c2, mean2;
     emily_dtype kt;
     double e1v, e2v, rcv;
     if (pred < 0 || !emi_pat_binary(m, pred, "greater_equal", val(m, pred)->dtype, &var, &e1) ||
@@ -230,7 +233,8 @@ static bool layer_norm_body(matcher *m, int32_t c1, int32_t sc, const graph_valu
         return false;
     /* var = mean((x - mean)^2) */
     if (!row_mean(m, var, t, &sq) || !square(m, sq, t, &c2) || !emi_pat_same_shape(val(m, sq), out) ||
-        !emi_pat_binary(m, c2, "subtract", t, &src, &mean2) || src != r->x || !row_mean(m, mean2, t, &src) || src != r->x)
+        !emi_pat_binary(m, c2, "subtract", t, &src, &mean2) || src != r->x || !row_mean(m, mean2, t, &src) ||
+        src != r->x)
         return false;
     r->eps = e1v; /* the constant's value: the kernel's W(eps) is exactly it */
     r->gamma = row_vector(m, gv, xv);
@@ -246,7 +250,8 @@ static bool match_layer_norm(matcher *m, const graph_call *root, match *r) {
     for (int order = 0; order < 2; order++) {
         int32_t y0 = emi_pat_ref_arg(root, (size_t)order), b = emi_pat_ref_arg(root, (size_t)(1 - order)), p, q;
         m->ninner = 0;
-        if (y0 < 0 || b < 0 || !emi_pat_binary(m, y0, "multiply", t, &p, &q) || !emi_pat_same_shape(val(m, y0), out)) continue;
+        if (y0 < 0 || b < 0 || !emi_pat_binary(m, y0, "multiply", t, &p, &q) || !emi_pat_same_shape(val(m, y0), out))
+            continue;
         int keep = m->ninner;
         for (int inner = 0; inner < 2; inner++) {
             m->ninner = keep;
@@ -284,13 +289,15 @@ static bool rms_body(matcher *m, int32_t zv, int32_t wv, const graph_value *out,
     a = emi_pat_ref_arg(rc, 0);
     if (!emi_pat_binary(m, a, "add", EMILY_F32, &p, &q) || !split_const(m, p, q, &ms, &kt, &r->eps) || kt != EMILY_F32)
         return false;
-    if (!row_mean(m, ms, EMILY_F32, &sqv) || !emi_pat_binary(m, sqv, "multiply", EMILY_F32, &p, &q) || p != xf || q != xf)
+    if (!row_mean(m, ms, EMILY_F32, &sqv) || !emi_pat_binary(m, sqv, "multiply", EMILY_F32, &p, &q) || p != xf ||
+        q != xf)
         return false;
     if (x_t == EMILY_F32) {
         r->x = xf;
     } else {
         graph_call *up = emi_pat_producer(m, xf, "as_type");
-        if (!up || (r->x = emi_pat_ref_arg(up, 0)) < 0 || val(m, r->x)->dtype != x_t || !emi_pat_take(m, up)) return false;
+        if (!up || (r->x = emi_pat_ref_arg(up, 0)) < 0 || val(m, r->x)->dtype != x_t || !emi_pat_take(m, up))
+            return false;
     }
     /* the weight: z * w computes in the output type O = merge(X, G) as the
      * contract does (A(z * w)) when w is X, or f32/f64 and O itself (z
@@ -323,8 +330,8 @@ bool emi_pat_softmax_body(matcher *m, const graph_call *root, bool add_root, int
         return false;
     int keep = m->ninner;
     for (int order = 0; order < 2; order++) {
-        int32_t rv = emi_pat_ref_arg(root, (size_t)order), ev = emi_pat_ref_arg(root, (size_t)(1 - order)), one, sv,
-                dv, mv, src;
+        int32_t rv = emi_pat_ref_arg(root, (size_t)order), ev = emi_pat_ref_arg(root, (size_t)(1 - order)), one, sv, dv,
+                mv, src;
         emily_dtype kt;
         double onev;
         m->ninner = keep;
@@ -476,7 +483,8 @@ emily_status emi_graph_patterns(emily_graph *g, const emily_graph_options *opts)
                     m.ninner + 1, (int)c->first, (int)at.q, (int)at.k, (int)at.v, (int)at.mask, at.scale,
                     at.k_transpose >= 0 ? ", grouped kv heads" : "");
         else
-            fprintf(stderr, "emily graph: %s substituted for %d calls ending at value %d (x %d, gamma %d, beta %d, eps %g)\n",
+            fprintf(stderr,
+                    "emily graph: %s substituted for %d calls ending at value %d (x %d, gamma %d, beta %d, eps %g)\n",
                     name, m.ninner + 1, (int)c->first, (int)r.x, (int)r.gamma, (int)r.beta, r.eps);
     }
     free(uses);

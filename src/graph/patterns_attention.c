@@ -97,8 +97,7 @@ static bool scaled_scores(matcher *m, int32_t a, emily_dtype t, const graph_valu
  * rule) without widening them. */
 static bool additive_bias(const matcher *m, int32_t b, const graph_value *scores) {
     const graph_value *bv = val(m, b);
-    if (!emily_dtype_is_float(bv->dtype) || emily_type_merge(bv->dtype, scores->dtype) != scores->dtype ||
-        bv->rank > 4)
+    if (!emily_dtype_is_float(bv->dtype) || emily_type_merge(bv->dtype, scores->dtype) != scores->dtype || bv->rank > 4)
         return false;
     for (int d = 0; d < bv->rank; d++) {
         int64_t n = bv->shape[d], want = scores->shape[4 - bv->rank + d];

@@ -47,7 +47,7 @@ typedef struct attention_match {
     /* grouped-query attention: the transposes of the repeated k and v that
      * become transposes of the unrepeated ones (-1: none) */
     int32_t k_transpose, v_transpose, k_grouped, v_grouped;
-    bool took_softmax; /* p was a softmax call this pass made: it counts no more */
+    bool took_softmax;   /* p was a softmax call this pass made: it counts no more */
     int32_t repeats[32]; /* the repeats' values (reshapes, broadcasts), dead after */
     int nrepeats;
 } attention_match;

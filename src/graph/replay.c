@@ -155,8 +155,7 @@ static emily_status record(emily_graph *g, graph_replay *r, emily_tensor *const 
     return s ? s : ended;
 }
 
-emily_status emi_graph_replay_run(emily_graph *g, emily_tensor *const *params, emily_tensor **outputs,
-                                  bool *done) {
+emily_status emi_graph_replay_run(emily_graph *g, emily_tensor *const *params, emily_tensor **outputs, bool *done) {
     *done = false;
     graph_replay *r = g->replay;
     if (!r || r->state == REPLAY_OFF) return EMILY_OK;
@@ -176,8 +175,8 @@ emily_status emi_graph_replay_run(emily_graph *g, emily_tensor *const *params, e
         r->state = REPLAY_READY;
         g->stats.replay_bytes = (int64_t)r->engine->replay->bytes(r->rec);
         if (tracing())
-            fprintf(stderr, "emily graph: %d steps recorded for replay (%lld bytes of device memory)\n",
-                    (int)g->nsteps, (long long)g->stats.replay_bytes);
+            fprintf(stderr, "emily graph: %d steps recorded for replay (%lld bytes of device memory)\n", (int)g->nsteps,
+                    (long long)g->stats.replay_bytes);
     }
     const struct emily_replay_ops *ops = r->engine->replay;
     int dev = g->device.index;
@@ -195,8 +194,7 @@ emily_status emi_graph_replay_run(emily_graph *g, emily_tensor *const *params, e
         } else if (v->kind == GV_CONST) {
             t = v->tensor;
             emily_tensor_retain(t);
-        } else if (!(s = emily_empty(g->device, v->dtype, v->rank, v->shape, &t)) &&
-                   emily_tensor_size(t)) {
+        } else if (!(s = emily_empty(g->device, v->dtype, v->rank, v->shape, &t)) && emily_tensor_size(t)) {
             s = r->engine->copy->copy(t, r->results[k]);
         }
         outputs[k] = t;

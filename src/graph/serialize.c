@@ -56,7 +56,10 @@ static void put(writer *w, const void *p, size_t n) {
 }
 
 /* the format is little-endian, as every host the engine builds for is */
-static void put_u8(writer *w, unsigned v) { unsigned char b = (unsigned char)v; put(w, &b, 1); }
+static void put_u8(writer *w, unsigned v) {
+    unsigned char b = (unsigned char)v;
+    put(w, &b, 1);
+}
 static void put_u16(writer *w, uint16_t v) { put(w, &v, 2); }
 static void put_u32(writer *w, uint32_t v) { put(w, &v, 4); }
 static void put_i32(writer *w, int32_t v) { put(w, &v, 4); }
@@ -78,12 +81,17 @@ static void put_tree(writer *w, const emily_value *v) {
     case EMILY_V_INT: put_i64(w, v->i); break;
     case EMILY_V_UINT: put_u64(w, v->u); break;
     case EMILY_V_FLOAT: put_f64(w, v->f); break;
-    case EMILY_V_COMPLEX: put_f64(w, v->re); put_f64(w, v->im); break;
-    case EMILY_V_ATOM: case EMILY_V_BINARY:
+    case EMILY_V_COMPLEX:
+        put_f64(w, v->re);
+        put_f64(w, v->im);
+        break;
+    case EMILY_V_ATOM:
+    case EMILY_V_BINARY:
         put_u32(w, (uint32_t)v->len);
         put(w, v->str, v->len);
         break;
-    case EMILY_V_TUPLE: case EMILY_V_LIST:
+    case EMILY_V_TUPLE:
+    case EMILY_V_LIST:
         put_u32(w, (uint32_t)v->n);
         for (size_t i = 0; i < v->n; i++) put_tree(w, &v->items[i]);
         break;
@@ -208,8 +216,8 @@ emily_status emily_graph_save(const emily_graph *g, const char *path) {
 typedef struct reader {
     const unsigned char *p;
     size_t len, pos;
-    emily_graph *g;         /* trees are built in the graph's memory */
-    int depth;              /* of loop bodies */
+    emily_graph *g; /* trees are built in the graph's memory */
+    int depth;      /* of loop bodies */
 } reader;
 
 static emily_status truncated(const reader *r) {
@@ -267,7 +275,8 @@ static emily_status get_tree(reader *r, emily_value *v, int depth) {
     case EMILY_V_COMPLEX:
         if ((s = get(r, &v->re, 8))) return s;
         return get(r, &v->im, 8);
-    case EMILY_V_ATOM: case EMILY_V_BINARY: {
+    case EMILY_V_ATOM:
+    case EMILY_V_BINARY: {
         if ((s = get(r, &n, 4))) return s;
         if (n > r->len - r->pos) return truncated(r);
         char *str = emi_graph_strdup(r->g, (const char *)r->p + r->pos, n);
@@ -277,7 +286,9 @@ static emily_status get_tree(reader *r, emily_value *v, int depth) {
         v->len = n;
         return EMILY_OK;
     }
-    case EMILY_V_TUPLE: case EMILY_V_LIST: case EMILY_V_OPTS: {
+    case EMILY_V_TUPLE:
+    case EMILY_V_LIST:
+    case EMILY_V_OPTS: {
         if ((s = get(r, &n, 4))) return s;
         if (n > r->len - r->pos) return truncated(r); /* each item takes a byte at least */
         emily_value *items = emi_graph_alloc(r->g, sizeof(emily_value) * ((size_t)n + 1));
@@ -357,10 +368,12 @@ static emily_status load_records(reader *r) {
             uint16_t nl = 0;
             char name[256];
             if ((s = get(r, &nl, 2))) return s;
-            if (nl == 0 || nl >= sizeof name) return emily_error(EMILY_ERR_ARGUMENT, "graph_load: bad callback name at byte %zu", r->pos);
+            if (nl == 0 || nl >= sizeof name)
+                return emily_error(EMILY_ERR_ARGUMENT, "graph_load: bad callback name at byte %zu", r->pos);
             if ((s = get(r, name, nl))) return s;
             name[nl] = 0;
-            if (strlen(name) != nl) return emily_error(EMILY_ERR_ARGUMENT, "graph_load: a callback name holds a NUL byte");
+            if (strlen(name) != nl)
+                return emily_error(EMILY_ERR_ARGUMENT, "graph_load: a callback name holds a NUL byte");
             emily_value out;
             uint32_t nargs = 0;
             if ((s = get_tree(r, &out, 0)) || (s = get(r, &nargs, 4))) return s;
@@ -372,7 +385,8 @@ static emily_status load_records(reader *r) {
         } else if (tag == 'W') {
             uint32_t n = 0;
             if ((s = get(r, &n, 4))) return s;
-            if (n == 0 || n > 4096) return emily_error(EMILY_ERR_ARGUMENT, "graph_load: a loop with %u state values", n);
+            if (n == 0 || n > 4096)
+                return emily_error(EMILY_ERR_ARGUMENT, "graph_load: a loop with %u state values", n);
             if ((size_t)n * 4 > r->len - r->pos) return truncated(r);
             int32_t *ids = malloc((size_t)n * sizeof *ids);
             if (!ids) return emily_error(EMILY_ERR_MEMORY, "graph_load: out of host memory");

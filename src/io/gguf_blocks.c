@@ -31,20 +31,20 @@ static float f16_at(const unsigned char *p) { return emily_sc_f16_to_f32(gguf_u1
 /* Emily's 16 bytes of a 4-bit group whose element e < 16 is the nibble
  * of lo_src[e] at bit lo_shift and element e >= 16 that of
  * hi_src[e - 16] at bit hi_shift. */
-static void pack_nibbles_split(const unsigned char *lo_src, int lo_shift, const unsigned char *hi_src,
-                               int hi_shift, unsigned char *dst) {
+static void pack_nibbles_split(const unsigned char *lo_src, int lo_shift, const unsigned char *hi_src, int hi_shift,
+                               unsigned char *dst) {
     for (int i = 0; i < GROUP / 2; i++) {
         int e0 = 2 * i, e1 = 2 * i + 1;
-        unsigned v0 = e0 < 16 ? (unsigned)(lo_src[e0] >> lo_shift) & 15u : (unsigned)(hi_src[e0 - 16] >> hi_shift) & 15u;
-        unsigned v1 = e1 < 16 ? (unsigned)(lo_src[e1] >> lo_shift) & 15u : (unsigned)(hi_src[e1 - 16] >> hi_shift) & 15u;
+        unsigned v0 = e0 < 16 ? (unsigned)(lo_src[e0] >> lo_shift) & 15u
+                              : (unsigned)(hi_src[e0 - 16] >> hi_shift) & 15u;
+        unsigned v1 = e1 < 16 ? (unsigned)(lo_src[e1] >> lo_shift) & 15u
+                              : (unsigned)(hi_src[e1 - 16] >> hi_shift) & 15u;
         dst[i] = (unsigned char)(v0 | (v1 << 4));
     }
 }
 
 /* Q4_0/Q4_1: a group's 16 bytes, elements 0..15 low nibbles, 16..31 high. */
-static void pack_q4_block(const unsigned char *qs, unsigned char *dst) {
-    pack_nibbles_split(qs, 0, qs, 4, dst);
-}
+static void pack_q4_block(const unsigned char *qs, unsigned char *dst) { pack_nibbles_split(qs, 0, qs, 4, dst); }
 
 /* Q4_K: group j's codes are the 32 nibbles (low when j is even, high
  * when odd) of the 32-byte run j / 2. */
@@ -70,8 +70,8 @@ static void q4k_scale_min(const unsigned char *sc, int j, unsigned *scale, unsig
 
 /* Decodes one row of `blocks` blocks into codes (row_codes bytes),
  * scales and biases (K / 32 each). */
-static void convert_row(int type, const unsigned char *src, int64_t blocks, unsigned char *codes,
-                        float *scales, float *biases) {
+static void convert_row(int type, const unsigned char *src, int64_t blocks, unsigned char *codes, float *scales,
+                        float *biases) {
     for (int64_t b = 0; b < blocks; b++) {
         switch (type) {
         case EMILY_GGML_Q8_0: {
@@ -115,8 +115,8 @@ static void convert_row(int type, const unsigned char *src, int64_t blocks, unsi
 }
 
 /* A host array of f32 values as a tensor of `type` on device. */
-static emily_status floats_tensor(emily_device device, emily_dtype type, const int64_t *shape,
-                                  const float *v, size_t n, emily_tensor **out) {
+static emily_status floats_tensor(emily_device device, emily_dtype type, const int64_t *shape, const float *v, size_t n,
+                                  emily_tensor **out) {
     emily_tensor *f = NULL;
     emily_status s = emily_from_binary(device, EMILY_F32, 2, shape, v, n * sizeof *v, &f);
     if (s || type == EMILY_F32) {
@@ -128,8 +128,8 @@ static emily_status floats_tensor(emily_device device, emily_dtype type, const i
     return s;
 }
 
-emily_status gguf_load_blocks(const emily_gguf *g, const gguf_tensor *t, emily_device device,
-                              emily_dtype scale_type, emily_gguf_tensor *out) {
+emily_status gguf_load_blocks(const emily_gguf *g, const gguf_tensor *t, emily_device device, emily_dtype scale_type,
+                              emily_gguf_tensor *out) {
     int bits = t->type == EMILY_GGML_Q8_0 ? 8 : 4;
     int64_t k = t->shape[t->rank - 1], rows = 1;
     for (int d = 0; d < t->rank - 1; d++) rows *= t->shape[d];
@@ -148,8 +148,8 @@ emily_status gguf_load_blocks(const emily_gguf *g, const gguf_tensor *t, emily_d
         const unsigned char *data = g->map + t->offset;
         /* (no rows to convert when K is 0: N alone may be huge, 2^58) */
         for (int64_t r = 0; k && r < rows; r++)
-            convert_row(t->type, data + r * blocks * block_bytes, blocks, codes + r * row_codes,
-                        scales + r * groups, biases + r * groups);
+            convert_row(t->type, data + r * blocks * block_bytes, blocks, codes + r * row_codes, scales + r * groups,
+                        biases + r * groups);
         int64_t qshape[2] = {rows, row_codes}, sshape[2] = {rows, groups};
         s = emily_from_binary(device, EMILY_U8, 2, qshape, codes, n_codes, &out->q);
         if (!s) s = floats_tensor(device, scale_type, sshape, scales, n_groups, &out->scales);

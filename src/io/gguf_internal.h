@@ -15,11 +15,11 @@ typedef struct gguf_kv {
     const char *key;
     size_t key_len;
     emily_gguf_value_type type;
-    emily_gguf_value_type elem;  /* arrays: the elements' type */
-    const unsigned char *value;  /* scalars: the value's bytes; strings: the characters;
+    emily_gguf_value_type elem; /* arrays: the elements' type */
+    const unsigned char *value; /* scalars: the value's bytes; strings: the characters;
                                     arrays: the first element */
-    uint64_t len;                /* strings: bytes; arrays: elements */
-    uint64_t *strings;           /* string arrays: the file offset of each element's
+    uint64_t len;               /* strings: bytes; arrays: elements */
+    uint64_t *strings;          /* string arrays: the file offset of each element's
                                     length prefix (malloc'd; NULL otherwise) */
 } gguf_kv;
 
@@ -65,8 +65,7 @@ typedef const char *(*gguf_name_fn)(const void *ctx, size_t i, size_t *len);
 /* Builds the table of count names; the index of a duplicate (SIZE_MAX
  * if none) in *dup; false when out of memory. */
 bool gguf_names_build(gguf_names *t, size_t count, gguf_name_fn get, const void *ctx, size_t *dup);
-long long gguf_names_find(const gguf_names *t, const char *name, size_t n, gguf_name_fn get,
-                          const void *ctx);
+long long gguf_names_find(const gguf_names *t, const char *name, size_t n, gguf_name_fn get, const void *ctx);
 void gguf_names_free(gguf_names *t);
 
 /* Little-endian reads from the mapping. */
@@ -83,7 +82,7 @@ size_t gguf_scalar_size(emily_gguf_value_type t);
 
 /* Re-expresses the block-format tensor t as Emily's triple (emily/gguf.h
  * says how), scales and biases first made in f32. */
-emily_status gguf_load_blocks(const emily_gguf *g, const gguf_tensor *t, emily_device device,
-                              emily_dtype scale_type, emily_gguf_tensor *out);
+emily_status gguf_load_blocks(const emily_gguf *g, const gguf_tensor *t, emily_device device, emily_dtype scale_type,
+                              emily_gguf_tensor *out);
 
 #endif

@@ -3,7 +3,7 @@
 #include <string.h>
 #include "io/gguf_internal.h"
 
-static const char *type_names[] = {"u8",  "s8",   "u16",    "s16",   "u32", "s32", "f32",
+static const char *type_names[] = {"u8",   "s8",     "u16",   "s16", "u32", "s32", "f32",
                                    "bool", "string", "array", "u64", "s64", "f64"};
 
 static const char *kv_name(const void *ctx, size_t i, size_t *len) {
@@ -18,22 +18,19 @@ static const gguf_kv *lookup(const emily_gguf *g, const char *key) {
 }
 
 /* The pair of `key`, or an error naming the accessor and the key. */
-static emily_status find(const emily_gguf *g, const char *key, const char *fn, const void *out,
-                         const gguf_kv **kv) {
+static emily_status find(const emily_gguf *g, const char *key, const char *fn, const void *out, const gguf_kv **kv) {
     if (!g || !key || !out) return emily_error(EMILY_ERR_ARGUMENT, "gguf_%s: NULL argument", fn);
     *kv = lookup(g, key);
     if (!*kv) return emily_error(EMILY_ERR_ARGUMENT, "gguf_%s: key %s is not in %s", fn, key, g->path);
     return EMILY_OK;
 }
 
-static emily_status wrong_type(const char *fn, const char *key, const char *want,
-                               emily_gguf_value_type got) {
+static emily_status wrong_type(const char *fn, const char *key, const char *want, emily_gguf_value_type got) {
     return emily_error(EMILY_ERR_TYPE, "gguf_%s: key %s holds %s, not %s", fn, key, type_names[got], want);
 }
 
 static bool is_integer(emily_gguf_value_type t) {
-    return t != EMILY_GGUF_FLOAT32 && t != EMILY_GGUF_FLOAT64 && t != EMILY_GGUF_STRING &&
-           t != EMILY_GGUF_ARRAY;
+    return t != EMILY_GGUF_FLOAT32 && t != EMILY_GGUF_FLOAT64 && t != EMILY_GGUF_STRING && t != EMILY_GGUF_ARRAY;
 }
 
 /* One integer or bool value of type t at p. A u64 is returned as its
@@ -75,30 +72,27 @@ static double float_at(emily_gguf_value_type t, const unsigned char *p) {
     return (double)int_at(t, p, &big);
 }
 
-static emily_status read_int(const char *fn, const char *key, emily_gguf_value_type t,
-                             const unsigned char *p, int64_t *out) {
+static emily_status read_int(const char *fn, const char *key, emily_gguf_value_type t, const unsigned char *p,
+                             int64_t *out) {
     if (!is_integer(t)) return wrong_type(fn, key, "an integer or bool", t);
     bool big;
     int64_t v = int_at(t, p, &big);
     if (big)
-        return emily_error(EMILY_ERR_TYPE, "gguf_%s: key %s holds the u64 %llu, above INT64_MAX", fn,
-                           key, (unsigned long long)gguf_u64(p));
+        return emily_error(EMILY_ERR_TYPE, "gguf_%s: key %s holds the u64 %llu, above INT64_MAX", fn, key,
+                           (unsigned long long)gguf_u64(p));
     *out = v;
     return EMILY_OK;
 }
 
-static emily_status read_float(const char *fn, const char *key, emily_gguf_value_type t,
-                               const unsigned char *p, double *out) {
-    if (!is_integer(t) && t != EMILY_GGUF_FLOAT32 && t != EMILY_GGUF_FLOAT64)
-        return wrong_type(fn, key, "a number", t);
+static emily_status read_float(const char *fn, const char *key, emily_gguf_value_type t, const unsigned char *p,
+                               double *out) {
+    if (!is_integer(t) && t != EMILY_GGUF_FLOAT32 && t != EMILY_GGUF_FLOAT64) return wrong_type(fn, key, "a number", t);
     if (t == EMILY_GGUF_BOOL) return wrong_type(fn, key, "a number", t);
     *out = float_at(t, p);
     return EMILY_OK;
 }
 
-bool emily_gguf_has_key(const emily_gguf *g, const char *key) {
-    return g && key && lookup(g, key) != NULL;
-}
+bool emily_gguf_has_key(const emily_gguf *g, const char *key) { return g && key && lookup(g, key) != NULL; }
 
 size_t emily_gguf_key_count(const emily_gguf *g) { return g ? g->kv_count : 0; }
 
@@ -125,8 +119,7 @@ emily_status emily_gguf_get_float(const emily_gguf *g, const char *key, double *
     return s ? s : read_float("get_float", key, kv->type, kv->value, out);
 }
 
-emily_status emily_gguf_get_string(const emily_gguf *g, const char *key, const char **str,
-                                   size_t *len) {
+emily_status emily_gguf_get_string(const emily_gguf *g, const char *key, const char **str, size_t *len) {
     const gguf_kv *kv;
     emily_status s = find(g, key, "get_string", str, &kv);
     if (s) return s;
@@ -137,8 +130,7 @@ emily_status emily_gguf_get_string(const emily_gguf *g, const char *key, const c
     return EMILY_OK;
 }
 
-emily_status emily_gguf_get_array(const emily_gguf *g, const char *key, emily_gguf_value_type *elem,
-                                  size_t *count) {
+emily_status emily_gguf_get_array(const emily_gguf *g, const char *key, emily_gguf_value_type *elem, size_t *count) {
     const gguf_kv *kv;
     emily_status s = find(g, key, "get_array", elem, &kv);
     if (s) return s;
@@ -150,8 +142,8 @@ emily_status emily_gguf_get_array(const emily_gguf *g, const char *key, emily_gg
 }
 
 /* The array of `key`, and the check of index i against its count. */
-static emily_status element(const emily_gguf *g, const char *key, size_t i, const char *fn,
-                            const void *out, const gguf_kv **kv) {
+static emily_status element(const emily_gguf *g, const char *key, size_t i, const char *fn, const void *out,
+                            const gguf_kv **kv) {
     emily_status s = find(g, key, fn, out, kv);
     if (s) return s;
     if ((*kv)->type != EMILY_GGUF_ARRAY) return wrong_type(fn, key, "an array", (*kv)->type);
@@ -161,15 +153,15 @@ static emily_status element(const emily_gguf *g, const char *key, size_t i, cons
     return EMILY_OK;
 }
 
-emily_status emily_gguf_get_array_string(const emily_gguf *g, const char *key, size_t i,
-                                         const char **str, size_t *len) {
+emily_status emily_gguf_get_array_string(const emily_gguf *g, const char *key, size_t i, const char **str,
+                                         size_t *len) {
     const gguf_kv *kv;
     emily_status s = element(g, key, i, "get_array_string", str, &kv);
     if (s) return s;
     if (!len) return emily_error(EMILY_ERR_ARGUMENT, "gguf_get_array_string: NULL argument");
     if (kv->elem != EMILY_GGUF_STRING)
-        return emily_error(EMILY_ERR_TYPE, "gguf_get_array_string: key %s is an array of %s, not of strings",
-                           key, type_names[kv->elem]);
+        return emily_error(EMILY_ERR_TYPE, "gguf_get_array_string: key %s is an array of %s, not of strings", key,
+                           type_names[kv->elem]);
     const unsigned char *p = g->map + kv->strings[i];
     *len = (size_t)gguf_u64(p);
     *str = (const char *)p + 8;
@@ -181,8 +173,8 @@ emily_status emily_gguf_get_array_int(const emily_gguf *g, const char *key, size
     emily_status s = element(g, key, i, "get_array_int", out, &kv);
     if (s) return s;
     if (!is_integer(kv->elem))
-        return emily_error(EMILY_ERR_TYPE, "gguf_get_array_int: key %s is an array of %s, not of integers",
-                           key, type_names[kv->elem]);
+        return emily_error(EMILY_ERR_TYPE, "gguf_get_array_int: key %s is an array of %s, not of integers", key,
+                           type_names[kv->elem]);
     return read_int("get_array_int", key, kv->elem, kv->value + i * gguf_scalar_size(kv->elem), out);
 }
 
@@ -191,7 +183,7 @@ emily_status emily_gguf_get_array_float(const emily_gguf *g, const char *key, si
     emily_status s = element(g, key, i, "get_array_float", out, &kv);
     if (s) return s;
     if (!is_integer(kv->elem) && kv->elem != EMILY_GGUF_FLOAT32 && kv->elem != EMILY_GGUF_FLOAT64)
-        return emily_error(EMILY_ERR_TYPE, "gguf_get_array_float: key %s is an array of %s, not of numbers",
-                           key, type_names[kv->elem]);
+        return emily_error(EMILY_ERR_TYPE, "gguf_get_array_float: key %s is an array of %s, not of numbers", key,
+                           type_names[kv->elem]);
     return read_float("get_array_float", key, kv->elem, kv->value + i * gguf_scalar_size(kv->elem), out);
 }

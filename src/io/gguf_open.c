@@ -47,8 +47,8 @@ static size_t left(const cursor *c) { return c->g->size - c->pos; }
 /* Takes n bytes (at *p) for `what`, or says the file ends first. */
 static emily_status take(cursor *c, uint64_t n, const char *what, const unsigned char **p) {
     if (n > left(c))
-        return bad(c->g, "truncated: %s needs %llu bytes at offset %zu, the file has %zu",
-                   what, (unsigned long long)n, c->pos, c->g->size);
+        return bad(c->g, "truncated: %s needs %llu bytes at offset %zu, the file has %zu", what, (unsigned long long)n,
+                   c->pos, c->g->size);
     *p = c->g->map + c->pos;
     c->pos += (size_t)n;
     return EMILY_OK;
@@ -105,8 +105,7 @@ static emily_status index_strings(cursor *c, gguf_kv *kv) {
 static emily_status check_bools(const emily_gguf *g, const gguf_kv *kv, uint64_t n) {
     for (uint64_t i = 0; i < n; i++)
         if (kv->value[i] > 1)
-            return bad(g, "key %.*s: a bool of value %u (0 or 1 only)", (int)kv->key_len, kv->key,
-                       kv->value[i]);
+            return bad(g, "key %.*s: a bool of value %u (0 or 1 only)", (int)kv->key_len, kv->key, kv->value[i]);
     return EMILY_OK;
 }
 
@@ -115,8 +114,7 @@ static emily_status read_value(cursor *c, gguf_kv *kv) {
     uint32_t t;
     emily_status s = read_u32(c, "a value type", &t);
     if (s) return s;
-    if (!value_type_known(t))
-        return bad(g, "key %.*s: unknown value type %u", (int)kv->key_len, kv->key, t);
+    if (!value_type_known(t)) return bad(g, "key %.*s: unknown value type %u", (int)kv->key_len, kv->key, t);
     kv->type = (emily_gguf_value_type)t;
     if (t == EMILY_GGUF_STRING) {
         const char *str;
@@ -132,12 +130,9 @@ static emily_status read_value(cursor *c, gguf_kv *kv) {
         return s;
     }
     uint32_t e;
-    if ((s = read_u32(c, "an array's element type", &e)) || (s = read_u64(c, "an array's length", &kv->len)))
-        return s;
-    if (!value_type_known(e))
-        return bad(g, "key %.*s: array of unknown element type %u", (int)kv->key_len, kv->key, e);
-    if (e == EMILY_GGUF_ARRAY)
-        return bad(g, "key %.*s: arrays of arrays are not supported", (int)kv->key_len, kv->key);
+    if ((s = read_u32(c, "an array's element type", &e)) || (s = read_u64(c, "an array's length", &kv->len))) return s;
+    if (!value_type_known(e)) return bad(g, "key %.*s: array of unknown element type %u", (int)kv->key_len, kv->key, e);
+    if (e == EMILY_GGUF_ARRAY) return bad(g, "key %.*s: arrays of arrays are not supported", (int)kv->key_len, kv->key);
     kv->elem = (emily_gguf_value_type)e;
     kv->value = g->map + c->pos;
     if (e == EMILY_GGUF_STRING) return index_strings(c, kv);
@@ -164,8 +159,8 @@ static const char *tensor_name(const void *ctx, size_t i, size_t *len) {
 static emily_status read_metadata(cursor *c, emily_gguf *g, uint64_t count) {
     /* a pair takes at least 8 (key length) + 4 (type) + 1 bytes */
     if (count > left(c) / 13 || count >= UINT32_MAX)
-        return bad(g, "truncated: %llu metadata pairs do not fit in the %zu bytes left",
-                   (unsigned long long)count, left(c));
+        return bad(g, "truncated: %llu metadata pairs do not fit in the %zu bytes left", (unsigned long long)count,
+                   left(c));
     g->kvs = calloc((size_t)(count ? count : 1), sizeof *g->kvs);
     if (!g->kvs) return emily_error(EMILY_ERR_MEMORY, "gguf: %s: out of memory", g->path);
     for (uint64_t i = 0; i < count; i++) {
@@ -178,8 +173,7 @@ static emily_status read_metadata(cursor *c, emily_gguf *g, uint64_t count) {
     size_t dup;
     if (!gguf_names_build(&g->key_index, g->kv_count, kv_name, g->kvs, &dup))
         return emily_error(EMILY_ERR_MEMORY, "gguf: %s: out of memory", g->path);
-    if (dup != SIZE_MAX)
-        return bad(g, "key %.*s appears twice", (int)g->kvs[dup].key_len, g->kvs[dup].key);
+    if (dup != SIZE_MAX) return bad(g, "key %.*s appears twice", (int)g->kvs[dup].key_len, g->kvs[dup].key);
     return EMILY_OK;
 }
 
@@ -188,11 +182,9 @@ static emily_status read_alignment(emily_gguf *g) {
     long long i = gguf_names_find(&g->key_index, "general.alignment", 17, kv_name, g->kvs);
     if (i < 0) return EMILY_OK;
     const gguf_kv *kv = &g->kvs[i];
-    if (kv->type != EMILY_GGUF_UINT32)
-        return bad(g, "general.alignment is not a u32");
+    if (kv->type != EMILY_GGUF_UINT32) return bad(g, "general.alignment is not a u32");
     uint32_t a = gguf_u32(kv->value);
-    if (a == 0 || (a & (a - 1)) != 0)
-        return bad(g, "general.alignment %u is not a power of two", a);
+    if (a == 0 || (a & (a - 1)) != 0) return bad(g, "general.alignment %u is not a power of two", a);
     g->alignment = a;
     return EMILY_OK;
 }
@@ -204,12 +196,10 @@ static emily_status read_tensor_info(cursor *c, gguf_tensor *t) {
     emily_status s = read_string(c, "a tensor name", &t->name, &t->name_len);
     if (!s) s = read_u32(c, "a tensor's rank", &rank);
     if (s) return s;
-    if (rank < 1 || rank > 4)
-        return bad(g, "tensor %.*s: rank %u (1 to 4 only)", (int)t->name_len, t->name, rank);
+    if (rank < 1 || rank > 4) return bad(g, "tensor %.*s: rank %u (1 to 4 only)", (int)t->name_len, t->name, rank);
     for (uint32_t d = 0; d < rank; d++)
         if ((s = read_u64(c, "a tensor's dimension", &ne[d]))) return s;
-    if ((s = read_u32(c, "a tensor's type", &type)) || (s = read_u64(c, "a tensor's offset", &t->offset)))
-        return s;
+    if ((s = read_u32(c, "a tensor's type", &type)) || (s = read_u64(c, "a tensor's offset", &t->offset))) return s;
     int64_t block_len, block_bytes;
     if (!gguf_type_layout((int)type, &block_len, &block_bytes) || type > INT32_MAX)
         return bad(g, "tensor %.*s: unknown ggml type %u", (int)t->name_len, t->name, type);
@@ -218,8 +208,8 @@ static emily_status read_tensor_info(cursor *c, gguf_tensor *t) {
     uint64_t count = 1;
     for (uint32_t d = 0; d < rank; d++) {
         if (ne[d] > (uint64_t)EMILY_MAX_ELEMENTS)
-            return bad(g, "tensor %.*s: dimension %u is %llu (negative or too large)", (int)t->name_len,
-                       t->name, d, (unsigned long long)ne[d]);
+            return bad(g, "tensor %.*s: dimension %u is %llu (negative or too large)", (int)t->name_len, t->name, d,
+                       (unsigned long long)ne[d]);
         if (ne[d] && count > (uint64_t)EMILY_MAX_ELEMENTS / ne[d])
             return bad(g, "tensor %.*s: more than 2^59 elements", (int)t->name_len, t->name);
         count *= ne[d] ? ne[d] : 1;
@@ -228,23 +218,21 @@ static emily_status read_tensor_info(cursor *c, gguf_tensor *t) {
     for (uint32_t d = 0; d < rank; d++)
         if (ne[d] == 0) count = 0;
     if (ne[0] % (uint64_t)block_len)
-        return bad(g, "tensor %.*s: innermost dimension %llu is not a multiple of %s's block of %lld",
-                   (int)t->name_len, t->name, (unsigned long long)ne[0], emily_gguf_type_name(t->type),
-                   (long long)block_len);
+        return bad(g, "tensor %.*s: innermost dimension %llu is not a multiple of %s's block of %lld", (int)t->name_len,
+                   t->name, (unsigned long long)ne[0], emily_gguf_type_name(t->type), (long long)block_len);
     /* count / block_len blocks of at most 292 bytes: below 2^59 * 10, no overflow */
     t->nbytes = count / (uint64_t)block_len * (uint64_t)block_bytes;
     if (t->offset % g->alignment)
-        return bad(g, "tensor %.*s: offset %llu is not a multiple of the alignment %llu",
-                   (int)t->name_len, t->name, (unsigned long long)t->offset,
-                   (unsigned long long)g->alignment);
+        return bad(g, "tensor %.*s: offset %llu is not a multiple of the alignment %llu", (int)t->name_len, t->name,
+                   (unsigned long long)t->offset, (unsigned long long)g->alignment);
     return EMILY_OK;
 }
 
 static emily_status read_tensors(cursor *c, emily_gguf *g, uint64_t count) {
     /* an entry takes at least 8 (name) + 4 (rank) + 8 (one dim) + 4 + 8 bytes */
     if (count > left(c) / 32 || count >= UINT32_MAX)
-        return bad(g, "truncated: %llu tensor entries do not fit in the %zu bytes left",
-                   (unsigned long long)count, left(c));
+        return bad(g, "truncated: %llu tensor entries do not fit in the %zu bytes left", (unsigned long long)count,
+                   left(c));
     g->tensors = calloc((size_t)(count ? count : 1), sizeof *g->tensors);
     if (!g->tensors) return emily_error(EMILY_ERR_MEMORY, "gguf: %s: out of memory", g->path);
     for (uint64_t i = 0; i < count; i++) {
@@ -271,8 +259,8 @@ static emily_status check_extents(emily_gguf *g, size_t header_end) {
         uint64_t start = t->offset;
         if (start > room || t->nbytes > room - start)
             return bad(g, "tensor %.*s: its %llu bytes at data offset %llu end past the file's %zu bytes",
-                       (int)t->name_len, t->name, (unsigned long long)t->nbytes,
-                       (unsigned long long)t->offset, g->size);
+                       (int)t->name_len, t->name, (unsigned long long)t->nbytes, (unsigned long long)t->offset,
+                       g->size);
         t->offset = g->data_start + start;
     }
     return EMILY_OK;
@@ -288,13 +276,10 @@ static emily_status parse(emily_gguf *g) {
     if ((s = read_u32(&c, "the version", &version))) return s;
     if (version == 0x02000000u || version == 0x03000000u)
         return bad(g, "a big-endian GGUF file (only little-endian files are read)");
-    if (version != 2 && version != 3)
-        return bad(g, "GGUF version %u is not supported (2 and 3 are)", version);
+    if (version != 2 && version != 3) return bad(g, "GGUF version %u is not supported (2 and 3 are)", version);
     g->version = version;
-    if ((s = read_u64(&c, "the tensor count", &tensors)) || (s = read_u64(&c, "the metadata count", &kvs)))
-        return s;
-    if ((s = read_metadata(&c, g, kvs)) || (s = read_alignment(g)) || (s = read_tensors(&c, g, tensors)))
-        return s;
+    if ((s = read_u64(&c, "the tensor count", &tensors)) || (s = read_u64(&c, "the metadata count", &kvs))) return s;
+    if ((s = read_metadata(&c, g, kvs)) || (s = read_alignment(g)) || (s = read_tensors(&c, g, tensors))) return s;
     return check_extents(g, c.pos);
 }
 

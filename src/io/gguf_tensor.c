@@ -17,8 +17,12 @@ emily_status emily_gguf_tensor_info_at(const emily_gguf *g, size_t i, emily_gguf
         return emily_error(EMILY_ERR_INDEX, "gguf_tensor_info_at: index %zu, the file has %zu tensors", i,
                            g->tensor_count);
     const gguf_tensor *t = &g->tensors[i];
-    *out = (emily_gguf_tensor_info){.name = t->name, .name_len = t->name_len, .ggml_type = t->type,
-                                    .rank = t->rank, .offset = t->offset, .nbytes = t->nbytes};
+    *out = (emily_gguf_tensor_info){.name = t->name,
+                                    .name_len = t->name_len,
+                                    .ggml_type = t->type,
+                                    .rank = t->rank,
+                                    .offset = t->offset,
+                                    .nbytes = t->nbytes};
     memcpy(out->shape, t->shape, sizeof t->shape);
     return EMILY_OK;
 }
@@ -26,8 +30,7 @@ emily_status emily_gguf_tensor_info_at(const emily_gguf *g, size_t i, emily_gguf
 emily_status emily_gguf_find_tensor(const emily_gguf *g, const char *name, size_t *index) {
     if (!g || !name || !index) return emily_error(EMILY_ERR_ARGUMENT, "gguf_find_tensor: NULL argument");
     long long i = gguf_names_find(&g->tensor_index, name, strlen(name), tensor_name, g->tensors);
-    if (i < 0)
-        return emily_error(EMILY_ERR_ARGUMENT, "gguf_find_tensor: tensor %s is not in %s", name, g->path);
+    if (i < 0) return emily_error(EMILY_ERR_ARGUMENT, "gguf_find_tensor: tensor %s is not in %s", name, g->path);
     *index = (size_t)i;
     return EMILY_OK;
 }
@@ -47,8 +50,8 @@ static bool plain_dtype(int type, emily_dtype *out) {
     }
 }
 
-emily_status emily_gguf_load(const emily_gguf *g, const char *name, emily_device device,
-                             emily_dtype scale_type, emily_gguf_tensor *out) {
+emily_status emily_gguf_load(const emily_gguf *g, const char *name, emily_device device, emily_dtype scale_type,
+                             emily_gguf_tensor *out) {
     if (!out) return emily_error(EMILY_ERR_ARGUMENT, "gguf_load: out is NULL");
     memset(out, 0, sizeof *out);
     if (!g || !name) return emily_error(EMILY_ERR_ARGUMENT, "gguf_load: NULL argument");
@@ -61,8 +64,7 @@ emily_status emily_gguf_load(const emily_gguf *g, const char *name, emily_device
     const gguf_tensor *t = &g->tensors[i];
     emily_dtype dt;
     if (plain_dtype(t->type, &dt))
-        return emily_from_binary(device, dt, t->rank, t->shape, g->map + t->offset, (size_t)t->nbytes,
-                                 &out->dense);
+        return emily_from_binary(device, dt, t->rank, t->shape, g->map + t->offset, (size_t)t->nbytes, &out->dense);
     if (t->type == EMILY_GGML_Q8_0 || t->type == EMILY_GGML_Q4_0 || t->type == EMILY_GGML_Q4_1 ||
         t->type == EMILY_GGML_Q4_K)
         return gguf_load_blocks(g, t, device, scale_type, out);

@@ -14,23 +14,19 @@ typedef struct type_layout {
  * used. Only the layout is needed for the types Emily does not load: it
  * is what lets the reader check their extents and list them. */
 static const type_layout layouts[] = {
-    [0] = {"F32", 1, 4},        [1] = {"F16", 1, 2},         [2] = {"Q4_0", 32, 18},
-    [3] = {"Q4_1", 32, 20},     [6] = {"Q5_0", 32, 22},      [7] = {"Q5_1", 32, 24},
-    [8] = {"Q8_0", 32, 34},     [9] = {"Q8_1", 32, 40},      [10] = {"Q2_K", 256, 84},
-    [11] = {"Q3_K", 256, 110},  [12] = {"Q4_K", 256, 144},   [13] = {"Q5_K", 256, 176},
-    [14] = {"Q6_K", 256, 210},  [15] = {"Q8_K", 256, 292},   [16] = {"IQ2_XXS", 256, 66},
-    [17] = {"IQ2_XS", 256, 74}, [18] = {"IQ3_XXS", 256, 98}, [19] = {"IQ1_S", 256, 50},
-    [20] = {"IQ4_NL", 32, 18},  [21] = {"IQ3_S", 256, 110},  [22] = {"IQ2_S", 256, 82},
-    [23] = {"IQ4_XS", 256, 136}, [24] = {"I8", 1, 1},        [25] = {"I16", 1, 2},
-    [26] = {"I32", 1, 4},       [27] = {"I64", 1, 8},        [28] = {"F64", 1, 8},
-    [29] = {"IQ1_M", 256, 56},  [30] = {"BF16", 1, 2},       [34] = {"TQ1_0", 256, 54},
-    [35] = {"TQ2_0", 256, 66},  [39] = {"MXFP4", 32, 17},    [40] = {"NVFP4", 64, 36},
-    [41] = {"Q1_0", 128, 18},
+    [0] = {"F32", 1, 4},         [1] = {"F16", 1, 2},         [2] = {"Q4_0", 32, 18},      [3] = {"Q4_1", 32, 20},
+    [6] = {"Q5_0", 32, 22},      [7] = {"Q5_1", 32, 24},      [8] = {"Q8_0", 32, 34},      [9] = {"Q8_1", 32, 40},
+    [10] = {"Q2_K", 256, 84},    [11] = {"Q3_K", 256, 110},   [12] = {"Q4_K", 256, 144},   [13] = {"Q5_K", 256, 176},
+    [14] = {"Q6_K", 256, 210},   [15] = {"Q8_K", 256, 292},   [16] = {"IQ2_XXS", 256, 66}, [17] = {"IQ2_XS", 256, 74},
+    [18] = {"IQ3_XXS", 256, 98}, [19] = {"IQ1_S", 256, 50},   [20] = {"IQ4_NL", 32, 18},   [21] = {"IQ3_S", 256, 110},
+    [22] = {"IQ2_S", 256, 82},   [23] = {"IQ4_XS", 256, 136}, [24] = {"I8", 1, 1},         [25] = {"I16", 1, 2},
+    [26] = {"I32", 1, 4},        [27] = {"I64", 1, 8},        [28] = {"F64", 1, 8},        [29] = {"IQ1_M", 256, 56},
+    [30] = {"BF16", 1, 2},       [34] = {"TQ1_0", 256, 54},   [35] = {"TQ2_0", 256, 66},   [39] = {"MXFP4", 32, 17},
+    [40] = {"NVFP4", 64, 36},    [41] = {"Q1_0", 128, 18},
 };
 
 bool gguf_type_layout(int type, int64_t *block_len, int64_t *block_bytes) {
-    if (type < 0 || (size_t)type >= sizeof layouts / sizeof *layouts || !layouts[type].name)
-        return false;
+    if (type < 0 || (size_t)type >= sizeof layouts / sizeof *layouts || !layouts[type].name) return false;
     *block_len = layouts[type].block_len;
     *block_bytes = layouts[type].block_bytes;
     return true;
@@ -94,8 +90,7 @@ bool gguf_names_build(gguf_names *t, size_t count, gguf_name_fn get, const void 
     return true;
 }
 
-long long gguf_names_find(const gguf_names *t, const char *name, size_t n, gguf_name_fn get,
-                          const void *ctx) {
+long long gguf_names_find(const gguf_names *t, const char *name, size_t n, gguf_name_fn get, const void *ctx) {
     if (!t->slots) return -1;
     size_t at = (size_t)gguf_hash(name, n) & t->mask;
     while (t->slots[at]) {

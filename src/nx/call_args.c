@@ -45,14 +45,11 @@ emily_status emi_call_arity(emily_call *c, size_t min, size_t max) {
     return EMILY_OK;
 }
 
-const emily_value *emi_call_arg(emily_call *c, size_t i) {
-    return i < c->nargs ? &c->args[i] : NULL;
-}
+const emily_value *emi_call_arg(emily_call *c, size_t i) { return i < c->nargs ? &c->args[i] : NULL; }
 
 static const char *kind_name(emily_value_kind k) {
-    static const char *names[] = {"nil", "boolean", "integer", "integer", "float", "complex",
-                                  "atom", "binary", "tuple", "list", "keyword list",
-                                  "tensor", "template"};
+    static const char *names[] = {"nil",    "boolean", "integer", "integer",      "float",  "complex", "atom",
+                                  "binary", "tuple",   "list",    "keyword list", "tensor", "template"};
     return (unsigned)k < sizeof names / sizeof *names ? names[k] : "?";
 }
 
@@ -83,7 +80,10 @@ emily_status emi_call_tensor_list(emily_call *c, size_t i, emily_tensor ***ts, i
 
 emily_status emi_value_int(emily_call *c, const emily_value *v, const char *what, int64_t *out) {
     if (!v) return emi_call_fail(c, EMILY_ERR_ARGUMENT, "%s is missing", what);
-    if (v->kind == EMILY_V_INT) { *out = v->i; return EMILY_OK; }
+    if (v->kind == EMILY_V_INT) {
+        *out = v->i;
+        return EMILY_OK;
+    }
     if (v->kind == EMILY_V_TENSOR && v->tensor) return emi_value_tensor_int(c, v->tensor, what, out);
     return emi_call_fail(c, EMILY_ERR_ARGUMENT, "%s must be an integer, got %s", what, kind_name(v->kind));
 }
@@ -96,28 +96,44 @@ emily_status emi_call_int(emily_call *c, size_t i, int64_t *v) {
 
 emily_status emi_value_float(emily_call *c, const emily_value *v, const char *what, double *out) {
     if (!v) return emi_call_fail(c, EMILY_ERR_ARGUMENT, "%s is missing", what);
-    if (v->kind == EMILY_V_FLOAT) { *out = v->f; return EMILY_OK; }
-    if (v->kind == EMILY_V_INT) { *out = (double)v->i; return EMILY_OK; }
-    if (v->kind == EMILY_V_UINT) { *out = (double)v->u; return EMILY_OK; }
+    if (v->kind == EMILY_V_FLOAT) {
+        *out = v->f;
+        return EMILY_OK;
+    }
+    if (v->kind == EMILY_V_INT) {
+        *out = (double)v->i;
+        return EMILY_OK;
+    }
+    if (v->kind == EMILY_V_UINT) {
+        *out = (double)v->u;
+        return EMILY_OK;
+    }
     return emi_call_fail(c, EMILY_ERR_ARGUMENT, "%s must be a number, got %s", what, kind_name(v->kind));
 }
 
 emily_status emi_value_bool(emily_call *c, const emily_value *v, const char *what, bool *out) {
     if (!v) return emi_call_fail(c, EMILY_ERR_ARGUMENT, "%s is missing", what);
-    if (v->kind == EMILY_V_BOOL) { *out = v->b; return EMILY_OK; }
+    if (v->kind == EMILY_V_BOOL) {
+        *out = v->b;
+        return EMILY_OK;
+    }
     return emi_call_fail(c, EMILY_ERR_ARGUMENT, "%s must be true or false, got %s", what, kind_name(v->kind));
 }
 
-emily_status emi_value_atom(emily_call *c, const emily_value *v, const char *what, bool allow_nil,
-                        const char **out) {
+emily_status emi_value_atom(emily_call *c, const emily_value *v, const char *what, bool allow_nil, const char **out) {
     if (!v) return emi_call_fail(c, EMILY_ERR_ARGUMENT, "%s is missing", what);
-    if (v->kind == EMILY_V_ATOM) { *out = v->str; return EMILY_OK; }
-    if (allow_nil && v->kind == EMILY_V_NIL) { *out = NULL; return EMILY_OK; }
+    if (v->kind == EMILY_V_ATOM) {
+        *out = v->str;
+        return EMILY_OK;
+    }
+    if (allow_nil && v->kind == EMILY_V_NIL) {
+        *out = NULL;
+        return EMILY_OK;
+    }
     return emi_call_fail(c, EMILY_ERR_ARGUMENT, "%s must be an atom, got %s", what, kind_name(v->kind));
 }
 
-emily_status emi_value_int_list(emily_call *c, const emily_value *v, const char *what,
-                            int64_t **out, int *n) {
+emily_status emi_value_int_list(emily_call *c, const emily_value *v, const char *what, int64_t **out, int *n) {
     if (!v || (v->kind != EMILY_V_LIST && v->kind != EMILY_V_TUPLE))
         return emi_call_fail(c, EMILY_ERR_ARGUMENT, "%s must be a list of integers", what);
     int64_t *vals = emi_call_alloc(c, (v->n + 1) * sizeof *vals);
@@ -134,7 +150,11 @@ emily_status emi_value_int_list(emily_call *c, const emily_value *v, const char 
 }
 
 emily_status emi_value_axes(emily_call *c, const emily_value *v, const char *what, int **out, int *n) {
-    if (v && v->kind == EMILY_V_NIL) { *out = NULL; *n = -1; return EMILY_OK; }
+    if (v && v->kind == EMILY_V_NIL) {
+        *out = NULL;
+        *n = -1;
+        return EMILY_OK;
+    }
     int64_t *vals;
     emily_status s = emi_value_int_list(c, v, what, &vals, n);
     if (s) return s;
@@ -157,12 +177,20 @@ emily_status emi_value_scalar(emily_call *c, const emily_value *v, const char *w
     case EMILY_V_FLOAT: *out = emily_scalar_float(v->f); return EMILY_OK;
     case EMILY_V_COMPLEX: *out = emily_scalar_complex(v->re, v->im); return EMILY_OK;
     case EMILY_V_ATOM:
-        if (strcmp(v->str, "nan") == 0) { *out = emily_scalar_float(__builtin_nan("")); return EMILY_OK; }
-        if (strcmp(v->str, "infinity") == 0) { *out = emily_scalar_float(__builtin_inf()); return EMILY_OK; }
-        if (strcmp(v->str, "neg_infinity") == 0) { *out = emily_scalar_float(-__builtin_inf()); return EMILY_OK; }
+        if (strcmp(v->str, "nan") == 0) {
+            *out = emily_scalar_float(__builtin_nan(""));
+            return EMILY_OK;
+        }
+        if (strcmp(v->str, "infinity") == 0) {
+            *out = emily_scalar_float(__builtin_inf());
+            return EMILY_OK;
+        }
+        if (strcmp(v->str, "neg_infinity") == 0) {
+            *out = emily_scalar_float(-__builtin_inf());
+            return EMILY_OK;
+        }
         return emi_call_fail(c, EMILY_ERR_ARGUMENT, "%s: unknown number atom :%s", what, v->str);
-    default:
-        return emi_call_fail(c, EMILY_ERR_ARGUMENT, "%s must be a number, got %s", what, kind_name(v->kind));
+    default: return emi_call_fail(c, EMILY_ERR_ARGUMENT, "%s must be a number, got %s", what, kind_name(v->kind));
     }
 }
 
@@ -176,12 +204,42 @@ emily_status emi_value_tensor_int(emily_call *c, const emily_tensor *t, const ch
     switch (dt) {
     case EMILY_U8: *out = raw[0]; break;
     case EMILY_S8: *out = (int8_t)raw[0]; break;
-    case EMILY_U16: { uint16_t x; memcpy(&x, raw, 2); *out = x; break; }
-    case EMILY_S16: { int16_t x; memcpy(&x, raw, 2); *out = x; break; }
-    case EMILY_U32: { uint32_t x; memcpy(&x, raw, 4); *out = x; break; }
-    case EMILY_S32: { int32_t x; memcpy(&x, raw, 4); *out = x; break; }
-    case EMILY_U64: { uint64_t x; memcpy(&x, raw, 8); *out = x > INT64_MAX ? INT64_MAX : (int64_t)x; break; }
-    default: { int64_t x; memcpy(&x, raw, 8); *out = x; break; }
+    case EMILY_U16: {
+        uint16_t x;
+        memcpy(&x, raw, 2);
+        *out = x;
+        break;
+    }
+    case EMILY_S16: {
+        int16_t x;
+        memcpy(&x, raw, 2);
+        *out = x;
+        break;
+    }
+    case EMILY_U32: {
+        uint32_t x;
+        memcpy(&x, raw, 4);
+        *out = x;
+        break;
+    }
+    case EMILY_S32: {
+        int32_t x;
+        memcpy(&x, raw, 4);
+        *out = x;
+        break;
+    }
+    case EMILY_U64: {
+        uint64_t x;
+        memcpy(&x, raw, 8);
+        *out = x > INT64_MAX ? INT64_MAX : (int64_t)x;
+        break;
+    }
+    default: {
+        int64_t x;
+        memcpy(&x, raw, 8);
+        *out = x;
+        break;
+    }
     }
     return EMILY_OK;
 }
@@ -216,8 +274,8 @@ const emily_value *emi_opt_get(const emily_value *opts, const char *key) {
 
 /* The value of an option that is given and not nil (NULL otherwise), and
  * its name for messages in what (the caller's, or "option :key"). */
-static const emily_value *opt_given(const emily_value *opts, const char *key, const char *what,
-                                    char *buf, size_t size, const char **name) {
+static const emily_value *opt_given(const emily_value *opts, const char *key, const char *what, char *buf, size_t size,
+                                    const char **name) {
     const emily_value *v = emi_opt_get(opts, key);
     if (!v || v->kind == EMILY_V_NIL) return NULL;
     if (what) {
@@ -229,22 +287,19 @@ static const emily_value *opt_given(const emily_value *opts, const char *key, co
     return v;
 }
 
-emily_status emi_opt_int(emily_call *c, const emily_value *opts, const char *key, const char *what,
-                         int64_t *out) {
+emily_status emi_opt_int(emily_call *c, const emily_value *opts, const char *key, const char *what, int64_t *out) {
     char buf[64];
     const emily_value *v = opt_given(opts, key, what, buf, sizeof buf, &what);
     return v ? emi_value_int(c, v, what, out) : EMILY_OK;
 }
 
-emily_status emi_opt_float(emily_call *c, const emily_value *opts, const char *key, const char *what,
-                           double *out) {
+emily_status emi_opt_float(emily_call *c, const emily_value *opts, const char *key, const char *what, double *out) {
     char buf[64];
     const emily_value *v = opt_given(opts, key, what, buf, sizeof buf, &what);
     return v ? emi_value_float(c, v, what, out) : EMILY_OK;
 }
 
-emily_status emi_opt_bool(emily_call *c, const emily_value *opts, const char *key, const char *what,
-                          bool *out) {
+emily_status emi_opt_bool(emily_call *c, const emily_value *opts, const char *key, const char *what, bool *out) {
     char buf[64];
     const emily_value *v = opt_given(opts, key, what, buf, sizeof buf, &what);
     return v ? emi_value_bool(c, v, what, out) : EMILY_OK;
@@ -268,7 +323,8 @@ static const emily_value *template_at(const emily_value *out, int k) {
 emily_status emi_call_template(emily_call *c, int k, emily_dtype *dtype, int *rank, const int64_t **shape) {
     const emily_value *t = template_at(c->out, k);
     if (!t) return emi_call_fail(c, EMILY_ERR_ARGUMENT, "output template %d is missing", k);
-    if (!emily_dtype_known(t->dtype)) return emi_call_fail(c, EMILY_ERR_TYPE, "output template %d has an invalid type", k);
+    if (!emily_dtype_known(t->dtype))
+        return emi_call_fail(c, EMILY_ERR_TYPE, "output template %d has an invalid type", k);
     if (dtype) *dtype = t->dtype;
     if (rank) *rank = t->rank;
     if (shape) *shape = t->shape;
@@ -287,8 +343,9 @@ emily_status emi_call_check_output(emily_call *c, int k, emily_dtype dtype, int 
     if (same) return EMILY_OK;
     char a[256], b[256];
     return emi_call_fail(c, EMILY_ERR_INTERNAL, "output %d is %s%s but Nx expects %s%s", k,
-                         dtype == EMILY_DTYPE_AUTO ? "" : emily_dtype_name(dtype), emi_shape_str(rank, shape, a, sizeof a),
-                         emily_dtype_name(want_dt), emi_shape_str(want_rank, want_shape, b, sizeof b));
+                         dtype == EMILY_DTYPE_AUTO ? "" : emily_dtype_name(dtype),
+                         emi_shape_str(rank, shape, a, sizeof a), emily_dtype_name(want_dt),
+                         emi_shape_str(want_rank, want_shape, b, sizeof b));
 }
 
 emily_dtype emi_call_out_type(emily_call *c) {

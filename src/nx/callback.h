@@ -48,17 +48,17 @@ EMI_CALLBACK_LIST
  * it already found (the device already checked): engine graphs resolve
  * each call's entry once. */
 const emily_callback_entry *emi_callback_find(const char *name);
-emily_status emi_dispatch_entry(const emily_callback_entry *entry, emily_device device,
-                                const emily_value *out, const emily_value *args, size_t nargs,
-                                emily_dispatch_mode mode, emily_dispatch_result *result);
+emily_status emi_dispatch_entry(const emily_callback_entry *entry, emily_device device, const emily_value *out,
+                                const emily_value *args, size_t nargs, emily_dispatch_mode mode,
+                                emily_dispatch_result *result);
 
 /* A call with a narrow type (emily/dtype.h) among its tensors or output
  * templates, and emi_dispatch_entry for it: run in the compute types
  * and converted back (src/nx/narrow.c). */
 bool emi_call_has_narrow(const emily_value *out, const emily_value *args, size_t nargs);
-emily_status emi_dispatch_narrow(const emily_callback_entry *entry, emily_device device,
-                                 const emily_value *out, const emily_value *args, size_t nargs,
-                                 emily_dispatch_mode mode, emily_dispatch_result *result);
+emily_status emi_dispatch_narrow(const emily_callback_entry *entry, emily_device device, const emily_value *out,
+                                 const emily_value *args, size_t nargs, emily_dispatch_mode mode,
+                                 emily_dispatch_result *result);
 
 /* Scratch memory freed when the dispatch ends (NULL + error on OOM). */
 void *emi_call_alloc(emily_call *c, size_t nbytes);
@@ -86,19 +86,15 @@ emily_status emi_value_int(emily_call *c, const emily_value *v, const char *what
 emily_status emi_value_float(emily_call *c, const emily_value *v, const char *what, double *out);
 emily_status emi_value_bool(emily_call *c, const emily_value *v, const char *what, bool *out);
 /* atom name (or NULL for nil when allow_nil) */
-emily_status emi_value_atom(emily_call *c, const emily_value *v, const char *what, bool allow_nil,
-                        const char **out);
+emily_status emi_value_atom(emily_call *c, const emily_value *v, const char *what, bool allow_nil, const char **out);
 /* A list or tuple of integers. */
-emily_status emi_value_int_list(emily_call *c, const emily_value *v, const char *what,
-                            int64_t **out, int *n);
+emily_status emi_value_int_list(emily_call *c, const emily_value *v, const char *what, int64_t **out, int *n);
 /* Same, narrowed to int (axes); nil gives *out = NULL, *n = -1. */
 emily_status emi_value_axes(emily_call *c, const emily_value *v, const char *what, int **out, int *n);
 /* A number, complex or nan/infinity/neg_infinity atom as a scalar. */
-emily_status emi_value_scalar(emily_call *c, const emily_value *v, const char *what,
-                          emily_scalar *out);
+emily_status emi_value_scalar(emily_call *c, const emily_value *v, const char *what, emily_scalar *out);
 /* Integer held by a rank-0 (or single element) integer tensor. */
-emily_status emi_value_tensor_int(emily_call *c, const emily_tensor *t, const char *what,
-                              int64_t *out);
+emily_status emi_value_tensor_int(emily_call *c, const emily_tensor *t, const char *what, int64_t *out);
 
 /* Options: the keyword list argument at position i. */
 emily_status emi_call_opts(emily_call *c, size_t i, const emily_value **opts);
@@ -110,19 +106,14 @@ const emily_value *emi_opt_get(const emily_value *opts, const char *key);
 /* An option given and not nil, read into *out (which keeps the caller's
  * default otherwise); `what` names it in messages (NULL: "option :key").
  * opts may be NULL. */
-emily_status emi_opt_int(emily_call *c, const emily_value *opts, const char *key, const char *what,
-                         int64_t *out);
-emily_status emi_opt_float(emily_call *c, const emily_value *opts, const char *key, const char *what,
-                           double *out);
-emily_status emi_opt_bool(emily_call *c, const emily_value *opts, const char *key, const char *what,
-                          bool *out);
+emily_status emi_opt_int(emily_call *c, const emily_value *opts, const char *key, const char *what, int64_t *out);
+emily_status emi_opt_float(emily_call *c, const emily_value *opts, const char *key, const char *what, double *out);
+emily_status emi_opt_bool(emily_call *c, const emily_value *opts, const char *key, const char *what, bool *out);
 /* Like emi_opt_get, but missing keys fail. */
-emily_status emi_opt_need(emily_call *c, const emily_value *opts, const char *key,
-                      const emily_value **out);
+emily_status emi_opt_need(emily_call *c, const emily_value *opts, const char *key, const emily_value **out);
 
 /* Output templates: k-th template (0 for single-output callbacks). */
-emily_status emi_call_template(emily_call *c, int k, emily_dtype *dtype, int *rank,
-                           const int64_t **shape);
+emily_status emi_call_template(emily_call *c, int k, emily_dtype *dtype, int *rank, const int64_t **shape);
 /* In RUN mode, fails unless output k of this dtype (EMILY_DTYPE_AUTO: any)
  * and shape is what template k says ("output k is ... but Nx expects
  * ..."; the dispatcher checks every result so). Callbacks whose work grows

@@ -11,8 +11,7 @@
 /* add(out, left, right) and the 23 others of the same form. */
 emily_status emi_cb_binary(emily_call *c) {
     emily_binary_op op;
-    if (!emily_binary_op_from_name(c->name, &op))
-        return emi_call_fail(c, EMILY_ERR_INTERNAL, "not a binary op");
+    if (!emily_binary_op_from_name(c->name, &op)) return emi_call_fail(c, EMILY_ERR_INTERNAL, "not a binary op");
     emily_tensor *ab[2], *r = NULL;
     emily_status s = emi_call_tensors(c, 2, 2, 2, ab);
     if (s) return s;
@@ -21,8 +20,7 @@ emily_status emi_cb_binary(emily_call *c) {
     int rank;
     int64_t shape[EMILY_MAX_RANK];
     if ((s = emi_broadcast_shapes(c->name, emily_tensor_rank(ab[0]), emily_tensor_shape(ab[0]),
-                                  emily_tensor_rank(ab[1]), emily_tensor_shape(ab[1]), &rank,
-                                  shape)) ||
+                                  emily_tensor_rank(ab[1]), emily_tensor_shape(ab[1]), &rank, shape)) ||
         (s = emi_call_check_output(c, 0, emi_call_out_type(c), rank, shape)))
         return s;
     s = emily_binary(op, ab[0], ab[1], emi_call_out_type(c), &r);

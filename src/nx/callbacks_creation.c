@@ -39,8 +39,8 @@ emily_status emi_cb_iota(emily_call *c) {
         int64_t v;
         if ((s = emi_value_int(c, a, "the axis", &v))) return s;
         if (v < 0 || v >= n.rank)
-            return emi_call_fail(c, EMILY_ERR_AXIS, "axis %lld out of range for a shape of rank %d",
-                             (long long)v, n.rank);
+            return emi_call_fail(c, EMILY_ERR_AXIS, "axis %lld out of range for a shape of rank %d", (long long)v,
+                                 n.rank);
         axis = (int)v;
     }
     emily_tensor *t;

@@ -65,8 +65,7 @@ emily_status emi_cb_dot(emily_call *c) {
     if (emi_dot_fp8_operands(a, b)) /* from src/nx/dot_fp8.c only: the FP8 path, FAST */
         s = emi_dot_fp8_run(a, nca, ca, nba, ba, 1.0f, b, ncb, cb, nbb, bb, 1.0f, emi_call_out_type(c),
                             emily_dot_get_precision() == EMILY_DOT_PRECISION_FAST, &out);
-    else
-        s = emily_dot(a, nca, ca, nba, ba, b, ncb, cb, nbb, bb, emi_call_out_type(c), &out);
+    else s = emily_dot(a, nca, ca, nba, ba, b, ncb, cb, nbb, bb, emi_call_out_type(c), &out);
     precision_leave(precision, saved);
     if (s) return s;
     return emi_call_return(c, out);
@@ -74,8 +73,7 @@ emily_status emi_cb_dot(emily_call *c) {
 
 /* An integer list option with one entry per spatial dimension (a bare
  * integer applies to all; absent: NULL, the default). */
-static emily_status spatial_list(emily_call *c, const emily_value *opts, const char *key, int d,
-                                 const int64_t **out) {
+static emily_status spatial_list(emily_call *c, const emily_value *opts, const char *key, int d, const int64_t **out) {
     *out = NULL;
     const emily_value *v = emi_opt_get(opts, key);
     if (!v || v->kind == EMILY_V_NIL) return EMILY_OK;
@@ -89,24 +87,24 @@ static emily_status spatial_list(emily_call *c, const emily_value *opts, const c
         emily_status s = emi_value_int_list(c, v, key, &list, &n);
         if (s) return s;
         if (n != d)
-            return emi_call_fail(c, EMILY_ERR_ARGUMENT, "%s has %d entries, the input has %d spatial "
-                             "dimensions", key, n, d);
+            return emi_call_fail(c, EMILY_ERR_ARGUMENT,
+                                 "%s has %d entries, the input has %d spatial "
+                                 "dimensions",
+                                 key, n, d);
         for (int i = 0; i < d; i++) vals[i] = list[i];
     }
     *out = vals;
     return EMILY_OK;
 }
 
-static emily_status permutation(emily_call *c, const emily_value *opts, const char *key, int r,
-                                const int **out) {
+static emily_status permutation(emily_call *c, const emily_value *opts, const char *key, int r, const int **out) {
     *out = NULL;
     const emily_value *v = emi_opt_get(opts, key);
     if (!v || v->kind == EMILY_V_NIL) return EMILY_OK;
     int *axes, n;
     emily_status s = emi_value_axes(c, v, key, &axes, &n);
     if (s) return s;
-    if (n != r)
-        return emi_call_fail(c, EMILY_ERR_AXIS, "%s has %d entries for rank %d", key, n, r);
+    if (n != r) return emi_call_fail(c, EMILY_ERR_AXIS, "%s has %d entries for rank %d", key, n, r);
     *out = axes;
     return EMILY_OK;
 }
@@ -115,16 +113,14 @@ static emily_status permutation(emily_call *c, const emily_value *opts, const ch
  * "not given", but Nx passes the user's value, and Nx refuses 0 (its
  * rem(channels, 0) raises) as well as negative sizes, so both fail here
  * instead of running as 1. */
-static emily_status group_size(emily_call *c, const emily_value *opts, const char *key,
-                               int64_t *out) {
+static emily_status group_size(emily_call *c, const emily_value *opts, const char *key, int64_t *out) {
     *out = 1;
     const emily_value *v = opts ? emi_opt_get(opts, key) : NULL;
     if (!v || v->kind == EMILY_V_NIL) return EMILY_OK;
     emily_status s = emi_value_int(c, v, key, out);
     if (s) return s;
     if (*out < 1)
-        return emi_call_fail(c, EMILY_ERR_ARGUMENT, "%s must be a positive integer, got %lld", key,
-                         (long long)*out);
+        return emi_call_fail(c, EMILY_ERR_ARGUMENT, "%s must be a positive integer, got %lld", key, (long long)*out);
     return EMILY_OK;
 }
 

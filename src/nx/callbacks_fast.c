@@ -38,8 +38,7 @@ static emily_status norm_args(emily_call *c, int max_tensors, emily_tensor **ts,
         return emi_call_tensor(c, (size_t)n, &t); /* names the argument that is not a tensor */
     }
     if ((size_t)n == c->nargs) return EMILY_OK;
-    if ((size_t)n + 1 < c->nargs)
-        return emi_call_fail(c, EMILY_ERR_ARGUMENT, "argument %d must be a tensor", n + 1);
+    if ((size_t)n + 1 < c->nargs) return emi_call_fail(c, EMILY_ERR_ARGUMENT, "argument %d must be a tensor", n + 1);
     const emily_value *opts;
     if ((s = emi_call_opts(c, (size_t)n, &opts))) return s;
     return emi_opt_float(c, opts, "epsilon", NULL, eps);
@@ -80,22 +79,18 @@ emily_status emi_cb_sdpa(emily_call *c) {
     size_t ntensors;
     if ((s = tensors_then_opts(c, &ntensors, &opts))) return s;
     bool causal = false, has_mask = false, has_sinks = false;
-    if ((s = emi_opt_bool(c, opts, "causal", NULL, &causal)) ||
-        (s = emi_opt_bool(c, opts, "mask", NULL, &has_mask)) ||
+    if ((s = emi_opt_bool(c, opts, "causal", NULL, &causal)) || (s = emi_opt_bool(c, opts, "mask", NULL, &has_mask)) ||
         (s = emi_opt_bool(c, opts, "sinks", NULL, &has_sinks)))
         return s;
     size_t want = 3 + (has_mask ? 1 : 0) + (has_sinks ? 1 : 0);
     if (ntensors != want)
-        return emi_call_fail(c, EMILY_ERR_ARGUMENT,
-                             "expected %zu tensors (q, k, v%s%s) before the options, got %zu",
-                             want, has_mask ? ", mask" : "", has_sinks ? ", sinks" : "",
-                             ntensors);
+        return emi_call_fail(c, EMILY_ERR_ARGUMENT, "expected %zu tensors (q, k, v%s%s) before the options, got %zu",
+                             want, has_mask ? ", mask" : "", has_sinks ? ", sinks" : "", ntensors);
     emily_tensor *ts[5] = {NULL, NULL, NULL, NULL, NULL}, *r;
     for (size_t i = 0; i < ntensors; i++)
         if ((s = emi_call_tensor(c, i, &ts[i]))) return s;
-    emily_sdpa_options o = {.causal = causal,
-                            .mask = has_mask ? ts[3] : NULL,
-                            .sinks = has_sinks ? ts[has_mask ? 4 : 3] : NULL};
+    emily_sdpa_options o = {
+        .causal = causal, .mask = has_mask ? ts[3] : NULL, .sinks = has_sinks ? ts[has_mask ? 4 : 3] : NULL};
     /* the default scale, 1/sqrt(D), as Bumblebee's default (computed in
      * double here; Emily.Fast always passes its scale) */
     int64_t d = emily_tensor_rank(ts[0]) == 4 ? emily_tensor_shape(ts[0])[3] : 0;
@@ -125,8 +120,7 @@ static emily_status rope_scaling(emily_call *c, const emily_value *opts, emily_r
             *out = (emily_rope_scaling)k;
             return EMILY_OK;
         }
-    return emi_call_fail(c, EMILY_ERR_ARGUMENT,
-                         "option :scaling must be :none, :linear, :dynamic or :llama3, got :%s",
+    return emi_call_fail(c, EMILY_ERR_ARGUMENT, "option :scaling must be :none, :linear, :dynamic or :llama3, got :%s",
                          name);
 }
 
@@ -138,10 +132,8 @@ emily_status emi_cb_rope(emily_call *c) {
     if ((s = tensors_then_opts(c, &ntensors, &opts))) return s;
     emily_rope_options o = {.base = 10000.0};
     bool has_table = false;
-    if ((s = emi_opt_int(c, opts, "dims", NULL, &o.dims)) ||
-        (s = emi_opt_float(c, opts, "base", NULL, &o.base)) ||
-        (s = emi_opt_bool(c, opts, "traditional", NULL, &o.traditional)) ||
-        (s = rope_scaling(c, opts, &o.scaling)) ||
+    if ((s = emi_opt_int(c, opts, "dims", NULL, &o.dims)) || (s = emi_opt_float(c, opts, "base", NULL, &o.base)) ||
+        (s = emi_opt_bool(c, opts, "traditional", NULL, &o.traditional)) || (s = rope_scaling(c, opts, &o.scaling)) ||
         (s = emi_opt_float(c, opts, "factor", NULL, &o.factor)) ||
         (s = emi_opt_float(c, opts, "low_frequency_factor", NULL, &o.low_frequency_factor)) ||
         (s = emi_opt_float(c, opts, "high_frequency_factor", NULL, &o.high_frequency_factor)) ||
@@ -151,8 +143,7 @@ emily_status emi_cb_rope(emily_call *c) {
         return s;
     size_t want = has_table ? 3 : 2;
     if (ntensors != want)
-        return emi_call_fail(c, EMILY_ERR_ARGUMENT,
-                             "expected %zu tensors (x, positions%s) before the options, got %zu",
+        return emi_call_fail(c, EMILY_ERR_ARGUMENT, "expected %zu tensors (x, positions%s) before the options, got %zu",
                              want, has_table ? ", inv_freq" : "", ntensors);
     emily_tensor *ts[3] = {NULL, NULL, NULL}, *r;
     for (size_t i = 0; i < ntensors; i++)

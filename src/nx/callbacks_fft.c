@@ -26,8 +26,7 @@ static int64_t next_pow2(int64_t n) {
 
 /* A length option: an integer, :power_of_two (of `size`), or absent (0:
  * the typed function's default). */
-static emily_status get_length(emily_call *c, const emily_value *v, const char *what, int64_t size,
-                               int64_t *out) {
+static emily_status get_length(emily_call *c, const emily_value *v, const char *what, int64_t size, int64_t *out) {
     *out = 0;
     if (!v || v->kind == EMILY_V_NIL) return EMILY_OK;
     if (v->kind == EMILY_V_ATOM && strcmp(v->str, "power_of_two") == 0) {
@@ -37,8 +36,7 @@ static emily_status get_length(emily_call *c, const emily_value *v, const char *
     emily_status s = emi_value_int(c, v, what, out);
     if (s) return s;
     if (*out <= 0)
-        return emi_call_fail(c, EMILY_ERR_ARGUMENT, "%s must be a positive integer, got %lld", what,
-                         (long long)*out);
+        return emi_call_fail(c, EMILY_ERR_ARGUMENT, "%s must be a positive integer, got %lld", what, (long long)*out);
     return EMILY_OK;
 }
 
@@ -48,7 +46,8 @@ static emily_status get_axis(emily_call *c, const emily_value *v, const char *wh
     int64_t a;
     emily_status s = emi_value_int(c, v, what, &a);
     if (s) return s;
-    if (a < -1000000 || a > 1000000) return emi_call_fail(c, EMILY_ERR_AXIS, "%s %lld out of range", what, (long long)a);
+    if (a < -1000000 || a > 1000000)
+        return emi_call_fail(c, EMILY_ERR_AXIS, "%s %lld out of range", what, (long long)a);
     *axis = (int)a;
     return EMILY_OK;
 }
@@ -81,8 +80,7 @@ emily_status emi_cb_ifft(emily_call *c) { return run1(c, emily_ifft); }
 emily_status emi_cb_rfft(emily_call *c) { return run1(c, emily_rfft); }
 emily_status emi_cb_irfft(emily_call *c) { return run1(c, emily_irfft); }
 
-typedef emily_status (*fft2_fn)(const emily_tensor *, const int64_t[2], const int[2], double,
-                                emily_tensor **);
+typedef emily_status (*fft2_fn)(const emily_tensor *, const int64_t[2], const int[2], double, emily_tensor **);
 
 static emily_status run2(emily_call *c, fft2_fn fn) {
     emily_tensor *t, *out;
@@ -94,8 +92,7 @@ static emily_status run2(emily_call *c, fft2_fn fn) {
     if (av && av->kind != EMILY_V_NIL) {
         int *a, na;
         if ((s = emi_value_axes(c, av, "option :axes", &a, &na))) return s;
-        if (na != 2)
-            return emi_call_fail(c, EMILY_ERR_ARGUMENT, "expected :axes to be a list with 2 axes, got %d", na);
+        if (na != 2) return emi_call_fail(c, EMILY_ERR_ARGUMENT, "expected :axes to be a list with 2 axes, got %d", na);
         axes[0] = a[0];
         axes[1] = a[1];
     }
@@ -103,11 +100,9 @@ static emily_status run2(emily_call *c, fft2_fn fn) {
     const emily_value *lv = emi_opt_get(opts, "lengths");
     if (lv && lv->kind != EMILY_V_NIL) {
         if ((lv->kind != EMILY_V_LIST && lv->kind != EMILY_V_TUPLE) || lv->n != 2)
-            return emi_call_fail(c, EMILY_ERR_ARGUMENT,
-                             "expected :lengths to be a list of 2 lengths or :power_of_two");
+            return emi_call_fail(c, EMILY_ERR_ARGUMENT, "expected :lengths to be a list of 2 lengths or :power_of_two");
         for (int i = 0; i < 2; i++)
-            if ((s = get_length(c, &lv->items[i], "option :lengths", axis_size(t, axes[i]), &lengths[i])))
-                return s;
+            if ((s = get_length(c, &lv->items[i], "option :lengths", axis_size(t, axes[i]), &lengths[i]))) return s;
     }
     double eps;
     if ((s = get_eps(c, opts, &eps))) return s;

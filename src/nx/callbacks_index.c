@@ -20,8 +20,7 @@ static emily_status axis_arg(emily_call *c, size_t i, int *axis) {
     const emily_value *v = emi_call_arg(c, i);
     if (!v || v->kind == EMILY_V_NIL) return EMILY_OK;
     int64_t a = 0;
-    emily_status s = v->kind == EMILY_V_OPTS ? emi_opt_int(c, v, "axis", "axis", &a)
-                                             : emi_value_int(c, v, "axis", &a);
+    emily_status s = v->kind == EMILY_V_OPTS ? emi_opt_int(c, v, "axis", "axis", &a) : emi_value_int(c, v, "axis", &a);
     if (s) return s;
     if (a < INT_MIN || a > INT_MAX) return emi_call_fail(c, EMILY_ERR_AXIS, "axis %lld is out of range", (long long)a);
     *axis = (int)a;

@@ -24,8 +24,8 @@
 /* An atom option, one of `names` (in the order of their enum values):
  * its index in *out, dflt when absent or nil. Another atom fails with
  * "<bad>:<atom>". */
-static emily_status opt_choice(emily_call *c, const emily_value *opts, const char *key,
-                               const char *const *names, int dflt, const char *bad, int *out) {
+static emily_status opt_choice(emily_call *c, const emily_value *opts, const char *key, const char *const *names,
+                               int dflt, const char *bad, int *out) {
     const emily_value *v = emi_opt_get(opts, key);
     *out = dflt;
     if (!v || v->kind == EMILY_V_NIL) return EMILY_OK;
@@ -94,8 +94,7 @@ emily_status emi_cb_triangular_solve(emily_call *c) {
     emily_linalg_method method;
     if ((s = opt_method(c, opts, &method))) return s;
     emily_tensor *out;
-    if ((s = emily_triangular_solve_opts(ab[0], ab[1], left_side, lower, (emily_transform_a)tr, method,
-                                         &out)))
+    if ((s = emily_triangular_solve_opts(ab[0], ab[1], left_side, lower, (emily_transform_a)tr, method, &out)))
         return s;
     return emi_call_return(c, out);
 }
@@ -110,8 +109,7 @@ emily_status emi_cb_qr(emily_call *c) {
     static const char *const modes[] = {"reduced", "complete", NULL};
     int mode;
     if ((s = opt_choice(c, opts, "mode", modes, EMILY_QR_REDUCED,
-                        "invalid :mode received. Expected one of [:reduced, :complete], received: ",
-                        &mode)))
+                        "invalid :mode received. Expected one of [:reduced, :complete], received: ", &mode)))
         return s;
     emily_linalg_method method;
     if ((s = opt_method(c, opts, &method))) return s;
@@ -144,8 +142,7 @@ emily_status emi_cb_eigh(emily_call *c) {
     if (s) return s;
     double eps = 1.0e-4;
     int64_t max_iter = 1000;
-    if ((s = emi_opt_float(c, opts, "eps", NULL, &eps)) ||
-        (s = emi_opt_int(c, opts, "max_iter", NULL, &max_iter)))
+    if ((s = emi_opt_float(c, opts, "eps", NULL, &eps)) || (s = emi_opt_int(c, opts, "max_iter", NULL, &max_iter)))
         return s;
     emily_linalg_method method;
     if ((s = opt_method(c, opts, &method))) return s;
@@ -167,8 +164,7 @@ emily_status emi_cb_solve(emily_call *c) {
     const emily_value *opts;
     emily_linalg_method method;
     emily_status s = emi_call_tensors_opts(c, 2, ab, &opts);
-    if (s || (s = opt_method(c, opts, &method)) || (s = emily_solve_opts(ab[0], ab[1], method, &out)))
-        return s;
+    if (s || (s = opt_method(c, opts, &method)) || (s = emily_solve_opts(ab[0], ab[1], method, &out))) return s;
     return emi_call_return(c, out);
 }
 
@@ -177,7 +173,6 @@ emily_status emi_cb_determinant(emily_call *c) {
     const emily_value *opts;
     emily_linalg_method method;
     emily_status s = emi_call_tensors_opts(c, 1, &a, &opts);
-    if (s || (s = opt_method(c, opts, &method)) || (s = emily_determinant_opts(a, method, &out)))
-        return s;
+    if (s || (s = opt_method(c, opts, &method)) || (s = emily_determinant_opts(a, method, &out))) return s;
     return emi_call_return(c, out);
 }

@@ -15,8 +15,7 @@
 #include "nx/callback.h"
 
 /* The tensors, then bits and group_size (and transpose) from opts. */
-static emily_status quant_args(emily_call *c, int n, emily_tensor **ts, int *bits, int64_t *gs,
-                               bool *transpose) {
+static emily_status quant_args(emily_call *c, int n, emily_tensor **ts, int *bits, int64_t *gs, bool *transpose) {
     const emily_value *opts = NULL;
     emily_status s = emi_call_tensors_opts(c, n, ts, &opts);
     int64_t b = 4;
@@ -24,8 +23,7 @@ static emily_status quant_args(emily_call *c, int n, emily_tensor **ts, int *bit
     if (!s) s = emi_opt_int(c, opts, "group_size", NULL, gs);
     if (!s && transpose) s = emi_opt_bool(c, opts, "transpose", NULL, transpose);
     if (!s && (b < 0 || b > 64))
-        return emi_call_fail(c, EMILY_ERR_ARGUMENT, "option :bits must be 2, 4 or 8, got %lld",
-                             (long long)b);
+        return emi_call_fail(c, EMILY_ERR_ARGUMENT, "option :bits must be 2, 4 or 8, got %lld", (long long)b);
     *bits = (int)b;
     return s;
 }
@@ -59,7 +57,6 @@ emily_status emi_cb_quantized_matmul(emily_call *c) {
     int64_t gs = 64;
     bool transpose = true;
     emily_status s = quant_args(c, 4, ts, &bits, &gs, &transpose);
-    if (s || (s = emily_quantized_matmul(ts[0], ts[1], ts[2], ts[3], bits, gs, transpose, &r)))
-        return s;
+    if (s || (s = emily_quantized_matmul(ts[0], ts[1], ts[2], ts[3], bits, gs, transpose, &r))) return s;
     return emi_call_return(c, r);
 }

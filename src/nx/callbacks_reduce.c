@@ -46,8 +46,8 @@ emily_status emi_cb_argreduce(emily_call *c) {
         int rank = emily_tensor_rank(t);
         if (axis < 0) axis += rank;
         if (axis < 0 || axis >= rank)
-            return emi_call_fail(c, EMILY_ERR_AXIS, "axis %lld out of range for a tensor of rank %d",
-                             (long long)v->i, rank);
+            return emi_call_fail(c, EMILY_ERR_AXIS, "axis %lld out of range for a tensor of rank %d", (long long)v->i,
+                                 rank);
     }
     if ((s = emi_opt_bool(c, opts, "keep_axis", NULL, &keep))) return s;
     v = emi_opt_get(opts, "tie_break");

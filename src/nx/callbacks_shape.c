@@ -53,7 +53,7 @@ emily_status emi_cb_transpose(emily_call *c) {
     emily_status s = tensor_axes(c, &t, &axes, &n);
     if (!s && n >= 0 && n != emily_tensor_rank(t))
         s = emi_call_fail(c, EMILY_ERR_AXIS, "a permutation of %d axes given for a tensor of rank %d", n,
-                      emily_tensor_rank(t));
+                          emily_tensor_rank(t));
     if (!s) s = emily_transpose(t, n < 0 ? NULL : axes, &r);
     return s ? s : emi_call_return(c, r);
 }
@@ -70,7 +70,7 @@ emily_status emi_cb_pad(emily_call *c) {
     int rank = emily_tensor_rank(t);
     if ((int)cfg->n != rank)
         return emi_call_fail(c, EMILY_ERR_SHAPE, "the padding configuration has %zu entries for a tensor of rank %d",
-                         cfg->n, rank);
+                             cfg->n, rank);
     int64_t *lo = emi_call_alloc(c, sizeof(int64_t) * (3 * cfg->n + 1));
     if (!lo) return EMILY_ERR_MEMORY;
     int64_t *hi = lo + cfg->n, *in = hi + cfg->n;
@@ -81,8 +81,7 @@ emily_status emi_cb_pad(emily_call *c) {
         snprintf(what, sizeof what, "padding entry %zu", i);
         s = emi_value_int_list(c, &cfg->items[i], what, &v, &n);
         if (s) return s;
-        if (n != 3 && n != 2)
-            return emi_call_fail(c, EMILY_ERR_ARGUMENT, "%s must be {lo, hi, interior}", what);
+        if (n != 3 && n != 2) return emi_call_fail(c, EMILY_ERR_ARGUMENT, "%s must be {lo, hi, interior}", what);
         lo[i] = v[0];
         hi[i] = v[1];
         in[i] = n == 3 ? v[2] : 0;
@@ -91,8 +90,7 @@ emily_status emi_cb_pad(emily_call *c) {
      * template's type is the answer, so the value is cast to it first. */
     emily_dtype want = emi_call_out_type(c);
     emily_tensor *vc = NULL;
-    if (want != EMILY_DTYPE_AUTO &&
-        emily_type_merge(emily_tensor_dtype(t), emily_tensor_dtype(value)) != want) {
+    if (want != EMILY_DTYPE_AUTO && emily_type_merge(emily_tensor_dtype(t), emily_tensor_dtype(value)) != want) {
         s = emily_as_type(value, want, &vc);
         if (s) return s;
         value = vc;

@@ -8,8 +8,7 @@
 
 emily_status emi_cb_unary(emily_call *c) {
     emily_unary_op op;
-    if (!emily_unary_op_from_name(c->name, &op))
-        return emi_call_fail(c, EMILY_ERR_INTERNAL, "not a unary op");
+    if (!emily_unary_op_from_name(c->name, &op)) return emi_call_fail(c, EMILY_ERR_INTERNAL, "not a unary op");
     emily_tensor *t, *r;
     emily_status s = emi_call_tensors(c, 1, 1, 1, &t);
     if (!s) s = emily_unary(op, t, &r);

@@ -15,8 +15,7 @@ typedef struct win_args {
 } win_args;
 
 /* A per-axis integer list option (absent or nil: NULL). */
-static emily_status opt_list(emily_call *c, const emily_value *opts, const char *key, int rank,
-                             int64_t **out) {
+static emily_status opt_list(emily_call *c, const emily_value *opts, const char *key, int rank, int64_t **out) {
     *out = NULL;
     const emily_value *v = opts ? emi_opt_get(opts, key) : NULL;
     if (!v || v->kind == EMILY_V_NIL) return EMILY_OK;
@@ -30,20 +29,18 @@ static emily_status opt_list(emily_call *c, const emily_value *opts, const char 
     int n;
     emily_status s = emi_value_int_list(c, v, key, out, &n);
     if (s) return s;
-    if (n != rank)
-        return emi_call_fail(c, EMILY_ERR_SHAPE, "%s has %d entries for a tensor of rank %d", key, n, rank);
+    if (n != rank) return emi_call_fail(c, EMILY_ERR_SHAPE, "%s has %d entries for a tensor of rank %d", key, n, rank);
     return EMILY_OK;
 }
 
-static emily_status decode_window(emily_call *c, const emily_tensor *t, size_t wi, bool dilations,
-                                  win_args *a) {
+static emily_status decode_window(emily_call *c, const emily_tensor *t, size_t wi, bool dilations, win_args *a) {
     emily_status s;
     a->rank = emily_tensor_rank(t);
     int n;
     if ((s = emi_value_int_list(c, emi_call_arg(c, wi), "window_dimensions", &a->window, &n))) return s;
     if (n != a->rank)
-        return emi_call_fail(c, EMILY_ERR_SHAPE, "window_dimensions has %d entries for a tensor of rank %d",
-                         n, a->rank);
+        return emi_call_fail(c, EMILY_ERR_SHAPE, "window_dimensions has %d entries for a tensor of rank %d", n,
+                             a->rank);
     const emily_value *opts = NULL;
     if (c->nargs > wi + 1 && (s = emi_call_opts(c, wi + 1, &opts))) return s;
     if ((s = opt_list(c, opts, "strides", a->rank, &a->strides))) return s;
@@ -55,8 +52,8 @@ static emily_status decode_window(emily_call *c, const emily_tensor *t, size_t w
         if (pad->kind != EMILY_V_LIST && pad->kind != EMILY_V_TUPLE)
             return emi_call_fail(c, EMILY_ERR_ARGUMENT, "padding must be a list of {lo, hi}");
         if ((int)pad->n != a->rank)
-            return emi_call_fail(c, EMILY_ERR_SHAPE, "padding has %zu entries for a tensor of rank %d",
-                             pad->n, a->rank);
+            return emi_call_fail(c, EMILY_ERR_SHAPE, "padding has %zu entries for a tensor of rank %d", pad->n,
+                                 a->rank);
         a->lo = emi_call_alloc(c, sizeof(int64_t) * (2 * (size_t)a->rank + 1));
         if (!a->lo) return EMILY_ERR_MEMORY;
         a->hi = a->lo + a->rank;

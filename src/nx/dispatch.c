@@ -116,9 +116,8 @@ static emily_status check_against_template(emily_call *c) {
     return EMILY_OK;
 }
 
-emily_status emily_dispatch(const char *callback, emily_device device, const emily_value *out,
-                            const emily_value *args, size_t nargs, emily_dispatch_mode mode,
-                            emily_dispatch_result *result) {
+emily_status emily_dispatch(const char *callback, emily_device device, const emily_value *out, const emily_value *args,
+                            size_t nargs, emily_dispatch_mode mode, emily_dispatch_result *result) {
     if (!result) return emily_error(EMILY_ERR_ARGUMENT, "dispatch: NULL result");
     result->n = 0;
     if (!callback) return emily_error(EMILY_ERR_ARGUMENT, "dispatch: NULL callback name");
@@ -127,9 +126,9 @@ emily_status emily_dispatch(const char *callback, emily_device device, const emi
     return emily_dispatch_callback(&e->info, device, out, args, nargs, mode, result);
 }
 
-emily_status emily_dispatch_callback(const emily_callback *cb, emily_device device,
-                                     const emily_value *out, const emily_value *args, size_t nargs,
-                                     emily_dispatch_mode mode, emily_dispatch_result *result) {
+emily_status emily_dispatch_callback(const emily_callback *cb, emily_device device, const emily_value *out,
+                                     const emily_value *args, size_t nargs, emily_dispatch_mode mode,
+                                     emily_dispatch_result *result) {
     if (!result) return emily_error(EMILY_ERR_ARGUMENT, "dispatch: NULL result");
     result->n = 0;
     if (!cb) return emily_error(EMILY_ERR_ARGUMENT, "dispatch: NULL callback");
@@ -139,9 +138,9 @@ emily_status emily_dispatch_callback(const emily_callback *cb, emily_device devi
     return emi_dispatch_entry((const emily_callback_entry *)cb, device, out, args, nargs, mode, result);
 }
 
-emily_status emi_dispatch_entry(const emily_callback_entry *entry, emily_device device,
-                                const emily_value *out, const emily_value *args, size_t nargs,
-                                emily_dispatch_mode mode, emily_dispatch_result *result) {
+emily_status emi_dispatch_entry(const emily_callback_entry *entry, emily_device device, const emily_value *out,
+                                const emily_value *args, size_t nargs, emily_dispatch_mode mode,
+                                emily_dispatch_result *result) {
     const char *callback = entry->info.name;
     result->n = 0;
     if (!out || (out->kind != EMILY_V_TEMPLATE && out->kind != EMILY_V_LIST && out->kind != EMILY_V_TUPLE))
@@ -151,8 +150,15 @@ emily_status emi_dispatch_entry(const emily_callback_entry *entry, emily_device 
      * in the two callbacks that convert and reinterpret them */
     if (entry->fn != emi_cb_as_type && entry->fn != emi_cb_bitcast && emi_call_has_narrow(out, args, nargs))
         return emi_dispatch_narrow(entry, device, out, args, nargs, mode, result);
-    emily_call c = {.name = callback, .op = entry->op, .device = device, .out = out, .args = args,
-                    .nargs = nargs, .mode = mode, .result = result, .arena = NULL};
+    emily_call c = {.name = callback,
+                    .op = entry->op,
+                    .device = device,
+                    .out = out,
+                    .args = args,
+                    .nargs = nargs,
+                    .mode = mode,
+                    .result = result,
+                    .arena = NULL};
     emily_status s = entry->fn(&c);
     if (!s && mode == EMILY_DISPATCH_RUN) s = check_against_template(&c);
     emi_call_arena_free(&c);

@@ -13,19 +13,16 @@
 static bool is_f8(emily_dtype t) { return t == EMILY_F8_E4M3FN || t == EMILY_F8_E5M2; }
 
 bool emi_dot_fp8_operands(const emily_tensor *a, const emily_tensor *b) {
-    return a && b && is_f8(a->dtype) && is_f8(b->dtype) &&
-           !(a->dtype == EMILY_F8_E5M2 && b->dtype == EMILY_F8_E5M2);
+    return a && b && is_f8(a->dtype) && is_f8(b->dtype) && !(a->dtype == EMILY_F8_E5M2 && b->dtype == EMILY_F8_E5M2);
 }
 
 static const emily_tensor *tensor_arg(const emily_value *args, size_t nargs, size_t i) {
     return i < nargs && args[i].kind == EMILY_V_TENSOR ? args[i].tensor : NULL;
 }
 
-bool emi_dot_fp8_routes(const emily_callback_entry *entry, emily_device device,
-                        const emily_value *out, const emily_value *args, size_t nargs,
-                        emily_dispatch_mode mode) {
-    if (entry->fn != emi_cb_dot || mode != EMILY_DISPATCH_RUN || out->kind != EMILY_V_TEMPLATE)
-        return false;
+bool emi_dot_fp8_routes(const emily_callback_entry *entry, emily_device device, const emily_value *out,
+                        const emily_value *args, size_t nargs, emily_dispatch_mode mode) {
+    if (entry->fn != emi_cb_dot || mode != EMILY_DISPATCH_RUN || out->kind != EMILY_V_TEMPLATE) return false;
     if (!emi_dot_fp8_operands(tensor_arg(args, nargs, 0), tensor_arg(args, nargs, 3))) return false;
     emily_dtype t = out->dtype;
     if (!is_f8(t) && t != EMILY_F32 && t != EMILY_BF16 && t != EMILY_F16) return false;
@@ -33,9 +30,8 @@ bool emi_dot_fp8_routes(const emily_callback_entry *entry, emily_device device,
     return e && e->supports(e, EMI_KERNEL_GEMM_FP8, 0, NULL, 0);
 }
 
-emily_status emi_dispatch_dot_fp8(const emily_callback_entry *entry, emily_device device,
-                                  const emily_value *out, const emily_value *args, size_t nargs,
-                                  emily_dispatch_result *result) {
+emily_status emi_dispatch_dot_fp8(const emily_callback_entry *entry, emily_device device, const emily_value *out,
+                                  const emily_value *args, size_t nargs, emily_dispatch_result *result) {
     emily_value wide = *out;
     if (is_f8(out->dtype)) wide.dtype = EMILY_F32;
     emily_call c = {.name = entry->info.name,
@@ -50,8 +46,7 @@ emily_status emi_dispatch_dot_fp8(const emily_callback_entry *entry, emily_devic
     result->n = 0;
     emily_status s = entry->fn(&c);
     if (!s && result->n != 1)
-        s = emi_call_fail(&c, EMILY_ERR_INTERNAL, "produced %d outputs, the template has 1",
-                          result->n);
+        s = emi_call_fail(&c, EMILY_ERR_INTERNAL, "produced %d outputs, the template has 1", result->n);
     if (!s) {
         const emily_tensor *t = result->tensors[0];
         s = emi_call_check_output(&c, 0, t->dtype, t->rank, t->shape);

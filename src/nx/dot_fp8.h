@@ -13,11 +13,9 @@ bool emi_dot_fp8_operands(const emily_tensor *a, const emily_tensor *b);
  * f32, bf16 or f16 template, on a device whose engine has an FP8 kernel:
  * emi_dispatch_narrow hands it to emi_dispatch_dot_fp8 instead of
  * widening it. */
-bool emi_dot_fp8_routes(const emily_callback_entry *entry, emily_device device,
-                        const emily_value *out, const emily_value *args, size_t nargs,
-                        emily_dispatch_mode mode);
-emily_status emi_dispatch_dot_fp8(const emily_callback_entry *entry, emily_device device,
-                                  const emily_value *out, const emily_value *args, size_t nargs,
-                                  emily_dispatch_result *result);
+bool emi_dot_fp8_routes(const emily_callback_entry *entry, emily_device device, const emily_value *out,
+                        const emily_value *args, size_t nargs, emily_dispatch_mode mode);
+emily_status emi_dispatch_dot_fp8(const emily_callback_entry *entry, emily_device device, const emily_value *out,
+                                  const emily_value *args, size_t nargs, emily_dispatch_result *result);
 
 #endif

@@ -166,9 +166,9 @@ static emily_status clz_to_width(emily_device device, int bits, emily_tensor **r
     return EMILY_OK;
 }
 
-emily_status emi_dispatch_narrow(const emily_callback_entry *entry, emily_device device,
-                                 const emily_value *out, const emily_value *args, size_t nargs,
-                                 emily_dispatch_mode mode, emily_dispatch_result *result) {
+emily_status emi_dispatch_narrow(const emily_callback_entry *entry, emily_device device, const emily_value *out,
+                                 const emily_value *args, size_t nargs, emily_dispatch_mode mode,
+                                 emily_dispatch_result *result) {
     const char *callback = entry->info.name;
     /* a dot of two 8-bit floats keeps them for the tensor cores */
     if (emi_dot_fp8_routes(entry, device, out, args, nargs, mode))
@@ -189,9 +189,9 @@ emily_status emi_dispatch_narrow(const emily_callback_entry *entry, emily_device
     emily_status s = nargs && !wide_args ? out_of_memory(callback) : EMILY_OK;
     if (!s) s = widen_value(callback, &w, out, EMILY_DTYPE_AUTO, EMILY_DTYPE_AUTO, &wide_out);
     /* the output type narrow inputs prefer (the first template's) */
-    emily_dtype prefer = wide_out.kind == EMILY_V_TEMPLATE ? wide_out.dtype
+    emily_dtype prefer = wide_out.kind == EMILY_V_TEMPLATE                          ? wide_out.dtype
                          : wide_out.n && wide_out.items[0].kind == EMILY_V_TEMPLATE ? wide_out.items[0].dtype
-                                                                                   : EMILY_DTYPE_AUTO;
+                                                                                    : EMILY_DTYPE_AUTO;
     for (size_t i = 0; !s && i < nargs; i++) {
         s = widen_value(callback, &w, &args[i], in_as, prefer, &wide_args[i]);
         /* the unsigned twin, then its u8 */

@@ -52,8 +52,7 @@ static bool is_predicate(emily_binary_op op) { return emi_binary_rule_is_predica
 
 emily_status emily_binary_type(emily_binary_op op, emily_dtype a, emily_dtype b, emily_dtype *out) {
     if (out) *out = EMILY_DTYPE_AUTO;
-    if ((unsigned)op >= EMILY_BINARY_OP_COUNT)
-        return emily_error(EMILY_ERR_ARGUMENT, "binary: unknown op %d", (int)op);
+    if ((unsigned)op >= EMILY_BINARY_OP_COUNT) return emily_error(EMILY_ERR_ARGUMENT, "binary: unknown op %d", (int)op);
     const char *name = op_names[op];
     if (!emily_dtype_valid(a) || !emily_dtype_valid(b))
         return emily_error(EMILY_ERR_TYPE, "%s: invalid operand type (%d, %d)", name, (int)a, (int)b);
@@ -67,8 +66,8 @@ emily_status emily_binary_type(emily_binary_op op, emily_dtype a, emily_dtype b,
     case EMI_BINARY_RULE_REAL_SCALAR:
     case EMI_BINARY_RULE_ORDER:
         if (complex)
-            return emily_error(EMILY_ERR_TYPE, "%s: complex operands are not supported, got %s and %s",
-                               name, emily_dtype_name(a), emily_dtype_name(b));
+            return emily_error(EMILY_ERR_TYPE, "%s: complex operands are not supported, got %s and %s", name,
+                               emily_dtype_name(a), emily_dtype_name(b));
         t = rule == EMI_BINARY_RULE_ORDER ? EMILY_U8 : m;
         break;
     case EMI_BINARY_RULE_ATAN2:
@@ -76,8 +75,7 @@ emily_status emily_binary_type(emily_binary_op op, emily_dtype a, emily_dtype b,
     case EMI_BINARY_RULE_INTEGER:
     case EMI_BINARY_RULE_INTEGER_SCALAR:
         if (!emily_dtype_is_integer(m))
-            return emily_error(EMILY_ERR_TYPE,
-                               "%s: expects integer tensors, got %s and %s (merged type %s)", name,
+            return emily_error(EMILY_ERR_TYPE, "%s: expects integer tensors, got %s and %s (merged type %s)", name,
                                emily_dtype_name(a), emily_dtype_name(b), emily_dtype_name(m));
         t = m;
         break;
@@ -113,8 +111,10 @@ static bool emily_binary_exact_into(emily_dtype from, emily_dtype to) {
 
 /* A 16-bit float type's nearest value to d, as a double. */
 static double half_round_trip(emily_dtype half, double d) {
+// clang-format off
 #define HALF_ROUND_TRIP(E, s, T) \
     case EMILY_##E: return emily_sc_##s##_to_f64(emily_sc_f64_to_##s(d));
+    // clang-format on
     switch (half) {
         EMI_DTYPES_HALF(HALF_ROUND_TRIP)
     default: return d;
@@ -139,8 +139,10 @@ static bool real_fits(double d, emily_dtype to) {
 
 static bool int_fits(bool neg, uint64_t mag, emily_dtype to) {
     (void)neg;
-    uint64_t limit = to == EMILY_F16 ? 2048u : to == EMILY_BF16 ? 256u
-                   : (to == EMILY_F32 || to == EMILY_C64) ? (1u << 24) : (1ull << 53);
+    uint64_t limit = to == EMILY_F16                        ? 2048u
+                     : to == EMILY_BF16                     ? 256u
+                     : (to == EMILY_F32 || to == EMILY_C64) ? (1u << 24)
+                                                            : (1ull << 53);
     return mag <= limit;
 }
 
@@ -149,6 +151,7 @@ static bool value_fits(const emily_engine *e, const emily_tensor *t, emily_dtype
     /* a device's scalar: the host copy of the bytes it was made from */
     const void *p = e->host_addressable ? emily_tensor_base(t) : emi_tensor_mirrored(t);
     if (!p) return false;
+// clang-format off
 #define UNSIGNED_FITS(E, s, T) \
     case EMILY_##E: return int_fits(false, *(const T *)p, to);
 #define SIGNED_FITS(E, s, T)                                                           \
@@ -162,6 +165,7 @@ static bool value_fits(const emily_engine *e, const emily_tensor *t, emily_dtype
     case EMILY_##E: return real_fits(*(const T *)p, to);
 #define COMPLEX_FITS(E, s, T) \
     case EMILY_##E: return emily_dtype_is_complex(to) && real_fits(((const T *)p)->re, to) && real_fits(((const T *)p)->im, to);
+    // clang-format on
     switch (t->dtype) {
         EMI_DTYPES_UNSIGNED(UNSIGNED_FITS)
         EMI_DTYPES_SIGNED(SIGNED_FITS)
@@ -177,9 +181,7 @@ bool emi_binary_fits(const emily_engine *e, const emily_tensor *t, emily_dtype t
 }
 
 /* The wide type of a float or complex computation. */
-static emily_dtype wide_of(emily_dtype t) {
-    return emily_dtype_is_complex(t) ? EMILY_C128 : EMILY_F64;
-}
+static emily_dtype wide_of(emily_dtype t) { return emily_dtype_is_complex(t) ? EMILY_C128 : EMILY_F64; }
 
 /* A view of t's elements as another dtype of the same size. */
 static emily_status reinterpret(const emily_tensor *t, emily_dtype dt, emily_tensor **out) {
@@ -187,8 +189,7 @@ static emily_status reinterpret(const emily_tensor *t, emily_dtype dt, emily_ten
 }
 
 /* A rank-0 tensor on `device` holding `bytes`. */
-static emily_status scalar_tensor(emily_device device, emily_dtype dt, const void *bytes,
-                                  emily_tensor **out) {
+static emily_status scalar_tensor(emily_device device, emily_dtype dt, const void *bytes, emily_tensor **out) {
     return emily_from_binary(device, dt, 0, NULL, bytes, emily_dtype_size(dt), out);
 }
 
@@ -203,9 +204,8 @@ emily_status emi_view_as(const emily_tensor *t, int rank, const int64_t *shape, 
 
 /* Both operands already have the compute type; broadcasts them and runs
  * the kernel into a fresh tensor (u8 for predicates). */
-static emily_status run_kernel(const emily_engine *e, emily_binary_op op, const emily_tensor *a,
-                               const emily_tensor *b, int rank, const int64_t *shape,
-                               emily_tensor **out) {
+static emily_status run_kernel(const emily_engine *e, emily_binary_op op, const emily_tensor *a, const emily_tensor *b,
+                               int rank, const int64_t *shape, emily_tensor **out) {
     const char *name = op_names[op];
     emily_status s = emi_need_kernel(name, e, EMI_KERNEL_BINARY, op, a->dtype);
     if (s) return s;
@@ -224,14 +224,13 @@ static emily_status run_kernel(const emily_engine *e, emily_binary_op op, const 
  * right_shift (of the u64) are rebuilt from u64 kernels, with the sign
  * of the signed operand deciding. The result is s64 (u8 for
  * comparisons). */
-static emily_status mixed_u64(emily_binary_op op, const emily_tensor *a, const emily_tensor *b,
-                              int rank, const int64_t *shape, emily_tensor **out) {
+static emily_status mixed_u64(emily_binary_op op, const emily_tensor *a, const emily_tensor *b, int rank,
+                              const int64_t *shape, emily_tensor **out) {
     bool u_first = a->dtype == EMILY_U64;
     const emily_tensor *u = u_first ? a : b, *sgn = u_first ? b : a;
     emily_device dev = a->buffer->device;
-    emily_tensor *s64 = NULL, *su = NULL, *neg = NULL, *negb = NULL, *zero_s = NULL,
-                 *zero_u = NULL, *r = NULL, *rs = NULL, *t1 = NULL, *t2 = NULL, *t3 = NULL,
-                 *c = NULL, *flip = NULL;
+    emily_tensor *s64 = NULL, *su = NULL, *neg = NULL, *negb = NULL, *zero_s = NULL, *zero_u = NULL, *r = NULL,
+                 *rs = NULL, *t1 = NULL, *t2 = NULL, *t3 = NULL, *c = NULL, *flip = NULL;
     emily_status s = emi_convert_to(sgn, EMILY_S64, &s64);
     if (!s) s = reinterpret(s64, EMILY_U64, &su);
     int64_t z = 0;
@@ -241,8 +240,12 @@ static emily_status mixed_u64(emily_binary_op op, const emily_tensor *a, const e
     if (!s) s = emi_broadcast_view(neg, rank, shape, &negb);
     if (s) goto done;
     switch (op) {
-    case EMILY_EQUAL: case EMILY_NOT_EQUAL: case EMILY_GREATER: case EMILY_LESS:
-    case EMILY_GREATER_EQUAL: case EMILY_LESS_EQUAL: {
+    case EMILY_EQUAL:
+    case EMILY_NOT_EQUAL:
+    case EMILY_GREATER:
+    case EMILY_LESS:
+    case EMILY_GREATER_EQUAL:
+    case EMILY_LESS_EQUAL: {
         /* a negative signed operand is below every u64 */
         bool u_greater = op == EMILY_NOT_EQUAL || op == EMILY_GREATER || op == EMILY_GREATER_EQUAL;
         bool u_less = op == EMILY_NOT_EQUAL || op == EMILY_LESS || op == EMILY_LESS_EQUAL;
@@ -252,14 +255,16 @@ static emily_status mixed_u64(emily_binary_op op, const emily_tensor *a, const e
         if (!s) s = emily_select(negb, c, r, EMILY_DTYPE_AUTO, out);
         break;
     }
-    case EMILY_MIN: case EMILY_MAX:
+    case EMILY_MIN:
+    case EMILY_MAX:
         /* negative: min is the signed one, max the u64 one (wrapped) */
         s = emily_binary(op, u_first ? u : su, u_first ? su : u, EMILY_DTYPE_AUTO, &r);
         if (!s) s = reinterpret(r, EMILY_S64, &rs);
         if (!s && op == EMILY_MAX) s = reinterpret(u, EMILY_S64, &t1);
         if (!s) s = emily_select(negb, op == EMILY_MIN ? s64 : t1, rs, EMILY_DTYPE_AUTO, out);
         break;
-    case EMILY_QUOTIENT: case EMILY_REMAINDER:
+    case EMILY_QUOTIENT:
+    case EMILY_REMAINDER:
         /* on magnitudes in u64, then the sign: the quotient's flips with
          * a negative signed operand (unless the divisor is 0: -1 stays),
          * the remainder's with a negative dividend */
@@ -288,8 +293,7 @@ static emily_status mixed_u64(emily_binary_op op, const emily_tensor *a, const e
         s = emily_binary(op, u, su, EMILY_DTYPE_AUTO, &r);
         if (!s) s = reinterpret(r, EMILY_S64, out);
         break;
-    default:
-        s = emily_error(EMILY_ERR_INTERNAL, "%s: no mixed u64 path", op_names[op]);
+    default: s = emily_error(EMILY_ERR_INTERNAL, "%s: no mixed u64 path", op_names[op]);
     }
 done:
     emily_tensor_release(s64);
@@ -315,10 +319,16 @@ static bool needs_mixed_u64(emily_binary_op op, emily_dtype a, emily_dtype b, em
     bool sb = emily_dtype_kind_of(b) == EMILY_KIND_SIGNED && emily_dtype_valid(b);
     if (!((ua && sb) || (ub && sa))) return false;
     switch (op) {
-    case EMILY_MIN: case EMILY_MAX: case EMILY_QUOTIENT: case EMILY_REMAINDER:
-    case EMILY_EQUAL: case EMILY_NOT_EQUAL: case EMILY_GREATER: case EMILY_LESS:
-    case EMILY_GREATER_EQUAL: case EMILY_LESS_EQUAL:
-        return true;
+    case EMILY_MIN:
+    case EMILY_MAX:
+    case EMILY_QUOTIENT:
+    case EMILY_REMAINDER:
+    case EMILY_EQUAL:
+    case EMILY_NOT_EQUAL:
+    case EMILY_GREATER:
+    case EMILY_LESS:
+    case EMILY_GREATER_EQUAL:
+    case EMILY_LESS_EQUAL: return true;
     case EMILY_RIGHT_SHIFT: return ua;
     default: return false;
     }
@@ -334,14 +344,12 @@ static bool same_class(emily_dtype x, emily_dtype y) {
  * answers the real atan2 of the real parts as a complex number with a
  * zero imaginary part. So: the real op on the real parts, in the real
  * type of o, converted to o (imaginary part +0.0). */
-static emily_status atan2_complex(const emily_tensor *a, const emily_tensor *b, emily_dtype o,
-                                  emily_tensor **out) {
+static emily_status atan2_complex(const emily_tensor *a, const emily_tensor *b, emily_dtype o, emily_tensor **out) {
     emily_tensor *ra = NULL, *rb = NULL, *r = NULL;
     emily_status s = EMILY_OK;
     if (emily_dtype_is_complex(a->dtype)) s = emily_unary(EMILY_REAL, a, &ra);
     if (!s && emily_dtype_is_complex(b->dtype)) s = emily_unary(EMILY_REAL, b, &rb);
-    if (!s) s = emily_binary(EMILY_ATAN2, ra ? ra : a, rb ? rb : b,
-                             o == EMILY_C64 ? EMILY_F32 : EMILY_F64, &r);
+    if (!s) s = emily_binary(EMILY_ATAN2, ra ? ra : a, rb ? rb : b, o == EMILY_C64 ? EMILY_F32 : EMILY_F64, &r);
     if (!s) s = emily_as_type(r, o, out);
     emily_tensor_release(ra);
     emily_tensor_release(rb);
@@ -367,9 +375,8 @@ bool emi_binary_compute_type(const emily_engine *e, emily_binary_op op, emily_dt
 }
 
 /* emily_binary after validation: output type o, broadcast shape. */
-static emily_status binary_with(const emily_engine *e, emily_binary_op op, const emily_tensor *a,
-                                const emily_tensor *b, emily_dtype o, int rank,
-                                const int64_t *shape, emily_tensor **out) {
+static emily_status binary_with(const emily_engine *e, emily_binary_op op, const emily_tensor *a, const emily_tensor *b,
+                                emily_dtype o, int rank, const int64_t *shape, emily_tensor **out) {
     bool pred = is_predicate(op);
     emily_status s;
     if (op == EMILY_ATAN2 && emily_dtype_is_complex(o)) return atan2_complex(a, b, o, out);
@@ -404,10 +411,9 @@ static emily_status binary_with(const emily_engine *e, emily_binary_op op, const
     return EMILY_OK;
 }
 
-emily_status emily_binary(emily_binary_op op, const emily_tensor *a, const emily_tensor *b,
-                          emily_dtype out_type, emily_tensor **out) {
-    if ((unsigned)op >= EMILY_BINARY_OP_COUNT)
-        return emily_error(EMILY_ERR_ARGUMENT, "binary: unknown op %d", (int)op);
+emily_status emily_binary(emily_binary_op op, const emily_tensor *a, const emily_tensor *b, emily_dtype out_type,
+                          emily_tensor **out) {
+    if ((unsigned)op >= EMILY_BINARY_OP_COUNT) return emily_error(EMILY_ERR_ARGUMENT, "binary: unknown op %d", (int)op);
     const char *name = op_names[op];
     const emily_tensor *pair[2] = {a, b};
     emily_status s = emi_check_args(name, out, 2, pair, (const char *const[]){"left operand", "right operand"});
@@ -421,9 +427,9 @@ emily_status emily_binary(emily_binary_op op, const emily_tensor *a, const emily
         if (!emily_dtype_valid(out_type))
             return emily_error(EMILY_ERR_TYPE, "%s: invalid output type %d", name, (int)out_type);
         if (pred ? out_type != EMILY_U8 : !same_class(out_type, t))
-            return emily_error(EMILY_ERR_TYPE, "%s: output type %s does not fit %s and %s operands (Nx gives %s)",
-                               name, emily_dtype_name(out_type), emily_dtype_name(a->dtype),
-                               emily_dtype_name(b->dtype), emily_dtype_name(t));
+            return emily_error(EMILY_ERR_TYPE, "%s: output type %s does not fit %s and %s operands (Nx gives %s)", name,
+                               emily_dtype_name(out_type), emily_dtype_name(a->dtype), emily_dtype_name(b->dtype),
+                               emily_dtype_name(t));
         o = out_type;
     }
     const emily_engine *e;

@@ -57,8 +57,7 @@ static emily_status first_set(const emily_tensor *mask, int64_t *pos) {
 
 /* The element of t (broadcast to rank/shape by right alignment) at
  * row-major position pos of that shape, as a one-element view. */
-static emily_status element_at(const emily_tensor *t, int rank, const int64_t *shape, int64_t pos,
-                               emily_tensor **out) {
+static emily_status element_at(const emily_tensor *t, int rank, const int64_t *shape, int64_t pos, emily_tensor **out) {
     int64_t *starts = malloc(sizeof(int64_t) * ((size_t)t->rank * 2 + 1));
     if (!starts) return emily_error(EMILY_ERR_MEMORY, "binary: out of host memory");
     int64_t *ones = starts + t->rank;
@@ -121,15 +120,14 @@ static emily_status check_shift(emily_binary_op op, const emily_tensor *count) {
     emily_tensor_release(neg);
     emily_tensor_release(one);
     if (s || pos < 0) return s;
-    return emily_error(EMILY_ERR_ARGUMENT, "cannot %s shift by %lld",
-                       op == EMILY_LEFT_SHIFT ? "left" : "right", (long long)v);
+    return emily_error(EMILY_ERR_ARGUMENT, "cannot %s shift by %lld", op == EMILY_LEFT_SHIFT ? "left" : "right",
+                       (long long)v);
 }
 
 /* Float remainder: :math.fmod(a, b) raises for a non-number operand
  * (ArgumentError naming each one, Erlang's text) before it looks at a
  * zero divisor (ArithmeticError). Integer operands are always numbers. */
-static emily_status check_remainder(const emily_tensor *a, const emily_tensor *b, int rank,
-                                    const int64_t *shape) {
+static emily_status check_remainder(const emily_tensor *a, const emily_tensor *b, int rank, const int64_t *shape) {
     bool fa = !emily_dtype_is_integer(a->dtype), fb = !emily_dtype_is_integer(b->dtype);
     emily_tensor *bad = NULL, *m = NULL, *zero = NULL, *ea = NULL, *eb = NULL;
     int64_t pos = -1;
@@ -153,8 +151,7 @@ static emily_status check_remainder(const emily_tensor *a, const emily_tensor *b
     bool na = va - va != 0, nb = vb - vb != 0; /* NaN or infinite */
     if (!na && !nb) return emily_error(EMILY_ERR_ARGUMENT, "bad argument in arithmetic expression");
     return emily_error(EMILY_ERR_ARGUMENT, "errors were found at the given arguments:\n\n%s%s",
-                       na ? "  * 1st argument: not a number\n" : "",
-                       nb ? "  * 2nd argument: not a number\n" : "");
+                       na ? "  * 1st argument: not a number\n" : "", nb ? "  * 2nd argument: not a number\n" : "");
 }
 
 /* Complex atan2: any imaginary part that is not zero (NaN included:
@@ -175,8 +172,7 @@ static emily_status check_atan2(const emily_tensor *a, const emily_tensor *b) {
         emily_tensor_release(zero);
         emily_tensor_release(nz);
         if (s) return s;
-        if (pos >= 0)
-            return emily_error(EMILY_ERR_ARGUMENT, "Complex.atan2 only accepts real numbers as arguments");
+        if (pos >= 0) return emily_error(EMILY_ERR_ARGUMENT, "Complex.atan2 only accepts real numbers as arguments");
     }
     return EMILY_OK;
 }
@@ -195,9 +191,8 @@ static emily_status check_integer_divisor(const emily_tensor *b) {
     return emily_error(EMILY_ERR_ARGUMENT, "bad argument in arithmetic expression");
 }
 
-emily_status emi_binary_check_raises(emily_binary_op op, const emily_tensor *a,
-                                       const emily_tensor *b, emily_dtype o, int rank,
-                                       const int64_t *shape) {
+emily_status emi_binary_check_raises(emily_binary_op op, const emily_tensor *a, const emily_tensor *b, emily_dtype o,
+                                     int rank, const int64_t *shape) {
     /* an empty result: the reference meets no element (a zero dimension,
      * not a product, which may overflow before the size check) */
     for (int i = 0; i < rank; i++)

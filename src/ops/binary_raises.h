@@ -11,8 +11,7 @@
  * with a non-finite operand or a zero divisor, complex atan2 operands
  * with a nonzero imaginary part. Reads back at most a few scalars (any
  * device); does nothing for the other ops or an empty result. */
-emily_status emi_binary_check_raises(emily_binary_op op, const emily_tensor *a,
-                                       const emily_tensor *b, emily_dtype o, int rank,
-                                       const int64_t *shape);
+emily_status emi_binary_check_raises(emily_binary_op op, const emily_tensor *a, const emily_tensor *b, emily_dtype o,
+                                     int rank, const int64_t *shape);
 
 #endif

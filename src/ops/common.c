@@ -17,8 +17,7 @@ emily_status emi_check_tensor(const char *op, const char *arg, const emily_tenso
         return emily_error(EMILY_ERR_TYPE,
                            "%s: %s is %s, a type the typed ops do not compute in: run the op through "
                            "emily_dispatch (which computes it in %s), or emily_as_type it first",
-                           op, arg, emily_dtype_name(t->dtype),
-                           emily_dtype_name(emily_dtype_compute_type(t->dtype)));
+                           op, arg, emily_dtype_name(t->dtype), emily_dtype_name(emily_dtype_compute_type(t->dtype)));
     return EMILY_OK;
 }
 
@@ -41,8 +40,7 @@ emily_status emi_check_inputs(const char *op, emily_tensor **out, int n, const e
     return s ? s : emi_check_same_device(op, n, ts, engine);
 }
 
-emily_status emi_check_same_device(const char *op, int n, const emily_tensor *const *ts,
-                                     const emily_engine **engine) {
+emily_status emi_check_same_device(const char *op, int n, const emily_tensor *const *ts, const emily_engine **engine) {
     emily_device d = ts[0]->buffer->device;
     for (int i = 1; i < n; i++) {
         emily_device di = ts[i]->buffer->device;
@@ -51,15 +49,13 @@ emily_status emi_check_same_device(const char *op, int n, const emily_tensor *co
             emily_device_format(d, a, sizeof a);
             emily_device_format(di, b, sizeof b);
             return emily_error(EMILY_ERR_DEVICE,
-                               "%s: inputs are on different devices (%s and %s); move them explicitly",
-                               op, a, b);
+                               "%s: inputs are on different devices (%s and %s); move them explicitly", op, a, b);
         }
     }
     return emi_engine_get(d, engine);
 }
 
-emily_status emi_need_kernel(const char *op, const emily_engine *e, emi_kernel kernel, int kop,
-                             emily_dtype dtype) {
+emily_status emi_need_kernel(const char *op, const emily_engine *e, emi_kernel kernel, int kop, emily_dtype dtype) {
     if (!emi_engine_supports(e, kernel, kop, dtype))
         return emily_error(EMILY_ERR_UNSUPPORTED, "%s: not implemented on the %s device", op, e->name);
     return EMILY_OK;
@@ -73,14 +69,16 @@ emily_status emi_norm_axis(const char *op, int axis, int rank, int *out) {
     return EMILY_OK;
 }
 
-emily_status emi_norm_axes(const char *op, int naxes, const int *axes, int rank, int *out,
-                             bool *mask) {
+emily_status emi_norm_axes(const char *op, int naxes, const int *axes, int rank, int *out, bool *mask) {
     bool *seen = calloc((size_t)rank + 1, 1);
     if (!seen) return emily_error(EMILY_ERR_MEMORY, "%s: out of host memory", op);
     for (int i = 0; i < naxes; i++) {
         int a = 0; /* set by emi_norm_axis on success */
         emily_status s = emi_norm_axis(op, axes[i], rank, &a);
-        if (s) { free(seen); return s; }
+        if (s) {
+            free(seen);
+            return s;
+        }
         if (seen[a]) {
             free(seen);
             return emily_error(EMILY_ERR_AXIS, "%s: axis %d given more than once", op, axes[i]);
@@ -93,8 +91,8 @@ emily_status emi_norm_axes(const char *op, int naxes, const int *axes, int rank,
     return EMILY_OK;
 }
 
-emily_status emi_broadcast_shapes(const char *op, int ra, const int64_t *sa, int rb,
-                                    const int64_t *sb, int *rank, int64_t *shape) {
+emily_status emi_broadcast_shapes(const char *op, int ra, const int64_t *sa, int rb, const int64_t *sb, int *rank,
+                                  int64_t *shape) {
     int r = ra > rb ? ra : rb;
     for (int i = 0; i < r; i++) {
         int ia = i - (r - ra), ib = i - (r - rb);
@@ -111,20 +109,18 @@ emily_status emi_broadcast_shapes(const char *op, int ra, const int64_t *sa, int
     return EMILY_OK;
 }
 
-emily_status emi_broadcast_view(const emily_tensor *t, int rank, const int64_t *shape,
-                                  emily_tensor **out) {
+emily_status emi_broadcast_view(const emily_tensor *t, int rank, const int64_t *shape, emily_tensor **out) {
     int64_t *strides = calloc((size_t)rank + 1, sizeof(int64_t));
     if (!strides) return emily_error(EMILY_ERR_MEMORY, "broadcast: out of host memory");
     int off = rank - t->rank;
-    for (int i = 0; i < t->rank; i++)
-        strides[i + off] = t->shape[i] == shape[i + off] ? t->strides[i] : 0;
+    for (int i = 0; i < t->rank; i++) strides[i + off] = t->shape[i] == shape[i + off] ? t->strides[i] : 0;
     emily_status s = emi_tensor_view(t, rank, shape, strides, t->offset, out);
     free(strides);
     return s;
 }
 
-emily_status emi_empty_like_device(const emily_tensor *t, emily_dtype dtype, int rank,
-                                     const int64_t *shape, emily_tensor **out) {
+emily_status emi_empty_like_device(const emily_tensor *t, emily_dtype dtype, int rank, const int64_t *shape,
+                                   emily_tensor **out) {
     return emily_empty(t->buffer->device, dtype, rank, shape, out);
 }
 
@@ -150,16 +146,13 @@ emily_status emi_scratch(const char *op, size_t nints, size_t nflags, int64_t **
     return emily_error(EMILY_ERR_MEMORY, "%s: out of host memory", op);
 }
 
-emily_status emi_check_sum_to_min(const char *name, const char *family, int op, int last,
-                                  bool is_max_min, const emily_tensor *t, emily_tensor **out,
-                                  const emily_engine **engine) {
+emily_status emi_check_sum_to_min(const char *name, const char *family, int op, int last, bool is_max_min,
+                                  const emily_tensor *t, emily_tensor **out, const emily_engine **engine) {
     emily_status s;
     if ((s = emi_check_out(name, out))) return s;
-    if ((unsigned)op > (unsigned)last)
-        return emily_error(EMILY_ERR_ARGUMENT, "%s: unknown op %d", family, op);
+    if ((unsigned)op > (unsigned)last) return emily_error(EMILY_ERR_ARGUMENT, "%s: unknown op %d", family, op);
     if ((s = emi_check_tensor(name, "tensor", t))) return s;
-    if (!emily_dtype_valid(t->dtype))
-        return emily_error(EMILY_ERR_TYPE, "%s: invalid tensor type", name);
+    if (!emily_dtype_valid(t->dtype)) return emily_error(EMILY_ERR_TYPE, "%s: invalid tensor type", name);
     if (is_max_min && emily_dtype_is_complex(t->dtype))
         return emily_error(EMILY_ERR_TYPE, "%s: complex tensors (%s) are not supported", name,
                            emily_dtype_name(t->dtype));

@@ -18,9 +18,8 @@ emily_status emi_check_out(const char *op, emily_tensor **out);
  * `family`); the tensor and its type; no complex tensor where is_max_min;
  * then t's engine into *engine. The op's enum is passed as an int so that
  * both families share it. */
-emily_status emi_check_sum_to_min(const char *name, const char *family, int op, int last,
-                                  bool is_max_min, const emily_tensor *t, emily_tensor **out,
-                                  const emily_engine **engine);
+emily_status emi_check_sum_to_min(const char *name, const char *family, int op, int last, bool is_max_min,
+                                  const emily_tensor *t, emily_tensor **out, const emily_engine **engine);
 /* The checks an op with n tensor inputs starts with, in this order: the
  * output pointer (cleared), then each input non-NULL (names[i] names it
  * in the message). */
@@ -31,30 +30,26 @@ emily_status emi_check_args(const char *op, emily_tensor **out, int n, const emi
 emily_status emi_check_inputs(const char *op, emily_tensor **out, int n, const emily_tensor *const *ts,
                               const char *const *names, const emily_engine **engine);
 /* Fails unless all n tensors are on the same device; stores the engine. */
-emily_status emi_check_same_device(const char *op, int n, const emily_tensor *const *ts,
-                                     const emily_engine **engine);
+emily_status emi_check_same_device(const char *op, int n, const emily_tensor *const *ts, const emily_engine **engine);
 /* Fails with "<op>: not implemented on the <engine> device" unless the
  * engine has `kernel` (for kernel op kop, on dtype). */
-emily_status emi_need_kernel(const char *op, const emily_engine *e, emi_kernel kernel, int kop,
-                             emily_dtype dtype);
+emily_status emi_need_kernel(const char *op, const emily_engine *e, emi_kernel kernel, int kop, emily_dtype dtype);
 /* Normalizes a possibly negative axis against rank; fails if out of range. */
 emily_status emi_norm_axis(const char *op, int axis, int rank, int *out);
 /* Normalizes and checks a list of distinct axes; `mask` (rank entries,
  * may be NULL) marks them. */
-emily_status emi_norm_axes(const char *op, int naxes, const int *axes, int rank,
-                             int *out, bool *mask);
+emily_status emi_norm_axes(const char *op, int naxes, const int *axes, int rank, int *out, bool *mask);
 /* Nx broadcasting of two shapes (right-aligned, 1 stretches). */
-emily_status emi_broadcast_shapes(const char *op, int ra, const int64_t *sa, int rb,
-                                    const int64_t *sb, int *rank, int64_t *shape);
+emily_status emi_broadcast_shapes(const char *op, int ra, const int64_t *sa, int rb, const int64_t *sb, int *rank,
+                                  int64_t *shape);
 /* A view of t broadcast to (rank, shape) by right alignment, zero strides
  * on stretched axes. */
-emily_status emi_broadcast_view(const emily_tensor *t, int rank, const int64_t *shape,
-                                  emily_tensor **out);
+emily_status emi_broadcast_view(const emily_tensor *t, int rank, const int64_t *shape, emily_tensor **out);
 /* t converted to dtype (a new reference to t when already that type). */
 emily_status emi_convert_to(const emily_tensor *t, emily_dtype dtype, emily_tensor **out);
 /* Fresh contiguous tensor on t's device. */
-emily_status emi_empty_like_device(const emily_tensor *t, emily_dtype dtype, int rank,
-                                     const int64_t *shape, emily_tensor **out);
+emily_status emi_empty_like_device(const emily_tensor *t, emily_dtype dtype, int rank, const int64_t *shape,
+                                   emily_tensor **out);
 
 /* The index of name in names[0..n) (an op list's names), or -1 (also
  * for a NULL name). */

@@ -44,28 +44,31 @@ static bool is_permutation(int r, const int *p) {
 
 /* The options of one conv, normalized, and the shapes they give. */
 typedef struct conv_plan {
-    int r, d;                     /* rank, spatial rank */
-    int ip[64], kp[64], op[64];   /* permutations */
-    int64_t in[64], k[64];        /* standard-order shapes */
+    int r, d;                   /* rank, spatial rank */
+    int ip[64], kp[64], op[64]; /* permutations */
+    int64_t in[64], k[64];      /* standard-order shapes */
     int64_t stride[64], lo[64], hi[64], idil[64], kdil[64];
     int64_t fg, bg, G;
-    int64_t os[64];               /* output spatial dims */
+    int64_t os[64]; /* output spatial dims */
     int64_t std_shape[64], final_shape[64];
 } conv_plan;
 
-static emily_status conv_plan_make(const emily_tensor *t, const emily_tensor *k,
-                                   const emily_conv_opts *o, conv_plan *p) {
+static emily_status conv_plan_make(const emily_tensor *t, const emily_tensor *k, const emily_conv_opts *o,
+                                   conv_plan *p) {
     static const emily_conv_opts defaults = {0};
     if (!o) o = &defaults;
     int r = t->rank;
     if (r < 3 || k->rank < 3)
-        return emily_error(EMILY_ERR_SHAPE, "conv: the input and the kernel need rank 3 or more, got "
-                           "shapes %s and %s", EMILY_SHAPE_STR(t), EMILY_SHAPE_STR(k));
+        return emily_error(EMILY_ERR_SHAPE,
+                           "conv: the input and the kernel need rank 3 or more, got "
+                           "shapes %s and %s",
+                           EMILY_SHAPE_STR(t), EMILY_SHAPE_STR(k));
     if (k->rank != r)
-        return emily_error(EMILY_ERR_SHAPE, "conv: the input (shape %s) and the kernel (shape %s) "
-                           "must have the same rank", EMILY_SHAPE_STR(t), EMILY_SHAPE_STR(k));
-    if (r > 64)
-        return emily_error(EMILY_ERR_SHAPE, "conv: rank %d is above the supported 64", r);
+        return emily_error(EMILY_ERR_SHAPE,
+                           "conv: the input (shape %s) and the kernel (shape %s) "
+                           "must have the same rank",
+                           EMILY_SHAPE_STR(t), EMILY_SHAPE_STR(k));
+    if (r > 64) return emily_error(EMILY_ERR_SHAPE, "conv: rank %d is above the supported 64", r);
     p->r = r;
     p->d = r - 2;
     const int *perms[3] = {o->input_permutation, o->kernel_permutation, o->output_permutation};
@@ -78,8 +81,10 @@ static emily_status conv_plan_make(const emily_tensor *t, const emily_tensor *k,
             size_t used = 0;
             for (int i = 0; i < r && used < sizeof buf - 16; i++)
                 used += (size_t)snprintf(buf + used, sizeof buf - used, i ? ", %d" : "%d", dst[w][i]);
-            return emily_error(EMILY_ERR_AXIS, "conv: %s_permutation [%s] is not a permutation of "
-                               "the %d axes", names[w], buf, r);
+            return emily_error(EMILY_ERR_AXIS,
+                               "conv: %s_permutation [%s] is not a permutation of "
+                               "the %d axes",
+                               names[w], buf, r);
         }
     }
     for (int j = 0; j < r; j++) {
@@ -97,21 +102,26 @@ static emily_status conv_plan_make(const emily_tensor *t, const emily_tensor *k,
     p->bg = o->batch_group_size > 0 ? o->batch_group_size : 1;
     int64_t N = p->in[0], C = p->in[1], O = p->k[0], I = p->k[1];
     if (p->fg != 1 && p->bg != 1)
-        return emily_error(EMILY_ERR_ARGUMENT, "conv: either batch groups or feature groups must be 1, "
+        return emily_error(EMILY_ERR_ARGUMENT,
+                           "conv: either batch groups or feature groups must be 1, "
                            "got batch_group_size %lld and feature_group_size %lld",
                            (long long)p->bg, (long long)p->fg);
     if (N % p->bg)
-        return emily_error(EMILY_ERR_SHAPE, "conv: batch_group_size %lld does not divide the input "
-                           "batch size %lld", (long long)p->bg, (long long)N);
+        return emily_error(EMILY_ERR_SHAPE,
+                           "conv: batch_group_size %lld does not divide the input "
+                           "batch size %lld",
+                           (long long)p->bg, (long long)N);
     if (O % p->fg || O % p->bg)
-        return emily_error(EMILY_ERR_SHAPE, "conv: the kernel's %lld output channels are not divisible "
-                           "by the group size %lld (kernel shape %s)", (long long)O,
-                           (long long)(p->fg > 1 ? p->fg : p->bg), EMILY_SHAPE_STR(k));
+        return emily_error(EMILY_ERR_SHAPE,
+                           "conv: the kernel's %lld output channels are not divisible "
+                           "by the group size %lld (kernel shape %s)",
+                           (long long)O, (long long)(p->fg > 1 ? p->fg : p->bg), EMILY_SHAPE_STR(k));
     if (C != I * p->fg)
-        return emily_error(EMILY_ERR_SHAPE, "conv: the input's %lld channels divided by "
+        return emily_error(EMILY_ERR_SHAPE,
+                           "conv: the input's %lld channels divided by "
                            "feature_group_size %lld must match the kernel's %lld input channels "
-                           "(input %s, kernel %s after permutation)", (long long)C,
-                           (long long)p->fg, (long long)I, EMILY_SHAPE_STR(t), EMILY_SHAPE_STR(k));
+                           "(input %s, kernel %s after permutation)",
+                           (long long)C, (long long)p->fg, (long long)I, EMILY_SHAPE_STR(t), EMILY_SHAPE_STR(k));
     p->G = p->fg > 1 ? p->fg : p->bg;
     for (int i = 0; i < p->d; i++) {
         p->stride[i] = o->strides ? o->strides[i] : 1;
@@ -120,30 +130,36 @@ static emily_status conv_plan_make(const emily_tensor *t, const emily_tensor *k,
         p->idil[i] = o->input_dilation ? o->input_dilation[i] : 1;
         p->kdil[i] = o->kernel_dilation ? o->kernel_dilation[i] : 1;
         if (p->stride[i] < 1)
-            return emily_error(EMILY_ERR_ARGUMENT, "conv: strides must be positive, got %lld at "
-                               "spatial dimension %d", (long long)p->stride[i], i);
+            return emily_error(EMILY_ERR_ARGUMENT,
+                               "conv: strides must be positive, got %lld at "
+                               "spatial dimension %d",
+                               (long long)p->stride[i], i);
         if (p->idil[i] < 1 || p->kdil[i] < 1)
-            return emily_error(EMILY_ERR_ARGUMENT, "conv: dilations must be positive, got input %lld "
-                               "and kernel %lld at spatial dimension %d", (long long)p->idil[i],
-                               (long long)p->kdil[i], i);
+            return emily_error(EMILY_ERR_ARGUMENT,
+                               "conv: dilations must be positive, got input %lld "
+                               "and kernel %lld at spatial dimension %d",
+                               (long long)p->idil[i], (long long)p->kdil[i], i);
         int64_t s = p->in[2 + i], ks = p->k[2 + i];
         /* dilated and padded input, dilated window: checked arithmetic,
          * as the window ops do (huge dilations or padding overflow) */
         int64_t dil = 0, padded, f = 0;
-        if ((s > 0 && (__builtin_mul_overflow(s - 1, p->idil[i] - 1, &dil) ||
-                       __builtin_add_overflow(dil, s, &dil))) ||
-            __builtin_add_overflow(dil, p->lo[i], &padded) ||
-            __builtin_add_overflow(padded, p->hi[i], &padded))
-            return emily_error(EMILY_ERR_ARGUMENT, "conv: the dilated, padded input overflows at "
+        if ((s > 0 && (__builtin_mul_overflow(s - 1, p->idil[i] - 1, &dil) || __builtin_add_overflow(dil, s, &dil))) ||
+            __builtin_add_overflow(dil, p->lo[i], &padded) || __builtin_add_overflow(padded, p->hi[i], &padded))
+            return emily_error(EMILY_ERR_ARGUMENT,
+                               "conv: the dilated, padded input overflows at "
                                "spatial dimension %d (input_dilation %lld, padding {%lld, %lld})",
                                i, (long long)p->idil[i], (long long)p->lo[i], (long long)p->hi[i]);
         if (ks > 0 && (__builtin_mul_overflow(ks - 1, p->kdil[i], &f) || __builtin_add_overflow(f, 1, &f)))
-            return emily_error(EMILY_ERR_ARGUMENT, "conv: the dilated window overflows at spatial "
-                               "dimension %d (kernel_dilation %lld)", i, (long long)p->kdil[i]);
+            return emily_error(EMILY_ERR_ARGUMENT,
+                               "conv: the dilated window overflows at spatial "
+                               "dimension %d (kernel_dilation %lld)",
+                               i, (long long)p->kdil[i]);
         if (padded < f)
-            return emily_error(EMILY_ERR_SHAPE, "conv: the window (%lld with dilation) is larger than "
+            return emily_error(EMILY_ERR_SHAPE,
+                               "conv: the window (%lld with dilation) is larger than "
                                "the padded input (%lld) at spatial dimension %d: the result would "
-                               "be empty", (long long)f, (long long)padded, i);
+                               "be empty",
+                               (long long)f, (long long)padded, i);
         p->os[i] = (padded - f) / p->stride[i] + 1;
     }
     p->std_shape[0] = N / p->bg;
@@ -157,9 +173,8 @@ static emily_status conv_plan_make(const emily_tensor *t, const emily_tensor *k,
  * layout (*out), or EMILY_ERR_UNSUPPORTED when the device declines. src
  * is the input in standard order; `padded` says the op layer has padded
  * it already (the kernel then pads with 0). */
-static emily_status conv_on_device(const emily_engine *e, const emily_tensor *src,
-                                   const emily_tensor *kernel, const conv_plan *p, bool padded,
-                                   emily_dtype dt, emily_tensor **out) {
+static emily_status conv_on_device(const emily_engine *e, const emily_tensor *src, const emily_tensor *kernel,
+                                   const conv_plan *p, bool padded, emily_dtype dt, emily_tensor **out) {
     int r = p->r, d = p->d;
     int64_t shape[64], strides[64], pad[64] = {0};
     for (int i = 0; i < d && !padded; i++) pad[i] = p->lo[i];
@@ -187,8 +202,8 @@ done:
     return s;
 }
 
-emily_status emi_conv_output_shape(const emily_tensor *input, const emily_tensor *kernel,
-                                   const emily_conv_opts *opts, int *rank, int64_t *shape) {
+emily_status emi_conv_output_shape(const emily_tensor *input, const emily_tensor *kernel, const emily_conv_opts *opts,
+                                   int *rank, int64_t *shape) {
     emily_status s;
     if ((s = emi_check_tensor("conv", "input", input))) return s;
     if ((s = emi_check_tensor("conv", "kernel", kernel))) return s;
@@ -202,8 +217,8 @@ emily_status emi_conv_output_shape(const emily_tensor *input, const emily_tensor
     return s;
 }
 
-emily_status emily_conv(const emily_tensor *input, const emily_tensor *kernel,
-                        const emily_conv_opts *opts, emily_dtype out_type, emily_tensor **out) {
+emily_status emily_conv(const emily_tensor *input, const emily_tensor *kernel, const emily_conv_opts *opts,
+                        emily_dtype out_type, emily_tensor **out) {
     emily_status s;
     if ((s = emi_check_out("conv", out))) return s;
     if ((s = emi_check_tensor("conv", "input", input))) return s;
@@ -242,11 +257,9 @@ emily_status emily_conv(const emily_tensor *input, const emily_tensor *kernel,
      * other padding and input dilation it gets applied (after emily_pad
      * below). Batch groups always take the dots. */
     bool on_device = e->conv && e->conv->conv && p->bg == 1, same_pad = true;
-    for (int i = 0; i < d; i++)
-        same_pad &= p->lo[i] == p->hi[i] && p->lo[i] >= 0 && p->idil[i] == 1;
+    for (int i = 0; i < d; i++) same_pad &= p->lo[i] == p->hi[i] && p->lo[i] >= 0 && p->idil[i] == 1;
     if (on_device && same_pad) {
-        if ((s = conv_on_device(e, tin, kernel, p, false, dt, &final)) != EMILY_ERR_UNSUPPORTED)
-            goto done;
+        if ((s = conv_on_device(e, tin, kernel, p, false, dt, &final)) != EMILY_ERR_UNSUPPORTED) goto done;
         s = EMILY_OK;
     }
     bool need_pad = false;
@@ -259,8 +272,8 @@ emily_status emily_conv(const emily_tensor *input, const emily_tensor *kernel,
             interior[2 + i] = p->idil[i] - 1;
         }
         uint64_t zbits[2] = {0, 0};
-        if ((s = emily_from_binary(input->buffer->device, input->dtype, 0, NULL, zbits,
-                                   emily_dtype_size(input->dtype), &zero)))
+        if ((s = emily_from_binary(input->buffer->device, input->dtype, 0, NULL, zbits, emily_dtype_size(input->dtype),
+                                   &zero)))
             goto done;
         if ((s = emily_pad(tin, zero, lo, hi, interior, &padded))) goto done;
     } else {
@@ -268,8 +281,7 @@ emily_status emily_conv(const emily_tensor *input, const emily_tensor *kernel,
         padded = tin;
     }
     if (on_device && !same_pad) {
-        if ((s = conv_on_device(e, padded, kernel, p, true, dt, &final)) != EMILY_ERR_UNSUPPORTED)
-            goto done;
+        if ((s = conv_on_device(e, padded, kernel, p, true, dt, &final)) != EMILY_ERR_UNSUPPORTED) goto done;
         s = EMILY_OK;
     }
 
@@ -279,8 +291,13 @@ emily_status emily_conv(const emily_tensor *input, const emily_tensor *kernel,
     shape[0] = G;
     shape[1] = p->std_shape[0];
     shape[2] = I;
-    if (p->bg > 1) { strides[0] = p->std_shape[0] * ps[0]; strides[1] = ps[0]; }
-    else { strides[0] = I * ps[1]; strides[1] = ps[0]; }
+    if (p->bg > 1) {
+        strides[0] = p->std_shape[0] * ps[0];
+        strides[1] = ps[0];
+    } else {
+        strides[0] = I * ps[1];
+        strides[1] = ps[0];
+    }
     strides[2] = ps[1];
     for (int i = 0; i < d; i++) {
         /* a step is only taken along an axis longer than 1, and then it
@@ -296,10 +313,16 @@ emily_status emily_conv(const emily_tensor *input, const emily_tensor *kernel,
     /* kernel [G, O/G, I, kernel spatial...] */
     int64_t ks[64];
     for (int j = 0; j < r; j++) ks[j] = kernel->strides[p->kp[j]];
-    shape[0] = G; strides[0] = (O / G) * ks[0];
-    shape[1] = O / G; strides[1] = ks[0];
-    shape[2] = I; strides[2] = ks[1];
-    for (int i = 0; i < d; i++) { shape[3 + i] = p->k[2 + i]; strides[3 + i] = ks[2 + i]; }
+    shape[0] = G;
+    strides[0] = (O / G) * ks[0];
+    shape[1] = O / G;
+    strides[1] = ks[0];
+    shape[2] = I;
+    strides[2] = ks[1];
+    for (int i = 0; i < d; i++) {
+        shape[3 + i] = p->k[2 + i];
+        strides[3 + i] = ks[2 + i];
+    }
     if ((s = emi_tensor_view(kernel, 3 + d, shape, strides, kernel->offset, &kview))) goto done;
 
     int ca[65], cb[65];
@@ -314,18 +337,24 @@ emily_status emily_conv(const emily_tensor *input, const emily_tensor *kernel,
     for (int i = 0; kernel_first && i < d; i++) kernel_first = p->op[1] < p->op[2 + i];
     if (kernel_first) {
         emily_tensor *kb = NULL; /* kernel [N', O, I, kernel spatial...], batch stride 0 */
-        shape[0] = p->std_shape[0]; strides[0] = 0;
-        for (int j = 0; j < r; j++) { shape[1 + j] = p->k[j]; strides[1 + j] = ks[j]; }
+        shape[0] = p->std_shape[0];
+        strides[0] = 0;
+        for (int j = 0; j < r; j++) {
+            shape[1 + j] = p->k[j];
+            strides[1 + j] = ks[j];
+        }
         if ((s = emi_tensor_view(kernel, 1 + r, shape, strides, kernel->offset, &kb))) goto done;
         /* contract the kernel's (I, spatial) with the patches' (I, kernel spatial) */
         ca[0] = 2;
         cb[0] = 2;
-        for (int i = 0; i < d; i++) { ca[1 + i] = 3 + i; cb[1 + i] = 3 + d + i; }
+        for (int i = 0; i < d; i++) {
+            ca[1 + i] = 3 + i;
+            cb[1 + i] = 3 + d + i;
+        }
         int b0 = 0;
         /* patches here drop the group axis: view them from index 1 */
         emily_tensor *pv = NULL;
-        s = emi_tensor_view(patches, 2 + 2 * d, patches->shape + 1, patches->strides + 1,
-                              patches->offset, &pv);
+        s = emi_tensor_view(patches, 2 + 2 * d, patches->shape + 1, patches->strides + 1, patches->offset, &pv);
         if (!s) {
             for (int i = 0; i <= d; i++) cb[i] -= 1;
             s = emily_dot(kb, 1 + d, ca, 1, &b0, pv, 1 + d, cb, 1, &b0, dt, &res);
@@ -336,21 +365,29 @@ emily_status emily_conv(const emily_tensor *input, const emily_tensor *kernel,
     } else if (!two_level) {
         ca[0] = 2;
         cb[0] = 2;
-        for (int i = 0; i < d; i++) { ca[1 + i] = 3 + d + i; cb[1 + i] = 3 + i; }
+        for (int i = 0; i < d; i++) {
+            ca[1 + i] = 3 + d + i;
+            cb[1 + i] = 3 + i;
+        }
         int b0 = 0;
         if ((s = emily_dot(patches, 1 + d, ca, 1, &b0, kview, 1 + d, cb, 1, &b0, dt, &res))) goto done;
     } else {
         /* per-channel window sums [G, I, N', out spatial..., O/G] ... */
-        for (int i = 0; i < d; i++) { ca[i] = 3 + d + i; cb[i] = 3 + i; }
+        for (int i = 0; i < d; i++) {
+            ca[i] = 3 + d + i;
+            cb[i] = 3 + i;
+        }
         int ba[2] = {0, 2}, bb[2] = {0, 2};
         if ((s = emily_dot(patches, d, ca, 2, ba, kview, d, cb, 2, bb, dt, &part))) goto done;
         /* ... then the channels in order: a dot with ones */
         size_t es = emily_dtype_size(dt);
         onebuf = calloc((size_t)I, es);
-        if (!onebuf) { s = emily_error(EMILY_ERR_MEMORY, "conv: out of host memory"); goto done; }
-        for (int64_t i = 0; i < I; i++) ((double *)onebuf)[i * (int64_t)(es / 8)] = 1.0;
-        if ((s = emily_from_binary(part->buffer->device, dt, 1, &I, onebuf, (size_t)I * es, &ones)))
+        if (!onebuf) {
+            s = emily_error(EMILY_ERR_MEMORY, "conv: out of host memory");
             goto done;
+        }
+        for (int64_t i = 0; i < I; i++) ((double *)onebuf)[i * (int64_t)(es / 8)] = 1.0;
+        if ((s = emily_from_binary(part->buffer->device, dt, 1, &I, onebuf, (size_t)I * es, &ones))) goto done;
         int c1 = 1, c0 = 0;
         if ((s = emily_dot(part, 1, &c1, 0, NULL, ones, 1, &c0, 0, NULL, dt, &res))) goto done;
     }
@@ -362,16 +399,24 @@ emily_status emily_conv(const emily_tensor *input, const emily_tensor *kernel,
     for (int j = 0; j < r; j++) fstd[j] = final->strides[p->op[j]];
     int rr = kernel_first ? r : 3 + d;
     if (kernel_first) {
-        for (int j = 0; j < r; j++) { shape[j] = p->std_shape[j]; strides[j] = fstd[j]; }
+        for (int j = 0; j < r; j++) {
+            shape[j] = p->std_shape[j];
+            strides[j] = fstd[j];
+        }
     } else {
-        shape[0] = G; strides[0] = (O / G) * fstd[1];
-        shape[1] = p->std_shape[0]; strides[1] = fstd[0];
-        for (int i = 0; i < d; i++) { shape[2 + i] = p->os[i]; strides[2 + i] = fstd[2 + i]; }
-        shape[2 + d] = O / G; strides[2 + d] = fstd[1];
+        shape[0] = G;
+        strides[0] = (O / G) * fstd[1];
+        shape[1] = p->std_shape[0];
+        strides[1] = fstd[0];
+        for (int i = 0; i < d; i++) {
+            shape[2 + i] = p->os[i];
+            strides[2 + i] = fstd[2 + i];
+        }
+        shape[2 + d] = O / G;
+        strides[2 + d] = fstd[1];
     }
     bool same = res->offset == 0 && emily_tensor_is_contiguous(res);
-    for (int i = 0; same && i < rr; i++)
-        same = shape[i] == 1 || strides[i] == res->strides[i];
+    for (int i = 0; same && i < rr; i++) same = shape[i] == 1 || strides[i] == res->strides[i];
     if (same) {
         /* res already holds the output's bytes in order */
         emily_tensor_release(final);

@@ -4,19 +4,16 @@
 /* The checks both ops start with: the output pointer, the tensor, and a
  * known target type. (Not emi_check_args: these two ops take the narrow
  * types, which it refuses.) */
-static emily_status check_target(const char *op, const emily_tensor *t, emily_dtype dtype,
-                                 emily_tensor **out) {
+static emily_status check_target(const char *op, const emily_tensor *t, emily_dtype dtype, emily_tensor **out) {
     emily_status s = emi_check_out(op, out);
     if (!s && !t) s = emily_error(EMILY_ERR_ARGUMENT, "%s: tensor is NULL", op);
-    if (!s && !emily_dtype_known(dtype))
-        s = emily_error(EMILY_ERR_TYPE, "%s: invalid target type %d", op, (int)dtype);
+    if (!s && !emily_dtype_known(dtype)) s = emily_error(EMILY_ERR_TYPE, "%s: invalid target type %d", op, (int)dtype);
     return s;
 }
 
 /* dst <- t in dtype with one kernel: the ordinary conversion between two
  * computed types, or a narrow type's to or from its hub. */
-static emily_status convert_step(const emily_engine *e, const emily_tensor *t, emily_dtype dtype,
-                                 emily_tensor **out) {
+static emily_status convert_step(const emily_engine *e, const emily_tensor *t, emily_dtype dtype, emily_tensor **out) {
     bool narrow = emily_dtype_is_narrow(t->dtype) || emily_dtype_is_narrow(dtype);
     if (!e->supports(e, narrow ? EMI_KERNEL_CONVERT_NARROW : EMI_KERNEL_CONVERT, 0,
                      (const emily_dtype[]){dtype, t->dtype}, 2)) {
@@ -41,8 +38,7 @@ static emily_dtype hub_for(emily_dtype narrow, emily_dtype other) {
  * types; through the hub where a side is narrow (a narrow source first
  * goes to its hub, which then converts on; a narrow target is reached
  * from its hub). */
-static emily_status convert_any(const emily_engine *e, const emily_tensor *t, emily_dtype dtype,
-                                emily_tensor **out) {
+static emily_status convert_any(const emily_engine *e, const emily_tensor *t, emily_dtype dtype, emily_tensor **out) {
     if (t->dtype == dtype) {
         emily_tensor_retain((emily_tensor *)t);
         *out = (emily_tensor *)t;
@@ -82,8 +78,7 @@ emily_status emily_bitcast(const emily_tensor *t, emily_dtype dtype, emily_tenso
         return emily_error(EMILY_ERR_TYPE, "bitcast: complex types are not supported (%s to %s)",
                            emily_dtype_name(t->dtype), emily_dtype_name(dtype));
     if (emily_dtype_bits(t->dtype) != emily_dtype_bits(dtype))
-        return emily_error(EMILY_ERR_TYPE,
-                           "bitcast: input type width must match the new type width, got %s and %s",
+        return emily_error(EMILY_ERR_TYPE, "bitcast: input type width must match the new type width, got %s and %s",
                            emily_dtype_name(t->dtype), emily_dtype_name(dtype));
     /* s2 <-> u2, s4 <-> u4: the same bits, but a byte holds the value
      * sign- or zero-extended, so the bytes change: the low bits kept */

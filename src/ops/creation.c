@@ -4,10 +4,9 @@
 #include "core/tensor_impl.h"
 
 /* Checks the dtype and shape of a new tensor and gets the device's engine. */
-static emily_status check_new(const char *op, emily_device device, emily_dtype dtype, int rank,
-                              const int64_t *shape, const emily_engine **e) {
-    if (!emily_dtype_valid(dtype))
-        return emily_error(EMILY_ERR_TYPE, "%s: invalid type %d", op, (int)dtype);
+static emily_status check_new(const char *op, emily_device device, emily_dtype dtype, int rank, const int64_t *shape,
+                              const emily_engine **e) {
+    if (!emily_dtype_valid(dtype)) return emily_error(EMILY_ERR_TYPE, "%s: invalid type %d", op, (int)dtype);
     if (rank < 0) return emily_error(EMILY_ERR_SHAPE, "%s: negative rank %d", op, rank);
     if (rank > 0 && !shape) return emily_error(EMILY_ERR_ARGUMENT, "%s: shape is NULL", op);
     for (int i = 0; i < rank; i++)
@@ -25,14 +24,14 @@ static emily_status unsupported(const char *op, emily_device device) {
     return emily_error(EMILY_ERR_UNSUPPORTED, "%s: not available on device %s", op, dev);
 }
 
-emily_status emily_constant(emily_device device, emily_dtype dtype, int rank,
-                            const int64_t *shape, emily_scalar value, emily_tensor **out) {
+emily_status emily_constant(emily_device device, emily_dtype dtype, int rank, const int64_t *shape, emily_scalar value,
+                            emily_tensor **out) {
     emily_status s = emi_check_out("constant", out);
     if (s) return s;
     const emily_engine *e;
     if ((s = check_new("constant", device, dtype, rank, shape, &e))) return s;
-    if (value.kind != EMILY_SCALAR_INT && value.kind != EMILY_SCALAR_UINT &&
-        value.kind != EMILY_SCALAR_FLOAT && value.kind != EMILY_SCALAR_COMPLEX)
+    if (value.kind != EMILY_SCALAR_INT && value.kind != EMILY_SCALAR_UINT && value.kind != EMILY_SCALAR_FLOAT &&
+        value.kind != EMILY_SCALAR_COMPLEX)
         return emily_error(EMILY_ERR_ARGUMENT, "constant: invalid scalar kind %d", (int)value.kind);
     if (!emi_engine_supports(e, EMI_KERNEL_FILL, 0, dtype)) return unsupported("constant", device);
     emily_tensor *t;
@@ -46,23 +45,21 @@ emily_status emily_constant(emily_device device, emily_dtype dtype, int rank,
     return emi_hand_out(s, t, out);
 }
 
-emily_status emily_iota(emily_device device, emily_dtype dtype, int rank, const int64_t *shape,
-                        int axis, emily_tensor **out) {
+emily_status emily_iota(emily_device device, emily_dtype dtype, int rank, const int64_t *shape, int axis,
+                        emily_tensor **out) {
     emily_status s = emi_check_out("iota", out);
     if (s) return s;
     const emily_engine *e;
     if ((s = check_new("iota", device, dtype, rank, shape, &e))) return s;
     if (axis >= rank)
-        return emily_error(EMILY_ERR_AXIS, "iota: axis %d out of range for a shape of rank %d",
-                           axis, rank);
+        return emily_error(EMILY_ERR_AXIS, "iota: axis %d out of range for a shape of rank %d", axis, rank);
     if (!emi_engine_supports(e, EMI_KERNEL_IOTA, 0, dtype)) return unsupported("iota", device);
     emily_tensor *t;
     if ((s = emily_empty(device, dtype, rank, shape, &t))) return s;
     return emi_hand_out(e->creation->iota(t, axis < 0 ? -1 : axis), t, out);
 }
 
-emily_status emily_eye(emily_device device, emily_dtype dtype, int rank, const int64_t *shape,
-                       emily_tensor **out) {
+emily_status emily_eye(emily_device device, emily_dtype dtype, int rank, const int64_t *shape, emily_tensor **out) {
     emily_status s = emi_check_out("eye", out);
     if (s) return s;
     const emily_engine *e;

@@ -16,13 +16,12 @@ static const char *cum_name(emily_cumulative_op op) {
     return "cumulative";
 }
 
-emily_status emily_cumulative(emily_cumulative_op op, const emily_tensor *t, int axis,
-                              bool reverse, emily_tensor **out) {
+emily_status emily_cumulative(emily_cumulative_op op, const emily_tensor *t, int axis, bool reverse,
+                              emily_tensor **out) {
     const char *name = cum_name(op);
     const emily_engine *e;
     emily_status s = emi_check_sum_to_min(name, "cumulative", (int)op, EMILY_CUMULATIVE_MIN,
-                                          op == EMILY_CUMULATIVE_MAX || op == EMILY_CUMULATIVE_MIN, t,
-                                          out, &e);
+                                          op == EMILY_CUMULATIVE_MAX || op == EMILY_CUMULATIVE_MIN, t, out, &e);
     if (s) return s;
     int ax = 0;
     if (t->rank == 0) {

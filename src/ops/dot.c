@@ -29,8 +29,7 @@ emily_dot_precision emily_dot_get_precision(void) {
     int p = atomic_load(&precision_state);
     if (p < 0) {
         const char *env = getenv("EMILY_DOT_PRECISION");
-        int v = (env && strcmp(env, "highest") == 0) ? EMILY_DOT_PRECISION_HIGHEST
-                                                    : EMILY_DOT_PRECISION_FAST;
+        int v = (env && strcmp(env, "highest") == 0) ? EMILY_DOT_PRECISION_HIGHEST : EMILY_DOT_PRECISION_FAST;
         int expected = -1;
         atomic_compare_exchange_strong(&precision_state, &expected, v);
         p = atomic_load(&precision_state);
@@ -46,8 +45,7 @@ emily_status emily_dot_set_precision(emily_dot_precision p) {
 }
 
 emily_status emily_dot_set_thread_precision(emily_dot_precision p, emily_dot_precision *previous) {
-    if (p != EMILY_DOT_PRECISION_HIGHEST && p != EMILY_DOT_PRECISION_FAST &&
-        p != EMILY_DOT_PRECISION_PROCESS)
+    if (p != EMILY_DOT_PRECISION_HIGHEST && p != EMILY_DOT_PRECISION_FAST && p != EMILY_DOT_PRECISION_PROCESS)
         return emily_error(EMILY_ERR_ARGUMENT, "dot_set_thread_precision: unknown precision %d", (int)p);
     if (previous) *previous = (emily_dot_precision)thread_precision;
     thread_precision = (int)p;
@@ -58,20 +56,19 @@ emily_status emily_dot_set_thread_precision(emily_dot_precision p, emily_dot_pre
 
 /* Normalizes one operand's contract and batch axes; marks them in `role`
  * (0 free, 1 contract, 2 batch) and fails on repeats or overlaps. */
-static emily_status norm_operand_axes(const char *op, const char *side, const emily_tensor *t, int nc,
-                                      const int *c, int nb, const int *bt, int *cn, int *bn,
-                                      char *role) {
+static emily_status norm_operand_axes(const char *op, const char *side, const emily_tensor *t, int nc, const int *c,
+                                      int nb, const int *bt, int *cn, int *bn, char *role) {
     memset(role, 0, (size_t)t->rank + 1);
     for (int i = 0; i < nc + nb; i++) {
         bool is_c = i < nc;
         int ax = is_c ? c[i] : bt[i - nc];
         int a = ax < 0 ? ax + t->rank : ax;
         if (a < 0 || a >= t->rank)
-            return emily_error(EMILY_ERR_AXIS,
-                               "%s: %s axis %d of the %s tensor is out of range for shape %s",
-                               op, is_c ? "contract" : "batch", ax, side, EMILY_SHAPE_STR(t));
+            return emily_error(EMILY_ERR_AXIS, "%s: %s axis %d of the %s tensor is out of range for shape %s", op,
+                               is_c ? "contract" : "batch", ax, side, EMILY_SHAPE_STR(t));
         if (role[a])
-            return emily_error(EMILY_ERR_AXIS, "%s: axis %d of the %s tensor (shape %s) is given "
+            return emily_error(EMILY_ERR_AXIS,
+                               "%s: axis %d of the %s tensor (shape %s) is given "
                                "more than once among its contract and batch axes",
                                op, ax, side, EMILY_SHAPE_STR(t));
         role[a] = is_c ? 1 : 2;
@@ -87,31 +84,29 @@ static emily_status check_pairs(const char *op, const char *what, const emily_te
                                 const int *xa, const int *xb) {
     for (int i = 0; i < n; i++)
         if (a->shape[xa[i]] != b->shape[xb[i]])
-            return emily_error(EMILY_ERR_SHAPE, "%s: %s axis %d of the left tensor (size %lld) does "
+            return emily_error(EMILY_ERR_SHAPE,
+                               "%s: %s axis %d of the left tensor (size %lld) does "
                                "not match axis %d of the right tensor (size %lld); shapes %s and %s",
                                op, what, xa[i], (long long)a->shape[xa[i]], xb[i], (long long)b->shape[xb[i]],
                                EMILY_SHAPE_STR(a), EMILY_SHAPE_STR(b));
     return EMILY_OK;
 }
 
-static emily_status check_out_type(const emily_tensor *a, const emily_tensor *b,
-                                   emily_dtype out_type, emily_dtype *dt) {
+static emily_status check_out_type(const emily_tensor *a, const emily_tensor *b, emily_dtype out_type,
+                                   emily_dtype *dt) {
     if (out_type == EMILY_DTYPE_AUTO) {
         *dt = emily_type_merge(a->dtype, b->dtype);
         return EMILY_OK;
     }
-    if (!emily_dtype_valid(out_type))
-        return emily_error(EMILY_ERR_TYPE, "dot: invalid output type %d", (int)out_type);
+    if (!emily_dtype_valid(out_type)) return emily_error(EMILY_ERR_TYPE, "dot: invalid output type %d", (int)out_type);
     const emily_tensor *ts[2] = {a, b};
     for (int i = 0; i < 2; i++) {
         emily_dtype in = ts[i]->dtype;
-        bool ok = emily_dtype_is_complex(out_type) ||
-                  (emily_dtype_is_float(out_type) && !emily_dtype_is_complex(in)) ||
+        bool ok = emily_dtype_is_complex(out_type) || (emily_dtype_is_float(out_type) && !emily_dtype_is_complex(in)) ||
                   (emily_dtype_is_integer(out_type) && emily_dtype_is_integer(in));
         if (!ok)
             return emily_error(EMILY_ERR_TYPE, "dot: cannot compute a %s dot of %s and %s operands",
-                               emily_dtype_name(out_type), emily_dtype_name(a->dtype),
-                               emily_dtype_name(b->dtype));
+                               emily_dtype_name(out_type), emily_dtype_name(a->dtype), emily_dtype_name(b->dtype));
     }
     *dt = out_type;
     return EMILY_OK;
@@ -122,16 +117,22 @@ static emily_status check_out_type(const emily_tensor *a, const emily_tensor *b,
 /* Merges the dims order[0..n) of t into one dim: its size, and a stride
  * that walks them in row-major order. False when the strides do not nest
  * that way (a copy is needed). Size-1 dims are ignored. */
-static bool merge_group(const emily_tensor *t, int n, const int *order, int64_t *size,
-                        int64_t *stride) {
+static bool merge_group(const emily_tensor *t, int n, const int *order, int64_t *size, int64_t *stride) {
     int64_t sz = 1, st = 0, expect = 0;
     bool have = false;
     for (int i = n - 1; i >= 0; i--) {
         int64_t dim = t->shape[order[i]], s = t->strides[order[i]];
         if (dim == 1) continue;
-        if (dim == 0) { *size = 0; *stride = 0; return true; }
+        if (dim == 0) {
+            *size = 0;
+            *stride = 0;
+            return true;
+        }
         if (have && s != expect) return false;
-        if (!have) { st = s; have = true; }
+        if (!have) {
+            st = s;
+            have = true;
+        }
         expect = s * dim;
         sz *= dim;
     }
@@ -143,8 +144,7 @@ static bool merge_group(const emily_tensor *t, int n, const int *order, int64_t 
 /* A [G0, G1, G2] view of t whose three groups of axes are given by
  * `order` (lengths n0, n1, n2; the groups' dims in row-major order), that
  * BLAS can read as G1 x G2 matrices. Copies t (transposed) when needed. */
-static emily_status gemm_view(const emily_tensor *t, const int *order, int n0, int n1, int n2,
-                              emily_tensor **out) {
+static emily_status gemm_view(const emily_tensor *t, const int *order, int n0, int n1, int n2, emily_tensor **out) {
     int64_t shape[3], strides[3];
     const int ns[3] = {n0, n1, n2};
     bool ok = true;
@@ -181,20 +181,22 @@ static emily_status gemm_view(const emily_tensor *t, const int *order, int n0, i
 
 /* ---- the views of a dot (ops/dot_plan.h) ------------------------------- */
 
-emily_status emi_dot_check(const char *op, const emily_tensor *a, int ncontract_a, const int *contract_a,
-                           int nbatch_a, const int *batch_a, const emily_tensor *b, int ncontract_b,
-                           const int *contract_b, int nbatch_b, const int *batch_b, const emily_engine **e) {
+emily_status emi_dot_check(const char *op, const emily_tensor *a, int ncontract_a, const int *contract_a, int nbatch_a,
+                           const int *batch_a, const emily_tensor *b, int ncontract_b, const int *contract_b,
+                           int nbatch_b, const int *batch_b, const emily_engine **e) {
     if (ncontract_a < 0 || ncontract_b < 0 || nbatch_a < 0 || nbatch_b < 0)
         return emily_error(EMILY_ERR_ARGUMENT, "%s: negative axis count", op);
     if ((ncontract_a && !contract_a) || (ncontract_b && !contract_b) || (nbatch_a && !batch_a) ||
         (nbatch_b && !batch_b))
         return emily_error(EMILY_ERR_ARGUMENT, "%s: NULL axis list with a nonzero count", op);
     if (ncontract_a != ncontract_b)
-        return emily_error(EMILY_ERR_AXIS, "%s: %d contract axes for the left tensor but %d for the "
-                           "right tensor (shapes %s and %s)", op, ncontract_a, ncontract_b,
-                           EMILY_SHAPE_STR(a), EMILY_SHAPE_STR(b));
+        return emily_error(EMILY_ERR_AXIS,
+                           "%s: %d contract axes for the left tensor but %d for the "
+                           "right tensor (shapes %s and %s)",
+                           op, ncontract_a, ncontract_b, EMILY_SHAPE_STR(a), EMILY_SHAPE_STR(b));
     if (nbatch_a != nbatch_b)
-        return emily_error(EMILY_ERR_AXIS, "%s: %d batch axes for the left tensor but %d for the "
+        return emily_error(EMILY_ERR_AXIS,
+                           "%s: %d batch axes for the left tensor but %d for the "
                            "right tensor (shapes %s and %s); both or neither must be batched",
                            op, nbatch_a, nbatch_b, EMILY_SHAPE_STR(a), EMILY_SHAPE_STR(b));
     const emily_tensor *both[2] = {a, b};
@@ -209,12 +211,11 @@ void emi_dot_views_release(emi_dot_views *v) {
 }
 
 emily_status emi_dot_check_axes(const char *op, const emily_tensor *a, int nc, const int *contract_a, int nb,
-                                const int *batch_a, const emily_tensor *b, const int *contract_b,
-                                const int *batch_b) {
+                                const int *batch_a, const emily_tensor *b, const int *contract_b, const int *batch_b) {
     int ra = a->rank, rb = b->rank;
     if (nc + nb > ra || nc + nb > rb)
-        return emily_error(EMILY_ERR_AXIS, "%s: %d contract and %d batch axes given for shapes %s and %s",
-                           op, nc, nb, EMILY_SHAPE_STR(a), EMILY_SHAPE_STR(b));
+        return emily_error(EMILY_ERR_AXIS, "%s: %d contract and %d batch axes given for shapes %s and %s", op, nc, nb,
+                           EMILY_SHAPE_STR(a), EMILY_SHAPE_STR(b));
     int *ints = malloc((2 * ((size_t)nc + nb) + 1) * sizeof(int));
     char *role = malloc((size_t)ra + rb + 2);
     emily_status s;
@@ -232,15 +233,15 @@ emily_status emi_dot_check_axes(const char *op, const emily_tensor *a, int nc, c
     return s;
 }
 
-emily_status emi_dot_views_make(const char *op, const emily_tensor *a, int nc, const int *contract_a,
-                                int nb, const int *batch_a, const emily_tensor *b, const int *contract_b,
-                                const int *batch_b, emily_dtype dt, emi_dot_views *v) {
+emily_status emi_dot_views_make(const char *op, const emily_tensor *a, int nc, const int *contract_a, int nb,
+                                const int *batch_a, const emily_tensor *b, const int *contract_b, const int *batch_b,
+                                emily_dtype dt, emi_dot_views *v) {
     emily_status s;
     v->res = v->a3 = v->b3 = v->d3 = NULL;
     int ra = a->rank, rb = b->rank;
     if (nc + nb > ra || nc + nb > rb)
-        return emily_error(EMILY_ERR_AXIS, "%s: %d contract and %d batch axes given for shapes %s and %s",
-                           op, nc, nb, EMILY_SHAPE_STR(a), EMILY_SHAPE_STR(b));
+        return emily_error(EMILY_ERR_AXIS, "%s: %d contract and %d batch axes given for shapes %s and %s", op, nc, nb,
+                           EMILY_SHAPE_STR(a), EMILY_SHAPE_STR(b));
     /* scratch: normalized axes, roles, orders, output shape */
     size_t nints = 2 * ((size_t)nc + nb) + (size_t)ra + rb + 4;
     int *ints = malloc(nints * sizeof(int));
@@ -260,15 +261,24 @@ emily_status emi_dot_views_make(const char *op, const emily_tensor *a, int nc, c
     /* a: [batch, free_a, contract]; b: [batch, contract, free_b]; the
      * output: [batch, free_a, free_b]. */
     int k = 0, orank = 0;
-    for (int i = 0; i < nb; i++) { oa[k++] = ba[i]; oshape[orank++] = a->shape[ba[i]]; }
+    for (int i = 0; i < nb; i++) {
+        oa[k++] = ba[i];
+        oshape[orank++] = a->shape[ba[i]];
+    }
     for (int i = 0; i < ra; i++)
-        if (!role_a[i]) { oa[k++] = i; oshape[orank++] = a->shape[i]; }
+        if (!role_a[i]) {
+            oa[k++] = i;
+            oshape[orank++] = a->shape[i];
+        }
     for (int i = 0; i < nc; i++) oa[k++] = ca[i];
     k = 0;
     for (int i = 0; i < nb; i++) ob[k++] = bb[i];
     for (int i = 0; i < nc; i++) ob[k++] = cb[i];
     for (int i = 0; i < rb; i++)
-        if (!role_b[i]) { ob[k++] = i; oshape[orank++] = b->shape[i]; }
+        if (!role_b[i]) {
+            ob[k++] = i;
+            oshape[orank++] = b->shape[i];
+        }
     int nfree_a = ra - nc - nb, nfree_b = rb - nc - nb;
 
     if ((s = emi_empty_like_device(a, dt, orank, oshape, &v->res))) goto done;
@@ -293,30 +303,26 @@ done:
 
 /* ---- emily_dot --------------------------------------------------------- */
 
-emily_status emily_dot(const emily_tensor *a, int ncontract_a, const int *contract_a,
-                       int nbatch_a, const int *batch_a,
-                       const emily_tensor *b, int ncontract_b, const int *contract_b,
-                       int nbatch_b, const int *batch_b,
+emily_status emily_dot(const emily_tensor *a, int ncontract_a, const int *contract_a, int nbatch_a, const int *batch_a,
+                       const emily_tensor *b, int ncontract_b, const int *contract_b, int nbatch_b, const int *batch_b,
                        emily_dtype out_type, emily_tensor **out) {
     emily_status s;
     if ((s = emi_check_out("dot", out))) return s;
     if ((s = emi_check_tensor("dot", "left tensor", a))) return s;
     if ((s = emi_check_tensor("dot", "right tensor", b))) return s;
     const emily_engine *e;
-    if ((s = emi_dot_check("dot", a, ncontract_a, contract_a, nbatch_a, batch_a, b, ncontract_b, contract_b,
-                           nbatch_b, batch_b, &e)))
+    if ((s = emi_dot_check("dot", a, ncontract_a, contract_a, nbatch_a, batch_a, b, ncontract_b, contract_b, nbatch_b,
+                           batch_b, &e)))
         return s;
     emily_dtype dt = EMILY_DTYPE_AUTO;
     if ((s = check_out_type(a, b, out_type, &dt))) return s;
     emi_dot_views v;
-    if ((s = emi_dot_views_make("dot", a, ncontract_a, contract_a, nbatch_a, batch_a, b, contract_b, batch_b, dt,
-                                &v)))
+    if ((s = emi_dot_views_make("dot", a, ncontract_a, contract_a, nbatch_a, batch_a, b, contract_b, batch_b, dt, &v)))
         return s;
     if (v.res->size == 0) return emi_hand_out(EMILY_OK, v.res, out);
     if (!e->supports(e, EMI_KERNEL_GEMM, 0, (const emily_dtype[]){dt, a->dtype, b->dtype}, 3))
         s = emily_error(EMILY_ERR_UNSUPPORTED, "dot: not available on the %s device", e->name);
-    else
-        s = e->dot->gemm(v.d3, v.a3, v.b3, emily_dot_get_precision());
+    else s = e->dot->gemm(v.d3, v.a3, v.b3, emily_dot_get_precision());
     emi_dot_views_release(&v);
     return emi_hand_out(s, v.res, out);
 }
@@ -327,8 +333,7 @@ emily_status emily_matmul(const emily_tensor *a, const emily_tensor *b, emily_te
     if ((s = emi_check_tensor("matmul", "left tensor", a))) return s;
     if ((s = emi_check_tensor("matmul", "right tensor", b))) return s;
     /* a rank-0 operand: Nx multiplies, which is a dot without contraction */
-    if (a->rank == 0 || b->rank == 0)
-        return emily_dot(a, 0, NULL, 0, NULL, b, 0, NULL, 0, NULL, EMILY_DTYPE_AUTO, out);
+    if (a->rank == 0 || b->rank == 0) return emily_dot(a, 0, NULL, 0, NULL, b, 0, NULL, 0, NULL, EMILY_DTYPE_AUTO, out);
     int ca = a->rank - 1, cb = b->rank == 1 ? 0 : b->rank - 2;
     return emily_dot(a, 1, &ca, 0, NULL, b, 1, &cb, 0, NULL, EMILY_DTYPE_AUTO, out);
 }

@@ -37,16 +37,15 @@ static emily_status check_operand(const char *side, const emily_tensor *t) {
     return EMILY_OK;
 }
 
-static emily_status check_out_type(const emily_tensor *a, const emily_tensor *b,
-                                   emily_dtype out_type, emily_dtype *dt) {
+static emily_status check_out_type(const emily_tensor *a, const emily_tensor *b, emily_dtype out_type,
+                                   emily_dtype *dt) {
     *dt = out_type == EMILY_DTYPE_AUTO ? emily_type_merge(a->dtype, b->dtype) : out_type;
     switch (*dt) {
     case EMILY_F32:
     case EMILY_BF16:
     case EMILY_F16:
     case EMILY_F8_E4M3FN:
-    case EMILY_F8_E5M2:
-        return EMILY_OK;
+    case EMILY_F8_E5M2: return EMILY_OK;
     default:
         return emily_error(EMILY_ERR_TYPE,
                            "dot_fp8: output type %s is not one of f32, bf16, f16, "
@@ -59,8 +58,7 @@ static emily_status check_out_type(const emily_tensor *a, const emily_tensor *b,
 static emily_status scale_by(float alpha, emily_tensor **r) {
     if (alpha == 1.0f) return EMILY_OK;
     emily_tensor *c, *scaled;
-    emily_status s = emily_constant((*r)->buffer->device, EMILY_F32, 0, NULL,
-                                    emily_scalar_float(alpha), &c);
+    emily_status s = emily_constant((*r)->buffer->device, EMILY_F32, 0, NULL, emily_scalar_float(alpha), &c);
     if (s) return s;
     s = emily_binary(EMILY_MULTIPLY, *r, c, EMILY_F32, &scaled);
     emily_tensor_release(c);
@@ -71,8 +69,7 @@ static emily_status scale_by(float alpha, emily_tensor **r) {
 }
 
 static emily_status widened_dot(const emily_tensor *a, int nc, const int *ca, int nb, const int *ba,
-                                const emily_tensor *b, const int *cb, const int *bb, float alpha,
-                                emily_tensor **r) {
+                                const emily_tensor *b, const int *cb, const int *bb, float alpha, emily_tensor **r) {
     emily_tensor *a32 = NULL, *b32 = NULL;
     emily_status s = emily_as_type(a, EMILY_F32, &a32);
     if (!s) s = emily_as_type(b, EMILY_F32, &b32);
@@ -88,12 +85,11 @@ static emily_status widened_dot(const emily_tensor *a, int nc, const int *ca, in
 
 /* The FP8 kernel's result, or *r NULL where the device has none or
  * refuses this product. */
-static emily_status kernel_dot(const emily_engine *e, const emily_tensor *a, int nc, const int *ca,
-                               int nb, const int *ba, const emily_tensor *b, const int *cb,
-                               const int *bb, float alpha, emily_dtype kt, emily_tensor **r) {
+static emily_status kernel_dot(const emily_engine *e, const emily_tensor *a, int nc, const int *ca, int nb,
+                               const int *ba, const emily_tensor *b, const int *cb, const int *bb, float alpha,
+                               emily_dtype kt, emily_tensor **r) {
     *r = NULL;
-    if (!e->supports(e, EMI_KERNEL_GEMM_FP8, 0, (const emily_dtype[]){kt, a->dtype, b->dtype}, 3))
-        return EMILY_OK;
+    if (!e->supports(e, EMI_KERNEL_GEMM_FP8, 0, (const emily_dtype[]){kt, a->dtype, b->dtype}, 3)) return EMILY_OK;
     emi_dot_views v;
     emily_status s = emi_dot_views_make("dot_fp8", a, nc, ca, nb, ba, b, cb, bb, kt, &v);
     if (s) return s;
@@ -107,22 +103,20 @@ static emily_status kernel_dot(const emily_engine *e, const emily_tensor *a, int
     return EMILY_OK;
 }
 
-emily_status emi_dot_fp8_run(const emily_tensor *a, int ncontract_a, const int *contract_a,
-                             int nbatch_a, const int *batch_a, float a_scale, const emily_tensor *b,
-                             int ncontract_b, const int *contract_b, int nbatch_b,
-                             const int *batch_b, float b_scale, emily_dtype out_type,
-                             bool tensor_cores, emily_tensor **out) {
+emily_status emi_dot_fp8_run(const emily_tensor *a, int ncontract_a, const int *contract_a, int nbatch_a,
+                             const int *batch_a, float a_scale, const emily_tensor *b, int ncontract_b,
+                             const int *contract_b, int nbatch_b, const int *batch_b, float b_scale,
+                             emily_dtype out_type, bool tensor_cores, emily_tensor **out) {
     emily_status s;
     if ((s = emi_check_out("dot_fp8", out))) return s;
     if ((s = check_operand("left", a)) || (s = check_operand("right", b))) return s;
     const emily_engine *e;
-    if ((s = emi_dot_check("dot_fp8", a, ncontract_a, contract_a, nbatch_a, batch_a, b, ncontract_b,
-                           contract_b, nbatch_b, batch_b, &e)))
+    if ((s = emi_dot_check("dot_fp8", a, ncontract_a, contract_a, nbatch_a, batch_a, b, ncontract_b, contract_b,
+                           nbatch_b, batch_b, &e)))
         return s;
     /* the axes are checked here, not by whichever path runs it, so that
      * the messages are dot_fp8's on every device */
-    if ((s = emi_dot_check_axes("dot_fp8", a, ncontract_a, contract_a, nbatch_a, batch_a, b,
-                                contract_b, batch_b)))
+    if ((s = emi_dot_check_axes("dot_fp8", a, ncontract_a, contract_a, nbatch_a, batch_a, b, contract_b, batch_b)))
         return s;
     emily_dtype dt;
     if ((s = check_out_type(a, b, out_type, &dt))) return s;
@@ -131,14 +125,13 @@ emily_status emi_dot_fp8_run(const emily_tensor *a, int ncontract_a, const int *
     /* the kernel writes f32, bf16 and f16; the 8-bit outputs come from f32 */
     emily_dtype kt = dt == EMILY_BF16 || dt == EMILY_F16 ? dt : EMILY_F32;
     emily_tensor *r = NULL;
-    if (tensor_cores && (s = kernel_dot(e, a, ncontract_a, contract_a, nbatch_a, batch_a, b,
-                                        contract_b, batch_b, alpha, kt, &r)))
+    if (tensor_cores &&
+        (s = kernel_dot(e, a, ncontract_a, contract_a, nbatch_a, batch_a, b, contract_b, batch_b, alpha, kt, &r)))
         return s;
     if (r) {
         atomic_fetch_add(&ran_on_tensor_cores, 1);
     } else {
-        if ((s = widened_dot(a, ncontract_a, contract_a, nbatch_a, batch_a, b, contract_b, batch_b,
-                             alpha, &r)))
+        if ((s = widened_dot(a, ncontract_a, contract_a, nbatch_a, batch_a, b, contract_b, batch_b, alpha, &r)))
             return s;
         atomic_fetch_add(&ran_widened, 1);
     }
@@ -151,16 +144,16 @@ emily_status emi_dot_fp8_run(const emily_tensor *a, int ncontract_a, const int *
     return s;
 }
 
-emily_status emily_dot_fp8(const emily_tensor *a, int ncontract_a, const int *contract_a,
-                           int nbatch_a, const int *batch_a, float a_scale, const emily_tensor *b,
-                           int ncontract_b, const int *contract_b, int nbatch_b, const int *batch_b,
-                           float b_scale, emily_dtype out_type, emily_tensor **out) {
-    return emi_dot_fp8_run(a, ncontract_a, contract_a, nbatch_a, batch_a, a_scale, b, ncontract_b,
-                           contract_b, nbatch_b, batch_b, b_scale, out_type, true, out);
+emily_status emily_dot_fp8(const emily_tensor *a, int ncontract_a, const int *contract_a, int nbatch_a,
+                           const int *batch_a, float a_scale, const emily_tensor *b, int ncontract_b,
+                           const int *contract_b, int nbatch_b, const int *batch_b, float b_scale, emily_dtype out_type,
+                           emily_tensor **out) {
+    return emi_dot_fp8_run(a, ncontract_a, contract_a, nbatch_a, batch_a, a_scale, b, ncontract_b, contract_b, nbatch_b,
+                           batch_b, b_scale, out_type, true, out);
 }
 
-emily_status emily_matmul_fp8(const emily_tensor *a, float a_scale, const emily_tensor *b,
-                              float b_scale, emily_dtype out_type, emily_tensor **out) {
+emily_status emily_matmul_fp8(const emily_tensor *a, float a_scale, const emily_tensor *b, float b_scale,
+                              emily_dtype out_type, emily_tensor **out) {
     emily_status s;
     if ((s = emi_check_out("matmul_fp8", out))) return s;
     if ((s = check_operand("left", a)) || (s = check_operand("right", b))) return s;
@@ -172,6 +165,5 @@ emily_status emily_matmul_fp8(const emily_tensor *a, float a_scale, const emily_
                            EMILY_SHAPE_STR(a), EMILY_SHAPE_STR(b));
     int ca = r - 1, cb = r - 2, batch[EMILY_MAX_RANK];
     for (int i = 0; i < r - 2; i++) batch[i] = i;
-    return emily_dot_fp8(a, 1, &ca, r - 2, batch, a_scale, b, 1, &cb, r - 2, batch, b_scale,
-                         out_type, out);
+    return emily_dot_fp8(a, 1, &ca, r - 2, batch, a_scale, b, 1, &cb, r - 2, batch, b_scale, out_type, out);
 }

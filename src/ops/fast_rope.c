@@ -15,32 +15,25 @@
 
 static const char *scaling_name(emily_rope_scaling k) {
     switch (k) {
-    case EMILY_ROPE_NONE:
-        return "none";
-    case EMILY_ROPE_LINEAR:
-        return "linear";
-    case EMILY_ROPE_DYNAMIC:
-        return "dynamic";
-    case EMILY_ROPE_LLAMA3:
-        return "llama3";
+    case EMILY_ROPE_NONE: return "none";
+    case EMILY_ROPE_LINEAR: return "linear";
+    case EMILY_ROPE_DYNAMIC: return "dynamic";
+    case EMILY_ROPE_LLAMA3: return "llama3";
     }
     return "unknown";
 }
 
 static emily_status check_positive(const char *what, double v) {
     if (isfinite(v) && v > 0) return EMILY_OK;
-    return emily_error(EMILY_ERR_ARGUMENT, OP ": %s must be a finite number above 0, got %g", what,
-                       v);
+    return emily_error(EMILY_ERR_ARGUMENT, OP ": %s must be a finite number above 0, got %g", what, v);
 }
 
 static emily_status check_shapes(const emily_tensor *x, const emily_tensor *positions) {
     if (!emily_dtype_is_float(x->dtype))
-        return emily_error(
-            EMILY_ERR_TYPE, OP ": x must be a real float tensor (f16, bf16, f32 or f64), got %s",
-            emily_dtype_valid(x->dtype) ? emily_dtype_name(x->dtype) : "an invalid type");
+        return emily_error(EMILY_ERR_TYPE, OP ": x must be a real float tensor (f16, bf16, f32 or f64), got %s",
+                           emily_dtype_valid(x->dtype) ? emily_dtype_name(x->dtype) : "an invalid type");
     if (x->rank != 4)
-        return emily_error(EMILY_ERR_SHAPE, OP ": x must have rank 4 (B, S, H, D), got %s",
-                           EMILY_SHAPE_STR(x));
+        return emily_error(EMILY_ERR_SHAPE, OP ": x must have rank 4 (B, S, H, D), got %s", EMILY_SHAPE_STR(x));
     if (!emily_dtype_is_integer(positions->dtype))
         return emily_error(EMILY_ERR_TYPE, OP ": positions must be an integer tensor, got %s",
                            emily_dtype_valid(positions->dtype) ? emily_dtype_name(positions->dtype)
@@ -52,8 +45,7 @@ static emily_status check_shapes(const emily_tensor *x, const emily_tensor *posi
         return emily_error(EMILY_ERR_SHAPE,
                            OP ": positions must have shape {%lld} or {%lld, %lld} (S or B, S of x "
                               "%s), got %s",
-                           (long long)s, (long long)b, (long long)s, EMILY_SHAPE_STR(x),
-                           EMILY_SHAPE_STR(positions));
+                           (long long)s, (long long)b, (long long)s, EMILY_SHAPE_STR(x), EMILY_SHAPE_STR(positions));
     return EMILY_OK;
 }
 
@@ -61,8 +53,7 @@ static emily_status check_shapes(const emily_tensor *x, const emily_tensor *posi
 static emily_status check_options(const emily_rope_options *o, int64_t d, int64_t dims) {
     emily_status s;
     if (dims < 0 || dims > d || dims % 2 != 0)
-        return emily_error(EMILY_ERR_ARGUMENT,
-                           OP ": dims must be even and at most the head size D (%lld), got %lld",
+        return emily_error(EMILY_ERR_ARGUMENT, OP ": dims must be even and at most the head size D (%lld), got %lld",
                            (long long)d, (long long)dims);
     if ((unsigned)o->scaling > EMILY_ROPE_LLAMA3)
         return emily_error(EMILY_ERR_ARGUMENT, OP ": unknown scaling %d", (int)o->scaling);
@@ -75,11 +66,9 @@ static emily_status check_options(const emily_rope_options *o, int64_t d, int64_
         const emily_tensor *f = o->inv_freq;
         if (!emily_dtype_is_float(f->dtype))
             return emily_error(EMILY_ERR_TYPE, OP ": inv_freq must be a real float tensor, got %s",
-                               emily_dtype_valid(f->dtype) ? emily_dtype_name(f->dtype)
-                                                           : "an invalid type");
+                               emily_dtype_valid(f->dtype) ? emily_dtype_name(f->dtype) : "an invalid type");
         if (f->rank != 1 || f->shape[0] != dims / 2)
-            return emily_error(EMILY_ERR_SHAPE,
-                               OP ": inv_freq must have shape {%lld} (dims / 2), got %s",
+            return emily_error(EMILY_ERR_SHAPE, OP ": inv_freq must have shape {%lld} (dims / 2), got %s",
                                (long long)(dims / 2), EMILY_SHAPE_STR(f));
         return EMILY_OK;
     }
@@ -90,8 +79,7 @@ static emily_status check_options(const emily_rope_options *o, int64_t d, int64_
     if ((s = check_positive("original_max_positions", (double)o->original_max_positions))) return s;
     if (o->scaling == EMILY_ROPE_DYNAMIC) {
         if (o->sequence_length < 0)
-            return emily_error(EMILY_ERR_ARGUMENT,
-                               OP ": sequence_length must be 0 (S) or more, got %lld",
+            return emily_error(EMILY_ERR_ARGUMENT, OP ": sequence_length must be 0 (S) or more, got %lld",
                                (long long)o->sequence_length);
         if (dims <= 2)
             return emily_error(EMILY_ERR_ARGUMENT,
@@ -113,13 +101,12 @@ static emily_status check_options(const emily_rope_options *o, int64_t d, int64_
 
 /* Llama 3's band-wise scaling of one entry, every step in f32. */
 static float llama3_entry(const emily_rope_options *o, float inv) {
-    const float factor = (float)o->factor, lo = (float)o->low_frequency_factor,
-                hi = (float)o->high_frequency_factor, orig = (float)o->original_max_positions;
+    const float factor = (float)o->factor, lo = (float)o->low_frequency_factor, hi = (float)o->high_frequency_factor,
+                orig = (float)o->original_max_positions;
     const float two_pi = (float)(2.0 * M_PI);
     float w = two_pi / inv;
     if (w < (float)((double)o->original_max_positions / o->high_frequency_factor)) return inv;
-    if (w > (float)((double)o->original_max_positions / o->low_frequency_factor))
-        return inv / factor;
+    if (w > (float)((double)o->original_max_positions / o->low_frequency_factor)) return inv / factor;
     float smooth = (orig / w - lo) / (hi - lo);
     float low_part = (1.0f - smooth) * inv;
     low_part = low_part / factor;
@@ -134,8 +121,7 @@ static void frequency_table(const emily_rope_options *o, int64_t dims, int64_t s
         int64_t len = o->sequence_length > 0 ? o->sequence_length : seq;
         double orig = (double)o->original_max_positions;
         if ((double)len > orig)
-            base = base * pow(o->factor * (double)len / orig - (o->factor - 1.0),
-                              (double)dims / (double)(dims - 2));
+            base = base * pow(o->factor * (double)len / orig - (o->factor - 1.0), (double)dims / (double)(dims - 2));
     }
     const double b = (double)(float)base;
     for (int64_t i = 0; i < dims / 2; i++) {
@@ -147,8 +133,7 @@ static void frequency_table(const emily_rope_options *o, int64_t dims, int64_t s
 }
 
 /* The f32 table on x's device: the explicit one converted, or computed. */
-static emily_status table_tensor(const emily_tensor *x, const emily_rope_options *o, int64_t dims,
-                                 emily_tensor **out) {
+static emily_status table_tensor(const emily_tensor *x, const emily_rope_options *o, int64_t dims, emily_tensor **out) {
     *out = NULL;
     emily_status s;
     if (o->inv_freq) {
@@ -162,21 +147,19 @@ static emily_status table_tensor(const emily_tensor *x, const emily_rope_options
     float *inv = malloc((size_t)(h > 0 ? h : 1) * sizeof *inv);
     if (!inv) return emily_error(EMILY_ERR_MEMORY, OP ": out of host memory for the table");
     frequency_table(o, dims, x->shape[1], inv);
-    s = emily_from_binary(emily_tensor_device(x), EMILY_F32, 1, &h, inv, (size_t)h * sizeof *inv,
-                          out);
+    s = emily_from_binary(emily_tensor_device(x), EMILY_F32, 1, &h, inv, (size_t)h * sizeof *inv, out);
     free(inv);
     return s;
 }
 
-emily_status emily_rope(const emily_tensor *x, const emily_tensor *positions,
-                        const emily_rope_options *options, emily_tensor **out) {
+emily_status emily_rope(const emily_tensor *x, const emily_tensor *positions, const emily_rope_options *options,
+                        emily_tensor **out) {
     static const char *const names[3] = {"x", "positions", "inv_freq"};
     const emily_rope_options defaults = {.base = 10000.0};
     const emily_rope_options *o = options ? options : &defaults;
     int nin = o->inv_freq ? 3 : 2;
     const emily_engine *e;
-    emily_status s = emi_check_inputs(
-        OP, out, nin, (const emily_tensor *[]){x, positions, o->inv_freq}, names, &e);
+    emily_status s = emi_check_inputs(OP, out, nin, (const emily_tensor *[]){x, positions, o->inv_freq}, names, &e);
     if (s || (s = check_shapes(x, positions))) return s;
     int64_t d = x->shape[3], dims = o->dims ? o->dims : d;
     if ((s = check_options(o, d, dims))) return s;

@@ -14,23 +14,19 @@
 
 static emily_status check_rank4(const char *arg, const emily_tensor *t, const char *want) {
     if (t->rank == 4) return EMILY_OK;
-    return emily_error(EMILY_ERR_SHAPE, OP ": %s must have rank 4 (%s), got %s", arg, want,
-                       EMILY_SHAPE_STR(t));
+    return emily_error(EMILY_ERR_SHAPE, OP ": %s must have rank 4 (%s), got %s", arg, want, EMILY_SHAPE_STR(t));
 }
 
 /* k's or v's axis `axis` must equal q's (or k's) size there. */
-static emily_status check_axis(const char *arg, const emily_tensor *t, int axis,
-                               const char *other_arg, const emily_tensor *other, int other_axis,
-                               const char *what) {
+static emily_status check_axis(const char *arg, const emily_tensor *t, int axis, const char *other_arg,
+                               const emily_tensor *other, int other_axis, const char *what) {
     if (t->shape[axis] == other->shape[other_axis]) return EMILY_OK;
-    return emily_error(
-        EMILY_ERR_SHAPE, OP ": %s's %s (axis %d, %lld) must equal %s's (%lld): %s is %s, %s is %s",
-        arg, what, axis, (long long)t->shape[axis], other_arg, (long long)other->shape[other_axis],
-        arg, EMILY_SHAPE_STR(t), other_arg, EMILY_SHAPE_STR(other));
+    return emily_error(EMILY_ERR_SHAPE, OP ": %s's %s (axis %d, %lld) must equal %s's (%lld): %s is %s, %s is %s", arg,
+                       what, axis, (long long)t->shape[axis], other_arg, (long long)other->shape[other_axis], arg,
+                       EMILY_SHAPE_STR(t), other_arg, EMILY_SHAPE_STR(other));
 }
 
-static emily_status check_shapes(const emily_tensor *q, const emily_tensor *k,
-                                 const emily_tensor *v) {
+static emily_status check_shapes(const emily_tensor *q, const emily_tensor *k, const emily_tensor *v) {
     emily_status s;
     if ((s = check_rank4("q", q, "B, Hq, Sq, D")) || (s = check_rank4("k", k, "B, Hkv, Skv, D")) ||
         (s = check_rank4("v", v, "B, Hkv, Skv, Dv")))
@@ -50,29 +46,25 @@ static emily_status check_shapes(const emily_tensor *q, const emily_tensor *k,
     return EMILY_OK;
 }
 
-static emily_status check_types(const emily_tensor *q, const emily_tensor *k,
-                                const emily_tensor *v) {
+static emily_status check_types(const emily_tensor *q, const emily_tensor *k, const emily_tensor *v) {
     if (!emily_dtype_is_float(q->dtype))
-        return emily_error(
-            EMILY_ERR_TYPE, OP ": q must be a real float tensor (f16, bf16, f32 or f64), got %s",
-            emily_dtype_valid(q->dtype) ? emily_dtype_name(q->dtype) : "an invalid type");
+        return emily_error(EMILY_ERR_TYPE, OP ": q must be a real float tensor (f16, bf16, f32 or f64), got %s",
+                           emily_dtype_valid(q->dtype) ? emily_dtype_name(q->dtype) : "an invalid type");
     const emily_tensor *kv[2] = {k, v};
     for (int i = 0; i < 2; i++)
         if (kv[i]->dtype != q->dtype)
-            return emily_error(EMILY_ERR_TYPE, OP ": %s must have q's type %s, got %s",
-                               i ? "v" : "k", emily_dtype_name(q->dtype),
-                               emily_dtype_valid(kv[i]->dtype) ? emily_dtype_name(kv[i]->dtype)
-                                                               : "an invalid type");
+            return emily_error(EMILY_ERR_TYPE, OP ": %s must have q's type %s, got %s", i ? "v" : "k",
+                               emily_dtype_name(q->dtype),
+                               emily_dtype_valid(kv[i]->dtype) ? emily_dtype_name(kv[i]->dtype) : "an invalid type");
     return EMILY_OK;
 }
 
 /* The mask: u8 or float, broadcastable to full = {B, Hq, Sq, Skv}. */
 static emily_status check_mask(const emily_tensor *m, const int64_t *full) {
     if (m->dtype != EMILY_U8 && !emily_dtype_is_float(m->dtype))
-        return emily_error(
-            EMILY_ERR_TYPE,
-            OP ": mask must be u8 (a boolean mask) or a real float type (an additive mask), got %s",
-            emily_dtype_valid(m->dtype) ? emily_dtype_name(m->dtype) : "an invalid type");
+        return emily_error(EMILY_ERR_TYPE,
+                           OP ": mask must be u8 (a boolean mask) or a real float type (an additive mask), got %s",
+                           emily_dtype_valid(m->dtype) ? emily_dtype_name(m->dtype) : "an invalid type");
     bool ok = m->rank <= 4;
     for (int d = 0; ok && d < m->rank; d++) {
         int64_t n = m->shape[d], want = full[4 - m->rank + d];
@@ -82,18 +74,17 @@ static emily_status check_mask(const emily_tensor *m, const int64_t *full) {
     return emily_error(EMILY_ERR_SHAPE,
                        OP ": mask of shape %s does not broadcast to {B, Hq, Sq, Skv} = "
                           "{%lld, %lld, %lld, %lld}",
-                       EMILY_SHAPE_STR(m), (long long)full[0], (long long)full[1],
-                       (long long)full[2], (long long)full[3]);
+                       EMILY_SHAPE_STR(m), (long long)full[0], (long long)full[1], (long long)full[2],
+                       (long long)full[3]);
 }
 
 static emily_status check_sinks(const emily_tensor *t, int64_t hq) {
     if (!emily_dtype_is_float(t->dtype))
         return emily_error(EMILY_ERR_TYPE, OP ": sinks must be a real float tensor, got %s",
-                           emily_dtype_valid(t->dtype) ? emily_dtype_name(t->dtype)
-                                                       : "an invalid type");
+                           emily_dtype_valid(t->dtype) ? emily_dtype_name(t->dtype) : "an invalid type");
     if (t->rank == 1 && t->shape[0] == hq) return EMILY_OK;
-    return emily_error(EMILY_ERR_SHAPE, OP ": sinks must have shape {%lld} (Hq), got %s",
-                       (long long)hq, EMILY_SHAPE_STR(t));
+    return emily_error(EMILY_ERR_SHAPE, OP ": sinks must have shape {%lld} (Hq), got %s", (long long)hq,
+                       EMILY_SHAPE_STR(t));
 }
 
 /* t in dtype, contiguous (t itself, retained, when it is both). */

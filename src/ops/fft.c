@@ -19,8 +19,8 @@ static const char *kind_name(fft_kind k) {
     }
 }
 
-static emily_status fft_axis(fft_kind kind, const emily_tensor *t, int64_t length, int axis,
-                             double eps, emily_tensor **out) {
+static emily_status fft_axis(fft_kind kind, const emily_tensor *t, int64_t length, int axis, double eps,
+                             emily_tensor **out) {
     const char *op = kind_name(kind);
     emily_status s;
     if ((s = emi_check_out(op, out))) return s;
@@ -30,8 +30,7 @@ static emily_status fft_axis(fft_kind kind, const emily_tensor *t, int64_t lengt
     int ax;
     if ((s = emi_norm_axis(op, axis, t->rank, &ax))) return s;
     if (kind == KIND_RFFT && emily_dtype_is_complex(t->dtype))
-        return emily_error(EMILY_ERR_TYPE, "%s: expects a real tensor, got type %s", op,
-                           emily_dtype_name(t->dtype));
+        return emily_error(EMILY_ERR_TYPE, "%s: expects a real tensor, got type %s", op, emily_dtype_name(t->dtype));
     int64_t size = t->shape[ax];
     if (length < 0)
         return emily_error(EMILY_ERR_ARGUMENT, "%s: length must be a positive integer, got %lld", op,
@@ -39,8 +38,8 @@ static emily_status fft_axis(fft_kind kind, const emily_tensor *t, int64_t lengt
     int64_t n = length ? length : kind == KIND_IRFFT ? 2 * (size - 1) : size;
     if (n < 1)
         return emily_error(EMILY_ERR_ARGUMENT,
-                           "%s: the transform length must be positive, got %lld (axis %d of shape %s)",
-                           op, (long long)n, ax, EMILY_SHAPE_STR(t));
+                           "%s: the transform length must be positive, got %lld (axis %d of shape %s)", op,
+                           (long long)n, ax, EMILY_SHAPE_STR(t));
     if (n > ((int64_t)1 << 40))
         return emily_error(EMILY_ERR_ARGUMENT, "%s: length %lld is too large", op, (long long)n);
     const emily_engine *e;
@@ -53,8 +52,8 @@ static emily_status fft_axis(fft_kind kind, const emily_tensor *t, int64_t lengt
     emily_dtype ctype = emily_type_to_complex(t->dtype);
     emily_dtype otype = kind == KIND_IRFFT ? emily_type_to_real(ctype) : ctype;
     emily_fft_mode mode = kind == KIND_FFT || kind == KIND_RFFT ? EMILY_FFT_FORWARD
-                          : kind == KIND_IFFT                  ? EMILY_FFT_INVERSE
-                                                               : EMILY_FFT_INVERSE_REAL;
+                          : kind == KIND_IFFT                   ? EMILY_FFT_INVERSE
+                                                                : EMILY_FFT_INVERSE_REAL;
     int64_t keep = kind == KIND_RFFT ? n / 2 + 1 : n;
     int64_t stack_shape[16];
     int64_t *shape = t->rank <= 16 ? stack_shape : malloc((size_t)t->rank * sizeof *shape);
@@ -72,10 +71,9 @@ static emily_status fft_axis(fft_kind kind, const emily_tensor *t, int64_t lengt
 }
 
 /* emily_fft, emily_ifft, emily_rfft and emily_irfft: fft_axis of their kind. */
-#define FFT_ENTRY(name, KIND)                                                              \
-    emily_status emily_##name(const emily_tensor *t, int64_t length, int axis, double eps, \
-                              emily_tensor **out) {                                        \
-        return fft_axis(KIND, t, length, axis, eps, out);                                  \
+#define FFT_ENTRY(name, KIND)                                                                                    \
+    emily_status emily_##name(const emily_tensor *t, int64_t length, int axis, double eps, emily_tensor **out) { \
+        return fft_axis(KIND, t, length, axis, eps, out);                                                        \
     }
 FFT_ENTRY(fft, KIND_FFT)
 FFT_ENTRY(ifft, KIND_IFFT)
@@ -83,16 +81,16 @@ FFT_ENTRY(rfft, KIND_RFFT)
 FFT_ENTRY(irfft, KIND_IRFFT)
 #undef FFT_ENTRY
 
-static emily_status fft2(fft_kind kind, const emily_tensor *t, const int64_t lengths[2],
-                         const int axes[2], double eps, emily_tensor **out) {
+static emily_status fft2(fft_kind kind, const emily_tensor *t, const int64_t lengths[2], const int axes[2], double eps,
+                         emily_tensor **out) {
     const char *op = kind == KIND_FFT ? "fft2" : "ifft2";
     emily_status s;
     if ((s = emi_check_out(op, out))) return s;
     if ((s = emi_check_tensor(op, "tensor", t))) return s;
     if (!axes || !lengths) return emily_error(EMILY_ERR_ARGUMENT, "%s: axes and lengths are required", op);
     if (t->rank < 2)
-        return emily_error(EMILY_ERR_SHAPE, "%s: expected a tensor with rank > 1, got tensor with rank %d",
-                           op, t->rank);
+        return emily_error(EMILY_ERR_SHAPE, "%s: expected a tensor with rank > 1, got tensor with rank %d", op,
+                           t->rank);
     int ax[2];
     if ((s = emi_norm_axes(op, 2, axes, t->rank, ax, NULL))) return s;
     emily_tensor *mid;
@@ -102,12 +100,12 @@ static emily_status fft2(fft_kind kind, const emily_tensor *t, const int64_t len
     return s;
 }
 
-emily_status emily_fft2(const emily_tensor *t, const int64_t lengths[2], const int axes[2],
-                        double eps, emily_tensor **out) {
+emily_status emily_fft2(const emily_tensor *t, const int64_t lengths[2], const int axes[2], double eps,
+                        emily_tensor **out) {
     return fft2(KIND_FFT, t, lengths, axes, eps, out);
 }
 
-emily_status emily_ifft2(const emily_tensor *t, const int64_t lengths[2], const int axes[2],
-                         double eps, emily_tensor **out) {
+emily_status emily_ifft2(const emily_tensor *t, const int64_t lengths[2], const int axes[2], double eps,
+                         emily_tensor **out) {
     return fft2(KIND_IFFT, t, lengths, axes, eps, out);
 }

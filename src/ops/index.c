@@ -18,9 +18,8 @@ static const char *const target_names[] = {"target", "indices", "updates"};
 /* The checks every index op starts with: the output pointer, the n
  * inputs (ins[1] is the indices, which must be of an integer type), all
  * on one device, whose engine it stores. */
-static emily_status check_index_inputs(const char *op, emily_tensor **out, int n,
-                                       const emily_tensor *const *ins, const char *const *names,
-                                       const emily_engine **e) {
+static emily_status check_index_inputs(const char *op, emily_tensor **out, int n, const emily_tensor *const *ins,
+                                       const char *const *names, const emily_engine **e) {
     const emily_tensor *idx = ins[1];
     emily_status s = emi_check_args(op, out, n, ins, names);
     if (!s && !emily_dtype_is_integer(idx->dtype))
@@ -52,8 +51,8 @@ static emily_status contiguous_all(int n, const emily_tensor *const *in, emily_t
 /* ---- take and take_along_axis -------------------------------------------- */
 
 /* take's output shape: t's with the axis ax replaced by the indices'. */
-static emily_status take_output(const char *op, const emily_tensor *t, const emily_tensor *indices,
-                                int ax, emily_tensor **o) {
+static emily_status take_output(const char *op, const emily_tensor *t, const emily_tensor *indices, int ax,
+                                emily_tensor **o) {
     int rank = t->rank - 1 + indices->rank;
     int64_t *shape = malloc(sizeof(int64_t) * ((size_t)rank + 1));
     if (!shape) return emily_error(EMILY_ERR_MEMORY, "%s: out of host memory", op);
@@ -67,16 +66,13 @@ static emily_status take_output(const char *op, const emily_tensor *t, const emi
 }
 
 /* take_along_axis's indices: t's shape on every axis but ax. */
-static emily_status check_along_indices(const char *op, const emily_tensor *t,
-                                        const emily_tensor *indices, int ax) {
+static emily_status check_along_indices(const char *op, const emily_tensor *t, const emily_tensor *indices, int ax) {
     if (indices->rank != t->rank)
-        return emily_error(EMILY_ERR_SHAPE,
-                           "%s: indices %s must have the rank of the tensor %s", op,
+        return emily_error(EMILY_ERR_SHAPE, "%s: indices %s must have the rank of the tensor %s", op,
                            EMILY_SHAPE_STR(indices), EMILY_SHAPE_STR(t));
     for (int i = 0; i < t->rank; i++)
         if (i != ax && indices->shape[i] != t->shape[i])
-            return emily_error(EMILY_ERR_SHAPE,
-                               "%s: indices %s must match the tensor %s on every axis but %d", op,
+            return emily_error(EMILY_ERR_SHAPE, "%s: indices %s must match the tensor %s on every axis but %d", op,
                                EMILY_SHAPE_STR(indices), EMILY_SHAPE_STR(t), ax);
     return EMILY_OK;
 }
@@ -96,8 +92,7 @@ static emily_status take_op(bool along, const emily_tensor *t, const emily_tenso
     if ((s = check_index_inputs(op, out, 2, ins, tensor_names, &e))) return s;
     if ((s = emi_norm_axis(op, axis, t->rank, &ax))) return s;
     if (along && (s = check_along_indices(op, t, indices, ax))) return s;
-    if ((s = emi_need_kernel(op, e, along ? EMI_KERNEL_TAKE_ALONG_AXIS : EMI_KERNEL_TAKE, 0, t->dtype)))
-        return s;
+    if ((s = emi_need_kernel(op, e, along ? EMI_KERNEL_TAKE_ALONG_AXIS : EMI_KERNEL_TAKE, 0, t->dtype))) return s;
     emily_tensor *o;
     s = along ? emi_empty_like_device(t, t->dtype, indices->rank, indices->shape, &o)
               : take_output(op, t, indices, ax, &o);
@@ -114,13 +109,11 @@ static emily_status take_op(bool along, const emily_tensor *t, const emily_tenso
     return emi_hand_out(s, o, out);
 }
 
-emily_status emily_take(const emily_tensor *t, const emily_tensor *indices, int axis,
-                        emily_tensor **out) {
+emily_status emily_take(const emily_tensor *t, const emily_tensor *indices, int axis, emily_tensor **out) {
     return take_op(false, t, indices, axis, out);
 }
 
-emily_status emily_take_along_axis(const emily_tensor *t, const emily_tensor *indices, int axis,
-                                   emily_tensor **out) {
+emily_status emily_take_along_axis(const emily_tensor *t, const emily_tensor *indices, int axis, emily_tensor **out) {
     return take_op(true, t, indices, axis, out);
 }
 
@@ -128,12 +121,13 @@ emily_status emily_take_along_axis(const emily_tensor *t, const emily_tensor *in
 
 /* Normalizes `axes` (or the leading `count` axes when NULL) into norm
  * (count entries, increasing) and marks them in mask (rank entries). */
-static emily_status index_axes(const char *op, const emily_tensor *t, int naxes, const int *axes,
-                               int64_t count, int *norm, bool *mask) {
+static emily_status index_axes(const char *op, const emily_tensor *t, int naxes, const int *axes, int64_t count,
+                               int *norm, bool *mask) {
     if (count > t->rank)
         return emily_error(EMILY_ERR_SHAPE,
                            "%s: the last dimension of indices (%lld) is larger than the rank of "
-                           "the tensor %s", op, (long long)count, EMILY_SHAPE_STR(t));
+                           "the tensor %s",
+                           op, (long long)count, EMILY_SHAPE_STR(t));
     memset(mask, 0, (size_t)t->rank + 1);
     if (!axes) {
         for (int i = 0; i < (int)count; i++) {
@@ -143,22 +137,21 @@ static emily_status index_axes(const char *op, const emily_tensor *t, int naxes,
         return EMILY_OK;
     }
     if (naxes != count)
-        return emily_error(EMILY_ERR_SHAPE,
-                           "%s: %d axes given, but the last dimension of indices is %lld", op,
-                           naxes, (long long)count);
+        return emily_error(EMILY_ERR_SHAPE, "%s: %d axes given, but the last dimension of indices is %lld", op, naxes,
+                           (long long)count);
     emily_status s = emi_norm_axes(op, naxes, axes, t->rank, norm, mask);
     if (s) return s;
     for (int i = 1; i < naxes; i++)
         if (norm[i] <= norm[i - 1])
-            return emily_error(EMILY_ERR_AXIS, "%s: axes must be an increasing list, got %d after %d",
-                               op, axes[i], axes[i - 1]);
+            return emily_error(EMILY_ERR_AXIS, "%s: axes must be an increasing list, got %d after %d", op, axes[i],
+                               axes[i - 1]);
     return EMILY_OK;
 }
 
 /* ---- gather -------------------------------------------------------------- */
 
-emily_status emily_gather(const emily_tensor *t, const emily_tensor *indices, int naxes,
-                          const int *axes, emily_tensor **out) {
+emily_status emily_gather(const emily_tensor *t, const emily_tensor *indices, int naxes, const int *axes,
+                          emily_tensor **out) {
     const char *op = "gather";
     const emily_tensor *ins[2] = {t, indices};
     const emily_engine *e;
@@ -166,8 +159,7 @@ emily_status emily_gather(const emily_tensor *t, const emily_tensor *indices, in
     if ((s = check_index_inputs(op, out, 2, ins, tensor_names, &e))) return s;
     if (indices->rank < 1)
         return emily_error(EMILY_ERR_SHAPE, "%s: indices must have rank 1 or more, got a scalar", op);
-    if (axes && naxes < 0)
-        return emily_error(EMILY_ERR_ARGUMENT, "%s: negative number of axes (%d)", op, naxes);
+    if (axes && naxes < 0) return emily_error(EMILY_ERR_ARGUMENT, "%s: negative number of axes (%d)", op, naxes);
     int64_t last = indices->shape[indices->rank - 1];
     int *norm = malloc(sizeof(int) * ((size_t)t->rank + 1));
     bool *mask = malloc((size_t)t->rank + 1);
@@ -206,9 +198,9 @@ static bool kind_fits(emily_dtype in, emily_dtype out) {
     return emily_dtype_is_integer(in);
 }
 
-static emily_status indexed(emily_indexed_op iop, const emily_tensor *target,
-                            const emily_tensor *indices, const emily_tensor *updates, int naxes,
-                            const int *axes, emily_dtype out_type, emily_tensor **out) {
+static emily_status indexed(emily_indexed_op iop, const emily_tensor *target, const emily_tensor *indices,
+                            const emily_tensor *updates, int naxes, const int *axes, emily_dtype out_type,
+                            emily_tensor **out) {
     const char *op = iop == EMILY_INDEXED_ADD ? "indexed_add" : "indexed_put";
     const emily_tensor *ins[3] = {target, indices, updates};
     const emily_engine *e;
@@ -218,26 +210,23 @@ static emily_status indexed(emily_indexed_op iop, const emily_tensor *target,
         return emily_error(EMILY_ERR_SHAPE, "%s: indices must be a rank 2 tensor {n, i}, got %s", op,
                            EMILY_SHAPE_STR(indices));
     if (updates->rank < 1 || updates->shape[0] != indices->shape[0])
-        return emily_error(EMILY_ERR_SHAPE,
-                           "%s: the leading axis of indices %s and of updates %s must match", op,
+        return emily_error(EMILY_ERR_SHAPE, "%s: the leading axis of indices %s and of updates %s must match", op,
                            EMILY_SHAPE_STR(indices), EMILY_SHAPE_STR(updates));
-    if (axes && naxes < 0)
-        return emily_error(EMILY_ERR_ARGUMENT, "%s: negative number of axes (%d)", op, naxes);
+    if (axes && naxes < 0) return emily_error(EMILY_ERR_ARGUMENT, "%s: negative number of axes (%d)", op, naxes);
     int64_t ni = indices->shape[1];
     if (ni > target->rank || updates->rank - 1 + ni != target->rank)
         return emily_error(EMILY_ERR_SHAPE,
                            "%s: the rank of the target %s must be the rank of updates %s plus the "
-                           "last dimension of indices %s minus one", op, EMILY_SHAPE_STR(target),
-                           EMILY_SHAPE_STR(updates), EMILY_SHAPE_STR(indices));
+                           "last dimension of indices %s minus one",
+                           op, EMILY_SHAPE_STR(target), EMILY_SHAPE_STR(updates), EMILY_SHAPE_STR(indices));
     emily_dtype dt = out_type;
     if (dt == EMILY_DTYPE_AUTO) {
         dt = emily_type_merge(target->dtype, updates->dtype);
     } else if (!emily_dtype_valid(dt)) {
         return emily_error(EMILY_ERR_TYPE, "%s: invalid output type %d", op, (int)dt);
     } else if (!kind_fits(target->dtype, dt) || !kind_fits(updates->dtype, dt)) {
-        return emily_error(EMILY_ERR_TYPE, "%s: output type %s cannot hold target %s and updates %s",
-                           op, emily_dtype_name(dt), emily_dtype_name(target->dtype),
-                           emily_dtype_name(updates->dtype));
+        return emily_error(EMILY_ERR_TYPE, "%s: output type %s cannot hold target %s and updates %s", op,
+                           emily_dtype_name(dt), emily_dtype_name(target->dtype), emily_dtype_name(updates->dtype));
     }
     int *norm = malloc(sizeof(int) * ((size_t)target->rank + 1));
     bool *mask = malloc((size_t)target->rank + 1);
@@ -250,9 +239,8 @@ static emily_status indexed(emily_indexed_op iop, const emily_tensor *target,
     for (int i = 0, u = 1; i < target->rank; i++) {
         if (mask[i]) continue;
         if (updates->shape[u] > target->shape[i]) {
-            s = emily_error(EMILY_ERR_SHAPE,
-                            "%s: axis %d of updates %s is larger than axis %d of the target %s", op,
-                            u, EMILY_SHAPE_STR(updates), i, EMILY_SHAPE_STR(target));
+            s = emily_error(EMILY_ERR_SHAPE, "%s: axis %d of updates %s is larger than axis %d of the target %s", op, u,
+                            EMILY_SHAPE_STR(updates), i, EMILY_SHAPE_STR(target));
             goto done;
         }
         u++;
@@ -274,15 +262,13 @@ done:
     return emi_hand_out(s, o, out);
 }
 
-emily_status emily_indexed_add(const emily_tensor *target, const emily_tensor *indices,
-                               const emily_tensor *updates, int naxes, const int *axes,
-                               emily_dtype out_type, emily_tensor **out) {
+emily_status emily_indexed_add(const emily_tensor *target, const emily_tensor *indices, const emily_tensor *updates,
+                               int naxes, const int *axes, emily_dtype out_type, emily_tensor **out) {
     return indexed(EMILY_INDEXED_ADD, target, indices, updates, naxes, axes, out_type, out);
 }
 
-emily_status emily_indexed_put(const emily_tensor *target, const emily_tensor *indices,
-                               const emily_tensor *updates, int naxes, const int *axes,
-                               emily_dtype out_type, emily_tensor **out) {
+emily_status emily_indexed_put(const emily_tensor *target, const emily_tensor *indices, const emily_tensor *updates,
+                               int naxes, const int *axes, emily_dtype out_type, emily_tensor **out) {
     return indexed(EMILY_INDEXED_PUT, target, indices, updates, naxes, axes, out_type, out);
 }
 
@@ -296,8 +282,8 @@ emily_status emily_indexed_put(const emily_tensor *target, const emily_tensor *i
  * (take_along_axis, whose gather indexes every axis in order) S is t's
  * shape and A is `axis`. No op name: Nx's suite (and users' rescue
  * clauses) match this text exactly. Both devices' kernels call it. */
-emily_status emi_index_error(const char *op, const void *elem, emily_dtype dt, int64_t bad, int ncols,
-                             const int *axes, int axis, const emily_tensor *t) {
+emily_status emi_index_error(const char *op, const void *elem, emily_dtype dt, int64_t bad, int ncols, const int *axes,
+                             int axis, const emily_tensor *t) {
     int c = (int)(bad % ncols);
     char buf[256];
     if (axes) {
@@ -327,6 +313,7 @@ emily_status emi_index_error(const char *op, const void *elem, emily_dtype dt, i
     }
     long long v = 0;
     switch (dt) {
+// clang-format off
 #define READ_INDEX(ENUM, sfx, T)      \
     case EMILY_##ENUM: {              \
         T x;                          \
@@ -334,6 +321,7 @@ emily_status emi_index_error(const char *op, const void *elem, emily_dtype dt, i
         v = (long long)x;             \
         break;                        \
     }
+        // clang-format on
         EMI_DTYPES_INTEGER(READ_INDEX)
 #undef READ_INDEX
     default: break;

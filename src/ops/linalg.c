@@ -18,9 +18,7 @@
 #include "ops/common.h"
 #include "core/kernels.h"
 
-static emily_dtype wide_of(emily_dtype t) {
-    return emily_dtype_is_complex(t) ? EMILY_C128 : EMILY_F64;
-}
+static emily_dtype wide_of(emily_dtype t) { return emily_dtype_is_complex(t) ? EMILY_C128 : EMILY_F64; }
 
 static emily_status unsupported(const char *op, const emily_tensor *t) {
     char dev[32];
@@ -43,15 +41,12 @@ static emily_status reference_on_cpu_only(const char *op, const emily_tensor *t)
 /* The type a native kernel computes in for Nx's output type t: t itself,
  * or f32 for f16/bf16 (the solver libraries have no half-precision
  * factorizations; the result is rounded to t). */
-static emily_dtype native_of(emily_dtype t) {
-    return emily_dtype_is_complex(t) || t == EMILY_F64 ? t : EMILY_F32;
-}
+static emily_dtype native_of(emily_dtype t) { return emily_dtype_is_complex(t) || t == EMILY_F64 ? t : EMILY_F32; }
 
 /* The inputs' engine and its linalg table, when it has `kernel` for the
  * first input's type. */
-static emily_status get_kernels(const char *op, int n, const emily_tensor *const *ts,
-                                emi_kernel kernel, const emily_engine **e,
-                                const struct emily_linalg_kernels **k) {
+static emily_status get_kernels(const char *op, int n, const emily_tensor *const *ts, emi_kernel kernel,
+                                const emily_engine **e, const struct emily_linalg_kernels **k) {
     emily_status s = emi_check_same_device(op, n, ts, e);
     if (s) return s;
     if (!emi_engine_supports(*e, kernel, 0, ts[0]->dtype)) return unsupported(op, ts[0]);
@@ -81,9 +76,8 @@ static bool has_native(const struct emily_linalg_kernels *l, emi_kernel kernel) 
  * inputs' device has the op's native kernel, and then only the default
  * method (EMILY_LINALG_LAPACK) runs there; otherwise the engine must have
  * `kernel`, the method's kernel. */
-static emily_status linalg_kernels(const char *op, int n, const emily_tensor *const *ts,
-                                   emily_linalg_method method, emi_kernel kernel,
-                                   const emily_engine **e, const struct emily_linalg_kernels **k,
+static emily_status linalg_kernels(const char *op, int n, const emily_tensor *const *ts, emily_linalg_method method,
+                                   emi_kernel kernel, const emily_engine **e, const struct emily_linalg_kernels **k,
                                    bool *native) {
     emily_status s = emi_check_same_device(op, n, ts, e);
     if (s) return s;
@@ -138,8 +132,8 @@ static emily_status finish_all(emily_status s, int n, emily_tensor **wide, const
 
 static emily_status check_rank(const char *op, const char *arg, const emily_tensor *t) {
     if (t->rank > MAX_RANK)
-        return emily_error(EMILY_ERR_SHAPE, "%s: %s has rank %d, more than the %d supported", op,
-                           arg, t->rank, MAX_RANK);
+        return emily_error(EMILY_ERR_SHAPE, "%s: %s has rank %d, more than the %d supported", op, arg, t->rank,
+                           MAX_RANK);
     return EMILY_OK;
 }
 
@@ -147,18 +141,17 @@ static emily_status check_matrix(const char *op, const emily_tensor *a, bool squ
     emily_status s = check_rank(op, "the tensor", a);
     if (s) return s;
     if (a->rank < 2)
-        return emily_error(EMILY_ERR_SHAPE, "%s: tensor must have at least rank 2, got rank %d with shape %s",
-                           op, a->rank, EMILY_SHAPE_STR(a));
+        return emily_error(EMILY_ERR_SHAPE, "%s: tensor must have at least rank 2, got rank %d with shape %s", op,
+                           a->rank, EMILY_SHAPE_STR(a));
     if (square && a->shape[a->rank - 1] != a->shape[a->rank - 2])
         return emily_error(EMILY_ERR_SHAPE,
-                           "%s: tensor must be a square matrix or a batch of square matrices, got shape %s",
-                           op, EMILY_SHAPE_STR(a));
+                           "%s: tensor must be a square matrix or a batch of square matrices, got shape %s", op,
+                           EMILY_SHAPE_STR(a));
     return EMILY_OK;
 }
 
 /* Shape with the last `drop` axes replaced by the `nnew` given dims. */
-static void shape_with(const emily_tensor *a, int drop, int nnew, const int64_t *dims, int *rank,
-                       int64_t *shape) {
+static void shape_with(const emily_tensor *a, int drop, int nnew, const int64_t *dims, int *rank, int64_t *shape) {
     int keep = a->rank - drop;
     for (int i = 0; i < keep; i++) shape[i] = a->shape[i];
     for (int i = 0; i < nnew; i++) shape[keep + i] = dims[i];
@@ -178,17 +171,17 @@ static bool all_empty(int n, emily_tensor *const *outs) {
 /* ---- the method of the decompositions ------------------------------------ */
 
 static emily_status check_method(const char *op, emily_linalg_method method) {
-    if (method != EMILY_LINALG_LAPACK && method != EMILY_LINALG_REFERENCE &&
-        method != EMILY_LINALG_REFERENCE_NX07)
+    if (method != EMILY_LINALG_LAPACK && method != EMILY_LINALG_REFERENCE && method != EMILY_LINALG_REFERENCE_NX07)
         return emily_error(EMILY_ERR_ARGUMENT,
                            "%s: invalid method %d, expected EMILY_LINALG_LAPACK, "
-                           "EMILY_LINALG_REFERENCE or EMILY_LINALG_REFERENCE_NX07", op, (int)method);
+                           "EMILY_LINALG_REFERENCE or EMILY_LINALG_REFERENCE_NX07",
+                           op, (int)method);
     return EMILY_OK;
 }
 
 /* The opening checks of the ops on a and b (solve, triangular_solve). */
-static emily_status check_a_b(const char *op, emily_linalg_method method, const emily_tensor *a,
-                              const emily_tensor *b, emily_tensor **out) {
+static emily_status check_a_b(const char *op, emily_linalg_method method, const emily_tensor *a, const emily_tensor *b,
+                              emily_tensor **out) {
     emily_status s = check_method(op, method);
     if (!s) s = emi_check_out(op, out);
     if (!s) s = emi_check_tensor(op, "a", a);
@@ -199,9 +192,8 @@ static emily_status check_a_b(const char *op, emily_linalg_method method, const 
 /* ---- lu ---------------------------------------------------------------- */
 
 /* lu on the device's solver: p in a's type, l and u in the float type. */
-static emily_status lu_native(const struct emily_linalg_kernels *k, const emily_tensor *a,
-                              emily_linalg_method method, emily_tensor **p, emily_tensor **l,
-                              emily_tensor **u) {
+static emily_status lu_native(const struct emily_linalg_kernels *k, const emily_tensor *a, emily_linalg_method method,
+                              emily_tensor **p, emily_tensor **l, emily_tensor **u) {
     if (method != EMILY_LINALG_LAPACK) return reference_on_cpu_only("lu", a);
     emily_dtype t = emily_type_to_floating(a->dtype), nt = native_of(t);
     emily_tensor *an, *pn = NULL, *ln = NULL, *un = NULL;
@@ -213,20 +205,19 @@ static emily_status lu_native(const struct emily_linalg_kernels *k, const emily_
         s = all_empty(3, (emily_tensor *[]){pn, ln, un}) ? EMILY_OK : k->lu_native(pn, ln, un, an);
     emily_tensor_release(an);
     return finish_all(s, 3, (emily_tensor *[]){pn, ln, un}, (emily_dtype[]){a->dtype, t, t},
-                      (emily_tensor **const[]){p, l, u});
+                      (emily_tensor * *const[]){p, l, u});
 }
 
 emily_status emily_lu(const emily_tensor *a, emily_tensor **p, emily_tensor **l, emily_tensor **u) {
     return emily_lu_opts(a, 1.0e-10, EMILY_LINALG_LAPACK, p, l, u);
 }
 
-emily_status emily_lu_opts(const emily_tensor *a, double eps, emily_linalg_method method,
-                           emily_tensor **p, emily_tensor **l, emily_tensor **u) {
+emily_status emily_lu_opts(const emily_tensor *a, double eps, emily_linalg_method method, emily_tensor **p,
+                           emily_tensor **l, emily_tensor **u) {
     const char *op = "lu";
     emily_status s;
     if ((s = check_method(op, method))) return s;
-    if ((s = emi_check_out(op, p)) || (s = emi_check_out(op, l)) || (s = emi_check_out(op, u)))
-        return s;
+    if ((s = emi_check_out(op, p)) || (s = emi_check_out(op, l)) || (s = emi_check_out(op, u))) return s;
     if ((s = emi_check_tensor(op, "tensor", a)) || (s = check_matrix(op, a, true))) return s;
     if (method == EMILY_LINALG_REFERENCE_NX07 && !(eps >= 0))
         return emily_error(EMILY_ERR_ARGUMENT, "%s: eps must be a non-negative number, got %g", op, eps);
@@ -248,11 +239,11 @@ emily_status emily_lu_opts(const emily_tensor *a, double eps, emily_linalg_metho
         !(s = emi_empty_like_device(a, w, a->rank, a->shape, &lw)) &&
         !(s = emi_empty_like_device(a, w, a->rank, a->shape, &uw)))
         s = all_empty(3, (emily_tensor *[]){pw, lw, uw}) ? EMILY_OK
-            : nx07                                     ? k->lu_nx07(pw, lw, uw, aw, eps)
-                                                       : k->lu(pw, lw, uw, aw, t);
+            : nx07                                       ? k->lu_nx07(pw, lw, uw, aw, eps)
+                                                         : k->lu(pw, lw, uw, aw, t);
     emily_tensor_release(aw);
     return finish_all(s, 3, (emily_tensor *[]){pw, lw, uw}, (emily_dtype[]){a->dtype, t, t},
-                      (emily_tensor **const[]){p, l, u});
+                      (emily_tensor * *const[]){p, l, u});
 }
 
 /* ---- cholesky ---------------------------------------------------------- */
@@ -265,8 +256,7 @@ emily_status emily_cholesky(const emily_tensor *a, emily_tensor **out) {
     const emily_engine *e;
     const struct emily_linalg_kernels *k;
     bool native;
-    if ((s = linalg_kernels(op, 1, &a, EMILY_LINALG_LAPACK, EMI_KERNEL_CHOLESKY, &e, &k, &native)))
-        return s;
+    if ((s = linalg_kernels(op, 1, &a, EMILY_LINALG_LAPACK, EMI_KERNEL_CHOLESKY, &e, &k, &native))) return s;
     emily_dtype t = emily_type_to_floating(a->dtype), w = native ? native_of(t) : wide_of(t);
     /* Nx's algorithm reads `a` in its own type (no cast to t first). */
     emily_tensor *aw, *lw;
@@ -290,14 +280,14 @@ static bool same_dims(const int64_t *x, const int64_t *y, int n) {
 
 /* Nx.Shape.triangular_solve / Nx.Shape.solve: whether b is a vector per
  * matrix (b_vector) or a matrix; fails with Nx's message otherwise. */
-static emily_status solve_shapes(const char *op, const emily_tensor *a, const emily_tensor *b,
-                                 bool left_side, bool *b_vector) {
+static emily_status solve_shapes(const char *op, const emily_tensor *a, const emily_tensor *b, bool left_side,
+                                 bool *b_vector) {
     emily_status s;
     if ((s = check_rank(op, "a", a)) || (s = check_rank(op, "b", b))) return s;
     if (a->rank < 2 || a->shape[a->rank - 1] != a->shape[a->rank - 2])
         return emily_error(EMILY_ERR_SHAPE,
-                           "%s: expected a square matrix or a batch of square matrices for a, got shape %s",
-                           op, EMILY_SHAPE_STR(a));
+                           "%s: expected a square matrix or a batch of square matrices for a, got shape %s", op,
+                           EMILY_SHAPE_STR(a));
     int batch = a->rank - 2;
     int64_t n = a->shape[a->rank - 1];
     if (b->rank == batch + 1 && same_dims(a->shape, b->shape, batch) && b->shape[batch] == n) {
@@ -312,12 +302,11 @@ static emily_status solve_shapes(const char *op, const emily_tensor *a, const em
     return emily_error(EMILY_ERR_SHAPE,
                        "%s: incompatible dimensions for a and b: a has shape %s, b has shape %s "
                        "(expected b of shape [batch..., %lld] or [batch..., %s])",
-                       op, EMILY_SHAPE_STR(a), EMILY_SHAPE_STR(b), (long long)n,
-                       left_side ? "n, m" : "m, n");
+                       op, EMILY_SHAPE_STR(a), EMILY_SHAPE_STR(b), (long long)n, left_side ? "n, m" : "m, n");
 }
 
-emily_status emily_triangular_solve(const emily_tensor *a, const emily_tensor *b, bool left_side,
-                                    bool lower, emily_transform_a transform, emily_tensor **out) {
+emily_status emily_triangular_solve(const emily_tensor *a, const emily_tensor *b, bool left_side, bool lower,
+                                    emily_transform_a transform, emily_tensor **out) {
     return emily_triangular_solve_opts(a, b, left_side, lower, transform, EMILY_LINALG_LAPACK, out);
 }
 
@@ -325,16 +314,14 @@ emily_status emily_triangular_solve(const emily_tensor *a, const emily_tensor *b
  * every method on a device without a native solve (the CPU) and for the
  * reference methods on one with it (CUDA, whose default is cuBLAS in the
  * input's precision). */
-emily_status emily_triangular_solve_opts(const emily_tensor *a, const emily_tensor *b, bool left_side,
-                                         bool lower, emily_transform_a transform,
-                                         emily_linalg_method method, emily_tensor **out) {
+emily_status emily_triangular_solve_opts(const emily_tensor *a, const emily_tensor *b, bool left_side, bool lower,
+                                         emily_transform_a transform, emily_linalg_method method, emily_tensor **out) {
     const char *op = "triangular_solve";
     emily_status s;
     if ((s = check_a_b(op, method, a, b, out))) return s;
     if (transform != EMILY_TRANSFORM_NONE && transform != EMILY_TRANSFORM_TRANSPOSE &&
         transform != EMILY_TRANSFORM_CONJUGATE)
-        return emily_error(EMILY_ERR_ARGUMENT,
-                           "%s: invalid transform_a %d, expected none, transpose or conjugate", op,
+        return emily_error(EMILY_ERR_ARGUMENT, "%s: invalid transform_a %d, expected none, transpose or conjugate", op,
                            (int)transform);
     bool b_vector;
     if ((s = solve_shapes(op, a, b, left_side, &b_vector))) return s;
@@ -349,7 +336,10 @@ emily_status emily_triangular_solve_opts(const emily_tensor *a, const emily_tens
     emily_dtype w = native ? native_of(t) : wide_of(t);
     emily_tensor *aw = NULL, *bw = NULL, *xw = NULL;
     if ((s = to_wide(a, w, &aw))) return s;
-    if ((s = to_wide(b, w, &bw))) { emily_tensor_release(aw); return s; }
+    if ((s = to_wide(b, w, &bw))) {
+        emily_tensor_release(aw);
+        return s;
+    }
     if (!(s = emi_empty_like_device(b, w, b->rank, b->shape, &xw))) {
         s = !xw->size ? EMILY_OK
             : native  ? k->triangular_solve_native(xw, aw, bw, b_vector, left_side, lower, transform)
@@ -379,8 +369,7 @@ static emily_status as_matrix_rhs(const emily_tensor *b, bool b_vector, emily_te
 
 /* x (b's shape as [..., n, m]) back in b's shape and Nx's template type
  * t; takes x. */
-static emily_status finish_solve(emily_tensor *x, const emily_tensor *b, emily_dtype t,
-                                 emily_tensor **out) {
+static emily_status finish_solve(emily_tensor *x, const emily_tensor *b, emily_dtype t, emily_tensor **out) {
     emily_tensor *shaped;
     emily_status s = emily_reshape(x, b->rank, b->shape, &shaped);
     emily_tensor_release(x);
@@ -395,8 +384,8 @@ static emily_status finish_solve(emily_tensor *x, const emily_tensor *b, emily_d
 /* Nx 0.7's solve: Nx.LinAlg.solve's fallback there (its Nx.BinaryBackend
  * had no solve), {q, r} = qr(a), x = triangular_solve(r, adjoint(q) . b,
  * lower: false), with Nx 0.7's qr. */
-static emily_status solve_nx07(const emily_tensor *a, const emily_tensor *b, bool b_vector,
-                               emily_dtype t, emily_tensor **out) {
+static emily_status solve_nx07(const emily_tensor *a, const emily_tensor *b, bool b_vector, emily_dtype t,
+                               emily_tensor **out) {
     emily_tensor *q = NULL, *r = NULL, *qh = NULL, *bm = NULL, *qb = NULL, *x = NULL;
     emily_status s = emily_qr_opts(a, EMILY_QR_REDUCED, 1.0e-10, EMILY_LINALG_REFERENCE_NX07, &q, &r);
     /* adjoint(q) . b contracts q's rows with b's rows, conjugated (Nx's
@@ -429,8 +418,8 @@ emily_status emily_solve(const emily_tensor *a, const emily_tensor *b, emily_ten
     return emily_solve_opts(a, b, EMILY_LINALG_LAPACK, out);
 }
 
-emily_status emily_solve_opts(const emily_tensor *a, const emily_tensor *b,
-                              emily_linalg_method method, emily_tensor **out) {
+emily_status emily_solve_opts(const emily_tensor *a, const emily_tensor *b, emily_linalg_method method,
+                              emily_tensor **out) {
     const char *op = "solve";
     emily_status s;
     if ((s = check_a_b(op, method, a, b, out))) return s;
@@ -461,8 +450,7 @@ emily_status emily_solve_opts(const emily_tensor *a, const emily_tensor *b,
      * has no solve) */
     if ((s = get_kernels(op, 2, ts, EMI_KERNEL_LU, &e, &k))) return s;
     if (method == EMILY_LINALG_REFERENCE_NX07) return solve_nx07(a, b, b_vector, t, out);
-    if (a->dtype == EMILY_F64 && b->dtype == EMILY_F64 &&
-        emily_dot_get_precision() == EMILY_DOT_PRECISION_HIGHEST &&
+    if (a->dtype == EMILY_F64 && b->dtype == EMILY_F64 && emily_dot_get_precision() == EMILY_DOT_PRECISION_HIGHEST &&
         emi_engine_supports(e, EMI_KERNEL_SOLVE, 0, EMILY_F64)) {
         /* the device computes the whole composition in one kernel */
         emily_tensor *ac = NULL, *bc = NULL, *x = NULL;
@@ -497,16 +485,14 @@ emily_status emily_determinant(const emily_tensor *a, emily_tensor **out) {
     return emily_determinant_opts(a, EMILY_LINALG_LAPACK, out);
 }
 
-emily_status emily_determinant_opts(const emily_tensor *a, emily_linalg_method method,
-                                    emily_tensor **out) {
+emily_status emily_determinant_opts(const emily_tensor *a, emily_linalg_method method, emily_tensor **out) {
     const char *op = "determinant";
     emily_status s;
     if ((s = check_method(op, method))) return s;
     if ((s = emi_check_out(op, out))) return s;
     if ((s = emi_check_tensor(op, "tensor", a))) return s;
     if (a->rank < 2 || a->shape[a->rank - 1] != a->shape[a->rank - 2])
-        return emily_error(EMILY_ERR_SHAPE,
-                           "%s: expects a square matrix or a batch of square matrices, got shape %s",
+        return emily_error(EMILY_ERR_SHAPE, "%s: expects a square matrix or a batch of square matrices, got shape %s",
                            op, EMILY_SHAPE_STR(a));
     const emily_engine *e;
     const struct emily_linalg_kernels *k;
@@ -520,19 +506,16 @@ emily_status emily_determinant_opts(const emily_tensor *a, emily_linalg_method m
         if (!(s = emi_empty_like_device(a, nt, a->rank - 2, a->shape, &dn)))
             s = dn->size ? e->linalg->determinant_native(dn, an) : EMILY_OK;
         emily_tensor_release(an);
-        return finish_all(s, 1, &dn, &t, (emily_tensor **const[]){out});
+        return finish_all(s, 1, &dn, &t, (emily_tensor * *const[]){out});
     }
     if ((s = get_kernels(op, 1, &a, EMI_KERNEL_DETERMINANT, &e, &k))) return s;
     /* Nx 0.7's 2x2 and 3x3 determinants are the explicit products too */
     bool nx07 = method == EMILY_LINALG_REFERENCE_NX07 && a->shape[a->rank - 1] >= 4;
-    if (nx07 && !emi_engine_supports(e, EMI_KERNEL_DETERMINANT_NX07, 0, a->dtype))
-        return unsupported(op, a);
+    if (nx07 && !emi_engine_supports(e, EMI_KERNEL_DETERMINANT_NX07, 0, a->dtype)) return unsupported(op, a);
     emily_tensor *ac, *dw;
     if ((s = nx07 ? to_wide(a, w, &ac) : emily_contiguous(a, &ac))) return s;
     if (!(s = emi_empty_like_device(a, w, a->rank - 2, a->shape, &dw))) {
-        s = !dw->size ? EMILY_OK
-            : nx07    ? k->determinant_nx07(dw, ac, t)
-                      : k->determinant(dw, ac, t);
+        s = !dw->size ? EMILY_OK : nx07 ? k->determinant_nx07(dw, ac, t) : k->determinant(dw, ac, t);
         if (s) emily_tensor_release(dw);
     }
     emily_tensor_release(ac);
@@ -555,20 +538,18 @@ static bool use_lapack(emily_linalg_method method, bool have_kernel, const emily
 
 /* ---- qr ---------------------------------------------------------------- */
 
-emily_status emily_qr(const emily_tensor *a, emily_qr_mode mode, double eps, emily_tensor **q,
-                      emily_tensor **r) {
+emily_status emily_qr(const emily_tensor *a, emily_qr_mode mode, double eps, emily_tensor **q, emily_tensor **r) {
     return emily_qr_opts(a, mode, eps, EMILY_LINALG_LAPACK, q, r);
 }
 
-emily_status emily_qr_opts(const emily_tensor *a, emily_qr_mode mode, double eps,
-                           emily_linalg_method method, emily_tensor **q, emily_tensor **r) {
+emily_status emily_qr_opts(const emily_tensor *a, emily_qr_mode mode, double eps, emily_linalg_method method,
+                           emily_tensor **q, emily_tensor **r) {
     const char *op = "qr";
     emily_status s;
     if ((s = emi_check_out(op, q)) || (s = emi_check_out(op, r))) return s;
     if ((s = emi_check_tensor(op, "tensor", a)) || (s = check_matrix(op, a, false))) return s;
     if (mode != EMILY_QR_REDUCED && mode != EMILY_QR_COMPLETE)
-        return emily_error(EMILY_ERR_ARGUMENT, "%s: invalid mode %d, expected reduced or complete",
-                           op, (int)mode);
+        return emily_error(EMILY_ERR_ARGUMENT, "%s: invalid mode %d, expected reduced or complete", op, (int)mode);
     if ((s = check_method(op, method))) return s;
     const emily_engine *e;
     const struct emily_linalg_kernels *k;
@@ -588,39 +569,35 @@ emily_status emily_qr_opts(const emily_tensor *a, emily_qr_mode mode, double eps
     if (!(s = emi_empty_like_device(a, w, qrank, qshape, &qw)) &&
         !(s = emi_empty_like_device(a, w, rrank, rshape, &rw)))
         s = all_empty(2, (emily_tensor *[]){qw, rw}) ? EMILY_OK
-            : native ? k->qr_native(qw, rw, aw, complete, eps)
-            : (method == EMILY_LINALG_REFERENCE_NX07 ? k->qr_nx07
-               : use_lapack(method, emi_engine_supports(e, EMI_KERNEL_QR_LAPACK, 0, w), aw)
-                   ? k->qr_lapack
-                   : k->qr)(qw, rw, aw, complete, eps, t);
+            : native                                 ? k->qr_native(qw, rw, aw, complete, eps)
+                                                     : (method == EMILY_LINALG_REFERENCE_NX07 ? k->qr_nx07
+                                                        : use_lapack(method, emi_engine_supports(e, EMI_KERNEL_QR_LAPACK, 0, w), aw)
+                                                            ? k->qr_lapack
+                                                            : k->qr)(qw, rw, aw, complete, eps, t);
     emily_tensor_release(aw);
-    return finish_all(s, 2, (emily_tensor *[]){qw, rw}, (emily_dtype[]){t, t},
-                      (emily_tensor **const[]){q, r});
+    return finish_all(s, 2, (emily_tensor *[]){qw, rw}, (emily_dtype[]){t, t}, (emily_tensor * *const[]){q, r});
 }
 
 /* ---- svd --------------------------------------------------------------- */
 
-emily_status emily_svd(const emily_tensor *a, bool full_matrices, emily_tensor **u,
-                       emily_tensor **sv, emily_tensor **vt) {
+emily_status emily_svd(const emily_tensor *a, bool full_matrices, emily_tensor **u, emily_tensor **sv,
+                       emily_tensor **vt) {
     return emily_svd_opts(a, full_matrices, 100, EMILY_LINALG_LAPACK, u, sv, vt);
 }
 
-emily_status emily_svd_opts(const emily_tensor *a, bool full_matrices, int64_t max_iter,
-                            emily_linalg_method method, emily_tensor **u, emily_tensor **sv,
-                            emily_tensor **vt) {
+emily_status emily_svd_opts(const emily_tensor *a, bool full_matrices, int64_t max_iter, emily_linalg_method method,
+                            emily_tensor **u, emily_tensor **sv, emily_tensor **vt) {
     const char *op = "svd";
     emily_status s;
     if ((s = check_method(op, method))) return s;
     if (max_iter < 0)
-        return emily_error(EMILY_ERR_ARGUMENT, "%s: max_iter must be non-negative, got %lld", op,
-                           (long long)max_iter);
-    if ((s = emi_check_out(op, u)) || (s = emi_check_out(op, sv)) || (s = emi_check_out(op, vt)))
-        return s;
+        return emily_error(EMILY_ERR_ARGUMENT, "%s: max_iter must be non-negative, got %lld", op, (long long)max_iter);
+    if ((s = emi_check_out(op, u)) || (s = emi_check_out(op, sv)) || (s = emi_check_out(op, vt))) return s;
     if ((s = emi_check_tensor(op, "tensor", a)) || (s = check_matrix(op, a, false))) return s;
     if (emily_dtype_is_complex(a->dtype))
         return emily_error(EMILY_ERR_TYPE,
-                           "%s: complex tensors are not supported (Nx.LinAlg.svd/2 rejects them), got %s",
-                           op, emily_dtype_name(a->dtype));
+                           "%s: complex tensors are not supported (Nx.LinAlg.svd/2 rejects them), got %s", op,
+                           emily_dtype_name(a->dtype));
     const emily_engine *e;
     const struct emily_linalg_kernels *k;
     bool native;
@@ -640,41 +617,36 @@ emily_status emily_svd_opts(const emily_tensor *a, bool full_matrices, int64_t m
         !(s = emi_empty_like_device(a, w, srank, sshape, &sw)) &&
         !(s = emi_empty_like_device(a, w, vrank, vshape, &vw)))
         s = all_empty(3, (emily_tensor *[]){uw, sw, vw}) ? EMILY_OK
-            : native ? k->svd_native(uw, sw, vw, aw, full_matrices)
-            : (method == EMILY_LINALG_REFERENCE_NX07 ? k->svd_nx07
-               : use_lapack(method, emi_engine_supports(e, EMI_KERNEL_SVD_LAPACK, 0, EMILY_F64), aw)
-                   ? k->svd_lapack
-                   : k->svd)(
-                  uw, sw, vw, aw, full_matrices, max_iter, t, emily_dtype_is_integer(a->dtype));
+            : native                                     ? k->svd_native(uw, sw, vw, aw, full_matrices)
+                                                         : (method == EMILY_LINALG_REFERENCE_NX07 ? k->svd_nx07
+                                                            : use_lapack(method, emi_engine_supports(e, EMI_KERNEL_SVD_LAPACK, 0, EMILY_F64), aw)
+                                                                ? k->svd_lapack
+                                                                : k->svd)(uw, sw, vw, aw, full_matrices, max_iter, t, emily_dtype_is_integer(a->dtype));
     emily_tensor_release(aw);
     return finish_all(s, 3, (emily_tensor *[]){uw, sw, vw}, (emily_dtype[]){t, t, t},
-                      (emily_tensor **const[]){u, sv, vt});
+                      (emily_tensor * *const[]){u, sv, vt});
 }
 
 /* ---- eigh -------------------------------------------------------------- */
 
-emily_status emily_eigh(const emily_tensor *a, emily_tensor **eigenvalues,
-                        emily_tensor **eigenvectors) {
+emily_status emily_eigh(const emily_tensor *a, emily_tensor **eigenvalues, emily_tensor **eigenvectors) {
     return emily_eigh_opts(a, 1.0e-4, 1000, EMILY_LINALG_LAPACK, eigenvalues, eigenvectors);
 }
 
-emily_status emily_eigh_opts(const emily_tensor *a, double eps, int64_t max_iter,
-                             emily_linalg_method method, emily_tensor **eigenvalues,
-                             emily_tensor **eigenvectors) {
+emily_status emily_eigh_opts(const emily_tensor *a, double eps, int64_t max_iter, emily_linalg_method method,
+                             emily_tensor **eigenvalues, emily_tensor **eigenvectors) {
     const char *op = "eigh";
     emily_status s;
     if ((s = check_method(op, method))) return s;
     if ((s = emi_check_out(op, eigenvalues)) || (s = emi_check_out(op, eigenvectors))) return s;
     if ((s = emi_check_tensor(op, "tensor", a)) || (s = check_matrix(op, a, true))) return s;
     if (max_iter < 0)
-        return emily_error(EMILY_ERR_ARGUMENT, "%s: max_iter must be non-negative, got %lld", op,
-                           (long long)max_iter);
+        return emily_error(EMILY_ERR_ARGUMENT, "%s: max_iter must be non-negative, got %lld", op, (long long)max_iter);
     bool nx07 = method == EMILY_LINALG_REFERENCE_NX07;
     const emily_engine *e;
     const struct emily_linalg_kernels *k;
     bool native;
-    if ((s = linalg_kernels(op, 1, &a, method, nx07 ? EMI_KERNEL_EIGH_NX07 : EMI_KERNEL_EIGH, &e, &k,
-                            &native)))
+    if ((s = linalg_kernels(op, 1, &a, method, nx07 ? EMI_KERNEL_EIGH_NX07 : EMI_KERNEL_EIGH, &e, &k, &native)))
         return s;
     emily_dtype t = emily_type_to_floating(a->dtype), w = native ? native_of(t) : wide_of(t);
     emily_tensor *aw, *ww = NULL, *vw = NULL;
@@ -682,12 +654,12 @@ emily_status emily_eigh_opts(const emily_tensor *a, double eps, int64_t max_iter
     if (!(s = emi_empty_like_device(a, w, a->rank - 1, a->shape, &ww)) &&
         !(s = emi_empty_like_device(a, w, a->rank, a->shape, &vw)))
         s = all_empty(2, (emily_tensor *[]){ww, vw}) ? EMILY_OK
-            : native ? k->eigh_native(ww, vw, aw)
-            : nx07 ? k->eigh_nx07(ww, vw, aw, eps, max_iter)
+            : native                                 ? k->eigh_native(ww, vw, aw)
+            : nx07                                   ? k->eigh_nx07(ww, vw, aw, eps, max_iter)
                    : (use_lapack(method, emi_engine_supports(e, EMI_KERNEL_EIGH_LAPACK, 0, w), aw)
                           ? k->eigh_lapack
                           : k->eigh)(ww, vw, aw, eps, max_iter, t);
     emily_tensor_release(aw);
     return finish_all(s, 2, (emily_tensor *[]){ww, vw}, (emily_dtype[]){t, t},
-                      (emily_tensor **const[]){eigenvalues, eigenvectors});
+                      (emily_tensor * *const[]){eigenvalues, eigenvectors});
 }

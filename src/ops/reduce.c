@@ -8,8 +8,8 @@
 #include <string.h>
 #include "ops/common.h"
 
-static const char *const reduce_names[EMILY_REDUCE_OP_COUNT] = {
-    "sum", "product", "reduce_max", "reduce_min", "all", "any"};
+static const char *const reduce_names[EMILY_REDUCE_OP_COUNT] = {"sum",        "product", "reduce_max",
+                                                                "reduce_min", "all",     "any"};
 
 /* The output of a kernel that kept reduced axes at size 1, without them
  * unless keep is set (a view; takes the reference to `full`). */
@@ -46,8 +46,7 @@ static emily_status reduce_type(const char *op, emily_reduce_op rop, emily_dtype
     case EMILY_REDUCE_MIN:
         *dt = out_type == EMILY_DTYPE_AUTO ? t : out_type;
         if (emily_dtype_is_complex(*dt))
-            return emily_error(EMILY_ERR_TYPE, "%s: complex tensors (%s) are not ordered", op,
-                               emily_dtype_name(*dt));
+            return emily_error(EMILY_ERR_TYPE, "%s: complex tensors (%s) are not ordered", op, emily_dtype_name(*dt));
         return EMILY_OK;
     default:
         if (out_type != EMILY_DTYPE_AUTO && out_type != EMILY_U8)
@@ -58,8 +57,8 @@ static emily_status reduce_type(const char *op, emily_reduce_op rop, emily_dtype
     }
 }
 
-emily_status emily_reduce(emily_reduce_op rop, const emily_tensor *t, int naxes, const int *axes,
-                          bool keep_axes, emily_dtype out_type, emily_tensor **out) {
+emily_status emily_reduce(emily_reduce_op rop, const emily_tensor *t, int naxes, const int *axes, bool keep_axes,
+                          emily_dtype out_type, emily_tensor **out) {
     if ((unsigned)rop >= EMILY_REDUCE_OP_COUNT)
         return emily_error(EMILY_ERR_ARGUMENT, "reduce: unknown reduction %d", (int)rop);
     const char *op = reduce_names[rop];
@@ -74,7 +73,10 @@ emily_status emily_reduce(emily_reduce_op rop, const emily_tensor *t, int naxes,
     if (!mask) return emily_error(EMILY_ERR_MEMORY, "%s: out of host memory", op);
     if (axes) {
         s = emi_norm_axes(op, naxes, axes, t->rank, NULL, mask);
-        if (s) { free(mask); return s; }
+        if (s) {
+            free(mask);
+            return s;
+        }
     } else {
         for (int i = 0; i < t->rank; i++) mask[i] = true;
     }
@@ -84,7 +86,10 @@ emily_status emily_reduce(emily_reduce_op rop, const emily_tensor *t, int naxes,
         return emi_convert_to(t, dt, out);
     }
     int64_t *shape = malloc(sizeof(int64_t) * ((size_t)t->rank + 1));
-    if (!shape) { free(mask); return emily_error(EMILY_ERR_MEMORY, "%s: out of host memory", op); }
+    if (!shape) {
+        free(mask);
+        return emily_error(EMILY_ERR_MEMORY, "%s: out of host memory", op);
+    }
     int64_t outsize = 1;
     bool empty_axis = false;
     for (int i = 0; i < t->rank; i++) {
@@ -121,8 +126,8 @@ emily_status emily_reduce(emily_reduce_op rop, const emily_tensor *t, int naxes,
     return s;
 }
 
-emily_status emily_argreduce(emily_arg_op aop, const emily_tensor *t, int axis, bool keep_axis,
-                             bool tie_break_high, emily_dtype out_type, emily_tensor **out) {
+emily_status emily_argreduce(emily_arg_op aop, const emily_tensor *t, int axis, bool keep_axis, bool tie_break_high,
+                             emily_dtype out_type, emily_tensor **out) {
     if (aop != EMILY_ARGMAX && aop != EMILY_ARGMIN)
         return emily_error(EMILY_ERR_ARGUMENT, "argreduce: unknown operation %d", (int)aop);
     const char *op = aop == EMILY_ARGMAX ? "argmax" : "argmin";
@@ -134,11 +139,9 @@ emily_status emily_argreduce(emily_arg_op aop, const emily_tensor *t, int axis, 
         return emily_error(EMILY_ERR_TYPE, "%s: the index type must be an integer type, got %s", op,
                            emily_dtype_name(dt));
     if (emily_dtype_is_complex(t->dtype))
-        return emily_error(EMILY_ERR_TYPE, "%s: complex tensors (%s) are not ordered", op,
-                           emily_dtype_name(t->dtype));
+        return emily_error(EMILY_ERR_TYPE, "%s: complex tensors (%s) are not ordered", op, emily_dtype_name(t->dtype));
     if (axis >= t->rank)
-        return emily_error(EMILY_ERR_AXIS, "%s: axis %d out of range for a tensor of rank %d", op, axis,
-                           t->rank);
+        return emily_error(EMILY_ERR_AXIS, "%s: axis %d out of range for a tensor of rank %d", op, axis, t->rank);
     int r = axis < 0 ? 0 : t->rank;
     int64_t *shape;
     bool *mask;
@@ -152,8 +155,8 @@ emily_status emily_argreduce(emily_arg_op aop, const emily_tensor *t, int axis, 
     int64_t extent = axis < 0 ? t->size : t->shape[axis];
     emily_tensor *full = NULL;
     if (extent == 0 && outsize > 0)
-        s = emily_error(EMILY_ERR_SHAPE, "%s: cannot take the index of an extreme over an empty %s (shape %s)",
-                        op, axis < 0 ? "tensor" : "axis", EMILY_SHAPE_STR(t));
+        s = emily_error(EMILY_ERR_SHAPE, "%s: cannot take the index of an extreme over an empty %s (shape %s)", op,
+                        axis < 0 ? "tensor" : "axis", EMILY_SHAPE_STR(t));
     if (!s) s = emi_empty_like_device(t, dt, r, shape, &full);
     if (!s && full->size > 0) {
         if (!emi_engine_supports(e, EMI_KERNEL_ARGREDUCE, aop, t->dtype))
@@ -167,8 +170,8 @@ emily_status emily_argreduce(emily_arg_op aop, const emily_tensor *t, int axis, 
     return s;
 }
 
-emily_status emily_all_close(const emily_tensor *a, const emily_tensor *b, double rtol, double atol,
-                             bool equal_nan, emily_tensor **out) {
+emily_status emily_all_close(const emily_tensor *a, const emily_tensor *b, double rtol, double atol, bool equal_nan,
+                             emily_tensor **out) {
     const char *op = "all_close";
     const emily_tensor *both[2] = {a, b};
     const emily_engine *e;

@@ -23,13 +23,11 @@ static bool fits_into(const emily_tensor *t, int rank, const int64_t *shape) {
     return true;
 }
 
-static emily_status check_branch(const char *arg, const emily_tensor *t, int rank,
-                                 const int64_t *shape) {
+static emily_status check_branch(const char *arg, const emily_tensor *t, int rank, const int64_t *shape) {
     if (fits_into(t, rank, shape)) return EMILY_OK;
     char a[256], b[256];
-    return emily_error(EMILY_ERR_SHAPE, "select: %s of shape %s cannot broadcast to the output shape %s",
-                       arg, emi_shape_str(t->rank, t->shape, a, sizeof a),
-                       emi_shape_str(rank, shape, b, sizeof b));
+    return emily_error(EMILY_ERR_SHAPE, "select: %s of shape %s cannot broadcast to the output shape %s", arg,
+                       emi_shape_str(t->rank, t->shape, a, sizeof a), emi_shape_str(rank, shape, b, sizeof b));
 }
 
 /* The select kernel reads integer and real float predicates; a complex
@@ -42,16 +40,16 @@ static emily_status pred_for_kernel(const emily_tensor *pred, emily_tensor **out
     }
     unsigned char zero[16] = {0};
     emily_tensor *z = NULL;
-    emily_status s = emily_from_binary(pred->buffer->device, pred->dtype, 0, NULL, zero,
-                                       emily_dtype_size(pred->dtype), &z);
+    emily_status s = emily_from_binary(pred->buffer->device, pred->dtype, 0, NULL, zero, emily_dtype_size(pred->dtype),
+                                       &z);
     if (!s) s = emily_binary(EMILY_NOT_EQUAL, pred, z, EMILY_DTYPE_AUTO, out);
     emily_tensor_release(z);
     return s;
 }
 
-static emily_status select_with(const emily_engine *e, const emily_tensor *pred,
-                                const emily_tensor *on_true, const emily_tensor *on_false,
-                                emily_dtype o, int rank, const int64_t *shape, emily_tensor **out) {
+static emily_status select_with(const emily_engine *e, const emily_tensor *pred, const emily_tensor *on_true,
+                                const emily_tensor *on_false, emily_dtype o, int rank, const int64_t *shape,
+                                emily_tensor **out) {
     emily_status s = emi_need_kernel("select", e, EMI_KERNEL_SELECT, 0, o);
     if (s) return s;
     emily_tensor *p = NULL, *t = NULL, *f = NULL, *pv = NULL, *tv = NULL, *fv = NULL, *dst = NULL;
@@ -72,8 +70,8 @@ static emily_status select_with(const emily_engine *e, const emily_tensor *pred,
     return emi_hand_out(s, dst, out);
 }
 
-emily_status emily_select(const emily_tensor *pred, const emily_tensor *on_true,
-                          const emily_tensor *on_false, emily_dtype out_type, emily_tensor **out) {
+emily_status emily_select(const emily_tensor *pred, const emily_tensor *on_true, const emily_tensor *on_false,
+                          emily_dtype out_type, emily_tensor **out) {
     const emily_tensor *all[3] = {pred, on_true, on_false};
     emily_status s = emi_check_args("select", out, 3, all, (const char *const[]){"pred", "on_true", "on_false"});
     if (s) return s;
@@ -95,8 +93,8 @@ emily_status emily_select(const emily_tensor *pred, const emily_tensor *on_true,
     if (!shape) return emily_error(EMILY_ERR_MEMORY, "select: out of host memory");
     int rank = pred->rank;
     if (rank == 0) {
-        s = emi_broadcast_shapes("select", on_true->rank, on_true->shape, on_false->rank,
-                                   on_false->shape, &rank, shape);
+        s = emi_broadcast_shapes("select", on_true->rank, on_true->shape, on_false->rank, on_false->shape, &rank,
+                                 shape);
     } else {
         for (int i = 0; i < rank; i++) shape[i] = pred->shape[i];
     }
@@ -110,23 +108,21 @@ emily_status emily_select(const emily_tensor *pred, const emily_tensor *on_true,
 /* Defined in src/ops/binary.c: t converts into `to` without changing
  * any value (by type, or by value for a host scalar). */
 
-emily_status emily_clip(const emily_tensor *t, const emily_tensor *min, const emily_tensor *max,
-                        emily_dtype out_type, emily_tensor **out) {
+emily_status emily_clip(const emily_tensor *t, const emily_tensor *min, const emily_tensor *max, emily_dtype out_type,
+                        emily_tensor **out) {
     const emily_tensor *all[3] = {t, min, max};
     emily_status s = emi_check_args("clip", out, 3, all, (const char *const[]){"tensor", "min", "max"});
     if (s) return s;
     if (min->rank != 0 || max->rank != 0) {
         const emily_tensor *bad = min->rank != 0 ? min : max;
-        return emily_error(EMILY_ERR_SHAPE, "clip: %s must be a scalar, got shape %s",
-                           bad == min ? "min" : "max", EMILY_SHAPE_STR(bad));
+        return emily_error(EMILY_ERR_SHAPE, "clip: %s must be a scalar, got shape %s", bad == min ? "min" : "max",
+                           EMILY_SHAPE_STR(bad));
     }
     emily_dtype o = emily_type_merge(t->dtype, emily_type_merge(min->dtype, max->dtype));
-    if (!emily_dtype_valid(o))
-        return emily_error(EMILY_ERR_TYPE, "clip: invalid operand types");
+    if (!emily_dtype_valid(o)) return emily_error(EMILY_ERR_TYPE, "clip: invalid operand types");
     if (emily_dtype_is_complex(o))
         return emily_error(EMILY_ERR_TYPE, "clip: complex tensors are not supported, got %s, %s and %s",
-                           emily_dtype_name(t->dtype), emily_dtype_name(min->dtype),
-                           emily_dtype_name(max->dtype));
+                           emily_dtype_name(t->dtype), emily_dtype_name(min->dtype), emily_dtype_name(max->dtype));
     if (out_type != EMILY_DTYPE_AUTO) {
         if (!emily_dtype_valid(out_type) || emily_dtype_is_complex(out_type))
             return emily_error(EMILY_ERR_TYPE, "clip: invalid output type %s", emily_dtype_name(out_type));

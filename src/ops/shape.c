@@ -24,16 +24,23 @@ static emily_status check_input(const char *op, const emily_tensor *t, emily_ten
 /* Strides that let a tensor of (t->shape, t->strides) be read as `shape`
  * without moving data; false when no such strides exist (the layout
  * would have to change). Sizes are equal and nonzero. */
-static bool reshape_strides(const emily_tensor *t, int rank, const int64_t *shape,
-                            int64_t *strides, int64_t *tmp) {
+static bool reshape_strides(const emily_tensor *t, int rank, const int64_t *shape, int64_t *strides, int64_t *tmp) {
     /* the input's dims of size > 1 */
     int64_t *od = tmp, *os = tmp + t->rank;
     int m = 0;
     for (int i = 0; i < t->rank; i++)
-        if (t->shape[i] != 1) { od[m] = t->shape[i]; os[m] = t->strides[i]; m++; }
+        if (t->shape[i] != 1) {
+            od[m] = t->shape[i];
+            os[m] = t->strides[i];
+            m++;
+        }
     int i = 0, j = 0;
     while (j < rank) {
-        if (shape[j] == 1) { strides[j] = 0; j++; continue; }
+        if (shape[j] == 1) {
+            strides[j] = 0;
+            j++;
+            continue;
+        }
         /* the smallest groups of old dims i..i2-1 and new dims j..j2-1
          * with equal products */
         int64_t pn = shape[j], po = od[i];
@@ -56,8 +63,7 @@ static bool reshape_strides(const emily_tensor *t, int rank, const int64_t *shap
     return true;
 }
 
-emily_status emily_reshape(const emily_tensor *t, int rank, const int64_t *shape,
-                           emily_tensor **out) {
+emily_status emily_reshape(const emily_tensor *t, int rank, const int64_t *shape, emily_tensor **out) {
     const char *op = "reshape";
     emily_status s = check_input(op, t, out);
     if (s) return s;
@@ -66,10 +72,8 @@ emily_status emily_reshape(const emily_tensor *t, int rank, const int64_t *shape
     int64_t size;
     if (!emi_shape_size(rank, shape, &size) || size != t->size) {
         char b[256];
-        return emily_error(EMILY_ERR_SHAPE,
-                           "reshape: cannot reshape a tensor of shape %s (%lld elements) to %s",
-                           EMILY_SHAPE_STR(t), (long long)t->size,
-                           emi_shape_str(rank, shape, b, sizeof b));
+        return emily_error(EMILY_ERR_SHAPE, "reshape: cannot reshape a tensor of shape %s (%lld elements) to %s",
+                           EMILY_SHAPE_STR(t), (long long)t->size, emi_shape_str(rank, shape, b, sizeof b));
     }
     int64_t *strides = scratch(op, rank + t->rank, &s);
     if (!strides) return s;
@@ -92,8 +96,7 @@ emily_status emily_reshape(const emily_tensor *t, int rank, const int64_t *shape
 
 /* ---- squeeze ------------------------------------------------------------ */
 
-emily_status emily_squeeze(const emily_tensor *t, int naxes, const int *axes,
-                           emily_tensor **out) {
+emily_status emily_squeeze(const emily_tensor *t, int naxes, const int *axes, emily_tensor **out) {
     const char *op = "squeeze";
     emily_status s = check_input(op, t, out);
     if (s) return s;
@@ -107,8 +110,8 @@ emily_status emily_squeeze(const emily_tensor *t, int naxes, const int *axes,
         for (int i = 0; !s && i < t->rank; i++)
             if (mask[i] && t->shape[i] != 1)
                 s = emily_error(EMILY_ERR_SHAPE,
-                                "squeeze: cannot squeeze axis %d of size %lld (shape %s), only axes of size 1",
-                                i, (long long)t->shape[i], EMILY_SHAPE_STR(t));
+                                "squeeze: cannot squeeze axis %d of size %lld (shape %s), only axes of size 1", i,
+                                (long long)t->shape[i], EMILY_SHAPE_STR(t));
     } else {
         for (int i = 0; i < t->rank; i++) mask[i] = t->shape[i] == 1;
     }
@@ -116,7 +119,11 @@ emily_status emily_squeeze(const emily_tensor *t, int naxes, const int *axes,
         int64_t *shape = buf, *strides = buf + t->rank;
         int r = 0;
         for (int i = 0; i < t->rank; i++)
-            if (!mask[i]) { shape[r] = t->shape[i]; strides[r] = t->strides[i]; r++; }
+            if (!mask[i]) {
+                shape[r] = t->shape[i];
+                strides[r] = t->strides[i];
+                r++;
+            }
         s = emi_tensor_view(t, r, shape, strides, t->offset, out);
     }
     free(mask);
@@ -126,8 +133,8 @@ emily_status emily_squeeze(const emily_tensor *t, int naxes, const int *axes,
 
 /* ---- broadcast ---------------------------------------------------------- */
 
-emily_status emily_broadcast(const emily_tensor *t, int rank, const int64_t *shape,
-                             const int *axes, emily_tensor **out) {
+emily_status emily_broadcast(const emily_tensor *t, int rank, const int64_t *shape, const int *axes,
+                             emily_tensor **out) {
     const char *op = "broadcast";
     emily_status s = check_input(op, t, out);
     if (s) return s;
@@ -135,10 +142,12 @@ emily_status emily_broadcast(const emily_tensor *t, int rank, const int64_t *sha
         return emily_error(EMILY_ERR_SHAPE, "broadcast: invalid rank %d or NULL shape", rank);
     int64_t size;
     if (!emi_shape_size(rank, shape, &size))
-        return emily_error(EMILY_ERR_SHAPE, "broadcast: invalid target shape (negative dimension or too many elements)");
+        return emily_error(EMILY_ERR_SHAPE,
+                           "broadcast: invalid target shape (negative dimension or too many elements)");
     char b[256];
     if (t->rank > rank)
-        return emily_error(EMILY_ERR_SHAPE, "broadcast: cannot broadcast a tensor of shape %s to the lower rank shape %s",
+        return emily_error(EMILY_ERR_SHAPE,
+                           "broadcast: cannot broadcast a tensor of shape %s to the lower rank shape %s",
                            EMILY_SHAPE_STR(t), emi_shape_str(rank, shape, b, sizeof b));
     int64_t *strides = scratch(op, rank, &s);
     if (!strides) return s;
@@ -148,8 +157,8 @@ emily_status emily_broadcast(const emily_tensor *t, int rank, const int64_t *sha
         int a = axes ? axes[i] : rank - t->rank + i;
         if (a < 0) a += rank;
         if (a < 0 || a >= rank) {
-            s = emily_error(EMILY_ERR_AXIS, "broadcast: axis %d out of range for the target shape %s",
-                            axes[i], emi_shape_str(rank, shape, b, sizeof b));
+            s = emily_error(EMILY_ERR_AXIS, "broadcast: axis %d out of range for the target shape %s", axes[i],
+                            emi_shape_str(rank, shape, b, sizeof b));
             break;
         }
         if (a <= last) {
@@ -160,10 +169,11 @@ emily_status emily_broadcast(const emily_tensor *t, int rank, const int64_t *sha
         if (t->shape[i] == shape[a]) {
             strides[a] = t->strides[i];
         } else if (t->shape[i] != 1) {
-            s = emily_error(EMILY_ERR_SHAPE,
-                            "broadcast: cannot broadcast a tensor of shape %s to %s (axis %d of size %lld maps to a dimension of size %lld)",
-                            EMILY_SHAPE_STR(t), emi_shape_str(rank, shape, b, sizeof b), i,
-                            (long long)t->shape[i], (long long)shape[a]);
+            s = emily_error(
+                EMILY_ERR_SHAPE,
+                "broadcast: cannot broadcast a tensor of shape %s to %s (axis %d of size %lld maps to a dimension of size %lld)",
+                EMILY_SHAPE_STR(t), emi_shape_str(rank, shape, b, sizeof b), i, (long long)t->shape[i],
+                (long long)shape[a]);
             break;
         }
     }
@@ -206,8 +216,7 @@ emily_status emily_transpose(const emily_tensor *t, const int *perm, emily_tenso
 
 /* ---- reverse ------------------------------------------------------------ */
 
-emily_status emily_reverse(const emily_tensor *t, int naxes, const int *axes,
-                           emily_tensor **out) {
+emily_status emily_reverse(const emily_tensor *t, int naxes, const int *axes, emily_tensor **out) {
     const char *op = "reverse";
     emily_status s = check_input(op, t, out);
     if (s) return s;
@@ -242,8 +251,8 @@ static int64_t clamp_start(int64_t start, int64_t dim, int64_t len) {
     return start;
 }
 
-emily_status emily_slice(const emily_tensor *t, const int64_t *starts, const int64_t *lengths,
-                         const int64_t *strides, emily_tensor **out) {
+emily_status emily_slice(const emily_tensor *t, const int64_t *starts, const int64_t *lengths, const int64_t *strides,
+                         emily_tensor **out) {
     const char *op = "slice";
     emily_status s = check_input(op, t, out);
     if (s) return s;
@@ -252,12 +261,11 @@ emily_status emily_slice(const emily_tensor *t, const int64_t *starts, const int
     for (int i = 0; i < t->rank; i++) {
         int64_t st = strides ? strides[i] : 1;
         if (lengths[i] < 0 || lengths[i] > t->shape[i])
-            return emily_error(EMILY_ERR_SHAPE,
-                               "slice: length %lld at axis %d is out of range for shape %s",
+            return emily_error(EMILY_ERR_SHAPE, "slice: length %lld at axis %d is out of range for shape %s",
                                (long long)lengths[i], i, EMILY_SHAPE_STR(t));
         if (st < 1)
-            return emily_error(EMILY_ERR_ARGUMENT, "slice: stride at axis %d must be at least 1, got %lld",
-                               i, (long long)st);
+            return emily_error(EMILY_ERR_ARGUMENT, "slice: stride at axis %d must be at least 1, got %lld", i,
+                               (long long)st);
     }
     int64_t *buf = scratch(op, t->rank, &s);
     if (!buf) return s;

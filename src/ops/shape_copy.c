@@ -8,17 +8,17 @@
 #include "ops/common.h"
 
 /* dst <- src through the engine (no-op for zero elements). */
-static emily_status copy_into(const emily_engine *e, emily_tensor *dst, const emily_tensor *src,
-                              const char *op) {
+static emily_status copy_into(const emily_engine *e, emily_tensor *dst, const emily_tensor *src, const char *op) {
     if (dst->size == 0) return EMILY_OK;
-    if (!emi_engine_supports(e, EMI_KERNEL_COPY, 0, src->dtype)) return emily_error(EMILY_ERR_UNSUPPORTED, "%s: the %s engine has no copy kernel", op, e->name);
+    if (!emi_engine_supports(e, EMI_KERNEL_COPY, 0, src->dtype))
+        return emily_error(EMILY_ERR_UNSUPPORTED, "%s: the %s engine has no copy kernel", op, e->name);
     return e->copy->copy(dst, src);
 }
 
 /* ---- pad ---------------------------------------------------------------- */
 
-emily_status emily_pad(const emily_tensor *t, const emily_tensor *value, const int64_t *lo,
-                       const int64_t *hi, const int64_t *interior, emily_tensor **out) {
+emily_status emily_pad(const emily_tensor *t, const emily_tensor *value, const int64_t *lo, const int64_t *hi,
+                       const int64_t *interior, emily_tensor **out) {
     const char *op = "pad";
     const emily_tensor *both[2] = {t, value};
     const emily_engine *e;
@@ -28,8 +28,7 @@ emily_status emily_pad(const emily_tensor *t, const emily_tensor *value, const i
         return emily_error(EMILY_ERR_SHAPE, "pad: the pad value must be a scalar, got shape %s",
                            EMILY_SHAPE_STR(value));
     int r = t->rank;
-    if (r > 0 && (!lo || !hi))
-        return emily_error(EMILY_ERR_ARGUMENT, "pad: low or high padding is NULL");
+    if (r > 0 && (!lo || !hi)) return emily_error(EMILY_ERR_ARGUMENT, "pad: low or high padding is NULL");
     int64_t *buf = malloc(sizeof(int64_t) * (6 * (size_t)r + 1));
     if (!buf) return emily_error(EMILY_ERR_MEMORY, "pad: out of host memory");
     int64_t *oshape = buf, *cnt = buf + r, *kmin = buf + 2 * r, *o0 = buf + 3 * r;
@@ -40,8 +39,8 @@ emily_status emily_pad(const emily_tensor *t, const emily_tensor *value, const i
         int64_t in = interior ? interior[i] : 0, d = t->shape[i];
         if (in < 0) {
             free(buf);
-            return emily_error(EMILY_ERR_ARGUMENT, "pad: interior padding at axis %d must be non-negative, got %lld",
-                               i, (long long)in);
+            return emily_error(EMILY_ERR_ARGUMENT, "pad: interior padding at axis %d must be non-negative, got %lld", i,
+                               (long long)in);
         }
         /* Nx.Shape.pad's size: d + (d - 1) * interior + lo + hi */
         int64_t grown;
@@ -113,9 +112,8 @@ emily_status emily_pad(const emily_tensor *t, const emily_tensor *value, const i
 /* Copies each of the n pieces (already of the output's rank, with the
  * output's shape except along `axis`) into consecutive slabs of a new
  * tensor of type dt. */
-static emily_status concat_pieces(const char *op, const emily_engine *e, int n,
-                                  emily_tensor *const *pieces, int axis, emily_dtype dt,
-                                  emily_tensor **out) {
+static emily_status concat_pieces(const char *op, const emily_engine *e, int n, emily_tensor *const *pieces, int axis,
+                                  emily_dtype dt, emily_tensor **out) {
     int r = pieces[0]->rank;
     int64_t *shape = malloc(sizeof(int64_t) * ((size_t)r + 1));
     if (!shape) return emily_error(EMILY_ERR_MEMORY, "%s: out of host memory", op);
@@ -147,9 +145,9 @@ static emily_status concat_pieces(const char *op, const emily_engine *e, int n,
  * (*ax, normalized against the output's rank: one more than the
  * inputs' when stacking) and the inputs' shapes, which must be equal
  * (concatenate: but along the axis). */
-static emily_status check_list(const char *op, bool stacking, int n, const emily_tensor *const *ts,
-                               int axis, emily_dtype out_type, emily_tensor **out,
-                               const emily_engine **e, emily_dtype *dt, int *ax) {
+static emily_status check_list(const char *op, bool stacking, int n, const emily_tensor *const *ts, int axis,
+                               emily_dtype out_type, emily_tensor **out, const emily_engine **e, emily_dtype *dt,
+                               int *ax) {
     emily_status s = emi_check_out(op, out);
     if (s) return s;
     if (n < 1 || !ts) return emily_error(EMILY_ERR_ARGUMENT, "%s: expected a non-empty list of tensors", op);
@@ -163,8 +161,7 @@ static emily_status check_list(const char *op, bool stacking, int n, const emily
     for (int k = 1; k < n; k++) m = emily_type_merge(m, ts[k]->dtype);
     *dt = out_type == EMILY_DTYPE_AUTO ? m : out_type;
     int r = ts[0]->rank;
-    if (r == 0 && !stacking)
-        return emily_error(EMILY_ERR_SHAPE, "concatenate: cannot concatenate scalars (rank 0)");
+    if (r == 0 && !stacking) return emily_error(EMILY_ERR_SHAPE, "concatenate: cannot concatenate scalars (rank 0)");
     if ((s = emi_norm_axis(op, axis, stacking ? r + 1 : r, ax))) return s;
     for (int k = 1; k < n; k++) {
         bool ok = ts[k]->rank == r;
@@ -172,17 +169,16 @@ static emily_status check_list(const char *op, bool stacking, int n, const emily
         if (ok) continue;
         char b[256];
         if (stacking)
-            return emily_error(EMILY_ERR_SHAPE, "stack: tensor %d has shape %s, expected %s like tensor 0",
-                               k, EMILY_SHAPE_STR(ts[k]), emi_shape_str(r, ts[0]->shape, b, sizeof b));
-        return emily_error(EMILY_ERR_SHAPE,
-                           "concatenate: tensor %d has shape %s, incompatible with %s along axis %d",
+            return emily_error(EMILY_ERR_SHAPE, "stack: tensor %d has shape %s, expected %s like tensor 0", k,
+                               EMILY_SHAPE_STR(ts[k]), emi_shape_str(r, ts[0]->shape, b, sizeof b));
+        return emily_error(EMILY_ERR_SHAPE, "concatenate: tensor %d has shape %s, incompatible with %s along axis %d",
                            k, EMILY_SHAPE_STR(ts[k]), emi_shape_str(r, ts[0]->shape, b, sizeof b), *ax);
     }
     return EMILY_OK;
 }
 
-emily_status emily_concatenate(int n, const emily_tensor *const *ts, int axis,
-                               emily_dtype out_type, emily_tensor **out) {
+emily_status emily_concatenate(int n, const emily_tensor *const *ts, int axis, emily_dtype out_type,
+                               emily_tensor **out) {
     const emily_engine *e;
     emily_dtype dt;
     int ax;
@@ -191,8 +187,7 @@ emily_status emily_concatenate(int n, const emily_tensor *const *ts, int axis,
     return concat_pieces("concatenate", e, n, (emily_tensor *const *)ts, ax, dt, out);
 }
 
-emily_status emily_stack(int n, const emily_tensor *const *ts, int axis, emily_dtype out_type,
-                         emily_tensor **out) {
+emily_status emily_stack(int n, const emily_tensor *const *ts, int axis, emily_dtype out_type, emily_tensor **out) {
     const char *op = "stack";
     const emily_engine *e;
     emily_dtype dt;
@@ -211,7 +206,11 @@ emily_status emily_stack(int n, const emily_tensor *const *ts, int axis, emily_d
     for (int k = 0; !s && k < n; k++) {
         /* each input gains an axis of size 1 at `ax` */
         for (int i = 0, j = 0; i <= r; i++) {
-            if (i == ax) { shape[i] = 1; strides[i] = 0; continue; }
+            if (i == ax) {
+                shape[i] = 1;
+                strides[i] = 0;
+                continue;
+            }
             shape[i] = ts[k]->shape[j];
             strides[i] = ts[k]->strides[j];
             j++;
@@ -227,9 +226,8 @@ emily_status emily_stack(int n, const emily_tensor *const *ts, int axis, emily_d
 
 /* ---- put_slice ---------------------------------------------------------- */
 
-emily_status emily_put_slice(const emily_tensor *t, const int64_t *starts,
-                             const emily_tensor *update, emily_dtype out_type,
-                             emily_tensor **out) {
+emily_status emily_put_slice(const emily_tensor *t, const int64_t *starts, const emily_tensor *update,
+                             emily_dtype out_type, emily_tensor **out) {
     const char *op = "put_slice";
     const emily_tensor *both[2] = {t, update};
     const emily_engine *e;

@@ -12,8 +12,7 @@ static const char *const tensor_name[] = {"tensor"};
 
 static emily_status check_sortable(const char *op, const emily_tensor *t) {
     if (emily_dtype_is_complex(t->dtype))
-        return emily_error(EMILY_ERR_TYPE, "%s: complex tensors (%s) cannot be sorted", op,
-                           emily_dtype_name(t->dtype));
+        return emily_error(EMILY_ERR_TYPE, "%s: complex tensors (%s) cannot be sorted", op, emily_dtype_name(t->dtype));
     return EMILY_OK;
 }
 
@@ -25,8 +24,8 @@ static emily_status check_direction(const char *op, emily_sort_direction d) {
 
 /* Common checks of sort and argsort; *ax is the normalized axis. */
 static emily_status sort_prologue(const char *op, emi_kernel kernel, const emily_tensor *t, int axis,
-                                  emily_sort_direction d, emily_tensor **out,
-                                  const struct emily_sort_kernels **k, int *ax) {
+                                  emily_sort_direction d, emily_tensor **out, const struct emily_sort_kernels **k,
+                                  int *ax) {
     const emily_engine *e;
     emily_status s = emi_check_args(op, out, 1, &t, tensor_name);
     if (!s) s = check_sortable(op, t);
@@ -52,8 +51,8 @@ static emily_status as_row(const emily_tensor *t, emily_tensor **v) {
 }
 
 /* Runs kind 0 (sort) or 1 (argsort) on src/dst, viewing rank 0 as a row. */
-static emily_status run_sort(const struct emily_sort_kernels *k, int kind, emily_tensor *dst,
-                             const emily_tensor *src, int axis, bool desc) {
+static emily_status run_sort(const struct emily_sort_kernels *k, int kind, emily_tensor *dst, const emily_tensor *src,
+                             int axis, bool desc) {
     if (src->size == 0) return EMILY_OK;
     emily_tensor *sv = NULL, *dv = NULL;
     emily_status s = EMILY_OK;
@@ -69,8 +68,8 @@ done:
     return s;
 }
 
-emily_status emily_sort(const emily_tensor *t, int axis, emily_sort_direction direction,
-                        bool stable, emily_tensor **out) {
+emily_status emily_sort(const emily_tensor *t, int axis, emily_sort_direction direction, bool stable,
+                        emily_tensor **out) {
     (void)stable; /* every sort is stable */
     const char *op = "sort";
     const struct emily_sort_kernels *k = NULL;
@@ -94,8 +93,8 @@ static emily_status index_type(const char *op, emily_dtype in, emily_dtype *out)
     return EMILY_OK;
 }
 
-emily_status emily_argsort(const emily_tensor *t, int axis, emily_sort_direction direction,
-                           bool stable, emily_dtype out_type, emily_tensor **out) {
+emily_status emily_argsort(const emily_tensor *t, int axis, emily_sort_direction direction, bool stable,
+                           emily_dtype out_type, emily_tensor **out) {
     (void)stable;
     const char *op = "argsort";
     const struct emily_sort_kernels *k = NULL;
@@ -109,8 +108,8 @@ emily_status emily_argsort(const emily_tensor *t, int axis, emily_sort_direction
     return emi_hand_out(run_sort(k, 1, o, t, ax, direction == EMILY_SORT_DESC), o, out);
 }
 
-emily_status emily_top_k(const emily_tensor *t, int64_t k, emily_dtype index_type_,
-                         emily_tensor **values, emily_tensor **indices) {
+emily_status emily_top_k(const emily_tensor *t, int64_t k, emily_dtype index_type_, emily_tensor **values,
+                         emily_tensor **indices) {
     const char *op = "top_k";
     const emily_engine *e;
     emily_status s = emi_check_out(op, values);
@@ -120,11 +119,9 @@ emily_status emily_top_k(const emily_tensor *t, int64_t k, emily_dtype index_typ
     if (s) return s;
     if (t->rank < 1) return emily_error(EMILY_ERR_SHAPE, "%s: the input must have rank 1 or more", op);
     int64_t last = t->shape[t->rank - 1];
-    if (k < 1)
-        return emily_error(EMILY_ERR_ARGUMENT, "%s: k must be at least 1, got %lld", op, (long long)k);
+    if (k < 1) return emily_error(EMILY_ERR_ARGUMENT, "%s: k must be at least 1, got %lld", op, (long long)k);
     if (k > last)
-        return emily_error(EMILY_ERR_ARGUMENT,
-                           "%s: k (%lld) is larger than the last axis of the input %s", op,
+        return emily_error(EMILY_ERR_ARGUMENT, "%s: k (%lld) is larger than the last axis of the input %s", op,
                            (long long)k, EMILY_SHAPE_STR(t));
     emily_dtype it;
     if ((s = index_type(op, index_type_, &it))) return s;

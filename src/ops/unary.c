@@ -50,8 +50,7 @@ emily_status emily_unary_type(emily_unary_op op, emily_dtype t, emily_dtype *out
     case EMI_UNARY_RULE_ABS: r = cplx ? emily_type_to_real(t) : t; break;
     case EMI_UNARY_RULE_INTEGER:
         if (!emily_dtype_is_integer(t))
-            return emily_error(EMILY_ERR_TYPE, "%s: expects an integer type, got %s", name,
-                               emily_dtype_name(t));
+            return emily_error(EMILY_ERR_TYPE, "%s: expects an integer type, got %s", name, emily_dtype_name(t));
         r = t;
         break;
     case EMI_UNARY_RULE_ROUNDING:

@@ -24,27 +24,23 @@ static emily_status check_list(const char *op, const char *what, int rank, const
     if (!v) return EMILY_OK;
     for (int d = 0; d < rank; d++)
         if (v[d] < 1)
-            return emily_error(EMILY_ERR_ARGUMENT, "%s: %s must be positive, got %lld on axis %d", op,
-                               what, (long long)v[d], d);
+            return emily_error(EMILY_ERR_ARGUMENT, "%s: %s must be positive, got %lld on axis %d", op, what,
+                               (long long)v[d], d);
     return EMILY_OK;
 }
 
 /* Validates the window configuration against t and computes the output
  * shape (rank entries). */
-static emily_status window_shape(const char *op, const emily_tensor *t, int rank,
-                                 const int64_t *window, const int64_t *strides,
-                                 const int64_t *pad_lo, const int64_t *pad_hi,
+static emily_status window_shape(const char *op, const emily_tensor *t, int rank, const int64_t *window,
+                                 const int64_t *strides, const int64_t *pad_lo, const int64_t *pad_hi,
                                  const int64_t *dilations, int64_t *out_shape) {
     emily_status s;
     if (rank != t->rank)
-        return emily_error(EMILY_ERR_SHAPE,
-                           "%s: the window has rank %d but the tensor %s has rank %d", op, rank,
+        return emily_error(EMILY_ERR_SHAPE, "%s: the window has rank %d but the tensor %s has rank %d", op, rank,
                            EMILY_SHAPE_STR(t), t->rank);
     if (rank > WINDOW_MAX_RANK)
-        return emily_error(EMILY_ERR_SHAPE, "%s: rank %d is above the supported %d", op, rank,
-                           WINDOW_MAX_RANK);
-    if (rank > 0 && !window)
-        return emily_error(EMILY_ERR_ARGUMENT, "%s: window dimensions are NULL", op);
+        return emily_error(EMILY_ERR_SHAPE, "%s: rank %d is above the supported %d", op, rank, WINDOW_MAX_RANK);
+    if (rank > 0 && !window) return emily_error(EMILY_ERR_ARGUMENT, "%s: window dimensions are NULL", op);
     if ((s = check_list(op, "window dimensions", rank, window))) return s;
     if ((s = check_list(op, "strides", rank, strides))) return s;
     if ((s = check_list(op, "window dilations", rank, dilations))) return s;
@@ -52,22 +48,18 @@ static emily_status window_shape(const char *op, const emily_tensor *t, int rank
         int64_t lo = pad_lo ? pad_lo[d] : 0, hi = pad_hi ? pad_hi[d] : 0;
         int64_t dil = dilations ? dilations[d] : 1, st = strides ? strides[d] : 1;
         int64_t padded, span, eff;
-        if (__builtin_add_overflow(lo, hi, &padded) ||
-            __builtin_add_overflow(padded, t->shape[d], &padded))
+        if (__builtin_add_overflow(lo, hi, &padded) || __builtin_add_overflow(padded, t->shape[d], &padded))
             return emily_error(EMILY_ERR_ARGUMENT, "%s: padding on axis %d overflows", op, d);
         if (padded < 0)
-            return emily_error(EMILY_ERR_SHAPE,
-                               "%s: padding {%lld, %lld} makes axis %d of %s negative (%lld)", op,
-                               (long long)lo, (long long)hi, d, EMILY_SHAPE_STR(t),
-                               (long long)padded);
+            return emily_error(EMILY_ERR_SHAPE, "%s: padding {%lld, %lld} makes axis %d of %s negative (%lld)", op,
+                               (long long)lo, (long long)hi, d, EMILY_SHAPE_STR(t), (long long)padded);
         if (__builtin_mul_overflow(window[d] - 1, dil, &span) || __builtin_add_overflow(span, 1, &eff))
             return emily_error(EMILY_ERR_ARGUMENT, "%s: dilated window on axis %d overflows", op, d);
         if (eff > padded)
             return emily_error(EMILY_ERR_SHAPE,
                                "%s: the window (%lld, dilated to %lld) is larger than axis %d "
                                "of %s after padding (%lld): the result would be empty",
-                               op, (long long)window[d], (long long)eff, d, EMILY_SHAPE_STR(t),
-                               (long long)padded);
+                               op, (long long)window[d], (long long)eff, d, EMILY_SHAPE_STR(t), (long long)padded);
         out_shape[d] = (padded - eff) / st + 1;
     }
     return EMILY_OK;
@@ -89,9 +81,8 @@ static const int64_t *or_fill(const int64_t *given, int64_t *buf, int rank, int6
     return buf;
 }
 
-emily_status emily_window_reduce(emily_window_op op, const emily_tensor *t, int rank,
-                                 const int64_t *window, const int64_t *strides,
-                                 const int64_t *pad_lo, const int64_t *pad_hi,
+emily_status emily_window_reduce(emily_window_op op, const emily_tensor *t, int rank, const int64_t *window,
+                                 const int64_t *strides, const int64_t *pad_lo, const int64_t *pad_hi,
                                  const int64_t *dilations, emily_tensor **out) {
     const char *name = reduce_name(op);
     const emily_engine *e;
@@ -112,12 +103,11 @@ emily_status emily_window_reduce(emily_window_op op, const emily_tensor *t, int 
 
 /* emily_window_sum, _product, _max and _min: emily_window_reduce with
  * their op. */
-#define WINDOW_REDUCE_ENTRY(name, OP)                                                             \
-    emily_status emily_window_##name(const emily_tensor *t, int rank, const int64_t *window,      \
-                                     const int64_t *strides, const int64_t *pad_lo,               \
-                                     const int64_t *pad_hi, const int64_t *dilations,             \
-                                     emily_tensor **out) {                                        \
-        return emily_window_reduce(OP, t, rank, window, strides, pad_lo, pad_hi, dilations, out); \
+#define WINDOW_REDUCE_ENTRY(name, OP)                                                                                \
+    emily_status emily_window_##name(const emily_tensor *t, int rank, const int64_t *window, const int64_t *strides, \
+                                     const int64_t *pad_lo, const int64_t *pad_hi, const int64_t *dilations,         \
+                                     emily_tensor **out) {                                                           \
+        return emily_window_reduce(OP, t, rank, window, strides, pad_lo, pad_hi, dilations, out);                    \
     }
 WINDOW_REDUCE_ENTRY(sum, EMILY_WINDOW_SUM)
 WINDOW_REDUCE_ENTRY(product, EMILY_WINDOW_PRODUCT)
@@ -126,9 +116,8 @@ WINDOW_REDUCE_ENTRY(min, EMILY_WINDOW_MIN)
 #undef WINDOW_REDUCE_ENTRY
 
 static emily_status window_scatter(bool is_max, const emily_tensor *t, const emily_tensor *source,
-                                   const emily_tensor *init, int rank, const int64_t *window,
-                                   const int64_t *strides, const int64_t *pad_lo,
-                                   const int64_t *pad_hi, emily_tensor **out) {
+                                   const emily_tensor *init, int rank, const int64_t *window, const int64_t *strides,
+                                   const int64_t *pad_lo, const int64_t *pad_hi, emily_tensor **out) {
     const char *name = is_max ? "window_scatter_max" : "window_scatter_min";
     emily_status s;
     if ((s = emi_check_out(name, out))) return s;
@@ -154,9 +143,8 @@ static emily_status window_scatter(bool is_max, const emily_tensor *t, const emi
     bool match = source->rank == rank;
     for (int d = 0; match && d < rank; d++) match = source->shape[d] == shape[d];
     if (!match)
-        return emily_error(EMILY_ERR_SHAPE,
-                           "%s: source shape %s must match the window positions %s of tensor %s",
-                           name, EMILY_SHAPE_STR(source), emi_shape_str(rank, shape, (char[256]){0}, 256),
+        return emily_error(EMILY_ERR_SHAPE, "%s: source shape %s must match the window positions %s of tensor %s", name,
+                           EMILY_SHAPE_STR(source), emi_shape_str(rank, shape, (char[256]){0}, 256),
                            EMILY_SHAPE_STR(t));
     emily_dtype ot = emily_type_merge(source->dtype, init->dtype);
     const struct emily_window_kernels *k = NULL;
@@ -171,14 +159,12 @@ static emily_status window_scatter(bool is_max, const emily_tensor *t, const emi
 
 /* emily_window_scatter_max and _min: window_scatter, selecting the max or
  * the min. */
-#define WINDOW_SCATTER_ENTRY(name, IS_MAX)                                                          \
-    emily_status emily_window_scatter_##name(const emily_tensor *t, const emily_tensor *source,     \
-                                             const emily_tensor *init_value, int rank,              \
-                                             const int64_t *window, const int64_t *strides,         \
-                                             const int64_t *pad_lo, const int64_t *pad_hi,          \
-                                             emily_tensor **out) {                                  \
-        return window_scatter(IS_MAX, t, source, init_value, rank, window, strides, pad_lo, pad_hi, \
-                              out);                                                                 \
+#define WINDOW_SCATTER_ENTRY(name, IS_MAX)                                                                         \
+    emily_status emily_window_scatter_##name(const emily_tensor *t, const emily_tensor *source,                    \
+                                             const emily_tensor *init_value, int rank, const int64_t *window,      \
+                                             const int64_t *strides, const int64_t *pad_lo, const int64_t *pad_hi, \
+                                             emily_tensor **out) {                                                 \
+        return window_scatter(IS_MAX, t, source, init_value, rank, window, strides, pad_lo, pad_hi, out);          \
     }
 WINDOW_SCATTER_ENTRY(max, true)
 WINDOW_SCATTER_ENTRY(min, false)

@@ -8,12 +8,10 @@
  * would overwrite rows the caller meant to keep. */
 #include "ops/common.h"
 
-emily_status emily_write_slice(emily_tensor *target, const int64_t *starts,
-                               const emily_tensor *update) {
+emily_status emily_write_slice(emily_tensor *target, const int64_t *starts, const emily_tensor *update) {
     const char *op = "write_slice";
     if (!target || !update)
-        return emily_error(EMILY_ERR_ARGUMENT, "write_slice: %s is NULL",
-                           !target ? "the target" : "the update");
+        return emily_error(EMILY_ERR_ARGUMENT, "write_slice: %s is NULL", !target ? "the target" : "the update");
     const emily_engine *e;
     const emily_tensor *both[2] = {target, update};
     emily_status s = emi_check_same_device(op, 2, both, &e);
@@ -25,13 +23,13 @@ emily_status emily_write_slice(emily_tensor *target, const int64_t *starts,
                            emily_dtype_name(update->dtype), emily_dtype_name(target->dtype));
     int r = target->rank;
     if (update->rank != r)
-        return emily_error(EMILY_ERR_SHAPE, "write_slice: an update of shape %s into a target of shape %s (ranks differ)",
+        return emily_error(EMILY_ERR_SHAPE,
+                           "write_slice: an update of shape %s into a target of shape %s (ranks differ)",
                            EMILY_SHAPE_STR(update), EMILY_SHAPE_STR(target));
     if (r > 0 && !starts) return emily_error(EMILY_ERR_ARGUMENT, "write_slice: start indices are NULL");
     int64_t off = target->offset;
     for (int i = 0; i < r; i++) {
-        if (starts[i] < 0 || update->shape[i] > target->shape[i] ||
-            starts[i] > target->shape[i] - update->shape[i])
+        if (starts[i] < 0 || update->shape[i] > target->shape[i] || starts[i] > target->shape[i] - update->shape[i])
             return emily_error(EMILY_ERR_SHAPE,
                                "write_slice: an update of shape %s at start %lld of axis %d does not fit "
                                "in the target of shape %s",

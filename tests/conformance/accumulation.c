@@ -44,9 +44,16 @@ bool f64_sum_rule_op(const char *op) {
 /* The tensors of a call that are multiplied and summed (dot, conv), or
  * the one that is summed (j == i). */
 static void operand_positions(const char *op, size_t *i, size_t *j) {
-    if (strcmp(op, "dot") == 0) { *i = 0; *j = 3; }
-    else if (strcmp(op, "conv") == 0) { *i = 0; *j = 1; }
-    else { *i = 0; *j = 0; }
+    if (strcmp(op, "dot") == 0) {
+        *i = 0;
+        *j = 3;
+    } else if (strcmp(op, "conv") == 0) {
+        *i = 0;
+        *j = 1;
+    } else {
+        *i = 0;
+        *j = 0;
+    }
 }
 
 /* The option `key` of a call's trailing opts, or NULL. */
@@ -62,11 +69,9 @@ static const emily_value *option(const emily_value *args, size_t nargs, const ch
  * contract axes), the kernel's elements per output channel for conv, the
  * input's elements per output element for sum, the axis's length for
  * cumulative_sum and the window's elements for window_sum. */
-static int64_t terms_per_output(const char *op, const emily_value *args, size_t nargs,
-                                int64_t out_elements) {
+static int64_t terms_per_output(const char *op, const emily_value *args, size_t nargs, int64_t out_elements) {
     const emily_tensor *x = args[0].tensor;
-    if (strcmp(op, "sum") == 0)
-        return out_elements > 0 ? emily_tensor_size(x) / out_elements : 0;
+    if (strcmp(op, "sum") == 0) return out_elements > 0 ? emily_tensor_size(x) / out_elements : 0;
     if (strcmp(op, "cumulative_sum") == 0) {
         const emily_value *axis = option(args, nargs, "axis");
         int r = emily_tensor_rank(x);
@@ -126,19 +131,25 @@ static double part_value(emily_dtype part, const unsigned char *p) {
 
 /* The spacing of floats of `part` at v (one ULP). */
 static double ulp_at(emily_dtype part, double v) {
-    int mant = part == EMILY_F16 ? 11 : part == EMILY_BF16 ? 8 : part == EMILY_F32 ? 24
-             : part == EMILY_F8_E5M2 ? 3 : part == EMILY_F8_E4M3FN ? 4 : 53;
-    int min_exp = part == EMILY_F16 || part == EMILY_F8_E5M2 ? -14 : part == EMILY_F8_E4M3FN ? -6
-                : part == EMILY_BF16 || part == EMILY_F32 ? -126 : -1022;
+    int mant = part == EMILY_F16         ? 11
+               : part == EMILY_BF16      ? 8
+               : part == EMILY_F32       ? 24
+               : part == EMILY_F8_E5M2   ? 3
+               : part == EMILY_F8_E4M3FN ? 4
+                                         : 53;
+    int min_exp = part == EMILY_F16 || part == EMILY_F8_E5M2 ? -14
+                  : part == EMILY_F8_E4M3FN                  ? -6
+                  : part == EMILY_BF16 || part == EMILY_F32  ? -126
+                                                             : -1022;
     int e;
     frexp(fabs(v), &e); /* v = f * 2^e, f in [0.5, 1) */
     if (e - 1 < min_exp) e = min_exp + 1;
     return ldexp(1.0, e - mant);
 }
 
-bool accumulation_close(const char *op, emily_device dev, const emily_value *out_template,
-                        const emily_value *args, size_t nargs, emily_dtype out_type, const void *got, const void *want, size_t n,
-                        bool fast, char *msg, size_t ms) {
+bool accumulation_close(const char *op, emily_device dev, const emily_value *out_template, const emily_value *args,
+                        size_t nargs, emily_dtype out_type, const void *got, const void *want, size_t n, bool fast,
+                        char *msg, size_t ms) {
     size_t ia, ib;
     operand_positions(op, &ia, &ib);
     if (ib >= nargs || args[ia].kind != EMILY_V_TENSOR || args[ib].kind != EMILY_V_TENSOR) {
@@ -147,8 +158,8 @@ bool accumulation_close(const char *op, emily_device dev, const emily_value *out
     }
     const emily_tensor *a = args[ia].tensor, *b = args[ib].tensor;
     bool products = ia != ib;
-    bool complex = products && (emily_dtype_is_complex(emily_tensor_dtype(a)) ||
-                                emily_dtype_is_complex(emily_tensor_dtype(b)));
+    bool complex = products &&
+                   (emily_dtype_is_complex(emily_tensor_dtype(a)) || emily_dtype_is_complex(emily_tensor_dtype(b)));
     emily_dtype part = out_type == EMILY_C64 ? EMILY_F32 : out_type == EMILY_C128 ? EMILY_F64 : out_type;
     /* FAST sums f16, bf16, f32 and c64 in f32, f64 and c128 in f64 */
     double u = part == EMILY_F64 ? ldexp(1.0, -53) : ldexp(1.0, -24);
@@ -196,8 +207,8 @@ bool accumulation_close(const char *op, emily_device dev, const emily_value *out
             ok = fabs(g - w) <= allowed;
         }
         if (!ok)
-            snprintf(msg, ms, "element %zu: got %.17g, want %.17g, beyond the accumulation bound %.3g",
-                     i / parts, g, w, bound_per_sum * mag[i / parts]);
+            snprintf(msg, ms, "element %zu: got %.17g, want %.17g, beyond the accumulation bound %.3g", i / parts, g, w,
+                     bound_per_sum * mag[i / parts]);
     }
     free(mag);
 done:

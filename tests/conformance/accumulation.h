@@ -20,8 +20,8 @@ bool f64_sum_rule_op(const char *op);
  * computed from the call's own operands (args); out_template is the
  * call's (one EMILY_V_TEMPLATE). On failure writes the first element
  * beyond it into msg. */
-bool accumulation_close(const char *op, emily_device dev, const emily_value *out_template,
-                        const emily_value *args, size_t nargs, emily_dtype out_type, const void *got, const void *want, size_t n,
-                        bool fast, char *msg, size_t ms);
+bool accumulation_close(const char *op, emily_device dev, const emily_value *out_template, const emily_value *args,
+                        size_t nargs, emily_dtype out_type, const void *got, const void *want, size_t n, bool fast,
+                        char *msg, size_t ms);
 
 #endif

@@ -41,8 +41,8 @@ static bool float_close(emily_dtype dt, const unsigned char *g, const unsigned c
     return d <= compare_max_ulp(dt);
 }
 
-bool compare_data(const char *op, emily_dtype dtype, const void *got, const void *want, size_t n,
-                  char *msg, size_t msgsize) {
+bool compare_data(const char *op, emily_dtype dtype, const void *got, const void *want, size_t n, char *msg,
+                  size_t msgsize) {
     size_t es = emily_dtype_size(dtype);
     const unsigned char *g = got, *w = want;
     if (emily_dtype_bits(dtype) < 8) { /* packed sub-byte integers: bit for bit */

@@ -16,8 +16,8 @@ bool compare_is_exact_op(const char *op);
  * exact ops: bitwise. Otherwise integers bitwise and floats within
  * max_ulp(dtype) units in the last place, NaN == NaN. On mismatch writes
  * the first differing element into msg. */
-bool compare_data(const char *op, emily_dtype dtype, const void *got, const void *want, size_t n,
-                  char *msg, size_t msgsize);
+bool compare_data(const char *op, emily_dtype dtype, const void *got, const void *want, size_t n, char *msg,
+                  size_t msgsize);
 
 /* The tolerance in ULP for float arithmetic of a dtype. */
 int compare_max_ulp(emily_dtype dtype);

@@ -13,7 +13,10 @@ corpus_file *corpus_file_open(const char *path) {
     corpus_file *f = malloc(sizeof *f);
     if (!f) return NULL;
     f->gz = gzopen(path, "rb");
-    if (!f->gz) { free(f); return NULL; }
+    if (!f->gz) {
+        free(f);
+        return NULL;
+    }
     gzbuffer(f->gz, 1 << 17);
     return f;
 }

@@ -9,7 +9,10 @@ static void *track(jv_tree *t, void *p) {
     if (t->nallocs == t->cap) {
         size_t cap = t->cap ? t->cap * 2 : 16;
         void **a = realloc(t->allocs, cap * sizeof *a);
-        if (!a) { free(p); return NULL; }
+        if (!a) {
+            free(p);
+            return NULL;
+        }
         t->allocs = a;
         t->cap = cap;
     }
@@ -92,8 +95,8 @@ static double number_of(const emily_value *v) {
     return NAN;
 }
 
-static int decode(jv_tree *t, const json_t *j, emily_value *v, emily_device dev, bool as_template,
-                  char *err, size_t es) {
+static int decode(jv_tree *t, const json_t *j, emily_value *v, emily_device dev, bool as_template, char *err,
+                  size_t es) {
     memset(v, 0, sizeof *v);
     if (as_template && json_is_object(j) && json_object_get(j, "type")) {
         v->kind = EMILY_V_TEMPLATE;
@@ -103,13 +106,30 @@ static int decode(jv_tree *t, const json_t *j, emily_value *v, emily_device dev,
         v->shape = dims;
         return 0;
     }
-    if (json_is_null(j)) { v->kind = EMILY_V_NIL; return 0; }
-    if (json_is_boolean(j)) { v->kind = EMILY_V_BOOL; v->b = json_is_true(j); return 0; }
-    if (json_is_integer(j)) { v->kind = EMILY_V_INT; v->i = json_integer_value(j); return 0; }
-    if (json_is_real(j)) { v->kind = EMILY_V_FLOAT; v->f = json_real_value(j); return 0; }
+    if (json_is_null(j)) {
+        v->kind = EMILY_V_NIL;
+        return 0;
+    }
+    if (json_is_boolean(j)) {
+        v->kind = EMILY_V_BOOL;
+        v->b = json_is_true(j);
+        return 0;
+    }
+    if (json_is_integer(j)) {
+        v->kind = EMILY_V_INT;
+        v->i = json_integer_value(j);
+        return 0;
+    }
+    if (json_is_real(j)) {
+        v->kind = EMILY_V_FLOAT;
+        v->f = json_real_value(j);
+        return 0;
+    }
     const json_t *arr = NULL;
-    if (json_is_array(j)) { arr = j; v->kind = EMILY_V_LIST; }
-    else if (json_is_object(j) && (arr = json_object_get(j, "tuple"))) v->kind = EMILY_V_TUPLE;
+    if (json_is_array(j)) {
+        arr = j;
+        v->kind = EMILY_V_LIST;
+    } else if (json_is_object(j) && (arr = json_object_get(j, "tuple"))) v->kind = EMILY_V_TUPLE;
     if (arr) {
         size_t n = json_array_size(arr);
         v->n = n;
@@ -152,8 +172,14 @@ static int decode(jv_tree *t, const json_t *j, emily_value *v, emily_device dev,
         emily_tensor *tt;
         emily_status s = emily_from_binary(dev, dt, rank, dims, bytes, nb, &tt);
         free(bytes);
-        if (s) { snprintf(err, es, "tensor argument: %s", emily_last_error()); return -1; }
-        if (track_tensor(t, tt)) { emily_tensor_release(tt); goto oom; }
+        if (s) {
+            snprintf(err, es, "tensor argument: %s", emily_last_error());
+            return -1;
+        }
+        if (track_tensor(t, tt)) {
+            emily_tensor_release(tt);
+            goto oom;
+        }
         v->kind = EMILY_V_TENSOR;
         v->tensor = tt;
         return 0;
@@ -161,11 +187,18 @@ static int decode(jv_tree *t, const json_t *j, emily_value *v, emily_device dev,
     if ((x = json_object_get(j, "int"))) {
         const char *s = json_string_value(x);
         if (!s) goto bad;
-        if (s[0] == '-') { v->kind = EMILY_V_INT; v->i = strtoll(s, NULL, 10); }
-        else {
+        if (s[0] == '-') {
+            v->kind = EMILY_V_INT;
+            v->i = strtoll(s, NULL, 10);
+        } else {
             unsigned long long u = strtoull(s, NULL, 10);
-            if (u > INT64_MAX) { v->kind = EMILY_V_UINT; v->u = u; }
-            else { v->kind = EMILY_V_INT; v->i = (int64_t)u; }
+            if (u > INT64_MAX) {
+                v->kind = EMILY_V_UINT;
+                v->u = u;
+            } else {
+                v->kind = EMILY_V_INT;
+                v->i = (int64_t)u;
+            }
         }
         return 0;
     }
@@ -203,10 +236,12 @@ oom:
     return -1;
 }
 
-int jv_decode(jv_tree *tree, const json_t *json, emily_device device, bool as_template, char *err,
-              size_t errsize) {
+int jv_decode(jv_tree *tree, const json_t *json, emily_device device, bool as_template, char *err, size_t errsize) {
     tree->root = track(tree, calloc(1, sizeof(emily_value)));
-    if (!tree->root) { snprintf(err, errsize, "out of memory"); return -1; }
+    if (!tree->root) {
+        snprintf(err, errsize, "out of memory");
+        return -1;
+    }
     return decode(tree, json, tree->root, device, as_template, err, errsize);
 }
 
@@ -214,15 +249,17 @@ json_t *jv_encode_tensor(const emily_tensor *t) {
     size_t nb = emily_dtype_binary_size(emily_tensor_dtype(t), emily_tensor_size(t));
     unsigned char *bytes = malloc(nb ? nb : 1);
     if (!bytes) return NULL;
-    if (emily_to_binary(t, bytes, nb)) { free(bytes); return NULL; }
+    if (emily_to_binary(t, bytes, nb)) {
+        free(bytes);
+        return NULL;
+    }
     char *b64 = b64_encode(bytes, nb);
     free(bytes);
     if (!b64) return NULL;
     json_t *shape = json_array();
-    for (int i = 0; i < emily_tensor_rank(t); i++)
-        json_array_append_new(shape, json_integer(emily_tensor_shape(t)[i]));
-    json_t *o = json_pack("{s:s, s:o, s:s}", "type", emily_dtype_name(emily_tensor_dtype(t)),
-                          "shape", shape, "data", b64);
+    for (int i = 0; i < emily_tensor_rank(t); i++) json_array_append_new(shape, json_integer(emily_tensor_shape(t)[i]));
+    json_t *o = json_pack("{s:s, s:o, s:s}", "type", emily_dtype_name(emily_tensor_dtype(t)), "shape", shape, "data",
+                          b64);
     free(b64);
     return o;
 }

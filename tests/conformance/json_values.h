@@ -18,8 +18,7 @@ typedef struct jv_tree {
 
 /* Decodes `json` (an argument, or templates when as_template). Returns 0
  * or -1 with a message in err. */
-int jv_decode(jv_tree *tree, const json_t *json, emily_device device, bool as_template,
-              char *err, size_t errsize);
+int jv_decode(jv_tree *tree, const json_t *json, emily_device device, bool as_template, char *err, size_t errsize);
 void jv_free(jv_tree *tree);
 
 char *b64_encode(const unsigned char *data, size_t n);

@@ -40,9 +40,7 @@ static const pm_op checked_ops[] = {
 };
 #define N_CHECKED_OPS (sizeof checked_ops / sizeof *checked_ops)
 
-bool property_checked_op(const char *op) {
-    return pm_op_find(checked_ops, N_CHECKED_OPS, op) != NULL;
-}
+bool property_checked_op(const char *op) { return pm_op_find(checked_ops, N_CHECKED_OPS, op) != NULL; }
 
 const char *property_description(const char *op) {
     const pm_op *row = pm_op_find(checked_ops, N_CHECKED_OPS, op);
@@ -91,8 +89,8 @@ static double jacobi_bound(const double *vals, int64_t n, int64_t i, double eta)
 
 /* ---- qr ---------------------------------------------------------------- */
 
-static void check_qr(pm_check *c, const emily_tensor *at, const emily_value *opts,
-                     const emily_dispatch_result *got, const json_t *expected) {
+static void check_qr(pm_check *c, const emily_tensor *at, const emily_value *opts, const emily_dispatch_result *got,
+                     const json_t *expected) {
     const int64_t *as = emily_tensor_shape(at);
     int rank = emily_tensor_rank(at);
     int64_t m = as[rank - 2], n = as[rank - 1], k = m < n ? m : n;
@@ -111,11 +109,10 @@ static void check_qr(pm_check *c, const emily_tensor *at, const emily_value *opt
         for (int64_t i = 0; i < rr; i++)
             for (int64_t j = 0; j < n && j < i; j++)
                 if (R[i * n + j].re != 0 || R[i * n + j].im != 0)
-                    pm_fail(c, "matrix %lld: R[%lld][%lld] = %g below the diagonal", (long long)b,
-                         (long long)i, (long long)j, zabs(R[i * n + j]));
+                    pm_fail(c, "matrix %lld: R[%lld][%lld] = %g below the diagonal", (long long)b, (long long)i,
+                            (long long)j, zabs(R[i * n + j]));
         double orth = orth_cols(Q, m, qc);
-        if (orth > 16 * d * u)
-            pm_fail(c, "matrix %lld: |Q^H Q - I| = %.3g > %.3g", (long long)b, orth, 16 * d * u);
+        if (orth > 16 * d * u) pm_fail(c, "matrix %lld: |Q^H Q - I| = %.3g > %.3g", (long long)b, orth, 16 * d * u);
         bool zeroed = false;
         for (int64_t i = 0; i < m * qc; i++) zeroed |= Q[i].re == 0 && Q[i].im == 0;
         for (int64_t i = 0; i < rr; i++)
@@ -129,8 +126,7 @@ static void check_qr(pm_check *c, const emily_tensor *at, const emily_value *opt
                 double e = zabs(zsub(s, A[i * n + j]));
                 if (e > worst) worst = e;
             }
-        if (worst > tol)
-            pm_fail(c, "matrix %lld: |QR - A| = %.3g > %.3g", (long long)b, worst, tol);
+        if (worst > tol) pm_fail(c, "matrix %lld: |QR - A| = %.3g > %.3g", (long long)b, worst, tol);
         if (!c->ok || !qe) continue;
         /* R's rows and Q's first k columns are unique up to a unit factor
          * per index where A has full column rank; the reference itself is
@@ -156,14 +152,18 @@ static void check_qr(pm_check *c, const emily_tensor *at, const emily_value *opt
             for (int64_t j = i; j < n; j++) {
                 double diff = zabs(zsub(R[i * n + j], zmul(ph, RE[i * n + j])));
                 if (diff > tol_r)
-                    pm_fail(c, "matrix %lld: R[%lld][%lld] differs from the corpus's by %.3g (up to "
-                         "sign) > %.3g", (long long)b, (long long)i, (long long)j, diff, tol_r);
+                    pm_fail(c,
+                            "matrix %lld: R[%lld][%lld] differs from the corpus's by %.3g (up to "
+                            "sign) > %.3g",
+                            (long long)b, (long long)i, (long long)j, diff, tol_r);
             }
             for (int64_t l = 0; l < m; l++) {
                 double diff = zabs(zsub(Q[l * qc + i], zmul(zconj(ph), QE[l * qc + i])));
                 if (diff > tol_q)
-                    pm_fail(c, "matrix %lld: Q[%lld][%lld] differs from the corpus's by %.3g (up to "
-                         "sign) > %.3g", (long long)b, (long long)l, (long long)i, diff, tol_q);
+                    pm_fail(c,
+                            "matrix %lld: Q[%lld][%lld] differs from the corpus's by %.3g (up to "
+                            "sign) > %.3g",
+                            (long long)b, (long long)l, (long long)i, diff, tol_q);
             }
         }
     }
@@ -181,8 +181,8 @@ static void check_qr(pm_check *c, const emily_tensor *at, const emily_value *opt
  * of the Gram matrix's eigenvalues, so values up to 1.0e-2 become 0. */
 #define NX_SVD_JACOBI_EPS 1.0e-4
 
-static void check_svd(pm_check *c, const emily_tensor *at, const emily_value *opts,
-                      const emily_dispatch_result *got, const json_t *expected) {
+static void check_svd(pm_check *c, const emily_tensor *at, const emily_value *opts, const emily_dispatch_result *got,
+                      const json_t *expected) {
     const int64_t *as = emily_tensor_shape(at);
     int rank = emily_tensor_rank(at);
     int64_t m = as[rank - 2], n = as[rank - 1], k = m < n ? m : n;
@@ -201,8 +201,7 @@ static void check_svd(pm_check *c, const emily_tensor *at, const emily_value *op
         double scale = pm_fro(A, m * n);
         for (int64_t i = 0; i < k; i++) {
             if (Sb[i].im != 0 || !(Sb[i].re >= 0))
-                pm_fail(c, "matrix %lld: s[%lld] = %g is not a nonnegative real", (long long)b,
-                     (long long)i, Sb[i].re);
+                pm_fail(c, "matrix %lld: s[%lld] = %g is not a nonnegative real", (long long)b, (long long)i, Sb[i].re);
             if (i && Sb[i].re > Sb[i - 1].re)
                 pm_fail(c, "matrix %lld: s is not in descending order at %lld", (long long)b, (long long)i);
         }
@@ -236,8 +235,8 @@ static void check_svd(pm_check *c, const emily_tensor *at, const emily_value *op
             double diff = fabs(Sb[i].re - SE[i].re);
             if (SE[i].re == 0 && Sb[i].re <= zero_at + tol_s) continue;
             if (diff > tol_s)
-                pm_fail(c, "matrix %lld: s[%lld] = %.17g, the corpus has %.17g (|diff| %.3g > %.3g)",
-                     (long long)b, (long long)i, Sb[i].re, SE[i].re, diff, tol_s);
+                pm_fail(c, "matrix %lld: s[%lld] = %.17g, the corpus has %.17g (|diff| %.3g > %.3g)", (long long)b,
+                        (long long)i, Sb[i].re, SE[i].re, diff, tol_s);
         }
     }
     free(a);
@@ -255,8 +254,8 @@ static int cmp_double(const void *x, const void *y) {
     return a < b ? -1 : a > b;
 }
 
-static void check_eigh(pm_check *c, const emily_tensor *at, const emily_value *opts,
-                       const emily_dispatch_result *got, const json_t *expected) {
+static void check_eigh(pm_check *c, const emily_tensor *at, const emily_value *opts, const emily_dispatch_result *got,
+                       const json_t *expected) {
     const int64_t *as = emily_tensor_shape(at);
     int rank = emily_tensor_rank(at);
     int64_t n = as[rank - 1];
@@ -275,8 +274,8 @@ static void check_eigh(pm_check *c, const emily_tensor *at, const emily_value *o
             if (Wb[i].im != 0 || isnan(Wb[i].re))
                 pm_fail(c, "matrix %lld: eigenvalue %lld is not real", (long long)b, (long long)i);
             if (i && fabs(Wb[i].re) > fabs(Wb[i - 1].re))
-                pm_fail(c, "matrix %lld: eigenvalues are not ordered by decreasing magnitude at %lld",
-                     (long long)b, (long long)i);
+                pm_fail(c, "matrix %lld: eigenvalues are not ordered by decreasing magnitude at %lld", (long long)b,
+                        (long long)i);
         }
         double ov = orth_cols(Vb, n, n);
         if (ov > 16 * d * u) pm_fail(c, "matrix %lld: |V^H V - I| = %.3g > %.3g", (long long)b, ov, 16 * d * u);
@@ -303,8 +302,8 @@ static void check_eigh(pm_check *c, const emily_tensor *at, const emily_value *o
             double diff = fabs(s1[i] - s2[i]);
             if (s2[i] == 0 && fabs(s1[i]) <= jeps + tol_w) continue; /* zeroed by the reference */
             if (diff > tol_w)
-                pm_fail(c, "matrix %lld: eigenvalue %.17g, the corpus has %.17g (|diff| %.3g > %.3g)",
-                     (long long)b, s1[i], s2[i], diff, tol_w);
+                pm_fail(c, "matrix %lld: eigenvalue %.17g, the corpus has %.17g (|diff| %.3g > %.3g)", (long long)b,
+                        s1[i], s2[i], diff, tol_w);
         }
     }
     free(a);
@@ -315,9 +314,8 @@ static void check_eigh(pm_check *c, const emily_tensor *at, const emily_value *o
     free(s2);
 }
 
-bool property_check_expected(const char *op, const emily_value *args, size_t nargs,
-                             const emily_dispatch_result *got, const json_t *expected, char *msg,
-                             size_t msgsize) {
+bool property_check_expected(const char *op, const emily_value *args, size_t nargs, const emily_dispatch_result *got,
+                             const json_t *expected, char *msg, size_t msgsize) {
     if (property_exact_op(op)) return property_exact_check(op, args, nargs, got, expected, msg, msgsize);
     pm_check c = {.msg = msg, .size = msgsize, .ok = true};
     if (msgsize) msg[0] = 0;
@@ -337,7 +335,7 @@ bool property_check_expected(const char *op, const emily_value *args, size_t nar
     return c.ok;
 }
 
-bool property_check(const char *op, const emily_value *args, size_t nargs,
-                    const emily_dispatch_result *got, char *msg, size_t msgsize) {
+bool property_check(const char *op, const emily_value *args, size_t nargs, const emily_dispatch_result *got, char *msg,
+                    size_t msgsize) {
     return property_check_expected(op, args, nargs, got, NULL, msg, msgsize);
 }

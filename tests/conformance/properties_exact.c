@@ -82,20 +82,18 @@ static void matmul(const zd *a, const zd *b, zd *c, int64_t r, int64_t m, int64_
 }
 
 /* kappa_inf of an n x n matrix (INFINITY if singular). */
-static double cond_inf(const zd *a, int64_t n) {
-    return pm_norm_inf(a, n) * pm_inverse_norm_inf(a, n);
-}
+static double cond_inf(const zd *a, int64_t n) { return pm_norm_inf(a, n) * pm_inverse_norm_inf(a, n); }
 
 /* The forward comparison with the corpus: x (count elements) against
  * xe, the problem's condition number kappa. */
-static void forward(pm_check *c, const char *what, int64_t b, const zd *x, const zd *xe, int64_t count,
-                    int64_t n, double u, double kappa, double extra) {
+static void forward(pm_check *c, const char *what, int64_t b, const zd *x, const zd *xe, int64_t count, int64_t n,
+                    double u, double kappa, double extra) {
     if (!(kappa * u <= 1.0 / (16.0 * (double)n))) return; /* no digits to compare */
     double tol = 32.0 * (double)n * u * kappa * pm_max_abs(xe, count) + extra;
     double d = max_diff(x, xe, count);
     if (d > tol)
-        pm_fail(c, "matrix %lld: %s differs from the corpus's by %.3g > %.3g (cond %.3g)", (long long)b, what, d,
-                tol, kappa);
+        pm_fail(c, "matrix %lld: %s differs from the corpus's by %.3g > %.3g (cond %.3g)", (long long)b, what, d, tol,
+                kappa);
 }
 
 /* ---- lu ---------------------------------------------------------------- */
@@ -104,7 +102,8 @@ static void check_lu(pm_check *c, const emily_tensor *at, const emily_dispatch_r
     int64_t n = emily_tensor_shape(at)[emily_tensor_rank(at) - 1], nn = n * n;
     double u = pm_unit_roundoff(emily_tensor_dtype(got->tensors[1]));
     zd *a = pm_load(at), *p = pm_load(got->tensors[0]), *l = pm_load(got->tensors[1]);
-    zd *up = pm_load(got->tensors[2]), *lu = malloc((size_t)(nn + 1) * sizeof *lu), *plu = malloc((size_t)(nn + 1) * sizeof *plu);
+    zd *up = pm_load(got->tensors[2]), *lu = malloc((size_t)(nn + 1) * sizeof *lu),
+       *plu = malloc((size_t)(nn + 1) * sizeof *plu);
     if (!a || !p || !l || !up || !lu || !plu) pm_fail(c, "could not read the tensors");
     for (int64_t b = 0; c->ok && b < pm_batch_count(at); b++) {
         const zd *A = a + b * nn, *P = p + b * nn, *L = l + b * nn, *U = up + b * nn;
@@ -119,15 +118,15 @@ static void check_lu(pm_check *c, const emily_tensor *at, const emily_dispatch_r
                 col += y.re == 1;
                 zd lij = L[i * n + j];
                 if (j > i && (lij.re != 0 || lij.im != 0))
-                    pm_fail(c, "matrix %lld: l[%lld][%lld] above the diagonal is not 0", (long long)b,
-                            (long long)i, (long long)j);
+                    pm_fail(c, "matrix %lld: l[%lld][%lld] above the diagonal is not 0", (long long)b, (long long)i,
+                            (long long)j);
                 if (j == i && (lij.re != 1 || lij.im != 0))
-                    pm_fail(c, "matrix %lld: l[%lld][%lld] on the diagonal is not 1", (long long)b,
-                            (long long)i, (long long)j);
+                    pm_fail(c, "matrix %lld: l[%lld][%lld] on the diagonal is not 1", (long long)b, (long long)i,
+                            (long long)j);
                 zd uij = U[i * n + j];
                 if (j < i && (uij.re != 0 || uij.im != 0))
-                    pm_fail(c, "matrix %lld: u[%lld][%lld] below the diagonal is not 0", (long long)b,
-                            (long long)i, (long long)j);
+                    pm_fail(c, "matrix %lld: u[%lld][%lld] below the diagonal is not 0", (long long)b, (long long)i,
+                            (long long)j);
             }
             if (row != 1 || col != 1)
                 pm_fail(c, "matrix %lld: p is not a permutation (row/column %lld)", (long long)b, (long long)i);
@@ -159,12 +158,12 @@ static void check_cholesky(pm_check *c, const emily_tensor *at, const emily_disp
             for (int64_t j = 0; j < n; j++) h[i * n + j] = i >= j ? A[i * n + j] : zconj(A[j * n + i]);
         for (int64_t i = 0; i < n; i++) {
             if (L[i * n + i].im != 0 || !(L[i * n + i].re >= 0))
-                pm_fail(c, "matrix %lld: l[%lld][%lld] = %g%+gi is not a non-negative real", (long long)b,
-                        (long long)i, (long long)i, L[i * n + i].re, L[i * n + i].im);
+                pm_fail(c, "matrix %lld: l[%lld][%lld] = %g%+gi is not a non-negative real", (long long)b, (long long)i,
+                        (long long)i, L[i * n + i].re, L[i * n + i].im);
             for (int64_t j = i + 1; j < n; j++)
                 if (L[i * n + j].re != 0 || L[i * n + j].im != 0)
-                    pm_fail(c, "matrix %lld: l[%lld][%lld] above the diagonal is not 0", (long long)b,
-                            (long long)i, (long long)j);
+                    pm_fail(c, "matrix %lld: l[%lld][%lld] above the diagonal is not 0", (long long)b, (long long)i,
+                            (long long)j);
         }
         for (int64_t i = 0; i < n; i++)
             for (int64_t j = 0; j < n; j++) llh[i * n + j] = pm_row_row_conj(L, n, i, j, n);
@@ -189,8 +188,8 @@ static void check_cholesky(pm_check *c, const emily_tensor *at, const emily_disp
 
 /* The residual check and the forward comparison of a linear system
  * m . x = bb (left) or x . m = bb (right), x rows x cols. */
-static void check_system(pm_check *c, int64_t b, const zd *M, const zd *X, const zd *B, const zd *XE,
-                         int64_t n, int64_t rows, int64_t cols, bool left, double u, zd *work) {
+static void check_system(pm_check *c, int64_t b, const zd *M, const zd *X, const zd *B, const zd *XE, int64_t n,
+                         int64_t rows, int64_t cols, bool left, double u, zd *work) {
     int64_t count = rows * cols;
     if (left) matmul(M, X, work, n, n, cols);
     else matmul(X, M, work, rows, n, n);
@@ -241,8 +240,7 @@ static void check_solve(pm_check *c, const char *op, const emily_value *args, si
                 zd v = kept ? A[si * n + sj] : (zd){0, 0};
                 m[i * n + j] = conjugate ? zconj(v) : v;
             }
-        check_system(c, b, m, x + b * count, bb + b * count, xe ? xe + b * count : NULL, n, rows, cols, left, u,
-                     work);
+        check_system(c, b, m, x + b * count, bb + b * count, xe ? xe + b * count : NULL, n, rows, cols, left, u, work);
     }
     free(a), free(bb), free(x), free(xe), free(m), free(work);
 }
@@ -283,7 +281,8 @@ static void check_determinant(pm_check *c, const emily_tensor *at, const emily_d
     int64_t n = emily_tensor_shape(at)[emily_tensor_rank(at) - 1], nn = n * n;
     const emily_tensor *dt = got->tensors[0];
     double u = pm_unit_roundoff(emily_tensor_dtype(dt));
-    zd *a = pm_load(at), *det = pm_load(dt), *de = expected ? pm_load_expected(expected, 0, emily_tensor_size(dt)) : NULL;
+    zd *a = pm_load(at), *det = pm_load(dt),
+       *de = expected ? pm_load_expected(expected, 0, emily_tensor_size(dt)) : NULL;
     zd *m = malloc((size_t)(nn + 1) * sizeof *m);
     if (!a || !det || !m) pm_fail(c, "could not read the tensors");
     else if (expected && !de) pm_fail(c, "could not read the corpus result");
@@ -303,9 +302,8 @@ static void check_determinant(pm_check *c, const emily_tensor *at, const emily_d
             double tol = 16.0 * dn * dn * u * hadamard + 16.0 * (dn + 1) * u * zabs(want);
             double d = zabs(zsub(det[b], want));
             if (!(d <= tol))
-                pm_fail(c, "matrix %lld: det %.9g%+.9gi, %s %.9g%+.9gi (|diff| %.3g > %.3g)", (long long)b,
-                        det[b].re, det[b].im, k ? "the corpus has" : "double-precision LU gives", want.re, want.im,
-                        d, tol);
+                pm_fail(c, "matrix %lld: det %.9g%+.9gi, %s %.9g%+.9gi (|diff| %.3g > %.3g)", (long long)b, det[b].re,
+                        det[b].im, k ? "the corpus has" : "double-precision LU gives", want.re, want.im, d, tol);
         }
     }
     free(a), free(det), free(de), free(m);

@@ -57,8 +57,7 @@ zd *pm_load_expected(const json_t *expected, size_t k, int64_t want_size) {
     if (!data) return NULL;
     emily_tensor *t = NULL;
     zd *out = NULL;
-    if (!emily_from_binary(EMILY_CPU, dt, rank, shape, data, nbytes, &t) &&
-        emily_tensor_size(t) == want_size)
+    if (!emily_from_binary(EMILY_CPU, dt, rank, shape, data, nbytes, &t) && emily_tensor_size(t) == want_size)
         out = pm_load(t);
     emily_tensor_release(t);
     free(data);
@@ -144,8 +143,7 @@ double pm_inverse_norm_inf(const zd *a, int64_t n) {
     zd *m = malloc((size_t)(n * 2 * n + 1) * sizeof *m);
     if (!m) return INFINITY;
     for (int64_t i = 0; i < n; i++)
-        for (int64_t j = 0; j < 2 * n; j++)
-            m[i * 2 * n + j] = j < n ? a[i * n + j] : (zd){j - n == i ? 1 : 0, 0};
+        for (int64_t j = 0; j < 2 * n; j++) m[i * 2 * n + j] = j < n ? a[i * n + j] : (zd){j - n == i ? 1 : 0, 0};
     double result = 0;
     for (int64_t k = 0; k < n && result == 0; k++) {
         int64_t p = k;

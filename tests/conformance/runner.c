@@ -40,9 +40,7 @@ static bool op_selected(const char *ops, const char *op) {
     return false;
 }
 
-static int ntemplates(const emily_value *out) {
-    return out->kind == EMILY_V_TEMPLATE ? 1 : (int)out->n;
-}
+static int ntemplates(const emily_value *out) { return out->kind == EMILY_V_TEMPLATE ? 1 : (int)out->n; }
 static const emily_value *template_at(const emily_value *out, int k) {
     return out->kind == EMILY_V_TEMPLATE ? out : &out->items[k];
 }
@@ -66,8 +64,8 @@ typedef struct call_ctx {
     size_t nargs;
 } call_ctx;
 
-static bool check_result(const char *op, const json_t *result, const emily_dispatch_result *got,
-                         const call_ctx *call, char *msg, size_t ms) {
+static bool check_result(const char *op, const json_t *result, const emily_dispatch_result *got, const call_ctx *call,
+                         char *msg, size_t ms) {
     size_t n = json_is_array(result) ? json_array_size(result) : 1;
     if ((size_t)got->n != n) {
         snprintf(msg, ms, "%d outputs, want %zu", got->n, n);
@@ -78,7 +76,8 @@ static bool check_result(const char *op, const json_t *result, const emily_dispa
         emily_dtype dt = emily_dtype_from_name(json_string_value(json_object_get(r, "type")));
         const emily_tensor *t = got->tensors[k];
         if (emily_tensor_dtype(t) != dt) {
-            snprintf(msg, ms, "output %zu has type %s, want %s", k, emily_dtype_name(emily_tensor_dtype(t)), emily_dtype_name(dt));
+            snprintf(msg, ms, "output %zu has type %s, want %s", k, emily_dtype_name(emily_tensor_dtype(t)),
+                     emily_dtype_name(dt));
             return false;
         }
         size_t wn;
@@ -92,15 +91,15 @@ static bool check_result(const char *op, const json_t *result, const emily_dispa
             size_t ne = (size_t)emily_tensor_size(t);
             if (dot_fast && accumulation_rule_op(op) && n == 1 &&
                 (emily_dtype_is_float(dt) || emily_dtype_is_complex(dt)))
-                ok = accumulation_close(op, call->dev, call->out, call->args, call->nargs, dt, gotb, want, ne,
-                                        true, sub, sizeof sub);
+                ok = accumulation_close(op, call->dev, call->out, call->args, call->nargs, dt, gotb, want, ne, true,
+                                        sub, sizeof sub);
             else {
                 ok = compare_data(op, dt, gotb, want, ne, sub, sizeof sub);
                 /* f64/c128 sums: the reference's own error bound (the
                  * corpus README), where a few ULP do not hold */
                 if (!ok && n == 1 && (dt == EMILY_F64 || dt == EMILY_C128) && f64_sum_rule_op(op))
-                    ok = accumulation_close(op, call->dev, call->out, call->args, call->nargs, dt, gotb,
-                                            want, ne, false, sub, sizeof sub);
+                    ok = accumulation_close(op, call->dev, call->out, call->args, call->nargs, dt, gotb, want, ne,
+                                            false, sub, sizeof sub);
             }
             if (!ok) snprintf(msg, ms, "output %zu: %s", k, sub);
         }
@@ -126,8 +125,7 @@ static bool identical_result(const json_t *result, const emily_dispatch_result *
     for (size_t k = 0; same && k < n; k++) {
         const json_t *r = json_is_array(result) ? json_array_get(result, k) : result;
         const emily_tensor *t = got->tensors[k];
-        if (emily_tensor_dtype(t) != emily_dtype_from_name(json_string_value(json_object_get(r, "type"))))
-            return false;
+        if (emily_tensor_dtype(t) != emily_dtype_from_name(json_string_value(json_object_get(r, "type")))) return false;
         size_t wn, gn = emily_dtype_binary_size(emily_tensor_dtype(t), emily_tensor_size(t));
         unsigned char *want = b64_decode(json_string_value(json_object_get(r, "data")), &wn);
         unsigned char *gotb = malloc(gn ? gn : 1);
@@ -142,8 +140,8 @@ static bool identical_result(const json_t *result, const emily_dispatch_result *
  * calling the backend, which then sees a rank-0 s32/f32/c64 tensor. An
  * inference that matches only when such a scalar is typed that way is
  * the weak-scalar rule (docs/semantics.md). Returns true on a match. */
-static bool infer_with_weak_scalars(const char *op, emily_device dev, const emily_value *out,
-                                    emily_value *args, size_t nargs) {
+static bool infer_with_weak_scalars(const char *op, emily_device dev, const emily_value *out, emily_value *args,
+                                    size_t nargs) {
     const emily_tensor *other = NULL;
     for (size_t i = 0; i < nargs; i++)
         if (args[i].kind == EMILY_V_TENSOR && emily_tensor_rank(args[i].tensor) > 0) other = args[i].tensor;
@@ -154,7 +152,10 @@ static bool infer_with_weak_scalars(const char *op, emily_device dev, const emil
         if (emily_tensor_rank(s) != 0 || (st != EMILY_S32 && st != EMILY_F32 && st != EMILY_C64)) continue;
         emily_dtype base = EMILY_DTYPE_AUTO;
         for (size_t j = 0; j < nargs; j++)
-            if (j != i && args[j].kind == EMILY_V_TENSOR) { base = emily_tensor_dtype(args[j].tensor); break; }
+            if (j != i && args[j].kind == EMILY_V_TENSOR) {
+                base = emily_tensor_dtype(args[j].tensor);
+                break;
+            }
         if (other && base == EMILY_DTYPE_AUTO) base = emily_tensor_dtype(other);
         if (base == EMILY_DTYPE_AUTO) continue;
         emily_dtype weak;
@@ -234,8 +235,7 @@ static void free_with_method(with_method *x) {
     free(x->opt_keys);
 }
 
-static case_outcome run_case(const char *op, json_t *line, emily_device dev, json_t *emit_obj,
-                             char *msg, size_t ms) {
+static case_outcome run_case(const char *op, json_t *line, emily_device dev, json_t *emit_obj, char *msg, size_t ms) {
     if (!emily_dispatch_supports(op)) {
         snprintf(msg, ms, "callback not implemented");
         return CASE_SKIP;
@@ -279,10 +279,10 @@ static case_outcome run_case(const char *op, json_t *line, emily_device dev, jso
         json_object_set_new(emit_obj, "result", enc);
     }
     const json_t *want = json_object_get(line, "result");
-    bool ok = reference ? identical_result(want, &res)
-              : by_properties(op)
-                  ? (!force_properties && identical_result(want, &res)) || property_check_expected(op, argv, argc, &res, want, msg, ms)
-                  : check_result(op, want, &res, &(call_ctx){dev, out.root, argv, argc}, msg, ms);
+    bool ok = reference           ? identical_result(want, &res)
+              : by_properties(op) ? (!force_properties && identical_result(want, &res)) ||
+                                        property_check_expected(op, argv, argc, &res, want, msg, ms)
+                                  : check_result(op, want, &res, &(call_ctx){dev, out.root, argv, argc}, msg, ms);
     if (!ok && reference) snprintf(msg, ms, "not the reference's bits (--linalg reference)");
     emily_dispatch_result_release(&res);
     if (!ok) goto done;
@@ -311,7 +311,9 @@ done:
 }
 
 static void usage(void) {
-    fprintf(stderr, "usage: conformance [--device cpu|cuda[:N]] [--ops a,b,...] [--emit FILE] [--linalg lapack|reference] [--linalg-properties] [--dot-precision highest|fast] [-v] CORPUS.jsonl[.gz]...\n");
+    fprintf(
+        stderr,
+        "usage: conformance [--device cpu|cuda[:N]] [--ops a,b,...] [--emit FILE] [--linalg lapack|reference] [--linalg-properties] [--dot-precision highest|fast] [-v] CORPUS.jsonl[.gz]...\n");
 }
 
 int main(int argc, char **argv) {
@@ -321,25 +323,37 @@ int main(int argc, char **argv) {
     char **files = calloc((size_t)argc, sizeof *files);
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--device") == 0 && i + 1 < argc) {
-            if (emily_device_parse(argv[++i], &dev)) { fprintf(stderr, "%s\n", emily_last_error()); return 2; }
+            if (emily_device_parse(argv[++i], &dev)) {
+                fprintf(stderr, "%s\n", emily_last_error());
+                return 2;
+            }
         } else if (strcmp(argv[i], "--ops") == 0 && i + 1 < argc) ops = argv[++i];
         else if (strcmp(argv[i], "--emit") == 0 && i + 1 < argc) emit_path = argv[++i];
         else if (strcmp(argv[i], "-v") == 0) verbose++;
         else if (strcmp(argv[i], "--linalg") == 0 && i + 1 < argc) {
             const char *m = argv[++i];
             if (strcmp(m, "reference") == 0) linalg_reference = true;
-            else if (strcmp(m, "lapack") != 0) { usage(); return 2; }
-        }
-        else if (strcmp(argv[i], "--linalg-properties") == 0) exact_by_properties = force_properties = true;
+            else if (strcmp(m, "lapack") != 0) {
+                usage();
+                return 2;
+            }
+        } else if (strcmp(argv[i], "--linalg-properties") == 0) exact_by_properties = force_properties = true;
         else if (strcmp(argv[i], "--dot-precision") == 0 && i + 1 < argc) {
             const char *m = argv[++i];
             if (strcmp(m, "fast") == 0) dot_fast = true;
-            else if (strcmp(m, "highest") != 0) { usage(); return 2; }
-        }
-        else if (argv[i][0] == '-') { usage(); return 2; }
-        else files[nfiles++] = argv[i];
+            else if (strcmp(m, "highest") != 0) {
+                usage();
+                return 2;
+            }
+        } else if (argv[i][0] == '-') {
+            usage();
+            return 2;
+        } else files[nfiles++] = argv[i];
     }
-    if (!nfiles) { usage(); return 2; }
+    if (!nfiles) {
+        usage();
+        return 2;
+    }
     /* The corpus is the reference's bits: dot and conv run at HIGHEST
      * unless --dot-precision fast asks for the default precision. */
     emily_dot_set_precision(dot_fast ? EMILY_DOT_PRECISION_FAST : EMILY_DOT_PRECISION_HIGHEST);
@@ -349,33 +363,50 @@ int main(int argc, char **argv) {
         return 2;
     }
     FILE *emit = NULL;
-    if (emit_path && !(emit = fopen(emit_path, "w"))) { perror(emit_path); return 2; }
+    if (emit_path && !(emit = fopen(emit_path, "w"))) {
+        perror(emit_path);
+        return 2;
+    }
     long passed = 0, failed = 0, skipped = 0, weak = 0, index = 0;
     size_t cap = 1 << 16;
     char *buf = malloc(cap);
     for (int f = 0; f < nfiles; f++) {
         corpus_file *in = corpus_file_open(files[f]);
-        if (!in) { perror(files[f]); return 2; }
+        if (!in) {
+            perror(files[f]);
+            return 2;
+        }
         ssize_t len;
         while ((len = corpus_file_line(in, &buf, &cap)) > 0) {
             json_error_t jerr;
             json_t *line = json_loadb(buf, (size_t)len, 0, &jerr);
-            if (!line) { fprintf(stderr, "%s: bad JSON: %s\n", files[f], jerr.text); return 2; }
+            if (!line) {
+                fprintf(stderr, "%s: bad JSON: %s\n", files[f], jerr.text);
+                return 2;
+            }
             const char *op = json_string_value(json_object_get(line, "op"));
-            if (!op || !op_selected(ops, op)) { json_decref(line); continue; }
+            if (!op || !op_selected(ops, op)) {
+                json_decref(line);
+                continue;
+            }
             json_t *emit_obj = emit ? json_pack("{s:I, s:s}", "index", (json_int_t)index, "op", op) : NULL;
             char msg[1024] = "";
             case_outcome o = run_case(op, line, dev, emit_obj, msg, sizeof msg);
             op_stats *st = stats_for(op);
             switch (o) {
             case CASE_PASS_WEAK: st->weak++; weak++; /* fall through */
-            case CASE_PASS: st->passed++; passed++; break;
+            case CASE_PASS:
+                st->passed++;
+                passed++;
+                break;
             case CASE_SKIP:
-                st->skipped++; skipped++;
+                st->skipped++;
+                skipped++;
                 if (!st->skip_reason[0]) snprintf(st->skip_reason, sizeof st->skip_reason, "%.150s", msg);
                 break;
             case CASE_FAIL:
-                st->failed++; failed++;
+                st->failed++;
+                failed++;
                 if (verbose || st->failed <= 3)
                     fprintf(stderr, "FAIL %s #%ld (%s): %s\n", op, index,
                             json_string_value(json_object_get(line, "tag")), msg);
@@ -391,7 +422,10 @@ int main(int argc, char **argv) {
             json_decref(line);
             index++;
         }
-        if (len < 0) { fprintf(stderr, "%s: read error\n", files[f]); return 2; }
+        if (len < 0) {
+            fprintf(stderr, "%s: read error\n", files[f]);
+            return 2;
+        }
         corpus_file_close(in);
     }
     free(buf);
@@ -423,8 +457,7 @@ int main(int argc, char **argv) {
             if (stats[i].skipped) printf(" %s", stats[i].name);
         printf("\n");
         for (int i = 0; i < nstats; i++)
-            if (stats[i].skipped && stats[i].skip_reason[0])
-                printf("  %s: %s\n", stats[i].name, stats[i].skip_reason);
+            if (stats[i].skipped && stats[i].skip_reason[0]) printf("  %s: %s\n", stats[i].name, stats[i].skip_reason);
     }
     if (weak) printf("%ld passes inferred the output type with the weak-scalar rule (docs/semantics.md)\n", weak);
     printf("device %s: %ld passed, %ld failed, %ld skipped\n", dname, passed, failed, skipped);

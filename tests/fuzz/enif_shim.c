@@ -11,8 +11,20 @@
 #include <string.h>
 
 typedef enum {
-    ST_ATOM, ST_INT, ST_BIG, ST_FLOAT, ST_BIN, ST_BITS, ST_TUPLE, ST_NIL, ST_CONS,
-    ST_MAP, ST_REF, ST_PID, ST_PORT, ST_FUN
+    ST_ATOM,
+    ST_INT,
+    ST_BIG,
+    ST_FLOAT,
+    ST_BIN,
+    ST_BITS,
+    ST_TUPLE,
+    ST_NIL,
+    ST_CONS,
+    ST_MAP,
+    ST_REF,
+    ST_PID,
+    ST_PORT,
+    ST_FUN
 } sterm_kind;
 
 typedef struct sterm sterm;
@@ -24,13 +36,13 @@ struct sterm {
     double f;                   /* FLOAT */
     const unsigned char *bytes; /* ATOM: UTF-8; BIG: magnitude (LE); BIN/BITS: data; REF/PID/PORT/FUN: encoding */
     size_t len;
-    int bits;                   /* BITS: bits used in the last byte (1..7) */
-    bool local;                 /* REF: of this VM (a resource can be one) */
-    const char *latin1;         /* ATOM: NULL when a character is above 255 */
+    int bits;           /* BITS: bits used in the last byte (1..7) */
+    bool local;         /* REF: of this VM (a resource can be one) */
+    const char *latin1; /* ATOM: NULL when a character is above 255 */
     size_t latin1_len;
-    ERL_NIF_TERM *items;        /* TUPLE: n items; MAP: n keys then n values */
+    ERL_NIF_TERM *items; /* TUPLE: n items; MAP: n keys then n values */
     size_t n;
-    ERL_NIF_TERM head, tail;    /* CONS */
+    ERL_NIF_TERM head, tail; /* CONS */
 };
 
 #define T(term) ((const sterm *)(uintptr_t)(term))
@@ -110,11 +122,19 @@ static sterm *atom_utf8(ErlNifEnv *env, const unsigned char *s, size_t len) {
         unsigned c = s[i];
         uint32_t cp;
         size_t k;
-        if (c < 0x80) { cp = c; k = 1; }
-        else if ((c & 0xe0) == 0xc0) { cp = c & 0x1f; k = 2; }
-        else if ((c & 0xf0) == 0xe0) { cp = c & 0x0f; k = 3; }
-        else if ((c & 0xf8) == 0xf0) { cp = c & 0x07; k = 4; }
-        else return NULL;
+        if (c < 0x80) {
+            cp = c;
+            k = 1;
+        } else if ((c & 0xe0) == 0xc0) {
+            cp = c & 0x1f;
+            k = 2;
+        } else if ((c & 0xf0) == 0xe0) {
+            cp = c & 0x0f;
+            k = 3;
+        } else if ((c & 0xf8) == 0xf0) {
+            cp = c & 0x07;
+            k = 4;
+        } else return NULL;
         if (len - i < k) return NULL;
         for (size_t j = 1; j < k; j++) {
             if ((s[i + j] & 0xc0) != 0x80) return NULL;
@@ -170,8 +190,7 @@ static bool same(const sterm *a, const sterm *b, int depth) {
         case ST_PID:
         case ST_PORT:
         case ST_FUN:
-        case ST_BITS:
-            return a->len == b->len && a->bits == b->bits && memcmp(a->bytes, b->bytes, a->len) == 0;
+        case ST_BITS: return a->len == b->len && a->bits == b->bits && memcmp(a->bytes, b->bytes, a->len) == 0;
         case ST_TUPLE:
             if (a->n != b->n) return false;
             for (size_t i = 0; i < a->n; i++)
@@ -251,8 +270,7 @@ static bool atom_field(reader *r, int depth) {
 
 /* A term whose identity is its encoding (references, pids, ports, export
  * funs): `fixed` bytes after the atom(s). */
-static sterm *opaque(reader *r, const unsigned char *start, sterm_kind kind, int atoms, size_t fixed,
-                     int depth) {
+static sterm *opaque(reader *r, const unsigned char *start, sterm_kind kind, int atoms, size_t fixed, int depth) {
     for (int k = 0; k < atoms; k++)
         if (!atom_field(r, depth)) return NULL;
     if (!have(r, fixed)) return NULL;
@@ -300,7 +318,7 @@ static sterm *decode(reader *r, int depth) {
         if (t) t->i = v;
         return t;
     }
-    case 110: /* SMALL_BIG_EXT */
+    case 110:   /* SMALL_BIG_EXT */
     case 111: { /* LARGE_BIG_EXT */
         int w = tag == 110 ? 1 : 4;
         if (!have(r, (size_t)w + 1)) return NULL;
@@ -331,9 +349,9 @@ static sterm *decode(reader *r, int depth) {
         if (endp == s) return NULL;
         return float_term(env, f);
     }
-    case 100: /* ATOM_EXT */
-    case 115: /* SMALL_ATOM_EXT */
-    case 118: /* ATOM_UTF8_EXT */
+    case 100:   /* ATOM_EXT */
+    case 115:   /* SMALL_ATOM_EXT */
+    case 118:   /* ATOM_UTF8_EXT */
     case 119: { /* SMALL_ATOM_UTF8_EXT */
         int w = tag == 100 || tag == 118 ? 2 : 1;
         if (!have(r, (size_t)w)) return NULL;
@@ -372,7 +390,7 @@ static sterm *decode(reader *r, int depth) {
         r->p += n;
         return t;
     }
-    case 104: /* SMALL_TUPLE_EXT */
+    case 104:   /* SMALL_TUPLE_EXT */
     case 105: { /* LARGE_TUPLE_EXT */
         int w = tag == 104 ? 1 : 4;
         if (!have(r, (size_t)w)) return NULL;
@@ -391,8 +409,7 @@ static sterm *decode(reader *r, int depth) {
         }
         return t;
     }
-    case 106: /* NIL_EXT */
-        return new_term(env, ST_NIL);
+    case 106: /* NIL_EXT */ return new_term(env, ST_NIL);
     case 107: { /* STRING_EXT: a list of bytes */
         if (!have(r, 2)) return NULL;
         size_t n = be(r->p, 2);
@@ -435,8 +452,8 @@ static sterm *decode(reader *r, int depth) {
         }
         return t;
     }
-    case 90: /* NEWER_REFERENCE_EXT: Len, Node, Creation(4), ID(4 * Len) */
-    case 114: /* NEW_REFERENCE_EXT: Len, Node, Creation(1), ID(4 * Len) */
+    case 90:    /* NEWER_REFERENCE_EXT: Len, Node, Creation(4), ID(4 * Len) */
+    case 114:   /* NEW_REFERENCE_EXT: Len, Node, Creation(1), ID(4 * Len) */
     case 101: { /* REFERENCE_EXT: Node, ID(4), Creation(1) */
         size_t n = 1;
         if (tag != 101) {
@@ -479,8 +496,7 @@ static sterm *decode(reader *r, int depth) {
         t->len = (size_t)(r->p - start);
         return t;
     }
-    default: /* compressed terms, atom cache references, local funs */
-        return NULL;
+    default: /* compressed terms, atom cache references, local funs */ return NULL;
     }
 }
 
@@ -569,8 +585,14 @@ int enif_get_long(ErlNifEnv *env, ERL_NIF_TERM term, long *ip) {
 int enif_get_ulong(ErlNifEnv *env, ERL_NIF_TERM term, unsigned long *ip) {
     (void)env;
     const sterm *t = T(term);
-    if (t->kind == ST_INT && t->i >= 0) { *ip = (unsigned long)t->i; return 1; }
-    if (t->kind == ST_BIG && !t->neg && t->len <= 8) { *ip = (unsigned long)t->u; return 1; }
+    if (t->kind == ST_INT && t->i >= 0) {
+        *ip = (unsigned long)t->i;
+        return 1;
+    }
+    if (t->kind == ST_BIG && !t->neg && t->len <= 8) {
+        *ip = (unsigned long)t->u;
+        return 1;
+    }
     return 0;
 }
 int enif_get_double(ErlNifEnv *env, ERL_NIF_TERM term, double *dp) {

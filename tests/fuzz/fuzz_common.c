@@ -30,9 +30,7 @@ int64_t fuzz_shape_elements(int rank, const int64_t *shape) {
     return n;
 }
 
-static void add_sat(int64_t *total, int64_t n) {
-    *total = *total > INT64_MAX - n ? INT64_MAX : *total + n;
-}
+static void add_sat(int64_t *total, int64_t n) { *total = *total > INT64_MAX - n ? INT64_MAX : *total + n; }
 
 static bool int_ok(int64_t v) {
     uint64_t m = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
@@ -49,11 +47,36 @@ static bool tensor_int_ok(const emily_tensor *t) {
     switch (dt) {
     case EMILY_U8: v = raw[0]; break;
     case EMILY_S8: v = (int8_t)raw[0]; break;
-    case EMILY_U16: { uint16_t x; memcpy(&x, raw, 2); v = x; break; }
-    case EMILY_S16: { int16_t x; memcpy(&x, raw, 2); v = x; break; }
-    case EMILY_U32: { uint32_t x; memcpy(&x, raw, 4); v = x; break; }
-    case EMILY_S32: { int32_t x; memcpy(&x, raw, 4); v = x; break; }
-    case EMILY_U64: { uint64_t x; memcpy(&x, raw, 8); v = x > INT64_MAX ? INT64_MAX : (int64_t)x; break; }
+    case EMILY_U16: {
+        uint16_t x;
+        memcpy(&x, raw, 2);
+        v = x;
+        break;
+    }
+    case EMILY_S16: {
+        int16_t x;
+        memcpy(&x, raw, 2);
+        v = x;
+        break;
+    }
+    case EMILY_U32: {
+        uint32_t x;
+        memcpy(&x, raw, 4);
+        v = x;
+        break;
+    }
+    case EMILY_S32: {
+        int32_t x;
+        memcpy(&x, raw, 4);
+        v = x;
+        break;
+    }
+    case EMILY_U64: {
+        uint64_t x;
+        memcpy(&x, raw, 8);
+        v = x > INT64_MAX ? INT64_MAX : (int64_t)x;
+        break;
+    }
     default: memcpy(&v, raw, 8); break;
     }
     return int_ok(v);
@@ -62,23 +85,19 @@ static bool tensor_int_ok(const emily_tensor *t) {
 static bool scan(const emily_value *v, int64_t *total, int depth) {
     if (depth > 4096) return false;
     switch (v->kind) {
-    case EMILY_V_INT:
-        return int_ok(v->i);
+    case EMILY_V_INT: return int_ok(v->i);
     case EMILY_V_TENSOR:
         if (!v->tensor) return true;
         add_sat(total, emily_tensor_size(v->tensor));
         return tensor_int_ok(v->tensor);
-    case EMILY_V_TEMPLATE:
-        add_sat(total, fuzz_shape_elements(v->rank, v->shape));
-        return true;
+    case EMILY_V_TEMPLATE: add_sat(total, fuzz_shape_elements(v->rank, v->shape)); return true;
     case EMILY_V_TUPLE:
     case EMILY_V_LIST:
     case EMILY_V_OPTS:
         for (size_t i = 0; i < v->n; i++)
             if (!scan(&v->items[i], total, depth + 1)) return false;
         return true;
-    default:
-        return true;
+    default: return true;
     }
 }
 
@@ -93,8 +112,8 @@ bool fuzz_call_ok(const emily_value *out, const emily_value *args, size_t nargs)
 void fuzz_check_live(int64_t tensors, int64_t buffers, const char *what) {
     int64_t t = emily_live_tensors(), b = emily_live_buffers();
     if (t != tensors || b != buffers) {
-        fprintf(stderr, "%s: %lld tensor handles and %lld buffers alive after the input, %lld and %lld before\n",
-                what, (long long)t, (long long)b, (long long)tensors, (long long)buffers);
+        fprintf(stderr, "%s: %lld tensor handles and %lld buffers alive after the input, %lld and %lld before\n", what,
+                (long long)t, (long long)b, (long long)tensors, (long long)buffers);
         abort();
     }
 }

@@ -178,10 +178,23 @@ static bool bin_value(bin *b, emily_value *v, int depth) {
         v->tensor = t;
         return true;
     }
-    case 2: v->kind = EMILY_V_INT; v->i = (int8_t)byte(b); return true;
-    case 3: v->kind = EMILY_V_INT; v->i = i64(b); return true;
-    case 4: v->kind = EMILY_V_FLOAT; v->f = f64(b); return true;
-    case 5: v->kind = EMILY_V_ATOM; v->str = atoms[byte(b) % COUNT(atoms)]; v->len = strlen(v->str); return true;
+    case 2:
+        v->kind = EMILY_V_INT;
+        v->i = (int8_t)byte(b);
+        return true;
+    case 3:
+        v->kind = EMILY_V_INT;
+        v->i = i64(b);
+        return true;
+    case 4:
+        v->kind = EMILY_V_FLOAT;
+        v->f = f64(b);
+        return true;
+    case 5:
+        v->kind = EMILY_V_ATOM;
+        v->str = atoms[byte(b) % COUNT(atoms)];
+        v->len = strlen(v->str);
+        return true;
     case 6: return bin_items(b, v, EMILY_V_TUPLE, byte(b) % 4, depth);
     case 7: return bin_items(b, v, EMILY_V_LIST, byte(b) % 5, depth);
     case 8: {

@@ -157,10 +157,9 @@ static void write_seeds(const char *dir) {
         uint32_t type;
         uint64_t ne0, ne1;
         size_t nbytes;
-    } tensors[] = {{"q8_0", 8, 64, 2, 136},   {"q4_0", 2, 32, 3, 54},   {"q4_1", 3, 64, 1, 40},
-                   {"q4_k", 12, 256, 2, 288}, {"f32", 0, 3, 2, 24},     {"f16", 1, 4, 1, 8},
-                   {"bf16", 30, 2, 2, 8},     {"f64", 28, 2, 1, 16},    {"i8", 24, 5, 1, 5},
-                   {"i16", 25, 3, 1, 6},      {"i32", 26, 2, 2, 16},    {"i64", 27, 1, 1, 8},
+    } tensors[] = {{"q8_0", 8, 64, 2, 136},  {"q4_0", 2, 32, 3, 54}, {"q4_1", 3, 64, 1, 40}, {"q4_k", 12, 256, 2, 288},
+                   {"f32", 0, 3, 2, 24},     {"f16", 1, 4, 1, 8},    {"bf16", 30, 2, 2, 8},  {"f64", 28, 2, 1, 16},
+                   {"i8", 24, 5, 1, 5},      {"i16", 25, 3, 1, 6},   {"i32", 26, 2, 2, 16},  {"i64", 27, 1, 1, 8},
                    {"q6_k", 14, 256, 1, 210}};
     gw f = {0};
     gw_file(&f, 3, &k, 12, NULL, 0, 32);
@@ -180,8 +179,8 @@ static void write_seeds(const char *dir) {
 static void write_dict(const char *path) {
     FILE *f = fopen(path, "w");
     if (!f) return;
-    static const char *words[] = {"GGUF", "general.alignment", "general.architecture", "tokenizer.ggml.tokens",
-                                  "llama", "weight"};
+    static const char *words[] = {
+        "GGUF", "general.alignment", "general.architecture", "tokenizer.ggml.tokens", "llama", "weight"};
     for (size_t i = 0; i < sizeof words / sizeof *words; i++) fprintf(f, "\"%s\"\n", words[i]);
     fclose(f);
 }

@@ -59,15 +59,15 @@ static bool graph_ok(const emily_graph *g, int depth, int64_t *total) {
     if (depth > GRAPH_MAX_NESTING) return false;
     for (int32_t i = 0; i < g->nvalues; i++) {
         const graph_value *v = &g->values[i];
-        int64_t n = v->kind == GV_CONST ? emily_tensor_size(v->tensor)
-                    : v->kind == GV_PARAM ? fuzz_shape_elements(v->rank, v->shape) : 0;
+        int64_t n = v->kind == GV_CONST   ? emily_tensor_size(v->tensor)
+                    : v->kind == GV_PARAM ? fuzz_shape_elements(v->rank, v->shape)
+                                          : 0;
         *total += n;
         if (*total > GRAPH_MAX_ELEMENTS) return false;
     }
     for (int32_t i = 0; i < g->ncalls; i++) {
         const graph_call *c = &g->calls[i];
-        if (c->cond && (!graph_ok(c->cond, depth + 1, total) || !graph_ok(c->body, depth + 1, total)))
-            return false;
+        if (c->cond && (!graph_ok(c->cond, depth + 1, total) || !graph_ok(c->body, depth + 1, total))) return false;
         for (int b = 0; c->branches && b <= c->nclauses; b++)
             if (!graph_ok(c->branches[b], depth + 1, total)) return false;
         if (!c->cond && !c->branches && !fuzz_call_ok(&c->out, c->args, c->nargs)) return false;
@@ -107,8 +107,7 @@ static bool same_values(const emily_tensor *a, const emily_tensor *b) {
                 if (p && q && !emily_to_binary(wa, p, wn) && !emily_to_binary(wb, q, wn)) {
                     same = true;
                     for (size_t k = 0; same && k < wn / sizeof(double); k++)
-                        same = (isnan(p[k]) && isnan(q[k])) ||
-                               memcmp(&p[k], &q[k], sizeof(double)) == 0;
+                        same = (isnan(p[k]) && isnan(q[k])) || memcmp(&p[k], &q[k], sizeof(double)) == 0;
                 } else {
                     same = true; /* out of memory: nothing to compare */
                 }
@@ -226,8 +225,8 @@ static void seed_from_line(const char *dir, const char *name, const char *text, 
             if (v->kind != EMILY_V_TENSOR || !v->tensor) continue;
             int32_t id;
             const emily_tensor *t = v->tensor;
-            ok = emily_graph_add_param(g, emily_tensor_dtype(t), emily_tensor_rank(t), emily_tensor_shape(t),
-                                       &id) == EMILY_OK;
+            ok = emily_graph_add_param(g, emily_tensor_dtype(t), emily_tensor_rank(t), emily_tensor_shape(t), &id) ==
+                 EMILY_OK;
             *v = (emily_value){.kind = EMILY_V_REF, .i = id};
         }
         int32_t first;
@@ -320,8 +319,7 @@ static void seed_loop(const char *dir) {
     if (ok) {
         emily_graph *branches[2] = {then_g, else_g};
         then_g = else_g = NULL; /* the graph takes them */
-        ok = !emily_graph_add_cond(g, 1, &pred, branches, (size_t[]){1, 1},
-                                   (int32_t[]){loop + 1, loop + 1}, &picked) &&
+        ok = !emily_graph_add_cond(g, 1, &pred, branches, (size_t[]){1, 1}, (int32_t[]){loop + 1, loop + 1}, &picked) &&
              !emily_graph_set_outputs(g, 2, (int32_t[]){loop, picked});
     }
     if (ok) save(g, dir, "graph-loop");

@@ -65,12 +65,8 @@ static void round_trip(const emily_tensor *t) {
 static void walk(const emily_value *v, int depth) {
     check(depth < 4096, "tree deeper than the JSON");
     switch (v->kind) {
-    case EMILY_V_ATOM:
-        check(v->str != NULL, "an atom without a name");
-        break;
-    case EMILY_V_BINARY:
-        check(v->str != NULL || v->len == 0, "a binary without bytes");
-        break;
+    case EMILY_V_ATOM: check(v->str != NULL, "an atom without a name"); break;
+    case EMILY_V_BINARY: check(v->str != NULL || v->len == 0, "a binary without bytes"); break;
     case EMILY_V_TENSOR:
         check(v->tensor != NULL, "a tensor value without a tensor");
         round_trip(v->tensor);
@@ -87,8 +83,7 @@ static void walk(const emily_value *v, int depth) {
         check(v->items != NULL, "a list without items");
         for (size_t i = 0; i < v->n; i++) walk(&v->items[i], depth + 1);
         break;
-    default:
-        break;
+    default: break;
     }
 }
 

@@ -50,8 +50,7 @@ static emily_tensor *make(emily_dtype dt, int rank, const int64_t *shape) {
     int64_t n = 1;
     for (int i = 0; i < rank; i++) n *= shape[i];
     emily_tensor *t;
-    check(emily_from_binary(EMILY_CPU, dt, rank, shape, bytes, (size_t)n * emily_dtype_size(dt), &t) ==
-              EMILY_OK,
+    check(emily_from_binary(EMILY_CPU, dt, rank, shape, bytes, (size_t)n * emily_dtype_size(dt), &t) == EMILY_OK,
           "making the resource pool");
     return t;
 }
@@ -66,8 +65,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     check(atoms_env && env, "out of memory");
     nif_atoms_init(atoms_env);
     /* the tensor resources a reference can name (5: deallocated) */
-    static const int64_t s23[] = {2, 3}, s4[] = {4}, s22[] = {2, 2}, s33[] = {3, 3}, s213[] = {2, 1, 3},
-                         s03[] = {0, 3}, s6[] = {6};
+    static const int64_t s23[] = {2, 3}, s4[] = {4}, s22[] = {2, 2}, s33[] = {3, 3}, s213[] = {2, 1, 3}, s03[] = {0, 3},
+                         s6[] = {6};
     pool[0].t = make(EMILY_F32, 2, s23);
     pool[1].t = make(EMILY_S64, 1, s4);
     pool[2].t = make(EMILY_U8, 0, NULL);
@@ -94,8 +93,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
 static bool callback_name(ERL_NIF_TERM term, char name[64]) {
     ErlNifBinary b;
     if (enif_is_atom(env, term)) return enif_get_atom(env, term, name, 64, ERL_NIF_LATIN1) > 1;
-    if (!enif_inspect_binary(env, term, &b) || b.size == 0 || b.size > 63 || memchr(b.data, 0, b.size))
-        return false;
+    if (!enif_inspect_binary(env, term, &b) || b.size == 0 || b.size > 63 || memchr(b.data, 0, b.size)) return false;
     memcpy(name, b.data, b.size);
     name[b.size] = 0;
     return true;
@@ -109,15 +107,24 @@ static void dispatch(const char *name, ERL_NIF_TERM out_term, ERL_NIF_TERM args_
     emily_value out;
     emily_value *args = nif_arena_alloc(d, sizeof(emily_value) * (nargs + 1));
     if (!args) goto done;
-    if (!nif_decode_template(d, out_term, &out)) { failed(d); goto done; }
+    if (!nif_decode_template(d, out_term, &out)) {
+        failed(d);
+        goto done;
+    }
     ERL_NIF_TERM head, tail = args_term;
     for (unsigned i = 0; i < nargs; i++) {
         check(enif_get_list_cell(env, tail, &head, &tail), "a list shorter than its length");
-        if (!nif_decode_arg(d, i, head, &args[i])) { failed(d); goto done; }
+        if (!nif_decode_arg(d, i, head, &args[i])) {
+            failed(d);
+            goto done;
+        }
     }
     if (d->foreign || d->elements > FUZZ_MAX_ELEMENTS) goto done;
     emily_device device = d->have_device ? d->device : EMILY_CPU;
-    if (!nif_decoder_finish(d, device)) { failed(d); goto done; }
+    if (!nif_decoder_finish(d, device)) {
+        failed(d);
+        goto done;
+    }
     if (!fuzz_call_ok(&out, args, nargs)) goto done;
     emily_dispatch_result res = {0};
     if (emily_dispatch(name, device, &out, args, nargs, EMILY_DISPATCH_RUN, &res) == EMILY_OK) {
@@ -132,7 +139,7 @@ static void dispatch(const char *name, ERL_NIF_TERM out_term, ERL_NIF_TERM args_
                       dt == emily_tensor_dtype(t),
                   "a result's type does not read back");
             check(nif_term_to_shape(env, nif_shape_to_term(env, emily_tensor_rank(t), emily_tensor_shape(t)), &rank,
-                                &shape, d) &&
+                                    &shape, d) &&
                       rank == emily_tensor_rank(t) &&
                       (rank == 0 || memcmp(shape, emily_tensor_shape(t), sizeof *shape * (size_t)rank) == 0),
                   "a result's shape does not read back");
@@ -192,8 +199,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (enif_get_tuple(env, term, &arity, &el) && arity == 3 && callback_name(el[0], name) &&
             enif_get_list_length(env, el[2], &nargs))
             dispatch(name, el[1], el[2], nargs);
-        else
-            pieces(term);
+        else pieces(term);
     }
     shim_env_reset(env);
     fuzz_check_live(tensors, buffers, "fuzz_terms");

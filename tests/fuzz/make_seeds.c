@@ -38,14 +38,20 @@ static void put(buf *b, const void *data, size_t n) {
         size_t cap = b->cap ? b->cap : 256;
         while (cap < b->n + n) cap *= 2;
         unsigned char *p = realloc(b->p, cap);
-        if (!p) { fprintf(stderr, "make_seeds: out of memory\n"); exit(1); }
+        if (!p) {
+            fprintf(stderr, "make_seeds: out of memory\n");
+            exit(1);
+        }
         b->p = p;
         b->cap = cap;
     }
     memcpy(b->p + b->n, data, n);
     b->n += n;
 }
-static void put8(buf *b, unsigned v) { unsigned char c = (unsigned char)v; put(b, &c, 1); }
+static void put8(buf *b, unsigned v) {
+    unsigned char c = (unsigned char)v;
+    put(b, &c, 1);
+}
 static void put_be(buf *b, uint64_t v, int bytes) {
     for (int i = bytes - 1; i >= 0; i--) put8(b, (unsigned)(v >> (8 * i)) & 0xff);
 }
@@ -54,8 +60,14 @@ static void put_be(buf *b, uint64_t v, int bytes) {
 
 static void e_atom(buf *b, const char *s) {
     size_t n = strlen(s);
-    if (n < 256) { put8(b, 119); put8(b, (unsigned)n); }   /* SMALL_ATOM_UTF8_EXT */
-    else { put8(b, 118); put_be(b, n, 2); }                 /* ATOM_UTF8_EXT */
+    if (n < 256) {
+        put8(b, 119);
+        put8(b, (unsigned)n);
+    } /* SMALL_ATOM_UTF8_EXT */
+    else {
+        put8(b, 118);
+        put_be(b, n, 2);
+    } /* ATOM_UTF8_EXT */
     put(b, s, n);
 }
 static void e_big(buf *b, bool neg, uint64_t mag) {
@@ -68,9 +80,13 @@ static void e_big(buf *b, bool neg, uint64_t mag) {
     put(b, d, (size_t)n);
 }
 static void e_int(buf *b, int64_t v) {
-    if (v >= 0 && v <= 255) { put8(b, 97); put8(b, (unsigned)v); }
-    else if (v >= INT32_MIN && v <= INT32_MAX) { put8(b, 98); put_be(b, (uint32_t)(int32_t)v, 4); }
-    else e_big(b, v < 0, v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v);
+    if (v >= 0 && v <= 255) {
+        put8(b, 97);
+        put8(b, (unsigned)v);
+    } else if (v >= INT32_MIN && v <= INT32_MAX) {
+        put8(b, 98);
+        put_be(b, (uint32_t)(int32_t)v, 4);
+    } else e_big(b, v < 0, v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v);
 }
 static void e_float(buf *b, double f) {
     uint64_t bits;
@@ -79,12 +95,23 @@ static void e_float(buf *b, double f) {
     put_be(b, bits, 8);
 }
 static void e_tuple(buf *b, size_t n) {
-    if (n < 256) { put8(b, 104); put8(b, (unsigned)n); }
-    else { put8(b, 105); put_be(b, n, 4); }
+    if (n < 256) {
+        put8(b, 104);
+        put8(b, (unsigned)n);
+    } else {
+        put8(b, 105);
+        put_be(b, n, 4);
+    }
 }
-static void e_list(buf *b, size_t n) { put8(b, 108); put_be(b, n, 4); } /* then n items and a tail */
+static void e_list(buf *b, size_t n) {
+    put8(b, 108);
+    put_be(b, n, 4);
+} /* then n items and a tail */
 static void e_nil(buf *b) { put8(b, 106); }
-static void e_map(buf *b, size_t n) { put8(b, 116); put_be(b, n, 4); }
+static void e_map(buf *b, size_t n) {
+    put8(b, 116);
+    put_be(b, n, 4);
+}
 static void e_binary(buf *b, const unsigned char *d, size_t n) {
     put8(b, 109);
     put_be(b, n, 4);
@@ -126,9 +153,15 @@ static unsigned char *unbase64(const char *s, size_t *n) {
 static void e_type(buf *b, const char *name) {
     char kind[8] = "";
     size_t k = 0;
-    while (name && name[k] >= 'a' && name[k] <= 'z' && k < 7) { kind[k] = name[k]; k++; }
+    while (name && name[k] >= 'a' && name[k] <= 'z' && k < 7) {
+        kind[k] = name[k];
+        k++;
+    }
     kind[k] = 0;
-    if (!name || !name[k]) { b->bad = true; return; }
+    if (!name || !name[k]) {
+        b->bad = true;
+        return;
+    }
     e_tuple(b, 2);
     e_atom(b, kind);
     e_int(b, strtol(name + k, NULL, 10));
@@ -202,7 +235,10 @@ static void e_value(buf *b, const json_t *j) {
     else if ((x = json_object_get(j, "atom"))) e_atom(b, json_string_value(x) ? json_string_value(x) : "");
     else if ((x = json_object_get(j, "int"))) {
         const char *s = json_string_value(x);
-        if (!s) { b->bad = true; return; }
+        if (!s) {
+            b->bad = true;
+            return;
+        }
         errno = 0;
         if (s[0] == '-') e_int(b, strtoll(s, NULL, 10));
         else {
@@ -260,8 +296,7 @@ static void collect(const json_t *j) {
     if (!json_is_object(j)) return;
     json_object_foreach((json_t *)j, key, val) {
         word(key);
-        if (json_is_string(val) && strcmp(key, "data") != 0 && strcmp(key, "binary") != 0)
-            word(json_string_value(val));
+        if (json_is_string(val) && strcmp(key, "data") != 0 && strcmp(key, "binary") != 0) word(json_string_value(val));
         collect(val);
     }
 }
@@ -286,9 +321,25 @@ static void write_dicts(const char *outdir) {
         fprintf(stderr, "make_seeds: cannot write the dictionaries\n");
         exit(1);
     }
-    const char *more[] = {"true", "false", "null", "nan", "infinity", "neg_infinity", "nil", "__struct__",
-                          "Elixir.Nx.Tensor", "Elixir.Nx.BinaryBackend", "Elixir.Emily.Backend",
-                          "Elixir.Complex", "state", "ref", "bytes", "re", "im", "cpu", "cuda"};
+    const char *more[] = {"true",
+                          "false",
+                          "null",
+                          "nan",
+                          "infinity",
+                          "neg_infinity",
+                          "nil",
+                          "__struct__",
+                          "Elixir.Nx.Tensor",
+                          "Elixir.Nx.BinaryBackend",
+                          "Elixir.Emily.Backend",
+                          "Elixir.Complex",
+                          "state",
+                          "ref",
+                          "bytes",
+                          "re",
+                          "im",
+                          "cpu",
+                          "cuda"};
     for (size_t i = 0; i < sizeof more / sizeof *more; i++) word(more[i]);
     for (size_t i = 0; i < nwords; i++) {
         char q[80];
@@ -343,8 +394,7 @@ static void e_type_shape2(buf *b, const char *type, int64_t d0, int64_t d1) {
 /* Starts b as a call's term {:op, template, [arguments]} whose template
  * is `type` of shape {d0, d1}; the caller writes the nargs arguments and
  * ends the list (e_nil). */
-static void e_call_start(buf *b, const char *op, const char *type, int64_t d0, int64_t d1,
-                         size_t nargs) {
+static void e_call_start(buf *b, const char *op, const char *type, int64_t d0, int64_t d1, size_t nargs) {
     term_start(b);
     e_tuple(b, 3);
     e_atom(b, op);
@@ -458,7 +508,10 @@ int main(int argc, char **argv) {
             json_error_t err;
             json_t *c = json_loadb(line, (size_t)len, 0, &err);
             const char *op = c ? json_string_value(json_object_get(c, "op")) : NULL;
-            if (!op) { json_decref(c); continue; }
+            if (!op) {
+                json_decref(c);
+                continue;
+            }
             word(op);
             collect(json_object_get(c, "out"));
             collect(json_object_get(c, "args"));

@@ -29,10 +29,10 @@ static inline uint64_t tc_rnd(void) {
 
 /* Value kinds of tc_tensor. */
 enum {
-    TC_GENERAL, /* values in [-4, 4) and, now and then, an edge value */
+    TC_GENERAL,  /* values in [-4, 4) and, now and then, an edge value */
     TC_NEAR_ONE, /* |v| in [0.5, 1.5) (long products stay finite), rare edges */
-    TC_TIES,    /* small integers, both zeros and NaNs: many equal keys */
-    TC_BITS     /* random bit patterns (integers: full range) */
+    TC_TIES,     /* small integers, both zeros and NaNs: many equal keys */
+    TC_BITS      /* random bit patterns (integers: full range) */
 };
 
 /* One float part of kind `kind` written into dtype dt (real) at p. */
@@ -53,10 +53,27 @@ static inline void tc_float_part(emily_dtype dt, int kind, unsigned char *p) {
         case 3: v = -INFINITY; break;
         case 4: { /* a NaN with a payload, either sign */
             switch (dt) {
-            case EMILY_F16: { uint16_t b = (uint16_t)(0x7c01u | ((r >> 20) & 0x3ffu) | ((r >> 40) & 1 ? 0x8000u : 0)); memcpy(p, &b, 2); return; }
-            case EMILY_BF16: { uint16_t b = (uint16_t)(0x7f81u | ((r >> 20) & 0x7fu) | ((r >> 40) & 1 ? 0x8000u : 0)); memcpy(p, &b, 2); return; }
-            case EMILY_F32: case EMILY_C64: { uint32_t b = 0x7f800001u | (uint32_t)((r >> 20) & 0x7fffffu) | ((r >> 50) & 1 ? 0x80000000u : 0); memcpy(p, &b, 4); return; }
-            default: { uint64_t b = 0x7ff0000000000001ull | ((r >> 12) & 0xfffffffffffffull) | ((r >> 63) << 63); memcpy(p, &b, 8); return; }
+            case EMILY_F16: {
+                uint16_t b = (uint16_t)(0x7c01u | ((r >> 20) & 0x3ffu) | ((r >> 40) & 1 ? 0x8000u : 0));
+                memcpy(p, &b, 2);
+                return;
+            }
+            case EMILY_BF16: {
+                uint16_t b = (uint16_t)(0x7f81u | ((r >> 20) & 0x7fu) | ((r >> 40) & 1 ? 0x8000u : 0));
+                memcpy(p, &b, 2);
+                return;
+            }
+            case EMILY_F32:
+            case EMILY_C64: {
+                uint32_t b = 0x7f800001u | (uint32_t)((r >> 20) & 0x7fffffu) | ((r >> 50) & 1 ? 0x80000000u : 0);
+                memcpy(p, &b, 4);
+                return;
+            }
+            default: {
+                uint64_t b = 0x7ff0000000000001ull | ((r >> 12) & 0xfffffffffffffull) | ((r >> 63) << 63);
+                memcpy(p, &b, 8);
+                return;
+            }
             }
         }
         case 5: v = 1e-310 * (double)((r >> 30) % 7 + 1); break; /* subnormal in f64, 0 or tiny below */
@@ -115,10 +132,26 @@ static inline emily_tensor *tc_on_device(emily_tensor *t) {
 
 static inline bool tc_part_nan(emily_dtype part, const unsigned char *p) {
     switch (part) {
-    case EMILY_F16: { uint16_t b; memcpy(&b, p, 2); return (b & 0x7fffu) > 0x7c00u; }
-    case EMILY_BF16: { uint16_t b; memcpy(&b, p, 2); return (b & 0x7fffu) > 0x7f80u; }
-    case EMILY_F32: { uint32_t b; memcpy(&b, p, 4); return (b & 0x7fffffffu) > 0x7f800000u; }
-    default: { uint64_t b; memcpy(&b, p, 8); return (b & 0x7fffffffffffffffull) > 0x7ff0000000000000ull; }
+    case EMILY_F16: {
+        uint16_t b;
+        memcpy(&b, p, 2);
+        return (b & 0x7fffu) > 0x7c00u;
+    }
+    case EMILY_BF16: {
+        uint16_t b;
+        memcpy(&b, p, 2);
+        return (b & 0x7fffu) > 0x7f80u;
+    }
+    case EMILY_F32: {
+        uint32_t b;
+        memcpy(&b, p, 4);
+        return (b & 0x7fffffffu) > 0x7f800000u;
+    }
+    default: {
+        uint64_t b;
+        memcpy(&b, p, 8);
+        return (b & 0x7fffffffffffffffull) > 0x7ff0000000000000ull;
+    }
     }
 }
 
@@ -204,13 +237,13 @@ static inline void tc_compare(const char *what, tc_fn fn, const void *arg, int n
 }
 
 /* main() of a CUDA family test: the GPU cases, or one SKIPPED line. */
-#define TC_MAIN(suite, ...)                                                                               \
-    int main(int argc, char **argv) {                                                                     \
-        static const harness_case cases_[] = {__VA_ARGS__, {NULL, NULL}};                                 \
-        if (!harness_args(argc, argv)) return 2;                                                          \
-        static const harness_gpu_cases g_ = {suite, cases_, cases_, suite " (cpu against cpu)",           \
-                                             &tc_device, NULL, false};                                    \
-        return harness_gpu_finish(0, &g_);                                                                \
+#define TC_MAIN(suite, ...)                                                                          \
+    int main(int argc, char **argv) {                                                                \
+        static const harness_case cases_[] = {__VA_ARGS__, {NULL, NULL}};                            \
+        if (!harness_args(argc, argv)) return 2;                                                     \
+        static const harness_gpu_cases g_ = {suite,      cases_, cases_, suite " (cpu against cpu)", \
+                                             &tc_device, NULL,   false};                             \
+        return harness_gpu_finish(0, &g_);                                                           \
     }
 
 #endif

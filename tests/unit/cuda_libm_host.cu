@@ -16,8 +16,10 @@ double emi_test_cr_log(double x);
 // The f64 form of op at x into *y; 0 when op has none (the shared rule's).
 int emi_test_cuda_f64(emily_unary_op op, double x, double *y) {
     switch (op) {
+// clang-format off
 #define EMI_TEST_CASE_(ENUM, name)                                                             \
     case EMILY_##ENUM: *y = emily_cr::f64_##name(x); return 1;
+        // clang-format on
         EMI_CUDA_F64_OPS(EMI_TEST_CASE_)
 #undef EMI_TEST_CASE_
     default: return 0;

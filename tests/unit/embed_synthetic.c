@@ -6,10 +6,9 @@
 #include "embed_synthetic.h"
 
 const char *const syn_vocab[SYN_VOCAB] = {
-    "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the",    "cat", "##s", "sat", "on",
-    "mat",   ".",     ",",     "un",    "##aff",  "##able", "a",   "dog", "ran", "e",
-    "##e",   "cafe",  "caf",   "##é",   "x",      "##y",    "##z", "1",   "##2", "!",
-    "w30",   "w31",   "w32",   "w33",   "w34",    "w35",    "w36", "w37", "w38", "w39"};
+    "[PAD]", "[UNK]",  "[CLS]", "[SEP]", "[MASK]", "the", "cat", "##s",  "sat", "on",  "mat", ".",   ",",   "un",
+    "##aff", "##able", "a",     "dog",   "ran",    "e",   "##e", "cafe", "caf", "##é", "x",   "##y", "##z", "1",
+    "##2",   "!",      "w30",   "w31",   "w32",    "w33", "w34", "w35",  "w36", "w37", "w38", "w39"};
 
 bool syn_write_safetensors(const char *path, int n, const syn_entry *entries) {
     json_t *header = json_object();
@@ -19,9 +18,8 @@ bool syn_write_safetensors(const char *path, int n, const syn_entry *entries) {
         json_t *shape = json_array();
         for (int d = 0; d < e->rank; d++) json_array_append_new(shape, json_integer(e->shape[d]));
         json_object_set_new(header, e->name,
-                            json_pack("{s:s, s:o, s:[I, I]}", "dtype", e->dtype, "shape", shape,
-                                      "data_offsets", (json_int_t)offset,
-                                      (json_int_t)offset + (json_int_t)e->nbytes));
+                            json_pack("{s:s, s:o, s:[I, I]}", "dtype", e->dtype, "shape", shape, "data_offsets",
+                                      (json_int_t)offset, (json_int_t)offset + (json_int_t)e->nbytes));
         offset += e->nbytes;
     }
     json_object_set_new(header, "__metadata__", json_pack("{s:s}", "format", "pt"));
@@ -31,15 +29,13 @@ bool syn_write_safetensors(const char *path, int n, const syn_entry *entries) {
     bool ok = text && f;
     if (ok) {
         size_t len = strlen(text),
-               padded = (len + 7) / 8 *
-                        8; /* the data 8-byte aligned, as the format's writer does */
+               padded = (len + 7) / 8 * 8; /* the data 8-byte aligned, as the format's writer does */
         unsigned char le[8];
         for (int b = 0; b < 8; b++) le[b] = (unsigned char)((uint64_t)padded >> (8 * b));
         ok = fwrite(le, 1, 8, f) == 8 && fwrite(text, 1, len, f) == len;
         for (size_t p = len; ok && p < padded; p++) ok = fputc(' ', f) != EOF;
         for (int i = 0; ok && i < n; i++)
-            ok = entries[i].nbytes == 0 ||
-                 fwrite(entries[i].data, 1, entries[i].nbytes, f) == entries[i].nbytes;
+            ok = entries[i].nbytes == 0 || fwrite(entries[i].data, 1, entries[i].nbytes, f) == entries[i].nbytes;
     }
     if (f && fclose(f) != 0) ok = false;
     if (!ok) fprintf(stderr, "  syn_write_safetensors: cannot write %s\n", path);
@@ -94,8 +90,7 @@ static uint32_t next_random(uint32_t *state) {
 static double random_value(uint32_t *st, const char *dtype, int kind) {
     double v;
     if (strcmp(dtype, "F16") == 0) v = ldexp((double)((int)(next_random(st) % 2047) - 1023), -11);
-    else if (strcmp(dtype, "BF16") == 0)
-        v = ldexp((double)((int)(next_random(st) % 255) - 127), -8);
+    else if (strcmp(dtype, "BF16") == 0) v = ldexp((double)((int)(next_random(st) % 255) - 127), -8);
     else v = (double)(float)((double)next_random(st) / 16777216.0 - 0.5);
     return kind == 1 ? 1.0 + v * 0.25 : kind == 2 ? v * 0.25 : v;
 }
@@ -105,13 +100,13 @@ static uint16_t f16_bits(double v) { /* exact for the values above */
     double a = fabs(v);
     if (a == 0) return sign;
     int e;
-    double m = frexp(a, &e); /* a = m 2^e, m in [0.5, 1) */
+    double m = frexp(a, &e);                                           /* a = m 2^e, m in [0.5, 1) */
     if (e - 1 < -14) return (uint16_t)(sign | (uint16_t)ldexp(a, 24)); /* subnormal */
     return (uint16_t)(sign | (uint16_t)((e - 1 + 15) << 10) | (uint16_t)((m * 2 - 1) * 1024));
 }
 
-static void set_param(syn_param *p, const char *name, const char *dtype, int64_t d0, int64_t d1,
-                      int kind, uint32_t *st) {
+static void set_param(syn_param *p, const char *name, const char *dtype, int64_t d0, int64_t d1, int kind,
+                      uint32_t *st) {
     snprintf(p->name, sizeof p->name, "%s", name);
     p->dtype = dtype;
     p->rank = d1 ? 2 : 1;
@@ -206,14 +201,12 @@ syn_model *syn_write_model(const char *dir, unsigned seed, bool prefixed) {
     for (int i = 0; i < SYN_POSITIONS; i++) position_ids[i] = i;
     bool ok = true;
     for (int i = 0; i < N; i++) {
-        const syn_param *p = i < P_TOP ? &m->top[i]
-                                       : &m->layer[(i - P_TOP) / L_COUNT][(i - P_TOP) % L_COUNT];
+        const syn_param *p = i < P_TOP ? &m->top[i] : &m->layer[(i - P_TOP) / L_COUNT][(i - P_TOP) % L_COUNT];
         size_t nb = 0;
         ok = ok && p->v;
         bytes[i] = encode(p, &nb);
         ok = ok && bytes[i];
-        entries[i] = (syn_entry){p->name,  p->dtype, p->rank, {p->shape[0], p->shape[1]},
-                                 bytes[i], nb};
+        entries[i] = (syn_entry){p->name, p->dtype, p->rank, {p->shape[0], p->shape[1]}, bytes[i], nb};
     }
     snprintf(name, sizeof name, "%sembeddings.position_ids", pre);
     entries[N] = (syn_entry){name, "I64", 2, {1, SYN_POSITIONS}, position_ids, sizeof position_ids};
@@ -222,13 +215,12 @@ syn_model *syn_write_model(const char *dir, unsigned seed, bool prefixed) {
     ok = ok && syn_write_safetensors(path, N + 1, entries);
     for (int i = 0; i < N; i++) free(bytes[i]);
     char config[512];
-    snprintf(
-        config, sizeof config,
-        "{\"architectures\": [\"BertModel\"], \"model_type\": \"bert\", \"hidden_act\": \"gelu\",\n"
-        " \"hidden_size\": %d, \"num_attention_heads\": %d, \"num_hidden_layers\": %d,\n"
-        " \"intermediate_size\": %d, \"max_position_embeddings\": %d, \"type_vocab_size\": 2,\n"
-        " \"vocab_size\": %d, \"layer_norm_eps\": %g, \"position_embedding_type\": \"absolute\"}\n",
-        SYN_HIDDEN, SYN_HEADS, SYN_LAYERS, SYN_FF, SYN_POSITIONS, SYN_VOCAB, SYN_EPS);
+    snprintf(config, sizeof config,
+             "{\"architectures\": [\"BertModel\"], \"model_type\": \"bert\", \"hidden_act\": \"gelu\",\n"
+             " \"hidden_size\": %d, \"num_attention_heads\": %d, \"num_hidden_layers\": %d,\n"
+             " \"intermediate_size\": %d, \"max_position_embeddings\": %d, \"type_vocab_size\": 2,\n"
+             " \"vocab_size\": %d, \"layer_norm_eps\": %g, \"position_embedding_type\": \"absolute\"}\n",
+             SYN_HIDDEN, SYN_HEADS, SYN_LAYERS, SYN_FF, SYN_POSITIONS, SYN_VOCAB, SYN_EPS);
     ok = ok && syn_write_file(dir, "config.json", config, strlen(config));
     char vocab[1024] = "";
     for (int i = 0; i < SYN_VOCAB; i++) {
@@ -255,8 +247,7 @@ void syn_free(syn_model *m) {
 /* ---- the forward pass, from BERT's definition ---------------------------- */
 
 /* y[i][o] = b[o] + sum_k x[i][k] w[o][k] (PyTorch's Linear) */
-static void linear(int n, int in, int out, const double *x, const double *w, const double *b,
-                   double *y) {
+static void linear(int n, int in, int out, const double *x, const double *w, const double *b, double *y) {
     for (int i = 0; i < n; i++)
         for (int o = 0; o < out; o++) {
             double acc = b[o];
@@ -270,8 +261,7 @@ static void layer_norm(int n, double *x, const double *g, const double *b) {
         double *r = x + i * SYN_HIDDEN, mean = 0, var = 0;
         for (int k = 0; k < SYN_HIDDEN; k++) mean += r[k] / SYN_HIDDEN;
         for (int k = 0; k < SYN_HIDDEN; k++) var += (r[k] - mean) * (r[k] - mean) / SYN_HIDDEN;
-        for (int k = 0; k < SYN_HIDDEN; k++)
-            r[k] = (r[k] - mean) / sqrt(var + SYN_EPS) * g[k] + b[k];
+        for (int k = 0; k < SYN_HIDDEN; k++) r[k] = (r[k] - mean) / sqrt(var + SYN_EPS) * g[k] + b[k];
     }
 }
 
@@ -280,8 +270,7 @@ void syn_embed(const syn_model *m, const int32_t *ids, int n, double out[SYN_HID
     double x[S * H], q[S * H], k[S * H], v[S * H], ctx[S * H], a[S * H], f[S * SYN_FF];
     for (int i = 0; i < n; i++)
         for (int h = 0; h < H; h++)
-            x[i * H + h] = m->top[P_WORD].v[ids[i] * H + h] + m->top[P_POS].v[i * H + h] +
-                           m->top[P_TYPE].v[h];
+            x[i * H + h] = m->top[P_WORD].v[ids[i] * H + h] + m->top[P_POS].v[i * H + h] + m->top[P_TYPE].v[h];
     layer_norm(n, x, m->top[P_EMB_G].v, m->top[P_EMB_B].v);
     for (int l = 0; l < SYN_LAYERS; l++) {
         const syn_param *p = m->layer[l];
@@ -293,8 +282,7 @@ void syn_embed(const syn_model *m, const int32_t *ids, int n, double out[SYN_HID
                 double s[S], top = -INFINITY, z = 0;
                 for (int j = 0; j < n; j++) {
                     s[j] = 0;
-                    for (int c = 0; c < D; c++)
-                        s[j] += q[i * H + hd * D + c] * k[j * H + hd * D + c];
+                    for (int c = 0; c < D; c++) s[j] += q[i * H + hd * D + c] * k[j * H + hd * D + c];
                     s[j] /= sqrt((double)D);
                     top = fmax(top, s[j]);
                 }

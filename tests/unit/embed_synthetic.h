@@ -10,14 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum {
-    SYN_VOCAB = 40,
-    SYN_HIDDEN = 16,
-    SYN_HEADS = 4,
-    SYN_LAYERS = 2,
-    SYN_FF = 24,
-    SYN_POSITIONS = 12
-};
+enum { SYN_VOCAB = 40, SYN_HIDDEN = 16, SYN_HEADS = 4, SYN_LAYERS = 2, SYN_FF = 24, SYN_POSITIONS = 12 };
 #define SYN_EPS 1e-5
 
 /* One tensor for the writer: name, safetensors dtype ("F32", "F16",

@@ -42,6 +42,4 @@ static bool should_fail(void) {
 void *__wrap_malloc(size_t n) { return should_fail() ? NULL : __real_malloc(n); }
 void *__wrap_calloc(size_t count, size_t n) { return should_fail() ? NULL : __real_calloc(count, n); }
 void *__wrap_realloc(void *p, size_t n) { return should_fail() ? NULL : __real_realloc(p, n); }
-void *__wrap_aligned_alloc(size_t align, size_t n) {
-    return should_fail() ? NULL : __real_aligned_alloc(align, n);
-}
+void *__wrap_aligned_alloc(size_t align, size_t n) { return should_fail() ? NULL : __real_aligned_alloc(align, n); }

@@ -72,8 +72,8 @@ static void pad(gw *w, uint64_t align) {
     }
 }
 
-void gw_file(gw *out, uint32_t version, const gw *kvs, uint64_t kv_count, const gw_tensor *ts,
-             size_t n, uint64_t align) {
+void gw_file(gw *out, uint32_t version, const gw *kvs, uint64_t kv_count, const gw_tensor *ts, size_t n,
+             uint64_t align) {
     gw_bytes(out, "GGUF", 4);
     gw_u32(out, version);
     gw_u64(out, n);

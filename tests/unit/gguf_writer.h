@@ -44,8 +44,8 @@ typedef struct gw_tensor {
  * next multiple of align after the previous one), padding to align, the
  * data. No padding after the last tensor (so that cutting any byte off
  * the end makes the file invalid). */
-void gw_file(gw *out, uint32_t version, const gw *kvs, uint64_t kv_count, const gw_tensor *ts,
-             size_t n, uint64_t align);
+void gw_file(gw *out, uint32_t version, const gw *kvs, uint64_t kv_count, const gw_tensor *ts, size_t n,
+             uint64_t align);
 /* Writes the buffer to path; false on any failure. */
 bool gw_save(const gw *w, const char *path);
 

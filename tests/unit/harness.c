@@ -42,8 +42,7 @@ bool harness_args(int argc, char **argv) {
 static bool selected(const char *name) {
     if (n_only == 0) return true;
     for (int i = 0; i < n_only; i++) {
-        if (strpbrk(only[i], "*?[") ? fnmatch(only[i], name, 0) == 0 : strstr(name, only[i]) != NULL)
-            return true;
+        if (strpbrk(only[i], "*?[") ? fnmatch(only[i], name, 0) == 0 : strstr(name, only[i]) != NULL) return true;
     }
     return false;
 }
@@ -79,10 +78,8 @@ int harness_run(const char *suite, const harness_case *cases) {
     }
     if (list_only) return 0;
     if (skipped)
-        printf("%s: %d tests (%d left out by --only), %d failed checks\n", suite, total, skipped,
-               harness_failures);
-    else
-        printf("%s: %d tests, %d failed checks\n", suite, total, harness_failures);
+        printf("%s: %d tests (%d left out by --only), %d failed checks\n", suite, total, skipped, harness_failures);
+    else printf("%s: %d tests, %d failed checks\n", suite, total, harness_failures);
     return harness_failures ? 1 : 0;
 }
 
@@ -97,9 +94,7 @@ int harness_finish(int rc) {
 int harness_gpu_finish(int rc, const harness_gpu_cases *g) {
     const char *self = getenv("EMILY_TEST_CUDA_ON_CPU");
     if (self && strcmp(self, "1") == 0) {
-        printf(
-            "%s: EMILY_TEST_CUDA_ON_CPU=1: GPU cases run on the CPU (a self-check of the test)\n",
-            g->suite);
+        printf("%s: EMILY_TEST_CUDA_ON_CPU=1: GPU cases run on the CPU (a self-check of the test)\n", g->suite);
         *g->device = EMILY_CPU;
         if (g->on_cpu_flag) *g->on_cpu_flag = true;
         return harness_finish(harness_run(g->on_cpu_suite, g->on_cpu) || rc);
@@ -119,11 +114,11 @@ int harness_gpu_finish(int rc, const harness_gpu_cases *g) {
     return harness_finish(harness_run(name, g->gpu) || rc);
 }
 
-void harness_gpu_verdict(const char *what, emily_status sc, const char *cmsg, emily_status sg,
-                         const emily_tensor *c, const emily_tensor *g, harness_same_fn same) {
+void harness_gpu_verdict(const char *what, emily_status sc, const char *cmsg, emily_status sg, const emily_tensor *c,
+                         const emily_tensor *g, harness_same_fn same) {
     if (sc != sg) {
-        fprintf(stderr, "  %s: cpu says %s (%s), cuda says %s (%s)\n", what, emily_status_name(sc),
-                sc ? cmsg : "", emily_status_name(sg), sg ? emily_last_error() : "");
+        fprintf(stderr, "  %s: cpu says %s (%s), cuda says %s (%s)\n", what, emily_status_name(sc), sc ? cmsg : "",
+                emily_status_name(sg), sg ? emily_last_error() : "");
         harness_failures++;
     } else if (sc && strcmp(cmsg, emily_last_error()) != 0) {
         fprintf(stderr, "  %s: cpu says \"%s\", cuda \"%s\"\n", what, cmsg, emily_last_error());
@@ -191,7 +186,8 @@ static double get_part(const emily_tensor *t, int64_t i, int part) {
     case EMILY_S64: v = (double)*(int64_t *)p; break;
     case EMILY_F16: v = emily_f16_to_f32(*(uint16_t *)p); break;
     case EMILY_BF16: v = emily_bf16_to_f32(*(uint16_t *)p); break;
-    case EMILY_F32: case EMILY_C64: v = *(float *)p; break;
+    case EMILY_F32:
+    case EMILY_C64: v = *(float *)p; break;
     default: v = *(double *)p; break;
     }
     free(buf);
@@ -271,8 +267,7 @@ double complex *t_cvals(const emily_tensor *t) {
     return v;
 }
 
-void c_matmul(const double complex *a, const double complex *b, double complex *c, int64_t m, int64_t k,
-              int64_t n) {
+void c_matmul(const double complex *a, const double complex *b, double complex *c, int64_t m, int64_t k, int64_t n) {
     for (int64_t i = 0; i < m; i++)
         for (int64_t j = 0; j < n; j++) {
             double complex s = 0;

@@ -15,35 +15,34 @@ extern int harness_failures;
 
 #define TEST(name) static void name(void)
 
-#define CHECK(cond)                                                                  \
-    do {                                                                             \
-        if (!(cond)) {                                                               \
-            fprintf(stderr, "  FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);       \
-            harness_failures++;                                                      \
-        }                                                                            \
+#define CHECK(cond)                                                           \
+    do {                                                                      \
+        if (!(cond)) {                                                        \
+            fprintf(stderr, "  FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond); \
+            harness_failures++;                                               \
+        }                                                                     \
     } while (0)
 
 /* The call must succeed. */
-#define CHECK_OK(call)                                                               \
-    do {                                                                             \
-        emily_status st_ = (call);                                                   \
-        if (st_ != EMILY_OK) {                                                       \
-            fprintf(stderr, "  FAIL %s:%d: %s -> %s: %s\n", __FILE__, __LINE__,      \
-                    #call, emily_status_name(st_), emily_last_error());              \
-            harness_failures++;                                                      \
-        }                                                                            \
+#define CHECK_OK(call)                                                                                         \
+    do {                                                                                                       \
+        emily_status st_ = (call);                                                                             \
+        if (st_ != EMILY_OK) {                                                                                 \
+            fprintf(stderr, "  FAIL %s:%d: %s -> %s: %s\n", __FILE__, __LINE__, #call, emily_status_name(st_), \
+                    emily_last_error());                                                                       \
+            harness_failures++;                                                                                \
+        }                                                                                                      \
     } while (0)
 
 /* The call must fail with `code` and a message containing `needle`. */
-#define CHECK_ERR(call, code, needle)                                                \
-    do {                                                                             \
-        emily_status st_ = (call);                                                   \
-        if (st_ != (code) || !strstr(emily_last_error(), (needle))) {                \
-            fprintf(stderr, "  FAIL %s:%d: %s -> %s \"%s\", wanted %s with \"%s\"\n", \
-                    __FILE__, __LINE__, #call, emily_status_name(st_),               \
-                    st_ ? emily_last_error() : "", emily_status_name(code), (needle)); \
-            harness_failures++;                                                      \
-        }                                                                            \
+#define CHECK_ERR(call, code, needle)                                                                            \
+    do {                                                                                                         \
+        emily_status st_ = (call);                                                                               \
+        if (st_ != (code) || !strstr(emily_last_error(), (needle))) {                                            \
+            fprintf(stderr, "  FAIL %s:%d: %s -> %s \"%s\", wanted %s with \"%s\"\n", __FILE__, __LINE__, #call, \
+                    emily_status_name(st_), st_ ? emily_last_error() : "", emily_status_name(code), (needle));   \
+            harness_failures++;                                                                                  \
+        }                                                                                                        \
     } while (0)
 
 typedef struct harness_case {
@@ -104,16 +103,17 @@ int harness_gpu_finish(int rc, const harness_gpu_cases *g);
  * error and, on success, results c and g that `same` accepts (`same`
  * says what differs). Otherwise it says why and counts a failure. */
 typedef bool (*harness_same_fn)(const char *what, const emily_tensor *c, const emily_tensor *g);
-void harness_gpu_verdict(const char *what, emily_status sc, const char *cmsg, emily_status sg,
-                         const emily_tensor *c, const emily_tensor *g, harness_same_fn same);
+void harness_gpu_verdict(const char *what, emily_status sc, const char *cmsg, emily_status sg, const emily_tensor *c,
+                         const emily_tensor *g, harness_same_fn same);
 
-#define RUN_TESTS(suite, ...)                                                        \
-    int main(int argc, char **argv) {                                                \
-        static const harness_case cases_[] = {__VA_ARGS__, {NULL, NULL}};            \
-        if (!harness_args(argc, argv)) return 2;                                     \
-        return harness_finish(harness_run(suite, cases_));                           \
+#define RUN_TESTS(suite, ...)                                             \
+    int main(int argc, char **argv) {                                     \
+        static const harness_case cases_[] = {__VA_ARGS__, {NULL, NULL}}; \
+        if (!harness_args(argc, argv)) return 2;                          \
+        return harness_finish(harness_run(suite, cases_));                \
     }
-#define CASE(fn) {#fn, fn}
+#define CASE(fn) \
+    { #fn, fn }
 
 /* Helpers: tensors from C arrays on the CPU, contents back as doubles.
  * They never abort: a failure (out of memory under a limit, too) counts
@@ -144,12 +144,10 @@ bool t_equals(const emily_tensor *t, int64_t n, const double *want);
 
 /* A rank-1 tensor from a C array literal: VEC(EMILY_S32, int32_t, 1, 2);
  * CVEC takes (re, im) pairs; SCALAR a rank-0 tensor of one value. */
-#define VEC(dt, ctype, ...)                                                                \
-    t_from(dt, 1, (int64_t[]){sizeof((ctype[]){__VA_ARGS__}) / sizeof(ctype)},             \
-           (ctype[]){__VA_ARGS__})
-#define CVEC(dt, ctype, ...)                                                               \
-    t_from(dt, 1, (int64_t[]){sizeof((ctype[]){__VA_ARGS__}) / sizeof(ctype) / 2},         \
-           (ctype[]){__VA_ARGS__})
+#define VEC(dt, ctype, ...) \
+    t_from(dt, 1, (int64_t[]){sizeof((ctype[]){__VA_ARGS__}) / sizeof(ctype)}, (ctype[]){__VA_ARGS__})
+#define CVEC(dt, ctype, ...) \
+    t_from(dt, 1, (int64_t[]){sizeof((ctype[]){__VA_ARGS__}) / sizeof(ctype) / 2}, (ctype[]){__VA_ARGS__})
 #define SCALAR(dt, ctype, v) t_from(dt, 0, NULL, (ctype[]){v})
 
 /* Complex helpers (double _Complex, so that this header needs no
@@ -157,8 +155,7 @@ bool t_equals(const emily_tensor *t, int64_t n, const double *want);
  * malloc'd (NULL on failure, or for a NULL t). c_matmul: C = A (m x k)
  * . B (k x n), row-major. c_max_diff: max |a[i] - b[i]|. */
 double _Complex *t_cvals(const emily_tensor *t);
-void c_matmul(const double _Complex *a, const double _Complex *b, double _Complex *c, int64_t m,
-              int64_t k, int64_t n);
+void c_matmul(const double _Complex *a, const double _Complex *b, double _Complex *c, int64_t m, int64_t k, int64_t n);
 double c_max_diff(const double _Complex *a, const double _Complex *b, int64_t n);
 
 /* One step of Marsaglia's xorshift64 (shifts 13, 7, 17): the
@@ -176,9 +173,7 @@ static inline emily_value v_int(int64_t i) { return (emily_value){.kind = EMILY_
 static inline emily_value v_float(double f) { return (emily_value){.kind = EMILY_V_FLOAT, .f = f}; }
 static inline emily_value v_bool(bool b) { return (emily_value){.kind = EMILY_V_BOOL, .b = b}; }
 static inline emily_value v_atom(const char *name) { return (emily_value){.kind = EMILY_V_ATOM, .str = name}; }
-static inline emily_value v_tensor(emily_tensor *t) {
-    return (emily_value){.kind = EMILY_V_TENSOR, .tensor = t};
-}
+static inline emily_value v_tensor(emily_tensor *t) { return (emily_value){.kind = EMILY_V_TENSOR, .tensor = t}; }
 static inline emily_value v_list(emily_value *items, size_t n) {
     return (emily_value){.kind = EMILY_V_LIST, .items = items, .n = n};
 }
@@ -210,8 +205,7 @@ static inline int32_t graph_call(emily_graph *g, const char *name, const emily_v
     CHECK_OK(emily_graph_add_call(g, name, out, args, n, &id));
     return id;
 }
-#define GRAPH_CALL(g, name, out, ...)                                                          \
-    graph_call(g, name, out, sizeof((emily_value[]){__VA_ARGS__}) / sizeof(emily_value),      \
-               (emily_value[]){__VA_ARGS__})
+#define GRAPH_CALL(g, name, out, ...) \
+    graph_call(g, name, out, sizeof((emily_value[]){__VA_ARGS__}) / sizeof(emily_value), (emily_value[]){__VA_ARGS__})
 
 #endif

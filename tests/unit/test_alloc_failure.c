@@ -145,15 +145,11 @@ static emily_status lu_u(const emily_tensor *x, emily_tensor **out) {
     RELEASE(g, p, l);
     return s;
 }
-static emily_status cholesky_spd(const emily_tensor *x, emily_tensor **out) {
-    return on_spd(x, emily_cholesky, out);
-}
+static emily_status cholesky_spd(const emily_tensor *x, emily_tensor **out) { return on_spd(x, emily_cholesky, out); }
 static emily_status determinant_spd(const emily_tensor *x, emily_tensor **out) {
     return on_spd(x, emily_determinant, out);
 }
-static emily_status fft0(const emily_tensor *x, emily_tensor **out) {
-    return emily_fft(x, ROWS, 0, 1e-10, out);
-}
+static emily_status fft0(const emily_tensor *x, emily_tensor **out) { return emily_fft(x, ROWS, 0, 1e-10, out); }
 static emily_status top_k2(const emily_tensor *x, emily_tensor **out) {
     emily_tensor *idx = NULL;
     emily_status s = emily_top_k(x, 2, EMILY_S64, out, &idx);
@@ -189,8 +185,7 @@ static emily_status indexed_add_rows(const emily_tensor *x, emily_tensor **out) 
 /* conv of x as {1, 1, 192} with its first three values as the kernel */
 static emily_status conv1d(const emily_tensor *x, emily_tensor **out) {
     emily_tensor *in = NULL, *k = NULL, *kv = NULL;
-    int64_t ish[3] = {1, 1, ROWS * COLS}, ksh[3] = {1, 1, COLS}, starts[2] = {0, 0},
-            lens[2] = {1, COLS};
+    int64_t ish[3] = {1, 1, ROWS * COLS}, ksh[3] = {1, 1, COLS}, starts[2] = {0, 0}, lens[2] = {1, COLS};
     emily_conv_opts o = {0};
     emily_status s = emily_reshape(x, 3, ish, &in);
     if (!s) s = emily_slice(x, starts, lens, NULL, &k);
@@ -256,8 +251,11 @@ static emily_status rope_llama3(const emily_tensor *x, emily_tensor **out) {
     emily_tensor *xb = NULL, *t = NULL, *x4 = NULL, *pos = NULL, *pb = NULL, *first = NULL;
     _Static_assert(ROWS * COLS == 192, "x is seen as {2, 16, 3, 2}");
     int64_t shape[4] = {2, 3, 16, 2}, seq = 16, pshape[2] = {2, 16};
-    emily_rope_options o = {.base = 500000, .scaling = EMILY_ROPE_LLAMA3, .factor = 8,
-                            .low_frequency_factor = 1, .high_frequency_factor = 4,
+    emily_rope_options o = {.base = 500000,
+                            .scaling = EMILY_ROPE_LLAMA3,
+                            .factor = 8,
+                            .low_frequency_factor = 1,
+                            .high_frequency_factor = 4,
                             .original_max_positions = 4};
     emily_status s = emily_as_type(x, EMILY_BF16, &xb);
     if (!s) s = emily_reshape(xb, 4, shape, &t);
@@ -301,26 +299,24 @@ static long sweep(const char *name, op_fn fn) {
             bool same = bg && bw && ng == nw && emily_tensor_dtype(got) == emily_tensor_dtype(want) &&
                         memcmp(bg, bw, ng) == 0;
             if (!same) {
-                fprintf(stderr, "  FAIL %s: allocation %ld failing, a wrong result was returned as success\n",
-                        name, n);
+                fprintf(stderr, "  FAIL %s: allocation %ld failing, a wrong result was returned as success\n", name, n);
                 harness_failures++;
             }
             free(bg);
             free(bw);
         } else if (s != EMILY_ERR_MEMORY || !fired) {
-            fprintf(stderr, "  FAIL %s: allocation %ld failing gave %s (%s)\n", name, n,
-                    emily_status_name(s), emily_last_error());
+            fprintf(stderr, "  FAIL %s: allocation %ld failing gave %s (%s)\n", name, n, emily_status_name(s),
+                    emily_last_error());
             harness_failures++;
         } else if (!strstr(emily_last_error(), "memory")) {
-            fprintf(stderr, "  FAIL %s: allocation %ld: the message does not say memory: %s\n", name,
-                    n, emily_last_error());
+            fprintf(stderr, "  FAIL %s: allocation %ld: the message does not say memory: %s\n", name, n,
+                    emily_last_error());
             harness_failures++;
         }
         RELEASE(got, want, x);
         if (emily_live_tensors() != live_t || emily_live_buffers() != live_b) {
-            fprintf(stderr, "  FAIL %s: allocation %ld failing leaked %lld tensors, %lld buffers\n",
-                    name, n, (long long)(emily_live_tensors() - live_t),
-                    (long long)(emily_live_buffers() - live_b));
+            fprintf(stderr, "  FAIL %s: allocation %ld failing leaked %lld tensors, %lld buffers\n", name, n,
+                    (long long)(emily_live_tensors() - live_t), (long long)(emily_live_buffers() - live_b));
             harness_failures++;
             return -1;
         }

@@ -42,7 +42,7 @@ TEST(byte_alphabet_is_gpt2s) {
 
 TEST(unicode_classes_for_bpe) {
     CHECK(uc_is_letter('a') && uc_is_letter(0xE9) && uc_is_letter(0x65E5) && !uc_is_letter('1'));
-    CHECK(uc_is_letter(0x1C89));  /* Unicode 16 (tokenizers' regex), not in Python 3.11's 14 */
+    CHECK(uc_is_letter(0x1C89)); /* Unicode 16 (tokenizers' regex), not in Python 3.11's 14 */
     CHECK(uc_is_number('7') && uc_is_number(0xBD) && uc_is_number(0x216B) && !uc_is_number('a'));
     CHECK(uc_is_split_digit('7') && uc_is_split_digit(0xBD) && uc_is_split_digit(0x0967));
     /* Unicode 17's digits: Rust's is_numeric has them, the regex not */
@@ -59,10 +59,10 @@ TEST(lossy_utf8_takes_maximal_subparts) {
         int n;
     } cases[] = {
         {"a\xC3\xA9", {'a', 0xE9}, 2},
-        {"\xE2\x82z", {0xFFFD, 'z'}, 2},          /* truncated: one U+FFFD */
-        {"\xF0\x9F\x98", {0xFFFD}, 1},            /* truncated at the end */
+        {"\xE2\x82z", {0xFFFD, 'z'}, 2},               /* truncated: one U+FFFD */
+        {"\xF0\x9F\x98", {0xFFFD}, 1},                 /* truncated at the end */
         {"\xED\xA0\x80", {0xFFFD, 0xFFFD, 0xFFFD}, 3}, /* a surrogate: ED then 2 strays */
-        {"\xC0\xAF", {0xFFFD, 0xFFFD}, 2},        /* C0 starts nothing */
+        {"\xC0\xAF", {0xFFFD, 0xFFFD}, 2},             /* C0 starts nothing */
         {"\xF4\x90\x80\x80", {0xFFFD, 0xFFFD, 0xFFFD, 0xFFFD}, 4},
         {"\xE0\xA0\x80\x80", {0x800, 0xFFFD}, 2},
     };
@@ -129,11 +129,24 @@ TEST(pretokenizer_pieces) {
     PIECES(G, "a  1", "a| | 1");
     PIECES(G, " 2026 x", " 2026| x");
     PIECES(S, "caf\xC3\xA9 \xE6\x97\xA5\xE6\x9C\xAC", "caf\xC3\xA9| \xE6\x97\xA5\xE6\x9C\xAC");
-    PIECES(S, "a\xE1\xB2\x89" "b", "a\xE1\xB2\x89" "b");       /* U+1C89: a letter */
-    PIECES(S, "a\xF0\x91\xB7\xA0" "b", "a|\xF0\x91\xB7\xA0|b"); /* U+11DE0: split, not \p{N} */
-    PIECES(S, "a\x1C" "b \x1C", "a|\x1C|b| \x1C");           /* U+001C is not \s */
-    PIECES(S, "a\xC2\xA0" "b", "a|\xC2\xA0|b");                /* NBSP is \s, not " " */
-    PIECES(S, "e\xCC\x81", "e|\xCC\x81");                      /* a mark is not \p{L} */
+    PIECES(S,
+           "a\xE1\xB2\x89"
+           "b",
+           "a\xE1\xB2\x89"
+           "b"); /* U+1C89: a letter */
+    PIECES(S,
+           "a\xF0\x91\xB7\xA0"
+           "b",
+           "a|\xF0\x91\xB7\xA0|b"); /* U+11DE0: split, not \p{N} */
+    PIECES(S,
+           "a\x1C"
+           "b \x1C",
+           "a|\x1C|b| \x1C"); /* U+001C is not \s */
+    PIECES(S,
+           "a\xC2\xA0"
+           "b",
+           "a|\xC2\xA0|b");               /* NBSP is \s, not " " */
+    PIECES(S, "e\xCC\x81", "e|\xCC\x81"); /* a mark is not \p{L} */
     PIECES(S, "", "");
 }
 
@@ -143,9 +156,9 @@ TEST(pretokenizer_pieces) {
  * user-defined, 3 "<unk>" unknown, then one token per byte except 0x01
  * and 0x7F (in byte order, written in the byte alphabet), then the
  * merged tokens of MERGES in order. */
-static const char *const MERGES[] = {"h e",   "\xC4\xA0 t", "\xC4\xA0t he", "a a",  "\xC3\x83 \xC2\xA9",
-                                     "l o",   "lo w",       "e r",          "low er", "\xC4\xA0 \xC4\xA0",
-                                     "y z",   "x y",        "! !"};
+static const char *const MERGES[] = {"h e", "\xC4\xA0 t", "\xC4\xA0t he", "a a",    "\xC3\x83 \xC2\xA9",
+                                     "l o", "lo w",       "e r",          "low er", "\xC4\xA0 \xC4\xA0",
+                                     "y z", "x y",        "! !"};
 enum { N_MERGES = sizeof MERGES / sizeof *MERGES, FIRST_BYTE_ID = 4 };
 
 typedef struct small_vocab {
@@ -192,8 +205,8 @@ static bpe_tokenizer *small_tokenizer(const bpe_options *o) {
     make_small_vocab(&v);
     bpe_tokenizer *t = NULL;
     char err[256];
-    CHECK_OK(bpe_tokenizer_create(v.tokens, v.lens, v.types, v.n, MERGES, v.merge_lens, N_MERGES, o,
-                                  &t, err, sizeof err));
+    CHECK_OK(
+        bpe_tokenizer_create(v.tokens, v.lens, v.types, v.n, MERGES, v.merge_lens, N_MERGES, o, &t, err, sizeof err));
     return t;
 }
 
@@ -215,8 +228,7 @@ static int32_t id_of(const char *text) {
 }
 
 /* encode(text) must be want[0, n). */
-static void check_ids(const bpe_tokenizer *t, const char *text, size_t len, const int32_t *want,
-                      size_t n, int line) {
+static void check_ids(const bpe_tokenizer *t, const char *text, size_t len, const int32_t *want, size_t n, int line) {
     int32_t *ids = NULL;
     size_t got = 0;
     emily_status s = bpe_encode(t, text, len, &ids, &got);
@@ -231,8 +243,8 @@ static void check_ids(const bpe_tokenizer *t, const char *text, size_t len, cons
     }
     free(ids);
 }
-#define IDS(t, text, ...)                                                                       \
-    check_ids(t, text, sizeof(text) - 1, (const int32_t[]){__VA_ARGS__},                         \
+#define IDS(t, text, ...)                                                \
+    check_ids(t, text, sizeof(text) - 1, (const int32_t[]){__VA_ARGS__}, \
               sizeof((const int32_t[]){__VA_ARGS__}) / sizeof(int32_t), __LINE__)
 
 TEST(small_vocab_merges_by_rank) {
@@ -275,14 +287,20 @@ TEST(small_vocab_bytes_outside_the_vocabulary) {
     /* 0x01 has no token: dropped (Hugging Face's BPE without unk_token),
      * and its neighbours in the piece meet and merge */
     IDS(t, "!\x01!", id_of("!!"));
-    IDS(t, "a\x01" "a", id_of("a"), id_of("a")); /* three pieces */
+    IDS(t,
+        "a\x01"
+        "a",
+        id_of("a"), id_of("a"));                /* three pieces */
     check_ids(t, "\x7F", 1, NULL, 0, __LINE__); /* nothing left */
     bpe_tokenizer_free(t);
     bpe_options o = bpe_default_options();
     o.unk_id = 3;
     t = small_tokenizer(&o);
     if (!t) return;
-    IDS(t, "a\x01" "a\x7F", id_of("a"), 3, id_of("a"), 3);
+    IDS(t,
+        "a\x01"
+        "a\x7F",
+        id_of("a"), 3, id_of("a"), 3);
     bpe_tokenizer_free(t);
 }
 
@@ -302,8 +320,7 @@ TEST(small_vocab_special_tokens_in_text) {
     make_small_vocab(&v);
     add_token(&v, "<|end|>x", 8, BPE_TOKEN_CONTROL);
     bpe_tokenizer *t2 = NULL;
-    CHECK_OK(bpe_tokenizer_create(v.tokens, v.lens, v.types, v.n, MERGES, v.merge_lens, N_MERGES,
-                                  NULL, &t2, NULL, 0));
+    CHECK_OK(bpe_tokenizer_create(v.tokens, v.lens, v.types, v.n, MERGES, v.merge_lens, N_MERGES, NULL, &t2, NULL, 0));
     if (!t2) return;
     IDS(t2, "<|end|>xy<|end|>", (int32_t)v.n - 1, id_of("y"), 0);
     bpe_tokenizer_free(t2);
@@ -314,15 +331,12 @@ TEST(small_vocab_special_tokens_in_text) {
     add_token(&v, "<a b>", 5, BPE_TOKEN_CONTROL);
     add_token(&v, "<c d>", 5, BPE_TOKEN_USER_DEFINED);
     t2 = NULL;
-    CHECK_OK(bpe_tokenizer_create(v.tokens, v.lens, v.types, v.n, MERGES, v.merge_lens, N_MERGES,
-                                  NULL, &t2, NULL, 0));
+    CHECK_OK(bpe_tokenizer_create(v.tokens, v.lens, v.types, v.n, MERGES, v.merge_lens, N_MERGES, NULL, &t2, NULL, 0));
     if (!t2) return;
-    IDS(t2, "<a b><c d>", id_of("<"), id_of("a"), id_of(" "), id_of("b"), id_of(">"),
-        (int32_t)v.n - 1);
+    IDS(t2, "<a b><c d>", id_of("<"), id_of("a"), id_of(" "), id_of("b"), id_of(">"), (int32_t)v.n - 1);
     char *text = NULL;
     size_t len = 0;
-    CHECK_OK(bpe_decode(t2, (const int32_t[]){(int32_t)v.n - 2, (int32_t)v.n - 1}, 2, false, &text,
-                        &len));
+    CHECK_OK(bpe_decode(t2, (const int32_t[]){(int32_t)v.n - 2, (int32_t)v.n - 1}, 2, false, &text, &len));
     CHECK(text && strcmp(text, "<a b><c d>") == 0);
     free(text);
     bpe_tokenizer_free(t2);
@@ -334,17 +348,27 @@ TEST(small_vocab_ill_formed_utf8) {
     /* each maximal ill-formed part is U+FFFD (EF BF BD), as
      * bytes.decode("utf-8", "replace") gives Hugging Face */
     int32_t r0 = id_of("\xEF"), r1 = id_of("\xBF"), r2 = id_of("\xBD");
-    IDS(t, "a\xE2\x82" "b", id_of("a"), r0, r1, r2, id_of("b"));
+    IDS(t,
+        "a\xE2\x82"
+        "b",
+        id_of("a"), r0, r1, r2, id_of("b"));
     IDS(t, "\xFF\xFE", r0, r1, r2, r0, r1, r2);
     IDS(t, "a\xFF", id_of("a"), r0, r1, r2); /* at the very end too */
-    IDS(t, "\xF0\x9F\x98", r0, r1, r2);     /* one U+FFFD for a cut character */
+    IDS(t, "\xF0\x9F\x98", r0, r1, r2);      /* one U+FFFD for a cut character */
     int32_t *ids = NULL;
     size_t n = 0;
     char *text = NULL;
     size_t len = 0;
-    CHECK_OK(bpe_encode(t, "a\xE2\x82" "b", 4, &ids, &n));
+    CHECK_OK(bpe_encode(t,
+                        "a\xE2\x82"
+                        "b",
+                        4, &ids, &n));
     CHECK_OK(bpe_decode(t, ids, n, false, &text, &len));
-    CHECK(text && len == 5 && memcmp(text, "a\xEF\xBF\xBD" "b", 5) == 0);
+    CHECK(text && len == 5 &&
+          memcmp(text,
+                 "a\xEF\xBF\xBD"
+                 "b",
+                 5) == 0);
     free(ids);
     free(text);
     bpe_tokenizer_free(t);
@@ -353,8 +377,7 @@ TEST(small_vocab_ill_formed_utf8) {
 TEST(small_vocab_decoding) {
     bpe_tokenizer *t = small_tokenizer(NULL);
     if (!t) return;
-    const char *texts[] = {" the lower", "x<|end|>y", "\xC3\xA9t\xC3\xA9 \xF0\x9F\x98\x80!", "",
-                           "a \n\t b  "};
+    const char *texts[] = {" the lower", "x<|end|>y", "\xC3\xA9t\xC3\xA9 \xF0\x9F\x98\x80!", "", "a \n\t b  "};
     for (size_t k = 0; k < sizeof texts / sizeof *texts; k++) {
         int32_t *ids = NULL;
         size_t n = 0, len = 0;
@@ -408,7 +431,10 @@ TEST(small_vocab_decoding) {
         /* one that cannot complete is U+FFFD at once, the next byte kept */
         CHECK_OK(bpe_decoder_push(d, id_of("\xE2"), &p, &pl));
         CHECK_OK(bpe_decoder_push(d, id_of("a"), &p, &pl));
-        CHECK(pl == 4 && memcmp(p, "\xEF\xBF\xBD" "a", 4) == 0);
+        CHECK(pl == 4 && memcmp(p,
+                                "\xEF\xBF\xBD"
+                                "a",
+                                4) == 0);
         CHECK_ERR(bpe_decoder_push(d, 100000, &p, &pl), EMILY_ERR_INDEX, "outside the vocabulary");
         bpe_decoder_free(d);
     }
@@ -459,73 +485,71 @@ TEST(create_refuses_bad_vocabularies) {
     make_small_vocab(&v);
     bpe_tokenizer *t = (bpe_tokenizer *)&v;
     char err[256];
-#define CREATE(tokens, lens, types, n, merges, mlens, nm, opts)                                    \
+#define CREATE(tokens, lens, types, n, merges, mlens, nm, opts) \
     bpe_tokenizer_create(tokens, lens, types, n, merges, mlens, nm, opts, &t, err, sizeof err)
-    CHECK_ERR(CREATE(v.tokens, v.lens, v.types, 0, MERGES, v.merge_lens, N_MERGES, NULL),
-              EMILY_ERR_ARGUMENT, "no tokens");
+    CHECK_ERR(CREATE(v.tokens, v.lens, v.types, 0, MERGES, v.merge_lens, N_MERGES, NULL), EMILY_ERR_ARGUMENT,
+              "no tokens");
     CHECK(t == NULL && strstr(err, "no tokens"));
-    CHECK_ERR(CREATE(NULL, v.lens, v.types, v.n, MERGES, v.merge_lens, N_MERGES, NULL),
-              EMILY_ERR_ARGUMENT, "NULL tokens");
-    CHECK_ERR(CREATE(v.tokens, v.lens, v.types, v.n, NULL, v.merge_lens, N_MERGES, NULL),
-              EMILY_ERR_ARGUMENT, "NULL merges");
-    CHECK_ERR(bpe_tokenizer_create(v.tokens, v.lens, NULL, v.n, NULL, NULL, 0, NULL, NULL, NULL, 0),
-              EMILY_ERR_ARGUMENT, "NULL out");
+    CHECK_ERR(CREATE(NULL, v.lens, v.types, v.n, MERGES, v.merge_lens, N_MERGES, NULL), EMILY_ERR_ARGUMENT,
+              "NULL tokens");
+    CHECK_ERR(CREATE(v.tokens, v.lens, v.types, v.n, NULL, v.merge_lens, N_MERGES, NULL), EMILY_ERR_ARGUMENT,
+              "NULL merges");
+    CHECK_ERR(bpe_tokenizer_create(v.tokens, v.lens, NULL, v.n, NULL, NULL, 0, NULL, NULL, NULL, 0), EMILY_ERR_ARGUMENT,
+              "NULL out");
     /* merges: no space, two spaces, an unknown side, an unknown result, a repeat */
     const char *merges[] = {"h e", "he", "h e r", "h q\xC3\xA9", "r e", "h e"};
     size_t mlens[] = {3, 2, 5, 5, 3, 3};
     CHECK_ERR(CREATE(v.tokens, v.lens, v.types, v.n, merges, mlens, 2, NULL), EMILY_ERR_ARGUMENT,
               "merge 1 \"he\" is not \"left right\"");
-    CHECK_ERR(CREATE(v.tokens, v.lens, v.types, v.n, merges + 1, mlens + 1, 2, NULL),
-              EMILY_ERR_ARGUMENT, "is not \"left right\"");
+    CHECK_ERR(CREATE(v.tokens, v.lens, v.types, v.n, merges + 1, mlens + 1, 2, NULL), EMILY_ERR_ARGUMENT,
+              "is not \"left right\"");
     const char *m3[] = {"h q\xC3\xA9"};
     size_t l3[] = {5};
     CHECK_ERR(CREATE(v.tokens, v.lens, v.types, v.n, m3, l3, 1, NULL), EMILY_ERR_ARGUMENT,
               "names a token not in the vocabulary");
-    CHECK_ERR(CREATE(v.tokens, v.lens, v.types, v.n, merges + 4, mlens + 4, 1, NULL),
-              EMILY_ERR_ARGUMENT, "makes a token not in the vocabulary");
+    CHECK_ERR(CREATE(v.tokens, v.lens, v.types, v.n, merges + 4, mlens + 4, 1, NULL), EMILY_ERR_ARGUMENT,
+              "makes a token not in the vocabulary");
     const char *m5[] = {"h e", "x y", "h e"};
     size_t l5[] = {3, 3, 3};
     CHECK_ERR(CREATE(v.tokens, v.lens, v.types, v.n, m5, l5, 3, NULL), EMILY_ERR_ARGUMENT,
               "merge 2 \"h e\" repeats an earlier one");
     const char *m6[] = {NULL};
     size_t l6[] = {0};
-    CHECK_ERR(CREATE(v.tokens, v.lens, v.types, v.n, m6, l6, 1, NULL), EMILY_ERR_ARGUMENT,
-              "merge 0 is NULL");
+    CHECK_ERR(CREATE(v.tokens, v.lens, v.types, v.n, m6, l6, 1, NULL), EMILY_ERR_ARGUMENT, "merge 0 is NULL");
     /* tokens: a repeat, empty, NULL, not UTF-8, a bad type */
     small_vocab w = v;
     for (size_t i = 0; i < w.n; i++) w.tokens[i] = w.text[i];
     w.tokens[5] = w.tokens[4];
     w.lens[5] = w.lens[4];
-    CHECK_ERR(CREATE(w.tokens, w.lens, w.types, w.n, MERGES, v.merge_lens, N_MERGES, NULL),
-              EMILY_ERR_ARGUMENT, "token 5 \"\xC4\x80\" repeats token 4");
+    CHECK_ERR(CREATE(w.tokens, w.lens, w.types, w.n, MERGES, v.merge_lens, N_MERGES, NULL), EMILY_ERR_ARGUMENT,
+              "token 5 \"\xC4\x80\" repeats token 4");
     CHECK(strstr(err, "repeats token 4"));
     w.lens[5] = 0;
-    CHECK_ERR(CREATE(w.tokens, w.lens, w.types, w.n, MERGES, v.merge_lens, N_MERGES, NULL),
-              EMILY_ERR_ARGUMENT, "token 5 is empty");
+    CHECK_ERR(CREATE(w.tokens, w.lens, w.types, w.n, MERGES, v.merge_lens, N_MERGES, NULL), EMILY_ERR_ARGUMENT,
+              "token 5 is empty");
     w.tokens[5] = NULL;
     w.lens[5] = 1;
-    CHECK_ERR(CREATE(w.tokens, w.lens, w.types, w.n, MERGES, v.merge_lens, N_MERGES, NULL),
-              EMILY_ERR_ARGUMENT, "token 5 is NULL");
+    CHECK_ERR(CREATE(w.tokens, w.lens, w.types, w.n, MERGES, v.merge_lens, N_MERGES, NULL), EMILY_ERR_ARGUMENT,
+              "token 5 is NULL");
     w.tokens[5] = "\xC3";
-    CHECK_ERR(CREATE(w.tokens, w.lens, w.types, w.n, MERGES, v.merge_lens, N_MERGES, NULL),
-              EMILY_ERR_ARGUMENT, "token 5 is not UTF-8");
+    CHECK_ERR(CREATE(w.tokens, w.lens, w.types, w.n, MERGES, v.merge_lens, N_MERGES, NULL), EMILY_ERR_ARGUMENT,
+              "token 5 is not UTF-8");
     w.tokens[5] = v.tokens[5];
     w.lens[5] = v.lens[5];
     w.types[7] = 9;
-    CHECK_ERR(CREATE(w.tokens, w.lens, w.types, w.n, MERGES, v.merge_lens, N_MERGES, NULL),
-              EMILY_ERR_ARGUMENT, "token 7 has type 9");
+    CHECK_ERR(CREATE(w.tokens, w.lens, w.types, w.n, MERGES, v.merge_lens, N_MERGES, NULL), EMILY_ERR_ARGUMENT,
+              "token 7 has type 9");
     /* options */
     bpe_options o = bpe_default_options();
     o.eos_id = (int32_t)v.n;
-    CHECK_ERR(CREATE(v.tokens, v.lens, v.types, v.n, MERGES, v.merge_lens, N_MERGES, &o),
-              EMILY_ERR_ARGUMENT, "eos id");
+    CHECK_ERR(CREATE(v.tokens, v.lens, v.types, v.n, MERGES, v.merge_lens, N_MERGES, &o), EMILY_ERR_ARGUMENT, "eos id");
     o = bpe_default_options();
     o.add_bos = true;
-    CHECK_ERR(CREATE(v.tokens, v.lens, v.types, v.n, MERGES, v.merge_lens, N_MERGES, &o),
-              EMILY_ERR_ARGUMENT, "add_bos without a bos id");
+    CHECK_ERR(CREATE(v.tokens, v.lens, v.types, v.n, MERGES, v.merge_lens, N_MERGES, &o), EMILY_ERR_ARGUMENT,
+              "add_bos without a bos id");
     o.pre = (bpe_pre_type)7;
-    CHECK_ERR(CREATE(v.tokens, v.lens, v.types, v.n, MERGES, v.merge_lens, N_MERGES, &o),
-              EMILY_ERR_ARGUMENT, "unknown pre-tokenizer 7");
+    CHECK_ERR(CREATE(v.tokens, v.lens, v.types, v.n, MERGES, v.merge_lens, N_MERGES, &o), EMILY_ERR_ARGUMENT,
+              "unknown pre-tokenizer 7");
     /* add_bos and the accessors */
     o = bpe_default_options();
     o.bos_id = 1;
@@ -533,11 +557,10 @@ TEST(create_refuses_bad_vocabularies) {
     CHECK_OK(CREATE(v.tokens, v.lens, NULL, v.n, MERGES, v.merge_lens, N_MERGES, &o));
     if (t) {
         IDS(t, "he", 1, id_of("he"));
-        IDS(t, "<|end|>", 1, id_of("<"), id_of("|"), id_of("e"), id_of("n"), id_of("d"),
-            id_of("|"), id_of(">")); /* types NULL: all normal, none special */
+        IDS(t, "<|end|>", 1, id_of("<"), id_of("|"), id_of("e"), id_of("n"), id_of("d"), id_of("|"),
+            id_of(">")); /* types NULL: all normal, none special */
         size_t len = 0;
-        CHECK(bpe_vocab_size(t) == v.n && strcmp(bpe_token_text(t, 0, &len), "<|end|>") == 0 &&
-              len == 7);
+        CHECK(bpe_vocab_size(t) == v.n && strcmp(bpe_token_text(t, 0, &len), "<|end|>") == 0 && len == 7);
         CHECK(bpe_token_text(t, -1, &len) == NULL && bpe_token_text(t, (int32_t)v.n, NULL) == NULL);
         CHECK(bpe_token_type(t, 0) == BPE_TOKEN_NORMAL && bpe_token_type(t, (int32_t)v.n) == -1);
         CHECK(bpe_tokenizer_options(t).add_bos && bpe_tokenizer_options(t).bos_id == 1);
@@ -568,8 +591,7 @@ TEST(calls_refuse_null_arguments) {
     CHECK_ERR(bpe_decoder_push(NULL, 0, &p, &len), EMILY_ERR_ARGUMENT, "NULL decoder");
     CHECK_ERR(bpe_decoder_flush(NULL, &p, &len), EMILY_ERR_ARGUMENT, "NULL decoder");
     bpe_decoder_free(NULL);
-    CHECK_ERR(bpe_apply_chat(NULL, NULL, 0, NULL, true, &ids, &n), EMILY_ERR_ARGUMENT,
-              "NULL tokenizer");
+    CHECK_ERR(bpe_apply_chat(NULL, NULL, 0, NULL, true, &ids, &n), EMILY_ERR_ARGUMENT, "NULL tokenizer");
     CHECK_ERR(bpe_render_chat(NULL, 2, NULL, true, &text, &len), EMILY_ERR_ARGUMENT, "NULL messages");
     bpe_tokenizer_free(t);
     CHECK_ERR(bpe_from_gguf(NULL, &t, NULL, 0), EMILY_ERR_ARGUMENT, "NULL file");
@@ -635,8 +657,7 @@ static emily_gguf *small_gguf(const gguf_variant *var, char *path, size_t path_s
     return g;
 }
 
-static emily_status from_variant(const gguf_variant *var, bpe_tokenizer **t, char *err,
-                                 size_t errlen) {
+static emily_status from_variant(const gguf_variant *var, bpe_tokenizer **t, char *err, size_t errlen) {
     char path[256];
     emily_gguf *g = small_gguf(var, path, sizeof path);
     emily_status s = g ? bpe_from_gguf(g, t, err, errlen) : EMILY_ERR_INTERNAL;
@@ -651,8 +672,7 @@ TEST(from_gguf_reads_and_refuses) {
     CHECK_OK(from_variant(&(gguf_variant){.model = "gpt2", .pre = "smollm"}, &t, err, sizeof err));
     if (t) {
         bpe_options o = bpe_tokenizer_options(t);
-        CHECK(o.pre == BPE_PRE_SMOLLM && o.bos_id == 1 && o.eos_id == 0 && o.unk_id == -1 &&
-              !o.add_bos);
+        CHECK(o.pre == BPE_PRE_SMOLLM && o.bos_id == 1 && o.eos_id == 0 && o.unk_id == -1 && !o.add_bos);
         CHECK(bpe_token_type(t, 0) == BPE_TOKEN_CONTROL && bpe_vocab_size(t) == 254 + 4 + N_MERGES);
         IDS(t, " the<|end|>12", id_of("\xC4\xA0the"), 0, id_of("1"), id_of("2"));
         bpe_tokenizer_free(t);
@@ -667,17 +687,13 @@ TEST(from_gguf_reads_and_refuses) {
     CHECK(t == NULL);
     CHECK_ERR(from_variant(&(gguf_variant){.model = "gpt2", .pre = "qwen2"}, &t, err, sizeof err),
               EMILY_ERR_UNSUPPORTED, "pre-tokenizer \"qwen2\"");
-    CHECK_ERR(from_variant(&(gguf_variant){.model = "gpt2", .pre = "smollm", .no_merges = true}, &t,
-                           err, sizeof err),
+    CHECK_ERR(from_variant(&(gguf_variant){.model = "gpt2", .pre = "smollm", .no_merges = true}, &t, err, sizeof err),
               EMILY_ERR_ARGUMENT, "tokenizer.ggml.merges");
-    CHECK_ERR(from_variant(&(gguf_variant){.model = "gpt2", .pre = "smollm", .short_types = true}, &t,
-                           err, sizeof err),
+    CHECK_ERR(from_variant(&(gguf_variant){.model = "gpt2", .pre = "smollm", .short_types = true}, &t, err, sizeof err),
               EMILY_ERR_ARGUMENT, "token types for");
-    CHECK_ERR(from_variant(&(gguf_variant){.model = "gpt2", .pre = "smollm", .int_tokens = true}, &t,
-                           err, sizeof err),
+    CHECK_ERR(from_variant(&(gguf_variant){.model = "gpt2", .pre = "smollm", .int_tokens = true}, &t, err, sizeof err),
               EMILY_ERR_TYPE, "tokenizer.ggml.tokens is not an array of strings");
-    CHECK_ERR(from_variant(&(gguf_variant){.model = "gpt2", .pre = "smollm", .bad_merge = true}, &t,
-                           err, sizeof err),
+    CHECK_ERR(from_variant(&(gguf_variant){.model = "gpt2", .pre = "smollm", .bad_merge = true}, &t, err, sizeof err),
               EMILY_ERR_ARGUMENT, "merge 3 \"aa\" is not \"left right\"");
     CHECK(strstr(err, "merge 3") != NULL && t == NULL);
 }
@@ -731,9 +747,8 @@ TEST(smollm2_matches_hugging_face) {
         bpe_tokenizer_free(t);
         return;
     }
-    CHECK(bpe_vocab_size(t) == 49152 && bpe_tokenizer_options(t).eos_id == 2 &&
-          bpe_tokenizer_options(t).bos_id == 1 && !bpe_tokenizer_options(t).add_bos &&
-          bpe_tokenizer_options(t).pre == BPE_PRE_SMOLLM);
+    CHECK(bpe_vocab_size(t) == 49152 && bpe_tokenizer_options(t).eos_id == 2 && bpe_tokenizer_options(t).bos_id == 1 &&
+          !bpe_tokenizer_options(t).add_bos && bpe_tokenizer_options(t).pre == BPE_PRE_SMOLLM);
     json_t *cases = json_object_get(ref, "cases");
     CHECK(json_array_size(cases) >= 30);
     size_t i;
@@ -781,8 +796,7 @@ TEST(smollm2_matches_hugging_face) {
         for (size_t k = 0; ok && k <= n; k++) {
             const char *piece = NULL;
             size_t pl = 0;
-            emily_status s = k < n ? bpe_decoder_push(d, ids[k], &piece, &pl)
-                                   : bpe_decoder_flush(d, &piece, &pl);
+            emily_status s = k < n ? bpe_decoder_push(d, ids[k], &piece, &pl) : bpe_decoder_flush(d, &piece, &pl);
             ok = !s && jl + pl <= want_len && uc_utf8_incomplete_tail(piece, pl) == 0;
             if (ok) memcpy(joined + jl, piece, pl), jl += pl;
         }

@@ -197,12 +197,27 @@ TEST(half_conversion_simd_paths) {
         uint32_t u = (uint32_t)b;
         memcpy(&x[n++], &u, 4);
     }
-    float edge[] = {65504.0f, 65519.99f, 65520.0f, 5.960464477539063e-08f, 2.98e-08f, 2.9802322e-08f,
-                    1.0f + 1.0f / 2048, 1.0f + 3.0f / 2048, -0.0f, INFINITY, -INFINITY, NAN, -NAN,
-                    1.00781238f, 3.4e38f, 1e-45f};
+    float edge[] = {65504.0f,
+                    65519.99f,
+                    65520.0f,
+                    5.960464477539063e-08f,
+                    2.98e-08f,
+                    2.9802322e-08f,
+                    1.0f + 1.0f / 2048,
+                    1.0f + 3.0f / 2048,
+                    -0.0f,
+                    INFINITY,
+                    -INFINITY,
+                    NAN,
+                    -NAN,
+                    1.00781238f,
+                    3.4e38f,
+                    1e-45f};
     for (size_t k = 0; k < sizeof edge / sizeof *edge; k++) x[n++] = edge[k];
-    struct { const char *isa; emily_vec_fn (*get)(emily_dtype, emily_dtype); } isas[2] = {
-        {"avx2", emi_convert_avx2}, {"avx512", emi_convert_avx512}};
+    struct {
+        const char *isa;
+        emily_vec_fn (*get)(emily_dtype, emily_dtype);
+    } isas[2] = {{"avx2", emi_convert_avx2}, {"avx512", emi_convert_avx512}};
     for (int k = 0; k < 2; k++) {
         if (!cpu_has(isas[k].isa)) continue;
         emily_vec_fn f16 = isas[k].get(EMILY_F32, EMILY_F16), bf16 = isas[k].get(EMILY_F32, EMILY_BF16);
@@ -259,7 +274,8 @@ TEST(as_type_bad_input) {
     emily_tensor *t = t_from(EMILY_F32, 0, NULL, &x), *r = NULL;
     CHECK_ERR(emily_as_type(NULL, EMILY_F32, &r), EMILY_ERR_ARGUMENT, "as_type: tensor is NULL");
     CHECK_ERR(emily_as_type(t, EMILY_F32, NULL), EMILY_ERR_ARGUMENT, "as_type: output pointer is NULL");
-    CHECK_ERR(emily_as_type(t, (emily_dtype)EMILY_DTYPE_ALL_COUNT, &r), EMILY_ERR_TYPE, "as_type: invalid target type 20");
+    CHECK_ERR(emily_as_type(t, (emily_dtype)EMILY_DTYPE_ALL_COUNT, &r), EMILY_ERR_TYPE,
+              "as_type: invalid target type 20");
     CHECK_ERR(emily_as_type(t, EMILY_DTYPE_AUTO, &r), EMILY_ERR_TYPE, "invalid target type");
     CHECK(r == NULL);
     emily_tensor_release(t);
@@ -309,8 +325,9 @@ typedef struct {
 #define LIST_ROW(E, s, T) {EMILY_##E, #s, sizeof(T)},
 #define LIST_ROW_WITH(E, s, T, unused) {EMILY_##E, #s, sizeof(T)},
 #define CHECK_CLASS(E, s, T, pred) CHECK(pred(EMILY_##E));
-#define CHECK_PARTS(E, s, T, PE, ps, PT, unused) \
-    CHECK(emily_type_to_real(EMILY_##E) == EMILY_##PE && sizeof(T) == 2 * sizeof(PT) && strcmp(#ps, emily_dtype_name(EMILY_##PE)) == 0);
+#define CHECK_PARTS(E, s, T, PE, ps, PT, unused)                                        \
+    CHECK(emily_type_to_real(EMILY_##E) == EMILY_##PE && sizeof(T) == 2 * sizeof(PT) && \
+          strcmp(#ps, emily_dtype_name(EMILY_##PE)) == 0);
 static bool is_unsigned(emily_dtype t) { return emily_dtype_kind_of(t) == EMILY_KIND_UNSIGNED; }
 static bool is_signed(emily_dtype t) { return emily_dtype_kind_of(t) == EMILY_KIND_SIGNED; }
 static bool is_half(emily_dtype t) { return emily_dtype_is_float(t) && emily_dtype_bits(t) == 16; }
@@ -352,17 +369,15 @@ TEST(callbacks) {
     CHECK(r.n == 1 && emily_tensor_dtype(r.tensors[0]) == EMILY_F32 && isnan(t_get(r.tensors[0], 0)));
     emily_dispatch_result_release(&r);
     emily_value num = {.kind = EMILY_V_INT, .i = 3};
-    CHECK_ERR(emily_dispatch("as_type", EMILY_CPU, &out, &num, 1, EMILY_DISPATCH_RUN, &r),
-              EMILY_ERR_ARGUMENT, "as_type: argument 1 must be a tensor, got integer");
+    CHECK_ERR(emily_dispatch("as_type", EMILY_CPU, &out, &num, 1, EMILY_DISPATCH_RUN, &r), EMILY_ERR_ARGUMENT,
+              "as_type: argument 1 must be a tensor, got integer");
     out.dtype = EMILY_F16;
-    CHECK_ERR(emily_dispatch("bitcast", EMILY_CPU, &out, &arg, 1, EMILY_DISPATCH_RUN, &r),
-              EMILY_ERR_TYPE, "got s32 and f16");
+    CHECK_ERR(emily_dispatch("bitcast", EMILY_CPU, &out, &arg, 1, EMILY_DISPATCH_RUN, &r), EMILY_ERR_TYPE,
+              "got s32 and f16");
     emily_tensor_release(t);
 }
 
 RUN_TESTS("convert", CASE(dtype_lists_agree), CASE(float_to_int_truncates_and_wraps), CASE(float_to_float_rounding),
           CASE(int_to_float_goes_through_double), CASE(complex_to_real_takes_the_real_part),
-          CASE(all_pairs_round_trip_small_values), CASE(strided_and_broadcast_inputs),
-          CASE(sizes_scalars_and_identity), CASE(half_conversion_simd_paths), CASE(as_type_bad_input),
-          CASE(bitcast_reinterprets),
-          CASE(callbacks))
+          CASE(all_pairs_round_trip_small_values), CASE(strided_and_broadcast_inputs), CASE(sizes_scalars_and_identity),
+          CASE(half_conversion_simd_paths), CASE(as_type_bad_input), CASE(bitcast_reinterprets), CASE(callbacks))

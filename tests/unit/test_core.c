@@ -43,16 +43,16 @@ TEST(type_merge_matches_nx) {
 TEST(half_conversions_round_like_nx) {
     CHECK(emily_f64_to_f16(1.0) == 0x3c00);
     CHECK(emily_f64_to_f16(65504.0) == 0x7bff);
-    CHECK(emily_f64_to_f16(65520.0) == 0x7c00);        /* rounds up to inf */
+    CHECK(emily_f64_to_f16(65520.0) == 0x7c00); /* rounds up to inf */
     CHECK(emily_f64_to_f16(-0.0) == 0x8000);
     CHECK(emily_f64_to_f16(5.960464477539063e-08) == 0x0001); /* smallest subnormal */
-    CHECK(emily_f64_to_f16(1.0 + 1.0 / 2048) == 0x3c00); /* tie to even */
+    CHECK(emily_f64_to_f16(1.0 + 1.0 / 2048) == 0x3c00);      /* tie to even */
     CHECK(emily_f64_to_f16(1.0 + 3.0 / 2048) == 0x3c02);
     CHECK(emily_f16_to_f32(0x7c00) == INFINITY);
     CHECK(isnan(emily_f16_to_f32(0x7e00)));
     CHECK(emily_f16_to_f32(0x0001) == 5.960464477539063e-08f);
     CHECK(emily_f32_to_bf16(1.0f) == 0x3f80);
-    CHECK(emily_f32_to_bf16(1.00781238f) == 0x3f80);   /* truncates like Nx */
+    CHECK(emily_f32_to_bf16(1.00781238f) == 0x3f80); /* truncates like Nx */
     CHECK(emily_f32_to_bf16(NAN) == 0x7fc0);
     CHECK(emily_bf16_to_f32(0x3f80) == 1.0f);
 }
@@ -188,6 +188,5 @@ TEST(helpers_report_failure_instead_of_aborting) {
 }
 
 RUN_TESTS("core", CASE(host_buffers_are_reused), CASE(dtype_names_and_sizes), CASE(type_merge_matches_nx),
-          CASE(half_conversions_round_like_nx), CASE(tensor_roundtrip_and_views),
-          CASE(zero_size_and_scalar_tensors), CASE(bad_input_is_an_error), CASE(devices),
-          CASE(helpers_report_failure_instead_of_aborting))
+          CASE(half_conversions_round_like_nx), CASE(tensor_roundtrip_and_views), CASE(zero_size_and_scalar_tensors),
+          CASE(bad_input_is_an_error), CASE(devices), CASE(helpers_report_failure_instead_of_aborting))

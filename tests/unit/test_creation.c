@@ -118,21 +118,20 @@ TEST(constant_shapes) {
 TEST(constant_bad_input) {
     emily_tensor *t = NULL;
     int64_t neg[2] = {2, -1};
-    CHECK_ERR(emily_constant(EMILY_CPU, EMILY_F32, 0, NULL, emily_scalar_int(0), NULL),
-              EMILY_ERR_ARGUMENT, "constant: output pointer is NULL");
-    CHECK_ERR(emily_constant(EMILY_CPU, (emily_dtype)77, 0, NULL, emily_scalar_int(0), &t),
-              EMILY_ERR_TYPE, "constant: invalid type 77");
-    CHECK_ERR(emily_constant(EMILY_CPU, EMILY_DTYPE_AUTO, 0, NULL, emily_scalar_int(0), &t),
-              EMILY_ERR_TYPE, "invalid type");
-    CHECK_ERR(emily_constant(EMILY_CPU, EMILY_F32, 2, neg, emily_scalar_int(0), &t),
-              EMILY_ERR_SHAPE, "negative dimension in shape {2, -1}");
-    CHECK_ERR(emily_constant(EMILY_CPU, EMILY_F32, 2, NULL, emily_scalar_int(0), &t),
-              EMILY_ERR_ARGUMENT, "shape is NULL");
-    CHECK_ERR(emily_constant(EMILY_CPU, EMILY_F32, -1, NULL, emily_scalar_int(0), &t),
-              EMILY_ERR_SHAPE, "negative rank");
+    CHECK_ERR(emily_constant(EMILY_CPU, EMILY_F32, 0, NULL, emily_scalar_int(0), NULL), EMILY_ERR_ARGUMENT,
+              "constant: output pointer is NULL");
+    CHECK_ERR(emily_constant(EMILY_CPU, (emily_dtype)77, 0, NULL, emily_scalar_int(0), &t), EMILY_ERR_TYPE,
+              "constant: invalid type 77");
+    CHECK_ERR(emily_constant(EMILY_CPU, EMILY_DTYPE_AUTO, 0, NULL, emily_scalar_int(0), &t), EMILY_ERR_TYPE,
+              "invalid type");
+    CHECK_ERR(emily_constant(EMILY_CPU, EMILY_F32, 2, neg, emily_scalar_int(0), &t), EMILY_ERR_SHAPE,
+              "negative dimension in shape {2, -1}");
+    CHECK_ERR(emily_constant(EMILY_CPU, EMILY_F32, 2, NULL, emily_scalar_int(0), &t), EMILY_ERR_ARGUMENT,
+              "shape is NULL");
+    CHECK_ERR(emily_constant(EMILY_CPU, EMILY_F32, -1, NULL, emily_scalar_int(0), &t), EMILY_ERR_SHAPE,
+              "negative rank");
     emily_scalar bad = {.kind = (emily_scalar_kind)9};
-    CHECK_ERR(emily_constant(EMILY_CPU, EMILY_F32, 0, NULL, bad, &t), EMILY_ERR_ARGUMENT,
-              "invalid scalar kind");
+    CHECK_ERR(emily_constant(EMILY_CPU, EMILY_F32, 0, NULL, bad, &t), EMILY_ERR_ARGUMENT, "invalid scalar kind");
     emily_device far = {EMILY_DEVICE_CUDA, 99};
     CHECK(emily_constant(far, EMILY_F32, 0, NULL, emily_scalar_int(0), &t) == EMILY_ERR_DEVICE);
     int64_t huge[2] = {INT64_MAX / 2, 8};
@@ -255,15 +254,15 @@ TEST(callbacks) {
         emily_dispatch_result_release(&r);
     }
     emily_value bad[2] = {{.kind = EMILY_V_ATOM, .str = "foo"}, opts};
-    CHECK_ERR(emily_dispatch("constant", EMILY_CPU, &out, bad, 2, EMILY_DISPATCH_RUN, &r),
-              EMILY_ERR_ARGUMENT, "constant: the constant: unknown number atom :foo");
+    CHECK_ERR(emily_dispatch("constant", EMILY_CPU, &out, bad, 2, EMILY_DISPATCH_RUN, &r), EMILY_ERR_ARGUMENT,
+              "constant: the constant: unknown number atom :foo");
     emily_value iargs[2] = {{.kind = EMILY_V_INT, .i = 1}, opts};
     CHECK_OK(emily_dispatch("iota", EMILY_CPU, &out, iargs, 2, EMILY_DISPATCH_INFER, &r));
     CHECK(r.n == 1 && t_get(r.tensors[0], 1) == 1 && t_get(r.tensors[0], 2) == 0);
     emily_dispatch_result_release(&r);
     iargs[0].i = 5;
-    CHECK_ERR(emily_dispatch("iota", EMILY_CPU, &out, iargs, 2, EMILY_DISPATCH_RUN, &r),
-              EMILY_ERR_AXIS, "iota: axis 5 out of range");
+    CHECK_ERR(emily_dispatch("iota", EMILY_CPU, &out, iargs, 2, EMILY_DISPATCH_RUN, &r), EMILY_ERR_AXIS,
+              "iota: axis 5 out of range");
     iargs[0].kind = EMILY_V_NIL;
     CHECK_OK(emily_dispatch("iota", EMILY_CPU, &out, iargs, 2, EMILY_DISPATCH_RUN, &r));
     CHECK(r.n == 1 && t_get(r.tensors[0], 3) == 3);
@@ -271,13 +270,12 @@ TEST(callbacks) {
     CHECK_OK(emily_dispatch("eye", EMILY_CPU, &out, &opts, 1, EMILY_DISPATCH_RUN, &r));
     CHECK(r.n == 1 && t_get(r.tensors[0], 0) == 1 && t_get(r.tensors[0], 1) == 0);
     emily_dispatch_result_release(&r);
-    CHECK_ERR(emily_dispatch("eye", EMILY_CPU, &out, args, 2, EMILY_DISPATCH_RUN, &r),
-              EMILY_ERR_ARGUMENT, "eye: expected 0 to 1 arguments, got 2");
-    CHECK_ERR(emily_dispatch("constant", EMILY_CPU, &out, NULL, 0, EMILY_DISPATCH_RUN, &r),
-              EMILY_ERR_ARGUMENT, "constant: expected 1 to 2 arguments, got 0");
+    CHECK_ERR(emily_dispatch("eye", EMILY_CPU, &out, args, 2, EMILY_DISPATCH_RUN, &r), EMILY_ERR_ARGUMENT,
+              "eye: expected 0 to 1 arguments, got 2");
+    CHECK_ERR(emily_dispatch("constant", EMILY_CPU, &out, NULL, 0, EMILY_DISPATCH_RUN, &r), EMILY_ERR_ARGUMENT,
+              "constant: expected 1 to 2 arguments, got 0");
 }
 
-RUN_TESTS("creation", CASE(constant_integers_wrap_and_convert), CASE(constant_floats_follow_nx),
-          CASE(constant_complex), CASE(constant_shapes), CASE(constant_bad_input),
-          CASE(iota_flat_and_axes), CASE(iota_values_convert_like_nx), CASE(iota_bad_input),
-          CASE(eye_diagonals), CASE(eye_bad_input), CASE(callbacks))
+RUN_TESTS("creation", CASE(constant_integers_wrap_and_convert), CASE(constant_floats_follow_nx), CASE(constant_complex),
+          CASE(constant_shapes), CASE(constant_bad_input), CASE(iota_flat_and_axes), CASE(iota_values_convert_like_nx),
+          CASE(iota_bad_input), CASE(eye_diagonals), CASE(eye_bad_input), CASE(callbacks))

@@ -31,8 +31,7 @@ TEST(no_gpu_fails_clearly) {
     CHECK_ERR(emily_empty(CUDA0, EMILY_F32, 1, shape, &t), EMILY_ERR_DEVICE, "cuda");
     CHECK(t == NULL);
     float data[4] = {1, 2, 3, 4};
-    CHECK_ERR(emily_from_binary(CUDA0, EMILY_F32, 1, shape, data, sizeof data, &t),
-              EMILY_ERR_DEVICE, "cuda");
+    CHECK_ERR(emily_from_binary(CUDA0, EMILY_F32, 1, shape, data, sizeof data, &t), EMILY_ERR_DEVICE, "cuda");
     CHECK_ERR(emily_device_check(CUDA0), EMILY_ERR_DEVICE, "cuda");
     CHECK_ERR(emily_synchronize(CUDA0), EMILY_ERR_DEVICE, "cuda");
     emily_memory_stats ms;
@@ -109,7 +108,11 @@ TEST(gpu_transfers_roundtrip) {
         size_t n = sizes[k];
         unsigned char *host = malloc(n), *back = malloc(n);
         CHECK(host && back);
-        if (!host || !back) { free(host); free(back); return; }
+        if (!host || !back) {
+            free(host);
+            free(back);
+            return;
+        }
         for (size_t i = 0; i < n; i++) host[i] = (unsigned char)(i * 131 + k);
         int64_t shape[1] = {(int64_t)n};
         emily_tensor *t = NULL;
@@ -170,7 +173,12 @@ TEST(gpu_copy_views) {
     int64_t shape[2] = {67, 129};
     int n = 67 * 129;
     int32_t *h = malloc(sizeof(int32_t) * (size_t)n), *back = malloc(sizeof(int32_t) * (size_t)n);
-    if (!h || !back) { free(h); free(back); CHECK(0); return; }
+    if (!h || !back) {
+        free(h);
+        free(back);
+        CHECK(0);
+        return;
+    }
     for (int i = 0; i < n; i++) h[i] = i * 7 - 3;
     emily_tensor *g = g_from(EMILY_S32, 2, shape, h);
     int perm[2] = {1, 0};
@@ -206,8 +214,7 @@ TEST(gpu_copy_views) {
         const int64_t *ss = emily_tensor_shape(sv);
         bool ok = true;
         for (int64_t r = 0; r < ss[0] && ok; r++)
-            for (int64_t c = 0; c < ss[1] && ok; c++)
-                ok = back[r * ss[1] + c] == h[(1 + 3 * r) * 129 + 2 + 5 * c];
+            for (int64_t c = 0; c < ss[1] && ok; c++) ok = back[r * ss[1] + c] == h[(1 + 3 * r) * 129 + 2 + 5 * c];
         CHECK(ok);
     }
     emily_tensor_release(sv);
@@ -266,7 +273,11 @@ TEST(gpu_streams_order_buffers) {
     emily_stream *s1 = NULL, *s2 = NULL;
     CHECK_OK(emily_stream_new(CUDA0, &s1));
     CHECK_OK(emily_stream_new(CUDA0, &s2));
-    if (!s1 || !s2) { emily_stream_free(s1); emily_stream_free(s2); return; }
+    if (!s1 || !s2) {
+        emily_stream_free(s1);
+        emily_stream_free(s2);
+        return;
+    }
     int64_t shape[1] = {1 << 24};
     emily_tensor *a = NULL, *x = NULL, *y = NULL;
     CHECK_OK(emily_stream_set_current(CUDA0, s1));
@@ -318,7 +329,10 @@ typedef struct thread_job {
 static void *thread_work(void *arg) {
     thread_job *job = arg;
     emily_stream *s = NULL;
-    if (emily_stream_new(CUDA0, &s)) { job->failures++; return NULL; }
+    if (emily_stream_new(CUDA0, &s)) {
+        job->failures++;
+        return NULL;
+    }
     if (emily_stream_set_current(CUDA0, s)) job->failures++;
     int64_t shape[1] = {1 << 20};
     for (int round = 0; round < 20; round++) {
@@ -331,8 +345,7 @@ static void *thread_work(void *arg) {
             int32_t v[4];
             int64_t st[1] = {(1 << 20) - 4}, len[1] = {4}, one[1] = {1};
             emily_tensor *tail = NULL;
-            if (emily_slice(c, st, len, one, &tail) || emily_to_binary(tail, v, sizeof v) ||
-                v[3] != job->id + round)
+            if (emily_slice(c, st, len, one, &tail) || emily_to_binary(tail, v, sizeof v) || v[3] != job->id + round)
                 job->failures++;
             emily_tensor_release(tail);
         }
@@ -363,8 +376,7 @@ TEST(gpu_errors) {
     emily_tensor *g = g_from(EMILY_F32, 1, shape, data);
     emily_tensor *c = t_from(EMILY_F32, 1, shape, data);
     emily_tensor *out = NULL;
-    CHECK_ERR(emily_binary(EMILY_ADD, g, c, EMILY_DTYPE_AUTO, &out), EMILY_ERR_DEVICE,
-              "different devices");
+    CHECK_ERR(emily_binary(EMILY_ADD, g, c, EMILY_DTYPE_AUTO, &out), EMILY_ERR_DEVICE, "different devices");
     CHECK(out == NULL);
     emily_device far = {EMILY_DEVICE_CUDA, 77};
     CHECK_ERR(emily_to_device(g, far, &out), EMILY_ERR_DEVICE, "cuda:77");
@@ -395,8 +407,17 @@ static double rnd_float(int edges) {
         case 0: return NAN;
         case 1: return INFINITY;
         case 2: return -INFINITY;
-        case 3: case 4: case 5: case 6: case 7: case 8: case 9: case 10: case 11: case 12: case 13:
-            return e[rnd() % 10];
+        case 3:
+        case 4:
+        case 5:
+        case 6:
+        case 7:
+        case 8:
+        case 9:
+        case 10:
+        case 11:
+        case 12:
+        case 13: return e[rnd() % 10];
         }
     }
     return (rnd_unit() - 0.5) * 8.0;
@@ -413,12 +434,36 @@ static emily_tensor *rnd_tensor(emily_dtype dt, int rank, const int64_t *shape, 
         unsigned char *p = buf + (size_t)i * es;
         uint64_t bits = rnd();
         switch (dt) {
-        case EMILY_F16: { uint16_t h = emily_f64_to_f16(rnd_float(edges)); memcpy(p, &h, 2); break; }
-        case EMILY_BF16: { uint16_t h = emily_f32_to_bf16((float)rnd_float(edges)); memcpy(p, &h, 2); break; }
-        case EMILY_F32: { float f = (float)rnd_float(edges); memcpy(p, &f, 4); break; }
-        case EMILY_F64: { double f = rnd_float(edges); memcpy(p, &f, 8); break; }
-        case EMILY_C64: { float f[2] = {(float)rnd_float(edges), (float)rnd_float(edges)}; memcpy(p, f, 8); break; }
-        case EMILY_C128: { double f[2] = {rnd_float(edges), rnd_float(edges)}; memcpy(p, f, 16); break; }
+        case EMILY_F16: {
+            uint16_t h = emily_f64_to_f16(rnd_float(edges));
+            memcpy(p, &h, 2);
+            break;
+        }
+        case EMILY_BF16: {
+            uint16_t h = emily_f32_to_bf16((float)rnd_float(edges));
+            memcpy(p, &h, 2);
+            break;
+        }
+        case EMILY_F32: {
+            float f = (float)rnd_float(edges);
+            memcpy(p, &f, 4);
+            break;
+        }
+        case EMILY_F64: {
+            double f = rnd_float(edges);
+            memcpy(p, &f, 8);
+            break;
+        }
+        case EMILY_C64: {
+            float f[2] = {(float)rnd_float(edges), (float)rnd_float(edges)};
+            memcpy(p, f, 8);
+            break;
+        }
+        case EMILY_C128: {
+            double f[2] = {rnd_float(edges), rnd_float(edges)};
+            memcpy(p, f, 16);
+            break;
+        }
         default:
             /* integers: small values mostly (shifts, pow), full-range bits sometimes */
             if (!edges || rnd() % 4) bits = (uint64_t)((int64_t)(rnd() % 19) - 9);
@@ -444,11 +489,10 @@ static bool float_near(double a, double b, uint64_t ab, uint64_t bb, int width, 
 /* Same dtype, shape and values (ulps > 0: floats within that many ULP,
  * complex parts also within rel of the element's magnitude). */
 static bool same_tensor(const char *what, const emily_tensor *c, const emily_tensor *g, int ulps) {
-    if (emily_tensor_dtype(c) != emily_tensor_dtype(g) ||
-        !t_shape_is(g, emily_tensor_rank(c), emily_tensor_shape(c))) {
+    if (emily_tensor_dtype(c) != emily_tensor_dtype(g) || !t_shape_is(g, emily_tensor_rank(c), emily_tensor_shape(c))) {
         fprintf(stderr, "  %s: cuda result has type %s rank %d, cpu %s rank %d\n", what,
-                emily_dtype_name(emily_tensor_dtype(g)), emily_tensor_rank(g),
-                emily_dtype_name(emily_tensor_dtype(c)), emily_tensor_rank(c));
+                emily_dtype_name(emily_tensor_dtype(g)), emily_tensor_rank(g), emily_dtype_name(emily_tensor_dtype(c)),
+                emily_tensor_rank(c));
         return false;
     }
     emily_dtype dt = emily_tensor_dtype(c);
@@ -465,7 +509,8 @@ static bool same_tensor(const char *what, const emily_tensor *c, const emily_ten
             size_t ps = es / (size_t)parts;
             double mag = 0;
             if (parts == 2) {
-                uint64_t b0; int w0;
+                uint64_t b0;
+                int w0;
                 double re = fp_part(dt, x, &b0, &w0), im = fp_part(dt, x + ps, &b0, &w0);
                 mag = sqrt(re * re + im * im);
             }
@@ -481,8 +526,13 @@ static bool same_tensor(const char *what, const emily_tensor *c, const emily_ten
             uint64_t xb = 0, yb = 0;
             int w;
             double xv = 0, yv = 0;
-            if (!emily_dtype_is_integer(dt)) { xv = fp_part(dt, x, &xb, &w); yv = fp_part(dt, y, &yb, &w); }
-            else { memcpy(&xb, x, es); memcpy(&yb, y, es); }
+            if (!emily_dtype_is_integer(dt)) {
+                xv = fp_part(dt, x, &xb, &w);
+                yv = fp_part(dt, y, &yb, &w);
+            } else {
+                memcpy(&xb, x, es);
+                memcpy(&yb, y, es);
+            }
             fprintf(stderr, "  %s (%s): element %lld: cpu %.17g (0x%llx), cuda %.17g (0x%llx)\n", what,
                     emily_dtype_name(dt), (long long)i, xv, (unsigned long long)xb, yv, (unsigned long long)yb);
         }
@@ -551,10 +601,21 @@ static emily_status run_unary_t(emily_tensor *const *in, emily_tensor **out, con
 
 static bool unary_exact(emily_unary_op op) {
     switch (op) {
-    case EMILY_ABS: case EMILY_NEGATE: case EMILY_CONJUGATE: case EMILY_REAL: case EMILY_IMAG:
-    case EMILY_CEIL: case EMILY_FLOOR: case EMILY_ROUND: case EMILY_SIGN: case EMILY_IS_NAN:
-    case EMILY_IS_INFINITY: case EMILY_LOGICAL_NOT: case EMILY_BITWISE_NOT:
-    case EMILY_COUNT_LEADING_ZEROS: case EMILY_POPULATION_COUNT: return true;
+    case EMILY_ABS:
+    case EMILY_NEGATE:
+    case EMILY_CONJUGATE:
+    case EMILY_REAL:
+    case EMILY_IMAG:
+    case EMILY_CEIL:
+    case EMILY_FLOOR:
+    case EMILY_ROUND:
+    case EMILY_SIGN:
+    case EMILY_IS_NAN:
+    case EMILY_IS_INFINITY:
+    case EMILY_LOGICAL_NOT:
+    case EMILY_BITWISE_NOT:
+    case EMILY_COUNT_LEADING_ZEROS:
+    case EMILY_POPULATION_COUNT: return true;
     default: return false;
     }
 }
@@ -602,12 +663,10 @@ static emily_status run_binary(emily_tensor *const *in, emily_tensor **out, cons
  * complex atan2 operands cut to their real parts. */
 static bool binary_raises(emily_binary_op op, emily_dtype dt) {
     return op == EMILY_LEFT_SHIFT || op == EMILY_RIGHT_SHIFT ||
-           (op == EMILY_REMAINDER && !emily_dtype_is_integer(dt)) ||
-           (op == EMILY_ATAN2 && emily_dtype_is_complex(dt));
+           (op == EMILY_REMAINDER && !emily_dtype_is_integer(dt)) || (op == EMILY_ATAN2 && emily_dtype_is_complex(dt));
 }
 
-static emily_status valid_operand(emily_binary_op op, const emily_tensor *t, bool divisor,
-                                  emily_tensor **out) {
+static emily_status valid_operand(emily_binary_op op, const emily_tensor *t, bool divisor, emily_tensor **out) {
     emily_device dev = emily_tensor_device(t);
     emily_dtype dt = emily_tensor_dtype(t);
     emily_tensor *c = NULL, *m1 = NULL, *m2 = NULL, *m = NULL, *z = NULL, *r = NULL;
@@ -651,9 +710,7 @@ static emily_status run_binary_valid(emily_tensor *const *in, emily_tensor **out
     return s;
 }
 
-static bool binary_exact(emily_binary_op op) {
-    return op != EMILY_POW && op != EMILY_ATAN2 && op != EMILY_REMAINDER;
-}
+static bool binary_exact(emily_binary_op op) { return op != EMILY_POW && op != EMILY_ATAN2 && op != EMILY_REMAINDER; }
 
 /* contiguous(transpose(x, perm)): the tiled transpose path on planes
  * under a batch axis (NCHW <-> NHWC) and the strided path elsewhere. */
@@ -701,8 +758,8 @@ TEST(gpu_binary_matches_cpu) {
             if (emily_dtype_is_complex(dt) && o == EMILY_POW) ulps = 4;
             char what[64];
             snprintf(what, sizeof what, "%s(%s)", emily_binary_op_name((emily_binary_op)o), emily_dtype_name(dt));
-            bin_arg args[4] = {{(emily_binary_op)o, 0}, {(emily_binary_op)o, 1}, {(emily_binary_op)o, 2},
-                               {(emily_binary_op)o, 3}};
+            bin_arg args[4] = {
+                {(emily_binary_op)o, 0}, {(emily_binary_op)o, 1}, {(emily_binary_op)o, 2}, {(emily_binary_op)o, 3}};
             emily_tensor *in0[2] = {a, b}, *in1[2] = {a, row}, *in2[2] = {sc, a}, *in3[2] = {at, b};
             compare_op(what, run_binary, &args[0], 2, in0, ulps);
             compare_op(what, run_binary, &args[1], 2, in1, ulps);
@@ -736,7 +793,8 @@ TEST(gpu_select_matches_cpu) {
             emily_tensor *x = rnd_tensor((emily_dtype)d, 2, shape, 1), *y = rnd_tensor((emily_dtype)d, 1, row, 1);
             emily_tensor *in[3] = {pred, x, y};
             char what[64];
-            snprintf(what, sizeof what, "select(%s, %s)", emily_dtype_name((emily_dtype)p), emily_dtype_name((emily_dtype)d));
+            snprintf(what, sizeof what, "select(%s, %s)", emily_dtype_name((emily_dtype)p),
+                     emily_dtype_name((emily_dtype)d));
             compare_op(what, run_select, NULL, 3, in, 0);
             emily_tensor_release(x);
             emily_tensor_release(y);
@@ -761,8 +819,7 @@ static emily_status run_reduce(emily_tensor *const *in, emily_tensor **out, cons
         int perm[2] = {1, 0};
         s = emily_transpose(in[0], perm, &v);
     }
-    if (!s) s = emily_reduce(r->op, v ? v : in[0], r->naxes, r->naxes ? r->axes : NULL, r->keep,
-                             EMILY_DTYPE_AUTO, out);
+    if (!s) s = emily_reduce(r->op, v ? v : in[0], r->naxes, r->naxes ? r->axes : NULL, r->keep, EMILY_DTYPE_AUTO, out);
     emily_tensor_release(v);
     return s;
 }
@@ -800,7 +857,7 @@ TEST(gpu_reductions_match_cpu) {
         {2, {0, 5}, 1, {0}, false},
     };
     /* clang-format on */
-    const emily_dtype types[] = {EMILY_U8, EMILY_S16, EMILY_S32, EMILY_U64, EMILY_S64, EMILY_F16,
+    const emily_dtype types[] = {EMILY_U8,   EMILY_S16, EMILY_S32, EMILY_U64, EMILY_S64, EMILY_F16,
                                  EMILY_BF16, EMILY_F32, EMILY_F64, EMILY_C64, EMILY_C128};
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
         for (size_t k = 0; k < sizeof types / sizeof *types; k++) {
@@ -808,8 +865,11 @@ TEST(gpu_reductions_match_cpu) {
             emily_tensor *x = rnd_tensor(dt, cases[c].rank, cases[c].shape, 0);
             for (int o = 0; o < EMILY_REDUCE_OP_COUNT; o++) {
                 if (emily_dtype_is_complex(dt) && (o == EMILY_REDUCE_MAX || o == EMILY_REDUCE_MIN)) continue;
-                red_arg r = {(emily_reduce_op)o, cases[c].naxes, {cases[c].axes[0], cases[c].axes[1], 0},
-                             c % 2 == 0, cases[c].transpose};
+                red_arg r = {(emily_reduce_op)o,
+                             cases[c].naxes,
+                             {cases[c].axes[0], cases[c].axes[1], 0},
+                             c % 2 == 0,
+                             cases[c].transpose};
                 bool exact = !emily_dtype_is_float(dt) && !emily_dtype_is_complex(dt);
                 exact = exact || o == EMILY_REDUCE_MAX || o == EMILY_REDUCE_MIN;
                 char what[80];
@@ -848,7 +908,7 @@ static emily_status run_arg(emily_tensor *const *in, emily_tensor **out, const v
 
 TEST(gpu_argreduce_matches_cpu) {
     int64_t shape[2] = {300, 257};
-    const emily_dtype types[] = {EMILY_U8, EMILY_S8, EMILY_S32, EMILY_U64, EMILY_S64,
+    const emily_dtype types[] = {EMILY_U8,  EMILY_S8,   EMILY_S32, EMILY_U64, EMILY_S64,
                                  EMILY_F16, EMILY_BF16, EMILY_F32, EMILY_F64};
     for (size_t k = 0; k < sizeof types / sizeof *types; k++) {
         /* integers take few distinct values: many ties */
@@ -980,7 +1040,8 @@ TEST(gpu_flat_and_row_paths_match_cpu) {
     /* rows: 513 x 2048 (a warp a row, aligned), 2000 x 37 (misaligned
      * rows), 1 x 3000001 (one run cut into parts, unrolled folds) */
     static const int64_t rshape[3][2] = {{513, 2048}, {2000, 37}, {1, 3000001}};
-    const emily_dtype rtypes[] = {EMILY_U8, EMILY_S32, EMILY_S64, EMILY_F16, EMILY_BF16, EMILY_F32, EMILY_F64, EMILY_C64};
+    const emily_dtype rtypes[] = {EMILY_U8,   EMILY_S32, EMILY_S64, EMILY_F16,
+                                  EMILY_BF16, EMILY_F32, EMILY_F64, EMILY_C64};
     for (int c = 0; c < 3; c++)
         for (size_t k = 0; k < sizeof rtypes / sizeof *rtypes; k++) {
             emily_dtype dt = rtypes[k];
@@ -1049,8 +1110,7 @@ static emily_status run_index(emily_tensor *const *in, emily_tensor **out, const
 
 /* Like compare_op, bit for bit, and the call must end with `want` on the
  * CPU; failures must carry the CPU's exact message. */
-static void compare_index(const char *what, const index_arg *a, int nin, emily_tensor *const *cin,
-                          emily_status want) {
+static void compare_index(const char *what, const index_arg *a, int nin, emily_tensor *const *cin, emily_status want) {
     emily_tensor *gin[3] = {NULL, NULL, NULL}, *c = NULL, *g = NULL;
     for (int i = 0; i < nin; i++) CHECK_OK(emily_to_device(cin[i], CUDA0, &gin[i]));
     emily_status sc = run_index(cin, &c, a);
@@ -1083,8 +1143,8 @@ static const emily_dtype index_types[] = {EMILY_S64, EMILY_S32, EMILY_U8, EMILY_
 /* Indices of dtype dt (rank, shape): element k is random in
  * [0, bounds[k % ncols]) (so repeats are common), except element bad_at
  * (when >= 0), which holds the 64-bit pattern bad (its low bytes). */
-static emily_tensor *idx_tensor(emily_dtype dt, int rank, const int64_t *shape, int ncols,
-                                const int64_t *bounds, int64_t bad_at, uint64_t bad) {
+static emily_tensor *idx_tensor(emily_dtype dt, int rank, const int64_t *shape, int ncols, const int64_t *bounds,
+                                int64_t bad_at, uint64_t bad) {
     int64_t n = 1;
     for (int i = 0; i < rank; i++) n *= shape[i];
     size_t es = emily_dtype_size(dt);
@@ -1125,7 +1185,12 @@ TEST(gpu_take_matches_cpu) {
     /* the vector paths: 16-byte rows (the benchmark's shape, smaller),
      * 20-byte rows (4-byte vectors), 3-byte rows, one element a row, many
      * runs; at an offset that keeps or breaks 16-byte alignment */
-    static const struct { emily_dtype dt; int64_t shape[3]; int rank, axis; int64_t m; } big[] = {
+    static const struct {
+        emily_dtype dt;
+        int64_t shape[3];
+        int rank, axis;
+        int64_t m;
+    } big[] = {
         {EMILY_BF16, {1000, 768, 1}, 2, 0, 4096}, {EMILY_F32, {101, 5, 1}, 2, 0, 300},
         {EMILY_U8, {50, 3, 1}, 2, 0, 77},         {EMILY_C128, {30, 2, 1}, 2, 1, 5},
         {EMILY_F64, {3, 1000, 2}, 3, 1, 2000},    {EMILY_S16, {9, 70000, 1}, 2, 1, 70001},
@@ -1149,9 +1214,13 @@ TEST(gpu_take_matches_cpu) {
     }
     /* bad indices: the first in row order, with its value as written */
     emily_tensor *x = rnd_tensor(EMILY_F32, 3, shape, 0);
-    static const struct { emily_dtype it; uint64_t v; int axis; } bad[] = {
-        {EMILY_S32, (uint64_t)-3, 0}, {EMILY_S64, 9, 1},     {EMILY_U8, 255, 2},
-        {EMILY_U64, UINT64_MAX, 0},   {EMILY_S8, (uint64_t)-128, 1}, {EMILY_U16, 5, 1},
+    static const struct {
+        emily_dtype it;
+        uint64_t v;
+        int axis;
+    } bad[] = {
+        {EMILY_S32, (uint64_t)-3, 0},  {EMILY_S64, 9, 1}, {EMILY_U8, 255, 2}, {EMILY_U64, UINT64_MAX, 0},
+        {EMILY_S8, (uint64_t)-128, 1}, {EMILY_U16, 5, 1},
     };
     for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
         int64_t ishape[2] = {3, 4};
@@ -1204,8 +1273,8 @@ TEST(gpu_take_along_axis_matches_cpu) {
             emily_tensor *idx = idx_tensor(it, 3, ishape, 1, &shape[axis], -1, 0);
             index_arg a = {IX_ALONG, axis, 0, NULL, EMILY_DTYPE_AUTO, false};
             char what[96];
-            snprintf(what, sizeof what, "take_along_axis axis %d (%s, %s indices)", axis,
-                     emily_dtype_name(dt), emily_dtype_name(it));
+            snprintf(what, sizeof what, "take_along_axis axis %d (%s, %s indices)", axis, emily_dtype_name(dt),
+                     emily_dtype_name(it));
             emily_tensor *in[2] = {x, idx};
             compare_index(what, &a, 2, in, EMILY_OK);
             emily_tensor_release(idx);
@@ -1240,8 +1309,13 @@ static void col_bounds(const int64_t *shape, int ncols, const int *axes, int64_t
 TEST(gpu_gather_matches_cpu) {
     static const int64_t shape[3] = {5, 6, 7};
     static const int ax02[2] = {0, 2}, ax1[1] = {1}, ax12[2] = {1, 2};
-    static const struct { const int *axes; int naxes; int irank; int64_t ishape[3]; } cases[] = {
-        {ax02, 2, 3, {4, 3, 2}}, {ax1, 1, 2, {10, 1}}, {NULL, 3, 2, {8, 3}},
+    static const struct {
+        const int *axes;
+        int naxes;
+        int irank;
+        int64_t ishape[3];
+    } cases[] = {
+        {ax02, 2, 3, {4, 3, 2}}, {ax1, 1, 2, {10, 1}},  {NULL, 3, 2, {8, 3}},
         {NULL, 2, 2, {6, 2}},    {ax12, 2, 2, {11, 2}}, {NULL, 0, 2, {3, 0}},
     };
     int ti = 5;
@@ -1312,9 +1386,9 @@ TEST(gpu_gather_matches_cpu) {
 /* One indexed_add and one indexed_put of updates (un, ushape) into
  * target (tdt, trank, tshape) at random indices (repeats likely) on
  * `axes`, out type `out`; then the same with a bad index at bad_at. */
-static void indexed_case(const char *name, emily_dtype tdt, int trank, const int64_t *tshape,
-                         emily_dtype udt, int urank, const int64_t *ushape, int naxes, const int *axes,
-                         emily_dtype out, emily_dtype it, int edges, int64_t bad_at) {
+static void indexed_case(const char *name, emily_dtype tdt, int trank, const int64_t *tshape, emily_dtype udt,
+                         int urank, const int64_t *ushape, int naxes, const int *axes, emily_dtype out, emily_dtype it,
+                         int edges, int64_t bad_at) {
     emily_tensor *t = rnd_tensor(tdt, trank, tshape, edges);
     emily_tensor *u = rnd_tensor(udt, urank, ushape, edges);
     int64_t bounds[16], ishape[2] = {ushape[0], naxes};
@@ -1323,8 +1397,8 @@ static void indexed_case(const char *name, emily_dtype tdt, int trank, const int
     for (int op = IX_ADD; op <= IX_PUT; op++) {
         index_arg a = {op, 0, naxes, axes, out, false};
         char what[128];
-        snprintf(what, sizeof what, "%s %s (%s into %s)", op == IX_ADD ? "indexed_add" : "indexed_put",
-                 name, emily_dtype_name(udt), emily_dtype_name(tdt));
+        snprintf(what, sizeof what, "%s %s (%s into %s)", op == IX_ADD ? "indexed_add" : "indexed_put", name,
+                 emily_dtype_name(udt), emily_dtype_name(tdt));
         emily_tensor *in[3] = {t, idx, u};
         compare_index(what, &a, 3, in, EMILY_OK);
         if (bad_at >= 0 && naxes > 0) {
@@ -1370,52 +1444,48 @@ TEST(gpu_indexed_matches_cpu) {
     /* clang-format on */
     for (size_t k = 0; k < sizeof mix / sizeof *mix; k++) {
         int64_t u1[2] = {60, 5};
-        indexed_case("mixed", mix[k].t, 2, t2, mix[k].u, 2, u1, 1, NULL, mix[k].out,
-                     index_types[k % 8], 1, 3);
+        indexed_case("mixed", mix[k].t, 2, t2, mix[k].u, 2, u1, 1, NULL, mix[k].out, index_types[k % 8], 1, 3);
     }
     /* long runs of one position: the order of a float sum shows */
     static const emily_dtype sums[] = {EMILY_F16, EMILY_BF16, EMILY_F32, EMILY_F64, EMILY_C64, EMILY_S64};
     for (size_t k = 0; k < sizeof sums / sizeof *sums; k++) {
         int64_t t1[1] = {3}, u1[1] = {5000};
-        indexed_case("5000 updates on 3 positions", sums[k], 1, t1, sums[k], 1, u1, 1, NULL,
-                     EMILY_DTYPE_AUTO, EMILY_S32, 0, 4999);
-        indexed_case("5000 updates with edge values", sums[k], 1, t1, sums[k], 1, u1, 1, NULL,
-                     EMILY_DTYPE_AUTO, EMILY_U8, 1, -1);
+        indexed_case("5000 updates on 3 positions", sums[k], 1, t1, sums[k], 1, u1, 1, NULL, EMILY_DTYPE_AUTO,
+                     EMILY_S32, 0, 4999);
+        indexed_case("5000 updates with edge values", sums[k], 1, t1, sums[k], 1, u1, 1, NULL, EMILY_DTYPE_AUTO,
+                     EMILY_U8, 1, -1);
     }
     {
         int64_t t1[1] = {3}, u1[1] = {5000};
-        indexed_case("5000 s64 updates into f64", EMILY_F64, 1, t1, EMILY_S64, 1, u1, 1, NULL,
-                     EMILY_DTYPE_AUTO, EMILY_S32, 1, -1);
-        indexed_case("5000 u64 updates into f32", EMILY_F32, 1, t1, EMILY_U64, 1, u1, 1, NULL,
-                     EMILY_DTYPE_AUTO, EMILY_S32, 1, -1);
+        indexed_case("5000 s64 updates into f64", EMILY_F64, 1, t1, EMILY_S64, 1, u1, 1, NULL, EMILY_DTYPE_AUTO,
+                     EMILY_S32, 1, -1);
+        indexed_case("5000 u64 updates into f32", EMILY_F32, 1, t1, EMILY_U64, 1, u1, 1, NULL, EMILY_DTYPE_AUTO,
+                     EMILY_S32, 1, -1);
     }
     /* no indexed axes: every row updates the whole target */
     {
         int64_t u0[3] = {7, 6, 5};
-        indexed_case("whole target", EMILY_F32, 2, t2, EMILY_F32, 3, u0, 0, NULL, EMILY_DTYPE_AUTO,
-                     EMILY_S64, 1, -1);
+        indexed_case("whole target", EMILY_F32, 2, t2, EMILY_F32, 3, u0, 0, NULL, EMILY_DTYPE_AUTO, EMILY_S64, 1, -1);
     }
     /* many index columns, many block axes (the kernels' large parameters) */
     {
         int64_t t10[10] = {2, 3, 2, 2, 3, 2, 2, 2, 3, 4}, u10[2] = {80, 4};
         int axes[9] = {0, 1, 2, 3, 4, 5, 6, 7, 8};
-        indexed_case("9 index columns", EMILY_F32, 10, t10, EMILY_F32, 2, u10, 9, axes, EMILY_DTYPE_AUTO,
-                     EMILY_S64, 1, 100);
+        indexed_case("9 index columns", EMILY_F32, 10, t10, EMILY_F32, 2, u10, 9, axes, EMILY_DTYPE_AUTO, EMILY_S64, 1,
+                     100);
         int64_t t11[11] = {3, 2, 2, 2, 2, 2, 2, 2, 2, 2, 3};
         int64_t u11[11] = {20, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2};
         int first[1] = {0};
-        indexed_case("10 block axes", EMILY_S32, 11, t11, EMILY_S32, 11, u11, 1, first,
-                     EMILY_DTYPE_AUTO, EMILY_U16, 1, 19);
-        indexed_case("10 block axes", EMILY_F64, 11, t11, EMILY_F32, 11, u11, 1, first,
-                     EMILY_DTYPE_AUTO, EMILY_U16, 1, -1);
+        indexed_case("10 block axes", EMILY_S32, 11, t11, EMILY_S32, 11, u11, 1, first, EMILY_DTYPE_AUTO, EMILY_U16, 1,
+                     19);
+        indexed_case("10 block axes", EMILY_F64, 11, t11, EMILY_F32, 11, u11, 1, first, EMILY_DTYPE_AUTO, EMILY_U16, 1,
+                     -1);
     }
     /* a larger one: 10000 rows into 1000 x 64 */
     {
         int64_t tb[2] = {1000, 64}, ub[2] = {10000, 64};
-        indexed_case("10000 rows", EMILY_F32, 2, tb, EMILY_F32, 2, ub, 1, NULL, EMILY_DTYPE_AUTO,
-                     EMILY_S64, 0, 9999);
-        indexed_case("10000 rows", EMILY_BF16, 2, tb, EMILY_BF16, 2, ub, 1, NULL, EMILY_DTYPE_AUTO,
-                     EMILY_S32, 1, -1);
+        indexed_case("10000 rows", EMILY_F32, 2, tb, EMILY_F32, 2, ub, 1, NULL, EMILY_DTYPE_AUTO, EMILY_S64, 0, 9999);
+        indexed_case("10000 rows", EMILY_BF16, 2, tb, EMILY_BF16, 2, ub, 1, NULL, EMILY_DTYPE_AUTO, EMILY_S32, 1, -1);
     }
     /* transposed updates (the op makes them contiguous first) */
     {
@@ -1441,11 +1511,10 @@ TEST(gpu_indexed_matches_cpu) {
  * signs included; positions are integers converted by Nx's rules), so the
  * two devices must agree byte for byte. */
 static bool same_bytes(const char *what, const emily_tensor *c, const emily_tensor *g) {
-    if (emily_tensor_dtype(c) != emily_tensor_dtype(g) ||
-        !t_shape_is(g, emily_tensor_rank(c), emily_tensor_shape(c))) {
+    if (emily_tensor_dtype(c) != emily_tensor_dtype(g) || !t_shape_is(g, emily_tensor_rank(c), emily_tensor_shape(c))) {
         fprintf(stderr, "  %s: cuda result has type %s rank %d, cpu %s rank %d\n", what,
-                emily_dtype_name(emily_tensor_dtype(g)), emily_tensor_rank(g),
-                emily_dtype_name(emily_tensor_dtype(c)), emily_tensor_rank(c));
+                emily_dtype_name(emily_tensor_dtype(g)), emily_tensor_rank(g), emily_dtype_name(emily_tensor_dtype(c)),
+                emily_tensor_rank(c));
         return false;
     }
     size_t nb = emily_tensor_nbytes(c), es = emily_dtype_size(emily_tensor_dtype(c));
@@ -1487,9 +1556,16 @@ static emily_tensor *sort_data(emily_dtype dt, int rank, const int64_t *shape) {
     static const uint64_t bf16e[] = {0x0000, 0x8000, 0x7f80, 0xff80, 0x7fc0, 0xffc1, 0x7f81, 0x3f80, 0xbf80, 0x0001};
     static const uint64_t f32e[] = {0x00000000u, 0x80000000u, 0x7f800000u, 0xff800000u, 0x7fc00000u,
                                     0xffc00001u, 0x7f800001u, 0x3f800000u, 0xbf800000u, 0x00000001u};
-    static const uint64_t f64e[] = {0, 0x8000000000000000ull, 0x7ff0000000000000ull, 0xfff0000000000000ull,
-                                    0x7ff8000000000000ull, 0xfff8000000000001ull, 0x7ff0000000000001ull,
-                                    0x3ff0000000000000ull, 0xbff0000000000000ull, 1};
+    static const uint64_t f64e[] = {0,
+                                    0x8000000000000000ull,
+                                    0x7ff0000000000000ull,
+                                    0xfff0000000000000ull,
+                                    0x7ff8000000000000ull,
+                                    0xfff8000000000001ull,
+                                    0x7ff0000000000001ull,
+                                    0x3ff0000000000000ull,
+                                    0xbff0000000000000ull,
+                                    1};
     int64_t n = 1;
     for (int i = 0; i < rank; i++) n *= shape[i];
     size_t es = emily_dtype_size(dt);
@@ -1497,8 +1573,11 @@ static emily_tensor *sort_data(emily_dtype dt, int rank, const int64_t *shape) {
     if (!buf) abort();
     for (int64_t i = 0; i < n; i++) {
         uint64_t bits = rnd(), pick = rnd() % 8;
-        const uint64_t *edge = dt == EMILY_F16 ? f16e : dt == EMILY_BF16 ? bf16e : dt == EMILY_F32 ? f32e
-                             : dt == EMILY_F64 ? f64e : NULL;
+        const uint64_t *edge = dt == EMILY_F16    ? f16e
+                               : dt == EMILY_BF16 ? bf16e
+                               : dt == EMILY_F32  ? f32e
+                               : dt == EMILY_F64  ? f64e
+                                                  : NULL;
         if (pick < 2 && edge) {
             bits = edge[rnd() % 10];
         } else if (pick < 6) {
@@ -1507,7 +1586,13 @@ static emily_tensor *sort_data(emily_dtype dt, int rank, const int64_t *shape) {
             switch (dt) {
             case EMILY_F16: bits = emily_f64_to_f16(v); break;
             case EMILY_BF16: bits = emily_f32_to_bf16((float)v); break;
-            case EMILY_F32: { float f = (float)v; uint32_t u; memcpy(&u, &f, 4); bits = u; break; }
+            case EMILY_F32: {
+                float f = (float)v;
+                uint32_t u;
+                memcpy(&u, &f, 4);
+                bits = u;
+                break;
+            }
             case EMILY_F64: memcpy(&bits, &v, 8); break;
             default: bits = (uint64_t)(int64_t)v; break;
             }
@@ -1520,12 +1605,12 @@ static emily_tensor *sort_data(emily_dtype dt, int rank, const int64_t *shape) {
 }
 
 typedef struct sort_arg {
-    int kind;  /* 0 sort, 1 argsort, 2 top_k values, 3 top_k indices */
+    int kind; /* 0 sort, 1 argsort, 2 top_k values, 3 top_k indices */
     int axis;
     bool desc;
     emily_dtype itype;
     int64_t k;
-    int view;  /* 0 as is, 1 axes reversed (transpose), 2 every axis reversed, 3 every other element */
+    int view; /* 0 as is, 1 axes reversed (transpose), 2 every axis reversed, 3 every other element */
 } sort_arg;
 
 static emily_status sort_view(const emily_tensor *t, int view, emily_tensor **out) {
@@ -1585,8 +1670,8 @@ TEST(gpu_sort_matches_cpu) {
         int64_t shape[3];
     } cases[] = {{1, {1000}}, {2, {1, 70001}}, {2, {300, 37}}, {2, {2000, 3}},
                  {2, {5, 1}}, {3, {3, 4, 5}},  {2, {0, 5}},    {1, {1}}};
-    static const emily_dtype itypes[] = {EMILY_DTYPE_AUTO, EMILY_U8, EMILY_F16, EMILY_S64,
-                                         EMILY_U64, EMILY_BF16, EMILY_F32, EMILY_S16};
+    static const emily_dtype itypes[] = {EMILY_DTYPE_AUTO, EMILY_U8,   EMILY_F16, EMILY_S64,
+                                         EMILY_U64,        EMILY_BF16, EMILY_F32, EMILY_S16};
     int it = 0;
     for (int d = 0; d < EMILY_DTYPE_COUNT; d++) {
         emily_dtype dt = (emily_dtype)d;
@@ -1708,7 +1793,6 @@ int main(int argc, char **argv) {
     static const harness_case ops_only[] = {GPU_OP_CASES, {NULL, NULL}};
     /* clang-format on */
     int rc = harness_run("cuda (without a GPU too)", always);
-    static const harness_gpu_cases g = {"cuda", gpu, ops_only, "cuda op cases on cpu", &CUDA0,
-                                        NULL, true};
+    static const harness_gpu_cases g = {"cuda", gpu, ops_only, "cuda op cases on cpu", &CUDA0, NULL, true};
     return harness_gpu_finish(rc, &g);
 }

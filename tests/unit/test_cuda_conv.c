@@ -61,8 +61,7 @@ static emily_tensor *random_tensor(emily_dtype dt, int rank, const int64_t *shap
     bool cplx = emily_dtype_is_complex(dt), integer = emily_dtype_is_integer(dt);
     double *h = malloc(sizeof(double) * (size_t)(2 * n + 1));
     if (!h) return NULL;
-    for (int64_t i = 0; i < (cplx ? 2 * n : n); i++)
-        h[i] = integer ? (double)(int)(rnd() * 5.5) : rnd();
+    for (int64_t i = 0; i < (cplx ? 2 * n : n); i++) h[i] = integer ? (double)(int)(rnd() * 5.5) : rnd();
     emily_tensor *w = t_from(cplx ? EMILY_C128 : EMILY_F64, rank, shape, h), *t = NULL;
     free(h);
     if (w && emily_as_type(w, dt, &t)) t = NULL;
@@ -76,8 +75,7 @@ static double *to_doubles(const emily_tensor *t, int64_t *n) {
     emily_tensor *c = NULL, *d = NULL;
     double *h = NULL;
     *n = emily_tensor_size(t) * (cplx ? 2 : 1);
-    if (!emily_to_device(t, EMILY_CPU, &c) &&
-        !emily_as_type(c, cplx ? EMILY_C128 : EMILY_F64, &d)) {
+    if (!emily_to_device(t, EMILY_CPU, &c) && !emily_as_type(c, cplx ? EMILY_C128 : EMILY_F64, &d)) {
         h = malloc(sizeof(double) * (size_t)(*n + 1));
         if (h && emily_to_binary(d, h, sizeof(double) * (size_t)*n)) {
             free(h);
@@ -169,8 +167,7 @@ static emily_conv_opts opts_of(const conv_case *c, opts_store *st) {
 
 /* The case's input on `dev` from the CPU tensor `base` (made with the
  * view's extra room): as it is, or the case's view of it. */
-static emily_status input_on(const conv_case *c, const emily_tensor *base, emily_device dev,
-                             emily_tensor **out) {
+static emily_status input_on(const conv_case *c, const emily_tensor *base, emily_device dev, emily_tensor **out) {
     emily_tensor *b = NULL;
     emily_status s = emily_to_device(base, dev, &b);
     if (s) return s;
@@ -223,8 +220,7 @@ static double ulp_of(emily_dtype t) { return 2 * fp_unit_roundoff(emily_type_to_
 /* Runs case c with input type ti and kernel type tk on the GPU at
  * precision p; compares with the CPU; `cudnn`: whether the device's own
  * kernel must have computed it. */
-static void run_case(const conv_case *c, emily_dtype ti, emily_dtype tk, emily_dot_precision p,
-                     bool cudnn) {
+static void run_case(const conv_case *c, emily_dtype ti, emily_dtype tk, emily_dot_precision p, bool cudnn) {
     char what[160];
     snprintf(what, sizeof what, "%s %s*%s %s", c->name, emily_dtype_name(ti), emily_dtype_name(tk),
              p == EMILY_DOT_PRECISION_FAST ? "fast" : "highest");
@@ -257,8 +253,7 @@ static void run_case(const conv_case *c, emily_dtype ti, emily_dtype tk, emily_d
     CHECK(s == EMILY_OK);
     if (s || !mag) goto done;
     if (!self_check && ran != (cudnn ? 1 : 0)) {
-        fprintf(stderr, "  %s: the device kernel ran %lld times, expected %d\n", what,
-                (long long)ran, cudnn);
+        fprintf(stderr, "  %s: the device kernel ran %lld times, expected %d\n", what, (long long)ran, cudnn);
         CHECK(ran == (cudnn ? 1 : 0));
     }
     CHECK(emily_tensor_dtype(got) == emily_tensor_dtype(ref));
@@ -354,8 +349,7 @@ TEST(cudnn_kernel_declines_early) {
 TEST(gpu_cudnn_matches_cpu) {
     const emily_dtype types[3] = {EMILY_F32, EMILY_F16, EMILY_BF16};
     for (size_t c = 0; c < sizeof CUDNN_CASES / sizeof *CUDNN_CASES; c++)
-        for (int t = 0; t < 3; t++)
-            run_case(&CUDNN_CASES[c], types[t], types[t], EMILY_DOT_PRECISION_FAST, true);
+        for (int t = 0; t < 3; t++) run_case(&CUDNN_CASES[c], types[t], types[t], EMILY_DOT_PRECISION_FAST, true);
 }
 
 /* What cuDNN does not take goes to the dots, and is right there too. */
@@ -392,8 +386,7 @@ TEST(gpu_cudnn_back_to_back) {
     CHECK_OK(emily_to_device(w, GPU, &gw));
     if (gx && gw) {
         int64_t before = emi_conv_device_count();
-        for (int i = 0; i < 8; i++)
-            CHECK_OK(conv_at(EMILY_DOT_PRECISION_FAST, gx, gw, &o, &outs[i]));
+        for (int i = 0; i < 8; i++) CHECK_OK(conv_at(EMILY_DOT_PRECISION_FAST, gx, gw, &o, &outs[i]));
         if (!self_check) CHECK(emi_conv_device_count() - before == 8);
         /* the same input on the same path: the same bits every time */
         int64_t n0 = 0, n;
@@ -446,8 +439,8 @@ TEST(gpu_conv_errors_match_cpu) {
         CHECK(sc != EMILY_OK && y == NULL);
         emily_status sg = emily_conv(gx, gw, &cases[i].o, cases[i].out, &y);
         if (sg != sc || strcmp(msg, emily_last_error()) != 0)
-            fprintf(stderr, "  %s: cpu %s \"%s\", gpu %s \"%s\"\n", cases[i].what,
-                    emily_status_name(sc), msg, emily_status_name(sg), emily_last_error());
+            fprintf(stderr, "  %s: cpu %s \"%s\", gpu %s \"%s\"\n", cases[i].what, emily_status_name(sc), msg,
+                    emily_status_name(sg), emily_last_error());
         CHECK(sg == sc && strcmp(msg, emily_last_error()) == 0 && y == NULL);
         emily_tensor *all[] = {x, w, gx, gw};
         for (size_t j = 0; j < 4; j++) emily_tensor_release(all[j]);
@@ -456,8 +449,7 @@ TEST(gpu_conv_errors_match_cpu) {
     emily_tensor *x = random_tensor(EMILY_F32, 4, (int64_t[]){1, 2, 5, 5});
     emily_tensor *w = random_tensor(EMILY_F32, 4, (int64_t[]){3, 2, 3, 3}), *gx = NULL, *y = NULL;
     CHECK_OK(emily_to_device(x, GPU, &gx));
-    if (!self_check)
-        CHECK(emily_conv(gx, w, NULL, EMILY_DTYPE_AUTO, &y) == EMILY_ERR_DEVICE && y == NULL);
+    if (!self_check) CHECK(emily_conv(gx, w, NULL, EMILY_DTYPE_AUTO, &y) == EMILY_ERR_DEVICE && y == NULL);
     CHECK(emily_conv(gx, w, NULL, EMILY_DTYPE_AUTO, NULL) != EMILY_OK);
     emily_tensor_release(x);
     emily_tensor_release(w);
@@ -477,7 +469,6 @@ int main(int argc, char **argv) {
                                           {NULL, NULL}};
     static const harness_case gpu[] = {GPU_CASES, {NULL, NULL}};
     int rc = harness_run("cuda conv (without a GPU too)", always);
-    static const harness_gpu_cases g = {"cuda conv", gpu, gpu, "cuda conv cases on cpu", &GPU,
-                                        &self_check, false};
+    static const harness_gpu_cases g = {"cuda conv", gpu, gpu, "cuda conv cases on cpu", &GPU, &self_check, false};
     return harness_gpu_finish(rc, &g);
 }

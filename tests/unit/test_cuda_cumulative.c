@@ -32,9 +32,8 @@ static const char *op_name(emily_cumulative_op op) {
     return names[op];
 }
 
-static const emily_dtype all_types[] = {EMILY_U8,  EMILY_U16, EMILY_U32, EMILY_U64, EMILY_S8,
-                                        EMILY_S16, EMILY_S32, EMILY_S64, EMILY_F16, EMILY_BF16,
-                                        EMILY_F32, EMILY_F64, EMILY_C64, EMILY_C128};
+static const emily_dtype all_types[] = {EMILY_U8,  EMILY_U16, EMILY_U32,  EMILY_U64, EMILY_S8,  EMILY_S16, EMILY_S32,
+                                        EMILY_S64, EMILY_F16, EMILY_BF16, EMILY_F32, EMILY_F64, EMILY_C64, EMILY_C128};
 #define NTYPES ((int)(sizeof all_types / sizeof all_types[0]))
 
 /* Data for an op: products near one (so long products stay finite), ties
@@ -56,8 +55,8 @@ static void scan_all(const char *label, emily_dtype dt, int rank, const int64_t 
             for (int rev = 0; rev < 2; rev++) {
                 scan_arg a = {(emily_cumulative_op)op, axis, rev == 1, 0};
                 char what[160];
-                snprintf(what, sizeof what, "%s cumulative_%s %s axis %d%s", label, op_name(a.op),
-                         emily_dtype_name(dt), axis, rev ? " reverse" : "");
+                snprintf(what, sizeof what, "%s cumulative_%s %s axis %d%s", label, op_name(a.op), emily_dtype_name(dt),
+                         axis, rev ? " reverse" : "");
                 tc_compare(what, run_scan, &a, 1, &t);
             }
         }

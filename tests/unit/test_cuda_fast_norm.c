@@ -45,18 +45,16 @@ static const emily_dtype floats[4] = {EMILY_F16, EMILY_BF16, EMILY_F32, EMILY_F6
 
 /* Both ops (layer_norm with and without beta) on x of `shape` with
  * gamma/beta of types gt/bt. */
-static void norm_all(const char *label, emily_dtype xt, emily_dtype gt, emily_dtype bt, int rank,
-                     const int64_t *shape, int kind, int view, double eps) {
+static void norm_all(const char *label, emily_dtype xt, emily_dtype gt, emily_dtype bt, int rank, const int64_t *shape,
+                     int kind, int view, double eps) {
     int64_t n = shape[rank - 1 - (view ? 1 : 0)];
-    emily_tensor *in[3] = {tc_tensor(xt, rank, shape, kind), tc_tensor(gt, 1, &n, kind),
-                           tc_tensor(bt, 1, &n, kind)};
+    emily_tensor *in[3] = {tc_tensor(xt, rank, shape, kind), tc_tensor(gt, 1, &n, kind), tc_tensor(bt, 1, &n, kind)};
     for (int op = 0; op < 3; op++) {
         norm_arg a = {op == 2, op == 0, eps, view};
         char what[200];
-        snprintf(what, sizeof what, "%s %s x %s gamma %s%s%s eps %g%s", label,
-                 a.rms ? "rms_norm" : "layer_norm", emily_dtype_name(xt), emily_dtype_name(gt),
-                 op == 0 ? " beta " : "", op == 0 ? emily_dtype_name(bt) : "", eps,
-                 view ? " transposed" : "");
+        snprintf(what, sizeof what, "%s %s x %s gamma %s%s%s eps %g%s", label, a.rms ? "rms_norm" : "layer_norm",
+                 emily_dtype_name(xt), emily_dtype_name(gt), op == 0 ? " beta " : "",
+                 op == 0 ? emily_dtype_name(bt) : "", eps, view ? " transposed" : "");
         tc_compare(what, run_norm, &a, 3, in);
     }
     for (int i = 0; i < 3; i++) emily_tensor_release(in[i]);
@@ -81,8 +79,8 @@ TEST(gpu_norm_every_type_combination) {
  * blocks' row loop), and random bit patterns (NaNs and infinities of every
  * kind in many rows). */
 TEST(gpu_norm_shapes) {
-    static const int64_t one[2] = {17, 1}, lng[2] = {3, 20001}, many[2] = {50000, 8},
-                         model[2] = {4096, 384}, bits[2] = {9, 384};
+    static const int64_t one[2] = {17, 1}, lng[2] = {3, 20001}, many[2] = {50000, 8}, model[2] = {4096, 384},
+                         bits[2] = {9, 384};
     for (int i = 0; i < 4; i++) {
         emily_dtype t = floats[i];
         norm_all("[17,1]", t, t, t, 2, one, TC_GENERAL, 0, 1.0e-5);
@@ -109,8 +107,7 @@ TEST(gpu_norm_edges_and_views) {
 /* The op layer's errors, the same on both devices. */
 TEST(gpu_norm_errors) {
     static const int64_t s[2] = {3, 5}, three[1] = {3};
-    emily_tensor *in[3] = {tc_tensor(EMILY_F32, 2, s, TC_GENERAL),
-                           tc_tensor(EMILY_F32, 1, three, TC_GENERAL),
+    emily_tensor *in[3] = {tc_tensor(EMILY_F32, 2, s, TC_GENERAL), tc_tensor(EMILY_F32, 1, three, TC_GENERAL),
                            tc_tensor(EMILY_F32, 1, three, TC_GENERAL)};
     norm_arg ln = {false, true, 1e-5, 0}, rms = {true, false, 1e-6, 0};
     tc_expect("gamma of the wrong size", run_norm, &ln, 3, in, EMILY_ERR_SHAPE);
@@ -121,5 +118,5 @@ TEST(gpu_norm_errors) {
     for (int i = 0; i < 3; i++) emily_tensor_release(in[i]);
 }
 
-TC_MAIN("cuda_fast_norm", CASE(gpu_norm_every_type_combination), CASE(gpu_norm_shapes),
-        CASE(gpu_norm_edges_and_views), CASE(gpu_norm_errors))
+TC_MAIN("cuda_fast_norm", CASE(gpu_norm_every_type_combination), CASE(gpu_norm_shapes), CASE(gpu_norm_edges_and_views),
+        CASE(gpu_norm_errors))

@@ -58,12 +58,8 @@ static emily_tensor *rand_tensor(emily_dtype dt, int rank, const int64_t *shape,
     for (int64_t i = 0; i < n; i++) {
         void *p = data + (size_t)i * es;
         switch (dt) {
-        case EMILY_F32:
-            *(float *)p = (float)rnd();
-            break;
-        case EMILY_F64:
-            *(double *)p = rnd();
-            break;
+        case EMILY_F32: *(float *)p = (float)rnd(); break;
+        case EMILY_F64: *(double *)p = rnd(); break;
         case EMILY_C64:
             ((float *)p)[0] = (float)rnd();
             ((float *)p)[1] = (float)rnd();
@@ -72,22 +68,14 @@ static emily_tensor *rand_tensor(emily_dtype dt, int rank, const int64_t *shape,
             ((double *)p)[0] = rnd();
             ((double *)p)[1] = rnd();
             break;
-        case EMILY_S32:
-            *(int32_t *)p = (int32_t)lround(1000 * rnd());
-            break;
+        case EMILY_S32: *(int32_t *)p = (int32_t)lround(1000 * rnd()); break;
         case EMILY_U8:
             *(uint8_t *)p = (uint8_t)(rng_state >> 56);
             rnd();
             break;
-        case EMILY_F16:
-            *(uint16_t *)p = emily_f64_to_f16(rnd());
-            break;
-        case EMILY_BF16:
-            *(uint16_t *)p = emily_f32_to_bf16((float)rnd());
-            break;
-        default:
-            *(int64_t *)p = (int64_t)lround(1e6 * rnd());
-            break;
+        case EMILY_F16: *(uint16_t *)p = emily_f64_to_f16(rnd()); break;
+        case EMILY_BF16: *(uint16_t *)p = emily_f32_to_bf16((float)rnd()); break;
+        default: *(int64_t *)p = (int64_t)lround(1e6 * rnd()); break;
         }
     }
     emily_tensor *t = t_from(dt, rank, shape, data);
@@ -115,18 +103,12 @@ static emily_status run_call(const fft_call *c, const emily_tensor *t, emily_ten
     int64_t lengths[2] = {c->length, c->length2};
     int axes[2] = {c->axis, c->axis2};
     switch (c->op) {
-    case OP_FFT:
-        return emily_fft(t, c->length, c->axis, c->eps, out);
-    case OP_IFFT:
-        return emily_ifft(t, c->length, c->axis, c->eps, out);
-    case OP_RFFT:
-        return emily_rfft(t, c->length, c->axis, c->eps, out);
-    case OP_IRFFT:
-        return emily_irfft(t, c->length, c->axis, c->eps, out);
-    case OP_FFT2:
-        return emily_fft2(t, lengths, axes, c->eps, out);
-    default:
-        return emily_ifft2(t, lengths, axes, c->eps, out);
+    case OP_FFT: return emily_fft(t, c->length, c->axis, c->eps, out);
+    case OP_IFFT: return emily_ifft(t, c->length, c->axis, c->eps, out);
+    case OP_RFFT: return emily_rfft(t, c->length, c->axis, c->eps, out);
+    case OP_IRFFT: return emily_irfft(t, c->length, c->axis, c->eps, out);
+    case OP_FFT2: return emily_fft2(t, lengths, axes, c->eps, out);
+    default: return emily_ifft2(t, lengths, axes, c->eps, out);
     }
 }
 
@@ -152,8 +134,7 @@ static void *host_bytes(const emily_tensor *t) {
 /* Same dtype, shape and bits (NaN matches NaN). */
 static bool same_bits(const emily_tensor *want, const emily_tensor *got, const char *what) {
     int r = emily_tensor_rank(want);
-    if (emily_tensor_dtype(want) != emily_tensor_dtype(got) ||
-        !t_shape_is(got, r, emily_tensor_shape(want))) {
+    if (emily_tensor_dtype(want) != emily_tensor_dtype(got) || !t_shape_is(got, r, emily_tensor_shape(want))) {
         fprintf(stderr, "  %s: type or shape differs\n", what);
         return false;
     }
@@ -170,8 +151,7 @@ static bool same_bits(const emily_tensor *want, const emily_tensor *got, const c
         } else {
             float x = ((float *)a)[i], y = ((float *)b)[i];
             ok = memcmp(&x, &y, 4) == 0 || (isnan(x) && isnan(y));
-            if (!ok)
-                fprintf(stderr, "  %s: word %zu: %.9g vs %.9g\n", what, i, (double)x, (double)y);
+            if (!ok) fprintf(stderr, "  %s: word %zu: %.9g vs %.9g\n", what, i, (double)x, (double)y);
         }
     }
     free(a);
@@ -199,11 +179,10 @@ static double *as_c128(const emily_tensor *t) {
 
 /* The FAST bound of the header, per line along `axis` (or over the whole
  * tensor: axis < 0, with `lv` levels). */
-static bool within_bound(const emily_tensor *exact, const emily_tensor *fast, int axis, double lv,
-                         double eps, const char *what) {
+static bool within_bound(const emily_tensor *exact, const emily_tensor *fast, int axis, double lv, double eps,
+                         const char *what) {
     int r = emily_tensor_rank(exact);
-    if (emily_tensor_dtype(exact) != emily_tensor_dtype(fast) ||
-        !t_shape_is(fast, r, emily_tensor_shape(exact))) {
+    if (emily_tensor_dtype(exact) != emily_tensor_dtype(fast) || !t_shape_is(fast, r, emily_tensor_shape(exact))) {
         fprintf(stderr, "  %s: type or shape differs\n", what);
         return false;
     }
@@ -231,8 +210,8 @@ static bool within_bound(const emily_tensor *exact, const emily_tensor *fast, in
         }
         double tol = coef * u * sqrt(2 * ref) + sqrt(2.0 * (double)keep) * (eps > 0 ? eps : 0);
         if (!(sqrt(err) <= tol)) {
-            fprintf(stderr, "  %s: line %lld: error %.3g above the bound %.3g (norm %.3g)\n", what,
-                    (long long)li, sqrt(err), tol, sqrt(ref));
+            fprintf(stderr, "  %s: line %lld: error %.3g above the bound %.3g (norm %.3g)\n", what, (long long)li,
+                    sqrt(err), tol, sqrt(ref));
             ok = false;
         }
         if (ref > 0 && sqrt(err / ref) > worst) worst = sqrt(err / ref);
@@ -247,8 +226,8 @@ static bool within_bound(const emily_tensor *exact, const emily_tensor *fast, in
  * the bound. view(t) makes a view of t (NULL: t itself). */
 typedef emily_tensor *(*view_fn)(const emily_tensor *t);
 
-static void compare(const fft_call *c, const emily_tensor *cpu_base, view_fn view,
-                    emily_dot_precision precision, const char *label) {
+static void compare(const fft_call *c, const emily_tensor *cpu_base, view_fn view, emily_dot_precision precision,
+                    const char *label) {
     emily_tensor *gpu_base = on_gpu(cpu_base);
     if (!gpu_base) return;
     emily_tensor *ct = view ? view(cpu_base) : NULL, *gt = view ? view(gpu_base) : NULL;
@@ -288,8 +267,7 @@ static void compare(const fft_call *c, const emily_tensor *cpu_base, view_fn vie
     emily_tensor_release(gpu_base);
 }
 
-static void compare_both(const fft_call *c, const emily_tensor *cpu_base, view_fn view,
-                         const char *label) {
+static void compare_both(const fft_call *c, const emily_tensor *cpu_base, view_fn view, const char *label) {
     compare(c, cpu_base, view, EMILY_DOT_PRECISION_HIGHEST, label);
     compare(c, cpu_base, view, EMILY_DOT_PRECISION_FAST, label);
 }
@@ -324,10 +302,8 @@ static emily_tensor *sliced(const emily_tensor *t, int64_t step, int64_t trim) {
     return emily_slice(t, starts, lengths, strides, &v) ? NULL : v;
 }
 
-static emily_tensor *stepped(const emily_tensor *t) { return sliced(t, 2, 0); } /* strides of 2 */
-static emily_tensor *inner_block(const emily_tensor *t) {
-    return sliced(t, 1, 1);
-} /* lines with gaps */
+static emily_tensor *stepped(const emily_tensor *t) { return sliced(t, 2, 0); }     /* strides of 2 */
+static emily_tensor *inner_block(const emily_tensor *t) { return sliced(t, 1, 1); } /* lines with gaps */
 
 /* ---- without a GPU ----------------------------------------------------------- */
 
@@ -335,9 +311,7 @@ static emily_tensor *inner_block(const emily_tensor *t) {
 TEST(cpu_fft_same_at_both_precisions) {
     int64_t shape[2] = {3, 1000};
     emily_tensor *t = rand_tensor(EMILY_C64, 2, shape, 1);
-    fft_call calls[] = {{OP_FFT, 0, -1, 0, 0, 1e-10},
-                        {OP_IFFT, 1200, 1, 0, 0, 1e-10},
-                        {OP_IRFFT, 0, -1, 0, 0, 1e-10}};
+    fft_call calls[] = {{OP_FFT, 0, -1, 0, 0, 1e-10}, {OP_IFFT, 1200, 1, 0, 0, 1e-10}, {OP_IRFFT, 0, -1, 0, 0, 1e-10}};
     for (size_t i = 0; i < sizeof calls / sizeof *calls; i++) {
         emily_tensor *a = NULL, *b = NULL;
         CHECK_OK(emily_dot_set_precision(EMILY_DOT_PRECISION_HIGHEST));
@@ -367,8 +341,7 @@ static const emily_dtype SOURCES[] = {EMILY_C64, EMILY_C128, EMILY_F32, EMILY_F6
  * (direct DFT leaves), mixed, Bluestein lengths (>= 1024, not powers of
  * two), n = 1. */
 TEST(gpu_fft_lengths_match_cpu) {
-    const int64_t lens[] = {1,  2,  3,  5,   6,    7,    8,    12,   15,   16,
-                            31, 64, 96, 255, 1000, 1023, 1024, 1025, 1200, 4096};
+    const int64_t lens[] = {1, 2, 3, 5, 6, 7, 8, 12, 15, 16, 31, 64, 96, 255, 1000, 1023, 1024, 1025, 1200, 4096};
     for (size_t d = 0; d < sizeof SOURCES / sizeof *SOURCES; d++)
         for (size_t li = 0; li < sizeof lens / sizeof *lens; li++) {
             int64_t shape[2] = {3, lens[li]};
@@ -487,15 +460,12 @@ TEST(gpu_fft_eps_and_special_values_match_cpu) {
                           1.0, 1.0,  -INFINITY, 0.0, 0.5,  -0.5, 0.0, 0.0};
     int64_t s8[1] = {8};
     emily_tensor *z = t_from(EMILY_C128, 1, s8, special);
-    fft_call calls[] = {
-        {OP_FFT, 0, 0, 0, 0, 1e-10}, {OP_IFFT, 0, 0, 0, 0, -1.0}, {OP_IRFFT, 0, 0, 0, 0, 1e-10}};
+    fft_call calls[] = {{OP_FFT, 0, 0, 0, 0, 1e-10}, {OP_IFFT, 0, 0, 0, 0, -1.0}, {OP_IRFFT, 0, 0, 0, 0, 1e-10}};
     /* bits: HIGHEST only (FAST's error bound means nothing with inf/NaN) */
-    for (size_t k = 0; k < 3; k++)
-        compare(&calls[k], z, NULL, EMILY_DOT_PRECISION_HIGHEST, "special");
+    for (size_t k = 0; k < 3; k++) compare(&calls[k], z, NULL, EMILY_DOT_PRECISION_HIGHEST, "special");
     double zeros[16] = {-0.0, -0.0, 0.0, -0.0, -0.0, 0.0, -0.0, -0.0, 0, 0, 0, 0, 0, 0, 0, 0};
     emily_tensor *zz = t_from(EMILY_C128, 1, s8, zeros);
-    for (size_t k = 0; k < 3; k++)
-        compare(&calls[k], zz, NULL, EMILY_DOT_PRECISION_HIGHEST, "zeros");
+    for (size_t k = 0; k < 3; k++) compare(&calls[k], zz, NULL, EMILY_DOT_PRECISION_HIGHEST, "zeros");
     emily_tensor_release(t);
     emily_tensor_release(z);
     emily_tensor_release(zz);
@@ -506,8 +476,7 @@ TEST(gpu_fft_eps_and_special_values_match_cpu) {
 TEST(gpu_fft_empty_match_cpu) {
     int64_t e1[2] = {3, 0}, e2[2] = {0, 16};
     emily_tensor *a = rand_tensor(EMILY_C64, 2, e1, 1), *b = rand_tensor(EMILY_F32, 2, e2, 2);
-    fft_call calls[] = {
-        {OP_FFT, 8, 1, 0, 0, 1e-10}, {OP_IFFT, 5, -1, 0, 0, -1.0}, {OP_IRFFT, 6, 1, 0, 0, 1e-10}};
+    fft_call calls[] = {{OP_FFT, 8, 1, 0, 0, 1e-10}, {OP_IFFT, 5, -1, 0, 0, -1.0}, {OP_IRFFT, 6, 1, 0, 0, 1e-10}};
     for (size_t k = 0; k < 3; k++) compare_both(&calls[k], a, NULL, "empty axis");
     fft_call r = {OP_RFFT, 0, 1, 0, 0, 1e-10}, f = {OP_FFT, 0, 1, 0, 0, 1e-10};
     compare_both(&r, b, NULL, "empty");
@@ -525,8 +494,7 @@ TEST(gpu_fft_large_match_cpu) {
     emily_tensor *a = rand_tensor(EMILY_C64, 2, many, 90);
     emily_tensor *b = rand_tensor(EMILY_C128, 1, long1, 91);
     emily_tensor *c = rand_tensor(EMILY_F32, 2, blue, 92);
-    fft_call f = {OP_FFT, 0, -1, 0, 0, 1e-10}, f0 = {OP_FFT, 0, 0, 0, 0, 1e-10},
-             i = {OP_IFFT, 0, -1, 0, 0, 1e-10};
+    fft_call f = {OP_FFT, 0, -1, 0, 0, 1e-10}, f0 = {OP_FFT, 0, 0, 0, 0, 1e-10}, i = {OP_IFFT, 0, -1, 0, 0, 1e-10};
     fft_call r = {OP_RFFT, 0, -1, 0, 0, 1e-10};
     compare_both(&f, a, NULL, "many lines");
     compare_both(&f0, a, NULL, "many lines");
@@ -544,10 +512,8 @@ TEST(gpu_fft_fast_without_callbacks) {
 #ifdef EMILY_WITH_CUDA
     if (self_check) return;
     int64_t shape[2] = {8, 256};
-    emily_tensor *t = rand_tensor(EMILY_C64, 2, shape, 95),
-                 *x = rand_tensor(EMILY_F64, 2, shape, 96);
-    fft_call calls[] = {
-        {OP_FFT, 0, -1, 0, 0, 1e-10}, {OP_IFFT, 0, 0, 0, 0, 1e-10}, {OP_IRFFT, 0, -1, 0, 0, 1e-3}};
+    emily_tensor *t = rand_tensor(EMILY_C64, 2, shape, 95), *x = rand_tensor(EMILY_F64, 2, shape, 96);
+    fft_call calls[] = {{OP_FFT, 0, -1, 0, 0, 1e-10}, {OP_IFFT, 0, 0, 0, 0, 1e-10}, {OP_IRFFT, 0, -1, 0, 0, 1e-3}};
     bool before = emi_cuda_fft_callbacks();
     for (int on = 1; on >= 0; on--) {
         emi_cuda_fft_set_callbacks(on);
@@ -560,9 +526,8 @@ TEST(gpu_fft_fast_without_callbacks) {
     emi_cuda_fft_set_callbacks(before);
     emi_cuda_fft_plan_counts plans;
     emi_cuda_fft_plan_counts_get(&plans);
-    printf(
-        "  cuFFT plans so far: %lld with the store callback, %lld refused it (then without), %lld plain\n",
-        (long long)plans.with_callback, (long long)plans.callback_refused, (long long)plans.plain);
+    printf("  cuFFT plans so far: %lld with the store callback, %lld refused it (then without), %lld plain\n",
+           (long long)plans.with_callback, (long long)plans.callback_refused, (long long)plans.plain);
     emily_tensor_release(t);
     emily_tensor_release(x);
 #endif
@@ -598,24 +563,15 @@ TEST(gpu_fft_bad_input) {
         CHECK_OK(emily_empty(EMILY_CPU, EMILY_C64, 2, shape, &cpu_dst));
         emily_dot_precision ps[2] = {EMILY_DOT_PRECISION_HIGHEST, EMILY_DOT_PRECISION_FAST};
         for (int p = 0; p < 2 && e; p++) {
-            CHECK_ERR(e->fft->fft(dst, g, 1, 0, EMILY_FFT_FORWARD, 0, ps[p]), EMILY_ERR_ARGUMENT,
-                      "length");
-            CHECK_ERR(e->fft->fft(dst, g, 2, 4, EMILY_FFT_FORWARD, 0, ps[p]), EMILY_ERR_AXIS,
-                      "axis 2");
-            CHECK_ERR(e->fft->fft(dst, bad, 1, 4, EMILY_FFT_FORWARD, 0, ps[p]), EMILY_ERR_TYPE,
-                      "s32");
-            CHECK_ERR(e->fft->fft(bad, g, 1, 4, EMILY_FFT_FORWARD, 0, ps[p]), EMILY_ERR_TYPE,
-                      "s32");
-            CHECK_ERR(e->fft->fft(dst, g, 1, 4, EMILY_FFT_INVERSE_REAL, 0, ps[p]), EMILY_ERR_TYPE,
-                      "c64");
-            CHECK_ERR(e->fft->fft(dst, g, 1, 3, EMILY_FFT_FORWARD, 0, ps[p]), EMILY_ERR_SHAPE,
-                      "{2, 4}");
-            CHECK_ERR(e->fft->fft(wide, g, 0, 4, EMILY_FFT_FORWARD, 0, ps[p]), EMILY_ERR_SHAPE,
-                      "axis 0");
-            CHECK_ERR(e->fft->fft(cpu_dst, g, 1, 4, EMILY_FFT_FORWARD, 0, ps[p]), EMILY_ERR_DEVICE,
-                      "one CUDA device");
-            CHECK_ERR(e->fft->fft(dst, g, 1, 4, (emily_fft_mode)9, 0, ps[p]), EMILY_ERR_ARGUMENT,
-                      "mode");
+            CHECK_ERR(e->fft->fft(dst, g, 1, 0, EMILY_FFT_FORWARD, 0, ps[p]), EMILY_ERR_ARGUMENT, "length");
+            CHECK_ERR(e->fft->fft(dst, g, 2, 4, EMILY_FFT_FORWARD, 0, ps[p]), EMILY_ERR_AXIS, "axis 2");
+            CHECK_ERR(e->fft->fft(dst, bad, 1, 4, EMILY_FFT_FORWARD, 0, ps[p]), EMILY_ERR_TYPE, "s32");
+            CHECK_ERR(e->fft->fft(bad, g, 1, 4, EMILY_FFT_FORWARD, 0, ps[p]), EMILY_ERR_TYPE, "s32");
+            CHECK_ERR(e->fft->fft(dst, g, 1, 4, EMILY_FFT_INVERSE_REAL, 0, ps[p]), EMILY_ERR_TYPE, "c64");
+            CHECK_ERR(e->fft->fft(dst, g, 1, 3, EMILY_FFT_FORWARD, 0, ps[p]), EMILY_ERR_SHAPE, "{2, 4}");
+            CHECK_ERR(e->fft->fft(wide, g, 0, 4, EMILY_FFT_FORWARD, 0, ps[p]), EMILY_ERR_SHAPE, "axis 0");
+            CHECK_ERR(e->fft->fft(cpu_dst, g, 1, 4, EMILY_FFT_FORWARD, 0, ps[p]), EMILY_ERR_DEVICE, "one CUDA device");
+            CHECK_ERR(e->fft->fft(dst, g, 1, 4, (emily_fft_mode)9, 0, ps[p]), EMILY_ERR_ARGUMENT, "mode");
         }
         emily_tensor_release(dst);
         emily_tensor_release(bad);
@@ -674,8 +630,7 @@ static void *thread_work(void *arg) {
     if (emily_to_device(j->cpu, GPU, &g)) j->failures++;
     for (int i = 0; g && i < 20; i++) {
         emily_tensor *y = NULL;
-        if (emily_fft(g, 0, -1, 1e-10, &y) ||
-            !within_bound(j->want, y, 1, levels(4096), 1e-10, "thread"))
+        if (emily_fft(g, 0, -1, 1e-10, &y) || !within_bound(j->want, y, 1, levels(4096), 1e-10, "thread"))
             j->failures++;
         emily_tensor_release(y);
     }
@@ -758,13 +713,11 @@ TEST(gpu_fft_c64_2p24) {
     emily_tensor_release(t);
 }
 
-#define GPU_CASES                                                                      \
-    CASE(gpu_fft_lengths_match_cpu), CASE(gpu_fft_cut_and_pad_match_cpu),              \
-        CASE(gpu_real_transforms_match_cpu), CASE(gpu_fft_axes_and_views_match_cpu),   \
-        CASE(gpu_fft2_matches_cpu), CASE(gpu_fft_converted_inputs_match_cpu),          \
-        CASE(gpu_fft_eps_and_special_values_match_cpu), CASE(gpu_fft_empty_match_cpu), \
-        CASE(gpu_fft_large_match_cpu), CASE(gpu_fft_fast_without_callbacks),           \
-        CASE(gpu_fft_bad_input), CASE(gpu_fft_releases_scratch),                       \
+#define GPU_CASES                                                                                                     \
+    CASE(gpu_fft_lengths_match_cpu), CASE(gpu_fft_cut_and_pad_match_cpu), CASE(gpu_real_transforms_match_cpu),        \
+        CASE(gpu_fft_axes_and_views_match_cpu), CASE(gpu_fft2_matches_cpu), CASE(gpu_fft_converted_inputs_match_cpu), \
+        CASE(gpu_fft_eps_and_special_values_match_cpu), CASE(gpu_fft_empty_match_cpu), CASE(gpu_fft_large_match_cpu), \
+        CASE(gpu_fft_fast_without_callbacks), CASE(gpu_fft_bad_input), CASE(gpu_fft_releases_scratch),                \
         CASE(gpu_fft_threads_share_plans), CASE(gpu_fft_c64_2p24)
 
 int main(int argc, char **argv) {
@@ -773,7 +726,6 @@ int main(int argc, char **argv) {
         CASE(cpu_fft_same_at_both_precisions), CASE(cuda_table_has_fft), {NULL, NULL}};
     static const harness_case gpu[] = {GPU_CASES, {NULL, NULL}};
     int rc = harness_run("cuda fft (without a GPU too)", always);
-    static const harness_gpu_cases g = {"cuda fft", gpu, gpu, "cuda fft cases on cpu", &GPU,
-                                        &self_check, false};
+    static const harness_gpu_cases g = {"cuda fft", gpu, gpu, "cuda fft cases on cpu", &GPU, &self_check, false};
     return harness_gpu_finish(rc, &g);
 }

@@ -79,10 +79,9 @@ static uint8_t random_f8(emily_dtype t) {
         uint8_t v = (uint8_t)((r >> 12) & 0x7f);
         return (uint8_t)(sign | (v >= 0x7c ? v - 0x04 : v)); /* exponent 31: inf and NaN */
     }
-    unsigned e = (unsigned)((r >> 5) % 6); /* 2^-3 .. 2^2 */
-    if (t == EMILY_F8_E4M3FN)
-        return (uint8_t)(sign | ((e + 4) << 3) | ((r >> 12) & 7)); /* bias 7 */
-    return (uint8_t)(sign | ((e + 12) << 2) | ((r >> 12) & 3));    /* bias 15 */
+    unsigned e = (unsigned)((r >> 5) % 6);                                               /* 2^-3 .. 2^2 */
+    if (t == EMILY_F8_E4M3FN) return (uint8_t)(sign | ((e + 4) << 3) | ((r >> 12) & 7)); /* bias 7 */
+    return (uint8_t)(sign | ((e + 12) << 2) | ((r >> 12) & 3));                          /* bias 15 */
 }
 
 static emily_tensor *f8_tensor(emily_dtype t, int rank, const int64_t *shape) {
@@ -129,11 +128,7 @@ static double *doubles(const emily_tensor *t) {
 /* The spacing of type t's values at |v| (f32, bf16, f16, the 8-bit
  * floats), the smallest normal's spacing below it. */
 static double ulp_of(emily_dtype t, double v) {
-    int mant = t == EMILY_F32         ? 24
-               : t == EMILY_BF16      ? 8
-               : t == EMILY_F16       ? 11
-               : t == EMILY_F8_E4M3FN ? 4
-                                      : 3;
+    int mant = t == EMILY_F32 ? 24 : t == EMILY_BF16 ? 8 : t == EMILY_F16 ? 11 : t == EMILY_F8_E4M3FN ? 4 : 3;
     int min_exp = t == EMILY_F32 || t == EMILY_BF16 ? -126 : t == EMILY_F8_E4M3FN ? -6 : -14;
     int e;
     frexp(fabs(v), &e);
@@ -188,10 +183,10 @@ static bool make_operands(const fp8_case *c, operands *o) {
     return o->a && o->b;
 }
 
-static emily_status run_fp8(const fp8_case *c, const operands *o, const emily_tensor *a,
-                            const emily_tensor *b, emily_dtype out, emily_tensor **r) {
-    return emily_dot_fp8(a, 1, &o->ca, o->nbatch, o->batch, c->a_scale, b, 1, &o->cb, o->nbatch,
-                         o->batch, c->b_scale, out, r);
+static emily_status run_fp8(const fp8_case *c, const operands *o, const emily_tensor *a, const emily_tensor *b,
+                            emily_dtype out, emily_tensor **r) {
+    return emily_dot_fp8(a, 1, &o->ca, o->nbatch, o->batch, c->a_scale, b, 1, &o->cb, o->nbatch, o->batch, c->b_scale,
+                         out, r);
 }
 
 /* S = sum |a_k| |b_k| per output, exactly (f64, HIGHEST). */
@@ -202,8 +197,7 @@ static double *abs_sums(const operands *o) {
     emily_dot_set_thread_precision(EMILY_DOT_PRECISION_HIGHEST, &saved);
     if (!emily_as_type(o->a, EMILY_F64, &a64) && !emily_as_type(o->b, EMILY_F64, &b64) &&
         !emily_unary(EMILY_ABS, a64, &aa) && !emily_unary(EMILY_ABS, b64, &ab) &&
-        !emily_dot(aa, 1, &o->ca, o->nbatch, o->batch, ab, 1, &o->cb, o->nbatch, o->batch,
-                   EMILY_F64, &s))
+        !emily_dot(aa, 1, &o->ca, o->nbatch, o->batch, ab, 1, &o->cb, o->nbatch, o->batch, EMILY_F64, &s))
         v = doubles(s);
     else CHECK(!"abs_sums");
     emily_dot_set_thread_precision(saved, NULL);
@@ -217,9 +211,7 @@ static void paths_mark(void) { emi_dot_fp8_counts(&paths_tc, &paths_wide); }
 static const char *paths_taken(void) {
     long long tc, w;
     emi_dot_fp8_counts(&tc, &w);
-    return tc > paths_tc && w == paths_wide   ? "tensor cores"
-           : w > paths_wide && tc == paths_tc ? "widened"
-                                              : "?";
+    return tc > paths_tc && w == paths_wide ? "tensor cores" : w > paths_wide && tc == paths_tc ? "widened" : "?";
 }
 
 /* got within the rule of want (doubles of n elements) for output type t. */
@@ -233,8 +225,7 @@ static bool within(const char *what, emily_dtype t, int64_t n, int64_t k, float 
         double tol = (gk + gk64 + 2 * u + tc) * s + ulp_of(t, fmax(fabs(got[i]), fabs(want[i])));
         double err = fabs(got[i] - want[i]);
         if (!(err <= tol)) {
-            fprintf(stderr,
-                    "  FAIL %s: element %lld is %.9g, the CPU's %.9g (|diff| %.3g > %.3g)\n", what,
+            fprintf(stderr, "  FAIL %s: element %lld is %.9g, the CPU's %.9g (|diff| %.3g > %.3g)\n", what,
                     (long long)i, got[i], want[i], err, tol);
             return false;
         }
@@ -260,11 +251,9 @@ static void check_case(const fp8_case *c) {
     emily_status s = ga && gb ? run_fp8(c, &o, ga, gb, c->out, &got_t) : EMILY_ERR_MEMORY;
     const char *path = paths_taken();
     char what[256];
-    snprintf(what, sizeof what,
-             "%s: %s x %s -> %s, batch %lld, %lld x %lld x %lld%s%s%s, scales %g %g", c->label,
-             emily_dtype_name(c->ta), emily_dtype_name(c->tb), emily_dtype_name(c->out),
-             (long long)c->batch, (long long)c->m, (long long)c->k, (long long)c->n,
-             c->a_km ? ", a [K,M]" : "", c->b_nk ? ", b [N,K]" : "",
+    snprintf(what, sizeof what, "%s: %s x %s -> %s, batch %lld, %lld x %lld x %lld%s%s%s, scales %g %g", c->label,
+             emily_dtype_name(c->ta), emily_dtype_name(c->tb), emily_dtype_name(c->out), (long long)c->batch,
+             (long long)c->m, (long long)c->k, (long long)c->n, c->a_km ? ", a [K,M]" : "", c->b_nk ? ", b [N,K]" : "",
              c->b_broadcast ? ", b broadcast" : "", c->a_scale, c->b_scale);
     if (s) {
         fprintf(stderr, "  FAIL %s: %s\n", what, emily_last_error());
@@ -274,19 +263,17 @@ static void check_case(const fp8_case *c) {
         double *got = doubles(got_t), *want = doubles(want_t), *sums = abs_sums(&o), worst = 0;
         bool ok = got && want && sums && emily_tensor_size(got_t) == n &&
                   emily_tensor_dtype(got_t) == emily_tensor_dtype(want_t) &&
-                  within(what, c->out, n, c->k, c->a_scale * c->b_scale,
-                         strcmp(path, "tensor cores") == 0, got, want, sums, &worst);
+                  within(what, c->out, n, c->k, c->a_scale * c->b_scale, strcmp(path, "tensor cores") == 0, got, want,
+                         sums, &worst);
         if (!ok) harness_failures++;
-        printf("  %s %s: %s, worst error %.3g of the bound\n", ok ? "ok  " : "FAIL", what, path,
-               worst);
+        printf("  %s %s: %s, worst error %.3g of the bound\n", ok ? "ok  " : "FAIL", what, path, worst);
         free(got);
         free(want);
         free(sums);
     }
     /* the path: on a GPU, aligned e4m3 products must reach the tensor
      * cores, e5m2 x e5m2 must not */
-    if (!s && !on_cpu && c->tensor_cores >= 0 &&
-        (strcmp(path, "tensor cores") == 0) != (c->tensor_cores == 1)) {
+    if (!s && !on_cpu && c->tensor_cores >= 0 && (strcmp(path, "tensor cores") == 0) != (c->tensor_cores == 1)) {
         fprintf(stderr, "  FAIL %s: took the %s path\n", what, path);
         harness_failures++;
     }
@@ -301,24 +288,18 @@ static const emily_dtype E4 = EMILY_F8_E4M3FN, E5 = EMILY_F8_E5M2;
  * padded matrix) and degenerate ones (M, N or K of 1). */
 TEST(gpu_fp8_shapes) {
     static const fp8_case cases[] = {
-        {"aligned, b packed", E4, E4, EMILY_F32, 0, 64, 64, 64, false, false, false, 1, 1, 1,
-         false},
-        {"linear layer (TN, in place)", E4, E4, EMILY_F32, 0, 128, 256, 96, false, true, false, 1,
-         1, 1, false},
+        {"aligned, b packed", E4, E4, EMILY_F32, 0, 64, 64, 64, false, false, false, 1, 1, 1, false},
+        {"linear layer (TN, in place)", E4, E4, EMILY_F32, 0, 128, 256, 96, false, true, false, 1, 1, 1, false},
         {"a transposed", E4, E4, EMILY_F32, 0, 48, 80, 32, true, true, false, 1, 1, 1, false},
-        {"long contraction", E4, E4, EMILY_F32, 0, 256, 4096, 128, false, true, false, 1, 1, 1,
-         false},
-        {"K 17, N 5 (padding)", E4, E4, EMILY_F32, 0, 33, 17, 5, false, false, false, 1, 1, -1,
-         false},
+        {"long contraction", E4, E4, EMILY_F32, 0, 256, 4096, 128, false, true, false, 1, 1, 1, false},
+        {"K 17, N 5 (padding)", E4, E4, EMILY_F32, 0, 33, 17, 5, false, false, false, 1, 1, -1, false},
         {"M 1", E4, E4, EMILY_F32, 0, 1, 64, 128, false, true, false, 1, 1, -1, false},
         {"N 1", E4, E4, EMILY_F32, 0, 64, 48, 1, false, false, false, 1, 1, -1, false},
         {"K 1", E4, E4, EMILY_F32, 0, 8, 1, 8, false, false, false, 1, 1, -1, false},
         {"odd everything", E4, E4, EMILY_F32, 0, 7, 3, 9, true, false, false, 1, 1, -1, false},
         {"whole range", E4, E4, EMILY_F32, 0, 64, 2048, 64, false, true, false, 1, 1, 1, true},
-        {"whole range, e5m2", E5, E4, EMILY_F32, 0, 64, 2048, 64, false, true, false, 1, 1, 1,
-         true},
-        {"whole range, bf16", E4, E5, EMILY_BF16, 2, 32, 512, 48, false, false, false, 1, 1, 1,
-         true},
+        {"whole range, e5m2", E5, E4, EMILY_F32, 0, 64, 2048, 64, false, true, false, 1, 1, 1, true},
+        {"whole range, bf16", E4, E5, EMILY_BF16, 2, 32, 512, 48, false, false, false, 1, 1, 1, true},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) check_case(&cases[i]);
 }
@@ -329,14 +310,11 @@ TEST(gpu_fp8_types) {
     static const fp8_case cases[] = {
         {"e4m3 x e5m2", E4, E5, EMILY_F32, 0, 64, 128, 64, false, true, false, 1, 1, 1, false},
         {"e5m2 x e4m3", E5, E4, EMILY_F32, 0, 64, 128, 64, false, true, false, 1, 1, 1, false},
-        {"e5m2 x e5m2 (widened)", E5, E5, EMILY_F32, 0, 64, 128, 64, false, true, false, 1, 1, 0,
-         false},
+        {"e5m2 x e5m2 (widened)", E5, E5, EMILY_F32, 0, 64, 128, 64, false, true, false, 1, 1, 0, false},
         {"bf16 out", E4, E4, EMILY_BF16, 0, 64, 128, 64, false, true, false, 1, 1, 1, false},
         {"f16 out", E4, E4, EMILY_F16, 0, 64, 128, 64, false, true, false, 1, 1, 1, false},
-        {"e4m3 out", E4, E4, EMILY_F8_E4M3FN, 0, 32, 32, 32, false, true, false, 0.0625f, 0.125f, 1,
-         false},
-        {"e5m2 out", E4, E5, EMILY_F8_E5M2, 0, 32, 32, 32, false, false, false, 0.0625f, 1, 1,
-         false},
+        {"e4m3 out", E4, E4, EMILY_F8_E4M3FN, 0, 32, 32, 32, false, true, false, 0.0625f, 0.125f, 1, false},
+        {"e5m2 out", E4, E5, EMILY_F8_E5M2, 0, 32, 32, 32, false, false, false, 0.0625f, 1, 1, false},
         {"bf16 out, N 3", E4, E4, EMILY_BF16, 0, 16, 32, 3, false, false, false, 1, 1, -1, false},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) check_case(&cases[i]);
@@ -347,13 +325,10 @@ TEST(gpu_fp8_types) {
 TEST(gpu_fp8_scales_and_batches) {
     static const fp8_case cases[] = {
         {"scales", E4, E4, EMILY_F32, 0, 64, 64, 64, false, true, false, 0.5f, 3.0f, 1, false},
-        {"quantized scales", E4, E4, EMILY_BF16, 0, 64, 96, 32, false, true, false, 1.0f / 448,
-         2.5f / 448, 1, false},
+        {"quantized scales", E4, E4, EMILY_BF16, 0, 64, 96, 32, false, true, false, 1.0f / 448, 2.5f / 448, 1, false},
         {"batched, in place", E4, E4, EMILY_F32, 4, 32, 64, 48, false, true, false, 1, 1, 1, false},
-        {"batched, b packed", E4, E5, EMILY_F32, 3, 40, 32, 24, false, false, false, 1, 1, 1,
-         false},
-        {"batched, b broadcast", E4, E4, EMILY_F32, 5, 16, 32, 16, false, true, true, 2, 0.5f, 1,
-         false},
+        {"batched, b packed", E4, E5, EMILY_F32, 3, 40, 32, 24, false, false, false, 1, 1, 1, false},
+        {"batched, b broadcast", E4, E4, EMILY_F32, 5, 16, 32, 16, false, true, true, 2, 0.5f, 1, false},
         {"batched, odd", E5, E4, EMILY_F32, 2, 9, 7, 5, true, false, false, 1, 1, -1, false},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) check_case(&cases[i]);
@@ -362,8 +337,8 @@ TEST(gpu_fp8_scales_and_batches) {
 /* Nx's dot through the dispatcher: two f8_e4m3fn tensors with Nx's
  * template (f8_e4m3fn) take the FP8 path at FAST precision and the
  * widened one under `precision: :highest`; e5m2 x e5m2 is widened. */
-static emily_status nx_dot(emily_device d, emily_tensor *a, emily_tensor *b, emily_dtype out_t,
-                           int64_t m, int64_t n, bool highest, emily_tensor **r) {
+static emily_status nx_dot(emily_device d, emily_tensor *a, emily_tensor *b, emily_dtype out_t, int64_t m, int64_t n,
+                           bool highest, emily_tensor **r) {
     int64_t shape[2] = {m, n};
     emily_value out = {.kind = EMILY_V_TEMPLATE, .dtype = out_t, .rank = 2, .shape = shape};
     emily_value axis1 = {.kind = EMILY_V_INT, .i = 1}; /* both contracted on axis 1 */
@@ -377,8 +352,7 @@ static emily_status nx_dot(emily_device d, emily_tensor *a, emily_tensor *b, emi
                            {.kind = EMILY_V_LIST, .n = 0},
                            {.kind = EMILY_V_OPTS, .items = &prec, .keys = keys, .n = 1}};
     emily_dispatch_result res = {0};
-    emily_status s = emily_dispatch("dot", d, &out, args, highest ? 7 : 6, EMILY_DISPATCH_RUN,
-                                    &res);
+    emily_status s = emily_dispatch("dot", d, &out, args, highest ? 7 : 6, EMILY_DISPATCH_RUN, &res);
     *r = s ? NULL : res.tensors[0];
     return s;
 }
@@ -393,9 +367,7 @@ TEST(gpu_fp8_nx_dot) {
     const int64_t m = 48, k = 64, n = 32;
     for (size_t i = 0; i < sizeof runs / sizeof *runs; i++) {
         emily_dtype ta = runs[i].t, tb = runs[i].tb;
-        fp8_case c = {"nx dot", ta,    tb,   ta,    0, m, k,
-                      n,        false, true, false, 1, 1, runs[i].tensor_cores,
-                      false};
+        fp8_case c = {"nx dot", ta, tb, ta, 0, m, k, n, false, true, false, 1, 1, runs[i].tensor_cores, false};
         operands o;
         if (!make_operands(&c, &o)) {
             RELEASE(o.a, o.b);
@@ -411,14 +383,12 @@ TEST(gpu_fp8_nx_dot) {
         CHECK_OK(nx_dot(dev, ga, gb, ta, m, n, runs[i].highest, &got_t));
         const char *path = paths_taken();
         char what[160];
-        snprintf(what, sizeof what, "Nx dot %s x %s -> %s%s", emily_dtype_name(ta),
-                 emily_dtype_name(tb), emily_dtype_name(ta),
-                 runs[i].highest ? ", precision: :highest" : "");
+        snprintf(what, sizeof what, "Nx dot %s x %s -> %s%s", emily_dtype_name(ta), emily_dtype_name(tb),
+                 emily_dtype_name(ta), runs[i].highest ? ", precision: :highest" : "");
         if (want_t && got_t) {
             double *got = doubles(got_t), *want = doubles(want_t), *sums = abs_sums(&o), worst = 0;
             bool ok = got && want && sums && emily_tensor_dtype(got_t) == ta &&
-                      within(what, ta, m * n, k, 1.0f, strcmp(path, "tensor cores") == 0, got, want, sums,
-                             &worst);
+                      within(what, ta, m * n, k, 1.0f, strcmp(path, "tensor cores") == 0, got, want, sums, &worst);
             if (!ok) harness_failures++;
             printf("  %s %s: %s, worst error %.3g of the bound\n", ok ? "ok  " : "FAIL", what,
                    on_cpu                   ? "widened (cpu)"
@@ -449,29 +419,23 @@ static void expect_errors(emily_device d) {
     CHECK_OK(emily_as_type(a, EMILY_F32, &f));
     int one = 1, zero = 0;
     /* [4, 16] . [8, 4]: 16 against 8 */
-    CHECK_ERR(emily_dot_fp8(a, 1, &one, 0, NULL, 1, b, 1, &zero, 0, NULL, 1, EMILY_F32, &r),
-              EMILY_ERR_SHAPE,
+    CHECK_ERR(emily_dot_fp8(a, 1, &one, 0, NULL, 1, b, 1, &zero, 0, NULL, 1, EMILY_F32, &r), EMILY_ERR_SHAPE,
               "dot_fp8: contract axis 1 of the left tensor (size 16) does not match axis 0");
-    CHECK_ERR(emily_matmul_fp8(a, 1, b, 1, EMILY_F32, &r), EMILY_ERR_SHAPE,
-              "dot_fp8: contract axis");
-    CHECK_ERR(emily_dot_fp8(f, 1, &one, 0, NULL, 1, okb, 1, &zero, 0, NULL, 1, EMILY_F32, &r),
-              EMILY_ERR_TYPE,
+    CHECK_ERR(emily_matmul_fp8(a, 1, b, 1, EMILY_F32, &r), EMILY_ERR_SHAPE, "dot_fp8: contract axis");
+    CHECK_ERR(emily_dot_fp8(f, 1, &one, 0, NULL, 1, okb, 1, &zero, 0, NULL, 1, EMILY_F32, &r), EMILY_ERR_TYPE,
               "dot_fp8: the left tensor is f32; both operands must be 8-bit floats");
-    CHECK_ERR(emily_dot_fp8(a, 1, &one, 0, NULL, 1, f, 1, &zero, 0, NULL, 1, EMILY_F32, &r),
-              EMILY_ERR_TYPE, "dot_fp8: the right tensor is f32");
-    CHECK_ERR(emily_dot_fp8(a, 1, &one, 0, NULL, 1, okb, 1, &zero, 0, NULL, 1, EMILY_F64, &r),
-              EMILY_ERR_TYPE,
+    CHECK_ERR(emily_dot_fp8(a, 1, &one, 0, NULL, 1, f, 1, &zero, 0, NULL, 1, EMILY_F32, &r), EMILY_ERR_TYPE,
+              "dot_fp8: the right tensor is f32");
+    CHECK_ERR(emily_dot_fp8(a, 1, &one, 0, NULL, 1, okb, 1, &zero, 0, NULL, 1, EMILY_F64, &r), EMILY_ERR_TYPE,
               "dot_fp8: output type f64 is not one of f32, bf16, f16, f8_e4m3fn and f8");
-    CHECK_ERR(emily_dot_fp8(a, 1, &one, 0, NULL, 1, okb, 1, &one, 0, NULL, 1, EMILY_F32, &r),
-              EMILY_ERR_SHAPE,
+    CHECK_ERR(emily_dot_fp8(a, 1, &one, 0, NULL, 1, okb, 1, &one, 0, NULL, 1, EMILY_F32, &r), EMILY_ERR_SHAPE,
               "dot_fp8: contract axis 1 of the left tensor (size 16) does not match axis 1");
-    CHECK_ERR(emily_dot_fp8(a, 1, &one, 0, NULL, 1, okb, 0, NULL, 0, NULL, 1, EMILY_F32, &r),
-              EMILY_ERR_AXIS, "dot_fp8: 1 contract axes for the left tensor but 0");
-    CHECK_ERR(
-        emily_dot_fp8(a, 1, (const int[]){2}, 0, NULL, 1, okb, 1, &zero, 0, NULL, 1, EMILY_F32, &r),
-        EMILY_ERR_AXIS, "dot_fp8: contract axis 2 of the left tensor is out of range");
-    CHECK_ERR(emily_dot_fp8(NULL, 1, &one, 0, NULL, 1, okb, 1, &zero, 0, NULL, 1, EMILY_F32, &r),
-              EMILY_ERR_ARGUMENT, "dot_fp8: the left tensor is NULL");
+    CHECK_ERR(emily_dot_fp8(a, 1, &one, 0, NULL, 1, okb, 0, NULL, 0, NULL, 1, EMILY_F32, &r), EMILY_ERR_AXIS,
+              "dot_fp8: 1 contract axes for the left tensor but 0");
+    CHECK_ERR(emily_dot_fp8(a, 1, (const int[]){2}, 0, NULL, 1, okb, 1, &zero, 0, NULL, 1, EMILY_F32, &r),
+              EMILY_ERR_AXIS, "dot_fp8: contract axis 2 of the left tensor is out of range");
+    CHECK_ERR(emily_dot_fp8(NULL, 1, &one, 0, NULL, 1, okb, 1, &zero, 0, NULL, 1, EMILY_F32, &r), EMILY_ERR_ARGUMENT,
+              "dot_fp8: the left tensor is NULL");
     emily_tensor *v = t_on(f8_tensor_once(E4, 1, (const int64_t[]){64}), d),
                  *b3 = t_on(f8_tensor_once(E4, 3, (const int64_t[]){1, 16, 4}), d);
     CHECK_ERR(emily_matmul_fp8(a, 1, b3, 1, EMILY_F32, &r), EMILY_ERR_SHAPE,
@@ -489,8 +453,8 @@ TEST(gpu_fp8_errors) {
         static const int64_t s[2] = {4, 16};
         emily_tensor *c = f8_tensor(E4, 2, s), *g = t_on(c, dev), *r = NULL;
         int one = 1;
-        CHECK_ERR(emily_dot_fp8(c, 1, &one, 0, NULL, 1, g, 1, &one, 0, NULL, 1, EMILY_F32, &r),
-                  EMILY_ERR_DEVICE, "dot_fp8");
+        CHECK_ERR(emily_dot_fp8(c, 1, &one, 0, NULL, 1, g, 1, &one, 0, NULL, 1, EMILY_F32, &r), EMILY_ERR_DEVICE,
+                  "dot_fp8");
         RELEASE(c, g);
     }
     expect_errors(dev);
@@ -502,10 +466,8 @@ TEST(gpu_fp8_errors) {
  * the scale factor; 8-bit outputs are that f32 converted. */
 TEST(cpu_widened_is_the_f32_dot) {
     static const int64_t sa[2] = {5, 24}, sb[2] = {24, 7};
-    emily_tensor *a = f8_tensor(E4, 2, sa), *b = f8_tensor(E5, 2, sb), *a32 = NULL, *b32 = NULL,
-                 *ref = NULL;
-    emily_tensor *r = NULL, *scaled = NULL, *alpha = NULL, *ref_scaled = NULL, *r8 = NULL,
-                 *ref8 = NULL;
+    emily_tensor *a = f8_tensor(E4, 2, sa), *b = f8_tensor(E5, 2, sb), *a32 = NULL, *b32 = NULL, *ref = NULL;
+    emily_tensor *r = NULL, *scaled = NULL, *alpha = NULL, *ref_scaled = NULL, *r8 = NULL, *ref8 = NULL;
     CHECK_OK(emily_as_type(a, EMILY_F32, &a32));
     CHECK_OK(emily_as_type(b, EMILY_F32, &b32));
     CHECK_OK(emily_matmul(a32, b32, &ref));
@@ -530,8 +492,8 @@ TEST(cpu_widened_is_the_f32_dot) {
 /* Nx's dot on the CPU is still the narrow dispatcher's widened dot. */
 TEST(cpu_nx_dot_unchanged) {
     static const int64_t sa[2] = {6, 32}, sb[2] = {4, 32};
-    emily_tensor *a = f8_tensor(E4, 2, sa), *b = f8_tensor(E4, 2, sb), *r = NULL, *ref = NULL,
-                 *a32 = NULL, *b32 = NULL, *ref8 = NULL;
+    emily_tensor *a = f8_tensor(E4, 2, sa), *b = f8_tensor(E4, 2, sb), *r = NULL, *ref = NULL, *a32 = NULL, *b32 = NULL,
+                 *ref8 = NULL;
     long long tc0, w0, tc1, w1;
     emi_dot_fp8_counts(&tc0, &w0);
     CHECK_OK(nx_dot(EMILY_CPU, a, b, E4, 6, 4, false, &r));
@@ -555,15 +517,11 @@ TEST(cpu_errors) {
 
 int main(int argc, char **argv) {
     if (!harness_args(argc, argv)) return 2;
-    static const harness_case always[] = {CASE(cpu_widened_is_the_f32_dot),
-                                          CASE(cpu_nx_dot_unchanged),
-                                          CASE(cpu_errors),
-                                          {NULL, NULL}};
-    static const harness_case gpu[] = {
-        CASE(gpu_fp8_shapes), CASE(gpu_fp8_types),  CASE(gpu_fp8_scales_and_batches),
-        CASE(gpu_fp8_nx_dot), CASE(gpu_fp8_errors), {NULL, NULL}};
+    static const harness_case always[] = {
+        CASE(cpu_widened_is_the_f32_dot), CASE(cpu_nx_dot_unchanged), CASE(cpu_errors), {NULL, NULL}};
+    static const harness_case gpu[] = {CASE(gpu_fp8_shapes), CASE(gpu_fp8_types),  CASE(gpu_fp8_scales_and_batches),
+                                       CASE(gpu_fp8_nx_dot), CASE(gpu_fp8_errors), {NULL, NULL}};
     int rc = harness_run("cuda_fp8 (without a GPU too)", always);
-    static const harness_gpu_cases g = {"cuda_fp8", gpu,     gpu, "cuda_fp8 (cpu against cpu)",
-                                        &dev,       &on_cpu, true};
+    static const harness_gpu_cases g = {"cuda_fp8", gpu, gpu, "cuda_fp8 (cpu against cpu)", &dev, &on_cpu, true};
     return harness_gpu_finish(rc, &g);
 }

@@ -82,10 +82,10 @@ static void unary_program(emily_dtype dt) {
     prog_init(&q, dt, 1);
 #define UK(NAME, ST, DT, SRC, DST, EXPR) \
     if (EMILY_##SRC == dt) add(&q, EMI_FUSED_UNARY, op, dt, EMILY_##DST, 0, 0, -1, -1);
-#define UOP(ENUM, name, rule)                                                          \
-    {                                                                                  \
-        int op = EMILY_##ENUM;                                                         \
-        EMI_UNARY_KERNELS(rule)(UK, ENUM, name)                                        \
+#define UOP(ENUM, name, rule)                   \
+    {                                           \
+        int op = EMILY_##ENUM;                  \
+        EMI_UNARY_KERNELS(rule)(UK, ENUM, name) \
     }
     EMILY_UNARY_OPS(UOP)
 #undef UK
@@ -102,7 +102,8 @@ static void binary_program(emily_dtype dt) {
     prog q;
     prog_init(&q, dt, 2);
 #define BK(NAME, OP, DT, TS, TD, TC, LD, F, ST, LOOP) \
-    if (EMILY_##DT == dt) add(&q, EMI_FUSED_BINARY, EMILY_##OP, dt, emi_binary_kernel_output(EMILY_##OP, dt), 0, 0, 1, -1);
+    if (EMILY_##DT == dt)                             \
+        add(&q, EMI_FUSED_BINARY, EMILY_##OP, dt, emi_binary_kernel_output(EMILY_##OP, dt), 0, 0, 1, -1);
 #define BOP(ENUM, name, rule) EMI_BINARY_KERNELS(rule)(BK, ENUM, name)
     EMILY_BINARY_OPS(BOP)
 #undef BK
@@ -150,10 +151,10 @@ TEST(packed_programs_compile) {
     q.p.inputs[1] = col;
     q.p.inputs[2] = one;
     q.p.instr = q.instr;
-    add(&q, EMI_FUSED_CONVERT, 0, EMILY_BF16, EMILY_F32, 0, 0, -1, -1);            /* 3 */
-    add(&q, EMI_FUSED_BINARY, EMILY_ADD, EMILY_F32, EMILY_F32, 0, 3, 1, -1);       /* 4 */
-    add(&q, EMI_FUSED_BINARY, EMILY_GREATER, EMILY_F32, EMILY_U8, 0, 4, 2, -1);    /* 5 */
-    add(&q, EMI_FUSED_SELECT, 0, EMILY_F32, EMILY_F32, EMILY_U8, 5, 4, 2);         /* 6 */
+    add(&q, EMI_FUSED_CONVERT, 0, EMILY_BF16, EMILY_F32, 0, 0, -1, -1);         /* 3 */
+    add(&q, EMI_FUSED_BINARY, EMILY_ADD, EMILY_F32, EMILY_F32, 0, 3, 1, -1);    /* 4 */
+    add(&q, EMI_FUSED_BINARY, EMILY_GREATER, EMILY_F32, EMILY_U8, 0, 4, 2, -1); /* 5 */
+    add(&q, EMI_FUSED_SELECT, 0, EMILY_F32, EMILY_F32, EMILY_U8, 5, 4, 2);      /* 6 */
     q.p.nexits = 1;
     q.p.exit_slot[0] = 6;
     q.p.exits[0] = out;
@@ -342,15 +343,17 @@ TEST(gpu_fused_chains_give_the_calls_bits) {
     CHECK_OK(emily_graph_get_stats(f, &st));
     if (tc_device.type == EMILY_DEVICE_CUDA) CHECK(st.fused_groups >= 5 && st.fused_calls >= 17);
     for (int run = 0; run < 4; run++) {
-        emily_tensor *in[7] = {
-            tc_on_device(tc_tensor(EMILY_BF16, 2, RC, TC_GENERAL)), tc_on_device(tc_tensor(EMILY_BF16, 1, CC, TC_GENERAL)),
-            tc_on_device(tc_tensor(EMILY_F32, 2, RC, TC_GENERAL)),  tc_on_device(tc_tensor(EMILY_F32, 2, R1, TC_GENERAL)),
-            tc_on_device(tc_tensor(EMILY_F32, 2, CR, TC_GENERAL)),  tc_on_device(tc_tensor(EMILY_S32, 2, RC, TC_BITS)),
-            tc_on_device(tc_tensor(EMILY_C64, 2, RC, TC_NEAR_ONE))};
+        emily_tensor *in[7] = {tc_on_device(tc_tensor(EMILY_BF16, 2, RC, TC_GENERAL)),
+                               tc_on_device(tc_tensor(EMILY_BF16, 1, CC, TC_GENERAL)),
+                               tc_on_device(tc_tensor(EMILY_F32, 2, RC, TC_GENERAL)),
+                               tc_on_device(tc_tensor(EMILY_F32, 2, R1, TC_GENERAL)),
+                               tc_on_device(tc_tensor(EMILY_F32, 2, CR, TC_GENERAL)),
+                               tc_on_device(tc_tensor(EMILY_S32, 2, RC, TC_BITS)),
+                               tc_on_device(tc_tensor(EMILY_C64, 2, RC, TC_NEAR_ONE))};
         emily_tensor *a[NOUT] = {NULL}, *b[NOUT] = {NULL};
         CHECK_OK(emily_graph_run(f, in, 7, a, NOUT));
         CHECK_OK(emily_graph_run(u, in, 7, b, NOUT));
-        static const char *const names[NOUT] = {"bf16 gelu", "f32 chain",          "select as f16",    "s32 wrap",
+        static const char *const names[NOUT] = {"bf16 gelu", "f32 chain",          "select as f16",  "s32 wrap",
                                                 "c64 chain", "bf16 add (an exit)", "broadcast alone"};
         for (int i = 0; i < NOUT; i++) CHECK(a[i] && b[i] && tc_same(names[i], b[i], a[i]));
         for (int i = 0; i < NOUT; i++) {
@@ -368,11 +371,13 @@ TEST(gpu_fused_chains_give_the_calls_bits) {
 int main(int argc, char **argv) {
     if (!harness_args(argc, argv)) return 2;
     static const harness_case always[] = {CASE(every_element_function_compiles_with_nvrtc),
-                                          CASE(packed_programs_compile), CASE(bad_programs_have_no_source),
-                                          CASE(compiled_kernels_are_kept_on_disk), {NULL, NULL}};
+                                          CASE(packed_programs_compile),
+                                          CASE(bad_programs_have_no_source),
+                                          CASE(compiled_kernels_are_kept_on_disk),
+                                          {NULL, NULL}};
     static const harness_case gpu[] = {CASE(gpu_fused_chains_give_the_calls_bits), {NULL, NULL}};
     int rc = harness_run("cuda_fused (without a GPU too)", always);
-    static const harness_gpu_cases g = {"cuda_fused", gpu, gpu, "cuda_fused (cpu against cpu)", &tc_device, NULL,
-                                        false};
+    static const harness_gpu_cases g = {"cuda_fused", gpu,  gpu,  "cuda_fused (cpu against cpu)",
+                                        &tc_device,   NULL, false};
     return harness_gpu_finish(rc, &g);
 }

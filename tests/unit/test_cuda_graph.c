@@ -12,7 +12,6 @@
 
 enum { ROWS = 64, INNER = 128, COLS = 32, PICK = 16 };
 
-
 static const int64_t XS[2] = {ROWS, INNER}, WS[2] = {INNER, COLS}, YS[2] = {ROWS, COLS}, IS[1] = {PICK},
                      PS[2] = {PICK, COLS}, SS[1] = {PICK};
 
@@ -30,7 +29,7 @@ static emily_graph *model_graph(int no_replay) {
     emily_value y = v_tmpl(EMILY_F32, 2, YS), picked = v_tmpl(EMILY_F32, 2, PS), sums = v_tmpl(EMILY_F32, 1, SS);
     emily_value one = v_int(1), zero = v_int(0);
     int32_t d = GRAPH_CALL(g, "dot", &y, v_ref(x), v_list(&one, 1), v_list(NULL, 0), v_ref(w), v_list(&zero, 1),
-                     v_list(NULL, 0));
+                           v_list(NULL, 0));
     int32_t a = GRAPH_CALL(g, "add", &y, v_ref(d), v_ref(b));
     int32_t t = GRAPH_CALL(g, "tanh", &y, v_ref(a));
     int32_t p = GRAPH_CALL(g, "take", &picked, v_ref(t), v_ref(idx), v_int(0));

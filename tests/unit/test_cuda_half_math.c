@@ -26,8 +26,7 @@ TEST(gpu_half_math_every_input_matches_the_f64_rule) {
         emily_tensor *x = every_value(types[t]);
         for (size_t k = 0; k < sizeof fast_ops / sizeof fast_ops[0]; k++) {
             char what[64];
-            snprintf(what, sizeof what, "%s of every %s", emily_unary_op_name(fast_ops[k]),
-                     emily_dtype_name(types[t]));
+            snprintf(what, sizeof what, "%s of every %s", emily_unary_op_name(fast_ops[k]), emily_dtype_name(types[t]));
             tc_compare(what, unary_of, &fast_ops[k], 1, &x);
         }
         emily_tensor_release(x);

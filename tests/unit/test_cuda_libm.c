@@ -68,8 +68,8 @@ TEST(libm_random_inputs) {
         const libm_op *o = &LIBM_OPS[k];
         for (int i = 0; i < LIBM_NRANDOM; i++) xs[i] = libm_draw(&rng, o->emin, o->emax, o->neg);
         int bad = differences(o, xs, LIBM_NRANDOM);
-        printf("  %-8s %4d of %d differ from glibc %s (bound %d)\n", o->name, bad, LIBM_NRANDOM,
-               gnu_get_libc_version(), o->bound);
+        printf("  %-8s %4d of %d differ from glibc %s (bound %d)\n", o->name, bad, LIBM_NRANDOM, gnu_get_libc_version(),
+               o->bound);
         CHECK(bad >= 0 && bad <= o->bound);
     }
 }

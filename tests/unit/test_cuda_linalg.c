@@ -45,9 +45,7 @@ static double urand(void) {
     return (double)(seed >> 11) * 0x1p-53 * 2 - 1;
 }
 
-static double unit(emily_dtype t) {
-    return fp_unit_roundoff(emily_type_to_real(emily_type_to_floating(t)));
-}
+static double unit(emily_dtype t) { return fp_unit_roundoff(emily_type_to_real(emily_type_to_floating(t))); }
 
 enum { RANDOM, DOMINANT, HPD, HERMITIAN };
 
@@ -173,8 +171,7 @@ TEST(cuda_table_has_native_linalg) {
 
 /* p a permutation (exact 0/1), l unit lower, u upper, p l u = a within
  * 16 n u (|l| |u| + |a|) (Frobenius norms). */
-static void check_lu_props(const char *what, const emily_tensor *a, emily_tensor *p, emily_tensor *l,
-                           emily_tensor *u) {
+static void check_lu_props(const char *what, const emily_tensor *a, emily_tensor *p, emily_tensor *l, emily_tensor *u) {
     int rank = emily_tensor_rank(a);
     int64_t n = emily_tensor_shape(a)[rank - 1], nn = n * n, batch = n ? emily_tensor_size(a) / nn : 0;
     cz *A = host(a), *P = host(p), *L = host(l), *U = host(u);
@@ -226,8 +223,8 @@ TEST(gpu_lu_properties) {
     static const struct {
         int rank;
         int64_t shape[3];
-    } cases[] = {{2, {3, 3}}, {3, {1000, 4, 4}}, {3, {7, 8, 8}}, {3, {3, 9, 9}}, {3, {16, 24, 24}},
-                 {2, {600, 600}}, {2, {1, 1}}};
+    } cases[] = {{2, {3, 3}},       {3, {1000, 4, 4}}, {3, {7, 8, 8}}, {3, {3, 9, 9}},
+                 {3, {16, 24, 24}}, {2, {600, 600}},   {2, {1, 1}}};
     for (int d = 0; d < NNATIVE + 2; d++) {
         emily_dtype dt = d < NNATIVE ? NATIVE[d] : d == NNATIVE ? EMILY_S32 : EMILY_F16;
         for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
@@ -274,7 +271,8 @@ static void compare_solve(emily_dtype dt, int rank, const int64_t *ashape, int b
     cz *g = host(x), *w = host(xc);
     int64_t count = emily_tensor_size(xc);
     char what[96];
-    snprintf(what, sizeof what, "solve %s n %lld%s", emily_dtype_name(dt), (long long)n, transposed_view ? " (view)" : "");
+    snprintf(what, sizeof what, "solve %s n %lld%s", emily_dtype_name(dt), (long long)n,
+             transposed_view ? " (view)" : "");
     CHECK(close_to(what, g, w, count, 32.0 * (double)n * unit(dt) * max_abs(w, count)));
     free(g), free(w);
     emily_tensor *ts[8] = {a, b, ad, bd, av, at, x, xc};
@@ -327,8 +325,8 @@ TEST(gpu_determinant_matches_cpu) {
     static const struct {
         int rank;
         int64_t shape[3];
-    } cases[] = {{2, {3, 3}}, {3, {1000, 4, 4}}, {3, {10, 1, 1}}, {3, {5, 9, 9}}, {3, {20, 12, 12}},
-                 {2, {0, 0}}, {3, {4, 0, 0}}, {2, {40, 40}}};
+    } cases[] = {{2, {3, 3}},       {3, {1000, 4, 4}}, {3, {10, 1, 1}}, {3, {5, 9, 9}},
+                 {3, {20, 12, 12}}, {2, {0, 0}},       {3, {4, 0, 0}},  {2, {40, 40}}};
     for (int d = 0; d < NNATIVE + 1; d++) {
         emily_dtype dt = d < NNATIVE ? NATIVE[d] : EMILY_S32;
         for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
@@ -349,7 +347,8 @@ TEST(gpu_determinant_matches_cpu) {
                 }
                 double tol = 16.0 * (double)(n * n) * eps * h + 16.0 * (double)(n + 1) * eps * cabs_(w[b]);
                 char what[64];
-                snprintf(what, sizeof what, "determinant %s case %zu matrix %lld", emily_dtype_name(dt), c, (long long)b);
+                snprintf(what, sizeof what, "determinant %s case %zu matrix %lld", emily_dtype_name(dt), c,
+                         (long long)b);
                 if (!close_to(what, g + b, w + b, 1, tol)) {
                     CHECK(false);
                     break;
@@ -432,9 +431,13 @@ TEST(gpu_cholesky_matches_cpu) {
 /* ---- triangular_solve ---------------------------------------------------- */
 
 TEST(gpu_triangular_solve_matches_cpu) {
-    static const tri_case cases[] = {{2, {4, 4}, {4}, 1},           {2, {4, 4}, {4, 3}, 2},         {2, {5, 5}, {2, 5}, 2},
-                 {3, {50, 6, 6}, {50, 6, 3}, 3}, {3, {50, 6, 6}, {50, 6}, 2},   {2, {30, 30}, {30, 9}, 2},
-                 {3, {3, 33, 33}, {3, 7, 33}, 3}};
+    static const tri_case cases[] = {{2, {4, 4}, {4}, 1},
+                                     {2, {4, 4}, {4, 3}, 2},
+                                     {2, {5, 5}, {2, 5}, 2},
+                                     {3, {50, 6, 6}, {50, 6, 3}, 3},
+                                     {3, {50, 6, 6}, {50, 6}, 2},
+                                     {2, {30, 30}, {30, 9}, 2},
+                                     {3, {3, 33, 33}, {3, 7, 33}, 3}};
     for (int d = 0; d < NNATIVE + 1; d++) {
         emily_dtype dt = d < NNATIVE ? NATIVE[d] : EMILY_S32;
         for (size_t c = 0; c < sizeof cases / sizeof *cases; c++)
@@ -465,7 +468,7 @@ TEST(gpu_qr_matches_cpu) {
     static const struct {
         int rank;
         int64_t shape[3];
-    } cases[] = {{2, {5, 3}}, {2, {3, 5}}, {2, {4, 4}}, {3, {20, 6, 4}}, {2, {300, 200}},
+    } cases[] = {{2, {5, 3}},     {2, {3, 5}}, {2, {4, 4}}, {3, {20, 6, 4}}, {2, {300, 200}},
                  {2, {200, 300}}, {2, {1, 1}}, {2, {3, 0}}, {3, {2, 0, 3}}};
     for (int d = 0; d < NNATIVE + 1; d++) {
         emily_dtype dt = d < NNATIVE ? NATIVE[d] : EMILY_S32;
@@ -550,8 +553,9 @@ static bool check_vector(const char *what, const cz *x, const cz *want, int64_t 
      * convention picks is decided by rounding, the comparison too */
     if (bm - second <= tol) return true;
     bool ok = !convention || (x[best].im == 0 && x[best].re > 0);
-    if (!ok) fprintf(stderr, "  %s: vector %lld: largest entry %g%+gi is not real and positive\n", what, (long long)k,
-                     x[best].re, x[best].im);
+    if (!ok)
+        fprintf(stderr, "  %s: vector %lld: largest entry %g%+gi is not real and positive\n", what, (long long)k,
+                x[best].re, x[best].im);
     for (int64_t i = 0; ok && i < len; i++) {
         int64_t at = by_column ? i * cols + k : k * cols + i;
         double d = cabs_((cz){x[at].re - want[at].re, x[at].im - want[at].im});
@@ -568,8 +572,8 @@ TEST(gpu_svd_matches_cpu) {
     static const struct {
         int rank;
         int64_t shape[3];
-    } cases[] = {{2, {6, 4}}, {2, {4, 6}}, {3, {100, 5, 3}}, {3, {100, 3, 5}}, {2, {40, 70}},
-                 {2, {70, 40}}, {3, {2, 33, 20}}, {2, {1, 1}}, {2, {0, 3}}, {3, {3, 4, 0}}};
+    } cases[] = {{2, {6, 4}},   {2, {4, 6}},      {3, {100, 5, 3}}, {3, {100, 3, 5}}, {2, {40, 70}},
+                 {2, {70, 40}}, {3, {2, 33, 20}}, {2, {1, 1}},      {2, {0, 3}},      {3, {3, 4, 0}}};
     for (int d = 0; d < 3; d++) {
         emily_dtype dt = d == 0 ? EMILY_F32 : d == 1 ? EMILY_F64 : EMILY_S32;
         for (size_t c = 0; c < sizeof cases / sizeof *cases; c++)
@@ -583,7 +587,8 @@ TEST(gpu_svd_matches_cpu) {
                 CHECK_OK(emily_svd(a, full, &uc, &sc, &vc));
                 CHECK(same_spec(u, uc) && same_spec(s, sc) && same_spec(vt, vc) && on_device(s));
                 int64_t ucols = full ? m : k, vrows = full ? n : k;
-                cz *A = host(a), *U = host(u), *S = host(s), *V = host(vt), *UC = host(uc), *SC = host(sc), *VC = host(vc);
+                cz *A = host(a), *U = host(u), *S = host(s), *V = host(vt), *UC = host(uc), *SC = host(sc),
+                   *VC = host(vc);
                 double eps = unit(dt);
                 double *sv = malloc((size_t)(k + 1) * sizeof *sv);
                 char what[96];
@@ -611,7 +616,8 @@ TEST(gpu_svd_matches_cpu) {
                          * where rounding picks (check_vector accepts
                          * either); u_i = A v_i / s_i follows v_i's sign */
                         double dot = 0;
-                        for (int64_t j = 0; j < n; j++) dot += v[i * n + j].re * vc[i * n + j].re + v[i * n + j].im * vc[i * n + j].im;
+                        for (int64_t j = 0; j < n; j++)
+                            dot += v[i * n + j].re * vc[i * n + j].re + v[i * n + j].im * vc[i * n + j].im;
                         if (ok && dot < 0)
                             for (int64_t r = 0; r < m; r++) {
                                 uu[r * ucols + i].re = -uu[r * ucols + i].re;
@@ -620,7 +626,8 @@ TEST(gpu_svd_matches_cpu) {
                         /* (for s_i = 0, u_i is any unit vector orthogonal
                          * to the others: nothing to compare) */
                         bool u_defined = sv[i] > 32.0 * (double)dm * eps * na;
-                        ok = ok && (!u_defined || check_vector(what, uu, UC + b * m * ucols, m, ucols, i, true, false, tol));
+                        ok = ok &&
+                             (!u_defined || check_vector(what, uu, UC + b * m * ucols, m, ucols, i, true, false, tol));
                     }
                 }
                 CHECK(ok);
@@ -743,7 +750,8 @@ TEST(gpu_linalg_errors) {
         double *m = calloc((size_t)(n * n), sizeof *m), *v = calloc((size_t)n, sizeof *v);
         for (int64_t i = 0; i < n; i++) {
             v[i] = 1;
-            for (int64_t j = 0; j < n; j++) m[i * n + j] = i == 1 ? 0 : (double)((i * 3 + j * 5) % 7) + (i == j ? 9 : 0);
+            for (int64_t j = 0; j < n; j++)
+                m[i * n + j] = i == 1 ? 0 : (double)((i * 3 + j * 5) % 7) + (i == j ? 9 : 0);
         }
         emily_tensor *sm = t_from(EMILY_F64, 2, sa, m), *sv = t_from(EMILY_F64, 1, sb, v);
         emily_tensor *smd = on_dev(sm), *svd = on_dev(sv);
@@ -770,11 +778,10 @@ TEST(gpu_linalg_errors) {
     for (int i = 0; i < 6; i++) emily_tensor_release(ts[i]);
 }
 
-#define GPU_CASES                                                                                      \
-    CASE(gpu_lu_properties), CASE(gpu_solve_matches_cpu), CASE(gpu_batched_small_solve_time),           \
-        CASE(gpu_determinant_matches_cpu), CASE(gpu_cholesky_matches_cpu),                              \
-        CASE(gpu_triangular_solve_matches_cpu), CASE(gpu_qr_matches_cpu), CASE(gpu_svd_matches_cpu),    \
-        CASE(gpu_eigh_matches_cpu), CASE(gpu_nonfinite_svd_eigh)
+#define GPU_CASES                                                                                                  \
+    CASE(gpu_lu_properties), CASE(gpu_solve_matches_cpu), CASE(gpu_batched_small_solve_time),                      \
+        CASE(gpu_determinant_matches_cpu), CASE(gpu_cholesky_matches_cpu), CASE(gpu_triangular_solve_matches_cpu), \
+        CASE(gpu_qr_matches_cpu), CASE(gpu_svd_matches_cpu), CASE(gpu_eigh_matches_cpu), CASE(gpu_nonfinite_svd_eigh)
 
 int main(int argc, char **argv) {
     if (!harness_args(argc, argv)) return 2;
@@ -782,7 +789,6 @@ int main(int argc, char **argv) {
     static const harness_case gpu[] = {GPU_CASES, CASE(gpu_linalg_errors), {NULL, NULL}};
     static const harness_case self[] = {GPU_CASES, {NULL, NULL}};
     int rc = harness_run("cuda_linalg (without a GPU too)", always);
-    static const harness_gpu_cases g = {"cuda_linalg", gpu, self, "cuda_linalg cases on cpu",
-                                        &DEV, NULL, true};
+    static const harness_gpu_cases g = {"cuda_linalg", gpu, self, "cuda_linalg cases on cpu", &DEV, NULL, true};
     return harness_gpu_finish(rc, &g);
 }

@@ -55,7 +55,9 @@ TEST(gpu_quantize_and_dequantize_bits) {
                         quant_arg a = {widths[wi], group_sizes[gi], which};
                         char what[160];
                         snprintf(what, sizeof what, "%s %s bits %d group %lld output %d",
-                                 c == 0 ? "general" : c == 1 ? "ties" : "empty",
+                                 c == 0   ? "general"
+                                 : c == 1 ? "ties"
+                                          : "empty",
                                  emily_dtype_name(types[ti]), a.bits, (long long)a.gs, which);
                         tc_compare(what, run_quant, &a, 1, &w[c]);
                     }
@@ -90,8 +92,7 @@ static double out_ulp(emily_dtype dt, double v) {
 }
 
 static bool mm_close(const char *what, const emily_tensor *c, const emily_tensor *g) {
-    if (emily_tensor_dtype(c) != emily_tensor_dtype(g) ||
-        !t_shape_is(g, emily_tensor_rank(c), emily_tensor_shape(c))) {
+    if (emily_tensor_dtype(c) != emily_tensor_dtype(g) || !t_shape_is(g, emily_tensor_rank(c), emily_tensor_shape(c))) {
         fprintf(stderr, "  %s: the results' types or shapes differ\n", what);
         return false;
     }
@@ -102,8 +103,7 @@ static bool mm_close(const char *what, const emily_tensor *c, const emily_tensor
         double bound = mm_scale * mv[i] + out_ulp(mm_out, x);
         if (x == y || (x != x && y != y)) continue; /* equal infinities, NaNs */
         if (!(fabs(x - y) <= bound) && bad++ < 3)
-            fprintf(stderr, "  %s: element %lld: cpu %.17g, cuda %.17g, bound %.3g\n", what,
-                    (long long)i, x, y, bound);
+            fprintf(stderr, "  %s: element %lld: cpu %.17g, cuda %.17g, bound %.3g\n", what, (long long)i, x, y, bound);
     }
     bool ok = cv && gv && mv && bad == 0;
     free(cv), free(gv), free(mv);
@@ -111,8 +111,8 @@ static bool mm_close(const char *what, const emily_tensor *c, const emily_tensor
 }
 
 /* x {m, k} (or {2, m/2, k}) against weights quantized from w. */
-static void mm_case(emily_dtype xt, emily_dtype wt, int bits, int64_t gs, bool transpose, int64_t m,
-                    int64_t n, int64_t k, bool batched) {
+static void mm_case(emily_dtype xt, emily_dtype wt, int bits, int64_t gs, bool transpose, int64_t m, int64_t n,
+                    int64_t k, bool batched) {
     int64_t wshape[2] = {transpose ? n : k, transpose ? k : n};
     int64_t xshape[3] = {2, m / 2, k}, xflat[2] = {m, k};
     emily_tensor *w = tc_tensor(wt, 2, wshape, TC_NEAR_ONE);
@@ -134,10 +134,9 @@ static void mm_case(emily_dtype xt, emily_dtype wt, int bits, int64_t gs, bool t
     mm_out = emily_type_merge(xt, wt);
     mm_arg a = {bits, gs, transpose};
     char what[200];
-    snprintf(what, sizeof what, "x %s {%lld, %lld}%s, w %s {%lld, %lld}, bits %d, group %lld%s",
-             emily_dtype_name(xt), (long long)m, (long long)k, batched ? " batched" : "",
-             emily_dtype_name(wt), (long long)wshape[0], (long long)wshape[1], bits, (long long)gs,
-             transpose ? ", transposed" : "");
+    snprintf(what, sizeof what, "x %s {%lld, %lld}%s, w %s {%lld, %lld}, bits %d, group %lld%s", emily_dtype_name(xt),
+             (long long)m, (long long)k, batched ? " batched" : "", emily_dtype_name(wt), (long long)wshape[0],
+             (long long)wshape[1], bits, (long long)gs, transpose ? ", transposed" : "");
     if (mm_mag) {
         emily_tensor *gin[4] = {NULL, NULL, NULL, NULL}, *c = NULL, *g = NULL;
         bool up = true;
@@ -193,8 +192,7 @@ TEST(gpu_matmul_types_and_sizes) {
 /* K = 0 (zeros), x without rows, and the op layer's errors: the same on
  * both devices. */
 TEST(gpu_matmul_edges_and_errors) {
-    static const int64_t wz[2] = {3, 0}, xz[2] = {2, 0}, ws[2] = {4, 64}, x0[2] = {0, 64},
-                         xbad[2] = {2, 32};
+    static const int64_t wz[2] = {3, 0}, xz[2] = {2, 0}, ws[2] = {4, 64}, x0[2] = {0, 64}, xbad[2] = {2, 32};
     emily_tensor *in[4] = {tc_tensor(EMILY_F32, 2, xz, TC_GENERAL), NULL, NULL, NULL};
     emily_tensor *w = tc_tensor(EMILY_F32, 2, wz, TC_GENERAL);
     CHECK_OK(emily_quantize(w, 4, 64, &in[1], &in[2], &in[3]));

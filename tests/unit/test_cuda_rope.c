@@ -40,10 +40,9 @@ static emily_tensor *positions(bool batched, int64_t b, int64_t s, int64_t first
     return t;
 }
 
-static void rope_case(const char *label, emily_dtype t, const int64_t *shape, int kind,
-                      bool batched, int64_t first, int64_t stride, const rope_arg *a) {
-    emily_tensor *in[3] = {tc_tensor(t, 4, shape, kind),
-                           positions(batched, shape[0], shape[1], first, stride), NULL};
+static void rope_case(const char *label, emily_dtype t, const int64_t *shape, int kind, bool batched, int64_t first,
+                      int64_t stride, const rope_arg *a) {
+    emily_tensor *in[3] = {tc_tensor(t, 4, shape, kind), positions(batched, shape[0], shape[1], first, stride), NULL};
     int64_t dims = a->o.dims ? a->o.dims : shape[3], h = dims / 2;
     if (a->table) in[2] = tc_tensor(EMILY_F32, 1, &h, TC_NEAR_ONE);
     char what[200];
@@ -68,8 +67,8 @@ TEST(gpu_rope_types_pairings_dims) {
 /* Decoding (one token at an offset), a long prefill at large positions,
  * negative positions, head sizes not a multiple of the block, random bits. */
 TEST(gpu_rope_positions_and_shapes) {
-    static const int64_t dec[4] = {4, 1, 8, 128}, prefill[4] = {1, 2048, 3, 64},
-                         odd[4] = {3, 5, 2, 6}, wide[4] = {1, 3, 1, 600}, bits[4] = {2, 9, 4, 32};
+    static const int64_t dec[4] = {4, 1, 8, 128}, prefill[4] = {1, 2048, 3, 64}, odd[4] = {3, 5, 2, 6},
+                         wide[4] = {1, 3, 1, 600}, bits[4] = {2, 9, 4, 32};
     rope_arg a = {.o = {.base = 500000}}, part = {.o = {.base = 10000, .dims = 4}};
     for (int i = 0; i < 4; i++) {
         emily_dtype t = floats[i];
@@ -86,10 +85,7 @@ TEST(gpu_rope_scalings_and_tables) {
     static const int64_t s[4] = {2, 40, 2, 128};
     rope_arg cases[] = {
         {.o = {.base = 10000, .scaling = EMILY_ROPE_LINEAR, .factor = 3}},
-        {.o = {.base = 10000,
-               .scaling = EMILY_ROPE_DYNAMIC,
-               .factor = 2,
-               .original_max_positions = 16}},
+        {.o = {.base = 10000, .scaling = EMILY_ROPE_DYNAMIC, .factor = 2, .original_max_positions = 16}},
         {.o = {.base = 500000,
                .scaling = EMILY_ROPE_LLAMA3,
                .factor = 8,
@@ -105,8 +101,7 @@ TEST(gpu_rope_scalings_and_tables) {
 }
 
 /* A transposed x ({B, H, S, D} seen as {B, S, H, D}) and empty tensors. */
-static emily_status run_rope_transposed(emily_tensor *const *in, emily_tensor **out,
-                                        const void *p) {
+static emily_status run_rope_transposed(emily_tensor *const *in, emily_tensor **out, const void *p) {
     (void)p;
     emily_tensor *v = NULL;
     emily_status s = emily_transpose(in[0], (int[]){0, 2, 1, 3}, &v);
@@ -119,8 +114,7 @@ TEST(gpu_rope_views_and_empty) {
     static const int64_t bhsd[4] = {2, 4, 6, 16}, empty[4] = {2, 0, 3, 8};
     rope_arg a = {.o = {.base = 10000}};
     for (int i = 0; i < 4; i++) {
-        emily_tensor *in[2] = {tc_tensor(floats[i], 4, bhsd, TC_GENERAL),
-                               positions(false, 2, 6, 1, 1)};
+        emily_tensor *in[2] = {tc_tensor(floats[i], 4, bhsd, TC_GENERAL), positions(false, 2, 6, 1, 1)};
         tc_compare("transposed", run_rope_transposed, NULL, 2, in);
         emily_tensor_release(in[0]);
         emily_tensor_release(in[1]);

@@ -31,8 +31,7 @@
 static uint64_t seed_state = 0x51ed270b2e3f4a97ull;
 
 /* Values in [lo, lo + width) of dtype dt on the CPU. */
-static emily_tensor *uniform(emily_dtype dt, int rank, const int64_t *shape, double lo,
-                             double width) {
+static emily_tensor *uniform(emily_dtype dt, int rank, const int64_t *shape, double lo, double width) {
     int64_t n = 1;
     for (int d = 0; d < rank; d++) n *= shape[d];
     double *v = malloc((size_t)(n ? n : 1) * sizeof *v);
@@ -40,8 +39,7 @@ static emily_tensor *uniform(emily_dtype dt, int rank, const int64_t *shape, dou
         harness_failures++;
         return NULL;
     }
-    for (int64_t i = 0; i < n; i++)
-        v[i] = lo + width * (double)(xorshift64(&seed_state) >> 11) / 9007199254740992.0;
+    for (int64_t i = 0; i < n; i++) v[i] = lo + width * (double)(xorshift64(&seed_state) >> 11) / 9007199254740992.0;
     emily_tensor *t = t_from(EMILY_F64, rank, shape, v), *r = NULL;
     free(v);
     if (t && dt != EMILY_F64) {
@@ -108,9 +106,7 @@ static bool sdpa_close(const char *what, const emily_tensor *c, const emily_tens
     double *cv = values(c), *gv = values(g);
     int64_t n = emily_tensor_size(c), same = 0, shown = 0, free_count = 0;
     double u = t == EMILY_F64 ? 0x1p-53 : 0x1p-24;
-    double base = 4.0 * (double)(cur_skv + cur_d + 16) * u + (t == EMILY_BF16  ? 0x1p-6
-                                                              : t == EMILY_F16 ? 0x1p-10
-                                                                               : 0);
+    double base = 4.0 * (double)(cur_skv + cur_d + 16) * u + (t == EMILY_BF16 ? 0x1p-6 : t == EMILY_F16 ? 0x1p-10 : 0);
     double worst = 0;
     int64_t bad = 0;
     for (int64_t i = 0; cv && gv && i < n; i++) {
@@ -126,13 +122,12 @@ static bool sdpa_close(const char *what, const emily_tensor *c, const emily_tens
         double d = fabs(a - b), tol = base + ulp_of(t, fabs(a) + base);
         worst = d > worst ? d : worst; /* (NaN against a number: not counted here) */
         if (!(d <= tol) && bad++ < 5)
-            fprintf(stderr, "  %s: element %lld: cpu %.9g, cuda %.9g (bound %.3g)\n", what,
-                    (long long)i, a, b, tol);
+            fprintf(stderr, "  %s: element %lld: cpu %.9g, cuda %.9g (bound %.3g)\n", what, (long long)i, a, b, tol);
     }
     bool ok = cv && gv && bad == 0;
     (void)shown;
-    printf("  %-70s %s: max |cpu - cuda| %.3g, %lld of %lld bit-identical", what,
-           emily_dtype_name(t), worst, (long long)same, (long long)n);
+    printf("  %-70s %s: max |cpu - cuda| %.3g, %lld of %lld bit-identical", what, emily_dtype_name(t), worst,
+           (long long)same, (long long)n);
     if (free_count) printf(", %lld NaN on the CPU from a masked key's infinity", (long long)free_count);
     printf("\n");
     free(cv);
@@ -154,17 +149,14 @@ typedef struct spec {
 /* in: q, k, v, mask (or NULL), sinks (or NULL) */
 static emily_status run_sdpa(emily_tensor *const *in, emily_tensor **out, const void *arg) {
     const spec *s = arg;
-    emily_sdpa_options o = {.scale = 1.0 / sqrt((double)(s->D > 0 ? s->D : 1)),
-                            .causal = s->causal,
-                            .mask = in[3],
-                            .sinks = in[4]};
+    emily_sdpa_options o = {
+        .scale = 1.0 / sqrt((double)(s->D > 0 ? s->D : 1)), .causal = s->causal, .mask = in[3], .sinks = in[4]};
     return emily_sdpa(in[0], in[1], in[2], &o, out);
 }
 
 /* Runs the case on both devices and compares: inputs cin[0..5) on the
  * CPU (NULL where absent) and, when given, their GPU twins (else copies). */
-static void compare_on(const char *what, const spec *s, emily_tensor *const *cin,
-                       emily_tensor *const *given) {
+static void compare_on(const char *what, const spec *s, emily_tensor *const *cin, emily_tensor *const *given) {
     emily_tensor *gin[5] = {NULL, NULL, NULL, NULL, NULL}, *c = NULL, *g = NULL;
     bool up = true;
     for (int i = 0; i < 5; i++) {
@@ -188,22 +180,19 @@ static void compare_on(const char *what, const spec *s, emily_tensor *const *cin
     for (int i = 0; i < 5; i++) emily_tensor_release(gin[i]);
 }
 
-static void compare(const char *what, const spec *s, emily_tensor *const *cin) {
-    compare_on(what, s, cin, NULL);
-}
+static void compare(const char *what, const spec *s, emily_tensor *const *cin) { compare_on(what, s, cin, NULL); }
 
 static void run_spec(const char *label, const spec *s, emily_dtype t) {
     int64_t qs[4] = {s->B, s->Hq, s->Sq, s->D}, ks[4] = {s->B, s->Hkv, s->Skv, s->D},
             vs[4] = {s->B, s->Hkv, s->Skv, s->Dv};
-    emily_tensor *in[5] = {uniform(t, 4, qs, -1, 2), uniform(t, 4, ks, -1, 2),
-                           uniform(t, 4, vs, -1, 2), NULL, NULL};
+    emily_tensor *in[5] = {uniform(t, 4, qs, -1, 2), uniform(t, 4, ks, -1, 2), uniform(t, 4, vs, -1, 2), NULL, NULL};
     if (s->mask_kind == 1) in[3] = uniform(EMILY_F32, s->mr, s->mshape, -2, 2);
     if (s->mask_kind == 2) in[3] = keep_mask(s->mr, s->mshape);
     if (s->sinks) in[4] = uniform(EMILY_F32, 1, &s->Hq, -1, 3);
     char what[200];
-    snprintf(what, sizeof what, "%s %lldx%lld/%lldx%lldx%lldx%lld Dv%lld%s%s%s", label,
-             (long long)s->B, (long long)s->Hq, (long long)s->Hkv, (long long)s->Sq,
-             (long long)s->Skv, (long long)s->D, (long long)s->Dv, s->causal ? " causal" : "",
+    snprintf(what, sizeof what, "%s %lldx%lld/%lldx%lldx%lldx%lld Dv%lld%s%s%s", label, (long long)s->B,
+             (long long)s->Hq, (long long)s->Hkv, (long long)s->Sq, (long long)s->Skv, (long long)s->D,
+             (long long)s->Dv, s->causal ? " causal" : "",
              s->mask_kind == 1   ? " additive"
              : s->mask_kind == 2 ? " boolean"
                                  : "",
@@ -218,12 +207,9 @@ static const emily_dtype floats[4] = {EMILY_BF16, EMILY_F16, EMILY_F32, EMILY_F6
  * 128 query rows), and the plain kernel's (f32, f64, other sizes). */
 TEST(gpu_sdpa_shapes) {
     static const spec specs[] = {
-        {1, 2, 2, 1, 1, 64, 64, false, 0, 0, {0}, false},
-        {2, 2, 2, 7, 7, 64, 64, false, 0, 0, {0}, false},
-        {1, 2, 2, 129, 129, 80, 80, false, 0, 0, {0}, false},
-        {1, 2, 2, 65, 300, 96, 96, false, 0, 0, {0}, false},
-        {1, 2, 2, 257, 200, 128, 128, false, 0, 0, {0}, false},
-        {2, 3, 3, 1, 513, 128, 128, false, 0, 0, {0}, false},
+        {1, 2, 2, 1, 1, 64, 64, false, 0, 0, {0}, false},       {2, 2, 2, 7, 7, 64, 64, false, 0, 0, {0}, false},
+        {1, 2, 2, 129, 129, 80, 80, false, 0, 0, {0}, false},   {1, 2, 2, 65, 300, 96, 96, false, 0, 0, {0}, false},
+        {1, 2, 2, 257, 200, 128, 128, false, 0, 0, {0}, false}, {2, 3, 3, 1, 513, 128, 128, false, 0, 0, {0}, false},
         {1, 2, 2, 33, 45, 32, 32, false, 0, 0, {0}, false}, /* plain: D 32 */
         {1, 2, 2, 9, 70, 64, 48, false, 0, 0, {0}, false},  /* plain: Dv != D */
         {1, 1, 1, 5, 20, 16, 300, false, 0, 0, {0}, false}, /* plain: Dv over 256 */
@@ -265,8 +251,8 @@ TEST(gpu_sdpa_fully_masked_rows) {
     for (int k = 0; k < 4; k++) {
         spec s = {1, 2, 2, 70, 70, 64, 64, false, 2, 2, {70, 70}, true};
         int64_t qs[4] = {1, 2, 70, 64}, ms[2] = {70, 70};
-        emily_tensor *in[5] = {uniform(floats[k], 4, qs, -1, 2), uniform(floats[k], 4, qs, -1, 2),
-                               NULL, NULL, uniform(EMILY_F32, 1, &s.Hq, -1, 2)};
+        emily_tensor *in[5] = {uniform(floats[k], 4, qs, -1, 2), uniform(floats[k], 4, qs, -1, 2), NULL, NULL,
+                               uniform(EMILY_F32, 1, &s.Hq, -1, 2)};
         double *v = malloc(sizeof(double) * 2 * 70 * 64);
         unsigned char *m = malloc(70 * 70);
         if (!v || !m) {
@@ -320,8 +306,7 @@ TEST(gpu_sdpa_views_empty_errors) {
     CHECK_OK(emily_empty(EMILY_CPU, EMILY_BF16, 4, (int64_t[]){1, 1, 0, 64}, &e[2]));
     spec s0 = {1, 2, 1, 3, 0, 64, 64, false, 0, 0, {0}, false};
     emily_tensor *q0 = NULL;
-    CHECK_OK(emily_constant(EMILY_CPU, EMILY_BF16, 4, (int64_t[]){1, 2, 3, 64},
-                            emily_scalar_float(0.5), &q0));
+    CHECK_OK(emily_constant(EMILY_CPU, EMILY_BF16, 4, (int64_t[]){1, 2, 3, 64}, emily_scalar_float(0.5), &q0));
     emily_tensor *in0[5] = {q0, e[1], e[2], NULL, NULL};
     compare("no keys: zeros", &s0, in0);
     int64_t qs3[4] = {1, 3, 4, 64}, ks2[4] = {1, 2, 4, 64};
@@ -401,6 +386,6 @@ TEST(gpu_sdpa_timing_bf16_causal_8x16x4096x128) {
     for (int i = 0; i < 3; i++) RELEASE(cin[i], gin[i]);
 }
 
-TC_MAIN("cuda_sdpa", CASE(gpu_sdpa_shapes), CASE(gpu_sdpa_causal_and_heads),
-        CASE(gpu_sdpa_masks_and_sinks), CASE(gpu_sdpa_fully_masked_rows),
-        CASE(gpu_sdpa_views_empty_errors), CASE(gpu_sdpa_timing_bf16_causal_8x16x4096x128))
+TC_MAIN("cuda_sdpa", CASE(gpu_sdpa_shapes), CASE(gpu_sdpa_causal_and_heads), CASE(gpu_sdpa_masks_and_sinks),
+        CASE(gpu_sdpa_fully_masked_rows), CASE(gpu_sdpa_views_empty_errors),
+        CASE(gpu_sdpa_timing_bf16_causal_8x16x4096x128))

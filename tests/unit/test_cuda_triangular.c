@@ -73,8 +73,8 @@ static bool same_values(const char *what, const emily_tensor *got, const emily_t
               !emily_to_binary(wc, w, (size_t)(2 * n) * sizeof *w);
     for (int64_t i = 0; ok && i < 2 * n; i++)
         if (memcmp(&g[i], &w[i], sizeof g[i]) != 0 && !(g[i] != g[i] && w[i] != w[i])) {
-            fprintf(stderr, "  %s: element %lld part %lld: %a, want %a\n", what, (long long)(i / 2),
-                    (long long)(i % 2), g[i], w[i]);
+            fprintf(stderr, "  %s: element %lld part %lld: %a, want %a\n", what, (long long)(i / 2), (long long)(i % 2),
+                    g[i], w[i]);
             ok = false;
         }
     RELEASE(gc, wc);
@@ -156,12 +156,11 @@ TEST(method_errors) {
     items[1] = v_atom("reference_nx07");
     CHECK(dispatch_ok("triangular_solve", &tmpl, args, 3) == 1);
     items[1] = v_atom("fastest");
-    CHECK_ERR(emily_dispatch("triangular_solve", EMILY_CPU, &tmpl, args, 3, EMILY_DISPATCH_RUN, &r),
-              EMILY_ERR_ARGUMENT,
+    CHECK_ERR(emily_dispatch("triangular_solve", EMILY_CPU, &tmpl, args, 3, EMILY_DISPATCH_RUN, &r), EMILY_ERR_ARGUMENT,
               "invalid :linalg received. Expected one of [:lapack, :reference, :reference_nx07], received: :fastest");
     items[1] = v_int(1);
-    CHECK_ERR(emily_dispatch("triangular_solve", EMILY_CPU, &tmpl, args, 3, EMILY_DISPATCH_RUN, &r),
-              EMILY_ERR_ARGUMENT, "linalg");
+    CHECK_ERR(emily_dispatch("triangular_solve", EMILY_CPU, &tmpl, args, 3, EMILY_DISPATCH_RUN, &r), EMILY_ERR_ARGUMENT,
+              "linalg");
     CHECK(r.n == 0);
     RELEASE(a, b);
 }
@@ -170,11 +169,15 @@ TEST(method_errors) {
 
 /* Every type, shape and option: the GPU's :reference result is the CPU's. */
 TEST(gpu_reference_matches_cpu_bits) {
-    static const tri_case cases[] = {{2, {1, 1}, {1}, 1},           {2, {4, 4}, {4}, 1},           {2, {4, 4}, {4, 3}, 2},
-                 {2, {5, 5}, {2, 5}, 2},         {3, {20, 6, 6}, {20, 6, 3}, 3}, {3, {20, 6, 6}, {20, 6}, 2},
-                 {2, {40, 40}, {40, 33}, 2},     {3, {3, 17, 17}, {3, 5, 17}, 3}};
-    static const emily_dtype types[] = {EMILY_F32, EMILY_F64, EMILY_C64, EMILY_C128,
-                                        EMILY_F16, EMILY_BF16, EMILY_S32};
+    static const tri_case cases[] = {{2, {1, 1}, {1}, 1},
+                                     {2, {4, 4}, {4}, 1},
+                                     {2, {4, 4}, {4, 3}, 2},
+                                     {2, {5, 5}, {2, 5}, 2},
+                                     {3, {20, 6, 6}, {20, 6, 3}, 3},
+                                     {3, {20, 6, 6}, {20, 6}, 2},
+                                     {2, {40, 40}, {40, 33}, 2},
+                                     {3, {3, 17, 17}, {3, 5, 17}, 3}};
+    static const emily_dtype types[] = {EMILY_F32, EMILY_F64, EMILY_C64, EMILY_C128, EMILY_F16, EMILY_BF16, EMILY_S32};
     for (size_t d = 0; d < sizeof types / sizeof *types; d++)
         for (size_t c = 0; c < sizeof cases / sizeof *cases; c++)
             for (int opt = 0; opt < TRI_OPTION_SETS; opt++) {
@@ -182,7 +185,7 @@ TEST(gpu_reference_matches_cpu_bits) {
                 if (!tri_options(&cases[c], opt, &o)) continue;
                 emily_dtype dt = types[d];
                 emily_tensor *a = random_tensor(dt, o.rank, cases[c].a, (double)o.n + 4), /* integers reach -3 */
-                             *b = random_tensor(dt, o.brank, cases[c].b, 0);
+                    *b = random_tensor(dt, o.brank, cases[c].b, 0);
                 emily_tensor *ad = on_dev(a), *bd = on_dev(b), *x = NULL, *xc = NULL, *xh = NULL;
                 emily_linalg_method method = opt % 5 == 4 ? EMILY_LINALG_REFERENCE_NX07 : EMILY_LINALG_REFERENCE;
                 CHECK_OK(emily_triangular_solve_opts(ad, bd, o.left, o.lower, o.tr, method, &x));
@@ -252,13 +255,14 @@ TEST(gpu_reference_zero_pivot) {
         emily_tensor *wide = NULL;
         CHECK_OK(emily_as_type(a0, EMILY_C128, &wide));
         CHECK_OK(emily_to_binary(wide, v, 2 * 75 * sizeof *v));
-        v[2 * (50 + 6)] = v[2 * (50 + 6) + 1] = 0;  /* matrix 2, row 1 */
+        v[2 * (50 + 6)] = v[2 * (50 + 6) + 1] = 0;   /* matrix 2, row 1 */
         v[2 * (50 + 18)] = v[2 * (50 + 18) + 1] = 0; /* matrix 2, row 3 */
         emily_tensor *zw = t_from(EMILY_C128, 3, as, v), *z = NULL, *r = NULL;
         if (!emily_dtype_is_complex(types[d])) CHECK_OK(emily_unary(EMILY_REAL, zw, &r));
         CHECK_OK(emily_as_type(r ? r : zw, types[d], &z));
         emily_tensor *zd = on_dev(z), *bd = on_dev(b), *x = NULL;
-        emily_status gs = emily_triangular_solve_opts(zd, bd, true, true, EMILY_TRANSFORM_NONE, EMILY_LINALG_REFERENCE, &x);
+        emily_status gs = emily_triangular_solve_opts(zd, bd, true, true, EMILY_TRANSFORM_NONE, EMILY_LINALG_REFERENCE,
+                                                      &x);
         char gmsg[512];
         snprintf(gmsg, sizeof gmsg, "%s", emily_last_error());
         emily_status cs = emily_triangular_solve(z, b, true, true, EMILY_TRANSFORM_NONE, &x);
@@ -274,8 +278,8 @@ TEST(gpu_reference_zero_pivot) {
 
 int main(int argc, char **argv) {
     if (!harness_args(argc, argv)) return 2;
-    static const harness_case always[] = {CASE(cuda_table_has_reference_triangular_solve), CASE(cpu_methods_agree),
-                                          CASE(method_errors), {NULL, NULL}};
+    static const harness_case always[] = {
+        CASE(cuda_table_has_reference_triangular_solve), CASE(cpu_methods_agree), CASE(method_errors), {NULL, NULL}};
     static const harness_case gpu[] = {GPU_CASES, {NULL, NULL}};
     int rc = harness_run("cuda_triangular (without a GPU too)", always);
     const char *on_cpu = getenv("EMILY_TEST_CUDA_ON_CPU");
@@ -288,7 +292,8 @@ int main(int argc, char **argv) {
         int skipped = 0;
         for (const harness_case *c = gpu; c->name; c++) skipped++;
         printf("cuda_triangular: SKIPPED %d GPU cases: no CUDA device usable here "
-               "(no GPU, no driver, or a build without the CUDA engine)\n", skipped);
+               "(no GPU, no driver, or a build without the CUDA engine)\n",
+               skipped);
         return rc; /* not harness_finish: --only may name a GPU case skipped here */
     }
     printf("cuda_triangular: %d device(s)\n", emily_device_count(EMILY_DEVICE_CUDA));

@@ -60,7 +60,7 @@ static emily_status run_window(emily_tensor *const *in, emily_tensor **out, cons
         s = emily_window_reduce(a->op, v, c->rank, c->window, c->strides, c->pad_lo, c->pad_hi, c->dil, out);
     else
         s = (a->is_max ? emily_window_scatter_max : emily_window_scatter_min)(v, in[1], in[2], c->rank, c->window,
-                                                                            c->strides, c->pad_lo, c->pad_hi, out);
+                                                                              c->strides, c->pad_lo, c->pad_hi, out);
     emily_tensor_release(v);
     return s;
 }
@@ -89,9 +89,8 @@ static const win_cfg cfgs[] = {
 /* clang-format on */
 #define NCFG ((int)(sizeof cfgs / sizeof cfgs[0]))
 
-static const emily_dtype all_types[] = {EMILY_U8,  EMILY_U16, EMILY_U32, EMILY_U64, EMILY_S8,
-                                        EMILY_S16, EMILY_S32, EMILY_S64, EMILY_F16, EMILY_BF16,
-                                        EMILY_F32, EMILY_F64, EMILY_C64, EMILY_C128};
+static const emily_dtype all_types[] = {EMILY_U8,  EMILY_U16, EMILY_U32,  EMILY_U64, EMILY_S8,  EMILY_S16, EMILY_S32,
+                                        EMILY_S64, EMILY_F16, EMILY_BF16, EMILY_F32, EMILY_F64, EMILY_C64, EMILY_C128};
 #define NTYPES ((int)(sizeof all_types / sizeof all_types[0]))
 
 static const char *op_name(emily_window_op op) {
@@ -198,8 +197,8 @@ TEST(gpu_window_scatter_matches_cpu) {
         scatter_case(&ov, false, triples[k], TC_GENERAL, TC_TIES);
     }
     /* pooling backward at a realistic size */
-    static const win_cfg pool = {"pool backward", 4, {2, 8, 56, 56}, {1, 1, 3, 3}, {1, 1, 2, 2}, {0, 0, 1, 1},
-                                 {0, 0, 1, 1}, {1, 1, 1, 1}, 0};
+    static const win_cfg pool = {
+        "pool backward", 4, {2, 8, 56, 56}, {1, 1, 3, 3}, {1, 1, 2, 2}, {0, 0, 1, 1}, {0, 0, 1, 1}, {1, 1, 1, 1}, 0};
     scatter_case(&pool, true, triples[0], TC_GENERAL, TC_GENERAL);
 }
 

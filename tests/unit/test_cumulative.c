@@ -40,8 +40,8 @@ TEST(every_axis_both_directions) {
                         first = false;
                     }
                     if (t_get(r, i) != acc) {
-                        fprintf(stderr, "  op %d axis %d rev %d at %lld: got %g want %g\n", op, axis, rev,
-                                (long long)i, t_get(r, i), acc);
+                        fprintf(stderr, "  op %d axis %d rev %d at %lld: got %g want %g\n", op, axis, rev, (long long)i,
+                                t_get(r, i), acc);
                         CHECK(t_get(r, i) == acc);
                     }
                 }
@@ -165,7 +165,7 @@ TEST(f32_sum_paths) {
     check_f32_sum(3, 1000, 1, true);
     check_f32_sum(1, 200000, 1, false); /* chunked long row */
     check_f32_sum(1, 200000, 1, true);
-    check_f32_sum(300, 700, 0, false);  /* inner blocks */
+    check_f32_sum(300, 700, 0, false); /* inner blocks */
     check_f32_sum(300, 700, 0, true);
 }
 
@@ -214,5 +214,5 @@ TEST(bad_input) {
     RELEASE(r, c, t);
 }
 
-RUN_TESTS("cumulative", CASE(every_axis_both_directions), CASE(integer_wrap), CASE(float_edges),
-          CASE(f32_sum_paths), CASE(strided_rank0_empty), CASE(bad_input))
+RUN_TESTS("cumulative", CASE(every_axis_both_directions), CASE(integer_wrap), CASE(float_edges), CASE(f32_sum_paths),
+          CASE(strided_rank0_empty), CASE(bad_input))

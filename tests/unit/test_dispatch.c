@@ -18,8 +18,8 @@ static size_t count_callbacks(void) {
  * yet. */
 static void *find_all(void *arg) {
     (void)arg;
-    static const char *const some[] = {"add", "dot", "window_scatter_min", "as_type", "logical_xor",
-                                       "constant", "determinant", "put_slice", "erf_inv"};
+    static const char *const some[] = {"add",      "dot",         "window_scatter_min", "as_type", "logical_xor",
+                                       "constant", "determinant", "put_slice",          "erf_inv"};
     for (int round = 0; round < 100; round++)
         for (size_t i = 0; i < sizeof some / sizeof *some; i++) {
             const emily_callback *cb = emily_dispatch_find(some[i]);
@@ -27,8 +27,8 @@ static void *find_all(void *arg) {
         }
     emily_value out = {.kind = EMILY_V_TEMPLATE, .dtype = EMILY_F32}, arg0 = {.kind = EMILY_V_FLOAT, .f = 2};
     emily_dispatch_result r = {0};
-    bool ok = emily_dispatch("constant", EMILY_CPU, &out, &arg0, 1, EMILY_DISPATCH_RUN, &r) == EMILY_OK &&
-              r.n == 1 && t_get(r.tensors[0], 0) == 2;
+    bool ok = emily_dispatch("constant", EMILY_CPU, &out, &arg0, 1, EMILY_DISPATCH_RUN, &r) == EMILY_OK && r.n == 1 &&
+              t_get(r.tensors[0], 0) == 2;
     emily_dispatch_result_release(&r);
     return ok ? NULL : (void *)1;
 }
@@ -100,8 +100,8 @@ TEST(unknown_names_are_refused) {
     emily_dispatch_result r = {0};
     CHECK_ERR(emily_dispatch("no_such_callback", EMILY_CPU, &out, NULL, 0, EMILY_DISPATCH_RUN, &r),
               EMILY_ERR_UNSUPPORTED, "no_such_callback: unknown callback");
-    CHECK_ERR(emily_dispatch_callback(NULL, EMILY_CPU, &out, NULL, 0, EMILY_DISPATCH_RUN, &r),
-              EMILY_ERR_ARGUMENT, "NULL callback");
+    CHECK_ERR(emily_dispatch_callback(NULL, EMILY_CPU, &out, NULL, 0, EMILY_DISPATCH_RUN, &r), EMILY_ERR_ARGUMENT,
+              "NULL callback");
     CHECK(r.n == 0);
 }
 
@@ -165,10 +165,8 @@ TEST(dtype_class_members) {
         integer += emily_dtype_class_has(EMILY_DTYPES_INTEGER, (emily_dtype)t);
         floats += emily_dtype_class_has(EMILY_DTYPES_FLOAT, (emily_dtype)t);
         CHECK(emily_dtype_class_has(EMILY_DTYPES_FLOAT, (emily_dtype)t) == emily_dtype_is_float((emily_dtype)t));
-        CHECK(emily_dtype_class_has(EMILY_DTYPES_REAL, (emily_dtype)t) ==
-              !emily_dtype_is_complex((emily_dtype)t));
-        CHECK(emily_dtype_class_has(EMILY_DTYPES_INTEGER, (emily_dtype)t) ==
-              emily_dtype_is_integer((emily_dtype)t));
+        CHECK(emily_dtype_class_has(EMILY_DTYPES_REAL, (emily_dtype)t) == !emily_dtype_is_complex((emily_dtype)t));
+        CHECK(emily_dtype_class_has(EMILY_DTYPES_INTEGER, (emily_dtype)t) == emily_dtype_is_integer((emily_dtype)t));
     }
     /* the 20 types: 12 integers (s2, s4, u2, u4 among them), 6 floats (f8,
      * f8_e4m3fn), 2 complex */
@@ -224,8 +222,7 @@ TEST(other_dtype_classes) {
     emily_tensor_release(r);
     r = NULL;
     CHECK(emily_dispatch_find("reduce_max")->dtypes == EMILY_DTYPES_REAL);
-    CHECK_ERR(emily_reduce(EMILY_REDUCE_MAX, c, 0, NULL, false, EMILY_DTYPE_AUTO, &r), EMILY_ERR_TYPE,
-              "reduce_max");
+    CHECK_ERR(emily_reduce(EMILY_REDUCE_MAX, c, 0, NULL, false, EMILY_DTYPE_AUTO, &r), EMILY_ERR_TYPE, "reduce_max");
     CHECK(emily_dispatch_find("argmax")->dtypes == EMILY_DTYPES_REAL);
     CHECK_ERR(emily_argreduce(EMILY_ARGMAX, c, -1, false, false, EMILY_S64, &r), EMILY_ERR_TYPE, "argmax");
     CHECK(emily_dispatch_find("bitcast")->dtypes == EMILY_DTYPES_REAL);
@@ -250,6 +247,6 @@ TEST(other_dtype_classes) {
     RELEASE(r, c, c0, f, s);
 }
 
-RUN_TESTS("dispatch", CASE(first_lookups_from_many_threads), CASE(every_name_is_found),
-          CASE(unknown_names_are_refused), CASE(dispatch_by_entry), CASE(cost_classes),
-          CASE(dtype_class_members), CASE(element_wise_dtype_classes), CASE(other_dtype_classes))
+RUN_TESTS("dispatch", CASE(first_lookups_from_many_threads), CASE(every_name_is_found), CASE(unknown_names_are_refused),
+          CASE(dispatch_by_entry), CASE(cost_classes), CASE(dtype_class_members), CASE(element_wise_dtype_classes),
+          CASE(other_dtype_classes))

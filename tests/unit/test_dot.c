@@ -6,8 +6,8 @@
 
 /* ---- helpers ------------------------------------------------------------ */
 
-static emily_tensor *dot(const emily_tensor *a, int nc, const int *ca, int nb, const int *ba,
-                         const emily_tensor *b, const int *cb, const int *bb) {
+static emily_tensor *dot(const emily_tensor *a, int nc, const int *ca, int nb, const int *ba, const emily_tensor *b,
+                         const int *cb, const int *bb) {
     emily_tensor *out = NULL;
     emily_status s = emily_dot(a, nc, ca, nb, ba, b, nc, cb, nb, bb, EMILY_DTYPE_AUTO, &out);
     if (s) fprintf(stderr, "  dot failed: %s\n", emily_last_error());
@@ -37,9 +37,18 @@ static void get_c(const emily_tensor *t, int64_t i, double *re, double *im) {
     unsigned char *buf = malloc(nb ? nb : 1);
     *re = *im = NAN;
     if (buf && !emily_to_binary(t, buf, nb)) {
-        if (t->dtype == EMILY_C64) { float *f = (float *)buf; *re = f[2 * i]; *im = f[2 * i + 1]; }
-        else if (t->dtype == EMILY_C128) { double *d = (double *)buf; *re = d[2 * i]; *im = d[2 * i + 1]; }
-        else { *re = t_get(t, i); *im = 0; }
+        if (t->dtype == EMILY_C64) {
+            float *f = (float *)buf;
+            *re = f[2 * i];
+            *im = f[2 * i + 1];
+        } else if (t->dtype == EMILY_C128) {
+            double *d = (double *)buf;
+            *re = d[2 * i];
+            *im = d[2 * i + 1];
+        } else {
+            *re = t_get(t, i);
+            *im = 0;
+        }
     }
     free(buf);
 }
@@ -68,9 +77,7 @@ TEST(matmul_f32_values) {
     emily_tensor *c = NULL;
     CHECK_OK(emily_matmul(ta, tb, &c));
     CHECK(c && t_shape_is(c, 2, (int64_t[]){2, 2}) && emily_tensor_dtype(c) == EMILY_F32);
-    if (c) {
-        CHECK(t_get(c, 0) == 58 && t_get(c, 1) == 64 && t_get(c, 2) == 139 && t_get(c, 3) == 154);
-    }
+    if (c) { CHECK(t_get(c, 0) == 58 && t_get(c, 1) == 64 && t_get(c, 2) == 139 && t_get(c, 3) == 154); }
     emily_tensor_release(c);
     /* the doctest of Nx.dot/4: contract both axes in swapped order -> 50 */
     float x[6] = {0, 1, 2, 3, 4, 5}, y[6] = {0, 1, 2, 3, 4, 5};
@@ -115,8 +122,7 @@ TEST(output_shape_batch_free_free) {
 /* The references' step: (sr, si) += a[i] * b[j], each product rounded and
  * added in order (Nx's: rr - ii and ir + ri for complex values, which
  * are (re, im) pairs of doubles). */
-static void multiply_add(bool cplx, const double *a, int64_t i, const double *b, int64_t j, double *sr,
-                         double *si) {
+static void multiply_add(bool cplx, const double *a, int64_t i, const double *b, int64_t j, double *sr, double *si) {
     if (cplx) {
         double ar = a[2 * i], ai = a[2 * i + 1], br = b[2 * j], bi = b[2 * j + 1];
         double rr = ar * br, ii = ai * bi, ir = ai * br, ri = ar * bi;
@@ -144,9 +150,8 @@ static emily_tensor *from_doubles(emily_dtype dt, int rank, const int64_t *shape
 /* A general dot checked against a straightforward reference that sums in
  * Nx's order (contract axes in the order given, row-major), each product
  * rounded: f64 results must be bit-identical. */
-static void check_general(emily_dtype dt, int ra, const int64_t *sa, int rb, const int64_t *sb,
-                          int nc, const int *ca, const int *cb, int nb, const int *ba, const int *bb,
-                          const int *perm_a, const int *perm_b) {
+static void check_general(emily_dtype dt, int ra, const int64_t *sa, int rb, const int64_t *sb, int nc, const int *ca,
+                          const int *cb, int nb, const int *ba, const int *bb, const int *perm_a, const int *perm_b) {
     highest_on();
     int64_t na = 1, nbn = 1;
     for (int i = 0; i < ra; i++) na *= sa[i];
@@ -186,11 +191,19 @@ static void check_general(emily_dtype dt, int ra, const int64_t *sa, int rb, con
         const emily_tensor *A = va, *B = vb;
         int rva = A->rank, rvb = B->rank;
         int role_a[8] = {0}, role_b[8] = {0};
-        for (int i = 0; i < nc; i++) { role_a[ca2[i]] = 1; role_b[cb2[i]] = 1; }
-        for (int i = 0; i < nb; i++) { role_a[ba2[i]] = 2; role_b[bb2[i]] = 2; }
+        for (int i = 0; i < nc; i++) {
+            role_a[ca2[i]] = 1;
+            role_b[cb2[i]] = 1;
+        }
+        for (int i = 0; i < nb; i++) {
+            role_a[ba2[i]] = 2;
+            role_b[bb2[i]] = 2;
+        }
         int fa[8], fb[8], nfa = 0, nfb = 0;
-        for (int i = 0; i < rva; i++) if (!role_a[i]) fa[nfa++] = i;
-        for (int i = 0; i < rvb; i++) if (!role_b[i]) fb[nfb++] = i;
+        for (int i = 0; i < rva; i++)
+            if (!role_a[i]) fa[nfa++] = i;
+        for (int i = 0; i < rvb; i++)
+            if (!role_b[i]) fb[nfb++] = i;
         int64_t kk = 1;
         for (int i = 0; i < nc; i++) kk *= A->shape[ca2[i]];
         int64_t total = emily_tensor_size(c);
@@ -204,9 +217,15 @@ static void check_general(emily_dtype dt, int ra, const int64_t *sa, int rb, con
             int64_t idx_a[8] = {0}, idx_b[8] = {0}, rem = o;
             const int64_t *cs = emily_tensor_shape(c);
             int64_t oidx[16];
-            for (int d = emily_tensor_rank(c) - 1; d >= 0; d--) { oidx[d] = rem % cs[d]; rem /= cs[d]; }
+            for (int d = emily_tensor_rank(c) - 1; d >= 0; d--) {
+                oidx[d] = rem % cs[d];
+                rem /= cs[d];
+            }
             int d = 0;
-            for (int i = 0; i < nb; i++, d++) { idx_a[ba2[i]] = oidx[d]; idx_b[bb2[i]] = oidx[d]; }
+            for (int i = 0; i < nb; i++, d++) {
+                idx_a[ba2[i]] = oidx[d];
+                idx_b[bb2[i]] = oidx[d];
+            }
             for (int i = 0; i < nfa; i++, d++) idx_a[fa[i]] = oidx[d];
             for (int i = 0; i < nfb; i++, d++) idx_b[fb[i]] = oidx[d];
             double accr = 0, acci = 0;
@@ -225,14 +244,16 @@ static void check_general(emily_dtype dt, int ra, const int64_t *sa, int rb, con
             }
             double gr, gi = 0;
             if (dt == EMILY_F32) gr = ((const float *)cbuf)[o];
-            else if (cplx) { gr = ((const double *)cbuf)[2 * o]; gi = ((const double *)cbuf)[2 * o + 1]; }
-            else gr = ((const double *)cbuf)[o];
+            else if (cplx) {
+                gr = ((const double *)cbuf)[2 * o];
+                gi = ((const double *)cbuf)[2 * o + 1];
+            } else gr = ((const double *)cbuf)[o];
             bool ok;
             if (dt == EMILY_F32) ok = (float)accr == (float)gr;
             else ok = gr == accr && (!cplx || gi == acci);
             if (!ok && bad++ < 3)
-                fprintf(stderr, "  %s element %lld: got %.17g%+.17gi want %.17g%+.17gi\n",
-                        emily_dtype_name(dt), (long long)o, gr, gi, accr, acci);
+                fprintf(stderr, "  %s element %lld: got %.17g%+.17gi want %.17g%+.17gi\n", emily_dtype_name(dt),
+                        (long long)o, gr, gi, accr, acci);
         }
         CHECK(bad == 0);
         free(cbuf);
@@ -249,21 +270,20 @@ static void check_general(emily_dtype dt, int ra, const int64_t *sa, int rb, con
 
 TEST(f64_and_c128_match_the_reference_bit_for_bit) {
     /* plain matmul with partial tiles and K above one contraction block */
-    check_general(EMILY_F64, 2, (int64_t[]){13, 300}, 2, (int64_t[]){300, 37}, 1, (int[]){1},
-                  (int[]){0}, 0, NULL, NULL, NULL, NULL);
-    check_general(EMILY_C128, 2, (int64_t[]){7, 270}, 2, (int64_t[]){270, 11}, 1, (int[]){1},
-                  (int[]){0}, 0, NULL, NULL, NULL, NULL);
+    check_general(EMILY_F64, 2, (int64_t[]){13, 300}, 2, (int64_t[]){300, 37}, 1, (int[]){1}, (int[]){0}, 0, NULL, NULL,
+                  NULL, NULL);
+    check_general(EMILY_C128, 2, (int64_t[]){7, 270}, 2, (int64_t[]){270, 11}, 1, (int[]){1}, (int[]){0}, 0, NULL, NULL,
+                  NULL, NULL);
     /* two contract axes in swapped order, batch, transposed views */
-    check_general(EMILY_F64, 4, (int64_t[]){3, 5, 4, 6}, 4, (int64_t[]){3, 6, 7, 4}, 2,
-                  (int[]){2, 3}, (int[]){3, 1}, 1, (int[]){0}, (int[]){0}, (int[]){3, 1, 0, 2},
-                  (int[]){2, 0, 3, 1});
-    check_general(EMILY_C128, 3, (int64_t[]){2, 9, 5}, 3, (int64_t[]){2, 5, 3}, 1, (int[]){2},
-                  (int[]){1}, 1, (int[]){0}, (int[]){0}, (int[]){2, 0, 1}, NULL);
+    check_general(EMILY_F64, 4, (int64_t[]){3, 5, 4, 6}, 4, (int64_t[]){3, 6, 7, 4}, 2, (int[]){2, 3}, (int[]){3, 1}, 1,
+                  (int[]){0}, (int[]){0}, (int[]){3, 1, 0, 2}, (int[]){2, 0, 3, 1});
+    check_general(EMILY_C128, 3, (int64_t[]){2, 9, 5}, 3, (int64_t[]){2, 5, 3}, 1, (int[]){2}, (int[]){1}, 1,
+                  (int[]){0}, (int[]){0}, (int[]){2, 0, 1}, NULL);
     /* f32 rounds the f64 sum once */
-    check_general(EMILY_F32, 3, (int64_t[]){4, 6, 50}, 2, (int64_t[]){50, 9}, 1, (int[]){2},
-                  (int[]){0}, 0, NULL, NULL, (int[]){2, 1, 0}, (int[]){1, 0});
-    check_general(EMILY_F32, 3, (int64_t[]){3, 5, 20}, 3, (int64_t[]){3, 20, 4}, 1, (int[]){2},
-                  (int[]){1}, 1, (int[]){0}, (int[]){0}, NULL, NULL);
+    check_general(EMILY_F32, 3, (int64_t[]){4, 6, 50}, 2, (int64_t[]){50, 9}, 1, (int[]){2}, (int[]){0}, 0, NULL, NULL,
+                  (int[]){2, 1, 0}, (int[]){1, 0});
+    check_general(EMILY_F32, 3, (int64_t[]){3, 5, 20}, 3, (int64_t[]){3, 20, 4}, 1, (int[]){2}, (int[]){1}, 1,
+                  (int[]){0}, (int[]){0}, NULL, NULL);
 }
 
 TEST(exact_blocks_items_and_threads) {
@@ -271,23 +291,23 @@ TEST(exact_blocks_items_and_threads) {
      * contraction slices of 256 (K = 256, 257, 300), partial tiles at item
      * edges, operands read through strides (transposed views), f32 rounded
      * from the f64 sum, and batches spread over threads */
-    check_general(EMILY_F64, 2, (int64_t[]){200, 130}, 2, (int64_t[]){130, 700}, 1, (int[]){1},
-                  (int[]){0}, 0, NULL, NULL, NULL, NULL);
-    check_general(EMILY_F64, 2, (int64_t[]){600, 300}, 2, (int64_t[]){300, 40}, 1, (int[]){1},
-                  (int[]){0}, 0, NULL, NULL, NULL, (int[]){1, 0});
-    check_general(EMILY_F32, 2, (int64_t[]){530, 257}, 2, (int64_t[]){257, 90}, 1, (int[]){1},
-                  (int[]){0}, 0, NULL, NULL, (int[]){1, 0}, NULL);
-    check_general(EMILY_F64, 2, (int64_t[]){100, 256}, 2, (int64_t[]){256, 100}, 1, (int[]){1},
-                  (int[]){0}, 0, NULL, NULL, NULL, NULL);
-    check_general(EMILY_F64, 2, (int64_t[]){65, 1}, 2, (int64_t[]){1, 1000}, 1, (int[]){1},
-                  (int[]){0}, 0, NULL, NULL, NULL, NULL);
-    check_general(EMILY_F64, 3, (int64_t[]){8, 70, 300}, 3, (int64_t[]){8, 300, 50}, 1, (int[]){2},
-                  (int[]){1}, 1, (int[]){0}, (int[]){0}, NULL, (int[]){0, 2, 1});
-    check_general(EMILY_F32, 3, (int64_t[]){40, 33, 64}, 3, (int64_t[]){40, 64, 17}, 1, (int[]){2},
-                  (int[]){1}, 1, (int[]){0}, (int[]){0}, NULL, NULL);
+    check_general(EMILY_F64, 2, (int64_t[]){200, 130}, 2, (int64_t[]){130, 700}, 1, (int[]){1}, (int[]){0}, 0, NULL,
+                  NULL, NULL, NULL);
+    check_general(EMILY_F64, 2, (int64_t[]){600, 300}, 2, (int64_t[]){300, 40}, 1, (int[]){1}, (int[]){0}, 0, NULL,
+                  NULL, NULL, (int[]){1, 0});
+    check_general(EMILY_F32, 2, (int64_t[]){530, 257}, 2, (int64_t[]){257, 90}, 1, (int[]){1}, (int[]){0}, 0, NULL,
+                  NULL, (int[]){1, 0}, NULL);
+    check_general(EMILY_F64, 2, (int64_t[]){100, 256}, 2, (int64_t[]){256, 100}, 1, (int[]){1}, (int[]){0}, 0, NULL,
+                  NULL, NULL, NULL);
+    check_general(EMILY_F64, 2, (int64_t[]){65, 1}, 2, (int64_t[]){1, 1000}, 1, (int[]){1}, (int[]){0}, 0, NULL, NULL,
+                  NULL, NULL);
+    check_general(EMILY_F64, 3, (int64_t[]){8, 70, 300}, 3, (int64_t[]){8, 300, 50}, 1, (int[]){2}, (int[]){1}, 1,
+                  (int[]){0}, (int[]){0}, NULL, (int[]){0, 2, 1});
+    check_general(EMILY_F32, 3, (int64_t[]){40, 33, 64}, 3, (int64_t[]){40, 64, 17}, 1, (int[]){2}, (int[]){1}, 1,
+                  (int[]){0}, (int[]){0}, NULL, NULL);
     /* whole 8-row panels of contiguous f32 rows (pack_a's direct loop) */
-    check_general(EMILY_F32, 2, (int64_t[]){64, 300}, 2, (int64_t[]){300, 48}, 1, (int[]){1},
-                  (int[]){0}, 0, NULL, NULL, NULL, NULL);
+    check_general(EMILY_F32, 2, (int64_t[]){64, 300}, 2, (int64_t[]){300, 48}, 1, (int[]){1}, (int[]){0}, 0, NULL, NULL,
+                  NULL, NULL);
 }
 
 TEST(f64_sums_in_order_without_fusing) {
@@ -501,7 +521,10 @@ TEST(broadcast_and_strided_views) {
 TEST(batched_many_small_and_explicit_type) {
     /* 64 batches of 3x3: batch-parallel BLAS path */
     float a[64 * 9], b[64 * 9];
-    for (int i = 0; i < 64 * 9; i++) { a[i] = (float)(i % 5); b[i] = (float)(i % 3) - 1; }
+    for (int i = 0; i < 64 * 9; i++) {
+        a[i] = (float)(i % 5);
+        b[i] = (float)(i % 3) - 1;
+    }
     emily_tensor *ta = t_from(EMILY_F32, 3, (int64_t[]){64, 3, 3}, a);
     emily_tensor *tb = t_from(EMILY_F32, 3, (int64_t[]){64, 3, 3}, b);
     emily_tensor *c = dot(ta, 1, (int[]){2}, 1, (int[]){0}, tb, (int[]){1}, (int[]){0});
@@ -516,8 +539,7 @@ TEST(batched_many_small_and_explicit_type) {
     emily_tensor_release(c);
     /* an explicit output type (what Nx's template says) */
     c = NULL;
-    CHECK_OK(emily_dot(ta, 1, (int[]){2}, 1, (int[]){0}, tb, 1, (int[]){1}, 1, (int[]){0},
-                       EMILY_F64, &c));
+    CHECK_OK(emily_dot(ta, 1, (int[]){2}, 1, (int[]){0}, tb, 1, (int[]){1}, 1, (int[]){0}, EMILY_F64, &c));
     CHECK(c && emily_tensor_dtype(c) == EMILY_F64);
     RELEASE(c, ta, tb);
 }
@@ -526,7 +548,7 @@ TEST(fast_precision_mode) {
     const char *env = getenv("EMILY_DOT_PRECISION");
     /* FAST is the default; "highest" in the environment selects HIGHEST */
     emily_dot_precision default_precision = env && strcmp(env, "highest") == 0 ? EMILY_DOT_PRECISION_HIGHEST
-                                                                              : EMILY_DOT_PRECISION_FAST;
+                                                                               : EMILY_DOT_PRECISION_FAST;
     CHECK(emily_dot_get_precision() == default_precision);
     CHECK_OK(emily_dot_set_precision(EMILY_DOT_PRECISION_FAST));
     CHECK(emily_dot_get_precision() == EMILY_DOT_PRECISION_FAST);
@@ -544,7 +566,10 @@ TEST(fast_precision_mode) {
     emily_tensor_release(c);
     c = dot(tz, 1, (int[]){0}, 0, NULL, tz, (int[]){0}, NULL); /* (1+2i)^2 + (3+4i)^2 */
     double re, im;
-    if (c) { get_c(c, 0, &re, &im); CHECK(re == -3 - 7 && im == 4 + 24); }
+    if (c) {
+        get_c(c, 0, &re, &im);
+        CHECK(re == -3 - 7 && im == 4 + 24);
+    }
     emily_tensor_release(c);
     CHECK_ERR(emily_dot_set_precision((emily_dot_precision)7), EMILY_ERR_ARGUMENT, "precision");
     CHECK_ERR(emily_dot_set_precision(EMILY_DOT_PRECISION_PROCESS), EMILY_ERR_ARGUMENT, "precision");
@@ -567,8 +592,8 @@ TEST(fast_precision_mode) {
  * (f16/bf16 outputs: plus half an output ULP). */
 /* dt: a's type and the result's; dtb: b's (the FAST bf16-rows path takes
  * an f32 or bf16 a by a bf16 b stored {n, k}). */
-static void check_fast_ab(emily_dtype dt, emily_dtype dtb, int64_t nbat, int64_t m, int64_t k, int64_t n,
-                          bool trans_a, bool trans_b) {
+static void check_fast_ab(emily_dtype dt, emily_dtype dtb, int64_t nbat, int64_t m, int64_t k, int64_t n, bool trans_a,
+                          bool trans_b) {
     int64_t sa[3] = {nbat, m, k}, sb[3] = {nbat, k, n};
     int64_t na = nbat * m * k, nbn = nbat * k * n;
     double *da = malloc(sizeof(double) * (size_t)na), *db = malloc(sizeof(double) * (size_t)nbn);
@@ -625,9 +650,8 @@ static void check_fast_ab(emily_dtype dt, emily_dtype dtb, int64_t nbat, int64_t
         for (int64_t i = 0; i < total; i++) {
             double bound = (double)(k + 2) * 0x1p-23 * vs[i] + ulp * 2 * fabs(ve[i]);
             if (!(fabs(vf[i] - ve[i]) <= bound) && bad++ < 3)
-                fprintf(stderr, "  fast %s [%lld %lld %lld %lld] element %lld: %.9g vs %.9g\n",
-                        emily_dtype_name(dt), (long long)nbat, (long long)m, (long long)k,
-                        (long long)n, (long long)i, vf[i], ve[i]);
+                fprintf(stderr, "  fast %s [%lld %lld %lld %lld] element %lld: %.9g vs %.9g\n", emily_dtype_name(dt),
+                        (long long)nbat, (long long)m, (long long)k, (long long)n, (long long)i, vf[i], ve[i]);
         }
         CHECK(bad == 0);
         free(vf);
@@ -642,20 +666,19 @@ static void check_fast_ab(emily_dtype dt, emily_dtype dtb, int64_t nbat, int64_t
     free(db);
 }
 
-static void check_fast(emily_dtype dt, int64_t nbat, int64_t m, int64_t k, int64_t n, bool trans_a,
-                       bool trans_b) {
+static void check_fast(emily_dtype dt, int64_t nbat, int64_t m, int64_t k, int64_t n, bool trans_a, bool trans_b) {
     check_fast_ab(dt, dt, nbat, m, k, n, trans_a, trans_b);
 }
 
 TEST(fast_real_products_within_f32_error) {
     check_fast(EMILY_F32, 1, 1, 1, 1, false, false);
-    check_fast(EMILY_F32, 1, 7, 5, 33, false, false);       /* partial tiles */
-    check_fast(EMILY_F32, 1, 530, 300, 70, true, false);    /* items down, K past a slice, strided a */
-    check_fast(EMILY_F32, 1, 60, 257, 600, false, false);   /* items across */
-    check_fast(EMILY_F32, 64, 32, 32, 32, false, false);    /* batches on threads */
+    check_fast(EMILY_F32, 1, 7, 5, 33, false, false);     /* partial tiles */
+    check_fast(EMILY_F32, 1, 530, 300, 70, true, false);  /* items down, K past a slice, strided a */
+    check_fast(EMILY_F32, 1, 60, 257, 600, false, false); /* items across */
+    check_fast(EMILY_F32, 64, 32, 32, 32, false, false);  /* batches on threads */
     check_fast(EMILY_F16, 2, 40, 50, 45, false, false);
     check_fast(EMILY_BF16, 2, 40, 50, 45, true, false);
-    check_fast(EMILY_F64, 1, 100, 300, 90, true, false);     /* FAST f64 */
+    check_fast(EMILY_F64, 1, 100, 300, 90, true, false); /* FAST f64 */
     /* one row (BLAS's gemv where the blocked kernel does not take it):
      * b {k, n} and b read as the transpose of {n, k}, a row strided */
     check_fast(EMILY_F32, 1, 1, 576, 1536, false, false);
@@ -755,8 +778,9 @@ TEST(fast_few_rows_are_fused_sums_in_order) {
                             acc = fmaf(da[r * k + p], db[p * n + jj], acc);
                             mag += fabs((double)da[r * k + p] * db[p * n + jj]);
                         }
-                        bool ok = avx512 && n >= 16 ? memcmp(&acc, &got[r * n + jj], sizeof acc) == 0
-                                                    : fabs((double)acc - got[r * n + jj]) <= 2.0 * (k + 2) * 0x1p-24 * mag;
+                        bool ok = avx512 && n >= 16
+                                      ? memcmp(&acc, &got[r * n + jj], sizeof acc) == 0
+                                      : fabs((double)acc - got[r * n + jj]) <= 2.0 * (k + 2) * 0x1p-24 * mag;
                         if (!ok && bad++ < 2)
                             fprintf(stderr, "  few-row FAST k=%lld n=%lld m=%lld [%lld,%lld]: %.9g, in order %.9g\n",
                                     (long long)k, (long long)n, (long long)m, (long long)r, (long long)jj,
@@ -782,8 +806,7 @@ TEST(huge_broadcast_fails_cleanly) {
     int64_t k = (int64_t)1 << 44;
     CHECK_OK(emi_tensor_view(t, 2, (int64_t[]){2, k}, (int64_t[]){0, 0}, 0, &a));
     CHECK_OK(emi_tensor_view(t, 1, (int64_t[]){k}, (int64_t[]){0}, 0, &b));
-    emily_status s = emily_dot(a, 1, (int[]){1}, 0, NULL, b, 1, (int[]){0}, 0, NULL,
-                               EMILY_DTYPE_AUTO, &c);
+    emily_status s = emily_dot(a, 1, (int[]){1}, 0, NULL, b, 1, (int[]){0}, 0, NULL, EMILY_DTYPE_AUTO, &c);
     CHECK(s != EMILY_OK && c == NULL);
     RELEASE(a, b, t);
 }
@@ -797,43 +820,40 @@ TEST(bad_arguments_fail_cleanly) {
     emily_tensor *tc = t_from(EMILY_C64, 2, (int64_t[]){2, 2}, b);
     emily_tensor *out = NULL;
     int c1[1] = {1}, c0[1] = {0};
-    CHECK_ERR(emily_dot(ta, 1, c1, 0, NULL, tb, 1, c0, 0, NULL, EMILY_DTYPE_AUTO, NULL),
-              EMILY_ERR_ARGUMENT, "output");
-    CHECK_ERR(emily_dot(NULL, 1, c1, 0, NULL, tb, 1, c0, 0, NULL, EMILY_DTYPE_AUTO, &out),
-              EMILY_ERR_ARGUMENT, "left tensor");
-    CHECK_ERR(emily_dot(ta, 1, c1, 0, NULL, NULL, 1, c0, 0, NULL, EMILY_DTYPE_AUTO, &out),
-              EMILY_ERR_ARGUMENT, "right tensor");
-    CHECK_ERR(emily_dot(ta, 1, NULL, 0, NULL, tb, 1, c0, 0, NULL, EMILY_DTYPE_AUTO, &out),
-              EMILY_ERR_ARGUMENT, "NULL axis list");
-    CHECK_ERR(emily_dot(ta, -1, c1, 0, NULL, tb, 1, c0, 0, NULL, EMILY_DTYPE_AUTO, &out),
-              EMILY_ERR_ARGUMENT, "negative");
+    CHECK_ERR(emily_dot(ta, 1, c1, 0, NULL, tb, 1, c0, 0, NULL, EMILY_DTYPE_AUTO, NULL), EMILY_ERR_ARGUMENT, "output");
+    CHECK_ERR(emily_dot(NULL, 1, c1, 0, NULL, tb, 1, c0, 0, NULL, EMILY_DTYPE_AUTO, &out), EMILY_ERR_ARGUMENT,
+              "left tensor");
+    CHECK_ERR(emily_dot(ta, 1, c1, 0, NULL, NULL, 1, c0, 0, NULL, EMILY_DTYPE_AUTO, &out), EMILY_ERR_ARGUMENT,
+              "right tensor");
+    CHECK_ERR(emily_dot(ta, 1, NULL, 0, NULL, tb, 1, c0, 0, NULL, EMILY_DTYPE_AUTO, &out), EMILY_ERR_ARGUMENT,
+              "NULL axis list");
+    CHECK_ERR(emily_dot(ta, -1, c1, 0, NULL, tb, 1, c0, 0, NULL, EMILY_DTYPE_AUTO, &out), EMILY_ERR_ARGUMENT,
+              "negative");
     /* 3 vs 4 */
-    CHECK_ERR(emily_dot(ta, 1, c1, 0, NULL, tb, 1, c0, 0, NULL, EMILY_DTYPE_AUTO, &out),
-              EMILY_ERR_SHAPE, "size 3) does not match axis 0 of the right tensor (size 4)");
-    CHECK_ERR(emily_dot(ta, 1, c1, 0, NULL, tb, 0, NULL, 0, NULL, EMILY_DTYPE_AUTO, &out),
-              EMILY_ERR_AXIS, "1 contract axes for the left tensor but 0");
-    CHECK_ERR(emily_dot(ta, 1, (int[]){2}, 0, NULL, tb, 1, c0, 0, NULL, EMILY_DTYPE_AUTO, &out),
-              EMILY_ERR_AXIS, "contract axis 2 of the left tensor is out of range");
-    CHECK_ERR(emily_dot(ta, 1, (int[]){-3}, 0, NULL, tb, 1, c0, 0, NULL, EMILY_DTYPE_AUTO, &out),
-              EMILY_ERR_AXIS, "out of range");
-    CHECK_ERR(emily_dot(ta, 2, (int[]){1, -1}, 0, NULL, tb, 2, (int[]){0, 1}, 0, NULL,
-                        EMILY_DTYPE_AUTO, &out),
+    CHECK_ERR(emily_dot(ta, 1, c1, 0, NULL, tb, 1, c0, 0, NULL, EMILY_DTYPE_AUTO, &out), EMILY_ERR_SHAPE,
+              "size 3) does not match axis 0 of the right tensor (size 4)");
+    CHECK_ERR(emily_dot(ta, 1, c1, 0, NULL, tb, 0, NULL, 0, NULL, EMILY_DTYPE_AUTO, &out), EMILY_ERR_AXIS,
+              "1 contract axes for the left tensor but 0");
+    CHECK_ERR(emily_dot(ta, 1, (int[]){2}, 0, NULL, tb, 1, c0, 0, NULL, EMILY_DTYPE_AUTO, &out), EMILY_ERR_AXIS,
+              "contract axis 2 of the left tensor is out of range");
+    CHECK_ERR(emily_dot(ta, 1, (int[]){-3}, 0, NULL, tb, 1, c0, 0, NULL, EMILY_DTYPE_AUTO, &out), EMILY_ERR_AXIS,
+              "out of range");
+    CHECK_ERR(emily_dot(ta, 2, (int[]){1, -1}, 0, NULL, tb, 2, (int[]){0, 1}, 0, NULL, EMILY_DTYPE_AUTO, &out),
               EMILY_ERR_AXIS, "more than once");
-    CHECK_ERR(emily_dot(ta, 1, c0, 1, c0, tb, 1, c1, 1, c0, EMILY_DTYPE_AUTO, &out),
-              EMILY_ERR_AXIS, "more than once");
-    CHECK_ERR(emily_dot(ta, 0, NULL, 1, c0, tb, 0, NULL, 0, NULL, EMILY_DTYPE_AUTO, &out),
-              EMILY_ERR_AXIS, "both or neither must be batched");
-    CHECK_ERR(emily_dot(ta, 0, NULL, 1, c0, tb, 0, NULL, 1, c0, EMILY_DTYPE_AUTO, &out),
-              EMILY_ERR_SHAPE, "batch axis 0 of the left tensor (size 2) does not match");
-    CHECK_ERR(emily_dot(ta, 2, (int[]){0, 1}, 1, (int[]){0}, tb, 2, (int[]){0, 1}, 1, (int[]){0},
-                        EMILY_DTYPE_AUTO, &out),
-              EMILY_ERR_AXIS, "2 contract and 1 batch axes given for shapes {2, 3} and {4, 2}");
-    CHECK_ERR(emily_dot(ta, 0, NULL, 0, NULL, tb, 0, NULL, 0, NULL, EMILY_S32, &out),
-              EMILY_ERR_TYPE, "cannot compute a s32 dot of f32 and f32");
-    CHECK_ERR(emily_dot(ta, 0, NULL, 0, NULL, tc, 0, NULL, 0, NULL, EMILY_F64, &out),
-              EMILY_ERR_TYPE, "f64 dot of f32 and c64");
-    CHECK_ERR(emily_dot(ta, 0, NULL, 0, NULL, tb, 0, NULL, 0, NULL, (emily_dtype)99, &out),
-              EMILY_ERR_TYPE, "invalid output type");
+    CHECK_ERR(emily_dot(ta, 1, c0, 1, c0, tb, 1, c1, 1, c0, EMILY_DTYPE_AUTO, &out), EMILY_ERR_AXIS, "more than once");
+    CHECK_ERR(emily_dot(ta, 0, NULL, 1, c0, tb, 0, NULL, 0, NULL, EMILY_DTYPE_AUTO, &out), EMILY_ERR_AXIS,
+              "both or neither must be batched");
+    CHECK_ERR(emily_dot(ta, 0, NULL, 1, c0, tb, 0, NULL, 1, c0, EMILY_DTYPE_AUTO, &out), EMILY_ERR_SHAPE,
+              "batch axis 0 of the left tensor (size 2) does not match");
+    CHECK_ERR(
+        emily_dot(ta, 2, (int[]){0, 1}, 1, (int[]){0}, tb, 2, (int[]){0, 1}, 1, (int[]){0}, EMILY_DTYPE_AUTO, &out),
+        EMILY_ERR_AXIS, "2 contract and 1 batch axes given for shapes {2, 3} and {4, 2}");
+    CHECK_ERR(emily_dot(ta, 0, NULL, 0, NULL, tb, 0, NULL, 0, NULL, EMILY_S32, &out), EMILY_ERR_TYPE,
+              "cannot compute a s32 dot of f32 and f32");
+    CHECK_ERR(emily_dot(ta, 0, NULL, 0, NULL, tc, 0, NULL, 0, NULL, EMILY_F64, &out), EMILY_ERR_TYPE,
+              "f64 dot of f32 and c64");
+    CHECK_ERR(emily_dot(ta, 0, NULL, 0, NULL, tb, 0, NULL, 0, NULL, (emily_dtype)99, &out), EMILY_ERR_TYPE,
+              "invalid output type");
     CHECK_ERR(emily_matmul(ta, NULL, &out), EMILY_ERR_ARGUMENT, "right tensor");
     CHECK_ERR(emily_matmul(ta, tb, &out), EMILY_ERR_SHAPE, "does not match");
     CHECK(out == NULL);
@@ -851,18 +871,66 @@ static emily_tensor *rand_tensor(emily_dtype dt, int rank, const int64_t *shape)
         double v = rnd();
         unsigned char *p = buf + (size_t)i * es;
         switch (dt) {
-        case EMILY_U8: { uint8_t x = (uint8_t)(int)(v * 25); memcpy(p, &x, 1); break; }
-        case EMILY_S8: { int8_t x = (int8_t)(v * 12); memcpy(p, &x, 1); break; }
-        case EMILY_S16: { int16_t x = (int16_t)(v * 3000); memcpy(p, &x, 2); break; }
-        case EMILY_U32: { uint32_t x = (uint32_t)(int64_t)(v * 400000); memcpy(p, &x, 4); break; }
-        case EMILY_S32: { int32_t x = (int32_t)(v * 200000); memcpy(p, &x, 4); break; }
-        case EMILY_S64: { int64_t x = (int64_t)(v * 1e15); memcpy(p, &x, 8); break; }
-        case EMILY_U64: { uint64_t x = (uint64_t)(int64_t)(v * 1e15); memcpy(p, &x, 8); break; }
-        case EMILY_F16: { uint16_t x = emily_f64_to_f16(v); memcpy(p, &x, 2); break; }
-        case EMILY_BF16: { uint16_t x = emily_f32_to_bf16((float)v); memcpy(p, &x, 2); break; }
-        case EMILY_F32: { float x = (float)v; memcpy(p, &x, 4); break; }
-        case EMILY_C64: { float x[2] = {(float)v, (float)rnd()}; memcpy(p, x, 8); break; }
-        case EMILY_C128: { double x[2] = {v, rnd()}; memcpy(p, x, 16); break; }
+        case EMILY_U8: {
+            uint8_t x = (uint8_t)(int)(v * 25);
+            memcpy(p, &x, 1);
+            break;
+        }
+        case EMILY_S8: {
+            int8_t x = (int8_t)(v * 12);
+            memcpy(p, &x, 1);
+            break;
+        }
+        case EMILY_S16: {
+            int16_t x = (int16_t)(v * 3000);
+            memcpy(p, &x, 2);
+            break;
+        }
+        case EMILY_U32: {
+            uint32_t x = (uint32_t)(int64_t)(v * 400000);
+            memcpy(p, &x, 4);
+            break;
+        }
+        case EMILY_S32: {
+            int32_t x = (int32_t)(v * 200000);
+            memcpy(p, &x, 4);
+            break;
+        }
+        case EMILY_S64: {
+            int64_t x = (int64_t)(v * 1e15);
+            memcpy(p, &x, 8);
+            break;
+        }
+        case EMILY_U64: {
+            uint64_t x = (uint64_t)(int64_t)(v * 1e15);
+            memcpy(p, &x, 8);
+            break;
+        }
+        case EMILY_F16: {
+            uint16_t x = emily_f64_to_f16(v);
+            memcpy(p, &x, 2);
+            break;
+        }
+        case EMILY_BF16: {
+            uint16_t x = emily_f32_to_bf16((float)v);
+            memcpy(p, &x, 2);
+            break;
+        }
+        case EMILY_F32: {
+            float x = (float)v;
+            memcpy(p, &x, 4);
+            break;
+        }
+        case EMILY_C64: {
+            float x[2] = {(float)v, (float)rnd()};
+            memcpy(p, x, 8);
+            break;
+        }
+        case EMILY_C128: {
+            double x[2] = {v, rnd()};
+            memcpy(p, x, 16);
+            break;
+        }
         default: memcpy(p, &v, 8); break;
         }
     }
@@ -885,7 +953,10 @@ static int64_t ulp_diff(const emily_tensor *x, const emily_tensor *y) {
         memcpy(&a, bx + off, ps);
         memcpy(&b, by + off, ps);
         if (a == b) continue;
-        if (emily_dtype_is_integer(dt)) { worst = INT64_MAX; break; }
+        if (emily_dtype_is_integer(dt)) {
+            worst = INT64_MAX;
+            break;
+        }
         int w = (int)ps * 8;
         uint64_t sign = 1ull << (w - 1);
         int64_t oa = (a & sign) ? -(int64_t)(a & (sign - 1)) : (int64_t)(a & (sign - 1));
@@ -901,9 +972,8 @@ static int64_t ulp_diff(const emily_tensor *x, const emily_tensor *y) {
 TEST(cuda_matches_cpu) {
     if (emily_device_count(EMILY_DEVICE_CUDA) == 0) return; /* no GPU here */
     emily_device gpu = {EMILY_DEVICE_CUDA, 0};
-    static const emily_dtype types[] = {EMILY_U8, EMILY_S8, EMILY_S16, EMILY_U32, EMILY_S32,
-                                        EMILY_S64, EMILY_U64, EMILY_F16, EMILY_BF16, EMILY_F32,
-                                        EMILY_F64, EMILY_C64, EMILY_C128};
+    static const emily_dtype types[] = {EMILY_U8,  EMILY_S8,   EMILY_S16, EMILY_U32, EMILY_S32, EMILY_S64, EMILY_U64,
+                                        EMILY_F16, EMILY_BF16, EMILY_F32, EMILY_F64, EMILY_C64, EMILY_C128};
     /* (shapes, axes): a matmul with partial tiles, a batched transposed
      * contraction over two axes, a matrix-vector product */
     emily_dot_precision before = emily_dot_get_precision();
@@ -920,7 +990,11 @@ TEST(cuda_matches_cpu) {
                 } else if (cfg == 1) {
                     a = rand_tensor(dt, 4, (int64_t[]){3, 5, 6, 9});
                     b = rand_tensor(dt, 4, (int64_t[]){3, 9, 7, 5});
-                    nc = 2; ca[0] = 3; ca[1] = 1; cb[0] = 1; cb[1] = 3;
+                    nc = 2;
+                    ca[0] = 3;
+                    ca[1] = 1;
+                    cb[0] = 1;
+                    cb[1] = 3;
                     nb = 1;
                 } else {
                     a = rand_tensor(dt, 2, (int64_t[]){33, 17});
@@ -955,12 +1029,11 @@ TEST(cuda_matches_cpu) {
                     int64_t d = ulp_diff(cc, back);
                     /* exact paths agree bit for bit; f64-accumulated ones
                      * may differ by the last bit; FAST by summation order */
-                    bool exact = emily_dtype_is_integer(dt) ||
-                                 (prec == 0 && (dt == EMILY_F64 || dt == EMILY_C128));
+                    bool exact = emily_dtype_is_integer(dt) || (prec == 0 && (dt == EMILY_F64 || dt == EMILY_C128));
                     int64_t allowed = exact ? 0 : 1;
                     if (d > allowed)
-                        fprintf(stderr, "  cuda vs cpu %s cfg %d precision %d: %lld ulp\n",
-                                emily_dtype_name(dt), cfg, prec, (long long)d);
+                        fprintf(stderr, "  cuda vs cpu %s cfg %d precision %d: %lld ulp\n", emily_dtype_name(dt), cfg,
+                                prec, (long long)d);
                     CHECK(d <= allowed);
                 }
                 RELEASE(a, b, ga, gb, cc, gc, back);
@@ -975,7 +1048,7 @@ TEST(cuda_matches_cpu) {
 
 typedef struct conv_case {
     int r;
-    int64_t in[5], k[5];          /* standard-order shapes {N, C, ...}, {O, I, ...} */
+    int64_t in[5], k[5]; /* standard-order shapes {N, C, ...}, {O, I, ...} */
     int64_t stride[3], lo[3], hi[3], idil[3], kdil[3];
     int64_t fg, bg;
     int ip[5], kp[5], op[5];
@@ -996,14 +1069,16 @@ static void check_conv(emily_dtype dt, const conv_case *cc) {
         pin[cc->ip[j]] = cc->in[j];
         pk[cc->kp[j]] = cc->k[j];
     }
-    for (int j = 0; j < r; j++) { nin *= pin[j]; nk *= pk[j]; }
+    for (int j = 0; j < r; j++) {
+        nin *= pin[j];
+        nk *= pk[j];
+    }
     double *din = malloc(sizeof(double) * (size_t)(nin * w + 1));
     double *dk = malloc(sizeof(double) * (size_t)(nk * w + 1));
     for (int64_t i = 0; i < nin * w; i++) din[i] = rnd();
     for (int64_t i = 0; i < nk * w; i++) dk[i] = rnd();
     emily_tensor *ti = from_doubles(dt, r, pin, din, nin), *tk = from_doubles(dt, r, pk, dk, nk);
-    emily_conv_opts o = {cc->stride, cc->lo, cc->hi, cc->idil, cc->kdil, cc->fg, cc->bg,
-                         cc->ip, cc->kp, cc->op};
+    emily_conv_opts o = {cc->stride, cc->lo, cc->hi, cc->idil, cc->kdil, cc->fg, cc->bg, cc->ip, cc->kp, cc->op};
     emily_tensor *out = NULL;
     emily_status s = emily_conv(ti, tk, &o, EMILY_DTYPE_AUTO, &out);
     if (s) fprintf(stderr, "  conv failed: %s\n", emily_last_error());
@@ -1041,7 +1116,10 @@ static void check_conv(emily_dtype dt, const conv_case *cc) {
         int64_t idx[5];
         for (int64_t lin = 0; lin < total; lin++) {
             int64_t rem = lin;
-            for (int j = r - 1; j >= 0; j--) { idx[j] = rem % stdshape[j]; rem /= stdshape[j]; }
+            for (int j = r - 1; j >= 0; j--) {
+                idx[j] = rem % stdshape[j];
+                rem /= stdshape[j];
+            }
             int64_t n = idx[0], oc = idx[1];
             int64_t g = G > 1 ? oc / (O / G) : 0;
             int64_t nb = cc->bg > 1 ? n + g * (N / cc->bg) : n;
@@ -1053,13 +1131,19 @@ static void check_conv(emily_dtype dt, const conv_case *cc) {
                 for (int i = 0; i < d; i++) wn *= cc->k[2 + i];
                 for (int64_t wi = 0; wi < wn; wi++) {
                     int64_t wpos[3], wr = wi;
-                    for (int i = d - 1; i >= 0; i--) { wpos[i] = wr % cc->k[2 + i]; wr /= cc->k[2 + i]; }
+                    for (int i = d - 1; i >= 0; i--) {
+                        wpos[i] = wr % cc->k[2 + i];
+                        wr /= cc->k[2 + i];
+                    }
                     int64_t ioff = nb * pstr_in[0] + (cbase + ch) * pstr_in[1];
                     int64_t koff = oc * pstr_k[0] + ch * pstr_k[1];
                     bool zero = false;
                     for (int i = 0; i < d; i++) {
                         int64_t q = idx[2 + i] * cc->stride[i] + wpos[i] * cc->kdil[i] - cc->lo[i];
-                        if (q < 0 || q % cc->idil[i] || q / cc->idil[i] >= cc->in[2 + i]) { zero = true; break; }
+                        if (q < 0 || q % cc->idil[i] || q / cc->idil[i] >= cc->in[2 + i]) {
+                            zero = true;
+                            break;
+                        }
                         ioff += (q / cc->idil[i]) * pstr_in[2 + i];
                         koff += wpos[i] * pstr_k[2 + i];
                     }
@@ -1075,8 +1159,8 @@ static void check_conv(emily_dtype dt, const conv_case *cc) {
             get_c(out, ooff, &gr, &gi);
             bool ok = dt == EMILY_F32 ? (float)accr == (float)gr : (gr == accr && (!cplx || gi == acci));
             if (!ok && bad++ < 3)
-                fprintf(stderr, "  conv %s output %lld: got %.17g%+.17gi want %.17g%+.17gi\n",
-                        emily_dtype_name(dt), (long long)ooff, gr, gi, accr, acci);
+                fprintf(stderr, "  conv %s output %lld: got %.17g%+.17gi want %.17g%+.17gi\n", emily_dtype_name(dt),
+                        (long long)ooff, gr, gi, accr, acci);
         }
         CHECK(bad == 0);
     }
@@ -1090,23 +1174,89 @@ static const conv_case conv_cases[] = {
     /* 1-D, stride 2 */
     {3, {2, 3, 11}, {4, 3, 3}, {2}, {0}, {0}, {1}, {1}, 1, 1, {0, 1, 2}, {0, 1, 2}, {0, 1, 2}},
     /* 2-D with padding, input and kernel dilation */
-    {4, {2, 4, 7, 6}, {6, 4, 3, 2}, {1, 1}, {1, 0}, {2, 1}, {2, 1}, {1, 2}, 1, 1,
-     {0, 1, 2, 3}, {0, 1, 2, 3}, {0, 1, 2, 3}},
+    {4,
+     {2, 4, 7, 6},
+     {6, 4, 3, 2},
+     {1, 1},
+     {1, 0},
+     {2, 1},
+     {2, 1},
+     {1, 2},
+     1,
+     1,
+     {0, 1, 2, 3},
+     {0, 1, 2, 3},
+     {0, 1, 2, 3}},
     /* negative padding crops; strides */
-    {4, {1, 3, 9, 8}, {2, 3, 2, 3}, {2, 3}, {-1, 2}, {1, -2}, {1, 1}, {1, 1}, 1, 1,
-     {0, 1, 2, 3}, {0, 1, 2, 3}, {0, 1, 2, 3}},
+    {4,
+     {1, 3, 9, 8},
+     {2, 3, 2, 3},
+     {2, 3},
+     {-1, 2},
+     {1, -2},
+     {1, 1},
+     {1, 1},
+     1,
+     1,
+     {0, 1, 2, 3},
+     {0, 1, 2, 3},
+     {0, 1, 2, 3}},
     /* feature groups */
-    {4, {2, 6, 5, 5}, {4, 3, 3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 2, 1,
-     {0, 1, 2, 3}, {0, 1, 2, 3}, {0, 1, 2, 3}},
+    {4,
+     {2, 6, 5, 5},
+     {4, 3, 3, 3},
+     {1, 1},
+     {1, 1},
+     {1, 1},
+     {1, 1},
+     {1, 1},
+     2,
+     1,
+     {0, 1, 2, 3},
+     {0, 1, 2, 3},
+     {0, 1, 2, 3}},
     /* batch groups */
-    {4, {4, 3, 5, 4}, {6, 3, 2, 2}, {1, 1}, {0, 0}, {0, 0}, {1, 1}, {1, 1}, 1, 2,
-     {0, 1, 2, 3}, {0, 1, 2, 3}, {0, 1, 2, 3}},
+    {4,
+     {4, 3, 5, 4},
+     {6, 3, 2, 2},
+     {1, 1},
+     {0, 0},
+     {0, 0},
+     {1, 1},
+     {1, 1},
+     1,
+     2,
+     {0, 1, 2, 3},
+     {0, 1, 2, 3},
+     {0, 1, 2, 3}},
     /* channels-last input and output (NHWC), HWIO kernel */
-    {4, {2, 5, 6, 7}, {4, 5, 3, 2}, {1, 2}, {1, 1}, {1, 0}, {1, 1}, {1, 1}, 1, 1,
-     {0, 3, 1, 2}, {3, 2, 0, 1}, {0, 3, 1, 2}},
+    {4,
+     {2, 5, 6, 7},
+     {4, 5, 3, 2},
+     {1, 2},
+     {1, 1},
+     {1, 0},
+     {1, 1},
+     {1, 1},
+     1,
+     1,
+     {0, 3, 1, 2},
+     {3, 2, 0, 1},
+     {0, 3, 1, 2}},
     /* 3-D */
-    {5, {1, 2, 4, 5, 3}, {3, 2, 2, 2, 2}, {1, 2, 1}, {0, 1, 1}, {1, 0, 1}, {1, 1, 2}, {2, 1, 1}, 1, 1,
-     {0, 1, 2, 3, 4}, {0, 1, 2, 3, 4}, {0, 1, 2, 3, 4}},
+    {5,
+     {1, 2, 4, 5, 3},
+     {3, 2, 2, 2, 2},
+     {1, 2, 1},
+     {0, 1, 1},
+     {1, 0, 1},
+     {1, 1, 2},
+     {2, 1, 1},
+     1,
+     1,
+     {0, 1, 2, 3, 4},
+     {0, 1, 2, 3, 4},
+     {0, 1, 2, 3, 4}},
 };
 
 TEST(conv_matches_nx_definition) {
@@ -1228,8 +1378,7 @@ TEST(cuda_conv_matches_cpu) {
     if (emily_device_count(EMILY_DEVICE_CUDA) == 0) return; /* no GPU here */
     emily_device gpu = {EMILY_DEVICE_CUDA, 0};
     highest_on();
-    static const emily_dtype types[] = {EMILY_S32, EMILY_F16, EMILY_BF16, EMILY_F32,
-                                        EMILY_F64, EMILY_C64, EMILY_C128};
+    static const emily_dtype types[] = {EMILY_S32, EMILY_F16, EMILY_BF16, EMILY_F32, EMILY_F64, EMILY_C64, EMILY_C128};
     for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++)
         for (size_t ci = 0; ci < sizeof conv_cases / sizeof *conv_cases; ci++) {
             const conv_case *cc = &conv_cases[ci];
@@ -1240,13 +1389,14 @@ TEST(cuda_conv_matches_cpu) {
             }
             emily_tensor *a = rand_tensor(types[ti], cc->r, pin), *k = rand_tensor(types[ti], cc->r, pk);
             emily_tensor *ga = NULL, *gk = NULL, *c = NULL, *gc = NULL, *back = NULL;
-            emily_conv_opts o = {cc->stride, cc->lo, cc->hi, cc->idil, cc->kdil, cc->fg, cc->bg,
-                                 cc->ip, cc->kp, cc->op};
+            emily_conv_opts o = {cc->stride, cc->lo, cc->hi, cc->idil, cc->kdil,
+                                 cc->fg,     cc->bg, cc->ip, cc->kp,   cc->op};
             CHECK_OK(emily_to_device(a, gpu, &ga));
             CHECK_OK(emily_to_device(k, gpu, &gk));
             CHECK_OK(emily_conv(a, k, &o, EMILY_DTYPE_AUTO, &c));
             emily_status s = emily_conv(ga, gk, &o, EMILY_DTYPE_AUTO, &gc);
-            if (s) fprintf(stderr, "  cuda conv %s case %zu: %s\n", emily_dtype_name(types[ti]), ci, emily_last_error());
+            if (s)
+                fprintf(stderr, "  cuda conv %s case %zu: %s\n", emily_dtype_name(types[ti]), ci, emily_last_error());
             CHECK(s == EMILY_OK);
             if (gc) CHECK_OK(emily_to_device(gc, EMILY_CPU, &back));
             if (c && back) {
@@ -1254,8 +1404,8 @@ TEST(cuda_conv_matches_cpu) {
                 int64_t d = ulp_diff(c, back);
                 bool exact = types[ti] == EMILY_F64 || types[ti] == EMILY_C128;
                 if (d > (exact ? 0 : 1))
-                    fprintf(stderr, "  cuda vs cpu conv %s case %zu: %lld ulp\n",
-                            emily_dtype_name(types[ti]), ci, (long long)d);
+                    fprintf(stderr, "  cuda vs cpu conv %s case %zu: %lld ulp\n", emily_dtype_name(types[ti]), ci,
+                            (long long)d);
                 CHECK(d <= (exact ? 0 : 1));
             }
             RELEASE(a, k, ga, gk, c, gc, back);
@@ -1265,14 +1415,13 @@ TEST(cuda_conv_matches_cpu) {
 
 /* ---- the Nx callback ---------------------------------------------------- */
 
-
 TEST(dispatch_dot_callback) {
     int32_t a[6] = {1, 2, 3, 4, 5, 6};
     float b[6] = {1, 0, 0, 1, 1, 1};
     emily_tensor *ta = t_from(EMILY_S32, 2, (int64_t[]){2, 3}, a);
     emily_tensor *tb = t_from(EMILY_F32, 2, (int64_t[]){3, 2}, b);
     emily_value one = v_int(1), zero = v_int(0);
-    emily_value args[6] = {v_tensor(ta), v_list(&one, 1), v_list(NULL, 0),
+    emily_value args[6] = {v_tensor(ta), v_list(&one, 1),  v_list(NULL, 0),
                            v_tensor(tb), v_list(&zero, 1), v_list(NULL, 0)};
     int64_t oshape[2] = {2, 2};
     emily_value tmpl = {0};
@@ -1283,14 +1432,12 @@ TEST(dispatch_dot_callback) {
     emily_dispatch_result r = {0};
     for (int mode = 0; mode < 2; mode++) {
         CHECK_OK(emily_dispatch("dot", EMILY_CPU, &tmpl, args, 6, (emily_dispatch_mode)mode, &r));
-        CHECK(r.n == 1 && t_shape_is(r.tensors[0], 2, oshape) &&
-              emily_tensor_dtype(r.tensors[0]) == EMILY_F32);
+        CHECK(r.n == 1 && t_shape_is(r.tensors[0], 2, oshape) && emily_tensor_dtype(r.tensors[0]) == EMILY_F32);
         if (r.n == 1) CHECK(t_get(r.tensors[0], 0) == 4 && t_get(r.tensors[0], 3) == 11);
         emily_dispatch_result_release(&r);
     }
     /* a wrong arity and a non-tensor argument fail with the callback's name */
-    CHECK_ERR(emily_dispatch("dot", EMILY_CPU, &tmpl, args, 5, EMILY_DISPATCH_RUN, &r),
-              EMILY_ERR_ARGUMENT, "dot");
+    CHECK_ERR(emily_dispatch("dot", EMILY_CPU, &tmpl, args, 5, EMILY_DISPATCH_RUN, &r), EMILY_ERR_ARGUMENT, "dot");
     emily_value bad[6] = {args[0], args[1], args[2], v_int(3), args[4], args[5]};
     CHECK(emily_dispatch("dot", EMILY_CPU, &tmpl, bad, 6, EMILY_DISPATCH_RUN, &r) != EMILY_OK);
     CHECK(r.n == 0);
@@ -1320,8 +1467,8 @@ TEST(dispatch_dot_callback) {
             opts.items = &atom;
             opts.keys = keys;
             opts.n = 1;
-            emily_value pargs[7] = {v_tensor(pa), v_list(&zero, 1), v_list(NULL, 0),
-                                    v_tensor(pb), v_list(&zero, 1), v_list(NULL, 0), opts};
+            emily_value pargs[7] = {
+                v_tensor(pa), v_list(&zero, 1), v_list(NULL, 0), v_tensor(pb), v_list(&zero, 1), v_list(NULL, 0), opts};
             emily_status st = emily_dispatch("dot", EMILY_CPU, &scalar_tmpl, pargs, 7, EMILY_DISPATCH_RUN, &r);
             if (p == 2) CHECK_ERR(st, EMILY_ERR_ARGUMENT, "option :precision must be :highest or :fast");
             else CHECK(st == EMILY_OK && r.n == 1 && t_get(r.tensors[0], 0) == (p == 0 ? 3.0 : 0.0));
@@ -1386,11 +1533,13 @@ TEST(conv_group_sizes_of_zero_are_refused) {
 }
 
 RUN_TESTS("dot", CASE(matmul_f32_values), CASE(output_shape_batch_free_free),
-          CASE(f64_and_c128_match_the_reference_bit_for_bit), CASE(exact_blocks_items_and_threads), CASE(f64_sums_in_order_without_fusing),
-          CASE(complex_values_and_mixed_real), CASE(integers_wrap_in_the_output_width),
-          CASE(integer_operands_of_float_dots_are_exact), CASE(half_types_round_like_nx),
-          CASE(edge_values_propagate), CASE(zero_size_and_rank0), CASE(broadcast_and_strided_views),
-          CASE(batched_many_small_and_explicit_type), CASE(fast_precision_mode), CASE(fast_real_products_within_f32_error),
-          CASE(bad_arguments_fail_cleanly), CASE(huge_broadcast_fails_cleanly), CASE(fast_blas_blocks_cover_the_product), CASE(fast_few_rows_are_fused_sums_in_order), CASE(dispatch_dot_callback), CASE(conv_matches_nx_definition),
-          CASE(conv_values_and_types), CASE(conv_sums_channels_separately), CASE(conv_bad_arguments), CASE(conv_group_sizes_of_zero_are_refused), CASE(cuda_matches_cpu),
-          CASE(cuda_conv_matches_cpu))
+          CASE(f64_and_c128_match_the_reference_bit_for_bit), CASE(exact_blocks_items_and_threads),
+          CASE(f64_sums_in_order_without_fusing), CASE(complex_values_and_mixed_real),
+          CASE(integers_wrap_in_the_output_width), CASE(integer_operands_of_float_dots_are_exact),
+          CASE(half_types_round_like_nx), CASE(edge_values_propagate), CASE(zero_size_and_rank0),
+          CASE(broadcast_and_strided_views), CASE(batched_many_small_and_explicit_type), CASE(fast_precision_mode),
+          CASE(fast_real_products_within_f32_error), CASE(bad_arguments_fail_cleanly),
+          CASE(huge_broadcast_fails_cleanly), CASE(fast_blas_blocks_cover_the_product),
+          CASE(fast_few_rows_are_fused_sums_in_order), CASE(dispatch_dot_callback), CASE(conv_matches_nx_definition),
+          CASE(conv_values_and_types), CASE(conv_sums_channels_separately), CASE(conv_bad_arguments),
+          CASE(conv_group_sizes_of_zero_are_refused), CASE(cuda_matches_cpu), CASE(cuda_conv_matches_cpu))

@@ -36,8 +36,7 @@ static bool make_temp_dir(char *buf, size_t size) {
     const char *base = getenv("TMPDIR");
     snprintf(buf, size, "%s/emily_test_embed_XXXXXX", base && *base ? base : "/tmp");
     if (mkdtemp(buf)) return true;
-    fprintf(stderr, "  FAIL: cannot make a temporary folder under %s\n",
-            base && *base ? base : "/tmp");
+    fprintf(stderr, "  FAIL: cannot make a temporary folder under %s\n", base && *base ? base : "/tmp");
     harness_failures++;
     return false;
 }
@@ -93,32 +92,27 @@ TEST(utf8_decoding) {
 }
 
 TEST(unicode_classes_and_folding) {
-    CHECK(uc_class(0x07) == UC_OTHER && uc_class(0x200B) == UC_OTHER &&
-          uc_class(0xE000) == UC_OTHER);
+    CHECK(uc_class(0x07) == UC_OTHER && uc_class(0x200B) == UC_OTHER && uc_class(0xE000) == UC_OTHER);
     CHECK(uc_class(0x0378) == 0); /* unassigned: kept, as Hugging Face keeps it */
-    CHECK(uc_is_punctuation('$') && uc_is_punctuation('~') && uc_is_punctuation(0x2026) &&
-          uc_is_punctuation(0xBF));
+    CHECK(uc_is_punctuation('$') && uc_is_punctuation('~') && uc_is_punctuation(0x2026) && uc_is_punctuation(0xBF));
     CHECK(!uc_is_punctuation('a') && !uc_is_punctuation(0x20AC)); /* € is a symbol, not ASCII */
     CHECK(uc_class(0x0301) == UC_NONSPACING_MARK);
-    CHECK(uc_is_whitespace(0x3000) && uc_is_whitespace(0x85) && !uc_is_whitespace(0x200B) &&
-          !uc_is_whitespace(0x1C));
+    CHECK(uc_is_whitespace(0x3000) && uc_is_whitespace(0x85) && !uc_is_whitespace(0x200B) && !uc_is_whitespace(0x1C));
     CHECK(uc_is_cjk(0x6771) && !uc_is_cjk(0x3042));
     uint32_t out[UC_MAX_STRIPPED];
-    CHECK(uc_strip_accents(0xE9, out) == 1 && out[0] == 'e');   /* é */
-    CHECK(uc_strip_accents(0x0301, out) == 0);                  /* the mark itself */
-    CHECK(uc_strip_accents(0x1E09, out) == 1 && out[0] == 'c'); /* ḉ: two marks */
-    CHECK(uc_strip_accents(0x212B, out) == 1 && out[0] == 'A'); /* Å (angstrom sign) */
-    CHECK(uc_strip_accents(0xFB01, out) == 1 &&
-          out[0] == 0xFB01); /* ﬁ: no canonical decomposition */
-    CHECK(uc_strip_accents(0xD55C, out) == 3 && out[0] == 0x1112 && out[1] == 0x1161 &&
-          out[2] == 0x11AB);                                                           /* 한 */
-    CHECK(uc_strip_accents(0xAC00, out) == 2 && out[0] == 0x1100 && out[1] == 0x1161); /* 가 */
+    CHECK(uc_strip_accents(0xE9, out) == 1 && out[0] == 'e');      /* é */
+    CHECK(uc_strip_accents(0x0301, out) == 0);                     /* the mark itself */
+    CHECK(uc_strip_accents(0x1E09, out) == 1 && out[0] == 'c');    /* ḉ: two marks */
+    CHECK(uc_strip_accents(0x212B, out) == 1 && out[0] == 'A');    /* Å (angstrom sign) */
+    CHECK(uc_strip_accents(0xFB01, out) == 1 && out[0] == 0xFB01); /* ﬁ: no canonical decomposition */
+    CHECK(uc_strip_accents(0xD55C, out) == 3 && out[0] == 0x1112 && out[1] == 0x1161 && out[2] == 0x11AB); /* 한 */
+    CHECK(uc_strip_accents(0xAC00, out) == 2 && out[0] == 0x1100 && out[1] == 0x1161);                     /* 가 */
     uint32_t low[2];
     CHECK(uc_lowercase('Q', low) == 1 && low[0] == 'q');
     CHECK(uc_lowercase(0x130, low) == 2 && low[0] == 'i' && low[1] == 0x307); /* İ */
-    CHECK(uc_lowercase(0x3A3, low) == 1 && low[0] == 0x3C3);   /* Σ: no final form */
-    CHECK(uc_lowercase(0x216B, low) == 1 && low[0] == 0x217B); /* Ⅻ */
-    CHECK(uc_lowercase(0xDF, low) == 1 && low[0] == 0xDF);     /* ß stays */
+    CHECK(uc_lowercase(0x3A3, low) == 1 && low[0] == 0x3C3);                  /* Σ: no final form */
+    CHECK(uc_lowercase(0x216B, low) == 1 && low[0] == 0x217B);                /* Ⅻ */
+    CHECK(uc_lowercase(0xDF, low) == 1 && low[0] == 0xDF);                    /* ß stays */
 }
 
 /* Normalizes and splits text; the words joined by '|', as UTF-8. */
@@ -132,8 +126,7 @@ typedef struct join_ctx {
 static emily_status join_word(void *ctx, const uint32_t *word, size_t n) {
     join_ctx *j = ctx;
     if (j->len && j->len + 1 < j->size) j->out[j->len++] = '|';
-    for (size_t i = 0; i < n && j->len + 4 < j->size; i++)
-        j->len += (size_t)uc_utf8_put(word[i], j->out + j->len);
+    for (size_t i = 0; i < n && j->len + 4 < j->size; i++) j->len += (size_t)uc_utf8_put(word[i], j->out + j->len);
     j->out[j->len] = '\0';
     return EMILY_OK;
 }
@@ -194,8 +187,7 @@ TEST(vocab_lookups) {
 
 /* ---- the tokenizer on the synthetic model's vocab.txt --------------------- */
 
-static void check_ids(const bert_tokenizer *t, const char *text, int max_length, int n,
-                      const int32_t *want) {
+static void check_ids(const bert_tokenizer *t, const char *text, int max_length, int n, const int32_t *want) {
     int32_t *ids = NULL;
     int count = 0;
     CHECK_OK(tokenizer_encode(t, text, strlen(text), max_length, &ids, &count));
@@ -218,17 +210,12 @@ TEST(wordpiece_from_vocab_txt) {
     CHECK_OK(tokenizer_load(dir, &t));
     if (t) {
         /* [CLS]=2 [SEP]=3 [UNK]=1 [MASK]=4 the=5 cat=6 ##s=7 sat=8 ... */
-        check_ids(t, "The cats sat, unaffable!", 64, 11,
-                  (int32_t[]){2, 5, 6, 7, 8, 12, 13, 14, 15, 29, 3});
-        check_ids(t, "dogs xyz xq", 64, 8,
-                  (int32_t[]){2, 17, 7, 24, 25, 26, 1, 3}); /* a word with no piece: [UNK] */
-        check_ids(t, "Café cafe e\xCC\x81", 64, 5,
-                  (int32_t[]){2, 21, 21, 19, 3}); /* accents stripped */
-        check_ids(t, "the[MASK]cat [CLS]", 64, 6,
-                  (int32_t[]){2, 5, 4, 6, 2, 3}); /* special tokens in the text */
-        check_ids(t, "the cat sat on the mat", 5, 5,
-                  (int32_t[]){2, 5, 6, 8, 3});                /* truncated to 5 */
-        check_ids(t, "the cats", 3, 3, (int32_t[]){2, 5, 3}); /* a word cut inside */
+        check_ids(t, "The cats sat, unaffable!", 64, 11, (int32_t[]){2, 5, 6, 7, 8, 12, 13, 14, 15, 29, 3});
+        check_ids(t, "dogs xyz xq", 64, 8, (int32_t[]){2, 17, 7, 24, 25, 26, 1, 3}); /* a word with no piece: [UNK] */
+        check_ids(t, "Café cafe e\xCC\x81", 64, 5, (int32_t[]){2, 21, 21, 19, 3});   /* accents stripped */
+        check_ids(t, "the[MASK]cat [CLS]", 64, 6, (int32_t[]){2, 5, 4, 6, 2, 3});    /* special tokens in the text */
+        check_ids(t, "the cat sat on the mat", 5, 5, (int32_t[]){2, 5, 6, 8, 3});    /* truncated to 5 */
+        check_ids(t, "the cats", 3, 3, (int32_t[]){2, 5, 3});                        /* a word cut inside */
         check_ids(t, "", 2, 2, (int32_t[]){2, 3});
         check_ids(t, "12 12", 64, 6, (int32_t[]){2, 27, 28, 27, 28, 3});
         int32_t *ids = NULL;
@@ -253,10 +240,9 @@ TEST(safetensors_reads_f32_f16_bf16) {
     uint16_t f16[3] = {0x3C00, 0xC000, 0x3555}; /* 1, -2, 0.333251953125 */
     uint16_t bf16[2] = {0x3FC0, 0xC2F7};        /* 1.5, -123.5 */
     int64_t s64[2] = {7, -9};
-    syn_entry e[] = {
-        {"a.f32", "F32", 2, {2, 3}, f32, sizeof f32},  {"b.f16", "F16", 1, {3}, f16, sizeof f16},
-        {"c.bf16", "BF16", 1, {2}, bf16, sizeof bf16}, {"d.i64", "I64", 1, {2}, s64, sizeof s64},
-        {"e.empty", "F32", 2, {0, 4}, NULL, 0},        {"f.f8", "F8_E4M3", 1, {1}, f16, 1}};
+    syn_entry e[] = {{"a.f32", "F32", 2, {2, 3}, f32, sizeof f32},  {"b.f16", "F16", 1, {3}, f16, sizeof f16},
+                     {"c.bf16", "BF16", 1, {2}, bf16, sizeof bf16}, {"d.i64", "I64", 1, {2}, s64, sizeof s64},
+                     {"e.empty", "F32", 2, {0, 4}, NULL, 0},        {"f.f8", "F8_E4M3", 1, {1}, f16, 1}};
     CHECK(syn_write_safetensors(path, 6, e));
     st_file *f = NULL;
     CHECK_OK(st_open(path, &f));
@@ -275,8 +261,7 @@ TEST(safetensors_reads_f32_f16_bf16) {
         const char *name;
         double want[3];
         int n;
-    } loads[] = {
-        {"b.f16", {1, -2, 0.333251953125}, 3}, {"c.bf16", {1.5, -123.5}, 2}, {"d.i64", {7, -9}, 2}};
+    } loads[] = {{"b.f16", {1, -2, 0.333251953125}, 3}, {"c.bf16", {1.5, -123.5}, 2}, {"d.i64", {7, -9}, 2}};
     for (size_t i = 0; i < sizeof loads / sizeof *loads; i++) {
         emily_tensor *t = NULL;
         CHECK_OK(st_load_f32(f, loads[i].name, EMILY_CPU, &t));
@@ -288,8 +273,7 @@ TEST(safetensors_reads_f32_f16_bf16) {
     CHECK_OK(st_load_f32(f, "e.empty", EMILY_CPU, &t));
     CHECK(t && emily_tensor_size(t) == 0);
     emily_tensor_release(t);
-    CHECK_ERR(st_load_f32(f, "nope", EMILY_CPU, &t), EMILY_ERR_ARGUMENT,
-              "tensor nope: not in the file");
+    CHECK_ERR(st_load_f32(f, "nope", EMILY_CPU, &t), EMILY_ERR_ARGUMENT, "tensor nope: not in the file");
     CHECK_ERR(st_get(f, "__metadata__", &info), EMILY_ERR_ARGUMENT, "not in the file");
     CHECK_ERR(st_get(f, "f.f8", &info), EMILY_ERR_TYPE, "dtype F8_E4M3 is not supported");
     st_close(f);
@@ -298,8 +282,7 @@ TEST(safetensors_reads_f32_f16_bf16) {
 
 /* A file of the header `json` (its length written first, or `length` if
  * non-zero) followed by `data` bytes of zeros. */
-static void check_bad_header(const char *dir, const char *json, uint64_t length, size_t data,
-                             const char *needle) {
+static void check_bad_header(const char *dir, const char *json, uint64_t length, size_t data, const char *needle) {
     char path[600];
     snprintf(path, sizeof path, "%s/bad.safetensors", dir);
     size_t n = strlen(json);
@@ -315,8 +298,8 @@ static void check_bad_header(const char *dir, const char *json, uint64_t length,
     emily_status s = st_open(path, &f);
     if (!s) s = st_get(f, "x", &info);
     if (!s || !strstr(emily_last_error(), needle)) {
-        fprintf(stderr, "  FAIL: header %s: got \"%s\", wanted \"%s\"\n", json,
-                s ? emily_last_error() : "success", needle);
+        fprintf(stderr, "  FAIL: header %s: got \"%s\", wanted \"%s\"\n", json, s ? emily_last_error() : "success",
+                needle);
         harness_failures++;
     }
     st_close(f);
@@ -338,26 +321,20 @@ TEST(safetensors_refuses_malformed_files) {
     check_bad_header(dir, "{\"x\": ", 0, 8, "not a JSON object");
     check_bad_header(dir, "[1, 2]", 0, 8, "not a JSON object");
     check_bad_header(dir, ok, 0, 4, "outside the file");
-    check_bad_header(dir, "{\"x\": {\"dtype\": \"F32\", \"shape\": [3], \"data_offsets\": [0, 8]}}",
-                     0, 16, "exactly the shape's bytes");
+    check_bad_header(dir, "{\"x\": {\"dtype\": \"F32\", \"shape\": [3], \"data_offsets\": [0, 8]}}", 0, 16,
+                     "exactly the shape's bytes");
+    check_bad_header(dir, "{\"x\": {\"dtype\": \"F32\", \"shape\": [-2], \"data_offsets\": [0, 8]}}", 0, 8,
+                     "not an integer");
+    check_bad_header(dir, "{\"x\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [8, 0]}}", 0, 8,
+                     "outside the file");
+    check_bad_header(dir, "{\"x\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [0]}}", 0, 8, "[begin, end]");
+    check_bad_header(dir, "{\"x\": {\"dtype\": \"F32\", \"shape\": [1,1,1,1,1,1,1,1,1], \"data_offsets\": [0, 4]}}", 0,
+                     8, "rank above 8");
     check_bad_header(dir,
-                     "{\"x\": {\"dtype\": \"F32\", \"shape\": [-2], \"data_offsets\": [0, 8]}}", 0,
-                     8, "not an integer");
-    check_bad_header(dir, "{\"x\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [8, 0]}}",
-                     0, 8, "outside the file");
-    check_bad_header(dir, "{\"x\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [0]}}", 0,
-                     8, "[begin, end]");
-    check_bad_header(
-        dir,
-        "{\"x\": {\"dtype\": \"F32\", \"shape\": [1,1,1,1,1,1,1,1,1], \"data_offsets\": [0, 4]}}",
-        0, 8, "rank above 8");
-    check_bad_header(
-        dir,
-        "{\"x\": {\"dtype\": \"F32\", \"shape\": [2147483647, 2147483647, 2147483647], "
-        "\"data_offsets\": [0, 8]}}",
-        0, 8, "too many elements");
-    check_bad_header(dir, "{\"x\": {\"shape\": [2], \"data_offsets\": [0, 8]}}", 0, 8,
-                     "dtype (missing)");
+                     "{\"x\": {\"dtype\": \"F32\", \"shape\": [2147483647, 2147483647, 2147483647], "
+                     "\"data_offsets\": [0, 8]}}",
+                     0, 8, "too many elements");
+    check_bad_header(dir, "{\"x\": {\"shape\": [2], \"data_offsets\": [0, 8]}}", 0, 8, "dtype (missing)");
     remove_dir(dir);
 }
 
@@ -369,8 +346,7 @@ static const int syn_lengths[SYN_SENTENCES] = {3, 12, 1, 7, 2};
 
 static void syn_sentence(int s, int32_t *ids) {
     ids[0] = 2; /* [CLS] */
-    for (int i = 1; i < syn_lengths[s]; i++)
-        ids[i] = (int32_t)(5 + (s * 7 + i * 3) % (SYN_VOCAB - 5));
+    for (int i = 1; i < syn_lengths[s]; i++) ids[i] = (int32_t)(5 + (s * 7 + i * 3) % (SYN_VOCAB - 5));
     if (syn_lengths[s] > 1) ids[syn_lengths[s] - 1] = 3; /* [SEP] */
 }
 
@@ -405,8 +381,7 @@ TEST(synthetic_bert_matches_its_definition) {
         syn_model *ref = syn_write_model(dir, 1234u + (unsigned)prefixed, prefixed);
         CHECK(ref != NULL);
         float batched[SYN_SENTENCES * SYN_HIDDEN], single[SYN_SENTENCES * SYN_HIDDEN];
-        if (ref && syn_embed_on(dir, EMILY_CPU, 8, batched) &&
-            syn_embed_on(dir, EMILY_CPU, 1, single)) {
+        if (ref && syn_embed_on(dir, EMILY_CPU, 8, batched) && syn_embed_on(dir, EMILY_CPU, 1, single)) {
             double worst = 0, norm_err = 0;
             for (int s = 0; s < SYN_SENTENCES; s++) {
                 int32_t ids[SYN_POSITIONS];
@@ -421,9 +396,8 @@ TEST(synthetic_bert_matches_its_definition) {
                 norm_err = fmax(norm_err, fabs(sqrt(norm) - 1));
             }
             double pad = max_abs_diff(SYN_SENTENCES * SYN_HIDDEN, batched, single);
-            printf(
-                "  synthetic BERT%s: max abs diff %.2e from the definition, %.2e batched vs one at a time\n",
-                prefixed ? " (bert. names)" : "", worst, pad);
+            printf("  synthetic BERT%s: max abs diff %.2e from the definition, %.2e batched vs one at a time\n",
+                   prefixed ? " (bert. names)" : "", worst, pad);
             CHECK(worst < 1e-5);
             CHECK(pad < 1e-5); /* padding changes nothing but rounding */
             CHECK(norm_err < 1e-6);
@@ -460,8 +434,7 @@ TEST(bert_load_reports_bad_models) {
         const int32_t *rows[1] = {bad};
         int counts[1] = {2};
         float out[SYN_HIDDEN];
-        CHECK_ERR(embed_ids(m, 1, rows, counts, 0, 1, out, NULL), EMILY_ERR_INDEX,
-                  "outside the vocabulary");
+        CHECK_ERR(embed_ids(m, 1, rows, counts, 0, 1, out, NULL), EMILY_ERR_INDEX, "outside the vocabulary");
     }
     bert_free(m);
     m = NULL;
@@ -482,17 +455,14 @@ TEST(bert_load_reports_bad_models) {
     }
     /* a config that asks for other sizes than the weights have */
     char config[512];
-    snprintf(
-        config, sizeof config,
-        "{\"hidden_size\": %d, \"num_attention_heads\": %d, \"vocab_size\": %d, \"num_hidden_layers\": %d,"
-        " \"intermediate_size\": %d, \"max_position_embeddings\": %d}",
-        SYN_HIDDEN, SYN_HEADS, SYN_VOCAB, SYN_LAYERS + 1, SYN_FF * 2, SYN_POSITIONS);
+    snprintf(config, sizeof config,
+             "{\"hidden_size\": %d, \"num_attention_heads\": %d, \"vocab_size\": %d, \"num_hidden_layers\": %d,"
+             " \"intermediate_size\": %d, \"max_position_embeddings\": %d}",
+             SYN_HIDDEN, SYN_HEADS, SYN_VOCAB, SYN_LAYERS + 1, SYN_FF * 2, SYN_POSITIONS);
     CHECK(syn_write_file(dir, "config.json", config, strlen(config)));
-    CHECK_ERR(
-        bert_load(dir, EMILY_CPU, &m), EMILY_ERR_SHAPE,
-        "encoder.layer.0.intermediate.dense.weight has shape {24, 16}; config.json asks for {48, 16}");
-    CHECK_ERR(bert_load(dir, CUDA0, &m),
-              emily_device_count(EMILY_DEVICE_CUDA) ? EMILY_ERR_SHAPE : EMILY_ERR_DEVICE,
+    CHECK_ERR(bert_load(dir, EMILY_CPU, &m), EMILY_ERR_SHAPE,
+              "encoder.layer.0.intermediate.dense.weight has shape {24, 16}; config.json asks for {48, 16}");
+    CHECK_ERR(bert_load(dir, CUDA0, &m), emily_device_count(EMILY_DEVICE_CUDA) ? EMILY_ERR_SHAPE : EMILY_ERR_DEVICE,
               emily_device_count(EMILY_DEVICE_CUDA) ? "intermediate" : "cuda");
     syn_free(ref);
     remove_dir(dir);
@@ -511,8 +481,7 @@ typedef struct reference {
 static bool load_reference(reference *r) {
     memset(r, 0, sizeof *r);
     json_error_t err;
-    r->root = json_load_file(reference_path, JSON_ALLOW_NUL,
-                             &err); /* a tokenizer case holds U+0000 */
+    r->root = json_load_file(reference_path, JSON_ALLOW_NUL, &err); /* a tokenizer case holds U+0000 */
     if (!r->root) {
         fprintf(stderr, "  FAIL: %s: %s\n", reference_path, err.text);
         harness_failures++;
@@ -531,8 +500,7 @@ static bool load_reference(reference *r) {
         r->texts[i] = json_string_value(json_object_get(s, "text"));
         ok = r->texts[i] && (int)json_array_size(emb) == r->hidden;
         for (int h = 0; ok && h < r->hidden; h++)
-            r->embeddings[i * r->hidden + h] = (float)json_number_value(
-                json_array_get(emb, (size_t)h));
+            r->embeddings[i * r->hidden + h] = (float)json_number_value(json_array_get(emb, (size_t)h));
     }
     CHECK(ok);
     return ok;
@@ -556,11 +524,9 @@ static int check_id_list(const bert_tokenizer *t, const json_t *list, int max_le
         int n = 0;
         CHECK(text != NULL);
         if (!text) continue;
-        CHECK_OK(tokenizer_encode(t, text, json_string_length(json_object_get(item, "text")),
-                                  max_length, &ids, &n));
+        CHECK_OK(tokenizer_encode(t, text, json_string_length(json_object_get(item, "text")), max_length, &ids, &n));
         bool same = (size_t)n == json_array_size(want);
-        for (int k = 0; same && k < n; k++)
-            same = ids[k] == json_integer_value(json_array_get(want, (size_t)k));
+        for (int k = 0; same && k < n; k++) same = ids[k] == json_integer_value(json_array_get(want, (size_t)k));
         if (!same) {
             fprintf(stderr, "  FAIL: ids differ from the reference's:\n    got ");
             for (int k = 0; k < n; k++) fprintf(stderr, " %d", (int)ids[k]);
@@ -613,8 +579,7 @@ static void minilm_close(minilm *mm) {
 
 /* The reference sentences in batches of batch_size, forward passes of at
  * most max_tokens positions (0: whole batches); out is r->n x r->hidden. */
-static bool minilm_embed(const minilm *mm, const reference *r, int batch_size, int max_tokens,
-                         float *out) {
+static bool minilm_embed(const minilm *mm, const reference *r, int batch_size, int max_tokens, float *out) {
     embed_options opt = {r->max_length, batch_size, max_tokens, NULL, NULL};
     emily_status s = embed_texts(mm->tok, mm->model, r->n, r->texts, &opt, out, NULL, NULL);
     CHECK_OK(s);
@@ -630,9 +595,8 @@ TEST(minilm_embeddings_match_reference) {
     float *single = malloc(n * sizeof *single);
     /* one batch padded to the longest (256); passes of 512 positions (the
      * CPU's default: 2 sentences at a time here); one sentence at a time */
-    if (whole && parts && single && minilm_open(&mm, &r, EMILY_CPU) &&
-        minilm_embed(&mm, &r, 32, 0, whole) && minilm_embed(&mm, &r, 32, 512, parts) &&
-        minilm_embed(&mm, &r, 1, 0, single)) {
+    if (whole && parts && single && minilm_open(&mm, &r, EMILY_CPU) && minilm_embed(&mm, &r, 32, 0, whole) &&
+        minilm_embed(&mm, &r, 32, 512, parts) && minilm_embed(&mm, &r, 1, 0, single)) {
         double diff = max_abs_diff((int)n, whole, r.embeddings);
         double diff_parts = max_abs_diff((int)n, parts, r.embeddings);
         double pad = fmax(max_abs_diff((int)n, whole, single), max_abs_diff((int)n, parts, single));
@@ -665,8 +629,7 @@ TEST(gpu_synthetic_bert_matches_cpu) {
     float cpu[SYN_SENTENCES * SYN_HIDDEN], gpu[SYN_SENTENCES * SYN_HIDDEN];
     if (ref && syn_embed_on(dir, EMILY_CPU, 8, cpu) && syn_embed_on(dir, CUDA0, 8, gpu)) {
         double diff = max_abs_diff(SYN_SENTENCES * SYN_HIDDEN, cpu, gpu);
-        printf("  synthetic BERT: cuda vs cpu max abs diff %.2e (limit %.0e)\n", diff,
-               GPU_TOLERANCE);
+        printf("  synthetic BERT: cuda vs cpu max abs diff %.2e (limit %.0e)\n", diff, GPU_TOLERANCE);
         CHECK(diff < GPU_TOLERANCE);
     }
     syn_free(ref);
@@ -709,9 +672,8 @@ int main(int argc, char **argv) {
                                           CASE(synthetic_bert_matches_its_definition),
                                           CASE(bert_load_reports_bad_models),
                                           {NULL, NULL}};
-    static const harness_case with_model[] = {CASE(minilm_tokenizer_matches_reference),
-                                              CASE(minilm_embeddings_match_reference),
-                                              {NULL, NULL}};
+    static const harness_case with_model[] = {
+        CASE(minilm_tokenizer_matches_reference), CASE(minilm_embeddings_match_reference), {NULL, NULL}};
     static const harness_case on_gpu[] = {CASE(gpu_synthetic_bert_matches_cpu), {NULL, NULL}};
     static const harness_case on_gpu_with_model[] = {CASE(gpu_minilm_matches_cpu), {NULL, NULL}};
 
@@ -724,22 +686,17 @@ int main(int argc, char **argv) {
     bool have_model = access(probe, R_OK) == 0 && access(reference_path, R_OK) == 0;
     bool have_gpu = emily_device_count(EMILY_DEVICE_CUDA) > 0;
     char why_model[1200];
-    snprintf(why_model, sizeof why_model,
-             "%s not found (scripts/setup installs the model; EMILY_MINILM_DIR names it)",
+    snprintf(why_model, sizeof why_model, "%s not found (scripts/setup installs the model; EMILY_MINILM_DIR names it)",
              access(reference_path, R_OK) != 0 ? reference_path : probe);
-    const char *why_gpu =
-        "no CUDA device usable here (no GPU, no driver, or a build without the CUDA engine)";
+    const char *why_gpu = "no CUDA device usable here (no GPU, no driver, or a build without the CUDA engine)";
 
     int rc = harness_run("embed", always);
     bool skipped = false;
     if (have_model) rc = harness_run("embed (all-MiniLM-L6-v2)", with_model) || rc;
-    else
-        printf("embed: SKIPPED %d model cases: %s\n", harness_count_cases(with_model), why_model),
-            skipped = true;
+    else printf("embed: SKIPPED %d model cases: %s\n", harness_count_cases(with_model), why_model), skipped = true;
     if (have_gpu) rc = harness_run("embed (GPU)", on_gpu) || rc;
     else printf("embed: SKIPPED %d GPU cases: %s\n", harness_count_cases(on_gpu), why_gpu), skipped = true;
-    if (have_gpu && have_model)
-        rc = harness_run("embed (GPU, all-MiniLM-L6-v2)", on_gpu_with_model) || rc;
+    if (have_gpu && have_model) rc = harness_run("embed (GPU, all-MiniLM-L6-v2)", on_gpu_with_model) || rc;
     else
         printf("embed: SKIPPED %d GPU model case: %s\n", harness_count_cases(on_gpu_with_model),
                have_gpu ? why_model : why_gpu),

@@ -82,6 +82,5 @@ TEST(cuda_engine_table) {
 
 /* (The first uses of the engine from many threads at once are in
  * test_dispatch's first case.) */
-RUN_TESTS("engine", CASE(cpu_engine_is_one_constant_table),
-          CASE(cpu_engine_supports_everything), CASE(has_kernel_reads_the_table),
-          CASE(cuda_engine_table))
+RUN_TESTS("engine", CASE(cpu_engine_is_one_constant_table), CASE(cpu_engine_supports_everything),
+          CASE(has_kernel_reads_the_table), CASE(cuda_engine_table))

@@ -9,9 +9,7 @@
 
 /* ---- helpers ----------------------------------------------------------------- */
 
-static emily_tensor *f32s(int rank, const int64_t *shape, const float *v) {
-    return t_from(EMILY_F32, rank, shape, v);
-}
+static emily_tensor *f32s(int rank, const int64_t *shape, const float *v) { return t_from(EMILY_F32, rank, shape, v); }
 
 /* t converted to dt (t released). */
 static emily_tensor *as(emily_tensor *t, emily_dtype dt) {
@@ -22,8 +20,7 @@ static emily_tensor *as(emily_tensor *t, emily_dtype dt) {
 }
 
 /* Random values in [lo, lo + width), of dtype dt (made in f64, converted). */
-static emily_tensor *rnd(uint64_t *st, emily_dtype dt, int rank, const int64_t *shape, double lo,
-                         double width) {
+static emily_tensor *rnd(uint64_t *st, emily_dtype dt, int rank, const int64_t *shape, double lo, double width) {
     int64_t n = 1;
     for (int d = 0; d < rank; d++) n *= shape[d];
     double *v = malloc((size_t)(n ? n : 1) * sizeof *v);
@@ -31,8 +28,7 @@ static emily_tensor *rnd(uint64_t *st, emily_dtype dt, int rank, const int64_t *
         harness_failures++;
         return NULL;
     }
-    for (int64_t i = 0; i < n; i++)
-        v[i] = lo + width * (double)(xorshift64(st) >> 11) / 9007199254740992.0;
+    for (int64_t i = 0; i < n; i++) v[i] = lo + width * (double)(xorshift64(st) >> 11) / 9007199254740992.0;
     emily_tensor *t = as(t_from(EMILY_F64, rank, shape, v), dt);
     free(v);
     return t;
@@ -89,9 +85,8 @@ static emily_tensor *rsqrt(chain *c, emily_tensor *a) {
 static emily_tensor *mean_last(chain *c, emily_tensor *a) {
     int rank = emily_tensor_rank(a), ax = rank - 1;
     emily_tensor *s = NULL, *n = NULL;
-    emily_status st = c->bad
-                          ? EMILY_ERR_ARGUMENT
-                          : emily_reduce(EMILY_REDUCE_SUM, a, 1, &ax, true, EMILY_DTYPE_AUTO, &s);
+    emily_status st = c->bad ? EMILY_ERR_ARGUMENT
+                             : emily_reduce(EMILY_REDUCE_SUM, a, 1, &ax, true, EMILY_DTYPE_AUTO, &s);
     keep(c, st, s);
     int64_t len = emily_tensor_shape(a)[ax];
     st = emily_from_binary(EMILY_CPU, EMILY_S64, 0, NULL, &len, sizeof len, &n);
@@ -109,8 +104,7 @@ static emily_dtype merged(const emily_tensor *x, const emily_tensor *g, const em
 }
 
 /* Emily.Fast's composed layer_norm (the header's expression), op by op. */
-static emily_tensor *composed_layer_norm(emily_tensor *x, emily_tensor *g, emily_tensor *b,
-                                         double eps) {
+static emily_tensor *composed_layer_norm(emily_tensor *x, emily_tensor *g, emily_tensor *b, double eps) {
     chain c = {.n = 0};
     emily_dtype w = emily_tensor_dtype(x) == EMILY_F64 ? EMILY_F64 : EMILY_F32, o = merged(x, g, b);
     emily_dtype a = o == EMILY_F64 ? EMILY_F64 : EMILY_F32;
@@ -121,8 +115,7 @@ static emily_tensor *composed_layer_norm(emily_tensor *x, emily_tensor *g, emily
     emily_tensor *e = scalar(&c, w, eps);
     emily_tensor *pred = bin(&c, EMILY_GREATER_EQUAL, var, e), *r = NULL;
     emily_tensor *big = rsqrt(&c, bin(&c, EMILY_ADD, var, e)), *small = rsqrt(&c, e);
-    emily_status st = c.bad ? EMILY_ERR_ARGUMENT
-                            : emily_select(pred, big, small, EMILY_DTYPE_AUTO, &r);
+    emily_status st = c.bad ? EMILY_ERR_ARGUMENT : emily_select(pred, big, small, EMILY_DTYPE_AUTO, &r);
     keep(&c, st, r);
     emily_tensor *scale = bin(&c, EMILY_MULTIPLY, cast(&c, g, a), cast(&c, r, a));
     emily_tensor *y = bin(&c, EMILY_MULTIPLY, scale, cast(&c, cen, a));
@@ -136,8 +129,7 @@ static emily_tensor *composed_layer_norm(emily_tensor *x, emily_tensor *g, emily
 /* Emily.Fast's composed rms_norm. */
 static emily_tensor *composed_rms_norm(emily_tensor *x, emily_tensor *g, double eps) {
     chain c = {.n = 0};
-    emily_dtype xt = emily_tensor_dtype(x), w = xt == EMILY_F64 ? EMILY_F64 : EMILY_F32,
-                o = merged(x, g, NULL);
+    emily_dtype xt = emily_tensor_dtype(x), w = xt == EMILY_F64 ? EMILY_F64 : EMILY_F32, o = merged(x, g, NULL);
     emily_dtype a = o == EMILY_F64 ? EMILY_F64 : EMILY_F32;
     emily_tensor *xw = cast(&c, x, w);
     emily_tensor *ms = mean_last(&c, bin(&c, EMILY_MULTIPLY, xw, xw));
@@ -153,8 +145,7 @@ static emily_tensor *composed_rms_norm(emily_tensor *x, emily_tensor *g, double 
 /* fused against composed: same type and shape; every element within
  * `ulps` of the output type (NaN matches NaN); returns the number of
  * elements that differ in their bits at all. */
-static int64_t compare(const char *what, const emily_tensor *f, const emily_tensor *c,
-                       double ulps) {
+static int64_t compare(const char *what, const emily_tensor *f, const emily_tensor *c, double ulps) {
     /* f64: an output near zero (x_j near the mean) carries the mean's
      * absolute error, a few ULP of the row's values times r and gamma */
     double atol = emily_tensor_dtype(c) == EMILY_F64 ? 1e-13 : 0;
@@ -171,8 +162,7 @@ static int64_t compare(const char *what, const emily_tensor *f, const emily_tens
         if (both_nan(a, b) || a == b) continue;
         differ++;
         if (!(fabs(a - b) <= ulps * ulp_of(dt, b) + atol) && shown++ < 5) {
-            fprintf(stderr, "  %s: element %lld: fused %.9g, composed %.9g\n", what, (long long)i,
-                    a, b);
+            fprintf(stderr, "  %s: element %lld: fused %.9g, composed %.9g\n", what, (long long)i, a, b);
             harness_failures++;
         }
     }
@@ -202,8 +192,7 @@ TEST(layer_norm_matches_the_expression) {
             s2 += (double)(c * c);
         }
         sq = (float)((double)(float)s2 / 5.0);
-        float r = sq >= eps ? (float)(1.0 / sqrt((double)(sq + eps)))
-                            : (float)(1.0 / sqrt((double)eps));
+        float r = sq >= eps ? (float)(1.0 / sqrt((double)(sq + eps))) : (float)(1.0 / sqrt((double)eps));
         for (int j = 0; j < 5; j++) {
             float c = xv[i][j] - m, sc = gv[j] * r, p = sc * c;
             CHECK(t_get(y, i * 5 + j) == (double)(p + bv[j]));
@@ -216,8 +205,7 @@ TEST(layer_norm_matches_the_expression) {
 TEST(rms_norm_matches_the_expression) {
     static const float xv[2][4] = {{1, -2, 3, 4}, {0.5f, 0, -6, 2}};
     static const float gv[4] = {1, 0.5f, -2, 3};
-    emily_tensor *x = f32s(2, (int64_t[]){2, 4}, &xv[0][0]), *g = f32s(1, (int64_t[]){4}, gv),
-                 *y = NULL;
+    emily_tensor *x = f32s(2, (int64_t[]){2, 4}, &xv[0][0]), *g = f32s(1, (int64_t[]){4}, gv), *y = NULL;
     CHECK_OK(emily_rms_norm(x, g, 1.0e-6, &y));
     for (int i = 0; y && i < 2; i++) {
         double s = 0;
@@ -237,8 +225,7 @@ TEST(rms_norm_matches_the_expression) {
  * output is f32, and equals bf16(x * r) * gamma, not x * r * gamma. */
 TEST(rms_norm_rounds_to_the_input_type_before_the_scale) {
     static const float xv[3] = {1.1f, -2.3f, 0.7f}, gv[3] = {1.3f, 1.7f, -0.9f};
-    emily_tensor *x = as(f32s(1, (int64_t[]){3}, xv), EMILY_BF16), *g = f32s(1, (int64_t[]){3}, gv),
-                 *y = NULL;
+    emily_tensor *x = as(f32s(1, (int64_t[]){3}, xv), EMILY_BF16), *g = f32s(1, (int64_t[]){3}, gv), *y = NULL;
     CHECK_OK(emily_rms_norm(x, g, 1.0e-6, &y));
     CHECK(y && emily_tensor_dtype(y) == EMILY_F32);
     double s = 0;
@@ -281,8 +268,7 @@ static double warp_order_sum(const float *v, int64_t n, float m, int what) {
 TEST(cpu_sums_in_the_warp_order) {
     uint64_t st = 2024;
     int64_t shape[2] = {6, 1001}, n = 1001;
-    emily_tensor *x = rnd(&st, EMILY_F32, 2, shape, 2, 8), *g = rnd(&st, EMILY_F32, 1, &n, -2, 4),
-                 *y = NULL, *z = NULL;
+    emily_tensor *x = rnd(&st, EMILY_F32, 2, shape, 2, 8), *g = rnd(&st, EMILY_F32, 1, &n, -2, 4), *y = NULL, *z = NULL;
     CHECK_OK(emily_layer_norm(x, g, NULL, 1.0e-5, &y));
     CHECK_OK(emily_rms_norm(x, g, 1.0e-6, &z));
     float *xv = malloc((size_t)(6 * n) * sizeof *xv), *gv = malloc((size_t)n * sizeof *gv);
@@ -312,8 +298,8 @@ TEST(cpu_sums_in_the_warp_order) {
 
 /* ---- against the composed ops ------------------------------------------------ */
 
-static void against_composed(const char *label, emily_dtype xt, emily_dtype gt, emily_dtype bt,
-                             int rank, const int64_t *shape, double offset, uint64_t seed) {
+static void against_composed(const char *label, emily_dtype xt, emily_dtype gt, emily_dtype bt, int rank,
+                             const int64_t *shape, double offset, uint64_t seed) {
     uint64_t st = seed;
     int64_t n = shape[rank - 1];
     emily_tensor *x = rnd(&st, xt, rank, shape, offset - 4, 8), *g = rnd(&st, gt, 1, &n, -2, 4);
@@ -333,8 +319,7 @@ static void against_composed(const char *label, emily_dtype xt, emily_dtype gt, 
     if (xt != EMILY_F64) CHECK(d * 1000 <= emily_tensor_size(x));
     RELEASE(f, c);
     f = c = NULL;
-    snprintf(what, sizeof what, "rms_norm %s x %s gamma %s", label, emily_dtype_name(xt),
-             emily_dtype_name(gt));
+    snprintf(what, sizeof what, "rms_norm %s x %s gamma %s", label, emily_dtype_name(xt), emily_dtype_name(gt));
     CHECK_OK(emily_rms_norm(x, g, 1.0e-6, &f));
     c = composed_rms_norm(x, g, 1.0e-6);
     d = compare(what, f, c, ulps);
@@ -363,18 +348,14 @@ TEST(mixed_types_against_composed_ops) {
     static const struct {
         emily_dtype x, g, b, out;
     } cases[] = {
-        {EMILY_BF16, EMILY_F32, EMILY_F32, EMILY_F32},
-        {EMILY_F16, EMILY_BF16, EMILY_BF16, EMILY_F16},
-        {EMILY_F32, EMILY_F64, EMILY_F32, EMILY_F64},
-        {EMILY_BF16, EMILY_F64, EMILY_BF16, EMILY_F64},
-        {EMILY_F64, EMILY_F32, EMILY_F16, EMILY_F64},
-        {EMILY_F32, EMILY_BF16, EMILY_F16, EMILY_F32},
+        {EMILY_BF16, EMILY_F32, EMILY_F32, EMILY_F32}, {EMILY_F16, EMILY_BF16, EMILY_BF16, EMILY_F16},
+        {EMILY_F32, EMILY_F64, EMILY_F32, EMILY_F64},  {EMILY_BF16, EMILY_F64, EMILY_BF16, EMILY_F64},
+        {EMILY_F64, EMILY_F32, EMILY_F16, EMILY_F64},  {EMILY_F32, EMILY_BF16, EMILY_F16, EMILY_F32},
         {EMILY_F16, EMILY_F16, EMILY_F32, EMILY_F32},
     };
     for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
         uint64_t st = 97 + k;
-        emily_tensor *x = rnd(&st, cases[k].x, 2, s, -2, 8),
-                     *g = rnd(&st, cases[k].g, 1, &s[1], -2, 4),
+        emily_tensor *x = rnd(&st, cases[k].x, 2, s, -2, 8), *g = rnd(&st, cases[k].g, 1, &s[1], -2, 4),
                      *b = rnd(&st, cases[k].b, 1, &s[1], -1, 2), *f = NULL, *c = NULL;
         CHECK_OK(emily_layer_norm(x, g, b, 1.0e-5, &f));
         CHECK(f && emily_tensor_dtype(f) == cases[k].out);
@@ -396,8 +377,7 @@ TEST(mixed_types_against_composed_ops) {
 TEST(f64_within_the_reordered_sum_bound) {
     uint64_t st = 5;
     int64_t shape[2] = {4, 4096}, n = 4096;
-    emily_tensor *x = rnd(&st, EMILY_F64, 2, shape, 1000, 3),
-                 *g = rnd(&st, EMILY_F64, 1, &n, 0.5, 1), *y = NULL;
+    emily_tensor *x = rnd(&st, EMILY_F64, 2, shape, 1000, 3), *g = rnd(&st, EMILY_F64, 1, &n, 0.5, 1), *y = NULL;
     CHECK_OK(emily_layer_norm(x, g, NULL, 1.0e-5, &y));
     for (int i = 0; y && i < 4; i++) {
         double s = 0, sa = 0, s2 = 0;
@@ -410,8 +390,7 @@ TEST(f64_within_the_reordered_sum_bound) {
             double want = t_get(g, j) * r * (t_get(x, i * n + j) - m);
             double tol = fabs(t_get(g, j)) * r * 4 * mean_err + 1e-12 * fabs(want) + 1e-15;
             if (!(fabs(t_get(y, i * n + j) - want) <= tol)) {
-                fprintf(stderr, "  row %d col %lld: %.17g, want %.17g\n", i, (long long)j,
-                        t_get(y, i * n + j), want);
+                fprintf(stderr, "  row %d col %lld: %.17g, want %.17g\n", i, (long long)j, t_get(y, i * n + j), want);
                 harness_failures++;
                 break;
             }
@@ -430,8 +409,7 @@ TEST(views_as_inputs) {
     emily_tensor *xt = rnd(&st, EMILY_F32, 2, shape, -3, 6), *x = NULL, *xc = NULL;
     CHECK_OK(emily_transpose(xt, (int[]){1, 0}, &x)); /* {12, 40}, not contiguous */
     CHECK_OK(emily_contiguous(x, &xc));
-    emily_tensor *g0 = rnd(&st, EMILY_F32, 1, &n, -1, 2), *g = NULL, *gc = NULL, *b1 = NULL,
-                 *b = NULL, *bc = NULL;
+    emily_tensor *g0 = rnd(&st, EMILY_F32, 1, &n, -1, 2), *g = NULL, *gc = NULL, *b1 = NULL, *b = NULL, *bc = NULL;
     CHECK_OK(emily_reverse(g0, 1, (int[]){0}, &g));
     CHECK_OK(emily_contiguous(g, &gc));
     b1 = f32s(1, (int64_t[]){1}, (float[]){0.25f});
@@ -454,22 +432,18 @@ TEST(rows_do_not_depend_on_the_batch) {
     static const emily_dtype types[4] = {EMILY_F32, EMILY_BF16, EMILY_F64, EMILY_F16};
     for (int k = 0; k < 4; k++) {
         int64_t shape[2] = {1024, 384}, n = 384;
-        emily_tensor *x = rnd(&st, types[k], 2, shape, -4, 8),
-                     *g = rnd(&st, types[k], 1, &n, -2, 4), *b = rnd(&st, types[k], 1, &n, -1, 2),
-                     *y = NULL, *z = NULL;
+        emily_tensor *x = rnd(&st, types[k], 2, shape, -4, 8), *g = rnd(&st, types[k], 1, &n, -2, 4),
+                     *b = rnd(&st, types[k], 1, &n, -1, 2), *y = NULL, *z = NULL;
         CHECK_OK(emily_layer_norm(x, g, b, 1.0e-5, &y));
         CHECK_OK(emily_rms_norm(x, g, 1.0e-6, &z));
         static const int64_t picks[3] = {0, 517, 1023};
         for (int p = 0; p < 3; p++) {
             emily_tensor *row = NULL, *yr = NULL, *zr = NULL, *ys = NULL, *zs = NULL;
-            CHECK_OK(emily_slice(x, (int64_t[]){picks[p], 0}, (int64_t[]){1, n}, (int64_t[]){1, 1},
-                                 &row));
+            CHECK_OK(emily_slice(x, (int64_t[]){picks[p], 0}, (int64_t[]){1, n}, (int64_t[]){1, 1}, &row));
             CHECK_OK(emily_layer_norm(row, g, b, 1.0e-5, &yr));
             CHECK_OK(emily_rms_norm(row, g, 1.0e-6, &zr));
-            CHECK_OK(emily_slice(y, (int64_t[]){picks[p], 0}, (int64_t[]){1, n}, (int64_t[]){1, 1},
-                                 &ys));
-            CHECK_OK(emily_slice(z, (int64_t[]){picks[p], 0}, (int64_t[]){1, n}, (int64_t[]){1, 1},
-                                 &zs));
+            CHECK_OK(emily_slice(y, (int64_t[]){picks[p], 0}, (int64_t[]){1, n}, (int64_t[]){1, 1}, &ys));
+            CHECK_OK(emily_slice(z, (int64_t[]){picks[p], 0}, (int64_t[]){1, n}, (int64_t[]){1, 1}, &zs));
             emily_tensor *ysc = NULL, *zsc = NULL;
             CHECK_OK(emily_contiguous(ys, &ysc));
             CHECK_OK(emily_contiguous(zs, &zsc));
@@ -485,8 +459,7 @@ TEST(rows_do_not_depend_on_the_batch) {
 /* Rows of one element are constant rows: layer_norm gives beta (c = 0),
  * rms_norm x * rsqrt(x^2 + eps) * gamma. */
 TEST(rows_of_length_one) {
-    emily_tensor *x = f32s(2, (int64_t[]){3, 1}, (float[]){2, -5, 0}),
-                 *g = f32s(1, (int64_t[]){1}, (float[]){3}),
+    emily_tensor *x = f32s(2, (int64_t[]){3, 1}, (float[]){2, -5, 0}), *g = f32s(1, (int64_t[]){1}, (float[]){3}),
                  *b = f32s(1, (int64_t[]){1}, (float[]){0.5f}), *y = NULL, *z = NULL;
     CHECK_OK(emily_layer_norm(x, g, b, 1.0e-5, &y));
     CHECK(y && t_equals(y, 3, (double[]){0.5, 0.5, 0.5}));
@@ -504,9 +477,8 @@ TEST(rows_of_length_one) {
  * NaN too (0 * inf). */
 TEST(constant_rows_and_eps_zero) {
     emily_tensor *x = f32s(2, (int64_t[]){2, 3}, (float[]){7, 7, 7, 0, 0, 0}),
-                 *g = f32s(1, (int64_t[]){3}, (float[]){1, 2, 3}),
-                 *b = f32s(1, (int64_t[]){3}, (float[]){-1, 0, 1}), *y = NULL, *y0 = NULL,
-                 *z0 = NULL, *c = NULL;
+                 *g = f32s(1, (int64_t[]){3}, (float[]){1, 2, 3}), *b = f32s(1, (int64_t[]){3}, (float[]){-1, 0, 1}),
+                 *y = NULL, *y0 = NULL, *z0 = NULL, *c = NULL;
     CHECK_OK(emily_layer_norm(x, g, b, 1.0e-5, &y));
     CHECK(y && t_equals(y, 6, (double[]){-1, 0, 1, -1, 0, 1}));
     CHECK_OK(emily_layer_norm(x, g, b, 0.0, &y0));
@@ -522,8 +494,7 @@ TEST(constant_rows_and_eps_zero) {
 /* NaN and infinities stay in their rows and follow the expression. */
 TEST(nan_and_infinity) {
     float xv[3][4] = {{1, NAN, 2, 3}, {1, INFINITY, 2, 3}, {1, 2, 3, 4}};
-    emily_tensor *x = f32s(2, (int64_t[]){3, 4}, &xv[0][0]),
-                 *g = f32s(1, (int64_t[]){4}, (float[]){1, 1, 1, 1});
+    emily_tensor *x = f32s(2, (int64_t[]){3, 4}, &xv[0][0]), *g = f32s(1, (int64_t[]){4}, (float[]){1, 1, 1, 1});
     emily_tensor *y = NULL, *z = NULL, *cy = NULL, *cz = NULL;
     CHECK_OK(emily_layer_norm(x, g, NULL, 1.0e-5, &y));
     CHECK_OK(emily_rms_norm(x, g, 1.0e-6, &z));
@@ -573,35 +544,25 @@ TEST(bad_arguments) {
     emily_tensor *xi = as(f32s(2, (int64_t[]){2, 3}, (float[]){1, 2, 3, 4, 5, 6}), EMILY_S32);
     emily_tensor *gi = as(f32s(1, (int64_t[]){3}, (float[]){1, 1, 1}), EMILY_U8);
     emily_tensor *xc = as(f32s(2, (int64_t[]){2, 3}, (float[]){1, 2, 3, 4, 5, 6}), EMILY_C64);
-    CHECK_ERR(emily_layer_norm(NULL, g, NULL, 1e-5, &y), EMILY_ERR_ARGUMENT,
-              "layer_norm: x is NULL");
-    CHECK_ERR(emily_layer_norm(x, NULL, NULL, 1e-5, &y), EMILY_ERR_ARGUMENT,
-              "layer_norm: gamma is NULL");
-    CHECK_ERR(emily_layer_norm(x, g, g, 1e-5, NULL), EMILY_ERR_ARGUMENT,
-              "layer_norm: output pointer is NULL");
+    CHECK_ERR(emily_layer_norm(NULL, g, NULL, 1e-5, &y), EMILY_ERR_ARGUMENT, "layer_norm: x is NULL");
+    CHECK_ERR(emily_layer_norm(x, NULL, NULL, 1e-5, &y), EMILY_ERR_ARGUMENT, "layer_norm: gamma is NULL");
+    CHECK_ERR(emily_layer_norm(x, g, g, 1e-5, NULL), EMILY_ERR_ARGUMENT, "layer_norm: output pointer is NULL");
     CHECK_ERR(emily_rms_norm(NULL, g, 1e-6, &y), EMILY_ERR_ARGUMENT, "rms_norm: x is NULL");
     CHECK_ERR(emily_rms_norm(x, NULL, 1e-6, &y), EMILY_ERR_ARGUMENT, "rms_norm: gamma is NULL");
-    CHECK_ERR(emily_rms_norm(x, g, 1e-6, NULL), EMILY_ERR_ARGUMENT,
-              "rms_norm: output pointer is NULL");
-    CHECK_ERR(emily_layer_norm(s0, s0, NULL, 1e-5, &y), EMILY_ERR_SHAPE,
-              "layer_norm: x must have rank 1 or more");
-    CHECK_ERR(emily_rms_norm(s0, g, 1e-6, &y), EMILY_ERR_SHAPE,
-              "rms_norm: x must have rank 1 or more");
+    CHECK_ERR(emily_rms_norm(x, g, 1e-6, NULL), EMILY_ERR_ARGUMENT, "rms_norm: output pointer is NULL");
+    CHECK_ERR(emily_layer_norm(s0, s0, NULL, 1e-5, &y), EMILY_ERR_SHAPE, "layer_norm: x must have rank 1 or more");
+    CHECK_ERR(emily_rms_norm(s0, g, 1e-6, &y), EMILY_ERR_SHAPE, "rms_norm: x must have rank 1 or more");
     CHECK_ERR(emily_layer_norm(x, g4, NULL, 1e-5, &y), EMILY_ERR_SHAPE,
               "layer_norm: gamma must have shape {3} (the last axis of x, {2, 3}), got {4}");
     CHECK_ERR(emily_layer_norm(x, g, g2d, 1e-5, &y), EMILY_ERR_SHAPE,
               "layer_norm: beta must have shape {3} (the last axis of x, {2, 3}), got {1, 3}");
-    CHECK_ERR(emily_rms_norm(x, g2d, 1e-6, &y), EMILY_ERR_SHAPE,
-              "rms_norm: gamma must have shape {3}");
+    CHECK_ERR(emily_rms_norm(x, g2d, 1e-6, &y), EMILY_ERR_SHAPE, "rms_norm: gamma must have shape {3}");
     CHECK_ERR(emily_rms_norm(x, s0, 1e-6, &y), EMILY_ERR_SHAPE, "got {}");
     CHECK_ERR(emily_layer_norm(xi, g, NULL, 1e-5, &y), EMILY_ERR_TYPE,
               "layer_norm: x must be a real float tensor (f16, bf16, f32 or f64), got s32");
-    CHECK_ERR(emily_layer_norm(x, gi, NULL, 1e-5, &y), EMILY_ERR_TYPE,
-              "layer_norm: gamma must be a real float tensor");
-    CHECK_ERR(emily_layer_norm(x, g, gi, 1e-5, &y), EMILY_ERR_TYPE,
-              "layer_norm: beta must be a real float tensor");
-    CHECK_ERR(emily_rms_norm(xc, g, 1e-6, &y), EMILY_ERR_TYPE,
-              "rms_norm: x must be a real float tensor");
+    CHECK_ERR(emily_layer_norm(x, gi, NULL, 1e-5, &y), EMILY_ERR_TYPE, "layer_norm: gamma must be a real float tensor");
+    CHECK_ERR(emily_layer_norm(x, g, gi, 1e-5, &y), EMILY_ERR_TYPE, "layer_norm: beta must be a real float tensor");
+    CHECK_ERR(emily_rms_norm(xc, g, 1e-6, &y), EMILY_ERR_TYPE, "rms_norm: x must be a real float tensor");
     CHECK_ERR(emily_rms_norm(x, gi, 1e-6, &y), EMILY_ERR_TYPE, "got u8");
     CHECK(y == NULL);
     RELEASE(x, g, g4, g2d, s0, xi, gi, xc);
@@ -620,8 +581,7 @@ TEST(dispatch_callbacks) {
     int64_t shape[2] = {2, 3};
     emily_value out = v_tmpl(EMILY_F32, 2, shape), bad_out = v_tmpl(EMILY_BF16, 2, shape);
     const char *keys[1] = {"epsilon"};
-    emily_value eps_v[1] = {v_float(0.125)}, eps_opts = v_opts(keys, eps_v, 1),
-                no_opts = v_opts(NULL, NULL, 0);
+    emily_value eps_v[1] = {v_float(0.125)}, eps_opts = v_opts(keys, eps_v, 1), no_opts = v_opts(NULL, NULL, 0);
     emily_value args[4] = {v_tensor(x), v_tensor(g), v_tensor(b), eps_opts};
     emily_dispatch_result r = {0};
     CHECK_OK(emily_dispatch("layer_norm", EMILY_CPU, &out, args, 4, EMILY_DISPATCH_RUN, &r));
@@ -644,23 +604,23 @@ TEST(dispatch_callbacks) {
     emily_dispatch_result_release(&r);
     /* errors: the template, the arguments, the types */
     args[2] = v_tensor(b);
-    CHECK_ERR(emily_dispatch("layer_norm", EMILY_CPU, &bad_out, args, 4, EMILY_DISPATCH_RUN, &r),
-              EMILY_ERR_INTERNAL, "but Nx expects bf16");
-    CHECK_ERR(emily_dispatch("rms_norm", EMILY_CPU, &out, args, 3, EMILY_DISPATCH_RUN, &r),
-              EMILY_ERR_ARGUMENT, "rms_norm: argument 3 must be a keyword list");
-    CHECK_ERR(emily_dispatch("layer_norm", EMILY_CPU, &out, args, 1, EMILY_DISPATCH_RUN, &r),
-              EMILY_ERR_ARGUMENT, "layer_norm: expected 2 to 4 arguments, got 1");
+    CHECK_ERR(emily_dispatch("layer_norm", EMILY_CPU, &bad_out, args, 4, EMILY_DISPATCH_RUN, &r), EMILY_ERR_INTERNAL,
+              "but Nx expects bf16");
+    CHECK_ERR(emily_dispatch("rms_norm", EMILY_CPU, &out, args, 3, EMILY_DISPATCH_RUN, &r), EMILY_ERR_ARGUMENT,
+              "rms_norm: argument 3 must be a keyword list");
+    CHECK_ERR(emily_dispatch("layer_norm", EMILY_CPU, &out, args, 1, EMILY_DISPATCH_RUN, &r), EMILY_ERR_ARGUMENT,
+              "layer_norm: expected 2 to 4 arguments, got 1");
     emily_value odd[4] = {v_tensor(x), v_int(3), eps_opts, eps_opts};
-    CHECK_ERR(emily_dispatch("layer_norm", EMILY_CPU, &out, odd, 3, EMILY_DISPATCH_RUN, &r),
-              EMILY_ERR_ARGUMENT, "layer_norm: argument 2 must be a tensor, got integer");
+    CHECK_ERR(emily_dispatch("layer_norm", EMILY_CPU, &out, odd, 3, EMILY_DISPATCH_RUN, &r), EMILY_ERR_ARGUMENT,
+              "layer_norm: argument 2 must be a tensor, got integer");
     odd[1] = v_tensor(g);
-    CHECK_ERR(emily_dispatch("layer_norm", EMILY_CPU, &out, odd, 4, EMILY_DISPATCH_RUN, &r),
-              EMILY_ERR_ARGUMENT, "layer_norm: argument 3 must be a tensor");
+    CHECK_ERR(emily_dispatch("layer_norm", EMILY_CPU, &out, odd, 4, EMILY_DISPATCH_RUN, &r), EMILY_ERR_ARGUMENT,
+              "layer_norm: argument 3 must be a tensor");
     const char *bad_keys[1] = {"epsilon"};
     emily_value bad_eps[1] = {v_atom("small")}, bad_opts = v_opts(bad_keys, bad_eps, 1);
     emily_value args3[3] = {v_tensor(x), v_tensor(g), bad_opts};
-    CHECK_ERR(emily_dispatch("rms_norm", EMILY_CPU, &out, args3, 3, EMILY_DISPATCH_RUN, &r),
-              EMILY_ERR_ARGUMENT, "rms_norm: option :epsilon must be a number, got atom");
+    CHECK_ERR(emily_dispatch("rms_norm", EMILY_CPU, &out, args3, 3, EMILY_DISPATCH_RUN, &r), EMILY_ERR_ARGUMENT,
+              "rms_norm: option :epsilon must be a number, got atom");
     CHECK(r.n == 0);
     CHECK(emily_dispatch_find("layer_norm")->dtypes == EMILY_DTYPES_FLOAT);
     CHECK(emily_dispatch_find("rms_norm")->cost == EMILY_COST_INLINE);
@@ -671,8 +631,8 @@ TEST(dispatch_callbacks) {
 TEST(runs_in_a_graph) {
     uint64_t st = 9;
     int64_t shape[2] = {33, 96}, n = 96;
-    emily_tensor *x = rnd(&st, EMILY_BF16, 2, shape, -4, 8), *g = rnd(&st, EMILY_F32, 1, &n, -1, 2),
-                 *want = NULL, *wantr = NULL;
+    emily_tensor *x = rnd(&st, EMILY_BF16, 2, shape, -4, 8), *g = rnd(&st, EMILY_F32, 1, &n, -1, 2), *want = NULL,
+                 *wantr = NULL;
     CHECK_OK(emily_layer_norm(x, g, g, 1.0e-5, &want));
     CHECK_OK(emily_rms_norm(x, g, 1.0e-6, &wantr));
     emily_graph *gr = NULL;
@@ -687,8 +647,7 @@ TEST(runs_in_a_graph) {
                          {.kind = EMILY_V_REF, .i = pg},
                          {.kind = EMILY_V_REF, .i = pg},
                          v_opts(keys, e1, 1)};
-    emily_value a2[3] = {
-        {.kind = EMILY_V_REF, .i = px}, {.kind = EMILY_V_REF, .i = pg}, v_opts(keys, e2, 1)};
+    emily_value a2[3] = {{.kind = EMILY_V_REF, .i = px}, {.kind = EMILY_V_REF, .i = pg}, v_opts(keys, e2, 1)};
     CHECK_OK(emily_graph_add_call(gr, "layer_norm", &out, a1, 4, &ln));
     CHECK_OK(emily_graph_add_call(gr, "rms_norm", &out, a2, 3, &rms));
     CHECK_OK(emily_graph_set_outputs(gr, 2, (int32_t[]){ln, rms}));
@@ -700,11 +659,9 @@ TEST(runs_in_a_graph) {
     RELEASE(x, g, want, wantr, res[0], res[1]);
 }
 
-RUN_TESTS("fast_norm", CASE(layer_norm_matches_the_expression),
-          CASE(rms_norm_matches_the_expression),
-          CASE(rms_norm_rounds_to_the_input_type_before_the_scale),
-          CASE(cpu_sums_in_the_warp_order), CASE(same_types_against_composed_ops),
-          CASE(mixed_types_against_composed_ops), CASE(f64_within_the_reordered_sum_bound),
-          CASE(views_as_inputs), CASE(rows_do_not_depend_on_the_batch), CASE(rows_of_length_one),
-          CASE(constant_rows_and_eps_zero), CASE(nan_and_infinity), CASE(empty_inputs),
+RUN_TESTS("fast_norm", CASE(layer_norm_matches_the_expression), CASE(rms_norm_matches_the_expression),
+          CASE(rms_norm_rounds_to_the_input_type_before_the_scale), CASE(cpu_sums_in_the_warp_order),
+          CASE(same_types_against_composed_ops), CASE(mixed_types_against_composed_ops),
+          CASE(f64_within_the_reordered_sum_bound), CASE(views_as_inputs), CASE(rows_do_not_depend_on_the_batch),
+          CASE(rows_of_length_one), CASE(constant_rows_and_eps_zero), CASE(nan_and_infinity), CASE(empty_inputs),
           CASE(bad_arguments), CASE(dispatch_callbacks), CASE(runs_in_a_graph))

@@ -4,8 +4,7 @@
 #include "harness.h"
 
 /* Naive DFT in long double (sign -1 forward, +1 inverse scaled by 1/n). */
-static void naive_dft(const double complex *x, int64_t len, int64_t n, int sign,
-                      double complex *y) {
+static void naive_dft(const double complex *x, int64_t len, int64_t n, int sign, double complex *y) {
     for (int64_t k = 0; k < n; k++) {
         long double re = 0, im = 0;
         for (int64_t j = 0; j < n && j < len; j++) {
@@ -14,7 +13,10 @@ static void naive_dft(const double complex *x, int64_t len, int64_t n, int sign,
             re += creal(x[j]) * c - cimag(x[j]) * s;
             im += creal(x[j]) * s + cimag(x[j]) * c;
         }
-        if (sign > 0) { re /= n; im /= n; }
+        if (sign > 0) {
+            re /= n;
+            im /= n;
+        }
         y[k] = (double)re + I * (double)im;
     }
 }
@@ -296,8 +298,7 @@ TEST(fft_dispatch_callbacks) {
     CHECK_OK(emily_dispatch("ifft", EMILY_CPU, &out, args, 2, EMILY_DISPATCH_INFER, &r));
     emily_dispatch_result_release(&r);
     items[1] = v_int(-2);
-    CHECK_ERR(emily_dispatch("fft", EMILY_CPU, &out, args, 2, EMILY_DISPATCH_RUN, &r),
-              EMILY_ERR_ARGUMENT, "positive");
+    CHECK_ERR(emily_dispatch("fft", EMILY_CPU, &out, args, 2, EMILY_DISPATCH_RUN, &r), EMILY_ERR_ARGUMENT, "positive");
     emily_tensor_release(t);
 }
 
@@ -334,8 +335,7 @@ TEST(fft_every_dtype) {
 }
 
 RUN_TESTS("fft", CASE(fft_every_dtype), CASE(fft_small_known_values), CASE(fft_matches_naive_dft_many_lengths),
-          CASE(fft_length_pads_and_truncates), CASE(fft_along_axes_and_views),
-          CASE(fft_input_types), CASE(fft_eps_zeroes_small_components),
-          CASE(fft_non_finite_values_propagate), CASE(fft_batches_match_single_lines),
-          CASE(fft2_is_two_passes), CASE(rfft_and_irfft), CASE(fft_zero_size_and_bad_input),
-          CASE(fft_dispatch_callbacks))
+          CASE(fft_length_pads_and_truncates), CASE(fft_along_axes_and_views), CASE(fft_input_types),
+          CASE(fft_eps_zeroes_small_components), CASE(fft_non_finite_values_propagate),
+          CASE(fft_batches_match_single_lines), CASE(fft2_is_two_passes), CASE(rfft_and_irfft),
+          CASE(fft_zero_size_and_bad_input), CASE(fft_dispatch_callbacks))

@@ -142,9 +142,11 @@ TEST(sampler_top_k_and_top_p) {
 TEST(sampler_bad_options) {
     char err[256];
     sampler s;
-    sampler_options bad[] = {{.temperature = -1, .top_p = 1}, {.temperature = NAN, .top_p = 1},
+    sampler_options bad[] = {{.temperature = -1, .top_p = 1},
+                             {.temperature = NAN, .top_p = 1},
                              {.temperature = 1, .top_k = -1, .top_p = 1},
-                             {.temperature = 1, .top_p = 0}, {.temperature = 1, .top_p = 1.5}};
+                             {.temperature = 1, .top_p = 0},
+                             {.temperature = 1, .top_p = 1.5}};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         err[0] = 0;
         CHECK(sampler_init(&s, &bad[i], 4, err, sizeof err) == -1);
@@ -215,8 +217,7 @@ static int load_reference(ref_case **out) {
         for (int j = 0; j < 10; j++) {
             r[i].top_ids[j] = (int32_t)json_integer_value(
                 json_array_get(json_object_get(c, "first_top_ids"), (size_t)j));
-            r[i].top_logits[j] =
-                json_number_value(json_array_get(json_object_get(c, "first_top_logits"), (size_t)j));
+            r[i].top_logits[j] = json_number_value(json_array_get(json_object_get(c, "first_top_logits"), (size_t)j));
         }
         r[i].min_gap = json_number_value(json_object_get(c, "min_top2_gap"));
     }
@@ -290,8 +291,7 @@ static void check_reference_on(emily_device device, const lane *ln) {
         int32_t *ids = NULL;
         int n_ids = 0;
         CHECK(generator_prompt(g, ref[i].text, NULL, ref[i].chat, &ids, &n_ids, err, sizeof err) == 0);
-        CHECK(n_ids == ref[i].n_prompt &&
-              memcmp(ids, ref[i].prompt, sizeof(int32_t) * (size_t)n_ids) == 0);
+        CHECK(n_ids == ref[i].n_prompt && memcmp(ids, ref[i].prompt, sizeof(int32_t) * (size_t)n_ids) == 0);
         free(ids);
         generate_options o = {.max_new = ref[i].n_greedy, .sampling = {.top_p = 1}};
         generate_result res;
@@ -302,8 +302,8 @@ static void check_reference_on(emily_device device, const lane *ln) {
         ids_total += ref[i].n_greedy;
         bool same = res.n == ref[i].n_greedy && agree == res.n;
         if (ln->all_ids && !same) {
-            fprintf(stderr, "  FAIL: prompt %d: %d ids, want %d; first difference at %d\n", i, res.n,
-                    ref[i].n_greedy, agree);
+            fprintf(stderr, "  FAIL: prompt %d: %d ids, want %d; first difference at %d\n", i, res.n, ref[i].n_greedy,
+                    agree);
             harness_failures++;
         }
         if (!ln->all_ids) {
@@ -315,8 +315,8 @@ static void check_reference_on(emily_device device, const lane *ln) {
                         res.n ? res.ids[0] : -1, ref[i].greedy[0], gap);
                 harness_failures++;
             }
-            printf("  %s prompt %d: the first %d of %d greedy ids agree (first-step gap %.3g%s)\n",
-                   ln->weights, i, agree, ref[i].n_greedy, gap, required ? ", first id required" : "");
+            printf("  %s prompt %d: the first %d of %d greedy ids agree (first-step gap %.3g%s)\n", ln->weights, i,
+                   agree, ref[i].n_greedy, gap, required ? ", first id required" : "");
         }
         generate_result_free(&res);
         /* the first step's logits */
@@ -337,10 +337,9 @@ static void check_reference_on(emily_device device, const lane *ln) {
     printf("  %s weights: %d of %d prompts (at most %d tokens each): %d of %d greedy ids agree "
            "(leading runs)%s; largest first-step top-10 logit difference %.2e relative "
            "(bound %.1e)\n",
-           ln->weights, n, all, tokens, agree_total, ids_total,
-           ln->all_ids ? ", all required" : "", worst, ln->logit_tol);
-    if (!ln->all_ids) printf("  %s weights: first id required on %d of %d prompts\n", ln->weights,
-                             first_required, n);
+           ln->weights, n, all, tokens, agree_total, ids_total, ln->all_ids ? ", all required" : "", worst,
+           ln->logit_tol);
+    if (!ln->all_ids) printf("  %s weights: first id required on %d of %d prompts\n", ln->weights, first_required, n);
     generator_close(g);
     free_reference(ref, all);
 }
@@ -441,15 +440,15 @@ TEST(gpu_smollm2_bf16_weights_agreement) { check_reference_on(CUDA0, &BF16); }
 
 int main(int argc, char **argv) {
     if (!harness_args(argc, argv)) return 2;
-    static const harness_case always[] = {CASE(sampler_greedy_ties_and_nans),
-                                          CASE(sampler_seeded_distribution),
-                                          CASE(sampler_top_k_and_top_p), CASE(sampler_bad_options),
-                                          CASE(weights_mode_names), {NULL, NULL}};
+    static const harness_case always[] = {CASE(sampler_greedy_ties_and_nans), CASE(sampler_seeded_distribution),
+                                          CASE(sampler_top_k_and_top_p),      CASE(sampler_bad_options),
+                                          CASE(weights_mode_names),           {NULL, NULL}};
     static const harness_case with_model[] = {CASE(smollm2_matches_pytorch),
                                               CASE(smollm2_f32_weights_match_pytorch),
                                               CASE(smollm2_bf16_weights_agreement),
                                               CASE(smollm2_cache_steps_match_prefill),
-                                              CASE(smollm2_bad_calls), {NULL, NULL}};
+                                              CASE(smollm2_bad_calls),
+                                              {NULL, NULL}};
     static const harness_case on_gpu_with_model[] = {CASE(gpu_smollm2_matches_pytorch),
                                                      CASE(gpu_smollm2_f32_weights_match_pytorch),
                                                      CASE(gpu_smollm2_bf16_weights_agreement),
@@ -467,9 +466,7 @@ int main(int argc, char **argv) {
     int rc = harness_run("generate", always);
     bool skipped = false;
     if (have_model) rc = harness_run("generate (SmolLM2-135M-Instruct)", with_model) || rc;
-    else
-        printf("generate: SKIPPED %d model cases: %s\n", harness_count_cases(with_model), why_model),
-            skipped = true;
+    else printf("generate: SKIPPED %d model cases: %s\n", harness_count_cases(with_model), why_model), skipped = true;
     if (have_gpu && have_model) rc = harness_run("generate (GPU, SmolLM2)", on_gpu_with_model) || rc;
     else
         printf("generate: SKIPPED %d GPU model cases: %s\n", harness_count_cases(on_gpu_with_model),

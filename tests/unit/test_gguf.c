@@ -31,8 +31,7 @@ static const char *path_of(const char *name) {
 
 /* A file from encoded pairs and tensors, opened (NULL, counted, when
  * that fails). */
-static emily_gguf *write_open(const char *name, const gw *kvs, uint64_t kv_count,
-                              const gw_tensor *ts, size_t n) {
+static emily_gguf *write_open(const char *name, const gw *kvs, uint64_t kv_count, const gw_tensor *ts, size_t n) {
     gw f = {0};
     gw_file(&f, 3, kvs, kv_count, ts, n, 32);
     emily_gguf *g = NULL;
@@ -158,8 +157,9 @@ TEST(block_types_dequantize_exactly) {
         int64_t rows = 3, k = 512, rows2 = 2, mid = 2; /* a 2-D and a 3-D tensor */
         block_case a = encode(types[ti], rows, k), b = encode(types[ti], rows2 * mid, k);
         gw kvs = {0};
-        gw_tensor ts[2] = {{"w2", 2, {(uint64_t)k, (uint64_t)rows}, (uint32_t)types[ti], a.bytes, a.nbytes},
-                           {"w3", 3, {(uint64_t)k, (uint64_t)mid, (uint64_t)rows2}, (uint32_t)types[ti], b.bytes, b.nbytes}};
+        gw_tensor ts[2] = {
+            {"w2", 2, {(uint64_t)k, (uint64_t)rows}, (uint32_t)types[ti], a.bytes, a.nbytes},
+            {"w3", 3, {(uint64_t)k, (uint64_t)mid, (uint64_t)rows2}, (uint32_t)types[ti], b.bytes, b.nbytes}};
         emily_gguf *g = write_open("blocks.gguf", &kvs, 0, ts, 2);
         emily_gguf_tensor t;
         CHECK_OK(emily_gguf_load(g, "w2", EMILY_CPU, EMILY_F32, &t));
@@ -227,10 +227,12 @@ TEST(triple_by_hand) {
     unsigned char w8[32];
     for (int i = 0; i < 32; i++) w8[i] = (unsigned char)(i - 16 + 128);
     CHECK(t_holds(t.q, EMILY_U8, w8, 32));
-    CHECK(t_holds(t.scales, EMILY_F16, (uint16_t[]){0x3800}, 2) && t_holds(t.biases, EMILY_F16, (uint16_t[]){0xd400}, 2)); /* -64 */
+    CHECK(t_holds(t.scales, EMILY_F16, (uint16_t[]){0x3800}, 2) &&
+          t_holds(t.biases, EMILY_F16, (uint16_t[]){0xd400}, 2)); /* -64 */
     emily_gguf_tensor_release(&t);
     CHECK_OK(emily_gguf_load(g, "b", EMILY_CPU, EMILY_BF16, &t));
-    CHECK(t_holds(t.scales, EMILY_BF16, (uint16_t[]){0x3f00}, 2) && t_holds(t.biases, EMILY_BF16, (uint16_t[]){0xc280}, 2));
+    CHECK(t_holds(t.scales, EMILY_BF16, (uint16_t[]){0x3f00}, 2) &&
+          t_holds(t.biases, EMILY_BF16, (uint16_t[]){0xc280}, 2));
     emily_gguf_tensor_release(&t);
     emily_gguf_close(g);
 }
@@ -331,8 +333,10 @@ TEST(dense_types) {
         uint64_t count = 1;
         for (uint32_t d = 0; d < ranks[i]; d++) count *= nes[i][d];
         for (size_t b = 0; b < sizeof bytes[i]; b++) bytes[i][b] = (unsigned char)rnd(256);
-        if (plain[i].dt == EMILY_F16 || plain[i].dt == EMILY_BF16 || plain[i].dt == EMILY_F32 || plain[i].dt == EMILY_F64)
-            for (size_t b = plain[i].size - 1; b < sizeof bytes[i]; b += plain[i].size) bytes[i][b] &= 0x3f; /* no NaNs */
+        if (plain[i].dt == EMILY_F16 || plain[i].dt == EMILY_BF16 || plain[i].dt == EMILY_F32 ||
+            plain[i].dt == EMILY_F64)
+            for (size_t b = plain[i].size - 1; b < sizeof bytes[i]; b += plain[i].size)
+                bytes[i][b] &= 0x3f; /* no NaNs */
         ts[i] = (gw_tensor){names[i], ranks[i], {0}, (uint32_t)plain[i].type, bytes[i], (size_t)count * plain[i].size};
         memcpy(ts[i].ne, nes[i], sizeof ts[i].ne);
     }
@@ -398,15 +402,17 @@ TEST(metadata_values) {
     static const struct {
         const char *key;
         int64_t v;
-    } ints[] = {{"u8", 200}, {"s8", -128}, {"u16", 65535}, {"s16", -32768}, {"u32", 4000000000ll},
-                {"s32", -1}, {"bool", 1}, {"s64", INT64_MIN}};
+    } ints[] = {{"u8", 200},           {"s8", -128}, {"u16", 65535}, {"s16", -32768},
+                {"u32", 4000000000ll}, {"s32", -1},  {"bool", 1},    {"s64", INT64_MIN}};
     for (size_t j = 0; j < sizeof ints / sizeof *ints; j++) {
         i = 0;
         CHECK_OK(emily_gguf_get_int(g, ints[j].key, &i));
         CHECK(i == ints[j].v);
     }
-    CHECK_ERR(emily_gguf_get_int(g, "u64", &i), EMILY_ERR_TYPE, "key u64 holds the u64 18446744073709551615, above INT64_MAX");
-    CHECK_ERR(emily_gguf_get_int(g, "f32", &i), EMILY_ERR_TYPE, "gguf_get_int: key f32 holds f32, not an integer or bool");
+    CHECK_ERR(emily_gguf_get_int(g, "u64", &i), EMILY_ERR_TYPE,
+              "key u64 holds the u64 18446744073709551615, above INT64_MAX");
+    CHECK_ERR(emily_gguf_get_int(g, "f32", &i), EMILY_ERR_TYPE,
+              "gguf_get_int: key f32 holds f32, not an integer or bool");
     CHECK_OK(emily_gguf_get_float(g, "f32", &f));
     CHECK(f == (double)0.1f);
     CHECK_OK(emily_gguf_get_float(g, "f64", &f));
@@ -430,8 +436,10 @@ TEST(metadata_values) {
         CHECK_OK(emily_gguf_get_array_string(g, "a.str", j, &s, &n));
         CHECK(n == strlen(strs[j]) && memcmp(s, strs[j], n) == 0);
     }
-    CHECK_ERR(emily_gguf_get_array_string(g, "a.str", 3, &s, &n), EMILY_ERR_INDEX, "index 3 of key a.str, an array of 3");
-    CHECK_ERR(emily_gguf_get_array_string(g, "a.s32", 0, &s, &n), EMILY_ERR_TYPE, "key a.s32 is an array of s32, not of strings");
+    CHECK_ERR(emily_gguf_get_array_string(g, "a.str", 3, &s, &n), EMILY_ERR_INDEX,
+              "index 3 of key a.str, an array of 3");
+    CHECK_ERR(emily_gguf_get_array_string(g, "a.s32", 0, &s, &n), EMILY_ERR_TYPE,
+              "key a.s32 is an array of s32, not of strings");
     CHECK_ERR(emily_gguf_get_array_int(g, "a.str", 0, &i), EMILY_ERR_TYPE, "is an array of string, not of integers");
     CHECK_ERR(emily_gguf_get_array_int(g, "str", 0, &i), EMILY_ERR_TYPE, "key str holds string, not an array");
     CHECK_OK(emily_gguf_get_array_int(g, "a.s32", 1, &i));
@@ -704,7 +712,8 @@ TEST(load_errors) {
               "gguf_load: tensor blk.0.ffn_down.weight is of ggml type Q6_K, which Emily does not load");
     CHECK(t.dense == NULL);
     CHECK_ERR(emily_gguf_load(g, "y", EMILY_CPU, EMILY_F32, &t), EMILY_ERR_ARGUMENT, "gguf_load: tensor y is not in");
-    CHECK_ERR(emily_gguf_load(g, "x", EMILY_CPU, EMILY_F64, &t), EMILY_ERR_TYPE, "scale_type must be f32, f16 or bf16, got f64");
+    CHECK_ERR(emily_gguf_load(g, "x", EMILY_CPU, EMILY_F64, &t), EMILY_ERR_TYPE,
+              "scale_type must be f32, f16 or bf16, got f64");
     CHECK_ERR(emily_gguf_load(g, "x", EMILY_CPU, EMILY_F32, NULL), EMILY_ERR_ARGUMENT, "out is NULL");
     CHECK_ERR(emily_gguf_load(NULL, "x", EMILY_CPU, EMILY_F32, &t), EMILY_ERR_ARGUMENT, "NULL");
     emily_device bogus = {EMILY_DEVICE_CUDA, 7};
@@ -732,8 +741,9 @@ TEST(smollm2_file) {
     static const struct {
         const char *key;
         int64_t v;
-    } ints[] = {{"llama.block_count", 30}, {"llama.embedding_length", 576}, {"llama.attention.head_count", 9},
-                {"llama.attention.head_count_kv", 3}, {"llama.vocab_size", 49152}, {"llama.feed_forward_length", 1536}};
+    } ints[] = {{"llama.block_count", 30},         {"llama.embedding_length", 576},
+                {"llama.attention.head_count", 9}, {"llama.attention.head_count_kv", 3},
+                {"llama.vocab_size", 49152},       {"llama.feed_forward_length", 1536}};
     for (size_t j = 0; j < sizeof ints / sizeof *ints; j++) {
         int64_t v = -1;
         CHECK_OK(emily_gguf_get_int(g, ints[j].key, &v));
@@ -814,26 +824,31 @@ static void setup(void) {
 static void teardown(void) {
     static const char *files[] = {"blocks.gguf", "hand.gguf", "narrow.gguf", "matmul.gguf", "dense.gguf",
                                   "meta.gguf",   "bad.gguf",  "small.gguf",  "cut.gguf",    "ok.gguf",
-                                  "zero.gguf",   "q6k.gguf",    "empty.gguf"};
+                                  "zero.gguf",   "q6k.gguf",  "empty.gguf"};
     for (size_t i = 0; i < sizeof files / sizeof *files; i++) unlink(path_of(files[i]));
     rmdir(dir);
 }
 
 int main(int argc, char **argv) {
-    static const harness_case cases[] = {
-        CASE(block_types_dequantize_exactly), CASE(empty_block_tensors), CASE(triple_by_hand), CASE(narrow_scale_types),
-        CASE(quantized_matmul_on_loaded_weights), CASE(dense_types), CASE(metadata_values),
-        CASE(truncated_at_every_byte), CASE(malformed_headers), CASE(malformed_tensors),
-        CASE(load_errors), {NULL, NULL}};
+    static const harness_case cases[] = {CASE(block_types_dequantize_exactly),
+                                         CASE(empty_block_tensors),
+                                         CASE(triple_by_hand),
+                                         CASE(narrow_scale_types),
+                                         CASE(quantized_matmul_on_loaded_weights),
+                                         CASE(dense_types),
+                                         CASE(metadata_values),
+                                         CASE(truncated_at_every_byte),
+                                         CASE(malformed_headers),
+                                         CASE(malformed_tensors),
+                                         CASE(load_errors),
+                                         {NULL, NULL}};
     static const harness_case with_model[] = {CASE(smollm2_file), {NULL, NULL}};
     if (!harness_args(argc, argv)) return 2;
     setup();
     int rc = harness_run("gguf", cases);
     /* the model case runs only where the file is; it is not counted otherwise */
-    if (access(smollm2_path(), R_OK) == 0)
-        rc = harness_run("gguf (SmolLM2-135M-Instruct.Q4_1.gguf)", with_model) || rc;
-    else
-        printf("gguf: SKIPPED 1 model case: %s is not installed (set EMILY_SMOLLM2_GGUF)\n", smollm2_path());
+    if (access(smollm2_path(), R_OK) == 0) rc = harness_run("gguf (SmolLM2-135M-Instruct.Q4_1.gguf)", with_model) || rc;
+    else printf("gguf: SKIPPED 1 model case: %s is not installed (set EMILY_SMOLLM2_GGUF)\n", smollm2_path());
     teardown();
     return harness_finish(rc);
 }

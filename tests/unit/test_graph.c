@@ -6,7 +6,6 @@
 
 static const int64_t S3[1] = {3};
 
-
 /* Deterministic pseudo-random values in [-2, 2). */
 static uint64_t rng_state = 0x2545f4914f6cdd1dull;
 static double rnd(void) { return (double)(xorshift64(&rng_state) >> 11) * 0x1p-53 * 4 - 2; }
@@ -40,8 +39,8 @@ static emily_graph *graph_with_param(emily_dtype dt, int rank, const int64_t *S,
 
 /* Compiles g, optimized (opt) or not, reads its statistics into *st and
  * runs it on nin inputs into nout outputs; frees g. */
-static void compile_and_run(emily_graph *g, int opt, emily_tensor **in, size_t nin, emily_tensor **out,
-                            size_t nout, emily_graph_stats *st) {
+static void compile_and_run(emily_graph *g, int opt, emily_tensor **in, size_t nin, emily_tensor **out, size_t nout,
+                            emily_graph_stats *st) {
     emily_graph_options go = {.no_optimize = !opt};
     CHECK_OK(emily_graph_compile(g, EMILY_CPU, &go));
     CHECK_OK(emily_graph_get_stats(g, st));
@@ -227,7 +226,8 @@ TEST(bad_graphs_fail_clearly) {
     CHECK_ERR(emily_graph_add_const(g, NULL, &x), EMILY_ERR_ARGUMENT, "tensor");
     CHECK_OK(emily_graph_add_param(g, EMILY_F32, 1, S3, &x));
     emily_value a1[1] = {v_ref(x)};
-    CHECK_ERR(emily_graph_add_call(g, "no_such_op", &out, a1, 1, &y), EMILY_ERR_UNSUPPORTED, "unknown callback no_such_op");
+    CHECK_ERR(emily_graph_add_call(g, "no_such_op", &out, a1, 1, &y), EMILY_ERR_UNSUPPORTED,
+              "unknown callback no_such_op");
     CHECK_ERR(emily_graph_add_call(g, NULL, &out, a1, 1, &y), EMILY_ERR_ARGUMENT, "NULL callback");
     CHECK_ERR(emily_graph_add_call(g, "exp", NULL, a1, 1, &y), EMILY_ERR_ARGUMENT, "NULL output template");
     emily_value not_tmpl = v_int(3);
@@ -403,10 +403,10 @@ static void fused_matches_unfused(int rank, const int64_t *S, emily_dtype dt) {
         CHECK_OK(emily_as_type(h64, dt, &h));
         CHECK_OK(emily_graph_add_const(g, h, &half));
         emily_value o = v_tmpl(dt, rank, S), ou8 = v_tmpl(EMILY_U8, rank, S), of64 = v_tmpl(EMILY_F64, rank, S);
-        t1 = GRAPH_CALL(g, "add", &o, v_ref(x), v_ref(r));  /* x + row */
-        t2 = GRAPH_CALL(g, "multiply", &o, v_ref(t1), v_ref(half));  /* * 0.5 */
+        t1 = GRAPH_CALL(g, "add", &o, v_ref(x), v_ref(r));          /* x + row */
+        t2 = GRAPH_CALL(g, "multiply", &o, v_ref(t1), v_ref(half)); /* * 0.5 */
         t3 = GRAPH_CALL(g, "tanh", &o, v_ref(t2));
-        t4 = GRAPH_CALL(g, "less", &ou8, v_ref(t3), v_ref(c));  /* tanh(..) < col */
+        t4 = GRAPH_CALL(g, "less", &ou8, v_ref(t3), v_ref(c)); /* tanh(..) < col */
         t5 = GRAPH_CALL(g, "select", &o, v_ref(t4), v_ref(t2), v_ref(x));
         t6 = GRAPH_CALL(g, "exp", &o, v_ref(t5));
         t7 = GRAPH_CALL(g, "as_type", &of64, v_ref(t6));
@@ -433,10 +433,10 @@ static void fused_matches_unfused(int rank, const int64_t *S, emily_dtype dt) {
 TEST(fused_chains_give_the_unfused_bits) {
     static const emily_dtype types[4] = {EMILY_F32, EMILY_F64, EMILY_BF16, EMILY_F16};
     for (int ti = 0; ti < 4; ti++) {
-        fused_matches_unfused(2, (int64_t[]){300, 97}, types[ti]);          /* many slabs, threads */
-        fused_matches_unfused(3, (int64_t[]){1, 129, 385}, types[ti]);      /* leading 1: slab axis 1 */
-        fused_matches_unfused(1, (int64_t[]){70001}, types[ti]);            /* one long row */
-        fused_matches_unfused(2, (int64_t[]){3, 40000}, types[ti]);         /* rows above a slab */
+        fused_matches_unfused(2, (int64_t[]){300, 97}, types[ti]);     /* many slabs, threads */
+        fused_matches_unfused(3, (int64_t[]){1, 129, 385}, types[ti]); /* leading 1: slab axis 1 */
+        fused_matches_unfused(1, (int64_t[]){70001}, types[ti]);       /* one long row */
+        fused_matches_unfused(2, (int64_t[]){3, 40000}, types[ti]);    /* rows above a slab */
         fused_matches_unfused(2, (int64_t[]){1, 1}, types[ti]);
     }
 }
@@ -466,8 +466,7 @@ TEST(groups_read_early_are_not_fused) {
         CHECK(st.steps == (opt ? 3 : 5) && st.fused_calls == (opt ? 4 : 0) && st.fused_groups == (opt ? 2 : 0));
         double total = 0;
         for (int i = 0; i < 4; i++) total += (double)expf(-xv[i]);
-        for (int i = 0; res && i < 4; i++)
-            CHECK(fabs(t_get(res, i) - cos(-xv[i]) * total) < 1e-5);
+        for (int i = 0; res && i < 4; i++) CHECK(fabs(t_get(res, i) - cos(-xv[i]) * total) < 1e-5);
         emily_tensor_release(res);
     }
     emily_tensor_release(tx);
@@ -702,7 +701,7 @@ TEST(fp8_dot_runs_emily_dot_fp8) {
     emily_dtype outs[2] = {EMILY_F8_E4M3FN, EMILY_F32};
     for (int i = 0; i < 2; i++) {
         emily_value y = v_tmpl(outs[i], 2, YS), one = v_int(1), zero = v_int(0);
-        emily_value args[6] = {v_tensor(a), v_list(&one, 1), v_list(NULL, 0),
+        emily_value args[6] = {v_tensor(a), v_list(&one, 1),  v_list(NULL, 0),
                                v_tensor(b), v_list(&zero, 1), v_list(NULL, 0)};
         emily_dispatch_result eager = {0};
         long long tc0, w0, tc1, w1;
@@ -713,8 +712,8 @@ TEST(fp8_dot_runs_emily_dot_fp8) {
         int32_t pa, pb;
         emily_graph *g = graph_with_param(EMILY_F8_E4M3FN, 2, AS, &pa);
         CHECK_OK(emily_graph_add_param(g, EMILY_F8_E4M3FN, 2, BS, &pb));
-        int32_t d = GRAPH_CALL(g, "dot", &y, v_ref(pa), v_list(&one, 1), v_list(NULL, 0), v_ref(pb),
-                               v_list(&zero, 1), v_list(NULL, 0));
+        int32_t d = GRAPH_CALL(g, "dot", &y, v_ref(pa), v_list(&one, 1), v_list(NULL, 0), v_ref(pb), v_list(&zero, 1),
+                               v_list(NULL, 0));
         CHECK_OK(emily_graph_set_outputs(g, 1, &d));
         emily_tensor *r = NULL;
         emily_graph_stats st;
@@ -737,6 +736,8 @@ TEST(softmax_is_one_group) {
     softmax_fused(EMILY_F64, 4, (int64_t[]){1, 6, 8, 129});
 }
 
-RUN_TESTS("graph", CASE(fp8_dot_runs_emily_dot_fp8), CASE(softmax_is_one_group), CASE(cond_picks_one_branch), CASE(while_loops), CASE(many_groups_between_reductions), CASE(fused_chains_give_the_unfused_bits), CASE(groups_read_early_are_not_fused), CASE(pow_two_is_rewritten_with_the_same_bits), CASE(runs_like_the_calls_one_by_one), CASE(constants_fold_and_outputs_may_repeat),
-          CASE(multi_output_calls), CASE(bad_graphs_fail_clearly), CASE(a_failing_call_reports_and_leaks_nothing),
-          CASE(save_and_load_round_trip))
+RUN_TESTS("graph", CASE(fp8_dot_runs_emily_dot_fp8), CASE(softmax_is_one_group), CASE(cond_picks_one_branch),
+          CASE(while_loops), CASE(many_groups_between_reductions), CASE(fused_chains_give_the_unfused_bits),
+          CASE(groups_read_early_are_not_fused), CASE(pow_two_is_rewritten_with_the_same_bits),
+          CASE(runs_like_the_calls_one_by_one), CASE(constants_fold_and_outputs_may_repeat), CASE(multi_output_calls),
+          CASE(bad_graphs_fail_clearly), CASE(a_failing_call_reports_and_leaks_nothing), CASE(save_and_load_round_trip))

@@ -59,8 +59,8 @@ static emily_value axis_keep(axis_opts *o, int64_t axis) {
     return v_opts(o->keys, o->items, 2);
 }
 
-static int32_t reduce_rows(emily_graph *g, const char *name, int32_t x, emily_dtype dt, int rank,
-                           const int64_t *shape, int axis) {
+static int32_t reduce_rows(emily_graph *g, const char *name, int32_t x, emily_dtype dt, int rank, const int64_t *shape,
+                           int axis) {
     int64_t rs[8];
     for (int i = 0; i < rank; i++) rs[i] = i == axis ? 1 : shape[i];
     axis_opts o;
@@ -81,12 +81,12 @@ static int32_t mean_rows(emily_graph *g, int32_t x, emily_dtype dt, int rank, co
 /* ---- layer norm ----------------------------------------------------- */
 
 enum {
-    LN_AS_AXON,          /* Axon.Layers.layer_norm as recorded */
-    LN_SCALE_IS_OUTPUT,  /* gamma * r is also a graph output */
+    LN_AS_AXON,            /* Axon.Layers.layer_norm as recorded */
+    LN_SCALE_IS_OUTPUT,    /* gamma * r is also a graph output */
     LN_CENTRED_READ_TWICE, /* x - mean read by another call too */
-    LN_OTHER_AXIS,       /* the statistics over axis 0 */
-    LN_OTHER_EPS,        /* the select compares with another eps than the add */
-    LN_EPS_UNDER_RSQRT,  /* rsqrt(var) + eps instead of rsqrt(var + eps) */
+    LN_OTHER_AXIS,         /* the statistics over axis 0 */
+    LN_OTHER_EPS,          /* the select compares with another eps than the add */
+    LN_EPS_UNDER_RSQRT,    /* rsqrt(var) + eps instead of rsqrt(var + eps) */
 };
 
 /* x {rows, n} of type dt, gamma and beta {n}: Axon's layer norm, and with
@@ -141,9 +141,9 @@ static emily_graph *layer_norm_graph(emily_dtype dt, const int64_t *shape, int v
 /* ---- rms norm ------------------------------------------------------- */
 
 enum {
-    RMS_AS_BUMBLEBEE,    /* upcast :normalization, as recorded */
+    RMS_AS_BUMBLEBEE,      /* upcast :normalization, as recorded */
     RMS_UPCAST_READ_TWICE, /* the f32 upcast of x also an output */
-    RMS_MEAN_OVER_AXIS0, /* the mean over another axis */
+    RMS_MEAN_OVER_AXIS0,   /* the mean over another axis */
 };
 
 /* x {rows, n} of type xt, weight {n} of type wt: Bumblebee's rms_norm
@@ -177,10 +177,10 @@ static emily_graph *rms_norm_graph(emily_dtype xt, emily_dtype wt, const int64_t
 /* ---- softmax -------------------------------------------------------- */
 
 enum {
-    SM_AS_AXON,          /* Axon.Activations.softmax, axis -1 */
-    SM_EXP_READ_TWICE,   /* the exponentials also an output */
-    SM_OVER_AXIS0,       /* over another axis */
-    SM_DIVIDED,          /* exp / sum instead of (1 / sum) * exp */
+    SM_AS_AXON,        /* Axon.Activations.softmax, axis -1 */
+    SM_EXP_READ_TWICE, /* the exponentials also an output */
+    SM_OVER_AXIS0,     /* over another axis */
+    SM_DIVIDED,        /* exp / sum instead of (1 / sum) * exp */
 };
 
 /* x {rows, n} of type dt (an integer dt: exp makes f32 of it). */
@@ -213,18 +213,18 @@ static emily_graph *softmax_graph(emily_dtype dt, const int64_t *shape, int vari
 /* ---- attention ------------------------------------------------------ */
 
 enum {
-    ATT_AS_BUMBLEBEE,     /* BERT: padding mask, multi-head */
-    ATT_CAUSAL_GROUPED,   /* Llama without a cache: causal and key mask, kv heads repeated */
-    ATT_NO_BIAS,          /* no bias added, no scale multiply (scale 1) */
-    ATT_GROUPED_REPEAT_READ, /* the repeated k also a graph output: no regrouping */
-    ATT_DIVIDED_SCALE,    /* scores / sqrt(D) instead of * (1 / sqrt(D)) */
-    ATT_HEAD_SCALE,       /* the scale a {1, H, 1, 1} tensor, not one number */
-    ATT_WEIGHTS_OUTPUT,   /* the probabilities also a graph output */
-    ATT_SCORES_READ_TWICE, /* the scaled scores read by another call */
-    ATT_F64_BIAS,         /* an f64 bias: the logits widen to f64 */
-    ATT_INT_BIAS,         /* an s32 bias: not an additive float mask */
+    ATT_AS_BUMBLEBEE,         /* BERT: padding mask, multi-head */
+    ATT_CAUSAL_GROUPED,       /* Llama without a cache: causal and key mask, kv heads repeated */
+    ATT_NO_BIAS,              /* no bias added, no scale multiply (scale 1) */
+    ATT_GROUPED_REPEAT_READ,  /* the repeated k also a graph output: no regrouping */
+    ATT_DIVIDED_SCALE,        /* scores / sqrt(D) instead of * (1 / sqrt(D)) */
+    ATT_HEAD_SCALE,           /* the scale a {1, H, 1, 1} tensor, not one number */
+    ATT_WEIGHTS_OUTPUT,       /* the probabilities also a graph output */
+    ATT_SCORES_READ_TWICE,    /* the scaled scores read by another call */
+    ATT_F64_BIAS,             /* an f64 bias: the logits widen to f64 */
+    ATT_INT_BIAS,             /* an s32 bias: not an additive float mask */
     ATT_KEYS_CONTRACTED_ON_2, /* k transposed to {B, H, D, S}, contracted on axis 2 */
-    ATT_HIGHEST_DOTS,     /* the dots ask for precision :highest */
+    ATT_HIGHEST_DOTS,         /* the dots ask for precision :highest */
 };
 
 /* Dimensions of the attention graphs. */
@@ -276,7 +276,8 @@ static int32_t repeat_heads(emily_graph *g, int32_t x, emily_dtype dt, int64_t h
                 o4 = v_tmpl(dt, 4, s4), shape_items[10], axis_items[10];
     int32_t a = GRAPH_CALL(g, "reshape", &o5, v_ref(x));
     int32_t b = GRAPH_CALL(g, "reshape", &o10, v_ref(a));
-    int32_t c = GRAPH_CALL(g, "broadcast", &ob, v_ref(b), axes_list(shape_items, b10, 10), axes_list(axis_items, ident, 10));
+    int32_t c = GRAPH_CALL(g, "broadcast", &ob, v_ref(b), axes_list(shape_items, b10, 10),
+                           axes_list(axis_items, ident, 10));
     int32_t d = GRAPH_CALL(g, "reshape", &or5, v_ref(c));
     return GRAPH_CALL(g, "reshape", &o4, v_ref(d));
 }
@@ -490,11 +491,14 @@ TEST(layer_norm_near_misses_kept) {
  * bf16 x: the normalized value is rounded to the type, so an ulp of r can
  * move it by one ulp of the type. */
 TEST(rms_norm_substituted) {
-    struct { emily_dtype x, w; double tol; } cases[] = {{EMILY_F32, EMILY_F32, 4 * 0x1p-24},
-                                                      {EMILY_BF16, EMILY_BF16, 2 * 0x1p-8},
-                                                      {EMILY_BF16, EMILY_F32, 2 * 0x1p-8},
-                                                      {EMILY_F16, EMILY_F16, 2 * 0x1p-11},
-                                                      {EMILY_F32, EMILY_F64, 4 * 0x1p-24}};
+    struct {
+        emily_dtype x, w;
+        double tol;
+    } cases[] = {{EMILY_F32, EMILY_F32, 4 * 0x1p-24},
+                 {EMILY_BF16, EMILY_BF16, 2 * 0x1p-8},
+                 {EMILY_BF16, EMILY_F32, 2 * 0x1p-8},
+                 {EMILY_F16, EMILY_F16, 2 * 0x1p-11},
+                 {EMILY_F32, EMILY_F64, 4 * 0x1p-24}};
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         cur_dt = cases[i].x;
         cur_wt = cases[i].w;
@@ -518,10 +522,11 @@ TEST(rms_norm_near_misses_kept) {
     check_pattern(make_rms, RMS_AS_BUMBLEBEE, in2, 2, 1, 0, STAT(pattern_rms_norm), 0);
     RELEASE(in2[0], in2[1]);
     static const int64_t sq[2] = {96, 96};
-    emily_tensor *xs = random_tensor(EMILY_F32, 2, sq, -3, 8), *ws = random_tensor(EMILY_F32, 1, &n, -2, 4), *out = NULL;
+    emily_tensor *xs = random_tensor(EMILY_F32, 2, sq, -3, 8), *ws = random_tensor(EMILY_F32, 1, &n, -2, 4),
+                 *out = NULL;
     emily_graph_stats st;
-    run_graph(rms_norm_graph(EMILY_F32, EMILY_F32, sq, RMS_MEAN_OVER_AXIS0, 1e-6), false,
-              (emily_tensor *[]){xs, ws}, 2, &out, 1, &st);
+    run_graph(rms_norm_graph(EMILY_F32, EMILY_F32, sq, RMS_MEAN_OVER_AXIS0, 1e-6), false, (emily_tensor *[]){xs, ws}, 2,
+              &out, 1, &st);
     CHECK(st.patterns == 0);
     RELEASE(xs, ws, out);
 }
@@ -556,9 +561,9 @@ TEST(softmax_near_misses_kept) {
 /* Edge values: the fused softmax gives the composed calls' NaNs and zeros. */
 TEST(softmax_edge_values) {
     static const int64_t shape[2] = {4, 5};
-    float xs[20] = {1, 2, NAN, 3, 4, /* a NaN: the row is NaN */
-                    1, INFINITY, 2, 3, 4, /* +inf: NaN (inf - inf) */
-                    -INFINITY, 0, 1, -INFINITY, 2, /* -inf: 0 */
+    float xs[20] = {1,         2,         NAN,       3,         4, /* a NaN: the row is NaN */
+                    1,         INFINITY,  2,         3,         4, /* +inf: NaN (inf - inf) */
+                    -INFINITY, 0,         1,         -INFINITY, 2, /* -inf: 0 */
                     -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY};
     emily_tensor *x = t_from(EMILY_F32, 2, shape, xs), *on = NULL, *off = NULL;
     emily_graph_stats s;
@@ -660,7 +665,8 @@ static void check_attention(emily_dtype dt, int variant, int64_t want_att, int64
         if (!(d <= tol))
             fprintf(stderr, "  variant %d output %zu: %g > %g (%g)\n", variant, i, d, tol, max_rel_diff(on[i], off[i]));
         CHECK(d <= tol);
-        if (getenv("ATT_MEASURE")) fprintf(stderr, "measure variant %d dt %d: %g\n", variant, (int)dt, max_rel_diff(on[i], off[i]));
+        if (getenv("ATT_MEASURE"))
+            fprintf(stderr, "measure variant %d dt %d: %g\n", variant, (int)dt, max_rel_diff(on[i], off[i]));
     }
     RELEASE(in[0], in[1], in[2], in[3], on[0], on[1], off[0], off[1]);
 }
@@ -736,7 +742,7 @@ TEST(softmax_op) {
     RELEASE(x, y, i, sc, e, ey);
 }
 
-RUN_TESTS("graph_patterns", CASE(layer_norm_substituted), CASE(layer_norm_near_misses_kept),
-          CASE(rms_norm_substituted), CASE(rms_norm_near_misses_kept), CASE(softmax_substituted),
-          CASE(softmax_near_misses_kept), CASE(softmax_edge_values), CASE(switches), CASE(saved_after_substitution),
-          CASE(softmax_op), CASE(attention_substituted), CASE(attention_near_misses_kept))
+RUN_TESTS("graph_patterns", CASE(layer_norm_substituted), CASE(layer_norm_near_misses_kept), CASE(rms_norm_substituted),
+          CASE(rms_norm_near_misses_kept), CASE(softmax_substituted), CASE(softmax_near_misses_kept),
+          CASE(softmax_edge_values), CASE(switches), CASE(saved_after_substitution), CASE(softmax_op),
+          CASE(attention_substituted), CASE(attention_near_misses_kept))

@@ -268,7 +268,8 @@ TEST(gather_axes) {
     CHECK_ERR(emily_gather(t, idx, 3, dup, &o), EMILY_ERR_AXIS, "more than once");
     int64_t bad[9] = {1, 2, 4, 0, 0, 0, 1, 0, 2};
     emily_tensor *ib = idx_t(EMILY_S32, 2, ish, bad);
-    CHECK_ERR(emily_gather(t, ib, 0, NULL, &o), EMILY_ERR_INDEX, "index 4 is out of bounds for axis 2 in shape {2, 3, 4}");
+    CHECK_ERR(emily_gather(t, ib, 0, NULL, &o), EMILY_ERR_INDEX,
+              "index 4 is out of bounds for axis 2 in shape {2, 3, 4}");
     int64_t wide_sh[2] = {1, 4}, wide[4] = {0, 0, 0, 0};
     emily_tensor *iw = idx_t(EMILY_S32, 2, wide_sh, wide);
     CHECK_ERR(emily_gather(t, iw, 0, NULL, &o), EMILY_ERR_SHAPE, "larger than the rank");
@@ -403,8 +404,7 @@ TEST(indexed_errors) {
     CHECK_ERR(emily_indexed_add(t, idx, u, 0, NULL, EMILY_DTYPE_AUTO, &o), EMILY_ERR_INDEX,
               "index 3 is out of bounds for axis 1 in shape {2, 3}");
     CHECK(strcmp(emily_last_error(), "index 3 is out of bounds for axis 1 in shape {2, 3}") == 0);
-    CHECK_ERR(emily_indexed_put(t, idx, u, 0, NULL, EMILY_DTYPE_AUTO, &o), EMILY_ERR_INDEX,
-              "index 3");
+    CHECK_ERR(emily_indexed_put(t, idx, u, 0, NULL, EMILY_DTYPE_AUTO, &o), EMILY_ERR_INDEX, "index 3");
     int64_t r3[3] = {1, 1, 2}, z2[2] = {0, 0};
     emily_tensor *i3 = idx_t(EMILY_S32, 3, r3, z2);
     CHECK_ERR(emily_indexed_add(t, i3, u, 0, NULL, EMILY_DTYPE_AUTO, &o), EMILY_ERR_SHAPE, "rank 2 tensor");
@@ -552,7 +552,7 @@ TEST(gather_over_every_axis_of_the_largest_rank) {
     free(axes);
 }
 
-RUN_TESTS("index", CASE(take_every_axis_and_index_type), CASE(take_views_scalars_and_wide_elements),
-          CASE(take_errors), CASE(take_along_axis_matches_definition), CASE(gather_axes),
-          CASE(indexed_repeats_types_and_blocks), CASE(indexed_errors), CASE(out_of_bounds_messages_are_nx_text), CASE(callbacks),
+RUN_TESTS("index", CASE(take_every_axis_and_index_type), CASE(take_views_scalars_and_wide_elements), CASE(take_errors),
+          CASE(take_along_axis_matches_definition), CASE(gather_axes), CASE(indexed_repeats_types_and_blocks),
+          CASE(indexed_errors), CASE(out_of_bounds_messages_are_nx_text), CASE(callbacks),
           CASE(gather_over_every_axis_of_the_largest_rank))

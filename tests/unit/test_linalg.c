@@ -169,8 +169,7 @@ TEST(triangular_solve_every_option) {
                     /* op(a) as used: the triangle, then transposed or conjugated */
                     double complex m[9], op[9];
                     for (int i = 0; i < 3; i++)
-                        for (int j = 0; j < 3; j++)
-                            m[i * 3 + j] = (lower ? j <= i : j >= i) ? a[i * 3 + j] : 0;
+                        for (int j = 0; j < 3; j++) m[i * 3 + j] = (lower ? j <= i : j >= i) ? a[i * 3 + j] : 0;
                     for (int i = 0; i < 3; i++)
                         for (int j = 0; j < 3; j++)
                             op[i * 3 + j] = tr == 1 ? m[j * 3 + i] : tr == 2 ? conj(m[i * 3 + j]) : m[i * 3 + j];
@@ -230,16 +229,11 @@ TEST(triangular_solve_errors) {
               "incompatible dimensions");
     emily_tensor *b2 = t_from(EMILY_F32, 2, sr, b);
     /* a zero on the diagonal, as Nx: can't solve for singular matrix */
-    CHECK_ERR(emily_triangular_solve(at, b2, true, true, EMILY_TRANSFORM_NONE, &x), EMILY_ERR_ARGUMENT,
-              "singular");
-    CHECK_ERR(emily_triangular_solve(at, b2, false, true, EMILY_TRANSFORM_NONE, &x), EMILY_ERR_SHAPE,
-              "incompatible");
-    CHECK_ERR(emily_triangular_solve(at, b2, true, true, (emily_transform_a)7, &x), EMILY_ERR_ARGUMENT,
-              "transform_a");
-    CHECK_ERR(emily_triangular_solve(b2, at, true, true, EMILY_TRANSFORM_NONE, &x), EMILY_ERR_SHAPE,
-              "square");
-    CHECK_ERR(emily_triangular_solve(at, NULL, true, true, EMILY_TRANSFORM_NONE, &x), EMILY_ERR_ARGUMENT,
-              "b is NULL");
+    CHECK_ERR(emily_triangular_solve(at, b2, true, true, EMILY_TRANSFORM_NONE, &x), EMILY_ERR_ARGUMENT, "singular");
+    CHECK_ERR(emily_triangular_solve(at, b2, false, true, EMILY_TRANSFORM_NONE, &x), EMILY_ERR_SHAPE, "incompatible");
+    CHECK_ERR(emily_triangular_solve(at, b2, true, true, (emily_transform_a)7, &x), EMILY_ERR_ARGUMENT, "transform_a");
+    CHECK_ERR(emily_triangular_solve(b2, at, true, true, EMILY_TRANSFORM_NONE, &x), EMILY_ERR_SHAPE, "square");
+    CHECK_ERR(emily_triangular_solve(at, NULL, true, true, EMILY_TRANSFORM_NONE, &x), EMILY_ERR_ARGUMENT, "b is NULL");
     RELEASE(b2, at, bt);
 }
 
@@ -392,8 +386,7 @@ TEST(cholesky_values) {
 
 /* ---- qr / svd / eigh --------------------------------------------------- */
 
-static void check_qr_with(emily_tensor *t, emily_qr_mode mode, int64_t m, int64_t n,
-                          emily_linalg_method method) {
+static void check_qr_with(emily_tensor *t, emily_qr_mode mode, int64_t m, int64_t n, emily_linalg_method method) {
     emily_tensor *q = NULL, *r = NULL;
     CHECK_OK(emily_qr_opts(t, mode, 1e-10, method, &q, &r));
     if (!q || !r) return;
@@ -491,8 +484,7 @@ TEST(qr_modes_and_shapes) {
     emily_tensor_release(t);
     t = t_from(EMILY_F32, 2, tall, a);
     CHECK_ERR(emily_qr(t, (emily_qr_mode)5, 1e-10, &q, &r), EMILY_ERR_ARGUMENT, "mode");
-    CHECK_ERR(emily_qr_opts(t, EMILY_QR_REDUCED, 1e-10, (emily_linalg_method)7, &q, &r),
-              EMILY_ERR_ARGUMENT, "method");
+    CHECK_ERR(emily_qr_opts(t, EMILY_QR_REDUCED, 1e-10, (emily_linalg_method)7, &q, &r), EMILY_ERR_ARGUMENT, "method");
     emily_tensor_release(t);
     /* zero-size: q is an identity block, r is empty */
     int64_t s30[2] = {3, 0};
@@ -580,8 +572,7 @@ TEST(lapack_method_follows_nx_conventions) {
         for (int i = 0; i < 12; i++) CHECK(near(ub[i], wu[i]));
     }
     RELEASE(u, sv, vt);
-    CHECK_ERR(emily_svd_opts(t, true, 100, (emily_linalg_method)-1, &u, &sv, &vt),
-              EMILY_ERR_ARGUMENT, "method");
+    CHECK_ERR(emily_svd_opts(t, true, 100, (emily_linalg_method)-1, &u, &sv, &vt), EMILY_ERR_ARGUMENT, "method");
     emily_tensor_release(t);
     /* a NaN: LAPACK is not defined there, the reference's NaNs are Nx's */
     float nn[4] = {1, NAN, NAN, 2};
@@ -599,8 +590,7 @@ TEST(lapack_method_follows_nx_conventions) {
         CHECK(memcmp(a1, a2, sizeof a1) == 0);
     }
     RELEASE(w, v, w2, v2t);
-    CHECK_ERR(emily_eigh_opts(t, 1.0e-4, 1000, (emily_linalg_method)3, &w, &v), EMILY_ERR_ARGUMENT,
-              "method");
+    CHECK_ERR(emily_eigh_opts(t, 1.0e-4, 1000, (emily_linalg_method)3, &w, &v), EMILY_ERR_ARGUMENT, "method");
     emily_tensor_release(t);
 }
 
@@ -613,9 +603,15 @@ TEST(lapack_method_is_accurate_for_f32) {
     float a[N * N];
     /* A = Q diag(1..N) Q^T with Q a product of two Householder reflections */
     double x[N], y[N], d[N * N];
-    for (int i = 0; i < N; i++) { x[i] = sin(i + 1.0); y[i] = cos(3.0 * i); }
+    for (int i = 0; i < N; i++) {
+        x[i] = sin(i + 1.0);
+        y[i] = cos(3.0 * i);
+    }
     double nx = 0, ny = 0;
-    for (int i = 0; i < N; i++) { nx += x[i] * x[i]; ny += y[i] * y[i]; }
+    for (int i = 0; i < N; i++) {
+        nx += x[i] * x[i];
+        ny += y[i] * y[i];
+    }
     for (int i = 0; i < N; i++)
         for (int j = 0; j < N; j++) {
             /* (I - 2xx^T/|x|^2)(I - 2yy^T/|y|^2) */
@@ -677,8 +673,8 @@ TEST(qr_eigh_svd_give_the_references_bits) {
         CHECK_OK(emily_to_binary(w, wb, sizeof wb));
         CHECK_OK(emily_to_binary(v, vb, sizeof vb));
         /* Nx's doctest prints [5.0, -1.0000001, -1.0] and these vectors */
-        float want[9] = {0.40824828f, -0.1825742f, 0.8944272f, 0.40824834f, 0.9128709f, 0.0f,
-                         0.81649655f, -0.3651484f, -0.4472136f};
+        float want[9] = {0.40824828f, -0.1825742f, 0.8944272f,  0.40824834f, 0.9128709f,
+                         0.0f,        0.81649655f, -0.3651484f, -0.4472136f};
         CHECK(wb[0] == 5.0f && wb[1] == -1.0000001f && wb[2] == -1.0f);
         CHECK(memcmp(vb, want, sizeof want) == 0);
     }
@@ -832,8 +828,8 @@ TEST(eigh_values_and_order) {
      * entry exactly real and positive */
     RELEASE(w, v, t);
     int64_t s3h[2] = {3, 3};
-    double complex h3[9] = {2, 0.3 - 0.7 * I, 1.1 + 0.2 * I, 0.3 + 0.7 * I, -1.7,
-                            0.4 - 0.9 * I, 1.1 - 0.2 * I, 0.4 + 0.9 * I, 0.6};
+    double complex h3[9] = {
+        2, 0.3 - 0.7 * I, 1.1 + 0.2 * I, 0.3 + 0.7 * I, -1.7, 0.4 - 0.9 * I, 1.1 - 0.2 * I, 0.4 + 0.9 * I, 0.6};
     t = t_from(EMILY_C128, 2, s3h, h3);
     CHECK_OK(emily_eigh(t, &w, &v));
     double complex *VC = t_cvals(v);
@@ -871,8 +867,8 @@ TEST(linalg_dispatch_callbacks) {
     emily_value qitems[1] = {v_atom("error_test")};
     const char *qkeys[1] = {"mode"};
     emily_value qargs[2] = {v_tensor(t), v_opts(qkeys, qitems, 1)};
-    CHECK_ERR(emily_dispatch("qr", EMILY_CPU, &out, qargs, 2, EMILY_DISPATCH_INFER, &r),
-              EMILY_ERR_ARGUMENT, "invalid :mode");
+    CHECK_ERR(emily_dispatch("qr", EMILY_CPU, &out, qargs, 2, EMILY_DISPATCH_INFER, &r), EMILY_ERR_ARGUMENT,
+              "invalid :mode");
     /* triangular_solve's transform_a is validated */
     emily_value titems[1] = {v_atom("other")};
     const char *tkeys[1] = {"transform_a"};
@@ -896,7 +892,10 @@ TEST(linalg_every_dtype) {
         emily_dtype f = emily_type_to_floating((emily_dtype)dt);
         CHECK_OK(emily_lu(at, &r[0], &r[1], &r[2]));
         CHECK(r[0] && emily_tensor_dtype(r[0]) == (emily_dtype)dt && emily_tensor_dtype(r[2]) == f);
-        for (int i = 0; i < 3; i++) { emily_tensor_release(r[i]); r[i] = NULL; }
+        for (int i = 0; i < 3; i++) {
+            emily_tensor_release(r[i]);
+            r[i] = NULL;
+        }
         CHECK_OK(emily_cholesky(at, &r[0]));
         CHECK(r[0] && emily_tensor_dtype(r[0]) == f && fabs(t_get(r[0], 0) - 2) < 1e-2);
         emily_tensor_release(r[0]);
@@ -1064,12 +1063,12 @@ TEST(wide_qr_reference_matches_the_padded_square) {
     }
 }
 
-RUN_TESTS("linalg", CASE(linalg_every_dtype), CASE(lu_matches_nx_doctest), CASE(lu_batched_and_types), CASE(lu_bad_input),
-          CASE(lu_complex_matches_nx), CASE(solve_complex_matches_nx),
+RUN_TESTS("linalg", CASE(linalg_every_dtype), CASE(lu_matches_nx_doctest), CASE(lu_batched_and_types),
+          CASE(lu_bad_input), CASE(lu_complex_matches_nx), CASE(solve_complex_matches_nx),
           CASE(triangular_solve_every_option), CASE(triangular_solve_types_batches_views),
-          CASE(triangular_solve_errors), CASE(solve_matches_nx), CASE(determinant_values),
-          CASE(cholesky_values), CASE(qr_modes_and_shapes), CASE(qr_eigh_svd_give_the_references_bits), CASE(lapack_method_follows_nx_conventions),
-          CASE(lapack_method_is_accurate_for_f32), CASE(svd_shapes_and_reconstruction),
-          CASE(eigh_values_and_order), CASE(linalg_dispatch_callbacks),
+          CASE(triangular_solve_errors), CASE(solve_matches_nx), CASE(determinant_values), CASE(cholesky_values),
+          CASE(qr_modes_and_shapes), CASE(qr_eigh_svd_give_the_references_bits),
+          CASE(lapack_method_follows_nx_conventions), CASE(lapack_method_is_accurate_for_f32),
+          CASE(svd_shapes_and_reconstruction), CASE(eigh_values_and_order), CASE(linalg_dispatch_callbacks),
           CASE(empty_matrices_in_a_huge_batch_do_no_work), CASE(wide_qr_with_nan_is_nan_without_iterating),
           CASE(wide_qr_reference_matches_the_padded_square))

@@ -30,8 +30,8 @@ static bool same_tensors(const emily_tensor *a, const emily_tensor *b) {
     if (ok) {
         int64_t n = emily_tensor_size(x);
         double *u = malloc((size_t)(n + 1) * sizeof *u), *v = malloc((size_t)(n + 1) * sizeof *v);
-        ok = u && v && !emily_to_binary(x, u, (size_t)n * sizeof *u) &&
-             !emily_to_binary(y, v, (size_t)n * sizeof *v) && same_doubles(u, v, n);
+        ok = u && v && !emily_to_binary(x, u, (size_t)n * sizeof *u) && !emily_to_binary(y, v, (size_t)n * sizeof *v) &&
+             same_doubles(u, v, n);
         free(u);
         free(v);
     }
@@ -47,8 +47,8 @@ static double uniform(void) { /* [-1, 1) */
 
 /* ---- the update kernel --------------------------------------------------- */
 
-static void check_update(int64_t m, int64_t n, int64_t k, bool transpose_a, bool transpose_b,
-                         int op, bool lower, int64_t diag_off, int threads, bool specials) {
+static void check_update(int64_t m, int64_t n, int64_t k, bool transpose_a, bool transpose_b, int op, bool lower,
+                         int64_t diag_off, int threads, bool specials) {
     bool subtract = op > 0, round_f32 = op == 2; /* op 2: the f32 LU step */
     int64_t lda = transpose_a ? m + 3 : k + 2, ldb = transpose_b ? k + 1 : n + 5, ldc = n + 4;
     double *a = malloc((size_t)((transpose_a ? k : m) * lda + 1) * sizeof *a);
@@ -69,10 +69,20 @@ static void check_update(int64_t m, int64_t n, int64_t k, bool transpose_a, bool
         b[ldb + 2] = -INFINITY;
         c1[ldc] = c2[ldc] = NAN;
     }
-    emily_xupdate u = {.m = m, .n = n, .k = k,
-                       .a = a, .a_rs = transpose_a ? 1 : lda, .a_cs = transpose_a ? lda : 1,
-                       .b = b, .b_rs = transpose_b ? 1 : ldb, .b_cs = transpose_b ? ldb : 1,
-                       .c = c1, .ldc = ldc, .subtract = subtract, .round_f32 = round_f32, .lower = lower,
+    emily_xupdate u = {.m = m,
+                       .n = n,
+                       .k = k,
+                       .a = a,
+                       .a_rs = transpose_a ? 1 : lda,
+                       .a_cs = transpose_a ? lda : 1,
+                       .b = b,
+                       .b_rs = transpose_b ? 1 : ldb,
+                       .b_cs = transpose_b ? ldb : 1,
+                       .c = c1,
+                       .ldc = ldc,
+                       .subtract = subtract,
+                       .round_f32 = round_f32,
+                       .lower = lower,
                        .diag_off = diag_off};
     emily_xupdate_ws ws;
     CHECK(emi_xupdate_ws_init(&ws, n, threads));
@@ -100,9 +110,8 @@ static void check_update(int64_t m, int64_t n, int64_t k, bool transpose_a, bool
         for (int64_t j = n; j < ldc && ok; j++) ok = c1[i * ldc + j] == c2[i * ldc + j];
     }
     if (!ok)
-        fprintf(stderr, "  update %lldx%lldx%lld ta=%d tb=%d sub=%d lower=%d off=%lld threads=%d\n",
-                (long long)m, (long long)n, (long long)k, transpose_a, transpose_b, subtract, lower,
-                (long long)diag_off, threads);
+        fprintf(stderr, "  update %lldx%lldx%lld ta=%d tb=%d sub=%d lower=%d off=%lld threads=%d\n", (long long)m,
+                (long long)n, (long long)k, transpose_a, transpose_b, subtract, lower, (long long)diag_off, threads);
     CHECK(ok);
     free(a);
     free(b);
@@ -114,15 +123,14 @@ TEST(xupdate_matches_reference) {
     emi_xupdate_set_parallel_min(0); /* threads = 2 below: the threaded path */
     /* around the tile (8 x 16), row-block (128), column-chunk (256) and
      * contraction-slice (256) sizes, and large enough to run threaded */
-    const int64_t dims[][3] = {{1, 1, 1},   {7, 15, 3},   {8, 16, 8},     {9, 17, 1},
-                               {33, 5, 40}, {129, 31, 7}, {130, 257, 19}, {20, 300, 513},
-                               {257, 70, 300}, {300, 300, 64}};
+    const int64_t dims[][3] = {{1, 1, 1},    {7, 15, 3},     {8, 16, 8},     {9, 17, 1},     {33, 5, 40},
+                               {129, 31, 7}, {130, 257, 19}, {20, 300, 513}, {257, 70, 300}, {300, 300, 64}};
     for (size_t d = 0; d < sizeof dims / sizeof dims[0]; d++)
         for (int variant = 0; variant < 12; variant++) {
             bool ta = variant & 1, tb = variant & 2;
             for (int threads = 1; threads <= 2; threads++)
-                check_update(dims[d][0], dims[d][1], dims[d][2], ta, tb, variant >> 2, false, 0,
-                             threads, variant == 5 || variant == 9);
+                check_update(dims[d][0], dims[d][1], dims[d][2], ta, tb, variant >> 2, false, 0, threads,
+                             variant == 5 || variant == 9);
         }
     /* lower: tiles entirely above the diagonal are skipped */
     check_update(200, 200, 30, false, true, 0, true, 0, 2, false);
@@ -144,8 +152,19 @@ TEST(xupdate_f32_extremes) {
         for (int i = 0; i < M * K; i++) a[i] = (float)(uniform() * scales[sc][0]);
         for (int i = 0; i < K * N; i++) b[i] = (float)(uniform() * scales[sc][1]);
         for (int i = 0; i < M * N; i++) c1[i] = c2[i] = (float)(uniform() * scales[sc][2]);
-        emily_xupdate u = {.m = M, .n = N, .k = K, .a = a, .a_rs = K, .a_cs = 1, .b = b, .b_rs = N,
-                           .b_cs = 1, .c = c1, .ldc = N, .subtract = true, .round_f32 = true};
+        emily_xupdate u = {.m = M,
+                           .n = N,
+                           .k = K,
+                           .a = a,
+                           .a_rs = K,
+                           .a_cs = 1,
+                           .b = b,
+                           .b_rs = N,
+                           .b_cs = 1,
+                           .c = c1,
+                           .ldc = N,
+                           .subtract = true,
+                           .round_f32 = true};
         emily_xupdate_ws ws;
         CHECK(emi_xupdate_ws_init(&ws, N, 1));
         if (ws.buf) {
@@ -165,8 +184,7 @@ TEST(xupdate_f32_extremes) {
  * 3: uniform with inf and NaN entries. */
 static double *make_matrix(int64_t batch, int64_t n, int kind) {
     double *a = malloc((size_t)(batch * n * n + 1) * sizeof *a);
-    for (int64_t i = 0; i < batch * n * n; i++)
-        a[i] = kind == 1 ? (double)((int)(uniform() * 3)) : uniform();
+    for (int64_t i = 0; i < batch * n * n; i++) a[i] = kind == 1 ? (double)((int)(uniform() * 3)) : uniform();
     for (int64_t b = 0; b < batch && kind == 2 && n > 3; b++) {
         double *m = a + b * n * n;
         memcpy(m + 2 * n, m + n, (size_t)n * sizeof *m);
@@ -203,32 +221,31 @@ TEST(lu_blocked_matches_unblocked) {
     const emily_dtype types[] = {EMILY_F64, EMILY_F32, EMILY_S32, EMILY_F16};
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
         for (int kind = 0; kind < 4; kind++)
-        for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
-            if (types[ti] == EMILY_S32 && kind != 1) continue;
-            if (types[ti] == EMILY_F16 && sizes[s] > 65) continue;
-            int64_t n = sizes[s], batch = n <= 33 ? 3 : 1;
-            double *data = make_matrix(batch, n, kind);
-            int64_t shape[3] = {batch, n, n};
-            emily_tensor *f = t_from(EMILY_F64, 3, shape, data), *a = NULL, *r[3][3] = {{NULL}},
-                         *det[3] = {NULL};
-            CHECK_OK(emily_as_type(f, types[ti], &a));
-            emily_tensor_release(f);
-            lu_three_ways(a, r, det);
-            for (int v = 1; v < 3; v++) {
-                bool ok = same_tensors(r[0][0], r[v][0]) && same_tensors(r[0][1], r[v][1]) &&
-                          same_tensors(r[0][2], r[v][2]) && same_tensors(det[0], det[v]);
-                if (!ok)
-                    fprintf(stderr, "  lu n=%lld kind=%d type=%s variant=%d\n", (long long)n, kind,
-                            emily_dtype_name(types[ti]), v);
-                CHECK(ok);
+            for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+                if (types[ti] == EMILY_S32 && kind != 1) continue;
+                if (types[ti] == EMILY_F16 && sizes[s] > 65) continue;
+                int64_t n = sizes[s], batch = n <= 33 ? 3 : 1;
+                double *data = make_matrix(batch, n, kind);
+                int64_t shape[3] = {batch, n, n};
+                emily_tensor *f = t_from(EMILY_F64, 3, shape, data), *a = NULL, *r[3][3] = {{NULL}}, *det[3] = {NULL};
+                CHECK_OK(emily_as_type(f, types[ti], &a));
+                emily_tensor_release(f);
+                lu_three_ways(a, r, det);
+                for (int v = 1; v < 3; v++) {
+                    bool ok = same_tensors(r[0][0], r[v][0]) && same_tensors(r[0][1], r[v][1]) &&
+                              same_tensors(r[0][2], r[v][2]) && same_tensors(det[0], det[v]);
+                    if (!ok)
+                        fprintf(stderr, "  lu n=%lld kind=%d type=%s variant=%d\n", (long long)n, kind,
+                                emily_dtype_name(types[ti]), v);
+                    CHECK(ok);
+                }
+                for (int v = 0; v < 3; v++) {
+                    t_release_all(3, r[v]);
+                    emily_tensor_release(det[v]);
+                }
+                emily_tensor_release(a);
+                free(data);
             }
-            for (int v = 0; v < 3; v++) {
-                t_release_all(3, r[v]);
-                emily_tensor_release(det[v]);
-            }
-            emily_tensor_release(a);
-            free(data);
-        }
     /* a singular matrix: zeros on u's diagonal, same as unblocked */
     int64_t n = 80, shape[2] = {80, 80};
     double *z = calloc((size_t)(n * n), sizeof *z);
@@ -266,8 +283,7 @@ TEST(cholesky_blocked_matches_unblocked) {
                     for (int64_t i = 0; i < n; i++)
                         for (int64_t j = 0; j < n; j++) {
                             double acc = 0;
-                            for (int64_t k = 0; k < n; k++)
-                                acc += m[b * n * n + i * n + k] * m[b * n * n + j * n + k];
+                            for (int64_t k = 0; k < n; k++) acc += m[b * n * n + i * n + k] * m[b * n * n + j * n + k];
                             a[b * n * n + i * n + j] = acc + (i == j ? (kind == 1 ? -0.5 : n) : 0);
                         }
                 if (kind == 2 && n > 2) {
@@ -293,8 +309,8 @@ TEST(cholesky_blocked_matches_unblocked) {
                 for (int v = 1; v < 3; v++) {
                     bool ok = same_tensors(l[0], l[v]);
                     if (!ok)
-                        fprintf(stderr, "  cholesky n=%lld kind=%d type=%s variant=%d\n", (long long)n,
-                                kind, emily_dtype_name(types[ti]), v);
+                        fprintf(stderr, "  cholesky n=%lld kind=%d type=%s variant=%d\n", (long long)n, kind,
+                                emily_dtype_name(types[ti]), v);
                     CHECK(ok);
                 }
                 if (kind == 0 && types[ti] == EMILY_F64) CHECK(l[1] && t_get(l[1], 0) > 0);
@@ -310,8 +326,7 @@ TEST(cholesky_blocked_matches_unblocked) {
 
 /* Nx.LinAlg.solve's composition through the public ops (what the op layer
  * does for every type): lu, p^T . b by the dot, two triangular solves. */
-static emily_status composed_solve(const emily_tensor *a, const emily_tensor *b, bool vector,
-                                   emily_tensor **x) {
+static emily_status composed_solve(const emily_tensor *a, const emily_tensor *b, bool vector, emily_tensor **x) {
     int r = emily_tensor_rank(a), batch = r - 2;
     emily_tensor *p = NULL, *l = NULL, *u = NULL, *bm = NULL, *bp = NULL, *y = NULL, *xm = NULL;
     emily_status s = emily_lu(a, &p, &l, &u);
@@ -343,7 +358,10 @@ static void check_solve(int64_t batch, int64_t n, int64_t cols, int kind, int sp
      * the row it lands on), a NaN */
     for (int64_t i = 0; special == 1 && i < nb; i += 3) bd[i] = -0.0;
     if (special == 2 && nb > 0) bd[nb / 2] = INFINITY;
-    if (special == 3 && nb > 1) { bd[1] = NAN; bd[nb - 1] = -INFINITY; }
+    if (special == 3 && nb > 1) {
+        bd[1] = NAN;
+        bd[nb - 1] = -INFINITY;
+    }
     int64_t ashape[3] = {batch, n, n}, bshape[3] = {batch, n, cols};
     emily_tensor *a = t_from(EMILY_F64, 3, ashape, ad), *b = t_from(EMILY_F64, cols ? 3 : 2, bshape, bd);
     for (int blocked = 0; blocked < 2; blocked++) {
@@ -355,8 +373,8 @@ static void check_solve(int64_t batch, int64_t n, int64_t cols, int kind, int sp
         emily_status s2 = composed_solve(a, b, cols == 0, &x2);
         bool ok = s1 == s2 && (s1 ? strcmp(e1, emily_last_error()) == 0 : same_tensors(x1, x2));
         if (!ok)
-            fprintf(stderr, "  solve batch=%lld n=%lld cols=%lld kind=%d special=%d blocked=%d: %s\n",
-                    (long long)batch, (long long)n, (long long)cols, kind, special, blocked, e1);
+            fprintf(stderr, "  solve batch=%lld n=%lld cols=%lld kind=%d special=%d blocked=%d: %s\n", (long long)batch,
+                    (long long)n, (long long)cols, kind, special, blocked, e1);
         CHECK(ok);
         emily_tensor_release(x1);
         emily_tensor_release(x2);
@@ -400,5 +418,6 @@ TEST(solve_f64_matches_composition) {
     free(bd);
 }
 
-RUN_TESTS("linalg_blocked", CASE(xupdate_matches_reference), CASE(xupdate_f32_extremes), CASE(lu_blocked_matches_unblocked),
-          CASE(cholesky_blocked_matches_unblocked), CASE(solve_f64_matches_composition))
+RUN_TESTS("linalg_blocked", CASE(xupdate_matches_reference), CASE(xupdate_f32_extremes),
+          CASE(lu_blocked_matches_unblocked), CASE(cholesky_blocked_matches_unblocked),
+          CASE(solve_f64_matches_composition))

@@ -159,11 +159,10 @@ static void make_random(double complex *a, int64_t batch, int64_t n) {
     for (int64_t i = 0; i < batch * n * n; i++) a[i] = crand();
 }
 
-static void report(const char *what, emily_linalg_method m, emily_dtype dt, int64_t n, double err,
-                   double limit) {
+static void report(const char *what, emily_linalg_method m, emily_dtype dt, int64_t n, double err, double limit) {
     if (!(err <= limit))
-        fprintf(stderr, "  %s (%s, %s, n = %lld): error %.3g > %.3g\n", what,
-                method_names[m], emily_dtype_name(dt), (long long)n, err, limit);
+        fprintf(stderr, "  %s (%s, %s, n = %lld): error %.3g > %.3g\n", what, method_names[m], emily_dtype_name(dt),
+                (long long)n, err, limit);
 }
 
 /* ---- lu, solve, determinant on random matrices ----------------------------- */
@@ -252,8 +251,7 @@ static double complex det_ref(const double complex *a, int64_t n) {
     return sum;
 }
 
-static void check_determinant(emily_dtype dt, emily_linalg_method m, int64_t batch, int64_t n,
-                              const input *A) {
+static void check_determinant(emily_dtype dt, emily_linalg_method m, int64_t batch, int64_t n, const input *A) {
     emily_tensor *det = NULL;
     CHECK_OK(emily_determinant_opts(A->t, m, &det));
     double complex *D = t_cvals(det);
@@ -283,8 +281,7 @@ static void make_strong_diagonal(double complex *a, int64_t batch, int64_t n) {
         for (int64_t i = 0; i < n; i++) a[k * n * n + i * n + i] += 2 * (1 + I);
 }
 
-static void check_triangular_solve(emily_dtype dt, emily_linalg_method m, int64_t batch, int64_t n,
-                                   const input *A) {
+static void check_triangular_solve(emily_dtype dt, emily_linalg_method m, int64_t batch, int64_t n, const input *A) {
     (void)m;
     for (int lower = 0; lower < 2; lower++)
         for (int left = 0; left < 2; left++)
@@ -486,8 +483,7 @@ static void check_cholesky(emily_dtype dt, emily_linalg_method m, int64_t batch,
     }
     /* Nx divides by l_jj + 1e-10: a relative 1e-10 departure */
     double limit = tol(dt, n) + 1e-9;
-    if (!(err <= limit))
-        fprintf(stderr, "  cholesky %s n %lld: %.3g\n", emily_dtype_name(dt), (long long)n, err);
+    if (!(err <= limit)) fprintf(stderr, "  cholesky %s n %lld: %.3g\n", emily_dtype_name(dt), (long long)n, err);
     CHECK(lower && err <= limit);
     free(L);
     free(lh);

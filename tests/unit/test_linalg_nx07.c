@@ -59,11 +59,38 @@ TEST(lu_pivots_up_front) {
     t = t_from(EMILY_F64, 2, s4, b);
     CHECK_OK(emily_lu_opts(t, 1.0e-10, NX07, &r[0], &r[1], &r[2]));
     const double p4[16] = {0, 0, 1, 0, 0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 1};
-    const double l4[16] = {1, 0, 0, 0, -0.5714285714285714, 1, 0, 0, -0.14285714285714285,
-                           -0.085106382978723416, 1, 0, -0.071428571428571425, 0.10638297872340426,
-                           0.26185101580135445, 1};
-    const double u4[16] = {-7, 8, 9, 2, 0, 10.071428571428571, -0.85714285714285765, 2.1428571428571428,
-                           0, 0, 4.7127659574468082, 0.71808510638297873, 0, 0, 0, 2.7268623024830698};
+    const double l4[16] = {1,
+                           0,
+                           0,
+                           0,
+                           -0.5714285714285714,
+                           1,
+                           0,
+                           0,
+                           -0.14285714285714285,
+                           -0.085106382978723416,
+                           1,
+                           0,
+                           -0.071428571428571425,
+                           0.10638297872340426,
+                           0.26185101580135445,
+                           1};
+    const double u4[16] = {-7,
+                           8,
+                           9,
+                           2,
+                           0,
+                           10.071428571428571,
+                           -0.85714285714285765,
+                           2.1428571428571428,
+                           0,
+                           0,
+                           4.7127659574468082,
+                           0.71808510638297873,
+                           0,
+                           0,
+                           0,
+                           2.7268623024830698};
     CHECK(same_values(r[0], p4, 16) && same_values(r[1], l4, 16) && same_values(r[2], u4, 16));
     release3(r);
     emily_tensor_release(t);
@@ -77,10 +104,10 @@ TEST(lu_types_batches_and_singular) {
     CHECK_OK(emily_lu_opts(t, 1.0e-10, NX07, &r[0], &r[1], &r[2]));
     CHECK(r[0] && emily_tensor_dtype(r[0]) == EMILY_S64 && emily_tensor_dtype(r[1]) == EMILY_F32);
     const double p[16] = {0, 1, 0, 0, 0, 0, 1, 0, 1, 0, 0, 0, 0, 0, 0, 1};
-    const double l[16] = {1, 0, 0, 0, 0, 1, 0, 0, 0.33333333333333331, 0.5, 1, 0,
-                          0.66666666666666663, 0.5, 11.000000000000009, 1};
-    const double u[16] = {3, 0, 2, 1, 0, 2, 1, 3, 0, 0, -0.16666666666666652, -0.83333333333333326,
-                          0, 0, 0, 11.000000000000007};
+    const double l[16] = {
+        1, 0, 0, 0, 0, 1, 0, 0, 0.33333333333333331, 0.5, 1, 0, 0.66666666666666663, 0.5, 11.000000000000009, 1};
+    const double u[16] = {
+        3, 0, 2, 1, 0, 2, 1, 3, 0, 0, -0.16666666666666652, -0.83333333333333326, 0, 0, 0, 11.000000000000007};
     CHECK(same_values(r[0], p, 16) && same_values(r[1], l, 16) && same_values(r[2], u, 16));
     release3(r);
     emily_tensor_release(t);
@@ -139,8 +166,8 @@ TEST(lu_nx07_bad_input) {
     emily_tensor *r[3] = {NULL, NULL, NULL};
     CHECK_ERR(emily_lu_opts(t, -1.0, NX07, &r[0], &r[1], &r[2]), EMILY_ERR_ARGUMENT, "eps");
     CHECK_ERR(emily_lu_opts(t, NAN, NX07, &r[0], &r[1], &r[2]), EMILY_ERR_ARGUMENT, "eps");
-    CHECK_ERR(emily_lu_opts(t, 1e-10, (emily_linalg_method)9, &r[0], &r[1], &r[2]),
-              EMILY_ERR_ARGUMENT, "invalid method");
+    CHECK_ERR(emily_lu_opts(t, 1e-10, (emily_linalg_method)9, &r[0], &r[1], &r[2]), EMILY_ERR_ARGUMENT,
+              "invalid method");
     CHECK_ERR(emily_lu_opts(w, 1e-10, NX07, &r[0], &r[1], &r[2]), EMILY_ERR_SHAPE, "square");
     CHECK_ERR(emily_lu_opts(NULL, 1e-10, NX07, &r[0], &r[1], &r[2]), EMILY_ERR_ARGUMENT, "NULL");
     CHECK_ERR(emily_lu_opts(t, 1e-10, NX07, NULL, &r[1], &r[2]), EMILY_ERR_ARGUMENT, "NULL");
@@ -199,8 +226,8 @@ static double hx(uint64_t bits) {
 /* eigh_opts of a (f64 or c128, n x n) matches w and v (Nx 0.7.2's bits,
  * complex v as re/im pairs); w of a complex input is complex with +0
  * imaginary parts. */
-static void check_eigh(emily_dtype dt, int64_t n, const double *a, double eps, int64_t max_iter,
-                       const uint64_t *w_bits, const uint64_t *v_bits) {
+static void check_eigh(emily_dtype dt, int64_t n, const double *a, double eps, int64_t max_iter, const uint64_t *w_bits,
+                       const uint64_t *v_bits) {
     int64_t shape[2] = {n, n};
     bool cx = dt == EMILY_C128;
     emily_tensor *t = t_from(dt, 2, shape, a), *w = NULL, *v = NULL;
@@ -236,8 +263,9 @@ TEST(eigh_hessenberg_qr_iterations) {
     /* the doctest's matrix */
     const double d[9] = {0, 1, 2, 1, 0, 2, 2, 2, 3};
     const uint64_t wd[3] = {0x4013FFFF31D77808, 0xBFEFFFF98EBC011D, 0xBFEFFFFFFFFFFFFF};
-    const uint64_t vd[9] = {0x3FDA16094AC9467D, 0x3FED38A138CFF90E, 0, 0x3FDA22E0F0D6764D, 0xBFC755046A4AAAD9,
-                            0x3FEC9F25C5BFEDD9, 0x3FEA22E0F0D6764C, 0xBFD755046A4AAAD8, 0xBFDC9F25C5BFEDD8};
+    const uint64_t vd[9] = {0x3FDA16094AC9467D, 0x3FED38A138CFF90E, 0,
+                            0x3FDA22E0F0D6764D, 0xBFC755046A4AAAD9, 0x3FEC9F25C5BFEDD9,
+                            0x3FEA22E0F0D6764C, 0xBFD755046A4AAAD8, 0xBFDC9F25C5BFEDD8};
     check_eigh(EMILY_F64, 3, d, 1.0e-4, 1000, wd, vd);
     /* 1 x 1: -0.0 comes back as +0.0 */
     const double z[1] = {-0.0};
@@ -355,11 +383,10 @@ TEST(svd_qdwh_on_nx07_eigh) {
     release3(r);
     emily_tensor_release(t);
     /* 5 x 3: reduced by qr first (5 > 1.15 * 3), in both modes */
-    const double m53[15] = {-0.84008577713723787, 0.26675737331107996, 0.55545357931193529,
-                            0.96995105848348739, 0.74299483471019956, -1.7117258144975889e-2,
-                            -0.10774770397401134, 0.52624916342691241, 0.66692433295895093,
-                            -0.21525232470813815, 0.34482902384205749, -0.23440152695153094,
-                            0.66272845149730664, 1.7563073562549825e-3, 0.90868399932740873};
+    const double m53[15] = {-0.84008577713723787, 0.26675737331107996,    0.55545357931193529,  0.96995105848348739,
+                            0.74299483471019956,  -1.7117258144975889e-2, -0.10774770397401134, 0.52624916342691241,
+                            0.66692433295895093,  -0.21525232470813815,   0.34482902384205749,  -0.23440152695153094,
+                            0.66272845149730664,  1.7563073562549825e-3,  0.90868399932740873};
     const double s53[3] = {1.5247507515358487, 1.3102085837950497, 0.86909586697960850};
     int64_t s53s[2] = {5, 3};
     t = t_from(EMILY_F64, 2, s53s, m53);
@@ -368,21 +395,21 @@ TEST(svd_qdwh_on_nx07_eigh) {
     emily_tensor_release(t);
     /* 8 x 7: not reduced (8 <= 1.15 * 7), QDWH on the rectangle */
     const double m87[56] = {
-        0.59679864992185028, 0.11215371531015261, -0.67265691326251487, -0.96180041650724490,
-        0.93430125788255003, -0.69181767683775597, 0.67848676260720575, -0.40877999765335193,
-        0.50521428605909025, 0.54726713735788080, -0.77359096868581778, -6.6902744994225216e-2,
-        0.87386255059395035, 0.53919830376549482, 0.91560836105040044, -0.69689181325494731,
-        -0.34407336876670946, 0.22847684563932136, -0.57663319517359479, 0.69669270251443116,
-        0.19613311521900689, 0.21123868846903804, 0.98238581020150173, -0.54642316276501512,
-        5.5784595776057877e-2, 0.60204038922422454, -0.36075894764502880, 0.22594513817958006,
-        0.94342543697475723, -0.68847187066236204, 0.76259979550052259, 0.27866624410806828,
-        -1.6316637107132159e-3, -0.56470487987971252, -0.12504845318177882, 0.10478171175150885,
-        0.80105680584363625, 8.3166255000041378e-2, -0.60115633946835167, -0.30159823575027955,
-        -0.90066931503257974, -0.68592521283895591, 0.73396324109536604, 0.70438140816909822,
-        0.24369322242570357, -6.5794338599797886e-2, -0.94502480235883413, 0.87252363243506892,
-        0.10049400473107006, -2.3026978049297764e-2, -0.59115143404971926, -0.17013135624004327,
-        0.45030247366640586, -0.77556949629740624, 0.52733861287979833, -0.32380340989724177};
-    const double s87[7] = {2.6667680034185381, 2.0455703554722509, 1.7238800249306361, 1.6150674704014487,
+        0.59679864992185028,    0.11215371531015261,    -0.67265691326251487, -0.96180041650724490,
+        0.93430125788255003,    -0.69181767683775597,   0.67848676260720575,  -0.40877999765335193,
+        0.50521428605909025,    0.54726713735788080,    -0.77359096868581778, -6.6902744994225216e-2,
+        0.87386255059395035,    0.53919830376549482,    0.91560836105040044,  -0.69689181325494731,
+        -0.34407336876670946,   0.22847684563932136,    -0.57663319517359479, 0.69669270251443116,
+        0.19613311521900689,    0.21123868846903804,    0.98238581020150173,  -0.54642316276501512,
+        5.5784595776057877e-2,  0.60204038922422454,    -0.36075894764502880, 0.22594513817958006,
+        0.94342543697475723,    -0.68847187066236204,   0.76259979550052259,  0.27866624410806828,
+        -1.6316637107132159e-3, -0.56470487987971252,   -0.12504845318177882, 0.10478171175150885,
+        0.80105680584363625,    8.3166255000041378e-2,  -0.60115633946835167, -0.30159823575027955,
+        -0.90066931503257974,   -0.68592521283895591,   0.73396324109536604,  0.70438140816909822,
+        0.24369322242570357,    -6.5794338599797886e-2, -0.94502480235883413, 0.87252363243506892,
+        0.10049400473107006,    -2.3026978049297764e-2, -0.59115143404971926, -0.17013135624004327,
+        0.45030247366640586,    -0.77556949629740624,   0.52733861287979833,  -0.32380340989724177};
+    const double s87[7] = {2.6667680034185381, 2.0455703554722509,  1.7238800249306361,   1.6150674704014487,
                            1.2544698310759974, 0.87772435297238327, 5.5184542189832195e-2};
     int64_t s87s[2] = {8, 7};
     t = t_from(EMILY_F64, 2, s87s, m87);
@@ -460,16 +487,16 @@ TEST(dispatch_takes_reference_nx07) {
                             {.kind = EMILY_V_OPTS, .items = ditems, .keys = dkeys, .n = 1}};
     CHECK_OK(emily_dispatch("determinant", EMILY_CPU, &det_tmpl, dargs, 2, EMILY_DISPATCH_RUN, &r));
     emily_dispatch_result_release(&r);
-    emily_value sargs[3] = {{.kind = EMILY_V_TENSOR, .tensor = t}, {.kind = EMILY_V_TENSOR, .tensor = t},
+    emily_value sargs[3] = {{.kind = EMILY_V_TENSOR, .tensor = t},
+                            {.kind = EMILY_V_TENSOR, .tensor = t},
                             {.kind = EMILY_V_OPTS, .items = ditems, .keys = dkeys, .n = 1}};
     ditems[0].str = "fast";
-    CHECK_ERR(emily_dispatch("solve", EMILY_CPU, &tmpl[0], sargs, 3, EMILY_DISPATCH_RUN, &r),
-              EMILY_ERR_ARGUMENT, "invalid :linalg");
+    CHECK_ERR(emily_dispatch("solve", EMILY_CPU, &tmpl[0], sargs, 3, EMILY_DISPATCH_RUN, &r), EMILY_ERR_ARGUMENT,
+              "invalid :linalg");
     emily_tensor_release(t);
 }
 
-RUN_TESTS("linalg_nx07", CASE(lu_pivots_up_front), CASE(lu_types_batches_and_singular),
-          CASE(lu_nx07_bad_input), CASE(determinant_on_nx07_lu), CASE(eigh_hessenberg_qr_iterations),
-          CASE(eigh_complex_and_not_hermitian), CASE(qr_explicit_reflections), CASE(solve_through_qr),
-          CASE(svd_qdwh_on_nx07_eigh), CASE(dispatch_takes_reference_nx07),
-          CASE(nx07_empty_and_batched_shapes))
+RUN_TESTS("linalg_nx07", CASE(lu_pivots_up_front), CASE(lu_types_batches_and_singular), CASE(lu_nx07_bad_input),
+          CASE(determinant_on_nx07_lu), CASE(eigh_hessenberg_qr_iterations), CASE(eigh_complex_and_not_hermitian),
+          CASE(qr_explicit_reflections), CASE(solve_through_qr), CASE(svd_qdwh_on_nx07_eigh),
+          CASE(dispatch_takes_reference_nx07), CASE(nx07_empty_and_batched_shapes))

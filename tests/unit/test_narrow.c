@@ -27,9 +27,13 @@ static bool bytes_are(const emily_tensor *t, const void *want, size_t n) {
 }
 
 TEST(names_sizes_and_kinds) {
-    static const struct { emily_dtype t; const char *name; int bits; } rows[] = {
-        {EMILY_F8_E5M2, "f8", 8}, {EMILY_F8_E4M3FN, "f8_e4m3fn", 8}, {EMILY_S2, "s2", 2},
-        {EMILY_S4, "s4", 4},      {EMILY_U2, "u2", 2},               {EMILY_U4, "u4", 4}};
+    static const struct {
+        emily_dtype t;
+        const char *name;
+        int bits;
+    } rows[] = {{EMILY_F8_E5M2, "f8", 8}, {EMILY_F8_E4M3FN, "f8_e4m3fn", 8},
+                {EMILY_S2, "s2", 2},      {EMILY_S4, "s4", 4},
+                {EMILY_U2, "u2", 2},      {EMILY_U4, "u4", 4}};
     for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
         CHECK(emily_dtype_known(rows[i].t) && !emily_dtype_valid(rows[i].t) && emily_dtype_is_narrow(rows[i].t));
         CHECK(strcmp(emily_dtype_name(rows[i].t), rows[i].name) == 0);
@@ -116,8 +120,8 @@ TEST(packed_binary_form) {
     CHECK(bytes_are(u8, (const uint8_t[]){1, 2, 3, 1}, 4));
     int64_t n = 3;
     emily_tensor *bad;
-    CHECK_ERR(emily_from_binary(EMILY_CPU, EMILY_S4, 1, &n, (const uint8_t[]){1, 2, 3}, 3, &bad),
-              EMILY_ERR_ARGUMENT, "a s4 tensor of 3 elements needs 2");
+    CHECK_ERR(emily_from_binary(EMILY_CPU, EMILY_S4, 1, &n, (const uint8_t[]){1, 2, 3}, 3, &bad), EMILY_ERR_ARGUMENT,
+              "a s4 tensor of 3 elements needs 2");
     unsigned char buf[3];
     CHECK_ERR(emily_to_binary(s4, buf, 3), EMILY_ERR_ARGUMENT, "tensor has 2");
     emily_tensor_release(s4), emily_tensor_release(s8), emily_tensor_release(u2), emily_tensor_release(u8);
@@ -232,7 +236,8 @@ TEST(callbacks_compute_wide_and_write_narrow) {
 TEST(typed_ops_refuse_narrow_types) {
     emily_tensor *s4 = from(EMILY_S4, 1, (const uint8_t[]){0x10}), *r;
     CHECK_ERR(emily_unary(EMILY_NEGATE, s4, &r), EMILY_ERR_TYPE, "negate: tensor is s4, a type the typed ops");
-    CHECK_ERR(emily_binary(EMILY_ADD, s4, s4, EMILY_S4, &r), EMILY_ERR_TYPE, "emily_dispatch (which computes it in s8)");
+    CHECK_ERR(emily_binary(EMILY_ADD, s4, s4, EMILY_S4, &r), EMILY_ERR_TYPE,
+              "emily_dispatch (which computes it in s8)");
     CHECK_ERR(emily_as_type(NULL, EMILY_S4, &r), EMILY_ERR_ARGUMENT, "as_type: tensor is NULL");
     CHECK_ERR(emily_as_type(s4, (emily_dtype)EMILY_DTYPE_ALL_COUNT, &r), EMILY_ERR_TYPE, "invalid target type");
     emily_tensor_release(s4);

@@ -37,8 +37,7 @@ static emily_tensor *rnd(emily_dtype dt, int rank, const int64_t *shape, double 
         harness_failures++;
         return NULL;
     }
-    for (int64_t i = 0; i < n; i++)
-        v[i] = lo + width * (double)(xorshift64(&rng) >> 11) / 9007199254740992.0;
+    for (int64_t i = 0; i < n; i++) v[i] = lo + width * (double)(xorshift64(&rng) >> 11) / 9007199254740992.0;
     emily_tensor *t = as(t_from(EMILY_F64, rank, shape, v), dt);
     free(v);
     return t;
@@ -82,8 +81,7 @@ TEST(packed_layout_by_hand) {
         int64_t k = 256, shape[2] = {1, k};
         float w[256];
         int vals_[256];
-        for (int i = 0; i < k; i++)
-            vals_[i] = i % 32 == 0 ? 0 : i % 32 == 1 ? levels : (i * 37) % (levels + 1);
+        for (int i = 0; i < k; i++) vals_[i] = i % 32 == 0 ? 0 : i % 32 == 1 ? levels : (i * 37) % (levels + 1);
         for (int i = 0; i < k; i++) w[i] = (float)vals_[i];
         emily_tensor *wt = t_from(EMILY_F32, 2, shape, w), *q = NULL, *s = NULL, *b = NULL;
         CHECK_OK(emily_quantize(wt, bits, 32, &q, &s, &b));
@@ -112,7 +110,8 @@ TEST(codes_follow_the_formula) {
             int64_t g = group_sizes[gi];
             emily_tensor *w = rnd(EMILY_F32, 2, shape, -1.5, 4.0), *q = NULL, *s = NULL, *b = NULL;
             CHECK_OK(emily_quantize(w, bits, g, &q, &s, &b));
-            double *wv = harness_doubles(w), *sv = harness_doubles(s), *bv = harness_doubles(b), *qv = harness_doubles(q);
+            double *wv = harness_doubles(w), *sv = harness_doubles(s), *bv = harness_doubles(b),
+                   *qv = harness_doubles(q);
             int bad = 0;
             for (int64_t r = 0; wv && sv && bv && qv && r < n; r++)
                 for (int64_t gi2 = 0; gi2 < k / g; gi2++) {
@@ -123,19 +122,16 @@ TEST(codes_follow_the_formula) {
                         hi = x > hi ? x : hi;
                     }
                     float range = hi - lo, scale = range / (float)levels;
-                    if ((float)sv[r * (k / g) + gi2] != scale || (float)bv[r * (k / g) + gi2] != lo)
-                        bad++;
+                    if ((float)sv[r * (k / g) + gi2] != scale || (float)bv[r * (k / g) + gi2] != lo) bad++;
                     for (int64_t i = 0; i < g; i++) {
                         int64_t j = gi2 * g + i;
                         float d = (float)wv[r * k + j] - lo, v = d / scale;
-                        unsigned code = !(v > 0) ? 0 : v >= (float)levels ? (unsigned)levels
-                                                                          : (unsigned)roundf(v);
+                        unsigned code = !(v > 0) ? 0 : v >= (float)levels ? (unsigned)levels : (unsigned)roundf(v);
                         unsigned byte = (unsigned)qv[r * (k * bits / 8) + j * bits / 8];
                         if (((byte >> ((j * bits) % 8)) & (unsigned)levels) != code) bad++;
                     }
                 }
-            if (bad) fprintf(stderr, "  bits %d group %lld: %d codes or scales differ\n", bits,
-                             (long long)g, bad);
+            if (bad) fprintf(stderr, "  bits %d group %lld: %d codes or scales differ\n", bits, (long long)g, bad);
             CHECK(bad == 0);
             free(wv), free(sv), free(bv), free(qv);
             RELEASE(w, q, s, b);
@@ -153,12 +149,12 @@ TEST(round_trip_bounds) {
                 emily_dtype t = floats[ti];
                 int bits = widths[wi], levels = (1 << bits) - 1;
                 int64_t g = group_sizes[gi];
-                emily_tensor *w = rnd(t, 2, shape, -3.0, 5.0), *q = NULL, *s = NULL, *b = NULL,
-                             *back = NULL;
+                emily_tensor *w = rnd(t, 2, shape, -3.0, 5.0), *q = NULL, *s = NULL, *b = NULL, *back = NULL;
                 CHECK_OK(emily_quantize(w, bits, g, &q, &s, &b));
                 CHECK_OK(emily_dequantize(q, s, b, bits, g, &back));
                 CHECK(back && emily_tensor_dtype(back) == t && t_shape_is(back, 2, shape));
-                double *wv = harness_doubles(w), *bk = harness_doubles(back), *sv = harness_doubles(s), *bv = harness_doubles(b);
+                double *wv = harness_doubles(w), *bk = harness_doubles(back), *sv = harness_doubles(s),
+                       *bv = harness_doubles(b);
                 double worst = 0;
                 for (int64_t r = 0; wv && bk && sv && bv && r < n; r++)
                     for (int64_t i = 0; i < k; i++) {
@@ -171,15 +167,14 @@ TEST(round_trip_bounds) {
                         }
                         /* half a step; the bias above lo or the top code short
                          * of hi by their roundings; the result's rounding */
-                        double bound = 0.5 * step + fabs(bv[gi2] - lo) +
-                                       fmax(0.0, hi - (bv[gi2] + levels * step)) +
+                        double bound = 0.5 * step + fabs(bv[gi2] - lo) + fmax(0.0, hi - (bv[gi2] + levels * step)) +
                                        2 * ulp_of(t, fmax(fabs(lo), fabs(hi)));
                         double err = fabs(wv[r * k + i] - bk[r * k + i]);
                         if (err > bound) worst = fmax(worst, err / bound);
                     }
                 if (worst > 0)
-                    fprintf(stderr, "  %s bits %d group %lld: error %.3g times the bound\n",
-                            emily_dtype_name(t), bits, (long long)g, worst);
+                    fprintf(stderr, "  %s bits %d group %lld: error %.3g times the bound\n", emily_dtype_name(t), bits,
+                            (long long)g, worst);
                 CHECK(worst == 0);
                 /* and the plain statement: within about half of the range's step */
                 free(wv), free(bk), free(sv), free(bv);
@@ -198,12 +193,12 @@ TEST(zero_range_groups) {
         w[2][i] = i < 32 ? -7.25f : (float)i;
     }
     for (int ti = 0; ti < 4; ti++) {
-        emily_tensor *wt = as(t_from(EMILY_F32, 2, shape, w), floats[ti]), *q = NULL, *s = NULL,
-                     *b = NULL, *back = NULL;
+        emily_tensor *wt = as(t_from(EMILY_F32, 2, shape, w), floats[ti]), *q = NULL, *s = NULL, *b = NULL,
+                     *back = NULL;
         CHECK_OK(emily_quantize(wt, 4, 32, &q, &s, &b));
         CHECK_OK(emily_dequantize(q, s, b, 4, 32, &back));
-        CHECK(t_get(s, 0) == 0 && t_get(s, 1) == 0 && t_get(s, 2) == 0 && t_get(s, 3) == 0 &&
-              t_get(s, 4) == 0 && t_get(s, 5) != 0);
+        CHECK(t_get(s, 0) == 0 && t_get(s, 1) == 0 && t_get(s, 2) == 0 && t_get(s, 3) == 0 && t_get(s, 4) == 0 &&
+              t_get(s, 5) != 0);
         for (int i = 0; i < 16 * 3; i++) CHECK(i >= 40 || t_get(q, i) == 0);
         for (int i = 0; i < 64 * 2 + 32; i++) CHECK(t_get(back, i) == (double)w[i / 64][i % 64]);
         RELEASE(wt, q, s, b, back);
@@ -245,8 +240,8 @@ static void check_matmul(const char *what, const emily_tensor *x, int bits, int6
             double bound = (double)kdim * unit_roundoff(acc) * m[i] * 1.01 + ulp_of(ot, r[i]);
             if (!(fabs(o[i] - r[i]) <= bound)) {
                 if (bad++ < 3)
-                    fprintf(stderr, "  %s: element %lld: %.17g, reference %.17g, bound %.3g\n",
-                            what, (long long)i, o[i], r[i], bound);
+                    fprintf(stderr, "  %s: element %lld: %.17g, reference %.17g, bound %.3g\n", what, (long long)i,
+                            o[i], r[i], bound);
             }
         }
         CHECK(bad == 0);
@@ -257,8 +252,8 @@ static void check_matmul(const char *what, const emily_tensor *x, int bits, int6
 
 /* Weights {rows, cols} of type wt quantized; x of type xt and shape
  * {xrows..., K} against them, both orientations' shapes derived. */
-static void matmul_case(emily_dtype xt, emily_dtype wt, int bits, int64_t g, bool transpose,
-                        int xrank, const int64_t *xlead, int64_t nout, int64_t kdim) {
+static void matmul_case(emily_dtype xt, emily_dtype wt, int bits, int64_t g, bool transpose, int xrank,
+                        const int64_t *xlead, int64_t nout, int64_t kdim) {
     int64_t wshape[2] = {transpose ? nout : kdim, transpose ? kdim : nout};
     int64_t xshape[4];
     for (int d = 0; d < xrank - 1; d++) xshape[d] = xlead[d];
@@ -267,9 +262,9 @@ static void matmul_case(emily_dtype xt, emily_dtype wt, int bits, int64_t g, boo
     emily_tensor *q = NULL, *s = NULL, *b = NULL;
     CHECK_OK(emily_quantize(w, bits, g, &q, &s, &b));
     char what[160];
-    snprintf(what, sizeof what, "x %s rank %d, w %s {%lld, %lld}, bits %d, group %lld%s",
-             emily_dtype_name(xt), xrank, emily_dtype_name(wt), (long long)wshape[0],
-             (long long)wshape[1], bits, (long long)g, transpose ? ", transposed" : "");
+    snprintf(what, sizeof what, "x %s rank %d, w %s {%lld, %lld}, bits %d, group %lld%s", emily_dtype_name(xt), xrank,
+             emily_dtype_name(wt), (long long)wshape[0], (long long)wshape[1], bits, (long long)g,
+             transpose ? ", transposed" : "");
     check_matmul(what, x, bits, g, transpose, q, s, b);
     RELEASE(w, x, q, s, b);
 }
@@ -423,8 +418,7 @@ TEST(dispatcher_callbacks) {
     emily_value qargs[2] = {v_tensor(w), two};
     emily_dispatch_result r = {0};
     CHECK_OK(emily_dispatch("quantize", EMILY_CPU, &qout, qargs, 2, EMILY_DISPATCH_RUN, &r));
-    CHECK(r.n == 3 && t_same_bytes(r.tensors[0], q) && t_same_bytes(r.tensors[1], s) &&
-          t_same_bytes(r.tensors[2], b));
+    CHECK(r.n == 3 && t_same_bytes(r.tensors[0], q) && t_same_bytes(r.tensors[1], s) && t_same_bytes(r.tensors[2], b));
     emily_dispatch_result_release(&r);
 
     emily_value dout = v_tmpl(EMILY_F32, 2, ws);
@@ -493,8 +487,7 @@ TEST(bad_arguments) {
     RELEASE(w, q, s, b, wi, wr1, wo, b16, si, x, xbad, xint, x0);
 }
 
-RUN_TESTS("quant", CASE(packed_layout_by_hand), CASE(codes_follow_the_formula),
-          CASE(round_trip_bounds), CASE(zero_range_groups), CASE(matmul_every_width_and_group),
-          CASE(matmul_types), CASE(matmul_tiles_and_threads), CASE(matmul_paths),
-          CASE(matmul_infinite_bias_in_partial_chunk), CASE(matmul_views_and_empty),
-          CASE(dispatcher_callbacks), CASE(bad_arguments))
+RUN_TESTS("quant", CASE(packed_layout_by_hand), CASE(codes_follow_the_formula), CASE(round_trip_bounds),
+          CASE(zero_range_groups), CASE(matmul_every_width_and_group), CASE(matmul_types),
+          CASE(matmul_tiles_and_threads), CASE(matmul_paths), CASE(matmul_infinite_bias_in_partial_chunk),
+          CASE(matmul_views_and_empty), CASE(dispatcher_callbacks), CASE(bad_arguments))

@@ -6,9 +6,7 @@
 #include <string.h>
 #include "harness.h"
 
-static emily_tensor *f32s(int rank, const int64_t *shape, const float *d) {
-    return t_from(EMILY_F32, rank, shape, d);
-}
+static emily_tensor *f32s(int rank, const int64_t *shape, const float *d) { return t_from(EMILY_F32, rank, shape, d); }
 
 static uint32_t f32_bits(const emily_tensor *t) {
     uint32_t b = 0;
@@ -74,7 +72,10 @@ TEST(sum_floats_accumulate_wide) {
     int64_t n = 1 << 20, shape[1] = {n};
     float *d = malloc(sizeof(float) * (size_t)n);
     double exact = 0;
-    for (int64_t i = 0; i < n; i++) { d[i] = 0.1f; exact += (double)0.1f; }
+    for (int64_t i = 0; i < n; i++) {
+        d[i] = 0.1f;
+        exact += (double)0.1f;
+    }
     emily_tensor *t = f32s(1, shape, d), *r = NULL;
     CHECK_OK(emily_reduce(EMILY_REDUCE_SUM, t, 0, NULL, false, EMILY_DTYPE_AUTO, &r));
     CHECK(t_get(r, 0) == (double)(float)exact);
@@ -289,7 +290,8 @@ static emily_tensor *ordered_input(emily_dtype dt, int rank, const int64_t *shap
     for (int64_t i = 0; i < n * parts; i++) {
         xorshift64(&x);
         /* products near 1 stay finite over 600k factors */
-        v[i] = dt == EMILY_C128 ? (double)(x >> 11) * 0x1p-53 * 8 - 4 : 1.0 + ((double)(x >> 11) * 0x1p-53 - 0.5) * 1e-3;
+        v[i] = dt == EMILY_C128 ? (double)(x >> 11) * 0x1p-53 * 8 - 4
+                                : 1.0 + ((double)(x >> 11) * 0x1p-53 - 0.5) * 1e-3;
     }
     emily_tensor *r = NULL;
     if (dt == EMILY_C128) {
@@ -304,11 +306,17 @@ static emily_tensor *ordered_input(emily_dtype dt, int rank, const int64_t *shap
 }
 
 TEST(ordered_folds_ignore_thread_count) {
-    static const struct { int64_t shape[2]; int axis; } cases[] = {
-        {{2, 200003}, 1}, {{2, 600001}, 1}, {{600001, 3}, 0}, {{200003, 2}, 0}};
-    static const struct { emily_reduce_op op; emily_dtype dt; } folds[] = {
-        {EMILY_REDUCE_SUM, EMILY_C128}, {EMILY_REDUCE_PRODUCT, EMILY_C128},
-        {EMILY_REDUCE_PRODUCT, EMILY_F32}, {EMILY_REDUCE_PRODUCT, EMILY_F64}};
+    static const struct {
+        int64_t shape[2];
+        int axis;
+    } cases[] = {{{2, 200003}, 1}, {{2, 600001}, 1}, {{600001, 3}, 0}, {{200003, 2}, 0}};
+    static const struct {
+        emily_reduce_op op;
+        emily_dtype dt;
+    } folds[] = {{EMILY_REDUCE_SUM, EMILY_C128},
+                 {EMILY_REDUCE_PRODUCT, EMILY_C128},
+                 {EMILY_REDUCE_PRODUCT, EMILY_F32},
+                 {EMILY_REDUCE_PRODUCT, EMILY_F64}};
     int saved = omp_get_max_threads();
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++)
         for (size_t f = 0; f < sizeof folds / sizeof *folds; f++) {
@@ -493,8 +501,11 @@ TEST(all_close_equal_nan_option) {
     emily_value args[3] = {v_tensor(ta), v_tensor(ta), v_opts(keys, &opt, 1)};
     emily_value tmpl = v_tmpl(EMILY_U8, 0, NULL);
     emily_dispatch_result r = {0};
-    const struct { emily_value_kind kind; bool b; double want; } cases[] = {
-        {EMILY_V_NIL, false, 0}, {EMILY_V_BOOL, false, 0}, {EMILY_V_BOOL, true, 1}};
+    const struct {
+        emily_value_kind kind;
+        bool b;
+        double want;
+    } cases[] = {{EMILY_V_NIL, false, 0}, {EMILY_V_BOOL, false, 0}, {EMILY_V_BOOL, true, 1}};
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         opt.kind = cases[i].kind;
         opt.b = cases[i].b;
@@ -504,8 +515,8 @@ TEST(all_close_equal_nan_option) {
     }
     opt.kind = EMILY_V_INT;
     opt.i = 1;
-    CHECK_ERR(emily_dispatch("all_close", EMILY_CPU, &tmpl, args, 3, EMILY_DISPATCH_RUN, &r),
-              EMILY_ERR_ARGUMENT, "option :equal_nan must be true or false");
+    CHECK_ERR(emily_dispatch("all_close", EMILY_CPU, &tmpl, args, 3, EMILY_DISPATCH_RUN, &r), EMILY_ERR_ARGUMENT,
+              "option :equal_nan must be true or false");
     emily_tensor_release(ta);
 }
 
@@ -513,10 +524,12 @@ TEST(reduce_errors) {
     emily_tensor *t = t_iota(EMILY_F32, 2, S2x3), *r = NULL;
     int far[1] = {2}, twice[2] = {0, -2};
     CHECK_ERR(emily_reduce(EMILY_REDUCE_SUM, t, 1, far, false, EMILY_DTYPE_AUTO, &r), EMILY_ERR_AXIS, "out of range");
-    CHECK_ERR(emily_reduce(EMILY_REDUCE_SUM, t, 2, twice, false, EMILY_DTYPE_AUTO, &r), EMILY_ERR_AXIS, "more than once");
+    CHECK_ERR(emily_reduce(EMILY_REDUCE_SUM, t, 2, twice, false, EMILY_DTYPE_AUTO, &r), EMILY_ERR_AXIS,
+              "more than once");
     CHECK_ERR(emily_reduce(EMILY_REDUCE_SUM, NULL, 0, NULL, false, EMILY_DTYPE_AUTO, &r), EMILY_ERR_ARGUMENT, "NULL");
     CHECK_ERR(emily_reduce(EMILY_REDUCE_SUM, t, 0, NULL, false, EMILY_DTYPE_AUTO, NULL), EMILY_ERR_ARGUMENT, "output");
-    CHECK_ERR(emily_reduce((emily_reduce_op)42, t, 0, NULL, false, EMILY_DTYPE_AUTO, &r), EMILY_ERR_ARGUMENT, "unknown");
+    CHECK_ERR(emily_reduce((emily_reduce_op)42, t, 0, NULL, false, EMILY_DTYPE_AUTO, &r), EMILY_ERR_ARGUMENT,
+              "unknown");
     CHECK_ERR(emily_reduce(EMILY_REDUCE_SUM, t, 1, NULL, false, EMILY_DTYPE_AUTO, &r), EMILY_ERR_ARGUMENT, "NULL");
     CHECK_ERR(emily_reduce(EMILY_REDUCE_SUM, t, 0, NULL, false, (emily_dtype)77, &r), EMILY_ERR_TYPE, "invalid");
     emily_tensor_release(t);
@@ -578,7 +591,7 @@ TEST(wide_types_in_columns) {
 }
 
 RUN_TESTS("reduce", CASE(sum_axes_and_types), CASE(sum_floats_accumulate_wide), CASE(sum_layouts),
-          CASE(empty_reductions), CASE(max_min_nan_and_zero_sign), CASE(all_any_truth),
-          CASE(complex_sum_product), CASE(argmax_rules), CASE(argmax_large), CASE(all_close_rules), CASE(all_close_equal_nan_option),
+          CASE(empty_reductions), CASE(max_min_nan_and_zero_sign), CASE(all_any_truth), CASE(complex_sum_product),
+          CASE(argmax_rules), CASE(argmax_large), CASE(all_close_rules), CASE(all_close_equal_nan_option),
           CASE(reduce_errors), CASE(reversed_and_broadcast_views), CASE(wide_types_in_columns),
           CASE(ordered_folds_ignore_thread_count))

@@ -28,8 +28,7 @@ static emily_tensor *rnd(uint64_t *st, emily_dtype dt, int rank, const int64_t *
         harness_failures++;
         return NULL;
     }
-    for (int64_t i = 0; i < n; i++)
-        v[i] = 4.0 * (double)(xorshift64(st) >> 11) / 9007199254740992.0 - 2.0;
+    for (int64_t i = 0; i < n; i++) v[i] = 4.0 * (double)(xorshift64(st) >> 11) / 9007199254740992.0 - 2.0;
     emily_tensor *t = as(t_from(EMILY_F64, rank, shape, v), dt);
     free(v);
     return t;
@@ -44,14 +43,10 @@ static emily_tensor *s64s(int rank, const int64_t *shape, const int64_t *v) {
 /* v rounded to dt by Nx's rules (bf16: through f32, then truncated). */
 static double round_to(emily_dtype dt, double v) {
     switch (dt) {
-    case EMILY_F16:
-        return emily_sc_f16_to_f64(emily_sc_f64_to_f16(v));
-    case EMILY_BF16:
-        return emily_sc_bf16_to_f64(emily_sc_f64_to_bf16(v));
-    case EMILY_F32:
-        return (double)(float)v;
-    default:
-        return v;
+    case EMILY_F16: return emily_sc_f16_to_f64(emily_sc_f64_to_f16(v));
+    case EMILY_BF16: return emily_sc_bf16_to_f64(emily_sc_f64_to_bf16(v));
+    case EMILY_F32: return (double)(float)v;
+    default: return v;
     }
 }
 
@@ -63,16 +58,14 @@ static void ref_table(const emily_rope_options *o, int64_t dims, int64_t seq, fl
     if (o->scaling == EMILY_ROPE_DYNAMIC) {
         double len = (double)(o->sequence_length ? o->sequence_length : seq);
         double orig = (double)o->original_max_positions;
-        if (len > orig)
-            base *= pow(o->factor * len / orig - (o->factor - 1),
-                        (double)dims / (double)(dims - 2));
+        if (len > orig) base *= pow(o->factor * len / orig - (o->factor - 1), (double)dims / (double)(dims - 2));
     }
     for (int64_t i = 0; i < dims / 2; i++) {
         float e = f32((double)(2 * i) / (double)dims);
         inv[i] = f32(1.0 / (double)f32(pow((double)f32(base), (double)e)));
         if (o->scaling != EMILY_ROPE_LLAMA3) continue;
-        float fac = f32(o->factor), lo = f32(o->low_frequency_factor),
-              hi = f32(o->high_frequency_factor), orig = f32((double)o->original_max_positions);
+        float fac = f32(o->factor), lo = f32(o->low_frequency_factor), hi = f32(o->high_frequency_factor),
+              orig = f32((double)o->original_max_positions);
         float w = f32((double)f32(2 * M_PI) / (double)inv[i]);
         if (w < f32((double)o->original_max_positions / o->high_frequency_factor)) continue;
         if (w > f32((double)o->original_max_positions / o->low_frequency_factor)) {
@@ -88,8 +81,8 @@ static void ref_table(const emily_rope_options *o, int64_t dims, int64_t seq, fl
 
 /* The op's result by the header's steps; inv the table (computed or
  * explicit, as f32); positions as int64 {S} or {B, S}. */
-static double *ref_rope(const emily_tensor *x, const int64_t *pos, bool batched,
-                        const emily_rope_options *o, const float *inv) {
+static double *ref_rope(const emily_tensor *x, const int64_t *pos, bool batched, const emily_rope_options *o,
+                        const float *inv) {
     const int64_t *sh = emily_tensor_shape(x);
     int64_t B = sh[0], S = sh[1], H = sh[2], D = sh[3], dims = o->dims ? o->dims : D, h = dims / 2;
     emily_dtype t = emily_tensor_dtype(x);
@@ -123,8 +116,8 @@ static double *ref_rope(const emily_tensor *x, const int64_t *pos, bool batched,
 
 /* The rotation in double, no rounding but the inputs': for the loose check
  * that the definition is the rotation meant (pairs and signs). */
-static double *exact_rope(const emily_tensor *x, const int64_t *pos, bool batched,
-                          const emily_rope_options *o, const float *inv, double *angle_max) {
+static double *exact_rope(const emily_tensor *x, const int64_t *pos, bool batched, const emily_rope_options *o,
+                          const float *inv, double *angle_max) {
     const int64_t *sh = emily_tensor_shape(x);
     int64_t B = sh[0], S = sh[1], H = sh[2], D = sh[3], dims = o->dims ? o->dims : D, h = dims / 2;
     double *xv = harness_doubles(x), *y = malloc((size_t)(B * S * H * D + 1) * sizeof *y);
@@ -163,8 +156,8 @@ static double rel_ulp(emily_dtype t) {
 /* emily_rope(x, positions, o) against both references; the table is the
  * header's unless o has an explicit one (read back as f32). Returns the
  * result (the caller releases it). */
-static emily_tensor *check_rope(const char *what, const emily_tensor *x, const int64_t *pos,
-                                bool batched, const emily_rope_options *o) {
+static emily_tensor *check_rope(const char *what, const emily_tensor *x, const int64_t *pos, bool batched,
+                                const emily_rope_options *o) {
     const int64_t *sh = emily_tensor_shape(x);
     int64_t B = sh[0], S = sh[1], D = sh[3], dims = o->dims ? o->dims : D, n = emily_tensor_size(x);
     int64_t pshape[2] = {batched ? B : S, S};
@@ -184,8 +177,7 @@ static emily_tensor *check_rope(const char *what, const emily_tensor *x, const i
         ref_table(o, dims, S, inv);
     }
     double amax = 0;
-    double *want = ref_rope(x, pos, batched, o, inv),
-           *loose = exact_rope(x, pos, batched, o, inv, &amax);
+    double *want = ref_rope(x, pos, batched, o, inv), *loose = exact_rope(x, pos, batched, o, inv, &amax);
     double *got = harness_doubles(y), *xv = harness_doubles(x);
     int64_t bad = 0, far = 0;
     emily_dtype t = emily_tensor_dtype(x);
@@ -195,16 +187,16 @@ static emily_tensor *check_rope(const char *what, const emily_tensor *x, const i
     for (int64_t i = 0; want && loose && got && xv && i < n; i++) {
         if (!(got[i] == want[i] || (got[i] != got[i] && want[i] != want[i]))) {
             if (bad++ < 3)
-                fprintf(stderr, "  %s: element %lld is %.17g, the definition gives %.17g\n", what,
-                        (long long)i, got[i], want[i]);
+                fprintf(stderr, "  %s: element %lld is %.17g, the definition gives %.17g\n", what, (long long)i, got[i],
+                        want[i]);
         }
         int64_t r = i - i % D;
         double mag = 0;
         for (int64_t j = 0; j < dims; j++) mag = fmax(mag, fabs(xv[r + j]));
         if (fabs(got[i] - loose[i]) > 2 * mag * tol_rel + 1e-300) {
             if (far++ < 3)
-                fprintf(stderr, "  %s: element %lld is %.17g, the rotation in double %.17g\n", what,
-                        (long long)i, got[i], loose[i]);
+                fprintf(stderr, "  %s: element %lld is %.17g, the rotation in double %.17g\n", what, (long long)i,
+                        got[i], loose[i]);
         }
     }
     CHECK(bad == 0);
@@ -269,8 +261,7 @@ TEST(positions_per_entry_and_decoding) {
     for (int ti = 0; ti < 4; ti++) {
         emily_rope_options o = {.base = 100000};
         emily_tensor *x = rnd(&st, floats[ti], 4, one), *y = check_rope("decode", x, dec, true, &o);
-        emily_tensor *x2 = rnd(&st, floats[ti], 4, many),
-                     *y2 = check_rope("offset prefill", x2, seq, true, &o);
+        emily_tensor *x2 = rnd(&st, floats[ti], 4, many), *y2 = check_rope("offset prefill", x2, seq, true, &o);
         RELEASE(x, y, x2, y2);
     }
     free(seq);
@@ -298,14 +289,8 @@ TEST(scalings) {
             {.base = 10000, .scaling = EMILY_ROPE_LINEAR, .factor = 2},
             {.base = 10000, .scaling = EMILY_ROPE_LINEAR, .factor = 3},
             /* S = 6 <= 4: grows the base; 10 > 6: unscaled; 8 > 4: grows */
-            {.base = 10000,
-             .scaling = EMILY_ROPE_DYNAMIC,
-             .factor = 2,
-             .original_max_positions = 4},
-            {.base = 10000,
-             .scaling = EMILY_ROPE_DYNAMIC,
-             .factor = 2,
-             .original_max_positions = 10},
+            {.base = 10000, .scaling = EMILY_ROPE_DYNAMIC, .factor = 2, .original_max_positions = 4},
+            {.base = 10000, .scaling = EMILY_ROPE_DYNAMIC, .factor = 2, .original_max_positions = 10},
             {.base = 10000,
              .scaling = EMILY_ROPE_DYNAMIC,
              .factor = 4,
@@ -335,8 +320,8 @@ TEST(scalings) {
         }
     }
     /* the scalings change the result (each case is not the plain table) */
-    emily_tensor *x = rnd(&st, EMILY_F32, 4, xs), *p = s64s(1, (int64_t[]){6}, pos), *plain = NULL,
-                 *lin = NULL, *dyn = NULL, *l3 = NULL;
+    emily_tensor *x = rnd(&st, EMILY_F32, 4, xs), *p = s64s(1, (int64_t[]){6}, pos), *plain = NULL, *lin = NULL,
+                 *dyn = NULL, *l3 = NULL;
     emily_rope_options o = {.base = 500000};
     CHECK_OK(emily_rope(x, p, &o, &plain));
     o.scaling = EMILY_ROPE_LINEAR, o.factor = 8;
@@ -357,8 +342,7 @@ TEST(explicit_tables) {
     uint64_t st = 15;
     int64_t xs[4] = {2, 3, 2, 8}, pos[3] = {4, 5, 6}, four = 4;
     float tbl[4] = {1.0f, 0.25f, 1e-3f, 3.5f};
-    emily_tensor *f = t_from(EMILY_F32, 1, &four, tbl),
-                 *f64 = as(t_from(EMILY_F32, 1, &four, tbl), EMILY_F64);
+    emily_tensor *f = t_from(EMILY_F32, 1, &four, tbl), *f64 = as(t_from(EMILY_F32, 1, &four, tbl), EMILY_F64);
     for (int ti = 0; ti < 4; ti++) {
         emily_tensor *x = rnd(&st, floats[ti], 4, xs);
         emily_rope_options o = {.inv_freq = f}, o64 = {.inv_freq = f64, .traditional = true};
@@ -395,8 +379,8 @@ TEST(position_types) {
     }
     /* negative positions rotate the other way */
     int64_t neg[4] = {0, -5, -200, -255};
-    emily_tensor *pn = s64s(1, ps, neg), *yn = check_rope("negative positions", x, neg, false,
-                                                          &(emily_rope_options){.base = 10000});
+    emily_tensor *pn = s64s(1, ps, neg),
+                 *yn = check_rope("negative positions", x, neg, false, &(emily_rope_options){.base = 10000});
     RELEASE(x, p, want, pn, yn);
 }
 
@@ -449,30 +433,27 @@ TEST(bad_arguments) {
     uint64_t st = 18;
     int64_t xs[4] = {2, 3, 2, 8}, x3s[3] = {3, 2, 8}, xodd[4] = {2, 3, 2, 7};
     int64_t pos[6] = {0, 1, 2, 3, 4, 5};
-    emily_tensor *x = rnd(&st, EMILY_F32, 4, xs), *x3 = rnd(&st, EMILY_F32, 3, x3s),
-                 *xo = rnd(&st, EMILY_F32, 4, xodd), *xi = NULL, *xc = NULL;
+    emily_tensor *x = rnd(&st, EMILY_F32, 4, xs), *x3 = rnd(&st, EMILY_F32, 3, x3s), *xo = rnd(&st, EMILY_F32, 4, xodd),
+                 *xi = NULL, *xc = NULL;
     CHECK_OK(emily_as_type(x, EMILY_S32, &xi));
     CHECK_OK(emily_as_type(x, EMILY_C64, &xc));
     emily_tensor *p = s64s(1, (int64_t[]){3}, pos), *pb = s64s(2, (int64_t[]){2, 3}, pos),
                  *pw = s64s(1, (int64_t[]){4}, pos), *pw2 = s64s(2, (int64_t[]){3, 2}, pos),
                  *p3 = s64s(3, (int64_t[]){1, 2, 3}, pos), *pf = NULL;
     CHECK_OK(emily_as_type(p, EMILY_F32, &pf));
-    emily_tensor *t4 = rnd(&st, EMILY_F32, 1, (int64_t[]){4}),
-                 *t3 = rnd(&st, EMILY_F32, 1, (int64_t[]){3}), *ti = NULL, *y = NULL;
+    emily_tensor *t4 = rnd(&st, EMILY_F32, 1, (int64_t[]){4}), *t3 = rnd(&st, EMILY_F32, 1, (int64_t[]){3}), *ti = NULL,
+                 *y = NULL;
     CHECK_OK(emily_as_type(t4, EMILY_S32, &ti));
     emily_rope_options o = {.base = 10000};
     CHECK_ERR(emily_rope(NULL, p, &o, &y), EMILY_ERR_ARGUMENT, "rope: x is NULL");
     CHECK_ERR(emily_rope(x, NULL, &o, &y), EMILY_ERR_ARGUMENT, "rope: positions is NULL");
     CHECK_ERR(emily_rope(x, p, &o, NULL), EMILY_ERR_ARGUMENT, "rope: output pointer is NULL");
-    CHECK_ERR(emily_rope(x3, p, &o, &y), EMILY_ERR_SHAPE,
-              "rope: x must have rank 4 (B, S, H, D), got {3, 2, 8}");
+    CHECK_ERR(emily_rope(x3, p, &o, &y), EMILY_ERR_SHAPE, "rope: x must have rank 4 (B, S, H, D), got {3, 2, 8}");
     CHECK_ERR(emily_rope(xi, p, &o, &y), EMILY_ERR_TYPE, "rope: x must be a real float tensor");
     CHECK_ERR(emily_rope(xc, p, &o, &y), EMILY_ERR_TYPE, "got c64");
-    CHECK_ERR(emily_rope(x, pf, &o, &y), EMILY_ERR_TYPE,
-              "rope: positions must be an integer tensor, got f32");
-    CHECK_ERR(
-        emily_rope(x, pw, &o, &y), EMILY_ERR_SHAPE,
-        "rope: positions must have shape {3} or {2, 3} (S or B, S of x {2, 3, 2, 8}), got {4}");
+    CHECK_ERR(emily_rope(x, pf, &o, &y), EMILY_ERR_TYPE, "rope: positions must be an integer tensor, got f32");
+    CHECK_ERR(emily_rope(x, pw, &o, &y), EMILY_ERR_SHAPE,
+              "rope: positions must have shape {3} or {2, 3} (S or B, S of x {2, 3, 2, 8}), got {4}");
     CHECK_ERR(emily_rope(x, pw2, &o, &y), EMILY_ERR_SHAPE, "got {3, 2}");
     CHECK_ERR(emily_rope(x, p3, &o, &y), EMILY_ERR_SHAPE, "got {1, 2, 3}");
     CHECK_OK(emily_rope(x, pb, &o, &y));
@@ -492,23 +473,18 @@ TEST(bad_arguments) {
     const double bad_numbers[3] = {0.0, -1.0, NAN};
     for (int k = 0; k < 3; k++) {
         emily_rope_options b = {.base = bad_numbers[k]};
-        CHECK_ERR(emily_rope(x, p, &b, &y), EMILY_ERR_ARGUMENT,
-                  "rope: base must be a finite number above 0");
-        b = (emily_rope_options){
-            .base = 1e4, .scaling = EMILY_ROPE_LINEAR, .factor = bad_numbers[k]};
+        CHECK_ERR(emily_rope(x, p, &b, &y), EMILY_ERR_ARGUMENT, "rope: base must be a finite number above 0");
+        b = (emily_rope_options){.base = 1e4, .scaling = EMILY_ROPE_LINEAR, .factor = bad_numbers[k]};
         CHECK_ERR(emily_rope(x, p, &b, &y), EMILY_ERR_ARGUMENT, "rope: factor must be a finite");
     }
-    CHECK_ERR(emily_rope(x, p, &(emily_rope_options){.base = INFINITY}, &y), EMILY_ERR_ARGUMENT,
-              "base must be");
+    CHECK_ERR(emily_rope(x, p, &(emily_rope_options){.base = INFINITY}, &y), EMILY_ERR_ARGUMENT, "base must be");
     emily_rope_options dyn = {.base = 1e4, .scaling = EMILY_ROPE_DYNAMIC, .factor = 2};
     CHECK_ERR(emily_rope(x, p, &dyn, &y), EMILY_ERR_ARGUMENT,
               "rope: original_max_positions must be a finite number above 0, got 0");
     dyn.original_max_positions = 2, dyn.sequence_length = -1;
-    CHECK_ERR(emily_rope(x, p, &dyn, &y), EMILY_ERR_ARGUMENT,
-              "rope: sequence_length must be 0 (S) or more, got -1");
+    CHECK_ERR(emily_rope(x, p, &dyn, &y), EMILY_ERR_ARGUMENT, "rope: sequence_length must be 0 (S) or more, got -1");
     dyn.sequence_length = 0, dyn.dims = 2;
-    CHECK_ERR(emily_rope(x, p, &dyn, &y), EMILY_ERR_ARGUMENT,
-              "rope: dynamic scaling needs dims above 2");
+    CHECK_ERR(emily_rope(x, p, &dyn, &y), EMILY_ERR_ARGUMENT, "rope: dynamic scaling needs dims above 2");
     emily_rope_options l3 = {.base = 5e5,
                              .scaling = EMILY_ROPE_LLAMA3,
                              .factor = 8,
@@ -525,15 +501,12 @@ TEST(bad_arguments) {
     CHECK_ERR(emily_rope(x, p, &unknown, &y), EMILY_ERR_ARGUMENT, "rope: unknown scaling 9");
     /* explicit tables */
     emily_rope_options e = {.inv_freq = t3};
-    CHECK_ERR(emily_rope(x, p, &e, &y), EMILY_ERR_SHAPE,
-              "rope: inv_freq must have shape {4} (dims / 2), got {3}");
+    CHECK_ERR(emily_rope(x, p, &e, &y), EMILY_ERR_SHAPE, "rope: inv_freq must have shape {4} (dims / 2), got {3}");
     e.inv_freq = ti;
-    CHECK_ERR(emily_rope(x, p, &e, &y), EMILY_ERR_TYPE,
-              "rope: inv_freq must be a real float tensor, got s32");
+    CHECK_ERR(emily_rope(x, p, &e, &y), EMILY_ERR_TYPE, "rope: inv_freq must be a real float tensor, got s32");
     e.inv_freq = t4, e.scaling = EMILY_ROPE_LINEAR, e.factor = 2;
-    CHECK_ERR(
-        emily_rope(x, p, &e, &y), EMILY_ERR_ARGUMENT,
-        "rope: an explicit inv_freq table takes no scaling (it holds any scaling already), got linear");
+    CHECK_ERR(emily_rope(x, p, &e, &y), EMILY_ERR_ARGUMENT,
+              "rope: an explicit inv_freq table takes no scaling (it holds any scaling already), got linear");
     e.scaling = EMILY_ROPE_NONE, e.dims = 6;
     CHECK_ERR(emily_rope(x, p, &e, &y), EMILY_ERR_SHAPE, "{3} (dims / 2), got {4}");
     CHECK(y == NULL);
@@ -587,15 +560,14 @@ TEST(dispatch_callback) {
     emily_dispatch_result_release(&r);
     /* errors: an unknown scaling, a table the options do not announce */
     vals[3] = v_atom("yarn");
-    CHECK_ERR(emily_dispatch("rope", EMILY_CPU, &out, args, 3, EMILY_DISPATCH_RUN, &r),
-              EMILY_ERR_ARGUMENT,
+    CHECK_ERR(emily_dispatch("rope", EMILY_CPU, &out, args, 3, EMILY_DISPATCH_RUN, &r), EMILY_ERR_ARGUMENT,
               "option :scaling must be :none, :linear, :dynamic or :llama3, got :yarn");
     vals[3] = v_int(1);
-    CHECK_ERR(emily_dispatch("rope", EMILY_CPU, &out, args, 3, EMILY_DISPATCH_RUN, &r),
-              EMILY_ERR_ARGUMENT, "option :scaling must be an atom");
+    CHECK_ERR(emily_dispatch("rope", EMILY_CPU, &out, args, 3, EMILY_DISPATCH_RUN, &r), EMILY_ERR_ARGUMENT,
+              "option :scaling must be an atom");
     tvals[0] = v_bool(false);
-    CHECK_ERR(emily_dispatch("rope", EMILY_CPU, &out, targs, 4, EMILY_DISPATCH_RUN, &r),
-              EMILY_ERR_ARGUMENT, "expected 2 tensors (x, positions) before the options, got 3");
+    CHECK_ERR(emily_dispatch("rope", EMILY_CPU, &out, targs, 4, EMILY_DISPATCH_RUN, &r), EMILY_ERR_ARGUMENT,
+              "expected 2 tensors (x, positions) before the options, got 3");
     RELEASE(x, p, t, want, want_t, plain);
 }
 
@@ -626,7 +598,6 @@ TEST(runs_in_a_graph) {
     RELEASE(x, p, want, res[0]);
 }
 
-RUN_TESTS("rope", CASE(unit_vector_by_hand), CASE(types_pairings_and_dims),
-          CASE(positions_per_entry_and_decoding), CASE(shared_positions_equal_repeated_ones),
-          CASE(scalings), CASE(explicit_tables), CASE(position_types), CASE(views_and_empty),
-          CASE(edge_values), CASE(bad_arguments), CASE(dispatch_callback), CASE(runs_in_a_graph))
+RUN_TESTS("rope", CASE(unit_vector_by_hand), CASE(types_pairings_and_dims), CASE(positions_per_entry_and_decoding),
+          CASE(shared_positions_equal_repeated_ones), CASE(scalings), CASE(explicit_tables), CASE(position_types),
+          CASE(views_and_empty), CASE(edge_values), CASE(bad_arguments), CASE(dispatch_callback), CASE(runs_in_a_graph))

@@ -54,16 +54,14 @@ static double *values(const emily_tensor *t) {
 }
 
 /* Random values in [lo, lo + width) as a tensor of dt. */
-static emily_tensor *rnd(uint64_t *st, emily_dtype dt, int rank, const int64_t *shape, double lo,
-                         double width) {
+static emily_tensor *rnd(uint64_t *st, emily_dtype dt, int rank, const int64_t *shape, double lo, double width) {
     int64_t n = count_of(rank, shape);
     double *v = malloc((size_t)(n ? n : 1) * sizeof *v);
     if (!v) {
         harness_failures++;
         return NULL;
     }
-    for (int64_t i = 0; i < n; i++)
-        v[i] = lo + width * (double)(xorshift64(st) >> 11) / 9007199254740992.0;
+    for (int64_t i = 0; i < n; i++) v[i] = lo + width * (double)(xorshift64(st) >> 11) / 9007199254740992.0;
     emily_tensor *t = from_doubles(dt, rank, shape, v);
     free(v);
     return t;
@@ -89,14 +87,10 @@ static emily_tensor *bool_mask(uint64_t *st, int rank, const int64_t *shape, int
 static double round_w(emily_dtype t, double x) { return t == EMILY_F64 ? x : (double)(float)x; }
 static double round_t(emily_dtype t, double x) {
     switch (t) {
-    case EMILY_F16:
-        return emily_sc_f16_to_f64(emily_sc_f64_to_f16(x));
-    case EMILY_BF16:
-        return emily_sc_bf16_to_f64(emily_sc_f64_to_bf16(x));
-    case EMILY_F32:
-        return (double)(float)x;
-    default:
-        return x;
+    case EMILY_F16: return emily_sc_f16_to_f64(emily_sc_f64_to_f16(x));
+    case EMILY_BF16: return emily_sc_bf16_to_f64(emily_sc_f64_to_bf16(x));
+    case EMILY_F32: return (double)(float)x;
+    default: return x;
     }
 }
 static double unit_roundoff(emily_dtype t) { return t == EMILY_F64 ? 0x1p-53 : 0x1p-24; }
@@ -105,9 +99,7 @@ static double ulp_t(emily_dtype t, double v) {
     int e;
     double a = fabs(v);
     /* below the type's normal range an ULP is the subnormal step */
-    double tiny = t == EMILY_F16                      ? 0x1p-14
-                  : t == EMILY_BF16 || t == EMILY_F32 ? 0x1p-126
-                                                      : 0x1p-1022;
+    double tiny = t == EMILY_F16 ? 0x1p-14 : t == EMILY_BF16 || t == EMILY_F32 ? 0x1p-126 : 0x1p-1022;
     frexp(a > tiny ? a : tiny, &e);
     return ldexp(1.0, e - 1 - bits);
 }
@@ -123,8 +115,7 @@ typedef struct problem {
 
 /* The mask's element (b, h, i, j) read with Nx's broadcasting: mv holds
  * the mask's values, of rank mr and shape ms. */
-static double mask_at(const double *mv, int mr, const int64_t *ms, int64_t b, int64_t h, int64_t i,
-                      int64_t j) {
+static double mask_at(const double *mv, int mr, const int64_t *ms, int64_t b, int64_t h, int64_t i, int64_t j) {
     int64_t idx[4] = {b, h, i, j}, off = 0;
     for (int d = 0; d < mr; d++) {
         int64_t n = ms[d], k = idx[4 - mr + d];
@@ -135,16 +126,15 @@ static double mask_at(const double *mv, int mr, const int64_t *ms, int64_t b, in
 
 /* The expression (want) and a bound on the engine's distance from it
  * (tol), both {B, Hq, Sq, Dv}. */
-static void reference(const problem *p, const double *q, const double *k, const double *v,
-                      const double *mv, const double *sv, double *want, double *tol) {
+static void reference(const problem *p, const double *q, const double *k, const double *v, const double *mv,
+                      const double *sv, double *want, double *tol) {
     emily_dtype t = p->t;
     double u = unit_roundoff(t), s = round_w(t, p->scale);
     bool half = t == EMILY_F16 || t == EMILY_BF16;
     int mr = p->mask ? emily_tensor_rank(p->mask) : 0;
     const int64_t *ms = p->mask ? emily_tensor_shape(p->mask) : NULL;
     bool boolean = p->mask && emily_tensor_dtype(p->mask) == EMILY_U8;
-    double *l = malloc((size_t)(p->Skv + 1) * sizeof *l),
-           *pr = malloc((size_t)(p->Skv + 1) * sizeof *pr);
+    double *l = malloc((size_t)(p->Skv + 1) * sizeof *l), *pr = malloc((size_t)(p->Skv + 1) * sizeof *pr);
     if (!l || !pr) {
         harness_failures++;
         free(l), free(pr);
@@ -159,12 +149,10 @@ static void reference(const problem *p, const double *q, const double *k, const 
                 for (int64_t j = 0; j < p->Skv; j++) {
                     const double *kj = k + ((b * p->Hkv + hk) * p->Skv + j) * p->D;
                     double acc = 0, mag = 0;
-                    for (int64_t d = 0; d < p->D; d++)
-                        acc += qi[d] * kj[d], mag += fabs(qi[d] * kj[d]);
+                    for (int64_t d = 0; d < p->D; d++) acc += qi[d] * kj[d], mag += fabs(qi[d] * kj[d]);
                     worst = mag > worst ? mag : worst;
                     double a = round_w(t, round_w(t, acc) * s);
-                    if (p->mask && !boolean)
-                        a = round_w(t, a + round_w(t, mask_at(mv, mr, ms, b, h, i, j)));
+                    if (p->mask && !boolean) a = round_w(t, a + round_w(t, mask_at(mv, mr, ms, b, h, i, j)));
                     bool keep = !p->causal || j <= i + p->Skv - p->Sq;
                     if (boolean && mask_at(mv, mr, ms, b, h, i, j) == 0) keep = false;
                     l[j] = keep ? a : -INFINITY;
@@ -179,8 +167,7 @@ static void reference(const problem *p, const double *q, const double *k, const 
                 }
                 if (p->sinks) z += round_w(t, exp(round_w(t, sink - mp)));
                 z = round_w(t, z);
-                for (int64_t j = 0; j < p->Skv; j++)
-                    pr[j] = z == 0 ? 0 : round_t(t, round_w(t, pr[j] / z));
+                for (int64_t j = 0; j < p->Skv; j++) pr[j] = z == 0 ? 0 : round_t(t, round_w(t, pr[j] / z));
                 /* the relative error of each probability (see the top) */
                 double rel = 4 * (double)p->D * u * fabs(s) * worst + 8 * u;
                 double *o = want + ((b * p->Hq + h) * p->Sq + i) * p->Dv;
@@ -206,10 +193,8 @@ static void reference(const problem *p, const double *q, const double *k, const 
 /* Runs emily_sdpa on the problem's tensors and checks it against the
  * reference; returns the elements that differ in their bits (-1 on
  * failure). */
-static int64_t check_problem(const char *what, const problem *p, emily_tensor *q, emily_tensor *k,
-                             emily_tensor *v) {
-    emily_sdpa_options o = {
-        .scale = p->scale, .causal = p->causal, .mask = p->mask, .sinks = p->sinks};
+static int64_t check_problem(const char *what, const problem *p, emily_tensor *q, emily_tensor *k, emily_tensor *v) {
+    emily_sdpa_options o = {.scale = p->scale, .causal = p->causal, .mask = p->mask, .sinks = p->sinks};
     emily_tensor *out = NULL;
     CHECK_OK(emily_sdpa(q, k, v, &o, &out));
     int64_t oshape[4] = {p->B, p->Hq, p->Sq, p->Dv}, n = count_of(4, oshape), differ = 0;
@@ -219,10 +204,9 @@ static int64_t check_problem(const char *what, const problem *p, emily_tensor *q
         emily_tensor_release(out);
         return -1;
     }
-    double *qv = values(q), *kv = values(k), *vv = values(v), *mv = values(p->mask),
-           *sv = values(p->sinks), *got = values(out);
-    double *want = malloc((size_t)(n ? n : 1) * sizeof *want),
-           *tol = malloc((size_t)(n ? n : 1) * sizeof *tol);
+    double *qv = values(q), *kv = values(k), *vv = values(v), *mv = values(p->mask), *sv = values(p->sinks),
+           *got = values(out);
+    double *want = malloc((size_t)(n ? n : 1) * sizeof *want), *tol = malloc((size_t)(n ? n : 1) * sizeof *tol);
     if (qv && kv && vv && got && want && tol && (!p->mask || mv) && (!p->sinks || sv)) {
         reference(p, qv, kv, vv, mv, sv, want, tol);
         int shown = 0;
@@ -231,8 +215,7 @@ static int64_t check_problem(const char *what, const problem *p, emily_tensor *q
             if (a == b || (a != a && b != b)) continue;
             differ++;
             if (!(fabs(a - b) <= tol[e]) && shown++ < 5) {
-                fprintf(stderr,
-                        "  %s (%s): element %lld: engine %.9g, reference %.9g (bound %.3g)\n", what,
+                fprintf(stderr, "  %s (%s): element %lld: engine %.9g, reference %.9g (bound %.3g)\n", what,
                         emily_dtype_name(p->t), (long long)e, a, b, tol[e]);
                 harness_failures++;
             }
@@ -260,19 +243,18 @@ static int64_t run_spec(const char *label, const spec *sp, emily_dtype t, uint64
     uint64_t st = seed;
     int64_t qs[4] = {sp->B, sp->Hq, sp->Sq, sp->D}, ks[4] = {sp->B, sp->Hkv, sp->Skv, sp->D},
             vs[4] = {sp->B, sp->Hkv, sp->Skv, sp->Dv};
-    emily_tensor *q = rnd(&st, t, 4, qs, -1, 2), *k = rnd(&st, t, 4, ks, -1, 2),
-                 *v = rnd(&st, t, 4, vs, -1, 2), *mask = NULL, *sinks = NULL;
+    emily_tensor *q = rnd(&st, t, 4, qs, -1, 2), *k = rnd(&st, t, 4, ks, -1, 2), *v = rnd(&st, t, 4, vs, -1, 2),
+                 *mask = NULL, *sinks = NULL;
     if (sp->mask_kind == 1) mask = rnd(&st, EMILY_F32, sp->mr, sp->mshape, -2, 2);
     if (sp->mask_kind == 2) mask = bool_mask(&st, sp->mr, sp->mshape, 6);
     if (sp->sinks) sinks = rnd(&st, EMILY_F32, 1, &sp->Hq, -1, 3);
-    problem p = {sp->B,      sp->Hq,  sp->Hkv,
-                 sp->Sq,     sp->Skv, sp->D,
-                 sp->Dv,     t,       2.0 / sqrt((double)(sp->D > 0 ? sp->D : 1)),
-                 sp->causal, mask,    sinks};
+    problem p = {
+        sp->B,      sp->Hq, sp->Hkv, sp->Sq, sp->Skv, sp->D, sp->Dv, t, 2.0 / sqrt((double)(sp->D > 0 ? sp->D : 1)),
+        sp->causal, mask,   sinks};
     char what[200];
-    snprintf(what, sizeof what, "%s B%lld Hq%lld Hkv%lld Sq%lld Skv%lld D%lld Dv%lld%s%s%s", label,
-             (long long)sp->B, (long long)sp->Hq, (long long)sp->Hkv, (long long)sp->Sq,
-             (long long)sp->Skv, (long long)sp->D, (long long)sp->Dv, sp->causal ? " causal" : "",
+    snprintf(what, sizeof what, "%s B%lld Hq%lld Hkv%lld Sq%lld Skv%lld D%lld Dv%lld%s%s%s", label, (long long)sp->B,
+             (long long)sp->Hq, (long long)sp->Hkv, (long long)sp->Sq, (long long)sp->Skv, (long long)sp->D,
+             (long long)sp->Dv, sp->causal ? " causal" : "",
              sp->mask_kind == 1   ? " additive"
              : sp->mask_kind == 2 ? " boolean"
                                   : "",
@@ -301,33 +283,26 @@ TEST(two_keys_by_hand) {
 
 TEST(types_and_sizes) {
     static const spec specs[] = {
-        {1, 1, 1, 1, 1, 64, 64, false, 0, 0, {0}, false},
-        {2, 4, 4, 7, 7, 64, 64, false, 0, 0, {0}, false},
-        {1, 2, 2, 129, 129, 80, 80, false, 0, 0, {0}, false},
-        {1, 2, 1, 7, 129, 128, 128, false, 0, 0, {0}, false},
+        {1, 1, 1, 1, 1, 64, 64, false, 0, 0, {0}, false},      {2, 4, 4, 7, 7, 64, 64, false, 0, 0, {0}, false},
+        {1, 2, 2, 129, 129, 80, 80, false, 0, 0, {0}, false},  {1, 2, 1, 7, 129, 128, 128, false, 0, 0, {0}, false},
         {2, 3, 3, 1, 33, 16, 24, false, 0, 0, {0}, false},     /* decode, Dv != D */
         {1, 1, 1, 65, 3, 5, 7, false, 0, 0, {0}, false},       /* more queries than keys */
         {1, 1, 1, 200, 1500, 64, 64, false, 0, 0, {0}, false}, /* several query blocks */
     };
     for (size_t s = 0; s < sizeof specs / sizeof *specs; s++)
-        for (int k = 0; k < 4; k++)
-            run_spec("plain", &specs[s], types[k], 100 + s * 4 + (uint64_t)k);
+        for (int k = 0; k < 4; k++) run_spec("plain", &specs[s], types[k], 100 + s * 4 + (uint64_t)k);
 }
 
 /* Bottom-right causal alignment: Sq < Skv (a KV cache), Sq = Skv, Sq >
  * Skv (the first rows see nothing: zeros). */
 TEST(causal) {
     static const spec specs[] = {
-        {1, 2, 2, 7, 7, 64, 64, true, 0, 0, {0}, false},
-        {2, 2, 1, 7, 20, 64, 64, true, 0, 0, {0}, false},
-        {1, 1, 1, 1, 20, 32, 32, true, 0, 0, {0}, false},
-        {1, 2, 2, 129, 129, 128, 128, true, 0, 0, {0}, false},
-        {1, 1, 1, 20, 7, 16, 16, true, 0, 0, {0}, false},
-        {1, 1, 1, 300, 300, 64, 64, true, 0, 0, {0}, false},
+        {1, 2, 2, 7, 7, 64, 64, true, 0, 0, {0}, false},  {2, 2, 1, 7, 20, 64, 64, true, 0, 0, {0}, false},
+        {1, 1, 1, 1, 20, 32, 32, true, 0, 0, {0}, false}, {1, 2, 2, 129, 129, 128, 128, true, 0, 0, {0}, false},
+        {1, 1, 1, 20, 7, 16, 16, true, 0, 0, {0}, false}, {1, 1, 1, 300, 300, 64, 64, true, 0, 0, {0}, false},
     };
     for (size_t s = 0; s < sizeof specs / sizeof *specs; s++)
-        for (int k = 0; k < 4; k++)
-            run_spec("causal", &specs[s], types[k], 300 + s * 4 + (uint64_t)k);
+        for (int k = 0; k < 4; k++) run_spec("causal", &specs[s], types[k], 300 + s * 4 + (uint64_t)k);
 }
 
 /* Grouped-query heads: Hq = 8 over 2 and over 1 kv heads, each query head
@@ -376,8 +351,7 @@ TEST(masks) {
         {1, 2, 2, 70, 130, 64, 64, true, 2, 4, {1, 1, 70, 130}, false},
     };
     for (size_t s = 0; s < sizeof specs / sizeof *specs; s++)
-        for (int k = 0; k < 4; k++)
-            run_spec("mask", &specs[s], types[k], 700 + s * 4 + (uint64_t)k);
+        for (int k = 0; k < 4; k++) run_spec("mask", &specs[s], types[k], 700 + s * 4 + (uint64_t)k);
 }
 
 TEST(sinks) {
@@ -388,8 +362,7 @@ TEST(sinks) {
         {1, 2, 2, 12, 5, 16, 16, true, 1, 2, {12, 5}, true},
     };
     for (size_t s = 0; s < sizeof specs / sizeof *specs; s++)
-        for (int k = 0; k < 4; k++)
-            run_spec("sinks", &specs[s], types[k], 900 + s * 4 + (uint64_t)k);
+        for (int k = 0; k < 4; k++) run_spec("sinks", &specs[s], types[k], 900 + s * 4 + (uint64_t)k);
 }
 
 /* Fully masked rows give 0, whatever v holds (an infinity included); a
@@ -401,8 +374,7 @@ TEST(fully_masked_rows_are_zero) {
                  *k = t_from(EMILY_F32, 4, (int64_t[]){1, 1, 3, 2}, kv),
                  *v = t_from(EMILY_F32, 4, (int64_t[]){1, 1, 3, 2}, vv),
                  *m = t_from(EMILY_U8, 2, (int64_t[]){2, 3}, (unsigned char[]){0, 0, 0, 1, 0, 0}),
-                 *sink = t_from(EMILY_F32, 1, (int64_t[]){1}, (float[]){0.5f}), *o = NULL,
-                 *os = NULL;
+                 *sink = t_from(EMILY_F32, 1, (int64_t[]){1}, (float[]){0.5f}), *o = NULL, *os = NULL;
     emily_sdpa_options opt = {.scale = 1.0, .mask = m};
     CHECK_OK(emily_sdpa(q, k, v, &opt, &o));
     CHECK(o && t_equals(o, 4, (double[]){0, 0, INFINITY, 1}));
@@ -418,8 +390,7 @@ TEST(fully_masked_rows_are_zero) {
 /* Skv = 0: every row fully masked, zeros; B = 0 or Sq = 0: empty. */
 TEST(empty_shapes) {
     emily_tensor *q = NULL, *k = NULL, *v = NULL, *o = NULL, *q0 = NULL, *o0 = NULL;
-    CHECK_OK(emily_constant(EMILY_CPU, EMILY_BF16, 4, (int64_t[]){1, 2, 3, 8},
-                            emily_scalar_float(1), &q));
+    CHECK_OK(emily_constant(EMILY_CPU, EMILY_BF16, 4, (int64_t[]){1, 2, 3, 8}, emily_scalar_float(1), &q));
     CHECK_OK(emily_empty(EMILY_CPU, EMILY_BF16, 4, (int64_t[]){1, 1, 0, 8}, &k));
     CHECK_OK(emily_empty(EMILY_CPU, EMILY_BF16, 4, (int64_t[]){1, 1, 0, 4}, &v));
     CHECK_OK(emily_sdpa(q, k, v, NULL, &o));
@@ -454,9 +425,7 @@ TEST(edge_values) {
     CHECK_OK(emily_sdpa(q, k, v, &opt, &os));
     for (int e = 0; os && e < 48; e++) CHECK(isnan(t_get(os, e)) == (e < 24));
     /* -inf on keys 1..3 of every row: the output is v's key 0 */
-    emily_tensor *m = t_from(EMILY_F32, 1, (int64_t[]){4},
-                             (float[]){0, -INFINITY, -INFINITY, -INFINITY}),
-                 *om = NULL;
+    emily_tensor *m = t_from(EMILY_F32, 1, (int64_t[]){4}, (float[]){0, -INFINITY, -INFINITY, -INFINITY}), *om = NULL;
     emily_sdpa_options mo = {.scale = 0.5, .mask = m};
     CHECK_OK(emily_sdpa(q, k, v, &mo, &om));
     double *vv = values(v), *omv = values(om);
@@ -470,13 +439,11 @@ TEST(edge_values) {
 /* Non-contiguous inputs give what their contiguous copies give. */
 TEST(views_as_inputs) {
     uint64_t st = 41;
-    emily_tensor *qt = rnd(&st, EMILY_BF16, 4, (int64_t[]){1, 6, 3, 16}, -1, 2), *q = NULL,
-                 *qc = NULL;
+    emily_tensor *qt = rnd(&st, EMILY_BF16, 4, (int64_t[]){1, 6, 3, 16}, -1, 2), *q = NULL, *qc = NULL;
     CHECK_OK(emily_transpose(qt, (int[]){0, 2, 1, 3}, &q)); /* {1, 3, 6, 16} */
     CHECK_OK(emily_contiguous(q, &qc));
     emily_tensor *k = rnd(&st, EMILY_BF16, 4, (int64_t[]){1, 3, 5, 16}, -1, 2),
-                 *v0 = rnd(&st, EMILY_BF16, 4, (int64_t[]){1, 1, 5, 16}, -1, 2), *v = NULL,
-                 *vc = NULL;
+                 *v0 = rnd(&st, EMILY_BF16, 4, (int64_t[]){1, 1, 5, 16}, -1, 2), *v = NULL, *vc = NULL;
     CHECK_OK(emily_broadcast(v0, 4, (int64_t[]){1, 3, 5, 16}, (int[]){0, 1, 2, 3}, &v));
     CHECK_OK(emily_contiguous(v, &vc));
     emily_tensor *o = NULL, *oc = NULL;
@@ -519,8 +486,7 @@ TEST(bad_arguments) {
     int64_t qs[4] = {2, 4, 3, 8}, ks[4] = {2, 2, 5, 8};
     emily_tensor *q = rnd(&st, EMILY_F32, 4, qs, -1, 2), *k = rnd(&st, EMILY_F32, 4, ks, -1, 2),
                  *v = rnd(&st, EMILY_F32, 4, ks, -1, 2), *y = NULL;
-    emily_tensor *q3 = rnd(&st, EMILY_F32, 3, qs, -1, 2),
-                 *kb = rnd(&st, EMILY_F32, 4, (int64_t[]){1, 2, 5, 8}, -1, 2),
+    emily_tensor *q3 = rnd(&st, EMILY_F32, 3, qs, -1, 2), *kb = rnd(&st, EMILY_F32, 4, (int64_t[]){1, 2, 5, 8}, -1, 2),
                  *kd = rnd(&st, EMILY_F32, 4, (int64_t[]){2, 2, 5, 4}, -1, 2),
                  *vs = rnd(&st, EMILY_F32, 4, (int64_t[]){2, 2, 6, 8}, -1, 2),
                  *vh = rnd(&st, EMILY_F32, 4, (int64_t[]){2, 1, 5, 8}, -1, 2),
@@ -538,10 +504,8 @@ TEST(bad_arguments) {
     CHECK_ERR(emily_sdpa(q, NULL, v, &o, &y), EMILY_ERR_ARGUMENT, "sdpa: k is NULL");
     CHECK_ERR(emily_sdpa(q, k, NULL, &o, &y), EMILY_ERR_ARGUMENT, "sdpa: v is NULL");
     CHECK_ERR(emily_sdpa(q, k, v, &o, NULL), EMILY_ERR_ARGUMENT, "sdpa: output pointer is NULL");
-    CHECK_ERR(emily_sdpa(q3, k, v, &o, &y), EMILY_ERR_SHAPE,
-              "sdpa: q must have rank 4 (B, Hq, Sq, D), got {2, 4, 3}");
-    CHECK_ERR(emily_sdpa(q, kb, v, &o, &y), EMILY_ERR_SHAPE,
-              "sdpa: k's batch size B (axis 0, 1) must equal q's (2)");
+    CHECK_ERR(emily_sdpa(q3, k, v, &o, &y), EMILY_ERR_SHAPE, "sdpa: q must have rank 4 (B, Hq, Sq, D), got {2, 4, 3}");
+    CHECK_ERR(emily_sdpa(q, kb, v, &o, &y), EMILY_ERR_SHAPE, "sdpa: k's batch size B (axis 0, 1) must equal q's (2)");
     CHECK_ERR(emily_sdpa(q, kd, v, &o, &y), EMILY_ERR_SHAPE, "sdpa: k's head size D (axis 3, 4)");
     CHECK_ERR(emily_sdpa(q, k, vs, &o, &y), EMILY_ERR_SHAPE, "sdpa: v's key count Skv (axis 2, 6)");
     CHECK_ERR(emily_sdpa(q, k, vh, &o, &y), EMILY_ERR_SHAPE, "sdpa: v's kv head count Hkv");
@@ -550,25 +514,20 @@ TEST(bad_arguments) {
     CHECK_ERR(emily_sdpa(qi, k, v, &o, &y), EMILY_ERR_TYPE,
               "sdpa: q must be a real float tensor (f16, bf16, f32 or f64), got s32");
     CHECK_ERR(emily_sdpa(qc, k, v, &o, &y), EMILY_ERR_TYPE, "got c64");
-    CHECK_ERR(emily_sdpa(q, kbf, v, &o, &y), EMILY_ERR_TYPE,
-              "sdpa: k must have q's type f32, got bf16");
-    CHECK_ERR(emily_sdpa(q, k, kbf, &o, &y), EMILY_ERR_TYPE,
-              "sdpa: v must have q's type f32, got bf16");
+    CHECK_ERR(emily_sdpa(q, kbf, v, &o, &y), EMILY_ERR_TYPE, "sdpa: k must have q's type f32, got bf16");
+    CHECK_ERR(emily_sdpa(q, k, kbf, &o, &y), EMILY_ERR_TYPE, "sdpa: v must have q's type f32, got bf16");
     o.mask = mbad;
     CHECK_ERR(emily_sdpa(q, k, v, &o, &y), EMILY_ERR_SHAPE,
               "sdpa: mask of shape {3, 4} does not broadcast to {B, Hq, Sq, Skv} = {2, 4, 3, 5}");
     o.mask = m5;
     CHECK_ERR(emily_sdpa(q, k, v, &o, &y), EMILY_ERR_SHAPE, "sdpa: mask of shape {1, 2, 4, 3, 5}");
     o.mask = mi;
-    CHECK_ERR(
-        emily_sdpa(q, k, v, &o, &y), EMILY_ERR_TYPE,
-        "sdpa: mask must be u8 (a boolean mask) or a real float type (an additive mask), got s32");
-    o.mask = NULL, o.sinks = s3;
-    CHECK_ERR(emily_sdpa(q, k, v, &o, &y), EMILY_ERR_SHAPE,
-              "sdpa: sinks must have shape {4} (Hq), got {3}");
-    o.sinks = si;
     CHECK_ERR(emily_sdpa(q, k, v, &o, &y), EMILY_ERR_TYPE,
-              "sdpa: sinks must be a real float tensor, got s64");
+              "sdpa: mask must be u8 (a boolean mask) or a real float type (an additive mask), got s32");
+    o.mask = NULL, o.sinks = s3;
+    CHECK_ERR(emily_sdpa(q, k, v, &o, &y), EMILY_ERR_SHAPE, "sdpa: sinks must have shape {4} (Hq), got {3}");
+    o.sinks = si;
+    CHECK_ERR(emily_sdpa(q, k, v, &o, &y), EMILY_ERR_TYPE, "sdpa: sinks must be a real float tensor, got s64");
     CHECK(y == NULL);
     RELEASE(q, k, v, q3, kb, kd, vs, vh, k3, kbf, qi, qc, mbad, m5, mi, s3, si);
 }
@@ -579,20 +538,18 @@ TEST(dispatch_callback) {
     uint64_t st = 77;
     int64_t qs[4] = {1, 4, 3, 16}, ks[4] = {1, 2, 5, 16}, os[4] = {1, 4, 3, 16};
     emily_tensor *q = rnd(&st, EMILY_F16, 4, qs, -1, 2), *k = rnd(&st, EMILY_F16, 4, ks, -1, 2),
-                 *v = rnd(&st, EMILY_F16, 4, ks, -1, 2),
-                 *m = bool_mask(&st, 2, (int64_t[]){3, 5}, 6),
+                 *v = rnd(&st, EMILY_F16, 4, ks, -1, 2), *m = bool_mask(&st, 2, (int64_t[]){3, 5}, 6),
                  *sk = rnd(&st, EMILY_F32, 1, (int64_t[]){4}, 0, 1);
     emily_tensor *want = NULL, *want_default = NULL, *want_sinks = NULL;
-    emily_sdpa_options full = {.scale = 0.3, .causal = true, .mask = m, .sinks = sk},
-                       dflt = {.scale = 0.25}, only_sinks = {.scale = 0.3, .sinks = sk};
+    emily_sdpa_options full = {.scale = 0.3, .causal = true, .mask = m, .sinks = sk}, dflt = {.scale = 0.25},
+                       only_sinks = {.scale = 0.3, .sinks = sk};
     CHECK_OK(emily_sdpa(q, k, v, &full, &want));
     CHECK_OK(emily_sdpa(q, k, v, &dflt, &want_default));
     CHECK_OK(emily_sdpa(q, k, v, &only_sinks, &want_sinks));
     emily_value out = v_tmpl(EMILY_F16, 4, os), bad_out = v_tmpl(EMILY_F32, 4, os);
     const char *keys[4] = {"scale", "causal", "mask", "sinks"};
     emily_value vals[4] = {v_float(0.3), v_bool(true), v_bool(true), v_bool(true)};
-    emily_value args[6] = {v_tensor(q), v_tensor(k),  v_tensor(v),
-                           v_tensor(m), v_tensor(sk), v_opts(keys, vals, 4)};
+    emily_value args[6] = {v_tensor(q), v_tensor(k), v_tensor(v), v_tensor(m), v_tensor(sk), v_opts(keys, vals, 4)};
     emily_dispatch_result r = {0};
     CHECK_OK(emily_dispatch("sdpa", EMILY_CPU, &out, args, 6, EMILY_DISPATCH_RUN, &r));
     CHECK(r.n == 1 && t_same_bytes(r.tensors[0], want));
@@ -604,22 +561,20 @@ TEST(dispatch_callback) {
     /* sinks without a mask: the fourth tensor is the sinks */
     const char *skeys[2] = {"scale", "sinks"};
     emily_value svals[2] = {v_float(0.3), v_bool(true)};
-    emily_value sargs[5] = {v_tensor(q), v_tensor(k), v_tensor(v), v_tensor(sk),
-                            v_opts(skeys, svals, 2)};
+    emily_value sargs[5] = {v_tensor(q), v_tensor(k), v_tensor(v), v_tensor(sk), v_opts(skeys, svals, 2)};
     CHECK_OK(emily_dispatch("sdpa", EMILY_CPU, &out, sargs, 5, EMILY_DISPATCH_RUN, &r));
     CHECK(r.n == 1 && t_same_bytes(r.tensors[0], want_sinks));
     emily_dispatch_result_release(&r);
-    CHECK_ERR(emily_dispatch("sdpa", EMILY_CPU, &bad_out, args, 6, EMILY_DISPATCH_RUN, &r),
-              EMILY_ERR_INTERNAL, "but Nx expects f32");
-    CHECK_ERR(emily_dispatch("sdpa", EMILY_CPU, &out, sargs, 4, EMILY_DISPATCH_RUN, &r),
-              EMILY_ERR_ARGUMENT, "sdpa: expected 3 tensors (q, k, v) before the options, got 4");
+    CHECK_ERR(emily_dispatch("sdpa", EMILY_CPU, &bad_out, args, 6, EMILY_DISPATCH_RUN, &r), EMILY_ERR_INTERNAL,
+              "but Nx expects f32");
+    CHECK_ERR(emily_dispatch("sdpa", EMILY_CPU, &out, sargs, 4, EMILY_DISPATCH_RUN, &r), EMILY_ERR_ARGUMENT,
+              "sdpa: expected 3 tensors (q, k, v) before the options, got 4");
     vals[3] = v_bool(false);
-    CHECK_ERR(emily_dispatch("sdpa", EMILY_CPU, &out, args, 6, EMILY_DISPATCH_RUN, &r),
-              EMILY_ERR_ARGUMENT,
+    CHECK_ERR(emily_dispatch("sdpa", EMILY_CPU, &out, args, 6, EMILY_DISPATCH_RUN, &r), EMILY_ERR_ARGUMENT,
               "sdpa: expected 4 tensors (q, k, v, mask) before the options, got 5");
     vals[3] = v_bool(true), vals[0] = v_atom("big");
-    CHECK_ERR(emily_dispatch("sdpa", EMILY_CPU, &out, args, 6, EMILY_DISPATCH_RUN, &r),
-              EMILY_ERR_ARGUMENT, "sdpa: option :scale must be a number");
+    CHECK_ERR(emily_dispatch("sdpa", EMILY_CPU, &out, args, 6, EMILY_DISPATCH_RUN, &r), EMILY_ERR_ARGUMENT,
+              "sdpa: option :scale must be a number");
     CHECK(r.n == 0);
     CHECK(emily_dispatch_find("sdpa")->cost == EMILY_COST_DIRTY);
     RELEASE(q, k, v, m, sk, want, want_default, want_sinks);
@@ -655,8 +610,6 @@ TEST(runs_in_a_graph) {
     RELEASE(q, k, v, want, res[0]);
 }
 
-RUN_TESTS("sdpa", CASE(two_keys_by_hand), CASE(types_and_sizes), CASE(causal),
-          CASE(grouped_query_heads), CASE(masks), CASE(sinks), CASE(fully_masked_rows_are_zero),
-          CASE(empty_shapes), CASE(edge_values), CASE(views_as_inputs),
-          CASE(heads_do_not_depend_on_the_batch), CASE(bad_arguments), CASE(dispatch_callback),
-          CASE(runs_in_a_graph))
+RUN_TESTS("sdpa", CASE(two_keys_by_hand), CASE(types_and_sizes), CASE(causal), CASE(grouped_query_heads), CASE(masks),
+          CASE(sinks), CASE(fully_masked_rows_are_zero), CASE(empty_shapes), CASE(edge_values), CASE(views_as_inputs),
+          CASE(heads_do_not_depend_on_the_batch), CASE(bad_arguments), CASE(dispatch_callback), CASE(runs_in_a_graph))

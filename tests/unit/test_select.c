@@ -14,7 +14,7 @@ static void expect_bytes(emily_tensor *r, emily_dtype dt, const void *want, size
     }
     emily_tensor_release(r);
 }
-#define EXPECT_T(r, dt, ctype, ...)                                                         \
+#define EXPECT_T(r, dt, ctype, ...) \
     expect_bytes(r, dt, (ctype[]){__VA_ARGS__}, sizeof((ctype[]){__VA_ARGS__}), __LINE__)
 
 /* The result r of an op (what, status s) that takes its three inputs
@@ -42,8 +42,8 @@ static emily_tensor *clip(emily_tensor *x, emily_tensor *lo, emily_tensor *hi) {
 }
 
 TEST(select_predicates_of_every_kind) {
-    EXPECT_T(sel(VEC(EMILY_U8, uint8_t, 1, 0, 2), VEC(EMILY_S32, int32_t, 1, 2, 3),
-                 VEC(EMILY_S32, int32_t, -1, -2, -3), EMILY_DTYPE_AUTO),
+    EXPECT_T(sel(VEC(EMILY_U8, uint8_t, 1, 0, 2), VEC(EMILY_S32, int32_t, 1, 2, 3), VEC(EMILY_S32, int32_t, -1, -2, -3),
+                 EMILY_DTYPE_AUTO),
              EMILY_S32, int32_t, 1, -2, 3);
     /* float predicates: NaN is true, -0.0 false */
     EXPECT_T(sel(VEC(EMILY_F32, float, NAN, -0.0f, 0.5f), VEC(EMILY_U8, uint8_t, 1, 1, 1),
@@ -52,12 +52,12 @@ TEST(select_predicates_of_every_kind) {
     EXPECT_T(sel(VEC(EMILY_F16, uint16_t, 0x8000, 0x7e00, 0x0001), VEC(EMILY_U8, uint8_t, 1, 1, 1),
                  VEC(EMILY_U8, uint8_t, 0, 0, 0), EMILY_DTYPE_AUTO),
              EMILY_U8, uint8_t, 0, 1, 1);
-    EXPECT_T(sel(VEC(EMILY_S64, int64_t, INT64_MIN, 0), VEC(EMILY_U8, uint8_t, 1, 1),
-                 VEC(EMILY_U8, uint8_t, 0, 0), EMILY_DTYPE_AUTO),
+    EXPECT_T(sel(VEC(EMILY_S64, int64_t, INT64_MIN, 0), VEC(EMILY_U8, uint8_t, 1, 1), VEC(EMILY_U8, uint8_t, 0, 0),
+                 EMILY_DTYPE_AUTO),
              EMILY_U8, uint8_t, 1, 0);
     /* complex predicate: a nonzero imaginary part is true */
-    EXPECT_T(sel(CVEC(EMILY_C64, float, 0, 1, 0, 0), VEC(EMILY_U8, uint8_t, 1, 1),
-                 VEC(EMILY_U8, uint8_t, 0, 0), EMILY_DTYPE_AUTO),
+    EXPECT_T(sel(CVEC(EMILY_C64, float, 0, 1, 0, 0), VEC(EMILY_U8, uint8_t, 1, 1), VEC(EMILY_U8, uint8_t, 0, 0),
+                 EMILY_DTYPE_AUTO),
              EMILY_U8, uint8_t, 1, 0);
 }
 
@@ -67,9 +67,9 @@ TEST(select_types_and_broadcasting) {
                  EMILY_DTYPE_AUTO),
              EMILY_F32, float, 7.0f, 0.5f);
     /* the template's type wins (a number branch typed by value) */
-    EXPECT_T(sel(VEC(EMILY_U8, uint8_t, 1, 0), VEC(EMILY_U8, uint8_t, 200, 201), SCALAR(EMILY_S32, int32_t, 3),
-                 EMILY_U8),
-             EMILY_U8, uint8_t, 200, 3);
+    EXPECT_T(
+        sel(VEC(EMILY_U8, uint8_t, 1, 0), VEC(EMILY_U8, uint8_t, 200, 201), SCALAR(EMILY_S32, int32_t, 3), EMILY_U8),
+        EMILY_U8, uint8_t, 200, 3);
     /* a scalar predicate picks a whole (broadcast) branch */
     emily_tensor *r = sel(SCALAR(EMILY_U8, uint8_t, 0), VEC(EMILY_F64, double, 1, 2, 3),
                           t_from(EMILY_F64, 2, (int64_t[]){2, 1}, (double[]){8, 9}), EMILY_DTYPE_AUTO);
@@ -102,8 +102,17 @@ TEST(select_large_threaded) {
     const int64_t n = 100003;
     uint8_t *pd = malloc((size_t)n);
     int32_t *x = malloc(sizeof(int32_t) * (size_t)n), *got = malloc(sizeof(int32_t) * (size_t)n);
-    if (!pd || !x || !got) { free(pd); free(x); free(got); CHECK(0); return; }
-    for (int64_t i = 0; i < n; i++) { pd[i] = (uint8_t)(i % 3 == 0); x[i] = (int32_t)i; }
+    if (!pd || !x || !got) {
+        free(pd);
+        free(x);
+        free(got);
+        CHECK(0);
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        pd[i] = (uint8_t)(i % 3 == 0);
+        x[i] = (int32_t)i;
+    }
     emily_tensor *p = t_from(EMILY_U8, 1, &n, pd), *t = t_from(EMILY_S32, 1, &n, x);
     emily_tensor *f = SCALAR(EMILY_S32, int32_t, -1), *r = NULL;
     CHECK_OK(emily_select(p, t, f, EMILY_DTYPE_AUTO, &r));
@@ -130,10 +139,10 @@ TEST(select_zero_size) {
  * pointer: each tensor NULL in turn must be an argument error naming it
  * (names[i] is its name in the messages), as must a NULL output pointer.
  * a, b, c: valid arguments for the other places. */
-typedef emily_status three_tensor_op(const emily_tensor *, const emily_tensor *,
-                                     const emily_tensor *, emily_dtype, emily_tensor **);
-static void check_missing_args(three_tensor_op *op, const emily_tensor *a, const emily_tensor *b,
-                               const emily_tensor *c, const char *const names[3]) {
+typedef emily_status three_tensor_op(const emily_tensor *, const emily_tensor *, const emily_tensor *, emily_dtype,
+                                     emily_tensor **);
+static void check_missing_args(three_tensor_op *op, const emily_tensor *a, const emily_tensor *b, const emily_tensor *c,
+                               const char *const names[3]) {
     for (int i = 0; i < 3; i++) {
         const emily_tensor *x[3] = {a, b, c};
         x[i] = NULL;
@@ -159,18 +168,17 @@ TEST(select_errors) {
 }
 
 TEST(clip_like_nx) {
-    EXPECT_T(clip(VEC(EMILY_F32, float, -5, 0.5f, 9, NAN, -0.0f), SCALAR(EMILY_F32, float, 0),
-                  SCALAR(EMILY_F32, float, 4)),
-             EMILY_F32, float, 0, 0.5f, 4, 0, 0.0f);
+    EXPECT_T(
+        clip(VEC(EMILY_F32, float, -5, 0.5f, 9, NAN, -0.0f), SCALAR(EMILY_F32, float, 0), SCALAR(EMILY_F32, float, 4)),
+        EMILY_F32, float, 0, 0.5f, 4, 0, 0.0f);
     /* a NaN bound: x > NaN is false (min chosen), then NaN < max is false */
     EXPECT_T(clip(VEC(EMILY_F64, double, 1, 2), SCALAR(EMILY_F64, double, NAN), SCALAR(EMILY_F64, double, 5)),
              EMILY_F64, double, 5, 5);
-    EXPECT_T(clip(VEC(EMILY_S32, int32_t, -100, 5, 100), SCALAR(EMILY_S32, int32_t, -10),
-                  SCALAR(EMILY_S32, int32_t, 10)),
-             EMILY_S32, int32_t, -10, 5, 10);
+    EXPECT_T(
+        clip(VEC(EMILY_S32, int32_t, -100, 5, 100), SCALAR(EMILY_S32, int32_t, -10), SCALAR(EMILY_S32, int32_t, 10)),
+        EMILY_S32, int32_t, -10, 5, 10);
     /* mixed types merge: s32 tensor with f32 bounds is f32 */
-    EXPECT_T(clip(VEC(EMILY_S32, int32_t, 16777217, 1), SCALAR(EMILY_F32, float, 0),
-                  SCALAR(EMILY_F32, float, 1e9f)),
+    EXPECT_T(clip(VEC(EMILY_S32, int32_t, 16777217, 1), SCALAR(EMILY_F32, float, 0), SCALAR(EMILY_F32, float, 1e9f)),
              EMILY_F32, float, 16777216.0f, 1.0f);
     EXPECT_T(clip(VEC(EMILY_U8, uint8_t, 0, 128, 255), SCALAR(EMILY_U8, uint8_t, 10), SCALAR(EMILY_U8, uint8_t, 200)),
              EMILY_U8, uint8_t, 10, 128, 200);
@@ -220,6 +228,5 @@ TEST(all_dtype_combinations) {
 }
 
 RUN_TESTS("select", CASE(select_predicates_of_every_kind), CASE(select_types_and_broadcasting),
-          CASE(select_of_128_bit_elements_and_views), CASE(select_large_threaded),
-          CASE(select_zero_size), CASE(select_errors), CASE(clip_like_nx), CASE(clip_errors),
-          CASE(all_dtype_combinations))
+          CASE(select_of_128_bit_elements_and_views), CASE(select_large_threaded), CASE(select_zero_size),
+          CASE(select_errors), CASE(clip_like_nx), CASE(clip_errors), CASE(all_dtype_combinations))

@@ -157,7 +157,8 @@ static bool transposes_right(emily_dtype dt, int64_t rows, int64_t cols) {
     bool ok = !emily_as_type(f, dt, &t) && !emily_transpose(t, NULL, &tt) && !emily_contiguous(tt, &c);
     size_t es = emily_dtype_size(dt);
     unsigned char *a = malloc(emily_tensor_nbytes(f) * 4), *b = malloc(emily_tensor_nbytes(f) * 4);
-    ok = ok && a && b && !emily_to_binary(t, a, emily_tensor_nbytes(t)) && !emily_to_binary(c, b, emily_tensor_nbytes(c));
+    ok = ok && a && b && !emily_to_binary(t, a, emily_tensor_nbytes(t)) &&
+         !emily_to_binary(c, b, emily_tensor_nbytes(c));
     for (int64_t i = 0; i < rows && ok; i++)
         for (int64_t j = 0; j < cols && ok; j++)
             ok = memcmp(a + (size_t)(i * cols + j) * es, b + (size_t)(j * rows + i) * es, es) == 0;
@@ -432,8 +433,8 @@ TEST(copies_keep_bits) {
     RELEASE(rv, ti, c, tt, m, t);
 }
 
-RUN_TESTS("shape", CASE(reshape_is_a_view_when_possible), CASE(reshape_scalars_and_empty),
-          CASE(reshape_errors), CASE(squeeze_axes), CASE(broadcast_views), CASE(transpose_views),
-          CASE(transpose_copy_large), CASE(reverse_views), CASE(slice_clamps_and_strides),
-          CASE(pad_edges_interior_negative), CASE(pad_types_and_views), CASE(concatenate_and_stack),
-          CASE(put_slice_clamps), CASE(write_slice_in_place), CASE(copies_keep_bits))
+RUN_TESTS("shape", CASE(reshape_is_a_view_when_possible), CASE(reshape_scalars_and_empty), CASE(reshape_errors),
+          CASE(squeeze_axes), CASE(broadcast_views), CASE(transpose_views), CASE(transpose_copy_large),
+          CASE(reverse_views), CASE(slice_clamps_and_strides), CASE(pad_edges_interior_negative),
+          CASE(pad_types_and_views), CASE(concatenate_and_stack), CASE(put_slice_clamps), CASE(write_slice_in_place),
+          CASE(copies_keep_bits))

@@ -64,12 +64,10 @@ typedef enum layout {
     LAY_COLUMN,     /* a {r, 1} column broadcast to {r, c} */
     LAY_COUNT
 } layout;
-static const char *const layout_names[] = {"contiguous", "transposed", "strided",
-                                           "reversed",   "row",        "column"};
+static const char *const layout_names[] = {"contiguous", "transposed", "strided", "reversed", "row", "column"};
 
 /* n values (parts: 2 per complex value) made into a dtype tensor on dev. */
-static emily_tensor *make(emily_device dev, emily_dtype dt, int rank, const int64_t *shape,
-                          const double *parts) {
+static emily_tensor *make(emily_device dev, emily_dtype dt, int rank, const int64_t *shape, const double *parts) {
     emily_dtype wide = emily_dtype_is_complex(dt) ? EMILY_C128 : EMILY_F64;
     emily_tensor *w = t_from(wide, rank, shape, parts), *n = NULL, *d = NULL;
     if (!w) return NULL;
@@ -86,8 +84,8 @@ static emily_tensor *make(emily_device dev, emily_dtype dt, int rank, const int6
  * nvals of vals (parts doubles each): a salt coprime to nvals shifts the
  * cycle every period, so two operands of different salts meet in every
  * pair of values. */
-static emily_tensor *operand(emily_device dev, emily_dtype dt, int64_t r, int64_t c, layout lay,
-                             const double *vals, int nvals, int parts, int64_t salt) {
+static emily_tensor *operand(emily_device dev, emily_dtype dt, int64_t r, int64_t c, layout lay, const double *vals,
+                             int nvals, int parts, int64_t salt) {
     int64_t base[2] = {r, c};
     if (lay == LAY_TRANSPOSED) base[0] = c, base[1] = r;
     if (lay == LAY_STRIDED) base[1] = 2 * c;
@@ -105,22 +103,14 @@ static emily_tensor *operand(emily_device dev, emily_dtype dt, int64_t r, int64_
     if (!t) return NULL;
     int64_t full[2] = {r, c};
     switch (lay) {
-    case LAY_CONTIGUOUS:
-        return t;
-    case LAY_TRANSPOSED:
-        CHECK_OK(emily_transpose(t, (const int[]){1, 0}, &v));
-        break;
+    case LAY_CONTIGUOUS: return t;
+    case LAY_TRANSPOSED: CHECK_OK(emily_transpose(t, (const int[]){1, 0}, &v)); break;
     case LAY_STRIDED:
         /* Nx's lengths span the source: 2c - 1 columns from 1, every other one */
-        CHECK_OK(emily_slice(t, (const int64_t[]){0, 1}, (const int64_t[]){r, 2 * c - 1},
-                             (const int64_t[]){1, 2}, &v));
+        CHECK_OK(emily_slice(t, (const int64_t[]){0, 1}, (const int64_t[]){r, 2 * c - 1}, (const int64_t[]){1, 2}, &v));
         break;
-    case LAY_REVERSED:
-        CHECK_OK(emily_reverse(t, 2, (const int[]){0, 1}, &v));
-        break;
-    default:
-        CHECK_OK(emily_broadcast(t, 2, full, (const int[]){0, 1}, &v));
-        break;
+    case LAY_REVERSED: CHECK_OK(emily_reverse(t, 2, (const int[]){0, 1}, &v)); break;
+    default: CHECK_OK(emily_broadcast(t, 2, full, (const int[]){0, 1}, &v)); break;
     }
     emily_tensor_release(t);
     return v;
@@ -150,8 +140,7 @@ static unsigned char *bytes_of(const emily_tensor *t) {
 /* Each element of a (the device's answer) equals the same element of b
  * (the CPU's), bit for bit or both NaN. */
 static bool same_bits_as_cpu(const emily_tensor *a, const emily_tensor *b, const char *what) {
-    if (emily_tensor_dtype(a) != emily_tensor_dtype(b) ||
-        emily_tensor_size(a) != emily_tensor_size(b)) {
+    if (emily_tensor_dtype(a) != emily_tensor_dtype(b) || emily_tensor_size(a) != emily_tensor_size(b)) {
         fprintf(stderr, "  FAIL %s: device and cpu results differ in type or size\n", what);
         harness_failures++;
         return false;
@@ -162,10 +151,9 @@ static bool same_bits_as_cpu(const emily_tensor *a, const emily_tensor *b, const
     size_t es = emily_dtype_size(emily_tensor_dtype(a)) / (size_t)parts;
     bool ok = x && y && p && q;
     for (int64_t i = 0; ok && i < emily_tensor_size(a) * parts; i++)
-        if (!(isnan(x[i]) && isnan(y[i])) &&
-            memcmp(p + i * (int64_t)es, q + i * (int64_t)es, es) != 0) {
-            fprintf(stderr, "  FAIL %s: element %lld: device %s%.17g, cpu %s%.17g\n", what,
-                    (long long)(i / parts), sgn(x[i]), x[i], sgn(y[i]), y[i]);
+        if (!(isnan(x[i]) && isnan(y[i])) && memcmp(p + i * (int64_t)es, q + i * (int64_t)es, es) != 0) {
+            fprintf(stderr, "  FAIL %s: element %lld: device %s%.17g, cpu %s%.17g\n", what, (long long)(i / parts),
+                    sgn(x[i]), x[i], sgn(y[i]), y[i]);
             harness_failures++;
             ok = false;
         }
@@ -176,8 +164,8 @@ static bool same_bits_as_cpu(const emily_tensor *a, const emily_tensor *b, const
 /* Checks that element i is want; reports a miss. */
 static bool expect(const char *what, int64_t i, double got, double want) {
     if (same_value(got, want)) return true;
-    fprintf(stderr, "  FAIL %s: element %lld: got %s%.17g, want %s%.17g\n", what, (long long)i,
-            sgn(got), got, sgn(want), want);
+    fprintf(stderr, "  FAIL %s: element %lld: got %s%.17g, want %s%.17g\n", what, (long long)i, sgn(got), got,
+            sgn(want), want);
     harness_failures++;
     return false;
 }
@@ -190,9 +178,8 @@ typedef struct shape2 {
     int64_t r, c;
     bool all_layouts;
 } shape2;
-static const shape2 shapes[] = {{1, 1, true},       {1, 7, true},    {1, 16, true},
-                                {1, 17, true},      {67, 129, true}, {129, 257, false},
-                                {1024, 1025, false}};
+static const shape2 shapes[] = {{1, 1, true},    {1, 7, true},      {1, 16, true},      {1, 17, true},
+                                {67, 129, true}, {129, 257, false}, {1024, 1025, false}};
 
 static bool shape_takes(const shape2 *s, layout lay) {
     return s->all_layouts || lay == LAY_CONTIGUOUS || (lay == LAY_STRIDED && s->r * s->c < 1000000);
@@ -213,8 +200,7 @@ typedef struct binary_arg {
     double as[MAXV], bs[MAXV];
     int na, nb;
     double want[MAXV][MAXV];
-    bool has[MAXV]
-            [MAXV]; /* no row: the reference raises, or its answer is not exact in every type */
+    bool has[MAXV][MAXV]; /* no row: the reference raises, or its answer is not exact in every type */
     emily_tensor *a, *b;
 } binary_arg;
 
@@ -233,9 +219,7 @@ static void binary_rows(binary_arg *x) {
     }
 }
 
-static emily_tensor *scalar(emily_device dev, emily_dtype dt, double v) {
-    return make(dev, dt, 0, NULL, &v);
-}
+static emily_tensor *scalar(emily_device dev, emily_dtype dt, double v) { return make(dev, dt, 0, NULL, &v); }
 
 static emily_tensor *run_binary(emily_device dev, binary_arg *x) {
     const shape2 *s = x->shape;
@@ -253,8 +237,7 @@ static void check_binary(const binary_arg *x, const emily_tensor *out, const cha
     double *a = values_of(x->a), *b = values_of(x->b), *y = values_of(out);
     int64_t na = emily_tensor_size(x->a), nb = emily_tensor_size(x->b);
     for (int64_t i = 0; a && b && y && i < emily_tensor_size(out); i++) {
-        int ia = value_index(x->as, x->na, a[na == 1 ? 0 : i]),
-            ib = value_index(x->bs, x->nb, b[nb == 1 ? 0 : i]);
+        int ia = value_index(x->as, x->na, a[na == 1 ? 0 : i]), ib = value_index(x->bs, x->nb, b[nb == 1 ? 0 : i]);
         if (ia < 0 || ib < 0 || !x->has[ia][ib]) continue;
         if (!expect(what, i, y[i], x->want[ia][ib])) break;
     }
@@ -295,13 +278,10 @@ static void binary_cases(emily_device dev) {
                     for (int lb = 0; lb < LAY_COUNT; lb++) {
                         /* each layout against a contiguous operand, and against itself */
                         if (!(la == 0 || lb == 0 || la == lb)) continue;
-                        if (!shape_takes(&shapes[s], (layout)la) ||
-                            !shape_takes(&shapes[s], (layout)lb))
-                            continue;
+                        if (!shape_takes(&shapes[s], (layout)la) || !shape_takes(&shapes[s], (layout)lb)) continue;
                         x.shape = &shapes[s], x.la = (layout)la, x.lb = (layout)lb;
-                        snprintf(what, sizeof what, "%s %s {%lld,%lld} %s x %s", name,
-                                 emily_dtype_name(x.dt), (long long)x.shape->r,
-                                 (long long)x.shape->c, layout_names[la], layout_names[lb]);
+                        snprintf(what, sizeof what, "%s %s {%lld,%lld} %s x %s", name, emily_dtype_name(x.dt),
+                                 (long long)x.shape->r, (long long)x.shape->c, layout_names[la], layout_names[lb]);
                         binary_one(dev, &x, what);
                     }
             /* a rank-0 operand on either side, for each of its values */
@@ -312,9 +292,8 @@ static void binary_cases(emily_device dev) {
                     binary_arg y = x;
                     y.scalar_a = side == 1, y.scalar_b = side == 0;
                     y.scalar_value = side ? x.as[k] : x.bs[k];
-                    snprintf(what, sizeof what, "%s %s with rank-0 %s %s%.17g", name,
-                             emily_dtype_name(y.dt), side ? "a" : "b", sgn(y.scalar_value),
-                             y.scalar_value);
+                    snprintf(what, sizeof what, "%s %s with rank-0 %s %s%.17g", name, emily_dtype_name(y.dt),
+                             side ? "a" : "b", sgn(y.scalar_value), y.scalar_value);
                     binary_one(dev, &y, what);
                 }
         }
@@ -325,8 +304,7 @@ static void binary_cases(emily_device dev) {
 
 static int cvalue_index(const double *parts, int n, double re, double im) {
     for (int i = 0; i < n; i++)
-        if (bits_of(parts[2 * i]) == bits_of(re) && bits_of(parts[2 * i + 1]) == bits_of(im))
-            return i;
+        if (bits_of(parts[2 * i]) == bits_of(re) && bits_of(parts[2 * i + 1]) == bits_of(im)) return i;
     return -1;
 }
 
@@ -385,8 +363,7 @@ static void check_unary(const unary_arg *a, const emily_tensor *out, const char 
     bool rr = a->parts == 1 || real_result(emily_unary_op_name(a->op));
     double *x = values_of(a->in), *y = values_of(out);
     for (int64_t i = 0; x && y && i < emily_tensor_size(out); i++) {
-        int k = a->parts == 1 ? value_index(a->xs, a->n, x[i])
-                              : cvalue_index(a->xs, a->n, x[2 * i], x[2 * i + 1]);
+        int k = a->parts == 1 ? value_index(a->xs, a->n, x[i]) : cvalue_index(a->xs, a->n, x[2 * i], x[2 * i + 1]);
         if (k < 0 || !expect_c(what, i, y + (rr ? i : 2 * i), rr, a->wants[k])) break;
     }
     free(x), free(y);
@@ -404,13 +381,11 @@ static void unary_cases(emily_device dev, const emily_dtype *types, size_t ntype
         for (size_t d = 0; d < ntypes; d++)
             for (size_t s = 0; s < NROWS(shapes); s++)
                 for (int lay = 0; lay < LAY_COUNT; lay++) {
-                    if (parts == 2 ? !shapes[s].all_layouts : !shape_takes(&shapes[s], (layout)lay))
-                        continue;
+                    if (parts == 2 ? !shapes[s].all_layouts : !shape_takes(&shapes[s], (layout)lay)) continue;
                     a.dt = types[d], a.shape = &shapes[s], a.lay = (layout)lay;
                     char what[128];
                     snprintf(what, sizeof what, "%s %s {%lld,%lld} %s", emily_unary_op_name(a.op),
-                             emily_dtype_name(a.dt), (long long)a.shape->r, (long long)a.shape->c,
-                             layout_names[lay]);
+                             emily_dtype_name(a.dt), (long long)a.shape->r, (long long)a.shape->c, layout_names[lay]);
                     emily_tensor *out = run_unary(dev, &a);
                     if (out) check_unary(&a, out, what);
                     if (out && cross_check(dev)) {
@@ -442,12 +417,9 @@ static void cbinary_rows(cbinary_arg *x) {
     for (size_t i = 0; i < NROWS(sz_cbinary_rows); i++) {
         const sz_cbinary_row *r = &sz_cbinary_rows[i];
         if (strcmp(r->op, name) != 0) continue;
-        int ia = cvalue_index(x->as, x->na, r->a.re, r->a.im),
-            ib = cvalue_index(x->bs, x->nb, r->b.re, r->b.im);
-        if (ia < 0 && x->na < MAXV)
-            ia = x->na++, x->as[2 * ia] = r->a.re, x->as[2 * ia + 1] = r->a.im;
-        if (ib < 0 && x->nb < MAXV)
-            ib = x->nb++, x->bs[2 * ib] = r->b.re, x->bs[2 * ib + 1] = r->b.im;
+        int ia = cvalue_index(x->as, x->na, r->a.re, r->a.im), ib = cvalue_index(x->bs, x->nb, r->b.re, r->b.im);
+        if (ia < 0 && x->na < MAXV) ia = x->na++, x->as[2 * ia] = r->a.re, x->as[2 * ia + 1] = r->a.im;
+        if (ib < 0 && x->nb < MAXV) ib = x->nb++, x->bs[2 * ib] = r->b.re, x->bs[2 * ib + 1] = r->b.im;
         if (ia >= 0 && ib >= 0) x->want[ia][ib] = r->want, x->has[ia][ib] = true;
     }
 }
@@ -483,8 +455,8 @@ static void cbinary_cases(emily_device dev) {
                     if (!(la == 0 || lb == 0)) continue;
                     x.dt = COMPLEXES[d], x.la = (layout)la, x.lb = (layout)lb;
                     char what[128];
-                    snprintf(what, sizeof what, "%s %s %s x %s", emily_binary_op_name(x.op),
-                             emily_dtype_name(x.dt), layout_names[la], layout_names[lb]);
+                    snprintf(what, sizeof what, "%s %s %s x %s", emily_binary_op_name(x.op), emily_dtype_name(x.dt),
+                             layout_names[la], layout_names[lb]);
                     emily_tensor *out = run_cbinary(dev, &x);
                     if (out) check_cbinary(&x, out, what);
                     if (out && cross_check(dev)) {
@@ -532,15 +504,11 @@ static double fold_expect(int kind, const double *x, int64_t first, int64_t step
         all_neg &= signbit(v) != 0;
     }
     switch (kind) {
-    case 0:
-        return 0.0; /* sum: from the integer 0 */
-    case 1:
-        return neg ? -0.0 : 0.0; /* product */
+    case 0: return 0.0;              /* sum: from the integer 0 */
+    case 1: return neg ? -0.0 : 0.0; /* product */
     case 2:
-    case 3:
-        return f; /* max/min: the first */
-    default:
-        return all_neg ? -0.0 : 0.0; /* 4, cumulative sum: from the first element */
+    case 3: return f;                     /* max/min: the first */
+    default: return all_neg ? -0.0 : 0.0; /* 4, cumulative sum: from the first element */
     }
 }
 
@@ -548,41 +516,33 @@ static double fold_expect(int kind, const double *x, int64_t first, int64_t step
 typedef emily_status (*zero_op)(const emily_tensor *in, int which, emily_tensor **out);
 
 static emily_status do_reduce(const emily_tensor *in, int which, emily_tensor **out) {
-    static const emily_reduce_op ops[] = {EMILY_REDUCE_SUM, EMILY_REDUCE_PRODUCT, EMILY_REDUCE_MAX,
-                                          EMILY_REDUCE_MIN};
+    static const emily_reduce_op ops[] = {EMILY_REDUCE_SUM, EMILY_REDUCE_PRODUCT, EMILY_REDUCE_MAX, EMILY_REDUCE_MIN};
     int axes_set = which / 4, naxes = axes_set == 2 ? 2 : 1;
     int axes[2] = {axes_set == 1 ? 1 : 0, 1};
     return emily_reduce(ops[which % 4], in, naxes, axes, false, EMILY_DTYPE_AUTO, out);
 }
 static emily_status do_cumulative(const emily_tensor *in, int which, emily_tensor **out) {
-    static const emily_cumulative_op ops[] = {EMILY_CUMULATIVE_SUM, EMILY_CUMULATIVE_PRODUCT,
-                                              EMILY_CUMULATIVE_MAX, EMILY_CUMULATIVE_MIN};
+    static const emily_cumulative_op ops[] = {EMILY_CUMULATIVE_SUM, EMILY_CUMULATIVE_PRODUCT, EMILY_CUMULATIVE_MAX,
+                                              EMILY_CUMULATIVE_MIN};
     return emily_cumulative(ops[which % 4], in, (which / 4) % 2, which / 8 != 0, out);
 }
 /* Windows of 2 x 3, stride 1, padded by one row below and one column
  * before (the padding is the op's identity: 0, 1, -inf, +inf). */
 static emily_status do_window(const emily_tensor *in, int which, emily_tensor **out) {
-    static const int64_t w[2] = {2, 3}, st[2] = {1, 1}, lo[2] = {0, 1}, hi[2] = {1, 0},
-                         dil[2] = {1, 1};
-    static const emily_window_op ops[] = {EMILY_WINDOW_SUM, EMILY_WINDOW_PRODUCT, EMILY_WINDOW_MAX,
-                                          EMILY_WINDOW_MIN};
+    static const int64_t w[2] = {2, 3}, st[2] = {1, 1}, lo[2] = {0, 1}, hi[2] = {1, 0}, dil[2] = {1, 1};
+    static const emily_window_op ops[] = {EMILY_WINDOW_SUM, EMILY_WINDOW_PRODUCT, EMILY_WINDOW_MAX, EMILY_WINDOW_MIN};
     return emily_window_reduce(ops[which], in, 2, w, st, lo, hi, dil, out);
 }
 
 /* The expected output of family f (0 reduce, 1 cumulative, 2 window) for
  * which, from the input's values x ({r, c}); ne its size. NULL: not
  * checked (mixed zeros in a max/min scan or window). */
-static double *zero_expect(int f, int which, const double *x, int64_t r, int64_t c, bool uniform,
-                           int64_t *ne) {
+static double *zero_expect(int f, int which, const double *x, int64_t r, int64_t c, bool uniform, int64_t *ne) {
     int kind = which % 4;
     bool maxmin = kind >= 2;
     if (f > 0 && maxmin && !uniform) return NULL;
     if (f == 1 && kind == 0) kind = 4;
-    int64_t n = f == 0   ? (which / 4 == 0   ? c
-                            : which / 4 == 1 ? r
-                                             : 1)
-                : f == 1 ? r * c
-                         : r * (c - 1);
+    int64_t n = f == 0 ? (which / 4 == 0 ? c : which / 4 == 1 ? r : 1) : f == 1 ? r * c : r * (c - 1);
     double *e = malloc(sizeof(double) * (size_t)(n ? n : 1));
     if (!e) return NULL;
     *ne = n;
@@ -624,8 +584,7 @@ static double *zero_expect(int f, int which, const double *x, int64_t r, int64_t
 
 static void zero_family(emily_device dev, int f, zero_op run, int nwhich, const char *fname) {
     /* {129, 257}: over the CPU's parallel threshold */
-    static const shape2 zshapes[] = {
-        {1, 2, true}, {5, 3, true}, {67, 129, true}, {129, 257, false}};
+    static const shape2 zshapes[] = {{1, 2, true}, {5, 3, true}, {67, 129, true}, {129, 257, false}};
     bool said = false;
     for (size_t d = 0; d < NROWS(REALS); d++)
         for (size_t s = 0; s < NROWS(zshapes); s++)
@@ -634,8 +593,8 @@ static void zero_family(emily_device dev, int f, zero_op run, int nwhich, const 
                     for (int which = 0; which < nwhich; which++) {
                         const shape2 *sh = &zshapes[s];
                         if (!shape_takes(sh, zero_layouts[l])) continue;
-                        emily_tensor *in = operand(dev, REALS[d], sh->r, sh->c, zero_layouts[l],
-                                                   patterns[p].vals, patterns[p].n, 1, 1),
+                        emily_tensor *in = operand(dev, REALS[d], sh->r, sh->c, zero_layouts[l], patterns[p].vals,
+                                                   patterns[p].n, 1, 1),
                                      *out = NULL;
                         if (!in) continue;
                         emily_status st = run(in, which, &out);
@@ -645,8 +604,7 @@ static void zero_family(emily_device dev, int f, zero_op run, int nwhich, const 
                                  layout_names[zero_layouts[l]], patterns[p].name);
                         if (st == EMILY_ERR_UNSUPPORTED && dev.type != EMILY_DEVICE_CPU) {
                             if (!said)
-                                printf("signed_zero: SKIPPED %s on this device: %s\n", fname,
-                                       emily_last_error());
+                                printf("signed_zero: SKIPPED %s on this device: %s\n", fname, emily_last_error());
                             said = true;
                             emily_tensor_release(in);
                             return;
@@ -654,18 +612,15 @@ static void zero_family(emily_device dev, int f, zero_op run, int nwhich, const 
                         CHECK(st == EMILY_OK);
                         double *x = values_of(in), *y = out ? values_of(out) : NULL;
                         int64_t ne = 0;
-                        double *e = x ? zero_expect(f, which, x, sh->r, sh->c, patterns[p].n == 1,
-                                                    &ne)
-                                      : NULL;
+                        double *e = x ? zero_expect(f, which, x, sh->r, sh->c, patterns[p].n == 1, &ne) : NULL;
                         if (e && y) {
                             CHECK(ne == emily_tensor_size(out));
                             for (int64_t o = 0; o < ne && o < emily_tensor_size(out); o++)
                                 if (!expect(what, o, y[o], e[o])) break;
                         }
                         if (out && cross_check(dev)) {
-                            emily_tensor *cin = operand(EMILY_CPU, REALS[d], sh->r, sh->c,
-                                                        zero_layouts[l], patterns[p].vals,
-                                                        patterns[p].n, 1, 1),
+                            emily_tensor *cin = operand(EMILY_CPU, REALS[d], sh->r, sh->c, zero_layouts[l],
+                                                        patterns[p].vals, patterns[p].n, 1, 1),
                                          *cout = NULL;
                             if (cin) CHECK_OK(run(cin, which, &cout));
                             if (cout) same_bits_as_cpu(out, cout, what);
@@ -681,31 +636,25 @@ static void zero_family(emily_device dev, int f, zero_op run, int nwhich, const 
 /* Zero products summed: +0.0 at both dot precisions (the reference starts
  * from the integer 0; BLAS and cuBLAS from +0.0). */
 static void dot_of_zeros(emily_device dev) {
-    static const int64_t dims[][3] = {
-        {1, 1, 1}, {3, 4, 5}, {7, 16, 17}, {67, 129, 33}, {1, 300, 1}};
+    static const int64_t dims[][3] = {{1, 1, 1}, {3, 4, 5}, {7, 16, 17}, {67, 129, 33}, {1, 300, 1}};
     static const double bvals[] = {-1.0, 2.0, -0.0, 0.0, -0.5};
     for (int prec = 0; prec < 2; prec++) {
         emily_dot_precision saved;
-        CHECK_OK(emily_dot_set_thread_precision(
-            prec ? EMILY_DOT_PRECISION_FAST : EMILY_DOT_PRECISION_HIGHEST, &saved));
+        CHECK_OK(emily_dot_set_thread_precision(prec ? EMILY_DOT_PRECISION_FAST : EMILY_DOT_PRECISION_HIGHEST, &saved));
         for (size_t d = 0; d < NROWS(REALS); d++)
             for (size_t k = 0; k < NROWS(dims); k++)
                 for (size_t p = 0; p < NROWS(patterns); p++)
                     for (int lay = 0; lay < 2; lay++) {
                         int64_t m = dims[k][0], kk = dims[k][1], n = dims[k][2];
-                        emily_tensor *a = operand(dev, REALS[d], m, kk,
-                                                  lay ? LAY_TRANSPOSED : LAY_CONTIGUOUS,
+                        emily_tensor *a = operand(dev, REALS[d], m, kk, lay ? LAY_TRANSPOSED : LAY_CONTIGUOUS,
                                                   patterns[p].vals, patterns[p].n, 1, 1);
-                        emily_tensor *b = operand(dev, REALS[d], kk, n, LAY_CONTIGUOUS, bvals, 5, 1,
-                                                  0),
-                                     *out = NULL;
+                        emily_tensor *b = operand(dev, REALS[d], kk, n, LAY_CONTIGUOUS, bvals, 5, 1, 0), *out = NULL;
                         if (a && b)
-                            CHECK_OK(emily_dot(a, 1, (const int[]){1}, 0, NULL, b, 1,
-                                               (const int[]){0}, 0, NULL, EMILY_DTYPE_AUTO, &out));
+                            CHECK_OK(emily_dot(a, 1, (const int[]){1}, 0, NULL, b, 1, (const int[]){0}, 0, NULL,
+                                               EMILY_DTYPE_AUTO, &out));
                         char what[128];
-                        snprintf(what, sizeof what, "dot %s %s %lldx%lldx%lld %s %s",
-                                 prec ? "fast" : "highest", emily_dtype_name(REALS[d]),
-                                 (long long)m, (long long)kk, (long long)n,
+                        snprintf(what, sizeof what, "dot %s %s %lldx%lldx%lld %s %s", prec ? "fast" : "highest",
+                                 emily_dtype_name(REALS[d]), (long long)m, (long long)kk, (long long)n,
                                  lay ? "transposed" : "contiguous", patterns[p].name);
                         double *y = out ? values_of(out) : NULL;
                         for (int64_t i = 0; y && i < emily_tensor_size(out); i++)
@@ -729,17 +678,14 @@ static void complex_scans(emily_device dev) {
         for (int axis = 0; axis < 2; axis++)
             for (int rev = 0; rev < 2; rev++) {
                 int64_t r = axis ? 3 : 9, c = axis ? 9 : 3;
-                emily_tensor *in = operand(dev, COMPLEXES[d], r, c, LAY_CONTIGUOUS, z, 1, 2, 0),
-                             *out = NULL;
-                emily_status st = in ? emily_cumulative_product(in, axis, rev, &out)
-                                     : EMILY_ERR_MEMORY;
+                emily_tensor *in = operand(dev, COMPLEXES[d], r, c, LAY_CONTIGUOUS, z, 1, 2, 0), *out = NULL;
+                emily_status st = in ? emily_cumulative_product(in, axis, rev, &out) : EMILY_ERR_MEMORY;
                 char what[96];
-                snprintf(what, sizeof what, "cumulative_product %s axis %d%s",
-                         emily_dtype_name(COMPLEXES[d]), axis, rev ? " reversed" : "");
+                snprintf(what, sizeof what, "cumulative_product %s axis %d%s", emily_dtype_name(COMPLEXES[d]), axis,
+                         rev ? " reversed" : "");
                 emily_tensor_release(in);
                 if (st == EMILY_ERR_UNSUPPORTED && dev.type != EMILY_DEVICE_CPU) {
-                    printf("signed_zero: SKIPPED %s on this device: %s\n", what,
-                           emily_last_error());
+                    printf("signed_zero: SKIPPED %s on this device: %s\n", what, emily_last_error());
                     return;
                 }
                 CHECK(st == EMILY_OK);
@@ -769,26 +715,24 @@ static void conversions(emily_device dev) {
             for (int lay = 0; lay < LAY_COUNT; lay++) {
                 emily_dtype st = types[s], dt = types[d];
                 bool sc = emily_dtype_is_complex(st), dc = emily_dtype_is_complex(dt);
-                emily_tensor *in = operand(dev, st, 67, 129, (layout)lay, sc ? cplx : reals, 4,
-                                           sc ? 2 : 1, 1),
+                emily_tensor *in = operand(dev, st, 67, 129, (layout)lay, sc ? cplx : reals, 4, sc ? 2 : 1, 1),
                              *out = NULL;
                 if (in) CHECK_OK(emily_as_type(in, dt, &out));
                 char what[96];
-                snprintf(what, sizeof what, "as_type %s -> %s %s", emily_dtype_name(st),
-                         emily_dtype_name(dt), layout_names[lay]);
+                snprintf(what, sizeof what, "as_type %s -> %s %s", emily_dtype_name(st), emily_dtype_name(dt),
+                         layout_names[lay]);
                 double *x = in ? values_of(in) : NULL, *y = out ? values_of(out) : NULL;
                 for (int64_t i = 0; x && y && i < emily_tensor_size(out); i++) {
                     double re = sc ? x[2 * i] : x[i], im = sc ? x[2 * i + 1] : 0.0;
                     bool ok;
                     if (emily_dtype_is_integer(dt)) ok = expect(what, i, y[i], 0.0);
-                    else if (dc)
-                        ok = expect(what, i, y[2 * i], re) && expect(what, i, y[2 * i + 1], im);
+                    else if (dc) ok = expect(what, i, y[2 * i], re) && expect(what, i, y[2 * i + 1], im);
                     else ok = expect(what, i, y[i], re);
                     if (!ok) break;
                 }
                 if (out && cross_check(dev)) {
-                    emily_tensor *cin = operand(EMILY_CPU, st, 67, 129, (layout)lay,
-                                                sc ? cplx : reals, 4, sc ? 2 : 1, 1),
+                    emily_tensor *cin = operand(EMILY_CPU, st, 67, 129, (layout)lay, sc ? cplx : reals, 4, sc ? 2 : 1,
+                                                1),
                                  *cout = NULL;
                     if (cin) CHECK_OK(emily_as_type(cin, dt, &cout));
                     if (cout) same_bits_as_cpu(out, cout, what);
@@ -818,13 +762,11 @@ static void clip_and_select(emily_device dev) {
             for (int l = 0; l < 2; l++)
                 for (int h = 0; h < 2; h++) {
                     emily_tensor *x = operand(dev, dt, 67, 129, (layout)lay, xs, 5, 1, 1);
-                    emily_tensor *lo = scalar(dev, dt, bounds[l]), *hi = scalar(dev, dt, bounds[h]),
-                                 *out = NULL;
+                    emily_tensor *lo = scalar(dev, dt, bounds[l]), *hi = scalar(dev, dt, bounds[h]), *out = NULL;
                     if (x && lo && hi) CHECK_OK(emily_clip(x, lo, hi, EMILY_DTYPE_AUTO, &out));
                     char what[96];
-                    snprintf(what, sizeof what, "clip %s %s to [%s%g, %s%g]", emily_dtype_name(dt),
-                             layout_names[lay], sgn(bounds[l]), bounds[l], sgn(bounds[h]),
-                             bounds[h]);
+                    snprintf(what, sizeof what, "clip %s %s to [%s%g, %s%g]", emily_dtype_name(dt), layout_names[lay],
+                             sgn(bounds[l]), bounds[l], sgn(bounds[h]), bounds[h]);
                     double *v = x ? values_of(x) : NULL, *y = out ? values_of(out) : NULL;
                     for (int64_t i = 0; v && y && i < emily_tensor_size(out); i++)
                         if (!expect(what, i, y[i], clip_expect(v[i], bounds[l], bounds[h]))) break;
@@ -866,9 +808,9 @@ static void clip_and_select(emily_device dev) {
     X(clip_select, clip_and_select(dev))
 /* clang-format on */
 
-#define SZ_DEFINE(name, ...)                                                            \
-    static void run_##name(emily_device dev) { __VA_ARGS__; }                           \
-    TEST(name) { run_##name(EMILY_CPU); }                                               \
+#define SZ_DEFINE(name, ...)                                  \
+    static void run_##name(emily_device dev) { __VA_ARGS__; } \
+    TEST(name) { run_##name(EMILY_CPU); }                     \
     TEST(gpu_##name) { run_##name(GPU); }
 SZ_CASES(SZ_DEFINE)
 #define SZ_CPU_CASE(name, ...) CASE(name),
@@ -879,7 +821,7 @@ int main(int argc, char **argv) {
     static const harness_case cpu[] = {SZ_CASES(SZ_CPU_CASE){NULL, NULL}};
     static const harness_case gpu[] = {SZ_CASES(SZ_GPU_CASE){NULL, NULL}};
     int rc = harness_run("signed_zero", cpu);
-    static const harness_gpu_cases g = {
-        "signed_zero", gpu, gpu, "signed_zero gpu cases on cpu", &GPU, &gpu_on_cpu, false};
+    static const harness_gpu_cases g = {"signed_zero", gpu,         gpu,  "signed_zero gpu cases on cpu",
+                                        &GPU,          &gpu_on_cpu, false};
     return harness_gpu_finish(rc, &g);
 }

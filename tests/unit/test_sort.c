@@ -9,9 +9,8 @@
 #include <stdlib.h>
 #include "harness.h"
 
-static const emily_dtype REAL_TYPES[] = {EMILY_U8,  EMILY_U16, EMILY_U32,  EMILY_U64,
-                                         EMILY_S8,  EMILY_S16, EMILY_S32,  EMILY_S64,
-                                         EMILY_F16, EMILY_BF16, EMILY_F32, EMILY_F64};
+static const emily_dtype REAL_TYPES[] = {EMILY_U8,  EMILY_U16, EMILY_U32, EMILY_U64,  EMILY_S8,  EMILY_S16,
+                                         EMILY_S32, EMILY_S64, EMILY_F16, EMILY_BF16, EMILY_F32, EMILY_F64};
 #define NREAL (sizeof REAL_TYPES / sizeof *REAL_TYPES)
 
 /* ---- deterministic random data ------------------------------------------ */
@@ -35,16 +34,16 @@ static uint64_t special_bits(emily_dtype dt) {
         return v[rnd() % (sizeof v / sizeof *v)];
     }
     case EMILY_F32: {
-        static const uint32_t v[] = {0x7fc00000u, 0xffc00000u, 0x7f800001u, 0x7fffffffu,
-                                     0x7f800000u, 0xff800000u, 0x00000000u, 0x80000000u,
-                                     0x00000001u, 0x80000001u, 0x3f800000u, 0xbf800000u,
-                                     0x7f7fffffu, 0xff7fffffu};
+        static const uint32_t v[] = {0x7fc00000u, 0xffc00000u, 0x7f800001u, 0x7fffffffu, 0x7f800000u,
+                                     0xff800000u, 0x00000000u, 0x80000000u, 0x00000001u, 0x80000001u,
+                                     0x3f800000u, 0xbf800000u, 0x7f7fffffu, 0xff7fffffu};
         return v[rnd() % (sizeof v / sizeof *v)];
     }
     case EMILY_F64: {
         static const uint64_t v[] = {0x7ff8000000000000ull, 0xfff8000000000000ull,
                                      0x7ff0000000000001ull, 0x7ff0000000000000ull,
-                                     0xfff0000000000000ull, 0, 0x8000000000000000ull, 1,
+                                     0xfff0000000000000ull, 0,
+                                     0x8000000000000000ull, 1,
                                      0x8000000000000001ull, 0x3ff0000000000000ull,
                                      0xbff0000000000000ull, 0x7fefffffffffffffull};
         return v[rnd() % (sizeof v / sizeof *v)];
@@ -73,8 +72,7 @@ static void *make_data(emily_dtype dt, int64_t n, int mix) {
             emily_tensor *t = NULL;
             double x = (double)(v % 2000) - 1000.0;
             if (emily_dtype_is_integer(dt)) x = (double)(v % 100);
-            if (emily_constant(EMILY_CPU, dt, 0, NULL, emily_scalar_float(x), &t) ||
-                emily_to_binary(t, &b, es)) b = 0;
+            if (emily_constant(EMILY_CPU, dt, 0, NULL, emily_scalar_float(x), &t) || emily_to_binary(t, &b, es)) b = 0;
             emily_tensor_release(t);
         } else if (mix == 1 && pick < 3) {
             b = special_bits(dt);
@@ -82,7 +80,8 @@ static void *make_data(emily_dtype dt, int64_t n, int mix) {
             emily_tensor *t = NULL;
             b = 0;
             if (emily_constant(EMILY_CPU, dt, 0, NULL, emily_scalar_float(few[rnd() % 8]), &t) ||
-                emily_to_binary(t, &b, es)) b = 0;
+                emily_to_binary(t, &b, es))
+                b = 0;
             emily_tensor_release(t);
         } else {
             b = rnd();
@@ -108,18 +107,78 @@ typedef struct elem {
 static elem read_elem(emily_dtype dt, const unsigned char *p) {
     elem e = {0, 0, 0, 0, 0};
     switch (dt) {
-    case EMILY_U8: e.kind = 1; e.u = *p; break;
-    case EMILY_U16: { uint16_t x; memcpy(&x, p, 2); e.kind = 1; e.u = x; break; }
-    case EMILY_U32: { uint32_t x; memcpy(&x, p, 4); e.kind = 1; e.u = x; break; }
-    case EMILY_U64: { uint64_t x; memcpy(&x, p, 8); e.kind = 1; e.u = x; break; }
+    case EMILY_U8:
+        e.kind = 1;
+        e.u = *p;
+        break;
+    case EMILY_U16: {
+        uint16_t x;
+        memcpy(&x, p, 2);
+        e.kind = 1;
+        e.u = x;
+        break;
+    }
+    case EMILY_U32: {
+        uint32_t x;
+        memcpy(&x, p, 4);
+        e.kind = 1;
+        e.u = x;
+        break;
+    }
+    case EMILY_U64: {
+        uint64_t x;
+        memcpy(&x, p, 8);
+        e.kind = 1;
+        e.u = x;
+        break;
+    }
     case EMILY_S8: e.i = (int8_t)*p; break;
-    case EMILY_S16: { int16_t x; memcpy(&x, p, 2); e.i = x; break; }
-    case EMILY_S32: { int32_t x; memcpy(&x, p, 4); e.i = x; break; }
-    case EMILY_S64: { int64_t x; memcpy(&x, p, 8); e.i = x; break; }
-    case EMILY_F16: { uint16_t x; memcpy(&x, p, 2); e.kind = 2; e.f = emily_f16_to_f32(x); break; }
-    case EMILY_BF16: { uint16_t x; memcpy(&x, p, 2); e.kind = 2; e.f = emily_bf16_to_f32(x); break; }
-    case EMILY_F32: { float x; memcpy(&x, p, 4); e.kind = 2; e.f = x; break; }
-    default: { double x; memcpy(&x, p, 8); e.kind = 2; e.f = x; break; }
+    case EMILY_S16: {
+        int16_t x;
+        memcpy(&x, p, 2);
+        e.i = x;
+        break;
+    }
+    case EMILY_S32: {
+        int32_t x;
+        memcpy(&x, p, 4);
+        e.i = x;
+        break;
+    }
+    case EMILY_S64: {
+        int64_t x;
+        memcpy(&x, p, 8);
+        e.i = x;
+        break;
+    }
+    case EMILY_F16: {
+        uint16_t x;
+        memcpy(&x, p, 2);
+        e.kind = 2;
+        e.f = emily_f16_to_f32(x);
+        break;
+    }
+    case EMILY_BF16: {
+        uint16_t x;
+        memcpy(&x, p, 2);
+        e.kind = 2;
+        e.f = emily_bf16_to_f32(x);
+        break;
+    }
+    case EMILY_F32: {
+        float x;
+        memcpy(&x, p, 4);
+        e.kind = 2;
+        e.f = x;
+        break;
+    }
+    default: {
+        double x;
+        memcpy(&x, p, 8);
+        e.kind = 2;
+        e.f = x;
+        break;
+    }
     }
     if (e.kind == 2 && isnan(e.f)) e.cls = 1;
     return e;
@@ -157,8 +216,7 @@ static void merge_sort(int64_t *p, int64_t *tmp, int64_t n) {
 }
 
 /* Reference argsort of a contiguous row. */
-static int64_t *ref_argsort(emily_dtype dt, const unsigned char *row, int64_t n, int64_t stride,
-                            bool desc) {
+static int64_t *ref_argsort(emily_dtype dt, const unsigned char *row, int64_t n, int64_t stride, bool desc) {
     size_t es = emily_dtype_size(dt);
     elem *e = malloc(sizeof(elem) * (size_t)(n ? n : 1));
     int64_t *p = malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
@@ -195,13 +253,12 @@ static bool check_row(emily_dtype dt, int64_t n, int mix, bool desc) {
         CHECK_OK(emily_to_binary(a, av, 4 * (size_t)n));
         for (int64_t i = 0; i < n && ok; i++) {
             if (av[i] != p[i]) {
-                fprintf(stderr, "  argsort %s n=%lld mix=%d %s: position %lld is %d, want %lld\n",
-                        emily_dtype_name(dt), (long long)n, mix, desc ? "desc" : "asc",
-                        (long long)i, av[i], (long long)p[i]);
+                fprintf(stderr, "  argsort %s n=%lld mix=%d %s: position %lld is %d, want %lld\n", emily_dtype_name(dt),
+                        (long long)n, mix, desc ? "desc" : "asc", (long long)i, av[i], (long long)p[i]);
                 ok = false;
             } else if (memcmp(sv + (size_t)i * es, d + (size_t)p[i] * es, es) != 0) {
-                fprintf(stderr, "  sort %s n=%lld mix=%d %s: element %lld has other bits\n",
-                        emily_dtype_name(dt), (long long)n, mix, desc ? "desc" : "asc", (long long)i);
+                fprintf(stderr, "  sort %s n=%lld mix=%d %s: element %lld has other bits\n", emily_dtype_name(dt),
+                        (long long)n, mix, desc ? "desc" : "asc", (long long)i);
                 ok = false;
             }
         }
@@ -219,8 +276,7 @@ TEST(every_dtype_matches_the_reference) {
     for (size_t ti = 0; ti < NREAL; ti++)
         for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++)
             for (int mix = 0; mix < 4; mix++)
-                for (int desc = 0; desc < 2; desc++)
-                    CHECK(check_row(REAL_TYPES[ti], sizes[si], mix, desc));
+                for (int desc = 0; desc < 2; desc++) CHECK(check_row(REAL_TYPES[ti], sizes[si], mix, desc));
 }
 
 TEST(every_network_size_matches_the_reference) {
@@ -450,8 +506,9 @@ static void check_top_k(emily_dtype dt, int64_t rows, int64_t n, int64_t k, int 
                      memcmp(vv + (size_t)(r * k + j) * es, d + (size_t)(r * n + p[j]) * es, es) == 0;
             free(p);
         }
-        if (!ok) fprintf(stderr, "  top_k %s rows=%lld n=%lld k=%lld differs\n", emily_dtype_name(dt),
-                         (long long)rows, (long long)n, (long long)k);
+        if (!ok)
+            fprintf(stderr, "  top_k %s rows=%lld n=%lld k=%lld differs\n", emily_dtype_name(dt), (long long)rows,
+                    (long long)n, (long long)k);
         CHECK(ok);
         free(vv);
         free(iv);
@@ -580,8 +637,7 @@ TEST(callbacks) {
     CHECK(r.n == 1 && isnan(t_get(r.tensors[0], 0)) && t_get(r.tensors[0], 3) == -INFINITY);
     emily_dispatch_result_release(&r);
     ov[1].str = "sideways";
-    CHECK_ERR(emily_dispatch("sort", EMILY_CPU, &tmpl, arg, 2, EMILY_DISPATCH_RUN, &r), EMILY_ERR_ARGUMENT,
-              "sideways");
+    CHECK_ERR(emily_dispatch("sort", EMILY_CPU, &tmpl, arg, 2, EMILY_DISPATCH_RUN, &r), EMILY_ERR_ARGUMENT, "sideways");
 
     /* top_k: indices' type from the template in RUN mode (s64 as Nx 0.7), s32 inferred */
     const char *kkeys[1] = {"k"};
@@ -597,13 +653,11 @@ TEST(callbacks) {
     CHECK(r.n == 2 && emily_tensor_dtype(r.tensors[1]) == EMILY_S32);
     emily_dispatch_result_release(&r);
     kv.i = 9;
-    CHECK_ERR(emily_dispatch("top_k", EMILY_CPU, &list, arg, 2, EMILY_DISPATCH_RUN, &r), EMILY_ERR_ARGUMENT,
-              "k (9)");
+    CHECK_ERR(emily_dispatch("top_k", EMILY_CPU, &list, arg, 2, EMILY_DISPATCH_RUN, &r), EMILY_ERR_ARGUMENT, "k (9)");
     emily_tensor_release(t);
 }
 
 RUN_TESTS("sort", CASE(every_dtype_matches_the_reference), CASE(every_network_size_matches_the_reference),
-          CASE(long_rows_match_the_reference),
-          CASE(nan_zero_and_ties_follow_nx), CASE(axes_views_and_many_rows),
-          CASE(scalars_and_empty_tensors), CASE(argsort_index_types),
-          CASE(top_k_matches_the_reference), CASE(bad_arguments), CASE(callbacks))
+          CASE(long_rows_match_the_reference), CASE(nan_zero_and_ties_follow_nx), CASE(axes_views_and_many_rows),
+          CASE(scalars_and_empty_tensors), CASE(argsort_index_types), CASE(top_k_matches_the_reference),
+          CASE(bad_arguments), CASE(callbacks))

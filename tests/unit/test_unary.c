@@ -65,8 +65,8 @@ TEST(output_types_follow_nx) {
         emily_dtype out;
         CHECK_OK(emily_unary_type(cases[i].op, cases[i].in, &out));
         if (out != cases[i].out)
-            fprintf(stderr, "  %s(%s) gave %s\n", emily_unary_op_name(cases[i].op),
-                    emily_dtype_name(cases[i].in), emily_dtype_name(out));
+            fprintf(stderr, "  %s(%s) gave %s\n", emily_unary_op_name(cases[i].op), emily_dtype_name(cases[i].in),
+                    emily_dtype_name(out));
         CHECK(out == cases[i].out);
     }
     emily_dtype out;
@@ -74,8 +74,7 @@ TEST(output_types_follow_nx) {
               "bitwise_not: expects an integer type, got f32");
     CHECK(out == EMILY_DTYPE_AUTO);
     CHECK_ERR(emily_unary_type(EMILY_COUNT_LEADING_ZEROS, EMILY_C64, &out), EMILY_ERR_TYPE, "integer");
-    CHECK_ERR(emily_unary_type(EMILY_ERF, EMILY_C64, &out), EMILY_ERR_TYPE,
-              "erf: complex type c64 is not supported");
+    CHECK_ERR(emily_unary_type(EMILY_ERF, EMILY_C64, &out), EMILY_ERR_TYPE, "erf: complex type c64 is not supported");
     CHECK_ERR(emily_unary_type(EMILY_ROUND, EMILY_C128, &out), EMILY_ERR_TYPE, "round: complex");
     CHECK_ERR(emily_unary_type((emily_unary_op)-1, EMILY_F32, &out), EMILY_ERR_ARGUMENT, "unknown op");
     CHECK_ERR(emily_unary_type(EMILY_EXP, (emily_dtype)30, &out), EMILY_ERR_TYPE, "exp: invalid input type");
@@ -259,11 +258,9 @@ TEST(complex_rsqrt_of_non_finite_values) {
                     /* Complex.sqrt's clauses in order: a NaN part, then an
                      * infinite imaginary part, then the real infinities */
                     bool zero = !isnan(re) && !isnan(im) && !isinf(im) && re == INFINITY;
-                    bool ok = zero ? same_bits(got[0], 0.0) && same_bits(got[1], 0.0)
-                                   : isnan(got[0]) && isnan(got[1]);
+                    bool ok = zero ? same_bits(got[0], 0.0) && same_bits(got[1], 0.0) : isnan(got[0]) && isnan(got[1]);
                     if (!ok)
-                        fprintf(stderr, "  rsqrt(%g%+gi) %s = %g%+gi\n", re, im, c128 ? "c128" : "c64",
-                                got[0], got[1]);
+                        fprintf(stderr, "  rsqrt(%g%+gi) %s = %g%+gi\n", re, im, c128 ? "c128" : "c64", got[0], got[1]);
                     CHECK(ok);
                     emily_tensor_release(r);
                     emily_tensor_release(t);
@@ -440,10 +437,10 @@ static int64_t ulp_diff64(double a, double b) {
 
 TEST(f32_fast_paths_match_the_double_reference) {
     /* long lines (SIMD + threads) and short tails of every length */
-    emily_unary_op ops[] = {EMILY_EXP,  EMILY_EXPM1, EMILY_LOG,   EMILY_LOG1P, EMILY_SIGMOID, EMILY_COS,
-                            EMILY_SIN,  EMILY_TAN,   EMILY_COSH,  EMILY_SINH,  EMILY_TANH,    EMILY_ACOS,
-                            EMILY_ASIN, EMILY_ATAN,  EMILY_ACOSH, EMILY_ASINH, EMILY_ATANH,   EMILY_SQRT,
-                            EMILY_RSQRT, EMILY_CBRT, EMILY_ERF,   EMILY_ERFC,  EMILY_ABS,     EMILY_NEGATE};
+    emily_unary_op ops[] = {EMILY_EXP,   EMILY_EXPM1, EMILY_LOG,   EMILY_LOG1P, EMILY_SIGMOID, EMILY_COS,
+                            EMILY_SIN,   EMILY_TAN,   EMILY_COSH,  EMILY_SINH,  EMILY_TANH,    EMILY_ACOS,
+                            EMILY_ASIN,  EMILY_ATAN,  EMILY_ACOSH, EMILY_ASINH, EMILY_ATANH,   EMILY_SQRT,
+                            EMILY_RSQRT, EMILY_CBRT,  EMILY_ERF,   EMILY_ERFC,  EMILY_ABS,     EMILY_NEGATE};
     int64_t n = 70001;
     float *x = malloc((size_t)n * sizeof *x), *y = malloc((size_t)n * sizeof *y);
     uint32_t seed = 12345;
@@ -452,8 +449,8 @@ TEST(f32_fast_paths_match_the_double_reference) {
         x[i] = ((float)(seed >> 8) / 16777216.0f - 0.5f) * 200.0f; /* [-100, 100) */
         if (i % 7 == 0) x[i] *= 1e-6f;
     }
-    float specials[] = {NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 88.7f, -103.5f, 1e-40f, -1e-40f,
-                        FLT_MAX, -FLT_MAX, 0.5f, -9.0f, 9.0f};
+    float specials[] = {NAN,    INFINITY, -INFINITY, 0.0f,     -0.0f, 88.7f, -103.5f,
+                        1e-40f, -1e-40f,  FLT_MAX,   -FLT_MAX, 0.5f,  -9.0f, 9.0f};
     for (size_t k = 0; k < sizeof specials / sizeof *specials; k++) x[(int64_t)k * 997 + 3] = specials[k];
     for (size_t o = 0; o < sizeof ops / sizeof *ops; o++) {
         for (int64_t len = 1;; len = len < 40 ? len + 1 : len * 13 < n ? len * 13 : n) {
@@ -467,9 +464,8 @@ TEST(f32_fast_paths_match_the_double_reference) {
                 if (d > worst) worst = d, at = i;
             }
             if (worst > 2)
-                fprintf(stderr, "  %s n=%lld: %lld ulp at x=%.9g (got %.9g want %.9g)\n",
-                        emily_unary_op_name(ops[o]), (long long)shape[0], (long long)worst, x[at], y[at],
-                        (float)ref_op(ops[o], x[at]));
+                fprintf(stderr, "  %s n=%lld: %lld ulp at x=%.9g (got %.9g want %.9g)\n", emily_unary_op_name(ops[o]),
+                        (long long)shape[0], (long long)worst, x[at], y[at], (float)ref_op(ops[o], x[at]));
             CHECK(worst <= 2);
             emily_tensor_release(r);
             emily_tensor_release(t);
@@ -500,8 +496,7 @@ TEST(f64_functions_with_glibc_bits) {
         for (int64_t i = 0; i < n; i++) {
             seed = seed * 1664525u + 1013904223u;
             double u = (double)(seed >> 8) / 16777216.0; /* [0, 1) */
-            x[i] = ops[o] == EMILY_ACOSH ? 1.0 + 99.0 * u : ops[o] == EMILY_ERFC ? 25.0 * u - 5.0
-                                                                                 : 2.0 * u - 1.0;
+            x[i] = ops[o] == EMILY_ACOSH ? 1.0 + 99.0 * u : ops[o] == EMILY_ERFC ? 25.0 * u - 5.0 : 2.0 * u - 1.0;
         }
         x[0] = 0.5, x[1] = 2.0, x[2] = 3.0; /* Nx's doctest values */
         int64_t lens[] = {1, 7, 37, 2401, n};
@@ -515,8 +510,9 @@ TEST(f64_functions_with_glibc_bits) {
                 double want = libm[o](x[i]);
                 if (memcmp(&want, &y[i], 8) != 0) bad++;
             }
-            if (bad) fprintf(stderr, "  %s f64 n=%lld: %lld results differ from glibc\n",
-                             emily_unary_op_name(ops[o]), (long long)len, (long long)bad);
+            if (bad)
+                fprintf(stderr, "  %s f64 n=%lld: %lld results differ from glibc\n", emily_unary_op_name(ops[o]),
+                        (long long)len, (long long)bad);
             CHECK(r && bad == 0);
             emily_tensor_release(t);
             emily_tensor_release(r);
@@ -528,7 +524,10 @@ TEST(f64_functions_with_glibc_bits) {
 
 TEST(simd_paths_of_each_instruction_set) {
     typedef emily_vec_fn (*getter)(emily_unary_op, emily_dtype, emily_dtype);
-    struct { const char *isa; getter get; } isas[2] = {{"avx2", emi_unary_avx2}, {"avx512", emi_unary_avx512}};
+    struct {
+        const char *isa;
+        getter get;
+    } isas[2] = {{"avx2", emi_unary_avx2}, {"avx512", emi_unary_avx512}};
     /* a sample of every f32 bit pattern (both signs: huge, tiny,
      * subnormal, NaN), denser in [0, 9.6], plus specials; the f64 inputs
      * are those values times a factor that fills in the low bits */
@@ -547,14 +546,15 @@ TEST(simd_paths_of_each_instruction_set) {
         uint32_t u = (uint32_t)b;
         memcpy(&x[n++], &u, 4);
     }
-    float specials[] = {NAN, -NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 9.1f, 1e-30f, 0.5625f, 88.0f, -100.0f,
-                        FLT_MAX, -FLT_MAX, 1.0f, -1.0f, 1e-10f, -1e-10f, 3e-9f, 1.5707964f, 710.0f, -745.5f};
+    float specials[] = {NAN,    -NAN,    INFINITY, -INFINITY, 0.0f,       -0.0f,    9.1f,
+                        1e-30f, 0.5625f, 88.0f,    -100.0f,   FLT_MAX,    -FLT_MAX, 1.0f,
+                        -1.0f,  1e-10f,  -1e-10f,  3e-9f,     1.5707964f, 710.0f,   -745.5f};
     for (size_t k = 0; k < sizeof specials / sizeof *specials; k++) x[n++] = specials[k];
     for (int64_t i = 0; i < n; i++) xd[i] = (double)x[i] * 1.0000000123456789;
-    emily_unary_op ops[] = {EMILY_EXP,  EMILY_EXPM1, EMILY_LOG,   EMILY_LOG1P, EMILY_SIGMOID, EMILY_COS,
-                            EMILY_SIN,  EMILY_TAN,   EMILY_COSH,  EMILY_SINH,  EMILY_TANH,    EMILY_ACOS,
-                            EMILY_ASIN, EMILY_ATAN,  EMILY_ACOSH, EMILY_ASINH, EMILY_ATANH,   EMILY_SQRT,
-                            EMILY_RSQRT, EMILY_CBRT, EMILY_ERF,   EMILY_ERFC,  EMILY_ABS,     EMILY_NEGATE};
+    emily_unary_op ops[] = {EMILY_EXP,   EMILY_EXPM1, EMILY_LOG,   EMILY_LOG1P, EMILY_SIGMOID, EMILY_COS,
+                            EMILY_SIN,   EMILY_TAN,   EMILY_COSH,  EMILY_SINH,  EMILY_TANH,    EMILY_ACOS,
+                            EMILY_ASIN,  EMILY_ATAN,  EMILY_ACOSH, EMILY_ASINH, EMILY_ATANH,   EMILY_SQRT,
+                            EMILY_RSQRT, EMILY_CBRT,  EMILY_ERF,   EMILY_ERFC,  EMILY_ABS,     EMILY_NEGATE};
     int ran = 0;
     for (int k = 0; k < 2; k++) {
         if (!cpu_has(isas[k].isa)) continue;
@@ -566,9 +566,8 @@ TEST(simd_paths_of_each_instruction_set) {
             /* f64 expm1/sinh/cosh (SLEEF's range and cancellation) and
              * acos/acosh/atanh/erfc (glibc's bits, the reference's) stay
              * on the libm path on purpose */
-            bool no64 = ops[o] == EMILY_EXPM1 || ops[o] == EMILY_SINH || ops[o] == EMILY_COSH ||
-                        ops[o] == EMILY_ACOS || ops[o] == EMILY_ACOSH || ops[o] == EMILY_ATANH ||
-                        ops[o] == EMILY_ERFC;
+            bool no64 = ops[o] == EMILY_EXPM1 || ops[o] == EMILY_SINH || ops[o] == EMILY_COSH || ops[o] == EMILY_ACOS ||
+                        ops[o] == EMILY_ACOSH || ops[o] == EMILY_ATANH || ops[o] == EMILY_ERFC;
             CHECK(f32 && (f64 != NULL) == !no64);
             if (!f32) continue;
             for (int64_t len = 1; len <= 37; len++) f32(y[k], x + 1000, len); /* tails */
@@ -627,7 +626,8 @@ static void count_chunk(void *p, int64_t c) {
     if (j->nested && c == 0) {
         loop_job inner = {.nested = 0};
         emi_cpu_parallel(7, count_chunk, &inner);
-        for (int i = 0; i < 7; i++) if (atomic_load(&inner.counts[i]) != 1) atomic_fetch_add(&j->counts[511], 1000);
+        for (int i = 0; i < 7; i++)
+            if (atomic_load(&inner.counts[i]) != 1) atomic_fetch_add(&j->counts[511], 1000);
     }
 }
 
@@ -699,7 +699,8 @@ TEST(every_accepted_type_has_a_kernel) {
                 CHECK_OK(emily_unary((emily_unary_op)op, t, &r));
                 CHECK(!r || emily_tensor_dtype(r) == want);
             } else {
-                CHECK_ERR(emily_unary((emily_unary_op)op, t, &r), EMILY_ERR_TYPE, emily_unary_op_name((emily_unary_op)op));
+                CHECK_ERR(emily_unary((emily_unary_op)op, t, &r), EMILY_ERR_TYPE,
+                          emily_unary_op_name((emily_unary_op)op));
             }
             emily_tensor_release(r);
             emily_tensor_release(t);
@@ -720,20 +721,20 @@ TEST(callbacks) {
     CHECK_OK(emily_dispatch("logical_not", EMILY_CPU, &out, &arg, 1, EMILY_DISPATCH_RUN, &r));
     emily_dispatch_result_release(&r);
     /* RUN mode checks the template: abs of f32 is not u8 */
-    CHECK_ERR(emily_dispatch("abs", EMILY_CPU, &out, &arg, 1, EMILY_DISPATCH_RUN, &r),
-              EMILY_ERR_INTERNAL, "abs: output 0 is f32{2} but Nx expects u8{2}");
-    CHECK_ERR(emily_dispatch("population_count", EMILY_CPU, &out, &arg, 1, EMILY_DISPATCH_RUN, &r),
-              EMILY_ERR_TYPE, "population_count: expects an integer type, got f32");
+    CHECK_ERR(emily_dispatch("abs", EMILY_CPU, &out, &arg, 1, EMILY_DISPATCH_RUN, &r), EMILY_ERR_INTERNAL,
+              "abs: output 0 is f32{2} but Nx expects u8{2}");
+    CHECK_ERR(emily_dispatch("population_count", EMILY_CPU, &out, &arg, 1, EMILY_DISPATCH_RUN, &r), EMILY_ERR_TYPE,
+              "population_count: expects an integer type, got f32");
     emily_value two_args[2] = {arg, arg};
-    CHECK_ERR(emily_dispatch("exp", EMILY_CPU, &out, two_args, 2, EMILY_DISPATCH_RUN, &r),
-              EMILY_ERR_ARGUMENT, "exp: expected 1 to 1 arguments, got 2");
+    CHECK_ERR(emily_dispatch("exp", EMILY_CPU, &out, two_args, 2, EMILY_DISPATCH_RUN, &r), EMILY_ERR_ARGUMENT,
+              "exp: expected 1 to 1 arguments, got 2");
     emily_tensor_release(t);
 }
 
 RUN_TESTS("unary", CASE(names_round_trip), CASE(output_types_follow_nx), CASE(every_accepted_type_has_a_kernel),
-          CASE(real_functions_and_reference_quirks), CASE(integers_wrap),
-          CASE(identity_and_constant_cases), CASE(complex_numbers), CASE(complex_rsqrt_of_non_finite_values),
-          CASE(conjugate_of_reals),
+          CASE(real_functions_and_reference_quirks), CASE(integers_wrap), CASE(identity_and_constant_cases),
+          CASE(complex_numbers), CASE(complex_rsqrt_of_non_finite_values), CASE(conjugate_of_reals),
           CASE(half_types_round_once), CASE(strided_inputs), CASE(zero_size_and_scalars),
-          CASE(f32_fast_paths_match_the_double_reference), CASE(f64_functions_with_glibc_bits), CASE(simd_paths_of_each_instruction_set),
-          CASE(parallel_loop_runs_every_chunk_once), CASE(bad_input), CASE(callbacks))
+          CASE(f32_fast_paths_match_the_double_reference), CASE(f64_functions_with_glibc_bits),
+          CASE(simd_paths_of_each_instruction_set), CASE(parallel_loop_runs_every_chunk_once), CASE(bad_input),
+          CASE(callbacks))

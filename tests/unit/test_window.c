@@ -10,11 +10,12 @@
 #include "harness.h"
 
 /* Reference window reduction of a row-major rank-2 f64 array. */
-static double ref_window2(emily_window_op op, const double *x, const int64_t *shape,
-                          const int64_t *w, const int64_t *st, const int64_t *lo,
-                          const int64_t *dil, int64_t o0, int64_t o1) {
-    double acc = op == EMILY_WINDOW_SUM ? 0 : op == EMILY_WINDOW_PRODUCT ? 1
-                 : op == EMILY_WINDOW_MAX ? -INFINITY : INFINITY;
+static double ref_window2(emily_window_op op, const double *x, const int64_t *shape, const int64_t *w,
+                          const int64_t *st, const int64_t *lo, const int64_t *dil, int64_t o0, int64_t o1) {
+    double acc = op == EMILY_WINDOW_SUM       ? 0
+                 : op == EMILY_WINDOW_PRODUCT ? 1
+                 : op == EMILY_WINDOW_MAX     ? -INFINITY
+                                              : INFINITY;
     for (int64_t a = 0; a < w[0]; a++)
         for (int64_t b = 0; b < w[1]; b++) {
             int64_t i = o0 * st[0] + a * dil[0] - lo[0], j = o1 * st[1] + b * dil[1] - lo[1];
@@ -35,7 +36,7 @@ TEST(reductions_match_reference) {
     emily_tensor *t = t_from(EMILY_F64, 2, shape, x);
     const int64_t cfg[][8] = {
         /* w0 w1 s0 s1 lo0 hi0 lo1 hi1 */
-        {2, 3, 1, 1, 0, 0, 0, 0}, {3, 2, 2, 3, 1, 2, 0, 1}, {1, 1, 1, 1, 0, 0, 0, 0},
+        {2, 3, 1, 1, 0, 0, 0, 0}, {3, 2, 2, 3, 1, 2, 0, 1},    {1, 1, 1, 1, 0, 0, 0, 0},
         {4, 4, 3, 2, 2, 2, 3, 3}, {2, 2, 1, 1, -1, -2, -3, 0},
     };
     const int64_t dils[][2] = {{1, 1}, {2, 1}, {1, 3}, {1, 1}, {2, 2}};
@@ -57,8 +58,8 @@ TEST(reductions_match_reference) {
                     double want = ref_window2((emily_window_op)op, x, shape, w, st, lo, dil, i, j);
                     double got = t_get(r, i * os[1] + j);
                     if (!(got == want)) {
-                        fprintf(stderr, "  cfg %zu op %d at (%lld,%lld): got %g want %g\n", c, op,
-                                (long long)i, (long long)j, got, want);
+                        fprintf(stderr, "  cfg %zu op %d at (%lld,%lld): got %g want %g\n", c, op, (long long)i,
+                                (long long)j, got, want);
                         CHECK(got == want);
                     }
                 }
@@ -171,9 +172,8 @@ TEST(edge_values) {
     emily_tensor_release(t);
 }
 
-static void scatter1(bool is_max, emily_dtype dt, const double *tv, int64_t n, const double *sv,
-                     int64_t ns, double init, int64_t w, int64_t st, int64_t lo, int64_t hi,
-                     const double *want) {
+static void scatter1(bool is_max, emily_dtype dt, const double *tv, int64_t n, const double *sv, int64_t ns,
+                     double init, int64_t w, int64_t st, int64_t lo, int64_t hi, const double *want) {
     double tb[16], sb[16];
     for (int64_t i = 0; i < n; i++) tb[i] = tv[i];
     for (int64_t i = 0; i < ns; i++) sb[i] = sv[i];
@@ -205,10 +205,8 @@ TEST(scatter_selection) {
         scatter1(true, dt, (double[]){1, 1}, 2, (double[]){5}, 1, 0, 2, 1, 0, 0, (double[]){0, 5});
         scatter1(false, dt, (double[]){1, 1}, 2, (double[]){5}, 1, 0, 2, 1, 0, 0, (double[]){0, 5});
         /* overlapping windows add into the same place, from init */
-        scatter1(true, dt, (double[]){1, 3, 2}, 3, (double[]){10, 20}, 2, 1, 2, 1, 0, 0,
-                 (double[]){1, 31, 1});
-        scatter1(false, dt, (double[]){4, 3, 7, 9}, 4, (double[]){2, 6}, 2, 0, 2, 2, 0, 0,
-                 (double[]){0, 2, 6, 0});
+        scatter1(true, dt, (double[]){1, 3, 2}, 3, (double[]){10, 20}, 2, 1, 2, 1, 0, 0, (double[]){1, 31, 1});
+        scatter1(false, dt, (double[]){4, 3, 7, 9}, 4, (double[]){2, 6}, 2, 0, 2, 2, 0, 0, (double[]){0, 2, 6, 0});
     }
     /* a padding element that wins is dropped (max), a real one is kept (min) */
     scatter1(true, EMILY_F32, (double[]){-1}, 1, (double[]){5}, 1, 0, 2, 1, 1, 0, (double[]){0});
@@ -236,8 +234,8 @@ TEST(bad_input) {
     CHECK_ERR(emily_window_sum(t, 2, big, NULL, NULL, NULL, NULL, &r), EMILY_ERR_SHAPE, "larger");
     int64_t dil[2] = {3, 1};
     CHECK_ERR(emily_window_sum(t, 2, w, NULL, NULL, NULL, dil, &r), EMILY_ERR_SHAPE, "larger");
-    CHECK_ERR(emily_window_reduce((emily_window_op)9, t, 2, w, NULL, NULL, NULL, NULL, &r),
-              EMILY_ERR_ARGUMENT, "unknown");
+    CHECK_ERR(emily_window_reduce((emily_window_op)9, t, 2, w, NULL, NULL, NULL, NULL, &r), EMILY_ERR_ARGUMENT,
+              "unknown");
     emily_tensor *c = NULL;
     CHECK_OK(emily_as_type(t, EMILY_C64, &c));
     CHECK_ERR(emily_window_max(c, 2, w, NULL, NULL, NULL, NULL, &r), EMILY_ERR_TYPE, "complex");
@@ -259,10 +257,11 @@ TEST(bad_input) {
     CHECK_ERR(emily_window_scatter_min(t, src, NULL, 2, w, NULL, NULL, NULL, &r), EMILY_ERR_ARGUMENT, "init_value");
     CHECK_ERR(emily_window_scatter_min(c, src, init, 2, w, NULL, NULL, NULL, &r), EMILY_ERR_TYPE, "complex");
     CHECK_ERR(emily_window_scatter_min(t, src, init, 2, w, bad0, NULL, NULL, &r), EMILY_ERR_ARGUMENT, "strides");
-    CHECK_ERR(emily_window_scatter_max(t, src, init, 2, w, NULL, NULL, NULL, NULL), EMILY_ERR_ARGUMENT, "window_scatter_max");
+    CHECK_ERR(emily_window_scatter_max(t, src, init, 2, w, NULL, NULL, NULL, NULL), EMILY_ERR_ARGUMENT,
+              "window_scatter_max");
     CHECK(r == NULL);
     RELEASE(vec, src, init, c, t);
 }
 
-RUN_TESTS("window", CASE(reductions_match_reference), CASE(strided_input), CASE(edge_values),
-          CASE(scatter_selection), CASE(bad_input))
+RUN_TESTS("window", CASE(reductions_match_reference), CASE(strided_input), CASE(edge_values), CASE(scatter_selection),
+          CASE(bad_input))

@@ -16,9 +16,8 @@ typedef struct zshape {
 } zshape;
 
 static const zshape shapes[] = {
-    {1, {0}},          {2, {0, 3}},       {2, {3, 0}},       {2, {0, 0}},
-    {3, {2, 0, 3}},    {3, {0, 3, 3}},    {3, {2, 3, 0}},    {3, {2, 0, 0}},
-    {4, {1, 0, 2, 2}},
+    {1, {0}},       {2, {0, 3}},    {2, {3, 0}},    {2, {0, 0}},       {3, {2, 0, 3}},
+    {3, {0, 3, 3}}, {3, {2, 3, 0}}, {3, {2, 0, 0}}, {4, {1, 0, 2, 2}},
 };
 #define NSHAPES (int)(sizeof shapes / sizeof shapes[0])
 
@@ -27,16 +26,15 @@ static const emily_dtype types[] = {EMILY_F32, EMILY_F64, EMILY_C64, EMILY_S32, 
 
 /* status ok or an error, the output (when ok) of size `want` or any size
  * (want < 0); releases it */
-static void expect(const char *what, int si, emily_dtype dt, emily_status s, emily_tensor *o,
-                   int64_t want) {
+static void expect(const char *what, int si, emily_dtype dt, emily_status s, emily_tensor *o, int64_t want) {
     if (s == EMILY_OK && (!o || (want >= 0 && emily_tensor_size(o) != want))) {
-        fprintf(stderr, "  FAIL %s on shape #%d (%s): size %lld, wanted %lld\n", what, si,
-                emily_dtype_name(dt), o ? (long long)emily_tensor_size(o) : -1LL, (long long)want);
+        fprintf(stderr, "  FAIL %s on shape #%d (%s): size %lld, wanted %lld\n", what, si, emily_dtype_name(dt),
+                o ? (long long)emily_tensor_size(o) : -1LL, (long long)want);
         harness_failures++;
     }
     if (s != EMILY_OK && (!*emily_last_error() || o)) {
-        fprintf(stderr, "  FAIL %s on shape #%d (%s): error without a message or with an output\n",
-                what, si, emily_dtype_name(dt));
+        fprintf(stderr, "  FAIL %s on shape #%d (%s): error without a message or with an output\n", what, si,
+                emily_dtype_name(dt));
         harness_failures++;
     }
     emily_tensor_release(o);
@@ -247,8 +245,7 @@ TEST(huge_shapes_are_refused_whatever_the_zero) {
     CHECK_ERR(emily_empty(EMILY_CPU, EMILY_F32, 3, first, &t), EMILY_ERR_SHAPE, "too many elements");
     CHECK_ERR(emily_empty(EMILY_CPU, EMILY_F32, 3, last, &t), EMILY_ERR_SHAPE, "too many elements");
     CHECK_ERR(emily_empty(EMILY_CPU, EMILY_F32, 3, mid, &t), EMILY_ERR_SHAPE, "too many elements");
-    CHECK_ERR(emily_from_binary(EMILY_CPU, EMILY_U8, 3, first, NULL, 0, &t), EMILY_ERR_SHAPE,
-              "too many elements");
+    CHECK_ERR(emily_from_binary(EMILY_CPU, EMILY_U8, 3, first, NULL, 0, &t), EMILY_ERR_SHAPE, "too many elements");
     CHECK_ERR(emily_iota(EMILY_CPU, EMILY_S64, 3, first, 0, &t), EMILY_ERR_SHAPE, "too many elements");
     CHECK(t == NULL);
     /* the largest accepted product with a zero: strides fit */
@@ -281,8 +278,8 @@ TEST(huge_shapes_are_refused_whatever_the_zero) {
         for (int i = 0; i <= EMILY_MAX_RANK; i++) ones[i] = 1;
         float v = 1;
         t = NULL;
-        CHECK_ERR(emily_from_binary(EMILY_CPU, EMILY_F32, EMILY_MAX_RANK + 1, ones, &v, 4, &t),
-                  EMILY_ERR_SHAPE, "EMILY_MAX_RANK");
+        CHECK_ERR(emily_from_binary(EMILY_CPU, EMILY_F32, EMILY_MAX_RANK + 1, ones, &v, 4, &t), EMILY_ERR_SHAPE,
+                  "EMILY_MAX_RANK");
         CHECK_OK(emily_from_binary(EMILY_CPU, EMILY_F32, EMILY_MAX_RANK, ones, &v, 4, &t));
         emily_tensor_release(t);
         free(ones);

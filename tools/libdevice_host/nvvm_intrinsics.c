@@ -15,7 +15,9 @@
 #include <stdint.h>
 #include <string.h>
 
-typedef struct { uint64_t lo, hi; } u128;
+typedef struct {
+    uint64_t lo, hi;
+} u128;
 
 static uint64_t bits(double x) {
     uint64_t u;

@@ -115,10 +115,10 @@ static void lu_swap_rows(lu_ctx *c, int64_t k0, int64_t k1, int64_t j0, int64_t 
 /* The reference's LU step on a value of the work type (f64, or f32 held
  * in a double: every product and difference rounded to f32). */
 static inline double r32f(bool r32, double x) { return r32 ? (double)(float)x : x; }
-#define LU_STEP(r32, x, l, u) r32f(r32, (x) - r32f(r32, (l) * (u)))
+#define LU_STEP(r32, x, l, u) r32f(r32, (x)-r32f(r32, (l) * (u)))
 
-static inline __attribute__((always_inline)) void lu_panel_body(double *P, int64_t m, int64_t w,
-                                                               int64_t *lp, bool r32) {
+static inline __attribute__((always_inline)) void lu_panel_body(double *P, int64_t m, int64_t w, int64_t *lp,
+                                                                bool r32) {
     for (int64_t k = 0; k < w; k++) {
         double *col = P + k * m;
         for (int64_t j = 0; j < k; j++) {
@@ -162,7 +162,10 @@ static inline __attribute__((always_inline)) void lu_panel_body(double *P, int64
         int64_t piv = k;
         if (nan) {
             for (int64_t r = m - 1; r >= k; r--)
-                if (isnan(col[r])) { piv = r; break; }
+                if (isnan(col[r])) {
+                    piv = r;
+                    break;
+                }
         } else {
             while (piv < m - 1 && !(fabs(col[piv]) == best)) piv++;
         }
@@ -184,13 +187,15 @@ static inline __attribute__((always_inline)) void lu_panel_body(double *P, int64
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_ADDRESS__)
 __attribute__((target_clones("avx512f", "default")))
 #endif
-static void lu_panel_steps_f64(double *P, int64_t m, int64_t w, int64_t *lp) {
+static void
+lu_panel_steps_f64(double *P, int64_t m, int64_t w, int64_t *lp) {
     lu_panel_body(P, m, w, lp, false);
 }
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_ADDRESS__)
 __attribute__((target_clones("avx512f", "default")))
 #endif
-static void lu_panel_steps_f32(double *P, int64_t m, int64_t w, int64_t *lp) {
+static void
+lu_panel_steps_f32(double *P, int64_t m, int64_t w, int64_t *lp) {
     lu_panel_body(P, m, w, lp, true);
 }
 
@@ -222,8 +227,8 @@ static void lu_panel(lu_ctx *c, int64_t c0, int64_t c1) {
  * of 16): eight columns at a time, the 16 x 8 block held in registers
  * while the unit triangle l (row stride ld) is applied, row by row in
  * increasing p as in the loop below. */
-static inline __attribute__((always_inline)) void lu_trsm16_body(const double *l, double *b,
-                                                                int64_t ld, int64_t w, bool r32) {
+static inline __attribute__((always_inline)) void lu_trsm16_body(const double *l, double *b, int64_t ld, int64_t w,
+                                                                 bool r32) {
     int64_t j0 = 0;
     for (; j0 + 8 <= w; j0 += 8) {
         double v[16][8];
@@ -252,13 +257,15 @@ static inline __attribute__((always_inline)) void lu_trsm16_body(const double *l
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_ADDRESS__)
 __attribute__((target_clones("avx512f", "default")))
 #endif
-static void lu_trsm16_f64(const double *l, double *b, int64_t ld, int64_t w) {
+static void
+lu_trsm16_f64(const double *l, double *b, int64_t ld, int64_t w) {
     lu_trsm16_body(l, b, ld, w, false);
 }
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_ADDRESS__)
 __attribute__((target_clones("avx512f", "default")))
 #endif
-static void lu_trsm16_f32(const double *l, double *b, int64_t ld, int64_t w) {
+static void
+lu_trsm16_f32(const double *l, double *b, int64_t ld, int64_t w) {
     lu_trsm16_body(l, b, ld, w, true);
 }
 
@@ -291,10 +298,19 @@ static void lu_trsm(lu_ctx *c, int64_t r0, int64_t r1, int64_t j0, int64_t j1) {
     }
     int64_t mid = r0 + split(h);
     lu_trsm(c, r0, mid, j0, j1);
-    emily_xupdate u = {.m = r1 - mid, .n = w, .k = mid - r0,
-                       .a = a + mid * n + r0, .a_rs = n, .a_cs = 1,
-                       .b = a + r0 * n + j0, .b_rs = n, .b_cs = 1,
-                       .c = a + mid * n + j0, .ldc = n, .subtract = true, .round_f32 = c->r32};
+    emily_xupdate u = {.m = r1 - mid,
+                       .n = w,
+                       .k = mid - r0,
+                       .a = a + mid * n + r0,
+                       .a_rs = n,
+                       .a_cs = 1,
+                       .b = a + r0 * n + j0,
+                       .b_rs = n,
+                       .b_cs = 1,
+                       .c = a + mid * n + j0,
+                       .ldc = n,
+                       .subtract = true,
+                       .round_f32 = c->r32};
     emi_xupdate_run(&u, &c->ws);
     lu_trsm(c, mid, r1, j0, j1);
 }
@@ -311,10 +327,19 @@ static void lu_rec(lu_ctx *c, int64_t c0, int64_t c1) {
     lu_rec(c, c0, mid);
     lu_swap_rows(c, c0, mid, mid, c1);
     lu_trsm(c, c0, mid, mid, c1);
-    emily_xupdate u = {.m = n - mid, .n = c1 - mid, .k = mid - c0,
-                       .a = c->a + mid * n + c0, .a_rs = n, .a_cs = 1,
-                       .b = c->a + c0 * n + mid, .b_rs = n, .b_cs = 1,
-                       .c = c->a + mid * n + mid, .ldc = n, .subtract = true, .round_f32 = c->r32};
+    emily_xupdate u = {.m = n - mid,
+                       .n = c1 - mid,
+                       .k = mid - c0,
+                       .a = c->a + mid * n + c0,
+                       .a_rs = n,
+                       .a_cs = 1,
+                       .b = c->a + c0 * n + mid,
+                       .b_rs = n,
+                       .b_cs = 1,
+                       .c = c->a + mid * n + mid,
+                       .ldc = n,
+                       .subtract = true,
+                       .round_f32 = c->r32};
     emi_xupdate_run(&u, &c->ws);
     lu_rec(c, mid, c1);
     lu_swap_rows(c, mid, c1, c0, mid);
@@ -355,7 +380,8 @@ typedef struct chol_ctx {
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_ADDRESS__)
 __attribute__((target_clones("avx512f", "default")))
 #endif
-static void chol_panel_steps(double *P, const double *Q, int64_t m, int64_t w, emily_dtype t) {
+static void
+chol_panel_steps(double *P, const double *Q, int64_t m, int64_t w, emily_dtype t) {
     for (int64_t j = 0; j < w; j++) {
         double *col = P + j * m;
         const double *acol = Q + j * m;
@@ -382,8 +408,7 @@ static void chol_panel_steps(double *P, const double *Q, int64_t m, int64_t w, e
 #pragma omp simd
             for (int64_t r = j + 1; r < m; r++) col[r] = (acol[r] - col[r]) / den;
         } else {
-            for (int64_t r = j + 1; r < m; r++)
-                col[r] = rnd(t, rnd(t, acol[r] - rnd(t, col[r])) / den);
+            for (int64_t r = j + 1; r < m; r++) col[r] = rnd(t, rnd(t, acol[r] - rnd(t, col[r])) / den);
         }
     }
 }
@@ -418,11 +443,20 @@ static void chol_rec(chol_ctx *c, int64_t c0, int64_t c1) {
     int64_t mid = c0 + split(w);
     chol_rec(c, c0, mid);
     /* s_ij += l_ik l_jk for k in [c0, mid), i >= j in [mid, c1) x [mid, n) */
-    emily_xupdate u = {.m = n - mid, .n = c1 - mid, .k = mid - c0,
-                       .a = c->l + mid * n + c0, .a_rs = n, .a_cs = 1,
-                       .b = c->l + mid * n + c0, .b_rs = 1, .b_cs = n,
-                       .c = c->l + mid * n + mid, .ldc = n, .subtract = false,
-                       .lower = true, .diag_off = 0};
+    emily_xupdate u = {.m = n - mid,
+                       .n = c1 - mid,
+                       .k = mid - c0,
+                       .a = c->l + mid * n + c0,
+                       .a_rs = n,
+                       .a_cs = 1,
+                       .b = c->l + mid * n + c0,
+                       .b_rs = 1,
+                       .b_cs = n,
+                       .c = c->l + mid * n + mid,
+                       .ldc = n,
+                       .subtract = false,
+                       .lower = true,
+                       .diag_off = 0};
     emi_xupdate_run(&u, &c->ws);
     chol_rec(c, mid, c1);
 }

@@ -56,7 +56,8 @@ emily_status emi_cpu_linalg_cholesky(emily_tensor *l, const emily_tensor *a, emi
 #pragma omp parallel for if (batches > 1 && batches * nn * n > 100000) schedule(dynamic)
     for (int64_t b = 0; b < batches; b++) {
         if (cx) cholesky_complex((const zd *)(src + (size_t)(b * nn) * es), (zd *)(dst + (size_t)(b * nn) * es), n, w);
-        else cholesky_real((const double *)(src + (size_t)(b * nn) * es), (double *)(dst + (size_t)(b * nn) * es), n, w);
+        else
+            cholesky_real((const double *)(src + (size_t)(b * nn) * es), (double *)(dst + (size_t)(b * nn) * es), n, w);
     }
     return EMILY_OK;
 }

@@ -14,9 +14,7 @@ typedef struct zd {
 
 static inline zd zadd(zd a, zd b) { return (zd){a.re + b.re, a.im + b.im}; }
 static inline zd zsub(zd a, zd b) { return (zd){a.re - b.re, a.im - b.im}; }
-static inline zd zmul(zd a, zd b) {
-    return (zd){a.re * b.re - a.im * b.im, a.im * b.re + a.re * b.im};
-}
+static inline zd zmul(zd a, zd b) { return (zd){a.re * b.re - a.im * b.im, a.im * b.re + a.re * b.im}; }
 static inline zd zconj(zd a) { return (zd){a.re, -a.im}; }
 static inline zd zdiv(zd a, zd b) {
     double den = b.re * b.re + b.im * b.im;
@@ -42,10 +40,8 @@ static inline zd zsqrt(zd z) {
     if (r == -INFINITY) return (zd){0, INFINITY};
     if (r == 0 && i == 0) return z;
     double x = fabs(r), y = fabs(i), w;
-    if (x >= y)
-        w = sqrt(x) * sqrt(0.5 * (1.0 + sqrt(1.0 + y / x * (y / x))));
-    else
-        w = sqrt(y) * sqrt(0.5 * (x / y + sqrt(1.0 + x / y * (x / y))));
+    if (x >= y) w = sqrt(x) * sqrt(0.5 * (1.0 + sqrt(1.0 + y / x * (y / x))));
+    else w = sqrt(y) * sqrt(0.5 * (x / y + sqrt(1.0 + x / y * (x / y))));
     if (r >= 0) return (zd){w, i / (2 * w)};
     double i2 = i >= 0 ? w : -w;
     return (zd){i / (2 * i2), i2};

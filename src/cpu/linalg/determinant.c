@@ -59,8 +59,7 @@ static void det_small_int(const emily_tensor *a, int64_t base, int n, double *ou
     *out = wrap_int(t, res);
 }
 
-static void det_small_float(const emily_tensor *a, int64_t base, int n, emily_dtype w, bool cx,
-                            zd *out) {
+static void det_small_float(const emily_tensor *a, int64_t base, int n, emily_dtype w, bool cx, zd *out) {
     zd res = {0, 0};
     for (int sgn = 0; sgn < 2; sgn++)
         for (int d = 0; d < (n == 2 ? 1 : 3); d++) {
@@ -110,8 +109,8 @@ zd emi_cpu_det_from_lu(const void *u, const int64_t *perm, int64_t n, emily_dtyp
 }
 
 /* determinant_NbyN on Nx 0.8+'s LU of one matrix of a. */
-static int det_lu(const emily_tensor *a, int64_t base, int64_t n, emily_dtype w, bool cx,
-                  void *work, int64_t *perm, zd *out) {
+static int det_lu(const emily_tensor *a, int64_t base, int64_t n, emily_dtype w, bool cx, void *work, int64_t *perm,
+                  zd *out) {
     if (cx) {
         zd *m = work;
         for (int64_t i = 0; i < n * n; i++) {

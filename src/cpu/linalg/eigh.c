@@ -23,8 +23,7 @@
 /* The rotation of one 2 x 2 block [[tl, tr], [tr, br]] (tr real) as
  * Nx's calc_rot computes it: c, t / q (which s is made of) and the new
  * diagonal rt1, rt2. */
-static void rotation(emily_dtype w, double tl, double tr, double br, double *c, double *t_q,
-                     double *rt1, double *rt2) {
+static void rotation(emily_dtype w, double tl, double tr, double br, double *c, double *t_q, double *rt1, double *rt2) {
     double c5 = rnd(w, 1.0e-5);
     bool z = tr == 0;
     double s_tr = z ? 1 : tr;
@@ -73,8 +72,8 @@ static void rotation(emily_dtype w, double tl, double tr, double br, double *c, 
 static void calc_rot(jacobi *J) {
     int64_t k = J->k;
     for (int64_t i = 0; i < k; i++)
-        rotation(J->w, J->tl[i * k + i], J->tr[i * k + i], J->br[i * k + i], &J->c[i], &J->s[i],
-                 &J->rt1[i], &J->rt2[i]);
+        rotation(J->w, J->tl[i * k + i], J->tr[i * k + i], J->br[i * k + i], &J->c[i], &J->s[i], &J->rt1[i],
+                 &J->rt2[i]);
 }
 
 int64_t emi_linalg_eigh_scratch(int64_t n) {
@@ -82,8 +81,8 @@ int64_t emi_linalg_eigh_scratch(int64_t n) {
     return 9 * k * k + 4 * k + 2 * k + 2 * k * 2 * k + 2 * k;
 }
 
-void emi_linalg_eigh_real(const double *a, int64_t n, emily_dtype w, double eps, int64_t max_iter,
-                          double *w_out, double *v_out, double *ws) {
+void emi_linalg_eigh_real(const double *a, int64_t n, emily_dtype w, double eps, int64_t max_iter, double *w_out,
+                          double *v_out, double *ws) {
     eigh(a, n, w, eps, max_iter, w_out, v_out, ws);
 }
 
@@ -111,14 +110,13 @@ static void zcalc_rot(zjacobi *J) {
         zd trz = J->tr[i * k + i];
         double tr = rnd(w, zabs(trz)), t_q;
         zd ph = tr == 0 ? (zd){1, 0} : zrnd(w, zdiv(zconj(trz), zr(tr)));
-        rotation(w, J->tl[i * k + i].re, tr, J->br[i * k + i].re, &J->c[i], &t_q, &J->rt1[i],
-                 &J->rt2[i]);
+        rotation(w, J->tl[i * k + i].re, tr, J->br[i * k + i].re, &J->c[i], &t_q, &J->rt1[i], &J->rt2[i]);
         J->s[i] = zrnd(w, zmul(zr(t_q), ph));
     }
 }
 
-emily_status emi_cpu_linalg_eigh(emily_tensor *w, emily_tensor *v, const emily_tensor *a,
-                                   double eps, int64_t max_iter, emily_dtype work) {
+emily_status emi_cpu_linalg_eigh(emily_tensor *w, emily_tensor *v, const emily_tensor *a, double eps, int64_t max_iter,
+                                 emily_dtype work) {
     bool cx = a->dtype == EMILY_C128;
     emily_dtype part = work == EMILY_C64 ? EMILY_F32 : work == EMILY_C128 ? EMILY_F64 : work;
     int64_t n = a->shape[a->rank - 1], nn = n * n;
@@ -136,10 +134,8 @@ emily_status emi_cpu_linalg_eigh(emily_tensor *w, emily_tensor *v, const emily_t
         for (int64_t b = 0; b < batches; b++) {
             if (!ws) continue;
             if (cx)
-                zeigh((const zd *)src + b * nn, n, part, eps, max_iter, (zd *)wd + b * n,
-                      (zd *)vd + b * nn, (zd *)ws);
-            else
-                emi_linalg_eigh_real(src + b * nn, n, work, eps, max_iter, wd + b * n, vd + b * nn, ws);
+                zeigh((const zd *)src + b * nn, n, part, eps, max_iter, (zd *)wd + b * n, (zd *)vd + b * nn, (zd *)ws);
+            else emi_linalg_eigh_real(src + b * nn, n, work, eps, max_iter, wd + b * n, vd + b * nn, ws);
         }
         free(ws);
     }

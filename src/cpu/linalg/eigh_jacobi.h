@@ -29,11 +29,11 @@ typedef struct EIGH_NAME(jacobi) {
 
 /* calc_rot on the diagonals of tl, tr and br: c, s, rt1 and rt2 for
  * every i (defined by eigh.c for each instance). */
-static void EIGH_NAME(calc_rot)(EIGH_NAME(jacobi) *J);
+static void EIGH_NAME(calc_rot)(EIGH_NAME(jacobi) * J);
 
 /* sum(|tl|^2 + |tr|^2 + |bl|^2 + |br|^2), the diagonals of tl and br
  * left out when `off` (put_diagonal(.., 0)). */
-static double EIGH_NAME(sq_norm)(const EIGH_NAME(jacobi) *J, bool off) {
+static double EIGH_NAME(sq_norm)(const EIGH_NAME(jacobi) * J, bool off) {
     int64_t k = J->k;
     emily_dtype w = J->w;
     double acc = 0;
@@ -51,7 +51,7 @@ static double EIGH_NAME(sq_norm)(const EIGH_NAME(jacobi) *J, bool off) {
 
 /* {top, bottom} = {top c - bottom conj(s), top s + bottom c}: the row
  * rotation (c, s indexed by row). */
-static void EIGH_NAME(rotate_rows)(const EIGH_NAME(jacobi) *J, EIGH_S *top, EIGH_S *bottom) {
+static void EIGH_NAME(rotate_rows)(const EIGH_NAME(jacobi) * J, EIGH_S *top, EIGH_S *bottom) {
     int64_t k = J->k;
     emily_dtype w = J->w;
     for (int64_t i = 0; i < k; i++) {
@@ -66,7 +66,7 @@ static void EIGH_NAME(rotate_rows)(const EIGH_NAME(jacobi) *J, EIGH_S *top, EIGH
 
 /* {left, right} = {left c - right s, left conj(s) + right c}: the column
  * rotation (c, s indexed by column). */
-static void EIGH_NAME(rotate_cols)(const EIGH_NAME(jacobi) *J, EIGH_S *left, EIGH_S *right) {
+static void EIGH_NAME(rotate_cols)(const EIGH_NAME(jacobi) * J, EIGH_S *left, EIGH_S *right) {
     int64_t k = J->k;
     emily_dtype w = J->w;
     for (int64_t i = 0; i < k; i++)
@@ -80,7 +80,7 @@ static void EIGH_NAME(rotate_cols)(const EIGH_NAME(jacobi) *J, EIGH_S *left, EIG
 
 /* permute_rows_in_col: top' = [top[0], bottom[0], top[1..k-2]],
  * bottom' = [bottom[1..k-1], top[k-1]]. */
-static void EIGH_NAME(permute_rows)(const EIGH_NAME(jacobi) *J, EIGH_S *top, EIGH_S *bottom) {
+static void EIGH_NAME(permute_rows)(const EIGH_NAME(jacobi) * J, EIGH_S *top, EIGH_S *bottom) {
     int64_t k = J->k;
     if (k == 1) return;
     EIGH_S *t = J->tmp;
@@ -94,7 +94,7 @@ static void EIGH_NAME(permute_rows)(const EIGH_NAME(jacobi) *J, EIGH_S *top, EIG
 
 /* permute_cols_in_row: left' = [left[:,0], right[:,0], left[:,1..k-2]],
  * right' = [right[:,1..k-1], left[:,k-1]]. */
-static void EIGH_NAME(permute_cols)(const EIGH_NAME(jacobi) *J, EIGH_S *left, EIGH_S *right) {
+static void EIGH_NAME(permute_cols)(const EIGH_NAME(jacobi) * J, EIGH_S *left, EIGH_S *right) {
     int64_t k = J->k;
     if (k == 1) return;
     EIGH_S *t = J->tmp;
@@ -109,7 +109,7 @@ static void EIGH_NAME(permute_cols)(const EIGH_NAME(jacobi) *J, EIGH_S *left, EI
 }
 
 /* n steps of rotations and tournament permutations. */
-static void EIGH_NAME(sweep)(EIGH_NAME(jacobi) *J, int64_t n) {
+static void EIGH_NAME(sweep)(EIGH_NAME(jacobi) * J, int64_t n) {
     int64_t k = J->k;
     for (int64_t step = 0; step < n; step++) {
         EIGH_NAME(calc_rot)(J);
@@ -138,8 +138,8 @@ static void EIGH_NAME(sweep)(EIGH_NAME(jacobi) *J, int64_t n) {
  * diagonal the reference ends with, whose imaginary parts are what the
  * rotations left), v_out: n x n, the adjoint of the accumulated
  * rotations; ws: emi_linalg_eigh_scratch(n) elements. */
-static void EIGH_NAME(eigh)(const EIGH_S *a, int64_t n, emily_dtype w, double eps, int64_t max_iter,
-                            EIGH_S *w_out, EIGH_S *v_out, EIGH_S *ws) {
+static void EIGH_NAME(eigh)(const EIGH_S *a, int64_t n, emily_dtype w, double eps, int64_t max_iter, EIGH_S *w_out,
+                            EIGH_S *v_out, EIGH_S *ws) {
     if (n == 1) {
         w_out[0] = EIGH_FROM_REAL(rnd(w, EIGH_RE(a[0]))); /* take_diagonal(real(matrix)) */
         v_out[0] = EIGH_FROM_REAL(1);

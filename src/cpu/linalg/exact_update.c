@@ -50,10 +50,8 @@ void emi_xupdate_set_parallel_min(int64_t work) {
 
 /* a: the packed panel ([kc][MR]) when sr == 0, else row r of the tile at
  * a + r * sr (contiguous in p) */
-typedef void (*xkernel_fn)(int64_t kc, const double *a, int64_t sr, const double *b, double *c,
-                           int64_t ldc, bool sub);
-typedef void (*xkernel32_fn)(int64_t kc, const double *a, int64_t sr, const double *b, double *c,
-                             int64_t ldc);
+typedef void (*xkernel_fn)(int64_t kc, const double *a, int64_t sr, const double *b, double *c, int64_t ldc, bool sub);
+typedef void (*xkernel32_fn)(int64_t kc, const double *a, int64_t sr, const double *b, double *c, int64_t ldc);
 
 typedef struct xkernel {
     int mr, nr;
@@ -63,81 +61,77 @@ typedef struct xkernel {
 
 /* The k loop of a kernel: UPD(S, acc, pr) the update of one accumulator
  * vector by one product vector, AV(r) the tile's A element (r, p). */
-#define XK_LOOP(SUFFIX, VL, MR, NV, UPD, AV)                                             \
-    for (int64_t p = 0; p < kc; p++) {                                                    \
-        xv_##SUFFIX bv[NV];                                                               \
-        _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)                              \
-            memcpy(&bv[v], b + p * (VL * NV) + v * VL, sizeof bv[v]);                     \
-        _Pragma("GCC unroll 8") for (int r = 0; r < MR; r++) {                            \
-            double av = AV(r, MR);                                                        \
-            _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) {                        \
-                xv_##SUFFIX pr = av * bv[v];                                              \
-                acc[r][v] = UPD(SUFFIX, acc[r][v], pr);                                   \
-            }                                                                             \
-        }                                                                                 \
+#define XK_LOOP(SUFFIX, VL, MR, NV, UPD, AV)                                                                           \
+    for (int64_t p = 0; p < kc; p++) {                                                                                 \
+        xv_##SUFFIX bv[NV];                                                                                            \
+        _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) memcpy(&bv[v], b + p * (VL * NV) + v * VL, sizeof bv[v]); \
+        _Pragma("GCC unroll 8") for (int r = 0; r < MR; r++) {                                                         \
+            double av = AV(r, MR);                                                                                     \
+            _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) {                                                     \
+                xv_##SUFFIX pr = av * bv[v];                                                                           \
+                acc[r][v] = UPD(SUFFIX, acc[r][v], pr);                                                                \
+            }                                                                                                          \
+        }                                                                                                              \
     }
 #define XK_PACKED(r, MR) a[p * (MR) + (r)]
-#define XK_DIRECT(r, MR) a[(r) * sr + p]
-#define XK32_LOOP(SUFFIX, VL, MR, NV, AV)                                                \
-    for (int64_t p = 0; p < kc; p++) {                                                    \
-        xw_##SUFFIX bw;                                                                   \
-        memcpy(&bw, b + p * (VL * NV), sizeof bw);                                        \
-        xs_##SUFFIX bv = __builtin_convertvector(bw, xs_##SUFFIX);                        \
-        _Pragma("GCC unroll 8") for (int r = 0; r < MR; r++) {                            \
-            float av = (float)AV(r, MR);                                                  \
-            xs_##SUFFIX pr = av * bv;                                                     \
-            acc[r] = acc[r] - pr;                                                         \
-        }                                                                                 \
+#define XK_DIRECT(r, MR) a[(r)*sr + p]
+#define XK32_LOOP(SUFFIX, VL, MR, NV, AV)                          \
+    for (int64_t p = 0; p < kc; p++) {                             \
+        xw_##SUFFIX bw;                                            \
+        memcpy(&bw, b + p * (VL * NV), sizeof bw);                 \
+        xs_##SUFFIX bv = __builtin_convertvector(bw, xs_##SUFFIX); \
+        _Pragma("GCC unroll 8") for (int r = 0; r < MR; r++) {     \
+            float av = (float)AV(r, MR);                           \
+            xs_##SUFFIX pr = av * bv;                              \
+            acc[r] = acc[r] - pr;                                  \
+        }                                                          \
     }
 #define XK_ADD(S, x, pr) ((x) + (pr))
 #define XK_SUB(S, x, pr) ((x) - (pr))
 
-#define DEFINE_XKERNEL(SUFFIX, ATTR, VL, MR, NV)                                         \
-    typedef double xv_##SUFFIX __attribute__((vector_size(VL * 8)));                     \
-    ATTR static void xk_##SUFFIX(int64_t kc, const double *a, int64_t sr, const double *b, \
-                                 double *c, int64_t ldc, bool sub) {                      \
-        xv_##SUFFIX acc[MR][NV];                                                          \
-        _Pragma("GCC unroll 8") for (int r = 0; r < MR; r++)                              \
-            _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)                          \
-                memcpy(&acc[r][v], c + r * ldc + v * VL, sizeof acc[r][v]);               \
-        if (sr == 0 && sub) {                                                             \
-            XK_LOOP(SUFFIX, VL, MR, NV, XK_SUB, XK_PACKED)                                \
-        } else if (sr == 0) {                                                             \
-            XK_LOOP(SUFFIX, VL, MR, NV, XK_ADD, XK_PACKED)                                \
-        } else if (sub) {                                                                 \
-            XK_LOOP(SUFFIX, VL, MR, NV, XK_SUB, XK_DIRECT)                                \
-        } else {                                                                          \
-            XK_LOOP(SUFFIX, VL, MR, NV, XK_ADD, XK_DIRECT)                                \
-        }                                                                                 \
-        _Pragma("GCC unroll 8") for (int r = 0; r < MR; r++)                              \
-            _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)                          \
-                memcpy(c + r * ldc + v * VL, &acc[r][v], sizeof acc[r][v]);               \
-    }                                                                                     \
+#define DEFINE_XKERNEL(SUFFIX, ATTR, VL, MR, NV)                                                                       \
+    typedef double xv_##SUFFIX __attribute__((vector_size(VL * 8)));                                                   \
+    ATTR static void xk_##SUFFIX(int64_t kc, const double *a, int64_t sr, const double *b, double *c, int64_t ldc,     \
+                                 bool sub) {                                                                           \
+        xv_##SUFFIX acc[MR][NV];                                                                                       \
+        _Pragma("GCC unroll 8") for (int r = 0; r < MR; r++) _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)      \
+            memcpy(&acc[r][v], c + r * ldc + v * VL, sizeof acc[r][v]);                                                \
+        if (sr == 0 && sub) {                                                                                          \
+            XK_LOOP(SUFFIX, VL, MR, NV, XK_SUB, XK_PACKED)                                                             \
+        } else if (sr == 0) {                                                                                          \
+            XK_LOOP(SUFFIX, VL, MR, NV, XK_ADD, XK_PACKED)                                                             \
+        } else if (sub) {                                                                                              \
+            XK_LOOP(SUFFIX, VL, MR, NV, XK_SUB, XK_DIRECT)                                                             \
+        } else {                                                                                                       \
+            XK_LOOP(SUFFIX, VL, MR, NV, XK_ADD, XK_DIRECT)                                                             \
+        }                                                                                                              \
+        _Pragma("GCC unroll 8") for (int r = 0; r < MR; r++) _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)      \
+            memcpy(c + r * ldc + v * VL, &acc[r][v], sizeof acc[r][v]);                                                \
+    }                                                                                                                  \
     /* The f32 LU step f32(c - f32(a * b)) on f32 values held in doubles,  \
      * computed in f32 arithmetic: the f64 product of two f32 values is    \
      * exact, so rounding it to f32 is the f32 product, and rounding an    \
      * f64 difference of two f32 values to f32 is the f32 difference (f64  \
      * has more than 2 * 24 + 2 bits: the double rounding is innocuous).   \
-     * Twice the lanes of the f64 kernel and no conversion per step. */    \
-    typedef float xs_##SUFFIX __attribute__((vector_size(VL * NV * 4)));                 \
-    typedef double xw_##SUFFIX __attribute__((vector_size(VL * NV * 8)));                \
-    ATTR static void xk32_##SUFFIX(int64_t kc, const double *a, int64_t sr, const double *b, \
-                                   double *c, int64_t ldc) {                              \
-        xs_##SUFFIX acc[MR];                                                              \
-        _Pragma("GCC unroll 8") for (int r = 0; r < MR; r++) {                            \
-            xw_##SUFFIX t;                                                                \
-            memcpy(&t, c + r * ldc, sizeof t);                                            \
-            acc[r] = __builtin_convertvector(t, xs_##SUFFIX);                             \
-        }                                                                                 \
-        if (sr == 0) {                                                                    \
-            XK32_LOOP(SUFFIX, VL, MR, NV, XK_PACKED)                                      \
-        } else {                                                                          \
-            XK32_LOOP(SUFFIX, VL, MR, NV, XK_DIRECT)                                      \
-        }                                                                                 \
-        _Pragma("GCC unroll 8") for (int r = 0; r < MR; r++) {                            \
-            xw_##SUFFIX t = __builtin_convertvector(acc[r], xw_##SUFFIX);                 \
-            memcpy(c + r * ldc, &t, sizeof t);                                            \
-        }                                                                                 \
+     * Twice the lanes of the f64 kernel and no conversion per step. */                                           \
+    typedef float xs_##SUFFIX __attribute__((vector_size(VL * NV * 4)));                                               \
+    typedef double xw_##SUFFIX __attribute__((vector_size(VL * NV * 8)));                                              \
+    ATTR static void xk32_##SUFFIX(int64_t kc, const double *a, int64_t sr, const double *b, double *c, int64_t ldc) { \
+        xs_##SUFFIX acc[MR];                                                                                           \
+        _Pragma("GCC unroll 8") for (int r = 0; r < MR; r++) {                                                         \
+            xw_##SUFFIX t;                                                                                             \
+            memcpy(&t, c + r * ldc, sizeof t);                                                                         \
+            acc[r] = __builtin_convertvector(t, xs_##SUFFIX);                                                          \
+        }                                                                                                              \
+        if (sr == 0) {                                                                                                 \
+            XK32_LOOP(SUFFIX, VL, MR, NV, XK_PACKED)                                                                   \
+        } else {                                                                                                       \
+            XK32_LOOP(SUFFIX, VL, MR, NV, XK_DIRECT)                                                                   \
+        }                                                                                                              \
+        _Pragma("GCC unroll 8") for (int r = 0; r < MR; r++) {                                                         \
+            xw_##SUFFIX t = __builtin_convertvector(acc[r], xw_##SUFFIX);                                              \
+            memcpy(c + r * ldc, &t, sizeof t);                                                                         \
+        }                                                                                                              \
     }
 
 /* (suffix, target, doubles per vector, tile rows, vectors per tile row) */
@@ -185,8 +179,7 @@ void emi_xupdate_ws_free(emily_xupdate_ws *ws) {
 }
 
 /* B panel jp of the slice [p0, p0 + kc): dst[p][j] = b(p0 + p, jp * nr + j). */
-static void pack_b_panel(const emily_xupdate *u, int nr, int64_t jp, int64_t p0, int64_t kc,
-                         double *dst) {
+static void pack_b_panel(const emily_xupdate *u, int nr, int64_t jp, int64_t p0, int64_t kc, double *dst) {
     int64_t j0 = jp * nr, nv = imin(nr, u->n - j0);
     const double *src = u->b + p0 * u->b_rs + j0 * u->b_cs;
     if (u->b_cs == 1 && nv == nr) {
@@ -203,8 +196,7 @@ static void pack_b_panel(const emily_xupdate *u, int nr, int64_t jp, int64_t p0,
 
 /* A rows [i0, i0 + mc) of the slice into MR-tall panels: panel ip,
  * dst[ip][p][r] = a(i0 + ip * mr + r, p0 + p). */
-static void pack_a_block(const emily_xupdate *u, int mr, int64_t i0, int64_t mc, int64_t p0,
-                         int64_t kc, double *dst) {
+static void pack_a_block(const emily_xupdate *u, int mr, int64_t i0, int64_t mc, int64_t p0, int64_t kc, double *dst) {
     for (int64_t ip = 0; ip < ceil_div(mc, mr); ip++) {
         double *d = dst + ip * kc * mr;
         int64_t r0 = i0 + ip * mr, rv = imin(mr, i0 + mc - r0);
@@ -217,8 +209,8 @@ static void pack_a_block(const emily_xupdate *u, int mr, int64_t i0, int64_t mc,
     }
 }
 
-static void run_kernel(const xkernel *ker, const emily_xupdate *u, int64_t kc, const double *ap,
-                       int64_t sr, const double *bp, double *c, int64_t ldc) {
+static void run_kernel(const xkernel *ker, const emily_xupdate *u, int64_t kc, const double *ap, int64_t sr,
+                       const double *bp, double *c, int64_t ldc) {
     if (u->subtract && u->round_f32) ker->fn32(kc, ap, sr, bp, c, ldc);
     else ker->fn(kc, ap, sr, bp, c, ldc, u->subtract);
 }
@@ -232,9 +224,8 @@ static bool needed(const emily_xupdate *u, int64_t i0, int64_t rows, int64_t j0)
 /* Rows [i0, i0 + mc) x columns [j0, j0 + ncols) of one slice, with B's
  * panels for those columns already packed in bpack (panel jp at
  * (jp - j0 / nr) * kc * nr). */
-static void run_block(const emily_xupdate *u, const xkernel *ker, int64_t i0, int64_t mc,
-                      int64_t j0, int64_t ncols, int64_t p0, int64_t kc, const double *bpack,
-                      double *apack) {
+static void run_block(const emily_xupdate *u, const xkernel *ker, int64_t i0, int64_t mc, int64_t j0, int64_t ncols,
+                      int64_t p0, int64_t kc, const double *bpack, double *apack) {
     int mr = ker->mr, nr = ker->nr;
     /* Rows of A that are contiguous in p are read in place (eight row
      * streams): packing them cost more than it saved, most of all in the
@@ -258,8 +249,7 @@ static void run_block(const emily_xupdate *u, const xkernel *ker, int64_t i0, in
             } else {
                 double tile[MR_MAX * NR_MAX];
                 for (int64_t r = 0; r < mr; r++)
-                    for (int64_t j = 0; j < nr; j++)
-                        tile[r * nr + j] = (r < mv && j < nv) ? ct[r * u->ldc + j] : 0.0;
+                    for (int64_t j = 0; j < nr; j++) tile[r * nr + j] = (r < mv && j < nv) ? ct[r * u->ldc + j] : 0.0;
                 run_kernel(ker, u, kc, ap, sr, bp, tile, nr);
                 for (int64_t r = 0; r < mv; r++)
                     for (int64_t j = 0; j < nv; j++) ct[r * u->ldc + j] = tile[r * nr + j];

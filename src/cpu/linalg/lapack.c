@@ -25,15 +25,14 @@
 #include "core/kernels.h"
 #include "core/qr_signs.h"
 
-
 static int64_t imax(int64_t a, int64_t b) { return a > b ? a : b; }
 static int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
 
 /* LAPACK takes int dimensions and its workspace sizes are int too. */
 static emily_status check_dims(const char *op, int64_t m, int64_t n) {
     if (m > INT32_MAX / 4 || n > INT32_MAX / 4 || (m && n > INT32_MAX / m))
-        return emily_error(EMILY_ERR_SHAPE, "%s: a %lldx%lld matrix is too large for LAPACK", op,
-                           (long long)m, (long long)n);
+        return emily_error(EMILY_ERR_SHAPE, "%s: a %lldx%lld matrix is too large for LAPACK", op, (long long)m,
+                           (long long)n);
     return EMILY_OK;
 }
 
@@ -67,22 +66,19 @@ static void *scratch(size_t bytes, emily_tensor **holder) {
 static emily_status lapack_failed(const char *op, const char *routine, lapack_int info) {
     if (info == LAPACK_WORK_MEMORY_ERROR || info == LAPACK_TRANSPOSE_MEMORY_ERROR)
         return emily_error(EMILY_ERR_MEMORY, "%s: out of host memory in LAPACK %s", op, routine);
-    return emily_error(EMILY_ERR_INTERNAL, "%s: LAPACK %s failed (info = %d)", op, routine,
-                       (int)info);
+    return emily_error(EMILY_ERR_INTERNAL, "%s: LAPACK %s failed (info = %d)", op, routine, (int)info);
 }
 
 /* dst[j * ldd + i] = src[i * lds + j] for i < rows, j < cols (elements of
  * `parts` doubles), in tiles so that both sides stay in cache lines. */
-static void transpose(double *dst, int64_t ldd, const double *src, int64_t lds, int64_t rows,
-                      int64_t cols, int parts) {
+static void transpose(double *dst, int64_t ldd, const double *src, int64_t lds, int64_t rows, int64_t cols, int parts) {
     enum { T = 16 };
     for (int64_t i0 = 0; i0 < rows; i0 += T)
         for (int64_t j0 = 0; j0 < cols; j0 += T) {
             int64_t i1 = imin(rows, i0 + T), j1 = imin(cols, j0 + T);
             for (int64_t j = j0; j < j1; j++)
                 for (int64_t i = i0; i < i1; i++)
-                    for (int p = 0; p < parts; p++)
-                        dst[(j * ldd + i) * parts + p] = src[(i * lds + j) * parts + p];
+                    for (int p = 0; p < parts; p++) dst[(j * ldd + i) * parts + p] = src[(i * lds + j) * parts + p];
         }
 }
 
@@ -90,7 +86,11 @@ static void transpose(double *dst, int64_t ldd, const double *src, int64_t lds, 
  * or 1 for zero. */
 static void unit_towards_real(const double *x, int parts, double *f_re, double *f_im) {
     double mag = parts == 2 ? hypot(x[0], x[1]) : fabs(x[0]);
-    if (mag == 0) { *f_re = 1; *f_im = 0; return; }
+    if (mag == 0) {
+        *f_re = 1;
+        *f_im = 0;
+        return;
+    }
     *f_re = x[0] / mag;
     *f_im = parts == 2 ? -x[1] / mag : 0;
 }
@@ -116,7 +116,10 @@ static int64_t largest_at(const double *x, int64_t count, int64_t stride, int pa
     for (int64_t i = 0; i < count; i++) {
         const double *e = x + i * stride * parts;
         double m = parts == 2 ? hypot(e[0], e[1]) : fabs(e[0]);
-        if (m > bm) { bm = m; best = i; }
+        if (m > bm) {
+            bm = m;
+            best = i;
+        }
     }
     return best;
 }
@@ -138,8 +141,8 @@ static void approximate_zeros(double *x, int64_t count, int parts, double eps) {
  * dimension ld), so both are contiguous runs: flipping the row-major Q's
  * columns instead cost a cache miss per element (a third of qr's time at
  * 1024 x 1024). */
-static void rescale_pair(double *qcm, int64_t ld, double *rb, int64_t m, int64_t n, int64_t i,
-                         int parts, double f_re, double f_im) {
+static void rescale_pair(double *qcm, int64_t ld, double *rb, int64_t m, int64_t n, int64_t i, int parts, double f_re,
+                         double f_im) {
     scale(rb + (i * n + i) * parts, n - i, parts, f_re, f_im);
     scale(qcm + i * ld * parts, m, parts, f_re, -f_im);
 }
@@ -158,8 +161,7 @@ static void unit_diagonal(double *qcm, int64_t ld, double *rb, int64_t m, int64_
 }
 
 /* Real: the signs Nx's Householder QR gives R's diagonal (core/qr_signs.h). */
-static void nx_diagonal_signs(double *qcm, int64_t ld, double *rb, const double *tau, int64_t m,
-                              int64_t n, int64_t k) {
+static void nx_diagonal_signs(double *qcm, int64_t ld, double *rb, const double *tau, int64_t m, int64_t n, int64_t k) {
     emi_qr_signs st = emi_qr_signs_start();
     for (int64_t i = 0; i < k; i++)
         if (emi_qr_sign_step(&st, i, m, n, tau[i] != 0, rb[i * n + i] < 0) < 0)
@@ -168,36 +170,33 @@ static void nx_diagonal_signs(double *qcm, int64_t ld, double *rb, const double 
 
 /* The larger of ?geqrf's and ?orgqr's optimal workspaces, in elements
  * (a LAPACK error code < 0 if a query fails). */
-static lapack_int qr_workspace(bool cx, int64_t m, int64_t n, int64_t qcols, int64_t k,
-                               int64_t ld) {
+static lapack_int qr_workspace(bool cx, int64_t m, int64_t n, int64_t qcols, int64_t k, int64_t ld) {
     if (k == 0) return 1;
     lapack_int info, best = 1;
     if (cx) {
         lapack_complex_double q[2];
-        info = LAPACKE_zgeqrf_work(LAPACK_COL_MAJOR, (lapack_int)m, (lapack_int)n, NULL,
-                                   (lapack_int)ld, NULL, q, -1);
+        info = LAPACKE_zgeqrf_work(LAPACK_COL_MAJOR, (lapack_int)m, (lapack_int)n, NULL, (lapack_int)ld, NULL, q, -1);
         if (info) return info < 0 ? info : -1;
         best = (lapack_int)creal(q[0]);
-        info = LAPACKE_zungqr_work(LAPACK_COL_MAJOR, (lapack_int)m, (lapack_int)qcols,
-                                   (lapack_int)k, NULL, (lapack_int)ld, NULL, q + 1, -1);
+        info = LAPACKE_zungqr_work(LAPACK_COL_MAJOR, (lapack_int)m, (lapack_int)qcols, (lapack_int)k, NULL,
+                                   (lapack_int)ld, NULL, q + 1, -1);
         if (info) return info < 0 ? info : -1;
         if ((lapack_int)creal(q[1]) > best) best = (lapack_int)creal(q[1]);
     } else {
         double q[2];
-        info = LAPACKE_dgeqrf_work(LAPACK_COL_MAJOR, (lapack_int)m, (lapack_int)n, NULL,
-                                   (lapack_int)ld, NULL, q, -1);
+        info = LAPACKE_dgeqrf_work(LAPACK_COL_MAJOR, (lapack_int)m, (lapack_int)n, NULL, (lapack_int)ld, NULL, q, -1);
         if (info) return info < 0 ? info : -1;
         best = (lapack_int)q[0];
-        info = LAPACKE_dorgqr_work(LAPACK_COL_MAJOR, (lapack_int)m, (lapack_int)qcols,
-                                   (lapack_int)k, NULL, (lapack_int)ld, NULL, q + 1, -1);
+        info = LAPACKE_dorgqr_work(LAPACK_COL_MAJOR, (lapack_int)m, (lapack_int)qcols, (lapack_int)k, NULL,
+                                   (lapack_int)ld, NULL, q + 1, -1);
         if (info) return info < 0 ? info : -1;
         if ((lapack_int)q[1] > best) best = (lapack_int)q[1];
     }
     return best > 0 ? best : 1;
 }
 
-emily_status emi_cpu_lapack_qr(emily_tensor *q, emily_tensor *r, const emily_tensor *a,
-                                 bool complete, double eps, emily_dtype work) {
+emily_status emi_cpu_lapack_qr(emily_tensor *q, emily_tensor *r, const emily_tensor *a, bool complete, double eps,
+                               emily_dtype work) {
     (void)work;
     int64_t m = a->shape[a->rank - 2], n = a->shape[a->rank - 1], k = imin(m, n);
     emily_status s = check_dims("qr", m, imax(m, n));
@@ -232,27 +231,29 @@ emily_status emi_cpu_lapack_qr(emily_tensor *q, emily_tensor *r, const emily_ten
         transpose(buf, ld, src + b * per * parts, n, m, n, parts);
         /* columns n.. of a complete Q: ?orgqr starts them from zero */
         fill(buf + n * ld * parts, (cols - n) * ld * parts, 0);
-        lapack_int info =
-            cx ? LAPACKE_zgeqrf_work(LAPACK_COL_MAJOR, (lapack_int)m, (lapack_int)n,
-                                     (lapack_complex_double *)buf, (lapack_int)ld,
-                                     (lapack_complex_double *)tau, (lapack_complex_double *)wk,
-                                     lwork)
-               : LAPACKE_dgeqrf_work(LAPACK_COL_MAJOR, (lapack_int)m, (lapack_int)n, buf,
-                                     (lapack_int)ld, tau, wk, lwork);
-        if (info) { emily_tensor_release(holder); return lapack_failed("qr", cx ? "zgeqrf" : "dgeqrf", info); }
+        lapack_int info = cx ? LAPACKE_zgeqrf_work(LAPACK_COL_MAJOR, (lapack_int)m, (lapack_int)n,
+                                                   (lapack_complex_double *)buf, (lapack_int)ld,
+                                                   (lapack_complex_double *)tau, (lapack_complex_double *)wk, lwork)
+                             : LAPACKE_dgeqrf_work(LAPACK_COL_MAJOR, (lapack_int)m, (lapack_int)n, buf, (lapack_int)ld,
+                                                   tau, wk, lwork);
+        if (info) {
+            emily_tensor_release(holder);
+            return lapack_failed("qr", cx ? "zgeqrf" : "dgeqrf", info);
+        }
         /* R: the upper triangle of the first min(rrows, k) rows */
         fill(rb, rrows * n * parts, 0);
         for (int64_t i = 0; i < imin(rrows, k); i++)
             for (int64_t j = i; j < n; j++)
-                for (int p = 0; p < parts; p++)
-                    rb[(i * n + j) * parts + p] = buf[(j * ld + i) * parts + p];
-        info = cx ? LAPACKE_zungqr_work(LAPACK_COL_MAJOR, (lapack_int)m, (lapack_int)qcols,
-                                        (lapack_int)k, (lapack_complex_double *)buf, (lapack_int)ld,
-                                        (const lapack_complex_double *)tau,
-                                        (lapack_complex_double *)wk, lwork)
-                  : LAPACKE_dorgqr_work(LAPACK_COL_MAJOR, (lapack_int)m, (lapack_int)qcols,
-                                        (lapack_int)k, buf, (lapack_int)ld, tau, wk, lwork);
-        if (info) { emily_tensor_release(holder); return lapack_failed("qr", cx ? "zungqr" : "dorgqr", info); }
+                for (int p = 0; p < parts; p++) rb[(i * n + j) * parts + p] = buf[(j * ld + i) * parts + p];
+        info = cx ? LAPACKE_zungqr_work(LAPACK_COL_MAJOR, (lapack_int)m, (lapack_int)qcols, (lapack_int)k,
+                                        (lapack_complex_double *)buf, (lapack_int)ld,
+                                        (const lapack_complex_double *)tau, (lapack_complex_double *)wk, lwork)
+                  : LAPACKE_dorgqr_work(LAPACK_COL_MAJOR, (lapack_int)m, (lapack_int)qcols, (lapack_int)k, buf,
+                                        (lapack_int)ld, tau, wk, lwork);
+        if (info) {
+            emily_tensor_release(holder);
+            return lapack_failed("qr", cx ? "zungqr" : "dorgqr", info);
+        }
         if (cx) unit_diagonal(buf, ld, rb, m, n, k);
         else nx_diagonal_signs(buf, ld, rb, tau, m, n, k);
         transpose(qb, qcols, buf, ld, qcols, m, parts);
@@ -265,8 +266,8 @@ emily_status emi_cpu_lapack_qr(emily_tensor *q, emily_tensor *r, const emily_ten
 
 /* ---- eigh -------------------------------------------------------------- */
 
-emily_status emi_cpu_lapack_eigh(emily_tensor *w, emily_tensor *v, const emily_tensor *a,
-                                   double eps, int64_t max_iter, emily_dtype work) {
+emily_status emi_cpu_lapack_eigh(emily_tensor *w, emily_tensor *v, const emily_tensor *a, double eps, int64_t max_iter,
+                                 emily_dtype work) {
     (void)eps, (void)max_iter, (void)work; /* Jacobi's knobs; LAPACK converges fully */
     int64_t n = a->shape[a->rank - 1], nn = n * n;
     emily_status st = check_dims("eigh", n, n);
@@ -284,14 +285,14 @@ emily_status emi_cpu_lapack_eigh(emily_tensor *w, emily_tensor *v, const emily_t
         if (cx) {
             lapack_complex_double wq;
             double rq;
-            info = LAPACKE_zheevd_work(LAPACK_COL_MAJOR, 'V', 'U', (lapack_int)n, NULL, (lapack_int)n,
-                                       NULL, &wq, -1, &rq, -1, &liwork, -1);
+            info = LAPACKE_zheevd_work(LAPACK_COL_MAJOR, 'V', 'U', (lapack_int)n, NULL, (lapack_int)n, NULL, &wq, -1,
+                                       &rq, -1, &liwork, -1);
             lwork = (lapack_int)creal(wq);
             lrwork = (lapack_int)rq;
         } else {
             double wq;
-            info = LAPACKE_dsyevd_work(LAPACK_COL_MAJOR, 'V', 'U', (lapack_int)n, NULL, (lapack_int)n,
-                                       NULL, &wq, -1, &liwork, -1);
+            info = LAPACKE_dsyevd_work(LAPACK_COL_MAJOR, 'V', 'U', (lapack_int)n, NULL, (lapack_int)n, NULL, &wq, -1,
+                                       &liwork, -1);
             lwork = (lapack_int)wq;
         }
         if (info) return lapack_failed("eigh", cx ? "zheevd" : "dsyevd", info);
@@ -309,25 +310,30 @@ emily_status emi_cpu_lapack_eigh(emily_tensor *w, emily_tensor *v, const emily_t
          * for a Hermitian matrix is its conjugate: the same eigenvalues,
          * conjugate eigenvectors (conjugated back below). No transpose. */
         memcpy(cm, ab, (size_t)(nn * parts) * sizeof(double));
-        lapack_int info =
-            cx ? LAPACKE_zheevd_work(LAPACK_COL_MAJOR, 'V', 'U', (lapack_int)n, (lapack_complex_double *)cm,
-                                     (lapack_int)n, vals, (lapack_complex_double *)wk, lwork, rwk, lrwork,
-                                     iwk, liwork)
-               : LAPACKE_dsyevd_work(LAPACK_COL_MAJOR, 'V', 'U', (lapack_int)n, cm, (lapack_int)n, vals, wk,
-                                     lwork, iwk, liwork);
+        lapack_int info = cx ? LAPACKE_zheevd_work(LAPACK_COL_MAJOR, 'V', 'U', (lapack_int)n,
+                                                   (lapack_complex_double *)cm, (lapack_int)n, vals,
+                                                   (lapack_complex_double *)wk, lwork, rwk, lrwork, iwk, liwork)
+                             : LAPACKE_dsyevd_work(LAPACK_COL_MAJOR, 'V', 'U', (lapack_int)n, cm, (lapack_int)n, vals,
+                                                   wk, lwork, iwk, liwork);
         if (info > 0) { /* divide and conquer did not converge: plain QR iterations */
             memcpy(cm, ab, (size_t)(nn * parts) * sizeof(double));
-            info = cx ? LAPACKE_zheev(LAPACK_COL_MAJOR, 'V', 'U', (lapack_int)n,
-                                      (lapack_complex_double *)cm, (lapack_int)n, vals)
+            info = cx ? LAPACKE_zheev(LAPACK_COL_MAJOR, 'V', 'U', (lapack_int)n, (lapack_complex_double *)cm,
+                                      (lapack_int)n, vals)
                       : LAPACKE_dsyev(LAPACK_COL_MAJOR, 'V', 'U', (lapack_int)n, cm, (lapack_int)n, vals);
         }
-        if (info) { emily_tensor_release(holder); return lapack_failed("eigh", cx ? "zheevd" : "dsyevd", info); }
+        if (info) {
+            emily_tensor_release(holder);
+            return lapack_failed("eigh", cx ? "zheevd" : "dsyevd", info);
+        }
         /* LAPACK's ascending order -> Nx's decreasing magnitude; equal
          * magnitudes keep LAPACK's order (insertion sort is stable) */
         for (int64_t i = 0; i < n; i++) order[i] = i;
         for (int64_t i = 1; i < n; i++) {
             int64_t x = order[i], j = i;
-            while (j > 0 && fabs(vals[order[j - 1]]) < fabs(vals[x])) { order[j] = order[j - 1]; j--; }
+            while (j > 0 && fabs(vals[order[j - 1]]) < fabs(vals[x])) {
+                order[j] = order[j - 1];
+                j--;
+            }
             order[j] = x;
         }
         for (int64_t i = 0; i < n; i++) {
@@ -352,8 +358,7 @@ emily_status emi_cpu_lapack_eigh(emily_tensor *w, emily_tensor *v, const emily_t
                 for (int64_t c = c0; c < imin(n, c0 + T); c++) {
                     const double *col = cm + order[c] * n * parts;
                     for (int64_t r = r0; r < imin(n, r0 + T); r++)
-                        for (int p = 0; p < parts; p++)
-                            vb[(r * n + c) * parts + p] = col[r * parts + p];
+                        for (int p = 0; p < parts; p++) vb[(r * n + c) * parts + p] = col[r * parts + p];
                 }
     }
     emily_tensor_release(holder);
@@ -365,9 +370,8 @@ emily_status emi_cpu_lapack_eigh(emily_tensor *w, emily_tensor *v, const emily_t
 /* A row-major m x n matrix is its transpose, n x m, column-major; LAPACK
  * factors that as A^T = U' S V'^T, so A = V' S U'^T: U' read back
  * row-major is vt and V'^T read back row-major is u, with no copies. */
-emily_status emi_cpu_lapack_svd(emily_tensor *u, emily_tensor *s, emily_tensor *vt,
-                                  const emily_tensor *a, bool full_matrices, int64_t max_iter,
-                                  emily_dtype work, bool integer_input) {
+emily_status emi_cpu_lapack_svd(emily_tensor *u, emily_tensor *s, emily_tensor *vt, const emily_tensor *a,
+                                bool full_matrices, int64_t max_iter, emily_dtype work, bool integer_input) {
     (void)max_iter, (void)work, (void)integer_input;
     int64_t m = a->shape[a->rank - 2], n = a->shape[a->rank - 1], k = imin(m, n);
     emily_status st = check_dims("svd", imax(m, n), imax(m, n));
@@ -382,37 +386,37 @@ emily_status emi_cpu_lapack_svd(emily_tensor *u, emily_tensor *s, emily_tensor *
     lapack_int lwork = 1;
     if (k > 0) {
         double wq;
-        lapack_int info = LAPACKE_dgesdd_work(LAPACK_COL_MAJOR, job, (lapack_int)n, (lapack_int)m, NULL,
-                                              (lapack_int)n, NULL, NULL, (lapack_int)n, NULL,
-                                              (lapack_int)ucols, &wq, -1, NULL);
+        lapack_int info = LAPACKE_dgesdd_work(LAPACK_COL_MAJOR, job, (lapack_int)n, (lapack_int)m, NULL, (lapack_int)n,
+                                              NULL, NULL, (lapack_int)n, NULL, (lapack_int)ucols, &wq, -1, NULL);
         if (info) return lapack_failed("svd", "dgesdd", info);
         lwork = (lapack_int)wq;
     }
     emily_tensor *holder = NULL;
-    double *buf = scratch((size_t)(m * n + k + ucols + lwork + 1) * sizeof(double) +
-                              (size_t)(8 * k + 1) * sizeof(lapack_int), &holder);
+    double *buf = scratch(
+        (size_t)(m * n + k + ucols + lwork + 1) * sizeof(double) + (size_t)(8 * k + 1) * sizeof(lapack_int), &holder);
     if (!buf) return emily_error(EMILY_ERR_MEMORY, "svd: out of host memory");
     double *superb = buf + m * n, *usign = superb + k, *wk = usign + ucols;
     lapack_int *iwk = (lapack_int *)(wk + lwork + 1);
     for (int64_t b = 0; b < batches; b++) {
         /* an empty factor has no memory: no offset from its NULL base */
-        double *ub = ud ? ud + b * m * ucols : NULL, *sb = sd ? sd + b * k : NULL,
-               *vb = vd ? vd + b * vrows * n : NULL;
+        double *ub = ud ? ud + b * m * ucols : NULL, *sb = sd ? sd + b * k : NULL, *vb = vd ? vd + b * vrows * n : NULL;
         if (k == 0) {
             eye(ub, m, ucols, 1);
             eye(vb, vrows, n, 1);
             continue;
         }
         memcpy(buf, src + b * m * n, (size_t)(m * n) * sizeof(double));
-        lapack_int info = LAPACKE_dgesdd_work(LAPACK_COL_MAJOR, job, (lapack_int)n, (lapack_int)m, buf,
-                                              (lapack_int)n, sb, vb, (lapack_int)n, ub, (lapack_int)ucols,
-                                              wk, lwork, iwk);
+        lapack_int info = LAPACKE_dgesdd_work(LAPACK_COL_MAJOR, job, (lapack_int)n, (lapack_int)m, buf, (lapack_int)n,
+                                              sb, vb, (lapack_int)n, ub, (lapack_int)ucols, wk, lwork, iwk);
         if (info > 0) { /* divide and conquer did not converge: the QR-iteration driver */
             memcpy(buf, src + b * m * n, (size_t)(m * n) * sizeof(double));
-            info = LAPACKE_dgesvd(LAPACK_COL_MAJOR, job, job, (lapack_int)n, (lapack_int)m, buf,
-                                  (lapack_int)n, sb, vb, (lapack_int)n, ub, (lapack_int)ucols, superb);
+            info = LAPACKE_dgesvd(LAPACK_COL_MAJOR, job, job, (lapack_int)n, (lapack_int)m, buf, (lapack_int)n, sb, vb,
+                                  (lapack_int)n, ub, (lapack_int)ucols, superb);
         }
-        if (info) { emily_tensor_release(holder); return lapack_failed("svd", "dgesdd", info); }
+        if (info) {
+            emily_tensor_release(holder);
+            return lapack_failed("svd", "dgesdd", info);
+        }
         /* signs: row i of vt with its largest entry positive, column i of
          * u flipped with it; u's extra columns and vt's extra rows alone.
          * u's column signs are collected first and applied in one pass

@@ -18,19 +18,19 @@ static inline bool argmax_takes(double x, double cur, bool first) {
 
 /* The pivot row of column k: Nx.argmax of the column's magnitudes MAG
  * (in the work type w), the rows above k counting as -infinity. */
-#define DEFINE_PIVOT(NAME, T, MAG)                                            \
-    static int64_t NAME(const T *a, int64_t n, int64_t k, emily_dtype w) {   \
-        (void)w;                                                              \
-        int64_t piv = 0;                                                      \
-        double best = 0;                                                      \
-        for (int64_t i = 0; i < n; i++) {                                     \
-            double x = i >= k ? MAG(a[i * n + k]) : -INFINITY;               \
-            if (argmax_takes(x, best, i == 0)) {                              \
-                piv = i;                                                      \
-                best = x;                                                     \
-            }                                                                 \
-        }                                                                     \
-        return piv;                                                           \
+#define DEFINE_PIVOT(NAME, T, MAG)                                         \
+    static int64_t NAME(const T *a, int64_t n, int64_t k, emily_dtype w) { \
+        (void)w;                                                           \
+        int64_t piv = 0;                                                   \
+        double best = 0;                                                   \
+        for (int64_t i = 0; i < n; i++) {                                  \
+            double x = i >= k ? MAG(a[i * n + k]) : -INFINITY;             \
+            if (argmax_takes(x, best, i == 0)) {                           \
+                piv = i;                                                   \
+                best = x;                                                  \
+            }                                                              \
+        }                                                                  \
+        return piv;                                                        \
     }
 #define MAG_REAL(x) fabs(x)
 #define MAG_COMPLEX(x) rnd(w, zabs(x))
@@ -72,8 +72,7 @@ void emi_linalg_lu_real(double *a, int64_t n, emily_dtype w, int64_t *perm) {
                     for (int64_t j = k + 1; j < n; j++) ai[j] = ai[j] - l * ak[j];
                 } else if (w == EMILY_F32) {
 #pragma omp simd
-                    for (int64_t j = k + 1; j < n; j++)
-                        ai[j] = (double)(float)(ai[j] - (double)(float)(l * ak[j]));
+                    for (int64_t j = k + 1; j < n; j++) ai[j] = (double)(float)(ai[j] - (double)(float)(l * ak[j]));
                 } else
                     for (int64_t j = k + 1; j < n; j++) ai[j] = rnd(w, ai[j] - rnd(w, l * ak[j]));
             }
@@ -95,14 +94,13 @@ void emi_linalg_lu_complex(zd *a, int64_t n, emily_dtype w, int64_t *perm) {
             for (int64_t i = k + 1; i < n; i++) {
                 zd l = a[i * n + k];
                 for (int64_t j = k + 1; j < n; j++)
-                    a[i * n + j] =
-                        zrnd(w, zsub(a[i * n + j], zrnd(w, zmul(l, a[k * n + j]))));
+                    a[i * n + j] = zrnd(w, zsub(a[i * n + j], zrnd(w, zmul(l, a[k * n + j]))));
             }
     }
 }
 
-emily_status emi_cpu_linalg_lu(emily_tensor *p, emily_tensor *l, emily_tensor *u,
-                               const emily_tensor *a, emily_dtype w) {
+emily_status emi_cpu_linalg_lu(emily_tensor *p, emily_tensor *l, emily_tensor *u, const emily_tensor *a,
+                               emily_dtype w) {
     int64_t n = a->shape[a->rank - 1], nn = n * n;
     int64_t batches = batch_count(a, nn);
     bool cx = a->dtype == EMILY_C128;
@@ -148,7 +146,8 @@ emily_status emi_cpu_linalg_lu(emily_tensor *p, emily_tensor *l, emily_tensor *u
         free(work);
         free(perm);
     }
-    if (failed) return emily_error(EMILY_ERR_MEMORY, "lu: out of host memory for a %lldx%lld matrix",
-                                   (long long)n, (long long)n);
+    if (failed)
+        return emily_error(EMILY_ERR_MEMORY, "lu: out of host memory for a %lldx%lld matrix", (long long)n,
+                           (long long)n);
     return EMILY_OK;
 }

@@ -22,8 +22,7 @@
 #include "cpu/linalg/reference.h"
 
 /* C = A . B (A p x q, B q x r), sums in index order from +0, rounded to w. */
-void emi_linalg_mm(const double *A, const double *B, double *C, int64_t p, int64_t q, int64_t r,
-                   emily_dtype w) {
+void emi_linalg_mm(const double *A, const double *B, double *C, int64_t p, int64_t q, int64_t r, emily_dtype w) {
     for (int64_t i = 0; i < p; i++) {
         double *c = C + i * r;
         for (int64_t j = 0; j < r; j++) c[j] = 0;
@@ -36,7 +35,6 @@ void emi_linalg_mm(const double *A, const double *B, double *C, int64_t p, int64
     }
 }
 
-
 /* output_mode_handling: q's columns and r's rows once the reflections of
  * an m x n matrix (m_in rows before Nx's zero rows) are done. */
 static int64_t qr_out_width(bool wide, bool complete, int64_t m_in, int64_t m, int64_t n) {
@@ -45,7 +43,6 @@ static int64_t qr_out_width(bool wide, bool complete, int64_t m_in, int64_t m, i
 }
 
 /* ---- QR, complex (Nx.LinAlg.QR.qr_matrix's complex reflector) ---------- */
-
 
 /* C = A . B (A p x q, B q x r) on complex values, sums in index order
  * from 0, both parts rounded to w. */
@@ -62,8 +59,8 @@ static void zmm(const zd *A, const zd *B, zd *C, int64_t p, int64_t q, int64_t r
  * The reflector: alpha = exp(i phase(x_i)) |x|, u = x + alpha e_i,
  * v = u / |u|, scale 2 (0 when |u|^2 < f32(eps)); the updates as for real
  * input with conj(v) in vh_r and in Nx.outer's second operand. */
-static void qr_complex(const zd *a, int64_t m_in, int64_t n_in, emily_dtype w, double eps,
-                       bool complete, bool explicit_h, zd *q_out, zd *r_out, zd *ws) {
+static void qr_complex(const zd *a, int64_t m_in, int64_t n_in, emily_dtype w, double eps, bool complete,
+                       bool explicit_h, zd *q_out, zd *r_out, zd *ws) {
     bool wide = m_in < n_in;
     int64_t m = wide ? n_in : m_in, n = n_in;
     int64_t max_i = wide ? n - 1 : (m == n ? n - 2 : n - 1);
@@ -161,9 +158,7 @@ int64_t emi_linalg_qr_scratch(int64_t m_in, int64_t n_in) {
 
 /* Scratch doubles for qr_real's compact run of a wide real m x n matrix
  * (see qr_wide_shortcut): no padding, products of up to m x n. */
-static int64_t qr_scratch_compact(int64_t m, int64_t n) {
-    return 2 * m * m + 3 * m * n + 3 * m + n;
-}
+static int64_t qr_scratch_compact(int64_t m, int64_t n) { return 2 * m * m + 3 * m * n + 3 * m + n; }
 
 /* a: m_in x n_in (values of any type, as doubles). q: m_in x qc and
  * r: rr x n_in in the op layer's shapes (qc = rr = k, or m_in when
@@ -171,9 +166,8 @@ static int64_t qr_scratch_compact(int64_t m, int64_t n) {
  * reflection as an explicit m x m matrix multiplied in, as Nx 0.7 and the
  * Nx 0.13.1 tag do (same reflectors, other last bits), instead of the
  * rank-1 updates of the corpus's Nx. */
-void emi_linalg_qr_real(const double *a, int64_t m_in, int64_t n_in, emily_dtype w, double eps,
-                        bool complete, bool explicit_h, bool compact, double *q_out, double *r_out,
-                        double *ws) {
+void emi_linalg_qr_real(const double *a, int64_t m_in, int64_t n_in, emily_dtype w, double eps, bool complete,
+                        bool explicit_h, bool compact, double *q_out, double *r_out, double *ws) {
     bool wide = m_in < n_in;
     /* `compact` (wide input only, see qr_one): the m_in rows without
      * Nx's zero rows, reflected m_in times */
@@ -230,8 +224,7 @@ void emi_linalg_qr_real(const double *a, int64_t m_in, int64_t n_in, emily_dtype
         for (int64_t j = 0; j < m; j++) {
             double vj = v[j];
             double *rj = r + j * n;
-            for (int64_t k = 0; k < n; k++)
-                rj[k] = rnd(w, rj[k] - rnd(w, scale * rnd(w, vj * tmp[k] + 0.0)));
+            for (int64_t k = 0; k < n; k++) rj[k] = rnd(w, rj[k] - rnd(w, scale * rnd(w, vj * tmp[k] + 0.0)));
         }
         /* q = q - scale * outer(dot(q, v), v) */
         for (int64_t j = 0; j < m; j++) {
@@ -317,9 +310,8 @@ static int64_t first_nonfinite_column(const double *a, int64_t m, int64_t n) {
  * the padded run has too (its extra rows add zeros, or NaN), and from
  * which it is all NaN as well. (Checked: 24,000 random wide cases,
  * overflowing ones among them, against the padded run.) */
-static bool qr_wide_shortcut(const double *a, int64_t m, int64_t n, emily_dtype work, double eps,
-                             bool complete, bool explicit_h, double *qb, int64_t qsz, double *rb,
-                             int64_t rsz, double *ws) {
+static bool qr_wide_shortcut(const double *a, int64_t m, int64_t n, emily_dtype work, double eps, bool complete,
+                             bool explicit_h, double *qb, int64_t qsz, double *rb, int64_t rsz, double *ws) {
     bool zero_eps = !(f32c(eps) > 0);
     int64_t c = first_nonfinite_column(a, m, n);
     if (explicit_h ? !zero_eps && c <= n - 2 : c < n || zero_eps) {
@@ -342,9 +334,8 @@ static bool qr_wide_shortcut(const double *a, int64_t m, int64_t n, emily_dtype 
  * own: false when that fails). Complex input always gets Nx's padded
  * run for wide matrices: there the zero imaginary part of a nonzero
  * entry can change sign. */
-static bool qr_one(const double *a, int64_t m, int64_t n, emily_dtype work, emily_dtype part,
-                   double eps, bool complete, bool explicit_h, bool cx, double *qb, int64_t qsz,
-                   double *rb, int64_t rsz, double *ws) {
+static bool qr_one(const double *a, int64_t m, int64_t n, emily_dtype work, emily_dtype part, double eps, bool complete,
+                   bool explicit_h, bool cx, double *qb, int64_t qsz, double *rb, int64_t rsz, double *ws) {
     if (cx) {
         /* the rank-1 argument above holds for the complex reflector too
          * (scale 2 with v all NaN), so non-finite input is all NaN */
@@ -368,8 +359,8 @@ static bool qr_one(const double *a, int64_t m, int64_t n, emily_dtype work, emil
     return true;
 }
 
-static emily_status qr_batches(emily_tensor *q, emily_tensor *r, const emily_tensor *a,
-                               bool complete, double eps, emily_dtype work, bool explicit_h) {
+static emily_status qr_batches(emily_tensor *q, emily_tensor *r, const emily_tensor *a, bool complete, double eps,
+                               emily_dtype work, bool explicit_h) {
     bool cx = a->dtype == EMILY_C128;
     emily_dtype part = work == EMILY_C64 ? EMILY_F32 : work == EMILY_C128 ? EMILY_F64 : work;
     int64_t m = a->shape[a->rank - 2], n = a->shape[a->rank - 1];
@@ -400,8 +391,8 @@ static emily_status qr_batches(emily_tensor *q, emily_tensor *r, const emily_ten
 #pragma omp for schedule(dynamic)
         for (int64_t b = 0; b < batches; b++) {
             if (!ws || failed) continue;
-            if (!qr_one(src + b * m * n * parts, m, n, work, part, eps, complete, explicit_h, cx,
-                        qd + b * qsz * parts, qsz, rd + b * rsz * parts, rsz, ws))
+            if (!qr_one(src + b * m * n * parts, m, n, work, part, eps, complete, explicit_h, cx, qd + b * qsz * parts,
+                        qsz, rd + b * rsz * parts, rsz, ws))
                 failed = 1;
         }
         free(ws);
@@ -410,12 +401,12 @@ static emily_status qr_batches(emily_tensor *q, emily_tensor *r, const emily_ten
     return EMILY_OK;
 }
 
-emily_status emi_cpu_linalg_qr(emily_tensor *q, emily_tensor *r, const emily_tensor *a,
-                                 bool complete, double eps, emily_dtype work) {
+emily_status emi_cpu_linalg_qr(emily_tensor *q, emily_tensor *r, const emily_tensor *a, bool complete, double eps,
+                               emily_dtype work) {
     return qr_batches(q, r, a, complete, eps, work, false);
 }
 
-emily_status emi_cpu_nx07_qr(emily_tensor *q, emily_tensor *r, const emily_tensor *a,
-                               bool complete, double eps, emily_dtype work) {
+emily_status emi_cpu_nx07_qr(emily_tensor *q, emily_tensor *r, const emily_tensor *a, bool complete, double eps,
+                             emily_dtype work) {
     return qr_batches(q, r, a, complete, eps, work, true);
 }

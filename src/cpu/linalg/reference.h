@@ -35,9 +35,7 @@ static inline double f32c(double x) { return (double)(float)x; }
 static inline double sq(double x) { return pow(x, 2.0); }
 
 /* Matrices of `per` elements in t. */
-static inline int64_t batch_count(const emily_tensor *t, int64_t per) {
-    return per > 0 ? t->size / per : 0;
-}
+static inline int64_t batch_count(const emily_tensor *t, int64_t per) { return per > 0 ? t->size / per : 0; }
 
 /* The reference's eps (1.0e-10) reaches Cholesky as a scalar constant
  * tensor of type f32, so it is f32(1.0e-10). */
@@ -52,22 +50,20 @@ void emi_linalg_lu_complex(zd *a, int64_t n, emily_dtype w, int64_t *perm);
 
 /* C = A . B (A p x q, B q x r, row-major), sums in index order from +0,
  * rounded to w (qr.c). */
-void emi_linalg_mm(const double *A, const double *B, double *C, int64_t p, int64_t q, int64_t r,
-                   emily_dtype w);
+void emi_linalg_mm(const double *A, const double *B, double *C, int64_t p, int64_t q, int64_t r, emily_dtype w);
 
 /* Nx.LinAlg.QR.qr_matrix on a real m_in x n_in matrix (qr.c): see there;
  * ws holds emi_linalg_qr_scratch(m_in, n_in) doubles. */
 int64_t emi_linalg_qr_scratch(int64_t m_in, int64_t n_in);
-void emi_linalg_qr_real(const double *a, int64_t m_in, int64_t n_in, emily_dtype w, double eps,
-                        bool complete, bool explicit_h, bool compact, double *q_out,
-                        double *r_out, double *ws);
+void emi_linalg_qr_real(const double *a, int64_t m_in, int64_t n_in, emily_dtype w, double eps, bool complete,
+                        bool explicit_h, bool compact, double *q_out, double *r_out, double *ws);
 
 /* Nx.LinAlg.BlockEigh on a real symmetric n x n matrix (eigh.c): w_out
  * n eigenvalues, v_out n x n; ws holds emi_linalg_eigh_scratch(n)
  * doubles. */
 int64_t emi_linalg_eigh_scratch(int64_t n);
-void emi_linalg_eigh_real(const double *a, int64_t n, emily_dtype w, double eps, int64_t max_iter,
-                          double *w_out, double *v_out, double *ws);
+void emi_linalg_eigh_real(const double *a, int64_t n, emily_dtype w, double eps, int64_t max_iter, double *w_out,
+                          double *v_out, double *ws);
 
 /* Nx.argsort(direction: :desc) on Nx.BinaryBackend: a stable order by
  * decreasing value, NaN first (eigh.c). */

@@ -112,14 +112,12 @@ static void solve_upper(const double *lu, int64_t n, double *y, int64_t nc) {
 #pragma omp simd
                 for (int64_t c = 0; c < cn; c++) acc[c] = uij * xj[c] + acc[c];
             }
-            for (int64_t c = 0; c < cn; c++)
-                yi[c0 + c] = (i < n - 1 ? yi[c0 + c] - acc[c] : yi[c0 + c]) / d;
+            for (int64_t c = 0; c < cn; c++) yi[c0 + c] = (i < n - 1 ? yi[c0 + c] - acc[c] : yi[c0 + c]) / d;
         }
     }
 }
 
-emily_status emi_cpu_linalg_solve(emily_tensor *x, const emily_tensor *a, const emily_tensor *b,
-                                  bool b_vector) {
+emily_status emi_cpu_linalg_solve(emily_tensor *x, const emily_tensor *a, const emily_tensor *b, bool b_vector) {
     int64_t n = a->shape[a->rank - 1], nn = n * n;
     int64_t batches = batch_count(a, nn);
     int64_t nc = b_vector ? 1 : b->shape[b->rank - 1], bsize = n * nc;
@@ -153,8 +151,9 @@ emily_status emi_cpu_linalg_solve(emily_tensor *x, const emily_tensor *a, const 
         free(perm);
     }
     emily_status s = EMILY_OK;
-    if (failed) s = emily_error(EMILY_ERR_MEMORY, "solve: out of host memory for a %lldx%lld matrix",
-                                (long long)n, (long long)n);
+    if (failed)
+        s = emily_error(EMILY_ERR_MEMORY, "solve: out of host memory for a %lldx%lld matrix", (long long)n,
+                        (long long)n);
     for (int64_t bt = 0; !s && bt < batches; bt++)
         if (zero_row[bt] >= 0)
             s = emily_error(EMILY_ERR_ARGUMENT,

@@ -32,8 +32,8 @@ static int64_t svd_scratch(int64_t m, int64_t n) {
 /* svd_non_full on a tall (or square) m x n matrix a (m >= n): u m x n,
  * s n, v n x n, Nx.LinAlg.SVD's Gram-matrix path. `integer`: a holds an
  * integer tensor's values (the Gram matrix is then exact, in a's type). */
-static void svd_gram(const double *a, int64_t m, int64_t n, emily_dtype w, int64_t max_iter,
-                     bool integer, double *u, double *s, double *v, double *ws) {
+static void svd_gram(const double *a, int64_t m, int64_t n, emily_dtype w, int64_t max_iter, bool integer, double *u,
+                     double *s, double *v, double *ws) {
     double *gram = ws, *wv = gram + n * n, *vv = wv + n, *ews = vv + n * n;
     int64_t *order = (int64_t *)(ews + emi_linalg_eigh_scratch(n));
     /* gram = dot(a, [-2], a, [-2]) */
@@ -70,8 +70,7 @@ static void svd_gram(const double *a, int64_t m, int64_t n, emily_dtype w, int64
 /* ---- svd with full matrices: QDWH (Nx.LinAlg.SVD.svd_full) ----------- */
 
 /* C = A^T . B (A q x p, B q x r). */
-static void mm_tn(const double *A, const double *B, double *C, int64_t p, int64_t q, int64_t r,
-                  emily_dtype w) {
+static void mm_tn(const double *A, const double *B, double *C, int64_t p, int64_t q, int64_t r, emily_dtype w) {
     for (int64_t i = 0; i < p * r; i++) C[i] = 0;
     for (int64_t k = 0; k < q; k++)
         for (int64_t i = 0; i < p; i++) {
@@ -107,8 +106,8 @@ static bool kernel_cholesky(const double *a, double *l, int64_t n, emily_dtype w
 
 /* x = triangular_solve(a, b, left_side: true, lower: lower), a n x n,
  * b n x m, rounded to w. */
-static bool kernel_tsolve(const double *a, const double *b, double *x, int64_t n, int64_t m,
-                          bool lower, emily_dtype w) {
+static bool kernel_tsolve(const double *a, const double *b, double *x, int64_t n, int64_t m, bool lower,
+                          emily_dtype w) {
     int64_t sa[2] = {n, n}, sb[2] = {n, m};
     emily_tensor *at = NULL, *bt = NULL, *xt = NULL;
     bool ok = !emily_empty(EMILY_CPU, EMILY_F64, 2, sa, &at) && !emily_empty(EMILY_CPU, EMILY_F64, 2, sb, &bt) &&
@@ -148,11 +147,12 @@ static inline double R32(double x) { return (double)(float)x; }
  * float type; `integer`: x holds an integer tensor's values): u (m x n)
  * and h (n x n), type tin. The loop runs in f64 for f64 and in f32
  * otherwise; its scalars are f32. */
-static bool qdwh(const double *x, int64_t m, int64_t n, emily_dtype tin, bool integer,
-                 int64_t max_iter, bool nx07, double *u_out, double *h_out) {
+static bool qdwh(const double *x, int64_t m, int64_t n, emily_dtype tin, bool integer, int64_t max_iter, bool nx07,
+                 double *u_out, double *h_out) {
     emily_dtype W = tin == EMILY_F64 ? EMILY_F64 : EMILY_F32;
     int64_t mn = m * n, nn = n * n, m2 = m + n;
-    double *buf = malloc((size_t)(6 * mn + 2 * m2 * n + 3 * nn + emi_linalg_qr_scratch(m2, n) + 4 * n) * sizeof(double));
+    double *buf = malloc((size_t)(6 * mn + 2 * m2 * n + 3 * nn + emi_linalg_qr_scratch(m2, n) + 4 * n) *
+                         sizeof(double));
     if (!buf) return false;
     double *u = buf, *up = u + mn, *y = up + mn, *q = y + m2 * n, *rr = q + m2 * n, *g = rr + nn;
     double *l = g + mn, *lt = l + nn, *z = lt + nn, *zt = z + mn, *d = zt + mn, *qws = d + mn;
@@ -245,8 +245,8 @@ static bool qdwh(const double *x, int64_t m, int64_t n, emily_dtype tin, bool in
  * calls it (eps 1.0e-4): Nx.LinAlg.BlockEigh, or Nx 0.7's
  * Nx.BinaryBackend.Matrix.eigh with its outputs written in type tin.
  * ws: emi_linalg_eigh_scratch(n). False when out of memory. */
-static bool polar_eigh(const double *h, int64_t n, emily_dtype tin, int64_t max_iter, bool nx07,
-                       double *w, double *v, double *ws) {
+static bool polar_eigh(const double *h, int64_t n, emily_dtype tin, int64_t max_iter, bool nx07, double *w, double *v,
+                       double *ws) {
     if (!nx07) {
         emi_linalg_eigh_real(h, n, tin, 1.0e-4, max_iter, w, v, ws);
         return true;
@@ -260,10 +260,11 @@ static bool polar_eigh(const double *h, int64_t n, emily_dtype tin, int64_t max_
 
 /* Nx.LinAlg.SVD.svd_tall_and_square on a tall or square m x n matrix a
  * (m >= n): u m x n, s n, v n x n (not transposed), type tin. */
-static bool svd_tall_and_square(const double *a, int64_t m, int64_t n, emily_dtype tin, bool integer,
-                                int64_t max_iter, bool nx07, double *u_out, double *s, double *v) {
+static bool svd_tall_and_square(const double *a, int64_t m, int64_t n, emily_dtype tin, bool integer, int64_t max_iter,
+                                bool nx07, double *u_out, double *s, double *v) {
     int64_t nn = n * n, mn = m * n;
-    double *buf = malloc((size_t)(mn + 4 * nn + 2 * n + emi_linalg_qr_scratch(m, n) + emi_linalg_eigh_scratch(n) + 2) * sizeof(double));
+    double *buf = malloc((size_t)(mn + 4 * nn + 2 * n + emi_linalg_qr_scratch(m, n) + emi_linalg_eigh_scratch(n) + 2) *
+                         sizeof(double));
     if (!buf) return false;
     double *uu = buf, *h = uu + mn, *wv = h + nn, *vv = wv + n, *vo = vv + nn, *sg = vo + nn, *ws = sg + n;
     int64_t *order = (int64_t *)(ws + emi_linalg_qr_scratch(m, n) + emi_linalg_eigh_scratch(n));
@@ -305,8 +306,8 @@ static bool svd_tall_and_square(const double *a, int64_t m, int64_t n, emily_dty
 
 /* svd_full on a tall or square m x n matrix a (m >= n): u m x m, s n,
  * v n x n (not transposed). */
-static bool svd_full(const double *a, int64_t m, int64_t n, emily_dtype tin, bool integer,
-                     int64_t max_iter, bool nx07, double *u_out, double *s, double *v) {
+static bool svd_full(const double *a, int64_t m, int64_t n, emily_dtype tin, bool integer, int64_t max_iter, bool nx07,
+                     double *u_out, double *s, double *v) {
     int64_t nn = n * n;
     double *buf = malloc((size_t)(m * m + m * n + 2 * nn + emi_linalg_qr_scratch(m, n) + 1) * sizeof(double));
     if (!buf) return false;
@@ -342,10 +343,9 @@ static bool svd_full(const double *a, int64_t m, int64_t n, emily_dtype tin, boo
 /* Nx 0.7's svd_non_full on a tall or square m x n matrix a (m >= n): a
  * matrix much taller than wide (m > 1.15 n) is first reduced to its
  * square R factor; u m x n, s n, v n x n (not transposed). */
-static bool svd_non_full_nx07(const double *a, int64_t m, int64_t n, emily_dtype tin, bool integer,
-                              int64_t max_iter, double *u_out, double *s, double *v) {
-    if (!((double)m > 1.15 * (double)n))
-        return svd_tall_and_square(a, m, n, tin, integer, max_iter, true, u_out, s, v);
+static bool svd_non_full_nx07(const double *a, int64_t m, int64_t n, emily_dtype tin, bool integer, int64_t max_iter,
+                              double *u_out, double *s, double *v) {
+    if (!((double)m > 1.15 * (double)n)) return svd_tall_and_square(a, m, n, tin, integer, max_iter, true, u_out, s, v);
     int64_t nn = n * n;
     double *buf = malloc((size_t)(m * n + 2 * nn + emi_linalg_qr_scratch(m, n) + 1) * sizeof(double));
     if (!buf) return false;
@@ -360,9 +360,8 @@ static bool svd_non_full_nx07(const double *a, int64_t m, int64_t n, emily_dtype
 
 /* One real matrix: a m x n (values of any type), outputs in the op
  * layer's shapes (u m x uc, s k, vt vr x n). False when out of memory. */
-static bool svd_real(const double *a, int64_t m, int64_t n, emily_dtype w, int64_t max_iter,
-                     bool integer, bool full, bool nx07, double *u_out, double *s_out,
-                     double *vt_out, double *ws) {
+static bool svd_real(const double *a, int64_t m, int64_t n, emily_dtype w, int64_t max_iter, bool integer, bool full,
+                     bool nx07, double *u_out, double *s_out, double *vt_out, double *ws) {
     int64_t k = m < n ? m : n, uc = full ? m : k, vr = full ? n : k;
     bool all_zero = true;
     for (int64_t i = 0; i < m * n; i++) all_zero &= a[i] == 0;
@@ -402,9 +401,8 @@ static bool svd_real(const double *a, int64_t m, int64_t n, emily_dtype w, int64
     return true;
 }
 
-static emily_status svd_batches(emily_tensor *u, emily_tensor *s, emily_tensor *vt,
-                                const emily_tensor *a, bool full_matrices, int64_t max_iter,
-                                emily_dtype work, bool integer_input, bool nx07) {
+static emily_status svd_batches(emily_tensor *u, emily_tensor *s, emily_tensor *vt, const emily_tensor *a,
+                                bool full_matrices, int64_t max_iter, emily_dtype work, bool integer_input, bool nx07) {
     int64_t m = a->shape[a->rank - 2], n = a->shape[a->rank - 1], k = m < n ? m : n;
     int64_t batches = batch_count(a, m * n);
     int64_t uc = full_matrices ? m : k, vr = full_matrices ? n : k;
@@ -440,14 +438,12 @@ static emily_status svd_batches(emily_tensor *u, emily_tensor *s, emily_tensor *
     return EMILY_OK;
 }
 
-emily_status emi_cpu_linalg_svd(emily_tensor *u, emily_tensor *s, emily_tensor *vt,
-                                  const emily_tensor *a, bool full_matrices, int64_t max_iter,
-                                  emily_dtype work, bool integer_input) {
+emily_status emi_cpu_linalg_svd(emily_tensor *u, emily_tensor *s, emily_tensor *vt, const emily_tensor *a,
+                                bool full_matrices, int64_t max_iter, emily_dtype work, bool integer_input) {
     return svd_batches(u, s, vt, a, full_matrices, max_iter, work, integer_input, false);
 }
 
-emily_status emi_cpu_nx07_svd(emily_tensor *u, emily_tensor *s, emily_tensor *vt,
-                                const emily_tensor *a, bool full_matrices, int64_t max_iter,
-                                emily_dtype work, bool integer_input) {
+emily_status emi_cpu_nx07_svd(emily_tensor *u, emily_tensor *s, emily_tensor *vt, const emily_tensor *a,
+                              bool full_matrices, int64_t max_iter, emily_dtype work, bool integer_input) {
     return svd_batches(u, s, vt, a, full_matrices, max_iter, work, integer_input, true);
 }

@@ -16,31 +16,29 @@
 #define TS_M_REAL(p, v) ((void)(p), (v))
 #define TS_ZERO_REAL 0.0
 #define TS_ZERO_COMPLEX emily_cd_make(0, 0)
-#define TS_SOLVE(name, T, ZERO, M_OF, STEP, VALUE)                                                         \
-    static void name(const emi_ts_plan *p, const T *a, const T *b, T *x, T *m, T *y, T *acc) {             \
-        int64_t n = p->n, nc = p->ncols;                                                                   \
-        for (int64_t i = 0; i < n; i++)                                                                    \
-            for (int64_t j = 0; j <= i; j++) m[i * n + j] = M_OF(p, a[emi_ts_a_index(p, i, j)]);          \
-        for (int64_t i = 0; i < n; i++) {                                                                  \
-            for (int64_t c = 0; c < nc; c++) acc[c] = ZERO;                                                \
-            for (int64_t j = 0; j < i; j++) {                                                              \
-                T mij = m[i * n + j];                                                                      \
-                const T *yj = y + j * nc;                                                                  \
-                _Pragma("omp simd") for (int64_t c = 0; c < nc; c++) acc[c] = STEP(mij, yj[c], acc[c]);   \
-            }                                                                                              \
-            T d = m[i * n + i];                                                                            \
-            for (int64_t c = 0; c < nc; c++)                                                               \
-                y[i * nc + c] = VALUE(b[emi_ts_b_index(p, i, c)], acc[c], d, i == 0);                      \
-        }                                                                                                  \
-        for (int64_t i = 0; i < n; i++)                                                                    \
-            for (int64_t c = 0; c < nc; c++) x[emi_ts_b_index(p, i, c)] = y[i * nc + c];                   \
+#define TS_SOLVE(name, T, ZERO, M_OF, STEP, VALUE)                                                                 \
+    static void name(const emi_ts_plan *p, const T *a, const T *b, T *x, T *m, T *y, T *acc) {                     \
+        int64_t n = p->n, nc = p->ncols;                                                                           \
+        for (int64_t i = 0; i < n; i++)                                                                            \
+            for (int64_t j = 0; j <= i; j++) m[i * n + j] = M_OF(p, a[emi_ts_a_index(p, i, j)]);                   \
+        for (int64_t i = 0; i < n; i++) {                                                                          \
+            for (int64_t c = 0; c < nc; c++) acc[c] = ZERO;                                                        \
+            for (int64_t j = 0; j < i; j++) {                                                                      \
+                T mij = m[i * n + j];                                                                              \
+                const T *yj = y + j * nc;                                                                          \
+                _Pragma("omp simd") for (int64_t c = 0; c < nc; c++) acc[c] = STEP(mij, yj[c], acc[c]);            \
+            }                                                                                                      \
+            T d = m[i * n + i];                                                                                    \
+            for (int64_t c = 0; c < nc; c++) y[i * nc + c] = VALUE(b[emi_ts_b_index(p, i, c)], acc[c], d, i == 0); \
+        }                                                                                                          \
+        for (int64_t i = 0; i < n; i++)                                                                            \
+            for (int64_t c = 0; c < nc; c++) x[emi_ts_b_index(p, i, c)] = y[i * nc + c];                           \
     }
 TS_SOLVE(ts_real, double, TS_ZERO_REAL, TS_M_REAL, emi_ts_step, emi_ts_value)
 TS_SOLVE(ts_complex, emily_cd, TS_ZERO_COMPLEX, emi_ts_m_cd, emi_ts_step_cd, emi_ts_value_cd)
 
-emily_status emi_cpu_linalg_triangular_solve(emily_tensor *x, const emily_tensor *a,
-                                             const emily_tensor *b, bool b_vector, bool left_side,
-                                             bool lower, emily_transform_a transform) {
+emily_status emi_cpu_linalg_triangular_solve(emily_tensor *x, const emily_tensor *a, const emily_tensor *b,
+                                             bool b_vector, bool left_side, bool lower, emily_transform_a transform) {
     int64_t n = a->shape[a->rank - 1], nn = n * n;
     int64_t batches = batch_count(a, nn);
     bool cx = a->dtype == EMILY_C128;
@@ -77,8 +75,8 @@ emily_status emi_cpu_linalg_triangular_solve(emily_tensor *x, const emily_tensor
                 ts_complex(&p, (const emily_cd *)ad + bt * nn, (const emily_cd *)bd + bt * bsize,
                            (emily_cd *)xd + bt * bsize, m, y, acc);
             else
-                ts_real(&p, (const double *)ad + bt * nn, (const double *)bd + bt * bsize,
-                        (double *)xd + bt * bsize, m, y, acc);
+                ts_real(&p, (const double *)ad + bt * nn, (const double *)bd + bt * bsize, (double *)xd + bt * bsize, m,
+                        y, acc);
         }
         free(m);
         free(y);

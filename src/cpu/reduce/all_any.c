@@ -3,33 +3,31 @@
 #include <string.h>
 #include "cpu/reduce/reducers.h"
 
-#define TRUTH_FOLD(NAME, T, NONZERO, IS_ALL)                                           \
-    static void NAME##_init(void *acc, int64_t n) {                                    \
-        memset(acc, IS_ALL ? 1 : 0, (size_t)n);                                        \
-    }                                                                                  \
-    static void NAME##_run(void *acc, const void *src, int64_t n, int64_t s) {         \
-        const T *restrict x = src;                                                     \
-        uint8_t a = *(uint8_t *)acc;                                                   \
-        if (IS_ALL) {                                                                  \
-            for (int64_t i = 0; i < n && a; i++) a = (uint8_t)(a & (NONZERO(x, i * s) ? 1 : 0)); \
-        } else {                                                                       \
+#define TRUTH_FOLD(NAME, T, NONZERO, IS_ALL)                                                      \
+    static void NAME##_init(void *acc, int64_t n) { memset(acc, IS_ALL ? 1 : 0, (size_t)n); }     \
+    static void NAME##_run(void *acc, const void *src, int64_t n, int64_t s) {                    \
+        const T *restrict x = src;                                                                \
+        uint8_t a = *(uint8_t *)acc;                                                              \
+        if (IS_ALL) {                                                                             \
+            for (int64_t i = 0; i < n && a; i++) a = (uint8_t)(a & (NONZERO(x, i * s) ? 1 : 0));  \
+        } else {                                                                                  \
             for (int64_t i = 0; i < n && !a; i++) a = (uint8_t)(a | (NONZERO(x, i * s) ? 1 : 0)); \
-        }                                                                              \
-        *(uint8_t *)acc = a;                                                           \
-    }                                                                                  \
-    static void NAME##_cols(void *acc, const void *src, int64_t n, int64_t s) {        \
-        const T *restrict x = src;                                                     \
-        uint8_t *restrict a = acc;                                                     \
-        for (int64_t j = 0; j < n; j++) {                                              \
-            uint8_t v = NONZERO(x, j * s) ? 1 : 0;                                     \
-            a[j] = (uint8_t)(IS_ALL ? (a[j] & v) : (a[j] | v));                        \
-        }                                                                              \
-    }                                                                                  \
-    static void NAME##_merge(void *acc, const void *part) {                            \
-        uint8_t *a = acc, p = *(const uint8_t *)part;                                  \
-        *a = (uint8_t)(IS_ALL ? (*a & p) : (*a | p));                                  \
-    }                                                                                  \
-    EMI_REDUCER_STORE(NAME, uint8_t, uint8_t, EMI_AS_IS)                               \
+        }                                                                                         \
+        *(uint8_t *)acc = a;                                                                      \
+    }                                                                                             \
+    static void NAME##_cols(void *acc, const void *src, int64_t n, int64_t s) {                   \
+        const T *restrict x = src;                                                                \
+        uint8_t *restrict a = acc;                                                                \
+        for (int64_t j = 0; j < n; j++) {                                                         \
+            uint8_t v = NONZERO(x, j * s) ? 1 : 0;                                                \
+            a[j] = (uint8_t)(IS_ALL ? (a[j] & v) : (a[j] | v));                                   \
+        }                                                                                         \
+    }                                                                                             \
+    static void NAME##_merge(void *acc, const void *part) {                                       \
+        uint8_t *a = acc, p = *(const uint8_t *)part;                                             \
+        *a = (uint8_t)(IS_ALL ? (*a & p) : (*a | p));                                             \
+    }                                                                                             \
+    EMI_REDUCER_STORE(NAME, uint8_t, uint8_t, EMI_AS_IS)                                          \
     EMI_REDUCER(NAME, uint8_t, false)
 
 #define NZ_PLAIN(x, i) ((x)[i] != 0)
@@ -39,8 +37,8 @@
  * %Complex{} struct never equals 0, so every complex element is "true". */
 #define NZ_COMPLEX(x, i) ((void)(x), (void)(i), 1)
 
-#define TRUTH(sfx, T, NZ)                  \
-    TRUTH_FOLD(all_##sfx, T, NZ, 1)        \
+#define TRUTH(sfx, T, NZ)           \
+    TRUTH_FOLD(all_##sfx, T, NZ, 1) \
     TRUTH_FOLD(any_##sfx, T, NZ, 0)
 #define TRUTH_PLAIN(ENUM, sfx, T) TRUTH(sfx, T, NZ_PLAIN)
 #define TRUTH_HALF(ENUM, sfx, T) TRUTH(sfx, T, NZ_HALF)

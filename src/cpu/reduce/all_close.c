@@ -48,22 +48,25 @@ static bool close_complex(const acparams *p, double xr, double xi, double yr, do
 
 /* Integers: the difference and its absolute value wrap in the type; the
  * bound is computed in f64 and compared exactly. */
-#define CLOSE_INT(T, U, NEG)                                                             \
-    {                                                                                    \
-        T x = ((const T *)pa)[i * sa], y = ((const T *)pb)[i * sb];                      \
-        T d, ad;                                                                         \
-        U du = (U)((U)x - (U)y);                                                         \
-        memcpy(&d, &du, sizeof d);                                                       \
-        if (NEG(d)) { U nu = (U)(0 - du); memcpy(&ad, &nu, sizeof ad); }                 \
-        else ad = d;                                                                     \
-        double tol = p->atol + p->rtol * fabs((double)y);                                \
-        ok = (long double)ad <= (long double)tol;                                        \
+#define CLOSE_INT(T, U, NEG)                                        \
+    {                                                               \
+        T x = ((const T *)pa)[i * sa], y = ((const T *)pb)[i * sb]; \
+        T d, ad;                                                    \
+        U du = (U)((U)x - (U)y);                                    \
+        memcpy(&d, &du, sizeof d);                                  \
+        if (NEG(d)) {                                               \
+            U nu = (U)(0 - du);                                     \
+            memcpy(&ad, &nu, sizeof ad);                            \
+        } else ad = d;                                              \
+        double tol = p->atol + p->rtol * fabs((double)y);           \
+        ok = (long double)ad <= (long double)tol;                   \
     }
 
 #define NEVER_NEG(d) ((void)(d), 0)
 #define IS_NEG(d) ((d) < 0)
 
 /* One case of close_at per dtype. */
+// clang-format off
 #define CLOSE_UNSIGNED(ENUM, sfx, T) \
     case EMILY_##ENUM: CLOSE_INT(T, EMI_BITS(sfx), NEVER_NEG) break;
 #define CLOSE_SIGNED(ENUM, sfx, T) \
@@ -79,6 +82,7 @@ static bool close_complex(const acparams *p, double xr, double xi, double yr, do
         ok = close_complex(p, x.re, x.im, y.re, y.im);                                   \
         break;                                                                           \
     }
+// clang-format on
 
 static bool close_at(const acparams *p, const char *pa, int64_t sa, const char *pb, int64_t sb, int64_t i) {
     bool ok = true;
@@ -92,10 +96,9 @@ static bool close_at(const acparams *p, const char *pa, int64_t sa, const char *
     return ok;
 }
 
-emily_status emi_cpu_all_close(emily_tensor *dst, const emily_tensor *a, const emily_tensor *b,
-                                 double rtol, double atol, bool equal_nan) {
-    acparams p = {.dt = a->dtype, .rtol = (double)(float)rtol, .atol = (double)(float)atol,
-                  .equal_nan = equal_nan};
+emily_status emi_cpu_all_close(emily_tensor *dst, const emily_tensor *a, const emily_tensor *b, double rtol,
+                               double atol, bool equal_nan) {
+    acparams p = {.dt = a->dtype, .rtol = (double)(float)rtol, .atol = (double)(float)atol, .equal_nan = equal_nan};
     uint8_t result = 1;
     if (a->size > 0) {
         const emily_tensor *ts[2] = {a, b};

@@ -20,7 +20,11 @@
 
 typedef struct argst {
     int64_t idx, nan_idx; /* -1: none yet */
-    union { int64_t i; uint64_t u; double f; } best;
+    union {
+        int64_t i;
+        uint64_t u;
+        double f;
+    } best;
 } argst;
 
 typedef enum { K_SIGNED, K_UNSIGNED, K_FLOAT } argkind;
@@ -31,8 +35,8 @@ typedef struct argops {
     void (*scan)(argst *st, const void *x, int64_t n, int64_t s, int64_t base, bool is_min, bool high);
     /* for each of n columns (stride js), the index along the axis
      * (n_axis values, stride as) that the fold picks */
-    void (*cols)(const void *x, int64_t n, int64_t js, int64_t n_axis, int64_t as, bool is_min,
-                 bool high, int64_t *out);
+    void (*cols)(const void *x, int64_t n, int64_t js, int64_t n_axis, int64_t as, bool is_min, bool high,
+                 int64_t *out);
 } argops;
 
 #define ARG_BLOCK 2048 /* elements whose extreme is found before its index */
@@ -40,78 +44,86 @@ typedef struct argops {
 
 /* One pass over the rows of a column block, branch-free so that it
  * vectorizes (IDX is as wide as C where possible). */
-#define ARG_COLS_LOOP(T, C, IDX, LOAD, ISNAN, CMP)                                     \
-    for (int64_t i = 1; i < n_axis; i++) {                                             \
-        const T *restrict row = x + i * as;                                            \
-        PRAGMA(omp simd)                                                               \
-        for (int64_t j = 0; j < n; j++) {                                              \
-            C v = LOAD(row[j * js]), b = best[j];                                      \
-            int isn = ISNAN(v);                                                        \
-            int take = (isn ^ 1) & (ISNAN(b) | (v CMP b));                              \
-            nanidx[j] = isn ? (IDX)i : nanidx[j];                                      \
-            best[j] = take ? v : b;                                                    \
-            at[j] = take ? (IDX)i : at[j];                                             \
-        }                                                                              \
+#define ARG_COLS_LOOP(T, C, IDX, LOAD, ISNAN, CMP)         \
+    for (int64_t i = 1; i < n_axis; i++) {                 \
+        const T *restrict row = x + i * as;                \
+        PRAGMA(omp simd)                                   \
+        for (int64_t j = 0; j < n; j++) {                  \
+            C v = LOAD(row[j * js]), b = best[j];          \
+            int isn = ISNAN(v);                            \
+            int take = (isn ^ 1) & (ISNAN(b) | (v CMP b)); \
+            nanidx[j] = isn ? (IDX)i : nanidx[j];          \
+            best[j] = take ? v : b;                        \
+            at[j] = take ? (IDX)i : at[j];                 \
+        }                                                  \
     }
 
-#define ARG_TYPE(NAME, T, C, FIELD, LOAD, ISNAN, EXTMAX, EXTMIN, IDX, FIND)            \
-    static inline bool NAME##_wins(C v, C best, bool is_min, bool high) {              \
-        return is_min ? (v < best || (high && v == best)) : (v > best || (high && v == best)); \
-    }                                                                                  \
-    static void NAME##_scan(argst *st, const void *src, int64_t n, int64_t s, int64_t base, \
-                            bool is_min, bool high) {                                  \
-        const T *restrict x = src;                                                              \
-        C best = (C)st->best.FIELD;                                                    \
-        int64_t i = 0;                                                                 \
-        if (s == 1) {                                                                  \
+#define ARG_TYPE(NAME, T, C, FIELD, LOAD, ISNAN, EXTMAX, EXTMIN, IDX, FIND)                                           \
+    static inline bool NAME##_wins(C v, C best, bool is_min, bool high) {                                             \
+        return is_min ? (v < best || (high && v == best)) : (v > best || (high && v == best));                        \
+    }                                                                                                                 \
+    static void NAME##_scan(argst *st, const void *src, int64_t n, int64_t s, int64_t base, bool is_min, bool high) { \
+        const T *restrict x = src;                                                                                    \
+        C best = (C)st->best.FIELD;                                                                                   \
+        int64_t i = 0;                                                                                                \
+        if (s == 1) {                                                                                                 \
             /* blocks: find each block's extreme vectorized, and look for its \
-             * index only when the block improves on the best so far */               \
-            for (; i < n; i += ARG_BLOCK) {                                            \
-                const T *xb = x + i;                                                   \
-                int len = n - i < ARG_BLOCK ? (int)(n - i) : ARG_BLOCK;                \
-                C m = LOAD(xb[0]);                                                     \
-                int nan = is_min ? EXTMIN(xb, len, &m) : EXTMAX(xb, len, &m);          \
-                if (nan) {                                                             \
-                    for (int k = len - 1; k >= 0; k--)                                 \
-                        if (ISNAN(LOAD(xb[k]))) { st->nan_idx = base + i + k; break; } \
-                    continue;                                                          \
-                }                                                                      \
-                if (st->idx < 0 || NAME##_wins(m, best, is_min, high)) {               \
-                    int64_t k = FIND(xb, len, m, high);                                \
-                    best = m;                                                          \
-                    st->idx = base + i + (k < 0 ? 0 : k);                              \
-                }                                                                      \
-            }                                                                          \
-        }                                                                              \
-        for (; i < n; i++) {                                                           \
-            C v = LOAD(x[i * s]);                                                      \
-            if (ISNAN(v)) st->nan_idx = base + i;                                      \
-            else if (st->idx < 0 || NAME##_wins(v, best, is_min, high)) {              \
-                best = v;                                                              \
-                st->idx = base + i;                                                    \
-            }                                                                          \
-        }                                                                              \
-        st->best.FIELD = best;                                                         \
-    }                                                                                  \
-    static void NAME##_cols(const void *src, int64_t n, int64_t js, int64_t n_axis, int64_t as, \
-                            bool is_min, bool high, int64_t *out) {                    \
-        const T *restrict x = src;                                                     \
-        C best[ARG_COLS];                                                              \
-        IDX at[ARG_COLS], nanidx[ARG_COLS];                                            \
-        for (int64_t j = 0; j < n; j++) {                                              \
-            best[j] = LOAD(x[j * js]);                                                 \
-            at[j] = 0;                                                                 \
-            nanidx[j] = ISNAN(best[j]) ? 0 : -1;                                       \
-        }                                                                              \
-        if (is_min) {                                                                  \
-            if (high) { ARG_COLS_LOOP(T, C, IDX, LOAD, ISNAN, <=) }                     \
-            else { ARG_COLS_LOOP(T, C, IDX, LOAD, ISNAN, <) }                         \
-        } else {                                                                       \
-            if (high) { ARG_COLS_LOOP(T, C, IDX, LOAD, ISNAN, >=) }                     \
-            else { ARG_COLS_LOOP(T, C, IDX, LOAD, ISNAN, >) }                         \
-        }                                                                              \
-        for (int64_t j = 0; j < n; j++) out[j] = nanidx[j] >= 0 ? nanidx[j] : at[j];   \
-    }                                                                                  \
+             * index only when the block improves on the best so far */                                       \
+            for (; i < n; i += ARG_BLOCK) {                                                                           \
+                const T *xb = x + i;                                                                                  \
+                int len = n - i < ARG_BLOCK ? (int)(n - i) : ARG_BLOCK;                                               \
+                C m = LOAD(xb[0]);                                                                                    \
+                int nan = is_min ? EXTMIN(xb, len, &m) : EXTMAX(xb, len, &m);                                         \
+                if (nan) {                                                                                            \
+                    for (int k = len - 1; k >= 0; k--)                                                                \
+                        if (ISNAN(LOAD(xb[k]))) {                                                                     \
+                            st->nan_idx = base + i + k;                                                               \
+                            break;                                                                                    \
+                        }                                                                                             \
+                    continue;                                                                                         \
+                }                                                                                                     \
+                if (st->idx < 0 || NAME##_wins(m, best, is_min, high)) {                                              \
+                    int64_t k = FIND(xb, len, m, high);                                                               \
+                    best = m;                                                                                         \
+                    st->idx = base + i + (k < 0 ? 0 : k);                                                             \
+                }                                                                                                     \
+            }                                                                                                         \
+        }                                                                                                             \
+        for (; i < n; i++) {                                                                                          \
+            C v = LOAD(x[i * s]);                                                                                     \
+            if (ISNAN(v)) st->nan_idx = base + i;                                                                     \
+            else if (st->idx < 0 || NAME##_wins(v, best, is_min, high)) {                                             \
+                best = v;                                                                                             \
+                st->idx = base + i;                                                                                   \
+            }                                                                                                         \
+        }                                                                                                             \
+        st->best.FIELD = best;                                                                                        \
+    }                                                                                                                 \
+    static void NAME##_cols(const void *src, int64_t n, int64_t js, int64_t n_axis, int64_t as, bool is_min,          \
+                            bool high, int64_t *out) {                                                                \
+        const T *restrict x = src;                                                                                    \
+        C best[ARG_COLS];                                                                                             \
+        IDX at[ARG_COLS], nanidx[ARG_COLS];                                                                           \
+        for (int64_t j = 0; j < n; j++) {                                                                             \
+            best[j] = LOAD(x[j * js]);                                                                                \
+            at[j] = 0;                                                                                                \
+            nanidx[j] = ISNAN(best[j]) ? 0 : -1;                                                                      \
+        }                                                                                                             \
+        if (is_min) {                                                                                                 \
+            if (high) {                                                                                               \
+                ARG_COLS_LOOP(T, C, IDX, LOAD, ISNAN, <=)                                                             \
+            } else {                                                                                                  \
+                ARG_COLS_LOOP(T, C, IDX, LOAD, ISNAN, <)                                                              \
+            }                                                                                                         \
+        } else {                                                                                                      \
+            if (high) {                                                                                               \
+                ARG_COLS_LOOP(T, C, IDX, LOAD, ISNAN, >=)                                                             \
+            } else {                                                                                                  \
+                ARG_COLS_LOOP(T, C, IDX, LOAD, ISNAN, >)                                                              \
+            }                                                                                                         \
+        }                                                                                                             \
+        for (int64_t j = 0; j < n; j++) out[j] = nanidx[j] >= 0 ? nanidx[j] : at[j];                                  \
+    }                                                                                                                 \
     static const argops NAME = {FIELD##_KIND, NAME##_scan, NAME##_cols};
 
 #define i_KIND K_SIGNED
@@ -121,16 +133,16 @@ typedef struct argops {
 #define IS_NAN(v) ((v) != (v))
 
 /* the index of the first (last) element equal to v in a block */
-#define FIND_GENERIC(NAME, T, C, LOAD)                                                 \
-    static int64_t NAME(const T *x, int64_t n, C v, int last) {                        \
-        if (last) {                                                                    \
-            for (int64_t k = n - 1; k >= 0; k--)                                       \
-                if (LOAD(x[k]) == v) return k;                                         \
-        } else {                                                                       \
-            for (int64_t k = 0; k < n; k++)                                            \
-                if (LOAD(x[k]) == v) return k;                                         \
-        }                                                                              \
-        return -1;                                                                     \
+#define FIND_GENERIC(NAME, T, C, LOAD)                          \
+    static int64_t NAME(const T *x, int64_t n, C v, int last) { \
+        if (last) {                                             \
+            for (int64_t k = n - 1; k >= 0; k--)                \
+                if (LOAD(x[k]) == v) return k;                  \
+        } else {                                                \
+            for (int64_t k = 0; k < n; k++)                     \
+                if (LOAD(x[k]) == v) return k;                  \
+        }                                                       \
+        return -1;                                              \
     }
 
 /* IDX: the index type of column scans, as wide as the compared values
@@ -142,10 +154,10 @@ typedef int64_t arg_idx_64;
 
 /* A class's block extremes and finds (where simd.c has none), then its
  * argops: C the type values compare in, FIELD the argst.best member. */
-#define ARG_GENERIC(sfx, T, C, FIELD, LOAD, ISNAN)                                     \
-    EMI_EXTREME_RUN(ext_max_##sfx, T, C, LOAD, >, max)                                 \
-    EMI_EXTREME_RUN(ext_min_##sfx, T, C, LOAD, <, min)                                 \
-    FIND_GENERIC(find_##sfx, T, C, LOAD)                                               \
+#define ARG_GENERIC(sfx, T, C, FIELD, LOAD, ISNAN)     \
+    EMI_EXTREME_RUN(ext_max_##sfx, T, C, LOAD, >, max) \
+    EMI_EXTREME_RUN(ext_min_##sfx, T, C, LOAD, <, min) \
+    FIND_GENERIC(find_##sfx, T, C, LOAD)               \
     ARG_TYPE(arg_##sfx, T, C, FIELD, LOAD, ISNAN, ext_max_##sfx, ext_min_##sfx, ARG_IDX(sfx), find_##sfx)
 #define ARG_UNSIGNED(ENUM, sfx, T) ARG_GENERIC(sfx, T, T, u, EMI_AS_IS, NO_NAN)
 #define ARG_SIGNED(ENUM, sfx, T) ARG_GENERIC(sfx, T, T, i, EMI_AS_IS, NO_NAN)
@@ -155,9 +167,9 @@ EMI_DTYPES_SIGNED(ARG_SIGNED)
 EMI_DTYPES_HALF(ARG_HALF)
 
 /* f32 and f64: simd.c's vector extremes and finds */
-#define ARG_NATIVE(ENUM, sfx, T)                                                       \
-    ARG_TYPE(arg_##sfx, T, T, f, EMI_AS_IS, IS_NAN, emi_simd_max_##sfx, emi_simd_min_##sfx, \
-             ARG_IDX(sfx), emi_simd_find_##sfx)
+#define ARG_NATIVE(ENUM, sfx, T)                                                                          \
+    ARG_TYPE(arg_##sfx, T, T, f, EMI_AS_IS, IS_NAN, emi_simd_max_##sfx, emi_simd_min_##sfx, ARG_IDX(sfx), \
+             emi_simd_find_##sfx)
 EMI_DTYPES_NATIVE_FLOAT(ARG_NATIVE)
 
 #define ARG_ENTRY(ENUM, sfx, T) [EMILY_##ENUM] = &arg_##sfx,
@@ -188,9 +200,21 @@ static inline int64_t arg_result(const argst *st) { return st->nan_idx >= 0 ? st
 
 static void store_index(emily_dtype dt, char *p, int64_t v) {
     switch (emily_dtype_size(dt)) {
-    case 1: { uint8_t x = (uint8_t)v; memcpy(p, &x, 1); break; }
-    case 2: { uint16_t x = (uint16_t)v; memcpy(p, &x, 2); break; }
-    case 4: { uint32_t x = (uint32_t)v; memcpy(p, &x, 4); break; }
+    case 1: {
+        uint8_t x = (uint8_t)v;
+        memcpy(p, &x, 1);
+        break;
+    }
+    case 2: {
+        uint16_t x = (uint16_t)v;
+        memcpy(p, &x, 2);
+        break;
+    }
+    case 4: {
+        uint32_t x = (uint32_t)v;
+        memcpy(p, &x, 4);
+        break;
+    }
     default: memcpy(p, &v, 8); break;
     }
 }
@@ -198,8 +222,8 @@ static void store_index(emily_dtype dt, char *p, int64_t v) {
 static const argst ARG_START = {.idx = -1, .nan_idx = -1, .best = {.i = 0}};
 
 /* One run of n elements (stride s), split over threads when long. */
-static int64_t arg_run(const argops *A, const char *x, size_t es, int64_t n, int64_t s, bool is_min,
-                       bool high, bool allow_par) {
+static int64_t arg_run(const argops *A, const char *x, size_t es, int64_t n, int64_t s, bool is_min, bool high,
+                       bool allow_par) {
     int nth = omp_get_max_threads();
     argst st = ARG_START;
     if (allow_par && n >= REDUCE_PAR_MIN && nth > 1) {
@@ -212,8 +236,7 @@ static int64_t arg_run(const argops *A, const char *x, size_t es, int64_t n, int
 #pragma omp single
                 used = sh.T;
                 parts[sh.t] = ARG_START;
-                A->scan(&parts[sh.t], x + sh.lo * s * (int64_t)es, sh.hi - sh.lo, s, sh.lo, is_min,
-                        high);
+                A->scan(&parts[sh.t], x + sh.lo * s * (int64_t)es, sh.hi - sh.lo, s, sh.lo, is_min, high);
             }
             for (int t = 0; t < used; t++) arg_merge(A->kind, &st, &parts[t], is_min, high);
             free(parts);
@@ -225,7 +248,7 @@ static int64_t arg_run(const argops *A, const char *x, size_t es, int64_t n, int
 }
 
 emily_status emi_cpu_argreduce(emily_arg_op op, emily_tensor *dst, const emily_tensor *src, int axis,
-                                 bool tie_break_high) {
+                               bool tie_break_high) {
     const argops *A = emily_dtype_valid(src->dtype) ? arg_table[src->dtype] : NULL;
     if (!A) return emily_error(EMILY_ERR_TYPE, "argreduce: %s is not supported", emily_dtype_name(src->dtype));
     if (dst->size == 0) return EMILY_OK;
@@ -250,8 +273,8 @@ emily_status emi_cpu_argreduce(emily_arg_op op, emily_tensor *dst, const emily_t
                 int64_t off;
                 emi_iter_offsets(&it, pos, &off);
                 argst part = ARG_START;
-                A->scan(&part, sbase + off * (int64_t)es, it.inner_n, it.inner_stride[0],
-                        pos * it.inner_n, is_min, high);
+                A->scan(&part, sbase + off * (int64_t)es, it.inner_n, it.inner_stride[0], pos * it.inner_n, is_min,
+                        high);
                 arg_merge(A->kind, &st, &part, is_min, high);
             }
             res = arg_result(&st);
@@ -298,8 +321,7 @@ emily_status emi_cpu_argreduce(emily_arg_op op, emily_tensor *dst, const emily_t
         EMILY_PAR_FOR(par && !few, o, outs, {
             int64_t pos = o / in, j = o % in, off[2];
             emi_iter_offsets(&it, pos, off);
-            int64_t res = arg_run(A, sbase + (off[0] + j * is) * (int64_t)es, es, na, as, is_min, high,
-                                  par && few);
+            int64_t res = arg_run(A, sbase + (off[0] + j * is) * (int64_t)es, es, na, as, is_min, high, par && few);
             store_index(dst->dtype, dbase + (off[1] + j * ids) * (int64_t)des, res);
         });
     }

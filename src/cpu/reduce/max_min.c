@@ -19,12 +19,12 @@
 /* The folds start from the type's smallest (max) and largest (min)
  * value: an unsigned type's are 0 and all ones, a signed type's the
  * largest is the half of its bits' all ones. */
-#define UNSIGNED_MAX_MIN(ENUM, sfx, T)                   \
-    EMI_INT_REDUCER(max_##sfx, T, T, MAX_STEP, max, 0)   \
-    EMI_INT_REDUCER(min_##sfx, T, T, MIN_STEP, min, (T)~(T)0)
-#define SIGNED_LARGEST(sfx, T) ((T)((EMI_BITS(sfx))~(EMI_BITS(sfx))0 >> 1))
-#define SIGNED_MAX_MIN(ENUM, sfx, T)                                                      \
-    EMI_INT_REDUCER(max_##sfx, T, T, MAX_STEP, max, (T)(-SIGNED_LARGEST(sfx, T) - 1))     \
+#define UNSIGNED_MAX_MIN(ENUM, sfx, T)                 \
+    EMI_INT_REDUCER(max_##sfx, T, T, MAX_STEP, max, 0) \
+    EMI_INT_REDUCER(min_##sfx, T, T, MIN_STEP, min, (T) ~(T)0)
+#define SIGNED_LARGEST(sfx, T) ((T)((EMI_BITS(sfx)) ~(EMI_BITS(sfx))0 >> 1))
+#define SIGNED_MAX_MIN(ENUM, sfx, T)                                                  \
+    EMI_INT_REDUCER(max_##sfx, T, T, MAX_STEP, max, (T)(-SIGNED_LARGEST(sfx, T) - 1)) \
     EMI_INT_REDUCER(min_##sfx, T, T, MIN_STEP, min, SIGNED_LARGEST(sfx, T))
 EMI_DTYPES_UNSIGNED(UNSIGNED_MAX_MIN)
 EMI_DTYPES_SIGNED(SIGNED_MAX_MIN)
@@ -33,64 +33,64 @@ EMI_DTYPES_SIGNED(SIGNED_MAX_MIN)
 
 /* CONTIG(x, n, &m) folds a contiguous run into m and says whether it saw
  * a NaN; COLS1(a, x, n) folds a contiguous run into the accumulators. */
-#define FLOAT_EXTREME(NAME, T, C, LOAD, STORE, INITV, BETTER, CONTIG, COLS1)          \
-    EMI_REDUCER_INIT(NAME, C, INITV)                                                   \
-    static void NAME##_run(void *acc, const void *src, int64_t n, int64_t s) {         \
-        const T *restrict x = src;                                                     \
-        C m = *(C *)acc;                                                               \
-        if (m != m) return;                                                            \
-        int nan = 0;                                                                   \
-        if (s == 1) {                                                                  \
-            nan = CONTIG(x, n, &m);                                                    \
-        } else {                                                                       \
-            for (int64_t i = 0; i < n; i++) {                                          \
-                C v = LOAD(x[i * s]);                                                  \
-                nan |= v != v;                                                         \
-                m = v BETTER m ? v : m;                                                \
-            }                                                                          \
-        }                                                                              \
-        *(C *)acc = nan ? (C)NAN : m;                                                  \
-    }                                                                                  \
-    static void NAME##_cols(void *acc, const void *src, int64_t n, int64_t s) {        \
-        const T *restrict x = src;                                                     \
-        C *restrict a = acc;                                                           \
-        if (s == 1) {                                                                  \
-            COLS1(a, x, n);                                                            \
-        } else {                                                                       \
-            for (int64_t j = 0; j < n; j++) {                                          \
-                C v = LOAD(x[j * s]);                                                  \
-                a[j] = (v BETTER a[j] || v != v) ? v : a[j];                           \
-            }                                                                          \
-        }                                                                              \
-    }                                                                                  \
-    static void NAME##_merge(void *acc, const void *part) {                            \
-        C p = *(const C *)part, *a = acc;                                              \
-        if (*a != *a) return;                                                          \
-        if (p != p || p BETTER *a) *a = p;                                             \
-    }                                                                                  \
-    EMI_REDUCER_STORE(NAME, T, C, STORE)                                               \
+#define FLOAT_EXTREME(NAME, T, C, LOAD, STORE, INITV, BETTER, CONTIG, COLS1)    \
+    EMI_REDUCER_INIT(NAME, C, INITV)                                            \
+    static void NAME##_run(void *acc, const void *src, int64_t n, int64_t s) {  \
+        const T *restrict x = src;                                              \
+        C m = *(C *)acc;                                                        \
+        if (m != m) return;                                                     \
+        int nan = 0;                                                            \
+        if (s == 1) {                                                           \
+            nan = CONTIG(x, n, &m);                                             \
+        } else {                                                                \
+            for (int64_t i = 0; i < n; i++) {                                   \
+                C v = LOAD(x[i * s]);                                           \
+                nan |= v != v;                                                  \
+                m = v BETTER m ? v : m;                                         \
+            }                                                                   \
+        }                                                                       \
+        *(C *)acc = nan ? (C)NAN : m;                                           \
+    }                                                                           \
+    static void NAME##_cols(void *acc, const void *src, int64_t n, int64_t s) { \
+        const T *restrict x = src;                                              \
+        C *restrict a = acc;                                                    \
+        if (s == 1) {                                                           \
+            COLS1(a, x, n);                                                     \
+        } else {                                                                \
+            for (int64_t j = 0; j < n; j++) {                                   \
+                C v = LOAD(x[j * s]);                                           \
+                a[j] = (v BETTER a[j] || v != v) ? v : a[j];                    \
+            }                                                                   \
+        }                                                                       \
+    }                                                                           \
+    static void NAME##_merge(void *acc, const void *part) {                     \
+        C p = *(const C *)part, *a = acc;                                       \
+        if (*a != *a) return;                                                   \
+        if (p != p || p BETTER * a) *a = p;                                     \
+    }                                                                           \
+    EMI_REDUCER_STORE(NAME, T, C, STORE)                                        \
     EMI_REDUCER(NAME, C, false)
 
 /* contiguous column folds */
-#define COLS_GENERIC(NAME, T, C, LOAD, BETTER)                                         \
-    static void NAME(C *restrict a, const T *restrict x, int64_t n) {                  \
-        PRAGMA(omp simd)                                                               \
-        for (int64_t j = 0; j < n; j++) {                                              \
-            C v = LOAD(x[j]);                                                          \
-            a[j] = (v BETTER a[j] || v != v) ? v : a[j];                               \
-        }                                                                              \
+#define COLS_GENERIC(NAME, T, C, LOAD, BETTER)                        \
+    static void NAME(C *restrict a, const T *restrict x, int64_t n) { \
+        PRAGMA(omp simd)                                              \
+        for (int64_t j = 0; j < n; j++) {                             \
+            C v = LOAD(x[j]);                                         \
+            a[j] = (v BETTER a[j] || v != v) ? v : a[j];              \
+        }                                                             \
     }
 
-#define FLOAT_MAX_MIN(sfx, T, C, LOAD, STORE)                                                      \
+#define FLOAT_MAX_MIN(sfx, T, C, LOAD, STORE)                                                   \
     FLOAT_EXTREME(max_##sfx, T, C, LOAD, STORE, (C)-INFINITY, >, ext_max_##sfx, cols_max_##sfx) \
     FLOAT_EXTREME(min_##sfx, T, C, LOAD, STORE, (C)INFINITY, <, ext_min_##sfx, cols_min_##sfx)
 
 /* f16 and bf16 fold in float, with generic vectorizable loops. */
-#define HALF_MAX_MIN(ENUM, sfx, T)                                                     \
-    EMI_EXTREME_RUN(ext_max_##sfx, T, float, emily_sc_##sfx##_to_f32, >, max)          \
-    EMI_EXTREME_RUN(ext_min_##sfx, T, float, emily_sc_##sfx##_to_f32, <, min)          \
-    COLS_GENERIC(cols_max_##sfx, T, float, emily_sc_##sfx##_to_f32, >)                 \
-    COLS_GENERIC(cols_min_##sfx, T, float, emily_sc_##sfx##_to_f32, <)                 \
+#define HALF_MAX_MIN(ENUM, sfx, T)                                            \
+    EMI_EXTREME_RUN(ext_max_##sfx, T, float, emily_sc_##sfx##_to_f32, >, max) \
+    EMI_EXTREME_RUN(ext_min_##sfx, T, float, emily_sc_##sfx##_to_f32, <, min) \
+    COLS_GENERIC(cols_max_##sfx, T, float, emily_sc_##sfx##_to_f32, >)        \
+    COLS_GENERIC(cols_min_##sfx, T, float, emily_sc_##sfx##_to_f32, <)        \
     FLOAT_MAX_MIN(sfx, T, float, emily_sc_##sfx##_to_f32, emi_from_f64_##sfx)
 EMI_DTYPES_HALF(HALF_MAX_MIN)
 
@@ -116,6 +116,7 @@ const emi_reducer *const emi_reduce_min[EMILY_DTYPE_COUNT] = {EMI_DTYPES_REAL(MI
 
 static bool is_zero_bits(emily_dtype dt, const char *p) {
     switch (dt) {
+// clang-format off
 #define HALF_IS_ZERO(ENUM, sfx, T)                                                     \
     case EMILY_##ENUM: {                                                               \
         T h;                                                                           \
@@ -128,6 +129,7 @@ static bool is_zero_bits(emily_dtype dt, const char *p) {
         memcpy(&f, p, sizeof f);                                                       \
         return f == 0;                                                                 \
     }
+        // clang-format on
         EMI_DTYPES_HALF(HALF_IS_ZERO)
         EMI_DTYPES_NATIVE_FLOAT(NATIVE_IS_ZERO)
 #undef HALF_IS_ZERO
@@ -136,8 +138,7 @@ static bool is_zero_bits(emily_dtype dt, const char *p) {
     }
 }
 
-emily_status emi_reduce_fix_zero_signs(emily_tensor *dst, const emily_tensor *src,
-                                       const bool *reduced) {
+emily_status emi_reduce_fix_zero_signs(emily_tensor *dst, const emily_tensor *src, const bool *reduced) {
     size_t es = emily_dtype_size(src->dtype);
     const char *sbase = emily_tensor_base(src);
     char *dbase = emily_tensor_base(dst);
@@ -161,7 +162,10 @@ emily_status emi_reduce_fix_zero_signs(emily_tensor *dst, const emily_tensor *sr
             for (int i = 0; i < r; i++)
                 if (reduced[i]) off += idx[i] * src->strides[i];
             const char *sp = sbase + off * (int64_t)es;
-            if (is_zero_bits(src->dtype, sp)) { memcpy(dp, sp, es); break; }
+            if (is_zero_bits(src->dtype, sp)) {
+                memcpy(dp, sp, es);
+                break;
+            }
             int i = r - 1;
             for (; i >= 0; i--) {
                 if (!reduced[i]) continue;

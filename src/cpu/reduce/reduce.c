@@ -55,14 +55,14 @@ static void odo(const rdim *dims, int nd, int64_t pos, int64_t *so, int64_t *dof
 static inline int64_t stride_key(int64_t s) { return s == 0 ? INT64_MAX : (s < 0 ? -s : s); }
 
 typedef struct rplan {
-    rdim *kept, *red;   /* outer kept / outer reduced dims, outermost first */
+    rdim *kept, *red; /* outer kept / outer reduced dims, outermost first */
     int nk, nr;
-    int64_t nK, nR;     /* their position counts */
-    rdim run;           /* the innermost dim */
+    int64_t nK, nR; /* their position counts */
+    rdim run;       /* the innermost dim */
 } rplan;
 
-static emily_status plan_reduce(const emily_tensor *dst, const emily_tensor *src, const bool *reduced,
-                                rdim *buf, rplan *p) {
+static emily_status plan_reduce(const emily_tensor *dst, const emily_tensor *src, const bool *reduced, rdim *buf,
+                                rplan *p) {
     int r = src->rank, n = 0;
     for (int i = 0; i < r; i++) {
         if (src->shape[i] == 1) continue;
@@ -76,7 +76,10 @@ static emily_status plan_reduce(const emily_tensor *dst, const emily_tensor *src
     for (int i = 1; i < n; i++) {
         rdim d = buf[i];
         int j = i - 1;
-        while (j >= 0 && stride_key(buf[j].ss) < stride_key(d.ss)) { buf[j + 1] = buf[j]; j--; }
+        while (j >= 0 && stride_key(buf[j].ss) < stride_key(d.ss)) {
+            buf[j + 1] = buf[j];
+            j--;
+        }
         buf[j + 1] = d;
     }
     /* merge contiguous neighbours of the same kind */
@@ -84,8 +87,7 @@ static emily_status plan_reduce(const emily_tensor *dst, const emily_tensor *src
     for (int i = 0; i < n; i++) {
         if (m > 0) {
             rdim *o = &buf[m - 1];
-            if (o->red == buf[i].red && o->ss == buf[i].ss * buf[i].n &&
-                o->ds == buf[i].ds * buf[i].n) {
+            if (o->red == buf[i].red && o->ss == buf[i].ss * buf[i].n && o->ds == buf[i].ds * buf[i].n) {
                 o->n *= buf[i].n;
                 o->ss = buf[i].ss;
                 o->ds = buf[i].ds;
@@ -104,20 +106,27 @@ static emily_status plan_reduce(const emily_tensor *dst, const emily_tensor *src
     p->nk = p->nr = 0;
     p->nK = p->nR = 1;
     for (int i = 0; i < m; i++) {
-        if (buf[i].red) { rd[p->nr++] = buf[i]; p->nR *= buf[i].n; }
-        else { k[p->nk++] = buf[i]; p->nK *= buf[i].n; }
+        if (buf[i].red) {
+            rd[p->nr++] = buf[i];
+            p->nR *= buf[i].n;
+        } else {
+            k[p->nk++] = buf[i];
+            p->nK *= buf[i].n;
+        }
     }
     p->kept = k;
     p->red = rd;
     return EMILY_OK;
 }
 
-typedef struct { _Alignas(16) unsigned char b[32]; } accbuf;
+typedef struct {
+    _Alignas(16) unsigned char b[32];
+} accbuf;
 
 /* Folds the flattened (outer reduced position, run index) range [a, b)
  * of one output into acc. */
-static void fold_span(const emi_reducer *R, const rplan *p, const char *base, size_t es, int64_t a,
-                      int64_t b, void *acc) {
+static void fold_span(const emi_reducer *R, const rplan *p, const char *base, size_t es, int64_t a, int64_t b,
+                      void *acc) {
     int64_t rn = p->run.n;
     while (a < b) {
         int64_t r = a / rn, j = a % rn;
@@ -132,8 +141,7 @@ static void fold_span(const emi_reducer *R, const rplan *p, const char *base, si
 /* An ordered fold of one output's per elements: in order, or past
  * ORDERED_CHUNK chunk by chunk (each from the fold's start), the chunks
  * combined in order starting from the first. */
-static void fold_ordered(const emi_reducer *R, const rplan *p, const char *base, size_t es, int64_t per,
-                         void *acc) {
+static void fold_ordered(const emi_reducer *R, const rplan *p, const char *base, size_t es, int64_t per, void *acc) {
     R->init(acc, 1);
     fold_span(R, p, base, es, 0, per < ORDERED_CHUNK ? per : ORDERED_CHUNK, acc);
     for (int64_t lo = ORDERED_CHUNK; lo < per; lo += ORDERED_CHUNK) {
@@ -147,8 +155,8 @@ static void fold_ordered(const emi_reducer *R, const rplan *p, const char *base,
 /* Few outputs with long ordered folds: their fixed chunks over threads,
  * then each output's chunks combined in order. False when out of memory
  * (the caller folds serially: same result). */
-static bool reduce_rows_ordered_chunks(const emi_reducer *R, const rplan *p, const char *sbase, size_t ses,
-                                       char *dbase, size_t des, int64_t per) {
+static bool reduce_rows_ordered_chunks(const emi_reducer *R, const rplan *p, const char *sbase, size_t ses, char *dbase,
+                                       size_t des, int64_t per) {
     int64_t nc = (per + ORDERED_CHUNK - 1) / ORDERED_CHUNK, units = p->nK * nc;
     accbuf *parts = malloc(sizeof(accbuf) * (size_t)units);
     if (!parts) return false;
@@ -199,16 +207,16 @@ static void rows_range(void *ctx, int64_t o0, int64_t o1) {
     }
 }
 
-static void rows_on_pool(const emi_reducer *R, const rplan *p, const char *sbase, size_t ses, char *dbase,
-                         size_t des, int64_t per, bool par) {
+static void rows_on_pool(const emi_reducer *R, const rplan *p, const char *sbase, size_t ses, char *dbase, size_t des,
+                         int64_t per, bool par) {
     rows_job j = {R, p, sbase, dbase, ses, des, per};
     /* about REDUCE_PAR_MIN / 4 elements a job */
     int64_t want = per > 0 ? (REDUCE_PAR_MIN / 4) / per : p->nK;
     emi_cpu_parallel_ranges(p->nK, want, par, rows_range, &j);
 }
 
-static void reduce_rows(const emi_reducer *R, const rplan *p, const char *sbase, size_t ses, char *dbase,
-                        size_t des, int64_t total) {
+static void reduce_rows(const emi_reducer *R, const rplan *p, const char *sbase, size_t ses, char *dbase, size_t des,
+                        int64_t total) {
     int nth = omp_get_max_threads();
     int64_t per = p->nR * p->run.n; /* elements per output */
     bool par = total >= REDUCE_PAR_MIN && nth > 1;
@@ -254,8 +262,8 @@ static void reduce_rows(const emi_reducer *R, const rplan *p, const char *sbase,
  * stretches and the fold vectorizes across outputs. With fewer blocks
  * than threads, the rows are split too and the partial folds merged in
  * order. */
-static emily_status reduce_cols(const emi_reducer *R, const rplan *p, const char *sbase, size_t ses,
-                                char *dbase, size_t des, int64_t total) {
+static emily_status reduce_cols(const emi_reducer *R, const rplan *p, const char *sbase, size_t ses, char *dbase,
+                                size_t des, int64_t total) {
     int nth = omp_get_max_threads();
     bool par = total >= REDUCE_PAR_MIN && nth > 1;
     int64_t T = par ? nth : 1, rn = p->run.n, bw = COLS_MAX;
@@ -314,13 +322,13 @@ static emily_status reduce_cols(const emi_reducer *R, const rplan *p, const char
     return EMILY_OK;
 }
 
-emily_status emi_cpu_reduce(emily_reduce_op op, emily_tensor *dst, const emily_tensor *src,
-                              const bool *reduced) {
+emily_status emi_cpu_reduce(emily_reduce_op op, emily_tensor *dst, const emily_tensor *src, const bool *reduced) {
     if ((unsigned)op >= EMILY_REDUCE_OP_COUNT || !emily_dtype_valid(src->dtype))
         return emily_error(EMILY_ERR_INTERNAL, "reduce: bad op or dtype");
     const emi_reducer *R = reducers[op][src->dtype];
-    if (!R) return emily_error(EMILY_ERR_TYPE, "reduce: %s is not supported for this operation",
-                               emily_dtype_name(src->dtype));
+    if (!R)
+        return emily_error(EMILY_ERR_TYPE, "reduce: %s is not supported for this operation",
+                           emily_dtype_name(src->dtype));
     if (dst->size == 0) return EMILY_OK;
     size_t ses = emily_dtype_size(src->dtype), des = emily_dtype_size(dst->dtype);
     char *dbase = emily_tensor_base(dst);

@@ -88,26 +88,25 @@ extern const emi_reducer *const emi_reduce_any[EMILY_DTYPE_COUNT];
  * carries the sign of the first zero in row-major order of the reduced
  * axes: after a float max/min, rewrites the zero outputs with that zero
  * (max_min.c). */
-emily_status emi_reduce_fix_zero_signs(emily_tensor *dst, const emily_tensor *src,
-                                       const bool *reduced);
+emily_status emi_reduce_fix_zero_signs(emily_tensor *dst, const emily_tensor *src, const bool *reduced);
 
 /* The parts that reducers write alike: NAME##_init sets n accumulators
  * of type A to INIT; NAME##_store writes STORE(accumulator) as T;
  * EMI_REDUCER defines the reducer NAME from NAME##_init, _run, _cols,
  * _merge and _store. */
-#define EMI_REDUCER_INIT(NAME, A, INIT)                                                \
-    static void NAME##_init(void *acc, int64_t n) {                                    \
-        A *restrict a = acc;                                                           \
-        for (int64_t i = 0; i < n; i++) a[i] = (A)(INIT);                              \
+#define EMI_REDUCER_INIT(NAME, A, INIT)                   \
+    static void NAME##_init(void *acc, int64_t n) {       \
+        A *restrict a = acc;                              \
+        for (int64_t i = 0; i < n; i++) a[i] = (A)(INIT); \
     }
-#define EMI_REDUCER_STORE(NAME, T, A, STORE)                                           \
-    static void NAME##_store(void *dst, int64_t ds, const void *acc, int64_t n) {      \
-        T *d = dst;                                                                    \
-        const A *a = acc;                                                              \
-        for (int64_t j = 0; j < n; j++) d[j * ds] = STORE(a[j]);                       \
+#define EMI_REDUCER_STORE(NAME, T, A, STORE)                                      \
+    static void NAME##_store(void *dst, int64_t ds, const void *acc, int64_t n) { \
+        T *d = dst;                                                               \
+        const A *a = acc;                                                         \
+        for (int64_t j = 0; j < n; j++) d[j * ds] = STORE(a[j]);                  \
     }
-#define EMI_REDUCER(NAME, A, ORDERED)                                                  \
-    static const emi_reducer NAME = {sizeof(A), NAME##_init, NAME##_run, NAME##_cols,  \
+#define EMI_REDUCER(NAME, A, ORDERED)                                                     \
+    static const emi_reducer NAME = {sizeof(A),    NAME##_init,  NAME##_run, NAME##_cols, \
                                      NAME##_merge, NAME##_store, ORDERED};
 
 /* The entry of reducer NAME in a table by dtype. */
@@ -119,54 +118,49 @@ emily_status emi_reduce_fix_zero_signs(emily_tensor *dst, const emily_tensor *sr
  * vectorizes, INIT the starting value; a result is its accumulator's
  * bytes. sum_product.c (A: the type's bits, wrapping) and max_min.c
  * (A = T) define theirs with it. */
-#define EMI_INT_REDUCER(NAME, T, A, STEP, RED, INIT)                                   \
-    EMI_REDUCER_INIT(NAME, A, INIT)                                                    \
-    static void NAME##_run(void *acc, const void *src, int64_t n, int64_t s) {         \
-        const T *restrict x = src;                                                     \
-        A a = *(A *)acc;                                                               \
-        if (s == 1) {                                                                  \
-            PRAGMA(omp simd reduction(RED:a))                                          \
-            for (int64_t i = 0; i < n; i++) a = STEP(A, a, x[i]);                         \
-        } else {                                                                       \
-            for (int64_t i = 0; i < n; i++) a = STEP(A, a, x[i * s]);                     \
-        }                                                                              \
-        *(A *)acc = a;                                                                 \
-    }                                                                                  \
-    static void NAME##_cols(void *acc, const void *src, int64_t n, int64_t s) {        \
-        const T *restrict x = src;                                                     \
-        A *restrict a = acc;                                                           \
-        if (s == 1)                                                                    \
-            PRAGMA(omp simd)                                                           \
-            for (int64_t j = 0; j < n; j++) a[j] = STEP(A, a[j], x[j]);                   \
-        else                                                                           \
-            for (int64_t j = 0; j < n; j++) a[j] = STEP(A, a[j], x[j * s]);               \
-    }                                                                                  \
-    static void NAME##_merge(void *acc, const void *part) {                            \
-        *(A *)acc = STEP(A, *(A *)acc, *(const A *)part);                                 \
-    }                                                                                  \
-    static void NAME##_store(void *dst, int64_t ds, const void *acc, int64_t n) {      \
-        T *d = dst;                                                                    \
-        const A *a = acc;                                                              \
-        for (int64_t j = 0; j < n; j++) memcpy(&d[j * ds], &a[j], sizeof(T));          \
-    }                                                                                  \
+#define EMI_INT_REDUCER(NAME, T, A, STEP, RED, INIT)                                                            \
+    EMI_REDUCER_INIT(NAME, A, INIT)                                                                             \
+    static void NAME##_run(void *acc, const void *src, int64_t n, int64_t s) {                                  \
+        const T *restrict x = src;                                                                              \
+        A a = *(A *)acc;                                                                                        \
+        if (s == 1) {                                                                                           \
+            PRAGMA(omp simd reduction(RED : a))                                                                 \
+            for (int64_t i = 0; i < n; i++) a = STEP(A, a, x[i]);                                               \
+        } else {                                                                                                \
+            for (int64_t i = 0; i < n; i++) a = STEP(A, a, x[i * s]);                                           \
+        }                                                                                                       \
+        *(A *)acc = a;                                                                                          \
+    }                                                                                                           \
+    static void NAME##_cols(void *acc, const void *src, int64_t n, int64_t s) {                                 \
+        const T *restrict x = src;                                                                              \
+        A *restrict a = acc;                                                                                    \
+        if (s == 1) PRAGMA(omp simd)                                                                            \
+        for (int64_t j = 0; j < n; j++) a[j] = STEP(A, a[j], x[j]);                                             \
+        else for (int64_t j = 0; j < n; j++) a[j] = STEP(A, a[j], x[j * s]); }                                  \
+    static void NAME##_merge(void *acc, const void *part) { *(A *)acc = STEP(A, *(A *)acc, *(const A *)part); } \
+    static void NAME##_store(void *dst, int64_t ds, const void *acc, int64_t n) {                               \
+        T *d = dst;                                                                                             \
+        const A *a = acc;                                                                                       \
+        for (int64_t j = 0; j < n; j++) memcpy(&d[j * ds], &a[j], sizeof(T));                                   \
+    }                                                                                                           \
     EMI_REDUCER(NAME, A, false)
 
 /* Folds a contiguous run x[0..n) of T, read as C by LOAD, into *mp with
  * max (BETTER >, RED max) or min; returns nonzero when a NaN was seen
  * (then *mp is unspecified). max_min.c's reducers and argreduce.c's
  * blocks define theirs with it where simd.c has none. */
-#define EMI_EXTREME_RUN(NAME, T, C, LOAD, BETTER, RED)                                  \
-    static int NAME(const T *x, int64_t n, C *mp) {                                    \
-        C m = *mp;                                                                     \
-        int nan = 0;                                                                   \
-        PRAGMA(omp simd reduction(RED:m) reduction(|:nan))                             \
-        for (int64_t i = 0; i < n; i++) {                                              \
-            C v = LOAD(x[i]);                                                          \
-            nan |= v != v;                                                             \
-            m = v BETTER m ? v : m;                                                    \
-        }                                                                              \
-        *mp = m;                                                                       \
-        return nan;                                                                    \
+#define EMI_EXTREME_RUN(NAME, T, C, LOAD, BETTER, RED)         \
+    static int NAME(const T *x, int64_t n, C *mp) {            \
+        C m = *mp;                                             \
+        int nan = 0;                                           \
+        PRAGMA(omp simd reduction(RED : m) reduction(| : nan)) \
+        for (int64_t i = 0; i < n; i++) {                      \
+            C v = LOAD(x[i]);                                  \
+            nan |= v != v;                                     \
+            m = v BETTER m ? v : m;                            \
+        }                                                      \
+        *mp = m;                                               \
+        return nan;                                            \
     }
 
 /* A value as it is (LOAD of types read without conversion). */

@@ -53,26 +53,26 @@ AI unsigned lane_bits(int lanes, int64_t j) {
 
 /* In-place heapsort: the fallback past the depth limit (O(n log n)
  * whatever the data, no extra memory). */
-#define DEFINE_HEAPSORT(NAME, T)                                                   \
-    /* x into the max-heap a[0, end) from position j down */                       \
-    static void NAME##_sift(T *a, int64_t end, int64_t j, T x) {                   \
-        for (;;) {                                                                 \
-            int64_t c = 2 * j + 1;                                                 \
-            if (c >= end) break;                                                   \
-            if (c + 1 < end && a[c] < a[c + 1]) c++;                               \
-            if (!(x < a[c])) break;                                                \
-            a[j] = a[c];                                                           \
-            j = c;                                                                 \
-        }                                                                          \
-        a[j] = x;                                                                  \
-    }                                                                              \
-    static void NAME(T *a, int64_t n) {                                            \
-        for (int64_t i = n / 2; i-- > 0;) NAME##_sift(a, n, i, a[i]);              \
-        for (int64_t end = n - 1; end > 0; end--) {                                \
-            T x = a[end];                                                          \
-            a[end] = a[0];                                                         \
-            NAME##_sift(a, end, 0, x);                                             \
-        }                                                                          \
+#define DEFINE_HEAPSORT(NAME, T)                                      \
+    /* x into the max-heap a[0, end) from position j down */          \
+    static void NAME##_sift(T *a, int64_t end, int64_t j, T x) {      \
+        for (;;) {                                                    \
+            int64_t c = 2 * j + 1;                                    \
+            if (c >= end) break;                                      \
+            if (c + 1 < end && a[c] < a[c + 1]) c++;                  \
+            if (!(x < a[c])) break;                                   \
+            a[j] = a[c];                                              \
+            j = c;                                                    \
+        }                                                             \
+        a[j] = x;                                                     \
+    }                                                                 \
+    static void NAME(T *a, int64_t n) {                               \
+        for (int64_t i = n / 2; i-- > 0;) NAME##_sift(a, n, i, a[i]); \
+        for (int64_t end = n - 1; end > 0; end--) {                   \
+            T x = a[end];                                             \
+            a[end] = a[0];                                            \
+            NAME##_sift(a, end, 0, x);                                \
+        }                                                             \
     }
 DEFINE_HEAPSORT(heapsort32, uint32_t)
 DEFINE_HEAPSORT(heapsort64, uint64_t)
@@ -117,17 +117,13 @@ AI __m512i rev32(__m512i v) {
     const __m512i r = _mm512_set_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     return _mm512_permutexvar_epi32(r, v);
 }
-AI __m512i rev64(__m512i v) {
-    return _mm512_permutexvar_epi64(_mm512_set_epi64(0, 1, 2, 3, 4, 5, 6, 7), v);
-}
+AI __m512i rev64(__m512i v) { return _mm512_permutexvar_epi64(_mm512_set_epi64(0, 1, 2, 3, 4, 5, 6, 7), v); }
 
 /* The first `left` lanes (all when left >= lanes, none when <= 0). */
 AI __mmask16 tail32(int64_t left) {
     return left >= 16 ? 0xffff : left <= 0 ? 0 : (__mmask16)_bzhi_u32(0xffffu, (unsigned)left);
 }
-AI __mmask8 tail64(int64_t left) {
-    return left >= 8 ? 0xff : left <= 0 ? 0 : (__mmask8)((1u << left) - 1);
-}
+AI __mmask8 tail64(int64_t left) { return left >= 8 ? 0xff : left <= 0 ? 0 : (__mmask8)((1u << left) - 1); }
 
 #define SPLAT32(x) _mm512_set1_epi32((int)(x))
 #define SPLAT64(x) _mm512_set1_epi64((long long)(x))
@@ -145,97 +141,85 @@ AI __mmask8 tail64(int64_t left) {
  * with a pad register are left out and the cost follows R rather than
  * the next power of two (an alternating-direction bitonic network would
  * move the pads). */
-#define DEFINE_SORTNET(B, L)                                                         \
-    AI void sortnet##B(__m512i *v, const int R) {                                    \
-        const int P = R <= 1 ? 1 : R <= 2 ? 2 : R <= 4 ? 4 : R <= 8 ? 8 : 16;        \
-        /* each register: blocks of 2, 4, ... L lanes */                             \
-        _Pragma("GCC unroll 16")                                                     \
-        for (int r = 0; r < R; r++) {                                                \
-            _Pragma("GCC unroll 4")                                                  \
-            for (int k = 2; k <= (L); k <<= 1) {                                     \
-                v[r] = lanes##B(v[r], k - 1);                                        \
-                _Pragma("GCC unroll 4")                                              \
-                for (int j = k >> 2; j > 0; j >>= 1) v[r] = lanes##B(v[r], j);       \
-            }                                                                        \
-        }                                                                            \
-        /* blocks of kr registers */                                                 \
-        _Pragma("GCC unroll 4")                                                      \
-        for (int kr = 2; kr <= P; kr <<= 1) {                                        \
-            _Pragma("GCC unroll 16")                                                 \
-            for (int r = 0; r < R; r++) {                                            \
-                int q = (r & ~(kr - 1)) + kr - 1 - (r & (kr - 1)); /* r's mirror */  \
-                if ((r & (kr >> 1)) || q >= R) continue;                             \
-                __m512i a = v[r], b = v[q];                                          \
-                v[r] = _mm512_min_epu##B(a, rev##B(b));                              \
-                v[q] = _mm512_max_epu##B(rev##B(a), b);                              \
-            }                                                                        \
-            _Pragma("GCC unroll 4")                                                  \
-            for (int jr = kr >> 2; jr > 0; jr >>= 1) {                               \
-                _Pragma("GCC unroll 16")                                             \
-                for (int r = 0; r < R; r++) {                                        \
-                    if ((r & jr) || r + jr >= R) continue;                           \
-                    __m512i a = v[r], b = v[r + jr];                                 \
-                    v[r] = _mm512_min_epu##B(a, b);                                  \
-                    v[r + jr] = _mm512_max_epu##B(a, b);                             \
-                }                                                                    \
-            }                                                                        \
-            _Pragma("GCC unroll 16")                                                 \
-            for (int r = 0; r < R; r++) {                                            \
-                _Pragma("GCC unroll 4")                                              \
-                for (int j = (L) / 2; j > 0; j >>= 1) v[r] = lanes##B(v[r], j);      \
-            }                                                                        \
-        }                                                                            \
+#define DEFINE_SORTNET(B, L)                                                                            \
+    AI void sortnet##B(__m512i *v, const int R) {                                                       \
+        const int P = R <= 1 ? 1 : R <= 2 ? 2 : R <= 4 ? 4 : R <= 8 ? 8 : 16;                           \
+        /* each register: blocks of 2, 4, ... L lanes */                                                \
+        _Pragma("GCC unroll 16") for (int r = 0; r < R; r++) {                                          \
+            _Pragma("GCC unroll 4") for (int k = 2; k <= (L); k <<= 1) {                                \
+                v[r] = lanes##B(v[r], k - 1);                                                           \
+                _Pragma("GCC unroll 4") for (int j = k >> 2; j > 0; j >>= 1) v[r] = lanes##B(v[r], j);  \
+            }                                                                                           \
+        }                                                                                               \
+        /* blocks of kr registers */                                                                    \
+        _Pragma("GCC unroll 4") for (int kr = 2; kr <= P; kr <<= 1) {                                   \
+            _Pragma("GCC unroll 16") for (int r = 0; r < R; r++) {                                      \
+                int q = (r & ~(kr - 1)) + kr - 1 - (r & (kr - 1)); /* r's mirror */                     \
+                if ((r & (kr >> 1)) || q >= R) continue;                                                \
+                __m512i a = v[r], b = v[q];                                                             \
+                v[r] = _mm512_min_epu##B(a, rev##B(b));                                                 \
+                v[q] = _mm512_max_epu##B(rev##B(a), b);                                                 \
+            }                                                                                           \
+            _Pragma("GCC unroll 4") for (int jr = kr >> 2; jr > 0; jr >>= 1) {                          \
+                _Pragma("GCC unroll 16") for (int r = 0; r < R; r++) {                                  \
+                    if ((r & jr) || r + jr >= R) continue;                                              \
+                    __m512i a = v[r], b = v[r + jr];                                                    \
+                    v[r] = _mm512_min_epu##B(a, b);                                                     \
+                    v[r + jr] = _mm512_max_epu##B(a, b);                                                \
+                }                                                                                       \
+            }                                                                                           \
+            _Pragma("GCC unroll 16") for (int r = 0; r < R; r++) {                                      \
+                _Pragma("GCC unroll 4") for (int j = (L) / 2; j > 0; j >>= 1) v[r] = lanes##B(v[r], j); \
+            }                                                                                           \
+        }                                                                                               \
     }
 
 /* Sorts n keys (L (R - 1) < n <= L R, or fewer where a larger instance
  * stands in) in R registers, the last filled with all-ones. */
-#define DEFINE_SMALL(B, L, R)                                                        \
-    static void small##B##_##R(uint##B##_t *a, int64_t n) {                          \
-        __m512i v[R];                                                                \
-        const __m512i pad = _mm512_set1_epi##B(-1);                                  \
-        for (int r = 0; r < R; r++)                                                  \
-            v[r] = _mm512_mask_loadu_epi##B(pad, tail##B(n - (L) * r), a + (L) * r); \
-        sortnet##B(v, R);                                                            \
-        for (int r = 0; r < R; r++)                                                  \
-            _mm512_mask_storeu_epi##B(a + (L) * r, tail##B(n - (L) * r), v[r]);      \
+#define DEFINE_SMALL(B, L, R)                                                                            \
+    static void small##B##_##R(uint##B##_t *a, int64_t n) {                                              \
+        __m512i v[R];                                                                                    \
+        const __m512i pad = _mm512_set1_epi##B(-1);                                                      \
+        for (int r = 0; r < R; r++) v[r] = _mm512_mask_loadu_epi##B(pad, tail##B(n - (L)*r), a + (L)*r); \
+        sortnet##B(v, R);                                                                                \
+        for (int r = 0; r < R; r++) _mm512_mask_storeu_epi##B(a + (L)*r, tail##B(n - (L)*r), v[r]);      \
     }
 
 /* Every register count up to 4, even ones above: an instance per count
  * measured the same and takes twice the code. small_sort sorts n <= 16 L
  * keys with the instance for its register count. */
-#define DEFINE_SMALL_SORT(B, L, LOG2L)                                               \
-    DEFINE_SMALL(B, L, 1)                                                            \
-    DEFINE_SMALL(B, L, 2)                                                            \
-    DEFINE_SMALL(B, L, 3)                                                            \
-    DEFINE_SMALL(B, L, 4)                                                            \
-    DEFINE_SMALL(B, L, 6)                                                            \
-    DEFINE_SMALL(B, L, 8)                                                            \
-    DEFINE_SMALL(B, L, 10)                                                           \
-    DEFINE_SMALL(B, L, 12)                                                           \
-    DEFINE_SMALL(B, L, 14)                                                           \
-    DEFINE_SMALL(B, L, 16)                                                           \
-    static void small_sort##B(uint##B##_t *a, int64_t n) {                           \
-        typedef void (*small_fn)(uint##B##_t *, int64_t);                            \
-        static const small_fn by_regs[16] = {                                        \
-            small##B##_1,  small##B##_2,  small##B##_3,  small##B##_4,               \
-            small##B##_6,  small##B##_6,  small##B##_8,  small##B##_8,               \
-            small##B##_10, small##B##_10, small##B##_12, small##B##_12,              \
-            small##B##_14, small##B##_14, small##B##_16, small##B##_16};             \
-        if (n <= 1) return;                                                          \
-        by_regs[(n - 1) >> (LOG2L)](a, n);                                           \
+#define DEFINE_SMALL_SORT(B, L, LOG2L)                                                                    \
+    DEFINE_SMALL(B, L, 1)                                                                                 \
+    DEFINE_SMALL(B, L, 2)                                                                                 \
+    DEFINE_SMALL(B, L, 3)                                                                                 \
+    DEFINE_SMALL(B, L, 4)                                                                                 \
+    DEFINE_SMALL(B, L, 6)                                                                                 \
+    DEFINE_SMALL(B, L, 8)                                                                                 \
+    DEFINE_SMALL(B, L, 10)                                                                                \
+    DEFINE_SMALL(B, L, 12)                                                                                \
+    DEFINE_SMALL(B, L, 14)                                                                                \
+    DEFINE_SMALL(B, L, 16)                                                                                \
+    static void small_sort##B(uint##B##_t *a, int64_t n) {                                                \
+        typedef void (*small_fn)(uint##B##_t *, int64_t);                                                 \
+        static const small_fn by_regs[16] = {small##B##_1,  small##B##_2,  small##B##_3,  small##B##_4,   \
+                                             small##B##_6,  small##B##_6,  small##B##_8,  small##B##_8,   \
+                                             small##B##_10, small##B##_10, small##B##_12, small##B##_12,  \
+                                             small##B##_14, small##B##_14, small##B##_16, small##B##_16}; \
+        if (n <= 1) return;                                                                               \
+        by_regs[(n - 1) >> (LOG2L)](a, n);                                                                \
     }
 
 /* Median of 16 keys spread over a (n >= 16). */
-#define DEFINE_PIVOT(B, L)                                                           \
-    static uint##B##_t pivot##B(const uint##B##_t *a, int64_t n) {                   \
-        uint##B##_t s[16];                                                           \
-        int64_t step = n / 16;                                                       \
-        for (int i = 0; i < 16; i++) s[i] = a[i * step + step / 2];                  \
-        __m512i v[16 / (L)];                                                         \
-        for (int r = 0; r < 16 / (L); r++) v[r] = _mm512_loadu_si512(s + (L) * r);   \
-        sortnet##B(v, 16 / (L));                                                     \
-        for (int r = 0; r < 16 / (L); r++) _mm512_storeu_si512(s + (L) * r, v[r]);   \
-        return s[8];                                                                 \
+#define DEFINE_PIVOT(B, L)                                                       \
+    static uint##B##_t pivot##B(const uint##B##_t *a, int64_t n) {               \
+        uint##B##_t s[16];                                                       \
+        int64_t step = n / 16;                                                   \
+        for (int i = 0; i < 16; i++) s[i] = a[i * step + step / 2];              \
+        __m512i v[16 / (L)];                                                     \
+        for (int r = 0; r < 16 / (L); r++) v[r] = _mm512_loadu_si512(s + (L)*r); \
+        sortnet##B(v, 16 / (L));                                                 \
+        for (int r = 0; r < 16 / (L); r++) _mm512_storeu_si512(s + (L)*r, v[r]); \
+        return s[8];                                                             \
     }
 
 /* Moves the keys below the pivot (at most the pivot when `le`) to the
@@ -247,66 +231,63 @@ AI __mmask8 tail64(int64_t left) {
  * on both, enough for any split of them. The side is picked without a
  * branch (it is data-dependent, so a branch would mispredict half the
  * time). */
-#define DEFINE_PARTITION(B, L, MASK)                                                 \
-    AI int64_t partition##B(uint##B##_t *a, int64_t n, uint##B##_t pivot, const bool le, \
-                            const int U) {                                           \
-        const __m512i pv = SPLAT##B(pivot);                                          \
-        const MASK all = (MASK)~0u;                                                  \
-        const int64_t W = (L) * (int64_t)U;                                          \
-        __m512i keep[16];                                                            \
-        for (int i = 0; i < U; i++) {                                                \
-            keep[i] = _mm512_loadu_si512(a + (L) * i);                               \
-            keep[U + i] = _mm512_loadu_si512(a + n - W + (L) * i);                   \
-        }                                                                            \
-        int64_t l = W, r = n - W, lw = 0, rw = n;                                    \
-        while (r - l >= W) {                                                         \
-            bool left = l - lw <= rw - r;                                            \
-            int64_t pos = left ? l : r - W;                                          \
-            l += left ? W : 0;                                                       \
-            r -= left ? 0 : W;                                                       \
-            __m512i v[8];                                                            \
-            MASK m[8];                                                               \
-            int c[8];                                                                \
-            _Pragma("GCC unroll 8")                                                  \
-            for (int i = 0; i < U; i++) {                                            \
-                v[i] = _mm512_loadu_si512(a + pos + (L) * i);                        \
-                m[i] = PART_MASK(B, v[i]);                                           \
-                c[i] = __builtin_popcount(m[i]);                                     \
-            }                                                                        \
-            _Pragma("GCC unroll 8")                                                  \
-            for (int i = 0; i < U; i++) {                                            \
-                cstore##B(a + lw, m[i], v[i], c[i]);                                 \
-                lw += c[i];                                                          \
-                rw -= (L) - c[i];                                                    \
-                cstore##B(a + rw, (MASK)~m[i], v[i], (L) - c[i]);                    \
-            }                                                                        \
-        }                                                                            \
-        while (r - l >= (L)) {                                                       \
-            bool left = l - lw <= rw - r;                                            \
-            int64_t pos = left ? l : r - (L);                                        \
-            l += left ? (L) : 0;                                                     \
-            r -= left ? 0 : (L);                                                     \
-            __m512i v = _mm512_loadu_si512(a + pos);                                 \
-            PART_STEP(B, MASK, v, all);                                              \
-        }                                                                            \
-        if (r > l) {                                                                 \
-            MASK valid = (MASK)((1u << (r - l)) - 1);                                \
-            __m512i v = _mm512_maskz_loadu_epi##B(valid, a + l);                     \
-            PART_STEP(B, MASK, v, valid);                                            \
-        }                                                                            \
-        for (int i = 0; i < 2 * U; i++) PART_STEP(B, MASK, keep[i], all);            \
-        return lw;                                                                   \
+#define DEFINE_PARTITION(B, L, MASK)                                                                    \
+    AI int64_t partition##B(uint##B##_t *a, int64_t n, uint##B##_t pivot, const bool le, const int U) { \
+        const __m512i pv = SPLAT##B(pivot);                                                             \
+        const MASK all = (MASK)~0u;                                                                     \
+        const int64_t W = (L) * (int64_t)U;                                                             \
+        __m512i keep[16];                                                                               \
+        for (int i = 0; i < U; i++) {                                                                   \
+            keep[i] = _mm512_loadu_si512(a + (L)*i);                                                    \
+            keep[U + i] = _mm512_loadu_si512(a + n - W + (L)*i);                                        \
+        }                                                                                               \
+        int64_t l = W, r = n - W, lw = 0, rw = n;                                                       \
+        while (r - l >= W) {                                                                            \
+            bool left = l - lw <= rw - r;                                                               \
+            int64_t pos = left ? l : r - W;                                                             \
+            l += left ? W : 0;                                                                          \
+            r -= left ? 0 : W;                                                                          \
+            __m512i v[8];                                                                               \
+            MASK m[8];                                                                                  \
+            int c[8];                                                                                   \
+            _Pragma("GCC unroll 8") for (int i = 0; i < U; i++) {                                       \
+                v[i] = _mm512_loadu_si512(a + pos + (L)*i);                                             \
+                m[i] = PART_MASK(B, v[i]);                                                              \
+                c[i] = __builtin_popcount(m[i]);                                                        \
+            }                                                                                           \
+            _Pragma("GCC unroll 8") for (int i = 0; i < U; i++) {                                       \
+                cstore##B(a + lw, m[i], v[i], c[i]);                                                    \
+                lw += c[i];                                                                             \
+                rw -= (L)-c[i];                                                                         \
+                cstore##B(a + rw, (MASK)~m[i], v[i], (L)-c[i]);                                         \
+            }                                                                                           \
+        }                                                                                               \
+        while (r - l >= (L)) {                                                                          \
+            bool left = l - lw <= rw - r;                                                               \
+            int64_t pos = left ? l : r - (L);                                                           \
+            l += left ? (L) : 0;                                                                        \
+            r -= left ? 0 : (L);                                                                        \
+            __m512i v = _mm512_loadu_si512(a + pos);                                                    \
+            PART_STEP(B, MASK, v, all);                                                                 \
+        }                                                                                               \
+        if (r > l) {                                                                                    \
+            MASK valid = (MASK)((1u << (r - l)) - 1);                                                   \
+            __m512i v = _mm512_maskz_loadu_epi##B(valid, a + l);                                        \
+            PART_STEP(B, MASK, v, valid);                                                               \
+        }                                                                                               \
+        for (int i = 0; i < 2 * U; i++) PART_STEP(B, MASK, keep[i], all);                               \
+        return lw;                                                                                      \
     }
 #define PART_MASK(B, V) (le ? _mm512_cmple_epu##B##_mask(V, pv) : _mm512_cmplt_epu##B##_mask(V, pv))
-#define PART_STEP(B, MASK, V, VALID)                                                 \
-    do {                                                                             \
-        MASK m_ = PART_MASK(B, V) & (VALID);                                         \
-        int c_ = __builtin_popcount((unsigned)m_);                                   \
-        int t_ = __builtin_popcount((unsigned)(VALID));                              \
-        cstore##B(a + lw, m_, V, c_);                                                \
-        lw += c_;                                                                    \
-        rw -= t_ - c_;                                                               \
-        cstore##B(a + rw, (MASK)(~m_ & (VALID)), V, (t_ - c_));                      \
+#define PART_STEP(B, MASK, V, VALID)                            \
+    do {                                                        \
+        MASK m_ = PART_MASK(B, V) & (VALID);                    \
+        int c_ = __builtin_popcount((unsigned)m_);              \
+        int t_ = __builtin_popcount((unsigned)(VALID));         \
+        cstore##B(a + lw, m_, V, c_);                           \
+        lw += c_;                                               \
+        rw -= t_ - c_;                                          \
+        cstore##B(a + rw, (MASK)(~m_ & (VALID)), V, (t_ - c_)); \
     } while (0)
 
 /* The quicksort: parts of more than SMALL_MAX keys are partitioned with
@@ -314,44 +295,43 @@ AI __mmask8 tail64(int64_t left) {
  * copies are then in place), the smaller part first (recursion depth
  * stays logarithmic), parts of at least TASK_MIN keys as OpenMP tasks
  * where `tasks`; past the depth limit, heapsort. */
-#define DEFINE_QSORT(B, SMALL_MAX)                                                   \
-    static void qsort##B(uint##B##_t *a, int64_t n, int depth, bool tasks) {         \
-        while (n > (SMALL_MAX)) {                                                    \
-            if (depth-- <= 0) {                                                      \
-                heapsort##B(a, n);                                                   \
-                return;                                                              \
-            }                                                                        \
-            uint##B##_t pivot = pivot##B(a, n);                                      \
-            int64_t m = partition##B##_lt(a, n, pivot);                              \
-            if (m == 0) {                                                            \
-                m = partition##B##_le(a, n, pivot);                                  \
-                a += m;                                                              \
-                n -= m;                                                              \
-                continue;                                                            \
-            }                                                                        \
-            uint##B##_t *sa = a;                                                     \
-            int64_t sn = m;                                                          \
-            if (m < n - m) {                                                         \
-                a += m;                                                              \
-                n -= m;                                                              \
-            } else {                                                                 \
-                sa = a + m;                                                          \
-                sn = n - m;                                                          \
-                n = m;                                                               \
-            }                                                                        \
-            if (tasks && sn >= TASK_MIN) {                                           \
-                _Pragma("omp task firstprivate(sa, sn, depth)")                      \
-                qsort##B(sa, sn, depth, true);                                       \
-            } else {                                                                 \
-                qsort##B(sa, sn, depth, tasks && sn >= TASK_MIN);                    \
-            }                                                                        \
-        }                                                                            \
-        small_sort##B(a, n);                                                         \
-    }                                                                                \
+#define DEFINE_QSORT(B, SMALL_MAX)                                                             \
+    static void qsort##B(uint##B##_t *a, int64_t n, int depth, bool tasks) {                   \
+        while (n > (SMALL_MAX)) {                                                              \
+            if (depth-- <= 0) {                                                                \
+                heapsort##B(a, n);                                                             \
+                return;                                                                        \
+            }                                                                                  \
+            uint##B##_t pivot = pivot##B(a, n);                                                \
+            int64_t m = partition##B##_lt(a, n, pivot);                                        \
+            if (m == 0) {                                                                      \
+                m = partition##B##_le(a, n, pivot);                                            \
+                a += m;                                                                        \
+                n -= m;                                                                        \
+                continue;                                                                      \
+            }                                                                                  \
+            uint##B##_t *sa = a;                                                               \
+            int64_t sn = m;                                                                    \
+            if (m < n - m) {                                                                   \
+                a += m;                                                                        \
+                n -= m;                                                                        \
+            } else {                                                                           \
+                sa = a + m;                                                                    \
+                sn = n - m;                                                                    \
+                n = m;                                                                         \
+            }                                                                                  \
+            if (tasks && sn >= TASK_MIN) {                                                     \
+                _Pragma("omp task firstprivate(sa, sn, depth)") qsort##B(sa, sn, depth, true); \
+            } else {                                                                           \
+                qsort##B(sa, sn, depth, tasks &&sn >= TASK_MIN);                               \
+            }                                                                                  \
+        }                                                                                      \
+        small_sort##B(a, n);                                                                   \
+    }                                                                                          \
     /* tasks: called by one thread of a parallel region (in a `single`),            \
-     * whose team takes the parts of at least TASK_MIN keys as tasks. */            \
-    void emi_cpu_sort_u##B##_avx512(uint##B##_t *a, int64_t n, bool tasks) {         \
-        qsort##B(a, n, depth_limit(n), tasks && n >= 2 * TASK_MIN);                  \
+     * whose team takes the parts of at least TASK_MIN keys as tasks. */          \
+    void emi_cpu_sort_u##B##_avx512(uint##B##_t *a, int64_t n, bool tasks) {                   \
+        qsort##B(a, n, depth_limit(n), tasks &&n >= 2 * TASK_MIN);                             \
     }
 
 static int depth_limit(int64_t n) {
@@ -378,15 +358,9 @@ DEFINE_PARTITION(64, 8, __mmask8)
 static int64_t partition32_lt(uint32_t *a, int64_t n, uint32_t pivot) {
     return n >= 1024 ? partition32(a, n, pivot, false, 8) : partition32(a, n, pivot, false, 4);
 }
-static int64_t partition32_le(uint32_t *a, int64_t n, uint32_t pivot) {
-    return partition32(a, n, pivot, true, 4);
-}
-static int64_t partition64_lt(uint64_t *a, int64_t n, uint64_t pivot) {
-    return partition64(a, n, pivot, false, 4);
-}
-static int64_t partition64_le(uint64_t *a, int64_t n, uint64_t pivot) {
-    return partition64(a, n, pivot, true, 4);
-}
+static int64_t partition32_le(uint32_t *a, int64_t n, uint32_t pivot) { return partition32(a, n, pivot, true, 4); }
+static int64_t partition64_lt(uint64_t *a, int64_t n, uint64_t pivot) { return partition64(a, n, pivot, false, 4); }
+static int64_t partition64_le(uint64_t *a, int64_t n, uint64_t pivot) { return partition64(a, n, pivot, true, 4); }
 
 DEFINE_QSORT(32, SMALL32_MAX)
 DEFINE_QSORT(64, SMALL64_MAX)
@@ -453,18 +427,18 @@ static void zero_nan_runs32(const uint32_t *k, int64_t n, uint32_t flip, bool va
  * those below the pivot pv upwards from *lw, the others from *gw,
  * upwards (`up`) or downwards (ending at *gw). Four vectors a step: one
  * at a time, the loads' latency showed. */
-AI void split_keys_f32(const uint32_t *src, int64_t lo, int64_t hi, __m512i fv, __m512i pv,
-                       uint32_t *dst, int64_t *lwp, int64_t *gwp, const bool up) {
+AI void split_keys_f32(const uint32_t *src, int64_t lo, int64_t hi, __m512i fv, __m512i pv, uint32_t *dst, int64_t *lwp,
+                       int64_t *gwp, const bool up) {
     int64_t lw = *lwp, gw = *gwp, i = lo;
-#define SPLIT_ONE(V, M, VALID)                                                      \
-    do {                                                                           \
-        int c_ = __builtin_popcount((unsigned)(M));                                \
-        int g_ = __builtin_popcount((unsigned)(VALID)) - c_;                       \
-        cstore32(dst + lw, (M), (V), c_);                                          \
-        lw += c_;                                                                  \
-        if (!up) gw -= g_;                                                         \
-        cstore32(dst + gw, (__mmask16)(~(M) & (VALID)), (V), g_);                  \
-        if (up) gw += g_;                                                          \
+#define SPLIT_ONE(V, M, VALID)                                    \
+    do {                                                          \
+        int c_ = __builtin_popcount((unsigned)(M));               \
+        int g_ = __builtin_popcount((unsigned)(VALID)) - c_;      \
+        cstore32(dst + lw, (M), (V), c_);                         \
+        lw += c_;                                                 \
+        if (!up) gw -= g_;                                        \
+        cstore32(dst + gw, (__mmask16)(~(M) & (VALID)), (V), g_); \
+        if (up) gw += g_;                                         \
     } while (0)
     for (; i + 64 <= hi; i += 64) {
         __m512i v[4];
@@ -498,8 +472,8 @@ AI void split_keys_f32(const uint32_t *src, int64_t lo, int64_t hi, __m512i fv, 
  * parallel region: the linear passes are split over the threads (a
  * counting pass first gives each thread its places) and the parts become
  * tasks. */
-void emi_cpu_sort_f32_avx512(const uint32_t *src, int64_t n, uint32_t flip, uint32_t *dst,
-                               int threads, int64_t runs[4]) {
+void emi_cpu_sort_f32_avx512(const uint32_t *src, int64_t n, uint32_t flip, uint32_t *dst, int threads,
+                             int64_t runs[4]) {
     const __m512i fv = _mm512_set1_epi32((int)flip);
     uint32_t smp[16];
     int64_t step = n / 16;
@@ -530,7 +504,8 @@ void emi_cpu_sort_f32_avx512(const uint32_t *src, int64_t n, uint32_t flip, uint
         for (; i + 64 <= hi; i += 64) {
             uint64_t m = 0;
             for (int u = 0; u < 4; u++)
-                m |= (uint64_t)_mm512_cmplt_epu32_mask(keys16_f32(_mm512_loadu_si512(src + i + 16 * u), fv), pv) << (16 * u);
+                m |= (uint64_t)_mm512_cmplt_epu32_mask(keys16_f32(_mm512_loadu_si512(src + i + 16 * u), fv), pv)
+                     << (16 * u);
             c += __builtin_popcountll(m);
         }
         for (; i < hi; i += 16) {
@@ -566,8 +541,7 @@ void emi_cpu_sort_f32_avx512(const uint32_t *src, int64_t n, uint32_t flip, uint
 }
 
 /* key << 32 | position, positions from `first` (first + n <= 2^32) */
-void emi_cpu_records_f32_avx512(const uint32_t *s, int64_t n, int64_t first, uint32_t flip,
-                                  uint64_t *recs) {
+void emi_cpu_records_f32_avx512(const uint32_t *s, int64_t n, int64_t first, uint32_t flip, uint64_t *recs) {
     const __m512i fv = _mm512_set1_epi32((int)flip);
     __m512i pos = _mm512_add_epi64(_mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi64(first));
     const __m512i step = _mm512_set1_epi64(8);
@@ -577,7 +551,8 @@ void emi_cpu_records_f32_avx512(const uint32_t *s, int64_t n, int64_t first, uin
         __m512i k = keys16_f32(_mm512_maskz_loadu_epi32(m, s + i), fv);
         __m512i lo = _mm512_or_si512(_mm512_slli_epi64(_mm512_cvtepu32_epi64(_mm512_castsi512_si256(k)), 32), pos);
         pos = _mm512_add_epi64(pos, step);
-        __m512i hi = _mm512_or_si512(_mm512_slli_epi64(_mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64(k, 1)), 32), pos);
+        __m512i hi = _mm512_or_si512(_mm512_slli_epi64(_mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64(k, 1)), 32),
+                                     pos);
         pos = _mm512_add_epi64(pos, step);
         _mm512_mask_storeu_epi64(recs + i, (__mmask8)(m & 0xff), lo);
         _mm512_mask_storeu_epi64(recs + i + 8, (__mmask8)(m >> 8), hi);

@@ -40,37 +40,35 @@ bool emi_sort_use_avx512(void) {
 #define SIGN_BIT(sfx) ((EMI_BITS(sfx))((EMI_BITS(sfx))1 << (EMI_WIDTH(sfx) - 1)))
 
 /* unsigned integers are their own keys */
-#define UNSIGNED_KEY(ENUM, sfx, T)                                                   \
-    static inline EMI_BITS(sfx) key_##sfx(EMI_BITS(sfx) x) { return x; }             \
+#define UNSIGNED_KEY(ENUM, sfx, T)                                       \
+    static inline EMI_BITS(sfx) key_##sfx(EMI_BITS(sfx) x) { return x; } \
     static inline EMI_BITS(sfx) unkey_##sfx(EMI_BITS(sfx) k) { return k; }
 /* signed integers flip their sign bit */
-#define SIGNED_KEY(ENUM, sfx, T)                                                     \
-    static inline EMI_BITS(sfx) key_##sfx(EMI_BITS(sfx) x) {                         \
-        return (EMI_BITS(sfx))(x ^ SIGN_BIT(sfx));                                   \
-    }                                                                                \
+#define SIGNED_KEY(ENUM, sfx, T)                                                                          \
+    static inline EMI_BITS(sfx) key_##sfx(EMI_BITS(sfx) x) { return (EMI_BITS(sfx))(x ^ SIGN_BIT(sfx)); } \
     static inline EMI_BITS(sfx) unkey_##sfx(EMI_BITS(sfx) k) { return key_##sfx(k); }
 /* float bits -> key: NaN largest, -0.0 as +0.0; key -> bits (NaN keys
  * give some NaN, zero keys +0.0: fixed later) */
-#define FLOAT_KEY(ENUM, sfx, T)                                                      \
-    static inline EMI_BITS(sfx) key_##sfx(EMI_BITS(sfx) b) {                         \
-        typedef EMI_BITS(sfx) U;                                                     \
-        const U sign = SIGN_BIT(sfx);                                                \
-        if ((U)(b & (U)~sign) > (U)EMI_INF_BITS(sfx)) return (U)~(U)0;               \
-        if (b == sign) b = 0;                                                        \
-        return (b & sign) ? (U)~b : (U)(b | sign);                                   \
-    }                                                                                \
-    static inline EMI_BITS(sfx) unkey_##sfx(EMI_BITS(sfx) k) {                       \
-        typedef EMI_BITS(sfx) U;                                                     \
-        const U sign = SIGN_BIT(sfx);                                                \
-        return (k & sign) ? (U)(k ^ sign) : (U)~k;                                   \
+#define FLOAT_KEY(ENUM, sfx, T)                                         \
+    static inline EMI_BITS(sfx) key_##sfx(EMI_BITS(sfx) b) {            \
+        typedef EMI_BITS(sfx) U;                                        \
+        const U sign = SIGN_BIT(sfx);                                   \
+        if ((U)(b & (U)~sign) > (U)EMI_INF_BITS(sfx)) return (U) ~(U)0; \
+        if (b == sign) b = 0;                                           \
+        return (b & sign) ? (U)~b : (U)(b | sign);                      \
+    }                                                                   \
+    static inline EMI_BITS(sfx) unkey_##sfx(EMI_BITS(sfx) k) {          \
+        typedef EMI_BITS(sfx) U;                                        \
+        const U sign = SIGN_BIT(sfx);                                   \
+        return (k & sign) ? (U)(k ^ sign) : (U)~k;                      \
     }
 EMI_DTYPES_UNSIGNED(UNSIGNED_KEY)
 EMI_DTYPES_SIGNED(SIGNED_KEY)
 EMI_DTYPES_FLOAT(FLOAT_KEY)
 
-
 /* One case of row_records per dtype: keys of KEYT (the element's bits)
  * by KFN. */
+// clang-format off
 #define KEY_LOOP(ENUM, sfx, T) \
     case EMILY_##ENUM: KEY_LOOP_OF(EMI_BITS(sfx), key_##sfx); break;
 #define KEY_LOOP_OF(KEYT, KFN)                                                       \
@@ -95,11 +93,12 @@ EMI_DTYPES_FLOAT(FLOAT_KEY)
             }                                                                        \
         }                                                                            \
     } while (0)
+// clang-format on
 
 /* Records of the n elements of a row (s, stride ss elements); their
  * positions count from `first`. */
-void emi_sort_row_records(emily_dtype dt, const char *s, int64_t ss, int64_t n, int64_t first,
-                          bool desc, rec_mode mode, void *out) {
+void emi_sort_row_records(emily_dtype dt, const char *s, int64_t ss, int64_t n, int64_t first, bool desc, rec_mode mode,
+                          void *out) {
 #if HAVE_SORT_AVX512
     if (dt == EMILY_F32 && ss == 1 && mode != REC_PAIR && emi_sort_use_avx512()) {
         uint32_t flip = desc ? UINT32_MAX : 0;
@@ -115,6 +114,7 @@ void emi_sort_row_records(emily_dtype dt, const char *s, int64_t ss, int64_t n, 
 }
 
 /* One case of row_unkeys per dtype. */
+// clang-format off
 #define UNKEY_LOOP(ENUM, sfx, T) \
     case EMILY_##ENUM: UNKEY_LOOP_OF(EMI_BITS(sfx), unkey_##sfx); break;
 #define UNKEY_LOOP_OF(KEYT, UFN)                                                     \
@@ -127,10 +127,10 @@ void emi_sort_row_records(emily_dtype dt, const char *s, int64_t ss, int64_t n, 
         else                                                                         \
             for (int64_t i = 0; i < n; i++) p_[i * ds] = UFN((KEYT)(k_[i] ^ flip_)); \
     } while (0)
+// clang-format on
 
 /* Writes sorted keys back as element bits (d, stride ds elements). */
-void emi_sort_row_unkeys(emily_dtype dt, const void *keys, int64_t n, bool desc, char *d,
-                         int64_t ds) {
+void emi_sort_row_unkeys(emily_dtype dt, const void *keys, int64_t n, bool desc, char *d, int64_t ds) {
 #if HAVE_SORT_AVX512
     if (dt == EMILY_F32 && ds == 1 && emi_sort_use_avx512()) {
         emi_cpu_unkeys_f32_avx512(keys, n, desc ? UINT32_MAX : 0, (uint32_t *)d);
@@ -144,6 +144,7 @@ void emi_sort_row_unkeys(emily_dtype dt, const void *keys, int64_t n, bool desc,
 }
 
 /* One case of find_above per dtype. */
+// clang-format off
 #define FIND_LOOP(ENUM, sfx, T) \
     case EMILY_##ENUM: FIND_LOOP_OF(EMI_BITS(sfx), key_##sfx);
 #define FIND_LOOP_OF(KEYT, KFN)                                                      \
@@ -159,14 +160,14 @@ void emi_sort_row_unkeys(emily_dtype dt, const void *keys, int64_t n, bool desc,
         }                                                                            \
         return hi;                                                                   \
     } while (0)
+// clang-format on
 
 /* The first position in [i, hi) of a row (s, stride ss) whose ascending
  * key is above lim, or hi. top_k's filter: in descending keys (the
  * complement) that is a key below ~lim, an element better than the
  * worst of the k kept so far. Nearly every element fails it, so this
  * loop (vectorized for contiguous f32) is what a selection costs. */
-int64_t emi_sort_find_above(emily_dtype dt, const char *s, int64_t ss, int64_t i, int64_t hi,
-                            uint64_t lim) {
+int64_t emi_sort_find_above(emily_dtype dt, const char *s, int64_t ss, int64_t i, int64_t hi, uint64_t lim) {
 #if HAVE_SORT_AVX512
     if (dt == EMILY_F32 && ss == 1 && emi_sort_use_avx512())
         return emi_cpu_find_above_f32_avx512((const uint32_t *)s, i, hi, (uint32_t)lim);

@@ -14,45 +14,45 @@
 /* Stable LSD radix sort of n records of type R on NP 8-bit digits of
  * GETKEY(r) >> LO; b is scratch of n records. Returns a or b, whichever
  * holds the result. Short arrays go by insertion sort with LESS. */
-#define DEFINE_RADIX(NAME, R, GETKEY, LO, NP, LESS)                                \
-    static R *NAME(R *a, R *b, int64_t n) {                                        \
-        if (n <= SORT_SMALL) {                                                     \
-            for (int64_t i = 1; i < n; i++) {                                      \
-                R x = a[i];                                                        \
-                int64_t j = i;                                                     \
-                while (j > 0 && LESS(x, a[j - 1])) {                               \
-                    a[j] = a[j - 1];                                               \
-                    j--;                                                           \
-                }                                                                  \
-                a[j] = x;                                                          \
-            }                                                                      \
-            return a;                                                              \
-        }                                                                          \
-        int64_t hist[NP][256];                                                     \
-        memset(hist, 0, sizeof hist);                                              \
-        for (int64_t i = 0; i < n; i++) {                                          \
-            uint64_t k_ = (uint64_t)GETKEY(a[i]) >> (LO);                          \
-            for (int p = 0; p < (NP); p++) hist[p][(k_ >> (8 * p)) & 255]++;       \
-        }                                                                          \
-        for (int p = 0; p < (NP); p++) {                                           \
-            int sh = (LO) + 8 * p;                                                 \
-            if (hist[p][((uint64_t)GETKEY(a[0]) >> sh) & 255] == n) continue;      \
-            int64_t sum = 0;                                                       \
-            for (int dg = 0; dg < 256; dg++) {                                     \
-                int64_t c = hist[p][dg];                                           \
-                hist[p][dg] = sum;                                                 \
-                sum += c;                                                          \
-            }                                                                      \
-            int64_t *h = hist[p];                                                  \
-            for (int64_t i = 0; i < n; i++) {                                      \
-                R x = a[i];                                                        \
-                b[h[((uint64_t)GETKEY(x) >> sh) & 255]++] = x;                     \
-            }                                                                      \
-            R *t = a;                                                              \
-            a = b;                                                                 \
-            b = t;                                                                 \
-        }                                                                          \
-        return a;                                                                  \
+#define DEFINE_RADIX(NAME, R, GETKEY, LO, NP, LESS)                           \
+    static R *NAME(R *a, R *b, int64_t n) {                                   \
+        if (n <= SORT_SMALL) {                                                \
+            for (int64_t i = 1; i < n; i++) {                                 \
+                R x = a[i];                                                   \
+                int64_t j = i;                                                \
+                while (j > 0 && LESS(x, a[j - 1])) {                          \
+                    a[j] = a[j - 1];                                          \
+                    j--;                                                      \
+                }                                                             \
+                a[j] = x;                                                     \
+            }                                                                 \
+            return a;                                                         \
+        }                                                                     \
+        int64_t hist[NP][256];                                                \
+        memset(hist, 0, sizeof hist);                                         \
+        for (int64_t i = 0; i < n; i++) {                                     \
+            uint64_t k_ = (uint64_t)GETKEY(a[i]) >> (LO);                     \
+            for (int p = 0; p < (NP); p++) hist[p][(k_ >> (8 * p)) & 255]++;  \
+        }                                                                     \
+        for (int p = 0; p < (NP); p++) {                                      \
+            int sh = (LO) + 8 * p;                                            \
+            if (hist[p][((uint64_t)GETKEY(a[0]) >> sh) & 255] == n) continue; \
+            int64_t sum = 0;                                                  \
+            for (int dg = 0; dg < 256; dg++) {                                \
+                int64_t c = hist[p][dg];                                      \
+                hist[p][dg] = sum;                                            \
+                sum += c;                                                     \
+            }                                                                 \
+            int64_t *h = hist[p];                                             \
+            for (int64_t i = 0; i < n; i++) {                                 \
+                R x = a[i];                                                   \
+                b[h[((uint64_t)GETKEY(x) >> sh) & 255]++] = x;                \
+            }                                                                 \
+            R *t = a;                                                         \
+            a = b;                                                            \
+            b = t;                                                            \
+        }                                                                     \
+        return a;                                                             \
     }
 
 #define ID(x) (x)
@@ -80,58 +80,53 @@
 #define RADIX_OF(NAME, R, GETKEY, LO, NP, LESS) DEFINE_RADIX(radix_##NAME, R, GETKEY, LO, NP, LESS)
 RADIX_RECORDS(RADIX_OF)
 
-
 /* ---- parallel radix for one long row -------------------------------------- */
 
 /* The same stable LSD sort with every pass split over T threads: each
  * thread counts its slice of the array, the offsets are laid out digit
  * by digit and thread by thread (so equal digits keep their order), and
  * each thread scatters its slice. */
-#define DEFINE_PAR_RADIX(NAME, R, GETKEY, LO, NP, SERIAL)                          \
-    static R *NAME(R *a, R *b, int64_t n, int64_t (*hist)[256], int T) {           \
-        if (T < 2) return SERIAL(a, b, n);                                         \
-        for (int p = 0; p < (NP); p++) {                                           \
-            int sh = (LO) + 8 * p;                                                 \
-            bool skip = false;                                                     \
-            _Pragma("omp parallel num_threads(T)")                                 \
-            {                                                                      \
-                int t = omp_get_thread_num();                                      \
-                int64_t lo = n * t / T, hi = n * (t + 1) / T;                      \
-                int64_t *h = hist[t];                                              \
-                memset(h, 0, sizeof(int64_t) * 256);                               \
+#define DEFINE_PAR_RADIX(NAME, R, GETKEY, LO, NP, SERIAL)                                    \
+    static R *NAME(R *a, R *b, int64_t n, int64_t(*hist)[256], int T) {                      \
+        if (T < 2) return SERIAL(a, b, n);                                                   \
+        for (int p = 0; p < (NP); p++) {                                                     \
+            int sh = (LO) + 8 * p;                                                           \
+            bool skip = false;                                                               \
+            _Pragma("omp parallel num_threads(T)") {                                         \
+                int t = omp_get_thread_num();                                                \
+                int64_t lo = n * t / T, hi = n * (t + 1) / T;                                \
+                int64_t *h = hist[t];                                                        \
+                memset(h, 0, sizeof(int64_t) * 256);                                         \
                 for (int64_t i = lo; i < hi; i++) h[((uint64_t)GETKEY(a[i]) >> sh) & 255]++; \
-                _Pragma("omp barrier")                                             \
-                _Pragma("omp single")                                              \
-                {                                                                  \
-                    int dg0 = (int)(((uint64_t)GETKEY(a[0]) >> sh) & 255);         \
-                    int64_t tot = 0;                                               \
-                    for (int u = 0; u < T; u++) tot += hist[u][dg0];               \
-                    skip = tot == n;                                               \
-                    int64_t sum = 0;                                               \
-                    for (int dg = 0; dg < 256; dg++)                               \
-                        for (int u = 0; u < T; u++) {                              \
-                            int64_t c = hist[u][dg];                               \
-                            hist[u][dg] = sum;                                     \
-                            sum += c;                                              \
-                        }                                                          \
-                }                                                                  \
-                if (!skip)                                                         \
-                    for (int64_t i = lo; i < hi; i++) {                            \
-                        R x = a[i];                                                \
-                        b[h[((uint64_t)GETKEY(x) >> sh) & 255]++] = x;             \
-                    }                                                              \
-            }                                                                      \
-            if (!skip) {                                                           \
-                R *tmp = a;                                                        \
-                a = b;                                                             \
-                b = tmp;                                                           \
-            }                                                                      \
-        }                                                                          \
-        return a;                                                                  \
+                _Pragma("omp barrier") _Pragma("omp single") {                               \
+                    int dg0 = (int)(((uint64_t)GETKEY(a[0]) >> sh) & 255);                   \
+                    int64_t tot = 0;                                                         \
+                    for (int u = 0; u < T; u++) tot += hist[u][dg0];                         \
+                    skip = tot == n;                                                         \
+                    int64_t sum = 0;                                                         \
+                    for (int dg = 0; dg < 256; dg++)                                         \
+                        for (int u = 0; u < T; u++) {                                        \
+                            int64_t c = hist[u][dg];                                         \
+                            hist[u][dg] = sum;                                               \
+                            sum += c;                                                        \
+                        }                                                                    \
+                }                                                                            \
+                if (!skip)                                                                   \
+                    for (int64_t i = lo; i < hi; i++) {                                      \
+                        R x = a[i];                                                          \
+                        b[h[((uint64_t)GETKEY(x) >> sh) & 255]++] = x;                       \
+                    }                                                                        \
+            }                                                                                \
+            if (!skip) {                                                                     \
+                R *tmp = a;                                                                  \
+                a = b;                                                                       \
+                b = tmp;                                                                     \
+            }                                                                                \
+        }                                                                                    \
+        return a;                                                                            \
     }
 
-#define PAR_RADIX_OF(NAME, R, GETKEY, LO, NP, LESS) \
-    DEFINE_PAR_RADIX(par_radix_##NAME, R, GETKEY, LO, NP, radix_##NAME)
+#define PAR_RADIX_OF(NAME, R, GETKEY, LO, NP, LESS) DEFINE_PAR_RADIX(par_radix_##NAME, R, GETKEY, LO, NP, radix_##NAME)
 RADIX_PARALLEL(PAR_RADIX_OF)
 
 /* ---- the records of a row -------------------------------------------------- */
@@ -153,8 +148,7 @@ size_t emi_sort_rec_size(emily_dtype dt, rec_mode m) {
 bool emi_sort_simd_sortable(emily_dtype dt, rec_mode m, int64_t n) {
 #if HAVE_SORT_AVX512
     int kb = key_bits(dt);
-    return n > SORT_SMALL && emi_sort_use_avx512() &&
-           ((m == REC_KEYS && kb >= 32) || (m == REC_PACKED && kb == 32));
+    return n > SORT_SMALL && emi_sort_use_avx512() && ((m == REC_KEYS && kb >= 32) || (m == REC_PACKED && kb == 32));
 #else
     (void)dt;
     (void)m;
@@ -166,8 +160,7 @@ bool emi_sort_simd_sortable(emily_dtype dt, rec_mode m, int64_t n) {
 /* Sorts the records in scratch[0, n) (scratch holds 2n records, or n
  * when simd_sortable);
  * T > 1 runs the passes on T threads. Returns the sorted array. */
-void *emi_sort_records(emily_dtype dt, rec_mode m, void *scratch, int64_t n, int T,
-                       int64_t (*hist)[256]) {
+void *emi_sort_records(emily_dtype dt, rec_mode m, void *scratch, int64_t n, int T, int64_t (*hist)[256]) {
     size_t rs = emi_sort_rec_size(dt, m);
     void *b = (char *)scratch + (size_t)n * rs;
     int kb = key_bits(dt);

@@ -41,8 +41,7 @@ typedef struct zero_nan_runs {
     int64_t z0, z1, q0, q1;
 } zero_nan_runs;
 
-static bool find_zero_nan_runs(emily_dtype dt, const void *keys, int64_t n, bool desc,
-                               zero_nan_runs *r) {
+static bool find_zero_nan_runs(emily_dtype dt, const void *keys, int64_t n, bool desc, zero_nan_runs *r) {
     int kb = key_bits(dt);
     uint64_t all = kb == 64 ? UINT64_MAX : ((uint64_t)1 << kb) - 1;
     uint64_t sign = (uint64_t)1 << (kb - 1);
@@ -61,8 +60,10 @@ static bool find_zero_nan_runs(emily_dtype dt, const void *keys, int64_t n, bool
 /* The +infinity pattern of a float dtype. */
 static uint64_t inf_bits(emily_dtype dt) {
     switch (dt) {
+// clang-format off
 #define INF_BITS(ENUM, sfx, T) \
     case EMILY_##ENUM: return EMI_INF_BITS(sfx);
+        // clang-format on
         EMI_DTYPES_FLOAT(INF_BITS)
 #undef INF_BITS
     default: return 0;
@@ -71,8 +72,8 @@ static uint64_t inf_bits(emily_dtype dt) {
 
 /* Gives the zeros and NaNs of a written-back row their exact bits, in
  * source order: the order a stable sort leaves equal keys in. */
-static void fix_zeros_and_nans(emily_dtype dt, const zero_nan_runs *runs, int64_t n, const char *s,
-                               int64_t ss, char *d, int64_t ds) {
+static void fix_zeros_and_nans(emily_dtype dt, const zero_nan_runs *runs, int64_t n, const char *s, int64_t ss, char *d,
+                               int64_t ds) {
     int kb = key_bits(dt);
     uint64_t all = kb == 64 ? UINT64_MAX : ((uint64_t)1 << kb) - 1;
     uint64_t sign = (uint64_t)1 << (kb - 1);
@@ -99,8 +100,7 @@ static inline void put_index(char *d, emily_dtype dt, int64_t i, uint64_t p) {
     }
 }
 
-static void row_positions(emily_dtype idt, rec_mode m, const void *recs, int64_t n, char *d,
-                          int64_t ds) {
+static void row_positions(emily_dtype idt, rec_mode m, const void *recs, int64_t n, char *d, int64_t ds) {
     if (m == REC_PACKED) {
         const uint64_t *r = recs;
 #if HAVE_SORT_AVX512
@@ -131,8 +131,7 @@ typedef struct row_walk {
     int64_t rows;
 } row_walk;
 
-static emily_status walk_init(row_walk *w, const emily_tensor *src, const emily_tensor *dst,
-                              int axis, const char *op) {
+static emily_status walk_init(row_walk *w, const emily_tensor *src, const emily_tensor *dst, int axis, const char *op) {
     int r = src->rank;
     w->shape = malloc(sizeof(int64_t) * 3 * ((size_t)r + 1));
     if (!w->shape) return emily_error(EMILY_ERR_MEMORY, "%s: out of host memory", op);
@@ -181,24 +180,21 @@ static size_t row_scratch(const row_args *a, int T) {
 
 /* The linear passes of a row, on positions [lo, hi): records in, keys
  * back to values, positions out. */
-static void records_range(const row_args *a, const char *s, rec_mode m, void *out, int64_t lo,
-                          int64_t hi) {
+static void records_range(const row_args *a, const char *s, rec_mode m, void *out, int64_t lo, int64_t hi) {
     size_t es = emily_dtype_size(a->dt), rs = emi_sort_rec_size(a->dt, m);
     emi_sort_row_records(a->dt, s + lo * a->ss * (int64_t)es, a->ss, hi - lo, lo, a->desc, m,
-                (char *)out + (size_t)lo * rs);
+                         (char *)out + (size_t)lo * rs);
 }
 
 static void unkeys_range(const row_args *a, const void *keys, char *d, int64_t lo, int64_t hi) {
     size_t es = emily_dtype_size(a->dt);
-    emi_sort_row_unkeys(a->dt, (const char *)keys + (size_t)lo * es, hi - lo, a->desc,
-               d + (size_t)(lo * a->ds) * es, a->ds);
+    emi_sort_row_unkeys(a->dt, (const char *)keys + (size_t)lo * es, hi - lo, a->desc, d + (size_t)(lo * a->ds) * es,
+                        a->ds);
 }
 
-static void positions_range(const row_args *a, rec_mode m, const void *recs, char *di, int64_t lo,
-                            int64_t hi) {
+static void positions_range(const row_args *a, rec_mode m, const void *recs, char *di, int64_t lo, int64_t hi) {
     size_t is = emily_dtype_size(a->idt), rs = emi_sort_rec_size(a->dt, m);
-    row_positions(a->idt, m, (const char *)recs + (size_t)lo * rs, hi - lo,
-                  di + (size_t)(lo * a->ds) * is, a->ds);
+    row_positions(a->idt, m, (const char *)recs + (size_t)lo * rs, hi - lo, di + (size_t)(lo * a->ds) * is, a->ds);
 }
 
 /* sort/argsort of one long row by the vector quicksort on T threads, in
@@ -230,8 +226,7 @@ static void long_row_simd(const row_args *a, const char *s, void *recs, char *ou
 }
 
 /* Sorts one row: source at soff, outputs at doff (elements). */
-static void run_row(const row_args *a, int64_t soff, int64_t doff, void *scratch, int T,
-                    int64_t (*hist)[256]) {
+static void run_row(const row_args *a, int64_t soff, int64_t doff, void *scratch, int T, int64_t (*hist)[256]) {
     size_t es = emily_dtype_size(a->dt);
     const char *s = a->sbase + soff * (int64_t)es; /* signed: soff < 0 for reversed views */
     int64_t n = a->n;
@@ -316,6 +311,7 @@ typedef struct row_plan {
 /* Tile rows b < cnt of n elements; memory row b starts at b and steps
  * by st. in: tile[b][j] = mem[b + j * st]; else the reverse. One case
  * per element size. */
+// clang-format off
 #define TILE_MOVE(BYTES, T)                                                              \
     case BYTES:                                                                          \
         TILE_MOVE_OF(T);                                                                 \
@@ -332,6 +328,7 @@ typedef struct row_plan {
                 for (int64_t b = 0; b < cnt; b++) m_[b + j * st] = t_[b * n + j];        \
         }                                                                                \
     } while (0)
+// clang-format on
 
 static void tile_move(bool in, void *tile, void *mem, int64_t n, int64_t cnt, int64_t st, size_t es) {
     switch (es) {
@@ -344,8 +341,7 @@ static void tile_move(bool in, void *tile, void *mem, int64_t n, int64_t cnt, in
  * element or record type. */
 static size_t align64(size_t x) { return (x + 63) & ~(size_t)63; }
 
-static void run_unit(const row_args *a, const row_plan *p, int64_t u, char *scratch, int T,
-                     int64_t (*hist)[256]) {
+static void run_unit(const row_args *a, const row_plan *p, int64_t u, char *scratch, int T, int64_t (*hist)[256]) {
     int64_t so, dso;
     if (!p->tiled) {
         walk_offsets(&p->w, u, &so, &dso);
@@ -367,8 +363,7 @@ static void run_unit(const row_args *a, const row_plan *p, int64_t u, char *scra
 
 /* Runs the job over every row of src along `axis`; dst gives the
  * output strides (values or indices, same rank as src). */
-static emily_status run_rows(const char *op, row_args *a, const emily_tensor *src,
-                             const emily_tensor *dst, int axis) {
+static emily_status run_rows(const char *op, row_args *a, const emily_tensor *src, const emily_tensor *dst, int axis) {
     row_plan p;
     memset(&p, 0, sizeof p);
     emily_status s = walk_init(&p.w, src, dst, axis, op);
@@ -380,8 +375,8 @@ static emily_status run_rows(const char *op, row_args *a, const emily_tensor *sr
     p.ein = emily_dtype_size(a->dt);
     p.eout = emily_dtype_size(a->job == JOB_SORT ? a->dt : a->idt);
     int nd = p.w.nd;
-    if (a->job != JOB_TOPK && a->ss != 1 && nd > 0 && p.w.shape[nd - 1] > 1 &&
-        p.w.sstride[nd - 1] == 1 && p.w.dstride[nd - 1] == 1) {
+    if (a->job != JOB_TOPK && a->ss != 1 && nd > 0 && p.w.shape[nd - 1] > 1 && p.w.sstride[nd - 1] == 1 &&
+        p.w.dstride[nd - 1] == 1) {
         int64_t per_row = a->n * (int64_t)(p.ein + p.eout);
         p.B = TILE_MAX_BYTES / (per_row > 0 ? per_row : 1);
         if (p.B > TILE_ROWS) p.B = TILE_ROWS;
@@ -396,8 +391,7 @@ static emily_status run_rows(const char *op, row_args *a, const emily_tensor *sr
         p.inner = *a;
         p.inner.ss = p.inner.ds = 1;
         p.need = row_scratch(&p.inner, 1);
-        tile_bytes = align64(p.need) - p.need + align64((size_t)(p.B * a->n) * p.ein) +
-                     (size_t)(p.B * a->n) * p.eout;
+        tile_bytes = align64(p.need) - p.need + align64((size_t)(p.B * a->n) * p.ein) + (size_t)(p.B * a->n) * p.eout;
     }
     if (!p.tiled) p.units = p.w.rows;
     int64_t total = p.w.rows * a->n;
@@ -409,13 +403,13 @@ static emily_status run_rows(const char *op, row_args *a, const emily_tensor *sr
     size_t need = p.need + tile_bytes;
     if (serial) {
         void *scratch = malloc(need ? need : 1);
-        int64_t (*hist)[256] = malloc(sizeof(int64_t) * 256 * (size_t)T);
+        int64_t(*hist)[256] = malloc(sizeof(int64_t) * 256 * (size_t)T);
         if (!scratch || !hist) {
             free(scratch);
             free(hist);
             free(p.w.shape);
-            return emily_error(EMILY_ERR_MEMORY, "%s: out of host memory for rows of %lld elements",
-                               op, (long long)a->n);
+            return emily_error(EMILY_ERR_MEMORY, "%s: out of host memory for rows of %lld elements", op,
+                               (long long)a->n);
         }
         for (int64_t u = 0; u < p.units; u++) run_unit(a, &p, u, scratch, T, hist);
         free(scratch);
@@ -440,8 +434,7 @@ static emily_status run_rows(const char *op, row_args *a, const emily_tensor *sr
     });
     free(p.w.shape);
     if (atomic_load(&failed))
-        return emily_error(EMILY_ERR_MEMORY, "%s: out of host memory for rows of %lld elements", op,
-                           (long long)a->n);
+        return emily_error(EMILY_ERR_MEMORY, "%s: out of host memory for rows of %lld elements", op, (long long)a->n);
     return EMILY_OK;
 }
 
@@ -454,16 +447,14 @@ static emily_status cpu_sort(emily_tensor *dst, const emily_tensor *src, int axi
     return run_rows("sort", &a, src, dst, axis);
 }
 
-static emily_status cpu_argsort(emily_tensor *dst, const emily_tensor *src, int axis,
-                                bool descending) {
+static emily_status cpu_argsort(emily_tensor *dst, const emily_tensor *src, int axis, bool descending) {
     if (src->size == 0) return EMILY_OK;
     row_args a = {.job = JOB_ARGSORT, .dt = src->dtype, .idt = dst->dtype, .desc = descending};
     a.ibase = emily_tensor_base(dst);
     return run_rows("argsort", &a, src, dst, axis);
 }
 
-static emily_status cpu_top_k(emily_tensor *values, emily_tensor *indices, const emily_tensor *src,
-                              int64_t k) {
+static emily_status cpu_top_k(emily_tensor *values, emily_tensor *indices, const emily_tensor *src, int64_t k) {
     if (values->size == 0) return EMILY_OK;
     row_args a = {.job = JOB_TOPK, .dt = src->dtype, .idt = indices->dtype, .desc = true, .k = k};
     a.dbase = emily_tensor_base(values);

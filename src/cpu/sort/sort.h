@@ -95,14 +95,13 @@ typedef struct row_args {
 bool emi_sort_use_avx512(void);
 /* Records of the n elements of a row (s, stride ss elements); their
  * positions count from `first`. */
-void emi_sort_row_records(emily_dtype dt, const char *s, int64_t ss, int64_t n, int64_t first,
-                          bool desc, rec_mode mode, void *out);
+void emi_sort_row_records(emily_dtype dt, const char *s, int64_t ss, int64_t n, int64_t first, bool desc, rec_mode mode,
+                          void *out);
 /* Writes sorted keys back as element bits (d, stride ds elements). */
 void emi_sort_row_unkeys(emily_dtype dt, const void *keys, int64_t n, bool desc, char *d, int64_t ds);
 /* The first position in [i, hi) of a row (s, stride ss) whose ascending
  * key is above lim, or hi (top_k's filter). */
-int64_t emi_sort_find_above(emily_dtype dt, const char *s, int64_t ss, int64_t i, int64_t hi,
-                            uint64_t lim);
+int64_t emi_sort_find_above(emily_dtype dt, const char *s, int64_t ss, int64_t i, int64_t hi, uint64_t lim);
 
 /* ---- records.c ------------------------------------------------------------- */
 
@@ -114,8 +113,7 @@ bool emi_sort_simd_sortable(emily_dtype dt, rec_mode m, int64_t n);
 /* Sorts the records in scratch[0, n) (scratch holds 2n records, or n
  * when emi_sort_simd_sortable); T > 1 runs the passes on T threads with
  * hist[T][256] of scratch. Returns the sorted array. */
-void *emi_sort_records(emily_dtype dt, rec_mode m, void *scratch, int64_t n, int T,
-                       int64_t (*hist)[256]);
+void *emi_sort_records(emily_dtype dt, rec_mode m, void *scratch, int64_t n, int T, int64_t (*hist)[256]);
 
 /* ---- top_k.c --------------------------------------------------------------- */
 

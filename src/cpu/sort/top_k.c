@@ -83,8 +83,7 @@ pair64 *emi_sort_topk_row(const row_args *a, const char *s, pair64 *scratch, int
     {
         int t = omp_get_thread_num(), nt = omp_get_num_threads();
         /* a team smaller than asked leaves slices to the others */
-        for (int u = t; u < T; u += nt)
-            topk_select(a, s, n * u / T, n * (u + 1) / T, scratch + (size_t)u * (size_t)k);
+        for (int u = t; u < T; u += nt) topk_select(a, s, n * u / T, n * (u + 1) / T, scratch + (size_t)u * (size_t)k);
     }
     pair64 *out = scratch + (size_t)T * (size_t)k;
     int64_t at[64] = {0};

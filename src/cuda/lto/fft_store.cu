@@ -16,30 +16,27 @@ template <typename T> __device__ __forceinline__ T finish(T v, T scale, T eps) {
 
 } // namespace
 
-extern "C" __device__ void emily_fft_store_c(void *out, unsigned long long off, cufftComplex v,
-                                             void *info, void *) {
+extern "C" __device__ void emily_fft_store_c(void *out, unsigned long long off, cufftComplex v, void *info, void *) {
     const emi_fft_store_params *p = (const emi_fft_store_params *)info;
     v.x = finish(v.x, p->scale_f, p->eps_f);
     v.y = finish(v.y, p->scale_f, p->eps_f);
     ((cufftComplex *)out)[off] = v;
 }
 
-extern "C" __device__ void emily_fft_store_z(void *out, unsigned long long off,
-                                             cufftDoubleComplex v, void *info, void *) {
+extern "C" __device__ void emily_fft_store_z(void *out, unsigned long long off, cufftDoubleComplex v, void *info,
+                                             void *) {
     const emi_fft_store_params *p = (const emi_fft_store_params *)info;
     v.x = finish(v.x, p->scale_d, p->eps_d);
     v.y = finish(v.y, p->scale_d, p->eps_d);
     ((cufftDoubleComplex *)out)[off] = v;
 }
 
-extern "C" __device__ void emily_fft_store_r(void *out, unsigned long long off, cufftReal v,
-                                             void *info, void *) {
+extern "C" __device__ void emily_fft_store_r(void *out, unsigned long long off, cufftReal v, void *info, void *) {
     const emi_fft_store_params *p = (const emi_fft_store_params *)info;
     ((cufftReal *)out)[off] = finish(v, p->scale_f, p->eps_f);
 }
 
-extern "C" __device__ void emily_fft_store_d(void *out, unsigned long long off, cufftDoubleReal v,
-                                             void *info, void *) {
+extern "C" __device__ void emily_fft_store_d(void *out, unsigned long long off, cufftDoubleReal v, void *info, void *) {
     const emi_fft_store_params *p = (const emi_fft_store_params *)info;
     ((cufftDoubleReal *)out)[off] = finish(v, p->scale_d, p->eps_d);
 }

@@ -103,8 +103,7 @@ static int64_t enum_slice(int64_t len, int64_t start, int64_t amount, int64_t *f
 
 /* slice_matrix(m, [row_start, col_start], [row_length, 1]): a piece of
  * one column, into out; returns its length. */
-static int64_t slice_column(const zd *m, int64_t n, int64_t row_start, int64_t col_start,
-                            int64_t row_length, zd *out) {
+static int64_t slice_column(const zd *m, int64_t n, int64_t row_start, int64_t col_start, int64_t row_length, zd *out) {
     int64_t row0, col, rows = enum_slice(n, row_start, row_length, &row0);
     if (enum_slice(n, col_start, 1, &col) == 0) return 0;
     for (int64_t r = 0; r < rows; r++) out[r] = m[(row0 + r) * n + col];
@@ -148,8 +147,7 @@ static void reflector_pivot_complex(const zd *a, int64_t k, zd *v) {
 
 /* householder_reflector(a, target_k, eps): the target_k x target_k
  * identity, its trailing k x k block replaced by I - scale * v v^H. */
-static void householder_reflector(bool cx, const zd *a, int64_t k, int64_t target_k, double eps,
-                                  zd *v, zd *h) {
+static void householder_reflector(bool cx, const zd *a, int64_t k, int64_t target_k, double eps, zd *v, zd *h) {
     zd scale = zr(0);
     if (k > 0) {
         if (cx) {
@@ -186,8 +184,7 @@ typedef struct eigh_work {
 
 /* The reflector for column col_start, rows row_start on (slice_matrix
  * then householder_reflector), into w->h. */
-static void reflector_for(eigh_work *w, const zd *m, int64_t row_start, int64_t col_start,
-                          int64_t row_length) {
+static void reflector_for(eigh_work *w, const zd *m, int64_t row_start, int64_t col_start, int64_t row_length) {
     int64_t k = slice_column(m, w->n, row_start, col_start, row_length, w->column);
     householder_reflector(w->cx, w->column, k, w->n, w->eps, w->v, w->h);
 }
@@ -241,9 +238,7 @@ static uint64_t iteration_count(int64_t max_iter) {
 }
 
 /* Whether count n x n matrices of zd fit in a size_t. */
-static bool matrices_fit(int64_t n, size_t count) {
-    return (size_t)n <= SIZE_MAX / sizeof(zd) / count / (size_t)n;
-}
+static bool matrices_fit(int64_t n, size_t count) { return (size_t)n <= SIZE_MAX / sizeof(zd) / count / (size_t)n; }
 
 /* Nx writes :nan as the positive quiet NaN. */
 static double nx_nan(double x) { return isnan(x) ? NAN : x; }
@@ -257,8 +252,8 @@ static int eigh(bool cx, zd *a, int64_t n, double eps, int64_t max_iter, double 
     size_t nn = (size_t)n * (size_t)n;
     zd *block = malloc((6 * nn + 2 * (size_t)n) * sizeof(zd));
     if (!block) return NX07_NO_MEMORY;
-    eigh_work work = {.n = n, .cx = cx, .eps = eps, .h = block, .tmp = block + nn,
-                      .column = block + 6 * nn, .v = block + 6 * nn + n};
+    eigh_work work = {
+        .n = n, .cx = cx, .eps = eps, .h = block, .tmp = block + nn, .column = block + 6 * nn, .v = block + 6 * nn + n};
     zd *q_old = block + 2 * nn, *q_now = block + 3 * nn, *r_now = block + 4 * nn;
     zd *next = block + 5 * nn, *a_old = a;
 
@@ -288,8 +283,7 @@ static int eigh(bool cx, zd *a, int64_t n, double eps, int64_t max_iter, double 
 /* eigh on a copy of a (real values: as Complex.new(x, 0)); v is n x n
  * doubles (real) or zd (complex), the real path's taken from the
  * complex vectors' real parts. */
-static int eigh_of_copy(bool cx, const void *a, int64_t n, double eps, int64_t max_iter, double *w,
-                        void *v) {
+static int eigh_of_copy(bool cx, const void *a, int64_t n, double eps, int64_t max_iter, double *w, void *v) {
     if (n < 1) return NX07_OK; /* no matrix (Nx's shapes never give one) */
     size_t count = cx ? 1 : 2; /* real: the matrix and the vectors */
     if (!matrices_fit(n, count)) return NX07_NO_MEMORY;
@@ -305,12 +299,10 @@ static int eigh_of_copy(bool cx, const void *a, int64_t n, double eps, int64_t m
     return status;
 }
 
-int emi_cpu_nx07_eigh_real(const double *a, int64_t n, double eps, int64_t max_iter, double *w,
-                             double *v) {
+int emi_cpu_nx07_eigh_real(const double *a, int64_t n, double eps, int64_t max_iter, double *w, double *v) {
     return eigh_of_copy(false, a, n, eps, max_iter, w, v);
 }
 
-int emi_cpu_nx07_eigh_complex(const zd *a, int64_t n, double eps, int64_t max_iter, double *w,
-                                zd *v) {
+int emi_cpu_nx07_eigh_complex(const zd *a, int64_t n, double eps, int64_t max_iter, double *w, zd *v) {
     return eigh_of_copy(true, a, n, eps, max_iter, w, v);
 }

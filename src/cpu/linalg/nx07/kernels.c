@@ -12,9 +12,7 @@
 #include "cpu/linalg/nx07/nx07.h"
 #include "cpu/linalg/reference.h"
 
-static int64_t batches_of(const emily_tensor *t, int64_t per) {
-    return per > 0 ? t->size / per : 0;
-}
+static int64_t batches_of(const emily_tensor *t, int64_t per) { return per > 0 ? t->size / per : 0; }
 
 /* One lu per matrix into scratch: a copy of the matrix (pivoted in
  * place), perm and a row. */
@@ -44,8 +42,7 @@ static void lu_one(const void *src, int64_t n, double eps, bool cx, lu_scratch *
     else emi_cpu_nx07_lu_real(s->a, n, eps, s->perm, l, u, s->row);
 }
 
-emily_status emi_cpu_nx07_lu(emily_tensor *p, emily_tensor *l, emily_tensor *u,
-                               const emily_tensor *a, double eps) {
+emily_status emi_cpu_nx07_lu(emily_tensor *p, emily_tensor *l, emily_tensor *u, const emily_tensor *a, double eps) {
     int64_t n = a->shape[a->rank - 1], nn = n * n, batches = batches_of(a, nn);
     bool cx = a->dtype == EMILY_C128;
     size_t es = cx ? sizeof(zd) : sizeof(double);
@@ -60,8 +57,7 @@ emily_status emi_cpu_nx07_lu(emily_tensor *p, emily_tensor *l, emily_tensor *u,
 #pragma omp for schedule(dynamic)
         for (int64_t b = 0; b < batches; b++) {
             if (failed) continue;
-            lu_one(src + (size_t)(b * nn) * es, n, eps, cx, &s, ld + (size_t)(b * nn) * es,
-                   ud + (size_t)(b * nn) * es);
+            lu_one(src + (size_t)(b * nn) * es, n, eps, cx, &s, ld + (size_t)(b * nn) * es, ud + (size_t)(b * nn) * es);
             /* Nx returns transpose(p): A = P L U */
             double *pb = pd + b * nn;
             for (int64_t i = 0; i < n; i++)
@@ -69,8 +65,9 @@ emily_status emi_cpu_nx07_lu(emily_tensor *p, emily_tensor *l, emily_tensor *u,
         }
         lu_scratch_free(&s);
     }
-    if (failed) return emily_error(EMILY_ERR_MEMORY, "lu: out of host memory for a %lldx%lld matrix",
-                                   (long long)n, (long long)n);
+    if (failed)
+        return emily_error(EMILY_ERR_MEMORY, "lu: out of host memory for a %lldx%lld matrix", (long long)n,
+                           (long long)n);
     return EMILY_OK;
 }
 
@@ -117,8 +114,7 @@ emily_status emi_cpu_nx07_determinant(emily_tensor *det, const emily_tensor *a, 
     return EMILY_OK;
 }
 
-emily_status emi_cpu_nx07_eigh(emily_tensor *w, emily_tensor *v, const emily_tensor *a,
-                                 double eps, int64_t max_iter) {
+emily_status emi_cpu_nx07_eigh(emily_tensor *w, emily_tensor *v, const emily_tensor *a, double eps, int64_t max_iter) {
     int64_t n = a->shape[a->rank - 1], nn = n * n, batches = batches_of(a, nn);
     bool cx = a->dtype == EMILY_C128;
     const char *src = emily_tensor_base(a);
@@ -132,13 +128,12 @@ emily_status emi_cpu_nx07_eigh(emily_tensor *w, emily_tensor *v, const emily_ten
         for (int64_t b = 0; b < batches; b++) {
             if (result) continue;
             if (cx) {
-                result |= emi_cpu_nx07_eigh_complex((const zd *)src + b * nn, n, eps, max_iter, wr,
-                                                      (zd *)vd + b * nn);
+                result |= emi_cpu_nx07_eigh_complex((const zd *)src + b * nn, n, eps, max_iter, wr, (zd *)vd + b * nn);
                 /* the eigenvalues are real numbers written in a complex type */
                 for (int64_t i = 0; i < n; i++) ((zd *)wd)[b * n + i] = zr(wr[i]);
             } else {
-                result |= emi_cpu_nx07_eigh_real((const double *)src + b * nn, n, eps, max_iter,
-                                                   (double *)wd + b * n, (double *)vd + b * nn);
+                result |= emi_cpu_nx07_eigh_real((const double *)src + b * nn, n, eps, max_iter, (double *)wd + b * n,
+                                                 (double *)vd + b * nn);
             }
         }
         free(wr);

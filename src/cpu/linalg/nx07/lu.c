@@ -70,8 +70,7 @@ static void pivot_rows(void *a, int64_t n, bool cx, int64_t *perm, char *tmp) {
  * negative one. */
 static double nx_nan(double x) { return isnan(x) ? NAN : x; }
 
-void emi_cpu_nx07_lu_real(double *a, int64_t n, double eps, int64_t *perm, double *l, double *u,
-                            char *tmp) {
+void emi_cpu_nx07_lu_real(double *a, int64_t n, double eps, int64_t *perm, double *l, double *u, char *tmp) {
     pivot_rows(a, n, false, perm, tmp);
     for (int64_t i = 0; i < n * n; i++) l[i] = u[i] = 0;
     for (int64_t j = 0; j < n; j++) {
@@ -103,8 +102,7 @@ static bool complex_term_ge(zd a, zd b) {
     return a.re >= b.re;
 }
 
-void emi_cpu_nx07_lu_complex(zd *a, int64_t n, double eps, int64_t *perm, zd *l, zd *u,
-                               char *tmp) {
+void emi_cpu_nx07_lu_complex(zd *a, int64_t n, double eps, int64_t *perm, zd *l, zd *u, char *tmp) {
     pivot_rows(a, n, true, perm, tmp);
     for (int64_t i = 0; i < n * n; i++) l[i] = u[i] = (zd){0, 0};
     for (int64_t j = 0; j < n; j++) {
@@ -127,8 +125,7 @@ void emi_cpu_nx07_lu_complex(zd *a, int64_t n, double eps, int64_t *perm, zd *l,
                  * least eps in magnitude), and the sum stays that integer
                  * when every product is 0 * 0; a struct sorts above it. */
                 bool integer_sum = true;
-                for (int64_t k = 0; k < j; k++)
-                    integer_sum = integer_sum && zzero(u[k * n + j]) && zzero(l[i * n + k]);
+                for (int64_t k = 0; k < j; k++) integer_sum = integer_sum && zzero(u[k * n + j]) && zzero(l[i * n + k]);
                 value = (zd){integer_sum || complex_term_ge(a_ij, sum) ? INFINITY : -INFINITY, 0};
             }
             l[i * n + j] = zabs(value) < eps ? (zd){0, 0} : value;

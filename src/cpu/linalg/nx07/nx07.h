@@ -24,18 +24,14 @@ enum { NX07_OK = 0, NX07_NOT_HERMITIAN = 1, NX07_NO_MEMORY = 2 };
  * v the n x n matrix whose columns are the eigenvectors, in Matrix.eigh's
  * order (no sorting). NX07_NOT_HERMITIAN when |a - adjoint(a)| > eps
  * somewhere (Nx raises "matrix must be hermitian, ..."). */
-int emi_cpu_nx07_eigh_real(const double *a, int64_t n, double eps, int64_t max_iter, double *w,
-                             double *v);
-int emi_cpu_nx07_eigh_complex(const zd *a, int64_t n, double eps, int64_t max_iter, double *w,
-                                zd *v);
+int emi_cpu_nx07_eigh_real(const double *a, int64_t n, double eps, int64_t max_iter, double *w, double *v);
+int emi_cpu_nx07_eigh_complex(const zd *a, int64_t n, double eps, int64_t max_iter, double *w, zd *v);
 
 /* Matrix.lu on one n x n matrix a (row-major, the input's values as
  * doubles), permuted in place: perm[j] is the input row that ends up in
  * row j (A = P L U with P[perm[j]][j] = 1); l (unit lower) and u (upper)
  * n x n. tmp: scratch for one row. */
-void emi_cpu_nx07_lu_real(double *a, int64_t n, double eps, int64_t *perm, double *l, double *u,
-                            char *tmp);
-void emi_cpu_nx07_lu_complex(zd *a, int64_t n, double eps, int64_t *perm, zd *l, zd *u,
-                               char *tmp);
+void emi_cpu_nx07_lu_real(double *a, int64_t n, double eps, int64_t *perm, double *l, double *u, char *tmp);
+void emi_cpu_nx07_lu_complex(zd *a, int64_t n, double eps, int64_t *perm, zd *l, zd *u, char *tmp);
 
 #endif
