@@ -299,6 +299,14 @@ $(BUILD)/tests/test_alloc_failure: $(BUILD)/obj/tests/unit/test_alloc_failure.o 
                                    $(BUILD)/obj/tests/unit/harness.o $(BUILD)/libemily.a
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $(ALLOC_WRAP) -o $@ $^ $(LDLIBS)
+# test_alloc_corpus: the same injection over a slice of the conformance
+# corpus, decoded by the runner's own JSON decoder.
+$(BUILD)/tests/test_alloc_corpus: $(BUILD)/obj/tests/unit/test_alloc_corpus.o \
+                                  $(BUILD)/obj/tests/unit/fail_alloc.o $(BUILD)/obj/tests/unit/harness.o \
+                                  $(BUILD)/obj/tests/conformance/json_values.o \
+                                  $(BUILD)/obj/tests/conformance/corpus_file.o $(BUILD)/libemily.a
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $(ALLOC_WRAP) -o $@ $^ $(LDLIBS) -lz
 
 # test_cuda_libm runs the CUDA engine's f64 math (host+device headers,
 # tests/unit/cuda_libm_host.cu) on the host against glibc: nvcc compiles

@@ -185,11 +185,14 @@ emily_status emi_dispatch_narrow(const emily_callback_entry *entry, emily_device
         in_as = unsigned_of(args[0].tensor->dtype);
     }
     widened w = {0};
-    emily_value wide_out, *wide_args = nargs ? calloc(nargs, sizeof *wide_args) : NULL;
+    /* wide_out is read only once widened: a failed calloc above leaves it
+     * unset (found by test_alloc_corpus: a segfault reading items[0]) */
+    emily_value wide_out = {0}, *wide_args = nargs ? calloc(nargs, sizeof *wide_args) : NULL;
     emily_status s = nargs && !wide_args ? out_of_memory(callback) : EMILY_OK;
     if (!s) s = widen_value(callback, &w, out, EMILY_DTYPE_AUTO, EMILY_DTYPE_AUTO, &wide_out);
     /* the output type narrow inputs prefer (the first template's) */
-    emily_dtype prefer = wide_out.kind == EMILY_V_TEMPLATE                          ? wide_out.dtype
+    emily_dtype prefer = s                                                          ? EMILY_DTYPE_AUTO
+                         : wide_out.kind == EMILY_V_TEMPLATE                        ? wide_out.dtype
                          : wide_out.n && wide_out.items[0].kind == EMILY_V_TEMPLATE ? wide_out.items[0].dtype
                                                                                     : EMILY_DTYPE_AUTO;
     for (size_t i = 0; !s && i < nargs; i++) {
