@@ -14,24 +14,13 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include "timing_common.h"
+#include "compare_common.h"
 
 static emily_tensor *x, *g, *b;
 static int64_t rows_, n_;
 
-static void die(emily_status s, const char *what) {
-    if (s) {
-        fprintf(stderr, "%s: %s: %s\n", what, emily_status_name(s), emily_last_error());
-        exit(1);
-    }
-}
-
-/* The composed pieces: each releases its inputs that it made. */
-static emily_tensor *bin(emily_binary_op op, emily_tensor *a, emily_tensor *c) {
-    emily_tensor *r;
-    die(emily_binary(op, a, c, EMILY_DTYPE_AUTO, &r), "binary");
-    return r;
-}
+/* The composed pieces (and bin, compare_common.h): each releases its
+ * inputs that it made. */
 static emily_tensor *mean_last(emily_tensor *a) {
     int ax = emily_tensor_rank(a) - 1;
     emily_tensor *s, *n;
@@ -90,55 +79,12 @@ static emily_tensor *fused_rms_norm(void) {
     return y;
 }
 
-/* Median time of one call, in microseconds. */
-static double time_us(emily_tensor *(*fn)(void)) {
-    for (int i = 0; i < 3; i++) emily_tensor_release(fn());
-    int reps = 1;
-    for (;;) {
-        double t0 = now_ns();
-        for (int i = 0; i < reps; i++) emily_tensor_release(fn());
-        if (now_ns() - t0 >= 20e6 || reps >= (1 << 20)) break;
-        reps *= 2;
-    }
-    double samples[15];
-    for (int k = 0; k < 15; k++) {
-        double t0 = now_ns();
-        for (int i = 0; i < reps; i++) emily_tensor_release(fn());
-        samples[k] = (now_ns() - t0) / reps / 1e3;
-    }
-    return median_of(samples, 15);
-}
+/* Median time of one call, in microseconds: 3 warm-ups, 15 samples. */
+static double time_us(emily_tensor *(*fn)(void)) { return median_call_time(fn, 3, 1 << 20, 15, 1e3); }
 
+/* Inputs in [-4, 4). */
 static emily_tensor *uniform(int rank, const int64_t *shape, uint64_t seed) {
-    int64_t n = 1;
-    for (int d = 0; d < rank; d++) n *= shape[d];
-    float *v = malloc((size_t)n * sizeof *v);
-    if (!v) exit(1);
-    for (int64_t i = 0; i < n; i++) {
-        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-        v[i] = (float)((double)(seed >> 11) / 9007199254740992.0 * 8.0 - 4.0);
-    }
-    emily_tensor *t;
-    die(emily_from_binary(EMILY_CPU, EMILY_F32, rank, shape, v, (size_t)n * sizeof *v, &t), "input");
-    free(v);
-    return t;
-}
-
-static double max_diff(emily_tensor *a, emily_tensor *c) {
-    int64_t n = emily_tensor_size(a);
-    float *pa = malloc((size_t)n * 4), *pc = malloc((size_t)n * 4);
-    if (!pa || !pc) exit(1);
-    die(emily_to_binary(a, pa, (size_t)n * 4), "read");
-    die(emily_to_binary(c, pc, (size_t)n * 4), "read");
-    double m = 0;
-    for (int64_t i = 0; i < n; i++) {
-        double d = (double)pa[i] - (double)pc[i];
-        if (d < 0) d = -d;
-        if (d > m) m = d;
-    }
-    free(pa);
-    free(pc);
-    return m;
+    return uniform_f32(rank, shape, seed, -4.0, 8.0);
 }
 
 static void run_shape(int64_t rows, int64_t n) {
@@ -146,11 +92,11 @@ static void run_shape(int64_t rows, int64_t n) {
     int64_t shape[2] = {rows, n};
     x = uniform(2, shape, 1), g = uniform(1, &n, 2), b = uniform(1, &n, 3);
     emily_tensor *f = fused_layer_norm(), *c = composed_layer_norm();
-    double dl = max_diff(f, c);
+    double dl = max_abs_diff(f, c);
     emily_tensor_release(f);
     emily_tensor_release(c);
     f = fused_rms_norm(), c = composed_rms_norm();
-    double dr = max_diff(f, c);
+    double dr = max_abs_diff(f, c);
     emily_tensor_release(f);
     emily_tensor_release(c);
     double lf = time_us(fused_layer_norm), lc = time_us(composed_layer_norm);
@@ -165,8 +111,7 @@ static void run_shape(int64_t rows, int64_t n) {
 }
 
 int main(int argc, char **argv) {
-    const char *threads = getenv("OMP_NUM_THREADS");
-    printf("threads: %s\n\n", threads ? threads : "the pool's default (one per CPU)");
+    print_threads();
     printf("| shape | op | fused us | composed us | speedup | max abs diff |\n|---|---|---|---|---|---|\n");
     if (argc > 1) {
         for (int i = 1; i < argc; i++) {

@@ -19,7 +19,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include "timing_common.h"
+#include "compare_common.h"
 
 static emily_tensor *x, *w, *q, *s, *b;
 static int bits_;
@@ -28,47 +28,27 @@ static long long group_;
 static float *xv, *wv, *yv;
 static long long kk_, nn_;
 
-static void die(emily_status st, const char *what) {
-    if (st) {
-        fprintf(stderr, "%s: %s: %s\n", what, emily_status_name(st), emily_last_error());
-        exit(1);
-    }
-}
-
-static void run_dot(void) {
+/* The timed calls; the timer releases the output they return. */
+static emily_tensor *run_dot(void) {
     emily_tensor *r;
     int ca = 1, cb = 1;
     die(emily_dot(x, 1, &ca, 0, NULL, w, 1, &cb, 0, NULL, EMILY_DTYPE_AUTO, &r), "dot");
-    emily_tensor_release(r);
+    return r;
 }
 
-static void run_sgemv(void) {
+static emily_tensor *run_sgemv(void) {
     cblas_sgemv(CblasRowMajor, CblasNoTrans, (int)nn_, (int)kk_, 1.0f, wv, (int)kk_, xv, 1, 0.0f, yv, 1);
+    return NULL;
 }
 
-static void run_quant(void) {
+static emily_tensor *run_quant(void) {
     emily_tensor *r;
     die(emily_quantized_matmul(x, q, s, b, bits_, group_, true, &r), "quantized_matmul");
-    emily_tensor_release(r);
+    return r;
 }
 
-static double time_us(void (*fn)(void)) {
-    double samples[15];
-    int64_t reps = 1;
-    fn();
-    for (;;) {
-        double t0 = now_ns();
-        for (int64_t i = 0; i < reps; i++) fn();
-        if (now_ns() - t0 >= 20e6 || reps >= (1 << 20)) break;
-        reps *= 2;
-    }
-    for (int k = 0; k < 15; k++) {
-        double t0 = now_ns();
-        for (int64_t i = 0; i < reps; i++) fn();
-        samples[k] = (now_ns() - t0) / (double)reps / 1e3;
-    }
-    return median_of(samples, 15);
-}
+/* Median time of one call, in microseconds: 1 warm-up, 15 samples. */
+static double time_us(emily_tensor *(*fn)(void)) { return median_call_time(fn, 1, 1 << 20, 15, 1e3); }
 
 static emily_tensor *random_f32(int64_t rows, int64_t cols) {
     int64_t shape[2] = {rows, cols}, n = rows * cols;

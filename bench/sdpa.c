@@ -15,24 +15,12 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include "timing_common.h"
+#include "compare_common.h"
 
 static emily_tensor *q, *k, *v, *keep;
 static int64_t S_, D_;
 static bool causal_;
 
-static void die(emily_status s, const char *what) {
-    if (s) {
-        fprintf(stderr, "%s: %s: %s\n", what, emily_status_name(s), emily_last_error());
-        exit(1);
-    }
-}
-
-static emily_tensor *bin(emily_binary_op op, emily_tensor *a, emily_tensor *b) {
-    emily_tensor *r;
-    die(emily_binary(op, a, b, EMILY_DTYPE_AUTO, &r), "binary");
-    return r;
-}
 static emily_tensor *reduce_last(emily_reduce_op op, emily_tensor *a) {
     int ax = 3;
     emily_tensor *r;
@@ -72,50 +60,11 @@ static emily_tensor *fused(void) {
     return r;
 }
 
-static double time_ms(emily_tensor *(*fn)(void)) {
-    emily_tensor_release(fn());
-    int reps = 1;
-    for (;;) {
-        double t0 = now_ns();
-        for (int i = 0; i < reps; i++) emily_tensor_release(fn());
-        if (now_ns() - t0 >= 20e6 || reps >= (1 << 16)) break;
-        reps *= 2;
-    }
-    double samples[7];
-    for (int s = 0; s < 7; s++) {
-        double t0 = now_ns();
-        for (int i = 0; i < reps; i++) emily_tensor_release(fn());
-        samples[s] = (now_ns() - t0) / reps / 1e6;
-    }
-    return median_of(samples, 7);
-}
+/* Median time of one call, in milliseconds: 1 warm-up, 7 samples. */
+static double time_ms(emily_tensor *(*fn)(void)) { return median_call_time(fn, 1, 1 << 16, 7, 1e6); }
 
-static emily_tensor *uniform(const int64_t *shape, uint64_t seed) {
-    int64_t n = shape[0] * shape[1] * shape[2] * shape[3];
-    float *x = malloc((size_t)n * sizeof *x);
-    if (!x) exit(1);
-    for (int64_t i = 0; i < n; i++) {
-        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-        x[i] = (float)((double)(seed >> 11) / 9007199254740992.0 * 2.0 - 1.0);
-    }
-    emily_tensor *t;
-    die(emily_from_binary(EMILY_CPU, EMILY_F32, 4, shape, x, (size_t)n * sizeof *x, &t), "input");
-    free(x);
-    return t;
-}
-
-static double max_diff(emily_tensor *a, emily_tensor *b) {
-    int64_t n = emily_tensor_size(a);
-    float *pa = malloc((size_t)n * 4), *pb = malloc((size_t)n * 4);
-    if (!pa || !pb) exit(1);
-    die(emily_to_binary(a, pa, (size_t)n * 4), "read");
-    die(emily_to_binary(b, pb, (size_t)n * 4), "read");
-    double m = 0;
-    for (int64_t i = 0; i < n; i++) m = fmax(m, fabs((double)pa[i] - (double)pb[i]));
-    free(pa);
-    free(pb);
-    return m;
-}
+/* {B, H, S, D} inputs in [-1, 1). */
+static emily_tensor *uniform(const int64_t *shape, uint64_t seed) { return uniform_f32(4, shape, seed, -1.0, 2.0); }
 
 static void run_shape(int64_t B, int64_t H, int64_t S, int64_t D) {
     int64_t shape[4] = {B, H, S, D}, ks[2] = {S, S};
@@ -131,7 +80,7 @@ static void run_shape(int64_t B, int64_t H, int64_t S, int64_t D) {
     for (int c = 0; c < 2; c++) {
         causal_ = c;
         emily_tensor *f = fused(), *g = composed();
-        double diff = max_diff(f, g);
+        double diff = max_abs_diff(f, g);
         emily_tensor_release(f);
         emily_tensor_release(g);
         double tf = time_ms(fused), tc = time_ms(composed);
@@ -143,8 +92,7 @@ static void run_shape(int64_t B, int64_t H, int64_t S, int64_t D) {
 }
 
 int main(int argc, char **argv) {
-    const char *threads = getenv("OMP_NUM_THREADS");
-    printf("threads: %s\n\n", threads ? threads : "the pool's default (one per CPU)");
+    print_threads();
     printf("| shape | fused ms | composed ms | speedup | max abs diff |\n|---|---|---|---|---|\n");
     if (argc > 1) {
         for (int i = 1; i < argc; i++) {

@@ -184,6 +184,14 @@ int fam_out_copy(int i, void *dst, size_t nbytes) {
     return s == EMILY_OK ? TIMING_OK : from_status(s, "to_binary");
 }
 
+/* One timed call: op run, its outputs released; TIMING_OK or the code
+ * (and message) of its failure. */
+static int call_released(const char *op, const int64_t *params, int nparams, emily_tensor **o) {
+    emily_status s = run_once(op, params, nparams, o);
+    release_outs(o);
+    return s == EMILY_OK ? TIMING_OK : from_status(s, op);
+}
+
 /* warmup calls, then `reps` measurements of `inner` calls each; the median
  * time per call goes to *median_ns, every measurement to samples_out (room
  * for reps, may be NULL). Stops early (after at least 3 measurements) once
@@ -197,25 +205,13 @@ int fam_time(const char *op, const int64_t *params, int nparams, int warmup, int
     if (!samples) return fail(TIMING_ERROR, "fam_time: out of memory");
     emily_tensor *o[MAX_IO] = {NULL, NULL, NULL};
     int rc = TIMING_OK, done = 0;
-    for (int w = 0; w < warmup; w++) {
-        emily_status s = run_once(op, params, nparams, o);
-        release_outs(o);
-        if (s != EMILY_OK) {
-            rc = from_status(s, op);
-            goto out;
-        }
-    }
+    for (int w = 0; w < warmup; w++)
+        if ((rc = call_released(op, params, nparams, o)) != TIMING_OK) goto out;
     double start = now_ns();
     for (int r = 0; r < reps; r++) {
         double t0 = now_ns();
-        for (int i = 0; i < inner; i++) {
-            emily_status s = run_once(op, params, nparams, o);
-            release_outs(o);
-            if (s != EMILY_OK) {
-                rc = from_status(s, op);
-                goto out;
-            }
-        }
+        for (int i = 0; i < inner; i++)
+            if ((rc = call_released(op, params, nparams, o)) != TIMING_OK) goto out;
         emily_status s = emily_synchronize(EMILY_CPU);
         if (s != EMILY_OK) {
             rc = from_status(s, "synchronize");

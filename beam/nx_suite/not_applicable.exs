@@ -49,64 +49,60 @@ reasons = %{
       "[1, 1, 2, 2, 0, 1, ...]); Emily follows Nx 0.13, the corpus's semantics"
 }
 
-tests =
-  for name <- [
-        "test apply_args handles concatenate",
-        "test apply_args handles regular operations",
-        "test constant optimizations logsumexp",
-        "test constant optimizations preserves names",
-        "test constant optimizations upcast float constants when operating against higher precision types",
-        "test inspect with fun",
-        "test inspect with metadata",
-        "test inspect with parameters",
-        "test inspect with scalar",
-        "test inspect with tensors",
-        "test conv rule computes gradient of kernel when image is a constant closure variable",
-        "test vectorization composed: sigmoid(x @ w + b) (exercises composed chain with captures)",
-        "test vectorization conv with vectorized (exercises conv grad)",
-        "test vectorization dot with captured matrix (exercises concrete tensor handling)",
-        "test vectorization grad of non-vectorized target with vectorized capture",
-        "test vectorization mixed: vectorized x * non-vectorized y (exercises broadcast_vectors)",
-        "test vectorization non-vectorized input, vectorized output",
-        "test vectorization supports combination of vectorized and non-vectorized tensors",
-        "test vectorization supports combination of vectorized and non-vectorized tensors over composed function",
-        "test vectorization vectorized grad through Nx.LinAlg.triangular_solve with captured a",
-        "test vectorization window_scatter_max/min with vectorized inputs"
-      ],
-      do: {">= 0.7.0", name, :expr_constants}
+# whole groups of tests, each of one Nx requirement and one category
+groups = [
+  {">= 0.7.0", :expr_constants,
+   [
+     "test apply_args handles concatenate",
+     "test apply_args handles regular operations",
+     "test constant optimizations logsumexp",
+     "test constant optimizations preserves names",
+     "test constant optimizations upcast float constants when operating against higher precision types",
+     "test inspect with fun",
+     "test inspect with metadata",
+     "test inspect with parameters",
+     "test inspect with scalar",
+     "test inspect with tensors",
+     "test conv rule computes gradient of kernel when image is a constant closure variable",
+     "test vectorization composed: sigmoid(x @ w + b) (exercises composed chain with captures)",
+     "test vectorization conv with vectorized (exercises conv grad)",
+     "test vectorization dot with captured matrix (exercises concrete tensor handling)",
+     "test vectorization grad of non-vectorized target with vectorized capture",
+     "test vectorization mixed: vectorized x * non-vectorized y (exercises broadcast_vectors)",
+     "test vectorization non-vectorized input, vectorized output",
+     "test vectorization supports combination of vectorized and non-vectorized tensors",
+     "test vectorization supports combination of vectorized and non-vectorized tensors over composed function",
+     "test vectorization vectorized grad through Nx.LinAlg.triangular_solve with captured a",
+     "test vectorization window_scatter_max/min with vectorized inputs"
+   ]},
+  {">= 0.7.0", :binary_backend_copy,
+   [
+     "test backend_copy",
+     "test backend_transfer",
+     "test maps on backend_copy",
+     "test maps on backend_transfer",
+     "test tuples on backend_copy",
+     "test tuples on backend_transfer"
+   ]},
+  {">= 0.7.0", :module_attribute,
+   [
+     "test aggregate operations all",
+     "test aggregate operations all_close",
+     "test aggregate operations any",
+     "test comparison operators equal",
+     "test comparison operators greater",
+     "test comparison operators greater_equal",
+     "test comparison operators less",
+     "test comparison operators less_equal",
+     "test comparison operators not_equal",
+     "test binary operations addition by vectorized with different axes",
+     "test predicate operations Nx.equal by vectorized with different axes",
+     "test predicate operations Nx.equal by vectorized with same axes"
+   ]}
+]
 
 tests =
-  tests ++
-    for name <- [
-          "test backend_copy",
-          "test backend_transfer",
-          "test maps on backend_copy",
-          "test maps on backend_transfer",
-          "test tuples on backend_copy",
-          "test tuples on backend_transfer"
-        ],
-        do: {">= 0.7.0", name, :binary_backend_copy}
-
-tests =
-  tests ++
-    for name <- [
-          "test aggregate operations all",
-          "test aggregate operations all_close",
-          "test aggregate operations any",
-          "test comparison operators equal",
-          "test comparison operators greater",
-          "test comparison operators greater_equal",
-          "test comparison operators less",
-          "test comparison operators less_equal",
-          "test comparison operators not_equal",
-          "test binary operations addition by vectorized with different axes",
-          "test predicate operations Nx.equal by vectorized with different axes",
-          "test predicate operations Nx.equal by vectorized with same axes"
-        ],
-        do: {">= 0.7.0", name, :module_attribute}
-
-tests =
-  tests ++
+  for({versions, category, names} <- groups, name <- names, do: {versions, name, category}) ++
     [
       {">= 0.7.0", "test optional callbacks (defn) calls the default impl if custom does not exist",
        :test_backend},

@@ -82,8 +82,15 @@ static int cmp_double(const void *a, const void *b) {
 
 typedef emily_status (*op_fn)(emily_tensor *const *in, emily_tensor **out, const void *arg);
 
-/* Median milliseconds of `runs` calls (after 3 warm-ups); *last keeps the
- * last output (caller releases). */
+/* An op_fn that takes no argument, whose body is `return call;` (call
+ * reads the inputs in[] and writes the output to out). */
+#define NO_ARG_OP(name, call)                                                                \
+    static emily_status name(emily_tensor *const *in, emily_tensor **out, const void *arg) { \
+        (void)arg;                                                                           \
+        return (call);                                                                       \
+    }
+
+/* The host's monotonic clock, in milliseconds. */
 static double now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -180,18 +187,12 @@ static void report(const char *name, double ms, const char *unit, double rate, i
     if (!ok) failures++;
 }
 
-static emily_status op_add(emily_tensor *const *in, emily_tensor **out, const void *arg) {
-    (void)arg;
-    return emily_binary(EMILY_ADD, in[0], in[1], EMILY_DTYPE_AUTO, out);
-}
+NO_ARG_OP(op_add, emily_binary(EMILY_ADD, in[0], in[1], EMILY_DTYPE_AUTO, out))
 static emily_status op_sum(emily_tensor *const *in, emily_tensor **out, const void *arg) {
     const int *axis = arg;
     return emily_reduce(EMILY_REDUCE_SUM, in[0], axis ? 1 : 0, axis, false, EMILY_DTYPE_AUTO, out);
 }
-static emily_status op_matmul(emily_tensor *const *in, emily_tensor **out, const void *arg) {
-    (void)arg;
-    return emily_matmul(in[0], in[1], out);
-}
+NO_ARG_OP(op_matmul, emily_matmul(in[0], in[1], out))
 
 /* Nx's rounding of an f32 value to bf16/f16 and back (for references). */
 static double rounded(emily_dtype dt, float x) {
@@ -268,14 +269,8 @@ static uint64_t urand(void) {
 
 /* -- sort and argsort -- */
 
-static emily_status op_sort(emily_tensor *const *in, emily_tensor **out, const void *arg) {
-    (void)arg;
-    return emily_sort(in[0], 0, EMILY_SORT_ASC, true, out);
-}
-static emily_status op_argsort(emily_tensor *const *in, emily_tensor **out, const void *arg) {
-    (void)arg;
-    return emily_argsort(in[0], 0, EMILY_SORT_ASC, true, EMILY_S32, out);
-}
+NO_ARG_OP(op_sort, emily_sort(in[0], 0, EMILY_SORT_ASC, true, out))
+NO_ARG_OP(op_argsort, emily_argsort(in[0], 0, EMILY_SORT_ASC, true, EMILY_S32, out))
 
 /* (key << 32 | position) of each element, sorted by key (a stable LSD
  * radix sort on the key's bytes): Nx's stable ascending order, positions
@@ -391,10 +386,7 @@ static void bench_top_k(emily_tensor *a, const float *ha) {
 
 /* -- take: embedding lookup -- */
 
-static emily_status op_take(emily_tensor *const *in, emily_tensor **out, const void *arg) {
-    (void)arg;
-    return emily_take(in[0], in[1], 0, out);
-}
+NO_ARG_OP(op_take, emily_take(in[0], in[1], 0, out))
 
 static void bench_take(int quick) {
     const int64_t V = quick ? 16384 : 1 << 20, D = 768, Q = quick ? 4096 : 65536;
@@ -433,11 +425,7 @@ done:
 
 /* -- indexed_add: the gradient of an embedding lookup -- */
 
-static emily_status op_indexed_add(emily_tensor *const *in, emily_tensor **out, const void *arg) {
-    (void)arg;
-    const int axes[1] = {0};
-    return emily_indexed_add(in[0], in[1], in[2], 1, axes, EMILY_DTYPE_AUTO, out);
-}
+NO_ARG_OP(op_indexed_add, emily_indexed_add(in[0], in[1], in[2], 1, (const int[]){0}, EMILY_DTYPE_AUTO, out))
 
 /* A zero gradient for GPT-2's vocabulary (50,257 x 768 f32) receives the
  * 64k token rows of a batch (32 sequences of 2,048 tokens), out of place as
@@ -477,10 +465,7 @@ done:
 
 /* -- cumsum -- */
 
-static emily_status op_cumsum(emily_tensor *const *in, emily_tensor **out, const void *arg) {
-    (void)arg;
-    return emily_cumulative_sum(in[0], 0, false, out);
-}
+NO_ARG_OP(op_cumsum, emily_cumulative_sum(in[0], 0, false, out))
 
 static void bench_cumsum(emily_tensor *a, const float *ha, int64_t n) {
     char name[64];
@@ -507,10 +492,7 @@ static void bench_cumsum(emily_tensor *a, const float *ha, int64_t n) {
 
 /* -- fft -- */
 
-static emily_status op_fft(emily_tensor *const *in, emily_tensor **out, const void *arg) {
-    (void)arg;
-    return emily_fft(in[0], 0, 0, 1e-10, out);
-}
+NO_ARG_OP(op_fft, emily_fft(in[0], 0, 0, 1e-10, out))
 
 static void bench_fft(int quick, const float *ha) {
     const int64_t n = quick ? 1 << 16 : 1 << 24;
@@ -552,11 +534,9 @@ static void bench_fft(int quick, const float *ha) {
 
 /* -- max-pool -- */
 
-static emily_status op_max_pool(emily_tensor *const *in, emily_tensor **out, const void *arg) {
-    (void)arg;
-    const int64_t win[4] = {1, 1, 3, 3}, str[4] = {1, 1, 2, 2}, pad[4] = {0, 0, 1, 1};
-    return emily_window_max(in[0], 4, win, str, pad, pad, NULL, out);
-}
+/* 3x3 windows, stride 2, padding 1 on each side of the last two axes */
+NO_ARG_OP(op_max_pool, emily_window_max(in[0], 4, (const int64_t[]){1, 1, 3, 3}, (const int64_t[]){1, 1, 2, 2},
+                                        (const int64_t[]){0, 0, 1, 1}, (const int64_t[]){0, 0, 1, 1}, NULL, out))
 
 /* ResNet's pooling: 3x3 windows, stride 2, padding 1 (-inf), as
  * torch.nn.functional.max_pool2d(x, 3, 2, 1). */
@@ -658,14 +638,8 @@ done:
 
 /* -- linear algebra -- */
 
-static emily_status op_solve(emily_tensor *const *in, emily_tensor **out, const void *arg) {
-    (void)arg;
-    return emily_solve(in[0], in[1], out);
-}
-static emily_status op_cholesky(emily_tensor *const *in, emily_tensor **out, const void *arg) {
-    (void)arg;
-    return emily_cholesky(in[0], out);
-}
+NO_ARG_OP(op_solve, emily_solve(in[0], in[1], out))
+NO_ARG_OP(op_cholesky, emily_cholesky(in[0], out))
 static emily_status op_qr(emily_tensor *const *in, emily_tensor **out, const void *arg) {
     (void)arg;
     drop_extra();
@@ -927,10 +901,7 @@ static emily_status op_norm(emily_tensor *const *in, emily_tensor **out, const v
     return a->layer ? emily_layer_norm(in[0], a->gamma, a->beta, 1e-5, out)
                     : emily_rms_norm(in[0], a->gamma, 1e-5, out);
 }
-static emily_status op_negate(emily_tensor *const *in, emily_tensor **out, const void *arg) {
-    (void)arg;
-    return emily_unary(EMILY_NEGATE, in[0], out);
-}
+NO_ARG_OP(op_negate, emily_unary(EMILY_NEGATE, in[0], out))
 
 static void bench_norms(int quick, const float *ha, const float *hb) {
     const int64_t R = quick ? 1024 : 16384, C = quick ? 1024 : 4096;

@@ -54,6 +54,26 @@ def chain_emit(framework, host_s, total_s, n):
                       "total_us_per_op": round(1e6 * total_s / n, 3)}), flush=True)
 
 
+def first_group(n, rows, cols, m, add_ms, sum_ms, rowsum_ms, matmul_ms, f32_note):
+    """The cases both frameworks run (add, sum, rowsum, the matmuls), each
+    timed by the framework's callable, which returns the median ms:
+    add_ms(), sum_ms(), rowsum_ms() and matmul_ms(name) (name: bf16, f16,
+    f32). A case --only leaves out is not timed."""
+    if want(f"add_f32_{n}"):
+        ms = add_ms()
+        emit(f"add_f32_{n}", ms, "GB/s", 12.0 * n / (ms * 1e6), "bytes read + written")
+    if want(f"sum_f32_{n}"):
+        ms = sum_ms()
+        emit(f"sum_f32_{n}", ms, "GB/s", 4.0 * n / (ms * 1e6), "bytes read")
+    if want(f"rowsum_f32_{rows}x{cols}"):
+        ms = rowsum_ms()
+        emit(f"rowsum_f32_{rows}x{cols}", ms, "GB/s", 4.0 * n / (ms * 1e6), "bytes read")
+    for name in ("bf16", "f16", "f32"):
+        if want(f"matmul_{name}_{m}"):
+            ms = matmul_ms(name)
+            emit(f"matmul_{name}_{m}", ms, "TFLOP/s", 2.0 * m ** 3 / (ms * 1e9), f32_note if name == "f32" else "")
+
+
 def run_torch(quick, runs):
     import torch
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -79,25 +99,17 @@ def run_torch(quick, runs):
             ts.append(s.elapsed_time(e))
         return statistics.median(ts)
 
-    if want(f"add_f32_{n}"):
-        ms = timed(lambda: a + b)
-        emit(f"add_f32_{n}", ms, "GB/s", 12.0 * n / (ms * 1e6), "bytes read + written")
-    if want(f"sum_f32_{n}"):
-        ms = timed(lambda: a.sum())
-        emit(f"sum_f32_{n}", ms, "GB/s", 4.0 * n / (ms * 1e6), "bytes read")
-    mat = a.view(rows, cols)
-    if want(f"rowsum_f32_{rows}x{cols}"):
-        ms = timed(lambda: mat.sum(dim=1))
-        emit(f"rowsum_f32_{rows}x{cols}", ms, "GB/s", 4.0 * n / (ms * 1e6), "bytes read")
-    for name, dt in (("bf16", torch.bfloat16), ("f16", torch.float16), ("f32", torch.float32)):
-        if not want(f"matmul_{name}_{m}"):
-            continue
+    def matmul_ms(name):
+        dt = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}[name]
         x = a[: m * m].view(m, m).to(dt)
         y = b[: m * m].view(m, m).to(dt)
-        ms = timed(lambda: x @ y)
-        emit(f"matmul_{name}_{m}", ms, "TFLOP/s", 2.0 * m ** 3 / (ms * 1e9),
-             "no TF32" if name == "f32" else "")
-        del x, y
+        return timed(lambda: x @ y)
+
+    first_group(n, rows, cols, m,
+                add_ms=lambda: timed(lambda: a + b),
+                sum_ms=lambda: timed(lambda: a.sum()),
+                rowsum_ms=lambda: timed(lambda: a.view(rows, cols).sum(dim=1)),
+                matmul_ms=matmul_ms, f32_note="no TF32")
     torch_fp8(torch, m, a, b, timed, dev)
     torch_families(torch, quick, a, b, timed, dev, g)
     # the chain of tiny eager adds
@@ -301,27 +313,18 @@ def run_jax(quick, runs):
             ts.append(1e3 * (time.perf_counter() - t0))
         return statistics.median(ts)
 
-    if want(f"add_f32_{n}"):
-        ms = timed(jax.jit(lambda x, y: x + y), a, b)
-        emit(f"add_f32_{n}", ms, "GB/s", 12.0 * n / (ms * 1e6), "bytes read + written")
-    if want(f"sum_f32_{n}"):
-        ms = timed(jax.jit(lambda x: jnp.sum(x)), a)
-        emit(f"sum_f32_{n}", ms, "GB/s", 4.0 * n / (ms * 1e6), "bytes read")
-    mat = a.reshape(rows, cols)
-    if want(f"rowsum_f32_{rows}x{cols}"):
-        ms = timed(jax.jit(lambda x: jnp.sum(x, axis=1)), mat)
-        emit(f"rowsum_f32_{rows}x{cols}", ms, "GB/s", 4.0 * n / (ms * 1e6), "bytes read")
-    for name, dt in (("bf16", jnp.bfloat16), ("f16", jnp.float16), ("f32", jnp.float32)):
-        if not want(f"matmul_{name}_{m}"):
-            continue
+    def matmul_ms(name):
+        dt = {"bf16": jnp.bfloat16, "f16": jnp.float16, "f32": jnp.float32}[name]
         x = a[: m * m].reshape(m, m).astype(dt)
         y = b[: m * m].reshape(m, m).astype(dt)
         prec = lax.Precision.HIGHEST if name == "f32" else lax.Precision.DEFAULT
-        f = jax.jit(lambda p, q, prec=prec: jnp.matmul(p, q, precision=prec))
-        ms = timed(f, x, y)
-        emit(f"matmul_{name}_{m}", ms, "TFLOP/s", 2.0 * m ** 3 / (ms * 1e9),
-             "precision HIGHEST (no TF32)" if name == "f32" else "")
-        del x, y
+        return timed(jax.jit(lambda p, q: jnp.matmul(p, q, precision=prec)), x, y)
+
+    first_group(n, rows, cols, m,
+                add_ms=lambda: timed(jax.jit(lambda x, y: x + y), a, b),
+                sum_ms=lambda: timed(jax.jit(lambda x: jnp.sum(x)), a),
+                rowsum_ms=lambda: timed(jax.jit(lambda x: jnp.sum(x, axis=1)), a.reshape(rows, cols)),
+                matmul_ms=matmul_ms, f32_note="precision HIGHEST (no TF32)")
     if not want("chain_add_1elem"):
         return
     one = jnp.ones((1,), jnp.float32)

@@ -109,19 +109,22 @@ lane_opts = %{
   "eager" => [compiler: Nx.Defn.Evaluator]
 }
 
+# A lane's tokens (OUT/smollm2_<lane>.json) and its line of results.jsonl
+# (the model, the shape, the lane and `fields`); the lane's name gets the
+# quantization's tag
+record_lane = fn lane, tokens, fields ->
+  lane = lane <> quant_tag
+  File.write!(Path.join(out, "smollm2_#{lane}.json"), Jason.encode!(%{tokens: tokens}))
+  Bench.record(Map.merge(%{model: "SmolLM2-135M", shape: "#{prompt_len}+#{new_tokens}", lane: lane}, fields))
+end
+
 report = fn lane, tokens, first_ms, gens, how, detail ->
   # gens: [{prefill_ms, [step_ms]}]
   prefill = Bench.median(Enum.map(gens, &elem(&1, 0)))
   steps = Enum.flat_map(gens, &elem(&1, 1))
   totals = Enum.map(gens, fn {p, s} -> p + Enum.sum(s) end)
 
-  lane = lane <> quant_tag
-  File.write!(Path.join(out, "smollm2_#{lane}.json"), Jason.encode!(%{tokens: tokens}))
-
-  Bench.record(%{
-    model: "SmolLM2-135M",
-    shape: "#{prompt_len}+#{new_tokens}",
-    lane: lane,
+  record_lane.(lane, tokens, %{
     per_token_ms: if(steps == [], do: nil, else: Float.round(Bench.median(steps), 2)),
     prefill_ms: prefill && Float.round(prefill, 2),
     total_ms: Float.round(Bench.median(totals), 1),
@@ -181,14 +184,9 @@ if gen_lanes != [] do
       {first_ms, tokens} = Bench.wall_ms(run)
       {how, detail} = if lane == "generate_compiler", do: Bench.compiler_status(), else: {"eager", nil}
       {ms, ^tokens} = Bench.wall_ms(run)
-      lane = lane <> quant_tag
-  File.write!(Path.join(out, "smollm2_#{lane}.json"), Jason.encode!(%{tokens: tokens}))
 
       # one defn, no per-step split: per token = total / new tokens
-      Bench.record(%{
-        model: "SmolLM2-135M",
-        shape: "#{prompt_len}+#{new_tokens}",
-        lane: lane,
+      record_lane.(lane, tokens, %{
         total_ms: Float.round(ms, 1),
         per_token_ms: Float.round(ms / new_tokens, 2),
         first_ms: Float.round(first_ms, 1),
@@ -197,7 +195,7 @@ if gen_lanes != [] do
         detail: detail
       })
 
-      IO.puts("  #{lane}: #{inspect(tokens, limit: :infinity)}")
+      IO.puts("  #{lane <> quant_tag}: #{inspect(tokens, limit: :infinity)}")
     rescue
       e -> Bench.record_error("SmolLM2-135M", "#{prompt_len}+#{new_tokens}", lane, e, __STACKTRACE__)
     end

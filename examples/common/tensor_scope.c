@@ -51,27 +51,23 @@ emily_status ts_close(ts_scope *s, emily_tensor *result, emily_tensor **out) {
     return s->status;
 }
 
-/* Each wrapper: nothing once the scope has failed; the call, then its
- * result held (two statements: the call must write t before it is read). */
+/* Each wrapper's body: nothing once the scope has failed; the call (which
+ * writes t), then its result held (two statements: the call must write t
+ * before it is read). */
+#define TS_WRAP(call)           \
+    emily_tensor *t = NULL;     \
+    if (s->status) return NULL; \
+    emily_status st = (call);   \
+    return ts_hold(s, st, t)
+
 emily_tensor *ts_binary(ts_scope *s, emily_binary_op op, const emily_tensor *a, const emily_tensor *b) {
-    emily_tensor *t = NULL;
-    if (s->status) return NULL;
-    emily_status st = emily_binary(op, a, b, EMILY_DTYPE_AUTO, &t);
-    return ts_hold(s, st, t);
+    TS_WRAP(emily_binary(op, a, b, EMILY_DTYPE_AUTO, &t));
 }
 
-emily_tensor *ts_unary(ts_scope *s, emily_unary_op op, const emily_tensor *a) {
-    emily_tensor *t = NULL;
-    if (s->status) return NULL;
-    emily_status st = emily_unary(op, a, &t);
-    return ts_hold(s, st, t);
-}
+emily_tensor *ts_unary(ts_scope *s, emily_unary_op op, const emily_tensor *a) { TS_WRAP(emily_unary(op, a, &t)); }
 
 emily_tensor *ts_reduce(ts_scope *s, emily_reduce_op op, const emily_tensor *a, int axis, bool keep) {
-    emily_tensor *t = NULL;
-    if (s->status) return NULL;
-    emily_status st = emily_reduce(op, a, 1, &axis, keep, EMILY_DTYPE_AUTO, &t);
-    return ts_hold(s, st, t);
+    TS_WRAP(emily_reduce(op, a, 1, &axis, keep, EMILY_DTYPE_AUTO, &t));
 }
 
 emily_tensor *ts_dot(ts_scope *s, const emily_tensor *a, int ca, int nbatch, const int *ba, const emily_tensor *b,
@@ -81,18 +77,10 @@ emily_tensor *ts_dot(ts_scope *s, const emily_tensor *a, int ca, int nbatch, con
 
 emily_tensor *ts_dot_as(ts_scope *s, const emily_tensor *a, int ca, int nbatch, const int *ba, const emily_tensor *b,
                         int cb, const int *bb, emily_dtype out_type) {
-    emily_tensor *t = NULL;
-    if (s->status) return NULL;
-    emily_status st = emily_dot(a, 1, &ca, nbatch, ba, b, 1, &cb, nbatch, bb, out_type, &t);
-    return ts_hold(s, st, t);
+    TS_WRAP(emily_dot(a, 1, &ca, nbatch, ba, b, 1, &cb, nbatch, bb, out_type, &t));
 }
 
-emily_tensor *ts_as_type(ts_scope *s, const emily_tensor *a, emily_dtype type) {
-    emily_tensor *t = NULL;
-    if (s->status) return NULL;
-    emily_status st = emily_as_type(a, type, &t);
-    return ts_hold(s, st, t);
-}
+emily_tensor *ts_as_type(ts_scope *s, const emily_tensor *a, emily_dtype type) { TS_WRAP(emily_as_type(a, type, &t)); }
 
 emily_tensor *ts_linear(ts_scope *s, const emily_tensor *a, const emily_tensor *w, const emily_tensor *bias) {
     if (s->status) return NULL;
@@ -103,75 +91,45 @@ emily_tensor *ts_linear(ts_scope *s, const emily_tensor *a, const emily_tensor *
 }
 
 emily_tensor *ts_reshape(ts_scope *s, const emily_tensor *a, int rank, const int64_t *shape) {
-    emily_tensor *t = NULL;
-    if (s->status) return NULL;
-    emily_status st = emily_reshape(a, rank, shape, &t);
-    return ts_hold(s, st, t);
+    TS_WRAP(emily_reshape(a, rank, shape, &t));
 }
 
 emily_tensor *ts_transpose(ts_scope *s, const emily_tensor *a, const int *perm) {
-    emily_tensor *t = NULL;
-    if (s->status) return NULL;
-    emily_status st = emily_transpose(a, perm, &t);
-    return ts_hold(s, st, t);
+    TS_WRAP(emily_transpose(a, perm, &t));
 }
 
 emily_tensor *ts_slice(ts_scope *s, const emily_tensor *a, const int64_t *starts, const int64_t *lengths) {
-    emily_tensor *t = NULL;
-    if (s->status) return NULL;
-    emily_status st = emily_slice(a, starts, lengths, NULL, &t);
-    return ts_hold(s, st, t);
+    TS_WRAP(emily_slice(a, starts, lengths, NULL, &t));
 }
 
 emily_tensor *ts_take(ts_scope *s, const emily_tensor *a, const emily_tensor *indices, int axis) {
-    emily_tensor *t = NULL;
-    if (s->status) return NULL;
-    emily_status st = emily_take(a, indices, axis, &t);
-    return ts_hold(s, st, t);
+    TS_WRAP(emily_take(a, indices, axis, &t));
 }
 
 emily_tensor *ts_scalar(ts_scope *s, emily_device device, double value) {
-    emily_tensor *t = NULL;
-    if (s->status) return NULL;
-    emily_status st = emily_constant(device, EMILY_F32, 0, NULL, emily_scalar_float(value), &t);
-    return ts_hold(s, st, t);
+    TS_WRAP(emily_constant(device, EMILY_F32, 0, NULL, emily_scalar_float(value), &t));
 }
 
 emily_tensor *ts_rms_norm(ts_scope *s, const emily_tensor *x, const emily_tensor *gamma, double eps) {
-    emily_tensor *t = NULL;
-    if (s->status) return NULL;
-    emily_status st = emily_rms_norm(x, gamma, eps, &t);
-    return ts_hold(s, st, t);
+    TS_WRAP(emily_rms_norm(x, gamma, eps, &t));
 }
 
 emily_tensor *ts_layer_norm(ts_scope *s, const emily_tensor *x, const emily_tensor *gamma, const emily_tensor *beta,
                             double eps) {
-    emily_tensor *t = NULL;
-    if (s->status) return NULL;
-    emily_status st = emily_layer_norm(x, gamma, beta, eps, &t);
-    return ts_hold(s, st, t);
+    TS_WRAP(emily_layer_norm(x, gamma, beta, eps, &t));
 }
 
 emily_tensor *ts_sdpa(ts_scope *s, const emily_tensor *q, const emily_tensor *k, const emily_tensor *v,
                       const emily_sdpa_options *options) {
-    emily_tensor *t = NULL;
-    if (s->status) return NULL;
-    emily_status st = emily_sdpa(q, k, v, options, &t);
-    return ts_hold(s, st, t);
+    TS_WRAP(emily_sdpa(q, k, v, options, &t));
 }
 
 emily_tensor *ts_quantized_linear(ts_scope *s, const emily_tensor *x, const emily_tensor *q, const emily_tensor *scales,
                                   const emily_tensor *biases, int bits, int64_t group_size) {
-    emily_tensor *t = NULL;
-    if (s->status) return NULL;
-    emily_status st = emily_quantized_matmul(x, q, scales, biases, bits, group_size, true, &t);
-    return ts_hold(s, st, t);
+    TS_WRAP(emily_quantized_matmul(x, q, scales, biases, bits, group_size, true, &t));
 }
 
 emily_tensor *ts_dequantize(ts_scope *s, const emily_tensor *q, const emily_tensor *scales, const emily_tensor *biases,
                             int bits, int64_t group_size) {
-    emily_tensor *t = NULL;
-    if (s->status) return NULL;
-    emily_status st = emily_dequantize(q, scales, biases, bits, group_size, &t);
-    return ts_hold(s, st, t);
+    TS_WRAP(emily_dequantize(q, scales, biases, bits, group_size, &t));
 }

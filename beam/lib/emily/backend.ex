@@ -112,6 +112,7 @@ if Code.ensure_loaded?(Nx.Backend) do
 
     alias Nx.Tensor, as: T
     alias Emily.Native
+    import Emily.FloatTypes, only: [float?: 1]
     require Logger
 
     @bounds_check Application.compile_env(:emily, :debug_bounds_check, false)
@@ -283,10 +284,6 @@ if Code.ensure_loaded?(Nx.Backend) do
     end
 
     defp permuted(shape, perm), do: perm |> Enum.map(&elem(shape, &1)) |> List.to_tuple()
-
-    defp quantized_float?({:f, bits}) when bits in [16, 32, 64], do: true
-    defp quantized_float?({:bf, 16}), do: true
-    defp quantized_float?(_), do: false
 
     ## The dispatch
 
@@ -713,13 +710,13 @@ if Code.ensure_loaded?(Nx.Backend) do
 
     @impl true
     def dot(out, a, [ac], [], %T{data: %__MODULE__{ref: {:quantized, _, _}}} = b, [bc], []) do
-      if quantized_float?(a.type) and not quantized?(a),
+      if float?(a.type) and not quantized?(a),
         do: quantized_dot(out, :right, b, bc, a, ac),
         else: plain_dot(out, a, [ac], [], b, [bc], [])
     end
 
     def dot(out, %T{data: %__MODULE__{ref: {:quantized, _, _}}} = a, [ac], [], b, [bc], []) do
-      if quantized_float?(b.type) and not quantized?(b),
+      if float?(b.type) and not quantized?(b),
         do: quantized_dot(out, :left, a, ac, b, bc),
         else: plain_dot(out, a, [ac], [], b, [bc], [])
     end

@@ -98,7 +98,13 @@ if Code.ensure_loaded?(Nx.Defn.Compiler) do
 
     @impl true
     def __jit__(key, vars, fun, args_list, opts) do
-      # the arguments are read once here, to see which are quantized
+      {args_list, layouts} = read_args(args_list)
+      compile(key, vars, fun, opts, layouts).(args_list)
+    end
+
+    # The arguments read once (each a function that returns the value it
+    # read), to see which are quantized; and their quantized layouts.
+    defp read_args(args_list) do
       args_list = Enum.map(args_list, fn args -> Enum.map(args, &eager(&1.())) end)
 
       layouts =
@@ -107,7 +113,7 @@ if Code.ensure_loaded?(Nx.Defn.Compiler) do
           [] -> %{}
         end
 
-      compile(key, vars, fun, opts, layouts).(args_list)
+      {args_list, layouts}
     end
 
     defp eager(value), do: fn -> value end
@@ -152,13 +158,7 @@ if Code.ensure_loaded?(Nx.Defn.Compiler) do
       plain = compile(key, vars, fun, opts, %{})
 
       fn args_list ->
-        args_list = Enum.map(args_list, fn args -> Enum.map(args, &eager(&1.())) end)
-
-        layouts =
-          case args_list do
-            [first | _] -> quantized_layouts(first)
-            [] -> %{}
-          end
+        {args_list, layouts} = read_args(args_list)
 
         if layouts == %{},
           do: plain.(args_list),

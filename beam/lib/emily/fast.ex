@@ -65,6 +65,8 @@ if Code.ensure_loaded?(Nx) do
     scaling, explicit tables); see its documentation and docs/fast.md.
     """
 
+    import Emily.FloatTypes, only: [float?: 1]
+
     defmodule LayerNorm do
       @moduledoc "The `Nx.block/4` struct of `Emily.Fast.layer_norm/4`."
       defstruct epsilon: 1.0e-5
@@ -761,9 +763,5 @@ if Code.ensure_loaded?(Nx) do
 
       :ok
     end
-
-    defp float?({:f, bits}) when bits in [16, 32, 64], do: true
-    defp float?({:bf, 16}), do: true
-    defp float?(_), do: false
   end
 end

@@ -36,6 +36,8 @@ if Code.ensure_loaded?(Nx) do
     f32 (f64 when `x` or the scales are f64)). See docs/quantization.md.
     """
 
+    import Emily.FloatTypes, only: [float?: 1]
+
     defmodule Weight do
       @moduledoc """
       A quantized weight matrix (`Emily.Quantization.quantize/2`): `packed`
@@ -545,9 +547,5 @@ if Code.ensure_loaded?(Nx) do
               "Emily.Quantization: :group_size must be 32, 64 or 128, got: #{inspect(gs)}"
       end
     end
-
-    defp float?({:f, bits}) when bits in [16, 32, 64], do: true
-    defp float?({:bf, 16}), do: true
-    defp float?(_), do: false
   end
 end

@@ -98,15 +98,9 @@ if Code.ensure_loaded?(Nx) do
   end
 
   defmodule Emily.CompilerPatternsTest do
-    use ExUnit.Case, async: false
-    @moduletag :nx
+    use Emily.Test.NxCase, async: false
 
     alias Emily.CompilerPatternsTest.Fns
-
-    setup do
-      Nx.default_backend(Emily.Backend)
-      :ok
-    end
 
     def handle_pattern(_event, measurements, meta, pid),
       do: send(pid, {:pattern, meta.pattern, measurements.count})

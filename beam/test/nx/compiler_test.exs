@@ -95,15 +95,9 @@ if Code.ensure_loaded?(Nx) do
   end
 
   defmodule Emily.CompilerTest do
-    use ExUnit.Case, async: false
-    @moduletag :nx
+    use Emily.Test.NxCase, async: false
 
     alias Emily.CompilerTest.Fns
-
-    setup do
-      Nx.default_backend(Emily.Backend)
-      :ok
-    end
 
     def handle_fallback(_event, _measurements, meta, pid), do: send(pid, {:fallback, meta.reason})
 

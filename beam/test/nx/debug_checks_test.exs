@@ -2,14 +2,8 @@ if Code.ensure_loaded?(Nx) do
   defmodule Emily.DebugChecksTest do
     # Runs only when Emily.Backend was compiled with both debug checks:
     #   EMILY_DEBUG_CHECKS=1 mix test --only debug_checks
-    use ExUnit.Case, async: true
-    @moduletag :nx
+    use Emily.Test.NxCase, async: true
     @moduletag :debug_checks
-
-    setup do
-      Nx.default_backend(Emily.Backend)
-      :ok
-    end
 
     test "out-of-range indices raise before the callback runs" do
       t = Nx.tensor([[1, 2], [3, 4]])

@@ -7,26 +7,12 @@ if Code.ensure_loaded?(Nx) do
     # because its reference ran on the backend under test); the fallback
     # against Bumblebee's rotary embedding expression written out here; and
     # gradients (the fallback's).
-    use ExUnit.Case, async: false
-    @moduletag :nx
+    use Emily.Test.NxCase, async: false
 
     alias Emily.Test.FastReference
 
-    setup do
-      Nx.default_backend(Emily.Backend)
-      :ok
-    end
-
-    defp rand(type, shape, seed) do
-      :rand.seed(:exsss, {seed, 3, 17})
-      n = Enum.reduce(Tuple.to_list(shape), 1, &(&1 * &2))
-      values = for _ <- 1..n, do: 4.0 * :rand.uniform() - 2.0
-
-      values
-      |> Nx.tensor(type: :f64, backend: Nx.BinaryBackend)
-      |> Nx.reshape(shape)
-      |> Nx.as_type(type)
-    end
+    defp rand(type, shape, seed),
+      do: Emily.Test.SeededTensor.uniform(type, shape, {seed, 3, 17}, -2.0, 4.0)
 
     defp positions(list, shape),
       do: list |> Nx.tensor(type: :s64, backend: Nx.BinaryBackend) |> Nx.reshape(shape)

@@ -7,24 +7,10 @@ if Code.ensure_loaded?(Nx) do
     # fallback built an anti-causal mask, unnoticed because its reference
     # ran on the backend under test); and the fallback against Bumblebee's
     # attention expression written out here.
-    use ExUnit.Case, async: false
-    @moduletag :nx
+    use Emily.Test.NxCase, async: false
 
-    setup do
-      Nx.default_backend(Emily.Backend)
-      :ok
-    end
-
-    defp rand(type, shape, seed, lo \\ -1.0, width \\ 2.0) do
-      :rand.seed(:exsss, {seed, 5, 3})
-      n = Enum.reduce(Tuple.to_list(shape), 1, &(&1 * &2))
-      values = for _ <- 1..n, do: lo + width * :rand.uniform()
-
-      values
-      |> Nx.tensor(type: :f64, backend: Nx.BinaryBackend)
-      |> Nx.reshape(shape)
-      |> Nx.as_type(type)
-    end
+    defp rand(type, shape, seed, lo \\ -1.0, width \\ 2.0),
+      do: Emily.Test.SeededTensor.uniform(type, shape, {seed, 5, 3}, lo, width)
 
     defp keep_mask(shape, seed) do
       :rand.seed(:exsss, {seed, 9, 1})

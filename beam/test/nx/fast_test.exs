@@ -7,29 +7,14 @@ if Code.ensure_loaded?(Nx) do
     # unnoticed when it did). And the fallback itself against Axon's and
     # Bumblebee's expressions, written out here. (Nx has no empty tensors;
     # the engine's own tests cover them.)
-    use ExUnit.Case, async: false
-    @moduletag :nx
-
-    setup do
-      Nx.default_backend(Emily.Backend)
-      :ok
-    end
+    use Emily.Test.NxCase, async: false
 
     ## Inputs and the reference
 
     # Values in [lo, lo + width) of `type`, made on Nx.BinaryBackend from a
     # seeded generator (the same on every run).
-    defp rand(type, shape, seed, lo \\ -4.0, width \\ 8.0) do
-      :rand.seed(:exsss, {seed, 7, 11})
-      n = Enum.reduce(Tuple.to_list(shape), 1, &(&1 * &2))
-      values = for _ <- 1..max(n, 1)//1, do: lo + width * :rand.uniform()
-      values = Enum.take(values, n)
-
-      values
-      |> Nx.tensor(type: :f64, backend: Nx.BinaryBackend)
-      |> Nx.reshape(shape)
-      |> Nx.as_type(type)
-    end
+    defp rand(type, shape, seed, lo \\ -4.0, width \\ 8.0),
+      do: Emily.Test.SeededTensor.uniform(type, shape, {seed, 7, 11}, lo, width)
 
     defp on_emily(t), do: Nx.backend_copy(t, Emily.Backend)
 

@@ -6,16 +6,10 @@ if Code.ensure_loaded?(Nx) do
     # an f32 run within a bound derived from bf16's rounding, a tiny MLP
     # trained on Emily.Backend (Nx.Defn.Evaluator) and under
     # Emily.Compiler with the same bits, and the options' errors.
-    use ExUnit.Case, async: false
-    @moduletag :nx
+    use Emily.Test.NxCase, async: false
 
     alias Emily.MixedPrecision, as: MP
     alias Emily.MixedPrecision.LossScale
-
-    setup do
-      Nx.default_backend(Emily.Backend)
-      :ok
-    end
 
     @compilers [eval: Nx.Defn.Evaluator, compiler: Emily.Compiler]
 
@@ -24,14 +18,7 @@ if Code.ensure_loaded?(Nx) do
     # Values in [lo, lo + width) of `type`, from a seeded generator, on
     # Emily.Backend.
     defp rand(shape, seed, type \\ :f32, lo \\ -1.0, width \\ 2.0) do
-      :rand.seed(:exsss, {seed, 17, 29})
-      n = shape |> Tuple.to_list() |> Enum.product()
-      values = for _ <- 1..n, do: lo + width * :rand.uniform()
-
-      values
-      |> Nx.tensor(type: :f64, backend: Nx.BinaryBackend)
-      |> Nx.reshape(shape)
-      |> Nx.as_type(type)
+      Emily.Test.SeededTensor.uniform(type, shape, {seed, 17, 29}, lo, width)
       |> Nx.backend_copy(Emily.Backend)
     end
 

@@ -71,15 +71,9 @@ if Code.ensure_loaded?(Nx) do
     # Regression tests for what running Nx's own test suite on Emily.Backend
     # found (scripts/nx_suite): each compares Emily.Backend with the loaded
     # Nx's Nx.BinaryBackend on the same inputs.
-    use ExUnit.Case, async: true
-    @moduletag :nx
+    use Emily.Test.NxCase, async: true
 
     import Emily.Test.NxSuiteFindings
-
-    setup do
-      Nx.default_backend(Emily.Backend)
-      :ok
-    end
 
     test "Nx.all_close takes equal_nan: nil as false, as Nx.BinaryBackend does" do
       pairs = [

@@ -5,29 +5,15 @@ if Code.ensure_loaded?(Nx) do
     # Nx.BinaryBackend in a process of its own: codes, scales, biases and
     # dequantized weights bit for bit, the fused matmul within the bound
     # of a reordered sum; quantize_params on an Axon-shaped parameter map.
-    use ExUnit.Case, async: false
-    @moduletag :nx
+    use Emily.Test.NxCase, async: false
 
     alias Emily.Quantization, as: Q
-
-    setup do
-      Nx.default_backend(Emily.Backend)
-      :ok
-    end
 
     @block? function_exported?(Nx, :block, 4)
 
     # Values in [lo, lo + width) of `type`, from a seeded generator.
-    defp rand(type, shape, seed, lo \\ -1.0, width \\ 2.0) do
-      :rand.seed(:exsss, {seed, 3, 5})
-      n = shape |> Tuple.to_list() |> Enum.product()
-      values = for _ <- 1..n, do: lo + width * :rand.uniform()
-
-      values
-      |> Nx.tensor(type: :f64, backend: Nx.BinaryBackend)
-      |> Nx.reshape(shape)
-      |> Nx.as_type(type)
-    end
+    defp rand(type, shape, seed, lo \\ -1.0, width \\ 2.0),
+      do: Emily.Test.SeededTensor.uniform(type, shape, {seed, 3, 5}, lo, width)
 
     defp on_emily(t), do: Nx.backend_copy(t, Emily.Backend)
 

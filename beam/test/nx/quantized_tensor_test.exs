@@ -31,13 +31,7 @@ if Code.ensure_loaded?(Nx) do
 
     # Values in [-1, 1) of `type`, from a seeded generator.
     defp rand(type, shape, seed) do
-      :rand.seed(:exsss, {seed, 7, 11})
-      n = shape |> Tuple.to_list() |> Enum.product()
-
-      for(_ <- 1..n, do: 2 * :rand.uniform() - 1)
-      |> Nx.tensor(type: :f64, backend: Nx.BinaryBackend)
-      |> Nx.reshape(shape)
-      |> Nx.as_type(type)
+      Emily.Test.SeededTensor.uniform(type, shape, {seed, 7, 11}, -1.0, 2.0)
       |> Nx.backend_copy(Emily.Backend)
     end
 
