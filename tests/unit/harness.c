@@ -223,6 +223,27 @@ emily_tensor *t_iota(emily_dtype dt, int rank, const int64_t *shape) {
     return t;
 }
 
+emily_tensor *t_as(emily_tensor *t, emily_dtype dt) {
+    emily_tensor *r = NULL;
+    if (t) CHECK_OK(emily_as_type(t, dt, &r));
+    emily_tensor_release(t);
+    return r;
+}
+
+emily_tensor *t_uniform(uint64_t *state, emily_dtype dt, int rank, const int64_t *shape, double lo, double width) {
+    int64_t n = 1;
+    for (int d = 0; d < rank; d++) n *= shape[d];
+    double *v = malloc((size_t)(n ? n : 1) * sizeof *v);
+    if (!v) {
+        harness_failures++;
+        return NULL;
+    }
+    for (int64_t i = 0; i < n; i++) v[i] = lo + width * (double)(xorshift64(state) >> 11) / 9007199254740992.0;
+    emily_tensor *t = t_as(t_from(EMILY_F64, rank, shape, v), dt);
+    free(v);
+    return t;
+}
+
 void t_release_all(int n, emily_tensor *const *ts) {
     for (int i = 0; i < n; i++) emily_tensor_release(ts[i]);
 }

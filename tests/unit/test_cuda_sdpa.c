@@ -32,22 +32,7 @@ static uint64_t seed_state = 0x51ed270b2e3f4a97ull;
 
 /* Values in [lo, lo + width) of dtype dt on the CPU. */
 static emily_tensor *uniform(emily_dtype dt, int rank, const int64_t *shape, double lo, double width) {
-    int64_t n = 1;
-    for (int d = 0; d < rank; d++) n *= shape[d];
-    double *v = malloc((size_t)(n ? n : 1) * sizeof *v);
-    if (!v) {
-        harness_failures++;
-        return NULL;
-    }
-    for (int64_t i = 0; i < n; i++) v[i] = lo + width * (double)(xorshift64(&seed_state) >> 11) / 9007199254740992.0;
-    emily_tensor *t = t_from(EMILY_F64, rank, shape, v), *r = NULL;
-    free(v);
-    if (t && dt != EMILY_F64) {
-        CHECK_OK(emily_as_type(t, dt, &r));
-        emily_tensor_release(t);
-        return r;
-    }
-    return t;
+    return t_uniform(&seed_state, dt, rank, shape, lo, width);
 }
 
 static emily_tensor *keep_mask(int rank, const int64_t *shape) {

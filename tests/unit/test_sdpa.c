@@ -53,20 +53,6 @@ static double *values(const emily_tensor *t) {
     return v;
 }
 
-/* Random values in [lo, lo + width) as a tensor of dt. */
-static emily_tensor *rnd(uint64_t *st, emily_dtype dt, int rank, const int64_t *shape, double lo, double width) {
-    int64_t n = count_of(rank, shape);
-    double *v = malloc((size_t)(n ? n : 1) * sizeof *v);
-    if (!v) {
-        harness_failures++;
-        return NULL;
-    }
-    for (int64_t i = 0; i < n; i++) v[i] = lo + width * (double)(xorshift64(st) >> 11) / 9007199254740992.0;
-    emily_tensor *t = from_doubles(dt, rank, shape, v);
-    free(v);
-    return t;
-}
-
 /* A u8 tensor of 0/1 with 1 at probability `keep` (in 1/8ths). */
 static emily_tensor *bool_mask(uint64_t *st, int rank, const int64_t *shape, int keep) {
     int64_t n = count_of(rank, shape);
@@ -243,11 +229,11 @@ static int64_t run_spec(const char *label, const spec *sp, emily_dtype t, uint64
     uint64_t st = seed;
     int64_t qs[4] = {sp->B, sp->Hq, sp->Sq, sp->D}, ks[4] = {sp->B, sp->Hkv, sp->Skv, sp->D},
             vs[4] = {sp->B, sp->Hkv, sp->Skv, sp->Dv};
-    emily_tensor *q = rnd(&st, t, 4, qs, -1, 2), *k = rnd(&st, t, 4, ks, -1, 2), *v = rnd(&st, t, 4, vs, -1, 2),
-                 *mask = NULL, *sinks = NULL;
-    if (sp->mask_kind == 1) mask = rnd(&st, EMILY_F32, sp->mr, sp->mshape, -2, 2);
+    emily_tensor *q = t_uniform(&st, t, 4, qs, -1, 2), *k = t_uniform(&st, t, 4, ks, -1, 2),
+                 *v = t_uniform(&st, t, 4, vs, -1, 2), *mask = NULL, *sinks = NULL;
+    if (sp->mask_kind == 1) mask = t_uniform(&st, EMILY_F32, sp->mr, sp->mshape, -2, 2);
     if (sp->mask_kind == 2) mask = bool_mask(&st, sp->mr, sp->mshape, 6);
-    if (sp->sinks) sinks = rnd(&st, EMILY_F32, 1, &sp->Hq, -1, 3);
+    if (sp->sinks) sinks = t_uniform(&st, EMILY_F32, 1, &sp->Hq, -1, 3);
     problem p = {
         sp->B,      sp->Hq, sp->Hkv, sp->Sq, sp->Skv, sp->D, sp->Dv, t, 2.0 / sqrt((double)(sp->D > 0 ? sp->D : 1)),
         sp->causal, mask,   sinks};
@@ -316,9 +302,9 @@ TEST(grouped_query_heads) {
     for (size_t s = 0; s < 2; s++)
         for (int k = 0; k < 4; k++) run_spec("gqa", &specs[s], types[k], 500 + s * 4 + (uint64_t)k);
     uint64_t st = 9;
-    emily_tensor *q = rnd(&st, EMILY_F32, 4, (int64_t[]){1, 8, 5, 16}, -1, 2),
-                 *k = rnd(&st, EMILY_F32, 4, (int64_t[]){1, 2, 6, 16}, -1, 2),
-                 *v = rnd(&st, EMILY_F32, 4, (int64_t[]){1, 2, 6, 16}, -1, 2), *o = NULL;
+    emily_tensor *q = t_uniform(&st, EMILY_F32, 4, (int64_t[]){1, 8, 5, 16}, -1, 2),
+                 *k = t_uniform(&st, EMILY_F32, 4, (int64_t[]){1, 2, 6, 16}, -1, 2),
+                 *v = t_uniform(&st, EMILY_F32, 4, (int64_t[]){1, 2, 6, 16}, -1, 2), *o = NULL;
     emily_sdpa_options opt = {.scale = 0.25};
     CHECK_OK(emily_sdpa(q, k, v, &opt, &o));
     for (int64_t h = 0; o && h < 8; h++) {
@@ -410,8 +396,8 @@ TEST(empty_shapes) {
 TEST(edge_values) {
     uint64_t st = 33;
     int64_t qs[4] = {1, 2, 3, 8}, ks[4] = {1, 2, 4, 8};
-    emily_tensor *q = rnd(&st, EMILY_F32, 4, qs, -1, 2), *k = rnd(&st, EMILY_F32, 4, ks, -1, 2),
-                 *v = rnd(&st, EMILY_F32, 4, ks, -1, 2), *qn = NULL, *o = NULL;
+    emily_tensor *q = t_uniform(&st, EMILY_F32, 4, qs, -1, 2), *k = t_uniform(&st, EMILY_F32, 4, ks, -1, 2),
+                 *v = t_uniform(&st, EMILY_F32, 4, ks, -1, 2), *qn = NULL, *o = NULL;
     double *qv = values(q);
     if (qv) {
         qv[8 + 3] = NAN; /* head 0, row 1 */
@@ -439,11 +425,11 @@ TEST(edge_values) {
 /* Non-contiguous inputs give what their contiguous copies give. */
 TEST(views_as_inputs) {
     uint64_t st = 41;
-    emily_tensor *qt = rnd(&st, EMILY_BF16, 4, (int64_t[]){1, 6, 3, 16}, -1, 2), *q = NULL, *qc = NULL;
+    emily_tensor *qt = t_uniform(&st, EMILY_BF16, 4, (int64_t[]){1, 6, 3, 16}, -1, 2), *q = NULL, *qc = NULL;
     CHECK_OK(emily_transpose(qt, (int[]){0, 2, 1, 3}, &q)); /* {1, 3, 6, 16} */
     CHECK_OK(emily_contiguous(q, &qc));
-    emily_tensor *k = rnd(&st, EMILY_BF16, 4, (int64_t[]){1, 3, 5, 16}, -1, 2),
-                 *v0 = rnd(&st, EMILY_BF16, 4, (int64_t[]){1, 1, 5, 16}, -1, 2), *v = NULL, *vc = NULL;
+    emily_tensor *k = t_uniform(&st, EMILY_BF16, 4, (int64_t[]){1, 3, 5, 16}, -1, 2),
+                 *v0 = t_uniform(&st, EMILY_BF16, 4, (int64_t[]){1, 1, 5, 16}, -1, 2), *v = NULL, *vc = NULL;
     CHECK_OK(emily_broadcast(v0, 4, (int64_t[]){1, 3, 5, 16}, (int[]){0, 1, 2, 3}, &v));
     CHECK_OK(emily_contiguous(v, &vc));
     emily_tensor *o = NULL, *oc = NULL;
@@ -459,8 +445,8 @@ TEST(views_as_inputs) {
 TEST(heads_do_not_depend_on_the_batch) {
     uint64_t st = 55;
     int64_t qs[4] = {4, 8, 100, 64};
-    emily_tensor *q = rnd(&st, EMILY_F32, 4, qs, -1, 2), *k = rnd(&st, EMILY_F32, 4, qs, -1, 2),
-                 *v = rnd(&st, EMILY_F32, 4, qs, -1, 2), *o = NULL;
+    emily_tensor *q = t_uniform(&st, EMILY_F32, 4, qs, -1, 2), *k = t_uniform(&st, EMILY_F32, 4, qs, -1, 2),
+                 *v = t_uniform(&st, EMILY_F32, 4, qs, -1, 2), *o = NULL;
     emily_sdpa_options opt = {.scale = 0.125, .causal = true};
     CHECK_OK(emily_sdpa(q, k, v, &opt, &o));
     int64_t picks[3][2] = {{0, 0}, {2, 5}, {3, 7}};
@@ -484,19 +470,20 @@ TEST(heads_do_not_depend_on_the_batch) {
 TEST(bad_arguments) {
     uint64_t st = 1;
     int64_t qs[4] = {2, 4, 3, 8}, ks[4] = {2, 2, 5, 8};
-    emily_tensor *q = rnd(&st, EMILY_F32, 4, qs, -1, 2), *k = rnd(&st, EMILY_F32, 4, ks, -1, 2),
-                 *v = rnd(&st, EMILY_F32, 4, ks, -1, 2), *y = NULL;
-    emily_tensor *q3 = rnd(&st, EMILY_F32, 3, qs, -1, 2), *kb = rnd(&st, EMILY_F32, 4, (int64_t[]){1, 2, 5, 8}, -1, 2),
-                 *kd = rnd(&st, EMILY_F32, 4, (int64_t[]){2, 2, 5, 4}, -1, 2),
-                 *vs = rnd(&st, EMILY_F32, 4, (int64_t[]){2, 2, 6, 8}, -1, 2),
-                 *vh = rnd(&st, EMILY_F32, 4, (int64_t[]){2, 1, 5, 8}, -1, 2),
-                 *k3 = rnd(&st, EMILY_F32, 4, (int64_t[]){2, 3, 5, 8}, -1, 2),
-                 *kbf = rnd(&st, EMILY_BF16, 4, ks, -1, 2), *qi = NULL, *qc = NULL;
+    emily_tensor *q = t_uniform(&st, EMILY_F32, 4, qs, -1, 2), *k = t_uniform(&st, EMILY_F32, 4, ks, -1, 2),
+                 *v = t_uniform(&st, EMILY_F32, 4, ks, -1, 2), *y = NULL;
+    emily_tensor *q3 = t_uniform(&st, EMILY_F32, 3, qs, -1, 2),
+                 *kb = t_uniform(&st, EMILY_F32, 4, (int64_t[]){1, 2, 5, 8}, -1, 2),
+                 *kd = t_uniform(&st, EMILY_F32, 4, (int64_t[]){2, 2, 5, 4}, -1, 2),
+                 *vs = t_uniform(&st, EMILY_F32, 4, (int64_t[]){2, 2, 6, 8}, -1, 2),
+                 *vh = t_uniform(&st, EMILY_F32, 4, (int64_t[]){2, 1, 5, 8}, -1, 2),
+                 *k3 = t_uniform(&st, EMILY_F32, 4, (int64_t[]){2, 3, 5, 8}, -1, 2),
+                 *kbf = t_uniform(&st, EMILY_BF16, 4, ks, -1, 2), *qi = NULL, *qc = NULL;
     CHECK_OK(emily_as_type(q, EMILY_S32, &qi));
     CHECK_OK(emily_as_type(q, EMILY_C64, &qc));
-    emily_tensor *mbad = rnd(&st, EMILY_F32, 2, (int64_t[]){3, 4}, 0, 1),
-                 *m5 = rnd(&st, EMILY_F32, 5, (int64_t[]){1, 2, 4, 3, 5}, 0, 1), *mi = NULL,
-                 *s3 = rnd(&st, EMILY_F32, 1, (int64_t[]){3}, 0, 1), *si = NULL;
+    emily_tensor *mbad = t_uniform(&st, EMILY_F32, 2, (int64_t[]){3, 4}, 0, 1),
+                 *m5 = t_uniform(&st, EMILY_F32, 5, (int64_t[]){1, 2, 4, 3, 5}, 0, 1), *mi = NULL,
+                 *s3 = t_uniform(&st, EMILY_F32, 1, (int64_t[]){3}, 0, 1), *si = NULL;
     CHECK_OK(emily_as_type(mbad, EMILY_S32, &mi));
     CHECK_OK(emily_as_type(s3, EMILY_S64, &si));
     emily_sdpa_options o = {.scale = 1};
@@ -537,9 +524,9 @@ TEST(bad_arguments) {
 TEST(dispatch_callback) {
     uint64_t st = 77;
     int64_t qs[4] = {1, 4, 3, 16}, ks[4] = {1, 2, 5, 16}, os[4] = {1, 4, 3, 16};
-    emily_tensor *q = rnd(&st, EMILY_F16, 4, qs, -1, 2), *k = rnd(&st, EMILY_F16, 4, ks, -1, 2),
-                 *v = rnd(&st, EMILY_F16, 4, ks, -1, 2), *m = bool_mask(&st, 2, (int64_t[]){3, 5}, 6),
-                 *sk = rnd(&st, EMILY_F32, 1, (int64_t[]){4}, 0, 1);
+    emily_tensor *q = t_uniform(&st, EMILY_F16, 4, qs, -1, 2), *k = t_uniform(&st, EMILY_F16, 4, ks, -1, 2),
+                 *v = t_uniform(&st, EMILY_F16, 4, ks, -1, 2), *m = bool_mask(&st, 2, (int64_t[]){3, 5}, 6),
+                 *sk = t_uniform(&st, EMILY_F32, 1, (int64_t[]){4}, 0, 1);
     emily_tensor *want = NULL, *want_default = NULL, *want_sinks = NULL;
     emily_sdpa_options full = {.scale = 0.3, .causal = true, .mask = m, .sinks = sk}, dflt = {.scale = 0.25},
                        only_sinks = {.scale = 0.3, .sinks = sk};
@@ -551,20 +538,14 @@ TEST(dispatch_callback) {
     emily_value vals[4] = {v_float(0.3), v_bool(true), v_bool(true), v_bool(true)};
     emily_value args[6] = {v_tensor(q), v_tensor(k), v_tensor(v), v_tensor(m), v_tensor(sk), v_opts(keys, vals, 4)};
     emily_dispatch_result r = {0};
-    CHECK_OK(emily_dispatch("sdpa", EMILY_CPU, &out, args, 6, EMILY_DISPATCH_RUN, &r));
-    CHECK(r.n == 1 && t_same_bytes(r.tensors[0], want));
-    emily_dispatch_result_release(&r);
+    CHECK_DISPATCH_SAME("sdpa", EMILY_DISPATCH_RUN, &out, args, 6, want);
     /* no options: scale 1/sqrt(16) */
-    CHECK_OK(emily_dispatch("sdpa", EMILY_CPU, &out, args, 3, EMILY_DISPATCH_RUN, &r));
-    CHECK(r.n == 1 && t_same_bytes(r.tensors[0], want_default));
-    emily_dispatch_result_release(&r);
+    CHECK_DISPATCH_SAME("sdpa", EMILY_DISPATCH_RUN, &out, args, 3, want_default);
     /* sinks without a mask: the fourth tensor is the sinks */
     const char *skeys[2] = {"scale", "sinks"};
     emily_value svals[2] = {v_float(0.3), v_bool(true)};
     emily_value sargs[5] = {v_tensor(q), v_tensor(k), v_tensor(v), v_tensor(sk), v_opts(skeys, svals, 2)};
-    CHECK_OK(emily_dispatch("sdpa", EMILY_CPU, &out, sargs, 5, EMILY_DISPATCH_RUN, &r));
-    CHECK(r.n == 1 && t_same_bytes(r.tensors[0], want_sinks));
-    emily_dispatch_result_release(&r);
+    CHECK_DISPATCH_SAME("sdpa", EMILY_DISPATCH_RUN, &out, sargs, 5, want_sinks);
     CHECK_ERR(emily_dispatch("sdpa", EMILY_CPU, &bad_out, args, 6, EMILY_DISPATCH_RUN, &r), EMILY_ERR_INTERNAL,
               "but Nx expects f32");
     CHECK_ERR(emily_dispatch("sdpa", EMILY_CPU, &out, sargs, 4, EMILY_DISPATCH_RUN, &r), EMILY_ERR_ARGUMENT,
@@ -583,8 +564,8 @@ TEST(dispatch_callback) {
 TEST(runs_in_a_graph) {
     uint64_t st = 91;
     int64_t qs[4] = {2, 2, 9, 32};
-    emily_tensor *q = rnd(&st, EMILY_BF16, 4, qs, -1, 2), *k = rnd(&st, EMILY_BF16, 4, qs, -1, 2),
-                 *v = rnd(&st, EMILY_BF16, 4, qs, -1, 2), *want = NULL;
+    emily_tensor *q = t_uniform(&st, EMILY_BF16, 4, qs, -1, 2), *k = t_uniform(&st, EMILY_BF16, 4, qs, -1, 2),
+                 *v = t_uniform(&st, EMILY_BF16, 4, qs, -1, 2), *want = NULL;
     emily_sdpa_options opt = {.scale = 0.2, .causal = true};
     CHECK_OK(emily_sdpa(q, k, v, &opt, &want));
     emily_graph *gr = NULL;
