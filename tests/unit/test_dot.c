@@ -1051,8 +1051,15 @@ typedef struct conv_case {
     int64_t in[5], k[5]; /* standard-order shapes {N, C, ...}, {O, I, ...} */
     int64_t stride[3], lo[3], hi[3], idil[3], kdil[3];
     int64_t fg, bg;
-    int ip[5], kp[5], op[5];
+    int layout; /* its row of conv_layouts */
 } conv_case;
+
+enum { STANDARD, CHANNELS_LAST };
+/* The permutations of a layout ({ip, kp, op}): physical axis ip[j] holds
+ * standard axis j of the input, likewise kp[j] of the kernel, op[j] of the
+ * output. CHANNELS_LAST: NHWC input and output, HWIO kernel. */
+static const int conv_layouts[2][3][5] = {{{0, 1, 2, 3, 4}, {0, 1, 2, 3, 4}, {0, 1, 2, 3, 4}},
+                                          {{0, 3, 1, 2}, {3, 2, 0, 1}, {0, 3, 1, 2}}};
 
 /* Checks emily_conv against a direct evaluation of Nx's definition (sum
  * over channels of sums over the window, products of the padded, dilated
@@ -1061,13 +1068,14 @@ typedef struct conv_case {
 static void check_conv(emily_dtype dt, const conv_case *cc) {
     highest_on();
     int r = cc->r, d = r - 2;
+    const int *ip = conv_layouts[cc->layout][0], *kp = conv_layouts[cc->layout][1], *op = conv_layouts[cc->layout][2];
     bool cplx = dt == EMILY_C128;
     int w = cplx ? 2 : 1;
     /* physical shapes: physical axis ip[j] holds standard axis j */
     int64_t pin[5], pk[5], nin = 1, nk = 1;
     for (int j = 0; j < r; j++) {
-        pin[cc->ip[j]] = cc->in[j];
-        pk[cc->kp[j]] = cc->k[j];
+        pin[ip[j]] = cc->in[j];
+        pk[kp[j]] = cc->k[j];
     }
     for (int j = 0; j < r; j++) {
         nin *= pin[j];
@@ -1078,7 +1086,7 @@ static void check_conv(emily_dtype dt, const conv_case *cc) {
     for (int64_t i = 0; i < nin * w; i++) din[i] = rnd();
     for (int64_t i = 0; i < nk * w; i++) dk[i] = rnd();
     emily_tensor *ti = from_doubles(dt, r, pin, din, nin), *tk = from_doubles(dt, r, pk, dk, nk);
-    emily_conv_opts o = {cc->stride, cc->lo, cc->hi, cc->idil, cc->kdil, cc->fg, cc->bg, cc->ip, cc->kp, cc->op};
+    emily_conv_opts o = {cc->stride, cc->lo, cc->hi, cc->idil, cc->kdil, cc->fg, cc->bg, ip, kp, op};
     emily_tensor *out = NULL;
     emily_status s = emily_conv(ti, tk, &o, EMILY_DTYPE_AUTO, &out);
     if (s) fprintf(stderr, "  conv failed: %s\n", emily_last_error());
@@ -1097,15 +1105,15 @@ static void check_conv(emily_dtype dt, const conv_case *cc) {
         stdshape[1] = O;
         for (int i = 0; i < d; i++) stdshape[2 + i] = os[i];
         int64_t fshape[5];
-        for (int j = 0; j < r; j++) fshape[cc->op[j]] = stdshape[j];
+        for (int j = 0; j < r; j++) fshape[op[j]] = stdshape[j];
         CHECK(t_shape_is(out, r, fshape));
         /* row-major strides of the physical layouts, per standard axis */
         int64_t a = 1, b = 1, c = 1;
         for (int j = r - 1; j >= 0; j--) {
             for (int q = 0; q < r; q++) {
-                if (cc->ip[q] == j) pstr_in[q] = a;
-                if (cc->kp[q] == j) pstr_k[q] = b;
-                if (cc->op[q] == j) pstr_o[q] = c;
+                if (ip[q] == j) pstr_in[q] = a;
+                if (kp[q] == j) pstr_k[q] = b;
+                if (op[q] == j) pstr_o[q] = c;
             }
             a *= pin[j];
             b *= pk[j];
@@ -1172,91 +1180,19 @@ static void check_conv(emily_dtype dt, const conv_case *cc) {
 
 static const conv_case conv_cases[] = {
     /* 1-D, stride 2 */
-    {3, {2, 3, 11}, {4, 3, 3}, {2}, {0}, {0}, {1}, {1}, 1, 1, {0, 1, 2}, {0, 1, 2}, {0, 1, 2}},
+    {3, {2, 3, 11}, {4, 3, 3}, {2}, {0}, {0}, {1}, {1}, 1, 1, STANDARD},
     /* 2-D with padding, input and kernel dilation */
-    {4,
-     {2, 4, 7, 6},
-     {6, 4, 3, 2},
-     {1, 1},
-     {1, 0},
-     {2, 1},
-     {2, 1},
-     {1, 2},
-     1,
-     1,
-     {0, 1, 2, 3},
-     {0, 1, 2, 3},
-     {0, 1, 2, 3}},
+    {4, {2, 4, 7, 6}, {6, 4, 3, 2}, {1, 1}, {1, 0}, {2, 1}, {2, 1}, {1, 2}, 1, 1, STANDARD},
     /* negative padding crops; strides */
-    {4,
-     {1, 3, 9, 8},
-     {2, 3, 2, 3},
-     {2, 3},
-     {-1, 2},
-     {1, -2},
-     {1, 1},
-     {1, 1},
-     1,
-     1,
-     {0, 1, 2, 3},
-     {0, 1, 2, 3},
-     {0, 1, 2, 3}},
+    {4, {1, 3, 9, 8}, {2, 3, 2, 3}, {2, 3}, {-1, 2}, {1, -2}, {1, 1}, {1, 1}, 1, 1, STANDARD},
     /* feature groups */
-    {4,
-     {2, 6, 5, 5},
-     {4, 3, 3, 3},
-     {1, 1},
-     {1, 1},
-     {1, 1},
-     {1, 1},
-     {1, 1},
-     2,
-     1,
-     {0, 1, 2, 3},
-     {0, 1, 2, 3},
-     {0, 1, 2, 3}},
+    {4, {2, 6, 5, 5}, {4, 3, 3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 2, 1, STANDARD},
     /* batch groups */
-    {4,
-     {4, 3, 5, 4},
-     {6, 3, 2, 2},
-     {1, 1},
-     {0, 0},
-     {0, 0},
-     {1, 1},
-     {1, 1},
-     1,
-     2,
-     {0, 1, 2, 3},
-     {0, 1, 2, 3},
-     {0, 1, 2, 3}},
+    {4, {4, 3, 5, 4}, {6, 3, 2, 2}, {1, 1}, {0, 0}, {0, 0}, {1, 1}, {1, 1}, 1, 2, STANDARD},
     /* channels-last input and output (NHWC), HWIO kernel */
-    {4,
-     {2, 5, 6, 7},
-     {4, 5, 3, 2},
-     {1, 2},
-     {1, 1},
-     {1, 0},
-     {1, 1},
-     {1, 1},
-     1,
-     1,
-     {0, 3, 1, 2},
-     {3, 2, 0, 1},
-     {0, 3, 1, 2}},
+    {4, {2, 5, 6, 7}, {4, 5, 3, 2}, {1, 2}, {1, 1}, {1, 0}, {1, 1}, {1, 1}, 1, 1, CHANNELS_LAST},
     /* 3-D */
-    {5,
-     {1, 2, 4, 5, 3},
-     {3, 2, 2, 2, 2},
-     {1, 2, 1},
-     {0, 1, 1},
-     {1, 0, 1},
-     {1, 1, 2},
-     {2, 1, 1},
-     1,
-     1,
-     {0, 1, 2, 3, 4},
-     {0, 1, 2, 3, 4},
-     {0, 1, 2, 3, 4}},
+    {5, {1, 2, 4, 5, 3}, {3, 2, 2, 2, 2}, {1, 2, 1}, {0, 1, 1}, {1, 0, 1}, {1, 1, 2}, {2, 1, 1}, 1, 1, STANDARD},
 };
 
 TEST(conv_matches_nx_definition) {
@@ -1382,15 +1318,16 @@ TEST(cuda_conv_matches_cpu) {
     for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++)
         for (size_t ci = 0; ci < sizeof conv_cases / sizeof *conv_cases; ci++) {
             const conv_case *cc = &conv_cases[ci];
+            const int *ip = conv_layouts[cc->layout][0], *kp = conv_layouts[cc->layout][1],
+                      *op = conv_layouts[cc->layout][2];
             int64_t pin[5], pk[5];
             for (int j = 0; j < cc->r; j++) {
-                pin[cc->ip[j]] = cc->in[j];
-                pk[cc->kp[j]] = cc->k[j];
+                pin[ip[j]] = cc->in[j];
+                pk[kp[j]] = cc->k[j];
             }
             emily_tensor *a = rand_tensor(types[ti], cc->r, pin), *k = rand_tensor(types[ti], cc->r, pk);
             emily_tensor *ga = NULL, *gk = NULL, *c = NULL, *gc = NULL, *back = NULL;
-            emily_conv_opts o = {cc->stride, cc->lo, cc->hi, cc->idil, cc->kdil,
-                                 cc->fg,     cc->bg, cc->ip, cc->kp,   cc->op};
+            emily_conv_opts o = {cc->stride, cc->lo, cc->hi, cc->idil, cc->kdil, cc->fg, cc->bg, ip, kp, op};
             CHECK_OK(emily_to_device(a, gpu, &ga));
             CHECK_OK(emily_to_device(k, gpu, &gk));
             CHECK_OK(emily_conv(a, k, &o, EMILY_DTYPE_AUTO, &c));
