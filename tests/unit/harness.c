@@ -2,6 +2,7 @@
 #include <fnmatch.h>
 #include <stdlib.h>
 #include "harness.h"
+#include "core/scalar_convert.h"
 
 int harness_failures = 0;
 
@@ -221,6 +222,15 @@ emily_tensor *t_iota(emily_dtype dt, int rank, const int64_t *shape) {
         return NULL;
     }
     return t;
+}
+
+double t_round(emily_dtype dt, double v) {
+    switch (dt) {
+    case EMILY_F16: return emily_sc_f16_to_f64(emily_sc_f64_to_f16(v));
+    case EMILY_BF16: return emily_sc_bf16_to_f64(emily_sc_f64_to_bf16(v));
+    case EMILY_F32: return (double)(float)v;
+    default: return v;
+    }
 }
 
 emily_tensor *t_as(emily_tensor *t, emily_dtype dt) {

@@ -129,6 +129,9 @@ bool t_shape_is(const emily_tensor *t, int rank, const int64_t *shape);
 /* 0, 1, 2, ... in row-major order, of type dt (emily_iota on the CPU;
  * NULL, counted as a failure, when it fails). */
 emily_tensor *t_iota(emily_dtype dt, int rank, const int64_t *shape);
+/* v rounded to the float type dt by Nx's rules (bf16: through f32, then
+ * truncated); v itself for f64 and any other type. */
+double t_round(emily_dtype dt, double v);
 /* t converted to dt (emily_as_type; a failure is a failed check), t
  * released; NULL for a NULL t. */
 emily_tensor *t_as(emily_tensor *t, emily_dtype dt);

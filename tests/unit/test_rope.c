@@ -7,7 +7,6 @@
  * tensors, the dispatcher and graphs, and every bad argument. */
 #include <stdlib.h>
 #include "harness.h"
-#include "core/scalar_convert.h"
 
 /* ---- inputs ------------------------------------------------------------------ */
 
@@ -21,16 +20,6 @@ static emily_tensor *s64s(int rank, const int64_t *shape, const int64_t *v) {
 }
 
 /* ---- the reference: the header's steps -------------------------------------- */
-
-/* v rounded to dt by Nx's rules (bf16: through f32, then truncated). */
-static double round_to(emily_dtype dt, double v) {
-    switch (dt) {
-    case EMILY_F16: return emily_sc_f16_to_f64(emily_sc_f64_to_f16(v));
-    case EMILY_BF16: return emily_sc_bf16_to_f64(emily_sc_f64_to_bf16(v));
-    case EMILY_F32: return (double)(float)v;
-    default: return v;
-    }
-}
 
 static float f32(double v) { return (float)v; }
 
@@ -93,13 +82,13 @@ static double *ref_rope(const emily_tensor *x, const int64_t *pos, bool batched,
             if (o->scaling == EMILY_ROPE_LINEAR) p = (double)f32(p / (double)f32(o->factor));
             for (int64_t i = 0; i < h; i++) {
                 double a = (double)f32(p * (double)inv[i]);
-                double c = round_to(t, (double)f32(cos(a))), sn = round_to(t, (double)f32(sin(a)));
+                double c = t_round(t, (double)f32(cos(a))), sn = t_round(t, (double)f32(sin(a)));
                 int64_t iu = o->traditional ? 2 * i : i, iv = o->traditional ? 2 * i + 1 : i + h;
                 for (int64_t hd = 0; hd < H; hd++) {
                     int64_t r = ((b * S + s) * H + hd) * D;
                     double u = xv[r + iu], v = xv[r + iv];
-                    y[r + iu] = round_to(t, round_to(t, u * c) - round_to(t, v * sn));
-                    y[r + iv] = round_to(t, round_to(t, v * c) + round_to(t, u * sn));
+                    y[r + iu] = t_round(t, t_round(t, u * c) - t_round(t, v * sn));
+                    y[r + iv] = t_round(t, t_round(t, v * c) + t_round(t, u * sn));
                 }
             }
         }

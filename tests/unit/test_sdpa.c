@@ -18,7 +18,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include "harness.h"
-#include "core/scalar_convert.h"
+#include "sdpa_spec.h"
 
 /* ---- data -------------------------------------------------------------------- */
 
@@ -69,16 +69,8 @@ static emily_tensor *bool_mask(uint64_t *st, int rank, const int64_t *shape, int
 
 /* ---- the reference ------------------------------------------------------------ */
 
-/* x rounded to W (f32 unless T is f64) and to T by Nx's rules. */
+/* x rounded to W (f32 unless T is f64); t_round rounds to T. */
 static double round_w(emily_dtype t, double x) { return t == EMILY_F64 ? x : (double)(float)x; }
-static double round_t(emily_dtype t, double x) {
-    switch (t) {
-    case EMILY_F16: return emily_sc_f16_to_f64(emily_sc_f64_to_f16(x));
-    case EMILY_BF16: return emily_sc_bf16_to_f64(emily_sc_f64_to_bf16(x));
-    case EMILY_F32: return (double)(float)x;
-    default: return x;
-    }
-}
 static double unit_roundoff(emily_dtype t) { return t == EMILY_F64 ? 0x1p-53 : 0x1p-24; }
 static double ulp_t(emily_dtype t, double v) {
     int bits = t == EMILY_F64 ? 52 : t == EMILY_F32 ? 23 : t == EMILY_F16 ? 10 : 7;
@@ -153,7 +145,7 @@ static void reference(const problem *p, const double *q, const double *k, const 
                 }
                 if (p->sinks) z += round_w(t, exp(round_w(t, sink - mp)));
                 z = round_w(t, z);
-                for (int64_t j = 0; j < p->Skv; j++) pr[j] = z == 0 ? 0 : round_t(t, round_w(t, pr[j] / z));
+                for (int64_t j = 0; j < p->Skv; j++) pr[j] = z == 0 ? 0 : t_round(t, round_w(t, pr[j] / z));
                 /* the relative error of each probability (see the top) */
                 double rel = 4 * (double)p->D * u * fabs(s) * worst + 8 * u;
                 double *o = want + ((b * p->Hq + h) * p->Sq + i) * p->Dv;
@@ -167,7 +159,7 @@ static void reference(const problem *p, const double *q, const double *k, const 
                         mag += fabs(pr[j] * vj);
                         err += (rel * pr[j] + (half ? ulp_t(t, pr[j]) : 0)) * fabs(vj);
                     }
-                    o[d] = round_t(t, round_w(t, acc));
+                    o[d] = t_round(t, round_w(t, acc));
                     err += (double)p->Skv * u * mag;
                     ot[d] = err + ulp_t(t, fabs(o[d]) + err);
                 }
@@ -217,18 +209,10 @@ static int64_t check_problem(const char *what, const problem *p, emily_tensor *q
 /* A random problem: q, k, v in [-1, 1) (scaled so that logits spread
  * over a few units), optional mask of mask_shape (rank mr; kind 0 none,
  * 1 additive, 2 boolean) and sinks. */
-typedef struct spec {
-    int64_t B, Hq, Hkv, Sq, Skv, D, Dv;
-    bool causal;
-    int mask_kind, mr;
-    int64_t mshape[4];
-    bool sinks;
-} spec;
-
-static int64_t run_spec(const char *label, const spec *sp, emily_dtype t, uint64_t seed) {
+static int64_t run_spec(const char *label, const sdpa_spec *sp, emily_dtype t, uint64_t seed) {
     uint64_t st = seed;
-    int64_t qs[4] = {sp->B, sp->Hq, sp->Sq, sp->D}, ks[4] = {sp->B, sp->Hkv, sp->Skv, sp->D},
-            vs[4] = {sp->B, sp->Hkv, sp->Skv, sp->Dv};
+    int64_t qs[4], ks[4], vs[4];
+    sdpa_spec_shapes(sp, qs, ks, vs);
     emily_tensor *q = t_uniform(&st, t, 4, qs, -1, 2), *k = t_uniform(&st, t, 4, ks, -1, 2),
                  *v = t_uniform(&st, t, 4, vs, -1, 2), *mask = NULL, *sinks = NULL;
     if (sp->mask_kind == 1) mask = t_uniform(&st, EMILY_F32, sp->mr, sp->mshape, -2, 2);
@@ -238,13 +222,7 @@ static int64_t run_spec(const char *label, const spec *sp, emily_dtype t, uint64
         sp->B,      sp->Hq, sp->Hkv, sp->Sq, sp->Skv, sp->D, sp->Dv, t, 2.0 / sqrt((double)(sp->D > 0 ? sp->D : 1)),
         sp->causal, mask,   sinks};
     char what[200];
-    snprintf(what, sizeof what, "%s B%lld Hq%lld Hkv%lld Sq%lld Skv%lld D%lld Dv%lld%s%s%s", label, (long long)sp->B,
-             (long long)sp->Hq, (long long)sp->Hkv, (long long)sp->Sq, (long long)sp->Skv, (long long)sp->D,
-             (long long)sp->Dv, sp->causal ? " causal" : "",
-             sp->mask_kind == 1   ? " additive"
-             : sp->mask_kind == 2 ? " boolean"
-                                  : "",
-             sp->sinks ? " sinks" : "");
+    sdpa_spec_name(what, sizeof what, label, sp);
     int64_t d = check_problem(what, &p, q, k, v);
     RELEASE(q, k, v, mask, sinks);
     return d;
@@ -268,7 +246,7 @@ TEST(two_keys_by_hand) {
 }
 
 TEST(types_and_sizes) {
-    static const spec specs[] = {
+    static const sdpa_spec specs[] = {
         {1, 1, 1, 1, 1, 64, 64, false, 0, 0, {0}, false},      {2, 4, 4, 7, 7, 64, 64, false, 0, 0, {0}, false},
         {1, 2, 2, 129, 129, 80, 80, false, 0, 0, {0}, false},  {1, 2, 1, 7, 129, 128, 128, false, 0, 0, {0}, false},
         {2, 3, 3, 1, 33, 16, 24, false, 0, 0, {0}, false},     /* decode, Dv != D */
@@ -282,7 +260,7 @@ TEST(types_and_sizes) {
 /* Bottom-right causal alignment: Sq < Skv (a KV cache), Sq = Skv, Sq >
  * Skv (the first rows see nothing: zeros). */
 TEST(causal) {
-    static const spec specs[] = {
+    static const sdpa_spec specs[] = {
         {1, 2, 2, 7, 7, 64, 64, true, 0, 0, {0}, false},  {2, 2, 1, 7, 20, 64, 64, true, 0, 0, {0}, false},
         {1, 1, 1, 1, 20, 32, 32, true, 0, 0, {0}, false}, {1, 2, 2, 129, 129, 128, 128, true, 0, 0, {0}, false},
         {1, 1, 1, 20, 7, 16, 16, true, 0, 0, {0}, false}, {1, 1, 1, 300, 300, 64, 64, true, 0, 0, {0}, false},
@@ -295,7 +273,7 @@ TEST(causal) {
  * must read kv head h / 4 (h / 8): a head computed alone, against its kv
  * head sliced out, gives the same bits. */
 TEST(grouped_query_heads) {
-    static const spec specs[] = {
+    static const sdpa_spec specs[] = {
         {2, 8, 2, 9, 17, 64, 64, false, 0, 0, {0}, false},
         {1, 8, 1, 9, 17, 64, 64, true, 0, 0, {0}, false},
     };
@@ -325,7 +303,7 @@ TEST(grouped_query_heads) {
  * keys masked, so some short rows are fully masked), with and without
  * causal. */
 TEST(masks) {
-    static const spec specs[] = {
+    static const sdpa_spec specs[] = {
         {2, 2, 2, 5, 9, 32, 32, false, 1, 4, {2, 2, 5, 9}, false},
         {2, 2, 2, 5, 9, 32, 32, false, 1, 2, {5, 9}, false},
         {2, 4, 2, 5, 9, 32, 32, true, 1, 4, {2, 1, 1, 9}, false},
@@ -341,7 +319,7 @@ TEST(masks) {
 }
 
 TEST(sinks) {
-    static const spec specs[] = {
+    static const sdpa_spec specs[] = {
         {2, 4, 2, 5, 9, 32, 32, false, 0, 0, {0}, true},
         {1, 4, 4, 9, 9, 64, 64, true, 0, 0, {0}, true},
         {2, 2, 2, 5, 3, 32, 32, false, 2, 4, {2, 2, 5, 3}, true},
