@@ -147,6 +147,22 @@ static emily_tensor *from_doubles(emily_dtype dt, int rank, const int64_t *shape
     return t;
 }
 
+/* Operand t of rank r as the dot sees it: t itself, or (perm given) its
+ * permuted view; its contracting axes c (nc of them) and batch axes b (nb)
+ * numbered for that view, in c2 and b2. */
+static emily_tensor *operand_view(emily_tensor *t, int r, const int *perm, int nc, const int *c, int *c2, int nb,
+                                  const int *b, int *b2) {
+    memcpy(c2, c, sizeof(int) * (size_t)nc);
+    if (nb) memcpy(b2, b, sizeof(int) * (size_t)nb);
+    if (!perm) return t;
+    emily_tensor *v = permuted(t, perm);
+    int inv[8];
+    for (int i = 0; i < r; i++) inv[perm[i]] = i;
+    for (int i = 0; i < nc; i++) c2[i] = inv[c[i]];
+    for (int i = 0; i < nb; i++) b2[i] = inv[b[i]];
+    return v;
+}
+
 /* A general dot checked against a straightforward reference that sums in
  * Nx's order (contract axes in the order given, row-major), each product
  * rounded: f64 results must be bit-identical. */
@@ -162,28 +178,9 @@ static void check_general(emily_dtype dt, int ra, const int64_t *sa, int rb, con
     for (int64_t i = 0; i < nbn * (cplx ? 2 : 1); i++) db[i] = rnd();
     emily_tensor *ta = from_doubles(dt, ra, sa, da, na), *tb = from_doubles(dt, rb, sb, db, nbn);
     /* optionally feed transposed views of physically permuted data */
-    emily_tensor *va = ta, *vb = tb;
     int ca2[8], cb2[8], ba2[8], bb2[8];
-    memcpy(ca2, ca, sizeof(int) * (size_t)nc);
-    memcpy(cb2, cb, sizeof(int) * (size_t)nc);
-    if (nb) {
-        memcpy(ba2, ba, sizeof(int) * (size_t)nb);
-        memcpy(bb2, bb, sizeof(int) * (size_t)nb);
-    }
-    if (perm_a) {
-        va = permuted(ta, perm_a);
-        int inv[8];
-        for (int i = 0; i < ra; i++) inv[perm_a[i]] = i;
-        for (int i = 0; i < nc; i++) ca2[i] = inv[ca[i]];
-        for (int i = 0; i < nb; i++) ba2[i] = inv[ba[i]];
-    }
-    if (perm_b) {
-        vb = permuted(tb, perm_b);
-        int inv[8];
-        for (int i = 0; i < rb; i++) inv[perm_b[i]] = i;
-        for (int i = 0; i < nc; i++) cb2[i] = inv[cb[i]];
-        for (int i = 0; i < nb; i++) bb2[i] = inv[bb[i]];
-    }
+    emily_tensor *va = operand_view(ta, ra, perm_a, nc, ca, ca2, nb, ba, ba2);
+    emily_tensor *vb = operand_view(tb, rb, perm_b, nc, cb, cb2, nb, bb, bb2);
     emily_tensor *c = dot(va, nc, ca2, nb, ba2, vb, cb2, bb2);
     CHECK(c != NULL);
     if (c) {
@@ -869,70 +866,43 @@ static emily_tensor *rand_tensor(emily_dtype dt, int rank, const int64_t *shape)
     unsigned char *buf = malloc((size_t)n * es + 1);
     for (int64_t i = 0; i < n; i++) {
         double v = rnd();
-        unsigned char *p = buf + (size_t)i * es;
+        /* the element as its C type, then its es bytes */
+        union {
+            uint8_t u8;
+            int8_t s8;
+            int16_t s16;
+            uint32_t u32;
+            int32_t s32;
+            int64_t s64;
+            uint64_t u64;
+            uint16_t bits16; /* f16, bf16 */
+            float f32;
+            double f64;
+            float c64[2];
+            double c128[2];
+        } x;
         switch (dt) {
-        case EMILY_U8: {
-            uint8_t x = (uint8_t)(int)(v * 25);
-            memcpy(p, &x, 1);
+        case EMILY_U8: x.u8 = (uint8_t)(int)(v * 25); break;
+        case EMILY_S8: x.s8 = (int8_t)(v * 12); break;
+        case EMILY_S16: x.s16 = (int16_t)(v * 3000); break;
+        case EMILY_U32: x.u32 = (uint32_t)(int64_t)(v * 400000); break;
+        case EMILY_S32: x.s32 = (int32_t)(v * 200000); break;
+        case EMILY_S64: x.s64 = (int64_t)(v * 1e15); break;
+        case EMILY_U64: x.u64 = (uint64_t)(int64_t)(v * 1e15); break;
+        case EMILY_F16: x.bits16 = emily_f64_to_f16(v); break;
+        case EMILY_BF16: x.bits16 = emily_f32_to_bf16((float)v); break;
+        case EMILY_F32: x.f32 = (float)v; break;
+        case EMILY_C64:
+            x.c64[0] = (float)v;
+            x.c64[1] = (float)rnd();
             break;
-        }
-        case EMILY_S8: {
-            int8_t x = (int8_t)(v * 12);
-            memcpy(p, &x, 1);
+        case EMILY_C128:
+            x.c128[0] = v;
+            x.c128[1] = rnd();
             break;
+        default: x.f64 = v; break;
         }
-        case EMILY_S16: {
-            int16_t x = (int16_t)(v * 3000);
-            memcpy(p, &x, 2);
-            break;
-        }
-        case EMILY_U32: {
-            uint32_t x = (uint32_t)(int64_t)(v * 400000);
-            memcpy(p, &x, 4);
-            break;
-        }
-        case EMILY_S32: {
-            int32_t x = (int32_t)(v * 200000);
-            memcpy(p, &x, 4);
-            break;
-        }
-        case EMILY_S64: {
-            int64_t x = (int64_t)(v * 1e15);
-            memcpy(p, &x, 8);
-            break;
-        }
-        case EMILY_U64: {
-            uint64_t x = (uint64_t)(int64_t)(v * 1e15);
-            memcpy(p, &x, 8);
-            break;
-        }
-        case EMILY_F16: {
-            uint16_t x = emily_f64_to_f16(v);
-            memcpy(p, &x, 2);
-            break;
-        }
-        case EMILY_BF16: {
-            uint16_t x = emily_f32_to_bf16((float)v);
-            memcpy(p, &x, 2);
-            break;
-        }
-        case EMILY_F32: {
-            float x = (float)v;
-            memcpy(p, &x, 4);
-            break;
-        }
-        case EMILY_C64: {
-            float x[2] = {(float)v, (float)rnd()};
-            memcpy(p, x, 8);
-            break;
-        }
-        case EMILY_C128: {
-            double x[2] = {v, rnd()};
-            memcpy(p, x, 16);
-            break;
-        }
-        default: memcpy(p, &v, 8); break;
-        }
+        memcpy(buf + (size_t)i * es, &x, es);
     }
     emily_tensor *t = t_from(dt, rank, shape, buf);
     free(buf);
