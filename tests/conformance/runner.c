@@ -316,6 +316,17 @@ static void usage(void) {
         "usage: conformance [--device cpu|cuda[:N]] [--ops a,b,...] [--emit FILE] [--linalg lapack|reference] [--linalg-properties] [--dot-precision highest|fast] [-v] CORPUS.jsonl[.gz]...\n");
 }
 
+/* The value m of a two-valued option: `on` sets *flag, `off` leaves it;
+ * anything else prints the usage and gives false. */
+static bool pick_mode(const char *m, const char *on, const char *off, bool *flag) {
+    if (strcmp(m, on) == 0) *flag = true;
+    else if (strcmp(m, off) != 0) {
+        usage();
+        return false;
+    }
+    return true;
+}
+
 int main(int argc, char **argv) {
     emily_device dev = EMILY_CPU;
     const char *ops = NULL, *emit_path = NULL;
@@ -331,20 +342,10 @@ int main(int argc, char **argv) {
         else if (strcmp(argv[i], "--emit") == 0 && i + 1 < argc) emit_path = argv[++i];
         else if (strcmp(argv[i], "-v") == 0) verbose++;
         else if (strcmp(argv[i], "--linalg") == 0 && i + 1 < argc) {
-            const char *m = argv[++i];
-            if (strcmp(m, "reference") == 0) linalg_reference = true;
-            else if (strcmp(m, "lapack") != 0) {
-                usage();
-                return 2;
-            }
+            if (!pick_mode(argv[++i], "reference", "lapack", &linalg_reference)) return 2;
         } else if (strcmp(argv[i], "--linalg-properties") == 0) exact_by_properties = force_properties = true;
         else if (strcmp(argv[i], "--dot-precision") == 0 && i + 1 < argc) {
-            const char *m = argv[++i];
-            if (strcmp(m, "fast") == 0) dot_fast = true;
-            else if (strcmp(m, "highest") != 0) {
-                usage();
-                return 2;
-            }
+            if (!pick_mode(argv[++i], "fast", "highest", &dot_fast)) return 2;
         } else if (argv[i][0] == '-') {
             usage();
             return 2;

@@ -41,43 +41,28 @@ static bool int_ok(int64_t v) {
 static bool tensor_int_ok(const emily_tensor *t) {
     emily_dtype dt = emily_tensor_dtype(t);
     if (emily_tensor_size(t) != 1 || !emily_dtype_is_integer(dt)) return true;
-    unsigned char raw[8] = {0};
-    if (emily_to_binary(t, raw, emily_dtype_size(dt)) != EMILY_OK) return true;
+    /* the element's bytes as each integer type (the rest zeros) */
+    union {
+        uint8_t u8;
+        int8_t s8;
+        uint16_t u16;
+        int16_t s16;
+        uint32_t u32;
+        int32_t s32;
+        uint64_t u64;
+        int64_t s64;
+    } raw = {0};
+    if (emily_to_binary(t, &raw, emily_dtype_size(dt)) != EMILY_OK) return true;
     int64_t v;
     switch (dt) {
-    case EMILY_U8: v = raw[0]; break;
-    case EMILY_S8: v = (int8_t)raw[0]; break;
-    case EMILY_U16: {
-        uint16_t x;
-        memcpy(&x, raw, 2);
-        v = x;
-        break;
-    }
-    case EMILY_S16: {
-        int16_t x;
-        memcpy(&x, raw, 2);
-        v = x;
-        break;
-    }
-    case EMILY_U32: {
-        uint32_t x;
-        memcpy(&x, raw, 4);
-        v = x;
-        break;
-    }
-    case EMILY_S32: {
-        int32_t x;
-        memcpy(&x, raw, 4);
-        v = x;
-        break;
-    }
-    case EMILY_U64: {
-        uint64_t x;
-        memcpy(&x, raw, 8);
-        v = x > INT64_MAX ? INT64_MAX : (int64_t)x;
-        break;
-    }
-    default: memcpy(&v, raw, 8); break;
+    case EMILY_U8: v = raw.u8; break;
+    case EMILY_S8: v = raw.s8; break;
+    case EMILY_U16: v = raw.u16; break;
+    case EMILY_S16: v = raw.s16; break;
+    case EMILY_U32: v = raw.u32; break;
+    case EMILY_S32: v = raw.s32; break;
+    case EMILY_U64: v = raw.u64 > INT64_MAX ? INT64_MAX : (int64_t)raw.u64; break;
+    default: v = raw.s64; break;
     }
     return int_ok(v);
 }

@@ -2,6 +2,7 @@
 #include <fnmatch.h>
 #include <stdlib.h>
 #include "harness.h"
+#include "core/scalar_convert.h"
 
 int harness_failures = 0;
 
@@ -220,6 +221,36 @@ emily_tensor *t_iota(emily_dtype dt, int rank, const int64_t *shape) {
         helper_failed("t_iota", emily_last_error());
         return NULL;
     }
+    return t;
+}
+
+double t_round(emily_dtype dt, double v) {
+    switch (dt) {
+    case EMILY_F16: return emily_sc_f16_to_f64(emily_sc_f64_to_f16(v));
+    case EMILY_BF16: return emily_sc_bf16_to_f64(emily_sc_f64_to_bf16(v));
+    case EMILY_F32: return (double)(float)v;
+    default: return v;
+    }
+}
+
+emily_tensor *t_as(emily_tensor *t, emily_dtype dt) {
+    emily_tensor *r = NULL;
+    if (t) CHECK_OK(emily_as_type(t, dt, &r));
+    emily_tensor_release(t);
+    return r;
+}
+
+emily_tensor *t_uniform(uint64_t *state, emily_dtype dt, int rank, const int64_t *shape, double lo, double width) {
+    int64_t n = 1;
+    for (int d = 0; d < rank; d++) n *= shape[d];
+    double *v = malloc((size_t)(n ? n : 1) * sizeof *v);
+    if (!v) {
+        harness_failures++;
+        return NULL;
+    }
+    for (int64_t i = 0; i < n; i++) v[i] = lo + width * (double)(xorshift64(state) >> 11) / 9007199254740992.0;
+    emily_tensor *t = t_as(t_from(EMILY_F64, rank, shape, v), dt);
+    free(v);
     return t;
 }
 

@@ -129,6 +129,16 @@ bool t_shape_is(const emily_tensor *t, int rank, const int64_t *shape);
 /* 0, 1, 2, ... in row-major order, of type dt (emily_iota on the CPU;
  * NULL, counted as a failure, when it fails). */
 emily_tensor *t_iota(emily_dtype dt, int rank, const int64_t *shape);
+/* v rounded to the float type dt by Nx's rules (bf16: through f32, then
+ * truncated); v itself for f64 and any other type. */
+double t_round(emily_dtype dt, double v);
+/* t converted to dt (emily_as_type; a failure is a failed check), t
+ * released; NULL for a NULL t. */
+emily_tensor *t_as(emily_tensor *t, emily_dtype dt);
+/* A CPU tensor of dtype dt whose elements are lo + width * u, u uniform
+ * in [0, 1) in steps of 2^-53 drawn from *state (xorshift64), made in f64
+ * and converted to dt by Nx's rules (NULL, counted, on failure). */
+emily_tensor *t_uniform(uint64_t *state, emily_dtype dt, int rank, const int64_t *shape, double lo, double width);
 /* Releases the n tensors of ts (NULL ones too); RELEASE(a, b, ...) the
  * tensors listed. */
 void t_release_all(int n, emily_tensor *const *ts);
@@ -193,6 +203,17 @@ static inline size_t dispatch_ok(const char *name, const emily_value *out, const
     emily_dispatch_result_release(&r);
     return got;
 }
+
+/* Runs dispatcher callback name on the CPU in mode (EMILY_DISPATCH_RUN or
+ * _INFER) with the nargs arguments args and the output template *out: it must
+ * succeed with one result that holds the same bytes as want. */
+#define CHECK_DISPATCH_SAME(name, mode, out, args, nargs, want)                 \
+    do {                                                                        \
+        emily_dispatch_result r_ = {0};                                         \
+        CHECK_OK(emily_dispatch(name, EMILY_CPU, out, args, nargs, mode, &r_)); \
+        CHECK(r_.n == 1 && t_same_bytes(r_.tensors[0], want));                  \
+        emily_dispatch_result_release(&r_);                                     \
+    } while (0)
 
 /* A reference to graph value id (emily/graph.h). */
 static inline emily_value v_ref(int32_t id) { return (emily_value){.kind = EMILY_V_REF, .i = id}; }

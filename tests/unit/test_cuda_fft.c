@@ -131,13 +131,19 @@ static void *host_bytes(const emily_tensor *t) {
     return p;
 }
 
-/* Same dtype, shape and bits (NaN matches NaN). */
-static bool same_bits(const emily_tensor *want, const emily_tensor *got, const char *what) {
+/* got has want's dtype and shape (otherwise it says so under `what`). */
+static bool same_type_and_shape(const emily_tensor *want, const emily_tensor *got, const char *what) {
     int r = emily_tensor_rank(want);
     if (emily_tensor_dtype(want) != emily_tensor_dtype(got) || !t_shape_is(got, r, emily_tensor_shape(want))) {
         fprintf(stderr, "  %s: type or shape differs\n", what);
         return false;
     }
+    return true;
+}
+
+/* Same dtype, shape and bits (NaN matches NaN). */
+static bool same_bits(const emily_tensor *want, const emily_tensor *got, const char *what) {
+    if (!same_type_and_shape(want, got, what)) return false;
     emily_dtype dt = emily_tensor_dtype(want);
     bool wide = dt == EMILY_F64 || dt == EMILY_C128;
     size_t words = emily_tensor_nbytes(want) / (wide ? 8 : 4);
@@ -181,11 +187,8 @@ static double *as_c128(const emily_tensor *t) {
  * tensor: axis < 0, with `lv` levels). */
 static bool within_bound(const emily_tensor *exact, const emily_tensor *fast, int axis, double lv, double eps,
                          const char *what) {
+    if (!same_type_and_shape(exact, fast, what)) return false;
     int r = emily_tensor_rank(exact);
-    if (emily_tensor_dtype(exact) != emily_tensor_dtype(fast) || !t_shape_is(fast, r, emily_tensor_shape(exact))) {
-        fprintf(stderr, "  %s: type or shape differs\n", what);
-        return false;
-    }
     emily_dtype dt = emily_tensor_dtype(exact);
     bool dbl = dt == EMILY_F64 || dt == EMILY_C128;
     double u = dbl ? ldexp(1.0, -53) : ldexp(1.0, -24);

@@ -25,6 +25,7 @@
  * binary says SKIPPED. */
 #include <time.h>
 #include "cuda_compare.h"
+#include "sdpa_spec.h"
 
 /* ---- inputs ------------------------------------------------------------------ */
 
@@ -32,22 +33,7 @@ static uint64_t seed_state = 0x51ed270b2e3f4a97ull;
 
 /* Values in [lo, lo + width) of dtype dt on the CPU. */
 static emily_tensor *uniform(emily_dtype dt, int rank, const int64_t *shape, double lo, double width) {
-    int64_t n = 1;
-    for (int d = 0; d < rank; d++) n *= shape[d];
-    double *v = malloc((size_t)(n ? n : 1) * sizeof *v);
-    if (!v) {
-        harness_failures++;
-        return NULL;
-    }
-    for (int64_t i = 0; i < n; i++) v[i] = lo + width * (double)(xorshift64(&seed_state) >> 11) / 9007199254740992.0;
-    emily_tensor *t = t_from(EMILY_F64, rank, shape, v), *r = NULL;
-    free(v);
-    if (t && dt != EMILY_F64) {
-        CHECK_OK(emily_as_type(t, dt, &r));
-        emily_tensor_release(t);
-        return r;
-    }
-    return t;
+    return t_uniform(&seed_state, dt, rank, shape, lo, width);
 }
 
 static emily_tensor *keep_mask(int rank, const int64_t *shape) {
@@ -137,18 +123,9 @@ static bool sdpa_close(const char *what, const emily_tensor *c, const emily_tens
 
 /* ---- cases ------------------------------------------------------------------- */
 
-typedef struct spec {
-    int64_t B, Hq, Hkv, Sq, Skv, D, Dv;
-    bool causal;
-    int mask_kind; /* 0 none, 1 additive, 2 boolean */
-    int mr;
-    int64_t mshape[4];
-    bool sinks;
-} spec;
-
 /* in: q, k, v, mask (or NULL), sinks (or NULL) */
 static emily_status run_sdpa(emily_tensor *const *in, emily_tensor **out, const void *arg) {
-    const spec *s = arg;
+    const sdpa_spec *s = arg;
     emily_sdpa_options o = {
         .scale = 1.0 / sqrt((double)(s->D > 0 ? s->D : 1)), .causal = s->causal, .mask = in[3], .sinks = in[4]};
     return emily_sdpa(in[0], in[1], in[2], &o, out);
@@ -156,7 +133,7 @@ static emily_status run_sdpa(emily_tensor *const *in, emily_tensor **out, const 
 
 /* Runs the case on both devices and compares: inputs cin[0..5) on the
  * CPU (NULL where absent) and, when given, their GPU twins (else copies). */
-static void compare_on(const char *what, const spec *s, emily_tensor *const *cin, emily_tensor *const *given) {
+static void compare_on(const char *what, const sdpa_spec *s, emily_tensor *const *cin, emily_tensor *const *given) {
     emily_tensor *gin[5] = {NULL, NULL, NULL, NULL, NULL}, *c = NULL, *g = NULL;
     bool up = true;
     for (int i = 0; i < 5; i++) {
@@ -180,23 +157,17 @@ static void compare_on(const char *what, const spec *s, emily_tensor *const *cin
     for (int i = 0; i < 5; i++) emily_tensor_release(gin[i]);
 }
 
-static void compare(const char *what, const spec *s, emily_tensor *const *cin) { compare_on(what, s, cin, NULL); }
+static void compare(const char *what, const sdpa_spec *s, emily_tensor *const *cin) { compare_on(what, s, cin, NULL); }
 
-static void run_spec(const char *label, const spec *s, emily_dtype t) {
-    int64_t qs[4] = {s->B, s->Hq, s->Sq, s->D}, ks[4] = {s->B, s->Hkv, s->Skv, s->D},
-            vs[4] = {s->B, s->Hkv, s->Skv, s->Dv};
+static void run_spec(const char *label, const sdpa_spec *s, emily_dtype t) {
+    int64_t qs[4], ks[4], vs[4];
+    sdpa_spec_shapes(s, qs, ks, vs);
     emily_tensor *in[5] = {uniform(t, 4, qs, -1, 2), uniform(t, 4, ks, -1, 2), uniform(t, 4, vs, -1, 2), NULL, NULL};
     if (s->mask_kind == 1) in[3] = uniform(EMILY_F32, s->mr, s->mshape, -2, 2);
     if (s->mask_kind == 2) in[3] = keep_mask(s->mr, s->mshape);
     if (s->sinks) in[4] = uniform(EMILY_F32, 1, &s->Hq, -1, 3);
     char what[200];
-    snprintf(what, sizeof what, "%s %lldx%lld/%lldx%lldx%lldx%lld Dv%lld%s%s%s", label, (long long)s->B,
-             (long long)s->Hq, (long long)s->Hkv, (long long)s->Sq, (long long)s->Skv, (long long)s->D,
-             (long long)s->Dv, s->causal ? " causal" : "",
-             s->mask_kind == 1   ? " additive"
-             : s->mask_kind == 2 ? " boolean"
-                                 : "",
-             s->sinks ? " sinks" : "");
+    sdpa_spec_name(what, sizeof what, label, s);
     compare(what, s, in);
     for (int i = 0; i < 5; i++) emily_tensor_release(in[i]);
 }
@@ -206,7 +177,7 @@ static const emily_dtype floats[4] = {EMILY_BF16, EMILY_F16, EMILY_F32, EMILY_F6
 /* The flash kernel's head sizes and lengths around its tiles (64 keys,
  * 128 query rows), and the plain kernel's (f32, f64, other sizes). */
 TEST(gpu_sdpa_shapes) {
-    static const spec specs[] = {
+    static const sdpa_spec specs[] = {
         {1, 2, 2, 1, 1, 64, 64, false, 0, 0, {0}, false},       {2, 2, 2, 7, 7, 64, 64, false, 0, 0, {0}, false},
         {1, 2, 2, 129, 129, 80, 80, false, 0, 0, {0}, false},   {1, 2, 2, 65, 300, 96, 96, false, 0, 0, {0}, false},
         {1, 2, 2, 257, 200, 128, 128, false, 0, 0, {0}, false}, {2, 3, 3, 1, 513, 128, 128, false, 0, 0, {0}, false},
@@ -219,7 +190,7 @@ TEST(gpu_sdpa_shapes) {
 }
 
 TEST(gpu_sdpa_causal_and_heads) {
-    static const spec specs[] = {
+    static const sdpa_spec specs[] = {
         {1, 2, 2, 200, 200, 64, 64, true, 0, 0, {0}, false},
         {1, 4, 2, 77, 333, 128, 128, true, 0, 0, {0}, false}, /* a KV cache, GQA */
         {1, 2, 2, 1, 333, 128, 128, true, 0, 0, {0}, false},  /* decode */
@@ -232,7 +203,7 @@ TEST(gpu_sdpa_causal_and_heads) {
 }
 
 TEST(gpu_sdpa_masks_and_sinks) {
-    static const spec specs[] = {
+    static const sdpa_spec specs[] = {
         {2, 2, 2, 100, 150, 64, 64, false, 1, 4, {2, 1, 1, 150}, false},
         {1, 4, 2, 130, 130, 128, 128, true, 1, 2, {130, 130}, false},
         {2, 2, 2, 70, 90, 64, 64, false, 2, 4, {2, 2, 70, 90}, false},
@@ -249,7 +220,7 @@ TEST(gpu_sdpa_masks_and_sinks) {
  * multiplies masked keys' v by 0 in its tiles; it must not leak). */
 TEST(gpu_sdpa_fully_masked_rows) {
     for (int k = 0; k < 4; k++) {
-        spec s = {1, 2, 2, 70, 70, 64, 64, false, 2, 2, {70, 70}, true};
+        sdpa_spec s = {1, 2, 2, 70, 70, 64, 64, false, 2, 2, {70, 70}, true};
         int64_t qs[4] = {1, 2, 70, 64}, ms[2] = {70, 70};
         emily_tensor *in[5] = {uniform(floats[k], 4, qs, -1, 2), uniform(floats[k], 4, qs, -1, 2), NULL, NULL,
                                uniform(EMILY_F32, 1, &s.Hq, -1, 2)};
@@ -295,7 +266,7 @@ TEST(gpu_sdpa_views_empty_errors) {
             CHECK_OK(emily_reshape(sl, 4, qs, &in[i]));
             CHECK_OK(emily_reshape(gsl, 4, qs, &gin[i]));
         }
-        spec s = {1, 2, 2, 70, 70, 64, 64, true, 0, 0, {0}, false};
+        sdpa_spec s = {1, 2, 2, 70, 70, 64, 64, true, 0, 0, {0}, false};
         compare_on("offset by one element", &s, in, gin);
         for (int i = 0; i < 3; i++) RELEASE(in[i], gin[i]);
         RELEASE(f, gf, sl, gsl);
@@ -304,7 +275,7 @@ TEST(gpu_sdpa_views_empty_errors) {
     CHECK_OK(emily_empty(EMILY_CPU, EMILY_BF16, 4, (int64_t[]){1, 2, 3, 64}, &e[0]));
     CHECK_OK(emily_empty(EMILY_CPU, EMILY_BF16, 4, (int64_t[]){1, 1, 0, 64}, &e[1]));
     CHECK_OK(emily_empty(EMILY_CPU, EMILY_BF16, 4, (int64_t[]){1, 1, 0, 64}, &e[2]));
-    spec s0 = {1, 2, 1, 3, 0, 64, 64, false, 0, 0, {0}, false};
+    sdpa_spec s0 = {1, 2, 1, 3, 0, 64, 64, false, 0, 0, {0}, false};
     emily_tensor *q0 = NULL;
     CHECK_OK(emily_constant(EMILY_CPU, EMILY_BF16, 4, (int64_t[]){1, 2, 3, 64}, emily_scalar_float(0.5), &q0));
     emily_tensor *in0[5] = {q0, e[1], e[2], NULL, NULL};
@@ -312,7 +283,7 @@ TEST(gpu_sdpa_views_empty_errors) {
     int64_t qs3[4] = {1, 3, 4, 64}, ks2[4] = {1, 2, 4, 64};
     emily_tensor *bad[5] = {uniform(EMILY_BF16, 4, qs3, -1, 2), uniform(EMILY_BF16, 4, ks2, -1, 2),
                             uniform(EMILY_BF16, 4, ks2, -1, 2), NULL, NULL};
-    spec sb = {1, 3, 2, 4, 4, 64, 64, false, 0, 0, {0}, false};
+    sdpa_spec sb = {1, 3, 2, 4, 4, 64, 64, false, 0, 0, {0}, false};
     emily_tensor *gin[3] = {NULL, NULL, NULL}, *c = NULL, *g = NULL;
     for (int i = 0; i < 3; i++) CHECK_OK(emily_to_device(bad[i], tc_device, &gin[i]));
     emily_tensor *gall[5] = {gin[0], gin[1], gin[2], NULL, NULL};

@@ -147,6 +147,22 @@ static emily_tensor *from_doubles(emily_dtype dt, int rank, const int64_t *shape
     return t;
 }
 
+/* Operand t of rank r as the dot sees it: t itself, or (perm given) its
+ * permuted view; its contracting axes c (nc of them) and batch axes b (nb)
+ * numbered for that view, in c2 and b2. */
+static emily_tensor *operand_view(emily_tensor *t, int r, const int *perm, int nc, const int *c, int *c2, int nb,
+                                  const int *b, int *b2) {
+    memcpy(c2, c, sizeof(int) * (size_t)nc);
+    if (nb) memcpy(b2, b, sizeof(int) * (size_t)nb);
+    if (!perm) return t;
+    emily_tensor *v = permuted(t, perm);
+    int inv[8];
+    for (int i = 0; i < r; i++) inv[perm[i]] = i;
+    for (int i = 0; i < nc; i++) c2[i] = inv[c[i]];
+    for (int i = 0; i < nb; i++) b2[i] = inv[b[i]];
+    return v;
+}
+
 /* A general dot checked against a straightforward reference that sums in
  * Nx's order (contract axes in the order given, row-major), each product
  * rounded: f64 results must be bit-identical. */
@@ -162,28 +178,9 @@ static void check_general(emily_dtype dt, int ra, const int64_t *sa, int rb, con
     for (int64_t i = 0; i < nbn * (cplx ? 2 : 1); i++) db[i] = rnd();
     emily_tensor *ta = from_doubles(dt, ra, sa, da, na), *tb = from_doubles(dt, rb, sb, db, nbn);
     /* optionally feed transposed views of physically permuted data */
-    emily_tensor *va = ta, *vb = tb;
     int ca2[8], cb2[8], ba2[8], bb2[8];
-    memcpy(ca2, ca, sizeof(int) * (size_t)nc);
-    memcpy(cb2, cb, sizeof(int) * (size_t)nc);
-    if (nb) {
-        memcpy(ba2, ba, sizeof(int) * (size_t)nb);
-        memcpy(bb2, bb, sizeof(int) * (size_t)nb);
-    }
-    if (perm_a) {
-        va = permuted(ta, perm_a);
-        int inv[8];
-        for (int i = 0; i < ra; i++) inv[perm_a[i]] = i;
-        for (int i = 0; i < nc; i++) ca2[i] = inv[ca[i]];
-        for (int i = 0; i < nb; i++) ba2[i] = inv[ba[i]];
-    }
-    if (perm_b) {
-        vb = permuted(tb, perm_b);
-        int inv[8];
-        for (int i = 0; i < rb; i++) inv[perm_b[i]] = i;
-        for (int i = 0; i < nc; i++) cb2[i] = inv[cb[i]];
-        for (int i = 0; i < nb; i++) bb2[i] = inv[bb[i]];
-    }
+    emily_tensor *va = operand_view(ta, ra, perm_a, nc, ca, ca2, nb, ba, ba2);
+    emily_tensor *vb = operand_view(tb, rb, perm_b, nc, cb, cb2, nb, bb, bb2);
     emily_tensor *c = dot(va, nc, ca2, nb, ba2, vb, cb2, bb2);
     CHECK(c != NULL);
     if (c) {
@@ -869,70 +866,43 @@ static emily_tensor *rand_tensor(emily_dtype dt, int rank, const int64_t *shape)
     unsigned char *buf = malloc((size_t)n * es + 1);
     for (int64_t i = 0; i < n; i++) {
         double v = rnd();
-        unsigned char *p = buf + (size_t)i * es;
+        /* the element as its C type, then its es bytes */
+        union {
+            uint8_t u8;
+            int8_t s8;
+            int16_t s16;
+            uint32_t u32;
+            int32_t s32;
+            int64_t s64;
+            uint64_t u64;
+            uint16_t bits16; /* f16, bf16 */
+            float f32;
+            double f64;
+            float c64[2];
+            double c128[2];
+        } x;
         switch (dt) {
-        case EMILY_U8: {
-            uint8_t x = (uint8_t)(int)(v * 25);
-            memcpy(p, &x, 1);
+        case EMILY_U8: x.u8 = (uint8_t)(int)(v * 25); break;
+        case EMILY_S8: x.s8 = (int8_t)(v * 12); break;
+        case EMILY_S16: x.s16 = (int16_t)(v * 3000); break;
+        case EMILY_U32: x.u32 = (uint32_t)(int64_t)(v * 400000); break;
+        case EMILY_S32: x.s32 = (int32_t)(v * 200000); break;
+        case EMILY_S64: x.s64 = (int64_t)(v * 1e15); break;
+        case EMILY_U64: x.u64 = (uint64_t)(int64_t)(v * 1e15); break;
+        case EMILY_F16: x.bits16 = emily_f64_to_f16(v); break;
+        case EMILY_BF16: x.bits16 = emily_f32_to_bf16((float)v); break;
+        case EMILY_F32: x.f32 = (float)v; break;
+        case EMILY_C64:
+            x.c64[0] = (float)v;
+            x.c64[1] = (float)rnd();
             break;
-        }
-        case EMILY_S8: {
-            int8_t x = (int8_t)(v * 12);
-            memcpy(p, &x, 1);
+        case EMILY_C128:
+            x.c128[0] = v;
+            x.c128[1] = rnd();
             break;
+        default: x.f64 = v; break;
         }
-        case EMILY_S16: {
-            int16_t x = (int16_t)(v * 3000);
-            memcpy(p, &x, 2);
-            break;
-        }
-        case EMILY_U32: {
-            uint32_t x = (uint32_t)(int64_t)(v * 400000);
-            memcpy(p, &x, 4);
-            break;
-        }
-        case EMILY_S32: {
-            int32_t x = (int32_t)(v * 200000);
-            memcpy(p, &x, 4);
-            break;
-        }
-        case EMILY_S64: {
-            int64_t x = (int64_t)(v * 1e15);
-            memcpy(p, &x, 8);
-            break;
-        }
-        case EMILY_U64: {
-            uint64_t x = (uint64_t)(int64_t)(v * 1e15);
-            memcpy(p, &x, 8);
-            break;
-        }
-        case EMILY_F16: {
-            uint16_t x = emily_f64_to_f16(v);
-            memcpy(p, &x, 2);
-            break;
-        }
-        case EMILY_BF16: {
-            uint16_t x = emily_f32_to_bf16((float)v);
-            memcpy(p, &x, 2);
-            break;
-        }
-        case EMILY_F32: {
-            float x = (float)v;
-            memcpy(p, &x, 4);
-            break;
-        }
-        case EMILY_C64: {
-            float x[2] = {(float)v, (float)rnd()};
-            memcpy(p, x, 8);
-            break;
-        }
-        case EMILY_C128: {
-            double x[2] = {v, rnd()};
-            memcpy(p, x, 16);
-            break;
-        }
-        default: memcpy(p, &v, 8); break;
-        }
+        memcpy(buf + (size_t)i * es, &x, es);
     }
     emily_tensor *t = t_from(dt, rank, shape, buf);
     free(buf);
@@ -1051,8 +1021,15 @@ typedef struct conv_case {
     int64_t in[5], k[5]; /* standard-order shapes {N, C, ...}, {O, I, ...} */
     int64_t stride[3], lo[3], hi[3], idil[3], kdil[3];
     int64_t fg, bg;
-    int ip[5], kp[5], op[5];
+    int layout; /* its row of conv_layouts */
 } conv_case;
+
+enum { STANDARD, CHANNELS_LAST };
+/* The permutations of a layout ({ip, kp, op}): physical axis ip[j] holds
+ * standard axis j of the input, likewise kp[j] of the kernel, op[j] of the
+ * output. CHANNELS_LAST: NHWC input and output, HWIO kernel. */
+static const int conv_layouts[2][3][5] = {{{0, 1, 2, 3, 4}, {0, 1, 2, 3, 4}, {0, 1, 2, 3, 4}},
+                                          {{0, 3, 1, 2}, {3, 2, 0, 1}, {0, 3, 1, 2}}};
 
 /* Checks emily_conv against a direct evaluation of Nx's definition (sum
  * over channels of sums over the window, products of the padded, dilated
@@ -1061,13 +1038,14 @@ typedef struct conv_case {
 static void check_conv(emily_dtype dt, const conv_case *cc) {
     highest_on();
     int r = cc->r, d = r - 2;
+    const int *ip = conv_layouts[cc->layout][0], *kp = conv_layouts[cc->layout][1], *op = conv_layouts[cc->layout][2];
     bool cplx = dt == EMILY_C128;
     int w = cplx ? 2 : 1;
     /* physical shapes: physical axis ip[j] holds standard axis j */
     int64_t pin[5], pk[5], nin = 1, nk = 1;
     for (int j = 0; j < r; j++) {
-        pin[cc->ip[j]] = cc->in[j];
-        pk[cc->kp[j]] = cc->k[j];
+        pin[ip[j]] = cc->in[j];
+        pk[kp[j]] = cc->k[j];
     }
     for (int j = 0; j < r; j++) {
         nin *= pin[j];
@@ -1078,7 +1056,7 @@ static void check_conv(emily_dtype dt, const conv_case *cc) {
     for (int64_t i = 0; i < nin * w; i++) din[i] = rnd();
     for (int64_t i = 0; i < nk * w; i++) dk[i] = rnd();
     emily_tensor *ti = from_doubles(dt, r, pin, din, nin), *tk = from_doubles(dt, r, pk, dk, nk);
-    emily_conv_opts o = {cc->stride, cc->lo, cc->hi, cc->idil, cc->kdil, cc->fg, cc->bg, cc->ip, cc->kp, cc->op};
+    emily_conv_opts o = {cc->stride, cc->lo, cc->hi, cc->idil, cc->kdil, cc->fg, cc->bg, ip, kp, op};
     emily_tensor *out = NULL;
     emily_status s = emily_conv(ti, tk, &o, EMILY_DTYPE_AUTO, &out);
     if (s) fprintf(stderr, "  conv failed: %s\n", emily_last_error());
@@ -1097,15 +1075,15 @@ static void check_conv(emily_dtype dt, const conv_case *cc) {
         stdshape[1] = O;
         for (int i = 0; i < d; i++) stdshape[2 + i] = os[i];
         int64_t fshape[5];
-        for (int j = 0; j < r; j++) fshape[cc->op[j]] = stdshape[j];
+        for (int j = 0; j < r; j++) fshape[op[j]] = stdshape[j];
         CHECK(t_shape_is(out, r, fshape));
         /* row-major strides of the physical layouts, per standard axis */
         int64_t a = 1, b = 1, c = 1;
         for (int j = r - 1; j >= 0; j--) {
             for (int q = 0; q < r; q++) {
-                if (cc->ip[q] == j) pstr_in[q] = a;
-                if (cc->kp[q] == j) pstr_k[q] = b;
-                if (cc->op[q] == j) pstr_o[q] = c;
+                if (ip[q] == j) pstr_in[q] = a;
+                if (kp[q] == j) pstr_k[q] = b;
+                if (op[q] == j) pstr_o[q] = c;
             }
             a *= pin[j];
             b *= pk[j];
@@ -1172,91 +1150,19 @@ static void check_conv(emily_dtype dt, const conv_case *cc) {
 
 static const conv_case conv_cases[] = {
     /* 1-D, stride 2 */
-    {3, {2, 3, 11}, {4, 3, 3}, {2}, {0}, {0}, {1}, {1}, 1, 1, {0, 1, 2}, {0, 1, 2}, {0, 1, 2}},
+    {3, {2, 3, 11}, {4, 3, 3}, {2}, {0}, {0}, {1}, {1}, 1, 1, STANDARD},
     /* 2-D with padding, input and kernel dilation */
-    {4,
-     {2, 4, 7, 6},
-     {6, 4, 3, 2},
-     {1, 1},
-     {1, 0},
-     {2, 1},
-     {2, 1},
-     {1, 2},
-     1,
-     1,
-     {0, 1, 2, 3},
-     {0, 1, 2, 3},
-     {0, 1, 2, 3}},
+    {4, {2, 4, 7, 6}, {6, 4, 3, 2}, {1, 1}, {1, 0}, {2, 1}, {2, 1}, {1, 2}, 1, 1, STANDARD},
     /* negative padding crops; strides */
-    {4,
-     {1, 3, 9, 8},
-     {2, 3, 2, 3},
-     {2, 3},
-     {-1, 2},
-     {1, -2},
-     {1, 1},
-     {1, 1},
-     1,
-     1,
-     {0, 1, 2, 3},
-     {0, 1, 2, 3},
-     {0, 1, 2, 3}},
+    {4, {1, 3, 9, 8}, {2, 3, 2, 3}, {2, 3}, {-1, 2}, {1, -2}, {1, 1}, {1, 1}, 1, 1, STANDARD},
     /* feature groups */
-    {4,
-     {2, 6, 5, 5},
-     {4, 3, 3, 3},
-     {1, 1},
-     {1, 1},
-     {1, 1},
-     {1, 1},
-     {1, 1},
-     2,
-     1,
-     {0, 1, 2, 3},
-     {0, 1, 2, 3},
-     {0, 1, 2, 3}},
+    {4, {2, 6, 5, 5}, {4, 3, 3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 2, 1, STANDARD},
     /* batch groups */
-    {4,
-     {4, 3, 5, 4},
-     {6, 3, 2, 2},
-     {1, 1},
-     {0, 0},
-     {0, 0},
-     {1, 1},
-     {1, 1},
-     1,
-     2,
-     {0, 1, 2, 3},
-     {0, 1, 2, 3},
-     {0, 1, 2, 3}},
+    {4, {4, 3, 5, 4}, {6, 3, 2, 2}, {1, 1}, {0, 0}, {0, 0}, {1, 1}, {1, 1}, 1, 2, STANDARD},
     /* channels-last input and output (NHWC), HWIO kernel */
-    {4,
-     {2, 5, 6, 7},
-     {4, 5, 3, 2},
-     {1, 2},
-     {1, 1},
-     {1, 0},
-     {1, 1},
-     {1, 1},
-     1,
-     1,
-     {0, 3, 1, 2},
-     {3, 2, 0, 1},
-     {0, 3, 1, 2}},
+    {4, {2, 5, 6, 7}, {4, 5, 3, 2}, {1, 2}, {1, 1}, {1, 0}, {1, 1}, {1, 1}, 1, 1, CHANNELS_LAST},
     /* 3-D */
-    {5,
-     {1, 2, 4, 5, 3},
-     {3, 2, 2, 2, 2},
-     {1, 2, 1},
-     {0, 1, 1},
-     {1, 0, 1},
-     {1, 1, 2},
-     {2, 1, 1},
-     1,
-     1,
-     {0, 1, 2, 3, 4},
-     {0, 1, 2, 3, 4},
-     {0, 1, 2, 3, 4}},
+    {5, {1, 2, 4, 5, 3}, {3, 2, 2, 2, 2}, {1, 2, 1}, {0, 1, 1}, {1, 0, 1}, {1, 1, 2}, {2, 1, 1}, 1, 1, STANDARD},
 };
 
 TEST(conv_matches_nx_definition) {
@@ -1382,15 +1288,16 @@ TEST(cuda_conv_matches_cpu) {
     for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++)
         for (size_t ci = 0; ci < sizeof conv_cases / sizeof *conv_cases; ci++) {
             const conv_case *cc = &conv_cases[ci];
+            const int *ip = conv_layouts[cc->layout][0], *kp = conv_layouts[cc->layout][1],
+                      *op = conv_layouts[cc->layout][2];
             int64_t pin[5], pk[5];
             for (int j = 0; j < cc->r; j++) {
-                pin[cc->ip[j]] = cc->in[j];
-                pk[cc->kp[j]] = cc->k[j];
+                pin[ip[j]] = cc->in[j];
+                pk[kp[j]] = cc->k[j];
             }
             emily_tensor *a = rand_tensor(types[ti], cc->r, pin), *k = rand_tensor(types[ti], cc->r, pk);
             emily_tensor *ga = NULL, *gk = NULL, *c = NULL, *gc = NULL, *back = NULL;
-            emily_conv_opts o = {cc->stride, cc->lo, cc->hi, cc->idil, cc->kdil,
-                                 cc->fg,     cc->bg, cc->ip, cc->kp,   cc->op};
+            emily_conv_opts o = {cc->stride, cc->lo, cc->hi, cc->idil, cc->kdil, cc->fg, cc->bg, ip, kp, op};
             CHECK_OK(emily_to_device(a, gpu, &ga));
             CHECK_OK(emily_to_device(k, gpu, &gk));
             CHECK_OK(emily_conv(a, k, &o, EMILY_DTYPE_AUTO, &c));

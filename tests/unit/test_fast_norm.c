@@ -11,29 +11,6 @@
 
 static emily_tensor *f32s(int rank, const int64_t *shape, const float *v) { return t_from(EMILY_F32, rank, shape, v); }
 
-/* t converted to dt (t released). */
-static emily_tensor *as(emily_tensor *t, emily_dtype dt) {
-    emily_tensor *r = NULL;
-    if (t) CHECK_OK(emily_as_type(t, dt, &r));
-    emily_tensor_release(t);
-    return r;
-}
-
-/* Random values in [lo, lo + width), of dtype dt (made in f64, converted). */
-static emily_tensor *rnd(uint64_t *st, emily_dtype dt, int rank, const int64_t *shape, double lo, double width) {
-    int64_t n = 1;
-    for (int d = 0; d < rank; d++) n *= shape[d];
-    double *v = malloc((size_t)(n ? n : 1) * sizeof *v);
-    if (!v) {
-        harness_failures++;
-        return NULL;
-    }
-    for (int64_t i = 0; i < n; i++) v[i] = lo + width * (double)(xorshift64(st) >> 11) / 9007199254740992.0;
-    emily_tensor *t = as(t_from(EMILY_F64, rank, shape, v), dt);
-    free(v);
-    return t;
-}
-
 static double ulp_of(emily_dtype dt, double v) {
     int bits = dt == EMILY_F64 ? 52 : dt == EMILY_F32 ? 23 : dt == EMILY_F16 ? 10 : 7;
     double a = fabs(v);
@@ -225,7 +202,7 @@ TEST(rms_norm_matches_the_expression) {
  * output is f32, and equals bf16(x * r) * gamma, not x * r * gamma. */
 TEST(rms_norm_rounds_to_the_input_type_before_the_scale) {
     static const float xv[3] = {1.1f, -2.3f, 0.7f}, gv[3] = {1.3f, 1.7f, -0.9f};
-    emily_tensor *x = as(f32s(1, (int64_t[]){3}, xv), EMILY_BF16), *g = f32s(1, (int64_t[]){3}, gv), *y = NULL;
+    emily_tensor *x = t_as(f32s(1, (int64_t[]){3}, xv), EMILY_BF16), *g = f32s(1, (int64_t[]){3}, gv), *y = NULL;
     CHECK_OK(emily_rms_norm(x, g, 1.0e-6, &y));
     CHECK(y && emily_tensor_dtype(y) == EMILY_F32);
     double s = 0;
@@ -268,7 +245,8 @@ static double warp_order_sum(const float *v, int64_t n, float m, int what) {
 TEST(cpu_sums_in_the_warp_order) {
     uint64_t st = 2024;
     int64_t shape[2] = {6, 1001}, n = 1001;
-    emily_tensor *x = rnd(&st, EMILY_F32, 2, shape, 2, 8), *g = rnd(&st, EMILY_F32, 1, &n, -2, 4), *y = NULL, *z = NULL;
+    emily_tensor *x = t_uniform(&st, EMILY_F32, 2, shape, 2, 8), *g = t_uniform(&st, EMILY_F32, 1, &n, -2, 4),
+                 *y = NULL, *z = NULL;
     CHECK_OK(emily_layer_norm(x, g, NULL, 1.0e-5, &y));
     CHECK_OK(emily_rms_norm(x, g, 1.0e-6, &z));
     float *xv = malloc((size_t)(6 * n) * sizeof *xv), *gv = malloc((size_t)n * sizeof *gv);
@@ -302,8 +280,8 @@ static void against_composed(const char *label, emily_dtype xt, emily_dtype gt, 
                              const int64_t *shape, double offset, uint64_t seed) {
     uint64_t st = seed;
     int64_t n = shape[rank - 1];
-    emily_tensor *x = rnd(&st, xt, rank, shape, offset - 4, 8), *g = rnd(&st, gt, 1, &n, -2, 4);
-    emily_tensor *b = bt == EMILY_DTYPE_AUTO ? NULL : rnd(&st, bt, 1, &n, -1, 2);
+    emily_tensor *x = t_uniform(&st, xt, rank, shape, offset - 4, 8), *g = t_uniform(&st, gt, 1, &n, -2, 4);
+    emily_tensor *b = bt == EMILY_DTYPE_AUTO ? NULL : t_uniform(&st, bt, 1, &n, -1, 2);
     emily_tensor *f = NULL, *c = NULL;
     char what[160];
     /* the composed sums are in another order: for f64 within a few ULP
@@ -355,8 +333,8 @@ TEST(mixed_types_against_composed_ops) {
     };
     for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
         uint64_t st = 97 + k;
-        emily_tensor *x = rnd(&st, cases[k].x, 2, s, -2, 8), *g = rnd(&st, cases[k].g, 1, &s[1], -2, 4),
-                     *b = rnd(&st, cases[k].b, 1, &s[1], -1, 2), *f = NULL, *c = NULL;
+        emily_tensor *x = t_uniform(&st, cases[k].x, 2, s, -2, 8), *g = t_uniform(&st, cases[k].g, 1, &s[1], -2, 4),
+                     *b = t_uniform(&st, cases[k].b, 1, &s[1], -1, 2), *f = NULL, *c = NULL;
         CHECK_OK(emily_layer_norm(x, g, b, 1.0e-5, &f));
         CHECK(f && emily_tensor_dtype(f) == cases[k].out);
         c = composed_layer_norm(x, g, b, 1.0e-5);
@@ -377,7 +355,8 @@ TEST(mixed_types_against_composed_ops) {
 TEST(f64_within_the_reordered_sum_bound) {
     uint64_t st = 5;
     int64_t shape[2] = {4, 4096}, n = 4096;
-    emily_tensor *x = rnd(&st, EMILY_F64, 2, shape, 1000, 3), *g = rnd(&st, EMILY_F64, 1, &n, 0.5, 1), *y = NULL;
+    emily_tensor *x = t_uniform(&st, EMILY_F64, 2, shape, 1000, 3), *g = t_uniform(&st, EMILY_F64, 1, &n, 0.5, 1),
+                 *y = NULL;
     CHECK_OK(emily_layer_norm(x, g, NULL, 1.0e-5, &y));
     for (int i = 0; y && i < 4; i++) {
         double s = 0, sa = 0, s2 = 0;
@@ -406,10 +385,11 @@ TEST(f64_within_the_reordered_sum_bound) {
 TEST(views_as_inputs) {
     uint64_t st = 77;
     int64_t shape[2] = {40, 12}, n = 40;
-    emily_tensor *xt = rnd(&st, EMILY_F32, 2, shape, -3, 6), *x = NULL, *xc = NULL;
+    emily_tensor *xt = t_uniform(&st, EMILY_F32, 2, shape, -3, 6), *x = NULL, *xc = NULL;
     CHECK_OK(emily_transpose(xt, (int[]){1, 0}, &x)); /* {12, 40}, not contiguous */
     CHECK_OK(emily_contiguous(x, &xc));
-    emily_tensor *g0 = rnd(&st, EMILY_F32, 1, &n, -1, 2), *g = NULL, *gc = NULL, *b1 = NULL, *b = NULL, *bc = NULL;
+    emily_tensor *g0 = t_uniform(&st, EMILY_F32, 1, &n, -1, 2), *g = NULL, *gc = NULL, *b1 = NULL, *b = NULL,
+                 *bc = NULL;
     CHECK_OK(emily_reverse(g0, 1, (int[]){0}, &g));
     CHECK_OK(emily_contiguous(g, &gc));
     b1 = f32s(1, (int64_t[]){1}, (float[]){0.25f});
@@ -432,8 +412,8 @@ TEST(rows_do_not_depend_on_the_batch) {
     static const emily_dtype types[4] = {EMILY_F32, EMILY_BF16, EMILY_F64, EMILY_F16};
     for (int k = 0; k < 4; k++) {
         int64_t shape[2] = {1024, 384}, n = 384;
-        emily_tensor *x = rnd(&st, types[k], 2, shape, -4, 8), *g = rnd(&st, types[k], 1, &n, -2, 4),
-                     *b = rnd(&st, types[k], 1, &n, -1, 2), *y = NULL, *z = NULL;
+        emily_tensor *x = t_uniform(&st, types[k], 2, shape, -4, 8), *g = t_uniform(&st, types[k], 1, &n, -2, 4),
+                     *b = t_uniform(&st, types[k], 1, &n, -1, 2), *y = NULL, *z = NULL;
         CHECK_OK(emily_layer_norm(x, g, b, 1.0e-5, &y));
         CHECK_OK(emily_rms_norm(x, g, 1.0e-6, &z));
         static const int64_t picks[3] = {0, 517, 1023};
@@ -541,9 +521,9 @@ TEST(bad_arguments) {
     emily_tensor *g4 = f32s(1, (int64_t[]){4}, (float[]){1, 1, 1, 1}),
                  *g2d = f32s(2, (int64_t[]){1, 3}, (float[]){1, 1, 1});
     emily_tensor *s0 = f32s(0, NULL, (float[]){1}), *y = NULL;
-    emily_tensor *xi = as(f32s(2, (int64_t[]){2, 3}, (float[]){1, 2, 3, 4, 5, 6}), EMILY_S32);
-    emily_tensor *gi = as(f32s(1, (int64_t[]){3}, (float[]){1, 1, 1}), EMILY_U8);
-    emily_tensor *xc = as(f32s(2, (int64_t[]){2, 3}, (float[]){1, 2, 3, 4, 5, 6}), EMILY_C64);
+    emily_tensor *xi = t_as(f32s(2, (int64_t[]){2, 3}, (float[]){1, 2, 3, 4, 5, 6}), EMILY_S32);
+    emily_tensor *gi = t_as(f32s(1, (int64_t[]){3}, (float[]){1, 1, 1}), EMILY_U8);
+    emily_tensor *xc = t_as(f32s(2, (int64_t[]){2, 3}, (float[]){1, 2, 3, 4, 5, 6}), EMILY_C64);
     CHECK_ERR(emily_layer_norm(NULL, g, NULL, 1e-5, &y), EMILY_ERR_ARGUMENT, "layer_norm: x is NULL");
     CHECK_ERR(emily_layer_norm(x, NULL, NULL, 1e-5, &y), EMILY_ERR_ARGUMENT, "layer_norm: gamma is NULL");
     CHECK_ERR(emily_layer_norm(x, g, g, 1e-5, NULL), EMILY_ERR_ARGUMENT, "layer_norm: output pointer is NULL");
@@ -573,7 +553,7 @@ TEST(bad_arguments) {
 TEST(dispatch_callbacks) {
     emily_tensor *x = f32s(2, (int64_t[]){2, 3}, (float[]){1, 2, 3, 4, 5, 9}),
                  *g = f32s(1, (int64_t[]){3}, (float[]){1, 2, 3});
-    emily_tensor *b = as(f32s(1, (int64_t[]){3}, (float[]){0, 1, 0}), EMILY_BF16);
+    emily_tensor *b = t_as(f32s(1, (int64_t[]){3}, (float[]){0, 1, 0}), EMILY_BF16);
     emily_tensor *want = NULL, *want0 = NULL, *wantr = NULL;
     CHECK_OK(emily_layer_norm(x, g, b, 0.125, &want));
     CHECK_OK(emily_layer_norm(x, g, NULL, 1.0e-5, &want0));
@@ -584,24 +564,14 @@ TEST(dispatch_callbacks) {
     emily_value eps_v[1] = {v_float(0.125)}, eps_opts = v_opts(keys, eps_v, 1), no_opts = v_opts(NULL, NULL, 0);
     emily_value args[4] = {v_tensor(x), v_tensor(g), v_tensor(b), eps_opts};
     emily_dispatch_result r = {0};
-    CHECK_OK(emily_dispatch("layer_norm", EMILY_CPU, &out, args, 4, EMILY_DISPATCH_RUN, &r));
-    CHECK(r.n == 1 && t_same_bytes(r.tensors[0], want));
-    emily_dispatch_result_release(&r);
-    CHECK_OK(emily_dispatch("layer_norm", EMILY_CPU, &out, args, 4, EMILY_DISPATCH_INFER, &r));
-    CHECK(r.n == 1 && t_same_bytes(r.tensors[0], want));
-    emily_dispatch_result_release(&r);
+    CHECK_DISPATCH_SAME("layer_norm", EMILY_DISPATCH_RUN, &out, args, 4, want);
+    CHECK_DISPATCH_SAME("layer_norm", EMILY_DISPATCH_INFER, &out, args, 4, want);
     /* no beta, options without epsilon: Axon's 1.0e-5 */
     args[2] = no_opts;
-    CHECK_OK(emily_dispatch("layer_norm", EMILY_CPU, &out, args, 3, EMILY_DISPATCH_RUN, &r));
-    CHECK(r.n == 1 && t_same_bytes(r.tensors[0], want0));
-    emily_dispatch_result_release(&r);
-    CHECK_OK(emily_dispatch("layer_norm", EMILY_CPU, &out, args, 2, EMILY_DISPATCH_RUN, &r));
-    CHECK(r.n == 1 && t_same_bytes(r.tensors[0], want0));
-    emily_dispatch_result_release(&r);
+    CHECK_DISPATCH_SAME("layer_norm", EMILY_DISPATCH_RUN, &out, args, 3, want0);
+    CHECK_DISPATCH_SAME("layer_norm", EMILY_DISPATCH_RUN, &out, args, 2, want0);
     /* rms_norm: Bumblebee's 1.0e-6 by default */
-    CHECK_OK(emily_dispatch("rms_norm", EMILY_CPU, &out, args, 3, EMILY_DISPATCH_RUN, &r));
-    CHECK(r.n == 1 && t_same_bytes(r.tensors[0], wantr));
-    emily_dispatch_result_release(&r);
+    CHECK_DISPATCH_SAME("rms_norm", EMILY_DISPATCH_RUN, &out, args, 3, wantr);
     /* errors: the template, the arguments, the types */
     args[2] = v_tensor(b);
     CHECK_ERR(emily_dispatch("layer_norm", EMILY_CPU, &bad_out, args, 4, EMILY_DISPATCH_RUN, &r), EMILY_ERR_INTERNAL,
@@ -631,8 +601,8 @@ TEST(dispatch_callbacks) {
 TEST(runs_in_a_graph) {
     uint64_t st = 9;
     int64_t shape[2] = {33, 96}, n = 96;
-    emily_tensor *x = rnd(&st, EMILY_BF16, 2, shape, -4, 8), *g = rnd(&st, EMILY_F32, 1, &n, -1, 2), *want = NULL,
-                 *wantr = NULL;
+    emily_tensor *x = t_uniform(&st, EMILY_BF16, 2, shape, -4, 8), *g = t_uniform(&st, EMILY_F32, 1, &n, -1, 2),
+                 *want = NULL, *wantr = NULL;
     CHECK_OK(emily_layer_norm(x, g, g, 1.0e-5, &want));
     CHECK_OK(emily_rms_norm(x, g, 1.0e-6, &wantr));
     emily_graph *gr = NULL;

@@ -482,10 +482,12 @@ TEST(metadata_values) {
 
 /* ---- malformed files ----------------------------------------------------------- */
 
-/* Opening path must fail with EMILY_ERR_ARGUMENT and `needle`. */
-static void refuses(const gw *f, const char *needle) {
+/* Saves f as a file (and frees f), which opening must refuse with
+ * EMILY_ERR_ARGUMENT and `needle`. */
+static void refuses(gw *f, const char *needle) {
     emily_gguf *g = (emily_gguf *)&g; /* must come back NULL */
     CHECK(gw_save(f, path_of("bad.gguf")));
+    gw_free(f);
     CHECK_ERR(emily_gguf_open(path_of("bad.gguf"), &g), EMILY_ERR_ARGUMENT, needle);
     CHECK(g == NULL);
     emily_gguf_close(g);
@@ -559,72 +561,54 @@ TEST(malformed_headers) {
     header(&f, 3, 0, 0);
     f.b[0] = 'X';
     refuses(&f, "not a GGUF file");
-    gw_free(&f);
     header(&f, 1, 0, 0);
     refuses(&f, "GGUF version 1 is not supported");
-    gw_free(&f);
     header(&f, 4, 0, 0);
     refuses(&f, "GGUF version 4 is not supported");
-    gw_free(&f);
     header(&f, 0x03000000u, 0, 0);
     refuses(&f, "big-endian");
-    gw_free(&f);
     header(&f, 3, 0, UINT64_MAX);
     refuses(&f, "18446744073709551615 metadata pairs do not fit");
-    gw_free(&f);
     header(&f, 3, (uint64_t)1 << 62, 0);
     refuses(&f, "tensor entries do not fit");
-    gw_free(&f);
     header(&f, 3, 0, 1);
     gw_u64(&f, (uint64_t)1 << 60);
     gw_u64(&f, 0), gw_u64(&f, 0);
     refuses(&f, "truncated: a metadata key needs 1152921504606846976 bytes");
-    gw_free(&f);
     header(&f, 3, 0, 1);
     gw_key(&f, "k", T_STR), gw_u64(&f, UINT64_MAX);
     refuses(&f, "truncated: a string value needs");
-    gw_free(&f);
     header(&f, 3, 0, 1);
     gw_key(&f, "k", T_ARR), gw_array(&f, T_U64, (uint64_t)1 << 61), gw_u64(&f, 0);
     refuses(&f, "truncated: array k of 2305843009213693952 elements");
-    gw_free(&f);
     header(&f, 3, 0, 1);
     gw_key(&f, "k", T_ARR), gw_array(&f, T_STR, UINT64_MAX / 2);
     refuses(&f, "strings of array k do not fit");
-    gw_free(&f);
     header(&f, 3, 0, 1);
     gw_key(&f, "k", T_ARR), gw_array(&f, T_STR, 2), gw_str(&f, "a"), gw_u64(&f, 1000);
     refuses(&f, "truncated: a string of an array needs 1000 bytes");
-    gw_free(&f);
     header(&f, 3, 0, 1);
     gw_key(&f, "k", 13), gw_u32(&f, 0);
     refuses(&f, "key k: unknown value type 13");
-    gw_free(&f);
     header(&f, 3, 0, 1);
     gw_key(&f, "k", T_ARR), gw_array(&f, 77, 0);
     refuses(&f, "key k: array of unknown element type 77");
-    gw_free(&f);
     header(&f, 3, 0, 1);
     gw_key(&f, "k", T_ARR), gw_array(&f, T_ARR, 0);
     refuses(&f, "key k: arrays of arrays are not supported");
-    gw_free(&f);
     header(&f, 3, 0, 1);
     gw_key(&f, "k", T_BOOL), gw_u8(&f, 2);
     refuses(&f, "key k: a bool of value 2");
-    gw_free(&f);
     header(&f, 3, 0, 2);
     gw_key(&f, "k", T_U8), gw_u8(&f, 2);
     gw_key(&f, "k", T_U8), gw_u8(&f, 3);
     refuses(&f, "key k appears twice");
-    gw_free(&f);
     header(&f, 3, 0, 1);
     gw_key(&f, "general.alignment", T_U32), gw_u32(&f, 24);
     refuses(&f, "general.alignment 24 is not a power of two");
-    gw_free(&f);
     header(&f, 3, 0, 1);
     gw_key(&f, "general.alignment", T_U64), gw_u64(&f, 32);
     refuses(&f, "general.alignment is not a u32");
-    gw_free(&f);
     /* a directory, a missing file, NULLs */
     emily_gguf *g = NULL;
     CHECK_ERR(emily_gguf_open(dir, &g), EMILY_ERR_ARGUMENT, "not a regular file");
@@ -643,28 +627,20 @@ TEST(malformed_tensors) {
     gw_free(&f);
     one_tensor(&f, 2, (uint64_t[]){4, 2}, EMILY_GGML_F32, 0, 31);
     refuses(&f, "tensor t: its 32 bytes at data offset 0 end past the file");
-    gw_free(&f);
     one_tensor(&f, 2, (uint64_t[]){4, 2}, EMILY_GGML_F32, 32, 32);
     refuses(&f, "end past the file");
-    gw_free(&f);
     one_tensor(&f, 2, (uint64_t[]){4, 2}, EMILY_GGML_F32, UINT64_MAX - 31, 32);
     refuses(&f, "end past the file");
-    gw_free(&f);
     one_tensor(&f, 2, (uint64_t[]){4, 2}, EMILY_GGML_F32, 16, 64);
     refuses(&f, "tensor t: offset 16 is not a multiple of the alignment 32");
-    gw_free(&f);
     one_tensor(&f, 0, NULL, EMILY_GGML_F32, 0, 4);
     refuses(&f, "tensor t: rank 0 (1 to 4 only)");
-    gw_free(&f);
     one_tensor(&f, 5, (uint64_t[]){1, 1, 1, 1, 1}, EMILY_GGML_F32, 0, 4);
     refuses(&f, "tensor t: rank 5");
-    gw_free(&f);
     one_tensor(&f, 2, (uint64_t[]){(uint64_t)-3, 2}, EMILY_GGML_F32, 0, 4);
     refuses(&f, "tensor t: dimension 0 is 18446744073709551613 (negative or too large)");
-    gw_free(&f);
     one_tensor(&f, 3, (uint64_t[]){(uint64_t)1 << 30, (uint64_t)1 << 30, 1024}, EMILY_GGML_I8, 0, 4);
     refuses(&f, "tensor t: more than 2^59 elements");
-    gw_free(&f);
     one_tensor(&f, 2, (uint64_t[]){0, (uint64_t)1 << 58}, EMILY_GGML_F32, 0, 0);
     CHECK(gw_save(&f, path_of("zero.gguf"))); /* zero elements: valid, 0 bytes */
     CHECK_OK(emily_gguf_open(path_of("zero.gguf"), &g));
@@ -672,17 +648,14 @@ TEST(malformed_tensors) {
     gw_free(&f);
     one_tensor(&f, 2, (uint64_t[]){33, 2}, EMILY_GGML_Q8_0, 0, 64);
     refuses(&f, "tensor t: innermost dimension 33 is not a multiple of Q8_0's block of 32");
-    gw_free(&f);
     one_tensor(&f, 1, (uint64_t[]){128}, EMILY_GGML_Q4_K, 0, 64);
     refuses(&f, "innermost dimension 128 is not a multiple of Q4_K's block of 256");
-    gw_free(&f);
     static const uint32_t unknown[4] = {4, 31, 100, 0x80000005u};
     for (int i = 0; i < 4; i++) {
         one_tensor(&f, 1, (uint64_t[]){4}, unknown[i], 0, 16);
         char want[64];
         snprintf(want, sizeof want, "tensor t: unknown ggml type %u", unknown[i]);
         refuses(&f, want);
-        gw_free(&f);
     }
     /* two tensors of one name */
     gw k = {0};
@@ -691,7 +664,6 @@ TEST(malformed_tensors) {
     f = (gw){0};
     gw_file(&f, 3, &k, 0, ts, 2, 32);
     refuses(&f, "tensor a appears twice");
-    gw_free(&f);
 }
 
 /* Known but not loadable types are listed and refused by name; load's

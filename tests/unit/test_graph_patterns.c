@@ -577,25 +577,25 @@ TEST(softmax_edge_values) {
 
 /* emily_graph_options.no_patterns and EMILY_GRAPH_PATTERNS=0 leave the
  * calls; a list in EMILY_GRAPH_PATTERNS keeps only the patterns named. */
+/* The patterns that Axon's softmax graph gets with no_patterns = off,
+ * after EMILY_GRAPH_PATTERNS is set to env (NULL: left as it is). */
+static int64_t softmax_patterns(emily_tensor *x, bool off, const char *env) {
+    if (env) setenv("EMILY_GRAPH_PATTERNS", env, 1);
+    emily_tensor *out = NULL;
+    emily_graph_stats s;
+    run_graph(make_sm(SM_AS_AXON), off, &x, 1, &out, 1, &s);
+    emily_tensor_release(out);
+    return s.patterns;
+}
+
 TEST(switches) {
     cur_dt = EMILY_F32;
-    emily_tensor *x = random_tensor(cur_dt, 2, SHAPE, -20, 30), *out = NULL;
+    emily_tensor *x = random_tensor(cur_dt, 2, SHAPE, -20, 30);
     emily_graph_stats s;
-    run_graph(make_sm(SM_AS_AXON), true, &x, 1, &out, 1, &s);
-    CHECK(s.patterns == 0);
-    emily_tensor_release(out);
-    setenv("EMILY_GRAPH_PATTERNS", "0", 1);
-    run_graph(make_sm(SM_AS_AXON), false, &x, 1, &out, 1, &s);
-    CHECK(s.patterns == 0);
-    emily_tensor_release(out);
-    setenv("EMILY_GRAPH_PATTERNS", "layer_norm,rms_norm", 1);
-    run_graph(make_sm(SM_AS_AXON), false, &x, 1, &out, 1, &s);
-    CHECK(s.patterns == 0);
-    emily_tensor_release(out);
-    setenv("EMILY_GRAPH_PATTERNS", "rms_norm,softmax", 1);
-    run_graph(make_sm(SM_AS_AXON), false, &x, 1, &out, 1, &s);
-    CHECK(s.patterns == 1);
-    emily_tensor_release(out);
+    CHECK(softmax_patterns(x, true, NULL) == 0);
+    CHECK(softmax_patterns(x, false, "0") == 0);
+    CHECK(softmax_patterns(x, false, "layer_norm,rms_norm") == 0);
+    CHECK(softmax_patterns(x, false, "rms_norm,softmax") == 1);
     unsetenv("EMILY_GRAPH_PATTERNS");
     /* no optimization at all: no patterns either */
     emily_graph *g = make_sm(SM_AS_AXON);

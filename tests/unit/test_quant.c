@@ -20,27 +20,9 @@ static const emily_dtype floats[4] = {EMILY_F32, EMILY_F16, EMILY_BF16, EMILY_F6
 
 static uint64_t rng = 0x2545f4914f6cdd1dull;
 
-/* t converted to dt (t released). */
-static emily_tensor *as(emily_tensor *t, emily_dtype dt) {
-    emily_tensor *r = NULL;
-    if (t) CHECK_OK(emily_as_type(t, dt, &r));
-    emily_tensor_release(t);
-    return r;
-}
-
 /* Random values in [lo, lo + width), made in f64 and converted to dt. */
 static emily_tensor *rnd(emily_dtype dt, int rank, const int64_t *shape, double lo, double width) {
-    int64_t n = 1;
-    for (int d = 0; d < rank; d++) n *= shape[d];
-    double *v = malloc((size_t)(n ? n : 1) * sizeof *v);
-    if (!v) {
-        harness_failures++;
-        return NULL;
-    }
-    for (int64_t i = 0; i < n; i++) v[i] = lo + width * (double)(xorshift64(&rng) >> 11) / 9007199254740992.0;
-    emily_tensor *t = as(t_from(EMILY_F64, rank, shape, v), dt);
-    free(v);
-    return t;
+    return t_uniform(&rng, dt, rank, shape, lo, width);
 }
 
 static double unit_roundoff(emily_dtype dt) {
@@ -193,7 +175,7 @@ TEST(zero_range_groups) {
         w[2][i] = i < 32 ? -7.25f : (float)i;
     }
     for (int ti = 0; ti < 4; ti++) {
-        emily_tensor *wt = as(t_from(EMILY_F32, 2, shape, w), floats[ti]), *q = NULL, *s = NULL, *b = NULL,
+        emily_tensor *wt = t_as(t_from(EMILY_F32, 2, shape, w), floats[ti]), *q = NULL, *s = NULL, *b = NULL,
                      *back = NULL;
         CHECK_OK(emily_quantize(wt, 4, 32, &q, &s, &b));
         CHECK_OK(emily_dequantize(q, s, b, 4, 32, &back));
@@ -357,7 +339,7 @@ TEST(matmul_infinite_bias_in_partial_chunk) {
     double *bv = harness_doubles(b);
     if (bv) {
         bv[2] = INFINITY; /* row 0, group 2 (elements 64..95) */
-        emily_tensor *binf = as(t_from(EMILY_F64, 2, gshape, bv), EMILY_F32);
+        emily_tensor *binf = t_as(t_from(EMILY_F64, 2, gshape, bv), EMILY_F32);
         for (int mi = 0; mi < 2; mi++) {
             int64_t xs[2] = {mi == 0 ? 1 : 9, 96};
             emily_tensor *x = rnd(EMILY_F32, 2, xs, 0.5, 1.0), *out = NULL;
@@ -423,15 +405,11 @@ TEST(dispatcher_callbacks) {
 
     emily_value dout = v_tmpl(EMILY_F32, 2, ws);
     emily_value dargs[4] = {v_tensor(q), v_tensor(s), v_tensor(b), two};
-    CHECK_OK(emily_dispatch("dequantize", EMILY_CPU, &dout, dargs, 4, EMILY_DISPATCH_RUN, &r));
-    CHECK(r.n == 1 && t_same_bytes(r.tensors[0], deq));
-    emily_dispatch_result_release(&r);
+    CHECK_DISPATCH_SAME("dequantize", EMILY_DISPATCH_RUN, &dout, dargs, 4, deq);
 
     emily_value mout = v_tmpl(EMILY_F32, 2, os);
     emily_value margs[5] = {v_tensor(x), v_tensor(q), v_tensor(s), v_tensor(b), opts};
-    CHECK_OK(emily_dispatch("quantized_matmul", EMILY_CPU, &mout, margs, 5, EMILY_DISPATCH_RUN, &r));
-    CHECK(r.n == 1 && t_same_bytes(r.tensors[0], mm));
-    emily_dispatch_result_release(&r);
+    CHECK_DISPATCH_SAME("quantized_matmul", EMILY_DISPATCH_RUN, &mout, margs, 5, mm);
     opts_items[0] = v_int(3);
     CHECK_ERR(emily_dispatch("quantized_matmul", EMILY_CPU, &mout, margs, 5, EMILY_DISPATCH_RUN, &r),
               EMILY_ERR_ARGUMENT, "bits must be 2, 4 or 8, got 3");
@@ -453,7 +431,7 @@ TEST(bad_arguments) {
     CHECK_ERR(emily_quantize(w, 4, 16, &q2, &s2, &b2), EMILY_ERR_ARGUMENT, "group_size must be 32, 64 or 128, got 16");
     CHECK_ERR(emily_quantize(NULL, 4, 32, &q2, &s2, &b2), EMILY_ERR_ARGUMENT, "quantize");
     CHECK_ERR(emily_quantize(w, 4, 32, NULL, &s2, &b2), EMILY_ERR_ARGUMENT, "quantize");
-    emily_tensor *wi = as(rnd(EMILY_F32, 2, ws, -1, 2), EMILY_S32), *wr1 = rnd(EMILY_F32, 1, w1, 0, 1),
+    emily_tensor *wi = t_as(rnd(EMILY_F32, 2, ws, -1, 2), EMILY_S32), *wr1 = rnd(EMILY_F32, 1, w1, 0, 1),
                  *wo = rnd(EMILY_F32, 2, wodd, 0, 1);
     CHECK_ERR(emily_quantize(wi, 4, 32, &q2, &s2, &b2), EMILY_ERR_TYPE, "quantize: w must be a real float tensor");
     CHECK_ERR(emily_quantize(wr1, 4, 32, &q2, &s2, &b2), EMILY_ERR_SHAPE, "quantize: w must be a matrix");
@@ -462,14 +440,14 @@ TEST(bad_arguments) {
     CHECK_ERR(emily_dequantize(q, s, b, 8, 32, &o), EMILY_ERR_SHAPE, "dequantize: scales must have shape {4, 1}");
     CHECK_ERR(emily_dequantize(q, s, b, 4, 64, &o), EMILY_ERR_SHAPE, "dequantize: scales must have shape {4, 1}");
     CHECK_ERR(emily_dequantize(s, s, b, 4, 32, &o), EMILY_ERR_TYPE, "dequantize: q must be a u8 tensor");
-    emily_tensor *b16 = as(rnd(EMILY_F32, 2, (int64_t[]){4, 2}, 0, 1), EMILY_F16);
+    emily_tensor *b16 = t_as(rnd(EMILY_F32, 2, (int64_t[]){4, 2}, 0, 1), EMILY_F16);
     CHECK_ERR(emily_dequantize(q, s, b16, 4, 32, &o), EMILY_ERR_TYPE, "biases must have the scales' type f32, got f16");
-    emily_tensor *si = as(rnd(EMILY_F32, 2, (int64_t[]){4, 2}, 0, 1), EMILY_S32);
+    emily_tensor *si = t_as(rnd(EMILY_F32, 2, (int64_t[]){4, 2}, 0, 1), EMILY_S32);
     CHECK_ERR(emily_dequantize(q, si, si, 4, 32, &o), EMILY_ERR_TYPE, "dequantize: scales must be a real float");
     CHECK_ERR(emily_dequantize(q, s, NULL, 4, 32, &o), EMILY_ERR_ARGUMENT, "biases");
 
     emily_tensor *x = rnd(EMILY_F32, 2, xs, 0, 1), *xbad = rnd(EMILY_F32, 2, xk, 0, 1);
-    emily_tensor *xint = as(rnd(EMILY_F32, 2, xs, 0, 4), EMILY_S32), *x0 = SCALAR(EMILY_F32, float, 1);
+    emily_tensor *xint = t_as(rnd(EMILY_F32, 2, xs, 0, 4), EMILY_S32), *x0 = SCALAR(EMILY_F32, float, 1);
     CHECK_OK(emily_quantized_matmul(x, q, s, b, 4, 32, true, &o));
     emily_tensor_release(o);
     CHECK_ERR(emily_quantized_matmul(xbad, q, s, b, 4, 32, true, &o), EMILY_ERR_SHAPE,

@@ -7,31 +7,12 @@
  * tensors, the dispatcher and graphs, and every bad argument. */
 #include <stdlib.h>
 #include "harness.h"
-#include "core/scalar_convert.h"
 
 /* ---- inputs ------------------------------------------------------------------ */
 
-/* t converted to dt (t released). */
-static emily_tensor *as(emily_tensor *t, emily_dtype dt) {
-    emily_tensor *r = NULL;
-    if (t) CHECK_OK(emily_as_type(t, dt, &r));
-    emily_tensor_release(t);
-    return r;
-}
-
 /* Values in [-2, 2) of dtype dt (made in f64, converted). */
 static emily_tensor *rnd(uint64_t *st, emily_dtype dt, int rank, const int64_t *shape) {
-    int64_t n = 1;
-    for (int d = 0; d < rank; d++) n *= shape[d];
-    double *v = malloc((size_t)(n ? n : 1) * sizeof *v);
-    if (!v) {
-        harness_failures++;
-        return NULL;
-    }
-    for (int64_t i = 0; i < n; i++) v[i] = 4.0 * (double)(xorshift64(st) >> 11) / 9007199254740992.0 - 2.0;
-    emily_tensor *t = as(t_from(EMILY_F64, rank, shape, v), dt);
-    free(v);
-    return t;
+    return t_uniform(st, dt, rank, shape, -2, 4);
 }
 
 static emily_tensor *s64s(int rank, const int64_t *shape, const int64_t *v) {
@@ -39,16 +20,6 @@ static emily_tensor *s64s(int rank, const int64_t *shape, const int64_t *v) {
 }
 
 /* ---- the reference: the header's steps -------------------------------------- */
-
-/* v rounded to dt by Nx's rules (bf16: through f32, then truncated). */
-static double round_to(emily_dtype dt, double v) {
-    switch (dt) {
-    case EMILY_F16: return emily_sc_f16_to_f64(emily_sc_f64_to_f16(v));
-    case EMILY_BF16: return emily_sc_bf16_to_f64(emily_sc_f64_to_bf16(v));
-    case EMILY_F32: return (double)(float)v;
-    default: return v;
-    }
-}
 
 static float f32(double v) { return (float)v; }
 
@@ -79,6 +50,23 @@ static void ref_table(const emily_rope_options *o, int64_t dims, int64_t seq, fl
     }
 }
 
+/* x's values as doubles twice: *xv to read and the result to rotate in
+ * place (both NULL, counted as a failure, when either fails). */
+static double *rope_start(const emily_tensor *x, double **xv) {
+    int64_t n = emily_tensor_size(x);
+    *xv = harness_doubles(x);
+    double *y = malloc((size_t)(n + 1) * sizeof *y);
+    if (!*xv || !y) {
+        harness_failures++;
+        free(*xv);
+        free(y);
+        *xv = NULL;
+        return NULL;
+    }
+    memcpy(y, *xv, (size_t)n * sizeof *y);
+    return y;
+}
+
 /* The op's result by the header's steps; inv the table (computed or
  * explicit, as f32); positions as int64 {S} or {B, S}. */
 static double *ref_rope(const emily_tensor *x, const int64_t *pos, bool batched, const emily_rope_options *o,
@@ -86,27 +74,21 @@ static double *ref_rope(const emily_tensor *x, const int64_t *pos, bool batched,
     const int64_t *sh = emily_tensor_shape(x);
     int64_t B = sh[0], S = sh[1], H = sh[2], D = sh[3], dims = o->dims ? o->dims : D, h = dims / 2;
     emily_dtype t = emily_tensor_dtype(x);
-    double *xv = harness_doubles(x), *y = malloc((size_t)(B * S * H * D + 1) * sizeof *y);
-    if (!xv || !y) {
-        harness_failures++;
-        free(xv);
-        free(y);
-        return NULL;
-    }
-    memcpy(y, xv, (size_t)(B * S * H * D) * sizeof *y);
+    double *xv, *y = rope_start(x, &xv);
+    if (!y) return NULL;
     for (int64_t b = 0; b < B; b++)
         for (int64_t s = 0; s < S; s++) {
             double p = (double)pos[batched ? b * S + s : s];
             if (o->scaling == EMILY_ROPE_LINEAR) p = (double)f32(p / (double)f32(o->factor));
             for (int64_t i = 0; i < h; i++) {
                 double a = (double)f32(p * (double)inv[i]);
-                double c = round_to(t, (double)f32(cos(a))), sn = round_to(t, (double)f32(sin(a)));
+                double c = t_round(t, (double)f32(cos(a))), sn = t_round(t, (double)f32(sin(a)));
                 int64_t iu = o->traditional ? 2 * i : i, iv = o->traditional ? 2 * i + 1 : i + h;
                 for (int64_t hd = 0; hd < H; hd++) {
                     int64_t r = ((b * S + s) * H + hd) * D;
                     double u = xv[r + iu], v = xv[r + iv];
-                    y[r + iu] = round_to(t, round_to(t, u * c) - round_to(t, v * sn));
-                    y[r + iv] = round_to(t, round_to(t, v * c) + round_to(t, u * sn));
+                    y[r + iu] = t_round(t, t_round(t, u * c) - t_round(t, v * sn));
+                    y[r + iv] = t_round(t, t_round(t, v * c) + t_round(t, u * sn));
                 }
             }
         }
@@ -120,15 +102,9 @@ static double *exact_rope(const emily_tensor *x, const int64_t *pos, bool batche
                           const float *inv, double *angle_max) {
     const int64_t *sh = emily_tensor_shape(x);
     int64_t B = sh[0], S = sh[1], H = sh[2], D = sh[3], dims = o->dims ? o->dims : D, h = dims / 2;
-    double *xv = harness_doubles(x), *y = malloc((size_t)(B * S * H * D + 1) * sizeof *y);
+    double *xv, *y = rope_start(x, &xv);
     *angle_max = 0;
-    if (!xv || !y) {
-        harness_failures++;
-        free(xv);
-        free(y);
-        return NULL;
-    }
-    memcpy(y, xv, (size_t)(B * S * H * D) * sizeof *y);
+    if (!y) return NULL;
     for (int64_t b = 0; b < B; b++)
         for (int64_t s = 0; s < S; s++) {
             double p = (double)pos[batched ? b * S + s : s];
@@ -342,7 +318,7 @@ TEST(explicit_tables) {
     uint64_t st = 15;
     int64_t xs[4] = {2, 3, 2, 8}, pos[3] = {4, 5, 6}, four = 4;
     float tbl[4] = {1.0f, 0.25f, 1e-3f, 3.5f};
-    emily_tensor *f = t_from(EMILY_F32, 1, &four, tbl), *f64 = as(t_from(EMILY_F32, 1, &four, tbl), EMILY_F64);
+    emily_tensor *f = t_from(EMILY_F32, 1, &four, tbl), *f64 = t_as(t_from(EMILY_F32, 1, &four, tbl), EMILY_F64);
     for (int ti = 0; ti < 4; ti++) {
         emily_tensor *x = rnd(&st, floats[ti], 4, xs);
         emily_rope_options o = {.inv_freq = f}, o64 = {.inv_freq = f64, .traditional = true};
@@ -544,20 +520,14 @@ TEST(dispatch_callback) {
                            v_float(8), v_int(1),        v_int(4),     v_int(16)};
     emily_value args[4] = {v_tensor(x), v_tensor(p), v_opts(keys, vals, 8)};
     emily_dispatch_result r = {0};
-    CHECK_OK(emily_dispatch("rope", EMILY_CPU, &out, args, 3, EMILY_DISPATCH_RUN, &r));
-    CHECK(r.n == 1 && t_same_bytes(r.tensors[0], want));
-    emily_dispatch_result_release(&r);
+    CHECK_DISPATCH_SAME("rope", EMILY_DISPATCH_RUN, &out, args, 3, want);
     /* no options: the defaults */
-    CHECK_OK(emily_dispatch("rope", EMILY_CPU, &out, args, 2, EMILY_DISPATCH_RUN, &r));
-    CHECK(r.n == 1 && t_same_bytes(r.tensors[0], plain));
-    emily_dispatch_result_release(&r);
+    CHECK_DISPATCH_SAME("rope", EMILY_DISPATCH_RUN, &out, args, 2, plain);
     /* an explicit table; nil scaling */
     const char *tkeys[2] = {"inv_frequency", "scaling"};
     emily_value tvals[2] = {v_bool(true), {.kind = EMILY_V_NIL}};
     emily_value targs[4] = {v_tensor(x), v_tensor(p), v_tensor(t), v_opts(tkeys, tvals, 2)};
-    CHECK_OK(emily_dispatch("rope", EMILY_CPU, &out, targs, 4, EMILY_DISPATCH_RUN, &r));
-    CHECK(r.n == 1 && t_same_bytes(r.tensors[0], want_t));
-    emily_dispatch_result_release(&r);
+    CHECK_DISPATCH_SAME("rope", EMILY_DISPATCH_RUN, &out, targs, 4, want_t);
     /* errors: an unknown scaling, a table the options do not announce */
     vals[3] = v_atom("yarn");
     CHECK_ERR(emily_dispatch("rope", EMILY_CPU, &out, args, 3, EMILY_DISPATCH_RUN, &r), EMILY_ERR_ARGUMENT,

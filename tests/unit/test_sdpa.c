@@ -18,7 +18,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include "harness.h"
-#include "core/scalar_convert.h"
+#include "sdpa_spec.h"
 
 /* ---- data -------------------------------------------------------------------- */
 
@@ -53,20 +53,6 @@ static double *values(const emily_tensor *t) {
     return v;
 }
 
-/* Random values in [lo, lo + width) as a tensor of dt. */
-static emily_tensor *rnd(uint64_t *st, emily_dtype dt, int rank, const int64_t *shape, double lo, double width) {
-    int64_t n = count_of(rank, shape);
-    double *v = malloc((size_t)(n ? n : 1) * sizeof *v);
-    if (!v) {
-        harness_failures++;
-        return NULL;
-    }
-    for (int64_t i = 0; i < n; i++) v[i] = lo + width * (double)(xorshift64(st) >> 11) / 9007199254740992.0;
-    emily_tensor *t = from_doubles(dt, rank, shape, v);
-    free(v);
-    return t;
-}
-
 /* A u8 tensor of 0/1 with 1 at probability `keep` (in 1/8ths). */
 static emily_tensor *bool_mask(uint64_t *st, int rank, const int64_t *shape, int keep) {
     int64_t n = count_of(rank, shape);
@@ -83,16 +69,8 @@ static emily_tensor *bool_mask(uint64_t *st, int rank, const int64_t *shape, int
 
 /* ---- the reference ------------------------------------------------------------ */
 
-/* x rounded to W (f32 unless T is f64) and to T by Nx's rules. */
+/* x rounded to W (f32 unless T is f64); t_round rounds to T. */
 static double round_w(emily_dtype t, double x) { return t == EMILY_F64 ? x : (double)(float)x; }
-static double round_t(emily_dtype t, double x) {
-    switch (t) {
-    case EMILY_F16: return emily_sc_f16_to_f64(emily_sc_f64_to_f16(x));
-    case EMILY_BF16: return emily_sc_bf16_to_f64(emily_sc_f64_to_bf16(x));
-    case EMILY_F32: return (double)(float)x;
-    default: return x;
-    }
-}
 static double unit_roundoff(emily_dtype t) { return t == EMILY_F64 ? 0x1p-53 : 0x1p-24; }
 static double ulp_t(emily_dtype t, double v) {
     int bits = t == EMILY_F64 ? 52 : t == EMILY_F32 ? 23 : t == EMILY_F16 ? 10 : 7;
@@ -167,7 +145,7 @@ static void reference(const problem *p, const double *q, const double *k, const 
                 }
                 if (p->sinks) z += round_w(t, exp(round_w(t, sink - mp)));
                 z = round_w(t, z);
-                for (int64_t j = 0; j < p->Skv; j++) pr[j] = z == 0 ? 0 : round_t(t, round_w(t, pr[j] / z));
+                for (int64_t j = 0; j < p->Skv; j++) pr[j] = z == 0 ? 0 : t_round(t, round_w(t, pr[j] / z));
                 /* the relative error of each probability (see the top) */
                 double rel = 4 * (double)p->D * u * fabs(s) * worst + 8 * u;
                 double *o = want + ((b * p->Hq + h) * p->Sq + i) * p->Dv;
@@ -181,7 +159,7 @@ static void reference(const problem *p, const double *q, const double *k, const 
                         mag += fabs(pr[j] * vj);
                         err += (rel * pr[j] + (half ? ulp_t(t, pr[j]) : 0)) * fabs(vj);
                     }
-                    o[d] = round_t(t, round_w(t, acc));
+                    o[d] = t_round(t, round_w(t, acc));
                     err += (double)p->Skv * u * mag;
                     ot[d] = err + ulp_t(t, fabs(o[d]) + err);
                 }
@@ -231,34 +209,20 @@ static int64_t check_problem(const char *what, const problem *p, emily_tensor *q
 /* A random problem: q, k, v in [-1, 1) (scaled so that logits spread
  * over a few units), optional mask of mask_shape (rank mr; kind 0 none,
  * 1 additive, 2 boolean) and sinks. */
-typedef struct spec {
-    int64_t B, Hq, Hkv, Sq, Skv, D, Dv;
-    bool causal;
-    int mask_kind, mr;
-    int64_t mshape[4];
-    bool sinks;
-} spec;
-
-static int64_t run_spec(const char *label, const spec *sp, emily_dtype t, uint64_t seed) {
+static int64_t run_spec(const char *label, const sdpa_spec *sp, emily_dtype t, uint64_t seed) {
     uint64_t st = seed;
-    int64_t qs[4] = {sp->B, sp->Hq, sp->Sq, sp->D}, ks[4] = {sp->B, sp->Hkv, sp->Skv, sp->D},
-            vs[4] = {sp->B, sp->Hkv, sp->Skv, sp->Dv};
-    emily_tensor *q = rnd(&st, t, 4, qs, -1, 2), *k = rnd(&st, t, 4, ks, -1, 2), *v = rnd(&st, t, 4, vs, -1, 2),
-                 *mask = NULL, *sinks = NULL;
-    if (sp->mask_kind == 1) mask = rnd(&st, EMILY_F32, sp->mr, sp->mshape, -2, 2);
+    int64_t qs[4], ks[4], vs[4];
+    sdpa_spec_shapes(sp, qs, ks, vs);
+    emily_tensor *q = t_uniform(&st, t, 4, qs, -1, 2), *k = t_uniform(&st, t, 4, ks, -1, 2),
+                 *v = t_uniform(&st, t, 4, vs, -1, 2), *mask = NULL, *sinks = NULL;
+    if (sp->mask_kind == 1) mask = t_uniform(&st, EMILY_F32, sp->mr, sp->mshape, -2, 2);
     if (sp->mask_kind == 2) mask = bool_mask(&st, sp->mr, sp->mshape, 6);
-    if (sp->sinks) sinks = rnd(&st, EMILY_F32, 1, &sp->Hq, -1, 3);
+    if (sp->sinks) sinks = t_uniform(&st, EMILY_F32, 1, &sp->Hq, -1, 3);
     problem p = {
         sp->B,      sp->Hq, sp->Hkv, sp->Sq, sp->Skv, sp->D, sp->Dv, t, 2.0 / sqrt((double)(sp->D > 0 ? sp->D : 1)),
         sp->causal, mask,   sinks};
     char what[200];
-    snprintf(what, sizeof what, "%s B%lld Hq%lld Hkv%lld Sq%lld Skv%lld D%lld Dv%lld%s%s%s", label, (long long)sp->B,
-             (long long)sp->Hq, (long long)sp->Hkv, (long long)sp->Sq, (long long)sp->Skv, (long long)sp->D,
-             (long long)sp->Dv, sp->causal ? " causal" : "",
-             sp->mask_kind == 1   ? " additive"
-             : sp->mask_kind == 2 ? " boolean"
-                                  : "",
-             sp->sinks ? " sinks" : "");
+    sdpa_spec_name(what, sizeof what, label, sp);
     int64_t d = check_problem(what, &p, q, k, v);
     RELEASE(q, k, v, mask, sinks);
     return d;
@@ -282,7 +246,7 @@ TEST(two_keys_by_hand) {
 }
 
 TEST(types_and_sizes) {
-    static const spec specs[] = {
+    static const sdpa_spec specs[] = {
         {1, 1, 1, 1, 1, 64, 64, false, 0, 0, {0}, false},      {2, 4, 4, 7, 7, 64, 64, false, 0, 0, {0}, false},
         {1, 2, 2, 129, 129, 80, 80, false, 0, 0, {0}, false},  {1, 2, 1, 7, 129, 128, 128, false, 0, 0, {0}, false},
         {2, 3, 3, 1, 33, 16, 24, false, 0, 0, {0}, false},     /* decode, Dv != D */
@@ -296,7 +260,7 @@ TEST(types_and_sizes) {
 /* Bottom-right causal alignment: Sq < Skv (a KV cache), Sq = Skv, Sq >
  * Skv (the first rows see nothing: zeros). */
 TEST(causal) {
-    static const spec specs[] = {
+    static const sdpa_spec specs[] = {
         {1, 2, 2, 7, 7, 64, 64, true, 0, 0, {0}, false},  {2, 2, 1, 7, 20, 64, 64, true, 0, 0, {0}, false},
         {1, 1, 1, 1, 20, 32, 32, true, 0, 0, {0}, false}, {1, 2, 2, 129, 129, 128, 128, true, 0, 0, {0}, false},
         {1, 1, 1, 20, 7, 16, 16, true, 0, 0, {0}, false}, {1, 1, 1, 300, 300, 64, 64, true, 0, 0, {0}, false},
@@ -309,16 +273,16 @@ TEST(causal) {
  * must read kv head h / 4 (h / 8): a head computed alone, against its kv
  * head sliced out, gives the same bits. */
 TEST(grouped_query_heads) {
-    static const spec specs[] = {
+    static const sdpa_spec specs[] = {
         {2, 8, 2, 9, 17, 64, 64, false, 0, 0, {0}, false},
         {1, 8, 1, 9, 17, 64, 64, true, 0, 0, {0}, false},
     };
     for (size_t s = 0; s < 2; s++)
         for (int k = 0; k < 4; k++) run_spec("gqa", &specs[s], types[k], 500 + s * 4 + (uint64_t)k);
     uint64_t st = 9;
-    emily_tensor *q = rnd(&st, EMILY_F32, 4, (int64_t[]){1, 8, 5, 16}, -1, 2),
-                 *k = rnd(&st, EMILY_F32, 4, (int64_t[]){1, 2, 6, 16}, -1, 2),
-                 *v = rnd(&st, EMILY_F32, 4, (int64_t[]){1, 2, 6, 16}, -1, 2), *o = NULL;
+    emily_tensor *q = t_uniform(&st, EMILY_F32, 4, (int64_t[]){1, 8, 5, 16}, -1, 2),
+                 *k = t_uniform(&st, EMILY_F32, 4, (int64_t[]){1, 2, 6, 16}, -1, 2),
+                 *v = t_uniform(&st, EMILY_F32, 4, (int64_t[]){1, 2, 6, 16}, -1, 2), *o = NULL;
     emily_sdpa_options opt = {.scale = 0.25};
     CHECK_OK(emily_sdpa(q, k, v, &opt, &o));
     for (int64_t h = 0; o && h < 8; h++) {
@@ -339,7 +303,7 @@ TEST(grouped_query_heads) {
  * keys masked, so some short rows are fully masked), with and without
  * causal. */
 TEST(masks) {
-    static const spec specs[] = {
+    static const sdpa_spec specs[] = {
         {2, 2, 2, 5, 9, 32, 32, false, 1, 4, {2, 2, 5, 9}, false},
         {2, 2, 2, 5, 9, 32, 32, false, 1, 2, {5, 9}, false},
         {2, 4, 2, 5, 9, 32, 32, true, 1, 4, {2, 1, 1, 9}, false},
@@ -355,7 +319,7 @@ TEST(masks) {
 }
 
 TEST(sinks) {
-    static const spec specs[] = {
+    static const sdpa_spec specs[] = {
         {2, 4, 2, 5, 9, 32, 32, false, 0, 0, {0}, true},
         {1, 4, 4, 9, 9, 64, 64, true, 0, 0, {0}, true},
         {2, 2, 2, 5, 3, 32, 32, false, 2, 4, {2, 2, 5, 3}, true},
@@ -410,8 +374,8 @@ TEST(empty_shapes) {
 TEST(edge_values) {
     uint64_t st = 33;
     int64_t qs[4] = {1, 2, 3, 8}, ks[4] = {1, 2, 4, 8};
-    emily_tensor *q = rnd(&st, EMILY_F32, 4, qs, -1, 2), *k = rnd(&st, EMILY_F32, 4, ks, -1, 2),
-                 *v = rnd(&st, EMILY_F32, 4, ks, -1, 2), *qn = NULL, *o = NULL;
+    emily_tensor *q = t_uniform(&st, EMILY_F32, 4, qs, -1, 2), *k = t_uniform(&st, EMILY_F32, 4, ks, -1, 2),
+                 *v = t_uniform(&st, EMILY_F32, 4, ks, -1, 2), *qn = NULL, *o = NULL;
     double *qv = values(q);
     if (qv) {
         qv[8 + 3] = NAN; /* head 0, row 1 */
@@ -439,11 +403,11 @@ TEST(edge_values) {
 /* Non-contiguous inputs give what their contiguous copies give. */
 TEST(views_as_inputs) {
     uint64_t st = 41;
-    emily_tensor *qt = rnd(&st, EMILY_BF16, 4, (int64_t[]){1, 6, 3, 16}, -1, 2), *q = NULL, *qc = NULL;
+    emily_tensor *qt = t_uniform(&st, EMILY_BF16, 4, (int64_t[]){1, 6, 3, 16}, -1, 2), *q = NULL, *qc = NULL;
     CHECK_OK(emily_transpose(qt, (int[]){0, 2, 1, 3}, &q)); /* {1, 3, 6, 16} */
     CHECK_OK(emily_contiguous(q, &qc));
-    emily_tensor *k = rnd(&st, EMILY_BF16, 4, (int64_t[]){1, 3, 5, 16}, -1, 2),
-                 *v0 = rnd(&st, EMILY_BF16, 4, (int64_t[]){1, 1, 5, 16}, -1, 2), *v = NULL, *vc = NULL;
+    emily_tensor *k = t_uniform(&st, EMILY_BF16, 4, (int64_t[]){1, 3, 5, 16}, -1, 2),
+                 *v0 = t_uniform(&st, EMILY_BF16, 4, (int64_t[]){1, 1, 5, 16}, -1, 2), *v = NULL, *vc = NULL;
     CHECK_OK(emily_broadcast(v0, 4, (int64_t[]){1, 3, 5, 16}, (int[]){0, 1, 2, 3}, &v));
     CHECK_OK(emily_contiguous(v, &vc));
     emily_tensor *o = NULL, *oc = NULL;
@@ -459,8 +423,8 @@ TEST(views_as_inputs) {
 TEST(heads_do_not_depend_on_the_batch) {
     uint64_t st = 55;
     int64_t qs[4] = {4, 8, 100, 64};
-    emily_tensor *q = rnd(&st, EMILY_F32, 4, qs, -1, 2), *k = rnd(&st, EMILY_F32, 4, qs, -1, 2),
-                 *v = rnd(&st, EMILY_F32, 4, qs, -1, 2), *o = NULL;
+    emily_tensor *q = t_uniform(&st, EMILY_F32, 4, qs, -1, 2), *k = t_uniform(&st, EMILY_F32, 4, qs, -1, 2),
+                 *v = t_uniform(&st, EMILY_F32, 4, qs, -1, 2), *o = NULL;
     emily_sdpa_options opt = {.scale = 0.125, .causal = true};
     CHECK_OK(emily_sdpa(q, k, v, &opt, &o));
     int64_t picks[3][2] = {{0, 0}, {2, 5}, {3, 7}};
@@ -484,19 +448,20 @@ TEST(heads_do_not_depend_on_the_batch) {
 TEST(bad_arguments) {
     uint64_t st = 1;
     int64_t qs[4] = {2, 4, 3, 8}, ks[4] = {2, 2, 5, 8};
-    emily_tensor *q = rnd(&st, EMILY_F32, 4, qs, -1, 2), *k = rnd(&st, EMILY_F32, 4, ks, -1, 2),
-                 *v = rnd(&st, EMILY_F32, 4, ks, -1, 2), *y = NULL;
-    emily_tensor *q3 = rnd(&st, EMILY_F32, 3, qs, -1, 2), *kb = rnd(&st, EMILY_F32, 4, (int64_t[]){1, 2, 5, 8}, -1, 2),
-                 *kd = rnd(&st, EMILY_F32, 4, (int64_t[]){2, 2, 5, 4}, -1, 2),
-                 *vs = rnd(&st, EMILY_F32, 4, (int64_t[]){2, 2, 6, 8}, -1, 2),
-                 *vh = rnd(&st, EMILY_F32, 4, (int64_t[]){2, 1, 5, 8}, -1, 2),
-                 *k3 = rnd(&st, EMILY_F32, 4, (int64_t[]){2, 3, 5, 8}, -1, 2),
-                 *kbf = rnd(&st, EMILY_BF16, 4, ks, -1, 2), *qi = NULL, *qc = NULL;
+    emily_tensor *q = t_uniform(&st, EMILY_F32, 4, qs, -1, 2), *k = t_uniform(&st, EMILY_F32, 4, ks, -1, 2),
+                 *v = t_uniform(&st, EMILY_F32, 4, ks, -1, 2), *y = NULL;
+    emily_tensor *q3 = t_uniform(&st, EMILY_F32, 3, qs, -1, 2),
+                 *kb = t_uniform(&st, EMILY_F32, 4, (int64_t[]){1, 2, 5, 8}, -1, 2),
+                 *kd = t_uniform(&st, EMILY_F32, 4, (int64_t[]){2, 2, 5, 4}, -1, 2),
+                 *vs = t_uniform(&st, EMILY_F32, 4, (int64_t[]){2, 2, 6, 8}, -1, 2),
+                 *vh = t_uniform(&st, EMILY_F32, 4, (int64_t[]){2, 1, 5, 8}, -1, 2),
+                 *k3 = t_uniform(&st, EMILY_F32, 4, (int64_t[]){2, 3, 5, 8}, -1, 2),
+                 *kbf = t_uniform(&st, EMILY_BF16, 4, ks, -1, 2), *qi = NULL, *qc = NULL;
     CHECK_OK(emily_as_type(q, EMILY_S32, &qi));
     CHECK_OK(emily_as_type(q, EMILY_C64, &qc));
-    emily_tensor *mbad = rnd(&st, EMILY_F32, 2, (int64_t[]){3, 4}, 0, 1),
-                 *m5 = rnd(&st, EMILY_F32, 5, (int64_t[]){1, 2, 4, 3, 5}, 0, 1), *mi = NULL,
-                 *s3 = rnd(&st, EMILY_F32, 1, (int64_t[]){3}, 0, 1), *si = NULL;
+    emily_tensor *mbad = t_uniform(&st, EMILY_F32, 2, (int64_t[]){3, 4}, 0, 1),
+                 *m5 = t_uniform(&st, EMILY_F32, 5, (int64_t[]){1, 2, 4, 3, 5}, 0, 1), *mi = NULL,
+                 *s3 = t_uniform(&st, EMILY_F32, 1, (int64_t[]){3}, 0, 1), *si = NULL;
     CHECK_OK(emily_as_type(mbad, EMILY_S32, &mi));
     CHECK_OK(emily_as_type(s3, EMILY_S64, &si));
     emily_sdpa_options o = {.scale = 1};
@@ -537,9 +502,9 @@ TEST(bad_arguments) {
 TEST(dispatch_callback) {
     uint64_t st = 77;
     int64_t qs[4] = {1, 4, 3, 16}, ks[4] = {1, 2, 5, 16}, os[4] = {1, 4, 3, 16};
-    emily_tensor *q = rnd(&st, EMILY_F16, 4, qs, -1, 2), *k = rnd(&st, EMILY_F16, 4, ks, -1, 2),
-                 *v = rnd(&st, EMILY_F16, 4, ks, -1, 2), *m = bool_mask(&st, 2, (int64_t[]){3, 5}, 6),
-                 *sk = rnd(&st, EMILY_F32, 1, (int64_t[]){4}, 0, 1);
+    emily_tensor *q = t_uniform(&st, EMILY_F16, 4, qs, -1, 2), *k = t_uniform(&st, EMILY_F16, 4, ks, -1, 2),
+                 *v = t_uniform(&st, EMILY_F16, 4, ks, -1, 2), *m = bool_mask(&st, 2, (int64_t[]){3, 5}, 6),
+                 *sk = t_uniform(&st, EMILY_F32, 1, (int64_t[]){4}, 0, 1);
     emily_tensor *want = NULL, *want_default = NULL, *want_sinks = NULL;
     emily_sdpa_options full = {.scale = 0.3, .causal = true, .mask = m, .sinks = sk}, dflt = {.scale = 0.25},
                        only_sinks = {.scale = 0.3, .sinks = sk};
@@ -551,20 +516,14 @@ TEST(dispatch_callback) {
     emily_value vals[4] = {v_float(0.3), v_bool(true), v_bool(true), v_bool(true)};
     emily_value args[6] = {v_tensor(q), v_tensor(k), v_tensor(v), v_tensor(m), v_tensor(sk), v_opts(keys, vals, 4)};
     emily_dispatch_result r = {0};
-    CHECK_OK(emily_dispatch("sdpa", EMILY_CPU, &out, args, 6, EMILY_DISPATCH_RUN, &r));
-    CHECK(r.n == 1 && t_same_bytes(r.tensors[0], want));
-    emily_dispatch_result_release(&r);
+    CHECK_DISPATCH_SAME("sdpa", EMILY_DISPATCH_RUN, &out, args, 6, want);
     /* no options: scale 1/sqrt(16) */
-    CHECK_OK(emily_dispatch("sdpa", EMILY_CPU, &out, args, 3, EMILY_DISPATCH_RUN, &r));
-    CHECK(r.n == 1 && t_same_bytes(r.tensors[0], want_default));
-    emily_dispatch_result_release(&r);
+    CHECK_DISPATCH_SAME("sdpa", EMILY_DISPATCH_RUN, &out, args, 3, want_default);
     /* sinks without a mask: the fourth tensor is the sinks */
     const char *skeys[2] = {"scale", "sinks"};
     emily_value svals[2] = {v_float(0.3), v_bool(true)};
     emily_value sargs[5] = {v_tensor(q), v_tensor(k), v_tensor(v), v_tensor(sk), v_opts(skeys, svals, 2)};
-    CHECK_OK(emily_dispatch("sdpa", EMILY_CPU, &out, sargs, 5, EMILY_DISPATCH_RUN, &r));
-    CHECK(r.n == 1 && t_same_bytes(r.tensors[0], want_sinks));
-    emily_dispatch_result_release(&r);
+    CHECK_DISPATCH_SAME("sdpa", EMILY_DISPATCH_RUN, &out, sargs, 5, want_sinks);
     CHECK_ERR(emily_dispatch("sdpa", EMILY_CPU, &bad_out, args, 6, EMILY_DISPATCH_RUN, &r), EMILY_ERR_INTERNAL,
               "but Nx expects f32");
     CHECK_ERR(emily_dispatch("sdpa", EMILY_CPU, &out, sargs, 4, EMILY_DISPATCH_RUN, &r), EMILY_ERR_ARGUMENT,
@@ -583,8 +542,8 @@ TEST(dispatch_callback) {
 TEST(runs_in_a_graph) {
     uint64_t st = 91;
     int64_t qs[4] = {2, 2, 9, 32};
-    emily_tensor *q = rnd(&st, EMILY_BF16, 4, qs, -1, 2), *k = rnd(&st, EMILY_BF16, 4, qs, -1, 2),
-                 *v = rnd(&st, EMILY_BF16, 4, qs, -1, 2), *want = NULL;
+    emily_tensor *q = t_uniform(&st, EMILY_BF16, 4, qs, -1, 2), *k = t_uniform(&st, EMILY_BF16, 4, qs, -1, 2),
+                 *v = t_uniform(&st, EMILY_BF16, 4, qs, -1, 2), *want = NULL;
     emily_sdpa_options opt = {.scale = 0.2, .causal = true};
     CHECK_OK(emily_sdpa(q, k, v, &opt, &want));
     emily_graph *gr = NULL;

@@ -104,82 +104,40 @@ typedef struct elem {
     int kind; /* 0 signed, 1 unsigned, 2 float */
 } elem;
 
+/* The element's bytes as each type of C it may be (read as dt's). */
+typedef union raw_elem {
+    uint8_t u8;
+    uint16_t u16;
+    uint32_t u32;
+    uint64_t u64;
+    int8_t s8;
+    int16_t s16;
+    int32_t s32;
+    int64_t s64;
+    float f32;
+    double f64;
+} raw_elem;
+
 static elem read_elem(emily_dtype dt, const unsigned char *p) {
     elem e = {0, 0, 0, 0, 0};
+    raw_elem v;
+    memcpy(&v, p, emily_dtype_size(dt));
     switch (dt) {
-    case EMILY_U8:
-        e.kind = 1;
-        e.u = *p;
-        break;
-    case EMILY_U16: {
-        uint16_t x;
-        memcpy(&x, p, 2);
-        e.kind = 1;
-        e.u = x;
-        break;
+    case EMILY_U8: e.u = v.u8; break;
+    case EMILY_U16: e.u = v.u16; break;
+    case EMILY_U32: e.u = v.u32; break;
+    case EMILY_U64: e.u = v.u64; break;
+    case EMILY_S8: e.i = v.s8; break;
+    case EMILY_S16: e.i = v.s16; break;
+    case EMILY_S32: e.i = v.s32; break;
+    case EMILY_S64: e.i = v.s64; break;
+    case EMILY_F16: e.f = emily_f16_to_f32(v.u16); break;
+    case EMILY_BF16: e.f = emily_bf16_to_f32(v.u16); break;
+    case EMILY_F32: e.f = v.f32; break;
+    default: e.f = v.f64; break;
     }
-    case EMILY_U32: {
-        uint32_t x;
-        memcpy(&x, p, 4);
-        e.kind = 1;
-        e.u = x;
-        break;
-    }
-    case EMILY_U64: {
-        uint64_t x;
-        memcpy(&x, p, 8);
-        e.kind = 1;
-        e.u = x;
-        break;
-    }
-    case EMILY_S8: e.i = (int8_t)*p; break;
-    case EMILY_S16: {
-        int16_t x;
-        memcpy(&x, p, 2);
-        e.i = x;
-        break;
-    }
-    case EMILY_S32: {
-        int32_t x;
-        memcpy(&x, p, 4);
-        e.i = x;
-        break;
-    }
-    case EMILY_S64: {
-        int64_t x;
-        memcpy(&x, p, 8);
-        e.i = x;
-        break;
-    }
-    case EMILY_F16: {
-        uint16_t x;
-        memcpy(&x, p, 2);
-        e.kind = 2;
-        e.f = emily_f16_to_f32(x);
-        break;
-    }
-    case EMILY_BF16: {
-        uint16_t x;
-        memcpy(&x, p, 2);
-        e.kind = 2;
-        e.f = emily_bf16_to_f32(x);
-        break;
-    }
-    case EMILY_F32: {
-        float x;
-        memcpy(&x, p, 4);
-        e.kind = 2;
-        e.f = x;
-        break;
-    }
-    default: {
-        double x;
-        memcpy(&x, p, 8);
-        e.kind = 2;
-        e.f = x;
-        break;
-    }
-    }
+    emily_dtype_kind k = emily_dtype_kind_of(dt);
+    e.kind = k == EMILY_KIND_UNSIGNED ? 1 : k == EMILY_KIND_SIGNED ? 0 : 2;
     if (e.kind == 2 && isnan(e.f)) e.cls = 1;
     return e;
 }
