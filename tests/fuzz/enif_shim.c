@@ -84,13 +84,21 @@ void shim_env_free(ErlNifEnv *env) {
     free(env);
 }
 
+/* A VM's term heap does not fail (the VM stops first), so under the
+ * allocation-failure sweep (tests/fuzz/alloc_sweep.c, linked with
+ * --wrap=malloc) the shim's heap takes its blocks from the C library
+ * directly and only enif_alloc and the library can fail. __real_malloc
+ * exists only in a --wrap link; elsewhere this weak reference is NULL. */
+extern void *__real_malloc(size_t n) __attribute__((weak));
+static void *heap_malloc(size_t n) { return __real_malloc ? __real_malloc(n) : malloc(n); }
+
 static void *env_alloc(ErlNifEnv *env, size_t n) {
     n = (n + 15) & ~(size_t)15;
     if (n == 0) n = 16;
     block *b = env->blocks;
     if (!b || b->cap - b->used < n) {
         size_t cap = n > 16384 ? n : 16384;
-        b = malloc(sizeof *b + cap);
+        b = heap_malloc(sizeof *b + cap);
         if (!b) return NULL;
         b->used = 0;
         b->cap = cap;

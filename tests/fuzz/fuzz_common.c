@@ -94,6 +94,8 @@ bool fuzz_call_ok(const emily_value *out, const emily_value *args, size_t nargs)
     return total <= FUZZ_MAX_ELEMENTS;
 }
 
+__attribute__((weak)) bool fuzz_alloc_failed(void) { return false; }
+
 void fuzz_check_live(int64_t tensors, int64_t buffers, const char *what) {
     int64_t t = emily_live_tensors(), b = emily_live_buffers();
     if (t != tensors || b != buffers) {

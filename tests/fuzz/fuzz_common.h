@@ -39,6 +39,11 @@ int64_t fuzz_shape_elements(int rank, const int64_t *shape);
  * templates. */
 bool fuzz_call_ok(const emily_value *out, const emily_value *args, size_t nargs);
 
+/* Whether an allocation was made to fail during this input: false in the
+ * fuzz targets; tests/fuzz/alloc_sweep.c overrides it (a weak
+ * definition), so that a read-back which needs memory may fail there. */
+bool fuzz_alloc_failed(void);
+
 /* Checks that no input left a tensor handle or buffer alive: aborts (a
  * crash libFuzzer reports) when the counts differ from the baseline. */
 void fuzz_check_live(int64_t tensors, int64_t buffers, const char *what);
