@@ -96,8 +96,7 @@ emily_status cuda_softmax(emily_tensor *dst, const emily_tensor *x) {
     if (!ok) return emily_error(EMILY_ERR_INTERNAL, "cuda: softmax: expects contiguous rows and an output of x's type");
     int64_t rows = x->size / n;
     emily_cuda_ctx ctx;
-    const emily_tensor *ts[2] = {dst, x};
-    emily_status s = emi_cuda_begin("softmax", dev_of(dst), 2, ts, &ctx);
+    emily_status s = begin_dst_src("softmax", dst, x, &ctx);
     if (s) return s;
     int64_t blocks = (rows + ROWS_PER_BLOCK - 1) / ROWS_PER_BLOCK, cap = (int64_t)emi_cuda_sm_count(ctx.device) * 32;
     unsigned grid = (unsigned)(blocks < cap ? blocks : cap);
