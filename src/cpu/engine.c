@@ -99,15 +99,9 @@ static emily_status cpu_stream_noop(int device, void *handle) {
     return EMILY_OK;
 }
 
-/* The families whose kernels are single functions of their own files. */
-static const struct emily_copy_kernels cpu_copy = {
-    .copy = emi_cpu_copy, .convert = emi_cpu_convert, .convert_narrow = emi_cpu_convert_narrow};
-static const struct emily_creation_kernels cpu_creation = {
-    .fill = emi_cpu_fill, .iota = emi_cpu_iota, .eye = emi_cpu_eye};
-static const struct emily_elementwise_kernels cpu_elementwise = {
-    .unary = emi_cpu_unary, .binary = emi_cpu_binary, .select = emi_cpu_select};
-static const struct emily_reduce_kernels cpu_reduce = {
-    .reduce = emi_cpu_reduce, .argreduce = emi_cpu_argreduce, .all_close = emi_cpu_all_close};
+/* The tables of the families whose kernels are single functions of their
+ * own files (core/device_kernels.h). */
+EMI_DEVICE_SINGLE_TABLES(emi_cpu)
 
 static const emily_engine cpu_engine = {
     .name = "cpu",
@@ -124,19 +118,8 @@ static const emily_engine cpu_engine = {
     .stream_free = cpu_stream_noop,
     .stream_synchronize = cpu_stream_noop,
     .stream_set_current = cpu_stream_noop,
-    .copy = &cpu_copy,
-    .creation = &cpu_creation,
-    .elementwise = &cpu_elementwise,
-    .reduce = &cpu_reduce,
+    EMI_DEVICE_FAMILY_SLOTS(emi_cpu),
     .dot = &emi_cpu_dot_kernels,
-    .window = &emi_cpu_window_kernels,
-    .index = &emi_cpu_index_kernels,
-    .sort = &emi_cpu_sort_kernels,
-    .cumulative = &emi_cpu_cumulative_kernels,
-    .fft = &emi_cpu_fft_kernels,
-    .linalg = &emi_cpu_linalg_kernels,
-    .fast = &emi_cpu_fast_kernels,
-    .quant = &emi_cpu_quant_kernels,
     /* every kernel of the table runs every op and dtype it is handed */
     .supports = emi_engine_has_kernel,
 };

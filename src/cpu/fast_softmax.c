@@ -15,6 +15,7 @@
 #include <math.h>
 #include "core/binary_kernels.h"
 #include "core/norm_rules.h"
+#include "core/softmax_types.h"
 #include "core/unary_kernels.h"
 #include "cpu/kernels.h"
 #include "cpu/parallel.h"
@@ -66,12 +67,12 @@ static void exp_row(const softmax_job *j, char *y, int64_t n) {
     }
 }
 
-/* One row of storage type T whose arithmetic runs in C (f32 for f16/bf16,
- * else T): LD widens an element to C, ST rounds a C value back (the
- * binary kernels' emi_bk_ld_/emi_bk_st_), WIDE reads a stored element
- * exactly as a double for the sum, SUM_ST rounds the double sum to T as
- * emily_sum stores it. */
-#define SOFTMAX_ROW(sfx, T, C, SUM_ST)                                                     \
+/* One row of storage type T (per type of core/softmax_types.h) whose
+ * arithmetic runs in C (f32 for f16/bf16, else T): LD widens an element
+ * to C, ST rounds a C value back (the binary kernels' emi_bk_ld_/
+ * emi_bk_st_), WIDE reads a stored element exactly as a double for the
+ * sum, SUM_ST rounds the double sum to T as emily_sum stores it. */
+#define SOFTMAX_ROW(E, sfx, T, C, SUM_ST)                                                  \
     HOT static C row_max_##sfx(const T *restrict x, int64_t n) {                           \
         C m = (C)-INFINITY;                                                                \
         int nan = 0;                                                                       \
@@ -106,14 +107,7 @@ static void exp_row(const softmax_job *j, char *y, int64_t n) {
         C s = emi_bk_ld_##sfx(SUM_ST(row_sum_##sfx(y, n)));                                \
         row_scale_##sfx(y, n, emi_bk_ld_##sfx(emi_bk_st_##sfx((C)1 / s)));                 \
     }
-#define AS_F32(v) ((float)(v))
-#define AS_F64(v) (v)
-SOFTMAX_ROW(f16, uint16_t, float, emily_sc_f64_to_f16)
-SOFTMAX_ROW(bf16, uint16_t, float, emily_sc_f64_to_bf16)
-SOFTMAX_ROW(f32, float, float, AS_F32)
-SOFTMAX_ROW(f64, double, double, AS_F64)
-#undef AS_F32
-#undef AS_F64
+EMI_SOFTMAX_TYPES(SOFTMAX_ROW)
 #undef SOFTMAX_ROW
 
 static void rows(void *ctx, int64_t r0, int64_t r1) {

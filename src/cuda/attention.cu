@@ -12,6 +12,7 @@
 // launches over column ranges, each recomputing the softmax.
 #include "cuda/attention_flash.cuh"
 #include "cuda/common.cuh"
+#include "cuda/work_type.cuh"
 
 using namespace emily_cuda;
 using namespace emily_attention;
@@ -23,27 +24,6 @@ namespace {
 constexpr int ROWS_PER_BLOCK = 4;
 constexpr int DV_CHUNK = 256; // output columns per launch
 constexpr int PER_LANE = DV_CHUNK / 32;
-
-template <emily_dtype T> using work_t = typename std::conditional<T == EMILY_F64, double, float>::type;
-
-template <emily_dtype T> __device__ __forceinline__ work_t<T> load_w(storage_t<T> v) {
-    if constexpr (T == EMILY_F16) return emily_sc_f16_to_f32(v);
-    else if constexpr (T == EMILY_BF16) return emily_sc_bf16_to_f32(v);
-    else return v;
-}
-
-// A W value rounded to T by Nx's rules and read back.
-template <emily_dtype T> __device__ __forceinline__ work_t<T> round_t(work_t<T> v) {
-    if constexpr (T == EMILY_F16) return emily_sc_f16_to_f32(emily_sc_f64_to_f16((double)v));
-    else if constexpr (T == EMILY_BF16) return emily_sc_bf16_to_f32(emily_sc_f32_to_bf16(v));
-    else return v;
-}
-
-template <emily_dtype T> __device__ __forceinline__ storage_t<T> store_w(work_t<T> v) {
-    if constexpr (T == EMILY_F16) return emily_sc_f64_to_f16((double)v);
-    else if constexpr (T == EMILY_BF16) return emily_sc_f32_to_bf16(v);
-    else return v;
-}
 
 template <typename W> __device__ __forceinline__ W exp_w(W x) {
     if constexpr (sizeof(W) == sizeof(double)) return exp(x);
@@ -94,7 +74,7 @@ template <emily_dtype T> __global__ void __launch_bounds__(ROWS_PER_BLOCK * 32) 
     bool seen = false;
     for (int64_t j = 0; j < nvis; j++) {
         W dot = 0;
-        for (int64_t d = lane; d < a.D; d += 32) dot += load_w<T>(q[d]) * load_w<T>(k[j * a.D + d]);
+        for (int64_t d = lane; d < a.D; d += 32) dot += load_work<T>(q[d]) * load_work<T>(k[j * a.D + d]);
         dot = warp_sum(dot);
         W x = dot * s;
         if (a.mask_kind != MASK_NONE) {
@@ -109,11 +89,11 @@ template <emily_dtype T> __global__ void __launch_bounds__(ROWS_PER_BLOCK * 32) 
         if (m == ninf) corr = 0; // first kept logit (mn finite): nothing to rescale
         l = l * corr + p;
         m = mn;
-        W pt = round_t<T>(p);
+        W pt = round_work<T>(p);
 #pragma unroll
         for (int c = 0; c < PER_LANE; c++) {
             int64_t d = lane + 32 * c;
-            if (d < ncols) acc[c] = acc[c] * corr + pt * load_w<T>(v[j * a.Dv + a.c0 + d]);
+            if (d < ncols) acc[c] = acc[c] * corr + pt * load_work<T>(v[j * a.Dv + a.c0 + d]);
         }
     }
     if (a.sinks) {
@@ -124,7 +104,7 @@ template <emily_dtype T> __global__ void __launch_bounds__(ROWS_PER_BLOCK * 32) 
 #pragma unroll
     for (int c = 0; c < PER_LANE; c++) {
         int64_t d = lane + 32 * c;
-        if (d < ncols) o[d] = store_w<T>(seen && l != 0 ? acc[c] / l : (W)0);
+        if (d < ncols) o[d] = store_work<T>(seen && l != 0 ? acc[c] / l : (W)0);
     }
 }
 

@@ -181,6 +181,13 @@ template <typename F> emily_status dispatch_storage(emily_dtype t, F &&f) {
 
 inline int dev_of(const emily_tensor *t) { return t->buffer->device.index; }
 
+// emi_cuda_begin for a kernel that writes dst from src, on dst's device.
+inline emily_status begin_dst_src(const char *op, const emily_tensor *dst, const emily_tensor *src,
+                                  emily_cuda_ctx *ctx) {
+    const emily_tensor *ts[2] = {dst, src};
+    return emi_cuda_begin(op, dev_of(dst), 2, ts, ctx);
+}
+
 // Waits for ctx's stream and copies n bytes of device memory to the host;
 // refused while the thread records a graph (nothing has run yet: replay.c).
 inline emily_status read_back(const emily_cuda_ctx &ctx, void *host, const void *dev, size_t n) {

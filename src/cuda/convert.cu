@@ -27,8 +27,7 @@ extern "C" emily_status emi_cuda_convert(emily_tensor *dst, const emily_tensor *
     if (dst->size == 0) return EMILY_OK;
     if (dst->dtype == src->dtype) return emi_cuda_copy(dst, src);
     emily_cuda_ctx ctx;
-    const emily_tensor *ts[2] = {dst, src};
-    emily_status s = emi_cuda_begin("as_type", dev_of(dst), 2, ts, &ctx);
+    emily_status s = begin_dst_src("as_type", dst, src, &ctx);
     if (s) return s;
     return with_dtype(src->dtype, "as_type", [&]<emily_dtype SD>() -> emily_status {
         return with_dtype(dst->dtype, "as_type",
@@ -68,8 +67,7 @@ EMI_NARROW_TYPES(NARROW_FUNCTORS)
 extern "C" emily_status emi_cuda_convert_narrow(emily_tensor *dst, const emily_tensor *src) {
     if (dst->size == 0) return EMILY_OK;
     emily_cuda_ctx ctx;
-    const emily_tensor *ts[2] = {dst, src};
-    emily_status s = emi_cuda_begin("as_type", dev_of(dst), 2, ts, &ctx);
+    emily_status s = begin_dst_src("as_type", dst, src, &ctx);
     if (s) return s;
     emily_dtype sd = src->dtype, dd = dst->dtype;
 #define PICK(E, sfx, T, TO_F64, FROM_F64, FROM_S64)                                        \

@@ -74,8 +74,7 @@ static emily_status copy_typed(const emily_cuda_ctx &ctx, emily_tensor *dst, con
 extern "C" emily_status emi_cuda_copy(emily_tensor *dst, const emily_tensor *src) {
     if (dst->size == 0) return EMILY_OK;
     emily_cuda_ctx ctx;
-    const emily_tensor *ts[2] = {dst, src};
-    emily_status s = emi_cuda_begin("copy", dev_of(dst), 2, ts, &ctx);
+    emily_status s = begin_dst_src("copy", dst, src, &ctx);
     if (s) return s;
     return with_element_bits(dst->dtype, "copy",
                              [&]<typename B>() -> emily_status { return copy_typed<B>(ctx, dst, src); });

@@ -38,8 +38,7 @@ emily_status cuda_scan(emily_cumulative_op op, emily_tensor *dst, const emily_te
                            (long long)outer, (long long)n, (long long)inner);
     if (src->size == 0) return EMILY_OK;
     emily_cuda_ctx ctx;
-    const emily_tensor *ts[2] = {dst, src};
-    emily_status s = emi_cuda_begin(name, dev_of(dst), 2, ts, &ctx);
+    emily_status s = begin_dst_src(name, dst, src, &ctx);
     if (s) return s;
     size_t es = emily_dtype_size(dt);
     const char *sp = base_of(src) + (size_t)src->offset * es;

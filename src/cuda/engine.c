@@ -7,15 +7,9 @@
 #include "cuda/runtime.h"
 #include "cuda/kernels.h"
 
-/* The families whose kernels are single functions of their own files. */
-static const struct emily_copy_kernels cuda_copy = {
-    .copy = emi_cuda_copy, .convert = emi_cuda_convert, .convert_narrow = emi_cuda_convert_narrow};
-static const struct emily_creation_kernels cuda_creation = {
-    .fill = emi_cuda_fill, .iota = emi_cuda_iota, .eye = emi_cuda_eye};
-static const struct emily_elementwise_kernels cuda_elementwise = {
-    .unary = emi_cuda_unary, .binary = emi_cuda_binary, .select = emi_cuda_select};
-static const struct emily_reduce_kernels cuda_reduce = {
-    .reduce = emi_cuda_reduce, .argreduce = emi_cuda_argreduce, .all_close = emi_cuda_all_close};
+/* The tables of the families whose kernels are single functions of their
+ * own files (core/device_kernels.h). */
+EMI_DEVICE_SINGLE_TABLES(emi_cuda)
 
 static const emily_engine cuda_engine = {
     .name = "cuda",
@@ -32,22 +26,11 @@ static const emily_engine cuda_engine = {
     .stream_free = emi_cuda_stream_free,
     .stream_synchronize = emi_cuda_stream_synchronize,
     .stream_set_current = emi_cuda_stream_set_current,
-    .copy = &cuda_copy,
-    .creation = &cuda_creation,
-    .elementwise = &cuda_elementwise,
-    .reduce = &cuda_reduce,
+    EMI_DEVICE_FAMILY_SLOTS(emi_cuda),
 #ifdef EMILY_CUDA_HAVE_DOT
     .dot = &emi_cuda_dot_kernels,
 #endif
-    .window = &emi_cuda_window_kernels,
-    .index = &emi_cuda_index_kernels,
-    .sort = &emi_cuda_sort_kernels,
     .conv = &emi_cuda_conv_kernels,
-    .cumulative = &emi_cuda_cumulative_kernels,
-    .fft = &emi_cuda_fft_kernels,
-    .linalg = &emi_cuda_linalg_kernels,
-    .fast = &emi_cuda_fast_kernels,
-    .quant = &emi_cuda_quant_kernels,
     .replay = &emi_cuda_replay_ops,
     .fused = &emi_cuda_fused_ops,
     /* the kernels it has run every op and dtype they are handed; the

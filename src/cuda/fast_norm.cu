@@ -20,6 +20,7 @@
 // slower still (0.48 and 0.30: 64 KB of shared memory a block left 24 warps
 // an SM, each row's phases in series) and was not kept.
 #include "cuda/common.cuh"
+#include "cuda/work_type.cuh"
 #include "core/norm_rules.h"
 
 using namespace emily_cuda;
@@ -31,35 +32,15 @@ constexpr int ROWS_PER_BLOCK = BLOCK / WARP;
 static_assert(EMI_NORM_LANES == WARP, "the row sums' partials are a warp's lanes");
 
 // W, the statistics type of x's dtype X; A, the affine type of the output O.
-template <emily_dtype X> using stat_t = typename std::conditional<X == EMILY_F64, double, float>::type;
-template <emily_dtype O> using affine_t = typename std::conditional<O == EMILY_F64, double, float>::type;
+// (both work_type.cuh's work type, with its loads, roundings and stores)
+template <emily_dtype X> using stat_t = work_t<X>;
+template <emily_dtype O> using affine_t = work_t<O>;
 
 // The warp's lanes summed in norm_rules.h's order (every lane gets it).
 __device__ __forceinline__ double warp_sum(double v) {
 #pragma unroll
     for (int s = WARP / 2; s >= 1; s /= 2) v = v + __shfl_xor_sync(0xffffffffu, v, s);
     return v;
-}
-
-// One element of x read exactly into W.
-template <emily_dtype X> __device__ __forceinline__ stat_t<X> load(storage_t<X> v) {
-    if constexpr (X == EMILY_F16) return emily_sc_f16_to_f32(v);
-    else if constexpr (X == EMILY_BF16) return emily_sc_bf16_to_f32(v);
-    else return v;
-}
-
-// v rounded to x's own type X and read back (rms_norm's normalized value).
-template <emily_dtype X> __device__ __forceinline__ stat_t<X> round_to_x(stat_t<X> v) {
-    if constexpr (X == EMILY_F16) return emily_sc_f16_to_f32(emily_sc_f64_to_f16((double)v));
-    else if constexpr (X == EMILY_BF16) return emily_sc_bf16_to_f32(emily_sc_f32_to_bf16(v));
-    else return v;
-}
-
-// An affine value written as the output type by Nx's rules.
-template <emily_dtype O> __device__ __forceinline__ storage_t<O> store(affine_t<O> v) {
-    if constexpr (O == EMILY_F16) return emily_sc_f64_to_f16((double)v);
-    else if constexpr (O == EMILY_BF16) return emily_sc_f32_to_bf16(v);
-    else return v;
 }
 
 template <typename W> __device__ __forceinline__ W mean_of(double sum, int64_t n) {
@@ -74,7 +55,7 @@ template <emily_dtype X, typename W>
 __device__ __forceinline__ W mean_square(const storage_t<X> *xr, int64_t n, int lane, W m) {
     double acc = 0.0;
     for (int64_t j = lane; j < n; j += WARP) {
-        W c = load<X>(xr[j]) - m;
+        W c = load_work<X>(xr[j]) - m;
         W sq = c * c;
         acc += (double)sq;
     }
@@ -97,22 +78,22 @@ __global__ void __launch_bounds__(BLOCK)
             if constexpr (sizeof(W) == sizeof(double)) r = emi_rms_norm_r_f64(ms, e);
             else r = emi_rms_norm_r_f32(ms, e);
             for (int64_t j = lane; j < n; j += WARP) {
-                W z = round_to_x<X>(load<X>(xr[j]) * r);
+                W z = round_work<X>(load_work<X>(xr[j]) * r);
                 A v = (A)z * g[j];
-                yr[j] = store<O>(v);
+                yr[j] = store_work<O>(v);
             }
         } else {
             double acc = 0.0;
-            for (int64_t j = lane; j < n; j += WARP) acc += (double)load<X>(xr[j]);
+            for (int64_t j = lane; j < n; j += WARP) acc += (double)load_work<X>(xr[j]);
             W m = mean_of<W>(warp_sum(acc), n);
             W var = mean_square<X, W>(xr, n, lane, m), r;
             if constexpr (sizeof(W) == sizeof(double)) r = emi_layer_norm_r_f64(var, e);
             else r = emi_layer_norm_r_f32(var, e);
             for (int64_t j = lane; j < n; j += WARP) {
-                W c = load<X>(xr[j]) - m;
+                W c = load_work<X>(xr[j]) - m;
                 A s = g[j] * (A)r;
                 A p = s * (A)c;
-                yr[j] = store<O>(b ? p + b[j] : p);
+                yr[j] = store_work<O>(b ? p + b[j] : p);
             }
         }
     }

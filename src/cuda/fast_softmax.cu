@@ -16,6 +16,7 @@
 #include "cuda/unary_fns.cuh"
 #include "core/binary_kernels.h"
 #include "core/norm_rules.h"
+#include "core/softmax_types.h"
 
 // In emily_cuda's own unnamed namespace, as the unary kernels are: a
 // second unnamed namespace beside theirs makes the kernel's launch stub
@@ -30,7 +31,7 @@ static_assert(EMI_NORM_LANES == WARP, "the row sums' partials are a warp's lanes
 // Per type: the storage, the compute type of the arithmetic (f32 for
 // f16/bf16), the exp element function, the loads and stores.
 template <emily_dtype X> struct sm;
-#define EMI_SOFTMAX_TYPE_(E, s, C, SUM_ST)                                                                 \
+#define EMI_SOFTMAX_TYPE_(E, s, T_, C, SUM_ST)                                                             \
     template <> struct sm<EMILY_##E> {                                                                     \
         typedef storage_t<EMILY_##E> T;                                                                    \
         typedef C compute;                                                                                 \
@@ -39,15 +40,8 @@ template <emily_dtype X> struct sm;
         static __device__ __forceinline__ T exp(T v) { return unary_kernels::uk_exp_##s##_##s::apply(v); } \
         static __device__ __forceinline__ T sum_st(double v) { return SUM_ST(v); }                         \
     };
-#define EMI_SOFTMAX_AS_F32_(v) ((float)(v))
-#define EMI_SOFTMAX_AS_F64_(v) (v)
-EMI_SOFTMAX_TYPE_(F16, f16, float, emily_sc_f64_to_f16)
-EMI_SOFTMAX_TYPE_(BF16, bf16, float, emily_sc_f64_to_bf16)
-EMI_SOFTMAX_TYPE_(F32, f32, float, EMI_SOFTMAX_AS_F32_)
-EMI_SOFTMAX_TYPE_(F64, f64, double, EMI_SOFTMAX_AS_F64_)
+EMI_SOFTMAX_TYPES(EMI_SOFTMAX_TYPE_)
 #undef EMI_SOFTMAX_TYPE_
-#undef EMI_SOFTMAX_AS_F32_
-#undef EMI_SOFTMAX_AS_F64_
 
 // The warp's lanes summed in norm_rules.h's order (every lane gets it).
 template <typename A> __device__ __forceinline__ A warp_sum(A v) {
@@ -96,8 +90,7 @@ emily_status cuda_softmax(emily_tensor *dst, const emily_tensor *x) {
     if (!ok) return emily_error(EMILY_ERR_INTERNAL, "cuda: softmax: expects contiguous rows and an output of x's type");
     int64_t rows = x->size / n;
     emily_cuda_ctx ctx;
-    const emily_tensor *ts[2] = {dst, x};
-    emily_status s = emi_cuda_begin("softmax", dev_of(dst), 2, ts, &ctx);
+    emily_status s = begin_dst_src("softmax", dst, x, &ctx);
     if (s) return s;
     int64_t blocks = (rows + ROWS_PER_BLOCK - 1) / ROWS_PER_BLOCK, cap = (int64_t)emi_cuda_sm_count(ctx.device) * 32;
     unsigned grid = (unsigned)(blocks < cap ? blocks : cap);

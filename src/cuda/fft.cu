@@ -97,8 +97,7 @@ emily_status cuda_fft(emily_tensor *dst, const emily_tensor *src, int axis, int6
     job.lines = dst->size / job.keep;
     job.s_ax = src->strides[axis];
     job.d_ax = dst->strides[axis];
-    const emily_tensor *ts[2] = {dst, src};
-    if ((s = emi_cuda_begin("fft", dev_of(dst), 2, ts, &job.ctx))) return s;
+    if ((s = begin_dst_src("fft", dst, src, &job.ctx))) return s;
     // an empty source (its axis is 0) is never read: its lines are dst's
     const emily_tensor *lv[2] = {dst, src->size ? src : dst};
     if ((s = views_without_axis(job.ctx.op, 1, lv, axis, &job.views[0]))) return s;

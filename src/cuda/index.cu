@@ -450,26 +450,16 @@ struct SVal {
 __device__ __forceinline__ SVal load_value(const char *p, int dt) {
     SVal v = {0, false, 0, 0.0, 0.0};
     switch (dt) {
-    case EMILY_U8:
-        v.is_unsigned = true;
-        v.bits = *(const uint8_t *)p;
-        break;
-    case EMILY_U16:
-        v.is_unsigned = true;
-        v.bits = *(const uint16_t *)p;
-        break;
-    case EMILY_U32:
-        v.is_unsigned = true;
-        v.bits = *(const uint32_t *)p;
-        break;
-    case EMILY_U64:
-        v.is_unsigned = true;
-        v.bits = *(const uint64_t *)p;
-        break;
-    case EMILY_S8: v.bits = (uint64_t)(int64_t) * (const int8_t *)p; break;
-    case EMILY_S16: v.bits = (uint64_t)(int64_t) * (const int16_t *)p; break;
-    case EMILY_S32: v.bits = (uint64_t)(int64_t) * (const int32_t *)p; break;
-    case EMILY_S64: v.bits = (uint64_t) * (const int64_t *)p; break;
+// clang-format off
+#define EMI_LOAD_UNSIGNED_(E, sfx, T) \
+    case EMILY_##E: v.is_unsigned = true; v.bits = *(const T *)p; break;
+#define EMI_LOAD_SIGNED_(E, sfx, T) \
+    case EMILY_##E: v.bits = (uint64_t)(int64_t) * (const T *)p; break;
+        // clang-format on
+        EMI_DTYPES_UNSIGNED(EMI_LOAD_UNSIGNED_)
+        EMI_DTYPES_SIGNED(EMI_LOAD_SIGNED_)
+#undef EMI_LOAD_UNSIGNED_
+#undef EMI_LOAD_SIGNED_
     case EMILY_F16:
         v.kind = 1;
         v.re = emily_sc_f16_to_f64(*(const uint16_t *)p);

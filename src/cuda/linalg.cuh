@@ -256,6 +256,25 @@ struct HostWork {
     }
 };
 
+// A cuSOLVER 64-bit-API routine run on each of a batch of matrices in
+// turn: size(&dev_bytes, &host_bytes) queries its work sizes, which come
+// from the pool (device, held with the pool) and the heap (host, freed on
+// return), then call(b, work, dev_bytes, host_work, host_bytes) runs it on
+// matrix b. The first failure stops the batch.
+template <typename Size, typename Call>
+emily_status solver_each(const emily_cuda_ctx &ctx, Pool &pool, const char *routine, int64_t batch, Size &&size,
+                         Call &&call) {
+    size_t dev_bytes = 0, host_bytes = 0;
+    emily_status s;
+    if ((s = solver_status(ctx.op, routine, size(&dev_bytes, &host_bytes)))) return s;
+    char *work;
+    HostWork hw;
+    if ((s = pool.get((int64_t)dev_bytes, &work)) || (s = hw.get(ctx.op, host_bytes))) return s;
+    for (int64_t b = 0; b < batch; b++)
+        if ((s = solver_status(ctx.op, routine, call(b, work, dev_bytes, hw.p, host_bytes)))) return s;
+    return EMILY_OK;
+}
+
 // ---- small kernels shared by the ops -------------------------------------------
 
 // out[i] = base + i * stride, the pointer arrays of the batched routines.

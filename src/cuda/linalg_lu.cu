@@ -206,21 +206,16 @@ emily_status getrf_all(const emily_cuda_ctx &ctx, Pool &pool, Handles &h, T *w, 
         });
     }
     if ((s = h.get_solver(ctx)) || (s = pool.get(batch * n, &f.piv64))) return s;
-    size_t dev_bytes = 0, host_bytes = 0;
-    if ((s = solver_status(ctx.op, "getrf",
-                           cusolverDnXgetrf_bufferSize(h.solver, h.params, n, n, Lib<T>::type, w, n, Lib<T>::type,
-                                                       &dev_bytes, &host_bytes))))
-        return s;
-    char *work;
-    HostWork hw;
-    if ((s = pool.get((int64_t)dev_bytes, &work)) || (s = hw.get(ctx.op, host_bytes))) return s;
-    for (int64_t b = 0; b < batch; b++)
-        if ((s = solver_status(ctx.op, "getrf",
-                               cusolverDnXgetrf(h.solver, h.params, n, n, Lib<T>::type, w + b * n * n, n,
-                                                f.piv64 + b * n, Lib<T>::type, work, dev_bytes, hw.p, host_bytes,
-                                                f.info + b))))
-            return s;
-    return EMILY_OK;
+    return solver_each(
+        ctx, pool, "getrf", batch,
+        [&](size_t *dev_bytes, size_t *host_bytes) {
+            return cusolverDnXgetrf_bufferSize(h.solver, h.params, n, n, Lib<T>::type, w, n, Lib<T>::type, dev_bytes,
+                                               host_bytes);
+        },
+        [&](int64_t b, char *work, size_t dev_bytes, void *host_work, size_t host_bytes) {
+            return cusolverDnXgetrf(h.solver, h.params, n, n, Lib<T>::type, w + b * n * n, n, f.piv64 + b * n,
+                                    Lib<T>::type, work, dev_bytes, host_work, host_bytes, f.info + b);
+        });
 }
 
 // getrf_all on a copy of a's memory (A^T, column-major): solve and

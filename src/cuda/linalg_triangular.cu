@@ -63,23 +63,19 @@ template <typename T> emily_status cholesky_typed(const emily_cuda_ctx &ctx, emi
                 ctx.op, "potrfBatched",
                 Lib<T>::potrf_batched(h.solver, CUBLAS_FILL_MODE_UPPER, (int)n, ptrs + b0, (int)n, info + b0, count));
         });
-        if (s) return s;
     } else {
-        size_t dev_bytes = 0, host_bytes = 0;
-        if ((s = solver_status(ctx.op, "potrf",
-                               cusolverDnXpotrf_bufferSize(h.solver, h.params, CUBLAS_FILL_MODE_UPPER, n, Lib<T>::type,
-                                                           ld, n, Lib<T>::type, &dev_bytes, &host_bytes))))
-            return s;
-        char *work;
-        HostWork hw;
-        if ((s = pool.get((int64_t)dev_bytes, &work)) || (s = hw.get(ctx.op, host_bytes))) return s;
-        for (int64_t b = 0; b < batch; b++)
-            if ((s = solver_status(ctx.op, "potrf",
-                                   cusolverDnXpotrf(h.solver, h.params, CUBLAS_FILL_MODE_UPPER, n, Lib<T>::type,
-                                                    ld + b * n * n, n, Lib<T>::type, work, dev_bytes, hw.p, host_bytes,
-                                                    info + b))))
-                return s;
+        s = solver_each(
+            ctx, pool, "potrf", batch,
+            [&](size_t *dev_bytes, size_t *host_bytes) {
+                return cusolverDnXpotrf_bufferSize(h.solver, h.params, CUBLAS_FILL_MODE_UPPER, n, Lib<T>::type, ld, n,
+                                                   Lib<T>::type, dev_bytes, host_bytes);
+            },
+            [&](int64_t b, char *work, size_t dev_bytes, void *host_work, size_t host_bytes) {
+                return cusolverDnXpotrf(h.solver, h.params, CUBLAS_FILL_MODE_UPPER, n, Lib<T>::type, ld + b * n * n, n,
+                                        Lib<T>::type, work, dev_bytes, host_work, host_bytes, info + b);
+            });
     }
+    if (s) return s;
     cholesky_finish<T><<<grid_for(ctx.device, batch * n * n), BLOCK, 0, ctx.stream>>>(ld, info, batch, n);
     return emi_cuda_launched(&ctx);
 }

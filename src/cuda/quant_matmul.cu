@@ -192,48 +192,48 @@ template <typename F> emily_status with_work(const char *op, const emily_tensor 
                        emily_dtype_name(t->dtype));
 }
 
-emily_status cuda_ranges(emily_tensor *scales, emily_tensor *biases, const emily_tensor *w, int bits, int64_t gs) {
-    if (scales->size == 0) return EMILY_OK;
+// The start and end every quant kernel but the product shares: nothing
+// for an empty out, emi_cuda_begin over ts on on's device, then
+// launch.template operator()<W>(ctx) for typed's work type (f32 or f64)
+// and the launch check.
+template <int N, typename F>
+emily_status run_work(const char *op, const emily_tensor *out, const emily_tensor *on, const emily_tensor *typed,
+                      const emily_tensor *const (&ts)[N], F &&launch) {
+    if (out->size == 0) return EMILY_OK;
     emily_cuda_ctx ctx;
-    const emily_tensor *ts[3] = {scales, biases, w};
-    emily_status s = emi_cuda_begin("quantize", dev_of(w), 3, ts, &ctx);
+    emily_status s = emi_cuda_begin(op, dev_of(on), N, ts, &ctx);
     if (s) return s;
-    s = with_work("quantize", w, [&]<typename W>() -> emily_status {
+    s = with_work(op, typed, [&]<typename W>() -> emily_status { return launch.template operator()<W>(ctx); });
+    return s ? s : emi_cuda_launched(&ctx);
+}
+
+emily_status cuda_ranges(emily_tensor *scales, emily_tensor *biases, const emily_tensor *w, int bits, int64_t gs) {
+    const emily_tensor *ts[3] = {scales, biases, w};
+    return run_work("quantize", scales, w, w, ts, [&]<typename W>(const emily_cuda_ctx &ctx) -> emily_status {
         ranges_kernel<W><<<grid_for(ctx.device, scales->size), BLOCK, 0, ctx.stream>>>(
             ptr<W>(w), ptr<W>(scales), ptr<W>(biases), scales->size, w->shape[1], gs, bits);
         return EMILY_OK;
     });
-    return s ? s : emi_cuda_launched(&ctx);
 }
 
 emily_status cuda_quantize(emily_tensor *q, const emily_tensor *w, const emily_tensor *scales,
                            const emily_tensor *biases, int bits, int64_t gs) {
-    if (q->size == 0) return EMILY_OK;
-    emily_cuda_ctx ctx;
     const emily_tensor *ts[4] = {q, w, scales, biases};
-    emily_status s = emi_cuda_begin("quantize", dev_of(w), 4, ts, &ctx);
-    if (s) return s;
-    s = with_work("quantize", w, [&]<typename W>() -> emily_status {
+    return run_work("quantize", q, w, w, ts, [&]<typename W>(const emily_cuda_ctx &ctx) -> emily_status {
         codes_kernel<W><<<grid_for(ctx.device, q->size), BLOCK, 0, ctx.stream>>>(
             ptr<W>(w), ptr<W>(scales), ptr<W>(biases), ptr<uint8_t>(q), q->size, w->shape[1], gs, bits);
         return EMILY_OK;
     });
-    return s ? s : emi_cuda_launched(&ctx);
 }
 
 emily_status cuda_dequantize(emily_tensor *dst, const emily_tensor *q, const emily_tensor *scales,
                              const emily_tensor *biases, int bits, int64_t gs) {
-    if (dst->size == 0) return EMILY_OK;
-    emily_cuda_ctx ctx;
     const emily_tensor *ts[4] = {dst, q, scales, biases};
-    emily_status s = emi_cuda_begin("dequantize", dev_of(dst), 4, ts, &ctx);
-    if (s) return s;
-    s = with_work("dequantize", dst, [&]<typename W>() -> emily_status {
+    return run_work("dequantize", dst, dst, dst, ts, [&]<typename W>(const emily_cuda_ctx &ctx) -> emily_status {
         decode_kernel<W><<<grid_for(ctx.device, dst->size), BLOCK, 0, ctx.stream>>>(
             ptr<uint8_t>(q), ptr<W>(scales), ptr<W>(biases), ptr<W>(dst), dst->size, dst->shape[1], gs, bits);
         return EMILY_OK;
     });
-    return s ? s : emi_cuda_launched(&ctx);
 }
 
 emily_status cuda_matmul(emily_tensor *dst, const emily_tensor *x, const emily_tensor *q, const emily_tensor *scales,

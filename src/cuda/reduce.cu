@@ -221,8 +221,7 @@ extern "C" emily_status emi_cuda_reduce(emily_reduce_op op, emily_tensor *dst, c
     if (src->size == 0 && (op == EMILY_REDUCE_MAX || op == EMILY_REDUCE_MIN))
         return emily_error(EMILY_ERR_SHAPE, "reduce: cannot take the max/min of an empty axis");
     emily_cuda_ctx ctx;
-    const emily_tensor *ts[2] = {dst, src};
-    emily_status s = emi_cuda_begin(names[op], dev_of(dst), 2, ts, &ctx);
+    emily_status s = begin_dst_src(names[op], dst, src, &ctx);
     return s ? s : reduce_dispatch(ctx, op, dst, src, reduced);
 }
 

@@ -46,36 +46,37 @@ struct RedGeom {
     int64_t rshape[RMAXD], rss[RMAXD];
 };
 
+// The row-major walk of linear index I (a variable) over dims ND-1 .. 1
+// of SHAPE (of RMAXD): STEP runs with c, dim d's coordinate, innermost dim
+// first; I is left as dim 0's coordinate. A macro, so that kept_off and
+// red_off below compile to what each did with the loop written out.
+#define EMI_RED_UNRAVEL(I, ND, SHAPE, STEP)                   \
+    _Pragma("unroll") for (int d = RMAXD - 1; d > 0; d--) {   \
+        if (d < (ND)) {                                       \
+            int64_t n = (SHAPE)[d], q = I / n, c = I - q * n; \
+            I = q;                                            \
+            STEP;                                             \
+        }                                                     \
+    }
+
+// Source and destination offsets of kept index o.
 __device__ __forceinline__ void kept_off(const RedGeom &g, int64_t o, int64_t &so, int64_t &dof) {
     so = 0;
     dof = 0;
-#pragma unroll
-    for (int d = RMAXD - 1; d > 0; d--) {
-        if (d < g.nk) {
-            int64_t n = g.kshape[d], q = o / n, c = o - q * n;
-            o = q;
-            so += c * g.kss[d];
-            dof += c * g.kds[d];
-        }
-    }
+    EMI_RED_UNRAVEL(o, g.nk, g.kshape, so += c * g.kss[d]; dof += c * g.kds[d]);
     if (g.nk > 0) {
         so += o * g.kss[0];
         dof += o * g.kds[0];
     }
 }
 
+// Source offset of reduced index j (relative to its kept element's).
 __device__ __forceinline__ int64_t red_off(const RedGeom &g, int64_t j) {
     int64_t so = 0;
-#pragma unroll
-    for (int d = RMAXD - 1; d > 0; d--) {
-        if (d < g.nr) {
-            int64_t n = g.rshape[d], q = j / n, c = j - q * n;
-            j = q;
-            so += c * g.rss[d];
-        }
-    }
+    EMI_RED_UNRAVEL(j, g.nr, g.rshape, so += c * g.rss[d]);
     return g.nr > 0 ? so + j * g.rss[0] : so;
 }
+#undef EMI_RED_UNRAVEL
 
 // ---- warp/block combine of any accumulator ----------------------------------
 

@@ -14,7 +14,6 @@ extern "C" emily_status emi_cuda_unary(emily_unary_op op, emily_tensor *dst, con
                            emily_dtype_name(src->dtype), emily_dtype_name(dst->dtype));
     if (dst->size == 0) return EMILY_OK;
     emily_cuda_ctx ctx;
-    const emily_tensor *ts[2] = {dst, src};
-    emily_status s = emi_cuda_begin(emily_unary_op_name(op), dev_of(dst), 2, ts, &ctx);
+    emily_status s = begin_dst_src(emily_unary_op_name(op), dst, src, &ctx);
     return s ? s : fn(ctx, dst, src);
 }

@@ -253,8 +253,7 @@ emily_status cuda_window_reduce(emily_window_op op, emily_tensor *dst, const emi
     if (s) return s;
     simplify(g);
     emily_cuda_ctx ctx;
-    const emily_tensor *ts[2] = {dst, src};
-    if ((s = emi_cuda_begin(name, dev_of(dst), 2, ts, &ctx))) return s;
+    if ((s = begin_dst_src(name, dst, src, &ctx))) return s;
     size_t es = emily_dtype_size(dt);
     // an empty input: every window lies in the padding, nothing is read
     const char *sp = src->size ? base_of(src) + (size_t)src->offset * es : NULL;
