@@ -41,6 +41,16 @@ typedef struct emily_c128 {
     double re, im;
 } emily_c128;
 
+/* Defines CT name(re, im): the complex CT (any struct of two parts re,
+ * im) with each part re, im converted to its part type PT. */
+#define EMILY_SC_COMPLEX_MAKER(name, CT, PT) \
+    EMILY_HD CT name(double re, double im) { \
+        CT z;                                \
+        z.re = (PT)re;                       \
+        z.im = (PT)im;                       \
+        return z;                            \
+    }
+
 /* ---- bit access ---------------------------------------------------------- */
 
 /* A float type's bits as the unsigned integer of its width and back
