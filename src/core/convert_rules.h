@@ -66,17 +66,7 @@ EMILY_HD double emi_cv_from_f64_f64(double re, double im) {
     (void)im;
     return re;
 }
-EMILY_HD emily_c64 emi_cv_from_f64_c64(double re, double im) {
-    emily_c64 z;
-    z.re = (float)re;
-    z.im = (float)im;
-    return z;
-}
-EMILY_HD emily_c128 emi_cv_from_f64_c128(double re, double im) {
-    emily_c128 z;
-    z.re = re;
-    z.im = im;
-    return z;
-}
+EMILY_SC_COMPLEX_MAKER(emi_cv_from_f64_c64, emily_c64, float)
+EMILY_SC_COMPLEX_MAKER(emi_cv_from_f64_c128, emily_c128, double)
 
 #endif

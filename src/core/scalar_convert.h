@@ -41,6 +41,16 @@ typedef struct emily_c128 {
     double re, im;
 } emily_c128;
 
+/* Defines CT name(re, im): the complex CT (any struct of two parts re,
+ * im) with each part re, im converted to its part type PT. */
+#define EMILY_SC_COMPLEX_MAKER(name, CT, PT) \
+    EMILY_HD CT name(double re, double im) { \
+        CT z;                                \
+        z.re = (PT)re;                       \
+        z.im = (PT)im;                       \
+        return z;                            \
+    }
+
 /* ---- bit access ---------------------------------------------------------- */
 
 /* A float type's bits as the unsigned integer of its width and back
@@ -255,58 +265,44 @@ enum {
     EMILY_SC_C128
 };
 
+/* The writers' step: value as a T (two values: a complex T[2]) at out. */
+#define EMILY_SC_PUT_(T, value)      \
+    do {                             \
+        T v_ = (value);              \
+        memcpy(out, &v_, sizeof v_); \
+    } while (0)
+#define EMILY_SC_PUT2_(T, re, im)   \
+    do {                            \
+        T v_[2] = {(re), (im)};     \
+        memcpy(out, v_, sizeof v_); \
+    } while (0)
+/* The inexact targets' cases, the same for both writers (re, and im for
+ * complex, rounded to the type), and the default: nothing written. */
+// clang-format off
+#define EMILY_SC_PUT_INEXACT_OR_NOTHING_(re, im)                                        \
+    case EMILY_SC_F16: EMILY_SC_PUT_(uint16_t, emily_sc_f64_to_f16(re)); break;          \
+    case EMILY_SC_BF16: EMILY_SC_PUT_(uint16_t, emily_sc_f64_to_bf16(re)); break;        \
+    case EMILY_SC_F32: EMILY_SC_PUT_(float, (float)(re)); break;                         \
+    case EMILY_SC_F64: EMILY_SC_PUT_(double, (re)); break;                               \
+    case EMILY_SC_C64: EMILY_SC_PUT2_(float, (float)(re), (float)(im)); break;           \
+    case EMILY_SC_C128: EMILY_SC_PUT2_(double, (re), (im)); break;                       \
+    default: break
+// clang-format on
+
 /* Writes an integer (given as its 64-bit pattern and whether it is
  * unsigned) into one element of `dtype` at `out`. */
 EMILY_HD void emily_sc_store_int(int dtype, uint64_t bits, int is_unsigned, void *out) {
     double d = is_unsigned ? (double)bits : (double)(int64_t)bits;
     switch (dtype) {
+        EMILY_SC_PUT_INEXACT_OR_NOTHING_(d, 0.0);
     case EMILY_SC_U8:
-    case EMILY_SC_S8: {
-        uint8_t v = (uint8_t)bits;
-        memcpy(out, &v, 1);
-        break;
-    }
+    case EMILY_SC_S8: EMILY_SC_PUT_(uint8_t, (uint8_t)bits); break;
     case EMILY_SC_U16:
-    case EMILY_SC_S16: {
-        uint16_t v = (uint16_t)bits;
-        memcpy(out, &v, 2);
-        break;
-    }
+    case EMILY_SC_S16: EMILY_SC_PUT_(uint16_t, (uint16_t)bits); break;
     case EMILY_SC_U32:
-    case EMILY_SC_S32: {
-        uint32_t v = (uint32_t)bits;
-        memcpy(out, &v, 4);
-        break;
-    }
+    case EMILY_SC_S32: EMILY_SC_PUT_(uint32_t, (uint32_t)bits); break;
     case EMILY_SC_U64:
-    case EMILY_SC_S64: memcpy(out, &bits, 8); break;
-    case EMILY_SC_F16: {
-        uint16_t v = emily_sc_f64_to_f16(d);
-        memcpy(out, &v, 2);
-        break;
-    }
-    case EMILY_SC_BF16: {
-        uint16_t v = emily_sc_f64_to_bf16(d);
-        memcpy(out, &v, 2);
-        break;
-    }
-    case EMILY_SC_F32: {
-        float v = (float)d;
-        memcpy(out, &v, 4);
-        break;
-    }
-    case EMILY_SC_F64: memcpy(out, &d, 8); break;
-    case EMILY_SC_C64: {
-        float v[2] = {(float)d, 0.0f};
-        memcpy(out, v, 8);
-        break;
-    }
-    case EMILY_SC_C128: {
-        double v[2] = {d, 0.0};
-        memcpy(out, v, 16);
-        break;
-    }
-    default: break;
+    case EMILY_SC_S64: EMILY_SC_PUT_(uint64_t, bits); break;
     }
 }
 
@@ -314,74 +310,20 @@ EMILY_HD void emily_sc_store_int(int dtype, uint64_t bits, int is_unsigned, void
  * real part like as_type does) into one element of `dtype`. */
 EMILY_HD void emily_sc_store_complex(int dtype, double re, double im, void *out) {
     switch (dtype) {
-    case EMILY_SC_U8: {
-        uint8_t v = emily_sc_f64_to_u8(re);
-        memcpy(out, &v, 1);
-        break;
-    }
-    case EMILY_SC_U16: {
-        uint16_t v = emily_sc_f64_to_u16(re);
-        memcpy(out, &v, 2);
-        break;
-    }
-    case EMILY_SC_U32: {
-        uint32_t v = emily_sc_f64_to_u32(re);
-        memcpy(out, &v, 4);
-        break;
-    }
-    case EMILY_SC_U64: {
-        uint64_t v = emily_sc_f64_to_u64(re);
-        memcpy(out, &v, 8);
-        break;
-    }
-    case EMILY_SC_S8: {
-        int8_t v = emily_sc_f64_to_s8(re);
-        memcpy(out, &v, 1);
-        break;
-    }
-    case EMILY_SC_S16: {
-        int16_t v = emily_sc_f64_to_s16(re);
-        memcpy(out, &v, 2);
-        break;
-    }
-    case EMILY_SC_S32: {
-        int32_t v = emily_sc_f64_to_s32(re);
-        memcpy(out, &v, 4);
-        break;
-    }
-    case EMILY_SC_S64: {
-        int64_t v = emily_sc_f64_to_s64(re);
-        memcpy(out, &v, 8);
-        break;
-    }
-    case EMILY_SC_F16: {
-        uint16_t v = emily_sc_f64_to_f16(re);
-        memcpy(out, &v, 2);
-        break;
-    }
-    case EMILY_SC_BF16: {
-        uint16_t v = emily_sc_f64_to_bf16(re);
-        memcpy(out, &v, 2);
-        break;
-    }
-    case EMILY_SC_F32: {
-        float v = (float)re;
-        memcpy(out, &v, 4);
-        break;
-    }
-    case EMILY_SC_F64: memcpy(out, &re, 8); break;
-    case EMILY_SC_C64: {
-        float v[2] = {(float)re, (float)im};
-        memcpy(out, v, 8);
-        break;
-    }
-    case EMILY_SC_C128: {
-        double v[2] = {re, im};
-        memcpy(out, v, 16);
-        break;
-    }
-    default: break;
+        EMILY_SC_PUT_INEXACT_OR_NOTHING_(re, im);
+    case EMILY_SC_U8: EMILY_SC_PUT_(uint8_t, emily_sc_f64_to_u8(re)); break;
+    case EMILY_SC_U16: EMILY_SC_PUT_(uint16_t, emily_sc_f64_to_u16(re)); break;
+    case EMILY_SC_U32: EMILY_SC_PUT_(uint32_t, emily_sc_f64_to_u32(re)); break;
+    case EMILY_SC_U64: EMILY_SC_PUT_(uint64_t, emily_sc_f64_to_u64(re)); break;
+    case EMILY_SC_S8: EMILY_SC_PUT_(int8_t, emily_sc_f64_to_s8(re)); break;
+    case EMILY_SC_S16: EMILY_SC_PUT_(int16_t, emily_sc_f64_to_s16(re)); break;
+    case EMILY_SC_S32: EMILY_SC_PUT_(int32_t, emily_sc_f64_to_s32(re)); break;
+    case EMILY_SC_S64: EMILY_SC_PUT_(int64_t, emily_sc_f64_to_s64(re)); break;
     }
 }
+
+#undef EMILY_SC_PUT_INEXACT_OR_NOTHING_
+#undef EMILY_SC_PUT2_
+#undef EMILY_SC_PUT_
 
 #endif

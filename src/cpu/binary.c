@@ -20,36 +20,31 @@
 typedef void (*bin_run)(int64_t n, void *d, int64_t sd, const void *a, int64_t sa, const void *b, int64_t sb);
 
 /* One run: n elements, element strides sd/sa/sb. TS storage type of a
- * and b, TD of dst, TC compute type. */
-#define RUN_BODY(TS, TD, TC, LD, F, ST, PRAGMA)        \
-    TD *restrict d = dv;                               \
-    const TS *restrict x = av;                         \
-    const TS *restrict y = bv;                         \
-    if (sd == 1 && sa == 1 && sb == 1) {               \
-        PRAGMA                                         \
-        for (int64_t i = 0; i < n; i++) {              \
-            TC a_ = LD(x[i]), b_ = LD(y[i]);           \
-            d[i] = ST(F(a_, b_));                      \
-        }                                              \
-    } else if (sd == 1 && sa == 1 && sb == 0) {        \
-        TC b_ = LD(y[0]);                              \
-        PRAGMA                                         \
-        for (int64_t i = 0; i < n; i++) {              \
-            TC a_ = LD(x[i]);                          \
-            d[i] = ST(F(a_, b_));                      \
-        }                                              \
-    } else if (sd == 1 && sa == 0 && sb == 1) {        \
-        TC a_ = LD(x[0]);                              \
-        PRAGMA                                         \
-        for (int64_t i = 0; i < n; i++) {              \
-            TC b_ = LD(y[i]);                          \
-            d[i] = ST(F(a_, b_));                      \
-        }                                              \
-    } else {                                           \
-        for (int64_t i = 0; i < n; i++) {              \
-            TC a_ = LD(x[i * sa]), b_ = LD(y[i * sb]); \
-            d[i * sd] = ST(F(a_, b_));                 \
-        }                                              \
+ * and b, TD of dst, TC compute type. The contiguous runs and a broadcast
+ * scalar on either side (loaded once, before the loop) are loops of
+ * their own, which the compiler vectorizes. RUN_LOOP is each loop: the
+ * declarations of a_ and b_ that the loop loads (the variable part),
+ * then d's element D. */
+#define RUN_LOOP(F, ST, PRAGMA, D, ...) \
+    PRAGMA                              \
+    for (int64_t i = 0; i < n; i++) {   \
+        __VA_ARGS__;                    \
+        D = ST(F(a_, b_));              \
+    }
+#define RUN_BODY(TS, TD, TC, LD, F, ST, PRAGMA)                                 \
+    TD *restrict d = dv;                                                        \
+    const TS *restrict x = av;                                                  \
+    const TS *restrict y = bv;                                                  \
+    if (sd == 1 && sa == 1 && sb == 1) {                                        \
+        RUN_LOOP(F, ST, PRAGMA, d[i], TC a_ = LD(x[i]), b_ = LD(y[i]))          \
+    } else if (sd == 1 && sa == 1 && sb == 0) {                                 \
+        TC b_ = LD(y[0]);                                                       \
+        RUN_LOOP(F, ST, PRAGMA, d[i], TC a_ = LD(x[i]))                         \
+    } else if (sd == 1 && sa == 0 && sb == 1) {                                 \
+        TC a_ = LD(x[0]);                                                       \
+        RUN_LOOP(F, ST, PRAGMA, d[i], TC b_ = LD(y[i]))                         \
+    } else {                                                                    \
+        RUN_LOOP(F, ST, , d[i * sd], TC a_ = LD(x[i * sa]), b_ = LD(y[i * sb])) \
     }
 
 /* The kernels' loops: VEC ones are vectorized (-O2 alone would not),

@@ -72,48 +72,40 @@ static const void *at(const emily_tensor *t) {
 QUANT_ROWS(float, f32)
 QUANT_ROWS(double, f64)
 
-static void run_rows(const emily_tensor *shape_of, emily_range_fn fn, quant_job *j) {
-    int64_t rows = shape_of->shape[0], cols = j->cols > 0 ? j->cols : 1;
+/* Runs fn_f32 or fn_f64 (by rows_of's type) over the rows of rows_of
+ * ([rows, cols]: w, or dst for dequantize), j filled in with the scales,
+ * biases and group layout. */
+static emily_status run_rows(quant_job j, const emily_tensor *rows_of, const emily_tensor *scales,
+                             const emily_tensor *biases, int bits, int64_t group_size, emily_range_fn fn_f32,
+                             emily_range_fn fn_f64) {
+    j.s = (void *)at(scales);
+    j.b = (void *)at(biases);
+    j.cols = rows_of->shape[1];
+    j.gs = group_size;
+    j.bits = bits;
+    int64_t rows = rows_of->shape[0], cols = j.cols > 0 ? j.cols : 1;
     int64_t per_job = QUANT_PARALLEL_MIN / 4 / cols;
-    emi_cpu_parallel_ranges(rows, per_job > 0 ? per_job : 1, rows * cols >= QUANT_PARALLEL_MIN, fn, j);
+    emi_cpu_parallel_ranges(rows, per_job > 0 ? per_job : 1, rows * cols >= QUANT_PARALLEL_MIN,
+                            rows_of->dtype == EMILY_F64 ? fn_f64 : fn_f32, &j);
+    return EMILY_OK;
 }
 
 static emily_status cpu_ranges(emily_tensor *scales, emily_tensor *biases, const emily_tensor *w, int bits,
                                int64_t group_size) {
-    quant_job j = {.w = at(w),
-                   .s = (void *)at(scales),
-                   .b = (void *)at(biases),
-                   .cols = w->shape[1],
-                   .gs = group_size,
-                   .bits = bits};
-    run_rows(w, w->dtype == EMILY_F64 ? ranges_f64 : ranges_f32, &j);
-    return EMILY_OK;
+    quant_job j = {.w = at(w)};
+    return run_rows(j, w, scales, biases, bits, group_size, ranges_f32, ranges_f64);
 }
 
 static emily_status cpu_quantize(emily_tensor *q, const emily_tensor *w, const emily_tensor *scales,
                                  const emily_tensor *biases, int bits, int64_t group_size) {
-    quant_job j = {.w = at(w),
-                   .qout = (uint8_t *)at(q),
-                   .s = (void *)at(scales),
-                   .b = (void *)at(biases),
-                   .cols = w->shape[1],
-                   .gs = group_size,
-                   .bits = bits};
-    run_rows(w, w->dtype == EMILY_F64 ? codes_f64 : codes_f32, &j);
-    return EMILY_OK;
+    quant_job j = {.w = at(w), .qout = (uint8_t *)at(q)};
+    return run_rows(j, w, scales, biases, bits, group_size, codes_f32, codes_f64);
 }
 
 static emily_status cpu_dequantize(emily_tensor *dst, const emily_tensor *q, const emily_tensor *scales,
                                    const emily_tensor *biases, int bits, int64_t group_size) {
-    quant_job j = {.q = at(q),
-                   .out = (void *)at(dst),
-                   .s = (void *)at(scales),
-                   .b = (void *)at(biases),
-                   .cols = dst->shape[1],
-                   .gs = group_size,
-                   .bits = bits};
-    run_rows(dst, dst->dtype == EMILY_F64 ? decode_f64 : decode_f32, &j);
-    return EMILY_OK;
+    quant_job j = {.q = at(q), .out = (void *)at(dst)};
+    return run_rows(j, dst, scales, biases, bits, group_size, decode_f32, decode_f64);
 }
 
 const struct emily_quant_kernels emi_cpu_quant_kernels = {

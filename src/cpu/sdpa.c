@@ -90,12 +90,6 @@ static void exp_f64(const sdpa_job *j, double *x, int64_t n) {
 #define STORE(t, o, dst, n) store_f32(t, o, dst, n)
 #define EXP_ROW(j, x, n) exp_f32(j, x, n)
 #include "cpu/sdpa_body.h"
-#undef EXP_ROW
-#undef W
-#undef SFX
-#undef GEMM
-#undef ROUND_P
-#undef STORE
 
 #define W double
 #define SFX f64
@@ -104,12 +98,6 @@ static void exp_f64(const sdpa_job *j, double *x, int64_t n) {
 #define STORE(t, o, dst, n) memcpy(dst, o, (size_t)(n) * sizeof(double))
 #define EXP_ROW(j, x, n) exp_f64(j, x, n)
 #include "cpu/sdpa_body.h"
-#undef EXP_ROW
-#undef W
-#undef SFX
-#undef GEMM
-#undef ROUND_P
-#undef STORE
 
 /* ---- widening f16/bf16 inputs ----------------------------------------------- */
 

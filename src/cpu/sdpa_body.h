@@ -6,6 +6,7 @@
  *   ROUND_P(t, x)       a probability rounded to T and read back as W
  *   EXP_ROW(j, x, n)    x[i] = W(exp(x[i])) for n values, in place
  *   STORE(t, o, dst, n) n output values (W) written as T
+ * (it undefines them at its end, ready for the next W).
  * The steps and their roundings are emily/ops_fast.h's expression. */
 #define SDPA_CAT2(a, b) a##_##b
 #define SDPA_CAT(a, b) SDPA_CAT2(a, b)
@@ -141,3 +142,9 @@ static void BLOCK_FN(sdpa_job *j, int64_t job) {
 #undef PRAGMA
 #undef SDPA_CAT
 #undef SDPA_CAT2
+#undef W
+#undef SFX
+#undef GEMM
+#undef ROUND_P
+#undef EXP_ROW
+#undef STORE

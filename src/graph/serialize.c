@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "graph/graph_impl.h"
+#include "core/bytes_append.h"
 
 #define GRAPH_MAGIC "EMGRAPH"
 #define GRAPH_VERSION 1u
@@ -39,20 +40,7 @@ typedef struct writer {
 } writer;
 
 static void put(writer *w, const void *p, size_t n) {
-    if (w->failed) return;
-    if (w->cap - w->len < n) {
-        size_t cap = w->cap ? w->cap : 4096;
-        while (cap - w->len < n) cap *= 2;
-        unsigned char *b = realloc(w->buf, cap);
-        if (!b) {
-            w->failed = true;
-            return;
-        }
-        w->buf = b;
-        w->cap = cap;
-    }
-    if (n) memcpy(w->buf + w->len, p, n);
-    w->len += n;
+    if (!w->failed && !emi_bytes_append(&w->buf, &w->len, &w->cap, 4096, p, n)) w->failed = true;
 }
 
 /* the format is little-endian, as every host the engine builds for is */

@@ -29,6 +29,17 @@ static emily_status wrong_type(const char *fn, const char *key, const char *want
     return emily_error(EMILY_ERR_TYPE, "gguf_%s: key %s holds %s, not %s", fn, key, type_names[got], want);
 }
 
+/* find, then the check that a second output (out2) is not NULL and that
+ * the value is of type `want` (`what` in the message). */
+static emily_status find_typed(const emily_gguf *g, const char *key, const char *fn, const void *out, const void *out2,
+                               emily_gguf_value_type want, const char *what, const gguf_kv **kv) {
+    emily_status s = find(g, key, fn, out, kv);
+    if (s) return s;
+    if (!out2) return emily_error(EMILY_ERR_ARGUMENT, "gguf_%s: NULL argument", fn);
+    if ((*kv)->type != want) return wrong_type(fn, key, what, (*kv)->type);
+    return EMILY_OK;
+}
+
 static bool is_integer(emily_gguf_value_type t) {
     return t != EMILY_GGUF_FLOAT32 && t != EMILY_GGUF_FLOAT64 && t != EMILY_GGUF_STRING && t != EMILY_GGUF_ARRAY;
 }
@@ -121,10 +132,8 @@ emily_status emily_gguf_get_float(const emily_gguf *g, const char *key, double *
 
 emily_status emily_gguf_get_string(const emily_gguf *g, const char *key, const char **str, size_t *len) {
     const gguf_kv *kv;
-    emily_status s = find(g, key, "get_string", str, &kv);
+    emily_status s = find_typed(g, key, "get_string", str, len, EMILY_GGUF_STRING, "a string", &kv);
     if (s) return s;
-    if (!len) return emily_error(EMILY_ERR_ARGUMENT, "gguf_get_string: NULL argument");
-    if (kv->type != EMILY_GGUF_STRING) return wrong_type("get_string", key, "a string", kv->type);
     *str = (const char *)kv->value;
     *len = (size_t)kv->len;
     return EMILY_OK;
@@ -132,10 +141,8 @@ emily_status emily_gguf_get_string(const emily_gguf *g, const char *key, const c
 
 emily_status emily_gguf_get_array(const emily_gguf *g, const char *key, emily_gguf_value_type *elem, size_t *count) {
     const gguf_kv *kv;
-    emily_status s = find(g, key, "get_array", elem, &kv);
+    emily_status s = find_typed(g, key, "get_array", elem, count, EMILY_GGUF_ARRAY, "an array", &kv);
     if (s) return s;
-    if (!count) return emily_error(EMILY_ERR_ARGUMENT, "gguf_get_array: NULL argument");
-    if (kv->type != EMILY_GGUF_ARRAY) return wrong_type("get_array", key, "an array", kv->type);
     *elem = kv->elem;
     *count = (size_t)kv->len;
     return EMILY_OK;
@@ -144,9 +151,9 @@ emily_status emily_gguf_get_array(const emily_gguf *g, const char *key, emily_gg
 /* The array of `key`, and the check of index i against its count. */
 static emily_status element(const emily_gguf *g, const char *key, size_t i, const char *fn, const void *out,
                             const gguf_kv **kv) {
-    emily_status s = find(g, key, fn, out, kv);
+    /* out is both outputs: the element's second one, if any, is checked after the index */
+    emily_status s = find_typed(g, key, fn, out, out, EMILY_GGUF_ARRAY, "an array", kv);
     if (s) return s;
-    if ((*kv)->type != EMILY_GGUF_ARRAY) return wrong_type(fn, key, "an array", (*kv)->type);
     if (i >= (*kv)->len)
         return emily_error(EMILY_ERR_INDEX, "gguf_%s: index %zu of key %s, an array of %llu", fn, i, key,
                            (unsigned long long)(*kv)->len);

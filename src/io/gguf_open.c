@@ -156,25 +156,45 @@ static const char *tensor_name(const void *ctx, size_t i, size_t *len) {
     return t->name;
 }
 
+/* A zeroed table of `count` entries of `size` bytes for the file's
+ * `what` (count 0: one entry), once the count is checked against the
+ * bytes left, each entry taking at least min_bytes of the file. */
+static emily_status new_table(cursor *c, uint64_t count, size_t min_bytes, size_t size, const char *what,
+                              void **table) {
+    if (count > left(c) / min_bytes || count >= UINT32_MAX)
+        return bad(c->g, "truncated: %llu %s do not fit in the %zu bytes left", (unsigned long long)count, what,
+                   left(c));
+    *table = calloc((size_t)(count ? count : 1), size);
+    if (!*table) return emily_error(EMILY_ERR_MEMORY, "gguf: %s: out of memory", c->g->path);
+    return EMILY_OK;
+}
+
+/* The name index of a table's count entries; a name that appears twice
+ * is an error naming the entry's `kind`. */
+static emily_status index_names(const emily_gguf *g, gguf_names *index, size_t count, gguf_name_fn name,
+                                const void *table, const char *kind) {
+    size_t dup, len;
+    if (!gguf_names_build(index, count, name, table, &dup))
+        return emily_error(EMILY_ERR_MEMORY, "gguf: %s: out of memory", g->path);
+    if (dup == SIZE_MAX) return EMILY_OK;
+    const char *twice = name(table, dup, &len);
+    return bad(g, "%s %.*s appears twice", kind, (int)len, twice);
+}
+
 static emily_status read_metadata(cursor *c, emily_gguf *g, uint64_t count) {
     /* a pair takes at least 8 (key length) + 4 (type) + 1 bytes */
-    if (count > left(c) / 13 || count >= UINT32_MAX)
-        return bad(g, "truncated: %llu metadata pairs do not fit in the %zu bytes left", (unsigned long long)count,
-                   left(c));
-    g->kvs = calloc((size_t)(count ? count : 1), sizeof *g->kvs);
-    if (!g->kvs) return emily_error(EMILY_ERR_MEMORY, "gguf: %s: out of memory", g->path);
+    void *table;
+    emily_status s = new_table(c, count, 13, sizeof *g->kvs, "metadata pairs", &table);
+    if (s) return s;
+    g->kvs = table;
     for (uint64_t i = 0; i < count; i++) {
         gguf_kv *kv = &g->kvs[i];
         g->kv_count = (size_t)i + 1; /* so that close frees its string index */
-        emily_status s = read_string(c, "a metadata key", &kv->key, &kv->key_len);
+        s = read_string(c, "a metadata key", &kv->key, &kv->key_len);
         if (!s) s = read_value(c, kv);
         if (s) return s;
     }
-    size_t dup;
-    if (!gguf_names_build(&g->key_index, g->kv_count, kv_name, g->kvs, &dup))
-        return emily_error(EMILY_ERR_MEMORY, "gguf: %s: out of memory", g->path);
-    if (dup != SIZE_MAX) return bad(g, "key %.*s appears twice", (int)g->kvs[dup].key_len, g->kvs[dup].key);
-    return EMILY_OK;
+    return index_names(g, &g->key_index, g->kv_count, kv_name, g->kvs, "key");
 }
 
 static emily_status read_alignment(emily_gguf *g) {
@@ -230,22 +250,14 @@ static emily_status read_tensor_info(cursor *c, gguf_tensor *t) {
 
 static emily_status read_tensors(cursor *c, emily_gguf *g, uint64_t count) {
     /* an entry takes at least 8 (name) + 4 (rank) + 8 (one dim) + 4 + 8 bytes */
-    if (count > left(c) / 32 || count >= UINT32_MAX)
-        return bad(g, "truncated: %llu tensor entries do not fit in the %zu bytes left", (unsigned long long)count,
-                   left(c));
-    g->tensors = calloc((size_t)(count ? count : 1), sizeof *g->tensors);
-    if (!g->tensors) return emily_error(EMILY_ERR_MEMORY, "gguf: %s: out of memory", g->path);
-    for (uint64_t i = 0; i < count; i++) {
-        emily_status s = read_tensor_info(c, &g->tensors[i]);
-        if (s) return s;
-    }
+    void *table;
+    emily_status s = new_table(c, count, 32, sizeof *g->tensors, "tensor entries", &table);
+    if (s) return s;
+    g->tensors = table;
+    for (uint64_t i = 0; i < count; i++)
+        if ((s = read_tensor_info(c, &g->tensors[i]))) return s;
     g->tensor_count = (size_t)count;
-    size_t dup;
-    if (!gguf_names_build(&g->tensor_index, g->tensor_count, tensor_name, g->tensors, &dup))
-        return emily_error(EMILY_ERR_MEMORY, "gguf: %s: out of memory", g->path);
-    if (dup != SIZE_MAX)
-        return bad(g, "tensor %.*s appears twice", (int)g->tensors[dup].name_len, g->tensors[dup].name);
-    return EMILY_OK;
+    return index_names(g, &g->tensor_index, g->tensor_count, tensor_name, g->tensors, "tensor");
 }
 
 /* The data section starts at the first multiple of the alignment after

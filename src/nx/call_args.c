@@ -201,45 +201,25 @@ emily_status emi_value_tensor_int(emily_call *c, const emily_tensor *t, const ch
     unsigned char raw[8] = {0};
     emily_status s = emily_to_binary(t, raw, emily_dtype_size(dt));
     if (s) return s;
-    switch (dt) {
-    case EMILY_U8: *out = raw[0]; break;
-    case EMILY_S8: *out = (int8_t)raw[0]; break;
-    case EMILY_U16: {
-        uint16_t x;
-        memcpy(&x, raw, 2);
-        *out = x;
-        break;
-    }
-    case EMILY_S16: {
-        int16_t x;
-        memcpy(&x, raw, 2);
-        *out = x;
-        break;
-    }
-    case EMILY_U32: {
-        uint32_t x;
-        memcpy(&x, raw, 4);
-        *out = x;
-        break;
-    }
-    case EMILY_S32: {
-        int32_t x;
-        memcpy(&x, raw, 4);
-        *out = x;
-        break;
-    }
-    case EMILY_U64: {
+    if (dt == EMILY_U64) { /* saturates above INT64_MAX; every other integer fits */
         uint64_t x;
-        memcpy(&x, raw, 8);
+        memcpy(&x, raw, sizeof x);
         *out = x > INT64_MAX ? INT64_MAX : (int64_t)x;
-        break;
+        return EMILY_OK;
     }
-    default: {
-        int64_t x;
-        memcpy(&x, raw, 8);
-        *out = x;
-        break;
+    switch (dt) {
+// clang-format off
+#define READ_INT_(ENUM, sfx, T)      \
+    case EMILY_##ENUM: {             \
+        T x;                         \
+        memcpy(&x, raw, sizeof x);   \
+        *out = (int64_t)x;           \
+        break;                       \
     }
+        // clang-format on
+        EMI_DTYPES_INTEGER(READ_INT_)
+#undef READ_INT_
+    default: break;
     }
     return EMILY_OK;
 }

@@ -60,9 +60,14 @@ emily_status emi_cb_rms_norm(emily_call *c) {
     return emi_call_return(c, r);
 }
 
-/* The call's tensor count, and its trailing options where the last
- * argument is an options list (else *opts stays NULL). */
-static emily_status tensors_then_opts(emily_call *c, size_t *ntensors, const emily_value **opts) {
+/* The arity check (min to max arguments), then the call's tensor count
+ * and its trailing options where the last argument is an options list
+ * (else *opts is NULL). */
+static emily_status tensors_then_opts(emily_call *c, size_t min, size_t max, size_t *ntensors,
+                                      const emily_value **opts) {
+    *opts = NULL;
+    emily_status s = emi_call_arity(c, min, max);
+    if (s) return s;
     *ntensors = c->nargs;
     if (c->args[c->nargs - 1].kind != EMILY_V_OPTS) return EMILY_OK;
     *ntensors = c->nargs - 1;
@@ -73,11 +78,10 @@ static emily_status tensors_then_opts(emily_call *c, size_t *ntensors, const emi
  * are there (a mask and sinks are both tensors: position alone cannot
  * tell one from the other). */
 emily_status emi_cb_sdpa(emily_call *c) {
-    emily_status s = emi_call_arity(c, 3, 6);
-    if (s) return s;
-    const emily_value *opts = NULL;
+    const emily_value *opts;
     size_t ntensors;
-    if ((s = tensors_then_opts(c, &ntensors, &opts))) return s;
+    emily_status s = tensors_then_opts(c, 3, 6, &ntensors, &opts);
+    if (s) return s;
     bool causal = false, has_mask = false, has_sinks = false;
     if ((s = emi_opt_bool(c, opts, "causal", NULL, &causal)) || (s = emi_opt_bool(c, opts, "mask", NULL, &has_mask)) ||
         (s = emi_opt_bool(c, opts, "sinks", NULL, &has_sinks)))
@@ -125,11 +129,10 @@ static emily_status rope_scaling(emily_call *c, const emily_value *opts, emily_r
 }
 
 emily_status emi_cb_rope(emily_call *c) {
-    emily_status s = emi_call_arity(c, 2, 4);
-    if (s) return s;
-    const emily_value *opts = NULL;
+    const emily_value *opts;
     size_t ntensors;
-    if ((s = tensors_then_opts(c, &ntensors, &opts))) return s;
+    emily_status s = tensors_then_opts(c, 2, 4, &ntensors, &opts);
+    if (s) return s;
     emily_rope_options o = {.base = 10000.0};
     bool has_table = false;
     if ((s = emi_opt_int(c, opts, "dims", NULL, &o.dims)) || (s = emi_opt_float(c, opts, "base", NULL, &o.base)) ||

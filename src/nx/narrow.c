@@ -155,15 +155,7 @@ static emily_dtype template_narrow(const emily_value *out, int k) {
 /* count_leading_zeros of an unsigned b-bit value v computed as a u8:
  * the u8 count less the 8 - b high bits that are always zero. */
 static emily_status clz_to_width(emily_device device, int bits, emily_tensor **r) {
-    emily_tensor *excess, *less;
-    emily_status s = emily_constant(device, EMILY_U8, 0, NULL, emily_scalar_int(8 - bits), &excess);
-    if (s) return s;
-    s = emily_binary(EMILY_SUBTRACT, *r, excess, EMILY_U8, &less);
-    emily_tensor_release(excess);
-    if (s) return s;
-    emily_tensor_release(*r);
-    *r = less;
-    return EMILY_OK;
+    return emi_apply_scalar(device, EMILY_SUBTRACT, EMILY_U8, emily_scalar_int(8 - bits), r);
 }
 
 emily_status emi_dispatch_narrow(const emily_callback_entry *entry, emily_device device, const emily_value *out,

@@ -133,6 +133,27 @@ emily_status emi_convert_to(const emily_tensor *t, emily_dtype dtype, emily_tens
     return emily_as_type(t, dtype, out);
 }
 
+emily_status emi_contiguous_as(const emily_tensor *t, emily_dtype dtype, emily_tensor **out) {
+    emily_tensor *converted = NULL;
+    emily_status s = emi_convert_to(t, dtype, &converted);
+    if (!s) s = emily_contiguous(converted, out);
+    emily_tensor_release(converted);
+    return s;
+}
+
+emily_status emi_apply_scalar(emily_device device, emily_binary_op op, emily_dtype dt, emily_scalar v,
+                              emily_tensor **r) {
+    emily_tensor *c, *applied;
+    emily_status s = emily_constant(device, dt, 0, NULL, v, &c);
+    if (s) return s;
+    s = emily_binary(op, *r, c, dt, &applied);
+    emily_tensor_release(c);
+    if (s) return s;
+    emily_tensor_release(*r);
+    *r = applied;
+    return EMILY_OK;
+}
+
 emily_status emi_scratch(const char *op, size_t nints, size_t nflags, int64_t **ints, bool **flags) {
     *ints = malloc(sizeof(int64_t) * (nints ? nints : 1));
     if (flags) *flags = calloc(nflags ? nflags : 1, 1);

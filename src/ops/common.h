@@ -47,6 +47,12 @@ emily_status emi_broadcast_shapes(const char *op, int ra, const int64_t *sa, int
 emily_status emi_broadcast_view(const emily_tensor *t, int rank, const int64_t *shape, emily_tensor **out);
 /* t converted to dtype (a new reference to t when already that type). */
 emily_status emi_convert_to(const emily_tensor *t, emily_dtype dtype, emily_tensor **out);
+/* t in dtype and contiguous (t itself, retained, when it is both). */
+emily_status emi_contiguous_as(const emily_tensor *t, emily_dtype dtype, emily_tensor **out);
+/* *r replaced by op(*r, v), v a scalar constant of type dt on device
+ * (*r is released once the result is made; unchanged on failure). */
+emily_status emi_apply_scalar(emily_device device, emily_binary_op op, emily_dtype dt, emily_scalar v,
+                              emily_tensor **r);
 /* Fresh contiguous tensor on t's device. */
 emily_status emi_empty_like_device(const emily_tensor *t, emily_dtype dtype, int rank, const int64_t *shape,
                                    emily_tensor **out);

@@ -3,9 +3,12 @@
 #include "core/scalar_element.h"
 #include "core/tensor_impl.h"
 
-/* Checks the dtype and shape of a new tensor and gets the device's engine. */
-static emily_status check_new(const char *op, emily_device device, emily_dtype dtype, int rank, const int64_t *shape,
-                              const emily_engine **e) {
+/* Checks the output pointer, the dtype and shape of a new tensor, and
+ * gets the device's engine. */
+static emily_status check_new(const char *op, emily_tensor **out, emily_device device, emily_dtype dtype, int rank,
+                              const int64_t *shape, const emily_engine **e) {
+    emily_status s = emi_check_out(op, out);
+    if (s) return s;
     if (!emily_dtype_valid(dtype)) return emily_error(EMILY_ERR_TYPE, "%s: invalid type %d", op, (int)dtype);
     if (rank < 0) return emily_error(EMILY_ERR_SHAPE, "%s: negative rank %d", op, rank);
     if (rank > 0 && !shape) return emily_error(EMILY_ERR_ARGUMENT, "%s: shape is NULL", op);
@@ -26,10 +29,9 @@ static emily_status unsupported(const char *op, emily_device device) {
 
 emily_status emily_constant(emily_device device, emily_dtype dtype, int rank, const int64_t *shape, emily_scalar value,
                             emily_tensor **out) {
-    emily_status s = emi_check_out("constant", out);
-    if (s) return s;
     const emily_engine *e;
-    if ((s = check_new("constant", device, dtype, rank, shape, &e))) return s;
+    emily_status s = check_new("constant", out, device, dtype, rank, shape, &e);
+    if (s) return s;
     if (value.kind != EMILY_SCALAR_INT && value.kind != EMILY_SCALAR_UINT && value.kind != EMILY_SCALAR_FLOAT &&
         value.kind != EMILY_SCALAR_COMPLEX)
         return emily_error(EMILY_ERR_ARGUMENT, "constant: invalid scalar kind %d", (int)value.kind);
@@ -47,10 +49,9 @@ emily_status emily_constant(emily_device device, emily_dtype dtype, int rank, co
 
 emily_status emily_iota(emily_device device, emily_dtype dtype, int rank, const int64_t *shape, int axis,
                         emily_tensor **out) {
-    emily_status s = emi_check_out("iota", out);
-    if (s) return s;
     const emily_engine *e;
-    if ((s = check_new("iota", device, dtype, rank, shape, &e))) return s;
+    emily_status s = check_new("iota", out, device, dtype, rank, shape, &e);
+    if (s) return s;
     if (axis >= rank)
         return emily_error(EMILY_ERR_AXIS, "iota: axis %d out of range for a shape of rank %d", axis, rank);
     if (!emi_engine_supports(e, EMI_KERNEL_IOTA, 0, dtype)) return unsupported("iota", device);
@@ -60,10 +61,9 @@ emily_status emily_iota(emily_device device, emily_dtype dtype, int rank, const 
 }
 
 emily_status emily_eye(emily_device device, emily_dtype dtype, int rank, const int64_t *shape, emily_tensor **out) {
-    emily_status s = emi_check_out("eye", out);
-    if (s) return s;
     const emily_engine *e;
-    if ((s = check_new("eye", device, dtype, rank, shape, &e))) return s;
+    emily_status s = check_new("eye", out, device, dtype, rank, shape, &e);
+    if (s) return s;
     if (rank < 2) {
         char buf[256];
         return emily_error(EMILY_ERR_SHAPE, "eye: expects a shape with at least 2 dimensions, got %s",

@@ -57,15 +57,7 @@ static emily_status check_out_type(const emily_tensor *a, const emily_tensor *b,
 /* r (f32) times the scale factor, when it is not 1. */
 static emily_status scale_by(float alpha, emily_tensor **r) {
     if (alpha == 1.0f) return EMILY_OK;
-    emily_tensor *c, *scaled;
-    emily_status s = emily_constant((*r)->buffer->device, EMILY_F32, 0, NULL, emily_scalar_float(alpha), &c);
-    if (s) return s;
-    s = emily_binary(EMILY_MULTIPLY, *r, c, EMILY_F32, &scaled);
-    emily_tensor_release(c);
-    if (s) return s;
-    emily_tensor_release(*r);
-    *r = scaled;
-    return EMILY_OK;
+    return emi_apply_scalar((*r)->buffer->device, EMILY_MULTIPLY, EMILY_F32, emily_scalar_float(alpha), r);
 }
 
 static emily_status widened_dot(const emily_tensor *a, int nc, const int *ca, int nb, const int *ba,

@@ -87,15 +87,6 @@ static emily_status check_sinks(const emily_tensor *t, int64_t hq) {
                        EMILY_SHAPE_STR(t));
 }
 
-/* t in dtype, contiguous (t itself, retained, when it is both). */
-static emily_status contiguous_as(const emily_tensor *t, emily_dtype dtype, emily_tensor **out) {
-    emily_tensor *converted = NULL;
-    emily_status s = emi_convert_to(t, dtype, &converted);
-    if (!s) s = emily_contiguous(converted, out);
-    emily_tensor_release(converted);
-    return s;
-}
-
 emily_status emily_sdpa(const emily_tensor *q, const emily_tensor *k, const emily_tensor *v,
                         const emily_sdpa_options *options, emily_tensor **out) {
     static const char *const names[5] = {"q", "k", "v", "mask", "sinks"};
@@ -133,12 +124,12 @@ emily_status emily_sdpa(const emily_tensor *q, const emily_tensor *k, const emil
         if (!s) s = emily_contiguous(k, &kc);
         if (!s) s = emily_contiguous(v, &vc);
         if (!s && o->mask) {
-            s = contiguous_as(o->mask, o->mask->dtype == EMILY_U8 ? EMILY_U8 : w, &m0);
+            s = emi_contiguous_as(o->mask, o->mask->dtype == EMILY_U8 ? EMILY_U8 : w, &m0);
             if (!s) s = emi_broadcast_view(m0, 4, full, &m);
             p.mask = m;
         }
         if (!s && o->sinks) {
-            s = contiguous_as(o->sinks, w, &sk);
+            s = emi_contiguous_as(o->sinks, w, &sk);
             p.sinks = sk;
         }
         if (!s) s = e->fast->sdpa(dst, qc, kc, vc, &p);

@@ -30,21 +30,12 @@ static emily_status check_float(const char *op, const char *arg, const emily_ten
 /* The compute type of a float type: f64 for f64, else f32. */
 static emily_dtype wide(emily_dtype t) { return t == EMILY_F64 ? EMILY_F64 : EMILY_F32; }
 
-/* A contiguous copy of t in dtype (t itself, retained, when it is both). */
-static emily_status prepared(const emily_tensor *t, emily_dtype dtype, emily_tensor **out) {
-    emily_tensor *converted = NULL;
-    emily_status s = emi_convert_to(t, dtype, &converted);
-    if (!s) s = emily_contiguous(converted, out);
-    emily_tensor_release(converted);
-    return s;
-}
-
 /* t rounded to `stored` and read back into `work` (the stored scale or
  * bias as the codes must see it). */
 static emily_status round_through(const emily_tensor *t, emily_dtype stored, emily_dtype work, emily_tensor **rounded,
                                   emily_tensor **back) {
     emily_status s = emi_convert_to(t, stored, rounded);
-    if (!s) s = prepared(*rounded, work, back);
+    if (!s) s = emi_contiguous_as(*rounded, work, back);
     return s;
 }
 
@@ -114,7 +105,7 @@ emily_status emily_quantize(const emily_tensor *w, int bits, int64_t group_size,
         if (!s) s = emi_empty_like_device(w, t, 2, gshape, &br);
         goto done;
     }
-    if (!s) s = prepared(w, work, &ww);
+    if (!s) s = emi_contiguous_as(w, work, &ww);
     if (!s) s = emi_empty_like_device(w, work, 2, gshape, &sc);
     if (!s) s = emi_empty_like_device(w, work, 2, gshape, &bi);
     if (!s) s = e->quant->ranges(sc, bi, ww, bits, group_size);
@@ -151,8 +142,8 @@ emily_status emily_dequantize(const emily_tensor *q, const emily_tensor *scales,
     if ((s = emi_empty_like_device(q, work, 2, shape, &res))) return s;
     if (res->size > 0) {
         s = emily_contiguous(q, &qc);
-        if (!s) s = prepared(scales, work, &sw);
-        if (!s) s = prepared(biases, work, &bw);
+        if (!s) s = emi_contiguous_as(scales, work, &sw);
+        if (!s) s = emi_contiguous_as(biases, work, &bw);
         if (!s) s = e->quant->dequantize(res, qc, sw, bw, bits, group_size);
     }
     if (!s) s = emi_convert_to(res, t, &out);
@@ -201,12 +192,12 @@ emily_status emily_quantized_matmul(const emily_tensor *x, const emily_tensor *q
     s = emi_empty_like_device(x, acc, x->rank, oshape, &res);
     if (!s && res->size > 0) {
         int64_t x2shape[2] = {m, kdim}, d2shape[2] = {m, ndim};
-        s = prepared(x, acc, &xc);
+        s = emi_contiguous_as(x, acc, &xc);
         if (!s) s = emily_reshape(xc, 2, x2shape, &x2);
         if (!s) s = emily_reshape(res, 2, d2shape, &d2);
         if (!s) s = emily_contiguous(q, &qc);
-        if (!s) s = prepared(scales, acc, &sw);
-        if (!s) s = prepared(biases, acc, &bw);
+        if (!s) s = emi_contiguous_as(scales, acc, &sw);
+        if (!s) s = emi_contiguous_as(biases, acc, &bw);
         if (!s) s = e->quant->matmul(d2, x2, qc, sw, bw, bits, group_size, transpose);
     }
     if (!s) s = emi_convert_to(res, otype, &o);

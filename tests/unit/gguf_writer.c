@@ -1,24 +1,12 @@
 /* The tests' GGUF writer (gguf_writer.h). */
 #include "gguf_writer.h"
+#include "core/bytes_append.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 void gw_bytes(gw *w, const void *p, size_t n) {
-    if (w->failed) return;
-    if (w->n + n > w->cap) {
-        size_t cap = w->cap ? w->cap : 256;
-        while (cap < w->n + n) cap *= 2;
-        unsigned char *b = realloc(w->b, cap);
-        if (!b) {
-            w->failed = true;
-            return;
-        }
-        w->b = b;
-        w->cap = cap;
-    }
-    if (n) memcpy(w->b + w->n, p, n);
-    w->n += n;
+    if (!w->failed && !emi_bytes_append(&w->b, &w->n, &w->cap, 256, p, n)) w->failed = true;
 }
 
 static void le(gw *w, uint64_t v, int bytes) {

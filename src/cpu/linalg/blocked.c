@@ -269,6 +269,27 @@ lu_trsm16_f32(const double *l, double *b, int64_t ld, int64_t w) {
     lu_trsm16_body(l, b, ld, w, true);
 }
 
+/* The block of rows [r0, r1), columns [j0, j1) minus l_rp u_pj for p in
+ * [p0, r0) (L's columns and U's rows of the steps done), by the exact
+ * update, rounded as the factorization's type. */
+static void lu_update(lu_ctx *c, int64_t r0, int64_t r1, int64_t j0, int64_t j1, int64_t p0) {
+    int64_t n = c->n;
+    emily_xupdate u = {.m = r1 - r0,
+                       .n = j1 - j0,
+                       .k = r0 - p0,
+                       .a = c->a + r0 * n + p0,
+                       .a_rs = n,
+                       .a_cs = 1,
+                       .b = c->a + p0 * n + j0,
+                       .b_rs = n,
+                       .b_cs = 1,
+                       .c = c->a + r0 * n + j0,
+                       .ldc = n,
+                       .subtract = true,
+                       .round_f32 = c->r32};
+    emi_xupdate_run(&u, &c->ws);
+}
+
 /* U's rows [r0, r1) in columns [j0, j1): each element minus l_rp u_pj for
  * p in [r0, r) in increasing p (the steps p < r0 were applied before). */
 static void lu_trsm(lu_ctx *c, int64_t r0, int64_t r1, int64_t j0, int64_t j1) {
@@ -298,20 +319,7 @@ static void lu_trsm(lu_ctx *c, int64_t r0, int64_t r1, int64_t j0, int64_t j1) {
     }
     int64_t mid = r0 + split(h);
     lu_trsm(c, r0, mid, j0, j1);
-    emily_xupdate u = {.m = r1 - mid,
-                       .n = w,
-                       .k = mid - r0,
-                       .a = a + mid * n + r0,
-                       .a_rs = n,
-                       .a_cs = 1,
-                       .b = a + r0 * n + j0,
-                       .b_rs = n,
-                       .b_cs = 1,
-                       .c = a + mid * n + j0,
-                       .ldc = n,
-                       .subtract = true,
-                       .round_f32 = c->r32};
-    emi_xupdate_run(&u, &c->ws);
+    lu_update(c, mid, r1, j0, j1, r0);
     lu_trsm(c, mid, r1, j0, j1);
 }
 
@@ -327,20 +335,7 @@ static void lu_rec(lu_ctx *c, int64_t c0, int64_t c1) {
     lu_rec(c, c0, mid);
     lu_swap_rows(c, c0, mid, mid, c1);
     lu_trsm(c, c0, mid, mid, c1);
-    emily_xupdate u = {.m = n - mid,
-                       .n = c1 - mid,
-                       .k = mid - c0,
-                       .a = c->a + mid * n + c0,
-                       .a_rs = n,
-                       .a_cs = 1,
-                       .b = c->a + c0 * n + mid,
-                       .b_rs = n,
-                       .b_cs = 1,
-                       .c = c->a + mid * n + mid,
-                       .ldc = n,
-                       .subtract = true,
-                       .round_f32 = c->r32};
-    emi_xupdate_run(&u, &c->ws);
+    lu_update(c, mid, n, mid, c1, c0);
     lu_rec(c, mid, c1);
     lu_swap_rows(c, mid, c1, c0, mid);
 }
