@@ -3,6 +3,28 @@
 #include <string.h>
 #include "nx/callback.h"
 
+/* The result's shape must be Nx's before the work: an empty input's
+ * result is filled with the starting value however large its kept dims
+ * are (fuzz_graph: `any` of a {0, ...} tensor kept u8{50331650} where the
+ * template said {2}, 5 s under ASan). Axes the reduction itself would
+ * refuse are left to it, so that its error is the one reported. */
+static emily_status check_reduced_shape(emily_call *c, const emily_tensor *t, const int *axes, int n, bool keep) {
+    int rank = emily_tensor_rank(t), out_rank = 0;
+    const int64_t *shape = emily_tensor_shape(t);
+    bool reduced[EMILY_MAX_RANK] = {false};
+    int64_t out[EMILY_MAX_RANK];
+    for (int i = 0; i < rank; i++) reduced[i] = n < 0;
+    for (int k = 0; k < n; k++) {
+        int a = axes[k] < 0 ? axes[k] + rank : axes[k];
+        if (a < 0 || a >= rank || reduced[a]) return EMILY_OK;
+        reduced[a] = true;
+    }
+    for (int i = 0; i < rank; i++)
+        if (!reduced[i]) out[out_rank++] = shape[i];
+        else if (keep) out[out_rank++] = 1;
+    return emi_call_check_output(c, 0, EMILY_DTYPE_AUTO, out_rank, out);
+}
+
 /* op(out, tensor, [axes: axes | nil, keep_axes: bool]) */
 emily_status emi_cb_aggregate(emily_call *c) {
     emily_reduce_op op = (emily_reduce_op)c->op;
@@ -16,6 +38,7 @@ emily_status emi_cb_aggregate(emily_call *c) {
     const emily_value *v = emi_opt_get(opts, "axes");
     if (v) s = emi_value_axes(c, v, "option :axes", &axes, &n);
     if (!s) s = emi_opt_bool(c, opts, "keep_axes", NULL, &keep);
+    if (!s) s = check_reduced_shape(c, t, axes, n, keep);
     if (s) return s;
     /* sum/product/max/min: Nx fixes the type from the input's (in RUN
      * mode the template's type is passed, and equals that inference) */

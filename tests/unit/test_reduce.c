@@ -520,6 +520,25 @@ TEST(all_close_equal_nan_option) {
     emily_tensor_release(ta);
 }
 
+/* The kept shape is checked against Nx's template before the work
+ * (fuzz_graph: `any` of an empty {0, ...} tensor filled a 50 MB result
+ * the template did not want). With a kept dim of 2^40 the unchecked path
+ * fails allocating 1 TiB ("out of memory"); checked, it is the template's
+ * error and nothing is allocated. */
+TEST(aggregate_checks_the_template_before_the_work) {
+    int64_t empty_huge[2] = {0, (int64_t)1 << 40}, two[1] = {2};
+    emily_tensor *t = NULL;
+    CHECK_OK(emily_from_binary(EMILY_CPU, EMILY_F32, 2, empty_huge, "", 0, &t));
+    emily_value axis0 = v_int(0), opt_items[2] = {v_list(&axis0, 1), v_bool(false)};
+    const char *keys[2] = {"axes", "keep_axes"};
+    emily_value args[2] = {v_tensor(t), v_opts(keys, opt_items, 2)}, tmpl = v_tmpl(EMILY_U8, 1, two);
+    emily_dispatch_result r = {0};
+    CHECK_ERR(emily_dispatch("any", EMILY_CPU, &tmpl, args, 2, EMILY_DISPATCH_RUN, &r), EMILY_ERR_INTERNAL,
+              "any: output 0 is {1099511627776} but Nx expects u8{2}");
+    CHECK(r.n == 0);
+    emily_tensor_release(t);
+}
+
 TEST(reduce_errors) {
     emily_tensor *t = t_iota(EMILY_F32, 2, S2x3), *r = NULL;
     int far[1] = {2}, twice[2] = {0, -2};
@@ -593,5 +612,5 @@ TEST(wide_types_in_columns) {
 RUN_TESTS("reduce", CASE(sum_axes_and_types), CASE(sum_floats_accumulate_wide), CASE(sum_layouts),
           CASE(empty_reductions), CASE(max_min_nan_and_zero_sign), CASE(all_any_truth), CASE(complex_sum_product),
           CASE(argmax_rules), CASE(argmax_large), CASE(all_close_rules), CASE(all_close_equal_nan_option),
-          CASE(reduce_errors), CASE(reversed_and_broadcast_views), CASE(wide_types_in_columns),
-          CASE(ordered_folds_ignore_thread_count))
+          CASE(aggregate_checks_the_template_before_the_work), CASE(reduce_errors), CASE(reversed_and_broadcast_views),
+          CASE(wide_types_in_columns), CASE(ordered_folds_ignore_thread_count))
