@@ -2,6 +2,7 @@
  * any, argmax, argmin, all_close). */
 #include <string.h>
 #include "nx/callback.h"
+#include "ops/common.h"
 
 /* The result's shape must be Nx's before the work: an empty input's
  * result is filled with the starting value however large its kept dims
@@ -13,12 +14,9 @@ static emily_status check_reduced_shape(emily_call *c, const emily_tensor *t, co
     const int64_t *shape = emily_tensor_shape(t);
     bool reduced[EMILY_MAX_RANK] = {false};
     int64_t out[EMILY_MAX_RANK];
-    for (int i = 0; i < rank; i++) reduced[i] = n < 0;
-    for (int k = 0; k < n; k++) {
-        int a = axes[k] < 0 ? axes[k] + rank : axes[k];
-        if (a < 0 || a >= rank || reduced[a]) return EMILY_OK;
-        reduced[a] = true;
-    }
+    if (n < 0)
+        for (int i = 0; i < rank; i++) reduced[i] = true;
+    else if (emi_norm_axes(c->name, n, axes, rank, NULL, reduced)) return EMILY_OK; /* emily_reduce reports it */
     for (int i = 0; i < rank; i++)
         if (!reduced[i]) out[out_rank++] = shape[i];
         else if (keep) out[out_rank++] = 1;
