@@ -24,6 +24,7 @@
 #include <cuda_fp16.h>
 #include <cublas_v2.h>
 #include "cuda/dtype_dispatch.cuh"
+#include "cuda/fault.h"
 #include "core/kernels.h"
 #include "cuda/dot_fp8.h"
 
@@ -474,6 +475,7 @@ emily_status prepare(Gemm &g, const emily_tensor *t, CT ct, bool half_ok, Operan
 }
 
 emily_status cublas_status(cublasStatus_t st) {
+    if (st == CUBLAS_STATUS_SUCCESS && emi_cuda_fault_fire(EMI_CUDA_FAULT_LIBRARY)) st = CUBLAS_STATUS_EXECUTION_FAILED;
     if (st == CUBLAS_STATUS_SUCCESS) return EMILY_OK;
     return emily_error(st == CUBLAS_STATUS_ALLOC_FAILED ? EMILY_ERR_MEMORY : EMILY_ERR_DEVICE,
                        "cuda: dot: cuBLAS failed (%s)", cublasGetStatusString(st));

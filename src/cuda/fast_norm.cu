@@ -11,14 +11,17 @@
 // through norm_rules.h's shared helpers; the build's --fmad=false keeps
 // products and sums separately rounded as on the CPU.
 //
-// A row is read twice (rms_norm) or three times (layer_norm), from L1/L2
-// after the first pass; blocks hold 8 warps and stride over the rows when
-// there are more rows than the grid has warps. On the H200 (bf16 16384 x
-// 4096, bench/gpu) this runs at 0.54 (rms) and 0.42 (layer) of the copy
-// bandwidth. A staged version (each warp's row copied into shared memory
-// with 16-byte loads, the same sums over that copy, 16-byte stores) was
-// slower still (0.48 and 0.30: 64 KB of shared memory a block left 24 warps
-// an SM, each row's phases in series) and was not kept.
+// Rows of up to 4096 elements of f16/bf16/f32 are read from memory once
+// into the lanes' registers (8, 32 or 128 a lane), where the passes take
+// them; longer rows and f64 rows are read at each pass (twice for rms_norm,
+// three times for layer_norm, from L1/L2 after the first). Blocks hold 8
+// warps and stride over the rows when there are more rows than the grid has
+// warps. Reading at each pass ran at 0.54 (rms) and 0.42 (layer) of the copy
+// bandwidth on the H200 (bf16 16384 x 4096, bench/gpu); a staged version
+// (each warp's row copied into shared memory with 16-byte loads, the same
+// sums over that copy, 16-byte stores) was slower still (0.48 and 0.30: 64
+// KB of shared memory a block left 24 warps an SM, each row's phases in
+// series) and was not kept.
 #include "cuda/common.cuh"
 #include "cuda/work_type.cuh"
 #include "core/norm_rules.h"
@@ -48,21 +51,53 @@ template <typename W> __device__ __forceinline__ W mean_of(double sum, int64_t n
     else return emi_norm_mean_f32(sum, n);
 }
 
+// A row's elements as lane `lane` sees them: k = lane, lane + 32, ... in
+// that order. PER > 0 keeps them in registers (PER a lane at most, read from
+// memory once); PER = 0 reads the row from memory at each pass. Both give
+// the same values in the same order, so the sums below do not depend on it.
+template <emily_dtype X, int PER> struct RowView {
+    storage_t<X> v[PER > 0 ? PER : 1];
+    const storage_t<X> *xr;
+    int64_t n;
+    int lane;
+    __device__ __forceinline__ RowView(const storage_t<X> *row, int64_t len, int l) : xr(row), n(len), lane(l) {
+        if constexpr (PER > 0) {
+#pragma unroll
+            for (int i = 0; i < PER; i++) {
+                int64_t j = lane + (int64_t)i * WARP;
+                v[i] = j < n ? xr[j] : storage_t<X>{};
+            }
+        }
+    }
+    // f(j, element j) for each of the lane's elements in order
+    template <typename F> __device__ __forceinline__ void each(F f) const {
+        if constexpr (PER > 0) {
+#pragma unroll
+            for (int i = 0; i < PER; i++) {
+                int64_t j = lane + (int64_t)i * WARP;
+                if (j < n) f(j, v[i]);
+            }
+        } else {
+            for (int64_t j = lane; j < n; j += WARP) f(j, xr[j]);
+        }
+    }
+};
+
 // The mean of (x - m)^2 over a row, each square rounded to W, summed in
 // double by the lanes then the warp (m = 0 for rms_norm: x - 0 is x, bit
 // for bit, negative zero included).
-template <emily_dtype X, typename W>
-__device__ __forceinline__ W mean_square(const storage_t<X> *xr, int64_t n, int lane, W m) {
+template <emily_dtype X, typename W, int PER>
+__device__ __forceinline__ W mean_square(const RowView<X, PER> &row, int64_t n, W m) {
     double acc = 0.0;
-    for (int64_t j = lane; j < n; j += WARP) {
-        W c = load_work<X>(xr[j]) - m;
+    row.each([&](int64_t, storage_t<X> xv) {
+        W c = load_work<X>(xv) - m;
         W sq = c * c;
         acc += (double)sq;
-    }
+    });
     return mean_of<W>(warp_sum(acc), n);
 }
 
-template <emily_dtype X, emily_dtype O, bool RMS>
+template <emily_dtype X, emily_dtype O, bool RMS, int PER>
 __global__ void __launch_bounds__(BLOCK)
     norm_kernel(const storage_t<X> *__restrict__ x, storage_t<O> *__restrict__ y, const affine_t<O> *__restrict__ g,
                 const affine_t<O> *__restrict__ b, int64_t rows, int64_t n, stat_t<X> e) {
@@ -71,32 +106,46 @@ __global__ void __launch_bounds__(BLOCK)
     const int lane = (int)(threadIdx.x % WARP);
     const int64_t nwarps = (int64_t)gridDim.x * ROWS_PER_BLOCK;
     for (int64_t row = (int64_t)blockIdx.x * ROWS_PER_BLOCK + threadIdx.x / WARP; row < rows; row += nwarps) {
-        const storage_t<X> *xr = x + row * n;
+        const RowView<X, PER> xr(x + row * n, n, lane);
         storage_t<O> *yr = y + row * n;
         if constexpr (RMS) {
-            W ms = mean_square<X, W>(xr, n, lane, (W)0), r;
+            W ms = mean_square<X, W, PER>(xr, n, (W)0), r;
             if constexpr (sizeof(W) == sizeof(double)) r = emi_rms_norm_r_f64(ms, e);
             else r = emi_rms_norm_r_f32(ms, e);
-            for (int64_t j = lane; j < n; j += WARP) {
-                W z = round_work<X>(load_work<X>(xr[j]) * r);
+            xr.each([&](int64_t j, storage_t<X> xv) {
+                W z = round_work<X>(load_work<X>(xv) * r);
                 A v = (A)z * g[j];
                 yr[j] = store_work<O>(v);
-            }
+            });
         } else {
             double acc = 0.0;
-            for (int64_t j = lane; j < n; j += WARP) acc += (double)load_work<X>(xr[j]);
+            xr.each([&](int64_t, storage_t<X> xv) { acc += (double)load_work<X>(xv); });
             W m = mean_of<W>(warp_sum(acc), n);
-            W var = mean_square<X, W>(xr, n, lane, m), r;
+            W var = mean_square<X, W, PER>(xr, n, m), r;
             if constexpr (sizeof(W) == sizeof(double)) r = emi_layer_norm_r_f64(var, e);
             else r = emi_layer_norm_r_f32(var, e);
-            for (int64_t j = lane; j < n; j += WARP) {
-                W c = load_work<X>(xr[j]) - m;
+            xr.each([&](int64_t j, storage_t<X> xv) {
+                W c = load_work<X>(xv) - m;
                 A s = g[j] * (A)r;
                 A p = s * (A)c;
                 yr[j] = store_work<O>(b ? p + b[j] : p);
-            }
+            });
         }
     }
+}
+
+// Launches the kernel whose register row holds n: rows of up to 4096
+// elements of 2- or 4-byte types stay in registers (read once), longer rows
+// and f64 ones are read at each pass.
+template <emily_dtype X, emily_dtype O, bool RMS>
+void launch_norm(unsigned grid, cudaStream_t stream, const storage_t<X> *x, storage_t<O> *y, const affine_t<O> *g,
+                 const affine_t<O> *b, int64_t rows, int64_t n, stat_t<X> e) {
+    if constexpr (X != EMILY_F64) {
+        if (n <= 8 * WARP) return norm_kernel<X, O, RMS, 8><<<grid, BLOCK, 0, stream>>>(x, y, g, b, rows, n, e);
+        if (n <= 32 * WARP) return norm_kernel<X, O, RMS, 32><<<grid, BLOCK, 0, stream>>>(x, y, g, b, rows, n, e);
+        if (n <= 128 * WARP) return norm_kernel<X, O, RMS, 128><<<grid, BLOCK, 0, stream>>>(x, y, g, b, rows, n, e);
+    }
+    norm_kernel<X, O, RMS, 0><<<grid, BLOCK, 0, stream>>>(x, y, g, b, rows, n, e);
 }
 
 emily_status cuda_norm(const char *op, bool rms, emily_tensor *dst, const emily_tensor *x, const emily_tensor *g,
@@ -135,12 +184,8 @@ emily_status cuda_norm(const char *op, bool rms, emily_tensor *dst, const emily_
                     auto xs = (const storage_t<X> *)xp;
                     auto ys = (storage_t<O> *)yp;
                     auto e = (stat_t<X>)eps;
-                    if (rms)
-                        norm_kernel<X, O, true>
-                            <<<grid, BLOCK, 0, ctx.stream>>>(xs, ys, (const A *)gp, nullptr, rows, n, e);
-                    else
-                        norm_kernel<X, O, false>
-                            <<<grid, BLOCK, 0, ctx.stream>>>(xs, ys, (const A *)gp, (const A *)bp, rows, n, e);
+                    if (rms) launch_norm<X, O, true>(grid, ctx.stream, xs, ys, (const A *)gp, nullptr, rows, n, e);
+                    else launch_norm<X, O, false>(grid, ctx.stream, xs, ys, (const A *)gp, (const A *)bp, rows, n, e);
                     return EMILY_OK;
                 }
             });

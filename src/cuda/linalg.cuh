@@ -24,6 +24,7 @@
 #include <math.h>
 #include <type_traits>
 #include "cuda/common.cuh"
+#include "cuda/fault.h"
 #include "core/kernels.h"
 
 namespace emily_cuda {
@@ -182,12 +183,15 @@ EMI_LA_LIB(cuDoubleComplex, CUDA_C_64F, CUDA_R_64F, Z, ungqr, heevj)
 // ---- errors -------------------------------------------------------------------
 
 inline emily_status solver_status(const char *op, const char *routine, cusolverStatus_t st) {
+    if (st == CUSOLVER_STATUS_SUCCESS && emi_cuda_fault_fire(EMI_CUDA_FAULT_LIBRARY))
+        st = CUSOLVER_STATUS_EXECUTION_FAILED;
     if (st == CUSOLVER_STATUS_SUCCESS) return EMILY_OK;
     return emily_error(st == CUSOLVER_STATUS_ALLOC_FAILED ? EMILY_ERR_MEMORY : EMILY_ERR_DEVICE,
                        "cuda: %s: cuSOLVER %s failed (status %d)", op, routine, (int)st);
 }
 
 inline emily_status blas_status(const char *op, const char *routine, cublasStatus_t st) {
+    if (st == CUBLAS_STATUS_SUCCESS && emi_cuda_fault_fire(EMI_CUDA_FAULT_LIBRARY)) st = CUBLAS_STATUS_EXECUTION_FAILED;
     if (st == CUBLAS_STATUS_SUCCESS) return EMILY_OK;
     return emily_error(st == CUBLAS_STATUS_ALLOC_FAILED ? EMILY_ERR_MEMORY : EMILY_ERR_DEVICE,
                        "cuda: %s: cuBLAS %s failed (%s)", op, routine, cublasGetStatusString(st));

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "cuda/fault.h"
 #include "cuda/runtime.h"
 
 #define NCLASSES 256
@@ -386,7 +387,11 @@ emily_status emi_cuda_begin(const char *op, int device, int n, const emily_tenso
     return EMILY_OK;
 }
 
-emily_status emi_cuda_launched(const emily_cuda_ctx *ctx) { return emi_cuda_error(ctx->op, cudaGetLastError()); }
+emily_status emi_cuda_launched(const emily_cuda_ctx *ctx) {
+    if (emi_cuda_fault_fire(EMI_CUDA_FAULT_LAUNCH)) emi_cuda_fault_bad_launch(ctx->stream);
+    if (emi_cuda_fault_fire(EMI_CUDA_FAULT_ILLEGAL_ADDRESS)) emi_cuda_fault_wild_write(ctx->stream);
+    return emi_cuda_error(ctx->op, cudaGetLastError());
+}
 
 emily_status emi_cuda_order_ptr(const char *op, int device, const void *ptr, cudaStream_t *stream, bool *known) {
     cuda_device *dev = &devices[device];
@@ -513,10 +518,12 @@ static emily_status alloc_on(const char *op, int device, size_t nbytes, void **p
             return emily_error(EMILY_ERR_MEMORY, "cuda: %s: out of host memory", op);
         }
         void *p = NULL;
-        cudaError_t err = cudaMalloc(&p, size);
+        /* an injected fault asks for 2^50 bytes, a real out-of-memory */
+        size_t ask = emi_cuda_fault_fire(EMI_CUDA_FAULT_ALLOC) ? (size_t)1 << 50 : size;
+        cudaError_t err = cudaMalloc(&p, ask);
         if (err == cudaErrorMemoryAllocation && dev->cached) {
             (void)cudaGetLastError();
-            if (!drop_cache(dev)) err = cudaMalloc(&p, size);
+            if (!drop_cache(dev)) err = cudaMalloc(&p, ask);
         }
         if (err) {
             size_t active = dev->active, cached = dev->cached;

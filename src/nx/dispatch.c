@@ -8,6 +8,7 @@
  * for most names (and a binary search several for every one). */
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "nx/callback.h"
@@ -116,6 +117,21 @@ static emily_status check_against_template(emily_call *c) {
     return EMILY_OK;
 }
 
+/* Memory and device errors from below the op layer (an allocator, a
+ * transfer) name their own stage ("cuda: alloc: out of memory ..."), not the
+ * callback a user called: prefix the callback's name where the message
+ * lacks it. */
+static void name_the_callback(const char *callback, emily_status s) {
+    if (s != EMILY_ERR_MEMORY && s != EMILY_ERR_DEVICE) return;
+    const char *msg = emily_last_error();
+    size_t n = strlen(callback);
+    char copy[1024];
+    snprintf(copy, sizeof copy, "%s", msg);
+    for (const char *p = strstr(copy, callback); p; p = strstr(p + 1, callback))
+        if ((p == copy || p[-1] == ' ') && p[n] == ':') return; /* "cuda: add: ..." */
+    (void)emily_error(s, "%s: %s", callback, copy);
+}
+
 emily_status emily_dispatch(const char *callback, emily_device device, const emily_value *out, const emily_value *args,
                             size_t nargs, emily_dispatch_mode mode, emily_dispatch_result *result) {
     if (!result) return emily_error(EMILY_ERR_ARGUMENT, "dispatch: NULL result");
@@ -162,6 +178,9 @@ emily_status emi_dispatch_entry(const emily_callback_entry *entry, emily_device 
     emily_status s = entry->fn(&c);
     if (!s && mode == EMILY_DISPATCH_RUN) s = check_against_template(&c);
     emi_call_arena_free(&c);
-    if (s) emily_dispatch_result_release(result);
+    if (s) {
+        emily_dispatch_result_release(result);
+        name_the_callback(callback, s);
+    }
     return s;
 }

@@ -76,11 +76,13 @@ TEST(gpu_norm_every_type_combination) {
 }
 
 /* Rows of one element, long rows, more rows than the grid's warps (the
- * blocks' row loop), and random bit patterns (NaNs and infinities of every
+ * blocks' row loop), rows at and past each size the kernel keeps in
+ * registers, and random bit patterns (NaNs and infinities of every
  * kind in many rows). */
 TEST(gpu_norm_shapes) {
     static const int64_t one[2] = {17, 1}, lng[2] = {3, 20001}, many[2] = {50000, 8}, model[2] = {4096, 384},
-                         bits[2] = {9, 384};
+                         bits[2] = {9, 384}, r257[2] = {6, 257}, r1024[2] = {5, 1024}, r1500[2] = {4, 1500},
+                         r4096[2] = {70, 4096}, r4097[2] = {3, 4097};
     for (int i = 0; i < 4; i++) {
         emily_dtype t = floats[i];
         norm_all("[17,1]", t, t, t, 2, one, TC_GENERAL, 0, 1.0e-5);
@@ -88,6 +90,13 @@ TEST(gpu_norm_shapes) {
         norm_all("[50000,8]", t, t, t, 2, many, TC_GENERAL, 0, 1.0e-5);
         norm_all("[4096,384]", t, EMILY_F32, t, 2, model, TC_GENERAL, 0, 1.0e-5);
         norm_all("[9,384] bits", t, t, t, 2, bits, TC_BITS, 0, 1.0e-5);
+        /* each size of the rows kept in registers, full and partial, and
+         * the first length past them */
+        norm_all("[6,257]", t, t, t, 2, r257, TC_GENERAL, 0, 1.0e-5);
+        norm_all("[5,1024]", t, t, t, 2, r1024, TC_GENERAL, 0, 1.0e-5);
+        norm_all("[4,1500]", t, EMILY_F32, t, 2, r1500, TC_GENERAL, 0, 1.0e-5);
+        norm_all("[70,4096]", t, EMILY_F32, t, 2, r4096, TC_GENERAL, 0, 1.0e-5);
+        norm_all("[3,4097]", t, t, t, 2, r4097, TC_GENERAL, 0, 1.0e-5);
     }
 }
 

@@ -1,0 +1,41 @@
+// Fault injection for the CUDA engine's tests (fault.h).
+#include <atomic>
+#include <cuda_runtime_api.h>
+#include "cuda/fault.h"
+
+namespace {
+
+std::atomic<int> armed_kind{EMI_CUDA_FAULT_NONE};
+std::atomic<int> armed_skip{0};
+
+__global__ void touch(int *p) {
+    if (p) p[threadIdx.x] = 1;
+}
+
+} // namespace
+
+extern "C" void emi_cuda_fault_arm(emi_cuda_fault kind, int skip) {
+    armed_skip.store(skip < 0 ? 0 : skip, std::memory_order_relaxed);
+    armed_kind.store(kind, std::memory_order_release);
+}
+
+extern "C" bool emi_cuda_fault_fire(emi_cuda_fault kind) {
+    if (armed_kind.load(std::memory_order_relaxed) != kind) return false;
+    if (armed_skip.fetch_sub(1, std::memory_order_acq_rel) > 0) return false;
+    int want = kind;
+    return armed_kind.compare_exchange_strong(want, EMI_CUDA_FAULT_NONE);
+}
+
+extern "C" bool emi_cuda_fault_pending(void) {
+    return armed_kind.load(std::memory_order_acquire) != EMI_CUDA_FAULT_NONE;
+}
+
+// 4096 threads a block is past every device's limit of 1024.
+extern "C" void emi_cuda_fault_bad_launch(void *stream) {
+    touch<<<1, 4096, 0, static_cast<cudaStream_t>(stream)>>>(nullptr);
+}
+
+// An address in the first page, which no allocation holds.
+extern "C" void emi_cuda_fault_wild_write(void *stream) {
+    touch<<<1, 1, 0, static_cast<cudaStream_t>(stream)>>>(reinterpret_cast<int *>(64));
+}
