@@ -116,9 +116,12 @@ emily_status emi_opt_need(emily_call *c, const emily_value *opts, const char *ke
 emily_status emi_call_template(emily_call *c, int k, emily_dtype *dtype, int *rank, const int64_t **shape);
 /* In RUN mode, fails unless output k of this dtype (EMILY_DTYPE_AUTO: any)
  * and shape is what template k says ("output k is ... but Nx expects
- * ..."; the dispatcher checks every result so). Callbacks whose work grows
- * with options Nx validated call it before the work: a call whose options
- * disagree with its template then costs nothing. OK in INFER mode. */
+ * ..."; the dispatcher checks every result so). Callbacks whose result or
+ * work can outgrow their operands (options, broadcasting, indices, empty
+ * inputs) call it before the work, with the shape the op layer computes
+ * without it (src/ops/output_shape.h, emi_conv_output_shape,
+ * emi_dot_output_shape): a call whose operands or options disagree with
+ * its template then costs nothing. OK in INFER mode. */
 emily_status emi_call_check_output(emily_call *c, int k, emily_dtype dtype, int rank, const int64_t *shape);
 /* The template type in RUN mode; EMILY_DTYPE_AUTO in INFER mode. Use it
  * where Nx decides the output type before calling the backend (numbers

@@ -6,6 +6,7 @@
  * (emi_call_out_type, AUTO in INFER mode) and the typed functions compute
  * in a type that gives Nx's answer for it. */
 #include "nx/callback.h"
+#include "ops/output_shape.h"
 #include "ops/common.h"
 
 /* add(out, left, right) and the 23 others of the same form. */
@@ -31,7 +32,15 @@ emily_status emi_cb_binary(emily_call *c) {
 emily_status emi_cb_select(emily_call *c) {
     emily_tensor *in[3], *r = NULL;
     emily_status s = emi_call_tensors(c, 3, 3, 3, in);
-    if (!s) s = emily_select(in[0], in[1], in[2], emi_call_out_type(c), &r);
+    if (s) return s;
+    /* checked against Nx's shape before the work: with a scalar
+     * predicate two small branches can broadcast to a huge result */
+    int rank;
+    int64_t shape[EMILY_MAX_RANK];
+    if ((s = emi_select_output_shape(in[0], in[1], in[2], &rank, shape)) ||
+        (s = emi_call_check_output(c, 0, emi_call_out_type(c), rank, shape)))
+        return s;
+    s = emily_select(in[0], in[1], in[2], emi_call_out_type(c), &r);
     return s ? s : emi_call_return(c, r);
 }
 

@@ -10,6 +10,7 @@
  * once, as before). */
 #include <string.h>
 #include "nx/callback.h"
+#include "ops/dot_plan.h"
 #include "ops/conv.h"
 #include "ops/dot_fp8.h"
 #include "nx/dot_fp8.h"
@@ -59,6 +60,14 @@ emily_status emi_cb_dot(emily_call *c) {
     if (nba < 0) nba = 0;
     if (ncb < 0) ncb = 0;
     if (nbb < 0) nbb = 0;
+    /* the product's shape (an outer product of two small operands is
+     * huge) checked against Nx's before the work */
+    int rank;
+    int64_t *shape = emi_call_alloc(c, sizeof(int64_t) * ((size_t)emily_tensor_rank(a) + emily_tensor_rank(b) + 1));
+    if (!shape) return EMILY_ERR_MEMORY;
+    if ((s = emi_dot_output_shape("dot", a, nca, ca, nba, ba, b, ncb, cb, nbb, bb, &rank, shape)) ||
+        (s = emi_call_check_output(c, 0, emi_call_out_type(c), rank, shape)))
+        return s;
     emily_tensor *out;
     emily_dot_precision saved;
     precision_enter(precision, &saved);

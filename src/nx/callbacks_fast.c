@@ -24,6 +24,7 @@
 #include <math.h>
 #include <string.h>
 #include "nx/callback.h"
+#include "ops/output_shape.h"
 
 /* (x, gamma, [beta,] [opts]): the leading tensors (2 to max_tensors of
  * them, NULL where absent) and the epsilon option. */
@@ -100,6 +101,12 @@ emily_status emi_cb_sdpa(emily_call *c) {
     int64_t d = emily_tensor_rank(ts[0]) == 4 ? emily_tensor_shape(ts[0])[3] : 0;
     o.scale = d > 0 ? 1.0 / sqrt((double)d) : 1.0;
     if ((s = emi_opt_float(c, opts, "scale", NULL, &o.scale))) return s;
+    /* {B, Hq, Sq, Dv} grows with q's and v's sizes together: checked
+     * against Nx's before the work */
+    int64_t shape[4];
+    if ((s = emi_sdpa_output_shape(ts[0], ts[1], ts[2], shape)) ||
+        (s = emi_call_check_output(c, 0, emily_tensor_dtype(ts[0]), 4, shape)))
+        return s;
     if ((s = emily_sdpa(ts[0], ts[1], ts[2], &o, &r))) return s;
     return emi_call_return(c, r);
 }

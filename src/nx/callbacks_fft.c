@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "nx/callback.h"
+#include "ops/output_shape.h"
 
 #define DEFAULT_EPS 1.0e-10
 
@@ -59,7 +60,21 @@ static int64_t axis_size(const emily_tensor *t, int axis) {
 
 typedef emily_status (*fft1_fn)(const emily_tensor *, int64_t, int, double, emily_tensor **);
 
-static emily_status run1(emily_call *c, fft1_fn fn) {
+/* The result's type and shape (a :length or :lengths option makes it as
+ * large as asked, up to 2^40 elements an axis) checked against Nx's
+ * before the work. fft2: the two axes of emi_fft2_output_shape; else the
+ * one of emi_fft_output_shape. */
+static emily_status check_fft_shape(emily_call *c, emi_fft_kind kind, bool fft2, const emily_tensor *t,
+                                    const int64_t *lengths, const int *axes) {
+    int64_t *shape = emi_call_alloc(c, sizeof(int64_t) * ((size_t)emily_tensor_rank(t) + 1));
+    if (!shape) return EMILY_ERR_MEMORY;
+    emily_dtype dtype;
+    emily_status s = fft2 ? emi_fft2_output_shape(kind, t, lengths, axes, &dtype, shape)
+                          : emi_fft_output_shape(kind, t, lengths[0], axes[0], &dtype, shape);
+    return s ? s : emi_call_check_output(c, 0, dtype, emily_tensor_rank(t), shape);
+}
+
+static emily_status run1(emily_call *c, emi_fft_kind kind, fft1_fn fn) {
     emily_tensor *t, *out;
     const emily_value *opts;
     emily_status s = emi_call_tensors_opts(c, 1, &t, &opts);
@@ -69,20 +84,20 @@ static emily_status run1(emily_call *c, fft1_fn fn) {
     double eps;
     if ((s = get_axis(c, emi_opt_get(opts, "axis"), "option :axis", &axis)) ||
         (s = get_length(c, emi_opt_get(opts, "length"), "option :length", axis_size(t, axis), &length)) ||
-        (s = get_eps(c, opts, &eps)))
+        (s = get_eps(c, opts, &eps)) || (s = check_fft_shape(c, kind, false, t, &length, &axis)))
         return s;
     if ((s = fn(t, length, axis, eps, &out))) return s;
     return emi_call_return(c, out);
 }
 
-emily_status emi_cb_fft(emily_call *c) { return run1(c, emily_fft); }
-emily_status emi_cb_ifft(emily_call *c) { return run1(c, emily_ifft); }
-emily_status emi_cb_rfft(emily_call *c) { return run1(c, emily_rfft); }
-emily_status emi_cb_irfft(emily_call *c) { return run1(c, emily_irfft); }
+emily_status emi_cb_fft(emily_call *c) { return run1(c, EMI_FFT, emily_fft); }
+emily_status emi_cb_ifft(emily_call *c) { return run1(c, EMI_IFFT, emily_ifft); }
+emily_status emi_cb_rfft(emily_call *c) { return run1(c, EMI_RFFT, emily_rfft); }
+emily_status emi_cb_irfft(emily_call *c) { return run1(c, EMI_IRFFT, emily_irfft); }
 
 typedef emily_status (*fft2_fn)(const emily_tensor *, const int64_t[2], const int[2], double, emily_tensor **);
 
-static emily_status run2(emily_call *c, fft2_fn fn) {
+static emily_status run2(emily_call *c, emi_fft_kind kind, fft2_fn fn) {
     emily_tensor *t, *out;
     const emily_value *opts;
     emily_status s = emi_call_tensors_opts(c, 1, &t, &opts);
@@ -105,10 +120,10 @@ static emily_status run2(emily_call *c, fft2_fn fn) {
             if ((s = get_length(c, &lv->items[i], "option :lengths", axis_size(t, axes[i]), &lengths[i]))) return s;
     }
     double eps;
-    if ((s = get_eps(c, opts, &eps))) return s;
+    if ((s = get_eps(c, opts, &eps)) || (s = check_fft_shape(c, kind, true, t, lengths, axes))) return s;
     if ((s = fn(t, lengths, axes, eps, &out))) return s;
     return emi_call_return(c, out);
 }
 
-emily_status emi_cb_fft2(emily_call *c) { return run2(c, emily_fft2); }
-emily_status emi_cb_ifft2(emily_call *c) { return run2(c, emily_ifft2); }
+emily_status emi_cb_fft2(emily_call *c) { return run2(c, EMI_FFT, emily_fft2); }
+emily_status emi_cb_ifft2(emily_call *c) { return run2(c, EMI_IFFT, emily_ifft2); }

@@ -13,6 +13,7 @@
  * types are inferred in both modes; the dispatcher checks them against
  * Nx's templates in RUN mode. */
 #include "nx/callback.h"
+#include "ops/output_shape.h"
 
 /* The tensors, then bits and group_size (and transpose) from opts. */
 static emily_status quant_args(emily_call *c, int n, emily_tensor **ts, int *bits, int64_t *gs, bool *transpose) {
@@ -57,6 +58,15 @@ emily_status emi_cb_quantized_matmul(emily_call *c) {
     int64_t gs = 64;
     bool transpose = true;
     emily_status s = quant_args(c, 4, ts, &bits, &gs, &transpose);
-    if (s || (s = emily_quantized_matmul(ts[0], ts[1], ts[2], ts[3], bits, gs, transpose, &r))) return s;
+    if (s) return s;
+    /* {..., N} grows with x's rows and the weights' together (and is
+     * filled even where K is 0): checked against Nx's before the work */
+    emily_dtype dtype;
+    int64_t *shape = emi_call_alloc(c, sizeof(int64_t) * ((size_t)emily_tensor_rank(ts[0]) + 1));
+    if (!shape) return EMILY_ERR_MEMORY;
+    if ((s = emi_quantized_matmul_output_shape(ts[0], ts[1], ts[2], ts[3], bits, gs, transpose, &dtype, shape)) ||
+        (s = emi_call_check_output(c, 0, dtype, emily_tensor_rank(ts[0]), shape)))
+        return s;
+    if ((s = emily_quantized_matmul(ts[0], ts[1], ts[2], ts[3], bits, gs, transpose, &r))) return s;
     return emi_call_return(c, r);
 }

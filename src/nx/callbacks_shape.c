@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "nx/callback.h"
+#include "ops/output_shape.h"
 
 /* reshape(out, tensor): the shape is Nx's option, taken from the template
  * in both modes. */
@@ -88,9 +89,17 @@ emily_status emi_cb_pad(emily_call *c) {
     }
     /* Nx types a number pad value by merge_number: in RUN mode the
      * template's type is the answer, so the value is cast to it first. */
-    emily_dtype want = emi_call_out_type(c);
+    emily_dtype want = emi_call_out_type(c),
+                merged = emily_type_merge(emily_tensor_dtype(t), emily_tensor_dtype(value));
+    bool cast = want != EMILY_DTYPE_AUTO && merged != want;
+    /* the padded shape (which grows with the padding, not the input)
+     * checked against Nx's before the work */
+    int64_t shape[EMILY_MAX_RANK];
+    if ((s = emi_pad_output_shape(t, lo, hi, in, shape)) ||
+        (s = emi_call_check_output(c, 0, cast ? emily_type_merge(emily_tensor_dtype(t), want) : merged, rank, shape)))
+        return s;
     emily_tensor *vc = NULL;
-    if (want != EMILY_DTYPE_AUTO && emily_type_merge(emily_tensor_dtype(t), emily_tensor_dtype(value)) != want) {
+    if (cast) {
         s = emily_as_type(value, want, &vc);
         if (s) return s;
         value = vc;

@@ -8,6 +8,7 @@
  * per-axis lists; the output type and shape are inferred in both modes. */
 #include <stdio.h>
 #include "nx/callback.h"
+#include "ops/output_shape.h"
 
 typedef struct win_args {
     int rank;
@@ -78,7 +79,14 @@ emily_status emi_cb_window_reduce(emily_call *c) {
     win_args a;
     emily_status s = emi_call_tensors(c, 2, 3, 1, &t);
     if (!s) s = decode_window(c, t, 1, true, &a);
-    if (!s) s = emily_window_reduce(op, t, a.rank, a.window, a.strides, a.lo, a.hi, a.dilations, &r);
+    if (s) return s;
+    /* the window positions (padding can make them many more than the
+     * input's elements) checked against Nx's shape before the work */
+    int64_t shape[EMILY_MAX_RANK];
+    if ((s = emi_window_output_shape(c->name, t, a.rank, a.window, a.strides, a.lo, a.hi, a.dilations, shape)) ||
+        (s = emi_call_check_output(c, 0, emily_tensor_dtype(t), a.rank, shape)))
+        return s;
+    s = emily_window_reduce(op, t, a.rank, a.window, a.strides, a.lo, a.hi, a.dilations, &r);
     return s ? s : emi_call_return(c, r);
 }
 
@@ -90,6 +98,11 @@ emily_status emi_cb_window_scatter(emily_call *c) {
     emily_status s = emi_call_tensors(c, 4, 5, 3, in);
     if (!s) s = decode_window(c, in[0], 3, false, &a);
     if (s) return s;
+    /* the result is the input's shape, but the work grows with the
+     * window, which padding can make huge: Nx's template first */
+    if ((s = emi_call_check_output(c, 0, emily_type_merge(emily_tensor_dtype(in[1]), emily_tensor_dtype(in[2])),
+                                   emily_tensor_rank(in[0]), emily_tensor_shape(in[0]))))
+        return s;
     s = is_max ? emily_window_scatter_max(in[0], in[1], in[2], a.rank, a.window, a.strides, a.lo, a.hi, &r)
                : emily_window_scatter_min(in[0], in[1], in[2], a.rank, a.window, a.strides, a.lo, a.hi, &r);
     return s ? s : emi_call_return(c, r);

@@ -181,9 +181,10 @@ static emily_status gemm_view(const emily_tensor *t, const int *order, int n0, i
 
 /* ---- the views of a dot (ops/dot_plan.h) ------------------------------- */
 
-emily_status emi_dot_check(const char *op, const emily_tensor *a, int ncontract_a, const int *contract_a, int nbatch_a,
-                           const int *batch_a, const emily_tensor *b, int ncontract_b, const int *contract_b,
-                           int nbatch_b, const int *batch_b, const emily_engine **e) {
+/* emi_dot_check's checks of the axis counts and lists. */
+static emily_status check_counts(const char *op, const emily_tensor *a, int ncontract_a, const int *contract_a,
+                                 int nbatch_a, const int *batch_a, const emily_tensor *b, int ncontract_b,
+                                 const int *contract_b, int nbatch_b, const int *batch_b) {
     if (ncontract_a < 0 || ncontract_b < 0 || nbatch_a < 0 || nbatch_b < 0)
         return emily_error(EMILY_ERR_ARGUMENT, "%s: negative axis count", op);
     if ((ncontract_a && !contract_a) || (ncontract_b && !contract_b) || (nbatch_a && !batch_a) ||
@@ -199,8 +200,30 @@ emily_status emi_dot_check(const char *op, const emily_tensor *a, int ncontract_
                            "%s: %d batch axes for the left tensor but %d for the "
                            "right tensor (shapes %s and %s); both or neither must be batched",
                            op, nbatch_a, nbatch_b, EMILY_SHAPE_STR(a), EMILY_SHAPE_STR(b));
+    return EMILY_OK;
+}
+
+emily_status emi_dot_check(const char *op, const emily_tensor *a, int ncontract_a, const int *contract_a, int nbatch_a,
+                           const int *batch_a, const emily_tensor *b, int ncontract_b, const int *contract_b,
+                           int nbatch_b, const int *batch_b, const emily_engine **e) {
+    emily_status s = check_counts(op, a, ncontract_a, contract_a, nbatch_a, batch_a, b, ncontract_b, contract_b,
+                                  nbatch_b, batch_b);
     const emily_tensor *both[2] = {a, b};
-    return emi_check_same_device(op, 2, both, e);
+    return s ? s : emi_check_same_device(op, 2, both, e);
+}
+
+/* The output's shape (a's batch dims, a's free dims, b's free dims)
+ * from the normalized batch axes of a and the roles of each operand's
+ * axes (0: free). */
+static void output_shape(const emily_tensor *a, const emily_tensor *b, int nb, const int *ba, const char *role_a,
+                         const char *role_b, int *orank, int64_t *oshape) {
+    int r = 0;
+    for (int i = 0; i < nb; i++) oshape[r++] = a->shape[ba[i]];
+    for (int i = 0; i < a->rank; i++)
+        if (!role_a[i]) oshape[r++] = a->shape[i];
+    for (int i = 0; i < b->rank; i++)
+        if (!role_b[i]) oshape[r++] = b->shape[i];
+    *orank = r;
 }
 
 void emi_dot_views_release(emi_dot_views *v) {
@@ -210,8 +233,10 @@ void emi_dot_views_release(emi_dot_views *v) {
     v->a3 = v->b3 = v->d3 = NULL;
 }
 
-emily_status emi_dot_check_axes(const char *op, const emily_tensor *a, int nc, const int *contract_a, int nb,
-                                const int *batch_a, const emily_tensor *b, const int *contract_b, const int *batch_b) {
+/* emi_dot_check_axes, and the output's shape where shape is not NULL. */
+static emily_status check_axes(const char *op, const emily_tensor *a, int nc, const int *contract_a, int nb,
+                               const int *batch_a, const emily_tensor *b, const int *contract_b, const int *batch_b,
+                               int *orank, int64_t *oshape) {
     int ra = a->rank, rb = b->rank;
     if (nc + nb > ra || nc + nb > rb)
         return emily_error(EMILY_ERR_AXIS, "%s: %d contract and %d batch axes given for shapes %s and %s", op, nc, nb,
@@ -225,12 +250,26 @@ emily_status emi_dot_check_axes(const char *op, const emily_tensor *a, int nc, c
         int *ca = ints, *cb = ca + nc, *ba = cb + nc, *bb = ba + nb;
         if (!(s = norm_operand_axes(op, "left", a, nc, contract_a, nb, batch_a, ca, ba, role)) &&
             !(s = norm_operand_axes(op, "right", b, nc, contract_b, nb, batch_b, cb, bb, role + ra + 1)) &&
-            !(s = check_pairs(op, "contract", a, b, nc, ca, cb)))
-            s = check_pairs(op, "batch", a, b, nb, ba, bb);
+            !(s = check_pairs(op, "contract", a, b, nc, ca, cb)) && !(s = check_pairs(op, "batch", a, b, nb, ba, bb)) &&
+            oshape)
+            output_shape(a, b, nb, ba, role, role + ra + 1, orank, oshape);
     }
     free(ints);
     free(role);
     return s;
+}
+
+emily_status emi_dot_check_axes(const char *op, const emily_tensor *a, int nc, const int *contract_a, int nb,
+                                const int *batch_a, const emily_tensor *b, const int *contract_b, const int *batch_b) {
+    return check_axes(op, a, nc, contract_a, nb, batch_a, b, contract_b, batch_b, NULL, NULL);
+}
+
+emily_status emi_dot_output_shape(const char *op, const emily_tensor *a, int ncontract_a, const int *contract_a,
+                                  int nbatch_a, const int *batch_a, const emily_tensor *b, int ncontract_b,
+                                  const int *contract_b, int nbatch_b, const int *batch_b, int *rank, int64_t *shape) {
+    emily_status s = check_counts(op, a, ncontract_a, contract_a, nbatch_a, batch_a, b, ncontract_b, contract_b,
+                                  nbatch_b, batch_b);
+    return s ? s : check_axes(op, a, ncontract_a, contract_a, nbatch_a, batch_a, b, contract_b, batch_b, rank, shape);
 }
 
 emily_status emi_dot_views_make(const char *op, const emily_tensor *a, int nc, const int *contract_a, int nb,
@@ -260,25 +299,17 @@ emily_status emi_dot_views_make(const char *op, const emily_tensor *a, int nc, c
 
     /* a: [batch, free_a, contract]; b: [batch, contract, free_b]; the
      * output: [batch, free_a, free_b]. */
-    int k = 0, orank = 0;
-    for (int i = 0; i < nb; i++) {
-        oa[k++] = ba[i];
-        oshape[orank++] = a->shape[ba[i]];
-    }
+    int k = 0, orank;
+    for (int i = 0; i < nb; i++) oa[k++] = ba[i];
     for (int i = 0; i < ra; i++)
-        if (!role_a[i]) {
-            oa[k++] = i;
-            oshape[orank++] = a->shape[i];
-        }
+        if (!role_a[i]) oa[k++] = i;
     for (int i = 0; i < nc; i++) oa[k++] = ca[i];
     k = 0;
     for (int i = 0; i < nb; i++) ob[k++] = bb[i];
     for (int i = 0; i < nc; i++) ob[k++] = cb[i];
     for (int i = 0; i < rb; i++)
-        if (!role_b[i]) {
-            ob[k++] = i;
-            oshape[orank++] = b->shape[i];
-        }
+        if (!role_b[i]) ob[k++] = i;
+    output_shape(a, b, nb, ba, role_a, role_b, &orank, oshape);
     int nfree_a = ra - nc - nb, nfree_b = rb - nc - nb;
 
     if ((s = emi_empty_like_device(a, dt, orank, oshape, &v->res))) goto done;

@@ -18,6 +18,15 @@ emily_status emi_dot_check(const char *op, const emily_tensor *a, int ncontract_
 emily_status emi_dot_check_axes(const char *op, const emily_tensor *a, int ncontract, const int *contract_a, int nbatch,
                                 const int *batch_a, const emily_tensor *b, const int *contract_b, const int *batch_b);
 
+/* emi_dot_check's checks of the counts and lists, emi_dot_check_axes's
+ * of the axes, then the output's shape (a's batch dims, a's free dims,
+ * b's free dims; room for a's rank + b's rank entries): emily_dot's
+ * shape without the work (the dot callback checks it against Nx's
+ * template first). */
+emily_status emi_dot_output_shape(const char *op, const emily_tensor *a, int ncontract_a, const int *contract_a,
+                                  int nbatch_a, const int *batch_a, const emily_tensor *b, int ncontract_b,
+                                  const int *contract_b, int nbatch_b, const int *batch_b, int *rank, int64_t *shape);
+
 /* res: the fresh output (dtype dt, Nx's shape) on the inputs' device;
  * unless it is empty, a3 [B, M, K] and b3 [B, K, N] (views, or copies
  * where no BLAS-readable view exists) and d3, res seen as [B, M, N].

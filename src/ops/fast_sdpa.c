@@ -8,6 +8,7 @@
  * and broadcast by strides, never materialized at the full shape) and the
  * sinks as a contiguous W vector. */
 #include "ops/common.h"
+#include "ops/output_shape.h"
 #include "core/kernels.h"
 
 #define OP "sdpa"
@@ -87,6 +88,14 @@ static emily_status check_sinks(const emily_tensor *t, int64_t hq) {
                        EMILY_SHAPE_STR(t));
 }
 
+emily_status emi_sdpa_output_shape(const emily_tensor *q, const emily_tensor *k, const emily_tensor *v,
+                                   int64_t shape[4]) {
+    emily_status s = check_shapes(q, k, v);
+    if (s) return s;
+    shape[0] = q->shape[0], shape[1] = q->shape[1], shape[2] = q->shape[2], shape[3] = v->shape[3];
+    return EMILY_OK;
+}
+
 emily_status emily_sdpa(const emily_tensor *q, const emily_tensor *k, const emily_tensor *v,
                         const emily_sdpa_options *options, emily_tensor **out) {
     static const char *const names[5] = {"q", "k", "v", "mask", "sinks"};
@@ -99,15 +108,15 @@ emily_status emily_sdpa(const emily_tensor *q, const emily_tensor *k, const emil
     if (o->mask) ts[n] = o->mask, tnames[n++] = names[3];
     if (o->sinks) ts[n] = o->sinks, tnames[n++] = names[4];
     const emily_engine *e;
+    int64_t oshape[4];
     emily_status s = emi_check_inputs(OP, out, n, ts, tnames, &e);
-    if (s || (s = check_types(q, k, v)) || (s = check_shapes(q, k, v))) return s;
+    if (s || (s = check_types(q, k, v)) || (s = emi_sdpa_output_shape(q, k, v, oshape))) return s;
     int64_t full[4] = {q->shape[0], q->shape[1], q->shape[2], k->shape[2]};
     if (o->mask && (s = check_mask(o->mask, full))) return s;
     if (o->sinks && (s = check_sinks(o->sinks, q->shape[1]))) return s;
     if ((s = emi_need_kernel(OP, e, EMI_KERNEL_SDPA, 0, q->dtype))) return s;
 
     emily_dtype w = q->dtype == EMILY_F64 ? EMILY_F64 : EMILY_F32;
-    int64_t oshape[4] = {q->shape[0], q->shape[1], q->shape[2], v->shape[3]};
     emily_tensor *dst = NULL, *qc = NULL, *kc = NULL, *vc = NULL, *m0 = NULL, *m = NULL, *sk = NULL;
     if ((s = emi_empty_like_device(q, q->dtype, 4, oshape, &dst))) return s;
     if (dst->size > 0) {

@@ -6,67 +6,90 @@
  * every value the reference would see exactly (it computes in double). */
 #include <stdlib.h>
 #include "ops/common.h"
+#include "ops/output_shape.h"
 #include "core/kernels.h"
 
-typedef enum fft_kind { KIND_FFT, KIND_IFFT, KIND_RFFT, KIND_IRFFT } fft_kind;
-
-static const char *kind_name(fft_kind k) {
+static const char *kind_name(emi_fft_kind k) {
     switch (k) {
-    case KIND_FFT: return "fft";
-    case KIND_IFFT: return "ifft";
-    case KIND_RFFT: return "rfft";
+    case EMI_FFT: return "fft";
+    case EMI_IFFT: return "ifft";
+    case EMI_RFFT: return "rfft";
     default: return "irfft";
     }
 }
 
-static emily_status fft_axis(fft_kind kind, const emily_tensor *t, int64_t length, int axis, double eps,
+/* One axis's transform of a (dtype, rank, shape) input: its checks, the
+ * normalized axis, the transform length n and the output's type and
+ * shape (rank entries; the input's but on the axis). */
+static emily_status axis_plan(emi_fft_kind kind, emily_dtype dtype, int rank, const int64_t *shape, int64_t length,
+                              int axis, int *ax, int64_t *n, emily_dtype *otype, int64_t *oshape) {
+    const char *op = kind_name(kind);
+    emily_status s;
+    if (rank == 0)
+        return emily_error(EMILY_ERR_SHAPE, "%s: expected a tensor with rank > 0, got tensor with rank 0", op);
+    if ((s = emi_norm_axis(op, axis, rank, ax))) return s;
+    if (kind == EMI_RFFT && emily_dtype_is_complex(dtype))
+        return emily_error(EMILY_ERR_TYPE, "%s: expects a real tensor, got type %s", op, emily_dtype_name(dtype));
+    int64_t size = shape[*ax];
+    if (length < 0)
+        return emily_error(EMILY_ERR_ARGUMENT, "%s: length must be a positive integer, got %lld", op,
+                           (long long)length);
+    *n = length ? length : kind == EMI_IRFFT ? 2 * (size - 1) : size;
+    if (*n < 1) {
+        char b[256];
+        return emily_error(EMILY_ERR_ARGUMENT,
+                           "%s: the transform length must be positive, got %lld (axis %d of shape %s)", op,
+                           (long long)*n, *ax, emi_shape_str(rank, shape, b, sizeof b));
+    }
+    if (*n > ((int64_t)1 << 40))
+        return emily_error(EMILY_ERR_ARGUMENT, "%s: length %lld is too large", op, (long long)*n);
+    emily_dtype ctype = emily_type_to_complex(dtype);
+    *otype = kind == EMI_IRFFT ? emily_type_to_real(ctype) : ctype;
+    for (int i = 0; i < rank; i++) oshape[i] = i == *ax ? (kind == EMI_RFFT ? *n / 2 + 1 : *n) : shape[i];
+    return EMILY_OK;
+}
+
+emily_status emi_fft_output_shape(emi_fft_kind kind, const emily_tensor *t, int64_t length, int axis,
+                                  emily_dtype *dtype, int64_t *shape) {
+    int ax;
+    int64_t n;
+    return axis_plan(kind, t->dtype, t->rank, t->shape, length, axis, &ax, &n, dtype, shape);
+}
+
+static emily_status fft_axis(emi_fft_kind kind, const emily_tensor *t, int64_t length, int axis, double eps,
                              emily_tensor **out) {
     const char *op = kind_name(kind);
     emily_status s;
     if ((s = emi_check_out(op, out))) return s;
     if ((s = emi_check_tensor(op, "tensor", t))) return s;
-    if (t->rank == 0)
-        return emily_error(EMILY_ERR_SHAPE, "%s: expected a tensor with rank > 0, got tensor with rank 0", op);
-    int ax;
-    if ((s = emi_norm_axis(op, axis, t->rank, &ax))) return s;
-    if (kind == KIND_RFFT && emily_dtype_is_complex(t->dtype))
-        return emily_error(EMILY_ERR_TYPE, "%s: expects a real tensor, got type %s", op, emily_dtype_name(t->dtype));
-    int64_t size = t->shape[ax];
-    if (length < 0)
-        return emily_error(EMILY_ERR_ARGUMENT, "%s: length must be a positive integer, got %lld", op,
-                           (long long)length);
-    int64_t n = length ? length : kind == KIND_IRFFT ? 2 * (size - 1) : size;
-    if (n < 1)
-        return emily_error(EMILY_ERR_ARGUMENT,
-                           "%s: the transform length must be positive, got %lld (axis %d of shape %s)", op,
-                           (long long)n, ax, EMILY_SHAPE_STR(t));
-    if (n > ((int64_t)1 << 40))
-        return emily_error(EMILY_ERR_ARGUMENT, "%s: length %lld is too large", op, (long long)n);
-    const emily_engine *e;
-    if ((s = emi_check_same_device(op, 1, &t, &e))) return s;
-    if (!emi_engine_supports(e, EMI_KERNEL_FFT, 0, t->dtype)) {
-        char dev[32];
-        emily_device_format(t->buffer->device, dev, sizeof dev);
-        return emily_error(EMILY_ERR_UNSUPPORTED, "%s: not available on device %s", op, dev);
-    }
-    emily_dtype ctype = emily_type_to_complex(t->dtype);
-    emily_dtype otype = kind == KIND_IRFFT ? emily_type_to_real(ctype) : ctype;
-    emily_fft_mode mode = kind == KIND_FFT || kind == KIND_RFFT ? EMILY_FFT_FORWARD
-                          : kind == KIND_IFFT                   ? EMILY_FFT_INVERSE
-                                                                : EMILY_FFT_INVERSE_REAL;
-    int64_t keep = kind == KIND_RFFT ? n / 2 + 1 : n;
     int64_t stack_shape[16];
     int64_t *shape = t->rank <= 16 ? stack_shape : malloc((size_t)t->rank * sizeof *shape);
     if (!shape) return emily_error(EMILY_ERR_MEMORY, "%s: out of host memory", op);
-    for (int i = 0; i < t->rank; i++) shape[i] = i == ax ? keep : t->shape[i];
+    int ax;
+    int64_t n;
+    emily_dtype otype;
+    const emily_engine *e;
     emily_tensor *src = NULL, *dst = NULL;
+    if ((s = axis_plan(kind, t->dtype, t->rank, t->shape, length, axis, &ax, &n, &otype, shape)) ||
+        (s = emi_check_same_device(op, 1, &t, &e)))
+        goto done;
+    if (!emi_engine_supports(e, EMI_KERNEL_FFT, 0, t->dtype)) {
+        char dev[32];
+        emily_device_format(t->buffer->device, dev, sizeof dev);
+        s = emily_error(EMILY_ERR_UNSUPPORTED, "%s: not available on device %s", op, dev);
+        goto done;
+    }
+    emily_fft_mode mode = kind == EMI_FFT || kind == EMI_RFFT ? EMILY_FFT_FORWARD
+                          : kind == EMI_IFFT                  ? EMILY_FFT_INVERSE
+                                                              : EMILY_FFT_INVERSE_REAL;
     emily_dtype dt = t->dtype;
     bool direct = dt == EMILY_F32 || dt == EMILY_F64 || dt == EMILY_C64 || dt == EMILY_C128;
     s = emi_convert_to(t, direct ? dt : EMILY_F64, &src);
     if (!s) s = emi_empty_like_device(t, otype, t->rank, shape, &dst);
     if (!s) s = e->fft->fft(dst, src, ax, n, mode, eps, emily_dot_get_precision());
-    if (shape != stack_shape) free(shape);
     emily_tensor_release(src);
+done:
+    if (shape != stack_shape) free(shape);
     return emi_hand_out(s, dst, out);
 }
 
@@ -75,24 +98,43 @@ static emily_status fft_axis(fft_kind kind, const emily_tensor *t, int64_t lengt
     emily_status emily_##name(const emily_tensor *t, int64_t length, int axis, double eps, emily_tensor **out) { \
         return fft_axis(KIND, t, length, axis, eps, out);                                                        \
     }
-FFT_ENTRY(fft, KIND_FFT)
-FFT_ENTRY(ifft, KIND_IFFT)
-FFT_ENTRY(rfft, KIND_RFFT)
-FFT_ENTRY(irfft, KIND_IRFFT)
+FFT_ENTRY(fft, EMI_FFT)
+FFT_ENTRY(ifft, EMI_IFFT)
+FFT_ENTRY(rfft, EMI_RFFT)
+FFT_ENTRY(irfft, EMI_IRFFT)
 #undef FFT_ENTRY
 
-static emily_status fft2(fft_kind kind, const emily_tensor *t, const int64_t lengths[2], const int axes[2], double eps,
-                         emily_tensor **out) {
-    const char *op = kind == KIND_FFT ? "fft2" : "ifft2";
-    emily_status s;
-    if ((s = emi_check_out(op, out))) return s;
-    if ((s = emi_check_tensor(op, "tensor", t))) return s;
+/* fft2's own checks (a rank of 2 or more, two distinct axes), its axes
+ * normalized into ax. */
+static emily_status fft2_axes(emi_fft_kind kind, const emily_tensor *t, const int64_t lengths[2], const int axes[2],
+                              int ax[2]) {
+    const char *op = kind == EMI_FFT ? "fft2" : "ifft2";
     if (!axes || !lengths) return emily_error(EMILY_ERR_ARGUMENT, "%s: axes and lengths are required", op);
     if (t->rank < 2)
         return emily_error(EMILY_ERR_SHAPE, "%s: expected a tensor with rank > 1, got tensor with rank %d", op,
                            t->rank);
+    return emi_norm_axes(op, 2, axes, t->rank, ax, NULL);
+}
+
+emily_status emi_fft2_output_shape(emi_fft_kind kind, const emily_tensor *t, const int64_t lengths[2],
+                                   const int axes[2], emily_dtype *dtype, int64_t *shape) {
+    int ax[2], done;
+    int64_t n;
+    emily_status s = fft2_axes(kind, t, lengths, axes, ax);
+    /* the second axis first, then the first on that result, as fft2 runs */
+    if (!s) s = axis_plan(kind, t->dtype, t->rank, t->shape, lengths[1], ax[1], &done, &n, dtype, shape);
+    if (!s) s = axis_plan(kind, *dtype, t->rank, shape, lengths[0], ax[0], &done, &n, dtype, shape);
+    return s;
+}
+
+static emily_status fft2(emi_fft_kind kind, const emily_tensor *t, const int64_t lengths[2], const int axes[2],
+                         double eps, emily_tensor **out) {
+    const char *op = kind == EMI_FFT ? "fft2" : "ifft2";
+    emily_status s;
+    if ((s = emi_check_out(op, out))) return s;
+    if ((s = emi_check_tensor(op, "tensor", t))) return s;
     int ax[2];
-    if ((s = emi_norm_axes(op, 2, axes, t->rank, ax, NULL))) return s;
+    if ((s = fft2_axes(kind, t, lengths, axes, ax))) return s;
     emily_tensor *mid;
     if ((s = fft_axis(kind, t, lengths[1], ax[1], eps, &mid))) return s;
     s = fft_axis(kind, mid, lengths[0], ax[0], eps, out);
@@ -102,10 +144,10 @@ static emily_status fft2(fft_kind kind, const emily_tensor *t, const int64_t len
 
 emily_status emily_fft2(const emily_tensor *t, const int64_t lengths[2], const int axes[2], double eps,
                         emily_tensor **out) {
-    return fft2(KIND_FFT, t, lengths, axes, eps, out);
+    return fft2(EMI_FFT, t, lengths, axes, eps, out);
 }
 
 emily_status emily_ifft2(const emily_tensor *t, const int64_t lengths[2], const int axes[2], double eps,
                          emily_tensor **out) {
-    return fft2(KIND_IFFT, t, lengths, axes, eps, out);
+    return fft2(EMI_IFFT, t, lengths, axes, eps, out);
 }

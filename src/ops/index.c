@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ops/common.h"
+#include "ops/output_shape.h"
 #include "core/kernels.h"
 #include "core/dtype_list.h"
 
@@ -50,17 +51,27 @@ static emily_status contiguous_all(int n, const emily_tensor *const *in, emily_t
 
 /* ---- take and take_along_axis -------------------------------------------- */
 
-/* take's output shape: t's with the axis ax replaced by the indices'. */
-static emily_status take_output(const char *op, const emily_tensor *t, const emily_tensor *indices, int ax,
-                                emily_tensor **o) {
-    int rank = t->rank - 1 + indices->rank;
-    int64_t *shape = malloc(sizeof(int64_t) * ((size_t)rank + 1));
-    if (!shape) return emily_error(EMILY_ERR_MEMORY, "%s: out of host memory", op);
+emily_status emi_take_output_shape(const emily_tensor *t, const emily_tensor *indices, int axis, int *rank,
+                                   int64_t *shape) {
+    int ax;
+    emily_status s = emi_norm_axis("take", axis, t->rank, &ax);
+    if (s) return s;
     int r = 0;
     for (int i = 0; i < ax; i++) shape[r++] = t->shape[i];
     for (int i = 0; i < indices->rank; i++) shape[r++] = indices->shape[i];
     for (int i = ax + 1; i < t->rank; i++) shape[r++] = t->shape[i];
-    emily_status s = emi_empty_like_device(t, t->dtype, rank, shape, o);
+    *rank = r;
+    return EMILY_OK;
+}
+
+/* take's output: t's shape with the axis ax replaced by the indices'. */
+static emily_status take_output(const char *op, const emily_tensor *t, const emily_tensor *indices, int ax,
+                                emily_tensor **o) {
+    int rank;
+    int64_t *shape = malloc(sizeof(int64_t) * ((size_t)t->rank + (size_t)indices->rank + 1));
+    if (!shape) return emily_error(EMILY_ERR_MEMORY, "%s: out of host memory", op);
+    emily_status s = emi_take_output_shape(t, indices, ax, &rank, shape);
+    if (!s) s = emi_empty_like_device(t, t->dtype, rank, shape, o);
     free(shape);
     return s;
 }
@@ -150,6 +161,36 @@ static emily_status index_axes(const char *op, const emily_tensor *t, int naxes,
 
 /* ---- gather -------------------------------------------------------------- */
 
+/* gather's checks of its indices and axes: norm (t's rank entries) the
+ * indexed axes, in order, and the output's shape (t's rank + the
+ * indices' rank entries). mask: t's rank + 1 flags of scratch. */
+static emily_status gather_plan(const emily_tensor *t, const emily_tensor *indices, int naxes, const int *axes,
+                                int *norm, bool *mask, int *rank, int64_t *shape) {
+    const char *op = "gather";
+    if (indices->rank < 1)
+        return emily_error(EMILY_ERR_SHAPE, "%s: indices must have rank 1 or more, got a scalar", op);
+    if (axes && naxes < 0) return emily_error(EMILY_ERR_ARGUMENT, "%s: negative number of axes (%d)", op, naxes);
+    emily_status s = index_axes(op, t, naxes, axes, indices->shape[indices->rank - 1], norm, mask);
+    if (s) return s;
+    int r = 0;
+    for (int i = 0; i < indices->rank - 1; i++) shape[r++] = indices->shape[i];
+    for (int i = 0; i < t->rank; i++)
+        if (!mask[i]) shape[r++] = t->shape[i];
+    *rank = r;
+    return EMILY_OK;
+}
+
+emily_status emi_gather_output_shape(const emily_tensor *t, const emily_tensor *indices, int naxes, const int *axes,
+                                     int *rank, int64_t *shape) {
+    int *norm = malloc(sizeof(int) * ((size_t)t->rank + 1));
+    bool *mask = malloc((size_t)t->rank + 1);
+    emily_status s = norm && mask ? gather_plan(t, indices, naxes, axes, norm, mask, rank, shape)
+                                  : emily_error(EMILY_ERR_MEMORY, "gather: out of host memory");
+    free(norm);
+    free(mask);
+    return s;
+}
+
 emily_status emily_gather(const emily_tensor *t, const emily_tensor *indices, int naxes, const int *axes,
                           emily_tensor **out) {
     const char *op = "gather";
@@ -157,24 +198,18 @@ emily_status emily_gather(const emily_tensor *t, const emily_tensor *indices, in
     const emily_engine *e;
     emily_status s;
     if ((s = check_index_inputs(op, out, 2, ins, tensor_names, &e))) return s;
-    if (indices->rank < 1)
-        return emily_error(EMILY_ERR_SHAPE, "%s: indices must have rank 1 or more, got a scalar", op);
-    if (axes && naxes < 0) return emily_error(EMILY_ERR_ARGUMENT, "%s: negative number of axes (%d)", op, naxes);
-    int64_t last = indices->shape[indices->rank - 1];
     int *norm = malloc(sizeof(int) * ((size_t)t->rank + 1));
     bool *mask = malloc((size_t)t->rank + 1);
     int64_t *shape = malloc(sizeof(int64_t) * ((size_t)t->rank + (size_t)indices->rank + 1));
     emily_tensor *o = NULL, *c[2] = {NULL, NULL};
+    int rank;
     if (!norm || !mask || !shape) {
         s = emily_error(EMILY_ERR_MEMORY, "%s: out of host memory", op);
         goto done;
     }
-    if ((s = index_axes(op, t, naxes, axes, last, norm, mask))) goto done;
+    if ((s = gather_plan(t, indices, naxes, axes, norm, mask, &rank, shape))) goto done;
     if ((s = emi_need_kernel(op, e, EMI_KERNEL_GATHER, 0, t->dtype))) goto done;
-    int rank = 0;
-    for (int i = 0; i < indices->rank - 1; i++) shape[rank++] = indices->shape[i];
-    for (int i = 0; i < t->rank; i++)
-        if (!mask[i]) shape[rank++] = t->shape[i];
+    int64_t last = indices->shape[indices->rank - 1];
     if ((s = emi_empty_like_device(t, t->dtype, rank, shape, &o))) goto done;
     if (indices->size > 0 || (last == 0 && o->size > 0)) {
         if ((s = contiguous_all(2, ins, c))) goto done;

@@ -10,6 +10,7 @@
  * for the values dequantize will read back. */
 #include <stdlib.h>
 #include "ops/common.h"
+#include "ops/output_shape.h"
 #include "core/kernels.h"
 
 static emily_status check_bits(const char *op, int bits, int64_t group_size) {
@@ -151,16 +152,13 @@ emily_status emily_dequantize(const emily_tensor *q, const emily_tensor *scales,
     return emi_hand_out(s, out, w);
 }
 
-emily_status emily_quantized_matmul(const emily_tensor *x, const emily_tensor *q, const emily_tensor *scales,
-                                    const emily_tensor *biases, int bits, int64_t group_size, bool transpose,
-                                    emily_tensor **out) {
+emily_status emi_quantized_matmul_output_shape(const emily_tensor *x, const emily_tensor *q, const emily_tensor *scales,
+                                               const emily_tensor *biases, int bits, int64_t group_size, bool transpose,
+                                               emily_dtype *dtype, int64_t *shape) {
     static const char *op = "quantized_matmul";
-    static const char *const names[4] = {"x", "q", "scales", "biases"};
-    const emily_tensor *ts[4] = {x, q, scales, biases};
-    const emily_engine *e;
-    emily_status s = emi_check_inputs(op, out, 4, ts, names, &e);
     int64_t cols = 0;
-    if (s || (s = check_bits(op, bits, group_size)) || (s = check_float(op, "x", x)) ||
+    emily_status s;
+    if ((s = check_bits(op, bits, group_size)) || (s = check_float(op, "x", x)) ||
         (s = check_packed(op, q, scales, biases, bits, group_size, &cols)))
         return s;
     if (x->rank < 1) return emily_error(EMILY_ERR_SHAPE, "%s: x must have rank 1 or more ({..., K}), got a scalar", op);
@@ -176,18 +174,35 @@ emily_status emily_quantized_matmul(const emily_tensor *x, const emily_tensor *q
                            op, EMILY_SHAPE_STR(x), transpose ? "last" : "first", (long long)kdim, wshape,
                            transpose ? ", transposed" : "");
     }
-    if ((s = emi_need_kernel(op, e, EMI_KERNEL_QUANT_MATMUL, 0, x->dtype))) return s;
-    emily_dtype otype = emily_type_merge(x->dtype, scales->dtype);
+    for (int d = 0; d < x->rank - 1; d++) shape[d] = x->shape[d];
+    shape[x->rank - 1] = ndim;
+    *dtype = emily_type_merge(x->dtype, scales->dtype);
+    return EMILY_OK;
+}
+
+emily_status emily_quantized_matmul(const emily_tensor *x, const emily_tensor *q, const emily_tensor *scales,
+                                    const emily_tensor *biases, int bits, int64_t group_size, bool transpose,
+                                    emily_tensor **out) {
+    static const char *op = "quantized_matmul";
+    static const char *const names[4] = {"x", "q", "scales", "biases"};
+    const emily_tensor *ts[4] = {x, q, scales, biases};
+    const emily_engine *e;
+    emily_status s = emi_check_inputs(op, out, 4, ts, names, &e);
+    int64_t *oshape = NULL;
+    emily_dtype otype = EMILY_DTYPE_AUTO;
+    if (s || (s = emi_scratch(op, (size_t)x->rank + 1, 0, &oshape, NULL))) return s;
+    if ((s = emi_quantized_matmul_output_shape(x, q, scales, biases, bits, group_size, transpose, &otype, oshape)) ||
+        (s = emi_need_kernel(op, e, EMI_KERNEL_QUANT_MATMUL, 0, x->dtype))) {
+        free(oshape);
+        return s;
+    }
+    int64_t kdim = x->shape[x->rank - 1], ndim = oshape[x->rank - 1];
     emily_dtype acc = (x->dtype == EMILY_F64 || scales->dtype == EMILY_F64) ? EMILY_F64 : EMILY_F32;
     int64_t m = kdim > 0 ? x->size / kdim : 0;
     if (kdim == 0) {
         m = 1;
         for (int d = 0; d < x->rank - 1; d++) m *= x->shape[d];
     }
-    int64_t *oshape = NULL;
-    if ((s = emi_scratch(op, (size_t)x->rank, 0, &oshape, NULL))) return s;
-    for (int d = 0; d < x->rank - 1; d++) oshape[d] = x->shape[d];
-    oshape[x->rank - 1] = ndim;
     emily_tensor *res = NULL, *xc = NULL, *x2 = NULL, *qc = NULL, *sw = NULL, *bw = NULL, *d2 = NULL, *o = NULL;
     s = emi_empty_like_device(x, acc, x->rank, oshape, &res);
     if (!s && res->size > 0) {

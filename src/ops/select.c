@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include "ops/binary.h"
 #include "ops/common.h"
+#include "ops/output_shape.h"
 
 /* Right-aligned broadcast of `t` into (rank, shape), each dim equal or 1. */
 static bool fits_into(const emily_tensor *t, int rank, const int64_t *shape) {
@@ -44,6 +45,19 @@ static emily_status pred_for_kernel(const emily_tensor *pred, emily_tensor **out
                                        &z);
     if (!s) s = emily_binary(EMILY_NOT_EQUAL, pred, z, EMILY_DTYPE_AUTO, out);
     emily_tensor_release(z);
+    return s;
+}
+
+emily_status emi_select_output_shape(const emily_tensor *pred, const emily_tensor *on_true,
+                                     const emily_tensor *on_false, int *rank, int64_t *shape) {
+    emily_status s = EMILY_OK;
+    *rank = pred->rank;
+    if (*rank == 0)
+        s = emi_broadcast_shapes("select", on_true->rank, on_true->shape, on_false->rank, on_false->shape, rank, shape);
+    else
+        for (int i = 0; i < *rank; i++) shape[i] = pred->shape[i];
+    if (!s) s = check_branch("on_true", on_true, *rank, shape);
+    if (!s) s = check_branch("on_false", on_false, *rank, shape);
     return s;
 }
 
@@ -86,20 +100,12 @@ emily_status emily_select(const emily_tensor *pred, const emily_tensor *on_true,
     const emily_engine *e;
     s = emi_check_same_device("select", 3, all, &e);
     if (s) return s;
-    int max_rank = pred->rank;
+    int max_rank = pred->rank, rank;
     if (on_true->rank > max_rank) max_rank = on_true->rank;
     if (on_false->rank > max_rank) max_rank = on_false->rank;
     int64_t *shape = malloc(((size_t)max_rank + 1) * sizeof *shape);
     if (!shape) return emily_error(EMILY_ERR_MEMORY, "select: out of host memory");
-    int rank = pred->rank;
-    if (rank == 0) {
-        s = emi_broadcast_shapes("select", on_true->rank, on_true->shape, on_false->rank, on_false->shape, &rank,
-                                 shape);
-    } else {
-        for (int i = 0; i < rank; i++) shape[i] = pred->shape[i];
-    }
-    if (!s) s = check_branch("on_true", on_true, rank, shape);
-    if (!s) s = check_branch("on_false", on_false, rank, shape);
+    s = emi_select_output_shape(pred, on_true, on_false, &rank, shape);
     if (!s) s = select_with(e, pred, on_true, on_false, o, rank, shape, out);
     free(shape);
     return s;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ops/common.h"
+#include "ops/output_shape.h"
 
 /* dst <- src through the engine (no-op for zero elements). */
 static emily_status copy_into(const emily_engine *e, emily_tensor *dst, const emily_tensor *src, const char *op) {
@@ -16,6 +17,28 @@ static emily_status copy_into(const emily_engine *e, emily_tensor *dst, const em
 }
 
 /* ---- pad ---------------------------------------------------------------- */
+
+emily_status emi_pad_output_shape(const emily_tensor *t, const int64_t *lo, const int64_t *hi, const int64_t *interior,
+                                  int64_t *shape) {
+    for (int i = 0; i < t->rank; i++) {
+        int64_t in = interior ? interior[i] : 0, d = t->shape[i];
+        if (in < 0)
+            return emily_error(EMILY_ERR_ARGUMENT, "pad: interior padding at axis %d must be non-negative, got %lld", i,
+                               (long long)in);
+        /* Nx.Shape.pad's size: d + (d - 1) * interior + lo + hi */
+        int64_t grown;
+        if (__builtin_mul_overflow(d - 1, in, &grown) || __builtin_add_overflow(grown, d, &grown) ||
+            __builtin_add_overflow(grown, lo[i], &grown) || __builtin_add_overflow(grown, hi[i], &grown))
+            return emily_error(EMILY_ERR_SHAPE, "pad: padding (%lld, %lld, %lld) at axis %d is too large",
+                               (long long)lo[i], (long long)hi[i], (long long)in, i);
+        if (grown < 0)
+            return emily_error(EMILY_ERR_SHAPE,
+                               "pad: padding (%lld, %lld, %lld) at axis %d of shape %s gives a negative size",
+                               (long long)lo[i], (long long)hi[i], (long long)in, i, EMILY_SHAPE_STR(t));
+        shape[i] = grown;
+    }
+    return EMILY_OK;
+}
 
 emily_status emily_pad(const emily_tensor *t, const emily_tensor *value, const int64_t *lo, const int64_t *hi,
                        const int64_t *interior, emily_tensor **out) {
@@ -35,28 +58,12 @@ emily_status emily_pad(const emily_tensor *t, const emily_tensor *value, const i
     int64_t *vstr = buf + 4 * r, *tmp = buf + 5 * r;
     bool plain = true; /* every output element comes from the input */
     int64_t size = 1;
+    if ((s = emi_pad_output_shape(t, lo, hi, interior, oshape))) {
+        free(buf);
+        return s;
+    }
     for (int i = 0; i < r; i++) {
         int64_t in = interior ? interior[i] : 0, d = t->shape[i];
-        if (in < 0) {
-            free(buf);
-            return emily_error(EMILY_ERR_ARGUMENT, "pad: interior padding at axis %d must be non-negative, got %lld", i,
-                               (long long)in);
-        }
-        /* Nx.Shape.pad's size: d + (d - 1) * interior + lo + hi */
-        int64_t grown;
-        if (__builtin_mul_overflow(d - 1, in, &grown) || __builtin_add_overflow(grown, d, &grown) ||
-            __builtin_add_overflow(grown, lo[i], &grown) || __builtin_add_overflow(grown, hi[i], &grown)) {
-            free(buf);
-            return emily_error(EMILY_ERR_SHAPE, "pad: padding (%lld, %lld, %lld) at axis %d is too large",
-                               (long long)lo[i], (long long)hi[i], (long long)in, i);
-        }
-        oshape[i] = grown;
-        if (oshape[i] < 0) {
-            free(buf);
-            return emily_error(EMILY_ERR_SHAPE,
-                               "pad: padding (%lld, %lld, %lld) at axis %d of shape %s gives a negative size",
-                               (long long)lo[i], (long long)hi[i], (long long)in, i, EMILY_SHAPE_STR(t));
-        }
         if (lo[i] > 0 || hi[i] > 0 || in > 0) plain = false;
         /* input element k lands at output position k * (in + 1) + lo */
         /* (in 128 bits: with a padding near the int64 limits and a size

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ops/common.h"
+#include "ops/output_shape.h"
 #include "core/kernels.h"
 
 #define WINDOW_MAX_RANK 64
@@ -29,11 +30,11 @@ static emily_status check_list(const char *op, const char *what, int rank, const
     return EMILY_OK;
 }
 
-/* Validates the window configuration against t and computes the output
- * shape (rank entries). */
-static emily_status window_shape(const char *op, const emily_tensor *t, int rank, const int64_t *window,
-                                 const int64_t *strides, const int64_t *pad_lo, const int64_t *pad_hi,
-                                 const int64_t *dilations, int64_t *out_shape) {
+/* Validates the window configuration against t and computes the window
+ * positions (rank entries; ops/output_shape.h). */
+emily_status emi_window_output_shape(const char *op, const emily_tensor *t, int rank, const int64_t *window,
+                                     const int64_t *strides, const int64_t *pad_lo, const int64_t *pad_hi,
+                                     const int64_t *dilations, int64_t *out_shape) {
     emily_status s;
     if (rank != t->rank)
         return emily_error(EMILY_ERR_SHAPE, "%s: the window has rank %d but the tensor %s has rank %d", op, rank,
@@ -90,7 +91,7 @@ emily_status emily_window_reduce(emily_window_op op, const emily_tensor *t, int 
                                           op == EMILY_WINDOW_MAX || op == EMILY_WINDOW_MIN, t, out, &e);
     if (s) return s;
     int64_t shape[WINDOW_MAX_RANK], ones[WINDOW_MAX_RANK], zeros[WINDOW_MAX_RANK];
-    if ((s = window_shape(name, t, rank, window, strides, pad_lo, pad_hi, dilations, shape))) return s;
+    if ((s = emi_window_output_shape(name, t, rank, window, strides, pad_lo, pad_hi, dilations, shape))) return s;
     const struct emily_window_kernels *k = NULL;
     if ((s = window_table(name, e, EMI_KERNEL_WINDOW_REDUCE, op, t, &k))) return s;
     emily_tensor *o;
@@ -139,7 +140,7 @@ static emily_status window_scatter(bool is_max, const emily_tensor *t, const emi
     const emily_engine *e;
     if ((s = emi_check_same_device(name, 3, all, &e))) return s;
     int64_t shape[WINDOW_MAX_RANK], zeros[WINDOW_MAX_RANK], ones[WINDOW_MAX_RANK];
-    if ((s = window_shape(name, t, rank, window, strides, pad_lo, pad_hi, NULL, shape))) return s;
+    if ((s = emi_window_output_shape(name, t, rank, window, strides, pad_lo, pad_hi, NULL, shape))) return s;
     bool match = source->rank == rank;
     for (int d = 0; match && d < rank; d++) match = source->shape[d] == shape[d];
     if (!match)

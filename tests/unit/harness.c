@@ -215,6 +215,16 @@ bool t_shape_is(const emily_tensor *t, int rank, const int64_t *shape) {
     return true;
 }
 
+emily_tensor *t_zero_view(emily_dtype dt, int rank, const int64_t *shape) {
+    unsigned char zero[16] = {0};
+    emily_tensor *one = NULL, *t = NULL;
+    if (emily_from_binary(EMILY_CPU, dt, 0, NULL, zero, emily_dtype_size(dt), &one) ||
+        emily_broadcast(one, rank, shape, NULL, &t))
+        helper_failed("t_zero_view", emily_last_error());
+    emily_tensor_release(one);
+    return t;
+}
+
 emily_tensor *t_iota(emily_dtype dt, int rank, const int64_t *shape) {
     emily_tensor *t = NULL;
     if (emily_iota(EMILY_CPU, dt, rank, shape, -1, &t)) {

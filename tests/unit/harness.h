@@ -126,6 +126,10 @@ double t_get(const emily_tensor *t, int64_t i);
 /* Its imaginary part (0 for a real type). */
 double t_get_im(const emily_tensor *t, int64_t i);
 bool t_shape_is(const emily_tensor *t, int rank, const int64_t *shape);
+/* A zero of type dt broadcast to shape: a view of one element, so an
+ * operand of any size (2^40 elements) that holds no memory (NULL,
+ * counted as a failure, when that fails). */
+emily_tensor *t_zero_view(emily_dtype dt, int rank, const int64_t *shape);
 /* 0, 1, 2, ... in row-major order, of type dt (emily_iota on the CPU;
  * NULL, counted as a failure, when it fails). */
 emily_tensor *t_iota(emily_dtype dt, int rank, const int64_t *shape);
@@ -213,6 +217,21 @@ static inline size_t dispatch_ok(const char *name, const emily_value *out, const
         CHECK_OK(emily_dispatch(name, EMILY_CPU, out, args, nargs, mode, &r_)); \
         CHECK(r_.n == 1 && t_same_bytes(r_.tensors[0], want));                  \
         emily_dispatch_result_release(&r_);                                     \
+    } while (0)
+
+/* Dispatcher callback name on the CPU in RUN mode must fail with Nx's
+ * template error (EMILY_ERR_INTERNAL, "output 0 is ... but Nx expects
+ * ...": `message`) and leave no result. The tests of the callbacks that
+ * check the template before the work call it with operands or options
+ * whose result would be huge (2^40 elements): unchecked, the call fails
+ * allocating it ("out of memory", "too many elements") or runs for hours. */
+#define CHECK_TEMPLATE_FIRST(name, out, args, nargs, message)                                                     \
+    do {                                                                                                          \
+        emily_dispatch_result r_ = {0};                                                                           \
+        CHECK_ERR(emily_dispatch(name, EMILY_CPU, out, args, nargs, EMILY_DISPATCH_RUN, &r_), EMILY_ERR_INTERNAL, \
+                  message);                                                                                       \
+        CHECK(r_.n == 0);                                                                                         \
+        emily_dispatch_result_release(&r_);                                                                       \
     } while (0)
 
 /* A reference to graph value id (emily/graph.h). */

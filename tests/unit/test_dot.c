@@ -1439,6 +1439,18 @@ TEST(conv_group_sizes_of_zero_are_refused) {
     emily_tensor_release(k);
 }
 
+/* dot's shape is checked against Nx's template before the work: an
+ * outer product of a {2^20, 1} and a {1, 2^20} has 2^40 elements. */
+TEST(dot_checks_the_template_before_the_work) {
+    int64_t column[2] = {(int64_t)1 << 20, 1}, row[2] = {1, (int64_t)1 << 20}, two[1] = {2};
+    emily_tensor *a = t_zero_view(EMILY_F32, 2, column), *b = t_zero_view(EMILY_F32, 2, row);
+    emily_value ca = v_int(1), cb = v_int(0), none = v_list(NULL, 0);
+    emily_value args[6] = {v_tensor(a), v_list(&ca, 1), none, v_tensor(b), v_list(&cb, 1), none};
+    emily_value tmpl = v_tmpl(EMILY_F32, 1, two);
+    CHECK_TEMPLATE_FIRST("dot", &tmpl, args, 6, "dot: output 0 is f32{1048576, 1048576} but Nx expects f32{2}");
+    RELEASE(a, b);
+}
+
 RUN_TESTS("dot", CASE(matmul_f32_values), CASE(output_shape_batch_free_free),
           CASE(f64_and_c128_match_the_reference_bit_for_bit), CASE(exact_blocks_items_and_threads),
           CASE(f64_sums_in_order_without_fusing), CASE(complex_values_and_mixed_real),
@@ -1449,4 +1461,5 @@ RUN_TESTS("dot", CASE(matmul_f32_values), CASE(output_shape_batch_free_free),
           CASE(huge_broadcast_fails_cleanly), CASE(fast_blas_blocks_cover_the_product),
           CASE(fast_few_rows_are_fused_sums_in_order), CASE(dispatch_dot_callback), CASE(conv_matches_nx_definition),
           CASE(conv_values_and_types), CASE(conv_sums_channels_separately), CASE(conv_bad_arguments),
-          CASE(conv_group_sizes_of_zero_are_refused), CASE(cuda_matches_cpu), CASE(cuda_conv_matches_cpu))
+          CASE(conv_group_sizes_of_zero_are_refused), CASE(cuda_matches_cpu), CASE(cuda_conv_matches_cpu),
+          CASE(dot_checks_the_template_before_the_work))

@@ -334,8 +334,29 @@ TEST(fft_every_dtype) {
     emily_tensor_release(xd);
 }
 
+/* The FFTs' shapes are checked against Nx's template before the work:
+ * a :length of 2^40 on a {2} tensor (the largest length the op takes)
+ * asks for a 2^40-element result. */
+TEST(ffts_check_the_template_before_the_work) {
+    int64_t two[1] = {2}, two2[2] = {2, 2};
+    emily_tensor *t = t_zero_view(EMILY_F32, 1, two), *t2 = t_zero_view(EMILY_F32, 2, two2);
+    const char *keys[1] = {"length"}, *keys2[1] = {"lengths"};
+    emily_value len = v_int((int64_t)1 << 40), lens_items[2] = {v_int(2), v_int((int64_t)1 << 40)};
+    emily_value args[2] = {v_tensor(t), v_opts(keys, &len, 1)}, tmpl = v_tmpl(EMILY_C64, 1, two);
+    CHECK_TEMPLATE_FIRST("fft", &tmpl, args, 2, "fft: output 0 is c64{1099511627776} but Nx expects c64{2}");
+    CHECK_TEMPLATE_FIRST("rfft", &tmpl, args, 2, "rfft: output 0 is c64{549755813889} but Nx expects c64{2}");
+    emily_value rtmpl = v_tmpl(EMILY_F32, 1, two);
+    CHECK_TEMPLATE_FIRST("irfft", &rtmpl, args, 2, "irfft: output 0 is f32{1099511627776} but Nx expects f32{2}");
+    emily_value lens = v_list(lens_items, 2), args2[2] = {v_tensor(t2), v_opts(keys2, &lens, 1)};
+    emily_value tmpl2 = v_tmpl(EMILY_C64, 2, two2);
+    CHECK_TEMPLATE_FIRST("ifft2", &tmpl2, args2, 2,
+                         "ifft2: output 0 is c64{2, 1099511627776} but Nx expects c64{2, 2}");
+    RELEASE(t, t2);
+}
+
 RUN_TESTS("fft", CASE(fft_every_dtype), CASE(fft_small_known_values), CASE(fft_matches_naive_dft_many_lengths),
           CASE(fft_length_pads_and_truncates), CASE(fft_along_axes_and_views), CASE(fft_input_types),
           CASE(fft_eps_zeroes_small_components), CASE(fft_non_finite_values_propagate),
           CASE(fft_batches_match_single_lines), CASE(fft2_is_two_passes), CASE(rfft_and_irfft),
-          CASE(fft_zero_size_and_bad_input), CASE(fft_dispatch_callbacks))
+          CASE(fft_zero_size_and_bad_input), CASE(fft_dispatch_callbacks),
+          CASE(ffts_check_the_template_before_the_work))

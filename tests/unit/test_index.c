@@ -552,7 +552,24 @@ TEST(gather_over_every_axis_of_the_largest_rank) {
     free(axes);
 }
 
+/* take's and gather's shapes are checked against Nx's template before
+ * the work: each index picks a whole slice, so small operands give a
+ * huge result (take: 2^20 indices into rows of 2^20; gather: 2^40
+ * empty index tuples each picking the whole {2} tensor). */
+TEST(index_ops_check_the_template_before_the_work) {
+    const int64_t m = (int64_t)1 << 20;
+    int64_t rows[2] = {1, m}, n[1] = {m}, tuples[2] = {(int64_t)1 << 40, 0}, two[1] = {2};
+    emily_tensor *t = t_zero_view(EMILY_F32, 2, rows), *idx = t_zero_view(EMILY_S32, 1, n);
+    emily_tensor *small = t_zero_view(EMILY_F32, 1, two), *none = t_zero_view(EMILY_S32, 2, tuples);
+    emily_value tmpl = v_tmpl(EMILY_F32, 1, two);
+    emily_value args[3] = {v_tensor(t), v_tensor(idx), v_int(0)};
+    CHECK_TEMPLATE_FIRST("take", &tmpl, args, 3, "take: output 0 is f32{1048576, 1048576} but Nx expects f32{2}");
+    emily_value gargs[2] = {v_tensor(small), v_tensor(none)};
+    CHECK_TEMPLATE_FIRST("gather", &tmpl, gargs, 2, "gather: output 0 is f32{1099511627776, 2} but Nx expects f32{2}");
+    RELEASE(t, idx, small, none);
+}
+
 RUN_TESTS("index", CASE(take_every_axis_and_index_type), CASE(take_views_scalars_and_wide_elements), CASE(take_errors),
           CASE(take_along_axis_matches_definition), CASE(gather_axes), CASE(indexed_repeats_types_and_blocks),
           CASE(indexed_errors), CASE(out_of_bounds_messages_are_nx_text), CASE(callbacks),
-          CASE(gather_over_every_axis_of_the_largest_rank))
+          CASE(gather_over_every_axis_of_the_largest_rank), CASE(index_ops_check_the_template_before_the_work))

@@ -465,7 +465,24 @@ TEST(bad_arguments) {
     RELEASE(w, q, s, b, wi, wr1, wo, b16, si, x, xbad, xint, x0);
 }
 
+/* quantized_matmul's shape is checked against Nx's template before the
+ * work: with K = 0 the operands are all empty, yet 2^20 rows of x and
+ * 2^20 rows of weights ask for a {2^20, 2^20} result. */
+TEST(quantized_matmul_checks_the_template_before_the_work) {
+    int64_t rows0[2] = {(int64_t)1 << 20, 0}, two[1] = {2};
+    emily_tensor *x = t_zero_view(EMILY_F32, 2, rows0), *q = t_zero_view(EMILY_U8, 2, rows0),
+                 *s = t_zero_view(EMILY_F32, 2, rows0), *b = t_zero_view(EMILY_F32, 2, rows0);
+    const char *keys[2] = {"bits", "group_size"};
+    emily_value opts_items[2] = {v_int(4), v_int(32)};
+    emily_value args[5] = {v_tensor(x), v_tensor(q), v_tensor(s), v_tensor(b), v_opts(keys, opts_items, 2)};
+    emily_value tmpl = v_tmpl(EMILY_F32, 1, two);
+    CHECK_TEMPLATE_FIRST("quantized_matmul", &tmpl, args, 5,
+                         "quantized_matmul: output 0 is f32{1048576, 1048576} but Nx expects f32{2}");
+    RELEASE(x, q, s, b);
+}
+
 RUN_TESTS("quant", CASE(packed_layout_by_hand), CASE(codes_follow_the_formula), CASE(round_trip_bounds),
           CASE(zero_range_groups), CASE(matmul_every_width_and_group), CASE(matmul_types),
           CASE(matmul_tiles_and_threads), CASE(matmul_paths), CASE(matmul_infinite_bias_in_partial_chunk),
-          CASE(matmul_views_and_empty), CASE(dispatcher_callbacks), CASE(bad_arguments))
+          CASE(matmul_views_and_empty), CASE(dispatcher_callbacks), CASE(bad_arguments),
+          CASE(quantized_matmul_checks_the_template_before_the_work))

@@ -569,6 +569,19 @@ TEST(runs_in_a_graph) {
     RELEASE(q, k, v, want, res[0]);
 }
 
+/* sdpa's shape is checked against Nx's template before the work: a q of
+ * 2^20 queries and a v of 2^20 values a head give {1, 1, 2^20, 2^20}. */
+TEST(sdpa_checks_the_template_before_the_work) {
+    int64_t qs[4] = {1, 1, (int64_t)1 << 20, 1}, ks[4] = {1, 1, 1, 1}, vs[4] = {1, 1, 1, (int64_t)1 << 20},
+            two[1] = {2};
+    emily_tensor *q = t_zero_view(EMILY_F32, 4, qs), *k = t_zero_view(EMILY_F32, 4, ks),
+                 *v = t_zero_view(EMILY_F32, 4, vs);
+    emily_value args[3] = {v_tensor(q), v_tensor(k), v_tensor(v)}, tmpl = v_tmpl(EMILY_F32, 1, two);
+    CHECK_TEMPLATE_FIRST("sdpa", &tmpl, args, 3, "sdpa: output 0 is f32{1, 1, 1048576, 1048576} but Nx expects f32{2}");
+    RELEASE(q, k, v);
+}
+
 RUN_TESTS("sdpa", CASE(two_keys_by_hand), CASE(types_and_sizes), CASE(causal), CASE(grouped_query_heads), CASE(masks),
           CASE(sinks), CASE(fully_masked_rows_are_zero), CASE(empty_shapes), CASE(edge_values), CASE(views_as_inputs),
-          CASE(heads_do_not_depend_on_the_batch), CASE(bad_arguments), CASE(dispatch_callback), CASE(runs_in_a_graph))
+          CASE(heads_do_not_depend_on_the_batch), CASE(bad_arguments), CASE(dispatch_callback), CASE(runs_in_a_graph),
+          CASE(sdpa_checks_the_template_before_the_work))

@@ -227,6 +227,19 @@ TEST(all_dtype_combinations) {
     CHECK(bad == 0);
 }
 
+/* select's shape is checked against Nx's template before the work: a
+ * scalar predicate lets two small branches broadcast to a huge result
+ * (here {2^20, 1} and {1, 2^20}: 2^40 elements). */
+TEST(select_checks_the_template_before_the_work) {
+    int64_t column[2] = {(int64_t)1 << 20, 1}, row[2] = {1, (int64_t)1 << 20}, two[1] = {2};
+    emily_tensor *p = SCALAR(EMILY_U8, uint8_t, 1), *t = t_zero_view(EMILY_F32, 2, column),
+                 *f = t_zero_view(EMILY_F32, 2, row);
+    emily_value args[3] = {v_tensor(p), v_tensor(t), v_tensor(f)}, tmpl = v_tmpl(EMILY_F32, 1, two);
+    CHECK_TEMPLATE_FIRST("select", &tmpl, args, 3, "select: output 0 is f32{1048576, 1048576} but Nx expects f32{2}");
+    RELEASE(p, t, f);
+}
+
 RUN_TESTS("select", CASE(select_predicates_of_every_kind), CASE(select_types_and_broadcasting),
           CASE(select_of_128_bit_elements_and_views), CASE(select_large_threaded), CASE(select_zero_size),
-          CASE(select_errors), CASE(clip_like_nx), CASE(clip_errors), CASE(all_dtype_combinations))
+          CASE(select_errors), CASE(clip_like_nx), CASE(clip_errors), CASE(all_dtype_combinations),
+          CASE(select_checks_the_template_before_the_work))

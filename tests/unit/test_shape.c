@@ -433,8 +433,19 @@ TEST(copies_keep_bits) {
     RELEASE(rv, ti, c, tt, m, t);
 }
 
+/* pad's shape is checked against Nx's template before the work: a
+ * padding of 2^40 on a {2} tensor asks for 2^40 + 2 elements. */
+TEST(pad_checks_the_template_before_the_work) {
+    int64_t two[1] = {2};
+    emily_tensor *t = t_zero_view(EMILY_F32, 1, two), *v = SCALAR(EMILY_F32, float, 0);
+    emily_value cfg_items[3] = {v_int(0), v_int((int64_t)1 << 40), v_int(0)}, cfg = v_list(cfg_items, 3);
+    emily_value args[3] = {v_tensor(t), v_tensor(v), v_list(&cfg, 1)}, tmpl = v_tmpl(EMILY_F32, 1, two);
+    CHECK_TEMPLATE_FIRST("pad", &tmpl, args, 3, "pad: output 0 is f32{1099511627778} but Nx expects f32{2}");
+    RELEASE(t, v);
+}
+
 RUN_TESTS("shape", CASE(reshape_is_a_view_when_possible), CASE(reshape_scalars_and_empty), CASE(reshape_errors),
           CASE(squeeze_axes), CASE(broadcast_views), CASE(transpose_views), CASE(transpose_copy_large),
           CASE(reverse_views), CASE(slice_clamps_and_strides), CASE(pad_edges_interior_negative),
           CASE(pad_types_and_views), CASE(concatenate_and_stack), CASE(put_slice_clamps), CASE(write_slice_in_place),
-          CASE(copies_keep_bits))
+          CASE(copies_keep_bits), CASE(pad_checks_the_template_before_the_work))

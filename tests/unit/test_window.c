@@ -263,5 +263,30 @@ TEST(bad_input) {
     RELEASE(vec, src, init, c, t);
 }
 
+/* The window callbacks check their shape against Nx's template before
+ * the work: a padding of 2^40 gives window_sum 2^40 + 2 positions, and a
+ * window of 2^40 elements (all but one of them padding) makes
+ * window_scatter_max plan 2^40 offsets for its one position, whose
+ * result is the input's {1}. */
+TEST(windows_check_the_template_before_the_work) {
+    const int64_t big = (int64_t)1 << 40;
+    int64_t one[1] = {1}, two[1] = {2};
+    emily_tensor *t = t_zero_view(EMILY_F32, 1, two), *x = t_zero_view(EMILY_F32, 1, one),
+                 *init = SCALAR(EMILY_F32, float, 0);
+    const char *keys[2] = {"padding", "strides"};
+    emily_value pad_items[2] = {v_int(0), v_int(big)}, pad = v_list(pad_items, 2);
+    emily_value window = v_int(1), opts_items[2] = {v_list(&pad, 1), v_list(&window, 1)};
+    emily_value args[3] = {v_tensor(t), v_list(&window, 1), v_opts(keys, opts_items, 2)};
+    emily_value tmpl = v_tmpl(EMILY_F32, 1, two);
+    CHECK_TEMPLATE_FIRST("window_sum", &tmpl, args, 3,
+                         "window_sum: output 0 is f32{1099511627778} but Nx expects f32{2}");
+    emily_value spad_items[2] = {v_int(0), v_int(big - 1)}, spad = v_list(spad_items, 2), swin = v_int(big);
+    emily_value sopts_items[2] = {v_list(&spad, 1), v_list(&swin, 1)};
+    emily_value sargs[5] = {v_tensor(x), v_tensor(x), v_tensor(init), v_list(&swin, 1), v_opts(keys, sopts_items, 2)};
+    CHECK_TEMPLATE_FIRST("window_scatter_max", &tmpl, sargs, 5,
+                         "window_scatter_max: output 0 is f32{1} but Nx expects f32{2}");
+    RELEASE(t, x, init);
+}
+
 RUN_TESTS("window", CASE(reductions_match_reference), CASE(strided_input), CASE(edge_values), CASE(scatter_selection),
-          CASE(bad_input))
+          CASE(bad_input), CASE(windows_check_the_template_before_the_work))
