@@ -220,6 +220,15 @@ static void drop_extra(void) {
     }
 }
 
+/* The end of a case of one input: its input, its output (*out back to
+ * NULL for the next case) and the op's extra outputs released. */
+static void end_case(emily_tensor *in, emily_tensor **out) {
+    drop_extra();
+    emily_tensor_release(*out);
+    *out = NULL;
+    emily_tensor_release(in);
+}
+
 /* The first prod(shape) elements of a rank-1 tensor, as that shape. */
 static emily_tensor *prefix(emily_tensor *flat, int rank, const int64_t *shape) {
     int64_t n = 1, start[1] = {0}, step[1] = {1};
@@ -726,9 +735,7 @@ static void bench_linalg(int quick, emily_tensor *a, const float *ha, emily_tens
                    "checked: (l l^T)_ij at 64 entries, upper triangle zero");
             free(l);
         }
-        emily_tensor_release(out);
-        out = NULL;
-        emily_tensor_release(in);
+        end_case(in, &out);
         free(s);
     }
 
@@ -755,10 +762,7 @@ static void bench_linalg(int quick, emily_tensor *a, const float *ha, emily_tens
             free(q);
             free(r);
         }
-        drop_extra();
-        emily_tensor_release(out);
-        out = NULL;
-        emily_tensor_release(in);
+        end_case(in, &out);
     }
 
     /* svd (thin) */
@@ -786,10 +790,7 @@ static void bench_linalg(int quick, emily_tensor *a, const float *ha, emily_tens
             free(s);
             free(vt);
         }
-        drop_extra();
-        emily_tensor_release(out);
-        out = NULL;
-        emily_tensor_release(in);
+        end_case(in, &out);
     }
     runs = saved_runs;
 
