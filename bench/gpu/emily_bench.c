@@ -220,6 +220,19 @@ static void drop_extra(void) {
     }
 }
 
+static void release_all(int n, emily_tensor **ts) {
+    for (int i = 0; i < n; i++) emily_tensor_release(ts[i]);
+}
+
+/* The end of a case of one input: its input, its output (*out back to
+ * NULL for the next case) and the op's extra outputs released. */
+static void end_case(emily_tensor *in, emily_tensor **out) {
+    drop_extra();
+    emily_tensor_release(*out);
+    *out = NULL;
+    emily_tensor_release(in);
+}
+
 /* The first prod(shape) elements of a rank-1 tensor, as that shape. */
 static emily_tensor *prefix(emily_tensor *flat, int rank, const int64_t *shape) {
     int64_t n = 1, start[1] = {0}, step[1] = {1};
@@ -417,8 +430,7 @@ static void bench_take(int quick) {
     }
 done:
     emily_tensor_release(out);
-    emily_tensor_release(in[0]);
-    emily_tensor_release(in[1]);
+    release_all(2, in);
     free(table);
     free(idx);
 }
@@ -458,7 +470,7 @@ static void bench_indexed_add(int quick, emily_tensor *a, const float *ha) {
     }
 done:
     emily_tensor_release(out);
-    for (int i = 0; i < 3; i++) emily_tensor_release(in[i]);
+    release_all(3, in);
     free(idx);
     free(acc);
 }
@@ -630,8 +642,7 @@ static void bench_conv2d(int quick, emily_tensor *a, const float *ha, emily_tens
     }
 done:
     emily_tensor_release(out);
-    emily_tensor_release(in[0]);
-    emily_tensor_release(in[1]);
+    release_all(2, in);
     emily_tensor_release(xf);
     emily_tensor_release(wf);
 }
@@ -690,8 +701,7 @@ static void bench_linalg(int quick, emily_tensor *a, const float *ha, emily_tens
         }
         emily_tensor_release(out);
         out = NULL;
-        emily_tensor_release(in[0]);
-        emily_tensor_release(in[1]);
+        release_all(2, in);
     }
 
     /* cholesky: (r + r^T) / 2 + n I, symmetric positive definite */
@@ -726,9 +736,7 @@ static void bench_linalg(int quick, emily_tensor *a, const float *ha, emily_tens
                    "checked: (l l^T)_ij at 64 entries, upper triangle zero");
             free(l);
         }
-        emily_tensor_release(out);
-        out = NULL;
-        emily_tensor_release(in);
+        end_case(in, &out);
         free(s);
     }
 
@@ -755,10 +763,7 @@ static void bench_linalg(int quick, emily_tensor *a, const float *ha, emily_tens
             free(q);
             free(r);
         }
-        drop_extra();
-        emily_tensor_release(out);
-        out = NULL;
-        emily_tensor_release(in);
+        end_case(in, &out);
     }
 
     /* svd (thin) */
@@ -786,10 +791,7 @@ static void bench_linalg(int quick, emily_tensor *a, const float *ha, emily_tens
             free(s);
             free(vt);
         }
-        drop_extra();
-        emily_tensor_release(out);
-        out = NULL;
-        emily_tensor_release(in);
+        end_case(in, &out);
     }
     runs = saved_runs;
 
@@ -812,8 +814,7 @@ static void bench_linalg(int quick, emily_tensor *a, const float *ha, emily_tens
             free(x);
         }
         emily_tensor_release(out);
-        emily_tensor_release(in[0]);
-        emily_tensor_release(in[1]);
+        release_all(2, in);
         free(ma);
     }
 }
@@ -1000,15 +1001,20 @@ static emily_status op_dot_fp8(emily_tensor *const *in, emily_tensor **out, cons
  * dot of the same size is the matmul_bf16 row. Probes against the sum in
  * double of the e4m3 products: f32 accumulation of M terms (and one bf16
  * rounding for the bf16 output). */
+/* a and b converted to t, in xy; false (both NULL, the failure reported
+ * as `what`) when either conversion fails. */
+static bool pair_as_type(emily_tensor *a, emily_tensor *b, emily_dtype t, const char *what, emily_tensor *xy[2]) {
+    xy[0] = xy[1] = NULL;
+    if (!emily_as_type(a, t, &xy[0]) && !emily_as_type(b, t, &xy[1])) return true;
+    fail(what);
+    release_all(2, xy);
+    xy[0] = xy[1] = NULL;
+    return false;
+}
+
 static void bench_fp8(int64_t M, emily_tensor *ma, emily_tensor *mb, const float *ha, const float *hb) {
-    emily_tensor *x = NULL, *y = NULL, *out = NULL;
-    if (emily_as_type(ma, EMILY_F8_E4M3FN, &x) || emily_as_type(mb, EMILY_F8_E4M3FN, &y)) {
-        fail("fp8 inputs");
-        emily_tensor_release(x);
-        emily_tensor_release(y);
-        return;
-    }
-    emily_tensor *xy[2] = {x, y};
+    emily_tensor *xy[2], *out = NULL;
+    if (!pair_as_type(ma, mb, EMILY_F8_E4M3FN, "fp8 inputs", xy)) return;
     const fp8_arg args[3] = {{EMILY_F32, 1}, {EMILY_BF16, 1}, {EMILY_BF16, 0}};
     const char *suffix[3] = {"f32", "bf16", "bf16_b_kn"};
     for (int v = 0; v < 3; v++) {
@@ -1038,8 +1044,7 @@ static void bench_fp8(int64_t M, emily_tensor *ma, emily_tensor *mb, const float
         emily_tensor_release(out);
         out = NULL;
     }
-    emily_tensor_release(x);
-    emily_tensor_release(y);
+    release_all(2, xy);
 }
 
 int main(int argc, char **argv) {
@@ -1135,14 +1140,8 @@ int main(int argc, char **argv) {
         int saved_runs = runs;
         if (P == EMILY_DOT_PRECISION_HIGHEST && runs > 5) runs = 5;
         for (int k = 0; k < 3; k++) {
-            emily_tensor *x = NULL, *y = NULL;
-            if (emily_as_type(ma, types[k], &x) || emily_as_type(mb, types[k], &y)) {
-                fail("as_type");
-                emily_tensor_release(x);
-                emily_tensor_release(y);
-                continue;
-            }
-            emily_tensor *xy[2] = {x, y};
+            emily_tensor *xy[2];
+            if (!pair_as_type(ma, mb, types[k], "as_type", xy)) continue;
             snprintf(name, sizeof name, "matmul_%s_%lld%s", emily_dtype_name(types[k]), (long long)M,
                      P == EMILY_DOT_PRECISION_FAST ? "" : "_highest");
             row = name;
@@ -1167,8 +1166,7 @@ int main(int argc, char **argv) {
                                                         : "f32 accumulation");
             }
             emily_tensor_release(out);
-            emily_tensor_release(x);
-            emily_tensor_release(y);
+            release_all(2, xy);
         }
         runs = saved_runs;
     }

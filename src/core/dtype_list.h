@@ -68,6 +68,11 @@
     X(C128, c128, emily_c128, F64, f64, double, __VA_ARGS__)
 /* clang-format on */
 
+/* Whether the dtype value t is in a list, by its _WITH form:
+ * EMI_DTYPE_IN(EMI_DTYPES_HALF_WITH, t) is nonzero for f16 and bf16. */
+#define EMI_DTYPE_IN_(ENUM, sfx, T, t) || (t) == EMILY_##ENUM
+#define EMI_DTYPE_IN(LIST_WITH, t) (0 LIST_WITH(EMI_DTYPE_IN_, t))
+
 /* Ready-made expansions for the most common dispatch: inside a
  * `switch (dtype)`, `EMI_DTYPES_REAL(EMI_CASE_RETURN_FN)` with
  * `#define EMI_FN_PREFIX sum_` before it returns sum_f32 for EMILY_F32,

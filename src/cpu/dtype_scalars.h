@@ -6,11 +6,8 @@
  * between types through these helpers, named by suffix, so that no kernel
  * spells out a type:
  *
- *   EMI_WIDTH(sfx)        the bits of a real type (8 to 64);
- *   EMI_BITS(sfx)         the unsigned integer of that width: bit
- *                         patterns (sort keys), wrapping integer sums;
- *   EMI_INF_BITS(sfx)     a float type's +infinity pattern (NaN tests on
- *                         bits: a larger magnitude is a NaN);
+ *   EMI_WIDTH(sfx), EMI_BITS(sfx), EMI_INF_BITS(sfx)  core/dtype_bits.h's
+ *                         width, bit-pattern type and +infinity pattern;
  *   EMI_ELEMENT_SIZES(X)  every element size in bytes, with a type of
  *                         that size (moves of bits: copies, gathers);
  *   emi_to_f64_<sfx>(x)   one element as a double, as Nx.BinaryBackend
@@ -27,35 +24,16 @@
  *                         as the reference writes an intermediate tensor.
  *
  * Adding a dtype: its entry in dtype_list.h, its rules in
- * scalar_convert.h, and here its width (real types) and infinity (float
- * types); the static assertions below fail until those exist. */
+ * scalar_convert.h, and its width (real types) and infinity (float
+ * types) in core/dtype_bits.h; the static assertions below fail until
+ * those exist. */
 #ifndef EMILY_CPU_DTYPE_SCALARS_H
 #define EMILY_CPU_DTYPE_SCALARS_H
 
 #include <stdint.h>
+#include "core/dtype_bits.h"
 #include "core/dtype_list.h"
 #include "core/scalar_convert.h"
-
-#define EMI_WIDTH_u8 8
-#define EMI_WIDTH_u16 16
-#define EMI_WIDTH_u32 32
-#define EMI_WIDTH_u64 64
-#define EMI_WIDTH_s8 8
-#define EMI_WIDTH_s16 16
-#define EMI_WIDTH_s32 32
-#define EMI_WIDTH_s64 64
-#define EMI_WIDTH_f16 16
-#define EMI_WIDTH_bf16 16
-#define EMI_WIDTH_f32 32
-#define EMI_WIDTH_f64 64
-#define EMI_WIDTH(sfx) EMI_PASTE(EMI_WIDTH_, sfx)
-#define EMI_BITS(sfx) EMI_PASTE(EMI_PASTE(uint, EMI_WIDTH(sfx)), _t)
-
-#define EMI_INF_BITS_f16 0x7c00u
-#define EMI_INF_BITS_bf16 0x7f80u
-#define EMI_INF_BITS_f32 0x7f800000u
-#define EMI_INF_BITS_f64 0x7ff0000000000000ull
-#define EMI_INF_BITS(sfx) EMI_PASTE(EMI_INF_BITS_, sfx)
 
 #define EMI_CHECK_WIDTH_(ENUM, sfx, T) \
     _Static_assert(sizeof(EMI_BITS(sfx)) == sizeof(T), "EMI_WIDTH_" #sfx " is not " #T "'s width");

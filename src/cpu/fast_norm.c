@@ -18,6 +18,7 @@
 #include <string.h>
 #include "core/norm_rules.h"
 #include "cpu/dtype_scalars.h"
+#include "cpu/half_rows.h"
 #include "cpu/kernels.h"
 #include "cpu/parallel.h"
 #include "cpu/strided.h"
@@ -121,10 +122,11 @@ LN_OUT(ln_out_dd, double, double)
 RMS_OUT(rms_out_ff, float, float, AS_IS)
 RMS_OUT(rms_out_fd, float, double, AS_IS)
 RMS_OUT(rms_out_dd, double, double, AS_IS)
-RMS_OUT(rms_out_ff_f16, float, float, emi_round_f16)
-RMS_OUT(rms_out_fd_f16, float, double, emi_round_f16)
-RMS_OUT(rms_out_ff_bf16, float, float, emi_round_bf16)
-RMS_OUT(rms_out_fd_bf16, float, double, emi_round_bf16)
+#define RMS_OUT_HALF_(E, sfx, T)                             \
+    RMS_OUT(rms_out_ff_##sfx, float, float, emi_round_##sfx) \
+    RMS_OUT(rms_out_fd_##sfx, float, double, emi_round_##sfx)
+EMI_DTYPES_HALF(RMS_OUT_HALF_)
+#undef RMS_OUT_HALF_
 #undef AS_IS
 #undef RMS_OUT
 
@@ -144,24 +146,13 @@ typedef struct norm_job {
 /* Row x (xt) as W values: the row itself for f32/f64, else widened into
  * wide. */
 static const void *wide_row(const norm_job *j, const char *x, float *wide) {
-    switch (j->xt) {
-    case EMILY_F16:
-        for (int64_t k = 0; k < j->n; k++) wide[k] = (float)emi_to_f64_f16(((const uint16_t *)x)[k]);
-        return wide;
-    case EMILY_BF16:
-        for (int64_t k = 0; k < j->n; k++) wide[k] = (float)emi_to_f64_bf16(((const uint16_t *)x)[k]);
-        return wide;
-    default: return x;
-    }
+    return emi_half_row_to_f32(j->xt, (const uint16_t *)x, wide, j->n) ? (const void *)wide : x;
 }
 
 /* The f32 affine row ya written as the output type (f16/bf16/f32). */
 static void store_row(emily_dtype ot, const float *ya, char *y, int64_t n) {
-    if (ot == EMILY_F16)
-        for (int64_t k = 0; k < n; k++) ((uint16_t *)y)[k] = emi_from_f64_f16((double)ya[k]);
-    else if (ot == EMILY_BF16)
-        for (int64_t k = 0; k < n; k++) ((uint16_t *)y)[k] = emi_from_f64_bf16((double)ya[k]);
-    else if ((const char *)ya != y) memcpy(y, ya, (size_t)n * sizeof(float));
+    if (!emi_half_row_from_f32(ot, ya, (uint16_t *)y, n) && (const char *)ya != y)
+        memcpy(y, ya, (size_t)n * sizeof(float));
 }
 
 /* One row of x (W = f32: x is f16, bf16 or f32) into y. */
@@ -171,16 +162,21 @@ static void row_f32(const norm_job *j, const float *x, float *ya, char *y) {
     bool wide_out = j->ot == EMILY_F64;
     if (j->rms) {
         float ms = emi_norm_mean_f32(sum_squares_f32(x, n), n), r = emi_rms_norm_r_f32(ms, e);
-        if (wide_out) {
-            double *yd = (double *)y;
-            if (j->xt == EMILY_F16) rms_out_fd_f16(x, n, r, j->g, yd);
-            else if (j->xt == EMILY_BF16) rms_out_fd_bf16(x, n, r, j->g, yd);
-            else rms_out_fd(x, n, r, j->g, yd);
-            return;
+        /* z rounds to x's type when that is a half type */
+        switch (j->xt) {
+#define RMS_ROW_HALF_(E, sfx, T)                                    \
+    case EMILY_##E:                                                 \
+        if (wide_out) rms_out_fd_##sfx(x, n, r, j->g, (double *)y); \
+        else rms_out_ff_##sfx(x, n, r, j->g, ya);                   \
+        break;
+            EMI_DTYPES_HALF(RMS_ROW_HALF_)
+#undef RMS_ROW_HALF_
+        default:
+            if (wide_out) rms_out_fd(x, n, r, j->g, (double *)y);
+            else rms_out_ff(x, n, r, j->g, ya);
+            break;
         }
-        if (j->xt == EMILY_F16) rms_out_ff_f16(x, n, r, j->g, ya);
-        else if (j->xt == EMILY_BF16) rms_out_ff_bf16(x, n, r, j->g, ya);
-        else rms_out_ff(x, n, r, j->g, ya);
+        if (wide_out) return;
     } else {
         float m = emi_norm_mean_f32(sum_f32(x, n), n);
         float var = emi_norm_mean_f32(sum_centred_squares_f32(x, n, m), n), r = emi_layer_norm_r_f32(var, e);

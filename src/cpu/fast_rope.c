@@ -10,6 +10,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include "core/dtype_list.h"
 #include "core/rope_rules.h"
 #include "cpu/kernels.h"
 #include "cpu/parallel.h"
@@ -38,7 +39,7 @@ static void token_cos_sin(const emily_rope_params *p, const float *inv, int64_t 
 
 /* One head's row of D elements of storage type T: pairs rotated, the
  * rest copied. */
-#define ROPE_ROW_(E, sfx, T, C)                                                                     \
+#define ROPE_ROW_(E, sfx, T)                                                                        \
     static void row_##sfx(const emily_rope_params *p, const float *cs, const T *x, T *y) {          \
         int64_t h = p->dims / 2;                                                                    \
         for (int64_t i = 0; i < h; i++) {                                                           \
@@ -50,10 +51,7 @@ static void token_cos_sin(const emily_rope_params *p, const float *inv, int64_t 
         }                                                                                           \
         if (p->D > p->dims) memcpy(y + p->dims, x + p->dims, (size_t)(p->D - p->dims) * sizeof(T)); \
     }
-ROPE_ROW_(F16, f16, uint16_t, float)
-ROPE_ROW_(BF16, bf16, uint16_t, float)
-ROPE_ROW_(F32, f32, float, float)
-ROPE_ROW_(F64, f64, double, double)
+EMI_DTYPES_FLOAT(ROPE_ROW_)
 #undef ROPE_ROW_
 
 static void head_rows(const rope_job *j, const float *cs, int64_t token) {
@@ -63,11 +61,13 @@ static void head_rows(const rope_job *j, const float *cs, int64_t token) {
         size_t off = (size_t)((token * p->H + hd) * p->D) * es;
         const void *x = j->x + off;
         void *y = j->y + off;
+        /* x is a real float: emily_rope checks it */
         switch (j->t) {
-        case EMILY_F16: row_f16(p, cs, x, y); break;
-        case EMILY_BF16: row_bf16(p, cs, x, y); break;
-        case EMILY_F32: row_f32(p, cs, x, y); break;
-        default: row_f64(p, cs, x, y); break;
+#define ROPE_CASE_(E, sfx, T) \
+    case EMILY_##E: row_##sfx(p, cs, x, y); break;
+            EMI_DTYPES_FLOAT(ROPE_CASE_)
+#undef ROPE_CASE_
+        default: break;
         }
     }
 }

@@ -14,6 +14,7 @@
 #include <stdatomic.h>
 #include <math.h>
 #include "core/binary_kernels.h"
+#include "core/dtype_list.h"
 #include "core/norm_rules.h"
 #include "core/softmax_types.h"
 #include "core/unary_kernels.h"
@@ -46,18 +47,15 @@ static void exp_row(const softmax_job *j, char *y, int64_t n) {
         return;
     }
     switch (j->t) {
-    case EMILY_F16:
-        for (int64_t k = 0; k < n; k++) {
-            uint16_t v = ((uint16_t *)y)[k];
-            ((uint16_t *)y)[k] = EMI_UNARY_HALF(EXP, exp, f16, v);
-        }
+#define EXP_HALF_(E, sfx, T)                                \
+    case EMILY_##E:                                         \
+        for (int64_t k = 0; k < n; k++) {                   \
+            T v = ((T *)y)[k];                              \
+            ((T *)y)[k] = EMI_UNARY_HALF(EXP, exp, sfx, v); \
+        }                                                   \
         break;
-    case EMILY_BF16:
-        for (int64_t k = 0; k < n; k++) {
-            uint16_t v = ((uint16_t *)y)[k];
-            ((uint16_t *)y)[k] = EMI_UNARY_HALF(EXP, exp, bf16, v);
-        }
-        break;
+        EMI_DTYPES_HALF(EXP_HALF_)
+#undef EXP_HALF_
     case EMILY_F32:
         for (int64_t k = 0; k < n; k++) ((float *)y)[k] = (float)EMI_UNARY_REAL(EXP, exp, (double)((float *)y)[k]);
         break;
@@ -116,11 +114,13 @@ static void rows(void *ctx, int64_t r0, int64_t r1) {
     for (int64_t i = r0; i < r1; i++) {
         const char *x = j->x + (size_t)(i * j->n) * es;
         char *y = j->y + (size_t)(i * j->n) * es;
+        /* j->t is one of the list's: emi_cpu_softmax checks it */
         switch (j->t) {
-        case EMILY_F16: row_f16(j, (const uint16_t *)x, (uint16_t *)y); break;
-        case EMILY_BF16: row_bf16(j, (const uint16_t *)x, (uint16_t *)y); break;
-        case EMILY_F32: row_f32(j, (const float *)x, (float *)y); break;
-        default: row_f64(j, (const double *)x, (double *)y); break;
+#define ROW_CASE_(E, sfx, T, C, SUM_ST) \
+    case EMILY_##E: row_##sfx(j, (const T *)x, (T *)y); break;
+            EMI_SOFTMAX_TYPES(ROW_CASE_)
+#undef ROW_CASE_
+        default: break;
         }
     }
 }

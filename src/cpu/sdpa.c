@@ -22,6 +22,7 @@
 #include <string.h>
 #include <cblas.h>
 #include "cpu/dtype_scalars.h"
+#include "cpu/half_rows.h"
 #include "cpu/kernels.h"
 #include "cpu/parallel.h"
 #include "cpu/unary_simd.h"
@@ -47,23 +48,7 @@ typedef struct sdpa_job {
 
 /* One output row (Dv values in W) written as T by Nx's rules. */
 static void store_f32(emily_dtype t, const float *o, char *dst, int64_t n) {
-    switch (t) {
-    case EMILY_F16:
-        for (int64_t d = 0; d < n; d++) ((uint16_t *)dst)[d] = emi_from_f64_f16((double)o[d]);
-        break;
-    case EMILY_BF16:
-        for (int64_t d = 0; d < n; d++) ((uint16_t *)dst)[d] = emi_from_f64_bf16((double)o[d]);
-        break;
-    default: memcpy(dst, o, (size_t)n * sizeof(float)); break;
-    }
-}
-
-/* A probability in W rounded to T and read back (the composed form's
- * as_type before the dot with v). */
-static float round_p_f32(emily_dtype t, float p) {
-    if (t == EMILY_F16) return (float)emi_round_f16((double)p);
-    if (t == EMILY_BF16) return (float)emi_round_bf16((double)p);
-    return p;
+    if (!emi_half_row_from_f32(t, o, (uint16_t *)dst, n)) memcpy(dst, o, (size_t)n * sizeof(float));
 }
 
 /* exp of n values in place: f32 by the engine's SIMD exp when this CPU
@@ -86,7 +71,7 @@ static void exp_f64(const sdpa_job *j, double *x, int64_t n) {
 #define W float
 #define SFX f32
 #define GEMM cblas_sgemm
-#define ROUND_P(t, x) round_p_f32(t, x)
+#define ROUND_P(t, x) emi_half_round_f32(t, x)
 #define STORE(t, o, dst, n) store_f32(t, o, dst, n)
 #define EXP_ROW(j, x, n) exp_f32(j, x, n)
 #include "cpu/sdpa_body.h"
@@ -109,10 +94,7 @@ typedef struct widen_job {
 
 static void widen_range(void *ctx, int64_t lo, int64_t hi) {
     const widen_job *w = ctx;
-    if (w->t == EMILY_BF16)
-        for (int64_t i = lo; i < hi; i++) w->dst[i] = emily_sc_bf16_to_f32(w->src[i]);
-    else
-        for (int64_t i = lo; i < hi; i++) w->dst[i] = emily_sc_f16_to_f32(w->src[i]);
+    emi_half_row_to_f32(w->t, w->src + lo, w->dst + lo, hi - lo);
 }
 
 /* t's elements as f32 (exact), in a new buffer (NULL: out of memory; an
@@ -152,8 +134,7 @@ emily_status emi_cpu_sdpa(emily_tensor *dst, const emily_tensor *q, const emily_
     j.blocks = (p->Sq + j.rows - 1) / j.rows;
 
     float *wide[3] = {NULL, NULL, NULL};
-    bool half = q->dtype == EMILY_F16 || q->dtype == EMILY_BF16;
-    if (half) {
+    if (EMI_DTYPE_IN(EMI_DTYPES_HALF_WITH, q->dtype)) {
         const emily_tensor *in[3] = {q, k, v};
         for (int i = 0; i < 3; i++)
             if (!(wide[i] = widened(in[i]))) {

@@ -44,6 +44,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <cudnn.h>
+#include "cuda/data_types.h"
 #include "cuda/kernels.h"
 #include "emily/emily.h"
 
@@ -171,11 +172,17 @@ static emily_status packed_operand(const emily_tensor *t, bool channels_last, em
 
 /* ---- cuDNN -------------------------------------------------------------- */
 
+/* cuDNN's type of the operands: f32 and the half types (f64 is left to
+ * the dots). */
 static bool cudnn_type(emily_dtype t, cudnnDataType_t *out) {
     switch (t) {
-    case EMILY_F32: *out = CUDNN_DATA_FLOAT; return true;
-    case EMILY_F16: *out = CUDNN_DATA_HALF; return true;
-    case EMILY_BF16: *out = CUDNN_DATA_BFLOAT16; return true;
+// clang-format off
+#define CUDNN_CASE_(E, sfx, T) \
+    case EMILY_##E: *out = EMI_CUDNN_DATA(sfx); return true;
+        // clang-format on
+        CUDNN_CASE_(F32, f32, float)
+        EMI_DTYPES_HALF(CUDNN_CASE_)
+#undef CUDNN_CASE_
     default: return false;
     }
 }

@@ -23,6 +23,7 @@
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>
 #include <cublas_v2.h>
+#include "cuda/data_types.h"
 #include "cuda/dtype_dispatch.cuh"
 #include "cuda/fault.h"
 #include "core/kernels.h"
@@ -448,6 +449,13 @@ cudaDataType_t data_type(CT ct) {
     }
 }
 
+// cuBLAS's type of a half operand kept in its own type.
+cudaDataType_t own_type(emily_dtype t) {
+    cudaDataType_t r = CUDA_R_32F;
+    emi_cuda_data_type(t, &r);
+    return r;
+}
+
 // In place when cuBLAS can read the operand as it is (its dtype is the
 // compute type, or f16/bf16 for an f32 FAST product), else packed (f16/bf16
 // of an f32 FAST product in their own type).
@@ -458,7 +466,7 @@ emily_status prepare(Gemm &g, const emily_tensor *t, CT ct, bool half_ok, Operan
         fits_int(op->lay.ld)) {
         op->ptr = (const char *)t->buffer->data + (size_t)t->offset * emily_dtype_size(t->dtype);
         op->batch_stride = t->strides[0];
-        op->type = same ? data_type(ct) : t->dtype == EMILY_F16 ? CUDA_R_16F : CUDA_R_16BF;
+        op->type = same ? data_type(ct) : own_type(t->dtype);
         return EMILY_OK;
     }
     // a half operand cuBLAS cannot read in place is packed in its own type
@@ -470,7 +478,7 @@ emily_status prepare(Gemm &g, const emily_tensor *t, CT ct, bool half_ok, Operan
     op->batch_stride = t->shape[1] * t->shape[2];
     op->lay.column_major = false;
     op->lay.ld = t->shape[2] > 1 ? t->shape[2] : 1;
-    op->type = !half ? data_type(ct) : t->dtype == EMILY_F16 ? CUDA_R_16F : CUDA_R_16BF;
+    op->type = !half ? data_type(ct) : own_type(t->dtype);
     return EMILY_OK;
 }
 

@@ -39,6 +39,7 @@
 #include <cuda_runtime.h>
 #include <cublasLt.h>
 #include "cuda/cuda_context.h"
+#include "cuda/data_types.h"
 #include "cuda/dot_fp8.h"
 #include "core/kernels.h"
 
@@ -120,9 +121,14 @@ emily_status lt_handle(int device, cublasLtHandle_t *h, bool *capable) {
 cudaDataType_t lt_type(emily_dtype t) {
     switch (t) {
     case EMILY_F8_E4M3FN: return CUDA_R_8F_E4M3;
-    case EMILY_F8_E5M2: return CUDA_R_8F_E5M2;
-    case EMILY_BF16: return CUDA_R_16BF;
-    case EMILY_F16: return CUDA_R_16F;
+    case EMILY_F8_E5M2:
+        return CUDA_R_8F_E5M2;
+// clang-format off
+#define LT_HALF_(E, sfx, T) \
+    case EMILY_##E: return EMI_CUDA_R(sfx);
+        // clang-format on
+        EMI_DTYPES_HALF(LT_HALF_)
+#undef LT_HALF_
     default: return CUDA_R_32F;
     }
 }

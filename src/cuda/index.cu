@@ -455,37 +455,20 @@ __device__ __forceinline__ SVal load_value(const char *p, int dt) {
     case EMILY_##E: v.is_unsigned = true; v.bits = *(const T *)p; break;
 #define EMI_LOAD_SIGNED_(E, sfx, T) \
     case EMILY_##E: v.bits = (uint64_t)(int64_t) * (const T *)p; break;
+#define EMI_LOAD_INEXACT_(E, sfx, T)                   \
+    case EMILY_##E:                                    \
+        v.kind = is_complex(EMILY_##E) ? 2 : 1;        \
+        v.re = cv_rules<EMILY_##E>::re(*(const T *)p); \
+        v.im = cv_rules<EMILY_##E>::im(*(const T *)p); \
+        break;
         // clang-format on
         EMI_DTYPES_UNSIGNED(EMI_LOAD_UNSIGNED_)
         EMI_DTYPES_SIGNED(EMI_LOAD_SIGNED_)
+        EMI_DTYPES_INEXACT(EMI_LOAD_INEXACT_)
 #undef EMI_LOAD_UNSIGNED_
 #undef EMI_LOAD_SIGNED_
-    case EMILY_F16:
-        v.kind = 1;
-        v.re = emily_sc_f16_to_f64(*(const uint16_t *)p);
-        break;
-    case EMILY_BF16:
-        v.kind = 1;
-        v.re = emily_sc_bf16_to_f64(*(const uint16_t *)p);
-        break;
-    case EMILY_F32:
-        v.kind = 1;
-        v.re = *(const float *)p;
-        break;
-    case EMILY_F64:
-        v.kind = 1;
-        v.re = *(const double *)p;
-        break;
-    case EMILY_C64:
-        v.kind = 2;
-        v.re = ((const float *)p)[0];
-        v.im = ((const float *)p)[1];
-        break;
-    default:
-        v.kind = 2;
-        v.re = ((const double *)p)[0];
-        v.im = ((const double *)p)[1];
-        break;
+#undef EMI_LOAD_INEXACT_
+    default: break; // every dtype is one of the list's
     }
     return v;
 }

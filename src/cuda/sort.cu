@@ -46,6 +46,7 @@
 #define CCCL_DISABLE_NVTX 1
 #include <cub/device/device_radix_sort.cuh>
 #include "cuda/common.cuh"
+#include "core/dtype_bits.h"
 #include "core/kernels.h"
 
 using namespace emily_cuda;
@@ -55,6 +56,16 @@ namespace {
 // ---- keys -------------------------------------------------------------------
 
 enum KeyKind { KEY_UNSIGNED, KEY_SIGNED, KEY_FLOAT };
+
+// Every real type of the dtype list with its key: X(E, U, KIND, INF), U
+// the unsigned type of its width, INF its +infinity pattern (floats; 0
+// otherwise), from core/dtype_bits.h.
+#define KEY_UNSIGNED_(E, sfx, T, X) X(E, EMI_BITS(sfx), KEY_UNSIGNED, 0)
+#define KEY_SIGNED_(E, sfx, T, X) X(E, EMI_BITS(sfx), KEY_SIGNED, 0)
+#define KEY_FLOAT_(E, sfx, T, X) X(E, EMI_BITS(sfx), KEY_FLOAT, EMI_INF_BITS(sfx))
+#define SORT_KEYS(X)                           \
+    EMI_DTYPES_UNSIGNED_WITH(KEY_UNSIGNED_, X) \
+    EMI_DTYPES_SIGNED_WITH(KEY_SIGNED_, X) EMI_DTYPES_FLOAT_WITH(KEY_FLOAT_, X)
 
 // Key of one element's bits (U: the unsigned type of the element's width).
 // INF: the float's +infinity pattern (KEY_FLOAT only).
@@ -253,25 +264,15 @@ struct SortJob {
     }
 
     template <typename KT> emily_status keys_of(KT *keys, uint32_t *idx, bool seg) {
+        // a key wider than KT has no keys of this kind
         switch (src->dtype) {
-        case EMILY_U8: return launch_keys<uint8_t, KEY_UNSIGNED, 0, KT>(keys, idx, seg);
-        case EMILY_U16: return launch_keys<uint16_t, KEY_UNSIGNED, 0, KT>(keys, idx, seg);
-        case EMILY_U32: return launch_keys<uint32_t, KEY_UNSIGNED, 0, KT>(keys, idx, seg);
-        case EMILY_S8: return launch_keys<uint8_t, KEY_SIGNED, 0, KT>(keys, idx, seg);
-        case EMILY_S16: return launch_keys<uint16_t, KEY_SIGNED, 0, KT>(keys, idx, seg);
-        case EMILY_S32: return launch_keys<uint32_t, KEY_SIGNED, 0, KT>(keys, idx, seg);
-        case EMILY_F16: return launch_keys<uint16_t, KEY_FLOAT, 0x7c00u, KT>(keys, idx, seg);
-        case EMILY_BF16: return launch_keys<uint16_t, KEY_FLOAT, 0x7f80u, KT>(keys, idx, seg);
-        case EMILY_F32: return launch_keys<uint32_t, KEY_FLOAT, 0x7f800000u, KT>(keys, idx, seg);
+#define KEYS_CASE_(E, U, KIND, INF)                                                                  \
+    case EMILY_##E:                                                                                  \
+        if constexpr (sizeof(U) <= sizeof(KT)) return launch_keys<U, KIND, INF, KT>(keys, idx, seg); \
+        break;
+            SORT_KEYS(KEYS_CASE_)
+#undef KEYS_CASE_
         default: break;
-        }
-        if constexpr (sizeof(KT) == 8) {
-            switch (src->dtype) {
-            case EMILY_U64: return launch_keys<uint64_t, KEY_UNSIGNED, 0, KT>(keys, idx, seg);
-            case EMILY_S64: return launch_keys<uint64_t, KEY_SIGNED, 0, KT>(keys, idx, seg);
-            case EMILY_F64: return launch_keys<uint64_t, KEY_FLOAT, 0x7ff0000000000000ull, KT>(keys, idx, seg);
-            default: break;
-            }
         }
         return emily_error(EMILY_ERR_INTERNAL, "cuda: %s: no %d-bit keys for %s", ctx.op, (int)(8 * sizeof(KT)),
                            emily_dtype_name(src->dtype));
@@ -383,22 +384,26 @@ struct SortJob {
         });
     }
 
+    emily_status no_selection() {
+        return emily_error(EMILY_ERR_INTERNAL, "cuda: top_k: no selection for %s", emily_dtype_name(src->dtype));
+    }
+
+    // The selection takes keys of at most 32 bits.
+    template <typename U, int KIND, uint64_t INF> emily_status select_narrow(int pos_bits) {
+        if constexpr (sizeof(U) <= 4) return launch_select<U, KIND, INF>(pos_bits);
+        else return no_selection();
+    }
+
     // top_k of short rows with a small k and keys of <= 32 bits, by selection.
     emily_status select_top_k() {
         int pos_bits = 0;
         while (((uint64_t)(n - 1) >> pos_bits) != 0) pos_bits++;
         switch (src->dtype) {
-        case EMILY_U8: return launch_select<uint8_t, KEY_UNSIGNED, 0>(pos_bits);
-        case EMILY_U16: return launch_select<uint16_t, KEY_UNSIGNED, 0>(pos_bits);
-        case EMILY_U32: return launch_select<uint32_t, KEY_UNSIGNED, 0>(pos_bits);
-        case EMILY_S8: return launch_select<uint8_t, KEY_SIGNED, 0>(pos_bits);
-        case EMILY_S16: return launch_select<uint16_t, KEY_SIGNED, 0>(pos_bits);
-        case EMILY_S32: return launch_select<uint32_t, KEY_SIGNED, 0>(pos_bits);
-        case EMILY_F16: return launch_select<uint16_t, KEY_FLOAT, 0x7c00u>(pos_bits);
-        case EMILY_BF16: return launch_select<uint16_t, KEY_FLOAT, 0x7f80u>(pos_bits);
-        case EMILY_F32: return launch_select<uint32_t, KEY_FLOAT, 0x7f800000u>(pos_bits);
-        default:
-            return emily_error(EMILY_ERR_INTERNAL, "cuda: top_k: no selection for %s", emily_dtype_name(src->dtype));
+#define SELECT_CASE_(E, U, KIND, INF) \
+    case EMILY_##E: return select_narrow<U, KIND, INF>(pos_bits);
+            SORT_KEYS(SELECT_CASE_)
+#undef SELECT_CASE_
+        default: return no_selection();
         }
     }
 

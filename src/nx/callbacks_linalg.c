@@ -22,12 +22,11 @@
 #include "nx/callback.h"
 
 /* An atom option, one of `names` (in the order of their enum values):
- * its index in *out, dflt when absent or nil. Another atom fails with
- * "<bad>:<atom>". */
+ * its index in *out, which keeps the caller's default when the option is
+ * absent or nil. Another atom fails with "<bad>:<atom>". */
 static emily_status opt_choice(emily_call *c, const emily_value *opts, const char *key, const char *const *names,
-                               int dflt, const char *bad, int *out) {
+                               const char *bad, int *out) {
     const emily_value *v = emi_opt_get(opts, key);
-    *out = dflt;
     if (!v || v->kind == EMILY_V_NIL) return EMILY_OK;
     char what[48];
     snprintf(what, sizeof what, "option :%s", key);
@@ -42,14 +41,45 @@ static emily_status opt_choice(emily_call *c, const emily_value *opts, const cha
     return emi_call_fail(c, EMILY_ERR_ARGUMENT, "%s:%s", bad, name);
 }
 
-static emily_status opt_method(emily_call *c, const emily_value *opts, emily_linalg_method *out) {
-    static const char *const names[] = {"lapack", "reference", "reference_nx07", NULL};
-    int i;
-    emily_status s = opt_choice(c, opts, "linalg", names, EMILY_LINALG_LAPACK,
-                                "invalid :linalg received. Expected one of [:lapack, :reference, "
-                                ":reference_nx07], received: ",
-                                &i);
-    *out = (emily_linalg_method)i;
+/* One option of a callback: its key, its kind, where its value goes
+ * (holding the default), and for an atom choice its names and the
+ * message's start for another atom (opt_choice). */
+typedef enum { OPT_FLOAT, OPT_INT, OPT_BOOL, OPT_CHOICE } opt_kind;
+typedef struct linalg_opt {
+    const char *key;
+    opt_kind kind;
+    void *out;
+    const char *const *names;
+    const char *bad;
+} linalg_opt;
+
+#define OPT(key_, kind_, out_) \
+    { .key = (key_), .kind = (kind_), .out = (out_) }
+#define CHOICE_OPT(key_, out_, names_, bad_) \
+    { .key = (key_), .kind = OPT_CHOICE, .out = (out_), .names = (names_), .bad = (bad_) }
+
+static const char *const method_names[] = {"lapack", "reference", "reference_nx07", NULL};
+#define METHOD_BAD "invalid :linalg received. Expected one of [:lapack, :reference, :reference_nx07], received: "
+
+/* A callback's n tensors and its options: own[0..nown) in order, then
+ * :linalg into *method (NULL: a callback without it). */
+static emily_status linalg_args(emily_call *c, int n, emily_tensor **ts, const linalg_opt *own, int nown,
+                                emily_linalg_method *method) {
+    const emily_value *opts;
+    emily_status s = emi_call_tensors_opts(c, n, ts, &opts);
+    for (int i = 0; !s && i < nown; i++) {
+        const linalg_opt *o = &own[i];
+        switch (o->kind) {
+        case OPT_FLOAT: s = emi_opt_float(c, opts, o->key, NULL, o->out); break;
+        case OPT_INT: s = emi_opt_int(c, opts, o->key, NULL, o->out); break;
+        case OPT_BOOL: s = emi_opt_bool(c, opts, o->key, NULL, o->out); break;
+        case OPT_CHOICE: s = opt_choice(c, opts, o->key, o->names, o->bad, o->out); break;
+        }
+    }
+    if (s || !method) return s;
+    int m = EMILY_LINALG_LAPACK;
+    s = opt_choice(c, opts, "linalg", method_names, METHOD_BAD, &m);
+    *method = (emily_linalg_method)m;
     return s;
 }
 
@@ -63,116 +93,86 @@ static emily_status return_all(emily_call *c, int n, emily_tensor **ts) {
 }
 
 emily_status emi_cb_lu(emily_call *c) {
-    emily_tensor *a;
-    const emily_value *opts;
-    emily_status s = emi_call_tensors_opts(c, 1, &a, &opts);
-    if (s) return s;
+    emily_tensor *a, *r[3];
     double eps = 1.0e-10;
     emily_linalg_method method;
-    if ((s = emi_opt_float(c, opts, "eps", NULL, &eps)) || (s = opt_method(c, opts, &method))) return s;
-    emily_tensor *r[3];
-    if ((s = emily_lu_opts(a, eps, method, &r[0], &r[1], &r[2]))) return s;
+    const linalg_opt own[] = {OPT("eps", OPT_FLOAT, &eps)};
+    emily_status s = linalg_args(c, 1, &a, own, 1, &method);
+    if (s || (s = emily_lu_opts(a, eps, method, &r[0], &r[1], &r[2]))) return s;
     return return_all(c, 3, r);
 }
 
 emily_status emi_cb_triangular_solve(emily_call *c) {
-    emily_tensor *ab[2];
-    const emily_value *opts;
-    emily_status s = emi_call_tensors_opts(c, 2, ab, &opts);
-    if (s) return s;
-    bool left_side = true, lower = true;
-    if ((s = emi_opt_bool(c, opts, "left_side", NULL, &left_side)) ||
-        (s = emi_opt_bool(c, opts, "lower", NULL, &lower)))
-        return s;
     static const char *const transforms[] = {"none", "transpose", "conjugate", NULL};
-    int tr;
-    if ((s = opt_choice(c, opts, "transform_a", transforms, EMILY_TRANSFORM_NONE,
-                        "invalid value for :transform_a option, expected :none, :transpose, "
-                        "or :conjugate, got: ",
-                        &tr)))
-        return s;
+    emily_tensor *ab[2], *out;
+    bool left_side = true, lower = true;
+    int tr = EMILY_TRANSFORM_NONE;
     emily_linalg_method method;
-    if ((s = opt_method(c, opts, &method))) return s;
-    emily_tensor *out;
-    if ((s = emily_triangular_solve_opts(ab[0], ab[1], left_side, lower, (emily_transform_a)tr, method, &out)))
+    const linalg_opt own[] = {OPT("left_side", OPT_BOOL, &left_side), OPT("lower", OPT_BOOL, &lower),
+                              CHOICE_OPT("transform_a", &tr, transforms,
+                                         "invalid value for :transform_a option, expected :none, :transpose, "
+                                         "or :conjugate, got: ")};
+    emily_status s = linalg_args(c, 2, ab, own, 3, &method);
+    if (s || (s = emily_triangular_solve_opts(ab[0], ab[1], left_side, lower, (emily_transform_a)tr, method, &out)))
         return s;
     return emi_call_return(c, out);
 }
 
 emily_status emi_cb_qr(emily_call *c) {
-    emily_tensor *a;
-    const emily_value *opts;
-    emily_status s = emi_call_tensors_opts(c, 1, &a, &opts);
-    if (s) return s;
-    double eps = 1.0e-10;
-    if ((s = emi_opt_float(c, opts, "eps", NULL, &eps))) return s;
     static const char *const modes[] = {"reduced", "complete", NULL};
-    int mode;
-    if ((s = opt_choice(c, opts, "mode", modes, EMILY_QR_REDUCED,
-                        "invalid :mode received. Expected one of [:reduced, :complete], received: ", &mode)))
-        return s;
+    emily_tensor *a, *r[2];
+    double eps = 1.0e-10;
+    int mode = EMILY_QR_REDUCED;
     emily_linalg_method method;
-    if ((s = opt_method(c, opts, &method))) return s;
-    emily_tensor *r[2];
-    if ((s = emily_qr_opts(a, (emily_qr_mode)mode, eps, method, &r[0], &r[1]))) return s;
+    const linalg_opt own[] = {
+        OPT("eps", OPT_FLOAT, &eps),
+        CHOICE_OPT("mode", &mode, modes, "invalid :mode received. Expected one of [:reduced, :complete], received: ")};
+    emily_status s = linalg_args(c, 1, &a, own, 2, &method);
+    if (s || (s = emily_qr_opts(a, (emily_qr_mode)mode, eps, method, &r[0], &r[1]))) return s;
     return return_all(c, 2, r);
 }
 
 emily_status emi_cb_svd(emily_call *c) {
-    emily_tensor *a;
-    const emily_value *opts;
-    emily_status s = emi_call_tensors_opts(c, 1, &a, &opts);
-    if (s) return s;
+    emily_tensor *a, *r[3];
     bool full = true;
     int64_t max_iter = 100;
-    if ((s = emi_opt_bool(c, opts, "full_matrices?", NULL, &full)) ||
-        (s = emi_opt_int(c, opts, "max_iter", NULL, &max_iter)))
-        return s;
     emily_linalg_method method;
-    if ((s = opt_method(c, opts, &method))) return s;
-    emily_tensor *r[3];
-    if ((s = emily_svd_opts(a, full, max_iter, method, &r[0], &r[1], &r[2]))) return s;
+    const linalg_opt own[] = {OPT("full_matrices?", OPT_BOOL, &full), OPT("max_iter", OPT_INT, &max_iter)};
+    emily_status s = linalg_args(c, 1, &a, own, 2, &method);
+    if (s || (s = emily_svd_opts(a, full, max_iter, method, &r[0], &r[1], &r[2]))) return s;
     return return_all(c, 3, r);
 }
 
 emily_status emi_cb_eigh(emily_call *c) {
-    emily_tensor *a;
-    const emily_value *opts;
-    emily_status s = emi_call_tensors_opts(c, 1, &a, &opts);
-    if (s) return s;
+    emily_tensor *a, *r[2];
     double eps = 1.0e-4;
     int64_t max_iter = 1000;
-    if ((s = emi_opt_float(c, opts, "eps", NULL, &eps)) || (s = emi_opt_int(c, opts, "max_iter", NULL, &max_iter)))
-        return s;
     emily_linalg_method method;
-    if ((s = opt_method(c, opts, &method))) return s;
-    emily_tensor *r[2];
-    if ((s = emily_eigh_opts(a, eps, max_iter, method, &r[0], &r[1]))) return s;
+    const linalg_opt own[] = {OPT("eps", OPT_FLOAT, &eps), OPT("max_iter", OPT_INT, &max_iter)};
+    emily_status s = linalg_args(c, 1, &a, own, 2, &method);
+    if (s || (s = emily_eigh_opts(a, eps, max_iter, method, &r[0], &r[1]))) return s;
     return return_all(c, 2, r);
 }
 
 emily_status emi_cb_cholesky(emily_call *c) {
     emily_tensor *a, *out;
-    const emily_value *opts;
-    emily_status s = emi_call_tensors_opts(c, 1, &a, &opts);
+    emily_status s = linalg_args(c, 1, &a, NULL, 0, NULL);
     if (s || (s = emily_cholesky(a, &out))) return s;
     return emi_call_return(c, out);
 }
 
 emily_status emi_cb_solve(emily_call *c) {
     emily_tensor *ab[2], *out;
-    const emily_value *opts;
     emily_linalg_method method;
-    emily_status s = emi_call_tensors_opts(c, 2, ab, &opts);
-    if (s || (s = opt_method(c, opts, &method)) || (s = emily_solve_opts(ab[0], ab[1], method, &out))) return s;
+    emily_status s = linalg_args(c, 2, ab, NULL, 0, &method);
+    if (s || (s = emily_solve_opts(ab[0], ab[1], method, &out))) return s;
     return emi_call_return(c, out);
 }
 
 emily_status emi_cb_determinant(emily_call *c) {
     emily_tensor *a, *out;
-    const emily_value *opts;
     emily_linalg_method method;
-    emily_status s = emi_call_tensors_opts(c, 1, &a, &opts);
-    if (s || (s = opt_method(c, opts, &method)) || (s = emily_determinant_opts(a, method, &out))) return s;
+    emily_status s = linalg_args(c, 1, &a, NULL, 0, &method);
+    if (s || (s = emily_determinant_opts(a, method, &out))) return s;
     return emi_call_return(c, out);
 }

@@ -14,6 +14,7 @@
  * Outputs the kernel does not write (the 8-bit types) are its f32 result
  * converted with Nx's write rules. */
 #include <stdatomic.h>
+#include "core/dtype_list.h"
 #include "ops/common.h"
 #include "ops/dot_plan.h"
 #include "ops/dot_fp8.h"
@@ -40,18 +41,12 @@ static emily_status check_operand(const char *side, const emily_tensor *t) {
 static emily_status check_out_type(const emily_tensor *a, const emily_tensor *b, emily_dtype out_type,
                                    emily_dtype *dt) {
     *dt = out_type == EMILY_DTYPE_AUTO ? emily_type_merge(a->dtype, b->dtype) : out_type;
-    switch (*dt) {
-    case EMILY_F32:
-    case EMILY_BF16:
-    case EMILY_F16:
-    case EMILY_F8_E4M3FN:
-    case EMILY_F8_E5M2: return EMILY_OK;
-    default:
-        return emily_error(EMILY_ERR_TYPE,
-                           "dot_fp8: output type %s is not one of f32, bf16, f16, "
-                           "f8_e4m3fn and f8",
-                           emily_dtype_known(*dt) ? emily_dtype_name(*dt) : "(unknown)");
-    }
+    /* the kernel's outputs (f32 and the half types) and the 8-bit floats */
+    if (*dt == EMILY_F32 || EMI_DTYPE_IN(EMI_DTYPES_HALF_WITH, *dt) || is_f8(*dt)) return EMILY_OK;
+    return emily_error(EMILY_ERR_TYPE,
+                       "dot_fp8: output type %s is not one of f32, bf16, f16, "
+                       "f8_e4m3fn and f8",
+                       emily_dtype_known(*dt) ? emily_dtype_name(*dt) : "(unknown)");
 }
 
 /* r (f32) times the scale factor, when it is not 1. */
@@ -115,7 +110,7 @@ emily_status emi_dot_fp8_run(const emily_tensor *a, int ncontract_a, const int *
     /* one factor, rounded to f32 once, as cuBLASLt forms it */
     float alpha = a_scale * b_scale;
     /* the kernel writes f32, bf16 and f16; the 8-bit outputs come from f32 */
-    emily_dtype kt = dt == EMILY_BF16 || dt == EMILY_F16 ? dt : EMILY_F32;
+    emily_dtype kt = EMI_DTYPE_IN(EMI_DTYPES_HALF_WITH, dt) ? dt : EMILY_F32;
     emily_tensor *r = NULL;
     if (tensor_cores &&
         (s = kernel_dot(e, a, ncontract_a, contract_a, nbatch_a, batch_a, b, contract_b, batch_b, alpha, kt, &r)))

@@ -840,6 +840,28 @@ static emily_tensor *zeros_tensor(emily_dtype dt, int rank, const int64_t *shape
     return r;
 }
 
+/* zeros_tensor {rows, cols} of each real float type, without NaNs and
+ * with `nans` of them, each handed to check. */
+static void on_signed_zeros(int64_t rows, int64_t cols, int nans, void (*check)(emily_tensor *z)) {
+    const int64_t shape[2] = {rows, cols};
+    const emily_dtype ftypes[] = {EMILY_F16, EMILY_BF16, EMILY_F32, EMILY_F64};
+    for (size_t k = 0; k < 4; k++)
+        for (int with_nans = 0; with_nans < 2; with_nans++) {
+            emily_tensor *z = zeros_tensor(ftypes[k], 2, shape, with_nans * nans);
+            check(z);
+            emily_tensor_release(z);
+        }
+}
+
+/* Signed zeros and NaNs in max/min. */
+static void max_min_of_zeros(emily_tensor *z) {
+    for (int axis = -1; axis < 2; axis++)
+        for (int o = EMILY_REDUCE_MAX; o <= EMILY_REDUCE_MIN; o++) {
+            red_arg r = {(emily_reduce_op)o, axis < 0 ? 0 : 1, {axis < 0 ? 0 : axis}, false, false};
+            compare_op("max/min of signed zeros", run_reduce, &r, 1, &z, 0);
+        }
+}
+
 TEST(gpu_reductions_match_cpu) {
     /* clang-format off */
     static const struct {
@@ -880,18 +902,7 @@ TEST(gpu_reductions_match_cpu) {
         }
     }
     /* signed zeros and NaNs in max/min */
-    int64_t zshape[2] = {64, 300};
-    const emily_dtype ftypes[] = {EMILY_F16, EMILY_BF16, EMILY_F32, EMILY_F64};
-    for (size_t k = 0; k < 4; k++)
-        for (int nans = 0; nans < 2; nans++) {
-            emily_tensor *z = zeros_tensor(ftypes[k], 2, zshape, nans * 5);
-            for (int axis = -1; axis < 2; axis++)
-                for (int o = EMILY_REDUCE_MAX; o <= EMILY_REDUCE_MIN; o++) {
-                    red_arg r = {(emily_reduce_op)o, axis < 0 ? 0 : 1, {axis < 0 ? 0 : axis}, false, false};
-                    compare_op("max/min of signed zeros", run_reduce, &r, 1, &z, 0);
-                }
-            emily_tensor_release(z);
-        }
+    on_signed_zeros(64, 300, 5, max_min_of_zeros);
 }
 
 typedef struct arg_arg {
@@ -1664,6 +1675,15 @@ static emily_status run_sort_op(emily_tensor *const *in, emily_tensor **out, con
  * row, one long row (several radix tiles), many short rows (the row
  * number above the key; two sorts for 64-bit keys), rows of one element,
  * rank 3, empty. */
+
+/* Only ties, only NaNs, both zeros: the original order must stay. */
+static void sort_of_zeros(emily_tensor *z) {
+    for (int kind = 0; kind < 2; kind++)
+        for (int desc = 0; desc < 2; desc++) {
+            sort_arg a = {kind, 1, desc != 0, EMILY_S32, 0, 0};
+            compare_exact("sort of signed zeros and NaNs", run_sort_op, &a, z);
+        }
+}
 TEST(gpu_sort_matches_cpu) {
     static const struct {
         int rank;
@@ -1700,19 +1720,7 @@ TEST(gpu_sort_matches_cpu) {
         }
         emily_tensor_release(s0);
     }
-    /* only ties, only NaNs, both zeros: the original order must stay */
-    int64_t tshape[2] = {3, 4000};
-    const emily_dtype ftypes[] = {EMILY_F16, EMILY_BF16, EMILY_F32, EMILY_F64};
-    for (size_t k = 0; k < 4; k++)
-        for (int nans = 0; nans < 2; nans++) {
-            emily_tensor *z = zeros_tensor(ftypes[k], 2, tshape, nans * 700);
-            for (int kind = 0; kind < 2; kind++)
-                for (int desc = 0; desc < 2; desc++) {
-                    sort_arg a = {kind, 1, desc != 0, EMILY_S32, 0, 0};
-                    compare_exact("sort of signed zeros and NaNs", run_sort_op, &a, z);
-                }
-            emily_tensor_release(z);
-        }
+    on_signed_zeros(3, 4000, 700, sort_of_zeros);
     /* rank 10 with every axis reversed: 9 other axes that cannot merge, so
      * the rows come in several layout blocks */
     int64_t s10[10] = {2, 2, 2, 2, 2, 2, 2, 2, 2, 3};

@@ -230,6 +230,13 @@ static int64_t run_spec(const char *label, const sdpa_spec *sp, emily_dtype t, u
 
 static const emily_dtype types[4] = {EMILY_F32, EMILY_F16, EMILY_BF16, EMILY_F64};
 
+/* Every spec of a table in every type: spec s in types[k] seeded
+ * seed0 + 4 s + k. */
+static void run_specs(const char *label, const sdpa_spec *specs, size_t n, uint64_t seed0) {
+    for (size_t s = 0; s < n; s++)
+        for (int k = 0; k < 4; k++) run_spec(label, &specs[s], types[k], seed0 + s * 4 + (uint64_t)k);
+}
+
 /* ---- the expression ------------------------------------------------------------- */
 
 /* Tiny exact case: one query, two keys, D = 1: the softmax of {0, log 3}
@@ -253,8 +260,7 @@ TEST(types_and_sizes) {
         {1, 1, 1, 65, 3, 5, 7, false, 0, 0, {0}, false},       /* more queries than keys */
         {1, 1, 1, 200, 1500, 64, 64, false, 0, 0, {0}, false}, /* several query blocks */
     };
-    for (size_t s = 0; s < sizeof specs / sizeof *specs; s++)
-        for (int k = 0; k < 4; k++) run_spec("plain", &specs[s], types[k], 100 + s * 4 + (uint64_t)k);
+    run_specs("plain", specs, sizeof specs / sizeof *specs, 100);
 }
 
 /* Bottom-right causal alignment: Sq < Skv (a KV cache), Sq = Skv, Sq >
@@ -265,8 +271,7 @@ TEST(causal) {
         {1, 1, 1, 1, 20, 32, 32, true, 0, 0, {0}, false}, {1, 2, 2, 129, 129, 128, 128, true, 0, 0, {0}, false},
         {1, 1, 1, 20, 7, 16, 16, true, 0, 0, {0}, false}, {1, 1, 1, 300, 300, 64, 64, true, 0, 0, {0}, false},
     };
-    for (size_t s = 0; s < sizeof specs / sizeof *specs; s++)
-        for (int k = 0; k < 4; k++) run_spec("causal", &specs[s], types[k], 300 + s * 4 + (uint64_t)k);
+    run_specs("causal", specs, sizeof specs / sizeof *specs, 300);
 }
 
 /* Grouped-query heads: Hq = 8 over 2 and over 1 kv heads, each query head
@@ -277,8 +282,7 @@ TEST(grouped_query_heads) {
         {2, 8, 2, 9, 17, 64, 64, false, 0, 0, {0}, false},
         {1, 8, 1, 9, 17, 64, 64, true, 0, 0, {0}, false},
     };
-    for (size_t s = 0; s < 2; s++)
-        for (int k = 0; k < 4; k++) run_spec("gqa", &specs[s], types[k], 500 + s * 4 + (uint64_t)k);
+    run_specs("gqa", specs, sizeof specs / sizeof *specs, 500);
     uint64_t st = 9;
     emily_tensor *q = t_uniform(&st, EMILY_F32, 4, (int64_t[]){1, 8, 5, 16}, -1, 2),
                  *k = t_uniform(&st, EMILY_F32, 4, (int64_t[]){1, 2, 6, 16}, -1, 2),
@@ -314,8 +318,7 @@ TEST(masks) {
         {2, 2, 2, 9, 9, 64, 64, true, 2, 3, {2, 9, 9}, false},
         {1, 2, 2, 70, 130, 64, 64, true, 2, 4, {1, 1, 70, 130}, false},
     };
-    for (size_t s = 0; s < sizeof specs / sizeof *specs; s++)
-        for (int k = 0; k < 4; k++) run_spec("mask", &specs[s], types[k], 700 + s * 4 + (uint64_t)k);
+    run_specs("mask", specs, sizeof specs / sizeof *specs, 700);
 }
 
 TEST(sinks) {
@@ -325,8 +328,7 @@ TEST(sinks) {
         {2, 2, 2, 5, 3, 32, 32, false, 2, 4, {2, 2, 5, 3}, true},
         {1, 2, 2, 12, 5, 16, 16, true, 1, 2, {12, 5}, true},
     };
-    for (size_t s = 0; s < sizeof specs / sizeof *specs; s++)
-        for (int k = 0; k < 4; k++) run_spec("sinks", &specs[s], types[k], 900 + s * 4 + (uint64_t)k);
+    run_specs("sinks", specs, sizeof specs / sizeof *specs, 900);
 }
 
 /* Fully masked rows give 0, whatever v holds (an infinity included); a

@@ -64,6 +64,14 @@ int64_t emi_cpu_linalg_block_min(void) {
     return atomic_load(&block_min);
 }
 
+/* The register-blocked leaves, built again for AVX-512 and picked at run
+ * time (GCC's target_clones; not under ASan). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_ADDRESS__)
+#define LEAF __attribute__((target_clones("avx512f", "default")))
+#else
+#define LEAF
+#endif
+
 static int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
 
 /* About half of w, a multiple of 16 (whole update tiles) where possible. */
@@ -184,20 +192,8 @@ static inline __attribute__((always_inline)) void lu_panel_body(double *P, int64
     }
 }
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_ADDRESS__)
-__attribute__((target_clones("avx512f", "default")))
-#endif
-static void
-lu_panel_steps_f64(double *P, int64_t m, int64_t w, int64_t *lp) {
-    lu_panel_body(P, m, w, lp, false);
-}
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_ADDRESS__)
-__attribute__((target_clones("avx512f", "default")))
-#endif
-static void
-lu_panel_steps_f32(double *P, int64_t m, int64_t w, int64_t *lp) {
-    lu_panel_body(P, m, w, lp, true);
-}
+LEAF static void lu_panel_steps_f64(double *P, int64_t m, int64_t w, int64_t *lp) { lu_panel_body(P, m, w, lp, false); }
+LEAF static void lu_panel_steps_f32(double *P, int64_t m, int64_t w, int64_t *lp) { lu_panel_body(P, m, w, lp, true); }
 
 static void lu_panel(lu_ctx *c, int64_t c0, int64_t c1) {
     int64_t n = c->n, m = n - c0, w = c1 - c0;
@@ -254,20 +250,10 @@ static inline __attribute__((always_inline)) void lu_trsm16_body(const double *l
         }
 }
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_ADDRESS__)
-__attribute__((target_clones("avx512f", "default")))
-#endif
-static void
-lu_trsm16_f64(const double *l, double *b, int64_t ld, int64_t w) {
+LEAF static void lu_trsm16_f64(const double *l, double *b, int64_t ld, int64_t w) {
     lu_trsm16_body(l, b, ld, w, false);
 }
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_ADDRESS__)
-__attribute__((target_clones("avx512f", "default")))
-#endif
-static void
-lu_trsm16_f32(const double *l, double *b, int64_t ld, int64_t w) {
-    lu_trsm16_body(l, b, ld, w, true);
-}
+LEAF static void lu_trsm16_f32(const double *l, double *b, int64_t ld, int64_t w) { lu_trsm16_body(l, b, ld, w, true); }
 
 /* The block of rows [r0, r1), columns [j0, j1) minus l_rp u_pj for p in
  * [p0, r0) (L's columns and U's rows of the steps done), by the exact
@@ -372,11 +358,7 @@ typedef struct chol_ctx {
  * finished: the diagonal, then the division of the rows below. P: the
  * sums (m x w column-major, rows i >= j valid), becoming l; Q: a, the
  * same layout. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_ADDRESS__)
-__attribute__((target_clones("avx512f", "default")))
-#endif
-static void
-chol_panel_steps(double *P, const double *Q, int64_t m, int64_t w, emily_dtype t) {
+LEAF static void chol_panel_steps(double *P, const double *Q, int64_t m, int64_t w, emily_dtype t) {
     for (int64_t j = 0; j < w; j++) {
         double *col = P + j * m;
         const double *acol = Q + j * m;
