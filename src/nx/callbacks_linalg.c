@@ -118,6 +118,35 @@ emily_status emi_cb_triangular_solve(emily_call *c) {
     return emi_call_return(c, out);
 }
 
+/* qr's and svd's factors of an {..., m, n} input: k is min(m, n) and
+ * `square` asks for the complete m x m (and n x n) factors, which can be
+ * far larger than the input (an empty {2^20, 0} has a 2^40-element Q), so
+ * Nx's templates are checked before the work. Output i is the batch
+ * dims, then dims[i]'s rows and columns, each m, n or k; a 0 leaves that
+ * dim out (svd's S is {..., k}). Inputs the op will refuse are left to
+ * it. */
+typedef struct factor_dims {
+    char rows, cols; /* 'm', 'n', 'k' or 0 (none) */
+} factor_dims;
+
+static emily_status check_factor_shapes(emily_call *c, const emily_tensor *a, int nout, const factor_dims *dims) {
+    int rank = emily_tensor_rank(a);
+    if (rank < 2) return EMILY_OK;
+    const int64_t *shape = emily_tensor_shape(a);
+    int64_t m = shape[rank - 2], n = shape[rank - 1], k = m < n ? m : n;
+    for (int i = 0; i < nout; i++) {
+        int64_t out[EMILY_MAX_RANK];
+        int r = rank - 2;
+        memcpy(out, shape, (size_t)r * sizeof *out);
+        const char pick[2] = {dims[i].rows, dims[i].cols};
+        for (int j = 0; j < 2; j++)
+            if (pick[j]) out[r++] = pick[j] == 'm' ? m : pick[j] == 'n' ? n : k;
+        emily_status s = emi_call_check_output(c, i, EMILY_DTYPE_AUTO, r, out);
+        if (s) return s;
+    }
+    return EMILY_OK;
+}
+
 emily_status emi_cb_qr(emily_call *c) {
     static const char *const modes[] = {"reduced", "complete", NULL};
     emily_tensor *a, *r[2];
@@ -128,6 +157,8 @@ emily_status emi_cb_qr(emily_call *c) {
         OPT("eps", OPT_FLOAT, &eps),
         CHOICE_OPT("mode", &mode, modes, "invalid :mode received. Expected one of [:reduced, :complete], received: ")};
     emily_status s = linalg_args(c, 1, &a, own, 2, &method);
+    const factor_dims reduced[2] = {{'m', 'k'}, {'k', 'n'}}, complete[2] = {{'m', 'm'}, {'m', 'n'}};
+    if (!s) s = check_factor_shapes(c, a, 2, mode == EMILY_QR_COMPLETE ? complete : reduced);
     if (s || (s = emily_qr_opts(a, (emily_qr_mode)mode, eps, method, &r[0], &r[1]))) return s;
     return return_all(c, 2, r);
 }
@@ -139,6 +170,8 @@ emily_status emi_cb_svd(emily_call *c) {
     emily_linalg_method method;
     const linalg_opt own[] = {OPT("full_matrices?", OPT_BOOL, &full), OPT("max_iter", OPT_INT, &max_iter)};
     emily_status s = linalg_args(c, 1, &a, own, 2, &method);
+    const factor_dims thin[3] = {{'m', 'k'}, {'k', 0}, {'k', 'n'}}, whole[3] = {{'m', 'm'}, {'k', 0}, {'n', 'n'}};
+    if (!s) s = check_factor_shapes(c, a, 3, full ? whole : thin);
     if (s || (s = emily_svd_opts(a, full, max_iter, method, &r[0], &r[1], &r[2]))) return s;
     return return_all(c, 3, r);
 }

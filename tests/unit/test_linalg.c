@@ -849,6 +849,29 @@ TEST(eigh_values_and_order) {
     emily_tensor_release(t);
 }
 
+/* qr's complete Q and svd's full U and V^T can be far larger than the
+ * input: an empty {2^20, 0} matrix has a 2^40-element Q. Nx's templates
+ * are checked before the work (fuzz_graph's kind of timeout; without the
+ * check these ran out of memory). */
+TEST(qr_and_svd_check_the_template_before_the_work) {
+    int64_t tall_empty[2] = {(int64_t)1 << 20, 0}, two[2] = {2, 2}, r0[2] = {2, 0}, k0[1] = {0};
+    emily_tensor *t = NULL;
+    CHECK_OK(emily_from_binary(EMILY_CPU, EMILY_F32, 2, tall_empty, "", 0, &t));
+    emily_value tmpl[3] = {v_tmpl(EMILY_F32, 2, two), v_tmpl(EMILY_F32, 2, r0), v_tmpl(EMILY_F32, 2, two)};
+    emily_value qr_out = {.kind = EMILY_V_TUPLE, .items = tmpl, .n = 2};
+    emily_value mode[1] = {v_atom("complete")};
+    const char *mode_key[1] = {"mode"};
+    emily_value qargs[2] = {v_tensor(t), v_opts(mode_key, mode, 1)};
+    CHECK_TEMPLATE_FIRST("qr", &qr_out, qargs, 2, "qr: output 0 is {1048576, 1048576} but Nx expects f32{2, 2}");
+    emily_value svd_tmpl[3] = {v_tmpl(EMILY_F32, 2, two), v_tmpl(EMILY_F32, 1, k0), v_tmpl(EMILY_F32, 2, two)};
+    emily_value svd_out = {.kind = EMILY_V_TUPLE, .items = svd_tmpl, .n = 3};
+    emily_value full[1] = {v_bool(true)};
+    const char *full_key[1] = {"full_matrices?"};
+    emily_value sargs[2] = {v_tensor(t), v_opts(full_key, full, 1)};
+    CHECK_TEMPLATE_FIRST("svd", &svd_out, sargs, 2, "svd: output 0 is {1048576, 1048576} but Nx expects f32{2, 2}");
+    emily_tensor_release(t);
+}
+
 TEST(linalg_dispatch_callbacks) {
     int64_t s[2] = {2, 2};
     float a[4] = {4, 2, 2, 3};
@@ -1070,5 +1093,5 @@ RUN_TESTS("linalg", CASE(linalg_every_dtype), CASE(lu_matches_nx_doctest), CASE(
           CASE(qr_modes_and_shapes), CASE(qr_eigh_svd_give_the_references_bits),
           CASE(lapack_method_follows_nx_conventions), CASE(lapack_method_is_accurate_for_f32),
           CASE(svd_shapes_and_reconstruction), CASE(eigh_values_and_order), CASE(linalg_dispatch_callbacks),
-          CASE(empty_matrices_in_a_huge_batch_do_no_work), CASE(wide_qr_with_nan_is_nan_without_iterating),
-          CASE(wide_qr_reference_matches_the_padded_square))
+          CASE(qr_and_svd_check_the_template_before_the_work), CASE(empty_matrices_in_a_huge_batch_do_no_work),
+          CASE(wide_qr_with_nan_is_nan_without_iterating), CASE(wide_qr_reference_matches_the_padded_square))
