@@ -268,6 +268,16 @@ void t_release_all(int n, emily_tensor *const *ts) {
     for (int i = 0; i < n; i++) emily_tensor_release(ts[i]);
 }
 
+bool t_all_allocated(const char *file, int line, int n, void *const *bufs) {
+    bool all = true;
+    for (int i = 0; i < n; i++) all = all && bufs[i];
+    if (all) return true;
+    for (int i = 0; i < n; i++) free(bufs[i]);
+    fprintf(stderr, "  FAIL %s:%d: out of memory for the case's buffers\n", file, line);
+    harness_failures++;
+    return false;
+}
+
 bool t_holds(const emily_tensor *t, emily_dtype dt, const void *want, size_t nbytes) {
     if (!t || emily_tensor_dtype(t) != dt || emily_tensor_nbytes(t) != nbytes) return false;
     unsigned char *got = malloc(nbytes + 1);

@@ -149,6 +149,13 @@ void t_release_all(int n, emily_tensor *const *ts);
 #define RELEASE(...)                                                                       \
     t_release_all((int)(sizeof((emily_tensor *[]){__VA_ARGS__}) / sizeof(emily_tensor *)), \
                   (emily_tensor *[]){__VA_ARGS__})
+/* A test's host buffers, all or none: true when none of the n is NULL;
+ * otherwise frees them all, counts a failure at file:line and returns
+ * false. `if (!ALLOCATED(x, y, got)) return;` at the top of a case. */
+bool t_all_allocated(const char *file, int line, int n, void *const *bufs);
+#define ALLOCATED(...)                                                                           \
+    t_all_allocated(__FILE__, __LINE__, (int)(sizeof((void *[]){__VA_ARGS__}) / sizeof(void *)), \
+                    (void *[]){__VA_ARGS__})
 /* t (NULL: false) is of type dt and holds exactly the nbytes bytes want. */
 bool t_holds(const emily_tensor *t, emily_dtype dt, const void *want, size_t nbytes);
 /* a and b (NULL: false) hold the same bytes (the same number of them). */

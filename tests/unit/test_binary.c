@@ -504,13 +504,7 @@ TEST(large_inputs_match_a_scalar_loop) {
     const int64_t n = 300, m = 701; /* n*m > EMILY_PARALLEL_MIN, m not a multiple of anything */
     float *x = malloc(sizeof(float) * (size_t)(n * m)), *y = malloc(sizeof(float) * (size_t)(n * m));
     float *got = malloc(sizeof(float) * (size_t)(n * m));
-    if (!x || !y || !got) {
-        free(x);
-        free(y);
-        free(got);
-        CHECK(0);
-        return;
-    }
+    if (!ALLOCATED(x, y, got)) return;
     for (int64_t i = 0; i < n * m; i++) {
         x[i] = (float)(i % 97) - 48.5f;
         y[i] = (float)((i * 7) % 101) * 0.25f;

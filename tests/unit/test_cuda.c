@@ -173,12 +173,7 @@ TEST(gpu_copy_views) {
     int64_t shape[2] = {67, 129};
     int n = 67 * 129;
     int32_t *h = malloc(sizeof(int32_t) * (size_t)n), *back = malloc(sizeof(int32_t) * (size_t)n);
-    if (!h || !back) {
-        free(h);
-        free(back);
-        CHECK(0);
-        return;
-    }
+    if (!ALLOCATED(h, back)) return;
     for (int i = 0; i < n; i++) h[i] = i * 7 - 3;
     emily_tensor *g = g_from(EMILY_S32, 2, shape, h);
     int perm[2] = {1, 0};

@@ -119,12 +119,7 @@ static void check_f32_sum(int64_t rows, int64_t n, int axis, bool rev) {
     int64_t size = rows * n;
     float *x = malloc(sizeof(float) * (size_t)size);
     float *got = malloc(sizeof(float) * (size_t)size);
-    if (!x || !got) {
-        free(x);
-        free(got);
-        CHECK(0);
-        return;
-    }
+    if (!ALLOCATED(x, got)) return;
     uint32_t s = 12345;
     for (int64_t i = 0; i < size; i++) {
         s = s * 1664525u + 1013904223u;

@@ -102,13 +102,7 @@ TEST(select_large_threaded) {
     const int64_t n = 100003;
     uint8_t *pd = malloc((size_t)n);
     int32_t *x = malloc(sizeof(int32_t) * (size_t)n), *got = malloc(sizeof(int32_t) * (size_t)n);
-    if (!pd || !x || !got) {
-        free(pd);
-        free(x);
-        free(got);
-        CHECK(0);
-        return;
-    }
+    if (!ALLOCATED(pd, x, got)) return;
     for (int64_t i = 0; i < n; i++) {
         pd[i] = (uint8_t)(i % 3 == 0);
         x[i] = (int32_t)i;
