@@ -27,6 +27,7 @@
 #include "cpu/kernels.h"
 #include "core/kernels.h"
 #include "core/fft_butterfly.h"
+#include "core/plan_cache.h"
 
 #ifndef M_PI
 #define M_PI 3.14159265358979323846
@@ -206,25 +207,14 @@ static void plan_release(fft_plan *p) {
     plan_free(p);
 }
 
-static void plan_put(fft_plan *p) {
-    if (!p) return;
-    pthread_mutex_lock(&plan_lock);
-    bool dead = --p->refs == 0;
-    pthread_mutex_unlock(&plan_lock);
-    if (dead) plan_release(p);
-}
+EMI_PLAN_CACHE_PUT(plan_put, fft_plan, plan_lock, plan_release)
+
+static bool plan_of_length(const fft_plan *p, int64_t n) { return p->n == n; }
+EMI_PLAN_CACHE_FIND(cached_plan, fft_plan, int64_t, plan_cache, PLAN_CACHE, plan_lock, plan_clock, plan_of_length)
 
 static fft_plan *plan_get(int64_t n) {
-    pthread_mutex_lock(&plan_lock);
-    for (int i = 0; i < PLAN_CACHE; i++)
-        if (plan_cache[i] && plan_cache[i]->n == n) {
-            fft_plan *p = plan_cache[i];
-            p->refs++;
-            p->used = ++plan_clock;
-            pthread_mutex_unlock(&plan_lock);
-            return p;
-        }
-    pthread_mutex_unlock(&plan_lock);
+    fft_plan *hit = cached_plan(n);
+    if (hit) return hit;
     bool direct = is_pow2(n) || n < 1024;
     fft_plan *p = direct ? plan_build_direct(n) : plan_build_bluestein(n);
     if (!p) return NULL;
@@ -233,7 +223,7 @@ static fft_plan *plan_get(int64_t n) {
     int nev = 0;
     pthread_mutex_lock(&plan_lock);
     bool present = false;
-    for (int i = 0; i < PLAN_CACHE; i++) present |= plan_cache[i] && plan_cache[i]->n == n;
+    for (int i = 0; i < PLAN_CACHE; i++) present |= plan_cache[i] && plan_of_length(plan_cache[i], n);
     /* (present: another thread built it meanwhile; ours stays private) */
     if (!present && p->bytes <= PLAN_BUDGET) {
         for (;;) {

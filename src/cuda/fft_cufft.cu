@@ -39,6 +39,7 @@
 #include "cuda/fft.cuh"
 #include "cuda/fft.h"
 #include "cuda/lto/fft_store_params.h"
+#include "core/plan_cache.h"
 #include "fft_store_lto.h" // emi_fft_store_lto: fft_store.cu as LTO-IR (generated, see the Makefile)
 
 using namespace emily_cuda;
@@ -138,12 +139,10 @@ void plan_destroy(Plan *p) {
     free(p);
 }
 
-void plan_put(Plan *p) {
-    pthread_mutex_lock(&cache_lock);
-    bool dead = --p->refs == 0;
-    pthread_mutex_unlock(&cache_lock);
-    if (dead) plan_destroy(p);
-}
+EMI_PLAN_CACHE_PUT(plan_put, Plan, cache_lock, plan_destroy)
+
+bool same_key(const Plan *p, const PlanKey &k) { return memcmp(&p->key, &k, sizeof k) == 0; }
+EMI_PLAN_CACHE_FIND(cached_plan, Plan, const PlanKey &, cache, PLAN_CACHE, cache_lock, cache_clock, same_key)
 
 cufftType cufft_type(const PlanKey &k) {
     switch (k.kind) {
@@ -260,16 +259,8 @@ Plan *plan_build(const PlanKey &k, const emi_fft_store_params &host_params, emil
 // The cached plan for k (built outside the lock on a miss); the caller
 // puts it back with plan_put.
 Plan *plan_get(const PlanKey &k, const emi_fft_store_params &host_params, emily_status *s) {
-    pthread_mutex_lock(&cache_lock);
-    for (int i = 0; i < PLAN_CACHE; i++)
-        if (cache[i] && memcmp(&cache[i]->key, &k, sizeof k) == 0) {
-            Plan *p = cache[i];
-            p->refs++;
-            p->used = ++cache_clock;
-            pthread_mutex_unlock(&cache_lock);
-            return p;
-        }
-    pthread_mutex_unlock(&cache_lock);
+    Plan *hit = cached_plan(k);
+    if (hit) return hit;
     Plan *p = plan_build(k, host_params, s);
     if (!p) return NULL;
     Plan *evicted = NULL;
@@ -281,7 +272,7 @@ Plan *plan_get(const PlanKey &k, const emi_fft_store_params &host_params, emily_
             if (empty < 0) empty = i;
             continue;
         }
-        if (memcmp(&cache[i]->key, &k, sizeof k) == 0) present = true;
+        if (same_key(cache[i], k)) present = true;
         if (lru < 0 || cache[i]->used < cache[lru]->used) lru = i;
     }
     // (present: another thread built it meanwhile; ours is used once)
