@@ -162,8 +162,7 @@ typedef struct tile_job {
     int64_t nj, ni, dj, si, tb, ntj, nti;
 } tile_job;
 
-static void tile_unit(void *ctx, int64_t u) {
-    const tile_job *j = ctx;
+static void tile_unit(const tile_job *j, int64_t u) {
     int64_t q = u / (j->ntj * j->nti), t = u % (j->ntj * j->nti);
     int64_t j0 = (t / j->nti) * j->tb, i0 = (t % j->nti) * j->tb;
     int64_t j1 = j0 + j->tb < j->nj ? j0 + j->tb : j->nj, i1 = i0 + j->tb < j->ni ? i0 + j->tb : j->ni;
@@ -172,6 +171,13 @@ static void tile_unit(void *ctx, int64_t u) {
     if (j->es == 4)
         tile_32((uint32_t *)j->dbase + off[0], j->dj, (const uint32_t *)j->sbase + off[1], j->si, j0, j1, i0, i1);
     else tile_64((uint64_t *)j->dbase + off[0], j->dj, (const uint64_t *)j->sbase + off[1], j->si, j0, j1, i0, i1);
+}
+
+/* Tiles [lo, hi), one pool job: a job of one tile (8-16 KiB) spent a
+ * large share of a transpose's time claiming it (two contended atomics a
+ * tile), so a job takes about 16K elements' worth. */
+static void tile_units(void *ctx, int64_t lo, int64_t hi) {
+    for (int64_t u = lo; u < hi; u++) tile_unit(ctx, u);
 }
 #endif
 
@@ -210,9 +216,7 @@ emily_status emi_cpu_copy(emily_tensor *dst, const emily_tensor *src) {
         if ((es == 4 || es == 8) && di == 1 && sj == 1 && emi_cpu_isa() >= 1) {
             /* the common transpose: vector blocks, tiles on the pool */
             tile_job tj = {&it, td, dbase, sbase, es, nj, ni, dj, si, tb, ntj, nti};
-            if (total >= COPY_PAR_MIN) emi_cpu_parallel(units, tile_unit, &tj);
-            else
-                for (int64_t u = 0; u < units; u++) tile_unit(&tj, u);
+            emi_cpu_parallel_ranges(units, 16384 / (tb * tb), total >= COPY_PAR_MIN, tile_units, &tj);
             emi_iter_free(&it);
             return EMILY_OK;
         }
