@@ -8,7 +8,10 @@
  * claimed. On a busy machine (other processes holding the other cores) a
  * descheduled helper therefore never stalls an op, where an OpenMP
  * fork-join would wait a scheduler time slice for it (observed: 15 ms
- * for 24 us of work). Helpers are OMP_NUM_THREADS - 1 threads (default:
+ * for 24 us of work). A claim takes a share of the chunks left, shrinking
+ * as the job ends (guided scheduling): each thread runs long runs of
+ * consecutive chunks and a job costs a few dozen claims, not one
+ * contended claim a chunk. Helpers are OMP_NUM_THREADS - 1 threads (default:
  * one per CPU), started on first use, spinning briefly between jobs and
  * then sleeping. */
 #ifndef EMILY_CPU_PARALLEL_H
