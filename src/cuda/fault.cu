@@ -30,12 +30,11 @@ extern "C" bool emi_cuda_fault_pending(void) {
     return armed_kind.load(std::memory_order_acquire) != EMI_CUDA_FAULT_NONE;
 }
 
-// 4096 threads a block is past every device's limit of 1024.
-extern "C" void emi_cuda_fault_bad_launch(void *stream) {
-    touch<<<1, 4096, 0, static_cast<cudaStream_t>(stream)>>>(nullptr);
-}
-
-// An address in the first page, which no allocation holds.
-extern "C" void emi_cuda_fault_wild_write(void *stream) {
-    touch<<<1, 1, 0, static_cast<cudaStream_t>(stream)>>>(reinterpret_cast<int *>(64));
+// A bad launch: 4096 threads a block is past every device's limit of
+// 1024. A wild write: an address in the first page, which no allocation
+// holds.
+extern "C" void emi_cuda_fault_at_launch(void *stream) {
+    cudaStream_t st = static_cast<cudaStream_t>(stream);
+    if (emi_cuda_fault_fire(EMI_CUDA_FAULT_LAUNCH)) touch<<<1, 4096, 0, st>>>(nullptr);
+    if (emi_cuda_fault_fire(EMI_CUDA_FAULT_ILLEGAL_ADDRESS)) touch<<<1, 1, 0, st>>>(reinterpret_cast<int *>(64));
 }

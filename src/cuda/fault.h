@@ -38,9 +38,9 @@ void emi_cuda_fault_arm(emi_cuda_fault kind, int skip);
 bool emi_cuda_fault_fire(emi_cuda_fault kind);
 /* Whether a fault is still armed (its site was not reached). */
 bool emi_cuda_fault_pending(void);
-/* The launch faults, queued on `stream` (a cudaStream_t). */
-void emi_cuda_fault_bad_launch(void *stream);
-void emi_cuda_fault_wild_write(void *stream);
+/* At a launch check: queues the launch fault armed for this site (LAUNCH
+ * or ILLEGAL_ADDRESS) on `stream` (a cudaStream_t), if any. */
+void emi_cuda_fault_at_launch(void *stream);
 
 #ifdef __cplusplus
 }

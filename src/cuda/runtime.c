@@ -388,8 +388,7 @@ emily_status emi_cuda_begin(const char *op, int device, int n, const emily_tenso
 }
 
 emily_status emi_cuda_launched(const emily_cuda_ctx *ctx) {
-    if (emi_cuda_fault_fire(EMI_CUDA_FAULT_LAUNCH)) emi_cuda_fault_bad_launch(ctx->stream);
-    if (emi_cuda_fault_fire(EMI_CUDA_FAULT_ILLEGAL_ADDRESS)) emi_cuda_fault_wild_write(ctx->stream);
+    emi_cuda_fault_at_launch(ctx->stream);
     return emi_cuda_error(ctx->op, cudaGetLastError());
 }
 

@@ -118,10 +118,10 @@ emily_status emi_cb_triangular_solve(emily_call *c) {
     return emi_call_return(c, out);
 }
 
-/* qr's and svd's factors of an {..., m, n} input: k is min(m, n) and
- * `square` asks for the complete m x m (and n x n) factors, which can be
- * far larger than the input (an empty {2^20, 0} has a 2^40-element Q), so
- * Nx's templates are checked before the work. Output i is the batch
+/* qr's and svd's factors of an {..., m, n} input (k is min(m, n)): the
+ * complete m x m (and n x n) ones can be far larger than the input (an
+ * empty {2^20, 0} has a 2^40-element Q), so Nx's templates are checked
+ * before the work. Output i is the batch
  * dims, then dims[i]'s rows and columns, each m, n or k; a 0 leaves that
  * dim out (svd's S is {..., k}). Inputs the op will refuse are left to
  * it. */

@@ -125,10 +125,10 @@ static void name_the_callback(const char *callback, emily_status s) {
     if (s != EMILY_ERR_MEMORY && s != EMILY_ERR_DEVICE) return;
     const char *msg = emily_last_error();
     size_t n = strlen(callback);
-    char copy[1024];
+    for (const char *p = strstr(msg, callback); p; p = strstr(p + 1, callback))
+        if ((p == msg || p[-1] == ' ') && p[n] == ':') return; /* "cuda: add: ..." */
+    char copy[1024];                                           /* emily_error writes over msg */
     snprintf(copy, sizeof copy, "%s", msg);
-    for (const char *p = strstr(copy, callback); p; p = strstr(p + 1, callback))
-        if ((p == copy || p[-1] == ' ') && p[n] == ':') return; /* "cuda: add: ..." */
     (void)emily_error(s, "%s: %s", callback, copy);
 }
 

@@ -247,6 +247,26 @@ TEST(other_dtype_classes) {
     RELEASE(r, c, c0, f, s);
 }
 
+/* A memory error from below the op layer names its stage ("cpu: out of
+ * memory allocating ..."); the dispatcher puts the callback's name in
+ * front, once. Other errors keep their messages. */
+TEST(memory_errors_name_the_callback) {
+    int64_t huge[2] = {(int64_t)1 << 20, (int64_t)1 << 20};
+    emily_tensor *a = t_zero_view(EMILY_F32, 2, huge);
+    emily_value args[2] = {v_tensor(a), v_tensor(a)}, tmpl = v_tmpl(EMILY_F32, 2, huge);
+    emily_dispatch_result r = {0};
+    CHECK_ERR(emily_dispatch("add", EMILY_CPU, &tmpl, args, 2, EMILY_DISPATCH_RUN, &r), EMILY_ERR_MEMORY,
+              "add: cpu: out of memory");
+    CHECK(strncmp(emily_last_error(), "add: cpu:", 9) == 0);
+    CHECK(r.n == 0);
+    int64_t two[1] = {2};
+    emily_value small = v_tmpl(EMILY_F32, 1, two);
+    CHECK_ERR(emily_dispatch("add", EMILY_CPU, &small, args, 2, EMILY_DISPATCH_RUN, &r), EMILY_ERR_INTERNAL,
+              "add: output 0 is");
+    CHECK(strncmp(emily_last_error(), "add: output", 11) == 0);
+    emily_tensor_release(a);
+}
+
 RUN_TESTS("dispatch", CASE(first_lookups_from_many_threads), CASE(every_name_is_found), CASE(unknown_names_are_refused),
           CASE(dispatch_by_entry), CASE(cost_classes), CASE(dtype_class_members), CASE(element_wise_dtype_classes),
-          CASE(other_dtype_classes))
+          CASE(other_dtype_classes), CASE(memory_errors_name_the_callback))
