@@ -35,7 +35,8 @@
 #           SANITIZE_SECONDS (120); a report or a failed check fails it;
 #   sanitize_corpus  test_cuda and the conformance corpus (doctests,
 #           narrow, sweep) on cuda:0 under compute-sanitizer memcheck and
-#           racecheck (CORPUS_TOOLS, CORPUS_FILES), each within CORPUS_SECONDS (240):
+#           racecheck (CORPUS_TOOLS, CORPUS_FILES), each within CORPUS_SECONDS (240),
+#           a corpus file split over CORPUS_SHARDS (8) processes at once:
 #           any report, a failed case or a run cut short fails it.
 #
 # Steps may be spread over several device calls (the machine keeps /tmp
@@ -336,13 +337,28 @@ step_sanitize_corpus() {
             if [ "$f" = test_cuda ]; then
                 timeout "$(limit ${CORPUS_SECONDS:-240})" "$cs" --tool "$tool" --error-exitcode 99 "$W/bin/test_cuda" \
                     > "$log" 2>&1
+                rc=$?
             else
-                timeout "$(limit ${CORPUS_SECONDS:-240})" "$cs" --tool "$tool" --error-exitcode 99 \
-                    "$W/bin/conformance" --device cuda:0 "$W/corpus/$f.jsonl" > "$log" 2>&1
+                # CORPUS_SHARDS processes share the file (conformance --shard
+                # K/N), each under its own tool, so the corpus fits the limit
+                local n=${CORPUS_SHARDS:-8} k t pids=() r
+                t=$(limit ${CORPUS_SECONDS:-240})
+                for k in $(seq 0 $((n - 1))); do
+                    timeout "$t" "$cs" --tool "$tool" --error-exitcode 99 \
+                        "$W/bin/conformance" --shard "$k/$n" --device cuda:0 "$W/corpus/$f.jsonl" > "$log.$k" 2>&1 &
+                    pids+=($!)
+                done
+                rc=0
+                for k in "${!pids[@]}"; do
+                    wait "${pids[$k]}"; r=$?
+                    echo "### shard $k/$n: rc=$r" >> "$log"; cat "$log.$k" >> "$log"; rm -f "$log.$k"
+                    # a report (99) or a cut (124) outranks a failed case (1)
+                    if [ $r -eq 99 ] || [ $r -eq 124 ] || { [ $r -ne 0 ] && [ $rc -eq 0 ]; }; then rc=$r; fi
+                done
             fi
-            rc=$?
-            note "compute-sanitizer $tool $f: rc=$rc, $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | tail -n 1)$(
-                grep -E '^device cuda|tests, [0-9]+ failed' "$log" | tail -n 1 | sed 's/^/; /')"
+            note "compute-sanitizer $tool $f: rc=$rc, $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | sort | uniq -c | tr '\n' ' ')$(
+                grep -E '^device cuda' "$log" | awk '{p+=$3; fl+=$5; s+=$7} END {if (NR) printf "; %d shards: %d passed, %d failed, %d skipped", NR, p, fl, s}')$(
+                grep -E 'tests, [0-9]+ failed' "$log" | tail -n 1 | sed 's/^/; /')"
             # test_cuda's 2 documented complex pow checks and the sweep's 2
             # c128 tan cases fail without the tools too (exit 1): only a
             # report (99) or a run cut short (124) is the tools' finding

@@ -313,7 +313,7 @@ done:
 static void usage(void) {
     fprintf(
         stderr,
-        "usage: conformance [--device cpu|cuda[:N]] [--ops a,b,...] [--emit FILE] [--linalg lapack|reference] [--linalg-properties] [--dot-precision highest|fast] [-v] CORPUS.jsonl[.gz]...\n");
+        "usage: conformance [--device cpu|cuda[:N]] [--ops a,b,...] [--emit FILE] [--linalg lapack|reference] [--linalg-properties] [--dot-precision highest|fast] [--shard K/N] [-v] CORPUS.jsonl[.gz]...\n");
 }
 
 /* The value m of a two-valued option: `on` sets *flag, `off` leaves it;
@@ -330,6 +330,9 @@ static bool pick_mode(const char *m, const char *on, const char *off, bool *flag
 int main(int argc, char **argv) {
     emily_device dev = EMILY_CPU;
     const char *ops = NULL, *emit_path = NULL;
+    /* --shard K/N runs the cases whose index is K modulo N, so N processes
+     * share a corpus (compute-sanitizer makes one process too slow) */
+    long shard = 0, nshards = 1;
     int nfiles = 0;
     char **files = calloc((size_t)argc, sizeof *files);
     for (int i = 1; i < argc; i++) {
@@ -340,7 +343,14 @@ int main(int argc, char **argv) {
             }
         } else if (strcmp(argv[i], "--ops") == 0 && i + 1 < argc) ops = argv[++i];
         else if (strcmp(argv[i], "--emit") == 0 && i + 1 < argc) emit_path = argv[++i];
-        else if (strcmp(argv[i], "-v") == 0) verbose++;
+        else if (strcmp(argv[i], "--shard") == 0 && i + 1 < argc) {
+            char end;
+            if (sscanf(argv[++i], "%ld/%ld%c", &shard, &nshards, &end) != 2 || nshards < 1 || shard < 0 ||
+                shard >= nshards) {
+                fprintf(stderr, "conformance: --shard wants K/N with 0 <= K < N, not %s\n", argv[i]);
+                return 2;
+            }
+        } else if (strcmp(argv[i], "-v") == 0) verbose++;
         else if (strcmp(argv[i], "--linalg") == 0 && i + 1 < argc) {
             if (!pick_mode(argv[++i], "reference", "lapack", &linalg_reference)) return 2;
         } else if (strcmp(argv[i], "--linalg-properties") == 0) exact_by_properties = force_properties = true;
@@ -388,6 +398,11 @@ int main(int argc, char **argv) {
             const char *op = json_string_value(json_object_get(line, "op"));
             if (!op || !op_selected(ops, op)) {
                 json_decref(line);
+                continue;
+            }
+            if (index % nshards != shard) {
+                json_decref(line);
+                index++;
                 continue;
             }
             json_t *emit_obj = emit ? json_pack("{s:I, s:s}", "index", (json_int_t)index, "op", op) : NULL;
