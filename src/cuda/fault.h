@@ -17,7 +17,7 @@ extern "C" {
 typedef enum emi_cuda_fault {
     EMI_CUDA_FAULT_NONE,
     /* emi_cuda_launched: a real launch with an impossible block size
-     * (cudaErrorInvalidConfiguration), which clears at the check */
+     * (see fault.cu for the error CUDA gives), which clears at the check */
     EMI_CUDA_FAULT_LAUNCH,
     /* the caching allocator's cudaMalloc asks for 2^50 bytes: a real
      * device out-of-memory (after the allocator's retry without cache) */

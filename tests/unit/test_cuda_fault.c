@@ -88,12 +88,11 @@ static void fault_then_recover(const char *what, binary_op op, const emily_tenso
 TEST(gpu_failed_launch_names_the_op) {
     int64_t shape[2] = {300, 257};
     emily_tensor *a = g_iota(EMILY_F32, 2, shape), *b = g_iota(EMILY_F32, 2, shape);
-    fault_then_recover("add", add_op, a, b, EMI_CUDA_FAULT_LAUNCH, 0, EMILY_ERR_DEVICE,
-                       "cuda: add: invalid configuration argument");
+    fault_then_recover("add", add_op, a, b, EMI_CUDA_FAULT_LAUNCH, 0, EMILY_ERR_DEVICE, "cuda: add: invalid argument");
     /* a later launch of an op that launches several kernels */
     int64_t sq[2] = {64, 64};
     emily_tensor *m = g_iota(EMILY_F32, 2, sq);
-    fault_then_recover("qr", qr_op, m, NULL, EMI_CUDA_FAULT_LAUNCH, 1, EMILY_ERR_DEVICE, "invalid configuration");
+    fault_then_recover("qr", qr_op, m, NULL, EMI_CUDA_FAULT_LAUNCH, 1, EMILY_ERR_DEVICE, "cuda: qr: invalid argument");
     RELEASE(a, b, m);
 }
 
