@@ -85,26 +85,30 @@ static void fault_then_recover(const char *what, binary_op op, const emily_tenso
     RELEASE(ref, bad, again);
 }
 
-TEST(gpu_failed_launch_names_the_op) {
-    int64_t shape[2] = {300, 257};
-    emily_tensor *a = g_iota(EMILY_F32, 2, shape), *b = g_iota(EMILY_F32, 2, shape);
-    fault_then_recover("add", add_op, a, b, EMI_CUDA_FAULT_LAUNCH, 0, EMILY_ERR_DEVICE, "cuda: add: invalid argument");
-    /* a later launch of an op that launches several kernels */
+/* The fault on an add over `shape`, then on qr of a 64 x 64 matrix, an op
+ * that launches and allocates several times, at its site `qr_skip`. */
+static void fault_add_and_qr(int rank, const int64_t *shape, emi_cuda_fault kind, int qr_skip, emily_status want,
+                             const char *add_needle, const char *qr_needle) {
+    emily_tensor *a = g_iota(EMILY_F32, rank, shape), *b = g_iota(EMILY_F32, rank, shape);
+    fault_then_recover("add", add_op, a, b, kind, 0, want, add_needle);
     int64_t sq[2] = {64, 64};
     emily_tensor *m = g_iota(EMILY_F32, 2, sq);
-    fault_then_recover("qr", qr_op, m, NULL, EMI_CUDA_FAULT_LAUNCH, 1, EMILY_ERR_DEVICE, "cuda: qr: invalid argument");
+    fault_then_recover("qr", qr_op, m, NULL, kind, qr_skip, want, qr_needle);
     RELEASE(a, b, m);
 }
 
+TEST(gpu_failed_launch_names_the_op) {
+    int64_t shape[2] = {300, 257};
+    fault_add_and_qr(2, shape, EMI_CUDA_FAULT_LAUNCH, 1, EMILY_ERR_DEVICE, "cuda: add: invalid argument",
+                     "cuda: qr: invalid argument");
+}
+
 TEST(gpu_out_of_memory_names_the_op) {
+    /* qr's third allocation: a work area after its outputs */
     int64_t shape[1] = {123457};
-    emily_tensor *a = g_iota(EMILY_F32, 1, shape), *b = g_iota(EMILY_F32, 1, shape);
-    fault_then_recover("add", add_op, a, b, EMI_CUDA_FAULT_ALLOC, 0, EMILY_ERR_MEMORY, "out of memory");
-    /* the scratch of an op after its output (qr's work areas) */
-    int64_t sq[2] = {64, 64};
-    emily_tensor *m = g_iota(EMILY_F32, 2, sq);
-    fault_then_recover("qr", qr_op, m, NULL, EMI_CUDA_FAULT_ALLOC, 2, EMILY_ERR_MEMORY, "out of memory");
+    fault_add_and_qr(1, shape, EMI_CUDA_FAULT_ALLOC, 2, EMILY_ERR_MEMORY, "out of memory", "out of memory");
     /* through the dispatcher, the callback's name leads the message */
+    emily_tensor *a = g_iota(EMILY_F32, 1, shape), *b = g_iota(EMILY_F32, 1, shape);
     CHECK_OK(emily_memory_release_cache(CUDA0));
     emi_cuda_fault_arm(EMI_CUDA_FAULT_ALLOC, 0);
     emily_value args[2] = {v_tensor(a), v_tensor(b)}, tmpl = v_tmpl(EMILY_F32, 1, shape);
@@ -116,7 +120,7 @@ TEST(gpu_out_of_memory_names_the_op) {
     CHECK_OK(emily_dispatch("add", CUDA0, &tmpl, args, 2, EMILY_DISPATCH_RUN, &r));
     CHECK(r.n == 1);
     emily_dispatch_result_release(&r);
-    RELEASE(a, b, m);
+    RELEASE(a, b);
 }
 
 TEST(gpu_failed_library_call_names_the_op) {
