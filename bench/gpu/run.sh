@@ -339,9 +339,11 @@ step_sanitize_corpus() {
             # conformance --shard K/N, test_cuda's cases dealt out by name
             local n=${CORPUS_SHARDS:-8} k t i pids=() r names=() args extra=()
             t=$(limit ${CORPUS_SECONDS:-240})
-            # test_cuda checks that a 4 TiB cudaMalloc fails cleanly: memcheck
-            # would report that API error; its memory-access checks stay on
-            [ "$f" = test_cuda ] && { mapfile -t names < <("$W/bin/test_cuda" --list); extra=(--report-api-errors no); }
+            # (--list prints the case names among other lines, such as
+            # "cuda: 1 device(s)"). test_cuda checks that a 4 TiB cudaMalloc
+            # fails cleanly: memcheck would report that API error; its
+            # memory-access checks stay on
+            [ "$f" = test_cuda ] && { mapfile -t names < <("$W/bin/test_cuda" --list | grep -E '^[a-z0-9_]+$'); extra=(--report-api-errors no); }
             for k in $(seq 0 $((n - 1))); do
                 if [ "$f" = test_cuda ]; then
                     args=()
