@@ -994,6 +994,62 @@ static emily_status op_dot_fp8(emily_tensor *const *in, emily_tensor **out, cons
     return emily_dot_fp8(in[0], 1, &ca, 0, NULL, 1.0f, in[1], 1, &f->cb, 0, NULL, 1.0f, f->out, out);
 }
 
+/* A probe of an M x M product of the host copies ha and hb: the term of
+ * cell (r, c) at q, and the tolerance of the cell given the sum in double
+ * of its terms (ref) and of their magnitudes (mag). */
+typedef struct dot_probe {
+    int64_t M;
+    const float *ha, *hb;
+    double (*term)(const struct dot_probe *d, int64_t r, int64_t c, int64_t q);
+    double (*tol)(const struct dot_probe *d, double ref, double mag);
+    emily_dtype type; /* matmul: the inputs' type; fp8: the output's */
+    int cb;           /* fp8: 1 for b [N, K], 0 for b [K, N] */
+} dot_probe;
+
+/* 1 when out is within tolerance of the sums in double at three cells
+ * (the two corners and one inside), else 0. */
+static int dot_probes_ok(const dot_probe *d, const emily_tensor *out) {
+    int64_t M = d->M;
+    int ok = 1;
+    int64_t probes[3][2] = {{0, 0}, {M - 1, M - 1}, {123 % M, 4567 % M}};
+    for (int p = 0; p < 3; p++) {
+        int64_t r = probes[p][0], c = probes[p][1];
+        double ref = 0, mag = 0;
+        for (int64_t q = 0; q < M; q++) {
+            double t = d->term(d, r, c, q);
+            ref += t;
+            mag += fabs(t);
+        }
+        ok &= fabs(elem(out, r * M + c) - ref) <= d->tol(d, ref, mag);
+    }
+    return ok;
+}
+
+/* matmul: the inputs rounded to their type, the product in double. */
+static double matmul_term(const dot_probe *d, int64_t r, int64_t c, int64_t q) {
+    return rounded(d->type, d->ha[r * d->M + q]) * rounded(d->type, d->hb[q * d->M + c]);
+}
+
+static double matmul_tol(const dot_probe *d, double ref, double mag) {
+    (void)ref;
+    double eps = d->type == EMILY_BF16 ? 1.0 / 128 : d->type == EMILY_F16 ? 1.0 / 1024 : 1e-6;
+    return eps * mag + eps;
+}
+
+/* fp8: the inputs rounded to e4m3, the product in double. */
+static double fp8_term(const dot_probe *d, int64_t r, int64_t c, int64_t q) {
+    int64_t M = d->M;
+    /* b[c][q] for [N, K], b[q][c] for [K, N] */
+    float bv = d->cb == 1 ? d->hb[c * M + q] : d->hb[q * M + c];
+    return emily_f8_e4m3fn_to_f64(emily_f64_to_f8_e4m3fn(d->ha[r * M + q])) *
+           emily_f8_e4m3fn_to_f64(emily_f64_to_f8_e4m3fn(bv));
+}
+
+/* f32 accumulation of M terms, and one bf16 rounding for a bf16 output */
+static double fp8_tol(const dot_probe *d, double ref, double mag) {
+    return (double)d->M * ldexp(1.0, -24) * mag + (d->type == EMILY_BF16 ? fabs(ref) / 128 : 0) + 1e-6;
+}
+
 /* "dot fp8 e4m3 MxMxM": f8_e4m3fn operands (a [M, M] and b, Nx's rounding
  * of the f32 inputs), unit scales, f32 and bf16 outputs, against
  * torch._scaled_mm with float8_e4m3fn inputs in peers.py (b given
@@ -1022,22 +1078,8 @@ static void bench_fp8(int64_t M, emily_tensor *ma, emily_tensor *mb, const float
         double ms;
         snprintf(name, sizeof name, "dot_fp8_e4m3_%lld_%s", (long long)M, suffix[v]);
         if (!want(name) || time_op(op_dot_fp8, xy, &args[v], &ms, &out)) continue;
-        int ok = 1;
-        int64_t probes[3][2] = {{0, 0}, {M - 1, M - 1}, {123 % M, 4567 % M}};
-        for (int p = 0; p < 3; p++) {
-            int64_t r = probes[p][0], c = probes[p][1];
-            double ref = 0, mag = 0;
-            for (int64_t q = 0; q < M; q++) {
-                /* b[c][q] for [N, K], b[q][c] for [K, N] */
-                float bv = args[v].cb == 1 ? hb[c * M + q] : hb[q * M + c];
-                double t = emily_f8_e4m3fn_to_f64(emily_f64_to_f8_e4m3fn(ha[r * M + q])) *
-                           emily_f8_e4m3fn_to_f64(emily_f64_to_f8_e4m3fn(bv));
-                ref += t;
-                mag += fabs(t);
-            }
-            double tol = (double)M * ldexp(1.0, -24) * mag + (args[v].out == EMILY_BF16 ? fabs(ref) / 128 : 0) + 1e-6;
-            ok &= fabs(elem(out, r * M + c) - ref) <= tol;
-        }
+        dot_probe d = {M, ha, hb, fp8_term, fp8_tol, args[v].out, args[v].cb};
+        int ok = dot_probes_ok(&d, out);
         report(name, ms, "TFLOP/s", 2.0 * (double)M * (double)M * (double)M / (ms * 1e9), ok,
                v == 2 ? "f8_e4m3fn inputs, b [K, N] packed k-major per call, bf16 output"
                       : "f8_e4m3fn inputs, unit scales, f32 accumulation");
@@ -1146,20 +1188,8 @@ int main(int argc, char **argv) {
                      P == EMILY_DOT_PRECISION_FAST ? "" : "_highest");
             row = name;
             if (!time_op(op_matmul, xy, NULL, &ms, &out)) {
-                int ok = 1;
-                int64_t probes[3][2] = {{0, 0}, {M - 1, M - 1}, {123 % M, 4567 % M}};
-                for (int p = 0; p < 3; p++) {
-                    int64_t r = probes[p][0], c = probes[p][1];
-                    double ref = 0, mag = 0;
-                    for (int64_t q = 0; q < M; q++) {
-                        double t = rounded(types[k], ha[r * M + q]) * rounded(types[k], hb[q * M + c]);
-                        ref += t;
-                        mag += fabs(t);
-                    }
-                    double eps = types[k] == EMILY_BF16 ? 1.0 / 128 : types[k] == EMILY_F16 ? 1.0 / 1024 : 1e-6;
-                    double got = elem(out, r * M + c);
-                    ok &= fabs(got - ref) <= eps * mag + eps;
-                }
+                dot_probe d = {M, ha, hb, matmul_term, matmul_tol, types[k], 0};
+                int ok = dot_probes_ok(&d, out);
                 report(name, ms, "TFLOP/s", 2.0 * (double)M * (double)M * (double)M / (ms * 1e9), ok,
                        P == EMILY_DOT_PRECISION_HIGHEST ? "precision highest: f64 accumulation"
                        : types[k] == EMILY_F32          ? "f32 multiply/accumulate, no TF32"

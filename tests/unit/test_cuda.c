@@ -6,6 +6,7 @@
  * otherwise they are listed as skipped with the reason (never counted as
  * passed). */
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <time.h>
 #include "harness.h"
@@ -418,13 +419,29 @@ static double rnd_float(int edges) {
     return (rnd_unit() - 0.5) * 8.0;
 }
 
+/* A host buffer for the n elements of dt and shape (n in *n, the element
+ * size in *es), with pad bytes more; aborts when out of memory. */
+static unsigned char *elem_buf(emily_dtype dt, int rank, const int64_t *shape, size_t pad, int64_t *n, size_t *es) {
+    *n = 1;
+    for (int i = 0; i < rank; i++) *n *= shape[i];
+    *es = emily_dtype_size(dt);
+    unsigned char *buf = malloc((size_t)*n * *es + pad);
+    if (!buf) abort();
+    return buf;
+}
+
+/* The tensor of dt and shape with the elements of buf, which it frees. */
+static emily_tensor *tensor_of_buf(emily_dtype dt, int rank, const int64_t *shape, unsigned char *buf) {
+    emily_tensor *t = t_from(dt, rank, shape, buf);
+    free(buf);
+    return t;
+}
+
 /* n elements of dt with random values (edge values when `edges`). */
 static emily_tensor *rnd_tensor(emily_dtype dt, int rank, const int64_t *shape, int edges) {
-    int64_t n = 1;
-    for (int i = 0; i < rank; i++) n *= shape[i];
-    size_t es = emily_dtype_size(dt);
-    unsigned char *buf = malloc((size_t)n * es + 16);
-    if (!buf) abort();
+    int64_t n;
+    size_t es;
+    unsigned char *buf = elem_buf(dt, rank, shape, 16, &n, &es);
     for (int64_t i = 0; i < n; i++) {
         unsigned char *p = buf + (size_t)i * es;
         uint64_t bits = rnd();
@@ -465,9 +482,7 @@ static emily_tensor *rnd_tensor(emily_dtype dt, int rank, const int64_t *shape, 
             memcpy(p, &bits, es);
         }
     }
-    emily_tensor *t = t_from(dt, rank, shape, buf);
-    free(buf);
-    return t;
+    return tensor_of_buf(dt, rank, shape, buf);
 }
 
 /* |a - b| in units of the last place (floats as doubles of width bits). */
@@ -1151,43 +1166,60 @@ static const emily_dtype index_types[] = {EMILY_S64, EMILY_S32, EMILY_U8, EMILY_
  * (when >= 0), which holds the 64-bit pattern bad (its low bytes). */
 static emily_tensor *idx_tensor(emily_dtype dt, int rank, const int64_t *shape, int ncols, const int64_t *bounds,
                                 int64_t bad_at, uint64_t bad) {
-    int64_t n = 1;
-    for (int i = 0; i < rank; i++) n *= shape[i];
-    size_t es = emily_dtype_size(dt);
-    unsigned char *buf = malloc((size_t)n * es + 8);
-    if (!buf) abort();
+    int64_t n;
+    size_t es;
+    unsigned char *buf = elem_buf(dt, rank, shape, 8, &n, &es);
     for (int64_t k = 0; k < n; k++) {
         int64_t b = bounds[ncols > 0 ? k % ncols : 0];
         uint64_t v = k == bad_at ? bad : (b > 0 ? rnd() % (uint64_t)b : 0);
         memcpy(buf + (size_t)k * es, &v, es); /* little-endian low bytes */
     }
-    emily_tensor *t = t_from(dt, rank, shape, buf);
-    free(buf);
-    return t;
+    return tensor_of_buf(dt, rank, shape, buf);
+}
+
+/* compare_index of x indexed by idx, which must end with `want`; what
+ * the case is, as printf writes fmt. */
+__attribute__((format(printf, 5, 6))) static void compare_xi(const index_arg *a, emily_tensor *x, emily_tensor *idx,
+                                                             emily_status want, const char *fmt, ...) {
+    char what[96];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    emily_tensor *in[2] = {x, idx};
+    compare_index(what, a, 2, in, want);
+}
+
+/* One case of the dtype loops below: x (random, of dt and the rank-3
+ * shape), case k, indices of type it. */
+typedef void index_case_fn(emily_tensor *x, const int64_t *shape, emily_dtype dt, int k, emily_dtype it);
+
+/* body for every dtype and each case k < ncases, the index types in turn
+ * from index_types[ti]. */
+static void each_dtype_and_case(const int64_t *shape, int ncases, int ti, index_case_fn *body) {
+    for (int d = 0; d < EMILY_DTYPE_COUNT; d++) {
+        emily_dtype dt = (emily_dtype)d;
+        emily_tensor *x = rnd_tensor(dt, 3, shape, 1);
+        for (int k = 0; k < ncases; k++) body(x, shape, dt, k, index_types[ti++ % 8]);
+        emily_tensor_release(x);
+    }
+}
+
+static void take_one(emily_tensor *x, const int64_t *shape, emily_dtype dt, int axis, emily_dtype it) {
+    int64_t ishape[2] = {4, 3};
+    emily_tensor *idx = idx_tensor(it, 2, ishape, 1, &shape[axis], -1, 0);
+    index_arg a = {IX_TAKE, axis, 0, NULL, EMILY_DTYPE_AUTO, false};
+    for (int sl = 0; sl < (axis > 0 ? 2 : 1); sl++) {
+        a.slice_first = sl == 1; /* then the tensor at an offset */
+        compare_xi(&a, x, idx, EMILY_OK, "take axis %d (%s, %s indices)", axis, emily_dtype_name(dt),
+                   emily_dtype_name(it));
+    }
+    emily_tensor_release(idx);
 }
 
 TEST(gpu_take_matches_cpu) {
     static const int64_t shape[3] = {7, 5, 3};
-    int ti = 0;
-    for (int d = 0; d < EMILY_DTYPE_COUNT; d++) {
-        emily_dtype dt = (emily_dtype)d;
-        emily_tensor *x = rnd_tensor(dt, 3, shape, 1);
-        for (int axis = 0; axis < 3; axis++) {
-            emily_dtype it = index_types[ti++ % 8];
-            int64_t ishape[2] = {4, 3};
-            emily_tensor *idx = idx_tensor(it, 2, ishape, 1, &shape[axis], -1, 0);
-            index_arg a = {IX_TAKE, axis, 0, NULL, EMILY_DTYPE_AUTO, false};
-            char what[96];
-            snprintf(what, sizeof what, "take axis %d (%s, %s indices)", axis, emily_dtype_name(dt),
-                     emily_dtype_name(it));
-            emily_tensor *in[2] = {x, idx};
-            compare_index(what, &a, 2, in, EMILY_OK);
-            a.slice_first = true; /* the tensor at an offset */
-            if (axis > 0) compare_index(what, &a, 2, in, EMILY_OK);
-            emily_tensor_release(idx);
-        }
-        emily_tensor_release(x);
-    }
+    each_dtype_and_case(shape, 3, 0, take_one);
     /* the vector paths: 16-byte rows (the benchmark's shape, smaller),
      * 20-byte rows (4-byte vectors), 3-byte rows, one element a row, many
      * runs; at an offset that keeps or breaks 16-byte alignment */
@@ -1207,16 +1239,12 @@ TEST(gpu_take_matches_cpu) {
         /* in range of the tensor from row 1 on too */
         int64_t bound = big[k].shape[big[k].axis] - (big[k].axis == 0 ? 1 : 0);
         emily_tensor *idx = idx_tensor(EMILY_S64, 1, ishape, 1, &bound, -1, 0);
-        emily_tensor *in[2] = {x, idx};
         for (int sl = 0; sl < 2; sl++) {
             index_arg a = {IX_TAKE, big[k].axis, 0, NULL, EMILY_DTYPE_AUTO, sl == 1};
-            char what[96];
-            snprintf(what, sizeof what, "take %s case %zu%s", emily_dtype_name(big[k].dt), k,
-                     a.slice_first ? " at an offset" : "");
-            compare_index(what, &a, 2, in, EMILY_OK);
+            compare_xi(&a, x, idx, EMILY_OK, "take %s case %zu%s", emily_dtype_name(big[k].dt), k,
+                       a.slice_first ? " at an offset" : "");
         }
-        emily_tensor_release(idx);
-        emily_tensor_release(x);
+        RELEASE(idx, x);
     }
     /* bad indices: the first in row order, with its value as written */
     emily_tensor *x = rnd_tensor(EMILY_F32, 3, shape, 0);
@@ -1232,11 +1260,8 @@ TEST(gpu_take_matches_cpu) {
         int64_t ishape[2] = {3, 4};
         int64_t n = shape[bad[k].axis];
         emily_tensor *idx = idx_tensor(bad[k].it, 2, ishape, 1, &n, 5, bad[k].v);
-        emily_tensor *in[2] = {x, idx};
         index_arg a = {IX_TAKE, bad[k].axis, 0, NULL, EMILY_DTYPE_AUTO, false};
-        char what[96];
-        snprintf(what, sizeof what, "take, bad %s index", emily_dtype_name(bad[k].it));
-        compare_index(what, &a, 2, in, EMILY_ERR_INDEX);
+        compare_xi(&a, x, idx, EMILY_ERR_INDEX, "take, bad %s index", emily_dtype_name(bad[k].it));
         emily_tensor_release(idx);
     }
     /* two bad indices: the first is reported */
@@ -1244,9 +1269,8 @@ TEST(gpu_take_matches_cpu) {
         int32_t iv[5] = {1, 9, -3, 12, 2};
         int64_t ishape[1] = {5};
         emily_tensor *idx = t_from(EMILY_S32, 1, ishape, iv);
-        emily_tensor *in[2] = {x, idx};
         index_arg a = {IX_TAKE, 0, 0, NULL, EMILY_DTYPE_AUTO, false};
-        compare_index("take, two bad indices", &a, 2, in, EMILY_ERR_INDEX);
+        compare_xi(&a, x, idx, EMILY_ERR_INDEX, "take, two bad indices");
         emily_tensor_release(idx);
     }
     emily_tensor_release(x);
@@ -1257,53 +1281,38 @@ TEST(gpu_take_matches_cpu) {
         int64_t good[2] = {1, 3}, badv[2] = {1, 7};
         emily_tensor *i1 = t_from(EMILY_S64, 1, ishape, good), *i2 = t_from(EMILY_S64, 1, ishape, badv);
         index_arg a = {IX_TAKE, 0, 0, NULL, EMILY_DTYPE_AUTO, false};
-        emily_tensor *in1[2] = {e, i1}, *in2[2] = {e, i2};
-        compare_index("take into an empty result", &a, 2, in1, EMILY_OK);
-        compare_index("take into an empty result, bad index", &a, 2, in2, EMILY_ERR_INDEX);
-        emily_tensor_release(i1);
-        emily_tensor_release(i2);
-        emily_tensor_release(e);
+        compare_xi(&a, e, i1, EMILY_OK, "take into an empty result");
+        compare_xi(&a, e, i2, EMILY_ERR_INDEX, "take into an empty result, bad index");
+        RELEASE(i1, i2, e);
     }
+}
+
+static void take_along_one(emily_tensor *x, const int64_t *shape, emily_dtype dt, int axis, emily_dtype it) {
+    int64_t ishape[3] = {4, 6, 5};
+    ishape[axis] = axis == 1 ? 9 : 3; /* more and fewer than the axis' size */
+    emily_tensor *idx = idx_tensor(it, 3, ishape, 1, &shape[axis], -1, 0);
+    index_arg a = {IX_ALONG, axis, 0, NULL, EMILY_DTYPE_AUTO, false};
+    compare_xi(&a, x, idx, EMILY_OK, "take_along_axis axis %d (%s, %s indices)", axis, emily_dtype_name(dt),
+               emily_dtype_name(it));
+    emily_tensor_release(idx);
+    /* a bad index in the middle, and one more after it */
+    ishape[axis] = 2;
+    int64_t total = ishape[0] * ishape[1] * ishape[2];
+    emily_tensor *bi = idx_tensor(it, 3, ishape, 1, &shape[axis], total / 2, (uint64_t)-1);
+    compare_xi(&a, x, bi, EMILY_ERR_INDEX, "take_along_axis axis %d, bad %s index", axis, emily_dtype_name(it));
+    emily_tensor_release(bi);
 }
 
 TEST(gpu_take_along_axis_matches_cpu) {
     static const int64_t shape[3] = {4, 6, 5};
-    int ti = 3;
-    for (int d = 0; d < EMILY_DTYPE_COUNT; d++) {
-        emily_dtype dt = (emily_dtype)d;
-        emily_tensor *x = rnd_tensor(dt, 3, shape, 1);
-        for (int axis = 0; axis < 3; axis++) {
-            emily_dtype it = index_types[ti++ % 8];
-            int64_t ishape[3] = {4, 6, 5};
-            ishape[axis] = axis == 1 ? 9 : 3; /* more and fewer than the axis' size */
-            emily_tensor *idx = idx_tensor(it, 3, ishape, 1, &shape[axis], -1, 0);
-            index_arg a = {IX_ALONG, axis, 0, NULL, EMILY_DTYPE_AUTO, false};
-            char what[96];
-            snprintf(what, sizeof what, "take_along_axis axis %d (%s, %s indices)", axis, emily_dtype_name(dt),
-                     emily_dtype_name(it));
-            emily_tensor *in[2] = {x, idx};
-            compare_index(what, &a, 2, in, EMILY_OK);
-            emily_tensor_release(idx);
-            /* a bad index in the middle, and one more after it */
-            ishape[axis] = 2;
-            int64_t total = ishape[0] * ishape[1] * ishape[2];
-            emily_tensor *bi = idx_tensor(it, 3, ishape, 1, &shape[axis], total / 2, (uint64_t)-1);
-            emily_tensor *in2[2] = {x, bi};
-            snprintf(what, sizeof what, "take_along_axis axis %d, bad %s index", axis, emily_dtype_name(it));
-            compare_index(what, &a, 2, in2, EMILY_ERR_INDEX);
-            emily_tensor_release(bi);
-        }
-        emily_tensor_release(x);
-    }
+    each_dtype_and_case(shape, 3, 3, take_along_one);
     /* a larger one: 300 x 1000 bf16 along the last axis */
     int64_t lshape[2] = {300, 1000}, ishape[2] = {300, 1500};
     emily_tensor *x = rnd_tensor(EMILY_BF16, 2, lshape, 1);
     emily_tensor *idx = idx_tensor(EMILY_S32, 2, ishape, 1, &lshape[1], -1, 0);
-    emily_tensor *in[2] = {x, idx};
     index_arg a = {IX_ALONG, 1, 0, NULL, EMILY_DTYPE_AUTO, false};
-    compare_index("take_along_axis 300x1000 bf16", &a, 2, in, EMILY_OK);
-    emily_tensor_release(idx);
-    emily_tensor_release(x);
+    compare_xi(&a, x, idx, EMILY_OK, "take_along_axis 300x1000 bf16");
+    RELEASE(idx, x);
 }
 
 /* Bounds of the columns of gather/indexed indices: the sizes of `axes`
@@ -1312,44 +1321,35 @@ static void col_bounds(const int64_t *shape, int ncols, const int *axes, int64_t
     for (int c = 0; c < ncols; c++) bounds[c] = shape[axes ? axes[c] : c];
 }
 
+static const int gather_ax02[2] = {0, 2}, gather_ax1[1] = {1}, gather_ax12[2] = {1, 2};
+static const struct {
+    const int *axes;
+    int naxes;
+    int irank;
+    int64_t ishape[3];
+} gather_cases[] = {
+    {gather_ax02, 2, 3, {4, 3, 2}}, {gather_ax1, 1, 2, {10, 1}},  {NULL, 3, 2, {8, 3}},
+    {NULL, 2, 2, {6, 2}},           {gather_ax12, 2, 2, {11, 2}}, {NULL, 0, 2, {3, 0}},
+};
+
+static void gather_one(emily_tensor *x, const int64_t *shape, emily_dtype dt, int k, emily_dtype it) {
+    int64_t bounds[3];
+    col_bounds(shape, gather_cases[k].naxes, gather_cases[k].axes, bounds);
+    emily_tensor *idx = idx_tensor(it, gather_cases[k].irank, gather_cases[k].ishape, gather_cases[k].naxes, bounds, -1,
+                                   0);
+    index_arg a = {IX_GATHER, 0, gather_cases[k].naxes, gather_cases[k].axes, EMILY_DTYPE_AUTO, false};
+    compare_xi(&a, x, idx, EMILY_OK, "gather case %d (%s, %s indices)", k, emily_dtype_name(dt), emily_dtype_name(it));
+    emily_tensor_release(idx);
+    if (gather_cases[k].naxes == 2) { /* a bad index in column 1 */
+        emily_tensor *bi = idx_tensor(it, gather_cases[k].irank, gather_cases[k].ishape, 2, bounds, 5, 100);
+        compare_xi(&a, x, bi, EMILY_ERR_INDEX, "gather case %d, bad %s index", k, emily_dtype_name(it));
+        emily_tensor_release(bi);
+    }
+}
+
 TEST(gpu_gather_matches_cpu) {
     static const int64_t shape[3] = {5, 6, 7};
-    static const int ax02[2] = {0, 2}, ax1[1] = {1}, ax12[2] = {1, 2};
-    static const struct {
-        const int *axes;
-        int naxes;
-        int irank;
-        int64_t ishape[3];
-    } cases[] = {
-        {ax02, 2, 3, {4, 3, 2}}, {ax1, 1, 2, {10, 1}},  {NULL, 3, 2, {8, 3}},
-        {NULL, 2, 2, {6, 2}},    {ax12, 2, 2, {11, 2}}, {NULL, 0, 2, {3, 0}},
-    };
-    int ti = 5;
-    for (int d = 0; d < EMILY_DTYPE_COUNT; d++) {
-        emily_dtype dt = (emily_dtype)d;
-        emily_tensor *x = rnd_tensor(dt, 3, shape, 1);
-        for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
-            emily_dtype it = index_types[ti++ % 8];
-            int64_t bounds[3];
-            col_bounds(shape, cases[k].naxes, cases[k].axes, bounds);
-            emily_tensor *idx = idx_tensor(it, cases[k].irank, cases[k].ishape, cases[k].naxes, bounds, -1, 0);
-            index_arg a = {IX_GATHER, 0, cases[k].naxes, cases[k].axes, EMILY_DTYPE_AUTO, false};
-            char what[96];
-            snprintf(what, sizeof what, "gather case %zu (%s, %s indices)", k, emily_dtype_name(dt),
-                     emily_dtype_name(it));
-            emily_tensor *in[2] = {x, idx};
-            compare_index(what, &a, 2, in, EMILY_OK);
-            emily_tensor_release(idx);
-            if (cases[k].naxes == 2) { /* a bad index in column 1 */
-                emily_tensor *bi = idx_tensor(it, cases[k].irank, cases[k].ishape, 2, bounds, 5, 100);
-                emily_tensor *in2[2] = {x, bi};
-                snprintf(what, sizeof what, "gather case %zu, bad %s index", k, emily_dtype_name(it));
-                compare_index(what, &a, 2, in2, EMILY_ERR_INDEX);
-                emily_tensor_release(bi);
-            }
-        }
-        emily_tensor_release(x);
-    }
+    each_dtype_and_case(shape, (int)(sizeof gather_cases / sizeof *gather_cases), 5, gather_one);
     /* more index columns, and more non-indexed axes before the last
      * indexed one, than fit the kernels' small parameters */
     {
@@ -1360,21 +1360,16 @@ TEST(gpu_gather_matches_cpu) {
         emily_tensor *idx = idx_tensor(EMILY_S64, 2, ishape, 9, bounds, -1, 0);
         emily_tensor *bi = idx_tensor(EMILY_S32, 2, ishape, 9, bounds, 9 * 7 + 4, 3);
         index_arg a = {IX_GATHER, 0, 9, axes, EMILY_DTYPE_AUTO, false};
-        emily_tensor *in[2] = {x, idx}, *in2[2] = {x, bi};
-        compare_index("gather, 9 index columns", &a, 2, in, EMILY_OK);
-        compare_index("gather, 9 index columns, bad index", &a, 2, in2, EMILY_ERR_INDEX);
-        emily_tensor_release(bi);
-        emily_tensor_release(idx);
-        emily_tensor_release(x);
+        compare_xi(&a, x, idx, EMILY_OK, "gather, 9 index columns");
+        compare_xi(&a, x, bi, EMILY_ERR_INDEX, "gather, 9 index columns, bad index");
+        RELEASE(bi, idx, x);
         int64_t s12[12] = {2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 5}, ishape2[2] = {7, 1};
         int last[1] = {11};
         x = rnd_tensor(EMILY_C64, 12, s12, 1);
         idx = idx_tensor(EMILY_U8, 2, ishape2, 1, &s12[11], -1, 0);
         index_arg b = {IX_GATHER, 0, 1, last, EMILY_DTYPE_AUTO, false};
-        emily_tensor *in3[2] = {x, idx};
-        compare_index("gather, 11 axes before the indexed one", &b, 2, in3, EMILY_OK);
-        emily_tensor_release(idx);
-        emily_tensor_release(x);
+        compare_xi(&b, x, idx, EMILY_OK, "gather, 11 axes before the indexed one");
+        RELEASE(idx, x);
     }
     /* rows of 16-byte vectors */
     {
@@ -1382,10 +1377,8 @@ TEST(gpu_gather_matches_cpu) {
         emily_tensor *x = rnd_tensor(EMILY_F16, 2, s, 1);
         emily_tensor *idx = idx_tensor(EMILY_S32, 2, ishape, 1, s, -1, 0);
         index_arg a = {IX_GATHER, 0, 1, NULL, EMILY_DTYPE_AUTO, false};
-        emily_tensor *in[2] = {x, idx};
-        compare_index("gather 3000 rows of 2000x512 f16", &a, 2, in, EMILY_OK);
-        emily_tensor_release(idx);
-        emily_tensor_release(x);
+        compare_xi(&a, x, idx, EMILY_OK, "gather 3000 rows of 2000x512 f16");
+        RELEASE(idx, x);
     }
 }
 
@@ -1572,11 +1565,9 @@ static emily_tensor *sort_data(emily_dtype dt, int rank, const int64_t *shape) {
                                     0x3ff0000000000000ull,
                                     0xbff0000000000000ull,
                                     1};
-    int64_t n = 1;
-    for (int i = 0; i < rank; i++) n *= shape[i];
-    size_t es = emily_dtype_size(dt);
-    unsigned char *buf = malloc((size_t)n * es + 16);
-    if (!buf) abort();
+    int64_t n;
+    size_t es;
+    unsigned char *buf = elem_buf(dt, rank, shape, 16, &n, &es);
     for (int64_t i = 0; i < n; i++) {
         uint64_t bits = rnd(), pick = rnd() % 8;
         const uint64_t *edge = dt == EMILY_F16    ? f16e
@@ -1605,9 +1596,7 @@ static emily_tensor *sort_data(emily_dtype dt, int rank, const int64_t *shape) {
         }
         memcpy(buf + (size_t)i * es, &bits, es);
     }
-    emily_tensor *t = t_from(dt, rank, shape, buf);
-    free(buf);
-    return t;
+    return tensor_of_buf(dt, rank, shape, buf);
 }
 
 typedef struct sort_arg {
@@ -1679,42 +1668,51 @@ static void sort_of_zeros(emily_tensor *z) {
             compare_exact("sort of signed zeros and NaNs", run_sort_op, &a, z);
         }
 }
-TEST(gpu_sort_matches_cpu) {
-    static const struct {
-        int rank;
-        int64_t shape[3];
-    } cases[] = {{1, {1000}}, {2, {1, 70001}}, {2, {300, 37}}, {2, {2000, 3}},
-                 {2, {5, 1}}, {3, {3, 4, 5}},  {2, {0, 5}},    {1, {1}}};
+
+/* body(dt, &it) for each real dtype in order; it counts on across them
+ * (the index types are taken in turn). */
+static void each_real_dtype(void (*body)(emily_dtype dt, int *it)) {
+    int it = 0;
+    for (int d = 0; d < EMILY_DTYPE_COUNT; d++)
+        if (!emily_dtype_is_complex((emily_dtype)d)) body((emily_dtype)d, &it);
+}
+
+static const struct {
+    int rank;
+    int64_t shape[3];
+} sort_cases[] = {{1, {1000}}, {2, {1, 70001}}, {2, {300, 37}}, {2, {2000, 3}},
+                  {2, {5, 1}}, {3, {3, 4, 5}},  {2, {0, 5}},    {1, {1}}};
+
+static void sort_dtype(emily_dtype dt, int *it) {
     static const emily_dtype itypes[] = {EMILY_DTYPE_AUTO, EMILY_U8,   EMILY_F16, EMILY_S64,
                                          EMILY_U64,        EMILY_BF16, EMILY_F32, EMILY_S16};
-    int it = 0;
-    for (int d = 0; d < EMILY_DTYPE_COUNT; d++) {
-        emily_dtype dt = (emily_dtype)d;
-        if (emily_dtype_is_complex(dt)) continue;
-        for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
-            emily_tensor *x = sort_data(dt, cases[c].rank, cases[c].shape);
-            bool big = cases[c].shape[1] > 10000;
-            for (int view = 0; view < (big ? 1 : 4); view++)
-                for (int axis = -1; axis < cases[c].rank; axis++)
-                    for (int kind = 0; kind < 2; kind++)
-                        for (int desc = 0; desc < 2; desc++) {
-                            sort_arg a = {kind, axis, desc != 0, itypes[it++ % 8], 0, view};
-                            char what[128];
-                            snprintf(what, sizeof what, "%s %s shape case %zu axis %d view %d (index %s)",
-                                     kind ? "argsort" : "sort", desc ? "desc" : "asc", c, axis, view,
-                                     kind ? emily_dtype_name(a.itype == EMILY_DTYPE_AUTO ? EMILY_S32 : a.itype) : "-");
-                            compare_exact(what, run_sort_op, &a, x);
-                        }
-            emily_tensor_release(x);
-        }
-        /* rank 0 */
-        emily_tensor *s0 = sort_data(dt, 0, NULL);
-        for (int kind = 0; kind < 2; kind++) {
-            sort_arg a = {kind, 0, false, EMILY_DTYPE_AUTO, 0, 0};
-            compare_exact("sort/argsort of rank 0", run_sort_op, &a, s0);
-        }
-        emily_tensor_release(s0);
+    for (size_t c = 0; c < sizeof sort_cases / sizeof *sort_cases; c++) {
+        emily_tensor *x = sort_data(dt, sort_cases[c].rank, sort_cases[c].shape);
+        bool big = sort_cases[c].shape[1] > 10000;
+        for (int view = 0; view < (big ? 1 : 4); view++)
+            for (int axis = -1; axis < sort_cases[c].rank; axis++)
+                for (int kind = 0; kind < 2; kind++)
+                    for (int desc = 0; desc < 2; desc++) {
+                        sort_arg a = {kind, axis, desc != 0, itypes[(*it)++ % 8], 0, view};
+                        char what[128];
+                        snprintf(what, sizeof what, "%s %s shape case %zu axis %d view %d (index %s)",
+                                 kind ? "argsort" : "sort", desc ? "desc" : "asc", c, axis, view,
+                                 kind ? emily_dtype_name(a.itype == EMILY_DTYPE_AUTO ? EMILY_S32 : a.itype) : "-");
+                        compare_exact(what, run_sort_op, &a, x);
+                    }
+        emily_tensor_release(x);
     }
+    /* rank 0 */
+    emily_tensor *s0 = sort_data(dt, 0, NULL);
+    for (int kind = 0; kind < 2; kind++) {
+        sort_arg a = {kind, 0, false, EMILY_DTYPE_AUTO, 0, 0};
+        compare_exact("sort/argsort of rank 0", run_sort_op, &a, s0);
+    }
+    emily_tensor_release(s0);
+}
+
+TEST(gpu_sort_matches_cpu) {
+    each_real_dtype(sort_dtype);
     on_signed_zeros(3, 4000, 700, sort_of_zeros);
     /* rank 10 with every axis reversed: 9 other axes that cannot merge, so
      * the rows come in several layout blocks */
@@ -1739,39 +1737,37 @@ TEST(gpu_sort_matches_cpu) {
  * Rows of 2048 to 2^16 elements with k <= 256 and keys of up to 32 bits
  * go through the per-row selection (also on a transposed and a reversed
  * input), the rest through the sort: both sides of each limit are here. */
-TEST(gpu_top_k_matches_cpu) {
-    /* clang-format off */
-    static const struct {
-        int rank;
-        int64_t shape[3];
-        int64_t k;
-        int view;
-    } cases[] = {{2, {32, 5000}, 50, 0}, {2, {7, 13}, 13, 0},     {2, {7, 13}, 1, 0},
-                 {1, {70001}, 1000, 0},   {3, {3, 4, 5}, 3, 0},    {2, {40, 300}, 7, 1},
-                 {2, {40, 300}, 40, 2},   {2, {64, 63}, 5, 3},     {2, {0, 5}, 2, 0},
-                 {2, {4, 0}, 1, 0},       {2, {4, 6}, 7, 0},       {2, {4, 6}, 0, 0},
-                 {2, {3, 5000}, 256, 0},  {2, {3, 5000}, 257, 0},  {2, {2, 65536}, 10, 0},
-                 {2, {2, 65537}, 10, 0},  {2, {3, 2048}, 3, 0},    {2, {3, 2047}, 3, 0},
-                 {2, {5000, 3}, 4, 1},    {2, {3, 5000}, 9, 2}};
-    /* clang-format on */
+/* clang-format off */
+static const struct {
+    int rank;
+    int64_t shape[3];
+    int64_t k;
+    int view;
+} top_k_cases[] = {{2, {32, 5000}, 50, 0}, {2, {7, 13}, 13, 0},     {2, {7, 13}, 1, 0},
+                   {1, {70001}, 1000, 0},   {3, {3, 4, 5}, 3, 0},    {2, {40, 300}, 7, 1},
+                   {2, {40, 300}, 40, 2},   {2, {64, 63}, 5, 3},     {2, {0, 5}, 2, 0},
+                   {2, {4, 0}, 1, 0},       {2, {4, 6}, 7, 0},       {2, {4, 6}, 0, 0},
+                   {2, {3, 5000}, 256, 0},  {2, {3, 5000}, 257, 0},  {2, {2, 65536}, 10, 0},
+                   {2, {2, 65537}, 10, 0},  {2, {3, 2048}, 3, 0},    {2, {3, 2047}, 3, 0},
+                   {2, {5000, 3}, 4, 1},    {2, {3, 5000}, 9, 2}};
+/* clang-format on */
+
+static void top_k_dtype(emily_dtype dt, int *it) {
     static const emily_dtype itypes[] = {EMILY_DTYPE_AUTO, EMILY_S64, EMILY_U8, EMILY_F16, EMILY_U32};
-    int it = 0;
-    for (int d = 0; d < EMILY_DTYPE_COUNT; d++) {
-        emily_dtype dt = (emily_dtype)d;
-        if (emily_dtype_is_complex(dt)) continue;
-        for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
-            emily_tensor *x = sort_data(dt, cases[c].rank, cases[c].shape);
-            for (int kind = 2; kind < 4; kind++) {
-                sort_arg a = {kind, -1, true, itypes[it++ % 5], cases[c].k, cases[c].view};
-                char what[96];
-                snprintf(what, sizeof what, "top_k %s case %zu k %lld", kind == 2 ? "values" : "indices", c,
-                         (long long)cases[c].k);
-                compare_exact(what, run_sort_op, &a, x);
-            }
-            emily_tensor_release(x);
+    for (size_t c = 0; c < sizeof top_k_cases / sizeof *top_k_cases; c++) {
+        emily_tensor *x = sort_data(dt, top_k_cases[c].rank, top_k_cases[c].shape);
+        for (int kind = 2; kind < 4; kind++) {
+            sort_arg a = {kind, -1, true, itypes[(*it)++ % 5], top_k_cases[c].k, top_k_cases[c].view};
+            char what[96];
+            snprintf(what, sizeof what, "top_k %s case %zu k %lld", kind == 2 ? "values" : "indices", c,
+                     (long long)top_k_cases[c].k);
+            compare_exact(what, run_sort_op, &a, x);
         }
+        emily_tensor_release(x);
     }
 }
+
+TEST(gpu_top_k_matches_cpu) { each_real_dtype(top_k_dtype); }
 
 /* clang-format off */
 #define GPU_OP_CASES                                                                     \

@@ -543,6 +543,13 @@ static void header(gw *f, uint32_t version, uint64_t tensors, uint64_t kvs) {
     gw_u64(f, kvs);
 }
 
+/* A version 3 header of one metadata pair, and the pair's key and value
+ * type; the value follows. */
+static void one_key(gw *f, const char *key, uint32_t type) {
+    header(f, 3, 0, 1);
+    gw_key(f, key, type);
+}
+
 /* A file of one tensor entry as given, with `data` bytes after the header. */
 static void one_tensor(gw *f, uint32_t rank, const uint64_t *ne, uint32_t type, uint64_t offset, size_t data) {
     header(f, 3, 1, 0);
@@ -575,39 +582,29 @@ TEST(malformed_headers) {
     gw_u64(&f, (uint64_t)1 << 60);
     gw_u64(&f, 0), gw_u64(&f, 0);
     refuses(&f, "truncated: a metadata key needs 1152921504606846976 bytes");
-    header(&f, 3, 0, 1);
-    gw_key(&f, "k", T_STR), gw_u64(&f, UINT64_MAX);
+    one_key(&f, "k", T_STR), gw_u64(&f, UINT64_MAX);
     refuses(&f, "truncated: a string value needs");
-    header(&f, 3, 0, 1);
-    gw_key(&f, "k", T_ARR), gw_array(&f, T_U64, (uint64_t)1 << 61), gw_u64(&f, 0);
+    one_key(&f, "k", T_ARR), gw_array(&f, T_U64, (uint64_t)1 << 61), gw_u64(&f, 0);
     refuses(&f, "truncated: array k of 2305843009213693952 elements");
-    header(&f, 3, 0, 1);
-    gw_key(&f, "k", T_ARR), gw_array(&f, T_STR, UINT64_MAX / 2);
+    one_key(&f, "k", T_ARR), gw_array(&f, T_STR, UINT64_MAX / 2);
     refuses(&f, "strings of array k do not fit");
-    header(&f, 3, 0, 1);
-    gw_key(&f, "k", T_ARR), gw_array(&f, T_STR, 2), gw_str(&f, "a"), gw_u64(&f, 1000);
+    one_key(&f, "k", T_ARR), gw_array(&f, T_STR, 2), gw_str(&f, "a"), gw_u64(&f, 1000);
     refuses(&f, "truncated: a string of an array needs 1000 bytes");
-    header(&f, 3, 0, 1);
-    gw_key(&f, "k", 13), gw_u32(&f, 0);
+    one_key(&f, "k", 13), gw_u32(&f, 0);
     refuses(&f, "key k: unknown value type 13");
-    header(&f, 3, 0, 1);
-    gw_key(&f, "k", T_ARR), gw_array(&f, 77, 0);
+    one_key(&f, "k", T_ARR), gw_array(&f, 77, 0);
     refuses(&f, "key k: array of unknown element type 77");
-    header(&f, 3, 0, 1);
-    gw_key(&f, "k", T_ARR), gw_array(&f, T_ARR, 0);
+    one_key(&f, "k", T_ARR), gw_array(&f, T_ARR, 0);
     refuses(&f, "key k: arrays of arrays are not supported");
-    header(&f, 3, 0, 1);
-    gw_key(&f, "k", T_BOOL), gw_u8(&f, 2);
+    one_key(&f, "k", T_BOOL), gw_u8(&f, 2);
     refuses(&f, "key k: a bool of value 2");
     header(&f, 3, 0, 2);
     gw_key(&f, "k", T_U8), gw_u8(&f, 2);
     gw_key(&f, "k", T_U8), gw_u8(&f, 3);
     refuses(&f, "key k appears twice");
-    header(&f, 3, 0, 1);
-    gw_key(&f, "general.alignment", T_U32), gw_u32(&f, 24);
+    one_key(&f, "general.alignment", T_U32), gw_u32(&f, 24);
     refuses(&f, "general.alignment 24 is not a power of two");
-    header(&f, 3, 0, 1);
-    gw_key(&f, "general.alignment", T_U64), gw_u64(&f, 32);
+    one_key(&f, "general.alignment", T_U64), gw_u64(&f, 32);
     refuses(&f, "general.alignment is not a u32");
     /* a directory, a missing file, NULLs */
     emily_gguf *g = NULL;

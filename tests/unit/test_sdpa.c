@@ -420,15 +420,25 @@ TEST(views_as_inputs) {
     RELEASE(qt, q, qc, k, v0, v, vc, o, oc);
 }
 
+/* q, k and v of dt and shape qs (rank 4), uniform in [-1, 2) from seed
+ * (drawn in that order), and their sdpa with opt (which must succeed). */
+static emily_tensor *sdpa_of_uniform(uint64_t seed, emily_dtype dt, const int64_t *qs, const emily_sdpa_options *opt,
+                                     emily_tensor **q, emily_tensor **k, emily_tensor **v) {
+    uint64_t st = seed;
+    emily_tensor *o = NULL;
+    *q = t_uniform(&st, dt, 4, qs, -1, 2);
+    *k = t_uniform(&st, dt, 4, qs, -1, 2);
+    *v = t_uniform(&st, dt, 4, qs, -1, 2);
+    CHECK_OK(emily_sdpa(*q, *k, *v, opt, &o));
+    return o;
+}
+
 /* Heads do not depend on the batch around them (the pool's cut): one
  * head of a large threaded call has the bits of that head alone. */
 TEST(heads_do_not_depend_on_the_batch) {
-    uint64_t st = 55;
     int64_t qs[4] = {4, 8, 100, 64};
-    emily_tensor *q = t_uniform(&st, EMILY_F32, 4, qs, -1, 2), *k = t_uniform(&st, EMILY_F32, 4, qs, -1, 2),
-                 *v = t_uniform(&st, EMILY_F32, 4, qs, -1, 2), *o = NULL;
     emily_sdpa_options opt = {.scale = 0.125, .causal = true};
-    CHECK_OK(emily_sdpa(q, k, v, &opt, &o));
+    emily_tensor *q, *k, *v, *o = sdpa_of_uniform(55, EMILY_F32, qs, &opt, &q, &k, &v);
     int64_t picks[3][2] = {{0, 0}, {2, 5}, {3, 7}};
     for (int p = 0; o && p < 3; p++) {
         int64_t st4[4] = {picks[p][0], picks[p][1], 0, 0}, len[4] = {1, 1, 100, 64};
@@ -542,12 +552,9 @@ TEST(dispatch_callback) {
 }
 
 TEST(runs_in_a_graph) {
-    uint64_t st = 91;
     int64_t qs[4] = {2, 2, 9, 32};
-    emily_tensor *q = t_uniform(&st, EMILY_BF16, 4, qs, -1, 2), *k = t_uniform(&st, EMILY_BF16, 4, qs, -1, 2),
-                 *v = t_uniform(&st, EMILY_BF16, 4, qs, -1, 2), *want = NULL;
     emily_sdpa_options opt = {.scale = 0.2, .causal = true};
-    CHECK_OK(emily_sdpa(q, k, v, &opt, &want));
+    emily_tensor *q, *k, *v, *want = sdpa_of_uniform(91, EMILY_BF16, qs, &opt, &q, &k, &v);
     emily_graph *gr = NULL;
     int32_t pq, pk, pv, call;
     CHECK_OK(emily_graph_create(&gr));
