@@ -36,7 +36,7 @@
 #   sanitize_corpus  test_cuda and the conformance corpus (doctests,
 #           narrow, sweep) on cuda:0 under compute-sanitizer memcheck and
 #           racecheck (CORPUS_TOOLS, CORPUS_FILES), each within CORPUS_SECONDS (240),
-#           a corpus file split over CORPUS_SHARDS (8) processes at once:
+#           each run split over CORPUS_SHARDS (8) processes at once:
 #           any report, a failed case or a run cut short fails it.
 #
 # Steps may be spread over several device calls (the machine keeps /tmp
@@ -339,11 +339,14 @@ step_sanitize_corpus() {
             # conformance --shard K/N, test_cuda's cases dealt out by name
             local n=${CORPUS_SHARDS:-8} k t i pids=() r names=() args extra=()
             t=$(limit ${CORPUS_SECONDS:-240})
-            # (--list prints the case names among other lines, such as
-            # "cuda: 1 device(s)"). test_cuda checks that a 4 TiB cudaMalloc
-            # fails cleanly: memcheck would report that API error; its
-            # memory-access checks stay on
-            [ "$f" = test_cuda ] && { mapfile -t names < <("$W/bin/test_cuda" --list | grep -E '^[a-z0-9_]+$'); extra=(--report-api-errors no); }
+            # test_cuda's case names (--list prints other lines too, such as
+            # "cuda: 1 device(s)"); it checks that a 4 TiB cudaMalloc fails
+            # cleanly, an API error memcheck would report (its memory-access
+            # checks stay on)
+            if [ "$f" = test_cuda ]; then
+                mapfile -t names < <("$W/bin/test_cuda" --list | grep -E '^[a-z0-9_]+$')
+                extra=(--report-api-errors no)
+            fi
             for k in $(seq 0 $((n - 1))); do
                 if [ "$f" = test_cuda ]; then
                     args=()

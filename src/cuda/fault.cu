@@ -32,8 +32,8 @@ extern "C" bool emi_cuda_fault_pending(void) {
 
 // A bad launch: 4096 threads a block is past every device's limit of
 // 1024 (CUDA 13 on an H100, driver 580, reports cudaErrorInvalidValue,
-// "invalid argument", not cudaErrorInvalidConfiguration). A wild write: an address in the first page, which no allocation
-// holds.
+// "invalid argument", not cudaErrorInvalidConfiguration). A wild write:
+// an address in the first page, which no allocation holds.
 extern "C" void emi_cuda_fault_at_launch(void *stream) {
     cudaStream_t st = static_cast<cudaStream_t>(stream);
     if (emi_cuda_fault_fire(EMI_CUDA_FAULT_LAUNCH)) touch<<<1, 4096, 0, st>>>(nullptr);

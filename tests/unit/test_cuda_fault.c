@@ -104,8 +104,8 @@ TEST(gpu_failed_launch_names_the_op) {
 }
 
 TEST(gpu_out_of_memory_names_the_op) {
-    /* qr's third allocation: a work area after its outputs */
     int64_t shape[1] = {123457};
+    /* qr at its third allocation: a work area after its outputs */
     fault_add_and_qr(1, shape, EMI_CUDA_FAULT_ALLOC, 2, EMILY_ERR_MEMORY, "out of memory", "out of memory");
     /* through the dispatcher, the callback's name leads the message */
     emily_tensor *a = g_iota(EMILY_F32, 1, shape), *b = g_iota(EMILY_F32, 1, shape);
