@@ -30,12 +30,6 @@ static bool get_graph(ErlNifEnv *env, ERL_NIF_TERM term, emily_graph **g) {
     return true;
 }
 
-static ERL_NIF_TERM engine_error_of(ErlNifEnv *env, const char *what) {
-    char msg[1024];
-    snprintf(msg, sizeof msg, "%s: %s", what, emily_last_error());
-    return nif_make_error(env, msg);
-}
-
 ERL_NIF_TERM nif_graph_new(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
     (void)argc;
     (void)argv;
@@ -44,7 +38,7 @@ ERL_NIF_TERM nif_graph_new(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) 
     r->g = NULL;
     if (emily_graph_create(&r->g)) {
         enif_release_resource(r);
-        return engine_error_of(env, "graph_new");
+        return nif_engine_error(env, "graph_new");
     }
     ERL_NIF_TERM term = enif_make_resource(env, r);
     enif_release_resource(r);
@@ -65,7 +59,7 @@ ERL_NIF_TERM nif_graph_param(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]
     int64_t *shape;
     int32_t id;
     if (nif_shape_arg(&d, argv[2], "graph_param", &rank, &shape, &result)) {
-        if (emily_graph_add_param(g, dt, rank, shape, &id)) result = engine_error_of(env, "graph_param");
+        if (emily_graph_add_param(g, dt, rank, shape, &id)) result = nif_engine_error(env, "graph_param");
         else result = enif_make_tuple2(env, nif_atom.ok, enif_make_int(env, id));
     }
     nif_decoder_free(&d);
@@ -123,7 +117,6 @@ ERL_NIF_TERM nif_graph_call(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
     nif_decoder_init(d, env);
     d->graph_refs = true;
     ERL_NIF_TERM result;
-    char msg[1024];
     emily_value out;
     emily_value *args = nif_arena_alloc(d, sizeof(emily_value) * (nargs + 1));
     if (!args || !nif_decode_template(d, argv[2], &out)) goto decode_error;
@@ -139,12 +132,7 @@ ERL_NIF_TERM nif_graph_call(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
     emily_status s = EMILY_OK;
     for (unsigned i = 0; i < nargs && !s; i++) s = fit_refs(g, &args[i]);
     if (!s) s = emily_graph_add_call(g, name, &out, args, nargs, &first);
-    if (s) {
-        snprintf(msg, sizeof msg, "%s", emily_last_error());
-        result = nif_make_error(env, msg);
-    } else {
-        result = enif_make_tuple2(env, nif_atom.ok, enif_make_int(env, first));
-    }
+    result = s ? nif_engine_error(env, NULL) : enif_make_tuple2(env, nif_atom.ok, enif_make_int(env, first));
     goto done;
 decode_error:
     result = nif_decode_error(env, d, name, "arguments");
@@ -173,7 +161,7 @@ ERL_NIF_TERM nif_graph_const(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]
     } else if (v.kind != EMILY_V_TENSOR) {
         result = nif_make_error(env, "graph_const: expected a tensor");
     } else if (emily_graph_add_const(g, v.tensor, &id)) {
-        result = engine_error_of(env, "graph_const");
+        result = nif_engine_error(env, "graph_const");
     } else {
         result = enif_make_tuple2(env, nif_atom.ok, enif_make_int(env, id));
     }
@@ -203,7 +191,7 @@ ERL_NIF_TERM nif_graph_while(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]
     int32_t first;
     emily_status s = emily_graph_add_while(g, cond, body, n, ids, &first);
     enif_free(ids);
-    return s ? engine_error_of(env, "graph_while") : enif_make_tuple2(env, nif_atom.ok, enif_make_int(env, first));
+    return s ? nif_engine_error(env, "graph_while") : enif_make_tuple2(env, nif_atom.ok, enif_make_int(env, first));
 }
 
 /* graph_cond(graph, [pred_id], [branch_graph], [count], [captured_id]) ->
@@ -251,7 +239,8 @@ ERL_NIF_TERM nif_graph_cond(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
         for (unsigned b = 0; b < nb; b++) res[b]->g = NULL; /* taken, also on failure */
         int32_t first;
         emily_status s = emily_graph_add_cond(g, np, preds, brs, ncaptured, caps, &first);
-        result = s ? engine_error_of(env, "graph_cond") : enif_make_tuple2(env, nif_atom.ok, enif_make_int(env, first));
+        result = s ? nif_engine_error(env, "graph_cond")
+                   : enif_make_tuple2(env, nif_atom.ok, enif_make_int(env, first));
     }
     enif_free(preds);
     enif_free(counts);
@@ -289,7 +278,7 @@ ERL_NIF_TERM nif_graph_outputs(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv
     if (!get_ids(env, argv[1], &ids, &n)) return nif_make_error(env, "graph_outputs: expected a list of value ids");
     emily_status s = emily_graph_set_outputs(g, n, ids);
     enif_free(ids);
-    return s ? engine_error_of(env, "graph_outputs") : nif_atom.ok;
+    return s ? nif_engine_error(env, "graph_outputs") : nif_atom.ok;
 }
 
 /* graph_compile(graph, device, optimize?, patterns?) -> :ok (dirty: folding runs calls) */
@@ -302,7 +291,7 @@ ERL_NIF_TERM nif_graph_compile(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv
     if (!nif_term_to_device(env, argv[1], &dev, msg, sizeof msg)) return nif_make_error(env, msg);
     emily_graph_options o = {.no_optimize = enif_is_identical(argv[2], nif_atom.false_),
                              .no_patterns = enif_is_identical(argv[3], nif_atom.false_)};
-    return emily_graph_compile(g, dev, &o) ? engine_error_of(env, "graph_compile") : nif_atom.ok;
+    return emily_graph_compile(g, dev, &o) ? nif_engine_error(env, "graph_compile") : nif_atom.ok;
 }
 
 /* graph_run(graph, [tensor]) -> {:ok, [%Emily.Backend{}]} (dirty) */
@@ -339,7 +328,7 @@ ERL_NIF_TERM nif_graph_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) 
         params[i] = vals[i].tensor;
     }
     if (emily_graph_run(g, params, np, outs, no)) {
-        result = engine_error_of(env, "graph_run");
+        result = nif_engine_error(env, "graph_run");
         goto done;
     }
     bool made = true;
@@ -369,7 +358,7 @@ ERL_NIF_TERM nif_graph_save(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
     char p[4096];
     memcpy(p, path.data, path.size);
     p[path.size] = 0;
-    return emily_graph_save(g, p) ? engine_error_of(env, "graph_save") : nif_atom.ok;
+    return emily_graph_save(g, p) ? nif_engine_error(env, "graph_save") : nif_atom.ok;
 }
 
 /* graph_stats(graph) -> map */

@@ -1,7 +1,7 @@
 /* Thread-local error messages. */
 #include <stdarg.h>
 #include <stdio.h>
-#include "emily/status.h"
+#include "core/error_prefix.h"
 
 static _Thread_local char last_message[1024];
 
@@ -13,6 +13,21 @@ emily_status emily_error(emily_status code, const char *fmt, ...) {
     vsnprintf(last_message, sizeof last_message, fmt, ap);
     va_end(ap);
     return code;
+}
+
+emily_status emi_verror_prefixed(emily_status code, const char *op, const char *subject, const char *fmt, va_list ap) {
+    char msg[sizeof last_message];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    if (subject) return emily_error(code, "%s: %s: %s", op, subject, msg);
+    return emily_error(code, "%s: %s", op, msg);
+}
+
+emily_status emi_error_prefixed(emily_status code, const char *op, const char *subject, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    emily_status s = emi_verror_prefixed(code, op, subject, fmt, ap);
+    va_end(ap);
+    return s;
 }
 
 const char *emily_status_name(emily_status s) {

@@ -11,12 +11,12 @@
  * type + u64 count + elements. */
 #include <fcntl.h>
 #include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "core/error_prefix.h"
 #include "io/gguf_internal.h"
 
 #define GGUF_DEFAULT_ALIGNMENT 32
@@ -33,13 +33,13 @@ static emily_status bad(const emily_gguf *g, const char *fmt, ...)
 #endif
     ;
 
+/* Fails with "gguf: <path>: <message>". */
 static emily_status bad(const emily_gguf *g, const char *fmt, ...) {
-    char what[512];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(what, sizeof what, fmt, ap);
+    emily_status s = emi_verror_prefixed(EMILY_ERR_ARGUMENT, "gguf", g->path, fmt, ap);
     va_end(ap);
-    return emily_error(EMILY_ERR_ARGUMENT, "gguf: %s: %s", g->path, what);
+    return s;
 }
 
 static size_t left(const cursor *c) { return c->g->size - c->pos; }

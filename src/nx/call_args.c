@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "core/error_prefix.h"
 #include "nx/callback.h"
 #include "ops/common.h"
 
@@ -31,12 +32,11 @@ void emi_call_arena_free(emily_call *c) {
 }
 
 emily_status emi_call_fail(emily_call *c, emily_status code, const char *fmt, ...) {
-    char msg[768];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    emily_status s = emi_verror_prefixed(code, c->name, NULL, fmt, ap);
     va_end(ap);
-    return emily_error(code, "%s: %s", c->name, msg);
+    return s;
 }
 
 emily_status emi_call_arity(emily_call *c, size_t min, size_t max) {

@@ -8,9 +8,9 @@
  * for most names (and a binary search several for every one). */
 #include <pthread.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "core/error_prefix.h"
 #include "nx/callback.h"
 #include "ops/common.h"
 
@@ -127,9 +127,7 @@ static void name_the_callback(const char *callback, emily_status s) {
     size_t n = strlen(callback);
     for (const char *p = strstr(msg, callback); p; p = strstr(p + 1, callback))
         if ((p == msg || p[-1] == ' ') && p[n] == ':') return; /* "cuda: add: ..." */
-    char copy[1024];                                           /* emily_error writes over msg */
-    snprintf(copy, sizeof copy, "%s", msg);
-    (void)emily_error(s, "%s: %s", callback, copy);
+    (void)emi_error_prefixed(s, callback, NULL, "%s", msg);
 }
 
 emily_status emily_dispatch(const char *callback, emily_device device, const emily_value *out, const emily_value *args,

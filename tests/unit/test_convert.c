@@ -13,14 +13,12 @@ static emily_tensor *convert(const emily_tensor *t, emily_dtype dt) {
     return r;
 }
 
-/* Converts n doubles (as f64) to dt and returns raw element i's bits. */
+/* x (an f64 scalar) converted to dt: the element's bits. */
 static uint64_t f64_to_bits(double x, emily_dtype dt) {
-    emily_tensor *t = t_from(EMILY_F64, 0, NULL, &x);
-    emily_tensor *r = convert(t, dt);
+    emily_tensor *r = t_as(SCALAR(EMILY_F64, double, x), dt);
     uint64_t b = 0;
     if (r) CHECK_OK(emily_to_binary(r, &b, emily_dtype_size(dt)));
     emily_tensor_release(r);
-    emily_tensor_release(t);
     return b;
 }
 
@@ -353,11 +351,9 @@ TEST(dtype_lists_agree) {
 }
 
 TEST(callbacks) {
-    int32_t v[2] = {-1, 300};
     int64_t two[1] = {2};
-    emily_tensor *t = t_from(EMILY_S32, 1, two, v);
-    emily_value out = {.kind = EMILY_V_TEMPLATE, .dtype = EMILY_U8, .rank = 1, .shape = two};
-    emily_value arg = {.kind = EMILY_V_TENSOR, .tensor = t};
+    emily_tensor *t = VEC(EMILY_S32, int32_t, -1, 300);
+    emily_value out = v_tmpl(EMILY_U8, 1, two), arg = v_tensor(t);
     emily_dispatch_result r = {0};
     for (int mode = 0; mode < 2; mode++) {
         CHECK_OK(emily_dispatch("as_type", EMILY_CPU, &out, &arg, 1, (emily_dispatch_mode)mode, &r));

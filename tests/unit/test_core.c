@@ -1,4 +1,5 @@
 /* Core: dtypes and Nx.Type rules, tensors, devices, errors. */
+#include "core/error_prefix.h"
 #include "harness.h"
 
 TEST(dtype_names_and_sizes) {
@@ -106,6 +107,23 @@ TEST(bad_input_is_an_error) {
     emily_tensor_release(NULL);
 }
 
+/* emi_error_prefixed: "<op>: <message>" or "<op>: <subject>: <message>";
+ * a message may quote the last one; a long one is cut at 1023 characters. */
+TEST(prefixed_errors) {
+    CHECK(emi_error_prefixed(EMILY_ERR_TYPE, "add", NULL, "got %s and %d", "s8", 3) == EMILY_ERR_TYPE);
+    CHECK(strcmp(emily_last_error(), "add: got s8 and 3") == 0);
+    CHECK(emi_error_prefixed(EMILY_ERR_ARGUMENT, "gguf", "/m/x.gguf", "bad magic") == EMILY_ERR_ARGUMENT);
+    CHECK(strcmp(emily_last_error(), "gguf: /m/x.gguf: bad magic") == 0);
+    CHECK(emi_error_prefixed(EMILY_ERR_MEMORY, "sum", NULL, "%s", emily_last_error()) == EMILY_ERR_MEMORY);
+    CHECK(strcmp(emily_last_error(), "sum: gguf: /m/x.gguf: bad magic") == 0);
+    char long_text[1500];
+    memset(long_text, 'x', sizeof long_text - 1);
+    long_text[sizeof long_text - 1] = 0;
+    (void)emi_error_prefixed(EMILY_ERR_ARGUMENT, "op", "file", "%s", long_text);
+    const char *m = emily_last_error();
+    CHECK(strlen(m) == 1023 && strncmp(m, "op: file: xxx", 13) == 0 && m[1022] == 'x');
+}
+
 TEST(devices) {
     emily_device d;
     CHECK_OK(emily_device_parse("cpu", &d));
@@ -189,4 +207,5 @@ TEST(helpers_report_failure_instead_of_aborting) {
 
 RUN_TESTS("core", CASE(host_buffers_are_reused), CASE(dtype_names_and_sizes), CASE(type_merge_matches_nx),
           CASE(half_conversions_round_like_nx), CASE(tensor_roundtrip_and_views), CASE(zero_size_and_scalar_tensors),
-          CASE(bad_input_is_an_error), CASE(devices), CASE(helpers_report_failure_instead_of_aborting))
+          CASE(bad_input_is_an_error), CASE(prefixed_errors), CASE(devices),
+          CASE(helpers_report_failure_instead_of_aborting))

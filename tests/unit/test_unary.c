@@ -708,11 +708,9 @@ TEST(every_accepted_type_has_a_kernel) {
 }
 
 TEST(callbacks) {
-    float v[2] = {-1, 4};
     int64_t two[1] = {2};
-    emily_tensor *t = t_from(EMILY_F32, 1, two, v);
-    emily_value out = {.kind = EMILY_V_TEMPLATE, .dtype = EMILY_F32, .rank = 1, .shape = two};
-    emily_value arg = {.kind = EMILY_V_TENSOR, .tensor = t};
+    emily_tensor *t = VEC(EMILY_F32, float, -1, 4);
+    emily_value out = v_tmpl(EMILY_F32, 1, two), arg = v_tensor(t);
     emily_dispatch_result r = {0};
     CHECK_OK(emily_dispatch("sqrt", EMILY_CPU, &out, &arg, 1, EMILY_DISPATCH_INFER, &r));
     CHECK(r.n == 1 && isnan(t_get(r.tensors[0], 0)) && t_get(r.tensors[0], 1) == 2);
