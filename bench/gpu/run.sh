@@ -9,8 +9,9 @@
 # (made by bench/gpu/prepare.sh and bench/gpu/pack_beam.sh, sent with the
 # device calls' `carry`; docs/GPU.md lists the calls):
 #   engine  emily-gpu.tar.xz: the unit tests with CUDA cases (test_cuda*,
-#           test_dot) on the GPU, and the conformance corpus (both files)
-#           with --device cuda:0;
+#           test_dot; ENGINE_TESTS: an extended regex picking them by name)
+#           on the GPU, and the conformance corpus (both files) with
+#           --device cuda:0 (ENGINE_CORPUS=0: not);
 #   beam    emily-beam.tar.xz too: Emily's Elixir package with `mix test`
 #           (prebuilt: nothing but the test files compiles): the :cuda
 #           tests, Nx's doctests with Emily.Backend on :cuda
@@ -35,8 +36,10 @@
 #           SANITIZE_SECONDS (120); a report or a failed check fails it;
 #   sanitize_corpus  test_cuda and the conformance corpus (doctests,
 #           narrow, sweep) on cuda:0 under compute-sanitizer memcheck and
-#           racecheck (CORPUS_TOOLS, CORPUS_FILES), each within CORPUS_SECONDS (240),
-#           each run split over CORPUS_SHARDS (8) processes at once:
+#           racecheck (CORPUS_TOOLS, CORPUS_FILES; CORPUS_CASES: an
+#           extended regex picking test_cuda's cases by name), each within
+#           CORPUS_SECONDS (240), each run split over CORPUS_SHARDS (8)
+#           processes at once:
 #           any report, a failed case or a run cut short fails it.
 #
 # Steps may be spread over several device calls (the machine keeps /tmp
@@ -135,6 +138,7 @@ step_engine() {
     echo "== unit tests on the GPU"
     for t in "$W"/bin/test_dot "$W"/bin/test_cuda*; do
         t=$(basename "$t")
+        [[ $t =~ ${ENGINE_TESTS:-.} ]] || continue
         timeout "$(limit 150)" "$W/bin/$t" > "$L/$t.log" 2>&1
         rc=$?
         tail -n 15 "$L/$t.log"
@@ -143,6 +147,7 @@ step_engine() {
         if grep -q SKIPPED "$L/$t.log"; then fail "$t saw no CUDA device: its GPU cases did not run"; fi
     done
 
+    [ "${ENGINE_CORPUS:-1}" = 0 ] && { note "conformance: not run (ENGINE_CORPUS=0)"; return 0; }
     echo "== conformance corpus on cuda:0"
     : > "$L/conformance.log"
     for f in doctests sweep narrow; do
@@ -344,7 +349,7 @@ step_sanitize_corpus() {
             # cleanly, an API error memcheck would report (its memory-access
             # checks stay on)
             if [ "$f" = test_cuda ]; then
-                mapfile -t names < <("$W/bin/test_cuda" --list | grep -E '^[a-z0-9_]+$')
+                mapfile -t names < <("$W/bin/test_cuda" --list | grep -E '^[a-z0-9_]+$' | grep -E "${CORPUS_CASES:-.}")
                 extra=(--report-api-errors no)
             fi
             for k in $(seq 0 $((n - 1))); do

@@ -4,11 +4,18 @@
  * doubles (the f16/bf16/f32 statistics are accumulated in double, f64 in
  * f64) and everything after them is here.
  *
- * The row sums themselves are EMI_NORM_LANES interleaved partial sums
- * (element j into partial j mod EMI_NORM_LANES, each in index order)
- * combined pairwise: partial k with k + 16, then with k + 8, 4, 2, 1,
- * which is a warp's xor butterfly (every lane k < s adds lane k + s). Both
- * devices use exactly that order; emi_norm_combine is the CPU's copy. */
+ * Softmax's row sums are EMI_NORM_LANES interleaved partial sums (element
+ * j into partial j mod EMI_NORM_LANES, each in index order) combined
+ * pairwise: partial k with k + 16, then with k + 8, 4, 2, 1, which is a
+ * warp's xor butterfly (every lane k < s adds lane k + s).
+ *
+ * layer_norm's and rms_norm's row sums take EMI_NORM_CHUNK consecutive
+ * elements a lane, so a GPU lane reads them with one 16-byte load:
+ * element j goes to partial j mod EMI_NORM_PARTIALS (= 8 x 32), each in
+ * index order from 0.0; partial q = 8k + t is lane k's t-th, a lane's 8
+ * are combined t with t + 4, then + 2, + 1, and the 32 lane totals by the
+ * butterfly above. Both devices use exactly these orders;
+ * emi_norm_combine is the CPU's copy of the butterfly. */
 #ifndef EMILY_CORE_NORM_RULES_H
 #define EMILY_CORE_NORM_RULES_H
 
@@ -17,6 +24,8 @@
 #include "core/host_device.h"
 
 #define EMI_NORM_LANES 32
+#define EMI_NORM_CHUNK 8
+#define EMI_NORM_PARTIALS (EMI_NORM_LANES * EMI_NORM_CHUNK)
 
 /* The partial sums l[0..EMI_NORM_LANES) combined in the butterfly's order
  * (overwrites l). */

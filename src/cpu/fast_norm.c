@@ -4,15 +4,15 @@
  * squares, the output), rows in jobs on the engine's pool.
  *
  * The expression is the header's, step by step in the statistics type W
- * and the affine type A; the row sums are norm_rules.h's 32 interleaved
- * double (f64: f64) partial sums combined as a warp's butterfly, the order
- * the CUDA engine's kernel uses, so both devices give the same bits.
+ * and the affine type A; the row sums are norm_rules.h's 256 double (f64:
+ * f64) partial sums of 8-element chunks combined as a warp's lanes would,
+ * the order the CUDA engine's kernel uses, so both devices give the same
+ * bits.
  * f16/bf16 rows are first widened into a float scratch row (exactly), and
  * f16/bf16 outputs are computed into one and rounded once by Nx's rules;
  * f32 and f64 rows are read and written in place. The hot loops are
  * plain loops the compiler vectorizes, built again for AVX2 and AVX-512
- * (picked at run time) where the compiler can: 32 double partial sums fit
- * their registers, not SSE2's. */
+ * (picked at run time) where the compiler can. */
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,55 +27,75 @@
 #define HOT EMI_CPU_HOT
 
 #define LANES EMI_NORM_LANES
+#define PARTIALS EMI_NORM_PARTIALS
+#define BLOCK 32 /* partials summed at once */
 #define PRAGMA(x) _Pragma(#x)
 
 /* ---- row sums in the shared order (norm_rules.h) ------------------------- */
 
 /* The three sums a row needs, over f32 (summed in double) and f64 rows:
  * SUM x_j, SUM W(x_j * x_j), SUM W(c_j * c_j) with c_j = W(x_j - m). Each
- * element j goes to partial j mod LANES. */
-#define ROW_SUMS(sfx, T)                                                               \
-    HOT static double sum_##sfx(const T *restrict x, int64_t n) {                      \
-        double l[LANES] = {0};                                                         \
-        int64_t j = 0;                                                                 \
-        for (; j + LANES <= n; j += LANES) PRAGMA(GCC unroll 32)                       \
-        for (int k = 0; k < LANES; k++) l[k] += (double)x[j + k];                      \
-        for (int k = 0; j + k < n; k++) l[k] += (double)x[j + k];                      \
-        return emi_norm_combine(l);                                                    \
-    }                                                                                  \
-    HOT static double sum_squares_##sfx(const T *restrict x, int64_t n) {              \
-        double l[LANES] = {0};                                                         \
-        int64_t j = 0;                                                                 \
-        for (; j + LANES <= n; j += LANES) PRAGMA(GCC unroll 32)                       \
-        for (int k = 0; k < LANES; k++) {                                              \
-            T v = x[j + k] * x[j + k];                                                 \
-            l[k] += (double)v;                                                         \
-        }                                                                              \
-        for (int k = 0; j + k < n; k++) {                                              \
-            T v = x[j + k] * x[j + k];                                                 \
-            l[k] += (double)v;                                                         \
-        }                                                                              \
-        return emi_norm_combine(l);                                                    \
-    }                                                                                  \
-    HOT static double sum_centred_squares_##sfx(const T *restrict x, int64_t n, T m) { \
-        double l[LANES] = {0};                                                         \
-        int64_t j = 0;                                                                 \
-        for (; j + LANES <= n; j += LANES) PRAGMA(GCC unroll 32)                       \
-        for (int k = 0; k < LANES; k++) {                                              \
-            T c = x[j + k] - m;                                                        \
-            T v = c * c;                                                               \
-            l[k] += (double)v;                                                         \
-        }                                                                              \
-        for (int k = 0; j + k < n; k++) {                                              \
-            T c = x[j + k] - m;                                                        \
-            T v = c * c;                                                               \
-            l[k] += (double)v;                                                         \
-        }                                                                              \
-        return emi_norm_combine(l);                                                    \
+ * element j goes to partial j mod PARTIALS; the partials are taken 32 at a
+ * time (four lanes' worth, in eight vectors of four doubles that stay in
+ * registers), each over the row's spans of PARTIALS elements, then
+ * combined lane by lane in norm_rules.h's order: a lane's partials t and
+ * t + 4 are one vector pair. The row's last span may end inside a block:
+ * its missing elements add +0.0, which leaves a partial as it is (a
+ * partial starts at +0.0, so it is never -0.0). TERM(v) is the term of a
+ * vector of elements v; M names the mean (only the centred squares read
+ * it; 0 for the others); VT is a vector of four T and WIDEN makes it four
+ * doubles. */
+#define ROW_SUM(NAME, T, VT, WIDEN, TERM, M)                                    \
+    HOT static double NAME(const T *restrict x, int64_t n, T M) {               \
+        double lanes[LANES];                                                    \
+        (void)M;                                                                \
+        for (int kb = 0; kb < PARTIALS; kb += BLOCK) {                          \
+            v4d acc[BLOCK / 4] = {0};                                           \
+            int64_t j = kb;                                                     \
+            for (; n - j >= BLOCK; j += PARTIALS) PRAGMA(GCC unroll 8)          \
+            for (int i = 0; i < BLOCK / 4; i++) {                               \
+                VT v;                                                           \
+                memcpy(&v, x + j + 4 * i, sizeof v);                            \
+                acc[i] += WIDEN(TERM(v));                                       \
+            }                                                                   \
+            if (j < n) PRAGMA(GCC unroll 8)                                     \
+            for (int i = 0; i < BLOCK / 4; i++) {                               \
+                VT v = {0}, tv;                                                 \
+                for (int t = 0; t < 4; t++)                                     \
+                    if (j + 4 * i + t < n) v[t] = x[j + 4 * i + t];             \
+                tv = TERM(v);                                                   \
+                for (int t = 0; t < 4; t++)                                     \
+                    if (j + 4 * i + t >= n) tv[t] = 0;                          \
+                acc[i] += WIDEN(tv);                                            \
+            }                                                                   \
+            PRAGMA(GCC unroll 4)                                                \
+            for (int q = 0; q < 4; q++) {                                       \
+                v4d c = acc[2 * q] + acc[2 * q + 1];                            \
+                lanes[kb / EMI_NORM_CHUNK + q] = (c[0] + c[2]) + (c[1] + c[3]); \
+            }                                                                   \
+        }                                                                       \
+        return emi_norm_combine(lanes);                                         \
     }
-ROW_SUMS(f32, float)
-ROW_SUMS(f64, double)
+typedef double v4d __attribute__((vector_size(32)));
+typedef float v4f __attribute__((vector_size(16)));
+#define WIDEN_F32(v) __builtin_convertvector((v), v4d)
+#define WIDEN_F64(v) (v)
+#define VALUE(v) (v)
+#define SQUARE(v) ((v) * (v))
+#define CENTRED_SQUARE(v) (((v)-m) * ((v)-m))
+#define ROW_SUMS(sfx, T, VT, WIDEN)                          \
+    ROW_SUM(sum_##sfx, T, VT, WIDEN, VALUE, unused)          \
+    ROW_SUM(sum_squares_##sfx, T, VT, WIDEN, SQUARE, unused) \
+    ROW_SUM(sum_centred_squares_##sfx, T, VT, WIDEN, CENTRED_SQUARE, m)
+ROW_SUMS(f32, float, v4f, WIDEN_F32)
+ROW_SUMS(f64, double, v4d, WIDEN_F64)
 #undef ROW_SUMS
+#undef CENTRED_SQUARE
+#undef SQUARE
+#undef VALUE
+#undef ROW_SUM
+#undef WIDEN_F32
+#undef WIDEN_F64
 
 /* ---- the affine passes --------------------------------------------------- */
 
@@ -161,7 +181,7 @@ static void row_f32(const norm_job *j, const float *x, float *ya, char *y) {
     float e = (float)j->eps;
     bool wide_out = j->ot == EMILY_F64;
     if (j->rms) {
-        float ms = emi_norm_mean_f32(sum_squares_f32(x, n), n), r = emi_rms_norm_r_f32(ms, e);
+        float ms = emi_norm_mean_f32(sum_squares_f32(x, n, 0), n), r = emi_rms_norm_r_f32(ms, e);
         /* z rounds to x's type when that is a half type */
         switch (j->xt) {
 #define RMS_ROW_HALF_(E, sfx, T)                                    \
@@ -178,7 +198,7 @@ static void row_f32(const norm_job *j, const float *x, float *ya, char *y) {
         }
         if (wide_out) return;
     } else {
-        float m = emi_norm_mean_f32(sum_f32(x, n), n);
+        float m = emi_norm_mean_f32(sum_f32(x, n, 0), n);
         float var = emi_norm_mean_f32(sum_centred_squares_f32(x, n, m), n), r = emi_layer_norm_r_f32(var, e);
         if (wide_out) {
             ln_out_fd(x, n, m, r, j->g, j->b, (double *)y);
@@ -193,10 +213,10 @@ static void row_f32(const norm_job *j, const float *x, float *ya, char *y) {
 static void row_f64(const norm_job *j, const double *x, double *y) {
     int64_t n = j->n;
     if (j->rms) {
-        double ms = emi_norm_mean_f64(sum_squares_f64(x, n), n);
+        double ms = emi_norm_mean_f64(sum_squares_f64(x, n, 0), n);
         rms_out_dd(x, n, emi_rms_norm_r_f64(ms, j->eps), j->g, y);
     } else {
-        double m = emi_norm_mean_f64(sum_f64(x, n), n);
+        double m = emi_norm_mean_f64(sum_f64(x, n, 0), n);
         double var = emi_norm_mean_f64(sum_centred_squares_f64(x, n, m), n);
         ln_out_dd(x, n, m, emi_layer_norm_r_f64(var, j->eps), j->g, j->b, y);
     }

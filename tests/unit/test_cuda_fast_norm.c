@@ -5,9 +5,9 @@
  * values (both zeros, infinities, NaNs, f16's largest value), and the
  * errors the op layer gives.
  *
- * Tolerance: none. Both engines sum each row as 32 interleaved partial
- * sums in double (f64 rows in f64), each partial in index order, combined
- * in one butterfly order (src/core/norm_rules.h), and round every later
+ * Tolerance: none. Both engines sum each row as 256 partial sums of
+ * 8-element chunks in double (f64 rows in f64), each partial in index
+ * order, combined in one order (src/core/norm_rules.h), and round every later
  * step through the same shared helpers with no contraction into FMAs (the
  * CPU's -ffp-contract=off, nvcc's --fmad=false), so every result must have
  * the CPU's bits (a NaN matches any NaN). GPU cases only: without a CUDA
@@ -18,14 +18,36 @@ typedef struct norm_arg {
     bool rms;
     bool beta;
     double eps;
-    int view; /* 0 as is; 1 x transposed (its last two axes swapped, then normalized) */
+    int view;        /* 0 as is; 1 x transposed (its last two axes swapped, then normalized); 2 offset, below */
+    int64_t rows, n; /* view 2's shape */
 } norm_arg;
+
+/* View 2: x ({rows * n + 1}), gamma and beta ({n + 1}) from their element 1
+ * on, x as {rows, n}: rows whose length is a multiple of 8 off the 16-byte
+ * alignment the kernel's chunk loads take. */
+static emily_status offset_views(const norm_arg *a, emily_tensor *const *in, emily_tensor **v) {
+    int64_t one = 1, len = a->rows * a->n, shape[2] = {a->rows, a->n}, stride = 1;
+    emily_tensor *flat = NULL;
+    emily_status s = emily_slice(in[0], &one, &len, &stride, &flat);
+    if (!s) s = emily_reshape(flat, 2, shape, &v[0]);
+    for (int i = 1; i < 3 && !s; i++) s = emily_slice(in[i], &one, &a->n, &stride, &v[i]);
+    emily_tensor_release(flat);
+    return s;
+}
 
 /* in: x, gamma, beta */
 static emily_status run_norm(emily_tensor *const *in, emily_tensor **out, const void *p) {
     const norm_arg *a = p;
-    emily_tensor *x = in[0], *t = NULL;
+    emily_tensor *x = in[0], *t = NULL, *v[3] = {NULL, NULL, NULL};
     emily_status s = EMILY_OK;
+    if (a->view == 2) {
+        s = offset_views(a, in, v);
+        if (!s)
+            s = a->rms ? emily_rms_norm(v[0], v[1], a->eps, out)
+                       : emily_layer_norm(v[0], v[1], a->beta ? v[2] : NULL, a->eps, out);
+        for (int i = 0; i < 3; i++) emily_tensor_release(v[i]);
+        return s;
+    }
     if (a->view) {
         int rank = emily_tensor_rank(in[0]), perm[8];
         for (int d = 0; d < rank; d++) perm[d] = d;
@@ -50,7 +72,7 @@ static void norm_all(const char *label, emily_dtype xt, emily_dtype gt, emily_dt
     int64_t n = shape[rank - 1 - (view ? 1 : 0)];
     emily_tensor *in[3] = {tc_tensor(xt, rank, shape, kind), tc_tensor(gt, 1, &n, kind), tc_tensor(bt, 1, &n, kind)};
     for (int op = 0; op < 3; op++) {
-        norm_arg a = {op == 2, op == 0, eps, view};
+        norm_arg a = {op == 2, op == 0, eps, view, 0, 0};
         char what[200];
         snprintf(what, sizeof what, "%s %s x %s gamma %s%s%s eps %g%s", label, a.rms ? "rms_norm" : "layer_norm",
                  emily_dtype_name(xt), emily_dtype_name(gt), op == 0 ? " beta " : "",
@@ -82,7 +104,7 @@ TEST(gpu_norm_every_type_combination) {
 TEST(gpu_norm_shapes) {
     static const int64_t one[2] = {17, 1}, lng[2] = {3, 20001}, many[2] = {50000, 8}, model[2] = {4096, 384},
                          bits[2] = {9, 384}, r257[2] = {6, 257}, r1024[2] = {5, 1024}, r1500[2] = {4, 1500},
-                         r4096[2] = {70, 4096}, r4097[2] = {3, 4097};
+                         r4096[2] = {70, 4096}, r4097[2] = {3, 4097}, r512[2] = {6, 512}, r520[2] = {6, 520};
     for (int i = 0; i < 4; i++) {
         emily_dtype t = floats[i];
         norm_all("[17,1]", t, t, t, 2, one, TC_GENERAL, 0, 1.0e-5);
@@ -93,6 +115,8 @@ TEST(gpu_norm_shapes) {
         /* each size of the rows kept in registers, full and partial, and
          * the first length past them */
         norm_all("[6,257]", t, t, t, 2, r257, TC_GENERAL, 0, 1.0e-5);
+        norm_all("[6,512]", t, t, t, 2, r512, TC_GENERAL, 0, 1.0e-5);
+        norm_all("[6,520]", t, t, t, 2, r520, TC_GENERAL, 0, 1.0e-5);
         norm_all("[5,1024]", t, t, t, 2, r1024, TC_GENERAL, 0, 1.0e-5);
         norm_all("[4,1500]", t, EMILY_F32, t, 2, r1500, TC_GENERAL, 0, 1.0e-5);
         norm_all("[70,4096]", t, EMILY_F32, t, 2, r4096, TC_GENERAL, 0, 1.0e-5);
@@ -101,13 +125,24 @@ TEST(gpu_norm_shapes) {
 }
 
 /* Constant rows with eps 0 (NaN through inf * 0), ties data, a transposed
- * x, empty tensors. */
+ * x, x/gamma/beta off the chunks' alignment, empty tensors. */
 TEST(gpu_norm_edges_and_views) {
     static const int64_t s[3] = {4, 40, 12}, empty[2] = {0, 8}, empty_rows[3] = {2, 3, 0};
     for (int i = 0; i < 4; i++) {
         emily_dtype t = floats[i];
         norm_all("[4,40,12] ties", t, t, t, 3, s, TC_TIES, 0, 0.0);
         norm_all("[4,40,12]", t, EMILY_F32, t, 3, s, TC_GENERAL, 1, 1.0e-5);
+        for (int op = 0; op < 3; op++) {
+            static const int64_t flat[1] = {9 * 384 + 1}, vec[1] = {385};
+            norm_arg a = {op == 2, op == 0, 1.0e-5, 2, 9, 384};
+            emily_tensor *in[3] = {tc_tensor(t, 1, flat, TC_GENERAL), tc_tensor(EMILY_F32, 1, vec, TC_GENERAL),
+                                   tc_tensor(EMILY_F32, 1, vec, TC_GENERAL)};
+            char what[120];
+            snprintf(what, sizeof what, "[9,384] offset by one %s %s", emily_dtype_name(t),
+                     op == 2 ? "rms_norm" : "layer_norm");
+            tc_compare(what, run_norm, &a, 3, in);
+            for (int i = 0; i < 3; i++) emily_tensor_release(in[i]);
+        }
         norm_all("[0,8]", t, t, t, 2, empty, TC_GENERAL, 0, 1.0e-5);
         norm_all("[2,3,0]", t, t, t, 3, empty_rows, TC_GENERAL, 0, 1.0e-5);
     }
@@ -118,7 +153,7 @@ TEST(gpu_norm_errors) {
     static const int64_t s[2] = {3, 5}, three[1] = {3};
     emily_tensor *in[3] = {tc_tensor(EMILY_F32, 2, s, TC_GENERAL), tc_tensor(EMILY_F32, 1, three, TC_GENERAL),
                            tc_tensor(EMILY_F32, 1, three, TC_GENERAL)};
-    norm_arg ln = {false, true, 1e-5, 0}, rms = {true, false, 1e-6, 0};
+    norm_arg ln = {false, true, 1e-5, 0, 0, 0}, rms = {true, false, 1e-6, 0, 0, 0};
     tc_expect("gamma of the wrong size", run_norm, &ln, 3, in, EMILY_ERR_SHAPE);
     tc_expect("rms gamma of the wrong size", run_norm, &rms, 3, in, EMILY_ERR_SHAPE);
     emily_tensor_release(in[0]);

@@ -222,18 +222,35 @@ TEST(rms_norm_rounds_to_the_input_type_before_the_scale) {
     RELEASE(x, g, y);
 }
 
-/* The CUDA kernel's order, emulated lane by lane: lane k sums elements
- * k, k + 32, ... in double from 0.0, then every lane adds the lane
- * k xor s for s = 16, 8, 4, 2, 1 at once. The CPU engine must give these
- * bits (the CUDA test then holds the GPU to the CPU's). */
-static double warp_order_sum(const float *v, int64_t n, float m, int what) {
+/* A row sum's term: 0 x, 1 x * x, 2 (x - m)^2, in float (f32 rows) or
+ * double (f64 rows). */
+static double term_of(double x, double m, int what, bool f32) {
+    if (f32) {
+        float a = (float)x, c = a - (float)m;
+        return what == 0 ? a : what == 1 ? (double)(a * a) : (double)(c * c);
+    }
+    return what == 0 ? x : what == 1 ? x * x : (x - m) * (x - m);
+}
+
+/* The CUDA kernel's order, emulated lane by lane: lane k takes the chunks
+ * of 8 elements at 256 i + 8 k, its t-th partial summing element
+ * 256 i + 8 k + t in double from 0.0; each lane adds partial t + 4 into t,
+ * then t + 2, then t + 1; then every lane adds the lane k xor s for
+ * s = 16, 8, 4, 2, 1 at once. The CPU engine must give these bits (the
+ * CUDA test then holds the GPU to the CPU's). chunk = 1 is softmax's
+ * interleaved order (element j to lane j mod 32), which the data below
+ * must tell apart. */
+static double warp_order_sum(const double *v, int64_t n, double m, int what, bool f32, int chunk) {
     double lane[32], next[32];
     for (int k = 0; k < 32; k++) {
-        lane[k] = 0.0;
-        for (int64_t j = k; j < n; j += 32) {
-            float t = what == 0 ? v[j] : what == 1 ? v[j] * v[j] : (v[j] - m) * (v[j] - m);
-            lane[k] += (double)t;
+        double part[8];
+        for (int t = 0; t < chunk; t++) {
+            part[t] = 0.0;
+            for (int64_t j = chunk * k + t; j < n; j += 32 * chunk) part[t] += term_of(v[j], m, what, f32);
         }
+        for (int s = chunk / 2; s >= 1; s /= 2)
+            for (int t = 0; t < s; t++) part[t] = part[t] + part[t + s];
+        lane[k] = part[0];
     }
     for (int s = 16; s >= 1; s /= 2) {
         for (int k = 0; k < 32; k++) next[k] = lane[k] + lane[k ^ s];
@@ -242,36 +259,78 @@ static double warp_order_sum(const float *v, int64_t n, float m, int what) {
     return lane[0];
 }
 
+/* u uniform in [0, 1) from *state (xorshift64) */
+static double next_uniform(uint64_t *state) {
+    *state ^= *state << 13, *state ^= *state >> 7, *state ^= *state << 17;
+    return (double)(*state >> 11) / 9007199254740992.0;
+}
+
+/* Rows of f32 (in [2, 10)) and of f64 spread over 2^-30 .. 2^20 with both
+ * signs, where the double sums depend on their order: the CPU's outputs
+ * are the emulated order's, bit for bit, and the f64 data tells that order
+ * from the interleaved one. */
 TEST(cpu_sums_in_the_warp_order) {
+    enum { ROWS = 6, N = 1001 };
     uint64_t st = 2024;
-    int64_t shape[2] = {6, 1001}, n = 1001;
-    emily_tensor *x = t_uniform(&st, EMILY_F32, 2, shape, 2, 8), *g = t_uniform(&st, EMILY_F32, 1, &n, -2, 4),
-                 *y = NULL, *z = NULL;
-    CHECK_OK(emily_layer_norm(x, g, NULL, 1.0e-5, &y));
-    CHECK_OK(emily_rms_norm(x, g, 1.0e-6, &z));
-    float *xv = malloc((size_t)(6 * n) * sizeof *xv), *gv = malloc((size_t)n * sizeof *gv);
-    CHECK(xv && gv);
-    if (xv && gv && y && z) {
-        CHECK_OK(emily_to_binary(x, xv, (size_t)(6 * n) * sizeof *xv));
-        CHECK_OK(emily_to_binary(g, gv, (size_t)n * sizeof *gv));
-        for (int i = 0; i < 6; i++) {
-            const float *row = xv + i * n;
-            float m = (float)((double)(float)warp_order_sum(row, n, 0, 0) / (double)n);
-            float var = (float)((double)(float)warp_order_sum(row, n, m, 2) / (double)n);
-            float r = var >= 1.0e-5f ? (float)(1.0 / sqrt((double)(var + 1.0e-5f)))
-                                     : (float)(1.0 / sqrt((double)1.0e-5f));
-            float ms = (float)((double)(float)warp_order_sum(row, n, 0, 1) / (double)n);
-            float rr = (float)(1.0 / sqrt((double)(ms + 1.0e-6f)));
+    int64_t shape[2] = {ROWS, N}, n = N;
+    bool orders_differ = false;
+    for (int f32 = 1; f32 >= 0; f32--) {
+        emily_dtype dt = f32 ? EMILY_F32 : EMILY_F64;
+        double *xv = malloc(sizeof(double) * ROWS * N), *gv = malloc(sizeof(double) * N);
+        float *xf = malloc(sizeof(float) * ROWS * N), *gf = malloc(sizeof(float) * N);
+        if (!ALLOCATED(xv, gv, xf, gf)) return;
+        for (int64_t j = 0; j < ROWS * N; j++) {
+            double u = next_uniform(&st);
+            xv[j] = f32 ? (double)(float)(2 + 8 * u) : ldexp(u - 0.5, (int)(next_uniform(&st) * 50) - 30);
+            xf[j] = (float)xv[j];
+        }
+        for (int64_t j = 0; j < N; j++) {
+            gv[j] = f32 ? (double)(float)(-2 + 4 * next_uniform(&st)) : -2 + 4 * next_uniform(&st);
+            gf[j] = (float)gv[j];
+        }
+        emily_tensor *x = t_from(dt, 2, shape, f32 ? (void *)xf : (void *)xv),
+                     *g = t_from(dt, 1, &n, f32 ? (void *)gf : (void *)gv), *y = NULL, *z = NULL;
+        double e1 = f32 ? (double)1.0e-5f : 1.0e-5, e2 = f32 ? (double)1.0e-6f : 1.0e-6;
+        CHECK_OK(emily_layer_norm(x, g, NULL, 1.0e-5, &y));
+        CHECK_OK(emily_rms_norm(x, g, 1.0e-6, &z));
+        for (int i = 0; y && z && i < ROWS; i++) {
+            const double *row = xv + i * N;
+            /* the header's steps in the row's type (norm_rules.h) */
+            double m = warp_order_sum(row, n, 0, 0, f32, 8) / (double)n, var, r, ms, rr;
+            if (f32) m = (float)((double)(float)warp_order_sum(row, n, 0, 0, f32, 8) / (double)n);
+            var = warp_order_sum(row, n, m, 2, f32, 8);
+            ms = warp_order_sum(row, n, 0, 1, f32, 8);
+            orders_differ |= var != warp_order_sum(row, n, m, 2, f32, 1) || ms != warp_order_sum(row, n, 0, 1, f32, 1);
+            if (f32) {
+                var = (float)((double)(float)var / (double)n);
+                ms = (float)((double)(float)ms / (double)n);
+                r = (float)var >= (float)e1 ? (float)(1.0 / sqrt((double)((float)var + (float)e1)))
+                                            : (float)(1.0 / sqrt(e1));
+                rr = (float)(1.0 / sqrt((double)((float)ms + (float)e2)));
+            } else {
+                var /= (double)n;
+                ms /= (double)n;
+                r = var >= e1 ? 1.0 / sqrt(var + e1) : 1.0 / sqrt(e1);
+                rr = 1.0 / sqrt(ms + e2);
+            }
             for (int64_t j = 0; j < n; j++) {
-                float sc = gv[j] * r, c = row[j] - m, zz = row[j] * rr;
-                CHECK(t_get(y, i * n + j) == (double)(sc * c));
-                CHECK(t_get(z, i * n + j) == (double)(zz * gv[j]));
+                double want_y, want_z;
+                if (f32) {
+                    float sc = gf[j] * (float)r, c = xf[i * N + j] - (float)m, zz = xf[i * N + j] * (float)rr;
+                    want_y = sc * c;
+                    want_z = zz * gf[j];
+                } else {
+                    want_y = (gv[j] * r) * (row[j] - m);
+                    want_z = (row[j] * rr) * gv[j];
+                }
+                CHECK(t_get(y, i * N + j) == want_y);
+                CHECK(t_get(z, i * N + j) == want_z);
             }
         }
+        free(xv), free(gv), free(xf), free(gf);
+        RELEASE(x, g, y, z);
     }
-    free(xv);
-    free(gv);
-    RELEASE(x, g, y, z);
+    CHECK(orders_differ); /* the f64 rows tell the orders apart */
 }
 
 /* ---- against the composed ops ------------------------------------------------ */
