@@ -102,26 +102,25 @@ TEST(gpu_norm_every_type_combination) {
  * registers, and random bit patterns (NaNs and infinities of every
  * kind in many rows). */
 TEST(gpu_norm_shapes) {
-    static const int64_t one[2] = {17, 1}, lng[2] = {3, 20001}, many[2] = {50000, 8}, model[2] = {4096, 384},
-                         bits[2] = {9, 384}, r257[2] = {6, 257}, r1024[2] = {5, 1024}, r1500[2] = {4, 1500},
-                         r4096[2] = {70, 4096}, r4097[2] = {3, 4097}, r512[2] = {6, 512}, r520[2] = {6, 520};
-    for (int i = 0; i < 4; i++) {
-        emily_dtype t = floats[i];
-        norm_all("[17,1]", t, t, t, 2, one, TC_GENERAL, 0, 1.0e-5);
-        norm_all("[3,20001]", t, t, t, 2, lng, TC_GENERAL, 0, 1.0e-5);
-        norm_all("[50000,8]", t, t, t, 2, many, TC_GENERAL, 0, 1.0e-5);
-        norm_all("[4096,384]", t, EMILY_F32, t, 2, model, TC_GENERAL, 0, 1.0e-5);
-        norm_all("[9,384] bits", t, t, t, 2, bits, TC_BITS, 0, 1.0e-5);
-        /* each size of the rows kept in registers, full and partial, and
-         * the first length past them */
-        norm_all("[6,257]", t, t, t, 2, r257, TC_GENERAL, 0, 1.0e-5);
-        norm_all("[6,512]", t, t, t, 2, r512, TC_GENERAL, 0, 1.0e-5);
-        norm_all("[6,520]", t, t, t, 2, r520, TC_GENERAL, 0, 1.0e-5);
-        norm_all("[5,1024]", t, t, t, 2, r1024, TC_GENERAL, 0, 1.0e-5);
-        norm_all("[4,1500]", t, EMILY_F32, t, 2, r1500, TC_GENERAL, 0, 1.0e-5);
-        norm_all("[70,4096]", t, EMILY_F32, t, 2, r4096, TC_GENERAL, 0, 1.0e-5);
-        norm_all("[3,4097]", t, t, t, 2, r4097, TC_GENERAL, 0, 1.0e-5);
-    }
+    /* gamma f32 where set (else x's type); each size of the rows kept in
+     * registers, full and partial, and the first length past them */
+    static const struct {
+        const char *label;
+        int64_t shape[2];
+        int kind;
+        bool f32_gamma;
+    } cases[] = {{"[17,1]", {17, 1}, TC_GENERAL, false},       {"[3,20001]", {3, 20001}, TC_GENERAL, false},
+                 {"[50000,8]", {50000, 8}, TC_GENERAL, false}, {"[4096,384]", {4096, 384}, TC_GENERAL, true},
+                 {"[9,384] bits", {9, 384}, TC_BITS, false},   {"[6,257]", {6, 257}, TC_GENERAL, false},
+                 {"[6,512]", {6, 512}, TC_GENERAL, false},     {"[6,520]", {6, 520}, TC_GENERAL, false},
+                 {"[5,1024]", {5, 1024}, TC_GENERAL, false},   {"[4,1500]", {4, 1500}, TC_GENERAL, true},
+                 {"[70,4096]", {70, 4096}, TC_GENERAL, true},  {"[3,4097]", {3, 4097}, TC_GENERAL, false}};
+    for (int i = 0; i < 4; i++)
+        for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+            emily_dtype t = floats[i];
+            norm_all(cases[c].label, t, cases[c].f32_gamma ? EMILY_F32 : t, t, 2, cases[c].shape, cases[c].kind, 0,
+                     1.0e-5);
+        }
 }
 
 /* Constant rows with eps 0 (NaN through inf * 0), ties data, a transposed
