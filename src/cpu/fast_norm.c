@@ -36,66 +36,53 @@
 /* The three sums a row needs, over f32 (summed in double) and f64 rows:
  * SUM x_j, SUM W(x_j * x_j), SUM W(c_j * c_j) with c_j = W(x_j - m). Each
  * element j goes to partial j mod PARTIALS; the partials are taken 32 at a
- * time (four lanes' worth, in eight vectors of four doubles that stay in
- * registers), each over the row's spans of PARTIALS elements, then
- * combined lane by lane in norm_rules.h's order: a lane's partials t and
- * t + 4 are one vector pair. The row's last span may end inside a block:
- * its missing elements add +0.0, which leaves a partial as it is (a
- * partial starts at +0.0, so it is never -0.0). TERM(v) is the term of a
- * vector of elements v; M names the mean (only the centred squares read
- * it; 0 for the others); VT is a vector of four T and WIDEN makes it four
- * doubles. */
-#define ROW_SUM(NAME, T, VT, WIDEN, TERM, M)                                    \
-    HOT static double NAME(const T *restrict x, int64_t n, T M) {               \
-        double lanes[LANES];                                                    \
-        (void)M;                                                                \
-        for (int kb = 0; kb < PARTIALS; kb += BLOCK) {                          \
-            v4d acc[BLOCK / 4] = {0};                                           \
-            int64_t j = kb;                                                     \
-            for (; n - j >= BLOCK; j += PARTIALS) PRAGMA(GCC unroll 8)          \
-            for (int i = 0; i < BLOCK / 4; i++) {                               \
-                VT v;                                                           \
-                memcpy(&v, x + j + 4 * i, sizeof v);                            \
-                acc[i] += WIDEN(TERM(v));                                       \
-            }                                                                   \
-            if (j < n) PRAGMA(GCC unroll 8)                                     \
-            for (int i = 0; i < BLOCK / 4; i++) {                               \
-                VT v = {0}, tv;                                                 \
-                for (int t = 0; t < 4; t++)                                     \
-                    if (j + 4 * i + t < n) v[t] = x[j + 4 * i + t];             \
-                tv = TERM(v);                                                   \
-                for (int t = 0; t < 4; t++)                                     \
-                    if (j + 4 * i + t >= n) tv[t] = 0;                          \
-                acc[i] += WIDEN(tv);                                            \
-            }                                                                   \
-            PRAGMA(GCC unroll 4)                                                \
-            for (int q = 0; q < 4; q++) {                                       \
-                v4d c = acc[2 * q] + acc[2 * q + 1];                            \
-                lanes[kb / EMI_NORM_CHUNK + q] = (c[0] + c[2]) + (c[1] + c[3]); \
-            }                                                                   \
-        }                                                                       \
-        return emi_norm_combine(lanes);                                         \
+ * time (four lanes' worth, in registers), each over the row's spans of
+ * PARTIALS elements, then combined lane by lane in norm_rules.h's order.
+ * The row's last span may end inside a block: its missing elements add
+ * +0.0, which leaves a partial as it is (a partial starts at +0.0, so it is
+ * never -0.0). TERM(v) is the term of element v; M names the mean (only
+ * the centred squares read it; 0 for the others). */
+#define ROW_SUM(NAME, T, TERM, M)                                            \
+    HOT static double NAME(const T *restrict x, int64_t n, T M) {            \
+        double lanes[LANES];                                                 \
+        (void)M;                                                             \
+        for (int kb = 0; kb < PARTIALS; kb += BLOCK) {                       \
+            double l[BLOCK] = {0};                                           \
+            int64_t j = kb;                                                  \
+            for (; n - j >= BLOCK; j += PARTIALS) PRAGMA(GCC unroll 32)      \
+            for (int k = 0; k < BLOCK; k++) {                                \
+                T v = TERM(x[j + k]);                                        \
+                l[k] += (double)v;                                           \
+            }                                                                \
+            if (j < n) PRAGMA(GCC unroll 32)                                 \
+            for (int k = 0; k < BLOCK; k++) {                                \
+                T xv = j + k < n ? x[j + k] : 0, v = TERM(xv);               \
+                l[k] += j + k < n ? (double)v : 0.0;                         \
+            }                                                                \
+            PRAGMA(GCC unroll 4)                                             \
+            for (int q = 0; q < BLOCK / EMI_NORM_CHUNK; q++) {               \
+                const double *c = l + q * EMI_NORM_CHUNK;                    \
+                double c0 = c[0] + c[4], c1 = c[1] + c[5], c2 = c[2] + c[6]; \
+                double c3 = c[3] + c[7];                                     \
+                lanes[kb / EMI_NORM_CHUNK + q] = (c0 + c2) + (c1 + c3);      \
+            }                                                                \
+        }                                                                    \
+        return emi_norm_combine(lanes);                                      \
     }
-typedef double v4d __attribute__((vector_size(32)));
-typedef float v4f __attribute__((vector_size(16)));
-#define WIDEN_F32(v) __builtin_convertvector((v), v4d)
-#define WIDEN_F64(v) (v)
 #define VALUE(v) (v)
 #define SQUARE(v) ((v) * (v))
 #define CENTRED_SQUARE(v) (((v)-m) * ((v)-m))
-#define ROW_SUMS(sfx, T, VT, WIDEN)                          \
-    ROW_SUM(sum_##sfx, T, VT, WIDEN, VALUE, unused)          \
-    ROW_SUM(sum_squares_##sfx, T, VT, WIDEN, SQUARE, unused) \
-    ROW_SUM(sum_centred_squares_##sfx, T, VT, WIDEN, CENTRED_SQUARE, m)
-ROW_SUMS(f32, float, v4f, WIDEN_F32)
-ROW_SUMS(f64, double, v4d, WIDEN_F64)
+#define ROW_SUMS(sfx, T)                          \
+    ROW_SUM(sum_##sfx, T, VALUE, unused)          \
+    ROW_SUM(sum_squares_##sfx, T, SQUARE, unused) \
+    ROW_SUM(sum_centred_squares_##sfx, T, CENTRED_SQUARE, m)
+ROW_SUMS(f32, float)
+ROW_SUMS(f64, double)
 #undef ROW_SUMS
 #undef CENTRED_SQUARE
 #undef SQUARE
 #undef VALUE
 #undef ROW_SUM
-#undef WIDEN_F32
-#undef WIDEN_F64
 
 /* ---- the affine passes --------------------------------------------------- */
 
