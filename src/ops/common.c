@@ -154,17 +154,22 @@ emily_status emi_apply_scalar(emily_device device, emily_binary_op op, emily_dty
     return EMILY_OK;
 }
 
-emily_status emi_scratch(const char *op, size_t nints, size_t nflags, int64_t **ints, bool **flags) {
-    *ints = malloc(sizeof(int64_t) * (nints ? nints : 1));
-    if (flags) *flags = calloc(nflags ? nflags : 1, 1);
-    if (*ints && (!flags || *flags)) return EMILY_OK;
-    free(*ints);
-    *ints = NULL;
-    if (flags) {
-        free(*flags);
-        *flags = NULL;
+emily_status emi_scratch_get(const char *op, emi_scratch *sc, size_t nints, size_t nflags) {
+    sc->ints = nints <= EMI_SCRATCH_INLINE ? sc->ints_here : malloc(sizeof(int64_t) * nints);
+    sc->flags = nflags <= EMI_SCRATCH_INLINE ? sc->flags_here : malloc(nflags);
+    if (sc->ints && sc->flags) {
+        memset(sc->flags, 0, nflags);
+        return EMILY_OK;
     }
+    emi_scratch_free(sc);
     return emily_error(EMILY_ERR_MEMORY, "%s: out of host memory", op);
+}
+
+void emi_scratch_free(emi_scratch *sc) {
+    if (sc->ints != sc->ints_here) free(sc->ints);
+    if (sc->flags != sc->flags_here) free(sc->flags);
+    sc->ints = sc->ints_here;
+    sc->flags = sc->flags_here;
 }
 
 emily_status emi_check_sum_to_min(const char *name, const char *family, int op, int last, bool is_max_min,

@@ -61,10 +61,21 @@ emily_status emi_empty_like_device(const emily_tensor *t, emily_dtype dtype, int
  * for a NULL name). */
 int emi_name_index(const char *const *names, int n, const char *name);
 
-/* An op's scratch memory: nints int64_t entries (shapes, strides) and,
- * when flags is not NULL, nflags flags, all false (axis masks); both or
- * neither, with an out-of-memory error naming op. Freed with free(). */
-emily_status emi_scratch(const char *op, size_t nints, size_t nflags, int64_t **ints, bool **flags);
+/* An op's scratch memory: nints int64_t entries (shapes, strides) in
+ * ints and nflags flags, all false, in flags (axis masks), held in the
+ * struct itself when they fit (the usual ranks: the op's path allocates
+ * nothing) and on the heap for longer ones (the rank goes up to
+ * EMILY_MAX_RANK); an out-of-memory error names op. emi_scratch_free
+ * returns it (also after a failed get). The struct must not be copied. */
+#define EMI_SCRATCH_INLINE 36 /* 2 x rank + 2 entries for ranks up to 17 */
+typedef struct emi_scratch {
+    int64_t *ints;
+    bool *flags;
+    int64_t ints_here[EMI_SCRATCH_INLINE];
+    bool flags_here[EMI_SCRATCH_INLINE];
+} emi_scratch;
+emily_status emi_scratch_get(const char *op, emi_scratch *sc, size_t nints, size_t nflags);
+void emi_scratch_free(emi_scratch *sc);
 
 /* Releases every tensor in a NULL-or-tensor array. */
 void emi_release_all(int n, emily_tensor **ts);

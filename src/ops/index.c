@@ -322,10 +322,11 @@ emily_status emi_index_error(const char *op, const void *elem, emily_dtype dt, i
     int c = (int)(bad % ncols);
     char buf[256];
     if (axes) {
-        int64_t *shape;
-        bool *indexed;
-        emily_status s = emi_scratch(op, (size_t)t->rank + 1, (size_t)t->rank + 1, &shape, &indexed);
+        emi_scratch sc;
+        emily_status s = emi_scratch_get(op, &sc, (size_t)t->rank + 1, (size_t)t->rank + 1);
         if (s) return s;
+        int64_t *shape = sc.ints;
+        bool *indexed = sc.flags;
         int r = 0;
         for (int i = 0; i < ncols; i++) {
             shape[r++] = t->shape[axes[i]];
@@ -334,8 +335,7 @@ emily_status emi_index_error(const char *op, const void *elem, emily_dtype dt, i
         for (int i = 0; i < t->rank; i++)
             if (!indexed[i]) shape[r++] = t->shape[i];
         emi_shape_str(t->rank, shape, buf, sizeof buf);
-        free(shape);
-        free(indexed);
+        emi_scratch_free(&sc);
     } else {
         emi_shape_str(t->rank, t->shape, buf, sizeof buf);
     }

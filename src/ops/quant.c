@@ -188,12 +188,13 @@ emily_status emily_quantized_matmul(const emily_tensor *x, const emily_tensor *q
     const emily_tensor *ts[4] = {x, q, scales, biases};
     const emily_engine *e;
     emily_status s = emi_check_inputs(op, out, 4, ts, names, &e);
-    int64_t *oshape = NULL;
+    emi_scratch sc;
     emily_dtype otype = EMILY_DTYPE_AUTO;
-    if (s || (s = emi_scratch(op, (size_t)x->rank + 1, 0, &oshape, NULL))) return s;
+    if (s || (s = emi_scratch_get(op, &sc, (size_t)x->rank + 1, 0))) return s;
+    int64_t *oshape = sc.ints;
     if ((s = emi_quantized_matmul_output_shape(x, q, scales, biases, bits, group_size, transpose, &otype, oshape)) ||
         (s = emi_need_kernel(op, e, EMI_KERNEL_QUANT_MATMUL, 0, x->dtype))) {
-        free(oshape);
+        emi_scratch_free(&sc);
         return s;
     }
     int64_t kdim = x->shape[x->rank - 1], ndim = oshape[x->rank - 1];
@@ -216,7 +217,7 @@ emily_status emily_quantized_matmul(const emily_tensor *x, const emily_tensor *q
         if (!s) s = e->quant->matmul(d2, x2, qc, sw, bw, bits, group_size, transpose);
     }
     if (!s) s = emi_convert_to(res, otype, &o);
-    free(oshape);
+    emi_scratch_free(&sc);
     emi_release_all(7, (emily_tensor *[]){res, xc, x2, qc, sw, bw, d2});
     return emi_hand_out(s, o, out);
 }

@@ -143,9 +143,10 @@ emily_status emily_argreduce(emily_arg_op aop, const emily_tensor *t, int axis, 
     if (axis >= t->rank)
         return emily_error(EMILY_ERR_AXIS, "%s: axis %d out of range for a tensor of rank %d", op, axis, t->rank);
     int r = axis < 0 ? 0 : t->rank;
-    int64_t *shape;
-    bool *mask;
-    if ((s = emi_scratch(op, (size_t)t->rank + 1, (size_t)t->rank + 1, &shape, &mask))) return s;
+    emi_scratch sc;
+    if ((s = emi_scratch_get(op, &sc, (size_t)t->rank + 1, (size_t)t->rank + 1))) return s;
+    int64_t *shape = sc.ints;
+    bool *mask = sc.flags;
     int64_t outsize = 1;
     for (int i = 0; i < r; i++) {
         shape[i] = i == axis ? 1 : t->shape[i];
@@ -165,8 +166,7 @@ emily_status emily_argreduce(emily_arg_op aop, const emily_tensor *t, int axis, 
     }
     if (!s) s = drop_axes(full, mask, keep_axis || axis < 0, out);
     else emily_tensor_release(full);
-    free(shape);
-    free(mask);
+    emi_scratch_free(&sc);
     return s;
 }
 

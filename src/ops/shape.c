@@ -102,9 +102,10 @@ emily_status emily_squeeze(const emily_tensor *t, int naxes, const int *axes, em
     if (s) return s;
     if (axes && naxes < 0) return emily_error(EMILY_ERR_AXIS, "squeeze: negative axis count %d", naxes);
     if (!axes && naxes > 0) return emily_error(EMILY_ERR_ARGUMENT, "squeeze: axes is NULL");
-    int64_t *buf;
-    bool *mask;
-    if ((s = emi_scratch(op, 2 * (size_t)t->rank + 2, (size_t)t->rank + 1, &buf, &mask))) return s;
+    emi_scratch sc;
+    if ((s = emi_scratch_get(op, &sc, 2 * (size_t)t->rank + 2, (size_t)t->rank + 1))) return s;
+    int64_t *buf = sc.ints;
+    bool *mask = sc.flags;
     if (axes) {
         s = emi_norm_axes(op, naxes, axes, t->rank, NULL, mask);
         for (int i = 0; !s && i < t->rank; i++)
@@ -126,8 +127,7 @@ emily_status emily_squeeze(const emily_tensor *t, int naxes, const int *axes, em
             }
         s = emi_tensor_view(t, r, shape, strides, t->offset, out);
     }
-    free(mask);
-    free(buf);
+    emi_scratch_free(&sc);
     return s;
 }
 
@@ -222,9 +222,10 @@ emily_status emily_reverse(const emily_tensor *t, int naxes, const int *axes, em
     if (s) return s;
     if (naxes < 0 || (naxes > 0 && !axes))
         return emily_error(EMILY_ERR_ARGUMENT, "reverse: invalid axis count %d or NULL axes", naxes);
-    int64_t *strides;
-    bool *mask;
-    if ((s = emi_scratch(op, 2 * (size_t)t->rank + 2, (size_t)t->rank + 1, &strides, &mask))) return s;
+    emi_scratch sc;
+    if ((s = emi_scratch_get(op, &sc, 2 * (size_t)t->rank + 2, (size_t)t->rank + 1))) return s;
+    int64_t *strides = sc.ints;
+    bool *mask = sc.flags;
     s = emi_norm_axes(op, naxes, axes, t->rank, NULL, mask);
     if (!s) {
         int64_t offset = t->offset;
@@ -237,8 +238,7 @@ emily_status emily_reverse(const emily_tensor *t, int naxes, const int *axes, em
         }
         s = emi_tensor_view(t, t->rank, t->shape, strides, offset, out);
     }
-    free(mask);
-    free(strides);
+    emi_scratch_free(&sc);
     return s;
 }
 

@@ -88,6 +88,34 @@ TEST(squeeze_axes) {
     emily_tensor_release(t);
 }
 
+/* Ranks past the ops' inline scratch (emi_scratch_get: 36 entries, so
+ * squeeze and reverse of rank 18 and up, argmax of rank 36 and up, take
+ * theirs from the heap): the same results as at small ranks. */
+TEST(high_ranks_past_the_inline_scratch) {
+    enum { R = 40 };
+    int64_t shape[R];
+    for (int d = 0; d < R; d++) shape[d] = d == 7 ? 3 : d == 30 ? 2 : 1;
+    emily_tensor *t = t_iota(EMILY_F32, R, shape), *r = NULL;
+    int64_t squeezed[2] = {3, 2};
+    CHECK_OK(emily_squeeze(t, 0, NULL, &r));
+    CHECK(t_shape_is(r, 2, squeezed));
+    CHECK(t_equals(r, 6, (double[]){0, 1, 2, 3, 4, 5}));
+    emily_tensor_release(r);
+    int axes[2] = {7, 30};
+    CHECK_OK(emily_reverse(t, 2, axes, &r));
+    CHECK(t_shape_is(r, R, shape));
+    CHECK(t_equals(r, 6, (double[]){5, 4, 3, 2, 1, 0}));
+    emily_tensor_release(r);
+    CHECK_OK(emily_argreduce(EMILY_ARGMAX, t, 7, true, false, EMILY_DTYPE_AUTO, &r));
+    shape[7] = 1;
+    CHECK(t_shape_is(r, R, shape));
+    CHECK(t_equals(r, 2, (double[]){2, 2}));
+    emily_tensor_release(r);
+    int bad[1] = {R};
+    CHECK_ERR(emily_reverse(t, 1, bad, &r), EMILY_ERR_AXIS, "out of range");
+    emily_tensor_release(t);
+}
+
 TEST(broadcast_views) {
     float v[3] = {1, 2, 3};
     int64_t s3[1] = {3}, s3x2[2] = {3, 2};
@@ -445,7 +473,8 @@ TEST(pad_checks_the_template_before_the_work) {
 }
 
 RUN_TESTS("shape", CASE(reshape_is_a_view_when_possible), CASE(reshape_scalars_and_empty), CASE(reshape_errors),
-          CASE(squeeze_axes), CASE(broadcast_views), CASE(transpose_views), CASE(transpose_copy_large),
-          CASE(reverse_views), CASE(slice_clamps_and_strides), CASE(pad_edges_interior_negative),
-          CASE(pad_types_and_views), CASE(concatenate_and_stack), CASE(put_slice_clamps), CASE(write_slice_in_place),
-          CASE(copies_keep_bits), CASE(pad_checks_the_template_before_the_work))
+          CASE(squeeze_axes), CASE(high_ranks_past_the_inline_scratch), CASE(broadcast_views), CASE(transpose_views),
+          CASE(transpose_copy_large), CASE(reverse_views), CASE(slice_clamps_and_strides),
+          CASE(pad_edges_interior_negative), CASE(pad_types_and_views), CASE(concatenate_and_stack),
+          CASE(put_slice_clamps), CASE(write_slice_in_place), CASE(copies_keep_bits),
+          CASE(pad_checks_the_template_before_the_work))
