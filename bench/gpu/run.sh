@@ -39,7 +39,8 @@
 #           racecheck (CORPUS_TOOLS, CORPUS_FILES; CORPUS_CASES: an
 #           extended regex picking test_cuda's cases by name), each within
 #           CORPUS_SECONDS (240), each run split over CORPUS_SHARDS (8)
-#           processes at once:
+#           processes at once (test_cuda's each again over CORPUS_PARTS,
+#           1, by the cases' work items: --part):
 #           any report, a failed case or a run cut short fails it.
 #
 # Steps may be spread over several device calls (the machine keeps /tmp
@@ -352,17 +353,27 @@ step_sanitize_corpus() {
                 mapfile -t names < <("$W/bin/test_cuda" --list | grep -E '^[a-z0-9_]+$' | grep -E "${CORPUS_CASES:-.}")
                 extra=(--report-api-errors no)
             fi
+            # CORPUS_PARTS=P: each test_cuda shard runs as P processes,
+            # each taking every P-th work item of the cases that divide
+            # theirs (--part, the sort cases), for cases too slow under a
+            # tool for one process
+            local parts=${CORPUS_PARTS:-1} p id
             for k in $(seq 0 $((n - 1))); do
-                if [ "$f" = test_cuda ]; then
-                    args=()
-                    for i in "${!names[@]}"; do [ $((i % n)) -eq "$k" ] && args+=(--only "${names[$i]}"); done
-                    [ ${#args[@]} -eq 0 ] && continue
-                    args=("$W/bin/test_cuda" "${args[@]}")
-                else
-                    args=("$W/bin/conformance" --shard "$k/$n" --device cuda:0 "$W/corpus/$f.jsonl")
-                fi
-                timeout "$t" "$cs" --tool "$tool" "${extra[@]}" --error-exitcode 99 "${args[@]}" > "$log.$k" 2>&1 &
-                pids+=("$k:$!")
+                for p in $(seq 0 $((parts - 1))); do
+                    id=$k
+                    if [ "$f" = test_cuda ]; then
+                        args=()
+                        for i in "${!names[@]}"; do [ $((i % n)) -eq "$k" ] && args+=(--only "${names[$i]}"); done
+                        [ ${#args[@]} -eq 0 ] && continue
+                        args=("$W/bin/test_cuda" "${args[@]}")
+                        [ "$parts" -gt 1 ] && { args+=(--part "$p/$parts"); id=$k.$p; }
+                    else
+                        [ "$p" -gt 0 ] && continue
+                        args=("$W/bin/conformance" --shard "$k/$n" --device cuda:0 "$W/corpus/$f.jsonl")
+                    fi
+                    timeout "$t" "$cs" --tool "$tool" "${extra[@]}" --error-exitcode 99 "${args[@]}" > "$log.$id" 2>&1 &
+                    pids+=("$id:$!")
+                done
             done
             rc=0
             for i in "${pids[@]}"; do

@@ -12,14 +12,17 @@ enum { MAX_ONLY = 32 };
 static const char *only[MAX_ONLY];
 static int n_only;
 static bool list_only;
-static int matched; /* cases selected over every harness_run of the process */
+static int matched;                        /* cases selected over every harness_run of the process */
+static long part_k, part_n = 1, part_item; /* --part K/N; the work items seen by harness_mine */
 
 static void usage(const char *prog) {
     fprintf(stderr,
-            "usage: %s [--only NAME]... [--list]\n"
+            "usage: %s [--only NAME]... [--list] [--part K/N]\n"
             "  --only NAME  run the cases whose name contains NAME (repeatable; a NAME\n"
             "               with * ? or [ is a pattern for the whole name)\n"
-            "  --list       print the selected cases' names and run nothing\n",
+            "  --list       print the selected cases' names and run nothing\n"
+            "  --part K/N   in the cases that divide their work (harness_mine), run the\n"
+            "               items i with i mod N = K (0 <= K < N)\n",
             prog);
 }
 
@@ -32,6 +35,13 @@ bool harness_args(int argc, char **argv) {
             only[n_only++] = argv[++i];
         } else if (strncmp(a, "--only=", 7) == 0 && n_only < MAX_ONLY) {
             only[n_only++] = a + 7;
+        } else if (strcmp(a, "--part") == 0 && i + 1 < argc) {
+            char end;
+            if (sscanf(argv[++i], "%ld/%ld%c", &part_k, &part_n, &end) != 2 || part_n < 1 || part_k < 0 ||
+                part_k >= part_n) {
+                usage(argv[0]);
+                return false;
+            }
         } else {
             usage(argv[0]);
             return false;
@@ -39,6 +49,8 @@ bool harness_args(int argc, char **argv) {
     }
     return true;
 }
+
+bool harness_mine(void) { return part_item++ % part_n == part_k; }
 
 static bool selected(const char *name) {
     if (n_only == 0) return true;

@@ -63,6 +63,11 @@ typedef struct harness_case {
  * excepted: the name may be one of its skipped GPU cases). Returns false
  * (after a usage message) on an argument it does not know. */
 bool harness_args(int argc, char **argv);
+/* Whether this process runs the next work item of a case that divides its
+ * work: with --part K/N, items i (counted over the process in the order
+ * they are asked for) with i mod N = K; without it, every item. Lets a
+ * slow tool such as compute-sanitizer take one case in N processes. */
+bool harness_mine(void);
 
 /* Runs the cases that the command line selects (all by default); returns
  * the exit code for this suite. */
