@@ -15,12 +15,13 @@
 //
 // Rows of up to 1024 elements of f16/bf16/f32 whose chunks are whole and
 // aligned (below) are read from memory once into the lanes' registers,
-// where the passes take them; other rows and f64 rows are read at each pass (twice for rms_norm, three times for
-// layer_norm, from L1/L2 after the first). gamma and beta are read 8 at a
-// time, and the output written 8 at a time, where the row length is a
-// multiple of 8 and every pointer 16-byte aligned (else element by
-// element, in the same order). Blocks hold 8 warps and stride over the
-// rows when there are more rows than the grid has warps.
+// where the passes take them; other rows and f64 rows are read at each
+// pass (twice for rms_norm, three times for layer_norm, from L1/L2 after
+// the first). gamma and beta are read 8 at a time, and the output written
+// 8 at a time, where the row length is a multiple of 8 and every pointer
+// 16-byte aligned (else element by element, in the same order). Blocks
+// hold 8 warps and stride over the rows when there are more rows than the
+// grid has warps.
 //
 // History (bf16 16384 x 4096 on the H200, bench/gpu): one element a lane
 // at k, k + 32, ... (the order softmax keeps: 2-byte loads and stores, and
