@@ -167,8 +167,8 @@ __global__ void __launch_bounds__(BLOCK)
     norm_kernel(const storage_t<X> *__restrict__ x, storage_t<O> *__restrict__ y, const affine_t<O> *__restrict__ g,
                 const affine_t<O> *__restrict__ b, int64_t rows, int64_t n, stat_t<X> e, bool vector) {
     typedef stat_t<X> W;
-    const bool vec = PER > 0 || vector; // launch_norm keeps the registers for whole aligned chunks
     typedef affine_t<O> A;
+    const bool vec = PER > 0 || vector; // launch_norm keeps the registers for whole aligned chunks
     const int lane = (int)(threadIdx.x % WARP);
     const int64_t nwarps = (int64_t)gridDim.x * ROWS_PER_BLOCK;
     for (int64_t row = (int64_t)blockIdx.x * ROWS_PER_BLOCK + threadIdx.x / WARP; row < rows; row += nwarps) {
@@ -238,9 +238,6 @@ void launch_norm(unsigned grid, cudaStream_t stream, const storage_t<X> *x, stor
     }
     norm_kernel<X, O, RMS, 0><<<grid, BLOCK, 0, stream>>>(x, y, g, b, rows, n, e, vec);
 }
-
-// Whether p is 16-byte aligned (a Chunk's alignment)
-static bool aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
 
 emily_status cuda_norm(const char *op, bool rms, emily_tensor *dst, const emily_tensor *x, const emily_tensor *g,
                        const emily_tensor *b, double eps) {
